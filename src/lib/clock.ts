@@ -1,0 +1,122 @@
+import { AbortedError } from './errors.js';
+
+/**
+ * Time as Berth's time-dependent logic sees it. Production code takes a Clock
+ * in its options and defaults to `systemClock`; tests pass a `ManualClock`.
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /**
+   * Resolves after `ms` milliseconds; rejects with AbortedError as soon as
+   * `signal` fires. Never keeps the process alive on its own (timer is unref'd).
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** The real clock: Date.now and unref'd timers. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep(ms, signal) {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(new AbortedError('sleep aborted', { cause: signal.reason }));
+        return;
+      }
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(new AbortedError('sleep aborted', { cause: signal?.reason }));
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      timer.unref();
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  },
+};
+
+interface Sleeper {
+  at: number;
+  resolve: () => void;
+}
+
+/**
+ * A clock that moves only when told to. `advance(ms)` wakes every sleeper
+ * that is due, in order, letting promise callbacks run between wake-ups so
+ * that code which sleeps again inside the same advance is woken too.
+ */
+export class ManualClock implements Clock {
+  #now: number;
+  #sleepers: Sleeper[] = [];
+
+  constructor(start = 0) {
+    this.#now = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  /** How many sleeps are waiting. */
+  get pending(): number {
+    return this.#sleepers.length;
+  }
+
+  /** The durations (relative to now) that sleepers are waiting for. */
+  pendingDelays(): number[] {
+    return this.#sleepers.map((s) => s.at - this.#now);
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(new AbortedError('sleep aborted', { cause: signal.reason }));
+        return;
+      }
+      const sleeper: Sleeper = {
+        at: this.#now + Math.max(0, ms),
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      const onAbort = (): void => {
+        this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
+        reject(new AbortedError('sleep aborted', { cause: signal?.reason }));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#sleepers.push(sleeper);
+    });
+  }
+
+  /** Moves time forward by `ms`, waking due sleepers. Resolves once they have run. */
+  async advance(ms: number): Promise<void> {
+    const target = this.#now + ms;
+    for (;;) {
+      await flushMicrotasks();
+      const due = this.#sleepers.filter((s) => s.at <= target).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      this.#sleepers = this.#sleepers.filter((s) => s !== due);
+      this.#now = Math.max(this.#now, due.at);
+      due.resolve();
+    }
+    this.#now = target;
+    await flushMicrotasks();
+  }
+
+  /** Waits (in real time, briefly) until at least `count` sleepers are pending. */
+  async waitForSleepers(count = 1, timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#sleepers.length < count) {
+      if (Date.now() > deadline) throw new Error(`expected ${count} sleepers, have ${this.#sleepers.length}`);
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+}
+
+async function flushMicrotasks(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+  await new Promise((r) => setImmediate(r));
+}
