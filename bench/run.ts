@@ -1,0 +1,169 @@
+// `npm run bench`: Berth's CSI figures, printed and written to bench/results.json.
+//
+// 1. Probe and NodePublishVolume round trips through Berth's CsiClient against
+//    a bare grpc-js client with the same generated messages, on the same fake
+//    plugin, interleaved in blocks so that both see the same machine state.
+//    Berth's overhead is the ratio of the p50s (target <= 1.15).
+// 2. A full create/stage/publish/unpublish/unstage/delete cycle on the
+//    hostpath plugin with real bind mounts, p50/p99 per step and in all.
+
+import * as grpc from '@grpc/grpc-js';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CsiClient, VolumeCapability } from '../src/csi/index.js';
+import { FakePlugin } from '../src/csi/fake/index.js';
+import {
+  IdentityDefinition,
+  NodeDefinition,
+  NodePublishVolumeRequest,
+  ProbeRequest,
+  VolumeCapability_AccessMode_Mode,
+} from '../src/gen/csi/v1/csi.js';
+import { HostpathPlugin } from '../src/plugins/hostpath/index.js';
+import { round, summarize, timeNs, type Summary } from './_stats.js';
+
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 20);
+const BLOCK = Number(process.env['BENCH_BLOCK'] ?? 200);
+const CYCLES = Number(process.env['BENCH_CYCLES'] ?? 200);
+
+/** A bare grpc-js client: the baseline Berth's client is measured against. */
+class BareClient {
+  readonly #client: grpc.Client;
+  constructor(endpoint: string) {
+    this.#client = new grpc.Client(endpoint, grpc.credentials.createInsecure());
+  }
+  unary<Req, Res>(
+    path: string,
+    type: { encode(m: Req): { finish(): Uint8Array } },
+    resType: { decode(b: Uint8Array): Res },
+    req: Req,
+  ): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      this.#client.makeUnaryRequest(
+        path,
+        (m: Req) => Buffer.from(type.encode(m).finish()),
+        (b: Buffer) => resType.decode(b),
+        req,
+        (err, res) => (err ? reject(err) : resolve(res as Res)),
+      );
+    });
+  }
+  close(): void {
+    this.#client.close();
+  }
+}
+
+async function compare(name: string, berth: () => Promise<unknown>, bare: () => Promise<unknown>): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 300; i++) {
+    await berth();
+    await bare();
+  }
+  const a: bigint[] = [];
+  const b: bigint[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    // Alternate which goes first so neither gets a systematic head start.
+    const order = r % 2 === 0 ? ([[berth, a], [bare, b]] as const) : ([[bare, b], [berth, a]] as const);
+    for (const [fn, out] of order) for (let i = 0; i < BLOCK; i++) out.push(await timeNs(fn));
+  }
+  const berthS = summarize(a);
+  const bareS = summarize(b);
+  const ratio = round(berthS.p50Us / bareS.p50Us, 3);
+  console.log(`${name.padEnd(18)} berth p50 ${berthS.p50Us} us  p99 ${berthS.p99Us} us | bare grpc-js p50 ${bareS.p50Us} us  p99 ${bareS.p99Us} us | ratio p50 ${ratio}`);
+  return { berth: berthS, bareGrpcJs: bareS, overheadRatioP50: ratio };
+}
+
+async function overhead(dir: string): Promise<Record<string, unknown>> {
+  const fake = new FakePlugin({ socketPath: join(dir, 'fake.sock') });
+  await fake.start();
+  const berth = new CsiClient({ endpoint: fake.endpoint });
+  const bare = new BareClient(fake.endpoint);
+  const cap = VolumeCapability.mount('single-node-writer', { fsType: 'ext4' });
+  const probePath = `/${IdentityDefinition.fullName}/${IdentityDefinition.methods.probe.name}`;
+  const publishPath = `/${NodeDefinition.fullName}/${NodeDefinition.methods.nodePublishVolume.name}`;
+  const publishReq = NodePublishVolumeRequest.fromPartial({
+    volumeId: 'bench-vol',
+    stagingTargetPath: '/staging/bench-vol',
+    targetPath: '/target/bench-vol',
+    volumeCapability: { mount: { fsType: 'ext4' }, accessMode: { mode: VolumeCapability_AccessMode_Mode.SINGLE_NODE_WRITER } },
+  });
+  try {
+    const probe = await compare(
+      'Probe',
+      () => berth.probe(),
+      () => bare.unary(probePath, ProbeRequest, IdentityDefinition.methods.probe.responseType, ProbeRequest.fromPartial({})),
+    );
+    fake.clearCalls();
+    const publish = await compare(
+      'NodePublishVolume',
+      () => berth.nodePublishVolume({ volumeId: 'bench-vol', stagingTargetPath: '/staging/bench-vol', targetPath: '/target/bench-vol', volumeCapability: cap, readonly: false }),
+      () => bare.unary(publishPath, NodePublishVolumeRequest, NodeDefinition.methods.nodePublishVolume.responseType, publishReq),
+    );
+    return { probe, nodePublishVolume: publish };
+  } finally {
+    bare.close();
+    await berth.close();
+    await fake.stop();
+  }
+}
+
+async function hostpathCycle(dir: string): Promise<Record<string, unknown>> {
+  const plugin = new HostpathPlugin({ endpoint: `unix://${join(dir, 'hp.sock')}`, nodeId: 'bench-node', dataDir: join(dir, 'data') });
+  await plugin.start();
+  const client = new CsiClient({ endpoint: plugin.endpoint });
+  const cap = VolumeCapability.mount('single-node-writer');
+  const steps = ['create', 'stage', 'publish', 'unpublish', 'unstage', 'delete', 'cycle'] as const;
+  const samples = Object.fromEntries(steps.map((s) => [s, [] as bigint[]])) as Record<(typeof steps)[number], bigint[]>;
+  try {
+    for (let i = 0; i < CYCLES; i++) {
+      const staging = join(dir, 'staging', String(i));
+      const target = join(dir, 'pods', String(i), 'mount');
+      mkdirSync(staging, { recursive: true });
+      mkdirSync(join(dir, 'pods', String(i)), { recursive: true });
+      const start = process.hrtime.bigint();
+      let volumeId = '';
+      samples.create.push(await timeNs(async () => (volumeId = (await client.createVolume({ name: `bench-${i}`, volumeCapabilities: [cap], capacityRange: { requiredBytes: 1 << 20 } })).volumeId)));
+      samples.stage.push(await timeNs(() => client.nodeStageVolume({ volumeId, stagingTargetPath: staging, volumeCapability: cap })));
+      samples.publish.push(await timeNs(() => client.nodePublishVolume({ volumeId, stagingTargetPath: staging, targetPath: target, volumeCapability: cap, readonly: false })));
+      samples.unpublish.push(await timeNs(() => client.nodeUnpublishVolume(volumeId, target)));
+      samples.unstage.push(await timeNs(() => client.nodeUnstageVolume(volumeId, staging)));
+      samples.delete.push(await timeNs(() => client.deleteVolume(volumeId)));
+      samples.cycle.push(process.hrtime.bigint() - start);
+    }
+  } finally {
+    await client.close();
+    await plugin.stop();
+  }
+  const out: Record<string, Summary> = {};
+  for (const step of steps) {
+    out[step] = summarize(samples[step]);
+    const s = out[step];
+    console.log(`hostpath ${step.padEnd(10)} p50 ${(s.p50Us / 1000).toFixed(2)} ms  p99 ${(s.p99Us / 1000).toFixed(2)} ms  (n=${s.n})`);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'bb-'));
+  try {
+    console.log(`Berth CSI benchmarks (node ${process.version}, ${ROUNDS}x${BLOCK} calls per client, ${CYCLES} hostpath cycles)`);
+    const clientOverhead = await overhead(dir);
+    const cycle = await hostpathCycle(dir);
+    const mem = process.memoryUsage();
+    const results = {
+      date: new Date().toISOString(),
+      node: process.version,
+      clientOverhead,
+      hostpathCycle: cycle,
+      memory: { rssMiB: round(mem.rss / 2 ** 20), heapUsedMiB: round(mem.heapUsed / 2 ** 20) },
+    };
+    console.log(`memory: rss ${results.memory.rssMiB} MiB, heap used ${results.memory.heapUsedMiB} MiB`);
+    const file = join(import.meta.dirname, 'results.json');
+    writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+    console.log(`figures written to ${file}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,39 @@
+// The csi layer: Berth's view of the Container Storage Interface. Everything
+// protobuf stays behind this door.
+export { CsiClient, parseEndpoint, type CallOptions, type CsiClientOptions } from './client.js';
+export {
+  VolumeCapability,
+  ACCESS_MODES,
+  ATTACHMENT_MODES,
+  SINGLE_NODE_MULTI_WRITER_MODES,
+  isReadOnlyMode,
+  includesCapability,
+  capabilityFromRequest,
+  checkValidation,
+  type AccessMode,
+  type AttachmentMode,
+  type MountOptions,
+  type CapabilityRequest,
+  type ValidationVerdict,
+} from './capability.js';
+export {
+  CsiError,
+  CsiRequestError,
+  CsiProtocolError,
+  CsiEndpointError,
+  GRPC_CODES,
+  grpcCodeName,
+  classifyGrpcCode,
+  type GrpcCodeName,
+  type CsiErrorClass,
+} from './errors.js';
+export { RPC_POLICIES, serviceOf, type CsiRpc, type RpcPolicy } from './policy.js';
+export {
+  MAX_STRING_BYTES,
+  MAX_MAP_BYTES,
+  MAX_NODE_ID_BYTES,
+  MAX_REPEATED_STRING_BYTES,
+  checkString,
+  checkMap,
+} from './limits.js';
+export type * from './types.js';
