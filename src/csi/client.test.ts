@@ -123,10 +123,11 @@ describe('CsiClient against a fake plugin on a real socket', () => {
     fake.failNext('NodeUnstageVolume', 'NOT_FOUND', 'gone');
     fake.failNext('ControllerUnpublishVolume', 'NOT_FOUND', 'gone');
     fake.failNext('DeleteVolume', 'NOT_FOUND', 'gone');
-    await client.nodeUnpublishVolume('v1', '/t/v1');
-    await client.nodeUnstageVolume('v1', '/s/v1');
-    await client.controllerUnpublishVolume({ volumeId: 'v1', nodeId: 'fake-node-1' });
-    await client.deleteVolume('v1');
+    assert.deepEqual(await client.nodeUnpublishVolume('v1', '/t/v1'), { alreadyDone: true });
+    assert.deepEqual(await client.nodeUnstageVolume('v1', '/s/v1'), { alreadyDone: true });
+    assert.deepEqual(await client.controllerUnpublishVolume({ volumeId: 'v1', nodeId: 'fake-node-1' }), { alreadyDone: true });
+    assert.deepEqual(await client.deleteVolume('v1'), { alreadyDone: true });
+    assert.deepEqual(await client.deleteVolume('v1'), { alreadyDone: false }, 'the fake answers OK for an unknown volume');
     fake.failNext('NodeStageVolume', 'NOT_FOUND', 'no such volume');
     await assert.rejects(
       client.nodeStageVolume({ volumeId: 'v1', stagingTargetPath: '/s/v1', volumeCapability: cap }),
@@ -248,6 +249,15 @@ describe('CsiClient against a fake plugin on a real socket', () => {
     assert.equal(fake.calls.length, 0);
     const secretErr = await client.deleteVolume('v', { secrets: new SecretMap({ k: 'hunter2'.repeat(700) }) }).catch((e: Error) => e);
     assert.ok(!String(secretErr).includes('hunter2'));
+  });
+
+  it('fingerprints a controller-only plugin as serving no Node', async () => {
+    fresh();
+    fake.failNext('NodeGetCapabilities', 'UNIMPLEMENTED', 'controller only');
+    fake.failNext('NodeGetInfo', 'UNIMPLEMENTED', 'controller only');
+    const fp = await client.fingerprint();
+    assert.equal(fp.node, undefined);
+    assert.ok(fp.controller?.capabilities.includes('CREATE_DELETE_VOLUME'));
   });
 
   it('reports a plugin that answers nonsense as out of spec', async () => {

@@ -53,6 +53,15 @@ import type {
   VolumeStats,
 } from './types.js';
 
+/**
+ * What a teardown call (unpublish, unstage, delete) resolves with.
+ * `alreadyDone`: the plugin answered NOT_FOUND, which for these calls means
+ * there was nothing left to undo.
+ */
+export interface TeardownResult {
+  alreadyDone: boolean;
+}
+
 /** Per-call options every client method takes. */
 export interface CallOptions {
   /** Cancels the call (and any retry wait). */
@@ -141,6 +150,11 @@ function wire<Req, Res>(service: { fullName: string }, def: MethodDef<Req, Res>)
     wireMethods.set(def, m as WireMethod<unknown, unknown>);
   }
   return m;
+}
+
+// grpc-js appends its resolver's bookkeeping to connection errors; keep the part a person can act on.
+function transportDetails(details: string): string {
+  return details.replace(/\.?\s*Resolution note:\s*$/, '').trim();
 }
 
 const I = IdentityDefinition.methods;
@@ -253,10 +267,10 @@ export class CsiClient {
   }
 
   /** DeleteVolume. A volume the plugin does not know counts as deleted. */
-  async deleteVolume(volumeId: string, opts: CallOptions & { secrets?: SecretMap } = {}): Promise<void> {
+  async deleteVolume(volumeId: string, opts: CallOptions & { secrets?: SecretMap } = {}): Promise<TeardownResult> {
     check.checkVolumeId(volumeId);
     checkMap('secrets', opts.secrets);
-    await this.#callDone(ControllerDefinition, C.deleteVolume, { volumeId, secrets: reveal(opts.secrets) }, opts);
+    return this.#callDone(ControllerDefinition, C.deleteVolume, { volumeId, secrets: reveal(opts.secrets) }, opts);
   }
 
   /**
@@ -282,9 +296,9 @@ export class CsiClient {
   }
 
   /** ControllerUnpublishVolume. NOT_FOUND counts as done. */
-  async controllerUnpublishVolume(req: ControllerUnpublishRequest, opts: CallOptions = {}): Promise<void> {
+  async controllerUnpublishVolume(req: ControllerUnpublishRequest, opts: CallOptions = {}): Promise<TeardownResult> {
     check.checkControllerUnpublish(req);
-    await this.#callDone(
+    return this.#callDone(
       ControllerDefinition,
       C.controllerUnpublishVolume,
       { volumeId: req.volumeId, nodeId: req.nodeId ?? '', secrets: reveal(req.secrets) },
@@ -386,10 +400,10 @@ export class CsiClient {
   }
 
   /** DeleteSnapshot. A snapshot the plugin does not know counts as deleted. */
-  async deleteSnapshot(snapshotId: string, opts: CallOptions & { secrets?: SecretMap } = {}): Promise<void> {
+  async deleteSnapshot(snapshotId: string, opts: CallOptions & { secrets?: SecretMap } = {}): Promise<TeardownResult> {
     checkString('snapshot_id', snapshotId, { required: true });
     checkMap('secrets', opts.secrets);
-    await this.#callDone(ControllerDefinition, C.deleteSnapshot, { snapshotId, secrets: reveal(opts.secrets) }, opts);
+    return this.#callDone(ControllerDefinition, C.deleteSnapshot, { snapshotId, secrets: reveal(opts.secrets) }, opts);
   }
 
   /** One page of ListSnapshots. ABORTED (bad token) is thrown, not retried. */
@@ -504,10 +518,10 @@ export class CsiClient {
   async deleteVolumeGroupSnapshot(
     req: { groupSnapshotId: string; snapshotIds: string[]; secrets?: SecretMap },
     opts: CallOptions = {},
-  ): Promise<void> {
+  ): Promise<TeardownResult> {
     checkString('group_snapshot_id', req.groupSnapshotId, { required: true });
     checkMap('secrets', req.secrets);
-    await this.#callDone(
+    return this.#callDone(
       GroupControllerDefinition,
       G.deleteVolumeGroupSnapshot,
       { groupSnapshotId: req.groupSnapshotId, snapshotIds: req.snapshotIds, secrets: reveal(req.secrets) },
@@ -578,9 +592,9 @@ export class CsiClient {
   }
 
   /** NodeUnstageVolume. Carries no secrets. NOT_FOUND counts as done. */
-  async nodeUnstageVolume(volumeId: string, stagingTargetPath: string, opts: CallOptions = {}): Promise<void> {
+  async nodeUnstageVolume(volumeId: string, stagingTargetPath: string, opts: CallOptions = {}): Promise<TeardownResult> {
     check.checkVolumeId(volumeId);
-    await this.#callDone(NodeDefinition, N.nodeUnstageVolume, { volumeId, stagingTargetPath }, opts);
+    return this.#callDone(NodeDefinition, N.nodeUnstageVolume, { volumeId, stagingTargetPath }, opts);
   }
 
   /** NodePublishVolume. The caller creates the parent of `targetPath`; the plugin creates the target. */
@@ -604,9 +618,9 @@ export class CsiClient {
   }
 
   /** NodeUnpublishVolume. Carries no secrets. NOT_FOUND counts as done. */
-  async nodeUnpublishVolume(volumeId: string, targetPath: string, opts: CallOptions = {}): Promise<void> {
+  async nodeUnpublishVolume(volumeId: string, targetPath: string, opts: CallOptions = {}): Promise<TeardownResult> {
     check.checkVolumeId(volumeId);
-    await this.#callDone(NodeDefinition, N.nodeUnpublishVolume, { volumeId, targetPath }, opts);
+    return this.#callDone(NodeDefinition, N.nodeUnpublishVolume, { volumeId, targetPath }, opts);
   }
 
   async nodeGetVolumeStats(volumeId: string, volumePath: string, opts: CallOptions & { stagingTargetPath?: string } = {}): Promise<VolumeStats> {
@@ -653,8 +667,9 @@ export class CsiClient {
 
   /**
    * Everything Berth needs to know about the plugin: info, plugin
-   * capabilities, and for each service it runs (asked only when advertised,
-   * or, for Node, when `node` is true) its capabilities and node info.
+   * capabilities, and for each service it runs its capabilities and node
+   * info. Controller is asked only when advertised; Node unless `node` is
+   * false, and a plugin that answers UNIMPLEMENTED there serves no Node.
    */
   async fingerprint(opts: CallOptions & { node?: boolean } = {}): Promise<PluginFingerprint> {
     const [info, capabilities] = await Promise.all([this.getPluginInfo(opts), this.getPluginCapabilities(opts)]);
@@ -662,11 +677,22 @@ export class CsiClient {
     const wantController = capabilities.services.includes('CONTROLLER_SERVICE');
     const [controller, node] = await Promise.all([
       wantController ? this.controllerGetCapabilities(opts) : undefined,
-      opts.node === false ? undefined : Promise.all([this.nodeGetCapabilities(opts), this.nodeGetInfo(opts)]),
+      opts.node === false ? undefined : this.#nodeFingerprint(opts),
     ]);
     if (controller) fp.controller = { capabilities: controller };
     if (node) fp.node = { capabilities: node[0], info: node[1] };
     return fp;
+  }
+
+  // Node service is not advertised in plugin capabilities: a controller-only
+  // plugin says so by answering UNIMPLEMENTED.
+  async #nodeFingerprint(opts: CallOptions): Promise<[NodeCapability[], NodeInfo] | undefined> {
+    try {
+      return await Promise.all([this.nodeGetCapabilities(opts), this.nodeGetInfo(opts)]);
+    } catch (err) {
+      if (err instanceof CsiError && err.grpcCodeName === 'UNIMPLEMENTED') return undefined;
+      throw err;
+    }
   }
 
   // ---- Transport ----------------------------------------------------------
@@ -685,14 +711,15 @@ export class CsiClient {
     stale.close();
   }
 
-  /** Like #call, but a NOT_FOUND that means "already done" resolves. */
-  async #callDone<Req, Res>(service: { fullName: string }, def: MethodDef<Req, Res>, req: WireInit<Req>, opts: CallOptions): Promise<void> {
+  /** Like #call, but a NOT_FOUND that means "already done" resolves with alreadyDone. */
+  async #callDone<Req, Res>(service: { fullName: string }, def: MethodDef<Req, Res>, req: WireInit<Req>, opts: CallOptions): Promise<TeardownResult> {
     try {
       await this.#call(service, def, req, opts);
+      return { alreadyDone: false };
     } catch (err) {
       if (err instanceof CsiError && err.alreadyDone) {
         this.#logger.debug({ rpc: err.rpc }, 'plugin reported NOT_FOUND on teardown; treating as done');
-        return;
+        return { alreadyDone: true };
       }
       throw err;
     }
@@ -739,7 +766,7 @@ export class CsiClient {
             return;
           }
           if (err.code === GRPC_CODES.UNAVAILABLE) this.#dropConnection(channel);
-          reject(new CsiError(method.rpc, err.code, err.details, { cause: err }));
+          reject(new CsiError(method.rpc, err.code, transportDetails(err.details), { cause: err }));
         },
       );
       signal?.addEventListener('abort', onAbort, { once: true });

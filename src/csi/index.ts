@@ -1,6 +1,6 @@
 // The csi layer: Berth's view of the Container Storage Interface. Everything
 // protobuf stays behind this door.
-export { CsiClient, parseEndpoint, type CallOptions, type CsiClientOptions } from './client.js';
+export { CsiClient, parseEndpoint, type CallOptions, type CsiClientOptions, type TeardownResult } from './client.js';
 export {
   VolumeCapability,
   ACCESS_MODES,

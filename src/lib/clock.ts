@@ -9,12 +9,13 @@ export interface Clock {
   now(): number;
   /**
    * Resolves after `ms` milliseconds; rejects with AbortedError as soon as
-   * `signal` fires. Never keeps the process alive on its own (timer is unref'd).
+   * `signal` fires. A pending sleep keeps the process alive, as any wait
+   * that work depends on must (a retry backoff is work in progress).
    */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-/** The real clock: Date.now and unref'd timers. */
+/** The real clock: Date.now and ordinary timers. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep(ms, signal) {
@@ -31,7 +32,6 @@ export const systemClock: Clock = {
         signal?.removeEventListener('abort', onAbort);
         resolve();
       }, ms);
-      timer.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   },

@@ -1,0 +1,22 @@
+// Runs every test file (unit tests beside the code in src/, scenarios in
+// test/) through node:test with tsx. Node 20's test runner does not expand
+// globs itself, so the files are found here. Extra arguments are passed on
+// (e.g. `npm run test:unit -- --test-name-pattern=probe`).
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+
+function find(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' ? [] : find(p);
+    return e.name.endsWith('.test.ts') ? [relative(root, p)] : [];
+  });
+}
+
+const files = [...find(join(root, 'src')), ...find(join(root, 'test'))].sort();
+const args = ['--import', 'tsx', '--test', '--test-concurrency=2', ...process.argv.slice(2), ...files];
+const run = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+process.exit(run.status ?? 1);

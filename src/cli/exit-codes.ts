@@ -1,0 +1,149 @@
+// The one place where an error becomes a CLI exit code and the words shown
+// for it (STYLE.md: translate only at the edges).
+
+import { CommanderError } from 'commander';
+import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError } from '../csi/index.js';
+import { AbortedError, BerthError, describeError } from '../lib/index.js';
+import { UsageError } from './usage-error.js';
+
+/** Exit codes of every berth command. Stable: scripts depend on them. */
+export const EXIT = {
+  /** The command did what was asked. */
+  OK: 0,
+  /** The plugin answered with an error (or a local step such as creating a directory failed). */
+  FAILED: 1,
+  /** Bad usage: unknown command or flag, missing argument, malformed value, a request the spec forbids. Nothing was sent. */
+  USAGE: 2,
+  /** The plugin could not be reached, or did not answer in time (UNAVAILABLE, DEADLINE_EXCEEDED). */
+  UNREACHABLE: 3,
+  /** The plugin answered out of spec. */
+  OUT_OF_SPEC: 4,
+  /** Interrupted by SIGINT/SIGTERM before the command finished (128 + SIGINT). */
+  INTERRUPTED: 130,
+} as const;
+
+/** The exit-code table, as `--help` shows it. */
+export const EXIT_CODES_HELP = `Exit codes:
+  0    success
+  1    the plugin answered with an error (stderr: "error: <RPC> failed: <GRPC_CODE>: <details>")
+  2    bad usage: unknown command or flag, missing argument, malformed size or
+       duration, or a request the CSI spec forbids; nothing was sent to the plugin
+  3    the plugin could not be reached or did not answer in time
+       (UNAVAILABLE, DEADLINE_EXCEEDED)
+  4    the plugin answered out of spec
+  130  interrupted (SIGINT/SIGTERM)`;
+
+/** The exit codes of a long-running `berth plugin` command. */
+export const PLUGIN_EXIT_CODES_HELP = `Exit codes:
+  0    stopped by SIGINT or SIGTERM
+  1    the plugin failed to start (socket in use, data dir not writable, ...)
+  2    bad usage: unknown or missing flag, malformed value, bad endpoint`;
+
+/** What the CLI knew when the command failed, to word the message. */
+export interface FailureContext {
+  /** The plugin endpoint the command talked to, if any. */
+  endpoint?: string;
+  /** The command's own --timeout fired. */
+  timedOut?: boolean;
+  /** The --timeout value as typed, for the message. */
+  timeout?: string;
+  /** SIGINT/SIGTERM arrived. */
+  interrupted?: boolean;
+}
+
+/** The JSON error object printed on stdout under --json. */
+export interface JsonFailure {
+  error: {
+    code: string;
+    message: string;
+    grpcCode?: string;
+    rpc?: string;
+    field?: string;
+    final?: boolean;
+    retryable?: boolean;
+    exitCode: number;
+  };
+}
+
+/** How a failure is reported: exit code, lines for stderr, JSON for stdout. */
+export interface Failure {
+  exitCode: number;
+  /** Lines for stderr, the first starting with `error: `. Empty when already printed (commander). */
+  lines: string[];
+  json: JsonFailure;
+}
+
+const UNREACHABLE_CODES = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
+
+/** Translates any thrown value into the exit code and the words shown for it. Pure. */
+export function describeFailure(err: unknown, ctx: FailureContext = {}): Failure {
+  const hint = ctx.endpoint ? `is the plugin running at ${ctx.endpoint}?` : 'is the plugin running?';
+
+  if (err instanceof CommanderError) {
+    // commander has printed its own message already; help and version exit 0.
+    const exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+    return { exitCode, lines: [], json: jsonError(exitCode, 'CLI_USAGE', stripErrorPrefix(err.message)) };
+  }
+  if (err instanceof CsiError) {
+    if (ctx.interrupted) return simple(EXIT.INTERRUPTED, 'CLI_INTERRUPTED', `${err.rpc} interrupted; the plugin may have acted`);
+    if (UNREACHABLE_CODES.has(err.grpcCodeName) || (err.grpcCodeName === 'CANCELLED' && ctx.timedOut)) {
+      const why = ctx.timedOut || err.grpcCodeName === 'DEADLINE_EXCEEDED' ? `no answer within ${ctx.timeout ?? 'the deadline'}; ` : '';
+      return {
+        exitCode: EXIT.UNREACHABLE,
+        lines: [`error: ${err.message}`, `${why}${hint}`],
+        json: csiJson(err, EXIT.UNREACHABLE),
+      };
+    }
+    const lines = [`error: ${err.message}`];
+    if (err.grpcCodeName === 'UNIMPLEMENTED') lines.push('the plugin does not serve this call; see `berth csi capabilities`');
+    return { exitCode: EXIT.FAILED, lines, json: csiJson(err, EXIT.FAILED) };
+  }
+  if (err instanceof CsiRequestError) {
+    const failure = simple(EXIT.USAGE, err.code, `invalid request: ${err.message}`);
+    failure.json.error.field = err.field;
+    return failure;
+  }
+  if (err instanceof CsiEndpointError || err instanceof UsageError) return simple(EXIT.USAGE, err.code, err.message);
+  if (err instanceof CsiProtocolError) {
+    const failure = simple(EXIT.OUT_OF_SPEC, err.code, err.message);
+    failure.json.error.rpc = err.rpc;
+    return failure;
+  }
+  if (err instanceof AbortedError) {
+    if (ctx.timedOut) return simple(EXIT.UNREACHABLE, 'CLI_TIMEOUT', `no answer within ${ctx.timeout ?? 'the deadline'}; ${hint}`);
+    return simple(EXIT.INTERRUPTED, 'CLI_INTERRUPTED', 'interrupted');
+  }
+  const code = err instanceof BerthError ? err.code : errnoCode(err) ?? 'CLI_FAILED';
+  return simple(EXIT.FAILED, code, describeError(err));
+}
+
+function simple(exitCode: number, code: string, message: string): Failure {
+  return { exitCode, lines: [`error: ${message}`], json: jsonError(exitCode, code, message) };
+}
+
+function jsonError(exitCode: number, code: string, message: string): JsonFailure {
+  return { error: { code, message, exitCode } };
+}
+
+function csiJson(err: CsiError, exitCode: number): JsonFailure {
+  return {
+    error: {
+      code: err.code,
+      grpcCode: err.grpcCodeName,
+      rpc: err.rpc,
+      message: err.message,
+      final: err.final,
+      retryable: err.retryable,
+      exitCode,
+    },
+  };
+}
+
+function errnoCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function stripErrorPrefix(message: string): string {
+  return message.replace(/^error: /, '');
+}

@@ -1,0 +1,29 @@
+// The berth executable's entry point. The only place that touches process
+// signals and the exit code: SIGINT/SIGTERM abort the running command (a
+// plugin stops serving and exits 0, a CSI call is cancelled); a second signal
+// exits at once.
+
+import { EXIT, runCli } from './cli/index.js';
+
+const interrupt = new AbortController();
+let signals = 0;
+
+function onSignal(signal: NodeJS.Signals): void {
+  signals += 1;
+  if (signals > 1) process.exit(EXIT.INTERRUPTED);
+  interrupt.abort(new Error(`received ${signal}`));
+}
+
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
+try {
+  process.exitCode = await runCli(process.argv.slice(2), { signal: interrupt.signal });
+} finally {
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+}
+
+// A library handle left open (a half-closed socket) must not keep a finished
+// command alive; this timer itself never holds the process.
+setTimeout(() => process.exit(), 5_000).unref();
