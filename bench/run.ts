@@ -2,8 +2,10 @@
 //
 // 1. Probe and NodePublishVolume round trips through Berth's CsiClient against
 //    a bare grpc-js client with the same generated messages, on the same fake
-//    plugin, interleaved in blocks so that both see the same machine state.
-//    Berth's overhead is the ratio of the p50s (target <= 1.15).
+//    plugin, interleaved in blocks so that all see the same machine state.
+//    Berth's overhead is the ratio of the p50s (target <= 1.15). Berth sends
+//    every call with a gRPC deadline (CSI-CO-RULES: every RPC carries one), so
+//    the bare client is measured both without and with the same deadline.
 // 2. A full create/stage/publish/unpublish/unstage/delete cycle on the
 //    hostpath plugin with real bind mounts, p50/p99 per step and in all.
 
@@ -11,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CsiClient, VolumeCapability } from '../src/csi/index.js';
+import { CsiClient, RPC_POLICIES, VolumeCapability } from '../src/csi/index.js';
 import { FakePlugin } from '../src/csi/fake/index.js';
 import {
   IdentityDefinition,
@@ -38,15 +40,14 @@ class BareClient {
     type: { encode(m: Req): { finish(): Uint8Array } },
     resType: { decode(b: Uint8Array): Res },
     req: Req,
+    deadlineMs?: number,
   ): Promise<Res> {
+    const serialize = (m: Req): Buffer => Buffer.from(type.encode(m).finish());
+    const deserialize = (b: Buffer): Res => resType.decode(b);
     return new Promise((resolve, reject) => {
-      this.#client.makeUnaryRequest(
-        path,
-        (m: Req) => Buffer.from(type.encode(m).finish()),
-        (b: Buffer) => resType.decode(b),
-        req,
-        (err, res) => (err ? reject(err) : resolve(res as Res)),
-      );
+      const done = (err: grpc.ServiceError | null, res?: Res): void => (err ? reject(err) : resolve(res as Res));
+      if (deadlineMs === undefined) this.#client.makeUnaryRequest(path, serialize, deserialize, req, done);
+      else this.#client.makeUnaryRequest(path, serialize, deserialize, req, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, done);
     });
   }
   close(): void {
@@ -54,23 +55,30 @@ class BareClient {
   }
 }
 
-async function compare(name: string, berth: () => Promise<unknown>, bare: () => Promise<unknown>): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 300; i++) {
-    await berth();
-    await bare();
-  }
-  const a: bigint[] = [];
-  const b: bigint[] = [];
+type Contenders = Record<'berth' | 'bare' | 'bareWithDeadline', () => Promise<unknown>>;
+
+async function compare(name: string, fns: Contenders, betweenRounds: () => void): Promise<Record<string, unknown>> {
+  const entries = Object.entries(fns) as Array<[keyof Contenders, () => Promise<unknown>]>;
+  for (let i = 0; i < 300; i++) for (const [, fn] of entries) await fn();
+  const samples = { berth: [] as bigint[], bare: [] as bigint[], bareWithDeadline: [] as bigint[] };
   for (let r = 0; r < ROUNDS; r++) {
-    // Alternate which goes first so neither gets a systematic head start.
-    const order = r % 2 === 0 ? ([[berth, a], [bare, b]] as const) : ([[bare, b], [berth, a]] as const);
-    for (const [fn, out] of order) for (let i = 0; i < BLOCK; i++) out.push(await timeNs(fn));
+    // Rotate which goes first so none gets a systematic head start.
+    for (let k = 0; k < entries.length; k++) {
+      const [key, fn] = entries[(r + k) % entries.length]!;
+      for (let i = 0; i < BLOCK; i++) samples[key].push(await timeNs(fn));
+    }
+    betweenRounds();
   }
-  const berthS = summarize(a);
-  const bareS = summarize(b);
-  const ratio = round(berthS.p50Us / bareS.p50Us, 3);
-  console.log(`${name.padEnd(18)} berth p50 ${berthS.p50Us} us  p99 ${berthS.p99Us} us | bare grpc-js p50 ${bareS.p50Us} us  p99 ${bareS.p99Us} us | ratio p50 ${ratio}`);
-  return { berth: berthS, bareGrpcJs: bareS, overheadRatioP50: ratio };
+  const berth = summarize(samples.berth);
+  const bare = summarize(samples.bare);
+  const bareWithDeadline = summarize(samples.bareWithDeadline);
+  const ratio = round(berth.p50Us / bare.p50Us, 3);
+  const ratioSameDeadline = round(berth.p50Us / bareWithDeadline.p50Us, 3);
+  console.log(
+    `${name.padEnd(18)} berth p50 ${berth.p50Us} us p99 ${berth.p99Us} us | bare grpc-js p50 ${bare.p50Us} us p99 ${bare.p99Us} us | ` +
+      `bare + deadline p50 ${bareWithDeadline.p50Us} us | ratio p50 ${ratio} (vs bare + same deadline ${ratioSameDeadline})`,
+  );
+  return { berth, bareGrpcJs: bare, bareGrpcJsWithDeadline: bareWithDeadline, overheadRatioP50: ratio, overheadRatioP50SameDeadline: ratioSameDeadline };
 }
 
 async function overhead(dir: string): Promise<Record<string, unknown>> {
@@ -88,16 +96,28 @@ async function overhead(dir: string): Promise<Record<string, unknown>> {
     volumeCapability: { mount: { fsType: 'ext4' }, accessMode: { mode: VolumeCapability_AccessMode_Mode.SINGLE_NODE_WRITER } },
   });
   try {
+    const probeRes = IdentityDefinition.methods.probe.responseType;
     const probe = await compare(
       'Probe',
-      () => berth.probe(),
-      () => bare.unary(probePath, ProbeRequest, IdentityDefinition.methods.probe.responseType, ProbeRequest.fromPartial({})),
+      {
+        berth: () => berth.probe(),
+        bare: () => bare.unary(probePath, ProbeRequest, probeRes, ProbeRequest.fromPartial({})),
+        bareWithDeadline: () => bare.unary(probePath, ProbeRequest, probeRes, ProbeRequest.fromPartial({}), RPC_POLICIES.Probe.deadlineMs),
+      },
+      () => fake.clearCalls(),
     );
-    fake.clearCalls();
+    // The fake, like a real plugin, publishes only what was staged first.
+    await berth.nodeStageVolume({ volumeId: 'bench-vol', stagingTargetPath: '/staging/bench-vol', volumeCapability: cap });
+    const publishRes = NodeDefinition.methods.nodePublishVolume.responseType;
     const publish = await compare(
       'NodePublishVolume',
-      () => berth.nodePublishVolume({ volumeId: 'bench-vol', stagingTargetPath: '/staging/bench-vol', targetPath: '/target/bench-vol', volumeCapability: cap, readonly: false }),
-      () => bare.unary(publishPath, NodePublishVolumeRequest, NodeDefinition.methods.nodePublishVolume.responseType, publishReq),
+      {
+        berth: () =>
+          berth.nodePublishVolume({ volumeId: 'bench-vol', stagingTargetPath: '/staging/bench-vol', targetPath: '/target/bench-vol', volumeCapability: cap, readonly: false }),
+        bare: () => bare.unary(publishPath, NodePublishVolumeRequest, publishRes, publishReq),
+        bareWithDeadline: () => bare.unary(publishPath, NodePublishVolumeRequest, publishRes, publishReq, RPC_POLICIES.NodePublishVolume.deadlineMs),
+      },
+      () => fake.clearCalls(),
     );
     return { probe, nodePublishVolume: publish };
   } finally {
