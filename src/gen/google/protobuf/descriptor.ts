@@ -1163,7 +1163,6 @@ export interface FeatureSet {
   jsonFormat?: FeatureSet_JsonFormat | undefined;
   enforceNamingStyle?: FeatureSet_EnforceNamingStyle | undefined;
   defaultSymbolVisibility?: FeatureSet_VisibilityFeature_DefaultSymbolVisibility | undefined;
-  enforceProtoLimits?: FeatureSet_ProtoLimitsFeature_EnforceProtoLimits | undefined;
 }
 
 export enum FeatureSet_FieldPresence {
@@ -1234,26 +1233,6 @@ export enum FeatureSet_VisibilityFeature_DefaultSymbolVisibility {
    * This is the recommended setting for new protos.
    */
   STRICT = 4,
-  UNRECOGNIZED = -1,
-}
-
-export interface FeatureSet_ProtoLimitsFeature {
-}
-
-export enum FeatureSet_ProtoLimitsFeature_EnforceProtoLimits {
-  PROTO_LIMITS_UNKNOWN = 0,
-  /**
-   * LEGACY_NO_EXPLICIT_LIMITS - Default pre-EDITION_2026: there are no limit enforcement at the protoc
-   * level. Practical limits still exist, but they will tend to fail while
-   * compiling protoc-generated code, and these limits tend to be language
-   * or toolchain specific.
-   */
-  LEGACY_NO_EXPLICIT_LIMITS = 1,
-  /**
-   * PROTO_LIMITS2026 - A set of limits enforced by Edition 2026 by default. For a detailed
-   * list of all the limits please consult the Edition 2026 documentation.
-   */
-  PROTO_LIMITS2026 = 2,
   UNRECOGNIZED = -1,
 }
 
@@ -1375,23 +1354,6 @@ export interface SourceCodeInfo_Location {
    *   [ 4, 3, 2, 7 ]
    * this path refers to the whole field declaration (from the beginning
    * of the label to the terminating semicolon).
-   *
-   * For options, the path refers to the interpreted option in the descriptor.
-   * E.g., for a custom option `(my_opt) = "foo"` on a message using extension
-   * number 10101, the path is:
-   *   [ 4, 3, 7, 10101 ]
-   * refers to:
-   *   file.message_type(3)     // 4, 3
-   *       .options()           // 7
-   *       .my_opt()            // 10101
-   *
-   * Sub-locations corresponding to the interpreted option's corresponding
-   * `UninterpretedOption` are also appended to the interpreted option, which
-   * deviates from the actual FileDescriptorProto path. E.g.:
-   *   [ 4, 3, 7, 10101, 2 ]
-   * refers to the option name `(my_opt)`, and:
-   *   [ 4, 3, 7, 10101, 7 ]
-   * refers to the "foo" string value of the option.
    */
   path: number[];
   /**
@@ -4635,7 +4597,6 @@ function createBaseFeatureSet(): FeatureSet {
     jsonFormat: 0,
     enforceNamingStyle: 0,
     defaultSymbolVisibility: 0,
-    enforceProtoLimits: 0,
   };
 }
 
@@ -4664,9 +4625,6 @@ export const FeatureSet: MessageFns<FeatureSet> = {
     }
     if (message.defaultSymbolVisibility !== undefined && message.defaultSymbolVisibility !== 0) {
       writer.uint32(64).int32(message.defaultSymbolVisibility);
-    }
-    if (message.enforceProtoLimits !== undefined && message.enforceProtoLimits !== 0) {
-      writer.uint32(72).int32(message.enforceProtoLimits);
     }
     return writer;
   },
@@ -4748,14 +4706,6 @@ export const FeatureSet: MessageFns<FeatureSet> = {
             message.defaultSymbolVisibility = reader.int32() as any;
             continue;
           }
-          case 9: {
-            if (tag !== 72) {
-              break;
-            }
-
-            message.enforceProtoLimits = reader.int32() as any;
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4781,7 +4731,6 @@ export const FeatureSet: MessageFns<FeatureSet> = {
     message.jsonFormat = object.jsonFormat ?? 0;
     message.enforceNamingStyle = object.enforceNamingStyle ?? 0;
     message.defaultSymbolVisibility = object.defaultSymbolVisibility ?? 0;
-    message.enforceProtoLimits = object.enforceProtoLimits ?? 0;
     return message;
   },
 };
@@ -4825,49 +4774,6 @@ export const FeatureSet_VisibilityFeature: MessageFns<FeatureSet_VisibilityFeatu
   },
   fromPartial(_: DeepPartial<FeatureSet_VisibilityFeature>): FeatureSet_VisibilityFeature {
     const message = createBaseFeatureSet_VisibilityFeature();
-    return message;
-  },
-};
-
-function createBaseFeatureSet_ProtoLimitsFeature(): FeatureSet_ProtoLimitsFeature {
-  return {};
-}
-
-export const FeatureSet_ProtoLimitsFeature: MessageFns<FeatureSet_ProtoLimitsFeature> = {
-  encode(_: FeatureSet_ProtoLimitsFeature, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): FeatureSet_ProtoLimitsFeature {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseFeatureSet_ProtoLimitsFeature();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<FeatureSet_ProtoLimitsFeature>): FeatureSet_ProtoLimitsFeature {
-    return FeatureSet_ProtoLimitsFeature.fromPartial(base ?? {});
-  },
-  fromPartial(_: DeepPartial<FeatureSet_ProtoLimitsFeature>): FeatureSet_ProtoLimitsFeature {
-    const message = createBaseFeatureSet_ProtoLimitsFeature();
     return message;
   },
 };
