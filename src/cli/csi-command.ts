@@ -503,11 +503,16 @@ async function createVolume({ client, out, call }: Session, args: string[], opts
   else printVolume(out, volume);
 }
 
+// NOT_FOUND on a teardown call means there was nothing to undo; say so.
+function alreadyGone(alreadyDone: boolean): string {
+  return alreadyDone ? ' (already gone: the plugin answered NOT_FOUND)' : '';
+}
+
 async function deleteVolume({ client, out, call }: Session, args: string[], opts: CommandOptions): Promise<void> {
   const volumeId = arg(args, 0);
-  await client.deleteVolume(volumeId, { ...call, secrets: parseSecrets(opts.secret) });
-  if (out.json) out.document({ volumeId, deleted: true });
-  else out.fields([['deleted', volumeId]]);
+  const { alreadyDone } = await client.deleteVolume(volumeId, { ...call, secrets: parseSecrets(opts.secret) });
+  if (out.json) out.document({ volumeId, deleted: true, alreadyDone });
+  else out.fields([['deleted', volumeId + alreadyGone(alreadyDone)]]);
 }
 
 async function controllerPublish({ client, out, call }: Session, args: string[], opts: CommandOptions): Promise<void> {
@@ -538,9 +543,9 @@ async function controllerPublish({ client, out, call }: Session, args: string[],
 
 async function controllerUnpublish({ client, out, call }: Session, args: string[], opts: CommandOptions): Promise<void> {
   const volumeId = arg(args, 0);
-  await client.controllerUnpublishVolume({ volumeId, nodeId: opts.nodeId, secrets: parseSecrets(opts.secret) }, call);
-  if (out.json) out.document({ volumeId, nodeId: opts.nodeId ?? '', unpublished: true });
-  else out.fields([['unpublished', opts.nodeId ? `${volumeId} from node ${opts.nodeId}` : `${volumeId} from every node`]]);
+  const { alreadyDone } = await client.controllerUnpublishVolume({ volumeId, nodeId: opts.nodeId, secrets: parseSecrets(opts.secret) }, call);
+  if (out.json) out.document({ volumeId, nodeId: opts.nodeId ?? '', unpublished: true, alreadyDone });
+  else out.fields([['unpublished', (opts.nodeId ? `${volumeId} from node ${opts.nodeId}` : `${volumeId} from every node`) + alreadyGone(alreadyDone)]]);
 }
 
 async function listVolumes({ client, out, call }: Session, _args: string[], opts: CommandOptions): Promise<void> {
@@ -637,9 +642,9 @@ async function createSnapshot({ client, out, call }: Session, args: string[], op
 
 async function deleteSnapshot({ client, out, call }: Session, args: string[], opts: CommandOptions): Promise<void> {
   const snapshotId = arg(args, 0);
-  await client.deleteSnapshot(snapshotId, { ...call, secrets: parseSecrets(opts.secret) });
-  if (out.json) out.document({ snapshotId, deleted: true });
-  else out.fields([['deleted', snapshotId]]);
+  const { alreadyDone } = await client.deleteSnapshot(snapshotId, { ...call, secrets: parseSecrets(opts.secret) });
+  if (out.json) out.document({ snapshotId, deleted: true, alreadyDone });
+  else out.fields([['deleted', snapshotId + alreadyGone(alreadyDone)]]);
 }
 
 async function capacity({ client, out, call }: Session, _args: string[], opts: CommandOptions): Promise<void> {
@@ -728,17 +733,17 @@ async function publish({ client, out, call }: Session, args: string[], opts: Com
 async function unpublish({ client, out, call }: Session, args: string[], opts: CommandOptions): Promise<void> {
   const volumeId = arg(args, 0);
   const targetPath = resolve(opts.targetPath ?? '');
-  await client.nodeUnpublishVolume(volumeId, targetPath, call);
-  if (out.json) out.document({ volumeId, targetPath, unpublished: true });
-  else out.fields([['unpublished', `${volumeId} from ${targetPath}`]]);
+  const { alreadyDone } = await client.nodeUnpublishVolume(volumeId, targetPath, call);
+  if (out.json) out.document({ volumeId, targetPath, unpublished: true, alreadyDone });
+  else out.fields([['unpublished', `${volumeId} from ${targetPath}${alreadyGone(alreadyDone)}`]]);
 }
 
 async function unstage({ client, out, call }: Session, args: string[], opts: CommandOptions): Promise<void> {
   const volumeId = arg(args, 0);
   const stagingPath = resolve(opts.stagingPath ?? '');
-  await client.nodeUnstageVolume(volumeId, stagingPath, call);
-  if (out.json) out.document({ volumeId, stagingPath, unstaged: true });
-  else out.fields([['unstaged', `${volumeId} from ${stagingPath}`]]);
+  const { alreadyDone } = await client.nodeUnstageVolume(volumeId, stagingPath, call);
+  if (out.json) out.document({ volumeId, stagingPath, unstaged: true, alreadyDone });
+  else out.fields([['unstaged', `${volumeId} from ${stagingPath}${alreadyGone(alreadyDone)}`]]);
 }
 
 async function stats({ client, out, call }: Session, args: string[], opts: CommandOptions): Promise<void> {

@@ -49,6 +49,16 @@ describe('berth csi against a plugin that answers with an error', () => {
     assert.equal(result.stdout, '');
   });
 
+  it('succeeds on teardown of something already gone, and says so', async () => {
+    fake.failNext('NodeUnpublishVolume', 'NOT_FOUND', 'no such volume');
+    const human = await csi('unpublish', 'vol-x', '--target-path', join(dir, 'target', 'vol-x'));
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /already gone: the plugin answered NOT_FOUND/);
+    fake.failNext('NodeUnpublishVolume', 'NOT_FOUND', 'no such volume');
+    const doc = json<{ alreadyDone: boolean }>(await csi('--json', 'unpublish', 'vol-x', '--target-path', join(dir, 'target', 'vol-x')));
+    assert.equal(doc.alreadyDone, true);
+  });
+
   it('prints a JSON error object on stdout with --json', async () => {
     fake.failNext('ValidateVolumeCapabilities', 'NOT_FOUND', 'volume vol-x does not exist');
     const result = await csi('--json', 'validate', 'vol-x');
