@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { describe, it } from 'node:test';
 import { capabilityFromRequest, checkValidation, includesCapability, VolumeCapability } from './capability.js';
 import { CsiRequestError } from './errors.js';
+import { createLogger } from '../lib/index.js';
 
 describe('VolumeCapability', () => {
   it('compares by value, not by identity', () => {
@@ -24,6 +26,21 @@ describe('VolumeCapability', () => {
       assert.ok(!printed.includes('admin'), printed);
     }
     assert.deepEqual(cap.revealMountFlags(), ['username=admin', 'password=hunter2']);
+  });
+
+  it('never puts its mount flags in a log line', () => {
+    const cap = VolumeCapability.mount('single-node-writer', { mountFlags: ['password=hunter2'] });
+    let logged = '';
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        logged += String(chunk);
+        cb();
+      },
+    });
+    createLogger({ destination: sink }).info({ volume: { capability: cap, capabilities: [cap] } }, 'staging volume');
+    assert.match(logged, /staging volume/);
+    assert.match(logged, /REDACTED/);
+    assert.ok(!logged.includes('hunter2'), logged);
   });
 
   it('cannot be changed after it is made', () => {

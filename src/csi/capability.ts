@@ -46,6 +46,12 @@ export class VolumeCapability {
   /** Empty for block, or when the plugin should pick. */
   readonly fsType: string;
   readonly volumeMountGroup: string;
+  /**
+   * How many mount flags there are. A public field because the printed forms
+   * must work from public fields alone: pino's redaction clones logged
+   * objects with their prototype but without private fields.
+   */
+  readonly mountFlagCount: number;
   readonly #mountFlags: readonly string[];
 
   private constructor(accessMode: AccessMode, attachment: AttachmentMode, mount: MountOptions) {
@@ -54,6 +60,7 @@ export class VolumeCapability {
     this.fsType = mount.fsType ?? '';
     this.volumeMountGroup = mount.volumeMountGroup ?? '';
     this.#mountFlags = Object.freeze([...(mount.mountFlags ?? [])]);
+    this.mountFlagCount = this.#mountFlags.length;
     Object.freeze(this);
   }
 
@@ -69,10 +76,6 @@ export class VolumeCapability {
 
   get isBlock(): boolean {
     return this.attachment === 'block-device';
-  }
-
-  get mountFlagCount(): number {
-    return this.#mountFlags.length;
   }
 
   /** The mount flags in clear text, for the wire and the mount call. Never log them. */
@@ -107,14 +110,14 @@ export class VolumeCapability {
       accessMode: this.accessMode,
       attachment: this.attachment,
       fsType: this.fsType,
-      mountFlags: this.#mountFlags.map(() => REDACTED),
+      mountFlags: Array<string>(this.mountFlagCount).fill(REDACTED),
       volumeMountGroup: this.volumeMountGroup,
     };
   }
 
   toString(): string {
     if (this.isBlock) return `${this.accessMode}/block-device`;
-    const flags = this.#mountFlags.length ? ` flags=${this.#mountFlags.length}x${REDACTED}` : '';
+    const flags = this.mountFlagCount ? ` flags=${this.mountFlagCount}x${REDACTED}` : '';
     const fs = this.fsType ? ` fs=${this.fsType}` : '';
     const group = this.volumeMountGroup ? ` group=${this.volumeMountGroup}` : '';
     return `${this.accessMode}/file-system${fs}${flags}${group}`;

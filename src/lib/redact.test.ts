@@ -29,10 +29,12 @@ describe('SecretMap', () => {
       },
     });
     const logger = createLogger({ destination: sink, level: 'info' });
-    logger.info({ secrets }, 'wrapped');
+    logger.info({ stageSecrets: secrets }, 'wrapped');
     logger.info({ req: { secrets: { password: 'hunter2' }, mountFlags: ['pass=hunter2'] } }, 'plain');
     const all = lines.join('');
     assert.equal(lines.length, 2);
     assert.ok(!all.includes('hunter2'), all);
+    // The wrapped map still tells which secrets were there.
+    assert.deepEqual(JSON.parse(lines[0]!).stageSecrets, { password: '[REDACTED]', token: '[REDACTED]' });
   });
 });

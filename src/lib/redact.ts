@@ -11,10 +11,17 @@ export const REDACTED = '[REDACTED]';
  * `reveal()` is the one way to the values, for the wire.
  */
 export class SecretMap {
+  /**
+   * The secret names, never the values. The printed forms read only this
+   * public field: pino's redaction clones logged objects with their prototype
+   * but without private fields.
+   */
+  readonly names: readonly string[];
   readonly #values: ReadonlyMap<string, string>;
 
   constructor(values: Record<string, string> | ReadonlyMap<string, string> = {}) {
     this.#values = new Map(values instanceof Map ? values : Object.entries(values));
+    this.names = Object.freeze([...this.#values.keys()]);
   }
 
   static from(values: SecretMap | Record<string, string> | undefined): SecretMap {
@@ -23,11 +30,11 @@ export class SecretMap {
   }
 
   get size(): number {
-    return this.#values.size;
+    return this.names.length;
   }
 
   keys(): string[] {
-    return [...this.#values.keys()];
+    return [...this.names];
   }
 
   has(key: string): boolean {
@@ -69,14 +76,13 @@ export function redactSecretLookingValues(map: Record<string, string>): Record<s
  * `password=...`). Prints as one [REDACTED] per entry; `reveal()` gives the values.
  */
 export class SecretList {
+  /** How many values there are; public so that clones print right (see SecretMap.names). */
+  readonly length: number;
   readonly #values: readonly string[];
 
   constructor(values: readonly string[] = []) {
     this.#values = Object.freeze([...values]);
-  }
-
-  get length(): number {
-    return this.#values.length;
+    this.length = this.#values.length;
   }
 
   /** The values in clear text, for the wire. Never log the result. */
@@ -85,11 +91,11 @@ export class SecretList {
   }
 
   toJSON(): string[] {
-    return this.#values.map(() => REDACTED);
+    return Array<string>(this.length).fill(REDACTED);
   }
 
   toString(): string {
-    return `SecretList(${this.#values.length})`;
+    return `SecretList(${this.length})`;
   }
 
   [inspect.custom](): string {
