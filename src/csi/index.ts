@@ -27,7 +27,7 @@ export {
   type GrpcCodeName,
   type CsiErrorClass,
 } from './errors.js';
-export { RPC_POLICIES, serviceOf, type CsiRpc, type RpcPolicy } from './policy.js';
+export { RPC_POLICIES, type CsiRpc, type RpcPolicy } from './policy.js';
 export {
   MAX_STRING_BYTES,
   MAX_MAP_BYTES,

@@ -94,11 +94,3 @@ export const RPC_POLICIES: Readonly<Record<CsiRpc, RpcPolicy>> = {
   NodeExpandVolume: nodeVolume,
   NodeGetVolumeStats: read,
 };
-
-/** The gRPC service each RPC belongs to. */
-export function serviceOf(rpc: CsiRpc): 'Identity' | 'Controller' | 'GroupController' | 'Node' {
-  if (rpc === 'GetPluginInfo' || rpc === 'GetPluginCapabilities' || rpc === 'Probe') return 'Identity';
-  if (rpc.startsWith('Node')) return 'Node';
-  if (rpc.includes('VolumeGroupSnapshot') || rpc === 'GroupControllerGetCapabilities') return 'GroupController';
-  return 'Controller';
-}

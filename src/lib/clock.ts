@@ -64,11 +64,6 @@ export class ManualClock implements Clock {
     return this.#sleepers.length;
   }
 
-  /** The durations (relative to now) that sleepers are waiting for. */
-  pendingDelays(): number[] {
-    return this.#sleepers.map((s) => s.at - this.#now);
-  }
-
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {

@@ -20,12 +20,6 @@ export class AbortedError extends BerthError {
   }
 }
 
-/** True when `err` is the rejection an aborted signal produces (ours or the platform's). */
-export function isAbortError(err: unknown): boolean {
-  if (err instanceof AbortedError) return true;
-  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
-}
-
 /** Rejects with an AbortedError when `signal` has fired; returns otherwise. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new AbortedError(abortMessage(signal), { cause: signal.reason });

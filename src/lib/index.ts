@@ -1,5 +1,5 @@
 // The lib layer: helpers with no knowledge of CSI, nodes or servers.
-export { BerthError, AbortedError, isAbortError, throwIfAborted, describeError } from './errors.js';
+export { BerthError, AbortedError, throwIfAborted, describeError } from './errors.js';
 export { systemClock, ManualClock, type Clock } from './clock.js';
 export { retry, backoffDelay, defaultBackoff, type BackoffPolicy, type RetryOptions } from './retry.js';
 export { SecretMap, SecretList, REDACTED, looksSecret, redactSecretLookingValues } from './redact.js';
