@@ -21,7 +21,7 @@ import { checkValidation, type ValidationVerdict } from './capability.js';
 import * as conv from './_convert.js';
 import * as check from './_validate.js';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES } from './errors.js';
-import { checkMap, checkString, MAX_NODE_ID_BYTES } from './limits.js';
+import { checkMap, checkPath, checkString, MAX_NODE_ID_BYTES } from './limits.js';
 import { RPC_POLICIES, type CsiRpc, type RpcPolicy } from './policy.js';
 import type {
   CapacityAnswer,
@@ -594,6 +594,7 @@ export class CsiClient {
   /** NodeUnstageVolume. Carries no secrets. NOT_FOUND counts as done. */
   async nodeUnstageVolume(volumeId: string, stagingTargetPath: string, opts: CallOptions = {}): Promise<TeardownResult> {
     check.checkVolumeId(volumeId);
+    checkPath('staging_target_path', stagingTargetPath, { required: true });
     return this.#callDone(NodeDefinition, N.nodeUnstageVolume, { volumeId, stagingTargetPath }, opts);
   }
 
@@ -620,6 +621,7 @@ export class CsiClient {
   /** NodeUnpublishVolume. Carries no secrets. NOT_FOUND counts as done. */
   async nodeUnpublishVolume(volumeId: string, targetPath: string, opts: CallOptions = {}): Promise<TeardownResult> {
     check.checkVolumeId(volumeId);
+    checkPath('target_path', targetPath, { required: true });
     return this.#callDone(NodeDefinition, N.nodeUnpublishVolume, { volumeId, targetPath }, opts);
   }
 
