@@ -1,0 +1,44 @@
+// An allocation: one placed instance of a job's task group on a node.
+
+/** What the server wants of the allocation. */
+export type AllocDesiredStatus = 'run' | 'stop' | 'evict';
+/** What the client reports of the allocation. */
+export type AllocClientStatus = 'pending' | 'running' | 'complete' | 'failed' | 'lost';
+
+export interface TaskState {
+  state: 'pending' | 'running' | 'dead';
+  failed: boolean;
+  restarts: number;
+  /** Milliseconds since the epoch; 0 when not yet started/finished. */
+  startedAt: number;
+  finishedAt: number;
+  events: Array<{ at: number; type: string; message: string; details: Record<string, string> }>;
+}
+
+export interface Allocation {
+  id: string;
+  namespace: string;
+  jobId: string;
+  /** The job version (its modifyIndex) this allocation runs. */
+  jobVersion: number;
+  taskGroup: string;
+  nodeId: string;
+  desiredStatus: AllocDesiredStatus;
+  desiredDescription: string;
+  clientStatus: AllocClientStatus;
+  clientDescription: string;
+  taskStates: Record<string, TaskState>;
+  /** The allocation this one replaces (rescheduling), if any. */
+  previousAllocation?: string;
+  rescheduleAttempts: number;
+  createIndex: number;
+  modifyIndex: number;
+  /** Milliseconds since the epoch. */
+  createTime: number;
+  modifyTime: number;
+}
+
+/** Whether the client has finished with the allocation: nothing of it runs any more. */
+export function isClientTerminal(status: AllocClientStatus): boolean {
+  return status === 'complete' || status === 'failed' || status === 'lost';
+}

@@ -1,0 +1,45 @@
+// A client node as the server knows it: what it runs and what it can take.
+
+import type { CsiPluginReport } from './csi-plugin-report.js';
+
+export type NodeStatus = 'initializing' | 'ready' | 'down';
+
+/** What a task driver on the node reported about itself. */
+export interface DriverInfo {
+  detected: boolean;
+  healthy: boolean;
+  healthReason: string;
+  /** Capabilities the scheduler checks, e.g. network modes ['host', 'none']. */
+  networkModes: Array<'host' | 'none'>;
+}
+
+/** Resources in the units jobs ask for them. */
+export interface Resources {
+  cpuMhz: number;
+  memoryMb: number;
+}
+
+/** What a node sends when it registers and on every heartbeat. */
+export interface NodeFingerprint {
+  name: string;
+  datacenter: string;
+  /** Address the node's agent serves on, for logs/exec proxies; may be empty. */
+  httpAddr: string;
+  drivers: Record<string, DriverInfo>;
+  resources: Resources;
+  attributes: Record<string, string>;
+  /** CSI controller plugin instances on the node, by plugin ID. */
+  csiControllerPlugins: Record<string, CsiPluginReport>;
+  /** CSI node plugin instances on the node, by plugin ID. */
+  csiNodePlugins: Record<string, CsiPluginReport>;
+}
+
+export interface Node extends NodeFingerprint {
+  id: string;
+  status: NodeStatus;
+  statusDescription: string;
+  /** Milliseconds since the epoch (server clock) of the last heartbeat. */
+  lastHeartbeat: number;
+  createIndex: number;
+  modifyIndex: number;
+}
