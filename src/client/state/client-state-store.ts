@@ -1,0 +1,52 @@
+// The node agent's own durable memory: plugin registrations, volume mount
+// records and (later) allocations and task handles. Everything the agent must
+// know after a crash lives here, never only in memory.
+
+import { BerthError } from '../../lib/index.js';
+
+/**
+ * A named set of JSON records keyed by string, e.g. `plugins` or `volume-mounts`.
+ * Every call is synchronous; a write is durable (on disk) when it returns.
+ */
+export interface Bucket<T> {
+  readonly name: string;
+  /** The record under `key`, or undefined. */
+  get(key: string): T | undefined;
+  /** Every record, ordered by key. */
+  list(): Array<{ key: string; value: T }>;
+  /** Records whose key starts with `prefix`, ordered by key. */
+  listPrefix(prefix: string): Array<{ key: string; value: T }>;
+  /** Creates or replaces the record; safe to repeat. */
+  put(key: string, value: T): void;
+  /** Removes the record; returns whether one was there. Safe to repeat. */
+  delete(key: string): boolean;
+}
+
+/**
+ * The client state store. Implementations must make each write durable before
+ * it returns and must refuse (with ClientStateError) to open state they cannot
+ * read faithfully: a corrupt file or one written by a newer Berth.
+ */
+export interface ClientStateStore {
+  /** A typed view of one bucket; cheap, may be called many times. */
+  bucket<T>(name: string): Bucket<T>;
+  /**
+   * Runs `fn` as one atomic, durable write: all its puts and deletes land or
+   * none do. Throws what `fn` throws (after rolling back). Not reentrant-safe
+   * across awaits: `fn` must be synchronous.
+   */
+  transaction<R>(fn: () => R): R;
+  /** Closes the store; safe to call twice. Calls after close throw STATE_CLOSED. */
+  close(): void;
+}
+
+export type ClientStateErrorCode = 'STATE_CORRUPT' | 'STATE_NEWER_VERSION' | 'STATE_CLOSED' | 'STATE_BAD_RECORD' | 'STATE_IO';
+
+/** Why the client state could not be opened, read or written. */
+export class ClientStateError extends BerthError {
+  override readonly code: ClientStateErrorCode;
+  constructor(code: ClientStateErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.code = code;
+  }
+}
