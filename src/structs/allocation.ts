@@ -22,6 +22,10 @@ export interface Allocation {
   /** The job version (its modifyIndex) this allocation runs. */
   jobVersion: number;
   taskGroup: string;
+  /** `<job>.<group>[<index>]`, as Nomad names allocations; absent on allocations made before names existed. */
+  name?: string;
+  /** The allocation's index within its group (0..count-1); picks its per-allocation volumes. */
+  index?: number;
   nodeId: string;
   desiredStatus: AllocDesiredStatus;
   desiredDescription: string;

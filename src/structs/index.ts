@@ -9,3 +9,32 @@ export {
   type TaskState,
   type Allocation,
 } from './allocation.js';
+export {
+  jobSpecSchema,
+  parseJobSpec,
+  durationMs,
+  formatPath,
+  volumeIsReadOnly,
+  volumeIdFor,
+  JobValidationError,
+  SERVER_JOB_FIELDS,
+  type JobSpec,
+  type JobSpecInput,
+  type Job,
+  type JobStatus,
+  type JobType,
+  type JobProblem,
+  type TaskGroup,
+  type Task,
+  type GroupVolume,
+  type VolumeMount,
+  type RestartPolicy,
+  type ReschedulePolicy,
+} from './job.js';
+export {
+  describePlacementFailure,
+  type Evaluation,
+  type EvalStatus,
+  type EvalTrigger,
+  type PlacementFailure,
+} from './evaluation.js';

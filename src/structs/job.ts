@@ -1,0 +1,273 @@
+// A job: what a user asks Berth to run, in its canonical JSON form (a later
+// issue parses HCL into this same shape). The zod schema is the one place the
+// shape, its defaults and its field-level rules live; the server adds the
+// checks that need its state (known plugins, registered volumes).
+
+import { z } from 'zod';
+import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
+import { BerthError } from '../lib/index.js';
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
+
+const name = (what: string) =>
+  z.string().regex(NAME, `${what} must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+const duration = z
+  .string()
+  .regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"');
+const absolutePath = (what: string) => z.string().startsWith('/', `${what} must be an absolute path`);
+const stringMap = z.record(z.string(), z.string());
+
+/** Milliseconds in a duration string such as "1h30m" or "500ms". Throws on a malformed string. */
+export function durationMs(text: string): number {
+  if (!DURATION.test(text)) throw new BerthError('INVALID', `"${text}" is not a duration`);
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * (units[m[2] as string] as number);
+  return Math.round(total);
+}
+
+const restartSchema = z.strictObject({
+  attempts: z.number().int().min(0).default(2),
+  interval: duration.default('30m'),
+  delay: duration.default('15s'),
+  mode: z.enum(['fail', 'delay']).default('fail'),
+});
+
+const rescheduleSchema = z.strictObject({
+  attempts: z.number().int().min(0).default(2),
+  interval: duration.default('1h'),
+  delay: duration.default('30s'),
+  unlimited: z.boolean().default(false),
+});
+
+const volumeSchema = z.strictObject({
+  type: z.enum(['csi', 'host']),
+  /** A CSI volume ID (with perAlloc, the prefix of `<source>[<index>]`) or a host volume name. */
+  source: z.string().min(1, 'source must name a volume'),
+  accessMode: z.enum(ACCESS_MODES).default('single-node-writer'),
+  attachmentMode: z.enum(ATTACHMENT_MODES).default('file-system'),
+  readOnly: z.boolean().default(false),
+  perAlloc: z.boolean().default(false),
+  mountOptions: z
+    .strictObject({
+      fsType: z.string().default(''),
+      /** May carry credentials: write-only, never returned by a read. */
+      mountFlags: z.array(z.string().min(1, 'mount flags must not be empty')).default([]),
+    })
+    .optional(),
+});
+
+const volumeMountSchema = z.strictObject({
+  volume: z.string().min(1, 'volume must name a group volume'),
+  destination: absolutePath('destination'),
+  readOnly: z.boolean().default(false),
+  propagationMode: z.enum(['private', 'host-to-task', 'bidirectional']).default('private'),
+});
+
+const csiPluginSchema = z.strictObject({
+  id: name('plugin id'),
+  type: z.enum(['controller', 'node', 'monolith']),
+  mountDir: absolutePath('mountDir'),
+  stagePublishBaseDir: absolutePath('stagePublishBaseDir').optional(),
+  healthTimeout: duration.default('30s'),
+});
+
+const taskSchema = z.strictObject({
+  name: name('task name'),
+  driver: z.string().min(1, 'driver must be set'),
+  config: z.record(z.string(), z.unknown()).default({}),
+  env: stringMap.default({}),
+  resources: z
+    .strictObject({
+      cpuMhz: z.number().int().min(1).default(100),
+      memoryMb: z.number().int().min(1).default(300),
+    })
+    .prefault({}),
+  volumeMounts: z.array(volumeMountSchema).default([]),
+  csiPlugin: csiPluginSchema.optional(),
+  logs: z
+    .strictObject({
+      disabled: z.boolean().default(false),
+      maxFiles: z.number().int().min(1).default(10),
+      maxFileSizeMb: z.number().int().min(1).default(10),
+    })
+    .prefault({}),
+});
+
+const groupSchema = z.strictObject({
+  name: name('group name'),
+  count: z.number().int().min(0).default(1),
+  restart: restartSchema.prefault({}),
+  reschedule: rescheduleSchema.prefault({}),
+  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host') }).prefault({}),
+  volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
+  tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
+});
+
+/** The job spec as users submit it; unknown fields are rejected so that typos surface. */
+export const jobSpecSchema = z
+  .strictObject({
+    id: name('job id'),
+    namespace: name('namespace').default('default'),
+    type: z.enum(['service', 'batch', 'system']).default('service'),
+    priority: z.number().int().min(1).max(100).default(50),
+    datacenters: z.array(z.string().min(1)).min(1).default(['*']),
+    groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
+  })
+  .superRefine((job, ctx) => {
+    const seenGroups = new Set<string>();
+    job.groups.forEach((group, gi) => {
+      if (seenGroups.has(group.name)) {
+        ctx.addIssue({ code: 'custom', path: ['groups', gi, 'name'], message: `duplicate group name "${group.name}"` });
+      }
+      seenGroups.add(group.name);
+      for (const [volName, vol] of Object.entries(group.volumes)) {
+        const path = ['groups', gi, 'volumes', volName];
+        if (vol.type === 'csi' && isReadOnlyMode(vol.accessMode) && !vol.readOnly) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [...path, 'readOnly'],
+            message: `access mode "${vol.accessMode}" never allows writes; set readOnly: true`,
+          });
+        }
+        if (vol.attachmentMode === 'block-device' && vol.mountOptions) {
+          ctx.addIssue({ code: 'custom', path: [...path, 'mountOptions'], message: 'a block-device volume takes no mount options' });
+        }
+        if (vol.type === 'host' && vol.perAlloc) {
+          ctx.addIssue({ code: 'custom', path: [...path, 'perAlloc'], message: 'perAlloc applies to csi volumes only' });
+        }
+      }
+      const seenTasks = new Set<string>();
+      group.tasks.forEach((task, ti) => {
+        if (seenTasks.has(task.name)) {
+          ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks', ti, 'name'], message: `duplicate task name "${task.name}"` });
+        }
+        seenTasks.add(task.name);
+        const seenDest = new Set<string>();
+        task.volumeMounts.forEach((mount, mi) => {
+          const path = ['groups', gi, 'tasks', ti, 'volumeMounts', mi];
+          const vol = group.volumes[mount.volume];
+          if (!vol) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [...path, 'volume'],
+              message: `volume "${mount.volume}" is not declared in group "${group.name}"`,
+            });
+          } else if (mount.propagationMode === 'bidirectional' && volumeIsReadOnly(vol)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [...path, 'propagationMode'],
+              message: `bidirectional propagation needs a writable volume, and "${mount.volume}" is read-only`,
+            });
+          } else if (mount.propagationMode === 'bidirectional' && mount.readOnly) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [...path, 'propagationMode'],
+              message: 'bidirectional propagation cannot be used with a read-only mount',
+            });
+          }
+          if (seenDest.has(mount.destination)) {
+            ctx.addIssue({ code: 'custom', path: [...path, 'destination'], message: `duplicate mount destination "${mount.destination}"` });
+          }
+          seenDest.add(mount.destination);
+        });
+      });
+    });
+  });
+
+export type JobSpec = z.output<typeof jobSpecSchema>;
+export type JobSpecInput = z.input<typeof jobSpecSchema>;
+export type TaskGroup = JobSpec['groups'][number];
+export type Task = TaskGroup['tasks'][number];
+export type GroupVolume = TaskGroup['volumes'][string];
+export type VolumeMount = Task['volumeMounts'][number];
+export type RestartPolicy = TaskGroup['restart'];
+export type ReschedulePolicy = TaskGroup['reschedule'];
+export type JobType = JobSpec['type'];
+
+/** True when a group volume never allows writes (by its flag or its access mode). */
+export function volumeIsReadOnly(vol: { readOnly: boolean; accessMode: AccessMode }): boolean {
+  return vol.readOnly || isReadOnlyMode(vol.accessMode);
+}
+
+/** The CSI volume ID a group volume means for the allocation with `allocIndex` (Nomad's per_alloc naming). */
+export function volumeIdFor(vol: GroupVolume, allocIndex: number): string {
+  return vol.perAlloc ? `${vol.source}[${allocIndex}]` : vol.source;
+}
+
+export type JobStatus = 'pending' | 'running' | 'dead';
+
+/** A job as the server stores it: the spec plus what the server manages. */
+export interface Job extends JobSpec {
+  /** True once the job was stopped; its allocations are told to stop. */
+  stop: boolean;
+  status: JobStatus;
+  /** Increases by one on every spec change (not on stop/start alone). */
+  version: number;
+  /** The job version at which each group's spec last changed; allocations older than this are replaced. */
+  groupVersions: Record<string, number>;
+  /** Milliseconds since the epoch. */
+  submitTime: number;
+  createIndex: number;
+  modifyIndex: number;
+}
+
+/** Fields of a stored job that a submitted spec may carry (a read sent back) and that are ignored. */
+export const SERVER_JOB_FIELDS = ['stop', 'status', 'version', 'groupVersions', 'submitTime', 'createIndex', 'modifyIndex'] as const;
+
+/** One problem with a job spec: where (e.g. `groups[0].tasks[1].volumeMounts[0].propagationMode`) and what. */
+export interface JobProblem {
+  path: string;
+  message: string;
+}
+
+/**
+ * A job spec that cannot be accepted. `problems` lists every problem found,
+ * each naming its field; the message joins them. Never carries a secret: only
+ * field paths and rule descriptions, never submitted values.
+ */
+export class JobValidationError extends BerthError {
+  readonly problems: JobProblem[];
+
+  constructor(problems: JobProblem[]) {
+    super('INVALID', `job is invalid: ${problems.map((p) => (p.path ? `${p.path}: ${p.message}` : p.message)).join('; ')}`);
+    this.problems = problems;
+  }
+}
+
+/** `['groups', 0, 'tasks', 1, 'name']` -> `groups[0].tasks[1].name`. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out ? `.${String(key)}` : String(key);
+  }
+  return out;
+}
+
+/**
+ * Parses and checks a submitted job spec, applying defaults. Pure; throws a
+ * JobValidationError listing every problem (field paths, no values) when the
+ * spec is malformed. Server-managed fields of a stored job are ignored.
+ */
+export function parseJobSpec(input: unknown): JobSpec {
+  let candidate = input;
+  if (candidate && typeof candidate === 'object' && !Array.isArray(candidate)) {
+    const copy: Record<string, unknown> = { ...(candidate as Record<string, unknown>) };
+    for (const key of SERVER_JOB_FIELDS) delete copy[key];
+    candidate = copy;
+  }
+  const result = jobSpecSchema.safeParse(candidate);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => ({ path: formatPath(issue.path), message: describeIssue(issue) }));
+  throw new JobValidationError(problems);
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  // zod's default messages for these can quote the submitted input; keep field names only.
+  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'invalid_value') return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (issue.code === 'invalid_type') return `expected ${issue.expected}`;
+  return issue.message;
+}
