@@ -27,6 +27,10 @@ export interface Allocation {
   /** The allocation's index within its group (0..count-1); picks its per-allocation volumes. */
   index?: number;
   nodeId: string;
+  /** What the allocation's tasks take from the node, summed (the scheduler counts it as used). */
+  resources?: { cpuMhz: number; memoryMb: number };
+  /** The CSI volumes the allocation uses, with its plugin and whether it writes. */
+  csiVolumes?: Array<{ volumeId: string; pluginId: string; readOnly: boolean }>;
   desiredStatus: AllocDesiredStatus;
   desiredDescription: string;
   clientStatus: AllocClientStatus;

@@ -1,0 +1,20 @@
+// The scheduler: pure decisions over plain inputs. `reconcile` says what a
+// job's allocations must become; `placeGroup` picks nodes for new ones.
+export {
+  placeGroup,
+  groupResources,
+  emptyUsage,
+  type PlacementVolume,
+  type NodeUsage,
+  type PlaceGroupInput,
+  type PlaceGroupResult,
+  type Placement,
+} from './placement.js';
+export {
+  reconcile,
+  reconcileSystem,
+  isLive,
+  type StopDecision,
+  type PlaceRequest,
+  type ReconcileResult,
+} from './reconcile.js';

@@ -1,0 +1,297 @@
+// Placement: which node each new allocation of a task group goes to. Pure
+// functions over plain inputs (nodes, what is already used on them, the
+// volumes the group needs), so the algorithm is tested and benchmarked
+// without a store. First feasibility (can the node run it at all?), then a
+// bin-packing score among the feasible nodes, as Nomad's scheduler does.
+
+import type { AccessMode, Topology } from '../../csi/index.js';
+import { volumeIdFor, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+
+/** A CSI volume as placement needs to know it. */
+export interface PlacementVolume {
+  id: string;
+  pluginId: string;
+  /** The access mode the volume is claimed with (its registered/requested mode). */
+  accessMode: AccessMode;
+  /** Where the volume can be reached; empty means anywhere. A node must match one segment set. */
+  topologies: Topology[];
+  /** False when the volume's plugin has no healthy instances to serve it. */
+  schedulable: boolean;
+  /** Current claims, by allocation. */
+  claims: Array<{ allocId: string; nodeId: string; mode: 'read' | 'write' }>;
+}
+
+/** What already runs on a node. Mutated by `placeGroup` as it places. */
+export interface NodeUsage {
+  cpuMhz: number;
+  memoryMb: number;
+  /** Plugin ID -> the volumes of that plugin in use on the node. */
+  volumes: Map<string, Set<string>>;
+  /** Job ID -> allocations of that job on the node. */
+  jobAllocs: Map<string, number>;
+}
+
+export function emptyUsage(): NodeUsage {
+  return { cpuMhz: 0, memoryMb: 0, volumes: new Map(), jobAllocs: new Map() };
+}
+
+export interface PlaceGroupInput {
+  jobId: string;
+  datacenters: readonly string[];
+  group: TaskGroup;
+  /** The allocation indexes to place (their per-alloc volumes follow from them). */
+  indexes: readonly number[];
+  nodes: readonly Node[];
+  /** Node ID -> what is used there; nodes missing here are empty. Updated in place. */
+  usage: Map<string, NodeUsage>;
+  /** Volume ID -> volume; a CSI volume missing here cannot be placed anywhere. */
+  volumes: ReadonlyMap<string, PlacementVolume>;
+  /** Allocations (of this job) being replaced: their claims do not count against the new ones. */
+  replacing?: ReadonlySet<string>;
+}
+
+export interface Placement {
+  index: number;
+  nodeId: string;
+  score: number;
+}
+
+export interface PlaceGroupResult {
+  placements: Placement[];
+  /** Present when some indexes could not be placed. */
+  failure?: PlacementFailure;
+}
+
+/** The group's summed task resources. */
+export function groupResources(group: TaskGroup): { cpuMhz: number; memoryMb: number } {
+  let cpuMhz = 0;
+  let memoryMb = 0;
+  for (const t of group.tasks) {
+    cpuMhz += t.resources.cpuMhz;
+    memoryMb += t.resources.memoryMb;
+  }
+  return { cpuMhz, memoryMb };
+}
+
+interface VolumeNeed {
+  volumeId: string;
+  readOnly: boolean;
+}
+
+function volumeNeeds(group: TaskGroup, index: number): VolumeNeed[] {
+  const needs: VolumeNeed[] = [];
+  for (const vol of Object.values(group.volumes)) {
+    if (vol.type !== 'csi') continue;
+    needs.push({ volumeId: volumeIdFor(vol, index), readOnly: vol.readOnly });
+  }
+  return needs;
+}
+
+function matchesDatacenter(patterns: readonly string[], dc: string): boolean {
+  return patterns.some((p) => p === '*' || p === dc || (p.endsWith('*') && dc.startsWith(p.slice(0, -1))));
+}
+
+/** True when `node` carries every key/value of `segment`. */
+function topologyMatches(segments: readonly Topology[], node: Topology | undefined): boolean {
+  if (segments.length === 0) return true;
+  if (!node) return false;
+  return segments.some((seg) => Object.entries(seg).every(([k, v]) => node[k] === v));
+}
+
+const SINGLE_WRITER_MODES: ReadonlySet<AccessMode> = new Set([
+  'single-node-writer',
+  'single-node-single-writer',
+  'multi-node-single-writer',
+]);
+const SINGLE_NODE_MODES: ReadonlySet<AccessMode> = new Set([
+  'single-node-writer',
+  'single-node-reader-only',
+  'single-node-single-writer',
+  'single-node-multi-writer',
+]);
+
+/**
+ * Why `node` cannot take the group for reasons that do not change as
+ * allocations are placed (status, datacenter, drivers, network, plugin
+ * health), or undefined when it can. The reason reads after "N nodes".
+ */
+function staticReason(node: Node, datacenters: readonly string[], group: TaskGroup, pluginIds: readonly string[]): string | undefined {
+  if (node.status !== 'ready') return `were ${node.status === 'down' ? 'down' : 'not ready'}`;
+  if (!matchesDatacenter(datacenters, node.datacenter)) return 'were in another datacenter';
+  for (const task of group.tasks) {
+    const driver = node.drivers[task.driver];
+    if (!driver || !driver.detected) return `lacked the driver "${task.driver}"`;
+    if (!driver.healthy) return `had an unhealthy driver "${task.driver}"`;
+    if (!driver.networkModes.includes(group.network.mode)) {
+      return `lacked network mode "${group.network.mode}" in driver "${task.driver}"`;
+    }
+  }
+  for (const pluginId of pluginIds) {
+    if (!node.csiNodePlugins[pluginId]?.healthy) return `lacked a healthy node plugin for ${pluginId}`;
+  }
+  return undefined;
+}
+
+/**
+ * Why the claims already on `volume` leave no room for a new claim by an
+ * allocation on `nodeId`, or undefined when there is room.
+ */
+function claimReason(volume: PlacementVolume, need: VolumeNeed, nodeId: string, replacing: ReadonlySet<string>): string | undefined {
+  const claims = volume.claims.filter((c) => !replacing.has(c.allocId));
+  if (!need.readOnly && SINGLE_WRITER_MODES.has(volume.accessMode) && claims.some((c) => c.mode === 'write')) {
+    return `found no free write claim on volume ${volume.id}`;
+  }
+  if (SINGLE_NODE_MODES.has(volume.accessMode) && claims.some((c) => c.nodeId !== nodeId)) {
+    return `could not use volume ${volume.id}, which is in use on another node`;
+  }
+  return undefined;
+}
+
+/**
+ * Places allocations `indexes` of `group` on the best feasible nodes, one at a
+ * time, counting each placement's resources, volumes and claims before the
+ * next. Pure apart from updating `usage` (and the claims of `volumes`, which it
+ * copies first). Never throws for an infeasible group: what could not be
+ * placed is described in `failure` with per-reason node counts.
+ */
+export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
+  const { group, nodes, usage, jobId } = input;
+  const replacing = input.replacing ?? new Set<string>();
+  const need = groupResources(group);
+  // Claims added by this run are tracked on copies so the caller's volumes stay as read.
+  const volumes = new Map<string, PlacementVolume>();
+  const volumeOf = (id: string): PlacementVolume | undefined => {
+    let v = volumes.get(id);
+    if (!v) {
+      const orig = input.volumes.get(id);
+      if (!orig) return undefined;
+      v = { ...orig, claims: [...orig.claims] };
+      volumes.set(id, v);
+    }
+    return v;
+  };
+
+  // Static feasibility, once per node for the whole group.
+  const pluginIds = new Set<string>();
+  for (const index of input.indexes.length ? [input.indexes[0] as number] : []) {
+    for (const n of volumeNeeds(group, index)) {
+      const v = input.volumes.get(n.volumeId);
+      if (v) pluginIds.add(v.pluginId);
+    }
+  }
+  const staticReasons = new Map<string, number>();
+  const candidates: Node[] = [];
+  for (const node of nodes) {
+    const reason = staticReason(node, input.datacenters, group, [...pluginIds]);
+    if (reason) staticReasons.set(reason, (staticReasons.get(reason) ?? 0) + 1);
+    else candidates.push(node);
+  }
+
+  const placements: Placement[] = [];
+  let failure: PlacementFailure | undefined;
+  for (const index of input.indexes) {
+    const needs = volumeNeeds(group, index);
+    const vols: Array<{ need: VolumeNeed; volume: PlacementVolume | undefined }> = needs.map((n) => ({
+      need: n,
+      volume: volumeOf(n.volumeId),
+    }));
+    const reasons = new Map<string, number>();
+    const note = (r: string): void => void reasons.set(r, (reasons.get(r) ?? 0) + 1);
+    let filtered = 0;
+    let exhausted = 0;
+    let best: { node: Node; score: number } | undefined;
+
+    for (const node of candidates) {
+      const used = usage.get(node.id) ?? emptyUsage();
+      let reason: string | undefined;
+      let isExhaustion = false;
+      for (const { need: n, volume } of vols) {
+        if (!volume) reason = `could not use volume ${n.volumeId}, which is not registered`;
+        else if (!volume.schedulable) reason = `could not use volume ${volume.id}, whose plugin has no healthy instances`;
+        else if (!node.csiNodePlugins[volume.pluginId]?.healthy) reason = `lacked a healthy node plugin for ${volume.pluginId}`;
+        else if (!topologyMatches(volume.topologies, node.csiNodePlugins[volume.pluginId]?.fingerprint?.node?.info.accessibleTopology)) {
+          reason = `did not satisfy the topology of volume ${volume.id}`;
+        } else reason = claimReason(volume, n, node.id, replacing);
+        if (reason) break;
+      }
+      if (!reason) {
+        // Max volumes per node, per plugin, counting volumes already there once.
+        const newByPlugin = new Map<string, Set<string>>();
+        for (const { volume } of vols) {
+          if (!volume || used.volumes.get(volume.pluginId)?.has(volume.id)) continue;
+          const set = newByPlugin.get(volume.pluginId) ?? new Set<string>();
+          set.add(volume.id);
+          newByPlugin.set(volume.pluginId, set);
+        }
+        for (const [pluginId, added] of newByPlugin) {
+          const max = node.csiNodePlugins[pluginId]?.fingerprint?.node?.info.maxVolumesPerNode ?? 0;
+          if (max > 0 && (used.volumes.get(pluginId)?.size ?? 0) + added.size > max) {
+            reason = `reached the maximum number of volumes for plugin ${pluginId}`;
+            isExhaustion = true;
+            break;
+          }
+        }
+      }
+      if (!reason) {
+        if (used.cpuMhz + need.cpuMhz > node.resources.cpuMhz) reason = 'exhausted cpu';
+        else if (used.memoryMb + need.memoryMb > node.resources.memoryMb) reason = 'exhausted memory';
+        if (reason) isExhaustion = true;
+      }
+      if (reason) {
+        note(reason);
+        if (isExhaustion) exhausted++;
+        else filtered++;
+        continue;
+      }
+      const score = scoreNode(node, used, need, jobId, input.indexes.length);
+      if (!best || score > best.score || (score === best.score && node.id < best.node.id)) best = { node, score };
+    }
+
+    if (!best) {
+      if (!failure) {
+        const all = new Map(staticReasons);
+        for (const [r, n] of reasons) all.set(r, (all.get(r) ?? 0) + n);
+        failure = {
+          unplaced: 0,
+          nodesEvaluated: nodes.length,
+          nodesFiltered: filtered + [...staticReasons.values()].reduce((a, b) => a + b, 0),
+          nodesExhausted: exhausted,
+          reasons: Object.fromEntries(all),
+        };
+      }
+      failure.unplaced++;
+      continue;
+    }
+
+    const node = best.node;
+    placements.push({ index, nodeId: node.id, score: best.score });
+    const used = usage.get(node.id) ?? emptyUsage();
+    usage.set(node.id, used);
+    used.cpuMhz += need.cpuMhz;
+    used.memoryMb += need.memoryMb;
+    used.jobAllocs.set(jobId, (used.jobAllocs.get(jobId) ?? 0) + 1);
+    for (const { need: n, volume } of vols) {
+      if (!volume) continue;
+      const set = used.volumes.get(volume.pluginId) ?? new Set<string>();
+      set.add(volume.id);
+      used.volumes.set(volume.pluginId, set);
+      volume.claims.push({ allocId: `planned:${index}`, nodeId: node.id, mode: n.readOnly ? 'read' : 'write' });
+    }
+  }
+  return failure ? { placements, failure } : { placements };
+}
+
+/**
+ * Bin packing: prefer the node that would be fullest after the placement
+ * (fewer, fuller nodes leave whole nodes free for big jobs), lessened by how
+ * many allocations of the same job already run there so that one node does
+ * not carry a whole service. In [-1, 1]; higher is better.
+ */
+function scoreNode(node: Node, used: NodeUsage, need: { cpuMhz: number; memoryMb: number }, jobId: string, count: number): number {
+  const cpu = (used.cpuMhz + need.cpuMhz) / Math.max(1, node.resources.cpuMhz);
+  const mem = (used.memoryMb + need.memoryMb) / Math.max(1, node.resources.memoryMb);
+  const binpack = (cpu + mem) / 2;
+  const collisions = used.jobAllocs.get(jobId) ?? 0;
+  const antiAffinity = collisions > 0 ? (collisions + 1) / Math.max(1, count) : 0;
+  return binpack - Math.min(1, antiAffinity);
+}

@@ -1,0 +1,181 @@
+// Reconciliation: what must change for a job's allocations to match its spec.
+// Pure: given the job, its allocations and the nodes, it says which
+// allocations to stop and which indexes to place (new, replacements of lost or
+// outdated ones, reschedules of failed ones when the reschedule policy allows
+// and its delay has passed). Placement then picks nodes for them.
+
+import {
+  durationMs,
+  isClientTerminal,
+  type Allocation,
+  type Job,
+  type Node,
+  type TaskGroup,
+} from '../../structs/index.js';
+
+export interface StopDecision {
+  allocId: string;
+  description: string;
+  /** The allocation's node is down or gone: its client status becomes `lost`. */
+  lost: boolean;
+}
+
+export interface PlaceRequest {
+  group: string;
+  index: number;
+  /** The allocation this one replaces, if any. */
+  previousAllocation?: string;
+  rescheduleAttempts: number;
+}
+
+export interface ReconcileResult {
+  stop: StopDecision[];
+  place: PlaceRequest[];
+  /** The earliest time (ms since the epoch) a failed allocation may be rescheduled; a follow-up is owed then. */
+  followUpAt?: number;
+}
+
+/** True while the allocation is meant to run and its client has not finished with it. */
+export function isLive(a: Allocation): boolean {
+  return a.desiredStatus === 'run' && !isClientTerminal(a.clientStatus);
+}
+
+function nodeGone(nodes: ReadonlyMap<string, Node>, nodeId: string): boolean {
+  const node = nodes.get(nodeId);
+  return !node || node.status === 'down';
+}
+
+/**
+ * Decides the changes for a service or batch job (system jobs: see
+ * `reconcileSystem`). Pure and safe to repeat: running it again on its own
+ * applied result yields nothing to do (apart from a still-pending follow-up).
+ */
+export function reconcile(job: Job, allocs: readonly Allocation[], nodes: ReadonlyMap<string, Node>, now: number): ReconcileResult {
+  const result: ReconcileResult = { stop: [], place: [] };
+  const groups = new Map(job.groups.map((g) => [g.name, g]));
+
+  for (const alloc of allocs) {
+    if (alloc.desiredStatus !== 'run') continue;
+    const group = groups.get(alloc.taskGroup);
+    if (job.stop || !group) {
+      if (!isClientTerminal(alloc.clientStatus)) {
+        result.stop.push({ allocId: alloc.id, description: job.stop ? 'job stopped' : 'group removed from the job', lost: false });
+      }
+    }
+  }
+  if (job.stop || job.type === 'system') return result;
+
+  for (const group of job.groups) {
+    reconcileGroup(job, group, allocs.filter((a) => a.taskGroup === group.name && a.desiredStatus === 'run'), nodes, now, result);
+  }
+  return result;
+}
+
+function reconcileGroup(
+  job: Job,
+  group: TaskGroup,
+  allocs: readonly Allocation[],
+  nodes: ReadonlyMap<string, Node>,
+  now: number,
+  result: ReconcileResult,
+): void {
+  const groupVersion = job.groupVersions[group.name] ?? job.version;
+  // Index -> the allocation holding it (live, done, or failed and waiting).
+  const held = new Map<number, Allocation>();
+  const byAge = [...allocs].sort((a, b) => a.createIndex - b.createIndex);
+  for (const alloc of byAge) {
+    const index = alloc.index ?? 0;
+    if (held.has(index)) {
+      // Two allocations for one index (should not happen): keep the older.
+      if (!isClientTerminal(alloc.clientStatus)) result.stop.push({ allocId: alloc.id, description: 'duplicate index', lost: false });
+      continue;
+    }
+    if (!isClientTerminal(alloc.clientStatus) && nodeGone(nodes, alloc.nodeId)) {
+      result.stop.push({ allocId: alloc.id, description: 'node is down', lost: true });
+      if (index < group.count) {
+        result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: alloc.rescheduleAttempts });
+      }
+      held.set(index, alloc);
+      continue;
+    }
+    held.set(index, alloc);
+    if (index >= group.count) continue; // stopped below as scale-down
+    if (alloc.clientStatus === 'failed' || (alloc.clientStatus === 'complete' && job.type === 'service')) {
+      const failed = alloc.clientStatus === 'failed';
+      const policy = group.reschedule;
+      if (failed && !policy.unlimited && alloc.rescheduleAttempts >= policy.attempts) continue; // out of attempts: stays failed
+      const at = failed ? alloc.modifyTime + durationMs(policy.delay) : now;
+      if (at > now) {
+        result.followUpAt = Math.min(result.followUpAt ?? at, at);
+        continue;
+      }
+      result.stop.push({ allocId: alloc.id, description: failed ? 'rescheduled after failure' : 'replaced after completion', lost: false });
+      result.place.push({
+        group: group.name,
+        index,
+        previousAllocation: alloc.id,
+        rescheduleAttempts: alloc.rescheduleAttempts + (failed ? 1 : 0),
+      });
+      continue;
+    }
+    if (isLive(alloc) && alloc.jobVersion < groupVersion) {
+      result.stop.push({ allocId: alloc.id, description: 'job updated', lost: false });
+      result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: 0 });
+    }
+  }
+  for (const [index, alloc] of held) {
+    if (index >= group.count && !isClientTerminal(alloc.clientStatus) && !nodeGone(nodes, alloc.nodeId)) {
+      result.stop.push({ allocId: alloc.id, description: 'scaled down', lost: false });
+    }
+  }
+  for (let index = 0; index < group.count; index++) {
+    if (!held.has(index)) result.place.push({ group: group.name, index, rescheduleAttempts: 0 });
+  }
+}
+
+/**
+ * For a system job: one allocation per group on every node that is not down.
+ * Returns the stops (job stopped, node down, outdated) and, per group, the
+ * nodes that lack a live allocation; placement then checks which of those are
+ * feasible.
+ */
+export function reconcileSystem(
+  job: Job,
+  allocs: readonly Allocation[],
+  nodes: readonly Node[],
+): { stop: StopDecision[]; missing: Array<{ group: string; nodeId: string; previousAllocation?: string }> } {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const base = reconcile(job, allocs, byId, 0);
+  const stop = [...base.stop];
+  const missing: Array<{ group: string; nodeId: string; previousAllocation?: string }> = [];
+  if (job.stop) return { stop, missing };
+  for (const group of job.groups) {
+    const groupVersion = job.groupVersions[group.name] ?? job.version;
+    const onNode = new Map<string, Allocation>();
+    for (const a of allocs) {
+      // A failed or finished allocation keeps its node: system jobs are not rescheduled.
+      if (a.taskGroup !== group.name || a.desiredStatus !== 'run' || a.clientStatus === 'lost') continue;
+      if (nodeGone(byId, a.nodeId)) {
+        if (isClientTerminal(a.clientStatus)) continue;
+        stop.push({ allocId: a.id, description: 'node is down', lost: true });
+        continue;
+      }
+      if (onNode.has(a.nodeId)) {
+        if (isClientTerminal(a.clientStatus)) continue;
+        stop.push({ allocId: a.id, description: 'duplicate allocation on node', lost: false });
+        continue;
+      }
+      onNode.set(a.nodeId, a);
+    }
+    for (const node of nodes) {
+      if (node.status === 'down') continue;
+      const current = onNode.get(node.id);
+      if (!current) missing.push({ group: group.name, nodeId: node.id });
+      else if (isLive(current) && current.jobVersion < groupVersion) {
+        stop.push({ allocId: current.id, description: 'job updated', lost: false });
+        missing.push({ group: group.name, nodeId: node.id, previousAllocation: current.id });
+      }
+    }
+  }
+  return { stop, missing };
+}
