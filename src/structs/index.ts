@@ -38,3 +38,36 @@ export {
   type EvalTrigger,
   type PlacementFailure,
 } from './evaluation.js';
+export {
+  publicVolume,
+  publicClaim,
+  modeAllows,
+  type Volume,
+  type PublicVolume,
+  type VolumeCapabilitySpec,
+  type VolumeMountOptions,
+  type VolumeTopologyRequest,
+  type VolumeClaim,
+  type ClaimMode,
+  type ClaimState,
+  type ControllerPublishState,
+} from './volume.js';
+export {
+  csiNodeEligibility,
+  pluginSchedulable,
+  type CsiPlugin,
+  type CsiPluginInstance,
+  type CsiPluginAllocation,
+  type CsiPluginExhaustion,
+} from './plugin.js';
+export {
+  NODE_RPC_METHODS,
+  type CapabilityWire,
+  type NodeRpcMethods,
+  type NodeRpcMethod,
+  type NodeRpcParams,
+  type NodeRpcResult,
+  type NodeRpcError,
+  type NodeRpcRequest,
+  type NodeRpcResponse,
+} from './node-rpc.js';

@@ -1,0 +1,20 @@
+// The server's state store: typed tables, indexed transactional writes,
+// snapshots and blocking reads, with SQLite as the embedded implementation.
+export {
+  TABLES,
+  DATA_TABLES,
+  type TableName,
+  type DataTable,
+  type TableRows,
+  type TableRow,
+  type RowInput,
+  type ListOptions,
+  type StateReader,
+  type WriteTxn,
+  type BlockOptions,
+  type StateStore,
+  type StoreEvent,
+} from './state-store.js';
+export { SqliteStateStore, STATE_SCHEMA_VERSION, type SqliteStateStoreOptions } from './sqlite-state-store.js';
+export { StateStoreError } from './errors.js';
+export { rowKey, keyPrefix, keyOf, publicRow } from './keys.js';

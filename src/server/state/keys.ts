@@ -1,0 +1,37 @@
+import { publicClaim, publicVolume } from '../../structs/index.js';
+import type { DataTable, TableRow } from './state-store.js';
+
+/**
+ * A row key from its parts: each part URI-encoded, joined with `/`. Parts may
+ * hold any characters (volume IDs may contain `/`), yet `rowKey(a, b) + '/'`
+ * is a prefix of exactly the keys that start with parts a and b. Pure.
+ */
+export function rowKey(...parts: string[]): string {
+  return parts.map((p) => encodeURIComponent(p)).join('/');
+}
+
+/** The prefix of every key whose leading parts are `parts`. */
+export function keyPrefix(...parts: string[]): string {
+  return rowKey(...parts) + '/';
+}
+
+/** Keys of each table: nodes/plugins/allocations/evaluations by ID; jobs and volumes by namespace + ID; claims by namespace + volume + allocation. */
+export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'createIndex' | 'modifyIndex'>): string {
+  const r = row as Record<string, unknown>;
+  switch (table) {
+    case 'jobs':
+    case 'volumes':
+      return rowKey(String(r['namespace']), String(r['id']));
+    case 'claims':
+      return rowKey(String(r['namespace']), String(r['volumeId']), String(r['allocId']));
+    default:
+      return rowKey(String(r['id']));
+  }
+}
+
+/** What events carry of a row: volumes without secrets, claims with credential-looking context redacted. */
+export function publicRow(table: DataTable, row: unknown): unknown {
+  if (table === 'volumes') return publicVolume(row as TableRow<'volumes'>);
+  if (table === 'claims') return publicClaim(row as TableRow<'claims'>);
+  return row;
+}

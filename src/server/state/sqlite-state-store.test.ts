@@ -1,0 +1,305 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { AbortedError } from '../../lib/index.js';
+import type { Node, Volume } from '../../structs/index.js';
+import { keyPrefix, rowKey, SqliteStateStore, StateStoreError, type RowInput } from './index.js';
+
+function node(id: string, name = id): RowInput<'nodes'> {
+  return {
+    id,
+    name,
+    datacenter: 'dc1',
+    httpAddr: '',
+    drivers: {},
+    resources: { cpuMhz: 1000, memoryMb: 1024 },
+    attributes: {},
+    csiControllerPlugins: {},
+    csiNodePlugins: {},
+    status: 'ready',
+    statusDescription: '',
+    lastHeartbeat: 0,
+  } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
+}
+
+function volume(id: string, secrets: Record<string, string> = {}): RowInput<'volumes'> {
+  return {
+    id,
+    namespace: 'default',
+    name: id,
+    externalId: `ext-${id}`,
+    pluginId: 'fake',
+    provider: 'fake.csi.berth.dev',
+    capacityMinBytes: 0,
+    capacityMaxBytes: 0,
+    capacityBytes: 0,
+    capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+    mountOptions: { fsType: 'ext4', mountFlags: ['password=hunter2'] },
+    secrets,
+    parameters: {},
+    context: { authToken: 'ctx-secret-value', zone: 'z1' },
+    accessibleTopology: [],
+  } satisfies Omit<Volume, 'createIndex' | 'modifyIndex'>;
+}
+
+describe('SqliteStateStore', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'berth-state-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string): string => join(dir, name);
+
+  it('stamps one new index on every row a write puts, keeps createIndex, and a write that changes nothing uses no index', () => {
+    const store = SqliteStateStore.open(file('stamp.db'));
+    try {
+      const first = store.write((txn) => {
+        txn.put('nodes', node('a'));
+        txn.put('nodes', node('b'));
+        return 'done';
+      });
+      assert.equal(first.index, 1);
+      assert.equal(first.result, 'done');
+      const snap = store.snapshot();
+      assert.equal(snap.get('nodes', 'a')?.modifyIndex, 1);
+      assert.equal(snap.get('nodes', 'b')?.createIndex, 1);
+      assert.equal(snap.tableIndex('nodes'), 1);
+      assert.equal(snap.tableIndex('volumes'), 0);
+
+      const second = store.write((txn) => txn.put('nodes', { ...node('a', 'renamed') }));
+      assert.equal(second.index, 2);
+      const a = store.snapshot().get('nodes', 'a')!;
+      assert.deepEqual([a.createIndex, a.modifyIndex, a.name], [1, 2, 'renamed']);
+      assert.ok(Object.isFrozen(a));
+
+      const noop = store.write((txn) => txn.get('nodes', 'a')?.name);
+      assert.deepEqual(noop, { index: 2, result: 'renamed' });
+      assert.equal(store.latestIndex(), 2);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('applies nothing when the write function throws, and refuses async and nested writes', () => {
+    const store = SqliteStateStore.open(file('atomic.db'));
+    try {
+      store.write((txn) => txn.put('nodes', node('keep')));
+      assert.throws(
+        () =>
+          store.write((txn) => {
+            txn.put('nodes', node('lost'));
+            txn.delete('nodes', 'keep');
+            throw new Error('boom');
+          }),
+        /boom/,
+      );
+      const snap = store.snapshot();
+      assert.equal(snap.get('nodes', 'lost'), undefined);
+      assert.ok(snap.get('nodes', 'keep'));
+      assert.equal(store.latestIndex(), 1);
+      assert.throws(() => store.write(async (txn) => txn.put('nodes', node('x'))), (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_ASYNC_WRITE');
+      assert.equal(store.snapshot().get('nodes', 'x'), undefined);
+      assert.throws(
+        () => store.write(() => store.write((t) => t.put('nodes', node('y')))),
+        (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_NESTED_WRITE',
+      );
+    } finally {
+      store.close();
+    }
+  });
+
+  it('reads inside a write see its own puts and deletes; a snapshot stays as it was after later writes', () => {
+    const store = SqliteStateStore.open(file('snap.db'));
+    try {
+      store.write((txn) => {
+        txn.put('nodes', node('a'));
+        txn.put('nodes', node('b'));
+      });
+      const before = store.snapshot();
+      store.write((txn) => {
+        txn.delete('nodes', 'a');
+        txn.put('nodes', node('c'));
+        assert.deepEqual(txn.list('nodes').map((n) => n.id), ['b', 'c']);
+        assert.equal(txn.get('nodes', 'a'), undefined);
+      });
+      assert.deepEqual(before.list('nodes').map((n) => n.id), ['a', 'b']);
+      assert.equal(before.index, 1);
+      assert.deepEqual(store.snapshot().list('nodes').map((n) => n.id), ['b', 'c']);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('lists by key prefix without confusing IDs that contain "/"', () => {
+    const store = SqliteStateStore.open(file('prefix.db'));
+    try {
+      store.write((txn) => {
+        for (const [vol, alloc] of [['data', 'a1'], ['data', 'a2'], ['data/x', 'a3']]) {
+          txn.put('claims', {
+            namespace: 'default',
+            volumeId: vol!,
+            allocId: alloc!,
+            nodeId: 'n1',
+            externalNodeId: 'n1',
+            mode: 'read',
+            accessMode: 'multi-node-reader-only',
+            attachmentMode: 'file-system',
+            state: 'taken',
+            controllerPublish: 'none',
+            publishContext: {},
+            releaseReason: '',
+            releaseAttempts: 0,
+            lastError: '',
+            claimTime: 0,
+          });
+        }
+      });
+      const claims = store.snapshot().list('claims', { prefix: keyPrefix('default', 'data') });
+      assert.deepEqual(claims.map((c) => c.allocId), ['a1', 'a2']);
+      assert.ok(store.snapshot().get('claims', rowKey('default', 'data/x', 'a3')));
+    } finally {
+      store.close();
+    }
+  });
+
+  it('survives a restart: rows, table indexes and events come back and the index is never reused', () => {
+    const path = file('restart.db');
+    let store = SqliteStateStore.open(path);
+    store.write((txn) => txn.put('nodes', node('a')));
+    store.write((txn) => txn.put('nodes', node('b')));
+    store.write((txn) => txn.delete('nodes', 'b'));
+    store.close();
+    store = SqliteStateStore.open(path);
+    try {
+      const snap = store.snapshot();
+      assert.equal(store.latestIndex(), 3);
+      assert.deepEqual(snap.list('nodes').map((n) => n.id), ['a']);
+      assert.equal(snap.tableIndex('nodes'), 3);
+      assert.deepEqual(
+        snap.events(0).map((e) => [e.index, e.topic, e.key, e.op]),
+        [
+          [1, 'nodes', 'a', 'put'],
+          [2, 'nodes', 'b', 'put'],
+          [3, 'nodes', 'b', 'delete'],
+        ],
+      );
+      const next = store.write((txn) => txn.put('nodes', node('c')));
+      assert.equal(next.index, 4);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('keeps secrets and mount flags out of events, and redacts credential-looking context values', () => {
+    const path = file('secrets.db');
+    const store = SqliteStateStore.open(path);
+    try {
+      store.write((txn) => txn.put('volumes', volume('v1', { password: 's3cr3t-value' })));
+      store.write((txn) => txn.delete('volumes', rowKey('default', 'v1')));
+      const events = store.snapshot().events(0, { topics: ['volumes'] });
+      assert.equal(events.length, 2);
+      const text = JSON.stringify(events);
+      assert.doesNotMatch(text, /s3cr3t-value|hunter2|ctx-secret-value/);
+      assert.match(text, /secretNames/);
+    } finally {
+      store.close();
+    }
+    const db = new Database(path, { readonly: true });
+    try {
+      const bodies = db.prepare('SELECT body FROM events').all() as Array<{ body: string }>;
+      assert.equal(bodies.length, 2);
+      for (const b of bodies) assert.doesNotMatch(b.body, /s3cr3t-value|hunter2/);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('keeps a bounded event history, filterable by topic', () => {
+    const store = SqliteStateStore.open(file('history.db'), { eventHistory: 10 });
+    try {
+      for (let i = 0; i < 40; i++) store.write((txn) => txn.put('nodes', node(`n${i}`)));
+      store.write((txn) => txn.put('volumes', volume('v')));
+      const snap = store.snapshot();
+      const all = snap.events(0);
+      assert.ok(all.length <= 13, `kept ${all.length} events`);
+      assert.equal(all.at(-1)?.index, 41);
+      assert.ok(snap.oldestEventIndex > 1);
+      assert.deepEqual(snap.events(0, { topics: ['volumes'] }).map((e) => e.index), [41]);
+      assert.deepEqual(snap.events(39).map((e) => e.index), [40, 41]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('blockUntil wakes on a write to a watched table, ignores other tables, times out and aborts', async () => {
+    const store = SqliteStateStore.open(file('block.db'));
+    try {
+      store.write((txn) => txn.put('nodes', node('a')));
+      assert.equal(await store.blockUntil(['nodes'], 0), 1, 'already past: resolves at once');
+
+      let woke = 0;
+      const waiting = store.blockUntil(['volumes', 'claims'], store.latestIndex()).then((i) => (woke = i));
+      store.write((txn) => txn.put('nodes', node('b')));
+      await new Promise((r) => setImmediate(r));
+      assert.equal(woke, 0, 'a write to another table does not wake it');
+      const { index } = store.write((txn) => txn.put('volumes', volume('v')));
+      assert.equal(await waiting, index);
+
+      assert.equal(await store.blockUntil(['claims'], 100, { timeoutMs: 5 }), 0, 'timeout gives the current index');
+
+      const ac = new AbortController();
+      const aborted = store.blockUntil(['claims'], 100, { signal: ac.signal });
+      ac.abort();
+      await assert.rejects(aborted, AbortedError);
+
+      const closing = store.blockUntil(['claims'], 100);
+      store.close();
+      await assert.rejects(closing, (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_CLOSED');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('wakes 1,000 waiters with one write', async () => {
+    const store = SqliteStateStore.open(file('many.db'));
+    try {
+      const waiters = Array.from({ length: 1000 }, (_, i) => store.blockUntil(i % 2 ? ['events'] : ['nodes', 'jobs'], 0));
+      const { index } = store.write((txn) => txn.put('nodes', node('a')));
+      const woken = await Promise.all(waiters);
+      assert.ok(woken.every((i) => i === index));
+    } finally {
+      store.close();
+    }
+  });
+
+  it('refuses a corrupt file, a foreign SQLite database and a newer schema with clear errors, leaving the file alone', () => {
+    const garbage = file('garbage.db');
+    writeFileSync(garbage, Buffer.alloc(8192, 0x5a));
+    assert.throws(() => SqliteStateStore.open(garbage), (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_CORRUPT' && e.message.includes(garbage));
+
+    const foreign = file('foreign.db');
+    const db = new Database(foreign);
+    db.exec('CREATE TABLE t (x)');
+    db.close();
+    assert.throws(() => SqliteStateStore.open(foreign), (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_CORRUPT');
+
+    const newer = file('newer.db');
+    SqliteStateStore.open(newer).close();
+    const db2 = new Database(newer);
+    db2.pragma('user_version = 99');
+    db2.close();
+    assert.throws(() => SqliteStateStore.open(newer), (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_VERSION' && /newer/.test(e.message));
+
+    const badRow = file('badrow.db');
+    const s = SqliteStateStore.open(badRow);
+    s.write((txn) => txn.put('nodes', node('a')));
+    s.close();
+    const db3 = new Database(badRow);
+    db3.prepare("UPDATE rows SET body = '{not json' WHERE tbl = 'nodes'").run();
+    db3.close();
+    assert.throws(() => SqliteStateStore.open(badRow), (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_CORRUPT');
+  });
+});

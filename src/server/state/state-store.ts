@@ -1,0 +1,136 @@
+// The server's state: typed tables, transactional writes stamped with one
+// monotonically increasing index, consistent snapshots and blocking reads.
+//
+// No SQL leaks through this interface, so that a distributed implementation
+// can replace the embedded SQLite one. On etcd it maps as follows:
+// - the store index is etcd's revision: one `write` is one etcd Txn, and the
+//   revision that Txn creates is the index stamped on every row it puts
+//   (createIndex = create_revision, modifyIndex = mod_revision);
+// - a table is a key prefix (`/berth/<table>/<key>`), a table's index is the
+//   mod_revision of a per-table marker key the same Txn puts;
+// - `snapshot()` is a read at one revision (Range with `revision`);
+// - `blockUntil(tables, n)` is a Watch on the tables' prefixes starting at
+//   revision n + 1, resolved by the first event; the event history is etcd's
+//   watch history, bounded by compaction as ours is by trimming.
+// - `write` is synchronous here; an etcd store would make it async and retry
+//   the Txn when a compare on the read keys' mod_revisions fails.
+
+import type {
+  Allocation,
+  CsiPlugin,
+  Evaluation,
+  Job,
+  Node,
+  Volume,
+  VolumeClaim,
+} from '../../structs/index.js';
+
+/** Every table, in a fixed order. */
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'events'] as const;
+export type TableName = (typeof TABLES)[number];
+/** The tables rows are put into; `events` is written by the store itself. */
+export type DataTable = Exclude<TableName, 'events'>;
+export const DATA_TABLES: readonly DataTable[] = TABLES.filter((t): t is DataTable => t !== 'events');
+
+/**
+ * One change, appended by the store for every put and delete. `row` is the
+ * row's public view (no secrets); for a delete, the row as it was.
+ */
+export interface StoreEvent {
+  index: number;
+  /** Position within the write, from 0. */
+  seq: number;
+  topic: DataTable;
+  key: string;
+  op: 'put' | 'delete';
+  row: unknown;
+}
+
+/** The row type of each table. */
+export interface TableRows {
+  nodes: Node;
+  plugins: CsiPlugin;
+  volumes: Volume;
+  claims: VolumeClaim;
+  jobs: Job;
+  allocations: Allocation;
+  evaluations: Evaluation;
+  events: StoreEvent;
+}
+export type TableRow<T extends TableName> = TableRows[T];
+
+/** What `put` takes: a row whose indexes the store stamps (any given are ignored). */
+export type RowInput<T extends DataTable> = Omit<TableRow<T>, 'createIndex' | 'modifyIndex'> &
+  Partial<Pick<TableRow<T>, 'createIndex' | 'modifyIndex'>>;
+
+export interface ListOptions<R> {
+  /** Only keys starting with this (see `rowKey` for how keys are built). */
+  prefix?: string;
+  filter?: (row: R) => boolean;
+}
+
+/**
+ * A consistent read view. Rows are frozen: copy before changing. Every
+ * method is synchronous and never blocks.
+ */
+export interface StateReader {
+  /** The store index this view reflects. */
+  readonly index: number;
+  get<T extends DataTable>(table: T, key: string): TableRow<T> | undefined;
+  /** Rows sorted by key. */
+  list<T extends DataTable>(table: T, opts?: ListOptions<TableRow<T>>): TableRow<T>[];
+  /** The index of the last write that touched `table` (0 when never written). */
+  tableIndex(table: TableName): number;
+  /**
+   * Events with index > `afterIndex`, oldest first, optionally only of some
+   * topics, at most `limit`. Events older than the bounded history are gone:
+   * `oldestEventIndex` says where the history starts.
+   */
+  events(afterIndex: number, opts?: { topics?: readonly DataTable[]; limit?: number }): StoreEvent[];
+  /** The index of the oldest event still kept (0 when none). */
+  readonly oldestEventIndex: number;
+}
+
+/** The view a write function gets: reads see its own puts and deletes. */
+export interface WriteTxn extends StateReader {
+  /** The index this write will stamp on everything it changes. */
+  readonly writeIndex: number;
+  /** Inserts or replaces the row with its table's key; returns the stored (stamped, frozen) row. */
+  put<T extends DataTable>(table: T, row: RowInput<T>): TableRow<T>;
+  /** Deletes the row; false when there was none. */
+  delete(table: DataTable, key: string): boolean;
+}
+
+export interface BlockOptions {
+  signal?: AbortSignal;
+  /** Resolve with the current index after this long. Default: wait until signalled. */
+  timeoutMs?: number;
+}
+
+export interface StateStore {
+  /**
+   * Runs `fn` as one all-or-nothing transaction, synchronously (`fn` must
+   * not return a promise). When it changed anything, one new index is stamped
+   * on every row it put and every table it touched, an event per change is
+   * appended, the change is durable when `write` returns, and blocked readers
+   * of those tables wake. A write that changed nothing uses no index and
+   * returns the latest one. If `fn` throws, nothing is applied and the error
+   * is rethrown. Throws StateStoreError STORE_CLOSED after close(), and
+   * STORE_NESTED_WRITE when called from inside another write.
+   */
+  write<R>(fn: (txn: WriteTxn) => R): { index: number; result: R };
+  /** A consistent read view at the latest index. Cheap; safe to hold across awaits. */
+  snapshot(): StateReader;
+  /** The latest index (0 for an empty store). */
+  latestIndex(): number;
+  /**
+   * Resolves with the highest index among `tables` as soon as it passes
+   * `afterIndex` (at once if it already has), or with the current one when
+   * `timeoutMs` passes. Event-driven: no polling. Rejects with AbortedError
+   * when `signal` fires, StateStoreError STORE_CLOSED when the store closes.
+   */
+  blockUntil(tables: readonly TableName[], afterIndex: number, opts?: BlockOptions): Promise<number>;
+  /** Closes the store; blocked readers are rejected. Safe to call twice. */
+  close(): void;
+  readonly closed: boolean;
+}
