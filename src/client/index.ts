@@ -1,0 +1,3 @@
+// The client layer: the node agent's parts. Other layers import only this door.
+export * from './state/index.js';
+export * from './dynamicplugins/index.js';
