@@ -1,0 +1,272 @@
+// A fake node agent for tests and benchmarks: the node side of a
+// NodeConnections transport, in-process, answering every server-to-node
+// method by calling a real CsiClient against a real plugin socket (usually a
+// FakePlugin, for fault injection). Never used in production code.
+
+import { createHash } from 'node:crypto';
+import {
+  capabilityFromRequest,
+  CsiClient,
+  type CapabilityRequest,
+  type VolumeCapability,
+} from '../../../csi/index.js';
+import { describeError, SecretMap } from '../../../lib/index.js';
+import type {
+  CapabilityWire,
+  NodeRpcError,
+  NodeRpcMethod,
+  NodeRpcMethods,
+  NodeRpcRequest,
+  NodeRpcResponse,
+} from '../../../structs/index.js';
+import type { NodeConnections, NodeTransport } from '../node-connections.js';
+
+export interface FakeNodeAgentOptions {
+  nodeId: string;
+  connections: NodeConnections;
+  /** Plugin ID -> the plugin's CSI endpoint on this node. */
+  plugins: Record<string, string>;
+  /** Root of the staging/target paths the agent would use. Default `/berth-fake-agent/<nodeId>`. */
+  root?: string;
+}
+
+/** A call the agent received (params as sent; tests must not print them: they hold secrets). */
+export interface AgentCall {
+  method: NodeRpcMethod;
+  params: Record<string, unknown>;
+}
+
+type Handlers = { [M in NodeRpcMethod]: (p: NodeRpcMethods[M]['params']) => Promise<NodeRpcMethods[M]['result']> };
+
+function toCapability(w: CapabilityWire): VolumeCapability {
+  return capabilityFromRequest(w as CapabilityRequest);
+}
+
+function toWire(c: VolumeCapability): CapabilityWire {
+  return c.isBlock
+    ? { accessMode: c.accessMode, attachmentMode: c.attachment }
+    : { accessMode: c.accessMode, attachmentMode: c.attachment, fsType: c.fsType, mountFlags: [...c.revealMountFlags()] };
+}
+
+/**
+ * Lifecycle: `connect()` attaches a transport to `connections`,
+ * `disconnect()` detaches it (calls in flight on the server side fail);
+ * `pause()` makes the agent hold every answer until `resume()`.
+ */
+export class FakeNodeAgent {
+  readonly nodeId: string;
+  readonly calls: AgentCall[] = [];
+  readonly #connections: NodeConnections;
+  readonly #clients = new Map<string, CsiClient>();
+  readonly #root: string;
+  #transport: NodeTransport | undefined;
+  #held: Array<() => void> | undefined;
+  readonly #handlers: Handlers;
+
+  constructor(opts: FakeNodeAgentOptions) {
+    this.nodeId = opts.nodeId;
+    this.#connections = opts.connections;
+    this.#root = opts.root ?? `/berth-fake-agent/${opts.nodeId}`;
+    for (const [id, endpoint] of Object.entries(opts.plugins)) this.#clients.set(id, new CsiClient({ endpoint }));
+    this.#handlers = this.#makeHandlers();
+  }
+
+  get connected(): boolean {
+    return this.#transport !== undefined;
+  }
+
+  connect(): void {
+    if (this.#transport) return;
+    const transport: NodeTransport = {
+      send: (msg) => void this.#handle(transport, msg),
+      close: () => {
+        if (this.#transport === transport) this.#transport = undefined;
+      },
+    };
+    this.#transport = transport;
+    this.#connections.attach(this.nodeId, transport);
+  }
+
+  disconnect(): void {
+    const t = this.#transport;
+    if (!t) return;
+    this.#transport = undefined;
+    this.#connections.detach(this.nodeId, t);
+  }
+
+  pause(): void {
+    this.#held ??= [];
+  }
+
+  resume(): void {
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const release of held) release();
+  }
+
+  /** The calls of one method so far. */
+  callsOf<M extends NodeRpcMethod>(method: M): Array<NodeRpcMethods[M]['params']> {
+    return this.calls.filter((c) => c.method === method).map((c) => c.params as unknown as NodeRpcMethods[M]['params']);
+  }
+
+  async close(): Promise<void> {
+    this.disconnect();
+    this.resume();
+    await Promise.all([...this.#clients.values()].map((c) => c.close()));
+  }
+
+  async #handle(transport: NodeTransport, msg: NodeRpcRequest): Promise<void> {
+    this.calls.push({ method: msg.method, params: msg.params as Record<string, unknown> });
+    let answer: NodeRpcResponse;
+    try {
+      const handler = this.#handlers[msg.method] as ((p: unknown) => Promise<unknown>) | undefined;
+      if (!handler) throw Object.assign(new Error(`unknown method ${msg.method}`), { code: 'NODE_UNKNOWN_METHOD' });
+      answer = { id: msg.id, result: await handler(msg.params) };
+    } catch (err) {
+      const e = err as Partial<NodeRpcError> & { code?: unknown };
+      answer = {
+        id: msg.id,
+        error: {
+          code: typeof e.code === 'string' ? e.code : 'NODE_ERROR',
+          message: describeError(err),
+          ...(typeof e.final === 'boolean' ? { final: e.final } : {}),
+          ...(typeof e.retryable === 'boolean' ? { retryable: e.retryable } : {}),
+        },
+      };
+    }
+    if (this.#held) await new Promise<void>((r) => this.#held!.push(r));
+    // A connection that closed meanwhile never delivers its answers.
+    if (this.#transport !== transport) return;
+    this.#connections.receive(this.nodeId, answer);
+  }
+
+  #client(pluginId: string): CsiClient {
+    const c = this.#clients.get(pluginId);
+    if (!c) throw Object.assign(new Error(`plugin ${pluginId} does not run on node ${this.nodeId}`), { code: 'PLUGIN_NOT_FOUND' });
+    return c;
+  }
+
+  #paths(pluginId: string, namespace: string, volumeId: string, allocId: string): { staging: string; target: string } {
+    const h = createHash('sha256').update(`${namespace}\u0000${volumeId}`).digest('hex').slice(0, 16);
+    return {
+      staging: `${this.#root}/${pluginId}/staging/${h}`,
+      target: `${this.#root}/${pluginId}/per-alloc/${allocId}/${h}`,
+    };
+  }
+
+  #makeHandlers(): Handlers {
+    const once = { retry: false as const };
+    return {
+      'csi.controller.publish': async (p) =>
+        this.#client(p.pluginId).controllerPublishVolume(
+          {
+            volumeId: p.volumeId,
+            nodeId: p.nodeId,
+            volumeCapability: toCapability(p.capability),
+            readonly: p.readonly,
+            secrets: new SecretMap(p.secrets),
+            volumeContext: p.volumeContext,
+          },
+          once,
+        ),
+      'csi.controller.unpublish': async (p) =>
+        this.#client(p.pluginId).controllerUnpublishVolume({ volumeId: p.volumeId, nodeId: p.nodeId, secrets: new SecretMap(p.secrets) }, once),
+      'csi.controller.validate': async (p) => {
+        const answer = await this.#client(p.pluginId).validateVolumeCapabilities(
+          {
+            volumeId: p.volumeId,
+            volumeContext: p.volumeContext,
+            volumeCapabilities: p.capabilities.map(toCapability),
+            parameters: p.parameters,
+            secrets: new SecretMap(p.secrets),
+          },
+          once,
+        );
+        return {
+          message: answer.message,
+          ...(answer.confirmed
+            ? {
+                confirmed: {
+                  volumeContext: answer.confirmed.volumeContext,
+                  capabilities: answer.confirmed.volumeCapabilities.map(toWire),
+                  parameters: answer.confirmed.parameters,
+                  mutableParameters: answer.confirmed.mutableParameters,
+                },
+              }
+            : {}),
+        };
+      },
+      'csi.controller.create': async (p) => ({
+        volume: await this.#client(p.pluginId).createVolume(
+          {
+            name: p.name,
+            capacityRange: p.capacityRange,
+            volumeCapabilities: p.capabilities.map(toCapability),
+            parameters: p.parameters,
+            secrets: new SecretMap(p.secrets),
+            ...(p.contentSource ? { contentSource: p.contentSource } : {}),
+            ...(p.accessibilityRequirements ? { accessibilityRequirements: p.accessibilityRequirements } : {}),
+          },
+          once,
+        ),
+      }),
+      'csi.controller.delete': async (p) => this.#client(p.pluginId).deleteVolume(p.volumeId, { ...once, secrets: new SecretMap(p.secrets) }),
+      'csi.controller.createSnapshot': async (p) => ({
+        snapshot: await this.#client(p.pluginId).createSnapshot(
+          { sourceVolumeId: p.sourceVolumeId, name: p.name, parameters: p.parameters, secrets: new SecretMap(p.secrets) },
+          once,
+        ),
+      }),
+      'csi.controller.deleteSnapshot': async (p) =>
+        this.#client(p.pluginId).deleteSnapshot(p.snapshotId, { ...once, secrets: new SecretMap(p.secrets) }),
+      'csi.controller.listSnapshots': async (p) =>
+        this.#client(p.pluginId).listSnapshots(
+          {
+            ...(p.sourceVolumeId ? { sourceVolumeId: p.sourceVolumeId } : {}),
+            ...(p.snapshotId ? { snapshotId: p.snapshotId } : {}),
+            ...(p.maxEntries ? { maxEntries: p.maxEntries } : {}),
+            ...(p.startingToken ? { startingToken: p.startingToken } : {}),
+            secrets: new SecretMap(p.secrets),
+          },
+          once,
+        ),
+      'csi.controller.expand': async (p) =>
+        this.#client(p.pluginId).controllerExpandVolume(
+          {
+            volumeId: p.volumeId,
+            capacityRange: p.capacityRange,
+            secrets: new SecretMap(p.secrets),
+            ...(p.capability ? { volumeCapability: toCapability(p.capability) } : {}),
+          },
+          once,
+        ),
+      'csi.controller.listVolumes': async (p) =>
+        this.#client(p.pluginId).listVolumes(
+          { ...(p.maxEntries ? { maxEntries: p.maxEntries } : {}), ...(p.startingToken ? { startingToken: p.startingToken } : {}) },
+          once,
+        ),
+      'csi.node.detach': async (p) => {
+        const client = this.#client(p.pluginId);
+        const { staging, target } = this.#paths(p.pluginId, p.namespace, p.berthVolumeId, p.allocId);
+        const unpublished = await client.nodeUnpublishVolume(p.volumeId, target, once);
+        const caps = await client.nodeGetCapabilities(once);
+        if (!caps.includes('STAGE_UNSTAGE_VOLUME')) return unpublished;
+        const unstaged = await client.nodeUnstageVolume(p.volumeId, staging, once);
+        return { alreadyDone: unpublished.alreadyDone && unstaged.alreadyDone };
+      },
+      'csi.node.expand': async (p) => {
+        const { target } = this.#paths(p.pluginId, p.namespace, p.berthVolumeId, 'expand');
+        return this.#client(p.pluginId).nodeExpandVolume(
+          {
+            volumeId: p.volumeId,
+            volumePath: target,
+            capacityRange: p.capacityRange,
+            secrets: new SecretMap(p.secrets),
+            ...(p.capability ? { volumeCapability: toCapability(p.capability) } : {}),
+          },
+          once,
+        );
+      },
+    };
+  }
+}
