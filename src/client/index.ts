@@ -1,3 +1,4 @@
 // The client layer: the node agent's parts. Other layers import only this door.
 export * from './state/index.js';
 export * from './dynamicplugins/index.js';
+export * from './volumes/index.js';

@@ -1,0 +1,143 @@
+// The volume manager's durable records, in the client state store. A record
+// of a step is written before the plugin is called (state `pending`), and
+// replaced by `done` or `uncertain`, or removed, once the plugin answered.
+// After a crash the records alone say what may be mounted and what Berth
+// owes the plugin (an Unpublish, an Unstage). Usage counts are the records
+// themselves: the users of a staging are the publication records that name
+// it, so a count can never drift from what is recorded.
+//
+// Nothing secret is ever written: no secrets (only whether there were any),
+// no mount flags (only how many), no volume_context value under a key that
+// looks like a credential.
+
+import { looksSecret } from '../../lib/index.js';
+import type { AccessMode, AttachmentMode } from '../../csi/index.js';
+import type { Bucket, ClientStateStore } from '../state/index.js';
+import { pathKey } from './mount-paths.js';
+
+/** Where a step stands. `pending`: written before the call, outcome not yet known. */
+export type StepState = 'pending' | 'done' | 'uncertain';
+
+/** The capability of a step, without the mount flags (which may hold credentials). */
+export interface RecordedCapability {
+  accessMode: AccessMode;
+  attachmentMode: AttachmentMode;
+  fsType: string;
+  volumeMountGroup: string;
+  mountFlagCount: number;
+}
+
+interface StepRecordBase {
+  pluginId: string;
+  namespace: string;
+  /** Berth's volume ID: names the paths and what `reconcile` is told. */
+  volumeId: string;
+  /** The plugin's volume_id, sent in every call. */
+  externalId: string;
+  usageKey: string;
+  readOnly: boolean;
+  capability: RecordedCapability;
+  publishContext: Record<string, string>;
+  /** volume_context without the values of credential-looking keys. */
+  volumeContext: Record<string, string>;
+  /**
+   * True when the step can be sent again from this record alone: it had no
+   * secrets, no mount flags and no credential-looking context. Otherwise
+   * only the caller (mountVolume) can redo it.
+   */
+  replayable: boolean;
+  /** The step in progress or last done. */
+  op: 'stage' | 'unstage' | 'publish' | 'unpublish';
+  state: StepState;
+  /** clock.now() of the last write. */
+  updatedAt: number;
+}
+
+/** A staging of one volume for one usage on this node. */
+export interface StageRecord extends StepRecordBase {
+  op: 'stage' | 'unstage';
+  stagingPath: string;
+  pluginStagingPath: string;
+}
+
+/** A publication of one volume to one allocation. */
+export interface PublishRecord extends StepRecordBase {
+  op: 'publish' | 'unpublish';
+  allocId: string;
+  targetPath: string;
+  pluginTargetPath: string;
+  /** The key of the staging record it uses; absent when the plugin does not stage. */
+  stageKey?: string;
+}
+
+export const STAGE_BUCKET = 'volume-stages';
+export const PUBLISH_BUCKET = 'volume-publications';
+
+/** Keeps only the context entries that may be written down, and says whether any was dropped. */
+export function recordableContext(context: Record<string, string>): { context: Record<string, string>; dropped: boolean } {
+  const kept: Record<string, string> = {};
+  let dropped = false;
+  for (const [k, v] of Object.entries(context)) {
+    if (looksSecret(k)) dropped = true;
+    else kept[k] = v;
+  }
+  return { context: kept, dropped };
+}
+
+/**
+ * One plugin's records in the two buckets. Keys start with the plugin's
+ * key, so several volume managers share one store without seeing each
+ * other's records. Every write is durable when it returns (the store's
+ * contract).
+ */
+export class VolumeRecords {
+  readonly #stages: Bucket<StageRecord>;
+  readonly #publications: Bucket<PublishRecord>;
+  readonly #prefix: string;
+
+  constructor(store: ClientStateStore, pluginId: string) {
+    this.#stages = store.bucket<StageRecord>(STAGE_BUCKET);
+    this.#publications = store.bucket<PublishRecord>(PUBLISH_BUCKET);
+    this.#prefix = `${pathKey(pluginId, 'plugin ID')}/`;
+  }
+
+  stageKey(namespace: string, volumeId: string, usage: string): string {
+    return `${this.#prefix}${pathKey(namespace, 'namespace')}/${pathKey(volumeId, 'volume ID')}/${usage}`;
+  }
+
+  publishKey(allocId: string, namespace: string, volumeId: string, usage: string): string {
+    return `${this.#prefix}${pathKey(allocId, 'allocation ID')}/${pathKey(namespace, 'namespace')}/${pathKey(volumeId, 'volume ID')}/${usage}`;
+  }
+
+  getStage(key: string): StageRecord | undefined {
+    return this.#stages.get(key);
+  }
+
+  getPublication(key: string): PublishRecord | undefined {
+    return this.#publications.get(key);
+  }
+
+  putStage(key: string, rec: StageRecord): void {
+    this.#stages.put(key, rec);
+  }
+
+  putPublication(key: string, rec: PublishRecord): void {
+    this.#publications.put(key, rec);
+  }
+
+  deleteStage(key: string): void {
+    this.#stages.delete(key);
+  }
+
+  deletePublication(key: string): void {
+    this.#publications.delete(key);
+  }
+
+  stages(): Array<{ key: string; value: StageRecord }> {
+    return this.#stages.listPrefix(this.#prefix);
+  }
+
+  publications(): Array<{ key: string; value: PublishRecord }> {
+    return this.#publications.listPrefix(this.#prefix);
+  }
+}
