@@ -12,6 +12,7 @@ export {
 export {
   jobSpecSchema,
   parseJobSpec,
+  publicJob,
   durationMs,
   formatPath,
   volumeIsReadOnly,

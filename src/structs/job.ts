@@ -271,3 +271,24 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type') return `expected ${issue.expected}`;
   return issue.message;
 }
+
+const REDACTED_FLAG = '[REDACTED]';
+
+/**
+ * The public view of a job, for every read and event: each group volume's
+ * mount flags (which may carry credentials) shown as [REDACTED]. Pure.
+ */
+export function publicJob<J extends JobSpec>(job: J): J {
+  let changed = false;
+  const groups = job.groups.map((g) => {
+    const volumes: Record<string, GroupVolume> = {};
+    for (const [name, vol] of Object.entries(g.volumes)) {
+      if (vol.mountOptions?.mountFlags.length) {
+        changed = true;
+        volumes[name] = { ...vol, mountOptions: { ...vol.mountOptions, mountFlags: vol.mountOptions.mountFlags.map(() => REDACTED_FLAG) } };
+      } else volumes[name] = vol;
+    }
+    return { ...g, volumes };
+  });
+  return changed ? { ...job, groups } : job;
+}

@@ -17,6 +17,8 @@ export interface PlacementVolume {
   topologies: Topology[];
   /** False when the volume's plugin has no healthy instances to serve it. */
   schedulable: boolean;
+  /** Nodes where the plugin recently answered RESOURCE_EXHAUSTED (full until a claim there is released). */
+  exhaustedNodes?: ReadonlySet<string>;
   /** Current claims, by allocation. */
   claims: Array<{ allocId: string; nodeId: string; mode: 'read' | 'write' }>;
 }
@@ -223,7 +225,14 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
           set.add(volume.id);
           newByPlugin.set(volume.pluginId, set);
         }
-        for (const [pluginId, added] of newByPlugin) {
+        for (const { volume } of vols) {
+          if (volume?.exhaustedNodes?.has(node.id) && !used.volumes.get(volume.pluginId)?.has(volume.id)) {
+            reason = `reached the volume limit of plugin ${volume.pluginId}`;
+            isExhaustion = true;
+            break;
+          }
+        }
+        for (const [pluginId, added] of reason ? [] : newByPlugin) {
           const max = node.csiNodePlugins[pluginId]?.fingerprint?.node?.info.maxVolumesPerNode ?? 0;
           if (max > 0 && (used.volumes.get(pluginId)?.size ?? 0) + added.size > max) {
             reason = `reached the maximum number of volumes for plugin ${pluginId}`;

@@ -1,0 +1,194 @@
+// The evaluation worker: evaluates jobs again when the world changes under
+// them, without anyone asking. It follows the store's change events:
+// - a node joins, goes down or changes what it can run: system jobs (run on
+//   every eligible node) and jobs with allocations there are evaluated;
+// - an allocation fails: its job is evaluated (rescheduling per policy, at
+//   once or, after the policy's delay, by a timer on the injectable clock);
+// - a claim is freed or a plugin changes: blocked evaluations are retried;
+// - on start, pending/blocked evaluations and jobs with delayed reschedules
+//   left by a previous server are picked up.
+
+import { AbortedError, describeError, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import type { Allocation, Node } from '../../structs/index.js';
+import type { DataTable, StateStore, StoreEvent } from '../state/index.js';
+import type { JobService } from './job-service.js';
+
+export interface EvalWorkerOptions {
+  store: StateStore;
+  jobs: JobService;
+  clock?: Clock;
+  logger: Logger;
+}
+
+const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins', 'jobs'];
+
+/** What about a node matters to placement: a change here re-evaluates. */
+function nodeSignature(n: Node): string {
+  const drivers = Object.entries(n.drivers).map(([k, d]) => `${k}:${d.detected}:${d.healthy}:${d.networkModes.join(',')}`);
+  const plugins = Object.entries(n.csiNodePlugins).map(([k, p]) => `${k}:${p.healthy}`);
+  return `${n.status}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}`;
+}
+
+export class EvalWorker {
+  readonly #store: StateStore;
+  readonly #jobs: JobService;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  #abort: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+  #nodeSigs = new Map<string, string>();
+  /** `namespace\0jobId` -> the timer of its delayed re-evaluation. */
+  readonly #timers = new Map<string, { at: number; abort: AbortController }>();
+  #lastIndex = 0;
+
+  constructor(opts: EvalWorkerOptions) {
+    this.#store = opts.store;
+    this.#jobs = opts.jobs;
+    this.#clock = opts.clock ?? systemClock;
+    this.#log = opts.logger.child({ component: 'eval-worker' });
+  }
+
+  get running(): boolean {
+    return this.#loop !== undefined;
+  }
+
+  /** The store index up to which changes have been handled. */
+  get handledIndex(): number {
+    return this.#lastIndex;
+  }
+
+  /**
+   * Starts following changes; returns once the start-up sweep is done. Safe
+   * to call when running (no-op).
+   */
+  start(): void {
+    if (this.#loop) return;
+    this.#abort = new AbortController();
+    const snap = this.#store.snapshot();
+    for (const n of snap.list('nodes')) this.#nodeSigs.set(n.id, nodeSignature(n));
+    this.#lastIndex = snap.index;
+    this.#sweep();
+    this.#loop = this.#run(this.#abort.signal);
+  }
+
+  /** Stops following changes and cancels delayed evaluations; waits for the loop to end. Safe twice. */
+  async stop(): Promise<void> {
+    this.#abort?.abort();
+    for (const t of this.#timers.values()) t.abort.abort();
+    this.#timers.clear();
+    const loop = this.#loop;
+    this.#loop = undefined;
+    await loop;
+  }
+
+  /** Evaluates every job that has pending or blocked evaluations, or may owe a reschedule. */
+  #sweep(): void {
+    const snap = this.#store.snapshot();
+    const jobs = new Set<string>();
+    for (const e of snap.list('evaluations', { filter: (e) => e.status === 'pending' || e.status === 'blocked' })) {
+      jobs.add(`${e.namespace}\0${e.jobId}`);
+    }
+    for (const a of snap.list('allocations', { filter: (a) => a.desiredStatus === 'run' && a.clientStatus === 'failed' })) {
+      jobs.add(`${a.namespace}\0${a.jobId}`);
+    }
+    for (const j of snap.list('jobs', { filter: (j) => j.type === 'system' && !j.stop })) jobs.add(`${j.namespace}\0${j.id}`);
+    for (const key of jobs) this.#evaluate(key, 'blocked-retry');
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        const index = await this.#store.blockUntil(TOPICS, this.#lastIndex, { signal });
+        if (index <= this.#lastIndex) continue;
+        const snap = this.#store.snapshot();
+        const events = snap.events(this.#lastIndex, { topics: TOPICS });
+        const trimmed = snap.oldestEventIndex > this.#lastIndex + 1 && this.#lastIndex > 0;
+        this.#lastIndex = snap.index;
+        if (trimmed) this.#sweep();
+        else this.#handle(events);
+      } catch (err) {
+        if (err instanceof AbortedError || signal.aborted) return;
+        if (this.#store.closed) return;
+        this.#log.error({ err: describeError(err) }, 'evaluation worker failed; continuing');
+        await this.#clock.sleep(1000, signal).catch(() => undefined);
+      }
+    }
+  }
+
+  #handle(events: readonly StoreEvent[]): void {
+    const snap = this.#store.snapshot();
+    const due = new Map<string, { trigger: 'node-update' | 'alloc-failure' | 'blocked-retry'; nodeId?: string }>();
+    let retryBlocked = false;
+    for (const ev of events) {
+      if (ev.topic === 'nodes') {
+        const node = ev.op === 'put' ? (ev.row as Node) : undefined;
+        const sig = node ? nodeSignature(node) : undefined;
+        if (sig === this.#nodeSigs.get(ev.key)) continue;
+        if (sig) this.#nodeSigs.set(ev.key, sig);
+        else this.#nodeSigs.delete(ev.key);
+        const nodeId = node?.id ?? (ev.row as Node).id;
+        for (const j of snap.list('jobs', { filter: (j) => j.type === 'system' && !j.stop })) {
+          due.set(`${j.namespace}\0${j.id}`, { trigger: 'node-update', nodeId });
+        }
+        for (const a of snap.list('allocations', { filter: (a) => a.nodeId === nodeId && a.desiredStatus === 'run' })) {
+          due.set(`${a.namespace}\0${a.jobId}`, { trigger: 'node-update', nodeId });
+        }
+        retryBlocked = true;
+      } else if (ev.topic === 'allocations' && ev.op === 'put') {
+        const a = ev.row as Allocation;
+        if (a.desiredStatus === 'run' && (a.clientStatus === 'failed' || a.clientStatus === 'complete')) {
+          due.set(`${a.namespace}\0${a.jobId}`, { trigger: 'alloc-failure' });
+        }
+        if (a.desiredStatus !== 'run') retryBlocked = true;
+      } else if ((ev.topic === 'claims' && ev.op === 'delete') || ev.topic === 'plugins') {
+        retryBlocked = true;
+      }
+    }
+    if (retryBlocked) {
+      for (const e of snap.list('evaluations', { filter: (e) => e.status === 'blocked' })) {
+        const key = `${e.namespace}\0${e.jobId}`;
+        if (!due.has(key)) due.set(key, { trigger: 'blocked-retry' });
+      }
+    }
+    for (const [key, why] of due) this.#evaluate(key, why.trigger, why.nodeId);
+  }
+
+  #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): void {
+    const [namespace, jobId] = key.split('\0') as [string, string];
+    try {
+      const blocked = this.#store
+        .snapshot()
+        .list('evaluations', { filter: (e) => e.status === 'blocked' && e.jobId === jobId && e.namespace === namespace });
+      const evalId = blocked.at(-1)?.id;
+      const out = this.#jobs.evaluate(namespace, jobId, {
+        trigger,
+        ...(nodeId ? { nodeId } : {}),
+        ...(evalId ? { evalId } : {}),
+      });
+      // Older blocked evaluations of the job are superseded by this one.
+      if (out.evaluation) {
+        for (const e of blocked.slice(0, -1)) this.#store.write((txn) => txn.put('evaluations', { ...e, status: 'canceled', statusDescription: 'superseded' }));
+      }
+      if (out.followUpAt !== undefined) this.#schedule(key, out.followUpAt);
+    } catch (err) {
+      this.#log.error({ jobId, namespace, err: describeError(err) }, 'evaluation failed');
+    }
+  }
+
+  /** Re-evaluates the job at `at` (clock time), keeping only the earliest timer per job. */
+  #schedule(key: string, at: number): void {
+    const cur = this.#timers.get(key);
+    if (cur && cur.at <= at) return;
+    cur?.abort.abort();
+    const abort = new AbortController();
+    this.#timers.set(key, { at, abort });
+    const signal = AbortSignal.any([abort.signal, this.#abort?.signal ?? abort.signal]);
+    this.#clock.sleep(Math.max(0, at - this.#clock.now()), signal).then(
+      () => {
+        if (this.#timers.get(key)?.abort === abort) this.#timers.delete(key);
+        this.#evaluate(key, 'reschedule');
+      },
+      () => undefined,
+    );
+  }
+}

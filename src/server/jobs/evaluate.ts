@@ -1,0 +1,312 @@
+// One evaluation of one job inside one store write: reconcile the job's
+// allocations with its spec, place what is missing, stop what must stop,
+// record the evaluation with its outcome and per-reason placement failures.
+// Synchronous, so the whole decision is made and applied at one index.
+
+import { randomUUID } from 'node:crypto';
+import {
+  describePlacementFailure,
+  isClientTerminal,
+  pluginSchedulable,
+  volumeIdFor,
+  type Allocation,
+  type EvalTrigger,
+  type Evaluation,
+  type Job,
+  type JobStatus,
+  type Node,
+  type PlacementFailure,
+} from '../../structs/index.js';
+import {
+  emptyUsage,
+  groupResources,
+  isLive,
+  placeGroup,
+  reconcile,
+  reconcileSystem,
+  type NodeUsage,
+  type PlacementVolume,
+  type PlaceRequest,
+  type StopDecision,
+} from '../scheduler/index.js';
+import { keyPrefix, rowKey, type RowInput, type StateReader, type WriteTxn } from '../state/index.js';
+
+export interface EvaluateOptions {
+  trigger: EvalTrigger;
+  now: number;
+  nodeId?: string;
+  previousEval?: string;
+  /**
+   * When false (background triggers such as a node update), nothing is
+   * written if there is nothing to do. Explicit triggers always record an
+   * evaluation.
+   */
+  always: boolean;
+  /** An existing evaluation (pending or blocked) to complete instead of creating a new one. */
+  evalId?: string;
+}
+
+export interface EvaluateOutcome {
+  evaluation?: Evaluation;
+  /** When a failed allocation may be rescheduled later: evaluate again then. */
+  followUpAt?: number;
+}
+
+/** The allocations of a job. */
+export function jobAllocations(reader: StateReader, namespace: string, jobId: string): Allocation[] {
+  return reader.list('allocations', { filter: (a) => a.jobId === jobId && a.namespace === namespace });
+}
+
+/** pending (nothing runs yet), running, or dead (stopped or finished, nothing live). */
+export function jobStatusOf(job: Job, allocs: readonly Allocation[]): JobStatus {
+  if (allocs.some(isLive)) return 'running';
+  if (job.stop) return 'dead';
+  if (job.type === 'batch' && allocs.length > 0 && allocs.every((a) => isClientTerminal(a.clientStatus) || a.desiredStatus !== 'run')) {
+    return 'dead';
+  }
+  return 'pending';
+}
+
+/** What is used on every node, from live allocations and from claims still held. */
+function nodeUsage(reader: StateReader): Map<string, NodeUsage> {
+  const usage = new Map<string, NodeUsage>();
+  const of = (nodeId: string): NodeUsage => {
+    let u = usage.get(nodeId);
+    if (!u) usage.set(nodeId, (u = emptyUsage()));
+    return u;
+  };
+  const addVolume = (u: NodeUsage, pluginId: string, volumeId: string): void => {
+    let set = u.volumes.get(pluginId);
+    if (!set) u.volumes.set(pluginId, (set = new Set()));
+    set.add(volumeId);
+  };
+  for (const a of reader.list('allocations', { filter: isLive })) {
+    const u = of(a.nodeId);
+    u.cpuMhz += a.resources?.cpuMhz ?? 0;
+    u.memoryMb += a.resources?.memoryMb ?? 0;
+    u.jobAllocs.set(a.jobId, (u.jobAllocs.get(a.jobId) ?? 0) + 1);
+    for (const v of a.csiVolumes ?? []) addVolume(u, v.pluginId, `${a.namespace}/${v.volumeId}`);
+  }
+  for (const c of reader.list('claims')) {
+    const volume = reader.get('volumes', rowKey(c.namespace, c.volumeId));
+    if (volume) addVolume(of(c.nodeId), volume.pluginId, `${c.namespace}/${c.volumeId}`);
+  }
+  return usage;
+}
+
+/** The CSI volumes a job's groups need, as placement sees them; missing volumes are left out. */
+function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Allocation[]): Map<string, PlacementVolume> {
+  const out = new Map<string, PlacementVolume>();
+  for (const group of job.groups) {
+    for (const vol of Object.values(group.volumes)) {
+      if (vol.type !== 'csi') continue;
+      const count = job.type === 'system' ? 1 : Math.max(1, group.count);
+      for (let i = 0; i < (vol.perAlloc ? count : 1); i++) {
+        const id = volumeIdFor(vol, i);
+        if (out.has(id)) continue;
+        const volume = reader.get('volumes', rowKey(job.namespace, id));
+        if (!volume) continue;
+        const plugin = reader.get('plugins', rowKey(volume.pluginId));
+        const claims = new Map<string, PlacementVolume['claims'][number]>();
+        for (const c of reader.list('claims', { prefix: keyPrefix(job.namespace, id) })) {
+          claims.set(c.allocId, { allocId: c.allocId, nodeId: c.nodeId, mode: c.mode });
+        }
+        // Allocations placed but not yet claiming count as claims already.
+        for (const a of liveAllocs) {
+          if (claims.has(a.id) || a.namespace !== job.namespace) continue;
+          const use = a.csiVolumes?.find((v) => v.volumeId === id);
+          if (use) claims.set(a.id, { allocId: a.id, nodeId: a.nodeId, mode: use.readOnly ? 'read' : 'write' });
+        }
+        out.set(id, {
+          // Usage counts volumes by namespace/id; placement by the same key.
+          id,
+          pluginId: volume.pluginId,
+          accessMode: vol.accessMode,
+          topologies: volume.accessibleTopology,
+          schedulable: pluginSchedulable(plugin),
+          exhaustedNodes: new Set(Object.keys(plugin?.exhaustedNodes ?? {})),
+          claims: [...claims.values()],
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** Node usage is keyed `namespace/volumeId`; placement volumes by their ID: align them. */
+function usageForNamespace(usage: Map<string, NodeUsage>, namespace: string): Map<string, NodeUsage> {
+  const prefix = `${namespace}/`;
+  const out = new Map<string, NodeUsage>();
+  for (const [nodeId, u] of usage) {
+    const volumes = new Map<string, Set<string>>();
+    for (const [pluginId, set] of u.volumes) {
+      volumes.set(pluginId, new Set([...set].map((v) => (v.startsWith(prefix) ? v.slice(prefix.length) : `\0${v}`))));
+    }
+    out.set(nodeId, { ...u, jobAllocs: new Map(u.jobAllocs), volumes });
+  }
+  return out;
+}
+
+function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number, reader: StateReader): RowInput<'allocations'> {
+  const group = job.groups.find((g) => g.name === req.group);
+  if (!group) throw new Error(`group ${req.group} vanished`);
+  const csiVolumes: NonNullable<Allocation['csiVolumes']> = [];
+  for (const vol of Object.values(group.volumes)) {
+    if (vol.type !== 'csi') continue;
+    const volumeId = volumeIdFor(vol, req.index);
+    const volume = reader.get('volumes', rowKey(job.namespace, volumeId));
+    csiVolumes.push({ volumeId, pluginId: volume?.pluginId ?? '', readOnly: vol.readOnly });
+  }
+  const alloc: RowInput<'allocations'> = {
+    id: randomUUID(),
+    namespace: job.namespace,
+    jobId: job.id,
+    jobVersion: job.version,
+    taskGroup: group.name,
+    name: `${job.id}.${group.name}[${req.index}]`,
+    index: req.index,
+    nodeId,
+    resources: groupResources(group),
+    csiVolumes,
+    desiredStatus: 'run',
+    desiredDescription: '',
+    clientStatus: 'pending',
+    clientDescription: '',
+    taskStates: {},
+    rescheduleAttempts: req.rescheduleAttempts,
+    createTime: now,
+    modifyTime: now,
+  };
+  if (req.previousAllocation) alloc.previousAllocation = req.previousAllocation;
+  return alloc;
+}
+
+/**
+ * Evaluates the job `namespace/jobId` inside `txn`. Writes the new and stopped
+ * allocations, the job's status and an evaluation row (unless `always` is
+ * false and there was nothing to do). A job that no longer exists yields a
+ * completed evaluation that did nothing. Never throws for an unplaceable job:
+ * the evaluation is `blocked` with the reasons.
+ */
+export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opts: EvaluateOptions): EvaluateOutcome {
+  const job = txn.get('jobs', rowKey(namespace, jobId));
+  const allocs = jobAllocations(txn, namespace, jobId);
+  let stops: StopDecision[] = [];
+  const placed: Array<RowInput<'allocations'>> = [];
+  const failures: Record<string, PlacementFailure> = {};
+  let followUpAt: number | undefined;
+
+  if (job) {
+    const nodes = txn.list('nodes');
+    const live = txn.list('allocations', { filter: isLive });
+    const volumes = placementVolumes(txn, job, live);
+    const usage = usageForNamespace(nodeUsage(txn), namespace);
+    const nodesById = new Map(nodes.map((n) => [n.id, n]));
+
+    if (job.type === 'system') {
+      const sys = reconcileSystem(job, allocs, nodes);
+      stops = sys.stop;
+      for (const miss of sys.missing) {
+        const group = job.groups.find((g) => g.name === miss.group);
+        const node = nodesById.get(miss.nodeId) as Node;
+        if (!group) continue;
+        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes });
+        const p = r.placements[0];
+        if (p) {
+          const req: PlaceRequest = { group: group.name, index: 0, rescheduleAttempts: 0 };
+          if (miss.previousAllocation) req.previousAllocation = miss.previousAllocation;
+          placed.push(newAllocation(job, req, p.nodeId, opts.now, txn));
+        } else if (r.failure) mergeFailure(failures, group.name, r.failure);
+      }
+    } else {
+      const plan = reconcile(job, allocs, nodesById, opts.now);
+      stops = plan.stop;
+      followUpAt = plan.followUpAt;
+      for (const group of job.groups) {
+        const reqs = plan.place.filter((p) => p.group === group.name);
+        if (reqs.length === 0) continue;
+        const r = placeGroup({
+          jobId,
+          datacenters: job.datacenters,
+          group,
+          indexes: reqs.map((q) => q.index),
+          nodes,
+          usage,
+          volumes,
+        });
+        const byIndex = new Map(reqs.map((q) => [q.index, q]));
+        for (const p of r.placements) placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p.nodeId, opts.now, txn));
+        if (r.failure) failures[group.name] = r.failure;
+      }
+    }
+  } else {
+    stops = allocs
+      .filter((a) => a.desiredStatus === 'run' && !isClientTerminal(a.clientStatus))
+      .map((a) => ({ allocId: a.id, description: 'job purged', lost: false }));
+  }
+
+  const failed = Object.keys(failures).length > 0;
+  const existing = opts.evalId ? txn.get('evaluations', rowKey(opts.evalId)) : undefined;
+  // Re-checking a blocked evaluation that still cannot place anything changes nothing.
+  if (!opts.always && stops.length === 0 && placed.length === 0 && (!existing || existing.status === 'blocked')) {
+    return followUpAt === undefined ? {} : { followUpAt };
+  }
+
+  const byId = new Map(allocs.map((a) => [a.id, a]));
+  for (const s of stops) {
+    const a = byId.get(s.allocId);
+    if (!a) continue;
+    const next: Allocation = { ...a, desiredStatus: 'stop', desiredDescription: s.description, modifyTime: opts.now };
+    if (s.lost) {
+      next.clientStatus = 'lost';
+      next.clientDescription = 'node is down';
+    }
+    txn.put('allocations', next);
+  }
+  for (const a of placed) txn.put('allocations', a);
+
+  if (job) {
+    const status = jobStatusOf(job, jobAllocations(txn, namespace, jobId));
+    if (status !== job.status) txn.put('jobs', { ...job, status });
+  }
+
+  const blockedReason = Object.entries(failures)
+    .map(([g, f]) => `group "${g}": ${f.unplaced} allocation${f.unplaced === 1 ? '' : 's'} not placed: ${describePlacementFailure(f)}`)
+    .join('; ');
+  const blocked = failed && job?.type !== 'system';
+  const evaluation: RowInput<'evaluations'> = {
+    id: existing?.id ?? randomUUID(),
+    namespace,
+    jobId,
+    type: job?.type ?? existing?.type ?? 'service',
+    priority: job?.priority ?? existing?.priority ?? 50,
+    triggeredBy: existing?.triggeredBy ?? opts.trigger,
+    status: blocked ? 'blocked' : 'complete',
+    statusDescription: blocked ? 'some allocations could not be placed' : placed.length || stops.length ? 'done' : 'nothing to do',
+    blockedReason,
+    failedPlacements: failures,
+    placed: placed.length,
+    stopped: stops.length,
+    waitUntil: 0,
+    createTime: existing?.createTime ?? opts.now,
+    modifyTime: opts.now,
+  };
+  if (opts.nodeId) evaluation.nodeId = opts.nodeId;
+  if (opts.previousEval) evaluation.previousEval = opts.previousEval;
+  if (existing?.createIndex) evaluation.createIndex = existing.createIndex;
+  const stored = txn.put('evaluations', evaluation);
+  return followUpAt === undefined ? { evaluation: stored } : { evaluation: stored, followUpAt };
+}
+
+function mergeFailure(into: Record<string, PlacementFailure>, group: string, f: PlacementFailure): void {
+  const cur = into[group];
+  if (!cur) {
+    into[group] = { ...f, reasons: { ...f.reasons } };
+    return;
+  }
+  cur.unplaced += f.unplaced;
+  cur.nodesEvaluated += f.nodesEvaluated;
+  cur.nodesFiltered += f.nodesFiltered;
+  cur.nodesExhausted += f.nodesExhausted;
+  for (const [r, n] of Object.entries(f.reasons)) cur.reasons[r] = (cur.reasons[r] ?? 0) + n;
+}

@@ -1,0 +1,7 @@
+// Jobs, allocations and evaluations: registration, stop/purge, allocation
+// status from nodes, and the worker that re-evaluates jobs as nodes, claims
+// and allocations change.
+export { JobService, JobError, type JobServiceOptions, type AllocationUpdate, type RegisterResult } from './job-service.js';
+export { EvalWorker, type EvalWorkerOptions } from './eval-worker.js';
+export { problemsAgainstState } from './validate-job.js';
+export { jobStatusOf } from './evaluate.js';

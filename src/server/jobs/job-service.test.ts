@@ -1,0 +1,283 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { ManualClock, silentLogger } from '../../lib/index.js';
+import { JobValidationError, type CsiPlugin, type Volume } from '../../structs/index.js';
+import { testNode } from '../scheduler/_testing.js';
+import { rowKey, SqliteStateStore } from '../state/index.js';
+import { EvalWorker } from './eval-worker.js';
+import { JobService } from './job-service.js';
+
+let dir: string;
+let store: SqliteStateStore;
+let clock: ManualClock;
+let jobs: JobService;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'berth-jobs-'));
+  store = SqliteStateStore.open(join(dir, 'state.db'));
+  clock = new ManualClock(1_000_000);
+  jobs = new JobService({ store, clock, logger: silentLogger() });
+});
+afterEach(() => {
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function plugin(id: string, extra: Partial<CsiPlugin> = {}): Omit<CsiPlugin, 'createIndex' | 'modifyIndex'> {
+  return {
+    id,
+    provider: `${id}.csi.berth.dev`,
+    version: '1',
+    controllerRequired: false,
+    controllerCapabilities: [],
+    nodeCapabilities: ['STAGE_UNSTAGE_VOLUME'],
+    controllers: {},
+    nodes: {},
+    controllersHealthy: 0,
+    controllersExpected: 0,
+    nodesHealthy: 2,
+    nodesExpected: 2,
+    allocations: [],
+    exhaustedNodes: {},
+    ...extra,
+  };
+}
+
+function volume(id: string, extra: Partial<Volume> = {}): Omit<Volume, 'createIndex' | 'modifyIndex'> {
+  return {
+    id,
+    namespace: 'default',
+    name: id,
+    externalId: `ext-${id}`,
+    pluginId: 'hostpath',
+    provider: 'hostpath.csi.berth.dev',
+    capacityMinBytes: 0,
+    capacityMaxBytes: 0,
+    capacityBytes: 0,
+    capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+    mountOptions: { fsType: '', mountFlags: [] },
+    secrets: {},
+    parameters: {},
+    context: {},
+    accessibleTopology: [],
+    ...extra,
+  };
+}
+
+function seed(): void {
+  store.write((txn) => {
+    txn.put('nodes', testNode('n1', { plugin: { id: 'hostpath' } }));
+    txn.put('nodes', testNode('n2', { plugin: { id: 'hostpath', healthy: false } }));
+    txn.put('nodes', testNode('n3'));
+    txn.put('plugins', plugin('hostpath'));
+    txn.put('volumes', volume('data'));
+  });
+}
+
+const csiJob = (extra: Record<string, unknown> = {}) => ({
+  id: 'db',
+  groups: [
+    {
+      name: 'db',
+      volumes: { data: { type: 'csi', source: 'data', accessMode: 'single-node-writer', attachmentMode: 'file-system' } },
+      tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/var/lib/pg' }] }],
+      ...extra,
+    },
+  ],
+});
+
+function rejected(fn: () => unknown): JobValidationError {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof JobValidationError, String(err));
+    return err;
+  }
+  assert.fail('expected a JobValidationError');
+}
+
+describe('job service', () => {
+  it('places a CSI job only on the node with a healthy node plugin, and says why not elsewhere', () => {
+    seed();
+    const { job, evaluation } = jobs.register(csiJob());
+    assert.equal(evaluation.status, 'complete');
+    assert.equal(evaluation.placed, 1);
+    const allocs = store.snapshot().list('allocations');
+    assert.equal(allocs.length, 1);
+    assert.equal(allocs[0]!.nodeId, 'n1');
+    assert.equal(allocs[0]!.name, 'db.db[0]');
+    assert.deepEqual(allocs[0]!.csiVolumes, [{ volumeId: 'data', pluginId: 'hostpath', readOnly: false }]);
+    assert.equal(job.status, 'running');
+
+    // A second writer of the single-node-writer volume cannot be placed: blocked, with counts.
+    const second = jobs.register({ ...csiJob(), id: 'db2' });
+    assert.equal(second.evaluation.status, 'blocked');
+    assert.deepEqual(second.evaluation.failedPlacements['db']!.reasons, {
+      'found no free write claim on volume data': 1,
+      'lacked a healthy node plugin for hostpath': 2,
+    });
+    assert.match(second.evaluation.blockedReason, /2 nodes lacked a healthy node plugin for hostpath/);
+  });
+
+  it('rejects at registration, naming the field: missing volume, unknown plugin, impossible access mode', () => {
+    seed();
+    store.write((txn) => txn.put('volumes', volume('orphan', { pluginId: 'ghost' })));
+    const missing = rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'nope' } } }] }));
+    assert.equal(missing.problems[0]!.path, 'groups[0].volumes.data.source');
+    assert.match(missing.problems[0]!.message, /"nope" is not registered/);
+
+    const unknown = rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'orphan' } } }] }));
+    assert.match(unknown.problems[0]!.message, /plugin "ghost", which is unknown/);
+
+    const mode = rejected(() =>
+      jobs.register({
+        ...csiJob(),
+        groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'data', accessMode: 'multi-node-multi-writer' } } }],
+      }),
+    );
+    assert.equal(mode.problems[0]!.path, 'groups[0].volumes.data.accessMode');
+    assert.match(mode.problems[0]!.message, /does not support multi-node-multi-writer\/file-system/);
+
+    const snmw = rejected(() => {
+      store.write((txn) => txn.put('volumes', volume('sn', { capabilities: [{ accessMode: 'single-node-multi-writer', attachmentMode: 'file-system' }] })));
+      return jobs.register({
+        ...csiJob(),
+        groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'sn', accessMode: 'single-node-multi-writer' } } }],
+      });
+    });
+    assert.match(snmw.problems[0]!.message, /SINGLE_NODE_MULTI_WRITER/);
+    assert.equal(store.snapshot().list('jobs').length, 0, 'nothing registered');
+  });
+
+  it('scales, updates in place only what changed, stops and purges', () => {
+    seed();
+    const spec = { id: 'web', groups: [{ name: 'web', count: 2, tasks: [{ name: 't', driver: 'exec' }] }] };
+    jobs.register(spec);
+    const first = store.snapshot().list('allocations');
+    assert.equal(first.length, 2);
+
+    const same = jobs.register(spec);
+    assert.equal(same.job.version, 0, 'an unchanged spec keeps its version');
+    assert.equal(same.evaluation.placed, 0);
+
+    const scaled = jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3 }] });
+    assert.equal(scaled.evaluation.placed, 1);
+    assert.equal(scaled.evaluation.stopped, 0, 'a count change replaces nothing');
+
+    const changed = jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3, tasks: [{ name: 't', driver: 'exec', env: { A: '1' } }] }] });
+    assert.equal(changed.evaluation.stopped, 3);
+    assert.equal(changed.evaluation.placed, 3);
+
+    const stopped = jobs.stop('default', 'web');
+    assert.equal(stopped.evaluation.stopped, 3);
+    const snap = store.snapshot();
+    assert.ok(snap.list('allocations').every((a) => a.desiredStatus === 'stop'));
+    assert.equal(snap.get('jobs', rowKey('default', 'web'))!.stop, true);
+
+    jobs.stop('default', 'web', { purge: true });
+    assert.equal(store.snapshot().get('jobs', rowKey('default', 'web')), undefined);
+    assert.throws(() => jobs.stop('default', 'web'), { code: 'NOT_FOUND' });
+  });
+
+  it('reschedules a failed allocation after the policy delay, on the injectable clock', async () => {
+    seed();
+    const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
+    worker.start();
+    try {
+      jobs.register({ id: 'w', groups: [{ name: 'g', reschedule: { attempts: 1, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }] });
+      const [alloc] = store.snapshot().list('allocations');
+      jobs.updateAllocations(alloc!.nodeId, [{ id: alloc!.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
+      await clock.waitForSleepers(1);
+      assert.equal(store.snapshot().list('allocations').length, 1, 'not before the delay');
+      await clock.advance(30_000);
+      const afterDelay = await waitFor(() => store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' && a.clientStatus === 'pending' }));
+      assert.equal(afterDelay.previousAllocation, alloc!.id);
+      assert.equal(afterDelay.rescheduleAttempts, 1);
+
+      // Out of attempts: the second failure stays failed.
+      jobs.updateAllocations(afterDelay.nodeId, [{ id: afterDelay.id, clientStatus: 'failed' }]);
+      await clock.advance(60_000);
+      await settle(worker);
+      assert.equal(store.snapshot().list('allocations').length, 2);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('runs a system job on nodes as they join, and replaces allocations of a node that goes down', async () => {
+    seed();
+    const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
+    worker.start();
+    try {
+      jobs.register({ id: 'sys', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
+      jobs.register({ id: 'svc', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 100, memoryMb: 100 } }] }] });
+      assert.equal(store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' }).length, 3);
+      store.write((txn) => txn.put('nodes', testNode('n4')));
+      await waitFor(() => store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' && a.nodeId === 'n4' }));
+
+      const svc = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' })[0]!;
+      const node = store.snapshot().get('nodes', rowKey(svc.nodeId))!;
+      store.write((txn) => txn.put('nodes', { ...node, status: 'down' }));
+      const replacement = await waitFor(() =>
+        store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' && a.previousAllocation === svc.id }),
+      );
+      assert.notEqual(replacement.nodeId, svc.nodeId);
+      assert.equal(store.snapshot().get('allocations', rowKey(svc.id))!.clientStatus, 'lost');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('retries a blocked evaluation when the claim holding it is released', async () => {
+    seed();
+    const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
+    worker.start();
+    try {
+      store.write((txn) =>
+        txn.put('claims', {
+          namespace: 'default',
+          volumeId: 'data',
+          allocId: 'old-alloc',
+          nodeId: 'n1',
+          externalNodeId: 'ext-n1',
+          mode: 'write',
+          accessMode: 'single-node-writer',
+          attachmentMode: 'file-system',
+          state: 'taken',
+          controllerPublish: 'none',
+          publishContext: {},
+          releaseReason: '',
+          releaseAttempts: 0,
+          lastError: '',
+          claimTime: 0,
+        }),
+      );
+      const { evaluation } = jobs.register(csiJob());
+      assert.equal(evaluation.status, 'blocked');
+      store.write((txn) => txn.delete('claims', rowKey('default', 'data', 'old-alloc')));
+      const done = await waitFor(() => store.snapshot().list('evaluations', { filter: (e) => e.id === evaluation.id && e.status === 'complete' }));
+      assert.equal(done.placed, 1);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
+async function waitFor<T>(fn: () => T[], timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = fn();
+    if (found.length > 0) return found[0] as T;
+    if (Date.now() > deadline) assert.fail('condition not reached');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function settle(worker: EvalWorker): Promise<void> {
+  const target = store.latestIndex();
+  while (worker.handledIndex < target) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setImmediate(r));
+}

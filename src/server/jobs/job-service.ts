@@ -1,0 +1,201 @@
+// Jobs as users manage them: register (or update), stop, purge; allocation
+// status as nodes report it; allocation stop. Every change is one store write
+// that also evaluates the job, so a registration returns with its
+// allocations placed (or its evaluation blocked, with the reasons).
+
+import { BerthError, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import {
+  JobValidationError,
+  parseJobSpec,
+  type AllocClientStatus,
+  type Allocation,
+  type EvalTrigger,
+  type Evaluation,
+  type Job,
+  type JobSpec,
+  type TaskState,
+} from '../../structs/index.js';
+import { rowKey, type StateStore } from '../state/index.js';
+import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
+import { problemsAgainstState } from './validate-job.js';
+
+/** A job-level failure with a stable code: NOT_FOUND, CONFLICT, INVALID, FORBIDDEN. */
+export class JobError extends BerthError {}
+
+export interface JobServiceOptions {
+  store: StateStore;
+  clock?: Clock;
+  logger: Logger;
+}
+
+/** What a node may report about one of its allocations. */
+export interface AllocationUpdate {
+  id: string;
+  clientStatus: AllocClientStatus;
+  clientDescription?: string;
+  taskStates?: Record<string, TaskState>;
+}
+
+export interface RegisterResult {
+  job: Job;
+  evaluation: Evaluation;
+  index: number;
+}
+
+const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'complete', 'failed', 'lost'];
+
+function sameSpec(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function specOf(job: Job): JobSpec {
+  const { stop: _s, status: _st, version: _v, groupVersions: _g, submitTime: _t, createIndex: _c, modifyIndex: _m, ...spec } = job;
+  return spec;
+}
+
+export class JobService {
+  readonly #store: StateStore;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+
+  constructor(opts: JobServiceOptions) {
+    this.#store = opts.store;
+    this.#clock = opts.clock ?? systemClock;
+    this.#log = opts.logger.child({ component: 'jobs' });
+  }
+
+  /**
+   * Registers a new job or updates one (same namespace and ID), and evaluates
+   * it. A stopped job registered again runs again. Throws JobValidationError
+   * (code INVALID) listing every problem, with field paths, when the spec is
+   * malformed or names volumes/plugins/access modes the server cannot serve.
+   * Synchronous; safe to repeat (an unchanged spec keeps its version).
+   */
+  register(input: unknown): RegisterResult {
+    const spec = parseJobSpec(input);
+    const now = this.#clock.now();
+    const { index, result } = this.#store.write((txn) => {
+      const problems = problemsAgainstState(spec, txn);
+      if (problems.length) throw new JobValidationError(problems);
+      const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
+      let version = 0;
+      const groupVersions: Record<string, number> = {};
+      if (prev) {
+        const changed = !sameSpec(specOf(prev), spec);
+        version = changed ? prev.version + 1 : prev.version;
+        for (const g of spec.groups) {
+          const old = prev.groups.find((p) => p.name === g.name);
+          // A count change alone scales; any other change replaces the group's allocations.
+          groupVersions[g.name] = old && sameSpec({ ...old, count: 0 }, { ...g, count: 0 }) ? (prev.groupVersions[g.name] ?? prev.version) : version;
+        }
+      } else {
+        for (const g of spec.groups) groupVersions[g.name] = 0;
+      }
+      const job = txn.put('jobs', {
+        ...spec,
+        stop: false,
+        status: prev?.status ?? 'pending',
+        version,
+        groupVersions,
+        submitTime: now,
+        ...(prev ? { createIndex: prev.createIndex } : {}),
+      });
+      const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
+      return { job: txn.get('jobs', rowKey(job.namespace, job.id)) as Job, evaluation: outcome.evaluation as Evaluation };
+    });
+    this.#log.info({ jobId: spec.id, namespace: spec.namespace, evalId: result.evaluation.id, status: result.evaluation.status }, 'job registered');
+    return { ...result, index };
+  }
+
+  /**
+   * Stops the job: every allocation is told to stop; the job stays readable
+   * (status dead once nothing runs). With `purge`, the job row is deleted as
+   * well. Throws JobError NOT_FOUND. Safe to repeat.
+   */
+  stop(namespace: string, jobId: string, opts: { purge?: boolean } = {}): { evaluation: Evaluation; index: number } {
+    const now = this.#clock.now();
+    const { index, result } = this.#store.write((txn) => {
+      const job = txn.get('jobs', rowKey(namespace, jobId));
+      if (!job) throw new JobError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
+      if (opts.purge) txn.delete('jobs', rowKey(namespace, jobId));
+      else txn.put('jobs', { ...job, stop: true });
+      return evaluateJob(txn, namespace, jobId, { trigger: 'job-deregister', now, always: true }).evaluation as Evaluation;
+    });
+    this.#log.info({ jobId, namespace, purge: Boolean(opts.purge) }, 'job stopped');
+    return { evaluation: result, index };
+  }
+
+  /**
+   * Evaluates the job again (a node changed, an allocation failed, a blocked
+   * evaluation may now succeed). With `always` false nothing is written when
+   * there is nothing to do. Returns the evaluation (if written) and when a
+   * delayed reschedule is due. Synchronous.
+   */
+  evaluate(
+    namespace: string,
+    jobId: string,
+    opts: { trigger: EvalTrigger; always?: boolean; nodeId?: string; evalId?: string },
+  ): { evaluation?: Evaluation; followUpAt?: number; index: number } {
+    const now = this.#clock.now();
+    const { index, result } = this.#store.write((txn) =>
+      evaluateJob(txn, namespace, jobId, {
+        trigger: opts.trigger,
+        now,
+        always: opts.always ?? false,
+        ...(opts.nodeId ? { nodeId: opts.nodeId } : {}),
+        ...(opts.evalId ? { evalId: opts.evalId } : {}),
+      }),
+    );
+    return { ...result, index };
+  }
+
+  /**
+   * Applies a node's reports about its own allocations (client status, task
+   * states). Allocations of other nodes are refused with JobError FORBIDDEN,
+   * unknown ones with NOT_FOUND; nothing is applied then. A failed allocation
+   * is rescheduled by the evaluation worker per its group's policy.
+   */
+  updateAllocations(nodeId: string, updates: readonly AllocationUpdate[]): { index: number } {
+    const now = this.#clock.now();
+    const { index } = this.#store.write((txn) => {
+      const jobs = new Set<string>();
+      for (const u of updates) {
+        if (!CLIENT_STATUSES.includes(u.clientStatus)) throw new JobError('INVALID', `unknown client status "${String(u.clientStatus)}"`);
+        const alloc = txn.get('allocations', rowKey(u.id));
+        if (!alloc) throw new JobError('NOT_FOUND', `allocation "${u.id}" not found`);
+        if (alloc.nodeId !== nodeId) throw new JobError('FORBIDDEN', `allocation "${u.id}" does not run on node "${nodeId}"`);
+        const next: Allocation = {
+          ...alloc,
+          clientStatus: u.clientStatus,
+          clientDescription: u.clientDescription ?? alloc.clientDescription,
+          taskStates: u.taskStates ?? alloc.taskStates,
+          modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
+        };
+        if (!sameSpec(next, alloc)) txn.put('allocations', next);
+        jobs.add(rowKey(alloc.namespace, alloc.jobId));
+      }
+      for (const key of jobs) {
+        const job = txn.get('jobs', key);
+        if (!job) continue;
+        const status = jobStatusOf(job, jobAllocations(txn, job.namespace, job.id));
+        if (status !== job.status) txn.put('jobs', { ...job, status });
+      }
+    });
+    return { index };
+  }
+
+  /**
+   * Stops one allocation at an operator's request; the job's evaluation places
+   * a replacement. Throws JobError NOT_FOUND.
+   */
+  stopAllocation(allocId: string): { evaluation?: Evaluation; index: number } {
+    const now = this.#clock.now();
+    const { index, result } = this.#store.write((txn) => {
+      const alloc = txn.get('allocations', rowKey(allocId));
+      if (!alloc) throw new JobError('NOT_FOUND', `allocation "${allocId}" not found`);
+      txn.put('allocations', { ...alloc, desiredStatus: 'stop', desiredDescription: 'stopped by operator', modifyTime: now });
+      return evaluateJob(txn, alloc.namespace, alloc.jobId, { trigger: 'alloc-stop', now, always: true }).evaluation;
+    });
+    return result ? { evaluation: result, index } : { index };
+  }
+}

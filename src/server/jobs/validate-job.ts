@@ -1,0 +1,51 @@
+// The checks of a job spec that need the server's state: every CSI volume a
+// group names is registered, its plugin is known, and the access/attachment
+// mode the group asks for is one the volume (and its plugin) supports.
+
+import { SINGLE_NODE_MULTI_WRITER_MODES } from '../../csi/index.js';
+import { volumeIdFor, type JobProblem, type JobSpec } from '../../structs/index.js';
+import { rowKey, type StateReader } from '../state/index.js';
+
+/**
+ * Problems of `spec` against the state in `reader`, each naming its field
+ * (`groups[0].volumes.data.source: ...`). Pure; empty when the spec is fine.
+ */
+export function problemsAgainstState(spec: JobSpec, reader: StateReader): JobProblem[] {
+  const problems: JobProblem[] = [];
+  spec.groups.forEach((group, gi) => {
+    for (const [name, vol] of Object.entries(group.volumes)) {
+      if (vol.type !== 'csi') continue;
+      const path = `groups[${gi}].volumes.${name}`;
+      const ids = vol.perAlloc ? Array.from({ length: group.count }, (_, i) => volumeIdFor(vol, i)) : [vol.source];
+      for (const id of ids) {
+        const volume = reader.get('volumes', rowKey(spec.namespace, id));
+        if (!volume) {
+          problems.push({ path: `${path}.source`, message: `volume "${id}" is not registered in namespace "${spec.namespace}"` });
+          continue;
+        }
+        const plugin = reader.get('plugins', rowKey(volume.pluginId));
+        if (!plugin) {
+          problems.push({
+            path: `${path}.source`,
+            message: `volume "${id}" uses plugin "${volume.pluginId}", which is unknown to the server (no node runs it)`,
+          });
+          continue;
+        }
+        const supported = volume.capabilities.some((c) => c.accessMode === vol.accessMode && c.attachmentMode === vol.attachmentMode);
+        if (!supported) {
+          const list = volume.capabilities.map((c) => `${c.accessMode}/${c.attachmentMode}`).join(', ') || 'none';
+          problems.push({
+            path: `${path}.accessMode`,
+            message: `volume "${id}" does not support ${vol.accessMode}/${vol.attachmentMode} (it supports ${list})`,
+          });
+        } else if (SINGLE_NODE_MULTI_WRITER_MODES.includes(vol.accessMode) && !plugin.nodeCapabilities.includes('SINGLE_NODE_MULTI_WRITER')) {
+          problems.push({
+            path: `${path}.accessMode`,
+            message: `access mode "${vol.accessMode}" needs plugin "${plugin.id}" to advertise SINGLE_NODE_MULTI_WRITER, and it does not`,
+          });
+        }
+      }
+    }
+  });
+  return problems;
+}
