@@ -18,6 +18,8 @@ import type {
   NodeRpcMethods,
   NodeRpcRequest,
   NodeRpcResponse,
+  CsiPluginReport,
+  NodeFingerprint,
 } from '../../../structs/index.js';
 import type { NodeConnections, NodeTransport } from '../node-connections.js';
 
@@ -26,6 +28,10 @@ export interface FakeNodeAgentOptions {
   connections: NodeConnections;
   /** Plugin ID -> the plugin's CSI endpoint on this node. */
   plugins: Record<string, string>;
+  /** The allocation each plugin "runs in", for its reports. Default `alloc-<pluginId>-<nodeId>`. */
+  pluginAllocs?: Record<string, string>;
+  /** Which parts of a plugin this node runs. Default: whatever the plugin serves. */
+  roles?: Record<string, ReadonlyArray<'controller' | 'node'>>;
   /** Root of the staging/target paths the agent would use. Default `/berth-fake-agent/<nodeId>`. */
   root?: string;
 }
@@ -59,6 +65,8 @@ export class FakeNodeAgent {
   readonly #connections: NodeConnections;
   readonly #clients = new Map<string, CsiClient>();
   readonly #root: string;
+  readonly #pluginAllocs: Record<string, string>;
+  readonly #roles: Record<string, ReadonlyArray<'controller' | 'node'>>;
   #transport: NodeTransport | undefined;
   #held: Array<() => void> | undefined;
   readonly #handlers: Handlers;
@@ -67,6 +75,8 @@ export class FakeNodeAgent {
     this.nodeId = opts.nodeId;
     this.#connections = opts.connections;
     this.#root = opts.root ?? `/berth-fake-agent/${opts.nodeId}`;
+    this.#pluginAllocs = { ...opts.pluginAllocs };
+    this.#roles = { ...opts.roles };
     for (const [id, endpoint] of Object.entries(opts.plugins)) this.#clients.set(id, new CsiClient({ endpoint }));
     this.#handlers = this.#makeHandlers();
   }
@@ -102,6 +112,45 @@ export class FakeNodeAgent {
     const held = this.#held ?? [];
     this.#held = undefined;
     for (const release of held) release();
+  }
+
+  /**
+   * The node's fingerprint as a real agent would send it: each plugin
+   * fingerprinted through its CsiClient, reported as a controller when it
+   * runs the controller service and as a node plugin when it answers
+   * NodeGetInfo. `unhealthy` marks plugins as reported unhealthy.
+   */
+  async fingerprint(opts: { unhealthy?: readonly string[]; name?: string; now?: number } = {}): Promise<NodeFingerprint> {
+    const controllers: Record<string, CsiPluginReport> = {};
+    const nodes: Record<string, CsiPluginReport> = {};
+    for (const [pluginId, client] of this.#clients) {
+      const fp = await client.fingerprint({ node: true });
+      const healthy = !opts.unhealthy?.includes(pluginId);
+      const report = (type: 'csi-controller' | 'csi-node'): CsiPluginReport => ({
+        pluginId,
+        type,
+        allocId: this.#pluginAllocs[pluginId] ?? `alloc-${pluginId}-${this.nodeId}`,
+        healthy,
+        healthReason: healthy ? 'healthy' : 'probe failed: not ready',
+        provider: fp.info.name,
+        version: fp.info.vendorVersion,
+        fingerprint: fp,
+        updatedAt: opts.now ?? 0,
+      });
+      const roles = this.#roles[pluginId] ?? ['controller', 'node'];
+      if (roles.includes('controller') && fp.capabilities.services.includes('CONTROLLER_SERVICE')) controllers[pluginId] = report('csi-controller');
+      if (roles.includes('node') && fp.node) nodes[pluginId] = report('csi-node');
+    }
+    return {
+      name: opts.name ?? this.nodeId,
+      datacenter: 'dc1',
+      httpAddr: '',
+      drivers: { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', 'none'] } },
+      resources: { cpuMhz: 4000, memoryMb: 8192 },
+      attributes: {},
+      csiControllerPlugins: controllers,
+      csiNodePlugins: nodes,
+    };
   }
 
   /** The calls of one method so far. */

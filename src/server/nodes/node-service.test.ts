@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { FakePlugin } from '../../csi/fake/index.js';
+import { ManualClock } from '../../lib/index.js';
+import { parseJobSpec, type Allocation, type Job } from '../../structs/index.js';
+import { FakeNodeAgent } from '../noderpc/fake/index.js';
+import { NodeConnections } from '../noderpc/index.js';
+import { PluginService } from '../plugins/index.js';
+import { rowKey, SqliteStateStore, type RowInput } from '../state/index.js';
+import { NodeError, NodeService } from './index.js';
+
+describe('nodes and plugins', () => {
+  let dir: string;
+  let pluginA: FakePlugin;
+  let pluginB: FakePlugin;
+  const connections = new NodeConnections();
+  let agentA: FakeNodeAgent;
+  let agentB: FakeNodeAgent;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'berth-nodes-'));
+    pluginA = new FakePlugin({ socketPath: join(dir, 'a.sock'), nodeId: 'ext-a', maxVolumesPerNode: 3 });
+    pluginB = new FakePlugin({ socketPath: join(dir, 'b.sock'), nodeId: 'ext-b' });
+    await Promise.all([pluginA.start(), pluginB.start()]);
+    agentA = new FakeNodeAgent({ nodeId: 'node-a', connections, plugins: { fake: pluginA.endpoint } });
+    // node-b runs only the node part of the plugin.
+    agentB = new FakeNodeAgent({ nodeId: 'node-b', connections, plugins: { fake: pluginB.endpoint }, roles: { fake: ['node'] } });
+  });
+  after(async () => {
+    await Promise.all([agentA.close(), agentB.close()]);
+    await Promise.all([pluginA.stop(), pluginB.stop()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('derives plugins from what nodes report: instances by node, health, external node IDs, max volumes', async () => {
+    const store = SqliteStateStore.open(join(dir, 'derive.db'));
+    try {
+      const nodes = new NodeService({ store, clock: new ManualClock(1000) });
+      const plugins = new PluginService({ store });
+      nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      const p = plugins.get('fake')!;
+      assert.equal(p.provider, 'fake.csi.berth.dev');
+      assert.equal(p.version, '1.0.0');
+      assert.equal(p.controllerRequired, true, 'the fake controller advertises PUBLISH_UNPUBLISH_VOLUME');
+      assert.deepEqual(Object.keys(p.controllers), ['node-a']);
+      assert.deepEqual(Object.keys(p.nodes).sort(), ['node-a', 'node-b']);
+      assert.equal(p.controllersHealthy, 1);
+      assert.equal(p.nodesHealthy, 2);
+      assert.equal(p.nodes['node-a']!.externalNodeId, 'ext-a');
+      assert.equal(p.nodes['node-a']!.maxVolumes, 3);
+      assert.equal(p.nodes['node-b']!.externalNodeId, 'ext-b');
+
+      // A heartbeat that reports the node plugin unhealthy changes the counts.
+      nodes.heartbeat('node-b', await agentB.fingerprint({ unhealthy: ['fake'] }));
+      const q = plugins.get('fake')!;
+      assert.equal(q.nodesHealthy, 1);
+      assert.equal(q.nodes['node-b']!.healthy, false);
+      assert.match(q.nodes['node-b']!.healthReason, /probe failed/);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('writes nothing for a heartbeat that changes nothing, and refuses heartbeats of unknown nodes', async () => {
+    const store = SqliteStateStore.open(join(dir, 'quiet.db'));
+    try {
+      const clock = new ManualClock(1000);
+      const nodes = new NodeService({ store, clock });
+      const fp = await agentA.fingerprint();
+      nodes.register(fp, { id: 'node-a' });
+      const index = store.latestIndex();
+      await clock.advance(5000);
+      nodes.heartbeat('node-a', { ...fp, csiNodePlugins: { fake: { ...fp.csiNodePlugins['fake']!, updatedAt: 6000 } } });
+      nodes.heartbeat('node-a');
+      assert.equal(store.latestIndex(), index, 'no write');
+      assert.equal(nodes.get('node-a')!.lastHeartbeat, 6000, 'the latest heartbeat still shows');
+      assert.throws(() => nodes.heartbeat('nobody'), (e: unknown) => e instanceof NodeError && e.code === 'NOT_FOUND');
+      assert.throws(() => nodes.register({ ...fp, name: '' }), (e: unknown) => e instanceof NodeError && e.code === 'INVALID');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('marks a node down when it misses its heartbeat TTL, its plugin instances unhealthy, and brings it back on a heartbeat', async () => {
+    const store = SqliteStateStore.open(join(dir, 'ttl.db'));
+    const clock = new ManualClock(0);
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    try {
+      nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      await nodes.start();
+      await clock.waitForSleepers(1);
+      await clock.advance(6000);
+      nodes.heartbeat('node-b');
+      await clock.advance(6000);
+      assert.equal(nodes.get('node-a')!.status, 'down');
+      assert.match(nodes.get('node-a')!.statusDescription, /missed heartbeats/);
+      assert.equal(nodes.get('node-b')!.status, 'ready', 'node-b heartbeated in time');
+      const p = store.snapshot().get('plugins', rowKey('fake'))!;
+      assert.equal(p.controllersHealthy, 0, 'the only controller was on the down node');
+      assert.equal(p.nodes['node-a']!.healthy, false);
+      assert.match(p.nodes['node-a']!.healthReason, /down/);
+
+      nodes.heartbeat('node-a');
+      assert.equal(nodes.get('node-a')!.status, 'ready');
+      assert.equal(store.snapshot().get('plugins', rowKey('fake'))!.controllersHealthy, 1);
+    } finally {
+      await nodes.stop();
+      await nodes.stop();
+      store.close();
+    }
+  });
+
+  it('counts expected instances from the jobs that run a plugin, lists its allocations, and removes a plugin with nothing left', async () => {
+    const store = SqliteStateStore.open(join(dir, 'expected.db'));
+    const plugins = new PluginService({ store });
+    const nodes = new NodeService({ store, clock: new ManualClock(0) });
+    try {
+      await plugins.start();
+      const job = (id: string, type: 'service' | 'system', pluginType: 'controller' | 'node', count: number): RowInput<'jobs'> => {
+        const spec = parseJobSpec({
+          id,
+          type,
+          groups: [
+            { name: 'g', count, tasks: [{ name: 't', driver: 'exec', csiPlugin: { id: 'shared', type: pluginType, mountDir: '/csi' } }] },
+          ],
+        });
+        return { ...spec, stop: false, status: 'running', version: 1, groupVersions: { g: 1 }, submitTime: 0 } satisfies Omit<Job, 'createIndex' | 'modifyIndex'>;
+      };
+      const alloc = (id: string, jobId: string, nodeId: string): RowInput<'allocations'> =>
+        ({
+          id,
+          namespace: 'default',
+          jobId,
+          jobVersion: 1,
+          taskGroup: 'g',
+          nodeId,
+          desiredStatus: 'run',
+          desiredDescription: '',
+          clientStatus: 'running',
+          clientDescription: '',
+          taskStates: {},
+          rescheduleAttempts: 0,
+          createTime: 0,
+          modifyTime: 0,
+        }) satisfies Omit<Allocation, 'createIndex' | 'modifyIndex'>;
+
+      const seen = store.snapshot().tableIndex('plugins');
+      store.write((txn) => {
+        txn.put('jobs', job('controllers', 'service', 'controller', 2));
+        txn.put('jobs', job('nodes', 'system', 'node', 1));
+        txn.put('allocations', alloc('c1', 'controllers', 'node-a'));
+        txn.put('allocations', alloc('n1', 'nodes', 'node-a'));
+        txn.put('allocations', alloc('n2', 'nodes', 'node-b'));
+        txn.put('allocations', alloc('n3', 'nodes', 'node-c'));
+      });
+      await store.blockUntil(['plugins'], seen);
+      const p = plugins.get('shared')!;
+      assert.equal(p.controllersExpected, 2);
+      assert.equal(p.nodesExpected, 3, 'a system job expects one per live allocation');
+      assert.deepEqual(p.allocations.map((a) => a.allocId).sort(), ['c1', 'n1', 'n2', 'n3']);
+      assert.equal(p.nodesHealthy, 0);
+
+      const before = store.snapshot().tableIndex('plugins');
+      store.write((txn) => {
+        txn.put('allocations', { ...alloc('n3', 'nodes', 'node-c'), desiredStatus: 'stop', clientStatus: 'complete' });
+      });
+      await store.blockUntil(['plugins'], before);
+      assert.equal(plugins.get('shared')!.nodesExpected, 2);
+
+      const last = store.snapshot().tableIndex('plugins');
+      store.write((txn) => {
+        for (const id of ['c1', 'n1', 'n2', 'n3']) txn.delete('allocations', rowKey(id));
+        txn.delete('jobs', rowKey('default', 'controllers'));
+        txn.delete('jobs', rowKey('default', 'nodes'));
+      });
+      await store.blockUntil(['plugins'], last);
+      assert.equal(plugins.get('shared'), undefined, 'nothing left: removed');
+
+      // Plugins reported only by nodes go away with the nodes' reports.
+      nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      assert.ok(plugins.get('fake'));
+      nodes.register({ ...(await agentB.fingerprint()), csiNodePlugins: {} }, { id: 'node-b' });
+      assert.equal(plugins.get('fake'), undefined);
+    } finally {
+      await plugins.stop();
+      store.close();
+    }
+  });
+});
