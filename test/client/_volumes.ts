@@ -4,7 +4,7 @@
 // that unmounts everything even when a test fails.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -66,16 +66,24 @@ const unescapeMount = (s: string): string => s.replace(/\\([0-7]{3})/g, (_m, o: 
 /** Mount points at or below `root`, read from the kernel. */
 export function mountsUnder(root: string): string[] {
   const real = realpathSync(root);
+  return allMountPoints().filter((p) => p === real || p.startsWith(`${real}/`));
+}
+
+function allMountPoints(): string[] {
   return readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '')
-    .map((l) => unescapeMount(l.split(' ')[4] ?? ''))
-    .filter((p) => p === real || p.startsWith(`${real}/`));
+    .map((l) => unescapeMount(l.split(' ')[4] ?? ''));
 }
 
-/** True when `p` is a mount point. */
+/** True when `p` (a resolved path) is a mount point. */
 export function isMounted(p: string): boolean {
-  return mountsUnder(path.dirname(p)).includes(p);
+  return allMountPoints().includes(p);
+}
+
+/** Entries of a directory, [] when it does not exist. */
+export function entriesOf(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir) : [];
 }
 
 /** Lazily unmounts everything at or below `root`, deepest first. Never throws. */
