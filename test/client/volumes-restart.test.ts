@@ -50,12 +50,12 @@ describe('volume manager restarts on the hostpath plugin', () => {
         node.client.sent.length = 0;
         const vm2 = await node.manager();
         assert.deepEqual(mountsUnder(node.mountRoot).sort(), mountedBefore, 'start() unmounts nothing');
-        assert.deepEqual(node.client.sent, [], 'start() calls no plugin');
+        assert.equal(node.client.sent.length, 0, 'start() calls no plugin');
 
         const report = await vm2.reconcile(wanted ? [{ volumeId: 'data', allocId: ALLOC }] : []);
         if (wanted) {
           assert.deepEqual(mountsUnder(node.mountRoot).sort(), mountedBefore, 'nothing wanted was unmounted');
-          assert.deepEqual(node.client.sent, [], 'intact steps are kept without calling the plugin');
+          assert.equal(node.client.sent.length, 0, 'intact steps are kept without calling the plugin');
           if (step === 'NodePublishVolume') assert.deepEqual(report.kept, [{ volumeId: 'data', allocId: ALLOC }]);
           // The allocation runner mounts again on restore; only what is missing is sent.
           const { source } = await vm2.mountVolume(volume, ALLOC, SHARED);
