@@ -2,3 +2,4 @@
 export * from './state/index.js';
 export * from './dynamicplugins/index.js';
 export * from './volumes/index.js';
+export * from './csimanager/index.js';
