@@ -240,6 +240,8 @@ describe('job service', () => {
         txn.put('claims', {
           namespace: 'default',
           volumeId: 'data',
+          pluginId: 'hostpath',
+          externalVolumeId: 'ext-data',
           allocId: 'old-alloc',
           nodeId: 'n1',
           externalNodeId: 'ext-n1',

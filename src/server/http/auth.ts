@@ -1,0 +1,72 @@
+// Bearer tokens and roles. Three roles: `management` may do everything,
+// `read-only` may read (GETs), `node` may use the node agent's own endpoints
+// (register, heartbeat, its allocations, claims, the node connection). A
+// missing or unknown token is 401; a known token without the role is 403.
+
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ApiError } from './api-error.js';
+
+export type Role = 'management' | 'read-only' | 'node';
+export const ROLES: readonly Role[] = ['management', 'read-only', 'node'];
+
+/** One accepted token. `secret` is write-only: never logged or returned. */
+export interface ApiToken {
+  /** A name for logs ("ops", "agent-7"); never the secret. */
+  name: string;
+  secret: string;
+  role: Role;
+}
+
+/** What a route needs: `read` (GETs of users), `write` (changes), `node` (agent endpoints), `node-read` (both readers and nodes). */
+export type Access = 'read' | 'write' | 'node' | 'node-read';
+
+const ALLOWED: Record<Access, readonly Role[]> = {
+  read: ['management', 'read-only'],
+  write: ['management'],
+  node: ['management', 'node'],
+  'node-read': ['management', 'read-only', 'node'],
+};
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** The token table: looks tokens up in constant time per entry. */
+export class TokenTable {
+  readonly #entries: Array<{ digest: Buffer; name: string; role: Role }>;
+
+  constructor(tokens: readonly ApiToken[]) {
+    for (const t of tokens) {
+      if (!ROLES.includes(t.role)) throw new ApiError('INVALID', `token "${t.name}" has unknown role "${String(t.role)}"`);
+      if (t.secret.length < 8) throw new ApiError('INVALID', `token "${t.name}" is too short (at least 8 characters)`);
+    }
+    this.#entries = tokens.map((t) => ({ digest: digest(t.secret), name: t.name, role: t.role }));
+  }
+
+  /** The token's name and role, or undefined for an unknown secret. */
+  lookup(secret: string): { name: string; role: Role } | undefined {
+    const d = digest(secret);
+    let found: { name: string; role: Role } | undefined;
+    for (const e of this.#entries) if (timingSafeEqual(e.digest, d)) found = { name: e.name, role: e.role };
+    return found;
+  }
+
+  /**
+   * Checks an Authorization header value for `access`. Returns the caller;
+   * throws ApiError UNAUTHENTICATED (401) for a missing/unknown token,
+   * FORBIDDEN (403) for a known token whose role lacks the access.
+   */
+  authorize(header: string | undefined, access: Access): { name: string; role: Role } {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m) throw new ApiError('UNAUTHENTICATED', 'a bearer token is required (Authorization: Bearer <token>)');
+    const who = this.lookup(m[1] as string);
+    if (!who) throw new ApiError('UNAUTHENTICATED', 'unknown token');
+    if (!ALLOWED[access].includes(who.role)) {
+      throw new ApiError('FORBIDDEN', `role "${who.role}" may not ${access === 'read' ? 'read this' : access === 'write' ? 'change this' : 'use node endpoints'}`, {
+        role: who.role,
+        needs: ALLOWED[access],
+      });
+    }
+    return who;
+  }
+}

@@ -1,0 +1,57 @@
+// Blocking queries (`?index=N&wait=30s`), as Nomad's: a read that names the
+// index it last saw waits until one of its tables passes that index, or until
+// `wait` runs out, and then answers; `X-Berth-Index` tells the caller the
+// index to send next time.
+
+import { durationMs } from '../../structs/index.js';
+import type { StateReader, StateStore, TableName } from '../state/index.js';
+import { ApiError } from './api-error.js';
+
+/** Default and longest wait of a blocking query. */
+export const DEFAULT_WAIT_MS = 5 * 60_000;
+export const MAX_WAIT_MS = 10 * 60_000;
+
+export interface BlockingQuery {
+  /** Wait until a table's index passes this; undefined: answer at once. */
+  index?: number;
+  waitMs: number;
+}
+
+/** Reads `index` and `wait` from a query string. Throws ApiError INVALID for malformed values. */
+export function parseBlockingQuery(query: Record<string, unknown>): BlockingQuery {
+  const rawIndex = query['index'];
+  const rawWait = query['wait'];
+  let index: number | undefined;
+  if (rawIndex !== undefined && rawIndex !== '') {
+    index = Number(rawIndex);
+    if (!Number.isSafeInteger(index) || index < 0) throw new ApiError('INVALID', 'index must be a non-negative integer', { field: 'index' });
+  }
+  let waitMs = DEFAULT_WAIT_MS;
+  if (rawWait !== undefined && rawWait !== '') {
+    const text = String(rawWait);
+    try {
+      waitMs = /^\d+$/.test(text) ? Number(text) * 1000 : durationMs(text);
+    } catch {
+      throw new ApiError('INVALID', 'wait must be a duration such as "30s" or "5m"', { field: 'wait' });
+    }
+  }
+  return index === undefined ? { waitMs: Math.min(waitMs, MAX_WAIT_MS) } : { index, waitMs: Math.min(waitMs, MAX_WAIT_MS) };
+}
+
+/**
+ * Runs a read, first waiting as the query asks. Resolves with the result and
+ * the index to report (the highest index of `tables`, at least 1). Rejects
+ * with AbortedError when `signal` fires (the client went away).
+ */
+export async function blockingRead<T>(
+  store: StateStore,
+  tables: readonly TableName[],
+  query: BlockingQuery,
+  signal: AbortSignal,
+  read: (snap: StateReader) => T,
+): Promise<{ index: number; result: T }> {
+  if (query.index !== undefined) await store.blockUntil(tables, query.index, { signal, timeoutMs: query.waitMs });
+  const snap = store.snapshot();
+  const index = Math.max(1, ...tables.map((t) => snap.tableIndex(t)));
+  return { index, result: read(snap) };
+}

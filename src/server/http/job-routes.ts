@@ -1,0 +1,153 @@
+// Jobs, allocations and evaluations over HTTP.
+
+import type { FastifyInstance } from 'fastify';
+import { parseJobSpec, publicJob, JobValidationError, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
+import { problemsAgainstState } from '../jobs/index.js';
+import { rowKey } from '../state/index.js';
+import { ApiError } from './api-error.js';
+import { namespaceOf, objectBody, type RouteContext } from './api.js';
+import { blockingRead, parseBlockingQuery } from './blocking.js';
+
+type Query = Record<string, string | undefined>;
+type Params = { id: string };
+
+function inNamespace(ns: string): (row: { namespace: string }) => boolean {
+  return ns === '*' ? () => true : (row) => row.namespace === ns;
+}
+
+function withPrefix(query: Query): (row: { id: string }) => boolean {
+  const prefix = query['prefix'] ?? '';
+  return (row) => row.id.startsWith(prefix);
+}
+
+/** A job sent back to a user: mount flags redacted. */
+function jobOut(job: Job): Job {
+  return publicJob(job);
+}
+
+/** The body of a job registration: `{ job: spec }` (Nomad's shape) or the spec itself. */
+function specFrom(body: unknown): unknown {
+  const obj = objectBody(body);
+  return 'job' in obj && obj['job'] && typeof obj['job'] === 'object' ? obj['job'] : obj;
+}
+
+export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
+  const { store, jobs } = deps;
+
+  app.get<{ Querystring: Query }>('/v1/jobs', { config: { access: 'read' } }, async (req, reply) => {
+    const ns = namespaceOf(req.query);
+    const { index, result } = await blockingRead(store, ['jobs'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.list('jobs', { filter: (j) => inNamespace(ns)(j) && withPrefix(req.query)(j) }).map(jobOut),
+    );
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  const register = async (body: unknown, idFromPath?: string): Promise<Record<string, unknown>> => {
+    const spec = specFrom(body);
+    if (idFromPath !== undefined && (spec as Record<string, unknown>)['id'] !== idFromPath) {
+      throw new ApiError('INVALID', `the job's id must match the path ("${idFromPath}")`, { field: 'id' });
+    }
+    const { job, evaluation, index } = jobs.register(spec);
+    return { job: jobOut(job), evaluation, evalId: evaluation.id, index };
+  };
+
+  app.post('/v1/jobs', { config: { access: 'write' } }, async (req, reply) => {
+    const out = await register(req.body);
+    reply.header('X-Berth-Index', String(out['index']));
+    return out;
+  });
+
+  app.post<{ Params: Params }>('/v1/job/:id', { config: { access: 'write' } }, async (req, reply) => {
+    const out = await register(req.body, req.params.id);
+    reply.header('X-Berth-Index', String(out['index']));
+    return out;
+  });
+
+  app.post('/v1/validate/job', { config: { access: 'write' } }, async (req) => {
+    const spec = parseJobSpec(specFrom(req.body));
+    const problems = problemsAgainstState(spec, store.snapshot());
+    if (problems.length) throw new JobValidationError(problems);
+    return { valid: true, job: publicJob(spec) };
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id', { config: { access: 'read' } }, async (req, reply) => {
+    const ns = namespaceOf(req.query);
+    const { index, result } = await blockingRead(store, ['jobs'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.get('jobs', rowKey(ns, req.params.id)),
+    );
+    if (!result) throw new ApiError('NOT_FOUND', `job "${req.params.id}" not found in namespace "${ns}"`);
+    reply.header('X-Berth-Index', String(index));
+    return jobOut(result);
+  });
+
+  app.delete<{ Params: Params; Querystring: Query }>('/v1/job/:id', { config: { access: 'write' } }, async (req, reply) => {
+    const purge = req.query['purge'] === 'true' || req.query['purge'] === '1';
+    const { evaluation, index } = jobs.stop(namespaceOf(req.query), req.params.id, { purge });
+    reply.header('X-Berth-Index', String(index));
+    return { evaluation, evalId: evaluation.id, index };
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/allocations', { config: { access: 'read' } }, async (req, reply) => {
+    const ns = namespaceOf(req.query);
+    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.list('allocations', { filter: (a) => a.jobId === req.params.id && inNamespace(ns)(a) }),
+    );
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/evaluations', { config: { access: 'read' } }, async (req, reply) => {
+    const ns = namespaceOf(req.query);
+    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.list('evaluations', { filter: (e) => e.jobId === req.params.id && inNamespace(ns)(e) }),
+    );
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.get<{ Querystring: Query }>('/v1/allocations', { config: { access: 'read' } }, async (req, reply) => {
+    const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
+    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.list('allocations', { filter: (a: Allocation) => inNamespace(ns)(a) && withPrefix(req.query)(a) }),
+    );
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/allocation/:id', { config: { access: 'read' } }, async (req, reply) => {
+    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.get('allocations', rowKey(req.params.id)),
+    );
+    if (!result) throw new ApiError('NOT_FOUND', `allocation "${req.params.id}" not found`);
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.post<{ Params: Params }>('/v1/allocation/:id/stop', { config: { access: 'write' } }, async (req, reply) => {
+    const out = jobs.stopAllocation(req.params.id);
+    reply.header('X-Berth-Index', String(out.index));
+    return out;
+  });
+
+  app.get<{ Querystring: Query }>('/v1/evaluations', { config: { access: 'read' } }, async (req, reply) => {
+    const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
+    const status = req.query['status'];
+    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.list('evaluations', {
+        filter: (e: Evaluation) => inNamespace(ns)(e) && withPrefix(req.query)(e) && (!status || e.status === status),
+      }),
+    );
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/evaluation/:id', { config: { access: 'read' } }, async (req, reply) => {
+    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.get('evaluations', rowKey(req.params.id)),
+    );
+    if (!result) throw new ApiError('NOT_FOUND', `evaluation "${req.params.id}" not found`);
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+}

@@ -1,0 +1,141 @@
+// Nodes and plugins over HTTP, including the node agent's own endpoints:
+// register, heartbeat, its allocations (blocking), allocation status updates
+// and the node connection (a WebSocket carrying server-to-node calls).
+
+import type { FastifyInstance } from 'fastify';
+import type { WebSocket } from 'ws';
+import { describeError } from '../../lib/index.js';
+import { publicJob, type Job, type NodeFingerprint } from '../../structs/index.js';
+import type { AllocationUpdate } from '../jobs/index.js';
+import type { NodeTransport } from '../noderpc/index.js';
+import { rowKey } from '../state/index.js';
+import { ApiError } from './api-error.js';
+import { objectBody, type RouteContext } from './api.js';
+import { blockingRead, parseBlockingQuery } from './blocking.js';
+
+type Query = Record<string, string | undefined>;
+type Params = { id: string };
+
+export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
+  const { store, nodes, jobs, connections } = deps;
+  const log = deps.logger.child({ component: 'http-node' });
+
+  app.get<{ Querystring: Query }>('/v1/nodes', { config: { access: 'read' } }, async (req, reply) => {
+    const prefix = req.query['prefix'] ?? '';
+    const { index, result } = await blockingRead(store, ['nodes'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.list('nodes', { filter: (n) => n.id.startsWith(prefix) }),
+    );
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id', { config: { access: 'node-read' } }, async (req, reply) => {
+    const { index, result } = await blockingRead(store, ['nodes'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.get('nodes', rowKey(req.params.id)),
+    );
+    if (!result) throw new ApiError('NOT_FOUND', `node "${req.params.id}" not found`);
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.post('/v1/node/register', { config: { access: 'node' } }, async (req, reply) => {
+    const body = objectBody(req.body);
+    const fingerprint = objectBody(body['fingerprint'] ?? body, 'fingerprint') as unknown as NodeFingerprint;
+    const id = typeof body['id'] === 'string' ? body['id'] : undefined;
+    const node = nodes.register(fingerprint, id ? { id } : {});
+    reply.header('X-Berth-Index', String(node.modifyIndex));
+    return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
+  });
+
+  app.post<{ Params: Params }>('/v1/node/:id/heartbeat', { config: { access: 'node' } }, async (req) => {
+    const body = req.body === undefined || req.body === null ? {} : objectBody(req.body);
+    const fp = body['fingerprint'];
+    const node = nodes.heartbeat(req.params.id, fp ? (objectBody(fp, 'fingerprint') as unknown as NodeFingerprint) : undefined);
+    return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
+  });
+
+  // The node's allocations, each with its job (mount flags redacted), as a blocking read.
+  app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id/allocations', { config: { access: 'node-read' } }, async (req, reply) => {
+    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => {
+      if (!snap.get('nodes', rowKey(req.params.id))) return undefined;
+      const allocs = snap.list('allocations', { filter: (a) => a.nodeId === req.params.id });
+      const jobsById = new Map<string, Job | undefined>();
+      return allocs.map((a) => {
+        const key = rowKey(a.namespace, a.jobId);
+        if (!jobsById.has(key)) {
+          const job = snap.get('jobs', key);
+          jobsById.set(key, job ? publicJob(job) : undefined);
+        }
+        const job = jobsById.get(key);
+        return job ? { ...a, job } : a;
+      });
+    });
+    if (!result) throw new ApiError('NOT_FOUND', `node "${req.params.id}" not found`);
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.post<{ Params: Params }>('/v1/node/:id/allocations', { config: { access: 'node' } }, async (req, reply) => {
+    const body = objectBody(req.body);
+    const list = body['allocations'];
+    if (!Array.isArray(list)) throw new ApiError('INVALID', 'allocations must be a list', { field: 'allocations' });
+    const updates: AllocationUpdate[] = list.map((u, i) => {
+      const o = objectBody(u, `allocations[${i}]`);
+      if (typeof o['id'] !== 'string' || typeof o['clientStatus'] !== 'string') {
+        throw new ApiError('INVALID', `allocations[${i}] needs an id and a clientStatus`, { field: `allocations[${i}]` });
+      }
+      return o as unknown as AllocationUpdate;
+    });
+    const { index } = jobs.updateAllocations(req.params.id, updates);
+    reply.header('X-Berth-Index', String(index));
+    return { index };
+  });
+
+  // The node connection: server-to-node calls travel over a socket the agent opened.
+  app.get<{ Querystring: Query }>('/v1/node/connect', { config: { access: 'node' }, websocket: true }, (socket: WebSocket, req) => {
+    const nodeId = req.query['nodeId'];
+    if (!nodeId || !store.snapshot().get('nodes', rowKey(nodeId))) {
+      socket.close(4404, 'unknown node: register first');
+      return;
+    }
+    const transport: NodeTransport = {
+      send: (msg) => {
+        if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(msg));
+      },
+      close: () => socket.close(1000, 'replaced'),
+    };
+    connections.attach(nodeId, transport);
+    log.info({ nodeId }, 'node connected');
+    socket.on('message', (data) => {
+      let msg: unknown;
+      try {
+        msg = JSON.parse(String(data));
+      } catch (err) {
+        log.warn({ nodeId, err: describeError(err) }, 'unreadable message from node');
+        return;
+      }
+      connections.receive(nodeId, msg);
+    });
+    socket.on('close', () => {
+      connections.detach(nodeId, transport);
+      log.info({ nodeId }, 'node disconnected');
+    });
+  });
+
+  app.get<{ Querystring: Query }>('/v1/plugins', { config: { access: 'read' } }, async (req, reply) => {
+    const { index, result } = await blockingRead(store, ['plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.list('plugins'),
+    );
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/plugin/csi/:id', { config: { access: 'read' } }, async (req, reply) => {
+    const { index, result } = await blockingRead(store, ['plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
+      snap.get('plugins', rowKey(req.params.id)),
+    );
+    if (!result) throw new ApiError('NOT_FOUND', `plugin "${req.params.id}" not found`);
+    reply.header('X-Berth-Index', String(index));
+    return result;
+  });
+}

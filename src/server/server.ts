@@ -1,0 +1,188 @@
+// The server's composition root: builds every service from options, starts
+// them in order, serves the HTTP API, and stops them in reverse.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../lib/index.js';
+import { buildApi, type ApiToken } from './http/index.js';
+import { EvalWorker, JobService } from './jobs/index.js';
+import { NodeConnections } from './noderpc/index.js';
+import { NodeService } from './nodes/index.js';
+import { PluginService } from './plugins/index.js';
+import { SqliteStateStore, type StateStore } from './state/index.js';
+
+export interface ServerOptions {
+  /** Directory for the state file (`state.db`); created when missing. Either this or `store`. */
+  dataDir?: string;
+  /** A store to use instead of opening one (the server then does not close it). */
+  store?: StateStore;
+  clock?: Clock;
+  logger?: Logger;
+  /** Accepted bearer tokens with their roles. At least one is required. */
+  tokens: readonly ApiToken[];
+  /** Default 127.0.0.1. */
+  bindAddress?: string;
+  /** Default 0: an ephemeral port (see the address start() returns). */
+  port?: number;
+  /** A node silent for this long is marked down. Default 30 s. */
+  heartbeatTtlMs?: number;
+  /** Idle event streams send a `{}` line this often. Default 10 s. */
+  eventHeartbeatMs?: number;
+}
+
+export type ServerState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+export interface ServerAddress {
+  host: string;
+  port: number;
+  /** `http://host:port`. */
+  url: string;
+}
+
+/** The server failed to start (code SERVER_START) or was used in the wrong state (SERVER_STATE). */
+export class ServerError extends BerthError {}
+
+/**
+ * The Berth server. Lifecycle: `start()` opens the store, starts the node
+ * TTL watcher, plugin derivation and evaluation worker, then the HTTP
+ * listener, and resolves with the address; a failure part-way stops what
+ * started and rejects with ServerError SERVER_START. `stop()` closes the
+ * listener (ending blocking reads and event streams), stops the services in
+ * reverse order and closes the store it opened; safe to call twice and
+ * before start.
+ */
+export class Server {
+  readonly #opts: ServerOptions;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  #state: ServerState = 'idle';
+  #store: StateStore | undefined;
+  #ownsStore = false;
+  #connections: NodeConnections | undefined;
+  #nodes: NodeService | undefined;
+  #plugins: PluginService | undefined;
+  #jobs: JobService | undefined;
+  #worker: EvalWorker | undefined;
+  #api: FastifyInstance | undefined;
+  #address: ServerAddress | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(opts: ServerOptions) {
+    if (!opts.dataDir && !opts.store) throw new ServerError('INVALID', 'a server needs dataDir or store');
+    if (!opts.tokens.length) throw new ServerError('INVALID', 'a server needs at least one API token');
+    this.#opts = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.#log = (opts.logger ?? silentLogger()).child({ component: 'server' });
+  }
+
+  get state(): ServerState {
+    return this.#state;
+  }
+
+  /** The listening address; undefined unless running. */
+  get address(): ServerAddress | undefined {
+    return this.#address;
+  }
+
+  /** The state store (for tests and the agent that embeds the server). Throws unless started. */
+  get store(): StateStore {
+    if (!this.#store) throw new ServerError('SERVER_STATE', 'the server is not started');
+    return this.#store;
+  }
+
+  /** The open node connections (server-to-node calls). Throws unless started. */
+  get connections(): NodeConnections {
+    if (!this.#connections) throw new ServerError('SERVER_STATE', 'the server is not started');
+    return this.#connections;
+  }
+
+  /** Starts everything; resolves with the HTTP address. See the class comment. */
+  async start(): Promise<ServerAddress> {
+    if (this.#state !== 'idle') throw new ServerError('SERVER_STATE', `cannot start a server that is ${this.#state}`);
+    this.#state = 'starting';
+    const root = this.#opts.logger ?? silentLogger();
+    try {
+      if (this.#opts.store) this.#store = this.#opts.store;
+      else {
+        const dir = this.#opts.dataDir as string;
+        mkdirSync(dir, { recursive: true });
+        this.#store = SqliteStateStore.open(join(dir, 'state.db'), { logger: root });
+        this.#ownsStore = true;
+      }
+      const store = this.#store;
+      const clock = this.#clock;
+      this.#connections = new NodeConnections({ logger: root });
+      this.#nodes = new NodeService({
+        store,
+        clock,
+        logger: root,
+        ...(this.#opts.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: this.#opts.heartbeatTtlMs } : {}),
+      });
+      this.#plugins = new PluginService({ store, logger: root });
+      this.#jobs = new JobService({ store, clock, logger: root });
+      this.#worker = new EvalWorker({ store, jobs: this.#jobs, clock, logger: root });
+
+      await this.#plugins.start();
+      await this.#nodes.start();
+      this.#worker.start();
+
+      this.#api = await buildApi({
+        store,
+        jobs: this.#jobs,
+        nodes: this.#nodes,
+        connections: this.#connections,
+        tokens: this.#opts.tokens,
+        logger: root,
+        ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
+      });
+      const host = this.#opts.bindAddress ?? '127.0.0.1';
+      await this.#api.listen({ host, port: this.#opts.port ?? 0 });
+      const addr = this.#api.server.address();
+      const port = typeof addr === 'object' && addr ? addr.port : (this.#opts.port ?? 0);
+      const urlHost = host.includes(':') ? `[${host}]` : host;
+      this.#address = { host, port, url: `http://${urlHost}:${port}` };
+      this.#state = 'running';
+      this.#log.info({ address: this.#address.url, index: store.latestIndex() }, 'server started');
+      return this.#address;
+    } catch (err) {
+      this.#log.error({ err: describeError(err) }, 'server failed to start');
+      await this.#teardown();
+      this.#state = 'stopped';
+      if (err instanceof BerthError) throw new ServerError('SERVER_START', `server failed to start: ${err.message}`, { cause: err });
+      throw new ServerError('SERVER_START', `server failed to start: ${describeError(err)}`, { cause: err });
+    }
+  }
+
+  /** Stops everything in reverse order. Safe twice, and before start. */
+  stop(): Promise<void> {
+    if (this.#state === 'idle') {
+      this.#state = 'stopped';
+      return Promise.resolve();
+    }
+    this.#stopping ??= (async () => {
+      this.#state = 'stopping';
+      await this.#teardown();
+      this.#state = 'stopped';
+      this.#log.info('server stopped');
+    })();
+    return this.#stopping;
+  }
+
+  async #teardown(): Promise<void> {
+    const step = async (what: string, fn: () => unknown): Promise<void> => {
+      try {
+        await fn();
+      } catch (err) {
+        this.#log.warn({ what, err: describeError(err) }, 'error while stopping');
+      }
+    };
+    await step('http', () => this.#api?.close());
+    await step('eval worker', () => this.#worker?.stop());
+    await step('nodes', () => this.#nodes?.stop());
+    await step('plugins', () => this.#plugins?.stop());
+    await step('connections', () => this.#connections?.closeAll());
+    if (this.#ownsStore) await step('store', () => this.#store?.close());
+    this.#address = undefined;
+  }
+}

@@ -1,0 +1,83 @@
+// A real server on a temporary directory and an ephemeral port, with one
+// token per role, and a small HTTP client for the tests.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ManualClock, type Clock } from '../../src/lib/index.js';
+import { Server, type ApiToken } from '../../src/server/index.js';
+
+export const TOKENS = {
+  management: 'mgmt-token-0123456789',
+  readOnly: 'read-token-0123456789',
+  node: 'node-token-0123456789',
+} as const;
+
+export const API_TOKENS: ApiToken[] = [
+  { name: 'ops', secret: TOKENS.management, role: 'management' },
+  { name: 'viewer', secret: TOKENS.readOnly, role: 'read-only' },
+  { name: 'agents', secret: TOKENS.node, role: 'node' },
+];
+
+export interface Answer<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+export interface Harness {
+  server: Server;
+  url: string;
+  dir: string;
+  clock: Clock;
+  call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null }): Promise<Answer<T>>;
+  close(): Promise<void>;
+}
+
+export async function startServer(opts: { clock?: Clock; dir?: string; heartbeatTtlMs?: number } = {}): Promise<Harness> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'berth-srv-'));
+  const clock = opts.clock ?? new ManualClock(1_700_000_000_000);
+  const server = new Server({ dataDir: dir, clock, tokens: API_TOKENS, heartbeatTtlMs: opts.heartbeatTtlMs ?? 30_000, eventHeartbeatMs: 200 });
+  const { url } = await server.start();
+  return {
+    server,
+    url,
+    dir,
+    clock,
+    async call<T>(method: string, path: string, o: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
+      const headers: Record<string, string> = {};
+      const token = o.token === undefined ? TOKENS.management : o.token;
+      if (token !== null) headers['authorization'] = `Bearer ${token}`;
+      if (o.body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(url + path, { method, headers, ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}) });
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        /* not JSON */
+      }
+      return { status: res.status, body: body as T, headers: res.headers, text };
+    },
+    async close() {
+      await server.stop();
+      if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A node fingerprint with the exec driver and, optionally, CSI plugin reports. */
+export function fingerprint(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name,
+    datacenter: 'dc1',
+    httpAddr: '',
+    drivers: { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', 'none'] } },
+    resources: { cpuMhz: 4000, memoryMb: 4096 },
+    attributes: {},
+    csiControllerPlugins: {},
+    csiNodePlugins: {},
+    ...extra,
+  };
+}

@@ -1,0 +1,147 @@
+// The HTTP API end to end over real HTTP: token roles, the error envelope,
+// jobs -> evaluations -> allocations, node endpoints, blocking queries and
+// the event stream.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, Evaluation, Job, Node } from '../../src/structs/index.js';
+import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
+
+let h: Harness;
+before(async () => {
+  h = await startServer();
+});
+after(async () => {
+  await h.close();
+});
+
+const webJob = (count = 2) => ({
+  job: { id: 'web', groups: [{ name: 'web', count, tasks: [{ name: 'srv', driver: 'exec', resources: { cpuMhz: 500, memoryMb: 256 } }] }] },
+});
+
+describe('HTTP API', () => {
+  it('tells a missing token (401) from a token without the role (403)', async () => {
+    const none = await h.call('GET', '/v1/jobs', { token: null });
+    assert.equal(none.status, 401);
+    assert.deepEqual(Object.keys(none.body as object).sort(), ['code', 'details', 'message']);
+    assert.equal((none.body as { code: string }).code, 'UNAUTHENTICATED');
+    assert.equal((await h.call('GET', '/v1/jobs', { token: 'wrong-token-xxxxxxxx' })).status, 401);
+
+    assert.equal((await h.call('GET', '/v1/jobs', { token: TOKENS.readOnly })).status, 200);
+    const roWrite = await h.call('POST', '/v1/jobs', { token: TOKENS.readOnly, body: webJob() });
+    assert.equal(roWrite.status, 403);
+    assert.equal((roWrite.body as { code: string }).code, 'FORBIDDEN');
+    assert.equal((await h.call('GET', '/v1/jobs', { token: TOKENS.node })).status, 403, 'node tokens read only their own endpoints');
+    assert.equal((await h.call('POST', '/v1/node/register', { token: TOKENS.readOnly, body: fingerprint('x') })).status, 403);
+    assert.equal((await h.call('GET', '/v1/nowhere')).status, 404);
+  });
+
+  it('answers validation errors with 400 and every problem with its path', async () => {
+    const res = await h.call<{ code: string; message: string; details: { problems: Array<{ path: string }> } }>('POST', '/v1/jobs', {
+      body: { job: { id: 'bad', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', volumeMounts: [{ volume: 'x', destination: 'rel' }] }] }] } },
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.code, 'INVALID');
+    assert.deepEqual(res.body.details.problems.map((p) => p.path).sort(), [
+      'groups[0].tasks[0].volumeMounts[0].destination',
+      'groups[0].tasks[0].volumeMounts[0].volume',
+    ]);
+    const malformed = await fetch(h.url + '/v1/jobs', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.management}`, 'content-type': 'application/json' },
+      body: '{not json',
+    });
+    assert.equal(malformed.status, 400);
+  });
+
+  it('registers a node, places a job on it, and lets the node report status', async () => {
+    const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n1') } });
+    assert.equal(reg.status, 200);
+    const nodeId = reg.body.node.id;
+
+    const res = await h.call<{ evaluation: Evaluation; job: Job }>('POST', '/v1/jobs', { body: webJob(2) });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.evaluation.status, 'complete');
+    assert.equal(res.body.evaluation.placed, 2);
+
+    const allocs = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
+    assert.equal(allocs.status, 200);
+    assert.equal(allocs.body.length, 2);
+    assert.equal(allocs.body[0]!.job?.id, 'web', 'the node gets the job with its allocations');
+    const index = Number(allocs.headers.get('x-berth-index'));
+    assert.ok(index > 0);
+
+    // A blocking read returns when the node's report changes the allocations.
+    const waiting = h.call<Allocation[]>('GET', `/v1/job/web/allocations?index=${index}&wait=20s`, { token: TOKENS.readOnly });
+    const report = await h.call('POST', `/v1/node/${nodeId}/allocations`, {
+      token: TOKENS.node,
+      body: { allocations: allocs.body.map((a) => ({ id: a.id, clientStatus: 'running' })) },
+    });
+    assert.equal(report.status, 200);
+    const woke = await waiting;
+    assert.ok(Number(woke.headers.get('x-berth-index')) > index);
+    assert.ok(woke.body.every((a) => a.clientStatus === 'running'));
+    assert.equal((await h.call<Job>('GET', '/v1/job/web')).body.status, 'running');
+
+    // A node may not report another node's allocation.
+    const other = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n2') } });
+    const foreign = await h.call('POST', `/v1/node/${other.body.node.id}/allocations`, {
+      token: TOKENS.node,
+      body: { allocations: [{ id: allocs.body[0]!.id, clientStatus: 'failed' }] },
+    });
+    assert.equal(foreign.status, 403);
+  });
+
+  it('blocking query with a wait returns the current index when nothing changes', async () => {
+    const first = await h.call('GET', '/v1/evaluations');
+    const index = Number(first.headers.get('x-berth-index'));
+    const again = await h.call('GET', `/v1/evaluations?index=${index}&wait=50ms`);
+    assert.equal(again.status, 200);
+    assert.equal(Number(again.headers.get('x-berth-index')), index);
+    assert.equal((await h.call('GET', '/v1/evaluations?index=-1')).status, 400);
+  });
+
+  it('streams changes as NDJSON, filtered by topic', async () => {
+    const start = Number((await h.call('GET', '/v1/jobs')).headers.get('x-berth-index'));
+    const ac = new AbortController();
+    const res = await fetch(`${h.url}/v1/event/stream?topic=job&topic=evaluation&index=${start}`, {
+      headers: { authorization: `Bearer ${TOKENS.readOnly}` },
+      signal: ac.signal,
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /ndjson/);
+    await h.call('POST', '/v1/jobs', { body: { job: { id: 'batch1', type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] } } });
+    const seen: Array<{ topic: string; op: string; payload: { id?: string; jobId?: string } }> = [];
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buf = '';
+    while (!(seen.some((e) => e.topic === 'job' && e.payload.id === 'batch1') && seen.some((e) => e.topic === 'evaluation'))) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const l = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const ev = JSON.parse(l) as (typeof seen)[number];
+        if (ev.topic) seen.push(ev);
+      }
+    }
+    ac.abort();
+    assert.ok(seen.length > 0);
+    assert.ok(seen.every((e) => e.topic === 'job' || e.topic === 'evaluation'), 'only the asked topics');
+    assert.equal((await h.call('GET', '/v1/event/stream?topic=weather', { token: TOKENS.readOnly })).status, 400);
+  });
+
+  it('stops and purges a job', async () => {
+    const stop = await h.call<{ evaluation: Evaluation }>('DELETE', '/v1/job/web');
+    assert.equal(stop.status, 200);
+    assert.equal(stop.body.evaluation.stopped, 2);
+    const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
+    assert.ok(allocs.body.every((a) => a.desiredStatus === 'stop'));
+    assert.equal((await h.call('DELETE', '/v1/job/web?purge=true')).status, 200);
+    const gone = await h.call<{ code: string }>('GET', '/v1/job/web');
+    assert.equal(gone.status, 404);
+    assert.equal(gone.body.code, 'NOT_FOUND');
+  });
+});
