@@ -302,7 +302,8 @@ export class VolumeManager {
     if (this.#state !== 'running') {
       return Promise.reject(new VolumeError('VOLUME_MANAGER_STOPPED', `volume manager of ${this.pluginId} is ${this.#state}`));
     }
-    const combined = signal ? AbortSignal.any([signal, this.#stopping.signal]) : this.#stopping.signal;
+    // A signal of its own per operation: waiters listen on it, never on the shared stop signal.
+    const combined = AbortSignal.any(signal ? [signal, this.#stopping.signal] : [this.#stopping.signal]);
     const op = fn(combined);
     this.#inFlight.add(op);
     const forget = (): void => {
@@ -685,7 +686,7 @@ export class VolumeManager {
   async #unstageIfUnused(key: string, signal: AbortSignal, log: Logger): Promise<boolean> {
     const prev = this.#records.getStage(key);
     if (!prev) return false;
-    if (this.#records.publications().some(({ value }) => value.stageKey === key)) return false;
+    if (this.#records.usersOf(key) > 0) return false;
     throwIfAborted(signal);
     const rec: StageRecord = { ...prev, op: 'unstage', state: 'pending', updatedAt: this.#clock.now() };
     this.#records.putStage(key, rec);

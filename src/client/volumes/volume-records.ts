@@ -105,8 +105,17 @@ export class VolumeRecords {
     return `${this.#prefix}${pathKey(namespace, 'namespace')}/${pathKey(volumeId, 'volume ID')}/${usage}`;
   }
 
+  /**
+   * A publication's key starts with its staging's key, so the users of a
+   * staging are one prefix scan away (`usersOf`).
+   */
   publishKey(allocId: string, namespace: string, volumeId: string, usage: string): string {
-    return `${this.#prefix}${pathKey(allocId, 'allocation ID')}/${pathKey(namespace, 'namespace')}/${pathKey(volumeId, 'volume ID')}/${usage}`;
+    return `${this.stageKey(namespace, volumeId, usage)}/${pathKey(allocId, 'allocation ID')}`;
+  }
+
+  /** How many publications (in any state) use the staging under `stageKey`: its usage count. */
+  usersOf(stageKey: string): number {
+    return this.#publications.listPrefix(`${stageKey}/`).length;
   }
 
   getStage(key: string): StageRecord | undefined {
