@@ -317,6 +317,55 @@ describe('VolumeManager with the fake plugin', () => {
     await assert.rejects(bare.expand(vol, 'a1', RW, { capacityRange: { requiredBytes: 1 } }), isVolumeError('VOLUME_NOT_SUPPORTED'));
   });
 
+  it('sends the paths as the plugin sees them and creates the directories where the host sees them', async () => {
+    const vm = await h.manager({ pluginMountRoot: '/csi' });
+    const { source } = await vm.mountVolume(vol, 'a1', RW);
+    const stage = h.fake.callsTo('NodeStageVolume')[0]!.request;
+    const publish = h.fake.callsTo('NodePublishVolume')[0]!.request;
+    assert.equal(stage['stagingTargetPath'], '/csi/staging/default/vol-1/rw-file-system-single-node-writer');
+    assert.equal(publish['targetPath'], '/csi/per-alloc/a1/vol-1/rw-file-system-single-node-writer');
+    assert.equal(source, path.join(vm.paths.root, 'per-alloc/a1/vol-1/rw-file-system-single-node-writer'));
+    assert.ok(existsSync(path.join(vm.paths.root, 'staging/default/vol-1/rw-file-system-single-node-writer')));
+    assert.ok(existsSync(path.dirname(source)));
+    await vm.unmountVolume(vol, 'a1', RW);
+    assert.equal(h.fake.callsTo('NodeUnstageVolume')[0]!.request['stagingTargetPath'], stage['stagingTargetPath']);
+    assert.equal(h.fake.callsTo('NodeUnpublishVolume')[0]!.request['targetPath'], publish['targetPath']);
+  });
+
+  it('leaves an uncertain publication that needs secrets to the caller after a restart, without tearing it down', async () => {
+    const vm = await h.manager();
+    const secrets = new SecretMap({ key: 'k' });
+    h.fake.hangNext('NodePublishVolume');
+    const mounting = vm.mountVolume(vol, 'a1', RW, { secrets }).catch((e: unknown) => e);
+    await h.fake.waitForCall('NodePublishVolume');
+    await vm.stop();
+    assert.ok((await mounting) instanceof VolumeError);
+
+    h.reopenStore();
+    h.fake.clearCalls();
+    const vm2 = await h.manager();
+    const report = await vm2.reconcile([{ volumeId: 'vol-1', allocId: 'a1' }]);
+    assert.deepEqual(report.awaitingMount, [{ volumeId: 'vol-1', allocId: 'a1' }]);
+    assert.equal(h.fake.calls.length, 0, 'neither re-sent without its secrets nor torn down');
+    await vm2.mountVolume(vol, 'a1', RW, { secrets });
+    assert.deepEqual(rpcs(h), ['NodeStageVolume', 'NodePublishVolume']);
+    assert.deepEqual((h.fake.callsTo('NodePublishVolume')[0]!.request['secrets'] as SecretMap).reveal(), { key: 'k' });
+    assert.equal(h.store.bucket<PublishRecord>(PUBLISH_BUCKET).list()[0]?.value.state, 'done');
+  });
+
+  it('publishes a block volume to a target the plugin creates under a parent the CO creates', async () => {
+    const vm = await h.manager();
+    const block: VolumeUsage = { readOnly: true, attachmentMode: 'block-device', accessMode: 'single-node-reader-only' };
+    const { source } = await vm.mountVolume(vol, 'a1', block);
+    const publish = h.fake.callsTo('NodePublishVolume')[0]!.request;
+    assert.equal(publish['targetPath'], source);
+    assert.equal(publish['readonly'], true);
+    assert.match(source, /ro-block-device-single-node-reader-only$/);
+    assert.ok(existsSync(path.dirname(source)) && !existsSync(source));
+    await vm.unmountVolume(vol, 'a1', block);
+    assert.deepEqual(rpcs(h), ['NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']);
+  });
+
   it('refuses calls before start and after stop; stop is safe twice', async () => {
     const vm = await h.manager();
     await vm.stop();

@@ -149,6 +149,8 @@ interface StepSpec {
 
 interface PublishSpec extends StepSpec {
   allocId: string;
+  /** Whether this publication goes through a staging (STAGE_UNSTAGE_VOLUME, or recorded so). */
+  staged: boolean;
   publishKey: string;
   target: PluginPath;
 }
@@ -331,14 +333,14 @@ export class VolumeManager {
    */
   mountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: MountVolumeOptions = {}): Promise<{ source: string }> {
     return this.#run(opts.signal, async (signal) => {
-      const spec = this.#publishSpec(volume, allocId, usage, opts);
+      const spec = this.#publishSpec(volume, allocId, usage, opts, this.#stages());
       return this.#locks.with(spec.externalId, signal, async () => {
         const log = this.#logger.child({ volumeId: spec.volumeId, allocId });
-        if (this.#stages()) await this.#stage(spec, signal, log);
+        if (spec.staged) await this.#stage(spec, signal, log);
         try {
           await this.#publish(spec, signal, log);
         } catch (err) {
-          if (err instanceof VolumeError && err.code === 'VOLUME_MOUNT_FAILED' && this.#stages()) {
+          if (err instanceof VolumeError && err.code === 'VOLUME_MOUNT_FAILED' && spec.staged) {
             // The publish did not happen; a staging nobody uses is undone now rather than left to reconcile.
             await this.#unstageIfUnused(spec.stageKey, signal, log).catch((e: unknown) =>
               log.warn({ err: describeError(e) }, 'could not unstage after a failed publish; reconcile will retry'),
@@ -505,7 +507,7 @@ export class VolumeManager {
         if (wantedPairs.has(pairKey(rec.volumeId, rec.allocId))) {
           if (rec.state === 'done') {
             report.kept.push(pair);
-          } else if (!rec.replayable) {
+          } else if (!rec.replayable || !this.#stageReplayable(rec)) {
             report.awaitingMount.push(pair);
           } else {
             const spec = this.#specFromRecord(rec);
@@ -533,6 +535,12 @@ export class VolumeManager {
         report.failed.push({ volumeId: rec.volumeId, code: err instanceof BerthError ? err.code : 'UNKNOWN', message: describeError(err) });
       }
     }
+  }
+
+  /** False when the publication's staging must be redone and that needs what is never recorded. */
+  #stageReplayable(rec: PublishRecord): boolean {
+    const stage = rec.stageKey ? this.#records.getStage(rec.stageKey) : undefined;
+    return !stage || (stage.state === 'done' && stage.op === 'stage') || stage.replayable;
   }
 
   /** Removes empty, unmounted directories under staging/ and per-alloc/ that no record names. */
@@ -615,7 +623,7 @@ export class VolumeManager {
     throwIfAborted(signal);
     // The CO makes the parent; the plugin makes the target itself.
     await mkdir(path.dirname(spec.target.host), { recursive: true, mode: 0o750 });
-    const stages = this.#stages();
+    const stages = spec.staged;
     const rec: PublishRecord = {
       ...this.#recordBase(spec),
       op: 'publish',
@@ -761,7 +769,7 @@ export class VolumeManager {
     };
   }
 
-  #publishSpec(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: MountVolumeOptions): PublishSpec {
+  #publishSpec(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: MountVolumeOptions, staged = false): PublishSpec {
     const paths = this.paths;
     const namespace = volume.namespace ?? 'default';
     const externalId = volume.externalId ?? volume.id;
@@ -774,6 +782,7 @@ export class VolumeManager {
       volumeId: volume.id,
       externalId,
       allocId,
+      staged,
       usageKey: key,
       readOnly: usage.readOnly,
       capability,
@@ -811,6 +820,7 @@ export class VolumeManager {
       rec.allocId,
       usage,
       { publishContext: stageRec?.publishContext ?? rec.publishContext },
+      rec.stageKey !== undefined,
     );
   }
 }
