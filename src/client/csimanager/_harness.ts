@@ -82,11 +82,11 @@ export class ManagerHarness<VM extends ManagedVolumeManager = ManagedVolumeManag
 
   /**
    * Moves the manual clock `stepMs` at a time, letting real I/O run in
-   * between, until `pred` holds. Fails with what was seen after ~5 s of
+   * between, until `pred` holds. Fails with what was seen after ~10 s of
    * real time. Tests use it for "eventually", never to measure time.
    */
   async until(pred: () => boolean, what: string, stepMs = 50): Promise<void> {
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 10_000;
     while (!pred()) {
       if (Date.now() > deadline) {
         const seen = this.events.map((e) => e.message).join('\n  ');
