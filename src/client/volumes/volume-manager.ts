@@ -376,7 +376,8 @@ export class VolumeManager {
   // ---- stats / expand -------------------------------------------------------
 
   /**
-   * NodeGetVolumeStats of the allocation's publication. Throws VolumeError
+   * NodeGetVolumeStats of the allocation's publication, serialized with the
+   * volume's other calls. Throws VolumeError
    * VOLUME_NOT_SUPPORTED without GET_VOLUME_STATS, VOLUME_NOT_MOUNTED when
    * no publication is recorded, and the plugin's CsiError as is.
    */
@@ -384,11 +385,14 @@ export class VolumeManager {
     return this.#run(opts.signal, async (signal) => {
       this.#requireCapability('GET_VOLUME_STATS', 'volume stats');
       const spec = this.#publishSpec(volume, allocId, usage, {});
-      const rec = this.#publishedOrThrow(spec);
-      const stageRec = rec.stageKey ? this.#records.getStage(rec.stageKey) : undefined;
-      const callOpts: CallOptions & { stagingTargetPath?: string } = { signal };
-      if (stageRec) callOpts.stagingTargetPath = stageRec.pluginStagingPath;
-      return this.#getClient().nodeGetVolumeStats(spec.externalId, rec.pluginTargetPath, callOpts);
+      // Even a read takes the volume's turn: the plugin sees one call per volume at a time.
+      return this.#locks.with(spec.externalId, signal, async () => {
+        const rec = this.#publishedOrThrow(spec);
+        const stageRec = rec.stageKey ? this.#records.getStage(rec.stageKey) : undefined;
+        const callOpts: CallOptions & { stagingTargetPath?: string } = { signal };
+        if (stageRec) callOpts.stagingTargetPath = stageRec.pluginStagingPath;
+        return this.#getClient().nodeGetVolumeStats(spec.externalId, rec.pluginTargetPath, callOpts);
+      });
     });
   }
 
