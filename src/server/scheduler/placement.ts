@@ -33,6 +33,9 @@ export interface NodeUsage {
   jobAllocs: Map<string, number>;
 }
 
+/** Read-only stand-in for a node with nothing on it (never mutated). */
+const EMPTY_USAGE: NodeUsage = emptyUsage();
+
 export function emptyUsage(): NodeUsage {
   return { cpuMhz: 0, memoryMb: 0, volumes: new Map(), jobAllocs: new Map() };
 }
@@ -134,16 +137,33 @@ function staticReason(node: Node, datacenters: readonly string[], group: TaskGro
   return undefined;
 }
 
+/** A volume's claims summarised for fast checks: writers, and claims per node. */
+interface ClaimTally {
+  volume: PlacementVolume;
+  writers: number;
+  byNode: Map<string, number>;
+}
+
+function tally(volume: PlacementVolume, replacing: ReadonlySet<string>): ClaimTally {
+  const t: ClaimTally = { volume, writers: 0, byNode: new Map() };
+  for (const c of volume.claims) {
+    if (replacing.has(c.allocId)) continue;
+    if (c.mode === 'write') t.writers++;
+    t.byNode.set(c.nodeId, (t.byNode.get(c.nodeId) ?? 0) + 1);
+  }
+  return t;
+}
+
 /**
- * Why the claims already on `volume` leave no room for a new claim by an
+ * Why the claims already on the volume leave no room for a new claim by an
  * allocation on `nodeId`, or undefined when there is room.
  */
-function claimReason(volume: PlacementVolume, need: VolumeNeed, nodeId: string, replacing: ReadonlySet<string>): string | undefined {
-  const claims = volume.claims.filter((c) => !replacing.has(c.allocId));
-  if (!need.readOnly && SINGLE_WRITER_MODES.has(volume.accessMode) && claims.some((c) => c.mode === 'write')) {
+function claimReason(t: ClaimTally, need: VolumeNeed, nodeId: string): string | undefined {
+  const { volume } = t;
+  if (!need.readOnly && SINGLE_WRITER_MODES.has(volume.accessMode) && t.writers > 0) {
     return `found no free write claim on volume ${volume.id}`;
   }
-  if (SINGLE_NODE_MODES.has(volume.accessMode) && claims.some((c) => c.nodeId !== nodeId)) {
+  if (SINGLE_NODE_MODES.has(volume.accessMode) && (t.byNode.size > 1 || (t.byNode.size === 1 && !t.byNode.has(nodeId)))) {
     return `could not use volume ${volume.id}, which is in use on another node`;
   }
   return undefined;
@@ -160,17 +180,17 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   const { group, nodes, usage, jobId } = input;
   const replacing = input.replacing ?? new Set<string>();
   const need = groupResources(group);
-  // Claims added by this run are tracked on copies so the caller's volumes stay as read.
-  const volumes = new Map<string, PlacementVolume>();
-  const volumeOf = (id: string): PlacementVolume | undefined => {
-    let v = volumes.get(id);
-    if (!v) {
+  // Claims added by this run are tallied here so the caller's volumes stay as read.
+  const tallies = new Map<string, ClaimTally>();
+  const volumeOf = (id: string): ClaimTally | undefined => {
+    let t = tallies.get(id);
+    if (!t) {
       const orig = input.volumes.get(id);
       if (!orig) return undefined;
-      v = { ...orig, claims: [...orig.claims] };
-      volumes.set(id, v);
+      t = tally(orig, replacing);
+      tallies.set(id, t);
     }
-    return v;
+    return t;
   };
 
   // Static feasibility, once per node for the whole group.
@@ -193,10 +213,17 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   let failure: PlacementFailure | undefined;
   for (const index of input.indexes) {
     const needs = volumeNeeds(group, index);
-    const vols: Array<{ need: VolumeNeed; volume: PlacementVolume | undefined }> = needs.map((n) => ({
-      need: n,
-      volume: volumeOf(n.volumeId),
-    }));
+    const vols: Array<{ need: VolumeNeed; volume: PlacementVolume | undefined; tally: ClaimTally | undefined }> = needs.map((n) => {
+      const t = volumeOf(n.volumeId);
+      return { need: n, volume: t?.volume, tally: t };
+    });
+    const byPlugin = new Map<string, string[]>();
+    for (const { volume } of vols) {
+      if (!volume) continue;
+      const ids = byPlugin.get(volume.pluginId) ?? [];
+      if (!ids.includes(volume.id)) ids.push(volume.id);
+      byPlugin.set(volume.pluginId, ids);
+    }
     const reasons = new Map<string, number>();
     const note = (r: string): void => void reasons.set(r, (reasons.get(r) ?? 0) + 1);
     let filtered = 0;
@@ -204,27 +231,19 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     let best: { node: Node; score: number } | undefined;
 
     for (const node of candidates) {
-      const used = usage.get(node.id) ?? emptyUsage();
+      const used = usage.get(node.id) ?? EMPTY_USAGE;
       let reason: string | undefined;
       let isExhaustion = false;
-      for (const { need: n, volume } of vols) {
-        if (!volume) reason = `could not use volume ${n.volumeId}, which is not registered`;
+      for (const { need: n, volume, tally: t } of vols) {
+        if (!volume || !t) reason = `could not use volume ${n.volumeId}, which is not registered`;
         else if (!volume.schedulable) reason = `could not use volume ${volume.id}, whose plugin has no healthy instances`;
         else if (!node.csiNodePlugins[volume.pluginId]?.healthy) reason = `lacked a healthy node plugin for ${volume.pluginId}`;
         else if (!topologyMatches(volume.topologies, node.csiNodePlugins[volume.pluginId]?.fingerprint?.node?.info.accessibleTopology)) {
           reason = `did not satisfy the topology of volume ${volume.id}`;
-        } else reason = claimReason(volume, n, node.id, replacing);
+        } else reason = claimReason(t, n, node.id);
         if (reason) break;
       }
       if (!reason) {
-        // Max volumes per node, per plugin, counting volumes already there once.
-        const newByPlugin = new Map<string, Set<string>>();
-        for (const { volume } of vols) {
-          if (!volume || used.volumes.get(volume.pluginId)?.has(volume.id)) continue;
-          const set = newByPlugin.get(volume.pluginId) ?? new Set<string>();
-          set.add(volume.id);
-          newByPlugin.set(volume.pluginId, set);
-        }
         for (const { volume } of vols) {
           if (volume?.exhaustedNodes?.has(node.id) && !used.volumes.get(volume.pluginId)?.has(volume.id)) {
             reason = `reached the volume limit of plugin ${volume.pluginId}`;
@@ -232,9 +251,13 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
             break;
           }
         }
-        for (const [pluginId, added] of reason ? [] : newByPlugin) {
+        // Max volumes per node, per plugin, counting volumes already there once.
+        for (const [pluginId, ids] of reason ? [] : byPlugin) {
           const max = node.csiNodePlugins[pluginId]?.fingerprint?.node?.info.maxVolumesPerNode ?? 0;
-          if (max > 0 && (used.volumes.get(pluginId)?.size ?? 0) + added.size > max) {
+          if (max === 0) continue;
+          const there = used.volumes.get(pluginId);
+          const added = there ? ids.filter((id) => !there.has(id)).length : ids.length;
+          if ((there?.size ?? 0) + added > max) {
             reason = `reached the maximum number of volumes for plugin ${pluginId}`;
             isExhaustion = true;
             break;
@@ -279,12 +302,13 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     used.cpuMhz += need.cpuMhz;
     used.memoryMb += need.memoryMb;
     used.jobAllocs.set(jobId, (used.jobAllocs.get(jobId) ?? 0) + 1);
-    for (const { need: n, volume } of vols) {
-      if (!volume) continue;
+    for (const { need: n, volume, tally: t } of vols) {
+      if (!volume || !t) continue;
       const set = used.volumes.get(volume.pluginId) ?? new Set<string>();
       set.add(volume.id);
       used.volumes.set(volume.pluginId, set);
-      volume.claims.push({ allocId: `planned:${index}`, nodeId: node.id, mode: n.readOnly ? 'read' : 'write' });
+      if (!n.readOnly) t.writers++;
+      t.byNode.set(node.id, (t.byNode.get(node.id) ?? 0) + 1);
     }
   }
   return failure ? { placements, failure } : { placements };
