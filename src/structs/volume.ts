@@ -106,6 +106,13 @@ export interface VolumeClaim {
   namespace: string;
   volumeId: string;
   allocId: string;
+  /**
+   * Copied from the volume by VolumeService so that a release never depends
+   * on the volume row (it may be force-deregistered). Optional only so that
+   * rows written by hand (tests) stay valid; the release falls back to the volume.
+   */
+  pluginId?: string;
+  externalVolumeId?: string;
   /** Berth's node ID of the node that mounts it. */
   nodeId: string;
   /** The plugin's NodeGetInfo.node_id on that node (what ControllerPublish was sent). */

@@ -142,6 +142,8 @@ describe('SqliteStateStore', () => {
             namespace: 'default',
             volumeId: vol!,
             allocId: alloc!,
+            pluginId: 'fake',
+            externalVolumeId: `ext-${vol}`,
             nodeId: 'n1',
             externalNodeId: 'n1',
             mode: 'read',

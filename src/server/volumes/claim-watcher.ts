@@ -1,0 +1,155 @@
+import {
+  AbortedError,
+  backoffDelay,
+  describeError,
+  silentLogger,
+  systemClock,
+  type BackoffPolicy,
+  type Clock,
+  type Logger,
+} from '../../lib/index.js';
+import { StateStoreError, rowKey, type StateStore } from '../state/index.js';
+import type { VolumeService } from './volume-service.js';
+
+export interface ClaimWatcherOptions {
+  store: StateStore;
+  volumes: VolumeService;
+  clock?: Clock;
+  logger?: Logger;
+  /** Backoff between failed releases of one claim. Default 1 s doubling to 2 min, 20 % jitter. */
+  backoff?: Partial<BackoffPolicy>;
+  /** Randomness for jitter; injectable for tests. */
+  random?: () => number;
+}
+
+export type ClaimWatcherState = 'idle' | 'running' | 'stopping' | 'stopped';
+
+const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 1000, maxDelayMs: 120_000, multiplier: 2, jitter: 0.2 };
+
+/**
+ * Releases every claim that must go: its allocation is client-terminal or
+ * gone, its node is down or gone, or a release was left half done (by a
+ * crash, or a failure). Never while the allocation still runs on a live
+ * node. Wakes on changes to claims, allocations and nodes (blocking reads),
+ * and on the clock when a failed release's backoff ends.
+ *
+ * Lifecycle: start() returns once the first pass was started; stop() is
+ * safe twice, stops starting releases and waits for those in flight.
+ */
+export class ClaimWatcher {
+  readonly #store: StateStore;
+  readonly #volumes: VolumeService;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #backoff: BackoffPolicy;
+  readonly #random: () => number;
+  /** Claim key -> failed attempts and when the next may start (clock ms). */
+  readonly #retry = new Map<string, { failures: number; notBefore: number }>();
+  readonly #inFlight = new Set<Promise<void>>();
+  #state: ClaimWatcherState = 'idle';
+  #ac: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+
+  constructor(opts: ClaimWatcherOptions) {
+    this.#store = opts.store;
+    this.#volumes = opts.volumes;
+    this.#clock = opts.clock ?? systemClock;
+    this.#logger = (opts.logger ?? silentLogger()).child({ component: 'claim-watcher' });
+    this.#backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.#random = opts.random ?? Math.random;
+  }
+
+  get state(): ClaimWatcherState {
+    return this.#state;
+  }
+
+  /**
+   * One pass: starts the release of every claim that must go and is not
+   * backing off or already releasing. Returns the releases it started (they
+   * never reject; failures back off). Synchronous apart from the releases.
+   */
+  sweep(): Promise<void>[] {
+    const snap = this.#store.snapshot();
+    const now = this.#clock.now();
+    const started: Promise<void>[] = [];
+    const live = new Set<string>();
+    for (const claim of snap.list('claims')) {
+      const key = rowKey(claim.namespace, claim.volumeId, claim.allocId);
+      live.add(key);
+      const reason = this.#volumes.releaseReason(snap, claim);
+      if (!reason || this.#volumes.releasing(key)) continue;
+      const retry = this.#retry.get(key);
+      if (retry && retry.notBefore > now) continue;
+      const run = this.#release(key, reason);
+      started.push(run);
+    }
+    for (const key of this.#retry.keys()) if (!live.has(key)) this.#retry.delete(key);
+    return started;
+  }
+
+  #release(key: string, reason: string): Promise<void> {
+    const real = this.#volumes.releaseByKey(key, reason).then(
+      () => {
+        this.#retry.delete(key);
+      },
+      (err: unknown) => {
+        const failures = (this.#retry.get(key)?.failures ?? 0) + 1;
+        const delay = backoffDelay(this.#backoff, failures, this.#random);
+        this.#retry.set(key, { failures, notBefore: this.#clock.now() + delay });
+        this.#logger.warn({ claim: key, failures, delayMs: delay, err: describeError(err) }, 'claim release failed; backing off');
+      },
+    );
+    this.#inFlight.add(real);
+    void real.finally(() => this.#inFlight.delete(real));
+    return real;
+  }
+
+  /** When the earliest backoff ends (clock ms), or undefined when none is pending. */
+  #nextRetry(): number | undefined {
+    let next: number | undefined;
+    for (const r of this.#retry.values()) next = next === undefined ? r.notBefore : Math.min(next, r.notBefore);
+    return next;
+  }
+
+  async start(): Promise<void> {
+    if (this.#state === 'running') return;
+    this.#ac = new AbortController();
+    const signal = this.#ac.signal;
+    this.#state = 'running';
+    let seen = 0;
+    this.#loop = (async () => {
+      while (!signal.aborted) {
+        try {
+          seen = this.#store.latestIndex();
+          const started = this.sweep();
+          const wake = new AbortController();
+          const both = AbortSignal.any([signal, wake.signal]);
+          const waits: Promise<unknown>[] = [this.#store.blockUntil(['claims', 'allocations', 'nodes'], seen, { signal: both })];
+          const retryAt = this.#nextRetry();
+          if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both));
+          // A release that finishes changes claims, which wakes the blocking read.
+          void started;
+          try {
+            await Promise.race(waits);
+          } finally {
+            wake.abort();
+            await Promise.allSettled(waits);
+          }
+        } catch (err) {
+          if (err instanceof AbortedError || (err instanceof StateStoreError && err.code === 'STORE_CLOSED')) break;
+          this.#logger.error({ err: describeError(err) }, 'claim watcher pass failed');
+          await this.#clock.sleep(this.#backoff.initialDelayMs, signal).catch(() => undefined);
+        }
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#state !== 'running') return;
+    this.#state = 'stopping';
+    this.#ac?.abort();
+    await this.#loop;
+    await Promise.allSettled([...this.#inFlight]);
+    this.#state = 'stopped';
+  }
+}
