@@ -82,6 +82,30 @@ describe('volume manager restarts on the hostpath plugin', () => {
     }
   }
 
+  it('stopped right after NodeUnpublishVolume, restarted: only the owed Unstage is sent', async () => {
+    const volume = { id: 'data', externalId: await node.createVolume('data') };
+    const vm1 = await node.manager();
+    const { source } = await vm1.mountVolume(volume, ALLOC, SHARED);
+    let stopped: Promise<void> | undefined;
+    node.client.after = (call: SentCall) => {
+      if (call.rpc === 'NodeUnpublishVolume') stopped ??= vm1.stop();
+    };
+    await vm1.unmountVolume(volume, ALLOC, SHARED).catch(() => undefined);
+    await stopped;
+    node.client.after = undefined;
+    assert.ok(!isMounted(source));
+    assert.equal(mountsUnder(node.mountRoot).length, 1, 'the staging is still mounted');
+
+    node.reopenStore();
+    node.client.sent.length = 0;
+    const vm2 = await node.manager();
+    const report = await vm2.reconcile([]);
+    assert.deepEqual(node.client.sent.map((c) => c.rpc), ['NodeUnstageVolume']);
+    assert.deepEqual(report.unstaged, [{ volumeId: 'data', namespace: 'default' }]);
+    assert.deepEqual(mountsUnder(node.mountRoot), []);
+    assert.deepEqual(entriesOf(path.join(node.mountRoot, 'staging')), []);
+  });
+
   it('cleans up the mounts of a workload stopped while the agent was down, keeps the others, removes empty leftovers (scenario 13)', async () => {
     const volume = { id: 'shared', externalId: await node.createVolume('shared') };
     const vm1 = await node.manager();
