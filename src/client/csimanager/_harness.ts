@@ -11,6 +11,7 @@ import { ManualClock } from '../../lib/index.js';
 import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../structs/index.js';
 import { PluginRegistry, type PluginRegistration } from '../dynamicplugins/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
+import type { VolumeManager } from '../volumes/index.js';
 import { CsiManager, type CsiManagerOptions, type ManagedVolumeManager } from './csi-manager.js';
 
 export interface RecordedUpdate {
@@ -27,7 +28,7 @@ export const TEST_TIMING = {
   retryBackoff: { maxAttempts: Infinity, initialDelayMs: 100, maxDelayMs: 1_000, multiplier: 2, jitter: 0 },
 };
 
-export class ManagerHarness<VM extends ManagedVolumeManager = ManagedVolumeManager> {
+export class ManagerHarness<VM extends ManagedVolumeManager = VolumeManager> {
   readonly dir: string;
   readonly clock = new ManualClock(1_000_000);
   readonly store: SqliteClientStateStore;

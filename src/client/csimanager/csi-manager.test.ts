@@ -120,6 +120,14 @@ describe('CsiManager: health', () => {
     await h.until(() => h.report('fake')?.healthy === false, 'unhealthy', 100);
     assert.equal(h.report('fake')?.healthReason, 'probe failed: FAILED_PRECONDITION: disk controller offline');
     assert.throws(() => h.manager.mounterForPlugin('fake'), isNotHealthy(/^CSI plugin "fake" is not healthy: probe failed: FAILED_PRECONDITION: disk controller offline$/));
+    // A volume manager handed out before sends nothing to the unhealthy plugin either.
+    let mountFailed: unknown;
+    void mounter
+      .mountVolume({ id: 'v1' }, 'alloc-1', { readOnly: false, attachmentMode: 'file-system', accessMode: 'single-node-writer' })
+      .catch((err: unknown) => (mountFailed = err));
+    await h.until(() => mountFailed !== undefined, 'the mount gives up', 200);
+    assert.match((mountFailed as Error).message, /^staging volume v1 failed: CSI plugin "fake" is not healthy: probe failed: FAILED_PRECONDITION/);
+    assert.deepEqual(fake.calls.filter((c) => VOLUME_RPCS.has(c.rpc)), []);
     await h.until(() => h.healthTimeouts.length > 0, 'the health timeout is reached', 200);
     assert.deepEqual(h.healthTimeouts, ['csi-node/fake/a1']);
     assert.ok(h.messages().some((m) => /has been unhealthy for longer than its health timeout \(5000 ms\): probe failed/.test(m)));

@@ -36,7 +36,11 @@ export interface PluginSource {
 /** What the CSI manager gives a node plugin's volume manager when it builds one. */
 export interface VolumeManagerParams {
   pluginId: string;
-  /** The client of the instance serving the plugin now; throws CsiManagerError when none is running. */
+  /**
+   * The client of the healthy instance serving the plugin now; throws
+   * CsiManagerError (CSI_PLUGIN_NOT_FOUND, CSI_PLUGIN_UNHEALTHY) when there is
+   * none, so that no volume call is sent to an unhealthy plugin.
+   */
   getClient: () => CsiClient;
   store: ClientStateStore;
   /** Host path of the plugin's mount root. */
@@ -539,9 +543,13 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   #servingClient(name: string): CsiClient {
     const slot = this.#slots.get(slotKey('csi-node', name));
     if (!slot) throw new CsiManagerError('CSI_PLUGIN_NOT_FOUND', name, `CSI plugin "${name}" not found: no csi-node registration of it on this node`);
-    const client = this.#serving(slot).client;
-    if (!client) throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', name, `CSI plugin "${name}" is not healthy: ${this.#serving(slot).healthReason}`);
-    return client;
+    // No volume call goes to an instance that is not healthy, even through a
+    // volume manager handed out earlier: its attempt is not sent, and retried later.
+    const instance = this.#serving(slot);
+    if (!instance.client || !instance.healthy) {
+      throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', name, `CSI plugin "${name}" is not healthy: ${instance.healthReason}`);
+    }
+    return instance.client;
   }
 
   #servingNodeCapabilities(name: string): NodeCapability[] {
