@@ -816,7 +816,10 @@ export class VolumeService {
       if (!cur || cur.state !== from) return false;
       if (next === 'free') {
         txn.delete('claims', key);
-        clearNodeExhausted(txn, cur.pluginId ?? txn.get('volumes', rowKey(cur.namespace, cur.volumeId))?.pluginId ?? '', cur.nodeId);
+        // A real attachment went away: the node may have room again.
+        if (cur.controllerPublish === 'published') {
+          clearNodeExhausted(txn, cur.pluginId ?? txn.get('volumes', rowKey(cur.namespace, cur.volumeId))?.pluginId ?? '', cur.nodeId);
+        }
       } else txn.put('claims', { ...cur, ...next, lastError: '' });
       return true;
     }).result;
