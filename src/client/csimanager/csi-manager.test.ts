@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { CsiClient } from '../../csi/index.js';
 import { AbortedError } from '../../lib/index.js';
-import type { PluginEvent } from '../dynamicplugins/index.js';
+import { PluginRegistry, type PluginEvent } from '../dynamicplugins/index.js';
+import { SqliteClientStateStore } from '../state/index.js';
 import { ManagerHarness } from './_harness.js';
 import { CsiManagerError, type PluginSource } from './index.js';
 
@@ -161,7 +162,10 @@ describe('CsiManager: health', () => {
     await probing.start();
     h.register('never-alloc', bad.socketPath, { name: 'never' });
     h.register('probe-alloc', probing.socketPath, { name: 'probefail' });
+    // A socket path no unix socket can have: reported, retried, never a crash.
+    h.register('long-alloc', `/${'x'.repeat(150)}/csi.sock`, { name: 'longpath' });
     await h.manager.start();
+    await h.until(() => /^cannot connect to the plugin: CSI socket path is 160 bytes/.test(h.report('longpath')?.healthReason ?? ''), 'the unusable path reported');
 
     await h.until(() => /to appear/.test(h.report('never')?.healthReason ?? ''), 'the missing socket reported');
     await h.until(() => /probe failed: INTERNAL: cannot reach backend/.test(h.report('probefail')?.healthReason ?? ''), 'the probe error reported');
@@ -288,6 +292,32 @@ describe('CsiManager: instances follow the registry', () => {
     await h.until(() => h.report('fake')?.healthy === true, 'the resync found it', 500);
     h.registry.deregister('csi-node', 'fake', 'a1');
     await h.until(() => h.report('fake') === null, 'the resync found it gone', 1_000);
+  });
+
+  it('after an agent restart, the plugins registered before are found again from the client state file', async (t) => {
+    const h = new ManagerHarness();
+    t.after(() => h.close());
+    const fake = h.fake('p');
+    await fake.start();
+    h.register('a1', fake.socketPath, { name: 'kept' });
+    await h.manager.start();
+    await h.until(() => h.report('kept')?.healthy === true, 'healthy');
+    await h.manager.stop();
+
+    // A new agent process: a new store handle on the same file, a new registry, a new manager.
+    const store = SqliteClientStateStore.open(h.store.path);
+    const registry = new PluginRegistry({ store, clock: h.clock });
+    const manager = h.newManager({ registry, store });
+    t.after(async () => {
+      await manager.stop();
+      registry.close();
+      store.close();
+    });
+    const before = h.updates.length;
+    await manager.start();
+    const instance = await manager.managerForPlugin('kept', { signal: AbortSignal.timeout(10_000) });
+    assert.equal(instance.plugin.allocId, 'a1');
+    await h.until(() => h.updates.slice(before).some((u) => u.pluginId === 'kept' && u.report?.healthy === true), 'healthy after the restart');
   });
 
   it('managerForPlugin waits for the first fingerprint, even of a plugin not registered yet', async (t) => {
