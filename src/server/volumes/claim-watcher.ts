@@ -1,5 +1,4 @@
 import {
-  AbortedError,
   backoffDelay,
   describeError,
   silentLogger,
@@ -8,7 +7,7 @@ import {
   type Clock,
   type Logger,
 } from '../../lib/index.js';
-import { StateStoreError, rowKey, type StateStore } from '../state/index.js';
+import { rowKey, type StateStore } from '../state/index.js';
 import type { VolumeService } from './volume-service.js';
 
 export interface ClaimWatcherOptions {
@@ -46,9 +45,11 @@ export class ClaimWatcher {
   /** Claim key -> failed attempts and when the next may start (clock ms). */
   readonly #retry = new Map<string, { failures: number; notBefore: number }>();
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #mine = new Set<string>();
   #state: ClaimWatcherState = 'idle';
   #ac: AbortController | undefined;
   #loop: Promise<void> | undefined;
+  #wake: AbortController | undefined;
 
   constructor(opts: ClaimWatcherOptions) {
     this.#store = opts.store;
@@ -80,6 +81,8 @@ export class ClaimWatcher {
       if (!reason || this.#volumes.releasing(key)) continue;
       const retry = this.#retry.get(key);
       if (retry && retry.notBefore > now) continue;
+      // Started by this watcher and not yet settled here (its backoff is being scheduled).
+      if (this.#mine.has(key)) continue;
       const run = this.#release(key, reason);
       started.push(run);
     }
@@ -88,14 +91,18 @@ export class ClaimWatcher {
   }
 
   #release(key: string, reason: string): Promise<void> {
+    this.#mine.add(key);
     const real = this.#volumes.releaseByKey(key, reason).then(
       () => {
+        this.#mine.delete(key);
         this.#retry.delete(key);
       },
       (err: unknown) => {
         const failures = (this.#retry.get(key)?.failures ?? 0) + 1;
         const delay = backoffDelay(this.#backoff, failures, this.#random);
         this.#retry.set(key, { failures, notBefore: this.#clock.now() + delay });
+        this.#mine.delete(key);
+        this.#wake?.abort();
         this.#logger.warn({ claim: key, failures, delayMs: delay, err: describeError(err) }, 'claim release failed; backing off');
       },
     );
@@ -115,31 +122,32 @@ export class ClaimWatcher {
     if (this.#state === 'running') return;
     this.#ac = new AbortController();
     const signal = this.#ac.signal;
+    // Failures before a restart are known only from the claims: retry those at once, then back off from there.
+    const now = this.#clock.now();
+    for (const claim of this.#store.snapshot().list('claims', { filter: (c) => c.releaseAttempts > 0 })) {
+      this.#retry.set(rowKey(claim.namespace, claim.volumeId, claim.allocId), { failures: claim.releaseAttempts, notBefore: now });
+    }
     this.#state = 'running';
-    let seen = 0;
     this.#loop = (async () => {
-      while (!signal.aborted) {
+      while (!signal.aborted && !this.#store.closed) {
+        const seen = this.#store.latestIndex();
         try {
-          seen = this.#store.latestIndex();
-          const started = this.sweep();
-          const wake = new AbortController();
-          const both = AbortSignal.any([signal, wake.signal]);
-          const waits: Promise<unknown>[] = [this.#store.blockUntil(['claims', 'allocations', 'nodes'], seen, { signal: both })];
-          const retryAt = this.#nextRetry();
-          if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both));
-          // A release that finishes changes claims, which wakes the blocking read.
-          void started;
-          try {
-            await Promise.race(waits);
-          } finally {
-            wake.abort();
-            await Promise.allSettled(waits);
-          }
+          this.sweep();
         } catch (err) {
-          if (err instanceof AbortedError || (err instanceof StateStoreError && err.code === 'STORE_CLOSED')) break;
+          if (this.#store.closed) break;
           this.#logger.error({ err: describeError(err) }, 'claim watcher pass failed');
-          await this.#clock.sleep(this.#backoff.initialDelayMs, signal).catch(() => undefined);
         }
+        const wake = new AbortController();
+        this.#wake = wake;
+        const both = AbortSignal.any([signal, wake.signal]);
+        // A release that finishes changes claims, which wakes the blocking read;
+        // one that fails wakes the loop (#wake) to schedule its backoff.
+        const waits: Promise<unknown>[] = [this.#store.blockUntil(['claims', 'allocations', 'nodes'], seen, { signal: both })];
+        const retryAt = this.#nextRetry();
+        if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both));
+        await Promise.race(waits).catch(() => undefined);
+        wake.abort();
+        await Promise.allSettled(waits);
       }
     })();
   }
