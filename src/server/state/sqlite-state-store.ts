@@ -55,7 +55,6 @@ interface Waiter {
 
 const SCHEMA = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE table_index (tbl TEXT PRIMARY KEY, idx INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE rows (tbl TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tbl, key)) WITHOUT ROWID;
 CREATE TABLE events (
   idx INTEGER NOT NULL, seq INTEGER NOT NULL, topic TEXT NOT NULL, key TEXT NOT NULL, op TEXT NOT NULL, body TEXT NOT NULL,
@@ -210,10 +209,9 @@ export class SqliteStateStore implements StateStore {
     putRow: Database.Statement<[string, string, string]>;
     deleteRow: Database.Statement<[string, string]>;
     putEvent: Database.Statement<[number, number, string, string, string, string]>;
-    setIndex: Database.Statement<[number]>;
-    setTableIndex: Database.Statement<[string, number]>;
     trimEvents: Database.Statement<[number]>;
   };
+  readonly #indexStatements = new Map<number, Database.Statement<unknown[]>>();
   readonly #commit: (changes: Change[], events: StoreEvent[], index: number, touched: readonly TableName[]) => void;
 
   private constructor(path: string, db: Database.Database, opts: SqliteStateStoreOptions) {
@@ -226,10 +224,6 @@ export class SqliteStateStore implements StateStore {
       putRow: db.prepare('INSERT INTO rows (tbl, key, body) VALUES (?, ?, ?) ON CONFLICT (tbl, key) DO UPDATE SET body = excluded.body'),
       deleteRow: db.prepare('DELETE FROM rows WHERE tbl = ? AND key = ?'),
       putEvent: db.prepare('INSERT INTO events (idx, seq, topic, key, op, body) VALUES (?, ?, ?, ?, ?, ?)'),
-      setIndex: db.prepare("UPDATE meta SET value = ? WHERE key = 'index'"),
-      setTableIndex: db.prepare(
-        'INSERT INTO table_index (tbl, idx) VALUES (?, ?) ON CONFLICT (tbl) DO UPDATE SET idx = excluded.idx',
-      ),
       trimEvents: db.prepare('DELETE FROM events WHERE idx < ?'),
     };
     this.#commit = db.transaction((changes: Change[], events: StoreEvent[], index: number, touched: readonly TableName[]) => {
@@ -238,9 +232,19 @@ export class SqliteStateStore implements StateStore {
         else this.#stmt.putRow.run(c.table, c.key, c.json);
       }
       for (const e of events) this.#stmt.putEvent.run(e.index, e.seq, e.topic, e.key, e.op, JSON.stringify(e.row));
-      for (const t of touched) this.#stmt.setTableIndex.run(t, index);
-      this.#stmt.setIndex.run(index);
+      // The store index and every touched table's index, in one statement (meta keys `index`, `table:<name>`).
+      this.#setIndexes(touched.length).run(index, ...touched.flatMap((t) => [`table:${t}`, index]));
     });
+  }
+
+  #setIndexes(tables: number): Database.Statement<unknown[]> {
+    let stmt = this.#indexStatements.get(tables);
+    if (!stmt) {
+      const values = ["('index', ?)", ...Array<string>(tables).fill('(?, ?)')].join(', ');
+      stmt = this.#db.prepare(`INSERT INTO meta (key, value) VALUES ${values} ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+      this.#indexStatements.set(tables, stmt);
+    }
+    return stmt;
   }
 
   /**
@@ -298,9 +302,11 @@ export class SqliteStateStore implements StateStore {
     if (!meta) throw new StateStoreError('STORE_CORRUPT', `state file ${this.path} has no index record`);
     this.#index = meta.value;
     const known = new Set<string>(TABLES);
-    for (const r of this.#db.prepare('SELECT tbl, idx FROM table_index').all() as Array<{ tbl: string; idx: number }>) {
-      if (!known.has(r.tbl)) throw new StateStoreError('STORE_CORRUPT', `state file ${this.path} names an unknown table "${r.tbl}"`);
-      this.#tableIndexes.set(r.tbl as TableName, r.idx);
+    const tableRows = this.#db.prepare("SELECT key, value FROM meta WHERE key LIKE 'table:%'").all() as Array<{ key: string; value: number }>;
+    for (const r of tableRows) {
+      const tbl = r.key.slice('table:'.length);
+      if (!known.has(tbl)) throw new StateStoreError('STORE_CORRUPT', `state file ${this.path} names an unknown table "${tbl}"`);
+      this.#tableIndexes.set(tbl as TableName, r.value);
     }
     const rows = this.#db.prepare('SELECT tbl, key, body FROM rows').iterate() as IterableIterator<{ tbl: string; key: string; body: string }>;
     for (const r of rows) {

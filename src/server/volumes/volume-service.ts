@@ -854,6 +854,12 @@ export class VolumeService {
           );
         }
         // A down node is skipped: its agent cleans up its own mounts when it restarts.
+        // With no ControllerPublish to undo, node-detached and controller-detached
+        // hold nothing to resume, so the claim goes straight to free in this one write.
+        if (claim.controllerPublish === 'none') {
+          this.#advance(key, 'unpublishing', 'free');
+          return true;
+        }
         this.#advance(key, 'unpublishing', { state: 'node-detached' });
         return false;
       }
