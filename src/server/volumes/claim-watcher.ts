@@ -33,7 +33,8 @@ const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 
  * and on the clock when a failed release's backoff ends.
  *
  * Lifecycle: start() returns once the first pass was started; stop() is
- * safe twice, stops starting releases and waits for those in flight.
+ * safe twice, aborts the releases it started (each stays at its last
+ * checkpoint, to be resumed by the next start) and waits for them.
  */
 export class ClaimWatcher {
   readonly #store: StateStore;
@@ -92,12 +93,16 @@ export class ClaimWatcher {
 
   #release(key: string, reason: string): Promise<void> {
     this.#mine.add(key);
-    const real = this.#volumes.releaseByKey(key, reason).then(
+    const real = this.#volumes.releaseByKey(key, reason, this.#ac?.signal).then(
       () => {
         this.#mine.delete(key);
         this.#retry.delete(key);
       },
       (err: unknown) => {
+        if (this.#ac?.signal.aborted) {
+          this.#mine.delete(key);
+          return;
+        }
         const failures = (this.#retry.get(key)?.failures ?? 0) + 1;
         const delay = backoffDelay(this.#backoff, failures, this.#random);
         this.#retry.set(key, { failures, notBefore: this.#clock.now() + delay });

@@ -142,6 +142,20 @@ describe('claim release', () => {
     assert.equal(c.agent('node-w').callsOf('csi.node.detach').length, 2);
   });
 
+  it('stop() does not wait for a node that never answers: the release stays at its checkpoint, uncounted', async () => {
+    await claimed();
+    c.agent('node-w').pause();
+    await c.watcher.start();
+    c.alloc('a1', 'node-w', 'complete');
+    await c.until(() => c.agent('node-w').callsOf('csi.node.detach').length === 1, ['claims'], 'the node detach');
+    await c.watcher.stop();
+    assert.equal(c.watcher.state, 'stopped');
+    const row = c.claimRow('data', 'a1')!;
+    assert.equal(row.state, 'unpublishing');
+    assert.equal(row.releaseAttempts, 0, 'a shutdown is not a failed attempt');
+    c.agent('node-w').resume();
+  });
+
   it('detach(volume, node) forces the release of that node\'s claims', async () => {
     await claimed();
     await c.volumes.detach('default', 'data', 'node-w');

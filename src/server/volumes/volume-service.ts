@@ -800,10 +800,13 @@ export class VolumeService {
         const done = await this.#step(key, claim, reason, signal);
         if (done) return;
       } catch (err) {
-        this.#store.write((txn) => {
-          const cur = txn.get('claims', key);
-          if (cur) txn.put('claims', { ...cur, releaseAttempts: cur.releaseAttempts + 1, lastError: describeError(err) });
-        });
+        // An abort (shutdown) or a closed store is not a failure of the step.
+        if (!signal?.aborted && !this.#store.closed) {
+          this.#store.write((txn) => {
+            const cur = txn.get('claims', key);
+            if (cur) txn.put('claims', { ...cur, releaseAttempts: cur.releaseAttempts + 1, lastError: describeError(err) });
+          });
+        }
         throw err;
       }
     }
