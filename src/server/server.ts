@@ -11,6 +11,7 @@ import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
 import { SqliteStateStore, type StateStore } from './state/index.js';
+import { ClaimWatcher, VolumeService } from './volumes/index.js';
 
 export interface ServerOptions {
   /** Directory for the state file (`state.db`); created when missing. Either this or `store`. */
@@ -27,6 +28,8 @@ export interface ServerOptions {
   port?: number;
   /** A node silent for this long is marked down. Default 30 s. */
   heartbeatTtlMs?: number;
+  /** Deadline of one server-to-node call (controller publish, node detach...). Default 60 s. */
+  nodeCallTimeoutMs?: number;
   /** Idle event streams send a `{}` line this often. Default 10 s. */
   eventHeartbeatMs?: number;
 }
@@ -62,6 +65,8 @@ export class Server {
   #connections: NodeConnections | undefined;
   #nodes: NodeService | undefined;
   #plugins: PluginService | undefined;
+  #volumes: VolumeService | undefined;
+  #claimWatcher: ClaimWatcher | undefined;
   #jobs: JobService | undefined;
   #worker: EvalWorker | undefined;
   #api: FastifyInstance | undefined;
@@ -97,6 +102,12 @@ export class Server {
     return this.#connections;
   }
 
+  /** The volume service (for tests and the agent that embeds the server). Throws unless started. */
+  get volumes(): VolumeService {
+    if (!this.#volumes) throw new ServerError('SERVER_STATE', 'the server is not started');
+    return this.#volumes;
+  }
+
   /** Starts everything; resolves with the HTTP address. See the class comment. */
   async start(): Promise<ServerAddress> {
     if (this.#state !== 'idle') throw new ServerError('SERVER_STATE', `cannot start a server that is ${this.#state}`);
@@ -120,17 +131,27 @@ export class Server {
         ...(this.#opts.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: this.#opts.heartbeatTtlMs } : {}),
       });
       this.#plugins = new PluginService({ store, logger: root });
+      this.#volumes = new VolumeService({
+        store,
+        connections: this.#connections,
+        clock,
+        logger: root,
+        ...(this.#opts.nodeCallTimeoutMs !== undefined ? { callTimeoutMs: this.#opts.nodeCallTimeoutMs } : {}),
+      });
+      this.#claimWatcher = new ClaimWatcher({ store, volumes: this.#volumes, clock, logger: root });
       this.#jobs = new JobService({ store, clock, logger: root });
       this.#worker = new EvalWorker({ store, jobs: this.#jobs, clock, logger: root });
 
       await this.#plugins.start();
       await this.#nodes.start();
+      await this.#claimWatcher.start();
       this.#worker.start();
 
       this.#api = await buildApi({
         store,
         jobs: this.#jobs,
         nodes: this.#nodes,
+        volumes: this.#volumes,
         connections: this.#connections,
         tokens: this.#opts.tokens,
         logger: root,
@@ -179,6 +200,7 @@ export class Server {
     };
     await step('http', () => this.#api?.close());
     await step('eval worker', () => this.#worker?.stop());
+    await step('claim watcher', () => this.#claimWatcher?.stop());
     await step('nodes', () => this.#nodes?.stop());
     await step('plugins', () => this.#plugins?.stop());
     await step('connections', () => this.#connections?.closeAll());

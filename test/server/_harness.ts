@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ManualClock, type Clock } from '../../src/lib/index.js';
+import { ManualClock, type Clock, type Logger } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 
 export const TOKENS = {
@@ -35,10 +35,18 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startServer(opts: { clock?: Clock; dir?: string; heartbeatTtlMs?: number } = {}): Promise<Harness> {
+export async function startServer(opts: { clock?: Clock; dir?: string; heartbeatTtlMs?: number; logger?: Logger } = {}): Promise<Harness> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'berth-srv-'));
   const clock = opts.clock ?? new ManualClock(1_700_000_000_000);
-  const server = new Server({ dataDir: dir, clock, tokens: API_TOKENS, heartbeatTtlMs: opts.heartbeatTtlMs ?? 30_000, eventHeartbeatMs: 200 });
+  const server = new Server({
+    dataDir: dir,
+    clock,
+    tokens: API_TOKENS,
+    heartbeatTtlMs: opts.heartbeatTtlMs ?? 30_000,
+    eventHeartbeatMs: 200,
+    nodeCallTimeoutMs: 10_000,
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
   const { url } = await server.start();
   return {
     server,

@@ -11,6 +11,7 @@ import type { JobService } from '../jobs/index.js';
 import type { NodeConnections } from '../noderpc/index.js';
 import type { NodeService } from '../nodes/index.js';
 import type { StateStore } from '../state/index.js';
+import type { VolumeService } from '../volumes/index.js';
 import { ApiError, toErrorResponse } from './api-error.js';
 import { TokenTable, type Access, type ApiToken } from './auth.js';
 import { registerEventRoutes } from './event-routes.js';
@@ -22,6 +23,7 @@ export interface ApiDeps {
   store: StateStore;
   jobs: JobService;
   nodes: NodeService;
+  volumes: VolumeService;
   connections: NodeConnections;
   tokens: readonly ApiToken[];
   logger: Logger;
