@@ -156,8 +156,12 @@ describe('server with a fake node agent over the real HTTP API', () => {
     });
     assert.equal(job.status, 200, job.text);
     assert.equal(job.body.evaluation.status, 'complete');
-    const allocs = await call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.node });
+    // The node itself gets the job's mount flags (it mounts with them); nobody else does.
+    const allocs = await h.call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.node });
     assert.equal(allocs.body.length, 1);
+    assert.ok(allocs.text.includes(FLAG));
+    const asReader = await call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.readOnly });
+    assert.ok(!asReader.text.includes(FLAG) && asReader.text.includes('[REDACTED]'));
     const alloc = allocs.body[0]!;
 
     // The agent claims the volume for its allocation: ControllerPublish travels over the node connection.

@@ -54,8 +54,10 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
-  // The node's allocations, each with its job (mount flags redacted), as a blocking read.
+  // The node's allocations, each with its job, as a blocking read. Only the node itself gets the
+  // job's mount flags (it mounts with them); readers see them redacted, as everywhere.
   app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id/allocations', { config: { access: 'node-read' } }, async (req, reply) => {
+    const forNode = req.caller?.role === 'node';
     const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => {
       if (!snap.get('nodes', rowKey(req.params.id))) return undefined;
       const allocs = snap.list('allocations', { filter: (a) => a.nodeId === req.params.id });
@@ -64,7 +66,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
         const key = rowKey(a.namespace, a.jobId);
         if (!jobsById.has(key)) {
           const job = snap.get('jobs', key);
-          jobsById.set(key, job ? publicJob(job) : undefined);
+          jobsById.set(key, job && !forNode ? publicJob(job) : job);
         }
         const job = jobsById.get(key);
         return job ? { ...a, job } : a;

@@ -1,0 +1,94 @@
+// A server restarted over the same data directory: jobs, allocations and
+// evaluations are back, the index keeps growing, a blocked evaluation is
+// retried when a fitting node joins, and a failed allocation's delayed
+// reschedule still happens (on the injectable clock).
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ManualClock } from '../../src/lib/index.js';
+import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
+import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'berth-restart-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, clock?: ManualClock): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    if (clock) await clock.advance(0);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('server restart over the same state', () => {
+  it('keeps its state and resumes blocked evaluations and delayed reschedules', async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    let h: Harness = await startServer({ dir, clock, heartbeatTtlMs: 600_000 });
+    let nodeId: string;
+    let failedId: string;
+    let blockedEval: string;
+    let indexBefore: number;
+    try {
+      const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n1') } });
+      nodeId = reg.body.node.id;
+      const web = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
+        body: { job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } },
+      });
+      assert.equal(web.body.evaluation.placed, 1);
+      const needsDocker = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
+        body: { job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] } },
+      });
+      assert.equal(needsDocker.body.evaluation.status, 'blocked');
+      assert.deepEqual(needsDocker.body.evaluation.failedPlacements['g']!.reasons, { 'lacked the driver "docker"': 1 });
+      blockedEval = needsDocker.body.evaluation.id;
+
+      const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
+      failedId = allocs.body[0]!.id;
+      await h.call('POST', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: failedId, clientStatus: 'failed' }] } });
+      indexBefore = Number((await h.call('GET', '/v1/allocations')).headers.get('x-berth-index'));
+    } finally {
+      await h.server.stop();
+      await h.server.stop(); // safe twice
+    }
+    assert.equal(h.server.state, 'stopped');
+
+    h = await startServer({ dir, clock, heartbeatTtlMs: 600_000 });
+    try {
+      const jobs = await h.call<Array<{ id: string }>>('GET', '/v1/jobs');
+      assert.deepEqual(jobs.body.map((j) => j.id).sort(), ['dock', 'web']);
+      const failed = await h.call<Allocation>(`GET`, `/v1/allocation/${failedId}`);
+      assert.equal(failed.body.clientStatus, 'failed');
+
+      // The node heartbeats to the new server; a node with docker joins: the blocked evaluation places.
+      assert.equal((await h.call('POST', `/v1/node/${nodeId}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
+      const docker = fingerprint('n2', {
+        drivers: { docker: { detected: true, healthy: true, healthReason: '', networkModes: ['host'] } },
+      });
+      await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: docker } });
+      const done = await until('the blocked evaluation to place', async () => {
+        const e = await h.call<Evaluation>('GET', `/v1/evaluation/${blockedEval}`);
+        return e.body.status === 'complete' ? e.body : undefined;
+      });
+      assert.equal(done.placed, 1);
+
+      // The failed allocation is rescheduled once its delay has passed on the clock.
+      await clock.advance(60_000);
+      const replacement = await until(
+        'the reschedule',
+        async () => (await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.find((a) => a.previousAllocation === failedId),
+        clock,
+      );
+      assert.equal(replacement.rescheduleAttempts, 1);
+      const indexAfter = Number((await h.call('GET', '/v1/allocations')).headers.get('x-berth-index'));
+      assert.ok(indexAfter > indexBefore, 'the index keeps growing across restarts');
+    } finally {
+      await h.server.stop();
+    }
+  });
+});
