@@ -4,13 +4,14 @@
 // reschedule still happens (on the injectable clock).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ManualClock } from '../../src/lib/index.js';
+import { Server } from '../../src/server/index.js';
 import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
-import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
+import { API_TOKENS, fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-restart-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -90,5 +91,22 @@ describe('server restart over the same state', () => {
     } finally {
       await h.server.stop();
     }
+  });
+});
+
+describe('server start', () => {
+  it('refuses a corrupt state file with a clear error, and leaves nothing running', async () => {
+    const bad = join(dir, 'corrupt');
+    mkdirSync(bad);
+    writeFileSync(join(bad, 'state.db'), 'this is not a database, but it holds someone\'s data'.repeat(200));
+    const server = new Server({ dataDir: bad, tokens: API_TOKENS });
+    await assert.rejects(server.start(), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'SERVER_START');
+      assert.match(err.message, /not a readable database|corrupt/);
+      return true;
+    });
+    assert.equal(server.state, 'stopped');
+    assert.equal(server.address, undefined);
+    await server.stop();
   });
 });

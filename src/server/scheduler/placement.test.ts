@@ -89,6 +89,15 @@ describe('placement', () => {
     assert.deepEqual(r.failure?.reasons, { 'reached the maximum number of volumes for plugin hostpath': 2 });
   });
 
+  it('treats a node whose plugin answered RESOURCE_EXHAUSTED as full for new volumes (scenario 10)', () => {
+    const nodes = [testNode('a', { plugin: { id: 'hostpath' } }), testNode('b', { plugin: { id: 'hostpath' } })];
+    const r = place(csiGroup(), nodes, { volumes: [volume('vol', { exhaustedNodes: new Set(['a']) })] });
+    assert.deepEqual(r.placements.map((p) => p.nodeId), ['b']);
+    const none = place(csiGroup(), nodes, { volumes: [volume('vol', { exhaustedNodes: new Set(['a', 'b']) })] });
+    assert.deepEqual(none.failure?.reasons, { 'reached the volume limit of plugin hostpath': 2 });
+    assert.equal(none.failure?.nodesExhausted, 2);
+  });
+
   it('honours the volume topology', () => {
     const nodes = [testNode('a', { plugin: { id: 'hostpath', zone: 'z1' } }), testNode('b', { plugin: { id: 'hostpath', zone: 'z2' } })];
     const r = place(csiGroup(), nodes, { volumes: [volume('vol', { topologies: [{ zone: 'z2' }] })] });
