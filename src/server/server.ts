@@ -47,9 +47,11 @@ export interface ServerAddress {
 export class ServerError extends BerthError {}
 
 /**
- * The Berth server. Lifecycle: `start()` opens the store, starts the node
- * TTL watcher, plugin derivation and evaluation worker, then the HTTP
- * listener, and resolves with the address; a failure part-way stops what
+ * The Berth server. Lifecycle: `start()` opens the store, starts plugin
+ * derivation, the node TTL watcher, the claim watcher (which resumes
+ * half-done releases) and the evaluation worker (which resumes pending and
+ * blocked evaluations and delayed reschedules), then the HTTP listener, and
+ * resolves with the address; a failure part-way stops what
  * started and rejects with ServerError SERVER_START. `stop()` closes the
  * listener (ending blocking reads and event streams), stops the services in
  * reverse order and closes the store it opened; safe to call twice and
