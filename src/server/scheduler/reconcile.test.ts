@@ -80,9 +80,17 @@ describe('reconcile', () => {
     assert.deepEqual(due.place, [{ group: 'g', index: 2, previousAllocation: failed.id, rescheduleAttempts: 1 }]);
     assert.equal(due.stop[0]!.allocId, failed.id);
 
-    const exhausted = alloc(2, { clientStatus: 'failed', rescheduleAttempts: 2 });
-    const none = reconcile(job(), [alloc(0), alloc(1), exhausted], up, 10 ** 9);
+    // Two reschedules within the interval (1h by default) use up the 2 attempts.
+    const now = 10 ** 9;
+    const first = alloc(2, { clientStatus: 'failed', desiredStatus: 'stop', createTime: now - 7_200_000 });
+    const second = alloc(2, { clientStatus: 'failed', desiredStatus: 'stop', rescheduleAttempts: 1, previousAllocation: first.id, createTime: now - 600_000 });
+    const third = alloc(2, { clientStatus: 'failed', rescheduleAttempts: 2, previousAllocation: second.id, createTime: now - 300_000 });
+    const none = reconcile(job(), [alloc(0), alloc(1), first, second, third], up, now);
     assert.deepEqual(none, { stop: [], place: [] });
+    // Once the older reschedule has left the interval, one attempt is free again.
+    const later = reconcile(job(), [alloc(0), alloc(1), first, second, third], up, now + 3_000_000);
+    assert.equal(later.place.length, 1);
+    assert.equal(later.place[0]!.rescheduleAttempts, 3);
   });
 
   it('replaces allocations whose group changed, but not for a change elsewhere', () => {

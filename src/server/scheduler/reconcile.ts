@@ -66,15 +66,31 @@ export function reconcile(job: Job, allocs: readonly Allocation[], nodes: Readon
   if (job.stop || job.type === 'system') return result;
 
   for (const group of job.groups) {
-    reconcileGroup(job, group, allocs.filter((a) => a.taskGroup === group.name && a.desiredStatus === 'run'), nodes, now, result);
+    reconcileGroup(job, group, allocs.filter((a) => a.taskGroup === group.name && a.desiredStatus === 'run'), allocs, nodes, now, result);
   }
   return result;
+}
+
+/**
+ * How many reschedules led to `alloc` since `since` (ms since the epoch):
+ * the allocations of its chain (itself and those it replaced) that a
+ * reschedule created after `since`.
+ */
+function reschedulesWithin(alloc: Allocation, byId: ReadonlyMap<string, Allocation>, since: number): number {
+  let count = 0;
+  const seen = new Set<string>();
+  for (let a: Allocation | undefined = alloc; a && !seen.has(a.id); a = a.previousAllocation ? byId.get(a.previousAllocation) : undefined) {
+    seen.add(a.id);
+    if (a.rescheduleAttempts > 0 && a.previousAllocation && a.createTime > since) count++;
+  }
+  return count;
 }
 
 function reconcileGroup(
   job: Job,
   group: TaskGroup,
   allocs: readonly Allocation[],
+  everyAlloc: readonly Allocation[],
   nodes: ReadonlyMap<string, Node>,
   now: number,
   result: ReconcileResult,
@@ -83,6 +99,7 @@ function reconcileGroup(
   // Index -> the allocation holding it (live, done, or failed and waiting).
   const held = new Map<number, Allocation>();
   const byAge = [...allocs].sort((a, b) => a.createIndex - b.createIndex);
+  const byId = new Map(everyAlloc.map((a) => [a.id, a]));
   for (const alloc of byAge) {
     const index = alloc.index ?? 0;
     if (held.has(index)) {
@@ -103,7 +120,8 @@ function reconcileGroup(
     if (alloc.clientStatus === 'failed' || (alloc.clientStatus === 'complete' && job.type === 'service')) {
       const failed = alloc.clientStatus === 'failed';
       const policy = group.reschedule;
-      if (failed && !policy.unlimited && alloc.rescheduleAttempts >= policy.attempts) continue; // out of attempts: stays failed
+      // Out of attempts within the policy's interval: it stays failed.
+      if (failed && !policy.unlimited && reschedulesWithin(alloc, byId, now - durationMs(policy.interval)) >= policy.attempts) continue;
       const at = failed ? alloc.modifyTime + durationMs(policy.delay) : now;
       if (at > now) {
         result.followUpAt = Math.min(result.followUpAt ?? at, at);
