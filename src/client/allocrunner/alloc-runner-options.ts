@@ -1,0 +1,39 @@
+// The allocation runner's dependencies, passed in by the node agent (R3's Client).
+
+import type { Clock, Logger } from '../../lib/index.js';
+import type { Allocation, Job } from '../../structs/index.js';
+import type { CsiManager } from '../csimanager/index.js';
+import type { PluginRegistry } from '../dynamicplugins/index.js';
+import type { ClientStateStore } from '../state/index.js';
+import type { RunnerDriver, RunnerNetwork } from '../taskrunner/index.js';
+import type { AllocStatusSink, VolumeClaimer } from './volume-claimer.js';
+
+export interface AllocRunnerOptions {
+  alloc: Allocation;
+  /** The allocation's job as the server sent it (with mount flags; they are never written down). */
+  job: Job;
+  /** Task drivers by name ('raw_exec', 'exec'). */
+  drivers: ReadonlyMap<string, RunnerDriver>;
+  registry: PluginRegistry;
+  csiManager: CsiManager;
+  network: RunnerNetwork;
+  claimer: VolumeClaimer;
+  onStatus: AllocStatusSink;
+  store: ClientStateStore;
+  /** Allocation directories go under `<allocDirRoot>/<allocId>`. */
+  allocDirRoot: string;
+  /**
+   * Plugin sockets and mount roots: `<pluginDirRoot>/<plugin>/<alloc8>/csi.sock`
+   * and `<pluginDirRoot>/<plugin>/mounts` (a shared mount). Keep it short: a
+   * unix socket path has at most 107 bytes.
+   */
+  pluginDirRoot: string;
+  /** Host volumes by name -> host path, for group volumes of `type: host`. */
+  hostVolumes?: Readonly<Record<string, string>>;
+  logger?: Logger;
+  clock?: Clock;
+  /** Backoff of claim retries and waits for a plugin to be healthy; default 500 ms doubling to 15 s, unlimited. */
+  retry?: { initialDelayMs?: number; maxDelayMs?: number };
+  /** Signal-to-SIGKILL grace when stopping a task; default 5 s. */
+  killTimeoutMs?: number;
+}

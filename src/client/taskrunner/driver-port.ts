@@ -1,0 +1,65 @@
+// What the task runner needs of a task driver and of the network manager: the
+// subset of R1's TaskDriver / NetworkManager contracts it calls. R1's classes
+// satisfy these structurally, so runners take them as they are.
+
+/** A bind mount of a host path into the task. */
+export interface TaskMount {
+  source: string;
+  destination: string;
+  readOnly: boolean;
+  propagation: 'private' | 'host-to-task' | 'bidirectional';
+}
+
+/** What a driver is told to start. */
+export interface RunnerTaskConfig {
+  /** Unique per task run: `<allocId>/<task>/<attempt>`. */
+  id: string;
+  allocId: string;
+  taskName: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  /** The task's local/ directory. */
+  taskDir: string;
+  /** The allocation's directory root. */
+  allocDir: string;
+  secretsDir: string;
+  mounts: TaskMount[];
+  networkNamespacePath?: string;
+  logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
+  killTimeoutMs: number;
+  resources: { cpuMhz: number; memoryMb: number };
+}
+
+/** A started task as the driver describes it: JSON, persisted by the task runner. */
+export type RunnerTaskHandle = { taskId?: string; [key: string]: unknown } | object;
+
+export interface RunnerExitResult {
+  exitCode: number;
+  signal: string | number | null | undefined;
+  oomKilled?: boolean;
+  message?: string;
+}
+
+export interface RunnerDriverCapabilities {
+  fsIsolation: 'none' | 'chroot';
+  networkModes: ReadonlyArray<'host' | 'none'>;
+  mountConfigs: 'none' | 'any';
+}
+
+/** The calls the task runner makes of a driver (R1's TaskDriver has them all). */
+export interface RunnerDriver {
+  readonly name: string;
+  readonly capabilities: RunnerDriverCapabilities;
+  startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal }): Promise<RunnerTaskHandle>;
+  recoverTask(handle: RunnerTaskHandle): Promise<void>;
+  waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
+  stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
+  destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
+}
+
+/** The calls the network hook makes (R1's NetworkManager has them). */
+export interface RunnerNetwork {
+  create(allocId: string): Promise<{ path: string }>;
+  destroy(allocId: string): Promise<void>;
+}
