@@ -1,0 +1,87 @@
+// Nodes coming and going, over the real HTTP API with the heartbeat TTL on
+// an injected clock: a system job (a CSI plugin, as plugins usually are)
+// follows the nodes; a service allocation on a node that misses its
+// heartbeats is marked lost and replaced elsewhere.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ManualClock } from '../../src/lib/index.js';
+import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
+import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
+
+const clock = new ManualClock(1_700_000_000_000);
+let h: Harness;
+before(async () => {
+  h = await startServer({ clock, heartbeatTtlMs: 30_000 });
+});
+after(async () => {
+  await h.close();
+});
+
+async function register(name: string): Promise<string> {
+  const res = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint(name) } });
+  assert.equal(res.status, 200);
+  return res.body.node.id;
+}
+
+async function allocsOf(jobId: string): Promise<Allocation[]> {
+  return (await h.call<Allocation[]>('GET', `/v1/job/${jobId}/allocations`)).body;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('nodes joining and going down', () => {
+  it('runs the plugin system job on every node and replaces what a down node ran', async () => {
+    const n1 = await register('n1');
+    const n2 = await register('n2');
+    const plugin = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
+      body: {
+        job: {
+          id: 'plugin-fake',
+          type: 'system',
+          groups: [{ name: 'plugin', tasks: [{ name: 'plugin', driver: 'exec', csiPlugin: { id: 'fake', type: 'monolith', mountDir: '/csi' } }] }],
+        },
+      },
+    });
+    assert.equal(plugin.body.evaluation.placed, 2);
+    const web = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
+      body: { job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 't', driver: 'exec' }] }] } },
+    });
+    assert.equal(web.body.evaluation.placed, 1);
+    const [first] = await allocsOf('web');
+    const doomed = first!.nodeId;
+    const survivor = doomed === n1 ? n2 : n1;
+
+    // Only the survivor keeps heartbeating; the other misses the TTL.
+    await clock.advance(20_000);
+    assert.equal((await h.call('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
+    await clock.advance(15_000);
+    const down = await until('the node to be marked down', async () => {
+      const n = await h.call<Node>('GET', `/v1/node/${doomed}`);
+      return n.body.status === 'down' ? n.body : undefined;
+    });
+    assert.match(down.statusDescription, /heartbeat/);
+
+    const replacement = await until('the replacement', async () => (await allocsOf('web')).find((a) => a.previousAllocation === first!.id));
+    assert.equal(replacement.nodeId, survivor);
+    const lost = (await allocsOf('web')).find((a) => a.id === first!.id)!;
+    assert.equal(lost.clientStatus, 'lost');
+    assert.equal(lost.desiredStatus, 'stop');
+    const onDoomed = (await allocsOf('plugin-fake')).find((a) => a.nodeId === doomed)!;
+    assert.equal(onDoomed.clientStatus, 'lost', 'system allocations on the down node are lost, not moved');
+
+    // A node that joins gets the system job.
+    const n3 = await register('n3');
+    await until('the plugin on the new node', async () => (await allocsOf('plugin-fake')).find((a) => a.nodeId === n3));
+    const live = (await allocsOf('plugin-fake')).filter((a) => a.desiredStatus === 'run');
+    assert.deepEqual(live.map((a) => a.nodeId).sort(), [survivor, n3].sort());
+  });
+});
