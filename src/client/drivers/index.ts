@@ -1,0 +1,17 @@
+// Task drivers: raw_exec and exec, each task under a detached executor process
+// that outlives the agent.
+export type {
+  TaskDriver,
+  TaskConfig,
+  TaskMount,
+  TaskLogConfig,
+  TaskHandle,
+  ExitResult,
+  TaskState,
+  TaskStatus,
+  TaskResourceUsage,
+  TerminalSize,
+  ExecOptions,
+  DriverCapabilities,
+} from './task-driver.js';
+export { DriverError, type DriverErrorCode } from './driver-error.js';

@@ -1,0 +1,190 @@
+// The task driver contract: what the task runner asks of a driver (raw_exec,
+// exec) to start, watch, stop and reattach to a task's process. Plain data in
+// and out; a handle is JSON the task runner persists and hands back to
+// recoverTask after an agent restart.
+
+import type { DriverInfo } from '../../structs/index.js';
+
+/** A bind mount of a host path into the task. */
+export interface TaskMount {
+  source: string;
+  destination: string;
+  readOnly: boolean;
+  /** private; host-to-task = rslave; bidirectional = rshared (refused unless writable). */
+  propagation: 'private' | 'host-to-task' | 'bidirectional';
+}
+
+/** How the task's stdout/stderr are captured (see src/client/logs). */
+export interface TaskLogConfig {
+  /** When true nothing is captured and reading the logs fails with LOGS_DISABLED. */
+  disabled: boolean;
+  /** Directory the rotated files go to (the allocation's alloc/logs). */
+  dir: string;
+  maxFiles: number;
+  maxFileSizeMb: number;
+}
+
+/** What a driver is told to start. */
+export interface TaskConfig {
+  /** Unique per task run, e.g. `<allocId>/<task>/<attempt>`. */
+  id: string;
+  allocId: string;
+  taskName: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  /** The task's local/ directory: its working directory (at /local inside exec's chroot). */
+  taskDir: string;
+  /** The allocation's directory root (at /alloc inside exec's chroot). */
+  allocDir: string;
+  /** The task's secrets/ directory (at /secrets inside exec's chroot). */
+  secretsDir: string;
+  mounts: TaskMount[];
+  /** A network namespace to run in (group network mode `none`), e.g. from NetworkManager.create. */
+  networkNamespacePath?: string;
+  logs: TaskLogConfig;
+  /** Default grace between the stop signal and SIGKILL. */
+  killTimeoutMs: number;
+  resources: { cpuMhz: number; memoryMb: number };
+}
+
+/**
+ * A started task, as JSON. Holds no environment and no secret: the executor's
+ * pid and kernel start time (to tell a reused pid apart), its control socket,
+ * and what exec needs to enter the task again.
+ */
+export interface TaskHandle {
+  version: 1;
+  driver: string;
+  taskId: string;
+  allocId: string;
+  taskName: string;
+  executorPid: number;
+  /** /proc/<pid>/stat starttime (clock ticks since boot) of the executor. */
+  executorStartTicks: number;
+  /** Host pid of the task's main process. */
+  taskPid: number;
+  taskStartTicks: number;
+  stateDir: string;
+  socketPath: string;
+  taskDir: string;
+  networkNamespacePath?: string;
+  logs: { disabled: boolean; dir: string };
+  /** Milliseconds since the epoch. */
+  startedAt: number;
+}
+
+/** How a task ended. */
+export interface ExitResult {
+  exitCode: number;
+  /** Signal name that ended the task (e.g. 'SIGKILL'), or null. */
+  signal: string | null;
+  oomKilled: boolean;
+  /** A human description, e.g. "exited with code 3" or "killed by SIGKILL". */
+  message: string;
+}
+
+export type TaskState = 'running' | 'exited' | 'unknown';
+
+/** What inspectTask reports. Never blocks. */
+export interface TaskStatus {
+  id: string;
+  taskName: string;
+  state: TaskState;
+  startedAt: number;
+  completedAt?: number;
+  exitResult?: ExitResult;
+  pid: number;
+}
+
+/** Resource usage of the task's whole process tree, read from the kernel (/proc). */
+export interface TaskResourceUsage {
+  /** Milliseconds since the epoch when sampled. */
+  timestamp: number;
+  cpu: {
+    userMs: number;
+    systemMs: number;
+    totalMs: number;
+    /** Percent of one core since the previous taskStats call for this task (0 on the first). */
+    percent: number;
+  };
+  memory: { rssBytes: number };
+  /** Host pids of the process tree. */
+  pids: number[];
+}
+
+export interface TerminalSize {
+  cols: number;
+  rows: number;
+}
+
+/** A command run inside a running task (`alloc exec`). */
+export interface ExecOptions {
+  command: string[];
+  /** With a tty the command runs on a pseudo-terminal (node-pty); stderr is merged into stdout. */
+  tty?: boolean;
+  /** Bytes for the command's stdin; its end closes stdin (pipes mode). */
+  stdin?: AsyncIterable<Uint8Array | string>;
+  stdout: NodeJS.WritableStream;
+  /** Ignored with a tty. */
+  stderr?: NodeJS.WritableStream;
+  /** Initial terminal size (tty only), default 80x24. */
+  size?: TerminalSize;
+  /** Terminal resizes (tty only). */
+  resize?: AsyncIterable<TerminalSize>;
+  /** Aborting kills the command and rejects with AbortedError. */
+  signal?: AbortSignal;
+}
+
+export interface DriverCapabilities {
+  sendSignals: boolean;
+  exec: boolean;
+  fsIsolation: 'none' | 'chroot';
+  networkModes: ReadonlyArray<'host' | 'none'>;
+  /** True when the driver makes the network namespace itself (never for Berth's drivers). */
+  mustInitiateNetwork: boolean;
+  /** 'none': a task with mounts fails to start with MOUNTS_UNSUPPORTED. */
+  mountConfigs: 'none' | 'any';
+}
+
+/**
+ * A task driver. Every call on an unknown task id throws DriverError
+ * TASK_NOT_FOUND (except destroyTask, which is safe to repeat); after
+ * shutdown() every call throws DriverError DRIVER_SHUT_DOWN.
+ */
+export interface TaskDriver {
+  readonly name: string;
+  readonly capabilities: DriverCapabilities;
+  /** Whether the driver can run here. Never throws. */
+  fingerprint(): Promise<DriverInfo>;
+  /**
+   * Starts the task under a detached executor process (it outlives the agent)
+   * and resolves once the task's process exists. Throws DriverError
+   * (TASK_EXISTS, MOUNTS_UNSUPPORTED, INVALID_MOUNT, START_FAILED) or AbortedError.
+   */
+  startTask(cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle>;
+  /**
+   * Reattaches to a task started by an earlier agent, without restarting it.
+   * A task that ended meanwhile is recovered as exited (waitTask gives its
+   * result). Throws DriverError TASK_NOT_RECOVERABLE when neither the
+   * executor nor a recorded exit is found. Safe to repeat.
+   */
+  recoverTask(handle: TaskHandle): Promise<void>;
+  /** Resolves when the task has exited (at once if it already has). Safe to call many times. */
+  waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<ExitResult>;
+  /**
+   * Sends `signal` (default SIGTERM) to the task's process group, SIGKILL after
+   * timeoutMs; resolves once the task exited. Safe on an exited task.
+   */
+  stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
+  /** Forgets the task and removes its executor state. Throws TASK_RUNNING on a running task unless force (which kills it). */
+  destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
+  inspectTask(taskId: string): TaskStatus;
+  /** Sends a signal to the task's process group. Throws TASK_NOT_RUNNING if it exited. */
+  signalTask(taskId: string, signal: string): Promise<void>;
+  taskStats(taskId: string): Promise<TaskResourceUsage>;
+  /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
+  execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }>;
+  /** Stops watching tasks (they keep running). Safe twice. */
+  shutdown(): Promise<void>;
+}
