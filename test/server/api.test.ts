@@ -133,10 +133,30 @@ describe('HTTP API', () => {
     assert.equal((await h.call('GET', '/v1/event/stream?topic=weather', { token: TOKENS.readOnly })).status, 400);
   });
 
+  it('validates without registering, and updates a job by its path', async () => {
+    const ok = await h.call<{ valid: boolean }>('POST', '/v1/validate/job', { body: webJob(1) });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.body.valid, true);
+    const missingVolume = await h.call<{ details: { problems: Array<{ path: string; message: string }> } }>('POST', '/v1/validate/job', {
+      body: { job: { id: 'v', groups: [{ name: 'g', volumes: { d: { type: 'csi', source: 'nope' } }, tasks: [{ name: 't', driver: 'exec' }] }] } },
+    });
+    assert.equal(missingVolume.status, 400);
+    assert.equal(missingVolume.body.details.problems[0]!.path, 'groups[0].volumes.d.source');
+    assert.equal((await h.call('GET', '/v1/job/v')).status, 404, 'validation registers nothing');
+
+    const mismatch = await h.call('POST', '/v1/job/other', { body: webJob(3) });
+    assert.equal(mismatch.status, 400);
+    const scaled = await h.call<{ evaluation: Evaluation; job: Job }>('POST', '/v1/job/web', { body: webJob(3) });
+    assert.equal(scaled.status, 200);
+    assert.equal(scaled.body.evaluation.placed, 1);
+    assert.equal(scaled.body.job.groups[0]!.count, 3);
+    assert.equal((await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.desiredStatus === 'run').length, 3);
+  });
+
   it('stops and purges a job', async () => {
     const stop = await h.call<{ evaluation: Evaluation }>('DELETE', '/v1/job/web');
     assert.equal(stop.status, 200);
-    assert.equal(stop.body.evaluation.stopped, 2);
+    assert.equal(stop.body.evaluation.stopped, 3);
     const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
     assert.ok(allocs.body.every((a) => a.desiredStatus === 'stop'));
     assert.equal((await h.call('DELETE', '/v1/job/web?purge=true')).status, 200);
