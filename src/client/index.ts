@@ -5,3 +5,7 @@ export * from './volumes/index.js';
 export * from './csimanager/index.js';
 export * from './taskrunner/index.js';
 export * from './allocrunner/index.js';
+export * from './drivers/index.js';
+export * from './network/index.js';
+// Both taskrunner's port and the drivers' contract name the same mount shape.
+export type { TaskMount } from './drivers/index.js';
