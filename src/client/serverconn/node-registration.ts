@@ -1,0 +1,144 @@
+// Registers the node with the server and keeps it alive with heartbeats.
+// The fingerprint goes with the registration and, whenever it changed (a
+// plugin became healthy, a driver broke), with the next heartbeat, which
+// `pushFingerprint()` sends at once. A server that forgot the node (404)
+// gets a new registration under the same node ID.
+
+import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import type { NodeFingerprint } from '../../structs/index.js';
+import { ServerConnError, type ServerApi } from './server-api.js';
+
+export interface NodeRegistrationOptions {
+  api: ServerApi;
+  /** The node's ID, kept by the agent across restarts. */
+  nodeId: string;
+  /** The node's fingerprint now; called before every registration and heartbeat. */
+  fingerprint: () => NodeFingerprint | Promise<NodeFingerprint>;
+  /** Between heartbeats; capped at a third of the server's TTL. Default 10 s. */
+  heartbeatIntervalMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  backoff?: BackoffPolicy;
+  random?: () => number;
+}
+
+export type NodeRegistrationState = 'new' | 'registering' | 'registered' | 'stopped';
+
+const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
+
+/**
+ * Lifecycle: `start()` begins registering in the background and returns at
+ * once; `waitRegistered()` resolves once the server accepted the node;
+ * `stop()` ends the loop (safe twice). Never throws for a server that is
+ * down: it retries with backoff and logs.
+ */
+export class NodeRegistration {
+  readonly #opts: NodeRegistrationOptions;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #stopping = new AbortController();
+  readonly #waiters = new Set<() => void>();
+  #wake: AbortController | undefined;
+  #state: NodeRegistrationState = 'new';
+  #loop: Promise<void> | undefined;
+  #lastSent = '';
+  #ttlMs = 30_000;
+  #heartbeats = 0;
+  #registrations = 0;
+
+  constructor(opts: NodeRegistrationOptions) {
+    this.#opts = opts;
+    this.#logger = (opts.logger ?? silentLogger()).child({ component: 'node-registration', nodeId: opts.nodeId });
+    this.#clock = opts.clock ?? systemClock;
+  }
+
+  get nodeId(): string {
+    return this.#opts.nodeId;
+  }
+
+  get state(): NodeRegistrationState {
+    return this.#state;
+  }
+
+  /** Successful heartbeats and registrations so far (for tests and status). */
+  get counts(): { heartbeats: number; registrations: number } {
+    return { heartbeats: this.#heartbeats, registrations: this.#registrations };
+  }
+
+  start(): void {
+    if (this.#state !== 'new') return;
+    this.#state = 'registering';
+    this.#loop = this.#run(this.#stopping.signal);
+  }
+
+  /** Resolves once registered (at once if it is); on stop too. */
+  waitRegistered(): Promise<void> {
+    if (this.#state === 'registered' || this.#state === 'stopped') return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.add(resolve));
+  }
+
+  /** Sends the fingerprint with a heartbeat now instead of at the next interval. Does not block. */
+  pushFingerprint(): void {
+    this.#wake?.abort();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#state === 'stopped') return this.#loop;
+    this.#state = 'stopped';
+    this.#stopping.abort();
+    this.#wakeWaiters();
+    await this.#loop;
+  }
+
+  #wakeWaiters(): void {
+    for (const w of this.#waiters) w();
+    this.#waiters.clear();
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    let registered = false;
+    while (!signal.aborted) {
+      let delay: number;
+      this.#wake = new AbortController();
+      try {
+        const fp = await this.#opts.fingerprint();
+        const text = JSON.stringify(fp);
+        if (!registered) {
+          const { heartbeatTtlMs } = await this.#opts.api.register(fp, { id: this.#opts.nodeId, signal });
+          this.#ttlMs = heartbeatTtlMs || this.#ttlMs;
+          this.#lastSent = text;
+          registered = true;
+          this.#registrations++;
+          if (this.#state !== 'stopped') this.#state = 'registered';
+          this.#logger.info({ ttlMs: this.#ttlMs }, 'node registered');
+          this.#wakeWaiters();
+        } else {
+          const changed = text !== this.#lastSent;
+          const { heartbeatTtlMs } = await this.#opts.api.heartbeat(this.#opts.nodeId, changed ? fp : undefined, { signal });
+          this.#ttlMs = heartbeatTtlMs || this.#ttlMs;
+          if (changed) this.#lastSent = text;
+          this.#heartbeats++;
+        }
+        failures = 0;
+        delay = Math.max(10, Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.floor(this.#ttlMs / 3)));
+      } catch (err) {
+        if (signal.aborted) break;
+        if (err instanceof ServerConnError && err.apiCode === 'NOT_FOUND' && registered) {
+          this.#logger.warn('the server does not know this node any more; registering again');
+          registered = false;
+          failures = 0;
+          continue;
+        }
+        failures++;
+        delay = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+        this.#logger.warn({ err: describeError(err), failures, delayMs: delay }, registered ? 'heartbeat failed' : 'registration failed');
+      }
+      try {
+        await this.#clock.sleep(delay, AbortSignal.any([signal, this.#wake.signal]));
+      } catch {
+        // Woken early: a fingerprint push, or stop.
+      }
+    }
+  }
+}

@@ -1,0 +1,199 @@
+// The node agent's HTTP client for the server's node endpoints: register,
+// heartbeat, its allocations (blocking reads), allocation status updates,
+// and volume claims. Every call takes an AbortSignal; failures become
+// ServerConnError with a stable code and whether a retry may cure them.
+// Bodies are never logged (claims and jobs carry secrets).
+
+import { AbortedError, BerthError, describeError } from '../../lib/index.js';
+import type { Allocation, Job, Node, NodeFingerprint, PublicVolume, TaskState, VolumeClaim, AllocClientStatus } from '../../structs/index.js';
+
+export type ServerConnErrorCode =
+  /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
+  | 'SERVER_UNREACHABLE'
+  /** The server refused the request (4xx); `apiCode` says why. */
+  | 'SERVER_REFUSED'
+  /** The server answered something that is not the JSON it promised. */
+  | 'SERVER_BAD_ANSWER';
+
+/**
+ * A failed call to the server. `status` is the HTTP status (0 when none
+ * came back), `apiCode` the server's own error code (e.g. NOT_FOUND,
+ * CONFLICT, EXHAUSTED), `retryable` whether the same call may succeed later.
+ */
+export class ServerConnError extends BerthError {
+  override readonly code: ServerConnErrorCode;
+  readonly status: number;
+  readonly apiCode: string;
+  readonly retryable: boolean;
+
+  constructor(code: ServerConnErrorCode, message: string, opts: { status?: number; apiCode?: string; retryable: boolean; cause?: unknown }) {
+    super(code, message, { cause: opts.cause });
+    this.code = code;
+    this.status = opts.status ?? 0;
+    this.apiCode = opts.apiCode ?? '';
+    this.retryable = opts.retryable;
+  }
+}
+
+/** One allocation as the server hands it to its node: with its job (mount flags included, for the node only). */
+export type NodeAllocation = Allocation & { job?: Job };
+
+/** An allocation status change the node reports. */
+export interface AllocStatusReport {
+  id: string;
+  clientStatus: AllocClientStatus;
+  clientDescription: string;
+  taskStates: Record<string, TaskState>;
+}
+
+export interface ServerApiOptions {
+  /** Base URL of the server's HTTP API, e.g. `http://127.0.0.1:4646`. */
+  address: string;
+  /** Bearer token of the `node` role. Never logged. */
+  token: string;
+  /** Deadline of one non-blocking call. Default 15 s. */
+  requestTimeoutMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+/**
+ * Stateless HTTP client of the server's node endpoints. Safe to use
+ * concurrently. Every method rejects with ServerConnError or AbortedError
+ * (when `signal` fired).
+ */
+export class ServerApi {
+  readonly #base: string;
+  readonly #token: string;
+  readonly #timeoutMs: number;
+
+  constructor(opts: ServerApiOptions) {
+    this.#base = opts.address.replace(/\/+$/, '');
+    this.#token = opts.token;
+    this.#timeoutMs = opts.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /** The server's address (the WebSocket URL is derived from it). */
+  get address(): string {
+    return this.#base;
+  }
+
+  /** The bearer token, for the node connection's upgrade request. */
+  authHeader(): string {
+    return `Bearer ${this.#token}`;
+  }
+
+  /** POST /v1/node/register. Keeping `id` makes a restarted agent the same node. */
+  async register(fingerprint: NodeFingerprint, opts: { id?: string; signal?: AbortSignal } = {}): Promise<{ node: Node; heartbeatTtlMs: number }> {
+    const { body } = await this.#call('POST', '/v1/node/register', { fingerprint, ...(opts.id ? { id: opts.id } : {}) }, opts.signal);
+    return body as { node: Node; heartbeatTtlMs: number };
+  }
+
+  /** POST /v1/node/:id/heartbeat, with the current fingerprint when given. */
+  async heartbeat(nodeId: string, fingerprint: NodeFingerprint | undefined, opts: { signal?: AbortSignal } = {}): Promise<{ node: Node; heartbeatTtlMs: number }> {
+    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/heartbeat`, fingerprint ? { fingerprint } : {}, opts.signal);
+    return body as { node: Node; heartbeatTtlMs: number };
+  }
+
+  /**
+   * GET /v1/node/:id/allocations. With `index`, blocks on the server until
+   * the allocations pass it or `waitMs` runs out. Resolves with the list and
+   * the index to send next time.
+   */
+  async allocations(nodeId: string, opts: { index?: number; waitMs?: number; signal?: AbortSignal } = {}): Promise<{ index: number; allocations: NodeAllocation[] }> {
+    const q = new URLSearchParams();
+    if (opts.index !== undefined) q.set('index', String(opts.index));
+    if (opts.waitMs !== undefined) q.set('wait', `${Math.max(1, Math.ceil(opts.waitMs / 1000))}s`);
+    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + this.#timeoutMs : undefined;
+    const { body, index } = await this.#call('GET', `/v1/node/${enc(nodeId)}/allocations?${q.toString()}`, undefined, opts.signal, blockingMs);
+    if (!Array.isArray(body)) throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation list is not a list', { retryable: true });
+    return { index, allocations: body as NodeAllocation[] };
+  }
+
+  /** POST /v1/node/:id/allocations: status updates, applied all or none. */
+  async updateAllocations(nodeId: string, updates: readonly AllocStatusReport[], opts: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
+    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/allocations`, { allocations: updates }, opts.signal);
+    return body as { index: number };
+  }
+
+  /** POST /v1/volume/csi/:id/claim. The claim's publish context is the node's to pass on, never to log. */
+  async claim(
+    req: { namespace: string; volumeId: string; allocId: string; mode: 'read' | 'write'; accessMode?: string; attachmentMode?: string },
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<VolumeClaim> {
+    const body: Record<string, unknown> = { allocId: req.allocId, mode: req.mode };
+    if (req.accessMode) body['accessMode'] = req.accessMode;
+    if (req.attachmentMode) body['attachmentMode'] = req.attachmentMode;
+    const path = `/v1/volume/csi/${enc(req.volumeId)}/claim?namespace=${enc(req.namespace)}`;
+    return (await this.#call('POST', path, body, opts.signal)).body as VolumeClaim;
+  }
+
+  /** POST /v1/volume/csi/:id/release. */
+  async release(req: { namespace: string; volumeId: string; allocId: string }, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    const path = `/v1/volume/csi/${enc(req.volumeId)}/release?namespace=${enc(req.namespace)}`;
+    await this.#call('POST', path, { allocId: req.allocId }, opts.signal);
+  }
+
+  /** GET /v1/volume/csi/:id: the volume as the server shows it (secrets removed). */
+  async volume(namespace: string, volumeId: string, opts: { signal?: AbortSignal } = {}): Promise<PublicVolume> {
+    const path = `/v1/volume/csi/${enc(volumeId)}?namespace=${enc(namespace)}`;
+    return (await this.#call('GET', path, undefined, opts.signal)).body as PublicVolume;
+  }
+
+  async #call(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs = this.#timeoutMs): Promise<{ body: unknown; index: number }> {
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    let res: Response;
+    try {
+      res = await fetch(`${this.#base}${path}`, {
+        method,
+        headers: { authorization: this.authHeader(), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: combined,
+      });
+    } catch (err) {
+      if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
+      const why = deadline.aborted ? `no answer within ${timeoutMs} ms` : describeError((err as { cause?: unknown }).cause ?? err);
+      throw new ServerConnError('SERVER_UNREACHABLE', `server ${this.#base} unreachable (${method} ${routeOf(path)}): ${why}`, { retryable: true, cause: err });
+    }
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
+      throw new ServerConnError('SERVER_UNREACHABLE', `server ${this.#base} broke off its answer to ${method} ${routeOf(path)}`, { retryable: true, cause: err });
+    }
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch (err) {
+      throw new ServerConnError('SERVER_BAD_ANSWER', `server answered ${method} ${routeOf(path)} with something other than JSON (HTTP ${res.status})`, {
+        status: res.status,
+        retryable: res.status >= 500,
+        cause: err,
+      });
+    }
+    if (!res.ok) {
+      const e = (parsed ?? {}) as { code?: unknown; message?: unknown; details?: { retryable?: unknown } };
+      const apiCode = typeof e.code === 'string' ? e.code : `HTTP_${res.status}`;
+      const msg = typeof e.message === 'string' ? e.message : `HTTP ${res.status}`;
+      const retryable = res.status >= 500 || res.status === 429 || e.details?.retryable === true;
+      throw new ServerConnError(res.status >= 500 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED', `${method} ${routeOf(path)}: ${apiCode}: ${msg}`, {
+        status: res.status,
+        apiCode,
+        retryable,
+      });
+    }
+    const index = Number(res.headers.get('x-berth-index') ?? 0);
+    return { body: parsed, index: Number.isFinite(index) ? index : 0 };
+  }
+}
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+/** The path without its query (which may name volumes): enough to say which call failed. */
+function routeOf(path: string): string {
+  return path.split('?')[0] ?? path;
+}

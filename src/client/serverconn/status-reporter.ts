@@ -1,0 +1,117 @@
+// Reports allocation status changes to the server, batched: the latest
+// update of each allocation waits a short moment for others, then all go in
+// one POST. A failed batch is retried with backoff; an allocation the
+// server refuses (gone, not on this node) is dropped so it cannot block the
+// others.
+
+import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import { ServerConnError, type AllocStatusReport, type ServerApi } from './server-api.js';
+
+export interface StatusReporterOptions {
+  api: ServerApi;
+  nodeId: string;
+  /** How long an update waits for others before a batch goes. Default 20 ms. */
+  batchMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  backoff?: BackoffPolicy;
+  random?: () => number;
+}
+
+const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
+
+/**
+ * Lifecycle: `report()` queues an update and returns at once; `flush()`
+ * waits until everything queued so far is sent (or dropped); `stop()`
+ * abandons what is not sent (the server learns it at the next agent start)
+ * and waits for the sender; safe twice. Never throws.
+ */
+export class StatusReporter {
+  readonly #opts: StatusReporterOptions;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #stopping = new AbortController();
+  readonly #pending = new Map<string, AllocStatusReport>();
+  #sender: Promise<void> | undefined;
+  #sent = 0;
+  #batches = 0;
+
+  constructor(opts: StatusReporterOptions) {
+    this.#opts = opts;
+    this.#logger = (opts.logger ?? silentLogger()).child({ component: 'status-reporter' });
+    this.#clock = opts.clock ?? systemClock;
+  }
+
+  /** Updates sent and batches posted so far. */
+  get counts(): { sent: number; batches: number } {
+    return { sent: this.#sent, batches: this.#batches };
+  }
+
+  /** Queues an update; a later update of the same allocation replaces it. */
+  report(update: AllocStatusReport): void {
+    if (this.#stopping.signal.aborted) return;
+    this.#pending.set(update.id, update);
+    this.#sender ??= this.#send(this.#stopping.signal).finally(() => {
+      this.#sender = undefined;
+      if (this.#pending.size > 0 && !this.#stopping.signal.aborted) this.#sender = this.#send(this.#stopping.signal);
+    });
+  }
+
+  /** Resolves when nothing is left to send (or on stop). */
+  async flush(): Promise<void> {
+    while (this.#sender) await this.#sender;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    await this.flush();
+    this.#pending.clear();
+  }
+
+  async #send(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    try {
+      await this.#clock.sleep(this.#opts.batchMs ?? 20, signal);
+      while (this.#pending.size > 0) {
+        const batch = [...this.#pending.values()];
+        try {
+          await this.#post(batch, signal);
+          failures = 0;
+        } catch (err) {
+          if (signal.aborted) return;
+          failures++;
+          const delayMs = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+          this.#logger.warn({ err: describeError(err), updates: batch.length, delayMs }, 'reporting allocation status failed');
+          await this.#clock.sleep(delayMs, signal);
+        }
+      }
+    } catch {
+      // Stopped while waiting.
+    }
+  }
+
+  /** Posts a batch; on a refusal, posts each update alone and drops the refused ones. */
+  async #post(batch: AllocStatusReport[], signal: AbortSignal): Promise<void> {
+    const done = (u: AllocStatusReport): void => {
+      // Only if no newer update of the allocation came in meanwhile.
+      if (this.#pending.get(u.id) === u) this.#pending.delete(u.id);
+    };
+    try {
+      await this.#opts.api.updateAllocations(this.#opts.nodeId, batch, { signal });
+      batch.forEach(done);
+      this.#sent += batch.length;
+      this.#batches++;
+      return;
+    } catch (err) {
+      if (!(err instanceof ServerConnError) || err.code !== 'SERVER_REFUSED' || batch.length === 1) {
+        if (err instanceof ServerConnError && err.code === 'SERVER_REFUSED') {
+          this.#logger.warn({ allocId: batch[0]?.id, err: err.message }, 'the server refused an allocation status; dropping it');
+          batch.forEach(done);
+          return;
+        }
+        throw err;
+      }
+    }
+    for (const u of batch) await this.#post([u], signal);
+  }
+}
