@@ -1,4 +1,4 @@
-import { publicClaim, publicVolume } from '../../structs/index.js';
+import { publicClaim, publicJob, publicVolume } from '../../structs/index.js';
 import type { DataTable, TableRow } from './state-store.js';
 
 /**
@@ -33,5 +33,6 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
 export function publicRow(table: DataTable, row: unknown): unknown {
   if (table === 'volumes') return publicVolume(row as TableRow<'volumes'>);
   if (table === 'claims') return publicClaim(row as TableRow<'claims'>);
+  if (table === 'jobs') return publicJob(row as TableRow<'jobs'>);
   return row;
 }

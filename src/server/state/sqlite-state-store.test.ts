@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { AbortedError } from '../../lib/index.js';
-import type { Node, Volume } from '../../structs/index.js';
+import { parseJobSpec, type Node, type Volume } from '../../structs/index.js';
 import { keyPrefix, rowKey, SqliteStateStore, StateStoreError, type RowInput } from './index.js';
 
 function node(id: string, name = id): RowInput<'nodes'> {
@@ -214,6 +214,39 @@ describe('SqliteStateStore', () => {
       const bodies = db.prepare('SELECT body FROM events').all() as Array<{ body: string }>;
       assert.equal(bodies.length, 2);
       for (const b of bodies) assert.doesNotMatch(b.body, /s3cr3t-value|hunter2/);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('keeps a job volume\'s mount flags out of job events, in memory and in the file', () => {
+    const path = file('job-secrets.db');
+    const spec = parseJobSpec({
+      id: 'web',
+      groups: [
+        {
+          name: 'g',
+          volumes: { data: { type: 'csi', source: 'v1', accessMode: 'single-node-writer', attachmentMode: 'file-system', mountOptions: { fsType: 'ext4', mountFlags: ['password=flag-s3cret'] } } },
+          tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }],
+        },
+      ],
+    });
+    const store = SqliteStateStore.open(path);
+    try {
+      store.write((txn) => txn.put('jobs', { ...spec, stop: false, status: 'pending', version: 0, groupVersions: {}, submitTime: 0 }));
+      const events = store.snapshot().events(0, { topics: ['jobs'] });
+      assert.equal(events.length, 1);
+      assert.doesNotMatch(JSON.stringify(events), /flag-s3cret/);
+      // The row itself keeps the flags: the node needs them to mount.
+      assert.match(JSON.stringify(store.snapshot().list('jobs')), /flag-s3cret/);
+    } finally {
+      store.close();
+    }
+    const db = new Database(path, { readonly: true });
+    try {
+      const bodies = db.prepare('SELECT body FROM events').all() as Array<{ body: string }>;
+      assert.equal(bodies.length, 1);
+      assert.doesNotMatch(bodies[0]!.body, /flag-s3cret/);
     } finally {
       db.close();
     }
