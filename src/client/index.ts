@@ -3,6 +3,7 @@ export * from './state/index.js';
 export * from './dynamicplugins/index.js';
 export * from './volumes/index.js';
 export * from './csimanager/index.js';
+export * from './allocdir/index.js';
 export * from './taskrunner/index.js';
 export * from './allocrunner/index.js';
 export * from './drivers/index.js';

@@ -9,3 +9,18 @@ export type {
   RunnerNetwork,
   TaskMount,
 } from './driver-port.js';
+export {
+  TaskRunner,
+  TaskRunnerError,
+  TASK_RUNNERS_BUCKET,
+  forgetTaskRunner,
+  type TaskRunnerErrorCode,
+  type TaskRunnerOptions,
+  type TaskRunnerRecord,
+  type TaskHook,
+  type TaskHookContext,
+  type PrestartRequest,
+  type RestoreResult,
+} from './task-runner.js';
+export { RestartTracker, type RestartDecision, type RestartTrackerState, type TaskOutcome } from './restart-tracker.js';
+export { TASK_EVENTS, MAX_TASK_EVENTS, newTaskState, appendEvent, describeExit, type TaskEventType } from './task-events.js';

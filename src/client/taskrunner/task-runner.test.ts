@@ -1,0 +1,208 @@
+// The task runner with real processes (a small in-test driver), a real
+// SQLite client state and a manual clock for restart delays.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, it, type TestContext } from 'node:test';
+import { ManualClock, systemClock, type Clock } from '../../lib/index.js';
+import { parseJobSpec, type Allocation, type JobSpecInput, type TaskState } from '../../structs/index.js';
+import { AllocDir } from '../allocdir/index.js';
+import { SqliteClientStateStore, type ClientStateStore } from '../state/index.js';
+import { ProcessDriver } from './_process-driver.js';
+import { TASK_RUNNERS_BUCKET, TaskRunner, type TaskHook, type TaskRunnerRecord } from './task-runner.js';
+
+async function eventually(pred: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(10);
+  }
+}
+
+interface Setup {
+  dir: string;
+  store: ClientStateStore;
+  allocDir: AllocDir;
+  alloc: Allocation;
+  driver: ProcessDriver;
+  changes: TaskState[];
+  make: (opts?: { driver?: ProcessDriver; clock?: Clock; hooks?: TaskHook[]; store?: ClientStateStore }) => TaskRunner;
+}
+
+async function setup(t: TestContext, command: string[], group: Partial<JobSpecInput['groups'][number]> = {}, type: 'service' | 'batch' = 'service'): Promise<Setup> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'btr-'));
+  const store = SqliteClientStateStore.open(path.join(dir, 'client.db'));
+  const job = parseJobSpec({
+    id: 'web',
+    type,
+    groups: [{ name: 'g', ...group, tasks: [{ name: 'main', driver: 'raw_exec', config: { command: command[0], args: command.slice(1) } }] }],
+  });
+  const alloc = { id: `a${Math.random().toString(16).slice(2, 10)}`, jobId: 'web', taskGroup: 'g', index: 0 } as Allocation;
+  const allocDir = new AllocDir({ root: path.join(dir, 'allocs'), allocId: alloc.id });
+  await allocDir.build(['main']);
+  const driver = new ProcessDriver();
+  const changes: TaskState[] = [];
+  const group0 = job.groups[0]!;
+  t.after(async () => {
+    driver.killAll();
+    store.close();
+    await allocDir.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const make: Setup['make'] = (o = {}) =>
+    new TaskRunner({
+      alloc,
+      task: group0.tasks[0]!,
+      jobType: job.type,
+      restartPolicy: group0.restart,
+      driver: o.driver ?? driver,
+      taskDir: allocDir.task('main'),
+      allocDir: allocDir.dir,
+      store: o.store ?? store,
+      hooks: o.hooks ?? [],
+      onChange: (_n, s) => changes.push(s),
+      killTimeoutMs: 2_000,
+      clock: o.clock ?? systemClock,
+    });
+  return { dir, store, allocDir, alloc, driver, changes, make };
+}
+
+const types = (s: TaskState): string[] => s.events.map((e) => e.type);
+
+describe('TaskRunner', () => {
+  it('restarts a failing task by its policy with the delay on the clock, then fails it with a readable trail', async (t) => {
+    const s = await setup(t, ['sh', '-c', 'exit 3'], { restart: { attempts: 2, interval: '10m', delay: '15s', mode: 'fail' } });
+    const clock = new ManualClock(1_000_000);
+    const tr = s.make({ clock });
+    await tr.start();
+    for (let i = 0; i < 2; i++) {
+      await eventually(() => clock.pending > 0, 'the runner waits out the restart delay');
+      assert.equal(tr.state().state, 'pending');
+      await clock.advance(15_000);
+    }
+    await tr.done;
+    const st = tr.state();
+    assert.equal(st.state, 'dead');
+    assert.equal(st.failed, true);
+    assert.equal(st.restarts, 2);
+    assert.deepEqual(types(st), [
+      'Received',
+      'Setting Up', 'Started', 'Terminated', 'Restarting',
+      'Setting Up', 'Started', 'Terminated', 'Restarting',
+      'Setting Up', 'Started', 'Terminated', 'Not Restarting',
+    ]);
+    const term = st.events.find((e) => e.type === 'Terminated')!;
+    assert.equal(term.message, 'Task exited: exit code 3');
+    assert.equal(term.details['exitCode'], '3');
+    assert.match(st.events.at(-1)!.message, /exceeded the 2 restarts allowed within 10m/);
+    assert.equal(s.driver.started.length, 3);
+    // What was reported is what was written down.
+    const saved = s.store.bucket<TaskRunnerRecord>(TASK_RUNNERS_BUCKET).get(`${s.alloc.id}/main`)!;
+    assert.deepEqual(saved.state, st);
+    assert.deepEqual(s.changes.at(-1), st);
+  });
+
+  it('a batch task that exits 0 is dead and not failed, without a restart', async (t) => {
+    const s = await setup(t, ['sh', '-c', 'echo hi > "$BERTH_TASK_DIR/out"'], {}, 'batch');
+    const tr = s.make();
+    await tr.start();
+    await tr.done;
+    assert.equal(tr.state().failed, false);
+    assert.equal(tr.state().restarts, 0);
+    assert.deepEqual(types(tr.state()), ['Received', 'Setting Up', 'Started', 'Terminated']);
+    const cfg = s.driver.started[0]!;
+    assert.equal(cfg.env['BERTH_TASK_DIR'], s.allocDir.task('main').localDir);
+    assert.equal(cfg.env['BERTH_ALLOC_ID'], s.alloc.id);
+  });
+
+  it('kill stops a running task (signal, not restarted, not failed) and runs the stop hooks', async (t) => {
+    const s = await setup(t, ['sleep', '600']);
+    const calls: string[] = [];
+    const hook: TaskHook = {
+      name: 'recorder',
+      prestart: async (req) => {
+        calls.push('prestart');
+        req.env['FROM_HOOK'] = 'yes';
+      },
+      poststart: async () => void calls.push('poststart'),
+      exited: async () => void calls.push('exited'),
+      stop: async () => void calls.push('stop'),
+    };
+    const tr = s.make({ hooks: [hook] });
+    await tr.start();
+    assert.equal(tr.state().state, 'running');
+    assert.equal(s.driver.started[0]!.env['FROM_HOOK'], 'yes');
+    await tr.kill('allocation stopped');
+    const st = tr.state();
+    assert.equal(st.state, 'dead');
+    assert.equal(st.failed, false);
+    assert.deepEqual(types(st).slice(-2), ['Killing', 'Killed']);
+    assert.match(st.events.at(-1)!.message, /allocation stopped.*signal SIGTERM/);
+    assert.deepEqual(calls, ['prestart', 'poststart', 'exited', 'stop']);
+    await tr.kill('again'); // safe twice
+  });
+
+  it('restart() restarts the task at once without counting against the policy', async (t) => {
+    const s = await setup(t, ['sleep', '600'], { restart: { attempts: 0, interval: '1m', delay: '1h', mode: 'fail' } });
+    const tr = s.make();
+    await tr.start();
+    const first = s.driver.pid(tr.taskId!);
+    await tr.restart('plugin unhealthy');
+    await eventually(() => s.driver.started.length === 2 && tr.state().state === 'running', 'the task runs again');
+    assert.notEqual(s.driver.pid(tr.taskId!), first);
+    assert.equal(tr.state().restarts, 1);
+    assert.ok(types(tr.state()).includes('Restart Signaled'));
+    await tr.kill('done');
+  });
+
+  it('after an agent restart, reattaches to the running task (same pid, no new start); a lost one waits for resume()', async (t) => {
+    const s = await setup(t, ['sleep', '600'], { restart: { attempts: 1, interval: '1m', delay: '0s', mode: 'fail' } });
+    const tr = s.make();
+    await tr.start();
+    const pid = s.driver.pid(tr.taskId!);
+    tr.detach(); // the agent stops and leaves the task running
+    await tr.done;
+
+    const driver2 = new ProcessDriver();
+    t.after(() => driver2.killAll());
+    const again = s.make({ driver: driver2 });
+    assert.equal(await again.restore(), 'running');
+    assert.equal(driver2.started.length, 0);
+    assert.equal(driver2.pid(again.taskId!), pid);
+    assert.equal(again.state().events.at(-1)!.type, 'Reattached');
+    again.detach();
+
+    process.kill(pid, 'SIGKILL'); // dies while the agent is down
+    await eventually(() => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 'the process is gone');
+    const driver3 = new ProcessDriver();
+    t.after(() => driver3.killAll());
+    const third = s.make({ driver: driver3 });
+    assert.equal(await third.restore(), 'lost');
+    await sleep(50);
+    assert.equal(driver3.started.length, 0, 'nothing is started before resume()');
+    third.resume();
+    await eventually(() => driver3.started.length === 1 && third.state().state === 'running', 'the lost task is restarted by its policy');
+    assert.ok(types(third.state()).includes('Task Lost'));
+    await third.kill('done');
+  });
+
+  it('a start the driver refuses is a Driver Failure counted by the restart policy', async (t) => {
+    const s = await setup(t, ['/nonexistent/binary'], { restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' } });
+    const tr = s.make();
+    await tr.start();
+    await tr.done;
+    const st = tr.state();
+    assert.equal(st.failed, true);
+    assert.deepEqual(types(st), ['Received', 'Setting Up', 'Driver Failure', 'Not Restarting']);
+  });
+});

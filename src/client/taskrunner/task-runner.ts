@@ -1,0 +1,483 @@
+// The task runner: runs one task of an allocation through its driver, with
+// hooks around each start (prestart / poststart / exited / stop), the group's
+// restart policy, and a persisted task state with its event trail (Nomad's
+// client/allocrunner/taskrunner).
+
+import { AbortedError, BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import type { Allocation, JobType, RestartPolicy, Task, TaskState } from '../../structs/index.js';
+import type { TaskDir } from '../allocdir/index.js';
+import type { Bucket, ClientStateStore } from '../state/index.js';
+import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, TaskMount } from './driver-port.js';
+import { RestartTracker, type RestartTrackerState } from './restart-tracker.js';
+import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
+
+/** The client state bucket of task runners, keyed `<allocId>/<task>`. */
+export const TASK_RUNNERS_BUCKET = 'task-runners';
+
+/** What a task runner writes down to be restored after an agent restart. */
+export interface TaskRunnerRecord {
+  state: TaskState;
+  /** The driver's handle of the running task, while one runs. */
+  handle?: RunnerTaskHandle;
+  taskId?: string;
+  /** How many times the task was started. */
+  attempt: number;
+  restart: RestartTrackerState;
+}
+
+/** What prestart hooks may add to the task before it starts. */
+export interface PrestartRequest {
+  env: Record<string, string>;
+  mounts: TaskMount[];
+}
+
+/** What a hook sees of its task. */
+export interface TaskHookContext {
+  readonly runner: TaskRunner;
+  /** Fires when this run of the task ends (it exited, was killed, or the agent let go of it). */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A task hook: a small named object. Every phase is optional. Hooks run in
+ * order; a prestart that throws fails this start (counted by the restart
+ * policy). poststart must not wait for long: work that follows the task
+ * (probing, watching) runs in the background until `ctx.signal` fires.
+ * exited and stop must not throw (errors are logged).
+ */
+export interface TaskHook {
+  readonly name: string;
+  prestart?(req: PrestartRequest, ctx: TaskHookContext): Promise<void>;
+  /** `recovered` is true when the task was reattached after an agent restart rather than started. */
+  poststart?(ctx: TaskHookContext & { recovered: boolean }): Promise<void>;
+  exited?(exit: RunnerExitResult, ctx: TaskHookContext): Promise<void>;
+  /** The task is dead for good (killed, failed, or complete). */
+  stop?(ctx: TaskHookContext): Promise<void>;
+}
+
+export interface TaskRunnerOptions {
+  alloc: Allocation;
+  task: Task;
+  jobType: JobType;
+  restartPolicy: RestartPolicy;
+  driver: RunnerDriver;
+  taskDir: TaskDir;
+  /** The allocation directory root (`<allocDirRoot>/<allocId>`). */
+  allocDir: string;
+  store: ClientStateStore;
+  hooks: TaskHook[];
+  /** Told after every change of the task state (already persisted). Must not throw. */
+  onChange: (taskName: string, state: TaskState) => void;
+  killTimeoutMs: number;
+  /** Path of the group's network namespace, when the group has one. */
+  networkNamespacePath?: () => string | undefined;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+export type TaskRunnerErrorCode = 'TASK_BAD_CONFIG' | 'TASK_DRIVER_FAILED';
+
+export class TaskRunnerError extends BerthError {
+  override readonly code: TaskRunnerErrorCode;
+  constructor(code: TaskRunnerErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.code = code;
+  }
+}
+
+/** What restore() found. */
+export type RestoreResult = 'running' | 'lost' | 'dead' | 'new';
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/**
+ * Runs one task. Lifecycle: `start()` (or `restore()` then, for a task lost
+ * while the agent was down, `resume()`), then `kill()` or `detach()`. The
+ * state is written to the client state store before every `onChange`.
+ */
+export class TaskRunner {
+  readonly name: string;
+  readonly task: Task;
+  readonly driver: RunnerDriver;
+  readonly #opts: TaskRunnerOptions;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #bucket: Bucket<TaskRunnerRecord>;
+  readonly #key: string;
+  readonly #tracker: RestartTracker;
+  #record: TaskRunnerRecord;
+  readonly #killAbort = new AbortController();
+  readonly #detachAbort = new AbortController();
+  #runAbort = new AbortController();
+  #killReason = '';
+  #restartReason: string | undefined;
+  #loop: Promise<void> | undefined;
+  readonly #firstStart = deferred();
+  readonly #resumed = deferred();
+  readonly #done = deferred();
+  #isDone = false;
+
+  constructor(opts: TaskRunnerOptions) {
+    this.#opts = opts;
+    this.name = opts.task.name;
+    this.task = opts.task;
+    this.driver = opts.driver;
+    this.#clock = opts.clock ?? systemClock;
+    this.#logger = (opts.logger ?? silentLogger()).child({ component: 'task-runner', allocId: opts.alloc.id, task: opts.task.name });
+    this.#bucket = opts.store.bucket<TaskRunnerRecord>(TASK_RUNNERS_BUCKET);
+    this.#key = `${opts.alloc.id}/${opts.task.name}`;
+    const saved = this.#bucket.get(this.#key);
+    this.#record = saved ?? { state: newTaskState(this.#clock.now()), attempt: 0, restart: { count: 0, windowStart: undefined } };
+    this.#tracker = new RestartTracker(opts.restartPolicy, opts.jobType, this.#clock, this.#record.restart);
+    if (!saved) this.#persist();
+  }
+
+  /** A copy of the task state. */
+  state(): TaskState {
+    return structuredClone(this.#record.state);
+  }
+
+  /** The driver's task ID of the current run, if one runs. */
+  get taskId(): string | undefined {
+    return this.#record.taskId;
+  }
+
+  /** Resolves when the task is dead for good (or the runner was detached). Never rejects. */
+  get done(): Promise<void> {
+    return this.#done.promise;
+  }
+
+  get killing(): boolean {
+    return this.#killAbort.signal.aborted;
+  }
+
+  /**
+   * Starts the task (prestart hooks, driver start, poststart hooks) and
+   * returns once it runs, or once its first start failed and the restart
+   * policy took over. Call once. Never throws: failures become task events.
+   */
+  async start(): Promise<void> {
+    if (this.#loop) return this.#firstStart.promise;
+    this.#loop = this.#run(false);
+    await this.#firstStart.promise;
+  }
+
+  /**
+   * After an agent restart: reattaches to the task from its saved handle,
+   * without restarting it. 'running': reattached (waits and hooks resume);
+   * 'lost': its process is gone, and nothing happens until resume();
+   * 'dead': it had ended before; 'new': it was never started (call start()).
+   */
+  async restore(): Promise<RestoreResult> {
+    const rec = this.#record;
+    if (rec.state.state === 'dead') {
+      this.#finishDone();
+      return 'dead';
+    }
+    if (!rec.handle || !rec.taskId) return 'new';
+    try {
+      await this.driver.recoverTask(rec.handle);
+    } catch (err) {
+      this.#logger.warn({ err: describeError(err) }, 'task could not be reattached');
+      this.event(TASK_EVENTS.taskLost, `The task's process was gone after the agent restarted: ${describeError(err)}`);
+      this.#loop = this.#run('lost');
+      return 'lost';
+    }
+    this.event(TASK_EVENTS.reattached, 'Reattached to the running task after an agent restart');
+    this.#loop = this.#run(true);
+    await this.#firstStart.promise;
+    return 'running';
+  }
+
+  /** Lets a task found lost by restore() go on under its restart policy. Safe to repeat. */
+  resume(): void {
+    this.#resumed.resolve();
+  }
+
+  /**
+   * Kills the task for good: stop hooks, then the driver stops it (signal,
+   * then SIGKILL after the kill timeout). Resolves when it is dead and its
+   * stop hooks ran. Safe to repeat and before start().
+   */
+  async kill(reason: string): Promise<void> {
+    if (!this.#killAbort.signal.aborted) {
+      this.#killReason = reason;
+      if (this.#record.state.state !== 'dead') this.event(TASK_EVENTS.killing, `Killing the task: ${reason}`);
+      this.#killAbort.abort();
+      this.#resumed.resolve();
+      if (!this.#loop) this.#loop = this.#run(false);
+      await this.#stopProcess();
+    }
+    await this.#loop;
+    await this.#done.promise;
+  }
+
+  /**
+   * Restarts the running task (stop, then start again at once); not counted
+   * against the restart policy. Returns once the stop was sent; no-op when
+   * the task does not run.
+   */
+  async restart(reason: string): Promise<void> {
+    if (this.#record.state.state !== 'running' || this.killing || this.#restartReason !== undefined) return;
+    this.#restartReason = reason;
+    this.event(TASK_EVENTS.restartSignaled, `Restart requested: ${reason}`);
+    await this.#stopProcess();
+  }
+
+  /** Stops watching the task and leaves it running (the agent is stopping). Safe to repeat. */
+  detach(): void {
+    this.#detachAbort.abort();
+    this.#runAbort.abort();
+    this.#resumed.resolve();
+    this.#firstStart.resolve();
+    this.#finishDone();
+  }
+
+  /** Records a task event, persists it and tells onChange. Details must carry no secret. */
+  event(type: string, message: string, details: Record<string, string> = {}): void {
+    appendEvent(this.#record.state, this.#clock.now(), type, message, details);
+    this.#changed();
+  }
+
+  // ---- the run loop ---------------------------------------------------------
+
+  async #run(from: boolean | 'lost'): Promise<void> {
+    let recovered = from === true;
+    let pendingExit: RunnerExitResult | undefined;
+    if (from === 'lost') {
+      await this.#resumed.promise;
+      if (this.#detachAbort.signal.aborted) return;
+      pendingExit = { exitCode: -1, signal: null, message: 'the task was lost while the agent was down' };
+      this.#record.handle = undefined;
+      this.#record.taskId = undefined;
+    }
+    try {
+      for (;;) {
+        let exit: RunnerExitResult;
+        if (pendingExit) {
+          exit = pendingExit;
+          pendingExit = undefined;
+        } else {
+          if (this.killing) break;
+          this.#runAbort = new AbortController();
+          const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+          if (!recovered) {
+            try {
+              await this.#startOnce(ctx);
+            } catch (err) {
+              this.#runAbort.abort();
+              this.#firstStart.resolve();
+              if (this.killing) break;
+              const type = err instanceof TaskRunnerError && err.code === 'TASK_DRIVER_FAILED' ? TASK_EVENTS.driverFailure : TASK_EVENTS.setupFailure;
+              this.event(type, describeError(err));
+              if (!(await this.#afterExit(this.#tracker.next({ exitCode: -1, startError: true })))) break;
+              continue;
+            }
+          }
+          this.#firstStart.resolve();
+          await this.#poststart(ctx, recovered);
+          recovered = false;
+          const taskId = this.#record.taskId as string;
+          try {
+            exit = await this.driver.waitTask(taskId, { signal: this.#detachAbort.signal });
+          } catch (err) {
+            if (this.#detachAbort.signal.aborted) return;
+            exit = { exitCode: -1, signal: null, message: `waiting for the task failed: ${describeError(err)}` };
+          }
+          if (this.#detachAbort.signal.aborted) return;
+          this.#runAbort.abort();
+          for (const hook of this.#opts.hooks) {
+            if (!hook.exited) continue;
+            await hook.exited(exit, ctx).catch((err: unknown) => this.#logger.error({ hook: hook.name, err: describeError(err) }, 'exited hook failed'));
+          }
+          await this.driver.destroyTask(taskId, { force: true }).catch((err: unknown) => this.#logger.warn({ err: describeError(err) }, 'destroyTask failed'));
+          this.#record.handle = undefined;
+          this.#record.taskId = undefined;
+        }
+        const details: Record<string, string> = { exitCode: String(exit.exitCode) };
+        if (exit.signal) details['signal'] = String(exit.signal);
+        if (this.killing) {
+          this.event(TASK_EVENTS.killed, `Task killed: ${this.#killReason} (${describeExit(exit)})`, details);
+          break;
+        }
+        this.event(TASK_EVENTS.terminated, `Task exited: ${describeExit(exit)}`, details);
+        if (this.#restartReason !== undefined) {
+          const reason = this.#restartReason;
+          this.#restartReason = undefined;
+          this.#record.state.restarts += 1;
+          this.#record.state.state = 'pending';
+          this.event(TASK_EVENTS.restarting, `Task restarting: ${reason}`);
+          continue;
+        }
+        const decision = this.#tracker.next({ exitCode: exit.exitCode, signal: exit.signal });
+        if (!(await this.#afterExit(decision))) break;
+      }
+    } finally {
+      this.#firstStart.resolve();
+      if (!this.#detachAbort.signal.aborted) await this.#finish();
+    }
+  }
+
+  /** Applies a restart decision; returns whether to start again. */
+  async #afterExit(decision: ReturnType<RestartTracker['next']>): Promise<boolean> {
+    this.#record.restart = this.#tracker.state;
+    if (decision.kind === 'complete') {
+      this.#persist();
+      return false;
+    }
+    if (decision.kind === 'fail') {
+      this.#record.state.failed = true;
+      this.event(TASK_EVENTS.notRestarting, `Not restarting: ${decision.reason}`);
+      return false;
+    }
+    this.#record.state.restarts += 1;
+    this.#record.state.state = 'pending';
+    this.event(TASK_EVENTS.restarting, `Task restarting in ${decision.delayMs} ms: ${decision.reason}`, { delayMs: String(decision.delayMs) });
+    try {
+      await this.#clock.sleep(decision.delayMs, AbortSignal.any([this.#killAbort.signal, this.#detachAbort.signal]));
+    } catch (err) {
+      if (err instanceof AbortedError) return false;
+      throw err;
+    }
+    return !this.killing;
+  }
+
+  async #startOnce(ctx: TaskHookContext): Promise<void> {
+    const req: PrestartRequest = { env: {}, mounts: [] };
+    this.#record.state.state = 'pending';
+    this.event(TASK_EVENTS.settingUp, 'Building the task directory and running prestart hooks');
+    const signal = AbortSignal.any([this.#killAbort.signal, ctx.signal]);
+    for (const hook of this.#opts.hooks) {
+      if (!hook.prestart) continue;
+      try {
+        await hook.prestart(req, { runner: this, signal });
+      } catch (err) {
+        if (err instanceof BerthError && err.code !== 'ABORTED') throw err;
+        throw new TaskRunnerError('TASK_BAD_CONFIG', `prestart hook ${hook.name} failed: ${describeError(err)}`, { cause: err });
+      }
+      if (this.killing) throw new AbortedError('the task was killed while it was being set up');
+    }
+    const cfg = this.#taskConfig(req);
+    let handle: RunnerTaskHandle;
+    try {
+      handle = await this.driver.startTask(cfg, { signal });
+    } catch (err) {
+      throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} failed to start the task: ${describeError(err)}`, { cause: err });
+    }
+    this.#record.handle = handle;
+    this.#record.taskId = cfg.id;
+    this.#record.state.state = 'running';
+    this.#record.state.startedAt = this.#clock.now();
+    this.event(TASK_EVENTS.started, `Task started by driver ${this.driver.name}`, { attempt: String(this.#record.attempt) });
+    // A kill that arrived while the driver was starting the task stops it now.
+    if (this.killing) await this.#stopProcess();
+  }
+
+  async #poststart(ctx: TaskHookContext, recovered: boolean): Promise<void> {
+    for (const hook of this.#opts.hooks) {
+      if (!hook.poststart) continue;
+      await hook.poststart({ ...ctx, recovered }).catch((err: unknown) => {
+        this.#logger.error({ hook: hook.name, err: describeError(err) }, 'poststart hook failed');
+        this.event(TASK_EVENTS.setupFailure, `poststart hook ${hook.name} failed: ${describeError(err)}`);
+      });
+    }
+  }
+
+  #taskConfig(req: PrestartRequest): RunnerTaskConfig {
+    const { task, alloc } = this.#opts;
+    const command = task.config['command'];
+    const args = task.config['args'] ?? [];
+    if (typeof command !== 'string' || command === '') throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`);
+    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`);
+    this.#record.attempt += 1;
+    const td = this.#opts.taskDir;
+    const chroot = this.driver.capabilities.fsIsolation === 'chroot';
+    const env: Record<string, string> = {
+      ...task.env,
+      BERTH_ALLOC_ID: alloc.id,
+      BERTH_ALLOC_INDEX: String(alloc.index ?? 0),
+      BERTH_JOB_ID: alloc.jobId,
+      BERTH_GROUP_NAME: alloc.taskGroup,
+      BERTH_TASK_NAME: task.name,
+      BERTH_ALLOC_DIR: chroot ? '/alloc' : td.sharedDir,
+      BERTH_TASK_DIR: chroot ? '/local' : td.localDir,
+      BERTH_SECRETS_DIR: chroot ? '/secrets' : td.secretsDir,
+      ...req.env,
+    };
+    const cfg: RunnerTaskConfig = {
+      id: `${alloc.id}.${task.name}.${this.#record.attempt}`,
+      allocId: alloc.id,
+      taskName: task.name,
+      command,
+      args: args as string[],
+      env,
+      taskDir: td.localDir,
+      allocDir: this.#opts.allocDir,
+      secretsDir: td.secretsDir,
+      mounts: req.mounts,
+      logs: { disabled: task.logs.disabled, dir: td.logsDir, maxFiles: task.logs.maxFiles, maxFileSizeMb: task.logs.maxFileSizeMb },
+      killTimeoutMs: this.#opts.killTimeoutMs,
+      resources: { cpuMhz: task.resources.cpuMhz, memoryMb: task.resources.memoryMb },
+    };
+    const netns = this.#opts.networkNamespacePath?.();
+    if (netns) cfg.networkNamespacePath = netns;
+    return cfg;
+  }
+
+  async #stopProcess(): Promise<void> {
+    const taskId = this.#record.taskId;
+    if (!taskId || this.#record.state.state !== 'running') return;
+    await this.driver.stopTask(taskId, { timeoutMs: this.#opts.killTimeoutMs }).catch((err: unknown) => {
+      this.#logger.warn({ err: describeError(err) }, 'stopTask failed');
+    });
+  }
+
+  async #finish(): Promise<void> {
+    const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+    this.#runAbort.abort();
+    for (const hook of this.#opts.hooks) {
+      if (!hook.stop) continue;
+      await hook.stop(ctx).catch((err: unknown) => this.#logger.error({ hook: hook.name, err: describeError(err) }, 'stop hook failed'));
+    }
+    const s = this.#record.state;
+    s.state = 'dead';
+    s.finishedAt = this.#clock.now();
+    this.#record.handle = undefined;
+    this.#record.taskId = undefined;
+    this.#changed();
+    this.#finishDone();
+  }
+
+  #finishDone(): void {
+    if (this.#isDone) return;
+    this.#isDone = true;
+    this.#done.resolve();
+  }
+
+  #persist(): void {
+    this.#bucket.put(this.#key, this.#record);
+  }
+
+  #changed(): void {
+    this.#persist();
+    try {
+      this.#opts.onChange(this.name, this.state());
+    } catch (err) {
+      this.#logger.error({ err: describeError(err) }, 'onChange failed');
+    }
+  }
+}
+
+/** Removes a task runner's record (when its allocation is destroyed). Safe to repeat. */
+export function forgetTaskRunner(store: ClientStateStore, allocId: string, taskName: string): void {
+  store.bucket<TaskRunnerRecord>(TASK_RUNNERS_BUCKET).delete(`${allocId}/${taskName}`);
+}
