@@ -1,0 +1,44 @@
+import type { DriverInfo } from '../../structs/index.js';
+import { ExecutorDriver, isRoot, missingTools } from './executor-driver.js';
+import type { DriverCapabilities, TaskHandle } from './task-driver.js';
+
+const TOOLS = ['unshare', 'nsenter', 'chroot', 'mount', 'findmnt', 'mountpoint'];
+
+/**
+ * exec: the task runs in its own mount and PID namespaces (it is pid 1
+ * there), chrooted into a private root holding the host's /bin /sbin /lib
+ * /lib64 /usr /etc read-only, /proc, a minimal /dev, a tmpfs /tmp, its
+ * local/ at /local (its working directory), the allocation's shared alloc/
+ * at /alloc, secrets/ at /secrets, and each volume at its destination with
+ * the requested propagation. A source of a host-to-task or bidirectional
+ * mount is made a shared mount point on the host (bound onto itself when it
+ * is a plain directory; that bind stays, as mounts may live under it).
+ * Graceful signals reach the task only if it handles them (pid 1 rule);
+ * stopTask's SIGKILL always works.
+ */
+export class ExecDriver extends ExecutorDriver {
+  readonly name = 'exec' as const;
+  readonly capabilities: DriverCapabilities = {
+    sendSignals: true,
+    exec: true,
+    fsIsolation: 'chroot',
+    networkModes: ['host', 'none'],
+    mustInitiateNetwork: false,
+    mountConfigs: 'any',
+  };
+
+  async fingerprint(): Promise<DriverInfo> {
+    const base = { networkModes: [...this.capabilities.networkModes] };
+    if (process.platform !== 'linux') return { ...base, detected: false, healthy: false, healthReason: 'exec needs Linux namespaces' };
+    if (!isRoot()) return { ...base, detected: true, healthy: false, healthReason: 'exec needs to run as root' };
+    const missing = missingTools(TOOLS);
+    if (missing.length) return { ...base, detected: true, healthy: false, healthReason: `missing tools: ${missing.join(', ')}` };
+    return { ...base, detected: true, healthy: true, healthReason: 'ready' };
+  }
+
+  protected execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string } {
+    const init = this.namespaceInit(handle);
+    const argv = ['nsenter', '-t', String(init), '-m', '-p', '-n', '-r', '-w', '--', ...command];
+    return { argv, env: this.taskEnv(init), cwd: '/' };
+  }
+}

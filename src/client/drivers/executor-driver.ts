@@ -1,0 +1,530 @@
+// What raw_exec and exec share: each task runs under a detached executor
+// process (executor.mjs) that outlives the agent; the driver talks to it over
+// its unix socket and reads the kernel's /proc for liveness and stats.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { isAbsolute, join, normalize } from 'node:path';
+import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import pty from 'node-pty';
+import { AbortedError, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
+import type { DriverInfo } from '../../structs/index.js';
+import { DriverError } from './driver-error.js';
+import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
+import { childrenOf, environOf, isAlive, kernelUnits, processTree } from './_proc.js';
+import type {
+  DriverCapabilities,
+  ExecOptions,
+  ExitResult,
+  TaskConfig,
+  TaskDriver,
+  TaskHandle,
+  TaskResourceUsage,
+  TaskStatus,
+} from './task-driver.js';
+
+const EXECUTOR_PATH = fileURLToPath(new URL('./executor.mjs', import.meta.url));
+/** Longest unix socket path Linux takes (sun_path is 108 bytes with its NUL). */
+const MAX_SOCKET_PATH = 107;
+const ORPHAN_POLL_MS = 250;
+
+export interface ExecutorDriverOptions {
+  /** Where per-task executor state (control socket, exit.json) lives; short, since socket paths are limited. */
+  stateDir: string;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+interface TaskRecord {
+  handle: TaskHandle;
+  exit?: ExitResult & { finishedAt: number };
+  lastCpu?: { totalMs: number; at: number };
+}
+
+const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
+
+/** The shared implementation; RawExecDriver and ExecDriver choose the mode. */
+export abstract class ExecutorDriver implements TaskDriver {
+  abstract readonly name: 'raw_exec' | 'exec';
+  abstract readonly capabilities: DriverCapabilities;
+  protected readonly logger: Logger;
+  readonly #stateDir: string;
+  readonly #clock: Clock;
+  readonly #tasks = new Map<string, TaskRecord>();
+  readonly #stopping = new AbortController();
+  readonly #execs = new Set<{ kill(): void }>();
+
+  constructor(opts: ExecutorDriverOptions) {
+    this.#stateDir = opts.stateDir;
+    this.#clock = opts.clock ?? systemClock;
+    this.logger = (opts.logger ?? silentLogger()).child({ component: 'driver' });
+  }
+
+  abstract fingerprint(): Promise<DriverInfo>;
+
+  async startTask(cfg: TaskConfig, opts: { signal?: AbortSignal } = {}): Promise<TaskHandle> {
+    this.#alive();
+    if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
+    if (this.#tasks.has(cfg.id)) throw new DriverError('TASK_EXISTS', `task ${cfg.id} is already started`);
+    this.#checkMounts(cfg);
+    if (cfg.networkNamespacePath && !existsSync(cfg.networkNamespacePath)) {
+      throw new DriverError('START_FAILED', `task ${cfg.taskName}: network namespace ${cfg.networkNamespacePath} does not exist`);
+    }
+    const stateDir = join(this.#stateDir, createHash('sha256').update(cfg.id).digest('hex').slice(0, 16));
+    const socketPath = join(stateDir, 'ctl.sock');
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
+      throw new DriverError('START_FAILED', `driver state dir ${this.#stateDir} is too long for a unix socket path`);
+    }
+    rmSync(stateDir, { recursive: true, force: true });
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+
+    const config = {
+      mode: this.name,
+      taskId: cfg.id,
+      taskName: cfg.taskName,
+      command: cfg.command,
+      args: cfg.args,
+      env: cfg.env,
+      taskDir: cfg.taskDir,
+      allocDir: cfg.allocDir,
+      secretsDir: cfg.secretsDir,
+      mounts: cfg.mounts,
+      networkNamespacePath: cfg.networkNamespacePath,
+      logs: {
+        disabled: cfg.logs.disabled,
+        dir: cfg.logs.dir,
+        maxFiles: cfg.logs.maxFiles,
+        maxFileBytes: Math.round(cfg.logs.maxFileSizeMb * 1024 * 1024),
+      },
+      stateDir,
+      socketPath,
+    };
+    const child = spawn(process.execPath, [EXECUTOR_PATH], {
+      detached: true,
+      stdio: ['pipe', 'ignore', 'ignore', 'pipe'],
+      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+      cwd: stateDir,
+    });
+    const reply = this.#readReply(child, opts.signal);
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(JSON.stringify(config));
+    const answer = await reply;
+    if (!answer.ok) {
+      rmSync(stateDir, { recursive: true, force: true });
+      throw new DriverError('START_FAILED', `task ${cfg.taskName} failed to start: ${answer.error ?? 'unknown error'}`);
+    }
+    const executorPid = child.pid as number;
+    child.unref();
+    const handle: TaskHandle = {
+      version: 1,
+      driver: this.name,
+      taskId: cfg.id,
+      allocId: cfg.allocId,
+      taskName: cfg.taskName,
+      executorPid,
+      executorStartTicks: answer.executorStartTicks ?? 0,
+      taskPid: answer.taskPid ?? 0,
+      taskStartTicks: answer.taskStartTicks ?? 0,
+      stateDir,
+      socketPath,
+      taskDir: cfg.taskDir,
+      ...(cfg.networkNamespacePath ? { networkNamespacePath: cfg.networkNamespacePath } : {}),
+      logs: { disabled: cfg.logs.disabled, dir: cfg.logs.dir },
+      startedAt: this.#clock.now(),
+    };
+    this.#tasks.set(cfg.id, { handle });
+    this.logger.info({ taskId: cfg.id, task: cfg.taskName, pid: handle.taskPid, driver: this.name }, 'task started');
+    return handle;
+  }
+
+  /** Resolves with the executor's first line on fd 3 (its start report). */
+  #readReply(
+    child: ChildProcess,
+    signal: AbortSignal | undefined,
+  ): Promise<{ ok: boolean; error?: string; taskPid?: number; taskStartTicks?: number; executorStartTicks?: number }> {
+    const pipe = child.stdio[3] as Readable;
+    const done = new Promise<{ ok: boolean; error?: string; taskPid?: number; taskStartTicks?: number; executorStartTicks?: number }>(
+      (resolve, reject) => {
+        let buf = '';
+        const onAbort = (): void => {
+          child.kill('SIGKILL');
+          reject(new AbortedError('task start aborted', { cause: signal?.reason }));
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        pipe.setEncoding('utf8');
+        pipe.on('data', (d: string) => {
+          buf += d;
+        });
+        pipe.on('close', () => {
+          signal?.removeEventListener('abort', onAbort);
+          const line = buf.split('\n')[0];
+          if (!line) {
+            resolve({ ok: false, error: 'the executor exited before reporting' });
+            return;
+          }
+          try {
+            resolve(JSON.parse(line) as { ok: boolean });
+          } catch {
+            resolve({ ok: false, error: 'the executor sent a malformed report' });
+          }
+        });
+        child.on('error', (err) => resolve({ ok: false, error: err.message }));
+      },
+    );
+    return done;
+  }
+
+  #checkMounts(cfg: TaskConfig): void {
+    if (cfg.mounts.length > 0 && this.capabilities.mountConfigs === 'none') {
+      throw new DriverError('MOUNTS_UNSUPPORTED', `task ${cfg.taskName}: the ${this.name} driver does not support volume mounts`);
+    }
+    for (const m of cfg.mounts) {
+      if (!isAbsolute(m.destination) || normalize(m.destination) !== m.destination || m.destination === '/') {
+        throw new DriverError('INVALID_MOUNT', `task ${cfg.taskName}: mount destination ${m.destination} must be a normalized absolute path`);
+      }
+      if (!existsSync(m.source)) {
+        throw new DriverError('INVALID_MOUNT', `task ${cfg.taskName}: mount source ${m.source} does not exist`);
+      }
+      if (m.propagation === 'bidirectional' && m.readOnly) {
+        throw new DriverError(
+          'INVALID_MOUNT',
+          `task ${cfg.taskName}: bidirectional propagation at ${m.destination} needs a writable volume, and this one is read-only`,
+        );
+      }
+    }
+  }
+
+  async recoverTask(handle: TaskHandle): Promise<void> {
+    this.#alive();
+    if (this.#tasks.has(handle.taskId)) return;
+    if (handle.version !== 1 || handle.driver !== this.name || !handle.stateDir || !handle.socketPath) {
+      throw new DriverError('TASK_NOT_RECOVERABLE', `task ${handle.taskId}: the handle is not a ${this.name} handle`);
+    }
+    const recorded = this.#readExitFile(handle);
+    if (recorded) {
+      this.#tasks.set(handle.taskId, { handle, exit: recorded });
+    } else if (isAlive(handle.executorPid, handle.executorStartTicks) || isAlive(handle.taskPid, handle.taskStartTicks)) {
+      this.#tasks.set(handle.taskId, { handle });
+    } else {
+      throw new DriverError('TASK_NOT_RECOVERABLE', `task ${handle.taskName}: neither its executor nor a recorded exit was found`);
+    }
+    this.logger.info({ taskId: handle.taskId, task: handle.taskName, exited: Boolean(recorded) }, 'task recovered');
+  }
+
+  async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<ExitResult> {
+    const rec = this.#record(taskId);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, this.#stopping.signal]) : this.#stopping.signal;
+    try {
+      return await this.#waitExit(rec, signal);
+    } catch (err) {
+      if (this.#stopping.signal.aborted) throw this.#shutDownError();
+      throw err;
+    }
+  }
+
+  async #waitExit(rec: TaskRecord, signal: AbortSignal): Promise<ExitResult> {
+    while (!rec.exit) {
+      let answer: ExecutorAnswer | undefined;
+      try {
+        answer = await askExecutor(rec.handle.socketPath, { op: 'wait' }, signal);
+      } catch (err) {
+        if (!(err instanceof ExecutorUnavailable)) throw err;
+      }
+      if (answer?.exit) {
+        rec.exit = answer.exit;
+        break;
+      }
+      const recorded = this.#readExitFile(rec.handle);
+      if (recorded) {
+        rec.exit = recorded;
+        break;
+      }
+      if (isAlive(rec.handle.executorPid, rec.handle.executorStartTicks)) {
+        // Between the socket closing and exit.json landing, or the socket not up yet.
+        await this.#clock.sleep(20, signal);
+        continue;
+      }
+      // The executor is gone without a record (killed): watch the orphaned task itself.
+      while (isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) await this.#clock.sleep(ORPHAN_POLL_MS, signal);
+      rec.exit = {
+        exitCode: -1,
+        signal: null,
+        oomKilled: false,
+        message: 'the task ended while its executor was gone; its exit status is unknown',
+        finishedAt: this.#clock.now(),
+      };
+    }
+    return publicExit(rec.exit);
+  }
+
+  #readExitFile(handle: TaskHandle): (ExitResult & { finishedAt: number }) | undefined {
+    try {
+      return JSON.parse(readFileSync(join(handle.stateDir, 'exit.json'), 'utf8')) as ExitResult & { finishedAt: number };
+    } catch {
+      return undefined;
+    }
+  }
+
+  async stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void> {
+    const rec = this.#record(taskId);
+    if (rec.exit) return;
+    const signal = opts.signal ?? 'SIGTERM';
+    try {
+      const answer = await askExecutor(rec.handle.socketPath, { op: 'stop', signal, timeoutMs: opts.timeoutMs }, this.#stopping.signal);
+      if (answer.exit) rec.exit = answer.exit;
+    } catch (err) {
+      if (this.#stopping.signal.aborted) throw this.#shutDownError();
+      if (!(err instanceof ExecutorUnavailable)) throw err;
+      // No executor: signal the orphaned task's group directly, then kill it.
+      if (isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
+        killGroup(rec.handle.taskPid, signal);
+        const deadline = this.#clock.now() + opts.timeoutMs;
+        while (isAlive(rec.handle.taskPid, rec.handle.taskStartTicks) && this.#clock.now() < deadline) {
+          await this.#clock.sleep(50, this.#stopping.signal);
+        }
+        killGroup(rec.handle.taskPid, 'SIGKILL');
+      }
+    }
+    await this.waitTask(taskId);
+    this.logger.info({ taskId, task: rec.handle.taskName }, 'task stopped');
+  }
+
+  async destroyTask(taskId: string, opts: { force?: boolean } = {}): Promise<void> {
+    this.#alive();
+    const rec = this.#tasks.get(taskId);
+    if (!rec) return;
+    if (!rec.exit && this.#running(rec)) {
+      if (!opts.force) throw new DriverError('TASK_RUNNING', `task ${rec.handle.taskName} is still running; stop it first or force`);
+      await this.stopTask(taskId, { timeoutMs: 0, signal: 'SIGKILL' });
+    }
+    // The executor leaves on its own once the task's exit is recorded; make sure.
+    for (let i = 0; i < 50 && isAlive(rec.handle.executorPid, rec.handle.executorStartTicks); i++) {
+      await this.#clock.sleep(20);
+    }
+    if (isAlive(rec.handle.executorPid, rec.handle.executorStartTicks)) killPid(rec.handle.executorPid, 'SIGKILL');
+    rmSync(rec.handle.stateDir, { recursive: true, force: true });
+    this.#tasks.delete(taskId);
+    this.logger.info({ taskId, task: rec.handle.taskName }, 'task destroyed');
+  }
+
+  inspectTask(taskId: string): TaskStatus {
+    const rec = this.#record(taskId);
+    const state = rec.exit ? 'exited' : this.#running(rec) ? 'running' : 'unknown';
+    return {
+      id: taskId,
+      taskName: rec.handle.taskName,
+      state,
+      startedAt: rec.handle.startedAt,
+      pid: rec.handle.taskPid,
+      ...(rec.exit ? { completedAt: rec.exit.finishedAt, exitResult: publicExit(rec.exit) } : {}),
+    };
+  }
+
+  async signalTask(taskId: string, signal: string): Promise<void> {
+    const rec = this.#record(taskId);
+    if (!(signal in SIGNALS) && !/^SIG[A-Z0-9]+$/.test(signal)) {
+      throw new DriverError('TASK_NOT_RUNNING', `unknown signal ${signal}`);
+    }
+    if (rec.exit) throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`);
+    let answer: ExecutorAnswer;
+    try {
+      answer = await askExecutor(rec.handle.socketPath, { op: 'signal', signal }, this.#stopping.signal);
+    } catch (err) {
+      if (this.#stopping.signal.aborted) throw this.#shutDownError();
+      if (!(err instanceof ExecutorUnavailable)) throw err;
+      if (!isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
+        throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`, { cause: err });
+      }
+      killGroup(rec.handle.taskPid, signal);
+      return;
+    }
+    if (answer.error) throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName}: ${answer.error}`);
+  }
+
+  async taskStats(taskId: string): Promise<TaskResourceUsage> {
+    const rec = this.#record(taskId);
+    if (rec.exit || !isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
+      throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
+    }
+    const { clkTck, pageSize } = kernelUnits();
+    const tree = processTree(rec.handle.taskPid);
+    let user = 0;
+    let sys = 0;
+    let rss = 0;
+    for (const p of tree) {
+      user += p.utimeTicks;
+      sys += p.stimeTicks;
+      rss += p.rssPages;
+    }
+    const userMs = (user * 1000) / clkTck;
+    const systemMs = (sys * 1000) / clkTck;
+    const totalMs = userMs + systemMs;
+    const now = this.#clock.now();
+    const prev = rec.lastCpu;
+    const percent = prev && now > prev.at ? Math.max(0, ((totalMs - prev.totalMs) / (now - prev.at)) * 100) : 0;
+    rec.lastCpu = { totalMs, at: now };
+    return { timestamp: now, cpu: { userMs, systemMs, totalMs, percent }, memory: { rssBytes: rss * pageSize }, pids: tree.map((p) => p.pid) };
+  }
+
+  async execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }> {
+    const rec = this.#record(taskId);
+    if (opts.command.length === 0) throw new DriverError('START_FAILED', 'exec needs a command');
+    if (rec.exit || !isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
+      throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
+    }
+    if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });
+    const { argv, env, cwd } = this.execTarget(rec.handle, opts.command);
+    const [file, ...args] = argv as [string, ...string[]];
+    const session = opts.tty ? this.#execTty(file, args, env, cwd, opts) : this.#execPipes(file, args, env, cwd, opts);
+    return session;
+  }
+
+  /** How to run a command inside the task: argv (with nsenter when needed), its env and cwd. */
+  protected abstract execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string };
+
+  /** The env the task process started with (what a command run inside it should see). */
+  protected taskEnv(pid: number): Record<string, string> {
+    try {
+      return environOf(pid);
+    } catch {
+      return { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
+    }
+  }
+
+  /** Pid 1 of an exec task's namespaces (the child of its unshare). */
+  protected namespaceInit(handle: TaskHandle): number {
+    const [init] = childrenOf(handle.taskPid);
+    if (!init) throw new DriverError('TASK_NOT_RUNNING', `task ${handle.taskName} has no running process to enter`);
+    return init;
+  }
+
+  #execTty(file: string, args: string[], env: Record<string, string>, cwd: string, opts: ExecOptions): Promise<{ exitCode: number }> {
+    return new Promise((resolve, reject) => {
+      const term = pty.spawn(file, args, { name: 'xterm-256color', cols: opts.size?.cols ?? 80, rows: opts.size?.rows ?? 24, cwd, env });
+      const session = { kill: () => term.kill('SIGKILL') };
+      this.#execs.add(session);
+      let closed = false;
+      const onAbort = (): void => {
+        session.kill();
+        reject(new AbortedError('exec aborted', { cause: opts.signal?.reason }));
+      };
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      term.onData((d) => opts.stdout.write(d));
+      term.onExit(({ exitCode, signal }) => {
+        closed = true;
+        this.#execs.delete(session);
+        opts.signal?.removeEventListener('abort', onAbort);
+        resolve({ exitCode: signal ? 128 + signal : exitCode });
+      });
+      void (async () => {
+        for await (const chunk of opts.stdin ?? []) {
+          if (closed) break;
+          term.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+        }
+      })().catch(() => undefined);
+      void (async () => {
+        for await (const size of opts.resize ?? []) {
+          if (closed) break;
+          term.resize(Math.max(1, size.cols), Math.max(1, size.rows));
+        }
+      })().catch(() => undefined);
+    });
+  }
+
+  #execPipes(file: string, args: string[], env: Record<string, string>, cwd: string, opts: ExecOptions): Promise<{ exitCode: number }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(file, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+      const session = { kill: () => child.kill('SIGKILL') };
+      this.#execs.add(session);
+      const onAbort = (): void => {
+        session.kill();
+        reject(new AbortedError('exec aborted', { cause: opts.signal?.reason }));
+      };
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      child.stdout.on('data', (d: Buffer) => opts.stdout.write(d));
+      child.stderr.on('data', (d: Buffer) => (opts.stderr ?? opts.stdout).write(d));
+      child.stdin.on('error', () => undefined);
+      child.on('error', (err) => {
+        this.#execs.delete(session);
+        reject(new DriverError('START_FAILED', `exec failed: ${err.message}`, { cause: err }));
+      });
+      child.on('close', (code, sig) => {
+        this.#execs.delete(session);
+        opts.signal?.removeEventListener('abort', onAbort);
+        resolve({ exitCode: sig ? 128 + (SIGNALS[sig] ?? 0) : (code ?? -1) });
+      });
+      void (async () => {
+        for await (const chunk of opts.stdin ?? []) child.stdin.write(chunk);
+        child.stdin.end();
+      })().catch(() => child.stdin.destroy());
+    });
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.#stopping.signal.aborted) return;
+    this.#stopping.abort(this.#shutDownError());
+    for (const s of this.#execs) s.kill();
+    this.#execs.clear();
+    this.#tasks.clear();
+    this.logger.info({ driver: this.name }, 'driver shut down; tasks keep running');
+  }
+
+  #running(rec: TaskRecord): boolean {
+    return isAlive(rec.handle.taskPid, rec.handle.taskStartTicks) || isAlive(rec.handle.executorPid, rec.handle.executorStartTicks);
+  }
+
+  #alive(): void {
+    if (this.#stopping.signal.aborted) throw this.#shutDownError();
+  }
+
+  #shutDownError(): DriverError {
+    return new DriverError('DRIVER_SHUT_DOWN', `the ${this.name} driver is shut down`);
+  }
+
+  #record(taskId: string): TaskRecord {
+    this.#alive();
+    const rec = this.#tasks.get(taskId);
+    if (!rec) throw new DriverError('TASK_NOT_FOUND', `no task ${taskId} in the ${this.name} driver`);
+    return rec;
+  }
+}
+
+function publicExit(e: ExitResult): ExitResult {
+  return { exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled, message: e.message };
+}
+
+function killPid(pid: number, signal: string): void {
+  try {
+    process.kill(pid, signal as NodeJS.Signals);
+  } catch {
+    // gone already
+  }
+}
+
+function killGroup(pid: number, signal: string): void {
+  try {
+    process.kill(-pid, signal as NodeJS.Signals);
+  } catch {
+    killPid(pid, signal);
+  }
+}
+
+/** Whether we run as root (namespaces, mounts and nsenter need it). */
+export function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/** Those of `tools` that are not an executable on PATH. */
+export function missingTools(tools: string[]): string[] {
+  const dirs = (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':');
+  return tools.filter((t) => !dirs.some((d) => {
+    try {
+      return statSync(join(d, t)).isFile();
+    } catch {
+      return false;
+    }
+  }));
+}
+

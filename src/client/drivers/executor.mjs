@@ -1,0 +1,436 @@
+// @ts-check
+// The per-task executor: a small detached process (its own session) that
+// starts one task, writes its stdout/stderr to rotated files, records how it
+// ended in exit.json and answers a unix control socket (wait, signal, stop,
+// status). It outlives the agent, so tasks survive agent restarts and logs
+// keep flowing while no agent runs. Plain ESM with JSDoc types so that it
+// starts in tens of milliseconds with no transpiler.
+//
+// Protocol: the driver writes the config as JSON on stdin and closes it; the
+// executor answers one JSON line on fd 3 ({ ok, taskPid, taskStartTicks,
+// executorStartTicks } or { ok: false, error }) and closes fd 3. The socket
+// takes one JSON line per connection and answers one JSON line.
+//
+// Log files: `<dir>/<task>.<stdout|stderr>.<n>`, n growing; at most maxFiles
+// kept per stream (src/client/logs reads them in the same order). When logs
+// are disabled nothing is captured and a marker `.<task>.logs-disabled` is
+// left in the log dir.
+
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+/**
+ * @typedef {{ source: string, destination: string, readOnly: boolean, propagation: 'private'|'host-to-task'|'bidirectional' }} Mount
+ * @typedef {{
+ *   mode: 'raw_exec'|'exec', taskId: string, taskName: string, command: string, args: string[],
+ *   env: Record<string,string>, taskDir: string, allocDir: string, secretsDir: string, mounts: Mount[],
+ *   networkNamespacePath?: string, logs: { disabled: boolean, dir: string, maxFiles: number, maxFileBytes: number },
+ *   stateDir: string, socketPath: string
+ * }} ExecutorConfig
+ * @typedef {{ exitCode: number, signal: string|null, oomKilled: boolean, message: string, finishedAt: number }} ExitRecord
+ */
+
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** @param {number} pid */
+function startTicks(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(rest[19]);
+}
+
+/** @param {number} pid @returns {number[]} */
+function childrenOf(pid) {
+  const out = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(rest[1]) === pid) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** @param {string} dir @param {string} msg */
+function note(dir, msg) {
+  try {
+    fs.appendFileSync(path.join(dir, 'executor.log'), `${new Date().toISOString()} ${msg}\n`);
+  } catch {
+    // nowhere left to tell
+  }
+}
+
+/** Appends to `<base>.<n>`, moving to n+1 past maxBytes and deleting files older than maxFiles. */
+class RotatingFile {
+  /** @param {string} dir @param {string} base @param {number} maxFiles @param {number} maxBytes */
+  constructor(dir, base, maxFiles, maxBytes) {
+    this.dir = dir;
+    this.base = base;
+    this.maxFiles = maxFiles;
+    this.maxBytes = maxBytes;
+    const prefix = `${base}.`;
+    const indexes = fs
+      .readdirSync(dir)
+      .filter((f) => f.startsWith(prefix) && /^\d+$/.test(f.slice(prefix.length)))
+      .map((f) => Number(f.slice(prefix.length)));
+    this.index = indexes.length ? Math.max(...indexes) : 0;
+    this.fd = -1;
+    this.size = 0;
+    this.#open();
+  }
+
+  #open() {
+    const file = path.join(this.dir, `${this.base}.${this.index}`);
+    this.fd = fs.openSync(file, 'a', 0o640);
+    this.size = fs.fstatSync(this.fd).size;
+    for (let old = this.index - this.maxFiles; old >= 0; old--) {
+      const f = path.join(this.dir, `${this.base}.${old}`);
+      if (!fs.existsSync(f)) break;
+      fs.rmSync(f, { force: true });
+    }
+  }
+
+  /** @param {Buffer} chunk */
+  write(chunk) {
+    let off = 0;
+    while (off < chunk.length) {
+      if (this.size >= this.maxBytes) {
+        fs.closeSync(this.fd);
+        this.index++;
+        this.#open();
+      }
+      const n = Math.min(chunk.length - off, this.maxBytes - this.size);
+      fs.writeSync(this.fd, chunk, off, n);
+      off += n;
+      this.size += n;
+    }
+  }
+
+  close() {
+    if (this.fd >= 0) fs.closeSync(this.fd);
+    this.fd = -1;
+  }
+}
+
+/** @param {string} s */
+function q(s) {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** @param {string} p */
+function isMountpoint(p) {
+  try {
+    execFileSync('mountpoint', ['-q', p]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Host side of propagation: a source that must share mount events with the
+ * task has to be a shared mount point. A plain directory is bind-mounted onto
+ * itself first; that mount is left in place because volumes may be mounted
+ * under it (a plugin's mount root) and must outlive the task.
+ * @param {Mount[]} mounts
+ */
+function shareSources(mounts) {
+  for (const m of mounts) {
+    if (m.propagation === 'private') continue;
+    if (!isMountpoint(m.source)) execFileSync('mount', ['--bind', m.source, m.source]);
+    execFileSync('mount', ['--make-shared', m.source]);
+  }
+}
+
+/**
+ * The script run as pid 1 of the task's new mount and pid namespaces: builds a
+ * private tmpfs root with the host's system dirs read-only, /proc, a minimal
+ * /dev, the task's dirs and its volumes, then chroots into it.
+ * @param {ExecutorConfig} cfg
+ */
+function execScript(cfg) {
+  const R = path.join(cfg.stateDir, 'root');
+  const lines = ['set -e', `R=${q(R)}`, 'mkdir -p "$R"'];
+  // Nothing made below may leak to the host: the mount holding the root goes private here.
+  lines.push('mount --make-private "$(findmnt -n -o TARGET -T "$R")"');
+  lines.push('mount -t tmpfs -o mode=755 berth-root "$R"');
+  for (const d of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'usr', 'etc']) {
+    lines.push(
+      `if [ -L /${d} ]; then ln -s "$(readlink /${d})" "$R/${d}";`,
+      `elif [ -d /${d} ]; then mkdir -p "$R/${d}"; mount --rbind /${d} "$R/${d}"; mount --make-rslave "$R/${d}"; mount -o remount,bind,ro "$R/${d}"; fi`,
+    );
+  }
+  lines.push('mkdir -p "$R/proc" && mount -t proc proc "$R/proc"');
+  lines.push('mkdir -p "$R/dev" && mount -t tmpfs -o mode=755,nosuid berth-dev "$R/dev"');
+  for (const n of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) {
+    lines.push(`touch "$R/dev/${n}" && mount --bind /dev/${n} "$R/dev/${n}"`);
+  }
+  lines.push('ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"; ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"');
+  lines.push('mkdir -p "$R/tmp" && mount -t tmpfs -o mode=1777 berth-tmp "$R/tmp"');
+  const sharedAlloc = path.join(cfg.allocDir, 'alloc');
+  /** @type {Array<[string, string]>} */
+  const taskDirs = [
+    [cfg.taskDir, '/local'],
+    [fs.existsSync(sharedAlloc) ? sharedAlloc : cfg.allocDir, '/alloc'],
+    [cfg.secretsDir, '/secrets'],
+  ];
+  for (const [src, dst] of taskDirs) {
+    if (!src || !fs.existsSync(src)) continue;
+    lines.push(`mkdir -p "$R${dst}" && mount --bind ${q(src)} "$R${dst}" && mount --make-private "$R${dst}"`);
+  }
+  for (const m of cfg.mounts) {
+    const dst = `"$R"${q(m.destination)}`;
+    const isDir = fs.statSync(m.source).isDirectory();
+    lines.push(isDir ? `mkdir -p ${dst}` : `mkdir -p "$(dirname ${dst})" && touch ${dst}`);
+    lines.push(`mount --rbind ${q(m.source)} ${dst}`);
+    if (m.readOnly) lines.push(`mount -o remount,bind,ro ${dst}`);
+    const flag = { private: '--make-rprivate', 'host-to-task': '--make-rslave', bidirectional: '--make-rshared' }[m.propagation];
+    lines.push(`mount ${flag} ${dst}`);
+  }
+  lines.push(`exec chroot "$R" /bin/sh -c 'cd /local 2>/dev/null || cd /; exec "$@"' sh "$@"`);
+  return lines.join('\n');
+}
+
+/** @param {ExecutorConfig} cfg */
+function spawnTask(cfg) {
+  const env = { PATH: DEFAULT_PATH, ...cfg.env };
+  const stdio = /** @type {const} */ (cfg.logs.disabled ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe']);
+  const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
+  /** @type {string[]} */
+  let argv;
+  if (cfg.mode === 'exec') {
+    shareSources(cfg.mounts);
+    argv = [
+      ...nsenter,
+      'unshare', '--mount', '--pid', '--fork', '--kill-child', '--propagation', 'unchanged', '--',
+      '/bin/sh', '-c', execScript(cfg), 'sh', cfg.command, ...cfg.args,
+    ];
+  } else {
+    argv = [...nsenter, cfg.command, ...cfg.args];
+  }
+  const [file, ...args] = argv;
+  return spawn(/** @type {string} */ (file), args, {
+    cwd: cfg.mode === 'exec' ? cfg.stateDir : cfg.taskDir,
+    env,
+    stdio,
+    detached: true,
+  });
+}
+
+/** @param {number | null} code @param {NodeJS.Signals | null} signal */
+function exitRecord(code, signal) {
+  const message = signal ? `killed by ${signal}` : `exited with code ${code}`;
+  return { exitCode: code ?? (signal ? 128 + (osSignalNumber(signal) ?? 0) : -1), signal, oomKilled: false, message, finishedAt: Date.now() };
+}
+
+/** @param {string} signal */
+function osSignalNumber(signal) {
+  /** @type {Record<string, number>} */
+  const nums = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
+  return nums[signal];
+}
+
+/** @param {string} file @param {unknown} value */
+function writeJsonAtomic(file, value) {
+  const tmp = `${file}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(value));
+  const fd = fs.openSync(tmp, 'r');
+  fs.fsyncSync(fd);
+  fs.closeSync(fd);
+  fs.renameSync(tmp, file);
+}
+
+async function main() {
+  process.on('SIGHUP', () => {});
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => {});
+  const chunks = [];
+  for await (const c of process.stdin) chunks.push(c);
+  /** @type {ExecutorConfig} */
+  const cfg = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  fs.mkdirSync(cfg.stateDir, { recursive: true });
+
+  /** @param {unknown} msg */
+  const report = (msg) => {
+    try {
+      fs.writeSync(3, `${JSON.stringify(msg)}\n`);
+      fs.closeSync(3);
+    } catch {
+      // the agent went away before reading; the socket and exit.json still tell
+    }
+  };
+
+  /** @type {RotatingFile[]} */
+  const files = [];
+  /** @type {import('node:child_process').ChildProcess} */
+  let child;
+  try {
+    fs.mkdirSync(cfg.logs.dir, { recursive: true });
+    const marker = path.join(cfg.logs.dir, `.${cfg.taskName}.logs-disabled`);
+    if (cfg.logs.disabled) fs.writeFileSync(marker, '');
+    else fs.rmSync(marker, { force: true });
+    child = spawnTask(cfg);
+    await new Promise((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+  } catch (err) {
+    note(cfg.stateDir, `start failed: ${/** @type {Error} */ (err).message}`);
+    report({ ok: false, error: /** @type {Error} */ (err).message });
+    process.exit(1);
+  }
+  const pid = /** @type {number} */ (child.pid);
+  if (!cfg.logs.disabled) {
+    for (const [stream, name] of /** @type {const} */ ([[child.stdout, 'stdout'], [child.stderr, 'stderr']])) {
+      const file = new RotatingFile(cfg.logs.dir, `${cfg.taskName}.${name}`, cfg.logs.maxFiles, cfg.logs.maxFileBytes);
+      files.push(file);
+      stream?.on('data', (/** @type {Buffer} */ chunk) => {
+        try {
+          file.write(chunk);
+        } catch (err) {
+          note(cfg.stateDir, `log write failed: ${/** @type {Error} */ (err).message}`);
+        }
+      });
+    }
+  }
+
+  /** @type {ExitRecord | null} */
+  let exit = null;
+  /** @type {Array<(r: ExitRecord) => void>} */
+  const waiters = [];
+  /** @type {NodeJS.Timeout | undefined} */
+  let killTimer;
+
+  // Graceful signals go to the task itself: for exec that is pid 1 of its
+  // namespace (unshare ignores SIGTERM and would hold it up); SIGKILL goes to
+  // the whole process group.
+  /** @param {string} signal */
+  const sendSignal = (signal) => {
+    if (exit) throw new Error('task has exited');
+    if (signal === 'SIGKILL') {
+      process.kill(-pid, 'SIGKILL');
+      return;
+    }
+    if (cfg.mode === 'exec') {
+      const init = childrenOf(pid);
+      for (const p of init) process.kill(p, /** @type {NodeJS.Signals} */ (signal));
+      if (init.length === 0) process.kill(-pid, /** @type {NodeJS.Signals} */ (signal));
+    } else {
+      process.kill(-pid, /** @type {NodeJS.Signals} */ (signal));
+    }
+  };
+
+  const server = net.createServer((conn) => {
+    let buf = '';
+    conn.on('error', () => {});
+    conn.on('data', (d) => {
+      buf += d.toString('utf8');
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      let req;
+      try {
+        req = JSON.parse(buf.slice(0, nl));
+      } catch {
+        conn.end(`${JSON.stringify({ error: 'bad request' })}\n`);
+        return;
+      }
+      /** @param {unknown} msg */
+      const answer = (msg) => conn.end(`${JSON.stringify(msg)}\n`);
+      const whenExited = () => (exit ? answer({ exit }) : waiters.push((r) => answer({ exit: r })));
+      try {
+        if (req.op === 'status') answer({ running: !exit, taskPid: pid, exit });
+        else if (req.op === 'wait') whenExited();
+        else if (req.op === 'signal') {
+          sendSignal(String(req.signal));
+          answer({ ok: true });
+        } else if (req.op === 'stop') {
+          if (!exit) {
+            try {
+              sendSignal(String(req.signal || 'SIGTERM'));
+            } catch {
+              // exited meanwhile
+            }
+            if (!killTimer) {
+              killTimer = setTimeout(() => {
+                try {
+                  process.kill(-pid, 'SIGKILL');
+                } catch {
+                  // already gone
+                }
+              }, Math.max(0, Number(req.timeoutMs) || 0));
+            }
+          }
+          whenExited();
+        } else answer({ error: `unknown op ${String(req.op)}` });
+      } catch (err) {
+        answer({ error: /** @type {Error} */ (err).message });
+      }
+    });
+  });
+  fs.rmSync(cfg.socketPath, { force: true });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(cfg.socketPath, () => resolve(undefined));
+  });
+  fs.chmodSync(cfg.socketPath, 0o600);
+
+  let taskStartTicks = 0;
+  try {
+    taskStartTicks = startTicks(pid);
+  } catch {
+    // exited already; exit.json will tell
+  }
+  report({ ok: true, taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) });
+
+  child.on('exit', (code, signal) => {
+    const record = exitRecord(code, signal);
+    if (killTimer) clearTimeout(killTimer);
+    // Let the pipes drain, unless a leftover grandchild holds them open.
+    const finish = () => {
+      for (const f of files) f.close();
+      try {
+        writeJsonAtomic(path.join(cfg.stateDir, 'exit.json'), record);
+      } catch (err) {
+        note(cfg.stateDir, `cannot record the exit: ${/** @type {Error} */ (err).message}`);
+      }
+      exit = record;
+      for (const w of waiters.splice(0)) w(record);
+      server.close();
+      fs.rmSync(cfg.socketPath, { force: true });
+      setTimeout(() => process.exit(0), 50).unref();
+    };
+    if (cfg.logs.disabled) return finish();
+    let pending = 2;
+    const done = () => {
+      if (--pending === 0) {
+        clearTimeout(t);
+        finish();
+      }
+    };
+    const t = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      pending = 1;
+      done();
+    }, 1000);
+    if (child.stdout?.readableEnded || child.stdout?.destroyed) done();
+    else child.stdout?.once('close', done);
+    if (child.stderr?.readableEnded || child.stderr?.destroyed) done();
+    else child.stderr?.once('close', done);
+  });
+}
+
+main().catch((err) => {
+  try {
+    fs.writeSync(3, `${JSON.stringify({ ok: false, error: String(err?.message ?? err) })}\n`);
+  } catch {
+    // nobody listens
+  }
+  process.exit(1);
+});
