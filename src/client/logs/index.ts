@@ -1,0 +1,11 @@
+// Task logs: reading the rotated files the executor writes (`alloc logs [-f]`).
+export {
+  readTaskLogs,
+  followTaskLogs,
+  listLogFiles,
+  LogsError,
+  type LogStream,
+  type LogsErrorCode,
+  type TaskLogsLocation,
+  type LogFile,
+} from './task-logs.js';
