@@ -72,3 +72,22 @@ export {
   type NodeRpcRequest,
   type NodeRpcResponse,
 } from './node-rpc.js';
+export {
+  volumeSpecSchema,
+  parseVolumeSpec,
+  parseSizeBytes,
+  VolumeSpecValidationError,
+  type VolumeSpec,
+  type VolumeSpecInput,
+} from './volume-spec.js';
+export {
+  parseJobFile,
+  parseVolumeFile,
+  fileFormat,
+  formatFileProblem,
+  SpecFileError,
+  type FileProblem,
+  type FileFormat,
+  type JobFile,
+  type VolumeFile,
+} from './files/index.js';

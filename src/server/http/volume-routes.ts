@@ -4,7 +4,8 @@
 // when its client goes away (the service checkpoints its steps).
 
 import type { FastifyInstance } from 'fastify';
-import type { ClaimRequest, VolumeCreation, VolumeRegistration } from '../volumes/index.js';
+import { parseVolumeSpec } from '../../structs/index.js';
+import type { ClaimRequest } from '../volumes/index.js';
 import { ApiError } from './api-error.js';
 import { namespaceOf, objectBody, type RouteContext } from './api.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
@@ -49,7 +50,9 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
     if (spec['id'] !== undefined && spec['id'] !== req.params.id) {
       throw new ApiError('INVALID', `the volume's id must match the path ("${req.params.id}")`, { field: 'id' });
     }
-    return volumes.register({ namespace: namespaceOf(req.query), ...spec, id: req.params.id } as VolumeRegistration);
+    // The same schema as volume files; the service adds the checks that need state and the plugin.
+    const parsed = parseVolumeSpec({ namespace: namespaceOf(req.query), ...spec, id: req.params.id }, 'register');
+    return volumes.register(parsed);
   });
 
   app.delete<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id', { config: { access: 'write' } }, async (req, reply) => {
@@ -61,7 +64,11 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/create', { config: { access: 'write' } }, async (req) => {
     const body = objectBody(req.body);
     const spec = (body['volume'] && typeof body['volume'] === 'object' ? body['volume'] : body) as Record<string, unknown>;
-    return volumes.create({ namespace: namespaceOf(req.query), ...spec, id: req.params.id } as VolumeCreation);
+    if (spec['id'] !== undefined && spec['id'] !== req.params.id) {
+      throw new ApiError('INVALID', `the volume's id must match the path ("${req.params.id}")`, { field: 'id' });
+    }
+    const parsed = parseVolumeSpec({ namespace: namespaceOf(req.query), ...spec, id: req.params.id }, 'create');
+    return volumes.create(parsed);
   });
 
   app.delete<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/delete', { config: { access: 'write' } }, async (req) => {

@@ -1,0 +1,228 @@
+// hcl2json's output (every block a list, labelled blocks keyed by label,
+// snake_case names) -> Berth's canonical camelCase JSON, driven by a table of
+// the blocks each body may hold. Unknown names pass through camelCased so
+// that the zod schema reports them as unknown fields, at their line.
+
+import { formatPath } from '../job.js';
+import type { HclStep } from './_hcl-outline.js';
+
+type Body = Readonly<Record<string, Field>>;
+
+type Field =
+  /** An attribute, renamed. */
+  | { t: 'attr'; to: string }
+  /** A block that may appear once -> an object. */
+  | { t: 'block'; to: string; body: Body; post?: (obj: Record<string, unknown>) => unknown }
+  /** A repeatable block -> a list of objects. */
+  | { t: 'blocks'; to: string; body: Body }
+  /** A labelled block -> a list of objects with the label under `labelAs`. */
+  | { t: 'labeled'; to: string; labelAs: string; body: Body }
+  /** A labelled block -> a record keyed by label. */
+  | { t: 'labeledMap'; to: string; body: Body }
+  /** A block (or object attribute) of free keys kept verbatim: env, secrets, parameters, config. */
+  | { t: 'map'; to: string };
+
+const attr = (to: string): Field => ({ t: 'attr', to });
+const map = (to: string): Field => ({ t: 'map', to });
+
+const RESTART: Body = { attempts: attr('attempts'), interval: attr('interval'), delay: attr('delay'), mode: attr('mode') };
+const RESCHEDULE: Body = { attempts: attr('attempts'), interval: attr('interval'), delay: attr('delay'), unlimited: attr('unlimited') };
+const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
+const GROUP_VOLUME: Body = {
+  type: attr('type'),
+  source: attr('source'),
+  access_mode: attr('accessMode'),
+  attachment_mode: attr('attachmentMode'),
+  read_only: attr('readOnly'),
+  per_alloc: attr('perAlloc'),
+  mount_options: { t: 'block', to: 'mountOptions', body: MOUNT_OPTIONS },
+};
+const TASK: Body = {
+  driver: attr('driver'),
+  config: map('config'),
+  env: map('env'),
+  resources: {
+    t: 'block',
+    to: 'resources',
+    body: { cpu: attr('cpuMhz'), cpu_mhz: attr('cpuMhz'), memory: attr('memoryMb'), memory_mb: attr('memoryMb') },
+  },
+  volume_mount: {
+    t: 'blocks',
+    to: 'volumeMounts',
+    body: { volume: attr('volume'), destination: attr('destination'), read_only: attr('readOnly'), propagation_mode: attr('propagationMode') },
+  },
+  csi_plugin: {
+    t: 'block',
+    to: 'csiPlugin',
+    body: {
+      id: attr('id'),
+      type: attr('type'),
+      mount_dir: attr('mountDir'),
+      stage_publish_base_dir: attr('stagePublishBaseDir'),
+      health_timeout: attr('healthTimeout'),
+    },
+  },
+  logs: {
+    t: 'block',
+    to: 'logs',
+    body: { disabled: attr('disabled'), max_files: attr('maxFiles'), max_file_size: attr('maxFileSizeMb'), max_file_size_mb: attr('maxFileSizeMb') },
+  },
+};
+const GROUP: Body = {
+  count: attr('count'),
+  restart: { t: 'block', to: 'restart', body: RESTART },
+  reschedule: { t: 'block', to: 'reschedule', body: RESCHEDULE },
+  network: { t: 'block', to: 'network', body: { mode: attr('mode') } },
+  volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
+  task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
+};
+/** The body of `job "<id>" { ... }`. */
+export const JOB_BODY: Body = {
+  namespace: attr('namespace'),
+  type: attr('type'),
+  priority: attr('priority'),
+  datacenters: attr('datacenters'),
+  group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
+};
+
+// topology { segments { k = "v" } } blocks -> the list of segment maps the schema takes.
+const topologies = (obj: Record<string, unknown>): unknown =>
+  Array.isArray(obj['topologies']) ? obj['topologies'].map((t) => (t && typeof t === 'object' ? ((t as Record<string, unknown>)['segments'] ?? {}) : t)) : obj;
+const TOPOLOGY_LIST: Body = { topology: { t: 'blocks', to: 'topologies', body: { segments: map('segments') } } };
+
+/** The top level of a volume specification file. */
+export const VOLUME_BODY: Body = {
+  id: attr('id'),
+  name: attr('name'),
+  namespace: attr('namespace'),
+  type: attr('type'),
+  plugin_id: attr('pluginId'),
+  external_id: attr('externalId'),
+  capacity_min: attr('capacityMin'),
+  capacity_max: attr('capacityMax'),
+  snapshot_id: attr('snapshotId'),
+  clone_id: attr('cloneId'),
+  capability: { t: 'blocks', to: 'capabilities', body: { access_mode: attr('accessMode'), attachment_mode: attr('attachmentMode') } },
+  mount_options: { t: 'block', to: 'mountOptions', body: MOUNT_OPTIONS },
+  secrets: map('secrets'),
+  parameters: map('parameters'),
+  context: map('context'),
+  topology_request: {
+    t: 'block',
+    to: 'topologyRequest',
+    body: {
+      required: { t: 'block', to: 'required', body: TOPOLOGY_LIST, post: topologies },
+      preferred: { t: 'block', to: 'preferred', body: TOPOLOGY_LIST, post: topologies },
+    },
+  },
+};
+
+/** A structural problem found while converting (a block given twice). */
+export interface ConvertProblem {
+  steps: HclStep[];
+  field: string;
+  message: string;
+}
+
+/** Where each canonical path came from in the HCL text. */
+export type PathSteps = Map<string, HclStep[]>;
+
+const camel = (s: string): string => s.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** Converts one hcl2json body by `spec`. Records paths in `paths` and structural problems in `problems`. */
+export function convertBody(
+  raw: Record<string, unknown>,
+  spec: Body,
+  at: { path: PropertyKey[]; steps: HclStep[] },
+  paths: PathSteps,
+  problems: ConvertProblem[],
+  labelOrder?: (parent: HclStep[], name: string) => string[],
+): Record<string, unknown> {
+  const recurse = (obj: Record<string, unknown>, body: Body, inner: { path: PropertyKey[]; steps: HclStep[] }): Record<string, unknown> =>
+    convertBody(obj, body, inner, paths, problems, labelOrder);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const field = spec[key];
+    const step: HclStep = { name: key, nth: 0 };
+    const here = (to: string | number, extra: HclStep = step): { path: PropertyKey[]; steps: HclStep[] } => {
+      const path = [...at.path, to];
+      const steps = [...at.steps, extra];
+      paths.set(formatPath(path), steps);
+      return { path, steps };
+    };
+    if (!field) {
+      here(camel(key));
+      out[camel(key)] = value;
+      continue;
+    }
+    switch (field.t) {
+      case 'attr':
+        here(field.to);
+        out[field.to] = value;
+        break;
+      case 'map': {
+        here(field.to);
+        const list = Array.isArray(value) ? value : [value];
+        if (list.length > 1) problems.push({ steps: [...at.steps, { name: key, nth: 1 }], field: formatPath([...at.path, field.to]), message: `block "${key}" may appear only once` });
+        out[field.to] = list[0];
+        break;
+      }
+      case 'block': {
+        const list = Array.isArray(value) ? value : [value];
+        if (list.length > 1) problems.push({ steps: [...at.steps, { name: key, nth: 1 }], field: formatPath([...at.path, field.to]), message: `block "${key}" may appear only once` });
+        const first = list[0];
+        const inner = here(field.to);
+        const obj = isObject(first) ? recurse(first, field.body, inner) : first;
+        out[field.to] = field.post && isObject(obj) ? field.post(obj) : obj;
+        break;
+      }
+      case 'blocks': {
+        here(field.to);
+        const list = Array.isArray(value) ? value : [value];
+        out[field.to] = list.map((item, n) => {
+          const inner = here(field.to, step);
+          const elemPath = [...inner.path, n];
+          const elemSteps = [...at.steps, { name: key, nth: n }];
+          paths.set(formatPath(elemPath), elemSteps);
+          return isObject(item) ? recurse(item, field.body, { path: elemPath, steps: elemSteps }) : item;
+        });
+        break;
+      }
+      case 'labeled':
+      case 'labeledMap': {
+        here(field.to);
+        if (!isObject(value)) {
+          out[field.to] = value;
+          break;
+        }
+        const list: Record<string, unknown>[] = [];
+        const byLabel: Record<string, unknown> = {};
+        // hcl2json sorts labels; keep the order the user wrote them in.
+        const source = labelOrder?.(at.steps, key) ?? [];
+        const rank = (label: string): number => (source.includes(label) ? source.indexOf(label) : source.length);
+        const entries = Object.entries(value).sort((a, b) => rank(a[0]) - rank(b[0]));
+        for (const [label, bodies] of entries) {
+          const items = Array.isArray(bodies) ? bodies : [bodies];
+          items.forEach((item, n) => {
+            const steps = [...at.steps, { name: key, label, nth: n }];
+            if (n > 0) {
+              problems.push({ steps, field: formatPath([...at.path, field.to]), message: `${key} "${label}" is defined twice` });
+              return;
+            }
+            const path = field.t === 'labeled' ? [...at.path, field.to, list.length] : [...at.path, field.to, label];
+            paths.set(formatPath(path), steps);
+            const converted = isObject(item) ? recurse(item, field.body, { path, steps }) : {};
+            if (field.t === 'labeled') {
+              paths.set(formatPath([...path, field.labelAs]), steps);
+              list.push({ [field.labelAs]: label, ...converted });
+            } else byLabel[label] = converted;
+          });
+        }
+        out[field.to] = field.t === 'labeled' ? list : byLabel;
+        break;
+      }
+    }
+  }
+  return out;
+}

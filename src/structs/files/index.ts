@@ -1,0 +1,13 @@
+// Job and volume files (HCL or JSON) -> checked canonical specs, with
+// file:line:col errors. Used by the CLI and the agent.
+export {
+  parseJobFile,
+  parseVolumeFile,
+  fileFormat,
+  formatFileProblem,
+  SpecFileError,
+  type FileProblem,
+  type FileFormat,
+  type JobFile,
+  type VolumeFile,
+} from './spec-file.js';

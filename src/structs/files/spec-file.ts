@@ -1,0 +1,227 @@
+// Job and volume files as users write them: HCL (as Nomad's) or JSON, turned
+// into the canonical JSON and checked by the same zod schemas the server
+// uses. Every problem names the file, the line and column, and the field.
+
+import { parse as parseHcl } from '@cdktf/hcl2json';
+import { BerthError } from '../../lib/index.js';
+import { JobValidationError, parseJobSpec, type JobSpec } from '../job.js';
+import { parseVolumeSpec, VolumeSpecValidationError, type VolumeSpec } from '../volume-spec.js';
+import { convertBody, JOB_BODY, VOLUME_BODY, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
+import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
+import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';
+
+/** One problem in a file: where, which field (canonical path, may be empty), and what. */
+export interface FileProblem {
+  file: string;
+  /** 1-based; 0 when the position is unknown. */
+  line: number;
+  column: number;
+  field: string;
+  message: string;
+}
+
+/**
+ * A job or volume file that cannot be used: malformed HCL or JSON, or a spec
+ * the schema refuses. Code FILE_INVALID. `problems` lists each with its
+ * position; the message has one `file:line:col: field: message` line per
+ * problem. Never quotes a submitted value (files may carry secrets).
+ */
+export class SpecFileError extends BerthError {
+  readonly problems: FileProblem[];
+
+  constructor(problems: FileProblem[]) {
+    super('FILE_INVALID', problems.map(formatFileProblem).join('\n'));
+    this.problems = problems;
+  }
+}
+
+/** `writer.hcl:12:7: groups[0].count: expected number`. */
+export function formatFileProblem(p: FileProblem): string {
+  const where = p.line > 0 ? `${p.file}:${p.line}:${p.column}` : p.file;
+  return `${where}: ${p.field ? `${p.field}: ` : ''}${p.message}`;
+}
+
+export type FileFormat = 'hcl' | 'json';
+
+/** The file's format: by extension (.hcl/.nomad, .json), else by content (JSON starts with `{`). */
+export function fileFormat(file: string, text: string): FileFormat {
+  if (/\.(hcl|nomad)$/i.test(file)) return 'hcl';
+  if (/\.json$/i.test(file)) return 'json';
+  return text.trimStart().startsWith('{') ? 'json' : 'hcl';
+}
+
+/** A parsed job file: the checked spec, and the canonical JSON to submit. */
+export interface JobFile {
+  job: JobSpec;
+  /** The canonical JSON (before defaults), what the CLI submits. */
+  input: Record<string, unknown>;
+  format: FileFormat;
+}
+
+/** A parsed volume file: the checked spec, and the canonical JSON to submit. */
+export interface VolumeFile {
+  volume: VolumeSpec;
+  input: Record<string, unknown>;
+  format: FileFormat;
+}
+
+interface Located {
+  input: unknown;
+  /** Position of a canonical path, or of its nearest ancestor. */
+  locate(path: string): TextPosition | undefined;
+}
+
+/**
+ * Parses a job file's text (`file` names it in errors and picks the format).
+ * HCL holds exactly one `job "<id>" { ... }` block; JSON is the spec or
+ * `{ "job": spec }`. Resolves with the checked spec; rejects with
+ * SpecFileError. Submits nothing, reads nothing from disk.
+ */
+export async function parseJobFile(file: string, text: string): Promise<JobFile> {
+  const format = fileFormat(file, text);
+  const located = format === 'hcl' ? await fromHcl(file, text, 'job') : fromJson(file, text, 'job');
+  try {
+    const job = parseJobSpec(located.input);
+    return { job, input: located.input as Record<string, unknown>, format };
+  } catch (err) {
+    if (err instanceof JobValidationError) throw new SpecFileError(err.problems.map((p) => atPath(file, located, p.path, p.message)));
+    throw err;
+  }
+}
+
+/**
+ * Parses a volume specification file for `purpose` (register needs
+ * external_id; create refuses it). HCL holds top-level attributes and blocks;
+ * JSON is the spec or `{ "volume": spec }`. Rejects with SpecFileError.
+ */
+export async function parseVolumeFile(file: string, text: string, purpose: 'register' | 'create'): Promise<VolumeFile> {
+  const format = fileFormat(file, text);
+  const located = format === 'hcl' ? await fromHcl(file, text, 'volume') : fromJson(file, text, 'volume');
+  try {
+    const volume = parseVolumeSpec(located.input, purpose);
+    return { volume, input: located.input as Record<string, unknown>, format };
+  } catch (err) {
+    if (err instanceof VolumeSpecValidationError) throw new SpecFileError(err.problems.map((p) => atPath(file, located, p.path, p.message)));
+    throw err;
+  }
+}
+
+function atPath(file: string, located: Located, path: string, message: string): FileProblem {
+  // An unknown field is found at the field itself, not at its parent.
+  const unknown = /^unknown fields? "([^"]+)"/.exec(message);
+  const target = unknown ? (path ? `${path}.${unknown[1]}` : (unknown[1] as string)) : path;
+  const pos = located.locate(target) ?? { line: 0, column: 0 };
+  return { file, line: pos.line, column: pos.column, field: path, message };
+}
+
+function parents(path: string): string[] {
+  const out = [path];
+  let p = path;
+  while (p) {
+    const cut = Math.max(p.lastIndexOf('.'), p.lastIndexOf('['));
+    p = cut > 0 ? p.slice(0, cut) : '';
+    out.push(p);
+  }
+  return out;
+}
+
+function fromJson(file: string, text: string, kind: 'job' | 'volume'): Located {
+  let parsed: ReturnType<typeof parseJsonWithPositions>;
+  try {
+    parsed = parseJsonWithPositions(text);
+  } catch (err) {
+    if (err instanceof JsonSyntaxError) {
+      throw new SpecFileError([{ file, ...err.position, field: '', message: `malformed JSON: ${err.message}` }]);
+    }
+    throw err;
+  }
+  let input = parsed.value;
+  let prefix = '';
+  const wrapped = input && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>)[kind] : undefined;
+  if (wrapped && typeof wrapped === 'object' && !Array.isArray(wrapped) && Object.keys(input as object).length === 1) {
+    input = wrapped;
+    prefix = kind;
+  }
+  if (!input || typeof input !== 'object' || Array.isArray(input)) {
+    throw new SpecFileError([{ file, line: 1, column: 1, field: '', message: `a ${kind} file must hold one JSON object` }]);
+  }
+  return {
+    input,
+    locate(path) {
+      for (const p of parents(path)) {
+        const full = prefix ? (p ? `${prefix}.${p}` : prefix) : p;
+        const pos = parsed.positions.get(full);
+        if (pos) return pos;
+      }
+      return undefined;
+    },
+  };
+}
+
+async function fromHcl(file: string, text: string, kind: 'job' | 'volume'): Promise<Located> {
+  let raw: Record<string, unknown>;
+  try {
+    raw = (await parseHcl(file, text)) as Record<string, unknown>;
+  } catch (err) {
+    throw new SpecFileError([hclSyntaxProblem(file, err)]);
+  }
+  const outline = outlineHcl(text);
+  const paths: PathSteps = new Map();
+  const problems: ConvertProblem[] = [];
+  const order = (parent: HclStep[], name: string): string[] => labelsInOrder(outline, parent, name);
+  let input: Record<string, unknown>;
+  let base: HclStep[] = [];
+  if (kind === 'job') {
+    const jobs = raw['job'];
+    const others = Object.keys(raw).filter((k) => k !== 'job');
+    if (others.length) {
+      const pos = locateHcl(outline, [{ name: others[0] as string, nth: 0 }]);
+      throw new SpecFileError([{ file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: '', message: `unexpected "${others[0]}" outside the job block` }]);
+    }
+    const labels = jobs && typeof jobs === 'object' ? Object.entries(jobs as Record<string, unknown>) : [];
+    const count = labels.reduce((n, [, bodies]) => n + (Array.isArray(bodies) ? bodies.length : 1), 0);
+    if (count !== 1) {
+      const pos = count > 1 ? locateHcl(outline, [{ name: 'job', nth: 1 }]) : undefined;
+      throw new SpecFileError([
+        { file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: '', message: count ? 'a job file holds exactly one job block' : 'no job "<id>" { ... } block found' },
+      ]);
+    }
+    const [id, bodies] = labels[0] as [string, unknown];
+    const body = (Array.isArray(bodies) ? bodies[0] : bodies) as Record<string, unknown>;
+    base = [{ name: 'job', label: id, nth: 0 }];
+    paths.set('id', base);
+    input = { id, ...convertBody(body ?? {}, JOB_BODY, { path: [], steps: base }, paths, problems, order) };
+  } else {
+    input = convertBody(raw, VOLUME_BODY, { path: [], steps: [] }, paths, problems, order);
+  }
+  if (problems.length) {
+    throw new SpecFileError(
+      problems.map((p) => {
+        const pos = locateHcl(outline, p.steps) ?? { line: 0, column: 0 };
+        return { file, ...pos, field: p.field, message: p.message };
+      }),
+    );
+  }
+  return {
+    input,
+    locate(path) {
+      for (const p of parents(path)) {
+        const steps = paths.get(p) ?? (p === '' ? base : undefined);
+        if (steps) {
+          const pos = locateHcl(outline, steps);
+          if (pos) return pos;
+        }
+      }
+      return undefined;
+    },
+  };
+}
+
+// hcl2json: `parse config: [a.hcl:2,22-23: Invalid expression; Expected the start of an expression...]`.
+function hclSyntaxProblem(file: string, err: unknown): FileProblem {
+  const text = err instanceof Error ? err.message : String(err);
+  const m = /:(\d+),(\d+)(?:-\d+(?:,\d+)?)?: ([^;\]]+)(?:; ([^\]]*))?/.exec(text);
+  if (!m) return { file, line: 0, column: 0, field: '', message: `malformed HCL: ${text.replace(/^parse config: /, '')}` };
+  const detail = m[4] ? ` (${m[4].trim().replace(/\.$/, '')})` : '';
+  return { file, line: Number(m[1]), column: Number(m[2]), field: '', message: `malformed HCL: ${(m[3] as string).trim()}${detail}` };
+}
