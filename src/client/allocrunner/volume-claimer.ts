@@ -24,6 +24,9 @@ export interface VolumeClaimRequest {
   volumeId: string;
   allocId: string;
   mode: 'read' | 'write';
+  /** The group volume's requested access and attachment modes (the server checks them against the volume). */
+  accessMode?: string;
+  attachmentMode?: string;
 }
 
 /**

@@ -24,3 +24,8 @@ export {
 } from './task-runner.js';
 export { RestartTracker, type RestartDecision, type RestartTrackerState, type TaskOutcome } from './restart-tracker.js';
 export { TASK_EVENTS, MAX_TASK_EVENTS, newTaskState, appendEvent, describeExit, type TaskEventType } from './task-events.js';
+export {
+  PluginSupervisorHook,
+  pluginPaths,
+  type PluginSupervisorHookOptions,
+} from './plugin-supervisor-hook.js';

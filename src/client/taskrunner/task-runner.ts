@@ -119,6 +119,7 @@ export class TaskRunner {
   readonly #detachAbort = new AbortController();
   #runAbort = new AbortController();
   #killReason = '';
+  #killFailed = false;
   #restartReason: string | undefined;
   #loop: Promise<void> | undefined;
   readonly #firstStart = deferred();
@@ -206,11 +207,13 @@ export class TaskRunner {
   /**
    * Kills the task for good: stop hooks, then the driver stops it (signal,
    * then SIGKILL after the kill timeout). Resolves when it is dead and its
-   * stop hooks ran. Safe to repeat and before start().
+   * stop hooks ran. Safe to repeat and before start(). With `failed`, the
+   * task is marked failed (its allocation failed around it).
    */
-  async kill(reason: string): Promise<void> {
+  async kill(reason: string, opts: { failed?: boolean } = {}): Promise<void> {
     if (!this.#killAbort.signal.aborted) {
       this.#killReason = reason;
+      this.#killFailed = opts.failed === true;
       if (this.#record.state.state !== 'dead') this.event(TASK_EVENTS.killing, `Killing the task: ${reason}`);
       this.#killAbort.abort();
       this.#resumed.resolve();
@@ -450,6 +453,7 @@ export class TaskRunner {
     }
     const s = this.#record.state;
     s.state = 'dead';
+    if (this.#killFailed) s.failed = true;
     s.finishedAt = this.#clock.now();
     this.#record.handle = undefined;
     this.#record.taskId = undefined;

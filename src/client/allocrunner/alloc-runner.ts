@@ -1,0 +1,485 @@
+// The allocation runner (Nomad's client/allocrunner): one per allocation the
+// server assigns to this node. Runs its hooks in order (task drivers, alloc
+// dir, network, host volumes, CSI volumes), then a task runner per task;
+// once every task ended (or the allocation is stopped) runs postrun in
+// reverse (volume binds, CSI unmount and release, network); destroy removes
+// the allocation directory. Status goes to `onStatus` as it changes.
+
+import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import type { AllocClientStatus, Allocation, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
+import { AllocDir } from '../allocdir/index.js';
+import type { Bucket } from '../state/index.js';
+import {
+  forgetTaskRunner,
+  PluginSupervisorHook,
+  TASK_EVENTS,
+  TaskRunner,
+  type RunnerDriver,
+  type TaskHook,
+} from '../taskrunner/index.js';
+import { AllocRunnerError, type AllocHook, type AllocHookContext, type ResolvedVolume } from './alloc-hook.js';
+import { ALLOC_RUNNERS_BUCKET, jobWithoutMountFlags, type AllocRunnerRecord } from './alloc-records.js';
+import type { AllocRunnerOptions } from './alloc-runner-options.js';
+import { CsiHook } from './csi-hook.js';
+import { HostVolumeHook } from './host-volume-hook.js';
+import { NetworkHook } from './network-hook.js';
+import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
+
+export type { AllocRunnerOptions } from './alloc-runner-options.js';
+
+/** The allocation's status as the runner reports it. */
+export interface AllocRunnerStatus {
+  clientStatus: AllocClientStatus;
+  clientDescription: string;
+  taskStates: Record<string, TaskState>;
+}
+
+/** One CSI mount an allocation needs, for VolumeManager.reconcile. */
+export interface WantedMount {
+  pluginId: string;
+  volumeId: string;
+  allocId: string;
+}
+
+type RunnerState = 'new' | 'running' | 'stopping' | 'shutdown' | 'destroyed';
+
+/** Stands in for a driver the node does not have; the drivers hook fails the allocation first. */
+function missingDriver(name: string): RunnerDriver {
+  const fail = (): never => {
+    throw new AllocRunnerError('ALLOC_DRIVER_MISSING', `task driver "${name}" is not available on this node`);
+  };
+  return {
+    name,
+    capabilities: { fsIsolation: 'none', networkModes: [], mountConfigs: 'none' },
+    startTask: async () => fail(),
+    recoverTask: async () => fail(),
+    waitTask: async () => fail(),
+    stopTask: async () => undefined,
+    destroyTask: async () => undefined,
+  };
+}
+
+/**
+ * Runs one allocation. Lifecycle: `run()` for a new allocation, or
+ * `restore()` after an agent restart; `update()` with every new version of
+ * the allocation from the server; `destroy()` once the server no longer
+ * lists it; `shutdown()` when the agent stops (tasks keep running).
+ *
+ * After restore() the runner takes no destructive action (no postrun, no
+ * restart of a task lost meanwhile) until the first update() brings the
+ * server's view of the allocation (CSI-CO-RULES scenario 19).
+ */
+export class AllocRunner {
+  readonly id: string;
+  readonly #o: AllocRunnerOptions;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #bucket: Bucket<AllocRunnerRecord>;
+  readonly #record: AllocRunnerRecord;
+  readonly #group: TaskGroup;
+  readonly #allocDir: AllocDir;
+  readonly #tasks = new Map<string, TaskRunner>();
+  readonly #supervisors = new Map<string, PluginSupervisorHook>();
+  readonly #volumes = new Map<string, ResolvedVolume>();
+  readonly #prerunHooks: AllocHook[];
+  readonly #postrunHooks: AllocHook[];
+  readonly #destroyHooks: AllocHook[];
+  readonly #csiHook: CsiHook;
+  /** Fires on stop, destroy and shutdown: ends prerun waits. */
+  readonly #stopAbort = new AbortController();
+  /** Fires on shutdown only: ends postrun retries (they resume after the restart). */
+  readonly #shutdownAbort = new AbortController();
+  #state: RunnerState = 'new';
+  #held = false;
+  #running: Promise<void> | undefined;
+  #postrun: Promise<void> | undefined;
+  #stopping: Promise<void> | undefined;
+  #lastStatus = '';
+
+  /** Throws AllocRunnerError ALLOC_BAD_SPEC when the job has no group of the allocation's name. */
+  constructor(opts: AllocRunnerOptions) {
+    this.#o = opts;
+    this.id = opts.alloc.id;
+    this.#clock = opts.clock ?? systemClock;
+    this.#logger = (opts.logger ?? silentLogger()).child({ component: 'alloc-runner', allocId: opts.alloc.id });
+    const group = opts.job.groups.find((g) => g.name === opts.alloc.taskGroup);
+    if (!group) throw new AllocRunnerError('ALLOC_BAD_SPEC', `job "${opts.job.id}" has no group "${opts.alloc.taskGroup}"`);
+    this.#group = group;
+    this.#bucket = opts.store.bucket<AllocRunnerRecord>(ALLOC_RUNNERS_BUCKET);
+    const saved = this.#bucket.get(this.id);
+    this.#record = saved ? { ...saved, alloc: opts.alloc } : { alloc: opts.alloc, job: jobWithoutMountFlags(opts.job), phase: 'new', csi: {}, binds: [] };
+    this.#save();
+    this.#allocDir = new AllocDir({ root: opts.allocDirRoot, allocId: this.id, logger: this.#logger });
+    const backoff: BackoffPolicy = {
+      maxAttempts: Infinity,
+      initialDelayMs: opts.retry?.initialDelayMs ?? 500,
+      maxDelayMs: opts.retry?.maxDelayMs ?? 15_000,
+      multiplier: 2,
+      jitter: 0.2,
+    };
+
+    for (const task of group.tasks) {
+      const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
+      const taskDir = this.#allocDir.task(task.name);
+      const hooks: TaskHook[] = [
+        new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
+      ];
+      if (task.csiPlugin) {
+        const supervisor = new PluginSupervisorHook({
+          alloc: opts.alloc,
+          task: { ...task, csiPlugin: task.csiPlugin },
+          driver,
+          registry: opts.registry,
+          pluginDirRoot: opts.pluginDirRoot,
+          clock: this.#clock,
+          logger: this.#logger.child({ task: task.name, plugin: task.csiPlugin.id }),
+          backoff: { ...backoff, initialDelayMs: Math.min(backoff.initialDelayMs, 100), maxDelayMs: Math.min(backoff.maxDelayMs, 2_000) },
+        });
+        this.#supervisors.set(task.name, supervisor);
+        hooks.push(supervisor);
+      }
+      this.#tasks.set(
+        task.name,
+        new TaskRunner({
+          alloc: opts.alloc,
+          task,
+          jobType: opts.job.type,
+          restartPolicy: group.restart,
+          driver,
+          taskDir,
+          allocDir: this.#allocDir.dir,
+          store: opts.store,
+          hooks,
+          onChange: () => this.#taskChanged(),
+          killTimeoutMs: opts.killTimeoutMs ?? 5_000,
+          networkNamespacePath: () => this.#record.network?.path,
+          logger: this.#logger,
+          clock: this.#clock,
+        }),
+      );
+    }
+
+    const drivers: AllocHook = {
+      name: 'task-drivers',
+      prerun: async () => {
+        for (const task of group.tasks) {
+          if (!opts.drivers.has(task.driver)) {
+            throw new AllocRunnerError('ALLOC_DRIVER_MISSING', `task "${task.name}": task driver "${task.driver}" is not available on this node`);
+          }
+        }
+      },
+    };
+    const allocDir: AllocHook = {
+      name: 'alloc-dir',
+      prerun: () => this.#allocDir.build(group.tasks.map((t) => t.name)),
+      destroy: () => this.#allocDir.destroy(),
+    };
+    this.#csiHook = new CsiHook({ csiManager: opts.csiManager, claimer: opts.claimer, clock: this.#clock, logger: this.#logger, backoff });
+    const network = new NetworkHook(opts.network, opts.drivers);
+    const hostVolumes = new HostVolumeHook(opts.hostVolumes ?? {});
+    this.#prerunHooks = [drivers, allocDir, network, hostVolumes, this.#csiHook];
+    this.#postrunHooks = [new VolumeBindsHook(this.#logger), this.#csiHook, hostVolumes, network];
+    this.#destroyHooks = [allocDir];
+  }
+
+  /** The allocation as last given (constructor or update). */
+  get alloc(): Allocation {
+    return this.#record.alloc;
+  }
+
+  /**
+   * Runs the prerun hooks, then starts every task; resolves once the tasks
+   * started (it does not wait for them to exit), once prerun failed (the
+   * allocation is then failed and cleaned up), or once the allocation was
+   * stopped meanwhile. Waits as long as a CSI plugin is not registered or a
+   * claim is not granted. Never throws. Call once.
+   */
+  run(): Promise<void> {
+    if (this.#state !== 'new') return this.#running ?? Promise.resolve();
+    this.#state = 'running';
+    this.#running = this.#run();
+    return this.#running;
+  }
+
+  async #run(): Promise<void> {
+    this.#record.phase = 'prerun';
+    this.#save();
+    this.#pushStatus();
+    const ctx = this.#ctx(AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal]));
+    for (const hook of this.#prerunHooks) {
+      if (!hook.prerun) continue;
+      try {
+        await hook.prerun(ctx);
+      } catch (err) {
+        if (err instanceof AbortedError || ctx.signal.aborted) return;
+        const message = `${hook.name}: ${describeError(err)}`;
+        this.#logger.error({ hook: hook.name, err: describeError(err) }, 'prerun hook failed');
+        this.#record.failure = message;
+        this.#save();
+        this.#event(TASK_EVENTS.setupFailure, `Allocation setup failed: ${message}`);
+        await Promise.all([...this.#tasks.values()].map((t) => t.kill('the allocation failed to set up', { failed: true })));
+        await this.#runPostrun();
+        return;
+      }
+    }
+    if (this.#stopAbort.signal.aborted || this.#shutdownAbort.signal.aborted) return;
+    this.#record.phase = 'running';
+    this.#save();
+    await Promise.all([...this.#tasks.values()].map((t) => t.start()));
+    this.#watchTasks();
+  }
+
+  /**
+   * After an agent restart: reloads the record, reattaches every task from
+   * its saved handle (no task is started again), and re-adopts running
+   * plugins. Takes no destructive action until update(). Never throws.
+   */
+  async restore(): Promise<void> {
+    if (this.#state !== 'new') return;
+    this.#held = true;
+    const ctx = this.#ctx(this.#shutdownAbort.signal);
+    for (const hook of [...this.#prerunHooks, ...this.#postrunHooks]) hook.restore?.(ctx);
+    const phase = this.#record.phase;
+    if (phase === 'new' || phase === 'prerun') {
+      // Prerun never finished: it runs again (claims and mounts are safe to repeat) on update().
+      this.#pushStatus();
+      return;
+    }
+    this.#state = 'running';
+    const results = await Promise.all([...this.#tasks.values()].map(async (t) => [t.name, await t.restore()] as const));
+    this.#logger.info({ tasks: Object.fromEntries(results), phase }, 'allocation restored');
+    if (phase === 'running') this.#watchTasks();
+    this.#pushStatus();
+  }
+
+  /**
+   * A new version of the allocation from the server. desiredStatus stop or
+   * evict stops the tasks and runs postrun (unmount, release, network). The
+   * first update after restore() lets the runner act again. Never throws.
+   */
+  update(alloc: Allocation): void {
+    this.#record.alloc = alloc;
+    this.#save();
+    if (alloc.desiredStatus !== 'run') {
+      void this.#stop(`allocation ${alloc.desiredStatus === 'evict' ? 'evicted' : 'stopped'}${alloc.desiredDescription ? `: ${alloc.desiredDescription}` : ''}`);
+      return;
+    }
+    if (!this.#held) return;
+    this.#held = false;
+    const phase = this.#record.phase;
+    if (phase === 'new' || phase === 'prerun') {
+      this.#state = 'new';
+      void this.run();
+      return;
+    }
+    for (const t of this.#tasks.values()) t.resume();
+    this.#maybePostrun();
+  }
+
+  /**
+   * Stops everything, runs postrun if it has not run, runs the destroy hooks
+   * (the allocation directory is unmounted and removed) and forgets the
+   * runner's records. Safe to repeat. Throws AllocDirError when something
+   * under the allocation directory cannot be unmounted (nothing is removed).
+   */
+  async destroy(): Promise<void> {
+    if (this.#state === 'destroyed') return;
+    await this.#stop('allocation destroyed');
+    const ctx = this.#ctx(this.#shutdownAbort.signal);
+    for (const hook of this.#destroyHooks) await hook.destroy?.(ctx);
+    this.#state = 'destroyed';
+    this.#bucket.delete(this.id);
+    for (const name of this.#tasks.keys()) forgetTaskRunner(this.#o.store, this.id, name);
+  }
+
+  /**
+   * The agent is stopping: leaves tasks running (and mounts in place), stops
+   * watching them and ends waits. Resolves once nothing of the runner is in
+   * flight. Safe to repeat.
+   */
+  async shutdown(): Promise<void> {
+    if (this.#state === 'shutdown' || this.#state === 'destroyed') return;
+    this.#state = 'shutdown';
+    this.#shutdownAbort.abort();
+    for (const t of this.#tasks.values()) t.detach();
+    await Promise.allSettled([this.#running, this.#postrun]);
+  }
+
+  /** The allocation's status now. */
+  status(): AllocRunnerStatus {
+    const taskStates: Record<string, TaskState> = {};
+    for (const [name, t] of this.#tasks) taskStates[name] = t.state();
+    const states = Object.values(taskStates);
+    let clientStatus: AllocClientStatus;
+    let clientDescription: string;
+    if (this.#record.failure) {
+      clientStatus = 'failed';
+      clientDescription = `Failed to set up the allocation: ${this.#record.failure}`;
+    } else if (states.length && states.every((s) => s.state === 'dead')) {
+      const failed = Object.entries(taskStates).filter(([, s]) => s.failed).map(([n]) => n);
+      clientStatus = failed.length ? 'failed' : 'complete';
+      clientDescription = failed.length ? `Failed tasks: ${failed.join(', ')}` : 'All tasks have completed';
+    } else if (states.some((s) => s.state === 'running')) {
+      clientStatus = 'running';
+      clientDescription = 'Tasks are running';
+    } else {
+      clientStatus = 'pending';
+      clientDescription = this.#record.phase === 'prerun' ? 'Setting up the allocation' : 'No tasks have started';
+    }
+    return { clientStatus, clientDescription, taskStates };
+  }
+
+  /** The CSI mounts this allocation needs while it is live (none once its postrun began). */
+  wanted(): WantedMount[] {
+    if (this.#record.phase === 'postrun' || this.#record.phase === 'done' || this.#state === 'destroyed') return [];
+    if (this.#stopAbort.signal.aborted) return [];
+    return Object.values(this.#record.csi)
+      .filter((r) => r.pluginId && (r.state === 'claimed' || r.state === 'mounted'))
+      .map((r) => ({ pluginId: r.pluginId as string, volumeId: r.volumeId, allocId: this.id }));
+  }
+
+  /**
+   * After restore() and VolumeManager.reconcile: mounts the recorded CSI
+   * volumes again through mountVolume, which sends nothing for intact steps
+   * and redoes uncertain ones. Throws what mountVolume throws.
+   */
+  async remountVolumes(opts: { signal?: AbortSignal } = {}): Promise<void> {
+    const signals = [this.#stopAbort.signal, this.#shutdownAbort.signal, ...(opts.signal ? [opts.signal] : [])];
+    await this.#csiHook.remount(this.#ctx(AbortSignal.any(signals)));
+  }
+
+  /**
+   * A node event of the CSI manager (wire CsiManager's emitNodeEvent here):
+   * a health change of a plugin this allocation runs becomes a task event.
+   */
+  pluginEvent(event: NodeEvent): void {
+    if (event.subsystem !== 'csi' || event.details['allocId'] !== this.id) return;
+    if (!/ is healthy$| is unhealthy: /.test(event.message)) return;
+    for (const [taskName, sup] of this.#supervisors) {
+      if (sup.pluginId !== event.details['plugin']) continue;
+      const runner = this.#tasks.get(taskName);
+      if (runner && runner.state().state === 'running') sup.noteHealth(runner, event.details['healthy'] === 'true', event.details['reason'] ?? '');
+    }
+  }
+
+  /**
+   * The CSI manager's onHealthTimeout for a plugin this allocation runs:
+   * restarts the plugin's task. Returns whether a task of this allocation
+   * runs the plugin.
+   */
+  pluginHealthTimeout(pluginId: string, reason: string): boolean {
+    let found = false;
+    for (const [taskName, sup] of this.#supervisors) {
+      if (sup.pluginId !== pluginId) continue;
+      found = true;
+      void this.#tasks.get(taskName)?.restart(`CSI plugin "${pluginId}" stayed unhealthy past its health timeout: ${reason}`);
+    }
+    return found;
+  }
+
+  /** Host paths of the plugin sockets this allocation's plugin tasks serve on, by task name. */
+  pluginSockets(): Record<string, string> {
+    return Object.fromEntries([...this.#supervisors].map(([name, s]) => [name, s.socketPath]));
+  }
+
+  /** The allocation directory (for logs and tests). */
+  get allocDir(): AllocDir {
+    return this.#allocDir;
+  }
+
+  // ---- internals ---------------------------------------------------------------
+
+  #stop(reason: string): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#held = false;
+      this.#stopAbort.abort();
+      await this.#running?.catch(() => undefined);
+      await Promise.all([...this.#tasks.values()].map((t) => t.kill(reason)));
+      if (this.#state !== 'shutdown') await this.#runPostrun();
+    })();
+    return this.#stopping;
+  }
+
+  #watchTasks(): void {
+    for (const t of this.#tasks.values()) {
+      void t.done.then(() => {
+        const st = t.state();
+        if (st.state === 'dead' && st.failed && !this.#stopAbort.signal.aborted && this.#state === 'running') {
+          // A failed task fails the allocation: its siblings are stopped.
+          for (const other of this.#tasks.values()) {
+            if (other !== t) void other.kill(`sibling task "${t.name}" failed`);
+          }
+        }
+        this.#maybePostrun();
+      });
+    }
+  }
+
+  #maybePostrun(): void {
+    if (this.#held || this.#state !== 'running' || this.#record.phase === 'done') return;
+    if (![...this.#tasks.values()].every((t) => t.state().state === 'dead')) return;
+    void this.#runPostrun();
+  }
+
+  #runPostrun(): Promise<void> {
+    this.#postrun ??= (async () => {
+      if (this.#record.phase === 'done') return;
+      this.#record.phase = 'postrun';
+      this.#save();
+      const ctx = this.#ctx(this.#shutdownAbort.signal);
+      for (const hook of this.#postrunHooks) {
+        if (!hook.postrun) continue;
+        try {
+          await hook.postrun(ctx);
+        } catch (err) {
+          if (this.#shutdownAbort.signal.aborted) return;
+          this.#logger.error({ hook: hook.name, err: describeError(err) }, 'postrun hook failed');
+          this.#event(TASK_EVENTS.setupFailure, `Allocation cleanup step ${hook.name} failed: ${describeError(err)}`);
+        }
+      }
+      this.#record.phase = 'done';
+      this.#save();
+      this.#pushStatus();
+    })();
+    return this.#postrun;
+  }
+
+  #ctx(signal: AbortSignal): AllocHookContext {
+    return {
+      alloc: this.#record.alloc,
+      job: this.#o.job,
+      group: this.#group,
+      signal,
+      logger: this.#logger,
+      record: this.#record,
+      save: () => this.#save(),
+      event: (type, message, details) => this.#event(type, message, details),
+      volumes: this.#volumes,
+    };
+  }
+
+  #event(type: string, message: string, details: Record<string, string> = {}): void {
+    for (const t of this.#tasks.values()) t.event(type, message, details);
+  }
+
+  #save(): void {
+    if (this.#state === 'destroyed') return;
+    this.#bucket.put(this.id, this.#record);
+  }
+
+  #taskChanged(): void {
+    this.#pushStatus();
+  }
+
+  #pushStatus(): void {
+    const status = this.status();
+    const json = JSON.stringify(status);
+    if (json === this.#lastStatus) return;
+    this.#lastStatus = json;
+    try {
+      this.#o.onStatus({ allocId: this.id, ...status });
+    } catch (err) {
+      this.#logger.error({ err: describeError(err) }, 'onStatus failed');
+    }
+  }
+}
