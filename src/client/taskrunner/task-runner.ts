@@ -126,6 +126,8 @@ export class TaskRunner {
   readonly #resumed = deferred();
   readonly #done = deferred();
   #isDone = false;
+  /** Restored and not resumed yet: an exit is not acted on (no restart) before resume() or kill(). */
+  #held = false;
 
   constructor(opts: TaskRunnerOptions) {
     this.#opts = opts;
@@ -175,7 +177,8 @@ export class TaskRunner {
   /**
    * After an agent restart: reattaches to the task from its saved handle,
    * without restarting it. 'running': reattached (waits and hooks resume);
-   * 'lost': its process is gone, and nothing happens until resume();
+   * 'lost': its process is gone, and nothing happens until resume() (nor
+   * for a reattached task that exits before resume());
    * 'dead': it had ended before; 'new': it was never started (call start()).
    */
   async restore(): Promise<RestoreResult> {
@@ -193,6 +196,7 @@ export class TaskRunner {
       this.#loop = this.#run('lost');
       return 'lost';
     }
+    this.#held = true;
     this.event(TASK_EVENTS.reattached, 'Reattached to the running task after an agent restart');
     this.#loop = this.#run(true);
     await this.#firstStart.promise;
@@ -201,6 +205,7 @@ export class TaskRunner {
 
   /** Lets a task found lost by restore() go on under its restart policy. Safe to repeat. */
   resume(): void {
+    this.#held = false;
     this.#resumed.resolve();
   }
 
@@ -305,6 +310,10 @@ export class TaskRunner {
           await this.driver.destroyTask(taskId, { force: true }).catch((err: unknown) => this.#logger.warn({ err: describeError(err) }, 'destroyTask failed'));
           this.#record.handle = undefined;
           this.#record.taskId = undefined;
+        }
+        if (this.#held && !this.killing) {
+          await this.#resumed.promise;
+          if (this.#detachAbort.signal.aborted) return;
         }
         const details: Record<string, string> = { exitCode: String(exit.exitCode) };
         if (exit.signal) details['signal'] = String(exit.signal);
