@@ -4,6 +4,8 @@
 import { CommanderError } from 'commander';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError } from '../csi/index.js';
 import { AbortedError, BerthError, describeError } from '../lib/index.js';
+import { formatFileProblem, SpecFileError } from '../structs/index.js';
+import { ApiClientError } from './api-client.js';
 import { UsageError } from './usage-error.js';
 
 /** Exit codes of every berth command. Stable: scripts depend on them. */
@@ -18,6 +20,10 @@ export const EXIT = {
   UNREACHABLE: 3,
   /** The plugin answered out of spec. */
   OUT_OF_SPEC: 4,
+  /** The agent refused the token: missing, unknown, or without the role the command needs. */
+  AUTH: 5,
+  /** No object with that ID or prefix. */
+  NOT_FOUND: 6,
   /** Interrupted by SIGINT/SIGTERM before the command finished (128 + SIGINT). */
   INTERRUPTED: 130,
 } as const;
@@ -32,6 +38,17 @@ export const EXIT_CODES_HELP = `Exit codes:
        (UNAVAILABLE, DEADLINE_EXCEEDED)
   4    the plugin answered out of spec
   130  interrupted (SIGINT/SIGTERM)`;
+
+/** The exit-code table of the commands that talk to an agent (job, alloc, node, volume, ...). */
+export const API_EXIT_CODES_HELP = `Exit codes:
+  0    success (job run: every allocation running, or complete for batch jobs)
+  1    the agent refused or failed the request, or an allocation failed
+  2    bad usage, a malformed job or volume file (file:line:col), or an
+       ambiguous ID prefix; nothing was submitted
+  3    the agent could not be reached (--address, BERTH_ADDR)
+  5    the token is missing, unknown or lacks the role (--token, BERTH_TOKEN)
+  6    no object with that ID or prefix
+  130  interrupted (SIGINT/SIGTERM) before the request finished`;
 
 /** The exit codes of a long-running `berth plugin` command. */
 export const PLUGIN_EXIT_CODES_HELP = `Exit codes:
@@ -104,6 +121,12 @@ export function describeFailure(err: unknown, ctx: FailureContext = {}): Failure
     return failure;
   }
   if (err instanceof CsiEndpointError || err instanceof UsageError) return simple(EXIT.USAGE, err.code, err.message);
+  if (err instanceof SpecFileError) {
+    const failure = simple(EXIT.USAGE, err.code, err.message);
+    failure.lines = err.problems.map((p) => `error: ${formatFileProblem(p)}`);
+    return failure;
+  }
+  if (err instanceof ApiClientError) return apiFailure(err);
   if (err instanceof CsiProtocolError) {
     const failure = simple(EXIT.OUT_OF_SPEC, err.code, err.message);
     failure.json.error.rpc = err.rpc;
@@ -115,6 +138,27 @@ export function describeFailure(err: unknown, ctx: FailureContext = {}): Failure
   }
   const code = err instanceof BerthError ? err.code : errnoCode(err) ?? 'CLI_FAILED';
   return simple(EXIT.FAILED, code, describeError(err));
+}
+
+function apiFailure(err: ApiClientError): Failure {
+  switch (err.code) {
+    case 'API_UNREACHABLE':
+      return simple(EXIT.UNREACHABLE, err.code, `${err.message}; is the agent running? (set --address or BERTH_ADDR)`);
+    case 'UNAUTHENTICATED':
+      return simple(EXIT.AUTH, err.code, `the agent refused the token: ${err.message} (set --token or BERTH_TOKEN)`);
+    case 'FORBIDDEN':
+      return simple(EXIT.AUTH, err.code, `permission denied: ${err.message}`);
+    case 'NOT_FOUND':
+      return simple(EXIT.NOT_FOUND, err.code, err.message);
+    case 'AMBIGUOUS_PREFIX': {
+      const failure = simple(EXIT.USAGE, err.code, err.message);
+      const matches = Array.isArray(err.details['matches']) ? (err.details['matches'] as string[]) : [];
+      failure.lines.push(...matches.map((m) => `  ${m}`));
+      return failure;
+    }
+    default:
+      return simple(EXIT.FAILED, err.code, err.message);
+  }
 }
 
 function simple(exitCode: number, code: string, message: string): Failure {

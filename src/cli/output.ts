@@ -22,7 +22,7 @@ export const processIo: CliIo = {
 const MIN_SCRUB_LENGTH = 4;
 
 // Flags whose values are credentials. Mount flags may be (`password=...`).
-const SECRET_FLAGS = new Set(['--secret', '--mount-flag']);
+const SECRET_FLAGS = new Set(['--secret', '--mount-flag', '--token']);
 
 /**
  * Replaces known secret values with [REDACTED] in any text. Built from the
@@ -36,9 +36,12 @@ export class Redactor {
     this.#needles = [...unique].sort((a, b) => b.length - a.length);
   }
 
-  /** The values of every `--secret k=v` and `--mount-flag F` in `argv` (both whole and after `=`). */
-  static fromArgv(argv: readonly string[]): Redactor {
-    const values: string[] = [];
+  /**
+   * The values of every `--secret k=v`, `--mount-flag F` and `--token T` in
+   * `argv` (both whole and after `=`), plus `extra` (e.g. BERTH_TOKEN).
+   */
+  static fromArgv(argv: readonly string[], extra: readonly string[] = []): Redactor {
+    const values: string[] = [...extra];
     const add = (raw: string): void => {
       values.push(raw);
       const eq = raw.indexOf('=');
@@ -60,6 +63,9 @@ export class Redactor {
     return out;
   }
 }
+
+// eslint-disable-next-line no-control-regex -- matching the terminal's colour codes is the point
+const ANSI_SGR = /\x1b\[[0-9;]*m/g;
 
 type FieldValue = string | number | boolean | readonly string[] | undefined;
 
@@ -109,10 +115,12 @@ export class Output {
       this.line('(none)');
       return;
     }
-    const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+    // Cells may carry ANSI colour (on a terminal): align by what is visible.
+    const width = (c: string): number => c.replace(ANSI_SGR, '').length;
+    const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => width(r[i] ?? ''))));
     const format = (cells: readonly string[]): string =>
       cells
-        .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+        .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(Math.max(0, (widths[i] ?? 0) - width(c)))))
         .join('  ')
         .trimEnd();
     this.line(format(headers));

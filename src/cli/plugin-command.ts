@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { parseEndpoint } from '../csi/index.js';
 import { BerthError, createLogger, describeError } from '../lib/index.js';
 import { HOSTPATH_PLUGIN_NAME, HostpathPlugin } from '../plugins/hostpath/index.js';
+import { addPluginStatus } from './cluster-commands.js';
 import type { CommandContext } from './csi-command.js';
 import { PLUGIN_EXIT_CODES_HELP } from './exit-codes.js';
 import { UsageError } from './usage-error.js';
@@ -30,7 +31,8 @@ interface HostpathOptions {
 
 /** Builds `berth plugin` and its subcommands. */
 export function pluginCommand(ctx: CommandContext): Command {
-  const plugin = new Command('plugin').description('Run a CSI plugin that ships with Berth, in the foreground');
+  const plugin = new Command('plugin').description('Show the CSI plugins of the cluster, or run one that ships with Berth');
+  addPluginStatus(plugin, ctx);
 
   plugin
     .command('hostpath')

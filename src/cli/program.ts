@@ -7,7 +7,10 @@ import { Command, CommanderError } from 'commander';
 import { csiCommand, type CommandContext, type RunState } from './csi-command.js';
 import { describeFailure, EXIT } from './exit-codes.js';
 import { Output, processIo, Redactor, type CliIo } from './output.js';
+import { allocCommand, eventCommand, nodeCommand } from './cluster-commands.js';
+import { jobCommand } from './job-command.js';
 import { pluginCommand } from './plugin-command.js';
+import { volumeCommand } from './volume-command.js';
 
 /** How runCli is wired to the outside world. */
 export interface RunOptions {
@@ -41,9 +44,28 @@ export function buildProgram(ctx: Partial<CommandContext> = {}): Command {
   const program = new Command('berth')
     .description('Berth: a workload orchestrator with first-class CSI storage')
     .version(version(), '-V, --version')
-    .addCommand(csiCommand(full))
-    .addCommand(pluginCommand(full));
-  program.addHelpText('after', '\nRun `berth <command> --help` for a command\'s flags, examples and exit codes.');
+    .addCommand(jobCommand(full))
+    .addCommand(allocCommand(full))
+    .addCommand(nodeCommand(full))
+    .addCommand(volumeCommand(full))
+    .addCommand(pluginCommand(full))
+    .addCommand(eventCommand(full))
+    .addCommand(csiCommand(full));
+  program.addHelpText(
+    'after',
+    `
+Commands that talk to an agent use --address (or BERTH_ADDR, default
+http://127.0.0.1:4646) and --token (or BERTH_TOKEN); --json prints one JSON
+document for scripts.
+
+Examples:
+  $ berth job run examples/writer.hcl
+  $ berth volume create examples/volume.hcl
+  $ berth plugin status hostpath
+  $ BERTH_TOKEN=... berth node status --json
+
+Run \`berth <command> --help\` for a command's flags, examples and exit codes.`,
+  );
   configureTree(program, full);
   return program;
 }
@@ -66,7 +88,7 @@ function configureTree(cmd: Command, ctx: CommandContext): void {
  */
 export async function runCli(argv: readonly string[], opts: RunOptions = {}): Promise<number> {
   const io = opts.io ?? processIo;
-  const redactor = Redactor.fromArgv(argv);
+  const redactor = Redactor.fromArgv(argv, [process.env['BERTH_TOKEN'] ?? '']);
   const state: RunState = {};
   const signal = opts.signal ?? new AbortController().signal;
   const program = buildProgram({ io, redactor, signal, state });

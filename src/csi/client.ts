@@ -20,7 +20,7 @@ import {
 import { checkValidation, type ValidationVerdict } from './capability.js';
 import * as conv from './_convert.js';
 import * as check from './_validate.js';
-import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES } from './errors.js';
+import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES, grpcCodeName } from './errors.js';
 import { checkMap, checkPath, checkString, MAX_NODE_ID_BYTES } from './limits.js';
 import { RPC_POLICIES, type CsiRpc, type RpcPolicy } from './policy.js';
 import type {
@@ -82,6 +82,19 @@ export interface CsiClientOptions {
   random?: () => number;
   /** Per-RPC overrides of the default policy table. */
   policies?: Partial<Record<CsiRpc, Partial<RpcPolicy>>>;
+  /** Told of every attempt sent to the plugin (see CsiCallObserver). Default none, at no cost. */
+  observer?: CsiCallObserver;
+}
+
+/**
+ * Watches the calls a CsiClient sends, e.g. to count them (see
+ * csiCallMetrics). `onCall` runs once per attempt that reached the wire
+ * (retries count separately) with the RPC name, `OK` or the gRPC code name,
+ * and the attempt's duration in seconds. It must not throw or block; a throw
+ * is swallowed.
+ */
+export interface CsiCallObserver {
+  onCall(rpc: CsiRpc, code: string, seconds: number): void;
 }
 
 // The longest path a unix socket address can hold (sun_path is 108 bytes with its NUL).
@@ -185,6 +198,7 @@ export class CsiClient {
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #policies: Record<CsiRpc, RpcPolicy>;
+  readonly #observer: CsiCallObserver | undefined;
   #channel: grpc.Client | undefined;
   #closed = false;
 
@@ -194,6 +208,7 @@ export class CsiClient {
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'csi-client', endpoint: this.endpoint });
     this.#clock = opts.clock ?? systemClock;
     this.#random = opts.random ?? Math.random;
+    this.#observer = opts.observer;
     this.#policies = { ...RPC_POLICIES };
     for (const [rpc, override] of Object.entries(opts.policies ?? {})) {
       this.#policies[rpc as CsiRpc] = { ...RPC_POLICIES[rpc as CsiRpc], ...override };
@@ -748,6 +763,15 @@ export class CsiClient {
   #attempt<Req, Res>(method: WireMethod<Req, Res>, request: Req, deadlineMs: number, signal: AbortSignal | undefined): Promise<Res> {
     throwIfAborted(signal);
     const channel = this.#connection();
+    const observer = this.#observer;
+    const started = observer ? performance.now() : 0;
+    const observe = (code: string): void => {
+      try {
+        observer?.onCall(method.rpc, code, (performance.now() - started) / 1000);
+      } catch {
+        // An observer's failure must never fail the call.
+      }
+    };
     return new Promise<Res>((resolve, reject) => {
       const onAbort = (): void => call.cancel();
       const call = channel.makeUnaryRequest<Req, Res>(
@@ -759,6 +783,7 @@ export class CsiClient {
         { deadline: Date.now() + deadlineMs },
         (err, res) => {
           signal?.removeEventListener('abort', onAbort);
+          if (observer) observe(err ? grpcCodeName(err.code) : 'OK');
           if (!err) {
             resolve(res as Res);
             return;

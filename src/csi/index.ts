@@ -1,6 +1,7 @@
 // The csi layer: Berth's view of the Container Storage Interface. Everything
 // protobuf stays behind this door.
-export { CsiClient, parseEndpoint, type CallOptions, type CsiClientOptions, type TeardownResult } from './client.js';
+export { CsiClient, parseEndpoint, type CallOptions, type CsiClientOptions, type CsiCallObserver, type TeardownResult } from './client.js';
+export { csiCallMetrics, CSI_CALL_BUCKETS } from './call-metrics.js';
 export {
   VolumeCapability,
   ACCESS_MODES,

@@ -2,3 +2,4 @@
 // placement, served over the HTTP API. `Server` builds and runs them all.
 export { Server, ServerError, type ServerOptions, type ServerState, type ServerAddress } from './server.js';
 export type { ApiToken, Role } from './http/index.js';
+export type { ServerMetrics } from './metrics/index.js';

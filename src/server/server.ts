@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../lib/index.js';
 import { buildApi, type ApiToken } from './http/index.js';
 import { EvalWorker, JobService } from './jobs/index.js';
+import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
@@ -72,6 +73,7 @@ export class Server {
   #jobs: JobService | undefined;
   #worker: EvalWorker | undefined;
   #api: FastifyInstance | undefined;
+  #metrics: ServerMetrics | undefined;
   #address: ServerAddress | undefined;
   #stopping: Promise<void> | undefined;
 
@@ -110,6 +112,16 @@ export class Server {
     return this.#volumes;
   }
 
+  /**
+   * The Prometheus registry served at GET /metrics, one per Server; an agent
+   * embedding the server may register its own metrics on it (e.g.
+   * csiCallMetrics). Throws unless started.
+   */
+  get metrics(): ServerMetrics {
+    if (!this.#metrics) throw new ServerError('SERVER_STATE', 'the server is not started');
+    return this.#metrics;
+  }
+
   /** Starts everything; resolves with the HTTP address. See the class comment. */
   async start(): Promise<ServerAddress> {
     if (this.#state !== 'idle') throw new ServerError('SERVER_STATE', `cannot start a server that is ${this.#state}`);
@@ -143,6 +155,7 @@ export class Server {
       this.#claimWatcher = new ClaimWatcher({ store, volumes: this.#volumes, clock, logger: root });
       this.#jobs = new JobService({ store, clock, logger: root });
       this.#worker = new EvalWorker({ store, jobs: this.#jobs, clock, logger: root });
+      this.#metrics = new ServerMetrics({ store });
 
       await this.#plugins.start();
       await this.#nodes.start();
@@ -157,6 +170,7 @@ export class Server {
         connections: this.#connections,
         tokens: this.#opts.tokens,
         logger: root,
+        metrics: this.#metrics,
         ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
       });
       const host = this.#opts.bindAddress ?? '127.0.0.1';

@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from '../../lib/index.js';
 import type { NodeFingerprint } from '../../structs/index.js';
 import type { JobService } from '../jobs/index.js';
+import type { ServerMetrics } from '../metrics/index.js';
 import type { NodeConnections } from '../noderpc/index.js';
 import type { NodeService } from '../nodes/index.js';
 import type { StateStore } from '../state/index.js';
@@ -27,6 +28,8 @@ export interface ApiDeps {
   connections: NodeConnections;
   tokens: readonly ApiToken[];
   logger: Logger;
+  /** Served at GET /metrics (read access) when given. */
+  metrics?: ServerMetrics;
   /** Largest accepted request body. Default 4 MiB. */
   bodyLimit?: number;
   /** How often the event stream sends a `{}` heartbeat line when idle. Default 10 s. */
@@ -111,6 +114,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerNodeRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
   registerEventRoutes(app, ctx);
+
+  const metrics = deps.metrics;
+  if (metrics) {
+    app.get('/metrics', { config: { access: 'read' } }, async (_req, reply) => {
+      const { contentType, body } = await metrics.scrape();
+      return reply.header('Content-Type', contentType).send(body);
+    });
+  }
 
   app.get('/v1/status', { config: { access: 'node-read' } }, async () => {
     return { index: deps.store.latestIndex(), connectedNodes: deps.connections.connectedNodes().length };

@@ -1,0 +1,245 @@
+// `berth alloc status`, `berth node status`, `berth plugin status` and
+// `berth event stream`: reading what the cluster runs, as tables for people
+// and JSON for scripts.
+
+import { Command, Option } from 'commander';
+import { AbortedError } from '../lib/index.js';
+import type { Allocation, CsiPlugin, Job, Node } from '../structs/index.js';
+import { ApiClientError, KINDS } from './api-client.js';
+import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
+import type { CommandContext } from './csi-command.js';
+import { UsageError } from './usage-error.js';
+
+const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', '*'];
+
+/** Builds `berth alloc` (status; logs and exec come with the node agent). */
+export function allocCommand(ctx: CommandContext): Command {
+  const alloc = new Command('alloc').description('Inspect allocations');
+  apiCommand(
+    alloc.command('status').description('Show an allocation: placement, status, volumes and task events').argument('<id>', 'allocation ID or a unique prefix'),
+    ['alloc status 3f2a9c1b', 'alloc status 3f2a --json'],
+  ).action(apiAction(ctx, allocStatus));
+  return alloc;
+}
+
+/** Builds `berth node`. */
+export function nodeCommand(ctx: CommandContext): Command {
+  const node = new Command('node').description('Inspect client nodes');
+  apiCommand(
+    node.command('status').description('List nodes, or show one node with its drivers, CSI plugins and allocations').argument('[id]', 'node ID or a unique prefix'),
+    ['node status', 'node status 9c1e', 'node status --json'],
+  ).action(apiAction(ctx, nodeStatus));
+  return node;
+}
+
+/** Adds `status` to `berth plugin` (which also runs the shipped plugins). */
+export function addPluginStatus(plugin: Command, ctx: CommandContext): void {
+  apiCommand(
+    plugin
+      .command('status')
+      .description('List CSI plugins with healthy/expected controllers and nodes, or show one with its allocations')
+      .argument('[id]', 'plugin ID or a unique prefix'),
+    ['plugin status', 'plugin status hostpath', 'plugin status host --json'],
+  ).action(apiAction(ctx, pluginStatus));
+}
+
+/** Builds `berth event`. */
+export function eventCommand(ctx: CommandContext): Command {
+  const event = new Command('event').description('Follow changes in the cluster');
+  apiCommand(
+    event
+      .command('stream')
+      .description('Print every change (node, plugin, volume, claim, allocation, job, evaluation) as it happens, until Ctrl-C')
+      .addOption(new Option('--topic <topic>', 'a topic, optionally with an ID (volume:shared-data); repeatable; default all').argParser(collectTopic))
+      .option('--index <n>', 'start after this index (default: now)'),
+    ['event stream', 'event stream --topic volume --topic claim', 'event stream --topic volume:shared-data --json'],
+  ).action(apiAction(ctx, eventStream));
+  return event;
+}
+
+function collectTopic(value: string, previous: string[] | undefined): string[] {
+  const name = value.split(':')[0] ?? '';
+  if (!TOPICS.includes(name)) throw new UsageError(`unknown topic "${name}"; expected one of ${TOPICS.join(', ')}`);
+  return [...(previous ?? []), value];
+}
+
+async function allocStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
+  const id = await s.api.resolve(KINDS.allocation, idArg as string);
+  const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
+  if (s.out.json) return s.out.document(a);
+  s.out.fields([
+    ['ID', a.id],
+    ['Name', a.name],
+    ['Node ID', a.nodeId],
+    ['Job ID', a.jobId],
+    ['Namespace', a.namespace],
+    ['Job Version', a.jobVersion],
+    ['Task Group', a.taskGroup],
+    ['Desired Status', s.style.status(a.desiredStatus)],
+    ['Desired Description', a.desiredDescription || undefined],
+    ['Client Status', s.style.status(a.clientStatus)],
+    ['Client Description', a.clientDescription || undefined],
+    ['Reschedule Attempts', a.rescheduleAttempts],
+    ['Previous Allocation', a.previousAllocation],
+    ['Created', `${timestamp(a.createTime)} (${age(a.createTime)})`],
+    ['Modified', `${timestamp(a.modifyTime)} (${age(a.modifyTime)})`],
+  ]);
+  if (a.csiVolumes?.length) {
+    s.out.line();
+    s.out.line(s.style.bold('CSI Volumes'));
+    s.out.table(['ID', 'Plugin', 'Read Only'], a.csiVolumes.map((v) => [v.volumeId, v.pluginId, String(v.readOnly)]));
+  }
+  for (const [task, st] of Object.entries(a.taskStates ?? {})) {
+    s.out.line();
+    s.out.line(s.style.bold(`Task "${task}" is "${st.state}"${st.failed ? ' (failed)' : ''}`));
+    s.out.fields([
+      ['Restarts', st.restarts],
+      ['Started', timestamp(st.startedAt)],
+      ['Finished', timestamp(st.finishedAt)],
+    ]);
+    s.out.line();
+    s.out.table(['Time', 'Type', 'Description'], [...st.events].reverse().map((e) => [timestamp(e.at), e.type, e.message]));
+  }
+}
+
+async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
+  if (!idArg) {
+    const { body: nodes } = await s.api.get<Node[]>('/v1/nodes');
+    if (s.out.json) return s.out.document(nodes);
+    s.out.table(
+      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status'],
+      nodes.map((n) => [
+        shortId(n.id),
+        n.name,
+        n.datacenter,
+        Object.entries(n.drivers).filter(([, d]) => d.detected && d.healthy).map(([k]) => k).join(',') || '-',
+        [...new Set([...Object.keys(n.csiControllerPlugins ?? {}), ...Object.keys(n.csiNodePlugins ?? {})])].join(',') || '-',
+        s.style.status(n.status),
+      ]),
+    );
+    return;
+  }
+  const id = await s.api.resolve(KINDS.node, idArg);
+  const { body: n } = await s.api.get<Node>(KINDS.node.getPath(id));
+  const { body: allocs } = await s.api.get<Array<Allocation & { job?: Job }>>(`/v1/node/${encodeURIComponent(id)}/allocations`);
+  if (s.out.json) return s.out.document({ node: n, allocations: allocs.map(({ job: _job, ...a }) => a) });
+  s.out.fields([
+    ['ID', n.id],
+    ['Name', n.name],
+    ['Datacenter', n.datacenter],
+    ['Status', s.style.status(n.status)],
+    ['Status Description', n.statusDescription || undefined],
+    ['HTTP Address', n.httpAddr || undefined],
+    ['Last Heartbeat', `${timestamp(n.lastHeartbeat)} (${age(n.lastHeartbeat)})`],
+    ['CPU (MHz)', n.resources.cpuMhz],
+    ['Memory (MB)', n.resources.memoryMb],
+  ]);
+  s.out.line();
+  s.out.line(s.style.bold('Drivers'));
+  s.out.table(
+    ['Driver', 'Detected', 'Healthy', 'Description'],
+    Object.entries(n.drivers).map(([k, d]) => [k, String(d.detected), s.style.status(String(d.healthy)), d.healthReason]),
+  );
+  s.out.line();
+  s.out.line(s.style.bold('CSI Plugins'));
+  const reports = [
+    ...Object.values(n.csiControllerPlugins ?? {}).map((r) => ({ ...r, kind: 'controller' })),
+    ...Object.values(n.csiNodePlugins ?? {}).map((r) => ({ ...r, kind: 'node' })),
+  ];
+  s.out.table(
+    ['ID', 'Type', 'Provider', 'Version', 'Healthy', 'Reason'],
+    reports.map((r) => [r.pluginId, r.kind, r.provider || '-', r.version || '-', s.style.status(String(r.healthy)), r.healthReason]),
+  );
+  s.out.line();
+  s.out.line(s.style.bold('Allocations'));
+  s.out.table(
+    ['ID', 'Job ID', 'Task Group', 'Desired', 'Status', 'Created'],
+    allocs.map((a) => [shortId(a.id), a.jobId, a.taskGroup, a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
+  );
+}
+
+async function pluginStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
+  if (!idArg) {
+    const { body: plugins } = await s.api.get<CsiPlugin[]>('/v1/plugins');
+    if (s.out.json) return s.out.document(plugins);
+    s.out.table(
+      ['ID', 'Provider', 'Controllers Healthy/Expected', 'Nodes Healthy/Expected'],
+      plugins.map((p) => [p.id, p.provider || '-', `${p.controllersHealthy}/${p.controllersExpected}`, `${p.nodesHealthy}/${p.nodesExpected}`]),
+    );
+    return;
+  }
+  const id = await s.api.resolve(KINDS.plugin, idArg);
+  const { body: p } = await s.api.get<CsiPlugin>(KINDS.plugin.getPath(id));
+  if (s.out.json) return s.out.document(p);
+  s.out.fields([
+    ['ID', p.id],
+    ['Provider', p.provider || '-'],
+    ['Version', p.version || '-'],
+    ['Controllers Required', String(p.controllerRequired)],
+    ['Controllers Healthy', p.controllersHealthy],
+    ['Controllers Expected', p.controllersExpected],
+    ['Nodes Healthy', p.nodesHealthy],
+    ['Nodes Expected', p.nodesExpected],
+    ['Controller Capabilities', p.controllerCapabilities],
+    ['Node Capabilities', p.nodeCapabilities],
+  ]);
+  const exhausted = Object.entries(p.exhaustedNodes ?? {});
+  if (exhausted.length) {
+    s.out.line();
+    s.out.line(s.style.bold('Nodes at their volume limit'));
+    s.out.table(['Node ID', 'Since', 'Reason'], exhausted.map(([node, e]) => [shortId(node), timestamp(e.at), e.reason]));
+  }
+  s.out.line();
+  s.out.line(s.style.bold('Allocations'));
+  s.out.table(
+    ['ID', 'Node ID', 'Job ID', 'Type', 'Desired', 'Status'],
+    p.allocations.map((a) => [shortId(a.allocId), shortId(a.nodeId), a.jobId, a.type, a.desiredStatus, s.style.status(a.clientStatus)]),
+  );
+  const instances = [
+    ...Object.values(p.controllers).map((i) => ({ ...i, kind: 'controller' })),
+    ...Object.values(p.nodes).map((i) => ({ ...i, kind: 'node' })),
+  ];
+  s.out.line();
+  s.out.line(s.style.bold('Instances'));
+  s.out.table(
+    ['Node ID', 'Type', 'Alloc ID', 'Healthy', 'Reason'],
+    instances.map((i) => [shortId(i.nodeId), i.kind, shortId(i.allocId) || '-', s.style.status(String(i.healthy)), i.healthReason]),
+  );
+}
+
+async function eventStream(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {
+  const topics = (opts['topic'] as string[] | undefined) ?? ['*'];
+  const index = opts['index'] as string | undefined;
+  if (index !== undefined && !/^\d+$/.test(index)) throw new UsageError('--index must be a non-negative integer');
+  let res: Response;
+  try {
+    res = await s.api.stream('/v1/event/stream', { topic: topics, ...(index !== undefined ? { index } : {}) });
+  } catch (err) {
+    if (err instanceof AbortedError) return;
+    throw err;
+  }
+  if (!s.out.json) s.out.warn(`==> Following events on ${topics.join(', ')} (Ctrl-C to stop)`);
+  const decoder = new TextDecoder();
+  let buffered = '';
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl).trim();
+        buffered = buffered.slice(nl + 1);
+        if (!line || line === '{}') continue;
+        if (s.out.json) {
+          s.out.line(line);
+          continue;
+        }
+        const ev = JSON.parse(line) as { index: number; topic: string; key: string; op: string };
+        s.out.line(`${String(ev.index).padStart(6)}  ${ev.topic.padEnd(10)}  ${ev.op.padEnd(6)}  ${decodeURIComponent(ev.key)}`);
+      }
+    }
+  } catch (err) {
+    if (s.signal.aborted) return;
+    throw err;
+  }
+  if (!s.signal.aborted) throw new ApiClientError('API_UNREACHABLE', `the event stream ended: the agent at ${s.api.address} closed the connection`, 0);
+}

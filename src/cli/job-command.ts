@@ -1,0 +1,257 @@
+// `berth job`: run, status, stop and validate jobs from HCL or JSON files.
+// `job run` follows the evaluation and each allocation with blocking queries,
+// like Nomad's deploy monitor, until every allocation runs (or completes, for
+// batch jobs) or one fails.
+
+import { readFile } from 'node:fs/promises';
+import { Command } from 'commander';
+import { AbortedError } from '../lib/index.js';
+import {
+  describePlacementFailure,
+  isClientTerminal,
+  parseJobFile,
+  type Allocation,
+  type Evaluation,
+  type Job,
+} from '../structs/index.js';
+import { ApiClientError, KINDS } from './api-client.js';
+import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
+import type { CommandContext } from './csi-command.js';
+import { UsageError } from './usage-error.js';
+
+/** How long one blocking read of the monitor waits before asking again. */
+const MONITOR_WAIT = '30s';
+
+/** Reads a spec file; a missing file is a usage error (nothing was sent). */
+export async function readSpecFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? String(err))}`);
+  }
+}
+
+/** Builds `berth job`. */
+export function jobCommand(ctx: CommandContext): Command {
+  const job = new Command('job').description('Run, inspect and stop jobs');
+  const act = (run: Parameters<typeof apiAction>[1]) => apiAction(ctx, run);
+
+  apiCommand(
+    job
+      .command('run')
+      .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
+      .argument('<file>', 'job file: .hcl (as Nomad users write them) or .json')
+      .option('--detach', 'print the evaluation ID and return at once'),
+    ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json'],
+  ).action(act(runJob));
+
+  apiCommand(
+    job.command('status').description('List jobs, or show one job with its allocations').argument('[id]', 'job ID or a unique prefix'),
+    ['job status', 'job status writer', 'job status wri --json'],
+  ).action(act(jobStatus));
+
+  apiCommand(
+    job
+      .command('stop')
+      .description('Stop a job: its allocations are told to stop and their volume claims released')
+      .argument('<id>', 'job ID or a unique prefix')
+      .option('--purge', 'also forget the job once its allocations are gone'),
+    ['job stop writer', 'job stop --purge writer'],
+  ).action(act(stopJob));
+
+  apiCommand(
+    job
+      .command('validate')
+      .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
+      .argument('<file>', 'job file: .hcl or .json'),
+    ['job validate examples/reader.hcl'],
+  ).action(act(validateJob));
+
+  return job;
+}
+
+async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
+  const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
+  const { body } = await s.api.request<{ evaluation: Evaluation; evalId: string; index: number; job: Job }>('POST', '/v1/jobs', {
+    query: { namespace: s.namespace },
+    body: { job: { namespace: s.namespace, ...parsed.input } },
+  });
+  if (opts['detach']) {
+    if (s.out.json) s.out.document({ evalId: body.evalId, jobId: body.job.id });
+    else {
+      s.out.line(`Job registration successful`);
+      s.out.line(`Evaluation ID: ${body.evalId}`);
+    }
+    return;
+  }
+  const result = await monitor(s, body.job, body.evalId, body.index);
+  if (s.out.json) s.out.document(result);
+  if (!result.ok) throw new MonitorFailure(result.reason);
+}
+
+/** job run ended without every allocation running: exit 1 with the reason (already shown). */
+class MonitorFailure extends ApiClientError {
+  constructor(reason: string) {
+    super('JOB_FAILED', reason, 0);
+  }
+}
+
+interface MonitorResult {
+  ok: boolean;
+  reason: string;
+  jobId: string;
+  evaluation: Evaluation;
+  allocations: Array<Pick<Allocation, 'id' | 'nodeId' | 'taskGroup' | 'clientStatus' | 'clientDescription'>>;
+}
+
+/**
+ * Follows the evaluation until it leaves `pending`, then the allocations it
+ * placed until each is running (or complete, for batch jobs) or one fails.
+ * Ctrl-C stops following; the job keeps running.
+ */
+async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: number): Promise<MonitorResult> {
+  const say = (text: string): void => {
+    if (!s.out.json) s.out.line(text);
+  };
+  say(`==> ${timestamp(Date.now())}: Monitoring evaluation "${shortId(evalId)}"`);
+  say(`    Evaluation triggered by job "${job.id}"`);
+  let evaluation: Evaluation | undefined;
+  let index = 0;
+  const result = (ok: boolean, reason: string, allocs: Allocation[] = []): MonitorResult => ({
+    ok,
+    reason,
+    jobId: job.id,
+    evaluation: evaluation as Evaluation,
+    allocations: allocs.map((a) => ({ id: a.id, nodeId: a.nodeId, taskGroup: a.taskGroup, clientStatus: a.clientStatus, clientDescription: a.clientDescription })),
+  });
+  try {
+    for (;;) {
+      const ans = await s.api.get<Evaluation>(KINDS.evaluation.getPath(evalId), index ? { index, wait: MONITOR_WAIT } : {});
+      evaluation = ans.body;
+      index = ans.index;
+      if (evaluation.status !== 'pending') break;
+    }
+    const ev = evaluation;
+    let allocs = (await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace })).body;
+    const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex && a.desiredStatus === 'run');
+    for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);
+    say(`    Evaluation status changed: "pending" -> "${ev.status}"`);
+    for (const [group, failure] of Object.entries(ev.failedPlacements ?? {})) {
+      say(`    Task group "${group}" (failed to place ${failure.unplaced} allocation${failure.unplaced === 1 ? '' : 's'}):`);
+      say(`      * ${describePlacementFailure(failure) || 'no node fits'}`);
+    }
+    say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.status}"${ev.status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
+    if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
+    if (ev.status === 'blocked' && mine(allocs).length === 0) {
+      return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
+    }
+    if (mine(allocs).length === 0) {
+      say('    No allocations placed (nothing to change, or no eligible nodes)');
+      return result(ev.status === 'complete', 'no allocations placed');
+    }
+
+    // Follow each allocation until it runs (or completes) or fails.
+    const seen = new Map<string, string>();
+    let allocIndex = 0;
+    for (;;) {
+      const current = mine(allocs);
+      for (const a of current) {
+        const before = seen.get(a.id);
+        if (before !== a.clientStatus) {
+          if (before !== undefined || a.clientStatus !== 'pending') {
+            const why = a.clientDescription ? ` (${a.clientDescription})` : '';
+            say(`    Allocation "${shortId(a.id)}" status changed: "${before ?? 'pending'}" -> "${a.clientStatus}"${why}`);
+          }
+          seen.set(a.id, a.clientStatus);
+        }
+      }
+      const failed = current.filter((a) => a.clientStatus === 'failed' || a.clientStatus === 'lost');
+      if (failed.length) {
+        const f = failed[0] as Allocation;
+        say(`==> Allocation "${shortId(f.id)}" ${f.clientStatus}${f.clientDescription ? `: ${f.clientDescription}` : ''}`);
+        return result(false, `allocation ${shortId(f.id)} ${f.clientStatus}`, current);
+      }
+      const done = current.every((a) => a.clientStatus === 'running' || (a.clientStatus === 'complete' && job.type === 'batch'));
+      if (done) {
+        const words = job.type === 'batch' && current.every((a) => a.clientStatus === 'complete') ? 'complete' : 'running';
+        say(`==> ${current.length} allocation${current.length === 1 ? '' : 's'} ${words}`);
+        return result(true, words, current);
+      }
+      if (current.every((a) => isClientTerminal(a.clientStatus))) return result(false, 'every allocation stopped', current);
+      const ans = await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, {
+        namespace: s.namespace,
+        ...(allocIndex ? { index: allocIndex, wait: MONITOR_WAIT } : {}),
+      });
+      allocs = ans.body;
+      allocIndex = ans.index;
+    }
+  } catch (err) {
+    if (err instanceof AbortedError) {
+      say('==> Monitoring stopped; the job keeps running (see `berth job status ' + job.id + '`)');
+      return { ...result(true, 'monitoring interrupted'), evaluation: evaluation ?? ({ id: evalId } as Evaluation) };
+    }
+    throw err;
+  }
+}
+
+async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
+  if (!idArg) {
+    const { body: jobs } = await s.api.get<Job[]>('/v1/jobs', { namespace: s.namespace });
+    if (s.out.json) return s.out.document(jobs);
+    s.out.table(
+      ['ID', 'Type', 'Priority', 'Status', 'Submit Date'],
+      jobs.map((j) => [j.id, j.type, String(j.priority), s.style.status(j.stop ? 'dead (stopped)' : j.status), timestamp(j.submitTime)]),
+    );
+    return;
+  }
+  const id = await s.api.resolve(KINDS.job, idArg, { namespace: s.namespace });
+  const { body: job } = await s.api.get<Job>(KINDS.job.getPath(id), { namespace: s.namespace });
+  const { body: allocs } = await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(id)}/allocations`, { namespace: s.namespace });
+  if (s.out.json) return s.out.document({ job, allocations: allocs });
+  s.out.fields([
+    ['ID', job.id],
+    ['Namespace', job.namespace],
+    ['Type', job.type],
+    ['Priority', job.priority],
+    ['Datacenters', job.datacenters.join(',')],
+    ['Status', s.style.status(job.stop ? 'dead (stopped)' : job.status)],
+    ['Version', job.version],
+    ['Submit Date', timestamp(job.submitTime)],
+  ]);
+  s.out.line();
+  s.out.line(s.style.bold('Summary'));
+  const statuses = ['pending', 'running', 'complete', 'failed', 'lost'] as const;
+  s.out.table(
+    ['Task Group', 'Count', ...statuses.map((x) => x[0]!.toUpperCase() + x.slice(1))],
+    job.groups.map((g) => {
+      const mine = allocs.filter((a) => a.taskGroup === g.name);
+      return [g.name, String(g.count), ...statuses.map((st) => String(mine.filter((a) => a.clientStatus === st).length))];
+    }),
+  );
+  s.out.line();
+  s.out.line(s.style.bold('Allocations'));
+  s.out.table(
+    ['ID', 'Node ID', 'Task Group', 'Version', 'Desired', 'Status', 'Created'],
+    [...allocs]
+      .sort((a, b) => b.createIndex - a.createIndex)
+      .map((a) => [shortId(a.id), shortId(a.nodeId), a.taskGroup, String(a.jobVersion), a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
+  );
+}
+
+async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
+  const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
+  const { body } = await s.api.request<{ evalId: string; evaluation: Evaluation }>('DELETE', KINDS.job.getPath(id), {
+    query: { namespace: s.namespace, ...(opts['purge'] ? { purge: true } : {}) },
+  });
+  if (s.out.json) return s.out.document({ jobId: id, evalId: body.evalId, purged: Boolean(opts['purge']) });
+  s.out.line(`==> Job "${id}" ${opts['purge'] ? 'stopped and purged' : 'stopped'}`);
+  s.out.line(`    Evaluation ID: ${body.evalId}`);
+}
+
+async function validateJob(s: ApiSession, [file]: string[]): Promise<void> {
+  const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
+  await s.api.request('POST', '/v1/validate/job', { body: { job: { namespace: s.namespace, ...parsed.input } } });
+  if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format });
+  s.out.line(`Job validation successful: ${file} (job "${parsed.job.id}", ${parsed.job.groups.length} group${parsed.job.groups.length === 1 ? '' : 's'})`);
+}
