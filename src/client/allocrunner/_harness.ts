@@ -61,18 +61,26 @@ export class FakeClaimer implements VolumeClaimer {
   readonly volumes = new Map<string, ClaimedVolume>();
   /** Errors the next claims throw, in order. */
   readonly failClaims: unknown[] = [];
+  /** While true, claims of unknown volumes are refused as exhausted (retryable) rather than NOT_FOUND. */
+  waitForVolumes = false;
 
   async claim(req: VolumeClaimRequest): Promise<{ volume: ClaimedVolume; publishContext: Record<string, string> }> {
     this.claims.push(req);
     const fail = this.failClaims.shift();
     if (fail) throw fail;
     const volume = this.volumes.get(req.volumeId);
+    if (!volume && this.waitForVolumes) throw Object.assign(new Error(`volume ${req.volumeId} is not registered yet`), { code: 'CLAIM_EXHAUSTED' });
     if (!volume) throw Object.assign(new Error(`volume ${req.volumeId} not found`), { code: 'NOT_FOUND' });
     return { volume: structuredClone(volume), publishContext: { attachedBy: 'fake' } };
   }
 
   async release(req: { namespace: string; volumeId: string; allocId: string }): Promise<void> {
     this.releases.push(req);
+  }
+
+  /** Claims of one allocation. */
+  claimsOf(allocId: string): VolumeClaimRequest[] {
+    return this.claims.filter((c) => c.allocId === allocId);
   }
 
   /** Whether the allocation holds a claim on the volume (claimed, not released since). */
@@ -227,6 +235,13 @@ export class Node {
     this.csiManager = this.#csiManager();
     this.drivers = createDrivers({ stateDir: path.join(this.dir, 'd') });
     await this.csiManager.start();
+  }
+
+  /** Host pid of a task of a runner (R1's inspectTask). */
+  pidOf(r: AllocRunner, task: string): number {
+    const id = r.taskIds()[task];
+    if (!id) throw new Error(`task ${task} of ${r.id} does not run`);
+    return this.drivers.get('raw_exec')!.inspectTask(id).pid;
   }
 
   statusOf(allocId: string): AllocStatusUpdate | undefined {

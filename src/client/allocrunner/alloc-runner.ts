@@ -382,6 +382,11 @@ export class AllocRunner {
     return Object.fromEntries([...this.#supervisors].map(([name, s]) => [name, s.socketPath]));
   }
 
+  /** The driver task ID of each task's current run (for exec, stats and logs); absent when it does not run. */
+  taskIds(): Record<string, string | undefined> {
+    return Object.fromEntries([...this.#tasks].map(([name, t]) => [name, t.taskId]));
+  }
+
   /** The allocation directory (for logs and tests). */
   get allocDir(): AllocDir {
     return this.#allocDir;
