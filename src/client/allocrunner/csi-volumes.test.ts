@@ -12,7 +12,7 @@ import type { Allocation, Job } from '../../structs/index.js';
 import type { AllocRunner } from './alloc-runner.js';
 import { savedAllocRunners } from './alloc-records.js';
 import { reconcileCsiVolumes } from './reconcile-volumes.js';
-import { eventually, hostpathPluginJob, makeAlloc, makeJob, mountPointsUnder, Node } from './_harness.js';
+import { BERTH, eventually, hostpathPluginJob, makeAlloc, makeJob, mountPointsUnder, Node } from './_harness.js';
 
 const CSI_VOLUME = [{ volumeId: 'shared', pluginId: 'hostpath', readOnly: false }];
 
@@ -277,5 +277,55 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     assert.ok(left.every((m) => mountsBefore.includes(m)), 'the running workload keeps its very mounts');
     assert.equal(node.pidOf(rKeep, 'main'), pids.keep);
     assert.equal(rKeep.status().clientStatus, 'running');
+  });
+
+  it('the hostpath plugin as an exec task: socket and mount root bound into its chroot, its mounts propagate out to a raw_exec workload', async (t) => {
+    const repo = path.dirname(path.dirname(BERTH));
+    const node = new Node({ hostVolumes: { repo } });
+    t.after(() => node.cleanup());
+    const { mkdirSync } = await import('node:fs');
+    const hpData = path.join(node.dir, 'hp');
+    mkdirSync(hpData, { recursive: true });
+    node.hostVolumes['hpdata'] = hpData;
+    await node.start();
+    const pluginJob = makeJob({
+      id: 'hostpath-exec',
+      type: 'system',
+      groups: [
+        {
+          name: 'plugin',
+          volumes: { repo: { type: 'host', source: 'repo', readOnly: true }, hpdata: { type: 'host', source: 'hpdata' } },
+          tasks: [
+            {
+              name: 'plugin',
+              driver: 'exec',
+              config: { command: process.execPath, args: [path.join(repo, 'bin', 'berth.js'), 'plugin', 'hostpath', '--node-id', 'node-1', '--data-dir', '/hpdata', '--log-level', 'silent'] },
+              volumeMounts: [
+                { volume: 'repo', destination: repo, readOnly: true },
+                { volume: 'hpdata', destination: '/hpdata' },
+              ],
+              csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '30s' },
+            },
+          ],
+        },
+      ],
+    });
+    const plugin = await startPlugin(node, pluginJob);
+    const reg = node.registry.serving('csi-node', 'hostpath')!;
+    assert.equal(reg.options.pluginMountRoot, '/csi/mounts', 'the plugin sees its mount root inside its chroot');
+    assert.equal(reg.options.mountRoot, path.join(node.dir, 'p', 'hostpath', 'mounts'));
+    await mountable(node);
+    await createVolume(node);
+
+    const job = workloadJob('rw', 'batch', 'echo "through exec plugin" > "$BERTH_TASK_DIR/data/f" && cat "$BERTH_TASK_DIR/data/f" > "$BERTH_TASK_DIR/seen"');
+    const alloc = makeAlloc(job, { csiVolumes: CSI_VOLUME });
+    const r = node.runner(alloc, job);
+    await r.run();
+    await eventually(() => ['complete', 'failed'].includes(node.statusOf(alloc.id)?.clientStatus ?? ''), 'the workload ends');
+    assert.equal(node.statusOf(alloc.id)!.clientStatus, 'complete', JSON.stringify(r.status().taskStates['main']!.events.slice(-3)));
+    assert.equal(readFileSync(path.join(r.allocDir.task('main').localDir, 'seen'), 'utf8').trim(), 'through exec plugin');
+    await eventually(() => node.claimer.releases.some((x) => x.allocId === alloc.id), 'released');
+    assert.deepEqual(volumeMounts(node), []);
+    assert.equal(plugin.runner.status().clientStatus, 'running');
   });
 });
