@@ -182,8 +182,8 @@ export class Node {
         this.nodeEvents.push(e);
         for (const r of this.runners.values()) r.pluginEvent(e);
       },
-      onHealthTimeout: (plugin, _type, reason) => {
-        this.runners.get(plugin.allocId)?.pluginHealthTimeout(plugin.name, reason);
+      onHealthTimeout: (plugin, type, reason) => {
+        this.runners.get(plugin.allocId)?.pluginHealthTimeout(plugin, type, reason);
       },
       probeIntervalMs: 200,
       healthTimeoutMs: 10_000,

@@ -6,7 +6,7 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import type { AllocClientStatus, Allocation, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
+import type { AllocClientStatus, Allocation, CsiPluginType, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import type { Bucket } from '../state/index.js';
 import {
@@ -363,16 +363,17 @@ export class AllocRunner {
   }
 
   /**
-   * The CSI manager's onHealthTimeout for a plugin this allocation runs:
+   * The CSI manager's onHealthTimeout, for a plugin this allocation runs
+   * (wire `onHealthTimeout: (p, type, reason) => runnerOf(p.allocId)?.pluginHealthTimeout(p, type, reason)`):
    * restarts the plugin's task. Returns whether a task of this allocation
-   * runs the plugin.
+   * runs the plugin. Does not block.
    */
-  pluginHealthTimeout(pluginId: string, reason: string): boolean {
+  pluginHealthTimeout(plugin: { name: string }, _type: CsiPluginType, reason: string): boolean {
     let found = false;
     for (const [taskName, sup] of this.#supervisors) {
-      if (sup.pluginId !== pluginId) continue;
+      if (sup.pluginId !== plugin.name) continue;
       found = true;
-      void this.#tasks.get(taskName)?.restart(`CSI plugin "${pluginId}" stayed unhealthy past its health timeout: ${reason}`);
+      void this.#tasks.get(taskName)?.restart(`CSI plugin "${plugin.name}" stayed unhealthy past its health timeout: ${reason}`);
     }
     return found;
   }

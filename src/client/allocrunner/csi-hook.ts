@@ -153,7 +153,8 @@ export class CsiHook implements AllocHook {
     if (!knownPlugin) await this.#waitForPlugin(ctx, v.pluginId, volumeId);
 
     // Mount flags (possibly credentials) are handed to the plugin, never written down.
-    const mountFlags = v.mountOptions?.mountFlags?.length ? v.mountOptions.mountFlags : (vol.mountOptions?.mountFlags ?? []);
+    // A job read back from a public view carries "[REDACTED]" placeholders: never send those as flags.
+    const mountFlags = (v.mountOptions?.mountFlags?.length ? v.mountOptions.mountFlags : (vol.mountOptions?.mountFlags ?? [])).filter((f) => f !== '[REDACTED]');
     const usage = usageOf(rec, vol, mountFlags);
     const { source } = await this.#retrying(
       ctx,

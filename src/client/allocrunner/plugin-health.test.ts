@@ -52,8 +52,8 @@ describe('plugin supervisor and isolation through the allocation runner', () => 
     await eventually(() => node.registry.serving('csi-node', 'hostpath')?.allocId === alloc.id, 'registered');
     const pid = node.pidOf(r, 'plugin');
     // As the CSI manager's onHealthTimeout calls it (wired in the harness as in the agent).
-    assert.equal(r.pluginHealthTimeout('hostpath', 'probe failed: UNAVAILABLE'), true);
-    assert.equal(r.pluginHealthTimeout('other', 'x'), false);
+    assert.equal(r.pluginHealthTimeout(node.registry.serving('csi-node', 'hostpath')!, 'csi-node', 'probe failed: UNAVAILABLE'), true);
+    assert.equal(r.pluginHealthTimeout({ name: 'other' }, 'csi-node', 'x'), false);
     await eventually(() => node.registry.serving('csi-node', 'hostpath') !== undefined && node.pidOf(r, 'plugin') !== pid, 'restarted and registered again', 30_000);
     const trail = types(r.status().taskStates['plugin']!.events);
     const at = trail.indexOf('Restart Signaled');
