@@ -166,6 +166,9 @@ export function convertBody(
         const list = Array.isArray(value) ? value : [value];
         if (list.length > 1) problems.push({ steps: [...at.steps, { name: key, nth: 1 }], field: formatPath([...at.path, field.to]), message: `block "${key}" may appear only once` });
         out[field.to] = list[0];
+        if (isObject(list[0])) {
+          for (const k of Object.keys(list[0])) paths.set(formatPath([...at.path, field.to, k]), [...at.steps, step, { name: k, nth: 0 }]);
+        }
         break;
       }
       case 'block': {
