@@ -3,6 +3,8 @@ import { describe, it } from 'node:test';
 import { CommanderError } from 'commander';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES } from '../csi/index.js';
 import { AbortedError } from '../lib/index.js';
+import { SpecFileError } from '../structs/index.js';
+import { ApiClientError } from './api-client.js';
 import { describeFailure, EXIT } from './exit-codes.js';
 import { UsageError } from './usage-error.js';
 
@@ -51,5 +53,30 @@ describe('what each failure means for the exit code', () => {
   it('exits 130 when interrupted', () => {
     assert.equal(describeFailure(new CsiError('Probe', GRPC_CODES.CANCELLED, ''), { interrupted: true }).exitCode, EXIT.INTERRUPTED);
     assert.equal(describeFailure(new AbortedError()).exitCode, EXIT.INTERRUPTED);
+  });
+
+  it('agent answers: 3 unreachable, 5 token, 6 not found, 2 ambiguous prefix (listing the matches), 1 refused', () => {
+    const code = (err: ApiClientError): number => describeFailure(err).exitCode;
+    assert.equal(code(new ApiClientError('API_UNREACHABLE', 'cannot reach the Berth agent at http://h:1 (ECONNREFUSED)', 0)), EXIT.UNREACHABLE);
+    assert.equal(code(new ApiClientError('UNAUTHENTICATED', 'unknown token', 401)), EXIT.AUTH);
+    assert.equal(code(new ApiClientError('FORBIDDEN', 'role "read-only" may not change this', 403)), EXIT.AUTH);
+    assert.equal(code(new ApiClientError('NOT_FOUND', 'no job with ID or prefix "x"', 404)), EXIT.NOT_FOUND);
+    assert.equal(code(new ApiClientError('INVALID', 'job is invalid: groups[0].count: expected number', 400)), EXIT.FAILED);
+    const ambiguous = describeFailure(new ApiClientError('AMBIGUOUS_PREFIX', 'prefix "a" matches 2 jobs', 0, { matches: ['ab', 'ac'] }));
+    assert.equal(ambiguous.exitCode, EXIT.USAGE);
+    assert.deepEqual(ambiguous.lines, ['error: prefix "a" matches 2 jobs', '  ab', '  ac']);
+    const unreachable = describeFailure(new ApiClientError('API_UNREACHABLE', 'cannot reach the Berth agent at http://h:1 (ECONNREFUSED)', 0));
+    assert.equal(unreachable.lines.length, 1, 'one line');
+  });
+
+  it('a bad job or volume file exits 2 with one file:line:col line per problem', () => {
+    const f = describeFailure(
+      new SpecFileError([
+        { file: 'a.hcl', line: 3, column: 5, field: 'groups[0].count', message: 'expected number' },
+        { file: 'a.hcl', line: 9, column: 7, field: 'groups[0].tasks[0]', message: 'unknown field "x"' },
+      ]),
+    );
+    assert.equal(f.exitCode, EXIT.USAGE);
+    assert.deepEqual(f.lines, ['error: a.hcl:3:5: groups[0].count: expected number', 'error: a.hcl:9:7: groups[0].tasks[0]: unknown field "x"']);
   });
 });

@@ -186,6 +186,30 @@ describe('job files', () => {
     assert.deepEqual([schema[0]!.line, schema[0]!.column], [6, 7]);
   });
 
+  it('comments, heredocs, templates with braces and one-line blocks do not throw the positions off', async () => {
+    const text = [
+      '# a comment { with a brace', //                       1
+      'job "x" { /* inline } */', //                        2
+      '  group "g" {', //                                   3
+      '    network { mode = "host" }', //                   4
+      '    task "t" {', //                                  5
+      '      driver = "exec"', //                           6
+      '      config {', //                                  7
+      '        script = <<EOF', //                          8
+      'echo "}" ${HOME} {', //                              9
+      'EOF', //                                             10
+      '        args = ["-c", "echo ${jsonencode({a = 1})}"]', // 11
+      '      }', //                                         12
+      '      // count = 1', //                              13
+      '      bogus = { a = "}" }', //                       14
+      '    }', //                                           15
+      '  }', //                                             16
+      '}', //                                               17
+    ].join('\n');
+    const problems = await problemsOf(parseJobFile('c.hcl', text));
+    assert.deepEqual(problems.map((p) => [p.message, p.line, p.column]), [['unknown field "bogus"', 14, 7]]);
+  });
+
   it('a file with two jobs, or none, is refused', async () => {
     assert.match((await problemsOf(parseJobFile('two.hcl', 'job "a" {\n}\njob "b" {\n}\n')))[0]!.message, /exactly one job/);
     assert.match((await problemsOf(parseJobFile('none.hcl', 'id = "x"\n')))[0]!.message, /outside the job block/);
