@@ -5,8 +5,10 @@
 # The agent gives the task CSI_ENDPOINT (unix:///.../csi.sock, a socket in the
 # allocation's own plugin directory) and waits for the plugin to answer Probe
 # before it registers it. The task runs through `sh -c` so that the node ID
-# and the endpoint come from the node (the raw_exec driver does not
-# interpolate config values).
+# and the endpoint come from the environment (Berth does not interpolate job
+# files; `$${` is HCL's escape for a literal `${`). The plugin's node ID is
+# BERTH_NODE_ID when the agent sets it, else the host name; volumes live in a
+# directory per node ID, so several nodes on one machine do not collide.
 job "hostpath-plugin" {
   type = "system"
 
@@ -25,7 +27,7 @@ job "hostpath-plugin" {
         command = "/bin/sh"
         args = [
           "-c",
-          "exec berth plugin hostpath --endpoint \"$CSI_ENDPOINT\" --node-id \"$(hostname)\" --data-dir /var/lib/berth/hostpath",
+          "id=\"$${BERTH_NODE_ID:-$(hostname)}\"; exec berth plugin hostpath --endpoint \"$CSI_ENDPOINT\" --node-id \"$id\" --data-dir \"/var/lib/berth/hostpath/$id\"",
         ]
       }
 

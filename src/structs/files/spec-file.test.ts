@@ -32,7 +32,9 @@ describe('examples/', () => {
     const task = job.groups[0]!.tasks[0]!;
     assert.equal(task.driver, 'raw_exec');
     assert.deepEqual(task.csiPlugin, { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '30s' });
-    assert.match(String((task.config['args'] as string[])[1]), /berth plugin hostpath --endpoint "\$CSI_ENDPOINT"/);
+    const script = String((task.config['args'] as string[])[1]);
+    assert.match(script, /berth plugin hostpath --endpoint "\$CSI_ENDPOINT"/);
+    assert.match(script, /^id="\$\{BERTH_NODE_ID:-\$\(hostname\)\}";/, 'HCL\'s $${ escape reaches the shell as ${');
     assert.deepEqual(task.resources, { cpuMhz: 100, memoryMb: 128 });
     assert.deepEqual(job.groups[0]!.restart, { attempts: 5, interval: '5m', delay: '2s', mode: 'delay' });
   });
