@@ -38,7 +38,8 @@ export class ExecDriver extends ExecutorDriver {
 
   protected execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string } {
     const init = this.namespaceInit(handle);
-    const argv = ['nsenter', '-t', String(init), '-m', '-p', '-n', '-r', '-w', '--', ...command];
+    // nsenter resolves --wd before entering the root, hence the shell's cd inside it.
+    const argv = ['nsenter', '-t', String(init), '-m', '-p', '-n', '-r', '-w', '--', '/bin/sh', '-c', 'cd /local 2>/dev/null || cd /; exec "$@"', 'sh', ...command];
     return { argv, env: this.taskEnv(init), cwd: '/' };
   }
 }

@@ -57,6 +57,25 @@ function childrenOf(pid) {
   return out;
 }
 
+/**
+ * Resolves once the namespace's pid 1 (the child of unshare) has entered its
+ * chroot, so that "started" means the task runs in its root; also when the
+ * task ended first or after 10 s of setup.
+ * @param {number} unsharePid @param {() => boolean} ended
+ */
+async function chrooted(unsharePid, ended) {
+  for (let i = 0; i < 5000 && !ended(); i++) {
+    for (const c of childrenOf(unsharePid)) {
+      try {
+        if (fs.readlinkSync(`/proc/${c}/root`) !== '/') return;
+      } catch {
+        // not there yet
+      }
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
 /** @param {string} dir @param {string} msg */
 function note(dir, msg) {
   try {
@@ -286,6 +305,9 @@ async function main() {
     process.exit(1);
   }
   const pid = /** @type {number} */ (child.pid);
+  // Catch the exit even if it comes before the socket is up.
+  /** @type {Promise<[number | null, NodeJS.Signals | null]>} */
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
   if (!cfg.logs.disabled) {
     for (const [stream, name] of /** @type {const} */ ([[child.stdout, 'stdout'], [child.stderr, 'stderr']])) {
       const file = new RotatingFile(cfg.logs.dir, `${cfg.taskName}.${name}`, cfg.logs.maxFiles, cfg.logs.maxFileBytes);
@@ -302,6 +324,10 @@ async function main() {
 
   /** @type {ExitRecord | null} */
   let exit = null;
+  let exitedEarly = false;
+  void exited.then(() => {
+    exitedEarly = true;
+  });
   /** @type {Array<(r: ExitRecord) => void>} */
   const waiters = [];
   /** @type {NodeJS.Timeout | undefined} */
@@ -380,6 +406,8 @@ async function main() {
   });
   fs.chmodSync(cfg.socketPath, 0o600);
 
+  if (cfg.mode === 'exec') await chrooted(pid, () => exitedEarly);
+
   let taskStartTicks = 0;
   try {
     taskStartTicks = startTicks(pid);
@@ -388,7 +416,7 @@ async function main() {
   }
   report({ ok: true, taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) });
 
-  child.on('exit', (code, signal) => {
+  void exited.then(([code, signal]) => {
     const record = exitRecord(code, signal);
     if (killTimer) clearTimeout(killTimer);
     // Let the pipes drain, unless a leftover grandchild holds them open.
