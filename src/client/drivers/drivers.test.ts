@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { followTaskLogs, readTaskLogs, LogsError } from '../logs/index.js';
+import { followTaskLogs, readTaskLogs, type LogsError } from '../logs/index.js';
 import { Collect, DriverHarness, eventually, execIn } from './_harness.js';
 import { DriverError } from './driver-error.js';
 import { ExecDriver } from './exec-driver.js';

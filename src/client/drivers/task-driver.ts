@@ -124,14 +124,14 @@ export interface ExecOptions {
   /** With a tty the command runs on a pseudo-terminal (node-pty); stderr is merged into stdout. */
   tty?: boolean;
   /** Bytes for the command's stdin; its end closes stdin (pipes mode). */
-  stdin?: AsyncIterable<Uint8Array | string>;
+  stdin?: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
   stdout: NodeJS.WritableStream;
   /** Ignored with a tty. */
   stderr?: NodeJS.WritableStream;
   /** Initial terminal size (tty only), default 80x24. */
   size?: TerminalSize;
   /** Terminal resizes (tty only). */
-  resize?: AsyncIterable<TerminalSize>;
+  resize?: AsyncIterable<TerminalSize> | Iterable<TerminalSize>;
   /** Aborting kills the command and rejects with AbortedError. */
   signal?: AbortSignal;
 }
