@@ -1,0 +1,55 @@
+// Network namespaces for group network mode `none`, made with real iproute2:
+// only loopback, up; nothing else to reach; removed safely twice.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { afterEach, describe, it } from 'node:test';
+import { NetworkManager } from './network-manager.js';
+
+function inNs(name: string, args: string[]): string {
+  return execFileSync('ip', ['netns', 'exec', name, ...args], { encoding: 'utf8' });
+}
+
+describe('NetworkManager', () => {
+  const network = new NetworkManager({ prefix: 'r1nm-' });
+  const allocs = [`a-${process.pid}-1`, `a-${process.pid}-2`];
+  afterEach(async () => {
+    for (const a of allocs) await network.destroy(a);
+  });
+
+  it('makes a namespace per allocation with only loopback, up, and no route out', async () => {
+    const [a] = allocs as [string];
+    assert.equal(network.exists(a), false);
+    const { path } = await network.create(a);
+    assert.equal(path, network.pathFor(a));
+    assert.ok(existsSync(path));
+    assert.equal(network.exists(a), true);
+    const name = network.nameFor(a);
+    const links = inNs(name, ['ip', '-o', 'link', 'show']).trim().split('\n');
+    assert.equal(links.length, 1);
+    assert.match(links[0] as string, /^1: lo: <LOOPBACK,UP,LOWER_UP>/);
+    assert.equal(inNs(name, ['ip', '-4', 'route', 'show']).trim(), '');
+    assert.equal(inNs(name, ['ip', '-6', 'route', 'show']).split('\n').filter((l) => l && !l.includes('dev lo')).length, 0);
+    // Loopback answers inside the namespace.
+    const pong = inNs(name, [
+      process.execPath,
+      '-e',
+      `const net=require('net');const s=net.createServer(c=>c.end('pong')).listen(0,'127.0.0.1',()=>{net.connect(s.address().port,'127.0.0.1').on('data',d=>{process.stdout.write(d);process.exit(0)})})`,
+    ]);
+    assert.equal(pong, 'pong');
+    // Creating again reuses it.
+    assert.deepEqual(await network.create(a), { path });
+  });
+
+  it('keeps allocations apart and removes a namespace safely twice', async () => {
+    const [a, b] = allocs as [string, string];
+    const [pa, pb] = await Promise.all([network.create(a), network.create(b)]);
+    assert.notEqual(pa.path, pb.path);
+    await network.destroy(a);
+    await network.destroy(a);
+    assert.equal(network.exists(a), false);
+    assert.equal(network.exists(b), true);
+    await network.destroy('never-made');
+  });
+});
