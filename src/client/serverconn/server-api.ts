@@ -4,6 +4,7 @@
 // ServerConnError with a stable code and whether a retry may cure them.
 // Bodies are never logged (claims and jobs carry secrets).
 
+import http from 'node:http';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
 import type { Allocation, Job, Node, NodeFingerprint, PublicVolume, TaskState, VolumeClaim, AllocClientStatus } from '../../structs/index.js';
 
@@ -66,6 +67,7 @@ export class ServerApi {
   readonly #base: string;
   readonly #token: string;
   readonly #timeoutMs: number;
+  #agent = new http.Agent({ keepAlive: true });
 
   constructor(opts: ServerApiOptions) {
     this.#base = opts.address.replace(/\/+$/, '');
@@ -140,52 +142,96 @@ export class ServerApi {
     return (await this.#call('GET', path, undefined, opts.signal)).body as PublicVolume;
   }
 
+  /** Closes the kept-alive connections; calls still work afterwards (they open new ones). */
+  close(): void {
+    this.#agent.destroy();
+    this.#agent = new http.Agent({ keepAlive: true });
+  }
+
   async #call(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs = this.#timeoutMs): Promise<{ body: unknown; index: number }> {
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
-    let res: Response;
+    if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
+    let answer: { status: number; text: string; index: string | undefined };
     try {
-      res = await fetch(`${this.#base}${path}`, {
-        method,
-        headers: { authorization: this.authHeader(), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: combined,
+      answer = await this.#request(method, path, body, signal, timeoutMs);
+    } catch (err) {
+      if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
+      throw new ServerConnError('SERVER_UNREACHABLE', `server ${this.#base} unreachable (${method} ${routeOf(path)}): ${describeError(err)}`, {
+        retryable: true,
+        cause: err,
       });
-    } catch (err) {
-      if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-      const why = deadline.aborted ? `no answer within ${timeoutMs} ms` : describeError((err as { cause?: unknown }).cause ?? err);
-      throw new ServerConnError('SERVER_UNREACHABLE', `server ${this.#base} unreachable (${method} ${routeOf(path)}): ${why}`, { retryable: true, cause: err });
     }
-    let text: string;
-    try {
-      text = await res.text();
-    } catch (err) {
-      if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-      throw new ServerConnError('SERVER_UNREACHABLE', `server ${this.#base} broke off its answer to ${method} ${routeOf(path)}`, { retryable: true, cause: err });
-    }
+    const { status, text } = answer;
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
     } catch (err) {
-      throw new ServerConnError('SERVER_BAD_ANSWER', `server answered ${method} ${routeOf(path)} with something other than JSON (HTTP ${res.status})`, {
-        status: res.status,
-        retryable: res.status >= 500,
+      throw new ServerConnError('SERVER_BAD_ANSWER', `server answered ${method} ${routeOf(path)} with something other than JSON (HTTP ${status})`, {
+        status,
+        retryable: status >= 500,
         cause: err,
       });
     }
-    if (!res.ok) {
+    if (status < 200 || status >= 300) {
       const e = (parsed ?? {}) as { code?: unknown; message?: unknown; details?: { retryable?: unknown } };
-      const apiCode = typeof e.code === 'string' ? e.code : `HTTP_${res.status}`;
-      const msg = typeof e.message === 'string' ? e.message : `HTTP ${res.status}`;
-      const retryable = res.status >= 500 || res.status === 429 || e.details?.retryable === true;
-      throw new ServerConnError(res.status >= 500 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED', `${method} ${routeOf(path)}: ${apiCode}: ${msg}`, {
-        status: res.status,
+      const apiCode = typeof e.code === 'string' ? e.code : `HTTP_${status}`;
+      const msg = typeof e.message === 'string' ? e.message : `HTTP ${status}`;
+      const retryable = status >= 500 || status === 429 || e.details?.retryable === true;
+      throw new ServerConnError(status >= 500 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED', `${method} ${routeOf(path)}: ${apiCode}: ${msg}`, {
+        status,
         apiCode,
         retryable,
       });
     }
-    const index = Number(res.headers.get('x-berth-index') ?? 0);
+    const index = Number(answer.index ?? 0);
     return { body: parsed, index: Number.isFinite(index) ? index : 0 };
+  }
+
+  /**
+   * One request over node:http. An abort or the deadline destroys the
+   * request and its socket, so the server sees the client go at once (a
+   * blocking read then ends on the server too).
+   */
+  #request(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs: number): Promise<{ status: number; text: string; index: string | undefined }> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { authorization: this.authHeader() };
+      if (payload !== undefined) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = String(Buffer.byteLength(payload));
+      }
+      const req = http.request(`${this.#base}${path}`, { method, headers, agent: this.#agent });
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      const onAbort = (): void => {
+        req.destroy(new Error('aborted'));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const finish = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      req.on('error', (err) => {
+        finish();
+        reject(err);
+      });
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err) => {
+          finish();
+          reject(err);
+        });
+        res.on('aborted', () => {
+          finish();
+          reject(new Error('the answer was cut off'));
+        });
+        res.on('end', () => {
+          finish();
+          const index = res.headers['x-berth-index'];
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), index: Array.isArray(index) ? index[0] : index });
+        });
+      });
+      req.end(payload);
+    });
   }
 }
 

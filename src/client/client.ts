@@ -1,0 +1,597 @@
+// The node agent's composition root (Nomad's client.Client): opens the
+// client state, the plugin registry, the CSI manager and the task drivers,
+// restores the allocation runners of a previous run, registers the node with
+// the server, heartbeats, answers the server's calls over the node
+// connection, watches the node's allocations and runs one allocation runner
+// for each, reporting their status back.
+
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../lib/index.js';
+import {
+  isClientTerminal,
+  publicJob,
+  type Allocation,
+  type AllocClientStatus,
+  type CsiPluginType,
+  type DriverInfo,
+  type Job,
+  type NodeEvent,
+  type NodeFingerprint,
+  type TaskState,
+} from '../structs/index.js';
+import type { AllocRunnerOptions, AllocStatusUpdate } from './allocrunner/index.js';
+import { CsiManager } from './csimanager/index.js';
+import type { TaskDriver } from './drivers/index.js';
+import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js';
+import { NetworkManager } from './network/index.js';
+import {
+  AllocWatcher,
+  HttpVolumeClaimer,
+  NodeConnection,
+  NodeRegistration,
+  NodeRpcHandler,
+  ServerApi,
+  StatusReporter,
+  type NodeAllocation,
+} from './serverconn/index.js';
+import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
+import { PUBLISH_BUCKET, type PublishRecord } from './volumes/index.js';
+
+/** What the Client drives on each allocation runner (R2's AllocRunner has it all). */
+export interface AllocRunnerHandle {
+  /** Starts prerun hooks then tasks; resolves once started. */
+  run(): Promise<void>;
+  /** After an agent restart: reattaches tasks from saved handles, runs nothing anew. */
+  restore(): Promise<void>;
+  /** A new version of the allocation from the server (desiredStatus stop/evict stops it). */
+  update(alloc: Allocation): void;
+  /** Stops everything and removes the allocation directory. */
+  destroy(): Promise<void>;
+  /** The agent stops: tasks keep running. */
+  shutdown(): Promise<void>;
+  status(): { clientStatus: AllocClientStatus; clientDescription: string; taskStates: Record<string, TaskState> };
+  /** The CSI mounts this allocation needs now. */
+  wanted(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
+  /** Told when a plugin this allocation runs stayed unhealthy past its health timeout (optional). */
+  pluginHealthTimeout?(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): void;
+}
+
+export interface ClientOptions {
+  /** The agent's own directory: client state, allocation dirs, plugin sockets. Created when missing. */
+  dataDir: string;
+  /** The server's HTTP address, e.g. `http://127.0.0.1:4646`. */
+  servers: string;
+  /** Bearer token with the `node` role. Never logged. */
+  token: string;
+  nodeName: string;
+  /** Default 'dc1'. */
+  datacenter?: string;
+  /** Which drivers run; `raw_exec` has no isolation and is opt-in. Default { exec: true, raw_exec: false }. */
+  drivers?: { raw_exec?: boolean; exec?: boolean };
+  /** Builds a task driver by name; the default builds R1's drivers. */
+  createDriver: (name: string, ctx: { logger: Logger; dataDir: string }) => TaskDriver;
+  /** Builds an allocation runner; the default builds R2's AllocRunner. */
+  createAllocRunner: (opts: AllocRunnerOptions) => AllocRunnerHandle;
+  /** Host volumes by name -> host path. */
+  hostVolumes?: Record<string, string>;
+  attributes?: Record<string, string>;
+  clock?: Clock;
+  logger?: Logger;
+  /** Between heartbeats (capped at a third of the server's TTL). Default 10 s. */
+  heartbeatIntervalMs?: number;
+  /** Longest blocking read of the allocation list. Default 5 min. */
+  allocWaitMs?: number;
+  /** Plugin sockets and mount roots; keep the path short (unix sockets take 107 bytes). Default `<dataDir>/p`. */
+  pluginDirRoot?: string;
+  /** Allocation directories. Default `<dataDir>/alloc`. */
+  allocDirRoot?: string;
+  /** CSI manager tuning. */
+  csi?: { probeIntervalMs?: number; healthTimeoutMs?: number; resyncIntervalMs?: number };
+  /** Prefix of network namespace names (tests keep theirs apart). */
+  netnsPrefix?: string;
+  /** Passed to each allocation runner. */
+  killTimeoutMs?: number;
+  retry?: { initialDelayMs?: number; maxDelayMs?: number };
+}
+
+export type ClientState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/** The client failed to start (CLIENT_START) or was used in the wrong state (CLIENT_STATE). */
+export class ClientError extends BerthError {}
+
+interface NodeRecord {
+  id: string;
+  /** Index of the last allocation list acted on: a list older than this is stale. */
+  allocIndex: number;
+}
+
+/** An allocation this agent runs, as last received (the job without its mount flags). */
+interface AllocRecord {
+  alloc: Allocation;
+  job: Job;
+}
+
+interface RunnerEntry {
+  alloc: Allocation;
+  job: Job;
+  runner: AllocRunnerHandle;
+  /** run() or restore() in progress or done. */
+  started: Promise<void>;
+}
+
+const AGENT_BUCKET = 'agent';
+const ALLOCS_BUCKET = 'agent-allocs';
+
+/**
+ * The node agent. Lifecycle: `start()` opens the state and every part,
+ * restores the runners of a previous run (reattaching, never tearing
+ * down), then connects to the server in the background and resolves;
+ * `stop()` leaves tasks running (an agent restart keeps them);
+ * `stop({ drain: true })` first stops every allocation (workloads before
+ * plugins: tasks stopped, volumes unmounted, claims released). Safe twice.
+ * A server that is down or refuses is retried with backoff, never fatal.
+ *
+ * Nothing destructive happens before the server's allocation list arrived
+ * (CSI-CO-RULES scenario 19): restored runners keep running, and the
+ * volume managers reconcile only against that list.
+ */
+export class Client {
+  readonly #opts: ClientOptions;
+  readonly #clock: Clock;
+  readonly #root: Logger;
+  readonly #log: Logger;
+  readonly #stopping = new AbortController();
+  readonly #runners = new Map<string, RunnerEntry>();
+  readonly #background = new Set<Promise<unknown>>();
+  readonly #statusListeners = new Set<() => void>();
+  #state: ClientState = 'new';
+  #store: ClientStateStore | undefined;
+  #registry: PluginRegistry | undefined;
+  #csi: CsiManager | undefined;
+  #drivers = new Map<string, TaskDriver>();
+  #driverInfo: Record<string, DriverInfo> = {};
+  #driverInfoAt = 0;
+  #network: NetworkManager | undefined;
+  #api: ServerApi | undefined;
+  #claimer: HttpVolumeClaimer | undefined;
+  #registration: NodeRegistration | undefined;
+  #connection: NodeConnection | undefined;
+  #watcher: AllocWatcher | undefined;
+  #reporter: StatusReporter | undefined;
+  #node: NodeRecord | undefined;
+  #serverListReceived = false;
+  #stopped: Promise<void> | undefined;
+
+  constructor(opts: ClientOptions) {
+    if (!path.isAbsolute(opts.dataDir)) throw new ClientError('INVALID', `dataDir must be an absolute path: ${opts.dataDir}`);
+    this.#opts = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.#root = opts.logger ?? silentLogger();
+    this.#log = this.#root.child({ component: 'client' });
+  }
+
+  get state(): ClientState {
+    return this.#state;
+  }
+
+  /** The node's ID (kept across restarts in the client state). Throws before start. */
+  get nodeId(): string {
+    if (!this.#node) throw new ClientError('CLIENT_STATE', 'the client is not started');
+    return this.#node.id;
+  }
+
+  /** Whether the server's allocation list has been received since start. */
+  get serverListReceived(): boolean {
+    return this.#serverListReceived;
+  }
+
+  /** The IDs of the allocations with a runner now. */
+  allocIds(): string[] {
+    return [...this.#runners.keys()];
+  }
+
+  /** The runner of an allocation, if this agent runs it. */
+  runner(allocId: string): AllocRunnerHandle | undefined {
+    return this.#runners.get(allocId)?.runner;
+  }
+
+  /** The parts, for tests and the agent command. Throws before start. */
+  get parts(): { store: ClientStateStore; registry: PluginRegistry; csiManager: CsiManager } {
+    if (!this.#store || !this.#registry || !this.#csi) throw new ClientError('CLIENT_STATE', 'the client is not started');
+    return { store: this.#store, registry: this.#registry, csiManager: this.#csi };
+  }
+
+  /** Connections made, heartbeats, lists and status batches so far (for tests and status). */
+  counters(): { connects: number; heartbeats: number; registrations: number; allocLists: number; statusBatches: number } {
+    return {
+      connects: this.#connection?.connects ?? 0,
+      heartbeats: this.#registration?.counts.heartbeats ?? 0,
+      registrations: this.#registration?.counts.registrations ?? 0,
+      allocLists: this.#watcher?.lists ?? 0,
+      statusBatches: this.#reporter?.counts.batches ?? 0,
+    };
+  }
+
+  /** Resolves once the node is registered, connected and the first allocation list was handled. */
+  async waitReady(): Promise<void> {
+    await this.#registration?.waitRegistered();
+    await this.#connection?.waitConnected();
+    await this.#watcher?.waitFirstList();
+  }
+
+  /** Sends pending status updates now; resolves when they are sent. */
+  async flushStatus(): Promise<void> {
+    await this.#reporter?.flush();
+  }
+
+  /** See the class comment. Throws ClientError CLIENT_START when a part cannot start (what started is stopped). */
+  async start(): Promise<void> {
+    if (this.#state !== 'new') throw new ClientError('CLIENT_STATE', `cannot start a client that is ${this.#state}`);
+    this.#state = 'starting';
+    try {
+      const dataDir = this.#opts.dataDir;
+      mkdirSync(dataDir, { recursive: true });
+      const store = SqliteClientStateStore.open(path.join(dataDir, 'client.db'));
+      this.#store = store;
+      this.#node = this.#loadNode(store.bucket<NodeRecord>(AGENT_BUCKET));
+      this.#log.info({ nodeId: this.#node.id, dataDir }, 'client starting');
+
+      this.#registry = new PluginRegistry({ store, logger: this.#root, clock: this.#clock });
+      this.#csi = new CsiManager({
+        registry: this.#registry,
+        store,
+        logger: this.#root,
+        clock: this.#clock,
+        csiRoot: path.join(dataDir, 'csi'),
+        // Plugin health goes to the server at once, with the next fingerprint.
+        updateNodePlugin: () => this.#registration?.pushFingerprint(),
+        emitNodeEvent: (e: NodeEvent) => this.#log.info({ subsystem: e.subsystem, details: e.details }, e.message),
+        onHealthTimeout: (plugin, type, reason) => this.#runners.get(plugin.allocId)?.runner.pluginHealthTimeout?.(plugin, type, reason),
+        ...(this.#opts.csi?.probeIntervalMs !== undefined ? { probeIntervalMs: this.#opts.csi.probeIntervalMs } : {}),
+        ...(this.#opts.csi?.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.#opts.csi.healthTimeoutMs } : {}),
+        ...(this.#opts.csi?.resyncIntervalMs !== undefined ? { resyncIntervalMs: this.#opts.csi.resyncIntervalMs } : {}),
+      });
+      await this.#csi.start();
+
+      const enabled = { exec: true, raw_exec: false, ...this.#opts.drivers };
+      for (const [name, on] of Object.entries(enabled)) {
+        if (on) this.#drivers.set(name, this.#opts.createDriver(name, { logger: this.#root, dataDir }));
+      }
+      await this.#refreshDriverInfo(true);
+      this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
+
+      this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });
+      this.#claimer = new HttpVolumeClaimer({ api: this.#api });
+      this.#reporter = new StatusReporter({ api: this.#api, nodeId: this.#node.id, clock: this.#clock, logger: this.#root });
+
+      await this.#restoreRunners(store);
+
+      const nodeId = this.#node.id;
+      this.#registration = new NodeRegistration({
+        api: this.#api,
+        nodeId,
+        fingerprint: () => this.#fingerprint(),
+        clock: this.#clock,
+        logger: this.#root,
+        ...(this.#opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: this.#opts.heartbeatIntervalMs } : {}),
+      });
+      const handler = new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root });
+      this.#connection = new NodeConnection({
+        address: this.#opts.servers,
+        authHeader: this.#api.authHeader(),
+        nodeId: () => nodeId,
+        handle: (req, o) => handler.handle(req, o),
+        clock: this.#clock,
+        logger: this.#root,
+      });
+      this.#watcher = new AllocWatcher({
+        api: this.#api,
+        nodeId,
+        minIndex: this.#node.allocIndex,
+        onAllocations: (allocs, index) => this.#onAllocations(allocs, index),
+        clock: this.#clock,
+        logger: this.#root,
+        ...(this.#opts.allocWaitMs !== undefined ? { waitMs: this.#opts.allocWaitMs } : {}),
+      });
+      this.#registration.start();
+      // The connection and the watch need the node registered (the server refuses unknown nodes).
+      this.#track(
+        this.#registration.waitRegistered().then(() => {
+          if (this.#stopping.signal.aborted) return;
+          this.#connection?.start();
+          this.#watcher?.start();
+        }),
+      );
+      this.#state = 'running';
+      this.#log.info({ nodeId, restored: this.#runners.size, drivers: [...this.#drivers.keys()] }, 'client started');
+    } catch (err) {
+      this.#log.error({ err: describeError(err) }, 'client failed to start');
+      await this.#teardown(false);
+      this.#state = 'stopped';
+      throw new ClientError('CLIENT_START', `client failed to start: ${describeError(err)}`, { cause: err });
+    }
+  }
+
+  /** See the class comment. Never throws; safe twice. */
+  stop(opts: { drain?: boolean } = {}): Promise<void> {
+    if (this.#state === 'new') {
+      this.#state = 'stopped';
+      return Promise.resolve();
+    }
+    this.#stopped ??= (async () => {
+      this.#state = 'stopping';
+      await this.#teardown(opts.drain ?? false);
+      this.#state = 'stopped';
+      this.#log.info({ drained: opts.drain ?? false }, 'client stopped');
+    })();
+    return this.#stopped;
+  }
+
+  // ---- allocations -------------------------------------------------------------------
+
+  #loadNode(bucket: Bucket<NodeRecord>): NodeRecord {
+    const rec = bucket.get('node');
+    if (rec) return rec;
+    const fresh: NodeRecord = { id: randomUUID(), allocIndex: 0 };
+    bucket.put('node', fresh);
+    return fresh;
+  }
+
+  /** Recreates the runners of a previous run and reattaches their tasks; tears nothing down. */
+  async #restoreRunners(store: ClientStateStore): Promise<void> {
+    const records = store.bucket<AllocRecord>(ALLOCS_BUCKET).list();
+    await Promise.all(
+      records.map(async ({ value: { alloc, job } }) => {
+        const entry = this.#newRunner(alloc, job);
+        entry.started = entry.runner.restore().catch((err: unknown) => {
+          this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'restoring an allocation failed');
+        });
+        await entry.started;
+      }),
+    );
+  }
+
+  #newRunner(alloc: Allocation, job: Job): RunnerEntry {
+    const store = this.#store as ClientStateStore;
+    const dataDir = this.#opts.dataDir;
+    const runner = this.#opts.createAllocRunner({
+      alloc,
+      job,
+      drivers: this.#drivers,
+      registry: this.#registry as PluginRegistry,
+      csiManager: this.#csi as CsiManager,
+      network: this.#network as NetworkManager,
+      claimer: this.#claimer as HttpVolumeClaimer,
+      onStatus: (u) => this.#onStatus(u),
+      store,
+      allocDirRoot: this.#opts.allocDirRoot ?? path.join(dataDir, 'alloc'),
+      pluginDirRoot: this.#opts.pluginDirRoot ?? path.join(dataDir, 'p'),
+      ...(this.#opts.hostVolumes ? { hostVolumes: this.#opts.hostVolumes } : {}),
+      logger: this.#root,
+      clock: this.#clock,
+      ...(this.#opts.retry ? { retry: this.#opts.retry } : {}),
+      ...(this.#opts.killTimeoutMs !== undefined ? { killTimeoutMs: this.#opts.killTimeoutMs } : {}),
+    });
+    const entry: RunnerEntry = { alloc, job, runner, started: Promise.resolve() };
+    this.#runners.set(alloc.id, entry);
+    return entry;
+  }
+
+  #onStatus(u: AllocStatusUpdate): void {
+    this.#reporter?.report({ id: u.allocId, clientStatus: u.clientStatus, clientDescription: u.clientDescription, taskStates: u.taskStates });
+    for (const l of this.#statusListeners) l();
+  }
+
+  /** The server's list: the authority on what runs here. Runs one list at a time (AllocWatcher). */
+  async #onAllocations(list: NodeAllocation[], index: number): Promise<void> {
+    if (this.#stopping.signal.aborted) return;
+    const store = this.#store as ClientStateStore;
+    const records = store.bucket<AllocRecord>(ALLOCS_BUCKET);
+    const seen = new Set<string>();
+    for (const item of list) {
+      const { job: sentJob, ...alloc } = item;
+      seen.add(alloc.id);
+      const entry = this.#runners.get(alloc.id);
+      if (entry) {
+        if (alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
+          entry.alloc = alloc;
+          if (sentJob) entry.job = sentJob;
+          records.put(alloc.id, { alloc, job: publicJob(entry.job) });
+          await entry.started;
+          entry.runner.update(alloc);
+        }
+        continue;
+      }
+      if (alloc.desiredStatus !== 'run' || isClientTerminal(alloc.clientStatus)) continue;
+      if (!sentJob) {
+        this.#log.warn({ allocId: alloc.id }, 'the server sent an allocation without its job; reporting it failed');
+        this.#reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: 'the server sent no job for this allocation', taskStates: {} });
+        continue;
+      }
+      // Written down before anything starts, so a crash right after still restores it.
+      records.put(alloc.id, { alloc, job: publicJob(sentJob) });
+      const fresh = this.#newRunner(alloc, sentJob);
+      fresh.started = fresh.runner.run().catch((err: unknown) => {
+        this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'an allocation failed to start');
+      });
+      this.#track(fresh.started);
+    }
+    // Allocations the server no longer has for this node: garbage-collected, so destroyed here.
+    for (const [allocId, entry] of [...this.#runners]) {
+      if (seen.has(allocId)) continue;
+      this.#runners.delete(allocId);
+      this.#track(
+        (async () => {
+          await entry.started;
+          await entry.runner.destroy();
+          records.delete(allocId);
+        })().catch((err: unknown) => this.#log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
+      );
+    }
+    const node = this.#node as NodeRecord;
+    node.allocIndex = index;
+    store.bucket<NodeRecord>(AGENT_BUCKET).put('node', node);
+    if (!this.#serverListReceived) {
+      this.#serverListReceived = true;
+      this.#log.info({ allocations: list.length, index }, 'first allocation list from the server');
+      this.#track(this.#reconcileVolumes());
+    }
+  }
+
+  /**
+   * After the first server list: each node plugin's volume manager tears down
+   * what no allocation wants any more (allocations that ended while the agent
+   * was down) and keeps the rest. Waits for each plugin to be healthy.
+   */
+  async #reconcileVolumes(): Promise<void> {
+    const store = this.#store as ClientStateStore;
+    const csi = this.#csi as CsiManager;
+    const plugins = new Set(store.bucket<PublishRecord>(PUBLISH_BUCKET).list().map((r) => r.value.pluginId));
+    const signal = this.#stopping.signal;
+    await Promise.all(
+      [...plugins].map(async (pluginId) => {
+        try {
+          await csi.managerForPlugin(pluginId, { type: 'csi-node', signal });
+          // The runners' own mounts go first; reconcile only what nobody claims.
+          await Promise.all([...this.#runners.values()].map((e) => e.started));
+          const wanted = [...this.#runners.values()]
+            .flatMap((e) => e.runner.wanted())
+            .filter((w) => w.pluginId === pluginId)
+            .map((w) => ({ volumeId: w.volumeId, allocId: w.allocId }));
+          const report = await csi.mounterForPlugin(pluginId).reconcile(wanted, { signal });
+          this.#log.info(
+            { pluginId, kept: report.kept.length, tornDown: report.tornDown.length, failed: report.failed.length },
+            'volumes reconciled with the server',
+          );
+        } catch (err) {
+          if (!signal.aborted) this.#log.warn({ pluginId, err: describeError(err) }, 'reconciling volumes failed');
+        }
+      }),
+    );
+  }
+
+  // ---- fingerprint -------------------------------------------------------------------
+
+  async #refreshDriverInfo(force = false): Promise<void> {
+    const now = this.#clock.now();
+    if (!force && now - this.#driverInfoAt < 30_000) return;
+    this.#driverInfoAt = now;
+    const info: Record<string, DriverInfo> = {};
+    for (const [name, driver] of this.#drivers) {
+      try {
+        info[name] = await driver.fingerprint();
+      } catch (err) {
+        info[name] = { detected: false, healthy: false, healthReason: `fingerprint failed: ${describeError(err)}`, networkModes: [] };
+      }
+    }
+    this.#driverInfo = info;
+  }
+
+  async #fingerprint(): Promise<NodeFingerprint> {
+    await this.#refreshDriverInfo();
+    const reports = this.#csi?.pluginReports() ?? { controller: {}, node: {} };
+    const cpus = os.cpus();
+    return {
+      name: this.#opts.nodeName,
+      datacenter: this.#opts.datacenter ?? 'dc1',
+      httpAddr: '',
+      drivers: this.#driverInfo,
+      resources: {
+        cpuMhz: cpus.reduce((sum, c) => sum + (c.speed || 1000), 0),
+        memoryMb: Math.floor(os.totalmem() / (1024 * 1024)),
+      },
+      attributes: {
+        'kernel.name': os.platform(),
+        'kernel.version': os.release(),
+        'cpu.arch': os.arch(),
+        'unique.hostname': os.hostname(),
+        ...this.#opts.attributes,
+      },
+      csiControllerPlugins: reports.controller,
+      csiNodePlugins: reports.node,
+    };
+  }
+
+  // ---- teardown ----------------------------------------------------------------------
+
+  #track(p: Promise<unknown>): void {
+    const tracked = p.catch(() => undefined).finally(() => this.#background.delete(tracked));
+    this.#background.add(tracked);
+  }
+
+  /** Stops every allocation: workloads first, then plugin allocations (they unmount the workloads' volumes). */
+  async #drain(): Promise<void> {
+    const isPlugin = (e: RunnerEntry): boolean =>
+      e.job.groups.find((g) => g.name === e.alloc.taskGroup)?.tasks.some((t) => t.csiPlugin !== undefined) ?? false;
+    const entries = [...this.#runners.values()];
+    for (const wave of [entries.filter((e) => !isPlugin(e)), entries.filter(isPlugin)]) {
+      await Promise.all(
+        wave.map(async (e) => {
+          try {
+            await e.started;
+            e.runner.update({ ...e.alloc, desiredStatus: 'stop', desiredDescription: 'the agent is draining' });
+            await this.#waitTerminal(e.runner, 60_000);
+            await e.runner.destroy();
+            this.#runners.delete(e.alloc.id);
+            this.#store?.bucket<AllocRecord>(ALLOCS_BUCKET).delete(e.alloc.id);
+          } catch (err) {
+            this.#log.warn({ allocId: e.alloc.id, err: describeError(err) }, 'draining an allocation failed');
+          }
+        }),
+      );
+    }
+    await this.#flushFor(10_000);
+  }
+
+  /** Sends pending status updates, giving up after `ms` (a server that is down must not hold the agent). */
+  async #flushFor(ms: number): Promise<void> {
+    const flushed = this.#reporter?.flush();
+    if (!flushed) return;
+    await Promise.race([flushed, this.#clock.sleep(ms, AbortSignal.timeout(ms + 1000)).catch(() => undefined)]);
+  }
+
+  /** Resolves once the runner reports a terminal client status, or after `timeoutMs`. */
+  async #waitTerminal(runner: AllocRunnerHandle, timeoutMs: number): Promise<void> {
+    const deadline = AbortSignal.timeout(timeoutMs);
+    while (!isClientTerminal(runner.status().clientStatus) && !deadline.aborted) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          this.#statusListeners.delete(done);
+          deadline.removeEventListener('abort', done);
+          resolve();
+        };
+        this.#statusListeners.add(done);
+        deadline.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+
+  async #teardown(drain: boolean): Promise<void> {
+    const step = async (what: string, fn: () => unknown): Promise<void> => {
+      try {
+        await fn();
+      } catch (err) {
+        this.#log.warn({ what, err: describeError(err) }, 'error while stopping');
+      }
+    };
+    // No new allocation lists while draining or stopping.
+    await step('alloc watcher', () => this.#watcher?.stop());
+    if (drain) await step('drain', () => this.#drain());
+    this.#stopping.abort();
+    await step('runners', () => Promise.all([...this.#runners.values()].map(async (e) => e.runner.shutdown())));
+    await step('background', () => Promise.all([...this.#background]));
+    await step('status reporter', async () => {
+      await this.#flushFor(2_000);
+      await this.#reporter?.stop();
+    });
+    await step('node connection', () => this.#connection?.stop());
+    await step('node registration', () => this.#registration?.stop());
+    await step('csi manager', () => this.#csi?.stop());
+    await step('drivers', () => Promise.all([...this.#drivers.values()].map((d) => d.shutdown())));
+    await step('registry', () => this.#registry?.close());
+    await step('state store', () => this.#store?.close());
+  }
+}

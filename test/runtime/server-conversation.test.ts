@@ -1,0 +1,293 @@
+// The node's conversation with a real Server over real HTTP and a real
+// WebSocket: registration with the fingerprint, plugin health pushed at once,
+// the server's controller calls answered through a real (fake) plugin on a
+// real unix socket, the allocation watch, status reports, a claim and its
+// release (ControllerPublish, then node detach through the volume manager and
+// ControllerUnpublish), and reconnection after the server restarts.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { FakePlugin } from '../../src/csi/fake/index.js';
+import { systemClock } from '../../src/lib/index.js';
+import { Server, type ApiToken } from '../../src/server/index.js';
+import type { Allocation, Node, NodeFingerprint, VolumeClaim } from '../../src/structs/index.js';
+import {
+  CsiManager,
+  PluginRegistry,
+  SqliteClientStateStore,
+  AllocWatcher,
+  HttpVolumeClaimer,
+  NodeConnection,
+  NodeRegistration,
+  NodeRpcHandler,
+  ServerApi,
+  ServerConnError,
+  StatusReporter,
+  type NodeAllocation,
+} from '../../src/client/index.js';
+
+const MGMT = 'mgmt-token-serverconn';
+const NODE_TOKEN = 'node-token-serverconn';
+const TOKENS: ApiToken[] = [
+  { name: 'ops', secret: MGMT, role: 'management' },
+  { name: 'agents', secret: NODE_TOKEN, role: 'node' },
+];
+const NODE_ID = 'node-a';
+
+let dir: string;
+let server: Server;
+let url: string;
+let port: number;
+let plugin: FakePlugin;
+let store: SqliteClientStateStore;
+let registry: PluginRegistry;
+let csi: CsiManager;
+let api: ServerApi;
+let registration: NodeRegistration;
+let connection: NodeConnection;
+let watcher: AllocWatcher;
+let reporter: StatusReporter;
+const lists: Array<{ index: number; allocs: NodeAllocation[] }> = [];
+
+async function http<T>(method: string, p: string, body?: unknown): Promise<{ status: number; body: T; text: string }> {
+  const res = await fetch(url + p, {
+    method,
+    headers: { authorization: `Bearer ${MGMT}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, text };
+}
+
+async function until<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+function fingerprint(): NodeFingerprint {
+  const reports = csi.pluginReports();
+  return {
+    name: 'node-a',
+    datacenter: 'dc1',
+    httpAddr: '',
+    drivers: { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host'] } },
+    resources: { cpuMhz: 4000, memoryMb: 4096 },
+    attributes: {},
+    csiControllerPlugins: reports.controller,
+    csiNodePlugins: reports.node,
+  };
+}
+
+async function startServer(p = 0): Promise<void> {
+  server = new Server({ dataDir: path.join(dir, 'server'), tokens: TOKENS, port: p, nodeCallTimeoutMs: 5_000, clock: systemClock });
+  ({ url, port } = await server.start());
+}
+
+before(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'bsc-'));
+  await startServer();
+  store = SqliteClientStateStore.open(path.join(dir, 'client.db'));
+  registry = new PluginRegistry({ store });
+  csi = new CsiManager({
+    registry,
+    store,
+    csiRoot: path.join(dir, 'csi'),
+    updateNodePlugin: () => registration?.pushFingerprint(),
+    emitNodeEvent: () => {},
+    retryBackoff: { maxAttempts: Infinity, initialDelayMs: 50, maxDelayMs: 200, multiplier: 2, jitter: 0 },
+  });
+  await csi.start();
+  plugin = new FakePlugin({ socketPath: path.join(dir, 'fake.sock'), nodeId: 'ext-node-a', pluginCapabilities: ['CONTROLLER_SERVICE'] });
+  api = new ServerApi({ address: url, token: NODE_TOKEN });
+});
+
+after(async () => {
+  await watcher?.stop();
+  await reporter?.stop();
+  await connection?.stop();
+  await registration?.stop();
+  await csi?.stop();
+  registry?.close();
+  store?.close();
+  await plugin?.stop();
+  api?.close();
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the node conversation with a real server', () => {
+  it('registers with its fingerprint and pushes plugin health at once, not at the next heartbeat', async () => {
+    // Heartbeats an hour apart: only a push can bring the plugin's health to the server in time.
+    registration = new NodeRegistration({ api, nodeId: NODE_ID, fingerprint, heartbeatIntervalMs: 3_600_000 });
+    registration.start();
+    await registration.waitRegistered();
+    const first = await http<Node>('GET', `/v1/node/${NODE_ID}`);
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(first.body.csiNodePlugins, {});
+
+    // The plugin's task starts after the agent: registered, fingerprinted, reported healthy.
+    await plugin.start();
+    for (const type of ['csi-controller', 'csi-node'] as const) {
+      registry.register({ type, name: 'fake', version: '1.0.0', socketPath: plugin.socketPath, allocId: 'plugin-alloc-1', options: { mountRoot: path.join(dir, 'mnt') } });
+    }
+    const node = await until('the plugin health on the server', async () => {
+      const n = (await http<Node>('GET', `/v1/node/${NODE_ID}`)).body;
+      return n.csiNodePlugins['fake']?.healthy && n.csiControllerPlugins['fake']?.healthy ? n : undefined;
+    });
+    assert.equal(node.csiNodePlugins['fake']?.fingerprint?.node?.info.nodeId, 'ext-node-a');
+    assert.equal(registration.counts.registrations, 1);
+    const plugins = await until('the plugin to be derived', async () => {
+      const list = (await http<Array<{ id: string; controllersHealthy: number; nodesHealthy: number }>>('GET', '/v1/plugins')).body;
+      return list.find((p) => p.id === 'fake' && p.controllersHealthy === 1 && p.nodesHealthy === 1);
+    });
+    assert.ok(plugins);
+  });
+
+  it("answers the server's controller calls over the node connection, with the plugin's errors classified", async () => {
+    const handler = new NodeRpcHandler({ csi, store, pluginWaitMs: 2_000 });
+    connection = new NodeConnection({ address: url, authHeader: api.authHeader(), nodeId: () => NODE_ID, handle: (req, o) => handler.handle(req, o) });
+    connection.start();
+    await connection.waitConnected();
+    await until('the server to see the connection', () => server.connections.connected(NODE_ID));
+
+    const created = await http<{ id: string; externalId: string }>('POST', '/v1/volume/csi/data/create', {
+      pluginId: 'fake',
+      name: 'data',
+      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+      capacityMinBytes: 1024 * 1024,
+    });
+    assert.equal(created.status, 200, created.text);
+    assert.equal(plugin.callsTo('CreateVolume').length, 1, 'CreateVolume reached the plugin through the node');
+
+    // A final code from the plugin comes back as CSI_<CODE>, final.
+    plugin.failNext('ControllerPublishVolume', 'FAILED_PRECONDITION', 'attached elsewhere');
+    const capability = { accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
+    await assert.rejects(
+      server.connections.call(NODE_ID, 'csi.controller.publish', {
+        pluginId: 'fake',
+        volumeId: created.body.externalId,
+        nodeId: 'ext-node-a',
+        capability,
+        readonly: false,
+        secrets: {},
+        volumeContext: {},
+      }),
+      (err: Error & { code?: string; final?: boolean }) => err.code === 'CSI_FAILED_PRECONDITION' && err.final === true,
+    );
+    // A plugin that does not run here is said so, not hung on.
+    await assert.rejects(
+      server.connections.call(NODE_ID, 'csi.controller.listVolumes', { pluginId: 'nowhere' }),
+      (err: Error & { code?: string }) => err.code === 'CSI_PLUGIN_NOT_FOUND',
+    );
+    const page = await server.connections.call(NODE_ID, 'csi.controller.listVolumes', { pluginId: 'fake' });
+    assert.deepEqual(
+      page.entries.map((e) => e.volume.volumeId),
+      [created.body.externalId],
+    );
+  });
+
+  it('watches its allocations, claims a volume over HTTP, reports status; the release detaches through the volume manager', async () => {
+    reporter = new StatusReporter({ api, nodeId: NODE_ID });
+    watcher = new AllocWatcher({ api, nodeId: NODE_ID, waitMs: 30_000, onAllocations: (allocs, index) => void lists.push({ allocs, index }) });
+    watcher.start();
+    await watcher.waitFirstList();
+    assert.deepEqual(lists[0]?.allocs, []);
+
+    const job = await http('POST', '/v1/jobs', {
+      job: {
+        id: 'db',
+        groups: [
+          {
+            name: 'db',
+            volumes: { data: { type: 'csi', source: 'data', accessMode: 'single-node-writer', attachmentMode: 'file-system' } },
+            tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
+          },
+        ],
+      },
+    });
+    assert.equal(job.status, 200, job.text);
+    // The blocking read wakes with the new allocation and its job.
+    const alloc = await until('the allocation to reach the node', () => lists.at(-1)?.allocs[0]);
+    assert.equal(alloc.job?.id, 'db');
+    assert.ok(lists.at(-1)!.index > lists[0]!.index);
+
+    // The claim: ControllerPublish travels server -> node connection -> plugin, its publish context back.
+    plugin.answerNext('ControllerPublishVolume', { publishContext: { device: '/dev/fake0' } });
+    const claimer = new HttpVolumeClaimer({ api });
+    const claimed = await claimer.claim({ namespace: 'default', volumeId: 'data', allocId: alloc.id, mode: 'write' }, {});
+    assert.equal(claimed.volume.pluginId, 'fake');
+    assert.equal(claimed.volume.accessMode, 'single-node-writer');
+    assert.deepEqual(claimed.publishContext, { device: '/dev/fake0' });
+    assert.equal(plugin.callsTo('ControllerPublishVolume').at(-1)?.request['nodeId'], 'ext-node-a');
+
+    // A second writer is refused with a code the CSI hook can act on.
+    await assert.rejects(claimer.claim({ namespace: 'default', volumeId: 'data', allocId: 'someone-else', mode: 'write' }, {}), (err) => err instanceof ServerConnError && err.code === 'SERVER_REFUSED');
+
+    // The node mounts it (stage + publish records written), and says the allocation runs.
+    const vm = csi.mounterForPlugin('fake');
+    const usage = { readOnly: false, accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
+    const { source } = await vm.mountVolume(
+      { id: 'data', namespace: 'default', externalId: claimed.volume.externalId, volumeContext: claimed.volume.context },
+      alloc.id,
+      usage,
+      { publishContext: claimed.publishContext },
+    );
+    assert.ok(source.startsWith(path.join(dir, 'mnt')));
+    const taskStates = { pg: { state: 'running' as const, failed: false, restarts: 0, startedAt: Date.now(), finishedAt: 0, events: [] } };
+    reporter.report({ id: alloc.id, clientStatus: 'running', clientDescription: 'tasks are running', taskStates });
+    await reporter.flush();
+    const running = (await http<Allocation>('GET', `/v1/allocation/${alloc.id}`)).body;
+    assert.equal(running.clientStatus, 'running');
+    assert.equal(running.taskStates['pg']?.state, 'running');
+
+    // The allocation completes: the claim watcher asks the node to detach (NodeUnpublish, NodeUnstage) then unpublishes.
+    plugin.clearCalls();
+    reporter.report({ id: alloc.id, clientStatus: 'complete', clientDescription: 'done', taskStates });
+    await until('the claim to be released', async () => {
+      const v = await http<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data');
+      return v.body.claims.length === 0 ? true : undefined;
+    });
+    assert.equal(plugin.callsTo('NodeUnpublishVolume').length, 1);
+    assert.equal(plugin.callsTo('NodeUnstageVolume').length, 1);
+    assert.equal(plugin.callsTo('ControllerUnpublishVolume').length, 1);
+    const order = plugin.calls.map((c) => c.rpc).filter((r) => r.startsWith('Node') || r.startsWith('Controller'));
+    assert.deepEqual(
+      order.filter((r) => r !== 'NodeGetCapabilities' && r !== 'ControllerGetCapabilities'),
+      ['NodeUnpublishVolume', 'NodeUnstageVolume', 'ControllerUnpublishVolume'],
+    );
+    // A second detach for the same allocation finds nothing mounted.
+    const again = await server.connections.call(NODE_ID, 'csi.node.detach', {
+      pluginId: 'fake',
+      volumeId: claimed.volume.externalId,
+      namespace: 'default',
+      berthVolumeId: 'data',
+      allocId: alloc.id,
+      accessMode: 'single-node-writer',
+      attachmentMode: 'file-system',
+    });
+    assert.deepEqual(again, { alreadyDone: true });
+  });
+
+  it('reconnects, heartbeats and keeps watching after the server restarts on the same address', async () => {
+    const before = { connects: connection.connects, lists: watcher.lists };
+    await server.stop();
+    await startServer(port);
+    await until('the node connection to come back', () => connection.connects > before.connects && server.connections.connected(NODE_ID));
+    registration.pushFingerprint();
+    await until('a heartbeat to the new server', () => registration.counts.heartbeats > 0);
+    // The watch resumes: a new job's allocation arrives.
+    const job = await http('POST', '/v1/jobs', { job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 'srv', driver: 'exec' }] }] } });
+    assert.equal(job.status, 200, job.text);
+    await until('the new allocation', () => lists.at(-1)?.allocs.find((a) => a.jobId === 'web'));
+    assert.ok(watcher.lists > before.lists);
+  });
+});
