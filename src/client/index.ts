@@ -11,3 +11,5 @@ export * from './network/index.js';
 export * from './logs/index.js';
 // Both taskrunner's port and the drivers' contract name the same mount shape.
 export type { TaskMount } from './drivers/index.js';
+export * from './serverconn/index.js';
+export { Client, ClientError, type ClientOptions, type ClientState, type AllocRunnerHandle } from './client.js';
