@@ -99,6 +99,16 @@ describe('exec isolation', () => {
     assert.equal(isMountpoint(src), false, 'nothing was mounted');
   });
 
+  it('a failed namespace setup is a start failure, with the reason in the stderr log', async () => {
+    const src = path.join(h.dir, 'vol');
+    mkdirSync(src);
+    const cfg = h.config('badsetup', 'exec sleep 1000', {
+      mounts: [{ source: src, destination: '/proc/berth', readOnly: false, propagation: 'private' }],
+    });
+    await assert.rejects(driver.startTask(cfg), (e: DriverError) => e.code === 'START_FAILED' && /setting up/.test(e.message));
+    assert.match(readFileSync(path.join(h.logDir, 'badsetup.stderr.0'), 'utf8'), /proc\/berth/);
+  });
+
   it('raw_exec takes no volume mounts', async () => {
     const raw = new RawExecDriver({ stateDir: path.join(h.dir, 'raw') });
     h.drivers.push(raw);

@@ -212,6 +212,7 @@ function execScript(cfg) {
     const flag = { private: '--make-rprivate', 'host-to-task': '--make-rslave', bidirectional: '--make-rshared' }[m.propagation];
     lines.push(`mount ${flag} ${dst}`);
   }
+  lines.push(`touch ${q(path.join(cfg.stateDir, 'setup-done'))}`);
   lines.push(`exec chroot "$R" /bin/sh -c 'cd /local 2>/dev/null || cd /; exec "$@"' sh "$@"`);
   return lines.join('\n');
 }
@@ -406,7 +407,16 @@ async function main() {
   });
   fs.chmodSync(cfg.socketPath, 0o600);
 
-  if (cfg.mode === 'exec') await chrooted(pid, () => exitedEarly);
+  if (cfg.mode === 'exec') {
+    await chrooted(pid, () => exitedEarly);
+    if (exitedEarly && !fs.existsSync(path.join(cfg.stateDir, 'setup-done'))) {
+      // The namespace setup itself failed (a mount refused): a start failure, not a task exit.
+      const [code, signal] = await exited;
+      report({ ok: false, error: `setting up the task's namespaces and root failed (${signal ?? `exit code ${code}`}); its stderr log has the reason` });
+      setTimeout(() => process.exit(1), 50);
+      return;
+    }
+  }
 
   let taskStartTicks = 0;
   try {

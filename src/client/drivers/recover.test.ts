@@ -96,6 +96,21 @@ for (const [kind, make] of KINDS) {
       assert.deepEqual(await driver.waitTask(cfg.id), { exitCode: 9, signal: null, oomKilled: false, message: 'exited with code 9' });
     });
 
+    it('recovers a task whose executor was killed: stop and wait still work', async () => {
+      const cfg = h.config('orphan', 'exec sleep 1000');
+      const handle = await startFromDoomedAgent(h, kind, cfg);
+      process.kill(handle.executorPid, 'SIGKILL');
+      await eventually(() => !running(handle.executorPid), 'the executor is gone');
+      await driver.recoverTask(handle);
+      assert.equal(driver.inspectTask(cfg.id).state, 'running');
+      assert.ok((await driver.taskStats(cfg.id)).pids.includes(handle.taskPid));
+      await driver.stopTask(cfg.id, { timeoutMs: 100 });
+      const exit = await driver.waitTask(cfg.id);
+      assert.equal(exit.exitCode, -1);
+      assert.match(exit.message, /exit status is unknown/);
+      assert.equal(running(handle.taskPid), false);
+    });
+
     it('refuses a handle whose executor and task are gone with no recorded exit', async () => {
       const cfg = h.config('lost', 'exec sleep 1000');
       const handle = await startFromDoomedAgent(h, kind, cfg);
