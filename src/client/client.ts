@@ -12,7 +12,6 @@ import path from 'node:path';
 import { BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../lib/index.js';
 import {
   isClientTerminal,
-  publicJob,
   type Allocation,
   type AllocClientStatus,
   type CsiPluginType,
@@ -22,9 +21,9 @@ import {
   type NodeFingerprint,
   type TaskState,
 } from '../structs/index.js';
-import type { AllocRunnerOptions, AllocStatusUpdate } from './allocrunner/index.js';
+import { AllocRunner, reconcileCsiVolumes, savedAllocRunners, type AllocRunnerOptions, type AllocStatusUpdate } from './allocrunner/index.js';
 import { CsiManager } from './csimanager/index.js';
-import type { TaskDriver } from './drivers/index.js';
+import { createDrivers, type TaskDriver } from './drivers/index.js';
 import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js';
 import { NetworkManager } from './network/index.js';
 import {
@@ -55,8 +54,12 @@ export interface AllocRunnerHandle {
   status(): { clientStatus: AllocClientStatus; clientDescription: string; taskStates: Record<string, TaskState> };
   /** The CSI mounts this allocation needs now. */
   wanted(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
-  /** Told when a plugin this allocation runs stayed unhealthy past its health timeout (optional). */
-  pluginHealthTimeout?(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): void;
+  /** Told when a plugin this allocation runs stayed unhealthy past its health timeout. */
+  pluginHealthTimeout(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): unknown;
+  /** Told of every CSI node event (the runner keeps those of its own plugins). */
+  pluginEvent(event: NodeEvent): void;
+  /** After the volume managers reconciled: mount the recorded volumes again (intact steps send nothing). */
+  remountVolumes(opts?: { signal?: AbortSignal }): Promise<void>;
 }
 
 export interface ClientOptions {
@@ -71,10 +74,10 @@ export interface ClientOptions {
   datacenter?: string;
   /** Which drivers run; `raw_exec` has no isolation and is opt-in. Default { exec: true, raw_exec: false }. */
   drivers?: { raw_exec?: boolean; exec?: boolean };
-  /** Builds a task driver by name; the default builds R1's drivers. */
-  createDriver: (name: string, ctx: { logger: Logger; dataDir: string }) => TaskDriver;
-  /** Builds an allocation runner; the default builds R2's AllocRunner. */
-  createAllocRunner: (opts: AllocRunnerOptions) => AllocRunnerHandle;
+  /** Builds the task drivers by name (only the enabled ones are used). Default: the raw_exec and exec drivers, state under `<dataDir>/d`. */
+  createDrivers?: (ctx: { logger: Logger; clock: Clock; dataDir: string }) => Map<string, TaskDriver>;
+  /** Builds an allocation runner. Default: `new AllocRunner(opts)`. */
+  createAllocRunner?: (opts: AllocRunnerOptions) => AllocRunnerHandle;
   /** Host volumes by name -> host path. */
   hostVolumes?: Record<string, string>;
   attributes?: Record<string, string>;
@@ -108,22 +111,17 @@ interface NodeRecord {
   allocIndex: number;
 }
 
-/** An allocation this agent runs, as last received (the job without its mount flags). */
-interface AllocRecord {
-  alloc: Allocation;
-  job: Job;
-}
-
 interface RunnerEntry {
   alloc: Allocation;
   job: Job;
   runner: AllocRunnerHandle;
   /** run() or restore() in progress or done. */
   started: Promise<void>;
+  /** Restored after a restart and not yet given the server's view (it acts on nothing until then). */
+  awaitingServer: boolean;
 }
 
 const AGENT_BUCKET = 'agent';
-const ALLOCS_BUCKET = 'agent-allocs';
 
 /**
  * The node agent. Lifecycle: `start()` opens the state and every part,
@@ -248,17 +246,26 @@ export class Client {
         csiRoot: path.join(dataDir, 'csi'),
         // Plugin health goes to the server at once, with the next fingerprint.
         updateNodePlugin: () => this.#registration?.pushFingerprint(),
-        emitNodeEvent: (e: NodeEvent) => this.#log.info({ subsystem: e.subsystem, details: e.details }, e.message),
-        onHealthTimeout: (plugin, type, reason) => this.#runners.get(plugin.allocId)?.runner.pluginHealthTimeout?.(plugin, type, reason),
+        emitNodeEvent: (e: NodeEvent) => {
+          this.#log.info({ subsystem: e.subsystem, details: e.details }, e.message);
+          for (const { runner } of this.#runners.values()) runner.pluginEvent(e);
+        },
+        onHealthTimeout: (plugin, type, reason) => this.#runners.get(plugin.allocId)?.runner.pluginHealthTimeout(plugin, type, reason),
         ...(this.#opts.csi?.probeIntervalMs !== undefined ? { probeIntervalMs: this.#opts.csi.probeIntervalMs } : {}),
         ...(this.#opts.csi?.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.#opts.csi.healthTimeoutMs } : {}),
         ...(this.#opts.csi?.resyncIntervalMs !== undefined ? { resyncIntervalMs: this.#opts.csi.resyncIntervalMs } : {}),
       });
       await this.#csi.start();
 
-      const enabled = { exec: true, raw_exec: false, ...this.#opts.drivers };
-      for (const [name, on] of Object.entries(enabled)) {
-        if (on) this.#drivers.set(name, this.#opts.createDriver(name, { logger: this.#root, dataDir }));
+      const enabled: Record<string, boolean | undefined> = { exec: true, raw_exec: false, ...this.#opts.drivers };
+      const built = (this.#opts.createDrivers ?? ((c) => createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock })))({
+        logger: this.#root,
+        clock: this.#clock,
+        dataDir,
+      });
+      for (const [name, driver] of built) {
+        if (enabled[name]) this.#drivers.set(name, driver);
+        else await driver.shutdown();
       }
       await this.#refreshDriverInfo(true);
       this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
@@ -340,12 +347,12 @@ export class Client {
     return fresh;
   }
 
-  /** Recreates the runners of a previous run and reattaches their tasks; tears nothing down. */
+  /** Recreates the runners of a previous run (from their own records) and reattaches their tasks; tears nothing down. */
   async #restoreRunners(store: ClientStateStore): Promise<void> {
-    const records = store.bucket<AllocRecord>(ALLOCS_BUCKET).list();
     await Promise.all(
-      records.map(async ({ value: { alloc, job } }) => {
+      savedAllocRunners(store).map(async ({ alloc, job }) => {
         const entry = this.#newRunner(alloc, job);
+        entry.awaitingServer = true;
         entry.started = entry.runner.restore().catch((err: unknown) => {
           this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'restoring an allocation failed');
         });
@@ -357,7 +364,8 @@ export class Client {
   #newRunner(alloc: Allocation, job: Job): RunnerEntry {
     const store = this.#store as ClientStateStore;
     const dataDir = this.#opts.dataDir;
-    const runner = this.#opts.createAllocRunner({
+    const create = this.#opts.createAllocRunner ?? ((o: AllocRunnerOptions) => new AllocRunner(o));
+    const runner = create({
       alloc,
       job,
       drivers: this.#drivers,
@@ -375,7 +383,7 @@ export class Client {
       ...(this.#opts.retry ? { retry: this.#opts.retry } : {}),
       ...(this.#opts.killTimeoutMs !== undefined ? { killTimeoutMs: this.#opts.killTimeoutMs } : {}),
     });
-    const entry: RunnerEntry = { alloc, job, runner, started: Promise.resolve() };
+    const entry: RunnerEntry = { alloc, job, runner, started: Promise.resolve(), awaitingServer: false };
     this.#runners.set(alloc.id, entry);
     return entry;
   }
@@ -389,17 +397,17 @@ export class Client {
   async #onAllocations(list: NodeAllocation[], index: number): Promise<void> {
     if (this.#stopping.signal.aborted) return;
     const store = this.#store as ClientStateStore;
-    const records = store.bucket<AllocRecord>(ALLOCS_BUCKET);
     const seen = new Set<string>();
     for (const item of list) {
       const { job: sentJob, ...alloc } = item;
       seen.add(alloc.id);
       const entry = this.#runners.get(alloc.id);
       if (entry) {
-        if (alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
+        // A restored runner gets the server's view even when nothing changed: only then may it act.
+        if (entry.awaitingServer || alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
+          entry.awaitingServer = false;
           entry.alloc = alloc;
           if (sentJob) entry.job = sentJob;
-          records.put(alloc.id, { alloc, job: publicJob(entry.job) });
           await entry.started;
           entry.runner.update(alloc);
         }
@@ -411,9 +419,14 @@ export class Client {
         this.#reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: 'the server sent no job for this allocation', taskStates: {} });
         continue;
       }
-      // Written down before anything starts, so a crash right after still restores it.
-      records.put(alloc.id, { alloc, job: publicJob(sentJob) });
-      const fresh = this.#newRunner(alloc, sentJob);
+      let fresh: RunnerEntry;
+      try {
+        fresh = this.#newRunner(alloc, sentJob);
+      } catch (err) {
+        this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'an allocation cannot run here');
+        this.#reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: describeError(err), taskStates: {} });
+        continue;
+      }
       fresh.started = fresh.runner.run().catch((err: unknown) => {
         this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'an allocation failed to start');
       });
@@ -427,7 +440,6 @@ export class Client {
         (async () => {
           await entry.started;
           await entry.runner.destroy();
-          records.delete(allocId);
         })().catch((err: unknown) => this.#log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
       );
     }
@@ -443,34 +455,27 @@ export class Client {
 
   /**
    * After the first server list: each node plugin's volume manager tears down
-   * what no allocation wants any more (allocations that ended while the agent
-   * was down) and keeps the rest. Waits for each plugin to be healthy.
+   * what no live allocation wants (allocations that ended or vanished while
+   * the agent was down) and keeps the rest; then the live runners remount
+   * from their records (intact steps send nothing). Waits for each plugin.
    */
   async #reconcileVolumes(): Promise<void> {
     const store = this.#store as ClientStateStore;
-    const csi = this.#csi as CsiManager;
-    const plugins = new Set(store.bucket<PublishRecord>(PUBLISH_BUCKET).list().map((r) => r.value.pluginId));
     const signal = this.#stopping.signal;
-    await Promise.all(
-      [...plugins].map(async (pluginId) => {
-        try {
-          await csi.managerForPlugin(pluginId, { type: 'csi-node', signal });
-          // The runners' own mounts go first; reconcile only what nobody claims.
-          await Promise.all([...this.#runners.values()].map((e) => e.started));
-          const wanted = [...this.#runners.values()]
-            .flatMap((e) => e.runner.wanted())
-            .filter((w) => w.pluginId === pluginId)
-            .map((w) => ({ volumeId: w.volumeId, allocId: w.allocId }));
-          const report = await csi.mounterForPlugin(pluginId).reconcile(wanted, { signal });
-          this.#log.info(
-            { pluginId, kept: report.kept.length, tornDown: report.tornDown.length, failed: report.failed.length },
-            'volumes reconciled with the server',
-          );
-        } catch (err) {
-          if (!signal.aborted) this.#log.warn({ pluginId, err: describeError(err) }, 'reconciling volumes failed');
-        }
-      }),
-    );
+    const plugins = new Set(store.bucket<PublishRecord>(PUBLISH_BUCKET).list().map((r) => r.value.pluginId));
+    await Promise.all([...this.#runners.values()].map((e) => e.started));
+    try {
+      const { failed } = await reconcileCsiVolumes({
+        csiManager: this.#csi as CsiManager,
+        runners: [...this.#runners.values()].map((e) => e.runner as AllocRunner),
+        extraPlugins: plugins,
+        signal,
+        logger: this.#root,
+      });
+      this.#log.info({ plugins: [...plugins], failed }, 'volumes reconciled with the server');
+    } catch (err) {
+      if (!signal.aborted) this.#log.warn({ err: describeError(err) }, 'reconciling volumes failed');
+    }
   }
 
   // ---- fingerprint -------------------------------------------------------------------
@@ -536,7 +541,6 @@ export class Client {
             await this.#waitTerminal(e.runner, 60_000);
             await e.runner.destroy();
             this.#runners.delete(e.alloc.id);
-            this.#store?.bucket<AllocRecord>(ALLOCS_BUCKET).delete(e.alloc.id);
           } catch (err) {
             this.#log.warn({ allocId: e.alloc.id, err: describeError(err) }, 'draining an allocation failed');
           }
@@ -592,6 +596,7 @@ export class Client {
     await step('csi manager', () => this.#csi?.stop());
     await step('drivers', () => Promise.all([...this.#drivers.values()].map((d) => d.shutdown())));
     await step('registry', () => this.#registry?.close());
+    await step('server api', () => this.#api?.close());
     await step('state store', () => this.#store?.close());
   }
 }

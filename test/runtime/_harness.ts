@@ -1,0 +1,290 @@
+// End-to-end harness of the node runtime: a real Server in this process, and
+// node agents as real child processes (test/runtime/_client-main.ts) that
+// run real tasks, the real hostpath plugin and real mounts.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { systemClock } from '../../src/lib/index.js';
+import { Server, type ApiToken } from '../../src/server/index.js';
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+export const BERTH = path.join(REPO, 'bin', 'berth.js');
+const CLIENT_MAIN = path.join(REPO, 'test', 'runtime', '_client-main.ts');
+
+export const TOKENS = { management: 'rt-mgmt-token-0123456789', node: 'rt-node-token-0123456789' } as const;
+const API_TOKENS: ApiToken[] = [
+  { name: 'ops', secret: TOKENS.management, role: 'management' },
+  { name: 'agents', secret: TOKENS.node, role: 'node' },
+];
+
+export interface Answer<T> {
+  status: number;
+  body: T;
+  text: string;
+}
+
+/** A real server on an ephemeral port with the real clock. */
+export class TestServer {
+  server!: Server;
+  url = '';
+  port = 0;
+  readonly dataDir: string;
+
+  constructor(dataDir: string) {
+    this.dataDir = dataDir;
+  }
+
+  async start(port = this.port): Promise<void> {
+    this.server = new Server({ dataDir: this.dataDir, tokens: API_TOKENS, port, clock: systemClock, nodeCallTimeoutMs: 20_000, heartbeatTtlMs: 30_000 });
+    ({ url: this.url, port: this.port } = await this.server.start());
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.stop();
+  }
+
+  async call<T = unknown>(method: string, p: string, body?: unknown): Promise<Answer<T>> {
+    const res = await fetch(this.url + p, {
+      method,
+      headers: { authorization: `Bearer ${TOKENS.management}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed as T, text };
+  }
+
+  async ok<T = unknown>(method: string, p: string, body?: unknown): Promise<T> {
+    const a = await this.call<T>(method, p, body);
+    if (a.status !== 200) throw new Error(`${method} ${p}: HTTP ${a.status}: ${a.text}`);
+    return a.body;
+  }
+}
+
+export interface AgentConfig {
+  dataDir: string;
+  nodeName: string;
+  hostVolumes?: Record<string, string>;
+  logLevel?: string;
+}
+
+/** A node agent as its own process. */
+export class AgentProcess {
+  readonly config: AgentConfig;
+  readonly server: TestServer;
+  child: ChildProcess | undefined;
+  nodeId = '';
+  exited: Promise<number | null> = Promise.resolve(null);
+
+  constructor(server: TestServer, config: AgentConfig) {
+    this.server = server;
+    this.config = config;
+  }
+
+  get logFile(): string {
+    return path.join(this.config.dataDir, 'agent.log');
+  }
+
+  /** Spawns the agent and resolves once it printed that it started. */
+  async start(): Promise<void> {
+    mkdirSync(this.config.dataDir, { recursive: true });
+    const optsFile = path.join(this.config.dataDir, 'agent.json');
+    writeFileSync(
+      optsFile,
+      JSON.stringify({
+        dataDir: this.config.dataDir,
+        servers: this.server.url,
+        token: TOKENS.node,
+        nodeName: this.config.nodeName,
+        drivers: { raw_exec: true, exec: true },
+        hostVolumes: this.config.hostVolumes ?? {},
+        heartbeatIntervalMs: 1_000,
+        csi: { probeIntervalMs: 500, healthTimeoutMs: 5_000 },
+        retry: { initialDelayMs: 100, maxDelayMs: 1_000 },
+        killTimeoutMs: 2_000,
+        netnsPrefix: 'brt-',
+        logFile: this.logFile,
+        logLevel: this.config.logLevel ?? 'debug',
+      }),
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', CLIENT_MAIN, optsFile], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    const lines = createInterface({ input: child.stdout! });
+    const ready = await new Promise<{ nodeId: string }>((resolve, reject) => {
+      lines.on('line', (line) => {
+        try {
+          const msg = JSON.parse(line) as { ready?: boolean; nodeId?: string };
+          if (msg.ready) resolve({ nodeId: msg.nodeId ?? '' });
+        } catch {
+          /* not ours */
+        }
+      });
+      void this.exited.then((code) => reject(new Error(`agent exited (${code}) before it was ready: ${stderr}`)));
+    });
+    this.nodeId = ready.nodeId;
+  }
+
+  /** SIGTERM: the agent stops, leaving tasks running. */
+  async stop(): Promise<void> {
+    if (!this.child || this.child.exitCode !== null) return;
+    this.child.kill('SIGTERM');
+    await this.exited;
+  }
+
+  /** SIGINT: the agent drains (every allocation stopped) and exits. */
+  async drain(): Promise<void> {
+    if (!this.child || this.child.exitCode !== null) return;
+    this.child.kill('SIGINT');
+    await this.exited;
+  }
+
+  /** SIGKILL: the agent dies without a word. */
+  async kill(): Promise<void> {
+    if (!this.child || this.child.exitCode !== null) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  log(): string {
+    try {
+      return readFileSync(this.logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  }
+}
+
+/** Polls `fn` until it returns something other than undefined/false; fails after `ms` with `what`. */
+export async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await sleep(50);
+  }
+}
+
+/** Mount points (from /proc/self/mountinfo) under `root`. */
+export function mountsUnder(root: string): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((p) => p === root || p.startsWith(`${root}/`));
+}
+
+/** PIDs of processes whose command line contains `needle`. */
+export function pidsWith(needle: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmd.includes(needle)) out.push(Number(entry));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The hostpath plugin as a system job; `driver` raw_exec or exec (exec binds the repo and data dir as host volumes). */
+export function hostpathPluginJob(opts: { id: string; driver: 'raw_exec' | 'exec'; dataDir: string; env?: Record<string, string> }): Record<string, unknown> {
+  const exec = opts.driver === 'exec';
+  const data = exec ? '/hpdata' : opts.dataDir;
+  return {
+    id: opts.id,
+    type: 'system',
+    groups: [
+      {
+        name: 'plugin',
+        restart: { attempts: 10, interval: '1m', delay: '200ms', mode: 'delay' },
+        ...(exec
+          ? {
+              volumes: {
+                repo: { type: 'host', source: 'repo', readOnly: true },
+                hpdata: { type: 'host', source: 'hpdata' },
+              },
+            }
+          : {}),
+        tasks: [
+          {
+            name: 'plugin',
+            driver: opts.driver,
+            env: opts.env ?? {},
+            config: { command: process.execPath, args: [BERTH, 'plugin', 'hostpath', '--node-id', 'rt-node', '--data-dir', data, '--log-level', 'silent'] },
+            ...(exec
+              ? {
+                  volumeMounts: [
+                    { volume: 'repo', destination: REPO, readOnly: true },
+                    { volume: 'hpdata', destination: '/hpdata' },
+                  ],
+                }
+              : {}),
+            csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '10s' },
+            resources: { cpuMhz: 100, memoryMb: 128 },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** A job whose one task runs `script` under /bin/sh with the CSI volume `volumeId` at /data. */
+export function volumeJob(opts: { id: string; type: 'batch' | 'service'; volumeId: string; script: string; driver?: 'raw_exec' | 'exec'; readOnly?: boolean }): Record<string, unknown> {
+  return {
+    id: opts.id,
+    type: opts.type,
+    groups: [
+      {
+        name: 'main',
+        restart: { attempts: 0, interval: '1m', delay: '100ms', mode: 'fail' },
+        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
+        volumes: {
+          data: {
+            type: 'csi',
+            source: opts.volumeId,
+            accessMode: opts.readOnly ? 'single-node-reader-only' : 'single-node-writer',
+            attachmentMode: 'file-system',
+            readOnly: opts.readOnly ?? false,
+          },
+        },
+        tasks: [
+          {
+            name: 'main',
+            driver: opts.driver ?? 'raw_exec',
+            config: { command: '/bin/sh', args: ['-c', opts.script] },
+            volumeMounts: [{ volume: 'data', destination: '/data', readOnly: opts.readOnly ?? false }],
+            resources: { cpuMhz: 50, memoryMb: 32 },
+          },
+        ],
+      },
+    ],
+  };
+}
