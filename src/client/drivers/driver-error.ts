@@ -6,6 +6,7 @@ export type DriverErrorCode =
   | 'TASK_EXISTS'
   | 'TASK_RUNNING'
   | 'TASK_NOT_RUNNING'
+  | 'INVALID_SIGNAL'
   | 'TASK_NOT_RECOVERABLE'
   | 'MOUNTS_UNSUPPORTED'
   | 'INVALID_MOUNT'

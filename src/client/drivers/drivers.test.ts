@@ -73,6 +73,7 @@ for (const [kind, make] of KINDS) {
       const cfg = h.config('sig', 'trap "echo usr1 >> got" USR1; echo ready; while :; do sleep 0.05; done');
       await h.start(driver, cfg);
       await eventually(() => readFileSync(path.join(h.logDir, 'sig.stdout.0'), 'utf8').includes('ready'), 'task ready');
+      await assert.rejects(driver.signalTask(cfg.id, 'SIGNOPE'), (e: DriverError) => e.code === 'INVALID_SIGNAL');
       await driver.signalTask(cfg.id, 'SIGUSR1');
       await eventually(() => existsSync(path.join(cfg.taskDir, 'got')), 'the task saw SIGUSR1');
       await driver.stopTask(cfg.id, { timeoutMs: 0, signal: 'SIGKILL' });

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { constants } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -42,8 +43,6 @@ interface TaskRecord {
   exit?: ExitResult & { finishedAt: number };
   lastCpu?: { totalMs: number; at: number };
 }
-
-const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
 
 /** The shared implementation; RawExecDriver and ExecDriver choose the mode. */
 export abstract class ExecutorDriver implements TaskDriver {
@@ -324,9 +323,7 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   async signalTask(taskId: string, signal: string): Promise<void> {
     const rec = this.#record(taskId);
-    if (!(signal in SIGNALS) && !/^SIG[A-Z0-9]+$/.test(signal)) {
-      throw new DriverError('TASK_NOT_RUNNING', `unknown signal ${signal}`);
-    }
+    if (!(signal in constants.signals)) throw new DriverError('INVALID_SIGNAL', `unknown signal ${signal}`);
     if (rec.exit) throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`);
     let answer: ExecutorAnswer;
     try {
@@ -453,7 +450,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       child.on('close', (code, sig) => {
         this.#execs.delete(session);
         opts.signal?.removeEventListener('abort', onAbort);
-        resolve({ exitCode: sig ? 128 + (SIGNALS[sig] ?? 0) : (code ?? -1) });
+        resolve({ exitCode: sig ? 128 + (constants.signals[sig] ?? 0) : (code ?? -1) });
       });
       void (async () => {
         for await (const chunk of opts.stdin ?? []) child.stdin.write(chunk);

@@ -19,6 +19,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 /**
@@ -220,7 +221,8 @@ function execScript(cfg) {
 /** @param {ExecutorConfig} cfg */
 function spawnTask(cfg) {
   const env = { PATH: DEFAULT_PATH, ...cfg.env };
-  const stdio = /** @type {const} */ (cfg.logs.disabled ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe']);
+  /** @type {import('node:child_process').StdioOptions} */
+  const stdio = cfg.logs.disabled ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'];
   const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
   /** @type {string[]} */
   let argv;
@@ -246,14 +248,7 @@ function spawnTask(cfg) {
 /** @param {number | null} code @param {NodeJS.Signals | null} signal */
 function exitRecord(code, signal) {
   const message = signal ? `killed by ${signal}` : `exited with code ${code}`;
-  return { exitCode: code ?? (signal ? 128 + (osSignalNumber(signal) ?? 0) : -1), signal, oomKilled: false, message, finishedAt: Date.now() };
-}
-
-/** @param {string} signal */
-function osSignalNumber(signal) {
-  /** @type {Record<string, number>} */
-  const nums = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 };
-  return nums[signal];
+  return { exitCode: code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : -1), signal, oomKilled: false, message, finishedAt: Date.now() };
 }
 
 /** @param {string} file @param {unknown} value */

@@ -180,7 +180,7 @@ export interface TaskDriver {
   /** Forgets the task and removes its executor state. Throws TASK_RUNNING on a running task unless force (which kills it). */
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
   inspectTask(taskId: string): TaskStatus;
-  /** Sends a signal to the task's process group. Throws TASK_NOT_RUNNING if it exited. */
+  /** Sends a signal (e.g. 'SIGUSR1') to the task. Throws INVALID_SIGNAL, or TASK_NOT_RUNNING if it exited. */
   signalTask(taskId: string, signal: string): Promise<void>;
   taskStats(taskId: string): Promise<TaskResourceUsage>;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
