@@ -81,12 +81,14 @@ async function readRange(path: string, from: number, to: number): Promise<Buffer
 export async function readTaskLogs(loc: TaskLogsLocation, opts: { tail?: number } = {}): Promise<Buffer> {
   checkEnabled(loc);
   const files = await listLogFiles(loc);
-  if (files.length === 0) {
-    if (!existsSync(loc.dir)) throw new LogsError('LOGS_NOT_FOUND', `no logs for task ${loc.taskName}`);
-    return Buffer.alloc(0);
-  }
+  if (files.length === 0 && !existsSync(loc.dir)) throw new LogsError('LOGS_NOT_FOUND', `no logs for task ${loc.taskName}`);
+  return readSnapshot(files, opts.tail);
+}
+
+/** The content of `files` up to the sizes listed (a consistent snapshot), the last `tail` bytes of it. */
+async function readSnapshot(files: LogFile[], tail: number | undefined): Promise<Buffer> {
   const parts: Buffer[] = [];
-  let want = opts.tail ?? Infinity;
+  let want = tail ?? Infinity;
   for (let i = files.length - 1; i >= 0 && want > 0; i--) {
     const f = files[i] as LogFile;
     const from = Number.isFinite(want) ? Math.max(0, f.size - want) : 0;
@@ -110,9 +112,10 @@ export async function* followTaskLogs(
   checkEnabled(loc);
   const clock = opts.clock ?? systemClock;
   const pollMs = opts.pollMs ?? 200;
-  const initial = await readTaskLogs(loc, opts.tail === undefined ? {} : { tail: opts.tail });
-  if (initial.length) yield initial;
+  // Read the initial part from the same listing the follow starts from, so nothing falls between.
   const files = await listLogFiles(loc);
+  const initial = await readSnapshot(files, opts.tail);
+  if (initial.length) yield initial;
   const last = files[files.length - 1];
   let index = last?.index ?? 0;
   let offset = last?.size ?? 0;
