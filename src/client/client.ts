@@ -97,6 +97,8 @@ export interface ClientOptions {
   netnsPrefix?: string;
   /** Passed to each allocation runner. */
   killTimeoutMs?: number;
+  /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */
+  handoverTimeoutMs?: number;
   retry?: { initialDelayMs?: number; maxDelayMs?: number };
 }
 
@@ -398,6 +400,7 @@ export class Client {
     if (this.#stopping.signal.aborted) return;
     const store = this.#store as ClientStateStore;
     const seen = new Set<string>();
+    const updates: RunnerEntry[] = [];
     for (const item of list) {
       const { job: sentJob, ...alloc } = item;
       seen.add(alloc.id);
@@ -408,8 +411,7 @@ export class Client {
           entry.awaitingServer = false;
           entry.alloc = alloc;
           if (sentJob) entry.job = sentJob;
-          await entry.started;
-          entry.runner.update(alloc);
+          updates.push(entry);
         }
         continue;
       }
@@ -432,6 +434,12 @@ export class Client {
       });
       this.#track(fresh.started);
     }
+    // Updates after the new runners started, so that a plugin allocation being replaced can wait for its successor.
+    for (const entry of updates) {
+      const successor = entry.alloc.desiredStatus !== 'run' ? this.#pluginSuccessor(entry) : undefined;
+      if (successor) this.#track(this.#stopAfterHandover(entry, successor));
+      else entry.runner.update(entry.alloc);
+    }
     // Allocations the server no longer has for this node: garbage-collected, so destroyed here.
     for (const [allocId, entry] of [...this.#runners]) {
       if (seen.has(allocId)) continue;
@@ -451,6 +459,55 @@ export class Client {
       this.#log.info({ allocations: list.length, index }, 'first allocation list from the server');
       this.#track(this.#reconcileVolumes());
     }
+  }
+
+  /** The CSI plugins a runner's tasks serve (empty for a workload). */
+  #pluginsOf(entry: RunnerEntry): string[] {
+    const group = entry.job.groups.find((g) => g.name === entry.alloc.taskGroup);
+    return (group?.tasks ?? []).flatMap((t) => (t.csiPlugin ? [t.csiPlugin.id] : []));
+  }
+
+  /** For a plugin allocation told to stop: a live allocation of the same job and group that will serve its plugins. */
+  #pluginSuccessor(entry: RunnerEntry): RunnerEntry | undefined {
+    if (this.#pluginsOf(entry).length === 0) return undefined;
+    return [...this.#runners.values()].find(
+      (e) =>
+        e !== entry &&
+        e.alloc.jobId === entry.alloc.jobId &&
+        e.alloc.namespace === entry.alloc.namespace &&
+        e.alloc.taskGroup === entry.alloc.taskGroup &&
+        e.alloc.desiredStatus === 'run' &&
+        !isClientTerminal(e.runner.status().clientStatus),
+    );
+  }
+
+  /**
+   * Stops a replaced plugin allocation once its successor serves every one of
+   * its plugins (CSI-CO-RULES scenario 3: the older one keeps working until
+   * the newer one is up), or once the successor failed, the wait ran out or
+   * the agent stops (then nothing is stopped: the next agent applies it).
+   */
+  async #stopAfterHandover(old: RunnerEntry, successor: RunnerEntry): Promise<void> {
+    const registry = this.#registry as PluginRegistry;
+    const plugins = this.#pluginsOf(old);
+    const serves = (): boolean =>
+      plugins.every((id) =>
+        (['csi-controller', 'csi-node'] as const).every((type) => {
+          const oldServed = registry.registrations(type, id).some((r) => r.allocId === old.alloc.id);
+          return !oldServed || registry.serving(type, id)?.allocId === successor.alloc.id;
+        }),
+      );
+    const deadline = this.#clock.now() + (this.#opts.handoverTimeoutMs ?? 60_000);
+    try {
+      while (!serves() && !isClientTerminal(successor.runner.status().clientStatus) && this.#clock.now() < deadline) {
+        await this.#clock.sleep(100, this.#stopping.signal);
+      }
+      this.#log.info({ allocId: old.alloc.id, successor: successor.alloc.id, handedOver: serves() }, 'stopping a replaced plugin allocation');
+    } catch {
+      // The agent stops: nothing is stopped now; after the restart the server's list brings the stop again.
+      return;
+    }
+    old.runner.update(old.alloc);
   }
 
   /**

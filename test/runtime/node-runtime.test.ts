@@ -131,11 +131,12 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData, env: { VERSION: '2' } }) });
     const newPlugin = await until('the new plugin allocation to run', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id !== oldPlugin.id && a.clientStatus === 'running'), 60_000);
     await until('the old plugin allocation to stop', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id === oldPlugin.id && a.clientStatus !== 'running'), 60_000);
-    await until('the new allocation to serve the plugin', async () => {
-      const p = await server.ok<{ allocations?: Array<{ allocId: string }>; nodesHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-      return p.nodesHealthy >= 1 ? p : undefined;
+    await until('the new allocation to serve the plugin on the server', async () => {
+      const p = await server.ok<CsiPlugin>('GET', '/v1/plugin/csi/hostpath');
+      return p.nodes[agent.nodeId]?.allocId === newPlugin.id && p.nodes[agent.nodeId]?.healthy ? p : undefined;
     });
-    assert.ok(newPlugin);
+    // Both allocations were registered at once: the newer one took over from the older one.
+    assert.ok(agent.log().includes(`is now served by allocation ${newPlugin.id} (was ${oldPlugin.id})`), agent.log().split('\n').filter((l) => l.includes('"subsystem":"csi"')).map((l) => (JSON.parse(l) as { msg: string }).msg).join('\n'));
 
     // The workload never noticed: same process, its volume still mounted, still writing.
     const size = statSync(sleeperFile(sleeper, 'ticks')).size;
@@ -169,11 +170,10 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
       assert.equal((await liveAlloc('sleeper'))?.id, sleeper.id);
     }
     // Logs continue in the rotated files, written by the task's executor, agent or not.
-    if (existsSync(logDir)) {
-      const sizeOf = (): number => readdirSizes(logDir);
-      const s = sizeOf();
-      await until('the sleeper log to grow', () => sizeOf() > s);
-    }
+    const sizeOf = (): number => readdirSizes(logDir);
+    const logged = sizeOf();
+    assert.ok(logged > 0, 'the sleeper logged');
+    await until('the sleeper log to grow after the restarts', () => sizeOf() > logged);
   });
 
   it('a workload stopped while the agent was down is cleaned up after restart, its claim released', async () => {
