@@ -484,8 +484,9 @@ export class Client {
   /**
    * Stops a replaced plugin allocation once its successor serves every one of
    * its plugins (CSI-CO-RULES scenario 3: the older one keeps working until
-   * the newer one is up), or once the successor failed, the wait ran out or
-   * the agent stops (then nothing is stopped: the next agent applies it).
+   * the newer one is up), or once the successor failed or the wait ran out.
+   * When the agent stops meanwhile nothing is stopped: after the restart the
+   * server's list brings the stop again.
    */
   async #stopAfterHandover(old: RunnerEntry, successor: RunnerEntry): Promise<void> {
     const registry = this.#registry as PluginRegistry;
