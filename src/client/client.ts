@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { CsiClient, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../lib/index.js';
 import {
   isClientTerminal,
@@ -93,6 +94,8 @@ export interface ClientOptions {
   allocDirRoot?: string;
   /** CSI manager tuning. */
   csi?: { probeIntervalMs?: number; healthTimeoutMs?: number; resyncIntervalMs?: number };
+  /** Told of every CSI call the agent's plugin clients send (metrics, benchmarks). */
+  csiObserver?: CsiCallObserver;
   /** Prefix of network namespace names (tests keep theirs apart). */
   netnsPrefix?: string;
   /** Passed to each allocation runner. */
@@ -256,6 +259,9 @@ export class Client {
         ...(this.#opts.csi?.probeIntervalMs !== undefined ? { probeIntervalMs: this.#opts.csi.probeIntervalMs } : {}),
         ...(this.#opts.csi?.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.#opts.csi.healthTimeoutMs } : {}),
         ...(this.#opts.csi?.resyncIntervalMs !== undefined ? { resyncIntervalMs: this.#opts.csi.resyncIntervalMs } : {}),
+        ...(this.#opts.csiObserver
+          ? { dial: (p: RegisteredPlugin) => new CsiClient({ endpoint: `unix://${p.socketPath}`, logger: this.#root, observer: this.#opts.csiObserver! }) }
+          : {}),
       });
       await this.#csi.start();
 

@@ -75,6 +75,8 @@ export interface AgentConfig {
   nodeName: string;
   hostVolumes?: Record<string, string>;
   logLevel?: string;
+  /** Production intervals (probe 30 s, heartbeat 10 s) instead of the tests' short ones. */
+  production?: boolean;
 }
 
 /** A node agent as its own process. */
@@ -107,8 +109,7 @@ export class AgentProcess {
         nodeName: this.config.nodeName,
         drivers: { raw_exec: true, exec: true },
         hostVolumes: this.config.hostVolumes ?? {},
-        heartbeatIntervalMs: 1_000,
-        csi: { probeIntervalMs: 500, healthTimeoutMs: 5_000 },
+        ...(this.config.production ? {} : { heartbeatIntervalMs: 1_000, csi: { probeIntervalMs: 500, healthTimeoutMs: 5_000 } }),
         retry: { initialDelayMs: 100, maxDelayMs: 1_000 },
         killTimeoutMs: 2_000,
         netnsPrefix: 'brt-',
@@ -215,7 +216,7 @@ export function alive(pid: number): boolean {
 }
 
 /** The hostpath plugin as a system job; `driver` raw_exec or exec (exec binds the repo and data dir as host volumes). */
-export function hostpathPluginJob(opts: { id: string; driver: 'raw_exec' | 'exec'; dataDir: string; env?: Record<string, string> }): Record<string, unknown> {
+export function hostpathPluginJob(opts: { id: string; driver: 'raw_exec' | 'exec'; dataDir: string; env?: Record<string, string>; pluginId?: string }): Record<string, unknown> {
   const exec = opts.driver === 'exec';
   const data = exec ? '/hpdata' : opts.dataDir;
   return {
@@ -247,7 +248,7 @@ export function hostpathPluginJob(opts: { id: string; driver: 'raw_exec' | 'exec
                   ],
                 }
               : {}),
-            csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '10s' },
+            csiPlugin: { id: opts.pluginId ?? 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '10s' },
             resources: { cpuMhz: 100, memoryMb: 128 },
           },
         ],
