@@ -1,0 +1,90 @@
+// The hostpath CSI plugin as an `exec` system job (its own mount and PID
+// namespaces, chrooted, the repository and its data directory bound in as
+// host volumes, its mount root bound with bidirectional propagation), with
+// `exec` workloads: one writes a file into a CSI volume at /data, a second
+// reads it back, through a real Server and an agent process.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
+import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
+
+const dir = mkdtempSync('/tmp/brx-');
+const hpData = path.join(dir, 'hpdata');
+let server: TestServer;
+let agent: AgentProcess;
+
+async function finished(jobId: string): Promise<Allocation> {
+  return until(
+    `job ${jobId} to finish`,
+    async () => (await server.ok<Allocation[]>('GET', `/v1/job/${jobId}/allocations`)).find((a) => a.clientStatus === 'complete' || a.clientStatus === 'failed'),
+    60_000,
+  );
+}
+
+function trail(a: Allocation): string {
+  return JSON.stringify(Object.values(a.taskStates).flatMap((t) => t.events.slice(-4).map((e) => e.message)));
+}
+
+before(async () => {
+  mkdirSync(hpData, { recursive: true });
+  server = new TestServer(path.join(dir, 'server'));
+  await server.start();
+  agent = new AgentProcess(server, { dataDir: path.join(dir, 'a'), nodeName: 'rt-exec-node', hostVolumes: { repo: REPO, hpdata: hpData } });
+  await agent.start();
+});
+
+after(async () => {
+  await agent?.drain().catch(() => undefined);
+  await agent?.kill().catch(() => undefined);
+  await server?.stop();
+  for (const pid of pidsWith(dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  for (const m of mountsUnder(dir).reverse()) {
+    try {
+      execFileSync('umount', ['-l', m]);
+    } catch {
+      /* gone */
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }, () => {
+  it('serves volumes from its chroot: written by one exec workload, read back by another', async () => {
+    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'exec', dataDir: hpData }) });
+    await until(
+      'the plugin to be healthy',
+      async () => {
+        const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
+        return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+      },
+      60_000,
+    );
+    await server.ok('POST', '/v1/volume/csi/xdata/create', {
+      pluginId: 'hostpath',
+      name: 'xdata',
+      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+    });
+    const token = `exec-${process.pid}-${Date.now()}`;
+    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }) });
+    const w = await finished('xwriter');
+    assert.equal(w.clientStatus, 'complete', trail(w));
+    await until('the writer claim to be released', async () => (await server.ok<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/xdata')).claims.length === 0, 30_000);
+
+    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }) });
+    const r = await finished('xreader');
+    assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${trail(r)}`);
+    // The file lives in the plugin's data directory on the host, under the volume's directory.
+    const found = execFileSync('grep', ['-rlx', token, hpData]).toString().trim();
+    assert.ok(found.endsWith('hello.txt'), found);
+  });
+});
