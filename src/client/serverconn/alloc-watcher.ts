@@ -93,7 +93,8 @@ export class AllocWatcher {
         if (index < this.#index) {
           // The server's state is older than what we acted on: wait for it to catch up.
           this.#logger.warn({ index, seen: this.#index }, 'the server sent an allocation list older than one already seen; ignoring it');
-          blocking = true;
+          // Before the first list is handed on, poll: a blocking read would wait for the server to pass an index it may already be at.
+          blocking = this.#lists > 0;
           failures++;
           await this.#clock.sleep(backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random), signal);
           continue;

@@ -1,0 +1,130 @@
+// CSI-CO-RULES scenario 19: the agent (and its server) die and the agent
+// comes back first. Until the server's allocation list arrives the agent
+// acts on nothing: the running workload keeps its process and its mounts.
+// A server that comes back with OLDER state (a stale list that does not
+// know the workload) is not obeyed either. When the real state is back, the
+// workload is still the same process with the same single write claim.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
+import { AgentProcess, alive, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
+
+const dir = mkdtempSync('/tmp/brs-');
+const hpData = path.join(dir, 'hpdata');
+const agentDir = path.join(dir, 'a');
+const serverDir = path.join(dir, 'server');
+const snapshotDir = path.join(dir, 'server-snapshot');
+let server: TestServer;
+let agent: AgentProcess;
+
+function copyState(from: string, to: string): void {
+  mkdirSync(to, { recursive: true });
+  for (const f of readdirSync(to)) rmSync(path.join(to, f), { force: true });
+  for (const f of readdirSync(from)) if (f.startsWith('state.db')) copyFileSync(path.join(from, f), path.join(to, f));
+}
+
+/** Log lines the agent wrote since `offset` that would mean it acted destructively. */
+function destructiveSince(offset: number): string[] {
+  return agent
+    .log()
+    .slice(offset)
+    .split('\n')
+    .filter((l) => /"msg":"(task stopped|task destroyed|volume unpublished|volume unstaged|volume claim released|allocation destroyed)"/.test(l));
+}
+
+before(async () => {
+  mkdirSync(hpData, { recursive: true });
+  server = new TestServer(serverDir);
+  await server.start();
+  agent = new AgentProcess(server, { dataDir: agentDir, nodeName: 'rt-restart-node', hostVolumes: { repo: REPO, hpdata: hpData } });
+  await agent.start();
+});
+
+after(async () => {
+  if (server.server.state !== 'running') await server.start().catch(() => undefined);
+  await agent?.drain().catch(() => undefined);
+  await agent?.kill().catch(() => undefined);
+  await server?.stop();
+  for (const pid of pidsWith(dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  for (const m of mountsUnder(dir).reverse()) {
+    try {
+      execFileSync('umount', ['-l', m]);
+    } catch {
+      /* gone */
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }, () => {
+  it('acts on no empty or stale list: the workload keeps its process, mounts and only claim', async () => {
+    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }) });
+    await until('the plugin to be healthy', async () => {
+      const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
+      return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+    }, 60_000);
+    await server.ok('POST', '/v1/volume/csi/db/create', { pluginId: 'hostpath', name: 'db', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] });
+    // The server's state before the workload existed: what a stale server would come back with.
+    await server.stop();
+    copyState(serverDir, snapshotDir);
+    await server.start();
+
+    const script = 'D="$BERTH_TASK_DIR/data"; echo $$ > "$D/pid"; while true; do date +%s%N >> "$D/ticks"; sleep 0.1; done';
+    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'db', type: 'service', volumeId: 'db', script }) });
+    const alloc = await until('the workload to run', async () => (await server.ok<Allocation[]>('GET', '/v1/job/db/allocations')).find((a) => a.clientStatus === 'running'), 60_000);
+    const pidFile = path.join(agentDir, 'alloc', alloc.id, 'main', 'local', 'data', 'pid');
+    const pid = Number(await until('the workload pid', () => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim() : undefined)));
+    const mounts = mountsUnder(agentDir).filter((m) => m.includes(alloc.id));
+    assert.ok(mounts.length > 0);
+    // Let the agent record the list index it acted on.
+    await sleep(300);
+
+    // The agent and the server die together; the agent comes back first.
+    await agent.kill();
+    await server.stop();
+    let offset = agent.log().length;
+    await agent.start();
+    await until('the agent to restore the workload', () => agent.log().slice(offset).includes('allocation restored'));
+    await sleep(2_000);
+    assert.ok(alive(pid), 'the workload kept running with no server');
+    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts, 'its mounts stay with no server');
+    assert.deepEqual(destructiveSince(offset), [], 'nothing destructive before the server answers');
+
+    // A server with stale state (it never heard of the workload) answers: the agent does not obey it.
+    copyState(snapshotDir, path.join(dir, 'stale'));
+    const stale = new TestServer(path.join(dir, 'stale'));
+    await stale.start(server.port);
+    await until('the agent to reach the stale server', () => agent.log().slice(offset).includes('older than one already seen'), 30_000);
+    await sleep(1_000);
+    assert.ok(alive(pid), 'a stale list does not stop the workload');
+    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
+    assert.deepEqual(destructiveSince(offset), []);
+    await stale.stop();
+
+    // The real state comes back: the same process, the same mounts, one write claim.
+    offset = agent.log().length;
+    await server.start(server.port);
+    await until('the agent to get the real list', () => agent.log().slice(offset).includes('first allocation list from the server') || agent.log().slice(offset).includes('volumes reconciled'), 30_000);
+    await until('the workload to be reported running', async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.id}`)).clientStatus === 'running');
+    await sleep(500);
+    assert.ok(alive(pid), 'the workload is the same process');
+    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
+    const claims = (await server.ok<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/db')).claims;
+    assert.deepEqual(
+      claims.map((c) => [c.allocId, c.mode, c.state]),
+      [[alloc.id, 'write', 'taken']],
+    );
+    assert.deepEqual(destructiveSince(offset), []);
+  });
+});
