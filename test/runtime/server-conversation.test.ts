@@ -290,4 +290,29 @@ describe('the node conversation with a real server', () => {
     await until('the new allocation', () => lists.at(-1)?.allocs.find((a) => a.jobId === 'web'));
     assert.ok(watcher.lists > before.lists);
   });
+  it('drops a status update the server refuses (an allocation it does not know) without holding back the others', async () => {
+    const web = lists.at(-1)?.allocs.find((a) => a.jobId === 'web');
+    assert.ok(web);
+    const state = { state: 'running' as const, failed: false, restarts: 0, startedAt: Date.now(), finishedAt: 0, events: [] };
+    const before = reporter.counts.sent;
+    reporter.report({ id: 'no-such-allocation', clientStatus: 'running', clientDescription: '', taskStates: { srv: state } });
+    reporter.report({ id: web.id, clientStatus: 'running', clientDescription: 'serving', taskStates: { srv: state } });
+    await reporter.flush();
+    assert.equal(reporter.counts.sent, before + 1, 'only the known allocation was sent');
+    assert.equal((await http<Allocation>('GET', `/v1/allocation/${web.id}`)).body.clientDescription, 'serving');
+  });
+
+  it('registers again, under the same node ID, with a server that forgot the node', async () => {
+    const regs = registration.counts.registrations;
+    await server.stop();
+    // A server with empty state on the same address.
+    rmSync(path.join(dir, 'server'), { recursive: true, force: true });
+    await startServer(port);
+    registration.pushFingerprint();
+    await until('a new registration', () => registration.counts.registrations > regs);
+    const node = await http<Node>('GET', `/v1/node/${NODE_ID}`);
+    assert.equal(node.status, 200, node.text);
+    assert.equal(node.body.csiNodePlugins['fake']?.healthy, true, 'with its plugins in the fingerprint');
+    await until('the node connection to come back', () => server.connections.connected(NODE_ID));
+  });
 });
