@@ -10,7 +10,8 @@
 //     and its claim released (scenarios 13, 18, 19);
 //   - the plugin process crashes: restarted, re-registered, existing mounts
 //     untouched (scenario 2);
-//   - the agent drains on SIGINT: every allocation stops, claims released.
+//   - the agent drains on SIGINT: every allocation stops, claims released;
+//   - a volume secret that crossed the node connection is in no log or file.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -21,6 +22,7 @@ import type { Allocation, CsiPlugin, PublicVolume, VolumeClaim } from '../../src
 import { AgentProcess, alive, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
 
 const dir = mkdtempSync('/tmp/brt-');
+const SECRET = `s3cr3t-${process.pid}-value`;
 const hpData = path.join(dir, 'hpdata');
 const agentDir = path.join(dir, 'a');
 let server: TestServer;
@@ -105,6 +107,8 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
       name: 'shared',
       capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
       capacityMinBytes: 1024 * 1024,
+      // Sent to the plugin's controller through the agent's node connection; never written down there.
+      secrets: { api_token: SECRET },
     });
     const token = `token-${Date.now()}`;
     const find = 'D="$BERTH_TASK_DIR/data"; [ -d "$D" ] || D=/data';
@@ -212,6 +216,18 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
       'no volume stays mounted',
     );
     await until('every claim to be released', async () => (await server.ok<VolumeRead>('GET', '/v1/volume/csi/shared')).claims.length === 0, 30_000);
+  });
+
+  it('never writes a volume secret into the agent log or any file of the agent (scenario 16)', () => {
+    assert.ok(agent.log().includes('csi'), 'the agent logged at debug level');
+    assert.ok(!agent.log().includes(SECRET), 'a secret reached the agent log');
+    let hits = '';
+    try {
+      hits = execFileSync('grep', ['-rl', '--binary-files=text', SECRET, agentDir]).toString();
+    } catch {
+      /* grep exits 1 when nothing matches */
+    }
+    assert.equal(hits, '', 'a secret reached a file of the agent');
   });
 });
 
