@@ -15,11 +15,11 @@
 //    the CPU it used over a steady window, read from /proc.
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AllocRunner, Client, type AllocRunnerOptions, type AllocStatusUpdate } from '../src/client/index.js';
-import { silentLogger } from '../src/lib/index.js';
+import { createLogger, silentLogger } from '../src/lib/index.js';
 import type { Allocation } from '../src/structs/index.js';
 import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, TestServer, TOKENS, until, volumeJob } from '../test/runtime/_harness.js';
 import { round, summarize, type Summary } from './_stats.js';
@@ -78,7 +78,7 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
     retry: { initialDelayMs: 20, maxDelayMs: 200 },
     killTimeoutMs: 1_000,
     csiObserver: observer,
-    logger: silentLogger(),
+    logger: process.env['BENCH_RUNTIME_LOG'] ? createLogger({ level: 'debug', destination: createWriteStream(process.env['BENCH_RUNTIME_LOG']) }) : silentLogger(),
     createAllocRunner: (opts: AllocRunnerOptions) => {
       const start = process.hrtime.bigint();
       const pluginAtStart = pluginNs;

@@ -277,6 +277,37 @@ describe('the node conversation with a real server', () => {
     assert.deepEqual(again, { alreadyDone: true });
   });
 
+  it("a node detach that meets the allocation's own teardown answers only once the NodeUnstage is done (rule: NodeUnstage before ControllerUnpublish)", async () => {
+    const vm = csi.mounterForPlugin('fake');
+    const volume = { id: 'data', namespace: 'default', externalId: (await http<{ externalId: string }>('GET', '/v1/volume/csi/data')).body.externalId };
+    const usage = { readOnly: false, accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
+    await vm.mountVolume(volume, 'alloc-race', usage, {});
+    plugin.clearCalls();
+    plugin.delayNext('NodeUnstageVolume', 300);
+    const order: string[] = [];
+    // The allocation's own postrun: NodeUnpublish (record gone), then a slow NodeUnstage.
+    const own = vm.unmountVolume(volume, 'alloc-race', usage).then(() => order.push('unstaged'));
+    await plugin.waitForCall('NodeUnstageVolume');
+    // Meanwhile the server's release asks the node to detach the same allocation.
+    const detach = server.connections
+      .call(NODE_ID, 'csi.node.detach', {
+        pluginId: 'fake',
+        volumeId: volume.externalId,
+        namespace: 'default',
+        berthVolumeId: 'data',
+        allocId: 'alloc-race',
+        accessMode: 'single-node-writer',
+        attachmentMode: 'file-system',
+      })
+      .then((r) => {
+        order.push('detach answered');
+        return r;
+      });
+    await Promise.all([own, detach]);
+    assert.deepEqual(order, ['unstaged', 'detach answered']);
+    assert.equal(plugin.callsTo('NodeUnstageVolume').length, 1, 'the unstage was not sent twice');
+  });
+
   it('reconnects, heartbeats and keeps watching after the server restarts on the same address', async () => {
     const before = { connects: connection.connects, lists: watcher.lists };
     await server.stop();

@@ -16,7 +16,7 @@ import type {
   NodeRpcResponse,
 } from '../../structs/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { PUBLISH_BUCKET, type MountableVolume, type PublishRecord, type VolumeUsage } from '../volumes/index.js';
+import { PUBLISH_BUCKET, STAGE_BUCKET, type MountableVolume, type PublishRecord, type StageRecord, type VolumeUsage } from '../volumes/index.js';
 
 /** What the handler needs of the CSI manager (CsiManager has it all). */
 export interface CsiPluginSource {
@@ -142,6 +142,22 @@ export class NodeRpcHandler {
       .filter((r) => r.pluginId === pluginId && r.namespace === namespace && r.volumeId === volumeId && (allocId === undefined || r.allocId === allocId));
   }
 
+  /** Staging records of (plugin, Berth volume) that no publication record uses. */
+  #unusedStagings(pluginId: string, namespace: string, volumeId: string): StageRecord[] {
+    const used = new Set(
+      this.#store
+        .bucket<PublishRecord>(PUBLISH_BUCKET)
+        .list()
+        .map((r) => r.value.stageKey)
+        .filter((k): k is string => k !== undefined),
+    );
+    return this.#store
+      .bucket<StageRecord>(STAGE_BUCKET)
+      .list()
+      .filter((r) => !used.has(r.key) && r.value.pluginId === pluginId && r.value.namespace === namespace && r.value.volumeId === volumeId)
+      .map((r) => r.value);
+  }
+
   #makeHandlers(): Handlers {
     const once = (signal: AbortSignal) => ({ retry: false as const, signal });
     return {
@@ -239,12 +255,18 @@ export class NodeRpcHandler {
         ),
       'csi.node.detach': async (p, s) => {
         const recs = this.#publications(p.pluginId, p.namespace, p.berthVolumeId, p.allocId);
+        // Stagings of the volume that no publication uses any more: an unstage is owed or in flight (the
+        // allocation's own teardown may be running). Waiting for it keeps NodeUnstage before ControllerUnpublish.
+        const orphans = this.#unusedStagings(p.pluginId, p.namespace, p.berthVolumeId);
+        this.#logger.debug({ pluginId: p.pluginId, volumeId: p.berthVolumeId, allocId: p.allocId, publications: recs.length, stagings: orphans.length }, 'node detach');
         // Nothing recorded: nothing of this allocation is mounted here (never was, or already torn down).
-        if (recs.length === 0) return { alreadyDone: true };
+        if (recs.length === 0 && orphans.length === 0) return { alreadyDone: true };
         const vm = this.#csi.mounterForPlugin(p.pluginId);
         for (const rec of recs) {
           await vm.unmountVolume(volumeOf(rec), rec.allocId, usageOf(rec), { signal: s });
         }
+        // Serialized behind whatever holds the volume now; unstages only if still unused then.
+        for (const st of orphans) await vm.unmountVolume(volumeOf(st), p.allocId, usageOf(st), { signal: s });
         return { alreadyDone: false };
       },
       'csi.node.expand': async (p, s) => {
@@ -262,12 +284,12 @@ export class NodeRpcHandler {
   }
 }
 
-function volumeOf(rec: PublishRecord): MountableVolume {
+function volumeOf(rec: PublishRecord | StageRecord): MountableVolume {
   return { id: rec.volumeId, namespace: rec.namespace, externalId: rec.externalId, volumeContext: rec.volumeContext };
 }
 
 /** The usage a publication was made with, rebuilt from its record (the same usage key, hence the same paths). */
-function usageOf(rec: PublishRecord): VolumeUsage {
+function usageOf(rec: PublishRecord | StageRecord): VolumeUsage {
   const { fsType, volumeMountGroup } = rec.capability;
   return {
     readOnly: rec.readOnly,
