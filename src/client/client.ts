@@ -359,7 +359,14 @@ export class Client {
   async #restoreRunners(store: ClientStateStore): Promise<void> {
     await Promise.all(
       savedAllocRunners(store).map(async ({ alloc, job }) => {
-        const entry = this.#newRunner(alloc, job);
+        let entry: RunnerEntry;
+        try {
+          entry = this.#newRunner(alloc, job);
+        } catch (err) {
+          // A record this agent cannot rebuild a runner from must not keep the agent down.
+          this.#log.error({ allocId: alloc.id, err: describeError(err) }, 'cannot restore an allocation runner');
+          return;
+        }
         entry.awaitingServer = true;
         entry.started = entry.runner.restore().catch((err: unknown) => {
           this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'restoring an allocation failed');
