@@ -42,7 +42,10 @@ export {
 export {
   publicVolume,
   publicClaim,
+  nodeClaimAnswer,
   modeAllows,
+  type NodeClaimVolume,
+  type NodeClaimAnswer,
   type Volume,
   type PublicVolume,
   type VolumeCapabilitySpec,
@@ -83,6 +86,7 @@ export {
 export {
   parseJobFile,
   parseVolumeFile,
+  parseSpecText,
   fileFormat,
   formatFileProblem,
   SpecFileError,
@@ -90,4 +94,6 @@ export {
   type FileFormat,
   type JobFile,
   type VolumeFile,
+  type SpecProblem,
+  type HclBody,
 } from './files/index.js';

@@ -140,6 +140,41 @@ export function publicClaim(c: VolumeClaim): VolumeClaim {
   return { ...c, publishContext: redactMap(c.publishContext) };
 }
 
+/**
+ * The volume as the node that mounts a claim needs it for NodeStage and
+ * NodePublish: unredacted context, mount flags and secrets. It travels only
+ * in the answer to the node's own claim call; the node passes it to the
+ * plugin and never logs or stores the secrets or mount flags.
+ */
+export interface NodeClaimVolume {
+  id: string;
+  namespace: string;
+  externalId: string;
+  pluginId: string;
+  context: Record<string, string>;
+  mountOptions: VolumeMountOptions;
+  secrets: Record<string, string>;
+}
+
+/** The answer to a node's claim: the claim with its raw publish context, and the volume to mount. */
+export type NodeClaimAnswer = VolumeClaim & { volume: NodeClaimVolume };
+
+/** Builds a node's claim answer from the stored claim and volume rows. */
+export function nodeClaimAnswer(c: VolumeClaim, v: Volume): NodeClaimAnswer {
+  return {
+    ...c,
+    volume: {
+      id: v.id,
+      namespace: v.namespace,
+      externalId: v.externalId,
+      pluginId: v.pluginId,
+      context: { ...v.context },
+      mountOptions: { ...v.mountOptions, mountFlags: [...v.mountOptions.mountFlags] },
+      secrets: { ...v.secrets },
+    },
+  };
+}
+
 /** True when a claim's access mode lets a claim of `mode` be taken at all. */
 export function modeAllows(accessMode: AccessMode, mode: ClaimMode): boolean {
   return mode === 'read' || (accessMode !== 'single-node-reader-only' && accessMode !== 'multi-node-reader-only');

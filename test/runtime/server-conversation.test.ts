@@ -12,7 +12,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../../src/csi/fake/index.js';
-import { systemClock } from '../../src/lib/index.js';
+import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type { Allocation, Node, NodeFingerprint, VolumeClaim } from '../../src/structs/index.js';
 import {
@@ -164,6 +164,8 @@ describe('the node conversation with a real server', () => {
       name: 'data',
       capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
       capacityMinBytes: 1024 * 1024,
+      mountOptions: { fsType: 'ext4', mountFlags: ['nosuid'] },
+      secrets: { password: 'claim-s3cret' },
     });
     assert.equal(created.status, 200, created.text);
     assert.equal(plugin.callsTo('CreateVolume').length, 1, 'CreateVolume reached the plugin through the node');
@@ -221,12 +223,19 @@ describe('the node conversation with a real server', () => {
     assert.ok(lists.at(-1)!.index > lists[0]!.index);
 
     // The claim: ControllerPublish travels server -> node connection -> plugin, its publish context back.
-    plugin.answerNext('ControllerPublishVolume', { publishContext: { device: '/dev/fake0' } });
+    // The publish context is opaque: even a credential-looking key reaches the node as the plugin gave it.
+    plugin.answerNext('ControllerPublishVolume', { publishContext: { device: '/dev/fake0', token: 'pub-t0ken' } });
     const claimer = new HttpVolumeClaimer({ api });
     const claimed = await claimer.claim({ namespace: 'default', volumeId: 'data', allocId: alloc.id, mode: 'write' }, {});
     assert.equal(claimed.volume.pluginId, 'fake');
     assert.equal(claimed.volume.accessMode, 'single-node-writer');
-    assert.deepEqual(claimed.publishContext, { device: '/dev/fake0' });
+    assert.deepEqual(claimed.publishContext, { device: '/dev/fake0', token: 'pub-t0ken' });
+    // What NodeStage/NodePublish need comes with the claim: the volume's secrets and mount flags.
+    assert.deepEqual(claimed.volume.secrets?.reveal(), { password: 'claim-s3cret' });
+    assert.deepEqual(claimed.volume.mountOptions, { fsType: 'ext4', mountFlags: ['nosuid'] });
+    // ...while every read still hides them.
+    const read = await http('GET', '/v1/volume/csi/data');
+    assert.doesNotMatch(read.text, /claim-s3cret|pub-t0ken/);
     assert.equal(plugin.callsTo('ControllerPublishVolume').at(-1)?.request['nodeId'], 'ext-node-a');
 
     // A second writer is refused with a code the CSI hook can act on.
@@ -239,9 +248,12 @@ describe('the node conversation with a real server', () => {
       { id: 'data', namespace: 'default', externalId: claimed.volume.externalId, volumeContext: claimed.volume.context },
       alloc.id,
       usage,
-      { publishContext: claimed.publishContext },
+      { publishContext: claimed.publishContext, ...(claimed.volume.secrets ? { secrets: claimed.volume.secrets } : {}) },
     );
     assert.ok(source.startsWith(path.join(dir, 'mnt')));
+    const staged = plugin.callsTo('NodeStageVolume').at(-1)?.request;
+    assert.deepEqual((staged?.['secrets'] as SecretMap | undefined)?.reveal(), { password: 'claim-s3cret' });
+    assert.deepEqual(staged?.['publishContext'], { device: '/dev/fake0', token: 'pub-t0ken' });
     const taskStates = { pg: { state: 'running' as const, failed: false, restarts: 0, startedAt: Date.now(), finishedAt: 0, events: [] } };
     reporter.report({ id: alloc.id, clientStatus: 'running', clientDescription: 'tasks are running', taskStates });
     await reporter.flush();

@@ -22,8 +22,13 @@ import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 const SECRET = 'hunter2-very-secret';
 const FLAG = `password=${SECRET}`;
 
-/** Every answer body and log line seen, to search for secrets at the end. */
+/**
+ * Every answer body seen, to search for secrets at the end, except the
+ * answers to the node's own claim calls: those carry the volume's secrets to
+ * the node that must pass them to NodeStage/NodePublish (checked apart).
+ */
 const seen: string[] = [];
+const nodeClaimAnswers: string[] = [];
 const logLines: string[] = [];
 
 let h: Harness;
@@ -49,7 +54,8 @@ function socketBridge(socket: () => WebSocket): { connections: NodeConnections; 
 
 async function call<T>(method: string, path: string, opts: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
   const res = await h.call<T>(method, path, opts);
-  seen.push(res.text);
+  if (/\/claim(\?|$)/.test(path) && opts.token === TOKENS.node) nodeClaimAnswers.push(res.text);
+  else seen.push(res.text);
   return res;
 }
 
@@ -220,5 +226,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
     // The plugin itself did get them: the secrets were used, just never shown.
     const publish = plugin.callsTo('ControllerPublishVolume')[0]!;
     assert.equal((publish.request['secrets'] as { reveal(): Record<string, string> }).reveal()['password'], SECRET);
+    // And the node that mounts the volume got them in its claim answer, for NodeStage/NodePublish.
+    assert.ok(nodeClaimAnswers.some((t) => t.includes(SECRET)), 'the node was not given the secrets it must pass on');
   });
 });

@@ -343,9 +343,9 @@ export class AllocRunner {
    * volumes again through mountVolume, which sends nothing for intact steps
    * and redoes uncertain ones. Throws what mountVolume throws.
    */
-  async remountVolumes(opts: { signal?: AbortSignal } = {}): Promise<void> {
+  async remountVolumes(opts: { signal?: AbortSignal; reclaim?: (volumeId: string) => boolean } = {}): Promise<void> {
     const signals = [this.#stopAbort.signal, this.#shutdownAbort.signal, ...(opts.signal ? [opts.signal] : [])];
-    await this.#csiHook.remount(this.#ctx(AbortSignal.any(signals)));
+    await this.#csiHook.remount(this.#ctx(AbortSignal.any(signals)), opts.reclaim ? { reclaim: opts.reclaim } : {});
   }
 
   /**

@@ -7,6 +7,7 @@ import {
   AbortedError,
   backoffDelay,
   describeError,
+  redactSecretLookingValues,
   type BackoffPolicy,
   type Clock,
   type Logger,
@@ -18,7 +19,7 @@ import type { MountableVolume, VolumeManager, VolumeUsage } from '../volumes/ind
 import { TASK_EVENTS } from '../taskrunner/index.js';
 import { AllocRunnerError, type AllocHook, type AllocHookContext } from './alloc-hook.js';
 import type { CsiVolumeRecord } from './alloc-records.js';
-import { CLAIM_RETRYABLE_CODES, type VolumeClaimer } from './volume-claimer.js';
+import { CLAIM_RETRYABLE_CODES, type ClaimedVolume, type VolumeClaimer, type VolumeClaimRequest } from './volume-claimer.js';
 
 /** Codes of the CSI manager and volume manager that mean "the plugin cannot serve yet": wait and retry. */
 const PLUGIN_NOT_READY = new Set(['CSI_PLUGIN_NOT_FOUND', 'CSI_PLUGIN_UNHEALTHY', 'VOLUME_MOUNT_UNCERTAIN', 'VOLUME_MANAGER_STOPPED']);
@@ -97,21 +98,50 @@ export class CsiHook implements AllocHook {
   /**
    * Mounts again, from the record, the volumes of a runner restored after an
    * agent restart (call after VolumeManager.reconcile): steps recorded intact
-   * send nothing. Returns the volumes whose source changed.
+   * send nothing. `reclaim(volumeId)` names the volumes whose redone step
+   * needs what is never recorded (reconcile's `awaitingMount`).
    */
-  async remount(ctx: AllocHookContext): Promise<void> {
+  async remount(ctx: AllocHookContext, opts: { reclaim?: (volumeId: string) => boolean } = {}): Promise<void> {
     for (const [name, rec] of Object.entries(ctx.record.csi)) {
       if (rec.state !== 'mounted' || !rec.pluginId) continue;
       const vol = ctx.group.volumes[name];
+      // Secrets, mount flags and credential-looking context values are never
+      // written down. A mount that must be redone with them (`reclaim`) asks
+      // the server again: the allocation's claim answers as before. Without
+      // an answer, what the record has is used.
+      const fresh = vol && opts.reclaim?.(rec.volumeId)
+        ? await this.#o.claimer.claim(this.#claimRequest(ctx, rec, vol), { signal: ctx.signal }).catch((err: unknown) => {
+            if (err instanceof AbortedError) throw err;
+            ctx.logger.warn({ volume: name, volumeId: rec.volumeId, err: describeError(err) }, 'volume claim not answered on remount; using the record');
+            return undefined;
+          })
+        : undefined;
       const mounter = await this.#mounter(ctx, rec.pluginId);
-      const { source } = await mounter.mountVolume(mountable(rec), ctx.alloc.id, usageOf(rec, vol), {
-        publishContext: rec.publishContext ?? {},
-        signal: ctx.signal,
-      });
+      const { source } = await mounter.mountVolume(
+        fresh ? { ...mountable(rec), volumeContext: fresh.volume.context } : mountable(rec),
+        ctx.alloc.id,
+        usageOf(rec, vol, mountFlagsOf(fresh?.volume, vol)),
+        {
+          publishContext: fresh?.publishContext ?? rec.publishContext ?? {},
+          ...(fresh?.volume.secrets ? { secrets: fresh.volume.secrets } : {}),
+          signal: ctx.signal,
+        },
+      );
       rec.source = source;
       ctx.save();
       ctx.volumes.set(name, { source, readOnly: rec.readOnly });
     }
+  }
+
+  #claimRequest(ctx: AllocHookContext, rec: CsiVolumeRecord, vol: GroupVolume): VolumeClaimRequest {
+    return {
+      namespace: rec.namespace,
+      volumeId: rec.volumeId,
+      allocId: ctx.alloc.id,
+      mode: rec.readOnly ? 'read' : 'write',
+      accessMode: vol.accessMode,
+      attachmentMode: vol.attachmentMode,
+    };
   }
 
   async #mountOne(ctx: AllocHookContext, name: string, vol: GroupVolume): Promise<string> {
@@ -130,7 +160,7 @@ export class CsiHook implements AllocHook {
 
     const claim = await this.#retrying(
       ctx,
-      () => this.#o.claimer.claim({ namespace: rec.namespace, volumeId, allocId: alloc.id, mode: readOnly ? 'read' : 'write', accessMode: vol.accessMode, attachmentMode: vol.attachmentMode }, { signal: ctx.signal }),
+      () => this.#o.claimer.claim(this.#claimRequest(ctx, rec, vol), { signal: ctx.signal }),
       claimRetryable,
       (err, delayMs) => {
         log.warn({ err: describeError(err), delayMs }, 'volume claim not granted yet; retrying');
@@ -144,7 +174,8 @@ export class CsiHook implements AllocHook {
     rec.state = rec.state === 'mounted' ? 'mounted' : 'claimed';
     rec.pluginId = v.pluginId;
     rec.externalId = v.externalId;
-    rec.context = { ...v.context };
+    // Written down without credential-looking values; the raw context goes to the plugin below.
+    rec.context = redactSecretLookingValues(v.context);
     rec.publishContext = { ...claim.publishContext };
     rec.accessMode = v.accessMode;
     rec.attachmentMode = v.attachmentMode;
@@ -154,13 +185,16 @@ export class CsiHook implements AllocHook {
 
     // Mount flags (possibly credentials) are handed to the plugin, never written down.
     // A job read back from a public view carries "[REDACTED]" placeholders: never send those as flags.
-    const mountFlags = (v.mountOptions?.mountFlags?.length ? v.mountOptions.mountFlags : (vol.mountOptions?.mountFlags ?? [])).filter((f) => f !== '[REDACTED]');
-    const usage = usageOf(rec, vol, mountFlags);
+    const usage = usageOf(rec, vol, mountFlagsOf(v, vol));
     const { source } = await this.#retrying(
       ctx,
       async () => {
         const mounter = await this.#mounter(ctx, v.pluginId);
-        return mounter.mountVolume(mountable(rec), alloc.id, usage, { publishContext: rec.publishContext ?? {}, signal: ctx.signal });
+        return mounter.mountVolume({ ...mountable(rec), volumeContext: v.context }, alloc.id, usage, {
+          publishContext: rec.publishContext ?? {},
+          ...(v.secrets ? { secrets: v.secrets } : {}),
+          signal: ctx.signal,
+        });
       },
       (err) => PLUGIN_NOT_READY.has((err as { code?: string }).code ?? ''),
       (err, delayMs) => log.warn({ err: describeError(err), delayMs }, 'volume not mounted yet; retrying'),
@@ -264,6 +298,16 @@ export class CsiHook implements AllocHook {
       }
     }
   }
+}
+
+/**
+ * The mount flags to send: the claimed volume's, else the group volume's.
+ * A job read back from a public view carries "[REDACTED]" placeholders:
+ * those are never sent as flags.
+ */
+function mountFlagsOf(claimed: ClaimedVolume | undefined, vol: GroupVolume | undefined): string[] {
+  const flags = claimed?.mountOptions?.mountFlags?.length ? claimed.mountOptions.mountFlags : (vol?.mountOptions?.mountFlags ?? []);
+  return flags.filter((f) => f !== '[REDACTED]');
 }
 
 function mountable(rec: CsiVolumeRecord): MountableVolume {

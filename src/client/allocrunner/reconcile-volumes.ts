@@ -56,10 +56,13 @@ export async function reconcileCsiVolumes(opts: ReconcileVolumesOptions): Promis
       }
     }
   }
+  // Pairs whose redone step needs secrets or mount flags: their runner asks the server for them.
+  const awaiting = new Set([...reports.values()].flatMap((rep) => rep.awaitingMount.map((p) => `${p.allocId}\0${p.volumeId}`)));
   for (const r of runners) {
     if (!r.wanted().length) continue;
     try {
-      await r.remountVolumes(opts.signal ? { signal: opts.signal } : {});
+      const reclaim = (volumeId: string): boolean => awaiting.has(`${r.id}\0${volumeId}`);
+      await r.remountVolumes({ reclaim, ...(opts.signal ? { signal: opts.signal } : {}) });
     } catch (err) {
       logger.error({ allocId: r.id, err: describeError(err) }, 'remount failed');
       failed.push(r.id);

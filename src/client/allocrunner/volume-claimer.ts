@@ -1,6 +1,7 @@
 // What the allocation runner needs of the server: volume claims, and a place
 // to send the allocation's status. R3's node agent implements both over HTTP.
 
+import type { SecretMap } from '../../lib/index.js';
 import type { AllocClientStatus, TaskState } from '../../structs/index.js';
 
 /** The volume a claim gave the node, with what it needs to stage and publish it. */
@@ -17,6 +18,8 @@ export interface ClaimedVolume {
   attachmentMode: string;
   /** Mount flags may carry credentials: never logged, never written down. */
   mountOptions?: { fsType?: string; mountFlags?: string[] };
+  /** The volume's secrets for NodeStage/NodePublish: handed to the plugin, never logged, never written down. */
+  secrets?: SecretMap;
 }
 
 export interface VolumeClaimRequest {

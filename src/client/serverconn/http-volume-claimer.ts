@@ -4,11 +4,9 @@
 // retries while claims are exhausted or the server is unreachable); every
 // failure here says whether a retry may cure it.
 
-import { BerthError } from '../../lib/index.js';
+import { BerthError, SecretMap } from '../../lib/index.js';
 import type { ClaimedVolume, VolumeClaimer, VolumeClaimRequest } from '../allocrunner/index.js';
 import type { ServerApi } from './server-api.js';
-
-const REDACTED = '[REDACTED]';
 
 /**
  * The runners' VolumeClaimer over POST /v1/volume/csi/:id/claim and /release.
@@ -28,12 +26,10 @@ export class HttpVolumeClaimer implements VolumeClaimer {
   }
 
   async claim(req: VolumeClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<{ volume: ClaimedVolume; publishContext: Record<string, string> }> {
-    const signal = opts.signal;
-    const claim = await this.#api.claim(req, signal ? { signal } : {});
-    const volume = await this.#api.volume(req.namespace, req.volumeId, signal ? { signal } : {});
-    const flags = volume.mountOptions?.mountFlags ?? [];
-    const flagsUsable = flags.length > 0 && !flags.includes(REDACTED);
-    const fsType = volume.mountOptions?.fsType ?? '';
+    const claim = await this.#api.claim(req, opts.signal ? { signal: opts.signal } : {});
+    const volume = claim.volume;
+    const flags = volume.mountOptions.mountFlags;
+    const fsType = volume.mountOptions.fsType;
     return {
       volume: {
         id: volume.id,
@@ -43,7 +39,8 @@ export class HttpVolumeClaimer implements VolumeClaimer {
         context: { ...volume.context },
         accessMode: claim.accessMode,
         attachmentMode: claim.attachmentMode,
-        ...(fsType || flagsUsable ? { mountOptions: { ...(fsType ? { fsType } : {}), ...(flagsUsable ? { mountFlags: [...flags] } : {}) } } : {}),
+        ...(fsType || flags.length ? { mountOptions: { ...(fsType ? { fsType } : {}), ...(flags.length ? { mountFlags: [...flags] } : {}) } } : {}),
+        ...(Object.keys(volume.secrets).length ? { secrets: new SecretMap(volume.secrets) } : {}),
       },
       publishContext: { ...claim.publishContext },
     };

@@ -6,7 +6,7 @@
 
 import http from 'node:http';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
-import type { Allocation, Job, Node, NodeFingerprint, PublicVolume, TaskState, VolumeClaim, AllocClientStatus } from '../../structs/index.js';
+import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus } from '../../structs/index.js';
 
 export type ServerConnErrorCode =
   /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
@@ -118,28 +118,26 @@ export class ServerApi {
     return body as { index: number };
   }
 
-  /** POST /v1/volume/csi/:id/claim. The claim's publish context is the node's to pass on, never to log. */
+  /**
+   * POST /v1/volume/csi/:id/claim. The answer carries what the plugin needs to
+   * mount (publish context, volume context, mount flags, secrets): the node's
+   * to pass on, never to log or store.
+   */
   async claim(
     req: { namespace: string; volumeId: string; allocId: string; mode: 'read' | 'write'; accessMode?: string; attachmentMode?: string },
     opts: { signal?: AbortSignal } = {},
-  ): Promise<VolumeClaim> {
+  ): Promise<NodeClaimAnswer> {
     const body: Record<string, unknown> = { allocId: req.allocId, mode: req.mode };
     if (req.accessMode) body['accessMode'] = req.accessMode;
     if (req.attachmentMode) body['attachmentMode'] = req.attachmentMode;
     const path = `/v1/volume/csi/${enc(req.volumeId)}/claim?namespace=${enc(req.namespace)}`;
-    return (await this.#call('POST', path, body, opts.signal)).body as VolumeClaim;
+    return (await this.#call('POST', path, body, opts.signal)).body as NodeClaimAnswer;
   }
 
   /** POST /v1/volume/csi/:id/release. */
   async release(req: { namespace: string; volumeId: string; allocId: string }, opts: { signal?: AbortSignal } = {}): Promise<void> {
     const path = `/v1/volume/csi/${enc(req.volumeId)}/release?namespace=${enc(req.namespace)}`;
     await this.#call('POST', path, { allocId: req.allocId }, opts.signal);
-  }
-
-  /** GET /v1/volume/csi/:id: the volume as the server shows it (secrets removed). */
-  async volume(namespace: string, volumeId: string, opts: { signal?: AbortSignal } = {}): Promise<PublicVolume> {
-    const path = `/v1/volume/csi/${enc(volumeId)}?namespace=${enc(namespace)}`;
-    return (await this.#call('GET', path, undefined, opts.signal)).body as PublicVolume;
   }
 
   /** Closes the kept-alive connections; calls still work afterwards (they open new ones). */

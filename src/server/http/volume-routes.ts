@@ -122,6 +122,7 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
   });
 
   // The node agent claims a volume for an allocation before mounting it, and releases it after.
+  // The answer carries what NodeStage/NodePublish need, secrets included: node role only.
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/claim', { config: { access: 'node' } }, async (req) => {
     const body = objectBody(req.body);
     const mode = body['mode'];
@@ -129,7 +130,7 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
     const claim: ClaimRequest = { namespace: namespaceOf(req.query), volumeId: req.params.id, allocId: stringField(body, 'allocId'), mode };
     if (typeof body['accessMode'] === 'string') claim.accessMode = body['accessMode'];
     if (typeof body['attachmentMode'] === 'string') claim.attachmentMode = body['attachmentMode'];
-    return volumes.claim(claim);
+    return volumes.claimForNode(claim);
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/release', { config: { access: 'node' } }, async (req) => {

@@ -3,11 +3,13 @@ import { describeError, silentLogger, systemClock, type Clock, type Logger } fro
 import {
   isClientTerminal,
   modeAllows,
+  nodeClaimAnswer,
   pluginSchedulable,
   publicClaim,
   publicVolume,
   type ClaimMode,
   type CsiPlugin,
+  type NodeClaimAnswer,
   type PublicVolume,
   type Volume,
   type VolumeCapabilitySpec,
@@ -547,15 +549,32 @@ export class VolumeService {
    * healthy plugin/controller; an uncertain publish is released).
    */
   async claim(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<VolumeClaim> {
+    return publicClaim(await this.#claim(req, opts));
+  }
+
+  /**
+   * The node's own claim call: as `claim`, but answers what the node needs to
+   * mount the volume (raw publish context, volume context, mount flags and
+   * the volume's secrets for NodeStage/NodePublish). Only for the node role;
+   * never for a read.
+   */
+  async claimForNode(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<NodeClaimAnswer> {
+    const claim = await this.#claim(req, opts);
+    const v = this.#store.snapshot().get('volumes', rowKey(claim.namespace, claim.volumeId));
+    if (!v) throw new VolumeError('NOT_FOUND', `volume ${claim.volumeId} does not exist in namespace ${claim.namespace}`);
+    return nodeClaimAnswer(claim, v);
+  }
+
+  async #claim(req: ClaimRequest, opts: { signal?: AbortSignal }): Promise<VolumeClaim> {
     const namespace = req.namespace ?? 'default';
     const volumeKey = rowKey(namespace, req.volumeId);
     return this.#perVolume.run(volumeKey, async () => {
       const { result: taken } = this.#store.write((txn) => this.#take(txn, namespace, req));
-      if (taken.controllerPublish !== 'pending') return publicClaim(taken);
+      if (taken.controllerPublish !== 'pending') return taken;
       const key = rowKey(namespace, req.volumeId, req.allocId);
       this.#publishing.add(key);
       try {
-        return publicClaim(await this.#publish(taken, opts.signal));
+        return await this.#publish(taken, opts.signal);
       } finally {
         this.#publishing.delete(key);
       }
