@@ -1,36 +1,52 @@
 #!/usr/bin/env bash
-# Berth quick-start demo (`npm run demo`): runs Berth's hostpath CSI plugin in
-# the background and drives one volume through its life with `berth csi`,
-# the way an orchestrator does: create, stage, publish, use, unpublish,
-# unstage, delete. Needs root (the plugin makes real bind mounts) and Node 20.
-# Everything lives in a temporary directory that is removed on exit, even
-# when a step fails or the demo is interrupted.
+# Berth quick-start demo (`npm run demo`). With the real `berth` command it:
+#   1. starts a dev agent (`berth agent --dev`: server and client in one
+#      process, API on 127.0.0.1) in the background and reads its address and
+#      management token;
+#   2. runs the hostpath CSI plugin as a system job (examples/hostpath-plugin.hcl)
+#      and waits until `berth plugin status hostpath` shows it healthy;
+#   3. creates a volume through the plugin's controller (examples/volume.hcl);
+#   4. runs a batch job that writes into the volume (examples/writer.hcl),
+#      waits for it to complete and stops it;
+#   5. runs a second job that reads the data back (examples/reader.hcl) and
+#      shows its output with `berth alloc logs`;
+#   6. prints `plugin status`, `volume status` and the volume's claim history;
+#   7. deletes the volume, stops the agent with Ctrl-C (SIGINT) and checks
+#      that nothing is left mounted under the agent's data directory.
+# Every step has a heading; a failing step names itself and the demo exits
+# non-zero. Whatever happens, the agent is stopped and the demo's directory
+# removed (trap). Needs root (the plugin makes real bind mounts) and Node 20;
+# needs no terminal.
+#
+# Environment: BERTH_DEMO_PORT (default 4646) is the dev agent's API port.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+REPO="$(pwd)"
 
 if [[ "$(id -u)" != 0 ]]; then
   echo "demo: the hostpath plugin makes bind mounts, so run this as root (e.g. sudo npm run demo)" >&2
   exit 1
 fi
 
+PORT="${BERTH_DEMO_PORT:-4646}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/berth-demo.XXXXXX")"
-SOCK="$WORK/csi.sock"
-DATA="$WORK/data"
-STAGING="$WORK/staging/demo-vol"
-TARGET="$WORK/alloc/web/data"
-export CSI_ENDPOINT="unix://$SOCK"
-
-PLUGIN_PID=""
-VOLUME_ID=""
-STAGED=""
-PUBLISHED=""
+DATA_DIR="$WORK/agent"
+AGENT_OUT="$WORK/agent.out"
+AGENT_LOG="$WORK/agent.log"
+AGENT_PID=""
+STEP="setting up"
+# The agent and the CLI must not pick up a caller's address or token.
+unset BERTH_ADDR BERTH_TOKEN
 
 if [[ -t 1 ]]; then BOLD=$'\e[1m' DIM=$'\e[2m' RESET=$'\e[0m'; else BOLD="" DIM="" RESET=""; fi
 
-berth() { node bin/berth.js "$@"; }
+berth() { node "$REPO/bin/berth.js" "$@"; }
 
-step() { printf '\n%s==> %s%s\n' "$BOLD" "$*" "$RESET"; }
+step() {
+  STEP="$*"
+  printf '\n%s==> %s%s\n' "$BOLD" "$*" "$RESET"
+}
 
 # Shows the command, then runs it.
 run() {
@@ -38,7 +54,37 @@ run() {
   "$@"
 }
 
-mounts_under() { awk -v dir="$1/" 'index($5, dir) == 1 { print "  " $5 }' /proc/self/mountinfo; }
+fail() {
+  echo "demo: step \"$STEP\" failed: $*" >&2
+  exit 1
+}
+
+# Evaluates a JavaScript expression over the JSON document on stdin (`j`).
+json() { node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8")); const v = ('"$1"'); process.stdout.write(v === undefined ? "" : String(v));'; }
+
+mounts_under() { awk -v dir="$1/" 'index($5, dir) == 1 { print $5 }' /proc/self/mountinfo; }
+
+agent_alive() { [[ -n "$AGENT_PID" ]] && kill -0 "$AGENT_PID" 2>/dev/null; }
+
+# Sends SIGINT (Ctrl-C) to the agent and waits up to $1 seconds for it to
+# exit; sets AGENT_EXIT to its exit code. Not in a subshell: `wait` needs the
+# agent to be our own child.
+AGENT_EXIT=""
+stop_agent() {
+  local limit=$1 code=0
+  kill -INT "$AGENT_PID" 2>/dev/null || true
+  for _ in $(seq 1 $((limit * 5))); do
+    agent_alive || break
+    sleep 0.2
+  done
+  if agent_alive; then
+    echo "demo: the agent did not stop within ${limit}s; killing it" >&2
+    kill -KILL "$AGENT_PID" 2>/dev/null || true
+  fi
+  wait "$AGENT_PID" 2>/dev/null || code=$?
+  AGENT_PID=""
+  AGENT_EXIT=$code
+}
 
 cleanup() {
   local status=$?
@@ -46,27 +92,17 @@ cleanup() {
   trap - INT TERM
   if [[ $status != 0 ]]; then
     echo >&2
-    echo "demo: failed (exit $status); tearing down what was set up" >&2
-    if [[ -s "$WORK/plugin.log" ]]; then
-      echo "demo: last plugin log lines:" >&2
-      tail -n 5 "$WORK/plugin.log" >&2
+    echo "demo: failed (exit $status) during \"$STEP\"; stopping the agent and removing $WORK" >&2
+    if [[ -s "$AGENT_LOG" ]]; then
+      echo "demo: last agent log lines:" >&2
+      tail -n 15 "$AGENT_LOG" >&2
     fi
   fi
-  # Undo the steps that were done, newest first, as a CO would.
-  if [[ -n "$PLUGIN_PID" ]] && kill -0 "$PLUGIN_PID" 2>/dev/null; then
-    [[ -n "$PUBLISHED" ]] && berth csi unpublish "$VOLUME_ID" --target-path "$TARGET" >/dev/null 2>&1
-    [[ -n "$STAGED" ]] && berth csi unstage "$VOLUME_ID" --staging-path "$STAGING" >/dev/null 2>&1
-    [[ -n "$VOLUME_ID" ]] && berth csi delete-volume "$VOLUME_ID" >/dev/null 2>&1
-    kill -TERM "$PLUGIN_PID" 2>/dev/null
-    for _ in $(seq 1 50); do
-      kill -0 "$PLUGIN_PID" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -KILL "$PLUGIN_PID" 2>/dev/null
-    wait "$PLUGIN_PID" 2>/dev/null
+  if agent_alive; then
+    stop_agent 60
   fi
   # Last resort: nothing may stay mounted under the demo directory.
-  awk -v dir="$WORK/" 'index($5, dir) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r mount; do
+  mounts_under "$WORK" | sort -r | while read -r mount; do
     umount -l "$mount" 2>/dev/null
   done
   rm -rf "$WORK"
@@ -76,70 +112,125 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-step "Start the hostpath CSI plugin in the background"
-echo "  endpoint  $CSI_ENDPOINT"
-echo "  data dir  $DATA"
-printf '%s$ berth plugin hostpath --node-id demo-node --data-dir %s --no-publish-unpublish &%s\n' "$DIM" "$DATA" "$RESET"
-# node itself, not the berth function: $! must be the plugin's own pid.
-node bin/berth.js plugin hostpath --node-id demo-node --data-dir "$DATA" --no-publish-unpublish 2>"$WORK/plugin.log" &
-PLUGIN_PID=$!
+# Waits (polling every 0.5 s, at most $2 seconds) until the command $3... succeeds.
+wait_for() {
+  local what=$1 limit=$2
+  shift 2
+  for _ in $(seq 1 $((limit * 2))); do
+    if "$@"; then return 0; fi
+    agent_alive || fail "the agent exited while waiting for $what"
+    sleep 0.5
+  done
+  fail "timed out after ${limit}s waiting for $what"
+}
 
-for _ in $(seq 1 100); do
-  [[ -S "$SOCK" ]] && break
-  if ! kill -0 "$PLUGIN_PID" 2>/dev/null; then
-    echo "demo: the plugin exited before its socket appeared" >&2
-    exit 1
-  fi
-  sleep 0.2
+plugin_healthy() {
+  local doc
+  doc="$(berth plugin status hostpath --json 2>/dev/null)" || return 1
+  [[ "$(json 'j.controllersHealthy >= 1 && j.nodesHealthy >= 1' <<<"$doc")" == true ]]
+}
+
+# The client status of job $1's newest allocation.
+alloc_status() { berth job status "$1" --json | json 'j.allocations.sort((a, b) => b.createIndex - a.createIndex)[0]?.clientStatus'; }
+alloc_id() { berth job status "$1" --json | json 'j.allocations.sort((a, b) => b.createIndex - a.createIndex)[0]?.id'; }
+
+job_finished() {
+  local st
+  st="$(alloc_status "$1")" || return 1
+  case "$st" in
+    complete) return 0 ;;
+    failed | lost) berth job status "$1" >&2; fail "job $1 ended $st" ;;
+    *) return 1 ;;
+  esac
+}
+
+step "Start a dev agent (server and client in one process)"
+printf '%s$ berth agent --dev --port %s --data-dir %s &%s\n' "$DIM" "$PORT" "$DATA_DIR" "$RESET"
+# node itself, not the berth function: $! must be the agent's own pid.
+node "$REPO/bin/berth.js" agent --dev --port "$PORT" --data-dir "$DATA_DIR" >"$AGENT_OUT" 2>"$AGENT_LOG" &
+AGENT_PID=$!
+for _ in $(seq 1 120); do
+  grep -q '^BERTH_TOKEN=' "$AGENT_OUT" 2>/dev/null && break
+  agent_alive || { tail -n 20 "$AGENT_LOG" >&2; fail "the agent exited before it was ready"; }
+  sleep 0.5
 done
-[[ -S "$SOCK" ]] || { echo "demo: no plugin socket at $SOCK after 20s" >&2; exit 1; }
-echo "  plugin running (pid $PLUGIN_PID); berth csi finds it through \$CSI_ENDPOINT"
+grep -q '^BERTH_TOKEN=' "$AGENT_OUT" || fail "the agent printed no BERTH_ADDR/BERTH_TOKEN within 60s"
+BERTH_ADDR="$(sed -n 's/^BERTH_ADDR=//p' "$AGENT_OUT" | tail -n 1)"
+BERTH_TOKEN="$(sed -n 's/^BERTH_TOKEN=//p' "$AGENT_OUT" | tail -n 1)"
+[[ -n "$BERTH_ADDR" && -n "$BERTH_TOKEN" ]] || fail "the agent's BERTH_ADDR/BERTH_TOKEN lines are empty"
+export BERTH_ADDR BERTH_TOKEN
+echo "  agent running (pid $AGENT_PID), data in $DATA_DIR"
+echo "  BERTH_ADDR=$BERTH_ADDR"
+echo "  BERTH_TOKEN=<management token, in $DATA_DIR/agent.env>"
+run berth node status
 
-step "Who is the plugin? (GetPluginInfo, GetPluginCapabilities)"
-run berth csi info
+step "Run the hostpath CSI plugin as a system job"
+run berth job run examples/hostpath-plugin.hcl || fail "berth job run examples/hostpath-plugin.hcl"
 
-step "What can it do? (controller and node capabilities)"
-run berth csi capabilities
+step "Wait until the plugin is healthy"
+wait_for "the hostpath plugin to be healthy" 60 plugin_healthy
+run berth plugin status hostpath
 
-step "Which node is this? (NodeGetInfo)"
-run berth csi node-info
+step "Create a volume through the plugin's controller"
+run berth volume create examples/volume.hcl || fail "berth volume create examples/volume.hcl"
 
-step "Create a 100 MiB volume (CreateVolume)"
-printf '%s$ berth csi create-volume demo-vol --size 100MiB%s\n' "$DIM" "$RESET"
-created="$(berth csi create-volume demo-vol --size 100MiB)"
-echo "$created"
-VOLUME_ID="$(sed -n 's/^volume id  *//p' <<<"$created")"
-[[ -n "$VOLUME_ID" ]] || { echo "demo: create-volume printed no volume id" >&2; exit 1; }
+step "Run a job that writes into the volume"
+run berth job run examples/writer.hcl || fail "berth job run examples/writer.hcl"
+wait_for "the writer to complete" 60 job_finished writer
+run berth job status writer
+WRITER_ALLOC="$(alloc_id writer)"
 
-step "Stage it on this node (NodeStageVolume; berth creates the staging directory)"
-run berth csi stage "$VOLUME_ID" --staging-path "$STAGING"
-STAGED=1
+step "Stop the writer (its claim on the volume is released)"
+run berth job stop writer
 
-step "Publish it where a workload would see it (NodePublishVolume)"
-run berth csi publish "$VOLUME_ID" --staging-path "$STAGING" --target-path "$TARGET"
-PUBLISHED=1
-echo "mounts under $WORK:"
-mounts_under "$WORK"
+step "Run a job that reads the data back"
+run berth job run examples/reader.hcl || fail "berth job run examples/reader.hcl"
+wait_for "the reader to complete" 60 job_finished reader
+READER_ALLOC="$(alloc_id reader)"
+run berth alloc logs "${READER_ALLOC:0:8}" read
+READ_BACK="$(berth alloc logs "$READER_ALLOC" read)" || fail "berth alloc logs $READER_ALLOC"
+grep -q "written by $WRITER_ALLOC" <<<"$READ_BACK" || fail "the reader did not read what the writer ($WRITER_ALLOC) wrote"
+echo "  the reader read what writer allocation ${WRITER_ALLOC:0:8} wrote"
 
-step "Write a file through the target, and find it in the volume"
-printf "%s\$ echo 'hello from a berth workload' > %s/hello.txt%s\n" "$DIM" "$TARGET" "$RESET"
-echo 'hello from a berth workload' >"$TARGET/hello.txt"
-in_volume="$(find "$DATA" -type f -name hello.txt)"
-echo "found in the volume: $in_volume"
-run cat "$in_volume"
+step "Plugin status"
+run berth plugin status
+run berth plugin status hostpath
 
-step "Unpublish it (NodeUnpublishVolume)"
-run berth csi unpublish "$VOLUME_ID" --target-path "$TARGET"
-PUBLISHED=""
+step "Volume status"
+run berth volume status
+run berth volume status shared-data
+echo
+echo "Claim history of shared-data (from the event stream):"
+printf '%s$ berth event stream --topic claim --index 0 --json%s\n' "$DIM" "$RESET"
+# The stream follows until Ctrl-C: send it one after the history was printed.
+{ timeout -s INT 3 node "$REPO/bin/berth.js" event stream --topic claim --index 0 --json || true; } |
+  node -e '
+    const lines = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean);
+    console.log("  Index  Op      Alloc ID  Mode   State");
+    for (const line of lines) {
+      const e = JSON.parse(line);
+      const c = e.payload ?? {};
+      if (!e.key.startsWith("default/shared-data/")) continue;
+      const alloc = e.key.split("/").pop().slice(0, 8);
+      const state = e.op === "delete" ? "released" : (c.state ?? "-");
+      console.log(`  ${String(e.index).padEnd(5)}  ${e.op.padEnd(6)}  ${alloc}  ${(c.mode ?? "-").padEnd(5)}  ${state}`);
+    }'
 
-step "Unstage it (NodeUnstageVolume)"
-run berth csi unstage "$VOLUME_ID" --staging-path "$STAGING"
-STAGED=""
-echo "mounts under $WORK:"
-mounts_under "$WORK" | grep . || echo "  (none)"
 
-step "Delete it (DeleteVolume)"
-run berth csi delete-volume "$VOLUME_ID"
-VOLUME_ID=""
+step "Delete the volume (DeleteVolume through the controller)"
+run berth volume delete shared-data || fail "berth volume delete shared-data"
 
-step "Done: the plugin stops and the demo directory is removed"
+step "Stop the agent (Ctrl-C) and check that nothing is left mounted"
+printf '%s$ kill -INT %s%s\n' "$DIM" "$AGENT_PID" "$RESET"
+stop_agent 90
+[[ "$AGENT_EXIT" == 0 ]] || fail "the agent exited with code $AGENT_EXIT on SIGINT"
+echo "  agent stopped (exit 0)"
+left="$(mounts_under "$DATA_DIR")"
+if [[ -n "$left" ]]; then
+  echo "$left" | sed 's/^/  still mounted: /' >&2
+  fail "mounts are left under $DATA_DIR"
+fi
+echo "  nothing mounted under $DATA_DIR"
+
+STEP="done"
+printf '\n%s==> Done: the quick start ran end to end%s\n' "$BOLD" "$RESET"
