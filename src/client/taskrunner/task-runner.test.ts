@@ -40,7 +40,7 @@ async function setup(t: TestContext, command: string[], group: Partial<JobSpecIn
     type,
     groups: [{ name: 'g', ...group, tasks: [{ name: 'main', driver: 'raw_exec', config: { command: command[0], args: command.slice(1) } }] }],
   });
-  const alloc = { id: `a${Math.random().toString(16).slice(2, 10)}`, jobId: 'web', taskGroup: 'g', index: 0 } as Allocation;
+  const alloc = { id: `a${Math.random().toString(16).slice(2, 10)}`, jobId: 'web', taskGroup: 'g', index: 0, nodeId: 'node-7' } as Allocation;
   const allocDir = new AllocDir({ root: path.join(dir, 'allocs'), allocId: alloc.id });
   await allocDir.build(['main']);
   const driver = new ProcessDriver();
@@ -116,6 +116,7 @@ describe('TaskRunner', () => {
     const cfg = s.driver.started[0]!;
     assert.equal(cfg.env['BERTH_TASK_DIR'], s.allocDir.task('main').localDir);
     assert.equal(cfg.env['BERTH_ALLOC_ID'], s.alloc.id);
+    assert.equal(cfg.env['BERTH_NODE_ID'], 'node-7');
   });
 
   it('kill stops a running task (signal, not restarted, not failed) and runs the stop hooks', async (t) => {

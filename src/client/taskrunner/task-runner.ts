@@ -420,6 +420,8 @@ export class TaskRunner {
       BERTH_JOB_ID: alloc.jobId,
       BERTH_GROUP_NAME: alloc.taskGroup,
       BERTH_TASK_NAME: task.name,
+      // The node the allocation was placed on: plugins use it as their node ID, so agents sharing a machine stay apart.
+      BERTH_NODE_ID: alloc.nodeId,
       BERTH_ALLOC_DIR: chroot ? '/alloc' : td.sharedDir,
       BERTH_TASK_DIR: chroot ? '/local' : td.localDir,
       BERTH_SECRETS_DIR: chroot ? '/secrets' : td.secretsDir,
