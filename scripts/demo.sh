@@ -210,7 +210,7 @@ printf '%s$ berth event stream --topic claim --index 0 --json%s\n' "$DIM" "$RESE
     for (const line of lines) {
       const e = JSON.parse(line);
       const c = e.payload ?? {};
-      if (!e.key.startsWith("default/shared-data/")) continue;
+      if (typeof e.key !== "string" || !e.key.startsWith("default/shared-data/")) continue;
       const alloc = e.key.split("/").pop().slice(0, 8);
       const state = e.op === "delete" ? "released" : (c.state ?? "-");
       console.log(`  ${String(e.index).padEnd(5)}  ${e.op.padEnd(6)}  ${alloc}  ${(c.mode ?? "-").padEnd(5)}  ${state}`);

@@ -1,0 +1,155 @@
+// End-to-end helpers for `berth agent` as a user runs it: the real
+// bin/berth.js in its own process (dev, server or client mode), the lines it
+// prints once ready, the real CLI against it, and checks that nothing of it
+// is left mounted or running.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+export const BERTH = `${REPO}/bin/berth.js`;
+
+export interface BerthResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `berth ...args` to completion with `env` (no TTY), killing it after `timeoutMs`. */
+export function berth(args: readonly string[], opts: { env: Record<string, string>; timeoutMs?: number }): Promise<BerthResult> {
+  const child = spawn(process.execPath, [BERTH, ...args], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A TCP port that was free a moment ago (bound to 127.0.0.1:0, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The environment an agent or the CLI runs with: ours without BERTH_* and CSI_ENDPOINT. */
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || k.startsWith('BERTH_') || k === 'CSI_ENDPOINT') continue;
+    env[k] = v;
+  }
+  return { ...env, NO_COLOR: '1', ...extra };
+}
+
+/**
+ * `berth agent ...args` as its own process. start() resolves once it printed
+ * `BERTH_ADDR=...` (and, in dev mode, `BERTH_TOKEN=...`); the agent's stdout
+ * and stderr are kept for failure messages and secret checks.
+ */
+export class AgentRun {
+  readonly args: readonly string[];
+  child: ChildProcess | undefined;
+  stdout = '';
+  stderr = '';
+  addr = '';
+  token = '';
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> = Promise.resolve({ code: null, signal: null });
+
+  constructor(args: readonly string[]) {
+    this.args = args;
+  }
+
+  async start(opts: { needToken?: boolean; timeoutMs?: number } = {}): Promise<this> {
+    this.stdout = '';
+    this.stderr = '';
+    this.addr = '';
+    const child = spawn(process.execPath, [BERTH, 'agent', ...this.args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
+    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    let gone = false;
+    void this.exited.then(() => (gone = true));
+    const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+    const needToken = opts.needToken ?? this.args.includes('--dev');
+    for (;;) {
+      const addr = /^BERTH_ADDR=(\S+)$/m.exec(this.stdout)?.[1];
+      const token = /^BERTH_TOKEN=(\S+)$/m.exec(this.stdout)?.[1];
+      if (addr && (token || !needToken)) {
+        this.addr = addr;
+        if (token) this.token = token;
+        return this;
+      }
+      if (gone) throw new Error(`berth agent ${this.args.join(' ')} exited before it was ready\nstdout:\n${this.stdout}\nstderr:\n${this.stderr.slice(-4000)}`);
+      if (Date.now() > deadline) throw new Error(`berth agent ${this.args.join(' ')} printed no BERTH_ADDR in time\nstdout:\n${this.stdout}\nstderr:\n${this.stderr.slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  get running(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Sends `signal` and waits for the exit (SIGKILL after `timeoutMs`). */
+  async stop(signal: NodeJS.Signals = 'SIGINT', timeoutMs = 90_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (!this.running) return this.exited;
+    this.child!.kill(signal);
+    const timer = setTimeout(() => this.child?.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Runs the CLI against this agent (its address; `token` or the agent's own). */
+  cli(args: readonly string[], opts: { token?: string; timeoutMs?: number; addr?: string } = {}): Promise<BerthResult> {
+    return berth(args, { env: cleanEnv({ BERTH_ADDR: opts.addr ?? this.addr, BERTH_TOKEN: opts.token ?? this.token }), timeoutMs: opts.timeoutMs ?? 60_000 });
+  }
+}
+
+/** Fails with the command's output unless it exited 0; returns its stdout. */
+export function ok(r: BerthResult, what: string): string {
+  if (r.code !== 0) throw new Error(`${what}: exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** Mount points (from /proc/self/mountinfo) at or under `root`. */
+export function mountsUnder(root: string): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((p) => p === root || p.startsWith(`${root}/`));
+}
+
+/** Polls `fn` until it returns something other than undefined/false; fails after `ms` naming `what`. */
+export async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
