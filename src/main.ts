@@ -1,7 +1,8 @@
 // The berth executable's entry point. The only place that touches process
 // signals and the exit code: SIGINT/SIGTERM abort the running command (a
-// plugin stops serving and exits 0, a CSI call is cancelled); a second signal
-// exits at once.
+// plugin stops serving and exits 0, a CSI call is cancelled, an agent stops
+// its parts in reverse order); the abort reason carries the signal's name
+// (`reason.signal`). A second signal exits at once.
 
 import { EXIT, runCli } from './cli/index.js';
 
@@ -11,7 +12,7 @@ let signals = 0;
 function onSignal(signal: NodeJS.Signals): void {
   signals += 1;
   if (signals > 1) process.exit(EXIT.INTERRUPTED);
-  interrupt.abort(new Error(`received ${signal}`));
+  interrupt.abort(Object.assign(new Error(`received ${signal}`), { signal }));
 }
 
 process.on('SIGINT', onSignal);

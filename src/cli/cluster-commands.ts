@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node } from '../structs/index.js';
+import { addAllocIoCommands } from './alloc-io-commands.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -12,13 +13,14 @@ import { UsageError } from './usage-error.js';
 
 const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', '*'];
 
-/** Builds `berth alloc` (status; logs and exec come with the node agent). */
+/** Builds `berth alloc` (status, logs, exec). */
 export function allocCommand(ctx: CommandContext): Command {
-  const alloc = new Command('alloc').description('Inspect allocations');
+  const alloc = new Command('alloc').description('Inspect allocations, read their logs, run commands in their tasks').enablePositionalOptions();
   apiCommand(
     alloc.command('status').description('Show an allocation: placement, status, volumes and task events').argument('<id>', 'allocation ID or a unique prefix'),
     ['alloc status 3f2a9c1b', 'alloc status 3f2a --json'],
   ).action(apiAction(ctx, allocStatus));
+  addAllocIoCommands(alloc, ctx);
   return alloc;
 }
 

@@ -31,6 +31,8 @@ import { collect, humanDuration, humanSize, parseCount, parseDuration, parsePair
 
 /** What a command run shares with runCli, so that a failure can be worded (see describeFailure). */
 export interface RunState {
+  /** The exit code a command chose (alloc exec: the remote command's). */
+  exitCode?: number;
   endpoint?: string;
   json?: boolean;
   timeout?: string;

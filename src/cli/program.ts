@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { csiCommand, type CommandContext, type RunState } from './csi-command.js';
 import { describeFailure, EXIT } from './exit-codes.js';
 import { Output, processIo, Redactor, type CliIo } from './output.js';
+import { agentCommand } from './agent-command.js';
 import { allocCommand, eventCommand, nodeCommand } from './cluster-commands.js';
 import { jobCommand } from './job-command.js';
 import { pluginCommand } from './plugin-command.js';
@@ -44,6 +45,8 @@ export function buildProgram(ctx: Partial<CommandContext> = {}): Command {
   const program = new Command('berth')
     .description('Berth: a workload orchestrator with first-class CSI storage')
     .version(version(), '-V, --version')
+    .enablePositionalOptions()
+    .addCommand(agentCommand(full))
     .addCommand(jobCommand(full))
     .addCommand(allocCommand(full))
     .addCommand(nodeCommand(full))
@@ -59,6 +62,7 @@ http://127.0.0.1:4646) and --token (or BERTH_TOKEN); --json prints one JSON
 document for scripts.
 
 Examples:
+  $ berth agent --dev
   $ berth job run examples/writer.hcl
   $ berth volume create examples/volume.hcl
   $ berth plugin status hostpath
@@ -94,7 +98,7 @@ export async function runCli(argv: readonly string[], opts: RunOptions = {}): Pr
   const program = buildProgram({ io, redactor, signal, state });
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return EXIT.OK;
+    return state.exitCode ?? EXIT.OK;
   } catch (err) {
     const failure = describeFailure(err, { ...state, interrupted: signal.aborted });
     const out = new Output(io, redactor, false);

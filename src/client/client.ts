@@ -94,8 +94,10 @@ export interface ClientOptions {
   allocDirRoot?: string;
   /** CSI manager tuning. */
   csi?: { probeIntervalMs?: number; healthTimeoutMs?: number; resyncIntervalMs?: number };
-  /** Told of every CSI call the agent's plugin clients send (metrics, benchmarks). */
-  csiObserver?: CsiCallObserver;
+  /** Told of every CSI call the agent's plugin clients send (metrics, benchmarks); a function gets one observer per plugin. */
+  csiObserver?: CsiCallObserver | ((pluginName: string) => CsiCallObserver);
+  /** The agent's own HTTP address (logs, exec), reported as the node's httpAddr. Default none. */
+  httpAddr?: string;
   /** Prefix of network namespace names (tests keep theirs apart). */
   netnsPrefix?: string;
   /** Passed to each allocation runner. */
@@ -260,7 +262,7 @@ export class Client {
         ...(this.#opts.csi?.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.#opts.csi.healthTimeoutMs } : {}),
         ...(this.#opts.csi?.resyncIntervalMs !== undefined ? { resyncIntervalMs: this.#opts.csi.resyncIntervalMs } : {}),
         ...(this.#opts.csiObserver
-          ? { dial: (p: RegisteredPlugin) => new CsiClient({ endpoint: `unix://${p.socketPath}`, logger: this.#root, observer: this.#opts.csiObserver! }) }
+          ? { dial: (p: RegisteredPlugin) => new CsiClient({ endpoint: `unix://${p.socketPath}`, logger: this.#root, observer: this.#observerFor(p) }) }
           : {}),
       });
       await this.#csi.start();
@@ -356,6 +358,11 @@ export class Client {
   }
 
   /** Recreates the runners of a previous run (from their own records) and reattaches their tasks; tears nothing down. */
+  #observerFor(p: RegisteredPlugin): CsiCallObserver {
+    const o = this.#opts.csiObserver as CsiCallObserver | ((name: string) => CsiCallObserver);
+    return typeof o === 'function' ? o(p.name) : o;
+  }
+
   async #restoreRunners(store: ClientStateStore): Promise<void> {
     await Promise.all(
       savedAllocRunners(store).map(async ({ alloc, job }) => {
@@ -573,7 +580,7 @@ export class Client {
     return {
       name: this.#opts.nodeName,
       datacenter: this.#opts.datacenter ?? 'dc1',
-      httpAddr: '',
+      httpAddr: this.#opts.httpAddr ?? '',
       drivers: this.#driverInfo,
       resources: {
         cpuMhz: cpus.reduce((sum, c) => sum + (c.speed || 1000), 0),

@@ -33,6 +33,13 @@ export interface ServerOptions {
   nodeCallTimeoutMs?: number;
   /** Idle event streams send a `{}` line this often. Default 10 s. */
   eventHeartbeatMs?: number;
+  /**
+   * More routes served by the API listener (an agent running server and
+   * client in one process serves the client's /v1/client/... there). Each
+   * route declares `config: { access }` ('read' | 'write' | 'node' |
+   * 'node-read'), checked against `tokens` like the API's own routes.
+   */
+  routes?: (app: FastifyInstance) => void | Promise<void>;
 }
 
 export type ServerState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -172,6 +179,7 @@ export class Server {
         logger: root,
         metrics: this.#metrics,
         ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
+        ...(this.#opts.routes ? { extraRoutes: this.#opts.routes } : {}),
       });
       const host = this.#opts.bindAddress ?? '127.0.0.1';
       await this.#api.listen({ host, port: this.#opts.port ?? 0 });

@@ -34,6 +34,8 @@ export interface ApiDeps {
   bodyLimit?: number;
   /** How often the event stream sends a `{}` heartbeat line when idle. Default 10 s. */
   eventHeartbeatMs?: number;
+  /** More routes on the same listener (the dev agent's /v1/client/...); each must declare `config.access`. */
+  extraRoutes?: (app: FastifyInstance) => void | Promise<void>;
 }
 
 declare module 'fastify' {
@@ -122,6 +124,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       return reply.header('Content-Type', contentType).send(body);
     });
   }
+
+  await deps.extraRoutes?.(app);
 
   app.get('/v1/status', { config: { access: 'node-read' } }, async () => {
     return { index: deps.store.latestIndex(), connectedNodes: deps.connections.connectedNodes().length };

@@ -6,9 +6,9 @@
 import { formatPath } from '../job.js';
 import type { HclStep } from './_hcl-outline.js';
 
-type Body = Readonly<Record<string, Field>>;
+export type Body = Readonly<Record<string, Field>>;
 
-type Field =
+export type Field =
   /** An attribute, renamed. */
   | { t: 'attr'; to: string }
   /** A block that may appear once -> an object. */

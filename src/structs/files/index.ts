@@ -3,6 +3,9 @@
 export {
   parseJobFile,
   parseVolumeFile,
+  parseSpecText,
+  type SpecProblem,
+  type HclBody,
   fileFormat,
   formatFileProblem,
   SpecFileError,

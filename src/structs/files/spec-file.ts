@@ -6,7 +6,7 @@ import { parse as parseHcl } from '@cdktf/hcl2json';
 import { BerthError } from '../../lib/index.js';
 import { JobValidationError, parseJobSpec, type JobSpec } from '../job.js';
 import { parseVolumeSpec, VolumeSpecValidationError, type VolumeSpec } from '../volume-spec.js';
-import { convertBody, JOB_BODY, VOLUME_BODY, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
+import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
 import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
 import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';
 
@@ -106,6 +106,35 @@ export async function parseVolumeFile(file: string, text: string, purpose: 'regi
   }
 }
 
+/** One problem a `parseSpecText` validator found: the canonical path and what is wrong. */
+export interface SpecProblem {
+  path: string;
+  message: string;
+}
+
+/**
+ * Parses any other Berth file (the agent's config) the way job and volume
+ * files are parsed: HCL converted by `hclBody` (snake_case names -> the
+ * canonical camelCase; unknown names pass through camelCased so the
+ * validator reports them at their line), or JSON (optionally wrapped as
+ * `{ "<wrapper>": {...} }`). `validate` returns the value or its problems;
+ * rejects with SpecFileError whose problems carry file:line:col.
+ */
+export async function parseSpecText<T>(
+  file: string,
+  text: string,
+  opts: { hclBody: HclBody; wrapper: string; validate(input: Record<string, unknown>): { value: T } | { problems: SpecProblem[] } },
+): Promise<T> {
+  const format = fileFormat(file, text);
+  const located = format === 'hcl' ? await fromHcl(file, text, opts.hclBody) : fromJson(file, text, opts.wrapper);
+  const result = opts.validate(located.input as Record<string, unknown>);
+  if ('problems' in result) throw new SpecFileError(result.problems.map((p) => atPath(file, located, p.path, p.message)));
+  return result.value;
+}
+
+/** How an HCL body maps to canonical JSON (see parseSpecText). */
+export type HclBody = Body;
+
 function atPath(file: string, located: Located, path: string, message: string): FileProblem {
   // An unknown field is found at the field itself, not at its parent.
   const unknown = /^unknown fields? "([^"]+)"/.exec(message);
@@ -125,7 +154,7 @@ function parents(path: string): string[] {
   return out;
 }
 
-function fromJson(file: string, text: string, kind: 'job' | 'volume'): Located {
+function fromJson(file: string, text: string, kind: string): Located {
   let parsed: ReturnType<typeof parseJsonWithPositions>;
   try {
     parsed = parseJsonWithPositions(text);
@@ -158,7 +187,7 @@ function fromJson(file: string, text: string, kind: 'job' | 'volume'): Located {
   };
 }
 
-async function fromHcl(file: string, text: string, kind: 'job' | 'volume'): Promise<Located> {
+async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body): Promise<Located> {
   let raw: Record<string, unknown>;
   try {
     raw = (await parseHcl(file, text)) as Record<string, unknown>;
@@ -192,7 +221,7 @@ async function fromHcl(file: string, text: string, kind: 'job' | 'volume'): Prom
     paths.set('id', base);
     input = { id, ...convertBody(body ?? {}, JOB_BODY, { path: [], steps: base }, paths, problems, order) };
   } else {
-    input = convertBody(raw, VOLUME_BODY, { path: [], steps: [] }, paths, problems, order);
+    input = convertBody(raw, kind === 'volume' ? VOLUME_BODY : kind, { path: [], steps: [] }, paths, problems, order);
   }
   if (problems.length) {
     throw new SpecFileError(

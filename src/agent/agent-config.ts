@@ -1,0 +1,219 @@
+// The agent's configuration file (HCL as Nomad's agent config, or JSON):
+// data dir, bind address and port, API tokens, the client's node name,
+// server address, host volumes and driver options, CSI defaults, logging.
+// Parsed like job files (src/structs/files), so every problem names
+// file:line:col and the field; never quotes a token.
+
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { BerthError } from '../lib/index.js';
+import { durationMs, formatPath, parseSpecText, type HclBody, type SpecProblem } from '../structs/index.js';
+
+const attr = (to: string) => ({ t: 'attr', to }) as const;
+
+/** How the HCL form maps to the canonical (camelCase) JSON form. */
+const CONFIG_BODY: HclBody = {
+  data_dir: attr('dataDir'),
+  bind_addr: attr('bindAddr'),
+  log_level: attr('logLevel'),
+  log_file: attr('logFile'),
+  ports: { t: 'block', to: 'ports', body: { http: attr('http') } },
+  tokens: {
+    t: 'block',
+    to: 'tokens',
+    body: {
+      management: attr('management'),
+      read_only: attr('readOnly'),
+      node: attr('node'),
+      management_file: attr('managementFile'),
+      read_only_file: attr('readOnlyFile'),
+      node_file: attr('nodeFile'),
+    },
+  },
+  server: { t: 'block', to: 'server', body: { heartbeat_ttl: attr('heartbeatTtl') } },
+  client: {
+    t: 'block',
+    to: 'client',
+    body: {
+      node_name: attr('nodeName'),
+      datacenter: attr('datacenter'),
+      server_address: attr('serverAddress'),
+      token: attr('token'),
+      token_file: attr('tokenFile'),
+      host_volume: { t: 'labeledMap', to: 'hostVolumes', body: { path: attr('path') } },
+      options: { t: 'map', to: 'options' },
+    },
+  },
+  csi: { t: 'block', to: 'csi', body: { probe_interval: attr('probeInterval'), health_timeout: attr('healthTimeout') } },
+};
+
+const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
+const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"');
+const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters'));
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable'];
+
+const configSchema = z.strictObject({
+  dataDir: z.string().min(1).optional(),
+  bindAddr: z.string().min(1).optional(),
+  logLevel: z.enum(LOG_LEVELS).optional(),
+  logFile: z.string().min(1).optional(),
+  ports: z.strictObject({ http: z.number().int().min(0).max(65535).optional() }).optional(),
+  tokens: z
+    .strictObject({
+      management: tokenList.optional(),
+      readOnly: tokenList.optional(),
+      node: tokenList.optional(),
+      managementFile: z.string().min(1).optional(),
+      readOnlyFile: z.string().min(1).optional(),
+      nodeFile: z.string().min(1).optional(),
+    })
+    .optional(),
+  server: z.strictObject({ heartbeatTtl: duration.optional() }).optional(),
+  client: z
+    .strictObject({
+      nodeName: z.string().min(1).optional(),
+      datacenter: z.string().min(1).optional(),
+      serverAddress: z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"').optional(),
+      token: z.string().min(8, 'a token has at least 8 characters').optional(),
+      tokenFile: z.string().min(1).optional(),
+      hostVolumes: z.record(z.string(), z.strictObject({ path: z.string().startsWith('/', 'must be an absolute path') })).optional(),
+      options: z
+        .record(z.string(), z.union([z.boolean(), z.string(), z.number()]))
+        .superRefine((opts, ctx) => {
+          for (const key of Object.keys(opts)) {
+            if (!KNOWN_OPTIONS.includes(key)) ctx.addIssue({ code: 'custom', path: [key], message: `unknown option; known: ${KNOWN_OPTIONS.join(', ')}` });
+          }
+        })
+        .optional(),
+    })
+    .optional(),
+  csi: z.strictObject({ probeInterval: duration.optional(), healthTimeout: duration.optional() }).optional(),
+});
+
+type RawConfig = z.infer<typeof configSchema>;
+
+/** The agent's configuration, checked; relative paths resolved against the file's directory. */
+export interface AgentConfig {
+  dataDir?: string;
+  bindAddr?: string;
+  httpPort?: number;
+  logLevel?: (typeof LOG_LEVELS)[number];
+  logFile?: string;
+  /** Token secrets by role (files already read). */
+  tokens: { management: string[]; readOnly: string[]; node: string[] };
+  server: { heartbeatTtlMs?: number };
+  client: {
+    nodeName?: string;
+    datacenter?: string;
+    serverAddress?: string;
+    /** The node-role token the client presents to the server. */
+    token?: string;
+    hostVolumes: Record<string, string>;
+    drivers: { raw_exec?: boolean; exec?: boolean };
+  };
+  csi: { probeIntervalMs?: number; healthTimeoutMs?: number };
+}
+
+/** An empty configuration (no file). */
+export function emptyAgentConfig(): AgentConfig {
+  return { tokens: { management: [], readOnly: [], node: [] }, server: {}, client: { hostVolumes: {}, drivers: {} }, csi: {} };
+}
+
+/** A config file that cannot be used: code CONFIG_INVALID (schema, syntax) or CONFIG_UNREADABLE. */
+export class AgentConfigError extends BerthError {}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  // zod's default messages may quote the input (tokens): keep field names only.
+  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'invalid_value') return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (issue.code === 'invalid_type') return `expected ${issue.expected}`;
+  return issue.message;
+}
+
+function truthy(v: boolean | string | number | undefined): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v === 'boolean') return v;
+  return ['1', 'true', 'yes', 'on'].includes(String(v).toLowerCase());
+}
+
+/**
+ * Parses config text. `file` names it in errors and picks the format (.hcl
+ * or .json, else by content). Token files named in it are read relative to
+ * the file's directory. Rejects with SpecFileError (file:line:col: field:
+ * message, one line per problem) or AgentConfigError CONFIG_UNREADABLE for a
+ * token file that cannot be read. Never quotes a token.
+ */
+export async function parseAgentConfig(file: string, text: string): Promise<AgentConfig> {
+  const raw = await parseSpecText<RawConfig>(file, text, {
+    hclBody: CONFIG_BODY,
+    wrapper: 'agent',
+    validate(input) {
+      const r = configSchema.safeParse(input);
+      if (r.success) return { value: r.data };
+      return { problems: r.error.issues.map((i): SpecProblem => ({ path: formatPath(i.path as PropertyKey[]), message: describeIssue(i) })) };
+    },
+  });
+  const base = path.dirname(path.resolve(file));
+  const abs = (p: string | undefined): string | undefined => (p === undefined ? undefined : path.resolve(base, p));
+  const readTokens = async (f: string | undefined, field: string): Promise<string[]> => {
+    if (!f) return [];
+    let text: string;
+    try {
+      text = await readFile(abs(f) as string, 'utf8');
+    } catch (err) {
+      throw new AgentConfigError('CONFIG_UNREADABLE', `${file}: ${field}: cannot read ${f}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
+    }
+    return text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+  };
+  const t = raw.tokens ?? {};
+  const c = raw.client ?? {};
+  const clientToken = c.token ?? (await readTokens(c.tokenFile, 'client.token_file'))[0];
+  const dataDir = abs(raw.dataDir);
+  const logFile = abs(raw.logFile);
+  return {
+    ...(dataDir ? { dataDir } : {}),
+    ...(raw.bindAddr ? { bindAddr: raw.bindAddr } : {}),
+    ...(raw.ports?.http !== undefined ? { httpPort: raw.ports.http } : {}),
+    ...(raw.logLevel ? { logLevel: raw.logLevel } : {}),
+    ...(logFile ? { logFile } : {}),
+    tokens: {
+      management: [...(t.management ?? []), ...(await readTokens(t.managementFile, 'tokens.management_file'))],
+      readOnly: [...(t.readOnly ?? []), ...(await readTokens(t.readOnlyFile, 'tokens.read_only_file'))],
+      node: [...(t.node ?? []), ...(await readTokens(t.nodeFile, 'tokens.node_file'))],
+    },
+    server: raw.server?.heartbeatTtl ? { heartbeatTtlMs: durationMs(raw.server.heartbeatTtl) } : {},
+    client: {
+      ...(c.nodeName ? { nodeName: c.nodeName } : {}),
+      ...(c.datacenter ? { datacenter: c.datacenter } : {}),
+      ...(c.serverAddress ? { serverAddress: c.serverAddress } : {}),
+      ...(clientToken ? { token: clientToken } : {}),
+      hostVolumes: Object.fromEntries(Object.entries(c.hostVolumes ?? {}).map(([name, v]) => [name, v.path])),
+      drivers: {
+        ...(truthy(c.options?.['driver.raw_exec.enable']) !== undefined ? { raw_exec: truthy(c.options?.['driver.raw_exec.enable']) as boolean } : {}),
+        ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),
+      },
+    },
+    csi: {
+      ...(raw.csi?.probeInterval ? { probeIntervalMs: durationMs(raw.csi.probeInterval) } : {}),
+      ...(raw.csi?.healthTimeout ? { healthTimeoutMs: durationMs(raw.csi.healthTimeout) } : {}),
+    },
+  };
+}
+
+/** Reads and parses a config file (see parseAgentConfig). Rejects with AgentConfigError CONFIG_UNREADABLE or SpecFileError. */
+export async function loadAgentConfig(file: string): Promise<AgentConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new AgentConfigError('CONFIG_UNREADABLE', `cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
+  }
+  return parseAgentConfig(file, text);
+}
+
+

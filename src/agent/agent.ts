@@ -1,0 +1,259 @@
+// The agent: the composition root of a Berth process. Dev mode runs a server
+// and a client in one process (one listener serves the API, the client's
+// logs/exec routes and one /metrics); server mode runs the server; client
+// mode runs a node agent with its own listener. Parts start in order and
+// stop in reverse.
+
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { Gauge, Registry } from 'prom-client';
+import { Client, createDrivers, type TaskDriver } from '../client/index.js';
+import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
+import { BerthError, silentLogger, type Logger } from '../lib/index.js';
+import { Server, type ApiToken } from '../server/index.js';
+import type { AgentConfig } from './agent-config.js';
+import { ClientListener } from './client-listener.js';
+import { registerClientRoutes } from './client-routes.js';
+import { withPathDirs, writeBerthShim } from './path-driver.js';
+
+export type AgentMode = 'dev' | 'server' | 'client';
+
+export interface AgentOptions {
+  mode: AgentMode;
+  config: AgentConfig;
+  /** Where server state (`server/`) and client state (`client/`) live. */
+  dataDir: string;
+  logger?: Logger;
+  /** The `berth` executable (bin/berth.js) that dev-mode tasks get on their PATH as `berth`. */
+  berthBin?: string;
+  /** Dev mode's API port; default the config's ports.http, else 4646. */
+  port?: number;
+}
+
+/** What a started agent tells its user. */
+export interface AgentAddress {
+  /** The HTTP listener: the API (dev, server) or the client's own (client). */
+  url: string;
+  /** Dev mode's generated management token. */
+  managementToken?: string;
+}
+
+/** The agent cannot start as configured (code AGENT_CONFIG) or failed to start (AGENT_START). */
+export class AgentError extends BerthError {}
+
+const DEFAULT_PORT = 4646;
+
+function tokenSecret(): string {
+  return randomBytes(18).toString('base64url');
+}
+
+/**
+ * A Berth agent. `start()` resolves once every part runs (rejects with
+ * AgentError, after stopping what started); `stop({ drain })` stops the
+ * parts in reverse order: the client first (with drain: every allocation
+ * stopped, workloads before plugins, volumes unmounted and claims released;
+ * without: tasks keep running for the next agent), then its listener, then
+ * the server. Safe twice.
+ */
+export class Agent {
+  readonly #opts: AgentOptions;
+  readonly #log: Logger;
+  #server: Server | undefined;
+  #client: Client | undefined;
+  #listener: ClientListener | undefined;
+  #drivers = new Map<string, TaskDriver>();
+  #stopping: Promise<void> | undefined;
+
+  constructor(opts: AgentOptions) {
+    this.#opts = opts;
+    this.#log = (opts.logger ?? silentLogger()).child({ component: 'agent' });
+  }
+
+  /** The embedded server (dev, server modes) once started. */
+  get server(): Server | undefined {
+    return this.#server;
+  }
+
+  /** The embedded client (dev, client modes) once started. */
+  get client(): Client | undefined {
+    return this.#client;
+  }
+
+  async start(): Promise<AgentAddress> {
+    try {
+      return await this.#start();
+    } catch (err) {
+      await this.stop();
+      if (err instanceof AgentError) throw err;
+      throw new AgentError('AGENT_START', err instanceof Error ? err.message : String(err), { cause: err });
+    }
+  }
+
+  async #start(): Promise<AgentAddress> {
+    const { mode, config, dataDir } = this.#opts;
+    const root = this.#opts.logger ?? silentLogger();
+    const bindAddress = mode === 'dev' ? '127.0.0.1' : (config.bindAddr ?? '127.0.0.1');
+    const port = this.#opts.port ?? config.httpPort ?? DEFAULT_PORT;
+    const tokens: ApiToken[] = [
+      ...config.tokens.management.map((secret, i) => ({ name: `management-${i + 1}`, secret, role: 'management' as const })),
+      ...config.tokens.readOnly.map((secret, i) => ({ name: `read-only-${i + 1}`, secret, role: 'read-only' as const })),
+      ...config.tokens.node.map((secret, i) => ({ name: `node-${i + 1}`, secret, role: 'node' as const })),
+    ];
+
+    if (mode === 'client') return this.#startClientOnly(root, bindAddress, port);
+
+    let managementToken: string | undefined;
+    let nodeToken: string | undefined;
+    if (mode === 'dev') {
+      managementToken = tokenSecret();
+      nodeToken = tokenSecret();
+      tokens.push({ name: 'dev-management', secret: managementToken, role: 'management' }, { name: 'dev-node', secret: nodeToken, role: 'node' });
+    }
+    if (!tokens.some((t) => t.role === 'management')) {
+      throw new AgentError('AGENT_CONFIG', 'a server needs at least one management token (tokens { management = [...] } or management_file)');
+    }
+    // Metrics and client routes are on the server's listener in dev mode; the client comes later.
+    this.#server = new Server({
+      dataDir: path.join(dataDir, 'server'),
+      logger: root,
+      tokens,
+      bindAddress,
+      port,
+      ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
+      ...(mode === 'dev' ? { routes: (app) => registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root }) } : {}),
+    });
+    const address = await this.#server.start();
+    this.#log.info({ address: address.url, mode }, 'server part started');
+    if (mode === 'server') return { url: address.url };
+
+    const metrics = csiCallMetrics(this.#server.metrics.registry);
+    this.#client = this.#buildClient(root, address.url, nodeToken as string, address.url, (name) => metrics.observer(name));
+    await this.#client.start();
+    this.#log.info({ nodeId: this.#client.nodeId }, 'client part started');
+    return { url: address.url, ...(managementToken ? { managementToken } : {}) };
+  }
+
+  async #startClientOnly(root: Logger, bindAddress: string, port: number): Promise<AgentAddress> {
+    const { config } = this.#opts;
+    if (!config.client.serverAddress) throw new AgentError('AGENT_CONFIG', 'a client agent needs the server address (--server-address or client { server_address })');
+    if (!config.client.token) throw new AgentError('AGENT_CONFIG', 'a client agent needs a node token (client { token } or token_file)');
+    const registry = new Registry();
+    const metrics = csiCallMetrics(registry);
+    this.#listener = new ClientListener({
+      client: () => this.#client,
+      drivers: this.#drivers,
+      logger: root,
+      tokens: { management: config.tokens.management, readOnly: config.tokens.readOnly },
+      registry,
+      bindAddress,
+      port,
+    });
+    const url = await this.#listener.start();
+    this.#client = this.#buildClient(root, config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
+    registerAllocationGauge(registry, () => this.#client);
+    await this.#client.start();
+    this.#log.info({ nodeId: this.#client.nodeId, address: url }, 'client agent started');
+    return { url };
+  }
+
+  #buildClient(root: Logger, servers: string, token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
+    const { mode, config, dataDir } = this.#opts;
+    const clientDir = path.join(dataDir, 'client');
+    const shimDirs = mode === 'dev' && this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
+    const drivers = mode === 'dev' ? { raw_exec: true, exec: true } : { exec: true, raw_exec: false, ...config.client.drivers };
+    return new Client({
+      dataDir: clientDir,
+      servers,
+      token,
+      nodeName: config.client.nodeName ?? hostname(),
+      ...(config.client.datacenter ? { datacenter: config.client.datacenter } : {}),
+      drivers,
+      hostVolumes: config.client.hostVolumes,
+      logger: root,
+      httpAddr,
+      csiObserver: observer,
+      csi: config.csi,
+      createDrivers: (c) => {
+        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock });
+        for (const [name, d] of built) {
+          const driver = shimDirs.length ? withPathDirs(d, shimDirs) : d;
+          built.set(name, driver);
+          if (drivers[name as keyof typeof drivers]) this.#drivers.set(name, driver);
+        }
+        return built;
+      },
+    });
+  }
+
+  /**
+   * After a drain: each plugin's mount root (a shared self-bind the client
+   * keeps across plugin restarts) is unmounted once nothing is mounted below
+   * it, so a stopped dev agent leaves no mount behind. A root that still
+   * holds a volume mount is left alone and logged.
+   */
+  #releasePluginMountRoots(): void {
+    const pluginRoot = path.join(this.#opts.dataDir, 'client', 'p');
+    const mounts = mountsUnder(pluginRoot);
+    for (const m of mounts) {
+      if (path.basename(m) !== 'mounts') continue;
+      const below = mounts.filter((o) => o.startsWith(`${m}/`));
+      if (below.length) {
+        this.#log.warn({ mountRoot: m, mounts: below.length }, 'plugin mount root still holds mounts; left mounted');
+        continue;
+      }
+      const r = spawnSync('umount', [m], { stdio: 'ignore' });
+      if (r.status !== 0) this.#log.warn({ mountRoot: m }, 'could not unmount a plugin mount root');
+    }
+  }
+
+  /** Stops the parts in reverse order (see the class comment). Safe twice; never rejects. */
+  stop(opts: { drain?: boolean } = {}): Promise<void> {
+    this.#stopping ??= (async () => {
+      const step = async (what: string, fn: () => unknown): Promise<void> => {
+        try {
+          await fn();
+        } catch (err) {
+          this.#log.warn({ what, err: err instanceof Error ? err.message : String(err) }, 'error while stopping');
+        }
+      };
+      await step('client', () => this.#client?.stop({ drain: opts.drain ?? false }));
+      if (opts.drain && this.#client) await step('plugin mount roots', () => this.#releasePluginMountRoots());
+      await step('client listener', () => this.#listener?.stop());
+      await step('server', () => this.#server?.stop());
+      this.#log.info({ drained: opts.drain ?? false }, 'agent stopped');
+    })();
+    return this.#stopping;
+  }
+}
+
+/** Mount points at or below `dir` (from /proc/self/mountinfo), deepest first. */
+export function mountsUnder(dir: string): string[] {
+  const root = path.resolve(dir);
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => (l.split(' ')[4] ?? '').replace(/\\040/g, ' '))
+    .filter((p) => p === root || p.startsWith(`${root}/`))
+    .sort((a, b) => b.length - a.length);
+}
+
+/** `berth_client_allocations{status}`, read from the client at scrape time. */
+function registerAllocationGauge(registry: Registry, client: () => Client | undefined): void {
+  new Gauge({
+    name: 'berth_client_allocations',
+    help: 'Allocations this node agent runs, by client status',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const c = client();
+      if (!c) return;
+      for (const id of c.allocIds()) {
+        const status = c.runner(id)?.status().clientStatus ?? 'unknown';
+        this.inc({ status });
+      }
+    },
+  });
+}

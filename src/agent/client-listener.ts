@@ -1,0 +1,80 @@
+// A client agent's own HTTP listener: the /v1/client/... routes (logs, exec)
+// and /metrics (the agent's CSI calls and allocations), behind the same
+// bearer tokens as the server's API.
+
+import { createHash, timingSafeEqual } from 'node:crypto';
+import websocket from '@fastify/websocket';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../lib/index.js';
+import { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
+
+export interface ClientListenerOptions extends ClientRoutesDeps {
+  /** Management tokens may use every route; read-only tokens only /metrics. */
+  tokens: { management: readonly string[]; readOnly: readonly string[] };
+  registry: Registry;
+  bindAddress: string;
+  port: number;
+  logger: Logger;
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+/**
+ * The listener. `start()` resolves with its URL once listening (throws on
+ * a port in use); `stop()` closes it, ending followed logs and exec
+ * sessions; safe twice.
+ */
+export class ClientListener {
+  readonly #opts: ClientListenerOptions;
+  #app: FastifyInstance | undefined;
+  #url = '';
+
+  constructor(opts: ClientListenerOptions) {
+    this.#opts = opts;
+  }
+
+  get url(): string {
+    return this.#url;
+  }
+
+  async start(): Promise<string> {
+    const opts = this.#opts;
+    const management = opts.tokens.management.map(digest);
+    const readers = opts.tokens.readOnly.map(digest);
+    const app = Fastify({ logger: false });
+    this.#app = app;
+    await app.register(websocket);
+    app.addHook('onRequest', async (req, reply) => {
+      if (req.routeOptions.url === undefined) return;
+      const access = (req.routeOptions.config as { access?: string }).access;
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+      if (!m) return reply.status(401).send({ code: 'UNAUTHENTICATED', message: 'a bearer token is required (Authorization: Bearer <token>)', details: {} });
+      const d = digest(m[1] as string);
+      const isManagement = management.some((t) => timingSafeEqual(t, d));
+      const isReader = readers.some((t) => timingSafeEqual(t, d));
+      if (!isManagement && !isReader) return reply.status(401).send({ code: 'UNAUTHENTICATED', message: 'unknown token', details: {} });
+      if (access !== 'read' && !isManagement) return reply.status(403).send({ code: 'FORBIDDEN', message: 'this needs a management token', details: {} });
+    });
+    app.setNotFoundHandler(async (req, reply) =>
+      reply.status(404).send({ code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} }),
+    );
+    registerClientRoutes(app, opts);
+    app.get('/metrics', { config: { access: 'read' } }, async (_req, reply) =>
+      reply.header('content-type', opts.registry.contentType).send(await opts.registry.metrics()),
+    );
+    await app.listen({ host: opts.bindAddress, port: opts.port });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+    const host = opts.bindAddress.includes(':') ? `[${opts.bindAddress}]` : opts.bindAddress;
+    this.#url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+    opts.logger.child({ component: 'client-http' }).info({ address: this.#url }, 'client listener started');
+    return this.#url;
+  }
+
+  async stop(): Promise<void> {
+    const app = this.#app;
+    this.#app = undefined;
+    await app?.close();
+  }
+}

@@ -1,0 +1,178 @@
+// `berth agent`: runs a Berth agent in the foreground until SIGINT/SIGTERM
+// (main owns the signal handlers; the command sees them through ctx.signal).
+
+import { spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, Option } from 'commander';
+import { Agent, emptyAgentConfig, loadAgentConfig, mountsUnder, type AgentConfig, type AgentMode } from '../agent/index.js';
+import { createLogger } from '../lib/index.js';
+import type { CommandContext } from './csi-command.js';
+import { UsageError } from './usage-error.js';
+
+const BERTH_BIN = fileURLToPath(new URL('../../bin/berth.js', import.meta.url));
+
+interface AgentFlags {
+  dev?: boolean;
+  server?: boolean;
+  client?: boolean;
+  dataDir?: string;
+  port?: string;
+  config?: string;
+  serverAddress?: string;
+  nodeName?: string;
+  logLevel?: string;
+}
+
+/** Builds `berth agent`. */
+export function agentCommand(ctx: CommandContext): Command {
+  const cmd = new Command('agent')
+    .description('Run a Berth agent: server and client in one process (--dev), a server, or a client node')
+    .option('--dev', 'server and client in one process, data in a fresh temp dir, API on 127.0.0.1, raw_exec and exec enabled, a random management token')
+    .option('--server', 'run a server (needs --config with tokens and a data dir)')
+    .option('--client', 'run a client node (needs --server-address and a node token in --config)')
+    .option('--data-dir <dir>', 'state directory (dev: kept after exit; default a temp dir removed on exit)')
+    .option('--port <n>', 'HTTP port (default: the config\'s ports.http, else 4646)')
+    .option('--config <file>', 'agent config file, HCL or JSON')
+    .option('--server-address <url>', "the server's HTTP address for a client node (overrides client { server_address })")
+    .option('--node-name <name>', 'this node\'s name (overrides client { node_name }; default the host name)')
+    .addOption(new Option('--log-level <level>', 'agent log level (the log goes to <data-dir>/agent.log, or log_file)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace']))
+    .action(async (flags: AgentFlags) => runAgent(ctx, flags));
+  cmd.addHelpText(
+    'after',
+    `
+Once ready the agent prints (and, in dev mode, writes to <data-dir>/agent.env, mode 0600):
+  BERTH_ADDR=http://127.0.0.1:4646
+  BERTH_TOKEN=<management token>          (dev mode)
+
+Stopping: Ctrl-C (SIGINT) stops every allocation (workloads first, then plugin
+tasks), unmounts and releases their volumes, and exits 0. SIGTERM does the same
+in dev mode; a server or client agent given SIGTERM exits leaving tasks running
+(a restart picks them up). A second Ctrl-C exits at once.
+
+Config file (HCL; JSON with the same names also works):
+  data_dir  = "/var/lib/berth"
+  bind_addr = "127.0.0.1"
+  ports { http = 4646 }
+  tokens {
+    management = ["..."]          # or management_file = "mgmt.tokens", one per line
+    read_only  = ["..."]
+    node       = ["..."]
+  }
+  client {
+    node_name      = "node-1"
+    server_address = "http://127.0.0.1:4646"
+    token          = "..."        # a node token (or token_file)
+    host_volume "scratch" { path = "/srv/scratch" }
+    options { "driver.raw_exec.enable" = true }
+  }
+  csi { probe_interval = "30s"  health_timeout = "2m" }
+  log_level = "info"
+
+Examples:
+  $ berth agent --dev
+  $ berth agent --dev --data-dir /tmp/berth --port 4747
+  $ berth agent --server --config server.hcl
+  $ berth agent --client --server-address http://10.0.0.5:4646 --config client.hcl
+
+Exit codes:
+  0    stopped by SIGINT or SIGTERM
+  1    the agent failed to start (port in use, server unreachable at start, ...)
+  2    bad usage or a malformed config file (file:line:col)
+  130  a second SIGINT forced the exit`,
+  );
+  return cmd;
+}
+
+function modeOf(flags: AgentFlags): AgentMode {
+  const chosen = (['dev', 'server', 'client'] as const).filter((m) => flags[m]);
+  if (chosen.length === 0) throw new UsageError('choose how to run: --dev, --server or --client');
+  if (chosen.length > 1) throw new UsageError(`--${chosen.join(' and --')} cannot be combined (--dev runs a server and a client in one process)`);
+  return chosen[0] as AgentMode;
+}
+
+function portOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n > 65535) throw new UsageError(`--port must be a port number (0-65535), got "${text}"`);
+  return n;
+}
+
+async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
+  const mode = modeOf(flags);
+  const port = portOf(flags.port);
+  if (flags.serverAddress && mode !== 'client') throw new UsageError('--server-address is for --client');
+  if (mode !== 'dev' && !flags.config) throw new UsageError(`--${mode} needs --config <file>`);
+  const config: AgentConfig = flags.config ? await loadAgentConfig(flags.config) : emptyAgentConfig();
+  if (flags.serverAddress) {
+    if (!/^https?:\/\/\S+$/.test(flags.serverAddress)) throw new UsageError(`--server-address must be an http:// URL, got "${flags.serverAddress}"`);
+    config.client.serverAddress = flags.serverAddress;
+  }
+  if (flags.nodeName) config.client.nodeName = flags.nodeName;
+  if (mode === 'client' && !config.client.serverAddress) throw new UsageError('--client needs --server-address <url> (or client { server_address } in the config)');
+  if (mode === 'client' && !config.client.token) throw new UsageError('--client needs a node token: client { token = "..." } or token_file in the config');
+  if (mode === 'server' && config.tokens.management.length === 0) {
+    throw new UsageError('--server needs at least one management token: tokens { management = ["..."] } or management_file in the config');
+  }
+
+  const explicitDir = flags.dataDir ?? config.dataDir;
+  if (mode !== 'dev' && !explicitDir) throw new UsageError(`--${mode} needs a data dir: --data-dir or data_dir in the config`);
+  const dataDir = path.resolve(explicitDir ?? mkdtempSync(path.join(tmpdir(), 'berth-dev-')));
+  const temporary = !explicitDir;
+  mkdirSync(dataDir, { recursive: true });
+  const logFile = config.logFile ?? path.join(dataDir, 'agent.log');
+  const logStream = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
+  // Parts may log while they close (a node connection's last words); the stream is never ended, only flushed.
+  logStream.on('error', () => undefined);
+  const logger = createLogger({ level: flags.logLevel ?? config.logLevel ?? 'info', destination: logStream });
+
+  const say = (line: string): void => ctx.io.stdout(`${line}\n`);
+  say(`==> Starting Berth agent (${mode === 'dev' ? 'dev mode: server and client in one process' : mode})`);
+  say(`    Data dir: ${dataDir}${temporary ? ' (temporary, removed on exit)' : ''}`);
+  say(`    Log file: ${logFile}`);
+
+  const agent = new Agent({ mode, config, dataDir, logger, berthBin: BERTH_BIN, ...(port !== undefined ? { port } : {}) });
+  let stopped = false;
+  const cleanup = async (drain: boolean): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    await agent.stop({ drain });
+    if (temporary) removeDataDir(ctx, dataDir);
+  };
+  try {
+    const addr = await agent.start();
+    say(`==> Berth agent running${mode === 'client' ? `; node ${agent.client?.nodeId ?? ''} joins ${config.client.serverAddress ?? ''}` : ''}`);
+    if (mode === 'dev') {
+      say('    Try: export $(cat ' + path.join(dataDir, 'agent.env') + ') && berth job run examples/hostpath-plugin.hcl');
+    }
+    const lines = [`BERTH_ADDR=${addr.url}`, ...(addr.managementToken ? [`BERTH_TOKEN=${addr.managementToken}`] : [])];
+    if (mode === 'dev') writeFileSync(path.join(dataDir, 'agent.env'), `${lines.join('\n')}\n`, { mode: 0o600 });
+    for (const line of lines) say(line);
+  } catch (err) {
+    await cleanup(false);
+    throw err;
+  }
+
+  await new Promise<void>((resolve) => {
+    if (ctx.signal.aborted) resolve();
+    else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  const received = (ctx.signal.reason as { signal?: string } | undefined)?.signal ?? 'SIGINT';
+  const drain = mode === 'dev' || received === 'SIGINT';
+  say(`==> Caught ${received}; ${drain ? 'stopping every allocation and releasing its volumes' : 'stopping the agent, leaving tasks running'}`);
+  await cleanup(drain);
+  say('==> Berth agent stopped');
+}
+
+function removeDataDir(ctx: CommandContext, dir: string): void {
+  // A bind mount left below the dir would make rm -r delete a volume's data: unmount first, and never remove through a mount.
+  for (const m of mountsUnder(dir)) spawnSync('umount', [m], { stdio: 'ignore' });
+  const left = mountsUnder(dir);
+  if (left.length) {
+    ctx.io.stderr(`warning: ${left.length} mount(s) remain under ${dir}; it was not removed\n`);
+    return;
+  }
+  if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+}
