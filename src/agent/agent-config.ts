@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../lib/index.js';
-import { durationMs, formatPath, parseSpecText, type HclBody, type SpecProblem } from '../structs/index.js';
+import { durationMs, fileFormat, formatPath, parseSpecText, type HclBody, type SpecProblem } from '../structs/index.js';
 
 const attr = (to: string) => ({ t: 'attr', to }) as const;
 
@@ -138,6 +138,35 @@ function truthy(v: boolean | string | number | undefined): boolean | undefined {
   return ['1', 'true', 'yes', 'on'].includes(String(v).toLowerCase());
 }
 
+const camel = (k: string): string => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+// Keys whose values hold free names (host volume names, option keys) kept as written.
+const FREE_KEYS = new Set(['hostVolumes', 'options']);
+const SNAKE: Record<string, string> = { hostVolumes: 'host_volume' };
+
+/** JSON configs use the HCL names (data_dir, host_volume): the canonical camelCase form, free names untouched. */
+function camelizeJson(obj: Record<string, unknown>, depth = 0): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    const key = k === 'host_volume' ? 'hostVolumes' : camel(k);
+    if (FREE_KEYS.has(key) && isObject(v)) {
+      out[key] = key === 'hostVolumes' ? Object.fromEntries(Object.entries(v).map(([name, hv]) => [name, isObject(hv) ? camelizeJson(hv, depth + 1) : hv])) : v;
+    } else out[key] = isObject(v) && depth < 2 ? camelizeJson(v, depth + 1) : v;
+  }
+  return out;
+}
+
+/** A canonical path (`client.hostVolumes.x.path`) as the JSON file spells it (`client.host_volume.x.path`). */
+function jsonPath(p: string): string {
+  const parts = p.split('.');
+  return parts
+    .map((seg, i) => {
+      if (i > 0 && FREE_KEYS.has(parts[i - 1]?.replace(/\[\d+\]$/, '') ?? '')) return seg;
+      return seg.replace(/^[A-Za-z]+/, (name) => SNAKE[name] ?? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
+    })
+    .join('.');
+}
+
 /**
  * Parses config text. `file` names it in errors and picks the format (.hcl
  * or .json, else by content). Token files named in it are read relative to
@@ -150,9 +179,16 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
     hclBody: CONFIG_BODY,
     wrapper: 'agent',
     validate(input) {
-      const r = configSchema.safeParse(input);
+      const json = fileFormat(file, text) === 'json';
+      const r = configSchema.safeParse(json ? camelizeJson(input) : input);
       if (r.success) return { value: r.data };
-      return { problems: r.error.issues.map((i): SpecProblem => ({ path: formatPath(i.path as PropertyKey[]), message: describeIssue(i) })) };
+      return {
+        problems: r.error.issues.map((i): SpecProblem => {
+          const p = formatPath(i.path as PropertyKey[]);
+          const unknown = i.code === 'unrecognized_keys' && json ? { ...i, keys: i.keys.map((k) => jsonPath(k)) } : i;
+          return { path: json ? jsonPath(p) : p, message: describeIssue(unknown) };
+        }),
+      };
     },
   });
   const base = path.dirname(path.resolve(file));

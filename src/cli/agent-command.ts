@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
-import { Agent, emptyAgentConfig, loadAgentConfig, mountsUnder, type AgentConfig, type AgentMode } from '../agent/index.js';
+import { Agent, AgentConfigError, emptyAgentConfig, loadAgentConfig, mountsUnder, type AgentConfig, type AgentMode } from '../agent/index.js';
 import { createLogger } from '../lib/index.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
@@ -66,7 +66,7 @@ Config file (HCL; JSON with the same names also works):
     server_address = "http://127.0.0.1:4646"
     token          = "..."        # a node token (or token_file)
     host_volume "scratch" { path = "/srv/scratch" }
-    options { "driver.raw_exec.enable" = true }
+    options = { "driver.raw_exec.enable" = true }   # an HCL map, as in Nomad
   }
   csi { probe_interval = "30s"  health_timeout = "2m" }
   log_level = "info"
@@ -105,7 +105,7 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   const port = portOf(flags.port);
   if (flags.serverAddress && mode !== 'client') throw new UsageError('--server-address is for --client');
   if (mode !== 'dev' && !flags.config) throw new UsageError(`--${mode} needs --config <file>`);
-  const config: AgentConfig = flags.config ? await loadAgentConfig(flags.config) : emptyAgentConfig();
+  const config: AgentConfig = flags.config ? await loadConfig(flags.config) : emptyAgentConfig();
   if (flags.serverAddress) {
     if (!/^https?:\/\/\S+$/.test(flags.serverAddress)) throw new UsageError(`--server-address must be an http:// URL, got "${flags.serverAddress}"`);
     config.client.serverAddress = flags.serverAddress;
@@ -164,6 +164,16 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   say(`==> Caught ${received}; ${drain ? 'stopping every allocation and releasing its volumes' : 'stopping the agent, leaving tasks running'}`);
   await cleanup(drain);
   say('==> Berth agent stopped');
+}
+
+async function loadConfig(file: string): Promise<AgentConfig> {
+  try {
+    return await loadAgentConfig(file);
+  } catch (err) {
+    // A config that cannot be read is bad usage like a malformed one (exit 2).
+    if (err instanceof AgentConfigError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 function removeDataDir(ctx: CommandContext, dir: string): void {

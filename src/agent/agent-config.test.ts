@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { SpecFileError } from '../structs/index.js';
+import { AgentConfigError, loadAgentConfig, parseAgentConfig } from './agent-config.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'berth-agent-config-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const HCL = `# a client agent
+data_dir  = "state"
+bind_addr = "0.0.0.0"
+log_level = "debug"
+
+ports {
+  http = 4747
+}
+
+tokens {
+  management      = ["mgmt-secret-0001"]
+  read_only_file  = "ro.tokens"
+}
+
+client {
+  node_name      = "node-7"
+  datacenter     = "dc2"
+  server_address = "http://10.0.0.5:4646"
+  token          = "node-secret-0001"
+  host_volume "scratch" {
+    path = "/srv/scratch"
+  }
+  options = {
+    "driver.raw_exec.enable" = true
+    "driver.exec.enable"     = "false"
+  }
+}
+
+csi {
+  probe_interval = "5s"
+  health_timeout = "1m"
+}
+`;
+
+const JSON_CONFIG = JSON.stringify(
+  {
+    data_dir: 'state',
+    bind_addr: '0.0.0.0',
+    log_level: 'debug',
+    ports: { http: 4747 },
+    tokens: { management: ['mgmt-secret-0001'], read_only_file: 'ro.tokens' },
+    client: {
+      node_name: 'node-7',
+      datacenter: 'dc2',
+      server_address: 'http://10.0.0.5:4646',
+      token: 'node-secret-0001',
+      host_volume: { scratch: { path: '/srv/scratch' } },
+      options: { 'driver.raw_exec.enable': true, 'driver.exec.enable': 'false' },
+    },
+    csi: { probe_interval: '5s', health_timeout: '1m' },
+  },
+  null,
+  2,
+);
+
+async function problemOf(file: string, text: string): Promise<string> {
+  try {
+    await parseAgentConfig(file, text);
+  } catch (err) {
+    assert.ok(err instanceof SpecFileError, String(err));
+    return err.message;
+  }
+  assert.fail('the config was accepted');
+}
+
+describe('agent config files', () => {
+  writeFileSync(path.join(dir, 'ro.tokens'), '# readers\nro-secret-0001\n\nro-secret-0002\n');
+  const expected = {
+    dataDir: path.join(dir, 'state'),
+    bindAddr: '0.0.0.0',
+    httpPort: 4747,
+    logLevel: 'debug',
+    tokens: { management: ['mgmt-secret-0001'], readOnly: ['ro-secret-0001', 'ro-secret-0002'], node: [] },
+    server: {},
+    client: {
+      nodeName: 'node-7',
+      datacenter: 'dc2',
+      serverAddress: 'http://10.0.0.5:4646',
+      token: 'node-secret-0001',
+      hostVolumes: { scratch: '/srv/scratch' },
+      drivers: { raw_exec: true, exec: false },
+    },
+    csi: { probeIntervalMs: 5_000, healthTimeoutMs: 60_000 },
+  };
+
+  it('reads HCL as Nomad agent configs are written; paths resolve against the file, token files are read', async () => {
+    writeFileSync(path.join(dir, 'client.hcl'), HCL);
+    assert.deepEqual(await loadAgentConfig(path.join(dir, 'client.hcl')), expected);
+  });
+
+  it('reads the same config as JSON with the same names', async () => {
+    writeFileSync(path.join(dir, 'client.json'), JSON_CONFIG);
+    assert.deepEqual(await loadAgentConfig(path.join(dir, 'client.json')), expected);
+  });
+
+  it('names file:line:col and the field of an unknown field, a wrong type and a bad duration in HCL', async () => {
+    const text = 'data_dir = "/x"\nclient {\n  node_nme = "a"\n}\nports {\n  http = "high"\n}\ncsi {\n  probe_interval = "often"\n}\n';
+    const message = await problemOf('agent.hcl', text);
+    assert.match(message, /^agent\.hcl:3:3: client: unknown field "nodeNme"$/m);
+    assert.match(message, /^agent\.hcl:6:3: ports\.http: expected number$/m);
+    assert.match(message, /^agent\.hcl:9:3: csi\.probeInterval: must be a duration/m);
+  });
+
+  it('names file:line:col of malformed HCL and malformed JSON', async () => {
+    assert.match(await problemOf('agent.hcl', 'client {\n  node_name = \n}\n'), /^agent\.hcl:2:\d+: malformed HCL/);
+    assert.match(await problemOf('agent.json', '{\n  "data_dir": "/x",\n  "client": {,}\n}\n'), /^agent\.json:3:\d+: malformed JSON/);
+  });
+
+  it('names file:line:col of JSON problems with the names the file uses', async () => {
+    const text = '{\n  "data_dir": "/x",\n  "client": {\n    "host_volume": { "s": { "path": "relative" } },\n    "tokn": "x"\n  }\n}\n';
+    const message = await problemOf('agent.json', text);
+    assert.match(message, /^agent\.json:4:\d+: client\.host_volume\.s\.path: must be an absolute path$/m);
+    assert.match(message, /^agent\.json:5:5: client: unknown field "tokn"$/m);
+  });
+
+  it('never quotes a token in an error', async () => {
+    const message = await problemOf('agent.hcl', 'tokens {\n  management = ["sh0rt"]\n}\n');
+    assert.match(message, /^agent\.hcl:2:\d+: tokens\.management\[0\]: a token has at least 8 characters$/);
+    assert.doesNotMatch(message, /sh0rt/);
+  });
+
+  it('refuses an unknown client option and a token file that cannot be read', async () => {
+    assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.docker.enable" = true\n  }\n}\n'), /client\.options\.driver\.docker\.enable: unknown option/);
+    await assert.rejects(parseAgentConfig(path.join(dir, 'x.hcl'), 'tokens {\n  node_file = "missing.tokens"\n}\n'), (err: unknown) => {
+      assert.ok(err instanceof AgentConfigError);
+      assert.equal(err.code, 'CONFIG_UNREADABLE');
+      assert.match(err.message, /tokens\.node_file: cannot read missing\.tokens: ENOENT/);
+      return true;
+    });
+  });
+});

@@ -1,0 +1,104 @@
+// `berth agent --server` and `berth agent --client --server-address` as two
+// processes with config files (HCL for the server, JSON for the client): the
+// client joins, runs a raw_exec task (enabled by its config), and serves that
+// task's logs and exec on its own listener, found through the server.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, Node } from '../../src/structs/index.js';
+import { mountsUnder, pidsWith, until } from '../runtime/_harness.js';
+import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
+
+const MGMT = 'x2-mgmt-token-0123456789';
+const READER = 'x2-read-token-0123456789';
+const NODE = 'x2-node-token-0123456789';
+const MARKER = `x2-joined-task-${process.pid}`;
+
+function ok(r: Result, what: string): Result {
+  assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
+  return r;
+}
+
+describe('berth agent --server and --client with config files', () => {
+  let dir = '';
+  let server: AgentUnderTest;
+  let client: AgentUnderTest;
+
+  before(async () => {
+    dir = await tempDir('bxs-');
+    writeFileSync(path.join(dir, 'nodes.tokens'), `# node agents\n${NODE}\n`);
+    writeFileSync(
+      path.join(dir, 'server.hcl'),
+      `data_dir = "server-data"\nports {\n  http = 0\n}\ntokens {\n  management = ["${MGMT}"]\n  read_only  = ["${READER}"]\n  node_file  = "nodes.tokens"\n}\n`,
+    );
+    server = await startAgent(['--server', '--config', path.join(dir, 'server.hcl')]).ready(false);
+    writeFileSync(
+      path.join(dir, 'client.json'),
+      JSON.stringify({
+        data_dir: path.join(dir, 'c1'),
+        ports: { http: 0 },
+        tokens: { management: [MGMT], read_only: [READER] },
+        client: { node_name: 'x2-client-1', token: NODE, options: { 'driver.raw_exec.enable': true } },
+        csi: { probe_interval: '1s' },
+      }),
+    );
+    client = await startAgent(['--client', '--server-address', server.addr, '--config', path.join(dir, 'client.json')]).ready(false);
+    server.token = MGMT;
+    client.token = MGMT;
+  });
+
+  after(async () => {
+    await client?.stop('SIGINT').catch(() => undefined);
+    await server?.stop('SIGINT').catch(() => undefined);
+    for (const m of mountsUnder(dir)) spawnSync('umount', ['-l', m]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the client joins the server and reports its own listener as the node address', async () => {
+    assert.notEqual(client.addr, server.addr);
+    const node = await until('the client node to be ready', async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'x2-client-1' && n.status === 'ready'));
+    assert.equal(node.httpAddr, client.addr);
+    assert.equal(node.drivers['raw_exec']?.detected, true, 'raw_exec enabled by the config');
+    const status = ok(await server.cli(['node', 'status']), 'node status');
+    assert.match(status.stdout, /x2-client-1\s+dc1\s+\S*raw_exec\S*\s+-\s+ready/);
+  });
+
+  it('runs a job there; alloc logs and alloc exec reach the task through the client agent', async () => {
+    const job = path.join(dir, 'hello.hcl');
+    writeFileSync(
+      job,
+      `job "hello" {\n  group "g" {\n    task "hi" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sh"\n        args    = ["-c", "echo hello from $BERTH_TASK_NAME; while true; do sleep 1; done # ${MARKER}"]\n      }\n    }\n  }\n}\n`,
+    );
+    ok(await server.cli(['job', 'run', job]), 'job run');
+    const [alloc] = await server.get<Allocation[]>('/v1/job/hello/allocations');
+    await until('the task to print', async () => (await server.cli(['alloc', 'logs', alloc!.id])).stdout === 'hello from hi\n');
+    const exec = await server.cli(['alloc', 'exec', alloc!.id, '--', 'sh', '-c', 'echo "$BERTH_ALLOC_ID"; exit 3']);
+    assert.equal(exec.code, 3, exec.stderr);
+    assert.equal(exec.stdout, `${alloc!.id}\n`);
+    const reader = await server.cli(['alloc', 'exec', alloc!.id, 'true'], { token: READER });
+    assert.equal(reader.code, 5, 'a read-only token may not exec');
+    assert.match(reader.stderr, /^error: permission denied/);
+  });
+
+  it("the client's listener needs a token and serves its own /metrics", async () => {
+    assert.equal((await fetch(`${client.addr}/metrics`)).status, 401);
+    const res = await fetch(`${client.addr}/metrics`, { headers: { authorization: `Bearer ${READER}` } });
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    assert.match(text, /^berth_client_allocations\{status="running"\} 1$/m);
+    assert.match(text, /^# HELP berth_csi_calls_total /m);
+  });
+
+  it('SIGINT drains the client (its task stopped) and both agents exit 0', async () => {
+    assert.ok(pidsWith(MARKER).length > 0);
+    const c = await client.stop('SIGINT');
+    assert.equal(c.code, 0, c.stderr);
+    assert.deepEqual(pidsWith(MARKER), [], 'the task was stopped');
+    assert.deepEqual(mountsUnder(path.join(dir, 'c1')), [], 'nothing left mounted');
+    const s = await server.stop('SIGTERM');
+    assert.equal(s.code, 0, s.stderr);
+  });
+});
