@@ -92,6 +92,25 @@ describe('berth agent --server and --client with config files', () => {
     assert.match(text, /^# HELP berth_csi_calls_total /m);
   });
 
+  it('SIGTERM stops a client agent leaving its task running; the restarted agent reattaches and serves it on its new address', async () => {
+    const before = pidsWith(MARKER);
+    assert.ok(before.length > 0);
+    const stopped = await client.stop('SIGTERM');
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.match(stopped.stdout, /Caught SIGTERM; stopping the agent, leaving tasks running/);
+    assert.deepEqual(pidsWith(MARKER), before, 'the task kept running without its agent');
+    const oldAddr = client.addr;
+    client = await startAgent(['--client', '--server-address', server.addr, '--config', path.join(dir, 'client.json')]).ready(false);
+    client.token = MGMT;
+    await until('the node to report the new listener', async () => {
+      const node = (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'x2-client-1');
+      return node?.status === 'ready' && node.httpAddr === client.addr && node.httpAddr !== oldAddr;
+    });
+    const [alloc] = await server.get<Allocation[]>('/v1/job/hello/allocations');
+    await until('the reattached task to serve its logs', async () => (await server.cli(['alloc', 'logs', alloc!.id])).stdout === 'hello from hi\n');
+    assert.deepEqual(pidsWith(MARKER), before, 'the same process');
+  });
+
   it('SIGINT drains the client (its task stopped) and both agents exit 0', async () => {
     assert.ok(pidsWith(MARKER).length > 0);
     const c = await client.stop('SIGINT');

@@ -3,11 +3,13 @@
 // port in use is a start failure (exit 1).
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { berth, tempDir } from './_agent.js';
+import { mountsUnder, pidsWith, until } from '../runtime/_harness.js';
+import { berth, startAgent, tempDir } from './_agent.js';
 
 /** The lines berth printed on stderr, asserting there is no stack trace. */
 function errorLines(stderr: string): string[] {
@@ -90,6 +92,28 @@ describe('berth agent usage errors', () => {
     const lines = errorLines(r.stderr);
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0] as string, /EADDRINUSE/);
+  });
+
+  it('a second Ctrl-C forces the exit (130) while the first is still stopping tasks', { timeout: 90_000 }, async () => {
+    const marker = `x2-stubborn-${process.pid}`;
+    const agent = await startAgent(['--dev', '--port', '0', '--data-dir', path.join(dir, 'twice')]).ready(true);
+    const job = path.join(dir, 'stubborn.hcl');
+    // A task that ignores SIGTERM holds the drain for the kill timeout (5 s).
+    writeFileSync(job, `job "stubborn" {\n  group "g" {\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sh"\n        args    = ["-c", "trap '' TERM; while true; do sleep 0.2; done # ${marker}"]\n      }\n    }\n  }\n}\n`);
+    try {
+      const run = await agent.cli(['job', 'run', job]);
+      assert.equal(run.code, 0, run.stderr);
+      agent.child.kill('SIGINT');
+      await until('the agent to begin stopping', () => agent.stdout.includes('Caught SIGINT'));
+      agent.child.kill('SIGINT');
+      const r = await agent.exited;
+      assert.equal(r.code, 130, r.stderr);
+      assert.doesNotMatch(r.stdout, /Berth agent stopped/);
+    } finally {
+      await agent.stop('SIGKILL');
+      for (const pid of pidsWith(marker)) process.kill(pid, 'SIGKILL');
+      for (const m of mountsUnder(dir)) spawnSync('umount', ['-l', m]);
+    }
   });
 
   it('alloc exec without a command exits 2', async () => {
