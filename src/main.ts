@@ -17,6 +17,14 @@ function onSignal(signal: NodeJS.Signals): void {
 
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
+// `berth ... | head`: the reader went away. Not worth a stack trace; the
+// command stops as if interrupted (an agent stops its parts cleanly).
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    if (!interrupt.signal.aborted) interrupt.abort(Object.assign(new Error('output closed'), { signal: 'SIGPIPE' }));
+  });
+}
 
 try {
   process.exitCode = await runCli(process.argv.slice(2), { signal: interrupt.signal });
