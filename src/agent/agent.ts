@@ -15,7 +15,7 @@ import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, silentLogger, type Logger } from '../lib/index.js';
 import { Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
-import { ClientListener } from './client-listener.js';
+import { ClientListener, type TokenVerdict } from './client-listener.js';
 import { registerClientRoutes } from './client-routes.js';
 import { withPathDirs, writeBerthShim } from './path-driver.js';
 
@@ -147,6 +147,7 @@ export class Agent {
       drivers: this.#drivers,
       logger: root,
       tokens: { management: config.tokens.management, readOnly: config.tokens.readOnly },
+      verifyWithServer: (token, access, signal) => verifyToken(config.client.serverAddress as string, token, access, signal),
       registry,
       bindAddress,
       port,
@@ -226,6 +227,28 @@ export class Agent {
       this.#log.info({ drained: opts.drain ?? false }, 'agent stopped');
     })();
     return this.#stopping;
+  }
+}
+
+/**
+ * Asks the server whether `token` has `access`, through a route of that
+ * access with no effect: POST /v1/validate/job (write: management) or
+ * GET /v1/jobs (read). The server checks the token before the body.
+ */
+async function verifyToken(server: string, token: string, access: 'read' | 'write', signal: AbortSignal): Promise<TokenVerdict> {
+  try {
+    const res = await fetch(`${server.replace(/\/+$/, '')}${access === 'write' ? '/v1/validate/job' : '/v1/jobs?prefix=-'}`, {
+      method: access === 'write' ? 'POST' : 'GET',
+      headers: { authorization: `Bearer ${token}`, ...(access === 'write' ? { 'content-type': 'application/json' } : {}) },
+      ...(access === 'write' ? { body: '{}' } : {}),
+      signal,
+    });
+    await res.arrayBuffer();
+    if (res.status === 401) return 'unauthenticated';
+    if (res.status === 403) return 'forbidden';
+    return res.status < 500 ? 'ok' : 'unreachable';
+  } catch {
+    return 'unreachable';
   }
 }
 

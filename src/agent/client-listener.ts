@@ -9,9 +9,18 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../lib/index.js';
 import { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
 
+/** The server's word on a token: may it use `access` ('write' needs the management role)? */
+export type TokenVerdict = 'ok' | 'unauthenticated' | 'forbidden' | 'unreachable';
+
 export interface ClientListenerOptions extends ClientRoutesDeps {
   /** Management tokens may use every route; read-only tokens only /metrics. */
   tokens: { management: readonly string[]; readOnly: readonly string[] };
+  /**
+   * Asks the server about a token this listener does not know, so that the
+   * cluster's tokens work here without copying them into every client's
+   * config. Positive answers are remembered for a minute.
+   */
+  verifyWithServer?: (token: string, access: 'read' | 'write', signal: AbortSignal) => Promise<TokenVerdict>;
   registry: Registry;
   bindAddress: string;
   port: number;
@@ -45,16 +54,27 @@ export class ClientListener {
     const app = Fastify({ logger: false });
     this.#app = app;
     await app.register(websocket);
+    const remembered = new Map<string, number>();
     app.addHook('onRequest', async (req, reply) => {
       if (req.routeOptions.url === undefined) return;
-      const access = (req.routeOptions.config as { access?: string }).access;
+      const access = (req.routeOptions.config as { access?: string }).access === 'read' ? 'read' : 'write';
       const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
       if (!m) return reply.status(401).send({ code: 'UNAUTHENTICATED', message: 'a bearer token is required (Authorization: Bearer <token>)', details: {} });
       const d = digest(m[1] as string);
       const isManagement = management.some((t) => timingSafeEqual(t, d));
       const isReader = readers.some((t) => timingSafeEqual(t, d));
-      if (!isManagement && !isReader) return reply.status(401).send({ code: 'UNAUTHENTICATED', message: 'unknown token', details: {} });
-      if (access !== 'read' && !isManagement) return reply.status(403).send({ code: 'FORBIDDEN', message: 'this needs a management token', details: {} });
+      if (isManagement || (isReader && access === 'read')) return;
+      if (isReader) return reply.status(403).send({ code: 'FORBIDDEN', message: 'this needs a management token', details: {} });
+      const key = `${access}:${d.toString('hex')}`;
+      if ((remembered.get(key) ?? 0) > Date.now()) return;
+      const verdict = opts.verifyWithServer ? await opts.verifyWithServer(m[1] as string, access, AbortSignal.timeout(10_000)) : 'unauthenticated';
+      if (verdict === 'ok') {
+        remembered.set(key, Date.now() + 60_000);
+        return;
+      }
+      if (verdict === 'forbidden') return reply.status(403).send({ code: 'FORBIDDEN', message: 'this needs a management token', details: {} });
+      if (verdict === 'unreachable') return reply.status(503).send({ code: 'SERVER_UNREACHABLE', message: 'cannot check the token: the server does not answer', details: {} });
+      return reply.status(401).send({ code: 'UNAUTHENTICATED', message: 'unknown token', details: {} });
     });
     app.setNotFoundHandler(async (req, reply) =>
       reply.status(404).send({ code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} }),

@@ -52,6 +52,9 @@ tasks), unmounts and releases their volumes, and exits 0. SIGTERM does the same
 in dev mode; a server or client agent given SIGTERM exits leaving tasks running
 (a restart picks them up). A second Ctrl-C exits at once.
 
+A client agent's own listener (alloc logs, alloc exec, /metrics) takes the
+tokens of its config's tokens block, and asks its server about any other.
+
 Config file (HCL; JSON with the same names also works):
   data_dir  = "/var/lib/berth"
   bind_addr = "127.0.0.1"

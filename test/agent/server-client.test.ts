@@ -1,7 +1,8 @@
 // `berth agent --server` and `berth agent --client --server-address` as two
 // processes with config files (HCL for the server, JSON for the client): the
 // client joins, runs a raw_exec task (enabled by its config), and serves that
-// task's logs and exec on its own listener, found through the server.
+// task's logs and exec on its own listener, found through the server. The
+// client's config holds no API tokens: its listener asks the server.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -40,7 +41,6 @@ describe('berth agent --server and --client with config files', () => {
       JSON.stringify({
         data_dir: path.join(dir, 'c1'),
         ports: { http: 0 },
-        tokens: { management: [MGMT], read_only: [READER] },
         client: { node_name: 'x2-client-1', token: NODE, options: { 'driver.raw_exec.enable': true } },
         csi: { probe_interval: '1s' },
       }),
@@ -83,8 +83,9 @@ describe('berth agent --server and --client with config files', () => {
     assert.match(reader.stderr, /^error: permission denied/);
   });
 
-  it("the client's listener needs a token and serves its own /metrics", async () => {
+  it("the client's listener takes the cluster's tokens (asking the server) and serves its own /metrics", async () => {
     assert.equal((await fetch(`${client.addr}/metrics`)).status, 401);
+    assert.equal((await fetch(`${client.addr}/metrics`, { headers: { authorization: 'Bearer not-a-token-of-this-cluster' } })).status, 401);
     const res = await fetch(`${client.addr}/metrics`, { headers: { authorization: `Bearer ${READER}` } });
     assert.equal(res.status, 200);
     const text = await res.text();
