@@ -161,7 +161,7 @@ describe('berth agent --dev', () => {
     assert.equal(res.stdout, 'HELLO FROM STDIN\n');
   });
 
-  it('alloc exec -t runs the command on a terminal of the caller\'s size and exits with its code', async () => {
+  it('alloc exec -t runs the command on a terminal of the caller\'s size, follows its resizes and exits with its code', async () => {
     const term = pty.spawn(process.execPath, [BERTH, 'alloc', 'exec', '-t', '--task', 'tick', ticker, '/bin/sh'], {
       cols: 100,
       rows: 30,
@@ -173,10 +173,21 @@ describe('berth agent --dev', () => {
     const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
     try {
       await until('the remote shell prompt', () => out.includes('#') || out.includes('$'), 20_000);
-      term.write('tty; stty size; exit 5\r');
+      term.write('tty; stty size\r');
+      await until('the remote tty and its size', () => /\/dev\/pts\/\d+/.test(out) && out.includes('30 100'), 20_000);
+      // A resize of the caller's terminal reaches the remote one.
+      term.resize(120, 40);
+      let asked = 0;
+      await until('the resized remote terminal', () => {
+        if (out.includes('40 120')) return true;
+        if (Date.now() - asked > 500) {
+          asked = Date.now();
+          term.write('stty size\r');
+        }
+        return false;
+      }, 20_000);
+      term.write('exit 5\r');
       assert.equal(await exited, 5, out);
-      assert.match(out, /\/dev\/pts\/\d+/);
-      assert.match(out, /30 100/);
     } finally {
       term.kill();
     }
