@@ -36,7 +36,9 @@ export interface Cluster {
 
 export async function startCluster(): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-cli-'));
-  const server = new Server({ dataDir: dir, tokens: API_TOKENS, eventHeartbeatMs: 200, nodeCallTimeoutMs: 5_000 });
+  // The stand-in node never heartbeats: a TTL far longer than any test keeps
+  // it ready however slowly a loaded machine runs the CLI.
+  const server = new Server({ dataDir: dir, tokens: API_TOKENS, eventHeartbeatMs: 200, nodeCallTimeoutMs: 5_000, heartbeatTtlMs: 60 * 60_000 });
   const { url } = await server.start();
   const call: Cluster['call'] = async (method, path, o = {}) => {
     const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? TOKENS.management}` };
