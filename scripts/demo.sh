@@ -36,6 +36,7 @@ AGENT_OUT="$WORK/agent.out"
 AGENT_LOG="$WORK/agent.log"
 AGENT_PID=""
 STEP="setting up"
+HOSTPATH_DIR=""
 # The agent and the CLI must not pick up a caller's address or token.
 unset BERTH_ADDR BERTH_TOKEN
 
@@ -163,6 +164,10 @@ echo "  agent running (pid $AGENT_PID), data in $DATA_DIR"
 echo "  BERTH_ADDR=$BERTH_ADDR"
 echo "  BERTH_TOKEN=<management token, in $DATA_DIR/agent.env>"
 run berth node status
+NODE_ID="$(berth node status --json | json '(Array.isArray(j) ? j : j.nodes)[0]?.id')"
+[[ -n "$NODE_ID" ]] || fail "the agent's node did not register"
+# examples/hostpath-plugin.hcl keeps its volumes under /var/lib/berth/hostpath/<node ID>.
+HOSTPATH_DIR="/var/lib/berth/hostpath/$NODE_ID"
 
 step "Run the hostpath CSI plugin as a system job"
 run berth job run examples/hostpath-plugin.hcl || fail "berth job run examples/hostpath-plugin.hcl"
@@ -231,6 +236,12 @@ if [[ -n "$left" ]]; then
   fail "mounts are left under $DATA_DIR"
 fi
 echo "  nothing mounted under $DATA_DIR"
+# The dev node's ID is new on every run: remove the plugin's directory for it
+# once it holds no volume (the demo deleted its own).
+if [[ -d "$HOSTPATH_DIR" ]] && [[ -z "$(ls -A "$HOSTPATH_DIR/volumes" 2>/dev/null)" ]]; then
+  rm -rf "$HOSTPATH_DIR"
+  echo "  removed the plugin's empty data dir $HOSTPATH_DIR"
+fi
 
 STEP="done"
 printf '\n%s==> Done: the quick start ran end to end%s\n' "$BOLD" "$RESET"
