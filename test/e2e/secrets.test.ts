@@ -147,17 +147,19 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
       ok(await cli(args), args.join(' '));
       ok(await cli([...args, '--json']), `${args.join(' ')} --json`);
     }
+    // The raw API, as any script would read it, while the volume exists and was claimed.
+    for (const p of ['/v1/volumes', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.id}`, '/v1/plugins', '/v1/plugin/csi/hostpath', '/v1/nodes', '/metrics']) {
+      const res = await fetch(agent.addr + p, { headers: { authorization: `Bearer ${agent.token}` } });
+      const text = await res.text();
+      assert.equal(res.status, 200, `GET ${p}: ${text}`);
+      printed.push(`GET ${p}\n${text}`);
+    }
     ok(await cli(['job', 'stop', 'user']), 'job stop');
     await until('the claim released', async () => (JSON.parse((await cli(['volume', 'status', 'secret-vol', '--json'])).stdout) as { claims: unknown[] }).claims.length === 0);
     ok(await cli(['volume', 'delete', 'secret-vol']), 'volume delete');
   });
 
   it('the secret is in no CLI output, API read, event or agent file', async () => {
-    // The raw API, as any script would read it.
-    for (const p of ['/v1/volumes', '/v1/jobs', '/v1/plugins', '/v1/nodes', '/metrics']) {
-      const res = await fetch(agent.addr + p, { headers: { authorization: `Bearer ${agent.token}` } });
-      printed.push(`GET ${p} ${res.status}\n${await res.text()}`);
-    }
     // The whole event history (the stream follows until Ctrl-C).
     const events = spawnSync('timeout', ['-s', 'INT', '3', process.execPath, BERTH, 'event', 'stream', '--index', '0', '--json'], {
       env: { ...process.env, BERTH_ADDR: agent.addr, BERTH_TOKEN: agent.token },
