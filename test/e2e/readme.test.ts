@@ -1,0 +1,56 @@
+// The README documents every command the real `berth` has (its `--help`
+// tree), each with an example, and the quick start is exactly the two
+// commands the issue promises. A command added without documentation, or a
+// documented one that no longer exists, fails here.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import type { Command } from 'commander';
+import { buildProgram } from '../../src/cli/index.js';
+import { REPO } from './_agent.js';
+
+const readme = readFileSync(`${REPO}/README.md`, 'utf8');
+
+/** Leaf commands as `group sub ...` paths, from commander's own tree (what --help prints). */
+function leaves(cmd: Command, prefix: string[] = []): string[] {
+  const subs = cmd.commands.filter((c) => c.name() !== 'help');
+  if (subs.length === 0) return [prefix.join(' ')];
+  return subs.flatMap((c) => leaves(c, [...prefix, c.name()]));
+}
+
+describe('README', () => {
+  const commands = leaves(buildProgram());
+
+  it('has a row with an example for every command in `berth --help`', () => {
+    const rows = readme.split('\n').filter((l) => l.startsWith('| `'));
+    // `csi` subcommands are documented in their own section; the table has one `csi ...` row.
+    for (const command of commands.filter((c) => !c.startsWith('csi '))) {
+      const row = rows.find((r) => r.startsWith(`| \`${command}`) && /^\| `[^`]+`( [^|]*)?\|/.test(r));
+      assert.ok(row, `README has no row for "berth ${command}"`);
+      assert.match(row, new RegExp(`\`berth ${command}\\b`), `the row of "berth ${command}" has no example`);
+    }
+    assert.ok(rows.some((r) => r.startsWith('| `csi ...`')));
+  });
+
+  it('documents no command that berth does not have', () => {
+    const table = readme.slice(readme.indexOf('## The `berth` command'), readme.indexOf('Exit codes of the agent commands'));
+    const documented = [...table.matchAll(/^\| `([a-z][a-z -]*?)( <[^`]*>| \[[^`]*\])*`/gm)].map((m) => (m[1] as string).trim());
+    const known = new Set(commands.flatMap((c) => c.split(' ').map((_, i, parts) => parts.slice(0, i + 1).join(' '))));
+    assert.ok(documented.length >= commands.filter((c) => !c.startsWith('csi ')).length);
+    for (const d of documented) assert.ok(known.has(d), `README documents "berth ${d}", which does not exist`);
+  });
+
+  it('mentions every berth csi subcommand', () => {
+    for (const command of commands.filter((c) => c.startsWith('csi '))) {
+      assert.ok(readme.includes(command.slice(4)), `README does not mention "berth ${command}"`);
+    }
+  });
+
+  it('starts with the two quick-start commands', () => {
+    const quick = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('## Installing'));
+    const block = /```sh\n([\s\S]*?)```/.exec(quick)?.[1] ?? '';
+    const lines = block.trim().split('\n').map((l) => l.replace(/\s+#.*$/, '').trim());
+    assert.deepEqual(lines, ['npm ci && npm run demo', 'npm ci && npm test']);
+  });
+});
