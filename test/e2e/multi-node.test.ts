@@ -58,17 +58,24 @@ function pidsWith(needle: string): number[] {
   return out;
 }
 
-async function cliJson<T>(args: string[]): Promise<T> {
-  return JSON.parse(ok(await server.cli([...args, '--json']), args.join(' '))) as T;
+/** A read of the server's API (polling through the CLI would cost a process start per poll). */
+async function read<T>(p: string): Promise<T> {
+  const res = await fetch(server.addr + p, { headers: { authorization: `Bearer ${MGMT}` } });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`GET ${p}: ${res.status} ${text}`);
+  return JSON.parse(text) as T;
 }
 
 async function nodes(): Promise<NodeRow[]> {
-  const r = await cliJson<NodeRow[] | { nodes: NodeRow[] }>(['node', 'status']);
-  return Array.isArray(r) ? r : r.nodes;
+  return read<NodeRow[]>('/v1/nodes');
 }
 
 async function allocs(job: string): Promise<AllocRow[]> {
-  return (await cliJson<{ allocations: AllocRow[] }>(['job', 'status', job])).allocations;
+  return read<AllocRow[]>(`/v1/job/${job}/allocations`);
+}
+
+async function pluginStatus(): Promise<{ nodesHealthy: number; controllersHealthy: number }> {
+  return read('/v1/plugin/csi/hostpath');
 }
 
 async function running(job: string): Promise<AllocRow> {
@@ -83,7 +90,7 @@ async function running(job: string): Promise<AllocRow> {
 }
 
 async function claimsOf(volume: string): Promise<unknown[]> {
-  return (await cliJson<{ claims: unknown[] }>(['volume', 'status', volume])).claims;
+  return (await read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
 }
 
 function writeJson(name: string, value: unknown): string {
@@ -264,16 +271,20 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
       return list.filter((n) => n.status === 'ready').length === 2 ? list : undefined;
     });
     nodeIds = Object.fromEntries(ready.map((n) => [n.name, n.id])) as typeof nodeIds;
+    const table = ok(await server.cli(['node', 'status']), 'node status');
+    assert.match(table, /mn-node-1\s+dc1\s+\S*raw_exec\S*\s/);
+    assert.match(table, /mn-node-2\s+dc1\s+\S*raw_exec\S*\s/);
     assert.deepEqual(Object.keys(nodeIds).sort(), ['mn-node-1', 'mn-node-2']);
   });
 
   it('runs the hostpath plugin on both nodes as a system job: healthy controllers and nodes on each', async () => {
     ok(await server.cli(['job', 'run', pluginJob()]), 'job run plugin');
     const plugin = await until('the plugin healthy on both nodes', async () => {
-      const p = await cliJson<{ nodesHealthy: number; controllersHealthy: number }>(['plugin', 'status', 'hostpath']);
+      const p = await pluginStatus();
       return p.nodesHealthy === 2 && p.controllersHealthy === 2 ? p : undefined;
     });
     assert.equal(plugin.nodesHealthy, 2);
+    assert.match(ok(await server.cli(['plugin', 'status']), 'plugin status'), /hostpath\s+hostpath\.csi\.berth\.dev\s+2\/2\s+2\/2/);
     baseline = mountsUnder(dir);
   });
 
@@ -323,7 +334,7 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     await server.start();
     await until('two ready nodes after the server restart', async () => (await nodes()).filter((n) => n.status === 'ready').length === 2);
     await until('the plugin healthy after the server restart', async () => {
-      const p = await cliJson<{ nodesHealthy: number; controllersHealthy: number }>(['plugin', 'status', 'hostpath']);
+      const p = await pluginStatus();
       return p.nodesHealthy === 2 && p.controllersHealthy === 2;
     });
     for (const job of ['w1', 'w2']) await running(job);
