@@ -14,7 +14,8 @@
 // each node runs its own controller (a monolith plugin instance) without
 // ControllerPublish (--no-publish-unpublish): a volume lives where its
 // controller created it, and workloads follow its accessible topology. The
-// client agents list the management token so that `alloc logs` reaches them.
+// client configs hold no API token: `alloc logs` with the cluster's
+// management token reaches a client agent, which checks it with the server.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -212,9 +213,6 @@ log_level = "debug"
 ports {
   http = ${await freePort()}
 }
-tokens {
-  management = ["${MGMT}"]
-}
 client {
   node_name      = "mn-node-1"
   server_address = "http://127.0.0.1:${serverPort}"
@@ -233,7 +231,6 @@ log_level = "debug"
   const c2 = writeJson('client-2.json', {
     dataDir: `${dir}/n2`,
     ports: { http: await freePort() },
-    tokens: { management: [MGMT] },
     client: { nodeName: 'mn-node-2', serverAddress: `http://127.0.0.1:${serverPort}`, token: NODE, options: { 'driver.raw_exec.enable': true } },
     csi: { probeInterval: '1s', healthTimeout: '20s' },
     logLevel: 'debug',
