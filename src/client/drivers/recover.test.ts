@@ -116,7 +116,8 @@ for (const [kind, make] of KINDS) {
       const handle = await startFromDoomedAgent(h, kind, cfg);
       process.kill(handle.executorPid, 'SIGKILL');
       process.kill(-handle.taskPid, 'SIGKILL');
-      await eventually(() => !running(handle.taskPid), 'the task is gone');
+      // Both must be gone: a SIGKILLed executor can take a moment to exit on a loaded machine.
+      await eventually(() => !running(handle.taskPid) && !running(handle.executorPid), 'the task and its executor are gone');
       await assert.rejects(driver.recoverTask(handle), (e: DriverError) => e.code === 'TASK_NOT_RECOVERABLE');
     });
   });
