@@ -2,8 +2,8 @@
 // node agents as real child processes (test/runtime/_client-main.ts) that
 // run real tasks, the real hostpath plugin and real mounts.
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -189,6 +189,29 @@ export function mountsUnder(root: string): string[] {
     .split('\n')
     .map((l) => l.split(' ')[4] ?? '')
     .filter((p) => p === root || p.startsWith(`${root}/`));
+}
+
+/**
+ * A test's last word on `dir`: kills every process whose command line names
+ * it, unmounts everything below it (deepest first) and removes it. Never
+ * throws: what is already gone is fine.
+ */
+export function cleanupUnder(dir: string): void {
+  for (const pid of pidsWith(dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  for (const m of mountsUnder(dir).reverse()) {
+    try {
+      execFileSync('umount', ['-l', m]);
+    } catch {
+      /* already gone */
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /** PIDs of processes whose command line contains `needle`. */

@@ -6,11 +6,11 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
-import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
+import { AgentProcess, cleanupUnder, hostpathPluginJob, REPO, TestServer, until, volumeJob } from './_harness.js';
 
 const dir = mkdtempSync('/tmp/brx-');
 const hpData = path.join(dir, 'hpdata');
@@ -41,21 +41,7 @@ after(async () => {
   await agent?.drain().catch(() => undefined);
   await agent?.kill().catch(() => undefined);
   await server?.stop();
-  for (const pid of pidsWith(dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
-  for (const m of mountsUnder(dir).reverse()) {
-    try {
-      execFileSync('umount', ['-l', m]);
-    } catch {
-      /* gone */
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
+  cleanupUnder(dir);
 });
 
 describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }, () => {

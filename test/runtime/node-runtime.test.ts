@@ -15,11 +15,11 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, CsiPlugin, PublicVolume, VolumeClaim } from '../../src/structs/index.js';
-import { AgentProcess, alive, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
+import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
 
 const dir = mkdtempSync('/tmp/brt-');
 const SECRET = `s3cr3t-${process.pid}-value`;
@@ -71,21 +71,7 @@ after(async () => {
   await agent?.kill().catch(() => undefined);
   await server?.stop();
   // Nothing of ours may stay mounted or running.
-  for (const pid of pidsWith(dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
-  for (const m of mountsUnder(dir).reverse()) {
-    try {
-      execFileSync('umount', ['-l', m]);
-    } catch {
-      /* already gone */
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
+  cleanupUnder(dir);
 });
 
 describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240_000 }, () => {

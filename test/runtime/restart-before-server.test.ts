@@ -6,13 +6,12 @@
 // workload is still the same process with the same single write claim.
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
-import { AgentProcess, alive, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
+import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, REPO, TestServer, until, volumeJob } from './_harness.js';
 
 const dir = mkdtempSync('/tmp/brs-');
 const hpData = path.join(dir, 'hpdata');
@@ -50,21 +49,7 @@ after(async () => {
   await agent?.drain().catch(() => undefined);
   await agent?.kill().catch(() => undefined);
   await server?.stop();
-  for (const pid of pidsWith(dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
-  for (const m of mountsUnder(dir).reverse()) {
-    try {
-      execFileSync('umount', ['-l', m]);
-    } catch {
-      /* gone */
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
+  cleanupUnder(dir);
 });
 
 describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }, () => {
