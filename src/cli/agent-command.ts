@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
-import { Agent, AgentConfigError, emptyAgentConfig, loadAgentConfig, mountsUnder, type AgentConfig, type AgentMode } from '../agent/index.js';
+import type * as AgentModule from '../agent/index.js';
+import type { AgentConfig, AgentMode } from '../agent/index.js';
 import { createLogger } from '../lib/index.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
@@ -103,7 +104,15 @@ function portOf(text: string | undefined): number | undefined {
   return n;
 }
 
+/**
+ * The agent's parts (server, client, their dependencies) load only when an
+ * agent starts: every other command starts without them, several hundred
+ * milliseconds sooner.
+ */
+const loadAgentModule = (): Promise<typeof AgentModule> => import('../agent/index.js');
+
 async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
+  const { Agent, emptyAgentConfig, mountsUnder } = await loadAgentModule();
   const mode = modeOf(flags);
   const port = portOf(flags.port);
   if (flags.serverAddress && mode !== 'client') throw new UsageError('--server-address is for --client');
@@ -142,7 +151,7 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
     if (stopped) return;
     stopped = true;
     await agent.stop({ drain });
-    if (temporary) removeDataDir(ctx, dataDir);
+    if (temporary) removeDataDir(ctx, dataDir, mountsUnder);
   };
   try {
     const addr = await agent.start();
@@ -170,6 +179,7 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
 }
 
 async function loadConfig(file: string): Promise<AgentConfig> {
+  const { AgentConfigError, loadAgentConfig } = await loadAgentModule();
   try {
     return await loadAgentConfig(file);
   } catch (err) {
@@ -179,7 +189,7 @@ async function loadConfig(file: string): Promise<AgentConfig> {
   }
 }
 
-function removeDataDir(ctx: CommandContext, dir: string): void {
+function removeDataDir(ctx: CommandContext, dir: string, mountsUnder: (dir: string) => string[]): void {
   // A bind mount left below the dir would make rm -r delete a volume's data: unmount first, and never remove through a mount.
   for (const m of mountsUnder(dir)) spawnSync('umount', [m], { stdio: 'ignore' });
   const left = mountsUnder(dir);
