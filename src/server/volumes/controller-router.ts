@@ -1,3 +1,4 @@
+import type { Topology } from '../../csi/index.js';
 import { silentLogger, type Logger } from '../../lib/index.js';
 import type { NodeRpcMethod, NodeRpcParams, NodeRpcResult } from '../../structs/index.js';
 import { NodeRpcCallError, type NodeConnections } from '../noderpc/index.js';
@@ -33,7 +34,9 @@ export class ControllerCallError extends VolumeError {
  * that fails with a retryable error (the node went away, UNAVAILABLE,
  * DEADLINE_EXCEEDED, ABORTED...) moves on to the next controller; a final
  * error (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND...) is returned at
- * once. The controller that last succeeded is tried first.
+ * once. Controllers on nodes inside the volume's topology are tried first
+ * (a plugin whose volumes live on one node, like hostpath, knows them only
+ * there); among equals, the controller that last succeeded goes first.
  */
 export class ControllerRouter {
   readonly #store: StateStore;
@@ -50,8 +53,13 @@ export class ControllerRouter {
     this.#timeoutMs = opts.callTimeoutMs ?? 60_000;
   }
 
-  /** Node IDs that could serve a controller call of the plugin now, in the order they would be tried. */
-  candidates(pluginId: string): string[] {
+  /**
+   * Node IDs that could serve a controller call of the plugin now, in the
+   * order they would be tried. `topology`: where the volume lives (its
+   * accessible topology, or the topology it was asked for); nodes whose node
+   * plugin reports a matching segment come first.
+   */
+  candidates(pluginId: string, topology: readonly Topology[] = []): string[] {
     const snap = this.#store.snapshot();
     const plugin = snap.get('plugins', rowKey(pluginId));
     if (!plugin) return [];
@@ -60,8 +68,14 @@ export class ControllerRouter {
       .map((c) => c.nodeId)
       .sort();
     const first = this.#preferred.get(pluginId);
-    if (first && ids.includes(first)) return [first, ...ids.filter((i) => i !== first)];
-    return ids;
+    const ordered = first && ids.includes(first) ? [first, ...ids.filter((i) => i !== first)] : ids;
+    const segments = topology.filter((t) => Object.keys(t).length > 0);
+    if (segments.length === 0) return ordered;
+    const inside = (nodeId: string): boolean => {
+      const own = snap.get('nodes', rowKey(nodeId))?.csiNodePlugins[pluginId]?.fingerprint?.node?.info.accessibleTopology;
+      return own !== undefined && segments.some((seg) => Object.entries(seg).every(([k, v]) => own[k] === v));
+    };
+    return [...ordered.filter(inside), ...ordered.filter((id) => !inside(id))];
   }
 
   /**
@@ -72,9 +86,14 @@ export class ControllerRouter {
    * NOT_FOUND, INVALID for INVALID_ARGUMENT / OUT_OF_RANGE /
    * UNIMPLEMENTED, UNAVAILABLE otherwise) with the plugin's message.
    */
-  call<M extends NodeRpcMethod>(pluginId: string, method: M, params: NodeRpcParams<M>, opts: { signal?: AbortSignal } = {}): Promise<NodeRpcResult<M>> {
+  call<M extends NodeRpcMethod>(
+    pluginId: string,
+    method: M,
+    params: NodeRpcParams<M>,
+    opts: { signal?: AbortSignal; topology?: readonly Topology[] } = {},
+  ): Promise<NodeRpcResult<M>> {
     return this.#serial.run(pluginId, async () => {
-      const nodes = this.candidates(pluginId);
+      const nodes = this.candidates(pluginId, opts.topology);
       if (nodes.length === 0) {
         throw new ControllerCallError('UNAVAILABLE', `no healthy controller of plugin ${pluginId} is connected`, {
           retryable: true,

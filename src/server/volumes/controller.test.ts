@@ -269,3 +269,35 @@ describe('volumes with a controller', () => {
     assert.equal(first().volumes.get(created.externalId), undefined, 'deleted on the plugin');
   });
 });
+
+describe('controller calls for a volume that lives on one node', () => {
+  let c: Cluster;
+
+  before(async () => {
+    // Two nodes each run the plugin as a monolith, like hostpath: a volume is
+    // known only to the controller on the node that made it.
+    c = await Cluster.start([
+      { id: 'node-a', externalId: 'ext-a', roles: ['controller', 'node'], plugin: { topology: { zone: 'a' } } },
+      { id: 'node-b', externalId: 'ext-b', roles: ['controller', 'node'], plugin: { topology: { zone: 'b' } } },
+    ]);
+    c.alloc('wb', 'node-b');
+  });
+  after(() => c.close());
+
+  it("go to the controller on the volume's node, though the other sorts first", async () => {
+    await c.volumes.create({ id: 'local', pluginId: 'fake', capabilities: [fsCap()], topologyRequest: { required: [{ zone: 'b' }] } });
+    assert.equal(c.fake('node-b').callsTo('CreateVolume').length, 1, 'created where it was asked for');
+    assert.equal(c.fake('node-a').callsTo('CreateVolume').length, 0);
+
+    const claim = await c.volumes.claim({ volumeId: 'local', allocId: 'wb', mode: 'write' });
+    assert.equal(claim.controllerPublish, 'published');
+    assert.equal(c.fake('node-b').callsTo('ControllerPublishVolume').length, 1, 'published by the controller that knows the volume');
+    assert.equal(c.fake('node-a').callsTo('ControllerPublishVolume').length, 0);
+
+    await c.volumes.release('default', 'local', 'wb');
+    assert.equal(c.fake('node-b').callsTo('ControllerUnpublishVolume').length, 1);
+    await c.volumes.delete('default', 'local');
+    assert.equal(c.fake('node-b').callsTo('DeleteVolume').length, 1);
+    assert.equal(c.fake('node-a').calls.filter((x) => x.rpc.startsWith('Controller') && x.rpc !== 'ControllerGetCapabilities').length, 0, 'node-a was never asked');
+  });
+});

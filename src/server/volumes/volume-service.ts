@@ -271,7 +271,7 @@ export class VolumeService {
       v.pluginId,
       'csi.controller.validate',
       { pluginId: v.pluginId, volumeId: v.externalId, volumeContext: v.context, capabilities, parameters: v.parameters, secrets: v.secrets },
-      signal ? { signal } : {},
+      { topology: whereItLives(v), ...(signal ? { signal } : {}) },
     );
     const verdict = checkValidation(
       {
@@ -362,7 +362,7 @@ export class VolumeService {
         ...(input.contentSource ? { contentSource: input.contentSource } : {}),
         ...(draft.topologyRequest ? { accessibilityRequirements: { requisite: draft.topologyRequest.required, preferred: draft.topologyRequest.preferred } } : {}),
       },
-      opts.signal ? { signal: opts.signal } : {},
+      { topology: whereItLives(draft), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
     const { result } = this.#store.write((txn) =>
       txn.put('volumes', {
@@ -389,7 +389,12 @@ export class VolumeService {
       throw new VolumeError('CONFLICT', `volume ${id} has claims; it cannot be deleted`, { retryable: true });
     }
     this.#needController(this.#plugin(v.pluginId), 'CREATE_DELETE_VOLUME', 'delete volumes');
-    await this.router.call(v.pluginId, 'csi.controller.delete', { pluginId: v.pluginId, volumeId: v.externalId, secrets: v.secrets }, opts.signal ? { signal: opts.signal } : {});
+    await this.router.call(
+      v.pluginId,
+      'csi.controller.delete',
+      { pluginId: v.pluginId, volumeId: v.externalId, secrets: v.secrets },
+      { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
+    );
     this.#store.write((txn) => txn.delete('volumes', rowKey(namespace, id)));
     this.#logger.info({ volumeId: id, namespace }, 'volume deleted');
   }
@@ -413,7 +418,7 @@ export class VolumeService {
       v.pluginId,
       'csi.controller.createSnapshot',
       { pluginId: v.pluginId, sourceVolumeId: v.externalId, name: nonEmpty(name, 'name'), parameters: stringMap(opts.parameters, 'parameters'), secrets: v.secrets },
-      opts.signal ? { signal: opts.signal } : {},
+      { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
     return snapshot;
   }
@@ -499,7 +504,7 @@ export class VolumeService {
       v.pluginId,
       'csi.controller.expand',
       { pluginId: v.pluginId, volumeId: v.externalId, capacityRange, secrets: v.secrets, ...(cap ? { capability: cap } : {}) },
-      opts.signal ? { signal: opts.signal } : {},
+      { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
     let capacityBytes = res.capacityBytes;
     if (res.nodeExpansionRequired) {
@@ -704,7 +709,7 @@ export class VolumeService {
           secrets: v!.secrets,
           volumeContext: v!.context,
         },
-        signal ? { signal } : {},
+        { topology: whereItLives(v!), ...(signal ? { signal } : {}) },
       );
       const { result } = this.#store.write((txn) => {
         const cur = txn.get('claims', key);
@@ -895,7 +900,7 @@ export class VolumeService {
               pluginId,
               'csi.controller.unpublish',
               { pluginId, volumeId: externalVolumeId, nodeId: claim.externalNodeId, secrets: volume?.secrets ?? {} },
-              signal ? { signal } : {},
+              { topology: volume ? whereItLives(volume) : [], ...(signal ? { signal } : {}) },
             ),
           );
         }
@@ -932,4 +937,14 @@ export class VolumeService {
   #perVolumeBusy(claim: VolumeClaim): boolean {
     return this.#publishing.has(rowKey(claim.namespace, claim.volumeId, claim.allocId));
   }
+}
+
+/**
+ * Where a volume lives, for choosing its controller: what the plugin said
+ * when it created the volume, else the topology it was registered or asked
+ * for. Empty means anywhere.
+ */
+function whereItLives(v: Pick<Volume, 'accessibleTopology' | 'topologyRequest'>): Topology[] {
+  if (v.accessibleTopology.length > 0) return v.accessibleTopology;
+  return [...(v.topologyRequest?.required ?? []), ...(v.topologyRequest?.preferred ?? [])];
 }
