@@ -11,9 +11,10 @@
 //   - at the end (agents stopped with SIGINT) nothing is mounted under the
 //     test's directory and nothing of it runs.
 // The hostpath plugin keeps its volumes on the node that created them, so
-// each node runs its own controller (a monolith plugin instance) without
-// ControllerPublish (--no-publish-unpublish): a volume lives where its
-// controller created it, and workloads follow its accessible topology. The
+// each node runs its own controller (a monolith plugin instance): a volume
+// lives where its controller created it, workloads follow its accessible
+// topology, and the server sends its ControllerPublish/Unpublish to the
+// controller on that node (the one inside the volume's topology). The
 // client configs hold no API token: `alloc logs` with the cluster's
 // management token reaches a client agent, which checks it with the server.
 
@@ -104,7 +105,7 @@ function writeJson(name: string, value: unknown): string {
 function pluginJob(): string {
   const script = [
     'case "$BERTH_ALLOC_DIR" in */n1/*) n=n1 ;; */n2/*) n=n2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac',
-    `exec "${process.execPath}" "${BERTH}" plugin hostpath --endpoint "$CSI_ENDPOINT" --node-id "mn-$n" --data-dir "${dir}/hp-$n" --no-publish-unpublish --log-level warn`,
+    `exec "${process.execPath}" "${BERTH}" plugin hostpath --endpoint "$CSI_ENDPOINT" --node-id "mn-$n" --data-dir "${dir}/hp-$n" --log-level warn`,
   ].join('\n');
   return writeJson('plugin.json', {
     job: {
@@ -306,8 +307,12 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
       mounted.set(a.id, target);
       await until(`${a.id} wrote its file`, () => readFileSync(path.join(target, 'hello.txt'), 'utf8').includes(a.id));
     }
-    assert.equal((await claimsOf('vol-n1')).length, 1);
-    assert.equal((await claimsOf('vol-n2')).length, 1);
+    // Each claim was attached by its own node's controller (ControllerPublish to the node inside the volume's topology).
+    for (const vol of ['vol-n1', 'vol-n2']) {
+      const claims = (await claimsOf(vol)) as Array<{ controllerPublish: string }>;
+      assert.equal(claims.length, 1);
+      assert.equal(claims[0]!.controllerPublish, 'published', `${vol} was published by its controller`);
+    }
   });
 
   it('a client agent killed with SIGKILL and restarted keeps its workload and its mount', async () => {
