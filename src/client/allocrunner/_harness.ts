@@ -5,18 +5,21 @@
 // kills every task and unmounts everything below its temp dir.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { systemClock, type Clock } from '../../lib/index.js';
 import { parseJobSpec, type Allocation, type Job, type JobSpecInput, type NodeEvent } from '../../structs/index.js';
+import { mountPointsUnder } from '../allocdir/index.js';
 import { CsiManager } from '../csimanager/index.js';
 import { createDrivers, type TaskDriver } from '../drivers/index.js';
 import { PluginRegistry } from '../dynamicplugins/index.js';
 import { NetworkManager } from '../network/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
 import { AllocRunner } from './alloc-runner.js';
+
+export { mountPointsUnder };
 import type { AllocStatusUpdate, ClaimedVolume, VolumeClaimer, VolumeClaimRequest } from './volume-claimer.js';
 
 export const BERTH = fileURLToPath(new URL('../../../bin/berth.js', import.meta.url));
@@ -29,22 +32,10 @@ export async function eventually(pred: () => boolean, what: string, ms = 30_000)
   }
 }
 
-export function mountPointsUnder(root: string): string[] {
-  let real: string;
-  try {
-    real = realpathSync(root);
-  } catch {
-    return [];
-  }
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => (l.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))))
-    .filter((m) => m === real || m.startsWith(`${real}/`));
-}
-
 function unmountAllUnder(root: string): void {
   for (let i = 0; i < 128; i++) {
-    const left = mountPointsUnder(root).sort((a, b) => b.length - a.length);
+    // Deepest first, so a parent is never unmounted over its children.
+    const left = mountPointsUnder(root);
     if (!left[0]) return;
     try {
       execFileSync('umount', ['-l', left[0]], { stdio: 'ignore' });
