@@ -62,7 +62,9 @@ export class FakeClaimer implements VolumeClaimer {
     const volume = this.volumes.get(req.volumeId);
     if (!volume && this.waitForVolumes) throw Object.assign(new Error(`volume ${req.volumeId} is not registered yet`), { code: 'CLAIM_EXHAUSTED' });
     if (!volume) throw Object.assign(new Error(`volume ${req.volumeId} not found`), { code: 'NOT_FOUND' });
-    return { volume: structuredClone(volume), publishContext: { attachedBy: 'fake' } };
+    // A SecretMap keeps its values in a private field that structuredClone drops: hand it on as it is.
+    const { secrets, ...plain } = volume;
+    return { volume: { ...structuredClone(plain), ...(secrets ? { secrets } : {}) }, publishContext: { attachedBy: 'fake' } };
   }
 
   async release(req: { namespace: string; volumeId: string; allocId: string }): Promise<void> {

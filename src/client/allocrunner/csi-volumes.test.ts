@@ -4,10 +4,12 @@
 // claimer fake), mount through the volume manager, write and read real files.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { CsiClient, VolumeCapability } from '../../csi/index.js';
+import { SecretMap } from '../../lib/index.js';
 import type { Allocation, Job } from '../../structs/index.js';
 import type { AllocRunner } from './alloc-runner.js';
 import { savedAllocRunners } from './alloc-records.js';
@@ -277,6 +279,42 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     assert.ok(left.every((m) => mountsBefore.includes(m)), 'the running workload keeps its very mounts');
     assert.equal(node.pidOf(rKeep, 'main'), pids.keep);
     assert.equal(rKeep.status().clientStatus, 'running');
+  });
+
+  it('agent restart: a publication lost while the agent was down is redone, with the secrets asked of the server again (they are never written down)', async (t) => {
+    const node = new Node();
+    t.after(() => node.cleanup());
+    await node.start();
+    const plugin = await startPlugin(node, hostpathPluginJob(path.join(node.dir, 'hp')));
+    await mountable(node);
+    await createVolume(node);
+    node.claimer.volumes.get('shared')!.secrets = new SecretMap({ password: 'remount-s3cret' });
+    const job = workloadJob('keep', 'service', 'exec sleep 600');
+    const alloc = makeAlloc(job, { csiVolumes: CSI_VOLUME });
+    const runner = node.runner(alloc, job);
+    await runner.run();
+    const target = volumeMounts(node).find((m) => m.includes(alloc.id));
+    assert.ok(target, 'the publication is mounted');
+    const claims = node.claimer.claimsOf(alloc.id).length;
+
+    await node.stopAgent();
+    execFileSync('umount', [target]); // lost behind the agent's back
+    await node.startAgentAgain();
+    const restored: AllocRunner[] = [];
+    for (const s of savedAllocRunners(node.store)) {
+      const r = node.runner(s.alloc, s.job);
+      await r.restore();
+      restored.push(r);
+    }
+    for (const r of restored) r.update(r.id === alloc.id ? alloc : plugin.alloc);
+    const { reports, failed } = await reconcileCsiVolumes({ csiManager: node.csiManager, runners: restored, signal: AbortSignal.timeout(20_000) });
+    assert.deepEqual(failed, []);
+    assert.deepEqual(reports.get('hostpath')!.awaitingMount, [{ volumeId: 'shared', allocId: alloc.id }], 'the lost publication needs the secrets');
+    assert.equal(node.claimer.claimsOf(alloc.id).length, claims + 1, 'the claim was asked again for them');
+    assert.ok(volumeMounts(node).includes(target), 'the publication is mounted again');
+    for (const file of [node.statePath, `${node.statePath}-wal`].filter((f) => existsSync(f))) {
+      assert.doesNotMatch(readFileSync(file, 'latin1'), /remount-s3cret/, `no secret written to ${path.basename(file)}`);
+    }
   });
 
   it('the hostpath plugin as an exec task: socket and mount root bound into its chroot, its mounts propagate out to a raw_exec workload', async (t) => {
