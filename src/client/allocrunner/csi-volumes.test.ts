@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { CsiClient, VolumeCapability } from '../../csi/index.js';
 import { SecretMap } from '../../lib/index.js';
 import type { Allocation, Job } from '../../structs/index.js';
@@ -77,6 +77,17 @@ async function createVolume(node: Node): Promise<void> {
 function volumeMounts(node: Node): string[] {
   const root = path.join(node.dir, 'p', 'hostpath', 'mounts');
   return mountPointsUnder(root).filter((m) => m !== root).sort();
+}
+
+/** A started node running the hostpath plugin as a task, with the "shared" volume created; cleaned up after the test. */
+async function nodeWithVolume(t: TestContext): Promise<{ node: Node; plugin: { runner: AllocRunner; alloc: Allocation } }> {
+  const node = new Node();
+  t.after(() => node.cleanup());
+  await node.start();
+  const plugin = await startPlugin(node, hostpathPluginJob(path.join(node.dir, 'hp')));
+  await mountable(node);
+  await createVolume(node);
+  return { node, plugin };
 }
 
 const eventTypes = (r: AllocRunner, task: string): string[] => r.status().taskStates[task]!.events.map((e) => e.type);
@@ -217,12 +228,7 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
   });
 
   it('agent restart: tasks keep their pids, the plugin is re-adopted without a new registration, mounts are reconciled not redone; a workload stopped meanwhile is cleaned up and released', async (t) => {
-    const node = new Node();
-    t.after(() => node.cleanup());
-    await node.start();
-    const plugin = await startPlugin(node, hostpathPluginJob(path.join(node.dir, 'hp')));
-    await mountable(node);
-    await createVolume(node);
+    const { node, plugin } = await nodeWithVolume(t);
     const keepJob = workloadJob('keep', 'service', 'exec sleep 600');
     const keepAlloc = makeAlloc(keepJob, { csiVolumes: CSI_VOLUME });
     const keep = node.runner(keepAlloc, keepJob);
@@ -282,12 +288,7 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
   });
 
   it('agent restart: a publication lost while the agent was down is redone, with the secrets asked of the server again (they are never written down)', async (t) => {
-    const node = new Node();
-    t.after(() => node.cleanup());
-    await node.start();
-    const plugin = await startPlugin(node, hostpathPluginJob(path.join(node.dir, 'hp')));
-    await mountable(node);
-    await createVolume(node);
+    const { node, plugin } = await nodeWithVolume(t);
     node.claimer.volumes.get('shared')!.secrets = new SecretMap({ password: 'remount-s3cret' });
     const job = workloadJob('keep', 'service', 'exec sleep 600');
     const alloc = makeAlloc(job, { csiVolumes: CSI_VOLUME });
