@@ -19,7 +19,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CsiManager, PluginRegistry, SqliteClientStateStore, type ManagedVolumeManager } from '../src/client/index.js';
 import { FakePlugin } from '../src/csi/fake/index.js';
-import { HostpathPlugin } from '../src/plugins/hostpath/index.js';
+import { HostpathPlugin } from '../src/csi-plugins/index.js';
 import type { CsiPluginReport } from '../src/structs/index.js';
 import { round, summarize, type Summary } from './_stats.js';
 

@@ -21,7 +21,7 @@ import {
   ProbeRequest,
   VolumeCapability_AccessMode_Mode,
 } from '../src/gen/csi/v1/csi.js';
-import { HostpathPlugin } from '../src/plugins/hostpath/index.js';
+import { HostpathPlugin } from '../src/csi-plugins/index.js';
 import { round, summarize, timeNs, type Summary } from './_stats.js';
 
 export const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 20);

@@ -8,7 +8,7 @@ import { ManualClock } from '../../lib/index.js';
 import { parseJobSpec, type Allocation, type Job } from '../../structs/index.js';
 import { FakeNodeAgent } from '../noderpc/fake/index.js';
 import { NodeConnections } from '../noderpc/index.js';
-import { PluginService } from '../../server/plugins/index.js';
+import { PluginService } from '../plugins/index.js';
 import { rowKey, SqliteStateStore, type RowInput } from '../state/index.js';
 import { NodeError, NodeService } from './index.js';
 
