@@ -16,6 +16,7 @@ export {
   type MountOptions,
   type CapabilityRequest,
   type ValidationVerdict,
+  type ValidationAnswer,
 } from './capability.js';
 export {
   CsiError,
