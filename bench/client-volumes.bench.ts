@@ -17,7 +17,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { CsiClient, VolumeCapability, type CallOptions, type NodePublishRequest, type NodeStageRequest, type TeardownResult } from '../src/csi/index.js';
-import { FakePlugin } from '../src/csi/fake/index.js';
+import { FakePlugin } from '../test/support/csi-fake/index.js';
 import { HostpathPlugin } from '../src/csi-plugins/index.js';
 import { SqliteClientStateStore, VolumeManager, type VolumeUsage } from '../src/client/index.js';
 import { round, summarize, type Summary } from './_stats.js';

@@ -13,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CsiClient, RPC_POLICIES, VolumeCapability } from '../src/csi/index.js';
-import { FakePlugin } from '../src/csi/fake/index.js';
+import { FakePlugin } from '../test/support/csi-fake/index.js';
 import {
   IdentityDefinition,
   NodeDefinition,

@@ -5,7 +5,7 @@ import { CsiClient } from '../../csi/index.js';
 import { AbortedError } from '../../lib/index.js';
 import { PluginRegistry, type PluginEvent } from '../dynamicplugins/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
-import { ManagerHarness } from './_harness.js';
+import { ManagerHarness } from '../../../test/support/client-csimanager.js';
 import { CsiManagerError, type PluginSource } from './index.js';
 
 const isNotHealthy = (re: RegExp) => (err: unknown) => err instanceof CsiManagerError && err.code === 'CSI_PLUGIN_UNHEALTHY' && re.test(err.message);

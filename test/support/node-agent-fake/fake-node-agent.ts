@@ -9,8 +9,8 @@ import {
   CsiClient,
   type CapabilityRequest,
   type VolumeCapability,
-} from '../../../csi/index.js';
-import { describeError, SecretMap } from '../../../lib/index.js';
+} from '../../../src/csi/index.js';
+import { describeError, SecretMap } from '../../../src/lib/index.js';
 import type {
   CapabilityWire,
   NodeRpcError,
@@ -20,8 +20,8 @@ import type {
   NodeRpcResponse,
   CsiPluginReport,
   NodeFingerprint,
-} from '../../../structs/index.js';
-import type { NodeConnections, NodeTransport } from '../node-connections.js';
+} from '../../../src/structs/index.js';
+import type { NodeConnections, NodeTransport } from '../../../src/server/noderpc/index.js';
 
 export interface FakeNodeAgentOptions {
   nodeId: string;
