@@ -92,6 +92,7 @@ const boundaryPolicies = [
   ...layerPolicies,
   { from: { element: { type: 'main' } }, allow: { to: { element: door('cli') } } },
   { from: { element: { type: 'gen' } }, allow: { to: { element: { type: 'gen' } } } },
+  { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'layer', fileInternalPath: 'index.ts' } } } },
   {
     from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
     allow: { to: [...DOORS, { element: { type: 'gen' } }] },

@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { CsiClient, VolumeCapability, type CallOptions, type NodePublishRequest, type NodeStageRequest, type TeardownResult } from '../src/csi/index.js';
 import { FakePlugin } from '../test/support/csi-fake/index.js';
 import { HostpathPlugin } from '../src/csi-plugins/index.js';
-import { SqliteClientStateStore, VolumeManager, type VolumeUsage } from '../src/client/index.js';
+import { SqliteClientStateStore } from '../src/client/state/index.js';
+import { VolumeManager, type VolumeUsage } from '../src/client/volumes/index.js';
 import { round, summarize, type Summary } from './_stats.js';
 
 const CYCLES_FAKE = Number(process.env['BENCH_VOLUME_CYCLES'] ?? 300);

@@ -15,10 +15,9 @@ import { FakePlugin } from '../support/csi-fake/index.js';
 import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type { Allocation, Node, NodeFingerprint, VolumeClaim } from '../../src/structs/index.js';
+import { CsiManager } from '../../src/client/csimanager/index.js';
+import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';
 import {
-  CsiManager,
-  PluginRegistry,
-  SqliteClientStateStore,
   AllocWatcher,
   HttpVolumeClaimer,
   NodeConnection,
@@ -28,7 +27,8 @@ import {
   ServerConnError,
   StatusReporter,
   type NodeAllocation,
-} from '../../src/client/index.js';
+} from '../../src/client/serverconn/index.js';
+import { SqliteClientStateStore } from '../../src/client/state/index.js';
 
 const MGMT = 'mgmt-token-serverconn';
 const NODE_TOKEN = 'node-token-serverconn';
