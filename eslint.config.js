@@ -1,51 +1,105 @@
 // @ts-check
 import js from '@eslint/js';
+import boundaries from 'eslint-plugin-boundaries';
+import importPlugin from 'eslint-plugin-import';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-// Berth's layers (STYLE.md): lib <- csi <- client, server <- agent <- cli.
-// `plugins` (CSI plugins Berth ships) sit beside csi's users; generated code is
-// reached only through csi (and by plugin servers, which must speak protobuf).
-const FOLDERS = ['lib', 'csi', 'plugins', 'structs', 'client', 'server', 'agent', 'cli'];
-const layerRules = {
-  lib: ['csi', 'plugins', 'structs', 'client', 'server', 'agent', 'cli', 'gen'],
-  csi: ['plugins', 'structs', 'client', 'server', 'agent', 'cli'],
-  plugins: ['structs', 'client', 'server', 'agent', 'cli'],
-  structs: ['plugins', 'client', 'server', 'agent', 'cli', 'gen'],
-  client: ['server', 'agent', 'cli', 'gen', 'plugins'],
-  server: ['client', 'agent', 'cli', 'gen', 'plugins'],
-  agent: ['cli', 'gen'],
-  cli: ['gen'],
+// ---------------------------------------------------------------------------
+// Boundaries (STYLE.md "The house"), checked by eslint-plugin-boundaries on the
+// resolved file of every import/export (so `src/server/plugins` is never
+// mistaken for `src/csi-plugins`), and cycles by eslint-plugin-import's
+// no-cycle. Both run in `npm run lint`, hence in `npm test`;
+// test/layering.test.ts plants violations and shows they fail.
+//
+// Elements:
+//   layer  src/<layer>/          a top folder of src: lib, csi, structs, client, ...
+//   part   src/<layer>/<part>/   a subsystem folder inside a layer (client/volumes)
+//   gen    src/gen/              generated protobuf code
+//   main   src/main.ts           the entry point (files directly in src/)
+//   test-support test/support/   the test kit (fakes, harnesses) for tests and bench
+//   test, bench, scripts         everything else under those folders
+//
+// Doors. A folder is entered from outside only through its `index.ts`:
+//   - another layer (and main) enters a layer only through src/<layer>/index.ts;
+//     a part's index.ts is NOT a door for another layer, only for its own layer
+//     (client/volumes/index.ts serves client/allocrunner and client/client.ts,
+//     never src/agent);
+//   - inside a layer, files enter a sibling part through its index.ts;
+//   - folders below a part (src/<layer>/<part>/<sub>/) have no door of their own:
+//     they are private to their part;
+//   - test/, bench/ and test/support exercise subsystems one at a time, so they
+//     may enter any layer's or part's index.ts, never a file behind it.
+//   - test/support holds the test kits (fakes, harnesses). A kit is one file
+//     (test/support/server-cluster.ts) or a folder entered through its index.ts
+//     (test/support/csi-fake/index.ts); `_name.ts` files are private to their
+//     folder. Tests beside the code, test/ and bench/ use kits only so; bench/
+//     never imports test/ files, and production code never imports test/**.
+// Layers point one way (lib <- csi <- client, server <- agent <- cli): structs
+// (types client and server share) sits on csi, spec-files (job and volume
+// files, as Nomad's jobspec) on structs, csi-plugins (the plugins Berth ships)
+// on csi. Each layer may import only the layers listed for it:
+const LAYERS = {
+  lib: [],
+  csi: ['lib'],
+  structs: ['lib', 'csi'],
+  'spec-files': ['lib', 'structs'],
+  'csi-plugins': ['lib', 'csi'],
+  client: ['lib', 'csi', 'structs'],
+  server: ['lib', 'csi', 'structs'],
+  agent: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'client', 'server'],
+  cli: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'client', 'server', 'agent'],
 };
+// Generated protobuf code is reached only by csi and by plugin servers, which
+// must speak protobuf (and by the CSI conformance tests and benchmarks).
+const GEN_USERS = ['csi', 'csi-plugins'];
+// Production code (src/**, tests beside it excepted) never imports test/**.
+// ---------------------------------------------------------------------------
 
-const folderAlt = FOLDERS.join('|');
-// Other folders enter a folder only through its door, index.js.
-const doorPattern = {
-  regex: `^(\\.\\./)+(src/)?(${folderAlt})/(?!([\\w-]+/)*index\\.js$)`,
-  message: 'Import another folder only through its index.js (STYLE.md: each folder has one door).',
-};
+const PROD = ['layer', 'part', 'main'];
+const door = (layer) => ({ type: 'layer', captured: { layer }, fileInternalPath: 'index.ts' });
+const DOORS = [
+  { element: { types: { anyOf: ['layer', 'part'] }, fileInternalPath: 'index.ts' } },
+  { element: { type: 'test-support', fileInternalPath: ['[a-z]*.ts', '*/index.ts'] } },
+];
 
-/** @param {string} folder */
-function layerConfig(folder) {
-  const forbidden = layerRules[/** @type {keyof typeof layerRules} */ (folder)];
-  return {
-    files: [`src/${folder}/**/*.ts`],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: `^(\\.\\./)+(${forbidden.join('|')})(/|$)`,
-              message: `src/${folder} must not import from this layer (STYLE.md: layers point one way).`,
-            },
-            doorPattern,
-          ],
-        },
-      ],
-    },
-  };
-}
+const boundaryElements = [
+  { type: 'gen', pattern: 'src/gen', partialMatch: false },
+  { type: 'part', pattern: 'src/*/*', partialMatch: false, capture: ['layer', 'part'] },
+  { type: 'layer', pattern: 'src/*', partialMatch: false, capture: ['layer'] },
+  { type: 'main', pattern: 'src', partialMatch: false },
+  { type: 'test-support', pattern: 'test/support', partialMatch: false },
+  { type: 'test', pattern: 'test', partialMatch: false },
+  { type: 'bench', pattern: 'bench', partialMatch: false },
+  { type: 'scripts', pattern: 'scripts', partialMatch: false },
+];
+
+const layerPolicies = Object.entries(LAYERS).map(([layer, below]) => ({
+  from: { element: { types: { anyOf: ['layer', 'part'] }, captured: { layer } } },
+  allow: {
+    to: [
+      // A sibling part of the same layer, through its door. A part never imports
+      // its layer's top files: they compose the parts (no folder cycles).
+      { element: { type: 'part', captured: { layer }, fileInternalPath: 'index.ts' } },
+      // A lower layer, through its door.
+      ...below.map((l) => ({ element: door(l) })),
+      ...(GEN_USERS.includes(layer) ? [{ element: { type: 'gen' } }] : []),
+    ],
+  },
+}));
+
+const boundaryPolicies = [
+  ...layerPolicies,
+  { from: { element: { type: 'main' } }, allow: { to: { element: door('cli') } } },
+  { from: { element: { type: 'gen' } }, allow: { to: { element: { type: 'gen' } } } },
+  { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'layer', fileInternalPath: 'index.ts' } } } },
+  {
+    from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
+    allow: { to: [...DOORS, { element: { type: 'gen' } }] },
+  },
+  // Tests beside the code (src/**/*.test.ts) may use the test kit.
+  { from: { element: { types: { anyOf: PROD } }, file: { categories: 'unit-test' } }, allow: { to: DOORS } },
+];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'src/gen/**', 'bench/results/**'] },
@@ -59,10 +113,32 @@ export default tseslint.config(
       'no-throw-literal': 'error',
     },
   },
-  ...Object.keys(layerRules).map(layerConfig),
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [doorPattern] }] },
+    files: ['**/*.ts', '**/*.mjs'],
+    plugins: { boundaries, import: importPlugin },
+    settings: {
+      'import/resolver': { typescript: true, node: true },
+      'boundaries/root-path': import.meta.dirname,
+      'import/extensions': ['.ts', '.mjs', '.js'],
+      'import/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'boundaries/elements': boundaryElements,
+      'boundaries/files': [{ category: 'unit-test', pattern: 'src/**/*.test.ts' }],
+      'boundaries/dependency-nodes': ['import', 'export', 'dynamic-import'],
+      'boundaries/legacy-templates': false,
+    },
+    rules: {
+      'boundaries/dependencies': [
+        'error',
+        {
+          default: 'disallow',
+          policies: boundaryPolicies,
+          message:
+            '{{from.element.filePath}} may not import {{to.element.filePath}}: layers point one way, another folder is entered only through its door (index.ts), production code never imports test kits (rules at the top of eslint.config.js).',
+        },
+      ],
+      'boundaries/no-unknown-files': 'error',
+      'import/no-cycle': ['error', { ignoreExternal: true }],
+    },
   },
   {
     // Only the CLI talks to a terminal; everything else logs through pino.

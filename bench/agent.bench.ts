@@ -16,7 +16,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../test/e2e/_agent.js';
+import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../test/support/agent-run.js';
 import { round, summarize } from './_stats.js';
 
 const RUNS = Number(process.env['BENCH_AGENT_RUNS'] ?? 50);

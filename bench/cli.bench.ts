@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { CsiClient, csiCallMetrics } from '../src/csi/index.js';
-import { FakePlugin } from '../src/csi/fake/index.js';
+import { FakePlugin } from '../test/support/csi-fake/index.js';
 import { Server } from '../src/server/index.js';
-import { parseJobFile, parseVolumeFile } from '../src/structs/index.js';
+import { parseJobFile, parseVolumeFile } from '../src/spec-files/index.js';
 import { round, summarize, timeNs } from './_stats.js';
 
 const TOKEN = 'bench-cli-token-0123456789';

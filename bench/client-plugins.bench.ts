@@ -17,9 +17,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { CsiManager, PluginRegistry, SqliteClientStateStore, type ManagedVolumeManager } from '../src/client/index.js';
-import { FakePlugin } from '../src/csi/fake/index.js';
-import { HostpathPlugin } from '../src/plugins/hostpath/index.js';
+import { CsiManager, type ManagedVolumeManager } from '../src/client/csimanager/index.js';
+import { PluginRegistry } from '../src/client/dynamicplugins/index.js';
+import { SqliteClientStateStore } from '../src/client/state/index.js';
+import { FakePlugin } from '../test/support/csi-fake/index.js';
+import { HostpathPlugin } from '../src/csi-plugins/index.js';
 import type { CsiPluginReport } from '../src/structs/index.js';
 import { round, summarize, type Summary } from './_stats.js';
 
@@ -79,7 +81,7 @@ const ms = (us: number): number => round(us / 1000, 2);
 async function startFakesElsewhere(dir: string): Promise<{ sockets: string[]; stop: () => Promise<number> }> {
   const sockets = Array.from({ length: MEMORY_PLUGINS }, (_, i) => join(dir, 'mem', `p${i}.sock`));
   mkdirSync(join(dir, 'mem'), { recursive: true });
-  const fakeModule = new URL('../src/csi/fake/index.ts', import.meta.url).pathname;
+  const fakeModule = new URL('../test/support/csi-fake/index.ts', import.meta.url).pathname;
   const script = `
     import { FakePlugin } from ${JSON.stringify(fakeModule)};
     const sockets = ${JSON.stringify(sockets)};

@@ -17,9 +17,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { CsiClient, VolumeCapability, type CallOptions, type NodePublishRequest, type NodeStageRequest, type TeardownResult } from '../src/csi/index.js';
-import { FakePlugin } from '../src/csi/fake/index.js';
-import { HostpathPlugin } from '../src/plugins/hostpath/index.js';
-import { SqliteClientStateStore, VolumeManager, type VolumeUsage } from '../src/client/index.js';
+import { FakePlugin } from '../test/support/csi-fake/index.js';
+import { HostpathPlugin } from '../src/csi-plugins/index.js';
+import { SqliteClientStateStore } from '../src/client/state/index.js';
+import { VolumeManager, type VolumeUsage } from '../src/client/volumes/index.js';
 import { round, summarize, type Summary } from './_stats.js';
 
 const CYCLES_FAKE = Number(process.env['BENCH_VOLUME_CYCLES'] ?? 300);

@@ -13,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CsiClient, RPC_POLICIES, VolumeCapability } from '../src/csi/index.js';
-import { FakePlugin } from '../src/csi/fake/index.js';
+import { FakePlugin } from '../test/support/csi-fake/index.js';
 import {
   IdentityDefinition,
   NodeDefinition,
@@ -21,7 +21,7 @@ import {
   ProbeRequest,
   VolumeCapability_AccessMode_Mode,
 } from '../src/gen/csi/v1/csi.js';
-import { HostpathPlugin } from '../src/plugins/hostpath/index.js';
+import { HostpathPlugin } from '../src/csi-plugins/index.js';
 import { round, summarize, timeNs, type Summary } from './_stats.js';
 
 export const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 20);

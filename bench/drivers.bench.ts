@@ -8,7 +8,7 @@
 
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExecDriver, RawExecDriver, type TaskConfig, type TaskDriver, type TaskHandle } from '../src/client/index.js';
+import { ExecDriver, RawExecDriver, type TaskConfig, type TaskDriver, type TaskHandle } from '../src/client/drivers/index.js';
 import { round, summarize, timeNs } from './_stats.js';
 
 const STARTS = Number(process.env['BENCH_DRIVER_STARTS'] ?? 30);

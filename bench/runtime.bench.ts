@@ -10,7 +10,7 @@
 //    calls to the plugin (summed by a CsiCallObserver) and, for the volume,
 //    minus the claim round trip to the server.
 // 2. Agent memory and CPU with 50 running tasks and 10 plugins: the agent as
-//    its own process (test/runtime/_client-main.ts) with 10 hostpath plugin
+//    its own process (test/support/runtime-client-main.ts) with 10 hostpath plugin
 //    allocations (ten plugin IDs) and 50 sleeping raw_exec tasks; its RSS and
 //    the CPU it used over a steady window, read from /proc.
 
@@ -18,10 +18,11 @@ import { execFileSync } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AllocRunner, Client, type AllocRunnerOptions, type AllocStatusUpdate } from '../src/client/index.js';
+import { AllocRunner, type AllocRunnerOptions, type AllocStatusUpdate } from '../src/client/allocrunner/index.js';
+import { Client } from '../src/client/index.js';
 import { createLogger, silentLogger } from '../src/lib/index.js';
 import type { Allocation } from '../src/structs/index.js';
-import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, TestServer, TOKENS, until, volumeJob } from '../test/runtime/_harness.js';
+import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, TestServer, TOKENS, until, volumeJob } from '../test/support/runtime-cluster.js';
 import { round, summarize, type Summary } from './_stats.js';
 
 const SAMPLES = Number(process.env['BENCH_RUNTIME_SAMPLES'] ?? 25);

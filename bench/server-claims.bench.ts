@@ -19,7 +19,7 @@ import { NodeConnections, type NodeTransport } from '../src/server/noderpc/index
 import { NodeService } from '../src/server/nodes/index.js';
 import { SqliteStateStore } from '../src/server/state/index.js';
 import { VolumeService } from '../src/server/volumes/index.js';
-import { Cluster } from '../src/server/volumes/testing/index.js';
+import { Cluster } from '../test/support/server-cluster.js';
 import { round, summarize } from './_stats.js';
 
 const PAIRS = Number(process.env['BENCH_CLAIM_PAIRS'] ?? 20_000);

@@ -1,33 +1,85 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 
-// The layering of STYLE.md is enforced by eslint.config.js; this proves the
-// rule bites, so a config change cannot silently switch it off.
-describe('layering rule', () => {
-  const eslint = new ESLint({ cwd: new URL('..', import.meta.url).pathname });
-  const lint = async (filePath: string, code: string): Promise<string[]> => {
-    const [result] = await eslint.lintText(code, { filePath });
-    return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
-  };
+// The boundaries of STYLE.md (layers, doors, generated code, test kits, no
+// cycles) are checked by eslint.config.js (eslint-plugin-boundaries and
+// import/no-cycle), which `npm test` runs. This plants violations in a copy
+// of the tree and shows the checker fails on each, so a config change cannot
+// silently switch a rule off.
+const REPO = fileURLToPath(new URL('..', import.meta.url));
 
-  it('forbids a lower layer importing a higher one', async () => {
-    const messages = await lint('src/lib/example.ts', "import { CsiClient } from '../csi/index.js';\nexport const x = CsiClient;\n");
-    assert.match(messages.join('\n'), /layers point one way/);
+/** Planted files, path -> source; the ones named `bad-*` must fail, `ok-*` must pass. */
+const PLANTED: Record<string, string> = {
+  // Layers point one way.
+  'src/lib/bad-upward.ts': "import { Agent } from '../agent/index.js';\nexport const x = Agent;\n",
+  'src/client/bad-server.ts': "import { Server } from '../server/index.js';\nexport const x = Server;\n",
+  // Another layer enters a folder only through its door...
+  'src/cli/bad-behind-door.ts': "import { parseEndpoint } from '../csi/client.js';\nexport const x = parseEndpoint;\n",
+  // ...and a part's index.ts is a door for its own layer only.
+  'src/agent/bad-nested-door.ts': "import { VolumeManager } from '../client/volumes/index.js';\nexport const x = VolumeManager;\n",
+  'src/client/allocrunner/ok-sibling-door.ts': "import { VolumeManager } from '../volumes/index.js';\nexport const x = VolumeManager;\n",
+  'src/client/allocrunner/bad-sibling-file.ts': "import { VolumeManager } from '../volumes/volume-manager.js';\nexport const x = VolumeManager;\n",
+  // A part never imports its layer's top files (the layer's files compose the parts).
+  'src/client/volumes/bad-parent.ts': "import { Client } from '../client.js';\nexport const x = Client;\n",
+  // server/plugins (a part of server) is not src/csi-plugins.
+  'src/server/volumes/ok-server-plugins.ts': "import { computePlugins } from '../plugins/index.js';\nexport const x = computePlugins;\n",
+  'src/server/volumes/bad-csi-plugins.ts': "import { HostpathPlugin } from '../../csi-plugins/index.js';\nexport const x = HostpathPlugin;\n",
+  // Generated code only through csi and the plugin servers.
+  'src/cli/bad-gen.ts': "import { ProbeRequest } from '../gen/csi/v1/csi.js';\nexport const x = ProbeRequest;\n",
+  'src/csi-plugins/hostpath/ok-gen.ts': "import { ProbeRequest } from '../../gen/csi/v1/csi.js';\nexport const x = ProbeRequest;\n",
+  // Production code never imports a test kit; tests beside the code may.
+  'src/client/volumes/bad-test-kit.ts': "import { FakePlugin } from '../../../test/support/csi-fake/index.js';\nexport const x = FakePlugin;\n",
+  'src/client/volumes/ok-kit.test.ts': "import { FakePlugin } from '../../../test/support/csi-fake/index.js';\nexport const x = FakePlugin;\n",
+  // .mjs files are checked too.
+  'src/lib/bad-upward.mjs': "import { Agent } from '../agent/index.js';\nexport const x = Agent;\n",
+  // Test kits are entered through their doors; bench never borrows test/ files.
+  'test/bad-kit-internals.ts': "import { FakeModel } from './support/csi-fake/_model.js';\nexport const x = FakeModel;\n",
+  'bench/bad-test-internals.ts': "import { startAgent } from '../test/agent/_agent.js';\nexport const x = startAgent;\n",
+  'bench/ok-kit.ts': "import { Cluster } from '../test/support/server-cluster.js';\nexport const x = Cluster;\n",
+  // No cycles.
+  'src/lib/bad-cycle-a.ts': "import { b } from './bad-cycle-b.js';\nexport const a = (): number => b() + 1;\n",
+  'src/lib/bad-cycle-b.ts': "import { a } from './bad-cycle-a.js';\nexport const b = (): number => (a.length > 9 ? a() : 0);\n",
+};
+
+describe('boundary checker', () => {
+  let root = '';
+  const problems = new Map<string, string[]>();
+
+  before(async () => {
+    root = mkdtempSync(path.join(tmpdir(), 'berth-layering-'));
+    for (const p of ['src', 'test/support', 'test/agent', 'eslint.config.js', 'tsconfig.json', 'package.json']) {
+      cpSync(path.join(REPO, p), path.join(root, p), { recursive: true });
+    }
+    mkdirSync(path.join(root, 'bench'), { recursive: true });
+    symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
+    for (const [file, text] of Object.entries(PLANTED)) writeFileSync(path.join(root, file), text);
+    const eslint = new ESLint({ cwd: root });
+    for (const result of await eslint.lintFiles(Object.keys(PLANTED))) {
+      const rel = path.relative(root, result.filePath);
+      problems.set(rel, result.messages.filter((m) => m.ruleId?.startsWith('boundaries/') || m.ruleId === 'import/no-cycle' || m.fatal).map((m) => `${m.ruleId}: ${m.message}`));
+    }
   });
 
-  it('forbids entering a folder other than through its index.js', async () => {
-    const messages = await lint('src/cli/example.ts', "import { parseEndpoint } from '../csi/client.js';\nexport const x = parseEndpoint;\n");
-    assert.match(messages.join('\n'), /one door/);
+  after(() => {
+    if (root) rmSync(root, { recursive: true, force: true });
   });
 
-  it('forbids generated code outside csi and plugins', async () => {
-    const messages = await lint('src/cli/example.ts', "import { ProbeRequest } from '../gen/csi/v1/csi.js';\nexport const x = ProbeRequest;\n");
-    assert.match(messages.join('\n'), /must not import/);
-  });
+  for (const file of Object.keys(PLANTED)) {
+    const bad = path.basename(file).startsWith('bad-');
+    it(`${bad ? 'fails' : 'passes'} ${file}`, () => {
+      const found = problems.get(file);
+      assert.ok(found, `${file} was not linted`);
+      if (bad) assert.ok(found.length > 0, `${file} should break a boundary`);
+      else assert.deepEqual(found, []);
+    });
+  }
 
-  it('allows the layering as designed', async () => {
-    assert.deepEqual(await lint('src/cli/example.ts', "import { CsiClient } from '../csi/index.js';\nexport const x = CsiClient;\n"), []);
-    assert.deepEqual(await lint('src/csi/example.ts', "import { retry } from '../lib/index.js';\nexport const x = retry;\n"), []);
+  it('names a cycle as a cycle', () => {
+    assert.match((problems.get('src/lib/bad-cycle-a.ts') ?? []).join('\n'), /import\/no-cycle/);
   });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { SpecFileError } from '../structs/index.js';
+import { SpecFileError } from '../spec-files/index.js';
 import { AgentConfigError, loadAgentConfig, parseAgentConfig } from './agent-config.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'berth-agent-config-'));

@@ -1,14 +1,15 @@
 // The agent's configuration file (HCL as Nomad's agent config, or JSON):
 // data dir, bind address and port, API tokens, the client's node name,
 // server address, host volumes and driver options, CSI defaults, logging.
-// Parsed like job files (src/structs/files), so every problem names
+// Parsed like job files (src/spec-files), so every problem names
 // file:line:col and the field; never quotes a token.
 
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../lib/index.js';
-import { durationMs, fileFormat, formatPath, parseSpecText, type HclBody, type SpecProblem } from '../structs/index.js';
+import { fileFormat, parseSpecText, type HclBody, type SpecProblem } from '../spec-files/index.js';
+import { durationMs, formatPath } from '../structs/index.js';
 
 const attr = (to: string) => ({ t: 'attr', to }) as const;
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { CommanderError } from 'commander';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES } from '../csi/index.js';
 import { AbortedError } from '../lib/index.js';
-import { SpecFileError } from '../structs/index.js';
+import { SpecFileError } from '../spec-files/index.js';
 import { ApiClientError } from './api-client.js';
 import { describeFailure, EXIT } from './exit-codes.js';
 import { UsageError } from './usage-error.js';

@@ -4,7 +4,7 @@
 import { CommanderError } from 'commander';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError } from '../csi/index.js';
 import { AbortedError, BerthError, describeError } from '../lib/index.js';
-import { formatFileProblem, SpecFileError } from '../structs/index.js';
+import { formatFileProblem, SpecFileError } from '../spec-files/index.js';
 import { ApiClientError } from './api-client.js';
 import { UsageError } from './usage-error.js';
 

@@ -9,11 +9,11 @@ import { AbortedError } from '../lib/index.js';
 import {
   describePlacementFailure,
   isClientTerminal,
-  parseJobFile,
   type Allocation,
   type Evaluation,
   type Job,
 } from '../structs/index.js';
+import { parseJobFile } from '../spec-files/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';

@@ -6,7 +6,7 @@ import { dirname, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { parseEndpoint } from '../csi/index.js';
 import { BerthError, createLogger, describeError } from '../lib/index.js';
-import { HOSTPATH_PLUGIN_NAME, HostpathPlugin } from '../plugins/hostpath/index.js';
+import { HOSTPATH_PLUGIN_NAME, HostpathPlugin } from '../csi-plugins/index.js';
 import { addPluginStatus } from './cluster-commands.js';
 import type { CommandContext } from './csi-command.js';
 import { PLUGIN_EXIT_CODES_HELP } from './exit-codes.js';

@@ -4,7 +4,8 @@
 // returns them (reads show secret names only and mount flags as [REDACTED]).
 
 import { Command } from 'commander';
-import { parseVolumeFile, type VolumeClaim, type PublicVolume } from '../structs/index.js';
+import { parseVolumeFile } from '../spec-files/index.js';
+import type { VolumeClaim, PublicVolume } from '../structs/index.js';
 import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';

@@ -1,15 +1,10 @@
-// The client layer: the node agent's parts. Other layers import only this door.
-export * from './state/index.js';
-export * from './dynamicplugins/index.js';
-export * from './volumes/index.js';
-export * from './csimanager/index.js';
-export * from './allocdir/index.js';
-export * from './taskrunner/index.js';
-export * from './allocrunner/index.js';
-export * from './drivers/index.js';
-export * from './network/index.js';
-export * from './logs/index.js';
-// Both taskrunner's port and the drivers' contract name the same mount shape.
-export type { TaskMount } from './drivers/index.js';
-export * from './serverconn/index.js';
+// The client layer: the node agent's parts. Other layers import only this
+// door, and it holds what they use: the Client the agent runs, the drivers it
+// builds (and the contract its own path driver implements), the allocation
+// runner its routes look up, and task logs. Everything else stays behind the
+// parts' own doors (src/client/<part>/index.ts), which only the client's
+// files, the tests and the benchmarks use.
 export { Client, ClientError, type ClientOptions, type ClientState, type AllocRunnerHandle } from './client.js';
+export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle } from './drivers/index.js';
+export { AllocRunner } from './allocrunner/index.js';
+export { readTaskLogs, followTaskLogs, LogsError, type LogStream, type TaskLogsLocation } from './logs/index.js';

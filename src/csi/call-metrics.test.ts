@@ -12,7 +12,7 @@ import type { Clock } from '../lib/index.js';
 import { csiCallMetrics } from './call-metrics.js';
 import { CsiClient } from './client.js';
 import { CsiError } from './errors.js';
-import { FakePlugin } from './fake/index.js';
+import { FakePlugin } from '../../test/support/csi-fake/index.js';
 
 const instantClock: Clock = { now: () => 0, sleep: async () => {} };
 

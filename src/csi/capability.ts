@@ -1,7 +1,18 @@
 import { inspect } from 'node:util';
 import { REDACTED } from '../lib/index.js';
 import { CsiRequestError } from './errors.js';
-import type { ValidationAnswer } from './types.js';
+
+/** ValidateVolumeCapabilities answer, in Berth's types (here, beside checkValidation, so types.ts and this file do not import each other). */
+export interface ValidationAnswer {
+  /** Unset means the plugin did not validate the request (not the same as "invalid"). */
+  confirmed?: {
+    volumeContext: Record<string, string>;
+    volumeCapabilities: VolumeCapability[];
+    parameters: Record<string, string>;
+    mutableParameters: Record<string, string>;
+  };
+  message: string;
+}
 
 /** VolumeCapability.AccessMode.Mode in Berth's (and Nomad's) words. */
 export const ACCESS_MODES = [

@@ -8,7 +8,7 @@ import { AbortedError, createLogger, SecretMap, type Clock } from '../lib/index.
 import { VolumeCapability } from './capability.js';
 import { CsiClient, parseEndpoint } from './client.js';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES, type GrpcCodeName } from './errors.js';
-import { FakePlugin } from './fake/index.js';
+import { FakePlugin } from '../../test/support/csi-fake/index.js';
 import { RPC_POLICIES } from './policy.js';
 
 const cap = VolumeCapability.mount('single-node-writer', { fsType: 'ext4', mountFlags: ['password=hunter2'] });

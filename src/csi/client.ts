@@ -17,7 +17,7 @@ import {
   type Logger,
   type SecretMap,
 } from '../lib/index.js';
-import { checkValidation, type ValidationVerdict } from './capability.js';
+import { checkValidation, type ValidationAnswer, type ValidationVerdict } from './capability.js';
 import * as conv from './_convert.js';
 import * as check from './_validate.js';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES, grpcCodeName } from './errors.js';
@@ -48,7 +48,6 @@ import type {
   PluginInfo,
   ProbeResult,
   ValidateRequest,
-  ValidationAnswer,
   VolumeCondition,
   VolumeStats,
 } from './types.js';

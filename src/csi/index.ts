@@ -16,6 +16,7 @@ export {
   type MountOptions,
   type CapabilityRequest,
   type ValidationVerdict,
+  type ValidationAnswer,
 } from './capability.js';
 export {
   CsiError,
@@ -37,4 +38,39 @@ export {
   checkString,
   checkMap,
 } from './limits.js';
-export type * from './types.js';
+// Berth's CSI vocabulary: what CsiClient takes and answers (hand-picked, not `export *`).
+export type {
+  PluginServiceCapability,
+  VolumeExpansionCapability,
+  ControllerCapability,
+  NodeCapability,
+  GroupControllerCapability,
+  PluginInfo,
+  PluginCapabilities,
+  Topology,
+  NodeInfo,
+  ProbeResult,
+  PluginFingerprint,
+  VolumeContentSource,
+  CsiVolume,
+  VolumeCondition,
+  ListedVolume,
+  Page,
+  CapacityRange,
+  TopologyRequirement,
+  CsiSnapshot,
+  VolumeUsage,
+  VolumeStats,
+  CreateVolumeRequest,
+  ControllerPublishRequest,
+  ControllerUnpublishRequest,
+  ValidateRequest,
+  NodeStageRequest,
+  NodePublishRequest,
+  ExpandVolumeRequest,
+  NodeExpandVolumeRequest,
+  CreateSnapshotRequest,
+  ListSnapshotsRequest,
+  GetCapacityRequest,
+  CapacityAnswer,
+} from './types.js';

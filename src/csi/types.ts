@@ -155,18 +155,6 @@ export interface VolumeStats {
   condition?: VolumeCondition;
 }
 
-/** ValidateVolumeCapabilities answer, in Berth's types. */
-export interface ValidationAnswer {
-  /** Unset means the plugin did not validate the request (not the same as "invalid"). */
-  confirmed?: {
-    volumeContext: Record<string, string>;
-    volumeCapabilities: VolumeCapability[];
-    parameters: Record<string, string>;
-    mutableParameters: Record<string, string>;
-  };
-  message: string;
-}
-
 // ---- requests -------------------------------------------------------------
 
 export interface CreateVolumeRequest {

@@ -83,17 +83,3 @@ export {
   type VolumeSpec,
   type VolumeSpecInput,
 } from './volume-spec.js';
-export {
-  parseJobFile,
-  parseVolumeFile,
-  parseSpecText,
-  fileFormat,
-  formatFileProblem,
-  SpecFileError,
-  type FileProblem,
-  type FileFormat,
-  type JobFile,
-  type VolumeFile,
-  type SpecProblem,
-  type HclBody,
-} from './files/index.js';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pty from 'node-pty';
 import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
-import { mountsUnder, pidsWith, until } from '../runtime/_harness.js';
+import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { BERTH, BerthProcess, EXAMPLES, REPO, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
 const MARKER = `x2-dev-ticker-${process.pid}`;

@@ -10,7 +10,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, Node } from '../../src/structs/index.js';
-import { mountsUnder, pidsWith, until } from '../runtime/_harness.js';
+import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
 const MGMT = 'x2-mgmt-token-0123456789';

@@ -8,7 +8,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { mountsUnder, pidsWith, until } from '../runtime/_harness.js';
+import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { berth, startAgent, tempDir } from './_agent.js';
 
 /** The lines berth printed on stderr, asserting there is no stack trace. */

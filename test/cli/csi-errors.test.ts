@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { FakePlugin } from '../../src/csi/fake/index.js';
+import { FakePlugin } from '../support/csi-fake/index.js';
 import type { SecretList, SecretMap } from '../../src/lib/index.js';
 import { berth, json, shortTempDir, startBerth, type BerthResult } from './_berth.js';
 

@@ -9,7 +9,7 @@ import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { HOSTPATH_PLUGIN_NAME } from '../../src/plugins/hostpath/index.js';
+import { HOSTPATH_PLUGIN_NAME } from '../../src/csi-plugins/index.js';
 import { berth, json, shortTempDir, startBerth, waitForSocket, type BerthProcess, type BerthResult } from './_berth.js';
 
 const NODE_ID = 'cli-test-node';

@@ -3,7 +3,8 @@
 // it with SIGKILL. Usage: node --import tsx _mount-child.ts <state file> <mount root> <endpoint> <volume:alloc>...
 
 import { CsiClient } from '../../src/csi/index.js';
-import { SqliteClientStateStore, VolumeManager } from '../../src/client/index.js';
+import { SqliteClientStateStore } from '../../src/client/state/index.js';
+import { VolumeManager } from '../../src/client/volumes/index.js';
 
 const [statePath, mountRoot, endpoint, ...pairs] = process.argv.slice(2);
 if (!statePath || !mountRoot || !endpoint) throw new Error('usage: _mount-child.ts <state file> <mount root> <endpoint> <volume:alloc>...');

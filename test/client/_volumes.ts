@@ -9,8 +9,9 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CsiClient, VolumeCapability, type CallOptions, type NodePublishRequest, type NodeStageRequest, type TeardownResult } from '../../src/csi/index.js';
-import { HostpathPlugin } from '../../src/plugins/hostpath/index.js';
-import { SqliteClientStateStore, VolumeManager, type VolumeManagerOptions, type VolumeUsage } from '../../src/client/index.js';
+import { HostpathPlugin } from '../../src/csi-plugins/index.js';
+import { SqliteClientStateStore } from '../../src/client/state/index.js';
+import { VolumeManager, type VolumeManagerOptions, type VolumeUsage } from '../../src/client/volumes/index.js';
 
 export const SHARED: VolumeUsage = { readOnly: false, attachmentMode: 'file-system', accessMode: 'multi-node-multi-writer' };
 

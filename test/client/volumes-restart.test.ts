@@ -9,8 +9,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { CsiClient } from '../../src/csi/index.js';
-import { FakePlugin } from '../../src/csi/fake/index.js';
-import { PUBLISH_BUCKET, STAGE_BUCKET, type PublishRecord, type StageRecord, type VolumeManager } from '../../src/client/index.js';
+import { FakePlugin } from '../support/csi-fake/index.js';
+import { PUBLISH_BUCKET, STAGE_BUCKET, type PublishRecord, type StageRecord, type VolumeManager } from '../../src/client/volumes/index.js';
 import { entriesOf, HostpathNode, isMounted, mountsUnder, SHARED, type SentCall } from './_volumes.js';
 
 const ALLOC = 'alloc-1';

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { HostpathPlugin, type HostpathOptions } from '../../src/plugins/hostpath/index.js';
+import { HostpathPlugin, type HostpathOptions } from '../../src/csi-plugins/index.js';
 import { AccessMode, codeOf, connect, expectCode, mountCapability, Status, uniqueName, type CsiClients } from './_clients.js';
 import { mountsAt, mountsUnder, removeTree } from './_mounts.js';
 import { describeConformance, type ConformanceTarget } from './_suite.js';

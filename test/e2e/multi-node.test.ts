@@ -23,7 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from './_agent.js';
+import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 
 const dir = mkdtempSync('/tmp/bmn-');
 const MGMT = `mn-mgmt-${process.pid}-0123456789`;

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { cleanEnv, freePort, mountsUnder, REPO } from './_agent.js';
+import { cleanEnv, freePort, mountsUnder, REPO } from '../support/agent-run.js';
 
 let hostpathDir = '';
 

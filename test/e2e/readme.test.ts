@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli/index.js';
-import { REPO } from './_agent.js';
+import { REPO } from '../support/agent-run.js';
 
 const readme = readFileSync(`${REPO}/README.md`, 'utf8');
 

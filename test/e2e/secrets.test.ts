@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { AgentRun, BERTH, freePort, mountsUnder, ok, until, type BerthResult } from './_agent.js';
+import { AgentRun, BERTH, freePort, mountsUnder, ok, until, type BerthResult } from '../support/agent-run.js';
 
 const dir = mkdtempSync('/tmp/bsec-');
 const agentDir = path.join(dir, 'agent');

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
-import { AgentProcess, cleanupUnder, hostpathPluginJob, REPO, TestServer, until, volumeJob } from './_harness.js';
+import { AgentProcess, cleanupUnder, hostpathPluginJob, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brx-');
 const hpData = path.join(dir, 'hpdata');

@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, CsiPlugin, PublicVolume, VolumeClaim } from '../../src/structs/index.js';
-import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from './_harness.js';
+import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brt-');
 const SECRET = `s3cr3t-${process.pid}-value`;

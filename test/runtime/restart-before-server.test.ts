@@ -11,7 +11,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
-import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, REPO, TestServer, until, volumeJob } from './_harness.js';
+import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brs-');
 const hpData = path.join(dir, 'hpdata');

@@ -11,14 +11,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { FakePlugin } from '../../src/csi/fake/index.js';
+import { FakePlugin } from '../support/csi-fake/index.js';
 import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type { Allocation, Node, NodeFingerprint, VolumeClaim } from '../../src/structs/index.js';
+import { CsiManager } from '../../src/client/csimanager/index.js';
+import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';
 import {
-  CsiManager,
-  PluginRegistry,
-  SqliteClientStateStore,
   AllocWatcher,
   HttpVolumeClaimer,
   NodeConnection,
@@ -28,7 +27,8 @@ import {
   ServerConnError,
   StatusReporter,
   type NodeAllocation,
-} from '../../src/client/index.js';
+} from '../../src/client/serverconn/index.js';
+import { SqliteClientStateStore } from '../../src/client/state/index.js';
 
 const MGMT = 'mgmt-token-serverconn';
 const NODE_TOKEN = 'node-token-serverconn';

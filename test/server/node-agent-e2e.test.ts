@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
-import { FakePlugin } from '../../src/csi/fake/index.js';
+import { FakePlugin } from '../support/csi-fake/index.js';
 import { createLogger, systemClock } from '../../src/lib/index.js';
 import type { NodeConnections } from '../../src/server/noderpc/index.js';
-import { FakeNodeAgent } from '../../src/server/noderpc/fake/index.js';
+import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
 import type { Allocation, Evaluation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { RunnerDriver } from '../taskrunner/index.js';
 import { ALLOC_RUNNERS_BUCKET } from './alloc-records.js';
-import { eventually, makeAlloc, makeJob, mountPointsUnder, Node } from './_harness.js';
+import { eventually, makeAlloc, makeJob, mountPointsUnder, Node } from '../../../test/support/client-allocrunner.js';
 
 describe('AllocRunner', () => {
   it('runs a batch allocation: alloc dir with a tmpfs secrets dir, running then complete, destroy unmounts and removes it', async (t) => {

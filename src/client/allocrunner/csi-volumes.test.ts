@@ -14,7 +14,7 @@ import type { Allocation, Job } from '../../structs/index.js';
 import type { AllocRunner } from './alloc-runner.js';
 import { savedAllocRunners } from './alloc-records.js';
 import { reconcileCsiVolumes } from './reconcile-volumes.js';
-import { BERTH, eventually, hostpathPluginJob, makeAlloc, makeJob, mountPointsUnder, Node } from './_harness.js';
+import { BERTH, eventually, hostpathPluginJob, makeAlloc, makeJob, mountPointsUnder, Node } from '../../../test/support/client-allocrunner.js';
 
 const CSI_VOLUME = [{ volumeId: 'shared', pluginId: 'hostpath', readOnly: false }];
 

@@ -9,7 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { CsiClient, VolumeCapability } from '../../csi/index.js';
-import { eventually, hostpathPluginJob, makeAlloc, makeJob, Node } from './_harness.js';
+import { eventually, hostpathPluginJob, makeAlloc, makeJob, Node } from '../../../test/support/client-allocrunner.js';
 
 const types = (events: Array<{ type: string }>): string[] => events.map((e) => e.type);
 

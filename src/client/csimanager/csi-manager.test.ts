@@ -5,7 +5,7 @@ import { CsiClient } from '../../csi/index.js';
 import { AbortedError } from '../../lib/index.js';
 import { PluginRegistry, type PluginEvent } from '../dynamicplugins/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
-import { ManagerHarness } from './_harness.js';
+import { ManagerHarness } from '../../../test/support/client-csimanager.js';
 import { CsiManagerError, type PluginSource } from './index.js';
 
 const isNotHealthy = (re: RegExp) => (err: unknown) => err instanceof CsiManagerError && err.code === 'CSI_PLUGIN_UNHEALTHY' && re.test(err.message);
@@ -359,6 +359,7 @@ describe('CsiManager: instances follow the registry', () => {
     await h.clock.advance(1_000);
     await fakes[0]!.waitForCall('Probe', { count: 2 });
     const waiting = h.manager.managerForPlugin('nobody');
+    waiting.catch(() => undefined); // rejects during stop(), before assert.rejects below attaches: not unhandled
     const instances = h.manager.instances();
     await Promise.all([h.manager.stop(), h.manager.stop()]);
     assert.equal(h.manager.state, 'stopped');

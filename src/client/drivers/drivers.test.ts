@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { followTaskLogs, readTaskLogs, type LogsError } from '../logs/index.js';
-import { Collect, DriverHarness, eventually, execIn } from './_harness.js';
+import { Collect, DriverHarness, eventually, execIn } from '../../../test/support/client-drivers.js';
 import { DriverError } from './driver-error.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';

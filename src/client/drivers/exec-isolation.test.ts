@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { NetworkManager } from '../network/index.js';
-import { DriverHarness, eventually, execIn } from './_harness.js';
+import { DriverHarness, eventually, execIn } from '../../../test/support/client-drivers.js';
 import type { DriverError } from './driver-error.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readTaskLogs } from '../logs/index.js';
-import { DriverHarness, eventually } from './_harness.js';
+import { DriverHarness, eventually } from '../../../test/support/client-drivers.js';
 import type { DriverError } from './driver-error.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
@@ -27,7 +27,7 @@ function running(pid: number): boolean {
   }
 }
 
-const FIXTURE = fileURLToPath(new URL('./_agent-fixture.ts', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('../../../test/support/driver-agent-fixture.ts', import.meta.url));
 
 /** Starts the task from a separate agent process, then SIGKILLs that agent. */
 async function startFromDoomedAgent(h: DriverHarness, kind: string, cfg: TaskConfig): Promise<TaskHandle> {

@@ -13,5 +13,14 @@ export { NodeRegistration, type NodeRegistrationOptions, type NodeRegistrationSt
 export { AllocWatcher, type AllocWatcherOptions } from './alloc-watcher.js';
 export { StatusReporter, type StatusReporterOptions } from './status-reporter.js';
 export { HttpVolumeClaimer } from './http-volume-claimer.js';
-export { NodeRpcHandler, NodeRpcHandlerError, errorAnswer, type NodeRpcHandlerOptions, type CsiPluginSource } from './node-rpc-handler.js';
+export { NodeRpcHandler, NodeRpcHandlerError, type NodeRpcHandlerOptions, type CsiPluginSource } from './node-rpc-handler.js';
+export {
+  controllerCallHandlers,
+  capabilityFromWire,
+  capabilityToWire,
+  errorAnswer,
+  type ControllerClientOf,
+  type ControllerRpcMethod,
+  type NodeRpcHandlers,
+} from './controller-calls.js';
 export { NodeConnection, type NodeConnectionOptions, type NodeConnectionState } from './node-connection.js';

@@ -4,19 +4,17 @@
 // paths and keeps the usage counts. Each call is sent once: the server owns
 // the retries. Message bodies carry secrets and are never logged.
 
-import { capabilityFromRequest, CsiError, type CsiClient, type CapabilityRequest, type VolumeCapability } from '../../csi/index.js';
-import { AbortedError, BerthError, describeError, SecretMap, silentLogger, type Logger } from '../../lib/index.js';
+import type { CsiClient } from '../../csi/index.js';
+import { BerthError, describeError, SecretMap, silentLogger, type Logger } from '../../lib/index.js';
 import type {
-  CapabilityWire,
   CsiPluginType,
-  NodeRpcError,
   NodeRpcMethod,
-  NodeRpcMethods,
   NodeRpcRequest,
   NodeRpcResponse,
 } from '../../structs/index.js';
 import type { ClientStateStore } from '../state/index.js';
 import { PUBLISH_BUCKET, STAGE_BUCKET, type MountableVolume, type PublishRecord, type StageRecord, type VolumeUsage } from '../volumes/index.js';
+import { controllerCallHandlers, errorAnswer, type NodeRpcHandlers } from './controller-calls.js';
 
 /** What the handler needs of the CSI manager (CsiManager has it all). */
 export interface CsiPluginSource {
@@ -56,28 +54,7 @@ export class NodeRpcHandlerError extends BerthError {
   }
 }
 
-type Handlers = { [M in NodeRpcMethod]: (p: NodeRpcMethods[M]['params'], signal: AbortSignal) => Promise<NodeRpcMethods[M]['result']> };
-
-const toCapability = (w: CapabilityWire): VolumeCapability => capabilityFromRequest(w as CapabilityRequest);
-
-function toWire(c: VolumeCapability): CapabilityWire {
-  return c.isBlock
-    ? { accessMode: c.accessMode, attachmentMode: c.attachment }
-    : { accessMode: c.accessMode, attachmentMode: c.attachment, fsType: c.fsType, mountFlags: [...c.revealMountFlags()] };
-}
-
-/** Turns any failure into the answer the server classifies (`CSI_<CODE>` with final/retryable for plugin errors). */
-export function errorAnswer(err: unknown): NodeRpcError {
-  if (err instanceof CsiError) return { code: err.code, message: err.message, final: err.final, retryable: err.retryable };
-  if (err instanceof AbortedError) return { code: 'NODE_CALL_ABORTED', message: err.message, final: false, retryable: true };
-  const e = err as { code?: unknown; retryable?: unknown; final?: unknown };
-  return {
-    code: err instanceof BerthError ? err.code : typeof e?.code === 'string' ? e.code : 'NODE_ERROR',
-    message: describeError(err),
-    ...(typeof e?.final === 'boolean' ? { final: e.final } : {}),
-    ...(typeof e?.retryable === 'boolean' ? { retryable: e.retryable } : {}),
-  };
-}
+type Handlers = NodeRpcHandlers<NodeRpcMethod>;
 
 /**
  * Serves the node-rpc methods. `handle` never throws: every failure becomes
@@ -159,100 +136,9 @@ export class NodeRpcHandler {
   }
 
   #makeHandlers(): Handlers {
-    const once = (signal: AbortSignal) => ({ retry: false as const, signal });
     return {
-      'csi.controller.publish': async (p, s) =>
-        (await this.#controller(p.pluginId, s)).controllerPublishVolume(
-          {
-            volumeId: p.volumeId,
-            nodeId: p.nodeId,
-            volumeCapability: toCapability(p.capability),
-            readonly: p.readonly,
-            secrets: new SecretMap(p.secrets),
-            volumeContext: p.volumeContext,
-          },
-          once(s),
-        ),
-      'csi.controller.unpublish': async (p, s) =>
-        (await this.#controller(p.pluginId, s)).controllerUnpublishVolume(
-          { volumeId: p.volumeId, nodeId: p.nodeId, secrets: new SecretMap(p.secrets) },
-          once(s),
-        ),
-      'csi.controller.validate': async (p, s) => {
-        const answer = await (await this.#controller(p.pluginId, s)).validateVolumeCapabilities(
-          {
-            volumeId: p.volumeId,
-            volumeContext: p.volumeContext,
-            volumeCapabilities: p.capabilities.map(toCapability),
-            parameters: p.parameters,
-            secrets: new SecretMap(p.secrets),
-          },
-          once(s),
-        );
-        return {
-          message: answer.message,
-          ...(answer.confirmed
-            ? {
-                confirmed: {
-                  volumeContext: answer.confirmed.volumeContext,
-                  capabilities: answer.confirmed.volumeCapabilities.map(toWire),
-                  parameters: answer.confirmed.parameters,
-                  mutableParameters: answer.confirmed.mutableParameters,
-                },
-              }
-            : {}),
-        };
-      },
-      'csi.controller.create': async (p, s) => ({
-        volume: await (await this.#controller(p.pluginId, s)).createVolume(
-          {
-            name: p.name,
-            capacityRange: p.capacityRange,
-            volumeCapabilities: p.capabilities.map(toCapability),
-            parameters: p.parameters,
-            secrets: new SecretMap(p.secrets),
-            ...(p.contentSource ? { contentSource: p.contentSource } : {}),
-            ...(p.accessibilityRequirements ? { accessibilityRequirements: p.accessibilityRequirements } : {}),
-          },
-          once(s),
-        ),
-      }),
-      'csi.controller.delete': async (p, s) =>
-        (await this.#controller(p.pluginId, s)).deleteVolume(p.volumeId, { ...once(s), secrets: new SecretMap(p.secrets) }),
-      'csi.controller.createSnapshot': async (p, s) => ({
-        snapshot: await (await this.#controller(p.pluginId, s)).createSnapshot(
-          { sourceVolumeId: p.sourceVolumeId, name: p.name, parameters: p.parameters, secrets: new SecretMap(p.secrets) },
-          once(s),
-        ),
-      }),
-      'csi.controller.deleteSnapshot': async (p, s) =>
-        (await this.#controller(p.pluginId, s)).deleteSnapshot(p.snapshotId, { ...once(s), secrets: new SecretMap(p.secrets) }),
-      'csi.controller.listSnapshots': async (p, s) =>
-        (await this.#controller(p.pluginId, s)).listSnapshots(
-          {
-            ...(p.sourceVolumeId ? { sourceVolumeId: p.sourceVolumeId } : {}),
-            ...(p.snapshotId ? { snapshotId: p.snapshotId } : {}),
-            ...(p.maxEntries ? { maxEntries: p.maxEntries } : {}),
-            ...(p.startingToken ? { startingToken: p.startingToken } : {}),
-            secrets: new SecretMap(p.secrets),
-          },
-          once(s),
-        ),
-      'csi.controller.expand': async (p, s) =>
-        (await this.#controller(p.pluginId, s)).controllerExpandVolume(
-          {
-            volumeId: p.volumeId,
-            capacityRange: p.capacityRange,
-            secrets: new SecretMap(p.secrets),
-            ...(p.capability ? { volumeCapability: toCapability(p.capability) } : {}),
-          },
-          once(s),
-        ),
-      'csi.controller.listVolumes': async (p, s) =>
-        (await this.#controller(p.pluginId, s)).listVolumes(
-          { ...(p.maxEntries ? { maxEntries: p.maxEntries } : {}), ...(p.startingToken ? { startingToken: p.startingToken } : {}) },
-          once(s),
-        ),
+      // Controller calls: the shared node-rpc <-> CSI translation, on the serving controller instance.
+      ...controllerCallHandlers((pluginId, signal) => this.#controller(pluginId, signal)),
       'csi.node.detach': async (p, s) => {
         const recs = this.#publications(p.pluginId, p.namespace, p.berthVolumeId, p.allocId);
         // Stagings of the volume that no publication uses any more: an unstage is owed or in flight (the

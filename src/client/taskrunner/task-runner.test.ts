@@ -11,7 +11,7 @@ import { ManualClock, systemClock, type Clock } from '../../lib/index.js';
 import { parseJobSpec, type Allocation, type JobSpecInput, type TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { SqliteClientStateStore, type ClientStateStore } from '../state/index.js';
-import { ProcessDriver } from './_process-driver.js';
+import { ProcessDriver } from '../../../test/support/process-driver.js';
 import { TASK_RUNNERS_BUCKET, TaskRunner, type TaskHook, type TaskRunnerRecord } from './task-runner.js';
 
 async function eventually(pred: () => boolean, what: string): Promise<void> {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { inspect } from 'node:util';
 import { ManualClock, SecretMap } from '../../lib/index.js';
-import { FakeHarness, MULTI, RW } from './_fake-harness.js';
+import { FakeHarness, MULTI, RW } from '../../../test/support/client-volumes.js';
 import { PUBLISH_BUCKET, STAGE_BUCKET, type PublishRecord, type StageRecord } from './volume-records.js';
 import { VolumeError } from './volume-error.js';
 import type { VolumeUsage } from './mount-paths.js';

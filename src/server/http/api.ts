@@ -4,39 +4,17 @@
 // calls and back; the decisions live in the services.
 
 import websocket from '@fastify/websocket';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Logger } from '../../lib/index.js';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { NodeFingerprint } from '../../structs/index.js';
-import type { JobService } from '../jobs/index.js';
-import type { ServerMetrics } from '../metrics/index.js';
-import type { NodeConnections } from '../noderpc/index.js';
-import type { NodeService } from '../nodes/index.js';
-import type { StateStore } from '../state/index.js';
-import type { VolumeService } from '../volumes/index.js';
 import { ApiError, toErrorResponse } from './api-error.js';
-import { TokenTable, type Access, type ApiToken } from './auth.js';
+import { TokenTable, type Access } from './auth.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerJobRoutes } from './job-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import type { ApiDeps, RouteContext } from './route-context.js';
 
-export interface ApiDeps {
-  store: StateStore;
-  jobs: JobService;
-  nodes: NodeService;
-  volumes: VolumeService;
-  connections: NodeConnections;
-  tokens: readonly ApiToken[];
-  logger: Logger;
-  /** Served at GET /metrics (read access) when given. */
-  metrics?: ServerMetrics;
-  /** Largest accepted request body. Default 4 MiB. */
-  bodyLimit?: number;
-  /** How often the event stream sends a `{}` heartbeat line when idle. Default 10 s. */
-  eventHeartbeatMs?: number;
-  /** More routes on the same listener (the dev agent's /v1/client/...); each must declare `config.access`. */
-  extraRoutes?: (app: FastifyInstance) => void | Promise<void>;
-}
+export type { ApiDeps };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -46,13 +24,6 @@ declare module 'fastify' {
     /** The caller, set once the token is checked. */
     caller?: { name: string; role: string };
   }
-}
-
-/** What each route module gets. */
-export interface RouteContext {
-  deps: ApiDeps;
-  /** An AbortSignal that fires when the client goes away (for blocking reads). */
-  signalOf(req: FastifyRequest, reply: FastifyReply): AbortSignal;
 }
 
 export type { NodeFingerprint };
@@ -136,16 +107,4 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
 /** A log-safe description of an unexpected error: its class and message, never request data. */
 function describe(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-/** Reads a namespace query parameter: `default` when absent, `*` for all. */
-export function namespaceOf(query: Record<string, unknown>): string {
-  const ns = query['namespace'];
-  return typeof ns === 'string' && ns !== '' ? ns : 'default';
-}
-
-/** Checks that a body is a JSON object. Throws ApiError INVALID otherwise. */
-export function objectBody(body: unknown, what = 'request body'): Record<string, unknown> {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID', `${what} must be a JSON object`);
-  return body as Record<string, unknown>;
 }

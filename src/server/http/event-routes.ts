@@ -10,7 +10,7 @@ import { AbortedError, describeError } from '../../lib/index.js';
 import { publicJob, type Job } from '../../structs/index.js';
 import type { DataTable, StoreEvent } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import type { RouteContext } from './api.js';
+import type { RouteContext } from './route-context.js';
 
 /** Topic names users write -> tables. */
 export const EVENT_TOPICS: Record<string, DataTable> = {

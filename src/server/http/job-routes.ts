@@ -5,7 +5,7 @@ import { parseJobSpec, publicJob, JobValidationError, type Allocation, type Eval
 import { problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { namespaceOf, objectBody, type RouteContext } from './api.js';
+import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
 
 type Query = Record<string, string | undefined>;

@@ -10,7 +10,7 @@ import type { AllocationUpdate } from '../jobs/index.js';
 import type { NodeTransport } from '../noderpc/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { objectBody, type RouteContext } from './api.js';
+import { objectBody, type RouteContext } from './route-context.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
 
 type Query = Record<string, string | undefined>;

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { parseVolumeSpec } from '../../structs/index.js';
 import type { ClaimRequest } from '../volumes/index.js';
 import { ApiError } from './api-error.js';
-import { namespaceOf, objectBody, type RouteContext } from './api.js';
+import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
 
 type Query = Record<string, string | undefined>;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ManualClock, silentLogger } from '../../lib/index.js';
 import { JobValidationError, type CsiPlugin, type Volume } from '../../structs/index.js';
-import { testNode } from '../scheduler/_testing.js';
+import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { EvalWorker } from './eval-worker.js';
 import { JobService } from './job-service.js';

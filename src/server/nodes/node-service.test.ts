@@ -3,12 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { FakePlugin } from '../../csi/fake/index.js';
+import { FakePlugin } from '../../../test/support/csi-fake/index.js';
 import { ManualClock } from '../../lib/index.js';
 import { parseJobSpec, type Allocation, type Job } from '../../structs/index.js';
-import { FakeNodeAgent } from '../noderpc/fake/index.js';
+import { FakeNodeAgent } from '../../../test/support/node-agent-fake/index.js';
 import { NodeConnections } from '../noderpc/index.js';
-import { PluginService } from '../../server/plugins/index.js';
+import { PluginService } from '../plugins/index.js';
 import { rowKey, SqliteStateStore, type RowInput } from '../state/index.js';
 import { NodeError, NodeService } from './index.js';
 

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import type { CsiPluginReport, Node, NodeFingerprint } from '../../structs/index.js';
-// Spelled from src/: the lint's layer rule reads a bare '../plugins' as src/plugins (the CSI plugins Berth ships).
-import { updatePlugins } from '../../server/plugins/index.js';
+import { updatePlugins } from '../plugins/index.js';
 import { rowKey, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
 import { NodeError } from './errors.js';
 

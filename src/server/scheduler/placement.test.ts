@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describePlacementFailure, parseJobSpec, type Node, type TaskGroup } from '../../structs/index.js';
-import { testNode } from './_testing.js';
+import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { emptyUsage, placeGroup, type NodeUsage, type PlacementVolume } from './placement.js';
 
 function group(extra: Record<string, unknown> = {}, task: Record<string, unknown> = {}): TaskGroup {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseJobSpec, type Allocation, type Job, type Node } from '../../structs/index.js';
 import { reconcile, reconcileSystem } from './reconcile.js';
-import { testNode } from './_testing.js';
+import { testNode } from '../../../test/support/scheduler-nodes.js';
 
 function job(spec: Record<string, unknown> = {}, extra: Partial<Job> = {}): Job {
   const s = parseJobSpec({

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AccessMode } from '../../csi/index.js';
 import { VolumeError } from './index.js';
-import { Cluster } from './testing/index.js';
+import { Cluster } from '../../../test/support/server-cluster.js';
 
 const nodeOnly = { pluginCapabilities: [] as [] };
 

@@ -9,7 +9,7 @@ import { CsiClient, VolumeCapability } from '../../csi/index.js';
 import { csiNodeEligibility } from '../../structs/index.js';
 import { rowKey } from '../state/index.js';
 import { VolumeError } from './index.js';
-import { Cluster } from './testing/index.js';
+import { Cluster } from '../../../test/support/server-cluster.js';
 
 const fsCap = (accessMode: 'single-node-writer' | 'multi-node-multi-writer' = 'single-node-writer') => ({ accessMode, attachmentMode: 'file-system' as const });
 

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { CsiClient, VolumeCapability } from '../../csi/index.js';
 import type { ClaimState } from '../../structs/index.js';
 import { rowKey } from '../state/index.js';
-import { Cluster } from './testing/index.js';
+import { Cluster } from '../../../test/support/server-cluster.js';
 
 describe('claim release', () => {
   let c: Cluster;

@@ -15,8 +15,7 @@ import {
   type VolumeCapabilitySpec,
   type VolumeClaim,
 } from '../../structs/index.js';
-// Spelled from src/: the lint's layer rule reads a bare '../plugins' as src/plugins.
-import { clearNodeExhausted, markNodeExhausted } from '../../server/plugins/index.js';
+import { clearNodeExhausted, markNodeExhausted } from '../plugins/index.js';
 import type { NodeConnections } from '../noderpc/index.js';
 import { keyPrefix, rowKey, type StateReader, type StateStore, type WriteTxn } from '../state/index.js';
 import { capabilityOf, capabilityWire } from './_wire.js';

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle } from './driver-port.js';
+import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle } from '../../src/client/taskrunner/index.js';
 
 interface Running {
   pid: number;

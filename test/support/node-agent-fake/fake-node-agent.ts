@@ -1,27 +1,16 @@
 // A fake node agent for tests and benchmarks: the node side of a
 // NodeConnections transport, in-process, answering every server-to-node
 // method by calling a real CsiClient against a real plugin socket (usually a
-// FakePlugin, for fault injection). Never used in production code.
+// FakePlugin, for fault injection). Controller calls go through the node
+// agent's own translation (controllerCallHandlers of src/client/serverconn);
+// only the node calls differ: no volume manager here, the paths are derived.
 
 import { createHash } from 'node:crypto';
-import {
-  capabilityFromRequest,
-  CsiClient,
-  type CapabilityRequest,
-  type VolumeCapability,
-} from '../../../csi/index.js';
-import { describeError, SecretMap } from '../../../lib/index.js';
-import type {
-  CapabilityWire,
-  NodeRpcError,
-  NodeRpcMethod,
-  NodeRpcMethods,
-  NodeRpcRequest,
-  NodeRpcResponse,
-  CsiPluginReport,
-  NodeFingerprint,
-} from '../../../structs/index.js';
-import type { NodeConnections, NodeTransport } from '../node-connections.js';
+import { capabilityFromWire, controllerCallHandlers, errorAnswer, type NodeRpcHandlers } from '../../../src/client/serverconn/index.js';
+import { CsiClient } from '../../../src/csi/index.js';
+import { SecretMap } from '../../../src/lib/index.js';
+import type { NodeRpcMethod, NodeRpcMethods, NodeRpcRequest, NodeRpcResponse, CsiPluginReport, NodeFingerprint } from '../../../src/structs/index.js';
+import type { NodeConnections, NodeTransport } from '../../../src/server/noderpc/index.js';
 
 export interface FakeNodeAgentOptions {
   nodeId: string;
@@ -42,17 +31,7 @@ export interface AgentCall {
   params: Record<string, unknown>;
 }
 
-type Handlers = { [M in NodeRpcMethod]: (p: NodeRpcMethods[M]['params']) => Promise<NodeRpcMethods[M]['result']> };
-
-function toCapability(w: CapabilityWire): VolumeCapability {
-  return capabilityFromRequest(w as CapabilityRequest);
-}
-
-function toWire(c: VolumeCapability): CapabilityWire {
-  return c.isBlock
-    ? { accessMode: c.accessMode, attachmentMode: c.attachment }
-    : { accessMode: c.accessMode, attachmentMode: c.attachment, fsType: c.fsType, mountFlags: [...c.revealMountFlags()] };
-}
+type Handlers = NodeRpcHandlers<NodeRpcMethod>;
 
 /**
  * Lifecycle: `connect()` attaches a transport to `connections`,
@@ -168,20 +147,11 @@ export class FakeNodeAgent {
     this.calls.push({ method: msg.method, params: msg.params as Record<string, unknown> });
     let answer: NodeRpcResponse;
     try {
-      const handler = this.#handlers[msg.method] as ((p: unknown) => Promise<unknown>) | undefined;
+      const handler = this.#handlers[msg.method] as ((p: unknown, s: AbortSignal) => Promise<unknown>) | undefined;
       if (!handler) throw Object.assign(new Error(`unknown method ${msg.method}`), { code: 'NODE_UNKNOWN_METHOD' });
-      answer = { id: msg.id, result: await handler(msg.params) };
+      answer = { id: msg.id, result: await handler(msg.params, new AbortController().signal) };
     } catch (err) {
-      const e = err as Partial<NodeRpcError> & { code?: unknown };
-      answer = {
-        id: msg.id,
-        error: {
-          code: typeof e.code === 'string' ? e.code : 'NODE_ERROR',
-          message: describeError(err),
-          ...(typeof e.final === 'boolean' ? { final: e.final } : {}),
-          ...(typeof e.retryable === 'boolean' ? { retryable: e.retryable } : {}),
-        },
-      };
+      answer = { id: msg.id, error: errorAnswer(err) };
     }
     if (this.#held) await new Promise<void>((r) => this.#held!.push(r));
     // A connection that closed meanwhile never delivers its answers.
@@ -206,94 +176,7 @@ export class FakeNodeAgent {
   #makeHandlers(): Handlers {
     const once = { retry: false as const };
     return {
-      'csi.controller.publish': async (p) =>
-        this.#client(p.pluginId).controllerPublishVolume(
-          {
-            volumeId: p.volumeId,
-            nodeId: p.nodeId,
-            volumeCapability: toCapability(p.capability),
-            readonly: p.readonly,
-            secrets: new SecretMap(p.secrets),
-            volumeContext: p.volumeContext,
-          },
-          once,
-        ),
-      'csi.controller.unpublish': async (p) =>
-        this.#client(p.pluginId).controllerUnpublishVolume({ volumeId: p.volumeId, nodeId: p.nodeId, secrets: new SecretMap(p.secrets) }, once),
-      'csi.controller.validate': async (p) => {
-        const answer = await this.#client(p.pluginId).validateVolumeCapabilities(
-          {
-            volumeId: p.volumeId,
-            volumeContext: p.volumeContext,
-            volumeCapabilities: p.capabilities.map(toCapability),
-            parameters: p.parameters,
-            secrets: new SecretMap(p.secrets),
-          },
-          once,
-        );
-        return {
-          message: answer.message,
-          ...(answer.confirmed
-            ? {
-                confirmed: {
-                  volumeContext: answer.confirmed.volumeContext,
-                  capabilities: answer.confirmed.volumeCapabilities.map(toWire),
-                  parameters: answer.confirmed.parameters,
-                  mutableParameters: answer.confirmed.mutableParameters,
-                },
-              }
-            : {}),
-        };
-      },
-      'csi.controller.create': async (p) => ({
-        volume: await this.#client(p.pluginId).createVolume(
-          {
-            name: p.name,
-            capacityRange: p.capacityRange,
-            volumeCapabilities: p.capabilities.map(toCapability),
-            parameters: p.parameters,
-            secrets: new SecretMap(p.secrets),
-            ...(p.contentSource ? { contentSource: p.contentSource } : {}),
-            ...(p.accessibilityRequirements ? { accessibilityRequirements: p.accessibilityRequirements } : {}),
-          },
-          once,
-        ),
-      }),
-      'csi.controller.delete': async (p) => this.#client(p.pluginId).deleteVolume(p.volumeId, { ...once, secrets: new SecretMap(p.secrets) }),
-      'csi.controller.createSnapshot': async (p) => ({
-        snapshot: await this.#client(p.pluginId).createSnapshot(
-          { sourceVolumeId: p.sourceVolumeId, name: p.name, parameters: p.parameters, secrets: new SecretMap(p.secrets) },
-          once,
-        ),
-      }),
-      'csi.controller.deleteSnapshot': async (p) =>
-        this.#client(p.pluginId).deleteSnapshot(p.snapshotId, { ...once, secrets: new SecretMap(p.secrets) }),
-      'csi.controller.listSnapshots': async (p) =>
-        this.#client(p.pluginId).listSnapshots(
-          {
-            ...(p.sourceVolumeId ? { sourceVolumeId: p.sourceVolumeId } : {}),
-            ...(p.snapshotId ? { snapshotId: p.snapshotId } : {}),
-            ...(p.maxEntries ? { maxEntries: p.maxEntries } : {}),
-            ...(p.startingToken ? { startingToken: p.startingToken } : {}),
-            secrets: new SecretMap(p.secrets),
-          },
-          once,
-        ),
-      'csi.controller.expand': async (p) =>
-        this.#client(p.pluginId).controllerExpandVolume(
-          {
-            volumeId: p.volumeId,
-            capacityRange: p.capacityRange,
-            secrets: new SecretMap(p.secrets),
-            ...(p.capability ? { volumeCapability: toCapability(p.capability) } : {}),
-          },
-          once,
-        ),
-      'csi.controller.listVolumes': async (p) =>
-        this.#client(p.pluginId).listVolumes(
-          { ...(p.maxEntries ? { maxEntries: p.maxEntries } : {}), ...(p.startingToken ? { startingToken: p.startingToken } : {}) },
-          once,
-        ),
+      ...controllerCallHandlers(async (pluginId) => this.#client(pluginId)),
       'csi.node.detach': async (p) => {
         const client = this.#client(p.pluginId);
         const { staging, target } = this.#paths(p.pluginId, p.namespace, p.berthVolumeId, p.allocId);
@@ -311,7 +194,7 @@ export class FakeNodeAgent {
             volumePath: target,
             capacityRange: p.capacityRange,
             secrets: new SecretMap(p.secrets),
-            ...(p.capability ? { volumeCapability: toCapability(p.capability) } : {}),
+            ...(p.capability ? { volumeCapability: capabilityFromWire(p.capability) } : {}),
           },
           once,
         );

@@ -1,7 +1,7 @@
 // How a call the fake received is kept: the request as decoded, with every
 // credential wrapped so that printing a recorded call never shows it.
 
-import { SecretList, SecretMap } from '../../lib/index.js';
+import { SecretList, SecretMap } from '../../../src/lib/index.js';
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;

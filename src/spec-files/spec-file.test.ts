@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseJobFile, parseVolumeFile, SpecFileError, type FileProblem } from './spec-file.js';
 
 const example = (name: string): { file: string; text: string } => {
-  const file = fileURLToPath(new URL(`../../../examples/${name}`, import.meta.url));
+  const file = fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
   return { file, text: readFileSync(file, 'utf8') };
 };
 

@@ -1,8 +1,8 @@
 // What a test told the fake to do with the next calls to an RPC.
 
-import { BerthError } from '../../lib/index.js';
-import type { GrpcCodeName } from '../errors.js';
-import type { CsiRpc } from '../policy.js';
+import { BerthError } from '../../../src/lib/index.js';
+import type { GrpcCodeName } from '../../../src/csi/index.js';
+import type { CsiRpc } from '../../../src/csi/index.js';
 
 export type ScriptStep =
   | { kind: 'fail'; code: GrpcCodeName; message: string }

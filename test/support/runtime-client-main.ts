@@ -1,6 +1,6 @@
 // Runs a node agent (Client) as its own process, for end-to-end tests and
 // benchmarks, until the `berth agent` command exists. Usage:
-//   node --import tsx test/runtime/_client-main.ts <options.json>
+//   node --import tsx test/support/runtime-client-main.ts <options.json>
 // The JSON holds ClientOptions' plain fields (dataDir, servers, token,
 // nodeName, drivers, hostVolumes, heartbeatIntervalMs, csi, netnsPrefix,
 // killTimeoutMs, retry) and `logFile`. Prints one line `{"ready":true,
@@ -15,7 +15,7 @@ type Plain = Omit<ClientOptions, 'clock' | 'logger' | 'createDrivers' | 'createA
 
 const file = process.argv[2];
 if (!file) {
-  process.stderr.write('usage: _client-main.ts <options.json>\n');
+  process.stderr.write('usage: runtime-client-main.ts <options.json>\n');
   process.exit(2);
 }
 const opts = JSON.parse(readFileSync(file, 'utf8')) as Plain;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { inspect } from 'node:util';
 import { ClientError, Metadata, Status, createChannel, createClient, type Channel } from 'nice-grpc';
-import { ManualClock, SecretList, SecretMap } from '../../lib/index.js';
+import { ManualClock, SecretList, SecretMap } from '../../../src/lib/index.js';
 import {
   ControllerDefinition,
   IdentityDefinition,
@@ -16,7 +16,7 @@ import {
   type ControllerClient,
   type IdentityClient,
   type NodeClient,
-} from '../../gen/csi/v1/csi.js';
+} from '../../../src/gen/csi/v1/csi.js';
 import { FakePlugin, type FakePluginOptions } from './index.js';
 
 const mountCapability = {

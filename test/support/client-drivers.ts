@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TaskConfig, TaskDriver, TaskHandle } from './task-driver.js';
+import type { TaskConfig, TaskDriver, TaskHandle } from '../../src/client/drivers/index.js';
 
 export class DriverHarness {
   /** Short on purpose: control sockets live below it. */

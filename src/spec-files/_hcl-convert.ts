@@ -3,7 +3,7 @@
 // the blocks each body may hold. Unknown names pass through camelCased so
 // that the zod schema reports them as unknown fields, at their line.
 
-import { formatPath } from '../job.js';
+import { formatPath } from '../structs/index.js';
 import type { HclStep } from './_hcl-outline.js';
 
 export type Body = Readonly<Record<string, Field>>;

@@ -1,5 +1,6 @@
 // Job and volume files (HCL or JSON) -> checked canonical specs, with
-// file:line:col errors. Used by the CLI and the agent.
+// file:line:col errors (Nomad's jobspec). Used by the CLI and the agent; it
+// sits above structs, whose schemas it applies.
 export {
   parseJobFile,
   parseVolumeFile,

@@ -7,15 +7,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakePlugin, type FakePluginOptions } from '../../../csi/fake/index.js';
-import { ManualClock, silentLogger, type Logger } from '../../../lib/index.js';
-import type { Allocation, AllocClientStatus } from '../../../structs/index.js';
-import { FakeNodeAgent } from '../../noderpc/fake/index.js';
-import { NodeConnections } from '../../noderpc/index.js';
-import { NodeService } from '../../nodes/index.js';
-import { rowKey, SqliteStateStore, type StateStore, type TableName } from '../../state/index.js';
-import { ClaimWatcher } from '../claim-watcher.js';
-import { VolumeService } from '../volume-service.js';
+import { FakePlugin, type FakePluginOptions } from './csi-fake/index.js';
+import { ManualClock, silentLogger, type Logger } from '../../src/lib/index.js';
+import type { Allocation, AllocClientStatus } from '../../src/structs/index.js';
+import { FakeNodeAgent } from './node-agent-fake/index.js';
+import { NodeConnections } from '../../src/server/noderpc/index.js';
+import { NodeService } from '../../src/server/nodes/index.js';
+import { rowKey, SqliteStateStore, type StateStore, type TableName } from '../../src/server/state/index.js';
+import { ClaimWatcher } from '../../src/server/volumes/index.js';
+import { VolumeService } from '../../src/server/volumes/index.js';
 
 export interface ClusterNode {
   id: string;

@@ -2,7 +2,7 @@
 // each array element gets a line and column under its path
 // (`groups[0].tasks[1].name`), and a syntax error names its own position.
 
-import { formatPath } from '../job.js';
+import { formatPath } from '../structs/index.js';
 
 export interface TextPosition {
   /** 1-based. */

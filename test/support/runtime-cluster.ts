@@ -1,5 +1,5 @@
 // End-to-end harness of the node runtime: a real Server in this process, and
-// node agents as real child processes (test/runtime/_client-main.ts) that
+// node agents as real child processes (test/support/runtime-client-main.ts) that
 // run real tasks, the real hostpath plugin and real mounts.
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -13,7 +13,7 @@ import { Server, type ApiToken } from '../../src/server/index.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 export const BERTH = path.join(REPO, 'bin', 'berth.js');
-const CLIENT_MAIN = path.join(REPO, 'test', 'runtime', '_client-main.ts');
+const CLIENT_MAIN = path.join(REPO, 'test', 'support', 'runtime-client-main.ts');
 
 export const TOKENS = { management: 'rt-mgmt-token-0123456789', node: 'rt-node-token-0123456789' } as const;
 const API_TOKENS: ApiToken[] = [

@@ -6,12 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { CsiClient, type NodeCapability } from '../../csi/index.js';
-import { FakePlugin, type FakePluginOptions } from '../../csi/fake/index.js';
-import { createLogger, type BackoffPolicy, type Clock } from '../../lib/index.js';
-import { SqliteClientStateStore } from '../state/index.js';
-import { VolumeManager, type VolumeManagerOptions } from './volume-manager.js';
-import type { VolumeUsage } from './mount-paths.js';
+import { CsiClient, type NodeCapability } from '../../src/csi/index.js';
+import { FakePlugin, type FakePluginOptions } from './csi-fake/index.js';
+import { createLogger, type BackoffPolicy, type Clock } from '../../src/lib/index.js';
+import { SqliteClientStateStore } from '../../src/client/state/index.js';
+import { VolumeManager, type VolumeManagerOptions } from '../../src/client/volumes/index.js';
+import type { VolumeUsage } from '../../src/client/volumes/index.js';
 
 export const RW: VolumeUsage = { readOnly: false, attachmentMode: 'file-system', accessMode: 'single-node-writer' };
 export const MULTI: VolumeUsage = { readOnly: false, attachmentMode: 'file-system', accessMode: 'multi-node-multi-writer' };

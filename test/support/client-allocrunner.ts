@@ -9,20 +9,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { systemClock, type Clock } from '../../lib/index.js';
-import { parseJobSpec, type Allocation, type Job, type JobSpecInput, type NodeEvent } from '../../structs/index.js';
-import { mountPointsUnder } from '../allocdir/index.js';
-import { CsiManager } from '../csimanager/index.js';
-import { createDrivers, type TaskDriver } from '../drivers/index.js';
-import { PluginRegistry } from '../dynamicplugins/index.js';
-import { NetworkManager } from '../network/index.js';
-import { SqliteClientStateStore } from '../state/index.js';
-import { AllocRunner } from './alloc-runner.js';
+import { systemClock, type Clock } from '../../src/lib/index.js';
+import { parseJobSpec, type Allocation, type Job, type JobSpecInput, type NodeEvent } from '../../src/structs/index.js';
+import { mountPointsUnder } from '../../src/client/allocdir/index.js';
+import { CsiManager } from '../../src/client/csimanager/index.js';
+import { createDrivers, type TaskDriver } from '../../src/client/drivers/index.js';
+import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';
+import { NetworkManager } from '../../src/client/network/index.js';
+import { SqliteClientStateStore } from '../../src/client/state/index.js';
+import { AllocRunner } from '../../src/client/allocrunner/index.js';
 
 export { mountPointsUnder };
-import type { AllocStatusUpdate, ClaimedVolume, VolumeClaimer, VolumeClaimRequest } from './volume-claimer.js';
+import type { AllocStatusUpdate, ClaimedVolume, VolumeClaimer, VolumeClaimRequest } from '../../src/client/allocrunner/index.js';
 
-export const BERTH = fileURLToPath(new URL('../../../bin/berth.js', import.meta.url));
+export const BERTH = fileURLToPath(new URL('../../bin/berth.js', import.meta.url));
 
 export async function eventually(pred: () => boolean, what: string, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;

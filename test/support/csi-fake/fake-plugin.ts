@@ -8,16 +8,16 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import { ServerInterceptingCall, type ServerInterceptor } from '@grpc/grpc-js';
 import { createServer, type CallContext, type Server } from 'nice-grpc';
-import { BerthError, systemClock, type Clock } from '../../lib/index.js';
-import type { GrpcCodeName } from '../errors.js';
-import type { CsiRpc } from '../policy.js';
+import { BerthError, systemClock, type Clock } from '../../../src/lib/index.js';
+import type { GrpcCodeName } from '../../../src/csi/index.js';
+import type { CsiRpc } from '../../../src/csi/index.js';
 import type {
   ControllerCapability,
   NodeCapability,
   PluginServiceCapability,
   Topology,
   VolumeExpansionCapability,
-} from '../types.js';
+} from '../../../src/csi/index.js';
 import {
   ControllerDefinition,
   ControllerServiceCapability_RPC_Type,
@@ -31,7 +31,7 @@ import {
   type GroupControllerServiceImplementation,
   type IdentityServiceImplementation,
   type NodeServiceImplementation,
-} from '../../gen/csi/v1/csi.js';
+} from '../../../src/gen/csi/v1/csi.js';
 import { FakeModel, grpcError, type FakeSnapshot, type FakeVolume } from './_model.js';
 import { jsonSafe, redactRequest } from './_record.js';
 import { CallScript, type ScriptStep } from './_script.js';

@@ -6,13 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakePlugin, type FakePluginOptions } from '../../csi/fake/index.js';
-import { ManualClock } from '../../lib/index.js';
-import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../structs/index.js';
-import { PluginRegistry, type PluginRegistration } from '../dynamicplugins/index.js';
-import { SqliteClientStateStore } from '../state/index.js';
-import type { VolumeManager } from '../volumes/index.js';
-import { CsiManager, type CsiManagerOptions, type ManagedVolumeManager } from './csi-manager.js';
+import { FakePlugin, type FakePluginOptions } from './csi-fake/index.js';
+import { ManualClock } from '../../src/lib/index.js';
+import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../src/structs/index.js';
+import { PluginRegistry, type PluginRegistration } from '../../src/client/dynamicplugins/index.js';
+import { SqliteClientStateStore } from '../../src/client/state/index.js';
+import type { VolumeManager } from '../../src/client/volumes/index.js';
+import { CsiManager, type CsiManagerOptions, type ManagedVolumeManager } from '../../src/client/csimanager/index.js';
 
 export interface RecordedUpdate {
   type: CsiPluginType;

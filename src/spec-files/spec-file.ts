@@ -3,9 +3,8 @@
 // uses. Every problem names the file, the line and column, and the field.
 
 import { parse as parseHcl } from '@cdktf/hcl2json';
-import { BerthError } from '../../lib/index.js';
-import { JobValidationError, parseJobSpec, type JobSpec } from '../job.js';
-import { parseVolumeSpec, VolumeSpecValidationError, type VolumeSpec } from '../volume-spec.js';
+import { BerthError } from '../lib/index.js';
+import { JobValidationError, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
 import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
 import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
 import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';

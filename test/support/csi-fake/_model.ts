@@ -4,8 +4,8 @@
 // returns the answer or throws a nice-grpc ServerError.
 
 import { ServerError, Status } from 'nice-grpc';
-import type { Clock } from '../../lib/index.js';
-import type { GrpcCodeName } from '../errors.js';
+import type { Clock } from '../../../src/lib/index.js';
+import type { GrpcCodeName } from '../../../src/csi/index.js';
 import type {
   ControllerCapability,
   NodeCapability,
@@ -13,7 +13,7 @@ import type {
   Topology,
   VolumeContentSource,
   VolumeExpansionCapability,
-} from '../types.js';
+} from '../../../src/csi/index.js';
 import {
   VolumeCapability_AccessMode_Mode as AccessMode,
   VolumeUsage_Unit,
@@ -63,7 +63,7 @@ import {
   type Volume as WireVolume,
   type VolumeCapability as WireVolumeCapability,
   type VolumeContentSource as WireContentSource,
-} from '../../gen/csi/v1/csi.js';
+} from '../../../src/gen/csi/v1/csi.js';
 
 const GiB = 1024 ** 3;
 /** What GetCapacity reports: 1 PiB, more than any test asks for. */

@@ -1,5 +1,5 @@
 // Test fixtures for the scheduler's tests and the placement benchmark: nodes as a fingerprint makes them.
-import type { Node } from '../../structs/index.js';
+import type { Node } from '../../src/structs/index.js';
 
 /** A ready node with the exec driver (host and none networks), 1000 MHz / 1000 MB, and optionally a CSI node plugin. */
 export function testNode(id: string, opts: Partial<Node> & { plugin?: { id: string; healthy?: boolean; max?: number; zone?: string } } = {}): Node {

@@ -1,0 +1,51 @@
+// What the API's route modules share: the services they call (ApiDeps), the
+// context buildApi hands each of them, and small request helpers. Kept apart
+// from api.ts so the route modules and the builder do not import each other.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from '../../lib/index.js';
+import type { JobService } from '../jobs/index.js';
+import type { ServerMetrics } from '../metrics/index.js';
+import type { NodeConnections } from '../noderpc/index.js';
+import type { NodeService } from '../nodes/index.js';
+import type { StateStore } from '../state/index.js';
+import type { VolumeService } from '../volumes/index.js';
+import { ApiError } from './api-error.js';
+import type { ApiToken } from './auth.js';
+
+export interface ApiDeps {
+  store: StateStore;
+  jobs: JobService;
+  nodes: NodeService;
+  volumes: VolumeService;
+  connections: NodeConnections;
+  tokens: readonly ApiToken[];
+  logger: Logger;
+  /** Served at GET /metrics (read access) when given. */
+  metrics?: ServerMetrics;
+  /** Largest accepted request body. Default 4 MiB. */
+  bodyLimit?: number;
+  /** How often the event stream sends a `{}` heartbeat line when idle. Default 10 s. */
+  eventHeartbeatMs?: number;
+  /** More routes on the same listener (the dev agent's /v1/client/...); each must declare `config.access`. */
+  extraRoutes?: (app: FastifyInstance) => void | Promise<void>;
+}
+
+/** What each route module gets. */
+export interface RouteContext {
+  deps: ApiDeps;
+  /** An AbortSignal that fires when the client goes away (for blocking reads). */
+  signalOf(req: FastifyRequest, reply: FastifyReply): AbortSignal;
+}
+
+/** Reads a namespace query parameter: `default` when absent, `*` for all. */
+export function namespaceOf(query: Record<string, unknown>): string {
+  const ns = query['namespace'];
+  return typeof ns === 'string' && ns !== '' ? ns : 'default';
+}
+
+/** Checks that a body is a JSON object. Throws ApiError INVALID otherwise. */
+export function objectBody(body: unknown, what = 'request body'): Record<string, unknown> {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID', `${what} must be a JSON object`);
+  return body as Record<string, unknown>;
+}
