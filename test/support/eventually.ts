@@ -105,11 +105,15 @@ export interface WaitForEventOptions<A extends unknown[]> {
  */
 export function waitForEvent<A extends unknown[] = unknown[]>(what: string, emitter: EventEmitter, event: string, opts: WaitForEventOptions<A> = {}): Promise<A> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const stop = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+  // A timer of our own, not AbortSignal.timeout: that one does not keep the process alive,
+  // and a wait for an event that never comes must still end with its error.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  const stop = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
   return new Promise<A>((resolve, reject) => {
     let refused: unknown[] = [];
     const done = (): void => {
+      clearTimeout(timer);
       emitter.off(event, onEvent);
       if (event !== 'error') emitter.off('error', onError);
       stop.removeEventListener('abort', onAbort);
