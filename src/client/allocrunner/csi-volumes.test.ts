@@ -101,7 +101,7 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     const exhausted = Object.assign(new Error('volume "shared" has no free write claims'), { code: 'CLAIM_EXHAUSTED' });
     node.claimer.failClaims.push(exhausted, exhausted);
 
-    // The workload comes before its plugin (scenario 14): it waits, it is not failed.
+    // The workload comes before its plugin (docs/csi-rules.md scenario 14): it waits, it is not failed.
     const writerJob = workloadJob('writer', 'batch', 'echo "written by $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt"');
     const writerAlloc = makeAlloc(writerJob, { csiVolumes: CSI_VOLUME });
     const writer = node.runner(writerAlloc, writerJob);

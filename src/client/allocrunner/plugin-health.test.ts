@@ -1,8 +1,9 @@
-// Plugin health and task isolation through the allocation runner: a plugin
-// whose socket never appears is restarted past its health timeout (scenario
-// 20), the CSI manager's health timeout restarts the plugin task (scenario
-// 5), an `exec` workload gets its CSI volume bound at its destination, and
-// mount flags never reach the state file (scenario 16).
+// Plugin health and task isolation through the allocation runner, by the
+// scenarios of docs/csi-rules.md: a plugin whose socket never appears is
+// restarted past its health timeout (scenario 20), the CSI manager's health
+// timeout restarts the plugin task (scenario 5), an `exec` workload gets its
+// CSI volume bound at its destination, and mount flags never reach the state
+// file (scenario 16).
 
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';

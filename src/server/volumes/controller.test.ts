@@ -1,6 +1,6 @@
 // Volumes whose plugin has a controller: validation at registration,
-// ControllerPublish routed to controllers (with failover), scenarios 9, 10,
-// 15 and 16, controller operations.
+// ControllerPublish routed to controllers (with failover), docs/csi-rules.md
+// scenarios 9, 10, 15 and 16, controller operations.
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';

@@ -33,7 +33,7 @@ describe('claim release', () => {
     assert.ok(attached());
   }
 
-  /** After a restart: the watcher frees the claim and the volume can be claimed again (scenario 18). */
+  /** After a restart: the watcher frees the claim and the volume can be claimed again (docs/csi-rules.md scenario 18). */
   async function resumesToFree(): Promise<void> {
     await c.watcher.start();
     await c.until(() => state() === undefined, ['claims'], 'the claim to be freed');
