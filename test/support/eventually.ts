@@ -99,7 +99,7 @@ export interface WaitForEventOptions<A extends unknown[]> {
 /**
  * Resolves with the arguments of the next `event` from `emitter` that
  * passes `filter`. Rejects with EventuallyError after `timeoutMs` or when
- * `signal` fires (naming how many emissions the filter refused), and with
+ * `signal` fires (showing the last emission the filter refused), and with
  * the emitter's error if it emits 'error' first. Subscribe before doing
  * what causes the event: it sees only later ones.
  */
