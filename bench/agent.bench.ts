@@ -17,6 +17,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../test/support/agent-run.js';
+import { eventually, type NotYet } from '../test/support/eventually.js';
 import { round, summarize } from './_stats.js';
 
 const RUNS = Number(process.env['BENCH_AGENT_RUNS'] ?? 50);
@@ -76,15 +77,8 @@ export default async function agentBench(dir: string): Promise<Record<string, un
   };
   const runningAlloc = async (job: string): Promise<string | undefined> =>
     (await api<Array<{ id: string; clientStatus: string; desiredStatus: string }>>('GET', `/v1/job/${job}/allocations`)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running')?.id;
-  const poll = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
+  // Polls often: the figure is the time to healthy, so the wait must not blur it.
+  const poll = <T>(what: string, fn: () => Promise<T>): Promise<Exclude<T, NotYet>> => eventually(what, fn, { timeoutMs: 60_000, intervalMs: 5 });
 
   try {
     // 2 first: each plugin job is a new plugin ID, timed from `berth job run` to healthy.

@@ -23,6 +23,7 @@ import { SqliteClientStateStore } from '../src/client/state/index.js';
 import { FakePlugin } from '../test/support/csi-fake/index.js';
 import { HostpathPlugin } from '../src/csi-plugins/index.js';
 import type { CsiPluginReport } from '../src/structs/index.js';
+import { eventually } from '../test/support/eventually.js';
 import { round, summarize, type Summary } from './_stats.js';
 
 const SAMPLES = Number(process.env['BENCH_PLUGIN_SAMPLES'] ?? 300);
@@ -146,7 +147,7 @@ async function memoryWithPlugins(dir: string): Promise<Record<string, unknown>> 
   fakes.sockets.forEach((socketPath, i) =>
     registry.register({ type: 'csi-node', name: `p${i}`, version: '1', socketPath, allocId: `a${i}`, options: { mountRoot: join(dir, 'mnt', `p${i}`) } }),
   );
-  while (healthy.size < MEMORY_PLUGINS) await sleep(10);
+  await eventually(`all ${MEMORY_PLUGINS} plugins healthy`, () => healthy.size >= MEMORY_PLUGINS, { timeoutMs: 120_000, intervalMs: 10 });
   const started = Date.now();
   while (Date.now() - started < MEMORY_SECONDS * 1000) await sleep(100);
   const after = await settle();

@@ -4,7 +4,7 @@
 //    a bare grpc-js client with the same generated messages, on the same fake
 //    plugin, interleaved in blocks so that all see the same machine state.
 //    Berth's overhead is the ratio of the p50s (target <= 1.15). Berth sends
-//    every call with a gRPC deadline (CSI-CO-RULES: every RPC carries one), so
+//    every call with a gRPC deadline (docs/csi-rules.md, Errors: every RPC carries one), so
 //    the bare client is measured both without and with the same deadline.
 // 2. A full create/stage/publish/unpublish/unstage/delete cycle on the
 //    hostpath plugin with real bind mounts, p50/p99 per step and in all.

@@ -692,7 +692,7 @@ async function stage({ client, out, call }: Session, args: string[], opts: Comma
   const publishContext = optionalPairs('--publish-context', opts.publishContext);
   const volumeContext = optionalPairs('--context', opts.context);
   const secrets = parseSecrets(opts.secret);
-  // The CO creates the staging directory (CSI-CO-RULES, Paths).
+  // The CO creates the staging directory (docs/csi-rules.md, Paths).
   await mkdir(stagingPath, { recursive: true });
   await client.nodeStageVolume({ volumeId, stagingTargetPath: stagingPath, volumeCapability, publishContext, volumeContext, secrets }, call);
   if (out.json) out.document({ volumeId, stagingPath, volumeCapability, staged: true });

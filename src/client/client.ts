@@ -140,7 +140,7 @@ const AGENT_BUCKET = 'agent';
  * A server that is down or refuses is retried with backoff, never fatal.
  *
  * Nothing destructive happens before the server's allocation list arrived
- * (CSI-CO-RULES scenario 19): restored runners keep running, and the
+ * (docs/csi-rules.md scenario 19): restored runners keep running, and the
  * volume managers reconcile only against that list.
  */
 export class Client {
@@ -503,7 +503,7 @@ export class Client {
 
   /**
    * Stops a replaced plugin allocation once its successor serves every one of
-   * its plugins (CSI-CO-RULES scenario 3: the older one keeps working until
+   * its plugins (docs/csi-rules.md scenario 3: the older one keeps working until
    * the newer one is up), or once the successor failed or the wait ran out.
    * When the agent stops meanwhile nothing is stopped: after the restart the
    * server's list brings the stop again.

@@ -10,6 +10,7 @@ import { CsiClient, parseEndpoint } from './client.js';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES, type GrpcCodeName } from './errors.js';
 import { FakePlugin } from '../../test/support/csi-fake/index.js';
 import { RPC_POLICIES } from './policy.js';
+import { eventually } from '../../test/support/eventually.js';
 
 const cap = VolumeCapability.mount('single-node-writer', { fsType: 'ext4', mountFlags: ['password=hunter2'] });
 
@@ -184,7 +185,7 @@ describe('CsiClient against a fake plugin on a real socket', () => {
     fake.crashOn('NodeGetInfo');
     const info = client.nodeGetInfo();
     await fake.waitForCall('NodeGetInfo');
-    while (fake.running) await new Promise((r) => setImmediate(r));
+    await eventually('the crashed fake to stop serving', () => !fake.running, { intervalMs: 1 });
     await fake.start();
     restarted();
     assert.equal((await info).nodeId, 'fake-node-1');

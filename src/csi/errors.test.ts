@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { classifyGrpcCode, CsiError, GRPC_CODES, type GrpcCodeName } from './errors.js';
 import { RPC_POLICIES, type CsiRpc } from './policy.js';
 
-describe('gRPC code classification (CSI-CO-RULES)', () => {
+describe('gRPC code classification (docs/csi-rules.md)', () => {
   const expected: Record<Exclude<GrpcCodeName, 'OK'>, { final: boolean; retryable: boolean }> = {
     CANCELLED: { final: false, retryable: true },
     UNKNOWN: { final: true, retryable: false },

@@ -29,7 +29,7 @@ export function grpcCodeName(code: number): GrpcCodeName {
 }
 
 /**
- * Codes after which the step may or may not have happened (CSI-CO-RULES,
+ * Codes after which the step may or may not have happened (docs/csi-rules.md,
  * "Uncertain steps"). Every other code is final: the step did not happen.
  */
 const UNCERTAIN_CODES: ReadonlySet<GrpcCodeName> = new Set([
@@ -68,7 +68,7 @@ export interface CsiErrorClass {
   alreadyDone: boolean;
 }
 
-/** Classifies a gRPC code returned by `rpc`, following CSI-CO-RULES. Pure. */
+/** Classifies a gRPC code returned by `rpc`, following docs/csi-rules.md (Errors). Pure. */
 export function classifyGrpcCode(code: GrpcCodeName, rpc: string): CsiErrorClass {
   const uncertain = UNCERTAIN_CODES.has(code);
   return {

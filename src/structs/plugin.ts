@@ -76,7 +76,7 @@ export interface CsiPlugin {
  * the plugin's volumes that node already has claimed (`claimedOnNode`):
  * a healthy node instance, under max_volumes_per_node, not marked
  * exhausted. `reason` reads in placement's words ("lacked a healthy node
- * plugin for X"). Pure. Scenario 10.
+ * plugin for X"). Pure. docs/csi-rules.md scenario 10.
  */
 export function csiNodeEligibility(
   plugin: CsiPlugin | undefined,

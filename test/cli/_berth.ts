@@ -6,6 +6,7 @@ import { mkdtemp, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { eventually } from '../support/eventually.js';
 
 export const BERTH = fileURLToPath(new URL('../../bin/berth.js', import.meta.url));
 
@@ -77,15 +78,12 @@ export function shortTempDir(prefix: string): Promise<string> {
 
 /** Resolves once `path` is a socket; throws after `timeoutMs` or when `proc` exits first. */
 export async function waitForSocket(path: string, proc: BerthProcess, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let exited = false;
-  void proc.exited.then(() => (exited = true));
-  for (;;) {
-    const st = await stat(path).catch(() => undefined);
-    if (st?.isSocket()) return;
-    if (exited) throw new Error(`berth exited before its socket appeared; stderr:\n${proc.stderr}`);
-    if (Date.now() > deadline) throw new Error(`no socket at ${path} after ${timeoutMs} ms; stderr:\n${proc.stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
+  const gone = new AbortController();
+  void proc.exited.then(() => gone.abort(new Error('berth exited before its socket appeared')));
+  try {
+    await eventually(`a unix socket at ${path}`, async () => (await stat(path).catch(() => undefined))?.isSocket(), { timeoutMs, intervalMs: 50, signal: gone.signal });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; stderr:\n${proc.stderr}`, { cause: err });
   }
 }
 

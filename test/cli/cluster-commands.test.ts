@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Allocation, Job, Node } from '../../src/structs/index.js';
 import { json, startBerth } from './_berth.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
+import { eventually } from '../support/eventually.js';
 
 const SECRET = 'vol-secret-value-7f3a9c';
 const FLAG = 'password=mount-flag-secret-41b2';
@@ -191,11 +192,10 @@ describe('berth CLI against a real server', () => {
     );
     const run = startBerth(['job', 'run', file], { env: { BERTH_ADDR: c.url, BERTH_TOKEN: TOKENS.management, NO_COLOR: '1' } });
     // Act as the node agent: once the allocation is placed, report it running.
-    let reported: Allocation[] = [];
-    for (let i = 0; i < 200 && reported.length === 0; i++) {
-      reported = await reportAllocations(c, node.id, 'running', (a) => a.jobId === 'app');
-      if (!reported.length) await new Promise((r) => setTimeout(r, 50));
-    }
+    const reported: Allocation[] = await eventually('the allocation to be placed (then reported running)', async () => {
+      const r = await reportAllocations(c, node.id, 'running', (a) => a.jobId === 'app');
+      return r.length ? r : undefined;
+    }, { intervalMs: 50 });
     assert.equal(reported.length, 1);
     const res = await run.exited;
     assert.equal(res.code, 0, res.stdout + res.stderr);
@@ -290,10 +290,12 @@ describe('berth CLI against a real server', () => {
   it('event stream prints changes as they happen and stops cleanly on SIGINT', async () => {
     const stream = startBerth(['event', 'stream', '--topic', 'job', '--json'], { env: { BERTH_ADDR: c.url, BERTH_TOKEN: TOKENS.management } });
     // The stream starts at "now": keep changing until a line shows up.
-    for (let i = 0; i < 100 && !stream.stdout.includes('"topic":"job"'); i++) {
-      await c.call('POST', '/v1/jobs', { body: { job: { id: `ev-${i}`, type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec' }] }] } } });
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    let i = 0;
+    await eventually('a job event on the stream', async () => {
+      if (stream.stdout.includes('"topic":"job"')) return true;
+      await c.call('POST', '/v1/jobs', { body: { job: { id: `ev-${i++}`, type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec' }] }] } } });
+      return false;
+    }, { intervalMs: 100 });
     stream.child.kill('SIGINT');
     const res = await stream.exited;
     assert.equal(res.code, 0, res.stderr);

@@ -1,7 +1,7 @@
 // Agent restarts and crashes: a new volume manager over the same client
 // state rebuilds what is mounted from its records and the kernel's mount
 // table, unmounts nothing before it knows what is wanted, then keeps,
-// re-publishes or tears down (CSI-CO-RULES scenarios 12 and 13).
+// re-publishes or tears down (docs/csi-rules.md scenarios 12 and 13).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

@@ -37,6 +37,7 @@ import {
   type Advertised,
   type CsiClients,
 } from './_clients.js';
+import { eventually } from '../support/eventually.js';
 
 /** A plugin under test, as `makePlugin` hands it to the suite. */
 export interface ConformanceTarget {
@@ -823,12 +824,7 @@ export function describeConformance(name: string, makePlugin: () => Promise<Conf
 
 /** Probes until the plugin reports ready (a plugin may say ready=false while starting). */
 async function waitUntilReady(c: CsiClients): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    const probe = await c.identity.probe({});
-    if (probe.ready !== false) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail('the plugin never reported ready');
+  await eventually('the plugin to report ready', async () => (await c.identity.probe({})).ready !== false, { intervalMs: 100 });
 }
 
 async function listAllVolumes(c: CsiClients): Promise<Awaited<ReturnType<CsiClients['controller']['listVolumes']>>['entries']> {

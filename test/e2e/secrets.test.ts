@@ -1,5 +1,5 @@
-// Secrets given in a volume file never come back out (CSI-CO-RULES scenario
-// 16): a dev agent (debug logging) runs the hostpath plugin, a volume is
+// Secrets given in a volume file never come back out (docs/csi-rules.md
+// scenario 16): a dev agent (debug logging) runs the hostpath plugin, a volume is
 // created from a file with `secrets`, a workload claims it, the volume is
 // deleted; the secret is sent to the plugin on create, publish and delete,
 // and yet it appears in no CLI output (text or --json), no API read, no

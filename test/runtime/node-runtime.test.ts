@@ -7,7 +7,7 @@
 //   - the agent is stopped (SIGTERM) and killed (SIGKILL) and restarted:
 //     tasks keep their PIDs, the plugin stays registered, mounts stay, logs
 //     continue; a workload stopped while the agent was down is cleaned up
-//     and its claim released (scenarios 13, 18, 19);
+//     and its claim released (docs/csi-rules.md scenarios 13, 18, 19);
 //   - the plugin process crashes: restarted, re-registered, existing mounts
 //     untouched (scenario 2);
 //   - the agent drains on SIGINT: every allocation stops, claims released;

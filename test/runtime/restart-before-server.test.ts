@@ -1,4 +1,4 @@
-// CSI-CO-RULES scenario 19: the agent (and its server) die and the agent
+// docs/csi-rules.md scenario 19: the agent (and its server) die and the agent
 // comes back first. Until the server's allocation list arrives the agent
 // acts on nothing: the running workload keeps its process and its mounts.
 // A server that comes back with OLDER state (a stale list that does not
@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
 import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
@@ -25,6 +25,22 @@ function copyState(from: string, to: string): void {
   mkdirSync(to, { recursive: true });
   for (const f of readdirSync(to)) rmSync(path.join(to, f), { force: true });
   for (const f of readdirSync(from)) if (f.startsWith('state.db')) copyFileSync(path.join(from, f), path.join(to, f));
+}
+
+/** How many log lines since `offset` carry the message `msg`. */
+function logged(offset: number, msg: string): number {
+  return agent.log().slice(offset).split('\n').filter((l) => l.includes(`"msg":"${msg}`)).length;
+}
+
+/** The allocation-list index the agent has written down as acted on (its client state file). */
+function recordedAllocIndex(): number {
+  const db = new Database(path.join(agentDir, 'client.db'), { readonly: true, fileMustExist: true });
+  try {
+    const row = db.prepare<[], { value: string }>("SELECT value FROM records WHERE bucket = 'agent' AND key = 'node'").get();
+    return row ? ((JSON.parse(row.value) as { allocIndex?: number }).allocIndex ?? 0) : 0;
+  } finally {
+    db.close();
+  }
 }
 
 /** Log lines the agent wrote since `offset` that would mean it acted destructively. */
@@ -72,8 +88,9 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     const pid = Number(await until('the workload pid', () => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim() : undefined)));
     const mounts = mountsUnder(agentDir).filter((m) => m.includes(alloc.id));
     assert.ok(mounts.length > 0);
-    // Let the agent record the list index it acted on.
-    await sleep(300);
+    // The agent has written down a list index that knows the workload: the stale server's
+    // state (from before the job) is then older than anything the agent acted on.
+    await until('the agent to record a list index that knows the workload', () => recordedAllocIndex() >= alloc.createIndex);
 
     // The agent and the server die together; the agent comes back first.
     await agent.kill();
@@ -81,7 +98,10 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     let offset = agent.log().length;
     await agent.start();
     await until('the agent to restore the workload', () => agent.log().slice(offset).includes('allocation restored'));
-    await sleep(2_000);
+    // The window closes once the agent is fully up (restore done, every restored runner waiting
+    // for the server) and has tried the server and failed twice: only a server's list could make
+    // it act, and anything it did on its own would be logged before these lines.
+    await until('the agent to start and fail to reach the server twice', () => logged(offset, 'client started') === 1 && logged(offset, 'registration failed') >= 2);
     assert.ok(alive(pid), 'the workload kept running with no server');
     assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts, 'its mounts stay with no server');
     assert.deepEqual(destructiveSince(offset), [], 'nothing destructive before the server answers');
@@ -90,8 +110,9 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     copyState(snapshotDir, path.join(dir, 'stale'));
     const stale = new TestServer(path.join(dir, 'stale'));
     await stale.start(server.port);
-    await until('the agent to reach the stale server', () => agent.log().slice(offset).includes('older than one already seen'), 30_000);
-    await sleep(1_000);
+    // The window closes when the agent has refused the stale list and come back for another one,
+    // which it refuses again: the handling of the first refusal is over, and nothing was done.
+    await until('the agent to refuse the stale list twice', () => logged(offset, 'the server sent an allocation list older than one already seen') >= 2, 30_000);
     assert.ok(alive(pid), 'a stale list does not stop the workload');
     assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
     assert.deepEqual(destructiveSince(offset), []);
@@ -102,7 +123,9 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     await server.start(server.port);
     await until('the agent to get the real list', () => agent.log().slice(offset).includes('first allocation list from the server') || agent.log().slice(offset).includes('volumes reconciled'), 30_000);
     await until('the workload to be reported running', async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.id}`)).clientStatus === 'running');
-    await sleep(500);
+    // The window closes when the one step the real list sets off that could unmount, the volume
+    // reconcile after the first list, has finished (successfully or not).
+    await until('the volume reconcile after the first list to finish', () => logged(offset, 'volumes reconciled with the server') + logged(offset, 'reconciling volumes failed') > 0, 30_000);
     assert.ok(alive(pid), 'the workload is the same process');
     assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
     const claims = (await server.ok<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/db')).claims;

@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { systemClock, type SecretMap } from '../../src/lib/index.js';
@@ -29,6 +28,7 @@ import {
   type NodeAllocation,
 } from '../../src/client/serverconn/index.js';
 import { SqliteClientStateStore } from '../../src/client/state/index.js';
+import { eventually } from '../support/eventually.js';
 
 const MGMT = 'mgmt-token-serverconn';
 const NODE_TOKEN = 'node-token-serverconn';
@@ -61,16 +61,6 @@ async function http<T>(method: string, p: string, body?: unknown): Promise<{ sta
   });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, text };
-}
-
-async function until<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 function fingerprint(): NodeFingerprint {
@@ -139,13 +129,13 @@ describe('the node conversation with a real server', () => {
     for (const type of ['csi-controller', 'csi-node'] as const) {
       registry.register({ type, name: 'fake', version: '1.0.0', socketPath: plugin.socketPath, allocId: 'plugin-alloc-1', options: { mountRoot: path.join(dir, 'mnt') } });
     }
-    const node = await until('the plugin health on the server', async () => {
+    const node = await eventually('the plugin health on the server', async () => {
       const n = (await http<Node>('GET', `/v1/node/${NODE_ID}`)).body;
       return n.csiNodePlugins['fake']?.healthy && n.csiControllerPlugins['fake']?.healthy ? n : undefined;
     });
     assert.equal(node.csiNodePlugins['fake']?.fingerprint?.node?.info.nodeId, 'ext-node-a');
     assert.equal(registration.counts.registrations, 1);
-    const plugins = await until('the plugin to be derived', async () => {
+    const plugins = await eventually('the plugin to be derived', async () => {
       const list = (await http<Array<{ id: string; controllersHealthy: number; nodesHealthy: number }>>('GET', '/v1/plugins')).body;
       return list.find((p) => p.id === 'fake' && p.controllersHealthy === 1 && p.nodesHealthy === 1);
     });
@@ -157,7 +147,7 @@ describe('the node conversation with a real server', () => {
     connection = new NodeConnection({ address: url, authHeader: api.authHeader(), nodeId: () => NODE_ID, handle: (req, o) => handler.handle(req, o) });
     connection.start();
     await connection.waitConnected();
-    await until('the server to see the connection', () => server.connections.connected(NODE_ID));
+    await eventually('the server to see the connection', () => server.connections.connected(NODE_ID));
 
     const created = await http<{ id: string; externalId: string }>('POST', '/v1/volume/csi/data/create', {
       pluginId: 'fake',
@@ -218,7 +208,7 @@ describe('the node conversation with a real server', () => {
     });
     assert.equal(job.status, 200, job.text);
     // The blocking read wakes with the new allocation and its job.
-    const alloc = await until('the allocation to reach the node', () => lists.at(-1)?.allocs[0]);
+    const alloc = await eventually('the allocation to reach the node', () => lists.at(-1)?.allocs[0]);
     assert.equal(alloc.job?.id, 'db');
     assert.ok(lists.at(-1)!.index > lists[0]!.index);
 
@@ -264,7 +254,7 @@ describe('the node conversation with a real server', () => {
     // The allocation completes: the claim watcher asks the node to detach (NodeUnpublish, NodeUnstage) then unpublishes.
     plugin.clearCalls();
     reporter.report({ id: alloc.id, clientStatus: 'complete', clientDescription: 'done', taskStates });
-    await until('the claim to be released', async () => {
+    await eventually('the claim to be released', async () => {
       const v = await http<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data');
       return v.body.claims.length === 0 ? true : undefined;
     });
@@ -324,13 +314,13 @@ describe('the node conversation with a real server', () => {
     const before = { connects: connection.connects, lists: watcher.lists };
     await server.stop();
     await startServer(port);
-    await until('the node connection to come back', () => connection.connects > before.connects && server.connections.connected(NODE_ID));
+    await eventually('the node connection to come back', () => connection.connects > before.connects && server.connections.connected(NODE_ID));
     registration.pushFingerprint();
-    await until('a heartbeat to the new server', () => registration.counts.heartbeats > 0);
+    await eventually('a heartbeat to the new server', () => registration.counts.heartbeats > 0);
     // The watch resumes: a new job's allocation arrives.
     const job = await http('POST', '/v1/jobs', { job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 'srv', driver: 'exec' }] }] } });
     assert.equal(job.status, 200, job.text);
-    await until('the new allocation', () => lists.at(-1)?.allocs.find((a) => a.jobId === 'web'));
+    await eventually('the new allocation', () => lists.at(-1)?.allocs.find((a) => a.jobId === 'web'));
     assert.ok(watcher.lists > before.lists);
   });
   it('drops a status update the server refuses (an allocation it does not know) without holding back the others', async () => {
@@ -352,10 +342,10 @@ describe('the node conversation with a real server', () => {
     rmSync(path.join(dir, 'server'), { recursive: true, force: true });
     await startServer(port);
     registration.pushFingerprint();
-    await until('a new registration', () => registration.counts.registrations > regs);
+    await eventually('a new registration', () => registration.counts.registrations > regs);
     const node = await http<Node>('GET', `/v1/node/${NODE_ID}`);
     assert.equal(node.status, 200, node.text);
     assert.equal(node.body.csiNodePlugins['fake']?.healthy, true, 'with its plugins in the fingerprint');
-    await until('the node connection to come back', () => server.connections.connected(NODE_ID));
+    await eventually('the node connection to come back', () => server.connections.connected(NODE_ID));
   });
 });

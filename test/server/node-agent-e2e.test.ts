@@ -18,6 +18,7 @@ import type { NodeConnections } from '../../src/server/noderpc/index.js';
 import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
 import type { Allocation, Evaluation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
+import { eventually } from '../support/eventually.js';
 
 const SECRET = 'hunter2-very-secret';
 const FLAG = `password=${SECRET}`;
@@ -59,16 +60,6 @@ async function call<T>(method: string, path: string, opts: { body?: unknown; tok
   return res;
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'berth-e2e-'));
   const logs = new Writable({
@@ -95,7 +86,7 @@ before(async () => {
     ws.once('error', reject);
   });
   agent.connect();
-  await until('the node connection', async () => ((await call<{ connectedNodes: number }>('GET', '/v1/status')).body.connectedNodes === 1 ? true : undefined));
+  await eventually('the node connection', async () => ((await call<{ connectedNodes: number }>('GET', '/v1/status')).body.connectedNodes === 1 ? true : undefined));
 });
 
 after(async () => {
@@ -119,7 +110,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
   });
 
   it('creates a volume through the controller on the node, places a job, claims and releases it', async () => {
-    const plugins = await until('the plugin to be derived', async () => {
+    const plugins = await eventually('the plugin to be derived', async () => {
       const p = await call<Array<{ id: string; nodesHealthy: number; controllersHealthy: number }>>('GET', '/v1/plugins', { token: TOKENS.readOnly });
       return p.body.find((x) => x.id === 'fake' && x.nodesHealthy === 1 && x.controllersHealthy === 1);
     });
@@ -186,7 +177,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
 
     // The allocation finishes: the claim watcher releases the claim (node detach, then ControllerUnpublish).
     await call('POST', '/v1/node/node-1/allocations', { token: TOKENS.node, body: { allocations: [{ id: alloc.id, clientStatus: 'complete' }] } });
-    await until('the claim to be released', async () => {
+    await eventually('the claim to be released', async () => {
       const v = await call<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
       return v.body.claims.length === 0 ? true : undefined;
     });

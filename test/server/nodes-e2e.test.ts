@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/lib/index.js';
 import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
+import { eventually } from '../support/eventually.js';
 
 const clock = new ManualClock(1_700_000_000_000);
 let h: Harness;
@@ -26,16 +27,6 @@ async function register(name: string): Promise<string> {
 
 async function allocsOf(jobId: string): Promise<Allocation[]> {
   return (await h.call<Allocation[]>('GET', `/v1/job/${jobId}/allocations`)).body;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe('nodes joining and going down', () => {
@@ -64,13 +55,13 @@ describe('nodes joining and going down', () => {
     await clock.advance(20_000);
     assert.equal((await h.call('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
     await clock.advance(15_000);
-    const down = await until('the node to be marked down', async () => {
+    const down = await eventually('the node to be marked down', async () => {
       const n = await h.call<Node>('GET', `/v1/node/${doomed}`);
       return n.body.status === 'down' ? n.body : undefined;
     });
     assert.match(down.statusDescription, /heartbeat/);
 
-    const replacement = await until('the replacement', async () => (await allocsOf('web')).find((a) => a.previousAllocation === first!.id));
+    const replacement = await eventually('the replacement', async () => (await allocsOf('web')).find((a) => a.previousAllocation === first!.id));
     assert.equal(replacement.nodeId, survivor);
     const lost = (await allocsOf('web')).find((a) => a.id === first!.id)!;
     assert.equal(lost.clientStatus, 'lost');
@@ -80,7 +71,7 @@ describe('nodes joining and going down', () => {
 
     // A node that joins gets the system job.
     const n3 = await register('n3');
-    await until('the plugin on the new node', async () => (await allocsOf('plugin-fake')).find((a) => a.nodeId === n3));
+    await eventually('the plugin on the new node', async () => (await allocsOf('plugin-fake')).find((a) => a.nodeId === n3));
     const live = (await allocsOf('plugin-fake')).filter((a) => a.desiredStatus === 'run');
     assert.deepEqual(live.map((a) => a.nodeId).sort(), [survivor, n3].sort());
   });

@@ -12,20 +12,10 @@ import { ManualClock } from '../../src/lib/index.js';
 import { Server } from '../../src/server/index.js';
 import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
 import { API_TOKENS, fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
+import { eventually } from '../support/eventually.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-restart-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, clock?: ManualClock): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    if (clock) await clock.advance(0);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('server restart over the same state', () => {
   it('keeps its state and resumes blocked evaluations and delayed reschedules', async () => {
@@ -72,7 +62,7 @@ describe('server restart over the same state', () => {
         drivers: { docker: { detected: true, healthy: true, healthReason: '', networkModes: ['host'] } },
       });
       await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: docker } });
-      const done = await until('the blocked evaluation to place', async () => {
+      const done = await eventually('the blocked evaluation to place', async () => {
         const e = await h.call<Evaluation>('GET', `/v1/evaluation/${blockedEval}`);
         return e.body.status === 'complete' ? e.body : undefined;
       });
@@ -80,10 +70,10 @@ describe('server restart over the same state', () => {
 
       // The failed allocation is rescheduled once its delay has passed on the clock.
       await clock.advance(60_000);
-      const replacement = await until(
+      const replacement = await eventually(
         'the reschedule',
         async () => (await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.find((a) => a.previousAllocation === failedId),
-        clock,
+        { between: () => clock.advance(0) },
       );
       assert.equal(replacement.rescheduleAttempts, 1);
       const indexAfter = Number((await h.call('GET', '/v1/allocations')).headers.get('x-berth-index'));

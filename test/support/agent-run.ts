@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { eventually, type NotYet } from './eventually.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 export const BERTH = `${REPO}/bin/berth.js`;
@@ -84,22 +85,26 @@ export class AgentRun {
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-    let gone = false;
-    void this.exited.then(() => (gone = true));
-    const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+    const gone = new AbortController();
+    void this.exited.then(() => gone.abort(new Error('it exited before it was ready')));
     const needToken = opts.needToken ?? this.args.includes('--dev');
-    for (;;) {
-      const addr = /^BERTH_ADDR=(\S+)$/m.exec(this.stdout)?.[1];
-      const token = /^BERTH_TOKEN=(\S+)$/m.exec(this.stdout)?.[1];
-      if (addr && (token || !needToken)) {
-        this.addr = addr;
-        if (token) this.token = token;
-        return this;
-      }
-      if (gone) throw new Error(`berth agent ${this.args.join(' ')} exited before it was ready\nstdout:\n${this.stdout}\nstderr:\n${this.stderr.slice(-4000)}`);
-      if (Date.now() > deadline) throw new Error(`berth agent ${this.args.join(' ')} printed no BERTH_ADDR in time\nstdout:\n${this.stdout}\nstderr:\n${this.stderr.slice(-4000)}`);
-      await new Promise((r) => setTimeout(r, 50));
+    try {
+      await eventually(
+        `berth agent ${this.args.join(' ')} to print BERTH_ADDR${needToken ? ' and BERTH_TOKEN' : ''}`,
+        () => {
+          const addr = /^BERTH_ADDR=(\S+)$/m.exec(this.stdout)?.[1];
+          const token = /^BERTH_TOKEN=(\S+)$/m.exec(this.stdout)?.[1];
+          if (!addr || (needToken && !token)) return false;
+          this.addr = addr;
+          if (token) this.token = token;
+          return true;
+        },
+        { timeoutMs: opts.timeoutMs ?? 60_000, intervalMs: 50, signal: gone.signal },
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr.slice(-4000)}`, { cause: err });
     }
+    return this;
   }
 
   get running(): boolean {
@@ -138,18 +143,7 @@ export function mountsUnder(root: string): string[] {
     .filter((p) => p === root || p.startsWith(`${root}/`));
 }
 
-/** Polls `fn` until it returns something other than undefined/false; fails after `ms` naming `what`. */
-export async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+/** The one wait of the tests (test/support/eventually.ts), polling every 200 ms for up to `ms` (60 s). */
+export function until<T>(what: string, fn: () => T | Promise<T>, ms = 60_000): Promise<Exclude<T, NotYet>> {
+  return eventually(what, fn, { timeoutMs: ms, intervalMs: 200 });
 }

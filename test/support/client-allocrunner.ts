@@ -24,13 +24,8 @@ import type { AllocStatusUpdate, ClaimedVolume, VolumeClaimer, VolumeClaimReques
 
 export const BERTH = fileURLToPath(new URL('../../bin/berth.js', import.meta.url));
 
-export async function eventually(pred: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
-  }
-}
+/** The one wait of the tests (see test/support/eventually.ts): `eventually(what, probe, timeoutMs?)`. */
+export { eventually } from './eventually.js';
 
 function unmountAllUnder(root: string): void {
   for (let i = 0; i < 128; i++) {

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './eventually.js';
 import { FakePlugin, type FakePluginOptions } from './csi-fake/index.js';
 import { ManualClock } from '../../src/lib/index.js';
 import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../src/structs/index.js';
@@ -83,24 +83,28 @@ export class ManagerHarness<VM extends ManagedVolumeManager = VolumeManager> {
 
   /**
    * Moves the manual clock `stepMs` at a time, letting real I/O run in
-   * between, until `pred` holds. Fails with what was seen after ~10 s of
+   * between, until `pred` holds. Fails with what was seen after 30 s of
    * real time. Tests use it for "eventually", never to measure time.
    */
   async until(pred: () => boolean, what: string, stepMs = 50): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (!pred()) {
-      if (Date.now() > deadline) {
-        const seen = this.events.map((e) => e.message).join('\n  ');
-        throw new Error(`timed out waiting until ${what}; events:\n  ${seen}`);
-      }
-      await this.clock.advance(stepMs);
-      await sleep(2);
+    try {
+      await eventually(what, pred, { intervalMs: 2, between: () => this.clock.advance(stepMs) });
+    } catch (err) {
+      const seen = this.events.map((e) => e.message).join('\n  ');
+      throw new Error(`${(err as Error).message}; events:\n  ${seen}`, { cause: err });
     }
   }
 
-  /** Lets real I/O run for a moment without moving the clock. */
-  async settle(ms = 50): Promise<void> {
-    await sleep(ms);
+  /**
+   * Moves the clock `ms`, then waits until every loop of the manager is
+   * parked on the clock again (its resync loop and one per instance): all
+   * the work that this much time could set off, real I/O included, has
+   * run. What a test asserts did NOT happen then cannot come later.
+   */
+  async advanceUntilParked(ms: number): Promise<void> {
+    await this.clock.advance(ms);
+    const loops = (): number => (this.manager.state === 'running' ? this.manager.instances().length + 1 : 0);
+    await eventually('every loop of the CSI manager parked on the clock (resync + one per instance)', () => this.clock.pending >= loops(), { intervalMs: 2 });
   }
 
   /** Whether mounterForPlugin(id) hands out a volume manager now. */

@@ -101,20 +101,8 @@ export function unmountBelow(dir: string): void {
   }
 }
 
-/** Polls `check` until it returns a truthy value; throws after `tries` attempts (not a timing assertion). */
-export async function eventually<T>(check: () => T | Promise<T>, what: string, tries = 200): Promise<NonNullable<T>> {
-  let last: unknown;
-  for (let i = 0; i < tries; i++) {
-    try {
-      const v = await check();
-      if (v) return v as NonNullable<T>;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(25);
-  }
-  throw new Error(`never happened: ${what}${last ? ` (${String(last)})` : ''}`);
-}
+/** The one wait of the tests (see test/support/eventually.ts): `eventually(what, probe, timeoutMs?)`. */
+export { eventually } from './eventually.js';
 
 /** A writable that keeps what it is given. */
 export class Collect extends Writable {

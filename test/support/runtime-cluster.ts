@@ -6,10 +6,10 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
+import { eventually, type NotYet } from './eventually.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 export const BERTH = path.join(REPO, 'bin', 'berth.js');
@@ -167,20 +167,9 @@ export class AgentProcess {
   }
 }
 
-/** Polls `fn` until it returns something other than undefined/false; fails after `ms` with `what`. */
-export async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await sleep(50);
-  }
+/** The one wait of the tests (test/support/eventually.ts), polling every 50 ms for up to `ms` (30 s). */
+export function until<T>(what: string, fn: () => T | Promise<T>, ms = 30_000): Promise<Exclude<T, NotYet>> {
+  return eventually(what, fn, { timeoutMs: ms, intervalMs: 50 });
 }
 
 /** Mount points (from /proc/self/mountinfo) under `root`. */

@@ -38,7 +38,7 @@ describe('AllocRunner', () => {
     assert.ok(existsSync(taskDir.tmpDir));
     const secrets = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.split(' ')[4] === taskDir.secretsDir);
     assert.match(secrets ?? '', / - tmpfs /, 'secrets/ is a tmpfs');
-    await eventually(() => node.statusOf(alloc.id)?.clientStatus === 'complete', 'the allocation completes');
+    await eventually('the allocation completes', () => node.statusOf(alloc.id)?.clientStatus === 'complete');
     const seen = node.statuses.filter((s) => s.allocId === alloc.id).map((s) => s.clientStatus);
     assert.deepEqual([...new Set(seen)], ['pending', 'running', 'complete']);
     assert.equal(readFileSync(path.join(taskDir.localDir, 'out'), 'utf8').trim(), alloc.id);
@@ -63,7 +63,7 @@ describe('AllocRunner', () => {
     await r.run();
     assert.equal(r.status().clientStatus, 'running');
     r.update({ ...alloc, desiredStatus: 'stop', desiredDescription: 'job stopped' });
-    await eventually(() => node.statusOf(alloc.id)?.clientStatus === 'complete', 'the allocation is complete');
+    await eventually('the allocation is complete', () => node.statusOf(alloc.id)?.clientStatus === 'complete');
     const events = r.status().taskStates['main']!.events;
     assert.deepEqual(events.slice(-2).map((e) => e.type), ['Killing', 'Killed']);
     assert.match(events.at(-1)!.message, /allocation stopped: job stopped/);
@@ -89,8 +89,8 @@ describe('AllocRunner', () => {
     const r = node.runner(alloc, job);
     await r.run();
     assert.ok(node.network.exists(alloc.id), 'the namespace exists while the allocation runs');
-    await eventually(() => node.statusOf(alloc.id)?.clientStatus === 'complete', 'the allocation completes');
-    await eventually(() => !node.network.exists(alloc.id), 'postrun removes the namespace');
+    await eventually('the allocation completes', () => node.statusOf(alloc.id)?.clientStatus === 'complete');
+    await eventually('postrun removes the namespace', () => !node.network.exists(alloc.id));
     const links = readFileSync(path.join(r.allocDir.task('main').localDir, 'links'), 'utf8').trim().split('\n');
     assert.equal(links.length, 1);
     assert.match(links[0]!, /^1: lo:/);
@@ -161,11 +161,11 @@ describe('AllocRunner', () => {
     const alloc = makeAlloc(job);
     const r = node.runner(alloc, job);
     await r.run();
-    await eventually(() => node.statusOf(alloc.id)?.clientStatus === 'complete', 'the allocation completes');
+    await eventually('the allocation completes', () => node.statusOf(alloc.id)?.clientStatus === 'complete');
     const local = r.allocDir.task('main').localDir;
     assert.equal(readFileSync(path.join(local, 'seen'), 'utf8'), 'from the host');
     assert.equal(readFileSync(path.join(local, 'mode'), 'utf8').trim(), 'ro');
-    await eventually(() => !mountPointsUnder(local).length, 'postrun unbinds the volume');
+    await eventually('postrun unbinds the volume', () => !mountPointsUnder(local).length);
     assert.equal(existsSync(path.join(shared, 'greeting')), true, 'the host data is untouched');
   });
 

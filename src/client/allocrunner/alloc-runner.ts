@@ -67,7 +67,7 @@ function missingDriver(name: string): RunnerDriver {
  *
  * After restore() the runner takes no destructive action (no postrun, no
  * restart of a task lost meanwhile) until the first update() brings the
- * server's view of the allocation (CSI-CO-RULES scenario 19).
+ * server's view of the allocation (docs/csi-rules.md scenario 19).
  */
 export class AllocRunner {
   readonly id: string;

@@ -38,19 +38,19 @@ async function startPlugin(node: Node, job: Job): Promise<{ runner: AllocRunner;
   const alloc = makeAlloc(job);
   const runner = node.runner(alloc, job);
   await runner.run();
-  await eventually(() => node.registry.serving('csi-node', 'hostpath')?.allocId === alloc.id, 'the plugin allocation serves');
+  await eventually('the plugin allocation serves', () => node.registry.serving('csi-node', 'hostpath')?.allocId === alloc.id);
   return { runner, alloc };
 }
 
 async function mountable(node: Node): Promise<void> {
-  await eventually(() => {
+  await eventually('the plugin can mount', () => {
     try {
       node.csiManager.mounterForPlugin('hostpath');
       return true;
     } catch {
       return false;
     }
-  }, 'the plugin can mount');
+  });
 }
 
 /** Creates the volume through the plugin's controller and tells the claimer about it. */
@@ -101,12 +101,12 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     const exhausted = Object.assign(new Error('volume "shared" has no free write claims'), { code: 'CLAIM_EXHAUSTED' });
     node.claimer.failClaims.push(exhausted, exhausted);
 
-    // The workload comes before its plugin (scenario 14): it waits, it is not failed.
+    // The workload comes before its plugin (docs/csi-rules.md scenario 14): it waits, it is not failed.
     const writerJob = workloadJob('writer', 'batch', 'echo "written by $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt"');
     const writerAlloc = makeAlloc(writerJob, { csiVolumes: CSI_VOLUME });
     const writer = node.runner(writerAlloc, writerJob);
     const writerRun = writer.run();
-    await eventually(() => eventTypes(writer, 'main').includes('Volume Waiting'), 'the writer waits for the plugin');
+    await eventually('the writer waits for the plugin', () => eventTypes(writer, 'main').includes('Volume Waiting'));
     assert.equal(writer.status().clientStatus, 'pending');
     assert.match(writer.status().taskStates['main']!.events.at(-1)!.message, /Waiting for CSI node plugin "hostpath"/);
 
@@ -122,8 +122,8 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     node.claimer.waitForVolumes = false;
 
     await writerRun;
-    await eventually(() => node.statusOf(writerAlloc.id)?.clientStatus === 'complete', 'the writer completes');
-    await eventually(() => node.claimer.releases.some((r) => r.allocId === writerAlloc.id), 'the writer releases its claim');
+    await eventually('the writer completes', () => node.statusOf(writerAlloc.id)?.clientStatus === 'complete');
+    await eventually('the writer releases its claim', () => node.claimer.releases.some((r) => r.allocId === writerAlloc.id));
     const writerClaims = node.claimer.claimsOf(writerAlloc.id);
     assert.ok(writerClaims.length >= 3, 'two exhausted claims were retried');
     assert.deepEqual(writerClaims.at(-1), { namespace: 'default', volumeId: 'shared', allocId: writerAlloc.id, mode: 'write', accessMode: 'multi-node-multi-writer', attachmentMode: 'file-system' });
@@ -137,9 +137,9 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     const readerAlloc = makeAlloc(readerJob, { csiVolumes: CSI_VOLUME });
     const reader = node.runner(readerAlloc, readerJob);
     await reader.run();
-    await eventually(() => node.statusOf(readerAlloc.id)?.clientStatus === 'complete', 'the reader completes');
+    await eventually('the reader completes', () => node.statusOf(readerAlloc.id)?.clientStatus === 'complete');
     assert.equal(readFileSync(path.join(reader.allocDir.task('main').localDir, 'seen'), 'utf8').trim(), `written by ${writerAlloc.id}`);
-    await eventually(() => !node.claimer.holds('shared', readerAlloc.id), 'the reader released its claim');
+    await eventually('the reader released its claim', () => !node.claimer.holds('shared', readerAlloc.id));
 
     // A long-running workload keeps the volume mounted; the plugin process crashes.
     const holderJob = workloadJob('holder', 'service', 'exec sleep 600');
@@ -155,10 +155,9 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     const registeredBefore = eventTypes(plugin.runner, 'plugin').filter((e) => e === 'Plugin Registered').length;
     const pid = node.pidOf(plugin.runner, 'plugin');
     process.kill(pid, 'SIGKILL');
-    await eventually(() => eventTypes(plugin.runner, 'plugin').includes('Plugin Deregistered'), 'the crashed plugin is deregistered');
+    await eventually('the crashed plugin is deregistered', () => eventTypes(plugin.runner, 'plugin').includes('Plugin Deregistered'));
     await eventually(
-      () => eventTypes(plugin.runner, 'plugin').filter((e) => e === 'Plugin Registered').length === registeredBefore + 1,
-      'the restarted plugin registers again',
+      'the restarted plugin registers again', () => eventTypes(plugin.runner, 'plugin').filter((e) => e === 'Plugin Registered').length === registeredBefore + 1,
     );
     assert.notEqual(node.pidOf(plugin.runner, 'plugin'), pid, 'a new plugin process');
     const trail = eventTypes(plugin.runner, 'plugin');
@@ -170,7 +169,7 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     // Stopping the holder unmounts through the restarted plugin and releases.
     await mountable(node);
     holder.update({ ...holderAlloc, desiredStatus: 'stop' });
-    await eventually(() => node.claimer.releases.some((r) => r.allocId === holderAlloc.id), 'the holder releases its claim');
+    await eventually('the holder releases its claim', () => node.claimer.releases.some((r) => r.allocId === holderAlloc.id));
     assert.deepEqual(volumeMounts(node), []);
     assert.equal(node.claimer.holds('shared', holderAlloc.id), false);
   });
@@ -213,9 +212,9 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     assert.equal(node.registry.registrations('csi-node', 'hostpath').length, 2, 'both registered at once');
     assert.equal(p1.runner.status().clientStatus, 'running', 'the older one keeps running');
     p1.runner.update({ ...p1.alloc, desiredStatus: 'stop' });
-    await eventually(() => node.registry.registrations('csi-node', 'hostpath').length === 1, 'the older one deregisters');
+    await eventually('the older one deregisters', () => node.registry.registrations('csi-node', 'hostpath').length === 1);
     assert.equal(node.registry.serving('csi-node', 'hostpath')?.allocId, p2.alloc.id);
-    await eventually(() => p1.runner.status().clientStatus === 'complete', 'the older plugin allocation stops');
+    await eventually('the older plugin allocation stops', () => p1.runner.status().clientStatus === 'complete');
 
     assert.deepEqual(volumeMounts(node), mountsBefore, 'the workload keeps its mount');
     assert.equal(readFileSync(path.join(data, 'before-update'), 'utf8'), 'kept');
@@ -223,7 +222,7 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
 
     await mountable(node);
     holder.update({ ...holderAlloc, desiredStatus: 'stop' });
-    await eventually(() => node.claimer.releases.some((r) => r.allocId === holderAlloc.id), 'the holder releases its claim');
+    await eventually('the holder releases its claim', () => node.claimer.releases.some((r) => r.allocId === holderAlloc.id));
     assert.deepEqual(volumeMounts(node), [], 'unmounted through the newer plugin allocation');
   });
 
@@ -262,7 +261,7 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     assert.equal(node.pidOf(rKeep, 'main'), pids.keep);
     assert.equal(node.pidOf(rGone, 'main'), pids.gone);
     assert.equal(rKeep.status().clientStatus, 'running');
-    await eventually(() => eventTypes(rPlugin, 'plugin').at(-1) === 'Plugin Healthy', 'the plugin is re-adopted');
+    await eventually('the plugin is re-adopted', () => eventTypes(rPlugin, 'plugin').at(-1) === 'Plugin Healthy');
     assert.match(rPlugin.status().taskStates['plugin']!.events.at(-1)!.message, /re-adopted after the agent restarted/);
     assert.deepEqual(node.registry.registrations().map((r) => r.seq), seqBefore, 'no new registration');
     // Nothing destructive before the server's list: the stopped workload's mount is still there.
@@ -360,10 +359,10 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     const alloc = makeAlloc(job, { csiVolumes: CSI_VOLUME });
     const r = node.runner(alloc, job);
     await r.run();
-    await eventually(() => ['complete', 'failed'].includes(node.statusOf(alloc.id)?.clientStatus ?? ''), 'the workload ends');
+    await eventually('the workload ends', () => ['complete', 'failed'].includes(node.statusOf(alloc.id)?.clientStatus ?? ''));
     assert.equal(node.statusOf(alloc.id)!.clientStatus, 'complete', JSON.stringify(r.status().taskStates['main']!.events.slice(-3)));
     assert.equal(readFileSync(path.join(r.allocDir.task('main').localDir, 'seen'), 'utf8').trim(), 'through exec plugin');
-    await eventually(() => node.claimer.releases.some((x) => x.allocId === alloc.id), 'released');
+    await eventually('released', () => node.claimer.releases.some((x) => x.allocId === alloc.id));
     assert.deepEqual(volumeMounts(node), []);
     assert.equal(plugin.runner.status().clientStatus, 'running');
   });

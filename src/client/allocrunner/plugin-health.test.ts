@@ -1,8 +1,9 @@
-// Plugin health and task isolation through the allocation runner: a plugin
-// whose socket never appears is restarted past its health timeout (scenario
-// 20), the CSI manager's health timeout restarts the plugin task (scenario
-// 5), an `exec` workload gets its CSI volume bound at its destination, and
-// mount flags never reach the state file (scenario 16).
+// Plugin health and task isolation through the allocation runner, by the
+// scenarios of docs/csi-rules.md: a plugin whose socket never appears is
+// restarted past its health timeout (scenario 20), the CSI manager's health
+// timeout restarts the plugin task (scenario 5), an `exec` workload gets its
+// CSI volume bound at its destination, and mount flags never reach the state
+// file (scenario 16).
 
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -32,11 +33,11 @@ describe('plugin supervisor and isolation through the allocation runner', () => 
     const r = node.runner(alloc, job);
     await r.run();
     const first = node.pidOf(r, 'plugin');
-    await eventually(() => types(r.status().taskStates['plugin']!.events).includes('Restart Signaled'), 'the plugin task is restarted');
+    await eventually('the plugin task is restarted', () => types(r.status().taskStates['plugin']!.events).includes('Restart Signaled'));
     const events = r.status().taskStates['plugin']!.events;
     assert.match(events.find((e) => e.type === 'Plugin Unhealthy')!.message, /Waiting for CSI plugin "mute": its socket .*csi\.sock does not exist yet/);
     assert.match(events.find((e) => e.type === 'Restart Signaled')!.message, /did not become healthy within its health timeout/);
-    await eventually(() => r.status().taskStates['plugin']!.state === 'running' && r.taskIds()['plugin']?.endsWith('.2') === true, 'a second run');
+    await eventually('a second run', () => r.status().taskStates['plugin']!.state === 'running' && r.taskIds()['plugin']?.endsWith('.2') === true);
     assert.notEqual(node.pidOf(r, 'plugin'), first);
     assert.equal(node.registry.registrations().length, 0, 'never registered');
     assert.equal(r.status().clientStatus, 'running');
@@ -49,12 +50,12 @@ describe('plugin supervisor and isolation through the allocation runner', () => 
     const alloc = makeAlloc(hostpathPluginJob(path.join(node.dir, 'hp')));
     const r = node.runner(alloc, hostpathPluginJob(path.join(node.dir, 'hp')));
     await r.run();
-    await eventually(() => node.registry.serving('csi-node', 'hostpath')?.allocId === alloc.id, 'registered');
+    await eventually('registered', () => node.registry.serving('csi-node', 'hostpath')?.allocId === alloc.id);
     const pid = node.pidOf(r, 'plugin');
     // As the CSI manager's onHealthTimeout calls it (wired in the harness as in the agent).
     assert.equal(r.pluginHealthTimeout(node.registry.serving('csi-node', 'hostpath')!, 'csi-node', 'probe failed: UNAVAILABLE'), true);
     assert.equal(r.pluginHealthTimeout({ name: 'other' }, 'csi-node', 'x'), false);
-    await eventually(() => node.registry.serving('csi-node', 'hostpath') !== undefined && node.pidOf(r, 'plugin') !== pid, 'restarted and registered again', 30_000);
+    await eventually('restarted and registered again', () => node.registry.serving('csi-node', 'hostpath') !== undefined && node.pidOf(r, 'plugin') !== pid, 30_000);
     const trail = types(r.status().taskStates['plugin']!.events);
     const at = trail.indexOf('Restart Signaled');
     assert.ok(at > 0);
@@ -72,14 +73,14 @@ describe('plugin supervisor and isolation through the allocation runner', () => 
     const pluginJob = hostpathPluginJob(path.join(node.dir, 'hp'));
     const p = node.runner(makeAlloc(pluginJob), pluginJob);
     await p.run();
-    await eventually(() => {
+    await eventually('mountable', () => {
       try {
         node.csiManager.mounterForPlugin('hostpath');
         return true;
       } catch {
         return false;
       }
-    }, 'mountable');
+    });
     const client = new CsiClient({ endpoint: `unix://${node.registry.serving('csi-controller', 'hostpath')!.socketPath}` });
     const created = await client.createVolume({ name: 'vol', volumeCapabilities: [VolumeCapability.mount('single-node-writer')] });
     await client.close();
@@ -107,7 +108,7 @@ describe('plugin supervisor and isolation through the allocation runner', () => 
     const alloc = makeAlloc(job, { csiVolumes: [{ volumeId: 'vol', pluginId: 'hostpath', readOnly: false }] });
     const r = node.runner(alloc, job);
     await r.run();
-    await eventually(() => ['complete', 'failed'].includes(node.statusOf(alloc.id)?.clientStatus ?? ''), 'the exec workload ends');
+    await eventually('the exec workload ends', () => ['complete', 'failed'].includes(node.statusOf(alloc.id)?.clientStatus ?? ''));
     assert.equal(node.statusOf(alloc.id)!.clientStatus, 'complete', JSON.stringify(node.statusOf(alloc.id)!.taskStates['main']!.events.slice(-3)));
     assert.ok(readFileSync(path.join(r.allocDir.task('main').localDir, 'root-listing'), 'utf8').split('\n').includes('data'));
     // The file landed in the volume: find it under the plugin's data dir.

@@ -1,5 +1,5 @@
 // After an agent restart, once the server's allocation list is known: bring
-// each node plugin's mounts in line with the live allocations (scenarios 12,
+// each node plugin's mounts in line with the live allocations (docs/csi-rules.md scenarios 12,
 // 13, 19), then let each live runner mount its volumes again from its records
 // (intact steps send nothing).
 

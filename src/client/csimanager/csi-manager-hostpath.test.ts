@@ -6,7 +6,6 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { CsiClient, VolumeCapability } from '../../csi/index.js';
@@ -16,6 +15,7 @@ import { PluginRegistry } from '../dynamicplugins/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
 import type { VolumeUsage } from '../volumes/index.js';
 import { CsiManager } from './index.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 const BERTH = fileURLToPath(new URL('../../../bin/berth.js', import.meta.url));
 const SHARED: VolumeUsage = { readOnly: false, attachmentMode: 'file-system', accessMode: 'multi-node-multi-writer' };
@@ -48,14 +48,6 @@ function startHostpath(socketPath: string, dataDir: string): { child: ChildProce
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return { child, exited };
-}
-
-async function eventually(pred: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
-  }
 }
 
 describe('CsiManager with the hostpath plugin as a child process', () => {
@@ -103,14 +95,14 @@ describe('CsiManager with the hostpath plugin as a child process', () => {
     const instance = await manager.managerForPlugin('hostpath', { signal: AbortSignal.timeout(20_000) });
     assert.equal(instance.fingerprint?.info.name, 'hostpath.csi.berth.dev');
     assert.equal(instance.fingerprint?.node?.info.nodeId, 'node-1');
-    await eventually(() => {
+    await eventually('the plugin is mountable', () => {
       try {
         manager.mounterForPlugin('hostpath');
         return true;
       } catch {
         return false;
       }
-    }, 'the plugin is mountable');
+    });
     const mounter = manager.mounterForPlugin('hostpath');
 
     const created = await controller.createVolume({ name: 'shared', volumeCapabilities: [VolumeCapability.mount('multi-node-multi-writer')] });
@@ -126,9 +118,9 @@ describe('CsiManager with the hostpath plugin as a child process', () => {
     const reportsBefore = reports.length;
     plugin.child.kill('SIGKILL');
     await plugin.exited;
-    await eventually(() => reports.slice(reportsBefore).some((r) => !r.healthy), 'the dead plugin is reported unhealthy');
+    await eventually('the dead plugin is reported unhealthy', () => reports.slice(reportsBefore).some((r) => !r.healthy));
     plugin = startHostpath(socketPath, dataDir);
-    await eventually(() => reports.at(-1)?.healthy === true, 'the restarted plugin is healthy again');
+    await eventually('the restarted plugin is healthy again', () => reports.at(-1)?.healthy === true);
     const afterKill = events.map((e) => e.message).slice(events.findIndex((e) => /is unhealthy/.test(e.message)));
     assert.match(afterKill[0] ?? '', /^CSI csi-node plugin "hostpath" is unhealthy: (probe failed|waiting for the plugin socket)/);
     assert.equal(afterKill.at(-1), 'CSI csi-node plugin "hostpath" is healthy');

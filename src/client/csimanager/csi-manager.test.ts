@@ -5,6 +5,7 @@ import { CsiClient } from '../../csi/index.js';
 import { AbortedError } from '../../lib/index.js';
 import { PluginRegistry, type PluginEvent } from '../dynamicplugins/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
+import { eventually, nextTurn } from '../../../test/support/eventually.js';
 import { ManagerHarness } from '../../../test/support/client-csimanager.js';
 import { CsiManagerError, type PluginSource } from './index.js';
 
@@ -133,8 +134,7 @@ describe('CsiManager: health', () => {
     assert.deepEqual(h.healthTimeouts, ['csi-node/fake/a1']);
     assert.ok(h.messages().some((m) => /has been unhealthy for longer than its health timeout \(5000 ms\): probe failed/.test(m)));
     // Still failing much later: the timeout is raised once per unhealthy spell, and nothing was sent but identity calls.
-    await h.clock.advance(20_000);
-    await h.settle();
+    await h.advanceUntilParked(20_000);
     assert.equal(h.healthTimeouts.length, 1);
     assert.deepEqual(fake.calls.filter((c) => VOLUME_RPCS.has(c.rpc)), []);
 
@@ -173,8 +173,7 @@ describe('CsiManager: health', () => {
     await h.until(() => h.report('probefail')?.healthy === true, 'the probing plugin heals', 100);
     assert.equal(probing.callsTo('Probe').length, 4);
     // The missing socket: still reported, still retried, and the manager runs on.
-    await h.clock.advance(30_000);
-    await h.settle();
+    await h.advanceUntilParked(30_000);
     assert.equal(h.report('never')?.healthy, false);
     assert.match(h.report('never')?.healthReason ?? '', /waiting for the plugin socket .*never\.sock to appear/);
     assert.equal(h.manager.state, 'running');
@@ -235,8 +234,7 @@ describe('CsiManager: instances follow the registry', () => {
     t.after(() => direct.close());
     assert.deepEqual(await direct.probe(), { ready: true });
     const oldProbes = old.callsTo('Probe').length;
-    await h.clock.advance(5_000);
-    await h.settle();
+    await h.advanceUntilParked(5_000);
     assert.equal(old.callsTo('Probe').length, oldProbes, 'Berth no longer probes the old instance');
 
     // The new allocation stops first: the older serves again.
@@ -255,8 +253,7 @@ describe('CsiManager: instances follow the registry', () => {
     t.after(() => h.close());
     await h.manager.start();
     assert.equal(h.registry.deregister('csi-node', 'fake', 'crashed'), false);
-    await h.clock.advance(120_000);
-    await h.settle();
+    await h.advanceUntilParked(120_000);
     assert.deepEqual(h.updates, []);
     assert.deepEqual(h.events, []);
     assert.equal(h.manager.state, 'running');
@@ -270,7 +267,8 @@ describe('CsiManager: instances follow the registry', () => {
     const h = new ManagerHarness();
     t.after(() => h.close());
     // A registry feed that loses every event: only the resync can see changes.
-    const lost = (_event: PluginEvent): boolean => true;
+    let dropped = 0;
+    const lost = (_event: PluginEvent): boolean => ++dropped > 0;
     const deaf: PluginSource = {
       servingPlugins: () => h.registry.servingPlugins(),
       registrations: (type, name) => h.registry.registrations(type, name),
@@ -286,8 +284,10 @@ describe('CsiManager: instances follow the registry', () => {
     await fake.start();
     await h.manager.start();
     h.register('a1', fake.socketPath);
-    await h.clock.advance(59_000);
-    await h.settle();
+    // The window closes when the feed has dropped the registration and every loop is parked
+    // short of the resync: nothing else could have brought the plugin in.
+    await eventually('the feed to drop the registration event', () => dropped > 0);
+    await h.advanceUntilParked(59_000);
     assert.equal(h.report('fake'), undefined, 'the event was missed');
     await h.until(() => h.report('fake')?.healthy === true, 'the resync found it', 500);
     h.registry.deregister('csi-node', 'fake', 'a1');
@@ -331,8 +331,10 @@ describe('CsiManager: instances follow the registry', () => {
     void waiting.then(() => (settled = true));
     const fake = h.fake('p', { vendorVersion: '9.9.9' });
     h.register('a1', fake.socketPath);
-    await h.clock.advance(1_000);
-    await h.settle();
+    // The window closes when the instance has tried its plugin and reported the socket missing:
+    // a fingerprint could only have come from that try.
+    await h.until(() => /to appear/.test(h.report('fake')?.healthReason ?? ''), 'the missing socket reported');
+    await nextTurn();
     assert.equal(settled, false, 'not before a fingerprint');
     await fake.start();
     await h.until(() => settled, 'fingerprinted');
@@ -367,8 +369,7 @@ describe('CsiManager: instances follow the registry', () => {
     assert.ok(instances.every((i) => i.client?.open === false));
     await assert.rejects(waiting, (e: unknown) => e instanceof CsiManagerError && e.code === 'CSI_MANAGER_STOPPED');
     const probes = fakes.map((f) => f.callsTo('Probe').length);
-    await h.clock.advance(10_000);
-    await h.settle();
+    await h.advanceUntilParked(10_000);
     assert.deepEqual(fakes.map((f) => f.callsTo('Probe').length), probes, 'no probe after stop');
     await assert.rejects(h.manager.start(), (e: unknown) => e instanceof CsiManagerError && e.code === 'CSI_MANAGER_STOPPED');
   });

@@ -48,7 +48,7 @@ for (const [kind, make] of KINDS) {
     it('stops a task with its signal: a task that handles SIGTERM exits on its own', async () => {
       const cfg = h.config('web', 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done');
       await h.start(driver, cfg);
-      await eventually(() => existsSync(path.join(h.logDir, 'web.stdout.0')) && readFileSync(path.join(h.logDir, 'web.stdout.0'), 'utf8').includes('ready'), 'task ready');
+      await eventually('task ready', () => existsSync(path.join(h.logDir, 'web.stdout.0')) && readFileSync(path.join(h.logDir, 'web.stdout.0'), 'utf8').includes('ready'));
       assert.equal(driver.inspectTask(cfg.id).state, 'running');
       await driver.stopTask(cfg.id, { timeoutMs: 30_000 });
       const exit = await driver.waitTask(cfg.id);
@@ -60,7 +60,7 @@ for (const [kind, make] of KINDS) {
     it('kills a task that ignores the stop signal once the timeout passes', async () => {
       const cfg = h.config('stubborn', 'trap "" TERM; echo ready; while :; do sleep 0.05; done');
       await h.start(driver, cfg);
-      await eventually(() => readFileSync(path.join(h.logDir, 'stubborn.stdout.0'), 'utf8').includes('ready'), 'task ready');
+      await eventually('task ready', () => readFileSync(path.join(h.logDir, 'stubborn.stdout.0'), 'utf8').includes('ready'));
       await driver.stopTask(cfg.id, { timeoutMs: 200 });
       const exit = await driver.waitTask(cfg.id);
       assert.equal(exit.signal, 'SIGKILL');
@@ -72,10 +72,10 @@ for (const [kind, make] of KINDS) {
     it('delivers a signal to the task, and refuses one after it exited', async () => {
       const cfg = h.config('sig', 'trap "echo usr1 >> got" USR1; echo ready; while :; do sleep 0.05; done');
       await h.start(driver, cfg);
-      await eventually(() => readFileSync(path.join(h.logDir, 'sig.stdout.0'), 'utf8').includes('ready'), 'task ready');
+      await eventually('task ready', () => readFileSync(path.join(h.logDir, 'sig.stdout.0'), 'utf8').includes('ready'));
       await assert.rejects(driver.signalTask(cfg.id, 'SIGNOPE'), (e: DriverError) => e.code === 'INVALID_SIGNAL');
       await driver.signalTask(cfg.id, 'SIGUSR1');
-      await eventually(() => existsSync(path.join(cfg.taskDir, 'got')), 'the task saw SIGUSR1');
+      await eventually('the task saw SIGUSR1', () => existsSync(path.join(cfg.taskDir, 'got')));
       await driver.stopTask(cfg.id, { timeoutMs: 0, signal: 'SIGKILL' });
       await assert.rejects(driver.signalTask(cfg.id, 'SIGUSR1'), (e: DriverError) => e.code === 'TASK_NOT_RUNNING');
     });
@@ -87,10 +87,10 @@ for (const [kind, make] of KINDS) {
       const first = await driver.taskStats(cfg.id);
       assert.ok(first.pids.includes(handle.taskPid));
       assert.ok(first.memory.rssBytes > 0);
-      const later = await eventually(async () => {
+      const later = await eventually('CPU time grows', async () => {
         const s = await driver.taskStats(cfg.id);
         return s.cpu.totalMs > first.cpu.totalMs + 50 ? s : undefined;
-      }, 'CPU time grows');
+      });
       assert.ok(later.pids.length >= 2, 'the burning child is part of the tree');
       assert.ok(later.cpu.percent > 0);
       await driver.stopTask(cfg.id, { timeoutMs: 0, signal: 'SIGKILL' });

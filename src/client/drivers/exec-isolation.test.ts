@@ -36,7 +36,7 @@ describe('exec isolation', () => {
   it('runs the task as pid 1 of its own pid namespace, chrooted, with system dirs read-only and nothing of the host leaking', async () => {
     const cfg = h.config('box', 'echo $$ > /local/pid; ls / > /local/.listing && mv /local/.listing /local/root-listing; touch /usr/berth-probe 2>/dev/null && echo wrote > /local/usr; exec sleep 1000');
     const handle = await h.start(driver, cfg);
-    await eventually(() => existsSync(path.join(cfg.taskDir, 'root-listing')), 'task wrote its listing');
+    await eventually('task wrote its listing', () => existsSync(path.join(cfg.taskDir, 'root-listing')));
     assert.equal(readFileSync(path.join(cfg.taskDir, 'pid'), 'utf8').trim(), '1');
     const listing = readFileSync(path.join(cfg.taskDir, 'root-listing'), 'utf8').split('\n');
     for (const d of ['alloc', 'bin', 'dev', 'etc', 'local', 'proc', 'secrets', 'tmp', 'usr']) assert.ok(listing.includes(d), `${d} in /`);

@@ -66,7 +66,7 @@ for (const [kind, make] of KINDS) {
       const handle = await startFromDoomedAgent(h, kind, cfg);
       const logs = { dir: h.logDir, taskName: 'survivor', stream: 'stdout' as const };
       const before = (await readTaskLogs(logs)).length;
-      await eventually(async () => (await readTaskLogs(logs)).length > before + 100, 'logs grow with no agent running');
+      await eventually('logs grow with no agent running', async () => (await readTaskLogs(logs)).length > before + 100);
 
       await driver.recoverTask(handle);
       await driver.recoverTask(handle); // safe to repeat
@@ -90,7 +90,7 @@ for (const [kind, make] of KINDS) {
     it('recovers a task that ended while no agent ran, with its exit status', async () => {
       const cfg = h.config('brief', 'sleep 0.3; exit 9');
       const handle = await startFromDoomedAgent(h, kind, cfg);
-      await eventually(() => !running(handle.executorPid), 'the executor finished');
+      await eventually('the executor finished', () => !running(handle.executorPid));
       await driver.recoverTask(handle);
       assert.equal(driver.inspectTask(cfg.id).state, 'exited');
       assert.deepEqual(await driver.waitTask(cfg.id), { exitCode: 9, signal: null, oomKilled: false, message: 'exited with code 9' });
@@ -100,7 +100,7 @@ for (const [kind, make] of KINDS) {
       const cfg = h.config('orphan', 'exec sleep 1000');
       const handle = await startFromDoomedAgent(h, kind, cfg);
       process.kill(handle.executorPid, 'SIGKILL');
-      await eventually(() => !running(handle.executorPid), 'the executor is gone');
+      await eventually('the executor is gone', () => !running(handle.executorPid));
       await driver.recoverTask(handle);
       assert.equal(driver.inspectTask(cfg.id).state, 'running');
       assert.ok((await driver.taskStats(cfg.id)).pids.includes(handle.taskPid));
@@ -117,7 +117,7 @@ for (const [kind, make] of KINDS) {
       process.kill(handle.executorPid, 'SIGKILL');
       process.kill(-handle.taskPid, 'SIGKILL');
       // Both must be gone: a SIGKILLed executor can take a moment to exit on a loaded machine.
-      await eventually(() => !running(handle.taskPid) && !running(handle.executorPid), 'the task and its executor are gone');
+      await eventually('the task and its executor are gone', () => !running(handle.taskPid) && !running(handle.executorPid));
       await assert.rejects(driver.recoverTask(handle), (e: DriverError) => e.code === 'TASK_NOT_RECOVERABLE');
     });
   });

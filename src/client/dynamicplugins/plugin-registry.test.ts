@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { AbortedError, ManualClock } from '../../lib/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
+import { nextTurn } from '../../../test/support/eventually.js';
 import { PluginRegistry, PluginRegistryError, type PluginEvent, type PluginRegistration } from './index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'berth-registry-'));
@@ -27,11 +28,16 @@ const reg = (allocId: string, over: Partial<PluginRegistration> = {}): PluginReg
   ...over,
 });
 
-/** Reads exactly `count` events, or fails if they do not come. */
+/**
+ * Reads exactly `count` events, or fails if they are not there. Every change in
+ * these tests is a synchronous call that has returned before take() runs, so an
+ * event that is not queued by the next turn of the event loop never comes: no
+ * wall-clock race, and a missing event fails at once.
+ */
 async function take(it: AsyncIterator<PluginEvent>, count: number): Promise<PluginEvent[]> {
   const out: PluginEvent[] = [];
   while (out.length < count) {
-    const r = await Promise.race([it.next(), new Promise<'stuck'>((res) => setTimeout(() => res('stuck'), 2_000))]);
+    const r = await Promise.race([it.next(), nextTurn().then(() => 'stuck' as const)]);
     if (r === 'stuck') assert.fail(`expected ${count} events, got ${out.length}`);
     if (r.done) assert.fail(`iteration ended after ${out.length} of ${count} events`);
     out.push(r.value);

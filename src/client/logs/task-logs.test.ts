@@ -5,6 +5,8 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { ManualClock } from '../../lib/index.js';
+import { eventually } from '../../../test/support/eventually.js';
 import { followTaskLogs, listLogFiles, readTaskLogs, type LogsError } from './task-logs.js';
 
 describe('task logs', () => {
@@ -30,16 +32,19 @@ describe('task logs', () => {
     writeFileSync(path.join(dir, 'web.stdout.0'), 'old\n');
     const ac = new AbortController();
     const got: string[] = [];
+    const clock = new ManualClock(0);
     const follow = (async () => {
-      for await (const chunk of followTaskLogs(loc, { signal: ac.signal, tail: 0, pollMs: 5 })) {
+      for await (const chunk of followTaskLogs(loc, { signal: ac.signal, tail: 0, pollMs: 5, clock })) {
         got.push(chunk.toString());
         if (got.join('').includes('b2\n')) ac.abort();
       }
     })();
-    await new Promise((r) => setTimeout(r, 30));
+    // The follower has taken its starting point (the end of web.stdout.0) once it waits on its clock.
+    await eventually('the follower to wait at the end of the file', () => clock.pending === 1);
     appendFileSync(path.join(dir, 'web.stdout.0'), 'a1\n');
-    await new Promise((r) => setTimeout(r, 30));
+    await eventually('the follower to read the appended line', () => got.join('').includes('a1\n'), { between: () => clock.advance(5) });
     writeFileSync(path.join(dir, 'web.stdout.1'), 'b1\nb2\n');
+    await eventually('the follower to read the next file', () => ac.signal.aborted, { between: () => clock.advance(5) });
     await follow;
     assert.equal(got.join(''), 'a1\nb1\nb2\n');
   });

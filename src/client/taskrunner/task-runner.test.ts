@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it, type TestContext } from 'node:test';
 import { ManualClock, systemClock, type Clock } from '../../lib/index.js';
 import { parseJobSpec, type Allocation, type JobSpecInput, type TaskState } from '../../structs/index.js';
@@ -13,14 +12,7 @@ import { AllocDir } from '../allocdir/index.js';
 import { SqliteClientStateStore, type ClientStateStore } from '../state/index.js';
 import { ProcessDriver } from '../../../test/support/process-driver.js';
 import { TASK_RUNNERS_BUCKET, TaskRunner, type TaskHook, type TaskRunnerRecord } from './task-runner.js';
-
-async function eventually(pred: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(10);
-  }
-}
+import { eventually, nextTurn } from '../../../test/support/eventually.js';
 
 interface Setup {
   dir: string;
@@ -79,7 +71,7 @@ describe('TaskRunner', () => {
     const tr = s.make({ clock });
     await tr.start();
     for (let i = 0; i < 2; i++) {
-      await eventually(() => clock.pending > 0, 'the runner waits out the restart delay');
+      await eventually('the runner waits out the restart delay', () => clock.pending > 0);
       assert.equal(tr.state().state, 'pending');
       await clock.advance(15_000);
     }
@@ -152,7 +144,7 @@ describe('TaskRunner', () => {
     await tr.start();
     const first = s.driver.pid(tr.taskId!);
     await tr.restart('plugin unhealthy');
-    await eventually(() => s.driver.started.length === 2 && tr.state().state === 'running', 'the task runs again');
+    await eventually('the task runs again', () => s.driver.started.length === 2 && tr.state().state === 'running');
     assert.notEqual(s.driver.pid(tr.taskId!), first);
     assert.equal(tr.state().restarts, 1);
     assert.ok(types(tr.state()).includes('Restart Signaled'));
@@ -177,22 +169,25 @@ describe('TaskRunner', () => {
     again.detach();
 
     process.kill(pid, 'SIGKILL'); // dies while the agent is down
-    await eventually(() => {
+    await eventually('the process is gone', () => {
       try {
         process.kill(pid, 0);
         return false;
       } catch {
         return true;
       }
-    }, 'the process is gone');
+    });
     const driver3 = new ProcessDriver();
     t.after(() => driver3.killAll());
     const third = s.make({ driver: driver3 });
     assert.equal(await third.restore(), 'lost');
-    await sleep(50);
+    // The window closes at once: the lost task's run loop parks on resume() before its first
+    // step, and without that gate the step (recording the exit) would run within this turn.
+    await nextTurn();
+    assert.equal(third.state().events.at(-1)!.type, 'Task Lost', 'the lost exit is not acted on before resume()');
     assert.equal(driver3.started.length, 0, 'nothing is started before resume()');
     third.resume();
-    await eventually(() => driver3.started.length === 1 && third.state().state === 'running', 'the lost task is restarted by its policy');
+    await eventually('the lost task is restarted by its policy', () => driver3.started.length === 1 && third.state().state === 'running');
     assert.ok(types(third.state()).includes('Task Lost'));
     await third.kill('done');
   });

@@ -1,6 +1,6 @@
 // The volume manager: stages and publishes a node plugin's volumes for the
 // allocations on this node, keeps durable records of every step, and
-// recovers them after a restart (CSI-CO-RULES scenarios 6-8, 11-13, 16, 17).
+// recovers them after a restart (docs/csi-rules.md scenarios 6-8, 11-13, 16, 17).
 export {
   VolumeManager,
   type VolumeManagerOptions,

@@ -8,7 +8,7 @@ interface Waiter {
  * One FIFO lock per key: holders of one key run one at a time, holders of
  * different keys never wait for each other. The volume manager takes the
  * plugin's volume ID as the key, so the plugin never sees two calls for one
- * volume at once (CSI-CO-RULES scenario 11) while a hung volume blocks no
+ * volume at once (docs/csi-rules.md scenario 11) while a hung volume blocks no
  * other.
  */
 export class KeyedLock {

@@ -1,7 +1,7 @@
 // Where the volume manager puts a volume on the node, and how those paths
 // look to the plugin. Volume IDs, namespaces and allocation IDs come from
 // users and plugins: they may hold `/`, `..`, NUL or be hundreds of bytes
-// long (CSI-CO-RULES scenario 17), so none of them ever becomes a path
+// long (docs/csi-rules.md scenario 17), so none of them ever becomes a path
 // component as it is. Each is turned into a key that is a single, safe
 // directory name, and different inputs always give different keys.
 

@@ -1,6 +1,6 @@
 // The volume manager of one node plugin: stages and publishes volumes for
 // the allocations on this node, and undoes it, by the rules of
-// ../shared/CSI-CO-RULES.md (ordering and reference counting, uncertain
+// docs/csi-rules.md (ordering and reference counting, uncertain
 // steps, per-volume serialization, teardown without secrets, recovery).
 // Nomad's counterpart is client/pluginmanager/csimanager/volume.go.
 

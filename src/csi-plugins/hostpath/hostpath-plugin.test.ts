@@ -19,6 +19,7 @@ import {
 import { createLogger } from '../../lib/index.js';
 import { bindMount, readMountInfo, unmount, unmountAllUnder } from './_mount.js';
 import { HOSTPATH_PLUGIN_NAME, HOSTPATH_VERSION, HostpathPlugin, type HostpathOptions } from './index.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 const cap = { mount: { fsType: '', mountFlags: [] }, accessMode: { mode: 1 } };
 
@@ -125,11 +126,7 @@ describe('HostpathPlugin', () => {
       const clone = c.controller.createVolume({ name: 'clone', volumeCapabilities: [cap], volumeContentSource: { volume: { volumeId: src } } });
       // Stop while the copy is under way: it shows up in tmp/ until it is complete.
       const tmp = path.join(root, 'data', 'tmp');
-      const deadline = Date.now() + 5000;
-      while ((await readdir(tmp)).length === 0) {
-        assert.ok(Date.now() < deadline, 'the clone never started copying');
-        await new Promise((r) => setImmediate(r));
-      }
+      await eventually('the clone to start copying', async () => (await readdir(tmp)).length > 0, { intervalMs: 1 });
       await p.stop();
       const done = await clone;
       const id = done.volume?.volumeId ?? '';

@@ -9,6 +9,7 @@ import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { EvalWorker } from './eval-worker.js';
 import { JobService } from './job-service.js';
+import { eventually, nextTurn } from '../../../test/support/eventually.js';
 
 let dir: string;
 let store: SqliteStateStore;
@@ -193,7 +194,7 @@ describe('job service', () => {
       await clock.waitForSleepers(1);
       assert.equal(store.snapshot().list('allocations').length, 1, 'not before the delay');
       await clock.advance(30_000);
-      const afterDelay = await waitFor(() => store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' && a.clientStatus === 'pending' }));
+      const afterDelay = await eventually('the rescheduled allocation', () => store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' && a.clientStatus === 'pending' })[0]);
       assert.equal(afterDelay.previousAllocation, alloc!.id);
       assert.equal(afterDelay.rescheduleAttempts, 1);
 
@@ -216,13 +217,13 @@ describe('job service', () => {
       jobs.register({ id: 'svc', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 100, memoryMb: 100 } }] }] });
       assert.equal(store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' }).length, 3);
       store.write((txn) => txn.put('nodes', testNode('n4')));
-      await waitFor(() => store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' && a.nodeId === 'n4' }));
+      await eventually('the system job on the new node', () => store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' && a.nodeId === 'n4' })[0]);
 
       const svc = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' })[0]!;
       const node = store.snapshot().get('nodes', rowKey(svc.nodeId))!;
       store.write((txn) => txn.put('nodes', { ...node, status: 'down' }));
-      const replacement = await waitFor(() =>
-        store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' && a.previousAllocation === svc.id }),
+      const replacement = await eventually('the replacement', () =>
+        store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' && a.previousAllocation === svc.id })[0],
       );
       assert.notEqual(replacement.nodeId, svc.nodeId);
       assert.equal(store.snapshot().get('allocations', rowKey(svc.id))!.clientStatus, 'lost');
@@ -260,7 +261,7 @@ describe('job service', () => {
       const { evaluation } = jobs.register(csiJob());
       assert.equal(evaluation.status, 'blocked');
       store.write((txn) => txn.delete('claims', rowKey('default', 'data', 'old-alloc')));
-      const done = await waitFor(() => store.snapshot().list('evaluations', { filter: (e) => e.id === evaluation.id && e.status === 'complete' }));
+      const done = await eventually('the blocked evaluation to complete', () => store.snapshot().list('evaluations', { filter: (e) => e.id === evaluation.id && e.status === 'complete' })[0]);
       assert.equal(done.placed, 1);
     } finally {
       await worker.stop();
@@ -268,18 +269,9 @@ describe('job service', () => {
   });
 });
 
-async function waitFor<T>(fn: () => T[], timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = fn();
-    if (found.length > 0) return found[0] as T;
-    if (Date.now() > deadline) assert.fail('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
+/** Waits until the worker has handled every change written so far: what it would do about them is done. */
 async function settle(worker: EvalWorker): Promise<void> {
   const target = store.latestIndex();
-  while (worker.handledIndex < target) await new Promise((r) => setTimeout(r, 5));
-  await new Promise((r) => setImmediate(r));
+  await eventually(`the eval worker to handle the changes up to index ${target}`, () => worker.handledIndex >= target);
+  await nextTurn();
 }

@@ -170,7 +170,7 @@ export function updatePlugins(txn: WriteTxn, opts: { clearExhausted?: readonly s
 
 /**
  * Records that ControllerPublish to `nodeId` failed with RESOURCE_EXHAUSTED:
- * placement must stop putting the plugin's volumes there (scenario 10).
+ * placement must stop putting the plugin's volumes there (docs/csi-rules.md scenario 10).
  */
 export function markNodeExhausted(txn: WriteTxn, pluginId: string, nodeId: string, reason: string, at: number): void {
   const p = txn.get('plugins', rowKey(pluginId));

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { AbortedError } from '../../lib/index.js';
 import { parseJobSpec, type Node, type Volume } from '../../structs/index.js';
 import { keyPrefix, rowKey, SqliteStateStore, StateStoreError, type RowInput } from './index.js';
+import { nextTurn } from '../../../test/support/eventually.js';
 
 function node(id: string, name = id): RowInput<'nodes'> {
   return {
@@ -278,7 +279,8 @@ describe('SqliteStateStore', () => {
       let woke = 0;
       const waiting = store.blockUntil(['volumes', 'claims'], store.latestIndex()).then((i) => (woke = i));
       store.write((txn) => txn.put('nodes', node('b')));
-      await new Promise((r) => setImmediate(r));
+      // A write wakes its waiters synchronously: by the next turn, a woken one has run.
+      await nextTurn();
       assert.equal(woke, 0, 'a write to another table does not wake it');
       const { index } = store.write((txn) => txn.put('volumes', volume('v')));
       assert.equal(await waiting, index);

@@ -1,6 +1,6 @@
 // Volumes whose plugin has a controller: validation at registration,
-// ControllerPublish routed to controllers (with failover), scenarios 9, 10,
-// 15 and 16, controller operations.
+// ControllerPublish routed to controllers (with failover), docs/csi-rules.md
+// scenarios 9, 10, 15 and 16, controller operations.
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import { csiNodeEligibility } from '../../structs/index.js';
 import { rowKey } from '../state/index.js';
 import { VolumeError } from './index.js';
 import { Cluster } from '../../../test/support/server-cluster.js';
+import { nextTurn } from '../../../test/support/eventually.js';
 
 const fsCap = (accessMode: 'single-node-writer' | 'multi-node-multi-writer' = 'single-node-writer') => ({ accessMode, attachmentMode: 'file-system' as const });
 
@@ -154,7 +155,10 @@ describe('volumes with a controller', () => {
       c.volumes.claim({ volumeId: 'serial-b', allocId: 'w3', mode: 'write' }),
     ]);
     await c.until(() => publishes() > before, ['claims'], 'the first publish');
-    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    // The window closes once both claims are admitted (their rows wait for the publish): from
+    // there the second call reaches the controller within a turn unless the router holds it.
+    await c.until(() => c.claimRow('serial-a', 'w2')?.controllerPublish === 'pending' && c.claimRow('serial-b', 'w3')?.controllerPublish === 'pending', ['claims'], 'both claims admitted');
+    await nextTurn();
     assert.equal(publishes(), before + 1, 'the second waits for the first');
     for (const a of agents) a.resume();
     await both;
@@ -176,7 +180,9 @@ describe('volumes with a controller', () => {
     });
     assert.equal(c.claimRow('valid', 'w1'), undefined, 'no claim recorded');
     assert.equal(other.callsTo('ControllerPublishVolume').length, 0, 'a final error is not tried elsewhere');
-    await new Promise((r) => setImmediate(r));
+    // No unpublish can come later: an owed one is started, and its claim row kept, before the
+    // claim rejects (an uncertain publish keeps the row until ControllerUnpublish confirms);
+    // the row is gone.
     assert.equal(ctrl.callsTo('ControllerUnpublishVolume').length, 0, 'a final failure owes no unpublish');
     const claim = await c.volumes.claim({ volumeId: 'valid', allocId: 'w1', mode: 'write' });
     assert.equal(claim.controllerPublish, 'published', 'once detached elsewhere, the claim succeeds');
