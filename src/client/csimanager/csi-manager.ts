@@ -22,6 +22,7 @@ import type { ClientStateStore } from '../state/index.js';
 import { VolumeManager } from '../volumes/index.js';
 import { CsiManagerError } from './errors.js';
 import { InstanceManager, type InstanceChange } from './instance-manager.js';
+import type { PluginWaitOptions } from './volume-managers.js';
 
 /** What the CSI manager needs of the plugin registry (PluginRegistry has it all). */
 export interface PluginSource {
@@ -207,11 +208,12 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
    * has fingerprinted successfully: at once if it has, else as soon as it
    * does. Waits for a plugin not registered yet too. Rejects with
    * AbortedError when `signal` fires, CSI_MANAGER_STOPPED when the manager
-   * stops. The instance may be unhealthy by the time it is used.
+   * stops. The instance may be unhealthy by the time it is used. Calls
+   * `onWaiting` once, synchronously, when it has to wait.
    */
-  async managerForPlugin(id: string, opts: { signal?: AbortSignal; type?: CsiPluginType } = {}): Promise<InstanceManager> {
+  async managerForPlugin(id: string, opts: PluginWaitOptions & { type?: CsiPluginType } = {}): Promise<InstanceManager> {
     const type = opts.type ?? 'csi-node';
-    for (;;) {
+    for (let waited = false; ; waited = true) {
       throwIfAborted(opts.signal);
       if (this.#state === 'stopping' || this.#state === 'stopped') {
         throw new CsiManagerError('CSI_MANAGER_STOPPED', id, `the CSI manager stopped while waiting for ${type} plugin "${id}"`);
@@ -219,8 +221,19 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
       const slot = this.#slots.get(slotKey(type, id));
       const instance = slot && this.#serving(slot);
       if (instance?.fingerprint) return instance;
+      if (!waited) opts.onWaiting?.();
       await this.#nextChange(opts.signal);
     }
+  }
+
+  /** VolumeManagers.waitForPlugin: managerForPlugin for a node plugin, without the instance. */
+  async waitForPlugin(pluginId: string, opts: PluginWaitOptions = {}): Promise<void> {
+    await this.managerForPlugin(pluginId, opts);
+  }
+
+  /** VolumeManagers.volumeManagerFor: Nomad's name for mounterForPlugin, same contract. */
+  volumeManagerFor(pluginId: string): VM {
+    return this.mounterForPlugin(pluginId);
   }
 
   /**
