@@ -19,7 +19,7 @@ import {
 import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../structs/index.js';
 import type { PluginEvent, RegisteredPlugin, SubscribeOptions } from '../dynamicplugins/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { VolumeManager } from '../volumes/index.js';
+import { VolumeManager, type VolumeManagerOptions } from '../volumes/index.js';
 import { CsiManagerError } from './errors.js';
 import { InstanceManager, type InstanceChange } from './instance-manager.js';
 import type { PluginWaitOptions } from './volume-managers.js';
@@ -34,25 +34,17 @@ export interface PluginSource {
   subscribe(opts: SubscribeOptions): AsyncIterable<PluginEvent>;
 }
 
-/** What the CSI manager gives a node plugin's volume manager when it builds one. */
-export interface VolumeManagerParams {
-  pluginId: string;
-  /**
-   * The client of the healthy instance serving the plugin now; throws
-   * CsiManagerError (CSI_PLUGIN_NOT_FOUND, CSI_PLUGIN_UNHEALTHY) when there is
-   * none, so that no volume call is sent to an unhealthy plugin.
-   */
-  getClient: () => CsiClient;
-  store: ClientStateStore;
-  /** Host path of the plugin's mount root. */
-  mountRoot: string;
-  /** The same directory as the plugin sees it. */
-  pluginMountRoot?: string;
-  /** NodeGetCapabilities of the serving instance ([] before the first fingerprint). */
-  getCapabilities: () => NodeCapability[];
-  logger?: Logger;
-  clock?: Clock;
-}
+/**
+ * What the CSI manager gives a node plugin's volume manager when it builds
+ * one. Its `getClient` throws CsiManagerError (CSI_PLUGIN_NOT_FOUND,
+ * CSI_PLUGIN_UNHEALTHY) when no healthy instance serves, so that no volume
+ * call is sent to an unhealthy plugin; `getCapabilities` is [] before the
+ * first fingerprint.
+ */
+export type VolumeManagerParams = Pick<
+  VolumeManagerOptions,
+  'pluginId' | 'getClient' | 'store' | 'mountRoot' | 'pluginMountRoot' | 'getCapabilities' | 'logger' | 'clock'
+>;
 
 /** The lifecycle the CSI manager drives on a volume manager. */
 export interface ManagedVolumeManager {

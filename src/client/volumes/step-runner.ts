@@ -88,8 +88,12 @@ export interface StepRow<R extends StageRecord | PublishRecord> {
   needed(prev: R | undefined, usersOf: () => number): boolean;
   /** Makes what the CO owns before a call (the staging directory, the target's parent). */
   prepare?(spec: PublishSpec): Promise<void>;
-  /** The record written before the call. `base` is the spec's record fields (do-steps). */
-  pending(prev: R | undefined, spec: PublishSpec | undefined, base: () => RecordBase, now: number): R;
+  /**
+   * The record a do-step writes before its call, from the spec's record
+   * fields (`base`). Negation steps have none: they write the record they
+   * undo, with their op, as pending.
+   */
+  pending?(spec: PublishSpec, base: RecordBase): R;
   call(client: CsiClient, rec: R, spec: PublishSpec | undefined, opts: CallOptions): Promise<unknown>;
 }
 
@@ -101,119 +105,97 @@ function need(spec: PublishSpec | undefined): PublishSpec {
   return spec;
 }
 
+/** The row fields that follow from which records a step works on. */
+function onRecords<R extends StageRecord | PublishRecord, F extends 'stagingPath' | 'targetPath'>(
+  records: 'stages' | 'publications',
+  pathField: F & keyof R,
+  root: 'stagingRoot' | 'perAllocRoot',
+): Pick<StepRow<R>, 'records' | 'pathField' | 'path' | 'root'> {
+  return { records, pathField, path: (rec) => String(rec[pathField]), root: (paths) => paths[root] };
+}
+
+const ON_STAGINGS = onRecords<StageRecord, 'stagingPath'>('stages', 'stagingPath', 'stagingRoot');
+const ON_PUBLICATIONS = onRecords<PublishRecord, 'targetPath'>('publications', 'targetPath', 'perAllocRoot');
+
+const DOES = { undoes: false, failedCode: 'VOLUME_MOUNT_FAILED', uncertainCode: 'VOLUME_MOUNT_UNCERTAIN' } as const;
+const UNDOES = { undoes: true, failedCode: 'VOLUME_UNMOUNT_FAILED', uncertainCode: 'VOLUME_UNMOUNT_FAILED' } as const;
+
+/** What NodeStage and NodePublish both send. */
+function volumeRequest(spec: PublishSpec) {
+  return {
+    volumeId: spec.externalId,
+    publishContext: spec.publishContext,
+    volumeCapability: spec.capability,
+    volumeContext: spec.volumeContext,
+    ...(spec.secrets ? { secrets: spec.secrets } : {}),
+  };
+}
+
 /** The four steps. */
 export const STEP_TABLE: { stage: StepRow<StageRecord>; publish: StepRow<PublishRecord>; unpublish: StepRow<PublishRecord>; unstage: StepRow<StageRecord> } = {
   stage: {
+    ...ON_STAGINGS,
+    ...DOES,
     op: 'stage',
-    undoes: false,
-    records: 'stages',
-    failedCode: 'VOLUME_MOUNT_FAILED',
-    uncertainCode: 'VOLUME_MOUNT_UNCERTAIN',
     doneMessage: 'volume staged',
-    pathField: 'stagingPath',
-    path: (rec) => rec.stagingPath,
-    root: (paths) => paths.stagingRoot,
     subject: (rec) => `staging volume ${rec.volumeId}`,
     needed: (prev) => !(prev?.state === 'done' && prev.op === 'stage'),
     prepare: async (spec) => {
       await mkdir(spec.staging.host, { recursive: true, mode: 0o750 });
     },
-    pending: (_prev, spec, base) => ({
-      ...base(),
-      op: 'stage',
-      state: 'pending',
-      stagingPath: need(spec).staging.host,
-      pluginStagingPath: need(spec).staging.plugin,
-    }),
-    call: (client, _rec, s, opts) => {
-      const spec = need(s);
-      return client.nodeStageVolume(
-        {
-          volumeId: spec.externalId,
-          publishContext: spec.publishContext,
-          stagingTargetPath: spec.staging.plugin,
-          volumeCapability: spec.capability,
-          volumeContext: spec.volumeContext,
-          ...(spec.secrets ? { secrets: spec.secrets } : {}),
-        },
-        opts,
-      );
-    },
+    pending: (spec, base) => ({ ...base, op: 'stage', state: 'pending', stagingPath: spec.staging.host, pluginStagingPath: spec.staging.plugin }),
+    call: (client, _rec, spec, opts) => client.nodeStageVolume({ ...volumeRequest(need(spec)), stagingTargetPath: need(spec).staging.plugin }, opts),
   },
   publish: {
+    ...ON_PUBLICATIONS,
+    ...DOES,
     op: 'publish',
-    undoes: false,
-    records: 'publications',
-    failedCode: 'VOLUME_MOUNT_FAILED',
-    uncertainCode: 'VOLUME_MOUNT_UNCERTAIN',
     doneMessage: 'volume published',
-    pathField: 'targetPath',
-    path: (rec) => rec.targetPath,
-    root: (paths) => paths.perAllocRoot,
     subject: (rec) => `publishing volume ${rec.volumeId} to allocation ${rec.allocId}`,
     needed: (prev) => !(prev?.state === 'done' && prev.op === 'publish'),
     // The CO makes the parent; the plugin makes the target itself.
     prepare: async (spec) => {
       await mkdir(path.dirname(spec.target.host), { recursive: true, mode: 0o750 });
     },
-    pending: (_prev, s, base) => {
-      const spec = need(s);
-      return {
-        ...base(),
-        op: 'publish',
-        state: 'pending',
-        allocId: spec.allocId,
-        targetPath: spec.target.host,
-        pluginTargetPath: spec.target.plugin,
-        ...(spec.staged ? { stageKey: spec.stageKey } : {}),
-      };
-    },
+    pending: (spec, base) => ({
+      ...base,
+      op: 'publish',
+      state: 'pending',
+      allocId: spec.allocId,
+      targetPath: spec.target.host,
+      pluginTargetPath: spec.target.plugin,
+      ...(spec.staged ? { stageKey: spec.stageKey } : {}),
+    }),
     call: (client, _rec, s, opts) => {
       const spec = need(s);
       return client.nodePublishVolume(
         {
-          volumeId: spec.externalId,
-          publishContext: spec.publishContext,
+          ...volumeRequest(spec),
           ...(spec.staged ? { stagingTargetPath: spec.staging.plugin } : {}),
           targetPath: spec.target.plugin,
-          volumeCapability: spec.capability,
           readonly: spec.readOnly,
-          volumeContext: spec.volumeContext,
-          ...(spec.secrets ? { secrets: spec.secrets } : {}),
         },
         opts,
       );
     },
   },
   unpublish: {
+    ...ON_PUBLICATIONS,
+    ...UNDOES,
     op: 'unpublish',
-    undoes: true,
-    records: 'publications',
-    failedCode: 'VOLUME_UNMOUNT_FAILED',
-    uncertainCode: 'VOLUME_UNMOUNT_FAILED',
     doneMessage: 'volume unpublished',
-    pathField: 'targetPath',
-    path: (rec) => rec.targetPath,
-    root: (paths) => paths.perAllocRoot,
     subject: (rec) => `unpublishing volume ${rec.volumeId} from allocation ${rec.allocId}`,
     needed: (prev) => prev !== undefined,
-    pending: (prev, _spec, _base, now) => ({ ...(prev as PublishRecord), op: 'unpublish', state: 'pending', updatedAt: now }),
     call: (client, rec, _spec, opts) => client.nodeUnpublishVolume(rec.externalId, rec.pluginTargetPath, opts),
   },
   unstage: {
+    ...ON_STAGINGS,
+    ...UNDOES,
     op: 'unstage',
-    undoes: true,
-    records: 'stages',
-    failedCode: 'VOLUME_UNMOUNT_FAILED',
-    uncertainCode: 'VOLUME_UNMOUNT_FAILED',
     doneMessage: 'volume unstaged',
-    pathField: 'stagingPath',
-    path: (rec) => rec.stagingPath,
-    root: (paths) => paths.stagingRoot,
     subject: (rec) => `unstaging volume ${rec.volumeId}`,
     // Reference counting: a staging goes only once no publication uses it.
     needed: (prev, usersOf) => prev !== undefined && usersOf() === 0,
-    pending: (prev, _spec, _base, now) => ({ ...(prev as StageRecord), op: 'unstage', state: 'pending', updatedAt: now }),
     call: (client, rec, _spec, opts) => client.nodeUnstageVolume(rec.externalId, rec.pluginStagingPath, opts),
   },
 };
@@ -301,7 +283,9 @@ export class StepRunner {
     if (!row.needed(prev, () => this.#o.records.usersOf(key))) return false;
     throwIfAborted(signal);
     if (spec && row.prepare) await row.prepare(spec);
-    const rec = row.pending(prev, spec, () => this.#recordBase(need(spec)), this.#o.clock.now());
+    const rec: R = row.pending
+      ? row.pending(need(spec), this.#recordBase(need(spec)))
+      : { ...(prev as R), op: row.op, state: 'pending', updatedAt: this.#o.clock.now() };
     slot.put(key, rec);
     let failure: StepFailure | undefined;
     try {

@@ -5,24 +5,22 @@ import { VolumeCapability } from '../../csi/index.js';
 import type { SecretMap } from '../../lib/index.js';
 import { usageKey, type MountPaths, type PluginPath, type VolumeUsage } from './mount-paths.js';
 import { VolumeError } from './volume-error.js';
-import { recordableContext, usageOfRecord, type PublishRecord, type RecordedCapability, type VolumeRecords } from './volume-records.js';
+import { recordableContext, usageOfRecord, type PublishRecord, type RecordedCapability, type StageRecord, type VolumeRecords } from './volume-records.js';
 import type { MountableVolume, MountVolumeOptions } from './volume-types.js';
 
-/** Everything one step needs, from a mountVolume call or from a record. */
-export interface StepSpec {
-  namespace: string;
-  volumeId: string;
-  externalId: string;
-  usageKey: string;
-  readOnly: boolean;
+/**
+ * Everything one step needs, from a mountVolume call or from a record: the
+ * fields its record keeps, and what goes on the wire but is never written down.
+ */
+export interface StepSpec extends Pick<StageRecord, 'namespace' | 'volumeId' | 'externalId' | 'usageKey' | 'readOnly' | 'publishContext' | 'replayable'> {
+  /** With the mount flags, for the wire. */
   capability: VolumeCapability;
+  /** Without them, for the record. */
   recorded: RecordedCapability;
-  publishContext: Record<string, string>;
   /** What goes on the wire. */
   volumeContext: Record<string, string>;
   /** What may be written down. */
   recordContext: Record<string, string>;
-  replayable: boolean;
   secrets?: SecretMap;
   stageKey: string;
   staging: PluginPath;
