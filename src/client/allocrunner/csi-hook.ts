@@ -1,7 +1,10 @@
 // CSI volumes of an allocation (Nomad's csi_hook): prerun waits for the node
 // plugin, claims each volume from the server, and mounts it through the
 // plugin's volume manager with the publish context; postrun unmounts, then
-// releases the claim. Every step is written down before it is taken.
+// releases the claim. Every step is written down before it is taken: each
+// volume's record moves only through csiVolumeTransition (csi-volume-state.ts).
+// It needs of the CSI manager only VolumeManagers (waitForPlugin,
+// volumeManagerFor), as Nomad's csi_hook needs csimanager.Manager.
 
 import { AbortedError, describeError, retry, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import { isReadOnlyMode, type AccessMode, type AttachmentMode } from '../../csi/index.js';

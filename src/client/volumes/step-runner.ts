@@ -71,7 +71,7 @@ export interface StepRow<R extends StageRecord | PublishRecord> {
   undoes: boolean;
   /** The bucket of its records. */
   records: 'stages' | 'publications';
-  /** The error code of a failed step, and of one that may have happened. */
+  /** The error code of a step refused with a final code, and of one that may have happened (uncertain). */
   failedCode: 'VOLUME_MOUNT_FAILED' | 'VOLUME_UNMOUNT_FAILED';
   uncertainCode: 'VOLUME_MOUNT_UNCERTAIN' | 'VOLUME_UNMOUNT_FAILED';
   /** Logged once the step is done. */
@@ -315,11 +315,11 @@ export class StepRunner {
       log.info(where, row.doneMessage);
       return true;
     }
-    const uncertain = !row.undoes && outcome === 'uncertain';
-    log.warn({ ...where, err: describeError(failure.cause) }, uncertain ? `volume ${row.op} is uncertain` : `volume ${row.op} failed`);
-    throw uncertain
-      ? stepError(row.uncertainCode, `${row.subject(rec)} may or may not have happened`, failure.cause)
-      : stepError(row.failedCode, `${row.subject(rec)} failed`, failure.cause);
+    // A negation step that may have half happened is reported as failed: its record says uncertain.
+    const mayHaveHappened = !row.undoes && outcome === 'uncertain';
+    log.warn({ ...where, err: describeError(failure.cause) }, mayHaveHappened ? `volume ${row.op} is uncertain` : `volume ${row.op} failed`);
+    const code = outcome === 'uncertain' ? row.uncertainCode : row.failedCode;
+    throw stepError(code, `${row.subject(rec)} ${mayHaveHappened ? 'may or may not have happened' : 'failed'}`, failure.cause);
   }
 
   /**
