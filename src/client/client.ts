@@ -38,7 +38,7 @@ import {
   type NodeAllocation,
 } from './serverconn/index.js';
 import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
-import { PUBLISH_BUCKET, type PublishRecord } from './volumes/index.js';
+import { RecordedVolumes } from './volumes/index.js';
 
 /** What the Client drives on each allocation runner (R2's AllocRunner has it all). */
 export interface AllocRunnerHandle {
@@ -540,7 +540,7 @@ export class Client {
   async #reconcileVolumes(): Promise<void> {
     const store = this.#store as ClientStateStore;
     const signal = this.#stopping.signal;
-    const plugins = new Set(store.bucket<PublishRecord>(PUBLISH_BUCKET).list().map((r) => r.value.pluginId));
+    const plugins = new RecordedVolumes(store).pluginsWithRecords();
     await Promise.all([...this.#runners.values()].map((e) => e.started));
     try {
       const { failed } = await reconcileCsiVolumes({

@@ -10,10 +10,15 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { CsiClient } from '../../src/csi/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
-import { PUBLISH_BUCKET, STAGE_BUCKET, type PublishRecord, type StageRecord, type VolumeManager } from '../../src/client/volumes/index.js';
+import { RecordedVolumes, type VolumeManager } from '../../src/client/volumes/index.js';
 import { entriesOf, HostpathNode, isMounted, mountsUnder, SHARED, type SentCall } from './_volumes.js';
 
 const ALLOC = 'alloc-1';
+
+/** What the node's durable records say is published and staged. */
+function recorded(node: HostpathNode): RecordedVolumes {
+  return new RecordedVolumes(node.store);
+}
 
 describe('volume manager restarts on the hostpath plugin', () => {
   let node: HostpathNode;
@@ -76,8 +81,8 @@ describe('volume manager restarts on the hostpath plugin', () => {
         assert.deepEqual(mountsUnder(node.mountRoot), [], 'nothing leaked');
         assert.deepEqual(entriesOf(path.join(node.mountRoot, 'per-alloc')), []);
         assert.deepEqual(entriesOf(path.join(node.mountRoot, 'staging')), []);
-        assert.equal(node.store.bucket(PUBLISH_BUCKET).list().length, 0);
-        assert.equal(node.store.bucket(STAGE_BUCKET).list().length, 0);
+        assert.equal(recorded(node).publications().length, 0);
+        assert.equal(recorded(node).stagings().length, 0);
       });
     }
   }
@@ -184,13 +189,13 @@ describe('volume manager restarts on the fake plugin', () => {
       if (wanted) {
         assert.deepEqual(report.republished, [{ volumeId: 'vol-m', allocId: ALLOC }]);
         assert.deepEqual(fake.calls.map((c) => c.rpc), ['NodeStageVolume', 'NodePublishVolume']);
-        assert.equal(node.store.bucket<PublishRecord>(PUBLISH_BUCKET).list()[0]?.value.state, 'done');
+        assert.equal(recorded(node).publications()[0]?.state, 'done');
         assert.equal(fake.published.get('vol-m')?.size, 1);
       } else {
         assert.deepEqual(report.tornDown, [{ volumeId: 'vol-m', allocId: ALLOC }]);
         assert.deepEqual(fake.calls.map((c) => c.rpc), ['NodeUnpublishVolume', 'NodeUnstageVolume']);
         assert.equal(fake.staged.size, 0);
-        assert.equal(node.store.bucket(PUBLISH_BUCKET).list().length, 0);
+        assert.equal(recorded(node).publications().length, 0);
         assert.deepEqual(entriesOf(path.join(node.mountRoot, 'per-alloc')), []);
       }
     });
@@ -214,15 +219,15 @@ describe('volume manager restarts on the fake plugin', () => {
     assert.equal(await exited, 'SIGKILL');
 
     node.reopenStore();
-    const states = Object.fromEntries(node.store.bucket<PublishRecord>(PUBLISH_BUCKET).list().map((r) => [r.value.allocId, r.value.state]));
+    const states = Object.fromEntries(recorded(node).publications().map((r) => [r.allocId, r.state]));
     assert.deepEqual(states, { 'alloc-done': 'done', 'alloc-x': 'pending' }, 'the crash left the second step pending');
 
     fake.clearCalls();
     const vm = await fakeManager();
-    const after = Object.fromEntries(node.store.bucket<PublishRecord>(PUBLISH_BUCKET).list().map((r) => [r.value.allocId, r.value.state]));
+    const after = Object.fromEntries(recorded(node).publications().map((r) => [r.allocId, r.state]));
     // The fake mounts nothing, so even the finished publish cannot be proven from the mount table.
     assert.deepEqual(after, { 'alloc-done': 'uncertain', 'alloc-x': 'uncertain' });
-    assert.equal(node.store.bucket<StageRecord>(STAGE_BUCKET).list()[0]?.value.state, 'uncertain');
+    assert.equal(recorded(node).stagings()[0]?.state, 'uncertain');
     assert.equal(fake.calls.length, 0, 'nothing is sent, let alone unmounted, before the wanted state is known');
 
     const report = await vm.reconcile([{ volumeId: 'vol-k', allocId: 'alloc-x' }]);

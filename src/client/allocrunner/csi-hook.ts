@@ -1,31 +1,32 @@
 // CSI volumes of an allocation (Nomad's csi_hook): prerun waits for the node
 // plugin, claims each volume from the server, and mounts it through the
 // plugin's volume manager with the publish context; postrun unmounts, then
-// releases the claim. Every step is written down before it is taken.
+// releases the claim. Every step is written down before it is taken: each
+// volume's record moves only through csiVolumeTransition (csi-volume-state.ts).
+// It needs of the CSI manager only VolumeManagers (waitForPlugin,
+// volumeManagerFor), as Nomad's csi_hook needs csimanager.Manager.
 
-import {
-  AbortedError,
-  backoffDelay,
-  describeError,
-  redactSecretLookingValues,
-  type BackoffPolicy,
-  type Clock,
-  type Logger,
-} from '../../lib/index.js';
+import { AbortedError, describeError, retry, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import { isReadOnlyMode, type AccessMode, type AttachmentMode } from '../../csi/index.js';
 import { volumeIdFor, volumeIsReadOnly, type GroupVolume } from '../../structs/index.js';
-import type { CsiManager } from '../csimanager/index.js';
-import type { MountableVolume, VolumeManager, VolumeUsage } from '../volumes/index.js';
+import type { VolumeManagers, VolumeMounter } from '../csimanager/index.js';
+import type { MountableVolume, VolumeUsage } from '../volumes/index.js';
 import { TASK_EVENTS } from '../taskrunner/index.js';
 import { AllocRunnerError, type AllocHook, type AllocHookContext } from './alloc-hook.js';
 import type { CsiVolumeRecord } from './alloc-records.js';
+import { csiVolumeTransition, type CsiVolumeEvent } from './csi-volume-state.js';
 import { CLAIM_RETRYABLE_CODES, type ClaimedVolume, type VolumeClaimer, type VolumeClaimRequest } from './volume-claimer.js';
 
 /** Codes of the CSI manager and volume manager that mean "the plugin cannot serve yet": wait and retry. */
 const PLUGIN_NOT_READY = new Set(['CSI_PLUGIN_NOT_FOUND', 'CSI_PLUGIN_UNHEALTHY', 'VOLUME_MOUNT_UNCERTAIN', 'VOLUME_MANAGER_STOPPED']);
 
+function pluginNotReady(err: unknown): boolean {
+  return PLUGIN_NOT_READY.has((err as { code?: string }).code ?? '');
+}
+
 export interface CsiHookOptions {
-  csiManager: CsiManager;
+  /** The node plugins' volume managers (CsiManager). */
+  csiManager: VolumeManagers;
   claimer: VolumeClaimer;
   clock: Clock;
   logger: Logger;
@@ -116,7 +117,7 @@ export class CsiHook implements AllocHook {
             return undefined;
           })
         : undefined;
-      const mounter = await this.#mounter(ctx, rec.pluginId);
+      const mounter = await this.#volumeManager(ctx, rec.pluginId);
       const { source } = await mounter.mountVolume(
         fresh ? { ...mountable(rec), volumeContext: fresh.volume.context } : mountable(rec),
         ctx.alloc.id,
@@ -127,10 +128,25 @@ export class CsiHook implements AllocHook {
           signal: ctx.signal,
         },
       );
-      rec.source = source;
-      ctx.save();
+      if (ctx.record.csi[name] !== rec) {
+        // The allocation's postrun moved the volume on meanwhile (unmounted, released): what it wrote stands.
+        ctx.logger.info({ volume: name, volumeId: rec.volumeId }, 'volume moved on during remount; its record is left as it is');
+        continue;
+      }
+      this.#apply(ctx, name, { type: 'mounted', source });
       ctx.volumes.set(name, { source, readOnly: rec.readOnly });
     }
+  }
+
+  /** Moves volume `name` through csiVolumeTransition and saves the record. Returns the new record (undefined once released). */
+  #apply(ctx: AllocHookContext, name: string, event: Exclude<CsiVolumeEvent, { type: 'released' }>): CsiVolumeRecord;
+  #apply(ctx: AllocHookContext, name: string, event: CsiVolumeEvent): CsiVolumeRecord | undefined;
+  #apply(ctx: AllocHookContext, name: string, event: CsiVolumeEvent): CsiVolumeRecord | undefined {
+    const next = csiVolumeTransition(ctx.record.csi[name], event);
+    if (next) ctx.record.csi[name] = next;
+    else delete ctx.record.csi[name];
+    ctx.save();
+    return next;
   }
 
   #claimRequest(ctx: AllocHookContext, rec: CsiVolumeRecord, vol: GroupVolume): VolumeClaimRequest {
@@ -148,12 +164,7 @@ export class CsiHook implements AllocHook {
     const { alloc } = ctx;
     const volumeId = volumeIdFor(vol, alloc.index ?? 0);
     const readOnly = volumeIsReadOnly(vol);
-    let rec = ctx.record.csi[name];
-    if (!rec) {
-      rec = { volumeId, namespace: alloc.namespace, state: 'claiming', readOnly };
-      ctx.record.csi[name] = rec;
-      ctx.save();
-    }
+    const rec = ctx.record.csi[name] ?? this.#apply(ctx, name, { type: 'claiming', volumeId, namespace: alloc.namespace, readOnly });
     const log = ctx.logger.child({ volume: name, volumeId });
     const knownPlugin = alloc.csiVolumes?.find((v) => v.volumeId === volumeId)?.pluginId;
     if (knownPlugin) await this.#waitForPlugin(ctx, knownPlugin, volumeId);
@@ -171,40 +182,29 @@ export class CsiHook implements AllocHook {
       throw new AllocRunnerError('ALLOC_VOLUME_CLAIM_FAILED', `cannot claim CSI volume "${volumeId}": ${describeError(err)}`, { cause: err });
     });
     const v = claim.volume;
-    rec.state = rec.state === 'mounted' ? 'mounted' : 'claimed';
-    rec.pluginId = v.pluginId;
-    rec.externalId = v.externalId;
-    // Written down without credential-looking values; the raw context goes to the plugin below.
-    rec.context = redactSecretLookingValues(v.context);
-    rec.publishContext = { ...claim.publishContext };
-    rec.accessMode = v.accessMode;
-    rec.attachmentMode = v.attachmentMode;
-    if (v.mountOptions?.fsType ?? vol.mountOptions?.fsType) rec.fsType = v.mountOptions?.fsType || vol.mountOptions?.fsType;
-    ctx.save();
+    const claimed = this.#apply(ctx, name, { type: 'claimed', volume: v, publishContext: claim.publishContext, groupFsType: vol.mountOptions?.fsType });
     if (!knownPlugin) await this.#waitForPlugin(ctx, v.pluginId, volumeId);
 
     // Mount flags (possibly credentials) are handed to the plugin, never written down.
     // A job read back from a public view carries "[REDACTED]" placeholders: never send those as flags.
-    const usage = usageOf(rec, vol, mountFlagsOf(v, vol));
+    const usage = usageOf(claimed, vol, mountFlagsOf(v, vol));
     const { source } = await this.#retrying(
       ctx,
       async () => {
-        const mounter = await this.#mounter(ctx, v.pluginId);
-        return mounter.mountVolume({ ...mountable(rec), volumeContext: v.context }, alloc.id, usage, {
-          publishContext: rec.publishContext ?? {},
+        const mounter = await this.#volumeManager(ctx, v.pluginId);
+        return mounter.mountVolume({ ...mountable(claimed), volumeContext: v.context }, alloc.id, usage, {
+          publishContext: claimed.publishContext ?? {},
           ...(v.secrets ? { secrets: v.secrets } : {}),
           signal: ctx.signal,
         });
       },
-      (err) => PLUGIN_NOT_READY.has((err as { code?: string }).code ?? ''),
+      pluginNotReady,
       (err, delayMs) => log.warn({ err: describeError(err), delayMs }, 'volume not mounted yet; retrying'),
     ).catch((err: unknown) => {
       if (err instanceof AbortedError) throw err;
       throw new AllocRunnerError('ALLOC_VOLUME_MOUNT_FAILED', `cannot mount CSI volume "${volumeId}": ${describeError(err)}`, { cause: err });
     });
-    rec.state = 'mounted';
-    rec.source = source;
-    ctx.save();
+    this.#apply(ctx, name, { type: 'mounted', source });
     log.info({ plugin: v.pluginId }, 'volume mounted');
     ctx.event(TASK_EVENTS.volumeMounted, `CSI volume "${volumeId}" mounted by plugin "${v.pluginId}"`, { volume: volumeId, plugin: v.pluginId });
     return source;
@@ -215,16 +215,12 @@ export class CsiHook implements AllocHook {
     if (rec.pluginId && (rec.state === 'claimed' || rec.state === 'mounted')) {
       const pluginId = rec.pluginId;
       const vol = ctx.group.volumes[name];
-      let attempt = 0;
       await this.#retrying(
         ctx,
-        async () => {
-          attempt += 1;
-          const mounter = this.#o.csiManager.mounterForPlugin(pluginId);
-          await mounter.unmountVolume(mountable(rec), ctx.alloc.id, usageOf(rec, vol), { signal: ctx.signal });
-        },
-        () => attempt < (this.#o.unmountAttempts ?? 8),
+        () => this.#o.csiManager.volumeManagerFor(pluginId).unmountVolume(mountable(rec), ctx.alloc.id, usageOf(rec, vol), { signal: ctx.signal }),
+        () => true,
         (err, delayMs) => log.warn({ err: describeError(err), delayMs }, 'volume not unmounted yet; retrying'),
+        this.#o.unmountAttempts ?? 8,
       ).catch((err: unknown) => {
         if (err instanceof AbortedError) throw err;
         ctx.event(TASK_EVENTS.volumeWaiting, `CSI volume "${rec.volumeId}" could not be unmounted: ${describeError(err)}`, { volume: rec.volumeId });
@@ -233,9 +229,7 @@ export class CsiHook implements AllocHook {
       if (rec.state === 'mounted') {
         ctx.event(TASK_EVENTS.volumeUnmounted, `CSI volume "${rec.volumeId}" unmounted`, { volume: rec.volumeId, plugin: pluginId });
       }
-      rec.state = 'claimed';
-      delete rec.source;
-      ctx.save();
+      this.#apply(ctx, name, { type: 'unmounted' });
     }
     await this.#retrying(
       ctx,
@@ -244,59 +238,56 @@ export class CsiHook implements AllocHook {
       (err, delayMs) => log.warn({ err: describeError(err), delayMs }, 'claim not released yet; retrying'),
     );
     log.info('volume claim released');
-    delete ctx.record.csi[name];
-    ctx.save();
+    this.#apply(ctx, name, { type: 'released' });
   }
 
+  /**
+   * Waits until the node plugin serves, telling the allocation's tasks that
+   * it waits when (and only when) the CSI manager says it has to.
+   */
   async #waitForPlugin(ctx: AllocHookContext, pluginId: string, volumeId: string): Promise<void> {
-    const waiting = this.#o.csiManager.managerForPlugin(pluginId, { signal: ctx.signal });
-    let settled = false;
-    void waiting.then(
-      () => (settled = true),
-      () => (settled = true),
-    );
-    await Promise.resolve();
-    await Promise.resolve();
-    if (!settled) {
-      ctx.event(TASK_EVENTS.volumeWaiting, `Waiting for CSI node plugin "${pluginId}" to be registered and healthy for volume "${volumeId}"`, {
-        volume: volumeId,
-        plugin: pluginId,
-      });
-    }
-    await waiting;
+    await this.#o.csiManager.waitForPlugin(pluginId, {
+      signal: ctx.signal,
+      onWaiting: () =>
+        ctx.event(TASK_EVENTS.volumeWaiting, `Waiting for CSI node plugin "${pluginId}" to be registered and healthy for volume "${volumeId}"`, {
+          volume: volumeId,
+          plugin: pluginId,
+        }),
+    });
   }
 
   /** The plugin's volume manager, waiting while it is not healthy or still loading. */
-  async #mounter(ctx: AllocHookContext, pluginId: string): Promise<VolumeManager> {
+  async #volumeManager(ctx: AllocHookContext, pluginId: string): Promise<VolumeMounter> {
     return this.#retrying(
       ctx,
       async () => {
-        await this.#o.csiManager.managerForPlugin(pluginId, { signal: ctx.signal });
-        return this.#o.csiManager.mounterForPlugin(pluginId);
+        await this.#o.csiManager.waitForPlugin(pluginId, { signal: ctx.signal });
+        return this.#o.csiManager.volumeManagerFor(pluginId);
       },
-      (err) => PLUGIN_NOT_READY.has((err as { code?: string }).code ?? ''),
+      pluginNotReady,
       () => undefined,
     );
   }
 
-  /** Runs `fn` until it succeeds, retrying while `retryable`, with backoff on the clock. */
-  async #retrying<T>(
+  /**
+   * Runs `fn` until it succeeds, retrying while `retryable` (never an abort)
+   * with the hook's backoff on its clock, at most `maxAttempts` times
+   * (default: until the allocation is stopped).
+   */
+  #retrying<T>(
     ctx: AllocHookContext,
     fn: () => Promise<T>,
     retryable: (err: unknown) => boolean,
     onRetry: (err: unknown, delayMs: number) => void,
+    maxAttempts = Infinity,
   ): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      if (ctx.signal.aborted) throw new AbortedError('the allocation was stopped', { cause: ctx.signal.reason });
-      try {
-        return await fn();
-      } catch (err) {
-        if (ctx.signal.aborted || err instanceof AbortedError || !retryable(err)) throw err;
-        const delayMs = backoffDelay(this.#o.backoff, attempt);
-        onRetry(err, delayMs);
-        await this.#o.clock.sleep(delayMs, ctx.signal);
-      }
-    }
+    return retry(fn, {
+      policy: { ...this.#o.backoff, maxAttempts },
+      clock: this.#o.clock,
+      signal: ctx.signal,
+      shouldRetry: (err) => !(err instanceof AbortedError) && retryable(err),
+      onRetry: ({ err, delayMs }) => onRetry(err, delayMs),
+    });
   }
 }
 

@@ -345,6 +345,24 @@ describe('CsiManager: instances follow the registry', () => {
     await assert.rejects(abandoned, AbortedError);
   });
 
+  it('waitForPlugin says when it has to wait, and only then: not for a plugin that serves already', async (t) => {
+    const h = new ManagerHarness();
+    t.after(() => h.close());
+    await h.manager.start();
+    const told: string[] = [];
+    const waiting = h.manager.waitForPlugin('fake', { onWaiting: () => told.push('waiting') });
+    assert.deepEqual(told, ['waiting'], 'told at once, before anything else runs');
+    let served = false;
+    void waiting.then(() => (served = true));
+    const fake = h.fake('p');
+    h.register('a1', fake.socketPath);
+    await fake.start();
+    await h.until(() => served, 'fingerprinted');
+    assert.deepEqual(told, ['waiting'], 'told once');
+    await h.manager.waitForPlugin('fake', { onWaiting: () => told.push('again') });
+    assert.deepEqual(told, ['waiting'], 'not told for a plugin that serves');
+  });
+
   it('stop() shuts every instance down in parallel and returns when they are done; safe twice', async (t) => {
     const h = new ManagerHarness();
     t.after(() => h.close());

@@ -19,9 +19,10 @@ import {
 import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../structs/index.js';
 import type { PluginEvent, RegisteredPlugin, SubscribeOptions } from '../dynamicplugins/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { VolumeManager } from '../volumes/index.js';
+import { VolumeManager, type VolumeManagerOptions } from '../volumes/index.js';
 import { CsiManagerError } from './errors.js';
 import { InstanceManager, type InstanceChange } from './instance-manager.js';
+import type { PluginWaitOptions } from './volume-managers.js';
 
 /** What the CSI manager needs of the plugin registry (PluginRegistry has it all). */
 export interface PluginSource {
@@ -33,25 +34,17 @@ export interface PluginSource {
   subscribe(opts: SubscribeOptions): AsyncIterable<PluginEvent>;
 }
 
-/** What the CSI manager gives a node plugin's volume manager when it builds one. */
-export interface VolumeManagerParams {
-  pluginId: string;
-  /**
-   * The client of the healthy instance serving the plugin now; throws
-   * CsiManagerError (CSI_PLUGIN_NOT_FOUND, CSI_PLUGIN_UNHEALTHY) when there is
-   * none, so that no volume call is sent to an unhealthy plugin.
-   */
-  getClient: () => CsiClient;
-  store: ClientStateStore;
-  /** Host path of the plugin's mount root. */
-  mountRoot: string;
-  /** The same directory as the plugin sees it. */
-  pluginMountRoot?: string;
-  /** NodeGetCapabilities of the serving instance ([] before the first fingerprint). */
-  getCapabilities: () => NodeCapability[];
-  logger?: Logger;
-  clock?: Clock;
-}
+/**
+ * What the CSI manager gives a node plugin's volume manager when it builds
+ * one. Its `getClient` throws CsiManagerError (CSI_PLUGIN_NOT_FOUND,
+ * CSI_PLUGIN_UNHEALTHY) when no healthy instance serves, so that no volume
+ * call is sent to an unhealthy plugin; `getCapabilities` is [] before the
+ * first fingerprint.
+ */
+export type VolumeManagerParams = Pick<
+  VolumeManagerOptions,
+  'pluginId' | 'getClient' | 'store' | 'mountRoot' | 'pluginMountRoot' | 'getCapabilities' | 'logger' | 'clock'
+>;
 
 /** The lifecycle the CSI manager drives on a volume manager. */
 export interface ManagedVolumeManager {
@@ -207,11 +200,12 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
    * has fingerprinted successfully: at once if it has, else as soon as it
    * does. Waits for a plugin not registered yet too. Rejects with
    * AbortedError when `signal` fires, CSI_MANAGER_STOPPED when the manager
-   * stops. The instance may be unhealthy by the time it is used.
+   * stops. The instance may be unhealthy by the time it is used. Calls
+   * `onWaiting` once, synchronously, when it has to wait.
    */
-  async managerForPlugin(id: string, opts: { signal?: AbortSignal; type?: CsiPluginType } = {}): Promise<InstanceManager> {
+  async managerForPlugin(id: string, opts: PluginWaitOptions & { type?: CsiPluginType } = {}): Promise<InstanceManager> {
     const type = opts.type ?? 'csi-node';
-    for (;;) {
+    for (let waited = false; ; waited = true) {
       throwIfAborted(opts.signal);
       if (this.#state === 'stopping' || this.#state === 'stopped') {
         throw new CsiManagerError('CSI_MANAGER_STOPPED', id, `the CSI manager stopped while waiting for ${type} plugin "${id}"`);
@@ -219,8 +213,19 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
       const slot = this.#slots.get(slotKey(type, id));
       const instance = slot && this.#serving(slot);
       if (instance?.fingerprint) return instance;
+      if (!waited) opts.onWaiting?.();
       await this.#nextChange(opts.signal);
     }
+  }
+
+  /** VolumeManagers.waitForPlugin: managerForPlugin for a node plugin, without the instance. */
+  async waitForPlugin(pluginId: string, opts: PluginWaitOptions = {}): Promise<void> {
+    await this.managerForPlugin(pluginId, opts);
+  }
+
+  /** VolumeManagers.volumeManagerFor: Nomad's name for mounterForPlugin, same contract. */
+  volumeManagerFor(pluginId: string): VM {
+    return this.mounterForPlugin(pluginId);
   }
 
   /**

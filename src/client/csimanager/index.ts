@@ -10,4 +10,5 @@ export {
   type ManagedVolumeManager,
 } from './csi-manager.js';
 export { InstanceManager, type InstanceChange, type InstanceState, type InstanceManagerOptions } from './instance-manager.js';
+export type { VolumeManagers, VolumeMounter, PluginWaitOptions } from './volume-managers.js';
 export { CsiManagerError, type CsiManagerErrorCode } from './errors.js';

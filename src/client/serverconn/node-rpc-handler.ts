@@ -13,7 +13,7 @@ import type {
   NodeRpcResponse,
 } from '../../structs/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { PUBLISH_BUCKET, STAGE_BUCKET, type MountableVolume, type PublishRecord, type StageRecord, type VolumeUsage } from '../volumes/index.js';
+import { RecordedVolumes, type MountableVolume, type VolumeUsage } from '../volumes/index.js';
 import { controllerCallHandlers, errorAnswer, type NodeRpcHandlers } from './controller-calls.js';
 
 /** What the handler needs of the CSI manager (CsiManager has it all). */
@@ -63,14 +63,14 @@ type Handlers = NodeRpcHandlers<NodeRpcMethod>;
  */
 export class NodeRpcHandler {
   readonly #csi: CsiPluginSource;
-  readonly #store: ClientStateStore;
+  readonly #recorded: RecordedVolumes;
   readonly #logger: Logger;
   readonly #pluginWaitMs: number;
   readonly #handlers: Handlers;
 
   constructor(opts: NodeRpcHandlerOptions) {
     this.#csi = opts.csi;
-    this.#store = opts.store;
+    this.#recorded = new RecordedVolumes(opts.store);
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'node-rpc' });
     this.#pluginWaitMs = opts.pluginWaitMs ?? 10_000;
     this.#handlers = this.#makeHandlers();
@@ -110,57 +110,33 @@ export class NodeRpcHandler {
     return client;
   }
 
-  /** The publication records of (plugin, Berth volume) on this node, optionally of one allocation. */
-  #publications(pluginId: string, namespace: string, volumeId: string, allocId?: string): PublishRecord[] {
-    return this.#store
-      .bucket<PublishRecord>(PUBLISH_BUCKET)
-      .list()
-      .map((r) => r.value)
-      .filter((r) => r.pluginId === pluginId && r.namespace === namespace && r.volumeId === volumeId && (allocId === undefined || r.allocId === allocId));
-  }
-
-  /** Staging records of (plugin, Berth volume) that no publication record uses. */
-  #unusedStagings(pluginId: string, namespace: string, volumeId: string): StageRecord[] {
-    const used = new Set(
-      this.#store
-        .bucket<PublishRecord>(PUBLISH_BUCKET)
-        .list()
-        .map((r) => r.value.stageKey)
-        .filter((k): k is string => k !== undefined),
-    );
-    return this.#store
-      .bucket<StageRecord>(STAGE_BUCKET)
-      .list()
-      .filter((r) => !used.has(r.key) && r.value.pluginId === pluginId && r.value.namespace === namespace && r.value.volumeId === volumeId)
-      .map((r) => r.value);
-  }
-
   #makeHandlers(): Handlers {
     return {
       // Controller calls: the shared node-rpc <-> CSI translation, on the serving controller instance.
       ...controllerCallHandlers((pluginId, signal) => this.#controller(pluginId, signal)),
       'csi.node.detach': async (p, s) => {
-        const recs = this.#publications(p.pluginId, p.namespace, p.berthVolumeId, p.allocId);
+        const volume = { pluginId: p.pluginId, namespace: p.namespace, volumeId: p.berthVolumeId };
+        const recs = this.#recorded.publications({ ...volume, allocId: p.allocId });
         // Stagings of the volume that no publication uses any more: an unstage is owed or in flight (the
         // allocation's own teardown may be running). Waiting for it keeps NodeUnstage before ControllerUnpublish.
-        const orphans = this.#unusedStagings(p.pluginId, p.namespace, p.berthVolumeId);
+        const orphans = this.#recorded.unusedStagings(volume);
         this.#logger.debug({ pluginId: p.pluginId, volumeId: p.berthVolumeId, allocId: p.allocId, publications: recs.length, stagings: orphans.length }, 'node detach');
         // Nothing recorded: nothing of this allocation is mounted here (never was, or already torn down).
         if (recs.length === 0 && orphans.length === 0) return { alreadyDone: true };
         const vm = this.#csi.mounterForPlugin(p.pluginId);
         for (const rec of recs) {
-          await vm.unmountVolume(volumeOf(rec), rec.allocId, usageOf(rec), { signal: s });
+          await vm.unmountVolume(rec.volume, rec.allocId, rec.usage, { signal: s });
         }
         // Serialized behind whatever holds the volume now; unstages only if still unused then.
-        for (const st of orphans) await vm.unmountVolume(volumeOf(st), p.allocId, usageOf(st), { signal: s });
+        for (const st of orphans) await vm.unmountVolume(st.volume, p.allocId, st.usage, { signal: s });
         return { alreadyDone: false };
       },
       'csi.node.expand': async (p, s) => {
-        const rec = this.#publications(p.pluginId, p.namespace, p.berthVolumeId)[0];
+        const rec = this.#recorded.publications({ pluginId: p.pluginId, namespace: p.namespace, volumeId: p.berthVolumeId })[0];
         if (!rec) {
           throw new NodeRpcHandlerError('VOLUME_NOT_MOUNTED', `volume ${p.berthVolumeId} is not mounted on this node`, { retryable: false });
         }
-        return this.#csi.mounterForPlugin(p.pluginId).expand(volumeOf(rec), rec.allocId, usageOf(rec), {
+        return this.#csi.mounterForPlugin(p.pluginId).expand(rec.volume, rec.allocId, rec.usage, {
           capacityRange: p.capacityRange,
           secrets: new SecretMap(p.secrets),
           signal: s,
@@ -168,19 +144,4 @@ export class NodeRpcHandler {
       },
     };
   }
-}
-
-function volumeOf(rec: PublishRecord | StageRecord): MountableVolume {
-  return { id: rec.volumeId, namespace: rec.namespace, externalId: rec.externalId, volumeContext: rec.volumeContext };
-}
-
-/** The usage a publication was made with, rebuilt from its record (the same usage key, hence the same paths). */
-function usageOf(rec: PublishRecord | StageRecord): VolumeUsage {
-  const { fsType, volumeMountGroup } = rec.capability;
-  return {
-    readOnly: rec.readOnly,
-    accessMode: rec.capability.accessMode,
-    attachmentMode: rec.capability.attachmentMode,
-    ...(fsType || volumeMountGroup ? { mountOptions: { ...(fsType ? { fsType } : {}), ...(volumeMountGroup ? { volumeMountGroup } : {}) } } : {}),
-  };
 }

@@ -1,15 +1,9 @@
 // The volume manager: stages and publishes a node plugin's volumes for the
 // allocations on this node, keeps durable records of every step, and
 // recovers them after a restart (docs/csi-rules.md scenarios 6-8, 11-13, 16, 17).
-export {
-  VolumeManager,
-  type VolumeManagerOptions,
-  type VolumeManagerState,
-  type MountableVolume,
-  type MountVolumeOptions,
-  type ReconcileReport,
-  type VolumeAllocPair,
-} from './volume-manager.js';
+// The records themselves stay private: others ask RecordedVolumes.
+export { VolumeManager, type VolumeManagerOptions, type VolumeManagerState } from './volume-manager.js';
+export type { MountableVolume, MountVolumeOptions, ReconcileReport, VolumeAllocPair } from './volume-types.js';
+export { RecordedVolumes, type RecordFilter, type RecordedPublication, type RecordedStaging, type StepState } from './volume-records.js';
 export { MountPaths, pathKey, usageKey, type VolumeUsage, type PluginPath } from './mount-paths.js';
 export { VolumeError, type VolumeErrorCode } from './volume-error.js';
-export { STAGE_BUCKET, PUBLISH_BUCKET, type StageRecord, type PublishRecord, type StepState, type RecordedCapability } from './volume-records.js';

@@ -3,27 +3,19 @@
 // docs/csi-rules.md (ordering and reference counting, uncertain
 // steps, per-volume serialization, teardown without secrets, recovery).
 // Nomad's counterpart is client/pluginmanager/csimanager/volume.go.
+//
+// What it owns, file by file: the durable records (volume-records.ts), the
+// four steps and their one runner (step-runner.ts, built from step-spec.ts),
+// recovery after a restart (reconcile.ts); this file is the door to them:
+// lifecycle, mount/unmount, stats/expand.
 
-import { mkdir, readdir, realpath, rmdir } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import type { CallOptions, CapacityRange, CsiClient, NodeCapability, VolumeStats } from '../../csi/index.js';
 import {
-  CsiError,
-  CsiRequestError,
-  VolumeCapability,
-  type CallOptions,
-  type CapacityRange,
-  type CsiClient,
-  type NodeCapability,
-  type VolumeStats,
-} from '../../csi/index.js';
-import {
-  AbortedError,
-  BerthError,
   describeError,
-  retry,
   silentLogger,
   systemClock,
-  throwIfAborted,
   type BackoffPolicy,
   type Clock,
   type Logger,
@@ -31,36 +23,14 @@ import {
 } from '../../lib/index.js';
 import type { ClientStateStore } from '../state/index.js';
 import { KeyedLock } from './keyed-lock.js';
-import { MountPaths, usageKey, type PluginPath, type VolumeUsage } from './mount-paths.js';
+import { MountPaths, type VolumeUsage } from './mount-paths.js';
 import { MountTable } from './mount-table.js';
+import { reconcileRecords } from './reconcile.js';
+import { publishSpec, type PublishSpec } from './step-spec.js';
+import { StepRunner } from './step-runner.js';
 import { VolumeError } from './volume-error.js';
-import {
-  recordableContext,
-  VolumeRecords,
-  type PublishRecord,
-  type RecordedCapability,
-  type StageRecord,
-} from './volume-records.js';
-
-/** The volume a call is about, as the node knows it. */
-export interface MountableVolume {
-  /** Berth's volume ID (unique in its namespace): names the paths and what reconcile is told. */
-  id: string;
-  /** Default 'default'. */
-  namespace?: string;
-  /** The plugin's volume_id (CSI "external ID"); default `id`. */
-  externalId?: string;
-  /** volume_context from CreateVolume or registration, passed to NodeStage and NodePublish. */
-  volumeContext?: Record<string, string>;
-}
-
-export interface MountVolumeOptions {
-  /** The publish_context ControllerPublish returned (opaque, kept and passed on). */
-  publishContext?: Record<string, string>;
-  /** Secrets for NodeStage and NodePublish. Never recorded or logged. */
-  secrets?: SecretMap;
-  signal?: AbortSignal;
-}
+import { VolumeRecords, type PublishRecord } from './volume-records.js';
+import type { MountableVolume, MountVolumeOptions, ReconcileReport, VolumeAllocPair } from './volume-types.js';
 
 export interface VolumeManagerOptions {
   pluginId: string;
@@ -93,83 +63,9 @@ export interface VolumeManagerOptions {
   mountInfoPath?: string;
 }
 
-/** One (volume, allocation) pair as reconcile reports it. */
-export interface VolumeAllocPair {
-  volumeId: string;
-  allocId: string;
-}
-
-/** What reconcile did. */
-export interface ReconcileReport {
-  /** Wanted and intact: kept without calling the plugin. */
-  kept: VolumeAllocPair[];
-  /** Wanted and uncertain: published again from the records. */
-  republished: VolumeAllocPair[];
-  /**
-   * Wanted and uncertain, but the step needs secrets or mount flags that are
-   * never recorded: left in place for the caller's mountVolume to redo.
-   */
-  awaitingMount: VolumeAllocPair[];
-  /** No longer wanted: unpublished (and unstaged when it was the last user). */
-  tornDown: VolumeAllocPair[];
-  /** Stagings without users that were unstaged. */
-  unstaged: Array<{ volumeId: string; namespace: string }>;
-  /** What failed (the record stays; a later reconcile or unmountVolume tries again). */
-  failed: Array<{ volumeId: string; allocId?: string; code: string; message: string }>;
-  /** Empty, unmounted directories left by earlier runs that were removed. */
-  removedDirs: number;
-}
-
 export type VolumeManagerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 15_000, multiplier: 2, jitter: 0.2 };
-
-/** How many volumes reconcile works on at once. */
-const RECONCILE_CONCURRENCY = 4;
-
-/** Everything one step needs, from a mountVolume call or from a record. */
-interface StepSpec {
-  namespace: string;
-  volumeId: string;
-  externalId: string;
-  usageKey: string;
-  readOnly: boolean;
-  capability: VolumeCapability;
-  recorded: RecordedCapability;
-  publishContext: Record<string, string>;
-  /** What goes on the wire. */
-  volumeContext: Record<string, string>;
-  /** What may be written down. */
-  recordContext: Record<string, string>;
-  replayable: boolean;
-  secrets?: SecretMap;
-  stageKey: string;
-  staging: PluginPath;
-}
-
-interface PublishSpec extends StepSpec {
-  allocId: string;
-  /** Whether this publication goes through a staging (STAGE_UNSTAGE_VOLUME, or recorded so). */
-  staged: boolean;
-  publishKey: string;
-  target: PluginPath;
-}
-
-/** The outcome of a plugin call that failed, after its retries. */
-class StepFailure extends Error {
-  override readonly cause: unknown;
-  /** True when the step may have happened. */
-  readonly uncertain: boolean;
-
-  constructor(cause: unknown, uncertain: boolean) {
-    super(describeError(cause), { cause });
-    this.cause = cause;
-    this.uncertain = uncertain;
-  }
-}
-
-/** Thrown by getClient failures: that attempt was never sent. */
-class NotSent extends Error {}
 
 /**
  * Stages and publishes one node plugin's volumes for the allocations on this
@@ -197,6 +93,7 @@ export class VolumeManager {
   readonly #locks = new KeyedLock();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #stopping = new AbortController();
+  readonly #steps: StepRunner;
   #paths: MountPaths | undefined;
   #state: VolumeManagerState = 'new';
   #starting: Promise<void> | undefined;
@@ -218,6 +115,17 @@ export class VolumeManager {
     this.#deadlineMs = opts.callDeadlineMs;
     this.#random = opts.random ?? Math.random;
     this.#mountInfoPath = opts.mountInfoPath;
+    this.#steps = new StepRunner({
+      pluginId: this.pluginId,
+      records: this.#records,
+      getClient: this.#getClient,
+      paths: () => this.paths,
+      clock: this.#clock,
+      logger: this.#logger,
+      backoff: this.#backoff,
+      random: this.#random,
+      ...(this.#deadlineMs ? { callDeadlineMs: this.#deadlineMs } : {}),
+    });
   }
 
   get state(): VolumeManagerState {
@@ -336,13 +244,13 @@ export class VolumeManager {
       const spec = this.#publishSpec(volume, allocId, usage, opts, this.#stages());
       return this.#locks.with(spec.externalId, signal, async () => {
         const log = this.#logger.child({ volumeId: spec.volumeId, allocId });
-        if (spec.staged) await this.#stage(spec, signal, log);
+        if (spec.staged) await this.#steps.stage(spec, signal, log);
         try {
-          await this.#publish(spec, signal, log);
+          await this.#steps.publish(spec, signal, log);
         } catch (err) {
           if (err instanceof VolumeError && err.code === 'VOLUME_MOUNT_FAILED' && spec.staged) {
             // The publish did not happen; a staging nobody uses is undone now rather than left to reconcile.
-            await this.#unstageIfUnused(spec.stageKey, signal, log).catch((e: unknown) =>
+            await this.#steps.unstageIfUnused(spec.stageKey, signal, log).catch((e: unknown) =>
               log.warn({ err: describeError(e) }, 'could not unstage after a failed publish; reconcile will retry'),
             );
           }
@@ -367,8 +275,8 @@ export class VolumeManager {
       const spec = this.#publishSpec(volume, allocId, usage, {});
       await this.#locks.with(spec.externalId, signal, async () => {
         const log = this.#logger.child({ volumeId: spec.volumeId, allocId });
-        await this.#unpublish(spec.publishKey, signal, log);
-        await this.#unstageIfUnused(spec.stageKey, signal, log);
+        await this.#steps.unpublish(spec.publishKey, signal, log);
+        await this.#steps.unstageIfUnused(spec.stageKey, signal, log);
       });
     });
   }
@@ -454,442 +362,16 @@ export class VolumeManager {
    * Throws only AbortedError/VOLUME_MANAGER_STOPPED.
    */
   reconcile(wanted: ReadonlyArray<VolumeAllocPair>, opts: { signal?: AbortSignal } = {}): Promise<ReconcileReport> {
-    return this.#run(opts.signal, async (signal) => {
-      const report: ReconcileReport = { kept: [], republished: [], awaitingMount: [], tornDown: [], unstaged: [], failed: [], removedDirs: 0 };
-      const wantedPairs = new Set(wanted.map((w) => pairKey(w.volumeId, w.allocId)));
-      const wantedVolumes = new Set(wanted.map((w) => w.volumeId));
-      // Group by the plugin's volume ID: one volume's steps run in order, volumes run side by side.
-      const byVolume = new Map<string, { publications: string[]; stages: string[] }>();
-      const group = (externalId: string): { publications: string[]; stages: string[] } => {
-        let g = byVolume.get(externalId);
-        if (!g) byVolume.set(externalId, (g = { publications: [], stages: [] }));
-        return g;
-      };
-      for (const { key, value } of this.#records.publications()) group(value.externalId).publications.push(key);
-      for (const { key, value } of this.#records.stages()) group(value.externalId).stages.push(key);
-
-      const work = [...byVolume.entries()];
-      const worker = async (): Promise<void> => {
-        for (let next = work.shift(); next; next = work.shift()) {
-          const [externalId, g] = next;
-          await this.#locks.with(externalId, signal, () => this.#reconcileVolume(g, wantedPairs, wantedVolumes, report, signal));
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(RECONCILE_CONCURRENCY, work.length) }, worker));
-      throwIfAborted(signal);
-      report.removedDirs = await this.#removeLeftovers();
-      this.#logger.info(
-        {
-          kept: report.kept.length,
-          republished: report.republished.length,
-          awaitingMount: report.awaitingMount.length,
-          tornDown: report.tornDown.length,
-          unstaged: report.unstaged.length,
-          failed: report.failed.length,
-          removedDirs: report.removedDirs,
-        },
-        'volumes reconciled',
-      );
-      return report;
-    });
+    return this.#run(opts.signal, (signal) =>
+      reconcileRecords({ records: this.#records, steps: this.#steps, locks: this.#locks, paths: this.paths, logger: this.#logger }, wanted, signal),
+    );
   }
-
-  async #reconcileVolume(
-    g: { publications: string[]; stages: string[] },
-    wantedPairs: ReadonlySet<string>,
-    wantedVolumes: ReadonlySet<string>,
-    report: ReconcileReport,
-    signal: AbortSignal,
-  ): Promise<void> {
-    for (const key of g.publications) {
-      // Re-read under the lock: a mountVolume may have changed it since the listing.
-      const rec = this.#records.getPublication(key);
-      if (!rec) continue;
-      const pair = { volumeId: rec.volumeId, allocId: rec.allocId };
-      const log = this.#logger.child(pair);
-      try {
-        if (wantedPairs.has(pairKey(rec.volumeId, rec.allocId))) {
-          if (rec.state === 'done') {
-            report.kept.push(pair);
-          } else if (!rec.replayable || !this.#stageReplayable(rec)) {
-            report.awaitingMount.push(pair);
-          } else {
-            const spec = this.#specFromRecord(rec);
-            if (rec.stageKey) await this.#stage(spec, signal, log);
-            await this.#publish(spec, signal, log);
-            report.republished.push(pair);
-          }
-        } else {
-          await this.#unpublish(key, signal, log);
-          report.tornDown.push(pair);
-        }
-      } catch (err) {
-        if (err instanceof AbortedError) throw err;
-        report.failed.push({ ...pair, code: err instanceof BerthError ? err.code : 'UNKNOWN', message: describeError(err) });
-      }
-    }
-    for (const key of g.stages) {
-      const rec = this.#records.getStage(key);
-      if (!rec || wantedVolumes.has(rec.volumeId)) continue;
-      const log = this.#logger.child({ volumeId: rec.volumeId });
-      try {
-        if (await this.#unstageIfUnused(key, signal, log)) report.unstaged.push({ volumeId: rec.volumeId, namespace: rec.namespace });
-      } catch (err) {
-        if (err instanceof AbortedError) throw err;
-        report.failed.push({ volumeId: rec.volumeId, code: err instanceof BerthError ? err.code : 'UNKNOWN', message: describeError(err) });
-      }
-    }
-  }
-
-  /** False when the publication's staging must be redone and that needs what is never recorded. */
-  #stageReplayable(rec: PublishRecord): boolean {
-    const stage = rec.stageKey ? this.#records.getStage(rec.stageKey) : undefined;
-    return !stage || (stage.state === 'done' && stage.op === 'stage') || stage.replayable;
-  }
-
-  /** Removes empty, unmounted directories under staging/ and per-alloc/ that no record names. */
-  async #removeLeftovers(): Promise<number> {
-    const paths = this.paths;
-    const named = new Set<string>();
-    for (const { value } of this.#records.publications()) named.add(value.targetPath);
-    for (const { value } of this.#records.stages()) named.add(value.stagingPath);
-    let removed = 0;
-    for (const top of [paths.stagingRoot, paths.perAllocRoot]) {
-      for (const a of await listDirs(top)) {
-        for (const b of await listDirs(a)) {
-          for (const c of await listDirs(b)) {
-            if (named.has(c)) continue;
-            if (await removeEmptyDir(c)) removed++;
-          }
-          if (await removeEmptyDir(b)) removed++;
-        }
-        if (await removeEmptyDir(a)) removed++;
-      }
-    }
-    return removed;
-  }
-
-  // ---- steps ------------------------------------------------------------------
 
   #stages(): boolean {
     return this.#getCapabilities().includes('STAGE_UNSTAGE_VOLUME');
   }
 
-  /** NodeStage unless the staging is recorded done. Call with the volume's lock held. */
-  async #stage(spec: StepSpec, signal: AbortSignal, log: Logger): Promise<void> {
-    const prev = this.#records.getStage(spec.stageKey);
-    if (prev?.state === 'done' && prev.op === 'stage') return;
-    throwIfAborted(signal);
-    await mkdir(spec.staging.host, { recursive: true, mode: 0o750 });
-    const rec: StageRecord = {
-      ...this.#recordBase(spec),
-      op: 'stage',
-      state: 'pending',
-      stagingPath: spec.staging.host,
-      pluginStagingPath: spec.staging.plugin,
-    };
-    this.#records.putStage(spec.stageKey, rec);
-    try {
-      await this.#call(signal, (client, callOpts) =>
-        client.nodeStageVolume(
-          {
-            volumeId: spec.externalId,
-            publishContext: spec.publishContext,
-            stagingTargetPath: spec.staging.plugin,
-            volumeCapability: spec.capability,
-            volumeContext: spec.volumeContext,
-            ...(spec.secrets ? { secrets: spec.secrets } : {}),
-          },
-          callOpts,
-        ),
-      );
-    } catch (err) {
-      const failure = asFailure(err);
-      if (failure.uncertain || prev) {
-        // It may have happened (or an earlier attempt may have): NodeUnstage is owed on teardown.
-        this.#records.putStage(spec.stageKey, { ...rec, state: 'uncertain', updatedAt: this.#clock.now() });
-        log.warn({ stagingPath: spec.staging.host, err: describeError(failure.cause) }, 'volume stage is uncertain');
-        throw stepError('VOLUME_MOUNT_UNCERTAIN', `staging volume ${spec.volumeId} may or may not have happened`, failure.cause);
-      }
-      this.#records.deleteStage(spec.stageKey);
-      await removeEmptyDirs(spec.staging.host, this.paths.stagingRoot);
-      log.warn({ stagingPath: spec.staging.host, err: describeError(failure.cause) }, 'volume stage failed');
-      throw stepError('VOLUME_MOUNT_FAILED', `staging volume ${spec.volumeId} failed`, failure.cause);
-    }
-    this.#records.putStage(spec.stageKey, { ...rec, state: 'done', updatedAt: this.#clock.now() });
-    log.info({ stagingPath: spec.staging.host }, 'volume staged');
-  }
-
-  /** NodePublish unless the publication is recorded done. Call with the volume's lock held. */
-  async #publish(spec: PublishSpec, signal: AbortSignal, log: Logger): Promise<void> {
-    const prev = this.#records.getPublication(spec.publishKey);
-    if (prev?.state === 'done' && prev.op === 'publish') return;
-    throwIfAborted(signal);
-    // The CO makes the parent; the plugin makes the target itself.
-    await mkdir(path.dirname(spec.target.host), { recursive: true, mode: 0o750 });
-    const stages = spec.staged;
-    const rec: PublishRecord = {
-      ...this.#recordBase(spec),
-      op: 'publish',
-      state: 'pending',
-      allocId: spec.allocId,
-      targetPath: spec.target.host,
-      pluginTargetPath: spec.target.plugin,
-      ...(stages ? { stageKey: spec.stageKey } : {}),
-    };
-    this.#records.putPublication(spec.publishKey, rec);
-    try {
-      await this.#call(signal, (client, callOpts) =>
-        client.nodePublishVolume(
-          {
-            volumeId: spec.externalId,
-            publishContext: spec.publishContext,
-            ...(stages ? { stagingTargetPath: spec.staging.plugin } : {}),
-            targetPath: spec.target.plugin,
-            volumeCapability: spec.capability,
-            readonly: spec.readOnly,
-            volumeContext: spec.volumeContext,
-            ...(spec.secrets ? { secrets: spec.secrets } : {}),
-          },
-          callOpts,
-        ),
-      );
-    } catch (err) {
-      const failure = asFailure(err);
-      if (failure.uncertain || prev) {
-        this.#records.putPublication(spec.publishKey, { ...rec, state: 'uncertain', updatedAt: this.#clock.now() });
-        log.warn({ targetPath: spec.target.host, err: describeError(failure.cause) }, 'volume publish is uncertain');
-        throw stepError('VOLUME_MOUNT_UNCERTAIN', `publishing volume ${spec.volumeId} to allocation ${spec.allocId} may or may not have happened`, failure.cause);
-      }
-      this.#records.deletePublication(spec.publishKey);
-      await removeEmptyDirs(spec.target.host, this.paths.perAllocRoot);
-      log.warn({ targetPath: spec.target.host, err: describeError(failure.cause) }, 'volume publish failed');
-      throw stepError('VOLUME_MOUNT_FAILED', `publishing volume ${spec.volumeId} to allocation ${spec.allocId} failed`, failure.cause);
-    }
-    this.#records.putPublication(spec.publishKey, { ...rec, state: 'done', updatedAt: this.#clock.now() });
-    log.info({ targetPath: spec.target.host }, 'volume published');
-  }
-
-  /** NodeUnpublish of a recorded publication, if any. Call with the volume's lock held. */
-  async #unpublish(key: string, signal: AbortSignal, log: Logger): Promise<void> {
-    const prev = this.#records.getPublication(key);
-    if (!prev) return;
-    throwIfAborted(signal);
-    const rec: PublishRecord = { ...prev, op: 'unpublish', state: 'pending', updatedAt: this.#clock.now() };
-    this.#records.putPublication(key, rec);
-    try {
-      await this.#call(signal, (client, callOpts) => client.nodeUnpublishVolume(prev.externalId, prev.pluginTargetPath, callOpts));
-    } catch (err) {
-      const failure = asFailure(err);
-      // A final code: nothing changed, the publication stands as it was. Otherwise it may be half gone.
-      this.#records.putPublication(key, failure.uncertain ? { ...rec, state: 'uncertain', updatedAt: this.#clock.now() } : prev);
-      log.warn({ targetPath: prev.targetPath, err: describeError(failure.cause) }, 'volume unpublish failed');
-      throw stepError('VOLUME_UNMOUNT_FAILED', `unpublishing volume ${prev.volumeId} from allocation ${prev.allocId} failed`, failure.cause);
-    }
-    this.#records.deletePublication(key);
-    await removeEmptyDirs(prev.targetPath, this.paths.perAllocRoot);
-    log.info({ targetPath: prev.targetPath }, 'volume unpublished');
-  }
-
-  /**
-   * NodeUnstage of a recorded staging that no publication uses. Resolves
-   * true when it unstaged. Call with the volume's lock held.
-   */
-  async #unstageIfUnused(key: string, signal: AbortSignal, log: Logger): Promise<boolean> {
-    const prev = this.#records.getStage(key);
-    if (!prev) return false;
-    if (this.#records.usersOf(key) > 0) return false;
-    throwIfAborted(signal);
-    const rec: StageRecord = { ...prev, op: 'unstage', state: 'pending', updatedAt: this.#clock.now() };
-    this.#records.putStage(key, rec);
-    try {
-      await this.#call(signal, (client, callOpts) => client.nodeUnstageVolume(prev.externalId, prev.pluginStagingPath, callOpts));
-    } catch (err) {
-      const failure = asFailure(err);
-      this.#records.putStage(key, failure.uncertain ? { ...rec, state: 'uncertain', updatedAt: this.#clock.now() } : prev);
-      log.warn({ stagingPath: prev.stagingPath, err: describeError(failure.cause) }, 'volume unstage failed');
-      throw stepError('VOLUME_UNMOUNT_FAILED', `unstaging volume ${prev.volumeId} failed`, failure.cause);
-    }
-    this.#records.deleteStage(key);
-    await removeEmptyDirs(prev.stagingPath, this.paths.stagingRoot);
-    log.info({ stagingPath: prev.stagingPath }, 'volume unstaged');
-    return true;
-  }
-
-  /**
-   * One plugin call with this manager's retries, each attempt on the client
-   * serving at that moment. Rejects with StepFailure, which says whether
-   * any attempt may have reached the plugin and acted.
-   */
-  async #call<T>(signal: AbortSignal, fn: (client: CsiClient, opts: CallOptions) => Promise<T>): Promise<T> {
-    let uncertain = false;
-    const callOpts: CallOptions = { signal, retry: false, ...(this.#deadlineMs ? { deadlineMs: this.#deadlineMs } : {}) };
-    try {
-      return await retry(
-        async () => {
-          let client: CsiClient;
-          try {
-            client = this.#getClient();
-          } catch (err) {
-            throw new NotSent(describeError(err), { cause: err });
-          }
-          try {
-            return await fn(client, callOpts);
-          } catch (err) {
-            if (!isFinal(err)) uncertain = true;
-            throw err;
-          }
-        },
-        {
-          policy: this.#backoff,
-          clock: this.#clock,
-          random: this.#random,
-          signal,
-          shouldRetry: (err) => (err instanceof CsiError && err.retryable) || err instanceof NotSent,
-          onRetry: ({ err, attempt, delayMs }) =>
-            this.#logger.debug({ attempt, delayMs, code: err instanceof BerthError ? err.code : undefined }, 'retrying volume step'),
-        },
-      );
-    } catch (err) {
-      throw new StepFailure(err instanceof NotSent ? err.cause : err, uncertain);
-    }
-  }
-
-  // ---- specs ------------------------------------------------------------------
-
-  #recordBase(spec: StepSpec): Omit<StageRecord, 'op' | 'state' | 'stagingPath' | 'pluginStagingPath'> {
-    return {
-      pluginId: this.pluginId,
-      namespace: spec.namespace,
-      volumeId: spec.volumeId,
-      externalId: spec.externalId,
-      usageKey: spec.usageKey,
-      readOnly: spec.readOnly,
-      capability: spec.recorded,
-      publishContext: spec.publishContext,
-      volumeContext: spec.recordContext,
-      replayable: spec.replayable,
-      updatedAt: this.#clock.now(),
-    };
-  }
-
-  #publishSpec(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: MountVolumeOptions, staged = false): PublishSpec {
-    const paths = this.paths;
-    const namespace = volume.namespace ?? 'default';
-    const externalId = volume.externalId ?? volume.id;
-    if (externalId === '') throw new VolumeError('VOLUME_BAD_REQUEST', 'volume ID must not be empty');
-    const capability = capabilityOf(usage);
-    const key = usageKey(usage);
-    const context = recordableContext(volume.volumeContext ?? {});
-    return {
-      namespace,
-      volumeId: volume.id,
-      externalId,
-      allocId,
-      staged,
-      usageKey: key,
-      readOnly: usage.readOnly,
-      capability,
-      recorded: {
-        accessMode: capability.accessMode,
-        attachmentMode: capability.attachment,
-        fsType: capability.fsType,
-        volumeMountGroup: capability.volumeMountGroup,
-        mountFlagCount: capability.mountFlagCount,
-      },
-      publishContext: { ...opts.publishContext },
-      volumeContext: { ...volume.volumeContext },
-      recordContext: context.context,
-      replayable: !context.dropped && capability.mountFlagCount === 0 && (opts.secrets?.size ?? 0) === 0,
-      ...(opts.secrets ? { secrets: opts.secrets } : {}),
-      stageKey: this.#records.stageKey(namespace, volume.id, key),
-      staging: paths.staging(namespace, volume.id, key),
-      publishKey: this.#records.publishKey(allocId, namespace, volume.id, key),
-      target: paths.target(allocId, volume.id, key),
-    };
-  }
-
-  /** A spec to redo a replayable publication from its record alone. */
-  #specFromRecord(rec: PublishRecord): PublishSpec {
-    const c = rec.capability;
-    const usage: VolumeUsage = {
-      readOnly: rec.readOnly,
-      attachmentMode: c.attachmentMode,
-      accessMode: c.accessMode,
-      mountOptions: { fsType: c.fsType, volumeMountGroup: c.volumeMountGroup },
-    };
-    const stageRec = rec.stageKey ? this.#records.getStage(rec.stageKey) : undefined;
-    return this.#publishSpec(
-      { id: rec.volumeId, namespace: rec.namespace, externalId: rec.externalId, volumeContext: rec.volumeContext },
-      rec.allocId,
-      usage,
-      { publishContext: stageRec?.publishContext ?? rec.publishContext },
-      rec.stageKey !== undefined,
-    );
-  }
-}
-
-function pairKey(volumeId: string, allocId: string): string {
-  return `${volumeId}\u0000${allocId}`;
-}
-
-function capabilityOf(usage: VolumeUsage): VolumeCapability {
-  if (usage.attachmentMode === 'block-device') return VolumeCapability.block(usage.accessMode);
-  return VolumeCapability.mount(usage.accessMode, {
-    fsType: usage.mountOptions?.fsType ?? '',
-    mountFlags: usage.mountOptions?.mountFlags ?? [],
-    volumeMountGroup: usage.mountOptions?.volumeMountGroup ?? '',
-  });
-}
-
-/** True when an attempt's error proves the plugin did not act. */
-function isFinal(err: unknown): boolean {
-  if (err instanceof CsiError) return err.final;
-  // Refused before sending, or aborted before sending: nothing reached the plugin.
-  return err instanceof CsiRequestError || err instanceof AbortedError || err instanceof NotSent;
-}
-
-function asFailure(err: unknown): StepFailure {
-  if (err instanceof StepFailure) return err;
-  return new StepFailure(err, !isFinal(err));
-}
-
-function stepError(code: 'VOLUME_MOUNT_FAILED' | 'VOLUME_MOUNT_UNCERTAIN' | 'VOLUME_UNMOUNT_FAILED', what: string, cause: unknown): BerthError {
-  // An abort before anything was sent stays an AbortedError: the caller asked for it.
-  if (cause instanceof AbortedError && code !== 'VOLUME_MOUNT_UNCERTAIN') return cause;
-  return new VolumeError(code, `${what}: ${describeError(cause)}`, { cause });
-}
-
-async function listDirs(dir: string): Promise<string[]> {
-  try {
-    const entries = await readdir(dir, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory()).map((e) => path.join(dir, e.name));
-  } catch {
-    return [];
-  }
-}
-
-/** rmdir when empty and not a mount point (the kernel refuses both). Resolves true when removed. */
-async function removeEmptyDir(dir: string): Promise<boolean> {
-  try {
-    await rmdir(dir);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Removes `dir` and then its parents while they are empty, stopping below `stopAt`. */
-async function removeEmptyDirs(dir: string, stopAt: string): Promise<void> {
-  for (let d = dir; d !== stopAt && d.startsWith(`${stopAt}/`); d = path.dirname(d)) {
-    if (!(await removeEmptyDir(d))) {
-      // A target the plugin removed itself is gone already; carry on to its parent.
-      try {
-        await readdir(d);
-        return;
-      } catch {
-        continue;
-      }
-    }
+  #publishSpec(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: Omit<MountVolumeOptions, 'signal'>, staged = false): PublishSpec {
+    return publishSpec({ paths: this.paths, records: this.#records }, volume, allocId, usage, opts, staged);
   }
 }

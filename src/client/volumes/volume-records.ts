@@ -13,7 +13,8 @@
 import { looksSecret } from '../../lib/index.js';
 import type { AccessMode, AttachmentMode } from '../../csi/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
-import { pathKey } from './mount-paths.js';
+import { pathKey, type VolumeUsage } from './mount-paths.js';
+import type { MountableVolume } from './volume-types.js';
 
 /** Where a step stands. `pending`: written before the call, outcome not yet known. */
 export type StepState = 'pending' | 'done' | 'uncertain';
@@ -70,6 +71,7 @@ export interface PublishRecord extends StepRecordBase {
   stageKey?: string;
 }
 
+/** The store buckets of the records. Private to this folder: others ask RecordedVolumes. */
 export const STAGE_BUCKET = 'volume-stages';
 export const PUBLISH_BUCKET = 'volume-publications';
 
@@ -149,4 +151,115 @@ export class VolumeRecords {
   publications(): Array<{ key: string; value: PublishRecord }> {
     return this.#publications.listPrefix(this.#prefix);
   }
+}
+
+/** The volume a record is about, in the terms mountVolume and unmountVolume take. */
+export function volumeOfRecord(rec: PublishRecord | StageRecord): MountableVolume {
+  return { id: rec.volumeId, namespace: rec.namespace, externalId: rec.externalId, volumeContext: rec.volumeContext };
+}
+
+/**
+ * The usage a step was made with, rebuilt from its record: the same usage
+ * key, hence the same paths. Without mount flags (never recorded).
+ */
+export function usageOfRecord(rec: PublishRecord | StageRecord): VolumeUsage {
+  const { fsType, volumeMountGroup } = rec.capability;
+  return {
+    readOnly: rec.readOnly,
+    accessMode: rec.capability.accessMode,
+    attachmentMode: rec.capability.attachmentMode,
+    ...(fsType || volumeMountGroup ? { mountOptions: { ...(fsType ? { fsType } : {}), ...(volumeMountGroup ? { volumeMountGroup } : {}) } } : {}),
+  };
+}
+
+/** Which records a query is about; every field given must match. */
+export interface RecordFilter {
+  pluginId?: string;
+  namespace?: string;
+  /** Berth's volume ID. */
+  volumeId?: string;
+  /** Publications only. */
+  allocId?: string;
+}
+
+/** A staging recorded on this node, as unmountVolume takes it. */
+export interface RecordedStaging {
+  pluginId: string;
+  volume: MountableVolume;
+  usage: VolumeUsage;
+  /** Where its last step stands: `uncertain` (or `pending`) means a negation call may be owed. */
+  state: StepState;
+}
+
+/** A publication recorded on this node, as unmountVolume and expand take it. */
+export interface RecordedPublication extends RecordedStaging {
+  allocId: string;
+}
+
+/**
+ * Read-only questions about every volume manager's records on this node,
+ * of any plugin, whether its volume manager runs or not (after a restart
+ * the records are known before the plugins are). Answers what is durable at
+ * the moment of the call; does not block, does not throw but what the store
+ * throws. The record format stays private to this folder.
+ */
+export class RecordedVolumes {
+  readonly #stages: Bucket<StageRecord>;
+  readonly #publications: Bucket<PublishRecord>;
+
+  constructor(store: ClientStateStore) {
+    this.#stages = store.bucket<StageRecord>(STAGE_BUCKET);
+    this.#publications = store.bucket<PublishRecord>(PUBLISH_BUCKET);
+  }
+
+  /** The plugins that have at least one publication recorded here: they owe a reconcile. */
+  pluginsWithRecords(): Set<string> {
+    return new Set(this.#publications.list().map((r) => r.value.pluginId));
+  }
+
+  /** The recorded publications that match `filter`, ordered by record key. */
+  publications(filter: RecordFilter = {}): RecordedPublication[] {
+    return this.#publications
+      .list()
+      .map((r) => r.value)
+      .filter((r) => matches(r, filter) && (filter.allocId === undefined || r.allocId === filter.allocId))
+      .map((r) => ({ ...recorded(r), allocId: r.allocId }));
+  }
+
+  /** The recorded stagings that match `filter` (`allocId` is ignored), ordered by record key. */
+  stagings(filter: RecordFilter = {}): RecordedStaging[] {
+    return this.#stages
+      .list()
+      .filter((r) => matches(r.value, filter))
+      .map((r) => recorded(r.value));
+  }
+
+  /**
+   * The recorded stagings that match `filter` and that no publication uses
+   * any more: an unstage is owed, or in flight. `filter.allocId` is ignored.
+   */
+  unusedStagings(filter: RecordFilter = {}): RecordedStaging[] {
+    const used = new Set(
+      this.#publications
+        .list()
+        .map((r) => r.value.stageKey)
+        .filter((k): k is string => k !== undefined),
+    );
+    return this.#stages
+      .list()
+      .filter((r) => !used.has(r.key) && matches(r.value, filter))
+      .map((r) => recorded(r.value));
+  }
+}
+
+function recorded(rec: PublishRecord | StageRecord): RecordedStaging {
+  return { pluginId: rec.pluginId, volume: volumeOfRecord(rec), usage: usageOfRecord(rec), state: rec.state };
+}
+
+function matches(rec: PublishRecord | StageRecord, f: RecordFilter): boolean {
+  return (
+    (f.pluginId === undefined || rec.pluginId === f.pluginId) &&
+    (f.namespace === undefined || rec.namespace === f.namespace) &&
+    (f.volumeId === undefined || rec.volumeId === f.volumeId)
+  );
 }
