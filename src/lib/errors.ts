@@ -2,11 +2,53 @@
  * The root of every error Berth throws. `code` is stable and meant for
  * programs (HTTP status and CLI exit code are derived from it at the edges);
  * `message` is meant for people and never carries a secret.
+ *
+ * One way to make a typed error: a class per area that extends
+ * `BerthError<Code>` with the union of its codes, so a wrong code is a type
+ * error and `err.code` narrows in a `switch`:
+ *
+ *     export type ClientVolumeErrorCode = 'CLIENT_VOLUME_NOT_MOUNTED' | ...;
+ *     export class ClientVolumeError extends BerthError<ClientVolumeErrorCode> {}
+ *
+ * Codes carry the prefix of the area that throws them:
+ *
+ * | prefix            | area (class)                                                    |
+ * |-------------------|-----------------------------------------------------------------|
+ * | `ABORTED`         | any wait whose AbortSignal fired (AbortedError)                 |
+ * | `LIFECYCLE_`      | a component used outside its lifecycle (LifecycleError)         |
+ * | `CSI_`            | CSI calls and plugins (csi: CsiError, CsiRequestError, ...;     |
+ * |                   | client/csimanager: CsiManagerError)                             |
+ * | `FAKE_CSI_`       | the fake CSI plugin (tests)                                     |
+ * | `HOSTPATH_`       | the hostpath CSI plugin Berth ships                             |
+ * | `CLIENT_VOLUME_`  | the client's volume manager (ClientVolumeError)                 |
+ * | `CLIENT_`         | the client's composition root (ClientError)                     |
+ * | `STATE_`          | the client's state file (ClientStateError)                      |
+ * | `STORE_`          | the server's state store (StateStoreError)                      |
+ * | `ALLOC_`          | alloc runner and alloc dirs (AllocRunnerError, AllocDirError)   |
+ * | `TASK_`           | task runner (TaskRunnerError)                                   |
+ * | `DRIVER_`         | task drivers (DriverError)                                      |
+ * | `NETWORK_`        | allocation networks (NetworkError)                              |
+ * | `LOGS_`           | task logs (LogsError)                                           |
+ * | `PLUGIN_`         | the client's dynamic plugin registry (PluginRegistryError)      |
+ * | `SERVER_`         | the server's composition root and the client's server           |
+ * |                   | connection (ServerError, ServerConnError)                       |
+ * | `NODE_`           | server-to-node calls (NodeRpcCallError)                         |
+ * | `AGENT_`, `CONFIG_` | the agent and its config file (AgentError, AgentConfigError)  |
+ * | `SPEC_`, `JOB_SPEC_`, `VOLUME_SPEC_` | job and volume files (structs)               |
+ * | `API_`, `CLI_`    | the CLI's API client and the CLI itself                         |
+ *
+ * The HTTP API's outcome codes are the exception, unprefixed because they
+ * are the wire contract the CLI and scripts match on and name the HTTP
+ * status (server/http/api-error.ts): `NOT_FOUND` 404, `INVALID` 400,
+ * `CONFLICT` / `IN_USE` 409, `EXHAUSTED` / `UNAVAILABLE` 503,
+ * `UNAUTHENTICATED` 401, `FORBIDDEN` 403, `TOO_LARGE` 413, `INTERNAL` 500.
+ * The server's request-facing classes (ApiError, JobError, NodeError,
+ * VolumeServiceError) throw only these; the class tells the area.
  */
-export class BerthError extends Error {
-  readonly code: string;
+export class BerthError<C extends string = string> extends Error {
+  readonly code: C;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: C, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -14,7 +56,7 @@ export class BerthError extends Error {
 }
 
 /** Thrown by operations whose AbortSignal fired. `cause` is the signal's reason. */
-export class AbortedError extends BerthError {
+export class AbortedError extends BerthError<'ABORTED'> {
   constructor(message = 'operation aborted', options?: { cause?: unknown }) {
     super('ABORTED', message, options);
   }

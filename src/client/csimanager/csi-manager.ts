@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { CsiClient, type NodeCapability } from '../../csi/index.js';
 import {
+  BACKOFF,
   AbortedError,
   describeError,
   silentLogger,
@@ -117,7 +118,6 @@ interface VolumeManagerEntry<VM> {
   error: unknown;
 }
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 250, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
 
 const slotKey = (type: CsiPluginType, name: string): string => `${type}/${name}`;
 
@@ -374,7 +374,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
       probeIntervalMs: this.#opts.probeIntervalMs ?? 30_000,
       healthTimeoutMs: this.#opts.healthTimeoutMs ?? 30_000,
       callTimeoutMs: this.#opts.callTimeoutMs ?? 5_000,
-      retryBackoff: this.#opts.retryBackoff ?? DEFAULT_BACKOFF,
+      retryBackoff: this.#opts.retryBackoff ?? BACKOFF.pluginDial,
       onChange: (instance, change) => this.#onInstanceChange(instance, change),
       ...(this.#opts.random ? { random: this.#opts.random } : {}),
     });

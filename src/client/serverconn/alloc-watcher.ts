@@ -3,7 +3,8 @@
 // agent, in order, one at a time. A list older than one already seen (a
 // server that came back with stale state) is never handed on.
 
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import { BACKOFF,
+  backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { NodeAllocation, ServerApi } from './server-api.js';
 
 export interface AllocWatcherOptions {
@@ -25,7 +26,6 @@ export interface AllocWatcherOptions {
   random?: () => number;
 }
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
 
 /**
  * Lifecycle: `start()` begins watching in the background; `stop()` aborts
@@ -96,7 +96,7 @@ export class AllocWatcher {
           // Before the first list is handed on, poll: a blocking read would wait for the server to pass an index it may already be at.
           blocking = this.#lists > 0;
           failures++;
-          await this.#clock.sleep(backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random), signal);
+          await this.#clock.sleep(backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random), signal);
           continue;
         }
         if (this.#lists > 0 && index === this.#index) {
@@ -113,7 +113,7 @@ export class AllocWatcher {
       } catch (err) {
         if (signal.aborted) break;
         failures++;
-        const delayMs = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+        const delayMs = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
         this.#logger.warn({ err: describeError(err), failures, delayMs }, 'reading the allocations failed');
         try {
           await this.#clock.sleep(delayMs, signal);

@@ -4,7 +4,8 @@
 // reconnects with backoff, forever, until stopped.
 
 import WebSocket from 'ws';
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import { BACKOFF,
+  backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { NodeRpcRequest, NodeRpcResponse } from '../../structs/index.js';
 
 export interface NodeConnectionOptions {
@@ -24,7 +25,6 @@ export interface NodeConnectionOptions {
 
 export type NodeConnectionState = 'new' | 'connecting' | 'connected' | 'stopped';
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
 
 /**
  * Lifecycle: `start()` begins connecting in the background and returns at
@@ -91,7 +91,7 @@ export class NodeConnection {
       const opened = await this.#session(signal);
       if (signal.aborted) break;
       failures = opened ? 1 : failures + 1;
-      const delay = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+      const delay = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
       try {
         await this.#clock.sleep(delay, signal);
       } catch {

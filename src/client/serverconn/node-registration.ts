@@ -4,7 +4,8 @@
 // `pushFingerprint()` sends at once. A server that forgot the node (404)
 // gets a new registration under the same node ID.
 
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import { BACKOFF,
+  backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { NodeFingerprint } from '../../structs/index.js';
 import { ServerConnError, type ServerApi } from './server-api.js';
 
@@ -24,7 +25,6 @@ export interface NodeRegistrationOptions {
 
 export type NodeRegistrationState = 'new' | 'registering' | 'registered' | 'stopped';
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
 
 /**
  * Lifecycle: `start()` begins registering in the background and returns at
@@ -131,7 +131,7 @@ export class NodeRegistration {
           continue;
         }
         failures++;
-        delay = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+        delay = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
         this.#logger.warn({ err: describeError(err), failures, delayMs: delay }, registered ? 'heartbeat failed' : 'registration failed');
       }
       try {

@@ -4,7 +4,8 @@
 // server refuses (gone, not on this node) is dropped so it cannot block the
 // others.
 
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import { BACKOFF,
+  backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import { ServerConnError, type AllocStatusReport, type ServerApi } from './server-api.js';
 
 export interface StatusReporterOptions {
@@ -18,7 +19,6 @@ export interface StatusReporterOptions {
   random?: () => number;
 }
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
 
 /**
  * Lifecycle: `report()` queues an update and returns at once; `flush()`
@@ -80,7 +80,7 @@ export class StatusReporter {
         } catch (err) {
           if (signal.aborted) return;
           failures++;
-          const delayMs = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+          const delayMs = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
           this.#logger.warn({ err: describeError(err), updates: batch.length, delayMs }, 'reporting allocation status failed');
           await this.#clock.sleep(delayMs, signal);
         }

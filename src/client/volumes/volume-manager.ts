@@ -17,6 +17,7 @@ import {
   type VolumeStats,
 } from '../../csi/index.js';
 import {
+  BACKOFF,
   AbortedError,
   BerthError,
   describeError,
@@ -122,7 +123,6 @@ export interface ReconcileReport {
 
 export type VolumeManagerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 15_000, multiplier: 2, jitter: 0.2 };
 
 /** How many volumes reconcile works on at once. */
 const RECONCILE_CONCURRENCY = 4;
@@ -214,7 +214,7 @@ export class VolumeManager {
     this.#pluginMountRoot = opts.pluginMountRoot;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'volume-manager', pluginId: opts.pluginId });
     this.#clock = opts.clock ?? systemClock;
-    this.#backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.#backoff = { ...BACKOFF.csiStep, ...opts.backoff };
     this.#deadlineMs = opts.callDeadlineMs;
     this.#random = opts.random ?? Math.random;
     this.#mountInfoPath = opts.mountInfoPath;

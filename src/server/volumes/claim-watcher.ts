@@ -1,4 +1,5 @@
 import {
+  BACKOFF,
   backoffDelay,
   describeError,
   silentLogger,
@@ -23,7 +24,6 @@ export interface ClaimWatcherOptions {
 
 export type ClaimWatcherState = 'idle' | 'running' | 'stopping' | 'stopped';
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 1000, maxDelayMs: 120_000, multiplier: 2, jitter: 0.2 };
 
 /**
  * Releases every claim that must go: its allocation is client-terminal or
@@ -57,7 +57,7 @@ export class ClaimWatcher {
     this.#volumes = opts.volumes;
     this.#clock = opts.clock ?? systemClock;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'claim-watcher' });
-    this.#backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.#backoff = { ...BACKOFF.claimRelease, ...opts.backoff };
     this.#random = opts.random ?? Math.random;
   }
 
