@@ -21,12 +21,14 @@ import {
   AbortedError,
   BerthError,
   describeError,
+  Lifecycle,
   retry,
   silentLogger,
   systemClock,
   throwIfAborted,
   type BackoffPolicy,
   type Clock,
+  type LifecycleState,
   type Logger,
   type SecretMap,
 } from '../../lib/index.js';
@@ -121,7 +123,7 @@ export interface ReconcileReport {
   removedDirs: number;
 }
 
-export type VolumeManagerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+export type VolumeManagerState = LifecycleState;
 
 
 /** How many volumes reconcile works on at once. */
@@ -195,12 +197,8 @@ export class VolumeManager {
   readonly #random: () => number;
   readonly #mountInfoPath: string | undefined;
   readonly #locks = new KeyedLock();
-  readonly #inFlight = new Set<Promise<unknown>>();
-  readonly #stopping = new AbortController();
+  readonly #life: Lifecycle;
   #paths: MountPaths | undefined;
-  #state: VolumeManagerState = 'new';
-  #starting: Promise<void> | undefined;
-  #stopped: Promise<void> | undefined;
 
   /** Checks the options; does no I/O. Throws VolumeError (VOLUME_BAD_REQUEST) for a relative mount root. */
   constructor(opts: VolumeManagerOptions) {
@@ -218,10 +216,16 @@ export class VolumeManager {
     this.#deadlineMs = opts.callDeadlineMs;
     this.#random = opts.random ?? Math.random;
     this.#mountInfoPath = opts.mountInfoPath;
+    this.#life = new Lifecycle({
+      logger: this.#logger,
+      refuse: (state, what) =>
+        new VolumeError('VOLUME_MANAGER_STOPPED', what === 'start' ? `volume manager of ${this.pluginId} was stopped` : `volume manager of ${this.pluginId} is ${state}`),
+      stopReason: () => new VolumeError('VOLUME_MANAGER_STOPPED', 'volume manager is stopping'),
+    });
   }
 
   get state(): VolumeManagerState {
-    return this.#state;
+    return this.#life.state;
   }
 
   /** The mount layout; available once started. */
@@ -240,15 +244,10 @@ export class VolumeManager {
    * promise). Throws what the store or the filesystem throws.
    */
   start(): Promise<void> {
-    if (this.#state === 'stopping' || this.#state === 'stopped') {
-      return Promise.reject(new VolumeError('VOLUME_MANAGER_STOPPED', `volume manager of ${this.pluginId} was stopped`));
-    }
-    this.#starting ??= this.#start();
-    return this.#starting;
+    return this.#life.start(() => this.#start());
   }
 
   async #start(): Promise<void> {
-    this.#state = 'starting';
     await mkdir(this.#mountRoot, { recursive: true, mode: 0o711 });
     // The mount table shows resolved paths; work on the resolved root throughout.
     const real = await realpath(this.#mountRoot);
@@ -274,7 +273,6 @@ export class VolumeManager {
       uncertain++;
       this.#records.putStage(key, { ...value, state: 'uncertain', updatedAt: now });
     }
-    this.#state = 'running';
     this.#logger.info({ records: publications.length, uncertain }, 'volume manager started');
   }
 
@@ -284,35 +282,15 @@ export class VolumeManager {
    * calls throw VOLUME_MANAGER_STOPPED. Safe to call twice.
    */
   stop(): Promise<void> {
-    this.#stopped ??= this.#stop();
-    return this.#stopped;
-  }
-
-  async #stop(): Promise<void> {
-    if (this.#state !== 'new') {
-      await this.#starting?.catch(() => undefined);
-    }
-    this.#state = 'stopping';
-    this.#stopping.abort(new VolumeError('VOLUME_MANAGER_STOPPED', 'volume manager is stopping'));
-    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
-    this.#state = 'stopped';
-    this.#logger.info('volume manager stopped');
+    return this.#life.stop(async () => {
+      await this.#life.drained();
+      this.#logger.info('volume manager stopped');
+    });
   }
 
   /** Runs an operation: refuses outside 'running', ties it to stop(), and counts it in flight. */
   #run<T>(signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    if (this.#state !== 'running') {
-      return Promise.reject(new VolumeError('VOLUME_MANAGER_STOPPED', `volume manager of ${this.pluginId} is ${this.#state}`));
-    }
-    // A signal of its own per operation: waiters listen on it, never on the shared stop signal.
-    const combined = AbortSignal.any(signal ? [signal, this.#stopping.signal] : [this.#stopping.signal]);
-    const op = fn(combined);
-    this.#inFlight.add(op);
-    const forget = (): void => {
-      this.#inFlight.delete(op);
-    };
-    op.then(forget, forget);
-    return op;
+    return this.#life.run(fn, signal ? { signal } : {});
   }
 
   // ---- mount / unmount ----------------------------------------------------------
