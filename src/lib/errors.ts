@@ -42,8 +42,10 @@
  * status (server/http/api-error.ts): `NOT_FOUND` 404, `INVALID` 400,
  * `CONFLICT` / `IN_USE` 409, `EXHAUSTED` / `UNAVAILABLE` 503,
  * `UNAUTHENTICATED` 401, `FORBIDDEN` 403, `TOO_LARGE` 413, `INTERNAL` 500.
- * The server's request-facing classes (ApiError, JobError, NodeError,
- * VolumeServiceError) throw only these; the class tells the area.
+ * The server's request-facing classes (ApiError, JobError, NodeError, the
+ * server's VolumeError) throw only these; the class tells the area. The
+ * client's volume manager throws ClientVolumeError (`CLIENT_VOLUME_`), a
+ * different class with a different scheme.
  */
 export class BerthError<C extends string = string> extends Error {
   readonly code: C;
@@ -54,6 +56,9 @@ export class BerthError<C extends string = string> extends Error {
     this.code = code;
   }
 }
+
+/** The HTTP API's outcome codes: unprefixed, each names its HTTP status (see the table above). */
+export type ApiOutcomeCode = 'INVALID' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT' | 'IN_USE' | 'EXHAUSTED' | 'UNAVAILABLE' | 'TOO_LARGE' | 'INTERNAL';
 
 /** Thrown by operations whose AbortSignal fired. `cause` is the signal's reason. */
 export class AbortedError extends BerthError<'ABORTED'> {

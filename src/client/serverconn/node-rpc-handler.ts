@@ -272,7 +272,7 @@ export class NodeRpcHandler {
       'csi.node.expand': async (p, s) => {
         const rec = this.#publications(p.pluginId, p.namespace, p.berthVolumeId)[0];
         if (!rec) {
-          throw new NodeRpcHandlerError('VOLUME_NOT_MOUNTED', `volume ${p.berthVolumeId} is not mounted on this node`, { retryable: false });
+          throw new NodeRpcHandlerError('CLIENT_VOLUME_NOT_MOUNTED', `volume ${p.berthVolumeId} is not mounted on this node`, { retryable: false });
         }
         return this.#csi.mounterForPlugin(p.pluginId).expand(volumeOf(rec), rec.allocId, usageOf(rec), {
           capacityRange: p.capacityRange,

@@ -11,5 +11,5 @@ export {
   type VolumeAllocPair,
 } from './volume-manager.js';
 export { MountPaths, pathKey, usageKey, type VolumeUsage, type PluginPath } from './mount-paths.js';
-export { VolumeError, type VolumeErrorCode } from './volume-error.js';
+export { ClientVolumeError, type ClientVolumeErrorCode } from './client-volume-error.js';
 export { STAGE_BUCKET, PUBLISH_BUCKET, type StageRecord, type PublishRecord, type StepState, type RecordedCapability } from './volume-records.js';

@@ -36,7 +36,7 @@ import type { ClientStateStore } from '../state/index.js';
 import { KeyedLock } from './keyed-lock.js';
 import { MountPaths, usageKey, type PluginPath, type VolumeUsage } from './mount-paths.js';
 import { MountTable } from './mount-table.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 import {
   recordableContext,
   VolumeRecords,
@@ -180,8 +180,8 @@ class NotSent extends Error {}
  *
  * Lifecycle: `start()` loads the records and the mount table; `reconcile()`
  * once the wanted allocations are known; `stop()` cancels and waits for
- * calls in flight. Every method but start/stop throws VolumeError
- * VOLUME_MANAGER_STOPPED outside 'running'.
+ * calls in flight. Every method but start/stop throws ClientVolumeError
+ * CLIENT_VOLUME_MANAGER_STOPPED outside 'running'.
  */
 export class VolumeManager {
   readonly pluginId: string;
@@ -200,7 +200,7 @@ export class VolumeManager {
   readonly #life: Lifecycle;
   #paths: MountPaths | undefined;
 
-  /** Checks the options; does no I/O. Throws VolumeError (VOLUME_BAD_REQUEST) for a relative mount root. */
+  /** Checks the options; does no I/O. Throws ClientVolumeError (CLIENT_VOLUME_BAD_REQUEST) for a relative mount root. */
   constructor(opts: VolumeManagerOptions) {
     this.pluginId = opts.pluginId;
     this.#getClient = opts.getClient;
@@ -219,8 +219,8 @@ export class VolumeManager {
     this.#life = new Lifecycle({
       logger: this.#logger,
       refuse: (state, what) =>
-        new VolumeError('VOLUME_MANAGER_STOPPED', what === 'start' ? `volume manager of ${this.pluginId} was stopped` : `volume manager of ${this.pluginId} is ${state}`),
-      stopReason: () => new VolumeError('VOLUME_MANAGER_STOPPED', 'volume manager is stopping'),
+        new ClientVolumeError('CLIENT_VOLUME_MANAGER_STOPPED', what === 'start' ? `volume manager of ${this.pluginId} was stopped` : `volume manager of ${this.pluginId} is ${state}`),
+      stopReason: () => new ClientVolumeError('CLIENT_VOLUME_MANAGER_STOPPED', 'volume manager is stopping'),
     });
   }
 
@@ -230,7 +230,7 @@ export class VolumeManager {
 
   /** The mount layout; available once started. */
   get paths(): MountPaths {
-    if (!this.#paths) throw new VolumeError('VOLUME_MANAGER_STOPPED', 'volume manager has not started');
+    if (!this.#paths) throw new ClientVolumeError('CLIENT_VOLUME_MANAGER_STOPPED', 'volume manager has not started');
     return this.#paths;
   }
 
@@ -279,7 +279,7 @@ export class VolumeManager {
   /**
    * Cancels the calls in flight (each ends recorded as uncertain or not
    * sent) and waits until every operation has written its outcome. Later
-   * calls throw VOLUME_MANAGER_STOPPED. Safe to call twice.
+   * calls throw CLIENT_VOLUME_MANAGER_STOPPED. Safe to call twice.
    */
   stop(): Promise<void> {
     return this.#life.stop(async () => {
@@ -303,11 +303,11 @@ export class VolumeManager {
    * sent again.
    *
    * Calls for one volume are serialized; a step is recorded before it is
-   * sent; retryable codes are retried with backoff. Throws VolumeError:
-   * VOLUME_MOUNT_FAILED (a final code: the step did not happen, nothing is
-   * recorded as mounted), VOLUME_MOUNT_UNCERTAIN (it may have happened: the
+   * sent; retryable codes are retried with backoff. Throws ClientVolumeError:
+   * CLIENT_VOLUME_MOUNT_FAILED (a final code: the step did not happen, nothing is
+   * recorded as mounted), CLIENT_VOLUME_MOUNT_UNCERTAIN (it may have happened: the
    * record stays uncertain and unmountVolume will send the negation call),
-   * VOLUME_BAD_REQUEST; AbortedError when `signal` fired before anything was sent.
+   * CLIENT_VOLUME_BAD_REQUEST; AbortedError when `signal` fired before anything was sent.
    */
   mountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: MountVolumeOptions = {}): Promise<{ source: string }> {
     return this.#run(opts.signal, async (signal) => {
@@ -318,7 +318,7 @@ export class VolumeManager {
         try {
           await this.#publish(spec, signal, log);
         } catch (err) {
-          if (err instanceof VolumeError && err.code === 'VOLUME_MOUNT_FAILED' && spec.staged) {
+          if (err instanceof ClientVolumeError && err.code === 'CLIENT_VOLUME_MOUNT_FAILED' && spec.staged) {
             // The publish did not happen; a staging nobody uses is undone now rather than left to reconcile.
             await this.#unstageIfUnused(spec.stageKey, signal, log).catch((e: unknown) =>
               log.warn({ err: describeError(e) }, 'could not unstage after a failed publish; reconcile will retry'),
@@ -337,7 +337,7 @@ export class VolumeManager {
    * negation), then NodeUnstage when no other allocation uses the staging.
    * Needs no secrets. NOT_FOUND from the plugin counts as done. Safe to
    * repeat; a volume never published here (or whose publish failed with a
-   * final code) sends nothing. Throws VolumeError VOLUME_UNMOUNT_FAILED
+   * final code) sends nothing. Throws ClientVolumeError CLIENT_VOLUME_UNMOUNT_FAILED
    * (the record stays for a retry), AbortedError when `signal` fired first.
    */
   unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: { signal?: AbortSignal } = {}): Promise<void> {
@@ -355,8 +355,8 @@ export class VolumeManager {
 
   /**
    * NodeGetVolumeStats of the allocation's publication, serialized with the
-   * volume's other calls. Throws VolumeError
-   * VOLUME_NOT_SUPPORTED without GET_VOLUME_STATS, VOLUME_NOT_MOUNTED when
+   * volume's other calls. Throws ClientVolumeError
+   * CLIENT_VOLUME_NOT_SUPPORTED without GET_VOLUME_STATS, CLIENT_VOLUME_NOT_MOUNTED when
    * no publication is recorded, and the plugin's CsiError as is.
    */
   stats(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: { signal?: AbortSignal } = {}): Promise<VolumeStats> {
@@ -376,8 +376,8 @@ export class VolumeManager {
 
   /**
    * NodeExpandVolume on the allocation's publication, serialized with the
-   * volume's other calls. Throws VolumeError VOLUME_NOT_SUPPORTED without
-   * EXPAND_VOLUME, VOLUME_NOT_MOUNTED when no publication is recorded, and
+   * volume's other calls. Throws ClientVolumeError CLIENT_VOLUME_NOT_SUPPORTED without
+   * EXPAND_VOLUME, CLIENT_VOLUME_NOT_MOUNTED when no publication is recorded, and
    * the plugin's CsiError (FAILED_PRECONDITION is never retried).
    */
   expand(
@@ -409,13 +409,13 @@ export class VolumeManager {
 
   #requireCapability(cap: NodeCapability, what: string): void {
     if (!this.#getCapabilities().includes(cap)) {
-      throw new VolumeError('VOLUME_NOT_SUPPORTED', `plugin ${this.pluginId} does not support ${what} (no ${cap} capability)`);
+      throw new ClientVolumeError('CLIENT_VOLUME_NOT_SUPPORTED', `plugin ${this.pluginId} does not support ${what} (no ${cap} capability)`);
     }
   }
 
   #publishedOrThrow(spec: PublishSpec): PublishRecord {
     const rec = this.#records.getPublication(spec.publishKey);
-    if (!rec) throw new VolumeError('VOLUME_NOT_MOUNTED', `volume ${spec.volumeId} is not published to allocation ${spec.allocId}`);
+    if (!rec) throw new ClientVolumeError('CLIENT_VOLUME_NOT_MOUNTED', `volume ${spec.volumeId} is not published to allocation ${spec.allocId}`);
     return rec;
   }
 
@@ -429,7 +429,7 @@ export class VolumeManager {
    * Not wanted: unpublished, then unstaged once unused. Stagings of volumes
    * no wanted pair uses are unstaged. Empty, unmounted leftover directories
    * are removed. Failures are reported, not thrown; safe to repeat.
-   * Throws only AbortedError/VOLUME_MANAGER_STOPPED.
+   * Throws only AbortedError/CLIENT_VOLUME_MANAGER_STOPPED.
    */
   reconcile(wanted: ReadonlyArray<VolumeAllocPair>, opts: { signal?: AbortSignal } = {}): Promise<ReconcileReport> {
     return this.#run(opts.signal, async (signal) => {
@@ -587,12 +587,12 @@ export class VolumeManager {
         // It may have happened (or an earlier attempt may have): NodeUnstage is owed on teardown.
         this.#records.putStage(spec.stageKey, { ...rec, state: 'uncertain', updatedAt: this.#clock.now() });
         log.warn({ stagingPath: spec.staging.host, err: describeError(failure.cause) }, 'volume stage is uncertain');
-        throw stepError('VOLUME_MOUNT_UNCERTAIN', `staging volume ${spec.volumeId} may or may not have happened`, failure.cause);
+        throw stepError('CLIENT_VOLUME_MOUNT_UNCERTAIN', `staging volume ${spec.volumeId} may or may not have happened`, failure.cause);
       }
       this.#records.deleteStage(spec.stageKey);
       await removeEmptyDirs(spec.staging.host, this.paths.stagingRoot);
       log.warn({ stagingPath: spec.staging.host, err: describeError(failure.cause) }, 'volume stage failed');
-      throw stepError('VOLUME_MOUNT_FAILED', `staging volume ${spec.volumeId} failed`, failure.cause);
+      throw stepError('CLIENT_VOLUME_MOUNT_FAILED', `staging volume ${spec.volumeId} failed`, failure.cause);
     }
     this.#records.putStage(spec.stageKey, { ...rec, state: 'done', updatedAt: this.#clock.now() });
     log.info({ stagingPath: spec.staging.host }, 'volume staged');
@@ -637,12 +637,12 @@ export class VolumeManager {
       if (failure.uncertain || prev) {
         this.#records.putPublication(spec.publishKey, { ...rec, state: 'uncertain', updatedAt: this.#clock.now() });
         log.warn({ targetPath: spec.target.host, err: describeError(failure.cause) }, 'volume publish is uncertain');
-        throw stepError('VOLUME_MOUNT_UNCERTAIN', `publishing volume ${spec.volumeId} to allocation ${spec.allocId} may or may not have happened`, failure.cause);
+        throw stepError('CLIENT_VOLUME_MOUNT_UNCERTAIN', `publishing volume ${spec.volumeId} to allocation ${spec.allocId} may or may not have happened`, failure.cause);
       }
       this.#records.deletePublication(spec.publishKey);
       await removeEmptyDirs(spec.target.host, this.paths.perAllocRoot);
       log.warn({ targetPath: spec.target.host, err: describeError(failure.cause) }, 'volume publish failed');
-      throw stepError('VOLUME_MOUNT_FAILED', `publishing volume ${spec.volumeId} to allocation ${spec.allocId} failed`, failure.cause);
+      throw stepError('CLIENT_VOLUME_MOUNT_FAILED', `publishing volume ${spec.volumeId} to allocation ${spec.allocId} failed`, failure.cause);
     }
     this.#records.putPublication(spec.publishKey, { ...rec, state: 'done', updatedAt: this.#clock.now() });
     log.info({ targetPath: spec.target.host }, 'volume published');
@@ -662,7 +662,7 @@ export class VolumeManager {
       // A final code: nothing changed, the publication stands as it was. Otherwise it may be half gone.
       this.#records.putPublication(key, failure.uncertain ? { ...rec, state: 'uncertain', updatedAt: this.#clock.now() } : prev);
       log.warn({ targetPath: prev.targetPath, err: describeError(failure.cause) }, 'volume unpublish failed');
-      throw stepError('VOLUME_UNMOUNT_FAILED', `unpublishing volume ${prev.volumeId} from allocation ${prev.allocId} failed`, failure.cause);
+      throw stepError('CLIENT_VOLUME_UNMOUNT_FAILED', `unpublishing volume ${prev.volumeId} from allocation ${prev.allocId} failed`, failure.cause);
     }
     this.#records.deletePublication(key);
     await removeEmptyDirs(prev.targetPath, this.paths.perAllocRoot);
@@ -686,7 +686,7 @@ export class VolumeManager {
       const failure = asFailure(err);
       this.#records.putStage(key, failure.uncertain ? { ...rec, state: 'uncertain', updatedAt: this.#clock.now() } : prev);
       log.warn({ stagingPath: prev.stagingPath, err: describeError(failure.cause) }, 'volume unstage failed');
-      throw stepError('VOLUME_UNMOUNT_FAILED', `unstaging volume ${prev.volumeId} failed`, failure.cause);
+      throw stepError('CLIENT_VOLUME_UNMOUNT_FAILED', `unstaging volume ${prev.volumeId} failed`, failure.cause);
     }
     this.#records.deleteStage(key);
     await removeEmptyDirs(prev.stagingPath, this.paths.stagingRoot);
@@ -755,7 +755,7 @@ export class VolumeManager {
     const paths = this.paths;
     const namespace = volume.namespace ?? 'default';
     const externalId = volume.externalId ?? volume.id;
-    if (externalId === '') throw new VolumeError('VOLUME_BAD_REQUEST', 'volume ID must not be empty');
+    if (externalId === '') throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', 'volume ID must not be empty');
     const capability = capabilityOf(usage);
     const key = usageKey(usage);
     const context = recordableContext(volume.volumeContext ?? {});
@@ -832,10 +832,10 @@ function asFailure(err: unknown): StepFailure {
   return new StepFailure(err, !isFinal(err));
 }
 
-function stepError(code: 'VOLUME_MOUNT_FAILED' | 'VOLUME_MOUNT_UNCERTAIN' | 'VOLUME_UNMOUNT_FAILED', what: string, cause: unknown): BerthError {
+function stepError(code: 'CLIENT_VOLUME_MOUNT_FAILED' | 'CLIENT_VOLUME_MOUNT_UNCERTAIN' | 'CLIENT_VOLUME_UNMOUNT_FAILED', what: string, cause: unknown): BerthError {
   // An abort before anything was sent stays an AbortedError: the caller asked for it.
-  if (cause instanceof AbortedError && code !== 'VOLUME_MOUNT_UNCERTAIN') return cause;
-  return new VolumeError(code, `${what}: ${describeError(cause)}`, { cause });
+  if (cause instanceof AbortedError && code !== 'CLIENT_VOLUME_MOUNT_UNCERTAIN') return cause;
+  return new ClientVolumeError(code, `${what}: ${describeError(cause)}`, { cause });
 }
 
 async function listDirs(dir: string): Promise<string[]> {
