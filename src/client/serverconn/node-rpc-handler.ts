@@ -44,12 +44,14 @@ export interface NodeRpcHandlerOptions {
   pluginWaitMs?: number;
 }
 
-/** A call this node cannot serve (unknown method, plugin not here, nothing mounted). */
-export class NodeRpcHandlerError extends BerthError {
+export type NodeRpcHandlerErrorCode = 'CSI_PLUGIN_NOT_FOUND' | 'CSI_PLUGIN_UNHEALTHY' | 'CLIENT_VOLUME_NOT_MOUNTED';
+
+/** A call this node cannot serve (plugin not here or not ready, nothing mounted). */
+export class NodeRpcHandlerError extends BerthError<NodeRpcHandlerErrorCode> {
   readonly retryable: boolean;
   readonly final: boolean;
 
-  constructor(code: string, message: string, opts: { retryable: boolean; final?: boolean }) {
+  constructor(code: NodeRpcHandlerErrorCode, message: string, opts: { retryable: boolean; final?: boolean }) {
     super(code, message);
     this.retryable = opts.retryable;
     this.final = opts.final ?? true;
