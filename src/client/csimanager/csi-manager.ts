@@ -120,7 +120,6 @@ interface VolumeManagerEntry<VM> {
   error: unknown;
 }
 
-
 const slotKey = (type: CsiPluginType, name: string): string => `${type}/${name}`;
 
 /**

@@ -36,11 +36,11 @@ export interface AllocWatcherOptions {
   random?: () => number;
 }
 
-
 /**
  * Lifecycle (lib Lifecycle): `start()` begins watching in the background (a
  * second start, or one after stop, does nothing); `stop()` aborts the read
- * in flight and waits for the loop (and a callback in progress); safe twice. `waitFirstList()` resolves once the first list was handed on.
+ * in flight and waits for the loop (and a callback in progress); safe
+ * twice. `waitFirstList()` resolves once the first list was handed on.
  * Never throws for a server that is down: it retries with backoff.
  */
 export class AllocWatcher {

@@ -40,8 +40,8 @@ export type NodeConnectionState = LifecycleState;
  * and returns at once (a second start, or one after stop, does nothing);
  * `stop()` closes the socket, aborts the calls being answered and waits for
  * the loop to end (safe twice). `connected` says whether a socket is open
- * now; `waitConnected()` resolves once one is. Never throws on a server that is down or refuses: it logs
- * and retries.
+ * now; `waitConnected()` resolves once one is. Never throws on a server
+ * that is down or refuses: it logs and retries.
  */
 export class NodeConnection {
   readonly #opts: NodeConnectionOptions;

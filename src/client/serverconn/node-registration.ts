@@ -39,8 +39,9 @@ export type NodeRegistrationState = LifecycleState;
  * Lifecycle (lib Lifecycle): `start()` begins registering in the background
  * and returns at once (a second start, or one after stop, does nothing);
  * `registered` says whether the server accepted the node, `waitRegistered()`
- * resolves once it has; `stop()` ends the loop and waits for it (safe twice). Never throws for a server that is
- * down: it retries with backoff and logs.
+ * resolves once it has; `stop()` ends the loop and waits for it (safe
+ * twice). Never throws for a server that is down: it retries with backoff
+ * and logs.
  */
 export class NodeRegistration {
   readonly #opts: NodeRegistrationOptions;

@@ -29,7 +29,6 @@ export interface StatusReporterOptions {
   random?: () => number;
 }
 
-
 /**
  * Lifecycle (lib Lifecycle): running from construction, no start();
  * `report()` queues an update and returns at once; `flush()` waits until

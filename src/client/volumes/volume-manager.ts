@@ -125,7 +125,6 @@ export interface ReconcileReport {
 
 export type VolumeManagerState = LifecycleState;
 
-
 /** How many volumes reconcile works on at once. */
 const RECONCILE_CONCURRENCY = 4;
 

@@ -26,7 +26,6 @@ export interface ClaimWatcherOptions {
 
 export type ClaimWatcherState = LifecycleState;
 
-
 /**
  * Releases every claim that must go: its allocation is client-terminal or
  * gone, its node is down or gone, or a release was left half done (by a
