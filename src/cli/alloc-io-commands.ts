@@ -138,7 +138,7 @@ async function allocExec(ctx: CommandContext, s: ApiSession, [idArg, ...rest]: s
         if (frame.stdout?.data) process.stdout.write(Buffer.from(frame.stdout.data, 'base64'));
         if (frame.stderr?.data) process.stderr.write(Buffer.from(frame.stderr.data, 'base64'));
         if (frame.exited) result = frame.result?.exit_code ?? 0;
-        if (frame.error) reject(new ApiClientError(frame.error.code ?? 'EXEC_FAILED', frame.error.message ?? 'exec failed', 0));
+        if (frame.error) reject(new ApiClientError(frame.error.code ?? 'TASK_EXEC_FAILED', frame.error.message ?? 'exec failed', 0));
       });
       ws.on('close', () => {
         if (result !== undefined) resolve(result);

@@ -10,32 +10,36 @@
  *     export type ClientVolumeErrorCode = 'CLIENT_VOLUME_NOT_MOUNTED' | ...;
  *     export class ClientVolumeError extends BerthError<ClientVolumeErrorCode> {}
  *
- * Codes carry the prefix of the area that throws them:
+ * Codes carry the prefix of the area that throws them
+ * (test/error-codes.test.ts checks every code in src/ against this table):
  *
- * | prefix            | area (class)                                                    |
- * |-------------------|-----------------------------------------------------------------|
- * | `ABORTED`         | any wait whose AbortSignal fired (AbortedError)                 |
- * | `LIFECYCLE_`      | a component used outside its lifecycle (LifecycleError)         |
- * | `CSI_`            | CSI calls and plugins (csi: CsiError, CsiRequestError, ...;     |
- * |                   | client/csimanager: CsiManagerError)                             |
- * | `FAKE_CSI_`       | the fake CSI plugin (tests)                                     |
- * | `HOSTPATH_`       | the hostpath CSI plugin Berth ships                             |
- * | `CLIENT_VOLUME_`  | the client's volume manager (ClientVolumeError)                 |
- * | `CLIENT_`         | the client's composition root (ClientError)                     |
- * | `STATE_`          | the client's state file (ClientStateError)                      |
- * | `STORE_`          | the server's state store (StateStoreError)                      |
- * | `ALLOC_`          | alloc runner and alloc dirs (AllocRunnerError, AllocDirError)   |
- * | `TASK_`           | task runner (TaskRunnerError)                                   |
- * | `DRIVER_`         | task drivers (DriverError)                                      |
- * | `NETWORK_`        | allocation networks (NetworkError)                              |
- * | `LOGS_`           | task logs (LogsError)                                           |
- * | `PLUGIN_`         | the client's dynamic plugin registry (PluginRegistryError)      |
- * | `SERVER_`         | the server's composition root and the client's server           |
- * |                   | connection (ServerError, ServerConnError)                       |
- * | `NODE_`           | server-to-node calls (NodeRpcCallError)                         |
- * | `AGENT_`, `CONFIG_` | the agent and its config file (AgentError, AgentConfigError)  |
- * | `SPEC_`, `JOB_SPEC_`, `VOLUME_SPEC_` | job and volume files (structs)               |
- * | `API_`, `CLI_`    | the CLI's API client and the CLI itself                         |
+ * | prefix              | area (classes)                                                  |
+ * |---------------------|-----------------------------------------------------------------|
+ * | `ABORTED`           | any wait whose AbortSignal fired (AbortedError)                 |
+ * | `LIFECYCLE_`        | a component used outside its lifecycle (LifecycleError)         |
+ * | `CSI_`              | CSI calls and plugins (CsiError `CSI_<GRPC_CODE>`,              |
+ * |                     | CsiRequestError, CsiProtocolError, CsiEndpointError) and the    |
+ * |                     | client's CSI manager (CsiManagerError `CSI_PLUGIN_*`)           |
+ * | `FAKE_CSI_`         | the fake CSI plugin of the tests                                |
+ * | `HOSTPATH_`         | the hostpath CSI plugin Berth ships                             |
+ * | `CLIENT_VOLUME_`    | the client's volume manager (ClientVolumeError)                 |
+ * | `CLIENT_`           | the client's composition root (ClientError)                     |
+ * | `STATE_`            | the client's state file (ClientStateError)                      |
+ * | `PLUGIN_`           | the client's dynamic plugin registry (PluginRegistryError)      |
+ * | `ALLOC_`            | alloc runner, alloc dirs (AllocRunnerError, AllocDirError)      |
+ * | `TASK_`             | task runner and the client's task routes (TaskRunnerError)      |
+ * | `DRIVER_`           | task drivers (DriverError)                                      |
+ * | `NETWORK_`          | allocation networks (NetworkError)                              |
+ * | `LOGS_`             | task logs (LogsError)                                           |
+ * | `SERVER_`           | the server's composition root (ServerError) and the client's    |
+ * |                     | connection to the server (ServerConnError)                      |
+ * | `STORE_`            | the server's state store (StateStoreError)                      |
+ * | `NODE_`             | server-to-node calls (NodeRpcCallError)                         |
+ * | `AGENT_`, `CONFIG_` | the agent and its config file (AgentError, AgentConfigError)    |
+ * | `FILE_`             | job and volume files (SpecFileError)                            |
+ * | `API_`, `CLI_`, `JOB_` | the CLI: its API client, its own checks, `job run` outcomes  |
+ *
+ * Errno codes (`ENOENT`...) a CLI command meets are shown as they are.
  *
  * The HTTP API's outcome codes are the exception, unprefixed because they
  * are the wire contract the CLI and scripts match on and name the HTTP
@@ -45,7 +49,8 @@
  * The server's request-facing classes (ApiError, JobError, NodeError, the
  * server's VolumeError) throw only these; the class tells the area. The
  * client's volume manager throws ClientVolumeError (`CLIENT_VOLUME_`), a
- * different class with a different scheme.
+ * different class with a different scheme. Prefixing them would change
+ * every API answer and `--json` error that scripts already match on.
  */
 export class BerthError<C extends string = string> extends Error {
   readonly code: C;
