@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Gauge, Registry } from 'prom-client';
 import { Client, createDrivers, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
-import { BerthError, silentLogger, type Logger } from '../lib/index.js';
+import { BerthError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
 import { Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
 import { ClientListener, type TokenVerdict } from './client-listener.js';
@@ -42,7 +42,9 @@ export interface AgentAddress {
 }
 
 /** The agent cannot start as configured (code AGENT_CONFIG) or failed to start (AGENT_START). */
-export class AgentError extends BerthError {}
+export type AgentErrorCode = 'AGENT_CONFIG' | 'AGENT_START';
+
+export class AgentError extends BerthError<AgentErrorCode> {}
 
 const DEFAULT_PORT = 4646;
 
@@ -56,7 +58,10 @@ function tokenSecret(): string {
  * parts in reverse order: the client first (with drain: every allocation
  * stopped, workloads before plugins, volumes unmounted and claims released;
  * without: tasks keep running for the next agent), then its listener, then
- * the server. Safe twice.
+ * the server. Safe twice (the first call's `drain` counts); a stop during
+ * start waits for the start to end first. A second `start()` returns the
+ * first's address; one after stop rejects with AGENT_START. The state is a
+ * lib Lifecycle's.
  */
 export class Agent {
   readonly #opts: AgentOptions;
@@ -65,11 +70,17 @@ export class Agent {
   #client: Client | undefined;
   #listener: ClientListener | undefined;
   #drivers = new Map<string, TaskDriver>();
-  #stopping: Promise<void> | undefined;
+  readonly #life: Lifecycle;
+  #address: AgentAddress | undefined;
 
   constructor(opts: AgentOptions) {
     this.#opts = opts;
     this.#log = (opts.logger ?? silentLogger()).child({ component: 'agent' });
+    this.#life = new Lifecycle({ logger: this.#log, refuse: (state) => new AgentError('AGENT_START', `cannot start an agent that is ${state}`) });
+  }
+
+  get state(): LifecycleState {
+    return this.#life.state;
   }
 
   /** The embedded server (dev, server modes) once started. */
@@ -83,13 +94,16 @@ export class Agent {
   }
 
   async start(): Promise<AgentAddress> {
-    try {
-      return await this.#start();
-    } catch (err) {
-      await this.stop();
-      if (err instanceof AgentError) throw err;
-      throw new AgentError('AGENT_START', err instanceof Error ? err.message : String(err), { cause: err });
-    }
+    await this.#life.start(async () => {
+      try {
+        this.#address = await this.#start();
+      } catch (err) {
+        await this.#teardown({});
+        if (err instanceof AgentError) throw err;
+        throw new AgentError('AGENT_START', err instanceof Error ? err.message : String(err), { cause: err });
+      }
+    });
+    return this.#address as AgentAddress;
   }
 
   async #start(): Promise<AgentAddress> {
@@ -212,21 +226,22 @@ export class Agent {
 
   /** Stops the parts in reverse order (see the class comment). Safe twice; never rejects. */
   stop(opts: { drain?: boolean } = {}): Promise<void> {
-    this.#stopping ??= (async () => {
-      const step = async (what: string, fn: () => unknown): Promise<void> => {
-        try {
-          await fn();
-        } catch (err) {
-          this.#log.warn({ what, err: err instanceof Error ? err.message : String(err) }, 'error while stopping');
-        }
-      };
-      await step('client', () => this.#client?.stop({ drain: opts.drain ?? false }));
-      if (opts.drain && this.#client) await step('plugin mount roots', () => this.#releasePluginMountRoots());
-      await step('client listener', () => this.#listener?.stop());
-      await step('server', () => this.#server?.stop());
-      this.#log.info({ drained: opts.drain ?? false }, 'agent stopped');
-    })();
-    return this.#stopping;
+    return this.#life.stop(() => this.#teardown(opts));
+  }
+
+  async #teardown(opts: { drain?: boolean }): Promise<void> {
+    const step = async (what: string, fn: () => unknown): Promise<void> => {
+      try {
+        await fn();
+      } catch (err) {
+        this.#log.warn({ what, err: err instanceof Error ? err.message : String(err) }, 'error while stopping');
+      }
+    };
+    await step('client', () => this.#client?.stop({ drain: opts.drain ?? false }));
+    if (opts.drain && this.#client) await step('plugin mount roots', () => this.#releasePluginMountRoots());
+    await step('client listener', () => this.#listener?.stop());
+    await step('server', () => this.#server?.stop());
+    this.#log.info({ drained: opts.drain ?? false }, 'agent stopped');
   }
 }
 

@@ -6,7 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { Logger } from '../lib/index.js';
+import { Lifecycle, type LifecycleState, type Logger } from '../lib/index.js';
 import { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
 
 /** The server's word on a token: may it use `access` ('write' needs the management role)? */
@@ -31,23 +31,44 @@ const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
 /**
  * The listener. `start()` resolves with its URL once listening (throws on
- * a port in use); `stop()` closes it, ending followed logs and exec
- * sessions; safe twice.
+ * a port in use, having closed what it opened; a second start shares the
+ * first); `stop()` closes it, ending followed logs and exec sessions; safe
+ * twice. The state is a lib Lifecycle's.
  */
 export class ClientListener {
   readonly #opts: ClientListenerOptions;
+  readonly #logger: Logger;
+  readonly #life: Lifecycle;
   #app: FastifyInstance | undefined;
   #url = '';
 
   constructor(opts: ClientListenerOptions) {
     this.#opts = opts;
+    this.#logger = opts.logger.child({ component: 'client-http' });
+    this.#life = new Lifecycle({ logger: this.#logger });
   }
 
   get url(): string {
     return this.#url;
   }
 
+  get state(): LifecycleState {
+    return this.#life.state;
+  }
+
   async start(): Promise<string> {
+    await this.#life.start(async () => {
+      try {
+        await this.#start();
+      } catch (err) {
+        await this.#close();
+        throw err;
+      }
+    });
+    return this.#url;
+  }
+
+  async #start(): Promise<void> {
     const opts = this.#opts;
     const management = opts.tokens.management.map(digest);
     const readers = opts.tokens.readOnly.map(digest);
@@ -88,11 +109,15 @@ export class ClientListener {
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.bindAddress.includes(':') ? `[${opts.bindAddress}]` : opts.bindAddress;
     this.#url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-    opts.logger.child({ component: 'client-http' }).info({ address: this.#url }, 'client listener started');
-    return this.#url;
+    this.#logger.info({ address: this.#url }, 'client listener started');
   }
 
-  async stop(): Promise<void> {
+  /** Closes the listener. Safe twice; never rejects. */
+  stop(): Promise<void> {
+    return this.#life.stop(() => this.#close());
+  }
+
+  async #close(): Promise<void> {
     const app = this.#app;
     this.#app = undefined;
     await app?.close();

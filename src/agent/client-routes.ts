@@ -237,7 +237,7 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
         } catch (err) {
           if (abort.signal.aborted) return;
           if (err instanceof RouteError) return fail(err.code, err.message);
-          const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : 'EXEC_FAILED';
+          const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : 'TASK_EXEC_FAILED';
           log.warn({ allocId: req.params.id, err: describeError(err) }, 'exec failed');
           fail(code, err instanceof Error ? err.message : String(err));
         }

@@ -16,9 +16,9 @@ import { UsageError } from './usage-error.js';
 async function nodeAgentFor(s: ApiSession, idArg: string, token: string | undefined): Promise<{ allocId: string; agent: ApiClient; alloc: Allocation }> {
   const allocId = await s.api.resolve(KINDS.allocation, idArg);
   const { body: alloc } = await s.api.get<Allocation>(KINDS.allocation.getPath(allocId));
-  if (!alloc.nodeId) throw new ApiClientError('NOT_PLACED', `allocation ${allocId} is not placed on a node`, 0);
+  if (!alloc.nodeId) throw new ApiClientError('CLI_NOT_PLACED', `allocation ${allocId} is not placed on a node`, 0);
   const { body: node } = await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId));
-  if (!node.httpAddr) throw new ApiClientError('NO_NODE_ADDRESS', `node ${node.name} (${node.id.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
+  if (!node.httpAddr) throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.name} (${node.id.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
   return { allocId, alloc, agent: new ApiClient({ address: node.httpAddr, signal: s.signal, ...(token ? { token } : {}) }) };
 }
 
@@ -138,7 +138,7 @@ async function allocExec(ctx: CommandContext, s: ApiSession, [idArg, ...rest]: s
         if (frame.stdout?.data) process.stdout.write(Buffer.from(frame.stdout.data, 'base64'));
         if (frame.stderr?.data) process.stderr.write(Buffer.from(frame.stderr.data, 'base64'));
         if (frame.exited) result = frame.result?.exit_code ?? 0;
-        if (frame.error) reject(new ApiClientError(frame.error.code ?? 'EXEC_FAILED', frame.error.message ?? 'exec failed', 0));
+        if (frame.error) reject(new ApiClientError(frame.error.code ?? 'TASK_EXEC_FAILED', frame.error.message ?? 'exec failed', 0));
       });
       ws.on('close', () => {
         if (result !== undefined) resolve(result);

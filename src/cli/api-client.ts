@@ -134,7 +134,7 @@ export class ApiClient {
     const matches = [...new Set((body ?? []).map((o) => o.id).filter((id) => id.startsWith(idOrPrefix)))].sort();
     if (matches.length === 1) return matches[0] as string;
     if (matches.length === 0) throw new ApiClientError('NOT_FOUND', `no ${kind.noun} with ID or prefix "${idOrPrefix}"`, 404);
-    throw new ApiClientError('AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });
+    throw new ApiClientError('CLI_AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });
   }
 
   async #fetch(method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal }): Promise<Response> {

@@ -62,9 +62,11 @@ describe('what each failure means for the exit code', () => {
     assert.equal(code(new ApiClientError('FORBIDDEN', 'role "read-only" may not change this', 403)), EXIT.AUTH);
     assert.equal(code(new ApiClientError('NOT_FOUND', 'no job with ID or prefix "x"', 404)), EXIT.NOT_FOUND);
     assert.equal(code(new ApiClientError('INVALID', 'job is invalid: groups[0].count: expected number', 400)), EXIT.FAILED);
-    const ambiguous = describeFailure(new ApiClientError('AMBIGUOUS_PREFIX', 'prefix "a" matches 2 jobs', 0, { matches: ['ab', 'ac'] }));
+    const ambiguous = describeFailure(new ApiClientError('CLI_AMBIGUOUS_PREFIX', 'prefix "a" matches 2 jobs', 0, { matches: ['ab', 'ac'] }));
     assert.equal(ambiguous.exitCode, EXIT.USAGE);
     assert.deepEqual(ambiguous.lines, ['error: prefix "a" matches 2 jobs', '  ab', '  ac']);
+    assert.equal(ambiguous.json.error.code, 'CLI_AMBIGUOUS_PREFIX');
+    assert.equal(code(new ApiClientError('CLI_NOT_PLACED', 'allocation a is not placed on a node', 0)), EXIT.FAILED);
     const unreachable = describeFailure(new ApiClientError('API_UNREACHABLE', 'cannot reach the Berth agent at http://h:1 (ECONNREFUSED)', 0));
     assert.equal(unreachable.lines.length, 1, 'one line');
   });

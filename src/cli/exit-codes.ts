@@ -150,7 +150,7 @@ function apiFailure(err: ApiClientError): Failure {
       return simple(EXIT.AUTH, err.code, `permission denied: ${err.message}`);
     case 'NOT_FOUND':
       return simple(EXIT.NOT_FOUND, err.code, err.message);
-    case 'AMBIGUOUS_PREFIX': {
+    case 'CLI_AMBIGUOUS_PREFIX': {
       const failure = simple(EXIT.USAGE, err.code, err.message);
       const matches = Array.isArray(err.details['matches']) ? (err.details['matches'] as string[]) : [];
       failure.lines.push(...matches.map((m) => `  ${m}`));

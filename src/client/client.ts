@@ -10,7 +10,16 @@ import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
-import { BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../lib/index.js';
+import {
+  BerthError,
+  describeError,
+  Lifecycle,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../lib/index.js';
 import {
   isClientTerminal,
   type Allocation,
@@ -107,10 +116,15 @@ export interface ClientOptions {
   retry?: { initialDelayMs?: number; maxDelayMs?: number };
 }
 
-export type ClientState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+export type ClientState = LifecycleState;
 
-/** The client failed to start (CLIENT_START) or was used in the wrong state (CLIENT_STATE). */
-export class ClientError extends BerthError {}
+/**
+ * CLIENT_START: the client failed to start; CLIENT_STATE: it was used in the
+ * wrong state; CLIENT_INVALID: its options are wrong.
+ */
+export type ClientErrorCode = 'CLIENT_START' | 'CLIENT_STATE' | 'CLIENT_INVALID';
+
+export class ClientError extends BerthError<ClientErrorCode> {}
 
 interface NodeRecord {
   id: string;
@@ -136,7 +150,9 @@ const AGENT_BUCKET = 'agent';
  * down), then connects to the server in the background and resolves;
  * `stop()` leaves tasks running (an agent restart keeps them);
  * `stop({ drain: true })` first stops every allocation (workloads before
- * plugins: tasks stopped, volumes unmounted, claims released). Safe twice.
+ * plugins: tasks stopped, volumes unmounted, claims released). Safe twice;
+ * the first call's `drain` counts. A second `start()` throws CLIENT_STATE.
+ * The state is a lib Lifecycle's.
  * A server that is down or refuses is retried with backoff, never fatal.
  *
  * Nothing destructive happens before the server's allocation list arrived
@@ -148,11 +164,14 @@ export class Client {
   readonly #clock: Clock;
   readonly #root: Logger;
   readonly #log: Logger;
+  readonly #life: Lifecycle;
+  /**
+   * Aborts the background work (runner starts, volume reconciles). Fired
+   * part-way through stop(), after a drain: the drain itself still needs it.
+   */
   readonly #stopping = new AbortController();
   readonly #runners = new Map<string, RunnerEntry>();
-  readonly #background = new Set<Promise<unknown>>();
   readonly #statusListeners = new Set<() => void>();
-  #state: ClientState = 'new';
   #store: ClientStateStore | undefined;
   #registry: PluginRegistry | undefined;
   #csi: CsiManager | undefined;
@@ -168,18 +187,18 @@ export class Client {
   #reporter: StatusReporter | undefined;
   #node: NodeRecord | undefined;
   #serverListReceived = false;
-  #stopped: Promise<void> | undefined;
 
   constructor(opts: ClientOptions) {
-    if (!path.isAbsolute(opts.dataDir)) throw new ClientError('INVALID', `dataDir must be an absolute path: ${opts.dataDir}`);
+    if (!path.isAbsolute(opts.dataDir)) throw new ClientError('CLIENT_INVALID', `dataDir must be an absolute path: ${opts.dataDir}`);
     this.#opts = opts;
     this.#clock = opts.clock ?? systemClock;
     this.#root = opts.logger ?? silentLogger();
     this.#log = this.#root.child({ component: 'client' });
+    this.#life = new Lifecycle({ logger: this.#log });
   }
 
   get state(): ClientState {
-    return this.#state;
+    return this.#life.state;
   }
 
   /** The node's ID (kept across restarts in the client state). Throws before start. */
@@ -234,8 +253,11 @@ export class Client {
 
   /** See the class comment. Throws ClientError CLIENT_START when a part cannot start (what started is stopped). */
   async start(): Promise<void> {
-    if (this.#state !== 'new') throw new ClientError('CLIENT_STATE', `cannot start a client that is ${this.#state}`);
-    this.#state = 'starting';
+    if (this.#life.state !== 'new') throw new ClientError('CLIENT_STATE', `cannot start a client that is ${this.#life.state}`);
+    await this.#life.start(() => this.#start());
+  }
+
+  async #start(): Promise<void> {
     try {
       const dataDir = this.#opts.dataDir;
       mkdirSync(dataDir, { recursive: true });
@@ -322,29 +344,20 @@ export class Client {
           this.#watcher?.start();
         }),
       );
-      this.#state = 'running';
       this.#log.info({ nodeId, restored: this.#runners.size, drivers: [...this.#drivers.keys()] }, 'client started');
     } catch (err) {
       this.#log.error({ err: describeError(err) }, 'client failed to start');
       await this.#teardown(false);
-      this.#state = 'stopped';
       throw new ClientError('CLIENT_START', `client failed to start: ${describeError(err)}`, { cause: err });
     }
   }
 
   /** See the class comment. Never throws; safe twice. */
   stop(opts: { drain?: boolean } = {}): Promise<void> {
-    if (this.#state === 'new') {
-      this.#state = 'stopped';
-      return Promise.resolve();
-    }
-    this.#stopped ??= (async () => {
-      this.#state = 'stopping';
+    return this.#life.stop(async () => {
       await this.#teardown(opts.drain ?? false);
-      this.#state = 'stopped';
       this.#log.info({ drained: opts.drain ?? false }, 'client stopped');
-    })();
-    return this.#stopped;
+    });
   }
 
   // ---- allocations -------------------------------------------------------------------
@@ -600,9 +613,9 @@ export class Client {
 
   // ---- teardown ----------------------------------------------------------------------
 
+  /** Background work stop() waits for; its failure is logged where it happens, not here. */
   #track(p: Promise<unknown>): void {
-    const tracked = p.catch(() => undefined).finally(() => this.#background.delete(tracked));
-    this.#background.add(tracked);
+    void this.#life.track(p.catch(() => undefined));
   }
 
   /** Stops every allocation: workloads first, then plugin allocations (they unmount the workloads' volumes). */
@@ -664,7 +677,7 @@ export class Client {
     if (drain) await step('drain', () => this.#drain());
     this.#stopping.abort();
     await step('runners', () => Promise.all([...this.#runners.values()].map(async (e) => e.runner.shutdown())));
-    await step('background', () => Promise.all([...this.#background]));
+    await step('background', () => this.#life.drained());
     await step('status reporter', async () => {
       await this.#flushFor(2_000);
       await this.#reporter?.stop();

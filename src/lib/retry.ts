@@ -27,6 +27,25 @@ export const defaultBackoff: BackoffPolicy = {
 };
 
 /**
+ * The backoff policies Berth's components use, named once so the numbers
+ * are compared and changed in one place. Components take `Partial<BackoffPolicy>`
+ * or a whole policy in their options to override them (tests shorten them).
+ */
+export const BACKOFF = {
+  /**
+   * Reconnecting to the server, re-registering, re-watching allocations and
+   * re-sending node status: forever, 200 ms doubling to 10 s.
+   */
+  reconnect: { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 },
+  /** Re-dialling a CSI plugin's socket and re-probing it: forever, 250 ms doubling to 10 s. */
+  pluginDial: { maxAttempts: Infinity, initialDelayMs: 250, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 },
+  /** One stage/publish/unpublish/unstage step on a node plugin: 5 attempts, 500 ms doubling to 15 s. */
+  csiStep: { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 15_000, multiplier: 2, jitter: 0.2 },
+  /** The server's release of one claim (detach, unpublish): forever, 1 s doubling to 2 min. */
+  claimRelease: { maxAttempts: Infinity, initialDelayMs: 1000, maxDelayMs: 120_000, multiplier: 2, jitter: 0.2 },
+} as const satisfies Record<string, BackoffPolicy>;
+
+/**
  * The delay before attempt `attempt + 1`, after `attempt` failed attempts
  * (attempt >= 1). Pure given `random`.
  */

@@ -4,7 +4,16 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../lib/index.js';
+import {
+  BerthError,
+  describeError,
+  Lifecycle,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../lib/index.js';
 import { buildApi, type ApiToken } from './http/index.js';
 import { EvalWorker, JobService } from './jobs/index.js';
 import { ServerMetrics } from './metrics/index.js';
@@ -42,7 +51,7 @@ export interface ServerOptions {
   routes?: (app: FastifyInstance) => void | Promise<void>;
 }
 
-export type ServerState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
+export type ServerState = LifecycleState;
 
 export interface ServerAddress {
   host: string;
@@ -51,8 +60,13 @@ export interface ServerAddress {
   url: string;
 }
 
-/** The server failed to start (code SERVER_START) or was used in the wrong state (SERVER_STATE). */
-export class ServerError extends BerthError {}
+/**
+ * SERVER_START: the server failed to start; SERVER_STATE: it was used in the
+ * wrong state; SERVER_INVALID: its options are wrong.
+ */
+export type ServerErrorCode = 'SERVER_START' | 'SERVER_STATE' | 'SERVER_INVALID';
+
+export class ServerError extends BerthError<ServerErrorCode> {}
 
 /**
  * The Berth server. Lifecycle: `start()` opens the store, starts plugin
@@ -63,13 +77,14 @@ export class ServerError extends BerthError {}
  * started and rejects with ServerError SERVER_START. `stop()` closes the
  * listener (ending blocking reads and event streams), stops the services in
  * reverse order and closes the store it opened; safe to call twice and
- * before start.
+ * before start. `start()` a second time throws SERVER_STATE. The state is a
+ * lib Lifecycle's: new, starting, running, stopping, stopped.
  */
 export class Server {
   readonly #opts: ServerOptions;
   readonly #clock: Clock;
   readonly #log: Logger;
-  #state: ServerState = 'idle';
+  readonly #life: Lifecycle;
   #store: StateStore | undefined;
   #ownsStore = false;
   #connections: NodeConnections | undefined;
@@ -82,18 +97,21 @@ export class Server {
   #api: FastifyInstance | undefined;
   #metrics: ServerMetrics | undefined;
   #address: ServerAddress | undefined;
-  #stopping: Promise<void> | undefined;
 
   constructor(opts: ServerOptions) {
-    if (!opts.dataDir && !opts.store) throw new ServerError('INVALID', 'a server needs dataDir or store');
-    if (!opts.tokens.length) throw new ServerError('INVALID', 'a server needs at least one API token');
+    if (!opts.dataDir && !opts.store) throw new ServerError('SERVER_INVALID', 'a server needs dataDir or store');
+    if (!opts.tokens.length) throw new ServerError('SERVER_INVALID', 'a server needs at least one API token');
     this.#opts = opts;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger()).child({ component: 'server' });
+    this.#life = new Lifecycle({
+      logger: this.#log,
+      refuse: (state) => new ServerError('SERVER_STATE', `cannot start a server that is ${state}`),
+    });
   }
 
   get state(): ServerState {
-    return this.#state;
+    return this.#life.state;
   }
 
   /** The listening address; undefined unless running. */
@@ -131,8 +149,12 @@ export class Server {
 
   /** Starts everything; resolves with the HTTP address. See the class comment. */
   async start(): Promise<ServerAddress> {
-    if (this.#state !== 'idle') throw new ServerError('SERVER_STATE', `cannot start a server that is ${this.#state}`);
-    this.#state = 'starting';
+    if (this.#life.state !== 'new') throw new ServerError('SERVER_STATE', `cannot start a server that is ${this.#life.state}`);
+    await this.#life.start(() => this.#start());
+    return this.#address as ServerAddress;
+  }
+
+  async #start(): Promise<void> {
     const root = this.#opts.logger ?? silentLogger();
     try {
       if (this.#opts.store) this.#store = this.#opts.store;
@@ -187,13 +209,10 @@ export class Server {
       const port = typeof addr === 'object' && addr ? addr.port : (this.#opts.port ?? 0);
       const urlHost = host.includes(':') ? `[${host}]` : host;
       this.#address = { host, port, url: `http://${urlHost}:${port}` };
-      this.#state = 'running';
       this.#log.info({ address: this.#address.url, index: store.latestIndex() }, 'server started');
-      return this.#address;
     } catch (err) {
       this.#log.error({ err: describeError(err) }, 'server failed to start');
       await this.#teardown();
-      this.#state = 'stopped';
       if (err instanceof BerthError) throw new ServerError('SERVER_START', `server failed to start: ${err.message}`, { cause: err });
       throw new ServerError('SERVER_START', `server failed to start: ${describeError(err)}`, { cause: err });
     }
@@ -201,17 +220,10 @@ export class Server {
 
   /** Stops everything in reverse order. Safe twice, and before start. */
   stop(): Promise<void> {
-    if (this.#state === 'idle') {
-      this.#state = 'stopped';
-      return Promise.resolve();
-    }
-    this.#stopping ??= (async () => {
-      this.#state = 'stopping';
+    return this.#life.stop(async () => {
       await this.#teardown();
-      this.#state = 'stopped';
       this.#log.info('server stopped');
-    })();
-    return this.#stopping;
+    });
   }
 
   async #teardown(): Promise<void> {

@@ -179,7 +179,7 @@ describe('volume manager restarts on the fake plugin', () => {
       const mounting = vm1.mountVolume({ id: 'vol-m' }, ALLOC, SHARED).catch((err: unknown) => err);
       await fake.waitForCall('NodePublishVolume');
       await vm1.stop();
-      assert.equal(((await mounting) as { code?: string }).code, 'VOLUME_MOUNT_UNCERTAIN');
+      assert.equal(((await mounting) as { code?: string }).code, 'CLIENT_VOLUME_MOUNT_UNCERTAIN');
 
       node.reopenStore();
       fake.clearCalls();

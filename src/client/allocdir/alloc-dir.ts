@@ -11,13 +11,7 @@ import { isMountPoint, mount, mountPointsUnder, unmountAllUnder } from './mounts
 export type AllocDirErrorCode = 'ALLOC_DIR_FAILED';
 
 /** The allocation directory could not be built or removed. */
-export class AllocDirError extends BerthError {
-  override readonly code: AllocDirErrorCode;
-  constructor(code: AllocDirErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
-    this.code = code;
-  }
-}
+export class AllocDirError extends BerthError<AllocDirErrorCode> {}
 
 /** One task's directories. */
 export interface TaskDir {

@@ -53,10 +53,4 @@ export type AllocRunnerErrorCode =
   | 'ALLOC_PLUGIN_SOCKET';
 
 /** Why an allocation could not be set up or torn down. Never carries a secret. */
-export class AllocRunnerError extends BerthError {
-  override readonly code: AllocRunnerErrorCode;
-  constructor(code: AllocRunnerErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
-    this.code = code;
-  }
-}
+export class AllocRunnerError extends BerthError<AllocRunnerErrorCode> {}

@@ -18,7 +18,7 @@ import { csiVolumeTransition, type CsiVolumeEvent } from './csi-volume-state.js'
 import { CLAIM_RETRYABLE_CODES, type ClaimedVolume, type VolumeClaimer, type VolumeClaimRequest } from './volume-claimer.js';
 
 /** Codes of the CSI manager and volume manager that mean "the plugin cannot serve yet": wait and retry. */
-const PLUGIN_NOT_READY = new Set(['CSI_PLUGIN_NOT_FOUND', 'CSI_PLUGIN_UNHEALTHY', 'VOLUME_MOUNT_UNCERTAIN', 'VOLUME_MANAGER_STOPPED']);
+const PLUGIN_NOT_READY = new Set(['CSI_PLUGIN_NOT_FOUND', 'CSI_PLUGIN_UNHEALTHY', 'CLIENT_VOLUME_MOUNT_UNCERTAIN', 'CLIENT_VOLUME_MANAGER_STOPPED']);
 
 function pluginNotReady(err: unknown): boolean {
   return PLUGIN_NOT_READY.has((err as { code?: string }).code ?? '');

@@ -7,13 +7,16 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { CsiClient, type NodeCapability } from '../../csi/index.js';
 import {
+  BACKOFF,
   AbortedError,
   describeError,
+  Lifecycle,
   silentLogger,
   systemClock,
   throwIfAborted,
   type BackoffPolicy,
   type Clock,
+  type LifecycleState,
   type Logger,
 } from '../../lib/index.js';
 import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../structs/index.js';
@@ -90,7 +93,7 @@ export interface CsiManagerOptions<VM extends ManagedVolumeManager = VolumeManag
   random?: () => number;
 }
 
-export type CsiManagerState = 'new' | 'running' | 'stopping' | 'stopped';
+export type CsiManagerState = LifecycleState;
 
 interface Slot {
   type: CsiPluginType;
@@ -109,8 +112,6 @@ interface VolumeManagerEntry<VM> {
   ready: boolean;
   error: unknown;
 }
-
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 250, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
 
 const slotKey = (type: CsiPluginType, name: string): string => `${type}/${name}`;
 
@@ -134,19 +135,21 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   readonly #volumeManagers = new Map<string, VolumeManagerEntry<VM>>();
   readonly #retiring = new Set<Promise<void>>();
   readonly #changeListeners = new Set<() => void>();
-  readonly #stopping = new AbortController();
-  #state: CsiManagerState = 'new';
-  #loops: Promise<void>[] = [];
-  #stopped: Promise<void> | undefined;
+  readonly #life: Lifecycle;
 
   constructor(opts: CsiManagerOptions<VM>) {
     this.#opts = opts;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'csi-manager' });
     this.#clock = opts.clock ?? systemClock;
+    this.#life = new Lifecycle({
+      logger: this.#logger,
+      refuse: () => new CsiManagerError('CSI_MANAGER_STOPPED', '', 'the CSI manager was stopped and cannot start again'),
+    });
   }
 
+  /** The lib Lifecycle's state: new, starting, running, stopping, stopped. */
   get state(): CsiManagerState {
-    return this.#state;
+    return this.#life.state;
   }
 
   /**
@@ -154,15 +157,14 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
    * and returns (fingerprints come later). Throws CSI_MANAGER_STOPPED after
    * stop(); a second call while running does nothing.
    */
-  async start(): Promise<void> {
-    if (this.#state === 'running') return;
-    if (this.#state !== 'new') throw new CsiManagerError('CSI_MANAGER_STOPPED', '', 'the CSI manager was stopped and cannot start again');
-    this.#state = 'running';
-    const signal = this.#stopping.signal;
-    // Subscribe before the first comparison, so nothing falls in between.
-    const events = this.#opts.registry.subscribe({ signal });
-    this.#sync('start');
-    this.#loops.push(this.#followEvents(events), this.#resyncLoop(signal));
+  start(): Promise<void> {
+    return this.#life.start((signal) => {
+      // Subscribe before the first comparison, so nothing falls in between.
+      const events = this.#opts.registry.subscribe({ signal });
+      this.#sync('start');
+      void this.#life.track(this.#followEvents(events));
+      void this.#life.track(this.#resyncLoop(signal));
+    });
   }
 
   /**
@@ -172,15 +174,14 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
    * twice; never throws.
    */
   stop(): Promise<void> {
-    this.#stopped ??= this.#stop();
-    return this.#stopped;
+    const stopped = this.#life.stop(() => this.#teardown()).then(() => this.#notify());
+    this.#notify();
+    return stopped;
   }
 
-  async #stop(): Promise<void> {
-    this.#state = 'stopping';
-    this.#stopping.abort();
-    this.#notify();
-    await Promise.allSettled(this.#loops);
+  async #teardown(): Promise<void> {
+    // The loops first: no instance may be started once the instances are collected.
+    await this.#life.drained();
     const instances = [...this.#slots.values()].flatMap((s) => (s.previous ? [s.current, s.previous] : [s.current]));
     this.#slots.clear();
     await Promise.allSettled([
@@ -191,8 +192,6 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
         await e.vm?.stop();
       }),
     ]);
-    this.#state = 'stopped';
-    this.#notify();
   }
 
   /**
@@ -207,7 +206,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     const type = opts.type ?? 'csi-node';
     for (let waited = false; ; waited = true) {
       throwIfAborted(opts.signal);
-      if (this.#state === 'stopping' || this.#state === 'stopped') {
+      if (this.#life.stopRequested) {
         throw new CsiManagerError('CSI_MANAGER_STOPPED', id, `the CSI manager stopped while waiting for ${type} plugin "${id}"`);
       }
       const slot = this.#slots.get(slotKey(type, id));
@@ -297,7 +296,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
 
   /** Brings the instances in line with the registry's serving registrations. */
   #sync(why: 'start' | 'event' | 'resync'): void {
-    if (this.#state !== 'running') return;
+    if (this.#life.state === 'new' || this.#life.stopRequested) return;
     let wanted: Map<string, RegisteredPlugin>;
     try {
       wanted = new Map(this.#opts.registry.servingPlugins().map((p) => [slotKey(p.type, p.name), p]));
@@ -379,7 +378,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
       probeIntervalMs: this.#opts.probeIntervalMs ?? 30_000,
       healthTimeoutMs: this.#opts.healthTimeoutMs ?? 30_000,
       callTimeoutMs: this.#opts.callTimeoutMs ?? 5_000,
-      retryBackoff: this.#opts.retryBackoff ?? DEFAULT_BACKOFF,
+      retryBackoff: this.#opts.retryBackoff ?? BACKOFF.pluginDial,
       onChange: (instance, change) => this.#onInstanceChange(instance, change),
       ...(this.#opts.random ? { random: this.#opts.random } : {}),
     });

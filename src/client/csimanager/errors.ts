@@ -11,14 +11,12 @@ export type CsiManagerErrorCode =
   | 'CSI_MANAGER_STOPPED';
 
 /** Why the CSI manager cannot hand out a plugin. The message names the plugin and the reason. */
-export class CsiManagerError extends BerthError {
-  override readonly code: CsiManagerErrorCode;
+export class CsiManagerError extends BerthError<CsiManagerErrorCode> {
   /** The plugin ID asked for. */
   readonly pluginId: string;
 
   constructor(code: CsiManagerErrorCode, pluginId: string, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
-    this.code = code;
     this.pluginId = pluginId;
   }
 }

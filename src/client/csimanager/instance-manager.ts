@@ -7,7 +7,17 @@ import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { CsiError, type CsiClient, type PluginFingerprint } from '../../csi/index.js';
-import { AbortedError, BerthError, backoffDelay, describeError, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import {
+  AbortedError,
+  BerthError,
+  backoffDelay,
+  describeError,
+  Lifecycle,
+  type BackoffPolicy,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../../lib/index.js';
 import type { CsiPluginType } from '../../structs/index.js';
 import type { RegisteredPlugin } from '../dynamicplugins/index.js';
 
@@ -22,8 +32,8 @@ export type InstanceChange =
   /** Unhealthy for longer than the health timeout (reported once per unhealthy spell). */
   | 'health-timeout';
 
-/** Where an instance is in its life. */
-export type InstanceState = 'new' | 'running' | 'stopping' | 'stopped';
+/** Where an instance is in its life (a lib Lifecycle's state). */
+export type InstanceState = LifecycleState;
 
 export interface InstanceManagerOptions {
   plugin: RegisteredPlugin;
@@ -65,9 +75,7 @@ export class InstanceManager {
   #client: CsiClient | undefined;
   readonly #opts: InstanceManagerOptions;
   readonly #logger: Logger;
-  readonly #stopping = new AbortController();
-  #state: InstanceState = 'new';
-  #loop: Promise<void> | undefined;
+  readonly #life: Lifecycle;
   #healthy = false;
   #healthReason = NOT_FINGERPRINTED;
   #fingerprint: PluginFingerprint | undefined;
@@ -87,10 +95,11 @@ export class InstanceManager {
     this.#opts = opts;
     this.#logger = opts.logger.child({ component: 'csi-instance', type: opts.type, plugin: opts.plugin.name, allocId: opts.plugin.allocId });
     this.#unhealthySince = opts.clock.now();
+    this.#life = new Lifecycle({ logger: this.#logger });
   }
 
   get state(): InstanceState {
-    return this.#state;
+    return this.#life.state;
   }
 
   /** True when the last probe answered ready and the fingerprint is current. */
@@ -115,11 +124,14 @@ export class InstanceManager {
 
   /** Starts connecting and probing in the background. Returns at once; a second call does nothing. */
   start(): void {
-    if (this.#state !== 'new') return;
-    this.#state = 'running';
-    this.#loop = this.#run(this.#stopping.signal).catch((err: unknown) => {
-      // #run handles every failure it can meet; this is a bug, not a plugin fault.
-      this.#logger.error({ err: describeError(err) }, 'instance manager loop failed');
+    if (this.#life.state !== 'new') return;
+    void this.#life.start((signal) => {
+      void this.#life.track(
+        this.#run(signal).catch((err: unknown) => {
+          // #run handles every failure it can meet; this is a bug, not a plugin fault.
+          this.#logger.error({ err: describeError(err) }, 'instance manager loop failed');
+        }),
+      );
     });
   }
 
@@ -127,18 +139,12 @@ export class InstanceManager {
    * Stops probing, waits for the loop to end and closes the client (calls in
    * flight on it end with CANCELLED). Safe twice; never throws.
    */
-  async stop(): Promise<void> {
-    if (this.#state === 'new') this.#state = 'stopped';
-    if (this.#state === 'stopped') {
+  stop(): Promise<void> {
+    return this.#life.stop(async () => {
+      this.#closeWatcher();
+      await this.#life.drained();
       await this.#client?.close();
-      return;
-    }
-    this.#state = 'stopping';
-    this.#stopping.abort();
-    this.#closeWatcher();
-    await this.#loop;
-    await this.#client?.close();
-    this.#state = 'stopped';
+    });
   }
 
   async #run(signal: AbortSignal): Promise<void> {
@@ -299,7 +305,7 @@ export class InstanceManager {
   // late, or comes back after a restart, is noticed at once rather than at
   // the end of a backoff. The clock-driven retries remain the safety net.
   #ensureWatcher(): void {
-    if (this.#watcher || this.#stopping.signal.aborted) return;
+    if (this.#watcher || this.#life.stopRequested) return;
     const dir = path.dirname(this.plugin.socketPath);
     const base = path.basename(this.plugin.socketPath);
     try {

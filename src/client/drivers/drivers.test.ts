@@ -73,11 +73,11 @@ for (const [kind, make] of KINDS) {
       const cfg = h.config('sig', 'trap "echo usr1 >> got" USR1; echo ready; while :; do sleep 0.05; done');
       await h.start(driver, cfg);
       await eventually('task ready', () => readFileSync(path.join(h.logDir, 'sig.stdout.0'), 'utf8').includes('ready'));
-      await assert.rejects(driver.signalTask(cfg.id, 'SIGNOPE'), (e: DriverError) => e.code === 'INVALID_SIGNAL');
+      await assert.rejects(driver.signalTask(cfg.id, 'SIGNOPE'), (e: DriverError) => e.code === 'DRIVER_INVALID_SIGNAL');
       await driver.signalTask(cfg.id, 'SIGUSR1');
       await eventually('the task saw SIGUSR1', () => existsSync(path.join(cfg.taskDir, 'got')));
       await driver.stopTask(cfg.id, { timeoutMs: 0, signal: 'SIGKILL' });
-      await assert.rejects(driver.signalTask(cfg.id, 'SIGUSR1'), (e: DriverError) => e.code === 'TASK_NOT_RUNNING');
+      await assert.rejects(driver.signalTask(cfg.id, 'SIGUSR1'), (e: DriverError) => e.code === 'DRIVER_TASK_NOT_RUNNING');
     });
 
     it('reports CPU and memory of the whole process tree from the kernel', async () => {
@@ -94,7 +94,7 @@ for (const [kind, make] of KINDS) {
       assert.ok(later.pids.length >= 2, 'the burning child is part of the tree');
       assert.ok(later.cpu.percent > 0);
       await driver.stopTask(cfg.id, { timeoutMs: 0, signal: 'SIGKILL' });
-      await assert.rejects(driver.taskStats(cfg.id), (e: DriverError) => e.code === 'TASK_NOT_RUNNING');
+      await assert.rejects(driver.taskStats(cfg.id), (e: DriverError) => e.code === 'DRIVER_TASK_NOT_RUNNING');
     });
 
     it('execs a command in the task with pipes (stdin, stdout, stderr, exit code) and the task env', async () => {
@@ -183,12 +183,12 @@ for (const [kind, make] of KINDS) {
     it('refuses a second start of the same task id and unknown task ids', async () => {
       const cfg = h.config('dup', 'exec sleep 1000');
       await h.start(driver, cfg);
-      await assert.rejects(driver.startTask(cfg), (e: DriverError) => e.code === 'TASK_EXISTS');
-      await assert.rejects(driver.waitTask('nope'), (e: DriverError) => e.code === 'TASK_NOT_FOUND');
-      await assert.rejects(driver.destroyTask(cfg.id), (e: DriverError) => e.code === 'TASK_RUNNING');
+      await assert.rejects(driver.startTask(cfg), (e: DriverError) => e.code === 'DRIVER_TASK_EXISTS');
+      await assert.rejects(driver.waitTask('nope'), (e: DriverError) => e.code === 'DRIVER_TASK_NOT_FOUND');
+      await assert.rejects(driver.destroyTask(cfg.id), (e: DriverError) => e.code === 'DRIVER_TASK_RUNNING');
       await driver.destroyTask(cfg.id, { force: true });
       await driver.destroyTask(cfg.id);
-      assert.throws(() => driver.inspectTask(cfg.id), (e: DriverError) => e.code === 'TASK_NOT_FOUND');
+      assert.throws(() => driver.inspectTask(cfg.id), (e: DriverError) => e.code === 'DRIVER_TASK_NOT_FOUND');
     });
   });
 }

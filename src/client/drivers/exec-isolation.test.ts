@@ -95,7 +95,7 @@ describe('exec isolation', () => {
     const cfg = h.config('bad', 'exec sleep 1000', {
       mounts: [{ source: src, destination: '/data', readOnly: true, propagation: 'bidirectional' }],
     });
-    await assert.rejects(driver.startTask(cfg), (e: DriverError) => e.code === 'INVALID_MOUNT' && /read-only/.test(e.message));
+    await assert.rejects(driver.startTask(cfg), (e: DriverError) => e.code === 'DRIVER_INVALID_MOUNT' && /read-only/.test(e.message));
     assert.equal(isMountpoint(src), false, 'nothing was mounted');
   });
 
@@ -105,7 +105,7 @@ describe('exec isolation', () => {
     const cfg = h.config('badsetup', 'exec sleep 1000', {
       mounts: [{ source: src, destination: '/proc/berth', readOnly: false, propagation: 'private' }],
     });
-    await assert.rejects(driver.startTask(cfg), (e: DriverError) => e.code === 'START_FAILED' && /setting up/.test(e.message));
+    await assert.rejects(driver.startTask(cfg), (e: DriverError) => e.code === 'DRIVER_START_FAILED' && /setting up/.test(e.message));
     assert.match(readFileSync(path.join(h.logDir, 'badsetup.stderr.0'), 'utf8'), /proc\/berth/);
   });
 
@@ -113,7 +113,7 @@ describe('exec isolation', () => {
     const raw = new RawExecDriver({ stateDir: path.join(h.dir, 'raw') });
     h.drivers.push(raw);
     const cfg = h.config('raw', 'true', { mounts: [{ source: h.dir, destination: '/data', readOnly: false, propagation: 'private' }] });
-    await assert.rejects(raw.startTask(cfg), (e: DriverError) => e.code === 'MOUNTS_UNSUPPORTED');
+    await assert.rejects(raw.startTask(cfg), (e: DriverError) => e.code === 'DRIVER_MOUNTS_UNSUPPORTED');
   });
 
   describe('network mode none', () => {

@@ -66,15 +66,15 @@ export abstract class ExecutorDriver implements TaskDriver {
   async startTask(cfg: TaskConfig, opts: { signal?: AbortSignal } = {}): Promise<TaskHandle> {
     this.#alive();
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
-    if (this.#tasks.has(cfg.id)) throw new DriverError('TASK_EXISTS', `task ${cfg.id} is already started`);
+    if (this.#tasks.has(cfg.id)) throw new DriverError('DRIVER_TASK_EXISTS', `task ${cfg.id} is already started`);
     this.#checkMounts(cfg);
     if (cfg.networkNamespacePath && !existsSync(cfg.networkNamespacePath)) {
-      throw new DriverError('START_FAILED', `task ${cfg.taskName}: network namespace ${cfg.networkNamespacePath} does not exist`);
+      throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName}: network namespace ${cfg.networkNamespacePath} does not exist`);
     }
     const stateDir = join(this.#stateDir, createHash('sha256').update(cfg.id).digest('hex').slice(0, 16));
     const socketPath = join(stateDir, 'ctl.sock');
     if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
-      throw new DriverError('START_FAILED', `driver state dir ${this.#stateDir} is too long for a unix socket path`);
+      throw new DriverError('DRIVER_START_FAILED', `driver state dir ${this.#stateDir} is too long for a unix socket path`);
     }
     rmSync(stateDir, { recursive: true, force: true });
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
@@ -112,7 +112,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     const answer = await reply;
     if (!answer.ok) {
       rmSync(stateDir, { recursive: true, force: true });
-      throw new DriverError('START_FAILED', `task ${cfg.taskName} failed to start: ${answer.error ?? 'unknown error'}`);
+      throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName} failed to start: ${answer.error ?? 'unknown error'}`);
     }
     const executorPid = child.pid as number;
     child.unref();
@@ -177,18 +177,18 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   #checkMounts(cfg: TaskConfig): void {
     if (cfg.mounts.length > 0 && this.capabilities.mountConfigs === 'none') {
-      throw new DriverError('MOUNTS_UNSUPPORTED', `task ${cfg.taskName}: the ${this.name} driver does not support volume mounts`);
+      throw new DriverError('DRIVER_MOUNTS_UNSUPPORTED', `task ${cfg.taskName}: the ${this.name} driver does not support volume mounts`);
     }
     for (const m of cfg.mounts) {
       if (!isAbsolute(m.destination) || normalize(m.destination) !== m.destination || m.destination === '/') {
-        throw new DriverError('INVALID_MOUNT', `task ${cfg.taskName}: mount destination ${m.destination} must be a normalized absolute path`);
+        throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount destination ${m.destination} must be a normalized absolute path`);
       }
       if (!existsSync(m.source)) {
-        throw new DriverError('INVALID_MOUNT', `task ${cfg.taskName}: mount source ${m.source} does not exist`);
+        throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount source ${m.source} does not exist`);
       }
       if (m.propagation === 'bidirectional' && m.readOnly) {
         throw new DriverError(
-          'INVALID_MOUNT',
+          'DRIVER_INVALID_MOUNT',
           `task ${cfg.taskName}: bidirectional propagation at ${m.destination} needs a writable volume, and this one is read-only`,
         );
       }
@@ -199,7 +199,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     this.#alive();
     if (this.#tasks.has(handle.taskId)) return;
     if (handle.version !== 1 || handle.driver !== this.name || !handle.stateDir || !handle.socketPath) {
-      throw new DriverError('TASK_NOT_RECOVERABLE', `task ${handle.taskId}: the handle is not a ${this.name} handle`);
+      throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.taskId}: the handle is not a ${this.name} handle`);
     }
     const recorded = this.#readExitFile(handle);
     if (recorded) {
@@ -207,7 +207,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     } else if (isAlive(handle.executorPid, handle.executorStartTicks) || isAlive(handle.taskPid, handle.taskStartTicks)) {
       this.#tasks.set(handle.taskId, { handle });
     } else {
-      throw new DriverError('TASK_NOT_RECOVERABLE', `task ${handle.taskName}: neither its executor nor a recorded exit was found`);
+      throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.taskName}: neither its executor nor a recorded exit was found`);
     }
     this.logger.info({ taskId: handle.taskId, task: handle.taskName, exited: Boolean(recorded) }, 'task recovered');
   }
@@ -295,7 +295,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     const rec = this.#tasks.get(taskId);
     if (!rec) return;
     if (!rec.exit && this.#running(rec)) {
-      if (!opts.force) throw new DriverError('TASK_RUNNING', `task ${rec.handle.taskName} is still running; stop it first or force`);
+      if (!opts.force) throw new DriverError('DRIVER_TASK_RUNNING', `task ${rec.handle.taskName} is still running; stop it first or force`);
       await this.stopTask(taskId, { timeoutMs: 0, signal: 'SIGKILL' });
     }
     // The executor leaves on its own once the task's exit is recorded; make sure.
@@ -323,8 +323,8 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   async signalTask(taskId: string, signal: string): Promise<void> {
     const rec = this.#record(taskId);
-    if (!(signal in constants.signals)) throw new DriverError('INVALID_SIGNAL', `unknown signal ${signal}`);
-    if (rec.exit) throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`);
+    if (!(signal in constants.signals)) throw new DriverError('DRIVER_INVALID_SIGNAL', `unknown signal ${signal}`);
+    if (rec.exit) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`);
     let answer: ExecutorAnswer;
     try {
       answer = await askExecutor(rec.handle.socketPath, { op: 'signal', signal }, this.#stopping.signal);
@@ -332,18 +332,18 @@ export abstract class ExecutorDriver implements TaskDriver {
       if (this.#stopping.signal.aborted) throw this.#shutDownError();
       if (!(err instanceof ExecutorUnavailable)) throw err;
       if (!isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
-        throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`, { cause: err });
+        throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`, { cause: err });
       }
       killGroup(rec.handle.taskPid, signal);
       return;
     }
-    if (answer.error) throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName}: ${answer.error}`);
+    if (answer.error) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName}: ${answer.error}`);
   }
 
   async taskStats(taskId: string): Promise<TaskResourceUsage> {
     const rec = this.#record(taskId);
     if (rec.exit || !isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
-      throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
+      throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
     }
     const { clkTck, pageSize } = kernelUnits();
     const tree = processTree(rec.handle.taskPid);
@@ -367,9 +367,9 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   async execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }> {
     const rec = this.#record(taskId);
-    if (opts.command.length === 0) throw new DriverError('START_FAILED', 'exec needs a command');
+    if (opts.command.length === 0) throw new DriverError('DRIVER_START_FAILED', 'exec needs a command');
     if (rec.exit || !isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
-      throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
+      throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
     }
     if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });
     const { argv, env, cwd } = this.execTarget(rec.handle, opts.command);
@@ -393,7 +393,7 @@ export abstract class ExecutorDriver implements TaskDriver {
   /** Pid 1 of an exec task's namespaces (the child of its unshare). */
   protected namespaceInit(handle: TaskHandle): number {
     const [init] = childrenOf(handle.taskPid);
-    if (!init) throw new DriverError('TASK_NOT_RUNNING', `task ${handle.taskName} has no running process to enter`);
+    if (!init) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${handle.taskName} has no running process to enter`);
     return init;
   }
 
@@ -445,7 +445,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       child.stdin.on('error', () => undefined);
       child.on('error', (err) => {
         this.#execs.delete(session);
-        reject(new DriverError('START_FAILED', `exec failed: ${err.message}`, { cause: err }));
+        reject(new DriverError('DRIVER_START_FAILED', `exec failed: ${err.message}`, { cause: err }));
       });
       child.on('close', (code, sig) => {
         this.#execs.delete(session);
@@ -483,7 +483,7 @@ export abstract class ExecutorDriver implements TaskDriver {
   #record(taskId: string): TaskRecord {
     this.#alive();
     const rec = this.#tasks.get(taskId);
-    if (!rec) throw new DriverError('TASK_NOT_FOUND', `no task ${taskId} in the ${this.name} driver`);
+    if (!rec) throw new DriverError('DRIVER_TASK_NOT_FOUND', `no task ${taskId} in the ${this.name} driver`);
     return rec;
   }
 }

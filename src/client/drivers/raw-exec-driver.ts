@@ -5,7 +5,7 @@ import type { DriverCapabilities, TaskHandle } from './task-driver.js';
 /**
  * raw_exec: the task is a plain process with no isolation, started in its
  * local/ directory (inside the group's network namespace when one is given).
- * Takes no volume mounts (MOUNTS_UNSUPPORTED).
+ * Takes no volume mounts (DRIVER_MOUNTS_UNSUPPORTED).
  */
 export class RawExecDriver extends ExecutorDriver {
   readonly name = 'raw_exec' as const;

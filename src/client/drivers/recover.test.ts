@@ -118,7 +118,7 @@ for (const [kind, make] of KINDS) {
       process.kill(-handle.taskPid, 'SIGKILL');
       // Both must be gone: a SIGKILLed executor can take a moment to exit on a loaded machine.
       await eventually('the task and its executor are gone', () => !running(handle.taskPid) && !running(handle.executorPid));
-      await assert.rejects(driver.recoverTask(handle), (e: DriverError) => e.code === 'TASK_NOT_RECOVERABLE');
+      await assert.rejects(driver.recoverTask(handle), (e: DriverError) => e.code === 'DRIVER_TASK_NOT_RECOVERABLE');
     });
   });
 }

@@ -143,13 +143,13 @@ export interface DriverCapabilities {
   networkModes: ReadonlyArray<'host' | 'none'>;
   /** True when the driver makes the network namespace itself (never for Berth's drivers). */
   mustInitiateNetwork: boolean;
-  /** 'none': a task with mounts fails to start with MOUNTS_UNSUPPORTED. */
+  /** 'none': a task with mounts fails to start with DRIVER_MOUNTS_UNSUPPORTED. */
   mountConfigs: 'none' | 'any';
 }
 
 /**
  * A task driver. Every call on an unknown task id throws DriverError
- * TASK_NOT_FOUND (except destroyTask, which is safe to repeat); after
+ * DRIVER_TASK_NOT_FOUND (except destroyTask, which is safe to repeat); after
  * shutdown() every call throws DriverError DRIVER_SHUT_DOWN.
  */
 export interface TaskDriver {
@@ -160,13 +160,13 @@ export interface TaskDriver {
   /**
    * Starts the task under a detached executor process (it outlives the agent)
    * and resolves once the task's process exists. Throws DriverError
-   * (TASK_EXISTS, MOUNTS_UNSUPPORTED, INVALID_MOUNT, START_FAILED) or AbortedError.
+   * (DRIVER_TASK_EXISTS, DRIVER_MOUNTS_UNSUPPORTED, DRIVER_INVALID_MOUNT, DRIVER_START_FAILED) or AbortedError.
    */
   startTask(cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle>;
   /**
    * Reattaches to a task started by an earlier agent, without restarting it.
    * A task that ended meanwhile is recovered as exited (waitTask gives its
-   * result). Throws DriverError TASK_NOT_RECOVERABLE when neither the
+   * result). Throws DriverError DRIVER_TASK_NOT_RECOVERABLE when neither the
    * executor nor a recorded exit is found. Safe to repeat.
    */
   recoverTask(handle: TaskHandle): Promise<void>;
@@ -177,10 +177,10 @@ export interface TaskDriver {
    * timeoutMs; resolves once the task exited. Safe on an exited task.
    */
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
-  /** Forgets the task and removes its executor state. Throws TASK_RUNNING on a running task unless force (which kills it). */
+  /** Forgets the task and removes its executor state. Throws DRIVER_TASK_RUNNING on a running task unless force (which kills it). */
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
   inspectTask(taskId: string): TaskStatus;
-  /** Sends a signal (e.g. 'SIGUSR1') to the task. Throws INVALID_SIGNAL, or TASK_NOT_RUNNING if it exited. */
+  /** Sends a signal (e.g. 'SIGUSR1') to the task. Throws DRIVER_INVALID_SIGNAL, or DRIVER_TASK_NOT_RUNNING if it exited. */
   signalTask(taskId: string, signal: string): Promise<void>;
   taskStats(taskId: string): Promise<TaskResourceUsage>;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */

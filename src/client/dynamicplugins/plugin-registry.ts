@@ -60,13 +60,7 @@ export interface PluginEvent {
 export type PluginRegistryErrorCode = 'PLUGIN_BAD_REGISTRATION' | 'PLUGIN_WAIT_TIMEOUT' | 'PLUGIN_REGISTRY_CLOSED';
 
 /** A refused registration, a wait that timed out, or a registry used after close(). */
-export class PluginRegistryError extends BerthError {
-  override readonly code: PluginRegistryErrorCode;
-  constructor(code: PluginRegistryErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
-    this.code = code;
-  }
-}
+export class PluginRegistryError extends BerthError<PluginRegistryErrorCode> {}
 
 export interface PluginRegistryOptions {
   store: ClientStateStore;

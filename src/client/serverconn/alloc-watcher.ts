@@ -3,7 +3,18 @@
 // agent, in order, one at a time. A list older than one already seen (a
 // server that came back with stale state) is never handed on.
 
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import {
+  BACKOFF,
+  backoffDelay,
+  describeError,
+  Lifecycle,
+  silentLogger,
+  systemClock,
+  type BackoffPolicy,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../../lib/index.js';
 import type { NodeAllocation, ServerApi } from './server-api.js';
 
 export interface AllocWatcherOptions {
@@ -25,30 +36,32 @@ export interface AllocWatcherOptions {
   random?: () => number;
 }
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
-
 /**
- * Lifecycle: `start()` begins watching in the background; `stop()` aborts
- * the read in flight and waits for the loop (and a callback in progress);
- * safe twice. `waitFirstList()` resolves once the first list was handed on.
+ * Lifecycle (lib Lifecycle): `start()` begins watching in the background (a
+ * second start, or one after stop, does nothing); `stop()` aborts the read
+ * in flight and waits for the loop (and a callback in progress); safe
+ * twice. `waitFirstList()` resolves once the first list was handed on.
  * Never throws for a server that is down: it retries with backoff.
  */
 export class AllocWatcher {
   readonly #opts: AllocWatcherOptions;
   readonly #logger: Logger;
   readonly #clock: Clock;
-  readonly #stopping = new AbortController();
+  readonly #life: Lifecycle;
   readonly #waiters = new Set<() => void>();
-  #loop: Promise<void> | undefined;
   #index: number;
   #lists = 0;
-  #stopped = false;
 
   constructor(opts: AllocWatcherOptions) {
     this.#opts = opts;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'alloc-watcher' });
     this.#clock = opts.clock ?? systemClock;
     this.#index = opts.minIndex ?? 0;
+    this.#life = new Lifecycle({ logger: this.#logger });
+  }
+
+  get state(): LifecycleState {
+    return this.#life.state;
   }
 
   /** The index of the last list handed on (0 before the first). */
@@ -62,22 +75,23 @@ export class AllocWatcher {
   }
 
   start(): void {
-    if (this.#loop || this.#stopped) return;
-    this.#loop = this.#run(this.#stopping.signal);
+    if (this.#life.state !== 'new') return;
+    void this.#life.start((signal) => {
+      void this.#life.track(this.#run(signal));
+    });
   }
 
   /** Resolves after the first list was handed on, or on stop. */
   waitFirstList(): Promise<void> {
-    if (this.#lists > 0 || this.#stopped) return Promise.resolve();
+    if (this.#lists > 0 || this.#life.stopRequested) return Promise.resolve();
     return new Promise((resolve) => this.#waiters.add(resolve));
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#stopping.abort();
+  stop(): Promise<void> {
+    const stopped = this.#life.stop();
     for (const w of this.#waiters) w();
     this.#waiters.clear();
-    await this.#loop;
+    return stopped;
   }
 
   async #run(signal: AbortSignal): Promise<void> {
@@ -96,7 +110,7 @@ export class AllocWatcher {
           // Before the first list is handed on, poll: a blocking read would wait for the server to pass an index it may already be at.
           blocking = this.#lists > 0;
           failures++;
-          await this.#clock.sleep(backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random), signal);
+          await this.#clock.sleep(backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random), signal);
           continue;
         }
         if (this.#lists > 0 && index === this.#index) {
@@ -113,7 +127,7 @@ export class AllocWatcher {
       } catch (err) {
         if (signal.aborted) break;
         failures++;
-        const delayMs = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+        const delayMs = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
         this.#logger.warn({ err: describeError(err), failures, delayMs }, 'reading the allocations failed');
         try {
           await this.#clock.sleep(delayMs, signal);

@@ -4,7 +4,18 @@
 // reconnects with backoff, forever, until stopped.
 
 import WebSocket from 'ws';
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import {
+  BACKOFF,
+  backoffDelay,
+  describeError,
+  Lifecycle,
+  silentLogger,
+  systemClock,
+  type BackoffPolicy,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../../lib/index.js';
 import type { NodeRpcRequest, NodeRpcResponse } from '../../structs/index.js';
 
 export interface NodeConnectionOptions {
@@ -22,36 +33,40 @@ export interface NodeConnectionOptions {
   random?: () => number;
 }
 
-export type NodeConnectionState = 'new' | 'connecting' | 'connected' | 'stopped';
-
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
+export type NodeConnectionState = LifecycleState;
 
 /**
- * Lifecycle: `start()` begins connecting in the background and returns at
- * once; `stop()` closes the socket, aborts the calls being answered and
- * waits for the loop to end (safe twice). `waitConnected()` resolves once a
- * socket is open. Never throws on a server that is down or refuses: it logs
- * and retries.
+ * Lifecycle (lib Lifecycle): `start()` begins connecting in the background
+ * and returns at once (a second start, or one after stop, does nothing);
+ * `stop()` closes the socket, aborts the calls being answered and waits for
+ * the loop to end (safe twice). `connected` says whether a socket is open
+ * now; `waitConnected()` resolves once one is. Never throws on a server
+ * that is down or refuses: it logs and retries.
  */
 export class NodeConnection {
   readonly #opts: NodeConnectionOptions;
   readonly #logger: Logger;
   readonly #clock: Clock;
-  readonly #stopping = new AbortController();
+  readonly #life: Lifecycle;
   readonly #waiters = new Set<() => void>();
-  #state: NodeConnectionState = 'new';
+  #connected = false;
   #socket: WebSocket | undefined;
-  #loop: Promise<void> | undefined;
   #connects = 0;
 
   constructor(opts: NodeConnectionOptions) {
     this.#opts = opts;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'node-connection' });
     this.#clock = opts.clock ?? systemClock;
+    this.#life = new Lifecycle({ logger: this.#logger });
   }
 
   get state(): NodeConnectionState {
-    return this.#state;
+    return this.#life.state;
+  }
+
+  /** Whether a socket to the server is open now. */
+  get connected(): boolean {
+    return this.#connected;
   }
 
   /** How many times a socket opened so far (a reconnect counts). */
@@ -60,24 +75,22 @@ export class NodeConnection {
   }
 
   start(): void {
-    if (this.#state !== 'new') return;
-    this.#state = 'connecting';
-    this.#loop = this.#run(this.#stopping.signal);
+    if (this.#life.state !== 'new') return;
+    void this.#life.start((signal) => {
+      void this.#life.track(this.#run(signal));
+    });
   }
 
   /** Resolves once a socket is open (at once if one is). Rejects never; resolves on stop too. */
   waitConnected(): Promise<void> {
-    if (this.#state === 'connected' || this.#state === 'stopped') return Promise.resolve();
+    if (this.#connected || this.#life.stopRequested) return Promise.resolve();
     return new Promise((resolve) => this.#waiters.add(resolve));
   }
 
-  async stop(): Promise<void> {
-    if (this.#state === 'stopped') return this.#loop;
-    this.#state = 'stopped';
-    this.#stopping.abort();
-    this.#socket?.terminate();
+  stop(): Promise<void> {
+    const stopped = this.#life.stop(() => this.#socket?.terminate());
     this.#wake();
-    await this.#loop;
+    return stopped;
   }
 
   #wake(): void {
@@ -91,7 +104,7 @@ export class NodeConnection {
       const opened = await this.#session(signal);
       if (signal.aborted) break;
       failures = opened ? 1 : failures + 1;
-      const delay = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+      const delay = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
       try {
         await this.#clock.sleep(delay, signal);
       } catch {
@@ -113,7 +126,7 @@ export class NodeConnection {
       ws.on('open', () => {
         opened = true;
         this.#connects++;
-        if (this.#state !== 'stopped') this.#state = 'connected';
+        if (!signal.aborted) this.#connected = true;
         this.#logger.info({ connects: this.#connects }, 'connected to the server');
         this.#wake();
       });
@@ -144,7 +157,7 @@ export class NodeConnection {
         signal.removeEventListener('abort', onStop);
         calls.abort();
         if (this.#socket === ws) this.#socket = undefined;
-        if (this.#state === 'connected') this.#state = 'connecting';
+        this.#connected = false;
         if (opened) this.#logger.info({ code, reason: String(reason) }, 'node connection closed');
         resolve(opened);
       });

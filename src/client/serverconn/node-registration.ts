@@ -4,7 +4,18 @@
 // `pushFingerprint()` sends at once. A server that forgot the node (404)
 // gets a new registration under the same node ID.
 
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import {
+  BACKOFF,
+  backoffDelay,
+  describeError,
+  Lifecycle,
+  silentLogger,
+  systemClock,
+  type BackoffPolicy,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../../lib/index.js';
 import type { NodeFingerprint } from '../../structs/index.js';
 import { ServerConnError, type ServerApi } from './server-api.js';
 
@@ -22,25 +33,24 @@ export interface NodeRegistrationOptions {
   random?: () => number;
 }
 
-export type NodeRegistrationState = 'new' | 'registering' | 'registered' | 'stopped';
-
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
+export type NodeRegistrationState = LifecycleState;
 
 /**
- * Lifecycle: `start()` begins registering in the background and returns at
- * once; `waitRegistered()` resolves once the server accepted the node;
- * `stop()` ends the loop (safe twice). Never throws for a server that is
- * down: it retries with backoff and logs.
+ * Lifecycle (lib Lifecycle): `start()` begins registering in the background
+ * and returns at once (a second start, or one after stop, does nothing);
+ * `registered` says whether the server accepted the node, `waitRegistered()`
+ * resolves once it has; `stop()` ends the loop and waits for it (safe
+ * twice). Never throws for a server that is down: it retries with backoff
+ * and logs.
  */
 export class NodeRegistration {
   readonly #opts: NodeRegistrationOptions;
   readonly #logger: Logger;
   readonly #clock: Clock;
-  readonly #stopping = new AbortController();
+  readonly #life: Lifecycle;
   readonly #waiters = new Set<() => void>();
   #wake: AbortController | undefined;
-  #state: NodeRegistrationState = 'new';
-  #loop: Promise<void> | undefined;
+  #registered = false;
   #lastSent = '';
   #ttlMs = 30_000;
   #heartbeats = 0;
@@ -50,6 +60,7 @@ export class NodeRegistration {
     this.#opts = opts;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'node-registration', nodeId: opts.nodeId });
     this.#clock = opts.clock ?? systemClock;
+    this.#life = new Lifecycle({ logger: this.#logger });
   }
 
   get nodeId(): string {
@@ -57,7 +68,12 @@ export class NodeRegistration {
   }
 
   get state(): NodeRegistrationState {
-    return this.#state;
+    return this.#life.state;
+  }
+
+  /** Whether the server has accepted the node (it stays true across heartbeats). */
+  get registered(): boolean {
+    return this.#registered;
   }
 
   /** Successful heartbeats and registrations so far (for tests and status). */
@@ -66,14 +82,15 @@ export class NodeRegistration {
   }
 
   start(): void {
-    if (this.#state !== 'new') return;
-    this.#state = 'registering';
-    this.#loop = this.#run(this.#stopping.signal);
+    if (this.#life.state !== 'new') return;
+    void this.#life.start((signal) => {
+      void this.#life.track(this.#run(signal));
+    });
   }
 
   /** Resolves once registered (at once if it is); on stop too. */
   waitRegistered(): Promise<void> {
-    if (this.#state === 'registered' || this.#state === 'stopped') return Promise.resolve();
+    if (this.#registered || this.#life.stopRequested) return Promise.resolve();
     return new Promise((resolve) => this.#waiters.add(resolve));
   }
 
@@ -82,12 +99,10 @@ export class NodeRegistration {
     this.#wake?.abort();
   }
 
-  async stop(): Promise<void> {
-    if (this.#state === 'stopped') return this.#loop;
-    this.#state = 'stopped';
-    this.#stopping.abort();
+  stop(): Promise<void> {
+    const stopped = this.#life.stop();
     this.#wakeWaiters();
-    await this.#loop;
+    return stopped;
   }
 
   #wakeWaiters(): void {
@@ -110,7 +125,7 @@ export class NodeRegistration {
           this.#lastSent = text;
           registered = true;
           this.#registrations++;
-          if (this.#state !== 'stopped') this.#state = 'registered';
+          if (!signal.aborted) this.#registered = true;
           this.#logger.info({ ttlMs: this.#ttlMs }, 'node registered');
           this.#wakeWaiters();
         } else {
@@ -131,7 +146,7 @@ export class NodeRegistration {
           continue;
         }
         failures++;
-        delay = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+        delay = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
         this.#logger.warn({ err: describeError(err), failures, delayMs: delay }, registered ? 'heartbeat failed' : 'registration failed');
       }
       try {

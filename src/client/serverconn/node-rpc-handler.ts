@@ -42,12 +42,14 @@ export interface NodeRpcHandlerOptions {
   pluginWaitMs?: number;
 }
 
-/** A call this node cannot serve (unknown method, plugin not here, nothing mounted). */
-export class NodeRpcHandlerError extends BerthError {
+export type NodeRpcHandlerErrorCode = 'CSI_PLUGIN_NOT_FOUND' | 'CSI_PLUGIN_UNHEALTHY' | 'CLIENT_VOLUME_NOT_MOUNTED';
+
+/** A call this node cannot serve (plugin not here or not ready, nothing mounted). */
+export class NodeRpcHandlerError extends BerthError<NodeRpcHandlerErrorCode> {
   readonly retryable: boolean;
   readonly final: boolean;
 
-  constructor(code: string, message: string, opts: { retryable: boolean; final?: boolean }) {
+  constructor(code: NodeRpcHandlerErrorCode, message: string, opts: { retryable: boolean; final?: boolean }) {
     super(code, message);
     this.retryable = opts.retryable;
     this.final = opts.final ?? true;
@@ -134,7 +136,7 @@ export class NodeRpcHandler {
       'csi.node.expand': async (p, s) => {
         const rec = this.#recorded.publications({ pluginId: p.pluginId, namespace: p.namespace, volumeId: p.berthVolumeId })[0];
         if (!rec) {
-          throw new NodeRpcHandlerError('VOLUME_NOT_MOUNTED', `volume ${p.berthVolumeId} is not mounted on this node`, { retryable: false });
+          throw new NodeRpcHandlerError('CLIENT_VOLUME_NOT_MOUNTED', `volume ${p.berthVolumeId} is not mounted on this node`, { retryable: false });
         }
         return this.#csi.mounterForPlugin(p.pluginId).expand(rec.volume, rec.allocId, rec.usage, {
           capacityRange: p.capacityRange,

@@ -21,15 +21,13 @@ export type ServerConnErrorCode =
  * came back), `apiCode` the server's own error code (e.g. NOT_FOUND,
  * CONFLICT, EXHAUSTED), `retryable` whether the same call may succeed later.
  */
-export class ServerConnError extends BerthError {
-  override readonly code: ServerConnErrorCode;
+export class ServerConnError extends BerthError<ServerConnErrorCode> {
   readonly status: number;
   readonly apiCode: string;
   readonly retryable: boolean;
 
   constructor(code: ServerConnErrorCode, message: string, opts: { status?: number; apiCode?: string; retryable: boolean; cause?: unknown }) {
     super(code, message, { cause: opts.cause });
-    this.code = code;
     this.status = opts.status ?? 0;
     this.apiCode = opts.apiCode ?? '';
     this.retryable = opts.retryable;

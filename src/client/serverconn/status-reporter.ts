@@ -4,7 +4,18 @@
 // server refuses (gone, not on this node) is dropped so it cannot block the
 // others.
 
-import { backoffDelay, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import {
+  BACKOFF,
+  backoffDelay,
+  describeError,
+  Lifecycle,
+  silentLogger,
+  systemClock,
+  type BackoffPolicy,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../../lib/index.js';
 import { ServerConnError, type AllocStatusReport, type ServerApi } from './server-api.js';
 
 export interface StatusReporterOptions {
@@ -18,19 +29,18 @@ export interface StatusReporterOptions {
   random?: () => number;
 }
 
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10_000, multiplier: 2, jitter: 0.2 };
-
 /**
- * Lifecycle: `report()` queues an update and returns at once; `flush()`
- * waits until everything queued so far is sent (or dropped); `stop()`
- * abandons what is not sent (the server learns it at the next agent start)
- * and waits for the sender; safe twice. Never throws.
+ * Lifecycle (lib Lifecycle): running from construction, no start();
+ * `report()` queues an update and returns at once; `flush()` waits until
+ * everything queued so far is sent (or dropped); `stop()` abandons what is
+ * not sent (the server learns it at the next agent start) and waits for the
+ * sender; safe twice. Never throws.
  */
 export class StatusReporter {
   readonly #opts: StatusReporterOptions;
   readonly #logger: Logger;
   readonly #clock: Clock;
-  readonly #stopping = new AbortController();
+  readonly #life: Lifecycle;
   readonly #pending = new Map<string, AllocStatusReport>();
   #sender: Promise<void> | undefined;
   #sent = 0;
@@ -40,6 +50,12 @@ export class StatusReporter {
     this.#opts = opts;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'status-reporter' });
     this.#clock = opts.clock ?? systemClock;
+    this.#life = new Lifecycle({ logger: this.#logger });
+    void this.#life.start();
+  }
+
+  get state(): LifecycleState {
+    return this.#life.state;
   }
 
   /** Updates sent and batches posted so far. */
@@ -49,12 +65,20 @@ export class StatusReporter {
 
   /** Queues an update; a later update of the same allocation replaces it. */
   report(update: AllocStatusReport): void {
-    if (this.#stopping.signal.aborted) return;
+    const signal = this.#life.signal;
+    if (signal.aborted) return;
     this.#pending.set(update.id, update);
-    this.#sender ??= this.#send(this.#stopping.signal).finally(() => {
-      this.#sender = undefined;
-      if (this.#pending.size > 0 && !this.#stopping.signal.aborted) this.#sender = this.#send(this.#stopping.signal);
-    });
+    this.#sender ??= this.#startSender(signal);
+  }
+
+  /** One sender at a time; when it ends with updates left (they came in late), the next one starts. */
+  #startSender(signal: AbortSignal): Promise<void> {
+    return this.#life.track(
+      this.#send(signal).finally(() => {
+        this.#sender = undefined;
+        if (this.#pending.size > 0 && !signal.aborted) this.#sender = this.#startSender(signal);
+      }),
+    );
   }
 
   /** Resolves when nothing is left to send (or on stop). */
@@ -63,8 +87,7 @@ export class StatusReporter {
   }
 
   async stop(): Promise<void> {
-    this.#stopping.abort();
-    await this.flush();
+    await this.#life.stop();
     this.#pending.clear();
   }
 
@@ -80,7 +103,7 @@ export class StatusReporter {
         } catch (err) {
           if (signal.aborted) return;
           failures++;
-          const delayMs = backoffDelay(this.#opts.backoff ?? DEFAULT_BACKOFF, failures, this.#opts.random);
+          const delayMs = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
           this.#logger.warn({ err: describeError(err), updates: batch.length, delayMs }, 'reporting allocation status failed');
           await this.#clock.sleep(delayMs, signal);
         }

@@ -43,10 +43,4 @@ export interface ClientStateStore {
 export type ClientStateErrorCode = 'STATE_CORRUPT' | 'STATE_NEWER_VERSION' | 'STATE_CLOSED' | 'STATE_BAD_RECORD' | 'STATE_IO';
 
 /** Why the client state could not be opened, read or written. */
-export class ClientStateError extends BerthError {
-  override readonly code: ClientStateErrorCode;
-  constructor(code: ClientStateErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
-    this.code = code;
-  }
-}
+export class ClientStateError extends BerthError<ClientStateErrorCode> {}

@@ -6,4 +6,4 @@ export { VolumeManager, type VolumeManagerOptions, type VolumeManagerState } fro
 export type { MountableVolume, MountVolumeOptions, ReconcileReport, VolumeAllocPair } from './volume-types.js';
 export { RecordedVolumes, type RecordFilter, type RecordedPublication, type RecordedStaging, type StepState } from './volume-records.js';
 export { MountPaths, pathKey, usageKey, type VolumeUsage, type PluginPath } from './mount-paths.js';
-export { VolumeError, type VolumeErrorCode } from './volume-error.js';
+export { ClientVolumeError, type ClientVolumeErrorCode } from './client-volume-error.js';

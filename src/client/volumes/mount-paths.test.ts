@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { MountPaths, pathKey, usageKey } from './mount-paths.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 
 const HOSTILE_IDS = [
   '..',
@@ -46,7 +46,7 @@ describe('pathKey', () => {
   });
 
   it('refuses an empty ID', () => {
-    assert.throws(() => pathKey(''), (err) => err instanceof VolumeError && err.code === 'VOLUME_BAD_REQUEST');
+    assert.throws(() => pathKey(''), (err) => err instanceof ClientVolumeError && err.code === 'CLIENT_VOLUME_BAD_REQUEST');
   });
 });
 
@@ -81,12 +81,12 @@ describe('MountPaths', () => {
     assert.equal(t.plugin, '/csi/per-alloc/alloc-1/vol-1/u');
     assert.equal(paths.toHost(t.plugin), t.host);
     assert.equal(paths.toPlugin(t.host), t.plugin);
-    assert.throws(() => paths.toPlugin('/etc/passwd'), VolumeError);
-    assert.throws(() => paths.toHost('/csi/../etc'), VolumeError);
+    assert.throws(() => paths.toPlugin('/etc/passwd'), ClientVolumeError);
+    assert.throws(() => paths.toHost('/csi/../etc'), ClientVolumeError);
   });
 
   it('refuses relative roots', () => {
-    assert.throws(() => new MountPaths('relative/root'), VolumeError);
-    assert.throws(() => new MountPaths('/ok', 'relative'), VolumeError);
+    assert.throws(() => new MountPaths('relative/root'), ClientVolumeError);
+    assert.throws(() => new MountPaths('/ok', 'relative'), ClientVolumeError);
   });
 });

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { AccessMode, AttachmentMode } from '../../csi/index.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 
 /** Longest escaped key kept readable; longer ones are hashed (NAME_MAX is 255 bytes). */
 const MAX_READABLE_KEY_BYTES = 100;
@@ -21,10 +21,10 @@ const SAFE_CHAR = /[A-Za-z0-9_.-]/;
  * does a leading dot (so `.` and `..` cannot name a directory). A result
  * longer than 100 bytes is replaced by `%h` and the SHA-256 of the input:
  * escaping never writes `%h`, so the two forms cannot collide. Pure; throws
- * VolumeError (VOLUME_BAD_REQUEST) for an empty string.
+ * ClientVolumeError (CLIENT_VOLUME_BAD_REQUEST) for an empty string.
  */
 export function pathKey(id: string, what = 'id'): string {
-  if (id === '') throw new VolumeError('VOLUME_BAD_REQUEST', `${what} must not be empty`);
+  if (id === '') throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', `${what} must not be empty`);
   let out = '';
   for (const byte of Buffer.from(id, 'utf8')) {
     const ch = String.fromCharCode(byte);
@@ -85,11 +85,11 @@ export class MountPaths {
   /** Absolute path of the same directory inside the plugin. */
   readonly pluginRoot: string;
 
-  /** Throws VolumeError (VOLUME_BAD_REQUEST) when a root is not absolute. */
+  /** Throws ClientVolumeError (CLIENT_VOLUME_BAD_REQUEST) when a root is not absolute. */
   constructor(root: string, pluginRoot: string = root) {
-    if (!path.isAbsolute(root)) throw new VolumeError('VOLUME_BAD_REQUEST', `mount root must be an absolute path, got ${JSON.stringify(root)}`);
+    if (!path.isAbsolute(root)) throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', `mount root must be an absolute path, got ${JSON.stringify(root)}`);
     if (!path.isAbsolute(pluginRoot)) {
-      throw new VolumeError('VOLUME_BAD_REQUEST', `plugin mount root must be an absolute path, got ${JSON.stringify(pluginRoot)}`);
+      throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', `plugin mount root must be an absolute path, got ${JSON.stringify(pluginRoot)}`);
     }
     this.root = path.resolve(root);
     this.pluginRoot = path.resolve(pluginRoot);
@@ -113,12 +113,12 @@ export class MountPaths {
     return this.#both(['per-alloc', pathKey(allocId, 'allocation ID'), pathKey(volumeId, 'volume ID'), usage]);
   }
 
-  /** The host path a plugin path stands for. Throws VolumeError when it lies outside the plugin's root. */
+  /** The host path a plugin path stands for. Throws ClientVolumeError when it lies outside the plugin's root. */
   toHost(pluginPath: string): string {
     return this.#rebase(pluginPath, this.pluginRoot, this.root);
   }
 
-  /** The plugin path a host path stands for. Throws VolumeError when it lies outside the mount root. */
+  /** The plugin path a host path stands for. Throws ClientVolumeError when it lies outside the mount root. */
   toPlugin(hostPath: string): string {
     return this.#rebase(hostPath, this.root, this.pluginRoot);
   }
@@ -133,18 +133,18 @@ export class MountPaths {
     for (const part of parts) {
       // Keys are built to be single safe names; this is the belt to that brace.
       if (part === '' || part === '.' || part === '..' || part.includes('/') || part.includes('\0')) {
-        throw new VolumeError('VOLUME_BAD_REQUEST', 'a path component is not a safe directory name');
+        throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', 'a path component is not a safe directory name');
       }
     }
     const host = path.join(this.root, ...parts);
-    if (!this.contains(host)) throw new VolumeError('VOLUME_BAD_REQUEST', 'a volume path would leave the mount root');
+    if (!this.contains(host)) throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', 'a volume path would leave the mount root');
     return { host, plugin: path.join(this.pluginRoot, ...parts) };
   }
 
   #rebase(p: string, from: string, to: string): string {
     const rel = path.relative(from, path.resolve(p));
     if (rel.startsWith('..') || path.isAbsolute(rel)) {
-      throw new VolumeError('VOLUME_BAD_REQUEST', `path ${JSON.stringify(p)} is outside ${JSON.stringify(from)}`);
+      throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', `path ${JSON.stringify(p)} is outside ${JSON.stringify(from)}`);
     }
     return path.join(to, rel);
   }

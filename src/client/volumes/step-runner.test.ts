@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { GrpcCodeName } from '../../csi/index.js';
 import { FakeHarness, QUICK_BACKOFF, RW } from '../../../test/support/client-volumes.js';
 import { STEP_TABLE, stepOutcome, type StepOp, type StepResult } from './step-runner.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 import { PUBLISH_BUCKET, STAGE_BUCKET, type PublishRecord, type StageRecord } from './volume-records.js';
 
 describe('the step table', () => {
@@ -32,10 +32,10 @@ describe('the step table', () => {
       Object.entries(STEP_TABLE).map(([op, row]) => [op, [row.op, row.records, row.undoes, row.failedCode, row.uncertainCode, row.doneMessage]]),
     );
     assert.deepEqual(summary, {
-      stage: ['stage', 'stages', false, 'VOLUME_MOUNT_FAILED', 'VOLUME_MOUNT_UNCERTAIN', 'volume staged'],
-      publish: ['publish', 'publications', false, 'VOLUME_MOUNT_FAILED', 'VOLUME_MOUNT_UNCERTAIN', 'volume published'],
-      unpublish: ['unpublish', 'publications', true, 'VOLUME_UNMOUNT_FAILED', 'VOLUME_UNMOUNT_FAILED', 'volume unpublished'],
-      unstage: ['unstage', 'stages', true, 'VOLUME_UNMOUNT_FAILED', 'VOLUME_UNMOUNT_FAILED', 'volume unstaged'],
+      stage: ['stage', 'stages', false, 'CLIENT_VOLUME_MOUNT_FAILED', 'CLIENT_VOLUME_MOUNT_UNCERTAIN', 'volume staged'],
+      publish: ['publish', 'publications', false, 'CLIENT_VOLUME_MOUNT_FAILED', 'CLIENT_VOLUME_MOUNT_UNCERTAIN', 'volume published'],
+      unpublish: ['unpublish', 'publications', true, 'CLIENT_VOLUME_UNMOUNT_FAILED', 'CLIENT_VOLUME_UNMOUNT_FAILED', 'volume unpublished'],
+      unstage: ['unstage', 'stages', true, 'CLIENT_VOLUME_UNMOUNT_FAILED', 'CLIENT_VOLUME_UNMOUNT_FAILED', 'volume unstaged'],
     });
   });
 });
@@ -65,14 +65,14 @@ describe('each step on the fake plugin', () => {
   const publication = (): PublishRecord | undefined => h.store.bucket<PublishRecord>(PUBLISH_BUCKET).list()[0]?.value;
 
   const cases: Array<{ step: StepOp; result: 'final' | 'uncertain'; code: string; left: () => [string | undefined, string | undefined] }> = [
-    { step: 'stage', result: 'final', code: 'VOLUME_MOUNT_FAILED', left: () => [stage()?.op, stage()?.state] },
-    { step: 'stage', result: 'uncertain', code: 'VOLUME_MOUNT_UNCERTAIN', left: () => [stage()?.op, stage()?.state] },
-    { step: 'publish', result: 'final', code: 'VOLUME_MOUNT_FAILED', left: () => [publication()?.op, publication()?.state] },
-    { step: 'publish', result: 'uncertain', code: 'VOLUME_MOUNT_UNCERTAIN', left: () => [publication()?.op, publication()?.state] },
-    { step: 'unpublish', result: 'final', code: 'VOLUME_UNMOUNT_FAILED', left: () => [publication()?.op, publication()?.state] },
-    { step: 'unpublish', result: 'uncertain', code: 'VOLUME_UNMOUNT_FAILED', left: () => [publication()?.op, publication()?.state] },
-    { step: 'unstage', result: 'final', code: 'VOLUME_UNMOUNT_FAILED', left: () => [stage()?.op, stage()?.state] },
-    { step: 'unstage', result: 'uncertain', code: 'VOLUME_UNMOUNT_FAILED', left: () => [stage()?.op, stage()?.state] },
+    { step: 'stage', result: 'final', code: 'CLIENT_VOLUME_MOUNT_FAILED', left: () => [stage()?.op, stage()?.state] },
+    { step: 'stage', result: 'uncertain', code: 'CLIENT_VOLUME_MOUNT_UNCERTAIN', left: () => [stage()?.op, stage()?.state] },
+    { step: 'publish', result: 'final', code: 'CLIENT_VOLUME_MOUNT_FAILED', left: () => [publication()?.op, publication()?.state] },
+    { step: 'publish', result: 'uncertain', code: 'CLIENT_VOLUME_MOUNT_UNCERTAIN', left: () => [publication()?.op, publication()?.state] },
+    { step: 'unpublish', result: 'final', code: 'CLIENT_VOLUME_UNMOUNT_FAILED', left: () => [publication()?.op, publication()?.state] },
+    { step: 'unpublish', result: 'uncertain', code: 'CLIENT_VOLUME_UNMOUNT_FAILED', left: () => [publication()?.op, publication()?.state] },
+    { step: 'unstage', result: 'final', code: 'CLIENT_VOLUME_UNMOUNT_FAILED', left: () => [stage()?.op, stage()?.state] },
+    { step: 'unstage', result: 'uncertain', code: 'CLIENT_VOLUME_UNMOUNT_FAILED', left: () => [stage()?.op, stage()?.state] },
   ];
   const expected: Record<string, [string | undefined, string | undefined]> = {
     'stage final': [undefined, undefined],
@@ -94,7 +94,7 @@ describe('each step on the fake plugin', () => {
       if (undoes) await vm.mountVolume(vol, 'a1', RW);
       h.fake.failNext(RPC[c.step], ANSWER[c.result].code, 'scripted', ANSWER[c.result].times);
       const act = undoes ? vm.unmountVolume(vol, 'a1', RW) : vm.mountVolume(vol, 'a1', RW);
-      await assert.rejects(act, (err) => err instanceof VolumeError && err.code === c.code);
+      await assert.rejects(act, (err) => err instanceof ClientVolumeError && err.code === c.code);
       assert.deepEqual(c.left(), left);
       assert.equal(h.fake.callsTo(RPC[c.step]).length, ANSWER[c.result].times, 'a final code is not retried; an uncertain one is, up to the policy');
     });
@@ -103,9 +103,9 @@ describe('each step on the fake plugin', () => {
   it('keeps a publish uncertain when a retry of it is refused: the first attempt may have happened', async () => {
     const vm = await h.manager();
     h.fake.failNext('NodePublishVolume', 'ABORTED', 'scripted', ANSWER.uncertain.times);
-    await assert.rejects(vm.mountVolume(vol, 'a1', RW), (err) => err instanceof VolumeError && err.code === 'VOLUME_MOUNT_UNCERTAIN');
+    await assert.rejects(vm.mountVolume(vol, 'a1', RW), (err) => err instanceof ClientVolumeError && err.code === 'CLIENT_VOLUME_MOUNT_UNCERTAIN');
     h.fake.failNext('NodePublishVolume', 'FAILED_PRECONDITION', 'scripted');
-    await assert.rejects(vm.mountVolume(vol, 'a1', RW), (err) => err instanceof VolumeError && err.code === 'VOLUME_MOUNT_UNCERTAIN');
+    await assert.rejects(vm.mountVolume(vol, 'a1', RW), (err) => err instanceof ClientVolumeError && err.code === 'CLIENT_VOLUME_MOUNT_UNCERTAIN');
     assert.deepEqual([publication()?.op, publication()?.state], ['publish', 'uncertain']);
   });
 

@@ -27,7 +27,7 @@ import {
 import { removeEmptyDirs } from './empty-dirs.js';
 import type { MountPaths } from './mount-paths.js';
 import type { PublishSpec, StepSpec } from './step-spec.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 import type { PublishRecord, StageRecord, VolumeRecords } from './volume-records.js';
 
 export type StepOp = 'stage' | 'publish' | 'unpublish' | 'unstage';
@@ -72,8 +72,8 @@ export interface StepRow<R extends StageRecord | PublishRecord> {
   /** The bucket of its records. */
   records: 'stages' | 'publications';
   /** The error code of a step refused with a final code, and of one that may have happened (uncertain). */
-  failedCode: 'VOLUME_MOUNT_FAILED' | 'VOLUME_UNMOUNT_FAILED';
-  uncertainCode: 'VOLUME_MOUNT_UNCERTAIN' | 'VOLUME_UNMOUNT_FAILED';
+  failedCode: 'CLIENT_VOLUME_MOUNT_FAILED' | 'CLIENT_VOLUME_UNMOUNT_FAILED';
+  uncertainCode: 'CLIENT_VOLUME_MOUNT_UNCERTAIN' | 'CLIENT_VOLUME_UNMOUNT_FAILED';
   /** Logged once the step is done. */
   doneMessage: string;
   /** The log field of the step's path. */
@@ -117,8 +117,8 @@ function onRecords<R extends StageRecord | PublishRecord, F extends 'stagingPath
 const ON_STAGINGS = onRecords<StageRecord, 'stagingPath'>('stages', 'stagingPath', 'stagingRoot');
 const ON_PUBLICATIONS = onRecords<PublishRecord, 'targetPath'>('publications', 'targetPath', 'perAllocRoot');
 
-const DOES = { undoes: false, failedCode: 'VOLUME_MOUNT_FAILED', uncertainCode: 'VOLUME_MOUNT_UNCERTAIN' } as const;
-const UNDOES = { undoes: true, failedCode: 'VOLUME_UNMOUNT_FAILED', uncertainCode: 'VOLUME_UNMOUNT_FAILED' } as const;
+const DOES = { undoes: false, failedCode: 'CLIENT_VOLUME_MOUNT_FAILED', uncertainCode: 'CLIENT_VOLUME_MOUNT_UNCERTAIN' } as const;
+const UNDOES = { undoes: true, failedCode: 'CLIENT_VOLUME_UNMOUNT_FAILED', uncertainCode: 'CLIENT_VOLUME_UNMOUNT_FAILED' } as const;
 
 /** What NodeStage and NodePublish both send. */
 function volumeRequest(spec: PublishSpec) {
@@ -234,7 +234,7 @@ class NotSent extends Error {}
 /**
  * Runs the steps of STEP_TABLE for one plugin. Callers hold the volume's
  * lock around every step (the runner does not serialize). Every method
- * throws VolumeError with the row's codes (AbortedError when the signal
+ * throws ClientVolumeError with the row's codes (AbortedError when the signal
  * fired before anything was sent), after writing the outcome down.
  */
 export class StepRunner {
@@ -391,8 +391,8 @@ function asFailure(err: unknown): StepFailure {
   return new StepFailure(err, !isFinal(err));
 }
 
-function stepError(code: 'VOLUME_MOUNT_FAILED' | 'VOLUME_MOUNT_UNCERTAIN' | 'VOLUME_UNMOUNT_FAILED', what: string, cause: unknown): BerthError {
+function stepError(code: 'CLIENT_VOLUME_MOUNT_FAILED' | 'CLIENT_VOLUME_MOUNT_UNCERTAIN' | 'CLIENT_VOLUME_UNMOUNT_FAILED', what: string, cause: unknown): BerthError {
   // An abort before anything was sent stays an AbortedError: the caller asked for it.
-  if (cause instanceof AbortedError && code !== 'VOLUME_MOUNT_UNCERTAIN') return cause;
-  return new VolumeError(code, `${what}: ${describeError(cause)}`, { cause });
+  if (cause instanceof AbortedError && code !== 'CLIENT_VOLUME_MOUNT_UNCERTAIN') return cause;
+  return new ClientVolumeError(code, `${what}: ${describeError(cause)}`, { cause });
 }

@@ -4,7 +4,7 @@
 import { VolumeCapability } from '../../csi/index.js';
 import type { SecretMap } from '../../lib/index.js';
 import { usageKey, type MountPaths, type PluginPath, type VolumeUsage } from './mount-paths.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 import { recordableContext, usageOfRecord, type PublishRecord, type RecordedCapability, type StageRecord, type VolumeRecords } from './volume-records.js';
 import type { MountableVolume, MountVolumeOptions } from './volume-types.js';
 
@@ -42,7 +42,7 @@ export interface SpecContext {
 
 /**
  * The spec of publishing `volume` to `allocId` with `usage`. Throws
- * VolumeError VOLUME_BAD_REQUEST for an empty volume ID (or an empty
+ * ClientVolumeError VOLUME_BAD_REQUEST for an empty volume ID (or an empty
  * namespace or allocation ID, through the path keys).
  */
 export function publishSpec(
@@ -55,7 +55,7 @@ export function publishSpec(
 ): PublishSpec {
   const namespace = volume.namespace ?? 'default';
   const externalId = volume.externalId ?? volume.id;
-  if (externalId === '') throw new VolumeError('VOLUME_BAD_REQUEST', 'volume ID must not be empty');
+  if (externalId === '') throw new ClientVolumeError('CLIENT_VOLUME_BAD_REQUEST', 'volume ID must not be empty');
   const capability = capabilityOf(usage);
   const key = usageKey(usage);
   const context = recordableContext(volume.volumeContext ?? {});

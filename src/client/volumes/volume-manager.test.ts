@@ -6,7 +6,7 @@ import { inspect } from 'node:util';
 import { ManualClock, SecretMap } from '../../lib/index.js';
 import { FakeHarness, MULTI, RW } from '../../../test/support/client-volumes.js';
 import { PUBLISH_BUCKET, STAGE_BUCKET, type PublishRecord, type StageRecord } from './volume-records.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 import type { VolumeUsage } from './mount-paths.js';
 
 const vol = { id: 'vol-1', volumeContext: { zone: 'z1' } };
@@ -15,9 +15,9 @@ function rpcs(h: FakeHarness): string[] {
   return h.fake.calls.map((c) => c.rpc);
 }
 
-function isVolumeError(code: string): (err: unknown) => boolean {
+function isClientVolumeError(code: string): (err: unknown) => boolean {
   return (err) => {
-    assert.ok(err instanceof VolumeError, `expected a VolumeError, got ${inspect(err)}`);
+    assert.ok(err instanceof ClientVolumeError, `expected a ClientVolumeError, got ${inspect(err)}`);
     assert.equal(err.code, code);
     return true;
   };
@@ -120,7 +120,7 @@ describe('VolumeManager with the fake plugin', () => {
     const [stage] = h.store.bucket<StageRecord>(STAGE_BUCKET).list();
     assert.equal(stage?.value.state, 'done');
     await vm.stop();
-    await assert.rejects(mounting, isVolumeError('VOLUME_MOUNT_UNCERTAIN'));
+    await assert.rejects(mounting, isClientVolumeError('CLIENT_VOLUME_MOUNT_UNCERTAIN'));
     assert.equal(h.store.bucket<PublishRecord>(PUBLISH_BUCKET).list()[0]?.value.state, 'uncertain');
   });
 
@@ -146,8 +146,8 @@ describe('VolumeManager with the fake plugin', () => {
     const vm = await h.manager({ callDeadlineMs: 150 });
     h.fake.hangNext('NodePublishVolume', 3);
     await assert.rejects(vm.mountVolume(vol, 'a1', RW), (err) => {
-      assert.ok(err instanceof VolumeError);
-      assert.equal(err.code, 'VOLUME_MOUNT_UNCERTAIN');
+      assert.ok(err instanceof ClientVolumeError);
+      assert.equal(err.code, 'CLIENT_VOLUME_MOUNT_UNCERTAIN');
       assert.match(err.message, /DEADLINE_EXCEEDED/);
       return true;
     });
@@ -163,7 +163,7 @@ describe('VolumeManager with the fake plugin', () => {
   it('records an uncertain stage and sends Unstage on teardown even though nothing was published (scenario 7)', async () => {
     const vm = await h.manager();
     h.fake.failNext('NodeStageVolume', 'DEADLINE_EXCEEDED', 'slow disk', 3);
-    await assert.rejects(vm.mountVolume(vol, 'a1', RW), isVolumeError('VOLUME_MOUNT_UNCERTAIN'));
+    await assert.rejects(vm.mountVolume(vol, 'a1', RW), isClientVolumeError('CLIENT_VOLUME_MOUNT_UNCERTAIN'));
     assert.equal(h.fake.callsTo('NodePublishVolume').length, 0);
     await vm.unmountVolume(vol, 'a1', RW);
     assert.equal(h.fake.callsTo('NodeUnpublishVolume').length, 0, 'nothing was ever sent to publish');
@@ -174,8 +174,8 @@ describe('VolumeManager with the fake plugin', () => {
     const vm = await h.manager();
     h.fake.failNext('NodeStageVolume', 'INVALID_ARGUMENT', 'bad fs type');
     await assert.rejects(vm.mountVolume(vol, 'a1', RW), (err) => {
-      assert.ok(err instanceof VolumeError);
-      assert.equal(err.code, 'VOLUME_MOUNT_FAILED');
+      assert.ok(err instanceof ClientVolumeError);
+      assert.equal(err.code, 'CLIENT_VOLUME_MOUNT_FAILED');
       assert.match(err.message, /INVALID_ARGUMENT: bad fs type/);
       return true;
     });
@@ -189,7 +189,7 @@ describe('VolumeManager with the fake plugin', () => {
   it('treats FAILED_PRECONDITION on publish as not done: no Unpublish owed, the unused staging is undone (scenario 8)', async () => {
     const vm = await h.manager();
     h.fake.failNext('NodePublishVolume', 'FAILED_PRECONDITION', 'device busy');
-    await assert.rejects(vm.mountVolume(vol, 'a1', RW), isVolumeError('VOLUME_MOUNT_FAILED'));
+    await assert.rejects(vm.mountVolume(vol, 'a1', RW), isClientVolumeError('CLIENT_VOLUME_MOUNT_FAILED'));
     assert.deepEqual(rpcs(h), ['NodeStageVolume', 'NodePublishVolume', 'NodeUnstageVolume']);
     assert.equal(h.store.bucket(PUBLISH_BUCKET).list().length, 0);
     await vm.unmountVolume(vol, 'a1', RW);
@@ -200,7 +200,7 @@ describe('VolumeManager with the fake plugin', () => {
     const vm = await h.manager();
     await vm.mountVolume(vol, 'a1', MULTI);
     h.fake.failNext('NodePublishVolume', 'NOT_FOUND', 'no such volume');
-    await assert.rejects(vm.mountVolume(vol, 'a2', MULTI), isVolumeError('VOLUME_MOUNT_FAILED'));
+    await assert.rejects(vm.mountVolume(vol, 'a2', MULTI), isClientVolumeError('CLIENT_VOLUME_MOUNT_FAILED'));
     assert.equal(h.fake.callsTo('NodeUnstageVolume').length, 0);
     assert.ok(h.fake.staged.has('vol-1'));
   });
@@ -219,7 +219,7 @@ describe('VolumeManager with the fake plugin', () => {
     const vm = await h.manager();
     await vm.mountVolume(vol, 'a1', RW);
     h.fake.failNext('NodeUnpublishVolume', 'FAILED_PRECONDITION', 'target busy');
-    await assert.rejects(vm.unmountVolume(vol, 'a1', RW), isVolumeError('VOLUME_UNMOUNT_FAILED'));
+    await assert.rejects(vm.unmountVolume(vol, 'a1', RW), isClientVolumeError('CLIENT_VOLUME_UNMOUNT_FAILED'));
     assert.equal(h.fake.callsTo('NodeUnstageVolume').length, 0, 'never unstage under a live publication');
     assert.equal(h.store.bucket<PublishRecord>(PUBLISH_BUCKET).list()[0]?.value.state, 'done');
     await vm.unmountVolume(vol, 'a1', RW);
@@ -249,7 +249,7 @@ describe('VolumeManager with the fake plugin', () => {
     const queued = vm.unmountVolume({ id: 'vol-2' }, 'a1', RW);
     assert.equal(h.fake.callsTo('NodeUnpublishVolume').filter((c) => c.request['volumeId'] === 'vol-2').length, 0);
     hung.abort();
-    await assert.rejects(stuck, isVolumeError('VOLUME_MOUNT_UNCERTAIN'));
+    await assert.rejects(stuck, isClientVolumeError('CLIENT_VOLUME_MOUNT_UNCERTAIN'));
     await queued;
     assert.equal(h.fake.maxConcurrentPerVolume('vol-2'), 1);
     assert.deepEqual(
@@ -284,7 +284,7 @@ describe('VolumeManager with the fake plugin', () => {
     h.fake.failNext('NodePublishVolume', 'UNAVAILABLE', 'flaky', 3);
     let error: unknown;
     await vm.mountVolume(v, 'a2', usage, { secrets }).catch((e: unknown) => (error = e));
-    assert.ok(error instanceof VolumeError);
+    assert.ok(error instanceof ClientVolumeError);
     await vm.unmountVolume(v, 'a2', usage);
     await vm.unmountVolume(v, 'a1', usage);
     assert.deepEqual(h.fake.callsTo('NodeUnpublishVolume').map((c) => Object.keys(c.request).includes('secrets')), [false, false]);
@@ -303,7 +303,7 @@ describe('VolumeManager with the fake plugin', () => {
 
   it('passes stats and node expansion through when the plugin has the capability', async () => {
     const vm = await h.manager();
-    await assert.rejects(vm.stats(vol, 'a1', RW), isVolumeError('VOLUME_NOT_MOUNTED'));
+    await assert.rejects(vm.stats(vol, 'a1', RW), isClientVolumeError('CLIENT_VOLUME_NOT_MOUNTED'));
     await vm.mountVolume(vol, 'a1', RW);
     const stats = await vm.stats(vol, 'a1', RW);
     assert.equal(stats.usage[0]?.unit, 'BYTES');
@@ -313,8 +313,8 @@ describe('VolumeManager with the fake plugin', () => {
     assert.equal(expanded.capacityBytes, 2 ** 30);
 
     const bare = await h.manager({ getCapabilities: () => ['STAGE_UNSTAGE_VOLUME'] });
-    await assert.rejects(bare.stats(vol, 'a1', RW), isVolumeError('VOLUME_NOT_SUPPORTED'));
-    await assert.rejects(bare.expand(vol, 'a1', RW, { capacityRange: { requiredBytes: 1 } }), isVolumeError('VOLUME_NOT_SUPPORTED'));
+    await assert.rejects(bare.stats(vol, 'a1', RW), isClientVolumeError('CLIENT_VOLUME_NOT_SUPPORTED'));
+    await assert.rejects(bare.expand(vol, 'a1', RW, { capacityRange: { requiredBytes: 1 } }), isClientVolumeError('CLIENT_VOLUME_NOT_SUPPORTED'));
   });
 
   it('sends the paths as the plugin sees them and creates the directories where the host sees them', async () => {
@@ -339,7 +339,7 @@ describe('VolumeManager with the fake plugin', () => {
     const mounting = vm.mountVolume(vol, 'a1', RW, { secrets }).catch((e: unknown) => e);
     await h.fake.waitForCall('NodePublishVolume');
     await vm.stop();
-    assert.ok((await mounting) instanceof VolumeError);
+    assert.ok((await mounting) instanceof ClientVolumeError);
 
     h.reopenStore();
     h.fake.clearCalls();
@@ -370,7 +370,7 @@ describe('VolumeManager with the fake plugin', () => {
     const vm = await h.manager();
     await vm.stop();
     await vm.stop();
-    await assert.rejects(vm.mountVolume(vol, 'a1', RW), isVolumeError('VOLUME_MANAGER_STOPPED'));
+    await assert.rejects(vm.mountVolume(vol, 'a1', RW), isClientVolumeError('CLIENT_VOLUME_MANAGER_STOPPED'));
     assert.equal(vm.state, 'stopped');
   });
 });

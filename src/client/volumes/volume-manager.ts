@@ -13,11 +13,14 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { CallOptions, CapacityRange, CsiClient, NodeCapability, VolumeStats } from '../../csi/index.js';
 import {
+  BACKOFF,
   describeError,
+  Lifecycle,
   silentLogger,
   systemClock,
   type BackoffPolicy,
   type Clock,
+  type LifecycleState,
   type Logger,
   type SecretMap,
 } from '../../lib/index.js';
@@ -28,7 +31,7 @@ import { MountTable } from './mount-table.js';
 import { reconcileRecords } from './reconcile.js';
 import { publishSpec, type PublishSpec } from './step-spec.js';
 import { StepRunner } from './step-runner.js';
-import { VolumeError } from './volume-error.js';
+import { ClientVolumeError } from './client-volume-error.js';
 import { VolumeRecords, type PublishRecord } from './volume-records.js';
 import type { MountableVolume, MountVolumeOptions, ReconcileReport, VolumeAllocPair } from './volume-types.js';
 
@@ -63,9 +66,7 @@ export interface VolumeManagerOptions {
   mountInfoPath?: string;
 }
 
-export type VolumeManagerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
-
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 15_000, multiplier: 2, jitter: 0.2 };
+export type VolumeManagerState = LifecycleState;
 
 /**
  * Stages and publishes one node plugin's volumes for the allocations on this
@@ -74,7 +75,7 @@ const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: 5, initialDelayMs: 500, ma
  *
  * Lifecycle: `start()` loads the records and the mount table; `reconcile()`
  * once the wanted allocations are known; `stop()` cancels and waits for
- * calls in flight. Every method but start/stop throws VolumeError
+ * calls in flight. Every method but start/stop throws ClientVolumeError
  * VOLUME_MANAGER_STOPPED outside 'running'.
  */
 export class VolumeManager {
@@ -91,15 +92,11 @@ export class VolumeManager {
   readonly #random: () => number;
   readonly #mountInfoPath: string | undefined;
   readonly #locks = new KeyedLock();
-  readonly #inFlight = new Set<Promise<unknown>>();
-  readonly #stopping = new AbortController();
+  readonly #life: Lifecycle;
   readonly #steps: StepRunner;
   #paths: MountPaths | undefined;
-  #state: VolumeManagerState = 'new';
-  #starting: Promise<void> | undefined;
-  #stopped: Promise<void> | undefined;
 
-  /** Checks the options; does no I/O. Throws VolumeError (VOLUME_BAD_REQUEST) for a relative mount root. */
+  /** Checks the options; does no I/O. Throws ClientVolumeError (VOLUME_BAD_REQUEST) for a relative mount root. */
   constructor(opts: VolumeManagerOptions) {
     this.pluginId = opts.pluginId;
     this.#getClient = opts.getClient;
@@ -111,10 +108,16 @@ export class VolumeManager {
     this.#pluginMountRoot = opts.pluginMountRoot;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'volume-manager', pluginId: opts.pluginId });
     this.#clock = opts.clock ?? systemClock;
-    this.#backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.#backoff = { ...BACKOFF.csiStep, ...opts.backoff };
     this.#deadlineMs = opts.callDeadlineMs;
     this.#random = opts.random ?? Math.random;
     this.#mountInfoPath = opts.mountInfoPath;
+    this.#life = new Lifecycle({
+      logger: this.#logger,
+      refuse: (state, what) =>
+        new ClientVolumeError('CLIENT_VOLUME_MANAGER_STOPPED', what === 'start' ? `volume manager of ${this.pluginId} was stopped` : `volume manager of ${this.pluginId} is ${state}`),
+      stopReason: () => new ClientVolumeError('CLIENT_VOLUME_MANAGER_STOPPED', 'volume manager is stopping'),
+    });
     this.#steps = new StepRunner({
       pluginId: this.pluginId,
       records: this.#records,
@@ -129,12 +132,12 @@ export class VolumeManager {
   }
 
   get state(): VolumeManagerState {
-    return this.#state;
+    return this.#life.state;
   }
 
   /** The mount layout; available once started. */
   get paths(): MountPaths {
-    if (!this.#paths) throw new VolumeError('VOLUME_MANAGER_STOPPED', 'volume manager has not started');
+    if (!this.#paths) throw new ClientVolumeError('CLIENT_VOLUME_MANAGER_STOPPED', 'volume manager has not started');
     return this.#paths;
   }
 
@@ -148,15 +151,10 @@ export class VolumeManager {
    * promise). Throws what the store or the filesystem throws.
    */
   start(): Promise<void> {
-    if (this.#state === 'stopping' || this.#state === 'stopped') {
-      return Promise.reject(new VolumeError('VOLUME_MANAGER_STOPPED', `volume manager of ${this.pluginId} was stopped`));
-    }
-    this.#starting ??= this.#start();
-    return this.#starting;
+    return this.#life.start(() => this.#start());
   }
 
   async #start(): Promise<void> {
-    this.#state = 'starting';
     await mkdir(this.#mountRoot, { recursive: true, mode: 0o711 });
     // The mount table shows resolved paths; work on the resolved root throughout.
     const real = await realpath(this.#mountRoot);
@@ -182,7 +180,6 @@ export class VolumeManager {
       uncertain++;
       this.#records.putStage(key, { ...value, state: 'uncertain', updatedAt: now });
     }
-    this.#state = 'running';
     this.#logger.info({ records: publications.length, uncertain }, 'volume manager started');
   }
 
@@ -192,35 +189,15 @@ export class VolumeManager {
    * calls throw VOLUME_MANAGER_STOPPED. Safe to call twice.
    */
   stop(): Promise<void> {
-    this.#stopped ??= this.#stop();
-    return this.#stopped;
-  }
-
-  async #stop(): Promise<void> {
-    if (this.#state !== 'new') {
-      await this.#starting?.catch(() => undefined);
-    }
-    this.#state = 'stopping';
-    this.#stopping.abort(new VolumeError('VOLUME_MANAGER_STOPPED', 'volume manager is stopping'));
-    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
-    this.#state = 'stopped';
-    this.#logger.info('volume manager stopped');
+    return this.#life.stop(async () => {
+      await this.#life.drained();
+      this.#logger.info('volume manager stopped');
+    });
   }
 
   /** Runs an operation: refuses outside 'running', ties it to stop(), and counts it in flight. */
   #run<T>(signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    if (this.#state !== 'running') {
-      return Promise.reject(new VolumeError('VOLUME_MANAGER_STOPPED', `volume manager of ${this.pluginId} is ${this.#state}`));
-    }
-    // A signal of its own per operation: waiters listen on it, never on the shared stop signal.
-    const combined = AbortSignal.any(signal ? [signal, this.#stopping.signal] : [this.#stopping.signal]);
-    const op = fn(combined);
-    this.#inFlight.add(op);
-    const forget = (): void => {
-      this.#inFlight.delete(op);
-    };
-    op.then(forget, forget);
-    return op;
+    return this.#life.run(fn, signal ? { signal } : {});
   }
 
   // ---- mount / unmount ----------------------------------------------------------
@@ -233,7 +210,7 @@ export class VolumeManager {
    * sent again.
    *
    * Calls for one volume are serialized; a step is recorded before it is
-   * sent; retryable codes are retried with backoff. Throws VolumeError:
+   * sent; retryable codes are retried with backoff. Throws ClientVolumeError:
    * VOLUME_MOUNT_FAILED (a final code: the step did not happen, nothing is
    * recorded as mounted), VOLUME_MOUNT_UNCERTAIN (it may have happened: the
    * record stays uncertain and unmountVolume will send the negation call),
@@ -248,7 +225,7 @@ export class VolumeManager {
         try {
           await this.#steps.publish(spec, signal, log);
         } catch (err) {
-          if (err instanceof VolumeError && err.code === 'VOLUME_MOUNT_FAILED' && spec.staged) {
+          if (err instanceof ClientVolumeError && err.code === 'CLIENT_VOLUME_MOUNT_FAILED' && spec.staged) {
             // The publish did not happen; a staging nobody uses is undone now rather than left to reconcile.
             await this.#steps.unstageIfUnused(spec.stageKey, signal, log).catch((e: unknown) =>
               log.warn({ err: describeError(e) }, 'could not unstage after a failed publish; reconcile will retry'),
@@ -267,7 +244,7 @@ export class VolumeManager {
    * negation), then NodeUnstage when no other allocation uses the staging.
    * Needs no secrets. NOT_FOUND from the plugin counts as done. Safe to
    * repeat; a volume never published here (or whose publish failed with a
-   * final code) sends nothing. Throws VolumeError VOLUME_UNMOUNT_FAILED
+   * final code) sends nothing. Throws ClientVolumeError VOLUME_UNMOUNT_FAILED
    * (the record stays for a retry), AbortedError when `signal` fired first.
    */
   unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: { signal?: AbortSignal } = {}): Promise<void> {
@@ -285,7 +262,7 @@ export class VolumeManager {
 
   /**
    * NodeGetVolumeStats of the allocation's publication, serialized with the
-   * volume's other calls. Throws VolumeError
+   * volume's other calls. Throws ClientVolumeError
    * VOLUME_NOT_SUPPORTED without GET_VOLUME_STATS, VOLUME_NOT_MOUNTED when
    * no publication is recorded, and the plugin's CsiError as is.
    */
@@ -306,7 +283,7 @@ export class VolumeManager {
 
   /**
    * NodeExpandVolume on the allocation's publication, serialized with the
-   * volume's other calls. Throws VolumeError VOLUME_NOT_SUPPORTED without
+   * volume's other calls. Throws ClientVolumeError VOLUME_NOT_SUPPORTED without
    * EXPAND_VOLUME, VOLUME_NOT_MOUNTED when no publication is recorded, and
    * the plugin's CsiError (FAILED_PRECONDITION is never retried).
    */
@@ -339,13 +316,13 @@ export class VolumeManager {
 
   #requireCapability(cap: NodeCapability, what: string): void {
     if (!this.#getCapabilities().includes(cap)) {
-      throw new VolumeError('VOLUME_NOT_SUPPORTED', `plugin ${this.pluginId} does not support ${what} (no ${cap} capability)`);
+      throw new ClientVolumeError('CLIENT_VOLUME_NOT_SUPPORTED', `plugin ${this.pluginId} does not support ${what} (no ${cap} capability)`);
     }
   }
 
   #publishedOrThrow(spec: PublishSpec): PublishRecord {
     const rec = this.#records.getPublication(spec.publishKey);
-    if (!rec) throw new VolumeError('VOLUME_NOT_MOUNTED', `volume ${spec.volumeId} is not published to allocation ${spec.allocId}`);
+    if (!rec) throw new ClientVolumeError('CLIENT_VOLUME_NOT_MOUNTED', `volume ${spec.volumeId} is not published to allocation ${spec.allocId}`);
     return rec;
   }
 

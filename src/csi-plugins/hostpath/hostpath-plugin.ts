@@ -17,7 +17,7 @@ import {
   type IdentityServiceImplementation,
   type PluginCapability,
 } from '../../gen/csi/v1/csi.js';
-import { BerthError, describeError, silentLogger, type Logger } from '../../lib/index.js';
+import { BerthError, describeError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../../lib/index.js';
 import { KeyedLocks, Layout, type HostpathContext } from './_context.js';
 import { createControllerService } from './_controller.js';
 import { isErrno } from './_mount.js';
@@ -52,7 +52,7 @@ export interface HostpathOptions {
 }
 
 /** Where an instance is in its life. */
-export type HostpathStatus = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+export type HostpathStatus = LifecycleState;
 
 const MAX_SOCKET_PATH_BYTES = 107;
 
@@ -70,10 +70,8 @@ export class HostpathPlugin {
   readonly #socketPath: string;
   readonly #opts: Required<Omit<HostpathOptions, 'capacityBytes' | 'logger'>> & { capacityBytes: number | undefined };
   readonly #logger: Logger;
-  #status: HostpathStatus = 'new';
+  readonly #life: Lifecycle;
   #server: Server | undefined;
-  #starting: Promise<void> | undefined;
-  #stopping: Promise<void> | undefined;
   #store: StateStore | undefined;
 
   /** Checks the options; throws BerthError('HOSTPATH_INVALID_OPTIONS'). Does no I/O. */
@@ -106,10 +104,15 @@ export class HostpathPlugin {
       capacityBytes: opts.capacityBytes,
     };
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'hostpath', nodeId: opts.nodeId, mode });
+    this.#life = new Lifecycle({
+      logger: this.#logger,
+      refuse: () => new BerthError('HOSTPATH_STOPPED', 'this hostpath plugin was stopped; create a new instance'),
+    });
   }
 
+  /** The lib Lifecycle's state: new, starting, running, stopping, stopped. */
   get status(): HostpathStatus {
-    return this.#status;
+    return this.#life.state;
   }
 
   /**
@@ -118,15 +121,10 @@ export class HostpathPlugin {
    * or when stopped; the instance cannot be restarted after stop().
    */
   start(): Promise<void> {
-    if (this.#status === 'stopping' || this.#status === 'stopped') {
-      return Promise.reject(new BerthError('HOSTPATH_STOPPED', 'this hostpath plugin was stopped; create a new instance'));
-    }
-    this.#starting ??= this.#start();
-    return this.#starting;
+    return this.#life.start(() => this.#start());
   }
 
   async #start(): Promise<void> {
-    this.#status = 'starting';
     const { mode, dataDir, nodeId } = this.#opts;
     const controller = mode !== 'node';
     const node = mode !== 'controller';
@@ -160,10 +158,8 @@ export class HostpathPlugin {
       await this.#removeStaleSocket();
       await server.listen(this.endpoint);
       this.#server = server;
-      this.#status = 'running';
       this.#logger.info({ endpoint: this.endpoint, volumes: store.volumes.size, snapshots: store.snapshots.size }, 'hostpath plugin started');
     } catch (err) {
-      this.#status = 'stopped';
       throw err instanceof BerthError ? err : new BerthError('HOSTPATH_START_FAILED', `hostpath plugin failed to start: ${describeError(err)}`, { cause: err });
     }
   }
@@ -173,18 +169,13 @@ export class HostpathPlugin {
    * and removes the socket. Safe to call twice and before start().
    */
   stop(): Promise<void> {
-    this.#stopping ??= this.#stop();
-    return this.#stopping;
+    return this.#life.stop(() => this.#stop());
   }
 
   async #stop(): Promise<void> {
-    if (this.#starting) await this.#starting.catch(() => undefined);
-    if (this.#status === 'stopped') return;
-    this.#status = 'stopping';
     await this.#server?.shutdown();
     await this.#store?.flushed();
     if (this.#server) await unlink(this.#socketPath).catch(() => undefined);
-    this.#status = 'stopped';
     this.#logger.info('hostpath plugin stopped');
   }
 
@@ -207,7 +198,7 @@ export class HostpathPlugin {
     return {
       getPluginInfo: async () => ({ name: HOSTPATH_PLUGIN_NAME, vendorVersion: HOSTPATH_VERSION }),
       getPluginCapabilities: async () => ({ capabilities }),
-      probe: async () => ({ ready: this.#status === 'running' }),
+      probe: async () => ({ ready: this.#life.state === 'running' }),
     };
   }
 

@@ -2,13 +2,13 @@
 // with the status the code calls for. Unknown errors become a 500 whose
 // message says nothing of the cause (it is logged instead).
 
-import { BerthError } from '../../lib/index.js';
+import { BerthError, type ApiOutcomeCode } from '../../lib/index.js';
 
 /** An error raised by the API layer itself (bad query, missing token, wrong role). */
-export class ApiError extends BerthError {
+export class ApiError extends BerthError<ApiOutcomeCode | 'NODE_UNREACHABLE'> {
   readonly details: Record<string, unknown>;
 
-  constructor(code: string, message: string, details: Record<string, unknown> = {}) {
+  constructor(code: ApiOutcomeCode | 'NODE_UNREACHABLE', message: string, details: Record<string, unknown> = {}) {
     super(code, message);
     this.details = details;
   }

@@ -8,7 +8,7 @@
 // - on start, pending/blocked evaluations and jobs with delayed reschedules
 //   left by a previous server are picked up.
 
-import { AbortedError, describeError, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { Allocation, Node } from '../../structs/index.js';
 import type { DataTable, StateStore, StoreEvent } from '../state/index.js';
 import type { JobService } from './job-service.js';
@@ -34,8 +34,7 @@ export class EvalWorker {
   readonly #jobs: JobService;
   readonly #clock: Clock;
   readonly #log: Logger;
-  #abort: AbortController | undefined;
-  #loop: Promise<void> | undefined;
+  readonly #life: Lifecycle;
   #nodeSigs = new Map<string, string>();
   /** `namespace\0jobId` -> the timer of its delayed re-evaluation. */
   readonly #timers = new Map<string, { at: number; abort: AbortController }>();
@@ -46,10 +45,17 @@ export class EvalWorker {
     this.#jobs = opts.jobs;
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger.child({ component: 'eval-worker' });
+    this.#life = new Lifecycle({ logger: this.#log });
   }
 
+  /** Started and not asked to stop. */
   get running(): boolean {
-    return this.#loop !== undefined;
+    return this.#life.state !== 'new' && !this.#life.stopRequested;
+  }
+
+  /** The lib Lifecycle's state: new, starting, running, stopping, stopped. */
+  get state(): LifecycleState {
+    return this.#life.state;
   }
 
   /** The store index up to which changes have been handled. */
@@ -59,26 +65,27 @@ export class EvalWorker {
 
   /**
    * Starts following changes; returns once the start-up sweep is done. Safe
-   * to call when running (no-op).
+   * to call when running, and after stop (both no-ops).
    */
   start(): void {
-    if (this.#loop) return;
-    this.#abort = new AbortController();
+    if (this.#life.state !== 'new') return;
+    void this.#life.start((signal) => this.#start(signal));
+  }
+
+  #start(signal: AbortSignal): void {
     const snap = this.#store.snapshot();
     for (const n of snap.list('nodes')) this.#nodeSigs.set(n.id, nodeSignature(n));
     this.#lastIndex = snap.index;
     this.#sweep();
-    this.#loop = this.#run(this.#abort.signal);
+    void this.#life.track(this.#run(signal));
   }
 
   /** Stops following changes and cancels delayed evaluations; waits for the loop to end. Safe twice. */
-  async stop(): Promise<void> {
-    this.#abort?.abort();
-    for (const t of this.#timers.values()) t.abort.abort();
-    this.#timers.clear();
-    const loop = this.#loop;
-    this.#loop = undefined;
-    await loop;
+  stop(): Promise<void> {
+    return this.#life.stop(() => {
+      for (const t of this.#timers.values()) t.abort.abort();
+      this.#timers.clear();
+    });
   }
 
   /** Evaluates every job that has pending or blocked evaluations, or may owe a reschedule. */
@@ -182,7 +189,7 @@ export class EvalWorker {
     cur?.abort.abort();
     const abort = new AbortController();
     this.#timers.set(key, { at, abort });
-    const signal = AbortSignal.any([abort.signal, this.#abort?.signal ?? abort.signal]);
+    const signal = AbortSignal.any([abort.signal, this.#life.signal]);
     this.#clock.sleep(Math.max(0, at - this.#clock.now()), signal).then(
       () => {
         if (this.#timers.get(key)?.abort === abort) this.#timers.delete(key);

@@ -3,7 +3,7 @@
 // that also evaluates the job, so a registration returns with its
 // allocations placed (or its evaluation blocked, with the reasons).
 
-import { BerthError, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import { BerthError, systemClock, type ApiOutcomeCode, type Clock, type Logger } from '../../lib/index.js';
 import {
   JobValidationError,
   parseJobSpec,
@@ -20,7 +20,7 @@ import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { problemsAgainstState } from './validate-job.js';
 
 /** A job-level failure with a stable code: NOT_FOUND, CONFLICT, INVALID, FORBIDDEN. */
-export class JobError extends BerthError {}
+export class JobError extends BerthError<Extract<ApiOutcomeCode, 'NOT_FOUND' | 'CONFLICT' | 'INVALID' | 'FORBIDDEN'>> {}
 
 export interface JobServiceOptions {
   store: StateStore;

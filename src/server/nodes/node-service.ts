@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import {
+  AbortedError,
+  describeError,
+  Lifecycle,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type LifecycleState,
+  type Logger,
+} from '../../lib/index.js';
 import type { CsiPluginReport, Node, NodeFingerprint } from '../../structs/index.js';
 import { updatePlugins } from '../plugins/index.js';
 import { rowKey, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
@@ -13,7 +22,7 @@ export interface NodeServiceOptions {
   heartbeatTtlMs?: number;
 }
 
-export type NodeServiceState = 'idle' | 'running' | 'stopping' | 'stopped';
+export type NodeServiceState = LifecycleState;
 
 const DEFAULT_TTL_MS = 30_000;
 
@@ -55,7 +64,8 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
  *
  * Lifecycle: start() returns once the watcher runs (every node not down gets
  * a fresh TTL, since heartbeats before a server restart are not known);
- * stop() is safe twice and waits for it.
+ * a second start is a no-op, a start after stop rejects (LIFECYCLE_STOPPED).
+ * stop() is safe twice and waits for the watcher.
  */
 export class NodeService {
   readonly #store: StateStore;
@@ -63,19 +73,18 @@ export class NodeService {
   readonly #logger: Logger;
   readonly #ttl: number;
   readonly #lastSeen = new Map<string, number>();
-  #state: NodeServiceState = 'idle';
-  #ac: AbortController | undefined;
-  #loop: Promise<void> | undefined;
+  readonly #life: Lifecycle;
 
   constructor(opts: NodeServiceOptions) {
     this.#store = opts.store;
     this.#clock = opts.clock ?? systemClock;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'nodes' });
     this.#ttl = opts.heartbeatTtlMs ?? DEFAULT_TTL_MS;
+    this.#life = new Lifecycle({ logger: this.#logger });
   }
 
   get state(): NodeServiceState {
-    return this.#state;
+    return this.#life.state;
   }
 
   get heartbeatTtlMs(): number {
@@ -184,16 +193,16 @@ export class NodeService {
     return expired;
   }
 
-  async start(): Promise<void> {
-    if (this.#state === 'running') return;
+  start(): Promise<void> {
+    return this.#life.start((signal) => this.#start(signal));
+  }
+
+  #start(signal: AbortSignal): void {
     const now = this.#clock.now();
     for (const node of this.#store.snapshot().list('nodes', { filter: (n) => n.status !== 'down' })) {
       if (!this.#lastSeen.has(node.id)) this.#lastSeen.set(node.id, now);
     }
-    this.#ac = new AbortController();
-    const signal = this.#ac.signal;
-    this.#state = 'running';
-    this.#loop = (async () => {
+    void this.#life.track((async () => {
       while (!signal.aborted) {
         let next = this.#ttl;
         const t = this.#clock.now();
@@ -206,15 +215,12 @@ export class NodeService {
           this.#logger.error({ err: describeError(err) }, 'heartbeat check failed');
         }
       }
-    })();
+    })());
   }
 
-  async stop(): Promise<void> {
-    if (this.#state !== 'running') return;
-    this.#state = 'stopping';
-    this.#ac?.abort();
-    await this.#loop;
-    this.#state = 'stopped';
+  /** Ends the TTL watcher and waits for it. Safe twice; never rejects. */
+  stop(): Promise<void> {
+    return this.#life.stop();
   }
 
   #check(fp: NodeFingerprint): void {

@@ -1,4 +1,4 @@
-import { AbortedError, describeError, silentLogger, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { CsiPlugin } from '../../structs/index.js';
 import { rowKey, StateStoreError, type StateStore } from '../state/index.js';
 import { updatePlugins } from './derive.js';
@@ -8,28 +8,28 @@ export interface PluginServiceOptions {
   logger?: Logger;
 }
 
-export type ServiceState = 'idle' | 'running' | 'stopping' | 'stopped';
+export type ServiceState = LifecycleState;
 
 /**
  * Reads of the derived plugin rows, and a watcher that keeps them in step
  * with jobs and allocations (node writes recompute plugins in their own
- * transaction). Lifecycle: start() returns once the first recompute is done;
- * stop() is safe twice and waits for the watcher to end.
+ * transaction). Lifecycle (lib Lifecycle): start() returns once the first
+ * recompute is done (a second start is a no-op); stop() is safe twice and
+ * waits for the watcher to end.
  */
 export class PluginService {
   readonly #store: StateStore;
   readonly #logger: Logger;
-  #state: ServiceState = 'idle';
-  #ac: AbortController | undefined;
-  #loop: Promise<void> | undefined;
+  readonly #life: Lifecycle;
 
   constructor(opts: PluginServiceOptions) {
     this.#store = opts.store;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'plugins' });
+    this.#life = new Lifecycle({ logger: this.#logger });
   }
 
   get state(): ServiceState {
-    return this.#state;
+    return this.#life.state;
   }
 
   get(pluginId: string): CsiPlugin | undefined {
@@ -45,13 +45,13 @@ export class PluginService {
     return this.#store.write((txn) => updatePlugins(txn)).index;
   }
 
-  async start(): Promise<void> {
-    if (this.#state === 'running') return;
-    this.#ac = new AbortController();
+  start(): Promise<void> {
+    return this.#life.start((signal) => this.#start(signal));
+  }
+
+  #start(signal: AbortSignal): void {
     let seen = this.recompute();
-    this.#state = 'running';
-    const signal = this.#ac.signal;
-    this.#loop = (async () => {
+    void this.#life.track((async () => {
       while (!signal.aborted) {
         try {
           const index = await this.#store.blockUntil(['jobs', 'allocations'], seen, { signal });
@@ -62,17 +62,11 @@ export class PluginService {
           this.#logger.error({ err: describeError(err) }, 'plugin recompute failed');
         }
       }
-    })();
+    })());
   }
 
-  async stop(): Promise<void> {
-    if (this.#state !== 'running') {
-      this.#state = this.#state === 'idle' ? 'idle' : 'stopped';
-      return;
-    }
-    this.#state = 'stopping';
-    this.#ac?.abort();
-    await this.#loop;
-    this.#state = 'stopped';
+  /** Ends the watcher and waits for it. Safe twice; never rejects. */
+  stop(): Promise<void> {
+    return this.#life.stop();
   }
 }

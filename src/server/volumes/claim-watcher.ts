@@ -1,10 +1,13 @@
 import {
+  BACKOFF,
   backoffDelay,
   describeError,
+  Lifecycle,
   silentLogger,
   systemClock,
   type BackoffPolicy,
   type Clock,
+  type LifecycleState,
   type Logger,
 } from '../../lib/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
@@ -21,9 +24,7 @@ export interface ClaimWatcherOptions {
   random?: () => number;
 }
 
-export type ClaimWatcherState = 'idle' | 'running' | 'stopping' | 'stopped';
-
-const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 1000, maxDelayMs: 120_000, multiplier: 2, jitter: 0.2 };
+export type ClaimWatcherState = LifecycleState;
 
 /**
  * Releases every claim that must go: its allocation is client-terminal or
@@ -32,9 +33,11 @@ const DEFAULT_BACKOFF: BackoffPolicy = { maxAttempts: Infinity, initialDelayMs: 
  * node. Wakes on changes to claims, allocations and nodes (blocking reads),
  * and on the clock when a failed release's backoff ends.
  *
- * Lifecycle: start() returns once the first pass was started; stop() is
- * safe twice, aborts the releases it started (each stays at its last
- * checkpoint, to be resumed by the next start) and waits for them.
+ * Lifecycle (lib Lifecycle): start() returns once the first pass was
+ * started; a second start is a no-op, a start after stop rejects with
+ * LIFECYCLE_STOPPED. stop() is safe twice, aborts the releases it started
+ * (each stays at its last checkpoint, to be resumed by the next server
+ * start) and waits for them.
  */
 export class ClaimWatcher {
   readonly #store: StateStore;
@@ -45,11 +48,8 @@ export class ClaimWatcher {
   readonly #random: () => number;
   /** Claim key -> failed attempts and when the next may start (clock ms). */
   readonly #retry = new Map<string, { failures: number; notBefore: number }>();
-  readonly #inFlight = new Set<Promise<void>>();
   readonly #mine = new Set<string>();
-  #state: ClaimWatcherState = 'idle';
-  #ac: AbortController | undefined;
-  #loop: Promise<void> | undefined;
+  readonly #life: Lifecycle;
   #wake: AbortController | undefined;
 
   constructor(opts: ClaimWatcherOptions) {
@@ -57,12 +57,13 @@ export class ClaimWatcher {
     this.#volumes = opts.volumes;
     this.#clock = opts.clock ?? systemClock;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'claim-watcher' });
-    this.#backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.#backoff = { ...BACKOFF.claimRelease, ...opts.backoff };
     this.#random = opts.random ?? Math.random;
+    this.#life = new Lifecycle({ logger: this.#logger });
   }
 
   get state(): ClaimWatcherState {
-    return this.#state;
+    return this.#life.state;
   }
 
   /**
@@ -93,13 +94,14 @@ export class ClaimWatcher {
 
   #release(key: string, reason: string): Promise<void> {
     this.#mine.add(key);
-    const real = this.#volumes.releaseByKey(key, reason, this.#ac?.signal).then(
+    const signal = this.#life.signal;
+    const real = this.#volumes.releaseByKey(key, reason, signal).then(
       () => {
         this.#mine.delete(key);
         this.#retry.delete(key);
       },
       (err: unknown) => {
-        if (this.#ac?.signal.aborted) {
+        if (signal.aborted) {
           this.#mine.delete(key);
           return;
         }
@@ -111,9 +113,7 @@ export class ClaimWatcher {
         this.#logger.warn({ claim: key, failures, delayMs: delay, err: describeError(err) }, 'claim release failed; backing off');
       },
     );
-    this.#inFlight.add(real);
-    void real.finally(() => this.#inFlight.delete(real));
-    return real;
+    return this.#life.track(real);
   }
 
   /** When the earliest backoff ends (clock ms), or undefined when none is pending. */
@@ -123,17 +123,17 @@ export class ClaimWatcher {
     return next;
   }
 
-  async start(): Promise<void> {
-    if (this.#state === 'running') return;
-    this.#ac = new AbortController();
-    const signal = this.#ac.signal;
+  start(): Promise<void> {
+    return this.#life.start((signal) => this.#start(signal));
+  }
+
+  #start(signal: AbortSignal): void {
     // Failures before a restart are known only from the claims: retry those at once, then back off from there.
     const now = this.#clock.now();
     for (const claim of this.#store.snapshot().list('claims', { filter: (c) => c.releaseAttempts > 0 })) {
       this.#retry.set(rowKey(claim.namespace, claim.volumeId, claim.allocId), { failures: claim.releaseAttempts, notBefore: now });
     }
-    this.#state = 'running';
-    this.#loop = (async () => {
+    void this.#life.track((async () => {
       while (!signal.aborted && !this.#store.closed) {
         const seen = this.#store.latestIndex();
         try {
@@ -154,15 +154,11 @@ export class ClaimWatcher {
         wake.abort();
         await Promise.allSettled(waits);
       }
-    })();
+    })());
   }
 
-  async stop(): Promise<void> {
-    if (this.#state !== 'running') return;
-    this.#state = 'stopping';
-    this.#ac?.abort();
-    await this.#loop;
-    await Promise.allSettled([...this.#inFlight]);
-    this.#state = 'stopped';
+  /** Aborts the loop and the releases it started and waits for them. Safe twice; never rejects. */
+  stop(): Promise<void> {
+    return this.#life.stop();
   }
 }

@@ -4,7 +4,7 @@ import type { NodeRpcMethod, NodeRpcParams, NodeRpcResult } from '../../structs/
 import { NodeRpcCallError, type NodeConnections } from '../noderpc/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
 import { KeyedSerial } from './_serial.js';
-import { VolumeError } from './errors.js';
+import { VolumeError, type VolumeErrorCode } from './errors.js';
 
 export interface ControllerRouterOptions {
   store: StateStore;
@@ -21,7 +21,7 @@ export class ControllerCallError extends VolumeError {
   /** The last error a controller answered with, e.g. CSI_FAILED_PRECONDITION. */
   readonly lastCode: string;
 
-  constructor(code: string, message: string, opts: { retryable: boolean; uncertain: boolean; lastCode: string; cause?: unknown }) {
+  constructor(code: VolumeErrorCode, message: string, opts: { retryable: boolean; uncertain: boolean; lastCode: string; cause?: unknown }) {
     super(code, message, { retryable: opts.retryable, cause: opts.cause });
     this.uncertain = opts.uncertain;
     this.lastCode = opts.lastCode;

@@ -1,4 +1,4 @@
-import { BerthError } from '../../lib/index.js';
+import { BerthError, type ApiOutcomeCode } from '../../lib/index.js';
 
 /**
  * A volume or claim operation refused or failed. Codes, for the HTTP edge:
@@ -9,12 +9,16 @@ import { BerthError } from '../../lib/index.js';
  * UNAVAILABLE (no healthy controller reachable, or the plugin failed with a
  * retryable code). `retryable` says whether the same request may succeed
  * later without changes; `field` names the offending request field for INVALID.
+ * The codes are the HTTP API's outcome codes, unprefixed (lib/errors.ts);
+ * not to be confused with the client's ClientVolumeError.
  */
-export class VolumeError extends BerthError {
+export type VolumeErrorCode = Extract<ApiOutcomeCode, 'NOT_FOUND' | 'INVALID' | 'CONFLICT' | 'EXHAUSTED' | 'UNAVAILABLE'>;
+
+export class VolumeError extends BerthError<VolumeErrorCode> {
   readonly retryable: boolean;
   readonly field: string | undefined;
 
-  constructor(code: string, message: string, opts: { retryable?: boolean; field?: string; cause?: unknown } = {}) {
+  constructor(code: VolumeErrorCode, message: string, opts: { retryable?: boolean; field?: string; cause?: unknown } = {}) {
     super(code, message, { cause: opts.cause });
     this.retryable = opts.retryable ?? false;
     this.field = opts.field;
