@@ -18,7 +18,7 @@ import type { NodeFingerprint } from '../src/structs/index.js';
 import { NodeConnections, type NodeTransport } from '../src/server/noderpc/index.js';
 import { NodeService } from '../src/server/nodes/index.js';
 import { SqliteStateStore } from '../src/server/state/index.js';
-import { VolumeService } from '../src/server/volumes/index.js';
+import { ControllerRouter, VolumeService } from '../src/server/volumes/index.js';
 import { Cluster } from '../src/server/volumes/testing/index.js';
 import { round, summarize } from './_stats.js';
 
@@ -105,7 +105,7 @@ async function storeThroughput(dir: string): Promise<Record<string, unknown>> {
   };
   connections.attach('bench-node', transport);
   new NodeService({ store }).register(fingerprint(), { id: 'bench-node' });
-  const volumes = new VolumeService({ store, connections });
+  const volumes = new VolumeService({ store, connections, router: new ControllerRouter({ store, connections }) });
   store.write((txn) => {
     for (let i = 0; i < IN_FLIGHT; i++) txn.put('allocations', alloc(`alloc-${i}`));
   });
@@ -168,6 +168,8 @@ async function wakeAll(dir: string): Promise<Record<string, unknown>> {
           namespace: 'default',
           volumeId: 'v',
           allocId: `a-${r}`,
+          pluginId: 'bench',
+          externalVolumeId: 'ext-v',
           nodeId: 'n',
           externalNodeId: 'n',
           mode: 'read',

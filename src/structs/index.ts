@@ -84,6 +84,18 @@ export {
   type VolumeSpecInput,
 } from './volume-spec.js';
 export {
+  volumeRegistrationSchema,
+  volumeCreationSchema,
+  volumeExpansionSchema,
+  snapshotCreationSchema,
+  snapshotDeletionSchema,
+  snapshotListingSchema,
+  checkVolumeInput,
+  type VolumeRegistration,
+  type VolumeCreation,
+  type VolumeInputProblem,
+} from './volume-input.js';
+export {
   parseJobFile,
   parseVolumeFile,
   parseSpecText,

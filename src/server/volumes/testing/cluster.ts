@@ -15,6 +15,7 @@ import { NodeConnections } from '../../noderpc/index.js';
 import { NodeService } from '../../nodes/index.js';
 import { rowKey, SqliteStateStore, type StateStore, type TableName } from '../../state/index.js';
 import { ClaimWatcher } from '../claim-watcher.js';
+import { ControllerRouter } from '../controller-router.js';
 import { VolumeService } from '../volume-service.js';
 
 export interface ClusterNode {
@@ -34,6 +35,7 @@ export class Cluster {
   store!: StateStore;
   connections!: NodeConnections;
   nodes!: NodeService;
+  router!: ControllerRouter;
   volumes!: VolumeService;
   watcher!: ClaimWatcher;
   readonly #spec: ClusterNode[];
@@ -69,7 +71,15 @@ export class Cluster {
     this.store = SqliteStateStore.open(this.path, { logger: this.#logger });
     this.connections = new NodeConnections({ logger: this.#logger });
     this.nodes = new NodeService({ store: this.store, clock: this.clock, logger: this.#logger });
-    this.volumes = new VolumeService({ store: this.store, connections: this.connections, clock: this.clock, logger: this.#logger, callTimeoutMs: 5000 });
+    this.router = new ControllerRouter({ store: this.store, connections: this.connections, logger: this.#logger, callTimeoutMs: 5000 });
+    this.volumes = new VolumeService({
+      store: this.store,
+      connections: this.connections,
+      router: this.router,
+      clock: this.clock,
+      logger: this.#logger,
+      callTimeoutMs: 5000,
+    });
     this.watcher = new ClaimWatcher({ store: this.store, volumes: this.volumes, clock: this.clock, logger: this.#logger, random: () => 0 });
     this.agents = new Map();
     for (const n of this.#spec) {
