@@ -117,7 +117,7 @@ export type VolumeCreation = z.input<typeof volumeCreationSchema>;
 /** The capacity a volume is to grow to. `limitBytes` 0, null or absent means no limit. */
 export const volumeExpansionSchema = z.object(
   {
-    requiredBytes: bytes.optional().refine((n) => n !== undefined && n > 0, { error: 'must be positive' }),
+    requiredBytes: bytes.default(0).refine((n) => n > 0, { error: 'must be positive' }),
     limitBytes: bytes.nullish(),
   },
   { error: 'an expansion must be an object' },

@@ -7,7 +7,7 @@ export { VolumeRegistry, type VolumeRegistryOptions, type VolumeView } from './v
 export { admitClaim, type AdmissionState, type AdmissionDecision, type ClaimRequest } from './claim-admission.js';
 export { ClaimTaker, admissionState, type ClaimTakerOptions } from './claim-taker.js';
 export { ClaimRelease, type ClaimReleaseOptions } from './claim-release.js';
-export { ClaimWatcher, type ClaimWatcherOptions, type ClaimWatcherState } from './claim-watcher.js';
+export { ClaimWatcher, type ClaimWatcherOptions, type ClaimWatcherState, type ClaimReleaser } from './claim-watcher.js';
 export { ControllerRouter, ControllerCallError, type ControllerRouterOptions } from './controller-router.js';
 export { VolumeError } from './errors.js';
 export type { VolumeRegistration, VolumeCreation } from '../../structs/index.js';

@@ -409,7 +409,7 @@ export class VolumeRegistry {
   ): Promise<VolumeView> {
     const v = this.#volume(namespace, id);
     const checked = parse(volumeExpansionSchema, range);
-    const capacityRange = { requiredBytes: checked.requiredBytes ?? 0, ...(checked.limitBytes ? { limitBytes: checked.limitBytes } : {}) };
+    const capacityRange = { requiredBytes: checked.requiredBytes, ...(checked.limitBytes ? { limitBytes: checked.limitBytes } : {}) };
     this.#needController(this.#plugin(v.pluginId), 'EXPAND_VOLUME', 'expand volumes');
     const cap = v.capabilities[0] ? capabilityWire(v, v.capabilities[0]) : undefined;
     const res = await this.#router.call(
