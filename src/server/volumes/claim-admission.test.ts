@@ -4,111 +4,11 @@
 // plugin, no clock.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { AccessMode, AttachmentMode } from '../../csi/index.js';
-import type { Allocation, CsiPlugin, CsiPluginInstance, Volume, VolumeClaim } from '../../structs/index.js';
+import type { VolumeClaim } from '../../structs/index.js';
 import { admitClaim, type AdmissionState, type ClaimRequest } from './claim-admission.js';
+import { testAllocation as alloc, testClaim as claim, testPlugin as plugin, testVolume as volume } from './testing/index.js';
 
 const NOW = 1_700_000_000_000;
-
-function volume(accessMode: AccessMode = 'single-node-writer', attachmentMode: AttachmentMode = 'file-system', extra: Partial<Volume> = {}): Volume {
-  return {
-    id: 'data',
-    namespace: 'default',
-    name: 'data',
-    externalId: 'ext-data',
-    pluginId: 'fake',
-    provider: 'fake.csi',
-    capacityMinBytes: 0,
-    capacityMaxBytes: 0,
-    capacityBytes: 0,
-    capabilities: [{ accessMode, attachmentMode }],
-    mountOptions: { fsType: '', mountFlags: [] },
-    secrets: {},
-    parameters: {},
-    context: {},
-    accessibleTopology: [],
-    createIndex: 1,
-    modifyIndex: 1,
-    ...extra,
-  };
-}
-
-function alloc(id: string, nodeId: string, extra: Partial<Allocation> = {}): Allocation {
-  return {
-    id,
-    namespace: 'default',
-    jobId: 'job',
-    jobVersion: 1,
-    taskGroup: 'g',
-    nodeId,
-    desiredStatus: 'run',
-    desiredDescription: '',
-    clientStatus: 'running',
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createIndex: 1,
-    modifyIndex: 1,
-    createTime: 0,
-    modifyTime: 0,
-    ...extra,
-  };
-}
-
-function instance(nodeId: string, extra: Partial<CsiPluginInstance> = {}): CsiPluginInstance {
-  return { nodeId, allocId: `plugin-${nodeId}`, healthy: true, healthReason: '', provider: 'fake.csi', version: '1', externalNodeId: `ext-${nodeId}`, maxVolumes: 0, updatedAt: 0, ...extra };
-}
-
-/** A plugin with a healthy node instance on n1 and n2; `controller: true` adds a healthy controller and needs ControllerPublish. */
-function plugin(opts: { controller?: boolean; nodes?: Record<string, Partial<CsiPluginInstance>>; extra?: Partial<CsiPlugin> } = {}): CsiPlugin {
-  const nodes = Object.fromEntries(Object.entries(opts.nodes ?? { n1: {}, n2: {} }).map(([id, extra]) => [id, instance(id, extra)]));
-  const controllers: Record<string, CsiPluginInstance> = opts.controller ? { c1: instance('c1') } : {};
-  return {
-    id: 'fake',
-    provider: 'fake.csi',
-    version: '1',
-    controllerRequired: opts.controller === true,
-    controllerCapabilities: opts.controller ? ['PUBLISH_UNPUBLISH_VOLUME'] : [],
-    nodeCapabilities: [],
-    controllers,
-    nodes,
-    controllersHealthy: Object.keys(controllers).length,
-    controllersExpected: Object.keys(controllers).length,
-    nodesHealthy: Object.values(nodes).filter((n) => n.healthy).length,
-    nodesExpected: Object.keys(nodes).length,
-    allocations: [],
-    exhaustedNodes: {},
-    createIndex: 1,
-    modifyIndex: 1,
-    ...opts.extra,
-  };
-}
-
-/** A claim row of volume `data` (or `extra.volumeId`) as the server writes it. */
-function claim(allocId: string, nodeId: string, extra: Partial<VolumeClaim> = {}): VolumeClaim {
-  return {
-    namespace: 'default',
-    volumeId: 'data',
-    allocId,
-    pluginId: 'fake',
-    externalVolumeId: 'ext-data',
-    nodeId,
-    externalNodeId: `ext-${nodeId}`,
-    mode: 'write',
-    accessMode: 'single-node-writer',
-    attachmentMode: 'file-system',
-    state: 'taken',
-    controllerPublish: 'none',
-    publishContext: {},
-    releaseReason: '',
-    releaseAttempts: 0,
-    lastError: '',
-    claimTime: 0,
-    createIndex: 1,
-    modifyIndex: 1,
-    ...extra,
-  };
-}
 
 /** Allocation `a1` on node n1 asks for volume `data`, single-node-writer, node-only plugin; nothing else claims it. */
 function state(extra: Partial<AdmissionState> = {}): AdmissionState {
@@ -306,28 +206,10 @@ describe('claim admission', () => {
 
   it('records a new claim on the allocation\'s node, with what its release needs copied from the volume and the node', () => {
     const decision = admitClaim(state(), write);
-    assert.deepEqual(decision, {
-      outcome: 'admit',
-      claim: {
-        namespace: 'default',
-        volumeId: 'data',
-        allocId: 'a1',
-        pluginId: 'fake',
-        externalVolumeId: 'ext-data',
-        nodeId: 'n1',
-        externalNodeId: 'ext-n1',
-        mode: 'write',
-        accessMode: 'single-node-writer',
-        attachmentMode: 'file-system',
-        state: 'taken',
-        controllerPublish: 'none',
-        publishContext: {},
-        releaseReason: '',
-        releaseAttempts: 0,
-        lastError: '',
-        claimTime: NOW,
-      },
-    });
+    const { createIndex: _c, modifyIndex: _m, ...expected } = claim('a1', 'n1', { claimTime: NOW });
+    assert.deepEqual(decision, { outcome: 'admit', claim: expected });
+    assert.equal(expected.externalVolumeId, 'ext-data');
+    assert.equal(expected.externalNodeId, 'ext-n1');
   });
 
   it('hands a repeated claim back as it is', () => {

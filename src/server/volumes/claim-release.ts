@@ -32,23 +32,11 @@ export interface ClaimReleaseOptions {
  * resumes. One run per claim at a time in this process.
  */
 export class ClaimRelease {
-  readonly #store: StateStore;
-  readonly #connections: NodeConnections;
-  readonly #router: ControllerRouter;
-  readonly #logger: Logger;
-  readonly #timeoutMs: number;
-  readonly #perVolume: KeyedSerial;
-  readonly #publishing: ReadonlySet<string>;
+  readonly #deps: ClaimReleaseOptions;
   readonly #releasing = new Map<string, Promise<void>>();
 
   constructor(opts: ClaimReleaseOptions) {
-    this.#store = opts.store;
-    this.#connections = opts.connections;
-    this.#router = opts.router;
-    this.#logger = opts.logger;
-    this.#timeoutMs = opts.callTimeoutMs;
-    this.#perVolume = opts.perVolume;
-    this.#publishing = opts.publishing;
+    this.#deps = opts;
   }
 
   /**
@@ -68,7 +56,7 @@ export class ClaimRelease {
    * for an unknown volume, else the first failure after trying them all.
    */
   async detach(namespace: string, volumeId: string, nodeId: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    const snap = this.#store.snapshot();
+    const snap = this.#deps.store.snapshot();
     if (!snap.get('volumes', rowKey(namespace, volumeId))) throw new VolumeError('NOT_FOUND', `volume ${volumeId} does not exist in namespace ${namespace}`);
     const claims = snap.list('claims', { prefix: keyPrefix(namespace, volumeId), filter: (c) => c.nodeId === nodeId });
     const results = await Promise.allSettled(
@@ -93,7 +81,7 @@ export class ClaimRelease {
   /** Starts a release and does not wait for it; a failure is logged (the claim watcher retries it). Never rejects. */
   releaseInBackground(key: string, reason: string): Promise<void> {
     return this.releaseByKey(key, reason, undefined).catch((err: unknown) => {
-      this.#logger.warn({ claim: key, err: describeError(err) }, 'claim release failed; will retry');
+      this.#deps.logger.warn({ claim: key, err: describeError(err) }, 'claim release failed; will retry');
     });
   }
 
@@ -111,7 +99,7 @@ export class ClaimRelease {
    */
   releaseReason(snap: StateReader, claim: VolumeClaim): string | undefined {
     if (claim.state !== 'taken') return claim.releaseReason || 'resuming release';
-    if (claim.controllerPublish === 'pending' && !this.#publishing.has(rowKey(claim.namespace, claim.volumeId, claim.allocId))) {
+    if (claim.controllerPublish === 'pending' && !this.#deps.publishing.has(rowKey(claim.namespace, claim.volumeId, claim.allocId))) {
       return 'controller publish was interrupted';
     }
     const alloc = snap.get('allocations', rowKey(claim.allocId));
@@ -126,15 +114,15 @@ export class ClaimRelease {
   async #runRelease(key: string, reason: string, signal: AbortSignal | undefined): Promise<void> {
     for (;;) {
       signal?.throwIfAborted();
-      const claim = this.#store.snapshot().get('claims', key);
+      const claim = this.#deps.store.snapshot().get('claims', key);
       if (!claim) return;
       try {
         const done = await this.#step(key, claim, reason, signal);
         if (done) return;
       } catch (err) {
         // An abort (shutdown) or a closed store is not a failure of the step.
-        if (!signal?.aborted && !this.#store.closed) {
-          this.#store.write((txn) => {
+        if (!signal?.aborted && !this.#deps.store.closed) {
+          this.#deps.store.write((txn) => {
             const cur = txn.get('claims', key);
             if (cur) txn.put('claims', { ...cur, releaseAttempts: cur.releaseAttempts + 1, lastError: describeError(err) });
           });
@@ -146,7 +134,7 @@ export class ClaimRelease {
 
   /** Writes `next` over the claim if it is still in `from`; false when someone else moved it. */
   #advance(key: string, from: VolumeClaim['state'], next: Partial<VolumeClaim> | 'free'): boolean {
-    return this.#store.write((txn) => {
+    return this.#deps.store.write((txn) => {
       const cur = txn.get('claims', key);
       if (!cur || cur.state !== from) return false;
       if (next === 'free') {
@@ -160,7 +148,7 @@ export class ClaimRelease {
 
   /** Runs one step of the release; true when the claim is free. */
   async #step(key: string, claim: VolumeClaim, reason: string, signal: AbortSignal | undefined): Promise<boolean> {
-    const snap = this.#store.snapshot();
+    const snap = this.#deps.store.snapshot();
     const volume = snap.get('volumes', rowKey(claim.namespace, claim.volumeId));
     const { pluginId, externalVolumeId } = claim;
     switch (claim.state) {
@@ -170,7 +158,7 @@ export class ClaimRelease {
       case 'unpublishing': {
         const node = snap.get('nodes', rowKey(claim.nodeId));
         if (node && node.status !== 'down') {
-          await this.#connections.call(
+          await this.#deps.connections.call(
             claim.nodeId,
             'csi.node.detach',
             {
@@ -182,7 +170,7 @@ export class ClaimRelease {
               accessMode: claim.accessMode,
               attachmentMode: claim.attachmentMode,
             },
-            { timeoutMs: this.#timeoutMs, ...(signal ? { signal } : {}) },
+            { timeoutMs: this.#deps.callTimeoutMs, ...(signal ? { signal } : {}) },
           );
         }
         // A down node is skipped: its agent cleans up its own mounts when it restarts.
@@ -200,8 +188,8 @@ export class ClaimRelease {
           .list('claims', { prefix: keyPrefix(claim.namespace, claim.volumeId) })
           .some((c) => c.allocId !== claim.allocId && c.nodeId === claim.nodeId && (c.state === 'taken' || c.state === 'unpublishing'));
         if (claim.controllerPublish !== 'none' && !stillAttached) {
-          await this.#perVolume.run(rowKey(claim.namespace, claim.volumeId), () =>
-            this.#router.call(
+          await this.#deps.perVolume.run(rowKey(claim.namespace, claim.volumeId), () =>
+            this.#deps.router.call(
               pluginId,
               'csi.controller.unpublish',
               { pluginId, volumeId: externalVolumeId, nodeId: claim.externalNodeId, secrets: volume?.secrets ?? {} },
@@ -214,7 +202,7 @@ export class ClaimRelease {
       }
       case 'controller-detached':
         this.#advance(key, 'controller-detached', 'free');
-        this.#logger.info({ volumeId: claim.volumeId, allocId: claim.allocId, nodeId: claim.nodeId }, 'claim released');
+        this.#deps.logger.info({ volumeId: claim.volumeId, allocId: claim.allocId, nodeId: claim.nodeId }, 'claim released');
         return true;
       default:
         this.#advance(key, claim.state, 'free');

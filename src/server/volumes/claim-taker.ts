@@ -54,22 +54,10 @@ export function admissionState(reader: StateReader, req: ClaimRequest, now: numb
  * the publish context.
  */
 export class ClaimTaker {
-  readonly #store: StateStore;
-  readonly #router: ControllerRouter;
-  readonly #release: ClaimRelease;
-  readonly #clock: Clock;
-  readonly #logger: Logger;
-  readonly #perVolume: KeyedSerial;
-  readonly #publishing: Set<string>;
+  readonly #deps: ClaimTakerOptions;
 
   constructor(opts: ClaimTakerOptions) {
-    this.#store = opts.store;
-    this.#router = opts.router;
-    this.#release = opts.release;
-    this.#clock = opts.clock;
-    this.#logger = opts.logger;
-    this.#perVolume = opts.perVolume;
-    this.#publishing = opts.publishing;
+    this.#deps = opts;
   }
 
   /**
@@ -87,19 +75,19 @@ export class ClaimTaker {
    */
   async claim(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<VolumeClaim> {
     const namespace = req.namespace ?? 'default';
-    return this.#perVolume.run(rowKey(namespace, req.volumeId), async () => {
-      const { result: taken } = this.#store.write((txn) => {
-        const decision = admitClaim(admissionState(txn, req, this.#clock.now()), req);
+    return this.#deps.perVolume.run(rowKey(namespace, req.volumeId), async () => {
+      const { result: taken } = this.#deps.store.write((txn) => {
+        const decision = admitClaim(admissionState(txn, req, this.#deps.clock.now()), req);
         if (decision.outcome === 'refuse') throw decision.error;
         return decision.outcome === 'existing' ? decision.claim : txn.put('claims', decision.claim);
       });
       if (taken.controllerPublish !== 'pending') return taken;
       const key = rowKey(namespace, req.volumeId, req.allocId);
-      this.#publishing.add(key);
+      this.#deps.publishing.add(key);
       try {
         return await this.#publish(taken, opts.signal);
       } finally {
-        this.#publishing.delete(key);
+        this.#deps.publishing.delete(key);
       }
     });
   }
@@ -111,14 +99,14 @@ export class ClaimTaker {
    */
   async claimForNode(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<NodeClaimAnswer> {
     const claim = await this.claim(req, opts);
-    const v = this.#store.snapshot().get('volumes', rowKey(claim.namespace, claim.volumeId));
+    const v = this.#deps.store.snapshot().get('volumes', rowKey(claim.namespace, claim.volumeId));
     if (!v) throw new VolumeError('NOT_FOUND', `volume ${claim.volumeId} does not exist in namespace ${claim.namespace}`);
     return nodeClaimAnswer(claim, v);
   }
 
   async #publish(claim: VolumeClaim, signal: AbortSignal | undefined): Promise<VolumeClaim> {
     const key = rowKey(claim.namespace, claim.volumeId, claim.allocId);
-    const snap = this.#store.snapshot();
+    const snap = this.#deps.store.snapshot();
     const v = snap.get('volumes', rowKey(claim.namespace, claim.volumeId));
     // The claim was written under this volume's serial a moment ago; only a forced deregister could have dropped it since.
     if (!v) throw new VolumeError('NOT_FOUND', `volume ${claim.volumeId} does not exist in namespace ${claim.namespace}`);
@@ -126,7 +114,7 @@ export class ClaimTaker {
     const capability = capabilityWire(v, { accessMode: claim.accessMode, attachmentMode: claim.attachmentMode });
     const readonly = claim.mode === 'read' && plugin?.controllerCapabilities.includes('PUBLISH_READONLY') === true;
     try {
-      const { publishContext } = await this.#router.call(
+      const { publishContext } = await this.#deps.router.call(
         claim.pluginId,
         'csi.controller.publish',
         {
@@ -140,12 +128,12 @@ export class ClaimTaker {
         },
         { topology: whereItLives(v), ...(signal ? { signal } : {}) },
       );
-      const { result } = this.#store.write((txn) => {
+      const { result } = this.#deps.store.write((txn) => {
         const cur = txn.get('claims', key);
         if (!cur) throw new VolumeError('CONFLICT', `claim of allocation ${claim.allocId} on ${claim.volumeId} vanished during publish`, { retryable: true });
         return txn.put('claims', { ...cur, controllerPublish: 'published', publishContext: { ...publishContext } });
       });
-      this.#logger.info({ volumeId: claim.volumeId, allocId: claim.allocId, nodeId: claim.nodeId }, 'volume published');
+      this.#deps.logger.info({ volumeId: claim.volumeId, allocId: claim.allocId, nodeId: claim.nodeId }, 'volume published');
       return result;
     } catch (err) {
       throw this.#publishFailed(claim, key, err);
@@ -156,9 +144,9 @@ export class ClaimTaker {
   #publishFailed(claim: VolumeClaim, key: string, err: unknown): unknown {
     const uncertain = !(err instanceof ControllerCallError) || err.uncertain;
     const exhausted = err instanceof ControllerCallError && err.lastCode === 'CSI_RESOURCE_EXHAUSTED';
-    this.#store.write((txn) => {
+    this.#deps.store.write((txn) => {
       const cur = txn.get('claims', key);
-      if (exhausted) markNodeExhausted(txn, claim.pluginId, claim.nodeId, describeError(err), this.#clock.now());
+      if (exhausted) markNodeExhausted(txn, claim.pluginId, claim.nodeId, describeError(err), this.#deps.clock.now());
       if (!cur) return;
       if (!uncertain) {
         // A final failure (FAILED_PRECONDITION: attached elsewhere, INVALID_ARGUMENT...):
@@ -175,7 +163,7 @@ export class ClaimTaker {
         lastError: describeError(err),
       });
     });
-    if (uncertain) void this.#release.releaseInBackground(key, 'controller publish failed');
+    if (uncertain) void this.#deps.release.releaseInBackground(key, 'controller publish failed');
     if (exhausted) {
       return new VolumeError('EXHAUSTED', `node ${claim.nodeId} can take no more volumes of plugin ${claim.pluginId}: ${describeError(err)}`, {
         retryable: true,

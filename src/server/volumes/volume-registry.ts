@@ -95,32 +95,22 @@ function staleToken(err: unknown): boolean {
  * INVALID with the offending `field`.
  */
 export class VolumeRegistry {
-  readonly #store: StateStore;
-  readonly #connections: NodeConnections;
-  readonly #router: ControllerRouter;
-  readonly #release: ClaimRelease;
-  readonly #logger: Logger;
-  readonly #timeoutMs: number;
+  readonly #deps: VolumeRegistryOptions;
 
   constructor(opts: VolumeRegistryOptions) {
-    this.#store = opts.store;
-    this.#connections = opts.connections;
-    this.#router = opts.router;
-    this.#release = opts.release;
-    this.#logger = opts.logger;
-    this.#timeoutMs = opts.callTimeoutMs;
+    this.#deps = opts;
   }
 
   // ---- reads ----------------------------------------------------------------
 
   /** The volume's public view, or undefined. */
-  get(namespace: string, id: string, snap: StateReader = this.#store.snapshot()): VolumeView | undefined {
+  get(namespace: string, id: string, snap: StateReader = this.#deps.store.snapshot()): VolumeView | undefined {
     const v = snap.get('volumes', rowKey(namespace, id));
     return v && this.#view(snap, v);
   }
 
   /** Every volume's public view, optionally of one namespace or plugin. */
-  list(opts: { namespace?: string; pluginId?: string } = {}, snap: StateReader = this.#store.snapshot()): VolumeView[] {
+  list(opts: { namespace?: string; pluginId?: string } = {}, snap: StateReader = this.#deps.store.snapshot()): VolumeView[] {
     return snap
       .list('volumes', {
         ...(opts.namespace ? { prefix: keyPrefix(opts.namespace) } : {}),
@@ -132,7 +122,7 @@ export class VolumeRegistry {
   /** Every claim not yet free (public view), optionally of one volume or node. */
   claims(filter: { namespace?: string; volumeId?: string; nodeId?: string } = {}): VolumeClaim[] {
     const prefix = filter.namespace && filter.volumeId ? keyPrefix(filter.namespace, filter.volumeId) : undefined;
-    return this.#store
+    return this.#deps.store
       .snapshot()
       .list('claims', { ...(prefix ? { prefix } : {}), ...(filter.nodeId ? { filter: (c: VolumeClaim) => c.nodeId === filter.nodeId } : {}) })
       .map(publicClaim);
@@ -155,13 +145,13 @@ export class VolumeRegistry {
   }
 
   #volume(namespace: string, id: string): Volume {
-    const v = this.#store.snapshot().get('volumes', rowKey(namespace, id));
+    const v = this.#deps.store.snapshot().get('volumes', rowKey(namespace, id));
     if (!v) throw new VolumeError('NOT_FOUND', `volume ${id} does not exist in namespace ${namespace}`);
     return v;
   }
 
   #plugin(pluginId: string): CsiPlugin {
-    const plugin = this.#store.snapshot().get('plugins', rowKey(pluginId));
+    const plugin = this.#deps.store.snapshot().get('plugins', rowKey(pluginId));
     if (!plugin) throw new VolumeError('INVALID', `unknown plugin "${pluginId}": no node runs it`, { field: 'pluginId' });
     return plugin;
   }
@@ -188,20 +178,20 @@ export class VolumeRegistry {
     const draft = draftOf(checked, checked.externalId);
     const plugin = this.#plugin(draft.pluginId);
     if (Object.keys(plugin.controllers).length > 0) await this.#validate(draft, opts.signal);
-    const { result } = this.#store.write((txn) => {
+    const { result } = this.#deps.store.write((txn) => {
       const existing = txn.get('volumes', rowKey(draft.namespace, draft.id));
       if (existing && (existing.pluginId !== draft.pluginId || existing.externalId !== draft.externalId)) {
         throw new VolumeError('CONFLICT', `volume ${draft.id} is already registered with another plugin or external ID`);
       }
       return txn.put('volumes', { ...draft, provider: plugin.provider, capacityBytes: existing?.capacityBytes ?? draft.capacityBytes });
     });
-    this.#logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume registered');
+    this.#deps.logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume registered');
     return this.#written(result.namespace, result.id);
   }
 
   async #validate(v: VolumeDraft, signal: AbortSignal | undefined): Promise<void> {
     const capabilities = v.capabilities.map((c) => capabilityWire(v, c));
-    const answer = await this.#router.call(
+    const answer = await this.#deps.router.call(
       v.pluginId,
       'csi.controller.validate',
       { pluginId: v.pluginId, volumeId: v.externalId, volumeContext: v.context, capabilities, parameters: v.parameters, secrets: v.secrets },
@@ -240,7 +230,7 @@ export class VolumeRegistry {
    */
   async deregister(namespace: string, id: string, opts: { force?: boolean; signal?: AbortSignal } = {}): Promise<void> {
     const key = rowKey(namespace, id);
-    const snap = this.#store.snapshot();
+    const snap = this.#deps.store.snapshot();
     if (!snap.get('volumes', key)) throw new VolumeError('NOT_FOUND', `volume ${id} does not exist in namespace ${namespace}`);
     const claims = snap.list('claims', { prefix: keyPrefix(namespace, id) });
     if (claims.length > 0 && !opts.force) {
@@ -248,16 +238,16 @@ export class VolumeRegistry {
     }
     for (const c of claims) {
       try {
-        await this.#release.release(namespace, id, c.allocId, { reason: 'volume deregistered (forced)', ...(opts.signal ? { signal: opts.signal } : {}) });
+        await this.#deps.release.release(namespace, id, c.allocId, { reason: 'volume deregistered (forced)', ...(opts.signal ? { signal: opts.signal } : {}) });
       } catch (err) {
-        this.#logger.warn({ volumeId: id, allocId: c.allocId, err: describeError(err) }, 'forced deregister: claim release failed; dropping the claim');
+        this.#deps.logger.warn({ volumeId: id, allocId: c.allocId, err: describeError(err) }, 'forced deregister: claim release failed; dropping the claim');
       }
     }
-    this.#store.write((txn) => {
+    this.#deps.store.write((txn) => {
       for (const c of txn.list('claims', { prefix: keyPrefix(namespace, id) })) txn.delete('claims', rowKey(namespace, id, c.allocId));
       txn.delete('volumes', key);
     });
-    this.#logger.info({ volumeId: id, namespace }, 'volume deregistered');
+    this.#deps.logger.info({ volumeId: id, namespace }, 'volume deregistered');
   }
 
   // ---- controller operations ----------------------------------------------------------
@@ -273,11 +263,11 @@ export class VolumeRegistry {
     const draft = draftOf(checked, '');
     const plugin = this.#plugin(draft.pluginId);
     this.#needController(plugin, 'CREATE_DELETE_VOLUME', 'create volumes');
-    if (this.#store.snapshot().get('volumes', rowKey(draft.namespace, draft.id))) {
+    if (this.#deps.store.snapshot().get('volumes', rowKey(draft.namespace, draft.id))) {
       throw new VolumeError('CONFLICT', `volume ${draft.id} already exists in namespace ${draft.namespace}`);
     }
     const contentSource = checked.contentSource;
-    const { volume } = await this.#router.call(
+    const { volume } = await this.#deps.router.call(
       draft.pluginId,
       'csi.controller.create',
       {
@@ -295,7 +285,7 @@ export class VolumeRegistry {
       },
       { topology: whereItLives(draft), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
-    const { result } = this.#store.write((txn) =>
+    const { result } = this.#deps.store.write((txn) =>
       txn.put('volumes', {
         ...draft,
         externalId: volume.volumeId,
@@ -306,7 +296,7 @@ export class VolumeRegistry {
         ...(contentSource ? { contentSource } : {}),
       }),
     );
-    this.#logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume created');
+    this.#deps.logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume created');
     return this.#written(result.namespace, result.id);
   }
 
@@ -316,18 +306,18 @@ export class VolumeRegistry {
    */
   async delete(namespace: string, id: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
     const v = this.#volume(namespace, id);
-    if (this.#store.snapshot().list('claims', { prefix: keyPrefix(namespace, id) }).length > 0) {
+    if (this.#deps.store.snapshot().list('claims', { prefix: keyPrefix(namespace, id) }).length > 0) {
       throw new VolumeError('CONFLICT', `volume ${id} has claims; it cannot be deleted`, { retryable: true });
     }
     this.#needController(this.#plugin(v.pluginId), 'CREATE_DELETE_VOLUME', 'delete volumes');
-    await this.#router.call(
+    await this.#deps.router.call(
       v.pluginId,
       'csi.controller.delete',
       { pluginId: v.pluginId, volumeId: v.externalId, secrets: v.secrets },
       { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
-    this.#store.write((txn) => txn.delete('volumes', rowKey(namespace, id)));
-    this.#logger.info({ volumeId: id, namespace }, 'volume deleted');
+    this.#deps.store.write((txn) => txn.delete('volumes', rowKey(namespace, id)));
+    this.#deps.logger.info({ volumeId: id, namespace }, 'volume deleted');
   }
 
   /** CreateSnapshot of a registered volume, with the volume's secrets. INVALID names a bad `name` or `parameters`. */
@@ -340,7 +330,7 @@ export class VolumeRegistry {
     const v = this.#volume(namespace, volumeId);
     this.#needController(this.#plugin(v.pluginId), 'CREATE_DELETE_SNAPSHOT', 'snapshot volumes');
     const req = parse(snapshotCreationSchema, { name, parameters: opts.parameters });
-    const { snapshot } = await this.#router.call(
+    const { snapshot } = await this.#deps.router.call(
       v.pluginId,
       'csi.controller.createSnapshot',
       { pluginId: v.pluginId, sourceVolumeId: v.externalId, name: req.name, parameters: { ...req.parameters }, secrets: v.secrets },
@@ -353,7 +343,7 @@ export class VolumeRegistry {
   async deleteSnapshot(pluginId: string, snapshotId: string, opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {}): Promise<void> {
     this.#needController(this.#plugin(pluginId), 'CREATE_DELETE_SNAPSHOT', 'delete snapshots');
     const req = parse(snapshotDeletionSchema, { snapshotId, secrets: opts.secrets });
-    await this.#router.call(
+    await this.#deps.router.call(
       pluginId,
       'csi.controller.deleteSnapshot',
       { pluginId, snapshotId: req.snapshotId, secrets: { ...req.secrets } },
@@ -374,7 +364,7 @@ export class VolumeRegistry {
     const secrets = source?.secrets ?? { ...parse(snapshotListingSchema, { secrets: opts.secrets }).secrets };
     return listAllPages(
       (startingToken) =>
-        this.#router.call(
+        this.#deps.router.call(
           pluginId,
           'csi.controller.listSnapshots',
           { pluginId, ...(source ? { sourceVolumeId: source.externalId } : {}), ...(startingToken ? { startingToken } : {}), secrets },
@@ -389,7 +379,7 @@ export class VolumeRegistry {
     this.#needController(this.#plugin(pluginId), 'LIST_VOLUMES', 'list volumes');
     return listAllPages(
       (startingToken) =>
-        this.#router.call(pluginId, 'csi.controller.listVolumes', { pluginId, ...(startingToken ? { startingToken } : {}) }, opts.signal ? { signal: opts.signal } : {}),
+        this.#deps.router.call(pluginId, 'csi.controller.listVolumes', { pluginId, ...(startingToken ? { startingToken } : {}) }, opts.signal ? { signal: opts.signal } : {}),
       { staleToken },
     );
   }
@@ -412,7 +402,7 @@ export class VolumeRegistry {
     const capacityRange = { requiredBytes: checked.requiredBytes, ...(checked.limitBytes ? { limitBytes: checked.limitBytes } : {}) };
     this.#needController(this.#plugin(v.pluginId), 'EXPAND_VOLUME', 'expand volumes');
     const cap = v.capabilities[0] ? capabilityWire(v, v.capabilities[0]) : undefined;
-    const res = await this.#router.call(
+    const res = await this.#deps.router.call(
       v.pluginId,
       'csi.controller.expand',
       { pluginId: v.pluginId, volumeId: v.externalId, capacityRange, secrets: v.secrets, ...(cap ? { capability: cap } : {}) },
@@ -420,14 +410,14 @@ export class VolumeRegistry {
     );
     let capacityBytes = res.capacityBytes;
     if (res.nodeExpansionRequired) {
-      const nodes = new Set(this.#store.snapshot().list('claims', { prefix: keyPrefix(namespace, id), filter: (c) => c.state === 'taken' }).map((c) => c.nodeId));
+      const nodes = new Set(this.#deps.store.snapshot().list('claims', { prefix: keyPrefix(namespace, id), filter: (c) => c.state === 'taken' }).map((c) => c.nodeId));
       for (const nodeId of nodes) {
         try {
-          const r = await this.#connections.call(
+          const r = await this.#deps.connections.call(
             nodeId,
             'csi.node.expand',
             { pluginId: v.pluginId, volumeId: v.externalId, namespace, berthVolumeId: id, capacityRange, secrets: v.secrets, ...(cap ? { capability: cap } : {}) },
-            { timeoutMs: this.#timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) },
+            { timeoutMs: this.#deps.callTimeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) },
           );
           capacityBytes = Math.max(capacityBytes, r.capacityBytes);
         } catch (err) {
@@ -438,7 +428,7 @@ export class VolumeRegistry {
         }
       }
     }
-    this.#store.write((txn) => {
+    this.#deps.store.write((txn) => {
       const cur = txn.get('volumes', rowKey(namespace, id));
       if (cur) txn.put('volumes', { ...cur, capacityBytes });
     });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakePlugin, type FakePluginOptions } from '../../../csi/fake/index.js';
 import { ManualClock, silentLogger, type Logger } from '../../../lib/index.js';
-import type { Allocation, AllocClientStatus } from '../../../structs/index.js';
+import type { AllocClientStatus } from '../../../structs/index.js';
 import { FakeNodeAgent } from '../../noderpc/fake/index.js';
 import { NodeConnections } from '../../noderpc/index.js';
 import { NodeService } from '../../nodes/index.js';
@@ -17,6 +17,7 @@ import { rowKey, SqliteStateStore, type StateStore, type TableName } from '../..
 import { ClaimWatcher } from '../claim-watcher.js';
 import { ControllerRouter } from '../controller-router.js';
 import { VolumeService } from '../volume-service.js';
+import { testAllocation } from './rows.js';
 
 export interface ClusterNode {
   id: string;
@@ -119,23 +120,7 @@ export class Cluster {
   alloc(id: string, nodeId: string, clientStatus: AllocClientStatus = 'running'): void {
     this.store.write((txn) => {
       const cur = txn.get('allocations', rowKey(id));
-      const row: Omit<Allocation, 'createIndex' | 'modifyIndex'> = {
-        id,
-        namespace: 'default',
-        jobId: 'job',
-        jobVersion: 1,
-        taskGroup: 'g',
-        nodeId,
-        desiredStatus: cur?.desiredStatus ?? 'run',
-        desiredDescription: '',
-        clientStatus,
-        clientDescription: '',
-        taskStates: {},
-        rescheduleAttempts: 0,
-        createTime: 0,
-        modifyTime: 0,
-      };
-      txn.put('allocations', row);
+      txn.put('allocations', testAllocation(id, nodeId, { desiredStatus: cur?.desiredStatus ?? 'run', clientStatus }));
     });
   }
 
