@@ -1,12 +1,11 @@
-// CSI volumes and claims: the volume registry (registration, controller
-// operations), claim admission (a pure decision over state), claims with
-// routed ControllerPublish, the checkpointed release state machine, the
-// claim watcher, and the VolumeService door over them.
+// CSI volumes and claims. VolumeService is the door over the parts that own
+// the work: the volume registry (registration, controller operations), claim
+// admission (a pure decision over state), the claim taker (routed
+// ControllerPublish) and the checkpointed claim release; the claim watcher
+// drives releases.
 export { VolumeService, type VolumeServiceOptions } from './volume-service.js';
-export { VolumeRegistry, type VolumeRegistryOptions, type VolumeView } from './volume-registry.js';
-export { admitClaim, type AdmissionState, type AdmissionDecision, type ClaimRequest } from './claim-admission.js';
-export { ClaimTaker, admissionState, type ClaimTakerOptions } from './claim-taker.js';
-export { ClaimRelease, type ClaimReleaseOptions } from './claim-release.js';
+export type { VolumeView } from './volume-registry.js';
+export type { ClaimRequest } from './claim-admission.js';
 export { ClaimWatcher, type ClaimWatcherOptions, type ClaimWatcherState, type ClaimReleaser } from './claim-watcher.js';
 export { ControllerRouter, ControllerCallError, type ControllerRouterOptions } from './controller-router.js';
 export { VolumeError } from './errors.js';
