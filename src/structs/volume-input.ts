@@ -150,7 +150,8 @@ export function checkVolumeInput<S extends z.ZodType>(
 ): { ok: true; value: z.output<S> } | { ok: false; problem: VolumeInputProblem } {
   const result = schema.safeParse(input);
   if (result.success) return { ok: true, value: result.data };
-  const issue = result.error.issues[0]!;
+  const [issue] = result.error.issues;
+  if (!issue) return { ok: false, problem: { message: 'the input is invalid' } }; // zod reports at least one issue
   const field = formatPath(issue.path);
   return { ok: false, problem: field ? { field, message: `${field} ${issue.message}` } : { message: issue.message } };
 }
