@@ -18,8 +18,9 @@ import type { NodeFingerprint } from '../src/structs/index.js';
 import { NodeConnections, type NodeTransport } from '../src/server/noderpc/index.js';
 import { NodeService } from '../src/server/nodes/index.js';
 import { SqliteStateStore } from '../src/server/state/index.js';
-import { VolumeService } from '../src/server/volumes/index.js';
+import { ControllerRouter, VolumeService } from '../src/server/volumes/index.js';
 import { Cluster } from '../test/support/server-cluster.js';
+import { testAllocation, testClaim } from '../test/support/server-rows.js';
 import { round, summarize } from './_stats.js';
 
 const PAIRS = Number(process.env['BENCH_CLAIM_PAIRS'] ?? 20_000);
@@ -58,22 +59,7 @@ function fingerprint(): NodeFingerprint {
 }
 
 function alloc(id: string) {
-  return {
-    id,
-    namespace: 'default',
-    jobId: 'bench',
-    jobVersion: 1,
-    taskGroup: 'g',
-    nodeId: 'bench-node',
-    desiredStatus: 'run' as const,
-    desiredDescription: '',
-    clientStatus: 'running' as const,
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createTime: 0,
-    modifyTime: 0,
-  };
+  return testAllocation(id, 'bench-node', { jobId: 'bench' });
 }
 
 /** Runs `total` claim+release pairs, `inFlight` volumes at a time; returns pairs per second. */
@@ -105,7 +91,7 @@ async function storeThroughput(dir: string): Promise<Record<string, unknown>> {
   };
   connections.attach('bench-node', transport);
   new NodeService({ store }).register(fingerprint(), { id: 'bench-node' });
-  const volumes = new VolumeService({ store, connections });
+  const volumes = new VolumeService({ store, connections, router: new ControllerRouter({ store, connections }) });
   store.write((txn) => {
     for (let i = 0; i < IN_FLIGHT; i++) txn.put('allocations', alloc(`alloc-${i}`));
   });
@@ -163,25 +149,7 @@ async function wakeAll(dir: string): Promise<Record<string, unknown>> {
       store.write((txn) => txn.put('allocations', alloc(`wake-${r}`)));
       store.write((txn) => txn.delete('allocations', `wake-${r}`));
       // Neither write touched claims; this one does.
-      store.write((txn) =>
-        txn.put('claims', {
-          namespace: 'default',
-          volumeId: 'v',
-          allocId: `a-${r}`,
-          nodeId: 'n',
-          externalNodeId: 'n',
-          mode: 'read',
-          accessMode: 'multi-node-reader-only',
-          attachmentMode: 'file-system',
-          state: 'taken',
-          controllerPublish: 'none',
-          publishContext: {},
-          releaseReason: '',
-          releaseAttempts: 0,
-          lastError: '',
-          claimTime: 0,
-        }),
-      );
+      store.write((txn) => txn.put('claims', testClaim(`a-${r}`, 'n', { mode: 'read', accessMode: 'multi-node-reader-only' })));
       await Promise.all(waiters);
       if (r >= 3) samples.push(process.hrtime.bigint() - start);
     }

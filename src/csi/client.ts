@@ -20,6 +20,7 @@ import {
 import { checkValidation, type ValidationAnswer, type ValidationVerdict } from './capability.js';
 import * as conv from './_convert.js';
 import * as check from './_validate.js';
+import { listAllPages } from './paging.js';
 import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError, GRPC_CODES, grpcCodeName } from './errors.js';
 import { checkMap, checkPath, checkString, MAX_NODE_ID_BYTES } from './limits.js';
 import { RPC_POLICIES, type CsiRpc, type RpcPolicy } from './policy.js';
@@ -382,7 +383,7 @@ export class CsiClient {
    * listing restarts from the top, at most `restarts` times (default 3).
    */
   async listAllVolumes(opts: CallOptions & { pageSize?: number; restarts?: number } = {}): Promise<ListedVolume[]> {
-    return this.#listAll((startingToken) => this.listVolumes({ maxEntries: opts.pageSize, startingToken }, opts), opts.restarts);
+    return listAllPages((startingToken) => this.listVolumes({ maxEntries: opts.pageSize, startingToken }, opts), { restarts: opts.restarts });
   }
 
   async getCapacity(req: GetCapacityRequest = {}, opts: CallOptions = {}): Promise<CapacityAnswer> {
@@ -440,7 +441,7 @@ export class CsiClient {
 
   /** Every snapshot matching `req`, page by page, restarting on a rejected token. */
   async listAllSnapshots(req: Omit<ListSnapshotsRequest, 'startingToken'> = {}, opts: CallOptions & { restarts?: number } = {}): Promise<CsiSnapshot[]> {
-    return this.#listAll((startingToken) => this.listSnapshots({ ...req, startingToken }, opts), opts.restarts);
+    return listAllPages((startingToken) => this.listSnapshots({ ...req, startingToken }, opts), { restarts: opts.restarts });
   }
 
   /** GetSnapshot (alpha in v1.12). */
@@ -799,25 +800,4 @@ export class CsiClient {
     });
   }
 
-  async #listAll<T>(fetchPage: (token: string) => Promise<Page<T>>, restarts = 3): Promise<T[]> {
-    for (let attempt = 0; ; attempt++) {
-      const out: T[] = [];
-      let token = '';
-      try {
-        const seen = new Set<string>();
-        do {
-          const page = await fetchPage(token);
-          out.push(...page.entries);
-          if (page.nextToken && seen.has(page.nextToken)) throw new CsiProtocolError('List', `plugin returned token "${page.nextToken}" twice`);
-          seen.add(page.nextToken);
-          token = page.nextToken;
-        } while (token);
-        return out;
-      } catch (err) {
-        // ABORTED on a paged list means the token went stale: start over.
-        if (err instanceof CsiError && err.grpcCodeName === 'ABORTED' && attempt < restarts) continue;
-        throw err;
-      }
-    }
-  }
 }

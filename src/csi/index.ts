@@ -2,6 +2,7 @@
 // protobuf stays behind this door.
 export { CsiClient, parseEndpoint, type CallOptions, type CsiClientOptions, type CsiCallObserver, type TeardownResult } from './client.js';
 export { csiCallMetrics, CSI_CALL_BUCKETS } from './call-metrics.js';
+export { listAllPages } from './paging.js';
 export {
   VolumeCapability,
   ACCESS_MODES,

@@ -21,7 +21,7 @@ import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
 import { SqliteStateStore, type StateStore } from './state/index.js';
-import { ClaimWatcher, VolumeService } from './volumes/index.js';
+import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 
 export interface ServerOptions {
   /** Directory for the state file (`state.db`); created when missing. Either this or `store`. */
@@ -174,13 +174,9 @@ export class Server {
         ...(this.#opts.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: this.#opts.heartbeatTtlMs } : {}),
       });
       this.#plugins = new PluginService({ store, logger: root });
-      this.#volumes = new VolumeService({
-        store,
-        connections: this.#connections,
-        clock,
-        logger: root,
-        ...(this.#opts.nodeCallTimeoutMs !== undefined ? { callTimeoutMs: this.#opts.nodeCallTimeoutMs } : {}),
-      });
+      const nodeCallTimeout = this.#opts.nodeCallTimeoutMs !== undefined ? { callTimeoutMs: this.#opts.nodeCallTimeoutMs } : {};
+      const router = new ControllerRouter({ store, connections: this.#connections, logger: root, ...nodeCallTimeout });
+      this.#volumes = new VolumeService({ store, connections: this.#connections, router, clock, logger: root, ...nodeCallTimeout });
       this.#claimWatcher = new ClaimWatcher({ store, volumes: this.#volumes, clock, logger: root });
       this.#jobs = new JobService({ store, clock, logger: root });
       this.#worker = new EvalWorker({ store, jobs: this.#jobs, clock, logger: root });

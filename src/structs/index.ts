@@ -83,3 +83,15 @@ export {
   type VolumeSpec,
   type VolumeSpecInput,
 } from './volume-spec.js';
+export {
+  volumeRegistrationSchema,
+  volumeCreationSchema,
+  volumeExpansionSchema,
+  snapshotCreationSchema,
+  snapshotDeletionSchema,
+  snapshotListingSchema,
+  checkVolumeInput,
+  type VolumeRegistration,
+  type VolumeCreation,
+  type VolumeInputProblem,
+} from './volume-input.js';

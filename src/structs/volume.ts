@@ -107,12 +107,12 @@ export interface VolumeClaim {
   volumeId: string;
   allocId: string;
   /**
-   * Copied from the volume by VolumeService so that a release never depends
-   * on the volume row (it may be force-deregistered). Optional only so that
-   * rows written by hand (tests) stay valid; the release falls back to the volume.
+   * Copied from the volume when the claim is taken, so that a release never
+   * depends on the volume row (it may be force-deregistered).
    */
-  pluginId?: string;
-  externalVolumeId?: string;
+  pluginId: string;
+  /** The plugin's own volume ID (the volume's `externalId`), for the same reason. */
+  externalVolumeId: string;
   /** Berth's node ID of the node that mounts it. */
   nodeId: string;
   /** The plugin's NodeGetInfo.node_id on that node (what ControllerPublish was sent). */

@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakePlugin, type FakePluginOptions } from './csi-fake/index.js';
 import { ManualClock, silentLogger, type Logger } from '../../src/lib/index.js';
-import type { Allocation, AllocClientStatus } from '../../src/structs/index.js';
+import type { AllocClientStatus } from '../../src/structs/index.js';
 import { FakeNodeAgent } from './node-agent-fake/index.js';
 import { NodeConnections } from '../../src/server/noderpc/index.js';
 import { NodeService } from '../../src/server/nodes/index.js';
 import { rowKey, SqliteStateStore, type StateStore, type TableName } from '../../src/server/state/index.js';
-import { ClaimWatcher } from '../../src/server/volumes/index.js';
-import { VolumeService } from '../../src/server/volumes/index.js';
+import { ClaimWatcher, ControllerRouter, VolumeService } from '../../src/server/volumes/index.js';
+import { testAllocation } from './server-rows.js';
 
 export interface ClusterNode {
   id: string;
@@ -34,6 +34,7 @@ export class Cluster {
   store!: StateStore;
   connections!: NodeConnections;
   nodes!: NodeService;
+  router!: ControllerRouter;
   volumes!: VolumeService;
   watcher!: ClaimWatcher;
   readonly #spec: ClusterNode[];
@@ -69,7 +70,15 @@ export class Cluster {
     this.store = SqliteStateStore.open(this.path, { logger: this.#logger });
     this.connections = new NodeConnections({ logger: this.#logger });
     this.nodes = new NodeService({ store: this.store, clock: this.clock, logger: this.#logger });
-    this.volumes = new VolumeService({ store: this.store, connections: this.connections, clock: this.clock, logger: this.#logger, callTimeoutMs: 5000 });
+    this.router = new ControllerRouter({ store: this.store, connections: this.connections, logger: this.#logger, callTimeoutMs: 5000 });
+    this.volumes = new VolumeService({
+      store: this.store,
+      connections: this.connections,
+      router: this.router,
+      clock: this.clock,
+      logger: this.#logger,
+      callTimeoutMs: 5000,
+    });
     this.watcher = new ClaimWatcher({ store: this.store, volumes: this.volumes, clock: this.clock, logger: this.#logger, random: () => 0 });
     this.agents = new Map();
     for (const n of this.#spec) {
@@ -109,23 +118,7 @@ export class Cluster {
   alloc(id: string, nodeId: string, clientStatus: AllocClientStatus = 'running'): void {
     this.store.write((txn) => {
       const cur = txn.get('allocations', rowKey(id));
-      const row: Omit<Allocation, 'createIndex' | 'modifyIndex'> = {
-        id,
-        namespace: 'default',
-        jobId: 'job',
-        jobVersion: 1,
-        taskGroup: 'g',
-        nodeId,
-        desiredStatus: cur?.desiredStatus ?? 'run',
-        desiredDescription: '',
-        clientStatus,
-        clientDescription: '',
-        taskStates: {},
-        rescheduleAttempts: 0,
-        createTime: 0,
-        modifyTime: 0,
-      };
-      txn.put('allocations', row);
+      txn.put('allocations', testAllocation(id, nodeId, { desiredStatus: cur?.desiredStatus ?? 'run', clientStatus }));
     });
   }
 

@@ -11,11 +11,14 @@ import {
   type Logger,
 } from '../../lib/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
-import type { VolumeService } from './volume-service.js';
+import type { ClaimRelease } from './claim-release.js';
+
+/** What the watcher needs of the release state machine (a ClaimRelease, or the VolumeService door over one). */
+export type ClaimReleaser = Pick<ClaimRelease, 'releaseReason' | 'releasing' | 'releaseByKey'>;
 
 export interface ClaimWatcherOptions {
   store: StateStore;
-  volumes: VolumeService;
+  volumes: ClaimReleaser;
   clock?: Clock;
   logger?: Logger;
   /** Backoff between failed releases of one claim. Default 1 s doubling to 2 min, 20 % jitter. */
@@ -41,7 +44,7 @@ export type ClaimWatcherState = LifecycleState;
  */
 export class ClaimWatcher {
   readonly #store: StateStore;
-  readonly #volumes: VolumeService;
+  readonly #volumes: ClaimReleaser;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #backoff: BackoffPolicy;

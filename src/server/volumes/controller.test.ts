@@ -63,8 +63,8 @@ describe('volumes with a controller', () => {
   after(() => c.close());
 
   /** The fake controller the router will try first. */
-  const first = () => c.fake(c.volumes.router.candidates('fake')[0]!);
-  const second = () => c.fake(c.volumes.router.candidates('fake')[1]!);
+  const first = () => c.fake(c.router.candidates('fake')[0]!);
+  const second = () => c.fake(c.router.candidates('fake')[1]!);
 
   const register = (id: string, externalId: string, extra: Record<string, unknown> = {}) =>
     c.volumes.register({ id, externalId, pluginId: 'fake', capabilities: [fsCap()], ...extra });

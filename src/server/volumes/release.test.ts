@@ -74,7 +74,7 @@ describe('claim release', () => {
   it('finishes a release interrupted after the controller detached (controller-detached) without calling anyone', async () => {
     await claimed();
     // A crash between the controller step's checkpoint and the last write leaves this state.
-    await c.volumes.router.call('fake', 'csi.controller.unpublish', { pluginId: 'fake', volumeId: externalId, nodeId: 'ext-w', secrets: {} });
+    await c.router.call('fake', 'csi.controller.unpublish', { pluginId: 'fake', volumeId: externalId, nodeId: 'ext-w', secrets: {} });
     c.store.write((txn) => txn.put('claims', { ...c.claimRow('data', 'a1')!, state: 'controller-detached', releaseReason: 'allocation complete' }));
     await c.restart();
     c.fake('ctrl').clearCalls();

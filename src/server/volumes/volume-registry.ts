@@ -1,0 +1,437 @@
+import { checkValidation, listAllPages, type CsiSnapshot, type ListedVolume } from '../../csi/index.js';
+import { describeError, type Logger } from '../../lib/index.js';
+import {
+  checkVolumeInput,
+  pluginSchedulable,
+  publicClaim,
+  publicVolume,
+  snapshotCreationSchema,
+  snapshotDeletionSchema,
+  snapshotListingSchema,
+  volumeCreationSchema,
+  volumeExpansionSchema,
+  volumeRegistrationSchema,
+  type CsiPlugin,
+  type PublicVolume,
+  type Volume,
+  type VolumeClaim,
+  type VolumeCreation,
+  type VolumeRegistration,
+} from '../../structs/index.js';
+import type { z } from 'zod';
+import type { NodeConnections } from '../noderpc/index.js';
+import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
+import type { ClaimRelease } from './claim-release.js';
+import { ControllerCallError, type ControllerRouter } from './controller-router.js';
+import { VolumeError } from './errors.js';
+import { capabilityOf, capabilityWire } from './_wire.js';
+import { whereItLives } from './_volume-topology.js';
+
+/** A volume as every read shows it: no secrets, plus what is derived. */
+export type VolumeView = PublicVolume & {
+  /** A healthy node plugin exists, and a healthy controller when claims need one. */
+  schedulable: boolean;
+  /** Every claim not yet free, publish contexts redacted. */
+  claims: VolumeClaim[];
+};
+
+export interface VolumeRegistryOptions {
+  store: StateStore;
+  /** For NodeExpandVolume on the nodes that have a volume claimed. */
+  connections: NodeConnections;
+  /** Routes controller calls to a healthy controller of the plugin. */
+  router: ControllerRouter;
+  /** Releases the claims of a volume deregistered with force. */
+  release: ClaimRelease;
+  logger: Logger;
+  /** Deadline of one server-to-node call. */
+  callTimeoutMs: number;
+}
+
+type VolumeDraft = Omit<Volume, 'createIndex' | 'modifyIndex'>;
+
+/** Parses `input` with one of the structs' volume input schemas; throws VolumeError INVALID naming the first bad field. */
+function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const checked = checkVolumeInput(schema, input);
+  if (checked.ok) return checked.value;
+  const { field, message } = checked.problem;
+  throw new VolumeError('INVALID', message, field ? { field } : {});
+}
+
+/** A draft volume row from a checked registration or creation (no provider, capacity or topology from the plugin yet). */
+function draftOf(input: z.output<typeof volumeCreationSchema>, externalId: string): VolumeDraft {
+  const topo = input.topologyRequest;
+  return {
+    id: input.id,
+    namespace: input.namespace ?? 'default',
+    name: input.name ?? input.id,
+    externalId,
+    pluginId: input.pluginId,
+    provider: '',
+    capacityMinBytes: input.capacityMinBytes ?? 0,
+    capacityMaxBytes: input.capacityMaxBytes ?? 0,
+    capacityBytes: 0,
+    capabilities: input.capabilities.map((c) => ({ accessMode: c.accessMode, attachmentMode: c.attachmentMode })),
+    mountOptions: { fsType: input.mountOptions?.fsType ?? '', mountFlags: [...(input.mountOptions?.mountFlags ?? [])] },
+    secrets: { ...input.secrets },
+    parameters: { ...input.parameters },
+    context: { ...input.context },
+    ...(topo ? { topologyRequest: { required: topo.required ?? [], preferred: topo.preferred ?? [] } } : {}),
+    accessibleTopology: [],
+  };
+}
+
+/** ABORTED on a routed list means a stale paging token: the listing starts again. */
+function staleToken(err: unknown): boolean {
+  return err instanceof ControllerCallError && err.lastCode === 'CSI_ABORTED';
+}
+
+/**
+ * The volumes the server knows and their controller operations: reads (the
+ * public view, no secrets), registration validated through the plugin's
+ * controller, create/delete, snapshots, expansion, and deregistration.
+ * Every async method takes an AbortSignal and throws VolumeError (or
+ * ControllerCallError, a VolumeError) with a stable code; a bad input is
+ * INVALID with the offending `field`.
+ */
+export class VolumeRegistry {
+  readonly #deps: VolumeRegistryOptions;
+
+  constructor(opts: VolumeRegistryOptions) {
+    this.#deps = opts;
+  }
+
+  // ---- reads ----------------------------------------------------------------
+
+  /** The volume's public view, or undefined. */
+  get(namespace: string, id: string, snap: StateReader = this.#deps.store.snapshot()): VolumeView | undefined {
+    const v = snap.get('volumes', rowKey(namespace, id));
+    return v && this.#view(snap, v);
+  }
+
+  /** Every volume's public view, optionally of one namespace or plugin. */
+  list(opts: { namespace?: string; pluginId?: string } = {}, snap: StateReader = this.#deps.store.snapshot()): VolumeView[] {
+    return snap
+      .list('volumes', {
+        ...(opts.namespace ? { prefix: keyPrefix(opts.namespace) } : {}),
+        ...(opts.pluginId ? { filter: (v: Volume) => v.pluginId === opts.pluginId } : {}),
+      })
+      .map((v) => this.#view(snap, v));
+  }
+
+  /** Every claim not yet free (public view), optionally of one volume or node. */
+  claims(filter: { namespace?: string; volumeId?: string; nodeId?: string } = {}): VolumeClaim[] {
+    const prefix = filter.namespace && filter.volumeId ? keyPrefix(filter.namespace, filter.volumeId) : undefined;
+    return this.#deps.store
+      .snapshot()
+      .list('claims', { ...(prefix ? { prefix } : {}), ...(filter.nodeId ? { filter: (c: VolumeClaim) => c.nodeId === filter.nodeId } : {}) })
+      .map(publicClaim);
+  }
+
+  #view(snap: StateReader, v: Volume): VolumeView {
+    const plugin = snap.get('plugins', rowKey(v.pluginId));
+    return {
+      ...publicVolume(v),
+      schedulable: pluginSchedulable(plugin),
+      claims: snap.list('claims', { prefix: keyPrefix(v.namespace, v.id) }).map(publicClaim),
+    };
+  }
+
+  /** The view of a volume just written; NOT_FOUND if it went away meanwhile. */
+  #written(namespace: string, id: string): VolumeView {
+    const view = this.get(namespace, id);
+    if (!view) throw new VolumeError('NOT_FOUND', `volume ${id} does not exist in namespace ${namespace}`);
+    return view;
+  }
+
+  #volume(namespace: string, id: string): Volume {
+    const v = this.#deps.store.snapshot().get('volumes', rowKey(namespace, id));
+    if (!v) throw new VolumeError('NOT_FOUND', `volume ${id} does not exist in namespace ${namespace}`);
+    return v;
+  }
+
+  #plugin(pluginId: string): CsiPlugin {
+    const plugin = this.#deps.store.snapshot().get('plugins', rowKey(pluginId));
+    if (!plugin) throw new VolumeError('INVALID', `unknown plugin "${pluginId}": no node runs it`, { field: 'pluginId' });
+    return plugin;
+  }
+
+  #needController(plugin: CsiPlugin, capability: string, what: string): void {
+    if (!plugin.controllerCapabilities.includes(capability as never)) {
+      throw new VolumeError('INVALID', `plugin ${plugin.id} cannot ${what} (its controller does not advertise ${capability})`, { field: 'pluginId' });
+    }
+  }
+
+  // ---- registration ---------------------------------------------------------------
+
+  /**
+   * Registers an existing volume. When the plugin runs a controller, the
+   * capabilities are first checked with ValidateVolumeCapabilities through a
+   * connected controller, with the spec's semantics (an empty `confirmed`
+   * is "not validated", with the plugin's message). Re-registering the same
+   * volume updates it unless the plugin or external ID changed (CONFLICT).
+   * Throws VolumeError INVALID (bad field, unknown plugin, failed
+   * validation), UNAVAILABLE (no controller reachable).
+   */
+  async register(input: VolumeRegistration, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
+    const checked = parse(volumeRegistrationSchema, input);
+    const draft = draftOf(checked, checked.externalId);
+    const plugin = this.#plugin(draft.pluginId);
+    if (Object.keys(plugin.controllers).length > 0) await this.#validate(draft, opts.signal);
+    const { result } = this.#deps.store.write((txn) => {
+      const existing = txn.get('volumes', rowKey(draft.namespace, draft.id));
+      if (existing && (existing.pluginId !== draft.pluginId || existing.externalId !== draft.externalId)) {
+        throw new VolumeError('CONFLICT', `volume ${draft.id} is already registered with another plugin or external ID`);
+      }
+      return txn.put('volumes', { ...draft, provider: plugin.provider, capacityBytes: existing?.capacityBytes ?? draft.capacityBytes });
+    });
+    this.#deps.logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume registered');
+    return this.#written(result.namespace, result.id);
+  }
+
+  async #validate(v: VolumeDraft, signal: AbortSignal | undefined): Promise<void> {
+    const capabilities = v.capabilities.map((c) => capabilityWire(v, c));
+    const answer = await this.#deps.router.call(
+      v.pluginId,
+      'csi.controller.validate',
+      { pluginId: v.pluginId, volumeId: v.externalId, volumeContext: v.context, capabilities, parameters: v.parameters, secrets: v.secrets },
+      { topology: whereItLives(v), ...(signal ? { signal } : {}) },
+    );
+    const verdict = checkValidation(
+      {
+        volumeCapabilities: capabilities.map((c, i) => capabilityOf(c, `capabilities[${i}]`)),
+        volumeContext: v.context,
+        parameters: v.parameters,
+      },
+      {
+        message: answer.message ?? '',
+        ...(answer.confirmed
+          ? {
+              confirmed: {
+                volumeContext: answer.confirmed.volumeContext ?? {},
+                volumeCapabilities: (answer.confirmed.capabilities ?? []).map((c, i) => capabilityOf(c, `confirmed.capabilities[${i}]`)),
+                parameters: answer.confirmed.parameters ?? {},
+                mutableParameters: answer.confirmed.mutableParameters ?? {},
+              },
+            }
+          : {}),
+      },
+    );
+    if (!verdict.validated) {
+      throw new VolumeError('INVALID', `volume ${v.id} was not validated by plugin ${v.pluginId}: ${verdict.reason}`, { field: 'capabilities' });
+    }
+  }
+
+  /**
+   * Removes a volume. Refuses with CONFLICT while claims exist, unless
+   * `force`: then every claim is released first (best effort, as far as the
+   * nodes and controllers allow) and whatever is left is dropped. Throws
+   * NOT_FOUND for an unknown volume. Does not delete the plugin's volume.
+   */
+  async deregister(namespace: string, id: string, opts: { force?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+    const key = rowKey(namespace, id);
+    const snap = this.#deps.store.snapshot();
+    if (!snap.get('volumes', key)) throw new VolumeError('NOT_FOUND', `volume ${id} does not exist in namespace ${namespace}`);
+    const claims = snap.list('claims', { prefix: keyPrefix(namespace, id) });
+    if (claims.length > 0 && !opts.force) {
+      throw new VolumeError('CONFLICT', `volume ${id} has ${claims.length} claim(s); release them or deregister with force`, { retryable: true });
+    }
+    for (const c of claims) {
+      try {
+        await this.#deps.release.release(namespace, id, c.allocId, { reason: 'volume deregistered (forced)', ...(opts.signal ? { signal: opts.signal } : {}) });
+      } catch (err) {
+        this.#deps.logger.warn({ volumeId: id, allocId: c.allocId, err: describeError(err) }, 'forced deregister: claim release failed; dropping the claim');
+      }
+    }
+    this.#deps.store.write((txn) => {
+      for (const c of txn.list('claims', { prefix: keyPrefix(namespace, id) })) txn.delete('claims', rowKey(namespace, id, c.allocId));
+      txn.delete('volumes', key);
+    });
+    this.#deps.logger.info({ volumeId: id, namespace }, 'volume deregistered');
+  }
+
+  // ---- controller operations ----------------------------------------------------------
+
+  /**
+   * Creates a volume through the plugin's controller (CreateVolume, which
+   * the spec makes idempotent by name) and registers it. Throws INVALID when
+   * the input is bad or the plugin cannot create volumes, CONFLICT when the
+   * ID is taken.
+   */
+  async create(input: VolumeCreation, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
+    const checked = parse(volumeCreationSchema, input);
+    const draft = draftOf(checked, '');
+    const plugin = this.#plugin(draft.pluginId);
+    this.#needController(plugin, 'CREATE_DELETE_VOLUME', 'create volumes');
+    if (this.#deps.store.snapshot().get('volumes', rowKey(draft.namespace, draft.id))) {
+      throw new VolumeError('CONFLICT', `volume ${draft.id} already exists in namespace ${draft.namespace}`);
+    }
+    const contentSource = checked.contentSource;
+    const { volume } = await this.#deps.router.call(
+      draft.pluginId,
+      'csi.controller.create',
+      {
+        pluginId: draft.pluginId,
+        name: draft.name,
+        capacityRange: {
+          ...(draft.capacityMinBytes ? { requiredBytes: draft.capacityMinBytes } : {}),
+          ...(draft.capacityMaxBytes ? { limitBytes: draft.capacityMaxBytes } : {}),
+        },
+        capabilities: draft.capabilities.map((c) => capabilityWire(draft, c)),
+        parameters: draft.parameters,
+        secrets: draft.secrets,
+        ...(contentSource ? { contentSource } : {}),
+        ...(draft.topologyRequest ? { accessibilityRequirements: { requisite: draft.topologyRequest.required, preferred: draft.topologyRequest.preferred } } : {}),
+      },
+      { topology: whereItLives(draft), ...(opts.signal ? { signal: opts.signal } : {}) },
+    );
+    const { result } = this.#deps.store.write((txn) =>
+      txn.put('volumes', {
+        ...draft,
+        externalId: volume.volumeId,
+        provider: plugin.provider,
+        capacityBytes: volume.capacityBytes,
+        context: { ...volume.volumeContext },
+        accessibleTopology: volume.accessibleTopology,
+        ...(contentSource ? { contentSource } : {}),
+      }),
+    );
+    this.#deps.logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume created');
+    return this.#written(result.namespace, result.id);
+  }
+
+  /**
+   * Deletes the volume through the controller (DeleteVolume; NOT_FOUND counts
+   * as done) and forgets it. Refuses with CONFLICT while claims exist.
+   */
+  async delete(namespace: string, id: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    const v = this.#volume(namespace, id);
+    if (this.#deps.store.snapshot().list('claims', { prefix: keyPrefix(namespace, id) }).length > 0) {
+      throw new VolumeError('CONFLICT', `volume ${id} has claims; it cannot be deleted`, { retryable: true });
+    }
+    this.#needController(this.#plugin(v.pluginId), 'CREATE_DELETE_VOLUME', 'delete volumes');
+    await this.#deps.router.call(
+      v.pluginId,
+      'csi.controller.delete',
+      { pluginId: v.pluginId, volumeId: v.externalId, secrets: v.secrets },
+      { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
+    );
+    this.#deps.store.write((txn) => txn.delete('volumes', rowKey(namespace, id)));
+    this.#deps.logger.info({ volumeId: id, namespace }, 'volume deleted');
+  }
+
+  /** CreateSnapshot of a registered volume, with the volume's secrets. INVALID names a bad `name` or `parameters`. */
+  async createSnapshot(
+    namespace: string,
+    volumeId: string,
+    name: string,
+    opts: { parameters?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<CsiSnapshot> {
+    const v = this.#volume(namespace, volumeId);
+    this.#needController(this.#plugin(v.pluginId), 'CREATE_DELETE_SNAPSHOT', 'snapshot volumes');
+    const req = parse(snapshotCreationSchema, { name, parameters: opts.parameters });
+    const { snapshot } = await this.#deps.router.call(
+      v.pluginId,
+      'csi.controller.createSnapshot',
+      { pluginId: v.pluginId, sourceVolumeId: v.externalId, name: req.name, parameters: { ...req.parameters }, secrets: v.secrets },
+      { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
+    );
+    return snapshot;
+  }
+
+  /** DeleteSnapshot; NOT_FOUND counts as done. INVALID names a bad `snapshotId` or `secrets`. */
+  async deleteSnapshot(pluginId: string, snapshotId: string, opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {}): Promise<void> {
+    this.#needController(this.#plugin(pluginId), 'CREATE_DELETE_SNAPSHOT', 'delete snapshots');
+    const req = parse(snapshotDeletionSchema, { snapshotId, secrets: opts.secrets });
+    await this.#deps.router.call(
+      pluginId,
+      'csi.controller.deleteSnapshot',
+      { pluginId, snapshotId: req.snapshotId, secrets: { ...req.secrets } },
+      opts.signal ? { signal: opts.signal } : {},
+    );
+  }
+
+  /**
+   * Every snapshot the plugin lists (all pages), optionally of one
+   * registered volume (sent with the volume's secrets; else with `secrets`).
+   */
+  async listSnapshots(
+    pluginId: string,
+    opts: { namespace?: string; volumeId?: string; secrets?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<CsiSnapshot[]> {
+    this.#needController(this.#plugin(pluginId), 'LIST_SNAPSHOTS', 'list snapshots');
+    const source = opts.volumeId ? this.#volume(opts.namespace ?? 'default', opts.volumeId) : undefined;
+    const secrets = source?.secrets ?? { ...parse(snapshotListingSchema, { secrets: opts.secrets }).secrets };
+    return listAllPages(
+      (startingToken) =>
+        this.#deps.router.call(
+          pluginId,
+          'csi.controller.listSnapshots',
+          { pluginId, ...(source ? { sourceVolumeId: source.externalId } : {}), ...(startingToken ? { startingToken } : {}), secrets },
+          opts.signal ? { signal: opts.signal } : {},
+        ),
+      { staleToken },
+    );
+  }
+
+  /** Every volume the plugin itself lists (ListVolumes, all pages). */
+  async listPluginVolumes(pluginId: string, opts: { signal?: AbortSignal } = {}): Promise<ListedVolume[]> {
+    this.#needController(this.#plugin(pluginId), 'LIST_VOLUMES', 'list volumes');
+    return listAllPages(
+      (startingToken) =>
+        this.#deps.router.call(pluginId, 'csi.controller.listVolumes', { pluginId, ...(startingToken ? { startingToken } : {}) }, opts.signal ? { signal: opts.signal } : {}),
+      { staleToken },
+    );
+  }
+
+  /**
+   * Grows a volume: ControllerExpandVolume, then NodeExpandVolume on every
+   * node that has it claimed when the plugin asks for node expansion (a
+   * node that mounts it later expands when it stages). Returns the new view.
+   * Throws INVALID naming `requiredBytes` or `limitBytes`; UNAVAILABLE when a
+   * node fails to expand after the controller did.
+   */
+  async expand(
+    namespace: string,
+    id: string,
+    range: { requiredBytes: number; limitBytes?: number },
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<VolumeView> {
+    const v = this.#volume(namespace, id);
+    const checked = parse(volumeExpansionSchema, range);
+    const capacityRange = { requiredBytes: checked.requiredBytes, ...(checked.limitBytes ? { limitBytes: checked.limitBytes } : {}) };
+    this.#needController(this.#plugin(v.pluginId), 'EXPAND_VOLUME', 'expand volumes');
+    const cap = v.capabilities[0] ? capabilityWire(v, v.capabilities[0]) : undefined;
+    const res = await this.#deps.router.call(
+      v.pluginId,
+      'csi.controller.expand',
+      { pluginId: v.pluginId, volumeId: v.externalId, capacityRange, secrets: v.secrets, ...(cap ? { capability: cap } : {}) },
+      { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
+    );
+    let capacityBytes = res.capacityBytes;
+    if (res.nodeExpansionRequired) {
+      const nodes = new Set(this.#deps.store.snapshot().list('claims', { prefix: keyPrefix(namespace, id), filter: (c) => c.state === 'taken' }).map((c) => c.nodeId));
+      for (const nodeId of nodes) {
+        try {
+          const r = await this.#deps.connections.call(
+            nodeId,
+            'csi.node.expand',
+            { pluginId: v.pluginId, volumeId: v.externalId, namespace, berthVolumeId: id, capacityRange, secrets: v.secrets, ...(cap ? { capability: cap } : {}) },
+            { timeoutMs: this.#deps.callTimeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) },
+          );
+          capacityBytes = Math.max(capacityBytes, r.capacityBytes);
+        } catch (err) {
+          throw new VolumeError('UNAVAILABLE', `volume ${id} grew on the controller, but node ${nodeId} failed to expand it: ${describeError(err)}`, {
+            retryable: true,
+            cause: err,
+          });
+        }
+      }
+    }
+    this.#deps.store.write((txn) => {
+      const cur = txn.get('volumes', rowKey(namespace, id));
+      if (cur) txn.put('volumes', { ...cur, capacityBytes });
+    });
+    return this.#written(namespace, id);
+  }
+}
