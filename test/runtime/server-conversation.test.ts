@@ -232,7 +232,7 @@ describe('the node conversation with a real server', () => {
     await assert.rejects(claimer.claim({ namespace: 'default', volumeId: 'data', allocId: 'someone-else', mode: 'write' }, {}), (err) => err instanceof ServerConnError && err.code === 'SERVER_REFUSED');
 
     // The node mounts it (stage + publish records written), and says the allocation runs.
-    const vm = csi.mounterForPlugin('fake');
+    const vm = csi.volumeManagerFor('fake');
     const usage = { readOnly: false, accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
     const { source } = await vm.mountVolume(
       { id: 'data', namespace: 'default', externalId: claimed.volume.externalId, volumeContext: claimed.volume.context },
@@ -280,7 +280,7 @@ describe('the node conversation with a real server', () => {
   });
 
   it("a node detach that meets the allocation's own teardown answers only once the NodeUnstage is done (rule: NodeUnstage before ControllerUnpublish)", async () => {
-    const vm = csi.mounterForPlugin('fake');
+    const vm = csi.volumeManagerFor('fake');
     const volume = { id: 'data', namespace: 'default', externalId: (await http<{ externalId: string }>('GET', '/v1/volume/csi/data')).body.externalId };
     const usage = { readOnly: false, accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
     await vm.mountVolume(volume, 'alloc-race', usage, {});

@@ -107,10 +107,10 @@ export class ManagerHarness<VM extends ManagedVolumeManager = VolumeManager> {
     await eventually('every loop of the CSI manager parked on the clock (resync + one per instance)', () => this.clock.pending >= loops(), { intervalMs: 2 });
   }
 
-  /** Whether mounterForPlugin(id) hands out a volume manager now. */
+  /** Whether volumeManagerFor(id) hands out a volume manager now. */
   mountable(id: string): boolean {
     try {
-      this.manager.mounterForPlugin(id);
+      this.manager.volumeManagerFor(id);
       return true;
     } catch {
       return false;

@@ -45,7 +45,7 @@ async function startPlugin(node: Node, job: Job): Promise<{ runner: AllocRunner;
 async function mountable(node: Node): Promise<void> {
   await eventually('the plugin can mount', () => {
     try {
-      node.csiManager.mounterForPlugin('hostpath');
+      node.csiManager.volumeManagerFor('hostpath');
       return true;
     } catch {
       return false;

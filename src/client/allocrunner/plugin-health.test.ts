@@ -75,7 +75,7 @@ describe('plugin supervisor and isolation through the allocation runner', () => 
     await p.run();
     await eventually('mountable', () => {
       try {
-        node.csiManager.mounterForPlugin('hostpath');
+        node.csiManager.volumeManagerFor('hostpath');
         return true;
       } catch {
         return false;

@@ -43,7 +43,7 @@ export async function reconcileCsiVolumes(opts: ReconcileVolumesOptions): Promis
     for (;;) {
       await opts.csiManager.managerForPlugin(pluginId, signal ? { signal } : {});
       try {
-        reports.set(pluginId, await opts.csiManager.mounterForPlugin(pluginId).reconcile(wanted, signal ? { signal } : {}));
+        reports.set(pluginId, await opts.csiManager.volumeManagerFor(pluginId).reconcile(wanted, signal ? { signal } : {}));
         break;
       } catch (err) {
         const code = (err as { code?: string }).code;

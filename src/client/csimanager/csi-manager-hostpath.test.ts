@@ -51,7 +51,7 @@ function startHostpath(socketPath: string, dataDir: string): { child: ChildProce
 }
 
 describe('CsiManager with the hostpath plugin as a child process', () => {
-  it('mounts through mounterForPlugin for two allocations, survives a plugin restart with its mounts untouched (scenario 2)', async (t) => {
+  it('mounts through volumeManagerFor for two allocations, survives a plugin restart with its mounts untouched (scenario 2)', async (t) => {
     const dir = mkdtempSync(path.join(tmpdir(), 'bch-'));
     const socketPath = path.join(dir, 'alloc-p1', 'csi.sock');
     const dataDir = path.join(dir, 'hostpath-data');
@@ -97,13 +97,13 @@ describe('CsiManager with the hostpath plugin as a child process', () => {
     assert.equal(instance.fingerprint?.node?.info.nodeId, 'node-1');
     await eventually('the plugin is mountable', () => {
       try {
-        manager.mounterForPlugin('hostpath');
+        manager.volumeManagerFor('hostpath');
         return true;
       } catch {
         return false;
       }
     });
-    const mounter = manager.mounterForPlugin('hostpath');
+    const mounter = manager.volumeManagerFor('hostpath');
 
     const created = await controller.createVolume({ name: 'shared', volumeCapabilities: [VolumeCapability.mount('multi-node-multi-writer')] });
     const volume = { id: 'shared', externalId: created.volumeId, volumeContext: created.volumeContext };
@@ -128,7 +128,7 @@ describe('CsiManager with the hostpath plugin as a child process', () => {
     // Existing mounts were untouched: the same mount points, the data still there, the same volume manager.
     assert.deepEqual(mountPointsUnder(dir).sort(), mountedBefore);
     assert.equal(readFileSync(path.join(b.source, 'hello.txt'), 'utf8'), 'written through alloc-a');
-    assert.equal(manager.mounterForPlugin('hostpath'), mounter);
+    assert.equal(manager.volumeManagerFor('hostpath'), mounter);
 
     // And the restarted plugin tears down through the same volume manager.
     await mounter.unmountVolume(volume, 'alloc-a', SHARED);

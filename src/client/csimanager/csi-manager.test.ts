@@ -30,7 +30,7 @@ describe('CsiManager: finding and fingerprinting plugins', () => {
     assert.equal(waiting.healthy, false);
     assert.equal(waiting.allocId, 'a1');
     assert.equal(waiting.fingerprint, undefined);
-    assert.throws(() => h.manager.mounterForPlugin('fake'), isNotHealthy(/is not healthy: waiting for the plugin socket .*late\.sock to appear/));
+    assert.throws(() => h.manager.volumeManagerFor('fake'), isNotHealthy(/is not healthy: waiting for the plugin socket .*late\.sock to appear/));
 
     await fake.start();
     await h.until(() => h.report('fake')?.healthy === true, 'the plugin is healthy');
@@ -90,7 +90,7 @@ describe('CsiManager: finding and fingerprinting plugins', () => {
     // A controller plugin has no mounter.
     h.registry.deregister('csi-node', 'fake', 'a1');
     await h.until(() => h.report('fake', 'csi-node') === null, 'node report withdrawn');
-    assert.throws(() => h.manager.mounterForPlugin('fake'), (e: unknown) => e instanceof CsiManagerError && e.code === 'CSI_PLUGIN_NOT_FOUND');
+    assert.throws(() => h.manager.volumeManagerFor('fake'), (e: unknown) => e instanceof CsiManagerError && e.code === 'CSI_PLUGIN_NOT_FOUND');
   });
 
   it('a plugin registered with the wrong type is reported and retried, never trusted', async (t) => {
@@ -116,12 +116,12 @@ describe('CsiManager: health', () => {
     h.register('a1', fake.socketPath);
     await h.manager.start();
     await h.until(() => h.mountable('fake'), 'healthy and mountable');
-    const mounter = h.manager.mounterForPlugin('fake');
+    const mounter = h.manager.volumeManagerFor('fake');
 
     fake.failNext('Probe', 'FAILED_PRECONDITION', 'disk controller offline', 1_000);
     await h.until(() => h.report('fake')?.healthy === false, 'unhealthy', 100);
     assert.equal(h.report('fake')?.healthReason, 'probe failed: FAILED_PRECONDITION: disk controller offline');
-    assert.throws(() => h.manager.mounterForPlugin('fake'), isNotHealthy(/^CSI plugin "fake" is not healthy: probe failed: FAILED_PRECONDITION: disk controller offline$/));
+    assert.throws(() => h.manager.volumeManagerFor('fake'), isNotHealthy(/^CSI plugin "fake" is not healthy: probe failed: FAILED_PRECONDITION: disk controller offline$/));
     // A volume manager handed out before sends nothing to the unhealthy plugin either.
     let mountFailed: unknown;
     void mounter
@@ -143,7 +143,7 @@ describe('CsiManager: health', () => {
     await h.until(() => h.report('fake')?.healthy === true, 'healthy again', 200);
     // It was fingerprinted again before being trusted.
     assert.ok(fake.callsTo('GetPluginInfo').length > infoCalls);
-    assert.equal(h.manager.mounterForPlugin('fake'), mounter, 'the same volume manager serves');
+    assert.equal(h.manager.volumeManagerFor('fake'), mounter, 'the same volume manager serves');
   });
 
   it('a registration whose socket never appears, or whose first probe errors, is reported and retried with backoff; nothing crashes (scenario 20)', async (t) => {
@@ -195,13 +195,13 @@ describe('CsiManager: instances follow the registry', () => {
     h.register('a1', v1.socketPath);
     await h.manager.start();
     await h.until(() => h.mountable('fake'), 'healthy and mountable');
-    const vm = h.manager.mounterForPlugin('fake');
+    const vm = h.manager.volumeManagerFor('fake');
     await v1.stop();
     const v2 = h.fake('restart', { vendorVersion: '2.0.0' });
     await v2.start();
     await h.until(() => h.report('fake')?.version === '2.0.0' && h.report('fake')?.healthy === true, 'the new version is reported', 200);
     assert.ok(h.messages().includes('CSI csi-node plugin "fake" fingerprinted: fake.csi.berth.dev version 2.0.0'));
-    assert.equal(h.manager.mounterForPlugin('fake'), vm, 'the volume manager (and its mount state) is kept');
+    assert.equal(h.manager.volumeManagerFor('fake'), vm, 'the volume manager (and its mount state) is kept');
     assert.deepEqual(v2.calls.filter((c) => VOLUME_RPCS.has(c.rpc)), []);
   });
 
@@ -214,13 +214,13 @@ describe('CsiManager: instances follow the registry', () => {
     h.register('old', old.socketPath);
     await h.manager.start();
     await h.until(() => h.mountable('fake'), 'old healthy and mountable');
-    const vm = h.manager.mounterForPlugin('fake');
+    const vm = h.manager.volumeManagerFor('fake');
 
     // The new allocation registers before its plugin listens: the old one serves meanwhile.
     h.register('new', neu.socketPath);
     await h.until(() => h.messages().some((m) => m.includes('is now served by allocation new (was old)')), 'replacement noticed');
     assert.equal(h.report('fake')?.allocId, 'old');
-    assert.equal(h.manager.mounterForPlugin('fake'), vm, 'still mountable through the old instance');
+    assert.equal(h.manager.volumeManagerFor('fake'), vm, 'still mountable through the old instance');
     assert.equal(h.manager.instances().length, 2);
 
     await neu.start();
@@ -240,11 +240,11 @@ describe('CsiManager: instances follow the registry', () => {
     // The new allocation stops first: the older serves again.
     h.registry.deregister('csi-node', 'fake', 'new');
     await h.until(() => h.report('fake')?.allocId === 'old' && h.report('fake')?.healthy === true, 'the old one serves again');
-    assert.equal(h.manager.mounterForPlugin('fake'), vm);
+    assert.equal(h.manager.volumeManagerFor('fake'), vm);
     h.registry.deregister('csi-node', 'fake', 'old');
     await h.until(() => h.report('fake') === null, 'gone');
     assert.ok(h.messages().includes('CSI csi-node plugin "fake" is gone: no allocation on this node runs it any more'));
-    assert.throws(() => h.manager.mounterForPlugin('fake'), (e: unknown) => e instanceof CsiManagerError && e.code === 'CSI_PLUGIN_NOT_FOUND' && /^CSI plugin "fake" not found/.test(e.message));
+    assert.throws(() => h.manager.volumeManagerFor('fake'), (e: unknown) => e instanceof CsiManagerError && e.code === 'CSI_PLUGIN_NOT_FOUND' && /^CSI plugin "fake" not found/.test(e.message));
     assert.equal(h.manager.instances().length, 0);
   });
 

@@ -222,11 +222,6 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     await this.managerForPlugin(pluginId, opts);
   }
 
-  /** VolumeManagers.volumeManagerFor: Nomad's name for mounterForPlugin, same contract. */
-  volumeManagerFor(pluginId: string): VM {
-    return this.mounterForPlugin(pluginId);
-  }
-
   /**
    * The volume manager of node plugin `id`, when an instance of it is
    * healthy now. Throws CsiManagerError CSI_PLUGIN_NOT_FOUND ("plugin X not
@@ -235,7 +230,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
    * not healthy, CSI_PLUGIN_MISCONFIGURED when it has no mount root.
    * Does not block.
    */
-  mounterForPlugin(id: string): VM {
+  volumeManagerFor(id: string): VM {
     const slot = this.#slots.get(slotKey('csi-node', id));
     if (!slot) throw new CsiManagerError('CSI_PLUGIN_NOT_FOUND', id, `CSI plugin "${id}" not found: no csi-node registration of it on this node`);
     const instance = this.#serving(slot);

@@ -21,7 +21,7 @@ export interface CsiPluginSource {
   /** The instance serving (id, type) once fingerprinted; waits for it until `signal` fires. */
   managerForPlugin(id: string, opts: { signal?: AbortSignal; type?: CsiPluginType }): Promise<{ client: CsiClient | undefined }>;
   /** The volume manager of node plugin `id`; throws when no healthy instance serves it. */
-  mounterForPlugin(id: string): {
+  volumeManagerFor(id: string): {
     unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: { signal?: AbortSignal }): Promise<void>;
     expand(
       volume: MountableVolume,
@@ -125,7 +125,7 @@ export class NodeRpcHandler {
         this.#logger.debug({ pluginId: p.pluginId, volumeId: p.berthVolumeId, allocId: p.allocId, publications: recs.length, stagings: orphans.length }, 'node detach');
         // Nothing recorded: nothing of this allocation is mounted here (never was, or already torn down).
         if (recs.length === 0 && orphans.length === 0) return { alreadyDone: true };
-        const vm = this.#csi.mounterForPlugin(p.pluginId);
+        const vm = this.#csi.volumeManagerFor(p.pluginId);
         for (const rec of recs) {
           await vm.unmountVolume(rec.volume, rec.allocId, rec.usage, { signal: s });
         }
@@ -138,7 +138,7 @@ export class NodeRpcHandler {
         if (!rec) {
           throw new NodeRpcHandlerError('CLIENT_VOLUME_NOT_MOUNTED', `volume ${p.berthVolumeId} is not mounted on this node`, { retryable: false });
         }
-        return this.#csi.mounterForPlugin(p.pluginId).expand(rec.volume, rec.allocId, rec.usage, {
+        return this.#csi.volumeManagerFor(p.pluginId).expand(rec.volume, rec.allocId, rec.usage, {
           capacityRange: p.capacityRange,
           secrets: new SecretMap(p.secrets),
           signal: s,
