@@ -14,6 +14,7 @@ import {
   type PluginCapability,
   type GroupControllerServiceCapability,
   type Snapshot as GenSnapshot,
+  type VolumeGroupSnapshot as GenGroupSnapshot,
   type Topology as GenTopology,
   type TopologyRequirement as GenTopologyRequirement,
   type Volume as GenVolume,
@@ -22,6 +23,7 @@ import {
   type VolumeContentSource as GenContentSource,
   type CapacityRange as GenCapacityRange,
 } from '../gen/csi/v1/csi.js';
+import type { SecretMap } from '../lib/index.js';
 import { VolumeCapability, type AccessMode } from './capability.js';
 import { CsiProtocolError } from './errors.js';
 import type {
@@ -225,8 +227,24 @@ export function snapshotFromWire(rpc: string, s: GenSnapshot | undefined): CsiSn
   return out;
 }
 
+/** A volume group snapshot as Berth sees it. Throws CsiProtocolError when it is missing or has no id. */
+export function groupSnapshotFromWire(
+  rpc: string,
+  g: GenGroupSnapshot | undefined,
+): { groupSnapshotId: string; snapshots: CsiSnapshot[]; readyToUse: boolean } {
+  if (!g?.groupSnapshotId) throw new CsiProtocolError(rpc, 'group_snapshot is missing');
+  return {
+    groupSnapshotId: g.groupSnapshotId,
+    snapshots: g.snapshots.map((s) => snapshotFromWire(rpc, s)),
+    readyToUse: g.readyToUse,
+  };
+}
+
 export function usageUnitFromWire(unit: number): 'BYTES' | 'INODES' | 'UNKNOWN' {
   if (unit === GenUnit.BYTES) return 'BYTES';
   if (unit === GenUnit.INODES) return 'INODES';
   return 'UNKNOWN';
 }
+
+/** Secrets as the wire carries them: the one place a request's SecretMap is revealed. */
+export const reveal = (s: SecretMap | undefined): Record<string, string> => s?.reveal() ?? {};
