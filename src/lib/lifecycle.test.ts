@@ -245,4 +245,31 @@ describe('Lifecycle', () => {
     assert.equal(life.state, 'stopped');
     assert.ok(lines.some((l) => l['msg'] === 'error while stopping' && l['err'] === 'socket already gone'));
   });
+  it('startLoop runs one background loop once, and stop() waits until the loop has ended', async () => {
+    const life = new Lifecycle();
+    const loopEnded = deferred();
+    let loops = 0;
+    let sawAbort = false;
+    const loop = async (signal: AbortSignal): Promise<void> => {
+      loops++;
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      sawAbort = true;
+      await loopEnded.promise;
+    };
+    life.startLoop(loop);
+    life.startLoop(loop);
+    await life.start();
+    assert.equal(life.state, 'running');
+    assert.equal(loops, 1, 'a second startLoop is a no-op');
+    let stopped = false;
+    const stopping = life.stop().then(() => (stopped = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(sawAbort, true, 'the loop saw the stop signal');
+    assert.equal(stopped, false, 'stop() waits while the loop is still ending');
+    loopEnded.resolve();
+    await stopping;
+    assert.equal(life.state, 'stopped');
+    life.startLoop(loop);
+    assert.equal(loops, 1, 'no loop after stop');
+  });
 });

@@ -109,6 +109,20 @@ export class Lifecycle {
   }
 
   /**
+   * For a component that is one background loop: starts it once (new ->
+   * running at once) with `signal`, tracked so stop() waits for it to end.
+   * A no-op unless the state is 'new' (a second call, or one after stop()).
+   * Does not block; the loop must handle its own errors (a rejection is
+   * the caller's bug, kept as an unhandled rejection).
+   */
+  startLoop(loop: (signal: AbortSignal) => Promise<void>): void {
+    if (this.#state !== 'new') return;
+    void this.start((signal) => {
+      void this.track(loop(signal));
+    });
+  }
+
+  /**
    * Stops: aborts `signal`, waits for a start in progress, runs the
    * component's `teardown`, then waits until every tracked promise and run()
    * has settled (including ones they began meanwhile), and is 'stopped'.

@@ -75,10 +75,7 @@ export class AllocWatcher {
   }
 
   start(): void {
-    if (this.#life.state !== 'new') return;
-    void this.#life.start((signal) => {
-      void this.#life.track(this.#run(signal));
-    });
+    this.#life.startLoop((signal) => this.#run(signal));
   }
 
   /** Resolves after the first list was handed on, or on stop. */

@@ -75,10 +75,7 @@ export class NodeConnection {
   }
 
   start(): void {
-    if (this.#life.state !== 'new') return;
-    void this.#life.start((signal) => {
-      void this.#life.track(this.#run(signal));
-    });
+    this.#life.startLoop((signal) => this.#run(signal));
   }
 
   /** Resolves once a socket is open (at once if one is). Rejects never; resolves on stop too. */

@@ -82,10 +82,7 @@ export class NodeRegistration {
   }
 
   start(): void {
-    if (this.#life.state !== 'new') return;
-    void this.#life.start((signal) => {
-      void this.#life.track(this.#run(signal));
-    });
+    this.#life.startLoop((signal) => this.#run(signal));
   }
 
   /** Resolves once registered (at once if it is); on stop too. */
