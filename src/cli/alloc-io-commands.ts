@@ -64,7 +64,7 @@ async function allocLogs(ctx: CommandContext, s: ApiSession, [idArg, task]: stri
   });
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) ctx.io.stdout(decoder.decode(chunk, { stream: true }));
+    for await (const chunk of res.body) ctx.io.stdout(decoder.decode(chunk, { stream: true }));
   } catch (err) {
     // Ctrl-C ends a follow: that is how it is meant to stop.
     if (!s.signal.aborted) throw new ApiClientError('API_UNREACHABLE', `the node agent at ${agent.address} closed the log stream`, 0, {}, { cause: err });

@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node } from '../structs/index.js';
 import { addAllocIoCommands } from './alloc-io-commands.js';
-import { ApiClientError, KINDS } from './api-client.js';
+import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
@@ -215,7 +215,7 @@ async function eventStream(s: ApiSession, _args: string[], opts: Record<string, 
   const index = opts['index'] as string | undefined;
   if (index !== undefined && !/^\d+$/.test(index)) throw new UsageError('--index must be a non-negative integer');
   const untilNow = Boolean(opts['untilNow']);
-  let res: Response;
+  let res: HttpAnswer;
   try {
     res = await s.api.stream('/v1/event/stream', { topic: topics, ...(index !== undefined ? { index } : {}), ...(untilNow ? { until: 'now' } : {}) });
   } catch (err) {
@@ -226,7 +226,7 @@ async function eventStream(s: ApiSession, _args: string[], opts: Record<string, 
   const decoder = new TextDecoder();
   let buffered = '';
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body) {
       buffered += decoder.decode(chunk, { stream: true });
       let nl: number;
       while ((nl = buffered.indexOf('\n')) >= 0) {
