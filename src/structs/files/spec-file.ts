@@ -2,6 +2,7 @@
 // into the canonical JSON and checked by the same zod schemas the server
 // uses. Every problem names the file, the line and column, and the field.
 
+import type * as Hcl2Json from '@cdktf/hcl2json';
 import { BerthError } from '../../lib/index.js';
 import { JobValidationError, parseJobSpec, type JobSpec } from '../job.js';
 import { parseVolumeSpec, VolumeSpecValidationError, type VolumeSpec } from '../volume-spec.js';
@@ -12,7 +13,7 @@ import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_j
 // @cdktf/hcl2json reads, unzips and starts its WebAssembly parser as soon as
 // it is imported: load it on the first HCL file only, so that a process that
 // reads none (the CLI's API commands, a plugin) never pays for it.
-let hcl: Promise<typeof import('@cdktf/hcl2json')> | undefined;
+let hcl: Promise<typeof Hcl2Json> | undefined;
 async function parseHcl(file: string, text: string): Promise<unknown> {
   hcl ??= import('@cdktf/hcl2json');
   return (await hcl).parse(file, text);
