@@ -53,9 +53,14 @@ async function record(args: readonly string[], opts: { env?: Record<string, stri
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
+  let interrupted = false;
   child.stderr.setEncoding('utf8').on('data', (d: string) => {
     stderr += d;
-    if (opts.until?.(stderr)) child.kill('SIGINT');
+    // One SIGINT: a second one, once berth has let go of its handlers, kills it.
+    if (!interrupted && opts.until?.(stderr)) {
+      interrupted = true;
+      child.kill('SIGINT');
+    }
   });
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
