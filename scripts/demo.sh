@@ -10,7 +10,8 @@
 #      waits for it to complete and stops it;
 #   5. runs a second job that reads the data back (examples/reader.hcl) and
 #      shows its output with `berth alloc logs`;
-#   6. prints `plugin status`, `volume status` and the volume's claim history;
+#   6. prints `plugin status`, `volume status` and the volume's claim history
+#      (`berth event stream --index 0 --until-now`: no timer, it ends by itself);
 #   7. deletes the volume, stops the agent with Ctrl-C (SIGINT) and checks
 #      that nothing is left mounted under the agent's data directory.
 # Every step has a heading; a failing step names itself and the demo exits
