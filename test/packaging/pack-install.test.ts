@@ -15,7 +15,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -106,6 +106,7 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
   });
 
   it('runs a dev agent, the hostpath plugin job and a job with a volume, from outside the repository', async () => {
+    const hostpathDirs: string[] = [];
     assert.equal(ok(await run(BIN, ['--version'], { cwd: outside, env: env() }), 'berth --version').trim(), (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version);
     const dataDir = path.join(work, 'agent');
     const agent = spawn(BIN, ['agent', '--dev', '--port', '0', '--data-dir', dataDir], { cwd: outside, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -142,10 +143,18 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
         return (v.claims ?? []).length === 0;
       });
       await cli(['volume', 'delete', 'shared-data']);
+      // examples/hostpath-plugin.hcl keeps volumes under /var/lib/berth/hostpath/<node ID>;
+      // this run's node is new, and its directory now holds no volume.
+      const nodes = JSON.parse(await cli(['node', 'status', '--json'])) as Array<{ id: string }>;
+      for (const n of nodes) hostpathDirs.push(path.join('/var/lib/berth/hostpath', n.id));
     } finally {
       agent.kill('SIGINT');
       assert.equal(await exited, 0, `the installed agent's exit on SIGINT\n${errOut.slice(-4000)}`);
     }
     assert.deepEqual(mountsUnder(dataDir), []);
+    for (const dir of hostpathDirs) {
+      const volumes = path.join(dir, 'volumes');
+      if (!existsSync(volumes) || readdirSync(volumes).length === 0) rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
