@@ -13,8 +13,15 @@
 //    stopped and its claim released (not timed).
 // 2. Plugin job run -> `plugin status` shows it healthy (one controller and
 //    one node instance), p50 over BENCH_AGENT_PLUGIN_RUNS (5) new plugin IDs.
+// 3. The same two submitted through the HTTP API (POST /v1/jobs) instead of
+//    the CLI: what the agent and the plugin take without a CLI process.
+// 4. Memory of the agent with 10 plugins and 50 tasks: PSS (shared pages
+//    split among their users, /proc/<pid>/smaps_rollup) of the agent, of the
+//    task executors and of the plugin processes.
+// CLI figures also print their ratio to a bare `node -e 0` of the same run.
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../test/support/agent-run.js';
 import { eventually, type NotYet } from '../test/support/eventually.js';
@@ -43,6 +50,51 @@ function pluginJob(jobId: string, pluginId: string, dataDir: string): Record<str
       },
     ],
   };
+}
+
+/** p50 wall time of a bare `node -e 0`, ms. */
+function bareNodeMs(): number {
+  const ns: bigint[] = [];
+  for (let i = 0; i < 11; i++) {
+    const start = process.hrtime.bigint();
+    spawnSync(process.execPath, ['-e', '0']);
+    ns.push(process.hrtime.bigint() - start);
+  }
+  return round(summarize(ns).p50Us / 1000);
+}
+
+/** PSS of a process, KiB (0 once gone). */
+function pssKiB(pid: number): number {
+  try {
+    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Every descendant of `root` with its command line. */
+function descendants(root: number): Array<{ pid: number; cmd: string }> {
+  const parent = new Map<number, number>();
+  const cmd = new Map<number, string>();
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      parent.set(Number(e), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      cmd.set(Number(e), readFileSync(`/proc/${e}/cmdline`, 'utf8').replaceAll('\0', ' '));
+    } catch {
+      // gone
+    }
+  }
+  const out: Array<{ pid: number; cmd: string }> = [];
+  const walk = (pid: number): void => {
+    for (const [child, p] of parent) if (p === pid) {
+      out.push({ pid: child, cmd: cmd.get(child) ?? '' });
+      walk(child);
+    }
+  };
+  walk(root);
+  return out;
 }
 
 export default async function agentBench(dir: string): Promise<Record<string, unknown>> {
@@ -78,8 +130,10 @@ export default async function agentBench(dir: string): Promise<Record<string, un
   const runningAlloc = async (job: string): Promise<string | undefined> =>
     (await api<Array<{ id: string; clientStatus: string; desiredStatus: string }>>('GET', `/v1/job/${job}/allocations`)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running')?.id;
   // Polls often: the figure is the time to healthy, so the wait must not blur it.
-  const poll = <T>(what: string, fn: () => Promise<T>): Promise<Exclude<T, NotYet>> => eventually(what, fn, { timeoutMs: 60_000, intervalMs: 5 });
+  const poll = <T>(what: string, fn: () => Promise<T>, timeoutMs = 60_000): Promise<Exclude<T, NotYet>> => eventually(what, fn, { timeoutMs, intervalMs: 5 });
 
+  const bare = bareNodeMs();
+  const ratio = (ms: number): string => `${round(ms / bare, 2)}x bare node (${bare} ms)`;
   try {
     // 2 first: each plugin job is a new plugin ID, timed from `berth job run` to healthy.
     const pluginNs: bigint[] = [];
@@ -95,16 +149,27 @@ export default async function agentBench(dir: string): Promise<Record<string, un
       if (i > 0) ok(await agent.cli(['job', 'stop', '--purge', id]), `job stop ${id}`);
     }
     const plugin = summarize(pluginNs);
-    console.log(`  plugin job run -> plugin status healthy: p50 ${round(plugin.p50Us / 1000)} ms, p99 ${round(plugin.p99Us / 1000)} ms (${plugin.n} plugins)`);
+    console.log(`  plugin job run -> plugin status healthy: p50 ${round(plugin.p50Us / 1000)} ms, p99 ${round(plugin.p99Us / 1000)} ms (${plugin.n} plugins), ${ratio(plugin.p50Us / 1000)}`);
+
+    // 3a. The same through the API.
+    const apiPluginNs: bigint[] = [];
+    for (let i = 0; i < PLUGIN_RUNS; i++) {
+      const id = `hp-api-${i}`;
+      const start = process.hrtime.bigint();
+      await api('POST', '/v1/jobs', { job: pluginJob(id, id, join(dir, `hp-api-${i}`)) });
+      await poll(`plugin ${id} healthy`, () => healthy(id));
+      apiPluginNs.push(process.hrtime.bigint() - start);
+      await api('DELETE', `/v1/job/${id}?purge=true`);
+    }
+    const apiPlugin = summarize(apiPluginNs);
+    console.log(`  plugin job submitted (HTTP API) -> healthy in the API: p50 ${round(apiPlugin.p50Us / 1000)} ms, p99 ${round(apiPlugin.p99Us / 1000)} ms (${apiPlugin.n} plugins)`);
 
     // 1. Workloads with one CSI volume of the first (warm) plugin.
     const volFile = join(dir, 'volume.hcl');
     writeFileSync(volFile, `id = "bench-vol"\nplugin_id = "hp-bench-0"\ncapacity_min = "1MiB"\ncapability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\n`);
     ok(await agent.cli(['volume', 'create', volFile]), 'volume create');
     const jobFile = join(dir, 'workload.json');
-    writeFileSync(
-      jobFile,
-      JSON.stringify({
+    const workloadJob = {
         id: 'bench-workload',
         type: 'service',
         groups: [
@@ -114,8 +179,8 @@ export default async function agentBench(dir: string): Promise<Record<string, un
             tasks: [{ name: 'main', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, volumeMounts: [{ volume: 'data', destination: '/data' }], resources: { cpuMhz: 50, memoryMb: 32 } }],
           },
         ],
-      }),
-    );
+    };
+    writeFileSync(jobFile, JSON.stringify(workloadJob));
     const totalNs: bigint[] = [];
     const shares: number[] = [];
     const cliNs: bigint[] = [];
@@ -140,7 +205,39 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     const shareP50 = round((sortedShares[Math.floor(sortedShares.length / 2)] ?? 0) * 100);
     console.log(`  job run (one CSI volume) -> task running: p50 ${round(workload.p50Us / 1000)} ms, p99 ${round(workload.p99Us / 1000)} ms (${workload.n} runs)`);
     console.log(`    of which plugin calls (agent /metrics CSI histogram): p50 ${shareP50} %`);
-    console.log(`    the CLI process alone (node startup, parse, submit): p50 ${round(cli.p50Us / 1000)} ms`);
+    console.log(`    the CLI process alone (node startup, parse, submit): p50 ${round(cli.p50Us / 1000)} ms, ${ratio(cli.p50Us / 1000)}`);
+
+    // 3b. The same workload through the API.
+    const apiNs: bigint[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const start = process.hrtime.bigint();
+      await api('POST', '/v1/jobs', { job: workloadJob });
+      await poll('the workload running', () => runningAlloc('bench-workload'));
+      apiNs.push(process.hrtime.bigint() - start);
+      await api('DELETE', '/v1/job/bench-workload?purge=true');
+      await until('the claim released', async () => (await api<{ claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).claims?.length === 0, 60_000);
+    }
+    const apiWorkload = summarize(apiNs);
+    console.log(`  job with one CSI volume submitted (HTTP API) -> running: p50 ${round(apiWorkload.p50Us / 1000)} ms, p99 ${round(apiWorkload.p99Us / 1000)} ms (${apiWorkload.n} runs)`);
+
+    // 4. 10 plugins (hp-bench-0 and 9 more) and 50 tasks.
+    for (let i = 1; i < 10; i++) await api('POST', '/v1/jobs', { job: pluginJob(`hp-mem-${i}`, `hp-mem-${i}`, join(dir, `hp-mem-${i}`)) });
+    for (let i = 1; i < 10; i++) await poll(`plugin hp-mem-${i} healthy`, () => healthy(`hp-mem-${i}`));
+    await api('POST', '/v1/jobs', {
+      job: { id: 'bench-many', type: 'service', groups: [{ name: 'g', count: 50, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] },
+    });
+    await poll('50 tasks running', async () => (await api<Array<{ clientStatus: string }>>('GET', '/v1/job/bench-many/allocations')).filter((a) => a.clientStatus === 'running').length >= 50, 120_000);
+    const agentPid = agent.child!.pid!;
+    const procs = descendants(agentPid);
+    const sum = (list: Array<{ pid: number }>): number => round(list.reduce((a, p) => a + pssKiB(p.pid), 0) / 1024);
+    const executors = procs.filter((p) => p.cmd.includes('executor.mjs'));
+    const plugins = procs.filter((p) => p.cmd.includes(' plugin hostpath '));
+    const memory = { agentPssMiB: round(pssKiB(agentPid) / 1024), executorsPssMiB: sum(executors), executors: executors.length, pluginsPssMiB: sum(plugins), plugins: plugins.length };
+    console.log(
+      `  memory, 10 plugins and 50 tasks (PSS): agent ${memory.agentPssMiB} MiB, ${memory.executors} executors ${memory.executorsPssMiB} MiB, ${memory.plugins} plugin processes ${memory.pluginsPssMiB} MiB`,
+    );
+    await api('DELETE', '/v1/job/bench-many?purge=true');
+    for (let i = 1; i < 10; i++) await api('DELETE', `/v1/job/hp-mem-${i}?purge=true`);
 
     ok(await agent.cli(['volume', 'delete', 'bench-vol']), 'volume delete');
     const stopped = await agent.stop('SIGINT');
@@ -151,6 +248,10 @@ export default async function agentBench(dir: string): Promise<Record<string, un
       pluginCallSharePercentP50: shareP50,
       cliProcessMs: { p50: round(cli.p50Us / 1000), p99: round(cli.p99Us / 1000) },
       pluginJobToHealthyMs: { p50: round(plugin.p50Us / 1000), p99: round(plugin.p99Us / 1000), n: plugin.n },
+      bareNodeMs: bare,
+      apiPluginJobToHealthyMs: { p50: round(apiPlugin.p50Us / 1000), p99: round(apiPlugin.p99Us / 1000), n: apiPlugin.n },
+      apiJobToRunningMs: { p50: round(apiWorkload.p50Us / 1000), p99: round(apiWorkload.p99Us / 1000), n: apiWorkload.n },
+      memory,
       agentExitCode: stopped.code,
       mountsLeft: leftMounts,
     };

@@ -7,7 +7,8 @@
 // 3. The CsiClient call observer: Probe latency against the fake plugin on a
 //    real socket without and with csiCallMetrics wired (the observer's cost).
 // 4. The real `berth` binary: `job status --json` and `job run --detach`
-//    wall time per invocation (process start + tsx + one or two requests).
+//    wall time per invocation (process start of the compiled build + one or
+//    two requests; `npm run bench` builds dist/ first).
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,13 +1,12 @@
 #!/usr/bin/env node
-// The `berth` executable. In a source checkout it runs the TypeScript sources
-// through tsx; from a built package it runs dist/.
+// The `berth` executable: runs the compiled build in dist/ (`npm ci`, `npm
+// pack` and `npm test` make it: `npm run build`). For the TypeScript sources
+// without a build, use `npm run berth -- <args>` (tsx).
 import { existsSync } from 'node:fs';
 
-const source = new URL('../src/main.ts', import.meta.url);
-if (existsSync(source)) {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import(source.href);
-} else {
-  await import(new URL('../dist/main.js', import.meta.url).href);
+const main = new URL('../dist/main.js', import.meta.url);
+if (!existsSync(main)) {
+  process.stderr.write('berth: dist/main.js is missing; build it with `npm run build` (or run the sources: `npm run berth -- <args>`)\n');
+  process.exit(1);
 }
+await import(main.href);

@@ -10,7 +10,8 @@
 #      waits for it to complete and stops it;
 #   5. runs a second job that reads the data back (examples/reader.hcl) and
 #      shows its output with `berth alloc logs`;
-#   6. prints `plugin status`, `volume status` and the volume's claim history;
+#   6. prints `plugin status`, `volume status` and the volume's claim history
+#      (`berth event stream --index 0 --until-now`: no timer, it ends by itself);
 #   7. deletes the volume, stops the agent with Ctrl-C (SIGINT) and checks
 #      that nothing is left mounted under the agent's data directory.
 # Every step has a heading; a failing step names itself and the demo exits
@@ -206,9 +207,9 @@ run berth volume status
 run berth volume status shared-data
 echo
 echo "Claim history of shared-data (from the event stream):"
-printf '%s$ berth event stream --topic claim --index 0 --json%s\n' "$DIM" "$RESET"
-# The stream follows until Ctrl-C: send it one after the history was printed.
-{ timeout -s INT 3 node "$REPO/bin/berth.js" event stream --topic claim --index 0 --json || true; } |
+printf '%s$ berth event stream --topic claim --index 0 --until-now --json%s\n' "$DIM" "$RESET"
+# --until-now: the stream ends once it has printed every change up to now.
+berth event stream --topic claim --index 0 --until-now --json |
   node -e '
     const lines = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean);
     console.log("  Index  Op      Alloc ID  Mode   State");

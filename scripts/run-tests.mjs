@@ -1,5 +1,7 @@
 // Runs every test file (unit tests beside the code in src/, scenarios in
-// test/) through node:test with tsx. Node 20's test runner does not expand
+// test/) through node:test with tsx. Builds dist/ first (about a second):
+// the tests import src/ through tsx, but every Berth process they start
+// (bin/berth.js: agents, plugin tasks, the CLI) runs the compiled build. Node 20's test runner does not expand
 // globs itself, so the files are found here. Extra arguments are passed on
 // (e.g. `npm run test:unit -- --test-name-pattern=probe`).
 import { spawnSync } from 'node:child_process';
@@ -15,6 +17,9 @@ function find(dir) {
     return e.name.endsWith('.test.ts') ? [relative(root, p)] : [];
   });
 }
+
+const build = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+if (build.status !== 0) process.exit(build.status ?? 1);
 
 const files = [...find(join(root, 'src')), ...find(join(root, 'test'))].sort();
 const args = ['--import', 'tsx', '--test', '--test-concurrency=2', ...process.argv.slice(2), ...files];

@@ -5,15 +5,15 @@ import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import type * as AgentModule from '../agent/index.js';
 import type { AgentConfig, AgentMode } from '../agent/index.js';
 import { createLogger } from '../lib/index.js';
 import type { CommandContext } from './csi-command.js';
+import { packageFile } from './package-file.js';
 import { UsageError } from './usage-error.js';
 
-const BERTH_BIN = fileURLToPath(new URL('../../bin/berth.js', import.meta.url));
+const BERTH_BIN = packageFile('bin/berth.js');
 
 interface AgentFlags {
   dev?: boolean;

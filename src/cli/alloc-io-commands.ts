@@ -4,7 +4,6 @@
 // Nomad-style JSON frames (stdin, stdout, stderr, tty_size, exit code).
 
 import type { Command } from 'commander';
-import WebSocket from 'ws';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, Node } from '../structs/index.js';
 import { ApiClient, ApiClientError, KINDS } from './api-client.js';
@@ -65,7 +64,7 @@ async function allocLogs(ctx: CommandContext, s: ApiSession, [idArg, task]: stri
   });
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) ctx.io.stdout(decoder.decode(chunk, { stream: true }));
+    for await (const chunk of res.body) ctx.io.stdout(decoder.decode(chunk, { stream: true }));
   } catch (err) {
     // Ctrl-C ends a follow: that is how it is meant to stop.
     if (!s.signal.aborted) throw new ApiClientError('API_UNREACHABLE', `the node agent at ${agent.address} closed the log stream`, 0, {}, { cause: err });
@@ -98,6 +97,8 @@ async function allocExec(ctx: CommandContext, s: ApiSession, [idArg, ...rest]: s
       url.searchParams.set('height', String(process.stdout.rows));
     }
   }
+  // ws loads with `alloc exec` only.
+  const { default: WebSocket } = await import('ws');
   const ws = new WebSocket(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
   const stdin = process.stdin;
   const rawMode = tty && stdin.isTTY;

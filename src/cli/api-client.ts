@@ -3,6 +3,7 @@
 // blocking queries (`?index=&wait=`), and short ID prefixes resolved through
 // the API the way Nomad's CLI does.
 
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { AbortedError, BerthError } from '../lib/index.js';
 
 /** Where the agent listens when neither --address nor BERTH_ADDR says. */
@@ -103,7 +104,7 @@ export class ApiClient {
   }
 
   /** A streaming GET (the event stream): the raw response, whose body the caller reads. */
-  async stream(path: string, query: Query = {}): Promise<Response> {
+  async stream(path: string, query: Query = {}): Promise<HttpAnswer> {
     const res = await this.#fetch('GET', path, { query });
     if (!res.ok) {
       const text = await res.text().catch(() => '');
@@ -137,7 +138,7 @@ export class ApiClient {
     throw new ApiClientError('CLI_AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });
   }
 
-  async #fetch(method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal }): Promise<Response> {
+  async #fetch(method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal }): Promise<HttpAnswer> {
     const url = new URL(this.address + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) {
       if (v === undefined) continue;
@@ -149,7 +150,7 @@ export class ApiClient {
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const signal = opts.signal ? AbortSignal.any([this.#signal, opts.signal]) : this.#signal;
     try {
-      return await fetch(url, { method, headers, signal, ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}) });
+      return await send(url, method, headers, opts.body === undefined ? undefined : JSON.stringify(opts.body), signal);
     } catch (err) {
       if (this.#signal.aborted || opts.signal?.aborted) throw new AbortedError('request cancelled', { cause: err });
       throw this.#unreachable(err);
@@ -158,9 +159,60 @@ export class ApiClient {
 
   #unreachable(err: unknown): ApiClientError {
     const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-    const why = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+    const why = (err as { code?: string })?.code ?? cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
     return new ApiClientError('API_UNREACHABLE', `cannot reach the Berth agent at ${this.address} (${why})`, 0, {}, { cause: err });
   }
+}
+
+/**
+ * An answer of the agent: status, headers, and the body, read once, either
+ * whole (text) or as it arrives (body).
+ */
+export interface HttpAnswer {
+  status: number;
+  ok: boolean;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
+  body: AsyncIterable<Uint8Array>;
+}
+
+/**
+ * One HTTP request with node:http, not fetch: fetch loads Node's bundled
+ * undici on first use, which costs a short CLI process more than the rest
+ * of its start-up. Rejects on a transport failure (the error carries the
+ * errno `code`) or when `signal` fires.
+ */
+function send(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<HttpAnswer> {
+  if (url.protocol !== 'http:') return fetchAnswer(url, method, headers, body, signal);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal });
+    req.once('error', reject);
+    req.once('response', (res: IncomingMessage) => {
+      const status = res.statusCode ?? 0;
+      resolve({
+        status,
+        ok: status >= 200 && status < 300,
+        headers: { get: (name) => {
+          const v = res.headers[name.toLowerCase()];
+          return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+        } },
+        text: async () => {
+          let text = '';
+          res.setEncoding('utf8');
+          for await (const chunk of res) text += chunk as string;
+          return text;
+        },
+        body: res,
+      });
+    });
+    req.end(body);
+  });
+}
+
+/** https:// addresses: fetch, whose TLS set-up is worth its load time there. */
+async function fetchAnswer(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<HttpAnswer> {
+  const res = await fetch(url, { method, headers, signal, ...(body === undefined ? {} : { body }) });
+  return { status: res.status, ok: res.ok, headers: res.headers, text: () => res.text(), body: res.body as unknown as AsyncIterable<Uint8Array> };
 }
 
 function errorFrom(status: number, body: unknown): ApiClientError {

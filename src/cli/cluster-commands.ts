@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node } from '../structs/index.js';
 import { addAllocIoCommands } from './alloc-io-commands.js';
-import { ApiClientError, KINDS } from './api-client.js';
+import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
@@ -53,8 +53,9 @@ export function eventCommand(ctx: CommandContext): Command {
       .command('stream')
       .description('Print every change (node, plugin, volume, claim, allocation, job, evaluation) as it happens, until Ctrl-C')
       .addOption(new Option('--topic <topic>', 'a topic, optionally with an ID (volume:shared-data); repeatable; default all').argParser(collectTopic))
-      .option('--index <n>', 'start after this index (default: now)'),
-    ['event stream', 'event stream --topic volume --topic claim', 'event stream --topic volume:shared-data --json'],
+      .option('--index <n>', 'start after this index (default: now)')
+      .option('--until-now', 'stop once every change up to now is printed, instead of following (with --index 0: the history)'),
+    ['event stream', 'event stream --topic volume --topic claim', 'event stream --topic volume:shared-data --json', 'event stream --topic claim --index 0 --until-now'],
   ).action(apiAction(ctx, eventStream));
   return event;
 }
@@ -213,18 +214,19 @@ async function eventStream(s: ApiSession, _args: string[], opts: Record<string, 
   const topics = (opts['topic'] as string[] | undefined) ?? ['*'];
   const index = opts['index'] as string | undefined;
   if (index !== undefined && !/^\d+$/.test(index)) throw new UsageError('--index must be a non-negative integer');
-  let res: Response;
+  const untilNow = Boolean(opts['untilNow']);
+  let res: HttpAnswer;
   try {
-    res = await s.api.stream('/v1/event/stream', { topic: topics, ...(index !== undefined ? { index } : {}) });
+    res = await s.api.stream('/v1/event/stream', { topic: topics, ...(index !== undefined ? { index } : {}), ...(untilNow ? { until: 'now' } : {}) });
   } catch (err) {
     if (err instanceof AbortedError) return;
     throw err;
   }
-  if (!s.out.json) s.out.warn(`==> Following events on ${topics.join(', ')} (Ctrl-C to stop)`);
+  if (!s.out.json && !untilNow) s.out.warn(`==> Following events on ${topics.join(', ')} (Ctrl-C to stop)`);
   const decoder = new TextDecoder();
   let buffered = '';
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body) {
       buffered += decoder.decode(chunk, { stream: true });
       let nl: number;
       while ((nl = buffered.indexOf('\n')) >= 0) {
@@ -243,5 +245,6 @@ async function eventStream(s: ApiSession, _args: string[], opts: Record<string, 
     if (s.signal.aborted) return;
     throw err;
   }
+  if (untilNow && buffered.trim() === '') return;
   if (!s.signal.aborted) throw new ApiClientError('API_UNREACHABLE', `the event stream ended: the agent at ${s.api.address} closed the connection`, 0);
 }

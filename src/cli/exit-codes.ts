@@ -2,9 +2,9 @@
 // for it (STYLE.md: translate only at the edges).
 
 import { CommanderError } from 'commander';
-import { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError } from '../csi/index.js';
+import type { CsiEndpointError, CsiError, CsiProtocolError, CsiRequestError } from '../csi/index.js';
 import { AbortedError, BerthError, describeError } from '../lib/index.js';
-import { formatFileProblem, SpecFileError } from '../spec-files/index.js';
+import type { SpecFileError } from '../spec-files/index.js';
 import { ApiClientError } from './api-client.js';
 import { UsageError } from './usage-error.js';
 
@@ -92,6 +92,28 @@ export interface Failure {
 
 const UNREACHABLE_CODES = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
 
+// The CSI and spec-file errors are known by their class name (BerthError sets
+// `name` to it), not by instanceof: importing their classes would load the CSI
+// client (gRPC, protobuf) and the spec parser into every command, even those
+// that only talk to the HTTP API. Only what threw them can have loaded them.
+interface ErrorsByName {
+  CsiError: CsiError;
+  CsiRequestError: CsiRequestError;
+  CsiProtocolError: CsiProtocolError;
+  CsiEndpointError: CsiEndpointError;
+  SpecFileError: SpecFileError;
+}
+
+/** As structs' formatFileProblem: `writer.hcl:12:7: groups[0].count: expected number`. */
+function fileProblemText(p: SpecFileError['problems'][number]): string {
+  const where = p.line > 0 ? `${p.file}:${p.line}:${p.column}` : p.file;
+  return `${where}: ${p.field ? `${p.field}: ` : ''}${p.message}`;
+}
+
+function is<K extends keyof ErrorsByName>(err: unknown, name: K): err is ErrorsByName[K] {
+  return err instanceof BerthError && err.name === name;
+}
+
 /** Translates any thrown value into the exit code and the words shown for it. Pure. */
 export function describeFailure(err: unknown, ctx: FailureContext = {}): Failure {
   const hint = ctx.endpoint ? `is the plugin running at ${ctx.endpoint}?` : 'is the plugin running?';
@@ -101,7 +123,7 @@ export function describeFailure(err: unknown, ctx: FailureContext = {}): Failure
     const exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     return { exitCode, lines: [], json: jsonError(exitCode, 'CLI_USAGE', stripErrorPrefix(err.message)) };
   }
-  if (err instanceof CsiError) {
+  if (is(err, 'CsiError')) {
     if (ctx.interrupted) return simple(EXIT.INTERRUPTED, 'CLI_INTERRUPTED', `${err.rpc} interrupted; the plugin may have acted`);
     if (UNREACHABLE_CODES.has(err.grpcCodeName) || (err.grpcCodeName === 'CANCELLED' && ctx.timedOut)) {
       const why = ctx.timedOut || err.grpcCodeName === 'DEADLINE_EXCEEDED' ? `no answer within ${ctx.timeout ?? 'the deadline'}; ` : '';
@@ -115,19 +137,19 @@ export function describeFailure(err: unknown, ctx: FailureContext = {}): Failure
     if (err.grpcCodeName === 'UNIMPLEMENTED') lines.push('the plugin does not serve this call; see `berth csi capabilities`');
     return { exitCode: EXIT.FAILED, lines, json: csiJson(err, EXIT.FAILED) };
   }
-  if (err instanceof CsiRequestError) {
+  if (is(err, 'CsiRequestError')) {
     const failure = simple(EXIT.USAGE, err.code, `invalid request: ${err.message}`);
     failure.json.error.field = err.field;
     return failure;
   }
-  if (err instanceof CsiEndpointError || err instanceof UsageError) return simple(EXIT.USAGE, err.code, err.message);
-  if (err instanceof SpecFileError) {
+  if (is(err, 'CsiEndpointError') || err instanceof UsageError) return simple(EXIT.USAGE, err.code, err.message);
+  if (is(err, 'SpecFileError')) {
     const failure = simple(EXIT.USAGE, err.code, err.message);
-    failure.lines = err.problems.map((p) => `error: ${formatFileProblem(p)}`);
+    failure.lines = err.problems.map((p) => `error: ${fileProblemText(p)}`);
     return failure;
   }
   if (err instanceof ApiClientError) return apiFailure(err);
-  if (err instanceof CsiProtocolError) {
+  if (is(err, 'CsiProtocolError')) {
     const failure = simple(EXIT.OUT_OF_SPEC, err.code, err.message);
     failure.json.error.rpc = err.rpc;
     return failure;

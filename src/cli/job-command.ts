@@ -6,14 +6,9 @@
 import { readFile } from 'node:fs/promises';
 import { Command } from 'commander';
 import { AbortedError } from '../lib/index.js';
-import {
-  describePlacementFailure,
-  isClientTerminal,
-  type Allocation,
-  type Evaluation,
-  type Job,
-} from '../structs/index.js';
-import { parseJobFile } from '../spec-files/index.js';
+import type * as SpecFiles from '../spec-files/index.js';
+import type * as Structs from '../structs/index.js';
+import type { Allocation, Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -21,6 +16,16 @@ import { UsageError } from './usage-error.js';
 
 /** How long one blocking read of the monitor waits before asking again. */
 const MONITOR_WAIT = '30s';
+
+/**
+ * The spec parser (zod schemas, and HCL's WebAssembly once a file is HCL),
+ * loaded by the commands that read files or follow a placement only: `job
+ * status` and `job stop` talk to the API and need none of it.
+ */
+export const loadStructs = (): Promise<typeof Structs> => import('../structs/index.js');
+
+/** The job and volume file readers (HCL's WebAssembly loads once a file is HCL). */
+export const loadSpecFiles = (): Promise<typeof SpecFiles> => import('../spec-files/index.js');
 
 /** Reads a spec file; a missing file is a usage error (nothing was sent). */
 export async function readSpecFile(file: string): Promise<string> {
@@ -72,6 +77,7 @@ export function jobCommand(ctx: CommandContext): Command {
 }
 
 async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
+  const { parseJobFile } = await loadSpecFiles();
   const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
   const { body } = await s.api.request<{ evaluation: Evaluation; evalId: string; index: number; job: Job }>('POST', '/v1/jobs', {
     query: { namespace: s.namespace },
@@ -111,6 +117,7 @@ interface MonitorResult {
  * Ctrl-C stops following; the job keeps running.
  */
 async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: number): Promise<MonitorResult> {
+  const { describePlacementFailure, isClientTerminal } = await loadStructs();
   const say = (text: string): void => {
     if (!s.out.json) s.out.line(text);
   };
@@ -250,6 +257,7 @@ async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, un
 }
 
 async function validateJob(s: ApiSession, [file]: string[]): Promise<void> {
+  const { parseJobFile } = await loadSpecFiles();
   const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
   await s.api.request('POST', '/v1/validate/job', { body: { job: { namespace: s.namespace, ...parsed.input } } });
   if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format });

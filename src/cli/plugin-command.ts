@@ -4,14 +4,21 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { parseEndpoint } from '../csi/index.js';
+import type * as CsiModule from '../csi/index.js';
 import { BerthError, createLogger, describeError } from '../lib/index.js';
-import { HOSTPATH_PLUGIN_NAME, HostpathPlugin } from '../csi-plugins/index.js';
+import type * as HostpathModule from '../csi-plugins/index.js';
 import { addPluginStatus } from './cluster-commands.js';
 import type { CommandContext } from './csi-command.js';
 import { PLUGIN_EXIT_CODES_HELP } from './exit-codes.js';
 import { UsageError } from './usage-error.js';
 import { parseCount, parseSize } from './values.js';
+
+// `plugin status` talks to the API; only `plugin hostpath` loads the plugin
+// (and with it gRPC and the CSI protobuf code).
+const loadHostpath = (): Promise<typeof HostpathModule> => import('../csi-plugins/index.js');
+const loadCsi = (): Promise<typeof CsiModule> => import('../csi/index.js');
+/** HOSTPATH_PLUGIN_NAME, written out so that help need not load the plugin (a test keeps them equal). */
+export const HOSTPATH_NAME_IN_HELP = 'hostpath.csi.berth.dev';
 
 const MODES = ['monolith', 'controller', 'node'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -36,7 +43,7 @@ export function pluginCommand(ctx: CommandContext): Command {
 
   plugin
     .command('hostpath')
-    .description(`Serve the hostpath CSI plugin (${HOSTPATH_PLUGIN_NAME}): volumes are directories under --data-dir`)
+    .description(`Serve the hostpath CSI plugin (${HOSTPATH_NAME_IN_HELP}): volumes are directories under --data-dir`)
     .option('--endpoint <endpoint>', 'socket to serve on, unix:///abs/path.sock (default: $CSI_ENDPOINT)')
     .requiredOption('--node-id <id>', 'the node ID the plugin reports in NodeGetInfo')
     .requiredOption('--data-dir <dir>', 'where volumes and the plugin state live (created if missing)')
@@ -65,6 +72,7 @@ Examples:
 async function runHostpath(ctx: CommandContext, opts: HostpathOptions): Promise<void> {
   const endpoint = opts.endpoint ?? process.env['CSI_ENDPOINT'];
   if (!endpoint) throw new UsageError('--endpoint is required (or set CSI_ENDPOINT), e.g. --endpoint unix:///run/berth/hostpath.sock');
+  const [{ HostpathPlugin }, { parseEndpoint }] = await Promise.all([loadHostpath(), loadCsi()]);
   const socketPath = parseEndpoint(endpoint);
   if (opts.nodeId.trim() === '') throw new UsageError('--node-id must not be empty');
   if (Buffer.byteLength(opts.nodeId) > MAX_NODE_ID_BYTES) throw new UsageError(`--node-id is longer than ${MAX_NODE_ID_BYTES} bytes`);
@@ -78,7 +86,7 @@ async function runHostpath(ctx: CommandContext, opts: HostpathOptions): Promise<
     level: opts.logLevel,
     destination: { write: (line: string) => ctx.io.stderr(ctx.redactor.apply(line)) },
   });
-  let plugin: HostpathPlugin;
+  let plugin: InstanceType<typeof HostpathPlugin>;
   try {
     plugin = new HostpathPlugin({
       endpoint: `unix://${socketPath}`,

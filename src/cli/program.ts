@@ -3,15 +3,62 @@
 // main; commands learn about SIGINT/SIGTERM through an AbortSignal.
 
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
-import { csiCommand, type CommandContext, type RunState } from './csi-command.js';
+import { Command, CommanderError, Help } from 'commander';
+import type { CommandContext, RunState } from './csi-command.js';
 import { describeFailure, EXIT } from './exit-codes.js';
 import { Output, processIo, Redactor, type CliIo } from './output.js';
-import { agentCommand } from './agent-command.js';
-import { allocCommand, eventCommand, nodeCommand } from './cluster-commands.js';
-import { jobCommand } from './job-command.js';
-import { pluginCommand } from './plugin-command.js';
-import { volumeCommand } from './volume-command.js';
+import { packageFile } from './package-file.js';
+
+/**
+ * The top-level commands, in `berth --help` order. Each one's module (and what
+ * it imports: the agent, gRPC, the spec parser, ...) loads only when that
+ * command runs or its help is asked for; the others are listed from this
+ * table. `term` and `description` are what the command's own definition
+ * shows in `berth --help` (a test keeps them equal).
+ */
+export const COMMANDS: readonly TopCommand[] = [
+  {
+    name: 'agent',
+    term: 'agent [options]',
+    description: 'Run a Berth agent: server and client in one process (--dev), a server, or a client node',
+    load: async (ctx) => (await import('./agent-command.js')).agentCommand(ctx),
+  },
+  { name: 'job', term: 'job', description: 'Run, inspect and stop jobs', load: async (ctx) => (await import('./job-command.js')).jobCommand(ctx) },
+  {
+    name: 'alloc',
+    term: 'alloc',
+    description: 'Inspect allocations, read their logs, run commands in their tasks',
+    load: async (ctx) => (await import('./cluster-commands.js')).allocCommand(ctx),
+  },
+  { name: 'node', term: 'node', description: 'Inspect client nodes', load: async (ctx) => (await import('./cluster-commands.js')).nodeCommand(ctx) },
+  {
+    name: 'volume',
+    term: 'volume',
+    description: 'Register, create and inspect CSI volumes',
+    load: async (ctx) => (await import('./volume-command.js')).volumeCommand(ctx),
+  },
+  {
+    name: 'plugin',
+    term: 'plugin',
+    description: 'Show the CSI plugins of the cluster, or run one that ships with Berth',
+    load: async (ctx) => (await import('./plugin-command.js')).pluginCommand(ctx),
+  },
+  { name: 'event', term: 'event', description: 'Follow changes in the cluster', load: async (ctx) => (await import('./cluster-commands.js')).eventCommand(ctx) },
+  {
+    name: 'csi',
+    term: 'csi [options]',
+    description: 'Call a CSI plugin directly, one RPC at a time (for plugin authors and debugging)',
+    load: async (ctx) => (await import('./csi-command.js')).csiCommand(ctx),
+  },
+];
+
+/** One top-level command: how `berth --help` lists it, and how to build it. */
+export interface TopCommand {
+  name: string;
+  term: string;
+  description: string;
+  load: (ctx: CommandContext) => Promise<Command>;
+}
 
 /** How runCli is wired to the outside world. */
 export interface RunOptions {
@@ -23,7 +70,7 @@ export interface RunOptions {
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version?: string };
     return pkg.version ?? 'unknown';
   } catch {
     return 'unknown';
@@ -31,29 +78,39 @@ function version(): string {
 }
 
 /**
- * Builds the `berth` program. Every command exits through exitOverride (so
- * usage errors become exit 2, not commander's 1) and writes through `io`,
- * scrubbed of the secrets given on the command line. Does not parse anything.
+ * Builds the `berth` program with every command (what `berth --help` and
+ * each command's help describe), or, with `only`, with that command built
+ * and the others listed by name. Every command exits through exitOverride
+ * (so usage errors become exit 2, not commander's 1) and writes through
+ * `io`, scrubbed of the secrets given on the command line. Does not parse
+ * anything.
  */
-export function buildProgram(ctx: Partial<CommandContext> = {}): Command {
+export async function buildProgram(ctx: Partial<CommandContext> = {}, opts: { only?: string } = {}): Promise<Command> {
   const full: CommandContext = {
     io: ctx.io ?? processIo,
     redactor: ctx.redactor ?? new Redactor([]),
     signal: ctx.signal ?? new AbortController().signal,
     state: ctx.state ?? {},
   };
+  const listed = new Map<Command, string>();
   const program = new Command('berth')
     .description('Berth: a workload orchestrator with first-class CSI storage')
     .version(version(), '-V, --version')
     .enablePositionalOptions()
-    .addCommand(agentCommand(full))
-    .addCommand(jobCommand(full))
-    .addCommand(allocCommand(full))
-    .addCommand(nodeCommand(full))
-    .addCommand(volumeCommand(full))
-    .addCommand(pluginCommand(full))
-    .addCommand(eventCommand(full))
-    .addCommand(csiCommand(full));
+    .configureHelp({
+      subcommandTerm(cmd: Command): string {
+        return listed.get(cmd) ?? Help.prototype.subcommandTerm.call(this, cmd);
+      },
+    });
+  const built = await Promise.all(
+    COMMANDS.map(async (top) => {
+      if (opts.only === undefined || opts.only === top.name) return top.load(full);
+      const stub = new Command(top.name).description(top.description);
+      listed.set(stub, top.term);
+      return stub;
+    }),
+  );
+  for (const cmd of built) program.addCommand(cmd);
   program.addHelpText(
     'after',
     `
@@ -72,6 +129,17 @@ Run \`berth <command> --help\` for a command's flags, examples and exit codes.`,
   );
   configureTree(program, full);
   return program;
+}
+
+/**
+ * The top-level command `argv` runs (or asks help for: `help <command>`), if
+ * any. berth itself has no option that takes a value, so it is the first word
+ * that is not an option.
+ */
+export function invokedCommand(argv: readonly string[]): string | undefined {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  const first = words[0] === 'help' ? words[1] : words[0];
+  return COMMANDS.some((c) => c.name === first) ? first : undefined;
 }
 
 function configureTree(cmd: Command, ctx: CommandContext): void {
@@ -95,8 +163,10 @@ export async function runCli(argv: readonly string[], opts: RunOptions = {}): Pr
   const redactor = Redactor.fromArgv(argv, [process.env['BERTH_TOKEN'] ?? '']);
   const state: RunState = {};
   const signal = opts.signal ?? new AbortController().signal;
-  const program = buildProgram({ io, redactor, signal, state });
   try {
+    // Only the command being run is built (and its modules loaded); the rest
+    // are listed by name, as `berth --help` shows them.
+    const program = await buildProgram({ io, redactor, signal, state }, { only: invokedCommand(argv) ?? '' });
     await program.parseAsync([...argv], { from: 'user' });
     return state.exitCode ?? EXIT.OK;
   } catch (err) {

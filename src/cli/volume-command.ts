@@ -4,12 +4,11 @@
 // returns them (reads show secret names only and mount flags as [REDACTED]).
 
 import { Command } from 'commander';
-import { parseVolumeFile } from '../spec-files/index.js';
 import type { VolumeClaim, PublicVolume } from '../structs/index.js';
 import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
-import { readSpecFile } from './job-command.js';
+import { loadSpecFiles, readSpecFile } from './job-command.js';
 import { mapLines } from './output.js';
 import { humanSize, parseSize } from './values.js';
 
@@ -96,6 +95,7 @@ export function volumeCommand(ctx: CommandContext): Command {
 }
 
 async function submit(s: ApiSession, file: string, purpose: 'register' | 'create'): Promise<void> {
+  const { parseVolumeFile } = await loadSpecFiles();
   const parsed = await parseVolumeFile(file, await readSpecFile(file), purpose);
   const id = parsed.volume.id;
   const path = purpose === 'register' ? KINDS.volume.getPath(id) : `${KINDS.volume.getPath(id)}/create`;

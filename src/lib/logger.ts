@@ -1,5 +1,21 @@
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { createRequire } from 'node:module';
+import type * as PinoModule from 'pino';
+import type { DestinationStream, Logger, LoggerOptions } from 'pino';
 import { REDACTED } from './redact.js';
+
+let loaded: typeof PinoModule.pino | undefined;
+
+/**
+ * pino, loaded on the first logger: a CLI command that logs nothing (most
+ * of them) starts without it. `require` is the bundler's in the compiled
+ * build (which bundles pino and runs it only here); under tsx, where an ES
+ * module has none, one is made.
+ */
+function pino(options: LoggerOptions, destination?: DestinationStream): Logger {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  loaded ??= (typeof require === 'function' ? (require('pino') as typeof PinoModule) : (createRequire(import.meta.url)('pino') as typeof PinoModule)).pino;
+  return (destination ? loaded(options, destination) : loaded(options)) as Logger;
+}
 
 export type { Logger } from 'pino';
 
@@ -43,7 +59,7 @@ export function createLogger(config: LoggerConfig = {}): Logger {
     base: config.base ?? { pid: process.pid },
     redact: { paths: REDACT_PATHS, censor: REDACTED },
   };
-  return config.destination ? pino(options, config.destination) : pino(options);
+  return pino(options, config.destination);
 }
 
 /** A logger that drops everything; the default where no logger is passed. */

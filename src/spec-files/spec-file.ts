@@ -2,12 +2,21 @@
 // into the canonical JSON and checked by the same zod schemas the server
 // uses. Every problem names the file, the line and column, and the field.
 
-import { parse as parseHcl } from '@cdktf/hcl2json';
+import type * as Hcl2Json from '@cdktf/hcl2json';
 import { BerthError } from '../lib/index.js';
 import { JobValidationError, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
 import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
 import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
 import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';
+
+// @cdktf/hcl2json reads, unzips and starts its WebAssembly parser as soon as
+// it is imported: load it on the first HCL file only, so that a process that
+// reads none (the CLI's API commands, a plugin) never pays for it.
+let hcl: Promise<typeof Hcl2Json> | undefined;
+async function parseHcl(file: string, text: string): Promise<unknown> {
+  hcl ??= import('@cdktf/hcl2json');
+  return (await hcl).parse(file, text);
+}
 
 /** One problem in a file: where, which field (canonical path, may be empty), and what. */
 export interface FileProblem {

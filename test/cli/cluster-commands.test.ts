@@ -303,6 +303,19 @@ describe('berth CLI against a real server', () => {
     assert.equal(first.topic, 'job');
   });
 
+  it('event stream --index 0 --until-now prints the history up to now and ends by itself', async () => {
+    await c.call('POST', '/v1/jobs', { body: { job: { id: 'history-1', type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec' }] }] } } });
+    const jobs = await c.call('GET', '/v1/jobs');
+    const ids = (jobs.body as Array<{ id: string }>).map((j) => j.id);
+    assert.ok(ids.includes('history-1'));
+    const res = await c.cli(['event', 'stream', '--topic', 'job', '--index', '0', '--until-now', '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const keys = res.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { topic: string; key: string }).key);
+    for (const id of ids) assert.ok(keys.some((k) => k.includes(id)), `no event of job ${id} in:\n${res.stdout}`);
+    const bad = await c.cli(['event', 'stream', '--until-now', '--index', 'x']);
+    assert.equal(bad.code, 2);
+  });
+
   it('job stop stops the job; --purge forgets it', async () => {
     const stop = await c.cli(['job', 'stop', 'app']);
     assert.equal(stop.code, 0, stop.stderr);

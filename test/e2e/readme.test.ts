@@ -19,8 +19,9 @@ function leaves(cmd: Command, prefix: string[] = []): string[] {
   return subs.flatMap((c) => leaves(c, [...prefix, c.name()]));
 }
 
+const commands = leaves(await buildProgram());
+
 describe('README', () => {
-  const commands = leaves(buildProgram());
 
   it('has a row with an example for every command in `berth --help`', () => {
     const rows = readme.split('\n').filter((l) => l.startsWith('| `'));

@@ -2,7 +2,8 @@
 // as NDJSON, one change per line ({ index, topic, key, op, payload }), from
 // the store's change events (already stripped of secrets by the store, and
 // again here for jobs). `{}` lines keep an idle stream alive. The stream
-// follows the store with blocking reads: no polling.
+// follows the store with blocking reads: no polling. With `until=now` it ends
+// instead, once it has delivered every change up to the moment it was asked.
 
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -68,6 +69,8 @@ export function registerEventRoutes(app: FastifyInstance, { deps, signalOf }: Ro
     const rawIndex = req.query['index'];
     let after = rawIndex === undefined || rawIndex === '' ? store.latestIndex() : Number(rawIndex);
     if (!Number.isSafeInteger(after) || after < 0) throw new ApiError('INVALID', 'index must be a non-negative integer', { field: 'index' });
+    const until = req.query['until'];
+    if (until !== undefined && until !== 'now') throw new ApiError('INVALID', 'until must be "now"', { field: 'until' });
     const signal = signalOf(req, reply);
     const out = new PassThrough();
     const pump = async (): Promise<void> => {
@@ -81,6 +84,8 @@ export function registerEventRoutes(app: FastifyInstance, { deps, signalOf }: Ro
           else after = Math.max(after, ...tables.map((t) => snap.tableIndex(t)));
           if (chunk && !out.write(chunk)) await new Promise((r) => out.once('drain', r));
           if (events.length >= 1000) continue;
+          // Every change up to this snapshot (taken after the request came) is out.
+          if (until === 'now') break;
           const next = await store.blockUntil(tables, after, { signal, timeoutMs: heartbeatMs });
           if (next <= after) out.write('{}\n');
         }

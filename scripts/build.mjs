@@ -1,0 +1,52 @@
+// Builds what `bin/berth.js` runs: dist/, compiled by esbuild from src/.
+//
+// One entry point (src/main.ts) split at every dynamic import(), so each
+// command loads only its own chunks: `berth --version` reads a few small
+// files, `berth plugin hostpath` the plugin's, `berth agent` the agent's.
+// Berth's own code and its pure-JS dependencies are bundled (fewer files to
+// find and read at start); packages that load native addons or files next to
+// their own code stay in node_modules (EXTERNAL). The executor, a
+// hand-written script the exec drivers start as its own process, is copied
+// next to the chunks (dist/ is flat), where executor-driver finds it (`./executor.mjs`).
+//
+// Test kits that live in src/ (fakes, harnesses) are never reachable from
+// src/main.ts, so they are not in dist/; test/packaging checks the tarball.
+//
+// Usage: node scripts/build.mjs [--metafile]   (about a second)
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { build } from 'esbuild';
+
+const root = new URL('..', import.meta.url).pathname;
+const out = `${root}dist`;
+
+/** Loaded at run time from node_modules: native addons, or code that reads files beside itself. */
+export const EXTERNAL = [
+  'better-sqlite3', // native addon
+  'node-pty', // native addon
+  '@cdktf/hcl2json', // reads main.wasm.gz next to itself
+];
+
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: { main: 'src/main.ts' },
+  outdir: out,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external: EXTERNAL,
+  // Class names are user-visible (BerthError sets `name` from them; the CLI
+  // tells errors apart by it): never renamed to avoid a collision.
+  keepNames: true,
+  sourcemap: 'linked',
+  chunkNames: '[name]-[hash]',
+  // Bundled CommonJS packages (grpc-js, fastify, ...) call require().
+  banner: { js: "import { createRequire as __berthCreateRequire } from 'node:module'; const require = __berthCreateRequire(import.meta.url);" },
+  metafile: process.argv.includes('--metafile'),
+  logLevel: 'warning',
+});
+copyFileSync(`${root}src/client/drivers/executor.mjs`, `${out}/executor.mjs`);
+if (result.metafile) writeFileSync(`${out}/meta.json`, JSON.stringify(result.metafile));
