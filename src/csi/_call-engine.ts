@@ -3,7 +3,7 @@
 // Private to src/csi; CsiClient (client.ts) and the public types below are
 // exported through the door.
 
-import * as grpc from '@grpc/grpc-js';
+import type * as Grpc from '@grpc/grpc-js';
 import type { MessageFns } from '../gen/csi/v1/csi.js';
 import {
   AbortedError,
@@ -67,7 +67,19 @@ const MAX_SOCKET_PATH_BYTES = 107;
 
 // Reconnect quickly: a plugin that restarts comes back within a second or two,
 // and Berth would rather try again than wait out grpc-js's 1 s..120 s backoff.
-const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+/**
+ * grpc-js, loaded with the first call: importing the csi layer (as the spec
+ * schemas do for its capability words) costs no gRPC start-up until a
+ * plugin is actually called.
+ */
+let grpcModule: Promise<typeof Grpc> | undefined;
+function loadGrpc(): Promise<typeof Grpc> {
+  // A CommonJS package: its exports are the namespace itself under Node, `default` in a bundle.
+  grpcModule ??= import('@grpc/grpc-js').then((m) => ((m as { default?: typeof Grpc }).default ?? m));
+  return grpcModule;
+}
+
+const CHANNEL_OPTIONS: Grpc.ChannelOptions = {
   'grpc.initial_reconnect_backoff_ms': 100,
   'grpc.max_reconnect_backoff_ms': 2_000,
   'grpc.max_receive_message_length': 16 * 1024 * 1024,
@@ -151,7 +163,7 @@ export abstract class CsiCallEngine {
   readonly #random: () => number;
   readonly #policies: Record<CsiRpc, RpcPolicy>;
   readonly #observer: CsiCallObserver | undefined;
-  #channel: grpc.Client | undefined;
+  #channel: Grpc.Client | undefined;
   #closed = false;
 
   constructor(opts: CsiClientOptions) {
@@ -227,23 +239,25 @@ export abstract class CsiCallEngine {
 
   // ---- Transport ----------------------------------------------------------
 
-  #connection(): grpc.Client {
+  async #connection(): Promise<{ grpc: typeof Grpc; channel: Grpc.Client }> {
+    const grpc = await loadGrpc();
     if (this.#closed) throw new AbortedError(`CSI client for ${this.endpoint} is closed`);
     this.#channel ??= new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-    return this.#channel;
+    return { grpc, channel: this.#channel };
   }
 
   // After UNAVAILABLE the socket may have been replaced: drop the channel so
   // the next attempt dials afresh rather than waiting out a reconnect backoff.
-  #dropConnection(stale: grpc.Client): void {
+  #dropConnection(stale: Grpc.Client): void {
     if (this.#channel !== stale) return;
     this.#channel = undefined;
     stale.close();
   }
 
-  #attempt<Req, Res>(method: WireMethod<Req, Res>, request: Req, deadlineMs: number, signal: AbortSignal | undefined): Promise<Res> {
+  async #attempt<Req, Res>(method: WireMethod<Req, Res>, request: Req, deadlineMs: number, signal: AbortSignal | undefined): Promise<Res> {
     throwIfAborted(signal);
-    const channel = this.#connection();
+    const { grpc, channel } = await this.#connection();
+    throwIfAborted(signal);
     const observer = this.#observer;
     const started = observer ? performance.now() : 0;
     const observe = (code: string): void => {
