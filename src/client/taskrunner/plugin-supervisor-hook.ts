@@ -5,7 +5,7 @@
 // manager's (it already probes): the allocation runner forwards its health
 // events and its health-timeout to this hook.
 
-import { existsSync } from 'node:fs';
+import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { CsiClient } from '../../csi/index.js';
@@ -125,6 +125,33 @@ export class PluginSupervisorHook implements TaskHook {
     else runner.event(TASK_EVENTS.pluginUnhealthy, `CSI plugin "${this.pluginId}" is unhealthy: ${reason}`, { plugin: this.pluginId });
   }
 
+  /**
+   * Waits `ms` between attempts, or less: a change in the socket directory
+   * (the plugin creating its socket) ends the wait at once, so the plugin is
+   * registered as soon as it listens rather than at the next backoff step.
+   * The backoff stays the bound (a watch can miss events). Rejects with
+   * AbortedError when `signal` fires.
+   */
+  async #pause(ms: number, signal: AbortSignal, socketMissing: boolean): Promise<void> {
+    const changed = new AbortController();
+    let watcher: FSWatcher | undefined;
+    try {
+      watcher = watch(path.dirname(this.socketPath), { persistent: false }, () => changed.abort());
+      watcher.on('error', () => undefined);
+    } catch {
+      // No watch (the directory is gone, or no inotify): the backoff alone paces the attempts.
+    }
+    try {
+      // The socket may have appeared between the last look and the watch.
+      if (socketMissing && existsSync(this.socketPath)) return;
+      await this.#o.clock.sleep(ms, AbortSignal.any([signal, changed.signal]));
+    } catch (err) {
+      if (signal.aborted || !changed.signal.aborted) throw err;
+    } finally {
+      watcher?.close();
+    }
+  }
+
   async #supervise(runner: TaskRunner, signal: AbortSignal, recovered: boolean): Promise<void> {
     const client = this.#o.dial ? this.#o.dial(this.socketPath) : new CsiClient({ endpoint: `unix://${this.socketPath}`, logger: this.#o.logger, clock: this.#o.clock });
     const began = this.#o.clock.now();
@@ -152,7 +179,7 @@ export class PluginSupervisorHook implements TaskHook {
           await runner.restart(`CSI plugin "${this.pluginId}" did not become healthy within its health timeout: ${reason}`);
           return;
         }
-        await this.#o.clock.sleep(backoffDelay(this.#o.backoff, attempt), signal);
+        await this.#pause(backoffDelay(this.#o.backoff, attempt), signal, !existsSync(this.socketPath));
       }
     } finally {
       await client.close();
