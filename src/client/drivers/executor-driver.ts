@@ -464,14 +464,14 @@ export abstract class ExecutorDriver implements TaskDriver {
       throw new DriverError('TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
     }
     if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });
-    const { argv, env, cwd } = this.execTarget(rec.handle, opts.command);
+    const { argv, env, cwd } = this.execTarget(rec.handle, opts.command, Boolean(opts.tty));
     const [file, ...args] = argv as [string, ...string[]];
     const session = opts.tty ? this.#execTty(file, args, env, cwd, opts) : this.#execPipes(file, args, env, cwd, opts);
     return session;
   }
 
   /** How to run a command inside the task: argv (with nsenter when needed), its env and cwd. */
-  protected abstract execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string };
+  protected abstract execTarget(handle: TaskHandle, command: string[], tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string };
 
   /** The env the task process started with (what a command run inside it should see). */
   protected taskEnv(pid: number): Record<string, string> {

@@ -136,6 +136,24 @@ async function killCgroup(cg) {
   }
 }
 
+/**
+ * Resolves once `pid` is in every dir of its cgroup (the join wrapper wrote
+ * it), so that "started" means the task is under its limits; also when the
+ * task ended first, or after ~5 s.
+ * @param {TaskCgroup} cg @param {number} pid @param {() => boolean} ended
+ */
+async function joined(cg, pid, ended) {
+  const inAll = () =>
+    cg.dirs.every((d) => {
+      try {
+        return fs.readFileSync(path.join(d, 'cgroup.procs'), 'utf8').split('\n').includes(String(pid));
+      } catch {
+        return false;
+      }
+    });
+  for (let i = 0; i < 5000 && !ended() && !inAll(); i++) await new Promise((r) => setImmediate(r));
+}
+
 /** OOM kills the kernel counted in the group. @param {TaskCgroup | undefined} cg */
 function oomKills(cg) {
   if (!cg?.memoryDir) return 0;
@@ -502,6 +520,7 @@ async function main() {
   });
   fs.chmodSync(cfg.socketPath, 0o600);
 
+  if (cfg.cgroup) await joined(cfg.cgroup, pid, () => exitedEarly);
   if (cfg.mode === 'exec') {
     await chrooted(pid, () => exitedEarly);
     if (exitedEarly && !fs.existsSync(path.join(cfg.stateDir, 'setup-done'))) {

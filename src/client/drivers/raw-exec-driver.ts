@@ -22,7 +22,7 @@ export class RawExecDriver extends ExecutorDriver {
     return { detected: true, healthy: true, healthReason: 'ready', networkModes: [...this.capabilities.networkModes] };
   }
 
-  protected execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string } {
+  protected execTarget(handle: TaskHandle, command: string[], _tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string } {
     const nsenter = handle.networkNamespacePath ? ['nsenter', `--net=${handle.networkNamespacePath}`, '--'] : [];
     return { argv: [...nsenter, ...command], env: this.taskEnv(handle.taskPid), cwd: handle.taskDir };
   }
