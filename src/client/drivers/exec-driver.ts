@@ -30,7 +30,7 @@ export class ExecDriver extends ExecutorDriver {
   };
 
   async fingerprint(): Promise<DriverInfo> {
-    const base = { networkModes: [...this.capabilities.networkModes] };
+    const base = { networkModes: [...this.capabilities.networkModes], cgroups: this.cgroups };
     if (process.platform !== 'linux') return { ...base, detected: false, healthy: false, healthReason: 'exec needs Linux namespaces' };
     if (!isRoot()) return { ...base, detected: true, healthy: false, healthReason: 'exec needs to run as root' };
     const missing = missingTools(TOOLS);

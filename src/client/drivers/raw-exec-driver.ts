@@ -19,7 +19,7 @@ export class RawExecDriver extends ExecutorDriver {
   };
 
   async fingerprint(): Promise<DriverInfo> {
-    return { detected: true, healthy: true, healthReason: 'ready', networkModes: [...this.capabilities.networkModes] };
+    return { detected: true, healthy: true, healthReason: 'ready', networkModes: [...this.capabilities.networkModes], cgroups: this.cgroups };
   }
 
   protected execTarget(handle: TaskHandle, command: string[], _tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string } {

@@ -23,7 +23,8 @@ const alive = (pid: number): boolean => {
 };
 
 /** Reads a pid a task wrote to a file, once it is there. */
-const pidFile = (file: string): Promise<number> => eventually(() => existsSync(file) && Number(readFileSync(file, 'utf8').trim()), `${file} written`);
+const pidFile = async (file: string): Promise<number> =>
+  Number(await eventually(() => (existsSync(file) ? readFileSync(file, 'utf8').trim() : ''), `${file} written`));
 
 const BACKENDS: Array<[string, (parent: string) => Cgroups]> = [
   ['v1', (parent) => new CgroupV1({ parent })],
@@ -101,7 +102,7 @@ for (const [version, makeCgroups] of BACKENDS) {
       const handle = await h.start(raw, cfg);
       const st = await eventually(async () => {
         const s = await raw.taskStats(cfg.id);
-        return s.pids.length === 2 && s;
+        return s.pids.length === 2 ? s : undefined;
       }, 'both processes counted');
       assert.equal(st.source, 'cgroup');
       assert.ok(st.pids.includes(handle.taskPid));
