@@ -9,6 +9,7 @@ export * from './allocrunner/index.js';
 export * from './drivers/index.js';
 export * from './network/index.js';
 export * from './logs/index.js';
+export * from './cgroups/index.js';
 // Both taskrunner's port and the drivers' contract name the same mount shape.
 export type { TaskMount } from './drivers/index.js';
 export * from './serverconn/index.js';
