@@ -90,8 +90,8 @@ const taskSchema = z.strictObject({
       cores: z.number().positive().optional(),
       /** The most processes and threads the task may have. */
       pidsMax: z.number().int().min(1).optional(),
-      /** Place the task only on a node that enforces limits with cgroups. */
-      memoryEnforced: z.boolean().default(false),
+      /** Place the task only on a node that enforces limits with cgroups (false when absent). */
+      memoryEnforced: z.boolean().optional(),
     })
     .prefault({})
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
