@@ -106,5 +106,6 @@ export default async function taskCgroupsBench(dir: string): Promise<Record<stri
   }
   await exec.shutdown();
   for (const g of cgroups.list()) await cgroups.remove(g).catch(() => undefined);
+  cgroups.prune();
   return results;
 }

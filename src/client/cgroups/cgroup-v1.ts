@@ -3,7 +3,7 @@
 // cpuacct, pids and freezer, below `<controller><agent's own group>/<parent>`
 // so that limits placed on the agent also bound its tasks.
 
-import { existsSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { throwIfAborted } from '../../lib/index.js';
 import { CPU_PERIOD_US, cpuShares, type CgroupControllers, type CgroupLimits, type CgroupStats, type Cgroups, type TaskCgroup } from './cgroups.js';
@@ -181,6 +181,16 @@ export class CgroupV1 implements Cgroups {
       }
     }
     return [...names].map((name) => this.#ref(name));
+  }
+
+  prune(): void {
+    for (const parent of new Set(this.#parents.values())) {
+      try {
+        rmdirSync(parent);
+      } catch {
+        // still holds a task group, or gone
+      }
+    }
   }
 
   #ref(name: string): TaskCgroup {

@@ -4,7 +4,7 @@
 // pids) are enabled down to the parent; limits of missing ones are skipped and
 // `controllers` says so. Kill uses cgroup.kill (Linux 5.14+), else freeze.
 
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { throwIfAborted } from '../../lib/index.js';
 import { CPU_PERIOD_US, cpuWeight, type CgroupControllers, type CgroupLimits, type CgroupStats, type Cgroups, type TaskCgroup } from './cgroups.js';
@@ -149,6 +149,15 @@ export class CgroupV2 implements Cgroups {
         .map((e) => this.#ref(e.name));
     } catch {
       return [];
+    }
+  }
+
+  prune(): void {
+    try {
+      rmdirSync(this.#parent);
+      this.#prepared = false;
+    } catch {
+      // still holds a task group, or gone
     }
   }
 

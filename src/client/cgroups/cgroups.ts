@@ -76,6 +76,8 @@ export interface Cgroups {
   remove(group: TaskCgroup, opts?: { signal?: AbortSignal }): Promise<void>;
   /** Groups under the Berth parent, e.g. after an agent restart, to find tasks no longer run. */
   list(): TaskCgroup[];
+  /** Removes the Berth parent group if no task group is left in it (the next create makes it again). Never throws. */
+  prune(): void;
 }
 
 /** The group name of a task: `<allocId>.<task>`. */

@@ -557,6 +557,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     for (const s of this.#execs) s.kill();
     this.#execs.clear();
     this.#tasks.clear();
+    this.#cgroups?.prune();
     this.logger.info({ driver: this.name }, 'driver shut down; tasks keep running');
   }
 

@@ -47,6 +47,7 @@ for (const [version, makeCgroups] of BACKENDS) {
     });
     afterEach(async () => {
       for (const g of cgroups.list()) await cgroups.remove(g).catch(() => undefined);
+      cgroups.prune();
       await h.cleanup();
     });
 
@@ -133,6 +134,7 @@ describe('memory limits (v1 memory controller)', () => {
   });
   afterEach(async () => {
     for (const g of cgroups.list()) await cgroups.remove(g).catch(() => undefined);
+    cgroups.prune();
     await h.cleanup();
   });
 

@@ -95,6 +95,7 @@ describe('TaskRunner', () => {
     t.after(async () => {
       await driver.shutdown();
       for (const g of cgroups.list()) await cgroups.remove(g).catch(() => undefined);
+      cgroups.prune();
     });
     const tr = s.make({ driver });
     await tr.start();
