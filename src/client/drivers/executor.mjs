@@ -137,21 +137,19 @@ async function killCgroup(cg) {
 }
 
 /**
- * Resolves once `pid` is in every dir of its cgroup (the join wrapper wrote
- * it), so that "started" means the task is under its limits; also when the
- * task ended first, or after ~5 s.
- * @param {TaskCgroup} cg @param {number} pid @param {() => boolean} ended
+ * Resolves once the task's join wrapper reported on fd 3 that it is in its
+ * cgroup (so "started" means the task runs under its limits), or closed fd 3
+ * without (it failed: the task's exit tells).
+ * @param {import('node:child_process').ChildProcess} child
  */
-async function joined(cg, pid, ended) {
-  const inAll = () =>
-    cg.dirs.every((d) => {
-      try {
-        return fs.readFileSync(path.join(d, 'cgroup.procs'), 'utf8').split('\n').includes(String(pid));
-      } catch {
-        return false;
-      }
-    });
-  for (let i = 0; i < 5000 && !ended() && !inAll(); i++) await new Promise((r) => setImmediate(r));
+function joined(child) {
+  const pipe = /** @type {import('node:stream').Readable | undefined} */ (child.stdio[3]);
+  if (!pipe) return Promise.resolve();
+  return new Promise((resolve) => {
+    pipe.once('data', resolve);
+    pipe.once('close', resolve);
+    pipe.once('error', resolve);
+  }).then(() => pipe.destroy());
 }
 
 /** OOM kills the kernel counted in the group. @param {TaskCgroup | undefined} cg */
@@ -326,14 +324,19 @@ function execScript(cfg) {
   return lines.join('\n');
 }
 
-/** Writes its own pid to each cgroup.procs given before `--`, then execs what follows (exit 125 if refused). */
-const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+/**
+ * Writes its own pid to each cgroup.procs given before `--`, tells the
+ * executor on fd 3 and closes it, then execs what follows (exit 125 if the
+ * kernel refused).
+ */
+const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; echo >&3; exec 3>&-; exec "$@"';
 
 /** @param {ExecutorConfig} cfg */
 function spawnTask(cfg) {
   const env = { PATH: DEFAULT_PATH, ...cfg.env };
   /** @type {import('node:child_process').StdioOptions} */
   const stdio = cfg.logs.disabled ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'];
+  if (cfg.cgroup) stdio.push('pipe');
   const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
   /** @type {string[]} */
   let argv;
@@ -520,7 +523,7 @@ async function main() {
   });
   fs.chmodSync(cfg.socketPath, 0o600);
 
-  if (cfg.cgroup) await joined(cfg.cgroup, pid, () => exitedEarly);
+  if (cfg.cgroup) await joined(child);
   if (cfg.mode === 'exec') {
     await chrooted(pid, () => exitedEarly);
     if (exitedEarly && !fs.existsSync(path.join(cfg.stateDir, 'setup-done'))) {
