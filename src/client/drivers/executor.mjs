@@ -258,7 +258,8 @@ function shareSources(mounts) {
 /**
  * Pid 1 of an exec task's pid namespace, inside its root: runs the task as its
  * child with INT and QUIT back to default (a shell's background job has them
- * ignored), forwards the catchable signals to it, reaps every orphan that the
+ * ignored), forwards SIGTERM and SIGINT to every process of the namespace and
+ * the other catchable signals to the task alone, reaps every orphan that the
  * kernel hands to pid 1 (dash's `wait` collects any child), and exits with the
  * task's status (128+n when the task died of signal n), which ends the
  * namespace and whatever is left in it. Without it the task itself would be
@@ -268,7 +269,10 @@ const INIT_SCRIPT = [
   'cd /local 2>/dev/null || cd /',
   'env --default-signal=INT,QUIT "$@" &',
   'c=$!',
-  'for s in HUP INT QUIT TERM USR1 USR2 WINCH ALRM CONT TSTP TTIN TTOU; do trap "kill -$s $c 2>/dev/null" $s; done',
+  // A stop signal goes to every process of the namespace (kill -1 from pid 1 spares only itself), so a
+  // shell blocked on a foreground child runs its trap at once; other signals go to the task alone.
+  'for s in INT TERM; do trap "kill -$s -1 2>/dev/null" $s; done',
+  'for s in HUP QUIT USR1 USR2 WINCH ALRM CONT TSTP TTIN TTOU; do trap "kill -$s $c 2>/dev/null" $s; done',
   'while :; do wait $c; r=$?; kill -0 $c 2>/dev/null || exit $r; done',
 ].join('\n');
 
