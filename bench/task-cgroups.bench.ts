@@ -7,8 +7,10 @@
 //    with a 30 s kill timeout until the exit is recorded), p50/p99; and of a
 //    shell loop with no trap, which Berth's init makes stop on SIGTERM too.
 
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectCgroups, ExecDriver, RawExecDriver, type TaskConfig, type TaskDriver } from '../src/client/index.js';
 import { round, summarize, timeNs } from './_stats.js';
@@ -37,6 +39,21 @@ function config(dir: string, id: string, script: string): TaskConfig {
 }
 
 const ms = (us: number): number => round(us / 1000, 2);
+
+/** The executor's join wrapper (src/client/drivers/executor.mjs). */
+const JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; echo >&3; exec 3>&-; exec "$@"';
+
+/** Spawns `sh -c script` and resolves once it wrote to fd 3 (or closed it). */
+function spawnReported(script: string, args: string[]): Promise<void> {
+  const child = spawn('/bin/sh', ['-c', script, 'bench', ...args], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+  const pipe = child.stdio[3] as Readable;
+  return new Promise<void>((resolve) => {
+    pipe.once('data', () => resolve());
+    pipe.once('close', () => resolve());
+  }).then(() => {
+    pipe.destroy();
+  });
+}
 
 async function ready(dir: string, task: string): Promise<void> {
   const file = join(dir, 'alloc', 'alloc', 'logs', `${task}.stdout.0`);
@@ -74,6 +91,26 @@ export default async function taskCgroupsBench(dir: string): Promise<Record<stri
       }),
     );
   }
+  // The same extra work without the executor's own start-up noise: create the group with its
+  // limits and spawn the executor's join wrapper until it reports, against the bare spawn.
+  const joins: bigint[] = [];
+  const bare: bigint[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    bare.push(await timeNs(() => spawnReported('echo >&3; exec 3>&-; exec "$@"', ['true'])));
+    joins.push(
+      await timeNs(async () => {
+        const g = cgroups.create(`join-${i}`, { memoryMb: 64, cpuMhz: 100, pidsMax: 100 });
+        await spawnReported(JOIN, [...g.dirs.map((d) => join(d, 'cgroup.procs')), '--', 'true']);
+      }),
+    );
+    const g = cgroups.list().find((x) => x.name === `join-${i}`);
+    if (g) await cgroups.remove(g);
+  }
+  const j = summarize(joins);
+  const k = summarize(bare);
+  console.log(`cgroups ${cgroups.version}: group set-up + join before the task runs p50 ${ms(j.p50Us)} ms vs bare spawn ${ms(k.p50Us)} ms: extra ${ms(j.p50Us - k.p50Us)} ms p50`);
+  Object.assign(results, { joinP50Ms: ms(j.p50Us), bareSpawnP50Ms: ms(k.p50Us), extraJoinP50Ms: ms(j.p50Us - k.p50Us) });
+
   const a = summarize(without);
   const b = summarize(withCg);
   const c = summarize(setup);
