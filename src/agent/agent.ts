@@ -131,6 +131,7 @@ export class Agent {
     if (mode === 'server') return { url: address.url };
 
     const metrics = csiCallMetrics(this.#server.metrics.registry);
+    registerTaskMetrics(this.#server.metrics.registry, () => this.#client, this.#drivers);
     this.#client = this.#buildClient(root, address.url, nodeToken as string, address.url, (name) => metrics.observer(name));
     await this.#client.start();
     this.#log.info({ nodeId: this.#client.nodeId }, 'client part started');

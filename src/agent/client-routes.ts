@@ -126,7 +126,7 @@ function frameWriter(socket: WebSocket, stream: 'stdout' | 'stderr'): Writable {
 
 /**
  * Registers `GET /v1/client/allocation/:id/stats` (each running task's
- * resource usage, from its cgroup), `GET /v1/client/allocation/:id/logs` (query task, type
+ * resource usage, from its cgroup; read access), `GET /v1/client/allocation/:id/logs` (query task, type
  * stdout|stderr, follow=true, lines=N; a streamed octet body) and
  * `GET /v1/client/allocation/:id/exec` (WebSocket; query task, tty=true,
  * command repeated once per argv word, width/height). Both declare
@@ -140,7 +140,7 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
   app.addHook('preClose', async () => closing.abort(new Error('agent closing')));
 
   // Resource usage of the allocation's running tasks, from their cgroups (/proc without one).
-  app.get<{ Params: { id: string } }>('/v1/client/allocation/:id/stats', async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/v1/client/allocation/:id/stats', { config: { access: 'read' } }, async (req, reply) => {
     try {
       const client = deps.client();
       if (!client || client.state !== 'running') throw new RouteError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet');

@@ -5,8 +5,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import { AllocRunner, type Client, type TaskDriver, type TaskResourceUsage } from '../client/index.js';
 
-type Labels = 'alloc_id' | 'task';
-
 /** The usage of every running task of `client`, keyed `<allocId>/<task>`. Never throws (tasks that end meanwhile are left out). */
 export async function runningTaskUsage(client: Client, drivers: ReadonlyMap<string, TaskDriver>): Promise<Map<string, { allocId: string; task: string; usage: TaskResourceUsage }>> {
   const out = new Map<string, { allocId: string; task: string; usage: TaskResourceUsage }>();
@@ -36,23 +34,45 @@ export async function runningTaskUsage(client: Client, drivers: ReadonlyMap<stri
  */
 export function registerTaskMetrics(registry: Registry, client: () => Client | undefined, drivers: ReadonlyMap<string, TaskDriver>): void {
   const labelNames = ['alloc_id', 'task'] as const;
-  const gauge = (name: string, help: string): Gauge<Labels> => new Gauge({ name, help, labelNames, registers: [registry] });
-  const rss = gauge('berth_client_task_memory_rss_bytes', 'Resident anonymous memory of the task (cgroup memory.stat rss/anon)');
-  const cache = gauge('berth_client_task_memory_cache_bytes', 'Page cache charged to the task (cgroup memory.stat cache/file)');
-  const usage = gauge('berth_client_task_memory_usage_bytes', 'Memory charged to the task cgroup');
-  const maxUsage = gauge('berth_client_task_memory_max_usage_bytes', 'Peak memory charged to the task cgroup');
-  const user = gauge('berth_client_task_cpu_user_seconds', 'CPU time the task spent in user mode');
-  const system = gauge('berth_client_task_cpu_system_seconds', 'CPU time the task spent in the kernel');
-  const throttled = gauge('berth_client_task_cpu_throttled_periods', 'CFS periods in which the task hit its cores quota');
-  const pids = gauge('berth_client_task_pids', 'Processes in the task');
+  // One sample of every task per scrape: prom-client collects the gauges concurrently, and each awaits the same one.
+  let sampling: Promise<Map<string, { allocId: string; task: string; usage: TaskResourceUsage }>> | undefined;
+  const sample = (): Promise<Map<string, { allocId: string; task: string; usage: TaskResourceUsage }>> => {
+    if (!sampling) {
+      const c = client();
+      sampling = (c ? runningTaskUsage(c, drivers) : Promise.resolve(new Map())).finally(() => {
+        setTimeout(() => (sampling = undefined), 100).unref();
+      });
+    }
+    return sampling;
+  };
+  const gauge = (name: string, help: string, value: (u: TaskResourceUsage) => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        const tasks = await sample();
+        this.reset();
+        for (const { allocId, task, usage } of tasks.values()) this.set({ alloc_id: allocId, task }, value(usage));
+      },
+    });
+  };
+  gauge('berth_client_task_memory_rss_bytes', 'Resident anonymous memory of the task (cgroup memory.stat rss/anon)', (u) => u.memory.rssBytes);
+  gauge('berth_client_task_memory_cache_bytes', 'Page cache charged to the task (cgroup memory.stat cache/file)', (u) => u.memory.cacheBytes);
+  gauge('berth_client_task_memory_usage_bytes', 'Memory charged to the task cgroup', (u) => u.memory.usageBytes);
+  gauge('berth_client_task_memory_max_usage_bytes', 'Peak memory charged to the task cgroup', (u) => u.memory.maxUsageBytes);
+  gauge('berth_client_task_cpu_user_seconds', 'CPU time the task spent in user mode', (u) => u.cpu.userMs / 1000);
+  gauge('berth_client_task_cpu_system_seconds', 'CPU time the task spent in the kernel', (u) => u.cpu.systemMs / 1000);
+  gauge('berth_client_task_cpu_throttled_periods', 'CFS periods in which the task hit its cores quota', (u) => u.cpu.throttledPeriods);
+  gauge('berth_client_task_pids', 'Processes in the task', (u) => u.pids.length);
   new Gauge({
     name: 'berth_client_task_oom_kills',
     help: 'Times the kernel OOM-killed the task (its OOM Killed task events)',
     labelNames,
     registers: [registry],
-    async collect() {
+    collect() {
       this.reset();
-      for (const g of [rss, cache, usage, maxUsage, user, system, throttled, pids]) g.reset();
       const c = client();
       if (!c) return;
       for (const allocId of c.allocIds()) {
@@ -60,17 +80,6 @@ export function registerTaskMetrics(registry: Registry, client: () => Client | u
           const n = state.events.filter((e) => e.type === 'OOM Killed').length;
           if (n) this.set({ alloc_id: allocId, task }, n);
         }
-      }
-      for (const { allocId, task, usage: u } of (await runningTaskUsage(c, drivers)).values()) {
-        const l = { alloc_id: allocId, task };
-        rss.set(l, u.memory.rssBytes);
-        cache.set(l, u.memory.cacheBytes);
-        usage.set(l, u.memory.usageBytes);
-        maxUsage.set(l, u.memory.maxUsageBytes);
-        user.set(l, u.cpu.userMs / 1000);
-        system.set(l, u.cpu.systemMs / 1000);
-        throttled.set(l, u.cpu.throttledPeriods);
-        pids.set(l, u.pids.length);
       }
     },
   });
