@@ -62,23 +62,14 @@ export class CgroupV1 implements Cgroups {
   }
 
   create(name: string, limits: CgroupLimits): TaskCgroup {
-    const dirs = new Set<string>();
-    for (const parent of this.#parents.values()) {
-      const dir = join(parent, name);
+    const group = this.#ref(name);
+    for (const dir of group.dirs) {
       try {
         mkdirSync(dir, { recursive: true });
       } catch (err) {
         throw new CgroupError('CGROUP_CREATE_FAILED', `creating cgroup ${dir} failed: ${(err as Error).message}`, { cause: err });
       }
-      dirs.add(dir);
     }
-    const group: TaskCgroup = {
-      version: 'v1',
-      name,
-      dirs: [...dirs],
-      ...(this.#parents.has('freezer') ? { freezerDir: join(this.#parents.get('freezer') as string, name) } : {}),
-      ...(this.#parents.has('memory') ? { memoryDir: join(this.#parents.get('memory') as string, name) } : {}),
-    };
     this.update(group, limits);
     return group;
   }
