@@ -40,7 +40,7 @@ job "hostpath-plugin" {
 
       resources {
         cpu    = 100
-        memory = 128
+        memory = 256 # node + the plugin: ~130 MB resident; the limit is enforced
       }
     }
   }

@@ -26,6 +26,7 @@ const AREA_PREFIXES = [
   'ALLOC_',
   'TASK_',
   'DRIVER_',
+  'CGROUP_',
   'NETWORK_',
   'LOGS_',
   'PLUGIN_',

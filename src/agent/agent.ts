@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { Gauge, Registry } from 'prom-client';
+import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
@@ -144,6 +145,7 @@ export class Agent {
     if (mode === 'server') return { url: address.url };
 
     const metrics = csiCallMetrics(this.#server.metrics.registry);
+    registerTaskMetrics(this.#server.metrics.registry, () => this.#client, this.#drivers);
     this.#client = this.#buildClient(root, address.url, nodeToken as string, address.url, (name) => metrics.observer(name));
     await this.#client.start();
     this.#log.info({ nodeId: this.#client.nodeId }, 'client part started');
@@ -169,6 +171,7 @@ export class Agent {
     const url = await this.#listener.start();
     this.#client = this.#buildClient(root, config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
     registerAllocationGauge(registry, () => this.#client);
+    registerTaskMetrics(registry, () => this.#client, this.#drivers);
     await this.#client.start();
     this.#log.info({ nodeId: this.#client.nodeId, address: url }, 'client agent started');
     return { url };

@@ -14,9 +14,11 @@ import {
   type Client,
   type LogStream,
   type TaskDriver,
+  type TaskResourceUsage,
   type TaskLogsLocation,
 } from '../client/index.js';
 import { describeError, type Logger } from '../lib/index.js';
+import { runningTaskUsage } from './task-metrics.js';
 
 /** What the routes read: the running Client (undefined until it started) and its drivers. */
 export interface ClientRoutesDeps {
@@ -123,7 +125,8 @@ function frameWriter(socket: WebSocket, stream: 'stdout' | 'stderr'): Writable {
 }
 
 /**
- * Registers `GET /v1/client/allocation/:id/logs` (query task, type
+ * Registers `GET /v1/client/allocation/:id/stats` (each running task's
+ * resource usage, from its cgroup; read access), `GET /v1/client/allocation/:id/logs` (query task, type
  * stdout|stderr, follow=true, lines=N; a streamed octet body) and
  * `GET /v1/client/allocation/:id/exec` (WebSocket; query task, tty=true,
  * command repeated once per argv word, width/height). Both declare
@@ -135,6 +138,21 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
   const log = deps.logger.child({ component: 'client-http' });
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort(new Error('agent closing')));
+
+  // Resource usage of the allocation's running tasks, from their cgroups (/proc without one).
+  app.get<{ Params: { id: string } }>('/v1/client/allocation/:id/stats', { config: { access: 'read' } }, async (req, reply) => {
+    try {
+      const client = deps.client();
+      if (!client || client.state !== 'running') throw new RouteError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet');
+      if (!(client.runner(req.params.id) instanceof AllocRunner)) throw new RouteError(404, 'NOT_FOUND', `allocation ${req.params.id} does not run on this node`);
+      const usage = await runningTaskUsage(client, deps.drivers);
+      const tasks: Record<string, TaskResourceUsage> = {};
+      for (const { allocId, task, usage: u } of usage.values()) if (allocId === req.params.id) tasks[task] = u;
+      return reply.send({ allocId: req.params.id, tasks });
+    } catch (err) {
+      return sendError(reply, err);
+    }
+  });
 
   app.get<{ Params: { id: string }; Querystring: LogsQuery }>(
     '/v1/client/allocation/:id/logs',

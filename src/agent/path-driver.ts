@@ -18,6 +18,7 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
   return {
     name: inner.name,
     capabilities: inner.capabilities,
+    cgroups: inner.cgroups,
     fingerprint: () => inner.fingerprint(),
     startTask: (cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle> =>
       inner.startTask(cfg.env['PATH'] !== undefined ? cfg : { ...cfg, env: { ...cfg.env, PATH: `${prefix}:${DEFAULT_PATH}` } }, opts),
@@ -28,6 +29,8 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     inspectTask: (id) => inner.inspectTask(id),
     signalTask: (id, sig) => inner.signalTask(id, sig),
     taskStats: (id) => inner.taskStats(id),
+    updateTaskResources: (id, r) => inner.updateTaskResources(id, r),
+    reapOrphans: (keep) => inner.reapOrphans(keep),
     execTaskStreaming: (id, opts) => inner.execTaskStreaming(id, opts),
     shutdown: () => inner.shutdown(),
   };

@@ -307,6 +307,7 @@ export class Client {
       this.#reporter = new StatusReporter({ api: this.#api, nodeId: this.#node.id, clock: this.#clock, logger: this.#root });
 
       await this.#restoreRunners(store);
+      await this.#reapOrphanedTasks();
 
       const nodeId = this.#node.id;
       this.#registration = new NodeRegistration({
@@ -374,6 +375,17 @@ export class Client {
   #observerFor(p: RegisteredPlugin): CsiCallObserver {
     const o = this.#opts.csiObserver as CsiCallObserver | ((name: string) => CsiCallObserver);
     return typeof o === 'function' ? o(p.name) : o;
+  }
+
+  /** Kills what is left in the cgroups of tasks no restored runner owns (the drivers share one cgroup parent). */
+  async #reapOrphanedTasks(): Promise<void> {
+    const keep = new Set<string>();
+    for (const [allocId, entry] of this.#runners) {
+      const group = entry.job.groups.find((g) => g.name === entry.alloc.taskGroup);
+      for (const task of group?.tasks ?? []) keep.add(`${allocId}.${task.name}`);
+    }
+    const [driver] = this.#drivers.values();
+    await driver?.reapOrphans(keep);
   }
 
   async #restoreRunners(store: ClientStateStore): Promise<void> {

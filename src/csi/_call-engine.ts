@@ -72,10 +72,11 @@ const MAX_SOCKET_PATH_BYTES = 107;
  * schemas do for its capability words) costs no gRPC start-up until a
  * plugin is actually called.
  */
-let grpcModule: Promise<typeof Grpc> | undefined;
-function loadGrpc(): Promise<typeof Grpc> {
+type GrpcModule = Pick<typeof Grpc, 'Client' | 'credentials' | 'Metadata'>;
+let grpcModule: Promise<GrpcModule> | undefined;
+function loadGrpc(): Promise<GrpcModule> {
   // A CommonJS package: its exports are the namespace itself under Node, `default` in a bundle.
-  grpcModule ??= import('@grpc/grpc-js').then((m) => ((m as { default?: typeof Grpc }).default ?? m));
+  grpcModule ??= import('@grpc/grpc-js').then((m): GrpcModule => m.default ?? m);
   return grpcModule;
 }
 
@@ -239,7 +240,7 @@ export abstract class CsiCallEngine {
 
   // ---- Transport ----------------------------------------------------------
 
-  async #connection(): Promise<{ grpc: typeof Grpc; channel: Grpc.Client }> {
+  async #connection(): Promise<{ grpc: GrpcModule; channel: Grpc.Client }> {
     const grpc = await loadGrpc();
     if (this.#closed) throw new AbortedError(`CSI client for ${this.endpoint} is closed`);
     this.#channel ??= new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);

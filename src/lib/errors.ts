@@ -29,6 +29,7 @@
  * | `ALLOC_`            | alloc runner, alloc dirs (AllocRunnerError, AllocDirError)      |
  * | `TASK_`             | task runner and the client's task routes (TaskRunnerError)      |
  * | `DRIVER_`           | task drivers (DriverError)                                      |
+ * | `CGROUP_`           | task cgroups on the node (CgroupError)                          |
  * | `NETWORK_`          | allocation networks (NetworkError)                              |
  * | `LOGS_`             | task logs (LogsError)                                           |
  * | `SERVER_`           | the server's composition root (ServerError) and the client's    |

@@ -44,7 +44,16 @@ const TASK: Body = {
   resources: {
     t: 'block',
     to: 'resources',
-    body: { cpu: attr('cpuMhz'), cpu_mhz: attr('cpuMhz'), memory: attr('memoryMb'), memory_mb: attr('memoryMb') },
+    body: {
+      cpu: attr('cpuMhz'),
+      cpu_mhz: attr('cpuMhz'),
+      memory: attr('memoryMb'),
+      memory_mb: attr('memoryMb'),
+      memory_max: attr('memoryMaxMb'),
+      cores: attr('cores'),
+      pids: attr('pidsMax'),
+      memory_enforced: attr('memoryEnforced'),
+    },
   },
   volume_mount: {
     t: 'blocks',

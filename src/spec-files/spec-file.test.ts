@@ -35,7 +35,7 @@ describe('examples/', () => {
     const script = String((task.config['args'] as string[])[1]);
     assert.match(script, /berth plugin hostpath --endpoint "\$CSI_ENDPOINT"/);
     assert.match(script, /^id="\$\{BERTH_NODE_ID:-\$\(hostname\)\}";/, 'HCL\'s $${ escape reaches the shell as ${');
-    assert.deepEqual(task.resources, { cpuMhz: 100, memoryMb: 128 });
+    assert.deepEqual(task.resources, { cpuMhz: 100, memoryMb: 256 });
     assert.deepEqual(job.groups[0]!.restart, { attempts: 5, interval: '5m', delay: '2s', mode: 'delay' });
   });
 

@@ -80,10 +80,21 @@ const taskSchema = z.strictObject({
   env: stringMap.default({}),
   resources: z
     .strictObject({
+      /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */
       cpuMhz: z.number().int().min(1).default(100),
+      /** The memory limit (the reservation when memoryMaxMb is set) and what placement counts. */
       memoryMb: z.number().int().min(1).default(300),
+      /** A hard memory ceiling above memoryMb (oversubscription). */
+      memoryMaxMb: z.number().int().min(1).optional(),
+      /** A hard CPU quota in cores (may be fractional). */
+      cores: z.number().positive().optional(),
+      /** The most processes and threads the task may have. */
+      pidsMax: z.number().int().min(1).optional(),
+      /** Place the task only on a node that enforces limits with cgroups (false when absent). */
+      memoryEnforced: z.boolean().optional(),
     })
-    .prefault({}),
+    .prefault({})
+    .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
   volumeMounts: z.array(volumeMountSchema).default([]),
   csiPlugin: csiPluginSchema.optional(),
   logs: z

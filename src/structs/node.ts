@@ -11,6 +11,8 @@ export interface DriverInfo {
   healthReason: string;
   /** Capabilities the scheduler checks, e.g. network modes ['host', 'none']. */
   networkModes: Array<'host' | 'none'>;
+  /** The cgroup hierarchy the driver puts tasks in; 'none' (or absent, from older agents) means limits are not enforced. */
+  cgroups?: 'v1' | 'v2' | 'none';
 }
 
 /** Resources in the units jobs ask for them. */

@@ -121,7 +121,7 @@ function pluginJob(): string {
               driver: 'raw_exec',
               config: { command: '/bin/sh', args: ['-c', script] },
               csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '20s' },
-              resources: { cpuMhz: 100, memoryMb: 128 },
+              resources: { cpuMhz: 100, memoryMb: 256 },
             },
           ],
         },

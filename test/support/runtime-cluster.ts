@@ -261,7 +261,7 @@ export function hostpathPluginJob(opts: { id: string; driver: 'raw_exec' | 'exec
                 }
               : {}),
             csiPlugin: { id: opts.pluginId ?? 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '10s' },
-            resources: { cpuMhz: 100, memoryMb: 128 },
+            resources: { cpuMhz: 100, memoryMb: 256 },
           },
         ],
       },

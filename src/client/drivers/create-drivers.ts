@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Clock, Logger } from '../../lib/index.js';
+import { detectCgroups, type Cgroups } from '../cgroups/index.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskDriver } from './task-driver.js';
@@ -7,9 +9,20 @@ import type { TaskDriver } from './task-driver.js';
 /**
  * Berth's drivers by name ('raw_exec', 'exec'), their executor state under
  * `stateDir/<driver>`. Keep stateDir short: control sockets live below it.
+ * `cgroups` is the hierarchy tasks are put in; left out, it is detected here
+ * (once, logged) with the parent group `berth/<hash of stateDir>`; null
+ * means none (limits are not enforced).
  */
-export function createDrivers(opts: { stateDir: string; logger?: Logger; clock?: Clock }): Map<string, TaskDriver> {
-  const common = { ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.clock ? { clock: opts.clock } : {}) };
+export function createDrivers(opts: { stateDir: string; logger?: Logger; clock?: Clock; cgroups?: Cgroups | null }): Map<string, TaskDriver> {
+  let cgroups = opts.cgroups;
+  if (cgroups === undefined) {
+    // One parent per agent (by its state dir), so that agents sharing a host never reap each other's tasks.
+    cgroups = detectCgroups({ parent: `berth/${createHash('sha256').update(opts.stateDir).digest('hex').slice(0, 12)}` });
+    const log = opts.logger?.child({ component: 'cgroups' });
+    if (cgroups) log?.info({ version: cgroups.version, controllers: cgroups.controllers }, 'task cgroups enabled');
+    else log?.warn('no usable cgroups: task resources are not enforced, stop kills by process group only, and jobs with memory_enforced are not placed here');
+  }
+  const common = { ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.clock ? { clock: opts.clock } : {}), cgroups };
   return new Map<string, TaskDriver>([
     ['raw_exec', new RawExecDriver({ ...common, stateDir: join(opts.stateDir, 'raw_exec') })],
     ['exec', new ExecDriver({ ...common, stateDir: join(opts.stateDir, 'exec') })],

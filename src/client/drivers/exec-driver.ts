@@ -13,8 +13,10 @@ const TOOLS = ['unshare', 'nsenter', 'chroot', 'mount', 'findmnt', 'mountpoint']
  * the requested propagation. A source of a host-to-task or bidirectional
  * mount is made a shared mount point on the host (bound onto itself when it
  * is a plain directory; that bind stays, as mounts may live under it).
- * Graceful signals reach the task only if it handles them (pid 1 rule);
- * stopTask's SIGKILL always works.
+ * Pid 1 there is Berth's init (a few lines of sh): it runs the task as its
+ * child, forwards signals to it and reaps orphans, so a shell loop stops on
+ * SIGTERM at once. `alloc exec -t` gets a terminal of the task's own devpts
+ * (/dev/pts, /dev/ptmx, /dev/tty exist inside the root).
  */
 export class ExecDriver extends ExecutorDriver {
   readonly name = 'exec' as const;
@@ -28,7 +30,7 @@ export class ExecDriver extends ExecutorDriver {
   };
 
   async fingerprint(): Promise<DriverInfo> {
-    const base = { networkModes: [...this.capabilities.networkModes] };
+    const base = { networkModes: [...this.capabilities.networkModes], cgroups: this.cgroups };
     if (process.platform !== 'linux') return { ...base, detected: false, healthy: false, healthReason: 'exec needs Linux namespaces' };
     if (!isRoot()) return { ...base, detected: true, healthy: false, healthReason: 'exec needs to run as root' };
     const missing = missingTools(TOOLS);
@@ -36,10 +38,20 @@ export class ExecDriver extends ExecutorDriver {
     return { ...base, detected: true, healthy: true, healthReason: 'ready' };
   }
 
-  protected execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string } {
+  protected execTarget(handle: TaskHandle, command: string[], tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string } {
     const init = this.namespaceInit(handle);
+    // With a tty, script(1) opens a terminal of the task's own devpts (so `tty`
+    // names a /dev/pts entry that exists inside the root and job control has a
+    // controlling terminal there) and relays it to the agent's pty; -e hands
+    // back the command's exit code.
+    const inner = tty ? ['script', '-qfec', command.map(shellQuote).join(' '), '/dev/null'] : command;
     // nsenter resolves --wd before entering the root, hence the shell's cd inside it.
-    const argv = ['nsenter', '-t', String(init), '-m', '-p', '-n', '-r', '-w', '--', '/bin/sh', '-c', 'cd /local 2>/dev/null || cd /; exec "$@"', 'sh', ...command];
-    return { argv, env: this.taskEnv(init), cwd: '/' };
+    const argv = ['nsenter', '-t', String(init), '-m', '-p', '-n', '-r', '-w', '--', '/bin/sh', '-c', 'cd /local 2>/dev/null || cd /; exec "$@"', 'sh', ...inner];
+    const env = this.taskEnv(init);
+    return { argv, env: tty ? { ...env, SHELL: '/bin/sh' } : env, cwd: '/' };
   }
+}
+
+function shellQuote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
 }

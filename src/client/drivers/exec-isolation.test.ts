@@ -33,11 +33,14 @@ describe('exec isolation', () => {
   });
   afterEach(() => h.cleanup());
 
-  it('runs the task as pid 1 of its own pid namespace, chrooted, with system dirs read-only and nothing of the host leaking', async () => {
-    const cfg = h.config('box', 'echo $$ > /local/pid; ls / > /local/.listing && mv /local/.listing /local/root-listing; touch /usr/berth-probe 2>/dev/null && echo wrote > /local/usr; exec sleep 1000');
+  it('runs the task under an init (pid 1 of its own pid namespace), chrooted, with system dirs read-only and nothing of the host leaking', async () => {
+    const cfg = h.config('box', 'echo $PPID > /local/pid; ls / > /local/.listing && mv /local/.listing /local/root-listing; touch /usr/berth-probe 2>/dev/null && echo wrote > /local/usr; exec sleep 1000');
     const handle = await h.start(driver, cfg);
     await eventually('task wrote its listing', () => existsSync(path.join(cfg.taskDir, 'root-listing')));
+    // The task's parent is pid 1, Berth's init, which forwards signals and reaps orphans.
     assert.equal(readFileSync(path.join(cfg.taskDir, 'pid'), 'utf8').trim(), '1');
+    const init = await execIn(driver, cfg.id, ['/bin/sh', '-c', 'tr "\\0" " " < /proc/1/cmdline']);
+    assert.match(init.out, /berth-init/);
     const listing = readFileSync(path.join(cfg.taskDir, 'root-listing'), 'utf8').split('\n');
     for (const d of ['alloc', 'bin', 'dev', 'etc', 'local', 'proc', 'secrets', 'tmp', 'usr']) assert.ok(listing.includes(d), `${d} in /`);
     assert.ok(!listing.includes('work') && !listing.includes('root'), 'host dirs stay outside');

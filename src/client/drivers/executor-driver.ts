@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import pty from 'node-pty';
 import { AbortedError, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
+import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
 import { DriverError } from './driver-error.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
 import { childrenOf, environOf, isAlive, kernelUnits, processTree } from './_proc.js';
@@ -23,6 +24,7 @@ import type {
   TaskDriver,
   TaskHandle,
   TaskResourceUsage,
+  TaskResources,
   TaskStatus,
 } from './task-driver.js';
 
@@ -36,6 +38,8 @@ export interface ExecutorDriverOptions {
   stateDir: string;
   logger?: Logger;
   clock?: Clock;
+  /** Where tasks get their cgroup (limits, kill-all, OOM, stats); null: none here, limits not enforced. */
+  cgroups?: Cgroups | null;
 }
 
 interface TaskRecord {
@@ -54,14 +58,20 @@ export abstract class ExecutorDriver implements TaskDriver {
   readonly #tasks = new Map<string, TaskRecord>();
   readonly #stopping = new AbortController();
   readonly #execs = new Set<{ kill(): void }>();
+  readonly #cgroups: Cgroups | null;
 
   constructor(opts: ExecutorDriverOptions) {
     this.#stateDir = opts.stateDir;
+    this.#cgroups = opts.cgroups ?? null;
     this.#clock = opts.clock ?? systemClock;
     this.logger = (opts.logger ?? silentLogger()).child({ component: 'driver' });
   }
 
   abstract fingerprint(): Promise<DriverInfo>;
+
+  get cgroups(): 'v1' | 'v2' | 'none' {
+    return this.#cgroups?.version ?? 'none';
+  }
 
   async startTask(cfg: TaskConfig, opts: { signal?: AbortSignal } = {}): Promise<TaskHandle> {
     this.#alive();
@@ -78,6 +88,15 @@ export abstract class ExecutorDriver implements TaskDriver {
     }
     rmSync(stateDir, { recursive: true, force: true });
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    let cgroup: TaskCgroup | undefined;
+    if (this.#cgroups) {
+      try {
+        cgroup = this.#cgroups.create(taskCgroupName(cfg.allocId, cfg.taskName), cgroupLimits(cfg.resources));
+      } catch (err) {
+        rmSync(stateDir, { recursive: true, force: true });
+        throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName}: its cgroup could not be set up: ${(err as Error).message}`, { cause: err });
+      }
+    }
 
     const config = {
       mode: this.name,
@@ -99,6 +118,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       },
       stateDir,
       socketPath,
+      ...(cgroup ? { cgroup } : {}),
     };
     const child = spawn(process.execPath, [EXECUTOR_PATH], {
       detached: true,
@@ -112,6 +132,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     const answer = await reply;
     if (!answer.ok) {
       rmSync(stateDir, { recursive: true, force: true });
+      if (cgroup) await this.#cgroups?.remove(cgroup).catch(() => undefined);
       throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName} failed to start: ${answer.error ?? 'unknown error'}`);
     }
     const executorPid = child.pid as number;
@@ -131,6 +152,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       taskDir: cfg.taskDir,
       ...(cfg.networkNamespacePath ? { networkNamespacePath: cfg.networkNamespacePath } : {}),
       logs: { disabled: cfg.logs.disabled, dir: cfg.logs.dir },
+      ...(cgroup ? { cgroup } : {}),
       startedAt: this.#clock.now(),
     };
     this.#tasks.set(cfg.id, { handle });
@@ -276,7 +298,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     } catch (err) {
       if (this.#stopping.signal.aborted) throw this.#shutDownError();
       if (!(err instanceof ExecutorUnavailable)) throw err;
-      // No executor: signal the orphaned task's group directly, then kill it.
+      // No executor: signal the orphaned task's group directly, then kill it and all of its cgroup.
       if (isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
         killGroup(rec.handle.taskPid, signal);
         const deadline = this.#clock.now() + opts.timeoutMs;
@@ -285,6 +307,7 @@ export abstract class ExecutorDriver implements TaskDriver {
         }
         killGroup(rec.handle.taskPid, 'SIGKILL');
       }
+      await this.#killCgroup(rec);
     }
     await this.waitTask(taskId);
     this.logger.info({ taskId, task: rec.handle.taskName }, 'task stopped');
@@ -303,6 +326,11 @@ export abstract class ExecutorDriver implements TaskDriver {
       await this.#clock.sleep(20);
     }
     if (isAlive(rec.handle.executorPid, rec.handle.executorStartTicks)) killPid(rec.handle.executorPid, 'SIGKILL');
+    if (rec.handle.cgroup && this.#cgroups) {
+      await this.#cgroups.remove(rec.handle.cgroup).catch((err: unknown) => {
+        this.logger.warn({ taskId, task: rec.handle.taskName, err: (err as Error).message }, 'removing the task cgroup failed');
+      });
+    }
     rmSync(rec.handle.stateDir, { recursive: true, force: true });
     this.#tasks.delete(taskId);
     this.logger.info({ taskId, task: rec.handle.taskName }, 'task destroyed');
@@ -345,6 +373,25 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (rec.exit || !isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
       throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
     }
+    const now = this.#clock.now();
+    const percentSince = (totalMs: number): number => {
+      const prev = rec.lastCpu;
+      const percent = prev && now > prev.at ? Math.max(0, ((totalMs - prev.totalMs) / (now - prev.at)) * 100) : 0;
+      rec.lastCpu = { totalMs, at: now };
+      return percent;
+    };
+    if (rec.handle.cgroup && this.#cgroups) {
+      const st = this.#cgroups.stats(rec.handle.cgroup);
+      if (st.pids.length > 0) {
+        return {
+          timestamp: now,
+          source: 'cgroup',
+          cpu: { ...st.cpu, percent: percentSince(st.cpu.totalMs) },
+          memory: st.memory,
+          pids: st.pids,
+        };
+      }
+    }
     const { clkTck, pageSize } = kernelUnits();
     const tree = processTree(rec.handle.taskPid);
     let user = 0;
@@ -358,11 +405,56 @@ export abstract class ExecutorDriver implements TaskDriver {
     const userMs = (user * 1000) / clkTck;
     const systemMs = (sys * 1000) / clkTck;
     const totalMs = userMs + systemMs;
-    const now = this.#clock.now();
-    const prev = rec.lastCpu;
-    const percent = prev && now > prev.at ? Math.max(0, ((totalMs - prev.totalMs) / (now - prev.at)) * 100) : 0;
-    rec.lastCpu = { totalMs, at: now };
-    return { timestamp: now, cpu: { userMs, systemMs, totalMs, percent }, memory: { rssBytes: rss * pageSize }, pids: tree.map((p) => p.pid) };
+    return {
+      timestamp: now,
+      source: 'proc',
+      cpu: { userMs, systemMs, totalMs, percent: percentSince(totalMs), throttledPeriods: 0, throttledMs: 0 },
+      memory: { rssBytes: rss * pageSize, cacheBytes: 0, usageBytes: rss * pageSize, maxUsageBytes: 0 },
+      pids: tree.map((p) => p.pid),
+    };
+  }
+
+  async updateTaskResources(taskId: string, resources: TaskResources): Promise<boolean> {
+    const rec = this.#record(taskId);
+    if (!rec.handle.cgroup || !this.#cgroups || rec.exit) return false;
+    try {
+      this.#cgroups.update(rec.handle.cgroup, cgroupLimits(resources));
+      this.logger.info({ taskId, task: rec.handle.taskName, memoryMb: resources.memoryMb, cpuMhz: resources.cpuMhz }, 'task resources updated');
+      return true;
+    } catch (err) {
+      this.logger.warn({ taskId, task: rec.handle.taskName, err: (err as Error).message }, 'task resources not updated');
+      return false;
+    }
+  }
+
+  /**
+   * Kills the processes of tasks this driver does not run: each group under
+   * the Berth parent whose `<allocId>.<task>` is not in `keep` is emptied and
+   * removed (an executor killed while the agent was down, a task whose
+   * allocation is gone). Call once after the tasks to keep were recovered.
+   * Resolves with the names of the groups removed. Never throws.
+   */
+  async reapOrphans(keep: ReadonlySet<string>): Promise<string[]> {
+    if (!this.#cgroups) return [];
+    const removed: string[] = [];
+    for (const group of this.#cgroups.list()) {
+      if (keep.has(group.name)) continue;
+      try {
+        await this.#cgroups.remove(group);
+        removed.push(group.name);
+      } catch (err) {
+        this.logger.warn({ cgroup: group.name, err: (err as Error).message }, 'removing an orphaned task cgroup failed');
+      }
+    }
+    if (removed.length) this.logger.warn({ cgroups: removed }, 'killed the processes of tasks no longer run');
+    return removed;
+  }
+
+  async #killCgroup(rec: TaskRecord): Promise<void> {
+    if (!rec.handle.cgroup || !this.#cgroups) return;
+    await this.#cgroups.killAll(rec.handle.cgroup).catch((err: unknown) => {
+      this.logger.warn({ taskId: rec.handle.taskId, err: (err as Error).message }, 'killing the task cgroup failed');
+    });
   }
 
   async execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }> {
@@ -372,14 +464,14 @@ export abstract class ExecutorDriver implements TaskDriver {
       throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
     }
     if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });
-    const { argv, env, cwd } = this.execTarget(rec.handle, opts.command);
+    const { argv, env, cwd } = this.execTarget(rec.handle, opts.command, Boolean(opts.tty));
     const [file, ...args] = argv as [string, ...string[]];
     const session = opts.tty ? this.#execTty(file, args, env, cwd, opts) : this.#execPipes(file, args, env, cwd, opts);
     return session;
   }
 
   /** How to run a command inside the task: argv (with nsenter when needed), its env and cwd. */
-  protected abstract execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string };
+  protected abstract execTarget(handle: TaskHandle, command: string[], tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string };
 
   /** The env the task process started with (what a command run inside it should see). */
   protected taskEnv(pid: number): Record<string, string> {
@@ -465,6 +557,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     for (const s of this.#execs) s.kill();
     this.#execs.clear();
     this.#tasks.clear();
+    this.#cgroups?.prune();
     this.logger.info({ driver: this.name }, 'driver shut down; tasks keep running');
   }
 
@@ -486,6 +579,16 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (!rec) throw new DriverError('DRIVER_TASK_NOT_FOUND', `no task ${taskId} in the ${this.name} driver`);
     return rec;
   }
+}
+
+function cgroupLimits(r: TaskResources): { memoryMb: number; cpuMhz: number; memoryMaxMb?: number; cores?: number; pidsMax?: number } {
+  return {
+    memoryMb: r.memoryMb,
+    cpuMhz: r.cpuMhz,
+    ...(r.memoryMaxMb ? { memoryMaxMb: r.memoryMaxMb } : {}),
+    ...(r.cores ? { cores: r.cores } : {}),
+    ...(r.pidsMax ? { pidsMax: r.pidsMax } : {}),
+  };
 }
 
 function publicExit(e: ExitResult): ExitResult {

@@ -28,8 +28,9 @@ import path from 'node:path';
  *   mode: 'raw_exec'|'exec', taskId: string, taskName: string, command: string, args: string[],
  *   env: Record<string,string>, taskDir: string, allocDir: string, secretsDir: string, mounts: Mount[],
  *   networkNamespacePath?: string, logs: { disabled: boolean, dir: string, maxFiles: number, maxFileBytes: number },
- *   stateDir: string, socketPath: string
+ *   stateDir: string, socketPath: string, cgroup?: TaskCgroup
  * }} ExecutorConfig
+ * @typedef {{ version: 'v1'|'v2', name: string, dirs: string[], freezerDir?: string, memoryDir?: string }} TaskCgroup
  * @typedef {{ exitCode: number, signal: string|null, oomKilled: boolean, message: string, finishedAt: number }} ExitRecord
  */
 
@@ -74,6 +75,92 @@ async function chrooted(unsharePid, ended) {
       }
     }
     await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** Every pid in the task's cgroup. @param {TaskCgroup} cg @returns {number[]} */
+function cgroupPids(cg) {
+  const all = new Set();
+  for (const dir of cg.dirs) {
+    try {
+      for (const l of fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n')) if (l) all.add(Number(l));
+    } catch {
+      // removed
+    }
+  }
+  return [...all];
+}
+
+/** @param {string} file @param {string} value */
+function tryWrite(file, value) {
+  try {
+    fs.writeFileSync(file, value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Kills every process in the task's cgroup, so that no forked or daemonised
+ * child outlives the task: v2 writes cgroup.kill; v1 freezes the group (no
+ * fork meanwhile), SIGKILLs each pid, thaws. Resolves once it is empty (or
+ * after ~5 s of trying). Same logic as src/client/cgroups' killAll.
+ * @param {TaskCgroup} cg
+ */
+async function killCgroup(cg) {
+  const v2Kill = cg.version === 'v2' && cg.freezerDir && fs.existsSync(path.join(cg.freezerDir, 'cgroup.kill'));
+  for (let round = 0; round < 500; round++) {
+    const left = cgroupPids(cg);
+    if (left.length === 0) return;
+    if (v2Kill && cg.freezerDir) {
+      if (round % 50 === 0) tryWrite(path.join(cg.freezerDir, 'cgroup.kill'), '1');
+    } else {
+      const freeze = cg.freezerDir ? path.join(cg.freezerDir, cg.version === 'v1' ? 'freezer.state' : 'cgroup.freeze') : undefined;
+      if (freeze && round < 3) {
+        tryWrite(freeze, cg.version === 'v1' ? 'FROZEN' : '1');
+        for (let i = 0; i < 200 && cg.version === 'v1' && fs.readFileSync(freeze, 'utf8').trim() === 'FREEZING'; i++) {
+          await new Promise((r) => setTimeout(r, 1));
+        }
+      }
+      for (const p of cgroupPids(cg)) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      if (freeze) tryWrite(freeze, cg.version === 'v1' ? 'THAWED' : '0');
+    }
+    await new Promise((r) => setTimeout(r, round < 20 ? 1 : 10));
+  }
+}
+
+/**
+ * Resolves once the task's join wrapper reported on fd 3 that it is in its
+ * cgroup (so "started" means the task runs under its limits), or closed fd 3
+ * without (it failed: the task's exit tells).
+ * @param {import('node:child_process').ChildProcess} child
+ */
+function joined(child) {
+  const pipe = /** @type {import('node:stream').Readable | undefined} */ (child.stdio[3]);
+  if (!pipe) return Promise.resolve();
+  return new Promise((resolve) => {
+    pipe.once('data', resolve);
+    pipe.once('close', resolve);
+    pipe.once('error', resolve);
+  }).then(() => pipe.destroy());
+}
+
+/** OOM kills the kernel counted in the group. @param {TaskCgroup | undefined} cg */
+function oomKills(cg) {
+  if (!cg?.memoryDir) return 0;
+  try {
+    const file = cg.version === 'v1' ? 'memory.oom_control' : 'memory.events';
+    const m = /^oom_kill (\d+)$/m.exec(fs.readFileSync(path.join(cg.memoryDir, file), 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
   }
 }
 
@@ -169,6 +256,29 @@ function shareSources(mounts) {
 }
 
 /**
+ * Pid 1 of an exec task's pid namespace, inside its root: runs the task as its
+ * child with INT and QUIT back to default (a shell's background job has them
+ * ignored), forwards SIGTERM and SIGINT to every process of the namespace and
+ * the other catchable signals to the task alone, reaps every orphan that the
+ * kernel hands to pid 1 (dash's `wait` collects any child), and exits with the
+ * task's status (128+n when the task died of signal n), which ends the
+ * namespace and whatever is left in it. Without it the task itself would be
+ * pid 1, which the kernel shields from every signal it has no handler for.
+ */
+const INIT_SCRIPT = [
+  'cd /local 2>/dev/null || cd /',
+  'env --default-signal=INT,QUIT "$@" &',
+  'c=$!',
+  // A stop signal goes to every process of the namespace (kill -1 from pid 1 spares only itself), so a
+  // shell blocked on a foreground child runs its trap at once; other signals go to the task alone.
+  'for s in INT TERM; do trap "kill -$s -1 2>/dev/null" $s; done',
+  'for s in HUP QUIT USR1 USR2 WINCH ALRM CONT TSTP TTIN TTOU; do trap "kill -$s $c 2>/dev/null" $s; done',
+  // A trapped signal interrupts `wait` (r > 128) while the task may still run, or may just have ended
+  // unwaited: once it is gone, `wait` again collects its own status (127 when r already was it).
+  'while :; do wait $c; r=$?; kill -0 $c 2>/dev/null || { wait $c; s=$?; [ $s = 127 ] && exit $r; exit $s; }; done',
+].join('\n');
+
+/**
  * The script run as pid 1 of the task's new mount and pid namespaces: builds a
  * private tmpfs root with the host's system dirs read-only, /proc, a minimal
  * /dev, the task's dirs and its volumes, then chroots into it.
@@ -191,6 +301,8 @@ function execScript(cfg) {
   for (const n of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) {
     lines.push(`touch "$R/dev/${n}" && mount --bind /dev/${n} "$R/dev/${n}"`);
   }
+  // A private pty instance, so `alloc exec -t` gets a terminal that exists inside the root.
+  lines.push('mkdir -p "$R/dev/pts" && mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 berth-pts "$R/dev/pts" && ln -s pts/ptmx "$R/dev/ptmx"');
   lines.push('ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"; ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"');
   lines.push('mkdir -p "$R/tmp" && mount -t tmpfs -o mode=1777 berth-tmp "$R/tmp"');
   const sharedAlloc = path.join(cfg.allocDir, 'alloc');
@@ -214,15 +326,23 @@ function execScript(cfg) {
     lines.push(`mount ${flag} ${dst}`);
   }
   lines.push(`touch ${q(path.join(cfg.stateDir, 'setup-done'))}`);
-  lines.push(`exec chroot "$R" /bin/sh -c 'cd /local 2>/dev/null || cd /; exec "$@"' sh "$@"`);
+  lines.push(`exec chroot "$R" /bin/sh -c ${q(INIT_SCRIPT)} berth-init "$@"`);
   return lines.join('\n');
 }
+
+/**
+ * Writes its own pid to each cgroup.procs given before `--`, tells the
+ * executor on fd 3 and closes it, then execs what follows (exit 125 if the
+ * kernel refused).
+ */
+const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; echo >&3; exec 3>&-; exec "$@"';
 
 /** @param {ExecutorConfig} cfg */
 function spawnTask(cfg) {
   const env = { PATH: DEFAULT_PATH, ...cfg.env };
   /** @type {import('node:child_process').StdioOptions} */
   const stdio = cfg.logs.disabled ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'];
+  if (cfg.cgroup) stdio.push('pipe');
   const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
   /** @type {string[]} */
   let argv;
@@ -236,6 +356,10 @@ function spawnTask(cfg) {
   } else {
     argv = [...nsenter, cfg.command, ...cfg.args];
   }
+  if (cfg.cgroup) {
+    // Join the task's cgroup before anything of the task runs, so every child it forks is in it too.
+    argv = ['/bin/sh', '-c', JOIN_SCRIPT, 'berth-cgroup', ...cfg.cgroup.dirs.map((d) => path.join(d, 'cgroup.procs')), '--', ...argv];
+  }
   const [file, ...args] = argv;
   return spawn(/** @type {string} */ (file), args, {
     cwd: cfg.mode === 'exec' ? cfg.stateDir : cfg.taskDir,
@@ -246,9 +370,9 @@ function spawnTask(cfg) {
 }
 
 /** @param {number | null} code @param {NodeJS.Signals | null} signal */
-function exitRecord(code, signal) {
-  const message = signal ? `killed by ${signal}` : `exited with code ${code}`;
-  return { exitCode: code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : -1), signal, oomKilled: false, message, finishedAt: Date.now() };
+function exitRecord(code, signal, oomKilled = false) {
+  const message = oomKilled ? 'OOM Killed: the task went past its memory limit' : signal ? `killed by ${signal}` : `exited with code ${code}`;
+  return { exitCode: code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : -1), signal, oomKilled, message, finishedAt: Date.now() };
 }
 
 /** @param {string} file @param {unknown} value */
@@ -270,6 +394,7 @@ async function main() {
   /** @type {ExecutorConfig} */
   const cfg = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   fs.mkdirSync(cfg.stateDir, { recursive: true });
+  const oomBaseline = oomKills(cfg.cgroup);
 
   /** @param {unknown} msg */
   const report = (msg) => {
@@ -337,6 +462,7 @@ async function main() {
     if (exit) throw new Error('task has exited');
     if (signal === 'SIGKILL') {
       process.kill(-pid, 'SIGKILL');
+      if (cfg.cgroup) void killCgroup(cfg.cgroup);
       return;
     }
     if (cfg.mode === 'exec') {
@@ -385,6 +511,7 @@ async function main() {
                 } catch {
                   // already gone
                 }
+                if (cfg.cgroup) void killCgroup(cfg.cgroup);
               }, Math.max(0, Number(req.timeoutMs) || 0));
             }
           }
@@ -402,6 +529,7 @@ async function main() {
   });
   fs.chmodSync(cfg.socketPath, 0o600);
 
+  if (cfg.cgroup) await joined(child);
   if (cfg.mode === 'exec') {
     await chrooted(pid, () => exitedEarly);
     if (exitedEarly && !fs.existsSync(path.join(cfg.stateDir, 'setup-done'))) {
@@ -421,9 +549,11 @@ async function main() {
   }
   report({ ok: true, taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) });
 
-  void exited.then(([code, signal]) => {
-    const record = exitRecord(code, signal);
+  void exited.then(async ([code, signal]) => {
     if (killTimer) clearTimeout(killTimer);
+    // The task is over: whatever it left in its cgroup goes with it.
+    if (cfg.cgroup) await killCgroup(cfg.cgroup);
+    const record = exitRecord(code, signal, oomKills(cfg.cgroup) > oomBaseline);
     // Let the pipes drain, unless a leftover grandchild holds them open.
     const finish = () => {
       for (const f of files) f.close();

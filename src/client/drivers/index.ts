@@ -3,6 +3,7 @@
 export type {
   TaskDriver,
   TaskConfig,
+  TaskResources,
   TaskMount,
   TaskLogConfig,
   TaskHandle,

@@ -19,10 +19,10 @@ export class RawExecDriver extends ExecutorDriver {
   };
 
   async fingerprint(): Promise<DriverInfo> {
-    return { detected: true, healthy: true, healthReason: 'ready', networkModes: [...this.capabilities.networkModes] };
+    return { detected: true, healthy: true, healthReason: 'ready', networkModes: [...this.capabilities.networkModes], cgroups: this.cgroups };
   }
 
-  protected execTarget(handle: TaskHandle, command: string[]): { argv: string[]; env: Record<string, string>; cwd: string } {
+  protected execTarget(handle: TaskHandle, command: string[], _tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string } {
     const nsenter = handle.networkNamespacePath ? ['nsenter', `--net=${handle.networkNamespacePath}`, '--'] : [];
     return { argv: [...nsenter, ...command], env: this.taskEnv(handle.taskPid), cwd: handle.taskDir };
   }

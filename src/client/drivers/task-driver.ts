@@ -4,6 +4,7 @@
 // recoverTask after an agent restart.
 
 import type { DriverInfo } from '../../structs/index.js';
+import type { TaskCgroup } from '../cgroups/index.js';
 
 /** A bind mount of a host path into the task. */
 export interface TaskMount {
@@ -45,7 +46,19 @@ export interface TaskConfig {
   logs: TaskLogConfig;
   /** Default grace between the stop signal and SIGKILL. */
   killTimeoutMs: number;
-  resources: { cpuMhz: number; memoryMb: number };
+  resources: TaskResources;
+}
+
+/** A task's `resources`, enforced through its cgroup where the host has cgroups. */
+export interface TaskResources {
+  cpuMhz: number;
+  memoryMb: number;
+  /** Hard memory ceiling (oversubscription); the limit is memoryMb without it. */
+  memoryMaxMb?: number;
+  /** Hard CPU quota in cores. */
+  cores?: number;
+  /** Most processes/threads. */
+  pidsMax?: number;
 }
 
 /**
@@ -70,6 +83,8 @@ export interface TaskHandle {
   taskDir: string;
   networkNamespacePath?: string;
   logs: { disabled: boolean; dir: string };
+  /** The task's cgroup, when the host has cgroups. */
+  cgroup?: TaskCgroup;
   /** Milliseconds since the epoch. */
   startedAt: number;
 }
@@ -97,18 +112,26 @@ export interface TaskStatus {
   pid: number;
 }
 
-/** Resource usage of the task's whole process tree, read from the kernel (/proc). */
+/**
+ * Resource usage of the task's whole process tree: from its cgroup (source
+ * 'cgroup'), else summed over its process tree in /proc (source 'proc',
+ * where the cgroup-only figures are 0).
+ */
 export interface TaskResourceUsage {
   /** Milliseconds since the epoch when sampled. */
   timestamp: number;
+  source: 'cgroup' | 'proc';
   cpu: {
     userMs: number;
     systemMs: number;
     totalMs: number;
     /** Percent of one core since the previous taskStats call for this task (0 on the first). */
     percent: number;
+    /** CFS periods in which the task hit its `cores` quota. */
+    throttledPeriods: number;
+    throttledMs: number;
   };
-  memory: { rssBytes: number };
+  memory: { rssBytes: number; cacheBytes: number; usageBytes: number; maxUsageBytes: number };
   /** Host pids of the process tree. */
   pids: number[];
 }
@@ -155,6 +178,8 @@ export interface DriverCapabilities {
 export interface TaskDriver {
   readonly name: string;
   readonly capabilities: DriverCapabilities;
+  /** The cgroup hierarchy tasks are put in: 'v1', 'v2', or 'none' (limits are not enforced). */
+  readonly cgroups: 'v1' | 'v2' | 'none';
   /** Whether the driver can run here. Never throws. */
   fingerprint(): Promise<DriverInfo>;
   /**
@@ -183,6 +208,18 @@ export interface TaskDriver {
   /** Sends a signal (e.g. 'SIGUSR1') to the task. Throws DRIVER_INVALID_SIGNAL, or DRIVER_TASK_NOT_RUNNING if it exited. */
   signalTask(taskId: string, signal: string): Promise<void>;
   taskStats(taskId: string): Promise<TaskResourceUsage>;
+  /**
+   * Applies new resources to a running task's cgroup without restarting it.
+   * Resolves false where that is not possible (no cgroups; the kernel refused,
+   * e.g. a memory limit below current use on v1). Never throws but TASK_NOT_FOUND.
+   */
+  updateTaskResources(taskId: string, resources: TaskResources): Promise<boolean>;
+  /**
+   * Kills and removes the cgroups of tasks not in `keep` (`<allocId>.<task>`
+   * names): what is left of tasks this agent no longer runs. Call once after
+   * recovery. Resolves with the names removed. Never throws.
+   */
+  reapOrphans(keep: ReadonlySet<string>): Promise<string[]>;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
   execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }>;
   /** Stops watching tasks (they keep running). Safe twice. */

@@ -28,7 +28,16 @@ export interface RunnerTaskConfig {
   networkNamespacePath?: string;
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
-  resources: { cpuMhz: number; memoryMb: number };
+  resources: RunnerTaskResources;
+}
+
+/** A task's resources as the driver enforces them (see TaskResources of the drivers). */
+export interface RunnerTaskResources {
+  cpuMhz: number;
+  memoryMb: number;
+  memoryMaxMb?: number;
+  cores?: number;
+  pidsMax?: number;
 }
 
 /** A started task as the driver describes it: JSON, persisted by the task runner. */
@@ -56,6 +65,8 @@ export interface RunnerDriver {
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
+  /** Applies new resources to the running task (its cgroup); false where it cannot. */
+  updateTaskResources?(taskId: string, resources: RunnerTaskResources): Promise<boolean>;
 }
 
 /** The calls the network hook makes (R1's NetworkManager has them). */

@@ -14,6 +14,7 @@ export const TASK_EVENTS = {
   restartSignaled: 'Restart Signaled',
   killing: 'Killing',
   killed: 'Killed',
+  oomKilled: 'OOM Killed',
   driverFailure: 'Driver Failure',
   setupFailure: 'Setup Failure',
   taskLost: 'Task Lost',

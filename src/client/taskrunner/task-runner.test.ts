@@ -10,6 +10,9 @@ import { ManualClock, systemClock, type Clock } from '../../lib/index.js';
 import { parseJobSpec, type Allocation, type JobSpecInput, type TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { SqliteClientStateStore, type ClientStateStore } from '../state/index.js';
+import { CgroupV1 } from '../cgroups/index.js';
+import { RawExecDriver } from '../drivers/index.js';
+import type { RunnerDriver } from './driver-port.js';
 import { ProcessDriver } from '../../../test/support/process-driver.js';
 import { TASK_RUNNERS_BUCKET, TaskRunner, type TaskHook, type TaskRunnerRecord } from './task-runner.js';
 import { eventually, nextTurn } from '../../../test/support/eventually.js';
@@ -21,16 +24,22 @@ interface Setup {
   alloc: Allocation;
   driver: ProcessDriver;
   changes: TaskState[];
-  make: (opts?: { driver?: ProcessDriver; clock?: Clock; hooks?: TaskHook[]; store?: ClientStateStore }) => TaskRunner;
+  make: (opts?: { driver?: RunnerDriver; clock?: Clock; hooks?: TaskHook[]; store?: ClientStateStore }) => TaskRunner;
 }
 
-async function setup(t: TestContext, command: string[], group: Partial<JobSpecInput['groups'][number]> = {}, type: 'service' | 'batch' = 'service'): Promise<Setup> {
+async function setup(
+  t: TestContext,
+  command: string[],
+  group: Partial<JobSpecInput['groups'][number]> = {},
+  type: 'service' | 'batch' = 'service',
+  task: Record<string, unknown> = {},
+): Promise<Setup> {
   const dir = mkdtempSync(path.join(tmpdir(), 'btr-'));
   const store = SqliteClientStateStore.open(path.join(dir, 'client.db'));
   const job = parseJobSpec({
     id: 'web',
     type,
-    groups: [{ name: 'g', ...group, tasks: [{ name: 'main', driver: 'raw_exec', config: { command: command[0], args: command.slice(1) } }] }],
+    groups: [{ name: 'g', ...group, tasks: [{ name: 'main', driver: 'raw_exec', config: { command: command[0], args: command.slice(1) }, ...task }] }],
   });
   const alloc = { id: `a${Math.random().toString(16).slice(2, 10)}`, jobId: 'web', taskGroup: 'g', index: 0, nodeId: 'node-7' } as Allocation;
   const allocDir = new AllocDir({ root: path.join(dir, 'allocs'), allocId: alloc.id });
@@ -65,6 +74,33 @@ async function setup(t: TestContext, command: string[], group: Partial<JobSpecIn
 const types = (s: TaskState): string[] => s.events.map((e) => e.type);
 
 describe('TaskRunner', () => {
+  it('a task OOM-killed in its cgroup gets an "OOM Killed" event with its limit, and its restart policy applies', async (t) => {
+    const s = await setup(
+      t,
+      ['sh', '-c', 'x=$(head -c 200000000 /dev/zero | tr "\\0" a)'],
+      { restart: { attempts: 1, interval: '10m', delay: '0s', mode: 'fail' } },
+      'service',
+      { resources: { cpuMhz: 100, memoryMb: 20 } },
+    );
+    const cgroups = new CgroupV1({ parent: `berth-test-${path.basename(s.dir)}` });
+    const driver = new RawExecDriver({ stateDir: path.join(s.dir, 'd'), cgroups });
+    t.after(async () => {
+      await driver.shutdown();
+      for (const g of cgroups.list()) await cgroups.remove(g).catch(() => undefined);
+      cgroups.prune();
+    });
+    const tr = s.make({ driver });
+    await tr.start();
+    await tr.done;
+    const st = tr.state();
+    const ooms = st.events.filter((e) => e.type === 'OOM Killed');
+    assert.equal(ooms.length, 2, types(st).join(', '));
+    assert.match(ooms[0]!.message, /memory limit of 20 MB/);
+    assert.equal(ooms[0]!.details['memoryLimitMb'], '20');
+    assert.equal(st.restarts, 1, 'restarted once by its policy');
+    assert.equal(st.failed, true);
+  });
+
   it('restarts a failing task by its policy with the delay on the clock, then fails it with a readable trail', async (t) => {
     const s = await setup(t, ['sh', '-c', 'exit 3'], { restart: { attempts: 2, interval: '10m', delay: '15s', mode: 'fail' } });
     const clock = new ManualClock(1_000_000);

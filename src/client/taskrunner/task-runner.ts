@@ -7,7 +7,7 @@ import { AbortedError, BerthError, describeError, silentLogger, systemClock, typ
 import type { Allocation, JobType, RestartPolicy, Task, TaskState } from '../../structs/index.js';
 import type { TaskDir } from '../allocdir/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
-import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, TaskMount } from './driver-port.js';
+import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, RunnerTaskResources, TaskMount } from './driver-port.js';
 import { RestartTracker, type RestartTrackerState } from './restart-tracker.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
 
@@ -142,6 +142,20 @@ export class TaskRunner {
     this.#record = saved ?? { state: newTaskState(this.#clock.now()), attempt: 0, restart: { count: 0, windowStart: undefined } };
     this.#tracker = new RestartTracker(opts.restartPolicy, opts.jobType, this.#clock, this.#record.restart);
     if (!saved) this.#persist();
+  }
+
+  /**
+   * A job update changed the task's resources: applies them to the running
+   * task's cgroup without a restart. Resolves false when the task is not
+   * running or the driver/kernel cannot (the new limits then apply at the
+   * next start). Never throws.
+   */
+  async updateResources(resources: Task['resources']): Promise<boolean> {
+    const taskId = this.#record.taskId;
+    if (!taskId || this.#record.state.state !== 'running' || !this.driver.updateTaskResources) return false;
+    const ok = await this.driver.updateTaskResources(taskId, runnerResources(resources)).catch(() => false);
+    if (ok) this.#logger.info({ memoryMb: resources.memoryMb, cpuMhz: resources.cpuMhz }, 'task resources updated in place');
+    return ok;
   }
 
   /** A copy of the task state. */
@@ -321,6 +335,10 @@ export class TaskRunner {
           this.event(TASK_EVENTS.killed, `Task killed: ${this.#killReason} (${describeExit(exit)})`, details);
           break;
         }
+        if (exit.oomKilled) {
+          const limit = this.task.resources.memoryMaxMb ?? this.task.resources.memoryMb;
+          this.event(TASK_EVENTS.oomKilled, `OOM Killed: the task went past its memory limit of ${limit} MB`, { memoryLimitMb: String(limit) });
+        }
         this.event(TASK_EVENTS.terminated, `Task exited: ${describeExit(exit)}`, details);
         if (this.#restartReason !== undefined) {
           const reason = this.#restartReason;
@@ -440,7 +458,7 @@ export class TaskRunner {
       mounts: req.mounts,
       logs: { disabled: task.logs.disabled, dir: td.logsDir, maxFiles: task.logs.maxFiles, maxFileSizeMb: task.logs.maxFileSizeMb },
       killTimeoutMs: this.#opts.killTimeoutMs,
-      resources: { cpuMhz: task.resources.cpuMhz, memoryMb: task.resources.memoryMb },
+      resources: runnerResources(task.resources),
     };
     const netns = this.#opts.networkNamespacePath?.();
     if (netns) cfg.networkNamespacePath = netns;
@@ -493,6 +511,17 @@ export class TaskRunner {
 }
 
 /** Removes a task runner's record (when its allocation is destroyed). Safe to repeat. */
+/** The driver's view of a task's `resources`: what its cgroup enforces. */
+function runnerResources(r: Task['resources']): RunnerTaskResources {
+  return {
+    cpuMhz: r.cpuMhz,
+    memoryMb: r.memoryMb,
+    ...(r.memoryMaxMb !== undefined ? { memoryMaxMb: r.memoryMaxMb } : {}),
+    ...(r.cores !== undefined ? { cores: r.cores } : {}),
+    ...(r.pidsMax !== undefined ? { pidsMax: r.pidsMax } : {}),
+  };
+}
+
 export function forgetTaskRunner(store: ClientStateStore, allocId: string, taskName: string): void {
   store.bucket<TaskRunnerRecord>(TASK_RUNNERS_BUCKET).delete(`${allocId}/${taskName}`);
 }

@@ -24,7 +24,7 @@ const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins
 
 /** What about a node matters to placement: a change here re-evaluates. */
 function nodeSignature(n: Node): string {
-  const drivers = Object.entries(n.drivers).map(([k, d]) => `${k}:${d.detected}:${d.healthy}:${d.networkModes.join(',')}`);
+  const drivers = Object.entries(n.drivers).map(([k, d]) => `${k}:${d.detected}:${d.healthy}:${d.networkModes.join(',')}:${d.cgroups ?? 'none'}`);
   const plugins = Object.entries(n.csiNodePlugins).map(([k, p]) => `${k}:${p.healthy}`);
   return `${n.status}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}`;
 }

@@ -61,6 +61,21 @@ describe('placement', () => {
     assert.deepEqual(r.placements.map((p) => p.nodeId), ['b']);
   });
 
+  it('places a task with memory_enforced only where its driver has cgroups, and says why not elsewhere', () => {
+    const exec = (cgroups?: 'v1' | 'v2' | 'none') => ({
+      exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', 'none'] as Array<'host' | 'none'>, ...(cgroups ? { cgroups } : {}) },
+    });
+    const nodes = [testNode('a', { drivers: exec('none') }), testNode('b', { drivers: exec() }), testNode('c', { drivers: exec('v2') })];
+    const enforced = group({}, { resources: { cpuMhz: 100, memoryMb: 100, memoryEnforced: true } });
+    const r = place(enforced, nodes);
+    assert.deepEqual(r.placements.map((p) => p.nodeId), ['c']);
+    const none = place(enforced, nodes.slice(0, 2));
+    assert.equal(none.placements.length, 0);
+    assert.equal(none.failure?.reasons['could not enforce resources (no cgroups) for driver "exec"'], 2);
+    // Without the flag any node will do.
+    assert.equal(place(group(), nodes.slice(0, 1)).placements.length, 1);
+  });
+
   it('never overcommits cpu or memory, and reports exhaustion', () => {
     const g = group({}, { resources: { cpuMhz: 400, memoryMb: 100 } });
     const r = place(g, [testNode('a'), testNode('b')], { indexes: [0, 1, 2, 3, 4] });

@@ -127,6 +127,9 @@ function staticReason(node: Node, datacenters: readonly string[], group: TaskGro
     const driver = node.drivers[task.driver];
     if (!driver || !driver.detected) return `lacked the driver "${task.driver}"`;
     if (!driver.healthy) return `had an unhealthy driver "${task.driver}"`;
+    if (task.resources.memoryEnforced && (driver.cgroups ?? 'none') === 'none') {
+      return `could not enforce resources (no cgroups) for driver "${task.driver}"`;
+    }
     if (!driver.networkModes.includes(group.network.mode)) {
       return `lacked network mode "${group.network.mode}" in driver "${task.driver}"`;
     }
