@@ -110,7 +110,7 @@ function mib(bytes: number): string {
 async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const id = await s.api.resolve(KINDS.allocation, idArg as string);
   const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
-  const running = a.desiredStatus === 'run' && Object.values(a.taskStates ?? {}).some((t) => t.state === 'running');
+  const running = a.desiredStatus === 'run' && (a.clientStatus === 'running' || Object.values(a.taskStates ?? {}).some((t) => t.state === 'running'));
   const usage = running ? await allocUsage(s, a, tokenOf(opts)) : undefined;
   if (s.out.json) return s.out.document(usage ? { ...a, resourceUsage: usage } : a);
   s.out.fields([
@@ -135,6 +135,11 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line(s.style.bold('CSI Volumes'));
     s.out.table(['ID', 'Plugin', 'Read Only'], a.csiVolumes.map((v) => [v.volumeId, v.pluginId, String(v.readOnly)]));
   }
+  if (usage && 'unavailable' in usage) {
+    s.out.line();
+    s.out.line(s.style.bold('Resource usage'));
+    s.out.line(`usage unavailable: ${usage.unavailable}`);
+  }
   for (const [task, st] of Object.entries(a.taskStates ?? {})) {
     s.out.line();
     s.out.line(s.style.bold(`Task "${task}" is "${st.state}"${st.failed ? ' (failed)' : ''}`));
@@ -143,27 +148,25 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
       ['Started', timestamp(st.startedAt)],
       ['Finished', timestamp(st.finishedAt)],
     ]);
-    if (usage && st.state === 'running') {
+    const u = usage && 'tasks' in usage && st.state === 'running' ? usage.tasks[task] : undefined;
+    if (u) {
       s.out.line();
       s.out.line(s.style.bold('Resource usage'));
-      const u = 'tasks' in usage ? usage.tasks[task] : undefined;
-      if (u) {
-        s.out.table(
-          ['Memory (RSS)', 'Cache', 'Max Usage', 'CPU User', 'CPU System', 'Throttled Periods', 'Pids', 'Source'],
+      s.out.table(
+        ['Memory (RSS)', 'Cache', 'Max Usage', 'CPU User', 'CPU System', 'Throttled Periods', 'Pids', 'Source'],
+        [
           [
-            [
-              mib(u.memory.rssBytes),
-              mib(u.memory.cacheBytes),
-              mib(u.memory.maxUsageBytes),
-              `${(u.cpu.userMs / 1000).toFixed(2)} s`,
-              `${(u.cpu.systemMs / 1000).toFixed(2)} s`,
-              String(u.cpu.throttledPeriods),
-              String(u.pids.length),
-              u.source,
-            ],
+            mib(u.memory.rssBytes),
+            mib(u.memory.cacheBytes),
+            mib(u.memory.maxUsageBytes),
+            `${(u.cpu.userMs / 1000).toFixed(2)} s`,
+            `${(u.cpu.systemMs / 1000).toFixed(2)} s`,
+            String(u.cpu.throttledPeriods),
+            String(u.pids.length),
+            u.source,
           ],
-        );
-      } else s.out.line(`usage unavailable: ${'unavailable' in usage ? usage.unavailable : 'the node agent reported none for this task'}`);
+        ],
+      );
     }
     s.out.line();
     s.out.table(['Time', 'Type', 'Description'], [...st.events].reverse().map((e) => [timestamp(e.at), e.type, e.message]));
