@@ -16,12 +16,18 @@ async function nodeAgentFor(s: ApiSession, idArg: string, token: string | undefi
   const allocId = await s.api.resolve(KINDS.allocation, idArg);
   const { body: alloc } = await s.api.get<Allocation>(KINDS.allocation.getPath(allocId));
   if (!alloc.nodeId) throw new ApiClientError('CLI_NOT_PLACED', `allocation ${allocId} is not placed on a node`, 0);
-  const { body: node } = await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId));
-  if (!node.httpAddr) throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.name} (${node.id.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
-  return { allocId, alloc, agent: new ApiClient({ address: node.httpAddr, signal: s.signal, ...(token ? { token } : {}) }) };
+  return { allocId, alloc, agent: await nodeAgentOf(s, alloc, token) };
 }
 
-function tokenOf(opts: Record<string, unknown>): string | undefined {
+/** An API client for the node agent running `alloc` (placed), at the node's httpAddr. */
+export async function nodeAgentOf(s: ApiSession, alloc: Allocation, token: string | undefined): Promise<ApiClient> {
+  const { body: node } = await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId));
+  if (!node.httpAddr) throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.name} (${node.id.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
+  return new ApiClient({ address: node.httpAddr, signal: s.signal, ...(token ? { token } : {}) });
+}
+
+/** The --token flag, else $BERTH_TOKEN. */
+export function tokenOf(opts: Record<string, unknown>): string | undefined {
   return (opts['token'] as string | undefined) ?? process.env['BERTH_TOKEN'];
 }
 

@@ -5,7 +5,7 @@
 import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node } from '../structs/index.js';
-import { addAllocIoCommands } from './alloc-io-commands.js';
+import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -17,7 +17,10 @@ const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evalu
 export function allocCommand(ctx: CommandContext): Command {
   const alloc = new Command('alloc').description('Inspect allocations, read their logs, run commands in their tasks').enablePositionalOptions();
   apiCommand(
-    alloc.command('status').description('Show an allocation: placement, status, volumes and task events').argument('<id>', 'allocation ID or a unique prefix'),
+    alloc
+      .command('status')
+      .description("Show an allocation: placement, status, volumes, task events and each running task's resource usage")
+      .argument('<id>', 'allocation ID or a unique prefix'),
     ['alloc status 3f2a9c1b', 'alloc status 3f2a --json'],
   ).action(apiAction(ctx, allocStatus));
   addAllocIoCommands(alloc, ctx);
@@ -66,10 +69,50 @@ function collectTopic(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-async function allocStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
+/** A running task's usage as the node agent reports it (GET /v1/client/allocation/:id/stats). */
+interface TaskUsage {
+  source: 'cgroup' | 'proc';
+  cpu: { userMs: number; systemMs: number; percent: number; throttledPeriods: number };
+  memory: { rssBytes: number; cacheBytes: number; usageBytes: number; maxUsageBytes: number };
+  pids: number[];
+}
+
+/** Per running task, or why there is none. */
+type AllocUsage = { tasks: Record<string, TaskUsage> } | { unavailable: string };
+
+/** How long `alloc status` waits for the node agent's usage before it prints without it. */
+const USAGE_TIMEOUT_MS = 5_000;
+
+/**
+ * Asks the allocation's node agent for its running tasks' resource usage.
+ * Never throws but for Ctrl-C: an unreachable node, a refused token or a
+ * node without the allocation becomes `unavailable` with the reason.
+ */
+async function allocUsage(s: ApiSession, a: Allocation, token: string | undefined): Promise<AllocUsage> {
+  const timeout = AbortSignal.timeout(USAGE_TIMEOUT_MS);
+  try {
+    const agent = await nodeAgentOf(s, a, token);
+    const { body } = await agent.request<{ tasks: Record<string, TaskUsage> }>('GET', `/v1/client/allocation/${encodeURIComponent(a.id)}/stats`, {
+      signal: timeout,
+    });
+    return { tasks: body.tasks ?? {} };
+  } catch (err) {
+    if (s.signal.aborted) throw err;
+    if (timeout.aborted) return { unavailable: `the node agent did not answer within ${USAGE_TIMEOUT_MS / 1000} s` };
+    return { unavailable: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const id = await s.api.resolve(KINDS.allocation, idArg as string);
   const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
-  if (s.out.json) return s.out.document(a);
+  const running = a.desiredStatus === 'run' && (a.clientStatus === 'running' || Object.values(a.taskStates ?? {}).some((t) => t.state === 'running'));
+  const usage = running ? await allocUsage(s, a, tokenOf(opts)) : undefined;
+  if (s.out.json) return s.out.document(usage ? { ...a, resourceUsage: usage } : a);
   s.out.fields([
     ['ID', a.id],
     ['Name', a.name],
@@ -92,6 +135,11 @@ async function allocStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     s.out.line(s.style.bold('CSI Volumes'));
     s.out.table(['ID', 'Plugin', 'Read Only'], a.csiVolumes.map((v) => [v.volumeId, v.pluginId, String(v.readOnly)]));
   }
+  if (usage && 'unavailable' in usage) {
+    s.out.line();
+    s.out.line(s.style.bold('Resource usage'));
+    s.out.line(`usage unavailable: ${usage.unavailable}`);
+  }
   for (const [task, st] of Object.entries(a.taskStates ?? {})) {
     s.out.line();
     s.out.line(s.style.bold(`Task "${task}" is "${st.state}"${st.failed ? ' (failed)' : ''}`));
@@ -100,6 +148,26 @@ async function allocStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
       ['Started', timestamp(st.startedAt)],
       ['Finished', timestamp(st.finishedAt)],
     ]);
+    const u = usage && 'tasks' in usage && st.state === 'running' ? usage.tasks[task] : undefined;
+    if (u) {
+      s.out.line();
+      s.out.line(s.style.bold('Resource usage'));
+      s.out.table(
+        ['Memory (RSS)', 'Cache', 'Max Usage', 'CPU User', 'CPU System', 'Throttled Periods', 'Pids', 'Source'],
+        [
+          [
+            mib(u.memory.rssBytes),
+            mib(u.memory.cacheBytes),
+            mib(u.memory.maxUsageBytes),
+            `${(u.cpu.userMs / 1000).toFixed(2)} s`,
+            `${(u.cpu.systemMs / 1000).toFixed(2)} s`,
+            String(u.cpu.throttledPeriods),
+            String(u.pids.length),
+            u.source,
+          ],
+        ],
+      );
+    }
     s.out.line();
     s.out.table(['Time', 'Type', 'Description'], [...st.events].reverse().map((e) => [timestamp(e.at), e.type, e.message]));
   }

@@ -143,6 +143,11 @@ async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: num
     let allocs = (await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace })).body;
     const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex && a.desiredStatus === 'run');
     for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);
+    // Older allocations this submission moved to the new job version without a stop (resource-only changes).
+    const inPlace = allocs.filter(
+      (a) => a.createIndex < submitIndex && a.modifyIndex >= submitIndex && a.jobVersion === job.version && a.desiredStatus === 'run',
+    );
+    for (const a of inPlace) say(`    Allocation "${shortId(a.id)}" updated in place: node "${shortId(a.nodeId)}", group "${a.taskGroup}" (new resources, no restart)`);
     say(`    Evaluation status changed: "pending" -> "${ev.status}"`);
     for (const [group, failure] of Object.entries(ev.failedPlacements ?? {})) {
       say(`    Task group "${group}" (failed to place ${failure.unplaced} allocation${failure.unplaced === 1 ? '' : 's'}):`);
@@ -152,6 +157,11 @@ async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: num
     if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
     if (ev.status === 'blocked' && mine(allocs).length === 0) {
       return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
+    }
+    if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {
+      const n = ev.updatedInPlace ?? 0;
+      say(`==> ${n} allocation${n === 1 ? '' : 's'} updated in place`);
+      return result(true, 'updated in place', inPlace);
     }
     if (mine(allocs).length === 0) {
       say('    No allocations placed (nothing to change, or no eligible nodes)');

@@ -55,8 +55,12 @@ export interface AllocRunnerHandle {
   run(): Promise<void>;
   /** After an agent restart: reattaches tasks from saved handles, runs nothing anew. */
   restore(): Promise<void>;
-  /** A new version of the allocation from the server (desiredStatus stop/evict stops it). */
-  update(alloc: Allocation): void;
+  /**
+   * A new version of the allocation from the server (desiredStatus stop/evict
+   * stops it), with the job it belongs to; a running allocation moved to a
+   * newer job version takes that version's task resources in place.
+   */
+  update(alloc: Allocation, job?: Job): void;
   /** Stops everything and removes the allocation directory. */
   destroy(): Promise<void>;
   /** The agent stops: tasks keep running. */
@@ -483,7 +487,7 @@ export class Client {
     for (const entry of updates) {
       const successor = entry.alloc.desiredStatus !== 'run' ? this.#pluginSuccessor(entry) : undefined;
       if (successor) this.#track(this.#stopAfterHandover(entry, successor));
-      else entry.runner.update(entry.alloc);
+      else entry.runner.update(entry.alloc, entry.job);
     }
     // Allocations the server no longer has for this node: garbage-collected, so destroyed here.
     for (const [allocId, entry] of [...this.#runners]) {

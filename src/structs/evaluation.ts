@@ -42,6 +42,8 @@ export interface Evaluation {
   /** Allocations placed / stopped by this evaluation. */
   placed: number;
   stopped: number;
+  /** Allocations whose tasks' resources were updated in place (same allocation, no restart). Absent on older evaluations. */
+  updatedInPlace?: number;
   /** The node whose change triggered it, for node-update. */
   nodeId?: string;
   /** Milliseconds since the epoch before which it must not run (delayed reschedules). 0 = now. */

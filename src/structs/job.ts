@@ -216,8 +216,19 @@ export interface Job extends JobSpec {
   status: JobStatus;
   /** Increases by one on every spec change (not on stop/start alone). */
   version: number;
-  /** The job version at which each group's spec last changed; allocations older than this are replaced. */
+  /**
+   * The job version at which each group's spec last changed other than in its
+   * count or its tasks' resource values; allocations older than this are replaced.
+   */
   groupVersions: Record<string, number>;
+  /**
+   * The job version at which each group's tasks' resource values (memory,
+   * memory_max, cpu, cores, pids) last changed; a live allocation older than
+   * this but not than `groupVersions` is updated in place when the new
+   * resources fit on its node. Absent on jobs stored before it existed (then
+   * `groupVersions` stands for it).
+   */
+  groupResourceVersions?: Record<string, number>;
   /** Milliseconds since the epoch. */
   submitTime: number;
   createIndex: number;
@@ -225,7 +236,7 @@ export interface Job extends JobSpec {
 }
 
 /** Fields of a stored job that a submitted spec may carry (a read sent back) and that are ignored. */
-export const SERVER_JOB_FIELDS = ['stop', 'status', 'version', 'groupVersions', 'submitTime', 'createIndex', 'modifyIndex'] as const;
+export const SERVER_JOB_FIELDS = ['stop', 'status', 'version', 'groupVersions', 'groupResourceVersions', 'submitTime', 'createIndex', 'modifyIndex'] as const;
 
 /** One problem with a job spec: where (e.g. `groups[0].tasks[1].volumeMounts[0].propagationMode`) and what. */
 export interface JobProblem {

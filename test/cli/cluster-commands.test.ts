@@ -216,8 +216,11 @@ describe('berth CLI against a real server', () => {
     assert.equal(alloc.code, 0, alloc.stderr);
     assert.match(alloc.stdout, new RegExp(`^ID\\s+${allocId}$`, 'm'));
     assert.match(alloc.stdout, /^Client Status\s+running$/m);
+    // This node is played by the test and has no HTTP address: the status prints, with why usage is missing.
+    assert.match(alloc.stdout, /^usage unavailable: node cli-node-1 \(\w{8}\) reports no HTTP address; is its agent running\?$/m);
     const allocJson = json<Allocation>(await c.cli(['alloc', 'status', allocId, '--json']));
     assert.equal(allocJson.id, allocId);
+    assert.match((allocJson as Allocation & { resourceUsage: { unavailable: string } }).resourceUsage.unavailable, /reports no HTTP address/);
 
     const nodes = await c.cli(['node', 'status']);
     assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+cli-node-1\\s+dc1\\s+raw_exec\\s+hp\\s+ready$`, 'm'));

@@ -6,7 +6,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { RunnerDriver } from '../taskrunner/index.js';
-import { ALLOC_RUNNERS_BUCKET } from './alloc-records.js';
+import { ALLOC_RUNNERS_BUCKET, savedAllocRunners } from './alloc-records.js';
 import { eventually, makeAlloc, makeJob, mountPointsUnder, Node } from '../../../test/support/client-allocrunner.js';
 
 describe('AllocRunner', () => {
@@ -68,6 +68,35 @@ describe('AllocRunner', () => {
     assert.deepEqual(events.slice(-2).map((e) => e.type), ['Killing', 'Killed']);
     assert.match(events.at(-1)!.message, /allocation stopped: job stopped/);
     assert.equal(r.status().taskStates['main']!.failed, false);
+  });
+
+  it('an in-place update (new job version, only resources changed): tasks keep running, "Resources Updated", the saved job follows', async (t) => {
+    const node = new Node();
+    t.after(() => node.cleanup());
+    await node.start();
+    const spec = (memoryMb: number) => ({
+      id: 'grow',
+      groups: [{ name: 'g', tasks: [{ name: 'main', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['600'] }, resources: { memoryMb } }] }],
+    });
+    const job = makeJob(spec(64));
+    const alloc = makeAlloc(job);
+    const r = node.runner(alloc, job);
+    await r.run();
+    assert.equal(r.status().clientStatus, 'running');
+    const next = { ...makeJob(spec(96)), version: 1 };
+    r.update({ ...alloc, jobVersion: 1, resources: { cpuMhz: 100, memoryMb: 96 } }, next);
+    const updated = await eventually('the Resources Updated event', () =>
+      r.status().taskStates['main']!.events.find((e) => e.type === 'Resources Updated'),
+    );
+    assert.match(updated.message, /memory 96 MB/);
+    assert.equal(r.status().clientStatus, 'running');
+    assert.deepEqual(r.status().taskStates['main']!.events.map((e) => e.type).filter((e) => e === 'Started' || e === 'Killed'), ['Started']);
+    // What an agent restart rebuilds the runner from: the new version and its resources.
+    const saved = savedAllocRunners(node.store).find((x) => x.alloc.id === alloc.id);
+    assert.equal(saved?.alloc.jobVersion, 1);
+    assert.equal(saved?.job.groups[0]!.tasks[0]!.resources.memoryMb, 96);
+    r.update({ ...alloc, jobVersion: 1, desiredStatus: 'stop' });
+    await eventually('the allocation is complete', () => node.statusOf(alloc.id)?.clientStatus === 'complete');
   });
 
   it('network mode none: the group gets its own namespace with only loopback, removed in postrun', async (t) => {

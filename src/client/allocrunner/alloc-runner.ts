@@ -6,7 +6,7 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import type { AllocClientStatus, Allocation, CsiPluginType, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
+import type { AllocClientStatus, Allocation, CsiPluginType, Job, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import type { Bucket } from '../state/index.js';
 import {
@@ -257,9 +257,14 @@ export class AllocRunner {
    * evict stops the tasks and runs postrun (unmount, release, network). The
    * first update after restore() lets the runner act again. Never throws.
    */
-  update(alloc: Allocation): void {
+  update(alloc: Allocation, job?: Job): void {
+    const before = this.#record.alloc;
     this.#record.alloc = alloc;
+    // The server moved the allocation to a new job version without a stop: only its tasks' resources changed.
+    const inPlace = job && alloc.desiredStatus === 'run' && alloc.jobVersion > before.jobVersion && alloc.jobVersion === job.version;
+    if (inPlace) this.#record.job = jobWithoutMountFlags(job);
     this.#save();
+    if (inPlace) void this.#updateResources(job);
     if (alloc.desiredStatus !== 'run') {
       void this.#stop(`allocation ${alloc.desiredStatus === 'evict' ? 'evicted' : 'stopped'}${alloc.desiredDescription ? `: ${alloc.desiredDescription}` : ''}`);
       return;
@@ -274,6 +279,31 @@ export class AllocRunner {
     }
     for (const t of this.#tasks.values()) t.resume();
     this.#maybePostrun();
+  }
+
+  /**
+   * Applies the resources of `job`'s version of the group to every task whose
+   * resources changed (live in its cgroup where the driver and kernel allow,
+   * at its next start otherwise), with a "Resources Updated" task event.
+   * Never throws.
+   */
+  async #updateResources(job: Job): Promise<void> {
+    const group = job.groups.find((g) => g.name === this.#record.alloc.taskGroup);
+    for (const task of group?.tasks ?? []) {
+      const runner = this.#tasks.get(task.name);
+      if (!runner || JSON.stringify(runner.task.resources) === JSON.stringify(task.resources)) continue;
+      const live = await runner.updateResources(task.resources);
+      const r = task.resources;
+      const what = [`memory ${r.memoryMb} MB`, r.memoryMaxMb ? `memory max ${r.memoryMaxMb} MB` : '', `cpu ${r.cpuMhz} MHz`, r.cores ? `cores ${r.cores}` : '', r.pidsMax ? `pids ${r.pidsMax}` : '']
+        .filter(Boolean)
+        .join(', ');
+      runner.event(
+        TASK_EVENTS.resourcesUpdated,
+        live ? `Resources updated in place: ${what}` : `Resources updated: ${what} (applied at the next start)`,
+        { memoryMb: String(r.memoryMb), cpuMhz: String(r.cpuMhz), live: String(live) },
+      );
+      this.#logger.info({ task: task.name, live, memoryMb: r.memoryMb, cpuMhz: r.cpuMhz }, 'task resources updated');
+    }
   }
 
   /**

@@ -26,6 +26,7 @@ export const TASK_EVENTS = {
   volumeMounted: 'Volume Mounted',
   volumeUnmounted: 'Volume Unmounted',
   volumeWaiting: 'Volume Waiting',
+  resourcesUpdated: 'Resources Updated',
 } as const;
 
 export type TaskEventType = (typeof TASK_EVENTS)[keyof typeof TASK_EVENTS];

@@ -106,7 +106,6 @@ function deferred(): Deferred {
  */
 export class TaskRunner {
   readonly name: string;
-  readonly task: Task;
   readonly driver: RunnerDriver;
   readonly #opts: TaskRunnerOptions;
   readonly #logger: Logger;
@@ -128,11 +127,13 @@ export class TaskRunner {
   #isDone = false;
   /** Restored and not resumed yet: an exit is not acted on (no restart) before resume() or kill(). */
   #held = false;
+  /** The task's spec; its resources follow in-place updates. */
+  #task: Task;
 
   constructor(opts: TaskRunnerOptions) {
     this.#opts = opts;
     this.name = opts.task.name;
-    this.task = opts.task;
+    this.#task = opts.task;
     this.driver = opts.driver;
     this.#clock = opts.clock ?? systemClock;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'task-runner', allocId: opts.alloc.id, task: opts.task.name });
@@ -144,13 +145,20 @@ export class TaskRunner {
     if (!saved) this.#persist();
   }
 
+  /** The task's spec, with the resources of the latest in-place update. */
+  get task(): Task {
+    return this.#task;
+  }
+
   /**
    * A job update changed the task's resources: applies them to the running
-   * task's cgroup without a restart. Resolves false when the task is not
-   * running or the driver/kernel cannot (the new limits then apply at the
-   * next start). Never throws.
+   * task's cgroup without a restart. Every later start of the task (restart
+   * policy) uses them too. Resolves false when the task is not running or
+   * the driver/kernel cannot apply them live (they then apply at the next
+   * start). Never throws.
    */
   async updateResources(resources: Task['resources']): Promise<boolean> {
+    this.#task = { ...this.#task, resources };
     const taskId = this.#record.taskId;
     if (!taskId || this.#record.state.state !== 'running' || !this.driver.updateTaskResources) return false;
     const ok = await this.driver.updateTaskResources(taskId, runnerResources(resources)).catch(() => false);
@@ -423,7 +431,8 @@ export class TaskRunner {
   }
 
   #taskConfig(req: PrestartRequest): RunnerTaskConfig {
-    const { task, alloc } = this.#opts;
+    const { alloc } = this.#opts;
+    const task = this.#task;
     const command = task.config['command'];
     const args = task.config['args'] ?? [];
     if (typeof command !== 'string' || command === '') throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`);

@@ -24,6 +24,7 @@ import {
   placeGroup,
   reconcile,
   reconcileSystem,
+  type InPlaceUpdate,
   type NodeUsage,
   type PlacementVolume,
   type PlaceRequest,
@@ -192,6 +193,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const job = txn.get('jobs', rowKey(namespace, jobId));
   const allocs = jobAllocations(txn, namespace, jobId);
   let stops: StopDecision[] = [];
+  let inPlace: InPlaceUpdate[] = [];
   const placed: Array<RowInput<'allocations'>> = [];
   const failures: Record<string, PlacementFailure> = {};
   let followUpAt: number | undefined;
@@ -204,8 +206,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     const nodesById = new Map(nodes.map((n) => [n.id, n]));
 
     if (job.type === 'system') {
-      const sys = reconcileSystem(job, allocs, nodes);
+      const sys = reconcileSystem(job, allocs, nodes, { usage });
       stops = sys.stop;
+      inPlace = sys.inPlace;
       for (const miss of sys.missing) {
         const group = job.groups.find((g) => g.name === miss.group);
         const node = nodesById.get(miss.nodeId) as Node;
@@ -219,8 +222,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         } else if (r.failure) mergeFailure(failures, group.name, r.failure);
       }
     } else {
-      const plan = reconcile(job, allocs, nodesById, opts.now);
+      const plan = reconcile(job, allocs, nodesById, opts.now, { usage });
       stops = plan.stop;
+      inPlace = plan.inPlace;
       followUpAt = plan.followUpAt;
       for (const group of job.groups) {
         const reqs = plan.place.filter((p) => p.group === group.name);
@@ -248,7 +252,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const failed = Object.keys(failures).length > 0;
   const existing = opts.evalId ? txn.get('evaluations', rowKey(opts.evalId)) : undefined;
   // Re-checking a blocked evaluation that still cannot place anything changes nothing.
-  if (!opts.always && stops.length === 0 && placed.length === 0 && (!existing || existing.status === 'blocked')) {
+  if (!opts.always && stops.length === 0 && placed.length === 0 && inPlace.length === 0 && (!existing || existing.status === 'blocked')) {
     return followUpAt === undefined ? {} : { followUpAt };
   }
 
@@ -264,6 +268,13 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     txn.put('allocations', next);
   }
   for (const a of placed) txn.put('allocations', a);
+  // Same allocation, new job version and resources: its node applies them to the running tasks.
+  for (const u of inPlace) {
+    const a = byId.get(u.allocId);
+    const group = job?.groups.find((g) => g.name === u.group);
+    if (!a || !job || !group) continue;
+    txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), modifyTime: opts.now });
+  }
 
   if (job) {
     const status = jobStatusOf(job, jobAllocations(txn, namespace, jobId));
@@ -282,11 +293,12 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     priority: job?.priority ?? existing?.priority ?? 50,
     triggeredBy: existing?.triggeredBy ?? opts.trigger,
     status: blocked ? 'blocked' : 'complete',
-    statusDescription: blocked ? 'some allocations could not be placed' : placed.length || stops.length ? 'done' : 'nothing to do',
+    statusDescription: blocked ? 'some allocations could not be placed' : placed.length || stops.length || inPlace.length ? 'done' : 'nothing to do',
     blockedReason,
     failedPlacements: failures,
     placed: placed.length,
     stopped: stops.length,
+    updatedInPlace: inPlace.length,
     waitUntil: 0,
     createTime: existing?.createTime ?? opts.now,
     modifyTime: opts.now,

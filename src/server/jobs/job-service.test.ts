@@ -101,6 +101,40 @@ function rejected(fn: () => unknown): JobValidationError {
 }
 
 describe('job service', () => {
+  it('updates an allocation in place on a resource-only change that fits, and replaces it otherwise', () => {
+    store.write((txn) => txn.put('nodes', testNode('n1')));
+    const web = (resources: Record<string, unknown>, env: Record<string, string> = {}) => ({
+      id: 'web',
+      groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', env, resources: { cpuMhz: 100, ...resources } }] }],
+    });
+    jobs.register(web({ memoryMb: 64 }));
+    const [first] = store.snapshot().list('allocations');
+
+    // Only memory and pids changed, and 96 MB fits on the 1000 MB node: same allocation, new version and resources.
+    const grown = jobs.register(web({ memoryMb: 96, pidsMax: 50 }));
+    assert.equal(grown.job.version, 1);
+    assert.deepEqual([grown.evaluation.updatedInPlace, grown.evaluation.placed, grown.evaluation.stopped], [1, 0, 0]);
+    const [same] = store.snapshot().list('allocations');
+    assert.equal(same!.id, first!.id);
+    assert.equal(same!.desiredStatus, 'run');
+    assert.equal(same!.jobVersion, 1);
+    assert.deepEqual(same!.resources, { cpuMhz: 100, memoryMb: 96 });
+
+    // 2000 MB does not fit on the node: the allocation is stopped (its replacement cannot be placed either).
+    const huge = jobs.register(web({ memoryMb: 2000 }));
+    assert.deepEqual([huge.evaluation.updatedInPlace, huge.evaluation.stopped], [0, 1]);
+    assert.equal(store.snapshot().get('allocations', rowKey(first!.id))!.desiredStatus, 'stop');
+
+    // Back to a size that fits, then a change of anything else: replaced, not updated in place.
+    const back = jobs.register(web({ memoryMb: 96 }));
+    const current = store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' });
+    assert.equal(current.length, 1);
+    assert.equal(back.evaluation.placed, 1);
+    const env = jobs.register(web({ memoryMb: 128 }, { MODE: 'fast' }));
+    assert.deepEqual([env.evaluation.updatedInPlace, env.evaluation.stopped, env.evaluation.placed], [0, 1, 1]);
+    assert.equal(store.snapshot().get('allocations', rowKey(current[0]!.id))!.desiredStatus, 'stop');
+  });
+
   it('places a CSI job only on the node with a healthy node plugin, and says why not elsewhere', () => {
     seed();
     const { job, evaluation } = jobs.register(csiJob());

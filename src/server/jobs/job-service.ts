@@ -13,6 +13,7 @@ import {
   type Evaluation,
   type Job,
   type JobSpec,
+  type TaskGroup,
   type TaskState,
 } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
@@ -49,8 +50,26 @@ function sameSpec(a: unknown, b: unknown): boolean {
 }
 
 function specOf(job: Job): JobSpec {
-  const { stop: _s, status: _st, version: _v, groupVersions: _g, submitTime: _t, createIndex: _c, modifyIndex: _m, ...spec } = job;
+  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, createIndex: _c, modifyIndex: _m, ...spec } =
+    job;
   return spec;
+}
+
+/** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
+const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;
+
+/** A group without what changes neither its allocations nor their tasks: its count, and with `resources` its tasks' resource values. */
+function comparable(group: TaskGroup, withoutResources: boolean): unknown {
+  if (!withoutResources) return { ...group, count: 0 };
+  return {
+    ...group,
+    count: 0,
+    tasks: group.tasks.map((t) => {
+      const resources: Record<string, unknown> = { ...t.resources };
+      for (const f of IN_PLACE_RESOURCE_FIELDS) delete resources[f];
+      return { ...t, resources };
+    }),
+  };
 }
 
 export class JobService {
@@ -80,16 +99,21 @@ export class JobService {
       const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
       let version = 0;
       const groupVersions: Record<string, number> = {};
+      const groupResourceVersions: Record<string, number> = {};
       if (prev) {
         const changed = !sameSpec(specOf(prev), spec);
         version = changed ? prev.version + 1 : prev.version;
         for (const g of spec.groups) {
           const old = prev.groups.find((p) => p.name === g.name);
-          // A count change alone scales; any other change replaces the group's allocations.
-          groupVersions[g.name] = old && sameSpec({ ...old, count: 0 }, { ...g, count: 0 }) ? (prev.groupVersions[g.name] ?? prev.version) : version;
+          // A count change alone scales; a change of tasks' resource values alone updates
+          // the allocations in place where they fit; any other change replaces them.
+          const prevGroup = prev.groupVersions[g.name] ?? prev.version;
+          groupVersions[g.name] = old && sameSpec(comparable(old, true), comparable(g, true)) ? prevGroup : version;
+          groupResourceVersions[g.name] =
+            old && sameSpec(comparable(old, false), comparable(g, false)) ? (prev.groupResourceVersions?.[g.name] ?? prevGroup) : version;
         }
       } else {
-        for (const g of spec.groups) groupVersions[g.name] = 0;
+        for (const g of spec.groups) groupVersions[g.name] = groupResourceVersions[g.name] = 0;
       }
       const job = txn.put('jobs', {
         ...spec,
@@ -97,6 +121,7 @@ export class JobService {
         status: prev?.status ?? 'pending',
         version,
         groupVersions,
+        groupResourceVersions,
         submitTime: now,
         ...(prev ? { createIndex: prev.createIndex } : {}),
       });

@@ -4,6 +4,7 @@ export {
   placeGroup,
   groupResources,
   emptyUsage,
+  fitsInPlace,
   type PlacementVolume,
   type NodeUsage,
   type PlaceGroupInput,
@@ -17,4 +18,6 @@ export {
   type StopDecision,
   type PlaceRequest,
   type ReconcileResult,
+  type ReconcileOptions,
+  type InPlaceUpdate,
 } from './reconcile.js';

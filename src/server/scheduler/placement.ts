@@ -78,6 +78,26 @@ export function groupResources(group: TaskGroup): { cpuMhz: number; memoryMb: nu
   return { cpuMhz, memoryMb };
 }
 
+/**
+ * Whether an allocation on `node` whose group now needs `need` still fits
+ * there when its `current` share is given back: the same CPU/memory
+ * accounting placement uses. On true, `used` is updated (the difference is
+ * counted) so that later decisions of the same evaluation see it.
+ */
+export function fitsInPlace(
+  node: Node,
+  used: NodeUsage,
+  current: { cpuMhz: number; memoryMb: number } | undefined,
+  need: { cpuMhz: number; memoryMb: number },
+): boolean {
+  const cpuMhz = used.cpuMhz - (current?.cpuMhz ?? 0) + need.cpuMhz;
+  const memoryMb = used.memoryMb - (current?.memoryMb ?? 0) + need.memoryMb;
+  if (cpuMhz > node.resources.cpuMhz || memoryMb > node.resources.memoryMb) return false;
+  used.cpuMhz = cpuMhz;
+  used.memoryMb = memoryMb;
+  return true;
+}
+
 interface VolumeNeed {
   volumeId: string;
   readOnly: boolean;

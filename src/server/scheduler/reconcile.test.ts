@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseJobSpec, type Allocation, type Job, type Node } from '../../structs/index.js';
+import { emptyUsage, type NodeUsage } from './placement.js';
 import { reconcile, reconcileSystem } from './reconcile.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 
@@ -50,7 +51,7 @@ describe('reconcile', () => {
 
   it('has nothing to do when the allocations match the spec', () => {
     const r = reconcile(job(), [alloc(0), alloc(1), alloc(2)], up, 0);
-    assert.deepEqual(r, { stop: [], place: [] });
+    assert.deepEqual(r, { stop: [], place: [], inPlace: [] });
   });
 
   it('stops the highest indexes when scaled down, and everything when the job stops', () => {
@@ -86,7 +87,7 @@ describe('reconcile', () => {
     const second = alloc(2, { clientStatus: 'failed', desiredStatus: 'stop', rescheduleAttempts: 1, previousAllocation: first.id, createTime: now - 600_000 });
     const third = alloc(2, { clientStatus: 'failed', rescheduleAttempts: 2, previousAllocation: second.id, createTime: now - 300_000 });
     const none = reconcile(job(), [alloc(0), alloc(1), first, second, third], up, now);
-    assert.deepEqual(none, { stop: [], place: [] });
+    assert.deepEqual(none, { stop: [], place: [], inPlace: [] });
     // Once the older reschedule has left the interval, one attempt is free again.
     const later = reconcile(job(), [alloc(0), alloc(1), first, second, third], up, now + 3_000_000);
     assert.equal(later.place.length, 1);
@@ -99,12 +100,12 @@ describe('reconcile', () => {
     assert.equal(changed.place.length, 3);
     assert.ok(changed.place.every((p) => p.previousAllocation));
     const unchanged = reconcile(job({}, { version: 2, groupVersions: { g: 1 } }), allocs, up, 0);
-    assert.deepEqual(unchanged, { stop: [], place: [] });
+    assert.deepEqual(unchanged, { stop: [], place: [], inPlace: [] });
   });
 
   it('leaves a finished batch allocation alone', () => {
     const r = reconcile(job({ type: 'batch' }), [alloc(0, { clientStatus: 'complete' }), alloc(1), alloc(2)], up, 0);
-    assert.deepEqual(r, { stop: [], place: [] });
+    assert.deepEqual(r, { stop: [], place: [], inPlace: [] });
   });
 
   it('runs a system job on every node that is up, including nodes that join later', () => {
@@ -114,5 +115,61 @@ describe('reconcile', () => {
     const later = reconcileSystem(sys, [alloc(0, { nodeId: 'n1' }), alloc(0, { nodeId: 'n2' })], [testNode('n1'), testNode('n2'), testNode('n4')]);
     assert.deepEqual(later.missing.map((m) => m.nodeId), ['n4']);
     assert.equal(later.stop.length, 0);
+  });
+
+  describe('in-place updates (only tasks\' resource values changed)', () => {
+    // Version 2 changed only resources (groupVersions stays at 1): the group now needs 200 MHz / 400 MB per allocation.
+    const resized = (memoryMb: number): Job =>
+      job({ groups: [{ name: 'g', count: 2, tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 200, memoryMb } }] }] }, {
+        version: 2,
+        groupVersions: { g: 1 },
+        groupResourceVersions: { g: 2 },
+      });
+    const used = (memoryMb: number): Map<string, NodeUsage> => new Map([['n1', { ...emptyUsage(), cpuMhz: 200, memoryMb }]]);
+    const running = (): Allocation[] => [alloc(0, { resources: { cpuMhz: 100, memoryMb: 100 } }), alloc(1, { resources: { cpuMhz: 100, memoryMb: 100 } })];
+
+    it('updates live allocations in place when the new resources fit on their node, and counts them there', () => {
+      const allocs = running();
+      const usage = used(200);
+      const r = reconcile(resized(400), allocs, up, 0, { usage });
+      assert.deepEqual(r.inPlace, allocs.map((a) => ({ allocId: a.id, group: 'g' })));
+      assert.deepEqual([r.stop, r.place], [[], []]);
+      // 200 MB in use, each allocation grows from 100 to 400 MB.
+      assert.equal(usage.get('n1')!.memoryMb, 800);
+      assert.equal(usage.get('n1')!.cpuMhz, 400);
+    });
+
+    it('replaces an allocation whose new resources no longer fit on its node', () => {
+      const allocs = running();
+      const r = reconcile(resized(400), allocs, up, 0, { usage: used(500) });
+      // A 1000 MB node with 500 MB used: 500 - 100 + 400 = 800 fits for the first; 800 - 100 + 400 = 1100 does not for the second.
+      assert.deepEqual(r.inPlace, [{ allocId: allocs[0]!.id, group: 'g' }]);
+      assert.deepEqual(r.stop, [{ allocId: allocs[1]!.id, description: 'job updated', lost: false }]);
+      assert.deepEqual(r.place, [{ group: 'g', index: 1, previousAllocation: allocs[1]!.id, rescheduleAttempts: 0 }]);
+    });
+
+    it('replaces allocations when anything else of the group changed too, or without usage to check against', () => {
+      const allocs = running();
+      const other = reconcile({ ...resized(400), groupVersions: { g: 2 } }, allocs, up, 0, { usage: used(200) });
+      assert.deepEqual(other.inPlace, []);
+      assert.equal(other.stop.length, 2);
+      assert.equal(other.place.length, 2);
+      const blind = reconcile(resized(400), allocs, up, 0);
+      assert.deepEqual(blind.inPlace, []);
+      assert.equal(blind.stop.length, 2);
+    });
+
+    it('leaves allocations already at the new version alone', () => {
+      const allocs = running().map((a) => ({ ...a, jobVersion: 2 }));
+      assert.deepEqual(reconcile(resized(400), allocs, up, 0, { usage: used(200) }), { stop: [], place: [], inPlace: [] });
+    });
+
+    it('updates a system job\'s allocation in place on its node', () => {
+      const sys = { ...resized(400), type: 'system' as const };
+      const a = alloc(0, { resources: { cpuMhz: 100, memoryMb: 100 } });
+      const r = reconcileSystem(sys, [a], [testNode('n1')], { usage: used(100) });
+      assert.deepEqual(r.inPlace, [{ allocId: a.id, group: 'g' }]);
+      assert.deepEqual([r.stop, r.missing], [[], []]);
+    });
   });
 });

@@ -2,7 +2,9 @@
 // Pure: given the job, its allocations and the nodes, it says which
 // allocations to stop and which indexes to place (new, replacements of lost or
 // outdated ones, reschedules of failed ones when the reschedule policy allows
-// and its delay has passed). Placement then picks nodes for them.
+// and its delay has passed), and which to update in place (only their tasks'
+// resource values changed and the new values fit on their node). Placement
+// then picks nodes for the rest.
 
 import {
   durationMs,
@@ -12,6 +14,7 @@ import {
   type Node,
   type TaskGroup,
 } from '../../structs/index.js';
+import { emptyUsage, fitsInPlace, groupResources, type NodeUsage } from './placement.js';
 
 export interface StopDecision {
   allocId: string;
@@ -28,9 +31,26 @@ export interface PlaceRequest {
   rescheduleAttempts: number;
 }
 
+/** A live allocation that takes its group's new resources without a stop. */
+export interface InPlaceUpdate {
+  allocId: string;
+  group: string;
+}
+
+export interface ReconcileOptions {
+  /**
+   * Node ID -> what is used there (live allocations), as placement counts it.
+   * Needed for in-place updates: without it every outdated allocation is
+   * replaced. Updated with the in-place updates decided, so the placements
+   * that follow count them.
+   */
+  usage?: Map<string, NodeUsage>;
+}
+
 export interface ReconcileResult {
   stop: StopDecision[];
   place: PlaceRequest[];
+  inPlace: InPlaceUpdate[];
   /** The earliest time (ms since the epoch) a failed allocation may be rescheduled; a follow-up is owed then. */
   followUpAt?: number;
 }
@@ -50,8 +70,14 @@ function nodeGone(nodes: ReadonlyMap<string, Node>, nodeId: string): boolean {
  * `reconcileSystem`). Pure and safe to repeat: running it again on its own
  * applied result yields nothing to do (apart from a still-pending follow-up).
  */
-export function reconcile(job: Job, allocs: readonly Allocation[], nodes: ReadonlyMap<string, Node>, now: number): ReconcileResult {
-  const result: ReconcileResult = { stop: [], place: [] };
+export function reconcile(
+  job: Job,
+  allocs: readonly Allocation[],
+  nodes: ReadonlyMap<string, Node>,
+  now: number,
+  opts: ReconcileOptions = {},
+): ReconcileResult {
+  const result: ReconcileResult = { stop: [], place: [], inPlace: [] };
   const groups = new Map(job.groups.map((g) => [g.name, g]));
 
   for (const alloc of allocs) {
@@ -66,7 +92,7 @@ export function reconcile(job: Job, allocs: readonly Allocation[], nodes: Readon
   if (job.stop || job.type === 'system') return result;
 
   for (const group of job.groups) {
-    reconcileGroup(job, group, allocs.filter((a) => a.taskGroup === group.name && a.desiredStatus === 'run'), allocs, nodes, now, result);
+    reconcileGroup(job, group, allocs.filter((a) => a.taskGroup === group.name && a.desiredStatus === 'run'), allocs, nodes, now, opts, result);
   }
   return result;
 }
@@ -86,6 +112,18 @@ function reschedulesWithin(alloc: Allocation, byId: ReadonlyMap<string, Allocati
   return count;
 }
 
+/**
+ * True when `alloc` (only its tasks' resource values are outdated) can take
+ * the group's new resources on its node; counts them in `opts.usage` then.
+ */
+function updatesInPlace(alloc: Allocation, group: TaskGroup, nodes: ReadonlyMap<string, Node>, opts: ReconcileOptions): boolean {
+  const node = nodes.get(alloc.nodeId);
+  if (!node || !opts.usage) return false;
+  let used = opts.usage.get(node.id);
+  if (!used) opts.usage.set(node.id, (used = emptyUsage()));
+  return fitsInPlace(node, used, alloc.resources, groupResources(group));
+}
+
 function reconcileGroup(
   job: Job,
   group: TaskGroup,
@@ -93,9 +131,11 @@ function reconcileGroup(
   everyAlloc: readonly Allocation[],
   nodes: ReadonlyMap<string, Node>,
   now: number,
+  opts: ReconcileOptions,
   result: ReconcileResult,
 ): void {
   const groupVersion = job.groupVersions[group.name] ?? job.version;
+  const resourceVersion = job.groupResourceVersions?.[group.name] ?? groupVersion;
   // Index -> the allocation holding it (live, done, or failed and waiting).
   const held = new Map<number, Allocation>();
   const byAge = [...allocs].sort((a, b) => a.createIndex - b.createIndex);
@@ -136,7 +176,11 @@ function reconcileGroup(
       });
       continue;
     }
-    if (isLive(alloc) && alloc.jobVersion < groupVersion) {
+    if (isLive(alloc) && alloc.jobVersion < resourceVersion) {
+      if (alloc.jobVersion >= groupVersion && updatesInPlace(alloc, group, nodes, opts)) {
+        result.inPlace.push({ allocId: alloc.id, group: group.name });
+        continue;
+      }
       result.stop.push({ allocId: alloc.id, description: 'job updated', lost: false });
       result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: 0 });
     }
@@ -161,14 +205,17 @@ export function reconcileSystem(
   job: Job,
   allocs: readonly Allocation[],
   nodes: readonly Node[],
-): { stop: StopDecision[]; missing: Array<{ group: string; nodeId: string; previousAllocation?: string }> } {
+  opts: ReconcileOptions = {},
+): { stop: StopDecision[]; missing: Array<{ group: string; nodeId: string; previousAllocation?: string }>; inPlace: InPlaceUpdate[] } {
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const base = reconcile(job, allocs, byId, 0);
   const stop = [...base.stop];
+  const inPlace: InPlaceUpdate[] = [];
   const missing: Array<{ group: string; nodeId: string; previousAllocation?: string }> = [];
-  if (job.stop) return { stop, missing };
+  if (job.stop) return { stop, missing, inPlace };
   for (const group of job.groups) {
     const groupVersion = job.groupVersions[group.name] ?? job.version;
+    const resourceVersion = job.groupResourceVersions?.[group.name] ?? groupVersion;
     const onNode = new Map<string, Allocation>();
     for (const a of allocs) {
       // A failed or finished allocation keeps its node: system jobs are not rescheduled.
@@ -189,11 +236,15 @@ export function reconcileSystem(
       if (node.status === 'down') continue;
       const current = onNode.get(node.id);
       if (!current) missing.push({ group: group.name, nodeId: node.id });
-      else if (isLive(current) && current.jobVersion < groupVersion) {
+      else if (isLive(current) && current.jobVersion < resourceVersion) {
+        if (current.jobVersion >= groupVersion && updatesInPlace(current, group, byId, opts)) {
+          inPlace.push({ allocId: current.id, group: group.name });
+          continue;
+        }
         stop.push({ allocId: current.id, description: 'job updated', lost: false });
         missing.push({ group: group.name, nodeId: node.id, previousAllocation: current.id });
       }
     }
   }
-  return { stop, missing };
+  return { stop, missing, inPlace };
 }
