@@ -7,29 +7,21 @@
 
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
 import {
-  BerthError,
   describeError,
   Lifecycle,
   silentLogger,
   systemClock,
   type Clock,
-  type LifecycleState,
   type Logger,
 } from '../lib/index.js';
 import {
   isClientTerminal,
   type Allocation,
-  type AllocClientStatus,
-  type CsiPluginType,
-  type DriverInfo,
   type Job,
   type NodeEvent,
-  type NodeFingerprint,
-  type TaskState,
 } from '../structs/index.js';
 import { AllocRunner, reconcileCsiVolumes, savedAllocRunners, type AllocRunnerOptions, type AllocStatusUpdate } from './allocrunner/index.js';
 import { CsiManager } from './csimanager/index.js';
@@ -48,102 +40,17 @@ import {
 } from './serverconn/index.js';
 import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
 import { RecordedVolumes } from './volumes/index.js';
+import { NodeFingerprinter } from './_fingerprint.js';
+import { pluginSuccessor, stopAfterHandover } from './_handover.js';
 
-/** What the Client drives on each allocation runner (R2's AllocRunner has it all). */
-export interface AllocRunnerHandle {
-  /** Starts prerun hooks then tasks; resolves once started. */
-  run(): Promise<void>;
-  /** After an agent restart: reattaches tasks from saved handles, runs nothing anew. */
-  restore(): Promise<void>;
-  /**
-   * A new version of the allocation from the server (desiredStatus stop/evict
-   * stops it), with the job it belongs to; a running allocation moved to a
-   * newer job version takes that version's task resources in place.
-   */
-  update(alloc: Allocation, job?: Job): void;
-  /** Stops everything and removes the allocation directory. */
-  destroy(): Promise<void>;
-  /** The agent stops: tasks keep running. */
-  shutdown(): Promise<void>;
-  status(): { clientStatus: AllocClientStatus; clientDescription: string; taskStates: Record<string, TaskState> };
-  /** The CSI mounts this allocation needs now. */
-  wanted(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
-  /** Told when a plugin this allocation runs stayed unhealthy past its health timeout. */
-  pluginHealthTimeout(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): unknown;
-  /** Told of every CSI node event (the runner keeps those of its own plugins). */
-  pluginEvent(event: NodeEvent): void;
-  /** After the volume managers reconciled: mount the recorded volumes again (intact steps send nothing). */
-  remountVolumes(opts?: { signal?: AbortSignal }): Promise<void>;
-}
+import { ClientError, type AllocRunnerHandle, type ClientOptions, type ClientState, type RunnerEntry } from './_client-types.js';
 
-export interface ClientOptions {
-  /** The agent's own directory: client state, allocation dirs, plugin sockets. Created when missing. */
-  dataDir: string;
-  /** The server's HTTP address, e.g. `http://127.0.0.1:4646`. */
-  servers: string;
-  /** Bearer token with the `node` role. Never logged. */
-  token: string;
-  nodeName: string;
-  /** Default 'dc1'. */
-  datacenter?: string;
-  /** Which drivers run; `raw_exec` has no isolation and is opt-in. Default { exec: true, raw_exec: false }. */
-  drivers?: { raw_exec?: boolean; exec?: boolean };
-  /** Builds the task drivers by name (only the enabled ones are used). Default: the raw_exec and exec drivers, state under `<dataDir>/d`. */
-  createDrivers?: (ctx: { logger: Logger; clock: Clock; dataDir: string }) => Map<string, TaskDriver>;
-  /** Builds an allocation runner. Default: `new AllocRunner(opts)`. */
-  createAllocRunner?: (opts: AllocRunnerOptions) => AllocRunnerHandle;
-  /** Host volumes by name -> host path. */
-  hostVolumes?: Record<string, string>;
-  attributes?: Record<string, string>;
-  clock?: Clock;
-  logger?: Logger;
-  /** Between heartbeats (capped at a third of the server's TTL). Default 10 s. */
-  heartbeatIntervalMs?: number;
-  /** Longest blocking read of the allocation list. Default 5 min. */
-  allocWaitMs?: number;
-  /** Plugin sockets and mount roots; keep the path short (unix sockets take 107 bytes). Default `<dataDir>/p`. */
-  pluginDirRoot?: string;
-  /** Allocation directories. Default `<dataDir>/alloc`. */
-  allocDirRoot?: string;
-  /** CSI manager tuning. */
-  csi?: { probeIntervalMs?: number; healthTimeoutMs?: number; resyncIntervalMs?: number };
-  /** Told of every CSI call the agent's plugin clients send (metrics, benchmarks); a function gets one observer per plugin. */
-  csiObserver?: CsiCallObserver | ((pluginName: string) => CsiCallObserver);
-  /** The agent's own HTTP address (logs, exec), reported as the node's httpAddr. Default none. */
-  httpAddr?: string;
-  /** Prefix of network namespace names (tests keep theirs apart). */
-  netnsPrefix?: string;
-  /** Passed to each allocation runner. */
-  killTimeoutMs?: number;
-  /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */
-  handoverTimeoutMs?: number;
-  retry?: { initialDelayMs?: number; maxDelayMs?: number };
-}
-
-export type ClientState = LifecycleState;
-
-/**
- * CLIENT_START: the client failed to start; CLIENT_STATE: it was used in the
- * wrong state; CLIENT_INVALID: its options are wrong.
- */
-export type ClientErrorCode = 'CLIENT_START' | 'CLIENT_STATE' | 'CLIENT_INVALID';
-
-export class ClientError extends BerthError<ClientErrorCode> {}
+export { ClientError, type AllocRunnerHandle, type ClientErrorCode, type ClientOptions, type ClientState } from './_client-types.js';
 
 interface NodeRecord {
   id: string;
   /** Index of the last allocation list acted on: a list older than this is stale. */
   allocIndex: number;
-}
-
-interface RunnerEntry {
-  alloc: Allocation;
-  job: Job;
-  runner: AllocRunnerHandle;
-  /** run() or restore() in progress or done. */
-  started: Promise<void>;
-  /** Restored after a restart and not yet given the server's view (it acts on nothing until then). */
-  awaitingServer: boolean;
 }
 
 const AGENT_BUCKET = 'agent';
@@ -179,9 +86,8 @@ export class Client {
   #store: ClientStateStore | undefined;
   #registry: PluginRegistry | undefined;
   #csi: CsiManager | undefined;
-  #drivers = new Map<string, TaskDriver>();
-  #driverInfo: Record<string, DriverInfo> = {};
-  #driverInfoAt = 0;
+  readonly #drivers = new Map<string, TaskDriver>();
+  readonly #fingerprinter: NodeFingerprinter;
   #network: NetworkManager | undefined;
   #api: ServerApi | undefined;
   #claimer: HttpVolumeClaimer | undefined;
@@ -199,6 +105,7 @@ export class Client {
     this.#root = opts.logger ?? silentLogger();
     this.#log = this.#root.child({ component: 'client' });
     this.#life = new Lifecycle({ logger: this.#log });
+    this.#fingerprinter = new NodeFingerprinter({ drivers: this.#drivers, clock: this.#clock, opts, csi: () => this.#csi });
   }
 
   get state(): ClientState {
@@ -303,7 +210,7 @@ export class Client {
         if (enabled[name]) this.#drivers.set(name, driver);
         else await driver.shutdown();
       }
-      await this.#refreshDriverInfo(true);
+      await this.#fingerprinter.refreshDriverInfo(true);
       this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
 
       this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });
@@ -317,7 +224,7 @@ export class Client {
       this.#registration = new NodeRegistration({
         api: this.#api,
         nodeId,
-        fingerprint: () => this.#fingerprint(),
+        fingerprint: () => this.#fingerprinter.fingerprint(),
         clock: this.#clock,
         logger: this.#root,
         ...(this.#opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: this.#opts.heartbeatIntervalMs } : {}),
@@ -485,9 +392,18 @@ export class Client {
     }
     // Updates after the new runners started, so that a plugin allocation being replaced can wait for its successor.
     for (const entry of updates) {
-      const successor = entry.alloc.desiredStatus !== 'run' ? this.#pluginSuccessor(entry) : undefined;
-      if (successor) this.#track(this.#stopAfterHandover(entry, successor));
-      else entry.runner.update(entry.alloc, entry.job);
+      const successor = entry.alloc.desiredStatus !== 'run' ? pluginSuccessor(entry, this.#runners.values()) : undefined;
+      if (successor) {
+        this.#track(
+          stopAfterHandover(entry, successor, {
+            registry: this.#registry as PluginRegistry,
+            clock: this.#clock,
+            log: this.#log,
+            timeoutMs: this.#opts.handoverTimeoutMs ?? 60_000,
+            signal: this.#stopping.signal,
+          }),
+        );
+      } else entry.runner.update(entry.alloc, entry.job);
     }
     // Allocations the server no longer has for this node: garbage-collected, so destroyed here.
     for (const [allocId, entry] of [...this.#runners]) {
@@ -508,56 +424,6 @@ export class Client {
       this.#log.info({ allocations: list.length, index }, 'first allocation list from the server');
       this.#track(this.#reconcileVolumes());
     }
-  }
-
-  /** The CSI plugins a runner's tasks serve (empty for a workload). */
-  #pluginsOf(entry: RunnerEntry): string[] {
-    const group = entry.job.groups.find((g) => g.name === entry.alloc.taskGroup);
-    return (group?.tasks ?? []).flatMap((t) => (t.csiPlugin ? [t.csiPlugin.id] : []));
-  }
-
-  /** For a plugin allocation told to stop: a live allocation of the same job and group that will serve its plugins. */
-  #pluginSuccessor(entry: RunnerEntry): RunnerEntry | undefined {
-    if (this.#pluginsOf(entry).length === 0) return undefined;
-    return [...this.#runners.values()].find(
-      (e) =>
-        e !== entry &&
-        e.alloc.jobId === entry.alloc.jobId &&
-        e.alloc.namespace === entry.alloc.namespace &&
-        e.alloc.taskGroup === entry.alloc.taskGroup &&
-        e.alloc.desiredStatus === 'run' &&
-        !isClientTerminal(e.runner.status().clientStatus),
-    );
-  }
-
-  /**
-   * Stops a replaced plugin allocation once its successor serves every one of
-   * its plugins (docs/csi-rules.md scenario 3: the older one keeps working until
-   * the newer one is up), or once the successor failed or the wait ran out.
-   * When the agent stops meanwhile nothing is stopped: after the restart the
-   * server's list brings the stop again.
-   */
-  async #stopAfterHandover(old: RunnerEntry, successor: RunnerEntry): Promise<void> {
-    const registry = this.#registry as PluginRegistry;
-    const plugins = this.#pluginsOf(old);
-    const serves = (): boolean =>
-      plugins.every((id) =>
-        (['csi-controller', 'csi-node'] as const).every((type) => {
-          const oldServed = registry.registrations(type, id).some((r) => r.allocId === old.alloc.id);
-          return !oldServed || registry.serving(type, id)?.allocId === successor.alloc.id;
-        }),
-      );
-    const deadline = this.#clock.now() + (this.#opts.handoverTimeoutMs ?? 60_000);
-    try {
-      while (!serves() && !isClientTerminal(successor.runner.status().clientStatus) && this.#clock.now() < deadline) {
-        await this.#clock.sleep(100, this.#stopping.signal);
-      }
-      this.#log.info({ allocId: old.alloc.id, successor: successor.alloc.id, handedOver: serves() }, 'stopping a replaced plugin allocation');
-    } catch {
-      // The agent stops: nothing is stopped now; after the restart the server's list brings the stop again.
-      return;
-    }
-    old.runner.update(old.alloc);
   }
 
   /**
@@ -583,48 +449,6 @@ export class Client {
     } catch (err) {
       if (!signal.aborted) this.#log.warn({ err: describeError(err) }, 'reconciling volumes failed');
     }
-  }
-
-  // ---- fingerprint -------------------------------------------------------------------
-
-  async #refreshDriverInfo(force = false): Promise<void> {
-    const now = this.#clock.now();
-    if (!force && now - this.#driverInfoAt < 30_000) return;
-    this.#driverInfoAt = now;
-    const info: Record<string, DriverInfo> = {};
-    for (const [name, driver] of this.#drivers) {
-      try {
-        info[name] = await driver.fingerprint();
-      } catch (err) {
-        info[name] = { detected: false, healthy: false, healthReason: `fingerprint failed: ${describeError(err)}`, networkModes: [] };
-      }
-    }
-    this.#driverInfo = info;
-  }
-
-  async #fingerprint(): Promise<NodeFingerprint> {
-    await this.#refreshDriverInfo();
-    const reports = this.#csi?.pluginReports() ?? { controller: {}, node: {} };
-    const cpus = os.cpus();
-    return {
-      name: this.#opts.nodeName,
-      datacenter: this.#opts.datacenter ?? 'dc1',
-      httpAddr: this.#opts.httpAddr ?? '',
-      drivers: this.#driverInfo,
-      resources: {
-        cpuMhz: cpus.reduce((sum, c) => sum + (c.speed || 1000), 0),
-        memoryMb: Math.floor(os.totalmem() / (1024 * 1024)),
-      },
-      attributes: {
-        'kernel.name': os.platform(),
-        'kernel.version': os.release(),
-        'cpu.arch': os.arch(),
-        'unique.hostname': os.hostname(),
-        ...this.#opts.attributes,
-      },
-      csiControllerPlugins: reports.controller,
-      csiNodePlugins: reports.node,
-    };
   }
 
   // ---- teardown ----------------------------------------------------------------------

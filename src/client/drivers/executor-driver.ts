@@ -4,18 +4,19 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import pty from 'node-pty';
 import { AbortedError, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
 import { DriverError } from './driver-error.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
 import { childrenOf, environOf, isAlive, kernelUnits, processTree } from './_proc.js';
+import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
+import { cgroupLimits, killGroup, killPid, publicExit } from './_host.js';
 import type {
   DriverCapabilities,
   ExecOptions,
@@ -32,6 +33,8 @@ const EXECUTOR_PATH = fileURLToPath(new URL('./executor.mjs', import.meta.url));
 /** Longest unix socket path Linux takes (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
 const ORPHAN_POLL_MS = 250;
+
+export { isRoot, missingTools } from './_host.js';
 
 export interface ExecutorDriverOptions {
   /** Where per-task executor state (control socket, exit.json) lives; short, since socket paths are limited. */
@@ -57,7 +60,7 @@ export abstract class ExecutorDriver implements TaskDriver {
   readonly #clock: Clock;
   readonly #tasks = new Map<string, TaskRecord>();
   readonly #stopping = new AbortController();
-  readonly #execs = new Set<{ kill(): void }>();
+  readonly #execs: ExecSessions = new Set();
   readonly #cgroups: Cgroups | null;
 
   constructor(opts: ExecutorDriverOptions) {
@@ -466,7 +469,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });
     const { argv, env, cwd } = this.execTarget(rec.handle, opts.command, Boolean(opts.tty));
     const [file, ...args] = argv as [string, ...string[]];
-    const session = opts.tty ? this.#execTty(file, args, env, cwd, opts) : this.#execPipes(file, args, env, cwd, opts);
+    const session = opts.tty ? execTty(this.#execs, file, args, env, cwd, opts) : execPipes(this.#execs, file, args, env, cwd, opts);
     return session;
   }
 
@@ -487,68 +490,6 @@ export abstract class ExecutorDriver implements TaskDriver {
     const [init] = childrenOf(handle.taskPid);
     if (!init) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${handle.taskName} has no running process to enter`);
     return init;
-  }
-
-  #execTty(file: string, args: string[], env: Record<string, string>, cwd: string, opts: ExecOptions): Promise<{ exitCode: number }> {
-    return new Promise((resolve, reject) => {
-      const term = pty.spawn(file, args, { name: 'xterm-256color', cols: opts.size?.cols ?? 80, rows: opts.size?.rows ?? 24, cwd, env });
-      const session = { kill: () => term.kill('SIGKILL') };
-      this.#execs.add(session);
-      let closed = false;
-      const onAbort = (): void => {
-        session.kill();
-        reject(new AbortedError('exec aborted', { cause: opts.signal?.reason }));
-      };
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-      term.onData((d) => opts.stdout.write(d));
-      term.onExit(({ exitCode, signal }) => {
-        closed = true;
-        this.#execs.delete(session);
-        opts.signal?.removeEventListener('abort', onAbort);
-        resolve({ exitCode: signal ? 128 + signal : exitCode });
-      });
-      void (async () => {
-        for await (const chunk of opts.stdin ?? []) {
-          if (closed) break;
-          term.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
-        }
-      })().catch(() => undefined);
-      void (async () => {
-        for await (const size of opts.resize ?? []) {
-          if (closed) break;
-          term.resize(Math.max(1, size.cols), Math.max(1, size.rows));
-        }
-      })().catch(() => undefined);
-    });
-  }
-
-  #execPipes(file: string, args: string[], env: Record<string, string>, cwd: string, opts: ExecOptions): Promise<{ exitCode: number }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(file, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
-      const session = { kill: () => child.kill('SIGKILL') };
-      this.#execs.add(session);
-      const onAbort = (): void => {
-        session.kill();
-        reject(new AbortedError('exec aborted', { cause: opts.signal?.reason }));
-      };
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-      child.stdout.on('data', (d: Buffer) => opts.stdout.write(d));
-      child.stderr.on('data', (d: Buffer) => (opts.stderr ?? opts.stdout).write(d));
-      child.stdin.on('error', () => undefined);
-      child.on('error', (err) => {
-        this.#execs.delete(session);
-        reject(new DriverError('DRIVER_START_FAILED', `exec failed: ${err.message}`, { cause: err }));
-      });
-      child.on('close', (code, sig) => {
-        this.#execs.delete(session);
-        opts.signal?.removeEventListener('abort', onAbort);
-        resolve({ exitCode: sig ? 128 + (constants.signals[sig] ?? 0) : (code ?? -1) });
-      });
-      void (async () => {
-        for await (const chunk of opts.stdin ?? []) child.stdin.write(chunk);
-        child.stdin.end();
-      })().catch(() => child.stdin.destroy());
-    });
   }
 
   async shutdown(): Promise<void> {
@@ -580,51 +521,3 @@ export abstract class ExecutorDriver implements TaskDriver {
     return rec;
   }
 }
-
-function cgroupLimits(r: TaskResources): { memoryMb: number; cpuMhz: number; memoryMaxMb?: number; cores?: number; pidsMax?: number } {
-  return {
-    memoryMb: r.memoryMb,
-    cpuMhz: r.cpuMhz,
-    ...(r.memoryMaxMb ? { memoryMaxMb: r.memoryMaxMb } : {}),
-    ...(r.cores ? { cores: r.cores } : {}),
-    ...(r.pidsMax ? { pidsMax: r.pidsMax } : {}),
-  };
-}
-
-function publicExit(e: ExitResult): ExitResult {
-  return { exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled, message: e.message };
-}
-
-function killPid(pid: number, signal: string): void {
-  try {
-    process.kill(pid, signal as NodeJS.Signals);
-  } catch {
-    // gone already
-  }
-}
-
-function killGroup(pid: number, signal: string): void {
-  try {
-    process.kill(-pid, signal as NodeJS.Signals);
-  } catch {
-    killPid(pid, signal);
-  }
-}
-
-/** Whether we run as root (namespaces, mounts and nsenter need it). */
-export function isRoot(): boolean {
-  return typeof process.getuid === 'function' && process.getuid() === 0;
-}
-
-/** Those of `tools` that are not an executable on PATH. */
-export function missingTools(tools: string[]): string[] {
-  const dirs = (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':');
-  return tools.filter((t) => !dirs.some((d) => {
-    try {
-      return statSync(join(d, t)).isFile();
-    } catch {
-      return false;
-    }
-  }));
-}
-

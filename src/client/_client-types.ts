@@ -1,0 +1,102 @@
+// The Client's contract types: its options, its error, and the handle it
+// drives on each allocation runner. Private to src/client: others take them
+// from client.ts (and the folder door), which re-exports them.
+
+import type { CsiCallObserver } from '../csi/index.js';
+import { BerthError, type Clock, type LifecycleState, type Logger } from '../lib/index.js';
+import type { Allocation, AllocClientStatus, CsiPluginType, Job, NodeEvent, TaskState } from '../structs/index.js';
+import type { AllocRunnerOptions } from './allocrunner/index.js';
+import type { TaskDriver } from './drivers/index.js';
+import type { RegisteredPlugin } from './dynamicplugins/index.js';
+
+/** What the Client drives on each allocation runner (R2's AllocRunner has it all). */
+export interface AllocRunnerHandle {
+  /** Starts prerun hooks then tasks; resolves once started. */
+  run(): Promise<void>;
+  /** After an agent restart: reattaches tasks from saved handles, runs nothing anew. */
+  restore(): Promise<void>;
+  /**
+   * A new version of the allocation from the server (desiredStatus stop/evict
+   * stops it), with the job it belongs to; a running allocation moved to a
+   * newer job version takes that version's task resources in place.
+   */
+  update(alloc: Allocation, job?: Job): void;
+  /** Stops everything and removes the allocation directory. */
+  destroy(): Promise<void>;
+  /** The agent stops: tasks keep running. */
+  shutdown(): Promise<void>;
+  status(): { clientStatus: AllocClientStatus; clientDescription: string; taskStates: Record<string, TaskState> };
+  /** The CSI mounts this allocation needs now. */
+  wanted(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
+  /** Told when a plugin this allocation runs stayed unhealthy past its health timeout. */
+  pluginHealthTimeout(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): unknown;
+  /** Told of every CSI node event (the runner keeps those of its own plugins). */
+  pluginEvent(event: NodeEvent): void;
+  /** After the volume managers reconciled: mount the recorded volumes again (intact steps send nothing). */
+  remountVolumes(opts?: { signal?: AbortSignal }): Promise<void>;
+}
+
+export interface ClientOptions {
+  /** The agent's own directory: client state, allocation dirs, plugin sockets. Created when missing. */
+  dataDir: string;
+  /** The server's HTTP address, e.g. `http://127.0.0.1:4646`. */
+  servers: string;
+  /** Bearer token with the `node` role. Never logged. */
+  token: string;
+  nodeName: string;
+  /** Default 'dc1'. */
+  datacenter?: string;
+  /** Which drivers run; `raw_exec` has no isolation and is opt-in. Default { exec: true, raw_exec: false }. */
+  drivers?: { raw_exec?: boolean; exec?: boolean };
+  /** Builds the task drivers by name (only the enabled ones are used). Default: the raw_exec and exec drivers, state under `<dataDir>/d`. */
+  createDrivers?: (ctx: { logger: Logger; clock: Clock; dataDir: string }) => Map<string, TaskDriver>;
+  /** Builds an allocation runner. Default: `new AllocRunner(opts)`. */
+  createAllocRunner?: (opts: AllocRunnerOptions) => AllocRunnerHandle;
+  /** Host volumes by name -> host path. */
+  hostVolumes?: Record<string, string>;
+  attributes?: Record<string, string>;
+  clock?: Clock;
+  logger?: Logger;
+  /** Between heartbeats (capped at a third of the server's TTL). Default 10 s. */
+  heartbeatIntervalMs?: number;
+  /** Longest blocking read of the allocation list. Default 5 min. */
+  allocWaitMs?: number;
+  /** Plugin sockets and mount roots; keep the path short (unix sockets take 107 bytes). Default `<dataDir>/p`. */
+  pluginDirRoot?: string;
+  /** Allocation directories. Default `<dataDir>/alloc`. */
+  allocDirRoot?: string;
+  /** CSI manager tuning. */
+  csi?: { probeIntervalMs?: number; healthTimeoutMs?: number; resyncIntervalMs?: number };
+  /** Told of every CSI call the agent's plugin clients send (metrics, benchmarks); a function gets one observer per plugin. */
+  csiObserver?: CsiCallObserver | ((pluginName: string) => CsiCallObserver);
+  /** The agent's own HTTP address (logs, exec), reported as the node's httpAddr. Default none. */
+  httpAddr?: string;
+  /** Prefix of network namespace names (tests keep theirs apart). */
+  netnsPrefix?: string;
+  /** Passed to each allocation runner. */
+  killTimeoutMs?: number;
+  /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */
+  handoverTimeoutMs?: number;
+  retry?: { initialDelayMs?: number; maxDelayMs?: number };
+}
+
+export type ClientState = LifecycleState;
+
+/**
+ * CLIENT_START: the client failed to start; CLIENT_STATE: it was used in the
+ * wrong state; CLIENT_INVALID: its options are wrong.
+ */
+export type ClientErrorCode = 'CLIENT_START' | 'CLIENT_STATE' | 'CLIENT_INVALID';
+
+export class ClientError extends BerthError<ClientErrorCode> {}
+
+/** The Client's record of one allocation runner. */
+export interface RunnerEntry {
+  alloc: Allocation;
+  job: Job;
+  runner: AllocRunnerHandle;
+  /** run() or restore() in progress or done. */
+  started: Promise<void>;
+  /** Restored after a restart and not yet given the server's view (it acts on nothing until then). */
+  awaitingServer: boolean;
+}

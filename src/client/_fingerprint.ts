@@ -1,0 +1,71 @@
+// The node's fingerprint: what the server schedules on (drivers, resources,
+// attributes, CSI plugins). Private to src/client (the Client's registration
+// asks it before each register and heartbeat).
+
+import os from 'node:os';
+import { describeError, type Clock } from '../lib/index.js';
+import type { DriverInfo, NodeFingerprint } from '../structs/index.js';
+import type { ClientOptions } from './_client-types.js';
+import type { CsiManager } from './csimanager/index.js';
+import type { TaskDriver } from './drivers/index.js';
+
+export interface FingerprinterDeps {
+  /** The enabled drivers (the map may fill after construction). */
+  drivers: Map<string, TaskDriver>;
+  clock: Clock;
+  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'httpAddr' | 'attributes'>;
+  /** The CSI manager, once started. */
+  csi: () => CsiManager | undefined;
+}
+
+/** Builds the node's fingerprint; drivers are asked at most every 30 s unless forced. */
+export class NodeFingerprinter {
+  readonly #deps: FingerprinterDeps;
+  #driverInfo: Record<string, DriverInfo> = {};
+  #driverInfoAt = 0;
+
+  constructor(deps: FingerprinterDeps) {
+    this.#deps = deps;
+  }
+
+  async refreshDriverInfo(force = false): Promise<void> {
+    const now = this.#deps.clock.now();
+    if (!force && now - this.#driverInfoAt < 30_000) return;
+    this.#driverInfoAt = now;
+    const info: Record<string, DriverInfo> = {};
+    for (const [name, driver] of this.#deps.drivers) {
+      try {
+        info[name] = await driver.fingerprint();
+      } catch (err) {
+        info[name] = { detected: false, healthy: false, healthReason: `fingerprint failed: ${describeError(err)}`, networkModes: [] };
+      }
+    }
+    this.#driverInfo = info;
+  }
+
+  async fingerprint(): Promise<NodeFingerprint> {
+    await this.refreshDriverInfo();
+    const opts = this.#deps.opts;
+    const reports = this.#deps.csi()?.pluginReports() ?? { controller: {}, node: {} };
+    const cpus = os.cpus();
+    return {
+      name: opts.nodeName,
+      datacenter: opts.datacenter ?? 'dc1',
+      httpAddr: opts.httpAddr ?? '',
+      drivers: this.#driverInfo,
+      resources: {
+        cpuMhz: cpus.reduce((sum, c) => sum + (c.speed || 1000), 0),
+        memoryMb: Math.floor(os.totalmem() / (1024 * 1024)),
+      },
+      attributes: {
+        'kernel.name': os.platform(),
+        'kernel.version': os.release(),
+        'cpu.arch': os.arch(),
+        'unique.hostname': os.hostname(),
+        ...opts.attributes,
+      },
+      csiControllerPlugins: reports.controller,
+      csiNodePlugins: reports.node,
+    };
+  }
+}
