@@ -282,7 +282,7 @@ export class Client {
     return fresh;
   }
 
-  /** Recreates the runners of a previous run (from their own records) and reattaches their tasks; tears nothing down. */
+  /** The CSI call observer for plugin `p` (one for all plugins, or one per plugin name). */
   #observerFor(p: RegisteredPlugin): CsiCallObserver {
     const o = this.#opts.csiObserver as CsiCallObserver | ((name: string) => CsiCallObserver);
     return typeof o === 'function' ? o(p.name) : o;
@@ -299,6 +299,7 @@ export class Client {
     await driver?.reapOrphans(keep);
   }
 
+  /** Recreates the runners of a previous run (from their own records) and reattaches their tasks; tears nothing down. */
   async #restoreRunners(store: ClientStateStore): Promise<void> {
     await Promise.all(
       savedAllocRunners(store).map(async ({ alloc, job }) => {
