@@ -6,33 +6,17 @@
 //    beside itself), taskStats over all of them, and a new driver recovering
 //    all 50 handles (an agent restart).
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExecDriver, RawExecDriver, type TaskConfig, type TaskDriver, type TaskHandle } from '../src/client/drivers/index.js';
 import { round, summarize, timeNs } from './_stats.js';
+import { shellTask } from './_task-config.js';
 
 const STARTS = Number(process.env['BENCH_DRIVER_STARTS'] ?? 30);
 const RUNNING = Number(process.env['BENCH_DRIVER_RUNNING'] ?? 50);
 
 function config(dir: string, id: string, script: string): TaskConfig {
-  const allocDir = join(dir, 'alloc');
-  const taskDir = join(allocDir, id, 'local');
-  mkdirSync(taskDir, { recursive: true });
-  return {
-    id,
-    allocId: 'bench',
-    taskName: id,
-    command: '/bin/sh',
-    args: ['-c', script],
-    env: {},
-    taskDir,
-    allocDir,
-    secretsDir: join(allocDir, id, 'secrets'),
-    mounts: [],
-    logs: { disabled: false, dir: join(allocDir, 'alloc', 'logs'), maxFiles: 2, maxFileSizeMb: 1 },
-    killTimeoutMs: 1000,
-    resources: { cpuMhz: 100, memoryMb: 100 },
-  };
+  return shellTask(dir, id, script, { killTimeoutMs: 1000, resources: { cpuMhz: 100, memoryMb: 100 } });
 }
 
 /** Resident and proportional (shared pages split among their users) memory of a process, KiB. */

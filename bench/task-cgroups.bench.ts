@@ -8,35 +8,19 @@
 //    shell loop with no trap, which Berth's init makes stop on SIGTERM too.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectCgroups } from '../src/client/cgroups/index.js';
 import { ExecDriver, RawExecDriver, type TaskConfig, type TaskDriver } from '../src/client/drivers/index.js';
 import { round, summarize, timeNs } from './_stats.js';
+import { shellTask } from './_task-config.js';
 
 const RUNS = Number(process.env['BENCH_CGROUP_RUNS'] ?? 30);
 
 function config(dir: string, id: string, script: string): TaskConfig {
-  const allocDir = join(dir, 'alloc');
-  const taskDir = join(allocDir, id, 'local');
-  mkdirSync(taskDir, { recursive: true });
-  return {
-    id,
-    allocId: 'bench',
-    taskName: id,
-    command: '/bin/sh',
-    args: ['-c', script],
-    env: {},
-    taskDir,
-    allocDir,
-    secretsDir: join(allocDir, id, 'secrets'),
-    mounts: [],
-    logs: { disabled: false, dir: join(allocDir, 'alloc', 'logs'), maxFiles: 2, maxFileSizeMb: 1 },
-    killTimeoutMs: 30_000,
-    resources: { cpuMhz: 100, memoryMb: 64 },
-  };
+  return shellTask(dir, id, script, { killTimeoutMs: 30_000, resources: { cpuMhz: 100, memoryMb: 64 } });
 }
 
 const ms = (us: number): number => round(us / 1000, 2);
