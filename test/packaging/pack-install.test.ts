@@ -19,7 +19,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cleanEnv, mountsUnder, REPO, until } from '../support/agent-run.js';
+import { cleanEnv, mountsUnder, REPO, runProcess, until, type BerthResult } from '../support/agent-run.js';
 
 const work = mkdtempSync(path.join(tmpdir(), 'berth-pack-'));
 const prefix = path.join(work, 'prefix');
@@ -39,26 +39,10 @@ function useCompiledAddon(addon: string): void {
   cpSync(path.join(ours, 'build', 'Release'), path.join(theirs, 'build', 'Release'), { recursive: true, filter: (src) => !/\/obj(\.target)?(\/|$)|\.a$/.test(src) });
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = BerthResult;
 
 function run(cmd: string, args: readonly string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<Run> {
-  const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 120_000);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runProcess(cmd, args, { cwd: opts.cwd, env: opts.env ?? cleanEnv(), timeoutMs: opts.timeoutMs ?? 120_000 });
 }
 
 function ok(r: Run, what: string): string {

@@ -18,9 +18,13 @@ export interface BerthResult {
   stderr: string;
 }
 
-/** Runs `berth ...args` to completion with `env` (no TTY), killing it after `timeoutMs`. */
-export function berth(args: readonly string[], opts: { env: Record<string, string>; timeoutMs?: number }): Promise<BerthResult> {
-  const child = spawn(process.execPath, [BERTH, ...args], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs `cmd ...args` to completion (no TTY, stdin closed) and resolves with
+ * its exit code and output; SIGKILLs it after `timeoutMs`. Rejects only when
+ * it cannot be started.
+ */
+export function runProcess(cmd: string, args: readonly string[], opts: { env: Record<string, string>; cwd?: string; timeoutMs?: number }): Promise<BerthResult> {
+  const child = spawn(cmd, args, { env: opts.env, ...(opts.cwd ? { cwd: opts.cwd } : {}), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -33,6 +37,11 @@ export function berth(args: readonly string[], opts: { env: Record<string, strin
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Runs `berth ...args` to completion with `env` (no TTY), killing it after `timeoutMs`. */
+export function berth(args: readonly string[], opts: { env: Record<string, string>; timeoutMs?: number }): Promise<BerthResult> {
+  return runProcess(process.execPath, [BERTH, ...args], opts);
 }
 
 /** A TCP port that was free a moment ago (bound to 127.0.0.1:0, then released). */
