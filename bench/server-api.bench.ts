@@ -147,14 +147,14 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   const store = SqliteStateStore.open(join(dir, 'state.db'));
   const serviceMs: number[] = [];
   try {
-    store.write((txn) => seed(txn, nodeList));
+    store.writeNow((txn) => seed(txn, nodeList));
     const jobs = new JobService({ store, clock: new ManualClock(0), logger: silentLogger() });
     for (let r = 0; r < ROUNDS; r++) {
       const t0 = process.hrtime.bigint();
-      const { evaluation } = jobs.register(spec(`svc-${r}`));
+      const { evaluation } = await jobs.register(spec(`svc-${r}`));
       serviceMs.push(Number(process.hrtime.bigint() - t0) / 1e6);
       if (evaluation.placed !== ALLOCS) throw new Error(`placed ${evaluation.placed}: ${evaluation.blockedReason}`);
-      jobs.stop('default', `svc-${r}`, { purge: true });
+      await jobs.stop('default', `svc-${r}`, { purge: true });
     }
   } finally {
     store.close();
@@ -168,7 +168,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   const httpMs: number[] = [];
   try {
     const { url } = await server.start();
-    server.store.write((txn) => seed(txn, nodeList));
+    await server.store.write((txn) => seed(txn, nodeList));
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     for (let r = 0; r < ROUNDS; r++) {
       const t0 = process.hrtime.bigint();

@@ -92,7 +92,7 @@ async function storeThroughput(dir: string): Promise<Record<string, unknown>> {
   connections.attach('bench-node', transport);
   new NodeService({ store }).register(fingerprint(), { id: 'bench-node' });
   const volumes = new VolumeService({ store, connections, router: new ControllerRouter({ store, connections }) });
-  store.write((txn) => {
+  store.writeNow((txn) => {
     for (let i = 0; i < IN_FLIGHT; i++) txn.put('allocations', alloc(`alloc-${i}`));
   });
   for (let i = 0; i < IN_FLIGHT; i++) {
@@ -146,10 +146,10 @@ async function wakeAll(dir: string): Promise<Record<string, unknown>> {
       const after = store.latestIndex();
       const waiters = Array.from({ length: WAITERS }, () => store.blockUntil(['claims'], after));
       const start = process.hrtime.bigint();
-      store.write((txn) => txn.put('allocations', alloc(`wake-${r}`)));
-      store.write((txn) => txn.delete('allocations', `wake-${r}`));
+      store.writeNow((txn) => txn.put('allocations', alloc(`wake-${r}`)));
+      store.writeNow((txn) => txn.delete('allocations', `wake-${r}`));
       // Neither write touched claims; this one does.
-      store.write((txn) => txn.put('claims', testClaim(`a-${r}`, 'n', { mode: 'read', accessMode: 'multi-node-reader-only' })));
+      store.writeNow((txn) => txn.put('claims', testClaim(`a-${r}`, 'n', { mode: 'read', accessMode: 'multi-node-reader-only' })));
       await Promise.all(waiters);
       if (r >= 3) samples.push(process.hrtime.bigint() - start);
     }

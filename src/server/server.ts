@@ -185,7 +185,7 @@ export class Server {
       await this.#plugins.start();
       await this.#nodes.start();
       await this.#claimWatcher.start();
-      this.#worker.start();
+      await this.#worker.start();
 
       this.#api = await buildApi({
         store,

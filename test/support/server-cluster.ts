@@ -58,7 +58,7 @@ export class Cluster {
       c.fakes.set(n.id, fake);
     }
     await c.#open();
-    for (const n of spec) c.nodes.register(await c.agents.get(n.id)!.fingerprint(), { id: n.id });
+    for (const n of spec) await c.nodes.register(await c.agents.get(n.id)!.fingerprint(), { id: n.id });
     return c;
   }
 
@@ -115,8 +115,8 @@ export class Cluster {
   }
 
   /** Writes an allocation row (as the scheduler would). */
-  alloc(id: string, nodeId: string, clientStatus: AllocClientStatus = 'running'): void {
-    this.store.write((txn) => {
+  async alloc(id: string, nodeId: string, clientStatus: AllocClientStatus = 'running'): Promise<void> {
+    await this.store.write((txn) => {
       const cur = txn.get('allocations', rowKey(id));
       txn.put('allocations', testAllocation(id, nodeId, { desiredStatus: cur?.desiredStatus ?? 'run', clientStatus }));
     });

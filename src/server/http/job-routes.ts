@@ -48,7 +48,7 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     if (idFromPath !== undefined && (spec as Record<string, unknown>)['id'] !== idFromPath) {
       throw new ApiError('INVALID', `the job's id must match the path ("${idFromPath}")`, { field: 'id' });
     }
-    const { job, evaluation, index } = jobs.register(spec);
+    const { job, evaluation, index } = await jobs.register(spec);
     return { job: jobOut(job), evaluation, evalId: evaluation.id, index };
   };
 
@@ -83,7 +83,7 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
 
   app.delete<{ Params: Params; Querystring: Query }>('/v1/job/:id', { config: { access: 'write' } }, async (req, reply) => {
     const purge = req.query['purge'] === 'true' || req.query['purge'] === '1';
-    const { evaluation, index } = jobs.stop(namespaceOf(req.query), req.params.id, { purge });
+    const { evaluation, index } = await jobs.stop(namespaceOf(req.query), req.params.id, { purge });
     reply.header('X-Berth-Index', String(index));
     return { evaluation, evalId: evaluation.id, index };
   });
@@ -125,7 +125,7 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
   });
 
   app.post<{ Params: Params }>('/v1/allocation/:id/stop', { config: { access: 'write' } }, async (req, reply) => {
-    const out = jobs.stopAllocation(req.params.id);
+    const out = await jobs.stopAllocation(req.params.id);
     reply.header('X-Berth-Index', String(out.index));
     return out;
   });

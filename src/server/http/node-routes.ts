@@ -42,7 +42,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     const body = objectBody(req.body);
     const fingerprint = objectBody(body['fingerprint'] ?? body, 'fingerprint') as unknown as NodeFingerprint;
     const id = typeof body['id'] === 'string' ? body['id'] : undefined;
-    const node = nodes.register(fingerprint, id ? { id } : {});
+    const node = await nodes.register(fingerprint, id ? { id } : {});
     reply.header('X-Berth-Index', String(node.modifyIndex));
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
@@ -50,7 +50,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
   app.post<{ Params: Params }>('/v1/node/:id/heartbeat', { config: { access: 'node' } }, async (req) => {
     const body = req.body === undefined || req.body === null ? {} : objectBody(req.body);
     const fp = body['fingerprint'];
-    const node = nodes.heartbeat(req.params.id, fp ? (objectBody(fp, 'fingerprint') as unknown as NodeFingerprint) : undefined);
+    const node = await nodes.heartbeat(req.params.id, fp ? (objectBody(fp, 'fingerprint') as unknown as NodeFingerprint) : undefined);
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
@@ -88,7 +88,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
       }
       return o as unknown as AllocationUpdate;
     });
-    const { index } = jobs.updateAllocations(req.params.id, updates);
+    const { index } = await jobs.updateAllocations(req.params.id, updates);
     reply.header('X-Berth-Index', String(index));
     return { index };
   });

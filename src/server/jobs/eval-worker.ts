@@ -67,16 +67,16 @@ export class EvalWorker {
    * Starts following changes; returns once the start-up sweep is done. Safe
    * to call when running, and after stop (both no-ops).
    */
-  start(): void {
-    if (this.#life.state !== 'new') return;
-    void this.#life.start((signal) => this.#start(signal));
+  start(): Promise<void> {
+    if (this.#life.state !== 'new') return Promise.resolve();
+    return this.#life.start((signal) => this.#start(signal));
   }
 
-  #start(signal: AbortSignal): void {
+  async #start(signal: AbortSignal): Promise<void> {
     const snap = this.#store.snapshot();
     for (const n of snap.list('nodes')) this.#nodeSigs.set(n.id, nodeSignature(n));
     this.#lastIndex = snap.index;
-    this.#sweep();
+    await this.#sweep();
     void this.#life.track(this.#run(signal));
   }
 
@@ -89,7 +89,7 @@ export class EvalWorker {
   }
 
   /** Evaluates every job that has pending or blocked evaluations, or may owe a reschedule. */
-  #sweep(): void {
+  async #sweep(): Promise<void> {
     const snap = this.#store.snapshot();
     const jobs = new Set<string>();
     for (const e of snap.list('evaluations', { filter: (e) => e.status === 'pending' || e.status === 'blocked' })) {
@@ -99,7 +99,7 @@ export class EvalWorker {
       jobs.add(`${a.namespace}\0${a.jobId}`);
     }
     for (const j of snap.list('jobs', { filter: (j) => j.type === 'system' && !j.stop })) jobs.add(`${j.namespace}\0${j.id}`);
-    for (const key of jobs) this.#evaluate(key, 'blocked-retry');
+    for (const key of jobs) await this.#evaluate(key, 'blocked-retry');
   }
 
   async #run(signal: AbortSignal): Promise<void> {
@@ -111,8 +111,8 @@ export class EvalWorker {
         const events = snap.events(this.#lastIndex, { topics: TOPICS });
         const trimmed = snap.oldestEventIndex > this.#lastIndex + 1 && this.#lastIndex > 0;
         this.#lastIndex = snap.index;
-        if (trimmed) this.#sweep();
-        else this.#handle(events);
+        if (trimmed) await this.#sweep();
+        else await this.#handle(events);
       } catch (err) {
         if (err instanceof AbortedError || signal.aborted) return;
         if (this.#store.closed) return;
@@ -122,7 +122,7 @@ export class EvalWorker {
     }
   }
 
-  #handle(events: readonly StoreEvent[]): void {
+  async #handle(events: readonly StoreEvent[]): Promise<void> {
     const snap = this.#store.snapshot();
     const due = new Map<string, { trigger: 'node-update' | 'alloc-failure' | 'blocked-retry'; nodeId?: string }>();
     let retryBlocked = false;
@@ -157,24 +157,24 @@ export class EvalWorker {
         if (!due.has(key)) due.set(key, { trigger: 'blocked-retry' });
       }
     }
-    for (const [key, why] of due) this.#evaluate(key, why.trigger, why.nodeId);
+    for (const [key, why] of due) await this.#evaluate(key, why.trigger, why.nodeId);
   }
 
-  #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): void {
+  async #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): Promise<void> {
     const [namespace, jobId] = key.split('\0') as [string, string];
     try {
       const blocked = this.#store
         .snapshot()
         .list('evaluations', { filter: (e) => e.status === 'blocked' && e.jobId === jobId && e.namespace === namespace });
       const evalId = blocked.at(-1)?.id;
-      const out = this.#jobs.evaluate(namespace, jobId, {
+      const out = await this.#jobs.evaluate(namespace, jobId, {
         trigger,
         ...(nodeId ? { nodeId } : {}),
         ...(evalId ? { evalId } : {}),
       });
       // Older blocked evaluations of the job are superseded by this one.
       if (out.evaluation) {
-        for (const e of blocked.slice(0, -1)) this.#store.write((txn) => txn.put('evaluations', { ...e, status: 'canceled', statusDescription: 'superseded' }));
+        for (const e of blocked.slice(0, -1)) await this.#store.write((txn) => txn.put('evaluations', { ...e, status: 'canceled', statusDescription: 'superseded' }));
       }
       if (out.followUpAt !== undefined) this.#schedule(key, out.followUpAt);
     } catch (err) {
@@ -193,7 +193,7 @@ export class EvalWorker {
     this.#clock.sleep(Math.max(0, at - this.#clock.now()), signal).then(
       () => {
         if (this.#timers.get(key)?.abort === abort) this.#timers.delete(key);
-        this.#evaluate(key, 'reschedule');
+        void this.#life.track(this.#evaluate(key, 'reschedule'));
       },
       () => undefined,
     );

@@ -69,7 +69,7 @@ function volume(id: string, extra: Partial<Volume> = {}): Omit<Volume, 'createIn
 }
 
 function seed(): void {
-  store.write((txn) => {
+  store.writeNow((txn) => {
     txn.put('nodes', testNode('n1', { plugin: { id: 'hostpath' } }));
     txn.put('nodes', testNode('n2', { plugin: { id: 'hostpath', healthy: false } }));
     txn.put('nodes', testNode('n3'));
@@ -90,9 +90,9 @@ const csiJob = (extra: Record<string, unknown> = {}) => ({
   ],
 });
 
-function rejected(fn: () => unknown): JobValidationError {
+async function rejected(fn: () => unknown): Promise<JobValidationError> {
   try {
-    fn();
+    await fn();
   } catch (err) {
     assert.ok(err instanceof JobValidationError, String(err));
     return err;
@@ -101,17 +101,17 @@ function rejected(fn: () => unknown): JobValidationError {
 }
 
 describe('job service', () => {
-  it('updates an allocation in place on a resource-only change that fits, and replaces it otherwise', () => {
-    store.write((txn) => txn.put('nodes', testNode('n1')));
+  it('updates an allocation in place on a resource-only change that fits, and replaces it otherwise', async () => {
+    store.writeNow((txn) => txn.put('nodes', testNode('n1')));
     const web = (resources: Record<string, unknown>, env: Record<string, string> = {}) => ({
       id: 'web',
       groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', env, resources: { cpuMhz: 100, ...resources } }] }],
     });
-    jobs.register(web({ memoryMb: 64 }));
+    await jobs.register(web({ memoryMb: 64 }));
     const [first] = store.snapshot().list('allocations');
 
     // Only memory and pids changed, and 96 MB fits on the 1000 MB node: same allocation, new version and resources.
-    const grown = jobs.register(web({ memoryMb: 96, pidsMax: 50 }));
+    const grown = await jobs.register(web({ memoryMb: 96, pidsMax: 50 }));
     assert.equal(grown.job.version, 1);
     assert.deepEqual([grown.evaluation.updatedInPlace, grown.evaluation.placed, grown.evaluation.stopped], [1, 0, 0]);
     const [same] = store.snapshot().list('allocations');
@@ -121,23 +121,23 @@ describe('job service', () => {
     assert.deepEqual(same!.resources, { cpuMhz: 100, memoryMb: 96 });
 
     // 2000 MB does not fit on the node: the allocation is stopped (its replacement cannot be placed either).
-    const huge = jobs.register(web({ memoryMb: 2000 }));
+    const huge = await jobs.register(web({ memoryMb: 2000 }));
     assert.deepEqual([huge.evaluation.updatedInPlace, huge.evaluation.stopped], [0, 1]);
     assert.equal(store.snapshot().get('allocations', rowKey(first!.id))!.desiredStatus, 'stop');
 
     // Back to a size that fits, then a change of anything else: replaced, not updated in place.
-    const back = jobs.register(web({ memoryMb: 96 }));
+    const back = await jobs.register(web({ memoryMb: 96 }));
     const current = store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' });
     assert.equal(current.length, 1);
     assert.equal(back.evaluation.placed, 1);
-    const env = jobs.register(web({ memoryMb: 128 }, { MODE: 'fast' }));
+    const env = await jobs.register(web({ memoryMb: 128 }, { MODE: 'fast' }));
     assert.deepEqual([env.evaluation.updatedInPlace, env.evaluation.stopped, env.evaluation.placed], [0, 1, 1]);
     assert.equal(store.snapshot().get('allocations', rowKey(current[0]!.id))!.desiredStatus, 'stop');
   });
 
-  it('places a CSI job only on the node with a healthy node plugin, and says why not elsewhere', () => {
+  it('places a CSI job only on the node with a healthy node plugin, and says why not elsewhere', async () => {
     seed();
-    const { job, evaluation } = jobs.register(csiJob());
+    const { job, evaluation } = await jobs.register(csiJob());
     assert.equal(evaluation.status, 'complete');
     assert.equal(evaluation.placed, 1);
     const allocs = store.snapshot().list('allocations');
@@ -148,7 +148,7 @@ describe('job service', () => {
     assert.equal(job.status, 'running');
 
     // A second writer of the single-node-writer volume cannot be placed: blocked, with counts.
-    const second = jobs.register({ ...csiJob(), id: 'db2' });
+    const second = await jobs.register({ ...csiJob(), id: 'db2' });
     assert.equal(second.evaluation.status, 'blocked');
     assert.deepEqual(second.evaluation.failedPlacements['db']!.reasons, {
       'found no free write claim on volume data': 1,
@@ -157,17 +157,17 @@ describe('job service', () => {
     assert.match(second.evaluation.blockedReason, /2 nodes lacked a healthy node plugin for hostpath/);
   });
 
-  it('rejects at registration, naming the field: missing volume, unknown plugin, impossible access mode', () => {
+  it('rejects at registration, naming the field: missing volume, unknown plugin, impossible access mode', async () => {
     seed();
-    store.write((txn) => txn.put('volumes', volume('orphan', { pluginId: 'ghost' })));
-    const missing = rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'nope' } } }] }));
+    store.writeNow((txn) => txn.put('volumes', volume('orphan', { pluginId: 'ghost' })));
+    const missing = await rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'nope' } } }] }));
     assert.equal(missing.problems[0]!.path, 'groups[0].volumes.data.source');
     assert.match(missing.problems[0]!.message, /"nope" is not registered/);
 
-    const unknown = rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'orphan' } } }] }));
+    const unknown = await rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'orphan' } } }] }));
     assert.match(unknown.problems[0]!.message, /plugin "ghost", which is unknown/);
 
-    const mode = rejected(() =>
+    const mode = await rejected(() =>
       jobs.register({
         ...csiJob(),
         groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'data', accessMode: 'multi-node-multi-writer' } } }],
@@ -176,8 +176,8 @@ describe('job service', () => {
     assert.equal(mode.problems[0]!.path, 'groups[0].volumes.data.accessMode');
     assert.match(mode.problems[0]!.message, /does not support multi-node-multi-writer\/file-system/);
 
-    const snmw = rejected(() => {
-      store.write((txn) => txn.put('volumes', volume('sn', { capabilities: [{ accessMode: 'single-node-multi-writer', attachmentMode: 'file-system' }] })));
+    const snmw = await rejected(() => {
+      store.writeNow((txn) => txn.put('volumes', volume('sn', { capabilities: [{ accessMode: 'single-node-multi-writer', attachmentMode: 'file-system' }] })));
       return jobs.register({
         ...csiJob(),
         groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'sn', accessMode: 'single-node-multi-writer' } } }],
@@ -187,34 +187,34 @@ describe('job service', () => {
     assert.equal(store.snapshot().list('jobs').length, 0, 'nothing registered');
   });
 
-  it('scales, updates in place only what changed, stops and purges', () => {
+  it('scales, updates in place only what changed, stops and purges', async () => {
     seed();
     const spec = { id: 'web', groups: [{ name: 'web', count: 2, tasks: [{ name: 't', driver: 'exec' }] }] };
-    jobs.register(spec);
+    await jobs.register(spec);
     const first = store.snapshot().list('allocations');
     assert.equal(first.length, 2);
 
-    const same = jobs.register(spec);
+    const same = await jobs.register(spec);
     assert.equal(same.job.version, 0, 'an unchanged spec keeps its version');
     assert.equal(same.evaluation.placed, 0);
 
-    const scaled = jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3 }] });
+    const scaled = await jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3 }] });
     assert.equal(scaled.evaluation.placed, 1);
     assert.equal(scaled.evaluation.stopped, 0, 'a count change replaces nothing');
 
-    const changed = jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3, tasks: [{ name: 't', driver: 'exec', env: { A: '1' } }] }] });
+    const changed = await jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3, tasks: [{ name: 't', driver: 'exec', env: { A: '1' } }] }] });
     assert.equal(changed.evaluation.stopped, 3);
     assert.equal(changed.evaluation.placed, 3);
 
-    const stopped = jobs.stop('default', 'web');
+    const stopped = await jobs.stop('default', 'web');
     assert.equal(stopped.evaluation.stopped, 3);
     const snap = store.snapshot();
     assert.ok(snap.list('allocations').every((a) => a.desiredStatus === 'stop'));
     assert.equal(snap.get('jobs', rowKey('default', 'web'))!.stop, true);
 
-    jobs.stop('default', 'web', { purge: true });
+    await jobs.stop('default', 'web', { purge: true });
     assert.equal(store.snapshot().get('jobs', rowKey('default', 'web')), undefined);
-    assert.throws(() => jobs.stop('default', 'web'), { code: 'NOT_FOUND' });
+    await assert.rejects(() => jobs.stop('default', 'web'), { code: 'NOT_FOUND' });
   });
 
   it('reschedules a failed allocation after the policy delay, on the injectable clock', async () => {
@@ -222,9 +222,9 @@ describe('job service', () => {
     const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
     worker.start();
     try {
-      jobs.register({ id: 'w', groups: [{ name: 'g', reschedule: { attempts: 1, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }] });
+      await jobs.register({ id: 'w', groups: [{ name: 'g', reschedule: { attempts: 1, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }] });
       const [alloc] = store.snapshot().list('allocations');
-      jobs.updateAllocations(alloc!.nodeId, [{ id: alloc!.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
+      await jobs.updateAllocations(alloc!.nodeId, [{ id: alloc!.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
       await clock.waitForSleepers(1);
       assert.equal(store.snapshot().list('allocations').length, 1, 'not before the delay');
       await clock.advance(30_000);
@@ -233,7 +233,7 @@ describe('job service', () => {
       assert.equal(afterDelay.rescheduleAttempts, 1);
 
       // Out of attempts: the second failure stays failed.
-      jobs.updateAllocations(afterDelay.nodeId, [{ id: afterDelay.id, clientStatus: 'failed' }]);
+      await jobs.updateAllocations(afterDelay.nodeId, [{ id: afterDelay.id, clientStatus: 'failed' }]);
       await clock.advance(60_000);
       await settle(worker);
       assert.equal(store.snapshot().list('allocations').length, 2);
@@ -247,15 +247,15 @@ describe('job service', () => {
     const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
     worker.start();
     try {
-      jobs.register({ id: 'sys', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
-      jobs.register({ id: 'svc', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 100, memoryMb: 100 } }] }] });
+      await jobs.register({ id: 'sys', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
+      await jobs.register({ id: 'svc', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 100, memoryMb: 100 } }] }] });
       assert.equal(store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' }).length, 3);
-      store.write((txn) => txn.put('nodes', testNode('n4')));
+      store.writeNow((txn) => txn.put('nodes', testNode('n4')));
       await eventually('the system job on the new node', () => store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' && a.nodeId === 'n4' })[0]);
 
       const svc = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' })[0]!;
       const node = store.snapshot().get('nodes', rowKey(svc.nodeId))!;
-      store.write((txn) => txn.put('nodes', { ...node, status: 'down' }));
+      store.writeNow((txn) => txn.put('nodes', { ...node, status: 'down' }));
       const replacement = await eventually('the replacement', () =>
         store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' && a.previousAllocation === svc.id })[0],
       );
@@ -271,7 +271,7 @@ describe('job service', () => {
     const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
     worker.start();
     try {
-      store.write((txn) =>
+      store.writeNow((txn) =>
         txn.put('claims', {
           namespace: 'default',
           volumeId: 'data',
@@ -292,9 +292,9 @@ describe('job service', () => {
           claimTime: 0,
         }),
       );
-      const { evaluation } = jobs.register(csiJob());
+      const { evaluation } = await jobs.register(csiJob());
       assert.equal(evaluation.status, 'blocked');
-      store.write((txn) => txn.delete('claims', rowKey('default', 'data', 'old-alloc')));
+      store.writeNow((txn) => txn.delete('claims', rowKey('default', 'data', 'old-alloc')));
       const done = await eventually('the blocked evaluation to complete', () => store.snapshot().list('evaluations', { filter: (e) => e.id === evaluation.id && e.status === 'complete' })[0]);
       assert.equal(done.placed, 1);
     } finally {

@@ -88,12 +88,12 @@ export class JobService {
    * it. A stopped job registered again runs again. Throws JobValidationError
    * (code INVALID) listing every problem, with field paths, when the spec is
    * malformed or names volumes/plugins/access modes the server cannot serve.
-   * Synchronous; safe to repeat (an unchanged spec keeps its version).
+   * Safe to repeat (an unchanged spec keeps its version).
    */
-  register(input: unknown): RegisterResult {
+  async register(input: unknown): Promise<RegisterResult> {
     const spec = parseJobSpec(input);
     const now = this.#clock.now();
-    const { index, result } = this.#store.write((txn) => {
+    const { index, result } = await this.#store.write((txn) => {
       const problems = problemsAgainstState(spec, txn);
       if (problems.length) throw new JobValidationError(problems);
       const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
@@ -137,9 +137,9 @@ export class JobService {
    * (status dead once nothing runs). With `purge`, the job row is deleted as
    * well. Throws JobError NOT_FOUND. Safe to repeat.
    */
-  stop(namespace: string, jobId: string, opts: { purge?: boolean } = {}): { evaluation: Evaluation; index: number } {
+  async stop(namespace: string, jobId: string, opts: { purge?: boolean } = {}): Promise<{ evaluation: Evaluation; index: number }> {
     const now = this.#clock.now();
-    const { index, result } = this.#store.write((txn) => {
+    const { index, result } = await this.#store.write((txn) => {
       const job = txn.get('jobs', rowKey(namespace, jobId));
       if (!job) throw new JobError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
       if (opts.purge) txn.delete('jobs', rowKey(namespace, jobId));
@@ -154,15 +154,15 @@ export class JobService {
    * Evaluates the job again (a node changed, an allocation failed, a blocked
    * evaluation may now succeed). With `always` false nothing is written when
    * there is nothing to do. Returns the evaluation (if written) and when a
-   * delayed reschedule is due. Synchronous.
+   * delayed reschedule is due.
    */
-  evaluate(
+  async evaluate(
     namespace: string,
     jobId: string,
     opts: { trigger: EvalTrigger; always?: boolean; nodeId?: string; evalId?: string },
-  ): { evaluation?: Evaluation; followUpAt?: number; index: number } {
+  ): Promise<{ evaluation?: Evaluation; followUpAt?: number; index: number }> {
     const now = this.#clock.now();
-    const { index, result } = this.#store.write((txn) =>
+    const { index, result } = await this.#store.write((txn) =>
       evaluateJob(txn, namespace, jobId, {
         trigger: opts.trigger,
         now,
@@ -180,9 +180,9 @@ export class JobService {
    * unknown ones with NOT_FOUND; nothing is applied then. A failed allocation
    * is rescheduled by the evaluation worker per its group's policy.
    */
-  updateAllocations(nodeId: string, updates: readonly AllocationUpdate[]): { index: number } {
+  async updateAllocations(nodeId: string, updates: readonly AllocationUpdate[]): Promise<{ index: number }> {
     const now = this.#clock.now();
-    const { index } = this.#store.write((txn) => {
+    const { index } = await this.#store.write((txn) => {
       const jobs = new Set<string>();
       for (const u of updates) {
         if (!CLIENT_STATUSES.includes(u.clientStatus)) throw new JobError('INVALID', `unknown client status "${String(u.clientStatus)}"`);
@@ -213,9 +213,9 @@ export class JobService {
    * Stops one allocation at an operator's request; the job's evaluation places
    * a replacement. Throws JobError NOT_FOUND.
    */
-  stopAllocation(allocId: string): { evaluation?: Evaluation; index: number } {
+  async stopAllocation(allocId: string): Promise<{ evaluation?: Evaluation; index: number }> {
     const now = this.#clock.now();
-    const { index, result } = this.#store.write((txn) => {
+    const { index, result } = await this.#store.write((txn) => {
       const alloc = txn.get('allocations', rowKey(allocId));
       if (!alloc) throw new JobError('NOT_FOUND', `allocation "${allocId}" not found`);
       txn.put('allocations', { ...alloc, desiredStatus: 'stop', desiredDescription: 'stopped by operator', modifyTime: now });

@@ -40,8 +40,8 @@ describe('nodes and plugins', () => {
     try {
       const nodes = new NodeService({ store, clock: new ManualClock(1000) });
       const plugins = new PluginService({ store });
-      nodes.register(await agentA.fingerprint(), { id: 'node-a' });
-      nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
       const p = plugins.get('fake')!;
       assert.equal(p.provider, 'fake.csi.berth.dev');
       assert.equal(p.version, '1.0.0');
@@ -55,7 +55,7 @@ describe('nodes and plugins', () => {
       assert.equal(p.nodes['node-b']!.externalNodeId, 'ext-b');
 
       // A heartbeat that reports the node plugin unhealthy changes the counts.
-      nodes.heartbeat('node-b', await agentB.fingerprint({ unhealthy: ['fake'] }));
+      await nodes.heartbeat('node-b', await agentB.fingerprint({ unhealthy: ['fake'] }));
       const q = plugins.get('fake')!;
       assert.equal(q.nodesHealthy, 1);
       assert.equal(q.nodes['node-b']!.healthy, false);
@@ -71,15 +71,15 @@ describe('nodes and plugins', () => {
       const clock = new ManualClock(1000);
       const nodes = new NodeService({ store, clock });
       const fp = await agentA.fingerprint();
-      nodes.register(fp, { id: 'node-a' });
+      await nodes.register(fp, { id: 'node-a' });
       const index = store.latestIndex();
       await clock.advance(5000);
-      nodes.heartbeat('node-a', { ...fp, csiNodePlugins: { fake: { ...fp.csiNodePlugins['fake']!, updatedAt: 6000 } } });
-      nodes.heartbeat('node-a');
+      await nodes.heartbeat('node-a', { ...fp, csiNodePlugins: { fake: { ...fp.csiNodePlugins['fake']!, updatedAt: 6000 } } });
+      await nodes.heartbeat('node-a');
       assert.equal(store.latestIndex(), index, 'no write');
       assert.equal(nodes.get('node-a')!.lastHeartbeat, 6000, 'the latest heartbeat still shows');
-      assert.throws(() => nodes.heartbeat('nobody'), (e: unknown) => e instanceof NodeError && e.code === 'NOT_FOUND');
-      assert.throws(() => nodes.register({ ...fp, name: '' }), (e: unknown) => e instanceof NodeError && e.code === 'INVALID');
+      await assert.rejects(() => nodes.heartbeat('nobody'), (e: unknown) => e instanceof NodeError && e.code === 'NOT_FOUND');
+      await assert.rejects(() => nodes.register({ ...fp, name: '' }), (e: unknown) => e instanceof NodeError && e.code === 'INVALID');
     } finally {
       store.close();
     }
@@ -90,12 +90,12 @@ describe('nodes and plugins', () => {
     const clock = new ManualClock(0);
     const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
     try {
-      nodes.register(await agentA.fingerprint(), { id: 'node-a' });
-      nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
       await nodes.start();
       await clock.waitForSleepers(1);
       await clock.advance(6000);
-      nodes.heartbeat('node-b');
+      await nodes.heartbeat('node-b');
       await clock.advance(6000);
       assert.equal(nodes.get('node-a')!.status, 'down');
       assert.match(nodes.get('node-a')!.statusDescription, /missed heartbeats/);
@@ -105,7 +105,7 @@ describe('nodes and plugins', () => {
       assert.equal(p.nodes['node-a']!.healthy, false);
       assert.match(p.nodes['node-a']!.healthReason, /down/);
 
-      nodes.heartbeat('node-a');
+      await nodes.heartbeat('node-a');
       assert.equal(nodes.get('node-a')!.status, 'ready');
       assert.equal(store.snapshot().get('plugins', rowKey('fake'))!.controllersHealthy, 1);
     } finally {
@@ -150,7 +150,7 @@ describe('nodes and plugins', () => {
         }) satisfies Omit<Allocation, 'createIndex' | 'modifyIndex'>;
 
       const seen = store.snapshot().tableIndex('plugins');
-      store.write((txn) => {
+      store.writeNow((txn) => {
         txn.put('jobs', job('controllers', 'service', 'controller', 2));
         txn.put('jobs', job('nodes', 'system', 'node', 1));
         txn.put('allocations', alloc('c1', 'controllers', 'node-a'));
@@ -166,14 +166,14 @@ describe('nodes and plugins', () => {
       assert.equal(p.nodesHealthy, 0);
 
       const before = store.snapshot().tableIndex('plugins');
-      store.write((txn) => {
+      store.writeNow((txn) => {
         txn.put('allocations', { ...alloc('n3', 'nodes', 'node-c'), desiredStatus: 'stop', clientStatus: 'complete' });
       });
       await store.blockUntil(['plugins'], before);
       assert.equal(plugins.get('shared')!.nodesExpected, 2);
 
       const last = store.snapshot().tableIndex('plugins');
-      store.write((txn) => {
+      store.writeNow((txn) => {
         for (const id of ['c1', 'n1', 'n2', 'n3']) txn.delete('allocations', rowKey(id));
         txn.delete('jobs', rowKey('default', 'controllers'));
         txn.delete('jobs', rowKey('default', 'nodes'));
@@ -182,9 +182,9 @@ describe('nodes and plugins', () => {
       assert.equal(plugins.get('shared'), undefined, 'nothing left: removed');
 
       // Plugins reported only by nodes go away with the nodes' reports.
-      nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
       assert.ok(plugins.get('fake'));
-      nodes.register({ ...(await agentB.fingerprint()), csiNodePlugins: {} }, { id: 'node-b' });
+      await nodes.register({ ...(await agentB.fingerprint()), csiNodePlugins: {} }, { id: 'node-b' });
       assert.equal(plugins.get('fake'), undefined);
     } finally {
       await plugins.stop();

@@ -94,14 +94,14 @@ export class NodeService {
   /**
    * Registers a node (or re-registers it after an agent restart): stores the
    * fingerprint, marks it ready, clears any volume exhaustion recorded for it.
-   * Without `id` a new ID is made. Synchronous; safe to repeat.
+   * Without `id` a new ID is made. Safe to repeat.
    */
-  register(fingerprint: NodeFingerprint, opts: { id?: string } = {}): Node {
+  async register(fingerprint: NodeFingerprint, opts: { id?: string } = {}): Promise<Node> {
     this.#check(fingerprint);
     const id = opts.id ?? randomUUID();
     const now = this.#clock.now();
     this.#lastSeen.set(id, now);
-    const { result } = this.#store.write((txn) => {
+    const { result } = await this.#store.write((txn) => {
       const node = txn.put('nodes', {
         id,
         ...fingerprintOf(fingerprint),
@@ -122,10 +122,10 @@ export class NodeService {
    * Throws NodeError NOT_FOUND for an unregistered node (the agent must
    * register again).
    */
-  heartbeat(nodeId: string, fingerprint?: NodeFingerprint): Node {
+  async heartbeat(nodeId: string, fingerprint?: NodeFingerprint): Promise<Node> {
     if (fingerprint) this.#check(fingerprint);
     const now = this.#clock.now();
-    const { result } = this.#store.write((txn) => {
+    const { result } = await this.#store.write((txn) => {
       const node = txn.get('nodes', rowKey(nodeId));
       if (!node) throw new NodeError('NOT_FOUND', `node ${nodeId} is not registered`);
       this.#lastSeen.set(nodeId, now);
@@ -145,9 +145,9 @@ export class NodeService {
     return result;
   }
 
-  /** Marks a node down (the TTL watcher does this; operators may too). Synchronous; safe to repeat. */
-  markDown(nodeId: string, reason: string): void {
-    this.#store.write((txn) => this.#markDown(txn, nodeId, reason));
+  /** Marks a node down (the TTL watcher does this; operators may too). Safe to repeat. */
+  async markDown(nodeId: string, reason: string): Promise<void> {
+    await this.#store.write((txn) => this.#markDown(txn, nodeId, reason));
   }
 
   #markDown(txn: WriteTxn, nodeId: string, reason: string): void {
@@ -173,11 +173,11 @@ export class NodeService {
     return seen !== undefined && seen !== node.lastHeartbeat ? { ...node, lastHeartbeat: seen } : node;
   }
 
-  /** Marks down every node whose TTL has passed; returns their IDs. Synchronous. */
-  expire(): string[] {
+  /** Marks down every node whose TTL has passed; returns their IDs. */
+  async expire(): Promise<string[]> {
     const now = this.#clock.now();
     const expired: string[] = [];
-    this.#store.write((txn) => {
+    await this.#store.write((txn) => {
       for (const node of txn.list('nodes', { filter: (n) => n.status !== 'down' })) {
         const seen = this.#lastSeen.get(node.id);
         if (seen === undefined) {
@@ -209,7 +209,7 @@ export class NodeService {
         for (const seen of this.#lastSeen.values()) next = Math.min(next, seen + this.#ttl - t + 1);
         try {
           await this.#clock.sleep(Math.max(1, next), signal);
-          this.expire();
+          await this.expire();
         } catch (err) {
           if (err instanceof AbortedError || (err instanceof StateStoreError && err.code === 'STORE_CLOSED')) return;
           this.#logger.error({ err: describeError(err) }, 'heartbeat check failed');

@@ -40,23 +40,23 @@ export class PluginService {
     return this.#store.snapshot().list('plugins');
   }
 
-  /** Recomputes every plugin now. Synchronous; safe to repeat. */
-  recompute(): number {
-    return this.#store.write((txn) => updatePlugins(txn)).index;
+  /** Recomputes every plugin now; resolves with the store index. Safe to repeat. */
+  async recompute(): Promise<number> {
+    return (await this.#store.write((txn) => updatePlugins(txn))).index;
   }
 
   start(): Promise<void> {
     return this.#life.start((signal) => this.#start(signal));
   }
 
-  #start(signal: AbortSignal): void {
-    let seen = this.recompute();
+  async #start(signal: AbortSignal): Promise<void> {
+    let seen = await this.recompute();
     void this.#life.track((async () => {
       while (!signal.aborted) {
         try {
           const index = await this.#store.blockUntil(['jobs', 'allocations'], seen, { signal });
           seen = index;
-          this.recompute();
+          await this.recompute();
         } catch (err) {
           if (err instanceof AbortedError || (err instanceof StateStoreError && err.code === 'STORE_CLOSED')) return;
           this.#logger.error({ err: describeError(err) }, 'plugin recompute failed');

@@ -57,7 +57,7 @@ describe('SqliteStateStore', () => {
   it('stamps one new index on every row a write puts, keeps createIndex, and a write that changes nothing uses no index', () => {
     const store = SqliteStateStore.open(file('stamp.db'));
     try {
-      const first = store.write((txn) => {
+      const first = store.writeNow((txn) => {
         txn.put('nodes', node('a'));
         txn.put('nodes', node('b'));
         return 'done';
@@ -70,13 +70,13 @@ describe('SqliteStateStore', () => {
       assert.equal(snap.tableIndex('nodes'), 1);
       assert.equal(snap.tableIndex('volumes'), 0);
 
-      const second = store.write((txn) => txn.put('nodes', { ...node('a', 'renamed') }));
+      const second = store.writeNow((txn) => txn.put('nodes', { ...node('a', 'renamed') }));
       assert.equal(second.index, 2);
       const a = store.snapshot().get('nodes', 'a')!;
       assert.deepEqual([a.createIndex, a.modifyIndex, a.name], [1, 2, 'renamed']);
       assert.ok(Object.isFrozen(a));
 
-      const noop = store.write((txn) => txn.get('nodes', 'a')?.name);
+      const noop = store.writeNow((txn) => txn.get('nodes', 'a')?.name);
       assert.deepEqual(noop, { index: 2, result: 'renamed' });
       assert.equal(store.latestIndex(), 2);
     } finally {
@@ -87,10 +87,10 @@ describe('SqliteStateStore', () => {
   it('applies nothing when the write function throws, and refuses async and nested writes', () => {
     const store = SqliteStateStore.open(file('atomic.db'));
     try {
-      store.write((txn) => txn.put('nodes', node('keep')));
+      store.writeNow((txn) => txn.put('nodes', node('keep')));
       assert.throws(
         () =>
-          store.write((txn) => {
+          store.writeNow((txn) => {
             txn.put('nodes', node('lost'));
             txn.delete('nodes', 'keep');
             throw new Error('boom');
@@ -101,10 +101,10 @@ describe('SqliteStateStore', () => {
       assert.equal(snap.get('nodes', 'lost'), undefined);
       assert.ok(snap.get('nodes', 'keep'));
       assert.equal(store.latestIndex(), 1);
-      assert.throws(() => store.write(async (txn) => txn.put('nodes', node('x'))), (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_ASYNC_WRITE');
+      assert.throws(() => store.writeNow(async (txn) => txn.put('nodes', node('x'))), (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_ASYNC_WRITE');
       assert.equal(store.snapshot().get('nodes', 'x'), undefined);
       assert.throws(
-        () => store.write(() => store.write((t) => t.put('nodes', node('y')))),
+        () => store.writeNow(() => store.writeNow((t) => t.put('nodes', node('y')))),
         (e: unknown) => e instanceof StateStoreError && e.code === 'STORE_NESTED_WRITE',
       );
     } finally {
@@ -115,12 +115,12 @@ describe('SqliteStateStore', () => {
   it('reads inside a write see its own puts and deletes; a snapshot stays as it was after later writes', () => {
     const store = SqliteStateStore.open(file('snap.db'));
     try {
-      store.write((txn) => {
+      store.writeNow((txn) => {
         txn.put('nodes', node('a'));
         txn.put('nodes', node('b'));
       });
       const before = store.snapshot();
-      store.write((txn) => {
+      store.writeNow((txn) => {
         txn.delete('nodes', 'a');
         txn.put('nodes', node('c'));
         assert.deepEqual(txn.list('nodes').map((n) => n.id), ['b', 'c']);
@@ -137,7 +137,7 @@ describe('SqliteStateStore', () => {
   it('lists by key prefix without confusing IDs that contain "/"', () => {
     const store = SqliteStateStore.open(file('prefix.db'));
     try {
-      store.write((txn) => {
+      store.writeNow((txn) => {
         for (const [vol, alloc] of [['data', 'a1'], ['data', 'a2'], ['data/x', 'a3']]) {
           txn.put('claims', {
             namespace: 'default',
@@ -171,9 +171,9 @@ describe('SqliteStateStore', () => {
   it('survives a restart: rows, table indexes and events come back and the index is never reused', () => {
     const path = file('restart.db');
     let store = SqliteStateStore.open(path);
-    store.write((txn) => txn.put('nodes', node('a')));
-    store.write((txn) => txn.put('nodes', node('b')));
-    store.write((txn) => txn.delete('nodes', 'b'));
+    store.writeNow((txn) => txn.put('nodes', node('a')));
+    store.writeNow((txn) => txn.put('nodes', node('b')));
+    store.writeNow((txn) => txn.delete('nodes', 'b'));
     store.close();
     store = SqliteStateStore.open(path);
     try {
@@ -189,7 +189,7 @@ describe('SqliteStateStore', () => {
           [3, 'nodes', 'b', 'delete'],
         ],
       );
-      const next = store.write((txn) => txn.put('nodes', node('c')));
+      const next = store.writeNow((txn) => txn.put('nodes', node('c')));
       assert.equal(next.index, 4);
     } finally {
       store.close();
@@ -200,8 +200,8 @@ describe('SqliteStateStore', () => {
     const path = file('secrets.db');
     const store = SqliteStateStore.open(path);
     try {
-      store.write((txn) => txn.put('volumes', volume('v1', { password: 's3cr3t-value' })));
-      store.write((txn) => txn.delete('volumes', rowKey('default', 'v1')));
+      store.writeNow((txn) => txn.put('volumes', volume('v1', { password: 's3cr3t-value' })));
+      store.writeNow((txn) => txn.delete('volumes', rowKey('default', 'v1')));
       const events = store.snapshot().events(0, { topics: ['volumes'] });
       assert.equal(events.length, 2);
       const text = JSON.stringify(events);
@@ -234,7 +234,7 @@ describe('SqliteStateStore', () => {
     });
     const store = SqliteStateStore.open(path);
     try {
-      store.write((txn) => txn.put('jobs', { ...spec, stop: false, status: 'pending', version: 0, groupVersions: {}, submitTime: 0 }));
+      store.writeNow((txn) => txn.put('jobs', { ...spec, stop: false, status: 'pending', version: 0, groupVersions: {}, submitTime: 0 }));
       const events = store.snapshot().events(0, { topics: ['jobs'] });
       assert.equal(events.length, 1);
       assert.doesNotMatch(JSON.stringify(events), /flag-s3cret/);
@@ -256,8 +256,8 @@ describe('SqliteStateStore', () => {
   it('keeps a bounded event history, filterable by topic', () => {
     const store = SqliteStateStore.open(file('history.db'), { eventHistory: 10 });
     try {
-      for (let i = 0; i < 40; i++) store.write((txn) => txn.put('nodes', node(`n${i}`)));
-      store.write((txn) => txn.put('volumes', volume('v')));
+      for (let i = 0; i < 40; i++) store.writeNow((txn) => txn.put('nodes', node(`n${i}`)));
+      store.writeNow((txn) => txn.put('volumes', volume('v')));
       const snap = store.snapshot();
       const all = snap.events(0);
       assert.ok(all.length <= 13, `kept ${all.length} events`);
@@ -273,16 +273,16 @@ describe('SqliteStateStore', () => {
   it('blockUntil wakes on a write to a watched table, ignores other tables, times out and aborts', async () => {
     const store = SqliteStateStore.open(file('block.db'));
     try {
-      store.write((txn) => txn.put('nodes', node('a')));
+      store.writeNow((txn) => txn.put('nodes', node('a')));
       assert.equal(await store.blockUntil(['nodes'], 0), 1, 'already past: resolves at once');
 
       let woke = 0;
       const waiting = store.blockUntil(['volumes', 'claims'], store.latestIndex()).then((i) => (woke = i));
-      store.write((txn) => txn.put('nodes', node('b')));
+      store.writeNow((txn) => txn.put('nodes', node('b')));
       // A write wakes its waiters synchronously: by the next turn, a woken one has run.
       await nextTurn();
       assert.equal(woke, 0, 'a write to another table does not wake it');
-      const { index } = store.write((txn) => txn.put('volumes', volume('v')));
+      const { index } = store.writeNow((txn) => txn.put('volumes', volume('v')));
       assert.equal(await waiting, index);
 
       assert.equal(await store.blockUntil(['claims'], 100, { timeoutMs: 5 }), 0, 'timeout gives the current index');
@@ -304,7 +304,7 @@ describe('SqliteStateStore', () => {
     const store = SqliteStateStore.open(file('many.db'));
     try {
       const waiters = Array.from({ length: 1000 }, (_, i) => store.blockUntil(i % 2 ? ['events'] : ['nodes', 'jobs'], 0));
-      const { index } = store.write((txn) => txn.put('nodes', node('a')));
+      const { index } = store.writeNow((txn) => txn.put('nodes', node('a')));
       const woken = await Promise.all(waiters);
       assert.ok(woken.every((i) => i === index));
     } finally {

@@ -351,7 +351,20 @@ export class SqliteStateStore implements StateStore {
     return new View(this.#index, this.#maps(), new Map(this.#tableIndexes), this.#events);
   }
 
-  write<R>(fn: (txn: WriteTxn) => R): { index: number; result: R } {
+  write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
+    try {
+      return Promise.resolve(this.writeNow(fn));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /**
+   * The same transaction as `write`, applied and durable before it returns.
+   * SQLite-only: for tools and tests that fill a store before anything runs
+   * (seeding, restore); server code goes through `write`.
+   */
+  writeNow<R>(fn: (txn: WriteTxn) => R): { index: number; result: R } {
     this.#assertOpen();
     if (this.#writing) throw new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write');
     const txn = new Txn(this.#index + 1, this.#index, this.#maps(), this.#tableIndexes, this.#events);

@@ -12,8 +12,8 @@
 // - `blockUntil(tables, n)` is a Watch on the tables' prefixes starting at
 //   revision n + 1, resolved by the first event; the event history is etcd's
 //   watch history, bounded by compaction as ours is by trimming.
-// - `write` is synchronous here; an etcd store would make it async and retry
-//   the Txn when a compare on the read keys' mod_revisions fails.
+// - `write` is async: an etcd store runs the txn body against its view and
+//   retries the Txn when a compare on the read keys' mod_revisions fails.
 
 import type {
   Allocation,
@@ -109,16 +109,22 @@ export interface BlockOptions {
 
 export interface StateStore {
   /**
-   * Runs `fn` as one all-or-nothing transaction, synchronously (`fn` must
-   * not return a promise). When it changed anything, one new index is stamped
-   * on every row it put and every table it touched, an event per change is
-   * appended, the change is durable when `write` returns, and blocked readers
-   * of those tables wake. A write that changed nothing uses no index and
-   * returns the latest one. If `fn` throws, nothing is applied and the error
-   * is rethrown. Throws StateStoreError STORE_CLOSED after close(), and
-   * STORE_NESTED_WRITE when called from inside another write.
+   * Runs `fn` as one all-or-nothing transaction. `fn` itself is synchronous
+   * (it must not return a promise) and may run more than once: a distributed
+   * store runs it against its latest view and runs it again when another
+   * writer changed what it read before the commit, so `fn` must have no side
+   * effects beyond the txn. When it changed anything, one new index is
+   * stamped on every row it put and every table it touched, an event per
+   * change is appended, the change is durable when the promise resolves, and
+   * blocked readers of those tables wake. A write that changed nothing uses no
+   * index and resolves with the latest one. If `fn` throws, nothing is
+   * applied and the promise rejects with that error. Rejects with
+   * StateStoreError STORE_CLOSED after close(), STORE_NESTED_WRITE when
+   * called from inside another write, STORE_UNAVAILABLE when the store cannot
+   * commit (e.g. etcd without quorum; nothing was applied), STORE_FENCED
+   * when a fenced writer lost its right to write.
    */
-  write<R>(fn: (txn: WriteTxn) => R): { index: number; result: R };
+  write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }>;
   /** A consistent read view at the latest index. Cheap; safe to hold across awaits. */
   snapshot(): StateReader;
   /** The latest index (0 for an empty store). */

@@ -122,7 +122,7 @@ export class ClaimRelease {
       } catch (err) {
         // An abort (shutdown) or a closed store is not a failure of the step.
         if (!signal?.aborted && !this.#deps.store.closed) {
-          this.#deps.store.write((txn) => {
+          await this.#deps.store.write((txn) => {
             const cur = txn.get('claims', key);
             if (cur) txn.put('claims', { ...cur, releaseAttempts: cur.releaseAttempts + 1, lastError: describeError(err) });
           });
@@ -133,8 +133,8 @@ export class ClaimRelease {
   }
 
   /** Writes `next` over the claim if it is still in `from`; false when someone else moved it. */
-  #advance(key: string, from: VolumeClaim['state'], next: Partial<VolumeClaim> | 'free'): boolean {
-    return this.#deps.store.write((txn) => {
+  async #advance(key: string, from: VolumeClaim['state'], next: Partial<VolumeClaim> | 'free'): Promise<boolean> {
+    const { result } = await this.#deps.store.write((txn) => {
       const cur = txn.get('claims', key);
       if (!cur || cur.state !== from) return false;
       if (next === 'free') {
@@ -143,7 +143,8 @@ export class ClaimRelease {
         if (cur.controllerPublish === 'published') clearNodeExhausted(txn, cur.pluginId, cur.nodeId);
       } else txn.put('claims', { ...cur, ...next, lastError: '' });
       return true;
-    }).result;
+    });
+    return result;
   }
 
   /** Runs one step of the release; true when the claim is free. */
@@ -153,7 +154,7 @@ export class ClaimRelease {
     const { pluginId, externalVolumeId } = claim;
     switch (claim.state) {
       case 'taken':
-        this.#advance(key, 'taken', { state: 'unpublishing', releaseReason: reason });
+        await this.#advance(key, 'taken', { state: 'unpublishing', releaseReason: reason });
         return false;
       case 'unpublishing': {
         const node = snap.get('nodes', rowKey(claim.nodeId));
@@ -177,10 +178,10 @@ export class ClaimRelease {
         // With no ControllerPublish to undo, node-detached and controller-detached
         // hold nothing to resume, so the claim goes straight to free in this one write.
         if (claim.controllerPublish === 'none') {
-          this.#advance(key, 'unpublishing', 'free');
+          await this.#advance(key, 'unpublishing', 'free');
           return true;
         }
-        this.#advance(key, 'unpublishing', { state: 'node-detached' });
+        await this.#advance(key, 'unpublishing', { state: 'node-detached' });
         return false;
       }
       case 'node-detached': {
@@ -197,15 +198,15 @@ export class ClaimRelease {
             ),
           );
         }
-        this.#advance(key, 'node-detached', { state: 'controller-detached' });
+        await this.#advance(key, 'node-detached', { state: 'controller-detached' });
         return false;
       }
       case 'controller-detached':
-        this.#advance(key, 'controller-detached', 'free');
+        await this.#advance(key, 'controller-detached', 'free');
         this.#deps.logger.info({ volumeId: claim.volumeId, allocId: claim.allocId, nodeId: claim.nodeId }, 'claim released');
         return true;
       default:
-        this.#advance(key, claim.state, 'free');
+        await this.#advance(key, claim.state, 'free');
         return true;
     }
   }

@@ -76,7 +76,7 @@ export class ClaimTaker {
   async claim(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<VolumeClaim> {
     const namespace = req.namespace ?? 'default';
     return this.#deps.perVolume.run(rowKey(namespace, req.volumeId), async () => {
-      const { result: taken } = this.#deps.store.write((txn) => {
+      const { result: taken } = await this.#deps.store.write((txn) => {
         const decision = admitClaim(admissionState(txn, req, this.#deps.clock.now()), req);
         if (decision.outcome === 'refuse') throw decision.error;
         return decision.outcome === 'existing' ? decision.claim : txn.put('claims', decision.claim);
@@ -128,7 +128,7 @@ export class ClaimTaker {
         },
         { topology: whereItLives(v), ...(signal ? { signal } : {}) },
       );
-      const { result } = this.#deps.store.write((txn) => {
+      const { result } = await this.#deps.store.write((txn) => {
         const cur = txn.get('claims', key);
         if (!cur) throw new VolumeError('CONFLICT', `claim of allocation ${claim.allocId} on ${claim.volumeId} vanished during publish`, { retryable: true });
         return txn.put('claims', { ...cur, controllerPublish: 'published', publishContext: { ...publishContext } });
@@ -136,15 +136,15 @@ export class ClaimTaker {
       this.#deps.logger.info({ volumeId: claim.volumeId, allocId: claim.allocId, nodeId: claim.nodeId }, 'volume published');
       return result;
     } catch (err) {
-      throw this.#publishFailed(claim, key, err);
+      throw await this.#publishFailed(claim, key, err);
     }
   }
 
   /** Records a failed ControllerPublish and returns the error the claimer sees. */
-  #publishFailed(claim: VolumeClaim, key: string, err: unknown): unknown {
+  async #publishFailed(claim: VolumeClaim, key: string, err: unknown): Promise<unknown> {
     const uncertain = !(err instanceof ControllerCallError) || err.uncertain;
     const exhausted = err instanceof ControllerCallError && err.lastCode === 'CSI_RESOURCE_EXHAUSTED';
-    this.#deps.store.write((txn) => {
+    await this.#deps.store.write((txn) => {
       const cur = txn.get('claims', key);
       if (exhausted) markNodeExhausted(txn, claim.pluginId, claim.nodeId, describeError(err), this.#deps.clock.now());
       if (!cur) return;

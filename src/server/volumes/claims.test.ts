@@ -24,7 +24,7 @@ describe('claims per access mode', () => {
       { id: 'node-a', externalId: 'ext-a', roles: ['node'], plugin: nodeOnly },
       { id: 'node-b', externalId: 'ext-b', roles: ['node'], plugin: nodeOnly },
     ]);
-    for (const [id, node] of [['a1', 'node-a'], ['a2', 'node-a'], ['b1', 'node-b'], ['b2', 'node-b']] as const) c.alloc(id, node);
+    for (const [id, node] of [['a1', 'node-a'], ['a2', 'node-a'], ['b1', 'node-b'], ['b2', 'node-b']] as const) await c.alloc(id, node);
   });
   after(() => c.close());
 
@@ -91,7 +91,7 @@ describe('claims per access mode', () => {
     );
     await assert.rejects(c.volumes.claim({ volumeId: 'nope', allocId: 'a1', mode: 'read' }), rejectsWith('NOT_FOUND'));
     await assert.rejects(c.volumes.claim({ volumeId: 'modes', allocId: 'ghost', mode: 'read' }), rejectsWith('NOT_FOUND'));
-    c.alloc('done', 'node-a', 'complete');
+    await c.alloc('done', 'node-a', 'complete');
     await assert.rejects(c.volumes.claim({ volumeId: 'modes', allocId: 'done', mode: 'read' }), rejectsWith('INVALID', /not running/));
 
     // node-b's plugin turns unhealthy: claims there wait; node-a still works.
@@ -110,8 +110,8 @@ describe('claims per access mode', () => {
   it('counts max volumes per node for the plugin (scenario 10)', async () => {
     const limited = await Cluster.start([{ id: 'node-m', externalId: 'ext-m', roles: ['node'], plugin: { ...nodeOnly, maxVolumesPerNode: 1 } }]);
     try {
-      limited.alloc('m1', 'node-m');
-      limited.alloc('m2', 'node-m');
+      await limited.alloc('m1', 'node-m');
+      await limited.alloc('m2', 'node-m');
       for (const id of ['v1', 'v2']) {
         await limited.volumes.register({ id, externalId: id, pluginId: 'fake', capabilities: [{ accessMode: 'multi-node-multi-writer', attachmentMode: 'file-system' }] });
       }

@@ -58,7 +58,7 @@ describe('volumes with a controller', () => {
       }
       await client.close();
     }
-    for (const id of ['w1', 'w2', 'w3', 'w4']) c.alloc(id, 'node-w');
+    for (const id of ['w1', 'w2', 'w3', 'w4']) await c.alloc(id, 'node-w');
   });
   after(() => c.close());
 
@@ -286,7 +286,7 @@ describe('controller calls for a volume that lives on one node', () => {
       { id: 'node-a', externalId: 'ext-a', roles: ['controller', 'node'], plugin: { topology: { zone: 'a' } } },
       { id: 'node-b', externalId: 'ext-b', roles: ['controller', 'node'], plugin: { topology: { zone: 'b' } } },
     ]);
-    c.alloc('wb', 'node-b');
+    await c.alloc('wb', 'node-b');
   });
   after(() => c.close());
 

@@ -22,7 +22,7 @@ describe('claim release', () => {
     externalId = (await client.createVolume({ name: 'data', volumeCapabilities: [VolumeCapability.mount('single-node-writer')] })).volumeId;
     await client.close();
     await c.volumes.register({ id: 'data', externalId, pluginId: 'fake', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] });
-    c.alloc('a1', 'node-w');
+    await c.alloc('a1', 'node-w');
   });
   afterEach(() => c.close());
 
@@ -39,7 +39,7 @@ describe('claim release', () => {
     await c.watcher.start();
     await c.until(() => state() === undefined, ['claims'], 'the claim to be freed');
     assert.equal(attached(), false, 'detached on the controller');
-    c.alloc('a2', 'node-w');
+    await c.alloc('a2', 'node-w');
     await c.volumes.claim({ volumeId: 'data', allocId: 'a2', mode: 'write' });
   }
 
@@ -75,7 +75,7 @@ describe('claim release', () => {
     await claimed();
     // A crash between the controller step's checkpoint and the last write leaves this state.
     await c.router.call('fake', 'csi.controller.unpublish', { pluginId: 'fake', volumeId: externalId, nodeId: 'ext-w', secrets: {} });
-    c.store.write((txn) => txn.put('claims', { ...c.claimRow('data', 'a1')!, state: 'controller-detached', releaseReason: 'allocation complete' }));
+    await c.store.write((txn) => txn.put('claims', { ...c.claimRow('data', 'a1')!, state: 'controller-detached', releaseReason: 'allocation complete' }));
     await c.restart();
     c.fake('ctrl').clearCalls();
     await resumesToFree();
@@ -99,8 +99,8 @@ describe('claim release', () => {
   it('releases claims of allocations that finish or vanish, never of a running one on a live node', async () => {
     await claimed();
     await c.watcher.start();
-    c.alloc('a1', 'node-w', 'running');
-    c.store.write((txn) => txn.put('allocations', { ...txn.get('allocations', rowKey('a1'))!, desiredStatus: 'stop' }));
+    await c.alloc('a1', 'node-w', 'running');
+    await c.store.write((txn) => txn.put('allocations', { ...txn.get('allocations', rowKey('a1'))!, desiredStatus: 'stop' }));
     // The window closes within one turn: a store write wakes the watcher synchronously and its
     // pass is synchronous, so it has looked at the stopped allocation by then; a release it had
     // started would still be running (it calls the node over a socket).
@@ -109,14 +109,14 @@ describe('claim release', () => {
     assert.equal(state(), 'taken', 'a running allocation keeps its claim, even when told to stop');
     assert.equal(c.watcher.sweep().length, 0);
 
-    c.alloc('a1', 'node-w', 'complete');
+    await c.alloc('a1', 'node-w', 'complete');
     await c.until(() => state() === undefined, ['claims'], 'release after complete');
     assert.equal(attached(), false);
     assert.equal(c.agent('node-w').callsOf('csi.node.detach').length, 1);
 
-    c.alloc('a3', 'node-w');
+    await c.alloc('a3', 'node-w');
     await c.volumes.claim({ volumeId: 'data', allocId: 'a3', mode: 'write' });
-    c.store.write((txn) => txn.delete('allocations', rowKey('a3')));
+    await c.store.write((txn) => txn.delete('allocations', rowKey('a3')));
     await c.until(() => c.claimRow('data', 'a3') === undefined, ['claims'], 'release after the allocation vanished');
     assert.equal(attached(), false);
   });
@@ -124,7 +124,7 @@ describe('claim release', () => {
   it('releases the claims of a node that goes down: no node call, but ControllerUnpublish still runs', async () => {
     await claimed();
     await c.watcher.start();
-    c.nodes.markDown('node-w', 'missed heartbeats');
+    await c.nodes.markDown('node-w', 'missed heartbeats');
     await c.until(() => state() === undefined, ['claims'], 'release after node down');
     assert.equal(c.agent('node-w').callsOf('csi.node.detach').length, 0, 'a down node is not asked');
     assert.equal(attached(), false, 'the controller detached it');
@@ -134,7 +134,7 @@ describe('claim release', () => {
     await claimed();
     c.fake('node-w').failNext('NodeUnpublishVolume', 'INTERNAL', 'device busy');
     await c.watcher.start();
-    c.alloc('a1', 'node-w', 'failed');
+    await c.alloc('a1', 'node-w', 'failed');
     await c.until(() => (c.claimRow('data', 'a1')?.releaseAttempts ?? 0) === 1, ['claims'], 'the failed attempt');
     const row = c.claimRow('data', 'a1')!;
     assert.equal(row.state, 'unpublishing');
@@ -151,7 +151,7 @@ describe('claim release', () => {
     await claimed();
     c.agent('node-w').pause();
     await c.watcher.start();
-    c.alloc('a1', 'node-w', 'complete');
+    await c.alloc('a1', 'node-w', 'complete');
     await c.until(() => c.agent('node-w').callsOf('csi.node.detach').length === 1, ['claims'], 'the node detach');
     await c.watcher.stop();
     assert.equal(c.watcher.state, 'stopped');

@@ -178,7 +178,7 @@ export class VolumeRegistry {
     const draft = draftOf(checked, checked.externalId);
     const plugin = this.#plugin(draft.pluginId);
     if (Object.keys(plugin.controllers).length > 0) await this.#validate(draft, opts.signal);
-    const { result } = this.#deps.store.write((txn) => {
+    const { result } = await this.#deps.store.write((txn) => {
       const existing = txn.get('volumes', rowKey(draft.namespace, draft.id));
       if (existing && (existing.pluginId !== draft.pluginId || existing.externalId !== draft.externalId)) {
         throw new VolumeError('CONFLICT', `volume ${draft.id} is already registered with another plugin or external ID`);
@@ -243,7 +243,7 @@ export class VolumeRegistry {
         this.#deps.logger.warn({ volumeId: id, allocId: c.allocId, err: describeError(err) }, 'forced deregister: claim release failed; dropping the claim');
       }
     }
-    this.#deps.store.write((txn) => {
+    await this.#deps.store.write((txn) => {
       for (const c of txn.list('claims', { prefix: keyPrefix(namespace, id) })) txn.delete('claims', rowKey(namespace, id, c.allocId));
       txn.delete('volumes', key);
     });
@@ -285,7 +285,7 @@ export class VolumeRegistry {
       },
       { topology: whereItLives(draft), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
-    const { result } = this.#deps.store.write((txn) =>
+    const { result } = await this.#deps.store.write((txn) =>
       txn.put('volumes', {
         ...draft,
         externalId: volume.volumeId,
@@ -316,7 +316,7 @@ export class VolumeRegistry {
       { pluginId: v.pluginId, volumeId: v.externalId, secrets: v.secrets },
       { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
-    this.#deps.store.write((txn) => txn.delete('volumes', rowKey(namespace, id)));
+    await this.#deps.store.write((txn) => txn.delete('volumes', rowKey(namespace, id)));
     this.#deps.logger.info({ volumeId: id, namespace }, 'volume deleted');
   }
 
@@ -428,7 +428,7 @@ export class VolumeRegistry {
         }
       }
     }
-    this.#deps.store.write((txn) => {
+    await this.#deps.store.write((txn) => {
       const cur = txn.get('volumes', rowKey(namespace, id));
       if (cur) txn.put('volumes', { ...cur, capacityBytes });
     });
