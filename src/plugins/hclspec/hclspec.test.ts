@@ -185,6 +185,10 @@ describe('decoding a config block against a plugin schema', () => {
       pair: hclspec.attr('pair', 'tuple([string, bool])'),
     });
     assert.deepEqual(decodeConfig(s, { extra: { k: [1, 'a'] }, pair: ['p', 'true'] }), { opts: { a: 'x', b: [1, 2.5] }, extra: { k: [1, 'a'] }, pair: ['p', true] });
+    // cty's object conversion drops attributes the type lacks and fills optional() ones with null.
+    const o = hclspec.object({ o: hclspec.attr('o', 'object({a = string, b = optional(number)})') });
+    assert.deepEqual(decodeConfig(o, { o: { a: 'x', extra: 1 } }), { o: { a: 'x', b: null } });
+    assert.throws(() => decodeConfig(o, { o: { b: 1 } }), /config\.o: .*attribute "a" is required/);
     assert.throws(() => decodeConfig(hclspec.object({ x: hclspec.attr('x', 'lisst(string)') }), { x: [] }), (e: unknown) => e instanceof HclSpecError && e.code === 'HCLSPEC_INVALID_SPEC');
   });
 });
