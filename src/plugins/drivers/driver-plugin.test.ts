@@ -260,3 +260,25 @@ async function firstOf<T>(it: AsyncIterable<T>): Promise<T> {
   for await (const v of it) return v;
   throw new Error('stream ended empty');
 }
+
+describe('a plugin that is not a driver', () => {
+  const tmp = pluginDir();
+  after(() => tmp.remove());
+
+  it('is refused after PluginInfo, and stopped', async () => {
+    const file = tsPlugin(
+      tmp.dir,
+      'device-plugin',
+      `
+import { servePlugin, NOMAD_HANDSHAKE } from '@berth/plugins/index.ts';
+import { basePluginService } from '@berth/plugins/base/index.ts';
+import { BasePluginDefinition } from '@berth/gen/nomad/plugins/base/proto/base.ts';
+const impl = { pluginInfo: async () => ({ type: 'device', pluginApiVersions: ['v0.1.0'], pluginVersion: '1', name: 'gpu' }), configSchema: async () => undefined, setConfig: async () => {} };
+const server = await servePlugin({ handshake: NOMAD_HANDSHAKE, register: (s) => s.add(BasePluginDefinition, basePluginService(impl)) });
+await server.stopped;
+process.exit(0);
+`,
+    );
+    await assert.rejects(launchDriverPlugin({ path: file }), (err: unknown) => err instanceof DriverPluginError && err.code === 'DRIVER_PLUGIN_INVALID' && /is a device plugin, not a driver/.test(err.message));
+  });
+});
