@@ -154,7 +154,11 @@ export class PluginProcess {
       child.once('close', () => resolve());
       child.once('error', () => child.pid === undefined && resolve());
     });
-    void this.exited.then((exit) => logger.debug({ code: exit.code, signal: exit.signal }, 'plugin exited'));
+    void this.exited.then((exit) => {
+      // Before shutdown() and after a successful launch, an exit is a crash the agent should hear of.
+      if (this.#shutdown || !this.#channel) logger.debug({ code: exit.code, signal: exit.signal }, 'plugin exited');
+      else logger.warn({ code: exit.code, signal: exit.signal }, 'plugin exited unexpectedly');
+    });
     lines(child.stdout, (line, eof) => {
       if (this.#stdoutLines) this.#stdoutLines(line, eof);
       else if (line) logger.debug({ stream: 'stdout' }, line);
