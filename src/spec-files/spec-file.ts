@@ -4,7 +4,7 @@
 
 import type * as Hcl2Json from '@cdktf/hcl2json';
 import { BerthError } from '../lib/index.js';
-import { JobValidationError, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
+import { JobValidationError, nestingProblem, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
 import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
 import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
 import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';
@@ -168,7 +168,8 @@ function fromJson(file: string, text: string, kind: string): Located {
     parsed = parseJsonWithPositions(text);
   } catch (err) {
     if (err instanceof JsonSyntaxError) {
-      throw new SpecFileError([{ file, ...err.position, field: '', message: `malformed JSON: ${err.message}` }]);
+      const deep = err.message.startsWith('nesting deeper than');
+      throw new SpecFileError([{ file, ...err.position, field: '', message: deep ? err.message : `malformed JSON: ${err.message}` }]);
     }
     throw err;
   }
@@ -196,6 +197,8 @@ function fromJson(file: string, text: string, kind: string): Located {
 }
 
 async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body): Promise<Located> {
+  const deep = nestingProblem(text, undefined, { comments: true });
+  if (deep) throw new SpecFileError([{ file, line: deep.line, column: deep.column, field: '', message: deep.message }]);
   let raw: Record<string, unknown>;
   try {
     raw = (await parseHcl(file, text)) as Record<string, unknown>;
@@ -214,6 +217,11 @@ async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body
     if (others.length) {
       const pos = locateHcl(outline, [{ name: others[0] as string, nth: 0 }]);
       throw new SpecFileError([{ file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: '', message: `unexpected "${others[0]}" outside the job block` }]);
+    }
+    if (Array.isArray(jobs)) {
+      // hcl2json gives an unlabelled `job { ... }` as a list of bodies (which would read as job "0").
+      const pos = locateHcl(outline, [{ name: 'job', nth: 0 }]);
+      throw new SpecFileError([{ file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: 'id', message: 'the job block needs its ID as a label: job "<id>" { ... }' }]);
     }
     const labels = jobs && typeof jobs === 'object' ? Object.entries(jobs as Record<string, unknown>) : [];
     const count = labels.reduce((n, [, bodies]) => n + (Array.isArray(bodies) ? bodies.length : 1), 0);
