@@ -175,12 +175,16 @@ async function detach(s: ApiSession, [volArg, nodeArg]: string[]): Promise<void>
 async function expand(s: ApiSession, [volArg, size]: string[]): Promise<void> {
   const requiredBytes = parseSize(size as string);
   const id = await s.api.resolve(KINDS.volume, volArg as string, { namespace: s.namespace });
+  const { body: before } = await s.api.get<VolumeView>(KINDS.volume.getPath(id), { namespace: s.namespace });
   const { body } = await s.api.request<{ capacityBytes?: number }>('POST', `${KINDS.volume.getPath(id)}/expand`, {
     query: { namespace: s.namespace },
     body: { requiredBytes },
   });
   if (s.out.json) return s.out.document(body);
-  s.out.line(`==> Volume "${id}" expanded${body?.capacityBytes ? ` to ${humanSize(body.capacityBytes)}` : ''}`);
+  const from = before.capacityBytes ? ` from ${humanSize(before.capacityBytes)}` : '';
+  const to = body?.capacityBytes ? ` to ${humanSize(body.capacityBytes)}` : '';
+  const more = body?.capacityBytes && body.capacityBytes > requiredBytes ? ` (asked for ${humanSize(requiredBytes)}; the plugin gave more)` : '';
+  s.out.line(`==> Volume "${id}" expanded${from}${to}${more}`);
 }
 
 interface SnapshotView {
@@ -199,9 +203,12 @@ async function snapshotCreate(s: ApiSession, [volArg, name]: string[]): Promise<
 }
 
 async function snapshotDelete(s: ApiSession, [snapshotId]: string[], opts: Record<string, unknown>): Promise<void> {
-  await s.api.request('DELETE', '/v1/volumes/snapshot', { query: { pluginId: opts['plugin'] as string, snapshotId } });
-  if (s.out.json) return s.out.document({ deleted: snapshotId });
-  s.out.line(`==> Snapshot "${snapshotId}" deleted`);
+  const { body } = await s.api.request<{ deleted: string; verified?: boolean }>('DELETE', '/v1/volumes/snapshot', {
+    query: { pluginId: opts['plugin'] as string, snapshotId },
+  });
+  if (s.out.json) return s.out.document(body);
+  const unverified = body.verified === false ? ` (plugin ${String(opts['plugin'])} cannot list snapshots, so it could not confirm the ID existed)` : '';
+  s.out.line(`==> Snapshot "${body.deleted}" of plugin ${String(opts['plugin'])} deleted${unverified}`);
 }
 
 async function snapshotList(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {

@@ -113,8 +113,8 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
     if (!pluginId || !snapshotId) throw new ApiError('INVALID', 'pluginId and snapshotId are required', { field: pluginId ? 'snapshotId' : 'pluginId' });
     const body = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
     const secrets = body['secrets'] as Record<string, string> | undefined;
-    await volumes.deleteSnapshot(pluginId, snapshotId, secrets ? { secrets } : {});
-    return { deleted: snapshotId };
+    const { verified } = await volumes.deleteSnapshot(pluginId, snapshotId, secrets ? { secrets } : {});
+    return { deleted: snapshotId, verified };
   });
 
   app.get<{ Params: Params }>('/v1/plugin/csi/:id/volumes', { config: { access: 'read' } }, async (req, reply) => {

@@ -97,8 +97,12 @@ export class VolumeService {
     return this.#registry.createSnapshot(namespace, volumeId, name, opts);
   }
 
-  /** See VolumeRegistry.deleteSnapshot. */
-  deleteSnapshot(pluginId: string, snapshotId: string, opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {}): Promise<void> {
+  /** See VolumeRegistry.deleteSnapshot: NOT_FOUND unless a snapshot with exactly this ID exists. */
+  deleteSnapshot(
+    pluginId: string,
+    snapshotId: string,
+    opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<{ snapshotId: string; verified: boolean }> {
     return this.#registry.deleteSnapshot(pluginId, snapshotId, opts);
   }
 
