@@ -132,3 +132,44 @@ describe('volumes that tell the truth', () => {
     );
   });
 });
+
+describe('volume detach under a live allocation', () => {
+  let c: Cluster;
+  const fsCap = { accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
+
+  before(async () => {
+    c = await Cluster.start([
+      { id: 'ctrl', externalId: 'ext-w', roles: ['controller'] },
+      { id: 'node-w', externalId: 'ext-w', roles: ['node'] },
+    ]);
+    await c.volumes.create({ id: 'data', pluginId: 'fake', capabilities: [fsCap] });
+    await c.alloc('a1', 'node-w');
+    await c.volumes.claim({ volumeId: 'data', allocId: 'a1', mode: 'write' });
+  });
+  after(() => c.close());
+
+  it('is refused, naming the allocation, and nothing is unpublished', async () => {
+    await assert.rejects(
+      c.volumes.detach('default', 'data', 'node-w'),
+      refused('CONFLICT', undefined, /volume data is in use on node node-w by allocation a1 \(job .*, running\); stop it first, or detach with force/),
+    );
+    assert.equal(c.agent('node-w').callsOf('csi.node.detach').length, 0);
+    assert.equal(c.claimRow('data', 'a1')?.state, 'taken');
+  });
+
+  it('with force, stops the allocation first, waits until it stopped, then detaches', async () => {
+    const order: string[] = [];
+    const detached = c.volumes.detach('default', 'data', 'node-w', {
+      force: true,
+      stopAllocation: async (allocId) => {
+        order.push(`stop ${allocId}`);
+        // The node stops the task and reports it, a moment later.
+        setImmediate(() => void c.alloc(allocId, 'node-w', 'complete').then(() => order.push(`${allocId} complete`)));
+      },
+    });
+    assert.deepEqual(await detached, { stoppedAllocations: ['a1'] });
+    assert.deepEqual(order, ['stop a1', 'a1 complete']);
+    assert.equal(c.agent('node-w').callsOf('csi.node.detach').length, 1);
+    assert.equal(c.claimRow('data', 'a1'), undefined);
+  });
+});
