@@ -62,3 +62,22 @@ describe('hostile job and volume files', () => {
     assert.equal(h?.line, 2);
   });
 });
+
+describe('driver config checked at validation', () => {
+  it('a raw_exec or exec task with no command is refused at its line, naming config.command', async () => {
+    for (const driver of ['raw_exec', 'exec']) {
+      const text = `job "web" {\n  group "g" {\n    task "t" {\n      driver = "${driver}"\n      config {\n        args = ["-c", "true"]\n      }\n    }\n  }\n}\n`;
+      const [p] = await problemsOf(parseJobFile('nocmd.hcl', text));
+      assert.equal(p?.field, 'groups[0].tasks[0].config.command');
+      assert.equal(p?.line, 5);
+      assert.match(p?.message ?? '', new RegExp(`^is required: the program to run .*\\(driver ${driver}\\)$`));
+    }
+    const [a] = await problemsOf(parseJobFile('args.json', job({}).replace('"command":"/bin/true"', '"command":"/bin/true","args":"-x"')));
+    assert.equal(a?.field, 'groups[0].tasks[0].config.args');
+  });
+
+  it('a driver without a known schema is left to placement', async () => {
+    const { job: parsed } = await parseJobFile('docker.json', job({}).replace('"driver":"raw_exec","config":{"command":"/bin/true"}', '"driver":"docker","config":{"image":"x"}'));
+    assert.equal(parsed.groups[0]!.tasks[0]!.driver, 'docker');
+  });
+});

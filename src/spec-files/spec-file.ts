@@ -4,7 +4,7 @@
 
 import type * as Hcl2Json from '@cdktf/hcl2json';
 import { BerthError } from '../lib/index.js';
-import { JobValidationError, nestingProblem, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
+import { JobValidationError, jobTaskConfigProblems, nestingProblem, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
 import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
 import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
 import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';
@@ -82,14 +82,18 @@ interface Located {
 /**
  * Parses a job file's text (`file` names it in errors and picks the format).
  * HCL holds exactly one `job "<id>" { ... }` block; JSON is the spec or
- * `{ "job": spec }`. Resolves with the checked spec; rejects with
- * SpecFileError. Submits nothing, reads nothing from disk.
+ * `{ "job": spec }`. Resolves with the checked spec, each task's config
+ * checked against its built-in driver's schema (`taskConfigProblems`);
+ * rejects with SpecFileError. Submits nothing, reads nothing from disk.
  */
 export async function parseJobFile(file: string, text: string): Promise<JobFile> {
   const format = fileFormat(file, text);
   const located = format === 'hcl' ? await fromHcl(file, text, 'job') : fromJson(file, text, 'job');
   try {
     const job = parseJobSpec(located.input);
+    // A task's config is checked against its driver's schema now, not found wrong on a node later.
+    const configProblems = jobTaskConfigProblems(job);
+    if (configProblems.length) throw new JobValidationError(configProblems);
     return { job, input: located.input as Record<string, unknown>, format };
   } catch (err) {
     if (err instanceof JobValidationError) throw new SpecFileError(err.problems.map((p) => atPath(file, located, p.path, p.message)));

@@ -105,3 +105,9 @@ export {
   valueDepth,
   type NestingProblem,
 } from './limits.js';
+export {
+  taskConfigProblems,
+  jobTaskConfigProblems,
+  BUILTIN_DRIVER_CONFIG_SCHEMAS,
+  type DriverConfigSchema,
+} from './task-config.js';
