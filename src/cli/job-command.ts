@@ -182,7 +182,9 @@ async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: num
     }
     say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.status}"${ev.status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
     if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
-    if (ev.status === 'blocked' && mine(allocs).length === 0) {
+    // A system job's evaluation completes even when no node can run it: nothing placed and failures is a failure for both kinds.
+    const placementFailed = ev.status === 'blocked' || Object.keys(ev.failedPlacements ?? {}).length > 0;
+    if (placementFailed && mine(allocs).length === 0) {
       return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
     }
     if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {
