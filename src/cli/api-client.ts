@@ -205,7 +205,14 @@ function send(url: URL, method: string, headers: Record<string, string>, body: s
   if (url.protocol !== 'http:') return fetchAnswer(url, method, headers, body, signal);
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal });
-    req.once('error', reject);
+    // A server that refuses a body (413) may close the socket while it is still being written:
+    // the write fails (EPIPE, ECONNRESET), but its answer may still be read. The failure counts
+    // only once the request is closed without an answer.
+    // (A ClientRequest always emits 'close' after 'error'.)
+    req.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE' || err.code === 'ECONNRESET') req.once('close', () => reject(err));
+      else reject(err);
+    });
     req.once('response', (res: IncomingMessage) => {
       const status = res.statusCode ?? 0;
       resolve({
