@@ -173,7 +173,9 @@ export class VolumeService {
 
   /**
    * Forces the release of the node's claims on the volume (NodeUnpublish,
-   * NodeUnstage, ControllerUnpublish; see ClaimRelease.detach). Refuses with
+   * NodeUnstage, ControllerUnpublish), those it has when called (not a
+   * replacement's placed meanwhile). Resolves once all are free, else throws
+   * the first failure after trying them all. Refuses with
    * CONFLICT, naming them, while allocations that are not terminal use the
    * volume on the node (`detachBlockers`): the volume would be pulled from
    * under a live task. With `force`, each of them is stopped first through
@@ -188,10 +190,14 @@ export class VolumeService {
     nodeId: string,
     opts: { force?: boolean; stopAllocation?: (allocId: string) => Promise<unknown>; stopWaitMs?: number; signal?: AbortSignal } = {},
   ): Promise<{ stoppedAllocations: string[] }> {
-    if (!this.#store.snapshot().get('volumes', rowKey(namespace, volumeId))) {
+    const snap = this.#store.snapshot();
+    if (!snap.get('volumes', rowKey(namespace, volumeId))) {
       throw new VolumeError('NOT_FOUND', `volume ${volumeId} does not exist in namespace ${namespace}`);
     }
-    const blockers = this.detachBlockers(namespace, volumeId, nodeId);
+    // The claims there are now: a replacement that the stop places on the same node
+    // claims the volume anew, and its claim is not this detach's to release.
+    const claims = snap.list('claims', { prefix: keyPrefix(namespace, volumeId), filter: (c: VolumeClaim) => c.nodeId === nodeId });
+    const blockers = this.detachBlockers(namespace, volumeId, nodeId, snap);
     if (blockers.length > 0 && (!opts.force || !opts.stopAllocation)) {
       const names = blockers.map((a) => `${a.id} (job ${a.jobId}, ${a.clientStatus})`).join(', ');
       throw new VolumeError(
@@ -205,7 +211,11 @@ export class VolumeService {
       for (const id of stopped) await opts.stopAllocation(id);
       await this.#untilTerminal(stopped, opts.stopWaitMs ?? 300_000, opts.signal);
     }
-    await this.#release.detach(namespace, volumeId, nodeId, opts.signal ? { signal: opts.signal } : {});
+    const results = await Promise.allSettled(
+      claims.map((c) => this.#release.releaseByKey(rowKey(namespace, volumeId, c.allocId), `detach from node ${nodeId} requested`, opts.signal)),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
     return { stoppedAllocations: stopped };
   }
 
