@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { MAX_REQUEST_BODY_BYTES as SERVER_BODY_LIMIT } from '../structs/index.js';
 import { ApiClient, ApiClientError, MAX_REQUEST_BODY_BYTES } from './api-client.js';
 
 describe('ApiClient request sizes', () => {
@@ -35,6 +36,10 @@ describe('ApiClient request sizes', () => {
     client = new ApiClient({ address: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, signal: new AbortController().signal });
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('the CLI checks the same limit the server applies by default', () => {
+    assert.equal(MAX_REQUEST_BODY_BYTES, SERVER_BODY_LIMIT);
+  });
 
   it('a body past the limit is refused with TOO_LARGE naming the limit, and nothing is sent', async () => {
     const before = requests;
