@@ -124,6 +124,11 @@ describe('the API with hostile bodies', () => {
     assert.equal(((await big.json()) as { message: string }).message, 'request body too large (limit 4194304 bytes)');
     const proto = await post('{"job": {"id": "web", "__proto__": {"type": "system"}, "groups": []}}');
     assert.equal(proto.status, 400);
+    for (const count of [10_000_000, 1_000_000_000_000]) {
+      const huge = await post(JSON.stringify({ job: { id: 'web', groups: [{ name: 'g', count, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] } }));
+      assert.equal(huge.status, 400);
+      assert.match(((await huge.json()) as { message: string }).message, /groups\[0\]\.count: count is at most 1000 per group/);
+    }
     const { body } = await c.call<Array<{ id: string }>>('GET', '/v1/jobs');
     assert.deepEqual(body.filter((j) => j.id === 'x' || j.id === 'web'), [], 'nothing was registered');
   });
