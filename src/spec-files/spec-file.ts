@@ -201,7 +201,7 @@ function fromJson(file: string, text: string, kind: string): Located {
 }
 
 async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body): Promise<Located> {
-  const deep = nestingProblem(text, undefined, { comments: true });
+  const deep = nestingProblem(text, undefined, { hcl: true });
   if (deep) throw new SpecFileError([{ file, line: deep.line, column: deep.column, field: '', message: deep.message }]);
   let raw: Record<string, unknown>;
   try {

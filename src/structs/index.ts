@@ -102,7 +102,6 @@ export {
   MAX_SPEC_FILE_BYTES,
   MAX_REQUEST_BODY_BYTES,
   nestingProblem,
-  valueDepth,
   type NestingProblem,
 } from './limits.js';
 export {

@@ -37,13 +37,13 @@ export interface NestingProblem {
 }
 
 /**
- * Scans JSON or HCL text for `{`/`[` (and HCL's `(`) nesting deeper than
- * `maxDepth`, skipping double-quoted strings and (for HCL) `#`, `//` and
- * `/* *\/` comments. Iterative, linear in the text, never throws. Returns
+ * Scans JSON text (or HCL with `hcl`) for `{`/`[` (and HCL's `(`) nesting
+ * deeper than `maxDepth`, skipping double-quoted strings and (for HCL) `#`,
+ * `//` and `/* *\/` comments. Iterative, linear in the text, never throws. Returns
  * the first place it goes too deep, or undefined. Lenient on malformed
  * text: it only counts brackets, the parser reports syntax.
  */
-export function nestingProblem(text: string, maxDepth: number = MAX_NESTING_DEPTH, opts: { comments?: boolean } = {}): NestingProblem | undefined {
+export function nestingProblem(text: string, maxDepth: number = MAX_NESTING_DEPTH, opts: { hcl?: boolean } = {}): NestingProblem | undefined {
   let depth = 0;
   let line = 1;
   let lineStart = 0;
@@ -63,9 +63,9 @@ export function nestingProblem(text: string, maxDepth: number = MAX_NESTING_DEPT
         line++;
         lineStart = i + 1;
       }
-    } else if (opts.comments && (c === 35 /* # */ || (c === 47 /* / */ && text.charCodeAt(i + 1) === 47))) {
+    } else if (opts.hcl && (c === 35 /* # */ || (c === 47 /* / */ && text.charCodeAt(i + 1) === 47))) {
       while (i + 1 < n && text.charCodeAt(i + 1) !== 10) i++;
-    } else if (opts.comments && c === 47 && text.charCodeAt(i + 1) === 42 /* * */) {
+    } else if (opts.hcl && c === 47 && text.charCodeAt(i + 1) === 42 /* * */) {
       for (i += 2; i < n && !(text.charCodeAt(i) === 42 && text.charCodeAt(i + 1) === 47); i++) {
         if (text.charCodeAt(i) === 10) {
           line++;
@@ -73,30 +73,15 @@ export function nestingProblem(text: string, maxDepth: number = MAX_NESTING_DEPT
         }
       }
       i++;
-    } else if (c === 123 /* { */ || c === 91 /* [ */ || (opts.comments && c === 40) /* ( */) {
+    } else if (c === 123 /* { */ || c === 91 /* [ */ || (opts.hcl && c === 40) /* ( */) {
       depth++;
       if (depth > maxDepth) {
         const column = i - lineStart + 1;
         return { maxDepth, line, column, message: `nesting deeper than ${maxDepth} at line ${line} col ${column}` };
       }
-    } else if (c === 125 || c === 93 || (opts.comments && c === 41)) {
+    } else if (c === 125 || c === 93 || (opts.hcl && c === 41)) {
       depth = Math.max(0, depth - 1);
     }
   }
   return undefined;
-}
-
-/** How deep a parsed value nests (objects and arrays), counting iteratively; stops counting past `limit`. Pure. */
-export function valueDepth(value: unknown, limit: number = MAX_NESTING_DEPTH): number {
-  let max = 0;
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length) {
-    const [v, d] = stack.pop() as [unknown, number];
-    if (!v || typeof v !== 'object') continue;
-    const depth = d + 1;
-    if (depth > max) max = depth;
-    if (max > limit) return max;
-    for (const child of Object.values(v)) if (child && typeof child === 'object') stack.push([child, depth]);
-  }
-  return max;
 }

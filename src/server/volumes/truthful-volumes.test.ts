@@ -157,6 +157,15 @@ describe('volume detach under a live allocation', () => {
     assert.equal(c.claimRow('data', 'a1')?.state, 'taken');
   });
 
+  it('with force, an allocation that does not stop in time leaves the volume attached (UNAVAILABLE, retryable)', async () => {
+    await assert.rejects(
+      c.volumes.detach('default', 'data', 'node-w', { force: true, stopWaitMs: 50, stopAllocation: async () => undefined }),
+      refused('UNAVAILABLE', undefined, /allocation a1 did not stop within 0 s; nothing was detached/),
+    );
+    assert.equal(c.claimRow('data', 'a1')?.state, 'taken');
+    assert.equal(c.agent('node-w').callsOf('csi.node.detach').length, 0);
+  });
+
   it('with force, stops the allocation first, waits until it stopped, then detaches', async () => {
     const order: string[] = [];
     const detached = c.volumes.detach('default', 'data', 'node-w', {

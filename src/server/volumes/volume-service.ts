@@ -219,9 +219,9 @@ export class VolumeService {
     return { stoppedAllocations: stopped };
   }
 
-  /** Waits until each allocation is terminal (or gone), on store events; UNAVAILABLE after `waitMs`. */
+  /** Waits until each allocation is terminal (or gone), woken by allocation writes only; UNAVAILABLE after `waitMs`. */
   async #untilTerminal(allocIds: readonly string[], waitMs: number, signal: AbortSignal | undefined): Promise<void> {
-    const deadline = AbortSignal.timeout(waitMs);
+    const end = Date.now() + waitMs;
     const live = (): string[] =>
       allocIds.filter((id) => {
         const a = this.#store.snapshot().get('allocations', rowKey(id));
@@ -229,12 +229,13 @@ export class VolumeService {
       });
     let seen = this.#store.latestIndex();
     for (let left = live(); left.length > 0; left = live()) {
-      if (deadline.aborted) {
+      const remaining = end - Date.now();
+      if (remaining <= 0) {
         throw new VolumeError('UNAVAILABLE', `allocation${left.length === 1 ? '' : 's'} ${left.join(', ')} did not stop within ${Math.round(waitMs / 1000)} s; nothing was detached`, {
           retryable: true,
         });
       }
-      seen = await this.#store.blockUntil(['allocations'], seen, { timeoutMs: Math.min(1000, waitMs), ...(signal ? { signal } : {}) });
+      seen = await this.#store.blockUntil(['allocations'], seen, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
     }
   }
 
