@@ -7,9 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startCluster, type Cluster } from './_cluster.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
+import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 
 let c: Cluster;
+let node: Node;
 let files: string;
 const file = (name: string, text: string): string => {
   const path = join(files, name);
@@ -22,7 +24,7 @@ const jobJson = (extra: Record<string, unknown> = {}, task: Record<string, unkno
 before(async () => {
   c = await startCluster();
   files = mkdtempSync(join(tmpdir(), 'berth-hostile-'));
-  await c.registerNode('node-1', { nodePlugin: 'hostpath' });
+  node = await c.registerNode('node-1', { nodePlugin: 'hostpath' });
 });
 after(async () => {
   await c.close();
@@ -131,5 +133,28 @@ describe('the API with hostile bodies', () => {
     }
     const { body } = await c.call<Array<{ id: string }>>('GET', '/v1/jobs');
     assert.deepEqual(body.filter((j) => j.id === 'x' || j.id === 'web'), [], 'nothing was registered');
+  });
+});
+
+describe('berth volume detach under a live writer', () => {
+  it('is refused with the allocation named and a non-zero exit; nothing is released', async () => {
+    const reg = await c.cli(['volume', 'register', file('held.hcl', 'id = "held"\nplugin_id = "hostpath"\nexternal_id = "held-ext"\ncapability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\n')]);
+    assert.equal(reg.code, 0, reg.stderr);
+    const job = JSON.stringify({
+      id: 'writer',
+      groups: [{ name: 'g', volumes: { d: { type: 'csi', source: 'held' } }, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' }, volumeMounts: [{ volume: 'd', destination: '/d' }] }] }],
+    });
+    const run = await c.cli(['job', 'run', '--detach', file('writer.json', job)]);
+    assert.equal(run.code, 0, run.stderr);
+    const [alloc] = (await c.call<Allocation[]>('GET', '/v1/job/writer/allocations')).body;
+    await c.call('POST', '/v1/volume/csi/held/claim', { token: TOKENS.node, body: { allocId: alloc!.id, mode: 'write' } });
+    await reportAllocations(c, node.id, 'running');
+    const r = await c.cli(['volume', 'detach', 'held', node.id.slice(0, 8)]);
+    assert.notEqual(r.code, 0, r.stdout);
+    assert.match(r.stderr, new RegExp(`volume held is in use on node ${node.id} by allocation ${alloc!.id} \\(job writer, running\\); stop it first, or detach with force`));
+    const { body } = await c.call<{ claims: Array<{ state: string }> }>('GET', '/v1/volume/csi/held');
+    assert.deepEqual(body.claims.map((cl) => cl.state), ['taken']);
+    const help = await c.cli(['volume', 'detach', '--help']);
+    assert.match(help.stdout, /--force/);
   });
 });
