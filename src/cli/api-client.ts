@@ -6,6 +6,15 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { AbortedError, BerthError } from '../lib/index.js';
 
+/**
+ * The largest request body the agent takes by default (structs'
+ * MAX_REQUEST_BODY_BYTES, the server's `bodyLimit`). A larger body is
+ * refused here, before anything is sent: a server refusing it may close the
+ * socket while the body is still being written, and the client would see
+ * EPIPE instead of the server's answer.
+ */
+export const MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024;
+
 /** Where the agent listens when neither --address nor BERTH_ADDR says. */
 export const DEFAULT_ADDRESS = 'http://127.0.0.1:4646';
 
@@ -88,6 +97,8 @@ export class ApiClient {
   async request<T>(method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal } = {}): Promise<ApiAnswer<T>> {
     const res = await this.#fetch(method, path, opts);
     const text = await res.text().catch((err: unknown) => {
+      // The server answered 413 and closed the socket before its body was read.
+      if (res.status === 413) return '';
       throw this.#unreachable(err);
     });
     let body: unknown = undefined;
@@ -149,8 +160,16 @@ export class ApiClient {
     if (this.#token) headers['authorization'] = `Bearer ${this.#token}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const signal = opts.signal ? AbortSignal.any([this.#signal, opts.signal]) : this.#signal;
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const size = body === undefined ? 0 : Buffer.byteLength(body);
+    if (size > MAX_REQUEST_BODY_BYTES) {
+      throw new ApiClientError('TOO_LARGE', `request body too large (limit ${MAX_REQUEST_BODY_BYTES} bytes): this one is ${size} bytes; nothing was sent`, 413, {
+        limit: MAX_REQUEST_BODY_BYTES,
+        size,
+      });
+    }
     try {
-      return await send(url, method, headers, opts.body === undefined ? undefined : JSON.stringify(opts.body), signal);
+      return await send(url, method, headers, body, signal);
     } catch (err) {
       if (this.#signal.aborted || opts.signal?.aborted) throw new AbortedError('request cancelled', { cause: err });
       throw this.#unreachable(err);
@@ -186,7 +205,14 @@ function send(url: URL, method: string, headers: Record<string, string>, body: s
   if (url.protocol !== 'http:') return fetchAnswer(url, method, headers, body, signal);
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal });
-    req.once('error', reject);
+    // A server that refuses a body (413) may close the socket while it is still being written:
+    // the write fails (EPIPE, ECONNRESET), but its answer may still be read. The failure counts
+    // only once the request is closed without an answer.
+    // (A ClientRequest always emits 'close' after 'error'.)
+    req.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE' || err.code === 'ECONNRESET') req.once('close', () => reject(err));
+      else reject(err);
+    });
     req.once('response', (res: IncomingMessage) => {
       const status = res.statusCode ?? 0;
       resolve({
@@ -217,8 +243,8 @@ async function fetchAnswer(url: URL, method: string, headers: Record<string, str
 
 function errorFrom(status: number, body: unknown): ApiClientError {
   const env = body && typeof body === 'object' ? (body as { code?: unknown; message?: unknown; details?: unknown }) : {};
-  const code = typeof env.code === 'string' ? env.code : `HTTP_${status}`;
-  const message = typeof env.message === 'string' ? env.message : `the agent answered ${status}`;
+  const code = typeof env.code === 'string' ? env.code : status === 413 ? 'TOO_LARGE' : `HTTP_${status}`;
+  const message = typeof env.message === 'string' ? env.message : status === 413 ? 'request body too large' : `the agent answered ${status}`;
   const details = env.details && typeof env.details === 'object' ? (env.details as Record<string, unknown>) : {};
   return new ApiClientError(code, message, status, details);
 }

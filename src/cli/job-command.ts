@@ -3,7 +3,7 @@
 // like Nomad's deploy monitor, until every allocation runs (or completes, for
 // batch jobs) or one fails.
 
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { Command } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type * as SpecFiles from '../spec-files/index.js';
@@ -27,14 +27,41 @@ export const loadStructs = (): Promise<typeof Structs> => import('../structs/ind
 /** The job and volume file readers (HCL's WebAssembly loads once a file is HCL). */
 export const loadSpecFiles = (): Promise<typeof SpecFiles> => import('../spec-files/index.js');
 
-/** Reads a spec file; a missing file is a usage error (nothing was sent). */
+/** The largest job or volume file read (structs' MAX_SPEC_FILE_BYTES, kept here so `job status` need not load structs). */
+const MAX_SPEC_FILE_BYTES = 1024 * 1024;
+
+/**
+ * Reads a spec file of at most 1 MiB; a missing or larger file is a usage
+ * error (nothing was sent). Reads no more than the limit and one byte,
+ * whatever the file's size.
+ */
 export async function readSpecFile(file: string): Promise<string> {
+  let text: string;
   try {
-    return await readFile(file, 'utf8');
+    const handle = await open(file, 'r');
+    try {
+      const buf = Buffer.alloc(MAX_SPEC_FILE_BYTES + 1);
+      let got = 0;
+      for (;;) {
+        const { bytesRead } = await handle.read(buf, got, buf.length - got, null);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+        if (got === buf.length) break;
+      }
+      if (got > MAX_SPEC_FILE_BYTES) {
+        const size = (await handle.stat()).size;
+        throw new UsageError(`${file} is ${size} bytes; job and volume files are at most ${MAX_SPEC_FILE_BYTES} bytes (1 MiB)`);
+      }
+      text = buf.subarray(0, got).toString('utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     const code = (err as { code?: string }).code;
     throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? String(err))}`);
   }
+  return text;
 }
 
 /** Builds `berth job`. */
@@ -155,7 +182,9 @@ async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: num
     }
     say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.status}"${ev.status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
     if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
-    if (ev.status === 'blocked' && mine(allocs).length === 0) {
+    // A system job's evaluation completes even when no node can run it: nothing placed and failures is a failure for both kinds.
+    const placementFailed = ev.status === 'blocked' || Object.keys(ev.failedPlacements ?? {}).length > 0;
+    if (placementFailed && mine(allocs).length === 0) {
       return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
     }
     if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {

@@ -54,10 +54,13 @@ export function volumeCommand(ctx: CommandContext): Command {
   apiCommand(
     volume
       .command('detach')
-      .description('Release every claim of a volume on a node (NodeUnpublish, NodeUnstage, ControllerUnpublish)')
+      .description(
+        'Release every claim of a volume on a node (NodeUnpublish, NodeUnstage, ControllerUnpublish). Refused while an allocation that is not stopped uses it there, unless --force',
+      )
       .argument('<volume>', 'volume ID or a unique prefix')
-      .argument('<node>', 'node ID or a unique prefix'),
-    ['volume detach shared-data 9c1e2f3a'],
+      .argument('<node>', 'node ID or a unique prefix')
+      .option('--force', 'stop the allocations that use the volume on the node first, wait until they stopped, then detach'),
+    ['volume detach shared-data 9c1e2f3a', 'volume detach --force shared-data 9c1e2f3a'],
   ).action(act(detach));
 
   apiCommand(
@@ -164,23 +167,33 @@ async function volumeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   );
 }
 
-async function detach(s: ApiSession, [volArg, nodeArg]: string[]): Promise<void> {
+async function detach(s: ApiSession, [volArg, nodeArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const id = await s.api.resolve(KINDS.volume, volArg as string, { namespace: s.namespace });
   const nodeId = await s.api.resolve(KINDS.node, nodeArg as string);
-  await s.api.request('POST', `${KINDS.volume.getPath(id)}/detach`, { query: { namespace: s.namespace, node: nodeId } });
-  if (s.out.json) return s.out.document({ detached: id, nodeId });
+  const force = Boolean(opts['force']);
+  if (force) s.out.warn(`warning: --force: the allocations that use volume "${id}" on node "${shortId(nodeId)}" are stopped before it is detached`);
+  const { body } = await s.api.request<{ detached: string; nodeId: string; stoppedAllocations?: string[] }>('POST', `${KINDS.volume.getPath(id)}/detach`, {
+    query: { namespace: s.namespace, node: nodeId, ...(force ? { force: true } : {}) },
+  });
+  const stopped = body.stoppedAllocations ?? [];
+  if (s.out.json) return s.out.document({ detached: id, nodeId, stoppedAllocations: stopped });
+  for (const a of stopped) s.out.line(`    Allocation "${shortId(a)}" stopped`);
   s.out.line(`==> Volume "${id}" detached from node "${shortId(nodeId)}"`);
 }
 
 async function expand(s: ApiSession, [volArg, size]: string[]): Promise<void> {
   const requiredBytes = parseSize(size as string);
   const id = await s.api.resolve(KINDS.volume, volArg as string, { namespace: s.namespace });
+  const { body: before } = await s.api.get<VolumeView>(KINDS.volume.getPath(id), { namespace: s.namespace });
   const { body } = await s.api.request<{ capacityBytes?: number }>('POST', `${KINDS.volume.getPath(id)}/expand`, {
     query: { namespace: s.namespace },
     body: { requiredBytes },
   });
   if (s.out.json) return s.out.document(body);
-  s.out.line(`==> Volume "${id}" expanded${body?.capacityBytes ? ` to ${humanSize(body.capacityBytes)}` : ''}`);
+  const from = before.capacityBytes ? ` from ${humanSize(before.capacityBytes)}` : '';
+  const to = body?.capacityBytes ? ` to ${humanSize(body.capacityBytes)}` : '';
+  const more = body?.capacityBytes && body.capacityBytes > requiredBytes ? ` (asked for ${humanSize(requiredBytes)}; the plugin gave more)` : '';
+  s.out.line(`==> Volume "${id}" expanded${from}${to}${more}`);
 }
 
 interface SnapshotView {
@@ -199,9 +212,12 @@ async function snapshotCreate(s: ApiSession, [volArg, name]: string[]): Promise<
 }
 
 async function snapshotDelete(s: ApiSession, [snapshotId]: string[], opts: Record<string, unknown>): Promise<void> {
-  await s.api.request('DELETE', '/v1/volumes/snapshot', { query: { pluginId: opts['plugin'] as string, snapshotId } });
-  if (s.out.json) return s.out.document({ deleted: snapshotId });
-  s.out.line(`==> Snapshot "${snapshotId}" deleted`);
+  const { body } = await s.api.request<{ deleted: string; verified?: boolean }>('DELETE', '/v1/volumes/snapshot', {
+    query: { pluginId: opts['plugin'] as string, snapshotId },
+  });
+  if (s.out.json) return s.out.document(body);
+  const unverified = body.verified === false ? ` (plugin ${String(opts['plugin'])} cannot list snapshots, so it could not confirm the ID existed)` : '';
+  s.out.line(`==> Snapshot "${body.deleted}" of plugin ${String(opts['plugin'])} deleted${unverified}`);
 }
 
 async function snapshotList(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {

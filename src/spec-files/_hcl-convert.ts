@@ -148,7 +148,7 @@ function unescapeTemplates(value: unknown): unknown {
   return value;
 }
 
-const camel = (s: string): string => s.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+const camel = (s: string): string => s.replace(/(?<=[A-Za-z0-9])_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
 /** Converts one hcl2json body by `spec`. Records paths in `paths` and structural problems in `problems`. */
@@ -164,7 +164,7 @@ export function convertBody(
     convertBody(obj, body, inner, paths, problems, labelOrder);
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
-    const field = spec[key];
+    const field = Object.hasOwn(spec, key) ? spec[key] : undefined;
     const step: HclStep = { name: key, nth: 0 };
     const here = (to: string | number, extra: HclStep = step): { path: PropertyKey[]; steps: HclStep[] } => {
       const path = [...at.path, to];
@@ -174,7 +174,8 @@ export function convertBody(
     };
     if (!field) {
       here(camel(key));
-      out[camel(key)] = value;
+      // An own key even for "__proto__", so that the schema refuses it as unknown instead of it vanishing.
+      Object.defineProperty(out, camel(key), { value, enumerable: true, writable: true, configurable: true });
       continue;
     }
     switch (field.t) {

@@ -2,7 +2,7 @@
 // each array element gets a line and column under its path
 // (`groups[0].tasks[1].name`), and a syntax error names its own position.
 
-import { formatPath } from '../structs/index.js';
+import { formatPath, MAX_NESTING_DEPTH } from '../structs/index.js';
 
 export interface TextPosition {
   /** 1-based. */
@@ -22,9 +22,13 @@ export class JsonSyntaxError extends Error {
 
 /**
  * Parses `text` as JSON. Returns the value and the position of every path in
- * it (the empty path is the document). Throws JsonSyntaxError. Pure.
+ * it (the empty path is the document). Throws JsonSyntaxError, also for
+ * objects and arrays nested deeper than `maxDepth` ("nesting deeper than
+ * 64 at line L col C"), so that the recursion stays far from the stack's
+ * end. A `__proto__` key is kept as an ordinary own key (never a
+ * prototype), so the schema refuses it like any other unknown field. Pure.
  */
-export function parseJsonWithPositions(text: string): { value: unknown; positions: Map<string, TextPosition> } {
+export function parseJsonWithPositions(text: string, maxDepth: number = MAX_NESTING_DEPTH): { value: unknown; positions: Map<string, TextPosition> } {
   const positions = new Map<string, TextPosition>();
   let i = 0;
   let line = 1;
@@ -63,6 +67,10 @@ export function parseJsonWithPositions(text: string): { value: unknown; position
   const value = (path: PropertyKey[]): unknown => {
     space();
     const c = text[i];
+    if ((c === '{' || c === '[') && path.length >= maxDepth) {
+      const at = here();
+      throw new JsonSyntaxError(`nesting deeper than ${maxDepth} at line ${at.line} col ${at.column}`, at);
+    }
     if (c === '{') {
       i++;
       const obj: Record<string, unknown> = {};
@@ -80,7 +88,7 @@ export function parseJsonWithPositions(text: string): { value: unknown; position
         space();
         if (text[i] !== ':') fail(`expected ":" after "${key}"`);
         i++;
-        obj[key] = value([...path, key]);
+        Object.defineProperty(obj, key, { value: value([...path, key]), enumerable: true, writable: true, configurable: true });
         space();
         if (text[i] === ',') {
           i++;

@@ -99,6 +99,9 @@ describe('job files', () => {
     }
     task "a" {
       driver = "exec"
+      config {
+        command = "/bin/true"
+      }
       volume_mount {
         volume           = "data"
         destination      = "/srv"
@@ -128,7 +131,7 @@ describe('job files', () => {
   });
 
   it('a file without an extension is read as JSON when it starts with {', async () => {
-    const { format, job } = await parseJobFile('jobspec', '{"id": "x", "groups": [{"name": "g", "tasks": [{"name": "t", "driver": "exec"}]}]}');
+    const { format, job } = await parseJobFile('jobspec', '{"id": "x", "groups": [{"name": "g", "tasks": [{"name": "t", "driver": "exec", "config": {"command": "/bin/true"}}]}]}');
     assert.equal(format, 'json');
     assert.equal(job.id, 'x');
   });

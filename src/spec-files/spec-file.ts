@@ -4,7 +4,7 @@
 
 import type * as Hcl2Json from '@cdktf/hcl2json';
 import { BerthError } from '../lib/index.js';
-import { JobValidationError, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
+import { JobValidationError, jobTaskConfigProblems, nestingProblem, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
 import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
 import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
 import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';
@@ -82,14 +82,18 @@ interface Located {
 /**
  * Parses a job file's text (`file` names it in errors and picks the format).
  * HCL holds exactly one `job "<id>" { ... }` block; JSON is the spec or
- * `{ "job": spec }`. Resolves with the checked spec; rejects with
- * SpecFileError. Submits nothing, reads nothing from disk.
+ * `{ "job": spec }`. Resolves with the checked spec, each task's config
+ * checked against its built-in driver's schema (`taskConfigProblems`);
+ * rejects with SpecFileError. Submits nothing, reads nothing from disk.
  */
 export async function parseJobFile(file: string, text: string): Promise<JobFile> {
   const format = fileFormat(file, text);
   const located = format === 'hcl' ? await fromHcl(file, text, 'job') : fromJson(file, text, 'job');
   try {
     const job = parseJobSpec(located.input);
+    // A task's config is checked against its driver's schema now, not found wrong on a node later.
+    const configProblems = jobTaskConfigProblems(job);
+    if (configProblems.length) throw new JobValidationError(configProblems);
     return { job, input: located.input as Record<string, unknown>, format };
   } catch (err) {
     if (err instanceof JobValidationError) throw new SpecFileError(err.problems.map((p) => atPath(file, located, p.path, p.message)));
@@ -168,7 +172,8 @@ function fromJson(file: string, text: string, kind: string): Located {
     parsed = parseJsonWithPositions(text);
   } catch (err) {
     if (err instanceof JsonSyntaxError) {
-      throw new SpecFileError([{ file, ...err.position, field: '', message: `malformed JSON: ${err.message}` }]);
+      const deep = err.message.startsWith('nesting deeper than');
+      throw new SpecFileError([{ file, ...err.position, field: '', message: deep ? err.message : `malformed JSON: ${err.message}` }]);
     }
     throw err;
   }
@@ -196,6 +201,8 @@ function fromJson(file: string, text: string, kind: string): Located {
 }
 
 async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body): Promise<Located> {
+  const deep = nestingProblem(text, undefined, { hcl: true });
+  if (deep) throw new SpecFileError([{ file, line: deep.line, column: deep.column, field: '', message: deep.message }]);
   let raw: Record<string, unknown>;
   try {
     raw = (await parseHcl(file, text)) as Record<string, unknown>;
@@ -214,6 +221,11 @@ async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body
     if (others.length) {
       const pos = locateHcl(outline, [{ name: others[0] as string, nth: 0 }]);
       throw new SpecFileError([{ file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: '', message: `unexpected "${others[0]}" outside the job block` }]);
+    }
+    if (Array.isArray(jobs)) {
+      // hcl2json gives an unlabelled `job { ... }` as a list of bodies (which would read as job "0").
+      const pos = locateHcl(outline, [{ name: 'job', nth: 0 }]);
+      throw new SpecFileError([{ file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: 'id', message: 'the job block needs its ID as a label: job "<id>" { ... }' }]);
     }
     const labels = jobs && typeof jobs === 'object' ? Object.entries(jobs as Record<string, unknown>) : [];
     const count = labels.reduce((n, [, bodies]) => n + (Array.isArray(bodies) ? bodies.length : 1), 0);

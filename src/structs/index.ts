@@ -95,3 +95,18 @@ export {
   type VolumeCreation,
   type VolumeInputProblem,
 } from './volume-input.js';
+export {
+  MAX_GROUP_COUNT,
+  MAX_JOB_COUNT,
+  MAX_NESTING_DEPTH,
+  MAX_SPEC_FILE_BYTES,
+  MAX_REQUEST_BODY_BYTES,
+  nestingProblem,
+  type NestingProblem,
+} from './limits.js';
+export {
+  taskConfigProblems,
+  jobTaskConfigProblems,
+  BUILTIN_DRIVER_CONFIG_SCHEMAS,
+  type DriverConfigSchema,
+} from './task-config.js';

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
+import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
@@ -108,7 +109,7 @@ const taskSchema = z.strictObject({
 
 const groupSchema = z.strictObject({
   name: name('group name'),
-  count: z.number().int().min(0).default(1),
+  count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   restart: restartSchema.prefault({}),
   reschedule: rescheduleSchema.prefault({}),
   network: z.strictObject({ mode: z.enum(['host', 'none']).default('host') }).prefault({}),
@@ -127,6 +128,10 @@ export const jobSpecSchema = z
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
   })
   .superRefine((job, ctx) => {
+    const total = job.groups.reduce((n, g) => n + g.count, 0);
+    if (total > MAX_JOB_COUNT) {
+      ctx.addIssue({ code: 'custom', path: ['groups'], message: `the groups' counts add up to ${total}; a job runs at most ${MAX_JOB_COUNT} allocations` });
+    }
     const seenGroups = new Set<string>();
     job.groups.forEach((group, gi) => {
       if (seenGroups.has(group.name)) {

@@ -10,14 +10,29 @@
 // ("capacityMinBytes must be a whole number of bytes").
 
 import { z } from 'zod';
-import { ACCESS_MODES, ATTACHMENT_MODES } from '../csi/index.js';
+import { ACCESS_MODES, ATTACHMENT_MODES, MAX_MAP_BYTES, MAX_REPEATED_STRING_BYTES, MAX_STRING_BYTES } from '../csi/index.js';
 import { formatPath } from './job.js';
 
 function isPlainObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
+const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+
 const requiredString = z.string({ error: 'is required' }).min(1, { error: 'is required' });
+
+/**
+ * A string the plugin receives as a CSI string field: the spec bounds those
+ * at 128 bytes, and a longer one would be refused by the node's CSI client
+ * (once seen as a 503) instead of here, as the bad input it is.
+ */
+const csiString = requiredString.refine((s) => utf8Bytes(s) <= MAX_STRING_BYTES, {
+  error: (iss) => `is ${utf8Bytes(String(iss.input))} bytes; the CSI limit is ${MAX_STRING_BYTES}`,
+});
+const optionalCsiString = z
+  .string({ error: 'must be a string' })
+  .refine((s) => utf8Bytes(s) <= MAX_STRING_BYTES, { error: (iss) => `is ${utf8Bytes(String(iss.input))} bytes; the CSI limit is ${MAX_STRING_BYTES}` })
+  .optional();
 const optionalString = z.string({ error: 'must be a string' }).optional();
 
 /** A whole, non-negative number of bytes; absent means 0 ("no opinion"). */
@@ -26,10 +41,19 @@ const bytes = z
   .int({ error: 'must be a whole number of bytes' })
   .min(0, { error: 'must be a whole number of bytes' });
 
-/** A map of strings to strings, checked as a whole (the field is named, never a key or a value). */
-const stringMap = z.custom<Record<string, string>>((x) => isPlainObject(x) && Object.values(x).every((v) => typeof v === 'string'), {
-  error: 'must map strings to strings',
-});
+const mapBytes = (m: Record<string, string>): number => Object.entries(m).reduce((n, [k, v]) => n + utf8Bytes(k) + utf8Bytes(v), 0);
+
+/**
+ * A map of strings to strings, checked as a whole (the field is named,
+ * never a key or a value), within the CSI spec's 4 KiB for a map field.
+ */
+const stringMap = z
+  .custom<Record<string, string>>((x) => isPlainObject(x) && Object.values(x).every((v) => typeof v === 'string'), {
+    error: 'must map strings to strings',
+  })
+  .refine((m) => mapBytes(m) <= MAX_MAP_BYTES, {
+    error: (iss) => `hold ${mapBytes(iss.input as Record<string, string>)} bytes; the CSI limit is ${MAX_MAP_BYTES}`,
+  });
 
 const topology = z.record(z.string(), z.string(), { error: 'must map topology keys to values' });
 
@@ -48,7 +72,8 @@ const volumeFields = {
   id: requiredString,
   pluginId: requiredString,
   namespace: optionalString,
-  name: optionalString,
+  /** CreateVolume's name. */
+  name: optionalCsiString,
   capabilities: z.array(capability, { error: CAPABILITIES_REQUIRED }).min(1, { error: CAPABILITIES_REQUIRED }),
   mountOptions: z
     .object(
@@ -57,6 +82,9 @@ const volumeFields = {
         /** May carry credentials. */
         mountFlags: z
           .custom<string[]>((x) => Array.isArray(x) && x.every((f) => typeof f === 'string' && f !== ''), { error: 'must be non-empty strings' })
+          .refine((flags) => flags.reduce((n, f) => n + utf8Bytes(f), 0) <= MAX_REPEATED_STRING_BYTES, {
+            error: `hold more bytes than the CSI limit of ${MAX_REPEATED_STRING_BYTES}`,
+          })
           .optional(),
       },
       { error: 'must be an object' },
@@ -91,7 +119,7 @@ const NOT_AN_OBJECT = { error: 'a volume spec must be an object' };
 
 /** An existing volume to register: the plugin's own volume ID is required. */
 export const volumeRegistrationSchema = z
-  .object({ externalId: requiredString, ...volumeFields }, NOT_AN_OBJECT)
+  .object({ externalId: csiString, ...volumeFields }, NOT_AN_OBJECT)
   .superRefine(crossFieldRules);
 
 /** A volume to create through the plugin's controller, optionally from a snapshot or another volume. */
@@ -124,10 +152,10 @@ export const volumeExpansionSchema = z.object(
 );
 
 /** CreateSnapshot of a registered volume. */
-export const snapshotCreationSchema = z.object({ name: requiredString, parameters: stringMap.optional() });
+export const snapshotCreationSchema = z.object({ name: csiString, parameters: stringMap.optional() });
 
 /** DeleteSnapshot by the plugin's snapshot ID. */
-export const snapshotDeletionSchema = z.object({ snapshotId: requiredString, secrets: stringMap.optional() });
+export const snapshotDeletionSchema = z.object({ snapshotId: csiString, secrets: stringMap.optional() });
 
 /** The secrets a plugin-wide ListSnapshots sends (a volume's own are used for its snapshots). */
 export const snapshotListingSchema = z.object({ secrets: stringMap.optional() });

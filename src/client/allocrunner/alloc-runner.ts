@@ -348,7 +348,7 @@ export class AllocRunner {
     } else if (states.length && states.every((s) => s.state === 'dead')) {
       const failed = Object.entries(taskStates).filter(([, s]) => s.failed).map(([n]) => n);
       clientStatus = failed.length ? 'failed' : 'complete';
-      clientDescription = failed.length ? `Failed tasks: ${failed.join(', ')}` : 'All tasks have completed';
+      clientDescription = failed.length ? `Failed tasks: ${failed.map((n) => withReason(n, taskStates[n])).join(', ')}` : 'All tasks have completed';
     } else if (states.some((s) => s.state === 'running')) {
       clientStatus = 'running';
       clientDescription = 'Tasks are running';
@@ -518,4 +518,11 @@ export class AllocRunner {
       this.#logger.error({ err: describeError(err) }, 'onStatus failed');
     }
   }
+}
+
+/** `web` or, when the task said why it was not restarted, `web (command "/nope" does not exist ...)`. */
+function withReason(name: string, state: TaskState | undefined): string {
+  const last = state?.events.findLast((e) => e.type === 'Not Restarting');
+  const reason = last?.message.replace(/^Not restarting: /, '');
+  return reason ? `${name} (${reason})` : name;
 }

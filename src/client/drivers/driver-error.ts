@@ -14,5 +14,17 @@ export type DriverErrorCode =
   | 'DRIVER_START_FAILED'
   | 'DRIVER_EXECUTOR_FAILED';
 
-/** Every failure a task driver reports; `code` is stable, `message` names the task, never its env. */
-export class DriverError extends BerthError<DriverErrorCode> {}
+/**
+ * Every failure a task driver reports; `code` is stable, `message` names the
+ * task, never its env. `recoverable` is false for a failure that no retry
+ * can fix (the task's command does not exist): the task runner fails the
+ * task at once instead of applying the restart policy.
+ */
+export class DriverError extends BerthError<DriverErrorCode> {
+  readonly recoverable: boolean;
+
+  constructor(code: DriverErrorCode, message: string, opts: { cause?: unknown; recoverable?: boolean } = {}) {
+    super(code, message, { cause: opts.cause });
+    this.recoverable = opts.recoverable ?? true;
+  }
+}

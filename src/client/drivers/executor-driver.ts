@@ -13,6 +13,7 @@ import { AbortedError, systemClock, silentLogger, type Clock, type Logger } from
 import type { DriverInfo } from '../../structs/index.js';
 import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
 import { DriverError } from './driver-error.js';
+import { commandProblem } from './_command-path.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
 import { childrenOf, environOf, isAlive, kernelUnits, processTree } from './_proc.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
@@ -84,6 +85,8 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (cfg.networkNamespacePath && !existsSync(cfg.networkNamespacePath)) {
       throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName}: network namespace ${cfg.networkNamespacePath} does not exist`);
     }
+    const missing = commandProblem(cfg, this.name);
+    if (missing) throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName}: ${missing}`, { recoverable: false });
     const stateDir = join(this.#stateDir, createHash('sha256').update(cfg.id).digest('hex').slice(0, 16));
     const socketPath = join(stateDir, 'ctl.sock');
     if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {

@@ -238,3 +238,37 @@ describe('TaskRunner', () => {
     assert.deepEqual(types(st), ['Received', 'Setting Up', 'Driver Failure', 'Not Restarting']);
   });
 });
+
+describe('TaskRunner with a config error', () => {
+  it('a command that does not exist fails the task at once with the reason, without the restart policy', async (t) => {
+    const s = await setup(t, ['/nonexistent/berth-no-such-program', '--flag'], { restart: { attempts: 5, delay: '1s', mode: 'delay' } });
+    const driver = new RawExecDriver({ stateDir: path.join(s.dir, 'd') });
+    t.after(() => driver.shutdown());
+    const tr = s.make({ driver, clock: new ManualClock(1_000) });
+    await tr.start();
+    await tr.done;
+    const st = tr.state();
+    assert.equal(st.state, 'dead');
+    assert.equal(st.failed, true);
+    assert.equal(st.restarts, 0, 'not retried');
+    assert.ok(!types(st).includes('Restarting'), types(st).join(','));
+    const last = st.events.at(-1)!;
+    assert.equal(last.type, 'Not Restarting');
+    assert.match(last.message, /command "\/nonexistent\/berth-no-such-program" does not exist or is not an executable file \(a configuration error; a retry cannot fix it\)/);
+  });
+
+  it('a bare command name not on PATH is a config error too; one on PATH runs', async (t) => {
+    const s = await setup(t, ['berth-no-such-program-either']);
+    const driver = new RawExecDriver({ stateDir: path.join(s.dir, 'd') });
+    t.after(() => driver.shutdown());
+    const tr = s.make({ driver, clock: new ManualClock(1_000) });
+    await tr.start();
+    await tr.done;
+    assert.match(tr.state().events.at(-1)!.message, /command "berth-no-such-program-either" was not found on the task's PATH/);
+    const ok = await setup(t, ['true'], {}, 'batch');
+    const tr2 = ok.make({ driver });
+    await tr2.start();
+    await tr2.done;
+    assert.equal(tr2.state().failed, false);
+  });
+});

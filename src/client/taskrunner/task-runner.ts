@@ -77,11 +77,18 @@ export interface TaskRunnerOptions {
 
 export type TaskRunnerErrorCode = 'TASK_BAD_CONFIG' | 'TASK_DRIVER_FAILED';
 
+/**
+ * A task that could not be started. `recoverable` is false when no retry can
+ * fix it (a config the driver cannot use, a command that does not exist):
+ * the task fails at once, without the restart policy.
+ */
 export class TaskRunnerError extends BerthError {
   override readonly code: TaskRunnerErrorCode;
-  constructor(code: TaskRunnerErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
+  readonly recoverable: boolean;
+  constructor(code: TaskRunnerErrorCode, message: string, options?: { cause?: unknown; recoverable?: boolean }) {
+    super(code, message, { cause: options?.cause });
     this.code = code;
+    this.recoverable = options?.recoverable ?? true;
   }
 }
 
@@ -309,6 +316,12 @@ export class TaskRunner {
               if (this.killing) break;
               const type = err instanceof TaskRunnerError && err.code === 'TASK_DRIVER_FAILED' ? TASK_EVENTS.driverFailure : TASK_EVENTS.setupFailure;
               this.event(type, describeError(err));
+              if (err instanceof TaskRunnerError && !err.recoverable) {
+                // A config error is not transient: the restart policy would only hide it.
+                this.#record.state.failed = true;
+                this.event(TASK_EVENTS.notRestarting, `Not restarting: ${err.message} (a configuration error; a retry cannot fix it)`);
+                break;
+              }
               if (!(await this.#afterExit(this.#tracker.next({ exitCode: -1, startError: true })))) break;
               continue;
             }
@@ -409,7 +422,10 @@ export class TaskRunner {
     try {
       handle = await this.driver.startTask(cfg, { signal });
     } catch (err) {
-      throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} failed to start the task: ${describeError(err)}`, { cause: err });
+      throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} failed to start the task: ${describeError(err)}`, {
+        cause: err,
+        recoverable: (err as { recoverable?: unknown }).recoverable !== false,
+      });
     }
     this.#record.handle = handle;
     this.#record.taskId = cfg.id;
@@ -435,8 +451,12 @@ export class TaskRunner {
     const task = this.#task;
     const command = task.config['command'];
     const args = task.config['args'] ?? [];
-    if (typeof command !== 'string' || command === '') throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`);
-    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`);
+    if (typeof command !== 'string' || command === '') {
+      throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`, { recoverable: false });
+    }
+    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) {
+      throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`, { recoverable: false });
+    }
     this.#record.attempt += 1;
     const td = this.#opts.taskDir;
     const chroot = this.driver.capabilities.fsIsolation === 'chroot';

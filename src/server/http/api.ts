@@ -5,7 +5,7 @@
 
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { NodeFingerprint } from '../../structs/index.js';
+import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerEventRoutes } from './event-routes.js';
@@ -37,7 +37,18 @@ export type { NodeFingerprint };
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const log = deps.logger.child({ component: 'http' });
   const tokens = new TokenTable(deps.tokens);
-  const app = Fastify({ logger: false, bodyLimit: deps.bodyLimit ?? 4 * 1024 * 1024, return503OnClosing: true });
+  const bodyLimit = deps.bodyLimit ?? MAX_REQUEST_BODY_BYTES;
+  const app = Fastify({ logger: false, bodyLimit, return503OnClosing: true });
+  // JSON bodies nested deeper than MAX_NESTING_DEPTH are refused with the
+  // place, before parsing (the validators and the store's serializer recurse).
+  // The default parser still refuses `__proto__` and `constructor.prototype` keys.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const deep = nestingProblem(body as string);
+    if (deep) return done(new ApiError('INVALID', `request body: ${deep.message}`, { line: deep.line, column: deep.column }), undefined);
+    return parseJson(req, body as string, done);
+  });
   await app.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
 
   app.addHook('onRequest', async (req) => {
@@ -58,6 +69,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
 
   app.setErrorHandler(async (err, req, reply) => {
     const { status, body } = toErrorResponse(err);
+    if (status === 413) {
+      body.message = `request body too large (limit ${bodyLimit} bytes)`;
+      body.details = { ...body.details, limit: bodyLimit };
+    }
     if (status >= 500) log.error({ method: req.method, route: req.routeOptions.url, code: body.code, err: describe(err) }, 'request failed');
     return reply.status(status).send(body);
   });

@@ -79,8 +79,13 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/detach', { config: { access: 'write' } }, async (req) => {
     const nodeId = req.query['node'] ?? req.query['nodeId'];
     if (!nodeId) throw new ApiError('INVALID', 'node is required (?node=<node id>)', { field: 'node' });
-    await volumes.detach(namespaceOf(req.query), req.params.id, nodeId);
-    return { detached: req.params.id, nodeId };
+    // Refused while allocations use the volume on the node, unless forced: then they are stopped first.
+    const force = req.query['force'] === 'true' || req.query['force'] === '1';
+    const { stoppedAllocations } = await volumes.detach(namespaceOf(req.query), req.params.id, nodeId, {
+      force,
+      stopAllocation: (allocId) => deps.jobs.stopAllocation(allocId),
+    });
+    return { detached: req.params.id, nodeId, stoppedAllocations };
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/expand', { config: { access: 'write' } }, async (req) => {
@@ -113,8 +118,8 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
     if (!pluginId || !snapshotId) throw new ApiError('INVALID', 'pluginId and snapshotId are required', { field: pluginId ? 'snapshotId' : 'pluginId' });
     const body = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
     const secrets = body['secrets'] as Record<string, string> | undefined;
-    await volumes.deleteSnapshot(pluginId, snapshotId, secrets ? { secrets } : {});
-    return { deleted: snapshotId };
+    const { verified } = await volumes.deleteSnapshot(pluginId, snapshotId, secrets ? { secrets } : {});
+    return { deleted: snapshotId, verified };
   });
 
   app.get<{ Params: Params }>('/v1/plugin/csi/:id/volumes', { config: { access: 'read' } }, async (req, reply) => {

@@ -84,7 +84,9 @@ export class ControllerRouter {
    * is reachable or all failed retryably; for a final plugin error, a code
    * mapped from it (CONFLICT for FAILED_PRECONDITION / ALREADY_EXISTS,
    * NOT_FOUND, INVALID for INVALID_ARGUMENT / OUT_OF_RANGE /
-   * UNIMPLEMENTED, UNAVAILABLE otherwise) with the plugin's message.
+   * UNIMPLEMENTED and for a request the node's CSI client refused to send
+   * (CSI_BAD_REQUEST: a size limit), UNAVAILABLE otherwise) with the
+   * plugin's message.
    */
   call<M extends NodeRpcMethod>(
     pluginId: string,
@@ -131,7 +133,7 @@ function finalError(pluginId: string, err: NodeRpcCallError, uncertain: boolean)
       ? 'CONFLICT'
       : err.code === 'CSI_NOT_FOUND'
         ? 'NOT_FOUND'
-        : err.code === 'CSI_INVALID_ARGUMENT' || err.code === 'CSI_OUT_OF_RANGE' || err.code === 'CSI_UNIMPLEMENTED'
+        : err.code === 'CSI_INVALID_ARGUMENT' || err.code === 'CSI_OUT_OF_RANGE' || err.code === 'CSI_UNIMPLEMENTED' || err.code === 'CSI_BAD_REQUEST'
           ? 'INVALID'
           : 'UNAVAILABLE';
   return new ControllerCallError(code, `plugin ${pluginId}: ${err.message}`, {

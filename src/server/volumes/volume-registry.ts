@@ -81,6 +81,36 @@ function draftOf(input: z.output<typeof volumeCreationSchema>, externalId: strin
   };
 }
 
+/**
+ * Throws CONFLICT, naming the owner, when another Berth volume (any
+ * namespace) has the plugin volume `externalId` of the draft's plugin: one
+ * plugin volume, one Berth volume. Runs inside the write that adds the row.
+ */
+function refuseSecondOwner(txn: StateReader, draft: VolumeDraft, externalId: string, field: string): void {
+  const owner = txn.list('volumes', {
+    filter: (v: Volume) => v.pluginId === draft.pluginId && v.externalId === externalId && !(v.namespace === draft.namespace && v.id === draft.id),
+  })[0];
+  if (owner) {
+    throw new VolumeError(
+      'CONFLICT',
+      `plugin ${draft.pluginId}'s volume "${externalId}" is already registered as volume ${owner.id} (namespace ${owner.namespace}); a plugin volume belongs to one Berth volume`,
+      { field },
+    );
+  }
+}
+
+/** `1.0 GiB`, for messages. */
+function sizeWords(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let n = bytes;
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) {
+    n /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} bytes` : `${n.toFixed(1)} ${units[u]}`;
+}
+
 /** ABORTED on a routed list means a stale paging token: the listing starts again. */
 function staleToken(err: unknown): boolean {
   return err instanceof ControllerCallError && err.lastCode === 'CSI_ABORTED';
@@ -156,7 +186,16 @@ export class VolumeRegistry {
     return plugin;
   }
 
+  /**
+   * Throws unless the plugin's controller can do `what`: UNAVAILABLE
+   * (retryable) when no controller instance of it runs at all (there is
+   * nobody to ask which capabilities it has), INVALID when its controller
+   * does not advertise `capability`.
+   */
   #needController(plugin: CsiPlugin, capability: string, what: string): void {
+    if (Object.keys(plugin.controllers).length === 0) {
+      throw new VolumeError('UNAVAILABLE', `plugin ${plugin.id} has no running controller; it cannot ${what} until one runs`, { retryable: true, field: 'pluginId' });
+    }
     if (!plugin.controllerCapabilities.includes(capability as never)) {
       throw new VolumeError('INVALID', `plugin ${plugin.id} cannot ${what} (its controller does not advertise ${capability})`, { field: 'pluginId' });
     }
@@ -170,8 +209,11 @@ export class VolumeRegistry {
    * connected controller, with the spec's semantics (an empty `confirmed`
    * is "not validated", with the plugin's message). Re-registering the same
    * volume updates it unless the plugin or external ID changed (CONFLICT).
-   * Throws VolumeError INVALID (bad field, unknown plugin, failed
-   * validation), UNAVAILABLE (no controller reachable).
+   * A plugin volume belongs to at most one Berth volume: an external ID of
+   * the plugin that another Berth volume has is refused (CONFLICT naming
+   * it), checked in the same write, so two concurrent registrations cannot
+   * both win. Throws VolumeError INVALID (bad field, unknown plugin, failed
+   * validation), CONFLICT, UNAVAILABLE (no controller reachable).
    */
   async register(input: VolumeRegistration, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
     const checked = parse(volumeRegistrationSchema, input);
@@ -183,6 +225,7 @@ export class VolumeRegistry {
       if (existing && (existing.pluginId !== draft.pluginId || existing.externalId !== draft.externalId)) {
         throw new VolumeError('CONFLICT', `volume ${draft.id} is already registered with another plugin or external ID`);
       }
+      refuseSecondOwner(txn, draft, draft.externalId, 'externalId');
       return txn.put('volumes', { ...draft, provider: plugin.provider, capacityBytes: existing?.capacityBytes ?? draft.capacityBytes });
     });
     this.#deps.logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume registered');
@@ -256,15 +299,27 @@ export class VolumeRegistry {
    * Creates a volume through the plugin's controller (CreateVolume, which
    * the spec makes idempotent by name) and registers it. Throws INVALID when
    * the input is bad or the plugin cannot create volumes, CONFLICT when the
-   * ID is taken.
+   * ID is taken, when another volume of the plugin has the same name, or
+   * when the plugin answers with a volume another Berth volume has (which
+   * is left as it is: it holds the other volume's data).
    */
   async create(input: VolumeCreation, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
     const checked = parse(volumeCreationSchema, input);
     const draft = draftOf(checked, '');
     const plugin = this.#plugin(draft.pluginId);
     this.#needController(plugin, 'CREATE_DELETE_VOLUME', 'create volumes');
-    if (this.#deps.store.snapshot().get('volumes', rowKey(draft.namespace, draft.id))) {
+    const snap = this.#deps.store.snapshot();
+    if (snap.get('volumes', rowKey(draft.namespace, draft.id))) {
       throw new VolumeError('CONFLICT', `volume ${draft.id} already exists in namespace ${draft.namespace}`);
+    }
+    // CreateVolume is idempotent by name: the same name would hand back the plugin volume another Berth volume has.
+    const sameName = snap.list('volumes', { filter: (v: Volume) => v.pluginId === draft.pluginId && v.name === draft.name })[0];
+    if (sameName) {
+      throw new VolumeError(
+        'CONFLICT',
+        `volume ${sameName.id} (namespace ${sameName.namespace}) already has plugin ${draft.pluginId}'s volume named "${draft.name}"; give this volume another name`,
+        { field: 'name' },
+      );
     }
     const contentSource = checked.contentSource;
     const { volume } = await this.#deps.router.call(
@@ -285,8 +340,10 @@ export class VolumeRegistry {
       },
       { topology: whereItLives(draft), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
-    const { result } = await this.#deps.store.write((txn) =>
-      txn.put('volumes', {
+    // If the plugin handed back a volume another Berth volume has, it is that one's: refused, and not deleted.
+    const { result } = await this.#deps.store.write((txn) => {
+      refuseSecondOwner(txn, draft, volume.volumeId, 'name');
+      return txn.put('volumes', {
         ...draft,
         externalId: volume.volumeId,
         provider: plugin.provider,
@@ -294,8 +351,8 @@ export class VolumeRegistry {
         context: { ...volume.volumeContext },
         accessibleTopology: volume.accessibleTopology,
         ...(contentSource ? { contentSource } : {}),
-      }),
-    );
+      });
+    });
     this.#deps.logger.info({ volumeId: draft.id, namespace: draft.namespace, pluginId: draft.pluginId }, 'volume created');
     return this.#written(result.namespace, result.id);
   }
@@ -339,16 +396,37 @@ export class VolumeRegistry {
     return snapshot;
   }
 
-  /** DeleteSnapshot; NOT_FOUND counts as done. INVALID names a bad `snapshotId` or `secrets`. */
-  async deleteSnapshot(pluginId: string, snapshotId: string, opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {}): Promise<void> {
-    this.#needController(this.#plugin(pluginId), 'CREATE_DELETE_SNAPSHOT', 'delete snapshots');
+  /**
+   * DeleteSnapshot of the snapshot with exactly this ID. When the plugin can
+   * list snapshots, the snapshot is first looked up by its ID: an ID it
+   * does not know (a prefix, a typo) is NOT_FOUND and nothing is deleted.
+   * When it cannot list, a NOT_FOUND answer to DeleteSnapshot is NOT_FOUND
+   * too (a plugin that answers OK for an unknown ID cannot be told apart:
+   * `verified` is false then). INVALID names a bad `snapshotId` or `secrets`.
+   */
+  async deleteSnapshot(
+    pluginId: string,
+    snapshotId: string,
+    opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<{ snapshotId: string; verified: boolean }> {
+    const plugin = this.#plugin(pluginId);
+    this.#needController(plugin, 'CREATE_DELETE_SNAPSHOT', 'delete snapshots');
     const req = parse(snapshotDeletionSchema, { snapshotId, secrets: opts.secrets });
-    await this.#deps.router.call(
-      pluginId,
-      'csi.controller.deleteSnapshot',
-      { pluginId, snapshotId: req.snapshotId, secrets: { ...req.secrets } },
-      opts.signal ? { signal: opts.signal } : {},
-    );
+    const secrets = { ...req.secrets };
+    const signal = opts.signal ? { signal: opts.signal } : {};
+    const notFound = (): VolumeError =>
+      new VolumeError('NOT_FOUND', `plugin ${pluginId} has no snapshot with ID "${req.snapshotId}" (give the exact ID; see volume snapshot list)`, {
+        field: 'snapshotId',
+      });
+    const verified = plugin.controllerCapabilities.includes('LIST_SNAPSHOTS');
+    if (verified) {
+      const page = await this.#deps.router.call(pluginId, 'csi.controller.listSnapshots', { pluginId, snapshotId: req.snapshotId, secrets }, signal);
+      if (!page.entries.some((snap) => snap.snapshotId === req.snapshotId)) throw notFound();
+    }
+    const { alreadyDone } = await this.#deps.router.call(pluginId, 'csi.controller.deleteSnapshot', { pluginId, snapshotId: req.snapshotId, secrets }, signal);
+    if (alreadyDone && !verified) throw notFound();
+    this.#deps.logger.info({ pluginId, snapshotId: req.snapshotId }, 'snapshot deleted');
+    return { snapshotId: req.snapshotId, verified };
   }
 
   /**
@@ -388,8 +466,11 @@ export class VolumeRegistry {
    * Grows a volume: ControllerExpandVolume, then NodeExpandVolume on every
    * node that has it claimed when the plugin asks for node expansion (a
    * node that mounts it later expands when it stages). Returns the new view.
-   * Throws INVALID naming `requiredBytes` or `limitBytes`; UNAVAILABLE when a
-   * node fails to expand after the controller did.
+   * Refuses (INVALID naming `requiredBytes`) a size not larger than the
+   * capacity the volume has, or larger than its `capacityMaxBytes` (which
+   * also bounds what the plugin may give). Throws INVALID naming
+   * `requiredBytes` or `limitBytes`; UNAVAILABLE when a node fails to
+   * expand after the controller did.
    */
   async expand(
     namespace: string,
@@ -399,7 +480,22 @@ export class VolumeRegistry {
   ): Promise<VolumeView> {
     const v = this.#volume(namespace, id);
     const checked = parse(volumeExpansionSchema, range);
-    const capacityRange = { requiredBytes: checked.requiredBytes, ...(checked.limitBytes ? { limitBytes: checked.limitBytes } : {}) };
+    if (v.capacityBytes > 0 && checked.requiredBytes <= v.capacityBytes) {
+      throw new VolumeError(
+        'INVALID',
+        `volume ${id} already has ${v.capacityBytes} bytes (${sizeWords(v.capacityBytes)}); expand takes a size larger than that, and ${checked.requiredBytes} bytes is not`,
+        { field: 'requiredBytes' },
+      );
+    }
+    if (v.capacityMaxBytes > 0 && checked.requiredBytes > v.capacityMaxBytes) {
+      throw new VolumeError(
+        'INVALID',
+        `volume ${id} may grow to at most ${v.capacityMaxBytes} bytes (${sizeWords(v.capacityMaxBytes)}, its capacity_max); ${checked.requiredBytes} bytes is more`,
+        { field: 'requiredBytes' },
+      );
+    }
+    const limitBytes = Math.min(...[checked.limitBytes, v.capacityMaxBytes].filter((n): n is number => typeof n === 'number' && n > 0));
+    const capacityRange = { requiredBytes: checked.requiredBytes, ...(Number.isFinite(limitBytes) ? { limitBytes } : {}) };
     this.#needController(this.#plugin(v.pluginId), 'EXPAND_VOLUME', 'expand volumes');
     const cap = v.capabilities[0] ? capabilityWire(v, v.capabilities[0]) : undefined;
     const res = await this.#deps.router.call(

@@ -1,12 +1,21 @@
 import type { CsiSnapshot, ListedVolume } from '../../csi/index.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
-import { publicClaim, type NodeClaimAnswer, type VolumeClaim, type VolumeCreation, type VolumeRegistration } from '../../structs/index.js';
+import {
+  isClientTerminal,
+  publicClaim,
+  type Allocation,
+  type NodeClaimAnswer,
+  type VolumeClaim,
+  type VolumeCreation,
+  type VolumeRegistration,
+} from '../../structs/index.js';
 import type { NodeConnections } from '../noderpc/index.js';
-import type { StateReader, StateStore } from '../state/index.js';
+import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
 import type { ClaimRequest } from './claim-admission.js';
 import { ClaimRelease } from './claim-release.js';
 import { ClaimTaker } from './claim-taker.js';
 import type { ControllerRouter } from './controller-router.js';
+import { VolumeError } from './errors.js';
 import { KeyedSerial } from './_serial.js';
 import { VolumeRegistry, type VolumeView } from './volume-registry.js';
 
@@ -40,11 +49,15 @@ export class VolumeService {
   readonly #registry: VolumeRegistry;
   readonly #taker: ClaimTaker;
   readonly #release: ClaimRelease;
+  readonly #store: StateStore;
+  readonly #logger: Logger;
 
   constructor(opts: VolumeServiceOptions) {
     const logger = (opts.logger ?? silentLogger()).child({ component: 'volumes' });
     const callTimeoutMs = opts.callTimeoutMs ?? 60_000;
     const { store, connections, router } = opts;
+    this.#store = store;
+    this.#logger = logger;
     // A claim and the controller step of a release of the same volume never overlap.
     const perVolume = new KeyedSerial();
     const publishing = new Set<string>();
@@ -97,8 +110,12 @@ export class VolumeService {
     return this.#registry.createSnapshot(namespace, volumeId, name, opts);
   }
 
-  /** See VolumeRegistry.deleteSnapshot. */
-  deleteSnapshot(pluginId: string, snapshotId: string, opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {}): Promise<void> {
+  /** See VolumeRegistry.deleteSnapshot: NOT_FOUND unless a snapshot with exactly this ID exists. */
+  deleteSnapshot(
+    pluginId: string,
+    snapshotId: string,
+    opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<{ snapshotId: string; verified: boolean }> {
     return this.#registry.deleteSnapshot(pluginId, snapshotId, opts);
   }
 
@@ -143,9 +160,83 @@ export class VolumeService {
     return this.#release.release(namespace, volumeId, allocId, opts);
   }
 
-  /** See ClaimRelease.detach: forces the release of the node's claims on the volume. */
-  detach(namespace: string, volumeId: string, nodeId: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    return this.#release.detach(namespace, volumeId, nodeId, opts);
+  /**
+   * The allocations that are not terminal and hold a claim of the volume on
+   * the node: what a detach would pull the volume from under. Pure read.
+   */
+  detachBlockers(namespace: string, volumeId: string, nodeId: string, snap: StateReader = this.#store.snapshot()): Allocation[] {
+    return snap
+      .list('claims', { prefix: keyPrefix(namespace, volumeId), filter: (c: VolumeClaim) => c.nodeId === nodeId })
+      .map((c) => snap.get('allocations', rowKey(c.allocId)))
+      .filter((a): a is Allocation => a !== undefined && !isClientTerminal(a.clientStatus));
+  }
+
+  /**
+   * Forces the release of the node's claims on the volume (NodeUnpublish,
+   * NodeUnstage, ControllerUnpublish), those it has when called (not a
+   * replacement's placed meanwhile). Resolves once all are free, else throws
+   * the first failure after trying them all. Refuses with
+   * CONFLICT, naming them, while allocations that are not terminal use the
+   * volume on the node (`detachBlockers`): the volume would be pulled from
+   * under a live task. With `force`, each of them is stopped first through
+   * `stopAllocation` and the detach waits (event-driven) until every one is
+   * terminal, at most `stopWaitMs` (default 5 min; then UNAVAILABLE,
+   * retryable, nothing detached). Resolves with the allocations stopped.
+   * Throws NOT_FOUND for an unknown volume.
+   */
+  async detach(
+    namespace: string,
+    volumeId: string,
+    nodeId: string,
+    opts: { force?: boolean; stopAllocation?: (allocId: string) => Promise<unknown>; stopWaitMs?: number; signal?: AbortSignal } = {},
+  ): Promise<{ stoppedAllocations: string[] }> {
+    const snap = this.#store.snapshot();
+    if (!snap.get('volumes', rowKey(namespace, volumeId))) {
+      throw new VolumeError('NOT_FOUND', `volume ${volumeId} does not exist in namespace ${namespace}`);
+    }
+    // The claims there are now: a replacement that the stop places on the same node
+    // claims the volume anew, and its claim is not this detach's to release.
+    const claims = snap.list('claims', { prefix: keyPrefix(namespace, volumeId), filter: (c: VolumeClaim) => c.nodeId === nodeId });
+    const blockers = this.detachBlockers(namespace, volumeId, nodeId, snap);
+    if (blockers.length > 0 && (!opts.force || !opts.stopAllocation)) {
+      const names = blockers.map((a) => `${a.id} (job ${a.jobId}, ${a.clientStatus})`).join(', ');
+      throw new VolumeError(
+        'CONFLICT',
+        `volume ${volumeId} is in use on node ${nodeId} by allocation${blockers.length === 1 ? '' : 's'} ${names}; stop ${blockers.length === 1 ? 'it' : 'them'} first, or detach with force (which stops ${blockers.length === 1 ? 'it' : 'them'})`,
+      );
+    }
+    const stopped = blockers.map((a) => a.id);
+    if (blockers.length > 0 && opts.stopAllocation) {
+      this.#logger.warn({ volumeId, namespace, nodeId, allocIds: stopped }, 'forced detach: stopping the allocations that use the volume on the node');
+      for (const id of stopped) await opts.stopAllocation(id);
+      await this.#untilTerminal(stopped, opts.stopWaitMs ?? 300_000, opts.signal);
+    }
+    const results = await Promise.allSettled(
+      claims.map((c) => this.#release.releaseByKey(rowKey(namespace, volumeId, c.allocId), `detach from node ${nodeId} requested`, opts.signal)),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return { stoppedAllocations: stopped };
+  }
+
+  /** Waits until each allocation is terminal (or gone), woken by allocation writes only; UNAVAILABLE after `waitMs`. */
+  async #untilTerminal(allocIds: readonly string[], waitMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const end = Date.now() + waitMs;
+    const live = (): string[] =>
+      allocIds.filter((id) => {
+        const a = this.#store.snapshot().get('allocations', rowKey(id));
+        return a !== undefined && !isClientTerminal(a.clientStatus);
+      });
+    let seen = this.#store.latestIndex();
+    for (let left = live(); left.length > 0; left = live()) {
+      const remaining = end - Date.now();
+      if (remaining <= 0) {
+        throw new VolumeError('UNAVAILABLE', `allocation${left.length === 1 ? '' : 's'} ${left.join(', ')} did not stop within ${Math.round(waitMs / 1000)} s; nothing was detached`, {
+          retryable: true,
+        });
+      }
+      seen = await this.#store.blockUntil(['allocations'], seen, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
+    }
   }
 
   /** See ClaimRelease.releaseByKey (for the claim watcher). */
