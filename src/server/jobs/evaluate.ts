@@ -110,19 +110,22 @@ function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Al
         const plugin = reader.get('plugins', rowKey(volume.pluginId));
         const claims = new Map<string, PlacementVolume['claims'][number]>();
         for (const c of reader.list('claims', { prefix: keyPrefix(job.namespace, id) })) {
-          claims.set(c.allocId, { allocId: c.allocId, nodeId: c.nodeId, mode: c.mode });
+          claims.set(c.allocId, { allocId: c.allocId, nodeId: c.nodeId, mode: c.mode, accessMode: c.accessMode, attachmentMode: c.attachmentMode });
         }
-        // Allocations placed but not yet claiming count as claims already.
+        // Allocations placed but not yet claiming count as claims already, in the modes their jobs ask for.
         for (const a of liveAllocs) {
           if (claims.has(a.id) || a.namespace !== job.namespace) continue;
           const use = a.csiVolumes?.find((v) => v.volumeId === id);
-          if (use) claims.set(a.id, { allocId: a.id, nodeId: a.nodeId, mode: use.readOnly ? 'read' : 'write' });
+          if (!use) continue;
+          const asked = requestedModes(reader, a, id);
+          claims.set(a.id, { allocId: a.id, nodeId: a.nodeId, mode: use.readOnly ? 'read' : 'write', ...asked });
         }
         out.set(id, {
           // Usage counts volumes by namespace/id; placement by the same key.
           id,
           pluginId: volume.pluginId,
           accessMode: vol.accessMode,
+          attachmentMode: vol.attachmentMode,
           topologies: volume.accessibleTopology,
           schedulable: pluginSchedulable(plugin),
           exhaustedNodes: new Set(Object.keys(plugin?.exhaustedNodes ?? {})),
@@ -132,6 +135,15 @@ function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Al
     }
   }
   return out;
+}
+
+/** The access and attachment modes `alloc`'s job asks for volume `volumeId` in (empty when its job is gone). */
+function requestedModes(reader: StateReader, alloc: Allocation, volumeId: string): Pick<PlacementVolume, 'accessMode' | 'attachmentMode'> | object {
+  const group = reader.get('jobs', rowKey(alloc.namespace, alloc.jobId))?.groups.find((g) => g.name === alloc.taskGroup);
+  for (const vol of Object.values(group?.volumes ?? {})) {
+    if (vol.type === 'csi' && volumeIdFor(vol, alloc.index ?? 0) === volumeId) return { accessMode: vol.accessMode, attachmentMode: vol.attachmentMode };
+  }
+  return {};
 }
 
 /** Node usage is keyed `namespace/volumeId`; placement volumes by their ID: align them. */

@@ -158,6 +158,44 @@ describe('job service', () => {
     assert.match(second.evaluation.blockedReason, /2 nodes lacked a healthy node plugin for hostpath/);
   });
 
+  it('refuses to place a reader on a volume a single-node-writer job holds, as it refuses a second writer, before and after the writer claims', async () => {
+    seed();
+    store.writeNow((txn) =>
+      txn.put('volumes', volume('data', { capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }, { accessMode: 'single-node-reader-only', attachmentMode: 'file-system' }] })),
+    );
+    await jobs.register(csiJob());
+    const reader = {
+      id: 'report',
+      groups: [
+        {
+          name: 'db',
+          volumes: { data: { type: 'csi', source: 'data', accessMode: 'single-node-reader-only', attachmentMode: 'file-system', readOnly: true } },
+          tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/var/lib/pg' }] }],
+        },
+      ],
+    };
+    // The writer is placed but has not claimed yet; then it has.
+    const beforeClaim = await jobs.register(reader);
+    assert.equal(beforeClaim.evaluation.status, 'blocked');
+    assert.deepEqual(beforeClaim.evaluation.failedPlacements['db']!.reasons, {
+      'could not use volume data, which is in use as single-node-writer/file-system': 1,
+      'lacked a healthy node plugin for hostpath': 2,
+    });
+    assert.match(beforeClaim.evaluation.blockedReason, /1 node could not use volume data, which is in use as single-node-writer\/file-system/);
+
+    const [writer] = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'db' });
+    store.writeNow((txn) =>
+      txn.put('claims', {
+        namespace: 'default', volumeId: 'data', pluginId: 'hostpath', externalVolumeId: 'ext-data', allocId: writer!.id, nodeId: writer!.nodeId,
+        externalNodeId: 'ext-n1', mode: 'write', accessMode: 'single-node-writer', attachmentMode: 'file-system', state: 'taken',
+        controllerPublish: 'none', publishContext: {}, releaseReason: '', releaseAttempts: 0, lastError: '', claimTime: 0,
+      }),
+    );
+    const afterClaim = await jobs.evaluate('default', 'report', { trigger: 'job-register', always: true });
+    assert.equal(afterClaim.evaluation!.status, 'blocked');
+    assert.equal(afterClaim.evaluation!.placed, 0);
+  });
+
   it('rejects at registration, naming the field: missing volume, unknown plugin, impossible access mode', async () => {
     seed();
     store.writeNow((txn) => txn.put('volumes', volume('orphan', { pluginId: 'ghost' })));
