@@ -162,13 +162,17 @@ async function volumeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['Alloc ID', 'Node ID', 'Mode', 'Access Mode', 'State', 'Controller Publish', 'Since'],
     v.claims.map((c) => [shortId(c.allocId), shortId(c.nodeId), c.mode, c.accessMode, s.style.status(c.state), c.controllerPublish, timestamp(c.claimTime)]),
   );
+  for (const c of v.claims) {
+    if (c.state === 'taken' && c.fencedUntil) s.out.line(`Claim of allocation ${shortId(c.allocId)} held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
+  }
 }
 
 async function detach(s: ApiSession, [volArg, nodeArg]: string[]): Promise<void> {
   const id = await s.api.resolve(KINDS.volume, volArg as string, { namespace: s.namespace });
   const nodeId = await s.api.resolve(KINDS.node, nodeArg as string);
-  await s.api.request('POST', `${KINDS.volume.getPath(id)}/detach`, { query: { namespace: s.namespace, node: nodeId } });
-  if (s.out.json) return s.out.document({ detached: id, nodeId });
+  const { body } = await s.api.request<{ warning?: string }>('POST', `${KINDS.volume.getPath(id)}/detach`, { query: { namespace: s.namespace, node: nodeId } });
+  if (body?.warning) s.out.warn(`Warning: ${body.warning}`);
+  if (s.out.json) return s.out.document({ detached: id, nodeId, ...(body?.warning ? { warning: body.warning } : {}) });
   s.out.line(`==> Volume "${id}" detached from node "${shortId(nodeId)}"`);
 }
 

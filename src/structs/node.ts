@@ -44,6 +44,8 @@ export interface NodeFingerprint {
    * claim until the node comes back or an operator forces its release.
    */
   stopAfterDisconnectMs?: number;
+  /** How long (ms) the agent gives a task between its stop signal and SIGKILL; absent: 5 s (the client default). */
+  killTimeoutMs?: number;
 }
 
 export interface Node extends NodeFingerprint {

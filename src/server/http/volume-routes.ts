@@ -79,8 +79,12 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/detach', { config: { access: 'write' } }, async (req) => {
     const nodeId = req.query['node'] ?? req.query['nodeId'];
     if (!nodeId) throw new ApiError('INVALID', 'node is required (?node=<node id>)', { field: 'node' });
+    // Detaching overrides a fence: the silent node's writer may still run.
+    const fenced = volumes.claims({ namespace: namespaceOf(req.query), volumeId: req.params.id, nodeId }).filter((c) => c.state === 'taken' && c.fencedUntil);
     await volumes.detach(namespaceOf(req.query), req.params.id, nodeId);
-    return { detached: req.params.id, nodeId };
+    if (fenced.length === 0) return { detached: req.params.id, nodeId };
+    const warning = `released the write claim of allocation ${fenced.map((c) => c.allocId).join(', ')} before its fence ended: if node ${nodeId} still runs that writer, two writers may now use the volume`;
+    return { detached: req.params.id, nodeId, warning };
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/expand', { config: { access: 'write' } }, async (req) => {

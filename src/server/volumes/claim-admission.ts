@@ -56,6 +56,11 @@ export type AdmissionDecision =
   | { outcome: 'refuse'; error: VolumeError };
 
 
+/** For a claim held by a silent node's writer: until when it is held. */
+function fenceNote(c: VolumeClaim): string {
+  return c.fencedUntil && c.state === 'taken' ? ` (its node is silent: held until ${new Date(c.fencedUntil).toISOString()})` : '';
+}
+
 function refuse(code: VolumeErrorCode, message: string, opts: { retryable?: boolean; field?: string } = {}): AdmissionDecision {
   return { outcome: 'refuse', error: new VolumeError(code, message, opts) };
 }
@@ -124,8 +129,8 @@ export function admitClaim(state: AdmissionState, req: ClaimRequest): AdmissionD
       conflict.kind === 'mode-in-use'
         ? `volume ${req.volumeId} is in use as ${holder.accessMode}/${holder.attachmentMode}`
         : conflict.kind === 'other-node'
-          ? `volume ${req.volumeId} is ${cap.accessMode} and ${holder.state === 'taken' ? 'claimed' : 'still being detached'} on node ${holder.nodeId}`
-          : `volume ${req.volumeId} already has a writer (allocation ${holder.allocId}, ${holder.state})`;
+          ? `volume ${req.volumeId} is ${cap.accessMode} and ${holder.state === 'taken' ? 'claimed' : 'still being detached'} on node ${holder.nodeId}${fenceNote(holder)}`
+          : `volume ${req.volumeId} already has a writer (allocation ${holder.allocId}, ${holder.state})${fenceNote(holder)}`;
     return refuse('CONFLICT', message, { retryable: true });
   }
   const onNode = others.filter((c) => c.nodeId === nodeId);
