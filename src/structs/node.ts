@@ -40,8 +40,9 @@ export interface NodeFingerprint {
    * it then stops them and unpublishes their volumes. The server waits this long
    * (plus the task's kill_timeout and a margin) after it last heard from a
    * silent node before handing such a volume's write claim to a replacement.
-   * Absent: the agent does not stop them on its own, and the server keeps the
-   * claim until the node comes back or an operator forces its release.
+   * Absent: the node does not fence (an older agent, a dev agent), so there
+   * is nothing to wait for: the server releases the claims of the node when it
+   * marks it down, as before.
    */
   stopAfterDisconnectMs?: number;
   /** How long (ms) the agent gives a task between its stop signal and SIGKILL; absent: 5 s (the client default). */
