@@ -80,21 +80,30 @@ for (const publish of [true, false]) {
 
     it('never lets two writers write: the old one stops on its own before the replacement gets the claim', async () => {
       await until('both clients ready', async () => (await server.get<Node[]>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
-      // Storage both nodes reach: one data dir and one plugin node ID for both instances.
+      // Storage both nodes reach: one data dir and one plugin node ID for both instances. The
+      // plugin is run again once the volume exists, so that both controllers load it from disk.
       const plugin = path.join(dir, 'plugin.hcl');
       const args = ['plugin', 'hostpath', '--endpoint', '"$CSI_ENDPOINT"', '--node-id', 'shared', '--data-dir', path.join(dir, 'hp'), ...(publish ? [] : ['--no-publish-unpublish'])];
-      writeFileSync(
-        plugin,
-        `job "hostpath-plugin" {\n  type = "system"\n  group "plugin" {\n    task "plugin" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sh"\n        args    = ["-c", ${JSON.stringify(`exec ${process.execPath} ${BERTH} ${args.join(' ')}`)}]\n      }\n      csi_plugin {\n        id        = "hostpath"\n        type      = "monolith"\n        mount_dir = "/csi"\n      }\n    }\n  }\n}\n`,
-      );
+      const pluginJob = (generation: number): string =>
+        `job "hostpath-plugin" {\n  type = "system"\n  group "plugin" {\n    task "plugin" {\n      driver = "raw_exec"\n      env {\n        GENERATION = "${generation}"\n      }\n      config {\n        command = "/bin/sh"\n        args    = ["-c", ${JSON.stringify(`exec ${process.execPath} ${BERTH} ${args.join(' ')}`)}]\n      }\n      csi_plugin {\n        id        = "hostpath"\n        type      = "monolith"\n        mount_dir = "/csi"\n      }\n    }\n  }\n}\n`;
+      const healthy = async (generation: number): Promise<void> => {
+        await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
+          const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+          const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
+          const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
+          const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
+          return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2;
+        }, 90_000);
+      };
+      writeFileSync(plugin, pluginJob(1));
       ok(await server.cli(['job', 'run', plugin]), 'job run plugin');
-      await until('the plugin healthy on both nodes', async () => {
-        const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-        return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2;
-      }, 60_000);
+      await healthy(1);
       const volume = path.join(dir, 'volume.hcl');
       writeFileSync(volume, `id = "fenced"\nname = "fenced"\ntype = "csi"\nplugin_id = "hostpath"\ncapability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\n`);
       ok(await server.cli(['volume', 'create', volume]), 'volume create');
+      writeFileSync(plugin, pluginJob(2));
+      ok(await server.cli(['job', 'run', plugin]), 'job run plugin again');
+      await healthy(2);
       const job = path.join(dir, 'writer.hcl');
       writeFileSync(
         job,
@@ -121,7 +130,10 @@ for (const publish of [true, false]) {
         'the replacement writing',
         async () => (await server.get<Allocation[]>('/v1/job/fenced-writer/allocations')).find((a) => a.id !== first.id && a.clientStatus === 'running'),
         60_000,
-      );
+      ).catch(async (err: unknown) => {
+        const seen = await Promise.all(['/v1/job/fenced-writer/allocations', '/v1/volume/csi/fenced', '/v1/job/fenced-writer/evaluations', '/v1/nodes'].map((p) => server.get(p).catch((e: unknown) => String(e))));
+        throw new Error(`${String(err)}\n${JSON.stringify(seen, null, 1).slice(0, 12_000)}`);
+      });
       // Let the replacement write, then the old node comes back.
       await until('lines from the replacement', () => linesOf(log).some((l) => l.alloc === second.id) || undefined, 30_000);
       stopped.child.kill('SIGCONT');
