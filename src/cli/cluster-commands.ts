@@ -4,7 +4,7 @@
 
 import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
-import type { Allocation, CsiPlugin, Job, Node } from '../structs/index.js';
+import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
 import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
@@ -80,6 +80,29 @@ interface TaskUsage {
 /** Per running task, or why there is none. */
 type AllocUsage = { tasks: Record<string, TaskUsage> } | { unavailable: string };
 
+/**
+ * For each CSI volume of the allocation held by a fenced write claim (a writer
+ * on a silent node), a line saying until when and why: the allocation's own
+ * claim, or the one its claim waits for. A volume that cannot be read is skipped.
+ */
+async function claimWaits(s: ApiSession, a: Allocation): Promise<string[]> {
+  const lines: string[] = [];
+  for (const v of a.csiVolumes ?? []) {
+    const answer = await s.api
+      .get<{ claims?: VolumeClaim[] }>(KINDS.volume.getPath(v.volumeId), { namespace: a.namespace })
+      .catch((err: unknown) => {
+        if (err instanceof AbortedError) throw err;
+        return undefined;
+      });
+    for (const c of answer?.body.claims ?? []) {
+      if (c.state !== 'taken' || !c.fencedUntil) continue;
+      const whose = c.allocId === a.id ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.allocId)}, which`;
+      lines.push(`Volume ${v.volumeId}: ${whose} is held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
+    }
+  }
+  return lines;
+}
+
 /** How long `alloc status` waits for the node agent's usage before it prints without it. */
 const USAGE_TIMEOUT_MS = 5_000;
 
@@ -134,6 +157,7 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line();
     s.out.line(s.style.bold('CSI Volumes'));
     s.out.table(['ID', 'Plugin', 'Read Only'], a.csiVolumes.map((v) => [v.volumeId, v.pluginId, String(v.readOnly)]));
+    for (const line of await claimWaits(s, a)) s.out.line(line);
   }
   if (usage && 'unavailable' in usage) {
     s.out.line();

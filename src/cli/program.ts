@@ -43,6 +43,12 @@ export const COMMANDS: readonly TopCommand[] = [
     description: 'Show the CSI plugins of the cluster, or run one that ships with Berth',
     load: async (ctx) => (await import('./plugin-command.js')).pluginCommand(ctx),
   },
+  {
+    name: 'system',
+    term: 'system',
+    description: 'Cluster maintenance: garbage collection',
+    load: async (ctx) => (await import('./system-command.js')).systemCommand(ctx),
+  },
   { name: 'event', term: 'event', description: 'Follow changes in the cluster', load: async (ctx) => (await import('./cluster-commands.js')).eventCommand(ctx) },
   {
     name: 'csi',

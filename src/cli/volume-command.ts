@@ -165,6 +165,9 @@ async function volumeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['Alloc ID', 'Node ID', 'Mode', 'Access Mode', 'State', 'Controller Publish', 'Since'],
     v.claims.map((c) => [shortId(c.allocId), shortId(c.nodeId), c.mode, c.accessMode, s.style.status(c.state), c.controllerPublish, timestamp(c.claimTime)]),
   );
+  for (const c of v.claims) {
+    if (c.state === 'taken' && c.fencedUntil) s.out.line(`Claim of allocation ${shortId(c.allocId)} held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
+  }
 }
 
 async function detach(s: ApiSession, [volArg, nodeArg]: string[], opts: Record<string, unknown>): Promise<void> {
@@ -172,11 +175,12 @@ async function detach(s: ApiSession, [volArg, nodeArg]: string[], opts: Record<s
   const nodeId = await s.api.resolve(KINDS.node, nodeArg as string);
   const force = Boolean(opts['force']);
   if (force) s.out.warn(`warning: --force: the allocations that use volume "${id}" on node "${shortId(nodeId)}" are stopped before it is detached`);
-  const { body } = await s.api.request<{ detached: string; nodeId: string; stoppedAllocations?: string[] }>('POST', `${KINDS.volume.getPath(id)}/detach`, {
+  const { body } = await s.api.request<{ detached: string; nodeId: string; stoppedAllocations?: string[]; warning?: string }>('POST', `${KINDS.volume.getPath(id)}/detach`, {
     query: { namespace: s.namespace, node: nodeId, ...(force ? { force: true } : {}) },
   });
   const stopped = body.stoppedAllocations ?? [];
-  if (s.out.json) return s.out.document({ detached: id, nodeId, stoppedAllocations: stopped });
+  if (body.warning) s.out.warn(`Warning: ${body.warning}`);
+  if (s.out.json) return s.out.document({ detached: id, nodeId, stoppedAllocations: stopped, ...(body.warning ? { warning: body.warning } : {}) });
   for (const a of stopped) s.out.line(`    Allocation "${shortId(a)}" stopped`);
   s.out.line(`==> Volume "${id}" detached from node "${shortId(nodeId)}"`);
 }

@@ -101,6 +101,19 @@ export class ManualClock implements Clock {
     await flushMicrotasks();
   }
 
+  /**
+   * Moves time forward by `ms` at once, as a process that was paused (SIGSTOP)
+   * sees it when it resumes: every due sleeper wakes with the clock already at
+   * the new time. Resolves once they have run.
+   */
+  async jump(ms: number): Promise<void> {
+    this.#now += ms;
+    const due = this.#sleepers.filter((s) => s.at <= this.#now).sort((a, b) => a.at - b.at);
+    this.#sleepers = this.#sleepers.filter((s) => s.at > this.#now);
+    for (const s of due) s.resolve();
+    await flushMicrotasks();
+  }
+
   /** Waits (in real time, briefly) until at least `count` sleepers are pending. */
   async waitForSleepers(count = 1, timeoutMs = 5000): Promise<void> {
     const deadline = Date.now() + timeoutMs;

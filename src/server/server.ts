@@ -15,7 +15,7 @@ import {
   type Logger,
 } from '../lib/index.js';
 import { buildApi, type ApiToken } from './http/index.js';
-import { EvalWorker, JobService } from './jobs/index.js';
+import { EvalWorker, GarbageCollector, JobService } from './jobs/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
@@ -94,6 +94,7 @@ export class Server {
   #claimWatcher: ClaimWatcher | undefined;
   #jobs: JobService | undefined;
   #worker: EvalWorker | undefined;
+  #gc: GarbageCollector | undefined;
   #api: FastifyInstance | undefined;
   #metrics: ServerMetrics | undefined;
   #address: ServerAddress | undefined;
@@ -180,16 +181,19 @@ export class Server {
       this.#claimWatcher = new ClaimWatcher({ store, volumes: this.#volumes, clock, logger: root });
       this.#jobs = new JobService({ store, clock, logger: root });
       this.#worker = new EvalWorker({ store, jobs: this.#jobs, clock, logger: root });
+      this.#gc = new GarbageCollector({ store, clock, logger: root });
       this.#metrics = new ServerMetrics({ store });
 
       await this.#plugins.start();
       await this.#nodes.start();
       await this.#claimWatcher.start();
       await this.#worker.start();
+      await this.#gc.start();
 
       this.#api = await buildApi({
         store,
         jobs: this.#jobs,
+        gc: this.#gc,
         nodes: this.#nodes,
         volumes: this.#volumes,
         connections: this.#connections,
@@ -231,6 +235,7 @@ export class Server {
       }
     };
     await step('http', () => this.#api?.close());
+    await step('gc', () => this.#gc?.stop());
     await step('eval worker', () => this.#worker?.stop());
     await step('claim watcher', () => this.#claimWatcher?.stop());
     await step('nodes', () => this.#nodes?.stop());

@@ -40,6 +40,14 @@ export {
   type PlacementFailure,
 } from './evaluation.js';
 export {
+  claimConflicts,
+  SINGLE_NODE_MODES,
+  SINGLE_WRITER_MODES,
+  type ClaimConflict,
+  type ClaimHolder,
+  type ClaimWant,
+} from './claim-rules.js';
+export {
   publicVolume,
   publicClaim,
   nodeClaimAnswer,

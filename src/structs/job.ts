@@ -236,12 +236,19 @@ export interface Job extends JobSpec {
   groupResourceVersions?: Record<string, number>;
   /** Milliseconds since the epoch. */
   submitTime: number;
+  /**
+   * The store index of the latest registration (a resubmission of an
+   * unchanged spec included). A terminal allocation created before it may be
+   * placed again: a resubmission is how an operator says "run this now".
+   * Absent on jobs stored before it existed.
+   */
+  submitIndex?: number;
   createIndex: number;
   modifyIndex: number;
 }
 
 /** Fields of a stored job that a submitted spec may carry (a read sent back) and that are ignored. */
-export const SERVER_JOB_FIELDS = ['stop', 'status', 'version', 'groupVersions', 'groupResourceVersions', 'submitTime', 'createIndex', 'modifyIndex'] as const;
+export const SERVER_JOB_FIELDS = ['stop', 'status', 'version', 'groupVersions', 'groupResourceVersions', 'submitTime', 'submitIndex', 'createIndex', 'modifyIndex'] as const;
 
 /** One problem with a job spec: where (e.g. `groups[0].tasks[1].volumeMounts[0].propagationMode`) and what. */
 export interface JobProblem {

@@ -131,6 +131,14 @@ export interface VolumeClaim {
   lastError: string;
   /** Milliseconds since the epoch (server clock). */
   claimTime: number;
+  /**
+   * Set while the claim is fenced: its node went silent and may still run the
+   * writer, so the claim is not released (nor handed to a replacement) before
+   * this time (ms since the epoch, server clock), unless the node confirms its
+   * allocation ended or an operator detaches the volume. `fenceReason` says why.
+   */
+  fencedUntil?: number;
+  fenceReason?: string;
   createIndex: number;
   modifyIndex: number;
 }

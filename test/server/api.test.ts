@@ -164,4 +164,14 @@ describe('HTTP API', () => {
     assert.equal(gone.status, 404);
     assert.equal(gone.body.code, 'NOT_FOUND');
   });
+
+  it('collects garbage now on PUT /v1/system/gc, for management tokens only, and says what it collected', async () => {
+    assert.equal((await h.call('PUT', '/v1/system/gc', { token: TOKENS.readOnly })).status, 403);
+    const gc = await h.call<{ allocations: string[]; evaluations: string[]; jobs: string[]; index: number }>('PUT', '/v1/system/gc');
+    assert.equal(gc.status, 200);
+    assert.ok(Array.isArray(gc.body.allocations) && Array.isArray(gc.body.evaluations) && Array.isArray(gc.body.jobs));
+    assert.ok(gc.body.evaluations.length > 0, 'the finished evaluations of the jobs above');
+    const evals = await h.call<Evaluation[]>('GET', '/v1/evaluations');
+    assert.ok(evals.body.every((e) => e.status === 'blocked' || e.status === 'pending'), 'no finished evaluation is left');
+  });
 });

@@ -6,7 +6,8 @@ import { BerthError } from '../../lib/index.js';
 
 /**
  * A named set of JSON records keyed by string, e.g. `plugins` or `volume-mounts`.
- * Every call is synchronous; a write is durable (on disk) when it returns.
+ * Every call is synchronous; a write is durable when it returns (it survives a
+ * crash or SIGKILL of the agent; see the SQLite store for a power cut).
  */
 export interface Bucket<T> {
   readonly name: string;

@@ -4,7 +4,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../lib/index.js';
-import type { JobService } from '../jobs/index.js';
+import type { GarbageCollector, JobService } from '../jobs/index.js';
 import type { ServerMetrics } from '../metrics/index.js';
 import type { NodeConnections } from '../noderpc/index.js';
 import type { NodeService } from '../nodes/index.js';
@@ -16,6 +16,8 @@ import type { ApiToken } from './auth.js';
 export interface ApiDeps {
   store: StateStore;
   jobs: JobService;
+  /** Serves PUT /v1/system/gc when given. */
+  gc?: GarbageCollector;
   nodes: NodeService;
   volumes: VolumeService;
   connections: NodeConnections;

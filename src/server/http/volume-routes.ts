@@ -81,11 +81,15 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
     if (!nodeId) throw new ApiError('INVALID', 'node is required (?node=<node id>)', { field: 'node' });
     // Refused while allocations use the volume on the node, unless forced: then they are stopped first.
     const force = req.query['force'] === 'true' || req.query['force'] === '1';
+    // Detaching overrides a fence: the silent node's writer may still run.
+    const fenced = volumes.claims({ namespace: namespaceOf(req.query), volumeId: req.params.id, nodeId }).filter((c) => c.state === 'taken' && c.fencedUntil);
     const { stoppedAllocations } = await volumes.detach(namespaceOf(req.query), req.params.id, nodeId, {
       force,
       stopAllocation: (allocId) => deps.jobs.stopAllocation(allocId),
     });
-    return { detached: req.params.id, nodeId, stoppedAllocations };
+    if (fenced.length === 0) return { detached: req.params.id, nodeId, stoppedAllocations };
+    const warning = `released the write claim of allocation ${fenced.map((c) => c.allocId).join(', ')} before its fence ended: if node ${nodeId} still runs that writer, two writers may now use the volume`;
+    return { detached: req.params.id, nodeId, stoppedAllocations, warning };
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/expand', { config: { access: 'write' } }, async (req) => {

@@ -68,8 +68,8 @@ export function jobStatusOf(job: Job, allocs: readonly Allocation[]): JobStatus 
   return 'pending';
 }
 
-/** What is used on every node, from live allocations and from claims still held. */
-function nodeUsage(reader: StateReader): Map<string, NodeUsage> {
+/** What is used on every node, from `live` (every live allocation) and from claims still held. */
+function nodeUsage(reader: StateReader, live: readonly Allocation[]): Map<string, NodeUsage> {
   const usage = new Map<string, NodeUsage>();
   const of = (nodeId: string): NodeUsage => {
     let u = usage.get(nodeId);
@@ -81,7 +81,7 @@ function nodeUsage(reader: StateReader): Map<string, NodeUsage> {
     if (!set) u.volumes.set(pluginId, (set = new Set()));
     set.add(volumeId);
   };
-  for (const a of reader.list('allocations', { filter: isLive })) {
+  for (const a of live) {
     const u = of(a.nodeId);
     u.cpuMhz += a.resources?.cpuMhz ?? 0;
     u.memoryMb += a.resources?.memoryMb ?? 0;
@@ -110,19 +110,22 @@ function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Al
         const plugin = reader.get('plugins', rowKey(volume.pluginId));
         const claims = new Map<string, PlacementVolume['claims'][number]>();
         for (const c of reader.list('claims', { prefix: keyPrefix(job.namespace, id) })) {
-          claims.set(c.allocId, { allocId: c.allocId, nodeId: c.nodeId, mode: c.mode });
+          claims.set(c.allocId, { allocId: c.allocId, nodeId: c.nodeId, mode: c.mode, accessMode: c.accessMode, attachmentMode: c.attachmentMode });
         }
-        // Allocations placed but not yet claiming count as claims already.
+        // Allocations placed but not yet claiming count as claims already, in the modes their jobs ask for.
         for (const a of liveAllocs) {
           if (claims.has(a.id) || a.namespace !== job.namespace) continue;
           const use = a.csiVolumes?.find((v) => v.volumeId === id);
-          if (use) claims.set(a.id, { allocId: a.id, nodeId: a.nodeId, mode: use.readOnly ? 'read' : 'write' });
+          if (!use) continue;
+          const asked = requestedModes(reader, a, id);
+          claims.set(a.id, { allocId: a.id, nodeId: a.nodeId, mode: use.readOnly ? 'read' : 'write', ...asked });
         }
         out.set(id, {
           // Usage counts volumes by namespace/id; placement by the same key.
           id,
           pluginId: volume.pluginId,
           accessMode: vol.accessMode,
+          attachmentMode: vol.attachmentMode,
           topologies: volume.accessibleTopology,
           schedulable: pluginSchedulable(plugin),
           exhaustedNodes: new Set(Object.keys(plugin?.exhaustedNodes ?? {})),
@@ -132,6 +135,15 @@ function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Al
     }
   }
   return out;
+}
+
+/** The access and attachment modes `alloc`'s job asks for volume `volumeId` in (empty when its job is gone). */
+function requestedModes(reader: StateReader, alloc: Allocation, volumeId: string): Pick<PlacementVolume, 'accessMode' | 'attachmentMode'> | object {
+  const group = reader.get('jobs', rowKey(alloc.namespace, alloc.jobId))?.groups.find((g) => g.name === alloc.taskGroup);
+  for (const vol of Object.values(group?.volumes ?? {})) {
+    if (vol.type === 'csi' && volumeIdFor(vol, alloc.index ?? 0) === volumeId) return { accessMode: vol.accessMode, attachmentMode: vol.attachmentMode };
+  }
+  return {};
 }
 
 /** Node usage is keyed `namespace/volumeId`; placement volumes by their ID: align them. */
@@ -191,7 +203,9 @@ function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number,
  */
 export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opts: EvaluateOptions): EvaluateOutcome {
   const job = txn.get('jobs', rowKey(namespace, jobId));
-  const allocs = jobAllocations(txn, namespace, jobId);
+  // One pass over the allocations serves the job's own, the live ones and the usage.
+  const everyAlloc = txn.list('allocations');
+  const allocs = everyAlloc.filter((a) => a.jobId === jobId && a.namespace === namespace);
   let stops: StopDecision[] = [];
   let inPlace: InPlaceUpdate[] = [];
   const placed: Array<RowInput<'allocations'>> = [];
@@ -200,9 +214,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
 
   if (job) {
     const nodes = txn.list('nodes');
-    const live = txn.list('allocations', { filter: isLive });
+    const live = everyAlloc.filter(isLive);
     const volumes = placementVolumes(txn, job, live);
-    const usage = usageForNamespace(nodeUsage(txn), namespace);
+    const usage = usageForNamespace(nodeUsage(txn, live), namespace);
     const nodesById = new Map(nodes.map((n) => [n.id, n]));
 
     if (job.type === 'system') {
@@ -257,6 +271,8 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   }
 
   const byId = new Map(allocs.map((a) => [a.id, a]));
+  // The job's allocations as this evaluation leaves them, for its status.
+  const after = new Map(byId);
   for (const s of stops) {
     const a = byId.get(s.allocId);
     if (!a) continue;
@@ -265,19 +281,22 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       next.clientStatus = 'lost';
       next.clientDescription = 'node is down';
     }
-    txn.put('allocations', next);
+    after.set(a.id, txn.put('allocations', next));
   }
-  for (const a of placed) txn.put('allocations', a);
+  for (const a of placed) {
+    const stored = txn.put('allocations', a);
+    after.set(stored.id, stored);
+  }
   // Same allocation, new job version and resources: its node applies them to the running tasks.
   for (const u of inPlace) {
     const a = byId.get(u.allocId);
     const group = job?.groups.find((g) => g.name === u.group);
     if (!a || !job || !group) continue;
-    txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), modifyTime: opts.now });
+    after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), modifyTime: opts.now }));
   }
 
   if (job) {
-    const status = jobStatusOf(job, jobAllocations(txn, namespace, jobId));
+    const status = jobStatusOf(job, [...after.values()]);
     if (status !== job.status) txn.put('jobs', { ...job, status });
   }
 

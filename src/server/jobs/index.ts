@@ -5,3 +5,12 @@ export { JobService, JobError, type JobServiceOptions, type AllocationUpdate, ty
 export { EvalWorker, type EvalWorkerOptions } from './eval-worker.js';
 export { problemsAgainstState } from './validate-job.js';
 export { jobStatusOf } from './evaluate.js';
+export {
+  GarbageCollector,
+  collectGarbage,
+  isCollectable,
+  DEFAULT_GC_LIMITS,
+  type GarbageCollectorOptions,
+  type GcLimits,
+  type GcResult,
+} from './garbage-collector.js';

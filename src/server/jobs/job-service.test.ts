@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ManualClock, silentLogger } from '../../lib/index.js';
 import { JobValidationError, type CsiPlugin, type Volume } from '../../structs/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
+import { NodeService } from '../nodes/index.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { EvalWorker } from './eval-worker.js';
 import { JobService } from './job-service.js';
@@ -157,6 +158,44 @@ describe('job service', () => {
     assert.match(second.evaluation.blockedReason, /2 nodes lacked a healthy node plugin for hostpath/);
   });
 
+  it('refuses to place a reader on a volume a single-node-writer job holds, as it refuses a second writer, before and after the writer claims', async () => {
+    seed();
+    store.writeNow((txn) =>
+      txn.put('volumes', volume('data', { capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }, { accessMode: 'single-node-reader-only', attachmentMode: 'file-system' }] })),
+    );
+    await jobs.register(csiJob());
+    const reader = {
+      id: 'report',
+      groups: [
+        {
+          name: 'db',
+          volumes: { data: { type: 'csi', source: 'data', accessMode: 'single-node-reader-only', attachmentMode: 'file-system', readOnly: true } },
+          tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/var/lib/pg' }] }],
+        },
+      ],
+    };
+    // The writer is placed but has not claimed yet; then it has.
+    const beforeClaim = await jobs.register(reader);
+    assert.equal(beforeClaim.evaluation.status, 'blocked');
+    assert.deepEqual(beforeClaim.evaluation.failedPlacements['db']!.reasons, {
+      'could not use volume data, which is in use as single-node-writer/file-system': 1,
+      'lacked a healthy node plugin for hostpath': 2,
+    });
+    assert.match(beforeClaim.evaluation.blockedReason, /1 node could not use volume data, which is in use as single-node-writer\/file-system/);
+
+    const [writer] = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'db' });
+    store.writeNow((txn) =>
+      txn.put('claims', {
+        namespace: 'default', volumeId: 'data', pluginId: 'hostpath', externalVolumeId: 'ext-data', allocId: writer!.id, nodeId: writer!.nodeId,
+        externalNodeId: 'ext-n1', mode: 'write', accessMode: 'single-node-writer', attachmentMode: 'file-system', state: 'taken',
+        controllerPublish: 'none', publishContext: {}, releaseReason: '', releaseAttempts: 0, lastError: '', claimTime: 0,
+      }),
+    );
+    const afterClaim = await jobs.evaluate('default', 'report', { trigger: 'job-register', always: true });
+    assert.equal(afterClaim.evaluation!.status, 'blocked');
+    assert.equal(afterClaim.evaluation!.placed, 0);
+  });
+
   it('rejects at registration, naming the field: missing volume, unknown plugin, impossible access mode', async () => {
     seed();
     store.writeNow((txn) => txn.put('volumes', volume('orphan', { pluginId: 'ghost' })));
@@ -300,6 +339,78 @@ describe('job service', () => {
     } finally {
       await worker.stop();
     }
+  });
+
+  it('places a system job again when it is resubmitted or its node restarts after its allocation finished: no wedged plugin job', async () => {
+    seed();
+    const nodes = new NodeService({ store, clock, logger: silentLogger() });
+    const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
+    await worker.start();
+    try {
+      const sys = { id: 'plugin', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] };
+      await jobs.register(sys);
+      const onN1 = () => store.snapshot().list('allocations', { filter: (a) => a.jobId === 'plugin' && a.nodeId === 'n1' });
+      // The agent on n1 was drained (SIGINT): its allocation finished while still wanted.
+      const [first] = onN1();
+      await jobs.updateAllocations('n1', [{ id: first!.id, clientStatus: 'complete', clientDescription: 'drained' }]);
+      await settle(worker);
+      assert.equal(onN1().filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'pending').length, 0, 'not replaced while nothing changed');
+
+      // The agent starts again with its kept data dir: same node ID, registered again.
+      const { id: _id, status: _s, statusDescription: _d, lastHeartbeat: _h, createIndex: _c, modifyIndex: _m, ...fingerprint } = testNode('n1');
+      await nodes.register(fingerprint, { id: 'n1' });
+      const again = await eventually('a new allocation of the system job on the restarted node', () =>
+        onN1().find((a) => a.desiredStatus === 'run' && a.clientStatus === 'pending'),
+      );
+      assert.equal(again.previousAllocation, first!.id);
+      assert.equal(store.snapshot().get('allocations', rowKey(first!.id))!.desiredStatus, 'stop');
+
+      // It fails; an unchanged resubmission places it once more (and only once).
+      await jobs.updateAllocations('n1', [{ id: again.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
+      await settle(worker);
+      const resubmitted = await jobs.register(sys);
+      assert.equal(resubmitted.evaluation.placed, 1);
+      const latest = onN1().find((a) => a.desiredStatus === 'run')!;
+      assert.equal(latest.clientStatus, 'pending');
+      assert.equal(latest.previousAllocation, again.id);
+      await settle(worker);
+      assert.equal(onN1().filter((a) => a.desiredStatus === 'run').length, 1, 'one allocation per node');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('runs a service job again after its allocation failed with no reschedule left: resubmitted, changed, or purged and run again', async () => {
+    seed();
+    const spec = (env: Record<string, string> = {}) => ({
+      id: 'svc',
+      groups: [{ name: 'g', reschedule: { attempts: 0, unlimited: false }, tasks: [{ name: 't', driver: 'exec', env }] }],
+    });
+    const failLive = async (): Promise<string> => {
+      const [live] = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' && a.desiredStatus === 'run' && a.clientStatus === 'pending' });
+      assert.ok(live, 'a live allocation to fail');
+      await jobs.updateAllocations(live.nodeId, [{ id: live.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
+      return live.id;
+    };
+    await jobs.register(spec());
+    const firstId = await failLive();
+    // No attempts left: re-evaluating alone places nothing.
+    assert.equal((await jobs.evaluate('default', 'svc', { trigger: 'alloc-failure', always: true })).evaluation!.placed, 0);
+
+    const same = await jobs.register(spec());
+    assert.equal(same.evaluation.placed, 1, 'an unchanged resubmission runs it again');
+    const secondId = await failLive();
+    assert.notEqual(secondId, firstId);
+
+    const changed = await jobs.register(spec({ A: '1' }));
+    assert.equal(changed.evaluation.placed, 1, 'a changed spec runs it again');
+    await failLive();
+
+    // Purged: its stopped allocations are gone from the allocation list, and the same ID runs again.
+    await jobs.stop('default', 'svc', { purge: true });
+    assert.deepEqual(store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' }), []);
+    const rerun = await jobs.register(spec());
+    assert.equal(rerun.evaluation.placed, 1);
   });
 });
 

@@ -18,6 +18,7 @@ import {
 } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
+import { isCollectable } from './garbage-collector.js';
 import { problemsAgainstState } from './validate-job.js';
 
 /** A job-level failure with a stable code: NOT_FOUND, CONFLICT, INVALID, FORBIDDEN. */
@@ -50,7 +51,7 @@ function sameSpec(a: unknown, b: unknown): boolean {
 }
 
 function specOf(job: Job): JobSpec {
-  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, createIndex: _c, modifyIndex: _m, ...spec } =
+  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } =
     job;
   return spec;
 }
@@ -123,6 +124,7 @@ export class JobService {
         groupVersions,
         groupResourceVersions,
         submitTime: now,
+        submitIndex: txn.writeIndex,
         ...(prev ? { createIndex: prev.createIndex } : {}),
       });
       const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
@@ -135,7 +137,8 @@ export class JobService {
   /**
    * Stops the job: every allocation is told to stop; the job stays readable
    * (status dead once nothing runs). With `purge`, the job row is deleted as
-   * well. Throws JobError NOT_FOUND. Safe to repeat.
+   * well, with its allocations that have stopped and hold no claim (the
+   * garbage collector deletes the others once they have). Throws JobError NOT_FOUND. Safe to repeat.
    */
   async stop(namespace: string, jobId: string, opts: { purge?: boolean } = {}): Promise<{ evaluation: Evaluation; index: number }> {
     const now = this.#clock.now();
@@ -144,7 +147,10 @@ export class JobService {
       if (!job) throw new JobError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
       if (opts.purge) txn.delete('jobs', rowKey(namespace, jobId));
       else txn.put('jobs', { ...job, stop: true });
-      return evaluateJob(txn, namespace, jobId, { trigger: 'job-deregister', now, always: true }).evaluation as Evaluation;
+      const evaluation = evaluateJob(txn, namespace, jobId, { trigger: 'job-deregister', now, always: true }).evaluation as Evaluation;
+      // Allocations already stopped go with the purged job; the others once they stop (the garbage collector).
+      if (opts.purge) for (const a of jobAllocations(txn, namespace, jobId)) if (isCollectable(txn, a)) txn.delete('allocations', rowKey(a.id));
+      return evaluation;
     });
     this.#log.info({ jobId, namespace, purge: Boolean(opts.purge) }, 'job stopped');
     return { evaluation: result, index };

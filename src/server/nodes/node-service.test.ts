@@ -115,6 +115,49 @@ describe('nodes and plugins', () => {
     }
   });
 
+  it('gives every node a fresh deadline, instead of marking it down, when the server itself stalled past the TTL', async () => {
+    const store = SqliteStateStore.open(join(dir, 'stall.db'));
+    const clock = new ManualClock(0);
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    try {
+      await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      await nodes.start();
+      await clock.waitForSleepers(1);
+      // The server was frozen for 45 s: its TTL check wakes 35 s late; the node's silence was the server's.
+      await clock.jump(45_000);
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-a')!.status, 'ready');
+      // From then on the node has its full TTL, and is marked down when it stays silent past it.
+      await clock.advance(11_000);
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-a')!.status, 'down');
+    } finally {
+      await nodes.stop();
+      store.close();
+    }
+  });
+
+  it('gives every node a fresh deadline when the server has just started, however old its last heartbeat', async () => {
+    const store = SqliteStateStore.open(join(dir, 'fresh.db'));
+    const clock = new ManualClock(0);
+    try {
+      await new NodeService({ store, clock, heartbeatTtlMs: 10_000 }).register(await agentA.fingerprint(), { id: 'node-a' });
+      // A server starts an hour later over the same state.
+      await clock.jump(3_600_000);
+      const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+      await nodes.start();
+      await clock.waitForSleepers(1);
+      await clock.advance(9_000);
+      assert.equal(nodes.get('node-a')!.status, 'ready', 'within its fresh TTL');
+      await clock.advance(2_000);
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-a')!.status, 'down');
+      await nodes.stop();
+    } finally {
+      store.close();
+    }
+  });
+
   it('counts expected instances from the jobs that run a plugin, lists its allocations, and removes a plugin with nothing left', async () => {
     const store = SqliteStateStore.open(join(dir, 'expected.db'));
     const plugins = new PluginService({ store });

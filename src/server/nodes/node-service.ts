@@ -39,6 +39,8 @@ function fingerprintKey(fp: NodeFingerprint): string {
     attributes: fp.attributes,
     c: strip(fp.csiControllerPlugins),
     n: strip(fp.csiNodePlugins),
+    s: fp.stopAfterDisconnectMs,
+    k: fp.killTimeoutMs,
   });
 }
 
@@ -52,6 +54,8 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
     attributes: fp.attributes,
     csiControllerPlugins: fp.csiControllerPlugins,
     csiNodePlugins: fp.csiNodePlugins,
+    ...(typeof fp.stopAfterDisconnectMs === 'number' && fp.stopAfterDisconnectMs >= 0 ? { stopAfterDisconnectMs: fp.stopAfterDisconnectMs } : {}),
+    ...(typeof fp.killTimeoutMs === 'number' && fp.killTimeoutMs >= 0 ? { killTimeoutMs: fp.killTimeoutMs } : {}),
   };
 }
 
@@ -63,7 +67,9 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
  * recomputes the plugins in the same transaction.
  *
  * Lifecycle: start() returns once the watcher runs (every node not down gets
- * a fresh TTL, since heartbeats before a server restart are not known);
+ * a fresh TTL, since heartbeats before a server restart are not known; so
+ * does every node when the watcher finds the server itself stalled, woken
+ * more than half a TTL later than it asked);
  * a second start is a no-op, a start after stop rejects (LIFECYCLE_STOPPED).
  * stop() is safe twice and waits for the watcher.
  */
@@ -108,6 +114,7 @@ export class NodeService {
         status: 'ready',
         statusDescription: 'registered',
         lastHeartbeat: now,
+        registerIndex: txn.writeIndex,
       });
       updatePlugins(txn, { clearExhausted: [id] });
       return node;
@@ -208,7 +215,15 @@ export class NodeService {
         const t = this.#clock.now();
         for (const seen of this.#lastSeen.values()) next = Math.min(next, seen + this.#ttl - t + 1);
         try {
-          await this.#clock.sleep(Math.max(1, next), signal);
+          const asked = Math.max(1, next);
+          await this.#clock.sleep(asked, signal);
+          // Woken far later than asked: this server itself stalled (paused, starved), so the
+          // nodes' silence is ours. Every node gets a fresh deadline instead of being marked down.
+          const late = this.#clock.now() - t - asked;
+          if (late > this.#ttl / 2) {
+            this.#refreshDeadlines(`the server stalled for ${Math.round(late / 1000)} s`);
+            continue;
+          }
           await this.expire();
         } catch (err) {
           if (err instanceof AbortedError || (err instanceof StateStoreError && err.code === 'STORE_CLOSED')) return;
@@ -216,6 +231,14 @@ export class NodeService {
         }
       }
     })());
+  }
+
+  /** Gives every node not down a fresh TTL from now (the server cannot know what it missed). */
+  #refreshDeadlines(why: string): void {
+    const now = this.#clock.now();
+    const ids = this.#store.snapshot().list('nodes', { filter: (n) => n.status !== 'down' }).map((n) => n.id);
+    for (const id of ids) this.#lastSeen.set(id, now);
+    this.#logger.warn({ nodes: ids.length, reason: why }, 'fresh heartbeat deadline for every node');
   }
 
   /** Ends the TTL watcher and waits for it. Safe twice; never rejects. */

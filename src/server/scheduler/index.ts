@@ -15,6 +15,7 @@ export {
   reconcile,
   reconcileSystem,
   isLive,
+  isReplaceableTerminal,
   type StopDecision,
   type PlaceRequest,
   type ReconcileResult,

@@ -156,6 +156,17 @@ describe('placement', () => {
     assert.equal(multi.placements.length, 3);
   });
 
+  it('refuses a reader on a volume held by a single-node-writer claim, as claim admission does', () => {
+    const nodes = [testNode('a', { plugin: { id: 'hostpath' } })];
+    const held = volume('vol', {
+      accessMode: 'single-node-reader-only',
+      claims: [{ allocId: 'w', nodeId: 'a', mode: 'write', accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+    });
+    const r = place(csiGroup({ readOnly: true, accessMode: 'single-node-reader-only' }), nodes, { volumes: [held] });
+    assert.equal(r.placements.length, 0);
+    assert.deepEqual(r.failure?.reasons, { 'could not use volume vol, which is in use as single-node-writer/file-system': 1 });
+  });
+
   it('spreads allocations of one job rather than stacking them', () => {
     const r = place(group(), [testNode('a'), testNode('b'), testNode('c')], { indexes: [0, 1, 2] });
     assert.deepEqual(new Set(r.placements.map((p) => p.nodeId)).size, 3);

@@ -4,8 +4,8 @@
 // without a store. First feasibility (can the node run it at all?), then a
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
-import type { AccessMode, Topology } from '../../csi/index.js';
-import { volumeIdFor, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
+import { claimConflicts, volumeIdFor, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
 
 /** A CSI volume as placement needs to know it. */
 export interface PlacementVolume {
@@ -13,14 +13,19 @@ export interface PlacementVolume {
   pluginId: string;
   /** The access mode the volume is claimed with (its registered/requested mode). */
   accessMode: AccessMode;
+  /** The attachment mode it is claimed with. Default file-system. */
+  attachmentMode?: AttachmentMode;
   /** Where the volume can be reached; empty means anywhere. A node must match one segment set. */
   topologies: Topology[];
   /** False when the volume's plugin has no healthy instances to serve it. */
   schedulable: boolean;
   /** Nodes where the plugin recently answered RESOURCE_EXHAUSTED (full until a claim there is released). */
   exhaustedNodes?: ReadonlySet<string>;
-  /** Current claims, by allocation. */
-  claims: Array<{ allocId: string; nodeId: string; mode: 'read' | 'write' }>;
+  /**
+   * Current claims, by allocation (and allocations placed that will claim).
+   * A claim without access/attachment mode is taken to be in the volume's.
+   */
+  claims: Array<{ allocId: string; nodeId: string; mode: 'read' | 'write'; accessMode?: AccessMode; attachmentMode?: AttachmentMode }>;
 }
 
 /** What already runs on a node. Mutated by `placeGroup` as it places. */
@@ -123,18 +128,6 @@ function topologyMatches(segments: readonly Topology[], node: Topology | undefin
   return segments.some((seg) => Object.entries(seg).every(([k, v]) => node[k] === v));
 }
 
-const SINGLE_WRITER_MODES: ReadonlySet<AccessMode> = new Set([
-  'single-node-writer',
-  'single-node-single-writer',
-  'multi-node-single-writer',
-]);
-const SINGLE_NODE_MODES: ReadonlySet<AccessMode> = new Set([
-  'single-node-writer',
-  'single-node-reader-only',
-  'single-node-single-writer',
-  'single-node-multi-writer',
-]);
-
 /**
  * Why `node` cannot take the group for reasons that do not change as
  * allocations are placed (status, datacenter, drivers, network, plugin
@@ -160,36 +153,39 @@ function staticReason(node: Node, datacenters: readonly string[], group: TaskGro
   return undefined;
 }
 
-/** A volume's claims summarised for fast checks: writers, and claims per node. */
+/** A volume's claims as the claim rules read them, with the ones this placement run adds. */
 interface ClaimTally {
   volume: PlacementVolume;
-  writers: number;
-  byNode: Map<string, number>;
+  holders: ClaimHolder[];
 }
 
 function tally(volume: PlacementVolume, replacing: ReadonlySet<string>): ClaimTally {
-  const t: ClaimTally = { volume, writers: 0, byNode: new Map() };
-  for (const c of volume.claims) {
-    if (replacing.has(c.allocId)) continue;
-    if (c.mode === 'write') t.writers++;
-    t.byNode.set(c.nodeId, (t.byNode.get(c.nodeId) ?? 0) + 1);
-  }
-  return t;
+  const attachmentMode = volume.attachmentMode ?? 'file-system';
+  const holders = volume.claims
+    .filter((c) => !replacing.has(c.allocId))
+    .map((c) => ({ ...c, accessMode: c.accessMode ?? volume.accessMode, attachmentMode: c.attachmentMode ?? attachmentMode }));
+  return { volume, holders };
 }
 
 /**
  * Why the claims already on the volume leave no room for a new claim by an
- * allocation on `nodeId`, or undefined when there is room.
+ * allocation on `nodeId`, or undefined when there is room: the rules claim
+ * admission applies (`claimConflicts`), so a placement is never refused its claim.
  */
 function claimReason(t: ClaimTally, need: VolumeNeed, nodeId: string): string | undefined {
   const { volume } = t;
-  if (!need.readOnly && SINGLE_WRITER_MODES.has(volume.accessMode) && t.writers > 0) {
-    return `found no free write claim on volume ${volume.id}`;
-  }
-  if (SINGLE_NODE_MODES.has(volume.accessMode) && (t.byNode.size > 1 || (t.byNode.size === 1 && !t.byNode.has(nodeId)))) {
-    return `could not use volume ${volume.id}, which is in use on another node`;
-  }
-  return undefined;
+  const conflicts = claimConflicts(t.holders, {
+    nodeId,
+    mode: need.readOnly ? 'read' : 'write',
+    accessMode: volume.accessMode,
+    attachmentMode: volume.attachmentMode ?? 'file-system',
+  });
+  // "No free write claim" says most about a second writer; any conflict refuses.
+  const conflict = conflicts.find((c) => c.kind === 'writer') ?? conflicts[0];
+  if (!conflict) return undefined;
+  if (conflict.kind === 'writer') return `found no free write claim on volume ${volume.id}`;
+  if (conflict.kind === 'other-node') return `could not use volume ${volume.id}, which is in use on another node`;
+  return `could not use volume ${volume.id}, which is in use as ${conflict.holder.accessMode}/${conflict.holder.attachmentMode}`;
 }
 
 /**
@@ -330,8 +326,13 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
       const set = used.volumes.get(volume.pluginId) ?? new Set<string>();
       set.add(volume.id);
       used.volumes.set(volume.pluginId, set);
-      if (!n.readOnly) t.writers++;
-      t.byNode.set(node.id, (t.byNode.get(node.id) ?? 0) + 1);
+      t.holders.push({
+        allocId: `placed:${index}`,
+        nodeId: node.id,
+        mode: n.readOnly ? 'read' : 'write',
+        accessMode: volume.accessMode,
+        attachmentMode: volume.attachmentMode ?? 'file-system',
+      });
     }
   }
   return failure ? { placements, failure } : { placements };

@@ -60,6 +60,19 @@ export function isLive(a: Allocation): boolean {
   return a.desiredStatus === 'run' && !isClientTerminal(a.clientStatus);
 }
 
+/**
+ * True for an allocation that finished or failed (not lost) before the job's
+ * latest submission or its node's latest registration: it no longer holds its
+ * place, so the job is never wedged by it. A resubmission of an unchanged
+ * spec, a changed spec, a purge and a new job of the same ID, and an agent
+ * restart each let such allocations be placed again, once.
+ */
+export function isReplaceableTerminal(job: Job, alloc: Allocation, nodes: ReadonlyMap<string, Node>): boolean {
+  if (alloc.clientStatus !== 'complete' && alloc.clientStatus !== 'failed') return false;
+  if ((job.submitIndex ?? 0) > alloc.createIndex) return true;
+  return (nodes.get(alloc.nodeId)?.registerIndex ?? 0) > alloc.createIndex;
+}
+
 function nodeGone(nodes: ReadonlyMap<string, Node>, nodeId: string): boolean {
   const node = nodes.get(nodeId);
   return !node || node.status === 'down';
@@ -157,6 +170,11 @@ function reconcileGroup(
     }
     held.set(index, alloc);
     if (index >= group.count) continue; // stopped below as scale-down
+    if (alloc.clientStatus === 'failed' && isReplaceableTerminal(job, alloc, nodes)) {
+      result.stop.push({ allocId: alloc.id, description: 'placed again after the job was resubmitted or its node restarted', lost: false });
+      result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: 0 });
+      continue;
+    }
     if (alloc.clientStatus === 'failed' || (alloc.clientStatus === 'complete' && job.type === 'service')) {
       const failed = alloc.clientStatus === 'failed';
       const policy = group.reschedule;
@@ -225,7 +243,13 @@ export function reconcileSystem(
         stop.push({ allocId: a.id, description: 'node is down', lost: true });
         continue;
       }
-      if (onNode.has(a.nodeId)) {
+      const there = onNode.get(a.nodeId);
+      if (there && isClientTerminal(there.clientStatus) && !isClientTerminal(a.clientStatus)) {
+        // A live allocation holds the node's place rather than a finished one.
+        onNode.set(a.nodeId, a);
+        continue;
+      }
+      if (there) {
         if (isClientTerminal(a.clientStatus)) continue;
         stop.push({ allocId: a.id, description: 'duplicate allocation on node', lost: false });
         continue;
@@ -236,7 +260,10 @@ export function reconcileSystem(
       if (node.status === 'down') continue;
       const current = onNode.get(node.id);
       if (!current) missing.push({ group: group.name, nodeId: node.id });
-      else if (isLive(current) && current.jobVersion < resourceVersion) {
+      else if (isReplaceableTerminal(job, current, byId)) {
+        stop.push({ allocId: current.id, description: 'placed again after the job was resubmitted or its node restarted', lost: false });
+        missing.push({ group: group.name, nodeId: node.id, previousAllocation: current.id });
+      } else if (isLive(current) && current.jobVersion < resourceVersion) {
         if (current.jobVersion >= groupVersion && updatesInPlace(current, group, byId, opts)) {
           inPlace.push({ allocId: current.id, group: group.name });
           continue;

@@ -1,5 +1,5 @@
-import type { AccessMode } from '../../csi/index.js';
 import {
+  claimConflicts,
   isClientTerminal,
   modeAllows,
   pluginSchedulable,
@@ -55,8 +55,11 @@ export type AdmissionDecision =
   | { outcome: 'admit'; claim: RowInput<'claims'> }
   | { outcome: 'refuse'; error: VolumeError };
 
-const SINGLE_NODE: ReadonlySet<AccessMode> = new Set(['single-node-writer', 'single-node-reader-only', 'single-node-single-writer', 'single-node-multi-writer']);
-const SINGLE_WRITER: ReadonlySet<AccessMode> = new Set(['single-node-writer', 'single-node-single-writer', 'multi-node-single-writer']);
+
+/** For a claim held by a silent node's writer: until when it is held. */
+function fenceNote(c: VolumeClaim): string {
+  return c.fencedUntil && c.state === 'taken' ? ` (its node is silent: held until ${new Date(c.fencedUntil).toISOString()})` : '';
+}
 
 function refuse(code: VolumeErrorCode, message: string, opts: { retryable?: boolean; field?: string } = {}): AdmissionDecision {
   return { outcome: 'refuse', error: new VolumeError(code, message, opts) };
@@ -119,23 +122,16 @@ export function admitClaim(state: AdmissionState, req: ClaimRequest): AdmissionD
   if (!nodePlugin?.healthy) return refuse('UNAVAILABLE', `node ${nodeId} has no healthy node plugin ${v.pluginId}`, { retryable: true });
 
   const others = state.volumeClaims;
-  const modeInUse = others.find((c) => c.accessMode !== cap.accessMode || c.attachmentMode !== cap.attachmentMode);
-  if (modeInUse) {
-    return refuse('CONFLICT', `volume ${req.volumeId} is in use as ${modeInUse.accessMode}/${modeInUse.attachmentMode}`, { retryable: true });
-  }
-  if (SINGLE_NODE.has(cap.accessMode)) {
-    const elsewhere = others.find((c) => c.nodeId !== nodeId);
-    if (elsewhere) {
-      return refuse(
-        'CONFLICT',
-        `volume ${req.volumeId} is ${cap.accessMode} and ${elsewhere.state === 'taken' ? 'claimed' : 'still being detached'} on node ${elsewhere.nodeId}`,
-        { retryable: true },
-      );
-    }
-  }
-  if (req.mode === 'write' && SINGLE_WRITER.has(cap.accessMode)) {
-    const writer = others.find((c) => c.mode === 'write');
-    if (writer) return refuse('CONFLICT', `volume ${req.volumeId} already has a writer (allocation ${writer.allocId}, ${writer.state})`, { retryable: true });
+  const [conflict] = claimConflicts(others, { nodeId, mode: req.mode, accessMode: cap.accessMode, attachmentMode: cap.attachmentMode });
+  if (conflict) {
+    const { holder } = conflict;
+    const message =
+      conflict.kind === 'mode-in-use'
+        ? `volume ${req.volumeId} is in use as ${holder.accessMode}/${holder.attachmentMode}`
+        : conflict.kind === 'other-node'
+          ? `volume ${req.volumeId} is ${cap.accessMode} and ${holder.state === 'taken' ? 'claimed' : 'still being detached'} on node ${holder.nodeId}${fenceNote(holder)}`
+          : `volume ${req.volumeId} already has a writer (allocation ${holder.allocId}, ${holder.state})${fenceNote(holder)}`;
+    return refuse('CONFLICT', message, { retryable: true });
   }
   const onNode = others.filter((c) => c.nodeId === nodeId);
   if (onNode.length === 0) {

@@ -1,4 +1,4 @@
-import { describeError, type Logger } from '../../lib/index.js';
+import { describeError, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { isClientTerminal, type VolumeClaim } from '../../structs/index.js';
 // Spelled from src/: the lint's layer rule reads a bare '../plugins' as src/plugins.
 import { clearNodeExhausted } from '../plugins/index.js';
@@ -8,6 +8,7 @@ import type { ControllerRouter } from './controller-router.js';
 import type { KeyedSerial } from './_serial.js';
 import { VolumeError } from './errors.js';
 import { whereItLives } from './_volume-topology.js';
+import { claimFence, type ClaimFence } from './claim-fence.js';
 
 export interface ClaimReleaseOptions {
   store: StateStore;
@@ -21,6 +22,8 @@ export interface ClaimReleaseOptions {
   perVolume: KeyedSerial;
   /** Claim keys whose ControllerPublish is in flight in this process (the claim taker's). */
   publishing: ReadonlySet<string>;
+  /** The server clock, for fences (see claim-fence.ts). Default the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -94,14 +97,22 @@ export class ClaimRelease {
    * Why the claim must be released now, or undefined while its allocation
    * still runs on a live node: a claim already releasing (resume), a
    * ControllerPublish that no process is waiting for, an allocation that is
-   * gone or client-terminal, a node that is down or gone. Pure over `snap`
-   * and this process's publishes in flight.
+   * gone or client-terminal, a node that is down or gone. Undefined as well
+   * while the claim is fenced (a writer on a silent node; see `fence`). Pure
+   * over `snap`, the clock and this process's publishes in flight.
    */
   releaseReason(snap: StateReader, claim: VolumeClaim): string | undefined {
     if (claim.state !== 'taken') return claim.releaseReason || 'resuming release';
     if (claim.controllerPublish === 'pending' && !this.#deps.publishing.has(rowKey(claim.namespace, claim.volumeId, claim.allocId))) {
       return 'controller publish was interrupted';
     }
+    const reason = this.#mustGo(snap, claim);
+    // A writer on a silent node may still run: not before its fence ends.
+    if (reason && this.fence(snap, claim)) return undefined;
+    return reason;
+  }
+
+  #mustGo(snap: StateReader, claim: VolumeClaim): string | undefined {
     const alloc = snap.get('allocations', rowKey(claim.allocId));
     if (!alloc) return 'allocation gone';
     if (isClientTerminal(alloc.clientStatus)) return `allocation ${alloc.clientStatus}`;
@@ -109,6 +120,15 @@ export class ClaimRelease {
     if (!node) return 'node gone';
     if (node.status === 'down') return 'node down';
     return undefined;
+  }
+
+  /**
+   * The fence that holds the claim now (see claimFence), or undefined when
+   * none applies or it has ended by the clock. Pure over `snap` and the clock.
+   */
+  fence(snap: StateReader, claim: VolumeClaim): ClaimFence | undefined {
+    const f = claimFence(snap, claim);
+    return f && f.until > (this.#deps.clock ?? systemClock).now() ? f : undefined;
   }
 
   async #runRelease(key: string, reason: string, signal: AbortSignal | undefined): Promise<void> {

@@ -14,7 +14,7 @@ import { rowKey, type StateStore } from '../state/index.js';
 import type { ClaimRelease } from './claim-release.js';
 
 /** What the watcher needs of the release state machine (a ClaimRelease, or the VolumeService door over one). */
-export type ClaimReleaser = Pick<ClaimRelease, 'releaseReason' | 'releasing' | 'releaseByKey'>;
+export type ClaimReleaser = Pick<ClaimRelease, 'releaseReason' | 'releasing' | 'releaseByKey'> & Partial<Pick<ClaimRelease, 'fence'>>;
 
 export interface ClaimWatcherOptions {
   store: StateStore;
@@ -33,7 +33,8 @@ export type ClaimWatcherState = LifecycleState;
  * Releases every claim that must go: its allocation is client-terminal or
  * gone, its node is down or gone, or a release was left half done (by a
  * crash, or a failure). Never while the allocation still runs on a live
- * node. Wakes on changes to claims, allocations and nodes (blocking reads),
+ * node, nor while a write claim of a silent node is fenced (it records the
+ * fence on the claim and wakes on the clock when it ends). Wakes on changes to claims, allocations and nodes (blocking reads),
  * and on the clock when a failed release's backoff ends.
  *
  * Lifecycle (lib Lifecycle): start() returns once the first pass was
@@ -54,6 +55,8 @@ export class ClaimWatcher {
   readonly #mine = new Set<string>();
   readonly #life: Lifecycle;
   #wake: AbortController | undefined;
+  /** When the earliest fence seen by the last pass ends (clock ms). */
+  #fenceEnds: number | undefined;
 
   constructor(opts: ClaimWatcherOptions) {
     this.#store = opts.store;
@@ -79,10 +82,22 @@ export class ClaimWatcher {
     const now = this.#clock.now();
     const started: Promise<void>[] = [];
     const live = new Set<string>();
+    const fenced: Array<{ key: string; until?: number; reason?: string }> = [];
+    this.#fenceEnds = undefined;
     for (const claim of snap.list('claims')) {
       const key = rowKey(claim.namespace, claim.volumeId, claim.allocId);
       live.add(key);
       const reason = this.#volumes.releaseReason(snap, claim);
+      if (!reason && this.#volumes.fence) {
+        const fence = this.#volumes.fence(snap, claim);
+        if (fence) {
+          this.#fenceEnds = Math.min(this.#fenceEnds ?? fence.until, fence.until);
+          if (claim.fencedUntil !== fence.until) fenced.push({ key, ...fence });
+        } else if (claim.fencedUntil !== undefined && claim.state === 'taken') {
+          // The node came back and the claim holds again as any other: no wait to show.
+          fenced.push({ key });
+        }
+      }
       if (!reason || this.#volumes.releasing(key)) continue;
       const retry = this.#retry.get(key);
       if (retry && retry.notBefore > now) continue;
@@ -92,7 +107,27 @@ export class ClaimWatcher {
       started.push(run);
     }
     for (const key of this.#retry.keys()) if (!live.has(key)) this.#retry.delete(key);
+    if (fenced.length) started.push(this.#life.track(this.#recordFences(fenced)));
     return started;
+  }
+
+  /** Writes each fence onto its claim (or clears one that no longer holds), so that volume and allocation status show the wait and its reason. Never rejects. */
+  async #recordFences(fences: ReadonlyArray<{ key: string; until?: number; reason?: string }>): Promise<void> {
+    try {
+      await this.#store.write((txn) => {
+        for (const f of fences) {
+          const cur = txn.get('claims', f.key);
+          if (!cur || cur.state !== 'taken' || cur.fencedUntil === f.until) continue;
+          const { fencedUntil: _u, fenceReason: _r, ...rest } = cur;
+          txn.put('claims', f.until === undefined ? rest : { ...rest, fencedUntil: f.until, fenceReason: f.reason ?? '' });
+        }
+      });
+      for (const f of fences) {
+        if (f.until !== undefined) this.#logger.warn({ claim: f.key, until: new Date(f.until).toISOString(), reason: f.reason }, 'write claim fenced: its node is silent');
+      }
+    } catch (err) {
+      if (!this.#store.closed) this.#logger.warn({ err: describeError(err) }, 'recording a claim fence failed');
+    }
   }
 
   #release(key: string, reason: string): Promise<void> {
@@ -151,7 +186,8 @@ export class ClaimWatcher {
         // A release that finishes changes claims, which wakes the blocking read;
         // one that fails wakes the loop (#wake) to schedule its backoff.
         const waits: Promise<unknown>[] = [this.#store.blockUntil(['claims', 'allocations', 'nodes'], seen, { signal: both })];
-        const retryAt = this.#nextRetry();
+        const retries = [this.#nextRetry(), this.#fenceEnds].filter((t): t is number => t !== undefined);
+        const retryAt = retries.length ? Math.min(...retries) : undefined;
         if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both));
         await Promise.race(waits).catch(() => undefined);
         wake.abort();

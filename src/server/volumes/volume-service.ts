@@ -13,6 +13,7 @@ import type { NodeConnections } from '../noderpc/index.js';
 import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
 import type { ClaimRequest } from './claim-admission.js';
 import { ClaimRelease } from './claim-release.js';
+import type { ClaimFence } from './claim-fence.js';
 import { ClaimTaker } from './claim-taker.js';
 import type { ControllerRouter } from './controller-router.js';
 import { VolumeError } from './errors.js';
@@ -61,7 +62,7 @@ export class VolumeService {
     // A claim and the controller step of a release of the same volume never overlap.
     const perVolume = new KeyedSerial();
     const publishing = new Set<string>();
-    this.#release = new ClaimRelease({ store, connections, router, logger, callTimeoutMs, perVolume, publishing });
+    this.#release = new ClaimRelease({ store, connections, router, logger, callTimeoutMs, perVolume, publishing, clock: opts.clock ?? systemClock });
     this.#taker = new ClaimTaker({ store, router, release: this.#release, clock: opts.clock ?? systemClock, logger, perVolume, publishing });
     this.#registry = new VolumeRegistry({ store, connections, router, release: this.#release, logger, callTimeoutMs });
   }
@@ -247,6 +248,11 @@ export class VolumeService {
   /** Whether a release of this claim is running in this process. */
   releasing(key: string): boolean {
     return this.#release.releasing(key);
+  }
+
+  /** See ClaimRelease.fence: what holds a write claim of a silent node now, or undefined. */
+  fence(snap: StateReader, claim: VolumeClaim): ClaimFence | undefined {
+    return this.#release.fence(snap, claim);
   }
 
   /** See ClaimRelease.releaseReason: why the claim must be released now, or undefined. */
