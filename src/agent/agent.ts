@@ -28,7 +28,7 @@ export interface AgentOptions {
   /** Where server state (`server/`) and client state (`client/`) live. */
   dataDir: string;
   logger?: Logger;
-  /** The `berth` executable (bin/berth.js) that dev-mode tasks get on their PATH as `berth`. */
+  /** The `berth` executable (bin/berth.js) that tasks of dev and client agents get on their PATH as `berth`. */
   berthBin?: string;
   /** Dev mode's API port; default the config's ports.http, else 4646. */
   port?: number;
@@ -180,7 +180,8 @@ export class Agent {
   #buildClient(root: Logger, servers: string, token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
     const { mode, config, dataDir } = this.#opts;
     const clientDir = path.join(dataDir, 'client');
-    const shimDirs = mode === 'dev' && this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
+    // Dev and client agents alike give tasks `berth` (the README's hostpath plugin job runs `berth plugin hostpath`).
+    const shimDirs = this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
     const drivers = mode === 'dev' ? { raw_exec: true, exec: true } : { exec: true, raw_exec: false, ...config.client.drivers };
     return new Client({
       dataDir: clientDir,
