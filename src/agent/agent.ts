@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { Gauge, Registry } from 'prom-client';
 import { registerTaskMetrics } from './task-metrics.js';
-import { Client, createDrivers, type TaskDriver } from '../client/index.js';
+import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
 import { Server, type ApiToken } from '../server/index.js';
@@ -196,7 +196,7 @@ export class Agent {
       csiObserver: observer,
       csi: config.csi,
       createDrivers: (c) => {
-        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock });
+        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, ...killAfterTaskStart() });
         for (const [name, d] of built) {
           const driver = shimDirs.length ? withPathDirs(d, shimDirs) : d;
           built.set(name, driver);
@@ -247,6 +247,22 @@ export class Agent {
     await step('server', () => this.#server?.stop());
     this.#log.info({ drained: opts.drain ?? false }, 'agent stopped');
   }
+}
+
+/**
+ * Fault injection for the test suites (never set in production):
+ * BERTH_TEST_KILL_AFTER_TASK_START=<task name> makes the agent SIGKILL itself
+ * the instant a task of that name is reported running by its executor, before
+ * the driver returns its handle: the worst moment for an agent to die.
+ */
+function killAfterTaskStart(): { afterTaskStarted?: (cfg: TaskConfig) => void } {
+  const taskName = process.env['BERTH_TEST_KILL_AFTER_TASK_START'];
+  if (!taskName) return {};
+  return {
+    afterTaskStarted: (cfg) => {
+      if (cfg.taskName === taskName) process.kill(process.pid, 'SIGKILL');
+    },
+  };
 }
 
 /**

@@ -20,7 +20,7 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     capabilities: inner.capabilities,
     cgroups: inner.cgroups,
     fingerprint: () => inner.fingerprint(),
-    startTask: (cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle> =>
+    startTask: (cfg: TaskConfig, opts?: Parameters<TaskDriver['startTask']>[1]): Promise<TaskHandle> =>
       inner.startTask(cfg.env['PATH'] !== undefined ? cfg : { ...cfg, env: { ...cfg.env, PATH: `${prefix}:${DEFAULT_PATH}` } }, opts),
     recoverTask: (h) => inner.recoverTask(h),
     waitTask: (id, opts) => inner.waitTask(id, opts),

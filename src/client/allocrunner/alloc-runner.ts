@@ -91,6 +91,8 @@ export class AllocRunner {
   readonly #shutdownAbort = new AbortController();
   #state: RunnerState = 'new';
   #held = false;
+  /** Restored tasks that were never started (restore() said 'new' in the running phase). */
+  readonly #unstarted = new Set<string>();
   #running: Promise<void> | undefined;
   #postrun: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
@@ -247,6 +249,8 @@ export class AllocRunner {
     }
     this.#state = 'running';
     const results = await Promise.all([...this.#tasks.values()].map(async (t) => [t.name, await t.restore()] as const));
+    // Tasks the previous agent never got to start (it died first) start once the server's view arrives.
+    for (const [name, result] of results) if (result === 'new' && phase === 'running') this.#unstarted.add(name);
     this.#logger.info({ tasks: Object.fromEntries(results), phase }, 'allocation restored');
     if (phase === 'running') this.#watchTasks();
     this.#pushStatus();
@@ -278,6 +282,13 @@ export class AllocRunner {
       return;
     }
     for (const t of this.#tasks.values()) t.resume();
+    const unstarted = [...this.#unstarted].map((name) => this.#tasks.get(name)).filter((t): t is TaskRunner => t !== undefined);
+    this.#unstarted.clear();
+    if (unstarted.length) {
+      this.#logger.info({ tasks: unstarted.map((t) => t.name) }, 'starting tasks the previous agent did not start');
+      // restore() already watches them (#watchTasks).
+      for (const t of unstarted) void t.start();
+    }
     this.#maybePostrun();
   }
 

@@ -547,7 +547,14 @@ async function main() {
   } catch {
     // exited already; exit.json will tell
   }
-  report({ ok: true, taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) });
+  const started = { taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) };
+  // Durable before the agent hears of it: an agent killed before it recorded the task finds it here.
+  try {
+    writeJsonAtomic(path.join(cfg.stateDir, 'started.json'), started);
+  } catch (err) {
+    note(cfg.stateDir, `cannot record the start: ${/** @type {Error} */ (err).message}`);
+  }
+  report({ ok: true, ...started });
 
   void exited.then(async ([code, signal]) => {
     if (killTimer) clearTimeout(killTimer);

@@ -89,6 +89,19 @@ export interface TaskHandle {
   startedAt: number;
 }
 
+/** Options of TaskDriver.startTask. */
+export interface StartTaskOptions {
+  /** Aborting kills the half-started task and rejects with AbortedError. */
+  signal?: AbortSignal;
+  /**
+   * Called synchronously once the task's executor process exists, before it
+   * starts the task, with a handle whose taskPid is 0. Persist it: after an
+   * agent killed during the start, recoverTask(thatHandle) finds the
+   * executor and adopts its task (or kills what it left). Must not throw.
+   */
+  onSpawned?: (handle: TaskHandle) => void;
+}
+
 /** How a task ended. */
 export interface ExitResult {
   exitCode: number;
@@ -187,15 +200,23 @@ export interface TaskDriver {
    * and resolves once the task's process exists. Throws DriverError
    * (DRIVER_TASK_EXISTS, DRIVER_MOUNTS_UNSUPPORTED, DRIVER_INVALID_MOUNT, DRIVER_START_FAILED) or AbortedError.
    */
-  startTask(cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle>;
+  startTask(cfg: TaskConfig, opts?: StartTaskOptions): Promise<TaskHandle>;
   /**
    * Reattaches to a task started by an earlier agent, without restarting it.
    * A task that ended meanwhile is recovered as exited (waitTask gives its
-   * result). Throws DriverError DRIVER_TASK_NOT_RECOVERABLE when neither the
-   * executor nor a recorded exit is found. Safe to repeat.
+   * result). A handle given to onSpawned (no task pid yet) is completed from
+   * what the executor recorded, waiting while it is still starting the task.
+   * Resolves with the completed handle (persist it). Throws DriverError
+   * DRIVER_TASK_NOT_RECOVERABLE when neither the executor nor a recorded
+   * exit is found (what the task left in its cgroup is killed). Safe to repeat.
    */
-  recoverTask(handle: TaskHandle): Promise<void>;
-  /** Resolves when the task has exited (at once if it already has). Safe to call many times. */
+  recoverTask(handle: TaskHandle): Promise<TaskHandle | void>;
+  /**
+   * Resolves when the task has exited (at once if it already has). Safe to
+   * call many times. When the task's executor is lost (killed) while the task
+   * runs, the task is killed too (its process group and cgroup) and the exit
+   * says so: nothing would capture its output or record its end otherwise.
+   */
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<ExitResult>;
   /**
    * Sends `signal` (default SIGTERM) to the task's process group, SIGKILL after

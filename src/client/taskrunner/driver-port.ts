@@ -60,8 +60,10 @@ export interface RunnerDriverCapabilities {
 export interface RunnerDriver {
   readonly name: string;
   readonly capabilities: RunnerDriverCapabilities;
-  startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal }): Promise<RunnerTaskHandle>;
-  recoverTask(handle: RunnerTaskHandle): Promise<void>;
+  /** onSpawned: see TaskDriver's StartTaskOptions (a handle to persist before the task can run). */
+  startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal; onSpawned?: (handle: RunnerTaskHandle) => void }): Promise<RunnerTaskHandle>;
+  /** Resolves with the completed handle where the driver completes one (persist it). */
+  recoverTask(handle: RunnerTaskHandle): Promise<RunnerTaskHandle | void>;
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;

@@ -211,7 +211,8 @@ export class TaskRunner {
     }
     if (!rec.handle || !rec.taskId) return 'new';
     try {
-      await this.driver.recoverTask(rec.handle);
+      const completed = await this.driver.recoverTask(rec.handle);
+      if (completed) rec.handle = completed;
     } catch (err) {
       this.#logger.warn({ err: describeError(err) }, 'task could not be reattached');
       this.event(TASK_EVENTS.taskLost, `The task's process was gone after the agent restarted: ${describeError(err)}`);
@@ -219,6 +220,12 @@ export class TaskRunner {
       return 'lost';
     }
     this.#held = true;
+    if (rec.state.state !== 'running') {
+      // The agent died between spawning the task and recording it started: the task is adopted as started.
+      rec.state.state = 'running';
+      rec.state.startedAt = this.#clock.now();
+      this.event(TASK_EVENTS.started, `Task started by driver ${this.driver.name}`, { attempt: String(rec.attempt) });
+    }
     this.event(TASK_EVENTS.reattached, 'Reattached to the running task after an agent restart');
     this.#loop = this.#run(true);
     await this.#firstStart.promise;
@@ -407,8 +414,21 @@ export class TaskRunner {
     const cfg = this.#taskConfig(req);
     let handle: RunnerTaskHandle;
     try {
-      handle = await this.driver.startTask(cfg, { signal });
+      handle = await this.driver.startTask(cfg, {
+        signal,
+        // Recorded before the task can run: an agent killed during the start finds and adopts it (restore()).
+        onSpawned: (spawned) => {
+          this.#record.handle = spawned;
+          this.#record.taskId = cfg.id;
+          this.#persist();
+        },
+      });
     } catch (err) {
+      if (this.#record.taskId === cfg.id) {
+        this.#record.handle = undefined;
+        this.#record.taskId = undefined;
+        this.#persist();
+      }
       throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} failed to start the task: ${describeError(err)}`, { cause: err });
     }
     this.#record.handle = handle;
