@@ -191,6 +191,7 @@ export class Agent {
       ...(config.client.datacenter ? { datacenter: config.client.datacenter } : {}),
       drivers,
       hostVolumes: config.client.hostVolumes,
+      ...(config.client.gc ? { gc: config.client.gc } : {}),
       logger: root,
       httpAddr,
       csiObserver: observer,

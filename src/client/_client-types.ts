@@ -8,6 +8,7 @@ import type { Allocation, AllocClientStatus, CsiPluginType, Job, NodeEvent, Task
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import type { TaskDriver } from './drivers/index.js';
 import type { RegisteredPlugin } from './dynamicplugins/index.js';
+import type { GcLimits } from './gc/index.js';
 
 /** What the Client drives on each allocation runner (R2's AllocRunner has it all). */
 export interface AllocRunnerHandle {
@@ -28,6 +29,12 @@ export interface AllocRunnerHandle {
   status(): { clientStatus: AllocClientStatus; clientDescription: string; taskStates: Record<string, TaskState> };
   /** The CSI mounts this allocation needs now. */
   wanted(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
+  /**
+   * Whether garbage collection may destroy it now: every task dead, cleanup
+   * (postrun) done, nothing mounted for it. Without this method the client
+   * asks status() and wanted().
+   */
+  collectable?(): boolean;
   /** Told when a plugin this allocation runs stayed unhealthy past its health timeout. */
   pluginHealthTimeout(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): unknown;
   /** Told of every CSI node event (the runner keeps those of its own plugins). */
@@ -78,6 +85,8 @@ export interface ClientOptions {
   /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */
   handoverTimeoutMs?: number;
   retry?: { initialDelayMs?: number; maxDelayMs?: number };
+  /** Garbage collection of finished allocations (client { gc_* }). Default DEFAULT_GC_LIMITS. */
+  gc?: Partial<GcLimits>;
 }
 
 export type ClientState = LifecycleState;
@@ -99,4 +108,6 @@ export interface RunnerEntry {
   started: Promise<void>;
   /** Restored after a restart and not yet given the server's view (it acts on nothing until then). */
   awaitingServer: boolean;
+  /** When the client first saw it collectable (for allocations whose tasks never ran). */
+  finishedAt?: number;
 }

@@ -6,7 +6,7 @@
 // for each, reporting their status back.
 
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
 import {
@@ -25,6 +25,7 @@ import {
 } from '../structs/index.js';
 import { AllocRunner, reconcileCsiVolumes, savedAllocRunners, type AllocRunnerOptions, type AllocStatusUpdate } from './allocrunner/index.js';
 import { CsiManager } from './csimanager/index.js';
+import { AllocGarbageCollector, type GcCandidate } from './gc/index.js';
 import { createDrivers, type TaskDriver } from './drivers/index.js';
 import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js';
 import { NetworkManager } from './network/index.js';
@@ -54,6 +55,8 @@ interface NodeRecord {
 }
 
 const AGENT_BUCKET = 'agent';
+/** Allocations this node garbage-collected while the server still lists them: never run again. */
+const GC_BUCKET = 'gc-collected';
 
 /**
  * The node agent. Lifecycle: `start()` opens the state and every part,
@@ -97,6 +100,9 @@ export class Client {
   #reporter: StatusReporter | undefined;
   #node: NodeRecord | undefined;
   #serverListReceived = false;
+  #gc: AllocGarbageCollector | undefined;
+  /** IDs in GC_BUCKET, kept until the server no longer lists them. */
+  readonly #collected = new Set<string>();
 
   constructor(opts: ClientOptions) {
     if (!path.isAbsolute(opts.dataDir)) throw new ClientError('CLIENT_INVALID', `dataDir must be an absolute path: ${opts.dataDir}`);
@@ -148,6 +154,24 @@ export class Client {
       allocLists: this.#watcher?.lists ?? 0,
       statusBatches: this.#reporter?.counts.batches ?? 0,
     };
+  }
+
+  /**
+   * Garbage-collects every finished allocation now (the on-demand trigger,
+   * `POST /v1/client/gc`): its directory and secrets are removed and the
+   * agent forgets it; a running allocation, or one with a volume still
+   * mounted, is never collected. Resolves with the IDs collected. Throws
+   * ClientError CLIENT_STATE unless running.
+   */
+  async collectGarbage(): Promise<string[]> {
+    if (this.#life.state !== 'running' || !this.#gc) throw new ClientError('CLIENT_STATE', `cannot collect garbage in a client that is ${this.#life.state}`);
+    return this.#gc.collect({ all: true });
+  }
+
+  /** The garbage collector's limits and how many allocations it collected so far. Throws before start. */
+  gcStatus(): { limits: AllocGarbageCollector['limits']; collected: number } {
+    if (!this.#gc) throw new ClientError('CLIENT_STATE', 'the client is not started');
+    return { limits: this.#gc.limits, collected: this.#gc.collectedCount };
   }
 
   /** Resolves once the node is registered, connected and the first allocation list was handled. */
@@ -219,6 +243,16 @@ export class Client {
 
       await this.#restoreRunners(store);
       await this.#reapOrphanedTasks();
+      for (const { key } of store.bucket<true>(GC_BUCKET).list()) this.#collected.add(key);
+      this.#gc = new AllocGarbageCollector({
+        candidates: () => this.#gcCandidates(),
+        collect: (allocId) => this.#collectAlloc(allocId),
+        diskUsagePercent: () => this.#allocDiskUsage(),
+        clock: this.#clock,
+        logger: this.#root,
+        ...(this.#opts.gc ? { limits: this.#opts.gc } : {}),
+      });
+      this.#gc.start();
 
       const nodeId = this.#node.id;
       this.#registration = new NodeRegistration({
@@ -286,6 +320,54 @@ export class Client {
   #observerFor(p: RegisteredPlugin): CsiCallObserver {
     const o = this.#opts.csiObserver as CsiCallObserver | ((name: string) => CsiCallObserver);
     return typeof o === 'function' ? o(p.name) : o;
+  }
+
+  /** Finished allocations with nothing running or mounted, with when they finished. */
+  #gcCandidates(): GcCandidate[] {
+    const out: GcCandidate[] = [];
+    const now = this.#clock.now();
+    for (const [allocId, entry] of this.#runners) {
+      if (entry.awaitingServer) continue;
+      const status = entry.runner.status();
+      if (!isClientTerminal(status.clientStatus)) continue;
+      const collectable = entry.runner.collectable ? entry.runner.collectable() : entry.runner.wanted().length === 0;
+      if (!collectable) continue;
+      const ends = Object.values(status.taskStates).map((t) => t.finishedAt ?? 0);
+      entry.finishedAt ??= Math.max(0, ...ends) || now;
+      out.push({ allocId, finishedAt: entry.finishedAt });
+    }
+    return out;
+  }
+
+  /**
+   * Destroys one finished allocation and forgets it: written down first, so
+   * that the server's list (which may still hold it) never brings it back.
+   */
+  async #collectAlloc(allocId: string): Promise<void> {
+    const entry = this.#runners.get(allocId);
+    if (!entry) return;
+    await entry.started;
+    this.#collected.add(allocId);
+    (this.#store as ClientStateStore).bucket<true>(GC_BUCKET).put(allocId, true);
+    this.#runners.delete(allocId);
+    try {
+      await entry.runner.destroy();
+    } catch (err) {
+      // Keep the runner so that a later collection tries again (something under its directory stayed mounted).
+      this.#runners.set(allocId, entry);
+      throw err;
+    }
+  }
+
+  /** Percent in use of the file system holding the allocation directories; undefined when unknown. */
+  #allocDiskUsage(): number | undefined {
+    try {
+      const st = statfsSync(this.#opts.allocDirRoot ?? path.join(this.#opts.dataDir, 'alloc'));
+      if (st.blocks === 0) return undefined;
+      return (1 - st.bavail / st.blocks) * 100;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Kills what is left in the cgroups of tasks no restored runner owns (the drivers share one cgroup parent). */
@@ -361,6 +443,7 @@ export class Client {
     for (const item of list) {
       const { job: sentJob, ...alloc } = item;
       seen.add(alloc.id);
+      if (this.#collected.has(alloc.id)) continue;
       const entry = this.#runners.get(alloc.id);
       if (entry) {
         // A restored runner gets the server's view even when nothing changed: only then may it act.
@@ -416,6 +499,12 @@ export class Client {
           await entry.runner.destroy();
         })().catch((err: unknown) => this.#log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
       );
+    }
+    // Collected allocations the server has forgotten too need no tombstone any more.
+    for (const allocId of [...this.#collected]) {
+      if (seen.has(allocId)) continue;
+      this.#collected.delete(allocId);
+      store.bucket<true>(GC_BUCKET).delete(allocId);
     }
     const node = this.#node as NodeRecord;
     node.allocIndex = index;
@@ -515,6 +604,7 @@ export class Client {
     };
     // No new allocation lists while draining or stopping.
     await step('alloc watcher', () => this.#watcher?.stop());
+    await step('garbage collector', () => this.#gc?.stop());
     if (drain) await step('drain', () => this.#drain());
     this.#stopping.abort();
     await step('runners', () => Promise.all([...this.#runners.values()].map(async (e) => e.runner.shutdown())));

@@ -370,6 +370,18 @@ export class AllocRunner {
     return { clientStatus, clientDescription, taskStates };
   }
 
+  /**
+   * Whether garbage collection may destroy it now: cleanup (postrun) done,
+   * every task dead, no CSI volume or bind still recorded as mounted, and
+   * the agent not shutting down. Never blocks.
+   */
+  collectable(): boolean {
+    if (this.#state === 'shutdown' || this.#state === 'destroyed' || this.#held) return false;
+    if (this.#record.phase !== 'done') return false;
+    if (Object.keys(this.#record.csi).length > 0 || this.#record.binds.length > 0) return false;
+    return [...this.#tasks.values()].every((t) => t.state().state === 'dead');
+  }
+
   /** The CSI mounts this allocation needs while it is live (none once its postrun began). */
   wanted(): WantedMount[] {
     if (this.#record.phase === 'postrun' || this.#record.phase === 'done' || this.#state === 'destroyed') return [];
