@@ -48,6 +48,12 @@ export type AgentErrorCode = 'AGENT_CONFIG' | 'AGENT_START';
 export class AgentError extends BerthError<AgentErrorCode> {}
 
 const DEFAULT_PORT = 4646;
+/**
+ * A client agent's default `stop_after_server_disconnect`: as long as the
+ * server's default heartbeat TTL, so that a node the server marks down has
+ * stopped its single-writer tasks by about then. "0s" turns fencing off.
+ */
+export const DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS = 30_000;
 
 function tokenSecret(): string {
   return randomBytes(18).toString('base64url');
@@ -192,6 +198,8 @@ export class Agent {
       drivers,
       hostVolumes: config.client.hostVolumes,
       ...(config.client.gc ? { gc: config.client.gc } : {}),
+      // Fencing only where a partition can happen: a dev agent's server shares its process.
+      ...(mode === 'client' ? { stopAfterServerDisconnectMs: config.client.stopAfterServerDisconnectMs ?? DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS } : {}),
       logger: root,
       httpAddr,
       csiObserver: observer,

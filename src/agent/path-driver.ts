@@ -31,6 +31,7 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     taskStats: (id) => inner.taskStats(id),
     updateTaskResources: (id, r) => inner.updateTaskResources(id, r),
     reapOrphans: (keep) => inner.reapOrphans(keep),
+    renewLeases: () => inner.renewLeases?.(),
     execTaskStreaming: (id, opts) => inner.execTaskStreaming(id, opts),
     shutdown: () => inner.shutdown(),
   };

@@ -35,6 +35,12 @@ export interface AllocRunnerHandle {
    * asks status() and wanted().
    */
   collectable?(): boolean;
+  /**
+   * Resolves once its tasks exited and its volumes were unpublished and
+   * released (or it was destroyed). Without this method, a replacement on
+   * the same single-writer volume does not wait for it.
+   */
+  cleanedUp?(): Promise<void>;
   /** Told when a plugin this allocation runs stayed unhealthy past its health timeout. */
   pluginHealthTimeout(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): unknown;
   /** Told of every CSI node event (the runner keeps those of its own plugins). */
@@ -85,6 +91,16 @@ export interface ClientOptions {
   /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */
   handoverTimeoutMs?: number;
   retry?: { initialDelayMs?: number; maxDelayMs?: number };
+  /**
+   * Fencing (client { stop_after_server_disconnect }): once no server was
+   * reached for this long, tasks of groups with a single-writer CSI volume
+   * are stopped on the node (by their executors, so even with the agent
+   * dead or frozen) and not restarted; their volumes are unmounted and the
+   * claims released once a server answers. Reported to the server as the
+   * node's stopAfterDisconnectMs. Default none (never): `berth agent
+   * --client` sets 30 s, a dev agent none.
+   */
+  stopAfterServerDisconnectMs?: number;
   /** Garbage collection of finished allocations (client { gc_* }). Default DEFAULT_GC_LIMITS. */
   gc?: Partial<GcLimits>;
 }

@@ -19,11 +19,20 @@ import {
 } from '../lib/index.js';
 import {
   isClientTerminal,
+  volumeIdFor,
   type Allocation,
   type Job,
   type NodeEvent,
+  type TaskGroup,
 } from '../structs/index.js';
-import { AllocRunner, reconcileCsiVolumes, savedAllocRunners, type AllocRunnerOptions, type AllocStatusUpdate } from './allocrunner/index.js';
+import {
+  AllocRunner,
+  reconcileCsiVolumes,
+  savedAllocRunners,
+  singleWriterVolumes,
+  type AllocRunnerOptions,
+  type AllocStatusUpdate,
+} from './allocrunner/index.js';
 import { CsiManager } from './csimanager/index.js';
 import { AllocGarbageCollector, type GcCandidate } from './gc/index.js';
 import { createDrivers, type TaskDriver } from './drivers/index.js';
@@ -262,6 +271,10 @@ export class Client {
         clock: this.#clock,
         logger: this.#root,
         ...(this.#opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: this.#opts.heartbeatIntervalMs } : {}),
+        // A server answered: fenced tasks may keep running for another stop_after_server_disconnect.
+        onContact: () => {
+          for (const d of this.#drivers.values()) d.renewLeases?.();
+        },
       });
       const handler = new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root });
       this.#connection = new NodeConnection({
@@ -320,6 +333,42 @@ export class Client {
   #observerFor(p: RegisteredPlugin): CsiCallObserver {
     const o = this.#opts.csiObserver as CsiCallObserver | ((name: string) => CsiCallObserver);
     return typeof o === 'function' ? o(p.name) : o;
+  }
+
+  /**
+   * The other allocations on this node a new one must wait for before it
+   * mounts its single-writer volumes: those using one of them that are
+   * being stopped (or failed) and not cleaned up yet, and those writing it.
+   * On one node a volume never has two live writers, even for a moment.
+   */
+  #singleWriterHolders(fresh: RunnerEntry): RunnerEntry[] {
+    const groupOf = (e: RunnerEntry): TaskGroup | undefined => e.job.groups.find((g) => g.name === e.alloc.taskGroup);
+    const group = groupOf(fresh);
+    const wanted = group ? new Set(singleWriterVolumes(group, fresh.alloc.index ?? 0)) : new Set<string>();
+    if (wanted.size === 0) return [];
+    const holders: RunnerEntry[] = [];
+    for (const other of this.#runners.values()) {
+      if (other === fresh || !other.runner.cleanedUp) continue;
+      const g = groupOf(other);
+      if (!g) continue;
+      const uses = Object.values(g.volumes)
+        .filter((v) => v.type === 'csi')
+        .map((v) => volumeIdFor(v, other.alloc.index ?? 0));
+      if (!uses.some((id) => wanted.has(id))) continue;
+      const writes = singleWriterVolumes(g, other.alloc.index ?? 0).some((id) => wanted.has(id));
+      const leaving = other.alloc.desiredStatus !== 'run' || isClientTerminal(other.runner.status().clientStatus);
+      if (writes || leaving) holders.push(other);
+    }
+    return holders;
+  }
+
+  /** Resolves once every holder cleaned up, or the client stops. Never rejects. */
+  async #waitCleanedUp(fresh: RunnerEntry, holders: RunnerEntry[]): Promise<void> {
+    const ids = holders.map((h) => h.alloc.id);
+    this.#log.info({ allocId: fresh.alloc.id, waitingFor: ids }, 'waiting for the allocations holding its single-writer volume to stop and unmount it');
+    const stopped = new Promise<void>((resolve) => this.#stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await Promise.race([Promise.all(holders.map((h) => h.runner.cleanedUp?.())), stopped]);
+    if (!this.#stopping.signal.aborted) this.#log.info({ allocId: fresh.alloc.id, waitedFor: ids }, 'single-writer volume released on this node; starting');
   }
 
   /** Finished allocations with nothing running or mounted, with when they finished. */
@@ -423,6 +472,7 @@ export class Client {
       clock: this.#clock,
       ...(this.#opts.retry ? { retry: this.#opts.retry } : {}),
       ...(this.#opts.killTimeoutMs !== undefined ? { killTimeoutMs: this.#opts.killTimeoutMs } : {}),
+      ...(this.#opts.stopAfterServerDisconnectMs ? { stopAfterServerDisconnectMs: this.#opts.stopAfterServerDisconnectMs } : {}),
     });
     const entry: RunnerEntry = { alloc, job, runner, started: Promise.resolve(), awaitingServer: false };
     this.#runners.set(alloc.id, entry);
@@ -440,6 +490,7 @@ export class Client {
     const store = this.#store as ClientStateStore;
     const seen = new Set<string>();
     const updates: RunnerEntry[] = [];
+    const created: RunnerEntry[] = [];
     for (const item of list) {
       const { job: sentJob, ...alloc } = item;
       seen.add(alloc.id);
@@ -469,8 +520,18 @@ export class Client {
         this.#reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: describeError(err), taskStates: {} });
         continue;
       }
-      fresh.started = fresh.runner.run().catch((err: unknown) => {
-        this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'an allocation failed to start');
+      created.push(fresh);
+    }
+    // Started once every known allocation has its new version, so that a replacement sees the one it replaces stopping.
+    for (const fresh of created) {
+      const holders = this.#singleWriterHolders(fresh);
+      fresh.started = (async () => {
+        if (holders.length) await this.#waitCleanedUp(fresh, holders);
+        // Stopped by the server while it waited: it never runs.
+        if (this.#stopping.signal.aborted || fresh.alloc.desiredStatus !== 'run') return;
+        await fresh.runner.run();
+      })().catch((err: unknown) => {
+        this.#log.warn({ allocId: fresh.alloc.id, err: describeError(err) }, 'an allocation failed to start');
       });
       this.#track(fresh.started);
     }

@@ -34,6 +34,17 @@ export interface NodeFingerprint {
   csiControllerPlugins: Record<string, CsiPluginReport>;
   /** CSI node plugin instances on the node, by plugin ID. */
   csiNodePlugins: Record<string, CsiPluginReport>;
+  /**
+   * The client's `stop_after_server_disconnect` in milliseconds: once it has
+   * reached no server for this long, the node stops (SIGTERM, then SIGKILL
+   * after the kill timeout) every task of a group with a single-writer CSI
+   * volume, even with its agent dead or frozen (the task's executor does
+   * it), and does not restart them. A server may hand such a volume's claim
+   * held by a silent node to a replacement only after its last heartbeat
+   * plus this plus the kill timeout plus a margin. Absent: the node does
+   * not fence (a dev agent, whose server shares its process; an older agent).
+   */
+  stopAfterDisconnectMs?: number;
 }
 
 export interface Node extends NodeFingerprint {

@@ -6,7 +6,17 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import type { AllocClientStatus, Allocation, CsiPluginType, Job, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
+import {
+  volumeIdFor,
+  volumeIsReadOnly,
+  type AllocClientStatus,
+  type Allocation,
+  type CsiPluginType,
+  type Job,
+  type NodeEvent,
+  type TaskGroup,
+  type TaskState,
+} from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import type { Bucket } from '../state/index.js';
 import {
@@ -42,6 +52,17 @@ export interface WantedMount {
 }
 
 type RunnerState = 'new' | 'running' | 'stopping' | 'shutdown' | 'destroyed';
+
+/**
+ * The CSI volumes (IDs) of the group that allow one writer only and that it
+ * writes: every writable CSI volume but multi-node-multi-writer ones. Such a
+ * volume must never have two live writers, on one node or across nodes.
+ */
+export function singleWriterVolumes(group: TaskGroup, allocIndex: number): string[] {
+  return Object.values(group.volumes)
+    .filter((v) => v.type === 'csi' && !volumeIsReadOnly(v) && v.accessMode !== 'multi-node-multi-writer')
+    .map((v) => volumeIdFor(v, allocIndex));
+}
 
 /** Stands in for a driver the node does not have; the drivers hook fails the allocation first. */
 function missingDriver(name: string): RunnerDriver {
@@ -97,6 +118,9 @@ export class AllocRunner {
   #postrun: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
   #lastStatus = '';
+  #cleanedUp!: () => void;
+  /** Resolves once postrun finished (volumes unmounted and released) or the runner was destroyed. */
+  readonly #whenCleanedUp = new Promise<void>((resolve) => (this.#cleanedUp = resolve));
 
   /** Throws AllocRunnerError ALLOC_BAD_SPEC when the job has no group of the allocation's name. */
   constructor(opts: AllocRunnerOptions) {
@@ -111,6 +135,7 @@ export class AllocRunner {
     const saved = this.#bucket.get(this.id);
     this.#record = saved ? { ...saved, alloc: opts.alloc } : { alloc: opts.alloc, job: jobWithoutMountFlags(opts.job), phase: 'new', csi: {}, binds: [] };
     this.#save();
+    if (this.#record.phase === 'done') this.#cleanedUp();
     this.#allocDir = new AllocDir({ root: opts.allocDirRoot, allocId: this.id, logger: this.#logger });
     const backoff: BackoffPolicy = {
       maxAttempts: Infinity,
@@ -120,6 +145,7 @@ export class AllocRunner {
       jitter: 0.2,
     };
 
+    const fenceAfterMs = opts.stopAfterServerDisconnectMs && singleWriterVolumes(group, opts.alloc.index ?? 0).length > 0 ? opts.stopAfterServerDisconnectMs : undefined;
     for (const task of group.tasks) {
       const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
       const taskDir = this.#allocDir.task(task.name);
@@ -154,6 +180,7 @@ export class AllocRunner {
           hooks,
           onChange: () => this.#taskChanged(),
           killTimeoutMs: opts.killTimeoutMs ?? 5_000,
+          ...(fenceAfterMs ? { fenceAfterMs } : {}),
           networkNamespacePath: () => this.#record.network?.path,
           logger: this.#logger,
           clock: this.#clock,
@@ -197,7 +224,7 @@ export class AllocRunner {
    * claim is not granted. Never throws. Call once.
    */
   run(): Promise<void> {
-    if (this.#state !== 'new') return this.#running ?? Promise.resolve();
+    if (this.#state !== 'new' || this.#stopAbort.signal.aborted) return this.#running ?? Promise.resolve();
     this.#state = 'running';
     this.#running = this.#run();
     return this.#running;
@@ -329,6 +356,7 @@ export class AllocRunner {
     const ctx = this.#ctx(this.#shutdownAbort.signal);
     for (const hook of this.#destroyHooks) await hook.destroy?.(ctx);
     this.#state = 'destroyed';
+    this.#cleanedUp();
     this.#bucket.delete(this.id);
     for (const name of this.#tasks.keys()) forgetTaskRunner(this.#o.store, this.id, name);
   }
@@ -380,6 +408,15 @@ export class AllocRunner {
     if (this.#record.phase !== 'done') return false;
     if (Object.keys(this.#record.csi).length > 0 || this.#record.binds.length > 0) return false;
     return [...this.#tasks.values()].every((t) => t.state().state === 'dead');
+  }
+
+  /**
+   * Resolves once the allocation's cleanup is done: its tasks exited, its
+   * volumes unpublished, unstaged and released (postrun finished), or the
+   * runner was destroyed. Never rejects; pending while the agent is down.
+   */
+  cleanedUp(): Promise<void> {
+    return this.#whenCleanedUp;
   }
 
   /** The CSI mounts this allocation needs while it is live (none once its postrun began). */
@@ -498,6 +535,7 @@ export class AllocRunner {
       }
       this.#record.phase = 'done';
       this.#save();
+      this.#cleanedUp();
       this.#pushStatus();
     })();
     return this.#postrun;

@@ -4,7 +4,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -120,6 +120,8 @@ export abstract class ExecutorDriver implements TaskDriver {
       }
     }
 
+    const leaseFile = cfg.fence ? join(stateDir, 'lease') : undefined;
+    if (leaseFile) writeFileSync(leaseFile, '');
     const config = {
       mode: this.name,
       taskId: cfg.id,
@@ -141,6 +143,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       stateDir,
       socketPath,
       ...(cgroup ? { cgroup } : {}),
+      ...(leaseFile && cfg.fence ? { lease: { file: leaseFile, ms: cfg.fence.afterMs, killTimeoutMs: cfg.killTimeoutMs } } : {}),
     };
     const child = spawn(process.execPath, [EXECUTOR_PATH], {
       detached: true,
@@ -164,6 +167,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       ...(cfg.networkNamespacePath ? { networkNamespacePath: cfg.networkNamespacePath } : {}),
       logs: { disabled: cfg.logs.disabled, dir: cfg.logs.dir },
       ...(cgroup ? { cgroup } : {}),
+      ...(leaseFile ? { leaseFile } : {}),
       startedAt: this.#clock.now(),
     };
     if (handle.executorPid) {
@@ -522,6 +526,19 @@ export abstract class ExecutorDriver implements TaskDriver {
     }
     if (removed.length) this.logger.warn({ cgroups: removed }, 'killed the processes of tasks no longer run');
     return removed;
+  }
+
+  renewLeases(): void {
+    if (this.#stopping.signal.aborted) return;
+    const now = new Date();
+    for (const rec of this.#tasks.values()) {
+      if (!rec.handle.leaseFile || rec.exit) continue;
+      try {
+        utimesSync(rec.handle.leaseFile, now, now);
+      } catch {
+        // the task ended and its state went with it
+      }
+    }
   }
 
   async #killCgroup(rec: Pick<TaskRecord, 'handle'>): Promise<void> {

@@ -47,6 +47,13 @@ export interface TaskConfig {
   /** Default grace between the stop signal and SIGKILL. */
   killTimeoutMs: number;
   resources: TaskResources;
+  /**
+   * Fencing (client `stop_after_server_disconnect`): the task is stopped
+   * (SIGTERM, SIGKILL after killTimeoutMs) by its executor, even with no
+   * agent running, once renewLeases() was not called for `afterMs`. Its
+   * exit then says `fenced`.
+   */
+  fence?: { afterMs: number };
 }
 
 /** A task's `resources`, enforced through its cgroup where the host has cgroups. */
@@ -85,6 +92,8 @@ export interface TaskHandle {
   logs: { disabled: boolean; dir: string };
   /** The task's cgroup, when the host has cgroups. */
   cgroup?: TaskCgroup;
+  /** The lease file renewLeases() touches, for a fenced task. */
+  leaseFile?: string;
   /** Milliseconds since the epoch. */
   startedAt: number;
 }
@@ -110,6 +119,8 @@ export interface ExitResult {
   oomKilled: boolean;
   /** A human description, e.g. "exited with code 3" or "killed by SIGKILL". */
   message: string;
+  /** The executor stopped the task because its lease ran out (TaskConfig.fence). */
+  fenced?: boolean;
 }
 
 export type TaskState = 'running' | 'exited' | 'unknown';
@@ -241,6 +252,12 @@ export interface TaskDriver {
    * recovery. Resolves with the names removed. Never throws.
    */
   reapOrphans(keep: ReadonlySet<string>): Promise<string[]>;
+  /**
+   * Renews the lease of every running task started with `fence` (the agent
+   * reached a server just now). Synchronous, never throws. Optional: a
+   * driver without fencing has none.
+   */
+  renewLeases?(): void;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
   execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }>;
   /** Stops watching tasks (they keep running). Safe twice. */

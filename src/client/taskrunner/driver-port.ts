@@ -29,6 +29,8 @@ export interface RunnerTaskConfig {
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
   resources: RunnerTaskResources;
+  /** See TaskConfig.fence of the drivers. */
+  fence?: { afterMs: number };
 }
 
 /** A task's resources as the driver enforces them (see TaskResources of the drivers). */
@@ -48,6 +50,8 @@ export interface RunnerExitResult {
   signal: string | number | null | undefined;
   oomKilled?: boolean;
   message?: string;
+  /** Stopped by its executor when its lease ran out (fencing). */
+  fenced?: boolean;
 }
 
 export interface RunnerDriverCapabilities {

@@ -69,6 +69,12 @@ export interface TaskRunnerOptions {
   /** Told after every change of the task state (already persisted). Must not throw. */
   onChange: (taskName: string, state: TaskState) => void;
   killTimeoutMs: number;
+  /**
+   * Fencing: the task is stopped on the node (by its executor, agent or not)
+   * once no server was reached for this long, and not restarted. Set for
+   * tasks of groups with single-writer volumes. Default none.
+   */
+  fenceAfterMs?: number;
   /** Path of the group's network namespace, when the group has one. */
   networkNamespacePath?: () => string | undefined;
   logger?: Logger;
@@ -350,6 +356,12 @@ export class TaskRunner {
           this.event(TASK_EVENTS.killed, `Task killed: ${this.#killReason} (${describeExit(exit)})`, details);
           break;
         }
+        if (exit.fenced) {
+          // Not restarted: the servers may have handed its volume to a replacement meanwhile.
+          this.#record.state.failed = true;
+          this.event(TASK_EVENTS.fenced, `Task stopped on the node: ${exit.message ?? 'its lease ran out'}`, details);
+          break;
+        }
         if (exit.oomKilled) {
           const limit = this.task.resources.memoryMaxMb ?? this.task.resources.memoryMb;
           this.event(TASK_EVENTS.oomKilled, `OOM Killed: the task went past its memory limit of ${limit} MB`, { memoryLimitMb: String(limit) });
@@ -488,6 +500,7 @@ export class TaskRunner {
       logs: { disabled: task.logs.disabled, dir: td.logsDir, maxFiles: task.logs.maxFiles, maxFileSizeMb: task.logs.maxFileSizeMb },
       killTimeoutMs: this.#opts.killTimeoutMs,
       resources: runnerResources(task.resources),
+      ...(this.#opts.fenceAfterMs ? { fence: { afterMs: this.#opts.fenceAfterMs } } : {}),
     };
     const netns = this.#opts.networkNamespacePath?.();
     if (netns) cfg.networkNamespacePath = netns;
