@@ -19,17 +19,15 @@ import {
 } from '../lib/index.js';
 import {
   isClientTerminal,
-  volumeIdFor,
   type Allocation,
   type Job,
   type NodeEvent,
-  type TaskGroup,
 } from '../structs/index.js';
 import {
   AllocRunner,
   reconcileCsiVolumes,
   savedAllocRunners,
-  singleWriterVolumes,
+  singleWriterHolders,
   type AllocRunnerOptions,
   type AllocStatusUpdate,
 } from './allocrunner/index.js';
@@ -342,24 +340,10 @@ export class Client {
    * On one node a volume never has two live writers, even for a moment.
    */
   #singleWriterHolders(fresh: RunnerEntry): RunnerEntry[] {
-    const groupOf = (e: RunnerEntry): TaskGroup | undefined => e.job.groups.find((g) => g.name === e.alloc.taskGroup);
-    const group = groupOf(fresh);
-    const wanted = group ? new Set(singleWriterVolumes(group, fresh.alloc.index ?? 0)) : new Set<string>();
-    if (wanted.size === 0) return [];
-    const holders: RunnerEntry[] = [];
-    for (const other of this.#runners.values()) {
-      if (other === fresh || !other.runner.cleanedUp) continue;
-      const g = groupOf(other);
-      if (!g) continue;
-      const uses = Object.values(g.volumes)
-        .filter((v) => v.type === 'csi')
-        .map((v) => volumeIdFor(v, other.alloc.index ?? 0));
-      if (!uses.some((id) => wanted.has(id))) continue;
-      const writes = singleWriterVolumes(g, other.alloc.index ?? 0).some((id) => wanted.has(id));
-      const leaving = other.alloc.desiredStatus !== 'run' || isClientTerminal(other.runner.status().clientStatus);
-      if (writes || leaving) holders.push(other);
-    }
-    return holders;
+    const others = [...this.#runners.values()]
+      .filter((e) => e !== fresh && e.runner.cleanedUp !== undefined)
+      .map((e) => ({ alloc: e.alloc, job: e.job, entry: e, leaving: e.alloc.desiredStatus !== 'run' || isClientTerminal(e.runner.status().clientStatus) }));
+    return singleWriterHolders(fresh, others).map((h) => h.entry);
   }
 
   /** Resolves once every holder cleaned up, or the client stops. Never rejects. */

@@ -6,17 +6,7 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import {
-  volumeIdFor,
-  volumeIsReadOnly,
-  type AllocClientStatus,
-  type Allocation,
-  type CsiPluginType,
-  type Job,
-  type NodeEvent,
-  type TaskGroup,
-  type TaskState,
-} from '../../structs/index.js';
+import type { AllocClientStatus, Allocation, CsiPluginType, Job, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import type { Bucket } from '../state/index.js';
 import {
@@ -33,6 +23,7 @@ import type { AllocRunnerOptions } from './alloc-runner-options.js';
 import { CsiHook } from './csi-hook.js';
 import { HostVolumeHook } from './host-volume-hook.js';
 import { NetworkHook } from './network-hook.js';
+import { singleWriterVolumes } from './single-writer.js';
 import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
 
 export type { AllocRunnerOptions } from './alloc-runner-options.js';
@@ -52,17 +43,6 @@ export interface WantedMount {
 }
 
 type RunnerState = 'new' | 'running' | 'stopping' | 'shutdown' | 'destroyed';
-
-/**
- * The CSI volumes (IDs) of the group that allow one writer only and that it
- * writes: every writable CSI volume but multi-node-multi-writer ones. Such a
- * volume must never have two live writers, on one node or across nodes.
- */
-export function singleWriterVolumes(group: TaskGroup, allocIndex: number): string[] {
-  return Object.values(group.volumes)
-    .filter((v) => v.type === 'csi' && !volumeIsReadOnly(v) && v.accessMode !== 'multi-node-multi-writer')
-    .map((v) => volumeIdFor(v, allocIndex));
-}
 
 /** Stands in for a driver the node does not have; the drivers hook fails the allocation first. */
 function missingDriver(name: string): RunnerDriver {
