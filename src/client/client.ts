@@ -380,6 +380,8 @@ export class Client {
     const entry = this.#runners.get(allocId);
     if (!entry) return;
     await entry.started;
+    // The server's list may have dropped (and destroyed) it meanwhile.
+    if (this.#runners.get(allocId) !== entry) return;
     this.#collected.add(allocId);
     (this.#store as ClientStateStore).bucket<true>(GC_BUCKET).put(allocId, true);
     this.#runners.delete(allocId);
