@@ -39,6 +39,7 @@ function fingerprintKey(fp: NodeFingerprint): string {
     attributes: fp.attributes,
     c: strip(fp.csiControllerPlugins),
     n: strip(fp.csiNodePlugins),
+    f: fp.stopAfterDisconnectMs,
   });
 }
 
@@ -52,6 +53,7 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
     attributes: fp.attributes,
     csiControllerPlugins: fp.csiControllerPlugins,
     csiNodePlugins: fp.csiNodePlugins,
+    ...(typeof fp.stopAfterDisconnectMs === 'number' && fp.stopAfterDisconnectMs > 0 ? { stopAfterDisconnectMs: fp.stopAfterDisconnectMs } : {}),
   };
 }
 
