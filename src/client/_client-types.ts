@@ -97,8 +97,9 @@ export interface ClientOptions {
    * are stopped on the node (by their executors, so even with the agent
    * dead or frozen) and not restarted; their volumes are unmounted and the
    * claims released once a server answers. Reported to the server as the
-   * node's stopAfterDisconnectMs. Default none (never): `berth agent
-   * --client` sets 30 s, a dev agent none.
+   * node's stopAfterDisconnectMs. Heartbeats (which renew the leases) go at
+   * least every third of it. Default none (never): `berth agent --client`
+   * sets 30 s, a dev agent none.
    */
   stopAfterServerDisconnectMs?: number;
   /** Garbage collection of finished allocations (client { gc_* }). Default DEFAULT_GC_LIMITS. */

@@ -268,7 +268,7 @@ export class Client {
         fingerprint: () => this.#fingerprinter.fingerprint(),
         clock: this.#clock,
         logger: this.#root,
-        ...(this.#opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: this.#opts.heartbeatIntervalMs } : {}),
+        ...(this.#heartbeatIntervalMs() !== undefined ? { heartbeatIntervalMs: this.#heartbeatIntervalMs() } : {}),
         // A server answered: fenced tasks may keep running for another stop_after_server_disconnect.
         onContact: () => {
           for (const d of this.#drivers.values()) d.renewLeases?.();
@@ -353,6 +353,13 @@ export class Client {
     const stopped = new Promise<void>((resolve) => this.#stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
     await Promise.race([Promise.all(holders.map((h) => h.runner.cleanedUp?.())), stopped]);
     if (!this.#stopping.signal.aborted) this.#log.info({ allocId: fresh.alloc.id, waitedFor: ids }, 'single-writer volume released on this node; starting');
+  }
+
+  /** The heartbeat interval asked for, shortened so that fencing leases are renewed at least three times per window. */
+  #heartbeatIntervalMs(): number | undefined {
+    const window = this.#opts.stopAfterServerDisconnectMs;
+    if (!window) return this.#opts.heartbeatIntervalMs;
+    return Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.max(100, Math.floor(window / 3)));
   }
 
   /** Finished allocations with nothing running or mounted, with when they finished. */
