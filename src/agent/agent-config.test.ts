@@ -130,6 +130,15 @@ describe('agent config files', () => {
     assert.doesNotMatch(message, /sh0rt/);
   });
 
+  it('reads the client garbage collection limits and the fencing window (HCL and JSON alike)', async () => {
+    const hcl = 'client {\n  gc_interval = "30s"\n  gc_max_age = "2h"\n  gc_max_allocs = 10\n  gc_disk_usage_threshold = 90\n  stop_after_server_disconnect = "45s"\n}\n';
+    const want = { gc: { intervalMs: 30_000, maxAgeMs: 7_200_000, maxAllocs: 10, diskUsageThreshold: 90 }, stopAfterServerDisconnectMs: 45_000 };
+    assert.deepEqual((await parseAgentConfig('a.hcl', hcl)).client, { hostVolumes: {}, drivers: {}, ...want });
+    const json = { client: { gc_interval: '30s', gc_max_age: '2h', gc_max_allocs: 10, gc_disk_usage_threshold: 90, stop_after_server_disconnect: '45s' } };
+    assert.deepEqual((await parseAgentConfig('a.json', JSON.stringify(json))).client, { hostVolumes: {}, drivers: {}, ...want });
+    assert.match(await problemOf('a.hcl', 'client {\n  gc_disk_usage_threshold = 120\n}\n'), /client\.gcDiskUsageThreshold: /);
+  });
+
   it('refuses an unknown client option and a token file that cannot be read', async () => {
     assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.docker.enable" = true\n  }\n}\n'), /client\.options\.driver\.docker\.enable: unknown option/);
     await assert.rejects(parseAgentConfig(path.join(dir, 'x.hcl'), 'tokens {\n  node_file = "missing.tokens"\n}\n'), (err: unknown) => {

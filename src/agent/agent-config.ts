@@ -44,6 +44,11 @@ const CONFIG_BODY: HclBody = {
       token_file: attr('tokenFile'),
       host_volume: { t: 'labeledMap', to: 'hostVolumes', body: { path: attr('path') } },
       options: { t: 'map', to: 'options' },
+      gc_interval: attr('gcInterval'),
+      gc_max_age: attr('gcMaxAge'),
+      gc_max_allocs: attr('gcMaxAllocs'),
+      gc_disk_usage_threshold: attr('gcDiskUsageThreshold'),
+      stop_after_server_disconnect: attr('stopAfterServerDisconnect'),
     },
   },
   csi: { t: 'block', to: 'csi', body: { probe_interval: attr('probeInterval'), health_timeout: attr('healthTimeout') } },
@@ -88,6 +93,11 @@ const configSchema = z.strictObject({
           }
         })
         .optional(),
+      gcInterval: duration.optional(),
+      gcMaxAge: duration.optional(),
+      gcMaxAllocs: z.number().int().min(0).optional(),
+      gcDiskUsageThreshold: z.number().min(0).max(100).optional(),
+      stopAfterServerDisconnect: duration.optional(),
     })
     .optional(),
   csi: z.strictObject({ probeInterval: duration.optional(), healthTimeout: duration.optional() }).optional(),
@@ -113,6 +123,10 @@ export interface AgentConfig {
     token?: string;
     hostVolumes: Record<string, string>;
     drivers: { raw_exec?: boolean; exec?: boolean };
+    /** Garbage collection of finished allocations: gc_interval, gc_max_age, gc_max_allocs, gc_disk_usage_threshold. */
+    gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
+    /** stop_after_server_disconnect: see Client's stopAfterServerDisconnectMs. */
+    stopAfterServerDisconnectMs?: number;
   };
   csi: { probeIntervalMs?: number; healthTimeoutMs?: number };
 }
@@ -230,6 +244,17 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(c.serverAddress ? { serverAddress: c.serverAddress } : {}),
       ...(clientToken ? { token: clientToken } : {}),
       hostVolumes: Object.fromEntries(Object.entries(c.hostVolumes ?? {}).map(([name, v]) => [name, v.path])),
+      ...(c.gcInterval || c.gcMaxAge || c.gcMaxAllocs !== undefined || c.gcDiskUsageThreshold !== undefined
+        ? {
+            gc: {
+              ...(c.gcInterval ? { intervalMs: durationMs(c.gcInterval) } : {}),
+              ...(c.gcMaxAge ? { maxAgeMs: durationMs(c.gcMaxAge) } : {}),
+              ...(c.gcMaxAllocs !== undefined ? { maxAllocs: c.gcMaxAllocs } : {}),
+              ...(c.gcDiskUsageThreshold !== undefined ? { diskUsageThreshold: c.gcDiskUsageThreshold } : {}),
+            },
+          }
+        : {}),
+      ...(c.stopAfterServerDisconnect ? { stopAfterServerDisconnectMs: durationMs(c.stopAfterServerDisconnect) } : {}),
       drivers: {
         ...(truthy(c.options?.['driver.raw_exec.enable']) !== undefined ? { raw_exec: truthy(c.options?.['driver.raw_exec.enable']) as boolean } : {}),
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),

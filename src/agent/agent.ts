@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { Gauge, Registry } from 'prom-client';
 import { registerTaskMetrics } from './task-metrics.js';
-import { Client, createDrivers, type TaskDriver } from '../client/index.js';
+import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
 import { Server, type ApiToken } from '../server/index.js';
@@ -28,7 +28,7 @@ export interface AgentOptions {
   /** Where server state (`server/`) and client state (`client/`) live. */
   dataDir: string;
   logger?: Logger;
-  /** The `berth` executable (bin/berth.js) that dev-mode tasks get on their PATH as `berth`. */
+  /** The `berth` executable (bin/berth.js) that tasks of dev and client agents get on their PATH as `berth`. */
   berthBin?: string;
   /** Dev mode's API port; default the config's ports.http, else 4646. */
   port?: number;
@@ -48,6 +48,12 @@ export type AgentErrorCode = 'AGENT_CONFIG' | 'AGENT_START';
 export class AgentError extends BerthError<AgentErrorCode> {}
 
 const DEFAULT_PORT = 4646;
+/**
+ * A client agent's default `stop_after_server_disconnect`: as long as the
+ * server's default heartbeat TTL, so that a node the server marks down has
+ * stopped its single-writer tasks by about then. "0s" turns fencing off.
+ */
+export const DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS = 30_000;
 
 function tokenSecret(): string {
   return randomBytes(18).toString('base64url');
@@ -180,7 +186,8 @@ export class Agent {
   #buildClient(root: Logger, servers: string, token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
     const { mode, config, dataDir } = this.#opts;
     const clientDir = path.join(dataDir, 'client');
-    const shimDirs = mode === 'dev' && this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
+    // Dev and client agents alike give tasks `berth` (the README's hostpath plugin job runs `berth plugin hostpath`).
+    const shimDirs = this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
     const drivers = mode === 'dev' ? { raw_exec: true, exec: true } : { exec: true, raw_exec: false, ...config.client.drivers };
     return new Client({
       dataDir: clientDir,
@@ -190,12 +197,15 @@ export class Agent {
       ...(config.client.datacenter ? { datacenter: config.client.datacenter } : {}),
       drivers,
       hostVolumes: config.client.hostVolumes,
+      ...(config.client.gc ? { gc: config.client.gc } : {}),
+      // Fencing only where a partition can happen: a dev agent's server shares its process.
+      ...(mode === 'client' ? { stopAfterServerDisconnectMs: config.client.stopAfterServerDisconnectMs ?? DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS } : {}),
       logger: root,
       httpAddr,
       csiObserver: observer,
       csi: config.csi,
       createDrivers: (c) => {
-        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock });
+        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, ...killAfterTaskStart() });
         for (const [name, d] of built) {
           const driver = shimDirs.length ? withPathDirs(d, shimDirs) : d;
           built.set(name, driver);
@@ -246,6 +256,22 @@ export class Agent {
     await step('server', () => this.#server?.stop());
     this.#log.info({ drained: opts.drain ?? false }, 'agent stopped');
   }
+}
+
+/**
+ * Fault injection for the test suites (never set in production):
+ * BERTH_TEST_KILL_AFTER_TASK_START=<task name> makes the agent SIGKILL itself
+ * the instant a task of that name is reported running by its executor, before
+ * the driver returns its handle: the worst moment for an agent to die.
+ */
+function killAfterTaskStart(): { afterTaskStarted?: (cfg: TaskConfig) => void } {
+  const taskName = process.env['BERTH_TEST_KILL_AFTER_TASK_START'];
+  if (!taskName) return {};
+  return {
+    afterTaskStarted: (cfg) => {
+      if (cfg.taskName === taskName) process.kill(process.pid, 'SIGKILL');
+    },
+  };
 }
 
 /**

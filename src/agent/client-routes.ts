@@ -1,7 +1,7 @@
 // The node agent's own HTTP endpoints, served by a client agent's listener
 // (or, in dev mode, by the server's): a task's logs, read or followed, and a
 // command run inside a task over a WebSocket (Nomad's exec protocol: JSON
-// frames with base64 data). Every route needs the management role.
+// frames with base64 data), and garbage collection on demand. Every route needs the management role.
 
 import { Readable, Writable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -138,6 +138,21 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
   const log = deps.logger.child({ component: 'client-http' });
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort(new Error('agent closing')));
+
+  // Garbage-collects every finished allocation on this node now (their directories, secrets and the
+  // agent's memory of them); running ones and ones with volumes still mounted are kept. `berth system gc`
+  // calls it. Answers { collected: [allocation IDs] }.
+  app.post('/v1/client/gc', { config: { access: 'write' } }, async (_req, reply) => {
+    try {
+      const client = deps.client();
+      if (!client || client.state !== 'running') throw new RouteError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet');
+      const collected = await client.collectGarbage();
+      log.info({ collected: collected.length }, 'garbage collection requested');
+      return reply.send({ collected });
+    } catch (err) {
+      return sendError(reply, err);
+    }
+  });
 
   // Resource usage of the allocation's running tasks, from their cgroups (/proc without one).
   app.get<{ Params: { id: string } }>('/v1/client/allocation/:id/stats', { config: { access: 'read' } }, async (req, reply) => {

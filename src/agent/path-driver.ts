@@ -20,7 +20,7 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     capabilities: inner.capabilities,
     cgroups: inner.cgroups,
     fingerprint: () => inner.fingerprint(),
-    startTask: (cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle> =>
+    startTask: (cfg: TaskConfig, opts?: Parameters<TaskDriver['startTask']>[1]): Promise<TaskHandle> =>
       inner.startTask(cfg.env['PATH'] !== undefined ? cfg : { ...cfg, env: { ...cfg.env, PATH: `${prefix}:${DEFAULT_PATH}` } }, opts),
     recoverTask: (h) => inner.recoverTask(h),
     waitTask: (id, opts) => inner.waitTask(id, opts),
@@ -31,6 +31,7 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     taskStats: (id) => inner.taskStats(id),
     updateTaskResources: (id, r) => inner.updateTaskResources(id, r),
     reapOrphans: (keep) => inner.reapOrphans(keep),
+    renewLeases: () => inner.renewLeases?.(),
     execTaskStreaming: (id, opts) => inner.execTaskStreaming(id, opts),
     shutdown: () => inner.shutdown(),
   };

@@ -8,6 +8,7 @@ import type { Allocation, AllocClientStatus, CsiPluginType, Job, NodeEvent, Task
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import type { TaskDriver } from './drivers/index.js';
 import type { RegisteredPlugin } from './dynamicplugins/index.js';
+import type { GcLimits } from './gc/index.js';
 
 /** What the Client drives on each allocation runner (R2's AllocRunner has it all). */
 export interface AllocRunnerHandle {
@@ -28,6 +29,18 @@ export interface AllocRunnerHandle {
   status(): { clientStatus: AllocClientStatus; clientDescription: string; taskStates: Record<string, TaskState> };
   /** The CSI mounts this allocation needs now. */
   wanted(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
+  /**
+   * Whether garbage collection may destroy it now: every task dead, cleanup
+   * (postrun) done, nothing mounted for it. Without this method the client
+   * asks status() and wanted().
+   */
+  collectable?(): boolean;
+  /**
+   * Resolves once its tasks exited and its volumes were unpublished and
+   * released (or it was destroyed). Without this method, a replacement on
+   * the same single-writer volume does not wait for it.
+   */
+  cleanedUp?(): Promise<void>;
   /** Told when a plugin this allocation runs stayed unhealthy past its health timeout. */
   pluginHealthTimeout(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): unknown;
   /** Told of every CSI node event (the runner keeps those of its own plugins). */
@@ -78,6 +91,19 @@ export interface ClientOptions {
   /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */
   handoverTimeoutMs?: number;
   retry?: { initialDelayMs?: number; maxDelayMs?: number };
+  /**
+   * Fencing (client { stop_after_server_disconnect }): once no server was
+   * reached for this long, tasks of groups with a single-writer CSI volume
+   * are stopped on the node (by their executors, so even with the agent
+   * dead or frozen) and not restarted; their volumes are unmounted and the
+   * claims released once a server answers. Reported to the server as the
+   * node's stopAfterDisconnectMs. Heartbeats (which renew the leases) go at
+   * least every third of it. Default none (never): `berth agent --client`
+   * sets 30 s, a dev agent none.
+   */
+  stopAfterServerDisconnectMs?: number;
+  /** Garbage collection of finished allocations (client { gc_* }). Default DEFAULT_GC_LIMITS. */
+  gc?: Partial<GcLimits>;
 }
 
 export type ClientState = LifecycleState;
@@ -99,4 +125,6 @@ export interface RunnerEntry {
   started: Promise<void>;
   /** Restored after a restart and not yet given the server's view (it acts on nothing until then). */
   awaitingServer: boolean;
+  /** When the client first saw it collectable (for allocations whose tasks never ran). */
+  finishedAt?: number;
 }

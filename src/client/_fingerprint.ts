@@ -13,7 +13,7 @@ export interface FingerprinterDeps {
   /** The enabled drivers (the map may fill after construction). */
   drivers: Map<string, TaskDriver>;
   clock: Clock;
-  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'httpAddr' | 'attributes'>;
+  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs'>;
   /** The CSI manager, once started. */
   csi: () => CsiManager | undefined;
 }
@@ -66,6 +66,7 @@ export class NodeFingerprinter {
       },
       csiControllerPlugins: reports.controller,
       csiNodePlugins: reports.node,
+      ...(opts.stopAfterServerDisconnectMs ? { stopAfterDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),
     };
   }
 }

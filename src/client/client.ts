@@ -6,7 +6,7 @@
 // for each, reporting their status back.
 
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
 import {
@@ -23,8 +23,16 @@ import {
   type Job,
   type NodeEvent,
 } from '../structs/index.js';
-import { AllocRunner, reconcileCsiVolumes, savedAllocRunners, type AllocRunnerOptions, type AllocStatusUpdate } from './allocrunner/index.js';
+import {
+  AllocRunner,
+  reconcileCsiVolumes,
+  savedAllocRunners,
+  singleWriterHolders,
+  type AllocRunnerOptions,
+  type AllocStatusUpdate,
+} from './allocrunner/index.js';
 import { CsiManager } from './csimanager/index.js';
+import { AllocGarbageCollector, type GcCandidate } from './gc/index.js';
 import { createDrivers, type TaskDriver } from './drivers/index.js';
 import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js';
 import { NetworkManager } from './network/index.js';
@@ -54,6 +62,8 @@ interface NodeRecord {
 }
 
 const AGENT_BUCKET = 'agent';
+/** Allocations this node garbage-collected while the server still lists them: never run again. */
+const GC_BUCKET = 'gc-collected';
 
 /**
  * The node agent. Lifecycle: `start()` opens the state and every part,
@@ -97,6 +107,9 @@ export class Client {
   #reporter: StatusReporter | undefined;
   #node: NodeRecord | undefined;
   #serverListReceived = false;
+  #gc: AllocGarbageCollector | undefined;
+  /** IDs in GC_BUCKET, kept until the server no longer lists them. */
+  readonly #collected = new Set<string>();
 
   constructor(opts: ClientOptions) {
     if (!path.isAbsolute(opts.dataDir)) throw new ClientError('CLIENT_INVALID', `dataDir must be an absolute path: ${opts.dataDir}`);
@@ -148,6 +161,24 @@ export class Client {
       allocLists: this.#watcher?.lists ?? 0,
       statusBatches: this.#reporter?.counts.batches ?? 0,
     };
+  }
+
+  /**
+   * Garbage-collects every finished allocation now (the on-demand trigger,
+   * `POST /v1/client/gc`): its directory and secrets are removed and the
+   * agent forgets it; a running allocation, or one with a volume still
+   * mounted, is never collected. Resolves with the IDs collected. Throws
+   * ClientError CLIENT_STATE unless running.
+   */
+  async collectGarbage(): Promise<string[]> {
+    if (this.#life.state !== 'running' || !this.#gc) throw new ClientError('CLIENT_STATE', `cannot collect garbage in a client that is ${this.#life.state}`);
+    return this.#gc.collect({ all: true });
+  }
+
+  /** The garbage collector's limits and how many allocations it collected so far. Throws before start. */
+  gcStatus(): { limits: AllocGarbageCollector['limits']; collected: number } {
+    if (!this.#gc) throw new ClientError('CLIENT_STATE', 'the client is not started');
+    return { limits: this.#gc.limits, collected: this.#gc.collectedCount };
   }
 
   /** Resolves once the node is registered, connected and the first allocation list was handled. */
@@ -219,6 +250,16 @@ export class Client {
 
       await this.#restoreRunners(store);
       await this.#reapOrphanedTasks();
+      for (const { key } of store.bucket<true>(GC_BUCKET).list()) this.#collected.add(key);
+      this.#gc = new AllocGarbageCollector({
+        candidates: () => this.#gcCandidates(),
+        collect: (allocId) => this.#collectAlloc(allocId),
+        diskUsagePercent: () => this.#allocDiskUsage(),
+        clock: this.#clock,
+        logger: this.#root,
+        ...(this.#opts.gc ? { limits: this.#opts.gc } : {}),
+      });
+      this.#gc.start();
 
       const nodeId = this.#node.id;
       this.#registration = new NodeRegistration({
@@ -227,7 +268,11 @@ export class Client {
         fingerprint: () => this.#fingerprinter.fingerprint(),
         clock: this.#clock,
         logger: this.#root,
-        ...(this.#opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: this.#opts.heartbeatIntervalMs } : {}),
+        ...(this.#heartbeatIntervalMs() !== undefined ? { heartbeatIntervalMs: this.#heartbeatIntervalMs() } : {}),
+        // A server answered: fenced tasks may keep running for another stop_after_server_disconnect.
+        onContact: () => {
+          for (const d of this.#drivers.values()) d.renewLeases?.();
+        },
       });
       const handler = new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root });
       this.#connection = new NodeConnection({
@@ -288,6 +333,85 @@ export class Client {
     return typeof o === 'function' ? o(p.name) : o;
   }
 
+  /**
+   * The other allocations on this node a new one must wait for before it
+   * mounts its single-writer volumes: those using one of them that are
+   * being stopped (or failed) and not cleaned up yet, and those writing it.
+   * On one node a volume never has two live writers, even for a moment.
+   */
+  #singleWriterHolders(fresh: RunnerEntry): RunnerEntry[] {
+    const others = [...this.#runners.values()]
+      .filter((e) => e !== fresh && e.runner.cleanedUp !== undefined)
+      .map((e) => ({ alloc: e.alloc, job: e.job, entry: e, leaving: e.alloc.desiredStatus !== 'run' || isClientTerminal(e.runner.status().clientStatus) }));
+    return singleWriterHolders(fresh, others).map((h) => h.entry);
+  }
+
+  /** Resolves once every holder cleaned up, or the client stops. Never rejects. */
+  async #waitCleanedUp(fresh: RunnerEntry, holders: RunnerEntry[]): Promise<void> {
+    const ids = holders.map((h) => h.alloc.id);
+    this.#log.info({ allocId: fresh.alloc.id, waitingFor: ids }, 'waiting for the allocations holding its single-writer volume to stop and unmount it');
+    const stopped = new Promise<void>((resolve) => this.#stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await Promise.race([Promise.all(holders.map((h) => h.runner.cleanedUp?.())), stopped]);
+    if (!this.#stopping.signal.aborted) this.#log.info({ allocId: fresh.alloc.id, waitedFor: ids }, 'single-writer volume released on this node; starting');
+  }
+
+  /** The heartbeat interval asked for, shortened so that fencing leases are renewed at least three times per window. */
+  #heartbeatIntervalMs(): number | undefined {
+    const window = this.#opts.stopAfterServerDisconnectMs;
+    if (!window) return this.#opts.heartbeatIntervalMs;
+    return Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.max(100, Math.floor(window / 3)));
+  }
+
+  /** Finished allocations with nothing running or mounted, with when they finished. */
+  #gcCandidates(): GcCandidate[] {
+    const out: GcCandidate[] = [];
+    const now = this.#clock.now();
+    for (const [allocId, entry] of this.#runners) {
+      if (entry.awaitingServer) continue;
+      const status = entry.runner.status();
+      if (!isClientTerminal(status.clientStatus)) continue;
+      const collectable = entry.runner.collectable ? entry.runner.collectable() : entry.runner.wanted().length === 0;
+      if (!collectable) continue;
+      const ends = Object.values(status.taskStates).map((t) => t.finishedAt ?? 0);
+      entry.finishedAt ??= Math.max(0, ...ends) || now;
+      out.push({ allocId, finishedAt: entry.finishedAt });
+    }
+    return out;
+  }
+
+  /**
+   * Destroys one finished allocation and forgets it: written down first, so
+   * that the server's list (which may still hold it) never brings it back.
+   */
+  async #collectAlloc(allocId: string): Promise<void> {
+    const entry = this.#runners.get(allocId);
+    if (!entry) return;
+    await entry.started;
+    // The server's list may have dropped (and destroyed) it meanwhile.
+    if (this.#runners.get(allocId) !== entry) return;
+    this.#collected.add(allocId);
+    (this.#store as ClientStateStore).bucket<true>(GC_BUCKET).put(allocId, true);
+    this.#runners.delete(allocId);
+    try {
+      await entry.runner.destroy();
+    } catch (err) {
+      // Keep the runner so that a later collection tries again (something under its directory stayed mounted).
+      this.#runners.set(allocId, entry);
+      throw err;
+    }
+  }
+
+  /** Percent in use of the file system holding the allocation directories; undefined when unknown. */
+  #allocDiskUsage(): number | undefined {
+    try {
+      const st = statfsSync(this.#opts.allocDirRoot ?? path.join(this.#opts.dataDir, 'alloc'));
+      if (st.blocks === 0) return undefined;
+      return (1 - st.bavail / st.blocks) * 100;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Kills what is left in the cgroups of tasks no restored runner owns (the drivers share one cgroup parent). */
   async #reapOrphanedTasks(): Promise<void> {
     const keep = new Set<string>();
@@ -341,6 +465,7 @@ export class Client {
       clock: this.#clock,
       ...(this.#opts.retry ? { retry: this.#opts.retry } : {}),
       ...(this.#opts.killTimeoutMs !== undefined ? { killTimeoutMs: this.#opts.killTimeoutMs } : {}),
+      ...(this.#opts.stopAfterServerDisconnectMs ? { stopAfterServerDisconnectMs: this.#opts.stopAfterServerDisconnectMs } : {}),
     });
     const entry: RunnerEntry = { alloc, job, runner, started: Promise.resolve(), awaitingServer: false };
     this.#runners.set(alloc.id, entry);
@@ -358,9 +483,11 @@ export class Client {
     const store = this.#store as ClientStateStore;
     const seen = new Set<string>();
     const updates: RunnerEntry[] = [];
+    const created: RunnerEntry[] = [];
     for (const item of list) {
       const { job: sentJob, ...alloc } = item;
       seen.add(alloc.id);
+      if (this.#collected.has(alloc.id)) continue;
       const entry = this.#runners.get(alloc.id);
       if (entry) {
         // A restored runner gets the server's view even when nothing changed: only then may it act.
@@ -386,8 +513,18 @@ export class Client {
         this.#reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: describeError(err), taskStates: {} });
         continue;
       }
-      fresh.started = fresh.runner.run().catch((err: unknown) => {
-        this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'an allocation failed to start');
+      created.push(fresh);
+    }
+    // Started once every known allocation has its new version, so that a replacement sees the one it replaces stopping.
+    for (const fresh of created) {
+      const holders = this.#singleWriterHolders(fresh);
+      fresh.started = (async () => {
+        if (holders.length) await this.#waitCleanedUp(fresh, holders);
+        // Stopped by the server while it waited: it never runs.
+        if (this.#stopping.signal.aborted || fresh.alloc.desiredStatus !== 'run') return;
+        await fresh.runner.run();
+      })().catch((err: unknown) => {
+        this.#log.warn({ allocId: fresh.alloc.id, err: describeError(err) }, 'an allocation failed to start');
       });
       this.#track(fresh.started);
     }
@@ -416,6 +553,12 @@ export class Client {
           await entry.runner.destroy();
         })().catch((err: unknown) => this.#log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
       );
+    }
+    // Collected allocations the server has forgotten too need no tombstone any more.
+    for (const allocId of [...this.#collected]) {
+      if (seen.has(allocId)) continue;
+      this.#collected.delete(allocId);
+      store.bucket<true>(GC_BUCKET).delete(allocId);
     }
     const node = this.#node as NodeRecord;
     node.allocIndex = index;
@@ -515,6 +658,7 @@ export class Client {
     };
     // No new allocation lists while draining or stopping.
     await step('alloc watcher', () => this.#watcher?.stop());
+    await step('garbage collector', () => this.#gc?.stop());
     if (drain) await step('drain', () => this.#drain());
     this.#stopping.abort();
     await step('runners', () => Promise.all([...this.#runners.values()].map(async (e) => e.runner.shutdown())));

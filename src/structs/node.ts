@@ -35,14 +35,14 @@ export interface NodeFingerprint {
   /** CSI node plugin instances on the node, by plugin ID. */
   csiNodePlugins: Record<string, CsiPluginReport>;
   /**
-   * How long (ms) the node's agent keeps running tasks that use single-writer
-   * volumes once it cannot reach a server (Nomad's stop_after_client_disconnect);
-   * it then stops them and unpublishes their volumes. The server waits this long
-   * (plus the task's kill_timeout and a margin) after it last heard from a
-   * silent node before handing such a volume's write claim to a replacement.
-   * Absent: the node does not fence (an older agent, a dev agent), so there
-   * is nothing to wait for: the server releases the claims of the node when it
-   * marks it down, as before.
+   * The client's `stop_after_server_disconnect` in milliseconds: once it has
+   * reached no server for this long, the node stops (SIGTERM, then SIGKILL
+   * after the kill timeout) every task of a group with a single-writer CSI
+   * volume, even with its agent dead or frozen (the task's executor does
+   * it), and does not restart them. A server may hand such a volume's claim
+   * held by a silent node to a replacement only after its last heartbeat
+   * plus this plus the kill timeout plus a margin. Absent: the node does
+   * not fence (a dev agent, whose server shares its process; an older agent).
    */
   stopAfterDisconnectMs?: number;
   /** How long (ms) the agent gives a task between its stop signal and SIGKILL; absent: 5 s (the client default). */

@@ -78,6 +78,9 @@ describe('berth agent --server and --client with config files', () => {
     const exec = await server.cli(['alloc', 'exec', alloc!.id, '--', 'sh', '-c', 'echo "$BERTH_ALLOC_ID"; exit 3']);
     assert.equal(exec.code, 3, exec.stderr);
     assert.equal(exec.stdout, `${alloc!.id}\n`);
+    const berth = await server.cli(['alloc', 'exec', alloc!.id, '--', 'sh', '-c', 'berth --version']);
+    assert.equal(berth.code, 0, `a client agent's task has berth on its PATH (as a dev agent's has): ${berth.stderr}`);
+    assert.match(berth.stdout, /^\d+\.\d+\.\d+/);
     const reader = await server.cli(['alloc', 'exec', alloc!.id, 'true'], { token: READER });
     assert.equal(reader.code, 5, 'a read-only token may not exec');
     assert.match(reader.stderr, /^error: permission denied/);

@@ -36,4 +36,10 @@ export interface AllocRunnerOptions {
   retry?: { initialDelayMs?: number; maxDelayMs?: number };
   /** Signal-to-SIGKILL grace when stopping a task; default 5 s. */
   killTimeoutMs?: number;
+  /**
+   * Fencing (client stop_after_server_disconnect): tasks of a group with a
+   * single-writer CSI volume are stopped on the node, and not restarted,
+   * once no server was reached for this long. Default none (never).
+   */
+  stopAfterServerDisconnectMs?: number;
 }

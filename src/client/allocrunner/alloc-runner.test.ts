@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import type { RunnerDriver } from '../taskrunner/index.js';
+import { forgetTaskRunner, TASK_RUNNERS_BUCKET, type RunnerDriver } from '../taskrunner/index.js';
 import { ALLOC_RUNNERS_BUCKET, savedAllocRunners } from './alloc-records.js';
 import { eventually, makeAlloc, makeJob, mountPointsUnder, Node } from '../../../test/support/client-allocrunner.js';
 
@@ -210,5 +210,31 @@ describe('AllocRunner', () => {
     await r.run();
     assert.equal(r.status().clientStatus, 'failed');
     assert.match(r.status().clientDescription, /host volume "nope" \(group volume "data"\) is not configured on this node/);
+  });
+
+  it('an agent that died after setting up an allocation but before starting its task: the next agent starts it once the server answers', async (t) => {
+    const node = new Node();
+    t.after(() => node.cleanup());
+    await node.start();
+    const job = makeJob({ id: 'unstarted', groups: [{ name: 'g', tasks: [{ name: 'main', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['600'] } }] }] });
+    const alloc = makeAlloc(job);
+    const first = node.runner(alloc, job);
+    await first.run();
+    const pid = node.pidOf(first, 'main');
+    await node.stopAgent();
+    // What an agent that died just before spawning leaves: the allocation set up (phase running), no task record.
+    await node.startAgentAgain();
+    const saved = node.store.bucket<{ handle?: { executorPid: number } }>(TASK_RUNNERS_BUCKET).get(`${alloc.id}/main`);
+    const executor = saved?.handle?.executorPid as number;
+    process.kill(-pid, 'SIGKILL');
+    const gone = (p: number): boolean => !existsSync(`/proc/${p}/stat`) || readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') === true;
+    await eventually('the old task and its executor gone', () => gone(pid) && gone(executor));
+    forgetTaskRunner(node.store, alloc.id, 'main');
+    const r = node.runner(alloc, job);
+    await r.restore();
+    assert.equal(r.status().clientStatus, 'pending', 'nothing starts before the server answers');
+    r.update(alloc);
+    await eventually('the task to run', () => r.status().clientStatus === 'running');
+    assert.notEqual(node.pidOf(r, 'main'), pid, 'a new process');
   });
 });

@@ -23,6 +23,7 @@ import type { AllocRunnerOptions } from './alloc-runner-options.js';
 import { CsiHook } from './csi-hook.js';
 import { HostVolumeHook } from './host-volume-hook.js';
 import { NetworkHook } from './network-hook.js';
+import { singleWriterVolumes } from './single-writer.js';
 import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
 
 export type { AllocRunnerOptions } from './alloc-runner-options.js';
@@ -91,10 +92,15 @@ export class AllocRunner {
   readonly #shutdownAbort = new AbortController();
   #state: RunnerState = 'new';
   #held = false;
+  /** Restored tasks that were never started (restore() said 'new' in the running phase). */
+  readonly #unstarted = new Set<string>();
   #running: Promise<void> | undefined;
   #postrun: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
   #lastStatus = '';
+  #cleanedUp!: () => void;
+  /** Resolves once postrun finished (volumes unmounted and released) or the runner was destroyed. */
+  readonly #whenCleanedUp = new Promise<void>((resolve) => (this.#cleanedUp = resolve));
 
   /** Throws AllocRunnerError ALLOC_BAD_SPEC when the job has no group of the allocation's name. */
   constructor(opts: AllocRunnerOptions) {
@@ -109,6 +115,7 @@ export class AllocRunner {
     const saved = this.#bucket.get(this.id);
     this.#record = saved ? { ...saved, alloc: opts.alloc } : { alloc: opts.alloc, job: jobWithoutMountFlags(opts.job), phase: 'new', csi: {}, binds: [] };
     this.#save();
+    if (this.#record.phase === 'done') this.#cleanedUp();
     this.#allocDir = new AllocDir({ root: opts.allocDirRoot, allocId: this.id, logger: this.#logger });
     const backoff: BackoffPolicy = {
       maxAttempts: Infinity,
@@ -118,6 +125,7 @@ export class AllocRunner {
       jitter: 0.2,
     };
 
+    const fenceAfterMs = opts.stopAfterServerDisconnectMs && singleWriterVolumes(group, opts.alloc.index ?? 0).length > 0 ? opts.stopAfterServerDisconnectMs : undefined;
     for (const task of group.tasks) {
       const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
       const taskDir = this.#allocDir.task(task.name);
@@ -152,6 +160,7 @@ export class AllocRunner {
           hooks,
           onChange: () => this.#taskChanged(),
           killTimeoutMs: opts.killTimeoutMs ?? 5_000,
+          ...(fenceAfterMs ? { fenceAfterMs } : {}),
           networkNamespacePath: () => this.#record.network?.path,
           logger: this.#logger,
           clock: this.#clock,
@@ -195,7 +204,7 @@ export class AllocRunner {
    * claim is not granted. Never throws. Call once.
    */
   run(): Promise<void> {
-    if (this.#state !== 'new') return this.#running ?? Promise.resolve();
+    if (this.#state !== 'new' || this.#stopAbort.signal.aborted) return this.#running ?? Promise.resolve();
     this.#state = 'running';
     this.#running = this.#run();
     return this.#running;
@@ -247,6 +256,8 @@ export class AllocRunner {
     }
     this.#state = 'running';
     const results = await Promise.all([...this.#tasks.values()].map(async (t) => [t.name, await t.restore()] as const));
+    // Tasks the previous agent never got to start (it died first) start once the server's view arrives.
+    for (const [name, result] of results) if (result === 'new' && phase === 'running') this.#unstarted.add(name);
     this.#logger.info({ tasks: Object.fromEntries(results), phase }, 'allocation restored');
     if (phase === 'running') this.#watchTasks();
     this.#pushStatus();
@@ -278,6 +289,13 @@ export class AllocRunner {
       return;
     }
     for (const t of this.#tasks.values()) t.resume();
+    const unstarted = [...this.#unstarted].map((name) => this.#tasks.get(name)).filter((t): t is TaskRunner => t !== undefined);
+    this.#unstarted.clear();
+    if (unstarted.length) {
+      this.#logger.info({ tasks: unstarted.map((t) => t.name) }, 'starting tasks the previous agent did not start');
+      // restore() already watches them (#watchTasks).
+      for (const t of unstarted) void t.start();
+    }
     this.#maybePostrun();
   }
 
@@ -318,6 +336,7 @@ export class AllocRunner {
     const ctx = this.#ctx(this.#shutdownAbort.signal);
     for (const hook of this.#destroyHooks) await hook.destroy?.(ctx);
     this.#state = 'destroyed';
+    this.#cleanedUp();
     this.#bucket.delete(this.id);
     for (const name of this.#tasks.keys()) forgetTaskRunner(this.#o.store, this.id, name);
   }
@@ -357,6 +376,27 @@ export class AllocRunner {
       clientDescription = this.#record.phase === 'prerun' ? 'Setting up the allocation' : 'No tasks have started';
     }
     return { clientStatus, clientDescription, taskStates };
+  }
+
+  /**
+   * Whether garbage collection may destroy it now: cleanup (postrun) done,
+   * every task dead, no CSI volume or bind still recorded as mounted, and
+   * the agent not shutting down. Never blocks.
+   */
+  collectable(): boolean {
+    if (this.#state === 'shutdown' || this.#state === 'destroyed' || this.#held) return false;
+    if (this.#record.phase !== 'done') return false;
+    if (Object.keys(this.#record.csi).length > 0 || this.#record.binds.length > 0) return false;
+    return [...this.#tasks.values()].every((t) => t.state().state === 'dead');
+  }
+
+  /**
+   * Resolves once the allocation's cleanup is done: its tasks exited, its
+   * volumes unpublished, unstaged and released (postrun finished), or the
+   * runner was destroyed. Never rejects; pending while the agent is down.
+   */
+  cleanedUp(): Promise<void> {
+    return this.#whenCleanedUp;
   }
 
   /** The CSI mounts this allocation needs while it is live (none once its postrun began). */
@@ -475,6 +515,7 @@ export class AllocRunner {
       }
       this.#record.phase = 'done';
       this.#save();
+      this.#cleanedUp();
       this.#pushStatus();
     })();
     return this.#postrun;

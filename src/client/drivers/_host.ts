@@ -17,7 +17,7 @@ export function cgroupLimits(r: TaskResources): { memoryMb: number; cpuMhz: numb
 }
 
 export function publicExit(e: ExitResult): ExitResult {
-  return { exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled, message: e.message };
+  return { exitCode: e.exitCode, signal: e.signal, oomKilled: e.oomKilled, message: e.message, ...(e.fenced ? { fenced: true } : {}) };
 }
 
 export function killPid(pid: number, signal: string): void {

@@ -4,7 +4,7 @@ import type { Clock, Logger } from '../../lib/index.js';
 import { detectCgroups, type Cgroups } from '../cgroups/index.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
-import type { TaskDriver } from './task-driver.js';
+import type { TaskConfig, TaskDriver } from './task-driver.js';
 
 /**
  * Berth's drivers by name ('raw_exec', 'exec'), their executor state under
@@ -13,7 +13,14 @@ import type { TaskDriver } from './task-driver.js';
  * (once, logged) with the parent group `berth/<hash of stateDir>`; null
  * means none (limits are not enforced).
  */
-export function createDrivers(opts: { stateDir: string; logger?: Logger; clock?: Clock; cgroups?: Cgroups | null }): Map<string, TaskDriver> {
+export function createDrivers(opts: {
+  stateDir: string;
+  logger?: Logger;
+  clock?: Clock;
+  cgroups?: Cgroups | null;
+  /** Fault injection for tests (ExecutorDriverOptions.afterTaskStarted). */
+  afterTaskStarted?: (cfg: TaskConfig) => void;
+}): Map<string, TaskDriver> {
   let cgroups = opts.cgroups;
   if (cgroups === undefined) {
     // One parent per agent (by its state dir), so that agents sharing a host never reap each other's tasks.
@@ -22,7 +29,12 @@ export function createDrivers(opts: { stateDir: string; logger?: Logger; clock?:
     if (cgroups) log?.info({ version: cgroups.version, controllers: cgroups.controllers }, 'task cgroups enabled');
     else log?.warn('no usable cgroups: task resources are not enforced, stop kills by process group only, and jobs with memory_enforced are not placed here');
   }
-  const common = { ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.clock ? { clock: opts.clock } : {}), cgroups };
+  const common = {
+    ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.afterTaskStarted ? { afterTaskStarted: opts.afterTaskStarted } : {}),
+    cgroups,
+  };
   return new Map<string, TaskDriver>([
     ['raw_exec', new RawExecDriver({ ...common, stateDir: join(opts.stateDir, 'raw_exec') })],
     ['exec', new ExecDriver({ ...common, stateDir: join(opts.stateDir, 'exec') })],

@@ -4,7 +4,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -15,13 +15,14 @@ import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.
 import { DriverError } from './driver-error.js';
 import { commandProblem } from './_command-path.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
-import { childrenOf, environOf, isAlive, kernelUnits, processTree } from './_proc.js';
+import { childrenOf, environOf, isAlive, kernelUnits, processTree, readStat } from './_proc.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
 import { cgroupLimits, killGroup, killPid, publicExit } from './_host.js';
 import type {
   DriverCapabilities,
   ExecOptions,
   ExitResult,
+  StartTaskOptions,
   TaskConfig,
   TaskDriver,
   TaskHandle,
@@ -44,7 +45,23 @@ export interface ExecutorDriverOptions {
   clock?: Clock;
   /** Where tasks get their cgroup (limits, kill-all, OOM, stats); null: none here, limits not enforced. */
   cgroups?: Cgroups | null;
+  /**
+   * Fault injection for tests: called once a task's executor reported the
+   * task running, before startTask resolves (the instant an agent killed
+   * there used to leave no handle behind). Never set in production.
+   */
+  afterTaskStarted?: (cfg: TaskConfig) => void;
 }
+
+/** What the executor writes to `started.json` in its state dir once the task runs (before it reports on fd 3). */
+interface StartedRecord {
+  taskPid: number;
+  taskStartTicks: number;
+  executorStartTicks: number;
+}
+
+/** How long recoverTask waits for an executor that was still starting its task when the agent died. */
+const START_WAIT_MS = 15_000;
 
 interface TaskRecord {
   handle: TaskHandle;
@@ -63,9 +80,11 @@ export abstract class ExecutorDriver implements TaskDriver {
   readonly #stopping = new AbortController();
   readonly #execs: ExecSessions = new Set();
   readonly #cgroups: Cgroups | null;
+  readonly #afterTaskStarted: ((cfg: TaskConfig) => void) | undefined;
 
   constructor(opts: ExecutorDriverOptions) {
     this.#stateDir = opts.stateDir;
+    this.#afterTaskStarted = opts.afterTaskStarted;
     this.#cgroups = opts.cgroups ?? null;
     this.#clock = opts.clock ?? systemClock;
     this.logger = (opts.logger ?? silentLogger()).child({ component: 'driver' });
@@ -77,7 +96,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     return this.#cgroups?.version ?? 'none';
   }
 
-  async startTask(cfg: TaskConfig, opts: { signal?: AbortSignal } = {}): Promise<TaskHandle> {
+  async startTask(cfg: TaskConfig, opts: StartTaskOptions = {}): Promise<TaskHandle> {
     this.#alive();
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
     if (this.#tasks.has(cfg.id)) throw new DriverError('DRIVER_TASK_EXISTS', `task ${cfg.id} is already started`);
@@ -104,6 +123,8 @@ export abstract class ExecutorDriver implements TaskDriver {
       }
     }
 
+    const leaseFile = cfg.fence ? join(stateDir, 'lease') : undefined;
+    if (leaseFile) writeFileSync(leaseFile, '');
     const config = {
       mode: this.name,
       taskId: cfg.id,
@@ -125,6 +146,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       stateDir,
       socketPath,
       ...(cgroup ? { cgroup } : {}),
+      ...(leaseFile && cfg.fence ? { lease: { file: leaseFile, ms: cfg.fence.afterMs, killTimeoutMs: cfg.killTimeoutMs } } : {}),
     };
     const child = spawn(process.execPath, [EXECUTOR_PATH], {
       detached: true,
@@ -132,6 +154,30 @@ export abstract class ExecutorDriver implements TaskDriver {
       env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
       cwd: stateDir,
     });
+    const handle: TaskHandle = {
+      version: 1,
+      driver: this.name,
+      taskId: cfg.id,
+      allocId: cfg.allocId,
+      taskName: cfg.taskName,
+      executorPid: child.pid ?? 0,
+      executorStartTicks: 0,
+      taskPid: 0,
+      taskStartTicks: 0,
+      stateDir,
+      socketPath,
+      taskDir: cfg.taskDir,
+      ...(cfg.networkNamespacePath ? { networkNamespacePath: cfg.networkNamespacePath } : {}),
+      logs: { disabled: cfg.logs.disabled, dir: cfg.logs.dir },
+      ...(cgroup ? { cgroup } : {}),
+      ...(leaseFile ? { leaseFile } : {}),
+      startedAt: this.#clock.now(),
+    };
+    if (handle.executorPid) {
+      // Before the executor has even read its config: an agent killed from here on leaves a handle to find it by.
+      handle.executorStartTicks = readStat(handle.executorPid)?.startTicks ?? 0;
+      opts.onSpawned?.({ ...handle });
+    }
     const reply = this.#readReply(child, opts.signal);
     child.stdin?.on('error', () => undefined);
     child.stdin?.end(JSON.stringify(config));
@@ -141,26 +187,11 @@ export abstract class ExecutorDriver implements TaskDriver {
       if (cgroup) await this.#cgroups?.remove(cgroup).catch(() => undefined);
       throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName} failed to start: ${answer.error ?? 'unknown error'}`);
     }
-    const executorPid = child.pid as number;
     child.unref();
-    const handle: TaskHandle = {
-      version: 1,
-      driver: this.name,
-      taskId: cfg.id,
-      allocId: cfg.allocId,
-      taskName: cfg.taskName,
-      executorPid,
-      executorStartTicks: answer.executorStartTicks ?? 0,
-      taskPid: answer.taskPid ?? 0,
-      taskStartTicks: answer.taskStartTicks ?? 0,
-      stateDir,
-      socketPath,
-      taskDir: cfg.taskDir,
-      ...(cfg.networkNamespacePath ? { networkNamespacePath: cfg.networkNamespacePath } : {}),
-      logs: { disabled: cfg.logs.disabled, dir: cfg.logs.dir },
-      ...(cgroup ? { cgroup } : {}),
-      startedAt: this.#clock.now(),
-    };
+    handle.executorStartTicks = answer.executorStartTicks ?? handle.executorStartTicks;
+    handle.taskPid = answer.taskPid ?? 0;
+    handle.taskStartTicks = answer.taskStartTicks ?? 0;
+    this.#afterTaskStarted?.(cfg);
     this.#tasks.set(cfg.id, { handle });
     this.logger.info({ taskId: cfg.id, task: cfg.taskName, pid: handle.taskPid, driver: this.name }, 'task started');
     return handle;
@@ -223,12 +254,14 @@ export abstract class ExecutorDriver implements TaskDriver {
     }
   }
 
-  async recoverTask(handle: TaskHandle): Promise<void> {
+  async recoverTask(saved: TaskHandle): Promise<TaskHandle> {
     this.#alive();
-    if (this.#tasks.has(handle.taskId)) return;
-    if (handle.version !== 1 || handle.driver !== this.name || !handle.stateDir || !handle.socketPath) {
-      throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.taskId}: the handle is not a ${this.name} handle`);
+    const known = this.#tasks.get(saved.taskId);
+    if (known) return { ...known.handle };
+    if (saved.version !== 1 || saved.driver !== this.name || !saved.stateDir || !saved.socketPath) {
+      throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskId}: the handle is not a ${this.name} handle`);
     }
+    const handle = saved.taskPid ? { ...saved } : await this.#completeSpawnedHandle(saved);
     const recorded = this.#readExitFile(handle);
     if (recorded) {
       this.#tasks.set(handle.taskId, { handle, exit: recorded });
@@ -238,6 +271,38 @@ export abstract class ExecutorDriver implements TaskDriver {
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.taskName}: neither its executor nor a recorded exit was found`);
     }
     this.logger.info({ taskId: handle.taskId, task: handle.taskName, exited: Boolean(recorded) }, 'task recovered');
+    return { ...handle };
+  }
+
+  /**
+   * A handle recorded at spawn (no task pid yet: the agent died while the
+   * executor was starting the task): fills in the pids from the executor's
+   * started.json, waiting while the executor still runs without one. When
+   * the executor is gone and never wrote it, whatever it may have left in
+   * the task's cgroup is killed and DRIVER_TASK_NOT_RECOVERABLE thrown.
+   */
+  async #completeSpawnedHandle(saved: TaskHandle): Promise<TaskHandle> {
+    const deadline = this.#clock.now() + START_WAIT_MS;
+    for (;;) {
+      const started = this.#readStartedFile(saved);
+      if (started) return { ...saved, ...started };
+      if (this.#readExitFile(saved)) return saved;
+      if (!isAlive(saved.executorPid, saved.executorStartTicks) || this.#clock.now() >= deadline) break;
+      await this.#clock.sleep(20, this.#stopping.signal);
+    }
+    if (isAlive(saved.executorPid, saved.executorStartTicks)) killPid(saved.executorPid, 'SIGKILL');
+    await this.#killCgroup({ handle: saved });
+    rmSync(saved.stateDir, { recursive: true, force: true });
+    throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskName}: its executor ended before it reported the task started`);
+  }
+
+  #readStartedFile(handle: TaskHandle): StartedRecord | undefined {
+    try {
+      const rec = JSON.parse(readFileSync(join(handle.stateDir, 'started.json'), 'utf8')) as StartedRecord;
+      return typeof rec.taskPid === 'number' && rec.taskPid > 0 ? rec : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<ExitResult> {
@@ -273,13 +338,23 @@ export abstract class ExecutorDriver implements TaskDriver {
         await this.#clock.sleep(20, signal);
         continue;
       }
-      // The executor is gone without a record (killed): watch the orphaned task itself.
-      while (isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) await this.#clock.sleep(ORPHAN_POLL_MS, signal);
+      // The executor is gone without a record (SIGKILLed): nothing captures the task's output or will
+      // record its exit. The task goes with it (group and cgroup) and is reported dead, so that the
+      // restart policy starts it again under a new executor.
+      const wasRunning = isAlive(rec.handle.taskPid, rec.handle.taskStartTicks);
+      if (wasRunning) {
+        this.logger.warn({ taskId: rec.handle.taskId, task: rec.handle.taskName, pid: rec.handle.taskPid }, 'task executor lost; killing the task');
+        killGroup(rec.handle.taskPid, 'SIGKILL');
+      }
+      await this.#killCgroup(rec);
+      for (let i = 0; i < 250 && isAlive(rec.handle.taskPid, rec.handle.taskStartTicks); i++) await this.#clock.sleep(ORPHAN_POLL_MS / 10, signal);
       rec.exit = {
         exitCode: -1,
-        signal: null,
+        signal: wasRunning ? 'SIGKILL' : null,
         oomKilled: false,
-        message: 'the task ended while its executor was gone; its exit status is unknown',
+        message: wasRunning
+          ? "the task's executor was lost (killed); the task was killed with it"
+          : 'the task ended while its executor was gone; its exit status is unknown',
         finishedAt: this.#clock.now(),
       };
     }
@@ -456,7 +531,20 @@ export abstract class ExecutorDriver implements TaskDriver {
     return removed;
   }
 
-  async #killCgroup(rec: TaskRecord): Promise<void> {
+  renewLeases(): void {
+    if (this.#stopping.signal.aborted) return;
+    const now = new Date();
+    for (const rec of this.#tasks.values()) {
+      if (!rec.handle.leaseFile || rec.exit) continue;
+      try {
+        utimesSync(rec.handle.leaseFile, now, now);
+      } catch {
+        // the task ended and its state went with it
+      }
+    }
+  }
+
+  async #killCgroup(rec: Pick<TaskRecord, 'handle'>): Promise<void> {
     if (!rec.handle.cgroup || !this.#cgroups) return;
     await this.#cgroups.killAll(rec.handle.cgroup).catch((err: unknown) => {
       this.logger.warn({ taskId: rec.handle.taskId, err: (err as Error).message }, 'killing the task cgroup failed');

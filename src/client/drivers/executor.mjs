@@ -11,6 +11,12 @@
 // executorStartTicks } or { ok: false, error }) and closes fd 3. The socket
 // takes one JSON line per connection and answers one JSON line.
 //
+// Fencing: with `lease`, the agent touches the lease file while it can reach
+// a server; when its mtime is older than lease.ms (the agent lost its
+// servers, is frozen or dead), the executor stops the task itself (SIGTERM,
+// SIGKILL after killTimeoutMs) and records the exit as fenced, so that a
+// single-writer volume never has a writer the servers believe gone.
+//
 // Log files: `<dir>/<task>.<stdout|stderr>.<n>`, n growing; at most maxFiles
 // kept per stream (src/client/logs reads them in the same order). When logs
 // are disabled nothing is captured and a marker `.<task>.logs-disabled` is
@@ -28,7 +34,8 @@ import path from 'node:path';
  *   mode: 'raw_exec'|'exec', taskId: string, taskName: string, command: string, args: string[],
  *   env: Record<string,string>, taskDir: string, allocDir: string, secretsDir: string, mounts: Mount[],
  *   networkNamespacePath?: string, logs: { disabled: boolean, dir: string, maxFiles: number, maxFileBytes: number },
- *   stateDir: string, socketPath: string, cgroup?: TaskCgroup
+ *   stateDir: string, socketPath: string, cgroup?: TaskCgroup,
+ *   lease?: { file: string, ms: number, killTimeoutMs: number }
  * }} ExecutorConfig
  * @typedef {{ version: 'v1'|'v2', name: string, dirs: string[], freezerDir?: string, memoryDir?: string }} TaskCgroup
  * @typedef {{ exitCode: number, signal: string|null, oomKilled: boolean, message: string, finishedAt: number }} ExitRecord
@@ -375,6 +382,15 @@ function exitRecord(code, signal, oomKilled = false) {
   return { exitCode: code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : -1), signal, oomKilled, message, finishedAt: Date.now() };
 }
 
+/** Milliseconds since the lease file was last touched (Infinity when it is gone). @param {string} file */
+function leaseAge(file) {
+  try {
+    return Date.now() - fs.statSync(file).mtimeMs;
+  } catch {
+    return Infinity;
+  }
+}
+
 /** @param {string} file @param {unknown} value */
 function writeJsonAtomic(file, value) {
   const tmp = `${file}.tmp`;
@@ -547,13 +563,50 @@ async function main() {
   } catch {
     // exited already; exit.json will tell
   }
-  report({ ok: true, taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) });
+  const started = { taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) };
+  // Durable before the agent hears of it: an agent killed before it recorded the task finds it here.
+  try {
+    writeJsonAtomic(path.join(cfg.stateDir, 'started.json'), started);
+  } catch (err) {
+    note(cfg.stateDir, `cannot record the start: ${/** @type {Error} */ (err).message}`);
+  }
+  report({ ok: true, ...started });
+
+  /** @type {string | null} */
+  let fencedBecause = null;
+  if (cfg.lease) {
+    const lease = cfg.lease;
+    const timer = setInterval(() => {
+      if (exit || fencedBecause) return;
+      const age = leaseAge(lease.file);
+      if (age <= lease.ms) return;
+      fencedBecause = `no server reached for ${Math.round(age / 1000)} s (stop_after_server_disconnect is ${Math.round(lease.ms / 1000)} s): the task was stopped so that its single-writer volume has no writer the servers believe gone`;
+      note(cfg.stateDir, `fenced: ${fencedBecause}`);
+      try {
+        sendSignal('SIGTERM');
+      } catch {
+        // exited meanwhile
+      }
+      if (!killTimer) {
+        killTimer = setTimeout(() => {
+          try {
+            process.kill(-pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+          if (cfg.cgroup) void killCgroup(cfg.cgroup);
+        }, lease.killTimeoutMs);
+      }
+    }, Math.max(50, Math.min(1000, Math.floor(lease.ms / 4))));
+    void exited.then(() => clearInterval(timer));
+  }
 
   void exited.then(async ([code, signal]) => {
     if (killTimer) clearTimeout(killTimer);
     // The task is over: whatever it left in its cgroup goes with it.
     if (cfg.cgroup) await killCgroup(cfg.cgroup);
     const record = exitRecord(code, signal, oomKills(cfg.cgroup) > oomBaseline);
+    if (fencedBecause) Object.assign(record, { fenced: true, message: `${record.message}; ${fencedBecause}` });
     // Let the pipes drain, unless a leftover grandchild holds them open.
     const finish = () => {
       for (const f of files) f.close();

@@ -7,6 +7,7 @@ export type {
   TaskMount,
   TaskLogConfig,
   TaskHandle,
+  StartTaskOptions,
   ExitResult,
   TaskState,
   TaskStatus,

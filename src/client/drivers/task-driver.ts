@@ -47,6 +47,13 @@ export interface TaskConfig {
   /** Default grace between the stop signal and SIGKILL. */
   killTimeoutMs: number;
   resources: TaskResources;
+  /**
+   * Fencing (client `stop_after_server_disconnect`): the task is stopped
+   * (SIGTERM, SIGKILL after killTimeoutMs) by its executor, even with no
+   * agent running, once renewLeases() was not called for `afterMs`. Its
+   * exit then says `fenced`.
+   */
+  fence?: { afterMs: number };
 }
 
 /** A task's `resources`, enforced through its cgroup where the host has cgroups. */
@@ -85,8 +92,23 @@ export interface TaskHandle {
   logs: { disabled: boolean; dir: string };
   /** The task's cgroup, when the host has cgroups. */
   cgroup?: TaskCgroup;
+  /** The lease file renewLeases() touches, for a fenced task. */
+  leaseFile?: string;
   /** Milliseconds since the epoch. */
   startedAt: number;
+}
+
+/** Options of TaskDriver.startTask. */
+export interface StartTaskOptions {
+  /** Aborting kills the half-started task and rejects with AbortedError. */
+  signal?: AbortSignal;
+  /**
+   * Called synchronously once the task's executor process exists, before it
+   * starts the task, with a handle whose taskPid is 0. Persist it: after an
+   * agent killed during the start, recoverTask(thatHandle) finds the
+   * executor and adopts its task (or kills what it left). Must not throw.
+   */
+  onSpawned?: (handle: TaskHandle) => void;
 }
 
 /** How a task ended. */
@@ -97,6 +119,8 @@ export interface ExitResult {
   oomKilled: boolean;
   /** A human description, e.g. "exited with code 3" or "killed by SIGKILL". */
   message: string;
+  /** The executor stopped the task because its lease ran out (TaskConfig.fence). */
+  fenced?: boolean;
 }
 
 export type TaskState = 'running' | 'exited' | 'unknown';
@@ -187,15 +211,23 @@ export interface TaskDriver {
    * and resolves once the task's process exists. Throws DriverError
    * (DRIVER_TASK_EXISTS, DRIVER_MOUNTS_UNSUPPORTED, DRIVER_INVALID_MOUNT, DRIVER_START_FAILED) or AbortedError.
    */
-  startTask(cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle>;
+  startTask(cfg: TaskConfig, opts?: StartTaskOptions): Promise<TaskHandle>;
   /**
    * Reattaches to a task started by an earlier agent, without restarting it.
    * A task that ended meanwhile is recovered as exited (waitTask gives its
-   * result). Throws DriverError DRIVER_TASK_NOT_RECOVERABLE when neither the
-   * executor nor a recorded exit is found. Safe to repeat.
+   * result). A handle given to onSpawned (no task pid yet) is completed from
+   * what the executor recorded, waiting while it is still starting the task.
+   * Resolves with the completed handle (persist it). Throws DriverError
+   * DRIVER_TASK_NOT_RECOVERABLE when neither the executor nor a recorded
+   * exit is found (what the task left in its cgroup is killed). Safe to repeat.
    */
-  recoverTask(handle: TaskHandle): Promise<void>;
-  /** Resolves when the task has exited (at once if it already has). Safe to call many times. */
+  recoverTask(handle: TaskHandle): Promise<TaskHandle | void>;
+  /**
+   * Resolves when the task has exited (at once if it already has). Safe to
+   * call many times. When the task's executor is lost (killed) while the task
+   * runs, the task is killed too (its process group and cgroup) and the exit
+   * says so: nothing would capture its output or record its end otherwise.
+   */
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<ExitResult>;
   /**
    * Sends `signal` (default SIGTERM) to the task's process group, SIGKILL after
@@ -220,6 +252,12 @@ export interface TaskDriver {
    * recovery. Resolves with the names removed. Never throws.
    */
   reapOrphans(keep: ReadonlySet<string>): Promise<string[]>;
+  /**
+   * Renews the lease of every running task started with `fence` (the agent
+   * reached a server just now). Synchronous, never throws. Optional: a
+   * driver without fencing has none.
+   */
+  renewLeases?(): void;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
   execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }>;
   /** Stops watching tasks (they keep running). Safe twice. */

@@ -27,6 +27,8 @@ export interface NodeRegistrationOptions {
   fingerprint: () => NodeFingerprint | Promise<NodeFingerprint>;
   /** Between heartbeats; capped at a third of the server's TTL. Default 10 s. */
   heartbeatIntervalMs?: number;
+  /** Called after every registration or heartbeat the server accepted (fencing leases are renewed here). Must not throw. */
+  onContact?: () => void;
   clock?: Clock;
   logger?: Logger;
   backoff?: BackoffPolicy;
@@ -133,6 +135,7 @@ export class NodeRegistration {
           this.#heartbeats++;
         }
         failures = 0;
+        this.#opts.onContact?.();
         delay = Math.max(10, Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.floor(this.#ttlMs / 3)));
       } catch (err) {
         if (signal.aborted) break;

@@ -29,6 +29,8 @@ export interface RunnerTaskConfig {
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
   resources: RunnerTaskResources;
+  /** See TaskConfig.fence of the drivers. */
+  fence?: { afterMs: number };
 }
 
 /** A task's resources as the driver enforces them (see TaskResources of the drivers). */
@@ -48,6 +50,8 @@ export interface RunnerExitResult {
   signal: string | number | null | undefined;
   oomKilled?: boolean;
   message?: string;
+  /** Stopped by its executor when its lease ran out (fencing). */
+  fenced?: boolean;
 }
 
 export interface RunnerDriverCapabilities {
@@ -60,8 +64,10 @@ export interface RunnerDriverCapabilities {
 export interface RunnerDriver {
   readonly name: string;
   readonly capabilities: RunnerDriverCapabilities;
-  startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal }): Promise<RunnerTaskHandle>;
-  recoverTask(handle: RunnerTaskHandle): Promise<void>;
+  /** onSpawned: see TaskDriver's StartTaskOptions (a handle to persist before the task can run). */
+  startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal; onSpawned?: (handle: RunnerTaskHandle) => void }): Promise<RunnerTaskHandle>;
+  /** Resolves with the completed handle where the driver completes one (persist it). */
+  recoverTask(handle: RunnerTaskHandle): Promise<RunnerTaskHandle | void>;
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;

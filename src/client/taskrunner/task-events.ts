@@ -27,6 +27,8 @@ export const TASK_EVENTS = {
   volumeUnmounted: 'Volume Unmounted',
   volumeWaiting: 'Volume Waiting',
   resourcesUpdated: 'Resources Updated',
+  /** Stopped on the node because no server was reached for stop_after_server_disconnect. */
+  fenced: 'Fenced',
 } as const;
 
 export type TaskEventType = (typeof TASK_EVENTS)[keyof typeof TASK_EVENTS];

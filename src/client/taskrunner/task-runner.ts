@@ -69,6 +69,12 @@ export interface TaskRunnerOptions {
   /** Told after every change of the task state (already persisted). Must not throw. */
   onChange: (taskName: string, state: TaskState) => void;
   killTimeoutMs: number;
+  /**
+   * Fencing: the task is stopped on the node (by its executor, agent or not)
+   * once no server was reached for this long, and not restarted. Set for
+   * tasks of groups with single-writer volumes. Default none.
+   */
+  fenceAfterMs?: number;
   /** Path of the group's network namespace, when the group has one. */
   networkNamespacePath?: () => string | undefined;
   logger?: Logger;
@@ -218,7 +224,8 @@ export class TaskRunner {
     }
     if (!rec.handle || !rec.taskId) return 'new';
     try {
-      await this.driver.recoverTask(rec.handle);
+      const completed = await this.driver.recoverTask(rec.handle);
+      if (completed) rec.handle = completed;
     } catch (err) {
       this.#logger.warn({ err: describeError(err) }, 'task could not be reattached');
       this.event(TASK_EVENTS.taskLost, `The task's process was gone after the agent restarted: ${describeError(err)}`);
@@ -226,6 +233,12 @@ export class TaskRunner {
       return 'lost';
     }
     this.#held = true;
+    if (rec.state.state !== 'running') {
+      // The agent died between spawning the task and recording it started: the task is adopted as started.
+      rec.state.state = 'running';
+      rec.state.startedAt = this.#clock.now();
+      this.event(TASK_EVENTS.started, `Task started by driver ${this.driver.name}`, { attempt: String(rec.attempt) });
+    }
     this.event(TASK_EVENTS.reattached, 'Reattached to the running task after an agent restart');
     this.#loop = this.#run(true);
     await this.#firstStart.promise;
@@ -356,6 +369,12 @@ export class TaskRunner {
           this.event(TASK_EVENTS.killed, `Task killed: ${this.#killReason} (${describeExit(exit)})`, details);
           break;
         }
+        if (exit.fenced) {
+          // Not restarted: the servers may have handed its volume to a replacement meanwhile.
+          this.#record.state.failed = true;
+          this.event(TASK_EVENTS.fenced, `Task stopped on the node: ${exit.message ?? 'its lease ran out'}`, details);
+          break;
+        }
         if (exit.oomKilled) {
           const limit = this.task.resources.memoryMaxMb ?? this.task.resources.memoryMb;
           this.event(TASK_EVENTS.oomKilled, `OOM Killed: the task went past its memory limit of ${limit} MB`, { memoryLimitMb: String(limit) });
@@ -420,8 +439,21 @@ export class TaskRunner {
     const cfg = this.#taskConfig(req);
     let handle: RunnerTaskHandle;
     try {
-      handle = await this.driver.startTask(cfg, { signal });
+      handle = await this.driver.startTask(cfg, {
+        signal,
+        // Recorded before the task can run: an agent killed during the start finds and adopts it (restore()).
+        onSpawned: (spawned) => {
+          this.#record.handle = spawned;
+          this.#record.taskId = cfg.id;
+          this.#persist();
+        },
+      });
     } catch (err) {
+      if (this.#record.taskId === cfg.id) {
+        this.#record.handle = undefined;
+        this.#record.taskId = undefined;
+        this.#persist();
+      }
       throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} failed to start the task: ${describeError(err)}`, {
         cause: err,
         recoverable: (err as { recoverable?: unknown }).recoverable !== false,
@@ -488,6 +520,7 @@ export class TaskRunner {
       logs: { disabled: task.logs.disabled, dir: td.logsDir, maxFiles: task.logs.maxFiles, maxFileSizeMb: task.logs.maxFileSizeMb },
       killTimeoutMs: this.#opts.killTimeoutMs,
       resources: runnerResources(task.resources),
+      ...(this.#opts.fenceAfterMs ? { fence: { afterMs: this.#opts.fenceAfterMs } } : {}),
     };
     const netns = this.#opts.networkNamespacePath?.();
     if (netns) cfg.networkNamespacePath = netns;
