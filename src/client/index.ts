@@ -5,6 +5,6 @@
 // parts' own doors (src/client/<part>/index.ts), which only the client's
 // files, the tests and the benchmarks use.
 export { Client, ClientError, type ClientOptions, type ClientState, type AllocRunnerHandle } from './client.js';
-export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle, type TaskResourceUsage } from './drivers/index.js';
+export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
 export { AllocRunner } from './allocrunner/index.js';
 export { readTaskLogs, followTaskLogs, LogsError, type LogStream, type TaskLogsLocation } from './logs/index.js';

@@ -7,6 +7,8 @@ export type {
   TaskMount,
   TaskLogConfig,
   TaskHandle,
+  ForeignTaskHandle,
+  AnyTaskHandle,
   ExitResult,
   TaskState,
   TaskStatus,

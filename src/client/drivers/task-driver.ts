@@ -47,6 +47,13 @@ export interface TaskConfig {
   /** Default grace between the stop signal and SIGKILL. */
   killTimeoutMs: number;
   resources: TaskResources;
+  /** The job's task `config {}` as submitted (external driver plugins decode it against their schema). */
+  driverConfig?: Record<string, unknown>;
+  /** Who the task is: what external driver plugins are told (Nomad's TaskConfig). */
+  jobId?: string;
+  groupName?: string;
+  namespace?: string;
+  nodeId?: string;
 }
 
 /** A task's `resources`, enforced through its cgroup where the host has cgroups. */
@@ -88,6 +95,20 @@ export interface TaskHandle {
   /** Milliseconds since the epoch. */
   startedAt: number;
 }
+
+/**
+ * A task started by a driver other than the executor-based built-ins (an
+ * external driver plugin): JSON the task runner persists as it is.
+ */
+export interface ForeignTaskHandle {
+  version: 2;
+  driver: string;
+  taskId: string;
+  [key: string]: unknown;
+}
+
+/** Any driver's task handle. */
+export type AnyTaskHandle = TaskHandle | ForeignTaskHandle;
 
 /** How a task ended. */
 export interface ExitResult {
@@ -187,14 +208,14 @@ export interface TaskDriver {
    * and resolves once the task's process exists. Throws DriverError
    * (DRIVER_TASK_EXISTS, DRIVER_MOUNTS_UNSUPPORTED, DRIVER_INVALID_MOUNT, DRIVER_START_FAILED) or AbortedError.
    */
-  startTask(cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<TaskHandle>;
+  startTask(cfg: TaskConfig, opts?: { signal?: AbortSignal }): Promise<AnyTaskHandle>;
   /**
    * Reattaches to a task started by an earlier agent, without restarting it.
    * A task that ended meanwhile is recovered as exited (waitTask gives its
    * result). Throws DriverError DRIVER_TASK_NOT_RECOVERABLE when neither the
    * executor nor a recorded exit is found. Safe to repeat.
    */
-  recoverTask(handle: TaskHandle): Promise<void>;
+  recoverTask(handle: AnyTaskHandle): Promise<void>;
   /** Resolves when the task has exited (at once if it already has). Safe to call many times. */
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<ExitResult>;
   /**
