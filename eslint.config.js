@@ -38,21 +38,23 @@ import tseslint from 'typescript-eslint';
 // Layers point one way (lib <- csi <- client, server <- agent <- cli): structs
 // (types client and server share) sits on csi, spec-files (job and volume
 // files, as Nomad's jobspec) on structs, csi-plugins (the plugins Berth ships)
-// on csi. Each layer may import only the layers listed for it:
+// on csi, plugins (external plugins over Nomad's go-plugin protocols) on
+// structs. Each layer may import only the layers listed for it:
 const LAYERS = {
   lib: [],
   csi: ['lib'],
   structs: ['lib', 'csi'],
   'spec-files': ['lib', 'structs'],
   'csi-plugins': ['lib', 'csi'],
-  client: ['lib', 'csi', 'structs'],
+  plugins: ['lib', 'structs'],
+  client: ['lib', 'csi', 'structs', 'plugins'],
   server: ['lib', 'csi', 'structs'],
-  agent: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'client', 'server'],
-  cli: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'client', 'server', 'agent'],
+  agent: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
+  cli: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
 };
-// Generated protobuf code is reached only by csi and by plugin servers, which
-// must speak protobuf (and by the CSI conformance tests and benchmarks).
-const GEN_USERS = ['csi', 'csi-plugins'];
+// Generated protobuf code is reached only by csi, by the plugins layer and by
+// plugin servers, which must speak protobuf (and by the CSI conformance tests and benchmarks).
+const GEN_USERS = ['csi', 'csi-plugins', 'plugins'];
 // Production code (src/**, tests beside it excepted) never imports test/**.
 // ---------------------------------------------------------------------------
 

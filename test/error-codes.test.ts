@@ -26,6 +26,8 @@ const AREA_PREFIXES = [
   'ALLOC_',
   'TASK_',
   'DRIVER_',
+  'GOPLUGIN_',
+  'HCLSPEC_',
   'CGROUP_',
   'NETWORK_',
   'LOGS_',

@@ -28,7 +28,10 @@
  * | `PLUGIN_`           | the client's dynamic plugin registry (PluginRegistryError)      |
  * | `ALLOC_`            | alloc runner, alloc dirs (AllocRunnerError, AllocDirError)      |
  * | `TASK_`             | task runner and the client's task routes (TaskRunnerError)      |
- * | `DRIVER_`           | task drivers (DriverError)                                      |
+ * | `DRIVER_`           | task drivers (DriverError) and driver plugin calls              |
+ * |                     | (DriverPluginError `DRIVER_PLUGIN_*`)                           |
+ * | `GOPLUGIN_`         | launching and serving go-plugin processes (GoPluginError)       |
+ * | `HCLSPEC_`          | plugin config schemas and their msgpack (HclSpecError)          |
  * | `CGROUP_`           | task cgroups on the node (CgroupError)                          |
  * | `NETWORK_`          | allocation networks (NetworkError)                              |
  * | `LOGS_`             | task logs (LogsError)                                           |
