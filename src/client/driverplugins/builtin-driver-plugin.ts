@@ -9,36 +9,36 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError } from '../../lib/index.js';
-import type { ExitResult, TaskConfig, TaskDriver, TaskHandle, TaskMount } from '../drivers/index.js';
-import { DriverError } from '../drivers/index.js';
-import type {
-  DriverPluginPort,
-  HclSpec,
-  PluginCapabilities,
-  PluginExecResult,
-  PluginExecStreamOptions,
-  PluginExitResult,
-  PluginFingerprint,
-  PluginInfo,
-  PluginTaskConfig,
-  PluginTaskEvent,
-  PluginTaskHandle,
-  PluginTaskResourceUsage,
-  PluginTaskStatus,
-} from './driver-plugin-port.js';
+import {
+  DRIVER_API_VERSION,
+  hclspec,
+  type Capabilities,
+  type CreateNetworkResult,
+  type DriverPlugin,
+  type ExecOptions as PluginExecOptions,
+  type ExecTaskResult,
+  type ExitResult as PluginExitResult,
+  type Fingerprint,
+  type PluginInfo,
+  type Spec,
+  type StartTaskResult,
+  type StreamOptions,
+  type TaskConfig as PluginTaskConfig,
+  type TaskEvent,
+  type TaskHandle as PluginTaskHandle,
+  type TaskResourceUsage as PluginTaskResourceUsage,
+  type TaskStatus as PluginTaskStatus,
+} from '../../plugins/index.js';
+import { DriverError, type ExitResult, type TaskConfig, type TaskDriver, type TaskHandle, type TaskMount } from '../drivers/index.js';
 
 /** The task config schema of Berth's drivers: `command` (required) and `args`. */
-export const BUILTIN_TASK_CONFIG_SCHEMA: HclSpec = {
-  Object: {
-    attributes: {
-      command: { Attr: { name: 'command', type: 'string', required: true } },
-      args: { Attr: { name: 'args', type: 'list(string)', required: false } },
-    },
-  },
-};
+export const BUILTIN_TASK_CONFIG_SCHEMA: Spec = hclspec.object({
+  command: hclspec.attr('command', 'string', true),
+  args: hclspec.attr('args', 'list(string)', false),
+});
 
 /** The plugin config schema of Berth's drivers: none yet (an empty object). */
-export const BUILTIN_CONFIG_SCHEMA: HclSpec = { Object: { attributes: {} } };
+export const BUILTIN_CONFIG_SCHEMA: Spec = hclspec.object({});
 
 const FINGERPRINT_PERIOD_MS = 30_000;
 const DEFAULT_KILL_TIMEOUT_MS = 5_000;
@@ -57,25 +57,41 @@ function fromPropagation(p: string): TaskMount['propagation'] {
   return p === 'host-to-task' || p === 'bidirectional' ? p : 'private';
 }
 
+/** A writable stream that hands each chunk to `write`. */
+function sinkOf(write: (chunk: Uint8Array) => void): NodeJS.WritableStream {
+  return new Writable({
+    write(chunk: Buffer, _enc, cb): void {
+      write(chunk);
+      cb();
+    },
+  });
+}
+
+export interface BuiltinDriverPluginOptions {
+  /** Decodes StartTask's msgpack task config (go-cty msgpack) to plain JSON. */
+  decodeTaskConfig: (bytes: Uint8Array) => unknown;
+  version?: string;
+}
+
 /**
- * A TaskDriver as a DriverPluginPort. Holds no state of its own beyond the
+ * A TaskDriver as a DriverPlugin. Holds no state of its own beyond the
  * driver's: every task is the driver's. Calls throw the driver's DriverError.
  */
-export class BuiltinDriverPlugin implements DriverPluginPort {
+export class BuiltinDriverPlugin implements DriverPlugin {
   readonly #driver: TaskDriver;
-  readonly #version: string;
+  readonly #o: BuiltinDriverPluginOptions;
   #configured = false;
 
-  constructor(driver: TaskDriver, opts: { version?: string } = {}) {
+  constructor(driver: TaskDriver, opts: BuiltinDriverPluginOptions) {
     this.#driver = driver;
-    this.#version = opts.version ?? '0.0.0';
+    this.#o = opts;
   }
 
   async pluginInfo(): Promise<PluginInfo> {
-    return { type: 'driver', pluginApiVersions: ['0.1.0'], pluginVersion: this.#version, name: this.#driver.name };
+    return { type: 'driver', pluginApiVersions: [DRIVER_API_VERSION], pluginVersion: this.#o.version ?? '0.0.0', name: this.#driver.name };
   }
 
-  async configSchema(): Promise<HclSpec> {
+  async configSchema(): Promise<Spec> {
     return BUILTIN_CONFIG_SCHEMA;
   }
 
@@ -83,22 +99,23 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
     this.#configured = true;
   }
 
-  /** Whether SetConfig has been called (the protocol requires it before use; Berth's drivers need nothing from it). */
+  /** Whether SetConfig has been called (Berth's drivers need nothing from it). */
   get configured(): boolean {
     return this.#configured;
   }
 
-  async taskConfigSchema(): Promise<HclSpec> {
+  async taskConfigSchema(): Promise<Spec> {
     return BUILTIN_TASK_CONFIG_SCHEMA;
   }
 
-  async capabilities(): Promise<PluginCapabilities> {
+  async capabilities(): Promise<Capabilities> {
     const c = this.#driver.capabilities;
     return {
       sendSignals: c.sendSignals,
       exec: c.exec,
       fsIsolation: c.fsIsolation,
-      netIsolationModes: [...c.networkModes],
+      // Berth's `none` group network is a namespace made for the group: Nomad's `group` isolation.
+      netIsolationModes: c.networkModes.map((m) => (m === 'none' ? 'group' : 'host')),
       mustInitiateNetwork: c.mustInitiateNetwork,
       mountConfigs: c.mountConfigs === 'any' ? 'all' : 'none',
       disableLogCollection: false,
@@ -106,16 +123,17 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
     };
   }
 
-  async *fingerprint(signal: AbortSignal): AsyncIterable<PluginFingerprint> {
-    while (!signal.aborted) {
+  async *fingerprint(opts: StreamOptions = {}): AsyncIterable<Fingerprint> {
+    const signal = opts.signal;
+    while (!signal?.aborted) {
       const info = await this.#driver.fingerprint();
       yield {
-        attributes: { [`driver.${this.#driver.name}`]: true, [`driver.${this.#driver.name}.cgroups`]: info.cgroups ?? 'none' },
+        attributes: { [`driver.${this.#driver.name}`]: { bool: true }, [`driver.${this.#driver.name}.cgroups`]: { string: info.cgroups ?? 'none' } },
         health: !info.detected ? 'undetected' : info.healthy ? 'healthy' : 'unhealthy',
         healthDescription: info.healthy ? 'Healthy' : info.healthReason,
       };
       try {
-        await sleep(FINGERPRINT_PERIOD_MS, undefined, { signal });
+        await sleep(FINGERPRINT_PERIOD_MS, undefined, signal ? { signal } : {});
       } catch {
         return;
       }
@@ -126,19 +144,22 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
     await this.#driver.recoverTask(this.#berthHandle(handle));
   }
 
-  async startTask(cfg: PluginTaskConfig): Promise<{ handle: PluginTaskHandle }> {
-    const command = cfg.driverConfig['command'];
-    const args = cfg.driverConfig['args'] ?? [];
+  async startTask(cfg: PluginTaskConfig): Promise<StartTaskResult> {
+    const decoded = (cfg.msgpackDriverConfig.length ? this.#o.decodeTaskConfig(cfg.msgpackDriverConfig) : {}) as Record<string, unknown> | null;
+    const command = decoded?.['command'];
+    const args = decoded?.['args'] ?? [];
     if (typeof command !== 'string' || command === '') throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.command must be a non-empty string`);
     if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.args must be a list of strings`);
     const taskRoot = path.join(cfg.allocDir, cfg.name);
+    const allocated = cfg.resources?.allocated;
+    const linux = cfg.resources?.linux;
     const berth: TaskConfig = {
       id: cfg.id,
       allocId: cfg.allocId,
       taskName: cfg.name,
       command,
       args: args as string[],
-      env: cfg.env,
+      env: { ...cfg.env },
       taskDir: path.join(taskRoot, 'local'),
       allocDir: cfg.allocDir,
       secretsDir: path.join(taskRoot, 'secrets'),
@@ -147,18 +168,18 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
       logs: { disabled: !cfg.stdoutPath, dir: cfg.stdoutPath ? path.dirname(cfg.stdoutPath) : taskRoot, maxFiles: 10, maxFileSizeMb: 10 },
       killTimeoutMs: DEFAULT_KILL_TIMEOUT_MS,
       resources: {
-        cpuMhz: cfg.resources.cpuShares || 100,
-        memoryMb: cfg.resources.memoryMb || 300,
-        ...(cfg.resources.memoryMaxMb > cfg.resources.memoryMb ? { memoryMaxMb: cfg.resources.memoryMaxMb } : {}),
-        ...(cfg.resources.cpuQuota > 0 && cfg.resources.cpuPeriod > 0 ? { cores: cfg.resources.cpuQuota / cfg.resources.cpuPeriod } : {}),
+        cpuMhz: allocated?.cpuShares || 100,
+        memoryMb: allocated?.memoryMb || 300,
+        ...(allocated && allocated.memoryMaxMb > allocated.memoryMb ? { memoryMaxMb: allocated.memoryMaxMb } : {}),
+        ...(linux && linux.cpuQuota > 0 && linux.cpuPeriod > 0 ? { cores: linux.cpuQuota / linux.cpuPeriod } : {}),
       },
     };
     const handle = await this.#driver.startTask(berth);
     return { handle: { version: 1, config: cfg, state: 'running', driverState: Buffer.from(JSON.stringify(handle)) } };
   }
 
-  async waitTask(taskId: string, signal?: AbortSignal): Promise<PluginExitResult> {
-    return toPluginExit(await this.#driver.waitTask(taskId, signal ? { signal } : {}));
+  async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<PluginExitResult> {
+    return toPluginExit(await this.#driver.waitTask(taskId, opts.signal ? { signal: opts.signal } : {}));
   }
 
   async stopTask(taskId: string, timeoutMs: number, signal: string): Promise<void> {
@@ -175,31 +196,45 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
       id: s.id,
       name: s.taskName,
       state: s.state,
-      startedAt: s.startedAt,
-      completedAt: s.completedAt ?? 0,
+      startedAt: new Date(s.startedAt),
+      ...(s.completedAt ? { completedAt: new Date(s.completedAt) } : {}),
       ...(s.exitResult ? { exitResult: toPluginExit(s.exitResult) } : {}),
       driverAttributes: { pid: String(s.pid) },
     };
   }
 
-  async *taskStats(taskId: string, intervalMs: number, signal: AbortSignal): AsyncIterable<PluginTaskResourceUsage> {
-    while (!signal.aborted) {
+  async *taskStats(taskId: string, intervalMs: number, opts: StreamOptions = {}): AsyncIterable<PluginTaskResourceUsage> {
+    const signal = opts.signal;
+    while (!signal?.aborted) {
       const u = await this.#driver.taskStats(taskId);
       yield {
-        timestamp: u.timestamp,
-        cpu: {
-          userMode: u.cpu.userMs,
-          systemMode: u.cpu.systemMs,
-          totalTicks: u.cpu.totalMs,
-          percent: u.cpu.percent,
-          throttledPeriods: u.cpu.throttledPeriods,
-          throttledTime: u.cpu.throttledMs,
+        taskId,
+        timestamp: new Date(u.timestamp),
+        resourceUsage: {
+          cpu: {
+            userMode: u.cpu.userMs,
+            systemMode: u.cpu.systemMs,
+            totalTicks: u.cpu.totalMs,
+            percent: u.cpu.percent,
+            throttledPeriods: u.cpu.throttledPeriods,
+            throttledTime: u.cpu.throttledMs,
+            measured: ['user_mode', 'system_mode', 'total_ticks', 'percent', 'throttled_periods', 'throttled_time'],
+          },
+          memory: {
+            rss: u.memory.rssBytes,
+            cache: u.memory.cacheBytes,
+            swap: 0,
+            usage: u.memory.usageBytes,
+            maxUsage: u.memory.maxUsageBytes,
+            kernelUsage: 0,
+            kernelMaxUsage: 0,
+            measured: ['rss', 'cache', 'usage', 'max_usage'],
+          },
         },
-        memory: { rss: u.memory.rssBytes, cache: u.memory.cacheBytes, usage: u.memory.usageBytes, maxUsage: u.memory.maxUsageBytes },
-        pids: u.pids,
+        pids: Object.fromEntries(u.pids.map((pid) => [String(pid), {}])),
       };
       try {
-        await sleep(Math.max(100, intervalMs), undefined, { signal });
+        await sleep(Math.max(100, intervalMs), undefined, signal ? { signal } : {});
       } catch {
         return;
       }
@@ -207,22 +242,34 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
   }
 
   /** Berth's drivers emit no events of their own: the stream stays open until aborted. */
-  async *taskEvents(signal: AbortSignal): AsyncIterable<PluginTaskEvent> {
-    if (signal.aborted) return;
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  taskEvents(opts: StreamOptions = {}): AsyncIterable<TaskEvent> {
+    const signal = opts.signal;
+    return {
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<TaskEvent>> => {
+          if (signal && !signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          return { done: true, value: undefined };
+        },
+      }),
+    };
   }
 
   async signalTask(taskId: string, signal: string): Promise<void> {
     await this.#driver.signalTask(taskId, signal);
   }
 
-  async execTask(taskId: string, cmd: string[], timeoutMs: number): Promise<PluginExecResult> {
+  async execTask(taskId: string, command: readonly string[], timeoutMs: number): Promise<ExecTaskResult> {
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    const collect = (into: Buffer[]): NodeJS.WritableStream => sinkOf((c) => into.push(Buffer.from(c)));
     const signal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
     try {
-      const r = await this.#driver.execTaskStreaming(taskId, { command: cmd, stdin: [], stdout: collect(out), stderr: collect(err), ...(signal ? { signal } : {}) });
+      const r = await this.#driver.execTaskStreaming(taskId, {
+        command: [...command],
+        stdin: [],
+        stdout: sinkOf((c) => out.push(Buffer.from(c))),
+        stderr: sinkOf((c) => err.push(Buffer.from(c))),
+        ...(signal ? { signal } : {}),
+      });
       return { stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitResult: { exitCode: r.exitCode, signal: 0, oomKilled: false } };
     } catch (e) {
       if (e instanceof AbortedError) return { stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitResult: { exitCode: -1, signal: 9, oomKilled: false, err: 'timed out' } };
@@ -230,18 +277,27 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
     }
   }
 
-  async execTaskStreaming(taskId: string, opts: PluginExecStreamOptions): Promise<PluginExitResult> {
-    const resize = opts.resize ? mapAsync(opts.resize, (s) => ({ cols: s.width, rows: s.height })) : undefined;
+  async execTaskStreaming(taskId: string, exec: PluginExecOptions, opts: { signal?: AbortSignal } = {}): Promise<PluginExitResult> {
+    const resize = exec.resize ? mapAsync(exec.resize, (s) => ({ cols: s.width, rows: s.height })) : undefined;
     const r = await this.#driver.execTaskStreaming(taskId, {
-      command: opts.command,
-      tty: opts.tty,
-      stdin: opts.stdin ?? [],
-      stdout: sinkOf(opts.stdout),
-      stderr: sinkOf(opts.stderr),
+      command: [...exec.command],
+      tty: exec.tty,
+      stdin: exec.stdin ?? [],
+      stdout: sinkOf((c) => exec.stdout(c)),
+      stderr: sinkOf((c) => exec.stderr(c)),
       ...(resize ? { resize } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
     return { exitCode: r.exitCode, signal: 0, oomKilled: false };
+  }
+
+  /** Berth's drivers join the network the agent made; they never initiate one. */
+  async createNetwork(): Promise<CreateNetworkResult> {
+    throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
+  }
+
+  async destroyNetwork(): Promise<void> {
+    throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
   }
 
   #berthHandle(handle: PluginTaskHandle): TaskHandle {
@@ -260,14 +316,4 @@ export class BuiltinDriverPlugin implements DriverPluginPort {
 
 async function* mapAsync<A, B>(src: AsyncIterable<A>, f: (a: A) => B): AsyncIterable<B> {
   for await (const a of src) yield f(a);
-}
-
-/** A writable stream that hands each chunk to `write`. */
-function sinkOf(write: (chunk: Uint8Array) => void): NodeJS.WritableStream {
-  return new Writable({
-    write(chunk: Buffer, _enc, cb): void {
-      write(chunk);
-      cb();
-    },
-  });
 }

@@ -21,19 +21,28 @@ import {
   type TaskResourceUsage,
   type TaskStatus,
 } from '../drivers/index.js';
-import type { DriverPluginPort, PluginCapabilities, PluginExitResult, PluginTaskConfig, PluginTaskEvent, PluginTaskHandle } from './driver-plugin-port.js';
+import type {
+  Capabilities as PluginCapabilities,
+  DriverPlugin,
+  ExitResult as PluginExitResult,
+  Spec,
+  StartTaskResult,
+  TaskConfig as PluginTaskConfig,
+  TaskEvent as PluginTaskEvent,
+  TaskHandle as PluginTaskHandle,
+} from '../../plugins/index.js';
 import { isPluginShutDown, PluginStartError, startErrorOf } from './plugin-errors.js';
 
 /** Where the driver manager keeps the plugin instance a driver talks to. */
 export interface DriverPluginSlot {
   /** The running instance, or undefined while the plugin is down. */
-  current(): DriverPluginPort | undefined;
+  current(): DriverPlugin | undefined;
   /**
    * Resolves with a running instance other than `not` (once the manager has
    * recovered this driver's tasks on it). Rejects with DRIVER_SHUT_DOWN once
    * the manager stopped, AbortedError when `signal` aborts.
    */
-  ready(opts?: { not?: DriverPluginPort; signal?: AbortSignal }): Promise<DriverPluginPort>;
+  ready(opts?: { not?: DriverPlugin; signal?: AbortSignal }): Promise<DriverPlugin>;
   /** The driver's latest fingerprint, as node driver info. */
   driverInfo(): DriverInfo;
 }
@@ -48,7 +57,7 @@ interface TaskRecord {
 
 /** Persisted form of a plugin's task handle (driverState base64). */
 interface StoredHandle extends ForeignTaskHandle {
-  plugin: Omit<PluginTaskHandle, 'driverState'> & { driverState: string };
+  plugin: { version: number; state: string; driverState: string; config: Omit<PluginTaskConfig, 'msgpackDriverConfig'> & { msgpackDriverConfig: string } };
 }
 
 export interface ExternalTaskDriverOptions {
@@ -58,6 +67,10 @@ export interface ExternalTaskDriverOptions {
   logger: Logger;
   /** The node, as Nomad's TaskConfig names it. */
   node: { name: string };
+  /** The plugin's TaskConfigSchema (undefined: it takes no config). */
+  taskConfigSchema: Spec | undefined;
+  /** A task's `config {}` decoded against the schema, as go-cty msgpack. Throws on a config the schema refuses. */
+  encodeTaskConfig: (schema: Spec | undefined, body: Record<string, unknown>) => Uint8Array;
   now?: () => number;
 }
 
@@ -87,8 +100,15 @@ function toExit(r: PluginExitResult): ExitResult {
   return { exitCode: r.exitCode, signal, oomKilled: r.oomKilled, message };
 }
 
+const b64 = (b: Uint8Array): string => Buffer.from(b).toString('base64');
+
 function encodeHandle(driver: string, h: PluginTaskHandle): StoredHandle {
-  return { version: 2, driver, taskId: h.config.id, plugin: { ...h, driverState: Buffer.from(h.driverState).toString('base64') } };
+  return {
+    version: 2,
+    driver,
+    taskId: h.config.id,
+    plugin: { version: h.version, state: h.state, driverState: b64(h.driverState), config: { ...h.config, msgpackDriverConfig: b64(h.config.msgpackDriverConfig) } },
+  };
 }
 
 function decodeHandle(driver: string, h: AnyTaskHandle): PluginTaskHandle {
@@ -96,7 +116,13 @@ function decodeHandle(driver: string, h: AnyTaskHandle): PluginTaskHandle {
   if (stored.version !== 2 || stored.driver !== driver || !stored.plugin) {
     throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${h.taskId}: the handle is not a handle of the ${driver} driver plugin`);
   }
-  return { ...stored.plugin, driverState: Buffer.from(stored.plugin.driverState, 'base64') };
+  const p = stored.plugin;
+  return {
+    version: p.version,
+    state: p.state as PluginTaskHandle['state'],
+    driverState: Buffer.from(p.driverState, 'base64'),
+    config: { ...p.config, msgpackDriverConfig: Buffer.from(p.config.msgpackDriverConfig, 'base64') },
+  };
 }
 
 /** A TaskDriver over a driver plugin. Task event listeners get the plugin's TaskEvents stream. */
@@ -105,6 +131,7 @@ export class ExternalTaskDriver implements TaskDriver {
   readonly cgroups = 'none' as const;
   #capabilities: DriverCapabilities;
   #pluginCapabilities: PluginCapabilities;
+  #taskConfigSchema: Spec | undefined;
   readonly #o: ExternalTaskDriverOptions;
   readonly #tasks = new Map<string, TaskRecord>();
   readonly #eventListeners = new Set<(ev: PluginTaskEvent) => void>();
@@ -116,6 +143,7 @@ export class ExternalTaskDriver implements TaskDriver {
     this.name = opts.name;
     this.#pluginCapabilities = opts.capabilities;
     this.#capabilities = berthCapabilities(opts.capabilities);
+    this.#taskConfigSchema = opts.taskConfigSchema;
     this.#log = opts.logger.child({ component: 'external-driver', driver: opts.name });
   }
 
@@ -128,10 +156,16 @@ export class ExternalTaskDriver implements TaskDriver {
     return this.#pluginCapabilities;
   }
 
-  /** Called by the manager when a restarted plugin reports new capabilities. */
-  setCapabilities(c: PluginCapabilities): void {
+  /** Called by the manager when a restarted plugin reports its capabilities and task config schema again. */
+  update(c: PluginCapabilities, taskConfigSchema: Spec | undefined): void {
     this.#pluginCapabilities = c;
     this.#capabilities = berthCapabilities(c);
+    this.#taskConfigSchema = taskConfigSchema;
+  }
+
+  /** The plugin's TaskConfigSchema. */
+  get taskConfigSchema(): Spec | undefined {
+    return this.#taskConfigSchema;
   }
 
   async fingerprint(): Promise<DriverInfo> {
@@ -147,7 +181,7 @@ export class ExternalTaskDriver implements TaskDriver {
   }
 
   /** The running plugin instance or DRIVER_SHUT_DOWN naming the plugin. */
-  #plugin(): DriverPluginPort {
+  #plugin(): DriverPlugin {
     this.#alive();
     const p = this.#o.slot.current();
     if (!p) throw new DriverError('DRIVER_SHUT_DOWN', `driver plugin ${this.name} is not running (plugin shut down); it is being restarted`);
@@ -173,10 +207,15 @@ export class ExternalTaskDriver implements TaskDriver {
     const plugin = this.#plugin();
     if (this.#tasks.has(cfg.id)) throw new DriverError('DRIVER_TASK_EXISTS', `task ${cfg.id} already exists`);
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
-    const pcfg = this.#pluginConfig(cfg);
-    let started: { handle: PluginTaskHandle };
+    let pcfg: PluginTaskConfig;
     try {
-      started = await plugin.startTask(pcfg);
+      pcfg = this.#pluginConfig(cfg);
+    } catch (err) {
+      throw new PluginStartError(`task ${cfg.taskName}: its config does not fit driver ${this.name}: ${describeError(err)}`, false, { cause: err });
+    }
+    let started: StartTaskResult;
+    try {
+      started = await plugin.startTask(pcfg, opts.signal ? { signal: opts.signal } : {});
     } catch (err) {
       if (isPluginShutDown(err)) throw new PluginStartError(`task ${cfg.taskName}: driver plugin ${this.name} shut down during StartTask`, true, { cause: err });
       const start = startErrorOf(err);
@@ -198,29 +237,40 @@ export class ExternalTaskDriver implements TaskDriver {
     mkdirSync(cfg.taskDir, { recursive: true });
     mkdirSync(cfg.secretsDir, { recursive: true });
     const driverConfig = cfg.driverConfig ?? { command: cfg.command, args: cfg.args };
+    const msgpackDriverConfig = this.#o.encodeTaskConfig(this.#taskConfigSchema, driverConfig);
     const cpuPeriod = 100_000;
+    const memoryLimitBytes = (cfg.resources.memoryMaxMb ?? cfg.resources.memoryMb) * 1024 * 1024;
     return {
       id: cfg.id,
       jobName: cfg.jobId ?? '',
       jobId: cfg.jobId ?? '',
       taskGroupName: cfg.groupName ?? '',
       name: cfg.taskName,
+      parentJobId: '',
       namespace: cfg.namespace ?? 'default',
       nodeName: this.#o.node.name,
       nodeId: cfg.nodeId ?? '',
       env: cfg.env,
+      deviceEnv: {},
       resources: {
-        cpuShares: cfg.resources.cpuMhz,
-        memoryMb: cfg.resources.memoryMb,
-        memoryMaxMb: cfg.resources.memoryMaxMb ?? 0,
-        cpuQuota: cfg.resources.cores ? Math.round(cfg.resources.cores * cpuPeriod) : 0,
-        cpuPeriod: cfg.resources.cores ? cpuPeriod : 0,
-        memoryLimitBytes: (cfg.resources.memoryMaxMb ?? cfg.resources.memoryMb) * 1024 * 1024,
+        allocated: { cpuShares: cfg.resources.cpuMhz, memoryMb: cfg.resources.memoryMb, memoryMaxMb: cfg.resources.memoryMaxMb ?? 0, networks: [] },
+        linux: {
+          cpuPeriod: cfg.resources.cores ? cpuPeriod : 0,
+          cpuQuota: cfg.resources.cores ? Math.round(cfg.resources.cores * cpuPeriod) : 0,
+          cpuShares: cfg.resources.cpuMhz,
+          memoryLimitBytes,
+          oomScoreAdj: 0,
+          cpusetCpus: '',
+          cpusetCgroupPath: '',
+          percentTicks: 0,
+        },
+        ports: [],
       },
-      mounts: cfg.mounts.map((m) => ({ taskPath: m.destination, hostPath: m.source, readonly: m.readOnly, propagationMode: m.propagation, selinuxLabel: '' })),
+      devices: [],
+      mounts: cfg.mounts.map((m) => ({ taskPath: m.destination, hostPath: m.source, readonly: m.readOnly, propagationMode: m.propagation, selinuxLabel: '', requestName: '' })),
       user: '',
       allocDir: cfg.allocDir,
-      driverConfig,
+      msgpackDriverConfig,
       stdoutPath,
       stderrPath,
       allocId: cfg.allocId,
@@ -249,7 +299,7 @@ export class ExternalTaskDriver implements TaskDriver {
    * handed out: every task still running is recovered on it from its handle.
    * Never throws; a task that cannot be recovered is logged (its wait then fails).
    */
-  async recoverAllOn(plugin: DriverPluginPort): Promise<void> {
+  async recoverAllOn(plugin: DriverPlugin): Promise<void> {
     for (const [taskId, rec] of this.#tasks) {
       if (rec.exit) continue;
       try {
@@ -269,7 +319,7 @@ export class ExternalTaskDriver implements TaskDriver {
       if (signal.aborted) throw this.#stopping.signal.aborted ? new DriverError('DRIVER_SHUT_DOWN', `driver ${this.name} is shut down`) : new AbortedError('wait aborted');
       plugin ??= await this.#o.slot.ready({ signal });
       try {
-        const r = await plugin.waitTask(taskId, signal);
+        const r = await plugin.waitTask(taskId, { signal });
         rec.exit = toExit(r);
         rec.completedAt = this.#now();
         return rec.exit;
@@ -336,20 +386,22 @@ export class ExternalTaskDriver implements TaskDriver {
     const plugin = this.#plugin();
     const ac = new AbortController();
     try {
-      for await (const u of plugin.taskStats(taskId, 1000, AbortSignal.any([ac.signal, this.#stopping.signal]))) {
+      for await (const u of plugin.taskStats(taskId, 1000, { signal: AbortSignal.any([ac.signal, this.#stopping.signal]) })) {
+        const cpu = u.resourceUsage.cpu;
+        const mem = u.resourceUsage.memory;
         return {
-          timestamp: u.timestamp,
+          timestamp: u.timestamp.getTime(),
           source: 'cgroup',
           cpu: {
-            userMs: u.cpu.userMode,
-            systemMs: u.cpu.systemMode,
-            totalMs: u.cpu.totalTicks,
-            percent: u.cpu.percent,
-            throttledPeriods: u.cpu.throttledPeriods,
-            throttledMs: u.cpu.throttledTime,
+            userMs: cpu?.userMode ?? 0,
+            systemMs: cpu?.systemMode ?? 0,
+            totalMs: cpu?.totalTicks ?? 0,
+            percent: cpu?.percent ?? 0,
+            throttledPeriods: cpu?.throttledPeriods ?? 0,
+            throttledMs: cpu?.throttledTime ?? 0,
           },
-          memory: { rssBytes: u.memory.rss, cacheBytes: u.memory.cache, usageBytes: u.memory.usage, maxUsageBytes: u.memory.maxUsage },
-          pids: u.pids,
+          memory: { rssBytes: mem?.rss ?? 0, cacheBytes: mem?.cache ?? 0, usageBytes: mem?.usage ?? 0, maxUsageBytes: mem?.maxUsage ?? 0 },
+          pids: Object.keys(u.pids).map(Number).filter((n) => Number.isInteger(n)),
         };
       }
     } catch (err) {
@@ -378,15 +430,18 @@ export class ExternalTaskDriver implements TaskDriver {
     const plugin = this.#plugin();
     const write = (s: NodeJS.WritableStream | undefined) => (c: Uint8Array) => void s?.write(c);
     try {
-      const r = await plugin.execTaskStreaming(taskId, {
-        command: opts.command,
-        tty: Boolean(opts.tty),
-        ...(opts.stdin ? { stdin: bytes(opts.stdin) } : {}),
-        stdout: write(opts.stdout),
-        stderr: write(opts.tty ? opts.stdout : opts.stderr),
-        ...(opts.resize ? { resize: sizes(opts.size, opts.resize) } : opts.size ? { resize: sizes(opts.size, []) } : {}),
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
+      const r = await plugin.execTaskStreaming(
+        taskId,
+        {
+          command: opts.command,
+          tty: Boolean(opts.tty),
+          ...(opts.stdin ? { stdin: bytes(opts.stdin) } : {}),
+          stdout: write(opts.stdout),
+          stderr: write(opts.tty ? opts.stdout : opts.stderr),
+          ...(opts.resize ? { resize: sizes(opts.size, opts.resize) } : opts.size ? { resize: sizes(opts.size, []) } : {}),
+        },
+        opts.signal ? { signal: opts.signal } : {},
+      );
       return { exitCode: r.exitCode };
     } catch (err) {
       if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });

@@ -6,7 +6,7 @@ import { BerthError, describeError } from '../../lib/index.js';
 import { DriverError } from '../drivers/index.js';
 
 /** Codes that mean the plugin process is gone or its connection closed. */
-const SHUT_DOWN_CODES = new Set(['DRIVER_SHUT_DOWN', 'PLUGIN_SHUT_DOWN', 'PLUGIN_EXITED', 'PLUGIN_UNAVAILABLE', 'PLUGIN_CLOSED']);
+const SHUT_DOWN_CODES = new Set(['DRIVER_SHUT_DOWN', 'DRIVER_PLUGIN_SHUTDOWN']);
 
 /** Whether `err` says the plugin is gone (DRIVER_SHUT_DOWN and its kin, gRPC UNAVAILABLE/CANCELLED from a closed channel). */
 export function isPluginShutDown(err: unknown): boolean {
@@ -42,7 +42,7 @@ export class PluginStartError extends DriverError {
   }
 }
 
-/** Driver plugin manager failures: code DRIVER_PLUGIN_*; the message names the plugin. */
-export type DriverPluginErrorCode = 'DRIVER_PLUGIN_LAUNCH_FAILED' | 'DRIVER_PLUGIN_NOT_A_DRIVER' | 'DRIVER_PLUGIN_CONFIG_INVALID' | 'DRIVER_PLUGIN_STOPPED';
+/** Driver plugin manager failures; the message names the plugin. */
+export type DriverManagerErrorCode = 'DRIVER_MANAGER_LAUNCH_FAILED' | 'DRIVER_MANAGER_NOT_A_DRIVER' | 'DRIVER_MANAGER_CONFIG_INVALID' | 'DRIVER_MANAGER_STOPPED';
 
-export class DriverPluginError extends BerthError<DriverPluginErrorCode> {}
+export class DriverManagerError extends BerthError<DriverManagerErrorCode> {}
