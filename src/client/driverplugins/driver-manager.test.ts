@@ -41,7 +41,7 @@ class FakeProcess implements LaunchedDriverPlugin {
     };
     const inner = this.inner;
     const dying = this.#dying.signal;
-    const self = this;
+    const isDead = (): boolean => this.dead;
     // Every call of a dead plugin fails at once; a call in flight when it dies fails then (as a closed channel does).
     this.driver = new Proxy(inner, {
       get(target, prop) {
@@ -56,10 +56,10 @@ class FakeProcess implements LaunchedDriverPlugin {
             if (r && Symbol.asyncIterator in (r as object)) {
               return (async function* () {
                 for await (const x of r as AsyncIterable<unknown>) {
-                  if (self.dead) throw shutDown();
+                  if (isDead()) throw shutDown();
                   yield x;
                 }
-                if (self.dead) throw shutDown();
+                if (isDead()) throw shutDown();
               })();
             }
             return r;
