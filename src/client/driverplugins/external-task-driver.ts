@@ -129,6 +129,8 @@ function decodeHandle(driver: string, h: AnyTaskHandle): PluginTaskHandle {
 export class ExternalTaskDriver implements TaskDriver {
   readonly name: string;
   readonly cgroups = 'none' as const;
+  /** The task runner hands this driver the task's `config {}` as it is. */
+  readonly takesDriverConfig = true;
   #capabilities: DriverCapabilities;
   #pluginCapabilities: PluginCapabilities;
   #taskConfigSchema: Spec | undefined;

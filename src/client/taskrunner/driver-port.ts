@@ -29,6 +29,12 @@ export interface RunnerTaskConfig {
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
   resources: RunnerTaskResources;
+  /** The task's `config {}` as submitted (external driver plugins decode it against their schema). */
+  driverConfig?: Record<string, unknown>;
+  jobId?: string;
+  groupName?: string;
+  namespace?: string;
+  nodeId?: string;
 }
 
 /** A task's resources as the driver enforces them (see TaskResources of the drivers). */
@@ -59,6 +65,8 @@ export interface RunnerDriverCapabilities {
 /** The calls the task runner makes of a driver (R1's TaskDriver has them all). */
 export interface RunnerDriver {
   readonly name: string;
+  /** True for a driver that reads the task's `config {}` itself (an external plugin): `command` is then not required. */
+  readonly takesDriverConfig?: boolean;
   readonly capabilities: RunnerDriverCapabilities;
   startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal }): Promise<RunnerTaskHandle>;
   recoverTask(handle: RunnerTaskHandle): Promise<void>;

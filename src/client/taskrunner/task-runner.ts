@@ -309,7 +309,10 @@ export class TaskRunner {
               if (this.killing) break;
               const type = err instanceof TaskRunnerError && err.code === 'TASK_DRIVER_FAILED' ? TASK_EVENTS.driverFailure : TASK_EVENTS.setupFailure;
               this.event(type, describeError(err));
-              if (!(await this.#afterExit(this.#tracker.next({ exitCode: -1, startError: true })))) break;
+              // A driver plugin's start error without the recoverable mark fails the task at once (Nomad's RecoverableError).
+              const unrecoverable = (err as { cause?: { recoverable?: unknown } }).cause?.recoverable === false;
+              const decision = unrecoverable ? { kind: 'fail' as const, reason: 'the driver says the error is not recoverable' } : this.#tracker.next({ exitCode: -1, startError: true });
+              if (!(await this.#afterExit(decision))) break;
               continue;
             }
           }
@@ -435,8 +438,9 @@ export class TaskRunner {
     const task = this.#task;
     const command = task.config['command'];
     const args = task.config['args'] ?? [];
-    if (typeof command !== 'string' || command === '') throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`);
-    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`);
+    const own = this.driver.takesDriverConfig === true;
+    if (!own && (typeof command !== 'string' || command === '')) throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`);
+    if (!own && (!Array.isArray(args) || !args.every((a) => typeof a === 'string'))) throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`);
     this.#record.attempt += 1;
     const td = this.#opts.taskDir;
     const chroot = this.driver.capabilities.fsIsolation === 'chroot';
@@ -458,8 +462,8 @@ export class TaskRunner {
       id: `${alloc.id}.${task.name}.${this.#record.attempt}`,
       allocId: alloc.id,
       taskName: task.name,
-      command,
-      args: args as string[],
+      command: typeof command === 'string' ? command : '',
+      args: Array.isArray(args) ? (args as string[]) : [],
       env,
       taskDir: td.localDir,
       allocDir: this.#opts.allocDir,
@@ -468,6 +472,7 @@ export class TaskRunner {
       logs: { disabled: task.logs.disabled, dir: td.logsDir, maxFiles: task.logs.maxFiles, maxFileSizeMb: task.logs.maxFileSizeMb },
       killTimeoutMs: this.#opts.killTimeoutMs,
       resources: runnerResources(task.resources),
+      ...(own ? { driverConfig: task.config, jobId: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId } : {}),
     };
     const netns = this.#opts.networkNamespacePath?.();
     if (netns) cfg.networkNamespacePath = netns;
