@@ -13,7 +13,29 @@
 //   drivers:  DriverPluginClient implements DriverPlugin,
 //             launchDriverPlugin(path, { logger, signal }) -> { driver, process },
 //             serveDriverPlugin(impl: DriverPlugin, { logger }) (what `berth driver serve` runs)
-export * from './hclspec/index.js';
+export {
+  hclspec,
+  HclSpecError,
+  decodeConfig,
+  encodeConfig,
+  encodeMsgpack,
+  decodeMsgpack,
+  type HclSpecErrorCode,
+  type CtyValue,
+  type ConfigStep,
+  type DecodeOptions,
+  type Spec,
+  type ObjectSpec,
+  type ArraySpec,
+  type AttrSpec,
+  type BlockSpec,
+  type BlockAttrsSpec,
+  type BlockListSpec,
+  type BlockSetSpec,
+  type BlockMapSpec,
+  type DefaultSpec,
+  type LiteralSpec,
+} from './hclspec/index.js';
 export * from './base/index.js';
 export * from './drivers/index.js';
 export * from './goplugin/index.js';
