@@ -303,7 +303,7 @@ class PluginInstance implements DriverPluginSlot {
 /** The config path an encoder error names (`config.x.y`), when it names one. */
 function configPathOf(err: unknown): string {
   const p = (err as { path?: unknown }).path;
-  if (typeof p === 'string') return p ? `config.${p}` : 'config';
+  if (typeof p === 'string') return p.startsWith('config') ? p : p ? `config.${p}` : 'config';
   if (Array.isArray(p)) return ['config', ...p.map(String)].join('.');
   return 'config';
 }
