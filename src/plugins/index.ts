@@ -38,4 +38,16 @@ export {
 } from './hclspec/index.js';
 export * from './base/index.js';
 export * from './drivers/index.js';
-export * from './goplugin/index.js';
+export {
+  GoPluginError,
+  NOMAD_HANDSHAKE,
+  launchPlugin,
+  servePlugin,
+  PluginProcess,
+  type GoPluginErrorCode,
+  type Handshake,
+  type LaunchOptions,
+  type PluginExit,
+  type PluginServer,
+  type ServeOptions,
+} from './goplugin/index.js';
