@@ -2,17 +2,15 @@
 // hashicorp/go-plugin (gRPC on a unix socket). Sits on lib and structs; used by
 // client, agent and cli. Protobuf types stay inside this layer.
 //
-// Planned (landing in this order; shapes fixed here so callers can code against them):
-//   hclspec:  decodeConfig(spec, jsonBody, { path, positions }) -> CtyValue,
-//             encodeMsgpack(value) -> Uint8Array, decodeMsgpack(bytes) -> unknown,
-//             encodeConfig(spec, jsonBody) = decode + encode (SetConfig / TaskConfig bytes)
-//   goplugin: launchPlugin({ path, handshake, logger, signal }) -> PluginProcess
-//             { name, pid, channel, exited, shutdown({ signal }), kill() },
-//             NOMAD_HANDSHAKE (magic cookie + versions), servePlugin(...) for the plugin side
-//   base:     BasePluginClient (pluginInfo, configSchema, setConfig)
-//   drivers:  DriverPluginClient implements DriverPlugin,
-//             launchDriverPlugin(path, { logger, signal }) -> { driver, process },
-//             serveDriverPlugin(impl: DriverPlugin, { logger }) (what `berth driver serve` runs)
+// What is here:
+//   hclspec:  the Spec tree (+ builders), decodeConfig / encodeConfig (a config
+//             block -> go-cty msgpack, the bytes SetConfig and TaskConfig carry),
+//             encodeMsgpack / decodeMsgpack
+//   goplugin: launchPlugin -> PluginProcess (host side), servePlugin (plugin side),
+//             NOMAD_HANDSHAKE
+//   base:     BasePlugin, BasePluginClient
+//   drivers:  DriverPlugin and its types, DriverPluginClient, launchDriverPlugin,
+//             serveDriverPlugin (what `berth driver serve` runs), DriverPluginError
 export {
   hclspec,
   HclSpecError,
@@ -36,7 +34,16 @@ export {
   type DefaultSpec,
   type LiteralSpec,
 } from './hclspec/index.js';
-export * from './base/index.js';
+export {
+  DRIVER_API_VERSION,
+  BasePluginClient,
+  type AgentConfig,
+  type BasePlugin,
+  type CallOptions,
+  type PluginConfig,
+  type PluginInfo,
+  type PluginType,
+} from './base/index.js';
 export * from './drivers/index.js';
 export {
   GoPluginError,
