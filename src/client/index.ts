@@ -8,3 +8,11 @@ export { Client, ClientError, type ClientOptions, type ClientState, type AllocRu
 export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
 export { AllocRunner } from './allocrunner/index.js';
 export { readTaskLogs, followTaskLogs, LogsError, type LogStream, type TaskLogsLocation } from './logs/index.js';
+export {
+  DriverManager,
+  discoverDriverPlugins,
+  BuiltinDriverPlugin,
+  type DriverPluginEntry,
+  type DriverPluginLauncher,
+  type LaunchedDriverPlugin,
+} from './driverplugins/index.js';
