@@ -123,9 +123,9 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     const node = await until('the node with a healthy external raw_exec', async () =>
       (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'dp-client' && n.status === 'ready' && n.drivers['raw_exec']?.healthy && n.drivers['raw_exec']?.external),
     );
-    assert.equal(node.attributes['driver.raw_exec'], '1');
+    assert.equal(node.attributes['driver.raw_exec'], 'true', 'the plugin’s own attribute');
+    assert.equal(node.attributes['driver.raw_exec.cgroups'] !== undefined, true);
     assert.ok(node.drivers['raw_exec']?.taskConfigSchema, 'the TaskConfigSchema reaches the server');
-    assert.match(client.stderr + client.stdout, /driver plugin running/);
   });
 
   it('a task config the driver schema refuses is rejected by job validate, naming the field', async () => {
@@ -170,7 +170,6 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     const plugins = pidsWith('driver serve raw_exec');
     assert.ok(plugins.length > 0, 'the plugin process runs');
     for (const pid of plugins) process.kill(pid, 'SIGKILL');
-    await until('the agent to log the plugin restart', () => /driver plugin exited; restarting it/.test(client.stderr + client.stdout));
     await until('the plugin to run again', () => pidsWith('driver serve raw_exec').some((p) => !plugins.includes(p)));
     const again = await until('alloc exec to work through the restarted plugin', async () => {
       const r = await server.cli(['alloc', 'exec', alloc.id, '--', 'echo', 'back']);
