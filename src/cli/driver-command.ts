@@ -28,7 +28,7 @@ interface ServeOptions {
 
 /** Builds `berth driver` (serve). */
 export function driverCommand(ctx: CommandContext): Command {
-  const driver = new Command('driver').description("Serve Berth's own task drivers as external driver plugins");
+  const driver = new Command('driver').description("Serve Berth's own task drivers (raw_exec, exec) as external driver plugins");
   driver
     .command('serve')
     .description("Serve a built-in driver (raw_exec or exec) over Nomad's driver plugin protocol; an agent launches it")

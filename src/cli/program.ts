@@ -58,7 +58,7 @@ export const COMMANDS: readonly TopCommand[] = [
   },
   {
     name: 'driver-plugin',
-    term: 'driver-plugin <path> <op>',
+    term: 'driver-plugin [options] <path> <op> [command...]',
     description: 'Start one task-driver plugin binary and call it by hand (for driver authors)',
     load: async (ctx) => (await import('./driver-command.js')).driverPluginCommand(ctx),
   },
