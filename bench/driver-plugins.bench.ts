@@ -9,11 +9,13 @@
 //    this process with N plugins loaded, divided by N (goal < 5 MiB).
 
 import { writeFileSync, chmodSync } from 'node:fs';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { silentLogger } from '../src/lib/index.js';
 import { DriverManager } from '../src/client/driverplugins/index.js';
-import { RawExecDriver, type TaskDriver } from '../src/client/drivers/index.js';
+import { createDrivers, type TaskDriver } from '../src/client/drivers/index.js';
 import { launchOverGrpc } from '../src/agent/index.js';
 import { encodeConfig } from '../src/plugins/index.js';
 import { round, summarize, timeNs } from './_stats.js';
@@ -21,9 +23,13 @@ import { shellTask } from './_task-config.js';
 
 const LAUNCHES = Number(process.env['BENCH_PLUGIN_LAUNCHES'] ?? 10);
 const STARTS = Number(process.env['BENCH_PLUGIN_STARTS'] ?? 20);
-const LOADED = Number(process.env['BENCH_PLUGIN_LOADED'] ?? 4);
+const LOADED = Number(process.env['BENCH_PLUGIN_LOADED'] ?? 8);
 const BERTH = fileURLToPath(new URL('../bin/berth.js', import.meta.url));
 const ms = (us: number): number => round(us / 1000, 2);
+
+// A full collection before each memory reading, so the figures are what stays, not garbage.
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
 
 function wrapper(dir: string, stateDir: string): string {
   const file = join(dir, 'raw_exec');
@@ -74,7 +80,10 @@ export default async function driverPluginsBench(dir: string): Promise<Record<st
   await m.start();
   await healthy(m);
   const external = m.drivers().get('raw_exec') as TaskDriver;
-  const inProcess = new RawExecDriver({ stateDir: join(dir, 'st-in') });
+  // Built as `berth driver serve` builds its own (task cgroups where the host has them), so both sides pay the same kernel costs.
+  const built = createDrivers({ stateDir: join(dir, 'st-in'), logger: silentLogger() });
+  const inProcess = built.get('raw_exec') as TaskDriver;
+  await built.get('exec')?.shutdown();
   const figures: Record<string, ReturnType<typeof summarize>> = {};
   for (const [name, driver] of [
     ['in-process', inProcess],
@@ -97,7 +106,7 @@ export default async function driverPluginsBench(dir: string): Promise<Record<st
   console.log(`StartTask p50: in-process ${ms(inP.p50Us)} ms, external ${ms(exP.p50Us)} ms: ${ratio}x (n=${exP.n}; goal <= 1.3x)`);
 
   // 3. agent-side memory per loaded plugin.
-  (globalThis as { gc?: () => void }).gc?.();
+  gc();
   const before = process.memoryUsage();
   const loaded: DriverManager[] = [];
   for (let i = 0; i < LOADED; i++) {
@@ -106,7 +115,7 @@ export default async function driverPluginsBench(dir: string): Promise<Record<st
     await healthy(mi);
     loaded.push(mi);
   }
-  (globalThis as { gc?: () => void }).gc?.();
+  gc();
   const after = process.memoryUsage();
   const heapPer = round((after.heapUsed - before.heapUsed) / 2 ** 20 / LOADED, 2);
   const rssPer = round((after.rss - before.rss) / 2 ** 20 / LOADED, 2);

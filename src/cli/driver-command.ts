@@ -8,18 +8,19 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
-import type * as ClientModule from '../client/index.js';
+import { BuiltinDriverPlugin, createDrivers, type TaskDriver } from '../client/index.js';
 import { createLogger, describeError, type Logger } from '../lib/index.js';
-import type * as Plugins from '../plugins/index.js';
+import * as Plugins from '../plugins/index.js';
 import type { CommandContext } from './command-context.js';
 import { UsageError } from './usage-error.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const BUILTIN = ['raw_exec', 'exec'] as const;
 
-// Only the chosen subcommand loads gRPC, the protobuf code and the drivers.
-const loadPlugins = (): Promise<typeof Plugins> => import('../plugins/index.js');
-const loadClient = (): Promise<typeof ClientModule> => import('../client/index.js');
+// Static imports on purpose: this file is loaded only for `driver` and
+// `driver-plugin`, and the bundler then keeps only the parts of the client
+// these use (a plugin process should start fast: the agent waits for it).
+const loadPlugins = async (): Promise<typeof Plugins> => Plugins;
 
 interface ServeOptions {
   stateDir?: string;
@@ -59,10 +60,10 @@ Examples:
 async function serveBuiltin(ctx: CommandContext, name: string, opts: ServeOptions): Promise<void> {
   if (!(BUILTIN as readonly string[]).includes(name)) throw new UsageError(`unknown driver "${name}": choose ${BUILTIN.join(' or ')}`);
   const logger = createLogger({ level: opts.logLevel, destination: { write: (line: string) => ctx.io.stderr(ctx.redactor.apply(line)) } });
-  const [{ serveDriverPlugin, decodeMsgpack }, { createDrivers, BuiltinDriverPlugin }] = await Promise.all([loadPlugins(), loadClient()]);
+  const { serveDriverPlugin, decodeMsgpack } = await loadPlugins();
   const stateDir = path.resolve(opts.stateDir ?? path.join(tmpdir(), 'berth-driver'));
   const drivers = createDrivers({ stateDir, logger });
-  const chosen = drivers.get(name) as ClientModule.TaskDriver;
+  const chosen = drivers.get(name) as TaskDriver;
   for (const [other, d] of drivers) if (other !== name) await d.shutdown();
   const impl = new BuiltinDriverPlugin(chosen, { decodeTaskConfig: decodeMsgpack });
   const server = await serveDriverPlugin(impl, { logger });
