@@ -19,6 +19,8 @@ import {
   type ExecTaskResult,
   type ExitResult as PluginExitResult,
   type Fingerprint,
+  type NetworkCreateRequest,
+  type NetworkIsolationSpec,
   type PluginInfo,
   type Spec,
   type StartTaskResult,
@@ -292,11 +294,11 @@ export class BuiltinDriverPlugin implements DriverPlugin {
   }
 
   /** Berth's drivers join the network the agent made; they never initiate one. */
-  async createNetwork(): Promise<CreateNetworkResult> {
+  async createNetwork(_allocId: string, _request: NetworkCreateRequest): Promise<CreateNetworkResult> {
     throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
   }
 
-  async destroyNetwork(): Promise<void> {
+  async destroyNetwork(_allocId: string, _spec: NetworkIsolationSpec | undefined): Promise<void> {
     throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
   }
 

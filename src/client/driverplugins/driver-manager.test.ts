@@ -9,7 +9,15 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { silentLogger } from '../../lib/index.js';
-import { DriverPluginError, type DriverPlugin } from '../../plugins/index.js';
+import {
+  DriverPluginError,
+  encodeConfig,
+  type Capabilities,
+  type CreateNetworkResult,
+  type DriverPlugin,
+  type NetworkIsolationSpec,
+  type Spec,
+} from '../../plugins/index.js';
 import { Collect, DriverHarness, eventually } from '../../../test/support/client-drivers.js';
 import { RawExecDriver, type TaskDriver } from '../drivers/index.js';
 import { BuiltinDriverPlugin } from './builtin-driver-plugin.js';
@@ -31,8 +39,8 @@ class FakeProcess implements LaunchedDriverPlugin {
   dead = false;
   readonly #dying = new AbortController();
 
-  constructor(berth: TaskDriver) {
-    this.inner = new BuiltinDriverPlugin(berth, { decodeTaskConfig: jsonCodec.decode });
+  constructor(berth: TaskDriver, make: (d: TaskDriver) => BuiltinDriverPlugin = (d) => new BuiltinDriverPlugin(d, { decodeTaskConfig: jsonCodec.decode })) {
+    this.inner = make(berth);
     this.exited = new Promise<void>((r) => (this.#exit = r));
     const shutDown = (): DriverPluginError => new DriverPluginError('DRIVER_PLUGIN_SHUTDOWN', 'plugin shut down');
     const guard = <T>(call: () => T): T => {
@@ -82,40 +90,47 @@ class FakeProcess implements LaunchedDriverPlugin {
 
 describe('driver plugin manager', () => {
   let h: DriverHarness;
-  let manager: DriverManager;
+  let manager: DriverManager | undefined;
   let launched: FakeProcess[];
   let failNext: string | undefined;
+  let entry: DriverPluginEntry;
+  let makePlugin: ((d: TaskDriver) => BuiltinDriverPlugin) | undefined;
 
   beforeEach(() => {
     h = new DriverHarness();
     launched = [];
     failNext = undefined;
-    const entry: DriverPluginEntry = { name: 'berth-raw-exec', file: '/nonexistent/berth-raw-exec', args: [] };
+    makePlugin = undefined;
+    entry = { name: 'berth-raw-exec', file: '/nonexistent/berth-raw-exec', args: [] };
+  });
+
+  function build(encode: (schema: unknown, body: Record<string, unknown>) => Uint8Array = jsonCodec.encode): void {
     manager = new DriverManager({
       plugins: [entry],
       launch: async () => {
         if (failNext) throw new Error(failNext);
         // A plugin process keeps its executor state where the previous one did, as `berth driver serve` does.
-        const p = new FakeProcess(new RawExecDriver({ stateDir: h.stateDir, cgroups: null }));
+        const p = new FakeProcess(new RawExecDriver({ stateDir: h.stateDir, cgroups: null }), makePlugin);
         launched.push(p);
         return p;
       },
-      encodeConfig: jsonCodec.encode,
+      encodeConfig: encode,
       logger: silentLogger(),
       node: { name: 'node-1' },
       backoff: { maxAttempts: Infinity, initialDelayMs: 1, maxDelayMs: 5, multiplier: 2, jitter: 0 },
     });
-  });
+  }
 
   afterEach(async () => {
-    await manager.stop();
+    await manager?.stop();
     await h.cleanup();
   });
 
   async function started(): Promise<ExternalTaskDriver> {
-    const { failed } = await manager.start();
+    build();
+    const { failed } = await (manager as DriverManager).start();
     assert.deepEqual(failed, []);
-    const driver = manager.drivers().get('raw_exec');
+    const driver = (manager as DriverManager).drivers().get('raw_exec');
     assert.ok(driver, 'the plugin registers under its PluginInfo name');
     return driver;
   }
@@ -150,8 +165,9 @@ describe('driver plugin manager', () => {
     const waiting = driver.waitTask(cfg.id);
     (launched[0] as FakeProcess).kill();
     await assert.rejects(driver.taskStats(cfg.id), (err: Error & { code?: string }) => err.code === 'DRIVER_SHUT_DOWN' && /shut down/.test(err.message));
-    await eventually('the plugin restarted', () => manager.status()[0]?.state === 'running' && launched.length === 2);
-    assert.equal(manager.status()[0]?.restarts, 1);
+    const m = manager as DriverManager;
+    await eventually('the plugin restarted', () => m.status()[0]?.state === 'running' && launched.length === 2);
+    assert.equal(m.status()[0]?.restarts, 1);
     const stats = await driver.taskStats(cfg.id);
     assert.ok(stats.pids.length > 0, 'the restarted plugin knows the recovered task');
     await driver.stopTask(cfg.id, { timeoutMs: 2000 });
@@ -172,15 +188,49 @@ describe('driver plugin manager', () => {
 
   it('a plugin that fails to launch is reported by name and the manager keeps going', async () => {
     failNext = 'the handshake line was garbage';
-    const { failed } = await manager.start();
+    build();
+    const m = manager as DriverManager;
+    const { failed } = await m.start();
     assert.equal(failed.length, 1);
     assert.match(failed[0]?.error ?? '', /berth-raw-exec.*garbage/);
-    assert.equal(manager.drivers().size, 0);
+    assert.equal(m.drivers().size, 0);
   });
 
   it('a task whose config does not fit fails to start and is not retried', async () => {
     const driver = await started();
     const cfg = { ...h.config('bad', 'true'), driverConfig: { args: ['x'] } };
     await assert.rejects(driver.startTask(cfg), (err: Error & { recoverable?: boolean }) => err.recoverable === false && /command/.test(err.message));
+  });
+
+  it('a plugin config its schema refuses is reported at its line in the agent config, and the plugin is left out', async () => {
+    entry = { ...entry, config: { bogus: true }, locate: (p) => (p.startsWith('config') ? 'client.hcl:7:5' : undefined) };
+    build((schema, body) => encodeConfig(schema as Spec | undefined, body, { path: 'config' }));
+    const m = manager as DriverManager;
+    const { failed } = await m.start();
+    assert.equal(failed.length, 1);
+    assert.match(failed[0]?.error ?? '', /^client\.hcl:7:5: plugin "berth-raw-exec" config: .*bogus/);
+    assert.equal(m.status()[0]?.state, 'failed');
+  });
+
+  it('a driver that must initiate the network makes and removes the group namespace (CreateNetwork/DestroyNetwork)', async () => {
+    const calls: string[] = [];
+    makePlugin = (d) =>
+      new (class extends BuiltinDriverPlugin {
+        override async capabilities(): Promise<Capabilities> {
+          return { ...(await super.capabilities()), mustInitiateNetwork: true };
+        }
+        override async createNetwork(allocId: string): Promise<CreateNetworkResult> {
+          calls.push(`create ${allocId}`);
+          return { spec: { mode: 'group', path: `/var/run/netns/${allocId}`, labels: {} }, created: true };
+        }
+        override async destroyNetwork(allocId: string, spec: NetworkIsolationSpec | undefined): Promise<void> {
+          calls.push(`destroy ${allocId} ${spec?.path}`);
+        }
+      })(d, { decodeTaskConfig: jsonCodec.decode });
+    const driver = await started();
+    assert.equal(driver.capabilities.mustInitiateNetwork, true);
+    assert.deepEqual(await driver.createNetwork('alloc-9', 'alloc-9'), { path: '/var/run/netns/alloc-9' });
+    await driver.destroyNetwork('alloc-9', '/var/run/netns/alloc-9');
+    assert.deepEqual(calls, ['create alloc-9', 'destroy alloc-9 /var/run/netns/alloc-9']);
   });
 });

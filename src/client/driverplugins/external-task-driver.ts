@@ -25,6 +25,7 @@ import type {
   Capabilities as PluginCapabilities,
   DriverPlugin,
   ExitResult as PluginExitResult,
+  NetworkIsolationSpec,
   Spec,
   StartTaskResult,
   TaskConfig as PluginTaskConfig,
@@ -136,6 +137,7 @@ export class ExternalTaskDriver implements TaskDriver {
   #taskConfigSchema: Spec | undefined;
   readonly #o: ExternalTaskDriverOptions;
   readonly #tasks = new Map<string, TaskRecord>();
+  readonly #networks = new Map<string, NetworkIsolationSpec>();
   readonly #eventListeners = new Set<(ev: PluginTaskEvent) => void>();
   readonly #stopping = new AbortController();
   readonly #log: Logger;
@@ -449,6 +451,33 @@ export class ExternalTaskDriver implements TaskDriver {
       if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });
       this.#fail(err, 'DRIVER_EXECUTOR_FAILED', `exec in task ${taskId}`);
     }
+  }
+
+  /**
+   * CreateNetwork on the plugin (drivers whose capabilities say
+   * MustInitiateNetwork): the group's namespace, made by the driver.
+   * Throws DRIVER_NETWORK_UNSUPPORTED for other drivers, DRIVER_SHUT_DOWN without a plugin.
+   */
+  async createNetwork(allocId: string, hostname: string): Promise<{ path: string }> {
+    if (!this.#pluginCapabilities.mustInitiateNetwork) throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.name} does not create networks`);
+    try {
+      const r = await this.#plugin().createNetwork(allocId, { hostname });
+      this.#networks.set(allocId, r.spec);
+      return { path: r.spec.path };
+    } catch (err) {
+      this.#fail(err, 'DRIVER_EXECUTOR_FAILED', `creating the network of allocation ${allocId}`);
+    }
+  }
+
+  /** DestroyNetwork on the plugin, with the spec CreateNetwork gave (or one rebuilt from the path after an agent restart). */
+  async destroyNetwork(allocId: string, nsPath: string): Promise<void> {
+    const spec = this.#networks.get(allocId) ?? { mode: 'group' as const, path: nsPath, labels: {} };
+    try {
+      await this.#plugin().destroyNetwork(allocId, spec);
+    } catch (err) {
+      this.#fail(err, 'DRIVER_EXECUTOR_FAILED', `destroying the network of allocation ${allocId}`);
+    }
+    this.#networks.delete(allocId);
   }
 
   /** Subscribes to the plugin's task events; returns the unsubscribe function. */

@@ -58,6 +58,8 @@ export interface RunnerExitResult {
 
 export interface RunnerDriverCapabilities {
   fsIsolation: 'none' | 'chroot';
+  /** The driver makes the group's network namespace itself (createNetwork/destroyNetwork). */
+  mustInitiateNetwork?: boolean;
   networkModes: ReadonlyArray<'host' | 'none'>;
   mountConfigs: 'none' | 'any';
 }
@@ -73,6 +75,13 @@ export interface RunnerDriver {
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
+  /**
+   * Only drivers whose capabilities say mustInitiateNetwork (external plugins,
+   * Nomad's CreateNetwork/DestroyNetwork): the driver makes the group's
+   * network namespace instead of the agent.
+   */
+  createNetwork?(allocId: string, hostname: string): Promise<{ path: string }>;
+  destroyNetwork?(allocId: string, path: string): Promise<void>;
   /** Applies new resources to the running task (its cgroup); false where it cannot. */
   updateTaskResources?(taskId: string, resources: RunnerTaskResources): Promise<boolean>;
 }
