@@ -147,6 +147,20 @@ describe('the driver plugin host against `berth driver serve raw_exec`', { timeo
       assert.equal(exit.exitCode, 0);
       assert.equal(streamed, 'through the stream\n');
 
+      // What `berth alloc exec -t` sends: a terminal, with its size.
+      let onTty = '';
+      const ttyExit = await driver.execTaskStreaming(cfg.id, {
+        command: ['/bin/sh', '-c', 'tty'],
+        tty: true,
+        resize: (async function* () {
+          yield { width: 91, height: 17 };
+        })(),
+        stdout: (d) => (onTty += Buffer.from(d).toString()),
+        stderr: (d) => (onTty += Buffer.from(d).toString()),
+      });
+      assert.equal(ttyExit.exitCode, 0, onTty);
+      assert.match(onTty, /\/dev\/pts\/\d+/);
+
       await assert.rejects(driver.createNetwork('a1', { hostname: 'h' }), /does not create networks/);
 
       const waiting = driver.waitTask(cfg.id);
