@@ -36,7 +36,7 @@ const PLANTED: Record<string, string> = {
   'src/plugins/bad-upward.ts': "import { Client } from '../client/index.js';\nexport const x = Client;\n",
   'src/plugins/drivers/ok-gen.ts': "import { ProbeRequest } from '../../gen/csi/v1/csi.js';\nexport const x = ProbeRequest;\n",
   'src/client/ok-plugins.ts': "import { DriverPluginError } from '../plugins/index.js';\nexport const x = DriverPluginError;\n",
-  'src/client/bad-plugins-behind-door.ts': "import { DriverPluginError } from '../plugins/drivers/errors.js';\nexport const x = DriverPluginError;\n",
+  'src/client/bad-plugins-behind-door.ts': "import { DriverPluginError } from '../plugins/base/errors.js';\nexport const x = DriverPluginError;\n",
   // Production code never imports a test kit; tests beside the code may.
   'src/client/volumes/bad-test-kit.ts': "import { FakePlugin } from '../../../test/support/csi-fake/index.js';\nexport const x = FakePlugin;\n",
   'src/client/volumes/ok-kit.test.ts': "import { FakePlugin } from '../../../test/support/csi-fake/index.js';\nexport const x = FakePlugin;\n",

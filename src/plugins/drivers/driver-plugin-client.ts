@@ -201,18 +201,18 @@ export interface LaunchedDriverPlugin {
  * `DRIVER_PLUGIN_INVALID` for a non-driver (the process is then stopped).
  */
 export async function launchDriverPlugin(opts: Omit<LaunchOptions, 'handshake'> & { logger?: Logger }): Promise<LaunchedDriverPlugin> {
-  const process = await launchPlugin({ ...opts, handshake: NOMAD_HANDSHAKE, logger: opts.logger ?? silentLogger() });
-  const driver = new DriverPluginClient({ channel: process.channel, plugin: process.name, exited: process.exited });
+  const plugin = await launchPlugin({ ...opts, handshake: NOMAD_HANDSHAKE, logger: opts.logger ?? silentLogger() });
+  const driver = new DriverPluginClient({ channel: plugin.channel, plugin: plugin.name, exited: plugin.exited });
   try {
     const info = await driver.pluginInfo({ signal: opts.signal });
     if (info.type !== 'driver') throw new DriverPluginError('DRIVER_PLUGIN_INVALID', `plugin ${opts.path} is a ${info.type} plugin, not a driver`);
     if (!info.pluginApiVersions.includes(DRIVER_API_VERSION)) {
       throw new DriverPluginError('DRIVER_PLUGIN_INVALID', `plugin ${opts.path} speaks driver API ${info.pluginApiVersions.join(', ') || 'none'}; Berth speaks ${DRIVER_API_VERSION}`);
     }
-    return { driver, process, info };
+    return { driver, process: plugin, info };
   } catch (err) {
     driver.close();
-    await process.shutdown();
+    await plugin.shutdown();
     throw err;
   }
 }

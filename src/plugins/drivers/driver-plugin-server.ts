@@ -29,7 +29,10 @@ export interface ServeDriverOptions {
  * process runs (`berth driver serve raw_exec`); resolves once serving, and
  * the returned server's `stopped` resolves when the host has shut it down
  * (the process should then exit). Throws GoPluginError
- * `GOPLUGIN_NOT_A_PLUGIN` when not started by a host.
+ * `GOPLUGIN_NOT_A_PLUGIN` when not started by a host (print its message to
+ * stderr and exit 1, as go-plugin does). Stdout carries the handshake line:
+ * the process must log to stderr (the host logs those lines, hclog JSON or
+ * plain), never to stdout.
  */
 export function serveDriverPlugin(impl: ServableDriver, opts: ServeDriverOptions = {}): Promise<PluginServer> {
   const logger = opts.logger ?? silentLogger();

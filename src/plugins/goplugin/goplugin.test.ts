@@ -3,7 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../lib/index.js';
 import { nodePlugin, pluginDir, tsPlugin } from '../../../test/support/plugin-fixtures.js';
 import { eventually } from '../../../test/support/eventually.js';
-import { GoPluginError, launchPlugin, NOMAD_HANDSHAKE, type GoPluginErrorCode } from './index.js';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { checkHandshake, GoPluginError, handshakeEnv, launchPlugin, NOMAD_HANDSHAKE, servePlugin, type GoPluginErrorCode } from './index.js';
 
 // A plugin that serves nothing but go-plugin's own services, through Berth's serve side.
 const SERVED = `
@@ -122,5 +124,29 @@ describe('a plugin served by Berth, hosted by Berth', () => {
     const plugin = await launchPlugin({ path: file, handshake: NOMAD_HANDSHAKE, env: { FIXTURE_MODE: 'hang' } });
     await plugin.shutdown({ graceMs: 200 });
     assert.equal((await plugin.exited).signal, 'SIGKILL');
+  });
+});
+
+describe('serving a plugin (plugin side)', () => {
+  it('refuses to run without the host\'s magic cookie, with go-plugin\'s message', async () => {
+    await assert.rejects(servePlugin({ handshake: NOMAD_HANDSHAKE, register: () => {}, env: {} }), (err: unknown) => {
+      assert.ok(err instanceof GoPluginError);
+      assert.equal(err.code, 'GOPLUGIN_NOT_A_PLUGIN');
+      assert.match(err.message, /^This binary is a plugin\. These are not meant to be executed directly\./);
+      return true;
+    });
+  });
+
+  it('prints the handshake line for the version both sides speak, and removes its socket when stopped', async () => {
+    const lines: string[] = [];
+    const env = { ...handshakeEnv({ ...NOMAD_HANDSHAKE, appVersions: [1, 2, 3] }) };
+    const server = await servePlugin({ handshake: NOMAD_HANDSHAKE, register: () => {}, env, ignoreSigint: false, writeHandshake: (l) => lines.push(l) });
+    assert.deepEqual(lines, [`1|2|unix|${server.socketPath}|grpc|`]);
+    assert.deepEqual(checkHandshake('self', lines[0] as string, NOMAD_HANDSHAKE), { coreVersion: 1, appVersion: 2, network: 'unix', address: server.socketPath, protocol: 'grpc' });
+    assert.ok(existsSync(server.socketPath));
+    await server.stop();
+    await server.stop();
+    await server.stopped;
+    assert.ok(!existsSync(path.dirname(server.socketPath)));
   });
 });

@@ -129,6 +129,7 @@ export class PluginProcess {
   readonly #stderrTail: string[] = [];
   #stdoutLines: ((line: string, eof: boolean) => void) | undefined;
   #spawnError: Error | undefined;
+  #drained: Promise<void>;
 
   /** @internal made by launchPlugin. */
   constructor(name: string, pluginPath: string, child: ChildProcess, logger: Logger) {
@@ -146,9 +147,18 @@ export class PluginProcess {
         this.#spawnError = err;
         if (child.pid === undefined) done(null, null);
       });
-      child.once('close', done);
+      // 'exit', not 'close': a task the plugin started may hold its stdio pipes open.
+      child.once('exit', done);
     });
-    void this.exited.then((exit) => logger.debug({ code: exit.code, signal: exit.signal }, 'plugin exited'));
+    this.#drained = new Promise<void>((resolve) => {
+      child.once('close', () => resolve());
+      child.once('error', () => child.pid === undefined && resolve());
+    });
+    void this.exited.then((exit) => {
+      // Before shutdown() and after a successful launch, an exit is a crash the agent should hear of.
+      if (this.#shutdown || !this.#channel) logger.debug({ code: exit.code, signal: exit.signal }, 'plugin exited');
+      else logger.warn({ code: exit.code, signal: exit.signal }, 'plugin exited unexpectedly');
+    });
     lines(child.stdout, (line, eof) => {
       if (this.#stdoutLines) this.#stdoutLines(line, eof);
       else if (line) logger.debug({ stream: 'stdout' }, line);
@@ -215,15 +225,21 @@ export class PluginProcess {
         if (!eof) return finish(() => resolve(line));
         partial = line;
         // stdout closed without a full line: wait for the exit to tell the story.
-        void this.exited.then(() => finish(() => reject(this.#exitedError('before its handshake', partial))));
+        void this.#afterDrain().then(() => finish(() => reject(this.#exitedError('before its handshake', partial))));
       };
-      void this.exited.then(() => {
-        // An exit with stdout still open (rare) or with no output at all.
-        setImmediate(() => {
-          if (this.#stdoutLines) finish(() => reject(this.#exitedError('before its handshake', partial)));
-        });
+      // On exit, let what it printed arrive first: its handshake line may still be in the pipe.
+      void this.#afterDrain().then(() => {
+        if (this.#stdoutLines) finish(() => reject(this.#exitedError('before its handshake', partial)));
       });
     });
+  }
+
+  /** Resolves once the process exited and its output arrived (or 500 ms after the exit, if a child holds the pipes). */
+  async #afterDrain(): Promise<void> {
+    await this.exited;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.#drained, new Promise<void>((r) => (timer = setTimeout(r, 500)))]);
+    clearTimeout(timer);
   }
 
   #exitedError(when: string, partial: string): GoPluginError {
@@ -242,7 +258,7 @@ export class PluginProcess {
     this.#appVersion = hs.appVersion;
     this.#channel = createChannel(`unix://${hs.address}`, undefined, { 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.enable_retries': 0 });
     const health = createClient(HealthDefinition, this.#channel);
-    const exitedEarly = this.exited.then(() => {
+    const exitedEarly = this.#afterDrain().then(() => {
       throw this.#exitedError('after its handshake', '');
     });
     try {
@@ -252,7 +268,10 @@ export class PluginProcess {
       }
     } catch (err) {
       if (err instanceof GoPluginError) throw err;
-      if (!this.running) throw this.#exitedError('after its handshake', '');
+      if (!this.running) {
+        await this.#afterDrain();
+        throw this.#exitedError('after its handshake', '');
+      }
       if (signal?.aborted) throw new AbortedError(`launch of plugin ${this.path} aborted`, { cause: signal.reason });
       if (deadline.aborted) throw new GoPluginError('GOPLUGIN_HANDSHAKE_TIMEOUT', `plugin ${this.path}: no health answer within ${timeoutMs} ms`);
       throw new GoPluginError('GOPLUGIN_UNHEALTHY', `plugin ${this.path}: health check failed: ${(err as Error).message}`, { cause: err });
@@ -357,6 +376,12 @@ function lines(stream: NodeJS.ReadableStream | null, onLine: (line: string, eof:
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
     buf += chunk;
+    // A line without end (garbage on stdout) is cut rather than held without bound.
+    if (buf.length > 64 * 1024 && !buf.includes('\n')) {
+      onLine(buf, false);
+      buf = '';
+      return;
+    }
     let nl: number;
     while ((nl = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, nl).replace(/\r$/, '');

@@ -10,7 +10,7 @@ export type CtyType =
   | { readonly list: CtyType }
   | { readonly set: CtyType }
   | { readonly map: CtyType }
-  | { readonly object: Readonly<Record<string, CtyType>> }
+  | { readonly object: Readonly<Record<string, CtyType>>; readonly optional?: ReadonlySet<string> }
   | { readonly tuple: readonly CtyType[] };
 
 /** Parses `string`, `list(map(number))`, `object({a = string})`, `tuple([bool, any])`... Throws HCLSPEC_INVALID_SPEC. */
@@ -55,13 +55,21 @@ export function parseType(text: string): CtyType {
         expect('(');
         expect('{');
         const attrs: Record<string, CtyType> = {};
+        const optional = new Set<string>();
         ws();
         while (text[i] !== '}') {
           const k = ident();
           ws();
           if (text[i] !== '=' && text[i] !== ':') fail(`expected "=" at offset ${i}`);
           i++;
-          attrs[k] = type();
+          ws();
+          if (/^optional\s*\(/.test(text.slice(i))) {
+            ident();
+            expect('(');
+            attrs[k] = type();
+            expect(')');
+            optional.add(k);
+          } else attrs[k] = type();
           ws();
           if (text[i] === ',') i++;
           ws();
@@ -69,7 +77,7 @@ export function parseType(text: string): CtyType {
         }
         i++;
         expect(')');
-        return { object: attrs };
+        return optional.size > 0 ? { object: attrs, optional } : { object: attrs };
       }
       case 'tuple': {
         expect('(');
@@ -161,11 +169,7 @@ export function convert(value: unknown, type: CtyType, path: (string | number)[]
     if (!Array.isArray(value)) return fail(`a ${friendlyName(type)} is required, not ${jsonKind(value)}`);
     const el = 'list' in type ? type.list : type.set;
     const items = value.map((v, i) => convert(v, el, [...path, i]));
-    if ('list' in type) {
-      if (items.some((v) => v === null)) return fail('a list may not contain null elements');
-      return items;
-    }
-    return toSet(items);
+    return 'list' in type ? items : toSet(items);
   }
   if ('tuple' in type) {
     if (!Array.isArray(value)) return fail(`a tuple is required, not ${jsonKind(value)}`);
@@ -179,10 +183,10 @@ export function convert(value: unknown, type: CtyType, path: (string | number)[]
     for (const k of Object.keys(obj)) out[k] = convert(obj[k], type.map, [...path, k]);
     return out;
   }
+  // cty's object conversion: attributes the type lacks are dropped, missing ones are an error unless optional().
   const out: Record<string, CtyValue> = {};
-  for (const k of Object.keys(obj)) if (!(k in type.object)) fail(`unsupported attribute "${k}"`);
   for (const [k, t] of Object.entries(type.object)) {
-    if (!(k in obj)) fail(`attribute "${k}" is required`);
+    if (!(k in obj) && !type.optional?.has(k)) fail(`attribute "${k}" is required`);
     out[k] = convert(obj[k], t, [...path, k]);
   }
   return out;

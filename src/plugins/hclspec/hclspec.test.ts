@@ -23,6 +23,33 @@ describe('plugin config msgpack (the bytes SetConfig carries)', () => {
     assert.equal(hex(bytes), '82 a7 65 6e 61 62 6c 65 64 c3 aa 6e 6f 5f 63 67 72 6f 75 70 73 c2');
   });
 
+  it('encodes a task config as StartTask carries it (msgpack_driver_config)', () => {
+    // raw_exec-style task schema; {command = "/bin/sleep", args = ["10"]} decodes to
+    // {args: ["10"], command: "/bin/sleep"} and marshals with sorted keys:
+    //   82                                  fixmap, 2 entries
+    //   a4 61 72 67 73                      "args"
+    //   91 a2 31 30                         fixarray of 1: "10"
+    //   a7 63 6f 6d 6d 61 6e 64             "command"
+    //   aa 2f 62 69 6e 2f 73 6c 65 65 70    "/bin/sleep" (10 bytes)
+    const task = hclspec.object({ command: hclspec.attr('command', 'string', true), args: hclspec.attr('args', 'list(string)') });
+    assert.equal(hex(encodeConfig(task, { command: '/bin/sleep', args: ['10'] })), '82 a4 61 72 67 73 91 a2 31 30 a7 63 6f 6d 6d 61 6e 64 aa 2f 62 69 6e 2f 73 6c 65 65 70');
+    // A block list, a set of numbers and a map, as hcl2json hands them over:
+    //   {mount: [{target: "/data"}], ports: set(number) [443, 80, 443] -> [80, 443] (cty orders number sets
+    //   numerically and drops duplicates), labels: map(string) {b: "2", a: "1"} -> keys sorted}
+    //   83 a6 6c 61 62 65 6c 73 82 a1 61 a1 31 a1 62 a1 32      "labels" {a: "1", b: "2"}
+    //      a5 6d 6f 75 6e 74 91 81 a6 74 61 72 67 65 74 a5 2f 64 61 74 61   "mount" [{target: "/data"}]
+    //      a5 70 6f 72 74 73 92 50 cd 01 bb                      "ports" [80, 443 = uint16 01 bb]
+    const rich = hclspec.object({
+      mount: hclspec.blockList('mount', hclspec.object({ target: hclspec.attr('target', 'string', true) })),
+      ports: hclspec.attr('ports', 'set(number)'),
+      labels: hclspec.attr('labels', 'map(string)'),
+    });
+    assert.equal(
+      hex(encodeConfig(rich, { mount: [{ target: '/data' }], ports: [443, 80, 443], labels: { b: 2, a: '1' } })),
+      '83 a6 6c 61 62 65 6c 73 82 a1 61 a1 31 a1 62 a1 32 a5 6d 6f 75 6e 74 91 81 a6 74 61 72 67 65 74 a5 2f 64 61 74 61 a5 70 6f 72 74 73 92 50 cd 01 bb',
+    );
+  });
+
   it('sends an omitted optional attribute as nil and an empty block as its defaults', () => {
     // {} -> {enabled: null, no_cgroups: false}: 82, "enabled", c0 (nil), "no_cgroups", c2.
     assert.equal(hex(encodeConfig(twoBools, {})), '82 a7 65 6e 61 62 6c 65 64 c0 aa 6e 6f 5f 63 67 72 6f 75 70 73 c2');
@@ -158,6 +185,10 @@ describe('decoding a config block against a plugin schema', () => {
       pair: hclspec.attr('pair', 'tuple([string, bool])'),
     });
     assert.deepEqual(decodeConfig(s, { extra: { k: [1, 'a'] }, pair: ['p', 'true'] }), { opts: { a: 'x', b: [1, 2.5] }, extra: { k: [1, 'a'] }, pair: ['p', true] });
+    // cty's object conversion drops attributes the type lacks and fills optional() ones with null.
+    const o = hclspec.object({ o: hclspec.attr('o', 'object({a = string, b = optional(number)})') });
+    assert.deepEqual(decodeConfig(o, { o: { a: 'x', extra: 1 } }), { o: { a: 'x', b: null } });
+    assert.throws(() => decodeConfig(o, { o: { b: 1 } }), /config\.o: .*attribute "a" is required/);
     assert.throws(() => decodeConfig(hclspec.object({ x: hclspec.attr('x', 'lisst(string)') }), { x: [] }), (e: unknown) => e instanceof HclSpecError && e.code === 'HCLSPEC_INVALID_SPEC');
   });
 });

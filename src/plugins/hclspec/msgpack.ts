@@ -26,6 +26,10 @@ const INT64_MAX = 2 ** 63; // exclusive: 2^63 itself is not an int64
  *   precision) -> the decimal as a string, in plain 'f' notation; +-Infinity -> float64;
  * - arrays -> array; objects -> map with keys in Go's sort.Strings order (bytewise UTF-8).
  * Uint8Array -> bin, bigint -> int (not cty values; for the plugin serve side).
+ * cty's other rules do not arise here: Nomad marshals with the value's own
+ * type, so no `any`-typed attribute gets the dynamic wrapper ([type JSON,
+ * value]) — a null `any` is plain nil — and decoded config holds no unknown
+ * values (cty's d4 00 00 extension).
  * Pure; throws HclSpecError (`HCLSPEC_MSGPACK`) on NaN or an unsupported value.
  */
 export function encodeMsgpack(value: CtyValue | Uint8Array | bigint | undefined): Uint8Array {
