@@ -189,6 +189,7 @@ export class Agent {
       stateDir: path.join(clientDir, 'd'),
       ...(this.#opts.berthBin ? { berthBin: this.#opts.berthBin } : {}),
       nodeName,
+      pathDirs: shimDirs,
       logger: root,
       onChange: () => this.#client?.driversChanged(),
     });

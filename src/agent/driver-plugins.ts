@@ -15,6 +15,8 @@ export interface AgentDriverPluginsOptions {
   /** bin/berth.js, to run Berth's own drivers as plugins. */
   berthBin?: string;
   nodeName: string;
+  /** Directories put in front of the PATH of tasks that set none (the dev agent's `berth` shim). */
+  pathDirs?: readonly string[];
   logger: Logger;
   onChange: () => void;
 }
@@ -68,6 +70,7 @@ export function agentDriverPlugins(o: AgentDriverPluginsOptions, launch: DriverP
     encodeConfig: (schema, body) => encodeConfig(schema, body, { path: 'config' }),
     logger: o.logger,
     node: { name: o.nodeName },
+    ...(o.pathDirs?.length ? { defaultTaskPath: `${o.pathDirs.join(':')}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` } : {}),
     onChange: () => {
       try {
         o.onChange();

@@ -50,6 +50,8 @@ export interface DriverManagerOptions {
   onChange?: () => void;
   backoff?: BackoffPolicy;
   clock?: Clock;
+  /** PATH for tasks that set none (see ExternalTaskDriverOptions). */
+  defaultTaskPath?: string;
   /** How long the first launch of each plugin may take before start() gives up on it (default 30 s). */
   launchTimeoutMs?: number;
 }
@@ -223,6 +225,7 @@ class PluginInstance implements DriverPluginSlot {
       capabilities: caps,
       taskConfigSchema: taskSchema,
       encodeTaskConfig: this.#m.opts.encodeConfig,
+      ...(this.#m.opts.defaultTaskPath ? { defaultPath: this.#m.opts.defaultTaskPath } : {}),
       logger: this.#log,
       node: this.#m.opts.node,
       now: () => this.#m.clock.now(),

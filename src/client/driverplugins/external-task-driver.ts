@@ -72,6 +72,8 @@ export interface ExternalTaskDriverOptions {
   taskConfigSchema: Spec | undefined;
   /** A task's `config {}` decoded against the schema, as go-cty msgpack. Throws on a config the schema refuses. */
   encodeTaskConfig: (schema: Spec | undefined, body: Record<string, unknown>) => Uint8Array;
+  /** PATH for tasks that set none (the dev agent puts its `berth` shim first). */
+  defaultPath?: string;
   now?: () => number;
 }
 
@@ -254,7 +256,7 @@ export class ExternalTaskDriver implements TaskDriver {
       namespace: cfg.namespace ?? 'default',
       nodeName: this.#o.node.name,
       nodeId: cfg.nodeId ?? '',
-      env: cfg.env,
+      env: cfg.env['PATH'] === undefined && this.#o.defaultPath ? { ...cfg.env, PATH: this.#o.defaultPath } : cfg.env,
       deviceEnv: {},
       resources: {
         allocated: { cpuShares: cfg.resources.cpuMhz, memoryMb: cfg.resources.memoryMb, memoryMaxMb: cfg.resources.memoryMaxMb ?? 0, networks: [] },
