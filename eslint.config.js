@@ -48,7 +48,7 @@ const LAYERS = {
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],
   client: ['lib', 'csi', 'structs', 'plugins'],
-  server: ['lib', 'csi', 'structs'],
+  server: ['lib', 'csi', 'structs', 'plugins'],
   agent: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
   cli: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
 };

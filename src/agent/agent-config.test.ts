@@ -149,3 +149,46 @@ describe('agent config files', () => {
     });
   });
 });
+
+describe('driver plugin settings in the agent config', () => {
+  const PLUGINS_HCL = `plugin_dir = "plugins"
+
+plugin "my-driver" {
+  args = ["--verbose"]
+  config {
+    enabled = true
+    volumes {
+      enabled = false
+    }
+  }
+}
+
+client {
+  options = {
+    "driver.raw_exec.mode" = "external"
+  }
+}
+`;
+
+  it('reads plugin_dir, plugin blocks (config kept as the plugin will decode it) and the built-in drivers mode', async () => {
+    const cfg = await parseAgentConfig(path.join(dir, 'plugins.hcl'), PLUGINS_HCL);
+    assert.equal(cfg.pluginDir, path.join(dir, 'plugins'));
+    assert.deepEqual(cfg.plugins?.['my-driver']?.args, ['--verbose']);
+    assert.equal(cfg.plugins?.['my-driver']?.config?.['enabled'], true);
+    assert.ok(cfg.plugins?.['my-driver']?.config?.['volumes'], 'nested blocks are kept');
+    assert.deepEqual(cfg.client.driverModes, { raw_exec: 'external' });
+    // Problems found once the plugin runs are reported at their line.
+    assert.equal(cfg.locatePlugin?.('my-driver', 'config.enabled'), `${path.join(dir, 'plugins.hcl')}:6:5`);
+  });
+
+  it('reads the same settings from JSON', async () => {
+    const json = JSON.stringify({ plugin_dir: '/opt/plugins', plugin: { 'my-driver': { config: { no_cgroups: true } } } });
+    const cfg = await parseAgentConfig('agent.json', json);
+    assert.equal(cfg.pluginDir, '/opt/plugins');
+    assert.deepEqual(cfg.plugins?.['my-driver']?.config, { no_cgroups: true });
+  });
+
+  it('refuses an unknown driver mode', async () => {
+    await assert.rejects(parseAgentConfig('a.hcl', 'client {\n  options = {\n    "driver.exec.mode" = "sideways"\n  }\n}\n'), /driver\.exec\.mode: must be one of "in-process", "external"/);
+  });
+});

@@ -52,13 +52,16 @@ const CONFIG_BODY: HclBody = {
     },
   },
   csi: { t: 'block', to: 'csi', body: { probe_interval: attr('probeInterval'), health_timeout: attr('healthTimeout') } },
+  plugin_dir: attr('pluginDir'),
+  plugin: { t: 'labeledMap', to: 'plugins', body: { args: attr('args'), config: { t: 'map', to: 'config' } } },
 };
 
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"');
 const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters'));
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable'];
+const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable', 'driver.raw_exec.mode', 'driver.exec.mode'];
+const DRIVER_MODES = ['in-process', 'external'] as const;
 
 const configSchema = z.strictObject({
   dataDir: z.string().min(1).optional(),
@@ -101,6 +104,17 @@ const configSchema = z.strictObject({
     })
     .optional(),
   csi: z.strictObject({ probeInterval: duration.optional(), healthTimeout: duration.optional() }).optional(),
+  pluginDir: z.string().min(1).optional(),
+  plugins: z
+    .record(
+      z.string(),
+      z.strictObject({
+        args: z.array(z.string()).optional(),
+        // Checked against the plugin's ConfigSchema once it runs (the agent reports problems with their position then).
+        config: z.record(z.string(), z.unknown()).optional(),
+      }),
+    )
+    .optional(),
 });
 
 type RawConfig = z.infer<typeof configSchema>;
@@ -127,9 +141,19 @@ export interface AgentConfig {
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
     /** stop_after_server_disconnect: see Client's stopAfterServerDisconnectMs. */
     stopAfterServerDisconnectMs?: number;
+    /** Whether Berth's own drivers run inside the agent (default) or as plugins (`berth driver serve <name>`). */
+    driverModes?: { raw_exec?: DriverMode; exec?: DriverMode };
   };
   csi: { probeIntervalMs?: number; healthTimeoutMs?: number };
+  /** Every executable in it is a candidate task-driver plugin. */
+  pluginDir?: string;
+  /** `plugin "<executable's file name>" { args, config {} }` blocks. */
+  plugins?: Record<string, { args: string[]; config?: Record<string, unknown> }>;
+  /** `file:line:col` of a path inside a plugin block (`config.volumes.enabled`), for plugin config errors found at start. */
+  locatePlugin?: (plugin: string, path: string) => string | undefined;
 }
+
+export type DriverMode = (typeof DRIVER_MODES)[number];
 
 /** An empty configuration (no file). */
 export function emptyAgentConfig(): AgentConfig {
@@ -156,16 +180,17 @@ function truthy(v: boolean | string | number | undefined): boolean | undefined {
 const camel = (k: string): string => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 // Keys whose values hold free names (host volume names, option keys) kept as written.
-const FREE_KEYS = new Set(['hostVolumes', 'options']);
-const SNAKE: Record<string, string> = { hostVolumes: 'host_volume' };
+const FREE_KEYS = new Set(['hostVolumes', 'options', 'plugins']);
+const SNAKE: Record<string, string> = { hostVolumes: 'host_volume', plugins: 'plugin' };
 
 /** JSON configs use the HCL names (data_dir, host_volume): the canonical camelCase form, free names untouched. */
 function camelizeJson(obj: Record<string, unknown>, depth = 0): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(obj)) {
-    const key = k === 'host_volume' ? 'hostVolumes' : camel(k);
+    const key = k === 'host_volume' ? 'hostVolumes' : k === 'plugin' && depth === 0 ? 'plugins' : camel(k);
     if (FREE_KEYS.has(key) && isObject(v)) {
-      out[key] = key === 'hostVolumes' ? Object.fromEntries(Object.entries(v).map(([name, hv]) => [name, isObject(hv) ? camelizeJson(hv, depth + 1) : hv])) : v;
+      // A plugin's `config` is the plugin's own, kept as written.
+      out[key] = key === 'hostVolumes' || key === 'plugins' ? Object.fromEntries(Object.entries(v).map(([name, hv]) => [name, isObject(hv) ? (key === 'plugins' ? hv : camelizeJson(hv, depth + 1)) : hv])) : v;
     } else out[key] = isObject(v) && depth < 2 ? camelizeJson(v, depth + 1) : v;
   }
   return out;
@@ -190,10 +215,12 @@ function jsonPath(p: string): string {
  * token file that cannot be read. Never quotes a token.
  */
 export async function parseAgentConfig(file: string, text: string): Promise<AgentConfig> {
+  let locateIn: ((path: string) => string | undefined) | undefined;
   const raw = await parseSpecText<RawConfig>(file, text, {
     hclBody: CONFIG_BODY,
     wrapper: 'agent',
-    validate(input) {
+    validate(input, locate) {
+      locateIn = locate;
       const json = fileFormat(file, text) === 'json';
       const r = configSchema.safeParse(json ? camelizeJson(input) : input);
       if (r.success) return { value: r.data };
@@ -206,6 +233,14 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       };
     },
   });
+  const mode = (v: boolean | string | number | undefined, key: string): DriverMode | undefined => {
+    if (v === undefined) return undefined;
+    if (!DRIVER_MODES.includes(v as DriverMode)) throw new AgentConfigError('CONFIG_INVALID', `${locateIn?.(`client.options.${key}`) ?? file}: client.options.${key}: must be one of "in-process", "external"`);
+    return v as DriverMode;
+  };
+  const rawExecMode = mode(raw.client?.options?.['driver.raw_exec.mode'], 'driver.raw_exec.mode');
+  const execMode = mode(raw.client?.options?.['driver.exec.mode'], 'driver.exec.mode');
+  const locateAt = locateIn;
   const base = path.dirname(path.resolve(file));
   const abs = (p: string | undefined): string | undefined => (p === undefined ? undefined : path.resolve(base, p));
   const readTokens = async (f: string | undefined, field: string): Promise<string[]> => {
@@ -259,11 +294,19 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
         ...(truthy(c.options?.['driver.raw_exec.enable']) !== undefined ? { raw_exec: truthy(c.options?.['driver.raw_exec.enable']) as boolean } : {}),
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),
       },
+      ...(rawExecMode || execMode ? { driverModes: { ...(rawExecMode ? { raw_exec: rawExecMode } : {}), ...(execMode ? { exec: execMode } : {}) } } : {}),
     },
     csi: {
       ...(raw.csi?.probeInterval ? { probeIntervalMs: durationMs(raw.csi.probeInterval) } : {}),
       ...(raw.csi?.healthTimeout ? { healthTimeoutMs: durationMs(raw.csi.healthTimeout) } : {}),
     },
+    ...(raw.pluginDir ? { pluginDir: abs(raw.pluginDir) as string } : {}),
+    ...(raw.plugins
+      ? {
+          plugins: Object.fromEntries(Object.entries(raw.plugins).map(([name, p]) => [name, { args: p.args ?? [], ...(p.config ? { config: p.config } : {}) }])),
+          ...(locateAt ? { locatePlugin: (plugin: string, p: string) => locateAt(`plugins.${plugin}${p ? `.${p}` : ''}`) } : {}),
+        }
+      : {}),
   };
 }
 

@@ -16,6 +16,7 @@ import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
 import { Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
+import { agentDriverPlugins } from './driver-plugins.js';
 import { ClientListener, type TokenVerdict } from './client-listener.js';
 import { registerClientRoutes } from './client-routes.js';
 import { withPathDirs, writeBerthShim } from './path-driver.js';
@@ -189,11 +190,33 @@ export class Agent {
     // Dev and client agents alike give tasks `berth` (the README's hostpath plugin job runs `berth plugin hostpath`).
     const shimDirs = this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
     const drivers = mode === 'dev' ? { raw_exec: true, exec: true } : { exec: true, raw_exec: false, ...config.client.drivers };
+    const nodeName = config.client.nodeName ?? hostname();
+    const plugins = agentDriverPlugins({
+      config,
+      stateDir: path.join(clientDir, 'd'),
+      ...(this.#opts.berthBin ? { berthBin: this.#opts.berthBin } : {}),
+      nodeName,
+      pathDirs: shimDirs,
+      logger: root,
+      onChange: () => this.#client?.driversChanged(),
+    });
     return new Client({
+      ...(plugins
+        ? {
+            externalDrivers: {
+              start: async () => {
+                await plugins.start();
+                for (const [name, d] of plugins.drivers()) this.#drivers.set(name, d);
+              },
+              drivers: () => plugins.drivers(),
+              stop: () => plugins.stop(),
+            },
+          }
+        : {}),
       dataDir: clientDir,
       servers,
       token,
-      nodeName: config.client.nodeName ?? hostname(),
+      nodeName,
       ...(config.client.datacenter ? { datacenter: config.client.datacenter } : {}),
       drivers,
       hostVolumes: config.client.hostVolumes,

@@ -4,3 +4,4 @@ export { Agent, AgentError, mountsUnder, type AgentMode, type AgentOptions, type
 export { loadAgentConfig, parseAgentConfig, emptyAgentConfig, AgentConfigError, type AgentConfig } from './agent-config.js';
 export { registerClientRoutes, lastLines, type ClientRoutesDeps } from './client-routes.js';
 export { ClientListener, type ClientListenerOptions, type TokenVerdict } from './client-listener.js';
+export { agentDriverPlugins, launchOverGrpc } from './driver-plugins.js';

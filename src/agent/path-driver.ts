@@ -4,7 +4,7 @@
 
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { TaskConfig, TaskDriver, TaskHandle } from '../client/index.js';
+import type { AnyTaskHandle, TaskConfig, TaskDriver } from '../client/index.js';
 
 /** The executor's default PATH (a task that sets its own PATH keeps it). */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -20,7 +20,7 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     capabilities: inner.capabilities,
     cgroups: inner.cgroups,
     fingerprint: () => inner.fingerprint(),
-    startTask: (cfg: TaskConfig, opts?: Parameters<TaskDriver['startTask']>[1]): Promise<TaskHandle> =>
+    startTask: (cfg: TaskConfig, opts?: Parameters<TaskDriver['startTask']>[1]): Promise<AnyTaskHandle> =>
       inner.startTask(cfg.env['PATH'] !== undefined ? cfg : { ...cfg, env: { ...cfg.env, PATH: `${prefix}:${DEFAULT_PATH}` } }, opts),
     recoverTask: (h) => inner.recoverTask(h),
     waitTask: (id, opts) => inner.waitTask(id, opts),

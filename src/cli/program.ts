@@ -56,6 +56,18 @@ export const COMMANDS: readonly TopCommand[] = [
     description: 'Call a CSI plugin directly, one RPC at a time (for plugin authors and debugging)',
     load: async (ctx) => (await import('./csi-command.js')).csiCommand(ctx),
   },
+  {
+    name: 'driver',
+    term: 'driver',
+    description: "Serve Berth's own task drivers (raw_exec, exec) as external driver plugins",
+    load: async (ctx) => (await import('./driver-command.js')).driverCommand(ctx),
+  },
+  {
+    name: 'driver-plugin',
+    term: 'driver-plugin [options] <path> <op> [command...]',
+    description: 'Start one task-driver plugin binary and call it by hand (for driver authors)',
+    load: async (ctx) => (await import('./driver-command.js')).driverPluginCommand(ctx),
+  },
 ];
 
 /** One top-level command: how `berth --help` lists it, and how to build it. */

@@ -47,6 +47,17 @@ export interface AllocRunnerHandle {
   pluginEvent(event: NodeEvent): void;
   /** After the volume managers reconciled: mount the recorded volumes again (intact steps send nothing). */
   remountVolumes(opts?: { signal?: AbortSignal }): Promise<void>;
+  /** An event an external driver reported about one of its tasks. Optional for fakes. */
+  driverEvent?(taskName: string, message: string, details?: Record<string, string>): void;
+}
+
+/** What the client needs of the driver plugin manager. */
+export interface ExternalDrivers {
+  /** Launches the plugins; resolves once each runs or failed (never rejects). */
+  start(): Promise<unknown>;
+  drivers(): ReadonlyMap<string, TaskDriver & { onTaskEvent?(l: (ev: { allocId: string; taskName: string; message: string; annotations: Readonly<Record<string, string>> }) => void): () => void }>;
+  /** Stops the plugins (their tasks keep running). Safe twice. */
+  stop(): Promise<void>;
 }
 
 export interface ClientOptions {
@@ -63,6 +74,12 @@ export interface ClientOptions {
   drivers?: { raw_exec?: boolean; exec?: boolean };
   /** Builds the task drivers by name (only the enabled ones are used). Default: the raw_exec and exec drivers, state under `<dataDir>/d`. */
   createDrivers?: (ctx: { logger: Logger; clock: Clock; dataDir: string }) => Map<string, TaskDriver>;
+  /**
+   * External task drivers (driver plugins, src/client/driverplugins): started
+   * after the built-ins and before runners are restored, so their tasks are
+   * recovered; a plugin driver with a built-in's name replaces it.
+   */
+  externalDrivers?: ExternalDrivers;
   /** Builds an allocation runner. Default: `new AllocRunner(opts)`. */
   createAllocRunner?: (opts: AllocRunnerOptions) => AllocRunnerHandle;
   /** Host volumes by name -> host path. */

@@ -62,6 +62,7 @@ export class NodeFingerprinter {
         'kernel.version': os.release(),
         'cpu.arch': os.arch(),
         'unique.hostname': os.hostname(),
+        ...driverAttributes(this.#driverInfo),
         ...opts.attributes,
       },
       csiControllerPlugins: reports.controller,
@@ -69,4 +70,14 @@ export class NodeFingerprinter {
       ...(opts.stopAfterServerDisconnectMs ? { stopAfterDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),
     };
   }
+}
+
+/** Node attributes from the drivers' fingerprints: `driver.<name>` for each healthy driver and what external drivers report. */
+function driverAttributes(info: Record<string, DriverInfo>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, d] of Object.entries(info)) {
+    if (d.detected && d.healthy) out[`driver.${name}`] = '1';
+    for (const [k, v] of Object.entries(d.attributes ?? {})) out[k.startsWith('driver.') ? k : `driver.${name}.${k}`] = v;
+  }
+  return out;
 }

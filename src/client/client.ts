@@ -241,6 +241,7 @@ export class Client {
         if (enabled[name]) this.#drivers.set(name, driver);
         else await driver.shutdown();
       }
+      await this.#startExternalDrivers();
       await this.#fingerprinter.refreshDriverInfo(true);
       this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
 
@@ -409,6 +410,34 @@ export class Client {
       return (1 - st.bavail / st.blocks) * 100;
     } catch {
       return undefined;
+    }
+  }
+
+  /**
+   * A driver's health or attributes changed (an external driver's
+   * fingerprint, its plugin exited or came back): the node's fingerprint is
+   * taken again and sent with a heartbeat now. Does not block; never throws.
+   */
+  driversChanged(): void {
+    void this.#fingerprinter
+      .refreshDriverInfo(true)
+      .then(() => this.#registration?.pushFingerprint())
+      .catch((err: unknown) => this.#log.warn({ err: describeError(err) }, 'driver fingerprint refresh failed'));
+  }
+
+  /** Starts the driver plugins; their drivers join (or replace) the built-ins, their task events go to the task's runner. */
+  async #startExternalDrivers(): Promise<void> {
+    const ext = this.#opts.externalDrivers;
+    if (!ext) return;
+    await ext.start();
+    for (const [name, driver] of ext.drivers()) {
+      const builtIn = this.#drivers.get(name);
+      if (builtIn) {
+        this.#log.info({ driver: name }, 'an external driver plugin replaces the built-in driver');
+        await builtIn.shutdown();
+      }
+      this.#drivers.set(name, driver);
+      driver.onTaskEvent?.((ev) => this.#runners.get(ev.allocId)?.runner.driverEvent?.(ev.taskName, ev.message, { ...ev.annotations }));
     }
   }
 
@@ -671,6 +700,7 @@ export class Client {
     await step('node registration', () => this.#registration?.stop());
     await step('csi manager', () => this.#csi?.stop());
     await step('drivers', () => Promise.all([...this.#drivers.values()].map((d) => d.shutdown())));
+    await step('driver plugins', () => this.#opts.externalDrivers?.stop());
     await step('registry', () => this.#registry?.close());
     await step('server api', () => this.#api?.close());
     await step('state store', () => this.#store?.close());

@@ -6,6 +6,14 @@
 // files, the tests and the benchmarks use.
 export { Client, ClientError, type ClientOptions, type ClientState, type AllocRunnerHandle } from './client.js';
 export { DEFAULT_GC_LIMITS, type GcLimits } from './gc/index.js';
-export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle, type TaskResourceUsage } from './drivers/index.js';
+export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
 export { AllocRunner } from './allocrunner/index.js';
 export { readTaskLogs, followTaskLogs, LogsError, type LogStream, type TaskLogsLocation } from './logs/index.js';
+export {
+  DriverManager,
+  discoverDriverPlugins,
+  BuiltinDriverPlugin,
+  type DriverPluginEntry,
+  type DriverPluginLauncher,
+  type LaunchedDriverPlugin,
+} from './driverplugins/index.js';

@@ -135,11 +135,20 @@ export interface SpecProblem {
 export async function parseSpecText<T>(
   file: string,
   text: string,
-  opts: { hclBody: HclBody; wrapper: string; validate(input: Record<string, unknown>): { value: T } | { problems: SpecProblem[] } },
+  opts: {
+    hclBody: HclBody;
+    wrapper: string;
+    /** `locate` gives `file:line:col` of a canonical path (or of its nearest ancestor), for problems found later (a plugin's config). */
+    validate(input: Record<string, unknown>, locate: (path: string) => string | undefined): { value: T } | { problems: SpecProblem[] };
+  },
 ): Promise<T> {
   const format = fileFormat(file, text);
   const located = format === 'hcl' ? await fromHcl(file, text, opts.hclBody) : fromJson(file, text, opts.wrapper);
-  const result = opts.validate(located.input as Record<string, unknown>);
+  const locate = (path: string): string | undefined => {
+    const pos = located.locate(path);
+    return pos ? `${file}:${pos.line}:${pos.column}` : undefined;
+  };
+  const result = opts.validate(located.input as Record<string, unknown>, locate);
   if ('problems' in result) throw new SpecFileError(result.problems.map((p) => atPath(file, located, p.path, p.message)));
   return result.value;
 }

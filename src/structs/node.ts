@@ -13,6 +13,12 @@ export interface DriverInfo {
   networkModes: Array<'host' | 'none'>;
   /** The cgroup hierarchy the driver puts tasks in; 'none' (or absent, from older agents) means limits are not enforced. */
   cgroups?: 'v1' | 'v2' | 'none';
+  /** True for a driver served by an external plugin (Nomad's driver plugin protocol). */
+  external?: boolean;
+  /** What the driver's fingerprint reported (`driver.<name>.*`), as strings. */
+  attributes?: Record<string, string>;
+  /** An external driver's TaskConfigSchema (Nomad's hclspec tree as JSON): what job validation checks a task's `config {}` against. */
+  taskConfigSchema?: Record<string, unknown>;
 }
 
 /** Resources in the units jobs ask for them. */

@@ -50,7 +50,8 @@ export class DriverHarness {
   }
 
   async start(driver: TaskDriver, cfg: TaskConfig): Promise<TaskHandle> {
-    const handle = await driver.startTask(cfg);
+    // The built-in drivers this kit starts return executor handles.
+    const handle = (await driver.startTask(cfg)) as TaskHandle;
     this.handles.push(handle);
     return handle;
   }

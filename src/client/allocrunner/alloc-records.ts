@@ -34,7 +34,8 @@ export interface AllocRunnerRecord {
   phase: AllocPhase;
   /** Set when prerun failed: why the allocation failed. */
   failure?: string;
-  network?: { path: string };
+  /** The group's network namespace; `driver` names the driver that made it (a driver that must initiate the network). */
+  network?: { path: string; driver?: string };
   /** CSI volumes by group volume name. */
   csi: Record<string, CsiVolumeRecord>;
   /** Bind mounts the runner made into task directories (drivers without mount support). */

@@ -299,6 +299,11 @@ export class AllocRunner {
     this.#maybePostrun();
   }
 
+  /** An event an external driver reported about one of this allocation's tasks ("Driver" event). Never throws. */
+  driverEvent(taskName: string, message: string, details: Record<string, string> = {}): void {
+    this.#tasks.get(taskName)?.event('Driver', message, details);
+  }
+
   /**
    * Applies the resources of `job`'s version of the group to every task whose
    * resources changed (live in its cgroup where the driver and kernel allow,

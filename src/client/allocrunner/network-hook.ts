@@ -28,14 +28,23 @@ export class NetworkHook implements AllocHook {
       }
     }
     if (ctx.record.network) return;
-    const { path } = await this.#network.create(ctx.alloc.id);
-    ctx.record.network = { path };
+    // A driver that must initiate the network makes it (Nomad's CreateNetwork); the others join it.
+    const initiator = ctx.group.tasks.map((t) => this.#drivers.get(t.driver)).find((d) => d?.capabilities.mustInitiateNetwork && d.createNetwork);
+    if (initiator?.createNetwork) {
+      const { path } = await initiator.createNetwork(ctx.alloc.id, ctx.alloc.id.slice(0, 8));
+      ctx.record.network = { path, driver: initiator.name };
+    } else {
+      const { path } = await this.#network.create(ctx.alloc.id);
+      ctx.record.network = { path };
+    }
     ctx.save();
   }
 
   async postrun(ctx: AllocHookContext): Promise<void> {
     if (!ctx.record.network) return;
-    await this.#network.destroy(ctx.alloc.id);
+    const initiator = ctx.record.network.driver ? this.#drivers.get(ctx.record.network.driver) : undefined;
+    if (initiator?.destroyNetwork) await initiator.destroyNetwork(ctx.alloc.id, ctx.record.network.path);
+    else await this.#network.destroy(ctx.alloc.id);
     delete ctx.record.network;
     ctx.save();
   }

@@ -8,6 +8,8 @@ export type {
   TaskLogConfig,
   TaskHandle,
   StartTaskOptions,
+  ForeignTaskHandle,
+  AnyTaskHandle,
   ExitResult,
   TaskState,
   TaskStatus,

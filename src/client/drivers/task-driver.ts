@@ -54,6 +54,13 @@ export interface TaskConfig {
    * exit then says `fenced`.
    */
   fence?: { afterMs: number };
+  /** The job's task `config {}` as submitted (external driver plugins decode it against their schema). */
+  driverConfig?: Record<string, unknown>;
+  /** Who the task is: what external driver plugins are told (Nomad's TaskConfig). */
+  jobId?: string;
+  groupName?: string;
+  namespace?: string;
+  nodeId?: string;
 }
 
 /** A task's `resources`, enforced through its cgroup where the host has cgroups. */
@@ -110,6 +117,20 @@ export interface StartTaskOptions {
    */
   onSpawned?: (handle: TaskHandle) => void;
 }
+
+/**
+ * A task started by a driver other than the executor-based built-ins (an
+ * external driver plugin): JSON the task runner persists as it is.
+ */
+export interface ForeignTaskHandle {
+  version: 2;
+  driver: string;
+  taskId: string;
+  [key: string]: unknown;
+}
+
+/** Any driver's task handle. */
+export type AnyTaskHandle = TaskHandle | ForeignTaskHandle;
 
 /** How a task ended. */
 export interface ExitResult {
@@ -211,7 +232,7 @@ export interface TaskDriver {
    * and resolves once the task's process exists. Throws DriverError
    * (DRIVER_TASK_EXISTS, DRIVER_MOUNTS_UNSUPPORTED, DRIVER_INVALID_MOUNT, DRIVER_START_FAILED) or AbortedError.
    */
-  startTask(cfg: TaskConfig, opts?: StartTaskOptions): Promise<TaskHandle>;
+  startTask(cfg: TaskConfig, opts?: StartTaskOptions): Promise<AnyTaskHandle>;
   /**
    * Reattaches to a task started by an earlier agent, without restarting it.
    * A task that ended meanwhile is recovered as exited (waitTask gives its
@@ -221,7 +242,7 @@ export interface TaskDriver {
    * DRIVER_TASK_NOT_RECOVERABLE when neither the executor nor a recorded
    * exit is found (what the task left in its cgroup is killed). Safe to repeat.
    */
-  recoverTask(handle: TaskHandle): Promise<TaskHandle | void>;
+  recoverTask(handle: AnyTaskHandle): Promise<AnyTaskHandle | void>;
   /**
    * Resolves when the task has exited (at once if it already has). Safe to
    * call many times. When the task's executor is lost (killed) while the task

@@ -31,6 +31,12 @@ export interface RunnerTaskConfig {
   resources: RunnerTaskResources;
   /** See TaskConfig.fence of the drivers. */
   fence?: { afterMs: number };
+  /** The task's `config {}` as submitted (external driver plugins decode it against their schema). */
+  driverConfig?: Record<string, unknown>;
+  jobId?: string;
+  groupName?: string;
+  namespace?: string;
+  nodeId?: string;
 }
 
 /** A task's resources as the driver enforces them (see TaskResources of the drivers). */
@@ -56,6 +62,8 @@ export interface RunnerExitResult {
 
 export interface RunnerDriverCapabilities {
   fsIsolation: 'none' | 'chroot';
+  /** The driver makes the group's network namespace itself (createNetwork/destroyNetwork). */
+  mustInitiateNetwork?: boolean;
   networkModes: ReadonlyArray<'host' | 'none'>;
   mountConfigs: 'none' | 'any';
 }
@@ -63,6 +71,8 @@ export interface RunnerDriverCapabilities {
 /** The calls the task runner makes of a driver (R1's TaskDriver has them all). */
 export interface RunnerDriver {
   readonly name: string;
+  /** True for a driver that reads the task's `config {}` itself (an external plugin): `command` is then not required. */
+  readonly takesDriverConfig?: boolean;
   readonly capabilities: RunnerDriverCapabilities;
   /** onSpawned: see TaskDriver's StartTaskOptions (a handle to persist before the task can run). */
   startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal; onSpawned?: (handle: RunnerTaskHandle) => void }): Promise<RunnerTaskHandle>;
@@ -71,6 +81,13 @@ export interface RunnerDriver {
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
+  /**
+   * Only drivers whose capabilities say mustInitiateNetwork (external plugins,
+   * Nomad's CreateNetwork/DestroyNetwork): the driver makes the group's
+   * network namespace instead of the agent.
+   */
+  createNetwork?(allocId: string, hostname: string): Promise<{ path: string }>;
+  destroyNetwork?(allocId: string, path: string): Promise<void>;
   /** Applies new resources to the running task (its cgroup); false where it cannot. */
   updateTaskResources?(taskId: string, resources: RunnerTaskResources): Promise<boolean>;
 }

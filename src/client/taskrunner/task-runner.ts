@@ -483,10 +483,11 @@ export class TaskRunner {
     const task = this.#task;
     const command = task.config['command'];
     const args = task.config['args'] ?? [];
-    if (typeof command !== 'string' || command === '') {
+    const own = this.driver.takesDriverConfig === true;
+    if (!own && (typeof command !== 'string' || command === '')) {
       throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`, { recoverable: false });
     }
-    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) {
+    if (!own && (!Array.isArray(args) || !args.every((a) => typeof a === 'string'))) {
       throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`, { recoverable: false });
     }
     this.#record.attempt += 1;
@@ -510,8 +511,8 @@ export class TaskRunner {
       id: `${alloc.id}.${task.name}.${this.#record.attempt}`,
       allocId: alloc.id,
       taskName: task.name,
-      command,
-      args: args as string[],
+      command: typeof command === 'string' ? command : '',
+      args: Array.isArray(args) ? (args as string[]) : [],
       env,
       taskDir: td.localDir,
       allocDir: this.#opts.allocDir,
@@ -521,6 +522,7 @@ export class TaskRunner {
       killTimeoutMs: this.#opts.killTimeoutMs,
       resources: runnerResources(task.resources),
       ...(this.#opts.fenceAfterMs ? { fence: { afterMs: this.#opts.fenceAfterMs } } : {}),
+      ...(own ? { driverConfig: task.config, jobId: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId } : {}),
     };
     const netns = this.#opts.networkNamespacePath?.();
     if (netns) cfg.networkNamespacePath = netns;

@@ -5,6 +5,7 @@
 import { SINGLE_NODE_MULTI_WRITER_MODES } from '../../csi/index.js';
 import { volumeIdFor, type JobProblem, type JobSpec } from '../../structs/index.js';
 import { rowKey, type StateReader } from '../state/index.js';
+import { driverConfigProblems } from './driver-config-problems.js';
 
 /**
  * Problems of `spec` against the state in `reader`, each naming its field
@@ -47,5 +48,6 @@ export function problemsAgainstState(spec: JobSpec, reader: StateReader): JobPro
       }
     }
   });
+  problems.push(...driverConfigProblems(spec, reader.list('nodes')));
   return problems;
 }
