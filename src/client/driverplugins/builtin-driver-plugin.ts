@@ -150,8 +150,8 @@ export class BuiltinDriverPlugin implements DriverPlugin {
     const decoded = (cfg.msgpackDriverConfig.length ? this.#o.decodeTaskConfig(cfg.msgpackDriverConfig) : {}) as Record<string, unknown> | null;
     const command = decoded?.['command'];
     const args = decoded?.['args'] ?? [];
-    if (typeof command !== 'string' || command === '') throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.command must be a non-empty string`);
-    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.args must be a list of strings`);
+    if (typeof command !== 'string' || command === '') throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.command must be a non-empty string`, { recoverable: false });
+    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.args must be a list of strings`, { recoverable: false });
     const taskRoot = path.join(cfg.allocDir, cfg.name);
     const allocated = cfg.resources?.allocated;
     const linux = cfg.resources?.linux;

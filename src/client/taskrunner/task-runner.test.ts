@@ -254,7 +254,7 @@ describe('TaskRunner with a config error', () => {
     assert.ok(!types(st).includes('Restarting'), types(st).join(','));
     const last = st.events.at(-1)!;
     assert.equal(last.type, 'Not Restarting');
-    assert.match(last.message, /command "\/nonexistent\/berth-no-such-program" does not exist or is not an executable file \(a configuration error; a retry cannot fix it\)/);
+    assert.match(last.message, /command "\/nonexistent\/berth-no-such-program" does not exist or is not an executable file \(not recoverable: a configuration error a retry cannot fix\)/);
   });
 
   it('a bare command name not on PATH is a config error too; one on PATH runs', async (t) => {

@@ -332,7 +332,7 @@ export class TaskRunner {
               if (err instanceof TaskRunnerError && !err.recoverable) {
                 // A config error is not transient: the restart policy would only hide it.
                 this.#record.state.failed = true;
-                this.event(TASK_EVENTS.notRestarting, `Not restarting: ${err.message} (a configuration error; a retry cannot fix it)`);
+                this.event(TASK_EVENTS.notRestarting, `Not restarting: ${err.message} (not recoverable: a configuration error a retry cannot fix)`);
                 break;
               }
               if (!(await this.#afterExit(this.#tracker.next({ exitCode: -1, startError: true })))) break;
