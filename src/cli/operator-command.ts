@@ -93,7 +93,7 @@ Exit codes:
 }
 
 async function openStore(flags: StoreFlags, forRestore: boolean): Promise<{ store: ServerModule.StateStore; where: string }> {
-  const { SqliteStateStore, EtcdStateStore } = await loadServer();
+  const { SqliteStateStore, openEtcdStateStore } = await loadServer();
   if (flags.dataDir && flags.etcdEndpoints) throw new UsageError('name one store: --data-dir or --etcd-endpoints');
   if (flags.dataDir) {
     const dir = path.resolve(flags.dataDir, 'server');
@@ -106,7 +106,7 @@ async function openStore(flags: StoreFlags, forRestore: boolean): Promise<{ stor
     const bad = endpoints.find((e) => !ETCD_URL.test(e));
     if (endpoints.length === 0 || bad !== undefined) throw new UsageError(`--etcd-endpoints takes comma-separated etcd client URLs such as http://127.0.0.1:2379${bad ? `, got "${bad}"` : ''}`);
     const prefix = flags.etcdPrefix ?? '/berth';
-    return { store: await EtcdStateStore.open({ endpoints, prefix }), where: `etcd ${endpoints.join(',')} (prefix ${prefix})` };
+    return { store: await openEtcdStateStore({ endpoints, prefix }), where: `etcd ${endpoints.join(',')} (prefix ${prefix})` };
   }
   throw new UsageError('name the store: --data-dir <dir> (SQLite) or --etcd-endpoints <urls>');
 }

@@ -5,7 +5,7 @@ export type { ApiToken, Role } from './http/index.js';
 export type { ServerMetrics } from './metrics/index.js';
 export {
   SqliteStateStore,
-  EtcdStateStore,
+  openEtcdStateStore,
   StateStoreError,
   saveSnapshot,
   restoreSnapshot,

@@ -20,7 +20,7 @@ import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
-import { EtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
+import { openEtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 
 export interface ServerOptions {
@@ -161,7 +161,7 @@ export class Server {
     try {
       if (this.#opts.store) this.#store = this.#opts.store;
       else if (this.#opts.etcd) {
-        this.#store = await EtcdStateStore.open({ ...this.#opts.etcd, logger: root });
+        this.#store = await openEtcdStateStore({ ...this.#opts.etcd, logger: root });
         this.#ownsStore = true;
       } else {
         const dir = this.#opts.dataDir as string;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import type { Node } from '../../structs/index.js';
-import { EtcdStateStore, StateStoreError, type RowInput } from './index.js';
+import { openEtcdStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { eventually } from '../../../test/support/eventually.js';
 import { startEtcd, type EtcdCluster } from '../../../test/support/etcd.js';
 
@@ -37,13 +37,13 @@ describe('the etcd state store shared by several servers', () => {
   after(() => etcd.close());
 
   it('lets exactly one of two servers win a write claim on the same row, and the loser sees the winner', async () => {
-    const a = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/race' });
-    const b = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/race' });
+    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/race' });
+    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/race' });
     try {
       for (let round = 0; round < 10; round++) {
         const id = `claim-${round}`;
         // Each server claims the row only when nobody holds it: a write claim.
-        const claim = (store: EtcdStateStore, who: string) =>
+        const claim = (store: StateStore, who: string) =>
           store.write((txn) => {
             const held = txn.get('nodes', id);
             if (held) return held.name;
@@ -63,8 +63,8 @@ describe('the etcd state store shared by several servers', () => {
   });
 
   it('wakes a blocked reader on one server when another server writes', async () => {
-    const a = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/wake' });
-    const b = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/wake' });
+    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });
+    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });
     try {
       const waiting = b.blockUntil(['nodes'], b.latestIndex());
       const { index } = await a.write((txn) => txn.put('nodes', node('n1')));
@@ -82,7 +82,7 @@ describe('the etcd state store shared by several servers', () => {
     try {
       await raw.put('/fence/leader').value('me');
       const createRevision = (await raw.get('/fence/leader').exec()).kvs[0]!.create_revision;
-      const store = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/fenced', fence: () => ({ key: '/fence/leader', createRevision }) });
+      const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/fenced', fence: () => ({ key: '/fence/leader', createRevision }) });
       try {
         await store.write((txn) => txn.put('nodes', node('ok')));
         await raw.delete().key('/fence/leader');
@@ -102,7 +102,7 @@ describe('the etcd state store shared by several servers', () => {
 describe('the etcd state store on bad days', () => {
   it('keeps serving reads while its one etcd member restarts, then writes again with nothing lost', async () => {
     const etcd = await startEtcd();
-    const store = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/restart', writeTimeoutMs: 2_000 });
+    const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/restart', writeTimeoutMs: 2_000 });
     try {
       const { index } = await store.write((txn) => txn.put('nodes', node('before')));
       await etcd.members[0]!.kill();
@@ -129,7 +129,7 @@ describe('the etcd state store on bad days', () => {
 
   it('survives one of three members dying, refuses writes clearly without quorum, and resumes with nothing half-written', async () => {
     const etcd = await startEtcd({ members: 3 });
-    const store = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/quorum', writeTimeoutMs: 3_000 });
+    const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/quorum', writeTimeoutMs: 3_000 });
     try {
       await store.write((txn) => txn.put('nodes', node('n0')));
       const [m0, m1, m2] = etcd.members as [typeof etcd.members[0], typeof etcd.members[0], typeof etcd.members[0]];
@@ -177,7 +177,7 @@ describe('the etcd state store on bad days', () => {
       assert.equal(ids.includes('half-a'), ids.includes('half-b'), `all or nothing: ${ids.join(',')}`);
 
       // A fresh server loading from the healed cluster sees the same state.
-      const fresh = await EtcdStateStore.open({ endpoints: etcd.endpoints, prefix: '/quorum' });
+      const fresh = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/quorum' });
       try {
         assert.deepEqual(fresh.snapshot().list('nodes').map((n) => n.id), ids);
         assert.equal(fresh.latestIndex(), store.latestIndex());
