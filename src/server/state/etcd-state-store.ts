@@ -93,7 +93,7 @@ function isUnavailable(err: unknown): boolean {
  * event-driven. The index is the etcd revision: monotonic, but not
  * contiguous (other keys in the same etcd use revisions too).
  *
- * A write runs its function against the replica, recording what it read
+ * A server's own writes run one at a time. A write runs its function against the replica, recording what it read
  * (each key it got, each table it listed), and commits one Txn that
  * compares those keys' (and listed tables' markers') mod revisions with what
  * it saw. A failed compare means another writer got there first: the store
@@ -124,6 +124,7 @@ export class EtcdStateStore implements StateStore {
   #watchConnected = false;
   #lastWriteFailed = false;
   #writing = false;
+  #queue: Promise<void> = Promise.resolve();
   #closed = false;
   #lastCompact = 0;
   #reloading: Promise<void> | undefined;
@@ -423,6 +424,18 @@ export class EtcdStateStore implements StateStore {
   async write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
     this.#assertOpen();
     if (this.#writing) throw new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write');
+    // One write of this server at a time: its writers would otherwise fail
+    // each other's compares (a list compares its whole table) and retry in
+    // a storm. Compares still guard against the other servers' writes.
+    const turn = this.#queue.then(() => this.#commitWrite(fn));
+    this.#queue = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    return turn;
+  }
+
+  async #commitWrite<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
     const deadline = Date.now() + this.#writeTimeoutMs;
     for (let attempt = 1; ; attempt++) {
       this.#assertOpen();
