@@ -21,7 +21,7 @@ import { startEtcd } from '../test/support/etcd.js';
 import { testAllocation, testClaim } from '../test/support/server-rows.js';
 import { round, summarize } from './_stats.js';
 
-const PAIRS = Number(process.env['BENCH_ETCD_CLAIM_PAIRS'] ?? 500);
+const PAIRS = Number(process.env['BENCH_ETCD_CLAIM_PAIRS'] ?? 2_000);
 const IN_FLIGHT = 32;
 const WAITERS = 1_000;
 const WAKE_ROUNDS = 30;
