@@ -1,3 +1,4 @@
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { Etcd3, type IKeyValue, type IRequestOp, type ICompare, type IWatchResponse, type Watcher } from 'etcd3';
 import { AbortedError, describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
@@ -71,6 +72,20 @@ const passThrough = {
   onSuccess: () => ({ dispose: () => undefined }),
   onFailure: () => ({ dispose: () => undefined }),
 };
+
+/**
+ * Asks etcd to answer only from a member that has a leader (etcd's
+ * "hasleader" metadata, clientv3.WithRequireLeader): without a quorum a
+ * write fails at once instead of at its deadline, and the watch is cancelled
+ * (so the store knows its reads may be stale) instead of idling.
+ */
+const requireLeader: Interceptor = (options, nextCall) =>
+  new InterceptingCall(nextCall(options), {
+    start: (metadata, listener, next) => {
+      metadata.set('hasleader', 'true');
+      next(metadata, listener);
+    },
+  });
 
 function prefixEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
@@ -153,6 +168,7 @@ export class EtcdStateStore implements StateStore {
     this.#client = new Etcd3({
       hosts: [...opts.endpoints],
       dialTimeout: this.#writeTimeoutMs,
+      grpcOptions: { interceptors: [requireLeader] } as never,
       faultHandling: { host: () => passThrough as never, global: passThrough as never },
     });
     for (const t of DATA_TABLES) this.#tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
@@ -197,6 +213,24 @@ export class EtcdStateStore implements StateStore {
     );
   }
 
+  /**
+   * Runs one etcd call, again on (likely) another endpoint while etcd answers
+   * "unavailable" (a dead member, a member without leader), until `deadline`.
+   * A retried Txn cannot apply twice unseen: if the first one was applied,
+   * the compares of the retry fail and the write runs again on the new state.
+   */
+  async #retrying<T>(deadline: number, call: (left: number) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call(Math.max(1, deadline - Date.now()));
+      } catch (err) {
+        const pause = 25 * 2 ** Math.min(attempt, 4);
+        if (!isUnavailable(err) || this.#closed || Date.now() + pause >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    }
+  }
+
   /** Range of the whole prefix at one revision (paged), then a watch from the next. */
   async #load(): Promise<void> {
     const start = Buffer.from(`${this.prefix}/`);
@@ -204,9 +238,11 @@ export class EtcdStateStore implements StateStore {
     let revision = 0;
     let from = start;
     const kvs: IKeyValue[] = [];
+    const deadline = Date.now() + this.#writeTimeoutMs;
     try {
       for (;;) {
-        const res = await this.#client.kv.range({ key: from, range_end: end, limit: RANGE_PAGE, ...(revision ? { revision } : {}) }, this.#callOptions());
+        const page = { key: from, range_end: end, limit: RANGE_PAGE, ...(revision ? { revision } : {}) };
+        const res = await this.#retrying(deadline, (left) => this.#client.kv.range(page, this.#callOptions(left)));
         if (!revision) revision = Number(res.header.revision);
         kvs.push(...res.kvs);
         if (!res.more || res.kvs.length === 0) break;
@@ -550,7 +586,7 @@ export class EtcdStateStore implements StateStore {
       if (left <= 0) return fail(this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);
       let res;
       try {
-        res = await this.#client.kv.txn({ compare, success, failure }, this.#callOptions(left));
+        res = await this.#retrying(deadline, (ms) => this.#client.kv.txn({ compare, success, failure }, this.#callOptions(Math.min(ms, left))));
       } catch (err) {
         if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
         this.#lastWriteFailed = true;
