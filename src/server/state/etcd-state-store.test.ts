@@ -8,7 +8,7 @@ import { Etcd3 } from 'etcd3';
 import type { Node } from '../../structs/index.js';
 import { openEtcdStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { eventually } from '../../../test/support/eventually.js';
-import { startEtcd, type EtcdCluster } from '../../../test/support/etcd.js';
+import { startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/support/etcd.js';
 
 function node(id: string, status: Node['status'] = 'ready'): RowInput<'nodes'> {
   return {
@@ -132,9 +132,12 @@ describe('the etcd state store on bad days', () => {
     const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/quorum' });
     try {
       await store.write((txn) => txn.put('nodes', node('n0')));
-      const [m0, m1, m2] = etcd.members as [typeof etcd.members[0], typeof etcd.members[0], typeof etcd.members[0]];
+      // A follower dies: no effect (a call that lands on the dead member goes to another).
+      // (A dead leader costs an election first: the multi-server failover tests cover that.)
+      const leader = await eventually('a leader', () => etcd.leader());
+      const [m2, m1] = etcd.members.filter((m) => m !== leader) as [EtcdMember, EtcdMember];
+      const m0 = leader;
       await m2.kill();
-      // One member down: no effect (a call that lands on the dead member goes to another).
       const one = await store.write((txn) => txn.put('nodes', node('n1')));
       assert.ok(store.snapshot().get('nodes', 'n1'));
       assert.ok(!store.stale);
