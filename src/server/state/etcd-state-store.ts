@@ -16,8 +16,15 @@ const COMPACT_EVERY = 10_000;
 const RANGE_PAGE = 1_000;
 /** At most this many queued writes go into one Txn. */
 const MAX_BATCH_WRITES = 256;
-/** A batch stops growing past this many operations (etcd refuses a Txn of more than --max-txn-ops, 128 by default). */
-const MAX_TXN_OPS = 96;
+/** A batch of queued writes stops growing past this many changes and reads. */
+const MAX_BATCH_OPS = 1_000;
+/**
+ * etcd refuses a Txn with more than --max-txn-ops (default 128) compares or
+ * operations at one level. Bigger writes nest their operations in sub-Txns of
+ * at most this many each (all applied at one revision), and compare the
+ * markers of the tables they read instead of each key.
+ */
+const TXN_LEVEL_OPS = 100;
 
 /**
  * Who may write, for a store shared by several servers: `key` is a key the
@@ -529,7 +536,7 @@ export class EtcdStateStore implements StateStore {
       const outcomes: Array<{ w: PendingWrite; ok: true; result: unknown } | { w: PendingWrite; ok: false; error: unknown }> = [];
       let taken = 0;
       for (const w of batch) {
-        if (taken > 0 && txn.changes.size + keyReads.size + tableReads.size > MAX_TXN_OPS) break;
+        if (taken > 0 && txn.changes.size + keyReads.size + tableReads.size > MAX_BATCH_OPS) break;
         taken++;
         const saved = new Map(txn.changes);
         this.#writing = true;
@@ -560,6 +567,11 @@ export class EtcdStateStore implements StateStore {
       };
       if (txn.changes.size === 0) return settle(this.#index);
 
+      if (keyReads.size + tableReads.size > TXN_LEVEL_OPS - 1) {
+        // Too many keys to compare one by one: compare their tables' markers (any change to the table moves it).
+        for (const r of keyReads.values()) if (!tableReads.has(r.table)) tableReads.set(r.table, tableIndexes.get(r.table) ?? 0);
+        keyReads.clear();
+      }
       const compare: ICompare[] = [];
       for (const r of keyReads.values()) compare.push({ key: this.#rowKey(r.table, r.key), target: 'Mod', result: 'Equal', mod_revision: r.rev });
       for (const [t, rev] of tableReads) compare.push({ key: this.#key('tables', t), target: 'Mod', result: 'Equal', mod_revision: rev });
@@ -579,6 +591,11 @@ export class EtcdStateStore implements StateStore {
       for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('index'), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('schema'), value: Buffer.from(String(ETCD_SCHEMA_VERSION)) } });
+      if (success.length > TXN_LEVEL_OPS) {
+        const nested: IRequestOp[] = [];
+        for (let i = 0; i < success.length; i += TXN_LEVEL_OPS) nested.push({ request_txn: { compare: [], success: success.slice(i, i + TXN_LEVEL_OPS), failure: [] } });
+        success.splice(0, success.length, ...nested);
+      }
       const failure: IRequestOp[] = [{ request_range: { key: this.#key('index') } }];
       if (fence) failure.push({ request_range: { key: Buffer.from(fence.key) } });
 
