@@ -447,6 +447,7 @@ export class EtcdStateStore implements StateStore {
   /** Resolves once the replica has applied `revision`; rejects when the store closes. */
   #caughtUp(revision: number): Promise<void> {
     if (this.#index >= revision) return Promise.resolve();
+    if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
     return new Promise((resolve, reject) => this.#revisionWaiters.add({ revision, resolve, reject }));
   }
 
