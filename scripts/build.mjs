@@ -24,6 +24,7 @@ export const EXTERNAL = [
   'better-sqlite3', // native addon
   'node-pty', // native addon
   '@cdktf/hcl2json', // reads main.wasm.gz next to itself
+  'etcd3', // reads its proto/*.proto next to itself at load
 ];
 
 rmSync(out, { recursive: true, force: true });

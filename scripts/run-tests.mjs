@@ -3,7 +3,9 @@
 // the tests import src/ through tsx, but every Berth process they start
 // (bin/berth.js: agents, plugin tasks, the CLI) runs the compiled build. Node 20's test runner does not expand
 // globs itself, so the files are found here. Extra arguments are passed on
-// (e.g. `npm run test:unit -- --test-name-pattern=probe`).
+// (e.g. `npm run test:unit -- --test-name-pattern=probe`). The state store
+// tests start real etcd processes: scripts/ensure-etcd.mjs installs Debian's
+// etcd-server first when etcd is missing (as root, with apt-get).
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -17,6 +19,9 @@ function find(dir) {
     return e.name.endsWith('.test.ts') ? [relative(root, p)] : [];
   });
 }
+
+const etcd = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-etcd.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+if (etcd.status !== 0) process.exit(etcd.status ?? 1);
 
 const build = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);

@@ -32,7 +32,14 @@ const CONFIG_BODY: HclBody = {
       node_file: attr('nodeFile'),
     },
   },
-  server: { t: 'block', to: 'server', body: { heartbeat_ttl: attr('heartbeatTtl') } },
+  server: {
+    t: 'block',
+    to: 'server',
+    body: {
+      heartbeat_ttl: attr('heartbeatTtl'),
+      store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix') } } } },
+    },
+  },
   client: {
     t: 'block',
     to: 'client',
@@ -56,6 +63,9 @@ const CONFIG_BODY: HclBody = {
   plugin: { t: 'labeledMap', to: 'plugins', body: { args: attr('args'), config: { t: 'map', to: 'config' } } },
 };
 
+/** An etcd client URL. */
+export const ETCD_URL = /^https?:\/\/[^\s/]+$/;
+const ETCD_URL_MESSAGE = 'must be an etcd client URL such as "http://127.0.0.1:2379"';
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"');
 const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters'));
@@ -79,7 +89,21 @@ const configSchema = z.strictObject({
       nodeFile: z.string().min(1).optional(),
     })
     .optional(),
-  server: z.strictObject({ heartbeatTtl: duration.optional() }).optional(),
+  server: z
+    .strictObject({
+      heartbeatTtl: duration.optional(),
+      store: z
+        .strictObject({
+          etcd: z
+            .strictObject({
+              endpoints: z.array(z.string().regex(ETCD_URL, ETCD_URL_MESSAGE)).min(1, 'name at least one etcd endpoint'),
+              prefix: z.string().regex(/^\/\S*[^/]$/, 'must start with "/" and not end with one, e.g. "/berth"').optional(),
+            })
+            .optional(),
+        })
+        .optional(),
+    })
+    .optional(),
   client: z
     .strictObject({
       nodeName: z.string().min(1).optional(),
@@ -128,7 +152,11 @@ export interface AgentConfig {
   logFile?: string;
   /** Token secrets by role (files already read). */
   tokens: { management: string[]; readOnly: string[]; node: string[] };
-  server: { heartbeatTtlMs?: number };
+  server: {
+    heartbeatTtlMs?: number;
+    /** Keep the state in etcd instead of <data_dir>/server/state.db. */
+    etcd?: { endpoints: string[]; prefix?: string };
+  };
   client: {
     nodeName?: string;
     datacenter?: string;
@@ -272,7 +300,10 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       readOnly: [...(t.readOnly ?? []), ...(await readTokens(t.readOnlyFile, 'tokens.read_only_file'))],
       node: [...(t.node ?? []), ...(await readTokens(t.nodeFile, 'tokens.node_file'))],
     },
-    server: raw.server?.heartbeatTtl ? { heartbeatTtlMs: durationMs(raw.server.heartbeatTtl) } : {},
+    server: {
+      ...(raw.server?.heartbeatTtl ? { heartbeatTtlMs: durationMs(raw.server.heartbeatTtl) } : {}),
+      ...(raw.server?.store?.etcd ? { etcd: { ...raw.server.store.etcd } } : {}),
+    },
     client: {
       ...(c.nodeName ? { nodeName: c.nodeName } : {}),
       ...(c.datacenter ? { datacenter: c.datacenter } : {}),

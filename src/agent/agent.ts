@@ -145,6 +145,7 @@ export class Agent {
       bindAddress,
       port,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
+      ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
       ...(mode === 'dev' ? { routes: (app) => registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root }) } : {}),
     });
     const address = await this.#server.start();

@@ -20,12 +20,14 @@ import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
-import { SqliteStateStore, type StateStore } from './state/index.js';
+import { openEtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 
 export interface ServerOptions {
-  /** Directory for the state file (`state.db`); created when missing. Either this or `store`. */
+  /** Directory for the state file (`state.db`); created when missing. One of this, `etcd` or `store`. */
   dataDir?: string;
+  /** Keep the state in etcd (several servers share it) instead of a file in `dataDir`. */
+  etcd?: Omit<EtcdStateStoreOptions, 'logger'>;
   /** A store to use instead of opening one (the server then does not close it). */
   store?: StateStore;
   clock?: Clock;
@@ -100,7 +102,7 @@ export class Server {
   #address: ServerAddress | undefined;
 
   constructor(opts: ServerOptions) {
-    if (!opts.dataDir && !opts.store) throw new ServerError('SERVER_INVALID', 'a server needs dataDir or store');
+    if (!opts.dataDir && !opts.store && !opts.etcd) throw new ServerError('SERVER_INVALID', 'a server needs dataDir, etcd or store');
     if (!opts.tokens.length) throw new ServerError('SERVER_INVALID', 'a server needs at least one API token');
     this.#opts = opts;
     this.#clock = opts.clock ?? systemClock;
@@ -159,7 +161,10 @@ export class Server {
     const root = this.#opts.logger ?? silentLogger();
     try {
       if (this.#opts.store) this.#store = this.#opts.store;
-      else {
+      else if (this.#opts.etcd) {
+        this.#store = await openEtcdStateStore({ ...this.#opts.etcd, logger: root });
+        this.#ownsStore = true;
+      } else {
         const dir = this.#opts.dataDir as string;
         mkdirSync(dir, { recursive: true });
         this.#store = SqliteStateStore.open(join(dir, 'state.db'), { logger: root });
