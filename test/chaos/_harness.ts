@@ -486,7 +486,8 @@ async function unsettled(cluster: Cluster, writer: boolean): Promise<string | un
   if (down.length) return `node ${down.map((n) => `${n.id.slice(0, 8)} ${n.status}`).join(', ')}`;
   for (const a of allocs) {
     const terminal = TERMINAL.has(a.clientStatus);
-    if (a.desiredStatus === 'run' && a.clientStatus !== 'running' && !(a.jobId === WRITER_JOB && !writer && terminal)) return `allocation ${a.id.slice(0, 8)} (${a.jobId}) is ${a.clientStatus}: ${a.clientDescription}`;
+    // A terminal allocation may keep desired "run" once replaced; the live counts below say whether it was.
+    if (!terminal && a.clientStatus !== 'running') return `allocation ${a.id.slice(0, 8)} (${a.jobId}) is ${a.clientStatus}: ${a.clientDescription}`;
     if (a.desiredStatus !== 'run' && !terminal) return `allocation ${a.id.slice(0, 8)} (${a.jobId}) desired ${a.desiredStatus} is still ${a.clientStatus}`;
     if (a.clientStatus === 'running') {
       const dead = Object.entries(a.taskStates ?? {}).filter(([, t]) => t.state !== 'running');

@@ -110,6 +110,14 @@ export class SecurityCluster {
    * or undefined when both were running.
    */
   async revive(): Promise<string | undefined> {
+    if (this.server.running) {
+      // A server that no longer answers (say, deep in garbage collection) counts as dead.
+      const answers = await fetch(`${this.server.addr}/v1/status`, { headers: { authorization: `Bearer ${MGMT}` }, signal: AbortSignal.timeout(15_000) }).then(
+        (r) => r.status < 500,
+        () => false,
+      );
+      if (!answers) await this.server.stop('SIGKILL');
+    }
     if (this.server.running && this.client.running) return undefined;
     const note = [this.server, this.client]
       .filter((a) => !a.running)
