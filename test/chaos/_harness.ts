@@ -474,7 +474,24 @@ async function settle(cluster: Cluster, writer: boolean, ms: number): Promise<st
     );
     return undefined;
   } catch {
-    return reason || 'did not settle';
+    return `${reason || 'did not settle'} (after ${Math.round(ms / 1000)} s)\n${await describeState(cluster)}`;
+  }
+}
+
+/** What a wedged cluster looks like: its allocations and its plugin, for the report. */
+async function describeState(cluster: Cluster): Promise<string> {
+  try {
+    const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
+    const plugin = await cluster.get<{ controllersHealthy: number; controllersExpected?: number; nodesHealthy: number; nodesExpected?: number }>('/v1/plugin/csi/hostpath');
+    const rows = allocs.map(
+      (a) =>
+        `      alloc ${a.id.slice(0, 8)} ${a.jobId} v${a.jobVersion} desired ${a.desiredStatus} client ${a.clientStatus} (${a.clientDescription}); tasks ${Object.entries(a.taskStates ?? {})
+          .map(([n, t]) => `${n}=${t.state}${t.events.length ? ` last "${t.events.at(-1)?.message ?? ''}"` : ''}`)
+          .join(', ')}`,
+    );
+    return [`      plugin hostpath: controllers ${plugin?.controllersHealthy ?? '?'} healthy, nodes ${plugin?.nodesHealthy ?? '?'} healthy`, ...rows].join('\n');
+  } catch (err) {
+    return `      (the API did not answer: ${(err as Error).message})`;
   }
 }
 
