@@ -92,9 +92,12 @@ describe('hostile job files', { timeout: 600_000 }, () => {
     await refused(['job', 'run', f], { codes: [1, 2], message: /too large|size|limit/i });
   });
 
-  it('10,000-deep nesting in JSON and HCL is refused naming the depth, not with a stack overflow', async () => {
+  it('10,000-deep nesting in JSON is refused naming the depth, not with a stack overflow', async () => {
     const json = c.file('deep.json', `{"id":"deep","groups":${'['.repeat(10_000)}${']'.repeat(10_000)}}`);
     await refused(['job', 'run', json], { codes: [2], message: /deep|depth|nest/i });
+  });
+
+  it('10,000-deep nesting in HCL is refused naming the depth, not with a stack overflow', async () => {
     const hcl = c.file('deep.hcl', jobHcl('"deep"', `    meta = ${'['.repeat(10_000)}${']'.repeat(10_000)}\n`));
     await refused(['job', 'run', hcl], { codes: [2], message: /deep|depth|nest/i });
   });
@@ -124,8 +127,11 @@ describe('hostile job files', { timeout: 600_000 }, () => {
     await refused(['job', 'run', c.file('ten-million.json', jobJson('ten-million', {}, { count: 10_000_000 }))], { codes: [1, 2], message: /count/i });
   });
 
-  it('a job with no label and a JSON __proto__ key are refused', async () => {
+  it('a job with no label is refused', async () => {
     await refused(['job', 'run', c.file('nolabel.hcl', jobHcl(''))], { codes: [2], message: /label|job id|name/i });
+  });
+
+  it('a JSON __proto__ key is refused like any other unknown field', async () => {
     const proto = `{"id":"proto","type":"batch","__proto__":{"polluted":true},"groups":[{"name":"g","tasks":[${JSON.stringify(task())}]}]}`;
     await refused(['job', 'run', c.file('proto.json', proto)], { codes: [2], message: /__proto__/ });
     assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
@@ -139,12 +145,18 @@ describe('hostile job files', { timeout: 600_000 }, () => {
 });
 
 describe('hostile volume files', { timeout: 300_000 }, () => {
-  it('too large, too deep, bad IDs and negative sizes are refused naming the problem', async () => {
+  it('a 5 MB volume file is refused as too large', async () => {
     await refused(['volume', 'create', c.file('vbig.hcl', volumeHcl('vbig', `parameters {\n  blob = "${'x'.repeat(5 * 1024 * 1024)}"\n}\n`))], { codes: [1, 2], message: /too large|size|limit/i });
+  });
+
+  it('10,000-deep nesting is refused naming the depth', async () => {
     await refused(['volume', 'create', c.file('vdeep.json', `{"id":"vdeep","pluginId":"hostpath","parameters":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`)], {
       codes: [2],
       message: /deep|depth|nest/i,
     });
+  });
+
+  it('IDs that are paths, too long, unicode or empty are refused naming the id', async () => {
     for (const [name, id] of [
       ['dotdot', '../../etc'],
       ['long', 'v'.repeat(300)],
@@ -154,6 +166,9 @@ describe('hostile volume files', { timeout: 300_000 }, () => {
       await refused(['volume', 'create', c.file(`vid-${name}.hcl`, volumeHcl(id))], { codes: [2], message: /\bid\b/i });
       await refused(['volume', 'register', c.file(`vreg-${name}.hcl`, volumeHcl(id, 'external_id = "ext-1"\n'))], { codes: [2], message: /\bid\b/i });
     }
+  });
+
+  it('a negative capacity and a 300-byte external_id are refused naming the field', async () => {
     await refused(['volume', 'create', c.file('vneg.hcl', volumeHcl('vneg', 'capacity_min = "-1MiB"\n'))], { codes: [2], message: /capacity/i });
     await refused(['volume', 'register', c.file('vext.hcl', volumeHcl('vext', `external_id = "${'e'.repeat(300)}"\n`))], { codes: [1, 2], message: /external_?id/i });
   });
@@ -190,7 +205,6 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
     await api('POST', '/v1/jobs', { body: 'this is not json' }, { status: 400, message: /json|body/i });
     await api('POST', '/v1/jobs', { body: '{}' }, { status: 400, message: /\bid\b|groups/i });
     await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: 'nope' } }) }, { status: 400, message: /groups/ });
-    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: [{ name: 'g', count: 1e12, tasks: [task()] }] } }) }, { status: 400, message: /count/ });
     await api('POST', '/v1/jobs', { body: `{"job":{"id":"api-proto","__proto__":{"x":1},"groups":[{"name":"g","tasks":[${JSON.stringify(task())}]}]}}` }, { status: 400, message: /__proto__/ });
     await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, env: 'x'.repeat(6 * 1024 * 1024) } }) }, { status: 413, message: /too large/i });
     await api('PUT', '/v1/volume/csi/api-vol', { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', externalId: 'e'.repeat(300), capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] } }) }, { status: 400, message: /externalId/ });
@@ -200,6 +214,8 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
       { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }], secrets: { big: 's'.repeat(5000) } } }) },
       { status: 400, message: /secrets/ },
     );
+    // Last: today it runs the server out of memory (issue 12, finding 10).
+    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: [{ name: 'g', count: 1e12, tasks: [task()] }] } }) }, { status: 400, message: /count/ });
   });
 
   it('paths that climb out of an allocation in the log and fs routes are refused', async () => {
