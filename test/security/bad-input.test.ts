@@ -244,7 +244,7 @@ describe('200 concurrent job submissions', { timeout: 600_000 }, () => {
     await c.revive(); // an earlier case may have brought the server down (reported there)
     const N = 200;
     const bodies = Array.from({ length: N }, (_, i) =>
-      JSON.stringify({ job: { id: `burst-${i}`, type: 'batch', groups: [{ name: 'g', restart: { attempts: 0, mode: 'fail' }, tasks: [task({ resources: { cpuMhz: 10, memoryMb: 16 } })] }] } }),
+      JSON.stringify({ job: { id: `burst-${i}`, type: 'batch', groups: [{ name: 'g', restart: { attempts: 0, mode: 'fail' }, tasks: [task({ resources: { cpuMhz: 1, memoryMb: 8 } })] }] } }),
     );
     const answers = await Promise.all(bodies.map((body) => fetch(`${c.server.addr}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${MGMT}`, 'content-type': 'application/json' }, body }).then(async (r) => `${r.status} ${r.status === 200 ? '' : await r.text()}`)));
     assert.deepEqual(answers.filter((a) => !a.startsWith('200')), [], 'every submission accepted');
@@ -262,6 +262,10 @@ describe('200 concurrent job submissions', { timeout: 600_000 }, () => {
         return new Set(allocs.filter((a) => a.clientStatus === 'complete').map((a) => a.jobId)).size === N;
       },
       300_000,
-    ).catch((err: Error) => assert.fail(`${err.message}; ${seen}`));
+    ).catch(async (err: Error) => {
+      const first = /jobs never placed \((burst-\d+)/.exec(seen)?.[1];
+      const evals = first ? ((await c.get<Array<{ status: string; statusDescription: string; failedPlacements: unknown }>>(`/v1/job/${first}/evaluations`)).body ?? []) : [];
+      assert.fail(`${err.message}; ${seen}${first ? `; ${first}'s evaluations: ${JSON.stringify(evals).slice(0, 800)}` : ''}`);
+    });
   });
 });
