@@ -205,7 +205,6 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
     await api('POST', '/v1/jobs', { body: 'this is not json' }, { status: 400, message: /json|body/i });
     await api('POST', '/v1/jobs', { body: '{}' }, { status: 400, message: /\bid\b|groups/i });
     await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: 'nope' } }) }, { status: 400, message: /groups/ });
-    await api('POST', '/v1/jobs', { body: `{"job":{"id":"api-proto","__proto__":{"x":1},"groups":[{"name":"g","tasks":[${JSON.stringify(task())}]}]}}` }, { status: 400, message: /__proto__/ });
     await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, env: 'x'.repeat(6 * 1024 * 1024) } }) }, { status: 413, message: /too large/i });
     await api('PUT', '/v1/volume/csi/api-vol', { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', externalId: 'e'.repeat(300), capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] } }) }, { status: 400, message: /externalId/ });
     await api(
@@ -214,6 +213,8 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
       { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }], secrets: { big: 's'.repeat(5000) } } }) },
       { status: 400, message: /secrets/ },
     );
+    // Fastify refuses it today, but as "Body is not valid JSON": the answer should name the key.
+    await api('POST', '/v1/jobs', { body: `{"job":{"id":"api-proto","__proto__":{"x":1},"groups":[{"name":"g","tasks":[${JSON.stringify(task())}]}]}}` }, { status: 400, message: /__proto__/ });
     // Last: today it runs the server out of memory (issue 12, finding 10).
     await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: [{ name: 'g', count: 1e12, tasks: [task()] }] } }) }, { status: 400, message: /count/ });
   });
