@@ -1,0 +1,777 @@
+// The chaos kit (issue 12): real Berth processes SIGKILLed at random
+// instants, and after every cycle the invariants an operator relies on.
+//
+//   npm run chaos                         the long run: 100 cycles (dev agent, then server + client)
+//   CHAOS_SEED=1234 npm run chaos         replays a run (the seed is printed at the start and the end)
+//   CHAOS_CYCLES=20 npm run chaos         fewer or more cycles
+//   CHAOS_CLUSTERS=pair npm run chaos     only one kind of cluster (dev, pair, or dev,pair)
+//
+// `npm run chaos` builds dist/ first (every process here runs bin/berth.js);
+// test/chaos/chaos-short.test.ts runs a few cycles of the same kit in `npm
+// test`.
+//
+// What runs: a cluster (a `berth agent --dev`, or a `berth agent --server`
+// plus a `berth agent --client` on a fixed server port), the hostpath plugin as a
+// system job, one single-node-writer volume, and a service job whose task
+// appends `<alloc> <pid> <n>` to a file in the volume every 100 ms. A cycle
+// picks (from a seeded PRNG, so the plan depends on the seed alone) a phase
+// (steady state, `job run`, `job stop`, plugin update), a victim (the dev
+// agent, the server, the client, the plugin task, a task executor) and an
+// instant; it starts the phase's command, SIGKILLs the victim at that instant,
+// restarts a killed agent with the same data dir, resubmits what the operator
+// wanted (a resubmit must always be enough: a job that does not converge
+// after it is "wedged"), waits until the cluster has settled and checks:
+//   - at most one write claim on the volume;
+//   - the mounts under the run's directory are exactly those the running
+//     allocations need (staging per volume, publish per allocation, the
+//     task's bind, secrets tmpfs of known allocations);
+//   - every task process (found in /proc by the BERTH_TASK_DIR in its
+//     environment) belongs to an allocation the API shows running, and every
+//     running allocation's task runs under its executor;
+//   - the writer's file: every writer's lines are 1, 2, 3... with no gap and no
+//     repeat, no writer writes again once another started, and the running
+//     writer's lines reach the volume;
+//   - an agent restart in steady state kept the writer's process.
+// After the last cycle both jobs are stopped and the agents drained (SIGINT):
+// nothing may stay mounted and no task or executor process may be left. The
+// run prints the issue's figures and every violation with its cycle, and
+// reports failure when there was any.
+
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Allocation } from '../../src/structs/index.js';
+import { AgentRun, freePort, mountsUnder, type BerthResult } from '../support/agent-run.js';
+import { eventually } from '../support/eventually.js';
+import { hostpathPluginJob } from '../support/runtime-cluster.js';
+
+export type ClusterKind = 'dev' | 'pair';
+export type Phase = 'steady' | 'job-run' | 'job-stop' | 'plugin-update';
+export type Victim = 'agent' | 'server' | 'client' | 'plugin' | 'executor';
+
+/** One cycle, decided by the seed alone before anything runs. */
+export interface CyclePlan {
+  index: number;
+  cluster: ClusterKind;
+  phase: Phase;
+  victim: Victim;
+  /** How long after the phase's command starts the victim is SIGKILLed. */
+  delayMs: number;
+  /** Which executor dies when there are several (a fraction of their count). */
+  pick: number;
+  /** Whether the writer job should run once the cycle is over. */
+  writerAfter: boolean;
+}
+
+export interface ChaosOptions {
+  seed: number;
+  cycles: number;
+  clusters: readonly ClusterKind[];
+  /** How long a cluster may take to settle after a cycle before it counts as wedged. */
+  settleMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface Violation {
+  cycle: number | 'setup' | 'final';
+  cluster: ClusterKind;
+  what: string;
+}
+
+export interface ChaosReport {
+  seed: number;
+  cycles: number;
+  cyclesRun: number;
+  cleanCycles: number;
+  durationMs: number;
+  /** SIGKILLed agent (dev) or client restarted in steady state -> back, its tasks kept, in ms. */
+  adoptionMs: number[];
+  wedged: number;
+  twoWriters: number;
+  linesChecked: number;
+  violations: Violation[];
+}
+
+const VOLUME_ID = 'chaos-vol';
+const PLUGIN_JOB = 'chaos-plugin';
+const WRITER_JOB = 'chaos-writer';
+const MGMT = 'chaos-mgmt-token-0123456789abcdef';
+const NODE_TOKEN = 'chaos-node-token-0123456789abcdef';
+
+/** A small seeded PRNG (mulberry32): the same seed gives the same numbers in [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const VICTIMS: Record<ClusterKind, Victim[]> = { dev: ['agent', 'plugin', 'executor'], pair: ['server', 'client', 'plugin', 'executor'] };
+const MAX_DELAY: Record<Phase, number> = { steady: 2000, 'job-run': 1500, 'job-stop': 1000, 'plugin-update': 2000 };
+
+/**
+ * The whole run's plan from `seed`: cycles split evenly over `clusters` (in
+ * that order); victims taken in a shuffled round so that every one is hit;
+ * phases chosen from what the writer's state allows. Pure.
+ */
+export function planCycles(seed: number, cycles: number, clusters: readonly ClusterKind[]): CyclePlan[] {
+  const rnd = prng(seed);
+  const plans: CyclePlan[] = [];
+  clusters.forEach((cluster, ci) => {
+    const n = Math.floor(cycles / clusters.length) + (ci < cycles % clusters.length ? 1 : 0);
+    let writer = true;
+    let round: Victim[] = [];
+    for (let i = 0; i < n; i++) {
+      if (round.length === 0) round = [...VICTIMS[cluster]].sort(() => rnd() - 0.5);
+      const victim = round.shift() as Victim;
+      const choices: Phase[] = writer ? ['steady', 'steady', 'job-stop', 'plugin-update'] : ['job-run', 'job-run', 'plugin-update', 'steady'];
+      const phase = choices[Math.floor(rnd() * choices.length)] as Phase;
+      const writerAfter: boolean = phase === 'job-stop' ? false : phase === 'job-run' ? true : writer;
+      plans.push({ index: plans.length + 1, cluster, phase, victim, delayMs: Math.floor(rnd() * MAX_DELAY[phase]), pick: rnd(), writerAfter });
+      writer = writerAfter;
+    }
+  });
+  return plans;
+}
+
+// ---------------------------------------------------------------- /proc
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  cmd: string;
+  cwd: string;
+  env: Record<string, string>;
+}
+
+function readProc(pid: number): Proc | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+    const cwd = readlinkSync(`/proc/${pid}/cwd`);
+    const env: Record<string, string> = {};
+    for (const kv of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+      const eq = kv.indexOf('=');
+      if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1);
+    }
+    return { pid, ppid, cmd, cwd, env };
+  } catch {
+    return undefined; // gone, or a kernel thread
+  }
+}
+
+/**
+ * The Berth task processes of this run (their BERTH_TASK_DIR lies under
+ * `root`) and the executors (executor.mjs running in a state dir under `root`).
+ */
+export function scanProcesses(root: string): { tasks: Proc[]; executors: Proc[] } {
+  const tasks: Proc[] = [];
+  const executors: Proc[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const p = readProc(Number(entry));
+    if (!p) continue;
+    if ((p.env['BERTH_TASK_DIR'] ?? '').startsWith(`${root}/`)) tasks.push(p);
+    else if (p.cmd.includes('executor.mjs') && p.cwd.startsWith(`${root}/`)) executors.push(p);
+  }
+  return { tasks, executors };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------- the writer's file
+
+/** Reads the writer's lines `<alloc> <pid> <n>` and reports what breaks the rules from line `from` on. */
+export function checkLines(text: string, from: number): { lines: number; problems: string[]; twoWriters: number } {
+  const lines = text.split('\n').filter((l) => l !== '');
+  const last = new Map<string, number>();
+  const closed = new Set<string>();
+  const problems: string[] = [];
+  let twoWriters = 0;
+  let prev = '';
+  lines.forEach((line, i) => {
+    const m = /^(\S+) (\d+) (\d+)$/.exec(line);
+    const report = (what: string): void => {
+      if (i >= from) problems.push(`line ${i + 1} "${line}": ${what}`);
+    };
+    if (!m) return report('not a writer line (torn or foreign)');
+    const key = `${m[1]} ${m[2]}`;
+    const n = Number(m[3]);
+    if (key !== prev) {
+      if (prev) closed.add(prev);
+      if (closed.has(key)) {
+        if (i >= from) twoWriters++;
+        report(`writer ${key} wrote again after writer ${prev} had started: two live writers on a single-writer volume`);
+      }
+      prev = key;
+    }
+    const before = last.get(key) ?? 0;
+    if (n <= before) report(`repeats line ${n} of writer ${key} (it was at ${before})`);
+    else if (n !== before + 1) report(`lines ${before + 1}..${n - 1} of writer ${key} never reached the volume`);
+    last.set(key, Math.max(before, n));
+  });
+  return { lines: lines.length, problems, twoWriters };
+}
+
+// ---------------------------------------------------------------- clusters
+
+class Cluster {
+  readonly kind: ClusterKind;
+  readonly root: string;
+  /** The data dir of the node's client (where allocations and plugin mounts live). */
+  readonly nodeDir: string;
+  readonly hostpathDir: string;
+  readonly agents = new Map<'agent' | 'server' | 'client', AgentRun>();
+  pluginGen = 0;
+
+  constructor(kind: ClusterKind, root: string) {
+    this.kind = kind;
+    this.root = root;
+    this.nodeDir = path.join(root, kind === 'dev' ? 'agent' : 'client');
+    this.hostpathDir = path.join(root, 'hp');
+  }
+
+  get api(): AgentRun {
+    return (this.agents.get('agent') ?? this.agents.get('server')) as AgentRun;
+  }
+
+  async start(): Promise<void> {
+    const port = await freePort();
+    if (this.kind === 'dev') {
+      this.agents.set('agent', await new AgentRun(['--dev', '--data-dir', this.nodeDir, '--port', String(port)]).start());
+      return;
+    }
+    writeFileSync(path.join(this.root, 'nodes.tokens'), `${NODE_TOKEN}\n`);
+    writeFileSync(
+      path.join(this.root, 'server.hcl'),
+      `data_dir = "${path.join(this.root, 'server')}"\nports {\n  http = ${port}\n}\ntokens {\n  management = ["${MGMT}"]\n  node_file  = "${path.join(this.root, 'nodes.tokens')}"\n}\n`,
+    );
+    const server = await new AgentRun(['--server', '--config', path.join(this.root, 'server.hcl')]).start();
+    server.token = MGMT;
+    this.agents.set('server', server);
+    writeFileSync(
+      path.join(this.root, 'client.json'),
+      JSON.stringify({
+        data_dir: this.nodeDir,
+        ports: { http: 0 },
+        client: { node_name: 'chaos-client', token: NODE_TOKEN, options: { 'driver.raw_exec.enable': true } },
+        csi: { probe_interval: '1s' },
+      }),
+    );
+    const client = await new AgentRun(['--client', '--server-address', server.addr, '--config', path.join(this.root, 'client.json')]).start();
+    client.token = MGMT;
+    this.agents.set('client', client);
+  }
+
+  /** Starts a killed agent process again with the same arguments (and data dir). */
+  async restart(which: 'agent' | 'server' | 'client'): Promise<void> {
+    const a = this.agents.get(which) as AgentRun;
+    await a.exited;
+    await a.start();
+    if (this.kind === 'pair') a.token = MGMT;
+  }
+
+  cli(args: readonly string[], timeoutMs = 60_000): Promise<BerthResult> {
+    return this.api.cli(args, { timeoutMs });
+  }
+
+  /** A GET on the API; undefined on 404. Throws on any other failure (the agent may be restarting). */
+  async get<T>(p: string): Promise<T | undefined> {
+    const res = await fetch(this.api.addr + p, { headers: { authorization: `Bearer ${this.api.token}` }, signal: AbortSignal.timeout(10_000) });
+    if (res.status === 404) return undefined;
+    if (!res.ok) throw new Error(`GET ${p}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  }
+
+  file(name: string, body: string): string {
+    const f = path.join(this.root, name);
+    writeFileSync(f, body);
+    return f;
+  }
+
+  pluginFile(): string {
+    return this.file('plugin.json', JSON.stringify(hostpathPluginJob({ id: PLUGIN_JOB, driver: 'raw_exec', dataDir: this.hostpathDir, env: { CHAOS_GEN: String(this.pluginGen) } })));
+  }
+
+  writerFile(): string {
+    return this.file('writer.json', JSON.stringify(writerJob()));
+  }
+
+  /** SIGINT to every agent (the client before its server), waiting for their exits. */
+  async drain(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const which of ['client', 'agent', 'server'] as const) {
+      const a = this.agents.get(which);
+      if (!a?.running) continue;
+      const r = await a.stop('SIGINT', 120_000);
+      if (r.code !== 0) problems.push(`the ${which} drained with SIGINT exited ${r.code ?? r.signal}: ${a.stderr.slice(-2000)}`);
+    }
+    return problems;
+  }
+
+  async kill(): Promise<void> {
+    for (const a of this.agents.values()) if (a.running) await a.stop('SIGKILL');
+  }
+}
+
+/** The writer: a service job appending `<alloc> <pid> <n>` every 100 ms to a file in the volume. */
+function writerJob(): Record<string, unknown> {
+  return {
+    id: WRITER_JOB,
+    type: 'service',
+    groups: [
+      {
+        name: 'main',
+        restart: { attempts: 10, interval: '1m', delay: '200ms', mode: 'delay' },
+        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: true },
+        volumes: { data: { type: 'csi', source: VOLUME_ID, accessMode: 'single-node-writer', attachmentMode: 'file-system' } },
+        tasks: [
+          {
+            name: 'write',
+            driver: 'raw_exec',
+            config: {
+              command: '/bin/sh',
+              args: ['-c', 'a=${BERTH_ALLOC_ID%%-*}; n=0; while :; do n=$((n+1)); echo "$a $$ $n" >> "$BERTH_TASK_DIR/data/counter"; sleep 0.1; done'],
+            },
+            volumeMounts: [{ volume: 'data', destination: '/data' }],
+            resources: { cpuMhz: 50, memoryMb: 32 },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+const TERMINAL = new Set(['complete', 'failed', 'lost']);
+
+interface VolumeView {
+  externalId: string;
+  claims: Array<{ allocId: string; mode: string; state: string; nodeId: string }>;
+}
+
+// ---------------------------------------------------------------- the run
+
+/** Runs the chaos plan and returns what it saw; never throws for a violation (only for a broken harness). */
+export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
+  const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const settleMs = opts.settleMs ?? 90_000;
+  const plans = planCycles(opts.seed, opts.cycles, opts.clusters);
+  const t0 = performance.now();
+  const report: ChaosReport = { seed: opts.seed, cycles: opts.cycles, cyclesRun: 0, cleanCycles: 0, durationMs: 0, adoptionMs: [], wedged: 0, twoWriters: 0, linesChecked: 0, violations: [] };
+  log(`chaos: seed ${opts.seed}, ${opts.cycles} cycles over ${opts.clusters.join(' + ')} (replay: CHAOS_SEED=${opts.seed} CHAOS_CYCLES=${opts.cycles} CHAOS_CLUSTERS=${opts.clusters.join(',')} npm run chaos)`);
+
+  for (const kind of opts.clusters) {
+    const root = mkdtempSync(path.join(tmpdir(), `bch${kind[0]}-`));
+    const cluster = new Cluster(kind, root);
+    let linesFrom = 0;
+    // A problem that outlives its cycle (an orphan stays an orphan) is listed once; it still spoils every cycle it is seen in.
+    const listed = new Set<string>();
+    let spoiled = false;
+    const violate = (cycle: Violation['cycle'], what: string): void => {
+      spoiled = true;
+      if (listed.has(what)) return;
+      listed.add(what);
+      report.violations.push({ cycle, cluster: kind, what });
+      log(`  VIOLATION (${kind}, cycle ${cycle}): ${what}`);
+    };
+    try {
+      await setUp(cluster);
+      for (const plan of plans.filter((p) => p.cluster === kind)) {
+        spoiled = false;
+        const outcome = await runCycle(cluster, plan, settleMs);
+        report.cyclesRun++;
+        if (outcome.adoptionMs !== undefined) report.adoptionMs.push(outcome.adoptionMs);
+        for (const v of outcome.violations) violate(plan.index, v);
+        if (outcome.wedged) {
+          report.wedged++;
+          violate(plan.index, `wedged: ${outcome.wedged}`);
+        }
+        if (!outcome.wedged) {
+          const lines = await checkWriterFile(cluster, linesFrom, plan.writerAfter);
+          linesFrom = lines.lines;
+          report.twoWriters += lines.twoWriters;
+          for (const p of lines.problems) violate(plan.index, `writer file: ${p}`);
+        }
+        if (!spoiled) report.cleanCycles++;
+        log(
+          `cycle ${plan.index}/${plans.length} ${kind} ${plan.phase}, SIGKILL ${plan.victim} at +${plan.delayMs} ms: ${spoiled ? 'VIOLATED' : 'ok'}${outcome.note ? ` (${outcome.note})` : ''}`,
+        );
+        if (outcome.wedged) {
+          log(`  ${kind}: wedged, its remaining cycles are skipped`);
+          break;
+        }
+      }
+      const final = await finalStop(cluster, settleMs);
+      const lines = await checkWriterFile(cluster, linesFrom, false).catch(() => ({ lines: linesFrom, problems: [], twoWriters: 0 }));
+      report.linesChecked += lines.lines;
+      for (const v of [...final, ...lines.problems]) violate('final', v);
+    } catch (err) {
+      violate('setup', `the harness could not go on: ${(err as Error).stack ?? String(err)}`);
+    } finally {
+      await cluster.kill();
+      cleanUp(root);
+    }
+  }
+  report.durationMs = performance.now() - t0;
+  return report;
+}
+
+async function setUp(cluster: Cluster): Promise<void> {
+  mkdirSync(cluster.hostpathDir, { recursive: true });
+  await cluster.start();
+  must(await cluster.cli(['job', 'run', cluster.pluginFile()]), 'job run (plugin)');
+  await eventually('the hostpath plugin healthy', async () => pluginHealthy(cluster), { timeoutMs: 60_000, intervalMs: 200 });
+  const vol = cluster.file(
+    'volume.hcl',
+    `id = "${VOLUME_ID}"\nname = "${VOLUME_ID}"\ntype = "csi"\nplugin_id = "hostpath"\ncapacity_min = "1MiB"\ncapability {\n  access_mode     = "single-node-writer"\n  attachment_mode = "file-system"\n}\n`,
+  );
+  must(await cluster.cli(['volume', 'create', vol]), 'volume create');
+  must(await cluster.cli(['job', 'run', cluster.writerFile()]), 'job run (writer)');
+  const settled = await settle(cluster, true, 60_000);
+  if (settled) throw new Error(`the cluster did not settle after setup: ${settled}`);
+}
+
+function must(r: BerthResult, what: string): void {
+  if (r.code !== 0) throw new Error(`${what}: exit ${r.code}\n${r.stdout}${r.stderr}`);
+}
+
+async function pluginHealthy(cluster: Cluster): Promise<boolean> {
+  const p = await cluster.get<{ controllersHealthy: number; nodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
+  return !!p && p.controllersHealthy >= 1 && p.nodesHealthy >= 1;
+}
+
+/**
+ * Waits until the cluster has converged on what the operator asked for: the
+ * plugin healthy at its job's current version, every allocation meant to run
+ * running, every other one terminal, the writer running (or not) and the
+ * volume's claims those of the running writer. Returns undefined once so, or
+ * the last reason it was not (wedged) after `ms`.
+ */
+async function settle(cluster: Cluster, writer: boolean, ms: number): Promise<string | undefined> {
+  let reason = '';
+  try {
+    await eventually(
+      'the cluster to settle',
+      async () => {
+        reason = (await unsettled(cluster, writer).catch((err: Error) => `the API: ${err.message}`)) ?? '';
+        return reason === '';
+      },
+      { timeoutMs: ms, intervalMs: 250 },
+    );
+    return undefined;
+  } catch {
+    return `${reason || 'did not settle'} (after ${Math.round(ms / 1000)} s)\n${await describeState(cluster)}`;
+  }
+}
+
+/** What a wedged cluster looks like: its allocations and its plugin, for the report. */
+async function describeState(cluster: Cluster): Promise<string> {
+  try {
+    const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
+    const plugin = await cluster.get<{ controllersHealthy: number; controllersExpected?: number; nodesHealthy: number; nodesExpected?: number }>('/v1/plugin/csi/hostpath');
+    const rows = allocs.map(
+      (a) =>
+        `      alloc ${a.id.slice(0, 8)} ${a.jobId} v${a.jobVersion} desired ${a.desiredStatus} client ${a.clientStatus} (${a.clientDescription}); tasks ${Object.entries(a.taskStates ?? {})
+          .map(([n, t]) => `${n}=${t.state}${t.events.length ? ` last "${t.events.at(-1)?.message ?? ''}"` : ''}`)
+          .join(', ')}`,
+    );
+    return [`      plugin hostpath: controllers ${plugin?.controllersHealthy ?? '?'} healthy, nodes ${plugin?.nodesHealthy ?? '?'} healthy`, ...rows].join('\n');
+  } catch (err) {
+    return `      (the API did not answer: ${(err as Error).message})`;
+  }
+}
+
+async function unsettled(cluster: Cluster, writer: boolean): Promise<string | undefined> {
+  if (!(await pluginHealthy(cluster))) return 'the hostpath plugin is not healthy';
+  const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
+  const nodes = (await cluster.get<Array<{ id: string; status: string }>>('/v1/nodes')) ?? [];
+  const down = nodes.filter((n) => n.status !== 'ready');
+  if (down.length) return `node ${down.map((n) => `${n.id.slice(0, 8)} ${n.status}`).join(', ')}`;
+  for (const a of allocs) {
+    const terminal = TERMINAL.has(a.clientStatus);
+    // A terminal allocation may keep desired "run" once replaced; the live counts below say whether it was.
+    if (!terminal && a.clientStatus !== 'running') return `allocation ${a.id.slice(0, 8)} (${a.jobId}) is ${a.clientStatus}: ${a.clientDescription}`;
+    if (a.desiredStatus !== 'run' && !terminal) return `allocation ${a.id.slice(0, 8)} (${a.jobId}) desired ${a.desiredStatus} is still ${a.clientStatus}`;
+    if (a.clientStatus === 'running') {
+      const dead = Object.entries(a.taskStates ?? {}).filter(([, t]) => t.state !== 'running');
+      if (dead.length) return `allocation ${a.id.slice(0, 8)} (${a.jobId}) is running but task ${dead[0]![0]} is ${dead[0]![1].state}`;
+    }
+  }
+  const live = (job: string): Allocation[] => allocs.filter((a) => a.jobId === job && !TERMINAL.has(a.clientStatus));
+  const plugin = live(PLUGIN_JOB);
+  if (plugin.length !== 1) return `${plugin.length} live plugin allocations`;
+  const pluginJob = await cluster.get<{ version: number }>(`/v1/job/${PLUGIN_JOB}`);
+  if (pluginJob && plugin[0]!.jobVersion !== pluginJob.version) return `the plugin allocation is at version ${plugin[0]!.jobVersion}, its job at ${pluginJob.version}`;
+  const writers = live(WRITER_JOB);
+  if (writers.length !== (writer ? 1 : 0)) return `${writers.length} live writer allocations (want ${writer ? 1 : 0})`;
+  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
+  if (!vol) return 'the volume is gone';
+  const claims = vol.claims.map((c) => `${c.allocId.slice(0, 8)}:${c.mode}:${c.state}`).sort();
+  const want = writers.map((a) => `${a.id.slice(0, 8)}:write:taken`);
+  if (claims.join(',') !== want.join(',')) return `volume claims [${claims.join(', ')}], want [${want.join(', ')}]`;
+  return undefined;
+}
+
+interface CycleOutcome {
+  violations: string[];
+  wedged?: string;
+  adoptionMs?: number;
+  note?: string;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function runningWriter(cluster: Cluster): Promise<{ allocId: string; pid: number } | undefined> {
+  const { tasks } = scanProcesses(cluster.root);
+  const top = tasks.find((t) => t.env['BERTH_JOB_ID'] === WRITER_JOB && t.cmd.startsWith('/bin/sh -c') && !tasks.some((o) => o.pid === t.ppid));
+  return top ? { allocId: top.env['BERTH_ALLOC_ID'] ?? '', pid: top.pid } : undefined;
+}
+
+async function runCycle(cluster: Cluster, plan: CyclePlan, settleMs: number): Promise<CycleOutcome> {
+  const out: CycleOutcome = { violations: [] };
+  const writerBefore = await runningWriter(cluster);
+  let action: Promise<BerthResult> | undefined;
+  if (plan.phase === 'job-run') action = cluster.cli(['job', 'run', cluster.writerFile()]);
+  if (plan.phase === 'job-stop') action = cluster.cli(['job', 'stop', WRITER_JOB]);
+  if (plan.phase === 'plugin-update') {
+    cluster.pluginGen++;
+    action = cluster.cli(['job', 'run', cluster.pluginFile()]);
+  }
+  // The random instant: a plain timer is the point here (the kill lands wherever the system is).
+  await sleep(plan.delayMs);
+
+  let restarted: 'agent' | 'server' | 'client' | undefined;
+  if (plan.victim === 'agent' || plan.victim === 'server' || plan.victim === 'client') {
+    const a = cluster.agents.get(plan.victim) as AgentRun;
+    a.child?.kill('SIGKILL');
+    await a.exited;
+    restarted = plan.victim;
+  } else {
+    const { tasks, executors } = scanProcesses(cluster.root);
+    let pid: number | undefined;
+    if (plan.victim === 'plugin') pid = tasks.find((t) => t.env['BERTH_JOB_ID'] === PLUGIN_JOB && t.cmd.includes('plugin hostpath'))?.pid;
+    else pid = executors.sort((x, y) => x.pid - y.pid)[Math.floor(plan.pick * executors.length)]?.pid;
+    if (pid === undefined) out.note = `no ${plan.victim} process at that instant`;
+    else process.kill(pid, 'SIGKILL');
+  }
+
+  if (restarted) {
+    const t = performance.now();
+    await cluster.restart(restarted);
+    const adopting = plan.phase === 'steady' && restarted !== 'server' && writerBefore;
+    if (adopting) {
+      // Back: the API answers, the node is ready and the writer's allocation runs with the very same process.
+      await eventually(
+        'the writer adopted',
+        async () => {
+          const a = await cluster.get<Allocation>(`/v1/allocation/${writerBefore.allocId}`).catch(() => undefined);
+          const nodes = (await cluster.get<Array<{ status: string }>>('/v1/nodes').catch(() => undefined)) ?? [];
+          return a?.clientStatus === 'running' && nodes.length > 0 && nodes.every((n) => n.status === 'ready') && alive(writerBefore.pid);
+        },
+        { timeoutMs: 60_000, intervalMs: 20 },
+      ).then(
+        () => (out.adoptionMs = performance.now() - t),
+        () => out.violations.push(`the ${restarted} came back but the writer's allocation ${writerBefore.allocId.slice(0, 8)} did not run again with its process ${writerBefore.pid} within 60 s`),
+      );
+      if (out.adoptionMs !== undefined) out.note = `back with its tasks in ${Math.round(out.adoptionMs)} ms`;
+    }
+  }
+  const acted = action ? await action : undefined;
+  if (acted && acted.code !== 0) out.note = [out.note, `the interrupted command exited ${acted.code}`].filter(Boolean).join('; ');
+
+  // What the operator does next: ask again for what they wanted. It must be enough.
+  const resubmits: Array<[string, string[]]> = [
+    ['job run (plugin)', ['job', 'run', '--detach', cluster.pluginFile()]],
+    plan.writerAfter ? ['job run (writer)', ['job', 'run', '--detach', cluster.writerFile()]] : ['job stop (writer)', ['job', 'stop', WRITER_JOB]],
+  ];
+  for (const [what, args] of resubmits) {
+    const r = await cluster.cli(args);
+    if (r.code !== 0) out.violations.push(`resubmit ${what} exited ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 500)}`);
+  }
+  const wedged = await settle(cluster, plan.writerAfter, settleMs);
+  if (wedged) {
+    out.wedged = wedged;
+    return out;
+  }
+  if (plan.phase === 'steady' && restarted && writerBefore) {
+    const now = await runningWriter(cluster);
+    if (now?.pid !== writerBefore.pid) out.violations.push(`the ${restarted} restart did not keep the writer's process (pid ${writerBefore.pid} -> ${now?.pid ?? 'none'})`);
+  }
+  out.violations.push(...(await inspect(cluster)));
+  return out;
+}
+
+/** The invariants of a settled cluster: claims, mounts, processes. */
+async function inspect(cluster: Cluster): Promise<string[]> {
+  const problems: string[] = [];
+  const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
+  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
+  const writes = vol?.claims.filter((c) => c.mode === 'write') ?? [];
+  if (writes.length > 1) problems.push(`${writes.length} write claims on ${VOLUME_ID}: ${writes.map((c) => `${c.allocId.slice(0, 8)} ${c.state}`).join(', ')}`);
+
+  const byId = new Map(allocs.map((a) => [a.id, a]));
+  const running = allocs.filter((a) => a.clientStatus === 'running');
+  problems.push(...checkMounts(cluster, byId, running, allocs.some((a) => a.jobId === PLUGIN_JOB && !TERMINAL.has(a.clientStatus))));
+
+  const { tasks, executors } = scanProcesses(cluster.root);
+  const execPids = new Set(executors.map((e) => e.pid));
+  const taskPids = new Set(tasks.map((t) => t.pid));
+  for (const t of tasks) {
+    const id = t.env['BERTH_ALLOC_ID'] ?? '';
+    const a = byId.get(id);
+    if (!a || a.clientStatus !== 'running') problems.push(`task process ${t.pid} (${t.cmd.slice(0, 80)}) of allocation ${id.slice(0, 8)}, which the API shows ${a ? `${a.clientStatus} (desired ${a.desiredStatus})` : 'not at all'}`);
+    else if (!taskPids.has(t.ppid) && !execPids.has(t.ppid)) problems.push(`task process ${t.pid} of allocation ${id.slice(0, 8)} (${a.jobId}) runs without its executor (parent ${t.ppid})`);
+  }
+  for (const a of running) {
+    if (!tasks.some((t) => t.env['BERTH_ALLOC_ID'] === a.id)) problems.push(`allocation ${a.id.slice(0, 8)} (${a.jobId}) is running in the API but has no task process`);
+  }
+  return problems;
+}
+
+/**
+ * Compares the mounts under the node's data dir with what the running
+ * allocations need: per volume in use a staging mount, per allocation using it
+ * a publish mount and the task's bind; a secrets tmpfs per task of a known
+ * allocation; the plugin's mount dir while the plugin job runs.
+ */
+function checkMounts(cluster: Cluster, byId: Map<string, Allocation>, running: Allocation[], pluginLive: boolean): string[] {
+  const problems: string[] = [];
+  const client = path.join(cluster.nodeDir, 'client');
+  const want = new Set<string>();
+  for (const a of running) {
+    for (const v of a.csiVolumes ?? []) {
+      want.add(`staging ${v.pluginId} ${v.volumeId}`);
+      want.add(`publish ${v.pluginId} ${a.id} ${v.volumeId}`);
+      for (const t of Object.keys(a.taskStates ?? {})) want.add(`bind ${a.id} ${t}`);
+    }
+  }
+  const have: string[] = [];
+  for (const m of mountsUnder(cluster.root)) {
+    const rel = m.startsWith(`${client}/`) ? m.slice(client.length + 1).split('/') : [];
+    if (rel[0] === 'alloc' && rel.length === 4 && rel[3] === 'secrets') {
+      if (!byId.has(rel[1] as string)) problems.push(`secrets tmpfs ${m} of an allocation the API does not know`);
+    } else if (rel[0] === 'alloc' && rel.length === 5 && rel[3] === 'local') {
+      have.push(`bind ${rel[1]} ${rel[2]}`);
+    } else if (rel[0] === 'p' && rel.length === 3 && rel[2] === 'mounts') {
+      if (!pluginLive) problems.push(`plugin mount dir ${m} while no plugin allocation runs`);
+    } else if (rel[0] === 'p' && rel[2] === 'mounts' && rel[3] === 'staging' && rel.length === 7) {
+      have.push(`staging ${rel[1]} ${rel[5]}`);
+    } else if (rel[0] === 'p' && rel[2] === 'mounts' && rel[3] === 'per-alloc' && rel.length === 7) {
+      have.push(`publish ${rel[1]} ${rel[4]} ${rel[5]}`);
+    } else {
+      problems.push(`unexpected mount ${m}`);
+    }
+  }
+  const seen = new Set<string>();
+  for (const h of have) {
+    if (seen.has(h)) problems.push(`mounted twice: ${h}`);
+    seen.add(h);
+    if (!want.has(h)) problems.push(`mount no running allocation needs: ${h}`);
+  }
+  for (const w of want) if (!seen.has(w)) problems.push(`a running allocation's mount is missing: ${w}`);
+  return problems;
+}
+
+/** The writer's file in the volume: its rules, and (when it should run) that the running writer's lines arrive. */
+async function checkWriterFile(cluster: Cluster, from: number, writer: boolean): Promise<{ lines: number; problems: string[]; twoWriters: number }> {
+  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
+  if (!vol) return { lines: from, problems: ['the volume is gone from the API'], twoWriters: 0 };
+  const file = path.join(cluster.hostpathDir, 'volumes', vol.externalId, 'counter');
+  const read = (): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const problems: string[] = [];
+  if (writer) {
+    const w = await runningWriter(cluster);
+    const tag = w ? `${w.allocId.split('-')[0]} ${w.pid} ` : undefined;
+    const start = read().length;
+    const arrived = tag
+      ? await eventually('the running writer to append to the volume', () => read().slice(start).includes(`\n${tag}`) || read().slice(start).startsWith(tag), { timeoutMs: 10_000, intervalMs: 100 }).then(
+          () => true,
+          () => false,
+        )
+      : false;
+    if (!arrived) problems.push(`the running writer (${tag?.trim() ?? 'no process'}) does not append to the volume's file ${file}`);
+  }
+  const checked = checkLines(read(), from);
+  return { lines: checked.lines, problems: [...problems, ...checked.problems], twoWriters: checked.twoWriters };
+}
+
+/** Stops both jobs, drains the agents and checks that nothing is left. */
+async function finalStop(cluster: Cluster, settleMs: number): Promise<string[]> {
+  const problems: string[] = [];
+  const r = await cluster.cli(['job', 'stop', WRITER_JOB]);
+  if (r.code !== 0) problems.push(`job stop (writer) exited ${r.code}: ${r.stderr.trim()}`);
+  const wedged = await settle(cluster, false, settleMs);
+  if (wedged) problems.push(`after the final job stop: ${wedged}`);
+  const p = await cluster.cli(['job', 'stop', PLUGIN_JOB]);
+  if (p.code !== 0) problems.push(`job stop (plugin) exited ${p.code}: ${p.stderr.trim()}`);
+  problems.push(...(await cluster.drain()));
+  const left = mountsUnder(cluster.root);
+  if (left.length) problems.push(`still mounted after the final stop: ${left.join(', ')}`);
+  const { tasks, executors } = scanProcesses(cluster.root);
+  for (const t of [...tasks, ...executors]) problems.push(`process ${t.pid} left after the final stop: ${t.cmd.slice(0, 120)}`);
+  return problems;
+}
+
+/** Kills what a failed run left (only processes of this run's directory) and removes the directory. */
+function cleanUp(root: string): void {
+  const { tasks, executors } = scanProcesses(root);
+  for (const p of [...executors, ...tasks]) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  for (const m of mountsUnder(root).reverse()) spawnSync('umount', ['-l', m]);
+  rmSync(root, { recursive: true, force: true });
+}
+
+function p50(xs: number[]): number | undefined {
+  if (xs.length === 0) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+}
+
+/** The figures of issue 12 this run measures, and every violation, as text. */
+export function formatReport(r: ChaosReport): string {
+  const ms = (x: number | undefined): string => (x === undefined ? 'n/a' : x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${Math.round(x)} ms`);
+  const rows = [
+    ['measure', 'this run', 'goal'],
+    ['cycles without a leaked claim / mount / orphan process / lost line', `${r.cleanCycles} of ${r.cyclesRun}${r.cyclesRun < r.cycles ? ` (${r.cycles} planned)` : ''}`, `${r.cycles} of ${r.cycles}`],
+    ['a SIGKILLed agent back with its tasks adopted, p50', `${ms(p50(r.adoptionMs))} (n=${r.adoptionMs.length}, max ${ms(r.adoptionMs.length ? Math.max(...r.adoptionMs) : undefined)})`, '< 1 s'],
+    ['a wedged job (no convergence after a resubmit)', String(r.wedged), 'none'],
+    ['two live writers seen in the writer file', String(r.twoWriters), '0'],
+  ];
+  const w = [0, 1, 2].map((i) => Math.max(...rows.map((row) => (row[i] as string).length)));
+  const table = rows.map((row, i) => `| ${row.map((c, j) => c.padEnd(w[j] as number)).join(' | ')} |${i === 0 ? `\n|${w.map((n) => '-'.repeat(n + 2)).join('|')}|` : ''}`).join('\n');
+  const lines = [
+    `chaos: seed ${r.seed}, ${r.cyclesRun} of ${r.cycles} cycles in ${(r.durationMs / 1000).toFixed(0)} s, ${r.linesChecked} writer lines checked`,
+    table,
+    r.violations.length ? `${r.violations.length} violation(s):` : 'no violations',
+    ...r.violations.map((v) => `  [${v.cluster} cycle ${v.cycle}] ${v.what}`),
+    `replay: CHAOS_SEED=${r.seed} CHAOS_CYCLES=${r.cycles} npm run chaos`,
+  ];
+  return lines.join('\n');
+}
