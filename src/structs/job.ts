@@ -9,6 +9,13 @@ import { BerthError } from '../lib/index.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/**
+ * A volume ID or namespace: as a name (it becomes part of paths on the nodes,
+ * so no `/`, no `..` alone, nothing a shell or a mount table would mangle),
+ * optionally with a per_alloc `[index]` suffix.
+ */
+export const VOLUME_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(\[\d{1,6}\])?$/;
+export const VOLUME_ID_RULE = "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (optionally with a per_alloc [index] suffix)";
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 
 const name = (what: string) =>

@@ -23,6 +23,20 @@ const rows: Row[] = [
   { name: 'a spec that is not an object', schema: inputs.volumeRegistrationSchema, input: [registration], field: undefined, message: 'a volume spec must be an object' },
   { name: 'no external ID to register', schema: inputs.volumeRegistrationSchema, input: { ...registration, externalId: undefined }, field: 'externalId', message: 'externalId is required' },
   { name: 'an empty id', schema: inputs.volumeRegistrationSchema, input: { ...registration, id: '' }, field: 'id', message: 'id is required' },
+  {
+    name: 'an id that climbs out of the paths it becomes part of',
+    schema: inputs.volumeCreationSchema,
+    input: { ...creation, id: '../../etc' },
+    field: 'id',
+    message: "id must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (optionally with a per_alloc [index] suffix)",
+  },
+  {
+    name: 'a namespace with a slash',
+    schema: inputs.volumeRegistrationSchema,
+    input: { ...registration, namespace: 'a/b' },
+    field: 'namespace',
+    message: "namespace must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (optionally with a per_alloc [index] suffix)",
+  },
   { name: 'no plugin', schema: inputs.volumeCreationSchema, input: { ...creation, pluginId: undefined }, field: 'pluginId', message: 'pluginId is required' },
   {
     name: 'no capabilities',

@@ -11,7 +11,7 @@
 
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, MAX_MAP_BYTES, MAX_REPEATED_STRING_BYTES, MAX_STRING_BYTES } from '../csi/index.js';
-import { formatPath } from './job.js';
+import { formatPath, VOLUME_ID, VOLUME_ID_RULE } from './job.js';
 
 function isPlainObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -69,9 +69,9 @@ const CAPABILITIES_REQUIRED = 'must list at least one access mode and attachment
 
 /** Fields shared by registration and creation, in the order they are checked. */
 const volumeFields = {
-  id: requiredString,
+  id: requiredString.regex(VOLUME_ID, { error: VOLUME_ID_RULE }),
   pluginId: requiredString,
-  namespace: optionalString,
+  namespace: optionalString.refine((s) => s === undefined || VOLUME_ID.test(s), { error: VOLUME_ID_RULE }),
   /** CreateVolume's name. */
   name: optionalCsiString,
   capabilities: z.array(capability, { error: CAPABILITIES_REQUIRED }).min(1, { error: CAPABILITIES_REQUIRED }),

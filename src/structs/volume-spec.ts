@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, type Topology } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
-import { formatPath, type JobProblem } from './job.js';
+import { formatPath, VOLUME_ID, VOLUME_ID_RULE, type JobProblem } from './job.js';
 
 const SIZE = /^\s*(\d+)(?:\.(\d+))?\s*([a-z]*)\s*$/i;
 const SIZE_UNITS: Readonly<Record<string, number>> = {
@@ -59,9 +59,9 @@ const capabilitySchema = z.strictObject({
 /** The volume spec as users submit it; unknown fields are rejected so that typos surface. */
 export const volumeSpecSchema = z
   .strictObject({
-    id: z.string().min(1, 'id must be set').max(128, 'id is at most 128 characters'),
+    id: z.string().min(1, 'id must be set').max(136, 'id is at most 128 characters').regex(VOLUME_ID, `id ${VOLUME_ID_RULE}`),
     name: z.string().min(1).max(128).optional(),
-    namespace: z.string().min(1).optional(),
+    namespace: z.string().min(1).regex(VOLUME_ID, `namespace ${VOLUME_ID_RULE}`).optional(),
     type: z.literal('csi', 'type must be "csi"').default('csi'),
     pluginId: z.string().min(1, 'pluginId must be set'),
     /** The plugin's own volume ID: required to register, absent when creating. */

@@ -9,7 +9,7 @@
 //   left by a previous server are picked up.
 
 import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
-import type { Allocation, Node } from '../../structs/index.js';
+import { isClientTerminal, type Allocation, type Node } from '../../structs/index.js';
 import type { DataTable, StateStore, StoreEvent } from '../state/index.js';
 import type { JobService } from './job-service.js';
 
@@ -146,7 +146,9 @@ export class EvalWorker {
         if (a.desiredStatus === 'run' && (a.clientStatus === 'failed' || a.clientStatus === 'complete')) {
           due.set(`${a.namespace}\0${a.jobId}`, { trigger: 'alloc-failure' });
         }
-        if (a.desiredStatus !== 'run') retryBlocked = true;
+        // Resources came free: a stopped allocation, or one that finished on its own (a batch
+        // task that completed); a job blocked on capacity may fit now.
+        if (a.desiredStatus !== 'run' || isClientTerminal(a.clientStatus)) retryBlocked = true;
       } else if ((ev.topic === 'claims' && ev.op === 'delete') || ev.topic === 'plugins') {
         retryBlocked = true;
       }

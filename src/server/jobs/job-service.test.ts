@@ -341,6 +341,27 @@ describe('job service', () => {
     }
   });
 
+  it('retries a blocked evaluation when a batch allocation finishes and frees its capacity', async () => {
+    store.writeNow((txn) => txn.put('nodes', testNode('solo')));
+    const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
+    await worker.start();
+    try {
+      const batch = (id: string) => ({ id, type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 600, memoryMb: 10 } }] }] });
+      await jobs.register(batch('first'));
+      const second = await jobs.register(batch('second'));
+      assert.equal(second.evaluation.status, 'blocked', 'the node has 1000 MHz; the first job holds 600');
+      const [first] = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'first' });
+      // The batch task ends on its own: desired status stays "run", the client reports it complete.
+      await jobs.updateAllocations('solo', [{ id: first!.id, clientStatus: 'complete' }]);
+      const done = await eventually('the blocked evaluation to place the second job', () =>
+        store.snapshot().list('evaluations', { filter: (e) => e.id === second.evaluation.id && e.status === 'complete' })[0],
+      );
+      assert.equal(done.placed, 1);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('places a system job again when it is resubmitted or its node restarts after its allocation finished: no wedged plugin job', async () => {
     seed();
     const nodes = new NodeService({ store, clock, logger: silentLogger() });
