@@ -39,7 +39,12 @@ export interface Fence {
  */
 export type LeaderErrorCode = 'SERVER_NOT_LEADER' | 'SERVER_LEADER_UNAVAILABLE' | 'SERVER_LEADERSHIP';
 
-export class LeaderError extends BerthError<LeaderErrorCode> {}
+export class LeaderError extends BerthError<LeaderErrorCode> {
+  /** Whether the same request may succeed shortly (once a leader is elected or known). */
+  get retryable(): boolean {
+    return this.code !== 'SERVER_LEADERSHIP';
+  }
+}
 
 /**
  * The leadership the server follows. `start()` returns once the first
