@@ -210,13 +210,13 @@ export class Server {
       this.#metrics = new ServerMetrics({ store });
       this.#term = this.#newTerm();
 
-      const server = this;
+      const termNodes = (): NodeService => (this.#term as LeaderTerm).nodes;
       this.#api = await buildApi({
         store,
         jobs: this.#jobs,
         // The node service of the current term: routes read it at every request.
         get nodes() {
-          return (server.#term as LeaderTerm).nodes;
+          return termNodes();
         },
         volumes: this.#volumes,
         connections: this.#connections,
