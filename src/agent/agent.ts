@@ -169,7 +169,7 @@ export class Agent {
       port,
     });
     const url = await this.#listener.start();
-    this.#client = this.#buildClient(root, config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
+    this.#client = this.#buildClient(root, config.client.servers ?? config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
     registerAllocationGauge(registry, () => this.#client);
     registerTaskMetrics(registry, () => this.#client, this.#drivers);
     await this.#client.start();
@@ -177,7 +177,7 @@ export class Agent {
     return { url };
   }
 
-  #buildClient(root: Logger, servers: string, token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
+  #buildClient(root: Logger, servers: string | readonly string[], token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
     const { mode, config, dataDir } = this.#opts;
     const clientDir = path.join(dataDir, 'client');
     const shimDirs = mode === 'dev' && this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
