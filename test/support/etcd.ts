@@ -177,7 +177,7 @@ export class EtcdCluster {
  */
 export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdCluster> {
   const n = opts.members ?? 1;
-  const root = mkdtempSync(join(tmpdir(), 'berth-etcd-'));
+  const root = mkdtempSync(join(process.env['BERTH_TEST_ETCD_DIR'] ?? tmpdir(), 'berth-etcd-'));
   const members: EtcdMember[] = [];
   const used = new Set<number>();
   const port = async (): Promise<number> => {

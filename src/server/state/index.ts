@@ -1,5 +1,6 @@
 // The server's state store: typed tables, indexed transactional writes,
-// snapshots and blocking reads, with SQLite as the embedded implementation.
+// snapshots and blocking reads, with SQLite as the embedded implementation
+// and etcd as the one several servers share.
 export {
   TABLES,
   DATA_TABLES,
@@ -16,5 +17,6 @@ export {
   type StoreEvent,
 } from './state-store.js';
 export { SqliteStateStore, STATE_SCHEMA_VERSION, type SqliteStateStoreOptions } from './sqlite-state-store.js';
+export { EtcdStateStore, ETCD_SCHEMA_VERSION, type EtcdStateStoreOptions, type StoreFence } from './etcd-state-store.js';
 export { StateStoreError } from './errors.js';
 export { rowKey, keyPrefix, keyOf, publicRow } from './keys.js';

@@ -136,6 +136,11 @@ export interface StateStore {
    * when `signal` fires, StateStoreError STORE_CLOSED when the store closes.
    */
   blockUntil(tables: readonly TableName[], afterIndex: number, opts?: BlockOptions): Promise<number>;
+  /**
+   * True when reads may lag behind the truth: a distributed store that lost
+   * its feed or its quorum still serves its last view. Always false for SQLite.
+   */
+  readonly stale: boolean;
   /** Closes the store; blocked readers are rejected. Safe to call twice. */
   close(): void;
   readonly closed: boolean;

@@ -1,0 +1,152 @@
+// Pieces both state stores share: frozen rows, a read view over fixed
+// table maps, and the write transaction that overlays a write's changes on
+// such a view. Private to src/server/state.
+import { keyOf } from './keys.js';
+import type { DataTable, ListOptions, RowInput, StateReader, StoreEvent, TableName, TableRow, WriteTxn } from './state-store.js';
+
+export type Row = { createIndex: number; modifyIndex: number } & Record<string, unknown>;
+
+export interface Change {
+  table: DataTable;
+  key: string;
+  /** The row after the write; null for a delete. */
+  row: Row | null;
+  json: string | null;
+  /** The committed row before the write. */
+  before: Row | undefined;
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as object)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** Index of the first event with index > after (events are sorted by index). */
+export function firstAfter(events: readonly StoreEvent[], after: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (events[mid]!.index <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A read view over fixed table maps, bounded at `index`. */
+export class View implements StateReader {
+  constructor(
+    readonly index: number,
+    protected readonly tables: ReadonlyMap<DataTable, ReadonlyMap<string, Row>>,
+    protected readonly tableIndexes: ReadonlyMap<TableName, number>,
+    private readonly eventLog: readonly StoreEvent[],
+    /** Where the history starts when it holds no event (a store that loaded without history: its load index + 1). */
+    private readonly historyStart = 0,
+  ) {}
+
+  get oldestEventIndex(): number {
+    return this.eventLog[0]?.index ?? this.historyStart;
+  }
+
+  get<T extends DataTable>(table: T, key: string): TableRow<T> | undefined {
+    return this.tables.get(table)?.get(key) as TableRow<T> | undefined;
+  }
+
+  list<T extends DataTable>(table: T, opts: ListOptions<TableRow<T>> = {}): TableRow<T>[] {
+    return collect(this.tables.get(table)?.entries() ?? [], opts);
+  }
+
+  tableIndex(table: TableName): number {
+    return this.tableIndexes.get(table) ?? 0;
+  }
+
+  events(afterIndex: number, opts: { topics?: readonly DataTable[]; limit?: number } = {}): StoreEvent[] {
+    const out: StoreEvent[] = [];
+    const limit = opts.limit ?? Infinity;
+    const topics = opts.topics && opts.topics.length > 0 ? new Set(opts.topics) : undefined;
+    for (let i = firstAfter(this.eventLog, afterIndex); i < this.eventLog.length && out.length < limit; i++) {
+      const e = this.eventLog[i]!;
+      if (e.index > this.index) break;
+      if (!topics || topics.has(e.topic)) out.push(e);
+    }
+    return out;
+  }
+}
+
+export function collect<R>(entries: Iterable<[string, unknown]>, opts: ListOptions<R>): R[] {
+  const picked: Array<[string, R]> = [];
+  for (const [key, row] of entries) {
+    if (opts.prefix !== undefined && !key.startsWith(opts.prefix)) continue;
+    if (opts.filter && !opts.filter(row as R)) continue;
+    picked.push([key, row as R]);
+  }
+  picked.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return picked.map(([, r]) => r);
+}
+
+export class Txn extends View implements WriteTxn {
+  readonly changes = new Map<string, Change>();
+
+  constructor(
+    readonly writeIndex: number,
+    latest: number,
+    tables: ReadonlyMap<DataTable, ReadonlyMap<string, Row>>,
+    tableIndexes: ReadonlyMap<TableName, number>,
+    eventLog: readonly StoreEvent[],
+    /** Told of every read of committed state: a key (`get`) or a whole table (`list`, key undefined). */
+    private readonly onRead?: (table: DataTable, key: string | undefined) => void,
+    historyStart = 0,
+  ) {
+    super(latest, tables, tableIndexes, eventLog, historyStart);
+  }
+
+  override get<T extends DataTable>(table: T, key: string): TableRow<T> | undefined {
+    const change = this.changes.get(`${table}\u0000${key}`);
+    if (change) return (change.row ?? undefined) as TableRow<T> | undefined;
+    this.onRead?.(table, key);
+    return super.get(table, key);
+  }
+
+  override list<T extends DataTable>(table: T, opts: ListOptions<TableRow<T>> = {}): TableRow<T>[] {
+    this.onRead?.(table, undefined);
+    const merged = new Map<string, unknown>(this.tables.get(table) ?? []);
+    for (const c of this.changes.values()) {
+      if (c.table !== table) continue;
+      if (c.row) merged.set(c.key, c.row);
+      else merged.delete(c.key);
+    }
+    return collect(merged.entries(), opts);
+  }
+
+  put<T extends DataTable>(table: T, input: RowInput<T>): TableRow<T> {
+    const key = keyOf(table, input);
+    const id = `${table}\u0000${key}`;
+    const pending = this.changes.get(id);
+    const before = pending ? pending.before : this.#committed(table, key);
+    const current = pending ? (pending.row ?? undefined) : before;
+    const stamped = { ...input, createIndex: current?.createIndex ?? this.writeIndex, modifyIndex: this.writeIndex };
+    const json = JSON.stringify(stamped);
+    const row = deepFreeze(JSON.parse(json) as Row);
+    this.changes.set(id, { table, key, row, json, before });
+    return row as unknown as TableRow<T>;
+  }
+
+  delete(table: DataTable, key: string): boolean {
+    const id = `${table}\u0000${key}`;
+    const pending = this.changes.get(id);
+    const before = pending ? pending.before : this.#committed(table, key);
+    const current = pending ? pending.row : before;
+    if (!current) return false;
+    if (!before) this.changes.delete(id);
+    else this.changes.set(id, { table, key, row: null, json: null, before });
+    return true;
+  }
+
+  #committed(table: DataTable, key: string): Row | undefined {
+    this.onRead?.(table, key);
+    return super.get(table, key) as Row | undefined;
+  }
+}

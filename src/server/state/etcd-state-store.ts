@@ -1,0 +1,587 @@
+import { Etcd3, type IKeyValue, type IRequestOp, type ICompare, type IWatchResponse, type Watcher } from 'etcd3';
+import { AbortedError, describeError, silentLogger, type Logger } from '../../lib/index.js';
+import { StateStoreError } from './errors.js';
+import { publicRow } from './keys.js';
+import { deepFreeze, Txn, View, type Row } from './_store-view.js';
+import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
+
+/** The layout version this code writes under `<prefix>/schema`. */
+export const ETCD_SCHEMA_VERSION = 1;
+const DEFAULT_EVENT_HISTORY = 10_000;
+const DEFAULT_WRITE_TIMEOUT_MS = 5_000;
+const DEFAULT_MAX_ATTEMPTS = 64;
+/** How many revisions of etcd history this store lets accumulate before it compacts up to its oldest kept event. */
+const COMPACT_EVERY = 10_000;
+const RANGE_PAGE = 1_000;
+
+/**
+ * Who may write, for a store shared by several servers: `key` is a key the
+ * holder created (e.g. an election key bound to its lease) and
+ * `createRevision` its create_revision. Every write compares it; when the key
+ * is gone or was re-created, the write fails with STORE_FENCED.
+ */
+export interface StoreFence {
+  key: string;
+  createRevision: string;
+}
+
+export interface EtcdStateStoreOptions {
+  /** etcd client URLs, e.g. ['http://127.0.0.1:2379']. */
+  endpoints: readonly string[];
+  /** The key prefix all state lives under. Default '/berth'. Several clusters may share one etcd under different prefixes. */
+  prefix?: string;
+  logger?: Logger;
+  /** How many events are kept in memory for the event stream. Default 10,000. */
+  eventHistory?: number;
+  /** How long a write (and open) may wait for etcd before failing with STORE_UNAVAILABLE. Default 5 s. */
+  writeTimeoutMs?: number;
+  /** How often a write whose reads changed under it is run again before it fails with STORE_CONFLICT. Default 64. */
+  maxAttempts?: number;
+  /** The write fence (see StoreFence); called before every commit. undefined: unfenced. */
+  fence?: () => StoreFence | undefined;
+}
+
+interface Waiter {
+  tables: readonly TableName[];
+  afterIndex: number;
+  settle: (outcome: { index: number } | { error: Error }) => void;
+}
+
+interface TableState {
+  rows: Map<string, Row>;
+  /** Mod revision of each row (what a write compares). */
+  revs: Map<string, number>;
+  shared: boolean;
+}
+
+/** A pass-through cockatiel policy: this store does its own deadlines and retries (a retried Txn could apply twice). */
+const passThrough = {
+  // Async so a failure reported by throwing (etcd3's markFailed does) becomes a rejection it catches.
+  execute: async <T>(fn: (ctx: { signal: AbortSignal; attempt: number }) => T): Promise<Awaited<T>> => await fn({ signal: new AbortController().signal, attempt: 0 }),
+  onSuccess: () => ({ dispose: () => undefined }),
+  onFailure: () => ({ dispose: () => undefined }),
+};
+
+function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]! += 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
+/** A gRPC/etcd failure that means "etcd cannot answer now" (no quorum, unreachable, deadline) rather than a bug. */
+function isUnavailable(err: unknown): boolean {
+  const text = `${(err as Error)?.name ?? ''} ${(err as Error)?.message ?? ''}`;
+  return /Unavailable|DeadlineExceeded|deadline|timed out|no leader|BrokenCircuit|ECONNREFUSED|connect|Cancelled|Internal|leader changed/i.test(text);
+}
+
+/**
+ * The StateStore on etcd v3, for several servers sharing one state. Keys
+ * under `prefix`: `rows/<table>/<key>` (the row as JSON, secrets included,
+ * as SQLite keeps it; createIndex/modifyIndex are the key's create and mod
+ * revisions), `tables/<table>` (a marker every write touching the table
+ * puts: its mod revision is the table index), `index` (put by every write:
+ * its mod revision is the store index) and `schema`.
+ *
+ * Reads are served from an in-memory replica of the prefix, loaded by a
+ * Range at one revision and kept current by a Watch from the next, so
+ * snapshots, blocking reads and the event stream are synchronous and
+ * event-driven. The index is the etcd revision: monotonic, but not
+ * contiguous (other keys in the same etcd use revisions too).
+ *
+ * A write runs its function against the replica, recording what it read
+ * (each key it got, each table it listed), and commits one Txn that
+ * compares those keys' (and listed tables' markers') mod revisions with what
+ * it saw. A failed compare means another writer got there first: the store
+ * waits for its replica to see that write and runs the function again. The
+ * promise resolves once the replica shows the write (read-your-writes).
+ *
+ * The event history is kept in memory (bounded like SQLite's) and starts
+ * when the store opens: a reopened store has no events from before
+ * (`oldestEventIndex` says so). The store compacts etcd's history behind
+ * its oldest kept event.
+ */
+export class EtcdStateStore implements StateStore {
+  readonly prefix: string;
+  readonly #client: Etcd3;
+  readonly #logger: Logger;
+  readonly #eventHistory: number;
+  readonly #writeTimeoutMs: number;
+  readonly #maxAttempts: number;
+  readonly #fence: (() => StoreFence | undefined) | undefined;
+  readonly #tables = new Map<DataTable, TableState>();
+  readonly #tableIndexes = new Map<TableName, number>();
+  readonly #waiters = new Map<TableName, Set<Waiter>>();
+  readonly #revisionWaiters = new Set<{ revision: number; resolve: () => void; reject: (err: Error) => void }>();
+  #events: StoreEvent[] = [];
+  #historyStart = 0;
+  #index = 0;
+  #watcher: Watcher | undefined;
+  #watchConnected = false;
+  #lastWriteFailed = false;
+  #writing = false;
+  #closed = false;
+  #lastCompact = 0;
+  #reloading: Promise<void> | undefined;
+
+  private constructor(opts: EtcdStateStoreOptions) {
+    this.prefix = (opts.prefix ?? '/berth').replace(/\/+$/, '');
+    this.#logger = (opts.logger ?? silentLogger()).child({ component: 'state-store', store: 'etcd' });
+    this.#eventHistory = Math.max(1, opts.eventHistory ?? DEFAULT_EVENT_HISTORY);
+    this.#writeTimeoutMs = opts.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+    this.#maxAttempts = Math.max(1, opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
+    this.#fence = opts.fence;
+    this.#client = new Etcd3({
+      hosts: [...opts.endpoints],
+      dialTimeout: this.#writeTimeoutMs,
+      faultHandling: { host: () => passThrough as never, global: passThrough as never },
+    });
+    for (const t of DATA_TABLES) this.#tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
+  }
+
+  /**
+   * Connects to etcd, loads the state under `prefix` and starts following
+   * it. Throws StateStoreError STORE_UNAVAILABLE when etcd does not answer
+   * within `writeTimeoutMs`, STORE_VERSION when a newer Berth wrote the
+   * prefix, STORE_CORRUPT when a row is not valid JSON.
+   */
+  static async open(opts: EtcdStateStoreOptions): Promise<EtcdStateStore> {
+    if (opts.endpoints.length === 0) throw new StateStoreError('STORE_UNAVAILABLE', 'no etcd endpoints given');
+    const store = new EtcdStateStore(opts);
+    try {
+      await store.#load();
+    } catch (err) {
+      store.#client.close();
+      throw err;
+    }
+    store.#logger.info({ endpoints: opts.endpoints, prefix: store.prefix, index: store.#index }, 'state loaded');
+    return store;
+  }
+
+  #key(...parts: string[]): Buffer {
+    return Buffer.from(`${this.prefix}/${parts.join('/')}`);
+  }
+
+  #rowKey(table: DataTable, key: string): Buffer {
+    return this.#key('rows', table, key);
+  }
+
+  #callOptions(deadlineMs = this.#writeTimeoutMs): { deadline: Date } {
+    return { deadline: new Date(Date.now() + deadlineMs) };
+  }
+
+  #unavailable(what: string, err: unknown): StateStoreError {
+    return new StateStoreError(
+      'STORE_UNAVAILABLE',
+      `the state store (etcd) is unavailable: ${what} failed: ${describeError(err)}. etcd may have lost its quorum or be unreachable; retry once it is back`,
+      { cause: err },
+    );
+  }
+
+  /** Range of the whole prefix at one revision (paged), then a watch from the next. */
+  async #load(): Promise<void> {
+    const start = Buffer.from(`${this.prefix}/`);
+    const end = prefixEnd(start);
+    let revision = 0;
+    let from = start;
+    const kvs: IKeyValue[] = [];
+    try {
+      for (;;) {
+        const res = await this.#client.kv.range({ key: from, range_end: end, limit: RANGE_PAGE, ...(revision ? { revision } : {}) }, this.#callOptions());
+        if (!revision) revision = Number(res.header.revision);
+        kvs.push(...res.kvs);
+        if (!res.more || res.kvs.length === 0) break;
+        from = Buffer.concat([res.kvs[res.kvs.length - 1]!.key, Buffer.from([0])]);
+      }
+    } catch (err) {
+      throw this.#unavailable(`loading state from etcd`, err);
+    }
+    const tables = new Map<DataTable, TableState>();
+    for (const t of DATA_TABLES) tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
+    const tableIndexes = new Map<TableName, number>();
+    let index = 0;
+    const rowsPrefix = `${this.prefix}/rows/`;
+    const tablesPrefix = `${this.prefix}/tables/`;
+    for (const kv of kvs) {
+      const key = kv.key.toString();
+      if (key === `${this.prefix}/schema`) {
+        const version = Number(kv.value.toString());
+        if (version > ETCD_SCHEMA_VERSION) {
+          throw new StateStoreError('STORE_VERSION', `etcd prefix ${this.prefix} has layout version ${version}, newer than this Berth understands (${ETCD_SCHEMA_VERSION}); upgrade Berth`);
+        }
+      } else if (key === `${this.prefix}/index`) {
+        index = Number(kv.mod_revision);
+      } else if (key.startsWith(tablesPrefix)) {
+        tableIndexes.set(key.slice(tablesPrefix.length) as TableName, Number(kv.mod_revision));
+      } else if (key.startsWith(rowsPrefix)) {
+        const rest = key.slice(rowsPrefix.length);
+        const slash = rest.indexOf('/');
+        const state = tables.get(rest.slice(0, slash) as DataTable);
+        if (!state) continue;
+        const rowKey = rest.slice(slash + 1);
+        state.rows.set(rowKey, this.#decode(kv, key));
+        state.revs.set(rowKey, Number(kv.mod_revision));
+      }
+    }
+    tableIndexes.set('events', index);
+    for (const [t, s] of tables) this.#tables.set(t, s);
+    this.#tableIndexes.clear();
+    for (const [t, i] of tableIndexes) this.#tableIndexes.set(t, i);
+    // A reload (after compaction) keeps the events it has; a first load starts the history here.
+    if (this.#events.length === 0) this.#historyStart = index + 1;
+    const before = this.#index;
+    this.#index = Math.max(this.#index, index);
+    await this.#watch(revision + 1);
+    if (before !== 0) this.#wakeAll();
+  }
+
+  #decode(kv: IKeyValue, what: string): Row {
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(kv.value.toString()) as Record<string, unknown>;
+    } catch (err) {
+      throw new StateStoreError('STORE_CORRUPT', `etcd key ${what} is not valid JSON`, { cause: err });
+    }
+    return deepFreeze({ ...body, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
+  }
+
+  async #watch(fromRevision: number): Promise<void> {
+    const old = this.#watcher;
+    this.#watcher = undefined;
+    if (old) void old.cancel().catch(() => undefined);
+    const watcher = this.#client.watch().prefix(`${this.prefix}/`).startRevision(String(fromRevision)).watcher();
+    this.#watcher = watcher;
+    watcher.on('data', (res: IWatchResponse) => {
+      if (this.#watcher === watcher) this.#apply(res);
+    });
+    watcher.on('connected', () => {
+      if (this.#watcher !== watcher) return;
+      if (!this.#watchConnected) this.#logger.info({ index: this.#index }, 'state watch connected');
+      this.#watchConnected = true;
+    });
+    watcher.on('disconnected', (err: Error) => {
+      if (this.#watcher !== watcher) return;
+      if (this.#watchConnected) this.#logger.warn({ err: describeError(err) }, 'state watch disconnected; reads may be stale until it resumes');
+      this.#watchConnected = false;
+    });
+    watcher.on('error', (err: Error) => {
+      if (this.#watcher !== watcher || this.#closed) return;
+      // A cancelled watch (its start revision was compacted): load the state again.
+      this.#watchConnected = false;
+      this.#logger.warn({ err: describeError(err) }, 'state watch cancelled; reloading the state');
+      this.#reload();
+    });
+    const connected = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(this.#unavailable('starting the state watch', new Error('no answer'))), this.#writeTimeoutMs);
+      watcher.once('connected', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      watcher.once('error', (err: Error) => {
+        clearTimeout(timer);
+        reject(this.#unavailable('starting the state watch', err));
+      });
+    });
+    await connected;
+  }
+
+  #reload(): void {
+    if (this.#reloading || this.#closed) return;
+    this.#reloading = (async () => {
+      for (let attempt = 0; !this.#closed; attempt++) {
+        try {
+          await this.#load();
+          return;
+        } catch (err) {
+          this.#logger.warn({ err: describeError(err), attempt }, 'state reload failed; retrying');
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** attempt)).unref());
+        }
+      }
+    })().finally(() => (this.#reloading = undefined));
+  }
+
+  /** Applies one watch response: every revision in it, in order, each as one write. */
+  #apply(res: IWatchResponse): void {
+    if (this.#closed) return;
+    const rowsPrefix = `${this.prefix}/rows/`;
+    const tablesPrefix = `${this.prefix}/tables/`;
+    let i = 0;
+    const evs = res.events;
+    while (i < evs.length) {
+      const revision = Number(evs[i]!.kv.mod_revision);
+      const touched = new Set<TableName>();
+      const events: StoreEvent[] = [];
+      let isWrite = false;
+      for (; i < evs.length && Number(evs[i]!.kv.mod_revision) === revision; i++) {
+        const ev = evs[i]!;
+        const key = ev.kv.key.toString();
+        if (key === `${this.prefix}/index`) {
+          isWrite = true;
+        } else if (key.startsWith(tablesPrefix)) {
+          touched.add(key.slice(tablesPrefix.length) as TableName);
+        } else if (key.startsWith(rowsPrefix)) {
+          const rest = key.slice(rowsPrefix.length);
+          const slash = rest.indexOf('/');
+          const table = rest.slice(0, slash) as DataTable;
+          const state = this.#tables.get(table);
+          if (!state) continue;
+          const rowKey = rest.slice(slash + 1);
+          if (state.shared) {
+            state.rows = new Map(state.rows);
+            state.revs = new Map(state.revs);
+            state.shared = false;
+          }
+          if (ev.type === 'Put') {
+            let row: Row;
+            try {
+              row = this.#decode(ev.kv, key);
+            } catch (err) {
+              this.#logger.error({ err: describeError(err), key }, 'skipping an unreadable row');
+              continue;
+            }
+            state.rows.set(rowKey, row);
+            state.revs.set(rowKey, revision);
+            events.push(deepFreeze({ index: revision, seq: events.length, topic: table, key: rowKey, op: 'put' as const, row: publicRow(table, row) }));
+          } else {
+            const before = state.rows.get(rowKey);
+            state.rows.delete(rowKey);
+            state.revs.delete(rowKey);
+            events.push(deepFreeze({ index: revision, seq: events.length, topic: table, key: rowKey, op: 'delete' as const, row: publicRow(table, before ?? null) }));
+          }
+        }
+      }
+      if (!isWrite && touched.size === 0 && events.length === 0) continue;
+      touched.add('events');
+      for (const t of touched) this.#tableIndexes.set(t, revision);
+      this.#index = Math.max(this.#index, revision);
+      this.#appendEvents(events);
+      this.#wake([...touched], revision);
+    }
+    this.#settleRevisionWaiters();
+  }
+
+  #appendEvents(events: StoreEvent[]): void {
+    if (events.length === 0) return;
+    this.#events.push(...events);
+    const excess = this.#events.length - this.#eventHistory;
+    if (excess > this.#eventHistory / 4) this.#events.splice(0, excess);
+    const oldest = this.#events[0]!.index;
+    if (oldest - this.#lastCompact > COMPACT_EVERY) {
+      this.#lastCompact = oldest;
+      // Another server may have compacted further already: that is fine.
+      this.#client.kv.compact({ revision: oldest - 1 }, this.#callOptions()).catch(() => undefined);
+    }
+  }
+
+  #settleRevisionWaiters(): void {
+    for (const w of this.#revisionWaiters) {
+      if (this.#index >= w.revision) {
+        this.#revisionWaiters.delete(w);
+        w.resolve();
+      }
+    }
+  }
+
+  /** Resolves once the replica has applied `revision`; rejects when the store closes. */
+  #caughtUp(revision: number): Promise<void> {
+    if (this.#index >= revision) return Promise.resolve();
+    return new Promise((resolve, reject) => this.#revisionWaiters.add({ revision, resolve, reject }));
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * True when reads may lag the cluster: the watch that feeds them is down,
+   * or the last write could not reach a quorum. Cleared when both recover.
+   */
+  get stale(): boolean {
+    return !this.#watchConnected || this.#lastWriteFailed;
+  }
+
+  latestIndex(): number {
+    return this.#index;
+  }
+
+  #maps(): Map<DataTable, ReadonlyMap<string, Row>> {
+    const maps = new Map<DataTable, ReadonlyMap<string, Row>>();
+    for (const [t, s] of this.#tables) maps.set(t, s.rows);
+    return maps;
+  }
+
+  snapshot(): StateReader {
+    this.#assertOpen();
+    for (const s of this.#tables.values()) s.shared = true;
+    return new View(this.#index, this.#maps(), new Map(this.#tableIndexes), this.#events, this.#historyStart);
+  }
+
+  async write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
+    this.#assertOpen();
+    if (this.#writing) throw new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write');
+    const deadline = Date.now() + this.#writeTimeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      this.#assertOpen();
+      const keyReads = new Map<string, { table: DataTable; key: string; rev: number }>();
+      const tableReads = new Map<DataTable, number>();
+      const base = this.#maps();
+      for (const s of this.#tables.values()) s.shared = true;
+      const revsAt = new Map<DataTable, ReadonlyMap<string, number>>();
+      for (const [t, s] of this.#tables) revsAt.set(t, s.revs);
+      const tableIndexes = new Map(this.#tableIndexes);
+      const txn = new Txn(
+        this.#index + 1,
+        this.#index,
+        base,
+        tableIndexes,
+        this.#events,
+        (table, key) => {
+          if (key === undefined) tableReads.set(table, tableIndexes.get(table) ?? 0);
+          else {
+            const id = `${table}\u0000${key}`;
+            if (!keyReads.has(id)) keyReads.set(id, { table, key, rev: revsAt.get(table)?.get(key) ?? 0 });
+          }
+        },
+        this.#historyStart,
+      );
+      let result: R;
+      this.#writing = true;
+      try {
+        result = fn(txn);
+        if (result && typeof (result as { then?: unknown }).then === 'function') {
+          throw new StateStoreError('STORE_ASYNC_WRITE', 'a state write function must be synchronous; it returned a promise');
+        }
+      } finally {
+        this.#writing = false;
+      }
+      if (txn.changes.size === 0) return { index: this.#index, result };
+
+      const compare: ICompare[] = [];
+      for (const r of keyReads.values()) compare.push({ key: this.#rowKey(r.table, r.key), target: 'Mod', result: 'Equal', mod_revision: r.rev });
+      for (const [t, rev] of tableReads) compare.push({ key: this.#key('tables', t), target: 'Mod', result: 'Equal', mod_revision: rev });
+      const fence = this.#fence?.();
+      if (fence) compare.push({ key: Buffer.from(fence.key), target: 'Create', result: 'Equal', create_revision: fence.createRevision });
+      const success: IRequestOp[] = [];
+      const touched = new Set<DataTable>();
+      for (const c of txn.changes.values()) {
+        touched.add(c.table);
+        if (c.row) {
+          const { createIndex: _c, modifyIndex: _m, ...body } = c.row;
+          success.push({ request_put: { key: this.#rowKey(c.table, c.key), value: Buffer.from(JSON.stringify(body)) } });
+        } else {
+          success.push({ request_delete_range: { key: this.#rowKey(c.table, c.key) } });
+        }
+      }
+      for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
+      success.push({ request_put: { key: this.#key('index'), value: Buffer.alloc(0) } });
+      success.push({ request_put: { key: this.#key('schema'), value: Buffer.from(String(ETCD_SCHEMA_VERSION)) } });
+      const failure: IRequestOp[] = [{ request_range: { key: this.#key('index') } }];
+      if (fence) failure.push({ request_range: { key: Buffer.from(fence.key) } });
+
+      const left = deadline - Date.now();
+      if (left <= 0) throw this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`));
+      let res;
+      try {
+        res = await this.#client.kv.txn({ compare, success, failure }, this.#callOptions(left));
+      } catch (err) {
+        if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
+        this.#lastWriteFailed = true;
+        if (isUnavailable(err)) throw this.#unavailable('committing a write', err);
+        throw new StateStoreError('STORE_IO', `state write failed: ${describeError(err)}`, { cause: err });
+      }
+      this.#lastWriteFailed = false;
+      if (res.succeeded) {
+        const index = Number(res.header.revision);
+        await this.#caughtUp(index);
+        return { index, result };
+      }
+      if (fence) {
+        const kv = res.responses[1]?.response_range?.kvs[0];
+        if (!kv || kv.create_revision !== String(fence.createRevision)) {
+          throw new StateStoreError('STORE_FENCED', `this server lost its right to write (fence key ${fence.key} is gone or was re-created); nothing was applied`);
+        }
+      }
+      if (attempt >= this.#maxAttempts) {
+        throw new StateStoreError('STORE_CONFLICT', `a state write kept conflicting with other writers (${attempt} attempts); nothing was applied`);
+      }
+      const latest = Number(res.responses[0]?.response_range?.kvs[0]?.mod_revision ?? 0);
+      await this.#caughtUp(latest);
+    }
+  }
+
+  #wake(touched: readonly TableName[], index: number): void {
+    const due = new Set<Waiter>();
+    for (const t of touched) {
+      const set = this.#waiters.get(t);
+      if (!set) continue;
+      for (const w of set) if (index > w.afterIndex) due.add(w);
+    }
+    for (const w of due) w.settle({ index: this.#highest(w.tables) });
+  }
+
+  /** After a reload: wake every waiter whose tables moved. */
+  #wakeAll(): void {
+    const due = new Set<Waiter>();
+    for (const set of this.#waiters.values()) for (const w of set) if (this.#highest(w.tables) > w.afterIndex) due.add(w);
+    for (const w of due) w.settle({ index: this.#highest(w.tables) });
+    this.#settleRevisionWaiters();
+  }
+
+  #highest(tables: readonly TableName[]): number {
+    let max = 0;
+    for (const t of tables) max = Math.max(max, this.#tableIndexes.get(t) ?? 0);
+    return max;
+  }
+
+  blockUntil(tables: readonly TableName[], afterIndex: number, opts: BlockOptions = {}): Promise<number> {
+    if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
+    const now = this.#highest(tables);
+    if (now > afterIndex) return Promise.resolve(now);
+    const { signal, timeoutMs } = opts;
+    if (signal?.aborted) return Promise.reject(new AbortedError('blocking read aborted', { cause: signal.reason }));
+    return new Promise<number>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const onAbort = (): void => waiter.settle({ error: new AbortedError('blocking read aborted', { cause: signal?.reason }) });
+      const waiter: Waiter = {
+        tables,
+        afterIndex,
+        settle: (outcome) => {
+          for (const t of tables) this.#waiters.get(t)?.delete(waiter);
+          if (timer) clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          if ('error' in outcome) reject(outcome.error);
+          else resolve(outcome.index);
+        },
+      };
+      for (const t of tables) {
+        let set = this.#waiters.get(t);
+        if (!set) this.#waiters.set(t, (set = new Set()));
+        set.add(waiter);
+      }
+      if (timeoutMs !== undefined) timer = setTimeout(() => waiter.settle({ index: this.#highest(tables) }), Math.max(0, timeoutMs));
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const all = new Set<Waiter>();
+    for (const set of this.#waiters.values()) for (const w of set) all.add(w);
+    for (const w of all) w.settle({ error: new StateStoreError('STORE_CLOSED', 'the state store was closed') });
+    for (const w of this.#revisionWaiters) w.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
+    this.#revisionWaiters.clear();
+    const watcher = this.#watcher;
+    this.#watcher = undefined;
+    void (watcher ? watcher.cancel().catch(() => undefined) : Promise.resolve()).finally(() => this.#client.close());
+    this.#logger.info({ prefix: this.prefix }, 'state closed');
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new StateStoreError('STORE_CLOSED', 'the state store is closed');
+  }
+}
