@@ -21,11 +21,11 @@ import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
-import { SqliteStateStore, type StateStore } from './state/index.js';
+import { EtcdStateStore, SqliteStateStore, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 
 export interface ServerOptions {
-  /** Directory for the state file (`state.db`); created when missing. Either this or `store`. */
+  /** Directory for the state file (`state.db`); created when missing. Either this, `store` or `cluster`. */
   dataDir?: string;
   /** A store to use instead of opening one (the server then does not close it). */
   store?: StateStore;
@@ -60,8 +60,10 @@ export interface ServerOptions {
 }
 
 export interface ServerClusterOptions {
-  /** etcd client URLs the election runs on. */
+  /** etcd client URLs: the state store (unless `store` is given) and the election. */
   endpoints: readonly string[];
+  /** The key prefix of the state in etcd (default `/berth`); the election lives under `<prefix>/cluster/`. */
+  prefix?: string;
   /** This server's ID in `berth server members`. Default: a random UUID per start. */
   serverId?: string;
   /** The URL other servers and clients reach this one at. Default: the listening address. */
@@ -119,7 +121,7 @@ export class Server {
   #address: ServerAddress | undefined;
 
   constructor(opts: ServerOptions) {
-    if (!opts.dataDir && !opts.store) throw new ServerError('SERVER_INVALID', 'a server needs dataDir or store');
+    if (!opts.dataDir && !opts.store && !opts.cluster) throw new ServerError('SERVER_INVALID', 'a server needs dataDir, store or cluster');
     if (!opts.tokens.length) throw new ServerError('SERVER_INVALID', 'a server needs at least one API token');
     this.#opts = opts;
     this.#clock = opts.clock ?? systemClock;
@@ -158,7 +160,9 @@ export class Server {
    * at every write.
    */
   fence(): Fence | undefined {
-    return this.#leadership?.fence();
+    if (this.#leadership) return this.#leadership.fence();
+    // A cluster server that has not joined the election yet must not write either.
+    return this.#opts.cluster ? { key: `${this.#opts.cluster.prefix ?? '/berth'}/cluster/leader`, createRevision: '-1' } : undefined;
   }
 
   /** The open node connections (server-to-node calls). Throws unless started. */
@@ -194,7 +198,16 @@ export class Server {
     const root = this.#opts.logger ?? silentLogger();
     try {
       if (this.#opts.store) this.#store = this.#opts.store;
-      else {
+      else if (this.#opts.cluster) {
+        // Fenced on the leader's term: a follower or a deposed leader cannot write.
+        this.#store = await EtcdStateStore.open({
+          endpoints: this.#opts.cluster.endpoints,
+          ...(this.#opts.cluster.prefix ? { prefix: this.#opts.cluster.prefix } : {}),
+          logger: root,
+          fence: () => this.fence(),
+        });
+        this.#ownsStore = true;
+      } else {
         const dir = this.#opts.dataDir as string;
         mkdirSync(dir, { recursive: true });
         this.#store = SqliteStateStore.open(join(dir, 'state.db'), { logger: root });
@@ -237,6 +250,7 @@ export class Server {
       this.#leadership = cluster
         ? new EtcdLeadership({
             endpoints: cluster.endpoints,
+            prefix: `${cluster.prefix ?? '/berth'}/cluster/`,
             self: { ...(cluster.serverId ? { id: cluster.serverId } : {}), address: cluster.advertiseAddress ?? address.url },
             ...(cluster.leaseTtlSeconds !== undefined ? { leaseTtlSeconds: cluster.leaseTtlSeconds } : {}),
             clock,
