@@ -51,6 +51,7 @@ const CONFIG_BODY: HclBody = {
       options: { t: 'map', to: 'options' },
     },
   },
+  store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix') } } } },
   csi: { t: 'block', to: 'csi', body: { probe_interval: attr('probeInterval'), health_timeout: attr('healthTimeout') } },
 };
 
@@ -105,6 +106,16 @@ const configSchema = z.strictObject({
     })
     .optional(),
   csi: z.strictObject({ probeInterval: duration.optional(), healthTimeout: duration.optional() }).optional(),
+  store: z
+    .strictObject({
+      etcd: z
+        .strictObject({
+          endpoints: z.array(httpUrl).min(1, 'must name at least one etcd endpoint'),
+          prefix: z.string().regex(/^\/\S*[^/]$/, 'must start with "/" and not end with one, such as "/berth"').optional(),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 
 type RawConfig = z.infer<typeof configSchema>;
@@ -140,6 +151,8 @@ export interface AgentConfig {
     drivers: { raw_exec?: boolean; exec?: boolean };
   };
   csi: { probeIntervalMs?: number; healthTimeoutMs?: number };
+  /** Where a server keeps its state: SQLite under the data dir (default), or etcd shared by several servers. */
+  store?: { etcd?: { endpoints: string[]; prefix?: string } };
 }
 
 /** An empty configuration (no file). */
@@ -266,6 +279,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),
       },
     },
+    ...(raw.store?.etcd ? { store: { etcd: { endpoints: raw.store.etcd.endpoints, ...(raw.store.etcd.prefix ? { prefix: raw.store.etcd.prefix } : {}) } } } : {}),
     csi: {
       ...(raw.csi?.probeInterval ? { probeIntervalMs: durationMs(raw.csi.probeInterval) } : {}),
       ...(raw.csi?.healthTimeout ? { healthTimeoutMs: durationMs(raw.csi.healthTimeout) } : {}),

@@ -138,6 +138,17 @@ export class Agent {
       bindAddress,
       port,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
+      ...(config.store?.etcd
+        ? {
+            cluster: {
+              endpoints: config.store.etcd.endpoints,
+              ...(config.store.etcd.prefix ? { prefix: config.store.etcd.prefix } : {}),
+              ...(config.server.name ? { serverId: config.server.name } : {}),
+              ...(config.server.advertiseAddress ? { advertiseAddress: config.server.advertiseAddress } : {}),
+              ...(config.server.leaseTtlMs ? { leaseTtlSeconds: Math.max(1, Math.round(config.server.leaseTtlMs / 1000)) } : {}),
+            },
+          }
+        : {}),
       ...(mode === 'dev' ? { routes: (app) => registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root }) } : {}),
     });
     const address = await this.#server.start();

@@ -5,7 +5,9 @@
 // so that nodes hold their connection on the leader, which calls them.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { describeError } from '../../lib/index.js';
 import { LeaderError } from '../leader/index.js';
+import { StateStoreError } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import type { RouteContext } from './route-context.js';
 
@@ -41,7 +43,13 @@ export function registerLeaderForwarding(app: FastifyInstance, { deps }: RouteCo
     }
     if (req.method === 'GET' || req.method === 'HEAD') return;
     if (!leader || req.headers[FORWARDED_HEADER]) {
-      throw leaderUnavailable('no leader is known right now; retry shortly');
+      // Say why: etcd without quorum refuses every write until it is back; an election is over in seconds.
+      await leadership.checkQuorum().catch((err: unknown) => {
+        throw new StateStoreError('STORE_UNAVAILABLE', `the state store (etcd) cannot commit writes now (no quorum?): the write was refused and nothing was applied: ${describeError(err)}`, {
+          cause: err,
+        });
+      });
+      throw leaderUnavailable('no leader is known right now (an election is under way); retry shortly');
     }
     await forward(req, reply, leader.address).catch((err: unknown) => {
       if (err instanceof ApiError || err instanceof LeaderError) throw err;

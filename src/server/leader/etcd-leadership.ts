@@ -114,6 +114,11 @@ export class EtcdLeadership implements Leadership {
     this.#wake?.();
   }
 
+  async checkQuorum(): Promise<void> {
+    // A Range is linearizable by default: only a member with a quorum answers it.
+    await this.#within(this.#client.get(this.#electionKey).string(), Math.min(2_000, this.#ttl * 1000));
+  }
+
   async members(opts: { signal?: AbortSignal } = {}): Promise<ServerMember[]> {
     const [values, leaderValue] = await Promise.all([
       this.#client.getAll().prefix(this.#memberPrefix).strings(),

@@ -70,6 +70,12 @@ export interface Leadership {
   onChange(fn: (leading: boolean) => void | Promise<void>): () => void;
   /** The known servers, the leader marked. */
   members(opts?: { signal?: AbortSignal }): Promise<ServerMember[]>;
+  /**
+   * Resolves when the store the election runs on answers a quorum read
+   * now; rejects otherwise (within a few seconds). Used to tell "no leader
+   * because etcd has no quorum" from "no leader elected yet".
+   */
+  checkQuorum(opts?: { signal?: AbortSignal }): Promise<void>;
   /** Gives up leadership now (the loops stop) and campaigns again later; for a failed fence. */
   stepDown(reason: string): void;
   start(): Promise<void>;
@@ -110,6 +116,10 @@ export class SoloLeadership implements Leadership {
 
   stepDown(): void {
     // A solo server has no one to hand over to.
+  }
+
+  async checkQuorum(): Promise<void> {
+    // Nothing to reach: SQLite is local.
   }
 
   async start(): Promise<void> {

@@ -1,0 +1,256 @@
+// Three servers on a three-member etcd and two client agents, all real
+// processes, as a user runs them. The hostpath plugin runs on both nodes; a
+// single-node-writer volume is in use by a workload on node 1.
+//   - the leader is killed with SIGKILL: another server leads, the workload
+//     keeps running with its mount and its one claim, the nodes stay ready
+//     and reconnect to the new leader, and a job submitted during the
+//     failover is placed once;
+//   - a leader paused with SIGSTOP and resumed after another leads writes
+//     nothing: the nodes it would have marked down (their heartbeats went
+//     elsewhere while it was paused) stay as they were;
+//   - one etcd member killed: nothing changes; two killed: writes are refused
+//     with STORE_UNAVAILABLE (CLI exit code and message); restarted: writes
+//     work and nothing was lost.
+
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { BERTH, mountsUnder, ok, until } from '../support/agent-run.js';
+import { Cluster, type ServerProc } from './_cluster.js';
+
+const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
+const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';
+
+interface NodeRow {
+  id: string;
+  name: string;
+  status: string;
+  modifyIndex: number;
+}
+interface AllocRow {
+  id: string;
+  nodeId: string;
+  clientStatus: string;
+  desiredStatus: string;
+}
+
+const cluster = new Cluster();
+
+before(async () => {
+  await cluster.start({ etcdMembers: 3, servers: 3, clients: 2, leaseTtl: '2s' });
+});
+
+after(async () => {
+  await cluster.close();
+});
+
+function pluginJob(): string {
+  const dir = cluster.dir;
+  const script = [
+    'case "$BERTH_ALLOC_DIR" in */n1/*) n=n1 ;; */n2/*) n=n2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac',
+    `exec "${process.execPath}" "${BERTH}" plugin hostpath --endpoint "$CSI_ENDPOINT" --node-id "cl-$n" --data-dir "${dir}/hp-$n" --log-level warn`,
+  ].join('\n');
+  return cluster.writeJson('plugin.json', {
+    job: {
+      id: 'hostpath-plugin',
+      type: 'system',
+      groups: [
+        {
+          name: 'plugin',
+          restart: { attempts: 5, interval: '1m', delay: '500ms', mode: 'delay' },
+          tasks: [
+            {
+              name: 'plugin',
+              driver: 'raw_exec',
+              config: { command: '/bin/sh', args: ['-c', script] },
+              csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '20s' },
+              resources: { cpuMhz: 100, memoryMb: 256 },
+            },
+          ],
+        },
+      ],
+    },
+  });
+}
+
+function volumeFile(id: string, node: string): string {
+  const file = path.join(cluster.dir, `${id}.hcl`);
+  writeFileSync(
+    file,
+    `id        = "${id}"
+name      = "${id}"
+type      = "csi"
+plugin_id = "hostpath"
+capacity_min = "1MiB"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+
+topology_request {
+  required {
+    topology {
+      segments = { "${TOPOLOGY_KEY}" = "${node}" }
+    }
+  }
+}
+`,
+  );
+  return file;
+}
+
+function workloadJob(id: string, volume: string | undefined, script: string, type: 'service' | 'batch' = 'service'): string {
+  return cluster.writeJson(`${id}.json`, {
+    id,
+    type,
+    groups: [
+      {
+        name: 'main',
+        restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' },
+        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
+        ...(volume ? { volumes: { data: { type: 'csi', source: volume, accessMode: 'single-node-writer', attachmentMode: 'file-system' } } } : {}),
+        tasks: [
+          {
+            name: 'main',
+            driver: 'raw_exec',
+            config: { command: '/bin/sh', args: ['-c', script] },
+            ...(volume ? { volumeMounts: [{ volume: 'data', destination: '/data' }] } : {}),
+            resources: { cpuMhz: 50, memoryMb: 32 },
+          },
+        ],
+      },
+    ],
+  });
+}
+
+const nodes = (): Promise<NodeRow[]> => cluster.read<NodeRow[]>('/v1/nodes');
+const allocs = (job: string): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${job}/allocations`);
+const claimsOf = async (volume: string): Promise<unknown[]> => (await cluster.read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
+
+async function running(job: string): Promise<AllocRow> {
+  return until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'), 60_000);
+}
+
+/** Runs the CLI against `via` until it succeeds (a user retrying during a failover); returns every attempt's result. */
+async function cliUntilOk(via: () => ServerProc, args: readonly string[]): Promise<Array<{ code: number | null; stderr: string }>> {
+  const attempts: Array<{ code: number | null; stderr: string }> = [];
+  await until(`berth ${args.join(' ')} accepted`, async () => {
+    const r = await via().run.cli(args, { addr: via().url });
+    attempts.push({ code: r.code, stderr: r.stderr });
+    return r.code === 0;
+  });
+  return attempts;
+}
+
+describe('three servers on etcd, two client agents', { timeout: 240_000 }, () => {
+  let mount = '';
+  let workload: AllocRow;
+
+  it('a single-node-writer volume is in use by a workload on node 1', async () => {
+    await until('two ready nodes', async () => (await nodes()).filter((n) => n.status === 'ready').length === 2);
+    const leader = await cluster.leader();
+    ok(await leader.run.cli(['job', 'run', pluginJob()]), 'job run plugin');
+    await until('the plugin healthy on both nodes', async () => {
+      const p = await cluster.read<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/hostpath');
+      return p.nodesHealthy === 2 && p.controllersHealthy === 2;
+    });
+    // Through a follower: it forwards the writes to the leader.
+    const follower = cluster.live().find((s) => s !== leader) as ServerProc;
+    ok(await follower.run.cli(['volume', 'create', volumeFile('vol-1', 'cl-n1')], { addr: follower.url }), 'volume create');
+    ok(await follower.run.cli(['job', 'run', '--detach', workloadJob('w1', 'vol-1', WRITER)], { addr: follower.url }), 'job run w1');
+    workload = await running('w1');
+    mount = await until('the volume mounted', () => mountsUnder(path.join(cluster.dir, 'n1')).find((m) => m.includes(workload.id) && m.endsWith('/data')));
+    await until('the workload wrote its file', () => readFileSync(path.join(mount, 'hello.txt'), 'utf8').includes(workload.id));
+    assert.equal((await claimsOf('vol-1')).length, 1);
+    const members = ok(await follower.run.cli(['server', 'members'], { addr: follower.url }), 'server members');
+    assert.match(members, new RegExp(`${leader.name}\\s+${leader.url.replace(/\./g, '\\.')}\\s+true\\s+alive`));
+    assert.equal(members.split('\n').filter((l) => /\balive\b/.test(l)).length, 3);
+  });
+
+  it('SIGKILL of the leader: another leads, the workload keeps running with one claim, a job submitted meanwhile is placed once', async (t) => {
+    const before = await nodes();
+    const old = await cluster.leader();
+    const killedAt = Date.now();
+    await old.run.stop('SIGKILL');
+    const submitted = cliUntilOk(() => cluster.live()[0] as ServerProc, ['job', 'run', '--detach', workloadJob('during', undefined, 'exec sleep 600')]);
+    const next = await cluster.leader();
+    t.diagnostic(`new leader ${next.name} named by every server ${Date.now() - killedAt} ms after the SIGKILL`);
+    assert.notEqual(next, old);
+    const attempts = await submitted;
+    t.diagnostic(`the job was accepted at attempt ${attempts.length} (${attempts.map((a) => a.code).join(',')})`);
+    for (const a of attempts.slice(0, -1)) assert.match(a.stderr, /SERVER_LEADER_UNAVAILABLE|UNAVAILABLE|leader/, 'a refused attempt says why');
+    const placed = await running('during');
+    // The nodes reconnect to the new leader; none was marked down by the change.
+    await until('both nodes connected to the new leader', async () => (await cluster.status(next))?.index !== undefined && (await nodeConnections(next)) === 2);
+    const afterNodes = await nodes();
+    for (const n of before) assert.equal(afterNodes.find((m) => m.id === n.id)?.status, 'ready', `${n.name} stayed ready`);
+    assert.equal((await allocs('during')).length, 1, 'placed once');
+    assert.ok(placed);
+    const w = await running('w1');
+    assert.equal(w.id, workload.id, 'the same allocation runs');
+    assert.ok(mountsUnder(path.join(cluster.dir, 'n1')).includes(mount), 'its mount is still there');
+    assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.id));
+    assert.equal((await claimsOf('vol-1')).length, 1, 'one claim, not two');
+  });
+
+  it('a leader paused with SIGSTOP and resumed after another leads writes nothing', async () => {
+    const paused = await cluster.leader();
+    const before = await nodes();
+    const pausedAt = Date.now();
+    paused.run.child!.kill('SIGSTOP');
+    const others = (): ServerProc[] => cluster.live().filter((s) => s !== paused);
+    const next = await until('another server leads', async () => {
+      for (const s of others()) if ((await cluster.status(s))?.isLeader) return s;
+      return undefined;
+    });
+    // Paused longer than the heartbeat TTL (5 s): once resumed, its node TTL watcher would mark every node down.
+    await until('the pause outlasted the node heartbeat TTL', () => Date.now() - pausedAt > 6_000, 20_000);
+    paused.run.child!.kill('SIGCONT');
+    await until('the resumed server follows', async () => {
+      const st = await cluster.status(paused);
+      return st && !st.isLeader && st.leader === next.url;
+    });
+    assert.equal((await cluster.status(next))?.isLeader, true, 'the new leader still leads');
+    const after = await nodes();
+    for (const n of before) {
+      const m = after.find((x) => x.id === n.id);
+      assert.equal(m?.status, 'ready', `${n.name} is still ready`);
+    }
+    await until('the nodes connected to the leader', async () => (await nodeConnections(next)) === 2);
+  });
+
+  it('one etcd member killed changes nothing; two refuse writes with STORE_UNAVAILABLE; restarted, all resumes and nothing is lost', async () => {
+    const [m1, m2] = cluster.etcd.members;
+    await m1!.kill();
+    const leader = await cluster.leader();
+    ok(await leader.run.cli(['job', 'run', '--detach', workloadJob('one-down', undefined, 'exec sleep 600')], { addr: leader.url }), 'job run with one member down');
+    await running('one-down');
+    await m2!.kill();
+    const refused = await until('a write refused', async () => {
+      const via = cluster.live()[0] as ServerProc;
+      const r = await via.run.cli(['job', 'run', '--detach', workloadJob('no-quorum', undefined, 'exec sleep 600')], { addr: via.url });
+      return r.code !== 0 && /STORE_UNAVAILABLE/.test(r.stderr) ? r : undefined;
+    });
+    assert.match(refused.stderr, /STORE_UNAVAILABLE/);
+    assert.notEqual(refused.code, 0);
+    await m1!.start();
+    await m2!.start();
+    const back = await cluster.leader();
+    await cliUntilOk(() => back, ['job', 'run', '--detach', workloadJob('quorum-back', undefined, 'exec sleep 600')]);
+    await running('quorum-back');
+    for (const job of ['w1', 'during', 'one-down']) assert.equal((await allocs(job)).filter((a) => a.desiredStatus === 'run').length, 1, `${job} kept its one allocation`);
+    assert.equal((await running('w1')).id, workload.id);
+    assert.equal((await claimsOf('vol-1')).length, 1);
+  });
+});
+
+async function nodeConnections(s: ServerProc): Promise<number | undefined> {
+  try {
+    const res = await fetch(`${s.url}/v1/status`, { headers: { authorization: `Bearer ${cluster.nodeToken}` } });
+    return ((await res.json()) as { connectedNodes: number }).connectedNodes;
+  } catch {
+    return undefined;
+  }
+}
