@@ -106,9 +106,18 @@ export class ServerApi {
     return body as { node: Node; heartbeatTtlMs: number };
   }
 
-  /** POST /v1/node/:id/heartbeat, with the current fingerprint when given. */
-  async heartbeat(nodeId: string, fingerprint: NodeFingerprint | undefined, opts: { signal?: AbortSignal } = {}): Promise<{ node: Node; heartbeatTtlMs: number }> {
-    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/heartbeat`, fingerprint ? { fingerprint } : {}, opts.signal);
+  /**
+   * POST /v1/node/:id/heartbeat, with the current fingerprint when given.
+   * `timeoutMs` (default the request timeout) bounds the call: a server that
+   * does not answer in time counts as unreachable (the next call goes to the
+   * next server).
+   */
+  async heartbeat(
+    nodeId: string,
+    fingerprint: NodeFingerprint | undefined,
+    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<{ node: Node; heartbeatTtlMs: number }> {
+    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/heartbeat`, fingerprint ? { fingerprint } : {}, opts.signal, opts.timeoutMs);
     return body as { node: Node; heartbeatTtlMs: number };
   }
 

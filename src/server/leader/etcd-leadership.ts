@@ -293,19 +293,39 @@ export class EtcdLeadership implements Leadership {
     await watcher?.cancel().catch(() => undefined);
   }
 
+  /**
+   * Renews the lease. A member that died fails the call (the etcd client then
+   * avoids it), so attempts are repeated, each short, for as long as the
+   * lease is still surely ours: losing one etcd member must not cost the
+   * leadership.
+   */
   async #keepAlive(): Promise<void> {
     const lease = this.#lease;
     if (!lease) return;
-    const sentAt = this.#clock.now();
     this.#checkValid();
-    const res = await this.#within(lease.keepaliveOnce(), this.#ttl * 1000);
-    if (Number(res.TTL) <= 0) {
-      this.#log.warn('the lease expired');
-      if (this.#term) this.#lose();
-      this.#lease = undefined;
+    const attemptMs = Math.max(200, Math.floor((this.#ttl * 1000) / 4));
+    let lastErr: unknown;
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const sentAt = this.#clock.now();
+      if (attempt > 0 && this.#term && sentAt >= this.#validUntil) break;
+      let res;
+      try {
+        res = await this.#within(lease.keepaliveOnce(), attemptMs);
+      } catch (err) {
+        lastErr = err;
+        if (this.#stop.signal.aborted || this.#lease !== lease) return;
+        continue;
+      }
+      if (Number(res.TTL) <= 0) {
+        this.#log.warn('the lease expired');
+        if (this.#term) this.#lose();
+        this.#lease = undefined;
+        return;
+      }
+      this.#renewed(sentAt + this.#margin());
       return;
     }
-    this.#renewed(sentAt + this.#margin());
+    throw lastErr instanceof Error ? lastErr : new Error('the lease could not be renewed');
   }
 
   /** Records a renewal and re-arms the step-down timer (which fires even while an etcd call hangs). */
