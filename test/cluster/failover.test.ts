@@ -228,13 +228,19 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     ok(await leader.run.cli(['job', 'run', '--detach', workloadJob('one-down', undefined, 'exec sleep 600')], { addr: leader.url }), 'job run with one member down');
     await running('one-down');
     await m2!.kill();
-    const refused = await until('a write refused', async () => {
-      const via = cluster.live()[0] as ServerProc;
-      const r = await via.run.cli(['job', 'run', '--detach', workloadJob('no-quorum', undefined, 'exec sleep 600')], { addr: via.url });
-      return r.code !== 0 && /STORE_UNAVAILABLE/.test(r.stderr) ? r : undefined;
+    // Every server refuses, leader or not, and says the state store is unavailable (STORE_UNAVAILABLE).
+    let last = '';
+    const refused = await until('a write refused by every server', async () => {
+      const results = await Promise.all(
+        cluster.live().map((via) => via.run.cli(['job', 'run', '--detach', workloadJob('no-quorum', undefined, 'exec sleep 600')], { addr: via.url })),
+      );
+      last = results.map((r) => `exit ${r.code}: ${r.stderr}`).join('\n');
+      return results.every((r) => r.code !== 0 && /state store \(etcd\) is unavailable/.test(r.stderr)) ? results : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\nlast answers:\n${last}`);
     });
-    assert.match(refused.stderr, /STORE_UNAVAILABLE/);
-    assert.notEqual(refused.code, 0);
+    for (const r of refused) assert.notEqual(r.code, 0);
+    assert.equal((await allocs('no-quorum').catch(() => [])).length, 0, 'nothing was half-written');
     await m1!.start();
     await m2!.start();
     const back = await cluster.leader();

@@ -45,7 +45,7 @@ export function registerLeaderForwarding(app: FastifyInstance, { deps }: RouteCo
     if (!leader || req.headers[FORWARDED_HEADER]) {
       // Say why: etcd without quorum refuses every write until it is back; an election is over in seconds.
       await leadership.checkQuorum().catch((err: unknown) => {
-        throw new StateStoreError('STORE_UNAVAILABLE', `the state store (etcd) cannot commit writes now (no quorum?): the write was refused and nothing was applied: ${describeError(err)}`, {
+        throw new StateStoreError('STORE_UNAVAILABLE', `the state store (etcd) is unavailable: it cannot commit writes now (no quorum?); the write was refused and nothing was applied: ${describeError(err)}`, {
           cause: err,
         });
       });
