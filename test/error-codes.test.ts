@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { DriverError } from '../src/client/drivers/index.js';
 import { ClientVolumeError } from '../src/client/volumes/index.js';
 import { ServerError } from '../src/server/index.js';
+import { StateStoreError } from '../src/server/state/index.js';
 import { statusForCode } from '../src/server/http/index.js';
 
 // The error scheme of src/lib/errors.ts: every code Berth throws carries the
@@ -80,5 +81,11 @@ describe('error codes', () => {
     assert.equal(statusForCode(new DriverError('DRIVER_START_FAILED', 'no netns').code), 500);
     assert.equal(statusForCode(new ClientVolumeError('CLIENT_VOLUME_MOUNT_FAILED', 'refused').code), 500);
     assert.equal(statusForCode('EXHAUSTED'), 503);
+  });
+
+  it('a state store that cannot commit answers 503 (retry later), a lost write race 409', () => {
+    assert.equal(statusForCode(new StateStoreError('STORE_UNAVAILABLE', 'no quorum').code), 503);
+    assert.equal(statusForCode(new StateStoreError('STORE_FENCED', 'not the leader').code), 503);
+    assert.equal(statusForCode(new StateStoreError('STORE_CONFLICT', 'kept losing').code), 409);
   });
 });

@@ -35,7 +35,13 @@ const CONFIG_BODY: HclBody = {
   server: {
     t: 'block',
     to: 'server',
-    body: { heartbeat_ttl: attr('heartbeatTtl'), name: attr('name'), advertise_address: attr('advertiseAddress'), lease_ttl: attr('leaseTtl') },
+    body: {
+      heartbeat_ttl: attr('heartbeatTtl'),
+      name: attr('name'),
+      advertise_address: attr('advertiseAddress'),
+      lease_ttl: attr('leaseTtl'),
+      store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix') } } } },
+    },
   },
   client: {
     t: 'block',
@@ -51,10 +57,12 @@ const CONFIG_BODY: HclBody = {
       options: { t: 'map', to: 'options' },
     },
   },
-  store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix') } } } },
   csi: { t: 'block', to: 'csi', body: { probe_interval: attr('probeInterval'), health_timeout: attr('healthTimeout') } },
 };
 
+/** An etcd client URL. */
+export const ETCD_URL = /^https?:\/\/[^\s/]+$/;
+const ETCD_URL_MESSAGE = 'must be an etcd client URL such as "http://127.0.0.1:2379"';
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"');
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"');
@@ -84,6 +92,16 @@ const configSchema = z.strictObject({
       name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-"').optional(),
       advertiseAddress: httpUrl.optional(),
       leaseTtl: duration.optional(),
+      store: z
+        .strictObject({
+          etcd: z
+            .strictObject({
+              endpoints: z.array(z.string().regex(ETCD_URL, ETCD_URL_MESSAGE)).min(1, 'name at least one etcd endpoint'),
+              prefix: z.string().regex(/^\/\S*[^/]$/, 'must start with "/" and not end with one, e.g. "/berth"').optional(),
+            })
+            .optional(),
+        })
+        .optional(),
     })
     .optional(),
   client: z
@@ -106,16 +124,6 @@ const configSchema = z.strictObject({
     })
     .optional(),
   csi: z.strictObject({ probeInterval: duration.optional(), healthTimeout: duration.optional() }).optional(),
-  store: z
-    .strictObject({
-      etcd: z
-        .strictObject({
-          endpoints: z.array(httpUrl).min(1, 'must name at least one etcd endpoint'),
-          prefix: z.string().regex(/^\/\S*[^/]$/, 'must start with "/" and not end with one, such as "/berth"').optional(),
-        })
-        .optional(),
-    })
-    .optional(),
 });
 
 type RawConfig = z.infer<typeof configSchema>;
@@ -137,6 +145,8 @@ export interface AgentConfig {
     advertiseAddress?: string;
     /** How long a dead leader keeps the cluster leaderless. Default 3 s. */
     leaseTtlMs?: number;
+    /** Keep the state in etcd instead of <data_dir>/server/state.db. */
+    etcd?: { endpoints: string[]; prefix?: string };
   };
   client: {
     nodeName?: string;
@@ -151,8 +161,6 @@ export interface AgentConfig {
     drivers: { raw_exec?: boolean; exec?: boolean };
   };
   csi: { probeIntervalMs?: number; healthTimeoutMs?: number };
-  /** Where a server keeps its state: SQLite under the data dir (default), or etcd shared by several servers. */
-  store?: { etcd?: { endpoints: string[]; prefix?: string } };
 }
 
 /** An empty configuration (no file). */
@@ -266,6 +274,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(raw.server?.name ? { name: raw.server.name } : {}),
       ...(raw.server?.advertiseAddress ? { advertiseAddress: raw.server.advertiseAddress } : {}),
       ...(raw.server?.leaseTtl ? { leaseTtlMs: durationMs(raw.server.leaseTtl) } : {}),
+      ...(raw.server?.store?.etcd ? { etcd: { ...raw.server.store.etcd } } : {}),
     },
     client: {
       ...(c.nodeName ? { nodeName: c.nodeName } : {}),
@@ -279,7 +288,6 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),
       },
     },
-    ...(raw.store?.etcd ? { store: { etcd: { endpoints: raw.store.etcd.endpoints, ...(raw.store.etcd.prefix ? { prefix: raw.store.etcd.prefix } : {}) } } } : {}),
     csi: {
       ...(raw.csi?.probeInterval ? { probeIntervalMs: durationMs(raw.csi.probeInterval) } : {}),
       ...(raw.csi?.healthTimeout ? { healthTimeoutMs: durationMs(raw.csi.healthTimeout) } : {}),

@@ -138,11 +138,10 @@ export class Agent {
       bindAddress,
       port,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
-      ...(config.store?.etcd
+      ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
+      ...(config.server.name || config.server.advertiseAddress || config.server.leaseTtlMs
         ? {
             cluster: {
-              endpoints: config.store.etcd.endpoints,
-              ...(config.store.etcd.prefix ? { prefix: config.store.etcd.prefix } : {}),
               ...(config.server.name ? { serverId: config.server.name } : {}),
               ...(config.server.advertiseAddress ? { advertiseAddress: config.server.advertiseAddress } : {}),
               ...(config.server.leaseTtlMs ? { leaseTtlSeconds: Math.max(1, Math.round(config.server.leaseTtlMs / 1000)) } : {}),

@@ -24,6 +24,7 @@ interface AgentFlags {
   config?: string;
   serverAddress?: string[];
   nodeName?: string;
+  etcdEndpoints?: string;
   logLevel?: string;
 }
 
@@ -43,6 +44,7 @@ export function agentCommand(ctx: CommandContext): Command {
       (v: string, prev: string[] | undefined) => [...(prev ?? []), ...v.split(',').map((a) => a.trim()).filter(Boolean)],
     )
     .option('--node-name <name>', 'this node\'s name (overrides client { node_name }; default the host name)')
+    .option('--etcd-endpoints <urls>', 'a server keeps its state in etcd at these comma-separated client URLs (overrides server { store { etcd { endpoints } } })')
     .addOption(new Option('--log-level <level>', 'agent log level (the log goes to <data-dir>/agent.log, or log_file)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace']))
     .action(async (flags: AgentFlags) => runAgent(ctx, flags));
   cmd.addHelpText(
@@ -69,6 +71,10 @@ Config file (HCL; JSON with the same names also works):
     read_only  = ["..."]
     node       = ["..."]
   }
+  server {
+    heartbeat_ttl = "30s"
+    store { etcd { endpoints = ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]  prefix = "/berth" } }
+  }                               # no store block: the state is <data_dir>/server/state.db
   client {
     node_name      = "node-1"
     server_address = "http://127.0.0.1:4646"
@@ -84,6 +90,7 @@ Examples:
   $ berth agent --dev
   $ berth agent --dev --data-dir /tmp/berth --port 4747
   $ berth agent --server --config server.hcl
+  $ berth agent --server --config server.hcl --etcd-endpoints http://10.0.0.1:2379,http://10.0.0.2:2379
   $ berth agent --client --server-address http://10.0.0.5:4646 --config client.hcl
   $ berth agent --client --server-address http://10.0.0.1:4646,http://10.0.0.2:4646,http://10.0.0.3:4646 --config client.hcl
 
@@ -118,7 +125,7 @@ function portOf(text: string | undefined): number | undefined {
 const loadAgentModule = (): Promise<typeof AgentModule> => import('../agent/index.js');
 
 async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
-  const { Agent, emptyAgentConfig, mountsUnder } = await loadAgentModule();
+  const { Agent, emptyAgentConfig, mountsUnder, ETCD_URL } = await loadAgentModule();
   const mode = modeOf(flags);
   const port = portOf(flags.port);
   if (flags.serverAddress?.length && mode !== 'client') throw new UsageError('--server-address is for --client');
@@ -133,6 +140,13 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
     else delete config.client.servers;
   }
   if (flags.nodeName) config.client.nodeName = flags.nodeName;
+  if (flags.etcdEndpoints !== undefined) {
+    if (mode !== 'server') throw new UsageError('--etcd-endpoints is for --server');
+    const endpoints = flags.etcdEndpoints.split(',').map((e) => e.trim()).filter(Boolean);
+    const bad = endpoints.find((e) => !ETCD_URL.test(e));
+    if (endpoints.length === 0 || bad !== undefined) throw new UsageError(`--etcd-endpoints takes comma-separated etcd client URLs such as http://127.0.0.1:2379${bad ? `, got "${bad}"` : ''}`);
+    config.server.etcd = { ...config.server.etcd, endpoints };
+  }
   if (mode === 'client' && !config.client.serverAddress) throw new UsageError('--client needs --server-address <url> (or client { server_address } in the config)');
   if (mode === 'client' && !config.client.token) throw new UsageError('--client needs a node token: client { token = "..." } or token_file in the config');
   if (mode === 'server' && config.tokens.management.length === 0) {

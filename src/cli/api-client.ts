@@ -32,6 +32,8 @@ export interface ApiClientOptions {
   token?: string;
   /** Cancels every request (SIGINT). */
   signal: AbortSignal;
+  /** Called (once per client) when an answer says the server's state may be stale (`X-Berth-Stale`). */
+  onStale?: () => void;
 }
 
 type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
@@ -72,11 +74,13 @@ export class ApiClient {
   readonly address: string;
   readonly #token: string | undefined;
   readonly #signal: AbortSignal;
+  #onStale: (() => void) | undefined;
 
   constructor(opts: ApiClientOptions) {
     this.address = opts.address.replace(/\/+$/, '');
     this.#token = opts.token;
     this.#signal = opts.signal;
+    this.#onStale = opts.onStale;
   }
 
   /** GET `path`. With `index`, a blocking read that waits up to `wait` for a change. */
@@ -150,7 +154,13 @@ export class ApiClient {
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const signal = opts.signal ? AbortSignal.any([this.#signal, opts.signal]) : this.#signal;
     try {
-      return await send(url, method, headers, opts.body === undefined ? undefined : JSON.stringify(opts.body), signal);
+      const res = await send(url, method, headers, opts.body === undefined ? undefined : JSON.stringify(opts.body), signal);
+      if (this.#onStale && res.headers.get('x-berth-stale') === 'true') {
+        const tell = this.#onStale;
+        this.#onStale = undefined;
+        tell();
+      }
+      return res;
     } catch (err) {
       if (this.#signal.aborted || opts.signal?.aborted) throw new AbortedError('request cancelled', { cause: err });
       throw this.#unreachable(err);

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { ApiClient, DEFAULT_ADDRESS } from './api-client.js';
 import type { CommandContext } from './csi-command.js';
-import { API_EXIT_CODES_HELP } from './exit-codes.js';
+import { API_EXIT_CODES_HELP, STALE_WARNING } from './exit-codes.js';
 import { Output, processIo } from './output.js';
 
 export interface ApiCommandOptions {
@@ -55,8 +55,9 @@ export function apiAction(
     ctx.state.json = Boolean(opts.json);
     const address = opts.address ?? process.env['BERTH_ADDR'] ?? DEFAULT_ADDRESS;
     const token = opts.token ?? process.env['BERTH_TOKEN'];
-    const api = new ApiClient({ address, signal: ctx.signal, ...(token ? { token } : {}) });
     const out = new Output(ctx.io, ctx.redactor, ctx.state.json);
+    const onStale = (): void => out.warn(STALE_WARNING);
+    const api = new ApiClient({ address, signal: ctx.signal, onStale, ...(token ? { token } : {}) });
     const color = ctx.io === processIo && Boolean(process.stdout.isTTY) && !('NO_COLOR' in process.env) && process.env['TERM'] !== 'dumb';
     await run({ api, out, style: new Style(color), namespace: opts.namespace ?? 'default', signal: ctx.signal }, cmd.processedArgs as string[], opts);
   };

@@ -71,6 +71,13 @@ describe('what each failure means for the exit code', () => {
     assert.equal(unreachable.lines.length, 1, 'one line');
   });
 
+  it('a server whose etcd lost its quorum: exit 7, a message saying nothing was saved', () => {
+    const f = describeFailure(new ApiClientError('STORE_UNAVAILABLE', 'the state store (etcd) is unavailable: committing a write failed: deadline exceeded', 503));
+    assert.equal(f.exitCode, EXIT.STORE_UNAVAILABLE);
+    assert.equal(f.json.error.code, 'STORE_UNAVAILABLE');
+    assert.match(f.lines[0]!, /^error: the server could not save the change: the state store \(etcd\) is unavailable/);
+  });
+
   it('a bad job or volume file exits 2 with one file:line:col line per problem', () => {
     const f = describeFailure(
       new SpecFileError([

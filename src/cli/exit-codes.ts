@@ -24,6 +24,8 @@ export const EXIT = {
   AUTH: 5,
   /** No object with that ID or prefix. */
   NOT_FOUND: 6,
+  /** The server's state store (etcd) cannot commit: no quorum or unreachable. Nothing was changed; retry later. */
+  STORE_UNAVAILABLE: 7,
   /** Interrupted by SIGINT/SIGTERM before the command finished (128 + SIGINT). */
   INTERRUPTED: 130,
 } as const;
@@ -48,7 +50,13 @@ export const API_EXIT_CODES_HELP = `Exit codes:
   3    the agent could not be reached (--address, BERTH_ADDR)
   5    the token is missing, unknown or lacks the role (--token, BERTH_TOKEN)
   6    no object with that ID or prefix
+  7    the server's state store (etcd) is unavailable: no quorum or
+       unreachable; nothing was changed, retry once it is back
   130  interrupted (SIGINT/SIGTERM) before the request finished`;
+
+/** What the API commands print (stderr) when the server says its reads may be stale. */
+export const STALE_WARNING =
+  "warning: the server cannot reach its state store's quorum (etcd); what is shown may be stale";
 
 /** The exit codes of a long-running `berth plugin` command. */
 export const PLUGIN_EXIT_CODES_HELP = `Exit codes:
@@ -172,6 +180,8 @@ function apiFailure(err: ApiClientError): Failure {
       return simple(EXIT.AUTH, err.code, `permission denied: ${err.message}`);
     case 'NOT_FOUND':
       return simple(EXIT.NOT_FOUND, err.code, err.message);
+    case 'STORE_UNAVAILABLE':
+      return simple(EXIT.STORE_UNAVAILABLE, err.code, `the server could not save the change: ${err.message}`);
     case 'CLI_AMBIGUOUS_PREFIX': {
       const failure = simple(EXIT.USAGE, err.code, err.message);
       const matches = Array.isArray(err.details['matches']) ? (err.details['matches'] as string[]) : [];

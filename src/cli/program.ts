@@ -51,6 +51,12 @@ export const COMMANDS: readonly TopCommand[] = [
   },
   { name: 'event', term: 'event', description: 'Follow changes in the cluster', load: async (ctx) => (await import('./cluster-commands.js')).eventCommand(ctx) },
   {
+    name: 'operator',
+    term: 'operator',
+    description: 'Cluster operations: backup and restore of the server state',
+    load: async (ctx) => (await import('./operator-command.js')).operatorCommand(ctx),
+  },
+  {
     name: 'csi',
     term: 'csi [options]',
     description: 'Call a CSI plugin directly, one RPC at a time (for plugin authors and debugging)',

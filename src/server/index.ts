@@ -3,3 +3,12 @@
 export { Server, ServerError, type ServerOptions, type ServerState, type ServerAddress } from './server.js';
 export type { ApiToken, Role } from './http/index.js';
 export type { ServerMetrics } from './metrics/index.js';
+export {
+  SqliteStateStore,
+  openEtcdStateStore,
+  StateStoreError,
+  saveSnapshot,
+  restoreSnapshot,
+  type StateStore,
+  type SnapshotSummary,
+} from './state/index.js';

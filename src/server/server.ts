@@ -21,12 +21,14 @@ import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
-import { EtcdStateStore, SqliteStateStore, type StateStore } from './state/index.js';
+import { openEtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 
 export interface ServerOptions {
-  /** Directory for the state file (`state.db`); created when missing. Either this, `store` or `cluster`. */
+  /** Directory for the state file (`state.db`); created when missing. One of this, `etcd` or `store`. */
   dataDir?: string;
+  /** Keep the state in etcd (several servers share it) instead of a file in `dataDir`. */
+  etcd?: Omit<EtcdStateStoreOptions, 'logger'>;
   /** A store to use instead of opening one (the server then does not close it). */
   store?: StateStore;
   clock?: Clock;
@@ -51,19 +53,19 @@ export interface ServerOptions {
    */
   routes?: (app: FastifyInstance) => void | Promise<void>;
   /**
-   * Several servers sharing one etcd: elect a leader among them. Without
-   * it the server leads alone (SQLite). Only the leader runs the evaluation
-   * worker, the claim watcher, node TTLs and controller calls, and holds the
-   * node connections; followers serve reads and forward writes to it.
+   * How this server takes part in the election of a cluster's leader. A
+   * server on etcd (`etcd`) always elects, with these settings or the
+   * defaults; one on SQLite leads alone. Only the leader runs the
+   * evaluation worker, the claim watcher, node TTLs and controller calls,
+   * and holds the node connections; followers serve reads and forward
+   * writes to it.
    */
   cluster?: ServerClusterOptions;
 }
 
 export interface ServerClusterOptions {
-  /** etcd client URLs: the state store (unless `store` is given) and the election. */
-  endpoints: readonly string[];
-  /** The key prefix of the state in etcd (default `/berth`); the election lives under `<prefix>/cluster/`. */
-  prefix?: string;
+  /** etcd client URLs of the election. Default: `etcd.endpoints`. */
+  endpoints?: readonly string[];
   /** This server's ID in `berth server members`. Default: a random UUID per start. */
   serverId?: string;
   /** The URL other servers and clients reach this one at. Default: the listening address. */
@@ -121,7 +123,7 @@ export class Server {
   #address: ServerAddress | undefined;
 
   constructor(opts: ServerOptions) {
-    if (!opts.dataDir && !opts.store && !opts.cluster) throw new ServerError('SERVER_INVALID', 'a server needs dataDir, store or cluster');
+    if (!opts.dataDir && !opts.store && !opts.etcd) throw new ServerError('SERVER_INVALID', 'a server needs dataDir, etcd or store');
     if (!opts.tokens.length) throw new ServerError('SERVER_INVALID', 'a server needs at least one API token');
     this.#opts = opts;
     this.#clock = opts.clock ?? systemClock;
@@ -162,7 +164,12 @@ export class Server {
   fence(): Fence | undefined {
     if (this.#leadership) return this.#leadership.fence();
     // A cluster server that has not joined the election yet must not write either.
-    return this.#opts.cluster ? { key: `${this.#opts.cluster.prefix ?? '/berth'}/cluster/leader`, createRevision: '-1' } : undefined;
+    return this.#election() ? { key: `${this.#opts.etcd?.prefix ?? '/berth'}/cluster/leader`, createRevision: '-1' } : undefined;
+  }
+
+  /** The etcd endpoints of the election; undefined for a server that leads alone. */
+  #election(): readonly string[] | undefined {
+    return this.#opts.cluster?.endpoints ?? this.#opts.etcd?.endpoints;
   }
 
   /** The open node connections (server-to-node calls). Throws unless started. */
@@ -198,14 +205,9 @@ export class Server {
     const root = this.#opts.logger ?? silentLogger();
     try {
       if (this.#opts.store) this.#store = this.#opts.store;
-      else if (this.#opts.cluster) {
+      else if (this.#opts.etcd) {
         // Fenced on the leader's term: a follower or a deposed leader cannot write.
-        this.#store = await EtcdStateStore.open({
-          endpoints: this.#opts.cluster.endpoints,
-          ...(this.#opts.cluster.prefix ? { prefix: this.#opts.cluster.prefix } : {}),
-          logger: root,
-          fence: () => this.fence(),
-        });
+        this.#store = await openEtcdStateStore({ ...this.#opts.etcd, logger: root, fence: () => this.fence() });
         this.#ownsStore = true;
       } else {
         const dir = this.#opts.dataDir as string;
@@ -246,11 +248,12 @@ export class Server {
       const port = typeof addr === 'object' && addr ? addr.port : (this.#opts.port ?? 0);
       const urlHost = host.includes(':') ? `[${host}]` : host;
       const address = { host, port, url: `http://${urlHost}:${port}` };
-      const cluster = this.#opts.cluster;
-      this.#leadership = cluster
+      const cluster = this.#opts.cluster ?? {};
+      const endpoints = this.#election();
+      this.#leadership = endpoints
         ? new EtcdLeadership({
-            endpoints: cluster.endpoints,
-            prefix: `${cluster.prefix ?? '/berth'}/cluster/`,
+            endpoints,
+            prefix: `${this.#opts.etcd?.prefix ?? '/berth'}/cluster/`,
             self: { ...(cluster.serverId ? { id: cluster.serverId } : {}), address: cluster.advertiseAddress ?? address.url },
             ...(cluster.leaseTtlSeconds !== undefined ? { leaseTtlSeconds: cluster.leaseTtlSeconds } : {}),
             clock,
@@ -314,7 +317,7 @@ export class Server {
           await term.start();
         } catch (err) {
           this.#log.error({ err: describeError(err) }, 'the leader loops failed to start');
-          if (!this.#opts.cluster) throw err;
+          if (!this.#election()) throw err;
           this.#leadership?.stepDown('the leader loops failed to start');
         }
         return;

@@ -71,10 +71,10 @@ server {
   name      = "${name}"
   lease_ttl = "${opts.leaseTtl ?? '3s'}"
   heartbeat_ttl = "${opts.heartbeatTtl ?? '5s'}"
-}
-store {
-  etcd {
-    endpoints = [${this.etcd.endpoints.map((e) => `"${e}"`).join(', ')}]
+  store {
+    etcd {
+      endpoints = [${this.etcd.endpoints.map((e) => `"${e}"`).join(', ')}]
+    }
   }
 }
 log_level = "debug"

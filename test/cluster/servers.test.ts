@@ -41,7 +41,7 @@ describe('several servers on one etcd', () => {
   before(async () => {
     etcd = await startEtcd();
     for (const name of ['s1', 's2', 's3']) {
-      const s = new Server({ tokens: API_TOKENS, cluster: { endpoints: etcd.endpoints, serverId: name, leaseTtlSeconds: 2 }, heartbeatTtlMs: 30_000 });
+      const s = new Server({ tokens: API_TOKENS, etcd: { endpoints: etcd.endpoints }, cluster: { serverId: name, leaseTtlSeconds: 2 }, heartbeatTtlMs: 30_000 });
       await s.start();
       servers.push(s);
     }

@@ -42,7 +42,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, bodyLimit: deps.bodyLimit ?? 4 * 1024 * 1024, return503OnClosing: true });
   await app.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
 
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', async (req, reply) => {
+    // Reads come from the store's last view; when it lost etcd that view may be behind.
+    if (deps.store.stale) reply.header('X-Berth-Stale', 'true');
     const access = req.routeOptions.config.access;
     if (!access) {
       if (req.routeOptions.url === undefined) return; // 404s are answered by the not-found handler

@@ -17,6 +17,8 @@ export {
   type StoreEvent,
 } from './state-store.js';
 export { SqliteStateStore, STATE_SCHEMA_VERSION, type SqliteStateStoreOptions } from './sqlite-state-store.js';
-export { EtcdStateStore, ETCD_SCHEMA_VERSION, type EtcdStateStoreOptions, type StoreFence } from './etcd-state-store.js';
+export type { EtcdStateStore, EtcdStateStoreOptions, StoreFence } from './etcd-state-store.js';
+export { openEtcdStateStore } from './open-etcd.js';
 export { StateStoreError } from './errors.js';
+export { saveSnapshot, restoreSnapshot, encodeSnapshot, decodeSnapshot, SNAPSHOT_VERSION, type SnapshotSummary } from './snapshot.js';
 export { rowKey, keyPrefix, keyOf, publicRow } from './keys.js';

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { AbortedError } from '../../lib/index.js';
 import { parseJobSpec, type Node, type Volume } from '../../structs/index.js';
-import { EtcdStateStore, keyPrefix, rowKey, SqliteStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
+import { openEtcdStateStore, keyPrefix, rowKey, SqliteStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { nextTurn } from '../../../test/support/eventually.js';
 import { startEtcd, type EtcdCluster } from '../../../test/support/etcd.js';
 
@@ -80,7 +80,7 @@ const KINDS: StoreKind[] = [
       etcd = await startEtcd();
     },
     teardown: async () => etcd?.close(),
-    open: (name, opts) => EtcdStateStore.open({ endpoints: etcd!.endpoints, prefix: `/test/${name}`, ...opts }),
+    open: (name, opts) => openEtcdStateStore({ endpoints: etcd!.endpoints, prefix: `/test/${name}`, ...opts }),
     persistsEvents: false,
   },
 ];

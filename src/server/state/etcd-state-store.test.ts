@@ -1,0 +1,192 @@
+// What only a store shared by several servers has to get right, against real
+// etcd processes: two servers racing for one claim, a fenced writer, etcd
+// restarting under a server, and a cluster losing and regaining its quorum.
+// The contract every store meets is in state-store.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Etcd3 } from 'etcd3';
+import type { Node } from '../../structs/index.js';
+import { openEtcdStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
+import { eventually } from '../../../test/support/eventually.js';
+import { startEtcd, type EtcdCluster } from '../../../test/support/etcd.js';
+
+function node(id: string, status: Node['status'] = 'ready'): RowInput<'nodes'> {
+  return {
+    id,
+    name: id,
+    datacenter: 'dc1',
+    httpAddr: '',
+    drivers: {},
+    resources: { cpuMhz: 1000, memoryMb: 1024 },
+    attributes: {},
+    csiControllerPlugins: {},
+    csiNodePlugins: {},
+    status,
+    statusDescription: '',
+    lastHeartbeat: 0,
+  } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
+}
+
+const isCode = (code: string) => (e: unknown) => e instanceof StateStoreError && e.code === code;
+
+describe('the etcd state store shared by several servers', () => {
+  let etcd: EtcdCluster;
+  before(async () => {
+    etcd = await startEtcd();
+  });
+  after(() => etcd.close());
+
+  it('lets exactly one of two servers win a write claim on the same row, and the loser sees the winner', async () => {
+    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/race' });
+    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/race' });
+    try {
+      for (let round = 0; round < 10; round++) {
+        const id = `claim-${round}`;
+        // Each server claims the row only when nobody holds it: a write claim.
+        const claim = (store: StateStore, who: string) =>
+          store.write((txn) => {
+            const held = txn.get('nodes', id);
+            if (held) return held.name;
+            txn.put('nodes', { ...node(id), name: who });
+            return who;
+          });
+        const [ra, rb] = await Promise.all([claim(a, 'a'), claim(b, 'b')]);
+        assert.equal(ra.result, rb.result, `round ${round}: both see the same single winner`);
+        const holder = ra.result;
+        assert.equal(a.snapshot().get('nodes', id)?.name, holder);
+        await eventually('b sees the holder', () => b.snapshot().get('nodes', id)?.name === holder);
+      }
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
+  it('wakes a blocked reader on one server when another server writes', async () => {
+    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });
+    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });
+    try {
+      const waiting = b.blockUntil(['nodes'], b.latestIndex());
+      const { index } = await a.write((txn) => txn.put('nodes', node('n1')));
+      assert.equal(await waiting, index);
+      assert.ok(b.snapshot().get('nodes', 'n1'));
+      assert.deepEqual(b.snapshot().events(index - 1).map((e) => [e.topic, e.key, e.op]), [['nodes', 'n1', 'put']]);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
+  it('refuses a write from a server whose fence key is gone, applying nothing', async () => {
+    const raw = new Etcd3({ hosts: etcd.endpoints });
+    try {
+      await raw.put('/fence/leader').value('me');
+      const createRevision = (await raw.get('/fence/leader').exec()).kvs[0]!.create_revision;
+      const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/fenced', fence: () => ({ key: '/fence/leader', createRevision }) });
+      try {
+        await store.write((txn) => txn.put('nodes', node('ok')));
+        await raw.delete().key('/fence/leader');
+        await raw.put('/fence/leader').value('someone else');
+        await assert.rejects(store.write((txn) => txn.put('nodes', node('late'))), isCode('STORE_FENCED'));
+        assert.equal(store.snapshot().get('nodes', 'late'), undefined);
+        assert.ok(store.snapshot().get('nodes', 'ok'));
+      } finally {
+        store.close();
+      }
+    } finally {
+      raw.close();
+    }
+  });
+});
+
+describe('the etcd state store on bad days', () => {
+  it('keeps serving reads while its one etcd member restarts, then writes again with nothing lost', async () => {
+    const etcd = await startEtcd();
+    const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/restart', writeTimeoutMs: 2_000 });
+    try {
+      const { index } = await store.write((txn) => txn.put('nodes', node('before')));
+      await etcd.members[0]!.kill();
+      await eventually('the store notices etcd is gone', () => store.stale);
+      assert.ok(store.snapshot().get('nodes', 'before'), 'reads keep serving the last view');
+      await assert.rejects(store.write((txn) => txn.put('nodes', node('during'))), isCode('STORE_UNAVAILABLE'));
+      await etcd.members[0]!.start();
+      const next = await eventually('a write succeeds once etcd is back', async () => {
+        try {
+          return await store.write((txn) => txn.put('nodes', node('after')));
+        } catch (err) {
+          if (err instanceof StateStoreError && err.code === 'STORE_UNAVAILABLE') return undefined;
+          throw err;
+        }
+      });
+      assert.ok(next.index > index);
+      await eventually('the store is fresh again', () => !store.stale);
+      assert.deepEqual(store.snapshot().list('nodes').map((n) => n.id).sort(), ['after', 'before']);
+    } finally {
+      store.close();
+      await etcd.close();
+    }
+  });
+
+  it('survives one of three members dying, refuses writes clearly without quorum, and resumes with nothing half-written', async () => {
+    const etcd = await startEtcd({ members: 3 });
+    const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/quorum', writeTimeoutMs: 3_000 });
+    try {
+      await store.write((txn) => txn.put('nodes', node('n0')));
+      const [m0, m1, m2] = etcd.members as [typeof etcd.members[0], typeof etcd.members[0], typeof etcd.members[0]];
+      await m2.kill();
+      const one = await eventually('a write with one member down', async () => {
+        try {
+          return await store.write((txn) => txn.put('nodes', node('n1')));
+        } catch (err) {
+          if (err instanceof StateStoreError && err.code === 'STORE_UNAVAILABLE') return undefined;
+          throw err;
+        }
+      });
+      assert.ok(store.snapshot().get('nodes', 'n1'));
+
+      await m1.kill();
+      // Two rows in one write: without quorum neither may appear.
+      const err = await store
+        .write((txn) => {
+          txn.put('nodes', node('half-a'));
+          txn.put('nodes', node('half-b'));
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      assert.ok(err instanceof StateStoreError && err.code === 'STORE_UNAVAILABLE', `expected STORE_UNAVAILABLE, got ${String(err)}`);
+      assert.match(err.message, /quorum|unreachable/);
+      assert.ok(store.stale, 'reads say they may be stale');
+      assert.ok(store.snapshot().get('nodes', 'n0'), 'reads keep serving');
+
+      await Promise.all([m1.start({ waitReady: false }), m2.start({ waitReady: false })]);
+      await Promise.all([m0.ready(), m1.ready(), m2.ready()]);
+      const after = await eventually('writes resume once quorum is back', async () => {
+        try {
+          return await store.write((txn) => txn.put('nodes', node('n2')));
+        } catch (e) {
+          if (e instanceof StateStoreError && e.code === 'STORE_UNAVAILABLE') return undefined;
+          throw e;
+        }
+      });
+      assert.ok(after.index > one.index);
+      await eventually('the store is fresh again', () => !store.stale);
+      const ids = store.snapshot().list('nodes').map((n) => n.id);
+      assert.ok(ids.includes('n0') && ids.includes('n1') && ids.includes('n2'), `nothing lost: ${ids.join(',')}`);
+      assert.equal(ids.includes('half-a'), ids.includes('half-b'), `all or nothing: ${ids.join(',')}`);
+
+      // A fresh server loading from the healed cluster sees the same state.
+      const fresh = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/quorum' });
+      try {
+        assert.deepEqual(fresh.snapshot().list('nodes').map((n) => n.id), ids);
+        assert.equal(fresh.latestIndex(), store.latestIndex());
+      } finally {
+        fresh.close();
+      }
+    } finally {
+      store.close();
+      await etcd.close();
+    }
+  });
+});
