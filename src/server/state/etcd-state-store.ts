@@ -174,6 +174,24 @@ export class EtcdStateStore implements StateStore {
     return { deadline: new Date(Date.now() + deadlineMs) };
   }
 
+  /**
+   * One Txn. A member that is down refuses the connection before anything
+   * is sent: that (and only that) is tried again, on another member (the
+   * client picks one at random per call), until the deadline, so that one
+   * dead member of three does not fail writes.
+   */
+  async #txnOnAnyMember(req: Parameters<Etcd3['kv']['txn']>[0], deadline: number): Promise<Awaited<ReturnType<Etcd3['kv']['txn']>>> {
+    for (;;) {
+      try {
+        return await this.#client.kv.txn(req, this.#callOptions(Math.max(1, deadline - Date.now())));
+      } catch (err) {
+        const neverSent = /No connection established|ECONNREFUSED/.test(describeError(err));
+        if (!neverSent || deadline - Date.now() <= 25) throw err;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+  }
+
   #unavailable(what: string, err: unknown): StateStoreError {
     return new StateStoreError(
       'STORE_UNAVAILABLE',
@@ -486,7 +504,7 @@ export class EtcdStateStore implements StateStore {
       if (left <= 0) throw this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`));
       let res;
       try {
-        res = await this.#client.kv.txn({ compare, success, failure }, this.#callOptions(left));
+        res = await this.#txnOnAnyMember({ compare, success, failure }, deadline);
       } catch (err) {
         if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
         this.#lastWriteFailed = true;
