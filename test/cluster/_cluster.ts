@@ -40,11 +40,12 @@ export class Cluster {
   etcd!: EtcdCluster;
   readonly servers: ServerProc[] = [];
   readonly clients: AgentRun[] = [];
+  leaseTtl = '3s';
 
-  constructor() {
+  constructor(opts: { nodeToken?: string } = {}) {
     this.dir = mkdtempSync('/tmp/bcl-');
     this.mgmt = `cl-mgmt-${process.pid}-0123456789`;
-    this.nodeToken = `cl-node-${process.pid}-0123456789`;
+    this.nodeToken = opts.nodeToken ?? `cl-node-${process.pid}-0123456789`;
   }
 
   /** Starts etcd, the servers (in turn: the first leads) and the clients. */
@@ -52,6 +53,7 @@ export class Cluster {
     this.etcd = await startEtcd({ members: opts.etcdMembers ?? 1 });
     const ports: number[] = [];
     for (let i = 0; i < (opts.servers ?? 3); i++) ports.push(await freePort());
+    this.leaseTtl = opts.leaseTtl ?? '3s';
     const urls = ports.map((p) => `http://127.0.0.1:${p}`);
     for (let i = 0; i < ports.length; i++) {
       const name = `s${i + 1}`;
