@@ -13,6 +13,10 @@ const DEFAULT_MAX_ATTEMPTS = 64;
 /** How many revisions of etcd history this store lets accumulate before it compacts up to its oldest kept event. */
 const COMPACT_EVERY = 10_000;
 const RANGE_PAGE = 1_000;
+/** At most this many queued writes go into one Txn. */
+const MAX_BATCH_WRITES = 256;
+/** A batch stops growing past this many operations (etcd refuses a Txn of more than --max-txn-ops, 128 by default). */
+const MAX_TXN_OPS = 96;
 
 /**
  * Who may write, for a store shared by several servers: `key` is a key the
@@ -45,6 +49,12 @@ interface Waiter {
   tables: readonly TableName[];
   afterIndex: number;
   settle: (outcome: { index: number } | { error: Error }) => void;
+}
+
+interface PendingWrite {
+  fn: (txn: WriteTxn) => unknown;
+  resolve: (value: { index: number; result: unknown }) => void;
+  reject: (err: unknown) => void;
 }
 
 interface TableState {
@@ -93,7 +103,10 @@ function isUnavailable(err: unknown): boolean {
  * event-driven. The index is the etcd revision: monotonic, but not
  * contiguous (other keys in the same etcd use revisions too).
  *
- * A write runs its function against the replica, recording what it read
+ * A server's writes are committed one etcd Txn at a time; the writes that
+ * queue up meanwhile go together into the next Txn (group commit: they
+ * share its revision as their index, each seeing the changes of those
+ * before it). A write runs its function against the replica, recording what it read
  * (each key it got, each table it listed), and commits one Txn that
  * compares those keys' (and listed tables' markers') mod revisions with what
  * it saw. A failed compare means another writer got there first: the store
@@ -124,6 +137,8 @@ export class EtcdStateStore implements StateStore {
   #watchConnected = false;
   #lastWriteFailed = false;
   #writing = false;
+  readonly #pending: PendingWrite[] = [];
+  #committing = false;
   #closed = false;
   #lastCompact = 0;
   #reloading: Promise<void> | undefined;
@@ -438,12 +453,38 @@ export class EtcdStateStore implements StateStore {
     return new View(this.#index, this.#maps(), new Map(this.#tableIndexes), this.#events, this.#historyStart);
   }
 
-  async write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
-    this.#assertOpen();
-    if (this.#writing) throw new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write');
+  write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
+    if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
+    if (this.#writing) return Promise.reject(new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write'));
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ fn: fn as (txn: WriteTxn) => unknown, resolve: resolve as PendingWrite['resolve'], reject });
+      this.#pump();
+    });
+  }
+
+  /**
+   * Commits the queued writes: one etcd Txn at a time. The writes queued
+   * while a Txn is in flight go into the next one together (group commit):
+   * each runs against the view the ones before it left, and all of them get
+   * that Txn's revision as their index.
+   */
+  #pump(): void {
+    if (this.#committing || this.#pending.length === 0) return;
+    this.#committing = true;
+    const batch = this.#pending.splice(0, MAX_BATCH_WRITES);
+    void this.#commitBatch(batch).finally(() => {
+      this.#committing = false;
+      this.#pump();
+    });
+  }
+
+  async #commitBatch(batch: PendingWrite[]): Promise<void> {
     const deadline = Date.now() + this.#writeTimeoutMs;
+    const fail = (err: Error, writes: PendingWrite[]): void => {
+      for (const w of writes) w.reject(err);
+    };
     for (let attempt = 1; ; attempt++) {
-      this.#assertOpen();
+      if (this.#closed) return fail(new StateStoreError('STORE_CLOSED', 'the state store was closed'), batch);
       const keyReads = new Map<string, { table: DataTable; key: string; rev: number }>();
       const tableReads = new Map<DataTable, number>();
       const base = this.#maps();
@@ -466,17 +507,40 @@ export class EtcdStateStore implements StateStore {
         },
         this.#historyStart,
       );
-      let result: R;
-      this.#writing = true;
-      try {
-        result = fn(txn);
-        if (result && typeof (result as { then?: unknown }).then === 'function') {
-          throw new StateStoreError('STORE_ASYNC_WRITE', 'a state write function must be synchronous; it returned a promise');
+      // Each write runs on the changes of the ones before it; one that throws leaves no change behind.
+      const outcomes: Array<{ w: PendingWrite; ok: true; result: unknown } | { w: PendingWrite; ok: false; error: unknown }> = [];
+      let taken = 0;
+      for (const w of batch) {
+        if (taken > 0 && txn.changes.size + keyReads.size + tableReads.size > MAX_TXN_OPS) break;
+        taken++;
+        const saved = new Map(txn.changes);
+        this.#writing = true;
+        try {
+          const result = w.fn(txn);
+          if (result && typeof (result as { then?: unknown }).then === 'function') {
+            throw new StateStoreError('STORE_ASYNC_WRITE', 'a state write function must be synchronous; it returned a promise');
+          }
+          outcomes.push({ w, ok: true, result });
+        } catch (error) {
+          txn.changes.clear();
+          for (const [k, v] of saved) txn.changes.set(k, v);
+          outcomes.push({ w, ok: false, error });
+        } finally {
+          this.#writing = false;
         }
-      } finally {
-        this.#writing = false;
       }
-      if (txn.changes.size === 0) return { index: this.#index, result };
+      if (taken < batch.length) {
+        // Too big for one Txn: the rest go first into the next one.
+        this.#pending.unshift(...batch.slice(taken));
+        batch = batch.slice(0, taken);
+      }
+      const settle = (index: number): void => {
+        for (const o of outcomes) {
+          if (o.ok) o.w.resolve({ index, result: o.result });
+          else o.w.reject(o.error as Error);
+        }
+      };
+      if (txn.changes.size === 0) return settle(this.#index);
 
       const compare: ICompare[] = [];
       for (const r of keyReads.values()) compare.push({ key: this.#rowKey(r.table, r.key), target: 'Mod', result: 'Equal', mod_revision: r.rev });
@@ -501,33 +565,41 @@ export class EtcdStateStore implements StateStore {
       if (fence) failure.push({ request_range: { key: Buffer.from(fence.key) } });
 
       const left = deadline - Date.now();
-      if (left <= 0) throw this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`));
+      if (left <= 0) return fail(this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);
       let res;
       try {
         res = await this.#txnOnAnyMember({ compare, success, failure }, deadline);
       } catch (err) {
         if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
         this.#lastWriteFailed = true;
-        if (isUnavailable(err)) throw this.#unavailable('committing a write', err);
-        throw new StateStoreError('STORE_IO', `state write failed: ${describeError(err)}`, { cause: err });
+        if (isUnavailable(err)) return fail(this.#unavailable('committing a write', err), batch);
+        return fail(new StateStoreError('STORE_IO', `state write failed: ${describeError(err)}`, { cause: err }), batch);
       }
       this.#lastWriteFailed = false;
       if (res.succeeded) {
         const index = Number(res.header.revision);
-        await this.#caughtUp(index);
-        return { index, result };
+        try {
+          await this.#caughtUp(index);
+        } catch (err) {
+          return fail(err as Error, batch);
+        }
+        return settle(index);
       }
       if (fence) {
         const kv = res.responses[1]?.response_range?.kvs[0];
         if (!kv || kv.create_revision !== String(fence.createRevision)) {
-          throw new StateStoreError('STORE_FENCED', `this server lost its right to write (fence key ${fence.key} is gone or was re-created); nothing was applied`);
+          return fail(new StateStoreError('STORE_FENCED', `this server lost its right to write (fence key ${fence.key} is gone or was re-created); nothing was applied`), batch);
         }
       }
       if (attempt >= this.#maxAttempts) {
-        throw new StateStoreError('STORE_CONFLICT', `a state write kept conflicting with other writers (${attempt} attempts); nothing was applied`);
+        return fail(new StateStoreError('STORE_CONFLICT', `a state write kept conflicting with other writers (${attempt} attempts); nothing was applied`), batch);
       }
       const latest = Number(res.responses[0]?.response_range?.kvs[0]?.mod_revision ?? 0);
-      await this.#caughtUp(latest);
+      try {
+        await this.#caughtUp(latest);
+      } catch (err) {
+        return fail(err as Error, batch);
+      }
     }
   }
 
@@ -592,6 +664,7 @@ export class EtcdStateStore implements StateStore {
     for (const set of this.#waiters.values()) for (const w of set) all.add(w);
     for (const w of all) w.settle({ error: new StateStoreError('STORE_CLOSED', 'the state store was closed') });
     for (const w of this.#revisionWaiters) w.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
+    for (const w of this.#pending.splice(0)) w.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
     this.#revisionWaiters.clear();
     const watcher = this.#watcher;
     this.#watcher = undefined;

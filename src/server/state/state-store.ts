@@ -14,6 +14,8 @@
 //   watch history, bounded by compaction as ours is by trimming.
 // - `write` is async: an etcd store runs the txn body against its view and
 //   retries the Txn when a compare on the read keys' mod_revisions fails.
+//   Several writes of one server may be committed in one Txn (group commit)
+//   and then share its index. Indexes grow but, on etcd, skip numbers.
 
 import type {
   Allocation,
@@ -93,7 +95,12 @@ export interface StateReader {
 
 /** The view a write function gets: reads see its own puts and deletes. */
 export interface WriteTxn extends StateReader {
-  /** The index this write will stamp on everything it changes. */
+  /**
+   * The index this write will stamp on everything it changes. Exact on
+   * SQLite; on etcd the revision is known only at commit, so this (and the
+   * indexes on rows `put` returns) is a lower bound: read the row back after
+   * the write for its real indexes.
+   */
   readonly writeIndex: number;
   /** Inserts or replaces the row with its table's key; returns the stored (stamped, frozen) row. */
   put<T extends DataTable>(table: T, row: RowInput<T>): TableRow<T>;
