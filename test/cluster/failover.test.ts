@@ -5,6 +5,10 @@
 //     keeps running with its mount and its one claim, the nodes stay ready
 //     and reconnect to the new leader, and a job submitted during the
 //     failover is placed once;
+//   - the leader is killed while ControllerPublish is in flight (the fake
+//     CSI plugin holds it) and while ControllerUnpublish is: after failover
+//     the claim completes once, then is released without leaking, and the
+//     volume can be claimed again;
 //   - a leader paused with SIGSTOP and resumed after another leads writes
 //     nothing: the nodes it would have marked down (their heartbeats went
 //     elsewhere while it was paused) stay as they were;
@@ -16,7 +20,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BERTH, mountsUnder, ok, until } from '../support/agent-run.js';
+import { BERTH, mountsUnder, ok, REPO, until } from '../support/agent-run.js';
 import { Cluster, type ServerProc } from './_cluster.js';
 
 const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
@@ -125,6 +129,84 @@ function workloadJob(id: string, volume: string | undefined, script: string, typ
   });
 }
 
+/** The fake CSI plugin on both nodes; its first ControllerPublish and first ControllerUnpublish hang (see _gated-plugin.ts). */
+function fakePluginJob(): string {
+  const dir = cluster.dir;
+  const script = [
+    'case "$BERTH_ALLOC_DIR" in */n1/*) n=n1 ;; */n2/*) n=n2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac',
+    `exec "${process.execPath}" --import "${REPO}/node_modules/tsx/dist/loader.mjs" "${REPO}/test/cluster/_gated-plugin.ts" "$CSI_ENDPOINT" "fake-$n" "$n" "${dir}/fake-$n.json"`,
+  ].join('\n');
+  return cluster.writeJson('fake-plugin.json', {
+    job: {
+      id: 'fake-plugin',
+      type: 'system',
+      groups: [
+        {
+          name: 'plugin',
+          restart: { attempts: 5, interval: '1m', delay: '500ms', mode: 'delay' },
+          tasks: [
+            {
+              name: 'plugin',
+              driver: 'raw_exec',
+              config: { command: '/bin/sh', args: ['-c', script] },
+              csiPlugin: { id: 'fake', type: 'monolith', mountDir: '/csi', healthTimeout: '30s' },
+              resources: { cpuMhz: 100, memoryMb: 256 },
+            },
+          ],
+        },
+      ],
+    },
+  });
+}
+
+interface FakeState {
+  calls: Record<string, number>;
+  controllerPublished: Record<string, string[]>;
+  volumes: string[];
+}
+
+function fakeState(node: 'n1' | 'n2'): FakeState | undefined {
+  try {
+    return JSON.parse(readFileSync(path.join(cluster.dir, `fake-${node}.json`), 'utf8')) as FakeState;
+  } catch {
+    return undefined;
+  }
+}
+
+function fakeVolumeFile(id: string, zone: string): string {
+  const file = path.join(cluster.dir, `${id}.hcl`);
+  writeFileSync(
+    file,
+    `id        = "${id}"
+name      = "${id}"
+type      = "csi"
+plugin_id = "fake"
+capacity_min = "1MiB"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+
+topology_request {
+  required {
+    topology {
+      segments = { "topology.fake.csi.berth.dev/zone" = "${zone}" }
+    }
+  }
+}
+`,
+  );
+  return file;
+}
+
+/** SIGKILLs the leader; resolves once another leads, with both. */
+async function killLeader(): Promise<{ old: ServerProc; next: ServerProc }> {
+  const old = await cluster.leader();
+  await old.run.stop('SIGKILL');
+  return { old, next: await cluster.leader() };
+}
+
 const nodes = (): Promise<NodeRow[]> => cluster.read<NodeRow[]>('/v1/nodes');
 const allocs = (job: string): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${job}/allocations`);
 const claimsOf = async (volume: string): Promise<unknown[]> => (await cluster.read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
@@ -193,6 +275,44 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     assert.ok(mountsUnder(path.join(cluster.dir, 'n1')).includes(mount), 'its mount is still there');
     assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.id));
     assert.equal((await claimsOf('vol-1')).length, 1, 'one claim, not two');
+    // The killed server comes back as a follower.
+    await old.run.start();
+    assert.notEqual(await cluster.leader(), old);
+  });
+
+  it('SIGKILL of the leader while ControllerPublish is in flight: after failover the claim completes once', async () => {
+    const leader = await cluster.leader();
+    ok(await leader.run.cli(['job', 'run', fakePluginJob()], { addr: leader.url }), 'job run fake-plugin');
+    await until('the fake plugin healthy on both nodes', async () => {
+      const p = await cluster.read<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/fake').catch(() => undefined);
+      return p && p.nodesHealthy === 2 && p.controllersHealthy === 2;
+    });
+    ok(await leader.run.cli(['volume', 'create', fakeVolumeFile('vol-f', 'n1')], { addr: leader.url }), 'volume create vol-f');
+    ok(await leader.run.cli(['job', 'run', '--detach', workloadJob('mc', 'vol-f', 'exec sleep 600')], { addr: leader.url }), 'job run mc');
+    await until('ControllerPublish in flight on node 1', () => (fakeState('n1')?.calls['ControllerPublishVolume'] ?? 0) >= 1);
+    const { old } = await killLeader();
+    const alloc = await running('mc');
+    const claims = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
+    assert.deepEqual(claims.map((c) => c.allocId), [alloc.id], 'one claim, by the running allocation');
+    const st = fakeState('n1') as FakeState;
+    assert.ok((st.calls['ControllerPublishVolume'] ?? 0) >= 2, 'the new leader published again');
+    assert.deepEqual(Object.values(st.controllerPublished).map((n) => n.length), [1], 'the volume is published to one node, once');
+    assert.equal((await allocs('mc')).length, 1);
+    await old.run.start();
+  });
+
+  it('SIGKILL of the leader while ControllerUnpublish is in flight: the release completes, nothing leaks, the volume is claimable again', async () => {
+    const leader = await cluster.leader();
+    ok(await leader.run.cli(['job', 'stop', 'mc'], { addr: leader.url }), 'job stop mc');
+    await until('ControllerUnpublish in flight on node 1', () => (fakeState('n1')?.calls['ControllerUnpublishVolume'] ?? 0) >= 1);
+    const { old } = await killLeader();
+    await until('the claim released', async () => (await claimsOf('vol-f')).length === 0);
+    await until('the plugin holds no publication', () => Object.values(fakeState('n1')?.controllerPublished ?? { x: [1] }).every((n) => n.length === 0));
+    await old.run.start();
+    const next = await cluster.leader();
+    ok(await next.run.cli(['job', 'run', '--detach', workloadJob('mc2', 'vol-f', 'exec sleep 600')], { addr: next.url }), 'job run mc2');
+    const again = await running('mc2');
+    assert.deepEqual(((await claimsOf('vol-f')) as Array<{ allocId: string }>).map((c) => c.allocId), [again.id]);
   });
 
   it('a leader paused with SIGSTOP and resumed after another leads writes nothing', async () => {
