@@ -1,15 +1,16 @@
 // The fake CSI plugin (test/support/csi-fake, a real gRPC server) run as a
 // plugin task of a Berth job, for the scenarios that kill the leader in the
-// middle of a claim or a release. The first ControllerPublishVolume and the
-// first ControllerUnpublishVolume hang (until the caller cancels: the node
-// does when its connection to the dying leader closes); later ones answer.
+// middle of a claim or a release. The first ControllerPublishVolume hangs
+// (until the caller cancels: the node does when its connection to the dying
+// leader closes); later ones answer. Once the file <stateFile>.hang-unpublish
+// exists, the next ControllerUnpublishVolume hangs the same way.
 // After every call the plugin writes its state to <stateFile> (calls per
 // RPC, which volumes are controller-published to which node), which the
 // test reads to know the instant has come and what the plugin holds.
 //
 //   node --import tsx _gated-plugin.ts <unix endpoint> <node id> <zone> <state file>
 
-import { renameSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { FakePlugin } from '../support/csi-fake/index.js';
 
 const [endpoint, nodeId, zone, stateFile] = process.argv.slice(2) as [string, string, string, string];
@@ -20,15 +21,19 @@ const fake = new FakePlugin({
   topology: { 'topology.fake.csi.berth.dev/zone': zone },
 });
 fake.hangNext('ControllerPublishVolume');
-fake.hangNext('ControllerUnpublishVolume');
+let unpublishArmed = false;
 
 function dump(): void {
+  if (!unpublishArmed && existsSync(`${stateFile}.hang-unpublish`)) {
+    fake.hangNext('ControllerUnpublishVolume');
+    unpublishArmed = true;
+  }
   const calls: Record<string, number> = {};
   for (const rpc of ['ControllerPublishVolume', 'ControllerUnpublishVolume', 'NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume', 'CreateVolume'] as const) {
     calls[rpc] = fake.callsTo(rpc).length;
   }
   const controllerPublished = Object.fromEntries([...fake.controllerPublished].map(([v, nodes]) => [v, [...nodes]]));
-  writeFileSync(`${stateFile}.tmp`, JSON.stringify({ calls, controllerPublished, volumes: [...fake.volumes.keys()] }));
+  writeFileSync(`${stateFile}.tmp`, JSON.stringify({ calls, controllerPublished, volumes: [...fake.volumes.keys()], unpublishArmed }));
   renameSync(`${stateFile}.tmp`, stateFile);
 }
 

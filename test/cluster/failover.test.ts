@@ -160,6 +160,7 @@ function fakePluginJob(): string {
 }
 
 interface FakeState {
+  unpublishArmed: boolean;
   calls: Record<string, number>;
   controllerPublished: Record<string, string[]>;
   volumes: string[];
@@ -212,7 +213,15 @@ const allocs = (job: string): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/
 const claimsOf = async (volume: string): Promise<unknown[]> => (await cluster.read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
 
 async function running(job: string): Promise<AllocRow> {
-  return until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'), 60_000);
+  try {
+    return await until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'), 60_000);
+  } catch (err) {
+    const via = cluster.live()[0] as ServerProc;
+    const list = await allocs(job).catch(() => []);
+    const details = await Promise.all(list.map(async (a) => (await via.run.cli(['alloc', 'status', a.id], { addr: via.url })).stdout));
+    const volumes = await via.run.cli(['volume', 'status'], { addr: via.url });
+    throw new Error(`${(err as Error).message}\n${details.join('\n')}\n${volumes.stdout}\nfake n1: ${JSON.stringify(fakeState('n1'))}`, { cause: err });
+  }
 }
 
 /** Runs the CLI against `via` until it succeeds (a user retrying during a failover); returns every attempt's result. */
@@ -303,8 +312,11 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
 
   it('SIGKILL of the leader while ControllerUnpublish is in flight: the release completes, nothing leaks, the volume is claimable again', async () => {
     const leader = await cluster.leader();
+    const unpublishes = fakeState('n1')?.calls['ControllerUnpublishVolume'] ?? 0;
+    writeFileSync(path.join(cluster.dir, 'fake-n1.json.hang-unpublish'), '');
+    await until('the plugin holds the next ControllerUnpublish', () => fakeState('n1')?.unpublishArmed);
     ok(await leader.run.cli(['job', 'stop', 'mc'], { addr: leader.url }), 'job stop mc');
-    await until('ControllerUnpublish in flight on node 1', () => (fakeState('n1')?.calls['ControllerUnpublishVolume'] ?? 0) >= 1);
+    await until('ControllerUnpublish in flight on node 1', () => (fakeState('n1')?.calls['ControllerUnpublishVolume'] ?? 0) > unpublishes);
     const { old } = await killLeader();
     await until('the claim released', async () => (await claimsOf('vol-f')).length === 0);
     await until('the plugin holds no publication', () => Object.values(fakeState('n1')?.controllerPublished ?? { x: [1] }).every((n) => n.length === 0));
