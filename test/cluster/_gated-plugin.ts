@@ -10,7 +10,7 @@
 //
 //   node --import tsx _gated-plugin.ts <unix endpoint> <node id> <zone> <state file>
 
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { FakePlugin } from '../support/csi-fake/index.js';
 
 const [endpoint, nodeId, zone, stateFile] = process.argv.slice(2) as [string, string, string, string];
@@ -21,9 +21,17 @@ const fake = new FakePlugin({
   topology: { 'topology.fake.csi.berth.dev/zone': zone },
 });
 fake.hangNext('ControllerPublishVolume');
+// The fake keeps its model in memory and creates nothing; the node bind-mounts the target path a
+// plugin publishes, so each NodePublish answers only after dump() (every 100 ms, an earlier timer)
+// made its target directory.
+fake.delayNext('NodePublishVolume', 300, 1_000);
 let unpublishArmed = false;
 
 function dump(): void {
+  for (const call of fake.callsTo('NodePublishVolume')) {
+    const target = call.request['targetPath'];
+    if (typeof target === 'string' && !existsSync(target)) mkdirSync(target, { recursive: true });
+  }
   if (!unpublishArmed && existsSync(`${stateFile}.hang-unpublish`)) {
     fake.hangNext('ControllerUnpublishVolume');
     unpublishArmed = true;
