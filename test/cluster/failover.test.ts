@@ -302,6 +302,14 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const { old } = await killLeader();
     const alloc = await running('mc');
     const claims = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
+    if (claims.length !== 1) {
+      const via = cluster.live()[0] as ServerProc;
+      const events = await via.run.cli(['event', 'stream', '--topic', 'claim', '--index', '0', '--until-now'], { addr: via.url });
+      const leaderNow = await cluster.leader();
+      const log = readFileSync(path.join(cluster.dir, leaderNow.name, 'agent.log'), 'utf8').split('\n').filter((l) => /claim|publish|release/i.test(l)).slice(-40);
+      const n1log = readFileSync(path.join(cluster.dir, 'n1', 'agent.log'), 'utf8').split('\n').filter((l) => /claim|publish|release|vol-f/i.test(l)).slice(-40);
+      assert.fail(`claims of vol-f: ${JSON.stringify(claims)}, allocation ${alloc.id}\nevents:\n${events.stdout}${events.stderr}\nleader log:\n${log.join('\n')}\nnode log:\n${n1log.join('\n')}`);
+    }
     assert.deepEqual(claims.map((c) => c.allocId), [alloc.id], 'one claim, by the running allocation');
     const st = fakeState('n1') as FakeState;
     assert.ok((st.calls['ControllerPublishVolume'] ?? 0) >= 2, 'the new leader published again');
