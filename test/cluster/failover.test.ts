@@ -302,14 +302,7 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const { old } = await killLeader();
     const alloc = await running('mc');
     const claims = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
-    if (claims.length !== 1) {
-      const via = cluster.live()[0] as ServerProc;
-      const events = await via.run.cli(['event', 'stream', '--topic', 'claim', '--index', '0', '--until-now'], { addr: via.url });
-      const leaderNow = await cluster.leader();
-      const log = readFileSync(path.join(cluster.dir, leaderNow.name, 'agent.log'), 'utf8').split('\n').filter((l) => /claim|publish|release/i.test(l)).slice(-40);
-      const n1log = readFileSync(path.join(cluster.dir, 'n1', 'agent.log'), 'utf8').split('\n').filter((l) => /claim|publish|release|vol-f/i.test(l)).slice(-40);
-      assert.fail(`claims of vol-f: ${JSON.stringify(claims)}, allocation ${alloc.id}\nevents:\n${events.stdout}${events.stderr}\nleader log:\n${log.join('\n')}\nnode log:\n${n1log.join('\n')}`);
-    }
+    if (claims.length !== 1) await explainClaims('vol-f', claims, alloc.id);
     assert.deepEqual(claims.map((c) => c.allocId), [alloc.id], 'one claim, by the running allocation');
     const st = fakeState('n1') as FakeState;
     assert.ok((st.calls['ControllerPublishVolume'] ?? 0) >= 2, 'the new leader published again');
@@ -332,6 +325,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const next = await cluster.leader();
     ok(await next.run.cli(['job', 'run', '--detach', workloadJob('mc2', 'vol-f', 'exec sleep 600')], { addr: next.url }), 'job run mc2');
     const again = await running('mc2');
+    const claimsNow = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
+    if (claimsNow.length !== 1) await explainClaims('vol-f', claimsNow, again.id);
     assert.deepEqual(((await claimsOf('vol-f')) as Array<{ allocId: string }>).map((c) => c.allocId), [again.id]);
   });
 
@@ -391,6 +386,23 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     assert.equal((await claimsOf('vol-1')).length, 1);
   });
 });
+
+/** Fails with what the cluster knows about a volume's claims: the claim events, and the leader's and node 1's log lines about them. */
+async function explainClaims(volume: string, claims: unknown[], allocId: string): Promise<never> {
+  const via = cluster.live()[0] as ServerProc;
+  const events = await via.run.cli(['event', 'stream', '--topic', 'claim', '--index', '0', '--until-now', '--json'], { addr: via.url });
+  const leaderNow = await cluster.leader();
+  const lines = (file: string): string =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => /claim|publish|release|detach|leading/i.test(l))
+      .slice(-40)
+      .join('\n');
+  assert.fail(
+    `claims of ${volume}: ${JSON.stringify(claims)}, running allocation ${allocId}\nevents:\n${events.stdout.slice(-6000)}${events.stderr}\n` +
+      `leader ${leaderNow.name} log:\n${lines(path.join(cluster.dir, leaderNow.name, 'agent.log'))}\nnode 1 log:\n${lines(path.join(cluster.dir, 'n1', 'agent.log'))}`,
+  );
+}
 
 async function nodeConnections(s: ServerProc): Promise<number | undefined> {
   try {
