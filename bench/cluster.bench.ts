@@ -6,17 +6,30 @@
 // from the kill to that answer is one sample. The killed server is started
 // again (it rejoins as a follower) before the next run.
 
-import { fingerprint, TOKENS } from '../test/server/_harness.js';
-import { Cluster as ProcessCluster, type ServerProc } from '../test/cluster/_cluster.js';
+import { Cluster as ProcessCluster, type ServerProc } from '../test/support/process-cluster.js';
 import { round } from './_stats.js';
 
 const RUNS = 10;
+const NODE_TOKEN = `bench-node-token-${process.pid}`;
+
+function fingerprint(name: string): Record<string, unknown> {
+  return {
+    name,
+    datacenter: 'dc1',
+    httpAddr: '',
+    drivers: {},
+    resources: { cpuMhz: 1000, memoryMb: 1024 },
+    attributes: {},
+    csiControllerPlugins: {},
+    csiNodePlugins: {},
+  };
+}
 
 async function write(s: ServerProc, i: number): Promise<boolean> {
   try {
     const res = await fetch(`${s.url}/v1/node/register`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${TOKENS.node}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${NODE_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ fingerprint: fingerprint(`bench-node-${i}`) }),
       signal: AbortSignal.timeout(2_000),
     });
@@ -28,7 +41,7 @@ async function write(s: ServerProc, i: number): Promise<boolean> {
 }
 
 export default async function clusterBench(): Promise<Record<string, unknown>> {
-  const cluster = new ProcessCluster({ nodeToken: TOKENS.node });
+  const cluster = new ProcessCluster({ nodeToken: NODE_TOKEN });
   await cluster.start({ etcdMembers: 3, servers: 3, clients: 0 });
   const samplesMs: number[] = [];
   try {

@@ -21,7 +21,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BERTH, mountsUnder, ok, REPO, until } from '../support/agent-run.js';
-import { Cluster, type ServerProc } from './_cluster.js';
+import { Cluster, type ServerProc } from '../support/process-cluster.js';
 
 const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
 const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';

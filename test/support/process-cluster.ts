@@ -1,5 +1,5 @@
-// A Berth cluster of real processes for the failover scenarios and the
-// bench: a real etcd (one or three members), several `berth agent --server`
+// A Berth cluster of real processes for the failover scenarios
+// (test/cluster) and the bench (bench/cluster.bench.ts): a real etcd (one or three members), several `berth agent --server`
 // sharing it, and client agents given every server's address. Nothing is
 // waited on by sleeping: each step waits for what the processes print or
 // answer.
@@ -7,8 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { AgentRun, freePort, mountsUnder, until } from '../support/agent-run.js';
-import { startEtcd, type EtcdCluster } from '../support/etcd.js';
+import { AgentRun, freePort, mountsUnder, until } from './agent-run.js';
+import { startEtcd, type EtcdCluster } from './etcd.js';
 
 export interface ServerProc {
   name: string;
