@@ -40,6 +40,7 @@ describe('berth agent usage errors', () => {
     ['a bad port', ['--dev', '--port', '99999'], /^error: --port must be a port number \(0-65535\), got "99999"$/],
     ['a server without a config', ['--server'], /^error: --server needs --config <file>$/],
     ['a server address without --client', ['--dev', '--server-address', 'http://127.0.0.1:1'], /^error: --server-address is for --client$/],
+    ['etcd endpoints without --server', ['--dev', '--etcd-endpoints', 'http://127.0.0.1:2379'], /^error: --etcd-endpoints is for --server$/],
     ['a missing config file', ['--server', '--config', '/nonexistent/berth.hcl'], /^error: cannot read config file \/nonexistent\/berth\.hcl: ENOENT$/],
   ];
   for (const [what, args, message] of oneLine) {

@@ -16,6 +16,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Etcd3 } from 'etcd3';
 import { freePort } from './agent-run.js';
 
 export const ETCD_BIN = process.env['BERTH_TEST_ETCD'] ?? 'etcd';
@@ -160,6 +161,38 @@ export class EtcdCluster {
   /** Every member's client URL (what `--etcd-endpoints` takes, comma-joined). */
   get endpoints(): string[] {
     return this.members.map((m) => m.clientUrl);
+  }
+
+  /**
+   * The member that is the raft leader now, asked of the running members
+   * (undefined when none answers with a leader). Not cached: leadership moves.
+   */
+  async leader(): Promise<EtcdMember | undefined> {
+    for (const m of this.members) {
+      if (!m.running) continue;
+      const client = new Etcd3({ hosts: m.clientUrl, dialTimeout: 2_000 });
+      try {
+        const status = await client.maintenance.status({ deadline: Date.now() + 2_000 });
+        if (status.leader === '0') continue;
+        for (const other of this.members) {
+          if (!other.running) continue;
+          const c2 = new Etcd3({ hosts: other.clientUrl, dialTimeout: 2_000 });
+          try {
+            const s2 = await c2.maintenance.status({ deadline: Date.now() + 2_000 });
+            if (s2.header.member_id === status.leader) return other;
+          } catch {
+            /* try the next */
+          } finally {
+            c2.close();
+          }
+        }
+      } catch {
+        /* try the next */
+      } finally {
+        client.close();
+      }
+    }
+    return undefined;
   }
 
   /** Stops every member (SIGKILL; tests do not need a graceful stop) and removes the data. Safe twice. */

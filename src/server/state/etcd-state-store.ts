@@ -1,3 +1,4 @@
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { Etcd3, type IKeyValue, type IRequestOp, type ICompare, type IWatchResponse, type Watcher } from 'etcd3';
 import { AbortedError, describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
@@ -15,8 +16,15 @@ const COMPACT_EVERY = 10_000;
 const RANGE_PAGE = 1_000;
 /** At most this many queued writes go into one Txn. */
 const MAX_BATCH_WRITES = 256;
-/** A batch stops growing past this many operations (etcd refuses a Txn of more than --max-txn-ops, 128 by default). */
-const MAX_TXN_OPS = 96;
+/** A batch of queued writes stops growing past this many changes and reads. */
+const MAX_BATCH_OPS = 1_000;
+/**
+ * etcd refuses a Txn with more than --max-txn-ops (default 128) compares or
+ * operations at one level. Bigger writes nest their operations in sub-Txns of
+ * at most this many each (all applied at one revision), and compare the
+ * markers of the tables they read instead of each key.
+ */
+const TXN_LEVEL_OPS = 100;
 
 /**
  * Who may write, for a store shared by several servers: `key` is a key the
@@ -71,6 +79,20 @@ const passThrough = {
   onSuccess: () => ({ dispose: () => undefined }),
   onFailure: () => ({ dispose: () => undefined }),
 };
+
+/**
+ * Asks etcd to answer only from a member that has a leader (etcd's
+ * "hasleader" metadata, clientv3.WithRequireLeader): without a quorum a
+ * write fails at once instead of at its deadline, and the watch is cancelled
+ * (so the store knows its reads may be stale) instead of idling.
+ */
+const requireLeader: Interceptor = (options, nextCall) =>
+  new InterceptingCall(nextCall(options), {
+    start: (metadata, listener, next) => {
+      metadata.set('hasleader', 'true');
+      next(metadata, listener);
+    },
+  });
 
 function prefixEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
@@ -153,6 +175,7 @@ export class EtcdStateStore implements StateStore {
     this.#client = new Etcd3({
       hosts: [...opts.endpoints],
       dialTimeout: this.#writeTimeoutMs,
+      grpcOptions: { interceptors: [requireLeader] } as never,
       faultHandling: { host: () => passThrough as never, global: passThrough as never },
     });
     for (const t of DATA_TABLES) this.#tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
@@ -189,30 +212,30 @@ export class EtcdStateStore implements StateStore {
     return { deadline: new Date(Date.now() + deadlineMs) };
   }
 
-  /**
-   * One Txn. A member that is down refuses the connection before anything
-   * is sent: that (and only that) is tried again, on another member (the
-   * client picks one at random per call), until the deadline, so that one
-   * dead member of three does not fail writes.
-   */
-  async #txnOnAnyMember(req: Parameters<Etcd3['kv']['txn']>[0], deadline: number): Promise<Awaited<ReturnType<Etcd3['kv']['txn']>>> {
-    for (;;) {
-      try {
-        return await this.#client.kv.txn(req, this.#callOptions(Math.max(1, deadline - Date.now())));
-      } catch (err) {
-        const neverSent = /No connection established|ECONNREFUSED/.test(describeError(err));
-        if (!neverSent || deadline - Date.now() <= 25) throw err;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    }
-  }
-
   #unavailable(what: string, err: unknown): StateStoreError {
     return new StateStoreError(
       'STORE_UNAVAILABLE',
       `the state store (etcd) is unavailable: ${what} failed: ${describeError(err)}. etcd may have lost its quorum or be unreachable; retry once it is back`,
       { cause: err },
     );
+  }
+
+  /**
+   * Runs one etcd call, again on (likely) another endpoint while etcd answers
+   * "unavailable" (a dead member, a member without leader), until `deadline`.
+   * A retried Txn cannot apply twice unseen: if the first one was applied,
+   * the compares of the retry fail and the write runs again on the new state.
+   */
+  async #retrying<T>(deadline: number, call: (left: number) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call(Math.max(1, deadline - Date.now()));
+      } catch (err) {
+        const pause = 25 * 2 ** Math.min(attempt, 4);
+        if (!isUnavailable(err) || this.#closed || Date.now() + pause >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    }
   }
 
   /** Range of the whole prefix at one revision (paged), then a watch from the next. */
@@ -222,9 +245,11 @@ export class EtcdStateStore implements StateStore {
     let revision = 0;
     let from = start;
     const kvs: IKeyValue[] = [];
+    const deadline = Date.now() + this.#writeTimeoutMs;
     try {
       for (;;) {
-        const res = await this.#client.kv.range({ key: from, range_end: end, limit: RANGE_PAGE, ...(revision ? { revision } : {}) }, this.#callOptions());
+        const page = { key: from, range_end: end, limit: RANGE_PAGE, ...(revision ? { revision } : {}) };
+        const res = await this.#retrying(deadline, (left) => this.#client.kv.range(page, this.#callOptions(left)));
         if (!revision) revision = Number(res.header.revision);
         kvs.push(...res.kvs);
         if (!res.more || res.kvs.length === 0) break;
@@ -422,6 +447,7 @@ export class EtcdStateStore implements StateStore {
   /** Resolves once the replica has applied `revision`; rejects when the store closes. */
   #caughtUp(revision: number): Promise<void> {
     if (this.#index >= revision) return Promise.resolve();
+    if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
     return new Promise((resolve, reject) => this.#revisionWaiters.add({ revision, resolve, reject }));
   }
 
@@ -511,7 +537,7 @@ export class EtcdStateStore implements StateStore {
       const outcomes: Array<{ w: PendingWrite; ok: true; result: unknown } | { w: PendingWrite; ok: false; error: unknown }> = [];
       let taken = 0;
       for (const w of batch) {
-        if (taken > 0 && txn.changes.size + keyReads.size + tableReads.size > MAX_TXN_OPS) break;
+        if (taken > 0 && txn.changes.size + keyReads.size + tableReads.size > MAX_BATCH_OPS) break;
         taken++;
         const saved = new Map(txn.changes);
         this.#writing = true;
@@ -542,6 +568,11 @@ export class EtcdStateStore implements StateStore {
       };
       if (txn.changes.size === 0) return settle(this.#index);
 
+      if (keyReads.size + tableReads.size > TXN_LEVEL_OPS - 1) {
+        // Too many keys to compare one by one: compare their tables' markers (any change to the table moves it).
+        for (const r of keyReads.values()) if (!tableReads.has(r.table)) tableReads.set(r.table, tableIndexes.get(r.table) ?? 0);
+        keyReads.clear();
+      }
       const compare: ICompare[] = [];
       for (const r of keyReads.values()) compare.push({ key: this.#rowKey(r.table, r.key), target: 'Mod', result: 'Equal', mod_revision: r.rev });
       for (const [t, rev] of tableReads) compare.push({ key: this.#key('tables', t), target: 'Mod', result: 'Equal', mod_revision: rev });
@@ -561,6 +592,11 @@ export class EtcdStateStore implements StateStore {
       for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('index'), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('schema'), value: Buffer.from(String(ETCD_SCHEMA_VERSION)) } });
+      if (success.length > TXN_LEVEL_OPS) {
+        const nested: IRequestOp[] = [];
+        for (let i = 0; i < success.length; i += TXN_LEVEL_OPS) nested.push({ request_txn: { compare: [], success: success.slice(i, i + TXN_LEVEL_OPS), failure: [] } });
+        success.splice(0, success.length, ...nested);
+      }
       const failure: IRequestOp[] = [{ request_range: { key: this.#key('index') } }];
       if (fence) failure.push({ request_range: { key: Buffer.from(fence.key) } });
 
@@ -568,7 +604,7 @@ export class EtcdStateStore implements StateStore {
       if (left <= 0) return fail(this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);
       let res;
       try {
-        res = await this.#txnOnAnyMember({ compare, success, failure }, deadline);
+        res = await this.#retrying(deadline, (ms) => this.#client.kv.txn({ compare, success, failure }, this.#callOptions(Math.min(ms, left))));
       } catch (err) {
         if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
         this.#lastWriteFailed = true;

@@ -315,6 +315,24 @@ for (const kind of KINDS) {
       }
     });
 
+    it('commits a write of 300 rows, read one by one, as one change with one index', async () => {
+      const store = await kind.open('big');
+      try {
+        const { index } = await store.write((txn) => {
+          for (let i = 0; i < 300; i++) {
+            assert.equal(txn.get('nodes', `big-${i}`), undefined);
+            txn.put('nodes', node(`big-${i}`));
+          }
+        });
+        const rows = store.snapshot().list('nodes');
+        assert.equal(rows.length, 300);
+        assert.ok(rows.every((r) => r.modifyIndex === index));
+        assert.equal(store.snapshot().events(index - 1).length, 300);
+      } finally {
+        store.close();
+      }
+    });
+
     it('runs concurrent writes that read and change the same row one after the other: no update is lost', async () => {
       const store = await kind.open('counter');
       try {
