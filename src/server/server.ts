@@ -92,16 +92,20 @@ export type ServerErrorCode = 'SERVER_START' | 'SERVER_STATE' | 'SERVER_INVALID'
 export class ServerError extends BerthError<ServerErrorCode> {}
 
 /**
- * The Berth server. Lifecycle: `start()` opens the store, starts plugin
- * derivation, the node TTL watcher, the claim watcher (which resumes
+ * The Berth server. Lifecycle: `start()` opens the store (SQLite, or etcd
+ * fenced on the leader's term), starts the HTTP listener, then joins the
+ * election (a SQLite server leads alone) and resolves with the address. The
+ * leader runs its term's loops: plugin derivation, the node TTL watcher
+ * (fresh deadlines for every node), the claim watcher (which resumes
  * half-done releases) and the evaluation worker (which resumes pending and
- * blocked evaluations and delayed reschedules), then the HTTP listener, and
- * resolves with the address; a failure part-way stops what
- * started and rejects with ServerError SERVER_START. `stop()` closes the
- * listener (ending blocking reads and event streams), stops the services in
- * reverse order and closes the store it opened; safe to call twice and
- * before start. `start()` a second time throws SERVER_STATE. The state is a
- * lib Lifecycle's: new, starting, running, stopping, stopped.
+ * blocked evaluations and delayed reschedules); a server that stops leading
+ * stops them, drops its node connections and prepares the next term. A
+ * failure part-way stops what started and rejects with ServerError
+ * SERVER_START. `stop()` closes the listener (ending blocking reads and
+ * event streams), leaves the election (stopping the loops), and closes the
+ * store it opened; safe to call twice and before start. `start()` a second
+ * time throws SERVER_STATE. The state is a lib Lifecycle's: new, starting,
+ * running, stopping, stopped.
  */
 export class Server {
   readonly #opts: ServerOptions;
