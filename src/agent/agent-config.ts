@@ -37,6 +37,9 @@ const CONFIG_BODY: HclBody = {
     to: 'server',
     body: {
       heartbeat_ttl: attr('heartbeatTtl'),
+      name: attr('name'),
+      advertise_address: attr('advertiseAddress'),
+      lease_ttl: attr('leaseTtl'),
       store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix') } } } },
     },
   },
@@ -47,6 +50,7 @@ const CONFIG_BODY: HclBody = {
       node_name: attr('nodeName'),
       datacenter: attr('datacenter'),
       server_address: attr('serverAddress'),
+      servers: attr('servers'),
       token: attr('token'),
       token_file: attr('tokenFile'),
       host_volume: { t: 'labeledMap', to: 'hostVolumes', body: { path: attr('path') } },
@@ -68,6 +72,7 @@ export const ETCD_URL = /^https?:\/\/[^\s/]+$/;
 const ETCD_URL_MESSAGE = 'must be an etcd client URL such as "http://127.0.0.1:2379"';
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"');
+const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"');
 const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters'));
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable', 'driver.raw_exec.mode', 'driver.exec.mode'];
@@ -92,6 +97,9 @@ const configSchema = z.strictObject({
   server: z
     .strictObject({
       heartbeatTtl: duration.optional(),
+      name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-"').optional(),
+      advertiseAddress: httpUrl.optional(),
+      leaseTtl: duration.optional(),
       store: z
         .strictObject({
           etcd: z
@@ -108,7 +116,8 @@ const configSchema = z.strictObject({
     .strictObject({
       nodeName: z.string().min(1).optional(),
       datacenter: z.string().min(1).optional(),
-      serverAddress: z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"').optional(),
+      serverAddress: httpUrl.optional(),
+      servers: z.array(httpUrl).min(1, 'must name at least one server').optional(),
       token: z.string().min(8, 'a token has at least 8 characters').optional(),
       tokenFile: z.string().min(1).optional(),
       hostVolumes: z.record(z.string(), z.strictObject({ path: z.string().startsWith('/', 'must be an absolute path') })).optional(),
@@ -154,13 +163,22 @@ export interface AgentConfig {
   tokens: { management: string[]; readOnly: string[]; node: string[] };
   server: {
     heartbeatTtlMs?: number;
+    /** This server's name in `berth server members` (a cluster of servers on etcd). */
+    name?: string;
+    /** The URL other servers and clients reach this one at; default: the bind address and port. */
+    advertiseAddress?: string;
+    /** How long a dead leader keeps the cluster leaderless. Default 3 s. */
+    leaseTtlMs?: number;
     /** Keep the state in etcd instead of <data_dir>/server/state.db. */
     etcd?: { endpoints: string[]; prefix?: string };
   };
   client: {
     nodeName?: string;
     datacenter?: string;
+    /** The first server the client talks to (kept for single-server setups; `servers[0]` when both are given). */
     serverAddress?: string;
+    /** Every server address the client may use, in order (set when several are configured); fails over to the next. */
+    servers?: string[];
     /** The node-role token the client presents to the server. */
     token?: string;
     hostVolumes: Record<string, string>;
@@ -302,12 +320,16 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
     },
     server: {
       ...(raw.server?.heartbeatTtl ? { heartbeatTtlMs: durationMs(raw.server.heartbeatTtl) } : {}),
+      ...(raw.server?.name ? { name: raw.server.name } : {}),
+      ...(raw.server?.advertiseAddress ? { advertiseAddress: raw.server.advertiseAddress } : {}),
+      ...(raw.server?.leaseTtl ? { leaseTtlMs: durationMs(raw.server.leaseTtl) } : {}),
       ...(raw.server?.store?.etcd ? { etcd: { ...raw.server.store.etcd } } : {}),
     },
     client: {
       ...(c.nodeName ? { nodeName: c.nodeName } : {}),
       ...(c.datacenter ? { datacenter: c.datacenter } : {}),
-      ...(c.serverAddress ? { serverAddress: c.serverAddress } : {}),
+      ...(c.serverAddress || c.servers ? { serverAddress: c.servers?.[0] ?? (c.serverAddress as string) } : {}),
+      ...(c.servers ? { servers: [...new Set([...c.servers, ...(c.serverAddress ? [c.serverAddress] : [])])] } : {}),
       ...(clientToken ? { token: clientToken } : {}),
       hostVolumes: Object.fromEntries(Object.entries(c.hostVolumes ?? {}).map(([name, v]) => [name, v.path])),
       ...(c.gcInterval || c.gcMaxAge || c.gcMaxAllocs !== undefined || c.gcDiskUsageThreshold !== undefined

@@ -146,6 +146,15 @@ export class Agent {
       port,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
       ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
+      ...(config.server.name || config.server.advertiseAddress || config.server.leaseTtlMs
+        ? {
+            cluster: {
+              ...(config.server.name ? { serverId: config.server.name } : {}),
+              ...(config.server.advertiseAddress ? { advertiseAddress: config.server.advertiseAddress } : {}),
+              ...(config.server.leaseTtlMs ? { leaseTtlSeconds: Math.max(1, Math.round(config.server.leaseTtlMs / 1000)) } : {}),
+            },
+          }
+        : {}),
       ...(mode === 'dev' ? { routes: (app) => registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root }) } : {}),
     });
     const address = await this.#server.start();
@@ -177,7 +186,7 @@ export class Agent {
       port,
     });
     const url = await this.#listener.start();
-    this.#client = this.#buildClient(root, config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
+    this.#client = this.#buildClient(root, config.client.servers ?? config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
     registerAllocationGauge(registry, () => this.#client);
     registerTaskMetrics(registry, () => this.#client, this.#drivers);
     await this.#client.start();
@@ -185,7 +194,7 @@ export class Agent {
     return { url };
   }
 
-  #buildClient(root: Logger, servers: string, token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
+  #buildClient(root: Logger, servers: string | readonly string[], token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
     const { mode, config, dataDir } = this.#opts;
     const clientDir = path.join(dataDir, 'client');
     // Dev and client agents alike give tasks `berth` (the README's hostpath plugin job runs `berth plugin hostpath`).

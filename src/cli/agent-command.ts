@@ -22,7 +22,7 @@ interface AgentFlags {
   dataDir?: string;
   port?: string;
   config?: string;
-  serverAddress?: string;
+  serverAddress?: string[];
   nodeName?: string;
   etcdEndpoints?: string;
   logLevel?: string;
@@ -38,7 +38,11 @@ export function agentCommand(ctx: CommandContext): Command {
     .option('--data-dir <dir>', 'state directory (dev: kept after exit; default a temp dir removed on exit)')
     .option('--port <n>', 'HTTP port (default: the config\'s ports.http, else 4646)')
     .option('--config <file>', 'agent config file, HCL or JSON')
-    .option('--server-address <url>', "the server's HTTP address for a client node (overrides client { server_address })")
+    .option(
+      '--server-address <url>',
+      "the server's HTTP address for a client node; several servers of a cluster: repeat the flag or separate with commas (overrides client { server_address } and servers)",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), ...v.split(',').map((a) => a.trim()).filter(Boolean)],
+    )
     .option('--node-name <name>', 'this node\'s name (overrides client { node_name }; default the host name)')
     .option('--etcd-endpoints <urls>', 'a server keeps its state in etcd at these comma-separated client URLs (overrides server { store { etcd { endpoints } } })')
     .addOption(new Option('--log-level <level>', 'agent log level (the log goes to <data-dir>/agent.log, or log_file)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace']))
@@ -74,6 +78,7 @@ Config file (HCL; JSON with the same names also works):
   client {
     node_name      = "node-1"
     server_address = "http://127.0.0.1:4646"
+    # servers      = ["http://10.0.0.1:4646", "http://10.0.0.2:4646"]   # a cluster: fail over in order
     token          = "..."        # a node token (or token_file)
     host_volume "scratch" { path = "/srv/scratch" }
     options = { "driver.raw_exec.enable" = true }   # an HCL map, as in Nomad
@@ -87,6 +92,7 @@ Examples:
   $ berth agent --server --config server.hcl
   $ berth agent --server --config server.hcl --etcd-endpoints http://10.0.0.1:2379,http://10.0.0.2:2379
   $ berth agent --client --server-address http://10.0.0.5:4646 --config client.hcl
+  $ berth agent --client --server-address http://10.0.0.1:4646,http://10.0.0.2:4646,http://10.0.0.3:4646 --config client.hcl
 
 Exit codes:
   0    stopped by SIGINT or SIGTERM
@@ -122,12 +128,16 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   const { Agent, emptyAgentConfig, mountsUnder, ETCD_URL } = await loadAgentModule();
   const mode = modeOf(flags);
   const port = portOf(flags.port);
-  if (flags.serverAddress && mode !== 'client') throw new UsageError('--server-address is for --client');
+  if (flags.serverAddress?.length && mode !== 'client') throw new UsageError('--server-address is for --client');
   if (mode !== 'dev' && !flags.config) throw new UsageError(`--${mode} needs --config <file>`);
   const config: AgentConfig = flags.config ? await loadConfig(flags.config) : emptyAgentConfig();
-  if (flags.serverAddress) {
-    if (!/^https?:\/\/\S+$/.test(flags.serverAddress)) throw new UsageError(`--server-address must be an http:// URL, got "${flags.serverAddress}"`);
-    config.client.serverAddress = flags.serverAddress;
+  if (flags.serverAddress?.length) {
+    for (const a of flags.serverAddress) {
+      if (!/^https?:\/\/\S+$/.test(a)) throw new UsageError(`--server-address must be an http:// URL, got "${a}"`);
+    }
+    config.client.serverAddress = flags.serverAddress[0] as string;
+    if (flags.serverAddress.length > 1) config.client.servers = [...new Set(flags.serverAddress)];
+    else delete config.client.servers;
   }
   if (flags.nodeName) config.client.nodeName = flags.nodeName;
   if (flags.etcdEndpoints !== undefined) {
@@ -169,7 +179,7 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   };
   try {
     const addr = await agent.start();
-    say(`==> Berth agent running${mode === 'client' ? `; node ${agent.client?.nodeId ?? ''} joins ${config.client.serverAddress ?? ''}` : ''}`);
+    say(`==> Berth agent running${mode === 'client' ? `; node ${agent.client?.nodeId ?? ''} joins ${(config.client.servers ?? [config.client.serverAddress ?? '']).join(', ')}` : ''}`);
     if (mode === 'dev') {
       say('    Try: export $(cat ' + path.join(dataDir, 'agent.env') + ') && berth job run examples/hostpath-plugin.hcl');
     }

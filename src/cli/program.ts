@@ -30,6 +30,12 @@ export const COMMANDS: readonly TopCommand[] = [
     description: 'Inspect allocations, read their logs, run commands in their tasks',
     load: async (ctx) => (await import('./cluster-commands.js')).allocCommand(ctx),
   },
+  {
+    name: 'server',
+    term: 'server',
+    description: 'Inspect the servers of the cluster (members, leader)',
+    load: async (ctx) => (await import('./server-command.js')).serverCommand(ctx),
+  },
   { name: 'node', term: 'node', description: 'Inspect client nodes', load: async (ctx) => (await import('./cluster-commands.js')).nodeCommand(ctx) },
   {
     name: 'volume',

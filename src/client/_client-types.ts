@@ -63,8 +63,8 @@ export interface ExternalDrivers {
 export interface ClientOptions {
   /** The agent's own directory: client state, allocation dirs, plugin sockets. Created when missing. */
   dataDir: string;
-  /** The server's HTTP address, e.g. `http://127.0.0.1:4646`. */
-  servers: string;
+  /** The server's HTTP address, e.g. `http://127.0.0.1:4646`, or the addresses of a cluster's servers (failover in order). */
+  servers: string | readonly string[];
   /** Bearer token with the `node` role. Never logged. */
   token: string;
   nodeName: string;

@@ -16,6 +16,7 @@ import {
 } from '../lib/index.js';
 import { buildApi, type ApiToken } from './http/index.js';
 import { EvalWorker, GarbageCollector, JobService } from './jobs/index.js';
+import { EtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
@@ -51,6 +52,26 @@ export interface ServerOptions {
    * 'node-read'), checked against `tokens` like the API's own routes.
    */
   routes?: (app: FastifyInstance) => void | Promise<void>;
+  /**
+   * How this server takes part in the election of a cluster's leader. A
+   * server on etcd (`etcd`) always elects, with these settings or the
+   * defaults; one on SQLite leads alone. Only the leader runs the
+   * evaluation worker, the claim watcher, node TTLs and controller calls,
+   * and holds the node connections; followers serve reads and forward
+   * writes to it.
+   */
+  cluster?: ServerClusterOptions;
+}
+
+export interface ServerClusterOptions {
+  /** etcd client URLs of the election. Default: `etcd.endpoints`. */
+  endpoints?: readonly string[];
+  /** This server's ID in `berth server members`. Default: a random UUID per start. */
+  serverId?: string;
+  /** The URL other servers and clients reach this one at. Default: the listening address. */
+  advertiseAddress?: string;
+  /** How long a dead leader keeps the cluster leaderless, in seconds. Default 3. */
+  leaseTtlSeconds?: number;
 }
 
 export type ServerState = LifecycleState;
@@ -71,16 +92,20 @@ export type ServerErrorCode = 'SERVER_START' | 'SERVER_STATE' | 'SERVER_INVALID'
 export class ServerError extends BerthError<ServerErrorCode> {}
 
 /**
- * The Berth server. Lifecycle: `start()` opens the store, starts plugin
- * derivation, the node TTL watcher, the claim watcher (which resumes
+ * The Berth server. Lifecycle: `start()` opens the store (SQLite, or etcd
+ * fenced on the leader's term), starts the HTTP listener, then joins the
+ * election (a SQLite server leads alone) and resolves with the address. The
+ * leader runs its term's loops: plugin derivation, the node TTL watcher
+ * (fresh deadlines for every node), the claim watcher (which resumes
  * half-done releases) and the evaluation worker (which resumes pending and
- * blocked evaluations and delayed reschedules), then the HTTP listener, and
- * resolves with the address; a failure part-way stops what
- * started and rejects with ServerError SERVER_START. `stop()` closes the
- * listener (ending blocking reads and event streams), stops the services in
- * reverse order and closes the store it opened; safe to call twice and
- * before start. `start()` a second time throws SERVER_STATE. The state is a
- * lib Lifecycle's: new, starting, running, stopping, stopped.
+ * blocked evaluations and delayed reschedules); a server that stops leading
+ * stops them, drops its node connections and prepares the next term. A
+ * failure part-way stops what started and rejects with ServerError
+ * SERVER_START. `stop()` closes the listener (ending blocking reads and
+ * event streams), leaves the election (stopping the loops), and closes the
+ * store it opened; safe to call twice and before start. `start()` a second
+ * time throws SERVER_STATE. The state is a lib Lifecycle's: new, starting,
+ * running, stopping, stopped.
  */
 export class Server {
   readonly #opts: ServerOptions;
@@ -90,13 +115,13 @@ export class Server {
   #store: StateStore | undefined;
   #ownsStore = false;
   #connections: NodeConnections | undefined;
-  #nodes: NodeService | undefined;
-  #plugins: PluginService | undefined;
   #volumes: VolumeService | undefined;
-  #claimWatcher: ClaimWatcher | undefined;
   #jobs: JobService | undefined;
-  #worker: EvalWorker | undefined;
-  #gc: GarbageCollector | undefined;
+  /** The loops of the current (or next) leader term; replaced after every term. */
+  #term: LeaderTerm | undefined;
+  #leadership: Leadership | undefined;
+  /** Term changes run one after another. */
+  #termChange: Promise<void> = Promise.resolve();
   #api: FastifyInstance | undefined;
   #metrics: ServerMetrics | undefined;
   #address: ServerAddress | undefined;
@@ -126,6 +151,29 @@ export class Server {
   get store(): StateStore {
     if (!this.#store) throw new ServerError('SERVER_STATE', 'the server is not started');
     return this.#store;
+  }
+
+  /** Who leads: this server alone, or the one etcd elected. Throws unless started. */
+  get leadership(): Leadership {
+    if (!this.#leadership) throw new ServerError('SERVER_STATE', 'the server is not started');
+    return this.#leadership;
+  }
+
+  /**
+   * The fence a distributed store compares on every write: the current
+   * term's while this server leads, one that never matches while it follows
+   * (a follower must not write), undefined for a single server. Cheap; read
+   * at every write.
+   */
+  fence(): Fence | undefined {
+    if (this.#leadership) return this.#leadership.fence();
+    // A cluster server that has not joined the election yet must not write either.
+    return this.#election() ? { key: `${this.#opts.etcd?.prefix ?? '/berth'}/cluster/leader`, createRevision: '-1' } : undefined;
+  }
+
+  /** The etcd endpoints of the election; undefined for a server that leads alone. */
+  #election(): readonly string[] | undefined {
+    return this.#opts.cluster?.endpoints ?? this.#opts.etcd?.endpoints;
   }
 
   /** The open node connections (server-to-node calls). Throws unless started. */
@@ -162,7 +210,8 @@ export class Server {
     try {
       if (this.#opts.store) this.#store = this.#opts.store;
       else if (this.#opts.etcd) {
-        this.#store = await openEtcdStateStore({ ...this.#opts.etcd, logger: root });
+        // Fenced on the leader's term: a follower or a deposed leader cannot write.
+        this.#store = await openEtcdStateStore({ ...this.#opts.etcd, logger: root, fence: () => this.fence() });
         this.#ownsStore = true;
       } else {
         const dir = this.#opts.dataDir as string;
@@ -173,38 +222,33 @@ export class Server {
       const store = this.#store;
       const clock = this.#clock;
       this.#connections = new NodeConnections({ logger: root });
-      this.#nodes = new NodeService({
-        store,
-        clock,
-        logger: root,
-        ...(this.#opts.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: this.#opts.heartbeatTtlMs } : {}),
-      });
-      this.#plugins = new PluginService({ store, logger: root });
       const nodeCallTimeout = this.#opts.nodeCallTimeoutMs !== undefined ? { callTimeoutMs: this.#opts.nodeCallTimeoutMs } : {};
       const router = new ControllerRouter({ store, connections: this.#connections, logger: root, ...nodeCallTimeout });
       this.#volumes = new VolumeService({ store, connections: this.#connections, router, clock, logger: root, ...nodeCallTimeout });
-      this.#claimWatcher = new ClaimWatcher({ store, volumes: this.#volumes, clock, logger: root });
       this.#jobs = new JobService({ store, clock, logger: root });
-      this.#worker = new EvalWorker({ store, jobs: this.#jobs, clock, logger: root });
-      this.#gc = new GarbageCollector({ store, clock, logger: root });
       this.#metrics = new ServerMetrics({ store });
+      this.#term = this.#newTerm();
 
-      await this.#plugins.start();
-      await this.#nodes.start();
-      await this.#claimWatcher.start();
-      await this.#worker.start();
-      await this.#gc.start();
-
+      const termNodes = (): NodeService => (this.#term as LeaderTerm).nodes;
+      // eslint-disable-next-line @typescript-eslint/no-this-alias -- getters below read the current term
+      const self = this;
       this.#api = await buildApi({
         store,
         jobs: this.#jobs,
-        gc: this.#gc,
-        nodes: this.#nodes,
+        // The node service of the current term: routes read it at every request.
+        get nodes() {
+          return termNodes();
+        },
+        // The garbage collector of the current term (a follower forwards PUT /v1/system/gc to the leader).
+        get gc() {
+          return (self.#term as LeaderTerm).gc;
+        },
         volumes: this.#volumes,
         connections: this.#connections,
         tokens: this.#opts.tokens,
         logger: root,
         metrics: this.#metrics,
+        leadership: () => this.#leadership,
         ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
         ...(this.#opts.routes ? { extraRoutes: this.#opts.routes } : {}),
       });
@@ -213,8 +257,25 @@ export class Server {
       const addr = this.#api.server.address();
       const port = typeof addr === 'object' && addr ? addr.port : (this.#opts.port ?? 0);
       const urlHost = host.includes(':') ? `[${host}]` : host;
-      this.#address = { host, port, url: `http://${urlHost}:${port}` };
-      this.#log.info({ address: this.#address.url, index: store.latestIndex() }, 'server started');
+      const address = { host, port, url: `http://${urlHost}:${port}` };
+      const cluster = this.#opts.cluster ?? {};
+      const endpoints = this.#election();
+      this.#leadership = endpoints
+        ? new EtcdLeadership({
+            endpoints,
+            prefix: `${this.#opts.etcd?.prefix ?? '/berth'}/cluster/`,
+            self: { ...(cluster.serverId ? { id: cluster.serverId } : {}), address: cluster.advertiseAddress ?? address.url },
+            ...(cluster.leaseTtlSeconds !== undefined ? { leaseTtlSeconds: cluster.leaseTtlSeconds } : {}),
+            clock,
+            logger: root,
+          })
+        : new SoloLeadership({ id: 'solo', address: address.url });
+      this.#leadership.onChange((leading) => this.#onLeadership(leading));
+      await this.#leadership.start();
+      // A solo server's loops run before start() returns, as they always did.
+      await this.#termChange;
+      this.#address = address;
+      this.#log.info({ address: address.url, index: store.latestIndex(), leader: this.#leadership.isLeader }, 'server started');
     } catch (err) {
       this.#log.error({ err: describeError(err) }, 'server failed to start');
       await this.#teardown();
@@ -231,6 +292,57 @@ export class Server {
     });
   }
 
+  /** Builds the leader loops of one term, not started (their services still serve reads). */
+  #newTerm(): LeaderTerm {
+    const root = this.#opts.logger ?? silentLogger();
+    const store = this.#store as StateStore;
+    const clock = this.#clock;
+    return new LeaderTerm({
+      nodes: new NodeService({
+        store,
+        clock,
+        logger: root,
+        ...(this.#opts.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: this.#opts.heartbeatTtlMs } : {}),
+      }),
+      plugins: new PluginService({ store, logger: root }),
+      claimWatcher: new ClaimWatcher({ store, volumes: this.#volumes as VolumeService, clock, logger: root }),
+      worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root }),
+      gc: new GarbageCollector({ store, clock, logger: root }),
+    });
+  }
+
+  /**
+   * Starts the term's loops on gaining leadership; on losing it stops them
+   * (waiting for in-flight work, whose writes the fence refuses by now),
+   * drops the node connections so that nodes reconnect to the new leader,
+   * and prepares the next term: a new leader starts with fresh node
+   * heartbeat deadlines, so no node is marked down because the leader changed.
+   */
+  #onLeadership(leading: boolean): Promise<void> {
+    const change = this.#termChange.then(async () => {
+      const term = this.#term as LeaderTerm;
+      if (leading) {
+        if (term.started) return;
+        this.#log.info('starting the leader loops');
+        try {
+          await term.start();
+        } catch (err) {
+          this.#log.error({ err: describeError(err) }, 'the leader loops failed to start');
+          if (!this.#election()) throw err;
+          this.#leadership?.stepDown('the leader loops failed to start');
+        }
+        return;
+      }
+      if (!term.started) return;
+      this.#log.info('stopping the leader loops');
+      await term.stop();
+      this.#connections?.closeAll();
+      this.#term = this.#newTerm();
+    });
+    this.#termChange = change.catch(() => undefined);
+    return change;
+  }
+
   async #teardown(): Promise<void> {
     const step = async (what: string, fn: () => unknown): Promise<void> => {
       try {
@@ -240,13 +352,49 @@ export class Server {
       }
     };
     await step('http', () => this.#api?.close());
-    await step('gc', () => this.#gc?.stop());
-    await step('eval worker', () => this.#worker?.stop());
-    await step('claim watcher', () => this.#claimWatcher?.stop());
-    await step('nodes', () => this.#nodes?.stop());
-    await step('plugins', () => this.#plugins?.stop());
+    // Stepping down stops the term's loops (listeners run before stop() returns).
+    await step('leadership', () => this.#leadership?.stop());
+    await step('leader loops', () => this.#termChange);
+    await step('leader loops', () => this.#term?.stop());
     await step('connections', () => this.#connections?.closeAll());
     if (this.#ownsStore) await step('store', () => this.#store?.close());
     this.#address = undefined;
+  }
+}
+
+/** The loops one leader term runs, started together and stopped in reverse. */
+class LeaderTerm {
+  readonly nodes: NodeService;
+  readonly #plugins: PluginService;
+  readonly #claimWatcher: ClaimWatcher;
+  readonly #worker: EvalWorker;
+  readonly gc: GarbageCollector;
+  started = false;
+
+  constructor(parts: { nodes: NodeService; plugins: PluginService; claimWatcher: ClaimWatcher; worker: EvalWorker; gc: GarbageCollector }) {
+    this.nodes = parts.nodes;
+    this.#plugins = parts.plugins;
+    this.#claimWatcher = parts.claimWatcher;
+    this.#worker = parts.worker;
+    this.gc = parts.gc;
+  }
+
+  /** Starts plugin derivation, node TTLs, the claim watcher (resuming releases), the evaluation worker and the garbage collector. */
+  async start(): Promise<void> {
+    this.started = true;
+    await this.#plugins.start();
+    await this.nodes.start();
+    await this.#claimWatcher.start();
+    await this.#worker.start();
+    await this.gc.start();
+  }
+
+  /** Stops them in reverse and waits for in-flight work. Safe twice. */
+  async stop(): Promise<void> {
+    await this.gc.stop();
+    await this.#worker.stop();
+    await this.#claimWatcher.stop();
+    await this.nodes.stop();
+    await this.#plugins.stop();
   }
 }

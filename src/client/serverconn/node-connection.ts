@@ -2,6 +2,11 @@
 // WebSocket) so that the server can call the node even behind NAT. The node
 // answers each request through a NodeRpcHandler; when the socket closes it
 // reconnects with backoff, forever, until stopped.
+//
+// In a cluster the connection must end on the leader (it alone calls
+// nodes). A follower refuses the upgrade with the leader's address in
+// `x-berth-leader`: the next attempt goes there at once. A server that
+// cannot be reached sends the next attempt to the next address given.
 
 import WebSocket from 'ws';
 import {
@@ -19,8 +24,8 @@ import {
 import type { NodeRpcRequest, NodeRpcResponse } from '../../structs/index.js';
 
 export interface NodeConnectionOptions {
-  /** The server's HTTP base URL; `http` becomes `ws`. */
-  address: string;
+  /** The server's HTTP base URL (`http` becomes `ws`), or the cluster's servers' URLs. */
+  address: string | readonly string[];
   /** `Bearer <token>`; never logged. */
   authHeader: string;
   /** Read at every (re)connect: the node must be registered first. */
@@ -52,9 +57,16 @@ export class NodeConnection {
   #connected = false;
   #socket: WebSocket | undefined;
   #connects = 0;
+  readonly #addresses: readonly string[];
+  #current = 0;
+  /** The leader a follower named when it refused us; tried next, once. */
+  #hint: string | undefined;
+  #target = '';
 
   constructor(opts: NodeConnectionOptions) {
     this.#opts = opts;
+    this.#addresses = typeof opts.address === 'string' ? [opts.address] : [...opts.address];
+    if (!this.#addresses.length) throw new TypeError('NodeConnection needs at least one server address');
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'node-connection' });
     this.#clock = opts.clock ?? systemClock;
     this.#life = new Lifecycle({ logger: this.#logger });
@@ -67,6 +79,11 @@ export class NodeConnection {
   /** Whether a socket to the server is open now. */
   get connected(): boolean {
     return this.#connected;
+  }
+
+  /** The server the socket is open to, or the last one tried. */
+  get server(): string {
+    return this.#target;
   }
 
   /** How many times a socket opened so far (a reconnect counts). */
@@ -97,10 +114,21 @@ export class NodeConnection {
 
   async #run(signal: AbortSignal): Promise<void> {
     let failures = 0;
+    let redirected = false;
     while (!signal.aborted) {
-      const opened = await this.#session(signal);
+      const hinted = this.#hint;
+      this.#hint = undefined;
+      const target = hinted ?? (this.#addresses[this.#current] as string);
+      const outcome = await this.#session(target, signal);
       if (signal.aborted) break;
-      failures = opened ? 1 : failures + 1;
+      if (outcome === 'redirected' && !redirected) {
+        // A follower named the leader: go there at once (once; a second refusal in a row backs off).
+        redirected = true;
+        continue;
+      }
+      redirected = false;
+      if (outcome !== 'opened' && !hinted) this.#current = (this.#current + 1) % this.#addresses.length;
+      failures = outcome === 'opened' ? 1 : failures + 1;
       const delay = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
       try {
         await this.#clock.sleep(delay, signal);
@@ -110,12 +138,14 @@ export class NodeConnection {
     }
   }
 
-  /** One socket's life; resolves when it closes, with whether it had opened. */
-  #session(signal: AbortSignal): Promise<boolean> {
-    const url = `${this.#opts.address.replace(/^http/, 'ws')}/v1/node/connect?nodeId=${encodeURIComponent(this.#opts.nodeId())}`;
+  /** One socket's life; resolves when it closes: whether it had opened, or was sent to the leader. */
+  #session(target: string, signal: AbortSignal): Promise<'opened' | 'failed' | 'redirected'> {
+    this.#target = target;
+    const url = `${target.replace(/\/+$/, '').replace(/^http/, 'ws')}/v1/node/connect?nodeId=${encodeURIComponent(this.#opts.nodeId())}`;
     const calls = new AbortController();
-    return new Promise<boolean>((resolve) => {
+    return new Promise((resolve) => {
       let opened = false;
+      let redirect: string | undefined;
       const ws = new WebSocket(url, { headers: { authorization: this.#opts.authHeader } });
       this.#socket = ws;
       const onStop = (): void => ws.terminate();
@@ -124,7 +154,7 @@ export class NodeConnection {
         opened = true;
         this.#connects++;
         if (!signal.aborted) this.#connected = true;
-        this.#logger.info({ connects: this.#connects }, 'connected to the server');
+        this.#logger.info({ connects: this.#connects, server: target }, 'connected to the server');
         this.#wake();
       });
       ws.on('message', (data) => {
@@ -144,7 +174,12 @@ export class NodeConnection {
         });
       });
       ws.on('unexpected-response', (_req, res) => {
-        this.#logger.warn({ status: res.statusCode }, 'the server refused the node connection');
+        const leader = res.headers['x-berth-leader'];
+        if (res.statusCode === 503 && typeof leader === 'string' && /^https?:\/\//.test(leader) && leader !== target) {
+          this.#logger.info({ server: target, leader }, 'the server is not the leader: connecting to the leader');
+          redirect = leader;
+        } else this.#logger.warn({ status: res.statusCode, server: target }, 'the server refused the node connection');
+        res.resume();
         ws.terminate();
       });
       ws.on('error', (err) => {
@@ -156,7 +191,8 @@ export class NodeConnection {
         if (this.#socket === ws) this.#socket = undefined;
         this.#connected = false;
         if (opened) this.#logger.info({ code, reason: String(reason) }, 'node connection closed');
-        resolve(opened);
+        if (redirect) this.#hint = redirect;
+        resolve(opened ? 'opened' : redirect ? 'redirected' : 'failed');
       });
     });
   }

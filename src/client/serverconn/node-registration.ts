@@ -129,7 +129,9 @@ export class NodeRegistration {
           this.#wakeWaiters();
         } else {
           const changed = text !== this.#lastSent;
-          const { heartbeatTtlMs } = await this.#opts.api.heartbeat(this.#opts.nodeId, changed ? fp : undefined, { signal });
+          // A server that hangs (paused, overloaded) must not cost the node its TTL: give up on it in time to try another.
+          const timeoutMs = Math.max(1_000, Math.floor(this.#ttlMs / 3));
+          const { heartbeatTtlMs } = await this.#opts.api.heartbeat(this.#opts.nodeId, changed ? fp : undefined, { signal, timeoutMs });
           this.#ttlMs = heartbeatTtlMs || this.#ttlMs;
           if (changed) this.#lastSent = text;
           this.#heartbeats++;

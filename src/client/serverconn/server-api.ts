@@ -46,8 +46,12 @@ export interface AllocStatusReport {
 }
 
 export interface ServerApiOptions {
-  /** Base URL of the server's HTTP API, e.g. `http://127.0.0.1:4646`. */
-  address: string;
+  /**
+   * Base URL of the server's HTTP API, e.g. `http://127.0.0.1:4646`, or
+   * several servers of one cluster: calls go to one of them and move to the
+   * next when it cannot be reached (the caller's retry then reaches another).
+   */
+  address: string | readonly string[];
   /** Bearer token of the `node` role. Never logged. */
   token: string;
   /** Deadline of one non-blocking call. Default 15 s. */
@@ -62,20 +66,33 @@ const DEFAULT_TIMEOUT_MS = 15_000;
  * (when `signal` fired).
  */
 export class ServerApi {
-  readonly #base: string;
+  readonly #bases: readonly string[];
+  #current = 0;
   readonly #token: string;
   readonly #timeoutMs: number;
   #agent = new http.Agent({ keepAlive: true });
 
   constructor(opts: ServerApiOptions) {
-    this.#base = opts.address.replace(/\/+$/, '');
+    const list = (typeof opts.address === 'string' ? [opts.address] : [...opts.address]).map((a) => a.replace(/\/+$/, ''));
+    if (!list.length) throw new TypeError('ServerApi needs at least one server address');
+    this.#bases = list;
     this.#token = opts.token;
     this.#timeoutMs = opts.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
-  /** The server's address (the WebSocket URL is derived from it). */
+  /** The address calls go to now. */
   get address(): string {
-    return this.#base;
+    return this.#bases[this.#current] as string;
+  }
+
+  /** Every server address given, in order. */
+  get addresses(): readonly string[] {
+    return this.#bases;
+  }
+
+  /** Moves on to the next address, unless another call already moved away from `failed`. */
+  #failover(failed: string): void {
+    if (this.#bases.length > 1 && this.address === failed) this.#current = (this.#current + 1) % this.#bases.length;
   }
 
   /** The bearer token, for the node connection's upgrade request. */
@@ -89,9 +106,18 @@ export class ServerApi {
     return body as { node: Node; heartbeatTtlMs: number };
   }
 
-  /** POST /v1/node/:id/heartbeat, with the current fingerprint when given. */
-  async heartbeat(nodeId: string, fingerprint: NodeFingerprint | undefined, opts: { signal?: AbortSignal } = {}): Promise<{ node: Node; heartbeatTtlMs: number }> {
-    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/heartbeat`, fingerprint ? { fingerprint } : {}, opts.signal);
+  /**
+   * POST /v1/node/:id/heartbeat, with the current fingerprint when given.
+   * `timeoutMs` (default the request timeout) bounds the call: a server that
+   * does not answer in time counts as unreachable (the next call goes to the
+   * next server).
+   */
+  async heartbeat(
+    nodeId: string,
+    fingerprint: NodeFingerprint | undefined,
+    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<{ node: Node; heartbeatTtlMs: number }> {
+    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/heartbeat`, fingerprint ? { fingerprint } : {}, opts.signal, opts.timeoutMs);
     return body as { node: Node; heartbeatTtlMs: number };
   }
 
@@ -147,11 +173,13 @@ export class ServerApi {
   async #call(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs = this.#timeoutMs): Promise<{ body: unknown; index: number }> {
     if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
     let answer: { status: number; text: string; index: string | undefined };
+    const base = this.address;
     try {
-      answer = await this.#request(method, path, body, signal, timeoutMs);
+      answer = await this.#request(base, method, path, body, signal, timeoutMs);
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-      throw new ServerConnError('SERVER_UNREACHABLE', `server ${this.#base} unreachable (${method} ${routeOf(path)}): ${describeError(err)}`, {
+      this.#failover(base);
+      throw new ServerConnError('SERVER_UNREACHABLE', `server ${base} unreachable (${method} ${routeOf(path)}): ${describeError(err)}`, {
         retryable: true,
         cause: err,
       });
@@ -187,7 +215,7 @@ export class ServerApi {
    * request and its socket, so the server sees the client go at once (a
    * blocking read then ends on the server too).
    */
-  #request(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs: number): Promise<{ status: number; text: string; index: string | undefined }> {
+  #request(base: string, method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs: number): Promise<{ status: number; text: string; index: string | undefined }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { authorization: this.authHeader() };
@@ -195,7 +223,7 @@ export class ServerApi {
         headers['content-type'] = 'application/json';
         headers['content-length'] = String(Buffer.byteLength(payload));
       }
-      const req = http.request(`${this.#base}${path}`, { method, headers, agent: this.#agent });
+      const req = http.request(`${base}${path}`, { method, headers, agent: this.#agent });
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       const onAbort = (): void => {
         req.destroy(new Error('aborted'));

@@ -8,7 +8,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
+import { registerClusterRoutes } from './cluster-routes.js';
 import { registerEventRoutes } from './event-routes.js';
+import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
@@ -100,6 +102,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       return ac.signal;
     },
   };
+  registerLeaderForwarding(app, ctx);
+  registerClusterRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
@@ -116,7 +120,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await deps.extraRoutes?.(app);
 
   app.get('/v1/status', { config: { access: 'node-read' } }, async () => {
-    return { index: deps.store.latestIndex(), connectedNodes: deps.connections.connectedNodes().length };
+    const leadership = deps.leadership?.();
+    return {
+      index: deps.store.latestIndex(),
+      connectedNodes: deps.connections.connectedNodes().length,
+      ...(leadership ? { leader: leadership.leader?.address ?? null, isLeader: leadership.isLeader } : {}),
+    };
   });
   return app;
 }

@@ -17,7 +17,8 @@ type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
 export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
-  const { store, nodes, jobs, connections } = deps;
+  // `deps.nodes` is read per request: each leader term has its own node service.
+  const { store, jobs, connections } = deps;
   const log = deps.logger.child({ component: 'http-node' });
 
   app.get<{ Querystring: Query }>('/v1/nodes', { config: { access: 'read' } }, async (req, reply) => {
@@ -42,6 +43,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     const body = objectBody(req.body);
     const fingerprint = objectBody(body['fingerprint'] ?? body, 'fingerprint') as unknown as NodeFingerprint;
     const id = typeof body['id'] === 'string' ? body['id'] : undefined;
+    const nodes = deps.nodes;
     const node = await nodes.register(fingerprint, id ? { id } : {});
     reply.header('X-Berth-Index', String(node.modifyIndex));
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
@@ -50,6 +52,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
   app.post<{ Params: Params }>('/v1/node/:id/heartbeat', { config: { access: 'node' } }, async (req) => {
     const body = req.body === undefined || req.body === null ? {} : objectBody(req.body);
     const fp = body['fingerprint'];
+    const nodes = deps.nodes;
     const node = await nodes.heartbeat(req.params.id, fp ? (objectBody(fp, 'fingerprint') as unknown as NodeFingerprint) : undefined);
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });

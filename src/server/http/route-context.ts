@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../lib/index.js';
 import type { GarbageCollector, JobService } from '../jobs/index.js';
+import type { Leadership } from '../leader/index.js';
 import type { ServerMetrics } from '../metrics/index.js';
 import type { NodeConnections } from '../noderpc/index.js';
 import type { NodeService } from '../nodes/index.js';
@@ -29,6 +30,12 @@ export interface ApiDeps {
   bodyLimit?: number;
   /** How often the event stream sends a `{}` heartbeat line when idle. Default 10 s. */
   eventHeartbeatMs?: number;
+  /**
+   * Who leads (read at every request; undefined before the election). On a
+   * follower, writes are forwarded to the leader and node connections are
+   * refused with the leader's address. Without it the server always leads.
+   */
+  leadership?: () => Leadership | undefined;
   /** More routes on the same listener (the dev agent's /v1/client/...); each must declare `config.access`. */
   extraRoutes?: (app: FastifyInstance) => void | Promise<void>;
 }

@@ -76,15 +76,17 @@ export class ClaimTaker {
   async claim(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<VolumeClaim> {
     const namespace = req.namespace ?? 'default';
     return this.#deps.perVolume.run(rowKey(namespace, req.volumeId), async () => {
-      const { result: taken } = await this.#deps.store.write((txn) => {
-        const decision = admitClaim(admissionState(txn, req, this.#deps.clock.now()), req);
-        if (decision.outcome === 'refuse') throw decision.error;
-        return decision.outcome === 'existing' ? decision.claim : txn.put('claims', decision.claim);
-      });
-      if (taken.controllerPublish !== 'pending') return taken;
+      // Marked before the write: the claim watcher may see the pending claim as soon as the write
+      // lands, before this function resumes, and must not take it for an interrupted publish.
       const key = rowKey(namespace, req.volumeId, req.allocId);
       this.#deps.publishing.add(key);
       try {
+        const { result: taken } = await this.#deps.store.write((txn) => {
+          const decision = admitClaim(admissionState(txn, req, this.#deps.clock.now()), req);
+          if (decision.outcome === 'refuse') throw decision.error;
+          return decision.outcome === 'existing' ? decision.claim : txn.put('claims', decision.claim);
+        });
+        if (taken.controllerPublish !== 'pending') return taken;
         return await this.#publish(taken, opts.signal);
       } finally {
         this.#deps.publishing.delete(key);

@@ -1,0 +1,87 @@
+// Followers forward writes to the leader. A follower serves every read from
+// its own replica, but each write (any method but GET) goes to the leader,
+// which alone runs the services that decide (claims, placement, node TTLs).
+// The node connection is refused on a follower with the leader's address,
+// so that nodes hold their connection on the leader, which calls them.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { describeError } from '../../lib/index.js';
+import { LeaderError } from '../leader/index.js';
+import { StateStoreError } from '../state/index.js';
+import { ApiError } from './api-error.js';
+import type { RouteContext } from './route-context.js';
+
+/** Set on a forwarded request, so that a follower never forwards twice (no loops while leaders change). */
+export const FORWARDED_HEADER = 'x-berth-forwarded';
+/** The leader's address, on every answer of a cluster server and on a refused node connection. */
+export const LEADER_HEADER = 'x-berth-leader';
+
+/** Routes that each server answers itself, whoever leads. */
+const LOCAL = new Set(['/v1/operator/members', '/v1/status']);
+
+const FORWARD_TIMEOUT_MS = 60_000;
+
+/**
+ * Adds the forwarding hook. Without `deps.leadership` (a single server)
+ * nothing changes. Forwarding failures answer 503 SERVER_LEADER_UNAVAILABLE
+ * (retryable): no leader known, the leader unreachable, or a forwarded
+ * request that reached a non-leader.
+ */
+export function registerLeaderForwarding(app: FastifyInstance, { deps }: RouteContext): void {
+  const leadershipOf = deps.leadership;
+  if (!leadershipOf) return;
+  const log = deps.logger.child({ component: 'http-forward' });
+
+  app.addHook('preHandler', async (req, reply) => {
+    const leadership = leadershipOf();
+    const url = req.routeOptions.url;
+    if (!leadership || leadership.isLeader || url === undefined || LOCAL.has(url) || url.startsWith('/v1/client/')) return;
+    const leader = leadership.leader;
+    if (leader) reply.header(LEADER_HEADER, leader.address);
+    if (url === '/v1/node/connect') {
+      throw new ApiError('UNAVAILABLE', 'this server is not the leader: connect to the leader', leader ? { leader: leader.address } : {});
+    }
+    if (req.method === 'GET' || req.method === 'HEAD') return;
+    if (!leader || req.headers[FORWARDED_HEADER]) {
+      // Say why: etcd without quorum refuses every write until it is back; an election is over in seconds.
+      await leadership.checkQuorum().catch((err: unknown) => {
+        throw new StateStoreError('STORE_UNAVAILABLE', `the state store (etcd) is unavailable: it cannot commit writes now (no quorum?); the write was refused and nothing was applied: ${describeError(err)}`, {
+          cause: err,
+        });
+      });
+      throw leaderUnavailable('no leader is known right now (an election is under way); retry shortly');
+    }
+    await forward(req, reply, leader.address).catch((err: unknown) => {
+      if (err instanceof ApiError || err instanceof LeaderError) throw err;
+      log.warn({ leader: leader.address, route: url, err: err instanceof Error ? err.message : String(err) }, 'forwarding to the leader failed');
+      throw leaderUnavailable(`the leader at ${leader.address} did not answer; retry shortly`);
+    });
+  });
+}
+
+function leaderUnavailable(message: string): LeaderError {
+  return new LeaderError('SERVER_LEADER_UNAVAILABLE', message);
+}
+
+/** Sends the request on to the leader and answers with the leader's answer. */
+async function forward(req: FastifyRequest, reply: FastifyReply, leader: string): Promise<void> {
+  const headers: Record<string, string> = { [FORWARDED_HEADER]: '1' };
+  for (const h of ['authorization', 'content-type']) {
+    const v = req.headers[h];
+    if (typeof v === 'string') headers[h] = v;
+  }
+  const hasBody = req.body !== undefined && req.body !== null;
+  const res = await fetch(`${leader.replace(/\/+$/, '')}${req.url}`, {
+    method: req.method,
+    headers,
+    ...(hasBody ? { body: typeof req.body === 'string' ? req.body : JSON.stringify(req.body) } : {}),
+    signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+  });
+  const text = await res.text();
+  reply.status(res.status);
+  for (const h of ['content-type', 'x-berth-index']) {
+    const v = res.headers.get(h);
+    if (v !== null) reply.header(h, v);
+  }
+  await reply.send(text);
+}

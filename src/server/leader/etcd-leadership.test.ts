@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Etcd3 } from 'etcd3';
+import { startEtcd, type EtcdCluster } from '../../../test/support/etcd.js';
+import { eventually } from '../../../test/support/eventually.js';
+import { EtcdLeadership } from './etcd-leadership.js';
+
+describe('leader election on etcd', () => {
+  let etcd: EtcdCluster;
+  before(async () => {
+    etcd = await startEtcd();
+  });
+  after(async () => {
+    await etcd?.close();
+  });
+
+  function server(id: string, prefix: string): { l: EtcdLeadership; changes: boolean[] } {
+    const l = new EtcdLeadership({ endpoints: etcd.endpoints, self: { id, address: `http://${id}.test:4646` }, prefix, leaseTtlSeconds: 2 });
+    const changes: boolean[] = [];
+    l.onChange((leading) => {
+      changes.push(leading);
+    });
+    return { l, changes };
+  }
+
+  it('elects exactly one leader, which every server names, and members lists them all', async () => {
+    const servers = ['a', 'b', 'c'].map((id) => server(id, '/t1/'));
+    await Promise.all(servers.map((s) => s.l.start()));
+    try {
+      const leaders = servers.filter((s) => s.l.isLeader);
+      assert.equal(leaders.length, 1);
+      const leader = leaders[0]!.l.self;
+      for (const s of servers) assert.deepEqual(s.l.leader, leader);
+      const members = await servers[0]!.l.members();
+      assert.deepEqual(
+        members.map((m) => [m.id, m.leader, m.status]),
+        ['a', 'b', 'c'].map((id) => [id, id === leader.id, 'alive']),
+      );
+      // A follower's fence never matches; the leader's is its term.
+      for (const s of servers) assert.equal(s.l.fence().createRevision === '-1', !s.l.isLeader);
+    } finally {
+      await Promise.all(servers.map((s) => s.l.stop()));
+    }
+  });
+
+  it('hands over when the leader stops, and the new term has a new fence', async () => {
+    const servers = ['a', 'b'].map((id) => server(id, '/t2/'));
+    await servers[0]!.l.start();
+    await servers[1]!.l.start();
+    assert.equal(servers[0]!.l.isLeader, true);
+    const oldFence = servers[0]!.l.fence();
+    await servers[0]!.l.stop();
+    assert.deepEqual(servers[0]!.changes, [true, false]);
+    await eventually('b leads', () => servers[1]!.l.isLeader);
+    assert.notEqual(servers[1]!.l.fence().createRevision, oldFence.createRevision);
+    assert.deepEqual(servers[1]!.changes, [true]);
+    await servers[1]!.l.stop();
+  });
+
+  it('a leader whose lease is revoked behind its back steps down, and another takes over', async () => {
+    const servers = ['a', 'b'].map((id) => server(id, '/t3/'));
+    await servers[0]!.l.start();
+    await servers[1]!.l.start();
+    const admin = new Etcd3({ hosts: [...etcd.endpoints] });
+    try {
+      const kv = await admin.get('/t3/leader').exec();
+      await admin.leaseClient.leaseRevoke({ ID: kv.kvs[0]!.lease });
+      await eventually('b leads', () => servers[1]!.l.isLeader);
+      await eventually('a stepped down', () => !servers[0]!.l.isLeader);
+      assert.deepEqual(servers[0]!.changes, [true, false]);
+    } finally {
+      admin.close();
+      await Promise.all(servers.map((s) => s.l.stop()));
+    }
+  });
+});

@@ -1,0 +1,199 @@
+// A Berth cluster of real processes for the failover scenarios
+// (test/cluster) and the bench (bench/cluster.bench.ts): a real etcd (one or three members), several `berth agent --server`
+// sharing it, and client agents given every server's address. Nothing is
+// waited on by sleeping: each step waits for what the processes print or
+// answer.
+
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { AgentRun, freePort, mountsUnder, until } from './agent-run.js';
+import { startEtcd, type EtcdCluster } from './etcd.js';
+
+export interface ServerProc {
+  name: string;
+  url: string;
+  run: AgentRun;
+}
+
+export interface ClusterOptions {
+  etcdMembers?: number;
+  servers?: number;
+  clients?: number;
+  /** The servers' lease TTL (how long a dead leader is waited for). Default "3s". */
+  leaseTtl?: string;
+  /** Silent nodes are marked down after this. Default "5s". */
+  heartbeatTtl?: string;
+}
+
+interface StatusAnswer {
+  index: number;
+  leader: string | null;
+  isLeader: boolean;
+}
+
+/** Every process of a test cluster, with helpers to read its state. */
+export class Cluster {
+  readonly dir: string;
+  readonly mgmt: string;
+  readonly nodeToken: string;
+  etcd!: EtcdCluster;
+  readonly servers: ServerProc[] = [];
+  readonly clients: AgentRun[] = [];
+  leaseTtl = '3s';
+
+  constructor(opts: { nodeToken?: string } = {}) {
+    this.dir = mkdtempSync('/tmp/bcl-');
+    this.mgmt = `cl-mgmt-${process.pid}-0123456789`;
+    this.nodeToken = opts.nodeToken ?? `cl-node-${process.pid}-0123456789`;
+  }
+
+  /** Starts etcd, the servers (in turn: the first leads) and the clients. */
+  async start(opts: ClusterOptions = {}): Promise<this> {
+    this.etcd = await startEtcd({ members: opts.etcdMembers ?? 1 });
+    const ports: number[] = [];
+    for (let i = 0; i < (opts.servers ?? 3); i++) ports.push(await freePort());
+    this.leaseTtl = opts.leaseTtl ?? '3s';
+    const urls = ports.map((p) => `http://127.0.0.1:${p}`);
+    for (let i = 0; i < ports.length; i++) {
+      const name = `s${i + 1}`;
+      const config = path.join(this.dir, `${name}.hcl`);
+      writeFileSync(
+        config,
+        `data_dir  = "${this.dir}/${name}"
+bind_addr = "127.0.0.1"
+ports {
+  http = ${ports[i]}
+}
+tokens {
+  management = ["${this.mgmt}"]
+  node       = ["${this.nodeToken}"]
+}
+server {
+  name      = "${name}"
+  lease_ttl = "${opts.leaseTtl ?? '3s'}"
+  heartbeat_ttl = "${opts.heartbeatTtl ?? '5s'}"
+  store {
+    etcd {
+      endpoints = [${this.etcd.endpoints.map((e) => `"${e}"`).join(', ')}]
+    }
+  }
+}
+log_level = "debug"
+`,
+      );
+      const run = new AgentRun(['--server', '--config', config]);
+      await run.start();
+      run.token = this.mgmt;
+      this.servers.push({ name, url: urls[i] as string, run });
+    }
+    for (let i = 0; i < (opts.clients ?? 2); i++) {
+      const n = `n${i + 1}`;
+      mkdirSync(path.join(this.dir, n));
+      const config = path.join(this.dir, `client-${n}.hcl`);
+      writeFileSync(
+        config,
+        `data_dir = "${this.dir}/${n}"
+ports {
+  http = ${await freePort()}
+}
+client {
+  node_name = "cl-node-${i + 1}"
+  servers   = [${urls.map((u) => `"${u}"`).join(', ')}]
+  token     = "${this.nodeToken}"
+  options = {
+    "driver.raw_exec.enable" = true
+  }
+}
+csi {
+  probe_interval = "1s"
+  health_timeout = "20s"
+}
+log_level = "debug"
+`,
+      );
+      const c = new AgentRun(['--client', '--config', config]);
+      await c.start();
+      c.token = this.mgmt;
+      this.clients.push(c);
+    }
+    return this;
+  }
+
+  /** The servers still running. */
+  live(): ServerProc[] {
+    return this.servers.filter((s) => s.run.running);
+  }
+
+  async status(s: ServerProc): Promise<StatusAnswer | undefined> {
+    try {
+      const res = await fetch(`${s.url}/v1/status`, { headers: { authorization: `Bearer ${this.nodeToken}` }, signal: AbortSignal.timeout(2_000) });
+      return res.ok ? ((await res.json()) as StatusAnswer) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The running server that says it leads, once every running server names it. */
+  async leader(ms = 60_000): Promise<ServerProc> {
+    return until(
+      'one leader every server names',
+      async () => {
+        const live = this.live();
+        const answers = await Promise.all(live.map((s) => this.status(s)));
+        const leaders = live.filter((_s, i) => answers[i]?.isLeader);
+        if (leaders.length !== 1) return undefined;
+        const leader = leaders[0] as ServerProc;
+        return answers.every((a) => a?.leader === leader.url) ? leader : undefined;
+      },
+      ms,
+    );
+  }
+
+  /** A GET through `via` (default: any running server), as JSON. */
+  async read<T>(p: string, via?: ServerProc): Promise<T> {
+    const s = via ?? (this.live()[0] as ServerProc);
+    const res = await fetch(s.url + p, { headers: { authorization: `Bearer ${this.mgmt}` } });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`GET ${p} on ${s.name}: ${res.status} ${text}`);
+    return JSON.parse(text) as T;
+  }
+
+  writeJson(name: string, value: unknown): string {
+    const file = path.join(this.dir, name);
+    writeFileSync(file, JSON.stringify(value, null, 2));
+    return file;
+  }
+
+  /** Stops everything; kills what is left of the test's processes; unmounts; removes the directory. */
+  async close(): Promise<void> {
+    for (const c of this.clients) await c.stop('SIGINT').catch(() => undefined);
+    for (const s of this.servers) {
+      if (s.run.child?.signalCode === null && s.run.running) s.run.child.kill('SIGCONT');
+      await s.run.stop('SIGINT', 20_000).catch(() => undefined);
+    }
+    await this.etcd?.close();
+    for (const pid of pidsWith(this.dir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    for (const m of mountsUnder(this.dir).reverse()) spawnSync('umount', ['-l', m]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function pidsWith(needle: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) out.push(Number(entry));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
