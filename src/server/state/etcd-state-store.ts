@@ -1,10 +1,11 @@
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { Etcd3, type IKeyValue, type IRequestOp, type ICompare, type IWatchResponse, type Watcher } from 'etcd3';
-import { AbortedError, describeError, silentLogger, type Logger } from '../../lib/index.js';
+import { describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Row } from './_store-view.js';
 import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
+import { TableWaiters } from './_table-waiters.js';
 
 /** The layout version this code writes under `<prefix>/schema`. */
 export const ETCD_SCHEMA_VERSION = 1;
@@ -51,12 +52,6 @@ export interface EtcdStateStoreOptions {
   maxAttempts?: number;
   /** The write fence (see StoreFence); called before every commit. undefined: unfenced. */
   fence?: () => StoreFence | undefined;
-}
-
-interface Waiter {
-  tables: readonly TableName[];
-  afterIndex: number;
-  settle: (outcome: { index: number } | { error: Error }) => void;
 }
 
 interface PendingWrite {
@@ -149,8 +144,9 @@ export class EtcdStateStore implements StateStore {
   readonly #maxAttempts: number;
   readonly #fence: (() => StoreFence | undefined) | undefined;
   readonly #tables = new Map<DataTable, TableState>();
-  readonly #tableIndexes = new Map<TableName, number>();
-  readonly #waiters = new Map<TableName, Set<Waiter>>();
+  readonly #blocked = new TableWaiters();
+  /** The index of the last write that touched each table (owned by #blocked). */
+  readonly #tableIndexes = this.#blocked.indexes;
   readonly #revisionWaiters = new Set<{ revision: number; resolve: () => void; reject: (err: Error) => void }>();
   #events: StoreEvent[] = [];
   #historyStart = 0;
@@ -417,7 +413,7 @@ export class EtcdStateStore implements StateStore {
       for (const t of touched) this.#tableIndexes.set(t, revision);
       this.#index = Math.max(this.#index, revision);
       this.#appendEvents(events);
-      this.#wake([...touched], revision);
+      this.#blocked.wake([...touched], revision);
     }
     this.#settleRevisionWaiters();
   }
@@ -639,66 +635,21 @@ export class EtcdStateStore implements StateStore {
     }
   }
 
-  #wake(touched: readonly TableName[], index: number): void {
-    const due = new Set<Waiter>();
-    for (const t of touched) {
-      const set = this.#waiters.get(t);
-      if (!set) continue;
-      for (const w of set) if (index > w.afterIndex) due.add(w);
-    }
-    for (const w of due) w.settle({ index: this.#highest(w.tables) });
-  }
-
   /** After a reload: wake every waiter whose tables moved. */
   #wakeAll(): void {
-    const due = new Set<Waiter>();
-    for (const set of this.#waiters.values()) for (const w of set) if (this.#highest(w.tables) > w.afterIndex) due.add(w);
-    for (const w of due) w.settle({ index: this.#highest(w.tables) });
+    this.#blocked.wakeAll();
     this.#settleRevisionWaiters();
-  }
-
-  #highest(tables: readonly TableName[]): number {
-    let max = 0;
-    for (const t of tables) max = Math.max(max, this.#tableIndexes.get(t) ?? 0);
-    return max;
   }
 
   blockUntil(tables: readonly TableName[], afterIndex: number, opts: BlockOptions = {}): Promise<number> {
     if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
-    const now = this.#highest(tables);
-    if (now > afterIndex) return Promise.resolve(now);
-    const { signal, timeoutMs } = opts;
-    if (signal?.aborted) return Promise.reject(new AbortedError('blocking read aborted', { cause: signal.reason }));
-    return new Promise<number>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const onAbort = (): void => waiter.settle({ error: new AbortedError('blocking read aborted', { cause: signal?.reason }) });
-      const waiter: Waiter = {
-        tables,
-        afterIndex,
-        settle: (outcome) => {
-          for (const t of tables) this.#waiters.get(t)?.delete(waiter);
-          if (timer) clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          if ('error' in outcome) reject(outcome.error);
-          else resolve(outcome.index);
-        },
-      };
-      for (const t of tables) {
-        let set = this.#waiters.get(t);
-        if (!set) this.#waiters.set(t, (set = new Set()));
-        set.add(waiter);
-      }
-      if (timeoutMs !== undefined) timer = setTimeout(() => waiter.settle({ index: this.#highest(tables) }), Math.max(0, timeoutMs));
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return this.#blocked.block(tables, afterIndex, opts);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const all = new Set<Waiter>();
-    for (const set of this.#waiters.values()) for (const w of set) all.add(w);
-    for (const w of all) w.settle({ error: new StateStoreError('STORE_CLOSED', 'the state store was closed') });
+    this.#blocked.closeAll();
     for (const w of this.#revisionWaiters) w.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
     for (const w of this.#pending.splice(0)) w.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
     this.#revisionWaiters.clear();

@@ -1,9 +1,10 @@
 import Database from 'better-sqlite3';
-import { AbortedError, describeError, silentLogger, type Logger } from '../../lib/index.js';
+import { describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Change, type Row } from './_store-view.js';
 import { DATA_TABLES, TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
+import { TableWaiters } from './_table-waiters.js';
 
 /** The schema this code writes. A file with a higher user_version was written by a newer Berth. */
 export const STATE_SCHEMA_VERSION = 1;
@@ -21,12 +22,6 @@ interface TableState {
   rows: Map<string, Row>;
   /** A snapshot holds `rows`: the next write clones it first (copy-on-write). */
   shared: boolean;
-}
-
-interface Waiter {
-  tables: readonly TableName[];
-  afterIndex: number;
-  settle: (outcome: { index: number } | { error: Error }) => void;
 }
 
 const SCHEMA = `
@@ -51,8 +46,9 @@ export class SqliteStateStore implements StateStore {
   readonly #logger: Logger;
   readonly #eventHistory: number;
   readonly #tables = new Map<DataTable, TableState>();
-  readonly #tableIndexes = new Map<TableName, number>();
-  readonly #waiters = new Map<TableName, Set<Waiter>>();
+  readonly #blocked = new TableWaiters();
+  /** The index of the last write that touched each table (owned by #blocked). */
+  readonly #tableIndexes = this.#blocked.indexes;
   #events: StoreEvent[] = [];
   #index = 0;
   #writing = false;
@@ -267,7 +263,7 @@ export class SqliteStateStore implements StateStore {
     for (const t of touched) this.#tableIndexes.set(t, index);
     this.#index = index;
     this.#appendEvents(events);
-    this.#wake(touched, index);
+    this.#blocked.wake(touched, index);
     return { index, result };
   }
 
@@ -283,58 +279,15 @@ export class SqliteStateStore implements StateStore {
     }
   }
 
-  #wake(touched: readonly TableName[], index: number): void {
-    const due = new Set<Waiter>();
-    for (const t of touched) {
-      const set = this.#waiters.get(t);
-      if (!set) continue;
-      for (const w of set) if (index > w.afterIndex) due.add(w);
-    }
-    for (const w of due) w.settle({ index: this.#highest(w.tables) });
-  }
-
-  #highest(tables: readonly TableName[]): number {
-    let max = 0;
-    for (const t of tables) max = Math.max(max, this.#tableIndexes.get(t) ?? 0);
-    return max;
-  }
-
   blockUntil(tables: readonly TableName[], afterIndex: number, opts: BlockOptions = {}): Promise<number> {
     if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
-    const now = this.#highest(tables);
-    if (now > afterIndex) return Promise.resolve(now);
-    const { signal, timeoutMs } = opts;
-    if (signal?.aborted) return Promise.reject(new AbortedError('blocking read aborted', { cause: signal.reason }));
-    return new Promise<number>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const onAbort = (): void => waiter.settle({ error: new AbortedError('blocking read aborted', { cause: signal?.reason }) });
-      const waiter: Waiter = {
-        tables,
-        afterIndex,
-        settle: (outcome) => {
-          for (const t of tables) this.#waiters.get(t)?.delete(waiter);
-          if (timer) clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          if ('error' in outcome) reject(outcome.error);
-          else resolve(outcome.index);
-        },
-      };
-      for (const t of tables) {
-        let set = this.#waiters.get(t);
-        if (!set) this.#waiters.set(t, (set = new Set()));
-        set.add(waiter);
-      }
-      if (timeoutMs !== undefined) timer = setTimeout(() => waiter.settle({ index: this.#highest(tables) }), Math.max(0, timeoutMs));
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return this.#blocked.block(tables, afterIndex, opts);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const all = new Set<Waiter>();
-    for (const set of this.#waiters.values()) for (const w of set) all.add(w);
-    for (const w of all) w.settle({ error: new StateStoreError('STORE_CLOSED', 'the state store was closed') });
+    this.#blocked.closeAll();
     this.#db.close();
     this.#logger.info({ path: this.path }, 'state closed');
   }
