@@ -50,7 +50,7 @@ export async function readSpecFile(file: string): Promise<string> {
       }
       if (got > MAX_SPEC_FILE_BYTES) {
         const size = (await handle.stat()).size;
-        throw new UsageError(`${file} is ${size} bytes; job and volume files are at most ${MAX_SPEC_FILE_BYTES} bytes (1 MiB)`);
+        throw new UsageError(`${file} is too large: ${size} bytes; job and volume files are at most ${MAX_SPEC_FILE_BYTES} bytes (1 MiB)`);
       }
       text = buf.subarray(0, got).toString('utf8');
     } finally {

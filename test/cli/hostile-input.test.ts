@@ -48,7 +48,7 @@ describe('berth with hostile files', () => {
   it('a 5 MB job file is refused before anything is sent, naming the limit', async () => {
     const r = await c.cli(['job', 'run', file('big.json', jobJson({ padding: 'x'.repeat(5_000_000) }))]);
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /big\.json is \d+ bytes; job and volume files are at most 1048576 bytes/);
+    assert.match(r.stderr, /big\.json is too large: \d+ bytes; job and volume files are at most 1048576 bytes/);
     assert.doesNotMatch(r.stderr, /EPIPE/);
     await noJobs();
   });

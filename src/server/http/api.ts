@@ -49,7 +49,15 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const deep = nestingProblem(body as string);
     if (deep) return done(new ApiError('INVALID', `request body: ${deep.message}`, { line: deep.line, column: deep.column }), undefined);
-    return parseJson(req, body as string, done);
+    return parseJson(req, body as string, (err, parsed) => {
+      // secure-json-parse refuses prototype keys with a bare SyntaxError, which fastify words
+      // as "not valid JSON"; name the key instead, as for any other field nobody accepts.
+      if (err && /(?<!\\)"(__proto__|prototype)"\s*:/.test(body as string)) {
+        const key = /(?<!\\)"__proto__"\s*:/.test(body as string) ? '__proto__' : 'constructor.prototype';
+        return done(new ApiError('INVALID', `request body: the key "${key}" is not allowed`, { field: key }), undefined);
+      }
+      return done(err, parsed);
+    });
   });
   await app.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
 
