@@ -14,13 +14,13 @@
 //    one write; time from the write's start until every waiter has resumed.
 
 import { join } from 'node:path';
-import type { NodeFingerprint } from '../src/structs/index.js';
 import { NodeConnections, type NodeTransport } from '../src/server/noderpc/index.js';
 import { NodeService } from '../src/server/nodes/index.js';
 import { SqliteStateStore } from '../src/server/state/index.js';
 import { ControllerRouter, VolumeService } from '../src/server/volumes/index.js';
 import { Cluster } from '../test/support/server-cluster.js';
 import { testAllocation, testClaim } from '../test/support/server-rows.js';
+import { benchNodeFingerprint } from './_bench-node.js';
 import { round, summarize } from './_stats.js';
 
 const PAIRS = Number(process.env['BENCH_CLAIM_PAIRS'] ?? 20_000);
@@ -29,34 +29,6 @@ const IN_FLIGHT = 32;
 const WAITERS = 1_000;
 const WAKE_ROUNDS = 30;
 
-function fingerprint(): NodeFingerprint {
-  return {
-    name: 'bench-node',
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: {},
-    resources: { cpuMhz: 4000, memoryMb: 8192 },
-    attributes: {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {
-      bench: {
-        pluginId: 'bench',
-        type: 'csi-node',
-        allocId: 'plugin-alloc',
-        healthy: true,
-        healthReason: 'healthy',
-        provider: 'bench.csi.berth.dev',
-        version: '1.0.0',
-        fingerprint: {
-          info: { name: 'bench.csi.berth.dev', vendorVersion: '1.0.0', manifest: {} },
-          capabilities: { services: [], volumeExpansion: [] },
-          node: { capabilities: ['STAGE_UNSTAGE_VOLUME'], info: { nodeId: 'ext-bench', maxVolumesPerNode: 0 } },
-        },
-        updatedAt: 0,
-      },
-    },
-  };
-}
 
 function alloc(id: string) {
   return testAllocation(id, 'bench-node', { jobId: 'bench' });
@@ -90,7 +62,7 @@ async function storeThroughput(dir: string): Promise<Record<string, unknown>> {
     close: () => undefined,
   };
   connections.attach('bench-node', transport);
-  new NodeService({ store }).register(fingerprint(), { id: 'bench-node' });
+  await new NodeService({ store }).register(benchNodeFingerprint(), { id: 'bench-node' });
   const volumes = new VolumeService({ store, connections, router: new ControllerRouter({ store, connections }) });
   store.writeNow((txn) => {
     for (let i = 0; i < IN_FLIGHT; i++) txn.put('allocations', alloc(`alloc-${i}`));

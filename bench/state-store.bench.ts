@@ -12,13 +12,13 @@
 //    store on the same etcd; time from the write's start until every waiter
 //    has resumed (etcd commit + watch delivery + wake). Goal p99 < 50 ms.
 
-import type { NodeFingerprint } from '../src/structs/index.js';
 import { NodeConnections, type NodeTransport } from '../src/server/noderpc/index.js';
 import { NodeService } from '../src/server/nodes/index.js';
 import { openEtcdStateStore, type StateStore } from '../src/server/state/index.js';
 import { ControllerRouter, VolumeService } from '../src/server/volumes/index.js';
 import { startEtcd } from '../test/support/etcd.js';
 import { testAllocation, testClaim } from '../test/support/server-rows.js';
+import { benchNodeFingerprint } from './_bench-node.js';
 import { round, summarize } from './_stats.js';
 
 const PAIRS = Number(process.env['BENCH_ETCD_CLAIM_PAIRS'] ?? 2_000);
@@ -26,34 +26,6 @@ const IN_FLIGHT = 32;
 const WAITERS = 1_000;
 const WAKE_ROUNDS = 30;
 
-function fingerprint(): NodeFingerprint {
-  return {
-    name: 'bench-node',
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: {},
-    resources: { cpuMhz: 4000, memoryMb: 8192 },
-    attributes: {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {
-      bench: {
-        pluginId: 'bench',
-        type: 'csi-node',
-        allocId: 'plugin-alloc',
-        healthy: true,
-        healthReason: 'healthy',
-        provider: 'bench.csi.berth.dev',
-        version: '1.0.0',
-        fingerprint: {
-          info: { name: 'bench.csi.berth.dev', vendorVersion: '1.0.0', manifest: {} },
-          capabilities: { services: [], volumeExpansion: [] },
-          node: { capabilities: ['STAGE_UNSTAGE_VOLUME'], info: { nodeId: 'ext-bench', maxVolumesPerNode: 0 } },
-        },
-        updatedAt: 0,
-      },
-    },
-  };
-}
 
 async function pairs(volumes: VolumeService, total: number, volumeOf: (lane: number) => string): Promise<number> {
   let next = 0;
@@ -84,7 +56,7 @@ async function claimThroughput(members: number): Promise<Record<string, unknown>
       close: () => undefined,
     };
     connections.attach('bench-node', transport);
-    await new NodeService({ store: s }).register(fingerprint(), { id: 'bench-node' });
+    await new NodeService({ store: s }).register(benchNodeFingerprint(), { id: 'bench-node' });
     const volumes = new VolumeService({ store: s, connections, router: new ControllerRouter({ store: s, connections }) });
     await s.write((txn) => {
       for (let i = 0; i < IN_FLIGHT; i++) txn.put('allocations', testAllocation(`alloc-${i}`, 'bench-node', { jobId: 'bench' }));
