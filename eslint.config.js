@@ -104,7 +104,7 @@ const boundaryPolicies = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/gen/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'dist.next-*/**', 'node_modules/**', 'src/gen/**', 'bench/results/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

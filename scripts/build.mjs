@@ -12,8 +12,16 @@
 // Test kits that live in src/ (fakes, harnesses) are never reachable from
 // src/main.ts, so they are not in dist/; test/packaging checks the tarball.
 //
+// The build goes to a fresh directory first and its files are then renamed
+// into dist/ one by one (each rename replaces a file atomically), and only
+// then are files of an older build removed: a Berth process started from
+// dist/ meanwhile (the test suite runs `npm pack`, whose `prepare` builds,
+// beside tests that spawn `berth`) never finds dist/ empty or a file half
+// written. Chunk names carry a hash of their content, so the same sources
+// give the same files.
+//
 // Usage: node scripts/build.mjs [--metafile]   (about a second)
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -27,12 +35,13 @@ export const EXTERNAL = [
   'etcd3', // reads its proto/*.proto next to itself at load
 ];
 
-rmSync(out, { recursive: true, force: true });
-mkdirSync(out, { recursive: true });
+const next = `${root}dist.next-${process.pid}`;
+rmSync(next, { recursive: true, force: true });
+mkdirSync(next, { recursive: true });
 const result = await build({
   absWorkingDir: root,
   entryPoints: { main: 'src/main.ts' },
-  outdir: out,
+  outdir: next,
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -49,5 +58,13 @@ const result = await build({
   metafile: process.argv.includes('--metafile'),
   logLevel: 'warning',
 });
-copyFileSync(`${root}src/client/drivers/executor.mjs`, `${out}/executor.mjs`);
-if (result.metafile) writeFileSync(`${out}/meta.json`, JSON.stringify(result.metafile));
+copyFileSync(`${root}src/client/drivers/executor.mjs`, `${next}/executor.mjs`);
+if (result.metafile) writeFileSync(`${next}/meta.json`, JSON.stringify(result.metafile));
+
+// dist/ is flat: move the new files in, then drop what the new build no longer has.
+mkdirSync(out, { recursive: true });
+const built = new Set(readdirSync(next));
+for (const name of built) renameSync(`${next}/${name}`, `${out}/${name}`);
+for (const name of readdirSync(out)) if (!built.has(name)) rmSync(`${out}/${name}`, { recursive: true, force: true });
+rmSync(next, { recursive: true, force: true });
+if (!existsSync(`${out}/main.js`)) throw new Error('build: dist/main.js is missing');

@@ -20,7 +20,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BERTH, mountsUnder, ok, REPO, until } from '../support/agent-run.js';
+import { mountsUnder, ok, REPO, until } from '../support/agent-run.js';
+import { perNodeHostpathPluginJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
 
 const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
@@ -50,32 +51,7 @@ after(async () => {
 });
 
 function pluginJob(): string {
-  const dir = cluster.dir;
-  const script = [
-    'case "$BERTH_ALLOC_DIR" in */n1/*) n=n1 ;; */n2/*) n=n2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac',
-    `exec "${process.execPath}" "${BERTH}" plugin hostpath --endpoint "$CSI_ENDPOINT" --node-id "cl-$n" --data-dir "${dir}/hp-$n" --log-level warn`,
-  ].join('\n');
-  return cluster.writeJson('plugin.json', {
-    job: {
-      id: 'hostpath-plugin',
-      type: 'system',
-      groups: [
-        {
-          name: 'plugin',
-          restart: { attempts: 5, interval: '1m', delay: '500ms', mode: 'delay' },
-          tasks: [
-            {
-              name: 'plugin',
-              driver: 'raw_exec',
-              config: { command: '/bin/sh', args: ['-c', script] },
-              csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '20s' },
-              resources: { cpuMhz: 100, memoryMb: 256 },
-            },
-          ],
-        },
-      ],
-    },
-  });
+  return cluster.writeJson('plugin.json', perNodeHostpathPluginJob({ dir: cluster.dir, nodeIdPrefix: 'cl-' }));
 }
 
 function volumeFile(id: string, node: string): string {

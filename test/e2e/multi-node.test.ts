@@ -23,7 +23,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
+import { AgentRun, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
+import { perNodeHostpathPluginJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/bmn-');
 const MGMT = `mn-mgmt-${process.pid}-0123456789`;
@@ -103,31 +104,7 @@ function writeJson(name: string, value: unknown): string {
 
 /** The hostpath plugin on every node; node n1/n2 is told from the allocation's directory. */
 function pluginJob(): string {
-  const script = [
-    'case "$BERTH_ALLOC_DIR" in */n1/*) n=n1 ;; */n2/*) n=n2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac',
-    `exec "${process.execPath}" "${BERTH}" plugin hostpath --endpoint "$CSI_ENDPOINT" --node-id "mn-$n" --data-dir "${dir}/hp-$n" --log-level warn`,
-  ].join('\n');
-  return writeJson('plugin.json', {
-    job: {
-      id: 'hostpath-plugin',
-      type: 'system',
-      groups: [
-        {
-          name: 'plugin',
-          restart: { attempts: 5, interval: '1m', delay: '500ms', mode: 'delay' },
-          tasks: [
-            {
-              name: 'plugin',
-              driver: 'raw_exec',
-              config: { command: '/bin/sh', args: ['-c', script] },
-              csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '20s' },
-              resources: { cpuMhz: 100, memoryMb: 256 },
-            },
-          ],
-        },
-      ],
-    },
-  });
+  return writeJson('plugin.json', perNodeHostpathPluginJob({ dir: dir, nodeIdPrefix: 'mn-' }));
 }
 
 function volumeFile(id: string, node: string): string {

@@ -301,3 +301,37 @@ export function volumeJob(opts: { id: string; type: 'batch' | 'service'; volumeI
     ],
   };
 }
+
+/**
+ * The hostpath plugin as a system job on a cluster whose client agents keep
+ * their allocations under `.../n1/...` and `.../n2/...`: the task tells its
+ * node from its allocation directory, and gives the plugin node ID
+ * `<nodeIdPrefix><n>` and the data dir `<dir>/hp-<n>`. The job file's body.
+ */
+export function perNodeHostpathPluginJob(opts: { dir: string; nodeIdPrefix: string }): { job: Record<string, unknown> } {
+  const script = [
+    'case "$BERTH_ALLOC_DIR" in */n1/*) n=n1 ;; */n2/*) n=n2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac',
+    `exec "${process.execPath}" "${BERTH}" plugin hostpath --endpoint "$CSI_ENDPOINT" --node-id "${opts.nodeIdPrefix}$n" --data-dir "${opts.dir}/hp-$n" --log-level warn`,
+  ].join('\n');
+  return {
+    job: {
+      id: 'hostpath-plugin',
+      type: 'system',
+      groups: [
+        {
+          name: 'plugin',
+          restart: { attempts: 5, interval: '1m', delay: '500ms', mode: 'delay' },
+          tasks: [
+            {
+              name: 'plugin',
+              driver: 'raw_exec',
+              config: { command: '/bin/sh', args: ['-c', script] },
+              csiPlugin: { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '20s' },
+              resources: { cpuMhz: 100, memoryMb: 256 },
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
