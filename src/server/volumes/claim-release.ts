@@ -6,7 +6,6 @@ import type { NodeConnections } from '../noderpc/index.js';
 import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
 import type { ControllerRouter } from './controller-router.js';
 import type { KeyedSerial } from './_serial.js';
-import { VolumeError } from './errors.js';
 import { whereItLives } from './_volume-topology.js';
 import { claimFence, type ClaimFence } from './claim-fence.js';
 
@@ -51,22 +50,6 @@ export class ClaimRelease {
    */
   async release(namespace: string, volumeId: string, allocId: string, opts: { reason?: string; signal?: AbortSignal } = {}): Promise<void> {
     await this.releaseByKey(rowKey(namespace, volumeId, allocId), opts.reason ?? 'release requested', opts.signal);
-  }
-
-  /**
-   * Forces the release of every claim that `nodeId` holds on the volume
-   * (an operator's detach). Resolves once all are free; throws NOT_FOUND
-   * for an unknown volume, else the first failure after trying them all.
-   */
-  async detach(namespace: string, volumeId: string, nodeId: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    const snap = this.#deps.store.snapshot();
-    if (!snap.get('volumes', rowKey(namespace, volumeId))) throw new VolumeError('NOT_FOUND', `volume ${volumeId} does not exist in namespace ${namespace}`);
-    const claims = snap.list('claims', { prefix: keyPrefix(namespace, volumeId), filter: (c) => c.nodeId === nodeId });
-    const results = await Promise.allSettled(
-      claims.map((c) => this.releaseByKey(rowKey(namespace, volumeId, c.allocId), `detach from node ${nodeId} requested`, opts.signal)),
-    );
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
   }
 
   /**
