@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { AgentRun, freePort, mountsUnder, until, type BerthResult } from '../support/agent-run.js';
+import { AgentRun, freePort, killProcessesUnder, mountsUnder, until, type BerthResult } from '../support/agent-run.js';
 import { hostpathPluginJob } from '../support/runtime-cluster.js';
 
 export const MGMT = 'sec-mgmt-token-0123456789abcdef';
@@ -142,10 +142,15 @@ export class SecurityCluster {
     return [c?.code ?? null, s?.code ?? null];
   }
 
-  /** Kills what is left, unmounts and removes the directory. */
+  /**
+   * Stops the agents (SIGINT drains the client: its allocations stop), kills
+   * whatever is left, tasks and executors included, unmounts and removes the
+   * directory: nothing of the cluster outlives the test.
+   */
   async destroy(): Promise<void> {
-    await this.client?.stop('SIGKILL').catch(() => undefined);
-    await this.server?.stop('SIGKILL').catch(() => undefined);
+    await this.client?.stop('SIGINT', 30_000).catch(() => undefined);
+    await this.server?.stop('SIGINT', 30_000).catch(() => undefined);
+    killProcessesUnder(this.root);
     for (const m of mountsUnder(this.root).reverse()) spawnSync('umount', ['-l', m]);
     rmSync(this.root, { recursive: true, force: true });
   }
