@@ -8,91 +8,33 @@
 // and from the keyboard. Screenshots of every page go to .tmp/ui-shots/.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { mkdtempSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { AgentRun, freePort, killProcessesUnder, mountsUnder, ok, REPO, until } from '../support/agent-run.js';
+import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, shot } from '../support/browser.js';
+import { UiCluster } from '../support/ui-cluster.js';
 
-const dir = mkdtempSync('/tmp/berth-ui-');
-const READER = `ui-reader-${process.pid}-token`;
-const SECRET = `ui-secret-${process.pid}-d41c`;
-const VOLUME = 'ui-data';
-let agent: AgentRun;
+const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-'));
+const VOLUME = cluster.volume;
 let browser: Browser;
-let ctx: BrowserContext;
 let page: Page;
-let nodeId = '';
 
-function file(name: string, text: string): string {
-  const p = path.join(dir, name);
-  writeFileSync(p, text);
-  return p;
-}
-
-const JOB = (id: string): string => `job "${id}" {
-  type = "service"
-  group "app" {
-    volume "data" {
-      type            = "csi"
-      source          = "${VOLUME}"
-      access_mode     = "single-node-writer"
-      attachment_mode = "file-system"
-    }
-    restart {
-      attempts = 0
-      mode     = "fail"
-    }
-    task "work" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "echo ui-log-line from $BERTH_ALLOC_ID; exec sleep 600"]
-      }
-      volume_mount {
-        volume      = "data"
-        destination = "/data"
-      }
-      resources {
-        cpu    = 50
-        memory = 32
-      }
-    }
-  }
-}
-`;
-
-/** The API as the management token sees it. */
-async function apiGet<T>(p: string, token = agent.token): Promise<T> {
-  const res = await fetch(`${agent.addr}${p}`, { headers: { Authorization: `Bearer ${token}` } });
-  const body = await res.text();
-  assert.equal(res.status, 200, `GET ${p}: ${res.status} ${body}`);
-  return JSON.parse(body) as T;
-}
-
-async function runJob(id: string): Promise<string> {
-  ok(await agent.cli(['job', 'run', file(`${id}.hcl`, JOB(id))], { timeoutMs: 120_000 }), `berth job run ${id}`);
-  const allocs = await apiGet<Array<{ id: string; clientStatus: string }>>(`/v1/job/${id}/allocations`);
-  const running = allocs.find((a) => a.clientStatus === 'running');
-  assert.ok(running, `job ${id} has a running allocation: ${JSON.stringify(allocs)}`);
-  return running.id;
-}
+const apiGet = <T>(p: string): Promise<T> => cluster.get<T>(p);
+const runJob = (id: string): Promise<string> => cluster.runJob(id);
 
 /** Text of the page's <main>. */
 async function mainText(p: Page = page): Promise<string> {
   return p.locator('main').innerText();
 }
 
-/** Opens a UI path and waits until its page has loaded its data (no "Loading…" left). */
+/** Opens a UI path and waits until its page has loaded its data (its heading shows). */
 async function open(p: Page, urlPath: string, heading: RegExp): Promise<void> {
-  await p.goto(`${agent.addr}${urlPath}`);
+  await p.goto(`${cluster.agent.addr}${urlPath}`);
   await p.getByRole('heading', { level: 1, name: heading }).waitFor();
 }
 
 async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${agent.addr}/ui/`);
+  await p.goto(`${cluster.agent.addr}/ui/`);
   await p.getByLabel('API token').fill(token);
   await p.getByRole('button', { name: 'Log in' }).click();
   await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
@@ -101,56 +43,32 @@ async function login(p: Page, token: string): Promise<void> {
 /** No secret in what the page shows or holds in its DOM. */
 async function assertNoSecret(p: Page, where: string): Promise<void> {
   const html = await p.content();
-  assert.ok(!html.includes(SECRET), `${where}: the volume's secret is in the page`);
-  assert.ok(!html.includes(agent.token), `${where}: the management token is in the page`);
-  assert.ok(!html.includes(READER), `${where}: the read-only token is in the page`);
+  assert.ok(!html.includes(cluster.secret), `${where}: the volume's secret is in the page`);
+  assert.ok(!html.includes(cluster.agent.token), `${where}: the management token is in the page`);
+  assert.ok(!html.includes(cluster.readOnlyToken), `${where}: the read-only token is in the page`);
 }
 
 before(async () => {
-  const cfg = file('agent.hcl', `tokens {\n  read_only = ["${READER}"]\n}\n`);
-  agent = new AgentRun(['--dev', '--data-dir', path.join(dir, 'agent'), '--port', String(await freePort()), '--config', cfg]);
-  await agent.start();
-  ok(await agent.cli(['job', 'run', `${REPO}/examples/hostpath-plugin.hcl`], { timeoutMs: 120_000 }), 'run the hostpath plugin');
-  await until('the hostpath plugin to be healthy', async () => {
-    const res = await fetch(`${agent.addr}/v1/plugin/csi/hostpath`, { headers: { Authorization: `Bearer ${agent.token}` } });
-    const p = res.ok ? ((await res.json()) as { nodesHealthy: number; controllersHealthy: number }) : undefined;
-    return !!p && p.nodesHealthy >= 1 && p.controllersHealthy >= 1;
-  }, 120_000);
-  const vol = file(
-    'volume.hcl',
-    `id = "${VOLUME}"\nname = "${VOLUME}"\ntype = "csi"\nplugin_id = "hostpath"\ncapacity_min = "10MiB"\ncapacity_max = "1GiB"\n` +
-      `capability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\nsecrets {\n  token = "${SECRET}"\n}\n`,
-  );
-  ok(await agent.cli(['volume', 'create', vol]), 'berth volume create');
-  nodeId = (await apiGet<Array<{ id: string }>>('/v1/nodes'))[0]!.id;
+  await cluster.start();
   browser = await launchBrowser();
-  ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   page = await ctx.newPage();
 });
 
 after(async () => {
   await browser?.close().catch(() => undefined);
-  if (agent?.running) {
-    await agent.cli(['job', 'stop', 'ui-work']).catch(() => undefined);
-    await agent.cli(['job', 'stop', 'ui-stop-me']).catch(() => undefined);
-    await agent.cli(['volume', 'delete', VOLUME]).catch(() => undefined);
-    await agent.stop('SIGINT');
-  }
-  killProcessesUnder(dir);
-  for (const m of mountsUnder(dir).reverse()) spawnSync('umount', ['-l', m]);
-  rmSync(dir, { recursive: true, force: true });
-  if (nodeId) rmSync(`/var/lib/berth/hostpath/${nodeId}`, { recursive: true, force: true });
+  await cluster.stop();
 });
 
 describe('the web UI', { timeout: 400_000 }, () => {
   it('asks for a token, keeps it in session storage, and opens the overview with what the API counts', async () => {
-    await page.goto(`${agent.addr}/ui/`);
+    await page.goto(`${cluster.agent.addr}/ui/`);
     await page.getByLabel('API token').fill('not-a-token-of-this-cluster');
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('alert').filter({ hasText: 'not known' }).waitFor();
     await shot(page, 'login');
-    await login(page, agent.token);
-    assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.token')), agent.token);
+    await login(page, cluster.agent.token);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.token')), cluster.agent.token);
     const nodes = await apiGet<unknown[]>('/v1/nodes');
     const plugins = await apiGet<Array<{ id: string }>>('/v1/plugins');
     const overview = await mainText();
@@ -173,7 +91,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.equal(v.capacityBytes, 10 * 1024 * 1024);
     assert.match(text, /Secrets\s+token \(hidden\)/);
     assert.match(text, /single-node-writer/);
-    assert.match(text, new RegExp(`topology\\.hostpath\\.csi\\.berth\\.dev/node\\s+${nodeId}`));
+    assert.match(text, new RegExp(`topology\\.hostpath\\.csi\\.berth\\.dev/node\\s+${cluster.nodeId}`));
     assert.match(text, /Claims \(0\)/);
     // Usage: what this server reports, or says so.
     const withUsage = (await apiGet<Record<string, unknown>>(`/v1/volume/csi/${VOLUME}`))['usage'];
@@ -188,10 +106,10 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.deepEqual(claims.map((c) => [c.allocId, c.mode, c.state]), [[allocId, 'write', 'taken']]);
     text = await mainText();
     assert.match(text, /Claims \(1\)/);
-    assert.match(text, new RegExp(`${allocId.slice(0, 8)}\\s+${nodeId.slice(0, 8)}\\s+write\\s+single-node-writer, file-system\\s+taken`));
+    assert.match(text, new RegExp(`${allocId.slice(0, 8)}\\s+${cluster.nodeId.slice(0, 8)}\\s+write\\s+single-node-writer, file-system\\s+taken`));
     await shot(page, 'volume');
 
-    ok(await agent.cli(['job', 'stop', 'ui-work'], { timeoutMs: 120_000 }), 'berth job stop ui-work');
+    await cluster.stopJob('ui-work');
     await page.locator('[data-section="claims"]').getByText('No claims').waitFor({ timeout: 60_000 });
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 42, 'the page was not reloaded');
     // The history: this claim taken, then released (the row deleted).
@@ -225,11 +143,11 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await shot(page, 'allocation');
 
     await open(page, '/ui/nodes', /^Nodes$/);
-    assert.match(await mainText(), new RegExp(`${nodeId.slice(0, 8)}\\s+\\S+\\s+dc1\\s+ready\\s+hostpath`));
+    assert.match(await mainText(), new RegExp(`${cluster.nodeId.slice(0, 8)}\\s+\\S+\\s+dc1\\s+ready\\s+hostpath`));
     await shot(page, 'nodes');
 
-    const node = await apiGet<{ csiNodePlugins: Record<string, { healthReason: string }> }>(`/v1/node/${nodeId}`);
-    await open(page, `/ui/nodes/${nodeId}`, /^Node /);
+    const node = await apiGet<{ csiNodePlugins: Record<string, { healthReason: string }> }>(`/v1/node/${cluster.nodeId}`);
+    await open(page, `/ui/nodes/${cluster.nodeId}`, /^Node /);
     text = await mainText();
     assert.match(text, /raw_exec\s+yes\s+healthy\s+ready/);
     assert.match(text, new RegExp(`hostpath\\s+node\\s+healthy\\s+${node.csiNodePlugins['hostpath']!.healthReason}`));
@@ -262,7 +180,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
   it('a read-only token sees no action button, and the API refuses the action', async () => {
     const ro = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const p = await ro.newPage();
-    await login(p, READER);
+    await login(p, cluster.readOnlyToken);
     await open(p, '/ui/jobs/default/ui-stop-me', /Job ui-stop-me/);
     assert.equal(await p.getByRole('button', { name: 'Stop job' }).count(), 0);
     await open(p, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
@@ -272,7 +190,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const status = await p.evaluate(async (token) => {
       const res = await fetch('/v1/job/ui-stop-me', { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
       return res.status;
-    }, READER);
+    }, cluster.readOnlyToken);
     assert.equal(status, 403);
     await shot(p, 'volume-read-only');
     await assertNoSecret(p, 'read-only volume page');
@@ -293,7 +211,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
   it('works on a phone-sized screen, follows deep links, and is reachable from the keyboard', async () => {
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const p = await phone.newPage();
-    await login(p, agent.token);
+    await login(p, cluster.agent.token);
     // A deep link straight to a volume (the agent answers index.html; the page routes it).
     await open(p, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
     const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
