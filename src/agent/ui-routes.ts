@@ -41,11 +41,12 @@ function sendIndex(reply: FastifyReply): FastifyReply {
 /**
  * Registers GET /ui, /ui/ and /ui/* (and `/` redirecting to /ui/). Assets
  * (content-hashed names) are cached for a year; an unknown path under /ui
- * answers index.html. Without a built UI, /ui answers 404 with how to build
- * it. Does not block; safe to call once per app.
+ * answers index.html. Without a built UI (no index.html in `opts.dir`, by
+ * default builtUiDir()), /ui answers 404 with how to build it. Safe to call
+ * once per app.
  */
 export async function registerUiRoutes(app: FastifyInstance, opts: { dir?: string } = {}): Promise<void> {
-  const dir = opts.dir ?? builtUiDir();
+  const dir = opts.dir === undefined ? builtUiDir() : existsSync(path.join(opts.dir, 'index.html')) ? opts.dir : undefined;
   const publicRoute = { config: { access: 'public' as const } };
   app.get('/', publicRoute, async (_req, reply) => reply.redirect('/ui/', 302));
   app.get('/ui', publicRoute, async (_req, reply) => reply.redirect('/ui/', 301));

@@ -208,6 +208,26 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await shot(page, 'job-stopped');
   });
 
+  it('detach is refused while an allocation uses the volume; force detach stops it and shows the progress to the end', async () => {
+    const allocId = await runJob('ui-detach');
+    await open(page, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
+    await page.locator(`[data-claim="${allocId}"]`).waitFor();
+    const panel = page.locator(`[data-detach="${cluster.nodeId}"]`);
+    page.once('dialog', (d) => void d.accept());
+    await panel.getByRole('button', { name: 'Detach', exact: true }).click();
+    await panel.getByRole('alert').filter({ hasText: `is in use on node ${cluster.nodeId} by allocation ${allocId}` }).waitFor();
+    assert.equal((await cluster.get<{ claims: unknown[] }>(`/v1/volume/csi/${VOLUME}`)).claims.length, 1, 'the refused detach changed nothing');
+
+    page.once('dialog', (d) => void d.accept());
+    await panel.getByRole('button', { name: 'Force detach' }).click();
+    await panel.getByRole('status').filter({ hasText: new RegExp(`^Detached from node ${cluster.nodeId.slice(0, 8)}\\. Stopped allocation ${allocId.slice(0, 8)}\\.$`) }).waitFor({ timeout: 120_000 });
+    assert.equal(await page.locator(`[data-claim="${allocId}"]`).count(), 0, 'the claim row is gone');
+    const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
+    assert.equal(alloc.desiredStatus, 'stop');
+    assert.ok(!(await cluster.get<{ claims: Array<{ allocId: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims.some((c) => c.allocId === allocId));
+    await shot(page, 'volume-detached');
+  });
+
   it('works on a phone-sized screen, follows deep links, and is reachable from the keyboard', async () => {
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const p = await phone.newPage();

@@ -2,6 +2,7 @@
 // chart of usage over time), claims with their release state, the claim
 // history from the event stream, topology, drift, and detaching.
 
+import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { actions, api, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type Volume } from '../api';
 import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
@@ -45,39 +46,47 @@ export function VolumesPage() {
   );
 }
 
-function DetachButton({ v, nodeId }: { v: Volume; nodeId: string }) {
+/**
+ * Detach (ControllerUnpublish and the node's unpublish/unstage of every claim
+ * on the node); the API refuses while an allocation there uses the volume.
+ * Force stops those allocations first. Progress follows the claims that were
+ * there when it was asked until each is released (a replacement allocation
+ * may claim the volume anew: that is a new claim).
+ */
+function DetachButton({ v, nodeId, force }: { v: Volume; nodeId: string; force: boolean }) {
   const run = async (progress: (m: string) => void): Promise<string> => {
-    progress(`Detaching from node ${short(nodeId)}: unpublishing…`);
-    const out = await actions.detachVolume(v.namespace, v.id, nodeId, false);
+    const before = new Set(v.claims.filter((c) => c.nodeId === nodeId).map((c) => c.allocId));
+    progress(force ? `Stopping the allocations on node ${short(nodeId)}, then detaching…` : `Detaching from node ${short(nodeId)}…`);
+    const out = await actions.detachVolume(v.namespace, v.id, nodeId, force);
     const detached = await watchUntil(['claim', 'volume'], async () => {
       const now = await api.volume(v.namespace, v.id);
-      const left = now.claims.filter((c) => c.nodeId === nodeId);
+      const left = now.claims.filter((c) => c.nodeId === nodeId && before.has(c.allocId));
       if (left.length === 0) return `Detached from node ${short(nodeId)}.`;
       progress(`Detaching: ${left.length} claim${left.length === 1 ? '' : 's'} on node ${short(nodeId)} still releasing (${left.map((c) => c.state).join(', ')})…`);
       return undefined;
     });
-    return out.warning ? `${detached} ${out.warning}` : detached;
+    const stopped = out.stoppedAllocations?.length ? ` Stopped allocation${out.stoppedAllocations.length === 1 ? '' : 's'} ${out.stoppedAllocations.map(short).join(', ')}.` : '';
+    return `${detached}${stopped}${out.warning ? ` ${out.warning}` : ''}`;
   };
-  return (
+  return force ? (
     <ActionButton
-      label="Detach"
+      label="Force detach"
       danger
-      confirm={`Detach volume ${v.id} from node ${short(nodeId)}? The API refuses while an allocation on that node uses it.`}
+      confirm={`Stop every allocation on node ${short(nodeId)} that uses volume ${v.id}, then detach it?`}
       run={run}
     />
+  ) : (
+    <ActionButton label="Detach" confirm={`Detach volume ${v.id} from node ${short(nodeId)}? The API refuses while an allocation there uses it.`} run={run} />
   );
 }
 
-function ClaimTable({ v, canWrite }: { v: Volume; canWrite: boolean }) {
-  const nodesDone = new Set<string>();
+function ClaimTable({ v }: { v: Volume }) {
   return (
     <Table
       label="claims"
-      head={['Allocation', 'Node', 'Mode', 'Access', 'State', 'Controller', 'Release', 'Claimed', ...(canWrite ? ['Action'] : [])]}
+      head={['Allocation', 'Node', 'Mode', 'Access', 'State', 'Controller', 'Release', 'Claimed']}
       empty="No claims: no allocation uses this volume."
       rows={v.claims.map((c: Claim) => {
-        const first = !nodesDone.has(c.nodeId);
-        nodesDone.add(c.nodeId);
         const release = c.state === 'taken' ? '-' : `${c.releaseReason || 'releasing'}${c.releaseAttempts ? ` (attempt ${c.releaseAttempts})` : ''}${c.lastError ? `: ${c.lastError}` : ''}`;
         return [
           <a href={`/ui/allocations/${c.allocId}`} data-claim={c.allocId}>
@@ -90,10 +99,37 @@ function ClaimTable({ v, canWrite }: { v: Volume; canWrite: boolean }) {
           c.controllerPublish,
           release,
           time(c.claimTime),
-          ...(canWrite ? [first ? <DetachButton v={v} nodeId={c.nodeId} /> : ''] : []),
         ];
       })}
     />
+  );
+}
+
+/**
+ * Detach buttons per node. Every node that held a claim while the page was
+ * open keeps its row, so a detach's progress and outcome stay in view after
+ * its claims are gone.
+ */
+function DetachPanel({ v }: { v: Volume }) {
+  const seen = useRef<string[]>([]);
+  for (const c of v.claims) if (!seen.current.includes(c.nodeId)) seen.current.push(c.nodeId);
+  if (seen.current.length === 0) return null;
+  return (
+    <Section title="Detach" id="detach">
+      <Table
+        label="detach from a node"
+        head={['Node', 'Claims now', 'Action']}
+        empty=""
+        rows={seen.current.map((nodeId) => [
+          <a href={`/ui/nodes/${nodeId}`}>{short(nodeId)}</a>,
+          String(v.claims.filter((c) => c.nodeId === nodeId).length),
+          <span class="action-group" data-detach={nodeId}>
+            <DetachButton v={v} nodeId={nodeId} force={false} />
+            <DetachButton v={v} nodeId={nodeId} force />
+          </span>,
+        ])}
+      />
+    </Section>
   );
 }
 
@@ -152,8 +188,9 @@ export function VolumePage() {
         {usage ? <UsageChart points={usage} /> : null}
       </Section>
       <Section title={`Claims (${v.claims.length})`} id="claims">
-        <ClaimTable v={v} canWrite={canWrite} />
+        <ClaimTable v={v} />
       </Section>
+      {canWrite ? <DetachPanel v={v} /> : null}
       {drift && drift.length > 0 ? (
         <Section title="Drift" id="drift">
           <Table
