@@ -148,7 +148,11 @@ export function useLive<T>(key: string, topics: readonly string[], load: () => P
 /** The stream's state, re-rendering on change. */
 export function useStreamState(): StreamState {
   const [s, setS] = useState(hub.state);
-  useEffect(() => hub.onState(setS), []);
+  useEffect(() => {
+    const off = hub.onState(setS);
+    setS(hub.state); // it may have changed between the render and this effect
+    return off;
+  }, []);
   return s;
 }
 
