@@ -18,6 +18,7 @@ const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-'));
 const VOLUME = cluster.volume;
 let browser: Browser;
 let page: Page;
+const apiBodies: Array<Promise<string>> = [];
 
 const apiGet = <T>(p: string): Promise<T> => cluster.get<T>(p);
 const runJob = (id: string): Promise<string> => cluster.runJob(id);
@@ -53,6 +54,11 @@ before(async () => {
   browser = await launchBrowser();
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   page = await ctx.newPage();
+  // Every API answer the browser receives (but the followed event stream, which never ends), checked for secrets at the end.
+  page.on('response', (res) => {
+    const url = res.url();
+    if (url.includes('/v1/') && !(url.includes('/v1/event/stream') && !url.includes('until=now'))) apiBodies.push(res.text().catch(() => ''));
+  });
 });
 
 after(async () => {
@@ -226,6 +232,13 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.equal(alloc.desiredStatus, 'stop');
     assert.ok(!(await cluster.get<{ claims: Array<{ allocId: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims.some((c) => c.allocId === allocId));
     await shot(page, 'volume-detached');
+  });
+
+  it('no API answer the browser received carries a secret', async () => {
+    const bodies = await Promise.all(apiBodies);
+    assert.ok(bodies.length > 50, `the browser read the API (${bodies.length} answers)`);
+    assert.ok(bodies.some((b) => b.includes('"secretNames"')), 'volume reads were among them');
+    for (const b of bodies) assert.ok(!b.includes(cluster.secret), 'an API answer carried the volume secret');
   });
 
   it('works on a phone-sized screen, follows deep links, and is reachable from the keyboard', async () => {
