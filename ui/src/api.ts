@@ -315,7 +315,26 @@ export const HEALTH_FIELDS = {
   usageHistoryPath: (ns: string, id: string) => `/v1/volume/csi/${enc(id)}/usage?namespace=${enc(ns)}`,
   /** The latest `volume doctor` report: GET, answers `{ differences: Drift[] }` or a bare list. */
   driftPath: (ns: string, id: string) => `/v1/volume/csi/${enc(id)}/drift?namespace=${enc(ns)}`,
+  /** Event stream topics whose changes may carry new usage, condition or drift of a volume. */
+  topics: ['volume'],
 } as const;
+
+/** Endpoints this server answered 404 for: not asked again in this tab (a server without volume health). */
+const missing = new Set<string>();
+
+async function unlessMissing<T>(kind: string, read: () => Promise<T>): Promise<T | undefined> {
+  if (missing.has(kind)) return undefined;
+  try {
+    return await read();
+  } catch (err) {
+    // "no route": this server has no such endpoint (a missing volume is a 404 too, but says so).
+    if (err instanceof ApiError && err.status === 404 && err.message.startsWith('no route')) {
+      missing.add(kind);
+      return undefined;
+    }
+    throw err;
+  }
+}
 
 /** One difference `volume doctor` found, with the command that repairs it. */
 export interface Drift {
@@ -350,25 +369,17 @@ function listOf<T>(body: unknown, key: string): T[] {
   return Array.isArray(inner) ? (inner as T[]) : [];
 }
 
-/** Usage reports over time, oldest first; undefined when this server keeps no history (404). */
+/** Usage reports over time, oldest first; undefined when this server has no such endpoint. */
 export async function usageHistory(ns: string, id: string): Promise<VolumeUsage[] | undefined> {
-  try {
-    const points = listOf<VolumeUsage>(await getJson(HEALTH_FIELDS.usageHistoryPath(ns, id)), 'points');
-    return points.sort((a, b) => (a.reportedAt ?? 0) - (b.reportedAt ?? 0));
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return undefined;
-    throw err;
-  }
+  const body = await unlessMissing('usage-history', () => getJson(HEALTH_FIELDS.usageHistoryPath(ns, id)));
+  if (body === undefined) return undefined;
+  return listOf<VolumeUsage>(body, 'points').sort((a, b) => (a.reportedAt ?? 0) - (b.reportedAt ?? 0));
 }
 
-/** The differences `volume doctor` last found for the volume; undefined when this server has no doctor (404). */
+/** The differences `volume doctor` last found for the volume; undefined when this server has no such endpoint. */
 export async function volumeDrift(ns: string, id: string): Promise<Drift[] | undefined> {
-  try {
-    return listOf<Drift>(await getJson(HEALTH_FIELDS.driftPath(ns, id)), 'differences');
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return undefined;
-    throw err;
-  }
+  const body = await unlessMissing('drift', () => getJson(HEALTH_FIELDS.driftPath(ns, id)));
+  return body === undefined ? undefined : listOf<Drift>(body, 'differences');
 }
 
 // ---- the event stream -----------------------------------------------------

@@ -4,7 +4,7 @@
 
 import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { actions, api, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type Volume } from '../api';
+import { actions, api, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type Volume } from '../api';
 import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
 import { useLive, watchUntil } from '../live';
 import { useCanWrite } from '../session';
@@ -138,7 +138,7 @@ export function VolumePage() {
   const ns = params['ns'] ?? 'default';
   const id = params['id'] ?? '';
   const canWrite = useCanWrite();
-  const { data, error } = useLive(`volume/${ns}/${id}`, ['volume', 'claim', 'plugin'], async () => {
+  const { data, error } = useLive(`volume/${ns}/${id}`, ['volume', 'claim', 'plugin', ...HEALTH_FIELDS.topics], async () => {
     const [volume, history, usage, drift] = await Promise.all([
       api.volume(ns, id),
       api.history([`claim:${id}`], 0),
