@@ -28,6 +28,8 @@ interface Declared {
   value?: Value;
   /** Where the value came from, when from a file. */
   from?: Range;
+  /** Where the value came from, when not from a file (`-var count`). */
+  source?: string;
   block: Block;
   validations: { condition: Expr; message: Expr }[];
 }
@@ -142,6 +144,8 @@ function setValue(d: Declared, v: Value, from: Range | undefined, diagnostics: D
     d.value = d.type ? convertTo(v, d.type) : v;
     if (from) d.from = from;
     else delete d.from;
+    if (source) d.source = source;
+    else delete d.source;
   } catch (err) {
     if (!(err instanceof ConversionError)) throw err;
     const what = source ? ` (from ${source})` : '';
@@ -226,7 +230,7 @@ function validate(d: Declared, ctx: EvalContext, diagnostics: Diagnostic[]): voi
       return;
     }
     const message = evaluateIn(rule.message, ctx, diagnostics);
-    diagnostics.push(error('Invalid value for variable', `${typeof message === 'string' ? message : 'The value is refused by its validation rule.'} (variable "${d.name}", validation rule at line ${rule.condition.range.start.line})`, d.from ?? d.block.defRange));
+    diagnostics.push(error('Invalid value for variable', `${typeof message === 'string' ? message : 'The value is refused by its validation rule.'} (variable "${d.name}"${d.source ? `, from ${d.source}` : ''}, validation rule at line ${rule.condition.range.start.line})`, d.from ?? d.block.defRange));
     return;
   }
 }
