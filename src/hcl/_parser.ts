@@ -214,6 +214,9 @@ class Parser {
     const t = this.peek(true);
     if (t.kind === 'newline' || t.kind === 'eof') return;
     if (oneLine && (t.kind === '}' || (this.opts.lenient && t.kind === ','))) return;
+    if (oneLine && !this.opts.lenient) {
+      this.fail('Invalid single-argument block definition', 'A single-line block definition must end with a closing brace immediately after its single argument definition.', t.range);
+    }
     if (this.opts.lenient && t.kind === '}') return;
     this.fail(`Missing newline after ${what}`, `An ${what === 'argument' ? 'argument definition' : 'block definition'} must end with a newline; found ${this.describe(t)}.`, t.range);
   }

@@ -214,7 +214,8 @@ export function scan(file: string, text: string, opts: { template?: boolean } = 
       i++;
     }
     flush();
-    if (i > a) push('lit', a, i, value);
+    // HCL normalises string literals to NFC.
+    if (i > a) push('lit', a, i, value.normalize('NFC'));
     if (i >= n || text[i] === '\n') {
       diagnostics.push(error('Unterminated template string', 'No closing marker was found for the string.', range(a - 1 < 0 ? 0 : a - 1, i)));
       stack.pop();
@@ -271,7 +272,7 @@ export function scan(file: string, text: string, opts: { template?: boolean } = 
       i++;
     }
     value += text.slice(from, i);
-    if (i > a) push('lit', a, i, value, { lineStart });
+    if (i > a) push('lit', a, i, value.normalize('NFC'), { lineStart });
     if (!frame.atLineStart && i < n) opener();
   };
 
