@@ -126,7 +126,7 @@ function fileFunctions(opts: FunctionOptions, all: () => Readonly<Record<string,
       {
         ...f,
         impl: () => {
-          throw new FunctionError('file system functions are disabled here: the job was submitted as JSON to the API, or the caller turned them off');
+          throw new FunctionError('file functions are turned off here (berth job run and job validate allow them, relative to the job file)');
         },
       },
     ]),
