@@ -31,6 +31,8 @@ interface Declared {
   /** Where the value came from, when not from a file (`-var count`). */
   source?: string;
   block: Block;
+  /** Its type or default was refused (already reported): say nothing more about it. */
+  broken?: boolean;
   validations: { condition: Expr; message: Expr }[];
 }
 
@@ -68,6 +70,7 @@ export function evaluateVariables(body: Body, base: EvalContext, inputs: Variabl
   const vars = newObject();
   for (const d of declared.values()) {
     if (d.value === undefined) {
+      if (d.broken) continue;
       diagnostics.push(error(`Unset variable "${d.name}"`, `A used variable must be set or have a default value; give it with -var ${d.name}=..., a -var-file, or NOMAD_VAR_${d.name}.`, d.block.defRange));
       continue;
     }
@@ -119,13 +122,18 @@ function declareVariable(block: Block, declared: Map<string, Declared>, ctx: Eva
   const type = attrs.get('type');
   if (type) {
     const t = typeFromExpr(type.expr, ctx);
-    if ('diagnostic' in t) diagnostics.push(t.diagnostic);
-    else d.type = t.type;
+    if ('diagnostic' in t) {
+      diagnostics.push(t.diagnostic);
+      d.broken = true;
+      return;
+    }
+    d.type = t.type;
   }
   const def = attrs.get('default');
   if (def) {
     const v = evaluateIn(def.expr, ctx, diagnostics);
     if (v !== undefined) setValue(d, v, def.expr.range, diagnostics);
+    if (d.value === undefined) d.broken = true;
   }
 }
 

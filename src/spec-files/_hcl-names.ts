@@ -176,6 +176,9 @@ const EXAMPLES: Record<string, string> = {
   id: '"hostpath"',
   name: '"data"',
   image: '"redis:7"',
+  group: 'group "app" { task "server" { ... } }',
+  task: 'task "server" { driver = "raw_exec" ... }',
+  capability: 'capability { access_mode = "single-node-writer", attachment_mode = "file-system" }',
 };
 
 /**
@@ -185,7 +188,7 @@ const EXAMPLES: Record<string, string> = {
  */
 export function hclMessage(message: string, missing: boolean, field: string, names: ReadonlyMap<string, string>): string {
   const last = field.split('.').pop()?.replace(/\[\d+\]$/, '') ?? '';
-  if (missing && /^expected /.test(message)) return EXAMPLES[last] ? `required, e.g. ${EXAMPLES[last]}` : 'required';
+  if (missing && /^(expected |needs at least 1 )/.test(message)) return EXAMPLES[last] ? `required, e.g. ${EXAMPLES[last]}` : 'required';
   const typed: Record<string, string> = { number: 'a number', string: 'a string', boolean: 'true or false', array: 'a list', object: 'a block or a map', record: 'a map', int: 'a whole number' };
   const m = /^expected (\w+)$/.exec(message);
   if (m) return `expected ${typed[m[1] as string] ?? m[1]}`;
