@@ -285,3 +285,15 @@ describe('syntax errors', () => {
     assert.deepEqual(problems('block "x" "y\n'), ['t.hcl:1:11: Unterminated template string; No closing marker was found for the string.']);
   });
 });
+
+describe('the README', () => {
+  it('lists exactly the functions the engine provides', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { FUNCTION_NAMES } = await import('./index.js');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const line = /^- \*\*Functions\*\*[^\n]*\n((?: {2}[^\n]*\n)+)/m.exec(readme);
+    assert.ok(line, 'the Functions item of "The job language"');
+    const listed = [...(line[1] as string).matchAll(/`([a-z0-9_]+)`/g)].map((m) => m[1]);
+    assert.deepEqual(listed, [...FUNCTION_NAMES]);
+  });
+});
