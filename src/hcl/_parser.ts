@@ -8,6 +8,7 @@
 import type { Attribute, Block, Body, Expr, TemplatePart } from './ast.js';
 import { error, spanning, type Diagnostic, type Range } from './diagnostics.js';
 import { scan, type Token } from './_scanner.js';
+import { applyStrips, flushIndent, type Flat } from './_template-text.js';
 
 /** Parse options. `lenient` takes what HCL v1 took (Nomad reads volume specs so): blocks on one line, quoted names, `key { }` and `key = { }` alike. */
 export interface ParseOptions {
@@ -69,11 +70,6 @@ export function parseTemplate(file: string, text: string): { expr?: Expr; diagno
     throw err;
   }
 }
-
-type Flat =
-  | { t: 'lit'; value: string; range: Range; lineStart: boolean }
-  | { t: 'interp'; expr: Expr; stripL: boolean; stripR: boolean; range: Range }
-  | { t: 'ctl'; word: 'if' | 'else' | 'endif' | 'for' | 'endfor'; expr?: Expr; keyVar?: string; valueVar?: string; stripL: boolean; stripR: boolean; range: Range };
 
 class Parser {
   private i = 0;
@@ -566,39 +562,5 @@ class Parser {
     }
     if (until) return out;
     return out;
-  }
-}
-
-// `<<-`: the smallest indentation of the lines that have content is cut from every line.
-function flushIndent(flat: Flat[]): void {
-  let min = Infinity;
-  for (const f of flat) {
-    if (f.t !== 'lit' || !f.lineStart) continue;
-    const m = /^[ \t]*/.exec(f.value) as RegExpExecArray;
-    if (m[0].length === f.value.replace(/\r?\n$/, '').length && /\n$/.test(f.value)) continue;
-    min = Math.min(min, m[0].length);
-  }
-  if (!Number.isFinite(min) || min === 0) return;
-  for (const f of flat) if (f.t === 'lit' && f.lineStart) f.value = f.value.replace(new RegExp(`^[ \\t]{0,${min}}`), '');
-}
-
-// `${~ x ~}`: whitespace (newlines too) beside the marker is dropped from the neighbouring literal.
-function applyStrips(flat: Flat[]): void {
-  // Heredoc text comes a line at a time: join neighbouring literals first, so a strip reaches across lines.
-  for (let k = flat.length - 1; k > 0; k--) {
-    const [a, b] = [flat[k - 1] as Flat, flat[k] as Flat];
-    if (a.t === 'lit' && b.t === 'lit') {
-      a.value += b.value;
-      a.range = spanning(a.range, b.range);
-      flat.splice(k, 1);
-    }
-  }
-  for (let k = 0; k < flat.length; k++) {
-    const f = flat[k] as Flat;
-    if (f.t === 'lit') continue;
-    const prev = flat[k - 1];
-    const next = flat[k + 1];
-    if (f.stripL && prev?.t === 'lit') prev.value = prev.value.replace(/\s+$/, '');
-    if (f.stripR && next?.t === 'lit') next.value = next.value.replace(/^\s+/, '');
   }
 }
