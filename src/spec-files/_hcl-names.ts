@@ -10,6 +10,8 @@ interface Part {
   name: string;
   label?: string;
   index?: number;
+  /** A repeated block (its first is shown without [0]). */
+  block?: boolean;
 }
 
 const SEGMENT = /([^.[\]]+)|\[(\d+)\]/g;
@@ -70,7 +72,7 @@ export function hclParts(path: string, spec: Body, input: unknown, paths: PathSt
         break;
       case 'blocks': {
         const next = segs[k + 1];
-        parts.push({ name, ...(typeof next === 'number' ? { index: next } : {}) });
+        parts.push({ name, block: true, ...(typeof next === 'number' ? { index: next } : {}) });
         if (typeof next === 'number') {
           descend(next);
           k++;
@@ -109,7 +111,7 @@ export function formatHclField(parts: readonly Part[]): string {
   parts.forEach((p, k) => {
     if (p.label !== undefined) last = k;
   });
-  const show = (p: Part): string => (p.label !== undefined ? `${p.name} "${p.label}"` : p.index !== undefined && p.index > 0 ? `${p.name}[${p.index}]` : p.name);
+  const show = (p: Part): string => (p.label !== undefined ? `${p.name} "${p.label}"` : p.index !== undefined && (p.index > 0 || !p.block) ? `${p.name}[${p.index}]` : p.name);
   const tail = parts.slice(last + 1);
   if (!tail.length) return last >= 0 ? show(parts[last] as Part) : '';
   return tail.map(show).join('.');
