@@ -23,6 +23,7 @@ type Frame = { mode: 'normal'; braces: number } | { mode: 'quoted' } | { mode: '
 
 const PUNCT3 = new Set(['...']);
 const PUNCT2 = new Set(['==', '!=', '<=', '>=', '&&', '||', '=>']);
+const MULTI_START = new Set(['.', '=', '!', '<', '>', '&', '|']);
 const PUNCT1 = new Set(['{', '}', '[', ']', '(', ')', ',', '.', '=', '<', '>', '+', '-', '*', '/', '%', '!', '?', ':', '~']);
 const isIdentStart = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c > 127;
 const isIdentPart = (c: number): boolean => isIdentStart(c) || (c >= 48 && c <= 57) || c === 45;
@@ -67,6 +68,7 @@ export function scan(file: string, text: string, opts: { template?: boolean } = 
     const ch = text[i] as string;
     if (ch === ' ' || ch === '\t' || ch === '\r' || c === 0xfeff) {
       i++;
+      while (i < n && (text[i] === ' ' || text[i] === '\t' || text[i] === '\r')) i++;
       return;
     }
     if (ch === '\n') {
@@ -133,8 +135,8 @@ export function scan(file: string, text: string, opts: { template?: boolean } = 
       stack.pop();
       return;
     }
-    const three = text.slice(i, i + 3);
-    const two = text.slice(i, i + 2);
+    const three = MULTI_START.has(ch) ? text.slice(i, i + 3) : '';
+    const two = three.slice(0, 2);
     if (PUNCT3.has(three)) {
       push(three, i, i + 3);
       i += 3;

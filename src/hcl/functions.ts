@@ -133,9 +133,16 @@ function fileFunctions(opts: FunctionOptions, all: () => Readonly<Record<string,
   );
 }
 
-/** The function table for one file. Pure; the file functions read the disk when called. */
+const tables = new Map<string, Readonly<Record<string, HclFunction>>>();
+
+/** The function table for files in `opts.baseDir` (built once per directory and FS setting). The file functions read the disk when called. */
 export function jobFunctions(opts: FunctionOptions): Readonly<Record<string, HclFunction>> {
+  const key = `${opts.allowFS ? 1 : 0}:${opts.baseDir}`;
+  const known = tables.get(key);
+  if (known) return known;
   const table: Record<string, HclFunction> = { ...CORE_FUNCTIONS, ...EXTRA_FUNCTIONS };
   Object.assign(table, fileFunctions(opts, () => table));
+  if (tables.size > 64) tables.clear();
+  tables.set(key, table);
   return table;
 }
