@@ -195,13 +195,16 @@ export async function parseSpecText<T>(
 /** How an HCL body maps to canonical JSON (see parseSpecText). */
 export type HclBody = Body;
 
+const NO_NAMES: ReadonlyMap<string, string> = new Map();
+
 function atPath(file: string, located: Located, path: string, message: string): FileProblem {
   if (located.describe) return located.describe(path, message);
   // An unknown field is found at the field itself, not at its parent.
   const unknown = /^unknown fields? "([^"]+)"/.exec(message);
   const target = unknown ? (path ? `${path}.${unknown[1]}` : (unknown[1] as string)) : path;
   const pos = located.locate(target) ?? { line: 0, column: 0 };
-  return { file, line: pos.line, column: pos.column, field: path, message };
+  // JSON files keep their own (canonical) names, and get the same plain wording as HCL files.
+  return { file, line: pos.line, column: pos.column, field: path, message: unknown ? message : hclMessage(message, valueAt(located.input, path) === undefined, path, NO_NAMES) };
 }
 
 function parents(path: string): string[] {
