@@ -113,7 +113,7 @@ describe('agent config files', () => {
   });
 
   it('names file:line:col of malformed HCL and malformed JSON', async () => {
-    assert.match(await problemOf('agent.hcl', 'client {\n  node_name = \n}\n'), /^agent\.hcl:2:\d+: Invalid expression: Expected the start of an expression, but found a newline\.$/);
+    assert.match(await problemOf('agent.hcl', 'client {\n  node_name = \n}\n'), /^agent\.hcl:2:\d+: malformed HCL: Invalid expression: Expected the start of an expression, but found a newline\.$/);
     assert.match(await problemOf('agent.json', '{\n  "data_dir": "/x",\n  "client": {,}\n}\n'), /^agent\.json:3:\d+: malformed JSON/);
   });
 

@@ -26,12 +26,13 @@ export interface ConfigOptions extends VariableInputs {
 /**
  * Parses and evaluates `text`. Returns the evaluated body and every error
  * found (sorted by the caller when rendered); when there are diagnostics
- * the body may be partial. Pure but for file functions, which read the disk
+ * the body may be partial; `syntax` says they are syntax errors (the text
+ * could not be parsed at all). Pure but for file functions, which read the disk
  * only when `allowFS`.
  */
-export function evaluateConfig(file: string, text: string, opts: ConfigOptions = {}): { body: EvaluatedBody; diagnostics: Diagnostic[] } {
+export function evaluateConfig(file: string, text: string, opts: ConfigOptions = {}): { body: EvaluatedBody; diagnostics: Diagnostic[]; syntax?: boolean } {
   const parsed = parseConfig(file, text, { lenient: !!opts.lenient });
-  if (parsed.diagnostics.length) return { body: { attributes: [], blocks: [] }, diagnostics: parsed.diagnostics };
+  if (parsed.diagnostics.length) return { body: { attributes: [], blocks: [] }, diagnostics: parsed.diagnostics, syntax: true };
   const diagnostics: Diagnostic[] = [];
   const base: EvalContext = {
     variables: {},

@@ -13,52 +13,52 @@ const CASES: [string, string, string][] = [
   [
     "syntax: missing value",
     "job \"web\" {\n  type = \n}\n",
-    "web.hcl:2:10: Invalid expression: Expected the start of an expression, but found a newline.",
+    "web.hcl:2:10: malformed HCL: Invalid expression: Expected the start of an expression, but found a newline.",
   ],
   [
     "syntax: unclosed block",
     "job \"web\" {\n  group \"g\" {\n",
-    "web.hcl:3:1: Unclosed configuration block: There is no closing brace for this block before the end of the file.",
+    "web.hcl:3:1: malformed HCL: Unclosed configuration block: There is no closing brace for this block before the end of the file.",
   ],
   [
     "syntax: unterminated string",
     "job \"web\" {\n  type = \"service\n}\n",
-    "web.hcl:2:10: Unterminated template string: No closing marker was found for the string.",
+    "web.hcl:2:10: malformed HCL: Unterminated template string: No closing marker was found for the string.",
   ],
   [
     "syntax: stray closing brace",
     "job \"web\" {\n}\n}\n",
-    "web.hcl:3:1: Argument or block definition required: An argument or block definition is required here; this closing brace has no opening one.",
+    "web.hcl:3:1: malformed HCL: Argument or block definition required: An argument or block definition is required here; this closing brace has no opening one.",
   ],
   [
     "syntax: bad escape",
     "job \"web\" {\n  type = \"a\\qb\"\n}\n",
-    "web.hcl:2:12: Invalid escape sequence: The symbol \"q\" is not a valid escape sequence selector.",
+    "web.hcl:2:12: malformed HCL: Invalid escape sequence: The symbol \"q\" is not a valid escape sequence selector.",
   ],
   [
     "syntax: missing equals",
     "job \"web\" {\n  type \"service\"\n}\n",
-    "web.hcl:2:17: Invalid block definition: Expected a block definition here: \"type\" is followed by a newline.",
+    "web.hcl:2:17: malformed HCL: Invalid block definition: Expected a block definition here: \"type\" is followed by a newline.",
   ],
   [
     "syntax: two arguments on a line",
     "job \"web\" {\n  type = \"service\", priority = 50\n}\n",
-    "web.hcl:2:19: Missing newline after argument: An argument definition must end with a newline; found \",\".",
+    "web.hcl:2:19: malformed HCL: Missing newline after argument: An argument definition must end with a newline; found \",\".",
   ],
   [
     "syntax: invalid character",
     "job \"web\" {\n  priority = 50 @\n}\n",
-    "web.hcl:2:17: Invalid character: This character is not used within the language: \"@\".",
+    "web.hcl:2:17: malformed HCL: Invalid character: This character is not used within the language: \"@\".",
   ],
   [
     "syntax: unclosed heredoc",
     "job \"web\" {\n  meta {\n    a = <<EOT\nhello\n",
-    "web.hcl:5:1: Unterminated template string: No closing marker \"EOT\" was found for this heredoc.",
+    "web.hcl:5:1: malformed HCL: Unterminated template string: No closing marker \"EOT\" was found for this heredoc.",
   ],
   [
     "syntax: template label",
     "job \"web-${1}\" {\n}\n",
-    "web.hcl:1:10: Invalid string literal: Template sequences are not allowed in this string; to include a literal \"$\", double it (\"$${\").",
+    "web.hcl:1:10: malformed HCL: Invalid string literal: Template sequences are not allowed in this string; to include a literal \"$\", double it (\"$${\").",
   ],
   [
     "no job block",

@@ -142,7 +142,7 @@ describe('job files', () => {
     assert.equal(problems[0]!.file, 'bad.hcl');
     assert.equal(problems[0]!.line, 3);
     assert.ok(problems[0]!.column > 0);
-    assert.equal(problems[0]!.message, 'Invalid expression: Expected the start of an expression, but found a newline.');
+    assert.equal(problems[0]!.message, 'malformed HCL: Invalid expression: Expected the start of an expression, but found a newline.');
   });
 
   it('a schema violation in HCL points at the offending attribute, block or unknown field', async () => {

@@ -256,7 +256,7 @@ function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body, opts
   const deep = nestingProblem(text, undefined, { hcl: true });
   if (deep) throw new SpecFileError([{ file, line: deep.line, column: deep.column, field: '', message: deep.message }]);
   const evaluated = evaluateConfig(file, text, { ...opts, lenient: kind === 'volume', variables: kind === 'job' });
-  if (evaluated.diagnostics.length) throw new SpecFileError(sortProblems(evaluated.diagnostics.map((d) => diagnosticProblem(file, d))));
+  if (evaluated.diagnostics.length) throw new SpecFileError(sortProblems(evaluated.diagnostics.map((d) => diagnosticProblem(file, d, evaluated.syntax ? 'malformed HCL: ' : ''))));
   const raw = toJsonShape(evaluated.body);
   const outline: HclOutlineNode[] = outlineOf(evaluated.body);
   const spec = kind === 'job' ? JOB_BODY : kind === 'volume' ? VOLUME_BODY : kind;
@@ -353,7 +353,7 @@ function valueAt(input: unknown, path: string): unknown {
 }
 
 // An HCL diagnostic as a file problem: `Unsupported attribute; This object does not have...`.
-function diagnosticProblem(file: string, d: Diagnostic): FileProblem {
+function diagnosticProblem(file: string, d: Diagnostic, prefix: string): FileProblem {
   const where = d.subject ? { file: d.subject.file, line: d.subject.start.line, column: d.subject.start.column } : { file, line: 0, column: 0 };
-  return { ...where, field: '', message: d.detail ? `${d.summary}: ${d.detail}` : d.summary };
+  return { ...where, field: '', message: prefix + (d.detail ? `${d.summary}: ${d.detail}` : d.summary) };
 }
