@@ -1,6 +1,7 @@
 // An evaluated HCL body in hcl2json's shape (every block a list, labelled
-// blocks keyed by label, snake_case names; see hcl's toJsonShape) -> Berth's canonical camelCase JSON, driven by a table of
-// the blocks each body may hold. Unknown names pass through camelCased so
+// blocks keyed by label, snake_case names; see hcl's toJsonShape) ->
+// Berth's canonical camelCase JSON, driven by a table of the blocks each
+// body may hold. Unknown names pass through camelCased so
 // that the zod schema reports them as unknown fields, at their line.
 
 import { formatPath } from '../structs/index.js';

@@ -96,6 +96,10 @@ export function hclParts(path: string, spec: Body, input: unknown, paths: PathSt
         if (field.t === 'labeled' && segs[k + 1] === field.labelAs && k + 2 === segs.length) return parts;
         break;
       }
+      default:
+        // A kind of field this file does not know yet: its name, and the rest as written.
+        parts.push({ name });
+        body = 'body' in field ? (field as { body: Body }).body : undefined;
     }
   }
   return parts;
