@@ -297,3 +297,17 @@ describe('the README', () => {
     assert.deepEqual(listed, [...FUNCTION_NAMES]);
   });
 });
+
+describe('the pipeline stages', () => {
+  it('each stage is a value a test can print: tokens, then a tree whose nodes carry their ranges', async () => {
+    const { scan, parseConfig } = await import('./index.js');
+    assert.deepEqual(
+      scan('t.hcl', 'a = "x${b}"\n').tokens.map((t) => t.kind),
+      ['ident', '=', 'oquote', 'lit', 'interp', 'ident', '}', 'cquote', 'newline', 'eof'],
+    );
+    const { body } = parseConfig('t.hcl', 'port = 80 + 1\n');
+    const expr = body.attributes[0]!.expr;
+    assert.equal(expr.kind, 'binary');
+    assert.deepEqual(expr.kind === 'binary' ? [expr.op, expr.opRange.start.column, expr.right.range.start.column, expr.range.end.column] : [], ['+', 11, 13, 14]);
+  });
+});
