@@ -45,7 +45,7 @@ export function evaluateBody(body: Body, ctx: EvalContext, diagnostics: Diagnost
       out.attributes.push({ name: attr.name, value: evaluate(attr.expr, ctx), nameRange: attr.nameRange, expr: attr.expr });
     } catch (err) {
       if (!(err instanceof EvalFailure)) throw err;
-      diagnostics.push(err.diagnostic);
+      if (!err.diagnostic.consequence) diagnostics.push(err.diagnostic);
     }
   }
   for (const block of body.blocks) {
@@ -83,7 +83,7 @@ function expandDynamic(block: Block, ctx: EvalContext, diagnostics: Diagnostic[]
     collection = evaluate(forEach.expr, ctx);
   } catch (err) {
     if (!(err instanceof EvalFailure)) throw err;
-    diagnostics.push(err.diagnostic);
+    if (!err.diagnostic.consequence) diagnostics.push(err.diagnostic);
     return [];
   }
   let pairs: [Value, Value][];
@@ -103,7 +103,7 @@ function expandDynamic(block: Block, ctx: EvalContext, diagnostics: Diagnostic[]
         labels = v.map((x) => toStringValue(x));
       } catch (err) {
         if (!(err instanceof EvalFailure)) throw err;
-        diagnostics.push(err.diagnostic);
+        if (!err.diagnostic.consequence) diagnostics.push(err.diagnostic);
         return out;
       }
     }

@@ -27,6 +27,8 @@ export interface Diagnostic {
   detail?: string;
   /** Where the problem is. */
   subject?: Range;
+  /** Follows from an error already reported (a reference to a local that failed): never shown. */
+  consequence?: boolean;
 }
 
 /**

@@ -50,7 +50,7 @@ export interface EvalContext {
   /** The source text of each file, for undefinedVariable's `text`. */
   sources?: Readonly<Record<string, string>>;
   /** Messages for an attribute a root object lacks (`var.x`, `local.y`). */
-  undeclared?: Readonly<Record<string, (name: string) => { summary: string; detail: string }>>;
+  undeclared?: Readonly<Record<string, (name: string) => { summary: string; detail: string; consequence?: boolean }>>;
   /** The element a splat's `each` applies to. */
   splat?: Value;
 }
@@ -168,7 +168,7 @@ function getAttr(object: Value, expr: Expr & { kind: 'getattr' }, ctx: EvalConte
     const root = expr.object.kind === 'variable' ? ctx.undeclared?.[expr.object.name] : undefined;
     if (root) {
       const m = root(expr.name);
-      return fail(m.summary, m.detail, expr.range);
+      throw new EvalFailure({ ...error(m.summary, m.detail, expr.range), ...(m.consequence ? { consequence: true } : {}) });
     }
     return fail('Unsupported attribute', `This object does not have an attribute named ${JSON.stringify(expr.name)}.`, expr.nameRange);
   }

@@ -76,10 +76,16 @@ export function evaluateVariables(body: Body, base: EvalContext, inputs: Variabl
     }
     vars[d.name] = d.value;
   }
-  const undeclared = { ...base.undeclared, var: undeclaredVar, local: undeclaredLocal };
+  // A variable or local whose own definition failed was reported once; references to it say nothing more.
+  const failedLocals = new Set<string>();
+  const undeclared = {
+    ...base.undeclared,
+    var: (name: string) => (declared.has(name) ? { ...undeclaredVar(name), consequence: true } : undeclaredVar(name)),
+    local: (name: string) => (failedLocals.has(name) ? { ...undeclaredLocal(name), consequence: true } : undeclaredLocal(name)),
+  };
   const varCtx: EvalContext = { ...base, undeclared, variables: { ...base.variables, var: vars } };
   for (const d of declared.values()) if (d.value !== undefined) validate(d, varCtx, diagnostics);
-  const locals = evaluateLocals(localBlocks, varCtx, diagnostics);
+  const locals = evaluateLocals(localBlocks, varCtx, diagnostics, failedLocals);
   return { body: { ...body, blocks: rest }, ctx: { ...varCtx, variables: { ...varCtx.variables, local: locals } } };
 }
 
@@ -142,7 +148,7 @@ function evaluateIn(expr: Expr, ctx: EvalContext, diagnostics: Diagnostic[]): Va
     return evaluate(expr, ctx);
   } catch (err) {
     if (!(err instanceof EvalFailure)) throw err;
-    diagnostics.push(err.diagnostic);
+    if (!err.diagnostic.consequence) diagnostics.push(err.diagnostic);
     return undefined;
   }
 }
@@ -255,7 +261,7 @@ function localRefs(expr: unknown, out: Set<string>): void {
   for (const [k, v] of Object.entries(expr)) if (k !== 'range' && k !== 'nameRange' && k !== 'keyRange' && k !== 'opRange') localRefs(v, out);
 }
 
-function evaluateLocals(blocks: Block[], ctx: EvalContext, diagnostics: Diagnostic[]): ObjectValue {
+function evaluateLocals(blocks: Block[], ctx: EvalContext, diagnostics: Diagnostic[], failed: Set<string>): ObjectValue {
   const locals = newObject();
   const defs = new Map<string, { expr: Expr; at: Range; deps: Set<string> }>();
   for (const b of blocks) {
@@ -301,5 +307,6 @@ function evaluateLocals(blocks: Block[], ctx: EvalContext, diagnostics: Diagnost
     return true;
   };
   for (const name of defs.keys()) visit(name, []);
+  for (const [name, s] of state) if (s !== 'done') failed.add(name);
   return locals;
 }

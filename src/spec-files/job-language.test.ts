@@ -174,6 +174,14 @@ describe('job files with variables, locals, functions and dynamic blocks', () =>
     ]);
   });
 
+  it('one bad expression is one error: locals built on a failed local, and a failed variable, say nothing more', async () => {
+    const text = 'variable "n" {\n  type    = number\n  default = "many"\n}\nlocals {\n  a = lowercase("X")\n  b = "${local.a}-${var.n}"\n  c = [local.b]\n}\njob "x" {\n}\n';
+    assert.deepEqual(await errorsOf(text), [
+      'web.hcl:3:13: Invalid value for variable: The value of variable "n" is not a number: a number is required, not the string "many".',
+      'web.hcl:6:7: Call to unknown function: There is no function named "lowercase" (see "Coming from Nomad" in the README for the functions Berth provides).',
+    ]);
+  });
+
   it('locals are evaluated in dependency order, whatever order they are written in', async () => {
     const text = 'locals {\n  c = "${local.b}!"\n}\nlocals {\n  b = upper(local.a)\n  a = "cmd"\n}\njob "x" {\n  group "g" {\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = local.c\n      }\n    }\n  }\n}\n';
     const { job } = await parseJobFile('x.hcl', text);
