@@ -67,7 +67,7 @@ export async function readSpecFile(file: string): Promise<string> {
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /** `--var` and `--var-file` (Nomad's -var, -var-file), on every command that reads a job file. */
-function variableOptions(cmd: Command): Command {
+export function variableOptions(cmd: Command): Command {
   return cmd
     .option('--var <name=value>', 'set a variable the job file declares (repeatable); wins over --var-file and NOMAD_VAR_*/BERTH_VAR_*', collect, [])
     .option('--var-file <file>', 'read variable values from an HCL (name = value) or JSON file (repeatable)', collect, []);
