@@ -90,7 +90,7 @@ export function berthCapabilities(c: PluginCapabilities): DriverCapabilities {
   return {
     sendSignals: c.sendSignals,
     exec: c.exec,
-    fsIsolation: c.fsIsolation === 'none' ? 'none' : 'chroot',
+    fsIsolation: c.fsIsolation === 'chroot' || c.fsIsolation === 'image' ? c.fsIsolation : 'none',
     networkModes: [...modes],
     mustInitiateNetwork: c.mustInitiateNetwork,
     mountConfigs: c.mountConfigs === 'all' ? 'any' : 'none',

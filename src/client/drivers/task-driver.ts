@@ -207,7 +207,8 @@ export interface ExecOptions {
 export interface DriverCapabilities {
   sendSignals: boolean;
   exec: boolean;
-  fsIsolation: 'none' | 'chroot';
+  /** Nomad's FSIsolation: `chroot` drivers get the chroot built in the task directory, `image` and `none` do not. */
+  fsIsolation: 'none' | 'chroot' | 'image';
   networkModes: ReadonlyArray<'host' | 'none'>;
   /** True when the driver makes the network namespace itself (never for Berth's drivers). */
   mustInitiateNetwork: boolean;

@@ -61,7 +61,8 @@ export interface RunnerExitResult {
 }
 
 export interface RunnerDriverCapabilities {
-  fsIsolation: 'none' | 'chroot';
+  /** Nomad's FSIsolation: `chroot` drivers get the chroot built in the task directory, `image` and `none` do not. */
+  fsIsolation: 'none' | 'chroot' | 'image';
   /** The driver makes the group's network namespace itself (createNetwork/destroyNetwork). */
   mustInitiateNetwork?: boolean;
   networkModes: ReadonlyArray<'host' | 'none'>;
