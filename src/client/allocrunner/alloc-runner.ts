@@ -163,6 +163,7 @@ export class AllocRunner {
           onChange: () => this.#taskChanged(),
           killTimeoutMs: opts.killTimeoutMs ?? 5_000,
           ...(fenceAfterMs ? { fenceAfterMs } : {}),
+          namespace: opts.job.namespace,
           networkNamespacePath: () => this.#record.network?.path,
           logger: this.#logger,
           clock: this.#clock,

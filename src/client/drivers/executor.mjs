@@ -20,7 +20,15 @@
 // Log files: `<dir>/<task>.<stdout|stderr>.<n>`, n growing; at most maxFiles
 // kept per stream (src/client/logs reads them in the same order). When logs
 // are disabled nothing is captured and a marker `.<task>.logs-disabled` is
-// left in the log dir.
+// left in the log dir. With `logs.fifos` (a task of Berth's driver served as
+// a plugin: Nomad's StdoutPath/StderrPath) the task writes straight into the
+// host's FIFOs and the host's log monitor rotates.
+//
+// Log monitor mode (`mode: 'logmon'`, Nomad's logmon): the same script,
+// started by the host for a task of an external driver plugin, holds the
+// task's stdout/stderr FIFOs open (read-write, so a writer never blocks or
+// gets SIGPIPE while no agent runs), copies what arrives into rotated files,
+// and exits on SIGTERM (after draining) or once its FIFOs are removed.
 
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -33,7 +41,7 @@ import path from 'node:path';
  * @typedef {{
  *   mode: 'raw_exec'|'exec', taskId: string, taskName: string, command: string, args: string[],
  *   env: Record<string,string>, taskDir: string, allocDir: string, secretsDir: string, mounts: Mount[],
- *   networkNamespacePath?: string, logs: { disabled: boolean, dir: string, maxFiles: number, maxFileBytes: number },
+ *   networkNamespacePath?: string, logs: { disabled: boolean, dir: string, maxFiles: number, maxFileBytes: number, fifos?: { stdout: string, stderr: string } },
  *   stateDir: string, socketPath: string, cgroup?: TaskCgroup,
  *   lease?: { file: string, ms: number, killTimeoutMs: number }
  * }} ExecutorConfig
@@ -348,7 +356,13 @@ const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift;
 function spawnTask(cfg) {
   const env = { PATH: DEFAULT_PATH, ...cfg.env };
   /** @type {import('node:child_process').StdioOptions} */
-  const stdio = cfg.logs.disabled ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'];
+  const fifos = cfg.logs.fifos;
+  // A FIFO opened write-only blocks until a reader has it: the host's log monitor already does.
+  const stdio = cfg.logs.disabled
+    ? ['ignore', 'ignore', 'ignore']
+    : fifos
+      ? ['ignore', fs.openSync(fifos.stdout, fs.constants.O_WRONLY), fs.openSync(fifos.stderr, fs.constants.O_WRONLY)]
+      : ['ignore', 'pipe', 'pipe'];
   if (cfg.cgroup) stdio.push('pipe');
   const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
   /** @type {string[]} */
@@ -368,12 +382,48 @@ function spawnTask(cfg) {
     argv = ['/bin/sh', '-c', JOIN_SCRIPT, 'berth-cgroup', ...cfg.cgroup.dirs.map((d) => path.join(d, 'cgroup.procs')), '--', ...argv];
   }
   const [file, ...args] = argv;
-  return spawn(/** @type {string} */ (file), args, {
+  const child = spawn(/** @type {string} */ (file), args, {
     cwd: cfg.mode === 'exec' ? cfg.stateDir : cfg.taskDir,
     env,
     stdio,
     detached: true,
   });
+  for (const fd of stdio) if (typeof fd === 'number') fs.closeSync(fd);
+  return child;
+}
+
+/**
+ * Log monitor mode: see the header. Reports `{ ok: true }` once every FIFO
+ * is open, then runs until SIGTERM or its FIFOs are gone.
+ * @param {{ fifos: Array<{ fifo: string, base: string }>, dir: string, maxFiles: number, maxFileBytes: number }} cfg
+ * @param {(msg: unknown) => void} report
+ */
+function logmon(cfg, report) {
+  fs.mkdirSync(cfg.dir, { recursive: true });
+  /** @type {net.Socket[]} */
+  const readers = [];
+  /** @type {RotatingFile[]} */
+  const files = [];
+  for (const { fifo, base } of cfg.fifos) {
+    const file = new RotatingFile(cfg.dir, base, cfg.maxFiles, cfg.maxFileBytes);
+    files.push(file);
+    const sock = new net.Socket({ fd: fs.openSync(fifo, fs.constants.O_RDWR | fs.constants.O_NONBLOCK), readable: true, writable: false });
+    sock.on('data', (/** @type {Buffer} */ chunk) => file.write(chunk));
+    sock.on('error', () => undefined);
+    readers.push(sock);
+  }
+  const stop = () => {
+    // What is already in the pipes arrives in the next turns of the loop.
+    setTimeout(() => {
+      for (const f of files) f.close();
+      process.exit(0);
+    }, 100);
+  };
+  process.on('SIGTERM', stop);
+  setInterval(() => {
+    if (cfg.fifos.some((f) => !fs.existsSync(f.fifo))) stop();
+  }, 2000);
+  report({ ok: true, pid: process.pid, startTicks: startTicks(process.pid) });
 }
 
 /** @param {number | null} code @param {NodeJS.Signals | null} signal */
@@ -409,6 +459,14 @@ async function main() {
   for await (const c of process.stdin) chunks.push(c);
   /** @type {ExecutorConfig} */
   const cfg = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  if (cfg.mode === 'logmon') {
+    process.removeAllListeners('SIGTERM');
+    logmon(cfg, (msg) => {
+      fs.writeSync(3, `${JSON.stringify(msg)}\n`);
+      fs.closeSync(3);
+    });
+    return;
+  }
   fs.mkdirSync(cfg.stateDir, { recursive: true });
   const oomBaseline = oomKills(cfg.cgroup);
 
@@ -445,7 +503,7 @@ async function main() {
   // Catch the exit even if it comes before the socket is up.
   /** @type {Promise<[number | null, NodeJS.Signals | null]>} */
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
-  if (!cfg.logs.disabled) {
+  if (!cfg.logs.disabled && !cfg.logs.fifos) {
     for (const [stream, name] of /** @type {const} */ ([[child.stdout, 'stdout'], [child.stderr, 'stderr']])) {
       const file = new RotatingFile(cfg.logs.dir, `${cfg.taskName}.${name}`, cfg.logs.maxFiles, cfg.logs.maxFileBytes);
       files.push(file);
@@ -621,7 +679,7 @@ async function main() {
       fs.rmSync(cfg.socketPath, { force: true });
       setTimeout(() => process.exit(0), 50).unref();
     };
-    if (cfg.logs.disabled) return finish();
+    if (cfg.logs.disabled || cfg.logs.fifos) return finish();
     let pending = 2;
     const done = () => {
       if (--pending === 0) {
