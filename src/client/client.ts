@@ -245,7 +245,7 @@ export class Client {
       }
       await this.#startExternalDrivers();
       await this.#fingerprinter.refreshDriverInfo(true);
-      this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), logger: this.#root });
+      this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
       this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
 
       this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });

@@ -72,10 +72,13 @@ export class ChrootCache {
   readonly env: Readonly<Record<string, string>>;
   /** `<cacheDir>/<hash of chroot_env>`. */
   readonly dir: string;
+  /** Fault injection for the test suites: called when a task's chroot is half mounted. */
+  readonly halfBuilt: ((taskDir: string) => void) | undefined;
   readonly #log: Logger;
   #plan?: Promise<ChrootEntry[]>;
 
-  constructor(opts: { cacheDir: string; env?: Readonly<Record<string, string>>; logger?: Logger }) {
+  constructor(opts: { cacheDir: string; env?: Readonly<Record<string, string>>; logger?: Logger; halfBuilt?: (taskDir: string) => void }) {
+    this.halfBuilt = opts.halfBuilt;
     this.env = opts.env && Object.keys(opts.env).length > 0 ? opts.env : DEFAULT_CHROOT_ENV;
     for (const [src, dest] of Object.entries(this.env)) {
       if (!path.isAbsolute(src)) throw new Error(`chroot_env: the host path ${JSON.stringify(src)} must be absolute`);

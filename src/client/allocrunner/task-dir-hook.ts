@@ -3,7 +3,7 @@
 // a chroot driver; see allocdir). Repeating it (a restart, an agent restart)
 // reuses what is already there.
 
-import type { Logger } from '../../lib/index.js';
+import { describeError, type Logger } from '../../lib/index.js';
 import type { AllocDir, FsIsolation } from '../allocdir/index.js';
 import type { RunnerDriver, TaskHook } from '../taskrunner/index.js';
 
@@ -20,5 +20,10 @@ export class TaskDirHook implements TaskHook {
     const fs: FsIsolation = this.#o.driver.capabilities.fsIsolation;
     const ms = await this.#o.allocDir.buildTask(this.#o.task, fs);
     if (fs === 'chroot') this.#o.logger.debug({ task: this.#o.task, ms: Math.round(ms * 10) / 10 }, 'task directory chroot ready');
+  }
+
+  /** The task is dead for good: its chroot binds go now, not when the allocation is collected. Never throws. */
+  async stop(): Promise<void> {
+    await this.#o.allocDir.releaseTask(this.#o.task).catch((err: unknown) => this.#o.logger.warn({ task: this.#o.task, err: describeError(err) }, 'cannot release the task’s chroot'));
   }
 }
