@@ -6,7 +6,7 @@
 // writes never fail) while no agent runs; found again from its pid file.
 
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { BerthError, describeError } from '../../lib/index.js';
@@ -66,43 +66,60 @@ function running(t: Pick<LogMonitorTarget, 'dir' | 'taskName'>): PidFile | undef
 
 /**
  * Makes the task's FIFOs and starts its log monitor, or reuses the one
- * already running (a restarted task, a restarted agent). Resolves once the
- * FIFOs are held open, so a driver opening them for writing never blocks.
- * `script` is the executor script (drivers' EXECUTOR_SCRIPT). Throws LogMonitorError.
+ * already running (a restarted task, a restarted agent). Resolves as soon as
+ * the FIFOs exist, with `ready`, which settles once the monitor holds them.
+ * Until then the host holds them open itself (read-write, never blocking),
+ * so a driver may open them for writing at once, without blocking, and its
+ * first output waits in the pipe: the driver's StartTask runs while the
+ * monitor starts. `script` is the executor script (drivers' EXECUTOR_PATH).
+ * Throws (and `ready` rejects with) LogMonitorError.
  */
-export async function startLogMonitor(t: LogMonitorTarget, script: string): Promise<LogFifos> {
+export async function startLogMonitor(t: LogMonitorTarget, script: string): Promise<LogFifos & { ready: Promise<void> }> {
   const fifos = logFifos(t);
-  if (running(t) && existsSync(fifos.stdoutPath) && existsSync(fifos.stderrPath)) return fifos;
+  if (running(t) && existsSync(fifos.stdoutPath) && existsSync(fifos.stderrPath)) return { ...fifos, ready: Promise.resolve() };
+  const fail = (err: unknown): LogMonitorError => new LogMonitorError('LOGMON_FAILED', `cannot start the log monitor of task ${t.taskName}: ${describeError(err)}`, { cause: err });
+  let held: number[];
   try {
     mkdirSync(t.dir, { recursive: true });
     const missing = [fifos.stdoutPath, fifos.stderrPath].filter((f) => !existsSync(f));
     if (missing.length) await run('mkfifo', ['-m', '0666', ...missing]);
-    const cfg = {
-      mode: 'logmon',
-      dir: t.dir,
-      maxFiles: t.maxFiles,
-      maxFileBytes: Math.round(t.maxFileSizeMb * 1024 * 1024),
-      fifos: [
-        { fifo: fifos.stdoutPath, base: `${t.taskName}.stdout` },
-        { fifo: fifos.stderrPath, base: `${t.taskName}.stderr` },
-      ],
-    };
-    const child = spawn(process.execPath, [script], { stdio: ['pipe', 'ignore', 'ignore', 'pipe'], detached: true });
-    child.stdin?.end(JSON.stringify(cfg));
-    const line = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdio[3]?.on('data', (c: Buffer) => (out += c.toString('utf8')));
-      child.stdio[3]?.on('close', () => resolve(out));
-      child.once('error', reject);
-    });
-    child.unref();
-    const msg = JSON.parse(line || '{"ok":false,"error":"it exited without a word"}') as { ok: boolean; pid?: number; startTicks?: number; error?: string };
-    if (!msg.ok || !msg.pid) throw new Error(msg.error ?? 'no pid');
-    writeFileSync(pidFileOf(t), JSON.stringify({ pid: msg.pid, startTicks: msg.startTicks }));
-    return fifos;
+    held = [fifos.stdoutPath, fifos.stderrPath].map((f) => openSync(f, constants.O_RDWR | constants.O_NONBLOCK));
   } catch (err) {
-    throw new LogMonitorError('LOGMON_FAILED', `cannot start the log monitor of task ${t.taskName}: ${describeError(err)}`, { cause: err });
+    throw fail(err);
   }
+  const ready = launch(t, fifos, script)
+    .catch((err: unknown) => {
+      throw fail(err);
+    })
+    .finally(() => {
+      for (const fd of held) closeSync(fd);
+    });
+  return { ...fifos, ready };
+}
+
+async function launch(t: LogMonitorTarget, fifos: LogFifos, script: string): Promise<void> {
+  const cfg = {
+    mode: 'logmon',
+    dir: t.dir,
+    maxFiles: t.maxFiles,
+    maxFileBytes: Math.round(t.maxFileSizeMb * 1024 * 1024),
+    fifos: [
+      { fifo: fifos.stdoutPath, base: `${t.taskName}.stdout` },
+      { fifo: fifos.stderrPath, base: `${t.taskName}.stderr` },
+    ],
+  };
+  const child = spawn(process.execPath, [script], { stdio: ['pipe', 'ignore', 'ignore', 'pipe'], detached: true });
+  child.stdin?.end(JSON.stringify(cfg));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdio[3]?.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stdio[3]?.on('close', () => resolve(out));
+    child.once('error', reject);
+  });
+  child.unref();
+  const msg = JSON.parse(line || '{"ok":false,"error":"it exited without a word"}') as { ok: boolean; pid?: number; startTicks?: number; error?: string };
+  if (!msg.ok || !msg.pid) throw new Error(msg.error ?? 'no pid');
+  writeFileSync(pidFileOf(t), JSON.stringify({ pid: msg.pid, startTicks: msg.startTicks }));
 }
 
 /**
