@@ -54,6 +54,18 @@ interface Running {
 const q = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 const waitForever = (signal?: AbortSignal): Promise<void> => new Promise((r) => signal?.addEventListener('abort', () => r(), { once: true }));
 
+/** A stream with nothing in it, open until `signal` fires. */
+function idle<T>(signal?: AbortSignal): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: async (): Promise<IteratorResult<T>> => {
+        await waitForever(signal);
+        return { done: true, value: undefined };
+      },
+    }),
+  };
+}
+
 /** The chroot driver. Tasks are real processes; the plugin's state is in memory (recovery polls the pid). */
 export class RecordingChrootDriver implements DriverPlugin {
   readonly #tasks = new Map<string, Running>();
@@ -189,11 +201,11 @@ export class RecordingChrootDriver implements DriverPlugin {
     const t = this.#task(id);
     return { id, name: t.config.name, state: t.exit ? 'exited' : 'running', startedAt: t.startedAt, ...(t.exit ? { exitResult: t.exit } : {}), driverAttributes: { pid: String(t.pid) } };
   }
-  async *taskStats(_id: string, _intervalMs: number, opts: StreamOptions = {}): AsyncIterable<TaskResourceUsage> {
-    await waitForever(opts.signal);
+  taskStats(_id: string, _intervalMs: number, opts: StreamOptions = {}): AsyncIterable<TaskResourceUsage> {
+    return idle(opts.signal);
   }
-  async *taskEvents(opts: StreamOptions = {}): AsyncIterable<TaskEvent> {
-    await waitForever(opts.signal);
+  taskEvents(opts: StreamOptions = {}): AsyncIterable<TaskEvent> {
+    return idle(opts.signal);
   }
   async signalTask(id: string, signal: string): Promise<void> {
     process.kill(-this.#task(id).pid, signal as NodeJS.Signals);

@@ -69,6 +69,12 @@ describe('the task directory as Nomad builds it', () => {
     const before = mountPointsUnder(a.dir).length;
     await a.buildTask('one', 'chroot');
     assert.equal(mountPointsUnder(a.dir).length, before, 'a repeat mounts nothing twice');
+    // A task dead for good gives its chroot binds back at once; its secrets stay until the allocation goes.
+    const one = a.task('one');
+    await a.releaseTask('one');
+    assert.deepEqual(mountPointsUnder(one.dir), [one.secretsDir]);
+    assert.equal(readFileSync(path.join(one.localDir, '..', 'srv', 'motd'), 'utf8'), 'hello from the host\n', 'its files stay');
+    await a.releaseTask('one');
     await a.destroy();
     assert.deepEqual(mountPointsUnder(a.dir), []);
     assert.equal(existsSync(a.dir), false);
