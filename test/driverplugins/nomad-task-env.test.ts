@@ -14,14 +14,13 @@
 // schema refuses stops the agent at start with the file, line and field.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { tsPlugin } from '../support/plugin-fixtures.js';
-import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
+import { cleanupUnder, mountsUnder, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, BERTH, EXAMPLES, REPO, startAgent, tempDir, type Result } from '../agent/_agent.js';
 
 const MGMT = 'nte-mgmt-token-0123456789';
@@ -160,15 +159,8 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     await server?.cli(['volume', 'delete', 'shared-data']).catch(() => undefined);
     await client?.stop('SIGINT').catch(() => undefined);
     await server?.stop('SIGINT').catch(() => undefined);
-    for (const pid of pidsWith(MARKER)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-    for (const m of mountsUnder(dir).reverse()) spawnSync('umount', ['-l', m]);
-    rmSync(dir, { recursive: true, force: true });
+    // The chroot driver's tasks name their task directory (under dir) on their command line.
+    cleanupUnder(dir);
   });
 
   it('a chroot task sees the chroot; local/, alloc/data, secrets/ and the CSI volume land where Nomad puts them; its output goes through the FIFOs', async () => {
