@@ -15,6 +15,7 @@ import { silentLogger } from '../../lib/index.js';
 import { encodeMsgpack, decodeMsgpack, type Capabilities, type CreateNetworkResult, type NetworkIsolationSpec } from '../../plugins/index.js';
 import { BuiltinDriverPlugin, ExternalTaskDriver } from '../driverplugins/index.js';
 import { EXECUTOR_PATH, type TaskDriver } from '../drivers/index.js';
+import { LogMonitor } from '../logmon/index.js';
 import { eventually, makeAlloc, makeJob, Node } from '../../../test/support/client-allocrunner.js';
 
 /** raw_exec as a plugin that must initiate the group's network, with a real namespace. */
@@ -49,7 +50,7 @@ describe('the network hook and MustInitiateNetwork', () => {
       encodeTaskConfig: (_schema, body) => encodeMsgpack(body as never),
       logger: silentLogger(),
       node: { name: 'n1' },
-      logmonScript: EXECUTOR_PATH,
+      logmon: new LogMonitor({ socketPath: path.join(node.dir, 'logmon.sock'), script: EXECUTOR_PATH }),
     });
     node.drivers.set('netinit', driver as unknown as TaskDriver);
     const job = makeJob({

@@ -5,12 +5,14 @@
 // backoff when it exits, recovering the running tasks from their handles.
 
 import { readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKOFF, backoffDelay, describeError, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import type { Capabilities, DriverPlugin, Fingerprint, Spec } from '../../plugins/index.js';
 import type { Cgroups } from '../cgroups/index.js';
 import { EXECUTOR_PATH } from '../drivers/index.js';
+import { LogMonitor } from '../logmon/index.js';
 import { ExternalTaskDriver, type DriverPluginSlot } from './external-task-driver.js';
 import { DriverManagerError, isPluginShutDown } from './plugin-errors.js';
 
@@ -54,6 +56,12 @@ export interface DriverManagerOptions {
   clock?: Clock;
   /** PATH for tasks that set none (see ExternalTaskDriverOptions). */
   defaultTaskPath?: string;
+  /**
+   * The control socket of the node's log monitor (keep it stable across
+   * agent restarts: the monitor outlives the agent). Default: one in the
+   * temp dir, per process.
+   */
+  logmonSocket?: string;
   /** Where Berth makes the tasks' cgroups (see ExternalTaskDriverOptions.cgroups). */
   cgroups?: Cgroups | null;
   /** How long the first launch of each plugin may take before start() gives up on it (default 30 s). */
@@ -253,7 +261,7 @@ class PluginInstance implements DriverPluginSlot {
       encodeTaskConfig: this.#m.opts.encodeConfig,
       ...(this.#m.opts.defaultTaskPath ? { defaultPath: this.#m.opts.defaultTaskPath } : {}),
       ...(this.#m.opts.cgroups ? { cgroups: this.#m.opts.cgroups } : {}),
-      logmonScript: EXECUTOR_PATH,
+      logmon: this.#m.logmon,
       logger: this.#log,
       node: this.#m.opts.node,
       now: () => this.#m.clock.now(),
@@ -348,6 +356,7 @@ function configPathOf(err: unknown): string {
 export class DriverManager {
   readonly opts: DriverManagerOptions;
   readonly clock: Clock;
+  readonly logmon: LogMonitor;
   readonly #instances: PluginInstance[] = [];
   readonly #stop = new AbortController();
   readonly #log: Logger;
@@ -355,6 +364,7 @@ export class DriverManager {
   constructor(opts: DriverManagerOptions) {
     this.opts = opts;
     this.clock = opts.clock ?? systemClock;
+    this.logmon = new LogMonitor({ socketPath: opts.logmonSocket ?? path.join(tmpdir(), `berth-logmon-${process.pid}.sock`), script: EXECUTOR_PATH });
     this.#log = opts.logger.child({ component: 'driver-manager' });
   }
 

@@ -22,7 +22,7 @@ import {
   type TaskStatus,
 } from '../drivers/index.js';
 import { cpuShares, taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
-import { startLogMonitor, stopLogMonitor } from '../logmon/index.js';
+import type { LogMonitor } from '../logmon/index.js';
 import type {
   Capabilities as PluginCapabilities,
   DriverPlugin,
@@ -85,8 +85,8 @@ export interface ExternalTaskDriverOptions {
    * joins Berth's group. Null or absent: no group (a host without cgroups).
    */
   cgroups?: Cgroups | null;
-  /** The executor script, which runs the host's log monitor (src/client/logmon). */
-  logmonScript: string;
+  /** The node's log monitor (src/client/logmon), which reads the tasks' FIFOs. */
+  logmon: LogMonitor;
   now?: () => number;
 }
 
@@ -228,7 +228,6 @@ export class ExternalTaskDriver implements TaskDriver {
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
     let pcfg: PluginTaskConfig;
     let cgroup: TaskCgroup | undefined;
-    let logsReady: Promise<void> = Promise.resolve();
     try {
       cgroup = this.#o.cgroups?.create(taskCgroupName(cfg.allocId, cfg.taskName), {
         cpuMhz: cfg.resources.cpuMhz,
@@ -237,7 +236,7 @@ export class ExternalTaskDriver implements TaskDriver {
         ...(cfg.resources.cores ? { cores: cfg.resources.cores } : {}),
         ...(cfg.resources.pidsMax ? { pidsMax: cfg.resources.pidsMax } : {}),
       });
-      ({ pcfg, logsReady } = await this.#pluginConfig(cfg, cgroup));
+      pcfg = await this.#pluginConfig(cfg, cgroup);
     } catch (err) {
       throw new PluginStartError(`task ${cfg.taskName}: its config does not fit driver ${this.name}: ${describeError(err)}`, false, { cause: err });
     }
@@ -250,13 +249,6 @@ export class ExternalTaskDriver implements TaskDriver {
       throw new PluginStartError(`task ${cfg.taskName}: driver ${this.name} failed to start it: ${start.message}`, start.recoverable, { cause: err });
     }
     this.#tasks.set(cfg.id, { handle: started.handle, taskName: cfg.taskName, startedAt: this.#now(), ...(cgroup ? { cgroup } : {}) });
-    try {
-      await logsReady;
-    } catch (err) {
-      // No one would read the task's output: it does not run without its logs.
-      await this.destroyTask(cfg.id, { force: true }).catch(() => undefined);
-      throw new PluginStartError(`task ${cfg.taskName}: ${describeError(err)}`, true, { cause: err });
-    }
     this.#log.info({ taskId: cfg.id, task: cfg.taskName }, 'task started');
     return encodeHandle(this.name, started.handle);
   }
@@ -266,15 +258,11 @@ export class ExternalTaskDriver implements TaskDriver {
    * it: the log FIFOs held by the host's log monitor before StartTask (as the
    * protocol promises), the task's cgroup, the node's share of CPU.
    */
-  async #pluginConfig(cfg: TaskConfig, cgroup: TaskCgroup | undefined): Promise<{ pcfg: PluginTaskConfig; logsReady: Promise<void> }> {
+  async #pluginConfig(cfg: TaskConfig, cgroup: TaskCgroup | undefined): Promise<PluginTaskConfig> {
     let stdoutPath = '';
     let stderrPath = '';
-    let logsReady: Promise<void> = Promise.resolve();
     if (!cfg.logs.disabled && !this.#pluginCapabilities.disableLogCollection) {
-      ({ stdoutPath, stderrPath, ready: logsReady } = await startLogMonitor(
-        { dir: cfg.logs.dir, taskName: cfg.taskName, maxFiles: cfg.logs.maxFiles, maxFileSizeMb: cfg.logs.maxFileSizeMb },
-        this.#o.logmonScript,
-      ));
+      ({ stdoutPath, stderrPath } = await this.#o.logmon.add({ dir: cfg.logs.dir, taskName: cfg.taskName, maxFiles: cfg.logs.maxFiles, maxFileSizeMb: cfg.logs.maxFileSizeMb }));
     }
     mkdirSync(cfg.taskDir, { recursive: true });
     mkdirSync(cfg.secretsDir, { recursive: true });
@@ -284,9 +272,7 @@ export class ExternalTaskDriver implements TaskDriver {
     const memoryLimitBytes = (cfg.resources.memoryMaxMb ?? cfg.resources.memoryMb) * 1024 * 1024;
     const nodeMhz = cpus().reduce((n, c) => n + (c.speed || 1000), 0);
     const cgroupPath = cgroup ? (cgroup.dirs.find((d) => d.includes('/cpuset/')) ?? cgroup.dirs[0] ?? '') : '';
-    // Settled after StartTask (the monitor starts meanwhile); never left unhandled.
-    logsReady.catch(() => undefined);
-    const pcfg: PluginTaskConfig = {
+    return {
       id: cfg.id,
       jobName: cfg.jobName ?? cfg.jobId ?? '',
       jobId: cfg.jobId ?? '',
@@ -322,7 +308,6 @@ export class ExternalTaskDriver implements TaskDriver {
       allocId: cfg.allocId,
       ...(cfg.networkNamespacePath ? { networkIsolation: { mode: 'group' as const, path: cfg.networkNamespacePath, labels: {} } } : {}),
     };
-    return { pcfg, logsReady };
   }
 
   async recoverTask(handle: AnyTaskHandle): Promise<void> {
@@ -403,7 +388,7 @@ export class ExternalTaskDriver implements TaskDriver {
     }
     this.#tasks.delete(taskId);
     const { stdoutPath } = rec.handle.config;
-    if (stdoutPath.endsWith('.fifo')) await stopLogMonitor({ dir: path.dirname(stdoutPath), taskName: rec.handle.config.name });
+    if (stdoutPath.endsWith('.fifo')) await this.#o.logmon.remove({ dir: path.dirname(stdoutPath), taskName: rec.handle.config.name });
     if (rec.cgroup) await this.#o.cgroups?.remove(rec.cgroup).catch((err: unknown) => this.#log.warn({ taskId, err: describeError(err) }, 'cannot remove the task’s cgroup'));
   }
 

@@ -24,11 +24,11 @@
 // a plugin: Nomad's StdoutPath/StderrPath) the task writes straight into the
 // host's FIFOs and the host's log monitor rotates.
 //
-// Log monitor mode (`mode: 'logmon'`, Nomad's logmon): the same script,
-// started by the host for a task of an external driver plugin, holds the
-// task's stdout/stderr FIFOs open (read-write, so a writer never blocks or
-// gets SIGPIPE while no agent runs), copies what arrives into rotated files,
-// and exits on SIGTERM (after draining) or once its FIFOs are removed.
+// Log monitor mode (`mode: 'logmon'`, Nomad's logmon, one per node): the
+// same script, started by the host for the tasks of external driver plugins,
+// holds each task's stdout/stderr FIFOs open (read-write, so a writer never
+// blocks or gets SIGPIPE while no agent runs) and copies what arrives into
+// rotated files; the host adds and removes tasks over its control socket.
 
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -393,37 +393,84 @@ function spawnTask(cfg) {
 }
 
 /**
- * Log monitor mode: see the header. Reports `{ ok: true }` once every FIFO
- * is open, then runs until SIGTERM or its FIFOs are gone.
- * @param {{ fifos: Array<{ fifo: string, base: string }>, dir: string, maxFiles: number, maxFileBytes: number }} cfg
+ * @typedef {{ dir: string, maxFiles: number, maxFileBytes: number, fifos: Array<{ fifo: string, base: string }> }} LogTarget
+ * @typedef {{ readers: net.Socket[], files: RotatingFile[], fifos: string[] }} Collected
+ */
+
+/**
+ * Log monitor mode: see the header. One per node: a control socket takes
+ * one JSON line per connection, `{ op: 'add', target }` (hold a task's FIFOs
+ * and rotate what arrives; a repeat is a no-op) or `{ op: 'remove', fifo }`
+ * (drain, then let go), and answers `{ ok }`. A task whose FIFOs were
+ * removed (its allocation collected) is let go by itself; with no task for
+ * IDLE_EXIT_MS, or its socket gone, the monitor exits. Reports
+ * `{ ok: true, pid }` once it listens.
+ * @param {{ socketPath: string }} cfg
  * @param {(msg: unknown) => void} report
  */
 function logmon(cfg, report) {
-  fs.mkdirSync(cfg.dir, { recursive: true });
-  /** @type {net.Socket[]} */
-  const readers = [];
-  /** @type {RotatingFile[]} */
-  const files = [];
-  for (const { fifo, base } of cfg.fifos) {
-    const file = new RotatingFile(cfg.dir, base, cfg.maxFiles, cfg.maxFileBytes);
-    files.push(file);
-    const sock = new net.Socket({ fd: fs.openSync(fifo, fs.constants.O_RDWR | fs.constants.O_NONBLOCK), readable: true, writable: false });
-    sock.on('data', (/** @type {Buffer} */ chunk) => file.write(chunk));
-    sock.on('error', () => undefined);
-    readers.push(sock);
-  }
-  const stop = () => {
-    // What is already in the pipes arrives in the next turns of the loop.
-    setTimeout(() => {
-      for (const f of files) f.close();
-      process.exit(0);
-    }, 100);
+  const IDLE_EXIT_MS = 60_000;
+  /** @type {Map<string, Collected>} */
+  const tasks = new Map();
+  let idleSince = Date.now();
+  /** @param {LogTarget} t */
+  const add = (t) => {
+    const key = t.fifos[0]?.fifo ?? '';
+    if (tasks.has(key)) return;
+    fs.mkdirSync(t.dir, { recursive: true });
+    /** @type {Collected} */
+    const c = { readers: [], files: [], fifos: t.fifos.map((f) => f.fifo) };
+    for (const { fifo, base } of t.fifos) {
+      const file = new RotatingFile(t.dir, base, t.maxFiles, t.maxFileBytes);
+      c.files.push(file);
+      const sock = new net.Socket({ fd: fs.openSync(fifo, fs.constants.O_RDWR | fs.constants.O_NONBLOCK), readable: true, writable: false });
+      sock.on('data', (/** @type {Buffer} */ chunk) => file.write(chunk));
+      sock.on('error', () => undefined);
+      c.readers.push(sock);
+    }
+    tasks.set(key, c);
   };
-  process.on('SIGTERM', stop);
+  /** @param {string} key @returns {Promise<void>} */
+  const remove = (key) =>
+    new Promise((resolve) => {
+      const c = tasks.get(key);
+      if (!c) return resolve();
+      tasks.delete(key);
+      if (tasks.size === 0) idleSince = Date.now();
+      // What is already in the pipes arrives in the next turns of the loop.
+      setTimeout(() => {
+        for (const r of c.readers) r.destroy();
+        for (const f of c.files) f.close();
+        resolve();
+      }, 100);
+    });
+  const server = net.createServer((conn) => {
+    let buf = '';
+    conn.setEncoding('utf8');
+    conn.on('error', () => undefined);
+    conn.on('data', async (/** @type {string} */ d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      try {
+        const msg = JSON.parse(buf.slice(0, nl));
+        if (msg.op === 'add') add(msg.target);
+        else if (msg.op === 'remove') await remove(msg.fifo);
+        conn.end(`${JSON.stringify({ ok: true })}\n`);
+      } catch (err) {
+        conn.end(`${JSON.stringify({ ok: false, error: /** @type {Error} */ (err).message })}\n`);
+      }
+    });
+  });
+  fs.rmSync(cfg.socketPath, { force: true });
+  server.listen(cfg.socketPath, () => report({ ok: true, pid: process.pid }));
   setInterval(() => {
-    if (cfg.fifos.some((f) => !fs.existsSync(f.fifo))) stop();
+    for (const [key, c] of tasks) if (c.fifos.some((f) => !fs.existsSync(f))) void remove(key);
+    if (!fs.existsSync(cfg.socketPath) || (tasks.size === 0 && Date.now() - idleSince > IDLE_EXIT_MS)) {
+      server.close();
+      process.exit(0);
+    }
   }, 2000);
-  report({ ok: true, pid: process.pid, startTicks: startTicks(process.pid) });
 }
 
 /** @param {number | null} code @param {NodeJS.Signals | null} signal */
