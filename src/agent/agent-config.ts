@@ -55,6 +55,7 @@ const CONFIG_BODY: HclBody = {
       token_file: attr('tokenFile'),
       host_volume: { t: 'labeledMap', to: 'hostVolumes', body: { path: attr('path') } },
       options: { t: 'map', to: 'options' },
+      chroot_env: { t: 'map', to: 'chrootEnv' },
       gc_interval: attr('gcInterval'),
       gc_max_age: attr('gcMaxAge'),
       gc_max_allocs: attr('gcMaxAllocs'),
@@ -129,6 +130,7 @@ const configSchema = z.strictObject({
           }
         })
         .optional(),
+      chrootEnv: z.record(z.string().startsWith('/', 'must be an absolute host path'), z.string().min(1, 'must name a path in the task directory')).optional(),
       gcInterval: duration.optional(),
       gcMaxAge: duration.optional(),
       gcMaxAllocs: z.number().int().min(0).optional(),
@@ -182,6 +184,8 @@ export interface AgentConfig {
     /** The node-role token the client presents to the server. */
     token?: string;
     hostVolumes: Record<string, string>;
+    /** chroot_env: host path -> path in the task directory, for chroot drivers (Nomad's default map when absent). */
+    chrootEnv?: Record<string, string>;
     drivers: { raw_exec?: boolean; exec?: boolean };
     /** Garbage collection of finished allocations: gc_interval, gc_max_age, gc_max_allocs, gc_disk_usage_threshold. */
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
@@ -226,7 +230,7 @@ function truthy(v: boolean | string | number | undefined): boolean | undefined {
 const camel = (k: string): string => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 // Keys whose values hold free names (host volume names, option keys) kept as written.
-const FREE_KEYS = new Set(['hostVolumes', 'options', 'plugins']);
+const FREE_KEYS = new Set(['hostVolumes', 'options', 'plugins', 'chrootEnv']);
 const SNAKE: Record<string, string> = { hostVolumes: 'host_volume', plugins: 'plugin' };
 
 /** JSON configs use the HCL names (data_dir, host_volume): the canonical camelCase form, free names untouched. */
@@ -332,6 +336,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(c.servers ? { servers: [...new Set([...c.servers, ...(c.serverAddress ? [c.serverAddress] : [])])] } : {}),
       ...(clientToken ? { token: clientToken } : {}),
       hostVolumes: Object.fromEntries(Object.entries(c.hostVolumes ?? {}).map(([name, v]) => [name, v.path])),
+      ...(c.chrootEnv ? { chrootEnv: c.chrootEnv } : {}),
       ...(c.gcInterval || c.gcMaxAge || c.gcMaxAllocs !== undefined || c.gcDiskUsageThreshold !== undefined
         ? {
             gc: {

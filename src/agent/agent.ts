@@ -235,6 +235,8 @@ export class Agent {
       ...(config.client.datacenter ? { datacenter: config.client.datacenter } : {}),
       drivers,
       hostVolumes: config.client.hostVolumes,
+      ...(config.client.chrootEnv ? { chrootEnv: config.client.chrootEnv } : {}),
+      ...killInChrootBuild(),
       ...(config.client.gc ? { gc: config.client.gc } : {}),
       // Fencing only where a partition can happen: a dev agent's server shares its process.
       ...(mode === 'client' ? { stopAfterServerDisconnectMs: config.client.stopAfterServerDisconnectMs ?? DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS } : {}),
@@ -294,6 +296,17 @@ export class Agent {
     await step('server', () => this.#server?.stop());
     this.#log.info({ drained: opts.drain ?? false }, 'agent stopped');
   }
+}
+
+/**
+ * Fault injection for the test suites (never set in production):
+ * BERTH_TEST_KILL_IN_CHROOT_BUILD=<task name> makes the agent SIGKILL itself
+ * when the chroot of a task of that name is half mounted.
+ */
+function killInChrootBuild(): { chrootHalfBuilt?: (taskDir: string) => void } {
+  const task = process.env['BERTH_TEST_KILL_IN_CHROOT_BUILD'];
+  if (!task) return {};
+  return { chrootHalfBuilt: (dir) => void (path.basename(dir) === task && process.kill(process.pid, 'SIGKILL')) };
 }
 
 /**

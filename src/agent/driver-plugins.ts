@@ -4,7 +4,9 @@
 // the wire launcher and the config encoder of src/plugins.
 
 import { describeError, type Logger } from '../lib/index.js';
-import { discoverDriverPlugins, DriverManager, type DriverPluginEntry, type DriverPluginLauncher } from '../client/index.js';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { detectCgroups, discoverDriverPlugins, DriverManager, type DriverPluginEntry, type DriverPluginLauncher } from '../client/index.js';
 import { encodeConfig, launchDriverPlugin } from '../plugins/index.js';
 import type { AgentConfig } from './agent-config.js';
 
@@ -70,6 +72,9 @@ export function agentDriverPlugins(o: AgentDriverPluginsOptions, launch: DriverP
     encodeConfig: (schema, body) => encodeConfig(schema, body, { path: 'config' }),
     logger: o.logger,
     node: { name: o.nodeName },
+    logmonSocket: path.join(o.stateDir, 'logmon.sock'),
+    // The tasks' cgroups the drivers are told to use, under a parent of their own (the built-ins' is `berth/<hash>`).
+    cgroups: detectCgroups({ parent: `berth/${createHash('sha256').update(o.stateDir).digest('hex').slice(0, 12)}-plugins` }),
     ...(o.pathDirs?.length ? { defaultTaskPath: `${o.pathDirs.join(':')}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` } : {}),
     onChange: () => {
       try {

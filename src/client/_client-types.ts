@@ -83,6 +83,10 @@ export interface ClientOptions {
   /** Builds an allocation runner. Default: `new AllocRunner(opts)`. */
   createAllocRunner?: (opts: AllocRunnerOptions) => AllocRunnerHandle;
   /** Host volumes by name -> host path. */
+  /** client chroot_env: host path -> path in the task directory (Nomad's default map when absent). */
+  chrootEnv?: Record<string, string>;
+  /** Fault injection for the test suites (never set in production): called when a task's chroot is half mounted. */
+  chrootHalfBuilt?: (taskDir: string) => void;
   hostVolumes?: Record<string, string>;
   attributes?: Record<string, string>;
   clock?: Clock;

@@ -31,6 +31,7 @@ import {
   type AllocRunnerOptions,
   type AllocStatusUpdate,
 } from './allocrunner/index.js';
+import { ChrootCache } from './allocdir/index.js';
 import { CsiManager } from './csimanager/index.js';
 import { AllocGarbageCollector, type GcCandidate } from './gc/index.js';
 import { createDrivers, type TaskDriver } from './drivers/index.js';
@@ -99,6 +100,7 @@ export class Client {
   readonly #drivers = new Map<string, TaskDriver>();
   readonly #fingerprinter: NodeFingerprinter;
   #network: NetworkManager | undefined;
+  #chroot: ChrootCache | undefined;
   #api: ServerApi | undefined;
   #claimer: HttpVolumeClaimer | undefined;
   #registration: NodeRegistration | undefined;
@@ -243,6 +245,7 @@ export class Client {
       }
       await this.#startExternalDrivers();
       await this.#fingerprinter.refreshDriverInfo(true);
+      this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
       this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
 
       this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });
@@ -488,6 +491,7 @@ export class Client {
       onStatus: (u) => this.#onStatus(u),
       store,
       allocDirRoot: this.#opts.allocDirRoot ?? path.join(dataDir, 'alloc'),
+      ...(this.#chroot ? { chroot: this.#chroot } : {}),
       pluginDirRoot: this.#opts.pluginDirRoot ?? path.join(dataDir, 'p'),
       ...(this.#opts.hostVolumes ? { hostVolumes: this.#opts.hostVolumes } : {}),
       logger: this.#root,

@@ -40,6 +40,7 @@ const GROUP_VOLUME: Body = {
 };
 const TASK: Body = {
   driver: attr('driver'),
+  user: attr('user'),
   config: map('config'),
   env: map('env'),
   resources: {

@@ -86,6 +86,8 @@ const taskSchema = z.strictObject({
   driver: z.string().min(1, 'driver must be set'),
   config: z.record(z.string(), z.unknown()).default({}),
   env: stringMap.default({}),
+  /** The user the task runs as (external driver plugins are told it; Nomad's task `user`). */
+  user: z.string().min(1, 'user must not be empty').optional(),
   resources: z
     .strictObject({
       /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */

@@ -1,17 +1,38 @@
-// An allocation's directory (Nomad's client/allocdir):
-//   <root>/<allocId>/alloc/{logs,data,tmp}    shared by the group's tasks
-//   <root>/<allocId>/<task>/{local,secrets,tmp}
-// secrets/ is a private tmpfs (mode 0700), so secrets never reach a disk.
+// An allocation's directory, as Nomad's client builds it (client/allocdir),
+// with Nomad's permissions:
+//   <root>/<allocId>/                          0755
+//   <root>/<allocId>/alloc/                    0755, shared by the group's tasks
+//   <root>/<allocId>/alloc/{logs,data,tmp}     0777
+//   <root>/<allocId>/<task>/                   0777
+//   <root>/<allocId>/<task>/local/             0777
+//   <root>/<allocId>/<task>/tmp/               1777
+//   <root>/<allocId>/<task>/secrets/           a tmpfs (1 MB, noexec,nosuid,nodev), so secrets never reach a disk
+// and, for a task whose driver isolates with a chroot (FSIsolation = chroot),
+//   <root>/<allocId>/<task>/alloc/             the shared alloc/ bound in
+//   <root>/<allocId>/<task>/alloc/logs/        bound again read-only
+//   <root>/<allocId>/<task>/{bin,etc,usr,...}  the chroot (chroot.ts)
+// A driver that chroots into `<task>/` then finds /alloc, /local, /secrets,
+// /tmp and the system where Nomad puts them.
 
-import { mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError, describeError, silentLogger, type Logger } from '../../lib/index.js';
+import { bindAll, type BindMount, type ChrootCache } from './chroot.js';
 import { isMountPoint, mount, mountPointsUnder, unmountAllUnder } from './mounts.js';
+
+/** How a task's driver isolates its file system (Nomad's fsisolation.Mode). */
+export type FsIsolation = 'none' | 'chroot' | 'image' | 'unveil';
 
 export type AllocDirErrorCode = 'ALLOC_DIR_FAILED';
 
 /** The allocation directory could not be built or removed. */
 export class AllocDirError extends BerthError<AllocDirErrorCode> {}
+
+/** mkdir -p, then the exact mode (mkdir's is cut by the umask, as Nomad's allocMkdirAll avoids). */
+async function mkdirMode(dir: string, mode: number): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await chmod(dir, mode);
+}
 
 /** One task's directories. */
 export interface TaskDir {
@@ -23,6 +44,8 @@ export interface TaskDir {
   /** The shared `<alloc>/alloc` directory. */
   sharedDir: string;
   logsDir: string;
+  /** `<task>/alloc`: where the shared directory is bound for chroot drivers. */
+  sharedTaskDir: string;
 }
 
 /** Size of each task's secrets tmpfs. */
@@ -39,8 +62,10 @@ export class AllocDir {
   readonly dir: string;
   readonly sharedDir: string;
   readonly #logger: Logger;
+  readonly #chroot: ChrootCache | undefined;
 
-  constructor(opts: { root: string; allocId: string; logger?: Logger }) {
+  /** `chroot`: the node's chroot cache, used for tasks of chroot drivers (without it they get no chroot). */
+  constructor(opts: { root: string; allocId: string; chroot?: ChrootCache; logger?: Logger }) {
     if (!path.isAbsolute(opts.root)) throw new AllocDirError('ALLOC_DIR_FAILED', `alloc dir root must be absolute, got ${JSON.stringify(opts.root)}`);
     if (!/^[A-Za-z0-9._-]+$/.test(opts.allocId) || opts.allocId.startsWith('.')) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `allocation ID ${JSON.stringify(opts.allocId)} cannot name a directory`);
@@ -48,6 +73,7 @@ export class AllocDir {
     this.allocId = opts.allocId;
     this.dir = path.join(opts.root, opts.allocId);
     this.sharedDir = path.join(this.dir, 'alloc');
+    this.#chroot = opts.chroot;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'alloc-dir', allocId: opts.allocId });
   }
 
@@ -61,25 +87,29 @@ export class AllocDir {
       tmpDir: path.join(dir, 'tmp'),
       sharedDir: this.sharedDir,
       logsDir: path.join(this.sharedDir, 'logs'),
+      sharedTaskDir: path.join(dir, 'alloc'),
     };
   }
 
   /**
    * Creates the shared directories and each task's, and mounts a tmpfs on
-   * each secrets/ (falls back to a 0700 directory when tmpfs cannot be
+   * each secrets/ (falls back to a plain directory when tmpfs cannot be
    * mounted, with a warning). Safe to repeat. Throws AllocDirError.
    */
   async build(taskNames: readonly string[]): Promise<void> {
     try {
-      for (const sub of ['logs', 'data', 'tmp']) await mkdir(path.join(this.sharedDir, sub), { recursive: true, mode: 0o777 });
+      await mkdirMode(this.dir, 0o755);
+      await mkdirMode(this.sharedDir, 0o755);
+      for (const sub of ['logs', 'data', 'tmp']) await mkdirMode(path.join(this.sharedDir, sub), 0o777);
       for (const name of taskNames) {
         const t = this.task(name);
-        await mkdir(t.localDir, { recursive: true, mode: 0o777 });
-        await mkdir(t.tmpDir, { recursive: true, mode: 0o777 });
-        await mkdir(t.secretsDir, { recursive: true, mode: 0o700 });
+        await mkdirMode(t.dir, 0o777);
+        await mkdirMode(t.localDir, 0o777);
+        await mkdirMode(t.tmpDir, 0o1777);
+        await mkdirMode(t.secretsDir, 0o777);
         if (!isMountPoint(t.secretsDir)) {
           try {
-            await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0700,nosuid,nodev`, 'tmpfs', t.secretsDir]);
+            await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', t.secretsDir]);
           } catch (err) {
             this.#logger.warn({ task: name, err: describeError(err) }, 'cannot mount tmpfs on secrets; using a plain directory');
           }
@@ -87,6 +117,57 @@ export class AllocDir {
       }
     } catch (err) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `cannot build the directory of allocation ${this.allocId}: ${describeError(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * What task `name` needs on top of build() for a driver isolating with
+   * `fs` (Nomad's task_dir hook): for `chroot`, the shared alloc/ bound into
+   * the task directory (logs/ read-only) and the chroot embedded from the
+   * node's cache; nothing for `none` and `image`. Safe to repeat (what is
+   * already mounted or linked is kept: after an agent restart the chroot is
+   * reused). Resolves with the milliseconds it took. Throws AllocDirError.
+   */
+  async buildTask(name: string, fs: FsIsolation): Promise<number> {
+    const started = performance.now();
+    if (fs !== 'chroot') return 0;
+    const t = this.task(name);
+    try {
+      const mounted = new Set(mountPointsUnder(t.dir));
+      const binds: BindMount[] = [];
+      await mkdirMode(t.sharedTaskDir, 0o777);
+      if (!mounted.has(t.sharedTaskDir)) {
+        binds.push({ source: this.sharedDir, target: t.sharedTaskDir, readOnly: false });
+        binds.push({ source: t.logsDir, target: path.join(t.sharedTaskDir, 'logs'), readOnly: true });
+      }
+      if (this.#chroot) binds.push(...(await this.#chroot.embed(t.dir)));
+      else this.#logger.warn({ task: name }, 'no chroot cache: the task directory gets no chroot');
+      // One shell for all the mounts (the spawn costs more than they do); in two when a test kills the agent half-way.
+      const split = this.#chroot?.halfBuilt ? Math.min(3, binds.length) : binds.length;
+      await bindAll(binds.slice(0, split));
+      this.#chroot?.halfBuilt?.(t.dir);
+      await bindAll(binds.slice(split));
+    } catch (err) {
+      throw new AllocDirError('ALLOC_DIR_FAILED', `cannot build the chroot of task ${name} (allocation ${this.allocId}): ${describeError(err)}`, { cause: err });
+    }
+    return performance.now() - started;
+  }
+
+  /**
+   * Undoes what buildTask mounted for task `name` (the chroot's binds and
+   * the shared alloc/ bound in), once the task is dead for good: its files
+   * stay (they are read until the allocation is collected); its secrets
+   * tmpfs and volume mounts are not touched. Safe to repeat. Throws
+   * AllocDirError when a bind cannot be undone.
+   */
+  async releaseTask(name: string): Promise<void> {
+    const t = this.task(name);
+    const keep = [t.secretsDir, t.localDir];
+    const ours = mountPointsUnder(t.dir).filter((m) => !keep.some((k) => m === k || m.startsWith(`${k}/`)));
+    try {
+      for (const m of ours) await unmountAllUnder(m);
+    } catch (err) {
+      throw new AllocDirError('ALLOC_DIR_FAILED', `cannot release the chroot of task ${name} (allocation ${this.allocId}): ${describeError(err)}`, { cause: err });
     }
   }
 

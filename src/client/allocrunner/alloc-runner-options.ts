@@ -2,6 +2,7 @@
 
 import type { Clock, Logger } from '../../lib/index.js';
 import type { Allocation, Job } from '../../structs/index.js';
+import type { ChrootCache } from '../allocdir/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
 import type { ClientStateStore } from '../state/index.js';
@@ -28,6 +29,8 @@ export interface AllocRunnerOptions {
    * unix socket path has at most 107 bytes.
    */
   pluginDirRoot: string;
+  /** The node's chroot cache (client chroot_env), for tasks of chroot drivers. */
+  chroot?: ChrootCache;
   /** Host volumes by name -> host path, for group volumes of `type: host`. */
   hostVolumes?: Readonly<Record<string, string>>;
   logger?: Logger;

@@ -8,6 +8,7 @@
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { AllocClientStatus, Allocation, CsiPluginType, Job, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
+import { TaskDirHook } from './task-dir-hook.js';
 import type { Bucket } from '../state/index.js';
 import {
   forgetTaskRunner,
@@ -116,7 +117,7 @@ export class AllocRunner {
     this.#record = saved ? { ...saved, alloc: opts.alloc } : { alloc: opts.alloc, job: jobWithoutMountFlags(opts.job), phase: 'new', csi: {}, binds: [] };
     this.#save();
     if (this.#record.phase === 'done') this.#cleanedUp();
-    this.#allocDir = new AllocDir({ root: opts.allocDirRoot, allocId: this.id, logger: this.#logger });
+    this.#allocDir = new AllocDir({ root: opts.allocDirRoot, allocId: this.id, ...(opts.chroot ? { chroot: opts.chroot } : {}), logger: this.#logger });
     const backoff: BackoffPolicy = {
       maxAttempts: Infinity,
       initialDelayMs: opts.retry?.initialDelayMs ?? 500,
@@ -130,6 +131,7 @@ export class AllocRunner {
       const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
       const taskDir = this.#allocDir.task(task.name);
       const hooks: TaskHook[] = [
+        new TaskDirHook({ allocDir: this.#allocDir, task: task.name, driver, logger: this.#logger }),
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
       ];
       if (task.csiPlugin) {
@@ -161,6 +163,7 @@ export class AllocRunner {
           onChange: () => this.#taskChanged(),
           killTimeoutMs: opts.killTimeoutMs ?? 5_000,
           ...(fenceAfterMs ? { fenceAfterMs } : {}),
+          namespace: opts.job.namespace,
           networkNamespacePath: () => this.#record.network?.path,
           logger: this.#logger,
           clock: this.#clock,

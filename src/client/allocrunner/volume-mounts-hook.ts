@@ -39,7 +39,7 @@ export class VolumeMountsTaskHook implements TaskHook {
       if (!vol) throw new AllocRunnerError('ALLOC_BAD_SPEC', `task "${this.#task.name}": volume "${m.volume}" is not available on this node`);
       const readOnly = m.readOnly || vol.readOnly;
       if (this.#driver.capabilities.mountConfigs === 'any') {
-        req.mounts.push({ source: vol.source, destination: m.destination, readOnly, propagation: m.propagationMode });
+        req.mounts.push({ source: vol.source, destination: m.destination, readOnly, propagation: m.propagationMode, volume: m.volume });
         continue;
       }
       const target = path.join(this.#taskDir.localDir, path.normalize(`/${m.destination}`));

@@ -167,7 +167,14 @@ export class BuiltinDriverPlugin implements DriverPlugin {
       secretsDir: path.join(taskRoot, 'secrets'),
       mounts: cfg.mounts.map((m) => ({ source: m.hostPath, destination: m.taskPath, readOnly: m.readonly, propagation: fromPropagation(m.propagationMode) })),
       ...(cfg.networkIsolation?.path ? { networkNamespacePath: cfg.networkIsolation.path } : {}),
-      logs: { disabled: !cfg.stdoutPath, dir: cfg.stdoutPath ? path.dirname(cfg.stdoutPath) : taskRoot, maxFiles: 10, maxFileSizeMb: 10 },
+      // The host's FIFOs (its log monitor rotates), as any Nomad driver writes them.
+      logs: {
+        disabled: !cfg.stdoutPath,
+        dir: cfg.stdoutPath ? path.dirname(cfg.stdoutPath) : taskRoot,
+        maxFiles: 10,
+        maxFileSizeMb: 10,
+        ...(cfg.stdoutPath && cfg.stderrPath ? { fifos: { stdout: cfg.stdoutPath, stderr: cfg.stderrPath } } : {}),
+      },
       killTimeoutMs: DEFAULT_KILL_TIMEOUT_MS,
       resources: {
         cpuMhz: allocated?.cpuShares || 100,

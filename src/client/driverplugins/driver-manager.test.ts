@@ -83,7 +83,10 @@ class FakeProcess implements LaunchedDriverPlugin {
     this.#exit();
   }
 
+  stopped = false;
+
   async stop(): Promise<void> {
+    this.stopped = true;
     this.kill();
   }
 }
@@ -193,7 +196,12 @@ describe('driver plugin manager', () => {
     const { failed } = await m.start();
     assert.equal(failed.length, 1);
     assert.match(failed[0]?.error ?? '', /berth-raw-exec.*garbage/);
-    assert.equal(m.drivers().size, 0);
+    // It stands as an unhealthy driver whose reason names it: no job is placed on it, no built-in runs them instead.
+    const standIn = m.drivers().get('berth-raw-exec');
+    assert.ok(standIn, 'the failed plugin still names a driver');
+    const info = await standIn.fingerprint();
+    assert.equal(info.healthy, false);
+    assert.match(info.healthReason, /driver plugin berth-raw-exec failed: .*garbage/);
   });
 
   it('a task whose config does not fit fails to start and is not retried', async () => {
@@ -202,14 +210,13 @@ describe('driver plugin manager', () => {
     await assert.rejects(driver.startTask(cfg), (err: Error & { recoverable?: boolean }) => err.recoverable === false && /command/.test(err.message));
   });
 
-  it('a plugin config its schema refuses is reported at its line in the agent config, and the plugin is left out', async () => {
+  it('a plugin config its schema refuses stops the start, naming its line in the agent config and the field', async () => {
     entry = { ...entry, config: { bogus: true }, locate: (p) => (p.startsWith('config') ? 'client.hcl:7:5' : undefined) };
     build((schema, body) => encodeConfig(schema as Spec | undefined, body, { path: 'config' }));
     const m = manager as DriverManager;
-    const { failed } = await m.start();
-    assert.equal(failed.length, 1);
-    assert.match(failed[0]?.error ?? '', /^client\.hcl:7:5: plugin "berth-raw-exec" config: .*bogus/);
-    assert.equal(m.status()[0]?.state, 'failed');
+    await assert.rejects(m.start(), (err: Error & { code?: string }) => err.code === 'DRIVER_MANAGER_CONFIG_INVALID' && /^client\.hcl:7:5: plugin "berth-raw-exec" config: .*bogus/.test(err.message));
+    assert.equal(m.status()[0]?.state, 'stopped');
+    assert.equal(launched[0]?.stopped, true, 'the plugin process is stopped');
   });
 
   it('a driver that must initiate the network makes and removes the group namespace (CreateNetwork/DestroyNetwork)', async () => {

@@ -5,10 +5,14 @@
 // backoff when it exits, recovering the running tasks from their handles.
 
 import { readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKOFF, backoffDelay, describeError, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import type { Capabilities, DriverPlugin, Fingerprint, Spec } from '../../plugins/index.js';
+import type { Cgroups } from '../cgroups/index.js';
+import { EXECUTOR_PATH } from '../drivers/index.js';
+import { LogMonitor } from '../logmon/index.js';
 import { ExternalTaskDriver, type DriverPluginSlot } from './external-task-driver.js';
 import { DriverManagerError, isPluginShutDown } from './plugin-errors.js';
 
@@ -52,6 +56,14 @@ export interface DriverManagerOptions {
   clock?: Clock;
   /** PATH for tasks that set none (see ExternalTaskDriverOptions). */
   defaultTaskPath?: string;
+  /**
+   * The control socket of the node's log monitor (keep it stable across
+   * agent restarts: the monitor outlives the agent). Default: one in the
+   * temp dir, per process.
+   */
+  logmonSocket?: string;
+  /** Where Berth makes the tasks' cgroups (see ExternalTaskDriverOptions.cgroups). */
+  cgroups?: Cgroups | null;
   /** How long the first launch of each plugin may take before start() gives up on it (default 30 s). */
   launchTimeoutMs?: number;
 }
@@ -160,8 +172,9 @@ class PluginInstance implements DriverPluginSlot {
     const fp = this.#fingerprint;
     const modes = this.driver?.capabilities.networkModes ?? [];
     if (this.state !== 'running' || !fp) {
-      const why = this.state === 'restarting' ? 'plugin shut down; restarting' : this.state === 'starting' ? 'plugin starting' : `plugin ${this.state}`;
-      return { detected: this.state !== 'failed', healthy: false, healthReason: this.lastError ? `${why}: ${this.lastError}` : why, networkModes: [...modes] };
+      const plugin = `driver plugin ${this.entry.name}`;
+      const why = this.state === 'restarting' ? `${plugin} shut down; restarting` : this.state === 'starting' ? `${plugin} starting` : `${plugin} ${this.state}`;
+      return { detected: true, healthy: false, healthReason: this.lastError ? `${why}: ${this.lastError}` : why, networkModes: [...modes], external: true };
     }
     return {
       detected: fp.health !== 'undetected',
@@ -218,6 +231,27 @@ class PluginInstance implements DriverPluginSlot {
     }
   }
 
+  /**
+   * A plugin that never started still names a driver: an unhealthy one
+   * (driverInfo gives the reason), under its file name less Nomad's
+   * `nomad-driver-` prefix.
+   */
+  standIn(): void {
+    if (this.driver) return;
+    this.driverName = this.entry.name.replace(/^nomad-driver-/, '');
+    const none: Capabilities = {
+      sendSignals: false,
+      exec: false,
+      fsIsolation: 'none',
+      netIsolationModes: [],
+      mustInitiateNetwork: false,
+      mountConfigs: 'none',
+      disableLogCollection: false,
+      dynamicWorkloadUsers: false,
+    };
+    this.driver = this.#newDriver(this.driverName, none, undefined);
+  }
+
   #newDriver(name: string, caps: Capabilities, taskSchema: Spec | undefined): ExternalTaskDriver {
     return new ExternalTaskDriver({
       name,
@@ -226,6 +260,8 @@ class PluginInstance implements DriverPluginSlot {
       taskConfigSchema: taskSchema,
       encodeTaskConfig: this.#m.opts.encodeConfig,
       ...(this.#m.opts.defaultTaskPath ? { defaultPath: this.#m.opts.defaultTaskPath } : {}),
+      ...(this.#m.opts.cgroups ? { cgroups: this.#m.opts.cgroups } : {}),
+      logmon: this.#m.logmon,
       logger: this.#log,
       node: this.#m.opts.node,
       now: () => this.#m.clock.now(),
@@ -320,6 +356,7 @@ function configPathOf(err: unknown): string {
 export class DriverManager {
   readonly opts: DriverManagerOptions;
   readonly clock: Clock;
+  readonly logmon: LogMonitor;
   readonly #instances: PluginInstance[] = [];
   readonly #stop = new AbortController();
   readonly #log: Logger;
@@ -327,6 +364,7 @@ export class DriverManager {
   constructor(opts: DriverManagerOptions) {
     this.opts = opts;
     this.clock = opts.clock ?? systemClock;
+    this.logmon = new LogMonitor({ socketPath: opts.logmonSocket ?? path.join(tmpdir(), `berth-logmon-${process.pid}.sock`), script: EXECUTOR_PATH });
     this.#log = opts.logger.child({ component: 'driver-manager' });
   }
 
@@ -348,7 +386,7 @@ export class DriverManager {
    * and listed in the result.
    */
   async start(): Promise<{ failed: Array<{ plugin: string; error: string }> }> {
-    const failed: Array<{ plugin: string; error: string }> = [];
+    const failed: Array<{ plugin: string; error: string; code?: string }> = [];
     await Promise.all(
       this.opts.plugins.map(async (entry) => {
         const inst = new PluginInstance(entry, this, this.#log);
@@ -359,12 +397,19 @@ export class DriverManager {
         } catch (err) {
           inst.state = 'failed';
           inst.lastError = describeError(err);
-          failed.push({ plugin: entry.name, error: inst.lastError });
+          failed.push({ plugin: entry.name, error: inst.lastError, ...(err instanceof DriverManagerError ? { code: err.code } : {}) });
           this.#log.error({ plugin: entry.name, file: entry.file, err: inst.lastError }, 'driver plugin not loaded');
+          inst.standIn();
         }
       }),
     );
-    return { failed };
+    // A plugin block its schema refuses is the user's mistake in the agent's config: the agent does not start (as Nomad).
+    const refused = failed.find((f) => f.code === 'DRIVER_MANAGER_CONFIG_INVALID');
+    if (refused) {
+      await this.stop();
+      throw new DriverManagerError('DRIVER_MANAGER_CONFIG_INVALID', refused.error);
+    }
+    return { failed: failed.map(({ plugin, error }) => ({ plugin, error })) };
   }
 
   /** The drivers of the plugins that started, by driver name (a later plugin with the same name wins). */

@@ -4,9 +4,9 @@
 // fail with DRIVER_SHUT_DOWN, waits carry on once the manager started it
 // again and recovered the tasks from their handles.
 
-import { mkdirSync, openSync, closeSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { constants as osConstants } from 'node:os';
+import { constants as osConstants, cpus } from 'node:os';
 import { AbortedError, describeError, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import {
@@ -21,6 +21,8 @@ import {
   type TaskResourceUsage,
   type TaskStatus,
 } from '../drivers/index.js';
+import { cpuShares, taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
+import type { LogMonitor } from '../logmon/index.js';
 import type {
   Capabilities as PluginCapabilities,
   DriverPlugin,
@@ -51,6 +53,8 @@ export interface DriverPluginSlot {
 interface TaskRecord {
   handle: PluginTaskHandle;
   taskName: string;
+  /** The group Berth made for the task (given to the driver as its cgroup), removed with the task. */
+  cgroup?: TaskCgroup;
   startedAt: number;
   exit?: ExitResult;
   completedAt?: number;
@@ -74,6 +78,15 @@ export interface ExternalTaskDriverOptions {
   encodeTaskConfig: (schema: Spec | undefined, body: Record<string, unknown>) => Uint8Array;
   /** PATH for tasks that set none (the dev agent puts its `berth` shim first). */
   defaultPath?: string;
+  /**
+   * Where Berth makes each task's cgroup (named `<allocId>.<task>`, with the
+   * task's limits) before StartTask; its path goes to the driver as
+   * LinuxResources' cgroup (Nomad's cpuset_cgroup), so the driver's executor
+   * joins Berth's group. Null or absent: no group (a host without cgroups).
+   */
+  cgroups?: Cgroups | null;
+  /** The node's log monitor (src/client/logmon), which reads the tasks' FIFOs. */
+  logmon: LogMonitor;
   now?: () => number;
 }
 
@@ -90,7 +103,7 @@ export function berthCapabilities(c: PluginCapabilities): DriverCapabilities {
   return {
     sendSignals: c.sendSignals,
     exec: c.exec,
-    fsIsolation: c.fsIsolation === 'none' ? 'none' : 'chroot',
+    fsIsolation: c.fsIsolation === 'chroot' || c.fsIsolation === 'image' ? c.fsIsolation : 'none',
     networkModes: [...modes],
     mustInitiateNetwork: c.mustInitiateNetwork,
     mountConfigs: c.mountConfigs === 'all' ? 'any' : 'none',
@@ -214,8 +227,16 @@ export class ExternalTaskDriver implements TaskDriver {
     if (this.#tasks.has(cfg.id)) throw new DriverError('DRIVER_TASK_EXISTS', `task ${cfg.id} already exists`);
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
     let pcfg: PluginTaskConfig;
+    let cgroup: TaskCgroup | undefined;
     try {
-      pcfg = this.#pluginConfig(cfg);
+      cgroup = this.#o.cgroups?.create(taskCgroupName(cfg.allocId, cfg.taskName), {
+        cpuMhz: cfg.resources.cpuMhz,
+        memoryMb: cfg.resources.memoryMb,
+        ...(cfg.resources.memoryMaxMb ? { memoryMaxMb: cfg.resources.memoryMaxMb } : {}),
+        ...(cfg.resources.cores ? { cores: cfg.resources.cores } : {}),
+        ...(cfg.resources.pidsMax ? { pidsMax: cfg.resources.pidsMax } : {}),
+      });
+      pcfg = await this.#pluginConfig(cfg, cgroup);
     } catch (err) {
       throw new PluginStartError(`task ${cfg.taskName}: its config does not fit driver ${this.name}: ${describeError(err)}`, false, { cause: err });
     }
@@ -227,18 +248,21 @@ export class ExternalTaskDriver implements TaskDriver {
       const start = startErrorOf(err);
       throw new PluginStartError(`task ${cfg.taskName}: driver ${this.name} failed to start it: ${start.message}`, start.recoverable, { cause: err });
     }
-    this.#tasks.set(cfg.id, { handle: started.handle, taskName: cfg.taskName, startedAt: this.#now() });
+    this.#tasks.set(cfg.id, { handle: started.handle, taskName: cfg.taskName, startedAt: this.#now(), ...(cgroup ? { cgroup } : {}) });
     this.#log.info({ taskId: cfg.id, task: cfg.taskName }, 'task started');
     return encodeHandle(this.name, started.handle);
   }
 
-  /** Nomad's TaskConfig for a Berth task; the log files exist before StartTask, as the protocol promises. */
-  #pluginConfig(cfg: TaskConfig): PluginTaskConfig {
-    const stdoutPath = cfg.logs.disabled ? '' : path.join(cfg.logs.dir, `${cfg.taskName}.stdout.0`);
-    const stderrPath = cfg.logs.disabled ? '' : path.join(cfg.logs.dir, `${cfg.taskName}.stderr.0`);
-    if (!cfg.logs.disabled) {
-      mkdirSync(cfg.logs.dir, { recursive: true });
-      for (const f of [stdoutPath, stderrPath]) closeSync(openSync(f, 'a', 0o644));
+  /**
+   * Nomad's TaskConfig for a Berth task, every field as a Nomad client fills
+   * it: the log FIFOs held by the host's log monitor before StartTask (as the
+   * protocol promises), the task's cgroup, the node's share of CPU.
+   */
+  async #pluginConfig(cfg: TaskConfig, cgroup: TaskCgroup | undefined): Promise<PluginTaskConfig> {
+    let stdoutPath = '';
+    let stderrPath = '';
+    if (!cfg.logs.disabled && !this.#pluginCapabilities.disableLogCollection) {
+      ({ stdoutPath, stderrPath } = await this.#o.logmon.add({ dir: cfg.logs.dir, taskName: cfg.taskName, maxFiles: cfg.logs.maxFiles, maxFileSizeMb: cfg.logs.maxFileSizeMb }));
     }
     mkdirSync(cfg.taskDir, { recursive: true });
     mkdirSync(cfg.secretsDir, { recursive: true });
@@ -246,35 +270,37 @@ export class ExternalTaskDriver implements TaskDriver {
     const msgpackDriverConfig = this.#o.encodeTaskConfig(this.#taskConfigSchema, driverConfig);
     const cpuPeriod = 100_000;
     const memoryLimitBytes = (cfg.resources.memoryMaxMb ?? cfg.resources.memoryMb) * 1024 * 1024;
+    const nodeMhz = cpus().reduce((n, c) => n + (c.speed || 1000), 0);
+    const cgroupPath = cgroup ? (cgroup.dirs.find((d) => d.includes('/cpuset/')) ?? cgroup.dirs[0] ?? '') : '';
     return {
       id: cfg.id,
-      jobName: cfg.jobId ?? '',
+      jobName: cfg.jobName ?? cfg.jobId ?? '',
       jobId: cfg.jobId ?? '',
       taskGroupName: cfg.groupName ?? '',
       name: cfg.taskName,
-      parentJobId: '',
+      parentJobId: cfg.parentJobId ?? '',
       namespace: cfg.namespace ?? 'default',
       nodeName: this.#o.node.name,
       nodeId: cfg.nodeId ?? '',
       env: cfg.env['PATH'] === undefined && this.#o.defaultPath ? { ...cfg.env, PATH: this.#o.defaultPath } : cfg.env,
-      deviceEnv: {},
+      deviceEnv: cfg.deviceEnv ?? {},
       resources: {
         allocated: { cpuShares: cfg.resources.cpuMhz, memoryMb: cfg.resources.memoryMb, memoryMaxMb: cfg.resources.memoryMaxMb ?? 0, networks: [] },
         linux: {
           cpuPeriod: cfg.resources.cores ? cpuPeriod : 0,
           cpuQuota: cfg.resources.cores ? Math.round(cfg.resources.cores * cpuPeriod) : 0,
-          cpuShares: cfg.resources.cpuMhz,
+          cpuShares: cpuShares(cfg.resources.cpuMhz),
           memoryLimitBytes,
           oomScoreAdj: 0,
           cpusetCpus: '',
-          cpusetCgroupPath: '',
-          percentTicks: 0,
+          cpusetCgroupPath: cgroupPath,
+          percentTicks: nodeMhz > 0 ? Math.min(1, cfg.resources.cpuMhz / nodeMhz) : 0,
         },
         ports: [],
       },
-      devices: [],
-      mounts: cfg.mounts.map((m) => ({ taskPath: m.destination, hostPath: m.source, readonly: m.readOnly, propagationMode: m.propagation, selinuxLabel: '', requestName: '' })),
-      user: '',
+      devices: (cfg.devices ?? []).map((d) => ({ taskPath: d.taskPath, hostPath: d.hostPath, permissions: d.permissions })),
+      mounts: cfg.mounts.map((m) => ({ taskPath: m.destination, hostPath: m.source, readonly: m.readOnly, propagationMode: m.propagation, selinuxLabel: '', requestName: m.volume ?? '' })),
+      user: cfg.user ?? '',
       allocDir: cfg.allocDir,
       msgpackDriverConfig,
       stdoutPath,
@@ -296,7 +322,8 @@ export class ExternalTaskDriver implements TaskDriver {
     } catch (err) {
       this.#fail(err, 'DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.taskId}: recovery by driver plugin ${this.name} failed`);
     }
-    this.#tasks.set(handle.taskId, { handle: ph, taskName: ph.config.name, startedAt: this.#now() });
+    const cgroup = this.#o.cgroups?.list().find((g) => g.name === taskCgroupName(ph.config.allocId, ph.config.name));
+    this.#tasks.set(handle.taskId, { handle: ph, taskName: ph.config.name, startedAt: this.#now(), ...(cgroup ? { cgroup } : {}) });
     this.#log.info({ taskId: handle.taskId, task: ph.config.name }, 'task recovered');
   }
 
@@ -360,6 +387,9 @@ export class ExternalTaskDriver implements TaskDriver {
       this.#fail(err, 'DRIVER_EXECUTOR_FAILED', `destroying task ${taskId}`);
     }
     this.#tasks.delete(taskId);
+    const { stdoutPath } = rec.handle.config;
+    if (stdoutPath.endsWith('.fifo')) await this.#o.logmon.remove({ dir: path.dirname(stdoutPath), taskName: rec.handle.config.name });
+    if (rec.cgroup) await this.#o.cgroups?.remove(rec.cgroup).catch((err: unknown) => this.#log.warn({ taskId, err: describeError(err) }, 'cannot remove the task’s cgroup'));
   }
 
   inspectTask(taskId: string): TaskStatus {

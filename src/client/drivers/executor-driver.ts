@@ -31,7 +31,8 @@ import type {
   TaskStatus,
 } from './task-driver.js';
 
-const EXECUTOR_PATH = fileURLToPath(new URL('./executor.mjs', import.meta.url));
+/** The executor script (also the host's log monitor, see src/client/logmon). */
+export const EXECUTOR_PATH = fileURLToPath(new URL('./executor.mjs', import.meta.url));
 /** Longest unix socket path Linux takes (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
 const ORPHAN_POLL_MS = 250;
@@ -142,6 +143,7 @@ export abstract class ExecutorDriver implements TaskDriver {
         dir: cfg.logs.dir,
         maxFiles: cfg.logs.maxFiles,
         maxFileBytes: Math.round(cfg.logs.maxFileSizeMb * 1024 * 1024),
+        ...(cfg.logs.fifos ? { fifos: cfg.logs.fifos } : {}),
       },
       stateDir,
       socketPath,

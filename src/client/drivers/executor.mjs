@@ -20,7 +20,15 @@
 // Log files: `<dir>/<task>.<stdout|stderr>.<n>`, n growing; at most maxFiles
 // kept per stream (src/client/logs reads them in the same order). When logs
 // are disabled nothing is captured and a marker `.<task>.logs-disabled` is
-// left in the log dir.
+// left in the log dir. With `logs.fifos` (a task of Berth's driver served as
+// a plugin: Nomad's StdoutPath/StderrPath) the task writes straight into the
+// host's FIFOs and the host's log monitor rotates.
+//
+// Log monitor mode (`mode: 'logmon'`, Nomad's logmon, one per node): the
+// same script, started by the host for the tasks of external driver plugins,
+// holds each task's stdout/stderr FIFOs open (read-write, so a writer never
+// blocks or gets SIGPIPE while no agent runs) and copies what arrives into
+// rotated files; the host adds and removes tasks over its control socket.
 
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -33,7 +41,7 @@ import path from 'node:path';
  * @typedef {{
  *   mode: 'raw_exec'|'exec', taskId: string, taskName: string, command: string, args: string[],
  *   env: Record<string,string>, taskDir: string, allocDir: string, secretsDir: string, mounts: Mount[],
- *   networkNamespacePath?: string, logs: { disabled: boolean, dir: string, maxFiles: number, maxFileBytes: number },
+ *   networkNamespacePath?: string, logs: { disabled: boolean, dir: string, maxFiles: number, maxFileBytes: number, fifos?: { stdout: string, stderr: string } },
  *   stateDir: string, socketPath: string, cgroup?: TaskCgroup,
  *   lease?: { file: string, ms: number, killTimeoutMs: number }
  * }} ExecutorConfig
@@ -348,7 +356,13 @@ const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift;
 function spawnTask(cfg) {
   const env = { PATH: DEFAULT_PATH, ...cfg.env };
   /** @type {import('node:child_process').StdioOptions} */
-  const stdio = cfg.logs.disabled ? ['ignore', 'ignore', 'ignore'] : ['ignore', 'pipe', 'pipe'];
+  const fifos = cfg.logs.fifos;
+  // A FIFO opened write-only blocks until a reader has it: the host's log monitor already does.
+  const stdio = cfg.logs.disabled
+    ? ['ignore', 'ignore', 'ignore']
+    : fifos
+      ? ['ignore', fs.openSync(fifos.stdout, fs.constants.O_WRONLY), fs.openSync(fifos.stderr, fs.constants.O_WRONLY)]
+      : ['ignore', 'pipe', 'pipe'];
   if (cfg.cgroup) stdio.push('pipe');
   const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
   /** @type {string[]} */
@@ -368,12 +382,95 @@ function spawnTask(cfg) {
     argv = ['/bin/sh', '-c', JOIN_SCRIPT, 'berth-cgroup', ...cfg.cgroup.dirs.map((d) => path.join(d, 'cgroup.procs')), '--', ...argv];
   }
   const [file, ...args] = argv;
-  return spawn(/** @type {string} */ (file), args, {
+  const child = spawn(/** @type {string} */ (file), args, {
     cwd: cfg.mode === 'exec' ? cfg.stateDir : cfg.taskDir,
     env,
     stdio,
     detached: true,
   });
+  for (const fd of stdio) if (typeof fd === 'number') fs.closeSync(fd);
+  return child;
+}
+
+/**
+ * @typedef {{ dir: string, maxFiles: number, maxFileBytes: number, fifos: Array<{ fifo: string, base: string }> }} LogTarget
+ * @typedef {{ readers: net.Socket[], files: RotatingFile[], fifos: string[] }} Collected
+ */
+
+/**
+ * Log monitor mode: see the header. One per node: a control socket takes
+ * one JSON line per connection, `{ op: 'add', target }` (hold a task's FIFOs
+ * and rotate what arrives; a repeat is a no-op) or `{ op: 'remove', fifo }`
+ * (drain, then let go), and answers `{ ok }`. A task whose FIFOs were
+ * removed (its allocation collected) is let go by itself; with no task for
+ * IDLE_EXIT_MS, or its socket gone, the monitor exits. Reports
+ * `{ ok: true, pid }` once it listens.
+ * @param {{ socketPath: string }} cfg
+ * @param {(msg: unknown) => void} report
+ */
+function logmon(cfg, report) {
+  const IDLE_EXIT_MS = 60_000;
+  /** @type {Map<string, Collected>} */
+  const tasks = new Map();
+  let idleSince = Date.now();
+  /** @param {LogTarget} t */
+  const add = (t) => {
+    const key = t.fifos[0]?.fifo ?? '';
+    if (tasks.has(key)) return;
+    fs.mkdirSync(t.dir, { recursive: true });
+    /** @type {Collected} */
+    const c = { readers: [], files: [], fifos: t.fifos.map((f) => f.fifo) };
+    for (const { fifo, base } of t.fifos) {
+      const file = new RotatingFile(t.dir, base, t.maxFiles, t.maxFileBytes);
+      c.files.push(file);
+      const sock = new net.Socket({ fd: fs.openSync(fifo, fs.constants.O_RDWR | fs.constants.O_NONBLOCK), readable: true, writable: false });
+      sock.on('data', (/** @type {Buffer} */ chunk) => file.write(chunk));
+      sock.on('error', () => undefined);
+      c.readers.push(sock);
+    }
+    tasks.set(key, c);
+  };
+  /** @param {string} key @returns {Promise<void>} */
+  const remove = (key) =>
+    new Promise((resolve) => {
+      const c = tasks.get(key);
+      if (!c) return resolve();
+      tasks.delete(key);
+      if (tasks.size === 0) idleSince = Date.now();
+      // What is already in the pipes arrives in the next turns of the loop.
+      setTimeout(() => {
+        for (const r of c.readers) r.destroy();
+        for (const f of c.files) f.close();
+        resolve();
+      }, 100);
+    });
+  const server = net.createServer((conn) => {
+    let buf = '';
+    conn.setEncoding('utf8');
+    conn.on('error', () => undefined);
+    conn.on('data', async (/** @type {string} */ d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      try {
+        const msg = JSON.parse(buf.slice(0, nl));
+        if (msg.op === 'add') add(msg.target);
+        else if (msg.op === 'remove') await remove(msg.fifo);
+        conn.end(`${JSON.stringify({ ok: true })}\n`);
+      } catch (err) {
+        conn.end(`${JSON.stringify({ ok: false, error: /** @type {Error} */ (err).message })}\n`);
+      }
+    });
+  });
+  fs.rmSync(cfg.socketPath, { force: true });
+  server.listen(cfg.socketPath, () => report({ ok: true, pid: process.pid }));
+  setInterval(() => {
+    for (const [key, c] of tasks) if (c.fifos.some((f) => !fs.existsSync(f))) void remove(key);
+    if (!fs.existsSync(cfg.socketPath) || (tasks.size === 0 && Date.now() - idleSince > IDLE_EXIT_MS)) {
+      server.close();
+      process.exit(0);
+    }
+  }, 2000);
 }
 
 /** @param {number | null} code @param {NodeJS.Signals | null} signal */
@@ -409,6 +506,14 @@ async function main() {
   for await (const c of process.stdin) chunks.push(c);
   /** @type {ExecutorConfig} */
   const cfg = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  if (cfg.mode === 'logmon') {
+    process.removeAllListeners('SIGTERM');
+    logmon(cfg, (msg) => {
+      fs.writeSync(3, `${JSON.stringify(msg)}\n`);
+      fs.closeSync(3);
+    });
+    return;
+  }
   fs.mkdirSync(cfg.stateDir, { recursive: true });
   const oomBaseline = oomKills(cfg.cgroup);
 
@@ -445,7 +550,7 @@ async function main() {
   // Catch the exit even if it comes before the socket is up.
   /** @type {Promise<[number | null, NodeJS.Signals | null]>} */
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
-  if (!cfg.logs.disabled) {
+  if (!cfg.logs.disabled && !cfg.logs.fifos) {
     for (const [stream, name] of /** @type {const} */ ([[child.stdout, 'stdout'], [child.stderr, 'stderr']])) {
       const file = new RotatingFile(cfg.logs.dir, `${cfg.taskName}.${name}`, cfg.logs.maxFiles, cfg.logs.maxFileBytes);
       files.push(file);
@@ -621,7 +726,7 @@ async function main() {
       fs.rmSync(cfg.socketPath, { force: true });
       setTimeout(() => process.exit(0), 50).unref();
     };
-    if (cfg.logs.disabled) return finish();
+    if (cfg.logs.disabled || cfg.logs.fifos) return finish();
     let pending = 2;
     const done = () => {
       if (--pending === 0) {

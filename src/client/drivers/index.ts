@@ -19,7 +19,7 @@ export type {
   DriverCapabilities,
 } from './task-driver.js';
 export { DriverError, type DriverErrorCode } from './driver-error.js';
-export { ExecutorDriver, type ExecutorDriverOptions } from './executor-driver.js';
+export { ExecutorDriver, EXECUTOR_PATH, type ExecutorDriverOptions } from './executor-driver.js';
 export { RawExecDriver } from './raw-exec-driver.js';
 export { ExecDriver } from './exec-driver.js';
 export { createDrivers } from './create-drivers.js';

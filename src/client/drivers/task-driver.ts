@@ -13,6 +13,8 @@ export interface TaskMount {
   readOnly: boolean;
   /** private; host-to-task = rslave; bidirectional = rshared (refused unless writable). */
   propagation: 'private' | 'host-to-task' | 'bidirectional';
+  /** The group volume the mount comes from (Nomad's MountConfig request name), when it comes from one. */
+  volume?: string;
 }
 
 /** How the task's stdout/stderr are captured (see src/client/logs). */
@@ -23,6 +25,8 @@ export interface TaskLogConfig {
   dir: string;
   maxFiles: number;
   maxFileSizeMb: number;
+  /** The host's FIFOs to write stdout/stderr into instead (a driver served as a plugin: Nomad's StdoutPath/StderrPath); the host rotates. */
+  fifos?: { stdout: string; stderr: string };
 }
 
 /** What a driver is told to start. */
@@ -61,6 +65,14 @@ export interface TaskConfig {
   groupName?: string;
   namespace?: string;
   nodeId?: string;
+  /** The job's name (Berth's job ID: a Berth job has no other name) and its parent (periodic/dispatch; none in Berth yet). */
+  jobName?: string;
+  parentJobId?: string;
+  /** The task's `user` (external drivers run the task as this user). */
+  user?: string;
+  /** Devices reserved for the task and their environment (Nomad's device plugins; Berth reserves none yet). */
+  devices?: Array<{ taskPath: string; hostPath: string; permissions: string }>;
+  deviceEnv?: Record<string, string>;
 }
 
 /** A task's `resources`, enforced through its cgroup where the host has cgroups. */
@@ -207,7 +219,8 @@ export interface ExecOptions {
 export interface DriverCapabilities {
   sendSignals: boolean;
   exec: boolean;
-  fsIsolation: 'none' | 'chroot';
+  /** Nomad's FSIsolation: `chroot` drivers get the chroot built in the task directory, `image` and `none` do not. */
+  fsIsolation: 'none' | 'chroot' | 'image';
   networkModes: ReadonlyArray<'host' | 'none'>;
   /** True when the driver makes the network namespace itself (never for Berth's drivers). */
   mustInitiateNetwork: boolean;

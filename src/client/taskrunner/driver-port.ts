@@ -8,6 +8,8 @@ export interface TaskMount {
   destination: string;
   readOnly: boolean;
   propagation: 'private' | 'host-to-task' | 'bidirectional';
+  /** The group volume the mount comes from, when it comes from one. */
+  volume?: string;
 }
 
 /** What a driver is told to start. */
@@ -37,6 +39,14 @@ export interface RunnerTaskConfig {
   groupName?: string;
   namespace?: string;
   nodeId?: string;
+  /** The job's name (Berth's job ID: a Berth job has no other name) and its parent (periodic/dispatch; none in Berth yet). */
+  jobName?: string;
+  parentJobId?: string;
+  /** The task's `user` (external drivers run the task as this user). */
+  user?: string;
+  /** Devices reserved for the task and their environment (Nomad's device plugins; Berth reserves none yet). */
+  devices?: Array<{ taskPath: string; hostPath: string; permissions: string }>;
+  deviceEnv?: Record<string, string>;
 }
 
 /** A task's resources as the driver enforces them (see TaskResources of the drivers). */
@@ -61,7 +71,8 @@ export interface RunnerExitResult {
 }
 
 export interface RunnerDriverCapabilities {
-  fsIsolation: 'none' | 'chroot';
+  /** Nomad's FSIsolation: `chroot` drivers get the chroot built in the task directory, `image` and `none` do not. */
+  fsIsolation: 'none' | 'chroot' | 'image';
   /** The driver makes the group's network namespace itself (createNetwork/destroyNetwork). */
   mustInitiateNetwork?: boolean;
   networkModes: ReadonlyArray<'host' | 'none'>;

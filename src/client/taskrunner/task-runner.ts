@@ -75,6 +75,8 @@ export interface TaskRunnerOptions {
    * tasks of groups with single-writer volumes. Default none.
    */
   fenceAfterMs?: number;
+  /** The job's namespace (told to external driver plugins). */
+  namespace?: string;
   /** Path of the group's network namespace, when the group has one. */
   networkNamespacePath?: () => string | undefined;
   logger?: Logger;
@@ -522,7 +524,7 @@ export class TaskRunner {
       killTimeoutMs: this.#opts.killTimeoutMs,
       resources: runnerResources(task.resources),
       ...(this.#opts.fenceAfterMs ? { fence: { afterMs: this.#opts.fenceAfterMs } } : {}),
-      ...(own ? { driverConfig: task.config, jobId: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId } : {}),
+      ...(own ? { driverConfig: task.config, jobId: alloc.jobId, jobName: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId, namespace: this.#opts.namespace ?? 'default', ...(task.user ? { user: task.user } : {}) } : {}),
     };
     const netns = this.#opts.networkNamespacePath?.();
     if (netns) cfg.networkNamespacePath = netns;
