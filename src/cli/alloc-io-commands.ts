@@ -9,6 +9,7 @@ import type { Allocation, Node } from '../structs/index.js';
 import { ApiClient, ApiClientError, KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
+import { tokenSetting } from './agent-address.js';
 import { UsageError } from './usage-error.js';
 
 /** The allocation's full ID and an API client for the node agent running it. */
@@ -28,7 +29,7 @@ export async function nodeAgentOf(s: ApiSession, alloc: Allocation, token: strin
 
 /** The --token flag, else $BERTH_TOKEN. */
 export function tokenOf(opts: Record<string, unknown>): string | undefined {
-  return (opts['token'] as string | undefined) ?? process.env['BERTH_TOKEN'];
+  return tokenSetting(opts['token'] as string | undefined);
 }
 
 /** Adds `logs` and `exec` to `berth alloc`. */

@@ -24,7 +24,7 @@ import { cleanEnv, mountsUnder, REPO, runProcess, until, type BerthResult } from
 const work = mkdtempSync(path.join(tmpdir(), 'berth-pack-'));
 const prefix = path.join(work, 'prefix');
 const outside = path.join(work, 'home');
-const installed = path.join(prefix, 'lib', 'node_modules', 'berth');
+const installed = path.join(prefix, 'lib', 'node_modules', '@berth-orchestrator', 'berth');
 const BIN = path.join(prefix, 'bin', 'berth');
 
 const NATIVE = ['better-sqlite3', 'node-pty'];
