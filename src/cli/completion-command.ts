@@ -111,8 +111,8 @@ complete -c berth -n 'string match -q -- "-*" (commandline -ct)' -f -a '(__berth
 
 const SCRIPTS = { bash: bashScript, zsh: zshScript, fish: fishScript } as const;
 
-/** Builds `berth completion`. */
-export function completionCommand(ctx: CommandContext): Command {
+/** Builds `berth completion`; `wholeTree` builds the program with every command (once, when the script is printed). */
+export function completionCommand(ctx: CommandContext, wholeTree: () => Promise<Command>): Command {
   return new Command('completion')
     .description('Print a shell completion script (bash, zsh or fish) for every berth command and flag')
     .addArgument(new Argument('<shell>', 'the shell').choices(Object.keys(SCRIPTS)))
@@ -125,9 +125,6 @@ Examples:
   $ berth completion fish > ~/.config/fish/completions/berth.fish`,
     )
     .action(async (shell: keyof typeof SCRIPTS) => {
-      // The whole tree: every command module loads (once, for this one run).
-      const { buildProgram } = await import('./program.js');
-      const program = await buildProgram(ctx);
-      ctx.io.stdout(SCRIPTS[shell](completionTree(program)));
+      ctx.io.stdout(SCRIPTS[shell](completionTree(await wholeTree())));
     });
 }

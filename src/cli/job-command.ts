@@ -30,12 +30,32 @@ export const loadSpecFiles = (): Promise<typeof SpecFiles> => import('../spec-fi
 /** The largest job or volume file read (structs' MAX_SPEC_FILE_BYTES, kept here so `job status` need not load structs). */
 const MAX_SPEC_FILE_BYTES = 1024 * 1024;
 
+/** How a file argument of `-` (standard input) is named in messages. */
+export const STDIN_NAME = '<stdin>';
+
+/** The name a spec file is given in messages: its path, or <stdin> for `-`. */
+export const specFileName = (file: string): string => (file === '-' ? STDIN_NAME : file);
+
+/** Reads standard input to its end, refusing more than MAX_SPEC_FILE_BYTES. */
+async function readStdin(input: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of input) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += buf.length;
+    if (size > MAX_SPEC_FILE_BYTES) throw new UsageError(`standard input is too large: more than ${MAX_SPEC_FILE_BYTES} bytes; job and volume files are at most 1 MiB`);
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /**
- * Reads a spec file of at most 1 MiB; a missing or larger file is a usage
- * error (nothing was sent). Reads no more than the limit and one byte,
- * whatever the file's size.
+ * Reads a spec file of at most 1 MiB, or standard input for `-`; a missing
+ * or larger file is a usage error (nothing was sent). Reads no more than the
+ * limit and one byte, whatever the file's size.
  */
 export async function readSpecFile(file: string): Promise<string> {
+  if (file === '-') return readStdin();
   let text: string;
   try {
     const handle = await open(file, 'r');

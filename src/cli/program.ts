@@ -97,7 +97,7 @@ export const COMMANDS: readonly TopCommand[] = [
     name: 'completion',
     term: 'completion <shell>',
     description: 'Print a shell completion script (bash, zsh or fish) for every berth command and flag',
-    load: async (ctx) => (await import('./completion-command.js')).completionCommand(ctx),
+    load: async (ctx) => (await import('./completion-command.js')).completionCommand(ctx, () => buildProgram(ctx)),
   },
   {
     name: 'driver-plugin',
