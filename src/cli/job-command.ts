@@ -12,6 +12,8 @@ import type { Allocation, Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
+import { addJobInit } from './init-command.js';
+import { addJobLaunchCommands } from './job-launch-commands.js';
 import { UsageError } from './usage-error.js';
 
 /** How long one blocking read of the monitor waits before asking again. */
@@ -93,7 +95,7 @@ export function jobCommand(ctx: CommandContext): Command {
     job
       .command('run')
       .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
-      .argument('<file>', 'job file: .hcl (as Nomad users write them) or .json')
+      .argument('<file>', "job file: .hcl (as Nomad users write them), .json (Berth's or Nomad's API form), or - for stdin")
       .option('--detach', 'print the evaluation ID and return at once'),
     ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json'],
   ).action(act(runJob));
@@ -116,20 +118,30 @@ export function jobCommand(ctx: CommandContext): Command {
     job
       .command('validate')
       .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
-      .argument('<file>', 'job file: .hcl or .json'),
-    ['job validate examples/reader.hcl'],
+      .argument('<file>', 'job file: .hcl or .json, or - for stdin'),
+    ['job validate examples/reader.hcl', 'job validate - < job.json'],
   ).action(act(validateJob));
 
+  apiCommand(
+    job
+      .command('inspect')
+      .description("Print a job as JSON ({\"job\": ...}, what `job run` takes back)")
+      .argument('<id>', 'job ID or a unique prefix'),
+    ['job inspect writer', 'job inspect writer > writer.json && berth job run writer.json'],
+  ).action(act(inspectJob));
+
+  addJobInit(job, ctx);
+  addJobLaunchCommands(job, ctx);
   return job;
 }
 
 async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
-  const { parseJobFile } = await loadSpecFiles();
-  const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
+  const parsed = await readJobFile(s, file as string);
   const { body } = await s.api.request<{ evaluation: Evaluation; evalId: string; index: number; job: Job }>('POST', '/v1/jobs', {
     query: { namespace: s.namespace },
     body: { job: { namespace: s.namespace, ...parsed.input } },
   });
+  if (body.job.periodic || body.job.parameterized) return launcherRegistered(s, body.job, body.evalId);
   if (opts['detach']) {
     if (s.out.json) s.out.document({ evalId: body.evalId, jobId: body.job.id });
     else {
@@ -141,6 +153,17 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
   const result = await monitor(s, body.job, body.evalId, body.index);
   if (s.out.json) s.out.document(result);
   if (!result.ok) throw new MonitorFailure(result.reason);
+}
+
+/** A periodic or parameterized job runs nothing itself: say so, and when it launches next (as Nomad's job run does). */
+async function launcherRegistered(s: ApiSession, job: Job, evalId: string): Promise<void> {
+  const { nextLaunch } = await loadStructs();
+  const p = job.periodic;
+  const next = p?.enabled ? nextLaunch([...(p.cron ? [p.cron] : []), ...(p.crons ?? [])], p.timeZone, Date.now()) : undefined;
+  if (s.out.json) return s.out.document({ jobId: job.id, evalId, ...(next !== undefined ? { nextLaunch: new Date(next).toISOString() } : {}) });
+  s.out.line('Job registration successful');
+  if (p) s.out.line(next !== undefined ? `Approximate next launch time: ${timestamp(next)} (${p.timeZone})` : 'No launch is scheduled (the periodic block is disabled, or its schedule has no future time)');
+  else s.out.line(`Job "${job.id}" is parameterized: launch it with \`berth job dispatch ${job.id}\``);
 }
 
 /** job run ended without every allocation running: exit 1 with the reason (already shown). */
@@ -315,10 +338,45 @@ async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, un
   s.out.line(`    Evaluation ID: ${body.evalId}`);
 }
 
-async function validateJob(s: ApiSession, [file]: string[]): Promise<void> {
+/** Reads and parses a job file (or stdin for `-`), printing what it ignored as warnings. */
+async function readJobFile(s: ApiSession, file: string): Promise<SpecFiles.JobFile> {
   const { parseJobFile } = await loadSpecFiles();
-  const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
+  const parsed = await parseJobFile(specFileName(file), await readSpecFile(file));
+  for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
+  return parsed;
+}
+
+async function validateJob(s: ApiSession, [file]: string[]): Promise<void> {
+  const parsed = await readJobFile(s, file as string);
   await s.api.request('POST', '/v1/validate/job', { body: { job: { namespace: s.namespace, ...parsed.input } } });
-  if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format });
-  s.out.line(`Job validation successful: ${file} (job "${parsed.job.id}", ${parsed.job.groups.length} group${parsed.job.groups.length === 1 ? '' : 's'})`);
+  const warnings = await driverWarnings(s, parsed.job);
+  for (const w of warnings) s.out.warn(`Warning: ${w}`);
+  if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format, warnings: [...parsed.notes, ...warnings] });
+  s.out.line(`Job validation successful: ${specFileName(file as string)} (job "${parsed.job.id}", ${parsed.job.groups.length} group${parsed.job.groups.length === 1 ? '' : 's'})`);
+}
+
+/**
+ * A warning for each driver of the job that no ready node has healthy (the
+ * job would block), naming the drivers the nodes do have, as Nomad's
+ * placement failure would say later.
+ */
+async function driverWarnings(s: ApiSession, job: Structs.JobSpec): Promise<string[]> {
+  const { body: nodes } = await s.api.get<Structs.Node[]>('/v1/nodes');
+  const ready = nodes.filter((n) => n.status === 'ready');
+  const healthy = (n: Structs.Node, d: string): boolean => Boolean(n.drivers[d]?.detected && n.drivers[d]?.healthy);
+  const wanted = [...new Set(job.groups.flatMap((g) => g.tasks.map((t) => t.driver)))];
+  const have = [...new Set(ready.flatMap((n) => Object.keys(n.drivers).filter((d) => healthy(n, d))))].sort();
+  return wanted
+    .filter((d) => !ready.some((n) => healthy(n, d)))
+    .map((d) =>
+      ready.length
+        ? `no ready node can run driver "${d}" (the nodes' healthy drivers: ${have.join(', ') || 'none'}); the job would not be placed`
+        : `no node is ready, so nothing can run driver "${d}" yet`,
+    );
+}
+
+async function inspectJob(s: ApiSession, [idArg]: string[]): Promise<void> {
+  const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
+  const { body: job } = await s.api.get<Job>(KINDS.job.getPath(id), { namespace: s.namespace });
+  s.out.document({ job });
 }

@@ -132,10 +132,10 @@ export async function parseVolumeFile(file: string, text: string, purpose: 'regi
     const volume = parseVolumeSpec(located.input, purpose);
     const notes = [...(located.notes ?? [])];
     if (purpose === 'register') {
-      for (const field of ['snapshotId', 'cloneId'] as const) {
+      for (const [field, written] of [['snapshotId', 'snapshot_id'], ['cloneId', 'clone_id']] as const) {
         if ((located.input as Record<string, unknown>)[field] === undefined) continue;
         const pos = located.locate(field);
-        notes.push(`${pos ? `${file}:${pos.line}:${pos.column}` : file}: ${field}: ignored by volume register (it applies to volume create)`);
+        notes.push(`${pos ? `${file}:${pos.line}:${pos.column}` : file}: ${written}: ignored by volume register, as Nomad does (it applies to volume create)`);
       }
     }
     return { volume, input: located.input as Record<string, unknown>, format, notes };
