@@ -84,6 +84,8 @@ export function nanosToDuration(value: unknown): unknown {
 }
 
 const duration: Convert = (v) => nanosToDuration(v);
+/** Nomad writes 0 for a number left unset (MemoryMaxMB, Cores): unset here too. */
+const unsetIfZero: Convert = (v) => (v === 0 ? undefined : v);
 
 const RESTART: Table = { Attempts: attr('attempts'), Interval: attr('interval', duration), Delay: attr('delay', duration), Mode: attr('mode'), RenderTemplates: DEFAULTED };
 const RESCHEDULE: Table = {
@@ -131,10 +133,10 @@ const TASK: Table = {
   Resources: {
     to: 'resources',
     obj: {
-      CPU: attr('cpuMhz'),
-      Cores: attr('cores'),
-      MemoryMB: attr('memoryMb'),
-      MemoryMaxMB: attr('memoryMaxMb'),
+      CPU: attr('cpuMhz', unsetIfZero),
+      Cores: attr('cores', unsetIfZero),
+      MemoryMB: attr('memoryMb', unsetIfZero),
+      MemoryMaxMB: attr('memoryMaxMb', unsetIfZero),
       DiskMB: DEFAULTED,
       IOPS: DEFAULTED,
       Networks: unsupported('task networks (give the group a network block)'),
@@ -230,7 +232,7 @@ const JOB: Table = {
   Name: DROP,
   Namespace: attr('namespace'),
   Type: attr('type'),
-  Priority: attr('priority'),
+  Priority: attr('priority', unsetIfZero),
   Datacenters: attr('datacenters'),
   TaskGroups: { to: 'groups', list: GROUP },
   Meta: attr('meta'),
@@ -316,7 +318,8 @@ function translateObject(raw: Record<string, unknown>, table: Table, at: { canon
       if (!isEmpty(value)) t.problems.push({ path: where, message: `Berth does not support ${rule.unsupported}; remove "${key}"` });
       continue;
     }
-    if (value === null || value === undefined) continue;
+    // Nomad writes null and "" for what was left unset.
+    if (value === null || value === undefined || value === '') continue;
     const canon = [...at.canon, rule.to];
     const record = (path: PropertyKey[], nomad: PropertyKey[]): void => void t.origins.set(formatPath(path), formatPath(nomad));
     if ('obj' in rule) {

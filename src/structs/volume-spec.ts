@@ -103,7 +103,8 @@ export const volumeSpecSchema = z
       ctx.addIssue({ code: 'custom', path: ['capacityMaxBytes'], message: 'give capacityMax or capacityMaxBytes, not both' });
     }
     if ((v.accessMode === undefined) !== (v.attachmentMode === undefined)) {
-      ctx.addIssue({ code: 'custom', path: [v.accessMode === undefined ? 'accessMode' : 'attachmentMode'], message: 'the top-level accessMode and attachmentMode go together; give both (or capability blocks)' });
+      const [given, missing] = v.accessMode === undefined ? ['attachmentMode', 'accessMode'] : ['accessMode', 'attachmentMode'];
+      ctx.addIssue({ code: 'custom', path: [given], message: `the top-level ${given} needs ${missing} beside it (the pair is one capability), or use capability blocks` });
     } else if (!v.capabilities?.length && v.accessMode === undefined) {
       ctx.addIssue({ code: 'custom', path: ['capabilities'], message: 'at least one capability (access mode and attachment mode) is required' });
     }
