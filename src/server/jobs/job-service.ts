@@ -3,6 +3,7 @@
 // that also evaluates the job, so a registration returns with its
 // allocations placed (or its evaluation blocked, with the reasons).
 
+import { isDeepStrictEqual } from 'node:util';
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import {
   JobValidationError,
@@ -50,8 +51,10 @@ export type LaunchResult = { job: Job; evaluation: Evaluation; index: number } |
 
 const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'complete', 'failed', 'lost'];
 
+/** Equal as JSON, whatever the order of keys (a job file in HCL and the same job in JSON list a config's keys differently). */
 function sameSpec(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  const plain = (v: unknown): unknown => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+  return isDeepStrictEqual(plain(a), plain(b));
 }
 
 function specOf(job: Job): JobSpec {
