@@ -61,6 +61,7 @@ export function addAllocIoCommands(alloc: Command, ctx: CommandContext): void {
 
 async function allocLogs(ctx: CommandContext, s: ApiSession, [idArg, task]: string[], opts: Record<string, unknown>): Promise<void> {
   const tail = opts['tail'] as string | undefined;
+  if (tail === '-n') throw new UsageError("Nomad's `-tail -n N` is `-tail N` in berth (-n names the namespace here)");
   if (tail !== undefined && !/^\d+$/.test(tail)) throw new UsageError(`--tail must be a whole number of lines, got "${tail}"`);
   const { allocId, agent } = await nodeAgentFor(s, idArg as string, tokenOf(opts));
   const res = await agent.stream(`/v1/client/allocation/${encodeURIComponent(allocId)}/logs`, {
