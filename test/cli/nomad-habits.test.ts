@@ -75,6 +75,9 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     assert.equal(inspected.job.groups[0]?.tasks[0]?.env['GREETING'], 'hello from berth');
     writeFileSync(path.join(work, 'inspected.json'), JSON.stringify(inspected));
     ok(await nomadUser(['job', 'validate', 'inspected.json']), 'job validate of job inspect output');
+    const { readFileSync } = await import('node:fs');
+    const piped = ok(await nomadUser(['job', 'validate', '-'], { input: readFileSync(path.join(work, 'short.hcl'), 'utf8') }), 'job validate -');
+    assert.equal(piped.trim(), 'Job validation successful: <stdin> (job "example", 1 group)');
     ok(await nomadUser(['job', 'stop', '-purge', 'example']), 'job stop -purge');
   });
 
