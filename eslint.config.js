@@ -35,22 +35,24 @@ import tseslint from 'typescript-eslint';
 //     (test/support/csi-fake/index.ts); `_name.ts` files are private to their
 //     folder. Tests beside the code, test/ and bench/ use kits only so; bench/
 //     never imports test/ files, and production code never imports test/**.
-// Layers point one way (lib <- csi <- client, server <- agent <- cli): structs
+// Layers point one way (lib <- csi <- client, server <- agent <- cli): hcl (the
+// HCL language engine: parse and evaluate) sits on lib alone, structs
 // (types client and server share) sits on csi, spec-files (job and volume
-// files, as Nomad's jobspec) on structs, csi-plugins (the plugins Berth ships)
+// files, as Nomad's jobspec) on structs and hcl, csi-plugins (the plugins Berth ships)
 // on csi, plugins (external plugins over Nomad's go-plugin protocols) on
 // structs. Each layer may import only the layers listed for it:
 const LAYERS = {
   lib: [],
+  hcl: ['lib'],
   csi: ['lib'],
   structs: ['lib', 'csi'],
-  'spec-files': ['lib', 'structs'],
+  'spec-files': ['lib', 'structs', 'hcl'],
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],
   client: ['lib', 'csi', 'structs', 'plugins'],
   server: ['lib', 'csi', 'structs', 'plugins'],
-  agent: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
-  cli: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
+  agent: ['lib', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
+  cli: ['lib', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
 };
 // Generated protobuf code is reached only by csi, by the plugins layer and by
 // plugin servers, which must speak protobuf (and by the CSI conformance tests and benchmarks).
@@ -74,6 +76,8 @@ const boundaryElements = [
   { type: 'test', pattern: 'test', partialMatch: false },
   { type: 'bench', pattern: 'bench', partialMatch: false },
   { type: 'scripts', pattern: 'scripts', partialMatch: false },
+  // The web UI: its own sources and build, a client of the public HTTP API only.
+  { type: 'ui', pattern: 'ui', partialMatch: false },
 ];
 
 const layerPolicies = Object.entries(LAYERS).map(([layer, below]) => ({
@@ -95,16 +99,20 @@ const boundaryPolicies = [
   { from: { element: { type: 'main' } }, allow: { to: { element: door('cli') } } },
   { from: { element: { type: 'gen' } }, allow: { to: { element: { type: 'gen' } } } },
   { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'layer', fileInternalPath: 'index.ts' } } } },
+  // scripts/build.mjs builds the web UI with the UI's own build file.
+  { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'ui', fileInternalPath: 'build.mjs' } } } },
   {
     from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
     allow: { to: [...DOORS, { element: { type: 'gen' } }] },
   },
+  // The web UI imports only itself (and its npm packages): nothing from src/ or test/.
+  { from: { element: { type: 'ui' } }, allow: { to: { element: { type: 'ui' } } } },
   // Tests beside the code (src/**/*.test.ts) may use the test kit.
   { from: { element: { types: { anyOf: PROD } }, file: { categories: 'unit-test' } }, allow: { to: DOORS } },
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist.next-*/**', 'node_modules/**', 'src/gen/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'dist.next-*/**', 'node_modules/**', 'src/gen/**', 'bench/results/**', 'ui/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -116,13 +124,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.ts', '**/*.mjs'],
+    files: ['**/*.ts', '**/*.tsx', '**/*.mjs'],
     plugins: { boundaries, import: importPlugin },
     settings: {
       'import/resolver': { typescript: true, node: true },
       'boundaries/root-path': import.meta.dirname,
-      'import/extensions': ['.ts', '.mjs', '.js'],
-      'import/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import/extensions': ['.ts', '.tsx', '.mjs', '.js'],
+      'import/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
       'boundaries/elements': boundaryElements,
       'boundaries/files': [{ category: 'unit-test', pattern: 'src/**/*.test.ts' }],
       'boundaries/dependency-nodes': ['import', 'export', 'dynamic-import'],
@@ -141,6 +149,11 @@ export default tseslint.config(
       'boundaries/no-unknown-files': 'error',
       'import/no-cycle': ['error', { ignoreExternal: true }],
     },
+  },
+  {
+    // The web UI runs in a browser.
+    files: ['ui/src/**/*.{ts,tsx}'],
+    languageOptions: { globals: globals.browser },
   },
   {
     // Only the CLI talks to a terminal; everything else logs through pino.

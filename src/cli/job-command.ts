@@ -86,18 +86,41 @@ export async function readSpecFile(file: string): Promise<string> {
   return text;
 }
 
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** `--var` and `--var-file` (Nomad's -var, -var-file), on every command that reads a job file. */
+export function variableOptions(cmd: Command): Command {
+  return cmd
+    .option('--var <name=value>', 'set a variable the job file declares (repeatable); wins over --var-file and NOMAD_VAR_*/BERTH_VAR_*', collect, [])
+    .option('--var-file <file>', 'read variable values from an HCL (name = value) or JSON file (repeatable)', collect, []);
+}
+
+/** How the CLI evaluates a job file: --var, --var-file, the NOMAD_VAR_ and BERTH_VAR_ environment, file functions allowed (as Nomad's CLI). */
+async function jobFileOptions(opts: Record<string, unknown>): Promise<SpecFiles.JobFileOptions> {
+  const varFiles = await Promise.all(((opts['varFile'] as string[] | undefined) ?? []).map(async (file) => ({ file, text: await readSpecFile(file) })));
+  return { vars: (opts['var'] as string[] | undefined) ?? [], varFiles, env: process.env, allowFS: true };
+}
+
+/** Reads and evaluates a job file as `job run` and `job validate` do. Rejects with SpecFileError or UsageError. */
+export async function readJobFile(file: string, opts: Record<string, unknown>): Promise<SpecFiles.JobFile> {
+  const { parseJobFile } = await loadSpecFiles();
+  return parseJobFile(specFileName(file), await readSpecFile(file), await jobFileOptions(opts));
+}
+
 /** Builds `berth job`. */
 export function jobCommand(ctx: CommandContext): Command {
   const job = new Command('job').description('Run, inspect and stop jobs');
   const act = (run: Parameters<typeof apiAction>[1]) => apiAction(ctx, run);
 
   apiCommand(
-    job
-      .command('run')
-      .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
-      .argument('<file>', "job file: .hcl (as Nomad users write them), .json (Berth's or Nomad's API form), or - for stdin")
-      .option('--detach', 'print the evaluation ID and return at once'),
-    ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json'],
+    variableOptions(
+      job
+        .command('run')
+        .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
+        .argument('<file>', "job file: .hcl (as Nomad users write them), .json (Berth's or Nomad's API form), or - for stdin")
+        .option('--detach', 'print the evaluation ID and return at once'),
+    ),
+    ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json', 'job run --var image=redis:7 --var-file prod.hcl web.hcl'],
   ).action(act(runJob));
 
   apiCommand(
@@ -115,11 +138,13 @@ export function jobCommand(ctx: CommandContext): Command {
   ).action(act(stopJob));
 
   apiCommand(
-    job
-      .command('validate')
-      .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
-      .argument('<file>', 'job file: .hcl or .json, or - for stdin'),
-    ['job validate examples/reader.hcl', 'job validate - < job.json'],
+    variableOptions(
+      job
+        .command('validate')
+        .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
+        .argument('<file>', 'job file: .hcl or .json, or - for stdin'),
+    ),
+    ['job validate examples/reader.hcl', 'job validate --var count=3 web.hcl', 'job validate - < job.json'],
   ).action(act(validateJob));
 
   apiCommand(
@@ -136,7 +161,8 @@ export function jobCommand(ctx: CommandContext): Command {
 }
 
 async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
-  const parsed = await readJobFile(s, file as string);
+  const parsed = await readJobFile(file as string, opts);
+  for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   const { body } = await s.api.request<{ evaluation: Evaluation; evalId: string; index: number; job: Job }>('POST', '/v1/jobs', {
     query: { namespace: s.namespace },
     body: { job: { namespace: s.namespace, ...parsed.input } },
@@ -338,16 +364,9 @@ async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, un
   s.out.line(`    Evaluation ID: ${body.evalId}`);
 }
 
-/** Reads and parses a job file (or stdin for `-`), printing what it ignored as warnings. */
-async function readJobFile(s: ApiSession, file: string): Promise<SpecFiles.JobFile> {
-  const { parseJobFile } = await loadSpecFiles();
-  const parsed = await parseJobFile(specFileName(file), await readSpecFile(file));
+async function validateJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
+  const parsed = await readJobFile(file as string, opts);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
-  return parsed;
-}
-
-async function validateJob(s: ApiSession, [file]: string[]): Promise<void> {
-  const parsed = await readJobFile(s, file as string);
   await s.api.request('POST', '/v1/validate/job', { body: { job: { namespace: s.namespace, ...parsed.input } } });
   const warnings = await driverWarnings(s, parsed.job);
   for (const w of warnings) s.out.warn(`Warning: ${w}`);

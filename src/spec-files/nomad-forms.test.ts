@@ -156,7 +156,10 @@ describe("Nomad's API job JSON", () => {
 
   it("points schema errors at the Nomad field's line", async () => {
     const text = '{"Job": {\n  "ID": "web",\n  "TaskGroups": [{\n    "Name": "app",\n    "Count": -1,\n    "Tasks": [{"Name": "t", "Driver": "raw_exec"}]\n  }]\n}}';
-    assert.deepEqual(await problemsOf(parseJobFile('web.json', text)), ['5:5 groups[0].count: Too small: expected number to be >=0']);
+    assert.deepEqual(await problemsOf(parseJobFile('web.json', text)), [
+      '5:5 groups[0].count: must be at least 0',
+      '6:15 groups[0].tasks[0].config.command: is required: the program to run (a path, or a name found on PATH) (driver raw_exec)',
+    ]);
   });
 
   it('reads periodic, parameterized and dispatch_payload', async () => {
@@ -222,7 +225,7 @@ describe("Nomad's volume forms", () => {
     const { volume } = await parseVolumeFile('v.hcl', text, 'create');
     assert.deepEqual(volume.capabilities, [{ accessMode: 'multi-node-reader-only', attachmentMode: 'file-system' }]);
     assert.deepEqual(await problemsOf(parseVolumeFile('v.hcl', 'id = "v"\nplugin_id = "p"\naccess_mode = "single-node-writer"\n', 'create')), [
-      '3:1 accessMode: the top-level accessMode needs attachmentMode beside it (the pair is one capability), or use capability blocks',
+      '3:1 access_mode: the top-level access_mode needs attachment_mode beside it (the pair is one capability), or use capability blocks',
     ]);
   });
 
