@@ -74,6 +74,10 @@ const INSPECTED = JSON.stringify(
               LogConfig: { MaxFiles: 3, MaxFileSizeMB: 5, Disabled: false },
               Artifacts: null,
               Leader: false,
+              KillTimeout: 5000000000,
+              ShutdownDelay: 0,
+              KillSignal: '',
+              Meta: null,
               Kind: '',
             },
           ],
@@ -125,7 +129,7 @@ describe("Nomad's API job JSON", () => {
       'web.json:21:9: Job.TaskGroups[0].Update: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
       'web.json:26:9: Job.TaskGroups[0].Migrate: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
       'web.json:44:9: Job.TaskGroups[0].EphemeralDisk: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
-      'web.json:120:5: Job.Update: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
+      'web.json:124:5: Job.Update: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
     ]);
   });
 

@@ -83,7 +83,10 @@ export function nanosToDuration(value: unknown): unknown {
   return `${Math.max(0, Math.round(value / 1_000_000))}ms`;
 }
 
-const duration: Convert = (v) => nanosToDuration(v);
+/** A duration; 0 is how Nomad writes one left unset. */
+const duration: Convert = (v) => (v === 0 ? undefined : nanosToDuration(v));
+/** Nomad's kill_timeout is 5s unless set; Berth's task kill timeout is the client's, so only another value is kept (and refused until tasks have one). */
+const killTimeout: Convert = (v) => (v === 0 || v === 5_000_000_000 ? undefined : nanosToDuration(v));
 /** Nomad writes 0 for a number left unset (MemoryMaxMB, Cores): unset here too. */
 const unsetIfZero: Convert = (v) => (v === 0 ? undefined : v);
 
@@ -126,7 +129,7 @@ const TASK: Table = {
   Env: attr('env'),
   User: attr('user'),
   Meta: attr('meta'),
-  KillTimeout: attr('killTimeout', duration),
+  KillTimeout: attr('killTimeout', killTimeout),
   KillSignal: attr('killSignal'),
   ShutdownDelay: attr('shutdownDelay', duration),
   Lifecycle: { to: 'lifecycle', obj: { Hook: attr('hook'), Sidecar: attr('sidecar') } },
