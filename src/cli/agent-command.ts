@@ -181,7 +181,9 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
     const addr = await agent.start();
     say(`==> Berth agent running${mode === 'client' ? `; node ${agent.client?.nodeId ?? ''} joins ${(config.client.servers ?? [config.client.serverAddress ?? '']).join(', ')}` : ''}`);
     if (mode === 'dev') {
-      say('    Try: export $(cat ' + path.join(dataDir, 'agent.env') + ') && berth job run examples/hostpath-plugin.hcl');
+      // Paths that exist wherever berth is installed: the package's own examples, and files job init writes.
+      say('    Try: export $(cat ' + path.join(dataDir, 'agent.env') + ') && berth job init && berth job run example.nomad.hcl');
+      say('    The CSI hostpath plugin: berth job run ' + packageFile('examples/hostpath-plugin.hcl'));
     }
     const lines = [`BERTH_ADDR=${addr.url}`, ...(addr.managementToken ? [`BERTH_TOKEN=${addr.managementToken}`] : [])];
     if (mode === 'dev') writeFileSync(path.join(dataDir, 'agent.env'), `${lines.join('\n')}\n`, { mode: 0o600 });

@@ -9,6 +9,7 @@ import type { Allocation, Node } from '../structs/index.js';
 import { ApiClient, ApiClientError, KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
+import { tokenSetting } from './agent-address.js';
 import { UsageError } from './usage-error.js';
 
 /** The allocation's full ID and an API client for the node agent running it. */
@@ -28,7 +29,7 @@ export async function nodeAgentOf(s: ApiSession, alloc: Allocation, token: strin
 
 /** The --token flag, else $BERTH_TOKEN. */
 export function tokenOf(opts: Record<string, unknown>): string | undefined {
-  return (opts['token'] as string | undefined) ?? process.env['BERTH_TOKEN'];
+  return tokenSetting(opts['token'] as string | undefined);
 }
 
 /** Adds `logs` and `exec` to `berth alloc`. */
@@ -60,6 +61,7 @@ export function addAllocIoCommands(alloc: Command, ctx: CommandContext): void {
 
 async function allocLogs(ctx: CommandContext, s: ApiSession, [idArg, task]: string[], opts: Record<string, unknown>): Promise<void> {
   const tail = opts['tail'] as string | undefined;
+  if (tail === '-n') throw new UsageError("Nomad's `-tail -n N` is `-tail N` in berth (-n names the namespace here)");
   if (tail !== undefined && !/^\d+$/.test(tail)) throw new UsageError(`--tail must be a whole number of lines, got "${tail}"`);
   const { allocId, agent } = await nodeAgentFor(s, idArg as string, tokenOf(opts));
   const res = await agent.stream(`/v1/client/allocation/${encodeURIComponent(allocId)}/logs`, {

@@ -1,9 +1,10 @@
 // What every command that talks to an agent shares: the --address, --token,
-// --json and --namespace flags (with BERTH_ADDR / BERTH_TOKEN), the API
+// --json and --namespace flags (with BERTH_* / NOMAD_* variables), the API
 // client, help with examples and exit codes, colours only on a terminal, and
 // the small formatting helpers of Nomad-like tables.
 
 import type { Command } from 'commander';
+import { addressSetting, namespaceSetting, normalizeAddress, tokenSetting } from './agent-address.js';
 import { ApiClient, DEFAULT_ADDRESS } from './api-client.js';
 import type { CommandContext } from './csi-command.js';
 import { API_EXIT_CODES_HELP, STALE_WARNING } from './exit-codes.js';
@@ -32,10 +33,10 @@ export interface ApiSession {
  */
 export function apiCommand(cmd: Command, examples: readonly string[]): Command {
   cmd
-    .option('--address <url>', `the agent's HTTP API (default: $BERTH_ADDR or ${DEFAULT_ADDRESS})`)
-    .option('--token <token>', 'bearer token (default: $BERTH_TOKEN); never printed')
+    .option('--address <url>', `the agent's HTTP API (default: $BERTH_ADDR, $NOMAD_ADDR or ${DEFAULT_ADDRESS})`)
+    .option('--token <token>', 'bearer token (default: $BERTH_TOKEN or $NOMAD_TOKEN); never printed')
     .option('--json', 'print one JSON document on stdout (for scripts)')
-    .option('-n, --namespace <ns>', 'namespace of jobs and volumes', 'default');
+    .option('-n, --namespace <ns>', 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
   const lines = examples.map((e) => `  $ berth ${e}`).join('\n');
   cmd.addHelpText('after', `\nExamples:\n${lines}\n\n${API_EXIT_CODES_HELP}`);
   return cmd;
@@ -53,13 +54,14 @@ export function apiAction(
     const cmd = params[params.length - 1] as Command;
     const opts = cmd.optsWithGlobals<ApiCommandOptions & Record<string, unknown>>();
     ctx.state.json = Boolean(opts.json);
-    const address = opts.address ?? process.env['BERTH_ADDR'] ?? DEFAULT_ADDRESS;
-    const token = opts.token ?? process.env['BERTH_TOKEN'];
+    const setting = addressSetting(opts.address);
+    const address = normalizeAddress(setting.value, setting.source);
+    const token = tokenSetting(opts.token);
     const out = new Output(ctx.io, ctx.redactor, ctx.state.json);
     const onStale = (): void => out.warn(STALE_WARNING);
     const api = new ApiClient({ address, signal: ctx.signal, onStale, ...(token ? { token } : {}) });
     const color = ctx.io === processIo && Boolean(process.stdout.isTTY) && !('NO_COLOR' in process.env) && process.env['TERM'] !== 'dumb';
-    await run({ api, out, style: new Style(color), namespace: opts.namespace ?? 'default', signal: ctx.signal }, cmd.processedArgs as string[], opts);
+    await run({ api, out, style: new Style(color), namespace: namespaceSetting(opts.namespace), signal: ctx.signal }, cmd.processedArgs as string[], opts);
   };
 }
 

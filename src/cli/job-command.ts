@@ -12,6 +12,8 @@ import type { Allocation, Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
+import { addJobInit } from './init-command.js';
+import { addJobLaunchCommands } from './job-launch-commands.js';
 import { UsageError } from './usage-error.js';
 
 /** How long one blocking read of the monitor waits before asking again. */
@@ -30,12 +32,32 @@ export const loadSpecFiles = (): Promise<typeof SpecFiles> => import('../spec-fi
 /** The largest job or volume file read (structs' MAX_SPEC_FILE_BYTES, kept here so `job status` need not load structs). */
 const MAX_SPEC_FILE_BYTES = 1024 * 1024;
 
+/** How a file argument of `-` (standard input) is named in messages. */
+export const STDIN_NAME = '<stdin>';
+
+/** The name a spec file is given in messages: its path, or <stdin> for `-`. */
+export const specFileName = (file: string): string => (file === '-' ? STDIN_NAME : file);
+
+/** Reads standard input to its end, refusing more than MAX_SPEC_FILE_BYTES. */
+async function readStdin(input: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of input) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += buf.length;
+    if (size > MAX_SPEC_FILE_BYTES) throw new UsageError(`standard input is too large: more than ${MAX_SPEC_FILE_BYTES} bytes; job and volume files are at most 1 MiB`);
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /**
- * Reads a spec file of at most 1 MiB; a missing or larger file is a usage
- * error (nothing was sent). Reads no more than the limit and one byte,
- * whatever the file's size.
+ * Reads a spec file of at most 1 MiB, or standard input for `-`; a missing
+ * or larger file is a usage error (nothing was sent). Reads no more than the
+ * limit and one byte, whatever the file's size.
  */
 export async function readSpecFile(file: string): Promise<string> {
+  if (file === '-') return readStdin();
   let text: string;
   try {
     const handle = await open(file, 'r');
@@ -82,7 +104,7 @@ async function jobFileOptions(opts: Record<string, unknown>): Promise<SpecFiles.
 /** Reads and evaluates a job file as `job run` and `job validate` do. Rejects with SpecFileError or UsageError. */
 export async function readJobFile(file: string, opts: Record<string, unknown>): Promise<SpecFiles.JobFile> {
   const { parseJobFile } = await loadSpecFiles();
-  return parseJobFile(file, await readSpecFile(file), await jobFileOptions(opts));
+  return parseJobFile(specFileName(file), await readSpecFile(file), await jobFileOptions(opts));
 }
 
 /** Builds `berth job`. */
@@ -95,7 +117,7 @@ export function jobCommand(ctx: CommandContext): Command {
       job
         .command('run')
         .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
-        .argument('<file>', 'job file: .hcl (as Nomad users write them) or .json')
+        .argument('<file>', "job file: .hcl (as Nomad users write them), .json (Berth's or Nomad's API form), or - for stdin")
         .option('--detach', 'print the evaluation ID and return at once'),
     ),
     ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json', 'job run --var image=redis:7 --var-file prod.hcl web.hcl'],
@@ -120,20 +142,32 @@ export function jobCommand(ctx: CommandContext): Command {
       job
         .command('validate')
         .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
-        .argument('<file>', 'job file: .hcl or .json'),
+        .argument('<file>', 'job file: .hcl or .json, or - for stdin'),
     ),
-    ['job validate examples/reader.hcl', 'job validate --var count=3 web.hcl'],
+    ['job validate examples/reader.hcl', 'job validate --var count=3 web.hcl', 'job validate - < job.json'],
   ).action(act(validateJob));
 
+  apiCommand(
+    job
+      .command('inspect')
+      .description("Print a job as JSON ({\"job\": ...}, what `job run` takes back)")
+      .argument('<id>', 'job ID or a unique prefix'),
+    ['job inspect writer', 'job inspect writer > writer.json && berth job run writer.json'],
+  ).action(act(inspectJob));
+
+  addJobInit(job, ctx);
+  addJobLaunchCommands(job, ctx);
   return job;
 }
 
 async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
   const parsed = await readJobFile(file as string, opts);
+  for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   const { body } = await s.api.request<{ evaluation: Evaluation; evalId: string; index: number; job: Job }>('POST', '/v1/jobs', {
     query: { namespace: s.namespace },
     body: { job: { namespace: s.namespace, ...parsed.input } },
   });
+  if (body.job.periodic || body.job.parameterized) return launcherRegistered(s, body.job, body.evalId);
   if (opts['detach']) {
     if (s.out.json) s.out.document({ evalId: body.evalId, jobId: body.job.id });
     else {
@@ -145,6 +179,17 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
   const result = await monitor(s, body.job, body.evalId, body.index);
   if (s.out.json) s.out.document(result);
   if (!result.ok) throw new MonitorFailure(result.reason);
+}
+
+/** A periodic or parameterized job runs nothing itself: say so, and when it launches next (as Nomad's job run does). */
+async function launcherRegistered(s: ApiSession, job: Job, evalId: string): Promise<void> {
+  const { nextLaunch } = await loadStructs();
+  const p = job.periodic;
+  const next = p?.enabled ? nextLaunch([...(p.cron ? [p.cron] : []), ...(p.crons ?? [])], p.timeZone, Date.now()) : undefined;
+  if (s.out.json) return s.out.document({ jobId: job.id, evalId, ...(next !== undefined ? { nextLaunch: new Date(next).toISOString() } : {}) });
+  s.out.line('Job registration successful');
+  if (p) s.out.line(next !== undefined ? `Approximate next launch time: ${timestamp(next)} (${p.timeZone})` : 'No launch is scheduled (the periodic block is disabled, or its schedule has no future time)');
+  else s.out.line(`Job "${job.id}" is parameterized: launch it with \`berth job dispatch ${job.id}\``);
 }
 
 /** job run ended without every allocation running: exit 1 with the reason (already shown). */
@@ -321,7 +366,36 @@ async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, un
 
 async function validateJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
   const parsed = await readJobFile(file as string, opts);
+  for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   await s.api.request('POST', '/v1/validate/job', { body: { job: { namespace: s.namespace, ...parsed.input } } });
-  if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format });
-  s.out.line(`Job validation successful: ${file} (job "${parsed.job.id}", ${parsed.job.groups.length} group${parsed.job.groups.length === 1 ? '' : 's'})`);
+  const warnings = await driverWarnings(s, parsed.job);
+  for (const w of warnings) s.out.warn(`Warning: ${w}`);
+  if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format, warnings: [...parsed.notes, ...warnings] });
+  s.out.line(`Job validation successful: ${specFileName(file as string)} (job "${parsed.job.id}", ${parsed.job.groups.length} group${parsed.job.groups.length === 1 ? '' : 's'})`);
+}
+
+/**
+ * A warning for each driver of the job that no ready node has healthy (the
+ * job would block), naming the drivers the nodes do have, as Nomad's
+ * placement failure would say later.
+ */
+async function driverWarnings(s: ApiSession, job: Structs.JobSpec): Promise<string[]> {
+  const { body: nodes } = await s.api.get<Structs.Node[]>('/v1/nodes');
+  const ready = nodes.filter((n) => n.status === 'ready');
+  const healthy = (n: Structs.Node, d: string): boolean => Boolean(n.drivers[d]?.detected && n.drivers[d]?.healthy);
+  const wanted = [...new Set(job.groups.flatMap((g) => g.tasks.map((t) => t.driver)))];
+  const have = [...new Set(ready.flatMap((n) => Object.keys(n.drivers).filter((d) => healthy(n, d))))].sort();
+  return wanted
+    .filter((d) => !ready.some((n) => healthy(n, d)))
+    .map((d) =>
+      ready.length
+        ? `no ready node can run driver "${d}" (the nodes' healthy drivers: ${have.join(', ') || 'none'}); the job would not be placed`
+        : `no node is ready, so nothing can run driver "${d}" yet`,
+    );
+}
+
+async function inspectJob(s: ApiSession, [idArg]: string[]): Promise<void> {
+  const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
+  const { body: job } = await s.api.get<Job>(KINDS.job.getPath(id), { namespace: s.namespace });
+  s.out.document({ job });
 }

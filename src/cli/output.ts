@@ -51,8 +51,10 @@ export class Redactor {
       const arg = argv[i] ?? '';
       if (arg === '--') break;
       const eq = arg.indexOf('=');
-      if (eq > 0 && SECRET_FLAGS.has(arg.slice(0, eq))) add(arg.slice(eq + 1));
-      else if (SECRET_FLAGS.has(arg) && i + 1 < argv.length) add(argv[++i] ?? '');
+      // Nomad's one-dash spelling (-token=...) is a secret flag too.
+      const flag = (name: string): boolean => SECRET_FLAGS.has(name) || SECRET_FLAGS.has(`-${name}`);
+      if (eq > 0 && flag(arg.slice(0, eq))) add(arg.slice(eq + 1));
+      else if (flag(arg) && i + 1 < argv.length) add(argv[++i] ?? '');
     }
     return new Redactor(values);
   }

@@ -6,6 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** The name Berth is published under on npm (package.json's `name`). */
+export const PACKAGE_NAME = '@berth-orchestrator/berth';
+
 let root: string | undefined;
 
 /** The package's root: the nearest directory above this module whose package.json is Berth's. */
@@ -14,7 +17,7 @@ function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'berth') return (root = dir);
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === PACKAGE_NAME) return (root = dir);
     const parent = dirname(dir);
     if (parent === dir) throw new Error(`no Berth package.json above ${fileURLToPath(import.meta.url)}`);
     dir = parent;

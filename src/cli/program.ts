@@ -8,6 +8,7 @@ import type { CommandContext, RunState } from './csi-command.js';
 import { describeFailure, EXIT } from './exit-codes.js';
 import { Output, processIo, Redactor, type CliIo } from './output.js';
 import { packageFile } from './package-file.js';
+import { normalizeFlags } from './single-dash-flags.js';
 
 /**
  * The top-level commands, in `berth --help` order. Each one's module (and what
@@ -24,6 +25,18 @@ export const COMMANDS: readonly TopCommand[] = [
     load: async (ctx) => (await import('./agent-command.js')).agentCommand(ctx),
   },
   { name: 'job', term: 'job', description: 'Run, inspect and stop jobs', load: async (ctx) => (await import('./job-command.js')).jobCommand(ctx) },
+  {
+    name: 'run',
+    term: 'run [options] <file>',
+    description: 'Alias of `job run` (as in Nomad)',
+    load: async (ctx) => aliasOf((await import('./job-command.js')).jobCommand(ctx), 'run', 'Alias of `job run` (as in Nomad)'),
+  },
+  {
+    name: 'status',
+    term: 'status [options] [id]',
+    description: 'Alias of `job status` (as in Nomad)',
+    load: async (ctx) => aliasOf((await import('./job-command.js')).jobCommand(ctx), 'status', 'Alias of `job status` (as in Nomad)'),
+  },
   {
     name: 'alloc',
     term: 'alloc',
@@ -75,6 +88,18 @@ export const COMMANDS: readonly TopCommand[] = [
     load: async (ctx) => (await import('./driver-command.js')).driverCommand(ctx),
   },
   {
+    name: 'version',
+    term: 'version [options]',
+    description: 'Print the version of berth',
+    load: async (ctx) => (await import('./version-command.js')).versionCommand(ctx, version()),
+  },
+  {
+    name: 'completion',
+    term: 'completion <shell>',
+    description: 'Print a shell completion script (bash, zsh or fish) for every berth command and flag',
+    load: async (ctx) => (await import('./completion-command.js')).completionCommand(ctx, () => buildProgram(ctx)),
+  },
+  {
     name: 'driver-plugin',
     term: 'driver-plugin [options] <path> <op> [command...]',
     description: 'Start one task-driver plugin binary and call it by hand (for driver authors)',
@@ -96,6 +121,14 @@ export interface RunOptions {
   io?: CliIo;
   /** Fires on SIGINT/SIGTERM: long-running commands stop and return 0, calls are cancelled. */
   signal?: AbortSignal;
+}
+
+/** `parent`'s subcommand `name`, taken out of it to stand at the top level as an alias. */
+function aliasOf(parent: Command, name: string, description: string): Command {
+  const index = parent.commands.findIndex((c) => c.name() === name);
+  const [sub] = (parent.commands as Command[]).splice(index, 1);
+  if (!sub) throw new Error(`no ${parent.name()} ${name} command to alias`);
+  return sub.description(description);
 }
 
 function version(): string {
@@ -144,9 +177,10 @@ export async function buildProgram(ctx: Partial<CommandContext> = {}, opts: { on
   program.addHelpText(
     'after',
     `
-Commands that talk to an agent use --address (or BERTH_ADDR, default
-http://127.0.0.1:4646) and --token (or BERTH_TOKEN); --json prints one JSON
-document for scripts.
+Commands that talk to an agent use --address (or BERTH_ADDR, then NOMAD_ADDR;
+default http://127.0.0.1:4646) and --token (or BERTH_TOKEN, then NOMAD_TOKEN);
+--json prints one JSON document for scripts. Flags take one dash or two, as
+Nomad's do: -detach, -json, -address=http://10.0.0.5:4646.
 
 Examples:
   $ berth agent --dev
@@ -190,20 +224,20 @@ function configureTree(cmd: Command, ctx: CommandContext): void {
  */
 export async function runCli(argv: readonly string[], opts: RunOptions = {}): Promise<number> {
   const io = opts.io ?? processIo;
-  const redactor = Redactor.fromArgv(argv, [process.env['BERTH_TOKEN'] ?? '']);
+  const redactor = Redactor.fromArgv(argv, [process.env['BERTH_TOKEN'] ?? '', process.env['NOMAD_TOKEN'] ?? '']);
   const state: RunState = {};
   const signal = opts.signal ?? new AbortController().signal;
   try {
     // Only the command being run is built (and its modules loaded); the rest
     // are listed by name, as `berth --help` shows them.
     const program = await buildProgram({ io, redactor, signal, state }, { only: invokedCommand(argv) ?? '' });
-    await program.parseAsync([...argv], { from: 'user' });
+    await program.parseAsync(normalizeFlags(program, argv), { from: 'user' });
     return state.exitCode ?? EXIT.OK;
   } catch (err) {
     const failure = describeFailure(err, { ...state, interrupted: signal.aborted });
     const out = new Output(io, redactor, false);
     for (const line of failure.lines) out.warn(line);
-    const wantsJson = state.json ?? argv.includes('--json');
+    const wantsJson = state.json ?? (argv.includes('--json') || argv.includes('-json'));
     if (wantsJson && failure.exitCode !== EXIT.OK && !(err instanceof CommanderError && err.code === 'commander.helpDisplayed')) {
       out.document(failure.json);
     }

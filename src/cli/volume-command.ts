@@ -8,7 +8,8 @@ import type { VolumeClaim, PublicVolume } from '../structs/index.js';
 import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
-import { loadSpecFiles, readSpecFile } from './job-command.js';
+import { addVolumeInit } from './init-command.js';
+import { loadSpecFiles, readSpecFile, specFileName } from './job-command.js';
 import { mapLines } from './output.js';
 import { humanSize, parseSize } from './values.js';
 
@@ -23,13 +24,16 @@ export function volumeCommand(ctx: CommandContext): Command {
     volume
       .command('register')
       .description('Register an existing volume (the file names its external_id); validated through the plugin\'s controller when it has one')
-      .argument('<file>', 'volume file: .hcl or .json'),
-    ['volume register volume.hcl', 'volume register volume.json --json'],
+      .argument('<file>', "volume file: .hcl or .json (Berth's, or Nomad's JSON volume spec or API form), or - for stdin"),
+    ['volume register volume.hcl', 'volume register volume.json --json', 'cat volume.hcl | berth volume register -'],
   ).action(act((s, [file]) => submit(s, file as string, 'register')));
 
   apiCommand(
-    volume.command('create').description('Create a volume through the plugin\'s controller (CreateVolume), then register it').argument('<file>', 'volume file: .hcl or .json'),
-    ['volume create examples/volume.hcl'],
+    volume
+      .command('create')
+      .description('Create a volume through the plugin\'s controller (CreateVolume; snapshot_id or clone_id as its content source), then register it')
+      .argument('<file>', 'volume file: .hcl or .json, or - for stdin'),
+    ['volume create examples/volume.hcl', 'berth volume init && berth volume create volume.hcl', 'cat volume.hcl | berth volume create -'],
   ).action(act((s, [file]) => submit(s, file as string, 'create')));
 
   apiCommand(
@@ -94,12 +98,14 @@ export function volumeCommand(ctx: CommandContext): Command {
     ['volume snapshot list --plugin hostpath', 'volume snapshot list --plugin hostpath --volume shared-data --json'],
   ).action(act(snapshotList));
 
+  addVolumeInit(volume, ctx);
   return volume;
 }
 
 async function submit(s: ApiSession, file: string, purpose: 'register' | 'create'): Promise<void> {
   const { parseVolumeFile } = await loadSpecFiles();
-  const parsed = await parseVolumeFile(file, await readSpecFile(file), purpose);
+  const parsed = await parseVolumeFile(specFileName(file), await readSpecFile(file), purpose);
+  for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   const id = parsed.volume.id;
   const path = purpose === 'register' ? KINDS.volume.getPath(id) : `${KINDS.volume.getPath(id)}/create`;
   const ns = parsed.volume.namespace ?? s.namespace;

@@ -15,7 +15,7 @@ import {
   type Logger,
 } from '../lib/index.js';
 import { buildApi, type ApiToken } from './http/index.js';
-import { EvalWorker, GarbageCollector, JobService } from './jobs/index.js';
+import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { EtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
@@ -309,6 +309,7 @@ export class Server {
       claimWatcher: new ClaimWatcher({ store, volumes: this.#volumes as VolumeService, clock, logger: root }),
       worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       gc: new GarbageCollector({ store, clock, logger: root }),
+      periodic: new PeriodicDispatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),
     });
   }
 
@@ -370,17 +371,19 @@ class LeaderTerm {
   readonly #claimWatcher: ClaimWatcher;
   readonly #worker: EvalWorker;
   readonly gc: GarbageCollector;
+  readonly #periodic: PeriodicDispatcher;
   started = false;
 
-  constructor(parts: { nodes: NodeService; plugins: PluginService; claimWatcher: ClaimWatcher; worker: EvalWorker; gc: GarbageCollector }) {
+  constructor(parts: { nodes: NodeService; plugins: PluginService; claimWatcher: ClaimWatcher; worker: EvalWorker; gc: GarbageCollector; periodic: PeriodicDispatcher }) {
     this.nodes = parts.nodes;
     this.#plugins = parts.plugins;
     this.#claimWatcher = parts.claimWatcher;
     this.#worker = parts.worker;
     this.gc = parts.gc;
+    this.#periodic = parts.periodic;
   }
 
-  /** Starts plugin derivation, node TTLs, the claim watcher (resuming releases), the evaluation worker and the garbage collector. */
+  /** Starts plugin derivation, node TTLs, the claim watcher (resuming releases), the evaluation worker, the garbage collector and the periodic dispatcher. */
   async start(): Promise<void> {
     this.started = true;
     await this.#plugins.start();
@@ -388,10 +391,12 @@ class LeaderTerm {
     await this.#claimWatcher.start();
     await this.#worker.start();
     await this.gc.start();
+    await this.#periodic.start();
   }
 
   /** Stops them in reverse and waits for in-flight work. Safe twice. */
   async stop(): Promise<void> {
+    await this.#periodic.stop();
     await this.gc.stop();
     await this.#worker.stop();
     await this.#claimWatcher.stop();

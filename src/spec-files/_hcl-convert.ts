@@ -73,6 +73,7 @@ const TASK: Body = {
       health_timeout: attr('healthTimeout'),
     },
   },
+  dispatch_payload: { t: 'block', to: 'dispatchPayload', body: { file: attr('file') } },
   logs: {
     t: 'block',
     to: 'logs',
@@ -94,6 +95,13 @@ export const JOB_BODY: Body = {
   priority: attr('priority'),
   datacenters: attr('datacenters'),
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
+  meta: map('meta'),
+  periodic: {
+    t: 'block',
+    to: 'periodic',
+    body: { cron: attr('cron'), crons: attr('crons'), prohibit_overlap: attr('prohibitOverlap'), time_zone: attr('timeZone'), enabled: attr('enabled') },
+  },
+  parameterized: { t: 'block', to: 'parameterized', body: { payload: attr('payload'), meta_required: attr('metaRequired'), meta_optional: attr('metaOptional') } },
 };
 
 // topology { segments { k = "v" } } blocks -> the list of segment maps the schema takes.
@@ -114,6 +122,9 @@ export const VOLUME_BODY: Body = {
   snapshot_id: attr('snapshotId'),
   clone_id: attr('cloneId'),
   capability: { t: 'blocks', to: 'capabilities', body: { access_mode: attr('accessMode'), attachment_mode: attr('attachmentMode') } },
+  // Nomad's legacy single capability at the top level.
+  access_mode: attr('accessMode'),
+  attachment_mode: attr('attachmentMode'),
   mount_options: { t: 'block', to: 'mountOptions', body: MOUNT_OPTIONS },
   secrets: map('secrets'),
   parameters: map('parameters'),

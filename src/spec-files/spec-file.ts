@@ -5,15 +5,21 @@
 import { evaluateConfig, outlineOf, toJsonShape, type Diagnostic, type VariableInputs } from '../hcl/index.js';
 import { BerthError } from '../lib/index.js';
 import {
-  JobValidationError,
+  formatPath,
+  isNomadJobJson,
+  isNomadVolumeJson,
   jobTaskConfigProblems,
+  JobValidationError,
   nestingProblem,
+  nomadJobToSpec,
+  nomadVolumeToSpec,
   parseJobSpec,
   parseVolumeSpec,
   taskConfigProblems,
   VolumeSpecValidationError,
   type JobProblem,
   type JobSpec,
+  type NomadTranslation,
   type VolumeSpec,
 } from '../structs/index.js';
 import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
@@ -78,6 +84,8 @@ export interface JobFile {
   /** The canonical JSON (before defaults), what the CLI submits. */
   input: Record<string, unknown>;
   format: FileFormat;
+  /** What was read but has no effect (Nomad's JSON: defaults Berth has no setting for), one `file:line:col: ...` line each. */
+  notes: string[];
 }
 
 /** A parsed volume file: the checked spec, and the canonical JSON to submit. */
@@ -85,12 +93,14 @@ export interface VolumeFile {
   volume: VolumeSpec;
   input: Record<string, unknown>;
   format: FileFormat;
+  notes: string[];
 }
 
 interface Located {
   input: unknown;
   /** Position of a canonical path, or of its nearest ancestor. */
   locate(path: string): TextPosition | undefined;
+  notes?: string[];
   /** HCL files: a problem at a canonical path in the file's own words. */
   describe?(path: string, message: string): FileProblem;
 }
@@ -110,7 +120,7 @@ export async function parseJobFile(file: string, text: string, opts: JobFileOpti
     // A task's config is checked against its driver's schema now, not found wrong on a node later.
     const configProblems = jobTaskConfigProblems(job);
     if (configProblems.length) throw new JobValidationError(configProblems);
-    return { job, input: located.input as Record<string, unknown>, format };
+    return { job, input: located.input as Record<string, unknown>, format, notes: located.notes ?? [] };
   } catch (err) {
     if (err instanceof JobValidationError) {
       // Schema and driver-config problems are shown together, not one round after the other.
@@ -150,7 +160,15 @@ export async function parseVolumeFile(file: string, text: string, purpose: 'regi
   const located = format === 'hcl' ? fromHcl(file, text, 'volume', {}) : fromJson(file, text, 'volume');
   try {
     const volume = parseVolumeSpec(located.input, purpose);
-    return { volume, input: located.input as Record<string, unknown>, format };
+    const notes = [...(located.notes ?? [])];
+    if (purpose === 'register') {
+      for (const [field, written] of [['snapshotId', 'snapshot_id'], ['cloneId', 'clone_id']] as const) {
+        if ((located.input as Record<string, unknown>)[field] === undefined) continue;
+        const pos = located.locate(field);
+        notes.push(`${pos ? `${file}:${pos.line}:${pos.column}` : file}: ${written}: ignored by volume register, as Nomad does (it applies to volume create)`);
+      }
+    }
+    return { volume, input: located.input as Record<string, unknown>, format, notes };
   } catch (err) {
     if (err instanceof VolumeSpecValidationError) throw new SpecFileError(sortProblems(err.problems.map((p) => atPath(file, located, p.path, p.message))));
     throw err;
@@ -229,6 +247,12 @@ function fromJson(file: string, text: string, kind: string): Located {
     }
     throw err;
   }
+  const positionOf = (path: string): TextPosition | undefined => parsed.positions.get(path);
+  if (kind === 'job' && isNomadJobJson(parsed.value)) return fromNomad(file, nomadJobToSpec(parsed.value as Record<string, unknown>), positionOf);
+  if (kind === 'volume' && isNomadVolumeJson(parsed.value)) return fromNomad(file, nomadVolumeToSpec(parsed.value as Record<string, unknown>), positionOf);
+  if (kind === 'volume' && isObject(parsed.value) && Object.keys(parsed.value).some((k) => k.includes('_'))) {
+    return fromHclJson(file, parsed.value, VOLUME_BODY, positionOf);
+  }
   let input = parsed.value;
   let prefix = '';
   const wrapped = input && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>)[kind] : undefined;
@@ -250,6 +274,79 @@ function fromJson(file: string, text: string, kind: string): Located {
       return undefined;
     },
   };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** The nearest known position of `path` or of one of its parents. */
+function nearest(path: string, known: (p: string) => TextPosition | undefined): TextPosition | undefined {
+  for (const p of parents(path)) {
+    const pos = known(p);
+    if (pos) return pos;
+  }
+  return undefined;
+}
+
+/** Nomad's API JSON, translated: refused fields become problems at their position, ignored ones notes. */
+function fromNomad(file: string, t: NomadTranslation, positionOf: (path: string) => TextPosition | undefined): Located {
+  if (t.problems.length) {
+    throw new SpecFileError(
+      t.problems
+        .map((p) => ({ file, ...(nearest(p.path, positionOf) ?? { line: 0, column: 0 }), field: p.path, message: p.message }))
+        .sort((a, b) => a.line - b.line || a.column - b.column),
+    );
+  }
+  const notes = t.ignored.map((path) => {
+    const pos = nearest(path, positionOf);
+    return `${pos ? `${file}:${pos.line}:${pos.column}` : file}: ${path}: ignored (Berth has no such setting; Nomad fills it in with its defaults)`;
+  });
+  return {
+    input: t.input,
+    notes,
+    locate: (path) => nearest(path, (p) => {
+      const origin = t.origins.get(p);
+      return origin === undefined ? undefined : positionOf(origin);
+    }),
+  };
+}
+
+/**
+ * A volume file in Nomad's JSON volume spec, the HCL body written as JSON
+ * (`"plugin_id"`, `"capability": [{...}]`): converted like HCL, positions
+ * from the JSON text.
+ */
+function fromHclJson(file: string, value: Record<string, unknown>, body: Body, positionOf: (path: string) => TextPosition | undefined): Located {
+  const paths: PathSteps = new Map();
+  const problems: ConvertProblem[] = [];
+  const input = convertBody(value, body, { path: [], steps: [] }, paths, problems);
+  const stepsAt = (steps: HclStep[]): TextPosition | undefined => positionOf(jsonPathOf(value, steps));
+  if (problems.length) throw new SpecFileError(problems.map((p) => ({ file, ...(stepsAt(p.steps) ?? { line: 0, column: 0 }), field: p.field, message: p.message })));
+  return {
+    input,
+    locate: (path) => nearest(path, (p) => {
+      const steps = paths.get(p);
+      return steps ? stepsAt(steps) : p === '' ? positionOf('') : undefined;
+    }),
+  };
+}
+
+/** The JSON path (`capability[1].access_mode`) the converter's steps name in `value`: a block is an object, or a list of them. */
+function jsonPathOf(value: unknown, steps: HclStep[]): string {
+  const path: PropertyKey[] = [];
+  let at = value;
+  for (const step of steps) {
+    at = isObject(at) ? at[step.name] : undefined;
+    path.push(step.name);
+    if (step.label !== undefined) {
+      at = isObject(at) ? at[step.label] : undefined;
+      path.push(step.label);
+    }
+    if (Array.isArray(at)) {
+      at = at[step.nth];
+      path.push(step.nth);
+    }
+  }
+  return formatPath(path);
 }
 
 function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body, opts: JobFileOptions): Located {

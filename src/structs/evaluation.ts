@@ -9,7 +9,9 @@ export type EvalTrigger =
   | 'alloc-failure'
   | 'alloc-stop'
   | 'reschedule'
-  | 'blocked-retry';
+  | 'blocked-retry'
+  | 'periodic-job'
+  | 'job-dispatch';
 
 export type EvalStatus = 'pending' | 'complete' | 'failed' | 'blocked' | 'canceled';
 

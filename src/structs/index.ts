@@ -118,3 +118,5 @@ export {
   BUILTIN_DRIVER_CONFIG_SCHEMAS,
   type DriverConfigSchema,
 } from './task-config.js';
+export { nomadJobToSpec, nomadVolumeToSpec, isNomadJobJson, isNomadVolumeJson, nanosToDuration, type NomadTranslation } from './nomad-json.js';
+export { cronProblem, nextLaunch, launchesChildren, PERIODIC_LAUNCH_SUFFIX, DISPATCH_LAUNCH_SUFFIX, MAX_DISPATCH_PAYLOAD_BYTES } from './periodic.js';

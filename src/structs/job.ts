@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
+import { cronProblem } from './periodic.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -107,6 +108,14 @@ const taskSchema = z.strictObject({
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
   volumeMounts: z.array(volumeMountSchema).default([]),
   csiPlugin: csiPluginSchema.optional(),
+  /** A parameterized job's task: the dispatch payload is written to `local/<file>` before it starts. */
+  dispatchPayload: z
+    .strictObject({
+      file: z.string().min(1, 'file must name a path under the task\'s local/ directory').refine((f) => !f.startsWith('/') && !f.split('/').includes('..'), {
+        message: 'file must be a relative path inside the task\'s local/ directory (no leading "/", no "..")',
+      }),
+    })
+    .optional(),
   logs: z
     .strictObject({
       disabled: z.boolean().default(false),
@@ -114,6 +123,30 @@ const taskSchema = z.strictObject({
       maxFileSizeMb: z.number().int().min(1).default(10),
     })
     .prefault({}),
+});
+
+const periodicSchema = z
+  .strictObject({
+    /** One cron expression (Nomad's `cron`); `crons` takes several. */
+    cron: z.string().min(1).optional(),
+    crons: z.array(z.string().min(1)).optional(),
+    prohibitOverlap: z.boolean().default(false),
+    timeZone: z.string().min(1).default('UTC'),
+    enabled: z.boolean().default(true),
+  })
+  .superRefine((p, ctx) => {
+    const exprs = [...(p.cron ? [{ expr: p.cron, path: ['cron'] }] : []), ...(p.crons ?? []).map((expr, i) => ({ expr, path: ['crons', i] }))];
+    if (!exprs.length) ctx.addIssue({ code: 'custom', path: ['crons'], message: 'a periodic block needs cron (or crons), e.g. cron = "*/15 * * * *"' });
+    for (const { expr, path } of exprs) {
+      const problem = cronProblem(expr, p.timeZone);
+      if (problem) ctx.addIssue({ code: 'custom', path: problem.startsWith('time zone') ? ['timeZone'] : path, message: problem });
+    }
+  });
+
+const parameterizedSchema = z.strictObject({
+  payload: z.enum(['optional', 'required', 'forbidden']).default('optional'),
+  metaRequired: z.array(z.string().min(1)).default([]),
+  metaOptional: z.array(z.string().min(1)).default([]),
 });
 
 const groupSchema = z.strictObject({
@@ -135,8 +168,17 @@ export const jobSpecSchema = z
     priority: z.number().int().min(1).max(100).default(50),
     datacenters: z.array(z.string().min(1)).min(1).default(['*']),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
+    meta: stringMap.optional(),
+    /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
+    periodic: periodicSchema.optional(),
+    /** A parameterized job runs nothing itself: `berth job dispatch` launches children with a payload and meta. */
+    parameterized: parameterizedSchema.optional(),
   })
   .superRefine((job, ctx) => {
+    if (job.periodic && job.parameterized) ctx.addIssue({ code: 'custom', path: ['periodic'], message: 'a job is periodic or parameterized, not both' });
+    for (const kind of ['periodic', 'parameterized'] as const) {
+      if (job[kind] && job.type !== 'batch') ctx.addIssue({ code: 'custom', path: [kind], message: `${kind} jobs must be of type "batch"` });
+    }
     const total = job.groups.reduce((n, g) => n + g.count, 0);
     if (total > MAX_JOB_COUNT) {
       ctx.addIssue({ code: 'custom', path: ['groups'], message: `the groups' counts add up to ${total}; a job runs at most ${MAX_JOB_COUNT} allocations` });
@@ -254,10 +296,29 @@ export interface Job extends JobSpec {
   submitIndex?: number;
   createIndex: number;
   modifyIndex: number;
+  /** A child of a periodic or parameterized job: that job's ID. */
+  parentId?: string;
+  /** A child launched by `job dispatch`. */
+  dispatched?: boolean;
+  /** The dispatch payload, base64 (a child of a parameterized job only). */
+  payload?: string;
 }
 
 /** Fields of a stored job that a submitted spec may carry (a read sent back) and that are ignored. */
-export const SERVER_JOB_FIELDS = ['stop', 'status', 'version', 'groupVersions', 'groupResourceVersions', 'submitTime', 'submitIndex', 'createIndex', 'modifyIndex'] as const;
+export const SERVER_JOB_FIELDS = [
+  'stop',
+  'status',
+  'version',
+  'groupVersions',
+  'groupResourceVersions',
+  'submitTime',
+  'submitIndex',
+  'createIndex',
+  'modifyIndex',
+  'parentId',
+  'dispatched',
+  'payload',
+] as const;
 
 /** One problem with a job spec: where (e.g. `groups[0].tasks[1].volumeMounts[0].propagationMode`) and what. */
 export interface JobProblem {

@@ -70,7 +70,10 @@ export const volumeSpecSchema = z
     capacityMax: size.optional(),
     capacityMinBytes: z.number().int().min(0).optional(),
     capacityMaxBytes: z.number().int().min(0).optional(),
-    capabilities: z.array(capabilitySchema).min(1, 'at least one capability (access mode and attachment mode) is required'),
+    capabilities: z.array(capabilitySchema).optional(),
+    /** Nomad's legacy single capability, at the top level: added to `capabilities`. */
+    accessMode: z.enum(ACCESS_MODES).optional(),
+    attachmentMode: z.enum(ATTACHMENT_MODES).optional(),
     mountOptions: z
       .strictObject({
         fsType: z.string().optional(),
@@ -99,14 +102,26 @@ export const volumeSpecSchema = z
     if (v.capacityMax !== undefined && v.capacityMaxBytes !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['capacityMaxBytes'], message: 'give capacityMax or capacityMaxBytes, not both' });
     }
+    if ((v.accessMode === undefined) !== (v.attachmentMode === undefined)) {
+      const [given, missing] = v.accessMode === undefined ? ['attachmentMode', 'accessMode'] : ['accessMode', 'attachmentMode'];
+      ctx.addIssue({ code: 'custom', path: [given], message: `the top-level ${given} needs ${missing} beside it (the pair is one capability), or use capability blocks` });
+    } else if (!v.capabilities?.length && v.accessMode === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['capabilities'], message: 'at least one capability (access mode and attachment mode) is required' });
+    }
     if (v.snapshotId && v.cloneId) ctx.addIssue({ code: 'custom', path: ['cloneId'], message: 'give snapshotId or cloneId, not both' });
     const min = bytesOf(v.capacityMin) ?? v.capacityMinBytes ?? 0;
     const max = bytesOf(v.capacityMax) ?? v.capacityMaxBytes ?? 0;
     if (max > 0 && min > max) ctx.addIssue({ code: 'custom', path: [v.capacityMin !== undefined ? 'capacityMin' : 'capacityMinBytes'], message: 'the minimum capacity exceeds the maximum' });
-    if (v.mountOptions && v.capabilities.every((c) => c.attachmentMode === 'block-device')) {
+    if (v.mountOptions && capabilitiesOf(v).every((c) => c.attachmentMode === 'block-device')) {
       ctx.addIssue({ code: 'custom', path: ['mountOptions'], message: 'mount options apply to file-system volumes only' });
     }
   });
+
+/** The capability blocks and the legacy top-level pair, together. */
+function capabilitiesOf(v: { capabilities?: VolumeSpec['capabilities'] | undefined; accessMode?: VolumeSpec['capabilities'][number]['accessMode'] | undefined; attachmentMode?: VolumeSpec['capabilities'][number]['attachmentMode'] | undefined }): VolumeSpec['capabilities'] {
+  const legacy = v.accessMode && v.attachmentMode ? [{ accessMode: v.accessMode, attachmentMode: v.attachmentMode }] : [];
+  return [...(v.capabilities ?? []), ...legacy];
+}
 
 function bytesOf(s: string | number | undefined): number | undefined {
   if (s === undefined) return undefined;
@@ -152,7 +167,8 @@ export class VolumeSpecValidationError extends BerthError {
 
 /**
  * Parses and checks a volume spec. `purpose` `register` needs `externalId`
- * and refuses a content source; `create` refuses `externalId`. Pure; throws
+ * and ignores a content source (snapshotId, cloneId), as Nomad does;
+ * `create` refuses `externalId`. Pure; throws
  * VolumeSpecValidationError listing every problem (paths, no values).
  */
 export function parseVolumeSpec(input: unknown, purpose: 'register'): VolumeSpec & { externalId: string };
@@ -166,11 +182,10 @@ export function parseVolumeSpec(input: unknown, purpose: 'register' | 'create'):
   const v = result.data;
   const problems: JobProblem[] = [];
   if (purpose === 'register' && !v.externalId) problems.push({ path: 'externalId', message: 'externalId (the plugin\'s volume ID) is required to register a volume' });
-  if (purpose === 'register' && (v.snapshotId || v.cloneId)) problems.push({ path: v.snapshotId ? 'snapshotId' : 'cloneId', message: 'applies to volume create only' });
   if (purpose === 'create' && v.externalId) problems.push({ path: 'externalId', message: 'a created volume gets its external ID from the plugin; use volume register for an existing one' });
   if (problems.length) throw new VolumeSpecValidationError(problems);
 
-  const spec: VolumeSpec = { id: v.id, pluginId: v.pluginId, capabilities: v.capabilities };
+  const spec: VolumeSpec = { id: v.id, pluginId: v.pluginId, capabilities: capabilitiesOf(v) };
   if (v.namespace !== undefined) spec.namespace = v.namespace;
   if (v.name !== undefined) spec.name = v.name;
   if (v.externalId !== undefined) spec.externalId = v.externalId;
@@ -183,8 +198,9 @@ export function parseVolumeSpec(input: unknown, purpose: 'register' | 'create'):
   if (v.parameters) spec.parameters = v.parameters;
   if (v.context) spec.context = v.context;
   if (v.topologyRequest) spec.topologyRequest = v.topologyRequest;
-  if (v.snapshotId) spec.contentSource = { snapshotId: v.snapshotId };
-  if (v.cloneId) spec.contentSource = { volumeId: v.cloneId };
+  // Register ignores the content source, as Nomad's does: `volume init` output registers unchanged.
+  if (purpose === 'create' && v.snapshotId) spec.contentSource = { snapshotId: v.snapshotId };
+  if (purpose === 'create' && v.cloneId) spec.contentSource = { volumeId: v.cloneId };
   return spec;
 }
 

@@ -24,7 +24,7 @@ import { cleanEnv, mountsUnder, REPO, runProcess, until, type BerthResult } from
 const work = mkdtempSync(path.join(tmpdir(), 'berth-pack-'));
 const prefix = path.join(work, 'prefix');
 const outside = path.join(work, 'home');
-const installed = path.join(prefix, 'lib', 'node_modules', 'berth');
+const installed = path.join(prefix, 'lib', 'node_modules', '@berth-orchestrator', 'berth');
 const BIN = path.join(prefix, 'bin', 'berth');
 
 const NATIVE = ['better-sqlite3', 'node-pty'];
@@ -109,7 +109,15 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
       const cli = async (args: readonly string[]): Promise<string> => ok(await run(BIN, args, { cwd: outside, env: env({ BERTH_ADDR: addr, BERTH_TOKEN: token }) }), `berth ${args.join(' ')}`);
       const examples = path.join(installed, 'examples');
 
-      await cli(['job', 'run', path.join(examples, 'hostpath-plugin.hcl')]);
+      // The agent's "Try:" lines name what exists in the installed package: job init's file, the package's plugin job.
+      const tryJob = /^ {4}Try: .* && berth job init && berth job run (\S+)$/m.exec(out)?.[1];
+      const tryPlugin = /^ {4}The CSI hostpath plugin: berth job run (\S+)$/m.exec(out)?.[1];
+      assert.equal(tryPlugin, path.join(examples, 'hostpath-plugin.hcl'), out);
+      assert.ok(existsSync(tryPlugin), out);
+      await cli(['job', 'init']);
+      await cli(['job', 'validate', tryJob as string]);
+
+      await cli(['job', 'run', tryPlugin]);
       await until('the hostpath plugin to be healthy', async () => {
         const p = JSON.parse(await cli(['plugin', 'status', 'hostpath', '--json'])) as { controllersHealthy: number; nodesHealthy: number };
         return p.controllersHealthy >= 1 && p.nodesHealthy >= 1;

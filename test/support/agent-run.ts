@@ -19,16 +19,21 @@ export interface BerthResult {
 }
 
 /**
- * Runs `cmd ...args` to completion (no TTY, stdin closed) and resolves with
- * its exit code and output; SIGKILLs it after `timeoutMs`. Rejects only when
- * it cannot be started.
+ * Runs `cmd ...args` to completion (no TTY; stdin closed, or fed `input`)
+ * and resolves with its exit code and output; SIGKILLs it after
+ * `timeoutMs`. Rejects only when it cannot be started.
  */
-export function runProcess(cmd: string, args: readonly string[], opts: { env: Record<string, string>; cwd?: string; timeoutMs?: number }): Promise<BerthResult> {
-  const child = spawn(cmd, args, { env: opts.env, ...(opts.cwd ? { cwd: opts.cwd } : {}), stdio: ['ignore', 'pipe', 'pipe'] });
+export function runProcess(
+  cmd: string,
+  args: readonly string[],
+  opts: { env: Record<string, string>; cwd?: string; timeoutMs?: number; input?: string },
+): Promise<BerthResult> {
+  const child = spawn(cmd, args, { env: opts.env, ...(opts.cwd ? { cwd: opts.cwd } : {}), stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (opts.input !== undefined) child.stdin?.end(opts.input);
   let stdout = '';
   let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
   return new Promise((resolve, reject) => {
     child.on('error', reject);
@@ -40,7 +45,7 @@ export function runProcess(cmd: string, args: readonly string[], opts: { env: Re
 }
 
 /** Runs `berth ...args` to completion with `env` (no TTY), killing it after `timeoutMs`. */
-export function berth(args: readonly string[], opts: { env: Record<string, string>; timeoutMs?: number }): Promise<BerthResult> {
+export function berth(args: readonly string[], opts: { env: Record<string, string>; timeoutMs?: number; cwd?: string; input?: string }): Promise<BerthResult> {
   return runProcess(process.execPath, [BERTH, ...args], opts);
 }
 

@@ -22,6 +22,7 @@ import { AllocRunnerError, type AllocHook, type AllocHookContext, type ResolvedV
 import { ALLOC_RUNNERS_BUCKET, jobWithoutMountFlags, type AllocRunnerRecord } from './alloc-records.js';
 import type { AllocRunnerOptions } from './alloc-runner-options.js';
 import { CsiHook } from './csi-hook.js';
+import { DispatchPayloadHook } from './dispatch-payload-hook.js';
 import { HostVolumeHook } from './host-volume-hook.js';
 import { NetworkHook } from './network-hook.js';
 import { singleWriterVolumes } from './single-writer.js';
@@ -134,6 +135,7 @@ export class AllocRunner {
         new TaskDirHook({ allocDir: this.#allocDir, task: task.name, driver, logger: this.#logger }),
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
       ];
+      if (task.dispatchPayload && opts.job.payload) hooks.push(new DispatchPayloadHook({ file: task.dispatchPayload.file, payload: opts.job.payload, taskDir }));
       if (task.csiPlugin) {
         const supervisor = new PluginSupervisorHook({
           alloc: opts.alloc,

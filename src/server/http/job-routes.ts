@@ -1,7 +1,7 @@
 // Jobs, allocations and evaluations over HTTP.
 
 import type { FastifyInstance } from 'fastify';
-import { parseJobSpec, publicJob, JobValidationError, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
+import { isNomadJobJson, nomadJobToSpec, parseJobSpec, publicJob, JobValidationError, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
 import { problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
@@ -25,9 +25,18 @@ function jobOut(job: Job): Job {
   return publicJob(job);
 }
 
-/** The body of a job registration: `{ job: spec }` (Nomad's shape) or the spec itself. */
+/**
+ * The body of a job registration: `{ job: spec }`, the spec itself, or
+ * Nomad's API form (`{"Job": {...}}`, PascalCase), translated; a Nomad field
+ * Berth does not support is refused by name.
+ */
 function specFrom(body: unknown): unknown {
   const obj = objectBody(body);
+  if (isNomadJobJson(obj)) {
+    const t = nomadJobToSpec(obj);
+    if (t.problems.length) throw new JobValidationError(t.problems);
+    return t.input;
+  }
   return 'job' in obj && obj['job'] && typeof obj['job'] === 'object' ? obj['job'] : obj;
 }
 
@@ -86,6 +95,36 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     const { evaluation, index } = await jobs.stop(namespaceOf(req.query), req.params.id, { purge });
     reply.header('X-Berth-Index', String(index));
     return { evaluation, evalId: evaluation.id, index };
+  });
+
+  // Launch a periodic job now, whatever its schedule (Nomad's periodic force).
+  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/periodic/force', { config: { access: 'write' } }, async (req, reply) => {
+    const out = await jobs.launchPeriodic(namespaceOf(req.query), req.params.id, { force: true });
+    reply.header('X-Berth-Index', String(out.index));
+    if ('skipped' in out) throw new ApiError('CONFLICT', `no launch: ${out.skipped}`);
+    return { job: jobOut(out.job), jobId: out.job.id, evaluation: out.evaluation, evalId: out.evaluation.id, index: out.index };
+  });
+
+  // Dispatch a parameterized job: `{ payload (base64), meta, idPrefixTemplate }`, or Nomad's `{ Payload, Meta, IdPrefixTemplate }`.
+  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/dispatch', { config: { access: 'write' } }, async (req, reply) => {
+    const body = req.body === undefined ? {} : objectBody(req.body);
+    const payload = body['payload'] ?? body['Payload'];
+    const meta = body['meta'] ?? body['Meta'];
+    const template = body['idPrefixTemplate'] ?? body['IdPrefixTemplate'];
+    if (payload !== undefined && payload !== null && (typeof payload !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(payload))) {
+      throw new ApiError('INVALID', 'payload must be base64', { field: 'payload' });
+    }
+    if (meta !== undefined && meta !== null && (typeof meta !== 'object' || Array.isArray(meta) || Object.values(meta).some((v) => typeof v !== 'string'))) {
+      throw new ApiError('INVALID', 'meta must map strings to strings', { field: 'meta' });
+    }
+    if (template !== undefined && template !== null && template !== '' && typeof template !== 'string') throw new ApiError('INVALID', 'idPrefixTemplate must be a string', { field: 'idPrefixTemplate' });
+    const out = await jobs.dispatch(namespaceOf(req.query), req.params.id, {
+      ...(typeof payload === 'string' && payload ? { payload: Buffer.from(payload, 'base64') } : {}),
+      ...(meta ? { meta: meta as Record<string, string> } : {}),
+      ...(typeof template === 'string' && template ? { idPrefixTemplate: template } : {}),
+    });
+    reply.header('X-Berth-Index', String(out.index));
+    return { job: jobOut(out.job), dispatchedJobId: out.job.id, evaluation: out.evaluation, evalId: out.evaluation.id, index: out.index };
   });
 
   app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/allocations', { config: { access: 'read' } }, async (req, reply) => {

@@ -4,7 +4,7 @@
 // when its client goes away (the service checkpoints its steps).
 
 import type { FastifyInstance } from 'fastify';
-import { parseVolumeSpec } from '../../structs/index.js';
+import { isNomadVolumeJson, nomadVolumeToSpec, parseVolumeSpec, VolumeSpecValidationError } from '../../structs/index.js';
 import type { ClaimRequest } from '../volumes/index.js';
 import { ApiError } from './api-error.js';
 import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
@@ -17,6 +17,21 @@ function stringField(body: Record<string, unknown>, field: string): string {
   const v = body[field];
   if (typeof v !== 'string' || v === '') throw new ApiError('INVALID', `${field} is required`, { field });
   return v;
+}
+
+/**
+ * The volume of a register or create body: `{ volume: spec }`, the spec
+ * itself, or Nomad's API form (`{"Volumes": [CSIVolume]}`, PascalCase),
+ * translated; a Nomad field Berth does not support is refused by name.
+ */
+function volumeSpecFrom(raw: unknown): Record<string, unknown> {
+  const body = objectBody(raw);
+  if (isNomadVolumeJson(body)) {
+    const t = nomadVolumeToSpec(body);
+    if (t.problems.length) throw new VolumeSpecValidationError(t.problems);
+    return t.input;
+  }
+  return (body['volume'] && typeof body['volume'] === 'object' ? body['volume'] : body) as Record<string, unknown>;
 }
 
 export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
@@ -45,8 +60,7 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
 
   // Register an existing volume (validated through the plugin's controller when it has one).
   app.put<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const spec = (body['volume'] && typeof body['volume'] === 'object' ? body['volume'] : body) as Record<string, unknown>;
+    const spec = volumeSpecFrom(req.body);
     if (spec['id'] !== undefined && spec['id'] !== req.params.id) {
       throw new ApiError('INVALID', `the volume's id must match the path ("${req.params.id}")`, { field: 'id' });
     }
@@ -62,8 +76,7 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/create', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const spec = (body['volume'] && typeof body['volume'] === 'object' ? body['volume'] : body) as Record<string, unknown>;
+    const spec = volumeSpecFrom(req.body);
     if (spec['id'] !== undefined && spec['id'] !== req.params.id) {
       throw new ApiError('INVALID', `the volume's id must match the path ("${req.params.id}")`, { field: 'id' });
     }

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   describePlacementFailure,
+  launchesChildren,
   isClientTerminal,
   pluginSchedulable,
   volumeIdFor,
@@ -62,6 +63,8 @@ export function jobAllocations(reader: StateReader, namespace: string, jobId: st
 export function jobStatusOf(job: Job, allocs: readonly Allocation[]): JobStatus {
   if (allocs.some(isLive)) return 'running';
   if (job.stop) return 'dead';
+  // A periodic or parameterized job runs as long as it may launch children (Nomad shows it running).
+  if (launchesChildren(job)) return 'running';
   if (job.type === 'batch' && allocs.length > 0 && allocs.every((a) => isClientTerminal(a.clientStatus) || a.desiredStatus !== 'run')) {
     return 'dead';
   }
@@ -212,7 +215,8 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const failures: Record<string, PlacementFailure> = {};
   let followUpAt: number | undefined;
 
-  if (job) {
+  // A periodic or parameterized job places nothing itself: its children do.
+  if (job && !launchesChildren(job)) {
     const nodes = txn.list('nodes');
     const live = everyAlloc.filter(isLive);
     const volumes = placementVolumes(txn, job, live);
@@ -260,7 +264,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   } else {
     stops = allocs
       .filter((a) => a.desiredStatus === 'run' && !isClientTerminal(a.clientStatus))
-      .map((a) => ({ allocId: a.id, description: 'job purged', lost: false }));
+      .map((a) => ({ allocId: a.id, description: job ? 'the job launches child jobs now' : 'job purged', lost: false }));
   }
 
   const failed = Object.keys(failures).length > 0;

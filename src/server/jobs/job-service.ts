@@ -3,7 +3,8 @@
 // that also evaluates the job, so a registration returns with its
 // allocations placed (or its evaluation blocked, with the reasons).
 
-import { BerthError, systemClock, type ApiOutcomeCode, type Clock, type Logger } from '../../lib/index.js';
+import { isDeepStrictEqual } from 'node:util';
+import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import {
   JobValidationError,
   parseJobSpec,
@@ -19,10 +20,11 @@ import {
 import { rowKey, type StateStore } from '../state/index.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
+import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
+import { JobError } from './job-errors.js';
 import { problemsAgainstState } from './validate-job.js';
 
-/** A job-level failure with a stable code: NOT_FOUND, CONFLICT, INVALID, FORBIDDEN. */
-export class JobError extends BerthError<Extract<ApiOutcomeCode, 'NOT_FOUND' | 'CONFLICT' | 'INVALID' | 'FORBIDDEN'>> {}
+export { JobError };
 
 export interface JobServiceOptions {
   store: StateStore;
@@ -44,10 +46,15 @@ export interface RegisterResult {
   index: number;
 }
 
+/** A periodic launch: the child job and its evaluation, or why nothing was launched. */
+export type LaunchResult = { job: Job; evaluation: Evaluation; index: number } | { skipped: string; index: number };
+
 const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'complete', 'failed', 'lost'];
 
+/** Equal as JSON, whatever the order of keys (a job file in HCL and the same job in JSON list a config's keys differently). */
 function sameSpec(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  const plain = (v: unknown): unknown => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+  return isDeepStrictEqual(plain(a), plain(b));
 }
 
 function specOf(job: Job): JobSpec {
@@ -213,6 +220,57 @@ export class JobService {
       }
     });
     return { index };
+  }
+
+  /**
+   * Launches the periodic job `namespace/jobId` for `launchMs` (its scheduled
+   * time; default now): writes the child `<id>/periodic-<unix>` and
+   * evaluates it. Skipped (nothing written) when that child exists already,
+   * or, unless `force`, when the job is stopped or disabled, or prohibits
+   * overlap and a previous child still runs. Throws JobError NOT_FOUND, or
+   * INVALID for a job that is not periodic. Safe to repeat.
+   */
+  async launchPeriodic(namespace: string, jobId: string, opts: { launchMs?: number; force?: boolean } = {}): Promise<LaunchResult> {
+    const now = this.#clock.now();
+    const launchMs = opts.launchMs ?? now;
+    const { index, result } = await this.#store.write((txn): { job: Job; evaluation: Evaluation } | { skipped: string } => {
+      const parent = txn.get('jobs', rowKey(namespace, jobId));
+      if (!parent) throw new JobError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
+      if (!parent.periodic) throw new JobError('INVALID', `job "${jobId}" is not periodic`);
+      const childId = periodicChildId(parent.id, launchMs);
+      if (txn.get('jobs', rowKey(namespace, childId))) return { skipped: `job "${childId}" was launched already` };
+      if (!opts.force) {
+        if (parent.stop) return { skipped: 'the job is stopped' };
+        if (!parent.periodic.enabled) return { skipped: 'the periodic block is disabled' };
+        const running = liveChildren(txn, parent);
+        if (parent.periodic.prohibitOverlap && running.length) return { skipped: `prohibit_overlap: "${running[0]?.id}" still runs` };
+      }
+      return putChildJob(txn, parent, { id: childId }, now, 'periodic-job');
+    });
+    if ('job' in result) this.#log.info({ jobId, namespace, child: result.job.id, force: Boolean(opts.force) }, 'periodic job launched');
+    else this.#log.info({ jobId, namespace, reason: result.skipped }, 'periodic launch skipped');
+    return { ...result, index };
+  }
+
+  /**
+   * Dispatches the parameterized job `namespace/jobId`: checks the payload
+   * and meta against its parameterized block, writes the child
+   * `<id>/dispatch-<unix>-<8 hex>` (meta merged over the job's, payload
+   * kept for the tasks' dispatch_payload) and evaluates it. Throws JobError
+   * NOT_FOUND, INVALID (not parameterized, payload or meta refused) or
+   * CONFLICT (the job is stopped). Each call launches a new child.
+   */
+  async dispatch(namespace: string, jobId: string, req: DispatchRequest): Promise<RegisterResult> {
+    const now = this.#clock.now();
+    const { index, result } = await this.#store.write((txn) => {
+      const parent = txn.get('jobs', rowKey(namespace, jobId));
+      if (!parent) throw new JobError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
+      checkDispatch(parent, req);
+      const id = dispatchChildId(parent.id, now, req.idPrefixTemplate);
+      return putChildJob(txn, parent, { id, dispatched: true, ...(req.meta ? { meta: req.meta } : {}), ...(req.payload ? { payload: req.payload } : {}) }, now, 'job-dispatch');
+    });
+    this.#log.info({ jobId, namespace, child: result.job.id }, 'job dispatched');
+    return { ...result, index };
   }
 
   /**

@@ -348,7 +348,8 @@ export class VolumeRegistry {
         externalId: volume.volumeId,
         provider: plugin.provider,
         capacityBytes: volume.capacityBytes,
-        context: { ...volume.volumeContext },
+        // The context given at create, with what the plugin returned over it.
+        context: { ...draft.context, ...volume.volumeContext },
         accessibleTopology: volume.accessibleTopology,
         ...(contentSource ? { contentSource } : {}),
       });
