@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // The web UI (section `ui` of `npm run bench`), in headless chromium against
 // a dev agent running the hostpath plugin (test/support/ui-cluster.ts):
 //
