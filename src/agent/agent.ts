@@ -155,6 +155,10 @@ export class Agent {
             },
           }
         : {}),
+      volumeHealth: {
+        ...(config.csi.volumeConditionIntervalMs ? { controllerIntervalMs: config.csi.volumeConditionIntervalMs } : {}),
+        ...(config.csi.driftIntervalMs ? { driftIntervalMs: config.csi.driftIntervalMs } : {}),
+      },
       ...(mode === 'dev' ? { routes: (app) => registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root }) } : {}),
     });
     const address = await this.#server.start();
@@ -237,6 +241,7 @@ export class Agent {
       httpAddr,
       csiObserver: observer,
       csi: config.csi,
+      ...(config.csi.volumeStatsIntervalMs ? { volumeStats: { intervalMs: config.csi.volumeStatsIntervalMs } } : {}),
       createDrivers: (c) => {
         const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, ...killAfterTaskStart() });
         for (const [name, d] of built) {

@@ -118,3 +118,20 @@ export {
   BUILTIN_DRIVER_CONFIG_SCHEMAS,
   type DriverConfigSchema,
 } from './task-config.js';
+export {
+  DRIFT_KINDS,
+  type UsageFigures,
+  type VolumeConditionReport,
+  type VolumeStatsReport,
+  type NodeVolumeUsage,
+  type VolumeUsageSample,
+  type SourcedCondition,
+  type VolumeConditionRow,
+  type DriftKind,
+  type DriftFinding,
+  type DriftCheckError,
+  type DriftReport,
+  type DriftRow,
+  type NodeMountRecord,
+  type NodeMountInventory,
+} from './volume-health.js';

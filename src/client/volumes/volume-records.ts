@@ -234,6 +234,15 @@ export class RecordedVolumes {
       .map((r) => recorded(r.value));
   }
 
+  /** Every staging and publication record with its host path. */
+  mounts(): RecordedMount[] {
+    const base = (r: PublishRecord | StageRecord) => ({ pluginId: r.pluginId, namespace: r.namespace, volumeId: r.volumeId, externalId: r.externalId, state: r.state, op: r.op });
+    return [
+      ...this.#stages.list().map(({ value: r }): RecordedMount => ({ kind: 'stage', ...base(r), path: r.stagingPath })),
+      ...this.#publications.list().map(({ value: r }): RecordedMount => ({ kind: 'publish', ...base(r), allocId: r.allocId, path: r.targetPath })),
+    ];
+  }
+
   /**
    * The recorded stagings that match `filter` and that no publication uses
    * any more: an unstage is owed, or in flight. `filter.allocId` is ignored.
@@ -250,6 +259,21 @@ export class RecordedVolumes {
       .filter((r) => !used.has(r.key) && matches(r.value, filter))
       .map((r) => recorded(r.value));
   }
+}
+
+/** One record with its host path, for the node's mount inventory (src/client/volumes/mount-inventory.ts). */
+export interface RecordedMount {
+  kind: 'stage' | 'publish';
+  pluginId: string;
+  namespace: string;
+  volumeId: string;
+  externalId: string;
+  allocId?: string;
+  /** The host path the record names (staging or target). */
+  path: string;
+  state: StepState;
+  /** The step in progress or last done (a record of an unpublish or unstage is on its way out). */
+  op: string;
 }
 
 function recorded(rec: PublishRecord | StageRecord): RecordedStaging {
