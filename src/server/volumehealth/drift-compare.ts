@@ -37,7 +37,8 @@ export function compareBooks(input: BooksInput): DriftFinding[] {
   // 1. Claims whose allocation is gone or finished, and whose release is not running.
   for (const c of snap.list('claims')) {
     if (!inScope(scope, c.namespace, c.volumeId)) continue;
-    if (input.releasing?.(rowKey(c.namespace, c.volumeId, c.allocId))) continue;
+    // A release running for the first time is work in progress; one that already failed is worth showing.
+    if (c.releaseAttempts === 0 && input.releasing?.(rowKey(c.namespace, c.volumeId, c.allocId))) continue;
     const alloc = snap.get('allocations', rowKey(c.allocId));
     if (alloc && !isClientTerminal(alloc.clientStatus)) continue;
     const why = alloc ? `allocation ${c.allocId} is ${alloc.clientStatus}` : `allocation ${c.allocId} no longer exists`;
