@@ -96,12 +96,23 @@ export class VolumeHealthService {
     return this.book.history(namespace, volumeId);
   }
 
-  /** Writes the conditions that differ from what the rows say, in one store write; logs each change. */
+  /**
+   * Writes the conditions that change a row, in one store write; logs each
+   * change. Nodes and the controller take turns: the controller is asked only
+   * about volumes no node has, so a node's report replaces the controller's
+   * word and the controller's replaces every node's.
+   */
   async #putConditions(items: Array<{ namespace: string; volumeId: string; pluginId: string; sourceKey: string; condition: SourcedCondition }>): Promise<void> {
+    const next = (old: VolumeConditionRow | undefined, sourceKey: string, condition: SourcedCondition): Record<string, SourcedCondition> => {
+      const kept = Object.entries(old?.sources ?? {}).filter(([k]) => (sourceKey === 'controller' ? k === 'controller' : k !== 'controller'));
+      return { ...Object.fromEntries(kept), [sourceKey]: condition };
+    };
+    const words = (sources: Record<string, SourcedCondition>): string =>
+      JSON.stringify(Object.entries(sources).map(([k, c]) => [k, c.abnormal, c.message]).sort());
     const snap = this.#store.snapshot();
     const changed = items.filter(({ namespace, volumeId, sourceKey, condition }) => {
-      const old = snap.get('volumeConditions', rowKey(namespace, volumeId))?.sources[sourceKey];
-      return !old || old.abnormal !== condition.abnormal || old.message !== condition.message;
+      const old = snap.get('volumeConditions', rowKey(namespace, volumeId));
+      return !old || words(old.sources) !== words(next(old, sourceKey, condition));
     });
     if (changed.length === 0) return;
     const logged: ConditionChange[] = [];
@@ -110,8 +121,7 @@ export class VolumeHealthService {
       for (const { namespace, volumeId, pluginId, sourceKey, condition } of changed) {
         if (!txn.get('volumes', rowKey(namespace, volumeId))) continue;
         const old = txn.get('volumeConditions', rowKey(namespace, volumeId));
-        const sources = { ...(old?.sources ?? {}), [sourceKey]: condition };
-        txn.put('volumeConditions', conditionRow(namespace, volumeId, pluginId, sources));
+        txn.put('volumeConditions', conditionRow(namespace, volumeId, pluginId, next(old, sourceKey, condition)));
         logged.push({ namespace, volumeId, pluginId, before: old?.sources[sourceKey]?.abnormal, now: condition });
       }
     });
