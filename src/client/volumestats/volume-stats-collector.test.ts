@@ -56,6 +56,7 @@ describe('VolumeStatsCollector', () => {
       clock,
       intervalMs: 10_000,
       jitter: 0.1,
+      batchDelayMs: 0,
       random: () => 0.5,
     });
     await c.start();
@@ -113,6 +114,7 @@ describe('VolumeStatsCollector', () => {
       },
       clock,
       intervalMs: 10_000,
+      batchDelayMs: 0,
       random: () => 0.5,
     });
     await c.start();
@@ -122,8 +124,34 @@ describe('VolumeStatsCollector', () => {
     assert.equal(c.counts.batches, 0);
     down = false;
     csi.calls.find((x) => x.volumeId === 'b')!.answer(bytes(2));
-    await clock.advance(1);
+    // A failed send is tried again a second later, with what came meanwhile.
+    await clock.advance(1_000);
     assert.deepEqual(sent.flat().map((x) => x.volumeId).sort(), ['a', 'b'], 'the failed report went with the next one');
+    await c.stop();
+  });
+
+  it('batches the reports of calls that end close together into one send', async () => {
+    const clock = new ManualClock(0);
+    const csi = source({ p: ['GET_VOLUME_STATS'] }, new Set(['a', 'b', 'c']));
+    const sent: VolumeStatsReport[][] = [];
+    const c = new VolumeStatsCollector({
+      recorded: { publications: () => [pub('p', 'a', 'x'), pub('p', 'b', 'y'), pub('p', 'c', 'z')] },
+      csi,
+      send: async (reports) => void sent.push(reports),
+      clock,
+      intervalMs: 60_000,
+      batchDelayMs: 1_000,
+      random: () => 0.5,
+    });
+    await c.start();
+    await clock.advance(5_000);
+    for (const v of ['a', 'b', 'c']) {
+      csi.calls.find((x) => x.volumeId === v)!.answer(bytes(1));
+      await clock.advance(300);
+    }
+    assert.equal(sent.length, 0, 'not before the batch delay');
+    await clock.advance(200);
+    assert.deepEqual(sent.map((b) => b.map((r) => r.volumeId)), [['a', 'b', 'c']]);
     await c.stop();
   });
 });

@@ -37,6 +37,8 @@ export interface VolumeStatsCollectorOptions {
   callTimeoutMs?: number;
   /** How often the records are read for new and gone publications. Default 5 s, at most the interval. */
   scanIntervalMs?: number;
+  /** Reports wait this long for others before a batch goes, so one POST carries many volumes. Default 1 s. */
+  batchDelayMs?: number;
   /** Default Math.random. */
   random?: () => number;
 }
@@ -74,6 +76,9 @@ export class VolumeStatsCollector {
   readonly #random: () => number;
   readonly #tracked = new Map<string, Tracked>();
   #pending: VolumeStatsReport[] = [];
+  /** When the oldest pending report may go (clock ms); undefined when none is pending. */
+  #sendAt: number | undefined;
+  readonly #batchDelayMs: number;
   #sending = false;
   /** Wakes the loop early (a call finished, so a batch may go). */
   #wake: (() => void) | undefined;
@@ -88,6 +93,7 @@ export class VolumeStatsCollector {
     this.#jitter = Math.min(0.5, Math.max(0, opts.jitter ?? 0.1));
     this.#scanMs = Math.min(this.#intervalMs, opts.scanIntervalMs ?? 5000);
     this.#random = opts.random ?? Math.random;
+    this.#batchDelayMs = Math.max(0, opts.batchDelayMs ?? 1000);
   }
 
   get state(): LifecycleState {
@@ -120,8 +126,8 @@ export class VolumeStatsCollector {
       for (const t of this.#tracked.values()) {
         if (!t.inFlight && t.dueAt <= now) this.#collect(t, signal);
       }
-      if (this.#pending.length > 0 && !this.#sending) void this.#life.track(this.#flush(signal));
-      const due = Math.min(nextScan, ...[...this.#tracked.values()].filter((t) => !t.inFlight).map((t) => t.dueAt));
+      if (this.#sendAt !== undefined && this.#sendAt <= now && !this.#sending) void this.#life.track(this.#flush(signal));
+      const due = Math.min(nextScan, this.#sending ? Infinity : (this.#sendAt ?? Infinity), ...[...this.#tracked.values()].filter((t) => !t.inFlight).map((t) => t.dueAt));
       const woken = new Promise<void>((resolve) => (this.#wake = resolve));
       const tick = new AbortController();
       try {
@@ -204,6 +210,7 @@ export class VolumeStatsCollector {
   }
 
   #queue(report: VolumeStatsReport): void {
+    this.#sendAt ??= this.#clock.now() + this.#batchDelayMs;
     this.#pending.push(report);
     if (this.#pending.length > MAX_PENDING) this.#pending.splice(0, this.#pending.length - MAX_PENDING);
   }
@@ -215,6 +222,7 @@ export class VolumeStatsCollector {
       while (this.#pending.length > 0 && !signal.aborted) {
         const batch = this.#pending;
         this.#pending = [];
+        this.#sendAt = undefined;
         try {
           await this.#o.send(batch, signal);
           this.counts.batches++;
@@ -224,12 +232,14 @@ export class VolumeStatsCollector {
           // Newer reports of the same volume supersede these; keep the batch only for volumes without one.
           const newer = new Set(this.#pending.map((r) => `${r.namespace}\u0000${r.volumeId}`));
           this.#pending.unshift(...batch.filter((r) => !newer.has(`${r.namespace}\u0000${r.volumeId}`)));
+          this.#sendAt = this.#clock.now() + Math.max(this.#batchDelayMs, 1000);
           this.#log.info({ reports: batch.length, err: describeError(err) }, 'could not send volume stats; trying again with the next ones');
           return;
         }
       }
     } finally {
       this.#sending = false;
+      this.#wake?.();
     }
   }
 }
