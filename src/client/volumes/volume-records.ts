@@ -12,6 +12,7 @@
 
 import { looksSecret } from '../../lib/index.js';
 import type { AccessMode, AttachmentMode } from '../../csi/index.js';
+import type { NodeMountRecord } from '../../structs/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
 import { pathKey, type VolumeUsage } from './mount-paths.js';
 import type { MountableVolume } from './volume-types.js';
@@ -262,19 +263,11 @@ export class RecordedVolumes {
 }
 
 /** One record with its host path, for the node's mount inventory (src/client/volumes/mount-inventory.ts). */
-export interface RecordedMount {
-  kind: 'stage' | 'publish';
-  pluginId: string;
-  namespace: string;
-  volumeId: string;
-  externalId: string;
-  allocId?: string;
-  /** The host path the record names (staging or target). */
-  path: string;
+export type RecordedMount = Omit<NodeMountRecord, 'mounted' | 'state'> & {
   state: StepState;
   /** The step in progress or last done (a record of an unpublish or unstage is on its way out). */
   op: string;
-}
+};
 
 function recorded(rec: PublishRecord | StageRecord): RecordedStaging {
   return { pluginId: rec.pluginId, volume: volumeOfRecord(rec), usage: usageOfRecord(rec), state: rec.state };

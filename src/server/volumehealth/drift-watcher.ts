@@ -3,7 +3,7 @@
 // row, so that drift is an event (topic `drift`), a metric
 // (berth_volume_drift) and a badge any server can serve.
 
-import { silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import type { DriftReport } from '../../structs/index.js';
 import type { StateStore } from '../state/index.js';
 import { PeriodicLoop } from './_periodic.js';
@@ -26,35 +26,21 @@ export interface DriftWatcherOptions {
  * Lifecycle as PeriodicLoop's. `checkNow()` runs one comparison and stores
  * it; rejects with the store's error when the write fails.
  */
-export class DriftWatcher {
+export class DriftWatcher extends PeriodicLoop {
   readonly #o: DriftWatcherOptions;
-  readonly #log: Logger;
-  readonly #loop: PeriodicLoop;
 
   constructor(opts: DriftWatcherOptions) {
-    this.#o = opts;
-    this.#log = (opts.logger ?? silentLogger()).child({ component: 'drift-watcher' });
-    this.#loop = new PeriodicLoop({
+    super({
       clock: opts.clock ?? systemClock,
-      logger: this.#log,
+      logger: (opts.logger ?? silentLogger()).child({ component: 'drift-watcher' }),
       intervalMs: opts.intervalMs ?? 5 * 60_000,
       firstDelayMs: opts.firstDelayMs ?? Math.min(30_000, opts.intervalMs ?? 30_000),
-      step: async (signal) => {
-        await this.checkNow({ signal });
-      },
     });
+    this.#o = opts;
   }
 
-  get state(): LifecycleState {
-    return this.#loop.state;
-  }
-
-  start(): Promise<void> {
-    return this.#loop.start();
-  }
-
-  stop(): Promise<void> {
-    return this.#loop.stop();
+  protected async step(signal: AbortSignal): Promise<void> {
+    await this.checkNow({ signal });
   }
 
   async checkNow(opts: { signal?: AbortSignal } = {}): Promise<DriftReport> {
@@ -63,9 +49,9 @@ export class DriftWatcher {
     await this.#o.store.write((txn) => txn.put('drift', { id: DRIFT_ROW_ID, ...report }));
     const key = (r: Pick<DriftReport, 'findings'>): string => JSON.stringify(r.findings.map((f) => [f.kind, f.volumeId, f.nodeId, f.path, f.allocId, f.externalVolumeId]));
     if (report.findings.length > 0 && (!before || key(before) !== key(report))) {
-      this.#log.warn({ findings: report.findings.length, kinds: [...new Set(report.findings.map((f) => f.kind))] }, 'volume drift found: run berth volume doctor');
+      this.log.warn({ findings: report.findings.length, kinds: [...new Set(report.findings.map((f) => f.kind))] }, 'volume drift found: run berth volume doctor');
     } else if (report.findings.length === 0 && before && before.findings.length > 0) {
-      this.#log.info('volume drift gone');
+      this.log.info('volume drift gone');
     }
     return report;
   }
