@@ -74,6 +74,8 @@ const boundaryElements = [
   { type: 'test', pattern: 'test', partialMatch: false },
   { type: 'bench', pattern: 'bench', partialMatch: false },
   { type: 'scripts', pattern: 'scripts', partialMatch: false },
+  // The web UI: its own sources and build, a client of the public HTTP API only.
+  { type: 'ui', pattern: 'ui', partialMatch: false },
 ];
 
 const layerPolicies = Object.entries(LAYERS).map(([layer, below]) => ({
@@ -95,16 +97,20 @@ const boundaryPolicies = [
   { from: { element: { type: 'main' } }, allow: { to: { element: door('cli') } } },
   { from: { element: { type: 'gen' } }, allow: { to: { element: { type: 'gen' } } } },
   { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'layer', fileInternalPath: 'index.ts' } } } },
+  // scripts/build.mjs builds the web UI with the UI's own build file.
+  { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'ui', fileInternalPath: 'build.mjs' } } } },
   {
     from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
     allow: { to: [...DOORS, { element: { type: 'gen' } }] },
   },
+  // The web UI imports only itself (and its npm packages): nothing from src/ or test/.
+  { from: { element: { type: 'ui' } }, allow: { to: { element: { type: 'ui' } } } },
   // Tests beside the code (src/**/*.test.ts) may use the test kit.
   { from: { element: { types: { anyOf: PROD } }, file: { categories: 'unit-test' } }, allow: { to: DOORS } },
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist.next-*/**', 'node_modules/**', 'src/gen/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'dist.next-*/**', 'node_modules/**', 'src/gen/**', 'bench/results/**', 'ui/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -116,13 +122,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.ts', '**/*.mjs'],
+    files: ['**/*.ts', '**/*.tsx', '**/*.mjs'],
     plugins: { boundaries, import: importPlugin },
     settings: {
       'import/resolver': { typescript: true, node: true },
       'boundaries/root-path': import.meta.dirname,
-      'import/extensions': ['.ts', '.mjs', '.js'],
-      'import/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import/extensions': ['.ts', '.tsx', '.mjs', '.js'],
+      'import/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
       'boundaries/elements': boundaryElements,
       'boundaries/files': [{ category: 'unit-test', pattern: 'src/**/*.test.ts' }],
       'boundaries/dependency-nodes': ['import', 'export', 'dynamic-import'],
@@ -141,6 +147,11 @@ export default tseslint.config(
       'boundaries/no-unknown-files': 'error',
       'import/no-cycle': ['error', { ignoreExternal: true }],
     },
+  },
+  {
+    // The web UI runs in a browser.
+    files: ['ui/src/**/*.{ts,tsx}'],
+    languageOptions: { globals: globals.browser },
   },
   {
     // Only the CLI talks to a terminal; everything else logs through pino.

@@ -20,9 +20,13 @@
 // written. Chunk names carry a hash of their content, so the same sources
 // give the same files.
 //
+// The web UI (ui/, its own sources and build) goes to dist/ui, where the
+// agent serves it at /ui.
+//
 // Usage: node scripts/build.mjs [--metafile]   (about a second)
-import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
+import { buildUi } from '../ui/build.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = `${root}dist`;
@@ -60,11 +64,21 @@ const result = await build({
 });
 copyFileSync(`${root}src/client/drivers/executor.mjs`, `${next}/executor.mjs`);
 if (result.metafile) writeFileSync(`${next}/meta.json`, JSON.stringify(result.metafile));
+await buildUi(`${next}/ui`);
 
-// dist/ is flat: move the new files in, then drop what the new build no longer has.
-mkdirSync(out, { recursive: true });
-const built = new Set(readdirSync(next));
-for (const name of built) renameSync(`${next}/${name}`, `${out}/${name}`);
-for (const name of readdirSync(out)) if (!built.has(name)) rmSync(`${out}/${name}`, { recursive: true, force: true });
+// Move the new files in (folders file by file), then drop what the new build no longer has.
+function moveInto(from, to) {
+  mkdirSync(to, { recursive: true });
+  const built = new Set(readdirSync(from));
+  for (const name of built) {
+    if (statSync(`${from}/${name}`).isDirectory()) {
+      if (existsSync(`${to}/${name}`) && !statSync(`${to}/${name}`).isDirectory()) rmSync(`${to}/${name}`);
+      moveInto(`${from}/${name}`, `${to}/${name}`);
+    } else renameSync(`${from}/${name}`, `${to}/${name}`);
+  }
+  for (const name of readdirSync(to)) if (!built.has(name)) rmSync(`${to}/${name}`, { recursive: true, force: true });
+}
+moveInto(next, out);
 rmSync(next, { recursive: true, force: true });
 if (!existsSync(`${out}/main.js`)) throw new Error('build: dist/main.js is missing');
+if (!existsSync(`${out}/ui/index.html`)) throw new Error('build: dist/ui/index.html is missing');

@@ -5,7 +5,9 @@
 // globs itself, so the files are found here. Extra arguments are passed on
 // (e.g. `npm run test:unit -- --test-name-pattern=probe`). The state store
 // tests start real etcd processes: scripts/ensure-etcd.mjs installs Debian's
-// etcd-server first when etcd is missing (as root, with apt-get).
+// etcd-server first when etcd is missing (as root, with apt-get); the web UI
+// tests drive a real headless browser: scripts/ensure-chromium.mjs installs
+// Debian's chromium the same way.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -22,6 +24,9 @@ function find(dir) {
 
 const etcd = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-etcd.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 if (etcd.status !== 0) process.exit(etcd.status ?? 1);
+
+const chromium = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-chromium.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+if (chromium.status !== 0) process.exit(chromium.status ?? 1);
 
 const build = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);

@@ -46,6 +46,9 @@ const PLANTED: Record<string, string> = {
   'test/bad-kit-internals.ts': "import { FakeModel } from './support/csi-fake/_model.js';\nexport const x = FakeModel;\n",
   'bench/bad-test-internals.ts': "import { startAgent } from '../test/agent/_agent.js';\nexport const x = startAgent;\n",
   'bench/ok-kit.ts': "import { Cluster } from '../test/support/server-cluster.js';\nexport const x = Cluster;\n",
+  // The web UI is a client of the HTTP API: it imports only itself, never src/.
+  'ui/src/bad-server.ts': "import { ApiError } from '../../src/server/index.js';\nexport const x = ApiError;\n",
+  'ui/src/ok-own.ts': "import { ApiError } from './api';\nexport const x = ApiError;\n",
   // No cycles.
   'src/lib/bad-cycle-a.ts': "import { b } from './bad-cycle-b.js';\nexport const a = (): number => b() + 1;\n",
   'src/lib/bad-cycle-b.ts': "import { a } from './bad-cycle-a.js';\nexport const b = (): number => (a.length > 9 ? a() : 0);\n",
@@ -57,7 +60,7 @@ describe('boundary checker', () => {
 
   before(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'berth-layering-'));
-    for (const p of ['src', 'test/support', 'test/agent', 'eslint.config.js', 'tsconfig.json', 'package.json']) {
+    for (const p of ['src', 'test/support', 'test/agent', 'ui/src', 'ui/tsconfig.json', 'eslint.config.js', 'tsconfig.json', 'package.json']) {
       cpSync(path.join(REPO, p), path.join(root, p), { recursive: true });
     }
     mkdirSync(path.join(root, 'bench'), { recursive: true });

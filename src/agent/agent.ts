@@ -19,6 +19,7 @@ import type { AgentConfig } from './agent-config.js';
 import { agentDriverPlugins } from './driver-plugins.js';
 import { ClientListener, type TokenVerdict } from './client-listener.js';
 import { registerClientRoutes } from './client-routes.js';
+import { registerUiRoutes } from './ui-routes.js';
 import { withPathDirs, writeBerthShim } from './path-driver.js';
 
 export type AgentMode = 'dev' | 'server' | 'client';
@@ -159,7 +160,11 @@ export class Agent {
         ...(config.csi.volumeConditionIntervalMs ? { controllerIntervalMs: config.csi.volumeConditionIntervalMs } : {}),
         ...(config.csi.driftIntervalMs ? { driftIntervalMs: config.csi.driftIntervalMs } : {}),
       },
-      ...(mode === 'dev' ? { routes: (app) => registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root }) } : {}),
+      // The web UI on every server's listener; the client's logs/exec routes too in dev mode.
+      routes: async (app) => {
+        await registerUiRoutes(app);
+        if (mode === 'dev') registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root });
+      },
     });
     const address = await this.#server.start();
     this.#log.info({ address: address.url, mode }, 'server part started');

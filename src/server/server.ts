@@ -50,7 +50,8 @@ export interface ServerOptions {
    * More routes served by the API listener (an agent running server and
    * client in one process serves the client's /v1/client/... there). Each
    * route declares `config: { access }` ('read' | 'write' | 'node' |
-   * 'node-read'), checked against `tokens` like the API's own routes.
+   * 'node-read'), checked against `tokens` like the API's own routes, or
+   * 'public' for files that need no token (the web UI's).
    */
   routes?: (app: FastifyInstance) => void | Promise<void>;
   /**

@@ -21,7 +21,8 @@ export type { ApiDeps };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    access?: Access;
+    /** Who may call the route; `public` needs no token (only the web UI's static files, which hold no cluster data). */
+    access?: Access | 'public';
   }
   interface FastifyRequest {
     /** The caller, set once the token is checked. */
@@ -70,6 +71,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       if (req.routeOptions.url === undefined) return; // 404s are answered by the not-found handler
       throw new ApiError('FORBIDDEN', 'this route declares no access');
     }
+    if (access === 'public') return;
     req.caller = tokens.authorize(req.headers.authorization, access);
   });
 
@@ -128,6 +130,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   }
 
   await deps.extraRoutes?.(app);
+
+  // Who the caller's token is (its name and role, never the secret): the web UI shows actions to management tokens only.
+  app.get('/v1/token/self', { config: { access: 'node-read' } }, async (req) => ({ name: req.caller?.name, role: req.caller?.role }));
 
   app.get('/v1/status', { config: { access: 'node-read' } }, async () => {
     const leadership = deps.leadership?.();

@@ -76,12 +76,17 @@ export function registerEventRoutes(app: FastifyInstance, { deps, signalOf }: Ro
     const signal = signalOf(req, reply);
     const out = new PassThrough();
     const pump = async (): Promise<void> => {
+      let first = true;
       try {
         for (;;) {
           const snap = store.snapshot();
           const events = snap.events(after, { topics: tables, limit: 1000 });
           let chunk = '';
           for (const ev of events) if (matches(filters, ev)) chunk += line(ev);
+          // A followed stream with nothing to send yet starts with a heartbeat, so the
+          // response (its headers) reaches the client now rather than at the first change.
+          if (first && !chunk && until !== 'now') chunk = '{}\n';
+          first = false;
           if (events.length) after = events[events.length - 1]!.index;
           else after = Math.max(after, ...tables.map((t) => snap.tableIndex(t)));
           if (chunk && !out.write(chunk)) await new Promise((r) => out.once('drain', r));

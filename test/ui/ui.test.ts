@@ -1,0 +1,271 @@
+// The web UI in a real headless browser (Debian's chromium, driven by
+// playwright-core) against a real dev agent running the hostpath plugin and a
+// workload with a volume. A user logs in with the agent's token, opens every
+// page and sees what the API says; watches a claim appear and be released on
+// the open volume page without a reload; stops a job from the UI and sees its
+// progress; a read-only token sees no action button and the API refuses the
+// action anyway; no secret is ever shown; pages work on a phone-sized screen
+// and from the keyboard. Screenshots of every page go to .tmp/ui-shots/.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser, shot } from '../support/browser.js';
+import { UiCluster } from '../support/ui-cluster.js';
+
+const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-'));
+const VOLUME = cluster.volume;
+let browser: Browser;
+let page: Page;
+const apiBodies: Array<Promise<string>> = [];
+
+const apiGet = <T>(p: string): Promise<T> => cluster.get<T>(p);
+const runJob = (id: string): Promise<string> => cluster.runJob(id);
+
+/** Text of the page's <main>. */
+async function mainText(p: Page = page): Promise<string> {
+  return p.locator('main').innerText();
+}
+
+/** Opens a UI path and waits until its page has loaded its data (its heading shows). */
+async function open(p: Page, urlPath: string, heading: RegExp): Promise<void> {
+  await p.goto(`${cluster.agent.addr}${urlPath}`);
+  await p.getByRole('heading', { level: 1, name: heading }).waitFor();
+}
+
+async function login(p: Page, token: string): Promise<void> {
+  await p.goto(`${cluster.agent.addr}/ui/`);
+  await p.getByLabel('API token').fill(token);
+  await p.getByRole('button', { name: 'Log in' }).click();
+  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
+}
+
+/** No secret in what the page shows or holds in its DOM. */
+async function assertNoSecret(p: Page, where: string): Promise<void> {
+  const html = await p.content();
+  assert.ok(!html.includes(cluster.secret), `${where}: the volume's secret is in the page`);
+  assert.ok(!html.includes(cluster.agent.token), `${where}: the management token is in the page`);
+  assert.ok(!html.includes(cluster.readOnlyToken), `${where}: the read-only token is in the page`);
+}
+
+before(async () => {
+  await cluster.start();
+  browser = await launchBrowser();
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await ctx.newPage();
+  // Every API answer the browser receives (but the followed event stream, which never ends), checked for secrets at the end.
+  page.on('response', (res) => {
+    const url = res.url();
+    if (url.includes('/v1/') && !(url.includes('/v1/event/stream') && !url.includes('until=now'))) apiBodies.push(res.text().catch(() => ''));
+  });
+});
+
+after(async () => {
+  await browser?.close().catch(() => undefined);
+  await cluster.stop();
+});
+
+describe('the web UI', { timeout: 400_000 }, () => {
+  it('asks for a token, keeps it in session storage, and opens the overview with what the API counts', async () => {
+    await page.goto(`${cluster.agent.addr}/ui/`);
+    await page.getByLabel('API token').fill('not-a-token-of-this-cluster');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'not known' }).waitFor();
+    await shot(page, 'login');
+    await login(page, cluster.agent.token);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.token')), cluster.agent.token);
+    const nodes = await apiGet<unknown[]>('/v1/nodes');
+    const plugins = await apiGet<Array<{ id: string }>>('/v1/plugins');
+    const overview = await mainText();
+    assert.match(overview, new RegExp(`Nodes \\(${nodes.length}\\)`));
+    assert.match(overview, new RegExp(`CSI plugins \\(${plugins.length}\\)`));
+    assert.match(overview, /Volumes \(1\)/);
+    assert.match(overview, /hostpath\s+healthy/);
+    // Recent changes come from the event stream: the volume's creation is among them.
+    await page.locator('[data-section="events"]').getByText(`default/${VOLUME}`).first().waitFor();
+    await page.locator('[data-stream="live"]').waitFor();
+    await shot(page, 'overview');
+    await assertNoSecret(page, 'overview');
+  });
+
+  it('the volume page shows a claim appear and be released live, with the claim history', async () => {
+    await open(page, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
+    const v = await apiGet<{ capacityBytes: number; secretNames: string[] }>(`/v1/volume/csi/${VOLUME}`);
+    let text = await mainText();
+    assert.match(text, /Capacity\s+10 MiB/);
+    assert.equal(v.capacityBytes, 10 * 1024 * 1024);
+    assert.match(text, /Secrets\s+token \(hidden\)/);
+    assert.match(text, /single-node-writer/);
+    assert.match(text, new RegExp(`topology\\.hostpath\\.csi\\.berth\\.dev/node\\s+${cluster.nodeId}`));
+    assert.match(text, /Claims \(0\)/);
+    // Usage: what this server reports, or says so.
+    const withUsage = (await apiGet<Record<string, unknown>>(`/v1/volume/csi/${VOLUME}`))['usage'];
+    if (withUsage === undefined) assert.match(text, /No usage reported/);
+    else assert.match(text, /used of/);
+    // Mark this document: a reload would drop the mark.
+    await page.evaluate(() => ((window as unknown as { berthMark: number }).berthMark = 42));
+
+    const allocId = await runJob('ui-work');
+    await page.locator(`[data-claim="${allocId}"]`).waitFor({ timeout: 60_000 });
+    const claims = (await apiGet<{ claims: Array<{ allocId: string; mode: string; state: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims;
+    assert.deepEqual(claims.map((c) => [c.allocId, c.mode, c.state]), [[allocId, 'write', 'taken']]);
+    text = await mainText();
+    assert.match(text, /Claims \(1\)/);
+    assert.match(text, new RegExp(`${allocId.slice(0, 8)}\\s+${cluster.nodeId.slice(0, 8)}\\s+write\\s+single-node-writer, file-system\\s+taken`));
+    await shot(page, 'volume');
+
+    await cluster.stopJob('ui-work');
+    await page.locator('[data-section="claims"]').getByText('No claims').waitFor({ timeout: 60_000 });
+    assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 42, 'the page was not reloaded');
+    // The history: this claim taken, then released (the row deleted).
+    const history = page.locator('[data-section="history"]');
+    await history.getByText('released').first().waitFor();
+    const hist = await history.innerText();
+    assert.match(hist, new RegExp(`put\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
+    assert.match(hist, new RegExp(`delete\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
+    await assertNoSecret(page, 'volume page');
+  });
+
+  it('every list and detail page shows what the API says', async () => {
+    const allocId = await runJob('ui-stop-me');
+
+    await open(page, '/ui/jobs', /^Jobs$/);
+    assert.match(await mainText(), /ui-stop-me\s+default\s+service\s+running\s+1 running/);
+    await shot(page, 'jobs');
+
+    await open(page, '/ui/jobs/default/ui-stop-me', /Job ui-stop-me/);
+    let text = await mainText();
+    assert.match(text, /app\s+1\s+work \(raw_exec\)\s+data: ui-data\s+1 running/);
+    assert.match(text, /Every allocation this evaluation wanted was placed/);
+    await shot(page, 'job');
+
+    await open(page, `/ui/allocations/${allocId}`, new RegExp(`Allocation ${allocId.slice(0, 8)}`));
+    await page.locator('[data-logs="work/stdout"]').getByText(`ui-log-line from ${allocId}`).waitFor();
+    text = await mainText();
+    assert.match(text, new RegExp(`${VOLUME}\\s+hostpath\\s+read/write\\s+mounted`));
+    assert.match(text, /Volume Mounted\s+CSI volume "ui-data" mounted by plugin "hostpath"/);
+    assert.match(text, /Started\s+Task started by driver raw_exec/);
+    await shot(page, 'allocation');
+
+    await open(page, '/ui/nodes', /^Nodes$/);
+    assert.match(await mainText(), new RegExp(`${cluster.nodeId.slice(0, 8)}\\s+\\S+\\s+dc1\\s+ready\\s+hostpath`));
+    await shot(page, 'nodes');
+
+    const node = await apiGet<{ csiNodePlugins: Record<string, { healthReason: string }> }>(`/v1/node/${cluster.nodeId}`);
+    await open(page, `/ui/nodes/${cluster.nodeId}`, /^Node /);
+    text = await mainText();
+    assert.match(text, /raw_exec\s+yes\s+healthy\s+ready/);
+    assert.match(text, new RegExp(`hostpath\\s+node\\s+healthy\\s+${node.csiNodePlugins['hostpath']!.healthReason}`));
+    assert.match(text, new RegExp(`hostpath\\s+controller\\s+healthy`));
+    assert.ok(text.includes(allocId.slice(0, 8)), 'the node lists the allocation');
+    await shot(page, 'node');
+
+    await open(page, '/ui/plugins', /^CSI plugins$/);
+    assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev 0\.1\.0\s+healthy\s+1\/1\s+1\/1\s+1/);
+    await shot(page, 'plugins');
+
+    const plugin = await apiGet<{ controllersHealthy: number; controllersExpected: number; nodesHealthy: number; nodesExpected: number; nodeCapabilities: string[] }>(
+      '/v1/plugin/csi/hostpath',
+    );
+    await open(page, '/ui/plugins/hostpath', /CSI plugin hostpath/);
+    assert.equal(await page.locator('[data-fact="controllers"]').innerText(), `${plugin.controllersHealthy}/${plugin.controllersExpected}`);
+    assert.equal(await page.locator('[data-fact="nodes"]').innerText(), `${plugin.nodesHealthy}/${plugin.nodesExpected}`);
+    text = await mainText();
+    for (const cap of plugin.nodeCapabilities) assert.ok(text.includes(cap), `capability ${cap} shown`);
+    assert.match(text, /probe answered ready/);
+    assert.match(text, new RegExp(`${VOLUME}\\s+default\\s+yes\\s+1`));
+    await shot(page, 'plugin');
+
+    await open(page, '/ui/volumes', /^Volumes$/);
+    assert.match(await mainText(), new RegExp(`${VOLUME}\\s+default\\s+hostpath\\s+yes\\s+1\\s+10 MiB`));
+    await shot(page, 'volumes');
+    await assertNoSecret(page, 'volumes');
+  });
+
+  it('a read-only token sees no action button, and the API refuses the action', async () => {
+    const ro = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const p = await ro.newPage();
+    await login(p, cluster.readOnlyToken);
+    await open(p, '/ui/jobs/default/ui-stop-me', /Job ui-stop-me/);
+    assert.equal(await p.getByRole('button', { name: 'Stop job' }).count(), 0);
+    await open(p, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
+    await p.locator('[data-claim]').first().waitFor();
+    assert.equal(await p.getByRole('button', { name: 'Detach' }).count(), 0);
+    assert.match(await p.locator('header').innerText(), /read-only-1 \(read-only\)/);
+    const status = await p.evaluate(async (token) => {
+      const res = await fetch('/v1/job/ui-stop-me', { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
+      return res.status;
+    }, cluster.readOnlyToken);
+    assert.equal(status, 403);
+    await shot(p, 'volume-read-only');
+    await assertNoSecret(p, 'read-only volume page');
+    await ro.close();
+  });
+
+  it('a management token stops a job from the UI, which shows the progress to the end', async () => {
+    await open(page, '/ui/jobs/default/ui-stop-me', /Job ui-stop-me/);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Stop job' }).click();
+    await page.getByRole('status').filter({ hasText: /^Stopped: 1 allocation finished\.$/ }).waitFor({ timeout: 120_000 });
+    const allocs = await apiGet<Array<{ clientStatus: string; desiredStatus: string }>>('/v1/job/ui-stop-me/allocations');
+    assert.deepEqual(allocs.map((a) => a.desiredStatus), ['stop']);
+    assert.notEqual(allocs[0]!.clientStatus, 'running');
+    await shot(page, 'job-stopped');
+  });
+
+  it('detach is refused while an allocation uses the volume; force detach stops it and shows the progress to the end', async () => {
+    const allocId = await runJob('ui-detach');
+    await open(page, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
+    await page.locator(`[data-claim="${allocId}"]`).waitFor();
+    const panel = page.locator(`[data-detach="${cluster.nodeId}"]`);
+    page.once('dialog', (d) => void d.accept());
+    await panel.getByRole('button', { name: 'Detach', exact: true }).click();
+    await panel.getByRole('alert').filter({ hasText: `is in use on node ${cluster.nodeId} by allocation ${allocId}` }).waitFor();
+    assert.equal((await cluster.get<{ claims: unknown[] }>(`/v1/volume/csi/${VOLUME}`)).claims.length, 1, 'the refused detach changed nothing');
+
+    page.once('dialog', (d) => void d.accept());
+    await panel.getByRole('button', { name: 'Force detach' }).click();
+    await panel.getByRole('status').filter({ hasText: new RegExp(`^Detached from node ${cluster.nodeId.slice(0, 8)}\\. Stopped allocation ${allocId.slice(0, 8)}\\.$`) }).waitFor({ timeout: 120_000 });
+    assert.equal(await page.locator(`[data-claim="${allocId}"]`).count(), 0, 'the claim row is gone');
+    const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
+    assert.equal(alloc.desiredStatus, 'stop');
+    assert.ok(!(await cluster.get<{ claims: Array<{ allocId: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims.some((c) => c.allocId === allocId));
+    await shot(page, 'volume-detached');
+  });
+
+  it('no API answer the browser received carries a secret', async () => {
+    const bodies = await Promise.all(apiBodies);
+    assert.ok(bodies.length > 50, `the browser read the API (${bodies.length} answers)`);
+    assert.ok(bodies.some((b) => b.includes('"secretNames"')), 'volume reads were among them');
+    for (const b of bodies) assert.ok(!b.includes(cluster.secret), 'an API answer carried the volume secret');
+  });
+
+  it('works on a phone-sized screen, follows deep links, and is reachable from the keyboard', async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const p = await phone.newPage();
+    await login(p, cluster.agent.token);
+    // A deep link straight to a volume (the agent answers index.html; the page routes it).
+    await open(p, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
+    const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the page is ${overflow}px wider than the phone's screen`);
+    await shot(p, 'volume-phone');
+    await open(p, '/ui/plugins/hostpath', /CSI plugin hostpath/);
+    assert.ok((await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)) <= 0, 'the plugin page fits the phone');
+    await shot(p, 'plugin-phone');
+    await phone.close();
+
+    // Keyboard: Tab from the top reaches the skip link, then the sections; Enter follows.
+    await open(page, '/ui/', /Cluster overview/);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    let reached = false;
+    for (let i = 0; i < 10 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = (await page.evaluate(() => document.activeElement?.textContent)) === 'Volumes';
+    }
+    assert.ok(reached, 'Tab reaches the Volumes link');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Volumes' }).waitFor();
+  });
+});

@@ -1,0 +1,13 @@
+// Who is logged in, for every page: the caller's token name and role. Action
+// buttons show for management tokens only (the API refuses others anyway).
+
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
+import type { Caller } from './api';
+
+export const SessionContext = createContext<Caller | undefined>(undefined);
+
+/** True when the logged-in token may make changes (stop a job, detach a volume). */
+export function useCanWrite(): boolean {
+  return useContext(SessionContext)?.role === 'management';
+}
