@@ -2,6 +2,7 @@
 //   POST /v1/node/:id/volume-stats     (node)  a node's NodeGetVolumeStats reports
 //   GET  /v1/volume/csi/:id/usage      (read)  the volume's usage history and latest usage per node
 //   GET  /v1/volumes/drift             (read)  the drift leader loop's latest report
+//   GET  /v1/volume/csi/:id/drift      (read)  that report's differences about one volume (the UI's badge)
 //   GET  /v1/volumes/doctor            (read)  compare the books now (?volume=&namespace=), repairing nothing
 //   POST /v1/volumes/doctor            (write) compare and repair what is safe (?volume=&namespace=)
 // The health service and the doctor are optional deps: without them these
@@ -87,6 +88,15 @@ export function registerVolumeHealthRoutes(app: FastifyInstance, { deps, signalO
     if (!result) return { checkedAt: 0, findings: [], errors: [] } satisfies DriftReport;
     const { id: _id, createIndex: _c, modifyIndex: _m, ...report } = result;
     return report;
+  });
+
+  app.get<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/drift', { config: { access: 'read' } }, async (req, reply) => {
+    const ns = namespaceOf(req.query);
+    if (!store.snapshot().get('volumes', rowKey(ns, req.params.id))) throw new ApiError('NOT_FOUND', `volume "${req.params.id}" not found in namespace "${ns}"`);
+    const { index, result } = await blockingRead(store, ['drift'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => snap.get('drift', DRIFT_ROW_ID));
+    reply.header('X-Berth-Index', String(index));
+    const differences = (result?.findings ?? []).filter((f) => f.volumeId === req.params.id && (f.namespace ?? ns) === ns);
+    return { namespace: ns, volumeId: req.params.id, checkedAt: result?.checkedAt ?? 0, differences };
   });
 
   app.get<{ Querystring: Query }>('/v1/volumes/doctor', { config: { access: 'read' } }, async (req, reply) => {
