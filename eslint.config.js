@@ -35,22 +35,24 @@ import tseslint from 'typescript-eslint';
 //     (test/support/csi-fake/index.ts); `_name.ts` files are private to their
 //     folder. Tests beside the code, test/ and bench/ use kits only so; bench/
 //     never imports test/ files, and production code never imports test/**.
-// Layers point one way (lib <- csi <- client, server <- agent <- cli): structs
+// Layers point one way (lib <- csi <- client, server <- agent <- cli): hcl (the
+// HCL language engine: parse and evaluate) sits on lib alone, structs
 // (types client and server share) sits on csi, spec-files (job and volume
-// files, as Nomad's jobspec) on structs, csi-plugins (the plugins Berth ships)
+// files, as Nomad's jobspec) on structs and hcl, csi-plugins (the plugins Berth ships)
 // on csi, plugins (external plugins over Nomad's go-plugin protocols) on
 // structs. Each layer may import only the layers listed for it:
 const LAYERS = {
   lib: [],
+  hcl: ['lib'],
   csi: ['lib'],
   structs: ['lib', 'csi'],
-  'spec-files': ['lib', 'structs'],
+  'spec-files': ['lib', 'structs', 'hcl'],
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],
   client: ['lib', 'csi', 'structs', 'plugins'],
   server: ['lib', 'csi', 'structs', 'plugins'],
-  agent: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
-  cli: ['lib', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
+  agent: ['lib', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
+  cli: ['lib', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
 };
 // Generated protobuf code is reached only by csi, by the plugins layer and by
 // plugin servers, which must speak protobuf (and by the CSI conformance tests and benchmarks).

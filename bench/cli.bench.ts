@@ -1,6 +1,6 @@
 // Files, CLI and metrics figures (section `cli` of `npm run bench`):
 //
-// 1. Parsing the example job and volume files (HCL through hcl2json, then
+// 1. Parsing the example job and volume files (HCL through Berth's HCL engine, then
 //    the zod schema), per file, p50/p99 over many runs.
 // 2. `GET /metrics` on a real Server holding 50 nodes with a plugin and a
 //    job of 500 allocations: scrape latency p50/p99 and the size of the page.

@@ -35,7 +35,6 @@ const out = `${root}dist`;
 export const EXTERNAL = [
   'better-sqlite3', // native addon
   'node-pty', // native addon
-  '@cdktf/hcl2json', // reads main.wasm.gz next to itself
   'etcd3', // reads its proto/*.proto next to itself at load
 ];
 

@@ -107,13 +107,13 @@ describe('agent config files', () => {
   it('names file:line:col and the field of an unknown field, a wrong type and a bad duration in HCL', async () => {
     const text = 'data_dir = "/x"\nclient {\n  node_nme = "a"\n}\nports {\n  http = "high"\n}\ncsi {\n  probe_interval = "often"\n}\n';
     const message = await problemOf('agent.hcl', text);
-    assert.match(message, /^agent\.hcl:3:3: client: unknown field "nodeNme"$/m);
-    assert.match(message, /^agent\.hcl:6:3: ports\.http: expected number$/m);
-    assert.match(message, /^agent\.hcl:9:3: csi\.probeInterval: must be a duration/m);
+    assert.match(message, /^agent\.hcl:3:3: client: unsupported argument "node_nme" \(did you mean "node_name"\?\)$/m);
+    assert.match(message, /^agent\.hcl:6:3: ports\.http: expected a number$/m);
+    assert.match(message, /^agent\.hcl:9:3: csi\.probe_interval: must be a duration/m);
   });
 
   it('names file:line:col of malformed HCL and malformed JSON', async () => {
-    assert.match(await problemOf('agent.hcl', 'client {\n  node_name = \n}\n'), /^agent\.hcl:2:\d+: malformed HCL/);
+    assert.match(await problemOf('agent.hcl', 'client {\n  node_name = \n}\n'), /^agent\.hcl:2:\d+: malformed HCL: Invalid expression: Expected the start of an expression, but found a newline\.$/);
     assert.match(await problemOf('agent.json', '{\n  "data_dir": "/x",\n  "client": {,}\n}\n'), /^agent\.json:3:\d+: malformed JSON/);
   });
 
@@ -136,7 +136,7 @@ describe('agent config files', () => {
     assert.deepEqual((await parseAgentConfig('a.hcl', hcl)).client, { hostVolumes: {}, drivers: {}, ...want });
     const json = { client: { gc_interval: '30s', gc_max_age: '2h', gc_max_allocs: 10, gc_disk_usage_threshold: 90, stop_after_server_disconnect: '45s' } };
     assert.deepEqual((await parseAgentConfig('a.json', JSON.stringify(json))).client, { hostVolumes: {}, drivers: {}, ...want });
-    assert.match(await problemOf('a.hcl', 'client {\n  gc_disk_usage_threshold = 120\n}\n'), /client\.gcDiskUsageThreshold: /);
+    assert.match(await problemOf('a.hcl', 'client {\n  gc_disk_usage_threshold = 120\n}\n'), /^a\.hcl:2:3: client\.gc_disk_usage_threshold: must be at most 100$/);
   });
 
   it('refuses an unknown client option and a token file that cannot be read', async () => {

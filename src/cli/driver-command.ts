@@ -242,14 +242,16 @@ async function runLauncher(ctx: CommandContext, pluginPath: string, opArg: strin
   }
 }
 
-/** The `config {}` body of a plugin config file: HCL (hcl2json form) or JSON; a top-level `config` block is unwrapped. */
+/** The `config {}` body of a plugin config file: HCL (in hcl2json's shape) or JSON; a top-level `config` block is unwrapped. */
 async function readConfigBody(file: string): Promise<Record<string, unknown>> {
   const text = await readFile(file, 'utf8');
   let body: Record<string, unknown>;
   if (/\.json$/i.test(file) || text.trimStart().startsWith('{')) body = JSON.parse(text) as Record<string, unknown>;
   else {
-    const { parse } = (await import('@cdktf/hcl2json')) as { parse: (name: string, text: string) => Promise<Record<string, unknown>> };
-    body = await parse(file, text);
+    const { evaluateConfig, toJsonShape, HclError } = await import('../hcl/index.js');
+    const evaluated = evaluateConfig(file, text);
+    if (evaluated.diagnostics.length) throw new HclError(evaluated.diagnostics);
+    body = toJsonShape(evaluated.body);
   }
   const inner = body['config'];
   if (inner && Object.keys(body).length === 1) return (Array.isArray(inner) ? inner[0] : inner) as Record<string, unknown>;

@@ -64,18 +64,41 @@ export async function readSpecFile(file: string): Promise<string> {
   return text;
 }
 
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** `--var` and `--var-file` (Nomad's -var, -var-file), on every command that reads a job file. */
+export function variableOptions(cmd: Command): Command {
+  return cmd
+    .option('--var <name=value>', 'set a variable the job file declares (repeatable); wins over --var-file and NOMAD_VAR_*/BERTH_VAR_*', collect, [])
+    .option('--var-file <file>', 'read variable values from an HCL (name = value) or JSON file (repeatable)', collect, []);
+}
+
+/** How the CLI evaluates a job file: --var, --var-file, the NOMAD_VAR_ and BERTH_VAR_ environment, file functions allowed (as Nomad's CLI). */
+async function jobFileOptions(opts: Record<string, unknown>): Promise<SpecFiles.JobFileOptions> {
+  const varFiles = await Promise.all(((opts['varFile'] as string[] | undefined) ?? []).map(async (file) => ({ file, text: await readSpecFile(file) })));
+  return { vars: (opts['var'] as string[] | undefined) ?? [], varFiles, env: process.env, allowFS: true };
+}
+
+/** Reads and evaluates a job file as `job run` and `job validate` do. Rejects with SpecFileError or UsageError. */
+export async function readJobFile(file: string, opts: Record<string, unknown>): Promise<SpecFiles.JobFile> {
+  const { parseJobFile } = await loadSpecFiles();
+  return parseJobFile(file, await readSpecFile(file), await jobFileOptions(opts));
+}
+
 /** Builds `berth job`. */
 export function jobCommand(ctx: CommandContext): Command {
   const job = new Command('job').description('Run, inspect and stop jobs');
   const act = (run: Parameters<typeof apiAction>[1]) => apiAction(ctx, run);
 
   apiCommand(
-    job
-      .command('run')
-      .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
-      .argument('<file>', 'job file: .hcl (as Nomad users write them) or .json')
-      .option('--detach', 'print the evaluation ID and return at once'),
-    ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json'],
+    variableOptions(
+      job
+        .command('run')
+        .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
+        .argument('<file>', 'job file: .hcl (as Nomad users write them) or .json')
+        .option('--detach', 'print the evaluation ID and return at once'),
+    ),
+    ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json', 'job run --var image=redis:7 --var-file prod.hcl web.hcl'],
   ).action(act(runJob));
 
   apiCommand(
@@ -93,19 +116,20 @@ export function jobCommand(ctx: CommandContext): Command {
   ).action(act(stopJob));
 
   apiCommand(
-    job
-      .command('validate')
-      .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
-      .argument('<file>', 'job file: .hcl or .json'),
-    ['job validate examples/reader.hcl'],
+    variableOptions(
+      job
+        .command('validate')
+        .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
+        .argument('<file>', 'job file: .hcl or .json'),
+    ),
+    ['job validate examples/reader.hcl', 'job validate --var count=3 web.hcl'],
   ).action(act(validateJob));
 
   return job;
 }
 
 async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
-  const { parseJobFile } = await loadSpecFiles();
-  const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
+  const parsed = await readJobFile(file as string, opts);
   const { body } = await s.api.request<{ evaluation: Evaluation; evalId: string; index: number; job: Job }>('POST', '/v1/jobs', {
     query: { namespace: s.namespace },
     body: { job: { namespace: s.namespace, ...parsed.input } },
@@ -295,9 +319,8 @@ async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, un
   s.out.line(`    Evaluation ID: ${body.evalId}`);
 }
 
-async function validateJob(s: ApiSession, [file]: string[]): Promise<void> {
-  const { parseJobFile } = await loadSpecFiles();
-  const parsed = await parseJobFile(file as string, await readSpecFile(file as string));
+async function validateJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
+  const parsed = await readJobFile(file as string, opts);
   await s.api.request('POST', '/v1/validate/job', { body: { job: { namespace: s.namespace, ...parsed.input } } });
   if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format });
   s.out.line(`Job validation successful: ${file} (job "${parsed.job.id}", ${parsed.job.groups.length} group${parsed.job.groups.length === 1 ? '' : 's'})`);

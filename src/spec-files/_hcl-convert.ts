@@ -1,6 +1,7 @@
-// hcl2json's output (every block a list, labelled blocks keyed by label,
-// snake_case names) -> Berth's canonical camelCase JSON, driven by a table of
-// the blocks each body may hold. Unknown names pass through camelCased so
+// An evaluated HCL body in hcl2json's shape (every block a list, labelled
+// blocks keyed by label, snake_case names; see hcl's toJsonShape) ->
+// Berth's canonical camelCase JSON, driven by a table of the blocks each
+// body may hold. Unknown names pass through camelCased so
 // that the zod schema reports them as unknown fields, at their line.
 
 import { formatPath } from '../structs/index.js';
@@ -136,22 +137,10 @@ export interface ConvertProblem {
 /** Where each canonical path came from in the HCL text. */
 export type PathSteps = Map<string, HclStep[]>;
 
-/**
- * HCL's template escapes (`$${` for a literal `${`, `%%{` for `%{`), which
- * hcl2json leaves as written. Other `${...}` stay verbatim: Berth does not
- * interpolate job files.
- */
-function unescapeTemplates(value: unknown): unknown {
-  if (typeof value === 'string') return value.replaceAll('$${', '${').replaceAll('%%{', '%{');
-  if (Array.isArray(value)) return value.map(unescapeTemplates);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, unescapeTemplates(v)]));
-  return value;
-}
-
 const camel = (s: string): string => s.replace(/(?<=[A-Za-z0-9])_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
-/** Converts one hcl2json body by `spec`. Records paths in `paths` and structural problems in `problems`. */
+/** Converts one body (hcl2json's shape) by `spec`. Records paths in `paths` and structural problems in `problems`. */
 export function convertBody(
   raw: Record<string, unknown>,
   spec: Body,
@@ -181,13 +170,13 @@ export function convertBody(
     switch (field.t) {
       case 'attr':
         here(field.to);
-        out[field.to] = unescapeTemplates(value);
+        out[field.to] = value;
         break;
       case 'map': {
         here(field.to);
         const list = Array.isArray(value) ? value : [value];
         if (list.length > 1) problems.push({ steps: [...at.steps, { name: key, nth: 1 }], field: formatPath([...at.path, field.to]), message: `block "${key}" may appear only once` });
-        out[field.to] = unescapeTemplates(list[0]);
+        out[field.to] = list[0];
         if (isObject(list[0])) {
           for (const k of Object.keys(list[0])) paths.set(formatPath([...at.path, field.to, k]), [...at.steps, step, { name: k, nth: 0 }]);
         }

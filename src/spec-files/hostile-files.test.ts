@@ -35,8 +35,7 @@ describe('hostile job and volume files', () => {
 
   it('a count of 1000000000000 or 10000000 is refused naming the limit', async () => {
     for (const count of [1_000_000_000_000, 10_000_000]) {
-      const [p] = await problemsOf(parseJobFile('big.json', job({ count })));
-      assert.equal(p?.field, 'groups[0].count');
+      const p = (await problemsOf(parseJobFile('big.json', job({ count })))).find((x) => x.field === 'groups[0].count');
       assert.match(p?.message ?? '', /count is at most 1000 per group/);
     }
     const groups = Array.from({ length: 6 }, (_, i) => ({ name: `g${i}`, count: 1000, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }));
@@ -58,7 +57,7 @@ describe('hostile job and volume files', () => {
     assert.equal(g?.field, 'groups[0]');
     const vol = '{"id": "v", "pluginId": "hostpath", "__proto__": {"externalId": "x"}, "capabilities": [{"accessMode": "single-node-writer", "attachmentMode": "file-system"}]}';
     assert.ok(protoOf(await problemsOf(parseVolumeFile('proto.json', vol, 'create'))));
-    const h = protoOf(await problemsOf(parseJobFile('proto.hcl', 'job "web" {\n  __proto__ = 1\n  group "g" {\n    task "t" {\n      driver = "raw_exec"\n    }\n  }\n}\n')));
+    const h = (await problemsOf(parseJobFile('proto.hcl', 'job "web" {\n  __proto__ = 1\n  group "g" {\n    task "t" {\n      driver = "raw_exec"\n    }\n  }\n}\n'))).find((p) => /unsupported argument "__proto__"/.test(p.message));
     assert.equal(h?.line, 2);
   });
 });
@@ -68,7 +67,7 @@ describe('driver config checked at validation', () => {
     for (const driver of ['raw_exec', 'exec']) {
       const text = `job "web" {\n  group "g" {\n    task "t" {\n      driver = "${driver}"\n      config {\n        args = ["-c", "true"]\n      }\n    }\n  }\n}\n`;
       const [p] = await problemsOf(parseJobFile('nocmd.hcl', text));
-      assert.equal(p?.field, 'groups[0].tasks[0].config.command');
+      assert.equal(p?.field, 'config.command', 'named as the file writes it');
       assert.equal(p?.line, 5);
       assert.match(p?.message ?? '', new RegExp(`^is required: the program to run .*\\(driver ${driver}\\)$`));
     }

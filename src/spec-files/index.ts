@@ -13,5 +13,6 @@ export {
   type FileProblem,
   type FileFormat,
   type JobFile,
+  type JobFileOptions,
   type VolumeFile,
 } from './spec-file.js';

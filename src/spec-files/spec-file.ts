@@ -2,20 +2,34 @@
 // into the canonical JSON and checked by the same zod schemas the server
 // uses. Every problem names the file, the line and column, and the field.
 
-import type * as Hcl2Json from '@cdktf/hcl2json';
+import { evaluateConfig, outlineOf, toJsonShape, type Diagnostic, type VariableInputs } from '../hcl/index.js';
 import { BerthError } from '../lib/index.js';
-import { JobValidationError, jobTaskConfigProblems, nestingProblem, parseJobSpec, parseVolumeSpec, VolumeSpecValidationError, type JobSpec, type VolumeSpec } from '../structs/index.js';
+import {
+  JobValidationError,
+  jobTaskConfigProblems,
+  nestingProblem,
+  parseJobSpec,
+  parseVolumeSpec,
+  taskConfigProblems,
+  VolumeSpecValidationError,
+  type JobProblem,
+  type JobSpec,
+  type VolumeSpec,
+} from '../structs/index.js';
 import { convertBody, JOB_BODY, VOLUME_BODY, type Body, type ConvertProblem, type PathSteps } from './_hcl-convert.js';
-import { labelsInOrder, locateHcl, outlineHcl, type HclStep } from './_hcl-outline.js';
+import { formatHclField, hclMessage, hclNamesByKey, hclParts, namesIn, suggest } from './_hcl-names.js';
+import { labelsInOrder, locateHcl, type HclOutlineNode, type HclStep } from './_hcl-outline.js';
 import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_json-positions.js';
 
-// @cdktf/hcl2json reads, unzips and starts its WebAssembly parser as soon as
-// it is imported: load it on the first HCL file only, so that a process that
-// reads none (the CLI's API commands, a plugin) never pays for it.
-let hcl: Promise<typeof Hcl2Json> | undefined;
-async function parseHcl(file: string, text: string): Promise<unknown> {
-  hcl ??= import('@cdktf/hcl2json');
-  return (await hcl).parse(file, text);
+/**
+ * How a job file is evaluated (Nomad's `-var`, `-var-file`, NOMAD_VAR_*):
+ * values for its `variable` blocks, and whether file functions (file(),
+ * templatefile()...) may read the disk, relative to `baseDir` (default: the
+ * file's directory).
+ */
+export interface JobFileOptions extends VariableInputs {
+  allowFS?: boolean;
+  baseDir?: string;
 }
 
 /** One problem in a file: where, which field (canonical path, may be empty), and what. */
@@ -77,6 +91,8 @@ interface Located {
   input: unknown;
   /** Position of a canonical path, or of its nearest ancestor. */
   locate(path: string): TextPosition | undefined;
+  /** HCL files: a problem at a canonical path in the file's own words. */
+  describe?(path: string, message: string): FileProblem;
 }
 
 /**
@@ -86,9 +102,9 @@ interface Located {
  * checked against its built-in driver's schema (`taskConfigProblems`);
  * rejects with SpecFileError. Submits nothing, reads nothing from disk.
  */
-export async function parseJobFile(file: string, text: string): Promise<JobFile> {
+export async function parseJobFile(file: string, text: string, opts: JobFileOptions = {}): Promise<JobFile> {
   const format = fileFormat(file, text);
-  const located = format === 'hcl' ? await fromHcl(file, text, 'job') : fromJson(file, text, 'job');
+  const located = format === 'hcl' ? fromHcl(file, text, 'job', opts) : fromJson(file, text, 'job');
   try {
     const job = parseJobSpec(located.input);
     // A task's config is checked against its driver's schema now, not found wrong on a node later.
@@ -96,9 +112,32 @@ export async function parseJobFile(file: string, text: string): Promise<JobFile>
     if (configProblems.length) throw new JobValidationError(configProblems);
     return { job, input: located.input as Record<string, unknown>, format };
   } catch (err) {
-    if (err instanceof JobValidationError) throw new SpecFileError(err.problems.map((p) => atPath(file, located, p.path, p.message)));
+    if (err instanceof JobValidationError) {
+      // Schema and driver-config problems are shown together, not one round after the other.
+      const all = err.problems.some((p) => /\.config(\.|$)/.test(p.path)) ? err.problems : [...err.problems, ...rawConfigProblems(located.input)];
+      throw new SpecFileError(sortProblems(all.map((p) => atPath(file, located, p.path, p.message))));
+    }
     throw err;
   }
+}
+
+// The driver-config problems of a job the schema refused (so not yet a JobSpec).
+function rawConfigProblems(input: unknown): JobProblem[] {
+  const out: JobProblem[] = [];
+  const groups = (input as { groups?: unknown })?.groups;
+  if (!Array.isArray(groups)) return out;
+  groups.forEach((g: { tasks?: unknown }, gi) => {
+    if (!Array.isArray(g?.tasks)) return;
+    g.tasks.forEach((t: { driver?: unknown; config?: unknown }, ti) => {
+      if (typeof t?.driver !== 'string') return;
+      for (const p of taskConfigProblems(t.driver, t.config)) out.push({ path: `groups[${gi}].tasks[${ti}].${p.path}`, message: p.message });
+    });
+  });
+  return out;
+}
+
+function sortProblems(list: FileProblem[]): FileProblem[] {
+  return [...list].sort((a, b) => (a.file === b.file ? a.line - b.line || a.column - b.column : a.file < b.file ? -1 : 1));
 }
 
 /**
@@ -108,12 +147,12 @@ export async function parseJobFile(file: string, text: string): Promise<JobFile>
  */
 export async function parseVolumeFile(file: string, text: string, purpose: 'register' | 'create'): Promise<VolumeFile> {
   const format = fileFormat(file, text);
-  const located = format === 'hcl' ? await fromHcl(file, text, 'volume') : fromJson(file, text, 'volume');
+  const located = format === 'hcl' ? fromHcl(file, text, 'volume', {}) : fromJson(file, text, 'volume');
   try {
     const volume = parseVolumeSpec(located.input, purpose);
     return { volume, input: located.input as Record<string, unknown>, format };
   } catch (err) {
-    if (err instanceof VolumeSpecValidationError) throw new SpecFileError(err.problems.map((p) => atPath(file, located, p.path, p.message)));
+    if (err instanceof VolumeSpecValidationError) throw new SpecFileError(sortProblems(err.problems.map((p) => atPath(file, located, p.path, p.message))));
     throw err;
   }
 }
@@ -143,25 +182,29 @@ export async function parseSpecText<T>(
   },
 ): Promise<T> {
   const format = fileFormat(file, text);
-  const located = format === 'hcl' ? await fromHcl(file, text, opts.hclBody) : fromJson(file, text, opts.wrapper);
+  const located = format === 'hcl' ? fromHcl(file, text, opts.hclBody, {}) : fromJson(file, text, opts.wrapper);
   const locate = (path: string): string | undefined => {
     const pos = located.locate(path);
     return pos ? `${file}:${pos.line}:${pos.column}` : undefined;
   };
   const result = opts.validate(located.input as Record<string, unknown>, locate);
-  if ('problems' in result) throw new SpecFileError(result.problems.map((p) => atPath(file, located, p.path, p.message)));
+  if ('problems' in result) throw new SpecFileError(sortProblems(result.problems.map((p) => atPath(file, located, p.path, p.message))));
   return result.value;
 }
 
 /** How an HCL body maps to canonical JSON (see parseSpecText). */
 export type HclBody = Body;
 
+const NO_NAMES: ReadonlyMap<string, string> = new Map();
+
 function atPath(file: string, located: Located, path: string, message: string): FileProblem {
+  if (located.describe) return located.describe(path, message);
   // An unknown field is found at the field itself, not at its parent.
   const unknown = /^unknown fields? "([^"]+)"/.exec(message);
   const target = unknown ? (path ? `${path}.${unknown[1]}` : (unknown[1] as string)) : path;
   const pos = located.locate(target) ?? { line: 0, column: 0 };
-  return { file, line: pos.line, column: pos.column, field: path, message };
+  // JSON files keep their own (canonical) names, and get the same plain wording as HCL files.
+  return { file, line: pos.line, column: pos.column, field: path, message: unknown ? message : hclMessage(message, valueAt(located.input, path) === undefined, path, NO_NAMES) };
 }
 
 function parents(path: string): string[] {
@@ -209,40 +252,38 @@ function fromJson(file: string, text: string, kind: string): Located {
   };
 }
 
-async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body): Promise<Located> {
+function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body, opts: JobFileOptions): Located {
   const deep = nestingProblem(text, undefined, { hcl: true });
   if (deep) throw new SpecFileError([{ file, line: deep.line, column: deep.column, field: '', message: deep.message }]);
-  let raw: Record<string, unknown>;
-  try {
-    raw = (await parseHcl(file, text)) as Record<string, unknown>;
-  } catch (err) {
-    throw new SpecFileError([hclSyntaxProblem(file, err)]);
-  }
-  const outline = outlineHcl(text);
+  const evaluated = evaluateConfig(file, text, { ...opts, lenient: kind === 'volume', variables: kind === 'job' });
+  if (evaluated.diagnostics.length) throw new SpecFileError(sortProblems(evaluated.diagnostics.map((d) => diagnosticProblem(file, d, evaluated.syntax ? 'malformed HCL: ' : ''))));
+  const raw = toJsonShape(evaluated.body);
+  const outline: HclOutlineNode[] = outlineOf(evaluated.body);
+  const spec = kind === 'job' ? JOB_BODY : kind === 'volume' ? VOLUME_BODY : kind;
   const paths: PathSteps = new Map();
   const problems: ConvertProblem[] = [];
   const order = (parent: HclStep[], name: string): string[] => labelsInOrder(outline, parent, name);
   let input: Record<string, unknown>;
   let base: HclStep[] = [];
+  const at = (steps: HclStep[]): { line: number; column: number } => locateHcl(outline, steps) ?? { line: 0, column: 0 };
   if (kind === 'job') {
     const jobs = raw['job'];
     const others = Object.keys(raw).filter((k) => k !== 'job');
     if (others.length) {
-      const pos = locateHcl(outline, [{ name: others[0] as string, nth: 0 }]);
-      throw new SpecFileError([{ file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: '', message: `unexpected "${others[0]}" outside the job block` }]);
+      const name = others[0] as string;
+      const node = outline.find((n) => n.name === name);
+      const what = node?.kind === 'attr' ? `argument "${name}"` : `block "${name}"`;
+      throw new SpecFileError([{ file, ...at([{ name, nth: 0 }]), field: '', message: `unexpected ${what} outside the job block (a job file holds variable, locals and one job block)` }]);
     }
     if (Array.isArray(jobs)) {
-      // hcl2json gives an unlabelled `job { ... }` as a list of bodies (which would read as job "0").
-      const pos = locateHcl(outline, [{ name: 'job', nth: 0 }]);
-      throw new SpecFileError([{ file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: 'id', message: 'the job block needs its ID as a label: job "<id>" { ... }' }]);
+      // An unlabelled `job { ... }` comes as a list of bodies (which would read as job "0").
+      throw new SpecFileError([{ file, ...at([{ name: 'job', nth: 0 }]), field: 'job', message: 'the job block needs its ID as a label: job "<id>" { ... }' }]);
     }
     const labels = jobs && typeof jobs === 'object' ? Object.entries(jobs as Record<string, unknown>) : [];
     const count = labels.reduce((n, [, bodies]) => n + (Array.isArray(bodies) ? bodies.length : 1), 0);
     if (count !== 1) {
-      const pos = count > 1 ? locateHcl(outline, [{ name: 'job', nth: 1 }]) : undefined;
-      throw new SpecFileError([
-        { file, line: pos?.line ?? 0, column: pos?.column ?? 0, field: '', message: count ? 'a job file holds exactly one job block' : 'no job "<id>" { ... } block found' },
-      ]);
+      const pos = count > 1 ? at([{ name: 'job', nth: 1 }]) : { line: 0, column: 0 };
+      throw new SpecFileError([{ file, ...pos, field: '', message: count ? 'a job file holds exactly one job block' : 'no job "<id>" { ... } block found' }]);
     }
     const [id, bodies] = labels[0] as [string, unknown];
     const body = (Array.isArray(bodies) ? bodies[0] : bodies) as Record<string, unknown>;
@@ -250,36 +291,69 @@ async function fromHcl(file: string, text: string, kind: 'job' | 'volume' | Body
     paths.set('id', base);
     input = { id, ...convertBody(body ?? {}, JOB_BODY, { path: [], steps: base }, paths, problems, order) };
   } else {
-    input = convertBody(raw, kind === 'volume' ? VOLUME_BODY : kind, { path: [], steps: [] }, paths, problems, order);
+    input = convertBody(raw, spec, { path: [], steps: [] }, paths, problems, order);
   }
+  const names = hclNamesByKey(spec);
+  const field = (path: string): string => (kind === 'job' && path === 'id' ? `job "${String(input['id'])}"` : formatHclField(hclParts(path, spec, input, paths)));
   if (problems.length) {
-    throw new SpecFileError(
-      problems.map((p) => {
-        const pos = locateHcl(outline, p.steps) ?? { line: 0, column: 0 };
-        return { file, ...pos, field: p.field, message: p.message };
-      }),
-    );
+    throw new SpecFileError(sortProblems(problems.map((p) => ({ file, ...at(p.steps), field: field(p.field), message: hclMessage(p.message, false, '', names) }))));
   }
+  const locate = (path: string): TextPosition | undefined => {
+    for (const p of parents(path)) {
+      const steps = paths.get(p) ?? (p === '' ? base : undefined);
+      if (steps) {
+        const pos = locateHcl(outline, steps);
+        if (pos) return pos;
+      }
+    }
+    return undefined;
+  };
   return {
     input,
-    locate(path) {
-      for (const p of parents(path)) {
-        const steps = paths.get(p) ?? (p === '' ? base : undefined);
-        if (steps) {
-          const pos = locateHcl(outline, steps);
-          if (pos) return pos;
-        }
+    locate,
+    describe(path, message) {
+      const unknown = /^unknown fields? "([^"]+)"/.exec(message);
+      if (unknown) {
+        const target = path ? `${path}.${unknown[1]}` : (unknown[1] as string);
+        const steps = paths.get(target);
+        const written = steps?.[steps.length - 1]?.name ?? (unknown[1] as string);
+        const node = steps ? findNode(outline, steps) : undefined;
+        const near = suggest(written, namesIn(spec, path));
+        const what = node?.kind === 'block' ? 'block' : 'argument';
+        const pos = locate(target) ?? { line: 0, column: 0 };
+        const parent = field(path);
+        return { file, ...pos, field: parent, message: `unsupported ${what} "${written}"${near ? ` (did you mean "${near}"?)` : ''}` };
       }
-      return undefined;
+      const pos = locate(path) ?? { line: 0, column: 0 };
+      const name = field(path);
+      return { file, ...pos, field: name, message: hclMessage(message, valueAt(input, path) === undefined, name, names) };
     },
   };
 }
 
-// hcl2json: `parse config: [a.hcl:2,22-23: Invalid expression; Expected the start of an expression...]`.
-function hclSyntaxProblem(file: string, err: unknown): FileProblem {
-  const text = err instanceof Error ? err.message : String(err);
-  const m = /:(\d+),(\d+)(?:-\d+(?:,\d+)?)?: ([^;\]]+)(?:; ([^\]]*))?/.exec(text);
-  if (!m) return { file, line: 0, column: 0, field: '', message: `malformed HCL: ${text.replace(/^parse config: /, '')}` };
-  const detail = m[4] ? ` (${m[4].trim().replace(/\.$/, '')})` : '';
-  return { file, line: Number(m[1]), column: Number(m[2]), field: '', message: `malformed HCL: ${(m[3] as string).trim()}${detail}` };
+function findNode(outline: readonly HclOutlineNode[], steps: readonly HclStep[]): HclOutlineNode | undefined {
+  let nodes = outline;
+  let found: HclOutlineNode | undefined;
+  for (const step of steps) {
+    const matches = nodes.filter((n) => n.name === step.name && (step.label === undefined || n.labels[0] === step.label));
+    found = matches[step.nth] ?? matches[0];
+    if (!found) return undefined;
+    nodes = found.children;
+  }
+  return found;
+}
+
+function valueAt(input: unknown, path: string): unknown {
+  let v: unknown = input;
+  for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) {
+    if (!v || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[m[2] ?? (m[1] as string)];
+  }
+  return v;
+}
+
+// An HCL diagnostic as a file problem: `Unsupported attribute; This object does not have...`.
+function diagnosticProblem(file: string, d: Diagnostic, prefix: string): FileProblem {
+  const where = d.subject ? { file: d.subject.file, line: d.subject.start.line, column: d.subject.start.column } : { file, line: 0, column: 0 };
+  return { ...where, field: '', message: prefix + (d.detail ? `${d.summary}: ${d.detail}` : d.summary) };
 }

@@ -71,7 +71,7 @@ describe('berth agent usage errors', () => {
     writeFileSync(file, `data_dir = "${dir}/s"\nports {\n  http = "4646"\n}\ntokens {\n  managment = ["x2-token-0123456789"]\n}\n`);
     const r = await berth(['agent', '--server', '--config', file]);
     assert.equal(r.code, 2, r.stderr);
-    assert.deepEqual(errorLines(r.stderr), [`error: ${file}:3:3: ports.http: expected number`, `error: ${file}:6:3: tokens: unknown field "managment"`]);
+    assert.deepEqual(errorLines(r.stderr), [`error: ${file}:3:3: ports.http: expected a number`, `error: ${file}:6:3: tokens: unsupported argument "managment" (did you mean "management"?)`]);
     assert.doesNotMatch(r.stderr, /x2-token/);
     assert.equal(existsSync(path.join(dir, 's')), false, 'nothing was started');
 

@@ -124,7 +124,7 @@ describe('berth CLI against a real server', () => {
     const zod = write('zod.hcl', jobHcl('zod', '    count = -3'));
     const z = await c.cli(['job', 'run', zod]);
     assert.equal(z.code, 2);
-    assert.match(oneLine(z.stderr), /zod\.hcl:4:5: groups\[0\]\.count: /);
+    assert.match(oneLine(z.stderr), /zod\.hcl:4:5: count: must be at least 0/);
 
     const badJson = write('bad.json', '{\n  "id": "bad",\n  "groups": [\n}');
     const j = await c.cli(['job', 'validate', badJson]);
@@ -134,7 +134,7 @@ describe('berth CLI against a real server', () => {
     const badVolume = write('badvol.hcl', volumeHcl.replace('"single-node-writer"', '"one-writer"'));
     const v = await c.cli(['volume', 'register', badVolume]);
     assert.equal(v.code, 2);
-    assert.match(oneLine(v.stderr), /badvol\.hcl:8:3: capabilities\[0\]\.accessMode: must be one of/);
+    assert.match(oneLine(v.stderr), /badvol\.hcl:8:3: capability\.access_mode: must be one of/);
     assert.doesNotMatch(v.stderr, new RegExp(SECRET));
 
     const missing = await c.cli(['job', 'run', join(files, 'nope.hcl')]);

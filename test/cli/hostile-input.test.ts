@@ -56,14 +56,14 @@ describe('berth with hostile files', () => {
   it('count = 1000000000000 is refused at validation, with the limit', async () => {
     const r = await c.cli(['job', 'run', file('count.hcl', 'job "web" {\n  group "g" {\n    count = 1000000000000\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/true"\n      }\n    }\n  }\n}\n')]);
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /count\.hcl:3:\d+: groups\[0\]\.count: count is at most 1000 per group/);
+    assert.match(r.stderr, /count\.hcl:3:\d+: count: count is at most 1000 per group/);
     await noJobs();
   });
 
   it('job { ... } without a label is refused, not run as job "0"', async () => {
     const r = await c.cli(['job', 'validate', file('nolabel.hcl', 'job {\n  group "g" {\n    task "t" {\n      driver = "raw_exec"\n    }\n  }\n}\n')]);
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /nolabel\.hcl:1:1: id: the job block needs its ID as a label/);
+    assert.match(r.stderr, /nolabel\.hcl:1:1: job: the job block needs its ID as a label/);
   });
 
   it('a __proto__ key is refused like any unknown field', async () => {

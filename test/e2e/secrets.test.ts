@@ -63,7 +63,7 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
     const schema = writeFile('schema-volume.hcl', `id = "leaky"\nplugin_id = "hostpath"\nsecrets {\n  token = "${SECRET}"\n}\ncapability {\n  access_mode = "${SECRET}"\n  attachment_mode = "file-system"\n}\n`);
     const s = await cli(['volume', 'create', schema]);
     assert.equal(s.code, 2, s.stderr);
-    assert.match(s.stderr, /schema-volume\.hcl:7:\d+: capabilities\[0\]\.accessMode: /);
+    assert.match(s.stderr, /schema-volume\.hcl:7:\d+: capability\.access_mode: /);
     assert.doesNotMatch(s.stderr, new RegExp(SECRET));
     const list = JSON.parse(ok(await cli(['volume', 'status', '--json']), 'volume status')) as unknown[];
     assert.deepEqual(list, [], 'nothing was submitted');

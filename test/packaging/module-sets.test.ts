@@ -69,7 +69,9 @@ async function record(args: readonly string[], opts: { env?: Record<string, stri
   return { ...modulesIn([...new Set(files)]), code, stderr };
 }
 
-const HEAVY = ['@grpc/grpc-js', '@bufbuild/protobuf', 'fastify', '@cdktf/hcl2json', 'better-sqlite3', 'zod', 'ws'];
+const HEAVY = ['@grpc/grpc-js', '@bufbuild/protobuf', 'fastify', 'yaml', 'better-sqlite3', 'zod', 'ws'];
+// Berth's own HCL engine (src/hcl/) is the HCL parser; yaml comes with its yamlencode/yamldecode.
+const loadedHcl = (loaded: Loaded): boolean => [...loaded.sources].some((s) => s.startsWith('src/hcl/'));
 
 function assertNone(loaded: Loaded, packages: readonly string[], what: string, opts: { gen?: boolean } = {}): void {
   assert.ok(loaded.sources.has('src/main.ts'), `${what}: the recorder saw the compiled build (stderr: ${loaded.stderr})`);
@@ -97,7 +99,7 @@ describe('each berth command loads only what it uses', () => {
       const loaded = await record(args);
       assert.equal(loaded.code, 0, `berth ${args.join(' ')}: ${loaded.stderr}`);
       assertNone(loaded, HEAVY, `berth ${args.join(' ')}`);
-      assert.ok(![...loaded.sources].some((s) => s.startsWith('src/agent/') || s.startsWith('src/structs/')), `berth ${args.join(' ')} loaded the agent or the spec parser`);
+      assert.ok(![...loaded.sources].some((s) => s.startsWith('src/agent/') || s.startsWith('src/structs/') || s.startsWith('src/hcl/')), `berth ${args.join(' ')} loaded the agent or the spec parser`);
     }
   });
 
@@ -107,6 +109,7 @@ describe('each berth command loads only what it uses', () => {
       const loaded = await record(args, { env });
       assert.ok(loaded.code === 0 || args[2] === 'nope', `berth ${args.join(' ')}: ${loaded.stderr}`);
       assertNone(loaded, HEAVY, `berth ${args.join(' ')}`);
+      assert.ok(!loadedHcl(loaded), `berth ${args.join(' ')} loaded the HCL engine`);
     }
     const unreachable = await record(['node', 'status'], { env: { BERTH_ADDR: 'http://127.0.0.1:1' } });
     assert.equal(unreachable.code, 3, unreachable.stderr);
@@ -116,7 +119,7 @@ describe('each berth command loads only what it uses', () => {
   it('the HCL parser loads once a file is read', async () => {
     const loaded = await record(['job', 'validate', path.join(REPO, 'examples', 'hostpath-plugin.hcl')], { env: { BERTH_ADDR: agent.addr, BERTH_TOKEN: agent.token } });
     assert.equal(loaded.code, 0, loaded.stderr);
-    assert.ok(loaded.packages.has('@cdktf/hcl2json'));
+    assert.ok(loadedHcl(loaded));
     // The spec schemas know CSI capabilities (the csi layer): what reads a file
     // may load the CSI code, never the agent's HTTP server or database.
     assertNone(loaded, ['fastify', 'better-sqlite3', 'node-pty', 'ws'], 'berth job validate', { gen: true });
@@ -130,7 +133,8 @@ describe('each berth command loads only what it uses', () => {
     assert.equal(loaded.code, 0, loaded.stderr);
     assert.ok(loaded.packages.has('@grpc/grpc-js'));
     assert.ok([...loaded.sources].some((s) => s.startsWith('src/csi-plugins/hostpath/')));
-    assertNone(loaded, ['fastify', '@cdktf/hcl2json', 'better-sqlite3', 'zod', 'ws', 'node-pty'], 'berth plugin hostpath', { gen: true });
+    assertNone(loaded, ['fastify', 'yaml', 'better-sqlite3', 'zod', 'ws', 'node-pty'], 'berth plugin hostpath', { gen: true });
+    assert.ok(!loadedHcl(loaded), 'berth plugin hostpath loaded the HCL engine');
     const others = [...loaded.sources].filter((s) => /^src\/(agent|server|client|structs)\//.test(s));
     assert.deepEqual(others, [], 'berth plugin hostpath loaded agent code');
   });
