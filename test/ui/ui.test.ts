@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // The web UI in a real headless browser (Debian's chromium, driven by
 // playwright-core) against a real dev agent running the hostpath plugin and a
 // workload with a volume. A user logs in with the agent's token, opens every
