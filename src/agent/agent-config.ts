@@ -63,7 +63,17 @@ const CONFIG_BODY: HclBody = {
       stop_after_server_disconnect: attr('stopAfterServerDisconnect'),
     },
   },
-  csi: { t: 'block', to: 'csi', body: { probe_interval: attr('probeInterval'), health_timeout: attr('healthTimeout') } },
+  csi: {
+    t: 'block',
+    to: 'csi',
+    body: {
+      probe_interval: attr('probeInterval'),
+      health_timeout: attr('healthTimeout'),
+      volume_stats_interval: attr('volumeStatsInterval'),
+      volume_condition_interval: attr('volumeConditionInterval'),
+      drift_interval: attr('driftInterval'),
+    },
+  },
   plugin_dir: attr('pluginDir'),
   plugin: { t: 'labeledMap', to: 'plugins', body: { args: attr('args'), config: { t: 'map', to: 'config' } } },
 };
@@ -138,7 +148,15 @@ const configSchema = z.strictObject({
       stopAfterServerDisconnect: duration.optional(),
     })
     .optional(),
-  csi: z.strictObject({ probeInterval: duration.optional(), healthTimeout: duration.optional() }).optional(),
+  csi: z
+    .strictObject({
+      probeInterval: duration.optional(),
+      healthTimeout: duration.optional(),
+      volumeStatsInterval: duration.optional(),
+      volumeConditionInterval: duration.optional(),
+      driftInterval: duration.optional(),
+    })
+    .optional(),
   pluginDir: z.string().min(1).optional(),
   plugins: z
     .record(
@@ -194,7 +212,16 @@ export interface AgentConfig {
     /** Whether Berth's own drivers run inside the agent (default) or as plugins (`berth driver serve <name>`). */
     driverModes?: { raw_exec?: DriverMode; exec?: DriverMode };
   };
-  csi: { probeIntervalMs?: number; healthTimeoutMs?: number };
+  csi: {
+    probeIntervalMs?: number;
+    healthTimeoutMs?: number;
+    /** volume_stats_interval: NodeGetVolumeStats of each published volume (client). Default 60 s. */
+    volumeStatsIntervalMs?: number;
+    /** volume_condition_interval: ControllerGetVolume of each unpublished volume (leader). Default 60 s. */
+    volumeConditionIntervalMs?: number;
+    /** drift_interval: the volume doctor's leader loop. Default 5 min. */
+    driftIntervalMs?: number;
+  };
   /** Every executable in it is a candidate task-driver plugin. */
   pluginDir?: string;
   /** `plugin "<executable's file name>" { args, config {} }` blocks. */
@@ -357,6 +384,9 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
     csi: {
       ...(raw.csi?.probeInterval ? { probeIntervalMs: durationMs(raw.csi.probeInterval) } : {}),
       ...(raw.csi?.healthTimeout ? { healthTimeoutMs: durationMs(raw.csi.healthTimeout) } : {}),
+      ...(raw.csi?.volumeStatsInterval ? { volumeStatsIntervalMs: durationMs(raw.csi.volumeStatsInterval) } : {}),
+      ...(raw.csi?.volumeConditionInterval ? { volumeConditionIntervalMs: durationMs(raw.csi.volumeConditionInterval) } : {}),
+      ...(raw.csi?.driftInterval ? { driftIntervalMs: durationMs(raw.csi.driftInterval) } : {}),
     },
     ...(raw.pluginDir ? { pluginDir: abs(raw.pluginDir) as string } : {}),
     ...(raw.plugins

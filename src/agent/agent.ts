@@ -156,6 +156,10 @@ export class Agent {
             },
           }
         : {}),
+      volumeHealth: {
+        ...(config.csi.volumeConditionIntervalMs ? { controllerIntervalMs: config.csi.volumeConditionIntervalMs } : {}),
+        ...(config.csi.driftIntervalMs ? { driftIntervalMs: config.csi.driftIntervalMs } : {}),
+      },
       // The web UI on every server's listener; the client's logs/exec routes too in dev mode.
       routes: async (app) => {
         await registerUiRoutes(app);
@@ -244,6 +248,7 @@ export class Agent {
       httpAddr,
       csiObserver: observer,
       csi: config.csi,
+      ...(config.csi.volumeStatsIntervalMs ? { volumeStats: { intervalMs: config.csi.volumeStatsIntervalMs } } : {}),
       createDrivers: (c) => {
         const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, ...killAfterTaskStart() });
         for (const [name, d] of built) {

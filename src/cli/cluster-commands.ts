@@ -11,7 +11,7 @@ import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from 
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
 
-const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', '*'];
+const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', 'volume-condition', 'drift', '*'];
 
 /** Builds `berth alloc` (status, logs, exec). */
 export function allocCommand(ctx: CommandContext): Command {

@@ -4,7 +4,7 @@
 // returns them (reads show secret names only and mount flags as [REDACTED]).
 
 import { Command } from 'commander';
-import type { VolumeClaim, PublicVolume } from '../structs/index.js';
+import type { DriftReport, NodeVolumeUsage, PublicVolume, SourcedCondition, VolumeClaim } from '../structs/index.js';
 import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -13,7 +13,13 @@ import { loadSpecFiles, readSpecFile, specFileName } from './job-command.js';
 import { mapLines } from './output.js';
 import { humanSize, parseSize } from './values.js';
 
-type VolumeView = PublicVolume & { schedulable: boolean; claims: VolumeClaim[] };
+type VolumeView = PublicVolume & {
+  schedulable: boolean;
+  claims: VolumeClaim[];
+  /** From the server's volume health (absent on servers without it). */
+  usage?: NodeVolumeUsage[];
+  condition?: { abnormal: boolean; message: string; sources: SourcedCondition[] } | null;
+};
 
 /** Builds `berth volume`. */
 export function volumeCommand(ctx: CommandContext): Command {
@@ -54,6 +60,17 @@ export function volumeCommand(ctx: CommandContext): Command {
     volume.command('status').description('List volumes, or show one with its capabilities and claims (secrets never shown)').argument('[id]', 'volume ID or a unique prefix'),
     ['volume status', 'volume status shared-data', 'volume status shared --json'],
   ).action(act(volumeStatus));
+
+  apiCommand(
+    volume
+      .command('doctor')
+      .description(
+        "Compare Berth's claims and registrations with what the plugins' controllers and the nodes' kernels say, and list every difference with the command that repairs it. --fix repairs what is safe (never a volume an allocation uses)",
+      )
+      .argument('[id]', 'only this volume (ID or a unique prefix)')
+      .option('--fix', 'repair what is safe: release claims whose allocation is gone, unpublish what no claim stands behind, unmount mounts no record names'),
+    ['volume doctor', 'volume doctor shared-data', 'volume doctor --fix', 'volume doctor --json'],
+  ).action(act(doctor));
 
   apiCommand(
     volume
@@ -164,6 +181,8 @@ async function volumeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['Parameters', Object.keys(v.parameters).length ? mapLines(v.parameters) : undefined],
     ['Context', Object.keys(v.context).length ? mapLines(v.context) : undefined],
     ['Topology', v.accessibleTopology.length ? v.accessibleTopology.map((t) => mapLines(t).join(',')) : undefined],
+    ['Condition', conditionWords(s, v.condition)],
+    ['Usage', v.usage?.length ? v.usage.map(usageWords) : v.claims.length ? 'not reported yet' : undefined],
   ]);
   s.out.line();
   s.out.line(s.style.bold('Claims'));
@@ -173,6 +192,55 @@ async function volumeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   );
   for (const c of v.claims) {
     if (c.state === 'taken' && c.fencedUntil) s.out.line(`Claim of allocation ${shortId(c.allocId)} held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
+  }
+}
+
+function conditionWords(s: ApiSession, c: VolumeView['condition']): string[] | undefined {
+  if (!c) return undefined;
+  if (!c.abnormal) return [`${s.style.status('healthy')} (${c.message || 'the plugin reports nothing wrong'})`];
+  return c.sources.filter((x) => x.abnormal).map((x) => `${s.style.status('abnormal')}: ${x.message} (${x.source}${x.source === 'node' ? ` ${shortId(x.nodeId)}` : ''}, ${timestamp(x.reportedAt)})`);
+}
+
+function usageWords(u: NodeVolumeUsage): string {
+  const parts: string[] = [];
+  if (u.bytes) {
+    const pct = u.bytes.total > 0 ? ` (${((u.bytes.used / u.bytes.total) * 100).toFixed(1)} %)` : '';
+    parts.push(`${humanSize(u.bytes.used)} used of ${humanSize(u.bytes.total)}${pct}, ${humanSize(u.bytes.available)} free`);
+  }
+  if (u.inodes) parts.push(`${u.inodes.used} inodes used of ${u.inodes.total}`);
+  return `node ${shortId(u.nodeId)}: ${parts.join('; ')} (${timestamp(u.reportedAt)})`;
+}
+
+async function doctor(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
+  const id = idArg ? await s.api.resolve(KINDS.volume, idArg, { namespace: s.namespace }) : undefined;
+  const query = id ? { volume: id, namespace: s.namespace } : {};
+  const fix = Boolean(opts['fix']);
+  if (!s.out.json) s.out.line(`==> Comparing ${id ? `volume "${id}"` : 'every volume'} with the plugins' controllers and the nodes' mounts${fix ? ', repairing what is safe' : ''}...`);
+  const { body: r } = fix
+    ? await s.api.request<DriftReport>('POST', '/v1/volumes/doctor', { query })
+    : await s.api.get<DriftReport>('/v1/volumes/doctor', query);
+  if (s.out.json) return s.out.document(r);
+  for (const e of r.errors) s.out.warn(`warning: could not check ${e.source}: ${e.message}`);
+  if (r.findings.length === 0) {
+    s.out.line(`==> No differences: Berth's books, the plugins and the nodes agree${r.errors.length ? ' (on what could be checked)' : ''}`);
+    return;
+  }
+  const fixed = new Set((r.fixed ?? []).map((f) => JSON.stringify(f)));
+  const failed = new Map((r.fixFailed ?? []).map((x) => [JSON.stringify(x.finding), x.error]));
+  s.out.line(`==> ${r.findings.length} difference${r.findings.length === 1 ? '' : 's'}:`);
+  for (const f of r.findings) {
+    const key = JSON.stringify(f);
+    const state = fixed.has(key) ? ' [fixed]' : failed.has(key) ? ' [fix failed]' : '';
+    s.out.line();
+    s.out.line(`  ${s.style.bold(f.kind)}${state}`);
+    s.out.line(`    ${f.message}`);
+    if (failed.has(key)) s.out.line(`    fix failed: ${failed.get(key) as string}`);
+    if (!fixed.has(key)) s.out.line(`    repair: ${f.repair}${f.fixable && !fix ? '   (volume doctor --fix does this)' : ''}`);
+  }
+  if (fix) {
+    const left = r.findings.length - fixed.size;
+    s.out.line();
+    s.out.line(`==> Repaired ${fixed.size} of ${r.findings.length}${left ? `; ${left} need${left === 1 ? 's' : ''} a hand (see the repairs above)` : ''}`);
   }
 }
 

@@ -47,6 +47,8 @@ export interface AllocRunnerHandle {
   pluginEvent(event: NodeEvent): void;
   /** After the volume managers reconciled: mount the recorded volumes again (intact steps send nothing). */
   remountVolumes(opts?: { signal?: AbortSignal }): Promise<void>;
+  /** A volume this allocation uses changed condition (NodeGetVolumeStats): a task event on each task. Optional for fakes. */
+  volumeEvent?(type: string, message: string, details: Record<string, string>): void;
   /** An event an external driver reported about one of its tasks. Optional for fakes. */
   driverEvent?(taskName: string, message: string, details?: Record<string, string>): void;
 }
@@ -101,6 +103,13 @@ export interface ClientOptions {
   allocDirRoot?: string;
   /** CSI manager tuning. */
   csi?: { probeIntervalMs?: number; healthTimeoutMs?: number; resyncIntervalMs?: number };
+  /**
+   * NodeGetVolumeStats of every published volume (src/client/volumestats):
+   * `intervalMs` between two calls per volume (default 60 s, jittered by
+   * 10 %), `callTimeoutMs` each call's deadline (default 10 s), `enabled`
+   * false turns it off.
+   */
+  volumeStats?: { enabled?: boolean; intervalMs?: number; callTimeoutMs?: number; scanIntervalMs?: number };
   /** Told of every CSI call the agent's plugin clients send (metrics, benchmarks); a function gets one observer per plugin. */
   csiObserver?: CsiCallObserver | ((pluginName: string) => CsiCallObserver);
   /** The agent's own HTTP address (logs, exec), reported as the node's httpAddr. Default none. */

@@ -51,6 +51,8 @@ import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './st
 import { RecordedVolumes } from './volumes/index.js';
 import { NodeFingerprinter } from './_fingerprint.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
+import { volumeStatsCollector } from './_volume-stats.js';
+import type { VolumeStatsCollector } from './volumestats/index.js';
 
 import { ClientError, type AllocRunnerHandle, type ClientOptions, type ClientState, type RunnerEntry } from './_client-types.js';
 
@@ -110,6 +112,7 @@ export class Client {
   #node: NodeRecord | undefined;
   #serverListReceived = false;
   #gc: AllocGarbageCollector | undefined;
+  #volumeStats: VolumeStatsCollector | undefined;
   /** IDs in GC_BUCKET, kept until the server no longer lists them. */
   readonly #collected = new Set<string>();
 
@@ -278,6 +281,16 @@ export class Client {
           for (const d of this.#drivers.values()) d.renewLeases?.();
         },
       });
+      this.#volumeStats = volumeStatsCollector({
+        opts: this.#opts,
+        store,
+        csi: this.#csi,
+        api: this.#api,
+        nodeId,
+        runner: (allocId) => this.#runners.get(allocId)?.runner,
+        clock: this.#clock,
+        logger: this.#root,
+      });
       const handler = new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root });
       this.#connection = new NodeConnection({
         address: this.#opts.servers,
@@ -303,6 +316,7 @@ export class Client {
           if (this.#stopping.signal.aborted) return;
           this.#connection?.start();
           this.#watcher?.start();
+          return this.#volumeStats?.start();
         }),
       );
       this.#log.info({ nodeId, restored: this.#runners.size, drivers: [...this.#drivers.keys()] }, 'client started');
@@ -692,6 +706,7 @@ export class Client {
     // No new allocation lists while draining or stopping.
     await step('alloc watcher', () => this.#watcher?.stop());
     await step('garbage collector', () => this.#gc?.stop());
+    await step('volume stats', () => this.#volumeStats?.stop());
     if (drain) await step('drain', () => this.#drain());
     this.#stopping.abort();
     await step('runners', () => Promise.all([...this.#runners.values()].map(async (e) => e.runner.shutdown())));

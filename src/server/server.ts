@@ -23,6 +23,7 @@ import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
 import { openEtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
+import { ControllerConditions, DriftWatcher, VolumeDoctor, VolumeHealthService } from './volumehealth/index.js';
 
 export interface ServerOptions {
   /** Directory for the state file (`state.db`); created when missing. One of this, `etcd` or `store`. */
@@ -62,6 +63,17 @@ export interface ServerOptions {
    * writes to it.
    */
   cluster?: ServerClusterOptions;
+  /** Volume health and drift (src/server/volumehealth). */
+  volumeHealth?: ServerVolumeHealthOptions;
+}
+
+export interface ServerVolumeHealthOptions {
+  /** How often the leader asks controllers (GET_VOLUME + VOLUME_CONDITION) about unpublished volumes. Default 60 s. */
+  controllerIntervalMs?: number;
+  /** How often the leader compares the books (volume doctor, reporting only). Default 5 min. */
+  driftIntervalMs?: number;
+  /** Usage samples kept per volume. Default 60. */
+  usageHistory?: number;
 }
 
 export interface ServerClusterOptions {
@@ -117,6 +129,9 @@ export class Server {
   #ownsStore = false;
   #connections: NodeConnections | undefined;
   #volumes: VolumeService | undefined;
+  #router: ControllerRouter | undefined;
+  #health: VolumeHealthService | undefined;
+  #doctor: VolumeDoctor | undefined;
   #jobs: JobService | undefined;
   /** The loops of the current (or next) leader term; replaced after every term. */
   #term: LeaderTerm | undefined;
@@ -189,6 +204,18 @@ export class Server {
     return this.#volumes;
   }
 
+  /** Volume usage and conditions as nodes and controllers report them. Throws unless started. */
+  get volumeHealth(): VolumeHealthService {
+    if (!this.#health) throw new ServerError('SERVER_STATE', 'the server is not started');
+    return this.#health;
+  }
+
+  /** The volume doctor (drift between the books, the plugins and the nodes). Throws unless started. */
+  get doctor(): VolumeDoctor {
+    if (!this.#doctor) throw new ServerError('SERVER_STATE', 'the server is not started');
+    return this.#doctor;
+  }
+
   /**
    * The Prometheus registry served at GET /metrics, one per Server; an agent
    * embedding the server may register its own metrics on it (e.g.
@@ -226,8 +253,24 @@ export class Server {
       const nodeCallTimeout = this.#opts.nodeCallTimeoutMs !== undefined ? { callTimeoutMs: this.#opts.nodeCallTimeoutMs } : {};
       const router = new ControllerRouter({ store, connections: this.#connections, logger: root, ...nodeCallTimeout });
       this.#volumes = new VolumeService({ store, connections: this.#connections, router, clock, logger: root, ...nodeCallTimeout });
+      this.#router = router;
+      const usageHistory = this.#opts.volumeHealth?.usageHistory;
+      this.#health = new VolumeHealthService({ store, clock, logger: root, ...(usageHistory !== undefined ? { historySize: usageHistory } : {}) });
+      const connections = this.#connections;
+      const callTimeoutMs = this.#opts.nodeCallTimeoutMs ?? 60_000;
+      this.#doctor = new VolumeDoctor({
+        store,
+        volumes: this.#volumes,
+        calls: {
+          connected: (nodeId) => connections.connected(nodeId),
+          callNode: (nodeId, method, params, o) => connections.call(nodeId, method, params, { timeoutMs: callTimeoutMs, ...o }),
+          callController: (pluginId, method, params, o) => router.call(pluginId, method, params, o),
+        },
+        clock,
+        logger: root,
+      });
       this.#jobs = new JobService({ store, clock, logger: root });
-      this.#metrics = new ServerMetrics({ store });
+      this.#metrics = new ServerMetrics({ store, health: this.#health });
       this.#term = this.#newTerm();
 
       const termNodes = (): NodeService => (this.#term as LeaderTerm).nodes;
@@ -245,6 +288,8 @@ export class Server {
           return (self.#term as LeaderTerm).gc;
         },
         volumes: this.#volumes,
+        health: this.#health,
+        doctor: this.#doctor,
         connections: this.#connections,
         tokens: this.#opts.tokens,
         logger: root,
@@ -310,6 +355,21 @@ export class Server {
       worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       gc: new GarbageCollector({ store, clock, logger: root }),
       periodic: new PeriodicDispatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),
+      conditions: new ControllerConditions({
+        store,
+        router: this.#router as ControllerRouter,
+        health: this.#health as VolumeHealthService,
+        clock,
+        logger: root,
+        ...(this.#opts.volumeHealth?.controllerIntervalMs !== undefined ? { intervalMs: this.#opts.volumeHealth.controllerIntervalMs } : {}),
+      }),
+      drift: new DriftWatcher({
+        store,
+        doctor: this.#doctor as VolumeDoctor,
+        clock,
+        logger: root,
+        ...(this.#opts.volumeHealth?.driftIntervalMs !== undefined ? { intervalMs: this.#opts.volumeHealth.driftIntervalMs } : {}),
+      }),
     });
   }
 
@@ -372,18 +432,35 @@ class LeaderTerm {
   readonly #worker: EvalWorker;
   readonly gc: GarbageCollector;
   readonly #periodic: PeriodicDispatcher;
+  readonly #conditions: ControllerConditions;
+  readonly #drift: DriftWatcher;
   started = false;
 
-  constructor(parts: { nodes: NodeService; plugins: PluginService; claimWatcher: ClaimWatcher; worker: EvalWorker; gc: GarbageCollector; periodic: PeriodicDispatcher }) {
+  constructor(parts: {
+    nodes: NodeService;
+    plugins: PluginService;
+    claimWatcher: ClaimWatcher;
+    worker: EvalWorker;
+    gc: GarbageCollector;
+    periodic: PeriodicDispatcher;
+    conditions: ControllerConditions;
+    drift: DriftWatcher;
+  }) {
     this.nodes = parts.nodes;
     this.#plugins = parts.plugins;
     this.#claimWatcher = parts.claimWatcher;
     this.#worker = parts.worker;
     this.gc = parts.gc;
     this.#periodic = parts.periodic;
+    this.#conditions = parts.conditions;
+    this.#drift = parts.drift;
   }
 
-  /** Starts plugin derivation, node TTLs, the claim watcher (resuming releases), the evaluation worker, the garbage collector and the periodic dispatcher. */
+  /**
+   * Starts plugin derivation, node TTLs, the claim watcher (resuming
+   * releases), the evaluation worker, the garbage collector, the periodic
+   * dispatcher, the controller condition loop and the drift watcher.
+   */
   async start(): Promise<void> {
     this.started = true;
     await this.#plugins.start();
@@ -392,10 +469,14 @@ class LeaderTerm {
     await this.#worker.start();
     await this.gc.start();
     await this.#periodic.start();
+    await this.#conditions.start();
+    await this.#drift.start();
   }
 
   /** Stops them in reverse and waits for in-flight work. Safe twice. */
   async stop(): Promise<void> {
+    await this.#drift.stop();
+    await this.#conditions.stop();
     await this.#periodic.stop();
     await this.gc.stop();
     await this.#worker.stop();

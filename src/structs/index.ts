@@ -120,3 +120,20 @@ export {
 } from './task-config.js';
 export { nomadJobToSpec, nomadVolumeToSpec, isNomadJobJson, isNomadVolumeJson, nanosToDuration, type NomadTranslation } from './nomad-json.js';
 export { cronProblem, nextLaunch, launchesChildren, PERIODIC_LAUNCH_SUFFIX, DISPATCH_LAUNCH_SUFFIX, MAX_DISPATCH_PAYLOAD_BYTES } from './periodic.js';
+export {
+  DRIFT_KINDS,
+  type UsageFigures,
+  type VolumeConditionReport,
+  type VolumeStatsReport,
+  type NodeVolumeUsage,
+  type VolumeUsageSample,
+  type SourcedCondition,
+  type VolumeConditionRow,
+  type DriftKind,
+  type DriftFinding,
+  type DriftCheckError,
+  type DriftReport,
+  type DriftRow,
+  type NodeMountRecord,
+  type NodeMountInventory,
+} from './volume-health.js';

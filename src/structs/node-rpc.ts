@@ -10,7 +10,8 @@
 // Secrets travel in params because the plugin needs them; neither side ever
 // logs a message body.
 
-import type { AccessMode, AttachmentMode, CsiSnapshot, CsiVolume, ListedVolume, Page, Topology } from '../csi/index.js';
+import type { AccessMode, AttachmentMode, CsiSnapshot, CsiVolume, ListedVolume, Page, Topology, VolumeCondition } from '../csi/index.js';
+import type { NodeMountInventory } from './volume-health.js';
 
 /** A volume capability on the wire (CapabilityRequest of src/csi). Mount flags are secret. */
 export interface CapabilityWire {
@@ -113,6 +114,11 @@ export interface NodeRpcMethods {
     };
     result: { capacityBytes: number; nodeExpansionRequired: boolean };
   };
+  /** ControllerGetVolume (GET_VOLUME): the volume's condition (with VOLUME_CONDITION) and published nodes. */
+  'csi.controller.getVolume': {
+    params: PluginCall & { volumeId: string };
+    result: { volumeId: string; capacityBytes: number; publishedNodeIds: string[]; condition?: VolumeCondition };
+  };
   /** One page of ListVolumes. */
   'csi.controller.listVolumes': {
     params: PluginCall & { maxEntries?: number; startingToken?: string };
@@ -150,6 +156,26 @@ export interface NodeRpcMethods {
     };
     result: { capacityBytes: number };
   };
+  /**
+   * The node's CSI volume records (stagings and publications, each with
+   * whether the kernel has its path mounted, from /proc/self/mountinfo) and
+   * the mounts under its node plugins' staging and per-allocation
+   * directories that no record names. A read: changes nothing.
+   */
+  'csi.node.inventory': {
+    params: Record<string, never>;
+    result: NodeMountInventory;
+  };
+  /**
+   * Unmounts a mount the node's records do not name, under a node plugin's
+   * staging or per-allocation directory (what `volume doctor --fix` does
+   * for a mount with no record). The node checks both again before acting;
+   * `alreadyDone` when the path is no longer mounted.
+   */
+  'csi.node.unmountStray': {
+    params: { path: string };
+    result: { alreadyDone: boolean };
+  };
 }
 
 export type NodeRpcMethod = keyof NodeRpcMethods;
@@ -167,9 +193,12 @@ export const NODE_RPC_METHODS: readonly NodeRpcMethod[] = [
   'csi.controller.deleteSnapshot',
   'csi.controller.listSnapshots',
   'csi.controller.expand',
+  'csi.controller.getVolume',
   'csi.controller.listVolumes',
   'csi.node.detach',
   'csi.node.expand',
+  'csi.node.inventory',
+  'csi.node.unmountStray',
 ];
 
 /** A failed call, as the node answers it. */

@@ -311,7 +311,7 @@ describe('hostpath plugin on disk', () => {
     assert.equal((await c.controller.getCapacity({})).availableCapacity, before);
   });
 
-  it('expands online: the controller grants the size, NodeExpandVolume reports it, stats read the real filesystem', async () => {
+  it("expands online: the controller grants the size, NodeExpandVolume reports it, stats read the volume's own directory", async () => {
     const id = await createVolume('grow');
     const staging = await stage(id);
     const target = await publish(id, staging);
@@ -325,12 +325,18 @@ describe('hostpath plugin on disk', () => {
       Status.OUT_OF_RANGE,
       'node expand past what the controller granted',
     );
+    // 1 MiB written through the target shows in the volume's usage, against the size granted (not the disk's).
+    await import('node:fs/promises').then((m) => m.writeFile(`${target}/mib`, Buffer.alloc(1024 * 1024, 7)));
     const stats = await c.node.nodeGetVolumeStats({ volumeId: id, volumePath: target });
     const fs = await import('node:fs/promises').then((m) => m.statfs(target));
     const bytes = stats.usage.find((u) => u.unit === 1);
     const inodes = stats.usage.find((u) => u.unit === 2);
-    assert.equal(bytes?.total, BigInt(fs.blocks) * BigInt(fs.bsize));
+    assert.equal(bytes?.total, 64n * 1024n * 1024n);
+    assert.ok(bytes && bytes.used >= 1024n * 1024n && bytes.used < 2n * 1024n * 1024n, `used ${bytes?.used}`);
+    assert.equal(bytes?.available, 64n * 1024n * 1024n - bytes.used);
     assert.equal(inodes?.total, BigInt(fs.files));
+    assert.equal(inodes?.used, 2n, 'the directory and the file');
+    assert.deepEqual(stats.volumeCondition, { abnormal: false, message: 'volume directory present' });
     // The staging path is a place the volume is mounted, too.
     await c.node.nodeGetVolumeStats({ volumeId: id, volumePath: staging });
     await teardown(id, staging, [target]);

@@ -303,20 +303,23 @@ export const actions = {
 
 // ---- volume health (fields of the volume health work) ---------------------
 
-/** Where the volume health work puts its data; one place to align at merge. */
+/**
+ * Where the volume health work puts its data (docs/architecture.md section 8):
+ * a volume's `usage` is a list, one entry per node
+ * (`{ nodeId, bytes?: {available,total,used}, inodes?: {...}, reportedAt }`),
+ * its `condition` `{ abnormal, message, sources }` or null.
+ */
 export const HEALTH_FIELDS = {
-  /** On a volume: the latest report (single-node volumes). */
+  /** On a volume: the latest report per node. */
   usage: 'usage',
-  /** On a volume: the latest report per node (multi-node volumes). */
-  usageByNode: 'usageByNode',
   /** On a volume: the plugin's condition. */
   condition: 'condition',
-  /** Usage over time: GET, answers `{ points: VolumeUsage[] }` or a bare list. */
+  /** Usage over time: GET, answers `{ samples: [{ at, nodeId, bytesUsed, bytesTotal, inodesUsed, inodesTotal }] }`. */
   usageHistoryPath: (ns: string, id: string) => `/v1/volume/csi/${enc(id)}/usage?namespace=${enc(ns)}`,
-  /** The latest `volume doctor` report: GET, answers `{ differences: Drift[] }` or a bare list. */
+  /** The drift loop's latest differences about the volume: GET, answers `{ differences: Drift[], checkedAt }`. */
   driftPath: (ns: string, id: string) => `/v1/volume/csi/${enc(id)}/drift?namespace=${enc(ns)}`,
   /** Event stream topics whose changes may carry new usage, condition or drift of a volume. */
-  topics: ['volume'],
+  topics: ['volume', 'volume-condition', 'drift'],
 } as const;
 
 /** Endpoints this server answered 404 for: not asked again in this tab (a server without volume health). */
@@ -349,12 +352,22 @@ function field<T>(v: object, name: string): T | undefined {
   return (v as Record<string, unknown>)[name] as T | undefined;
 }
 
+interface UsageFigures {
+  available: number;
+  total: number;
+  used: number;
+}
+
 /** The volume's latest usage reports (one per node), or [] when none was reported. */
 export function volumeUsage(v: Volume): VolumeUsage[] {
-  const byNode = field<Record<string, VolumeUsage>>(v, HEALTH_FIELDS.usageByNode);
-  if (byNode && typeof byNode === 'object') return Object.entries(byNode).map(([node, u]) => ({ node, ...u }));
-  const one = field<VolumeUsage>(v, HEALTH_FIELDS.usage);
-  return one && typeof one === 'object' ? [one] : [];
+  const list = field<Array<{ nodeId: string; bytes?: UsageFigures; inodes?: UsageFigures; reportedAt: number }>>(v, HEALTH_FIELDS.usage);
+  if (!Array.isArray(list)) return [];
+  return list.map((u) => ({
+    node: u.nodeId,
+    reportedAt: u.reportedAt,
+    ...(u.bytes ? { bytesTotal: u.bytes.total, bytesUsed: u.bytes.used, bytesAvailable: u.bytes.available } : {}),
+    ...(u.inodes ? { inodesTotal: u.inodes.total, inodesUsed: u.inodes.used, inodesAvailable: u.inodes.available } : {}),
+  }));
 }
 
 /** The plugin's condition of the volume, or undefined when none was reported. */
@@ -373,7 +386,10 @@ function listOf<T>(body: unknown, key: string): T[] {
 export async function usageHistory(ns: string, id: string): Promise<VolumeUsage[] | undefined> {
   const body = await unlessMissing('usage-history', () => getJson(HEALTH_FIELDS.usageHistoryPath(ns, id)));
   if (body === undefined) return undefined;
-  return listOf<VolumeUsage>(body, 'points').sort((a, b) => (a.reportedAt ?? 0) - (b.reportedAt ?? 0));
+  const samples = listOf<{ at: number; nodeId: string; bytesUsed?: number; bytesTotal?: number; inodesUsed?: number; inodesTotal?: number }>(body, 'samples');
+  return samples
+    .map(({ at, nodeId, ...figures }) => ({ ...figures, node: nodeId, reportedAt: at }))
+    .sort((a, b) => (a.reportedAt ?? 0) - (b.reportedAt ?? 0));
 }
 
 /** The differences `volume doctor` last found for the volume; undefined when this server has no such endpoint. */

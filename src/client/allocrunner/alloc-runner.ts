@@ -442,6 +442,11 @@ export class AllocRunner {
     }
   }
 
+  /** A volume of this allocation changed condition: recorded as a task event on every task. Does not block. */
+  volumeEvent(type: string, message: string, details: Record<string, string>): void {
+    this.#event(type, message, details);
+  }
+
   /**
    * The CSI manager's onHealthTimeout, for a plugin this allocation runs
    * (wire `onHealthTimeout: (p, type, reason) => runnerOf(p.allocId)?.pluginHealthTimeout(p, type, reason)`):

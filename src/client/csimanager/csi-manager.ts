@@ -111,6 +111,8 @@ interface VolumeManagerEntry<VM> {
   starting: Promise<void>;
   ready: boolean;
   error: unknown;
+  /** The plugin's mount root on this host, resolved. */
+  mountRoot?: string;
 }
 
 const slotKey = (type: CsiPluginType, name: string): string => `${type}/${name}`;
@@ -246,6 +248,16 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     if (entry.error) throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', id, `CSI plugin "${id}" is not healthy: its volume manager failed to start: ${describeError(entry.error)}`, { cause: entry.error });
     if (!entry.ready) throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', id, `CSI plugin "${id}" is not healthy: its volume manager is still loading its records`);
     return entry.vm;
+  }
+
+  /** The node capabilities of the instance serving node plugin `pluginId` ([] before its first fingerprint, or when none runs). */
+  nodeCapabilities(pluginId: string): NodeCapability[] {
+    return this.#servingNodeCapabilities(pluginId);
+  }
+
+  /** Each node plugin's mount root on this host (under it, its stagings and publications), for the mount inventory. */
+  mountRoots(): Array<{ pluginId: string; root: string }> {
+    return [...this.#volumeManagers].flatMap(([pluginId, e]) => (e.mountRoot ? [{ pluginId, root: e.mountRoot }] : []));
   }
 
   /** The current report of every plugin, by type and plugin ID, for a node fingerprint. */
@@ -502,7 +514,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   #ensureVolumeManager(plugin: RegisteredPlugin): void {
     if (this.#volumeManagers.has(plugin.name)) return;
     const mountRoot = plugin.options.mountRoot ?? (this.#opts.csiRoot ? path.join(this.#opts.csiRoot, 'node', safeName(plugin.name)) : undefined);
-    const entry: VolumeManagerEntry<VM> = { vm: undefined, starting: Promise.resolve(), ready: false, error: undefined };
+    const entry: VolumeManagerEntry<VM> = { vm: undefined, starting: Promise.resolve(), ready: false, error: undefined, ...(mountRoot ? { mountRoot: path.resolve(mountRoot) } : {}) };
     this.#volumeManagers.set(plugin.name, entry);
     if (!mountRoot) {
       this.#logger.warn({ plugin: plugin.name }, 'node plugin registration names no mount root; it cannot mount volumes');

@@ -140,6 +140,15 @@ export function controllerCallHandlers(clientOf: ControllerClientOf): NodeRpcHan
         },
         once(s),
       ),
+    'csi.controller.getVolume': async (p, s) => {
+      const got = await (await clientOf(p.pluginId, s)).controllerGetVolume(p.volumeId, once(s));
+      return {
+        volumeId: got.volume.volumeId,
+        capacityBytes: got.volume.capacityBytes,
+        publishedNodeIds: got.publishedNodeIds,
+        ...(got.condition ? { condition: got.condition } : {}),
+      };
+    },
     'csi.controller.listVolumes': async (p, s) =>
       (await clientOf(p.pluginId, s)).listVolumes(
         { ...(p.maxEntries ? { maxEntries: p.maxEntries } : {}), ...(p.startingToken ? { startingToken: p.startingToken } : {}) },

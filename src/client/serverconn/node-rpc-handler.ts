@@ -13,7 +13,7 @@ import type {
   NodeRpcResponse,
 } from '../../structs/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { RecordedVolumes, type MountableVolume, type VolumeUsage } from '../volumes/index.js';
+import { RecordedVolumes, takeMountInventory, unmountStray, type MountableVolume, type PluginMountRoot, type VolumeUsage } from '../volumes/index.js';
 import { controllerCallHandlers, errorAnswer, type NodeRpcHandlers } from './controller-calls.js';
 
 /** What the handler needs of the CSI manager (CsiManager has it all). */
@@ -31,6 +31,8 @@ export interface CsiPluginSource {
     ): Promise<{ capacityBytes: number }>;
   };
   pluginReports(): { controller: Record<string, unknown>; node: Record<string, unknown> };
+  /** Each node plugin's mount root on this host, for the mount inventory. Absent: no plugin mounts here. */
+  mountRoots?(): PluginMountRoot[];
 }
 
 export interface NodeRpcHandlerOptions {
@@ -143,6 +145,12 @@ export class NodeRpcHandler {
           secrets: new SecretMap(p.secrets),
           signal: s,
         });
+      },
+      'csi.node.inventory': async () => takeMountInventory(this.#recorded, this.#csi.mountRoots?.() ?? []),
+      'csi.node.unmountStray': async (p) => {
+        const result = await unmountStray(this.#recorded, this.#csi.mountRoots?.() ?? [], p.path);
+        this.#logger.warn({ path: p.path, alreadyDone: result.alreadyDone }, 'unmounted a mount no record names (volume doctor)');
+        return result;
       },
     };
   }

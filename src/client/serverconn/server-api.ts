@@ -6,7 +6,7 @@
 
 import http from 'node:http';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
-import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus } from '../../structs/index.js';
+import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, VolumeStatsReport } from '../../structs/index.js';
 
 export type ServerConnErrorCode =
   /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
@@ -162,6 +162,11 @@ export class ServerApi {
   async release(req: { namespace: string; volumeId: string; allocId: string }, opts: { signal?: AbortSignal } = {}): Promise<void> {
     const path = `/v1/volume/csi/${enc(req.volumeId)}/release?namespace=${enc(req.namespace)}`;
     await this.#call('POST', path, { allocId: req.allocId }, opts.signal);
+  }
+
+  /** POST /v1/node/:id/volume-stats: the usage and condition of the node's published volumes. */
+  async reportVolumeStats(nodeId: string, reports: readonly VolumeStatsReport[], opts: { signal?: AbortSignal } = {}): Promise<{ accepted: number }> {
+    return (await this.#call('POST', `/v1/node/${enc(nodeId)}/volume-stats`, { reports }, opts.signal)).body as { accepted: number };
   }
 
   /** Closes the kept-alive connections; calls still work afterwards (they open new ones). */

@@ -26,6 +26,9 @@ export const TASK_EVENTS = {
   volumeMounted: 'Volume Mounted',
   volumeUnmounted: 'Volume Unmounted',
   volumeWaiting: 'Volume Waiting',
+  /** The volume's plugin reports it abnormal (VOLUME_CONDITION). */
+  volumeAbnormal: 'Volume Abnormal',
+  volumeNormal: 'Volume Normal',
   resourcesUpdated: 'Resources Updated',
   /** Stopped on the node because no server was reached for stop_after_server_disconnect. */
   fenced: 'Fenced',

@@ -4,6 +4,7 @@
 // The records themselves stay private: others ask RecordedVolumes.
 export { VolumeManager, type VolumeManagerOptions, type VolumeManagerState } from './volume-manager.js';
 export type { MountableVolume, MountVolumeOptions, ReconcileReport, VolumeAllocPair } from './volume-types.js';
-export { RecordedVolumes, type RecordFilter, type RecordedPublication, type RecordedStaging, type StepState } from './volume-records.js';
+export { RecordedVolumes, type RecordFilter, type RecordedPublication, type RecordedStaging, type RecordedMount, type StepState } from './volume-records.js';
+export { takeMountInventory, unmountStray, type PluginMountRoot } from './mount-inventory.js';
 export { MountPaths, pathKey, usageKey, type VolumeUsage, type PluginPath } from './mount-paths.js';
 export { ClientVolumeError, type ClientVolumeErrorCode } from './client-volume-error.js';

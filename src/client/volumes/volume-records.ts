@@ -12,6 +12,7 @@
 
 import { looksSecret } from '../../lib/index.js';
 import type { AccessMode, AttachmentMode } from '../../csi/index.js';
+import type { NodeMountRecord } from '../../structs/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
 import { pathKey, type VolumeUsage } from './mount-paths.js';
 import type { MountableVolume } from './volume-types.js';
@@ -234,6 +235,15 @@ export class RecordedVolumes {
       .map((r) => recorded(r.value));
   }
 
+  /** Every staging and publication record with its host path. */
+  mounts(): RecordedMount[] {
+    const base = (r: PublishRecord | StageRecord) => ({ pluginId: r.pluginId, namespace: r.namespace, volumeId: r.volumeId, externalId: r.externalId, state: r.state, op: r.op });
+    return [
+      ...this.#stages.list().map(({ value: r }): RecordedMount => ({ kind: 'stage', ...base(r), path: r.stagingPath })),
+      ...this.#publications.list().map(({ value: r }): RecordedMount => ({ kind: 'publish', ...base(r), allocId: r.allocId, path: r.targetPath })),
+    ];
+  }
+
   /**
    * The recorded stagings that match `filter` and that no publication uses
    * any more: an unstage is owed, or in flight. `filter.allocId` is ignored.
@@ -251,6 +261,13 @@ export class RecordedVolumes {
       .map((r) => recorded(r.value));
   }
 }
+
+/** One record with its host path, for the node's mount inventory (src/client/volumes/mount-inventory.ts). */
+export type RecordedMount = Omit<NodeMountRecord, 'mounted' | 'state'> & {
+  state: StepState;
+  /** The step in progress or last done (a record of an unpublish or unstage is on its way out). */
+  op: string;
+};
 
 function recorded(rec: PublishRecord | StageRecord): RecordedStaging {
   return { pluginId: rec.pluginId, volume: volumeOfRecord(rec), usage: usageOfRecord(rec), state: rec.state };

@@ -13,7 +13,8 @@ import {
   type NodeServiceImplementation,
 } from '../../gen/csi/v1/csi.js';
 import { lockOrAbort, type HostpathContext } from './_context.js';
-import { bindMount, isErrno, mountStateOf, realpathOrUndefined, remountReadOnly, unmount, type MountState } from './_mount.js';
+import { bindMount, isErrno, mountsAt, mountStateOf, realpathOrUndefined, remountReadOnly, unmount, type MountState } from './_mount.js';
+import { directoryUsage } from './_usage.js';
 import type { NodeVolumeRecord, VolumeRecord } from './_state.js';
 import {
   checkCapability,
@@ -27,7 +28,7 @@ import {
 } from './_wire.js';
 
 /** The Node capabilities the plugin advertises. */
-export const NODE_CAPABILITIES: readonly NodeRpc[] = [NodeRpc.STAGE_UNSTAGE_VOLUME, NodeRpc.GET_VOLUME_STATS, NodeRpc.EXPAND_VOLUME];
+export const NODE_CAPABILITIES: readonly NodeRpc[] = [NodeRpc.STAGE_UNSTAGE_VOLUME, NodeRpc.GET_VOLUME_STATS, NodeRpc.EXPAND_VOLUME, NodeRpc.VOLUME_CONDITION];
 
 /** A mount stack deeper than this at one path is not something we made. */
 const MAX_UNMOUNT_LAYERS = 16;
@@ -283,18 +284,31 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
       const vol = await volumeOrNotFound(id);
       const notHere = grpcError(Status.NOT_FOUND, 'volume_path is not a mount of this volume');
       if (!path.isAbsolute(volumePath) || volumePath.includes('\0')) throw notHere;
-      if ((await mountStateOf(volumePath, layout.volumeDir(vol.key))).kind !== 'ours') throw notHere;
-      const s = await statfs(volumePath);
+      const dir = layout.volumeDir(vol.key);
+      let used;
+      try {
+        used = await directoryUsage(dir);
+      } catch (err) {
+        if (!isErrno(err, 'ENOENT')) throw err;
+        // The directory was removed behind our back: what is mounted at volume_path is a deleted
+        // directory. Say so (VOLUME_CONDITION) rather than report usage of nothing.
+        const real = await realpathOrUndefined(volumePath);
+        if (real === undefined || (await mountsAt(real)).length === 0) throw notHere;
+        log.warn({ volumeId: id, volumeDir: dir }, 'volume directory has vanished');
+        return { usage: [], volumeCondition: { abnormal: true, message: `the volume's directory ${dir} has vanished from the node` } };
+      }
+      if ((await mountStateOf(volumePath, dir)).kind !== 'ours') throw notHere;
+      // Usage of the volume's own directory (not the disk it lives on), against the size it was given.
+      const s = await statfs(dir);
+      const diskTotal = s.blocks * s.bsize;
+      const total = vol.capacityBytes > 0 ? vol.capacityBytes : diskTotal;
+      const available = Math.max(0, Math.min(total - used.bytes, s.bavail * s.bsize));
       return {
         usage: [
-          {
-            unit: VolumeUsage_Unit.BYTES,
-            total: BigInt(s.blocks) * BigInt(s.bsize),
-            available: BigInt(s.bavail) * BigInt(s.bsize),
-            used: BigInt(s.blocks - s.bfree) * BigInt(s.bsize),
-          },
-          { unit: VolumeUsage_Unit.INODES, total: BigInt(s.files), available: BigInt(s.ffree), used: BigInt(s.files - s.ffree) },
+          { unit: VolumeUsage_Unit.BYTES, total: BigInt(total), available: BigInt(available), used: BigInt(used.bytes) },
+          { unit: VolumeUsage_Unit.INODES, total: BigInt(s.files), available: BigInt(s.ffree), used: BigInt(used.inodes) },
         ],
+        volumeCondition: { abnormal: false, message: 'volume directory present' },
       };
     },
 

@@ -14,6 +14,7 @@ import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { registerVolumeHealthRoutes } from './volume-health-routes.js';
 import type { ApiDeps, RouteContext } from './route-context.js';
 
 export type { ApiDeps };
@@ -117,6 +118,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerJobRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
+  registerVolumeHealthRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 
   const metrics = deps.metrics;

@@ -22,6 +22,8 @@ export const EVENT_TOPICS: Record<string, DataTable> = {
   allocation: 'allocations',
   job: 'jobs',
   evaluation: 'evaluations',
+  'volume-condition': 'volumeConditions',
+  drift: 'drift',
 };
 const TOPIC_OF: Record<string, string> = Object.fromEntries(Object.entries(EVENT_TOPICS).map(([k, v]) => [v, k]));
 

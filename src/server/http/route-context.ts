@@ -11,6 +11,7 @@ import type { NodeConnections } from '../noderpc/index.js';
 import type { NodeService } from '../nodes/index.js';
 import type { StateStore } from '../state/index.js';
 import type { VolumeService } from '../volumes/index.js';
+import type { VolumeDoctor, VolumeHealthService } from '../volumehealth/index.js';
 import { ApiError } from './api-error.js';
 import type { ApiToken } from './auth.js';
 
@@ -21,6 +22,10 @@ export interface ApiDeps {
   gc?: GarbageCollector;
   nodes: NodeService;
   volumes: VolumeService;
+  /** Volume usage and conditions: serves the node's stats reports and adds `usage`/`condition` to volume reads when given. */
+  health?: VolumeHealthService;
+  /** Serves /v1/volumes/doctor when given. */
+  doctor?: VolumeDoctor;
   connections: NodeConnections;
   tokens: readonly ApiToken[];
   logger: Logger;

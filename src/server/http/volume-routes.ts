@@ -48,11 +48,13 @@ export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: R
     return result;
   });
 
+  // With the volume health service: `usage` (latest per node) and `condition` (or null) are added.
   app.get<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id', { config: { access: 'node-read' } }, async (req, reply) => {
     const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['volumes', 'claims', 'plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      volumes.get(ns, req.params.id, snap),
-    );
+    const { index, result } = await blockingRead(store, ['volumes', 'claims', 'plugins', 'volumeConditions'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => {
+      const v = volumes.get(ns, req.params.id, snap);
+      return v && deps.health ? { ...v, ...deps.health.view(ns, req.params.id, snap) } : v;
+    });
     if (!result) throw new ApiError('NOT_FOUND', `volume "${req.params.id}" not found in namespace "${ns}"`);
     reply.header('X-Berth-Index', String(index));
     return result;

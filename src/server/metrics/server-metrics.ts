@@ -4,14 +4,17 @@
 // one process, as in tests, do not share or collide).
 
 import { Gauge, Registry } from 'prom-client';
-import type { AllocClientStatus, ClaimMode, ClaimState, NodeStatus } from '../../structs/index.js';
-import type { StateStore } from '../state/index.js';
+import { DRIFT_KINDS, type AllocClientStatus, type ClaimMode, type ClaimState, type NodeStatus } from '../../structs/index.js';
+import { rowKey, type StateStore } from '../state/index.js';
+import { DRIFT_ROW_ID, type VolumeHealthService } from '../volumehealth/index.js';
 
 const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'complete', 'failed', 'lost'];
 const NODE_STATUSES: readonly NodeStatus[] = ['initializing', 'ready', 'down'];
 
 export interface ServerMetricsOptions {
   store: StateStore;
+  /** When given: the volume usage gauges (from the nodes' latest reports). */
+  health?: VolumeHealthService;
 }
 
 /**
@@ -19,7 +22,13 @@ export interface ServerMetricsOptions {
  * - `berth_plugin_controllers_healthy|expected{plugin}` and
  *   `berth_plugin_nodes_healthy|expected{plugin}`,
  * - `berth_volume_claims{namespace,volume,mode,state}` (claims not yet free),
- * - `berth_allocations{client_status}` and `berth_nodes{status}`.
+ * - `berth_allocations{client_status}` and `berth_nodes{status}`,
+ * - `berth_volume_capacity_bytes`, `berth_volume_used_bytes`,
+ *   `berth_volume_inodes_used` `{namespace,volume,plugin}` (the largest a
+ *   node reported: nodes of a multi-node volume see the same storage), and
+ *   `berth_volume_abnormal{namespace,volume,plugin}` (1 while the plugin
+ *   reports the volume abnormal),
+ * - `berth_volume_drift{kind}` (differences the drift loop last found).
  * Values are read from a store snapshot on every scrape. Other parts (the
  * agent's CSI call metrics) may register on `registry` too.
  */
@@ -87,6 +96,61 @@ export class ServerMetrics {
         const counts = new Map<string, number>(NODE_STATUSES.map((s) => [s, 0]));
         for (const n of store.snapshot().list('nodes')) counts.set(n.status, (counts.get(n.status) ?? 0) + 1);
         for (const [status, n] of counts) this.set({ status }, n);
+      },
+    });
+
+    this.#volumeGauges(opts.health);
+  }
+
+  #volumeGauges(health: VolumeHealthService | undefined): void {
+    const store = this.#store;
+    const reg = [this.registry];
+    const labelNames = ['namespace', 'volume', 'plugin'] as const;
+    const usageGauge = (name: string, help: string, pick: (u: { bytes?: { total: number; used: number }; inodes?: { used: number } }) => number | undefined): void => {
+      if (!health) return;
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers: reg,
+        collect() {
+          this.reset();
+          const snap = store.snapshot();
+          for (const e of health.book.entries()) {
+            if (!snap.get('volumes', rowKey(e.namespace, e.volumeId))) continue;
+            const values = e.usage.map(pick).filter((x): x is number => x !== undefined);
+            if (values.length) this.set({ namespace: e.namespace, volume: e.volumeId, plugin: e.pluginId }, Math.max(...values));
+          }
+        },
+      });
+    };
+    usageGauge('berth_volume_capacity_bytes', 'Size of each volume in bytes, as its node plugin last reported it (NodeGetVolumeStats)', (u) => u.bytes?.total);
+    usageGauge('berth_volume_used_bytes', 'Bytes used in each volume, as its node plugin last reported it', (u) => u.bytes?.used);
+    usageGauge('berth_volume_inodes_used', 'Inodes used in each volume, as its node plugin last reported it', (u) => u.inodes?.used);
+
+    new Gauge({
+      name: 'berth_volume_abnormal',
+      help: 'Whether the plugin reports the volume abnormal (VOLUME_CONDITION): 1 abnormal, 0 normal',
+      labelNames,
+      registers: reg,
+      collect() {
+        this.reset();
+        const snap = store.snapshot();
+        for (const c of snap.list('volumeConditions')) {
+          if (snap.get('volumes', rowKey(c.namespace, c.volumeId))) this.set({ namespace: c.namespace, volume: c.volumeId, plugin: c.pluginId }, c.abnormal ? 1 : 0);
+        }
+      },
+    });
+
+    new Gauge({
+      name: 'berth_volume_drift',
+      help: 'Differences between Berth and its plugins and nodes that the drift loop last found, by kind (see berth volume doctor)',
+      labelNames: ['kind'] as const,
+      registers: reg,
+      collect() {
+        const counts = new Map<string, number>(DRIFT_KINDS.map((k) => [k, 0]));
+        for (const f of store.snapshot().get('drift', DRIFT_ROW_ID)?.findings ?? []) counts.set(f.kind, (counts.get(f.kind) ?? 0) + 1);
+        for (const [kind, n] of counts) this.set({ kind }, n);
       },
     });
   }

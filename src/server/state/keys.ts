@@ -15,13 +15,15 @@ export function keyPrefix(...parts: string[]): string {
   return rowKey(...parts) + '/';
 }
 
-/** Keys of each table: nodes/plugins/allocations/evaluations by ID; jobs and volumes by namespace + ID; claims by namespace + volume + allocation. */
+/** Keys of each table: nodes/plugins/allocations/evaluations by ID; jobs and volumes by namespace + ID; volume conditions by namespace + volume ID; claims by namespace + volume + allocation. */
 export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'createIndex' | 'modifyIndex'>): string {
   const r = row as Record<string, unknown>;
   switch (table) {
     case 'jobs':
     case 'volumes':
       return rowKey(String(r['namespace']), String(r['id']));
+    case 'volumeConditions':
+      return rowKey(String(r['namespace']), String(r['volumeId']));
     case 'claims':
       return rowKey(String(r['namespace']), String(r['volumeId']), String(r['allocId']));
     default:

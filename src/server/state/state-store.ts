@@ -20,6 +20,8 @@
 import type {
   Allocation,
   CsiPlugin,
+  DriftRow,
+  VolumeConditionRow,
   Evaluation,
   Job,
   Node,
@@ -28,7 +30,7 @@ import type {
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -57,6 +59,10 @@ export interface TableRows {
   jobs: Job;
   allocations: Allocation;
   evaluations: Evaluation;
+  /** A volume's condition as its plugin last reported it (src/server/volumehealth). */
+  volumeConditions: VolumeConditionRow;
+  /** The drift leader loop's latest report (one row, `latest`). */
+  drift: DriftRow;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];

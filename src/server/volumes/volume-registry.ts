@@ -289,6 +289,8 @@ export class VolumeRegistry {
     await this.#deps.store.write((txn) => {
       for (const c of txn.list('claims', { prefix: keyPrefix(namespace, id) })) txn.delete('claims', rowKey(namespace, id, c.allocId));
       txn.delete('volumes', key);
+      // Its condition goes with it (src/server/volumehealth).
+      txn.delete('volumeConditions', key);
     });
     this.#deps.logger.info({ volumeId: id, namespace }, 'volume deregistered');
   }
@@ -374,7 +376,10 @@ export class VolumeRegistry {
       { pluginId: v.pluginId, volumeId: v.externalId, secrets: v.secrets },
       { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
     );
-    await this.#deps.store.write((txn) => txn.delete('volumes', rowKey(namespace, id)));
+    await this.#deps.store.write((txn) => {
+      txn.delete('volumes', rowKey(namespace, id));
+      txn.delete('volumeConditions', rowKey(namespace, id));
+    });
     this.#deps.logger.info({ volumeId: id, namespace }, 'volume deleted');
   }
 

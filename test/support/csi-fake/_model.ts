@@ -198,6 +198,8 @@ export class FakeModel {
   readonly staged = new Map<string, string>();
   readonly published = new Map<string, Set<string>>();
   readonly controllerPublished = new Map<string, Set<string>>();
+  /** volumeId -> the condition to report (VOLUME_CONDITION); absent: healthy. */
+  readonly conditions = new Map<string, { abnormal: boolean; message: string }>();
 
   readonly #config: ModelConfig;
   /** CreateVolume name -> volume id and the size that name was first asked for. */
@@ -216,6 +218,7 @@ export class FakeModel {
     this.staged.clear();
     this.published.clear();
     this.controllerPublished.clear();
+    this.conditions.clear();
     this.#volumeNames.clear();
     this.#snapshotNames.clear();
     this.#volumeSeq = 0;
@@ -239,8 +242,12 @@ export class FakeModel {
     if (!published && !condition) return undefined;
     return {
       publishedNodeIds: published ? [...(this.controllerPublished.get(volumeId) ?? [])] : [],
-      volumeCondition: condition ? { abnormal: false, message: 'healthy' } : undefined,
+      volumeCondition: condition ? this.#condition(volumeId) : undefined,
     };
+  }
+
+  #condition(volumeId: string): { abnormal: boolean; message: string } {
+    return this.conditions.get(volumeId) ?? { abnormal: false, message: 'healthy' };
   }
 
   // ---- controller -------------------------------------------------------
@@ -534,7 +541,7 @@ export class FakeModel {
     const total = BigInt(this.volumes.get(req.volumeId)?.capacityBytes ?? GiB);
     return {
       usage: [{ unit: VolumeUsage_Unit.BYTES, total, used: 0n, available: total }],
-      volumeCondition: this.#config.node.has('VOLUME_CONDITION') ? { abnormal: false, message: 'healthy' } : undefined,
+      volumeCondition: this.#config.node.has('VOLUME_CONDITION') ? this.#condition(req.volumeId) : undefined,
     };
   }
 

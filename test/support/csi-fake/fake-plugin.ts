@@ -480,6 +480,17 @@ export class FakePlugin {
     return this.#model.controllerPublished;
   }
 
+  /**
+   * Makes NodeGetVolumeStats, ListVolumes and ControllerGetVolume report this
+   * condition for the volume (when the fake advertises VOLUME_CONDITION);
+   * `undefined` goes back to healthy. A fault to inject: a volume the
+   * storage system calls abnormal.
+   */
+  setVolumeCondition(volumeId: string, condition: { abnormal: boolean; message: string } | undefined): void {
+    if (condition) this.#model.conditions.set(volumeId, { ...condition });
+    else this.#model.conditions.delete(volumeId);
+  }
+
   /** How many calls the fake is handling right now (hung and delayed ones, mostly). */
   get inFlight(): number {
     return this.#callsInFlight;

@@ -199,6 +199,9 @@ export class FakeNodeAgent {
           once,
         );
       },
+      // This agent mounts nothing and keeps no records: its books and its kernel always agree.
+      'csi.node.inventory': async () => ({ records: [], strayMounts: [] }),
+      'csi.node.unmountStray': async () => ({ alreadyDone: true }),
     };
   }
 }
