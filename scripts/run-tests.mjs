@@ -7,7 +7,8 @@
 // tests start real etcd processes: scripts/ensure-etcd.mjs installs Debian's
 // etcd-server first when etcd is missing (as root, with apt-get); the web UI
 // tests drive a real headless browser: scripts/ensure-chromium.mjs installs
-// Debian's chromium the same way.
+// Debian's chromium the same way, and scripts/ensure-shells.mjs zsh and fish
+// for the shell-completion tests.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -25,8 +26,10 @@ function find(dir) {
 const etcd = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-etcd.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 if (etcd.status !== 0) process.exit(etcd.status ?? 1);
 
-const chromium = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-chromium.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
-if (chromium.status !== 0) process.exit(chromium.status ?? 1);
+for (const script of ['ensure-chromium.mjs', 'ensure-shells.mjs']) {
+  const ensured = spawnSync(process.execPath, [join(root, 'scripts', script)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (ensured.status !== 0) process.exit(ensured.status ?? 1);
+}
 
 const build = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
