@@ -35,12 +35,14 @@
  * | `CGROUP_`           | task cgroups on the node (CgroupError)                          |
  * | `NETWORK_`          | allocation networks (NetworkError)                              |
  * | `LOGS_`             | task logs (LogsError)                                           |
+ * | `LOGMON_`           | the node's log monitor behind task output FIFOs (LogMonitorError) |
  * | `SERVER_`           | the server's composition root (ServerError) and the client's    |
  * |                     | connection to the server (ServerConnError)                      |
  * | `STORE_`            | the server's state store (StateStoreError)                      |
  * | `NODE_`             | server-to-node calls (NodeRpcCallError)                         |
  * | `AGENT_`, `CONFIG_` | the agent and its config file (AgentError, AgentConfigError)    |
  * | `FILE_`             | job and volume files (SpecFileError)                            |
+ * | `HCL_`              | HCL sources that cannot be evaluated (HclError)                 |
  * | `API_`, `CLI_`, `JOB_` | the CLI: its API client, its own checks, `job run` outcomes  |
  *
  * Errno codes (`ENOENT`...) a CLI command meets are shown as they are.
