@@ -24,7 +24,8 @@ const name = (what: string) =>
 const duration = z
   .string()
   .regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"');
-const absolutePath = (what: string) => z.string().startsWith('/', `${what} must be an absolute path`);
+/** An absolute path, or one that starts with a run-time `${...}` (such as `${NOMAD_ALLOC_DIR}/data`) the client expands. */
+const taskPath = (what: string) => z.string().regex(/^(\/|\$\{)/, `${what} must be an absolute path (it may start with a run-time value such as \${NOMAD_ALLOC_DIR})`);
 const stringMap = z.record(z.string(), z.string());
 
 /** Milliseconds in a duration string such as "1h30m" or "500ms". Throws on a malformed string. */
@@ -72,7 +73,7 @@ const volumeSchema = z.strictObject({
 
 const volumeMountSchema = z.strictObject({
   volume: z.string().min(1, 'volume must name a group volume'),
-  destination: absolutePath('destination'),
+  destination: taskPath('destination'),
   readOnly: z.boolean().default(false),
   propagationMode: z.enum(['private', 'host-to-task', 'bidirectional']).default('private'),
   /** Nomad's `selinux_label`: accepted and ignored (Berth applies no SELinux labels). */
@@ -83,8 +84,8 @@ const csiPluginSchema = z.strictObject({
   id: name('plugin id'),
   type: z.enum(['controller', 'node', 'monolith']),
   /** Where the plugin finds its socket (CSI_ENDPOINT) inside its task; Nomad's default. May use run-time `${...}`. */
-  mountDir: absolutePath('mountDir').default('/csi'),
-  stagePublishBaseDir: absolutePath('stagePublishBaseDir').optional(),
+  mountDir: taskPath('mountDir').default('/csi'),
+  stagePublishBaseDir: taskPath('stagePublishBaseDir').optional(),
   healthTimeout: duration.default('30s'),
 });
 
