@@ -28,8 +28,8 @@ export const lifecycleSchema = z.strictObject({
  */
 export const ephemeralDiskSchema = z.strictObject({
   size: z.number().int().min(1).default(300),
-  sticky: z.literal(false, 'Berth does not support ephemeral_disk.sticky yet: a replacement allocation starts with an empty directory').default(false),
-  migrate: z.literal(false, 'Berth does not support ephemeral_disk.migrate yet: a replacement allocation starts with an empty directory').default(false),
+  sticky: z.boolean().default(false).refine((v) => !v, 'Berth does not support ephemeral_disk.sticky yet: a replacement allocation starts with an empty directory'),
+  migrate: z.boolean().default(false).refine((v) => !v, 'Berth does not support ephemeral_disk.migrate yet: a replacement allocation starts with an empty directory'),
 });
 
 export const DELAY_FUNCTIONS = ['constant', 'exponential', 'fibonacci'] as const;
