@@ -170,6 +170,16 @@ describe('Nomad-style job files on a dev agent', () => {
     assert.match(alloc.clientDescription, /max_run_duration of 2s/);
   });
 
+  it('runs a task as its `user` under raw_exec and exec', async () => {
+    await run('user.hcl');
+    const alloc = await allocOf('as-nobody', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the tasks run as nobody to finish');
+    assert.equal(alloc.clientStatus, 'complete', `${alloc.clientDescription} ${JSON.stringify(alloc.taskStates)}`);
+    for (const name of ['raw', 'jailed']) {
+      const uid = readFileSync(path.join(dir, 'a', 'client', 'alloc', alloc.id, name, 'local', 'uid.txt'), 'utf8').trim();
+      assert.equal(uid, '65534', `${name} ran as nobody`);
+    }
+  });
+
   it('runs the hostpath plugin written as Nomad demos write it, and mounts a volume at ${NOMAD_ALLOC_DIR}/data', async () => {
     const data = path.join(dir, 'hp');
     await run('csi-hostpath-plugin.hcl', readFileSync(path.join(CORPUS, 'csi-hostpath-plugin.hcl'), 'utf8').replaceAll('DATA_ROOT', data));
