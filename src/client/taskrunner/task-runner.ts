@@ -216,8 +216,9 @@ export class TaskRunner {
     return this.#loop !== undefined || this.#isDone;
   }
 
+  /** True once kill() was called (also while it waits for the shutdown delay): the task is not restarted. */
   get killing(): boolean {
-    return this.#killAbort.signal.aborted;
+    return this.#killRequested || this.#killAbort.signal.aborted;
   }
 
   /**
@@ -289,6 +290,8 @@ export class TaskRunner {
       if (delayMs > 0 && this.#record.state.state === 'running') {
         this.event(TASK_EVENTS.waitingShutdownDelay, `Waiting ${delayMs} ms (shutdown_delay) before stopping the task`, { delayMs: String(delayMs) });
         await this.#clock.sleep(delayMs, this.#detachAbort.signal).catch(() => undefined);
+        // The agent is stopping meanwhile: the task keeps running, as on any agent stop.
+        if (this.#detachAbort.signal.aborted) return;
       }
       this.#killAbort.abort();
       this.#resumed.resolve();
