@@ -288,11 +288,10 @@ export class AllocRunner {
     for (const t of this.#tasks.values()) t.resume();
     const unstarted = [...this.#unstarted].map((name) => this.#tasks.get(name)).filter((t): t is TaskRunner => t !== undefined);
     this.#unstarted.clear();
-    if (unstarted.length) {
-      this.#logger.info({ tasks: unstarted.map((t) => t.name) }, 'starting tasks the previous agent did not start');
-      // restore() already watches them (#watchTasks); each starts when its lifecycle stage comes.
-      void this.#lifecycle.run(AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal]));
-    }
+    if (unstarted.length) this.#logger.info({ tasks: unstarted.map((t) => t.name) }, 'starting tasks the previous agent did not start');
+    // Picks up the lifecycle where the previous agent left it: tasks not started yet (restore() already
+    // watches them) start when their stage comes, and poststop tasks run once the main tasks end.
+    if (phase === 'running') void this.#lifecycle.run(AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal]));
     this.#maybePostrun();
   }
 
