@@ -6,11 +6,15 @@
 import { AbortedError, BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type Allocation, type JobType, type RestartPolicy, type Task, type TaskState } from '../../structs/index.js';
 import type { TaskDir } from '../allocdir/index.js';
-import { TaskEnvBuilder, taskEnvDirs, type TaskEnv } from '../taskenv/index.js';
+import type { TaskEnv, TaskEnvBuilder } from '../taskenv/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
-import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, RunnerTaskResources, TaskMount } from './driver-port.js';
+import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, TaskMount } from './driver-port.js';
 import { RestartTracker, type RestartTrackerState } from './restart-tracker.js';
+import { defaultTaskEnv, runnerResources, runnerTaskConfig } from './task-config.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
+import { TaskRunnerError } from './task-runner-error.js';
+
+export { TaskRunnerError, type TaskRunnerErrorCode } from './task-runner-error.js';
 
 /** The client state bucket of task runners, keyed `<allocId>/<task>`. */
 export const TASK_RUNNERS_BUCKET = 'task-runners';
@@ -93,23 +97,6 @@ export interface TaskRunnerOptions {
   networkNamespacePath?: () => string | undefined;
   logger?: Logger;
   clock?: Clock;
-}
-
-export type TaskRunnerErrorCode = 'TASK_BAD_CONFIG' | 'TASK_DRIVER_FAILED';
-
-/**
- * A task that could not be started. `recoverable` is false when no retry can
- * fix it (a config the driver cannot use, a command that does not exist):
- * the task fails at once, without the restart policy.
- */
-export class TaskRunnerError extends BerthError {
-  override readonly code: TaskRunnerErrorCode;
-  readonly recoverable: boolean;
-  constructor(code: TaskRunnerErrorCode, message: string, options?: { cause?: unknown; recoverable?: boolean }) {
-    super(code, message, { cause: options?.cause });
-    this.code = code;
-    this.recoverable = options?.recoverable ?? true;
-  }
 }
 
 /** What restore() found. */
@@ -459,11 +446,7 @@ export class TaskRunner {
     return !this.killing;
   }
 
-  /**
-   * With a max_run_duration: kills this run once it has run that long
-   * (counted from its start, also across an agent restart). The flag says
-   * whether it did.
-   */
+  /** With a max_run_duration: kills this run once it ran that long (from its start, across agent restarts); the flag says whether it did. */
   #watchRunDuration(signal: AbortSignal): { value: boolean } | undefined {
     const max = this.#task.maxRunDuration;
     if (!max) return undefined;
@@ -540,46 +523,20 @@ export class TaskRunner {
   }
 
   #taskConfig(req: PrestartRequest, taskEnv: TaskEnv): RunnerTaskConfig {
-    const { alloc } = this.#opts;
     const task = this.#task;
-    // Drivers get the config with run-time `${...}` already expanded (Nomad's taskenv does the same).
-    const config = taskEnv.interpolateAll(task.config);
-    const command = config['command'];
-    const args = config['args'] ?? [];
-    const own = this.driver.takesDriverConfig === true;
-    if (!own && (typeof command !== 'string' || command === '')) {
-      throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`, { recoverable: false });
-    }
-    if (!own && (!Array.isArray(args) || !args.every((a) => typeof a === 'string'))) {
-      throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`, { recoverable: false });
-    }
+    const { cfg, unresolved } = runnerTaskConfig({
+      ...this.#opts,
+      task,
+      driver: this.driver,
+      attempt: this.#record.attempt + 1,
+      taskEnv,
+      mounts: req.mounts,
+      killTimeoutMs: this.#killTimeoutMs,
+    });
     this.#record.attempt += 1;
-    const td = this.#opts.taskDir;
-    const unresolved = taskEnv.unresolved([task.config, task.env]);
     if (unresolved.length && this.#record.attempt === 1) {
       this.event(TASK_EVENTS.interpolationUnresolved, `Left as written (no such run-time value): ${unresolved.join(', ')}`, { references: unresolved.join(' ') });
     }
-    const env: Record<string, string> = { ...taskEnv.env };
-    const cfg: RunnerTaskConfig = {
-      id: `${alloc.id}.${task.name}.${this.#record.attempt}`,
-      allocId: alloc.id,
-      taskName: task.name,
-      command: typeof command === 'string' ? command : '',
-      args: Array.isArray(args) ? (args as string[]) : [],
-      env,
-      taskDir: td.localDir,
-      allocDir: this.#opts.allocDir,
-      secretsDir: td.secretsDir,
-      mounts: req.mounts,
-      logs: { disabled: task.logs.disabled, dir: td.logsDir, maxFiles: task.logs.maxFiles, maxFileSizeMb: task.logs.maxFileSizeMb },
-      killTimeoutMs: this.#killTimeoutMs,
-      resources: runnerResources(task.resources),
-      ...(task.user ? { user: task.user } : {}),
-      ...(this.#opts.fenceAfterMs ? { fence: { afterMs: this.#opts.fenceAfterMs } } : {}),
-      ...(own ? { driverConfig: config, jobId: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId } : {}),
-    };
-    const netns = this.#opts.networkNamespacePath?.();
-    if (netns) cfg.networkNamespacePath = netns;
     return cfg;
   }
 
@@ -632,30 +589,6 @@ export class TaskRunner {
       this.#logger.error({ err: describeError(err) }, 'onChange failed');
     }
   }
-}
-
-/** The environment of a task runner given no builder: what the allocation and the task say, no node attributes. */
-function defaultTaskEnv(opts: TaskRunnerOptions, chroot: boolean): TaskEnvBuilder {
-  const { alloc, task } = opts;
-  return new TaskEnvBuilder({
-    alloc,
-    job: { id: alloc.jobId },
-    group: { name: alloc.taskGroup },
-    task,
-    node: { id: alloc.nodeId, name: '', datacenter: '', attributes: {}, meta: {} },
-    ...taskEnvDirs(opts.taskDir, chroot),
-  });
-}
-
-/** The driver's view of a task's `resources`: what its cgroup enforces. */
-function runnerResources(r: Task['resources']): RunnerTaskResources {
-  return {
-    cpuMhz: r.cpuMhz,
-    memoryMb: r.memoryMb,
-    ...(r.memoryMaxMb !== undefined ? { memoryMaxMb: r.memoryMaxMb } : {}),
-    ...(r.cores !== undefined ? { cores: r.cores } : {}),
-    ...(r.pidsMax !== undefined ? { pidsMax: r.pidsMax } : {}),
-  };
 }
 
 /** Removes a task runner's record (when its allocation is destroyed). Safe to repeat. */
