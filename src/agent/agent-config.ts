@@ -49,6 +49,8 @@ const CONFIG_BODY: HclBody = {
     body: {
       node_name: attr('nodeName'),
       datacenter: attr('datacenter'),
+      node_class: attr('nodeClass'),
+      meta: { t: 'map', to: 'meta' },
       server_address: attr('serverAddress'),
       servers: attr('servers'),
       token: attr('token'),
@@ -116,6 +118,8 @@ const configSchema = z.strictObject({
     .strictObject({
       nodeName: z.string().min(1).optional(),
       datacenter: z.string().min(1).optional(),
+      nodeClass: z.string().optional(),
+      meta: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
       serverAddress: httpUrl.optional(),
       servers: z.array(httpUrl).min(1, 'must name at least one server').optional(),
       token: z.string().min(8, 'a token has at least 8 characters').optional(),
@@ -175,6 +179,9 @@ export interface AgentConfig {
   client: {
     nodeName?: string;
     datacenter?: string;
+    /** node_class and meta: what tasks read as `${node.class}` and `${meta.<key>}`. */
+    nodeClass?: string;
+    meta?: Record<string, string>;
     /** The first server the client talks to (kept for single-server setups; `servers[0]` when both are given). */
     serverAddress?: string;
     /** Every server address the client may use, in order (set when several are configured); fails over to the next. */
@@ -328,6 +335,8 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
     client: {
       ...(c.nodeName ? { nodeName: c.nodeName } : {}),
       ...(c.datacenter ? { datacenter: c.datacenter } : {}),
+      ...(c.nodeClass ? { nodeClass: c.nodeClass } : {}),
+      ...(c.meta ? { meta: c.meta } : {}),
       ...(c.serverAddress || c.servers ? { serverAddress: c.servers?.[0] ?? (c.serverAddress as string) } : {}),
       ...(c.servers ? { servers: [...new Set([...c.servers, ...(c.serverAddress ? [c.serverAddress] : [])])] } : {}),
       ...(clientToken ? { token: clientToken } : {}),

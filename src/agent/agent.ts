@@ -233,6 +233,8 @@ export class Agent {
       token,
       nodeName,
       ...(config.client.datacenter ? { datacenter: config.client.datacenter } : {}),
+      ...(config.client.nodeClass ? { nodeClass: config.client.nodeClass } : {}),
+      ...(config.client.meta ? { meta: config.client.meta } : {}),
       drivers,
       hostVolumes: config.client.hostVolumes,
       ...(config.client.gc ? { gc: config.client.gc } : {}),

@@ -26,7 +26,26 @@ const attr = (to: string): Field => ({ t: 'attr', to });
 const map = (to: string): Field => ({ t: 'map', to });
 
 const RESTART: Body = { attempts: attr('attempts'), interval: attr('interval'), delay: attr('delay'), mode: attr('mode') };
-const RESCHEDULE: Body = { attempts: attr('attempts'), interval: attr('interval'), delay: attr('delay'), unlimited: attr('unlimited') };
+const RESCHEDULE: Body = {
+  attempts: attr('attempts'),
+  interval: attr('interval'),
+  delay: attr('delay'),
+  unlimited: attr('unlimited'),
+  delay_function: attr('delayFunction'),
+  max_delay: attr('maxDelay'),
+};
+// Blocks Berth parses and refuses by name (structs/job-blocks.ts says why); kept whole so the error points at them.
+const REFUSED_BLOCKS: Body = {
+  constraint: { t: 'blocks', to: 'constraints', body: {} },
+  affinity: { t: 'blocks', to: 'affinities', body: {} },
+  spread: { t: 'blocks', to: 'spreads', body: {} },
+  update: { t: 'block', to: 'update', body: {} },
+  migrate: { t: 'block', to: 'migrate', body: {} },
+  service: { t: 'blocks', to: 'services', body: { check: { t: 'blocks', to: 'checks', body: {} } } },
+  scaling: { t: 'blocks', to: 'scaling', body: {} },
+  vault: { t: 'block', to: 'vault', body: {} },
+  consul: { t: 'block', to: 'consul', body: {} },
+};
 const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
 const GROUP_VOLUME: Body = {
   type: attr('type'),
@@ -41,6 +60,15 @@ const TASK: Body = {
   driver: attr('driver'),
   config: map('config'),
   env: map('env'),
+  meta: map('meta'),
+  kill_timeout: attr('killTimeout'),
+  kill_signal: attr('killSignal'),
+  shutdown_delay: attr('shutdownDelay'),
+  max_run_duration: attr('maxRunDuration'),
+  user: attr('user'),
+  lifecycle: { t: 'block', to: 'lifecycle', body: { hook: attr('hook'), sidecar: attr('sidecar') } },
+  identity: { t: 'blocks', to: 'identity', body: {} },
+  ...REFUSED_BLOCKS,
   resources: {
     t: 'block',
     to: 'resources',
@@ -53,12 +81,13 @@ const TASK: Body = {
       cores: attr('cores'),
       pids: attr('pidsMax'),
       memory_enforced: attr('memoryEnforced'),
+      device: { t: 'blocks', to: 'device', body: {} },
     },
   },
   volume_mount: {
     t: 'blocks',
     to: 'volumeMounts',
-    body: { volume: attr('volume'), destination: attr('destination'), read_only: attr('readOnly'), propagation_mode: attr('propagationMode') },
+    body: { volume: attr('volume'), destination: attr('destination'), read_only: attr('readOnly'), propagation_mode: attr('propagationMode'), selinux_label: attr('selinuxLabel') },
   },
   csi_plugin: {
     t: 'block',
@@ -81,7 +110,11 @@ const GROUP: Body = {
   count: attr('count'),
   restart: { t: 'block', to: 'restart', body: RESTART },
   reschedule: { t: 'block', to: 'reschedule', body: RESCHEDULE },
-  network: { t: 'block', to: 'network', body: { mode: attr('mode') } },
+  network: { t: 'block', to: 'network', body: { mode: attr('mode'), port: { t: 'labeledMap', to: 'ports', body: {} } } },
+  meta: map('meta'),
+  shutdown_delay: attr('shutdownDelay'),
+  ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
+  ...REFUSED_BLOCKS,
   volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
@@ -91,7 +124,13 @@ export const JOB_BODY: Body = {
   type: attr('type'),
   priority: attr('priority'),
   datacenters: attr('datacenters'),
+  name: attr('name'),
+  region: attr('region'),
+  meta: map('meta'),
+  ...REFUSED_BLOCKS,
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
+  /** A task directly under the job: Nomad's implicit group, named after the task (structs' implicitGroups). */
+  task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
 
 // topology { segments { k = "v" } } blocks -> the list of segment maps the schema takes.

@@ -31,7 +31,9 @@ export {
   type VolumeMount,
   type RestartPolicy,
   type ReschedulePolicy,
+  type TaskLifecycle,
 } from './job.js';
+export { rescheduleDelayMs, unsupportedMessage, LIFECYCLE_HOOKS, DELAY_FUNCTIONS, KILL_SIGNALS, type LifecycleHook, type DelayFunction } from './job-blocks.js';
 export {
   describePlacementFailure,
   type Evaluation,

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
+import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -23,7 +24,8 @@ const name = (what: string) =>
 const duration = z
   .string()
   .regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"');
-const absolutePath = (what: string) => z.string().startsWith('/', `${what} must be an absolute path`);
+/** An absolute path, or one that starts with a run-time `${...}` (such as `${NOMAD_ALLOC_DIR}/data`) the client expands. */
+const taskPath = (what: string) => z.string().regex(/^(\/|\$\{)/, `${what} must be an absolute path (it may start with a run-time value such as \${NOMAD_ALLOC_DIR})`);
 const stringMap = z.record(z.string(), z.string());
 
 /** Milliseconds in a duration string such as "1h30m" or "500ms". Throws on a malformed string. */
@@ -47,6 +49,9 @@ const rescheduleSchema = z.strictObject({
   interval: duration.default('1h'),
   delay: duration.default('30s'),
   unlimited: z.boolean().default(false),
+  /** How the wait grows from one reschedule to the next (rescheduleDelayMs), capped at maxDelay. */
+  delayFunction: z.enum(DELAY_FUNCTIONS).default('constant'),
+  maxDelay: duration.default('1h'),
 });
 
 const volumeSchema = z.strictObject({
@@ -68,16 +73,19 @@ const volumeSchema = z.strictObject({
 
 const volumeMountSchema = z.strictObject({
   volume: z.string().min(1, 'volume must name a group volume'),
-  destination: absolutePath('destination'),
+  destination: taskPath('destination'),
   readOnly: z.boolean().default(false),
   propagationMode: z.enum(['private', 'host-to-task', 'bidirectional']).default('private'),
+  /** Nomad's `selinux_label`: accepted and ignored (Berth applies no SELinux labels). */
+  selinuxLabel: z.string().optional(),
 });
 
 const csiPluginSchema = z.strictObject({
   id: name('plugin id'),
   type: z.enum(['controller', 'node', 'monolith']),
-  mountDir: absolutePath('mountDir'),
-  stagePublishBaseDir: absolutePath('stagePublishBaseDir').optional(),
+  /** Where the plugin finds its socket (CSI_ENDPOINT) inside its task; Nomad's default. May use run-time `${...}`. */
+  mountDir: taskPath('mountDir').default('/csi'),
+  stagePublishBaseDir: taskPath('stagePublishBaseDir').optional(),
   healthTimeout: duration.default('30s'),
 });
 
@@ -86,6 +94,21 @@ const taskSchema = z.strictObject({
   driver: z.string().min(1, 'driver must be set'),
   config: z.record(z.string(), z.unknown()).default({}),
   env: stringMap.default({}),
+  /** Merged over the job's and the group's meta; the task sees it as NOMAD_META_<key>. */
+  meta: metaSchema.optional(),
+  /** When the task runs relative to its group's main tasks; absent: a main task. */
+  lifecycle: lifecycleSchema.optional(),
+  /** Grace between the stop signal and SIGKILL; absent: the agent's. */
+  killTimeout: duration.optional(),
+  /** The signal a stop sends first; default SIGTERM. */
+  killSignal: killSignalSchema.optional(),
+  /** Wait between a stop being decided and the kill signal. */
+  shutdownDelay: duration.optional(),
+  /** A run of the task is killed once it has run this long, and fails (not restarted). */
+  maxRunDuration: duration.optional(),
+  /** The user the task runs as (name or uid); absent: the agent's user. */
+  user: z.string().min(1, 'user must name a user').optional(),
+  ...refused('vault', 'consul', 'identity', 'scaling', 'services', 'constraints', 'affinities', 'csiPlugins'),
   resources: z
     .strictObject({
       /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */
@@ -100,6 +123,7 @@ const taskSchema = z.strictObject({
       pidsMax: z.number().int().min(1).optional(),
       /** Place the task only on a node that enforces limits with cgroups (false when absent). */
       memoryEnforced: z.boolean().optional(),
+      ...refused('device'),
     })
     .prefault({})
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
@@ -119,7 +143,12 @@ const groupSchema = z.strictObject({
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   restart: restartSchema.prefault({}),
   reschedule: rescheduleSchema.prefault({}),
-  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host') }).prefault({}),
+  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host'), ...refused('ports') }).prefault({}),
+  meta: metaSchema.optional(),
+  /** Nomad's group shutdown_delay: the default of its tasks'. */
+  shutdownDelay: duration.optional(),
+  ephemeralDisk: ephemeralDiskSchema.optional(),
+  ...refused('vault', 'consul', 'scaling', 'services', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
 });
@@ -132,6 +161,12 @@ export const jobSpecSchema = z
     type: z.enum(['service', 'batch', 'system']).default('service'),
     priority: z.number().int().min(1).max(100).default(50),
     datacenters: z.array(z.string().min(1)).min(1).default(['*']),
+    /** Nomad's job name (NOMAD_JOB_NAME); absent: the id. */
+    name: z.string().min(1).optional(),
+    /** Berth runs one region; NOMAD_REGION and ${node.region} say this name. */
+    region: z.string().min(1).default('global'),
+    meta: metaSchema.optional(),
+    ...refused('vault', 'consul', 'multiregion', 'constraints', 'affinities', 'spreads', 'update', 'migrate'),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
   })
   .superRefine((job, ctx) => {
@@ -162,7 +197,13 @@ export const jobSpecSchema = z
         }
       }
       const seenTasks = new Set<string>();
+      if (group.tasks.every((t) => t.lifecycle)) {
+        ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks'], message: `group "${group.name}" needs at least one main task (a task without a lifecycle block)` });
+      }
       group.tasks.forEach((task, ti) => {
+        if (task.lifecycle?.sidecar && task.lifecycle.hook === 'poststop') {
+          ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks', ti, 'lifecycle', 'sidecar'], message: 'sidecar applies to prestart and poststart tasks only' });
+        }
         if (seenTasks.has(task.name)) {
           ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks', ti, 'name'], message: `duplicate task name "${task.name}"` });
         }
@@ -207,6 +248,7 @@ export type GroupVolume = TaskGroup['volumes'][string];
 export type VolumeMount = Task['volumeMounts'][number];
 export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
+export type TaskLifecycle = NonNullable<Task['lifecycle']>;
 export type JobType = JobSpec['type'];
 
 /** True when a group volume never allows writes (by its flag or its access mode). */
@@ -294,14 +336,15 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
  */
 export function parseJobSpec(input: unknown): JobSpec {
   let candidate = input;
+  let fromTask = new Map<number, number>();
   if (candidate && typeof candidate === 'object' && !Array.isArray(candidate)) {
     const copy: Record<string, unknown> = { ...(candidate as Record<string, unknown>) };
     for (const key of SERVER_JOB_FIELDS) delete copy[key];
-    candidate = copy;
+    ({ input: candidate, fromTask } = implicitGroups(copy));
   }
   const result = jobSpecSchema.safeParse(candidate);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => ({ path: formatPath(issue.path), message: describeIssue(issue) }));
+  const problems = result.error.issues.map((issue) => ({ path: formatPath(implicitGroupPath(issue.path, fromTask)), message: describeIssue(issue) }));
   throw new JobValidationError(problems);
 }
 

@@ -5,6 +5,7 @@ import type { Allocation, Job } from '../../structs/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
 import type { ClientStateStore } from '../state/index.js';
+import type { TaskEnvNode } from '../taskenv/index.js';
 import type { RunnerDriver, RunnerNetwork } from '../taskrunner/index.js';
 import type { AllocStatusSink, VolumeClaimer } from './volume-claimer.js';
 
@@ -28,6 +29,8 @@ export interface AllocRunnerOptions {
    * unix socket path has at most 107 bytes.
    */
   pluginDirRoot: string;
+  /** The node, for the tasks' environment (`${node.unique.name}`, `${attr.<name>}`, NOMAD_DC...); default: only its ID. */
+  node?: TaskEnvNode;
   /** Host volumes by name -> host path, for group volumes of `type: host`. */
   hostVolumes?: Readonly<Record<string, string>>;
   logger?: Logger;

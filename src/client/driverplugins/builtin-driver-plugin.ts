@@ -169,6 +169,7 @@ export class BuiltinDriverPlugin implements DriverPlugin {
       ...(cfg.networkIsolation?.path ? { networkNamespacePath: cfg.networkIsolation.path } : {}),
       logs: { disabled: !cfg.stdoutPath, dir: cfg.stdoutPath ? path.dirname(cfg.stdoutPath) : taskRoot, maxFiles: 10, maxFileSizeMb: 10 },
       killTimeoutMs: DEFAULT_KILL_TIMEOUT_MS,
+      ...(cfg.user ? { user: cfg.user } : {}),
       resources: {
         cpuMhz: allocated?.cpuShares || 100,
         memoryMb: allocated?.memoryMb || 300,

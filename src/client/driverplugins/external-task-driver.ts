@@ -274,7 +274,7 @@ export class ExternalTaskDriver implements TaskDriver {
       },
       devices: [],
       mounts: cfg.mounts.map((m) => ({ taskPath: m.destination, hostPath: m.source, readonly: m.readOnly, propagationMode: m.propagation, selinuxLabel: '', requestName: '' })),
-      user: '',
+      user: cfg.user ?? '',
       allocDir: cfg.allocDir,
       msgpackDriverConfig,
       stdoutPath,

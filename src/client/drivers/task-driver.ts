@@ -54,6 +54,8 @@ export interface TaskConfig {
    * exit then says `fenced`.
    */
   fence?: { afterMs: number };
+  /** The user the task runs as (name or uid); absent: the agent's user. */
+  user?: string;
   /** The job's task `config {}` as submitted (external driver plugins decode it against their schema). */
   driverConfig?: Record<string, unknown>;
   /** Who the task is: what external driver plugins are told (Nomad's TaskConfig). */

@@ -29,6 +29,8 @@ export interface RunnerTaskConfig {
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
   resources: RunnerTaskResources;
+  /** The user the task runs as (its `user`); absent: the agent's. */
+  user?: string;
   /** See TaskConfig.fence of the drivers. */
   fence?: { afterMs: number };
   /** The task's `config {}` as submitted (external driver plugins decode it against their schema). */
