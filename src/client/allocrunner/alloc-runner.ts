@@ -8,7 +8,9 @@
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { AllocClientStatus, Allocation, CsiPluginType, Job, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
+import { ArtifactHook } from '../artifact/index.js';
 import type { Bucket } from '../state/index.js';
+import { TemplateHook } from '../template/index.js';
 import {
   forgetTaskRunner,
   PluginSupervisorHook,
@@ -131,6 +133,9 @@ export class AllocRunner {
       const taskDir = this.#allocDir.task(task.name);
       const hooks: TaskHook[] = [
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
+        // Artifacts before templates: a template's source may be a fetched file.
+        new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir }),
+        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, clock: this.#clock, logger: this.#logger.child({ task: task.name }) }),
       ];
       if (task.csiPlugin) {
         const supervisor = new PluginSupervisorHook({

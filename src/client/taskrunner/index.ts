@@ -22,6 +22,7 @@ export {
   type PrestartRequest,
   type RestoreResult,
 } from './task-runner.js';
+export { interimTaskEnv, type TaskEnvironment } from './task-env-port.js';
 export { RestartTracker, type RestartDecision, type RestartTrackerState, type TaskOutcome } from './restart-tracker.js';
 export { TASK_EVENTS, MAX_TASK_EVENTS, newTaskState, appendEvent, describeExit, type TaskEventType } from './task-events.js';
 export {

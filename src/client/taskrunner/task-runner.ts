@@ -10,6 +10,7 @@ import type { Bucket, ClientStateStore } from '../state/index.js';
 import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, RunnerTaskResources, TaskMount } from './driver-port.js';
 import { RestartTracker, type RestartTrackerState } from './restart-tracker.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
+import { berthTaskEnv, interimTaskEnv, type TaskEnvironment } from './task-env-port.js';
 
 /** The client state bucket of task runners, keyed `<allocId>/<task>`. */
 export const TASK_RUNNERS_BUCKET = 'task-runners';
@@ -36,6 +37,8 @@ export interface TaskHookContext {
   readonly runner: TaskRunner;
   /** Fires when this run of the task ends (it exited, was killed, or the agent let go of it). */
   readonly signal: AbortSignal;
+  /** The task's environment and `${...}` interpolation for this run. */
+  readonly taskEnv: TaskEnvironment;
 }
 
 /**
@@ -283,6 +286,19 @@ export class TaskRunner {
     await this.#stopProcess();
   }
 
+  /**
+   * Sends `signal` to the running task (a template's change_signal); no-op
+   * when it does not run. Throws when the driver cannot signal tasks or
+   * refuses the signal.
+   */
+  async signal(signal: string, reason: string): Promise<void> {
+    const taskId = this.#record.taskId;
+    if (!taskId || this.#record.state.state !== 'running' || this.killing) return;
+    if (!this.driver.signalTask) throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} cannot signal tasks`);
+    this.event(TASK_EVENTS.signaling, `Task being sent ${signal}: ${reason}`, { signal });
+    await this.driver.signalTask(taskId, signal);
+  }
+
   /** Stops watching the task and leaves it running (the agent is stopping). Safe to repeat. */
   detach(): void {
     this.#detachAbort.abort();
@@ -319,7 +335,7 @@ export class TaskRunner {
         } else {
           if (this.killing) break;
           this.#runAbort = new AbortController();
-          const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+          const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal, taskEnv: interimTaskEnv(this.#baseEnv()) };
           if (!recovered) {
             try {
               await this.#startOnce(ctx);
@@ -429,7 +445,7 @@ export class TaskRunner {
     for (const hook of this.#opts.hooks) {
       if (!hook.prestart) continue;
       try {
-        await hook.prestart(req, { runner: this, signal });
+        await hook.prestart(req, { runner: this, signal, taskEnv: ctx.taskEnv });
       } catch (err) {
         if (err instanceof BerthError && err.code !== 'ABORTED') throw err;
         throw new TaskRunnerError('TASK_BAD_CONFIG', `prestart hook ${hook.name} failed: ${describeError(err)}`, { cause: err });
@@ -492,21 +508,7 @@ export class TaskRunner {
     }
     this.#record.attempt += 1;
     const td = this.#opts.taskDir;
-    const chroot = this.driver.capabilities.fsIsolation === 'chroot';
-    const env: Record<string, string> = {
-      ...task.env,
-      BERTH_ALLOC_ID: alloc.id,
-      BERTH_ALLOC_INDEX: String(alloc.index ?? 0),
-      BERTH_JOB_ID: alloc.jobId,
-      BERTH_GROUP_NAME: alloc.taskGroup,
-      BERTH_TASK_NAME: task.name,
-      // The node the allocation was placed on: plugins use it as their node ID, so agents sharing a machine stay apart.
-      BERTH_NODE_ID: alloc.nodeId,
-      BERTH_ALLOC_DIR: chroot ? '/alloc' : td.sharedDir,
-      BERTH_TASK_DIR: chroot ? '/local' : td.localDir,
-      BERTH_SECRETS_DIR: chroot ? '/secrets' : td.secretsDir,
-      ...req.env,
-    };
+    const env: Record<string, string> = { ...this.#baseEnv(), ...req.env };
     const cfg: RunnerTaskConfig = {
       id: `${alloc.id}.${task.name}.${this.#record.attempt}`,
       allocId: alloc.id,
@@ -529,6 +531,10 @@ export class TaskRunner {
     return cfg;
   }
 
+  #baseEnv(): Record<string, string> {
+    return berthTaskEnv(this.#opts.alloc, this.#task, this.#opts.taskDir, this.driver.capabilities.fsIsolation === 'chroot');
+  }
+
   async #stopProcess(): Promise<void> {
     const taskId = this.#record.taskId;
     if (!taskId || this.#record.state.state !== 'running') return;
@@ -538,7 +544,7 @@ export class TaskRunner {
   }
 
   async #finish(): Promise<void> {
-    const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+    const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal, taskEnv: interimTaskEnv(this.#baseEnv()) };
     this.#runAbort.abort();
     for (const hook of this.#opts.hooks) {
       if (!hook.stop) continue;
