@@ -27,6 +27,7 @@ export const UNSUPPORTED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
     (n) => [n, "reads Nomad's service catalog or variables, which Berth does not have"] as const,
   ),
   ['sockaddr', 'is not supported by Berth'],
+  ['toTOML', 'is not supported by Berth'],
   ['plugin', 'runs a program on the node and is denied (as in Nomad by default)'],
   ['writeToFile', 'writes outside the template and is denied (as in Nomad by default)'],
 ]);

@@ -23,6 +23,7 @@ const FUNCTION_NAMES = new Set([...GO_BUILTINS.keys(), ...consulTemplateFunction
 
 function checkFunction(name: string): string | undefined {
   if (FUNCTION_NAMES.has(name)) return undefined;
+  if (name.startsWith('sprig_')) return `function "${name}": the sprig library is not supported by Berth`;
   const why = UNSUPPORTED_FUNCTIONS.get(name);
   return why ? `function "${name}" ${why}` : `function "${name}" not defined`;
 }
