@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ArtifactError, fetchArtifact, localArtifactPath } from './index.js';
+import { fetchArtifact, localArtifactPath, type ArtifactError } from './index.js';
 
 // Artifacts from the node's filesystem, as a job's `artifact` blocks fetch them.
 

@@ -1,0 +1,121 @@
+// The template hook under a real task runner (real processes through the test
+// kit's ProcessDriver, a real SQLite client state) and a manual clock for
+// the watch interval and the splay.
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { ManualClock } from '../../lib/index.js';
+import { parseJobSpec, type Allocation, type TaskTemplate } from '../../structs/index.js';
+import { AllocDir } from '../allocdir/index.js';
+import { SqliteClientStateStore } from '../state/index.js';
+import { TaskRunner } from '../taskrunner/index.js';
+import { ProcessDriver } from '../../../test/support/process-driver.js';
+import { eventually } from '../../../test/support/eventually.js';
+import { TemplateHook } from './index.js';
+
+interface Setup {
+  dir: string;
+  runner: TaskRunner;
+  clock: ManualClock;
+  source: string;
+  dest: string;
+  events: () => string[];
+}
+
+async function setup(t: TestContext, command: string[], templates: (source: string) => Record<string, unknown>[], firstSource = ''): Promise<Setup> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'btpl-'));
+  const source = path.join(dir, 'app.tpl');
+  writeFileSync(source, firstSource);
+  const store = SqliteClientStateStore.open(path.join(dir, 'client.db'));
+  const job = parseJobSpec({ id: 'web', groups: [{ name: 'g', tasks: [{ name: 'main', driver: 'raw_exec', config: { command: command[0], args: command.slice(1) }, templates: templates(source) }] }] });
+  const task = job.groups[0]!.tasks[0]!;
+  const alloc = { id: `a${Math.random().toString(16).slice(2, 10)}`, jobId: 'web', taskGroup: 'g', index: 0, nodeId: 'node-7' } as Allocation;
+  const allocDir = new AllocDir({ root: path.join(dir, 'allocs'), allocId: alloc.id });
+  await allocDir.build(['main']);
+  const driver = new ProcessDriver();
+  const clock = new ManualClock(Date.UTC(2024, 0, 1));
+  const taskDir = allocDir.task('main');
+  const hook = new TemplateHook({ templates: task.templates as TaskTemplate[], taskDir, allocDir: allocDir.dir, clock, splayPick: (max) => max / 2 });
+  const runner = new TaskRunner({
+    alloc, task, jobType: job.type, restartPolicy: job.groups[0]!.restart, driver, taskDir, allocDir: allocDir.dir, store,
+    hooks: [hook], onChange: () => undefined, killTimeoutMs: 2_000, clock,
+  });
+  t.after(async () => {
+    await runner.kill('test over');
+    driver.killAll();
+    store.close();
+    await allocDir.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const events = (): string[] => runner.state().events.map((e) => `${e.type}: ${e.message}`);
+  return { dir, runner, clock, source, dest: path.join(taskDir.localDir, 'app.conf'), events };
+}
+
+const ALLOC_ID_TEMPLATE = 'alloc={{ env "NOMAD_ALLOC_ID" }} v=1\n';
+
+describe('TemplateHook', () => {
+  it('renders before the task starts; a changed source is rendered again and, after the splay, restarts the task', async (t) => {
+    const s = await setup(t, ['sleep', '1000'], (source) => [{ source, destination: 'local/app.conf', splay: '2s', perms: '640' }], ALLOC_ID_TEMPLATE);
+    await s.runner.start();
+    assert.equal(s.runner.state().state, 'running');
+    assert.match(readFileSync(s.dest, 'utf8'), /^alloc=a[0-9a-f]+ v=1\n$/);
+    assert.equal(statSync(s.dest).mode & 0o777, 0o640);
+
+    writeFileSync(s.source, 'alloc={{ env "NOMAD_ALLOC_ID" }} v=2\n');
+    s.clock.advance(1000);
+    await eventually('the template rendered again', () => s.events().some((e) => e.startsWith('Template Rendered: Template "local/app.conf"')));
+    assert.match(readFileSync(s.dest, 'utf8'), / v=2\n$/);
+    assert.equal(s.runner.state().restarts, 0, 'not restarted before the splay ran out');
+    s.clock.advance(1000);
+    await eventually('the restart', () => s.runner.state().restarts === 1 && s.runner.state().state === 'running');
+    assert.ok(s.events().includes('Restart Signaled: Restart requested: template "local/app.conf" changed'), s.events().join('\n'));
+  });
+
+  it('signals the task with change_signal, and leaves it alone with noop', async (t) => {
+    const marker = path.join(tmpdir(), `btpl-hup-${process.pid}-${Date.now()}`);
+    t.after(() => rmSync(marker, { force: true }));
+    const s = await setup(
+      t,
+      ['sh', '-c', `trap 'cp app.conf ${marker}' HUP; touch ready; while :; do sleep 0.1; done`],
+      (source) => [
+        { source, destination: 'local/app.conf', changeMode: 'signal', changeSignal: 'SIGHUP', splay: '0s' },
+        { data: 'static', destination: 'local/static.conf', changeMode: 'noop', splay: '0s' },
+      ],
+      'level=info\n',
+    );
+    await s.runner.start();
+    await eventually('the trap set', () => existsSync(path.join(path.dirname(s.dest), 'ready')));
+    writeFileSync(s.source, 'level=debug\n');
+    s.clock.advance(1000);
+    await eventually('the task to see SIGHUP with the new file', () => existsSync(marker) && readFileSync(marker, 'utf8') === 'level=debug\n');
+    assert.equal(s.runner.state().restarts, 0);
+    assert.ok(s.events().includes('Signaling: Task being sent SIGHUP: template "local/app.conf" changed'), s.events().join('\n'));
+  });
+
+  it('keeps the last good file when a re-render fails, and says why', async (t) => {
+    const s = await setup(t, ['sleep', '1000'], (source) => [{ source, destination: 'local/app.conf', splay: '0s' }], 'good\n');
+    await s.runner.start();
+    writeFileSync(s.source, 'line one\n{{ if }}');
+    s.clock.advance(1000);
+    await eventually('the failure event', () => s.events().some((e) => e.startsWith('Setup Failure: template "local/app.conf"')));
+    assert.ok(s.events().includes('Setup Failure: template "local/app.conf": template: local/app.conf:2:7: missing value for if'), s.events().join('\n'));
+    assert.equal(readFileSync(s.dest, 'utf8'), 'good\n');
+    assert.equal(s.runner.state().restarts, 0);
+  });
+
+  it('fails the task without starting it, and without retrying, for a template that can never render', async (t) => {
+    const s = await setup(t, ['sleep', '1000'], () => [
+      { data: 'x', destination: 'local/ok.conf' },
+      { data: 'y', destination: '../../../../etc/berth-escape.conf' },
+    ]);
+    await s.runner.start();
+    await eventually('the task to fail', () => s.runner.state().state === 'dead');
+    assert.equal(s.runner.state().failed, true);
+    assert.ok(s.events().some((e) => e === 'Setup Failure: template "../../../../etc/berth-escape.conf": destination escapes the allocation directory'), s.events().join('\n'));
+    assert.ok(!s.events().some((e) => e.startsWith('Started')), 'never started');
+    assert.ok(!existsSync('/etc/berth-escape.conf'));
+  });
+});
