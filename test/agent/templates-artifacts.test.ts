@@ -50,6 +50,26 @@ describe('templates and artifacts through the dev agent', () => {
     return res.stdout;
   }
 
+  /** A service job whose task "web" runs `script` with a template from `source` rendered to local/app.conf. */
+  const watchedJob = (id: string, script: string, source: string, change: string): string => `
+job "${id}" {
+  group "g" {
+    task "web" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "${script}"]
+      }
+      template {
+        source      = "${source}"
+        destination = "local/app.conf"
+        ${change}
+      }
+    }
+  }
+}
+`;
+
   const events = (a: Allocation, task: string): string => (a.taskStates?.[task]?.events ?? []).map((e) => `${e.type}: ${e.message}`).join('\n');
 
   it('renders a template before the task starts, with NOMAD_* values, and an env = true template reaches the task env', async () => {
@@ -88,25 +108,7 @@ EOH
   it('renders a changed source again and restarts the task (change_mode restart)', async () => {
     const src = path.join(dir, 'restart.tpl');
     writeFileSync(src, 'version=1 task={{ env "NOMAD_TASK_NAME" }}\n');
-    await run('tplrestart', `
-job "tplrestart" {
-  group "g" {
-    task "web" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "cat \\"$BERTH_TASK_DIR/app.conf\\"; exec sleep 1000"]
-      }
-      template {
-        source      = "${src}"
-        destination = "local/app.conf"
-        change_mode = "restart"
-        splay       = "100ms"
-      }
-    }
-  }
-}
-`);
+    await run('tplrestart', watchedJob('tplrestart', 'cat \\"$BERTH_TASK_DIR/app.conf\\"; exec sleep 1000', src, 'change_mode = "restart"\n        splay       = "100ms"'));
     const first = await allocOf('tplrestart', (x) => x.clientStatus === 'running', 'the task to run');
     assert.equal(await logs(first.id, 'web'), 'version=1 task=web\n');
     writeFileSync(src, 'version=2 task={{ env "NOMAD_TASK_NAME" }}\n');
@@ -122,26 +124,10 @@ job "tplrestart" {
     const src = path.join(dir, 'signal.tpl');
     const marker = path.join(dir, 'hup-seen');
     writeFileSync(src, 'level=info\n');
-    await run('tplsignal', `
-job "tplsignal" {
-  group "g" {
-    task "web" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "trap 'cp \\"$BERTH_TASK_DIR/app.conf\\" ${marker}' HUP; echo ready; while :; do sleep 0.2; done"]
-      }
-      template {
-        source        = "${src}"
-        destination   = "local/app.conf"
-        change_mode   = "signal"
-        change_signal = "SIGHUP"
-        splay         = "0s"
-      }
-    }
-  }
-}
-`);
+    await run(
+      'tplsignal',
+      watchedJob('tplsignal', `trap 'cp \\"$BERTH_TASK_DIR/app.conf\\" ${marker}' HUP; echo ready; while :; do sleep 0.2; done`, src, 'change_mode   = "signal"\n        change_signal = "SIGHUP"\n        splay         = "0s"'),
+    );
     const a = await allocOf('tplsignal', (x) => x.clientStatus === 'running', 'the task to run');
     await until('the task to set its trap', async () => ((await logs(a.id, 'web')).includes('ready') ? true : undefined), 30_000);
     writeFileSync(src, 'level=debug\n');
