@@ -95,6 +95,25 @@ describe('TemplateHook', () => {
     assert.ok(s.events().includes('Signaling: Task being sent SIGHUP: template "local/app.conf" changed'), s.events().join('\n'));
   });
 
+  it('renders again only when a file it read changes, never for the clock alone', async (t) => {
+    const s = await setup(t, ['sleep', '1000'], () => [{ data: '{{ file "local/seed.txt" | trimSpace }} at {{ timestamp "15:04:05" }}', destination: 'local/app.conf', changeMode: 'noop' }]);
+    const seed = path.join(path.dirname(s.dest), 'seed.txt');
+    writeFileSync(seed, 'one\n');
+    await s.runner.start();
+    assert.equal(readFileSync(s.dest, 'utf8'), 'one at 00:00:00');
+    await s.clock.waitForSleepers(1);
+    for (let i = 0; i < 3; i++) {
+      await s.clock.advance(1000);
+      // The watch loop sleeps again once it has checked this tick.
+      await s.clock.waitForSleepers(1);
+    }
+    assert.equal(readFileSync(s.dest, 'utf8'), 'one at 00:00:00', 'the timestamp alone does not render it again');
+    writeFileSync(seed, 'two\n');
+    s.clock.advance(1000);
+    await eventually('the new seed rendered', () => readFileSync(s.dest, 'utf8') === 'two at 00:00:04');
+    assert.equal(s.runner.state().restarts, 0, 'noop');
+  });
+
   it('keeps the last good file when a re-render fails, and says why', async (t) => {
     const s = await setup(t, ['sleep', '1000'], (source) => [{ source, destination: 'local/app.conf', splay: '0s' }], 'good\n');
     await s.runner.start();

@@ -38,6 +38,8 @@ interface Prepared {
   source: string | undefined;
   /** The last text written to `dest`. */
   last: string | undefined;
+  /** What the last rendering read (the source, `file` calls): path -> content. Nothing else makes it change. */
+  inputs: Map<string, string | undefined>;
 }
 
 /** Renders a task's templates; one per task. Not reentrant per task run (the task runner calls it in order). */
@@ -73,9 +75,13 @@ export class TemplateHook implements TaskHook {
     if (ctx.recovered || this.#prepared.length === 0) {
       // Reattached after an agent restart: what is on disk is what the task has.
       this.#prepared = this.#o.templates.map((spec) => this.#prepare(spec, ctx.taskEnv));
-      for (const t of this.#prepared) t.last = await readFile(t.dest, 'utf8').catch(() => undefined);
+      for (const t of this.#prepared) {
+        t.last = await readFile(t.dest, 'utf8').catch(() => undefined);
+        // The inputs are unknown: render once to learn them, without acting on the result.
+        await this.#render(t, ctx.taskEnv).catch(() => undefined);
+      }
     }
-    if (this.#prepared.length > 0) void this.#watch(ctx);
+    if (this.#prepared.some((t) => t.inputs.size > 0)) void this.#watch(ctx);
   }
 
   #prepare(spec: TaskTemplate, env: TaskEnvironment): Prepared {
@@ -83,15 +89,20 @@ export class TemplateHook implements TaskHook {
     const dest = resolveTaskPath(this.#o.taskDir, this.#o.allocDir, env.interpolate(spec.destination));
     if (!dest) throw new TaskRunnerError('TASK_BAD_CONFIG', `template "${label}": destination escapes the allocation directory`, { recoverable: false });
     const source = spec.source === undefined ? undefined : path.resolve(this.#o.taskDir.dir, env.interpolate(spec.source));
-    return { spec, label, dest, source, last: undefined };
+    return { spec, label, dest, source, last: undefined, inputs: new Map() };
   }
 
   async #render(t: Prepared, env: TaskEnvironment): Promise<string> {
     let text: string;
+    // What this rendering read, kept even when it fails: a broken source is tried again only once it changes.
+    const inputs = new Map<string, string | undefined>();
+    t.inputs = inputs;
     if (t.source !== undefined) {
       try {
         text = await readFile(t.source, 'utf8');
+        inputs.set(t.source, text);
       } catch (err) {
+        inputs.set(t.source, undefined);
         throw new TemplateError('TASK_TEMPLATE_FAILED', `template "${t.label}": cannot read source ${t.spec.source}: ${describeError(err)}`, { cause: err });
       }
     } else text = t.spec.data ?? '';
@@ -102,17 +113,29 @@ export class TemplateHook implements TaskHook {
       throw new TaskRunnerError('TASK_BAD_CONFIG', `template "${t.label}": ${describeError(err)}`, { cause: err, recoverable: false });
     }
     try {
-      return tmpl.render({ env: env.env, readFile: (p) => this.#readSandboxed(p), now: () => this.#clock.now() });
+      return tmpl.render({ env: env.env, readFile: (p) => this.#readSandboxed(p, inputs), now: () => this.#clock.now() });
     } catch (err) {
       throw new TemplateError('TASK_TEMPLATE_FAILED', `template "${t.label}": ${describeError(err)}`, { cause: err });
     }
   }
 
   /** `file` reads: relative to the task directory, inside the allocation directory only. */
-  #readSandboxed(p: string): string {
+  #readSandboxed(p: string, inputs: Map<string, string | undefined>): string {
     const full = resolveTaskPath(this.#o.taskDir, this.#o.allocDir, p);
     if (!full) throw new Error(`${p} is outside the allocation directory`);
-    return readFileSync(full, 'utf8');
+    inputs.set(full, undefined);
+    const text = readFileSync(full, 'utf8');
+    inputs.set(full, text);
+    return text;
+  }
+
+  /** True when a file the last rendering read has changed (or is gone). */
+  async #inputsChanged(t: Prepared): Promise<boolean> {
+    for (const [file, was] of t.inputs) {
+      const now = await readFile(file, 'utf8').catch(() => undefined);
+      if (now !== was) return true;
+    }
+    return false;
   }
 
   async #write(t: Prepared, text: string): Promise<void> {
@@ -149,6 +172,8 @@ export class TemplateHook implements TaskHook {
         await this.#clock.sleep(interval, ctx.signal);
         const changed: Prepared[] = [];
         for (const t of prepared) {
+          // As consul-template: only a changed input renders again (a `timestamp` alone never does).
+          if (!(await this.#inputsChanged(t))) continue;
           const text = await this.#render(t, ctx.taskEnv);
           if (text === t.last) continue;
           await this.#write(t, text);
