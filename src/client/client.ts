@@ -490,6 +490,7 @@ export class Client {
       allocDirRoot: this.#opts.allocDirRoot ?? path.join(dataDir, 'alloc'),
       pluginDirRoot: this.#opts.pluginDirRoot ?? path.join(dataDir, 'p'),
       ...(this.#opts.hostVolumes ? { hostVolumes: this.#opts.hostVolumes } : {}),
+      ...(this.#opts.fileRoots ? { fileRoots: this.#opts.fileRoots } : {}),
       logger: this.#root,
       clock: this.#clock,
       ...(this.#opts.retry ? { retry: this.#opts.retry } : {}),

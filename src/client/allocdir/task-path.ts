@@ -2,6 +2,7 @@
 // destination against the task directory and never lets it leave the
 // allocation directory.
 
+import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskDir } from './alloc-dir.js';
 
@@ -17,4 +18,25 @@ export function resolveTaskPath(td: TaskDir, allocDir: string, p: string): strin
   const asGiven = path.resolve(p);
   const resolved = path.isAbsolute(p) && inside(asGiven) ? asGiven : path.join(td.dir, p);
   return inside(resolved) ? resolved : undefined;
+}
+
+/**
+ * Whether a host file a job names (an artifact or template `source`) may be
+ * read: it must be, symlinks resolved, inside the allocation directory or
+ * one of `roots` (the agent's client.file_roots; undefined: anywhere).
+ * A missing file is allowed here (the read then fails with its own error).
+ */
+export async function mayReadHostPath(p: string, allocDir: string, roots: readonly string[] | undefined): Promise<boolean> {
+  if (roots === undefined) return true;
+  const real = await realpath(p).catch(() => path.resolve(p));
+  const realAlloc = await realpath(allocDir).catch(() => allocDir);
+  const under = (root: string): boolean => root === '/' || real === root || real.startsWith(root.endsWith('/') ? root : root + path.sep);
+  if (under(realAlloc)) return true;
+  for (const root of roots) if (under(await realpath(root).catch(() => root))) return true;
+  return false;
+}
+
+/** The message for a source outside the file roots. */
+export function outsideRootsMessage(roots: readonly string[]): string {
+  return `outside the directories this node lets jobs read (client.file_roots in the agent config: ${roots.length ? roots.join(', ') : 'none set'})`;
 }

@@ -134,8 +134,8 @@ export class AllocRunner {
       const hooks: TaskHook[] = [
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
         // Artifacts before templates: a template's source may be a fetched file.
-        new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir }),
-        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, clock: this.#clock, logger: this.#logger.child({ task: task.name }) }),
+        new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots }),
+        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }) }),
       ];
       if (task.csiPlugin) {
         const supervisor = new PluginSupervisorHook({

@@ -4,7 +4,7 @@
 
 import { describeError } from '../../lib/index.js';
 import type { TaskArtifact } from '../../structs/index.js';
-import { resolveTaskPath, type TaskDir } from '../allocdir/index.js';
+import { mayReadHostPath, outsideRootsMessage, resolveTaskPath, type TaskDir } from '../allocdir/index.js';
 import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskHook, type TaskHookContext } from '../taskrunner/index.js';
 import { ArtifactError, fetchArtifact, localArtifactPath } from './fetch-artifact.js';
 
@@ -13,6 +13,8 @@ export interface ArtifactHookOptions {
   taskDir: TaskDir;
   /** The allocation directory root: no destination may leave it. */
   allocDir: string;
+  /** Host directories sources may read besides the allocation's (undefined: any). */
+  fileRoots?: readonly string[] | undefined;
 }
 
 /** Fetches a task's artifacts once per task runner (a restart keeps what was fetched, as Nomad does). */
@@ -42,6 +44,9 @@ export class ArtifactHook implements TaskHook {
         src = localArtifactPath(source, this.#o.taskDir.dir);
       } catch (err) {
         throw new TaskRunnerError('TASK_BAD_CONFIG', describeError(err), { cause: err, recoverable: !(err instanceof ArtifactError) });
+      }
+      if (!(await mayReadHostPath(src, this.#o.allocDir, this.#o.fileRoots))) {
+        throw new TaskRunnerError('TASK_BAD_CONFIG', `artifact source ${a.source}: ${outsideRootsMessage(this.#o.fileRoots ?? [])}`, { recoverable: false });
       }
       const unpack = !['false', '0'].includes(a.options['archive'] ?? 'true');
       await fetchArtifact(src, dest, { mode: a.mode, unpack, label: a.source });

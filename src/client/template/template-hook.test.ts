@@ -25,7 +25,7 @@ interface Setup {
   events: () => string[];
 }
 
-async function setup(t: TestContext, command: string[], templates: (source: string) => Record<string, unknown>[], firstSource = ''): Promise<Setup> {
+async function setup(t: TestContext, command: string[], templates: (source: string) => Record<string, unknown>[], firstSource = '', fileRoots?: string[]): Promise<Setup> {
   const dir = mkdtempSync(path.join(tmpdir(), 'btpl-'));
   const source = path.join(dir, 'app.tpl');
   writeFileSync(source, firstSource);
@@ -38,7 +38,7 @@ async function setup(t: TestContext, command: string[], templates: (source: stri
   const driver = new ProcessDriver();
   const clock = new ManualClock(Date.UTC(2024, 0, 1));
   const taskDir = allocDir.task('main');
-  const hook = new TemplateHook({ templates: task.templates as TaskTemplate[], taskDir, allocDir: allocDir.dir, clock, splayPick: (max) => max / 2 });
+  const hook = new TemplateHook({ templates: task.templates as TaskTemplate[], taskDir, allocDir: allocDir.dir, fileRoots, clock, splayPick: (max) => max / 2 });
   const runner = new TaskRunner({
     alloc, task, jobType: job.type, restartPolicy: job.groups[0]!.restart, driver, taskDir, allocDir: allocDir.dir, store,
     hooks: [hook], onChange: () => undefined, killTimeoutMs: 2_000, clock,
@@ -136,5 +136,14 @@ describe('TemplateHook', () => {
     assert.ok(s.events().some((e) => e === 'Setup Failure: template "../../../../etc/berth-escape.conf": destination escapes the allocation directory'), s.events().join('\n'));
     assert.ok(!s.events().some((e) => e.startsWith('Started')), 'never started');
     assert.ok(!existsSync('/etc/berth-escape.conf'));
+  });
+
+  it('reads a source only inside the allocation or the node\'s file roots', async (t) => {
+    const s = await setup(t, ['sleep', '1000'], (source) => [{ source, destination: 'local/app.conf' }], 'secret\n', ['/srv/releases']);
+    await s.runner.start();
+    await eventually('the task to fail', () => s.runner.state().state === 'dead');
+    const why = `Setup Failure: template "local/app.conf": source ${s.source} is outside the directories this node lets jobs read (client.file_roots in the agent config: /srv/releases)`;
+    assert.ok(s.events().includes(why), s.events().join('\n'));
+    assert.ok(!existsSync(s.dest));
   });
 });

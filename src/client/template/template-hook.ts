@@ -10,7 +10,7 @@ import { chown, mkdir, readFile, realpath, rename, writeFile } from 'node:fs/pro
 import path from 'node:path';
 import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type TaskTemplate } from '../../structs/index.js';
-import { resolveTaskPath, type TaskDir } from '../allocdir/index.js';
+import { mayReadHostPath, outsideRootsMessage, resolveTaskPath, type TaskDir } from '../allocdir/index.js';
 import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskEnvironment, type TaskHook, type TaskHookContext } from '../taskrunner/index.js';
 import { TemplateError } from './_errors.js';
 import { parseEnvFile } from './_env-file.js';
@@ -21,6 +21,8 @@ export interface TemplateHookOptions {
   taskDir: TaskDir;
   /** The allocation directory root: no destination or `file` read may leave it. */
   allocDir: string;
+  /** Host directories a `source` may be read from besides the allocation's (undefined: any). */
+  fileRoots?: readonly string[] | undefined;
   clock?: Clock;
   logger?: Logger;
   /** How often sources are checked for changes while the task runs; default 1 s. */
@@ -98,6 +100,9 @@ export class TemplateHook implements TaskHook {
     const inputs = new Map<string, string | undefined>();
     t.inputs = inputs;
     if (t.source !== undefined) {
+      if (!(await mayReadHostPath(t.source, this.#o.allocDir, this.#o.fileRoots))) {
+        throw new TaskRunnerError('TASK_BAD_CONFIG', `template "${t.label}": source ${t.spec.source} is ${outsideRootsMessage(this.#o.fileRoots ?? [])}`, { recoverable: false });
+      }
       try {
         text = await readFile(t.source, 'utf8');
         inputs.set(t.source, text);
