@@ -174,6 +174,8 @@ function formatVerb(verb: string, v: unknown, flags: string, prec: number | unde
       return typeof v === 'string' ? (flags.includes('#') && !v.includes('`') ? `\`${v}\`` : JSON.stringify(v)) : undefined;
     case 't':
       return typeof v === 'boolean' ? String(v) : undefined;
+    case 'T':
+      return typeName(v);
     case 'c':
       return typeof v === 'number' && Number.isInteger(v) ? String.fromCodePoint(v) : undefined;
     case 'U':

@@ -101,7 +101,7 @@ export function consulTemplateFunctions(ctx: FunctionEnv): Map<string, TemplateF
       return v;
     })],
     ['file', fn(1, 1, ([path]) => ctx.readFile(str(path)))],
-    ['executeTemplate', fn(1, 2, ([name, data], call) => call.executeTemplate(str(name), data ?? null))],
+    ['executeTemplate', fn(1, 2, ([name, data], call) => call.executeTemplate(str(name), data))],
     ['base64Decode', b64dec],
     ['base64Encode', b64enc],
     ['base64URLDecode', b64urlDec],

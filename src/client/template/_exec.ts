@@ -110,7 +110,7 @@ class State implements CallContext {
         this.#at = { pos: node.pos, text: `template "${node.name}"` };
         if (!list) this.#fail(`no such template "${node.name}"`);
         if (++this.#depth > MAX_DEPTH) this.#fail(`exceeded maximum template depth (${MAX_DEPTH})`);
-        const newDot = node.pipe ? this.#pipeline(dot, node.pipe) : null;
+        const newDot = node.pipe ? this.#pipeline(dot, node.pipe) : undefined;
         const saved = this.#vars;
         this.#vars = [{ name: '$', value: newDot }];
         this.#walkList(newDot, list);

@@ -328,6 +328,7 @@ class Parser {
       if (t.type === 'pipe') break;
       this.#unexpected(t, 'operand');
     }
+    if (cmd.args.length === 1 && (cmd.args[0] as Arg).k === 'nil') this.#fail(start, 'nil is not a command');
     const last = this.#toks[this.#i - 1] as Token;
     cmd.text = this.#src.slice(start, last.type === 'pipe' || last.type === 'right' ? last.pos : last.pos + last.value.length).trim().replace(/\|$/, '').trim();
     return cmd;

@@ -13,9 +13,9 @@ const ENV: FunctionEnv = {
   now: () => Date.UTC(2024, 0, 2, 3, 4, 5),
 };
 
-const render = (src: string, data: unknown = null, opts: { errorOnMissingKey?: boolean; leftDelimiter?: string; rightDelimiter?: string } = {}): string =>
+const render = (src: string, data: unknown = undefined, opts: { errorOnMissingKey?: boolean; leftDelimiter?: string; rightDelimiter?: string } = {}): string =>
   GoTemplate.parse(src, { name: 'local/app.conf', ...opts }).render(ENV, data);
-const fails = (src: string, message: string, data: unknown = null, opts: { errorOnMissingKey?: boolean } = {}): void =>
+const fails = (src: string, message: string, data: unknown = undefined, opts: { errorOnMissingKey?: boolean } = {}): void =>
   assert.throws(() => render(src, data, opts), (err: Error) => {
     assert.equal(err.message, message);
     return true;
@@ -68,6 +68,11 @@ describe('Go templates as consul-template renders them', () => {
     assert.equal(render('{{ define "item" }}<{{ . }}>{{ end }}{{ template "item" "a" }}{{ template "item" 2 }}'), '<a><2>');
     assert.equal(render('{{ block "b" "x" }}[{{ . }}]{{ end }}'), '[x]');
     assert.equal(render('{{ define "t" }}{{ .n }}{{ end }}{{ executeTemplate "t" (parseJSON `{"n":7}`) }}'), '7');
+    // Without a pipeline the named template gets no data, as dot does at the top.
+    assert.equal(render('{{ . }}|{{ define "x" }}[{{ . }}]{{ end }}{{ template "x" }}'), '<no value>|[<no value>]');
+    const fact = '{{ define "fact" }}{{ if gt . 0 }}{{ . }} {{ template "fact" (subtract 1 .) }}{{ end }}{{ end }}{{ template "fact" 3 }}';
+    assert.equal(render(fact), '3 2 1 ');
+    fails('{{ define "loop" }}{{ template "loop" }}{{ end }}{{ template "loop" }}', 'template: local/app.conf:1:20: executing at <template "loop">: exceeded maximum template depth (1000)');
     fails('{{ template "nope" }}', 'template: local/app.conf:1:4: executing at <template "nope">: no such template "nope"');
   });
 
@@ -119,6 +124,7 @@ describe('Go templates as consul-template renders them', () => {
     fails('{{ "unterminated }}', 'template: local/app.conf:1:4: unterminated quoted string');
     fails('{{ .x', 'template: local/app.conf:1:3: unclosed action');
     fails('{{ break }}', 'template: local/app.conf:1:4: {{break}} outside {{range}}');
+    fails('{{ nil }}', 'template: local/app.conf:1:4: nil is not a command');
     fails('{{ 3 | printf "%d" | 4 }}', 'template: local/app.conf:1:22: non executable command in pipeline stage 3');
   });
 });

@@ -54,10 +54,10 @@ export class GoTemplate {
   }
 
   /**
-   * Renders with `data` as dot (consul-template gives none: null). Synchronous;
+   * Renders with `data` as dot (consul-template gives none). Synchronous;
    * reads only through `env`. Throws TemplateExecError (code TASK_TEMPLATE_EXEC).
    */
-  render(env: FunctionEnv, data: unknown = null): string {
+  render(env: FunctionEnv, data: unknown = undefined): string {
     const funcs = new Map<string, TemplateFunction>([...GO_BUILTINS, ...consulTemplateFunctions(env)]);
     return execute(this.#parsed, data, { funcs, missingKey: this.#missingKey });
   }
