@@ -72,7 +72,7 @@ describe('Go templates as consul-template renders them', () => {
     assert.equal(render('{{ . }}|{{ define "x" }}[{{ . }}]{{ end }}{{ template "x" }}'), '<no value>|[<no value>]');
     const fact = '{{ define "fact" }}{{ if gt . 0 }}{{ . }} {{ template "fact" (subtract 1 .) }}{{ end }}{{ end }}{{ template "fact" 3 }}';
     assert.equal(render(fact), '3 2 1 ');
-    fails('{{ define "loop" }}{{ template "loop" }}{{ end }}{{ template "loop" }}', 'template: local/app.conf:1:20: executing at <template "loop">: exceeded maximum template depth (1000)');
+    fails('{{ define "loop" }}{{ template "loop" }}{{ end }}{{ template "loop" }}', 'template: local/app.conf:1:23: executing at <template "loop">: exceeded maximum template depth (1000)');
     fails('{{ template "nope" }}', 'template: local/app.conf:1:4: executing at <template "nope">: no such template "nope"');
   });
 
