@@ -40,3 +40,21 @@ export async function mayReadHostPath(p: string, allocDir: string, roots: readon
 export function outsideRootsMessage(roots: readonly string[]): string {
   return `outside the directories this node lets jobs read (client.file_roots in the agent config: ${roots.length ? roots.join(', ') : 'none set'})`;
 }
+
+/**
+ * Whether `p`, or its nearest existing ancestor, really lies inside
+ * `allocDir` once symlinks are resolved: a task may have replaced a
+ * directory of its own with a link out of the allocation, which a write by
+ * the agent (as root) must not follow. Check before creating or writing.
+ */
+export async function reallyInside(p: string, allocDir: string): Promise<boolean> {
+  const realAlloc = await realpath(allocDir).catch(() => allocDir);
+  let probe = p;
+  for (;;) {
+    const real = await realpath(probe).catch(() => undefined);
+    if (real !== undefined) return real === realAlloc || real.startsWith(realAlloc + path.sep);
+    const up = path.dirname(probe);
+    if (up === probe) return false;
+    probe = up;
+  }
+}

@@ -4,7 +4,7 @@
 
 import { describeError } from '../../lib/index.js';
 import type { TaskArtifact } from '../../structs/index.js';
-import { mayReadHostPath, outsideRootsMessage, resolveTaskPath, type TaskDir } from '../allocdir/index.js';
+import { mayReadHostPath, outsideRootsMessage, reallyInside, resolveTaskPath, type TaskDir } from '../allocdir/index.js';
 import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskHook, type TaskHookContext } from '../taskrunner/index.js';
 import { ArtifactError, fetchArtifact, localArtifactPath } from './fetch-artifact.js';
 
@@ -38,7 +38,10 @@ export class ArtifactHook implements TaskHook {
     for (const a of this.#o.artifacts) {
       const source = ctx.taskEnv.interpolate(a.source);
       const dest = resolveTaskPath(this.#o.taskDir, this.#o.allocDir, ctx.taskEnv.interpolate(a.destination));
-      if (!dest) throw new TaskRunnerError('TASK_BAD_CONFIG', `artifact source ${a.source}: destination ${a.destination} escapes the allocation directory`, { recoverable: false });
+      // Lexically, then with symlinks resolved (a task's link out of the allocation is never followed).
+      if (!dest || !(await reallyInside(dest, this.#o.allocDir))) {
+        throw new TaskRunnerError('TASK_BAD_CONFIG', `artifact source ${a.source}: destination ${a.destination} escapes the allocation directory`, { recoverable: false });
+      }
       let src: string;
       try {
         src = localArtifactPath(source, this.#o.taskDir.dir);

@@ -13,6 +13,8 @@ export interface ExecOptions {
   missingKey: 'default' | 'error';
   /** Stops a runaway template: the most output characters. */
   maxOutput?: number;
+  /** Stops a runaway template: the most actions and loop iterations (rendering is synchronous). */
+  maxSteps?: number;
 }
 
 const MAX_DEPTH = 1000;
@@ -41,6 +43,7 @@ type ControlNode = Extract<Node, { k: 'if' | 'with' | 'range' }>;
 class State implements CallContext {
   readonly out: string[] = [];
   #size = 0;
+  #steps = 0;
   #vars: Var[] = [];
   #depth = 0;
   /** The command being evaluated, for error messages. */
@@ -83,7 +86,13 @@ class State implements CallContext {
     for (const node of list) this.#walk(dot, node);
   }
 
+  #step(): void {
+    const max = this.#o.maxSteps ?? 10_000_000;
+    if (++this.#steps > max) this.#fail(`template runs too long: more than ${max} steps`);
+  }
+
   #walk(dot: unknown, node: Node): void {
+    this.#step();
     switch (node.k) {
       case 'text':
         this.#write(node.text);
@@ -129,13 +138,17 @@ class State implements CallContext {
     const mark = this.#vars.length;
     const v = this.#pipeline(dot, { ...node.pipe, decl: [] });
     const [first, second] = node.pipe.decl;
-    let items: [unknown, unknown][];
-    if (Array.isArray(v)) items = v.map((e, i) => [i, e]);
-    else if (isMap(v)) items = sortedEntries(v);
-    else if (typeof v === 'number' && Number.isInteger(v)) items = Array.from({ length: Math.max(0, v) }, (_x, i) => [i, i]);
-    else if (v === undefined || v === null) items = [];
-    else this.#fail(`range can't iterate over ${printValue(v)}`);
+    let items: Iterable<[unknown, unknown]>;
+    let empty: boolean;
+    if (Array.isArray(v)) [items, empty] = [v.map((e, i) => [i, e]), v.length === 0];
+    else if (isMap(v)) [items, empty] = [sortedEntries(v), !isTrue(v)];
+    else if (typeof v === 'number' && Number.isInteger(v)) [items, empty] = [upTo(v), v <= 0];
+    else if (v === undefined || v === null) [items, empty] = [[], true];
+    else return this.#fail(`range can't iterate over ${printValue(v)}`);
+    const here = { pos: node.pos, text: `range ${node.pipe.cmds.map((c) => c.text).join(' | ')}` };
     for (const [key, elem] of items) {
+      this.#at = here;
+      this.#step();
       // One declared variable takes the element; two take the key/index and the element.
       if (second !== undefined) this.#vars.push({ name: first as string, value: key }, { name: second, value: elem });
       else if (first !== undefined) this.#vars.push({ name: first, value: typeof v === 'number' ? key : elem });
@@ -150,7 +163,7 @@ class State implements CallContext {
       }
       this.#vars.length = mark;
     }
-    if (items.length === 0 && node.elseList) this.#walkList(dot, node.elseList);
+    if (empty && node.elseList) this.#walkList(dot, node.elseList);
     this.#vars.length = mark;
   }
 
@@ -313,6 +326,10 @@ class State implements CallContext {
       return this.#fail(`error calling ${name}: ${(err as Error).message}`, err);
     }
   }
+}
+
+function* upTo(n: number): Generator<[number, number]> {
+  for (let i = 0; i < n; i++) yield [i, i];
 }
 
 function describeLiteral(a: Arg): string {

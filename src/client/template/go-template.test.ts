@@ -125,6 +125,7 @@ describe('Go templates as consul-template renders them', () => {
     fails('{{ .x', 'template: local/app.conf:1:3: unclosed action');
     fails('{{ break }}', 'template: local/app.conf:1:4: {{break}} outside {{range}}');
     fails('{{ nil }}', 'template: local/app.conf:1:4: nil is not a command');
+    fails('{{ range 1000000000000 }}{{ end }}', 'template: local/app.conf:1:4: executing at <range 1000000000000>: template runs too long: more than 10000000 steps');
     fails('{{ 3 | printf "%d" | 4 }}', 'template: local/app.conf:1:22: non executable command in pipeline stage 3');
   });
 });

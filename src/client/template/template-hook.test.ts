@@ -3,7 +3,7 @@
 // the watch interval and the splay.
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
@@ -144,6 +144,14 @@ describe('TemplateHook', () => {
     await eventually('the task to fail', () => s.runner.state().state === 'dead');
     const why = `Setup Failure: template "local/app.conf": source ${s.source} is outside the directories this node lets jobs read (client.file_roots in the agent config: /srv/releases)`;
     assert.ok(s.events().includes(why), s.events().join('\n'));
+    assert.ok(!existsSync(s.dest));
+  });
+
+  it('never lets file follow a symlink out of the allocation', async (t) => {
+    const s = await setup(t, ['sleep', '1000'], () => [{ data: '{{ file "local/link" }}', destination: 'local/app.conf' }]);
+    symlinkSync('/etc/hostname', path.join(path.dirname(s.dest), 'link'));
+    await s.runner.start();
+    await eventually('the render to fail', () => s.events().some((e) => e.includes('local/link is outside the allocation directory')));
     assert.ok(!existsSync(s.dest));
   });
 });

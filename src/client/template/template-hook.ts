@@ -5,12 +5,12 @@
 // changes, writes it and applies its change_mode (restart, signal or noop)
 // after a random splay.
 
-import { readFileSync } from 'node:fs';
-import { chown, mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
+import { readFileSync, realpathSync } from 'node:fs';
+import { chown, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type TaskTemplate } from '../../structs/index.js';
-import { mayReadHostPath, outsideRootsMessage, resolveTaskPath, type TaskDir } from '../allocdir/index.js';
+import { mayReadHostPath, outsideRootsMessage, reallyInside, resolveTaskPath, type TaskDir } from '../allocdir/index.js';
 import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskEnvironment, type TaskHook, type TaskHookContext } from '../taskrunner/index.js';
 import { TemplateError } from './_errors.js';
 import { parseEnvFile } from './_env-file.js';
@@ -129,7 +129,11 @@ export class TemplateHook implements TaskHook {
     const full = resolveTaskPath(this.#o.taskDir, this.#o.allocDir, p);
     if (!full) throw new Error(`${p} is outside the allocation directory`);
     inputs.set(full, undefined);
-    const text = readFileSync(full, 'utf8');
+    // A symlink the task made (local/x -> /etc/shadow) must not let it read the node's files.
+    const real = realpathSync(full);
+    const realAlloc = realpathSync(this.#o.allocDir);
+    if (real !== realAlloc && !real.startsWith(realAlloc + path.sep)) throw new Error(`${p} is outside the allocation directory`);
+    const text = readFileSync(real, 'utf8');
     inputs.set(full, text);
     return text;
   }
@@ -146,13 +150,11 @@ export class TemplateHook implements TaskHook {
   async #write(t: Prepared, text: string): Promise<void> {
     if (t.last === text) return;
     const dir = path.dirname(t.dest);
+    // A directory the task made may be a symlink out of the allocation: check where it really is, before and after creating it.
+    const escapes = new TaskRunnerError('TASK_BAD_CONFIG', `template "${t.label}": destination escapes the allocation directory`, { recoverable: false });
+    if (!(await reallyInside(dir, this.#o.allocDir))) throw escapes;
     await mkdir(dir, { recursive: true });
-    // A directory the task made may be a symlink out of the allocation: check where it really is.
-    const realDir = await realpath(dir);
-    const realAlloc = await realpath(this.#o.allocDir);
-    if (realDir !== realAlloc && !realDir.startsWith(realAlloc + path.sep)) {
-      throw new TaskRunnerError('TASK_BAD_CONFIG', `template "${t.label}": destination escapes the allocation directory`, { recoverable: false });
-    }
+    if (!(await reallyInside(dir, this.#o.allocDir))) throw escapes;
     const tmp = path.join(dir, `.${path.basename(t.dest)}.berth-tmp`);
     await writeFile(tmp, text, { mode: parseInt(t.spec.perms, 8) });
     if (t.spec.uid !== undefined || t.spec.gid !== undefined) await chown(tmp, t.spec.uid ?? -1, t.spec.gid ?? -1);
