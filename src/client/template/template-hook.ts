@@ -79,8 +79,10 @@ export class TemplateHook implements TaskHook {
       this.#prepared = this.#o.templates.map((spec) => this.#prepare(spec, ctx.taskEnv));
       for (const t of this.#prepared) {
         t.last = await readFile(t.dest, 'utf8').catch(() => undefined);
-        // The inputs are unknown: render once to learn them, without acting on the result.
-        await this.#render(t, ctx.taskEnv).catch(() => undefined);
+        // The inputs are unknown: render once to learn them. A source changed while the agent was
+        // down renders differently: its inputs are marked stale so that the first check acts on it.
+        const text = await this.#render(t, ctx.taskEnv).catch(() => undefined);
+        if (text !== undefined && text !== t.last) for (const file of t.inputs.keys()) t.inputs.set(file, undefined);
       }
     }
     if (this.#prepared.some((t) => t.inputs.size > 0)) void this.#watch(ctx);
