@@ -19,6 +19,8 @@ import { TemplateHook } from './index.js';
 interface Setup {
   dir: string;
   runner: TaskRunner;
+  /** A second runner of the same task, as an agent restarted on the same state would build. */
+  again: () => TaskRunner;
   clock: ManualClock;
   source: string;
   dest: string;
@@ -38,20 +40,28 @@ async function setup(t: TestContext, command: string[], templates: (source: stri
   const driver = new ProcessDriver();
   const clock = new ManualClock(Date.UTC(2024, 0, 1));
   const taskDir = allocDir.task('main');
-  const hook = new TemplateHook({ templates: task.templates as TaskTemplate[], taskDir, allocDir: allocDir.dir, fileRoots, clock, splayPick: (max) => max / 2 });
-  const runner = new TaskRunner({
-    alloc, task, jobType: job.type, restartPolicy: job.groups[0]!.restart, driver, taskDir, allocDir: allocDir.dir, store,
-    hooks: [hook], onChange: () => undefined, killTimeoutMs: 2_000, clock,
-  });
+  const make = (): TaskRunner => {
+    const hook = new TemplateHook({ templates: task.templates as TaskTemplate[], taskDir, allocDir: allocDir.dir, fileRoots, clock, splayPick: (max) => max / 2 });
+    return new TaskRunner({
+      alloc, task, jobType: job.type, restartPolicy: job.groups[0]!.restart, driver, taskDir, allocDir: allocDir.dir, store,
+      hooks: [hook], onChange: () => undefined, killTimeoutMs: 2_000, clock,
+    });
+  };
+  const runners = [make()];
+  const runner = runners[0]!;
   t.after(async () => {
-    await runner.kill('test over');
+    for (const r of runners) await r.kill('test over');
     driver.killAll();
     store.close();
     await allocDir.destroy();
     rmSync(dir, { recursive: true, force: true });
   });
   const events = (): string[] => runner.state().events.map((e) => `${e.type}: ${e.message}`);
-  return { dir, runner, clock, source, dest: path.join(taskDir.localDir, 'app.conf'), events };
+  const again = (): TaskRunner => {
+    runners.push(make());
+    return runners.at(-1)!;
+  };
+  return { dir, runner, again, clock, source, dest: path.join(taskDir.localDir, 'app.conf'), events };
 }
 
 const ALLOC_ID_TEMPLATE = 'alloc={{ env "NOMAD_ALLOC_ID" }} v=1\n';
@@ -153,5 +163,19 @@ describe('TemplateHook', () => {
     await s.runner.start();
     await eventually('the render to fail', () => s.events().some((e) => e.includes('local/link is outside the allocation directory')));
     assert.ok(!existsSync(s.dest));
+  });
+
+  it('after an agent restart, acts on a source that changed while the agent was down', async (t) => {
+    const s = await setup(t, ['sleep', '1000'], (source) => [{ source, destination: 'local/app.conf', splay: '0s' }], 'v=1\n');
+    await s.runner.start();
+    s.runner.detach();
+    writeFileSync(s.source, 'v=2\n');
+    const back = s.again();
+    assert.equal(await back.restore(), 'running');
+    back.resume();
+    await s.clock.waitForSleepers(1);
+    await s.clock.advance(1000);
+    await eventually('the restart', () => back.state().restarts === 1 && back.state().state === 'running');
+    assert.equal(readFileSync(s.dest, 'utf8'), 'v=2\n');
   });
 });
