@@ -56,6 +56,7 @@ const CONFIG_BODY: HclBody = {
       token: attr('token'),
       token_file: attr('tokenFile'),
       host_volume: { t: 'labeledMap', to: 'hostVolumes', body: { path: attr('path') } },
+      file_roots: attr('fileRoots'),
       options: { t: 'map', to: 'options' },
       gc_interval: attr('gcInterval'),
       gc_max_age: attr('gcMaxAge'),
@@ -125,6 +126,7 @@ const configSchema = z.strictObject({
       token: z.string().min(8, 'a token has at least 8 characters').optional(),
       tokenFile: z.string().min(1).optional(),
       hostVolumes: z.record(z.string(), z.strictObject({ path: z.string().startsWith('/', 'must be an absolute path') })).optional(),
+      fileRoots: z.array(z.string().startsWith('/', 'must be an absolute path')).optional(),
       options: z
         .record(z.string(), z.union([z.boolean(), z.string(), z.number()]))
         .superRefine((opts, ctx) => {
@@ -189,6 +191,8 @@ export interface AgentConfig {
     /** The node-role token the client presents to the server. */
     token?: string;
     hostVolumes: Record<string, string>;
+    /** Host directories that artifact and template sources may read (file_roots); unset: none ('/' in dev mode). */
+    fileRoots?: string[];
     drivers: { raw_exec?: boolean; exec?: boolean };
     /** Garbage collection of finished allocations: gc_interval, gc_max_age, gc_max_allocs, gc_disk_usage_threshold. */
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
@@ -341,6 +345,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(c.servers ? { servers: [...new Set([...c.servers, ...(c.serverAddress ? [c.serverAddress] : [])])] } : {}),
       ...(clientToken ? { token: clientToken } : {}),
       hostVolumes: Object.fromEntries(Object.entries(c.hostVolumes ?? {}).map(([name, v]) => [name, v.path])),
+      ...(c.fileRoots ? { fileRoots: c.fileRoots } : {}),
       ...(c.gcInterval || c.gcMaxAge || c.gcMaxAllocs !== undefined || c.gcDiskUsageThreshold !== undefined
         ? {
             gc: {

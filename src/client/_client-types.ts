@@ -90,6 +90,8 @@ export interface ClientOptions {
   createAllocRunner?: (opts: AllocRunnerOptions) => AllocRunnerHandle;
   /** Host volumes by name -> host path. */
   hostVolumes?: Record<string, string>;
+  /** Host directories artifact and template sources may read; default any. */
+  fileRoots?: readonly string[];
   attributes?: Record<string, string>;
   clock?: Clock;
   logger?: Logger;

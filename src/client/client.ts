@@ -499,6 +499,7 @@ export class Client {
         attributes: this.#fingerprinter.last?.attributes ?? this.#opts.attributes ?? {},
         meta: this.#opts.meta ?? {},
       },
+      ...(this.#opts.fileRoots ? { fileRoots: this.#opts.fileRoots } : {}),
       logger: this.#root,
       clock: this.#clock,
       ...(this.#opts.retry ? { retry: this.#opts.retry } : {}),

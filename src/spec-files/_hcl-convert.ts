@@ -56,6 +56,22 @@ const GROUP_VOLUME: Body = {
   per_alloc: attr('perAlloc'),
   mount_options: { t: 'block', to: 'mountOptions', body: MOUNT_OPTIONS },
 };
+const TEMPLATE: Body = {
+  source: attr('source'),
+  data: attr('data'),
+  destination: attr('destination'),
+  change_mode: attr('changeMode'),
+  change_signal: attr('changeSignal'),
+  splay: attr('splay'),
+  perms: attr('perms'),
+  uid: attr('uid'),
+  gid: attr('gid'),
+  left_delimiter: attr('leftDelimiter'),
+  right_delimiter: attr('rightDelimiter'),
+  env: attr('env'),
+  error_on_missing_key: attr('errorOnMissingKey'),
+};
+const ARTIFACT: Body = { source: attr('source'), destination: attr('destination'), mode: attr('mode'), options: map('options') };
 const TASK: Body = {
   driver: attr('driver'),
   config: map('config'),
@@ -100,6 +116,8 @@ const TASK: Body = {
       health_timeout: attr('healthTimeout'),
     },
   },
+  template: { t: 'blocks', to: 'templates', body: TEMPLATE },
+  artifact: { t: 'blocks', to: 'artifacts', body: ARTIFACT },
   logs: {
     t: 'block',
     to: 'logs',

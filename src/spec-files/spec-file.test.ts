@@ -317,3 +317,78 @@ topology_request {
     assert.equal(unknownSecret[0]!.line, 24);
   });
 });
+
+describe('template and artifact blocks', () => {
+  it('map as Nomad writes them, with defaults', async () => {
+    const text = `job "web" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+      artifact {
+        source = "/srv/app.tar.gz"
+        options {
+          archive = false
+        }
+      }
+      template {
+        data          = <<EOH
+port={{ env "NOMAD_PORT_http" }}
+EOH
+        destination   = "local/app.conf"
+        change_mode   = "signal"
+        change_signal = "SIGHUP"
+        perms         = "0600"
+        env           = true
+        left_delimiter = "[["
+        right_delimiter = "]]"
+        error_on_missing_key = true
+      }
+    }
+  }
+}
+`;
+    const { job } = await parseJobFile('web.hcl', text);
+    const task = job.groups[0]!.tasks[0]!;
+    assert.deepEqual(task.artifacts, [{ source: '/srv/app.tar.gz', destination: 'local/', mode: 'any', options: { archive: 'false' } }]);
+    assert.deepEqual(task.templates, [
+      {
+        data: 'port={{ env "NOMAD_PORT_http" }}\n',
+        destination: 'local/app.conf',
+        changeMode: 'signal',
+        changeSignal: 'SIGHUP',
+        splay: '5s',
+        perms: '0600',
+        env: true,
+        leftDelimiter: '[[',
+        rightDelimiter: ']]',
+        errorOnMissingKey: true,
+      },
+    ]);
+  });
+
+  it('refuses a template without data or source, and change_mode "signal" without a signal, at their line', async () => {
+    const text = `job "web" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      template {
+        destination = "local/a"
+      }
+      template {
+        data        = "x"
+        destination = "local/b"
+        change_mode = "signal"
+      }
+    }
+  }
+}
+`;
+    const problems = await problemsOf(parseJobFile('web.hcl', text));
+    const shown = problems.map((p) => `${p.line}: ${p.message}`);
+    assert.ok(shown.some((s) => /^5: .*a template needs data \(inline\) or source \(a file\)/.test(s)), shown.join('\n'));
+    assert.ok(shown.some((s) => /^8: .*change_mode "signal" needs change_signal, e.g. "SIGHUP"/.test(s)), shown.join('\n'));
+  });
+});

@@ -29,6 +29,8 @@ export {
   type Task,
   type GroupVolume,
   type VolumeMount,
+  type TaskTemplate,
+  type TaskArtifact,
   type RestartPolicy,
   type ReschedulePolicy,
   type TaskLifecycle,

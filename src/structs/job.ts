@@ -89,6 +89,47 @@ const csiPluginSchema = z.strictObject({
   healthTimeout: duration.default('30s'),
 });
 
+/** A `template` block: a file rendered into the task's directory before it starts (Nomad's template). */
+const templateSchema = z
+  .strictObject({
+    /** A template file on the node (relative paths are relative to the task directory). */
+    source: z.string().min(1, 'source must name a file').optional(),
+    /** An inline template. */
+    data: z.string().optional(),
+    /** Where the rendered file goes, relative to the task directory; it may not leave the allocation directory. */
+    destination: z.string().min(1, 'destination must name a file'),
+    changeMode: z.enum(['restart', 'signal', 'noop']).default('restart'),
+    changeSignal: z.string().regex(/^(SIG)?[A-Z0-9]+$/, 'change_signal must be a signal name such as "SIGHUP"').optional(),
+    splay: duration.default('5s'),
+    perms: z
+      .union([z.string(), z.number().int()])
+      .transform((p) => String(p))
+      .pipe(z.string().regex(/^0?[0-7]{3,4}$/, 'perms must be an octal mode such as "644"'))
+      .default('644'),
+    uid: z.number().int().min(0).optional(),
+    gid: z.number().int().min(0).optional(),
+    leftDelimiter: z.string().min(1).default('{{'),
+    rightDelimiter: z.string().min(1).default('}}'),
+    /** Parse the rendered file as KEY=VALUE lines and add them to the task's environment. */
+    env: z.boolean().default(false),
+    errorOnMissingKey: z.boolean().default(false),
+  })
+  .superRefine((t, ctx) => {
+    if (t.source === undefined && t.data === undefined) ctx.addIssue({ code: 'custom', path: ['data'], message: 'a template needs data (inline) or source (a file)' });
+    if (t.source !== undefined && t.data !== undefined) ctx.addIssue({ code: 'custom', path: ['source'], message: 'a template takes data or source, not both' });
+    if (t.changeMode === 'signal' && !t.changeSignal) ctx.addIssue({ code: 'custom', path: ['changeSignal'], message: 'change_mode "signal" needs change_signal, e.g. "SIGHUP"' });
+  });
+
+/** An `artifact` block: files fetched into the task's directory before it starts (Nomad's artifact). */
+const artifactSchema = z.strictObject({
+  /** A path on the node or a file:// URL; archives (.tar, .tar.gz, .tgz, .zip) are unpacked. */
+  source: z.string().min(1, 'source must name a file or directory'),
+  destination: z.string().min(1).default('local/'),
+  mode: z.enum(['any', 'file', 'dir']).default('any'),
+  /** go-getter options; Berth reads `archive` (false: do not unpack). */
+  options: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()]).transform((v) => String(v))).default({}),
+});
+
 const taskSchema = z.strictObject({
   name: name('task name'),
   driver: z.string().min(1, 'driver must be set'),
@@ -129,6 +170,8 @@ const taskSchema = z.strictObject({
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
   volumeMounts: z.array(volumeMountSchema).default([]),
   csiPlugin: csiPluginSchema.optional(),
+  templates: z.array(templateSchema).default([]),
+  artifacts: z.array(artifactSchema).default([]),
   logs: z
     .strictObject({
       disabled: z.boolean().default(false),
@@ -246,6 +289,8 @@ export type TaskGroup = JobSpec['groups'][number];
 export type Task = TaskGroup['tasks'][number];
 export type GroupVolume = TaskGroup['volumes'][string];
 export type VolumeMount = Task['volumeMounts'][number];
+export type TaskTemplate = Task['templates'][number];
+export type TaskArtifact = Task['artifacts'][number];
 export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
 export type TaskLifecycle = NonNullable<Task['lifecycle']>;

@@ -33,6 +33,11 @@ export interface AllocRunnerOptions {
   node?: TaskEnvNode;
   /** Host volumes by name -> host path, for group volumes of `type: host`. */
   hostVolumes?: Readonly<Record<string, string>>;
+  /**
+   * Host directories that artifact and template `source`s may read besides
+   * the allocation's own directory (the agent's client.file_roots); default any.
+   */
+  fileRoots?: readonly string[];
   logger?: Logger;
   clock?: Clock;
   /** Backoff of claim retries and waits for a plugin to be healthy; default 500 ms doubling to 15 s, unlimited. */

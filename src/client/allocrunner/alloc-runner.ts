@@ -8,7 +8,9 @@
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
+import { ArtifactHook } from '../artifact/index.js';
 import type { Bucket } from '../state/index.js';
+import { TemplateHook } from '../template/index.js';
 import {
   forgetTaskRunner,
   PluginSupervisorHook,
@@ -118,6 +120,9 @@ export class AllocRunner {
       const env = taskEnvBuilder(opts, group, task, taskDir, driver);
       const hooks: TaskHook[] = [
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
+        // Artifacts before templates: a template's source may be a fetched file.
+        new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots }),
+        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }) }),
       ];
       const shutdownDelay = task.shutdownDelay ?? group.shutdownDelay;
       if (task.csiPlugin) {

@@ -45,6 +45,8 @@ describe('TaskEnv: the environment a task sees', () => {
     assert.deepEqual(env.clientPath('${NOMAD_ALLOC_DIR}/conf/app.ini'), { path: '/srv/a/x/alloc/conf/app.ini', escapes: false });
     assert.deepEqual(env.clientPath('local/app.ini'), { path: '/srv/a/x/web/local/app.ini', escapes: false });
     assert.equal(env.clientPath('../../../etc/passwd').escapes, true);
+    assert.deepEqual(env.clientPath('/local/app.ini'), { path: '/srv/a/x/web/local/app.ini', escapes: false }, 'a path as the task sees it is taken under its directory');
+    assert.deepEqual(env.clientPath('/etc/app.ini', false), { path: '/etc/app.ini', escapes: true });
   });
 
   it('interpolates the task\'s env against the rest, lets it override NOMAD_* but never BERTH_*', () => {

@@ -7,6 +7,7 @@
 
 import path from 'node:path';
 import type { Task } from '../../structs/index.js';
+import { resolveTaskPath } from '../allocdir/index.js';
 
 /** What the environment knows of the node the task runs on. */
 export interface TaskEnvNode {
@@ -66,14 +67,15 @@ export class TaskEnv {
   readonly nodeAttrs: Readonly<Record<string, string>>;
   readonly #hostEnv: Readonly<Record<string, string>>;
   readonly #hostTaskDir: string;
-  readonly #hostAllocDir: string;
+  /** The allocation's directory on the host (its tasks' and its shared directory). */
+  readonly #hostAllocRoot: string;
 
-  constructor(env: Record<string, string>, nodeAttrs: Record<string, string>, host: { env: Record<string, string>; taskDir: string; allocDir: string }) {
+  constructor(env: Record<string, string>, nodeAttrs: Record<string, string>, host: { env: Record<string, string>; taskDir: string; allocRoot: string }) {
     this.env = Object.freeze({ ...env });
     this.nodeAttrs = Object.freeze({ ...nodeAttrs });
     this.#hostEnv = Object.freeze({ ...host.env });
     this.#hostTaskDir = host.taskDir;
-    this.#hostAllocDir = host.allocDir;
+    this.#hostAllocRoot = host.allocRoot;
   }
 
   /** `text` with every known `${...}` replaced. Pure; never throws. */
@@ -101,17 +103,21 @@ export class TaskEnv {
   }
 
   /**
-   * A path the agent reads or writes for the task (a template's
-   * destination, an artifact's): interpolated with the host paths of the
-   * task's directories, a relative result taken from the task's directory.
-   * `escapes` is true when the result is outside both the task's and the
-   * allocation's directory. Pure.
+   * A path the agent reads or writes for the task (a template's or an
+   * artifact's destination, a template's source): interpolated with the
+   * host paths of the task's directories, then placed as Nomad's ClientPath
+   * does (allocdir's resolveTaskPath): a relative path is taken from the
+   * task's directory, and so is an absolute one outside the allocation
+   * (`/local/app.conf`, as the task sees it in a chroot) unless
+   * `joinEscape` is false. `escapes` is true when the result is outside the
+   * allocation directory. Pure.
    */
-  clientPath(raw: string): { path: string; escapes: boolean } {
+  clientPath(raw: string, joinEscape = true): { path: string; escapes: boolean } {
     const interpolated = replace(raw, this.#hostEnv, this.nodeAttrs);
+    const placed = joinEscape ? resolveTaskPath({ dir: this.#hostTaskDir }, this.#hostAllocRoot, interpolated) : undefined;
+    if (placed !== undefined) return { path: placed, escapes: false };
     const abs = path.resolve(this.#hostTaskDir, interpolated);
-    const inside = (dir: string): boolean => abs === dir || abs.startsWith(`${dir}/`);
-    return { path: abs, escapes: !inside(this.#hostTaskDir) && !inside(this.#hostAllocDir) };
+    return { path: abs, escapes: resolveTaskPath({ dir: this.#hostTaskDir }, this.#hostAllocRoot, abs) !== abs };
   }
 }
 
@@ -145,7 +151,7 @@ export class TaskEnvBuilder {
   build(hookEnv: Readonly<Record<string, string>> = {}, task: TaskEnvBuilderOptions['task'] = this.#o.task): TaskEnv {
     const env = this.#envWith(this.#o.taskDirs, hookEnv, task);
     const hostEnv = this.#envWith(this.#o.hostDirs, hookEnv, task);
-    return new TaskEnv(env, this.#nodeAttrs, { env: hostEnv, taskDir: path.dirname(this.#o.hostDirs.local), allocDir: this.#o.hostDirs.alloc });
+    return new TaskEnv(env, this.#nodeAttrs, { env: hostEnv, taskDir: path.dirname(this.#o.hostDirs.local), allocRoot: path.dirname(this.#o.hostDirs.alloc) });
   }
 
   #envWith(dirs: TaskEnvDirs, hookEnv: Readonly<Record<string, string>>, task: TaskEnvBuilderOptions['task']): Record<string, string> {

@@ -83,6 +83,8 @@ export interface RunnerDriver {
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
+  /** Sends a signal ("SIGHUP") to the running task. */
+  signalTask?(taskId: string, signal: string): Promise<void>;
   /**
    * Only drivers whose capabilities say mustInitiateNetwork (external plugins,
    * Nomad's CreateNetwork/DestroyNetwork): the driver makes the group's

@@ -12,6 +12,10 @@ export const TASK_EVENTS = {
   restarting: 'Restarting',
   notRestarting: 'Not Restarting',
   restartSignaled: 'Restart Signaled',
+  signaling: 'Signaling',
+  /** A template was rendered again (its source changed). */
+  templateRendered: 'Template Rendered',
+  artifactsFetched: 'Downloading Artifacts',
   killing: 'Killing',
   killed: 'Killed',
   oomKilled: 'OOM Killed',

@@ -8,13 +8,15 @@ import { durationMs, type Allocation, type JobType, type RestartPolicy, type Tas
 import type { TaskDir } from '../allocdir/index.js';
 import type { TaskEnv, TaskEnvBuilder } from '../taskenv/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
-import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, TaskMount } from './driver-port.js';
+import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle } from './driver-port.js';
 import { RestartTracker, type RestartTrackerState } from './restart-tracker.js';
 import { defaultTaskEnv, runnerResources, runnerTaskConfig } from './task-config.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
+import type { TaskHook, TaskHookContext, PrestartRequest } from './task-hook.js';
 import { TaskRunnerError } from './task-runner-error.js';
 
 export { TaskRunnerError, type TaskRunnerErrorCode } from './task-runner-error.js';
+export type { PrestartRequest, TaskHook, TaskHookContext } from './task-hook.js';
 
 /** The client state bucket of task runners, keyed `<allocId>/<task>`. */
 export const TASK_RUNNERS_BUCKET = 'task-runners';
@@ -28,42 +30,6 @@ export interface TaskRunnerRecord {
   /** How many times the task was started. */
   attempt: number;
   restart: RestartTrackerState;
-}
-
-/** What prestart hooks may add to the task before it starts. */
-export interface PrestartRequest {
-  env: Record<string, string>;
-  mounts: TaskMount[];
-  /**
-   * The task's environment so far (with what earlier hooks put in `env`),
-   * rebuilt by the runner before each hook: interpolate run-time `${...}`
-   * with it, never by hand.
-   */
-  taskEnv: TaskEnv;
-}
-
-/** What a hook sees of its task. */
-export interface TaskHookContext {
-  readonly runner: TaskRunner;
-  /** Fires when this run of the task ends (it exited, was killed, or the agent let go of it). */
-  readonly signal: AbortSignal;
-}
-
-/**
- * A task hook: a small named object. Every phase is optional. Hooks run in
- * order; a prestart that throws fails this start (counted by the restart
- * policy). poststart must not wait for long: work that follows the task
- * (probing, watching) runs in the background until `ctx.signal` fires.
- * exited and stop must not throw (errors are logged).
- */
-export interface TaskHook {
-  readonly name: string;
-  prestart?(req: PrestartRequest, ctx: TaskHookContext): Promise<void>;
-  /** `recovered` is true when the task was reattached after an agent restart rather than started. */
-  poststart?(ctx: TaskHookContext & { recovered: boolean }): Promise<void>;
-  exited?(exit: RunnerExitResult, ctx: TaskHookContext): Promise<void>;
-  /** The task is dead for good (killed, failed, or complete). */
-  stop?(ctx: TaskHookContext): Promise<void>;
 }
 
 export interface TaskRunnerOptions {
@@ -134,6 +100,8 @@ export class TaskRunner {
   #killReason = '';
   #killRequested = false;
   readonly #env: TaskEnvBuilder;
+  /** The environment of the current run (see TaskHookContext.taskEnv). */
+  #runEnv: TaskEnv;
   #killFailed = false;
   #restartReason: string | undefined;
   #loop: Promise<void> | undefined;
@@ -159,6 +127,7 @@ export class TaskRunner {
     this.#record = saved ?? { state: newTaskState(this.#clock.now()), attempt: 0, restart: { count: 0, windowStart: undefined } };
     this.#tracker = new RestartTracker(opts.restartPolicy, opts.jobType, this.#clock, this.#record.restart, { ephemeral: opts.ephemeral === true });
     this.#env = opts.taskEnv ?? defaultTaskEnv(opts, this.driver.capabilities.fsIsolation === 'chroot');
+    this.#runEnv = this.#env.build({}, this.#task);
     if (!saved) this.#persist();
   }
 
@@ -301,6 +270,19 @@ export class TaskRunner {
     await this.#stopProcess();
   }
 
+  /**
+   * Sends `signal` to the running task (a template's change_signal); no-op
+   * when it does not run. Throws when the driver cannot signal tasks or
+   * refuses the signal.
+   */
+  async signal(signal: string, reason: string): Promise<void> {
+    const taskId = this.#record.taskId;
+    if (!taskId || this.#record.state.state !== 'running' || this.killing) return;
+    if (!this.driver.signalTask) throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} cannot signal tasks`);
+    this.event(TASK_EVENTS.signaling, `Task being sent ${signal}: ${reason}`, { signal });
+    await this.driver.signalTask(taskId, signal);
+  }
+
   /** Stops watching the task and leaves it running (the agent is stopping). Safe to repeat. */
   detach(): void {
     this.#detachAbort.abort();
@@ -338,7 +320,8 @@ export class TaskRunner {
         } else {
           if (this.killing) break;
           this.#runAbort = new AbortController();
-          const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+          this.#runEnv = this.#env.build({}, this.#task);
+          const ctx = this.#hookContext();
           if (!recovered) {
             try {
               await this.#startOnce(ctx);
@@ -473,14 +456,15 @@ export class TaskRunner {
       if (!hook.prestart) continue;
       req.taskEnv = this.#env.build(req.env, this.#task);
       try {
-        await hook.prestart(req, { runner: this, signal });
+        await hook.prestart(req, { ...this.#hookContext(), signal });
       } catch (err) {
         if (err instanceof BerthError && err.code !== 'ABORTED') throw err;
         throw new TaskRunnerError('TASK_BAD_CONFIG', `prestart hook ${hook.name} failed: ${describeError(err)}`, { cause: err });
       }
       if (this.killing) throw new AbortedError('the task was killed while it was being set up');
     }
-    const cfg = this.#taskConfig(req, this.#env.build(req.env, this.#task));
+    this.#runEnv = this.#env.build(req.env, this.#task);
+    const cfg = this.#taskConfig(req, this.#runEnv);
     let handle: RunnerTaskHandle;
     try {
       handle = await this.driver.startTask(cfg, {
@@ -549,8 +533,20 @@ export class TaskRunner {
     });
   }
 
+  /** What hooks see of this run; `taskEnv` is read when a hook reads it (the start sets it after prestart). */
+  #hookContext(): TaskHookContext {
+    const runEnv = (): TaskEnv => this.#runEnv;
+    return {
+      runner: this,
+      signal: this.#runAbort.signal,
+      get taskEnv() {
+        return runEnv();
+      },
+    };
+  }
+
   async #finish(): Promise<void> {
-    const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+    const ctx = this.#hookContext();
     this.#runAbort.abort();
     for (const hook of this.#opts.hooks) {
       if (!hook.stop) continue;
