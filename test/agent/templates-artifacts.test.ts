@@ -72,7 +72,7 @@ job "${id}" {
 
   const events = (a: Allocation, task: string): string => (a.taskStates?.[task]?.events ?? []).map((e) => `${e.type}: ${e.message}`).join('\n');
 
-  it('renders a template before the task starts, with NOMAD_* values, and an env = true template reaches the task env', async () => {
+  it('renders a template before the task starts, with NOMAD_* values, where the task reads it as local/app.conf, and an env = true template reaches the task env', async () => {
     await run('render', `
 job "render" {
   type = "batch"
@@ -81,7 +81,8 @@ job "render" {
       driver = "raw_exec"
       config {
         command = "/bin/sh"
-        args    = ["-c", "cat \\"$BERTH_TASK_DIR/app.conf\\"; echo \\"greeting=$GREETING\\""]
+        # As a Nomad job writes it: the task runs in its task directory.
+        args    = ["-c", "cat local/app.conf; echo \\"greeting=$GREETING\\""]
       }
       template {
         data        = <<EOH

@@ -34,7 +34,7 @@ export interface TaskConfig {
   command: string;
   args: string[];
   env: Record<string, string>;
-  /** The task's local/ directory: its working directory (at /local inside exec's chroot). */
+  /** The task's local/ directory (at /local inside exec's chroot); the task runs in its parent, the task directory (`/` under exec), as in Nomad. */
   taskDir: string;
   /** The allocation's directory root (at /alloc inside exec's chroot). */
   allocDir: string;
