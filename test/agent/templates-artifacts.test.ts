@@ -173,38 +173,29 @@ job "artifact" {
   });
 
   it('refuses a remote artifact and a template it cannot render, naming them, and does not start the task', async () => {
-    await run('remote', `
-job "remote" {
+    // One job each: in one allocation the first task to fail would kill its sibling (as Nomad does) before it says why.
+    const job = (id: string, block: string): string => `
+job "${id}" {
   type = "batch"
   group "g" {
-    task "fetch" {
+    task "${id}" {
       driver = "raw_exec"
       config {
         command = "/bin/echo"
         args    = ["started"]
       }
-      artifact {
-        source = "https://releases.example.com/app.tar.gz"
-      }
-    }
-    task "render" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/echo"
-        args    = ["started"]
-      }
-      template {
-        data        = "line one\\n{{ key \\"service/config\\" }}"
-        destination = "local/bad.conf"
-      }
+${block}
     }
   }
 }
-`);
-    const a = await allocOf('remote', (x) => x.taskStates?.['fetch']?.state === 'dead' && x.taskStates?.['render']?.state === 'dead', 'both tasks to fail');
-    assert.match(events(a, 'fetch'), /artifact source https:\/\/releases\.example\.com\/app\.tar\.gz: Berth fetches artifacts only from local paths and file:\/\/ URLs/);
-    assert.match(events(a, 'render'), /template "local\/bad\.conf": template: local\/bad\.conf:2:4: function "key" reads from Consul, which Berth does not have/);
-    for (const task of ['fetch', 'render']) {
+`;
+    await run('remotefetch', job('remotefetch', '      artifact {\n        source = "https://releases.example.com/app.tar.gz"\n      }'));
+    await run('badtpl', job('badtpl', '      template {\n        data        = "line one\\n{{ key \\"service/config\\" }}"\n        destination = "local/bad.conf"\n      }'));
+    const fetch = await allocOf('remotefetch', (x) => x.taskStates?.['remotefetch']?.state === 'dead', 'the artifact task to fail');
+    const render = await allocOf('badtpl', (x) => x.taskStates?.['badtpl']?.state === 'dead', 'the template task to fail');
+    assert.match(events(fetch, 'remotefetch'), /artifact source https:\/\/releases\.example\.com\/app\.tar\.gz: Berth fetches artifacts only from local paths and file:\/\/ URLs/);
+    assert.match(events(render, 'badtpl'), /template "local\/bad\.conf": template: local\/bad\.conf:2:4: function "key" reads from Consul, which Berth does not have/);
+    for (const [a, task] of [[fetch, 'remotefetch'], [render, 'badtpl']] as const) {
       assert.equal(a.taskStates?.[task]?.failed, true);
       assert.doesNotMatch(events(a, task), /^Started:/m, `${task} never started`);
     }

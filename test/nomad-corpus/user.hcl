@@ -1,6 +1,7 @@
 # `user`: both built-in drivers run the task as the named user (here
 # nobody), with the task's own directories handed to it. Each task writes
-# its uid into its local directory.
+# its uid into its local directory, from its working directory (the task
+# directory, as in Nomad).
 job "as-nobody" {
   type = "batch"
 
@@ -10,7 +11,7 @@ job "as-nobody" {
       user   = "nobody"
       config {
         command = "/bin/sh"
-        args    = ["-c", "cd \"$NOMAD_TASK_DIR\" 2>/dev/null; id -u > uid.txt"]
+        args    = ["-c", "id -u > local/uid.txt"]
       }
     }
 
@@ -19,7 +20,7 @@ job "as-nobody" {
       user   = "nobody"
       config {
         command = "/bin/sh"
-        args    = ["-c", "cd \"$NOMAD_TASK_DIR\" && id -u > uid.txt"]
+        args    = ["-c", "id -u > local/uid.txt"]
       }
     }
   }
