@@ -3,12 +3,12 @@
 # (a "monolith"). Volumes are directories under /var/lib/berth/hostpath.
 #
 # The agent gives the task CSI_ENDPOINT (unix:///.../csi.sock, a socket in the
-# allocation's own plugin directory) and waits for the plugin to answer Probe
-# before it registers it. The task runs through `sh -c` so that the node ID
-# and the endpoint come from the environment (Berth does not interpolate job
-# files; `$${` is HCL's escape for a literal `${`). The plugin's node ID is
-# BERTH_NODE_ID when the agent sets it, else the host name; volumes live in a
-# directory per node ID, so several nodes on one machine do not collide.
+# allocation's own plugin directory; `mount_dir` is Nomad's default "/csi") and
+# waits for the plugin to answer Probe before it registers it. As in Nomad's
+# plugin jobs, `${CSI_ENDPOINT}` and `${node.unique.id}` in the args are
+# filled in by the agent when the task starts. The node ID is the plugin's
+# node ID, and volumes live in a directory per node ID, so several nodes on
+# one machine do not collide.
 job "hostpath-plugin" {
   type = "system"
 
@@ -24,17 +24,19 @@ job "hostpath-plugin" {
       driver = "raw_exec"
 
       config {
-        command = "/bin/sh"
+        command = "berth"
         args = [
-          "-c",
-          "id=\"$${BERTH_NODE_ID:-$(hostname)}\"; exec berth plugin hostpath --endpoint \"$CSI_ENDPOINT\" --node-id \"$id\" --data-dir \"/var/lib/berth/hostpath/$id\"",
+          "plugin",
+          "hostpath",
+          "--endpoint=${CSI_ENDPOINT}",
+          "--node-id=${node.unique.id}",
+          "--data-dir=/var/lib/berth/hostpath/${node.unique.id}",
         ]
       }
 
       csi_plugin {
         id             = "hostpath"
         type           = "monolith"
-        mount_dir      = "/csi"
         health_timeout = "30s"
       }
 

@@ -29,6 +29,8 @@ const AREA_PREFIXES = [
   'DRIVER_',
   'GOPLUGIN_',
   'HCLSPEC_',
+  'HCL_',
+  'LOGMON_',
   'CGROUP_',
   'NETWORK_',
   'LOGS_',

@@ -31,6 +31,7 @@ client {
   host_volume "scratch" {
     path = "/srv/scratch"
   }
+  file_roots = ["/srv/releases"]
   options = {
     "driver.raw_exec.enable" = true
     "driver.exec.enable"     = "false"
@@ -56,6 +57,7 @@ const JSON_CONFIG = JSON.stringify(
       server_address: 'http://10.0.0.5:4646',
       token: 'node-secret-0001',
       host_volume: { scratch: { path: '/srv/scratch' } },
+      file_roots: ['/srv/releases'],
       options: { 'driver.raw_exec.enable': true, 'driver.exec.enable': 'false' },
     },
     csi: { probe_interval: '5s', health_timeout: '1m' },
@@ -89,6 +91,7 @@ describe('agent config files', () => {
       serverAddress: 'http://10.0.0.5:4646',
       token: 'node-secret-0001',
       hostVolumes: { scratch: '/srv/scratch' },
+      fileRoots: ['/srv/releases'],
       drivers: { raw_exec: true, exec: false },
     },
     csi: { probeIntervalMs: 5_000, healthTimeoutMs: 60_000 },

@@ -49,11 +49,14 @@ const CONFIG_BODY: HclBody = {
     body: {
       node_name: attr('nodeName'),
       datacenter: attr('datacenter'),
+      node_class: attr('nodeClass'),
+      meta: { t: 'map', to: 'meta' },
       server_address: attr('serverAddress'),
       servers: attr('servers'),
       token: attr('token'),
       token_file: attr('tokenFile'),
       host_volume: { t: 'labeledMap', to: 'hostVolumes', body: { path: attr('path') } },
+      file_roots: attr('fileRoots'),
       options: { t: 'map', to: 'options' },
       chroot_env: { t: 'map', to: 'chrootEnv' },
       gc_interval: attr('gcInterval'),
@@ -127,11 +130,14 @@ const configSchema = z.strictObject({
     .strictObject({
       nodeName: z.string().min(1).optional(),
       datacenter: z.string().min(1).optional(),
+      nodeClass: z.string().optional(),
+      meta: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
       serverAddress: httpUrl.optional(),
       servers: z.array(httpUrl).min(1, 'must name at least one server').optional(),
       token: z.string().min(8, 'a token has at least 8 characters').optional(),
       tokenFile: z.string().min(1).optional(),
       hostVolumes: z.record(z.string(), z.strictObject({ path: z.string().startsWith('/', 'must be an absolute path') })).optional(),
+      fileRoots: z.array(z.string().startsWith('/', 'must be an absolute path')).optional(),
       options: z
         .record(z.string(), z.union([z.boolean(), z.string(), z.number()]))
         .superRefine((opts, ctx) => {
@@ -195,6 +201,9 @@ export interface AgentConfig {
   client: {
     nodeName?: string;
     datacenter?: string;
+    /** node_class and meta: what tasks read as `${node.class}` and `${meta.<key>}`. */
+    nodeClass?: string;
+    meta?: Record<string, string>;
     /** The first server the client talks to (kept for single-server setups; `servers[0]` when both are given). */
     serverAddress?: string;
     /** Every server address the client may use, in order (set when several are configured); fails over to the next. */
@@ -204,6 +213,8 @@ export interface AgentConfig {
     hostVolumes: Record<string, string>;
     /** chroot_env: host path -> path in the task directory, for chroot drivers (Nomad's default map when absent). */
     chrootEnv?: Record<string, string>;
+    /** Host directories that artifact and template sources may read (file_roots); unset: none ('/' in dev mode). */
+    fileRoots?: string[];
     drivers: { raw_exec?: boolean; exec?: boolean };
     /** Garbage collection of finished allocations: gc_interval, gc_max_age, gc_max_allocs, gc_disk_usage_threshold. */
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
@@ -359,11 +370,14 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
     client: {
       ...(c.nodeName ? { nodeName: c.nodeName } : {}),
       ...(c.datacenter ? { datacenter: c.datacenter } : {}),
+      ...(c.nodeClass ? { nodeClass: c.nodeClass } : {}),
+      ...(c.meta ? { meta: c.meta } : {}),
       ...(c.serverAddress || c.servers ? { serverAddress: c.servers?.[0] ?? (c.serverAddress as string) } : {}),
       ...(c.servers ? { servers: [...new Set([...c.servers, ...(c.serverAddress ? [c.serverAddress] : [])])] } : {}),
       ...(clientToken ? { token: clientToken } : {}),
       hostVolumes: Object.fromEntries(Object.entries(c.hostVolumes ?? {}).map(([name, v]) => [name, v.path])),
       ...(c.chrootEnv ? { chrootEnv: c.chrootEnv } : {}),
+      ...(c.fileRoots ? { fileRoots: c.fileRoots } : {}),
       ...(c.gcInterval || c.gcMaxAge || c.gcMaxAllocs !== undefined || c.gcDiskUsageThreshold !== undefined
         ? {
             gc: {

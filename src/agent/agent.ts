@@ -237,10 +237,14 @@ export class Agent {
       token,
       nodeName,
       ...(config.client.datacenter ? { datacenter: config.client.datacenter } : {}),
+      ...(config.client.nodeClass ? { nodeClass: config.client.nodeClass } : {}),
+      ...(config.client.meta ? { meta: config.client.meta } : {}),
       drivers,
       hostVolumes: config.client.hostVolumes,
       ...(config.client.chrootEnv ? { chrootEnv: config.client.chrootEnv } : {}),
       ...killInChrootBuild(),
+      // A dev agent trusts its user with the whole machine; other agents read only the roots their config names.
+      fileRoots: config.client.fileRoots ?? (mode === 'dev' ? ['/'] : []),
       ...(config.client.gc ? { gc: config.client.gc } : {}),
       // Fencing only where a partition can happen: a dev agent's server shares its process.
       ...(mode === 'client' ? { stopAfterServerDisconnectMs: config.client.stopAfterServerDisconnectMs ?? DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS } : {}),

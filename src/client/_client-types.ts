@@ -72,6 +72,12 @@ export interface ClientOptions {
   nodeName: string;
   /** Default 'dc1'. */
   datacenter?: string;
+  /** The region tasks see (NOMAD_REGION, `${node.region}`); default 'global'. */
+  region?: string;
+  /** Nomad's node_class, for `${node.class}`; default ''. */
+  nodeClass?: string;
+  /** The node's meta, for `${meta.<key>}`. */
+  meta?: Record<string, string>;
   /** Which drivers run; `raw_exec` has no isolation and is opt-in. Default { exec: true, raw_exec: false }. */
   drivers?: { raw_exec?: boolean; exec?: boolean };
   /** Builds the task drivers by name (only the enabled ones are used). Default: the raw_exec and exec drivers, state under `<dataDir>/d`. */
@@ -90,6 +96,8 @@ export interface ClientOptions {
   /** Fault injection for the test suites (never set in production): called when a task's chroot is half mounted. */
   chrootHalfBuilt?: (taskDir: string) => void;
   hostVolumes?: Record<string, string>;
+  /** Host directories artifact and template sources may read; default any. */
+  fileRoots?: readonly string[];
   attributes?: Record<string, string>;
   clock?: Clock;
   logger?: Logger;

@@ -23,6 +23,7 @@ export class NodeFingerprinter {
   readonly #deps: FingerprinterDeps;
   #driverInfo: Record<string, DriverInfo> = {};
   #driverInfoAt = 0;
+  #last: NodeFingerprint | undefined;
 
   constructor(deps: FingerprinterDeps) {
     this.#deps = deps;
@@ -48,7 +49,7 @@ export class NodeFingerprinter {
     const opts = this.#deps.opts;
     const reports = this.#deps.csi()?.pluginReports() ?? { controller: {}, node: {} };
     const cpus = os.cpus();
-    return {
+    this.#last = {
       name: opts.nodeName,
       datacenter: opts.datacenter ?? 'dc1',
       httpAddr: opts.httpAddr ?? '',
@@ -69,6 +70,12 @@ export class NodeFingerprinter {
       csiNodePlugins: reports.node,
       ...(opts.stopAfterServerDisconnectMs ? { stopAfterDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),
     };
+    return this.#last;
+  }
+
+  /** The last fingerprint made (undefined before the first). Does not block. */
+  get last(): NodeFingerprint | undefined {
+    return this.#last;
   }
 }
 

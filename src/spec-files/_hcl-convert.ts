@@ -27,7 +27,26 @@ const attr = (to: string): Field => ({ t: 'attr', to });
 const map = (to: string): Field => ({ t: 'map', to });
 
 const RESTART: Body = { attempts: attr('attempts'), interval: attr('interval'), delay: attr('delay'), mode: attr('mode') };
-const RESCHEDULE: Body = { attempts: attr('attempts'), interval: attr('interval'), delay: attr('delay'), unlimited: attr('unlimited') };
+const RESCHEDULE: Body = {
+  attempts: attr('attempts'),
+  interval: attr('interval'),
+  delay: attr('delay'),
+  unlimited: attr('unlimited'),
+  delay_function: attr('delayFunction'),
+  max_delay: attr('maxDelay'),
+};
+// Blocks Berth parses and refuses by name (structs/job-blocks.ts says why); kept whole so the error points at them.
+const REFUSED_BLOCKS: Body = {
+  constraint: { t: 'blocks', to: 'constraints', body: {} },
+  affinity: { t: 'blocks', to: 'affinities', body: {} },
+  spread: { t: 'blocks', to: 'spreads', body: {} },
+  update: { t: 'block', to: 'update', body: {} },
+  migrate: { t: 'block', to: 'migrate', body: {} },
+  service: { t: 'blocks', to: 'services', body: { check: { t: 'blocks', to: 'checks', body: {} } } },
+  scaling: { t: 'blocks', to: 'scaling', body: {} },
+  vault: { t: 'block', to: 'vault', body: {} },
+  consul: { t: 'block', to: 'consul', body: {} },
+};
 const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
 const GROUP_VOLUME: Body = {
   type: attr('type'),
@@ -38,11 +57,35 @@ const GROUP_VOLUME: Body = {
   per_alloc: attr('perAlloc'),
   mount_options: { t: 'block', to: 'mountOptions', body: MOUNT_OPTIONS },
 };
+const TEMPLATE: Body = {
+  source: attr('source'),
+  data: attr('data'),
+  destination: attr('destination'),
+  change_mode: attr('changeMode'),
+  change_signal: attr('changeSignal'),
+  splay: attr('splay'),
+  perms: attr('perms'),
+  uid: attr('uid'),
+  gid: attr('gid'),
+  left_delimiter: attr('leftDelimiter'),
+  right_delimiter: attr('rightDelimiter'),
+  env: attr('env'),
+  error_on_missing_key: attr('errorOnMissingKey'),
+};
+const ARTIFACT: Body = { source: attr('source'), destination: attr('destination'), mode: attr('mode'), options: map('options') };
 const TASK: Body = {
   driver: attr('driver'),
-  user: attr('user'),
   config: map('config'),
   env: map('env'),
+  meta: map('meta'),
+  kill_timeout: attr('killTimeout'),
+  kill_signal: attr('killSignal'),
+  shutdown_delay: attr('shutdownDelay'),
+  max_run_duration: attr('maxRunDuration'),
+  user: attr('user'),
+  lifecycle: { t: 'block', to: 'lifecycle', body: { hook: attr('hook'), sidecar: attr('sidecar') } },
+  identity: { t: 'blocks', to: 'identity', body: {} },
+  ...REFUSED_BLOCKS,
   resources: {
     t: 'block',
     to: 'resources',
@@ -55,12 +98,13 @@ const TASK: Body = {
       cores: attr('cores'),
       pids: attr('pidsMax'),
       memory_enforced: attr('memoryEnforced'),
+      device: { t: 'blocks', to: 'device', body: {} },
     },
   },
   volume_mount: {
     t: 'blocks',
     to: 'volumeMounts',
-    body: { volume: attr('volume'), destination: attr('destination'), read_only: attr('readOnly'), propagation_mode: attr('propagationMode') },
+    body: { volume: attr('volume'), destination: attr('destination'), read_only: attr('readOnly'), propagation_mode: attr('propagationMode'), selinux_label: attr('selinuxLabel') },
   },
   csi_plugin: {
     t: 'block',
@@ -74,6 +118,8 @@ const TASK: Body = {
     },
   },
   dispatch_payload: { t: 'block', to: 'dispatchPayload', body: { file: attr('file') } },
+  template: { t: 'blocks', to: 'templates', body: TEMPLATE },
+  artifact: { t: 'blocks', to: 'artifacts', body: ARTIFACT },
   logs: {
     t: 'block',
     to: 'logs',
@@ -84,7 +130,11 @@ const GROUP: Body = {
   count: attr('count'),
   restart: { t: 'block', to: 'restart', body: RESTART },
   reschedule: { t: 'block', to: 'reschedule', body: RESCHEDULE },
-  network: { t: 'block', to: 'network', body: { mode: attr('mode') } },
+  network: { t: 'block', to: 'network', body: { mode: attr('mode'), port: { t: 'labeledMap', to: 'ports', body: {} } } },
+  meta: map('meta'),
+  shutdown_delay: attr('shutdownDelay'),
+  ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
+  ...REFUSED_BLOCKS,
   volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
@@ -94,14 +144,19 @@ export const JOB_BODY: Body = {
   type: attr('type'),
   priority: attr('priority'),
   datacenters: attr('datacenters'),
-  group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
+  name: attr('name'),
+  region: attr('region'),
   meta: map('meta'),
+  ...REFUSED_BLOCKS,
+  group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
   periodic: {
     t: 'block',
     to: 'periodic',
     body: { cron: attr('cron'), crons: attr('crons'), prohibit_overlap: attr('prohibitOverlap'), time_zone: attr('timeZone'), enabled: attr('enabled') },
   },
   parameterized: { t: 'block', to: 'parameterized', body: { payload: attr('payload'), meta_required: attr('metaRequired'), meta_optional: attr('metaOptional') } },
+  /** A task directly under the job: Nomad's implicit group, named after the task (structs' implicitGroups). */
+  task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
 
 // topology { segments { k = "v" } } blocks -> the list of segment maps the schema takes.

@@ -108,12 +108,17 @@ const CASES: [string, string, string][] = [
   [
     "unknown argument with suggestion",
     "job \"web\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n      kill_timeot = \"5s\"\n    }\n  }\n}\n",
-    "web.hcl:8:7: task \"t\": unsupported argument \"kill_timeot\"",
+    "web.hcl:8:7: task \"t\": unsupported argument \"kill_timeot\" (did you mean \"kill_timeout\"?)",
   ],
   [
     "unknown block",
+    "job \"web\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n      sidekick {\n        policies = [\"x\"]\n      }\n    }\n  }\n}\n",
+    "web.hcl:8:7: task \"t\": unsupported block \"sidekick\"",
+  ],
+  [
+    "Nomad block Berth refuses",
     "job \"web\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n      vault {\n        policies = [\"x\"]\n      }\n    }\n  }\n}\n",
-    "web.hcl:8:7: task \"t\": unsupported block \"vault\"",
+    "web.hcl:8:7: vault: Berth does not support `vault`: Berth has no Vault integration; pass secrets through the task's env or files under its secrets dir",
   ],
   [
     "unknown argument in resources",
@@ -158,7 +163,7 @@ const CASES: [string, string, string][] = [
   [
     "mount with relative destination",
     "job \"web\" {\n  group \"g\" {\n    volume \"data\" {\n      type   = \"csi\"\n      source = \"vol\"\n      access_mode = \"single-node-writer\"\n      attachment_mode = \"file-system\"\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n      volume_mount {\n        volume      = \"data\"\n        destination = \"data\"\n      }\n    }\n  }\n}\n",
-    "web.hcl:16:9: volume_mount.destination: destination must be an absolute path",
+    "web.hcl:16:9: volume_mount.destination: destination must be an absolute path (it may start with a run-time value such as ${NOMAD_ALLOC_DIR})",
   ],
   [
     "group volume bad access mode",

@@ -42,7 +42,6 @@ const INSPECTED = JSON.stringify(
           Migrate: { MaxParallel: 1, HealthCheck: 'checks' },
           Constraints: null,
           RestartPolicy: { Attempts: 2, Interval: 1800000000000, Delay: 15000000000, Mode: 'fail', RenderTemplates: false },
-          // (Nomad also prints DelayFunction and MaxDelay here; they map to delayFunction/maxDelay, which the job language issue adds to the schema.)
           ReschedulePolicy: { Attempts: 0, Interval: 0, Delay: 30000000000, Unlimited: true },
           EphemeralDisk: { Sticky: false, SizeMB: 300, Migrate: false },
           Networks: [{ Mode: 'host', ReservedPorts: null, DynamicPorts: null, MBits: 0 }],
@@ -180,6 +179,40 @@ describe("Nomad's API job JSON", () => {
     assert.deepEqual(job.groups[0]!.tasks[0]!.dispatchPayload, { file: 'in.txt' });
     const cron = await parseJobFile('p.json', JSON.stringify({ Job: { ID: 'p', Type: 'batch', Periodic: { Enabled: true, Spec: '*/5 * * * *', SpecType: 'cron', ProhibitOverlap: true, TimeZone: 'UTC' }, TaskGroups: [{ Name: 'g', Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/true' } }] }] } }));
     assert.deepEqual(cron.job.periodic, { crons: ['*/5 * * * *'], prohibitOverlap: true, timeZone: 'UTC', enabled: true });
+  });
+
+  it("reads a task's run-time fields under the schema's names: user, meta, kill and shutdown, lifecycle, templates, artifacts, reschedule's delay function", async () => {
+    const doc = JSON.parse(INSPECTED) as { Job: { TaskGroups: Array<Record<string, unknown> & { Tasks: Array<Record<string, unknown>> }> } };
+    const group = doc.Job.TaskGroups[0]!;
+    group['ReschedulePolicy'] = { Attempts: 1, Interval: 3600000000000, Delay: 30000000000, DelayFunction: 'exponential', MaxDelay: 600000000000, Unlimited: false };
+    group['ShutdownDelay'] = 2000000000;
+    const main = group.Tasks[0]!;
+    Object.assign(main, {
+      User: 'nobody',
+      Meta: { tier: 'web' },
+      KillTimeout: 10000000000,
+      KillSignal: 'SIGINT',
+      ShutdownDelay: 1000000000,
+      Templates: [{ SourcePath: '', DestPath: 'local/app.conf', EmbeddedTmpl: 'port={{ env "NOMAD_TASK_NAME" }}', ChangeMode: 'restart', ChangeSignal: '', Splay: 5000000000, Perms: '0644', Envvars: false, LeftDelim: '{{', RightDelim: '}}', Uid: null, Gid: null, ErrMissingKey: false, Once: false }],
+      Artifacts: [{ GetterSource: '/srv/app.tgz', RelativeDest: 'local/', GetterOptions: null, GetterMode: 'any', GetterHeaders: null, GetterInsecure: false }],
+    });
+    group.Tasks.push({ Name: 'setup', Driver: 'raw_exec', Config: { command: '/bin/true' }, Lifecycle: { Hook: 'prestart', Sidecar: false } });
+    const parsed = await parseJobFile('web.json', JSON.stringify(doc, null, 2));
+    const g = parsed.job.groups[0]!;
+    assert.equal(g.reschedule.delayFunction, 'exponential');
+    assert.equal(g.reschedule.maxDelay, '10m');
+    assert.equal(g.shutdownDelay, '2s');
+    const [server, setup] = g.tasks;
+    assert.equal(server!.user, 'nobody');
+    assert.deepEqual(server!.meta, { tier: 'web' });
+    assert.equal(server!.killTimeout, '10s');
+    assert.equal(server!.killSignal, 'SIGINT');
+    assert.equal(server!.shutdownDelay, '1s');
+    assert.equal(server!.templates.length, 1);
+    assert.equal(server!.templates[0]!.destination, 'local/app.conf');
+    assert.equal(server!.templates[0]!.splay, '5s');
+    assert.deepEqual(server!.artifacts, [{ source: '/srv/app.tgz', destination: 'local/', mode: 'any', options: {} }]);
+    assert.deepEqual(setup!.lifecycle, { hook: 'prestart', sidecar: false });
   });
 });
 

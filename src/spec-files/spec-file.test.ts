@@ -32,9 +32,9 @@ describe('examples/', () => {
     const task = job.groups[0]!.tasks[0]!;
     assert.equal(task.driver, 'raw_exec');
     assert.deepEqual(task.csiPlugin, { id: 'hostpath', type: 'monolith', mountDir: '/csi', healthTimeout: '30s' });
-    const script = String((task.config['args'] as string[])[1]);
-    assert.match(script, /berth plugin hostpath --endpoint "\$CSI_ENDPOINT"/);
-    assert.match(script, /^id="\$\{BERTH_NODE_ID:-\$\(hostname\)\}";/, 'HCL\'s $${ escape reaches the shell as ${');
+    assert.equal(task.config['command'], 'berth');
+    // As Nomad's plugin jobs: run-time references stay for the agent to fill in when the task starts.
+    assert.deepEqual(task.config['args'], ['plugin', 'hostpath', '--endpoint=${CSI_ENDPOINT}', '--node-id=${node.unique.id}', '--data-dir=/var/lib/berth/hostpath/${node.unique.id}']);
     assert.deepEqual(task.resources, { cpuMhz: 100, memoryMb: 256 });
     assert.deepEqual(job.groups[0]!.restart, { attempts: 5, interval: '5m', delay: '2s', mode: 'delay' });
   });
@@ -328,5 +328,80 @@ topology_request {
     const unknownSecret = await problemsOf(parseVolumeFile('db.hcl', volume.replace('api_token = "s3cr3t-value-000"', 'api_token = 42'), 'register'));
     assert.doesNotMatch(new SpecFileError(unknownSecret).message, /s3cr3t/);
     assert.equal(unknownSecret[0]!.line, 24);
+  });
+});
+
+describe('template and artifact blocks', () => {
+  it('map as Nomad writes them, with defaults', async () => {
+    const text = `job "web" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+      artifact {
+        source = "/srv/app.tar.gz"
+        options {
+          archive = false
+        }
+      }
+      template {
+        data          = <<EOH
+port={{ env "NOMAD_PORT_http" }}
+EOH
+        destination   = "local/app.conf"
+        change_mode   = "signal"
+        change_signal = "SIGHUP"
+        perms         = "0600"
+        env           = true
+        left_delimiter = "[["
+        right_delimiter = "]]"
+        error_on_missing_key = true
+      }
+    }
+  }
+}
+`;
+    const { job } = await parseJobFile('web.hcl', text);
+    const task = job.groups[0]!.tasks[0]!;
+    assert.deepEqual(task.artifacts, [{ source: '/srv/app.tar.gz', destination: 'local/', mode: 'any', options: { archive: 'false' } }]);
+    assert.deepEqual(task.templates, [
+      {
+        data: 'port={{ env "NOMAD_PORT_http" }}\n',
+        destination: 'local/app.conf',
+        changeMode: 'signal',
+        changeSignal: 'SIGHUP',
+        splay: '5s',
+        perms: '0600',
+        env: true,
+        leftDelimiter: '[[',
+        rightDelimiter: ']]',
+        errorOnMissingKey: true,
+      },
+    ]);
+  });
+
+  it('refuses a template without data or source, and change_mode "signal" without a signal, at their line', async () => {
+    const text = `job "web" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      template {
+        destination = "local/a"
+      }
+      template {
+        data        = "x"
+        destination = "local/b"
+        change_mode = "signal"
+      }
+    }
+  }
+}
+`;
+    const problems = await problemsOf(parseJobFile('web.hcl', text));
+    const shown = problems.map((p) => `${p.line}: ${p.message}`);
+    assert.ok(shown.some((s) => /^5: .*a template needs data \(inline\) or source \(a file\)/.test(s)), shown.join('\n'));
+    assert.ok(shown.some((s) => /^8: .*change_mode "signal" needs change_signal, e.g. "SIGHUP"/.test(s)), shown.join('\n'));
   });
 });

@@ -29,9 +29,13 @@ export {
   type Task,
   type GroupVolume,
   type VolumeMount,
+  type TaskTemplate,
+  type TaskArtifact,
   type RestartPolicy,
   type ReschedulePolicy,
+  type TaskLifecycle,
 } from './job.js';
+export { rescheduleDelayMs, unsupportedMessage, LIFECYCLE_HOOKS, DELAY_FUNCTIONS, KILL_SIGNALS, type LifecycleHook, type DelayFunction } from './job-blocks.js';
 export {
   describePlacementFailure,
   type Evaluation,

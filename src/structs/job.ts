@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
+import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { cronProblem } from './periodic.js';
 
@@ -24,7 +25,8 @@ const name = (what: string) =>
 const duration = z
   .string()
   .regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"');
-const absolutePath = (what: string) => z.string().startsWith('/', `${what} must be an absolute path`);
+/** An absolute path, or one that starts with a run-time `${...}` (such as `${NOMAD_ALLOC_DIR}/data`) the client expands. */
+const taskPath = (what: string) => z.string().regex(/^(\/|\$\{)/, `${what} must be an absolute path (it may start with a run-time value such as \${NOMAD_ALLOC_DIR})`);
 const stringMap = z.record(z.string(), z.string());
 
 /** Milliseconds in a duration string such as "1h30m" or "500ms". Throws on a malformed string. */
@@ -48,6 +50,9 @@ const rescheduleSchema = z.strictObject({
   interval: duration.default('1h'),
   delay: duration.default('30s'),
   unlimited: z.boolean().default(false),
+  /** How the wait grows from one reschedule to the next (rescheduleDelayMs), capped at maxDelay. */
+  delayFunction: z.enum(DELAY_FUNCTIONS).default('constant'),
+  maxDelay: duration.default('1h'),
 });
 
 const volumeSchema = z.strictObject({
@@ -69,17 +74,61 @@ const volumeSchema = z.strictObject({
 
 const volumeMountSchema = z.strictObject({
   volume: z.string().min(1, 'volume must name a group volume'),
-  destination: absolutePath('destination'),
+  destination: taskPath('destination'),
   readOnly: z.boolean().default(false),
   propagationMode: z.enum(['private', 'host-to-task', 'bidirectional']).default('private'),
+  /** Nomad's `selinux_label`: accepted and ignored (Berth applies no SELinux labels). */
+  selinuxLabel: z.string().optional(),
 });
 
 const csiPluginSchema = z.strictObject({
   id: name('plugin id'),
   type: z.enum(['controller', 'node', 'monolith']),
-  mountDir: absolutePath('mountDir'),
-  stagePublishBaseDir: absolutePath('stagePublishBaseDir').optional(),
+  /** Where the plugin finds its socket (CSI_ENDPOINT) inside its task; Nomad's default. May use run-time `${...}`. */
+  mountDir: taskPath('mountDir').default('/csi'),
+  stagePublishBaseDir: taskPath('stagePublishBaseDir').optional(),
   healthTimeout: duration.default('30s'),
+});
+
+/** A `template` block: a file rendered into the task's directory before it starts (Nomad's template). */
+const templateSchema = z
+  .strictObject({
+    /** A template file on the node (relative paths are relative to the task directory). */
+    source: z.string().min(1, 'source must name a file').optional(),
+    /** An inline template. */
+    data: z.string().optional(),
+    /** Where the rendered file goes, relative to the task directory; it may not leave the allocation directory. */
+    destination: z.string().min(1, 'destination must name a file'),
+    changeMode: z.enum(['restart', 'signal', 'noop']).default('restart'),
+    changeSignal: z.string().regex(/^(SIG)?[A-Z0-9]+$/, 'change_signal must be a signal name such as "SIGHUP"').optional(),
+    splay: duration.default('5s'),
+    perms: z
+      .union([z.string(), z.number().int()])
+      .transform((p) => String(p))
+      .pipe(z.string().regex(/^0?[0-7]{3,4}$/, 'perms must be an octal mode such as "644"'))
+      .default('644'),
+    uid: z.number().int().min(0).optional(),
+    gid: z.number().int().min(0).optional(),
+    leftDelimiter: z.string().min(1).default('{{'),
+    rightDelimiter: z.string().min(1).default('}}'),
+    /** Parse the rendered file as KEY=VALUE lines and add them to the task's environment. */
+    env: z.boolean().default(false),
+    errorOnMissingKey: z.boolean().default(false),
+  })
+  .superRefine((t, ctx) => {
+    if (t.source === undefined && t.data === undefined) ctx.addIssue({ code: 'custom', path: ['data'], message: 'a template needs data (inline) or source (a file)' });
+    if (t.source !== undefined && t.data !== undefined) ctx.addIssue({ code: 'custom', path: ['source'], message: 'a template takes data or source, not both' });
+    if (t.changeMode === 'signal' && !t.changeSignal) ctx.addIssue({ code: 'custom', path: ['changeSignal'], message: 'change_mode "signal" needs change_signal, e.g. "SIGHUP"' });
+  });
+
+/** An `artifact` block: files fetched into the task's directory before it starts (Nomad's artifact). */
+const artifactSchema = z.strictObject({
+  /** A path on the node or a file:// URL; archives (.tar, .tar.gz, .tgz, .zip) are unpacked. */
+  source: z.string().min(1, 'source must name a file or directory'),
+  destination: z.string().min(1).default('local/'),
+  mode: z.enum(['any', 'file', 'dir']).default('any'),
+  /** go-getter options; Berth reads `archive` (false: do not unpack). */
+  options: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()]).transform((v) => String(v))).default({}),
 });
 
 const taskSchema = z.strictObject({
@@ -87,8 +136,21 @@ const taskSchema = z.strictObject({
   driver: z.string().min(1, 'driver must be set'),
   config: z.record(z.string(), z.unknown()).default({}),
   env: stringMap.default({}),
-  /** The user the task runs as (external driver plugins are told it; Nomad's task `user`). */
-  user: z.string().min(1, 'user must not be empty').optional(),
+  /** Merged over the job's and the group's meta; the task sees it as NOMAD_META_<key>. */
+  meta: metaSchema.optional(),
+  /** When the task runs relative to its group's main tasks; absent: a main task. */
+  lifecycle: lifecycleSchema.optional(),
+  /** Grace between the stop signal and SIGKILL; absent: the agent's. */
+  killTimeout: duration.optional(),
+  /** The signal a stop sends first; default SIGTERM. */
+  killSignal: killSignalSchema.optional(),
+  /** Wait between a stop being decided and the kill signal. */
+  shutdownDelay: duration.optional(),
+  /** A run of the task is killed once it has run this long, and fails (not restarted). */
+  maxRunDuration: duration.optional(),
+  /** The user the task runs as (name or uid); absent: the agent's user. */
+  user: z.string().min(1, 'user must name a user').optional(),
+  ...refused('vault', 'consul', 'identity', 'scaling', 'services', 'constraints', 'affinities', 'csiPlugins'),
   resources: z
     .strictObject({
       /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */
@@ -103,6 +165,7 @@ const taskSchema = z.strictObject({
       pidsMax: z.number().int().min(1).optional(),
       /** Place the task only on a node that enforces limits with cgroups (false when absent). */
       memoryEnforced: z.boolean().optional(),
+      ...refused('device'),
     })
     .prefault({})
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
@@ -116,6 +179,8 @@ const taskSchema = z.strictObject({
       }),
     })
     .optional(),
+  templates: z.array(templateSchema).default([]),
+  artifacts: z.array(artifactSchema).default([]),
   logs: z
     .strictObject({
       disabled: z.boolean().default(false),
@@ -154,7 +219,12 @@ const groupSchema = z.strictObject({
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   restart: restartSchema.prefault({}),
   reschedule: rescheduleSchema.prefault({}),
-  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host') }).prefault({}),
+  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host'), ...refused('ports') }).prefault({}),
+  meta: metaSchema.optional(),
+  /** Nomad's group shutdown_delay: the default of its tasks'. */
+  shutdownDelay: duration.optional(),
+  ephemeralDisk: ephemeralDiskSchema.optional(),
+  ...refused('vault', 'consul', 'scaling', 'services', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
 });
@@ -167,8 +237,13 @@ export const jobSpecSchema = z
     type: z.enum(['service', 'batch', 'system']).default('service'),
     priority: z.number().int().min(1).max(100).default(50),
     datacenters: z.array(z.string().min(1)).min(1).default(['*']),
+    /** Nomad's job name (NOMAD_JOB_NAME); absent: the id. */
+    name: z.string().min(1).optional(),
+    /** Berth runs one region; NOMAD_REGION and ${node.region} say this name. */
+    region: z.string().min(1).default('global'),
+    meta: metaSchema.optional(),
+    ...refused('vault', 'consul', 'multiregion', 'constraints', 'affinities', 'spreads', 'update', 'migrate'),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
-    meta: stringMap.optional(),
     /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
     periodic: periodicSchema.optional(),
     /** A parameterized job runs nothing itself: `berth job dispatch` launches children with a payload and meta. */
@@ -206,7 +281,13 @@ export const jobSpecSchema = z
         }
       }
       const seenTasks = new Set<string>();
+      if (group.tasks.every((t) => t.lifecycle)) {
+        ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks'], message: `group "${group.name}" needs at least one main task (a task without a lifecycle block)` });
+      }
       group.tasks.forEach((task, ti) => {
+        if (task.lifecycle?.sidecar && task.lifecycle.hook === 'poststop') {
+          ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks', ti, 'lifecycle', 'sidecar'], message: 'sidecar applies to prestart and poststart tasks only' });
+        }
         if (seenTasks.has(task.name)) {
           ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks', ti, 'name'], message: `duplicate task name "${task.name}"` });
         }
@@ -249,8 +330,11 @@ export type TaskGroup = JobSpec['groups'][number];
 export type Task = TaskGroup['tasks'][number];
 export type GroupVolume = TaskGroup['volumes'][string];
 export type VolumeMount = Task['volumeMounts'][number];
+export type TaskTemplate = Task['templates'][number];
+export type TaskArtifact = Task['artifacts'][number];
 export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
+export type TaskLifecycle = NonNullable<Task['lifecycle']>;
 export type JobType = JobSpec['type'];
 
 /** True when a group volume never allows writes (by its flag or its access mode). */
@@ -357,14 +441,15 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
  */
 export function parseJobSpec(input: unknown): JobSpec {
   let candidate = input;
+  let fromTask = new Map<number, number>();
   if (candidate && typeof candidate === 'object' && !Array.isArray(candidate)) {
     const copy: Record<string, unknown> = { ...(candidate as Record<string, unknown>) };
     for (const key of SERVER_JOB_FIELDS) delete copy[key];
-    candidate = copy;
+    ({ input: candidate, fromTask } = implicitGroups(copy));
   }
   const result = jobSpecSchema.safeParse(candidate);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => ({ path: formatPath(issue.path), message: describeIssue(issue) }));
+  const problems = result.error.issues.map((issue) => ({ path: formatPath(implicitGroupPath(issue.path, fromTask)), message: describeIssue(issue) }));
   throw new JobValidationError(problems);
 }
 

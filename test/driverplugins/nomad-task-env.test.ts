@@ -59,7 +59,11 @@ const PROBE = `job "probe" {
       }
       config {
         command = "/bin/sh"
-        args    = ["-c", "ls / > /local/root.txt; echo local > /local/l.txt; echo data > /alloc/data/d.txt; echo secret > /secrets/s.txt; echo vol > /data/v.txt; echo to-stdout; echo to-stderr >&2"]
+        args    = ["-c", "cat /local/greeting.txt > /local/seen.txt; ls / > /local/root.txt; echo local > /local/l.txt; echo data > /alloc/data/d.txt; echo secret > /secrets/s.txt; echo vol > /data/v.txt; echo to-stdout; echo to-stderr >&2"]
+      }
+      template {
+        data        = "{{ env \\"GREETING\\" }} from {{ env \\"NOMAD_TASK_NAME\\" }}"
+        destination = "local/greeting.txt"
       }
       volume_mount {
         volume           = "data"
@@ -185,6 +189,7 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     for (const d of ['alloc', 'bin', 'data', 'etc', 'local', 'proc', 'secrets', 'tmp', 'usr']) assert.ok(root.includes(d), `/${d} inside the chroot (ls / gave ${root.join(' ')})`);
     assert.ok(!root.includes('home') && !root.includes('root') && !root.includes('work'), 'only the chroot, not the host’s /');
     assert.equal(readFileSync(path.join(taskDir, 'local', 'l.txt'), 'utf8'), 'local\n', 'local/ is <alloc>/<task>/local');
+    assert.equal(readFileSync(path.join(taskDir, 'local', 'seen.txt'), 'utf8'), 'hello from probe', 'the template was rendered into the task directory before the chroot task started, and the task read it');
     assert.equal(readFileSync(path.join(allocDir, 'alloc', 'data', 'd.txt'), 'utf8'), 'data\n', 'alloc/data is the shared <alloc>/alloc/data');
     assert.equal(readFileSync(path.join(taskDir, 'secrets', 's.txt'), 'utf8'), 'secret\n', 'secrets/ is <alloc>/<task>/secrets');
     const [vol] = findFiles(hostpathData, 'v.txt');

@@ -98,6 +98,13 @@ export class ProcessDriver implements RunnerDriver {
     }
   }
 
+  /** Sends `signal` to the task's process. */
+  async signalTask(taskId: string, signal: string): Promise<void> {
+    const t = this.#tasks.get(taskId);
+    if (!t) throw new Error(`task ${taskId} is not running`);
+    process.kill(t.pid, signal as NodeJS.Signals);
+  }
+
   async destroyTask(taskId: string): Promise<void> {
     const t = this.#tasks.get(taskId);
     if (t && alive(t.pid)) {

@@ -6,6 +6,7 @@ import type { ChrootCache } from '../allocdir/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
 import type { ClientStateStore } from '../state/index.js';
+import type { TaskEnvNode } from '../taskenv/index.js';
 import type { RunnerDriver, RunnerNetwork } from '../taskrunner/index.js';
 import type { AllocStatusSink, VolumeClaimer } from './volume-claimer.js';
 
@@ -31,8 +32,15 @@ export interface AllocRunnerOptions {
   pluginDirRoot: string;
   /** The node's chroot cache (client chroot_env), for tasks of chroot drivers. */
   chroot?: ChrootCache;
+  /** The node, for the tasks' environment (`${node.unique.name}`, `${attr.<name>}`, NOMAD_DC...); default: only its ID. */
+  node?: TaskEnvNode;
   /** Host volumes by name -> host path, for group volumes of `type: host`. */
   hostVolumes?: Readonly<Record<string, string>>;
+  /**
+   * Host directories that artifact and template `source`s may read besides
+   * the allocation's own directory (the agent's client.file_roots); default any.
+   */
+  fileRoots?: readonly string[];
   logger?: Logger;
   clock?: Clock;
   /** Backoff of claim retries and waits for a plugin to be healthy; default 500 ms doubling to 15 s, unlimited. */

@@ -6,16 +6,17 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import type { AllocClientStatus, Allocation, CsiPluginType, Job, NodeEvent, TaskGroup, TaskState } from '../../structs/index.js';
+import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { TaskDirHook } from './task-dir-hook.js';
+import { ArtifactHook } from '../artifact/index.js';
 import type { Bucket } from '../state/index.js';
+import { TemplateHook } from '../template/index.js';
 import {
   forgetTaskRunner,
   PluginSupervisorHook,
   TASK_EVENTS,
   TaskRunner,
-  type RunnerDriver,
   type TaskHook,
 } from '../taskrunner/index.js';
 import { AllocRunnerError, type AllocHook, type AllocHookContext, type ResolvedVolume } from './alloc-hook.js';
@@ -26,6 +27,8 @@ import { DispatchPayloadHook } from './dispatch-payload-hook.js';
 import { HostVolumeHook } from './host-volume-hook.js';
 import { NetworkHook } from './network-hook.js';
 import { singleWriterVolumes } from './single-writer.js';
+import { isEphemeral, lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
+import { missingDriver, taskEnvBuilder, withReason } from './task-setup.js';
 import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
 
 export type { AllocRunnerOptions } from './alloc-runner-options.js';
@@ -45,22 +48,6 @@ export interface WantedMount {
 }
 
 type RunnerState = 'new' | 'running' | 'stopping' | 'shutdown' | 'destroyed';
-
-/** Stands in for a driver the node does not have; the drivers hook fails the allocation first. */
-function missingDriver(name: string): RunnerDriver {
-  const fail = (): never => {
-    throw new AllocRunnerError('ALLOC_DRIVER_MISSING', `task driver "${name}" is not available on this node`);
-  };
-  return {
-    name,
-    capabilities: { fsIsolation: 'none', networkModes: [], mountConfigs: 'none' },
-    startTask: async () => fail(),
-    recoverTask: async () => fail(),
-    waitTask: async () => fail(),
-    stopTask: async () => undefined,
-    destroyTask: async () => undefined,
-  };
-}
 
 /**
  * Runs one allocation. Lifecycle: `run()` for a new allocation, or
@@ -88,6 +75,7 @@ export class AllocRunner {
   readonly #postrunHooks: AllocHook[];
   readonly #destroyHooks: AllocHook[];
   readonly #csiHook: CsiHook;
+  readonly #lifecycle: TaskLifecycle;
   /** Fires on stop, destroy and shutdown: ends prerun waits. */
   readonly #stopAbort = new AbortController();
   /** Fires on shutdown only: ends postrun retries (they resume after the restart). */
@@ -131,15 +119,22 @@ export class AllocRunner {
     for (const task of group.tasks) {
       const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
       const taskDir = this.#allocDir.task(task.name);
+      const env = taskEnvBuilder(opts, group, task, taskDir, driver);
       const hooks: TaskHook[] = [
         new TaskDirHook({ allocDir: this.#allocDir, task: task.name, driver, logger: this.#logger }),
+        // Nomad's order: the payload is in local/ before volumes, artifacts and templates.
+        ...(task.dispatchPayload && opts.job.payload ? [new DispatchPayloadHook({ file: task.dispatchPayload.file, payload: opts.job.payload, taskDir })] : []),
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
+        // Artifacts before templates: a template's source may be a fetched file.
+        new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots }),
+        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }) }),
       ];
-      if (task.dispatchPayload && opts.job.payload) hooks.push(new DispatchPayloadHook({ file: task.dispatchPayload.file, payload: opts.job.payload, taskDir }));
+      const shutdownDelay = task.shutdownDelay ?? group.shutdownDelay;
       if (task.csiPlugin) {
         const supervisor = new PluginSupervisorHook({
           alloc: opts.alloc,
-          task: { ...task, csiPlugin: task.csiPlugin },
+          // Its fields may use run-time `${...}` (the node's ID in a mount dir, say).
+          task: { ...task, csiPlugin: env.build().interpolateAll(task.csiPlugin) },
           driver,
           registry: opts.registry,
           pluginDirRoot: opts.pluginDirRoot,
@@ -164,6 +159,9 @@ export class AllocRunner {
           hooks,
           onChange: () => this.#taskChanged(),
           killTimeoutMs: opts.killTimeoutMs ?? 5_000,
+          taskEnv: env,
+          ephemeral: isEphemeral(task),
+          ...(shutdownDelay ? { shutdownDelayMs: durationMs(shutdownDelay) } : {}),
           ...(fenceAfterMs ? { fenceAfterMs } : {}),
           namespace: opts.job.namespace,
           networkNamespacePath: () => this.#record.network?.path,
@@ -194,6 +192,11 @@ export class AllocRunner {
     this.#prerunHooks = [drivers, allocDir, network, hostVolumes, this.#csiHook];
     this.#postrunHooks = [new VolumeBindsHook(this.#logger), this.#csiHook, hostVolumes, network];
     this.#destroyHooks = [allocDir];
+    this.#lifecycle = new TaskLifecycle({
+      tasks: group.tasks.map((t) => ({ runner: this.#tasks.get(t.name) as TaskRunner, role: lifecycleRole(t) })),
+      logger: this.#logger,
+      mayAct: () => this.#state !== 'shutdown' && this.#state !== 'destroyed',
+    });
   }
 
   /** The allocation as last given (constructor or update). */
@@ -239,8 +242,8 @@ export class AllocRunner {
     if (this.#stopAbort.signal.aborted || this.#shutdownAbort.signal.aborted) return;
     this.#record.phase = 'running';
     this.#save();
-    await Promise.all([...this.#tasks.values()].map((t) => t.start()));
     this.#watchTasks();
+    await this.#lifecycle.run(ctx.signal);
   }
 
   /**
@@ -296,11 +299,10 @@ export class AllocRunner {
     for (const t of this.#tasks.values()) t.resume();
     const unstarted = [...this.#unstarted].map((name) => this.#tasks.get(name)).filter((t): t is TaskRunner => t !== undefined);
     this.#unstarted.clear();
-    if (unstarted.length) {
-      this.#logger.info({ tasks: unstarted.map((t) => t.name) }, 'starting tasks the previous agent did not start');
-      // restore() already watches them (#watchTasks).
-      for (const t of unstarted) void t.start();
-    }
+    if (unstarted.length) this.#logger.info({ tasks: unstarted.map((t) => t.name) }, 'starting tasks the previous agent did not start');
+    // Picks up the lifecycle where the previous agent left it: tasks not started yet (restore() already
+    // watches them) start when their stage comes, and poststop tasks run once the main tasks end.
+    if (phase === 'running') void this.#lifecycle.run(AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal]));
     this.#maybePostrun();
   }
 
@@ -485,7 +487,12 @@ export class AllocRunner {
       this.#held = false;
       this.#stopAbort.abort();
       await this.#running?.catch(() => undefined);
-      await Promise.all([...this.#tasks.values()].map((t) => t.kill(reason)));
+      await Promise.all([...this.#tasks.values()].filter((t) => !this.#lifecycle.isPoststop(t.name)).map((t) => t.kill(reason)));
+      // Poststop tasks run once the others stopped, if the allocation got as far as running its tasks.
+      if (this.#lifecycle.hasPoststop && this.#state !== 'shutdown') {
+        if (this.#record.phase === 'running' && !this.#record.failure) await this.#lifecycle.poststop();
+        await Promise.all([...this.#tasks.values()].map((t) => t.kill(reason)));
+      }
       if (this.#state !== 'shutdown') await this.#runPostrun();
     })();
     return this.#stopping;
@@ -498,7 +505,8 @@ export class AllocRunner {
         if (st.state === 'dead' && st.failed && !this.#stopAbort.signal.aborted && this.#state === 'running') {
           // A failed task fails the allocation: its siblings are stopped.
           for (const other of this.#tasks.values()) {
-            if (other !== t) void other.kill(`sibling task "${t.name}" failed`);
+            // Poststop tasks still run after the others stopped (TaskLifecycle).
+            if (other !== t && !this.#lifecycle.isPoststop(other.name)) void other.kill(`sibling task "${t.name}" failed`);
           }
         }
         this.#maybePostrun();
@@ -574,11 +582,4 @@ export class AllocRunner {
       this.#logger.error({ err: describeError(err) }, 'onStatus failed');
     }
   }
-}
-
-/** `web` or, when the task said why it was not restarted, `web (command "/nope" does not exist ...)`. */
-function withReason(name: string, state: TaskState | undefined): string {
-  const last = state?.events.findLast((e) => e.type === 'Not Restarting');
-  const reason = last?.message.replace(/^Not restarting: /, '');
-  return reason ? `${name} (${reason})` : name;
 }

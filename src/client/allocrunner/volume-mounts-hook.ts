@@ -1,8 +1,10 @@
 // Hands the group volumes a task mounts to its driver. A driver that takes
 // mount configurations gets them as task mounts (bound at their destinations
 // with the requested propagation); for one without (raw_exec) the runner
-// binds each volume at `<task dir>/local/<destination>` itself, and undoes it
-// in postrun.
+// binds each volume at `<task dir>/local/<destination>` itself (or at the
+// destination itself when it names a place inside the allocation's directory,
+// as `${NOMAD_ALLOC_DIR}/data` does), and undoes it in postrun. Destinations
+// may use run-time `${...}` (the task's environment expands them).
 
 import { mkdir, rmdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -34,7 +36,11 @@ export class VolumeMountsTaskHook implements TaskHook {
 
   /** Throws AllocRunnerError ALLOC_BAD_SPEC when a mounted volume was not made available. */
   async prestart(req: PrestartRequest): Promise<void> {
-    for (const m of this.#task.volumeMounts) {
+    for (const spec of this.#task.volumeMounts) {
+      const m = { ...spec, destination: req.taskEnv.interpolate(spec.destination) };
+      if (!path.isAbsolute(m.destination)) {
+        throw new AllocRunnerError('ALLOC_BAD_SPEC', `task "${this.#task.name}": volume_mount destination "${m.destination}" is not an absolute path`);
+      }
       const vol = this.#volumes.get(m.volume);
       if (!vol) throw new AllocRunnerError('ALLOC_BAD_SPEC', `task "${this.#task.name}": volume "${m.volume}" is not available on this node`);
       const readOnly = m.readOnly || vol.readOnly;
@@ -42,7 +48,7 @@ export class VolumeMountsTaskHook implements TaskHook {
         req.mounts.push({ source: vol.source, destination: m.destination, readOnly, propagation: m.propagationMode, volume: m.volume });
         continue;
       }
-      const target = path.join(this.#taskDir.localDir, path.normalize(`/${m.destination}`));
+      const target = this.#hostTarget(m.destination);
       await mkdir(target, { recursive: true });
       if (!this.#record.binds.includes(target)) {
         this.#record.binds.push(target);
@@ -54,6 +60,14 @@ export class VolumeMountsTaskHook implements TaskHook {
       await mount(['--make-private', target]);
       if (readOnly) await mount(['-o', 'remount,bind,ro', target]);
     }
+  }
+
+  /** Where the runner binds a volume for a driver without mounts: inside the allocation directory as written, else under local/. */
+  #hostTarget(destination: string): string {
+    const allocRoot = path.dirname(this.#taskDir.sharedDir);
+    const normal = path.normalize(destination);
+    if (normal.startsWith(`${allocRoot}/`)) return normal;
+    return path.join(this.#taskDir.localDir, path.normalize(`/${destination}`));
   }
 }
 

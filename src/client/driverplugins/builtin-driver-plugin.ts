@@ -176,6 +176,7 @@ export class BuiltinDriverPlugin implements DriverPlugin {
         ...(cfg.stdoutPath && cfg.stderrPath ? { fifos: { stdout: cfg.stdoutPath, stderr: cfg.stderrPath } } : {}),
       },
       killTimeoutMs: DEFAULT_KILL_TIMEOUT_MS,
+      ...(cfg.user ? { user: cfg.user } : {}),
       resources: {
         cpuMhz: allocated?.cpuShares || 100,
         memoryMb: allocated?.memoryMb || 300,

@@ -4,7 +4,7 @@
 // exit code 127 that the restart policy retries.
 
 import { accessSync, constants, statSync } from 'node:fs';
-import { isAbsolute, join, posix } from 'node:path';
+import { dirname, isAbsolute, join, posix } from 'node:path';
 import type { TaskConfig } from './task-driver.js';
 
 /** The PATH a task gets when its env sets none (as the executor's). */
@@ -46,14 +46,16 @@ function execHostPath(inside: string, cfg: TaskConfig): string | undefined {
 /**
  * Why the task's command cannot be run, or undefined when it can (or when
  * that cannot be known before the task runs). `mode` is the driver: for
- * raw_exec a relative path is under the task's local/ directory and the
- * host's files are the task's; for exec the path is inside the task's root.
+ * raw_exec a relative path is under the task's directory (its working
+ * directory, as in Nomad: `local/app`) and the host's files are the task's;
+ * for exec the path is inside the task's root (relative: from `/`, where
+ * local/ is).
  * A name without a slash is looked up on the task's PATH. Never throws.
  */
 export function commandProblem(cfg: TaskConfig, mode: 'raw_exec' | 'exec'): string | undefined {
   const cmd = cfg.command;
   const toHost = (p: string): string | undefined =>
-    mode === 'exec' ? execHostPath(isAbsolute(p) ? p : posix.join('/local', p), cfg) : isAbsolute(p) ? p : join(cfg.taskDir, p);
+    mode === 'exec' ? execHostPath(posix.join('/', p), cfg) : isAbsolute(p) ? p : join(dirname(cfg.taskDir), p);
   if (cmd.includes('/')) {
     const host = toHost(cmd);
     if (host === undefined || executable(host)) return undefined;

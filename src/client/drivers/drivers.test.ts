@@ -37,7 +37,8 @@ for (const [kind, make] of KINDS) {
       await h.start(driver, h.config('web', 'echo "$GREETING from $(pwd)"; echo oops >&2; exit 3'));
       const exit = await driver.waitTask('alloc-1/web/0');
       assert.deepEqual(exit, { exitCode: 3, signal: null, oomKilled: false, message: 'exited with code 3' });
-      const where = kind === 'exec' ? '/local' : h.taskDir('web');
+      // As in Nomad: the task runs in its task directory, the parent of local/.
+      const where = kind === 'exec' ? '/' : path.dirname(h.taskDir('web'));
       assert.equal((await readTaskLogs({ dir: h.logDir, taskName: 'web', stream: 'stdout' })).toString(), `hello from ${where}\n`);
       assert.equal((await readTaskLogs({ dir: h.logDir, taskName: 'web', stream: 'stderr' })).toString(), 'oops\n');
       assert.equal(driver.inspectTask('alloc-1/web/0').state, 'exited');
@@ -70,7 +71,7 @@ for (const [kind, make] of KINDS) {
     });
 
     it('delivers a signal to the task, and refuses one after it exited', async () => {
-      const cfg = h.config('sig', 'trap "echo usr1 >> got" USR1; echo ready; while :; do sleep 0.05; done');
+      const cfg = h.config('sig', 'trap "echo usr1 >> local/got" USR1; echo ready; while :; do sleep 0.05; done');
       await h.start(driver, cfg);
       await eventually('task ready', () => readFileSync(path.join(h.logDir, 'sig.stdout.0'), 'utf8').includes('ready'));
       await assert.rejects(driver.signalTask(cfg.id, 'SIGNOPE'), (e: DriverError) => e.code === 'DRIVER_INVALID_SIGNAL');
@@ -102,7 +103,7 @@ for (const [kind, make] of KINDS) {
       await h.start(driver, cfg);
       const r = await execIn(driver, cfg.id, ['/bin/sh', '-c', 'cat; echo "$GREETING" >&2; pwd; exit 4'], 'from stdin\n');
       assert.equal(r.exitCode, 4);
-      assert.equal(r.out, `from stdin\n${kind === 'exec' ? '/local' : cfg.taskDir}\n`);
+      assert.equal(r.out, `from stdin\n${kind === 'exec' ? '/' : path.dirname(cfg.taskDir)}\n`);
       assert.equal(r.err, 'hello\n');
     });
 

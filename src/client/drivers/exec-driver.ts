@@ -45,8 +45,8 @@ export class ExecDriver extends ExecutorDriver {
     // controlling terminal there) and relays it to the agent's pty; -e hands
     // back the command's exit code.
     const inner = tty ? ['script', '-qfec', command.map(shellQuote).join(' '), '/dev/null'] : command;
-    // nsenter resolves --wd before entering the root, hence the shell's cd inside it.
-    const argv = ['nsenter', '-t', String(init), '-m', '-p', '-n', '-r', '-w', '--', '/bin/sh', '-c', 'cd /local 2>/dev/null || cd /; exec "$@"', 'sh', ...inner];
+    // nsenter resolves --wd before entering the root, hence the shell's cd inside it (to the task directory, `/`).
+    const argv = ['nsenter', '-t', String(init), '-m', '-p', '-n', '-r', '-w', '--', '/bin/sh', '-c', 'cd /; exec "$@"', 'sh', ...inner];
     const env = this.taskEnv(init);
     return { argv, env: tty ? { ...env, SHELL: '/bin/sh' } : env, cwd: '/' };
   }

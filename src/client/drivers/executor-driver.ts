@@ -14,6 +14,7 @@ import type { DriverInfo } from '../../structs/index.js';
 import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
 import { DriverError } from './driver-error.js';
 import { commandProblem } from './_command-path.js';
+import { runAsUser } from './_task-user.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
 import { childrenOf, environOf, isAlive, kernelUnits, processTree, readStat } from './_proc.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
@@ -126,12 +127,13 @@ export abstract class ExecutorDriver implements TaskDriver {
 
     const leaseFile = cfg.fence ? join(stateDir, 'lease') : undefined;
     if (leaseFile) writeFileSync(leaseFile, '');
+    const run = cfg.user ? runAsUser(cfg.user, cfg.command, cfg.args, cfg.taskName, [cfg.taskDir, cfg.secretsDir]) : cfg;
     const config = {
       mode: this.name,
       taskId: cfg.id,
       taskName: cfg.taskName,
-      command: cfg.command,
-      args: cfg.args,
+      command: run.command,
+      args: run.args,
       env: cfg.env,
       taskDir: cfg.taskDir,
       allocDir: cfg.allocDir,

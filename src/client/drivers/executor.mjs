@@ -281,7 +281,7 @@ function shareSources(mounts) {
  * pid 1, which the kernel shields from every signal it has no handler for.
  */
 const INIT_SCRIPT = [
-  'cd /local 2>/dev/null || cd /',
+  'cd /',
   'env --default-signal=INT,QUIT "$@" &',
   'c=$!',
   // A stop signal goes to every process of the namespace (kill -1 from pid 1 spares only itself), so a
@@ -383,7 +383,8 @@ function spawnTask(cfg) {
   }
   const [file, ...args] = argv;
   const child = spawn(/** @type {string} */ (file), args, {
-    cwd: cfg.mode === 'exec' ? cfg.stateDir : cfg.taskDir,
+    // As Nomad: a raw_exec task runs in its task directory (local/ is ./local); exec's init does `cd /`.
+    cwd: cfg.mode === 'exec' ? cfg.stateDir : path.dirname(cfg.taskDir),
     env,
     stdio,
     detached: true,

@@ -11,7 +11,7 @@ import { DriverHarness, eventually } from '../../../test/support/client-drivers.
 import { RawExecDriver } from './raw-exec-driver.js';
 
 /** A writer that traps SIGTERM and keeps going a little before it exits, as databases do. */
-const WRITER = 'trap \'echo term >> out; sleep 0.2; echo bye >> out; exit 0\' TERM; while :; do echo tick >> out; sleep 0.05; done';
+const WRITER = 'trap \'echo term >> local/out; sleep 0.2; echo bye >> local/out; exit 0\' TERM; while :; do echo tick >> local/out; sleep 0.05; done';
 
 const ticks = (file: string): number => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l === 'tick').length : 0);
 
@@ -61,7 +61,7 @@ describe('raw_exec: a fenced task', () => {
   });
 
   it('a task started without a fence is never stopped for want of renewals', async () => {
-    const cfg = h.config('free', 'while :; do echo tick >> out; sleep 0.05; done');
+    const cfg = h.config('free', 'while :; do echo tick >> local/out; sleep 0.05; done');
     await h.start(driver, cfg);
     await eventually('the task to write 20 ticks', () => ticks(path.join(cfg.taskDir, 'out')) >= 20);
     assert.equal(driver.inspectTask(cfg.id).state, 'running');

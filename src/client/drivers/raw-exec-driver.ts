@@ -1,3 +1,4 @@
+import { dirname } from 'node:path';
 import type { DriverInfo } from '../../structs/index.js';
 import { ExecutorDriver, isRoot } from './executor-driver.js';
 import type { DriverCapabilities, TaskHandle } from './task-driver.js';
@@ -24,6 +25,6 @@ export class RawExecDriver extends ExecutorDriver {
 
   protected execTarget(handle: TaskHandle, command: string[], _tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string } {
     const nsenter = handle.networkNamespacePath ? ['nsenter', `--net=${handle.networkNamespacePath}`, '--'] : [];
-    return { argv: [...nsenter, ...command], env: this.taskEnv(handle.taskPid), cwd: handle.taskDir };
+    return { argv: [...nsenter, ...command], env: this.taskEnv(handle.taskPid), cwd: dirname(handle.taskDir) };
   }
 }

@@ -62,7 +62,7 @@ for (const [kind, make] of KINDS) {
     afterEach(() => h.cleanup());
 
     it('reattaches to the running task: same pid, logs keep flowing, stats, stop and wait work', async () => {
-      const cfg = h.config('survivor', 'echo $$ > mypid; i=0; while :; do echo line-$i; i=$((i+1)); sleep 0.02; done');
+      const cfg = h.config('survivor', 'echo $$ > local/mypid; i=0; while :; do echo line-$i; i=$((i+1)); sleep 0.02; done');
       const handle = await startFromDoomedAgent(h, kind, cfg);
       const logs = { dir: h.logDir, taskName: 'survivor', stream: 'stdout' as const };
       const before = (await readTaskLogs(logs)).length;

@@ -38,7 +38,7 @@ export interface TaskConfig {
   command: string;
   args: string[];
   env: Record<string, string>;
-  /** The task's local/ directory: its working directory (at /local inside exec's chroot). */
+  /** The task's local/ directory (at /local inside exec's chroot); the task runs in its parent, the task directory (`/` under exec), as in Nomad. */
   taskDir: string;
   /** The allocation's directory root (at /alloc inside exec's chroot). */
   allocDir: string;
@@ -58,6 +58,8 @@ export interface TaskConfig {
    * exit then says `fenced`.
    */
   fence?: { afterMs: number };
+  /** The user the task runs as (name or uid); absent: the agent's user. */
+  user?: string;
   /** The job's task `config {}` as submitted (external driver plugins decode it against their schema). */
   driverConfig?: Record<string, unknown>;
   /** Who the task is: what external driver plugins are told (Nomad's TaskConfig). */
@@ -68,8 +70,6 @@ export interface TaskConfig {
   /** The job's name (Berth's job ID: a Berth job has no other name) and its parent (periodic/dispatch; none in Berth yet). */
   jobName?: string;
   parentJobId?: string;
-  /** The task's `user` (external drivers run the task as this user). */
-  user?: string;
   /** Devices reserved for the task and their environment (Nomad's device plugins; Berth reserves none yet). */
   devices?: Array<{ taskPath: string; hostPath: string; permissions: string }>;
   deviceEnv?: Record<string, string>;

@@ -31,6 +31,8 @@ export interface RunnerTaskConfig {
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
   resources: RunnerTaskResources;
+  /** The user the task runs as (its `user`); absent: the agent's. */
+  user?: string;
   /** See TaskConfig.fence of the drivers. */
   fence?: { afterMs: number };
   /** The task's `config {}` as submitted (external driver plugins decode it against their schema). */
@@ -42,8 +44,6 @@ export interface RunnerTaskConfig {
   /** The job's name (Berth's job ID: a Berth job has no other name) and its parent (periodic/dispatch; none in Berth yet). */
   jobName?: string;
   parentJobId?: string;
-  /** The task's `user` (external drivers run the task as this user). */
-  user?: string;
   /** Devices reserved for the task and their environment (Nomad's device plugins; Berth reserves none yet). */
   devices?: Array<{ taskPath: string; hostPath: string; permissions: string }>;
   deviceEnv?: Record<string, string>;
@@ -92,6 +92,8 @@ export interface RunnerDriver {
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;
   stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void>;
   destroyTask(taskId: string, opts?: { force?: boolean }): Promise<void>;
+  /** Sends a signal ("SIGHUP") to the running task. */
+  signalTask?(taskId: string, signal: string): Promise<void>;
   /**
    * Only drivers whose capabilities say mustInitiateNetwork (external plugins,
    * Nomad's CreateNetwork/DestroyNetwork): the driver makes the group's

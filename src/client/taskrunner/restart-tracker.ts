@@ -39,10 +39,13 @@ export class RestartTracker {
   readonly #mode: 'fail' | 'delay';
   readonly #jobType: JobType;
   readonly #clock: Clock;
+  readonly #ephemeral: boolean;
   #state: RestartTrackerState;
 
   /** Throws BerthError INVALID for a malformed duration in the policy. */
-  constructor(policy: RestartPolicy, jobType: JobType, clock: Clock, state?: RestartTrackerState) {
+  /** `ephemeral`: a lifecycle task that runs to completion (not a sidecar): a clean exit completes it in any job type. */
+  constructor(policy: RestartPolicy, jobType: JobType, clock: Clock, state?: RestartTrackerState, opts: { ephemeral?: boolean } = {}) {
+    this.#ephemeral = opts.ephemeral === true;
     this.#attempts = policy.attempts;
     this.#intervalMs = durationMs(policy.interval);
     this.#delayMs = durationMs(policy.delay);
@@ -63,7 +66,7 @@ export class RestartTracker {
    */
   next(outcome: TaskOutcome): RestartDecision {
     const clean = !outcome.startError && outcome.exitCode === 0 && !outcome.signal;
-    if (clean && this.#jobType === 'batch') return { kind: 'complete', reason: 'the task exited successfully' };
+    if (clean && (this.#jobType === 'batch' || this.#ephemeral)) return { kind: 'complete', reason: 'the task exited successfully' };
     const now = this.#clock.now();
     if (this.#state.windowStart === undefined || now - this.#state.windowStart >= this.#intervalMs) {
       this.#state = { count: 0, windowStart: now };

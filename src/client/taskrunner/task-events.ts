@@ -12,6 +12,10 @@ export const TASK_EVENTS = {
   restarting: 'Restarting',
   notRestarting: 'Not Restarting',
   restartSignaled: 'Restart Signaled',
+  signaling: 'Signaling',
+  /** A template was rendered again (its source changed). */
+  templateRendered: 'Template Rendered',
+  artifactsFetched: 'Downloading Artifacts',
   killing: 'Killing',
   killed: 'Killed',
   oomKilled: 'OOM Killed',
@@ -32,6 +36,14 @@ export const TASK_EVENTS = {
   resourcesUpdated: 'Resources Updated',
   /** Stopped on the node because no server was reached for stop_after_server_disconnect. */
   fenced: 'Fenced',
+  /** A run lasted past the task's max_run_duration and was killed. */
+  maxRunDurationExceeded: 'Max Run Duration Exceeded',
+  /** The task's stop waits for its shutdown_delay before the kill signal. */
+  waitingShutdownDelay: 'Waiting for shutdown delay',
+  /** A `${...}` in the task's spec named nothing known and was left as written. */
+  interpolationUnresolved: 'Interpolation Unresolved',
+  /** A lifecycle task waits for its turn (main tasks wait for prestart tasks; poststop tasks for the main tasks). */
+  lifecycleWaiting: 'Lifecycle Waiting',
 } as const;
 
 export type TaskEventType = (typeof TASK_EVENTS)[keyof typeof TASK_EVENTS];

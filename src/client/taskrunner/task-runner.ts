@@ -4,12 +4,19 @@
 // client/allocrunner/taskrunner).
 
 import { AbortedError, BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
-import type { Allocation, JobType, RestartPolicy, Task, TaskState } from '../../structs/index.js';
+import { durationMs, type Allocation, type JobType, type RestartPolicy, type Task, type TaskState } from '../../structs/index.js';
 import type { TaskDir } from '../allocdir/index.js';
+import type { TaskEnv, TaskEnvBuilder } from '../taskenv/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
-import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle, RunnerTaskResources, TaskMount } from './driver-port.js';
+import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle } from './driver-port.js';
 import { RestartTracker, type RestartTrackerState } from './restart-tracker.js';
+import { defaultTaskEnv, runnerResources, runnerTaskConfig } from './task-config.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
+import type { TaskHook, TaskHookContext, PrestartRequest } from './task-hook.js';
+import { TaskRunnerError } from './task-runner-error.js';
+
+export { TaskRunnerError, type TaskRunnerErrorCode } from './task-runner-error.js';
+export type { PrestartRequest, TaskHook, TaskHookContext } from './task-hook.js';
 
 /** The client state bucket of task runners, keyed `<allocId>/<task>`. */
 export const TASK_RUNNERS_BUCKET = 'task-runners';
@@ -25,36 +32,6 @@ export interface TaskRunnerRecord {
   restart: RestartTrackerState;
 }
 
-/** What prestart hooks may add to the task before it starts. */
-export interface PrestartRequest {
-  env: Record<string, string>;
-  mounts: TaskMount[];
-}
-
-/** What a hook sees of its task. */
-export interface TaskHookContext {
-  readonly runner: TaskRunner;
-  /** Fires when this run of the task ends (it exited, was killed, or the agent let go of it). */
-  readonly signal: AbortSignal;
-}
-
-/**
- * A task hook: a small named object. Every phase is optional. Hooks run in
- * order; a prestart that throws fails this start (counted by the restart
- * policy). poststart must not wait for long: work that follows the task
- * (probing, watching) runs in the background until `ctx.signal` fires.
- * exited and stop must not throw (errors are logged).
- */
-export interface TaskHook {
-  readonly name: string;
-  prestart?(req: PrestartRequest, ctx: TaskHookContext): Promise<void>;
-  /** `recovered` is true when the task was reattached after an agent restart rather than started. */
-  poststart?(ctx: TaskHookContext & { recovered: boolean }): Promise<void>;
-  exited?(exit: RunnerExitResult, ctx: TaskHookContext): Promise<void>;
-  /** The task is dead for good (killed, failed, or complete). */
-  stop?(ctx: TaskHookContext): Promise<void>;
-}
-
 export interface TaskRunnerOptions {
   alloc: Allocation;
   task: Task;
@@ -68,7 +45,14 @@ export interface TaskRunnerOptions {
   hooks: TaskHook[];
   /** Told after every change of the task state (already persisted). Must not throw. */
   onChange: (taskName: string, state: TaskState) => void;
+  /** The agent's kill timeout; the task's kill_timeout overrides it. */
   killTimeoutMs: number;
+  /** Builds the task's environment; default: from the allocation and the task alone (no node attributes). */
+  taskEnv?: TaskEnvBuilder;
+  /** Wait between a kill and the stop signal (the task's or its group's shutdown_delay). */
+  shutdownDelayMs?: number;
+  /** A lifecycle task that runs to completion (not a sidecar): a clean exit completes it even in a service job. */
+  ephemeral?: boolean;
   /**
    * Fencing: the task is stopped on the node (by its executor, agent or not)
    * once no server was reached for this long, and not restarted. Set for
@@ -81,23 +65,6 @@ export interface TaskRunnerOptions {
   networkNamespacePath?: () => string | undefined;
   logger?: Logger;
   clock?: Clock;
-}
-
-export type TaskRunnerErrorCode = 'TASK_BAD_CONFIG' | 'TASK_DRIVER_FAILED';
-
-/**
- * A task that could not be started. `recoverable` is false when no retry can
- * fix it (a config the driver cannot use, a command that does not exist):
- * the task fails at once, without the restart policy.
- */
-export class TaskRunnerError extends BerthError {
-  override readonly code: TaskRunnerErrorCode;
-  readonly recoverable: boolean;
-  constructor(code: TaskRunnerErrorCode, message: string, options?: { cause?: unknown; recoverable?: boolean }) {
-    super(code, message, { cause: options?.cause });
-    this.code = code;
-    this.recoverable = options?.recoverable ?? true;
-  }
 }
 
 /** What restore() found. */
@@ -133,6 +100,10 @@ export class TaskRunner {
   readonly #detachAbort = new AbortController();
   #runAbort = new AbortController();
   #killReason = '';
+  #killRequested = false;
+  readonly #env: TaskEnvBuilder;
+  /** The environment of the current run (see TaskHookContext.taskEnv). */
+  #runEnv: TaskEnv;
   #killFailed = false;
   #restartReason: string | undefined;
   #loop: Promise<void> | undefined;
@@ -156,7 +127,9 @@ export class TaskRunner {
     this.#key = `${opts.alloc.id}/${opts.task.name}`;
     const saved = this.#bucket.get(this.#key);
     this.#record = saved ?? { state: newTaskState(this.#clock.now()), attempt: 0, restart: { count: 0, windowStart: undefined } };
-    this.#tracker = new RestartTracker(opts.restartPolicy, opts.jobType, this.#clock, this.#record.restart);
+    this.#tracker = new RestartTracker(opts.restartPolicy, opts.jobType, this.#clock, this.#record.restart, { ephemeral: opts.ephemeral === true });
+    this.#env = opts.taskEnv ?? defaultTaskEnv(opts, this.driver.capabilities.fsIsolation === 'chroot');
+    this.#runEnv = this.#env.build({}, this.#task);
     if (!saved) this.#persist();
   }
 
@@ -196,8 +169,14 @@ export class TaskRunner {
     return this.#done.promise;
   }
 
+  /** True once start(), restore() or kill() set the runner going (or it had ended before): start() would not start it anew. */
+  get started(): boolean {
+    return this.#loop !== undefined || this.#isDone;
+  }
+
+  /** True once kill() was called (also while it waits for the shutdown delay): the task is not restarted. */
   get killing(): boolean {
-    return this.#killAbort.signal.aborted;
+    return this.#killRequested || this.#killAbort.signal.aborted;
   }
 
   /**
@@ -260,10 +239,18 @@ export class TaskRunner {
    * task is marked failed (its allocation failed around it).
    */
   async kill(reason: string, opts: { failed?: boolean } = {}): Promise<void> {
-    if (!this.#killAbort.signal.aborted) {
+    if (!this.#killRequested) {
+      this.#killRequested = true;
       this.#killReason = reason;
       this.#killFailed = opts.failed === true;
       if (this.#record.state.state !== 'dead') this.event(TASK_EVENTS.killing, `Killing the task: ${reason}`);
+      const delayMs = this.#opts.shutdownDelayMs ?? 0;
+      if (delayMs > 0 && this.#record.state.state === 'running') {
+        this.event(TASK_EVENTS.waitingShutdownDelay, `Waiting ${delayMs} ms (shutdown_delay) before stopping the task`, { delayMs: String(delayMs) });
+        await this.#clock.sleep(delayMs, this.#detachAbort.signal).catch(() => undefined);
+        // The agent is stopping meanwhile: the task keeps running, as on any agent stop.
+        if (this.#detachAbort.signal.aborted) return;
+      }
       this.#killAbort.abort();
       this.#resumed.resolve();
       if (!this.#loop) this.#loop = this.#run(false);
@@ -283,6 +270,19 @@ export class TaskRunner {
     this.#restartReason = reason;
     this.event(TASK_EVENTS.restartSignaled, `Restart requested: ${reason}`);
     await this.#stopProcess();
+  }
+
+  /**
+   * Sends `signal` to the running task (a template's change_signal); no-op
+   * when it does not run. Throws when the driver cannot signal tasks or
+   * refuses the signal.
+   */
+  async signal(signal: string, reason: string): Promise<void> {
+    const taskId = this.#record.taskId;
+    if (!taskId || this.#record.state.state !== 'running' || this.killing) return;
+    if (!this.driver.signalTask) throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} cannot signal tasks`);
+    this.event(TASK_EVENTS.signaling, `Task being sent ${signal}: ${reason}`, { signal });
+    await this.driver.signalTask(taskId, signal);
   }
 
   /** Stops watching the task and leaves it running (the agent is stopping). Safe to repeat. */
@@ -315,13 +315,15 @@ export class TaskRunner {
     try {
       for (;;) {
         let exit: RunnerExitResult;
+        let overran: { value: boolean } | undefined;
         if (pendingExit) {
           exit = pendingExit;
           pendingExit = undefined;
         } else {
           if (this.killing) break;
           this.#runAbort = new AbortController();
-          const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+          this.#runEnv = this.#env.build({}, this.#task);
+          const ctx = this.#hookContext();
           if (!recovered) {
             try {
               await this.#startOnce(ctx);
@@ -344,6 +346,7 @@ export class TaskRunner {
           this.#firstStart.resolve();
           await this.#poststart(ctx, recovered);
           recovered = false;
+          overran = this.#watchRunDuration(ctx.signal);
           const taskId = this.#record.taskId as string;
           try {
             exit = await this.driver.waitTask(taskId, { signal: this.#detachAbort.signal });
@@ -369,6 +372,11 @@ export class TaskRunner {
         if (exit.signal) details['signal'] = String(exit.signal);
         if (this.killing) {
           this.event(TASK_EVENTS.killed, `Task killed: ${this.#killReason} (${describeExit(exit)})`, details);
+          break;
+        }
+        if (overran?.value) {
+          this.#record.state.failed = true;
+          this.event(TASK_EVENTS.notRestarting, `Not restarting: the task ran past its max_run_duration of ${this.#task.maxRunDuration}`, details);
           break;
         }
         if (exit.fenced) {
@@ -423,22 +431,42 @@ export class TaskRunner {
     return !this.killing;
   }
 
+  /** With a max_run_duration: kills this run once it ran that long (from its start, across agent restarts); the flag says whether it did. */
+  #watchRunDuration(signal: AbortSignal): { value: boolean } | undefined {
+    const max = this.#task.maxRunDuration;
+    if (!max) return undefined;
+    const flag = { value: false };
+    const ranMs = this.#clock.now() - (this.#record.state.startedAt ?? this.#clock.now());
+    void this.#clock.sleep(Math.max(0, durationMs(max) - ranMs), signal).then(
+      async () => {
+        if (signal.aborted || this.killing) return;
+        flag.value = true;
+        this.event(TASK_EVENTS.maxRunDurationExceeded, `The task ran for its max_run_duration of ${max}; stopping it`, { maxRunDuration: max });
+        await this.#stopProcess();
+      },
+      () => undefined,
+    );
+    return flag;
+  }
+
   async #startOnce(ctx: TaskHookContext): Promise<void> {
-    const req: PrestartRequest = { env: {}, mounts: [] };
+    const req: PrestartRequest = { env: {}, mounts: [], taskEnv: this.#env.build({}, this.#task) };
     this.#record.state.state = 'pending';
     this.event(TASK_EVENTS.settingUp, 'Building the task directory and running prestart hooks');
     const signal = AbortSignal.any([this.#killAbort.signal, ctx.signal]);
     for (const hook of this.#opts.hooks) {
       if (!hook.prestart) continue;
+      req.taskEnv = this.#env.build(req.env, this.#task);
       try {
-        await hook.prestart(req, { runner: this, signal });
+        await hook.prestart(req, { ...this.#hookContext(), signal });
       } catch (err) {
         if (err instanceof BerthError && err.code !== 'ABORTED') throw err;
         throw new TaskRunnerError('TASK_BAD_CONFIG', `prestart hook ${hook.name} failed: ${describeError(err)}`, { cause: err });
       }
       if (this.killing) throw new AbortedError('the task was killed while it was being set up');
     }
-    const cfg = this.#taskConfig(req);
+    this.#runEnv = this.#env.build(req.env, this.#task);
+    const cfg = this.#taskConfig(req, this.#runEnv);
     let handle: RunnerTaskHandle;
     try {
       handle = await this.driver.startTask(cfg, {
@@ -480,67 +508,47 @@ export class TaskRunner {
     }
   }
 
-  #taskConfig(req: PrestartRequest): RunnerTaskConfig {
-    const { alloc } = this.#opts;
+  #taskConfig(req: PrestartRequest, taskEnv: TaskEnv): RunnerTaskConfig {
     const task = this.#task;
-    const command = task.config['command'];
-    const args = task.config['args'] ?? [];
-    const own = this.driver.takesDriverConfig === true;
-    if (!own && (typeof command !== 'string' || command === '')) {
-      throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.command must be a non-empty string`, { recoverable: false });
-    }
-    if (!own && (!Array.isArray(args) || !args.every((a) => typeof a === 'string'))) {
-      throw new TaskRunnerError('TASK_BAD_CONFIG', `task ${task.name}: config.args must be a list of strings`, { recoverable: false });
-    }
-    this.#record.attempt += 1;
-    const td = this.#opts.taskDir;
-    const chroot = this.driver.capabilities.fsIsolation === 'chroot';
-    const env: Record<string, string> = {
-      ...task.env,
-      BERTH_ALLOC_ID: alloc.id,
-      BERTH_ALLOC_INDEX: String(alloc.index ?? 0),
-      BERTH_JOB_ID: alloc.jobId,
-      BERTH_GROUP_NAME: alloc.taskGroup,
-      BERTH_TASK_NAME: task.name,
-      // The node the allocation was placed on: plugins use it as their node ID, so agents sharing a machine stay apart.
-      BERTH_NODE_ID: alloc.nodeId,
-      BERTH_ALLOC_DIR: chroot ? '/alloc' : td.sharedDir,
-      BERTH_TASK_DIR: chroot ? '/local' : td.localDir,
-      BERTH_SECRETS_DIR: chroot ? '/secrets' : td.secretsDir,
-      ...req.env,
-    };
-    const cfg: RunnerTaskConfig = {
-      id: `${alloc.id}.${task.name}.${this.#record.attempt}`,
-      allocId: alloc.id,
-      taskName: task.name,
-      command: typeof command === 'string' ? command : '',
-      args: Array.isArray(args) ? (args as string[]) : [],
-      env,
-      taskDir: td.localDir,
-      allocDir: this.#opts.allocDir,
-      secretsDir: td.secretsDir,
+    const { cfg, unresolved } = runnerTaskConfig({
+      ...this.#opts,
+      task,
+      driver: this.driver,
+      attempt: this.#record.attempt + 1,
+      taskEnv,
       mounts: req.mounts,
-      logs: { disabled: task.logs.disabled, dir: td.logsDir, maxFiles: task.logs.maxFiles, maxFileSizeMb: task.logs.maxFileSizeMb },
-      killTimeoutMs: this.#opts.killTimeoutMs,
-      resources: runnerResources(task.resources),
-      ...(this.#opts.fenceAfterMs ? { fence: { afterMs: this.#opts.fenceAfterMs } } : {}),
-      ...(own ? { driverConfig: task.config, jobId: alloc.jobId, jobName: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId, namespace: this.#opts.namespace ?? 'default', ...(task.user ? { user: task.user } : {}) } : {}),
-    };
-    const netns = this.#opts.networkNamespacePath?.();
-    if (netns) cfg.networkNamespacePath = netns;
+      killTimeoutMs: this.#killTimeoutMs,
+    });
+    this.#record.attempt += 1;
+    if (unresolved.length && this.#record.attempt === 1) {
+      this.event(TASK_EVENTS.interpolationUnresolved, `Left as written (no such run-time value): ${unresolved.join(', ')}`, { references: unresolved.join(' ') });
+    }
     return cfg;
   }
 
   async #stopProcess(): Promise<void> {
     const taskId = this.#record.taskId;
     if (!taskId || this.#record.state.state !== 'running') return;
-    await this.driver.stopTask(taskId, { timeoutMs: this.#opts.killTimeoutMs }).catch((err: unknown) => {
+    const signal = this.#task.killSignal;
+    await this.driver.stopTask(taskId, { timeoutMs: this.#killTimeoutMs, ...(signal ? { signal } : {}) }).catch((err: unknown) => {
       this.#logger.warn({ err: describeError(err) }, 'stopTask failed');
     });
   }
 
+  /** What hooks see of this run; `taskEnv` is read when a hook reads it (the start sets it after prestart). */
+  #hookContext(): TaskHookContext {
+    const runEnv = (): TaskEnv => this.#runEnv;
+    return {
+      runner: this,
+      signal: this.#runAbort.signal,
+      get taskEnv() {
+        return runEnv();
+      },
+    };
+  }
+
   async #finish(): Promise<void> {
-    const ctx: TaskHookContext = { runner: this, signal: this.#runAbort.signal };
+    const ctx = this.#hookContext();
     this.#runAbort.abort();
     for (const hook of this.#opts.hooks) {
       if (!hook.stop) continue;
@@ -554,6 +562,11 @@ export class TaskRunner {
     this.#record.taskId = undefined;
     this.#changed();
     this.#finishDone();
+  }
+
+  /** The task's kill_timeout, else the agent's. */
+  get #killTimeoutMs(): number {
+    return this.#task.killTimeout ? durationMs(this.#task.killTimeout) : this.#opts.killTimeoutMs;
   }
 
   #finishDone(): void {
@@ -577,17 +590,6 @@ export class TaskRunner {
 }
 
 /** Removes a task runner's record (when its allocation is destroyed). Safe to repeat. */
-/** The driver's view of a task's `resources`: what its cgroup enforces. */
-function runnerResources(r: Task['resources']): RunnerTaskResources {
-  return {
-    cpuMhz: r.cpuMhz,
-    memoryMb: r.memoryMb,
-    ...(r.memoryMaxMb !== undefined ? { memoryMaxMb: r.memoryMaxMb } : {}),
-    ...(r.cores !== undefined ? { cores: r.cores } : {}),
-    ...(r.pidsMax !== undefined ? { pidsMax: r.pidsMax } : {}),
-  };
-}
-
 export function forgetTaskRunner(store: ClientStateStore, allocId: string, taskName: string): void {
   store.bucket<TaskRunnerRecord>(TASK_RUNNERS_BUCKET).delete(`${allocId}/${taskName}`);
 }

@@ -94,6 +94,16 @@ describe('reconcile', () => {
     assert.equal(later.place[0]!.rescheduleAttempts, 3);
   });
 
+  it('waits longer before each reschedule under an exponential delay function, up to max_delay', () => {
+    const spec = { groups: [{ name: 'g', count: 1, reschedule: { attempts: 10, delay: '30s', delayFunction: 'exponential', maxDelay: '100s' }, tasks: [{ name: 't', driver: 'exec' }] }] };
+    // The third reschedule of index 0 (two happened before): 30 s doubled twice, 120 s, capped at 100 s.
+    const failed = alloc(0, { clientStatus: 'failed', rescheduleAttempts: 2, modifyTime: 1000 });
+    const early = reconcile(job(spec), [failed], up, 1000 + 99_999);
+    assert.deepEqual(early.place, []);
+    assert.equal(early.followUpAt, 101_000);
+    assert.equal(reconcile(job(spec), [failed], up, 101_000).place[0]?.rescheduleAttempts, 3);
+  });
+
   it('replaces allocations whose group changed, but not for a change elsewhere', () => {
     const allocs = [alloc(0), alloc(1), alloc(2)];
     const changed = reconcile(job({}, { version: 2, groupVersions: { g: 2 } }), allocs, up, 0);

@@ -8,6 +8,7 @@
 
 import {
   durationMs,
+  rescheduleDelayMs,
   isClientTerminal,
   type Allocation,
   type Job,
@@ -180,7 +181,9 @@ function reconcileGroup(
       const policy = group.reschedule;
       // Out of attempts within the policy's interval: it stays failed.
       if (failed && !policy.unlimited && reschedulesWithin(alloc, byId, now - durationMs(policy.interval)) >= policy.attempts) continue;
-      const at = failed ? alloc.modifyTime + durationMs(policy.delay) : now;
+      // The wait grows with each reschedule by the policy's delay function (constant, exponential, fibonacci).
+      const wait = rescheduleDelayMs(policy.delayFunction ?? 'constant', durationMs(policy.delay), durationMs(policy.maxDelay ?? '1h'), alloc.rescheduleAttempts + 1);
+      const at = failed ? alloc.modifyTime + wait : now;
       if (at > now) {
         result.followUpAt = Math.min(result.followUpAt ?? at, at);
         continue;

@@ -1,0 +1,7 @@
+// Templates: Go's text/template language as consul-template renders it, and
+// the task hook that renders a task's `template` blocks before it starts and
+// again when their source changes.
+export { GoTemplate, supportedFunctions, type GoTemplateOptions } from './go-template.js';
+export type { FunctionEnv } from './_consul-funcs.js';
+export { TemplateError, TemplateSyntaxError, TemplateExecError, type TemplateErrorCode } from './_errors.js';
+export { TemplateHook, type TemplateHookOptions } from './template-hook.js';

@@ -1,0 +1,221 @@
+// Nomad-style job files (test/nomad-corpus/) run through a real dev agent and
+// the real CLI, each checked by what a user would observe: the environment a
+// raw_exec task writes into its allocation directory, run-time `${...}` in
+// args, env and a volume_mount destination, the lifecycle order, the kill
+// signal a stopped task receives, max_run_duration, the hostpath plugin
+// written as Nomad's demos write it, and the blocks Berth refuses by name at
+// their line.
+
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, TaskState } from '../../src/structs/index.js';
+import { killProcessesUnder } from '../support/agent-run.js';
+import { until } from '../support/runtime-cluster.js';
+import { REPO, startAgent, tempDir, type AgentUnderTest } from './_agent.js';
+
+const CORPUS = path.join(REPO, 'test', 'nomad-corpus');
+
+describe('Nomad-style job files on a dev agent', () => {
+  let dir = '';
+  let agent: AgentUnderTest;
+
+  before(async () => {
+    dir = await tempDir('bnr-');
+    const config = path.join(dir, 'agent.hcl');
+    writeFileSync(config, 'client {\n  node_class = "fast"\n  meta {\n    rack = "r7"\n  }\n}\n');
+    agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0', '--config', config]).ready(true);
+  });
+
+  after(async () => {
+    await agent?.stop('SIGINT').catch(() => undefined);
+    killProcessesUnder(dir);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** `berth job run --detach` of a corpus file (or of `text` written under the test's dir); fails on a non-zero exit. */
+  async function run(file: string, text?: string): Promise<void> {
+    let target = path.join(CORPUS, file);
+    if (text !== undefined) {
+      target = path.join(dir, file);
+      writeFileSync(target, text);
+    }
+    const r = await agent.cli(['job', 'run', '--detach', target]);
+    assert.equal(r.code, 0, `job run ${file}: ${r.stderr}${r.stdout}`);
+  }
+
+  async function allocOf(job: string, want: (a: Allocation) => boolean, what: string, ms = 90_000): Promise<Allocation> {
+    return until(what, async () => {
+      const list = await agent.get<Allocation[]>(`/v1/job/${job}/allocations`);
+      for (const a of list) {
+        const full = await agent.get<Allocation>(`/v1/allocation/${a.id}`);
+        if (want(full)) return full;
+      }
+      return undefined;
+    }, ms);
+  }
+
+  /** The allocation's shared directory on the host (`NOMAD_ALLOC_DIR` of a raw_exec task). */
+  const sharedDir = (allocId: string): string => path.join(dir, 'a', 'client', 'alloc', allocId, 'alloc');
+  const task = (a: Allocation, name: string): TaskState => {
+    const t = a.taskStates?.[name];
+    assert.ok(t, `no task state for ${name}: ${JSON.stringify(a.taskStates)}`);
+    return t;
+  };
+
+  it('gives a task Nomad\'s environment and interpolates its env and args at run time', async () => {
+    await run('env.hcl');
+    const alloc = await allocOf('envdump', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the env dump to finish');
+    assert.equal(alloc.clientStatus, 'complete', JSON.stringify(alloc.taskStates));
+    const env = Object.fromEntries(
+      readFileSync(path.join(sharedDir(alloc.id), 'env.txt'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('='))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
+    const nodes = await agent.get<Array<{ id: string; name: string; datacenter: string }>>('/v1/nodes');
+    const node = nodes.find((n) => n.id === alloc.nodeId);
+    assert.ok(node);
+    const expected: Record<string, string> = {
+      NOMAD_ALLOC_ID: alloc.id,
+      NOMAD_SHORT_ALLOC_ID: alloc.id.slice(0, 8),
+      NOMAD_ALLOC_NAME: 'envdump.g[0]',
+      NOMAD_ALLOC_INDEX: '0',
+      NOMAD_ALLOC_DIR: sharedDir(alloc.id),
+      NOMAD_TASK_DIR: path.join(dir, 'a', 'client', 'alloc', alloc.id, 'dump', 'local'),
+      NOMAD_SECRETS_DIR: path.join(dir, 'a', 'client', 'alloc', alloc.id, 'dump', 'secrets'),
+      NOMAD_JOB_ID: 'envdump',
+      NOMAD_JOB_NAME: 'envdump',
+      NOMAD_GROUP_NAME: 'g',
+      NOMAD_TASK_NAME: 'dump',
+      NOMAD_DC: node.datacenter,
+      NOMAD_REGION: 'global',
+      NOMAD_NAMESPACE: 'default',
+      NOMAD_CPU_LIMIT: '120',
+      NOMAD_MEMORY_LIMIT: '64',
+      NOMAD_NODE_ID: node.id,
+      NOMAD_NODE_NAME: node.name,
+      NOMAD_META_team: 'storage',
+      NOMAD_META_TEAM: 'storage',
+      NOMAD_META_tier: 'group',
+      NOMAD_META_build: 'b42',
+      BERTH_ALLOC_ID: alloc.id,
+      BERTH_NODE_ID: node.id,
+      DATA_DIR: `${sharedDir(alloc.id)}/data`,
+      WHERE: `${node.name}@${node.datacenter}`,
+    };
+    for (const [k, v] of Object.entries(expected)) assert.equal(env[k], v, `${k} in the task's environment`);
+    const args = readFileSync(path.join(sharedDir(alloc.id), 'args.txt'), 'utf8').trimEnd().split('\n');
+    assert.deepEqual(args, ['envdump', node.id, 'linux', 'r7', 'fast', 'dump', '${NOMAD_PORT_http}']);
+    const unresolved = task(alloc, 'dump').events.find((e) => e.type === 'Interpolation Unresolved');
+    assert.match(unresolved?.message ?? '', /\$\{NOMAD_PORT_http\}/);
+  });
+
+  it('makes a group of a task written directly under the job (JSON), named after the task', async () => {
+    await run('solo.json');
+    const alloc = await allocOf('solo', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the solo task to finish');
+    assert.equal(alloc.taskGroup, 'only');
+    assert.equal(readFileSync(path.join(sharedDir(alloc.id), 'who.txt'), 'utf8').trim(), 'only/only/ops');
+  });
+
+  it('runs lifecycle tasks in order: prestart to completion, then main with its sidecar, poststart, then poststop', async () => {
+    await run('lifecycle.hcl');
+    const alloc = await allocOf('order', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the lifecycle job to finish');
+    assert.equal(alloc.clientStatus, 'complete', alloc.clientDescription);
+    const order = readFileSync(path.join(sharedDir(alloc.id), 'order.txt'), 'utf8').trim().split('\n');
+    assert.ok(order.indexOf('init') >= 0 && order.indexOf('init') < order.indexOf('main'), order.join(','));
+    assert.equal(order.at(-1), 'cleanup', order.join(','));
+    assert.ok(order.includes('side'), order.join(','));
+    assert.equal(readFileSync(path.join(sharedDir(alloc.id), 'post.txt'), 'utf8').trim(), 'post');
+    const [init, side, main, post, cleanup] = ['init', 'side', 'main', 'post', 'cleanup'].map((n) => task(alloc, n));
+    assert.ok(init!.finishedAt! <= main!.startedAt!, 'main started after init completed');
+    assert.ok(post!.startedAt! >= main!.startedAt!, 'poststart after main started');
+    assert.ok(side!.finishedAt! >= main!.finishedAt!, 'the sidecar stopped once main had');
+    assert.ok(cleanup!.startedAt! >= main!.finishedAt!, 'poststop after main stopped');
+    assert.ok(main!.events.some((e) => e.type === 'Lifecycle Waiting'), 'main said it waited for init');
+    for (const t of [init, main, post, cleanup]) assert.equal(t!.failed, false);
+  });
+
+  it('does not restart a prestart task that succeeded in a service job, and runs poststop when the job is stopped', async () => {
+    await run('lifecycle-service.json');
+    const running = await allocOf('svc-order', (a) => a.taskStates?.['main']?.state === 'running', 'main to run');
+    assert.equal(task(running, 'init').state, 'dead');
+    assert.equal(task(running, 'init').restarts, 0);
+    assert.equal(task(running, 'cleanup').state, 'pending');
+    const stop = await agent.cli(['job', 'stop', 'svc-order']);
+    assert.equal(stop.code, 0, stop.stderr);
+    const done = await allocOf('svc-order', (a) => ['complete', 'failed'].includes(a.clientStatus) && a.taskStates?.['cleanup']?.state === 'dead', 'the stopped allocation to finish');
+    assert.deepEqual(readFileSync(path.join(sharedDir(done.id), 'order.txt'), 'utf8').trim().split('\n'), ['init', 'main', 'cleanup']);
+  });
+
+  it('stops a task with its kill_signal after its shutdown_delay', async () => {
+    await run('signals.hcl');
+    const alloc = await allocOf('signals', (a) => a.taskStates?.['trap']?.state === 'running', 'the trap task to run');
+    await until('the task to have set its traps', () => existsSync(path.join(sharedDir(alloc.id), 'ready.txt')));
+    assert.equal((await agent.cli(['job', 'stop', 'signals'])).code, 0);
+    const done = await allocOf('signals', (a) => a.taskStates?.['trap']?.state === 'dead', 'the trap task to stop');
+    assert.equal(readFileSync(path.join(sharedDir(alloc.id), 'signal.txt'), 'utf8').trim(), 'INT');
+    const types = task(done, 'trap').events.map((e) => e.type);
+    assert.ok(types.indexOf('Waiting for shutdown delay') > types.indexOf('Killing'), types.join(','));
+  });
+
+  it('kills a task that runs past its max_run_duration and does not restart it', async () => {
+    await run('max-run.hcl');
+    const alloc = await allocOf('overrun', (a) => a.clientStatus === 'failed' || a.clientStatus === 'complete', 'the overrunning task to end');
+    assert.equal(alloc.clientStatus, 'failed');
+    const t = task(alloc, 'sleepy');
+    assert.equal(t.restarts, 0);
+    assert.ok(t.events.some((e) => e.type === 'Max Run Duration Exceeded'), t.events.map((e) => e.type).join(','));
+    assert.match(alloc.clientDescription, /max_run_duration of 2s/);
+  });
+
+  it('runs a task as its `user` under raw_exec and exec', async () => {
+    await run('user.hcl');
+    const alloc = await allocOf('as-nobody', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the tasks run as nobody to finish');
+    assert.equal(alloc.clientStatus, 'complete', `${alloc.clientDescription} ${JSON.stringify(alloc.taskStates)}`);
+    for (const name of ['raw', 'jailed']) {
+      const uid = readFileSync(path.join(dir, 'a', 'client', 'alloc', alloc.id, name, 'local', 'uid.txt'), 'utf8').trim();
+      assert.equal(uid, '65534', `${name} ran as nobody`);
+    }
+  });
+
+  it('runs the hostpath plugin written as Nomad demos write it, and mounts a volume at ${NOMAD_ALLOC_DIR}/data', async () => {
+    const data = path.join(dir, 'hp');
+    await run('csi-hostpath-plugin.hcl', readFileSync(path.join(CORPUS, 'csi-hostpath-plugin.hcl'), 'utf8').replaceAll('DATA_ROOT', data));
+    await until('the plugin to be healthy', async () => {
+      const r = await agent.cli(['plugin', 'status', 'hostpath-ns']);
+      return r.code === 0 && /Nodes Healthy\s+1\b/.test(r.stdout) ? r : undefined;
+    }, 120_000);
+    const nodes = await agent.get<Array<{ id: string }>>('/v1/nodes');
+    assert.ok(existsSync(path.join(data, nodes[0]!.id)), `the plugin got the node ID through \${node.unique.id}: ${existsSync(data) ? readdirSync(data).join(',') : 'no data dir'}`);
+    const create = await agent.cli(['volume', 'create', path.join(CORPUS, 'csi-volume.hcl')]);
+    assert.equal(create.code, 0, create.stderr);
+    await run('csi-consumer.hcl');
+    const alloc = await allocOf('ns-consumer', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the consumer to finish', 120_000);
+    assert.equal(alloc.clientStatus, 'complete', `${alloc.clientDescription} ${JSON.stringify(alloc.taskStates?.['write']?.events.map((e) => e.message))}`);
+    const written = readdirSync(data, { recursive: true }).map(String).filter((f) => f.endsWith('hello.txt'));
+    assert.equal(written.length, 1, `hello.txt in the volume: ${written.join(', ')}`);
+    assert.equal(readFileSync(path.join(data, written[0]!), 'utf8').trim(), `hello-from-${alloc.id.slice(0, 8)}`);
+  });
+
+  it('refuses the blocks Berth does not have by name, at their line', async () => {
+    const refused = path.join(CORPUS, 'refused');
+    for (const name of readdirSync(refused).sort()) {
+      const file = path.join(refused, name);
+      const expected = readFileSync(file, 'utf8')
+        .split('\n')
+        .map((l) => /^# expect: (\d+:\d+) \S+: (.*)$/.exec(l))
+        .filter((m): m is RegExpExecArray => m !== null);
+      assert.ok(expected.length > 0, `${name} says what it expects`);
+      const r = await agent.cli(['job', 'validate', file]);
+      assert.notEqual(r.code, 0, `${name} was accepted`);
+      const lines = r.stderr.split('\n').map((l) => l.replace(/^error: /, ''));
+      for (const [, where, message] of expected) {
+        const hit = lines.find((l) => l.startsWith(`${file}:${where}: `) && l.endsWith(message as string));
+        assert.ok(hit, `${name}: expected "${where} ... ${message}" in:\n${r.stderr}`);
+      }
+      assert.doesNotMatch(r.stderr, /unknown field/, `${name}: a Nomad block reported as a typo`);
+    }
+  });
+});

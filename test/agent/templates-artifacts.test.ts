@@ -1,0 +1,203 @@
+// `template` and `artifact` blocks as a Nomad user meets them through
+// `berth agent --dev`: a template rendered before the task starts (and the
+// task reading it), an `env = true` template reaching the task's environment,
+// a changed source rendered again and the task restarted or signalled, a
+// local tar.gz unpacked into local/, a remote artifact and a template error
+// failing the task with a message that names them.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation } from '../../src/structs/index.js';
+import { until } from '../support/runtime-cluster.js';
+import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
+
+describe('templates and artifacts through the dev agent', () => {
+  let dir = '';
+  let agent: AgentUnderTest;
+
+  before(async () => {
+    dir = await tempDir('btpl-');
+    agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
+  });
+
+  after(async () => {
+    await agent?.stop('SIGINT').catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function run(name: string, hcl: string): Promise<void> {
+    const file = path.join(dir, `${name}.hcl`);
+    writeFileSync(file, hcl);
+    const res = await agent.cli(['job', 'run', '--detach', file]);
+    assert.equal(res.code, 0, res.stderr);
+  }
+
+  async function allocOf(job: string, ok: (a: Allocation) => boolean, what: string): Promise<Allocation> {
+    return until(what, async () => {
+      const [a] = await agent.get<Allocation[]>(`/v1/job/${job}/allocations`);
+      if (!a) return undefined;
+      const full = await agent.get<Allocation>(`/v1/allocation/${a.id}`);
+      return ok(full) ? full : undefined;
+    }, 60_000);
+  }
+
+  async function logs(allocId: string, task: string): Promise<string> {
+    const res = await agent.cli(['alloc', 'logs', allocId, task]);
+    assert.equal(res.code, 0, res.stderr);
+    return res.stdout;
+  }
+
+  /** A service job whose task "web" runs `script` with a template from `source` rendered to local/app.conf. */
+  const watchedJob = (id: string, script: string, source: string, change: string): string => `
+job "${id}" {
+  group "g" {
+    task "web" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "${script}"]
+      }
+      template {
+        source      = "${source}"
+        destination = "local/app.conf"
+        ${change}
+      }
+    }
+  }
+}
+`;
+
+  const events = (a: Allocation, task: string): string => (a.taskStates?.[task]?.events ?? []).map((e) => `${e.type}: ${e.message}`).join('\n');
+
+  it('renders a template before the task starts, with NOMAD_* values, where the task reads it as local/app.conf, and an env = true template reaches the task env', async () => {
+    await run('render', `
+job "render" {
+  type = "batch"
+  group "g" {
+    task "show" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        # As a Nomad job writes it: the task runs in its task directory.
+        args    = ["-c", "cat local/app.conf; echo \\"greeting=$GREETING\\""]
+      }
+      template {
+        data        = <<EOH
+alloc={{ env "NOMAD_ALLOC_ID" }}
+{{- range $i, $w := split "," "a,b" }} w{{ $i }}={{ $w }}{{ end }}
+EOH
+        destination = "local/app.conf"
+        perms       = "600"
+      }
+      template {
+        data        = "GREETING=hello-{{ env \\"NOMAD_TASK_NAME\\" | toUpper }}"
+        destination = "secrets/app.env"
+        env         = true
+      }
+    }
+  }
+}
+`);
+    const a = await allocOf('render', (x) => x.clientStatus === 'complete' || x.clientStatus === 'failed', 'the render job to finish');
+    assert.equal(a.clientStatus, 'complete', events(a, 'show'));
+    assert.equal(await logs(a.id, 'show'), `alloc=${a.id} w0=a w1=b\ngreeting=hello-SHOW\n`);
+  });
+
+  it('renders a changed source again and restarts the task (change_mode restart)', async () => {
+    const src = path.join(dir, 'restart.tpl');
+    writeFileSync(src, 'version=1 task={{ env "NOMAD_TASK_NAME" }}\n');
+    await run('tplrestart', watchedJob('tplrestart', 'cat \\"$BERTH_TASK_DIR/app.conf\\"; exec sleep 1000', src, 'change_mode = "restart"\n        splay       = "100ms"'));
+    const first = await allocOf('tplrestart', (x) => x.clientStatus === 'running', 'the task to run');
+    assert.equal(await logs(first.id, 'web'), 'version=1 task=web\n');
+    writeFileSync(src, 'version=2 task={{ env "NOMAD_TASK_NAME" }}\n');
+    const restarted = await allocOf('tplrestart', (x) => x.taskStates?.['web']?.restarts === 1 && x.taskStates['web'].state === 'running', 'the task to restart');
+    assert.match(events(restarted, 'web'), /Template Rendered: Template "local\/app.conf" rendered again/);
+    assert.match(events(restarted, 'web'), /Restart Signaled: Restart requested: template "local\/app.conf" changed/);
+    await until('the restarted task to print the new rendering', async () => ((await logs(first.id, 'web')).includes('version=2') ? true : undefined), 30_000);
+    assert.equal(await logs(first.id, 'web'), 'version=1 task=web\nversion=2 task=web\n');
+    assert.equal((await agent.cli(['job', 'stop', 'tplrestart'])).code, 0);
+  });
+
+  it('renders a changed source again and signals the task (change_mode signal)', async () => {
+    const src = path.join(dir, 'signal.tpl');
+    const marker = path.join(dir, 'hup-seen');
+    writeFileSync(src, 'level=info\n');
+    await run(
+      'tplsignal',
+      watchedJob('tplsignal', `trap 'cp \\"$BERTH_TASK_DIR/app.conf\\" ${marker}' HUP; echo ready; while :; do sleep 0.2; done`, src, 'change_mode   = "signal"\n        change_signal = "SIGHUP"\n        splay         = "0s"'),
+    );
+    const a = await allocOf('tplsignal', (x) => x.clientStatus === 'running', 'the task to run');
+    await until('the task to set its trap', async () => ((await logs(a.id, 'web')).includes('ready') ? true : undefined), 30_000);
+    writeFileSync(src, 'level=debug\n');
+    await until('the task to see SIGHUP', () => (existsSync(marker) && readFileSync(marker, 'utf8') === 'level=debug\n' ? true : undefined), 30_000);
+    const after = await allocOf('tplsignal', (x) => /Signaling/.test(events(x, 'web')), 'the Signaling event');
+    assert.equal(after.taskStates?.['web']?.restarts, 0, 'signalled, not restarted');
+    assert.match(events(after, 'web'), /Signaling: Task being sent SIGHUP: template "local\/app.conf" changed/);
+    assert.equal((await agent.cli(['job', 'stop', 'tplsignal'])).code, 0);
+  });
+
+  it('unpacks a local tar.gz artifact into local/ before the task starts', async () => {
+    const content = path.join(dir, 'bundle');
+    mkdirSync(path.join(content, 'conf'), { recursive: true });
+    writeFileSync(path.join(content, 'conf', 'settings.txt'), 'answer=42\n');
+    const archive = path.join(dir, 'bundle.tar.gz');
+    execFileSync('tar', ['czf', archive, '-C', content, 'conf']);
+    await run('artifact', `
+job "artifact" {
+  type = "batch"
+  group "g" {
+    task "show" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "cat \\"$BERTH_TASK_DIR/conf/settings.txt\\" \\"$BERTH_TASK_DIR/plain/settings.copy\\""]
+      }
+      artifact {
+        source = "${archive}"
+      }
+      artifact {
+        source      = "file://${path.join(content, 'conf', 'settings.txt')}"
+        destination = "local/plain/settings.copy"
+        mode        = "file"
+      }
+    }
+  }
+}
+`);
+    const a = await allocOf('artifact', (x) => x.clientStatus === 'complete' || x.clientStatus === 'failed', 'the artifact job to finish');
+    assert.equal(a.clientStatus, 'complete', events(a, 'show'));
+    assert.equal(await logs(a.id, 'show'), 'answer=42\nanswer=42\n');
+  });
+
+  it('refuses a remote artifact and a template it cannot render, naming them, and does not start the task', async () => {
+    // One job each: in one allocation the first task to fail would kill its sibling (as Nomad does) before it says why.
+    const job = (id: string, block: string): string => `
+job "${id}" {
+  type = "batch"
+  group "g" {
+    task "${id}" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/echo"
+        args    = ["started"]
+      }
+${block}
+    }
+  }
+}
+`;
+    await run('remotefetch', job('remotefetch', '      artifact {\n        source = "https://releases.example.com/app.tar.gz"\n      }'));
+    await run('badtpl', job('badtpl', '      template {\n        data        = "line one\\n{{ key \\"service/config\\" }}"\n        destination = "local/bad.conf"\n      }'));
+    const fetch = await allocOf('remotefetch', (x) => x.taskStates?.['remotefetch']?.state === 'dead', 'the artifact task to fail');
+    const render = await allocOf('badtpl', (x) => x.taskStates?.['badtpl']?.state === 'dead', 'the template task to fail');
+    assert.match(events(fetch, 'remotefetch'), /artifact source https:\/\/releases\.example\.com\/app\.tar\.gz: Berth fetches artifacts only from local paths and file:\/\/ URLs/);
+    assert.match(events(render, 'badtpl'), /template "local\/bad\.conf": template: local\/bad\.conf:2:4: function "key" reads from Consul, which Berth does not have/);
+    for (const [a, task] of [[fetch, 'remotefetch'], [render, 'badtpl']] as const) {
+      assert.equal(a.taskStates?.[task]?.failed, true);
+      assert.doesNotMatch(events(a, task), /^Started:/m, `${task} never started`);
+    }
+  });
+});
