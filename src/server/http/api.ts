@@ -4,6 +4,7 @@
 // calls and back; the decisions live in the services.
 
 import websocket from '@fastify/websocket';
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse } from './api-error.js';
@@ -87,6 +88,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     if (status === 413) {
       body.message = `request body too large (limit ${bodyLimit} bytes)`;
       body.details = { ...body.details, limit: bodyLimit };
+      drainRefusedBody(req.raw, 4 * bodyLimit);
+      void reply.header('connection', 'close');
     }
     if (status >= 500) log.error({ method: req.method, route: req.routeOptions.url, code: body.code, err: describe(err) }, 'request failed');
     return reply.status(status).send(body);
@@ -148,4 +151,19 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
 /** A log-safe description of an unexpected error: its class and message, never request data. */
 function describe(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/**
+ * Reads and discards the rest of a body refused as too large, up to `max`
+ * bytes, so that a client still writing it gets to read the 413 instead of a
+ * connection reset (the kernel resets a socket closed with unread data).
+ * Past `max` the socket is destroyed: the refusal never buys unbounded reading.
+ */
+function drainRefusedBody(raw: IncomingMessage, max: number): void {
+  let seen = 0;
+  raw.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > max) raw.socket.destroy();
+  });
+  raw.resume();
 }
