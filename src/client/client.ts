@@ -281,6 +281,8 @@ export class Client {
         authHeader: this.#api.authHeader(),
         nodeId: () => nodeId,
         handle: (req, o) => handler.handle(req, o),
+        // A silent leader is left well within the node's heartbeat TTL, so that controller calls move with it.
+        livenessMs: () => Math.min(5_000, Math.floor((this.#registration?.ttlMs ?? 30_000) / 4)),
         clock: this.#clock,
         logger: this.#root,
       });

@@ -19,6 +19,7 @@ import {
   type Clock,
   type Logger,
 } from '../../lib/index.js';
+import { etcdFailFast } from '../state/index.js';
 import { LeaderError, type Fence, type LeaderInfo, type Leadership, type ServerMember } from './leadership.js';
 
 export interface EtcdLeadershipOptions {
@@ -83,6 +84,7 @@ export class EtcdLeadership implements Leadership {
     this.#client = new Etcd3({
       hosts: [...opts.endpoints],
       dialTimeout: this.#ttl * 1000,
+      ...etcdFailFast,
       // One call never outlives the lease it is meant to keep.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.#ttl * 1000 }),
     });
@@ -116,7 +118,7 @@ export class EtcdLeadership implements Leadership {
 
   async checkQuorum(): Promise<void> {
     // A Range is linearizable by default: only a member with a quorum answers it.
-    await this.#within(this.#client.get(this.#electionKey).string(), Math.min(2_000, this.#ttl * 1000));
+    await this.#within(this.#client.get(this.#electionKey).string(), Math.min(1_000, this.#ttl * 500));
   }
 
   async members(opts: { signal?: AbortSignal } = {}): Promise<ServerMember[]> {
