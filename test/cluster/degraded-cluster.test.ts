@@ -175,7 +175,7 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
     const lostAt = Date.now();
     const via = cluster.live()[0] as ServerProc;
     await until('every server refuses writes (no quorum)', async () => {
-      const r = await via.run.cli(['job', 'run', '--detach', job('no-quorum', undefined, 'exec sleep 600')], { addr: via.url });
+      const r = await via.run.cli(['job', 'run', '--detach', '--retry-for', '0', job('no-quorum', undefined, 'exec sleep 600')], { addr: via.url });
       return r.code !== 0 && /STORE_UNAVAILABLE|state store/.test(r.stderr);
     });
     // 120 counter lines (12 s or more at 10 a second) is over two fencing windows: a fenced writer stops counting long before.

@@ -349,7 +349,7 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     let last = '';
     const refused = await until('a write refused by every server', async () => {
       const results = await Promise.all(
-        cluster.live().map((via) => via.run.cli(['job', 'run', '--detach', workloadJob('no-quorum', undefined, 'exec sleep 600')], { addr: via.url })),
+        cluster.live().map((via) => via.run.cli(['job', 'run', '--detach', '--retry-for', '0', workloadJob('no-quorum', undefined, 'exec sleep 600')], { addr: via.url })),
       );
       last = results.map((r) => `exit ${r.code}: ${r.stderr}`).join('\n');
       return results.every((r) => r.code !== 0 && /state store \(etcd\) is unavailable/.test(r.stderr)) ? results : undefined;

@@ -63,15 +63,22 @@ export function registerLeaderForwarding(app: FastifyInstance, { deps }: RouteCo
       .catch((err: unknown) => {
         if (err instanceof ApiError || err instanceof LeaderError) throw err;
         log.warn({ leader: leader.address, route: url, err: err instanceof Error ? err.message : String(err) }, 'forwarding to the leader failed');
-        if (deposed.signal.aborted) throw leaderUnavailable(`the leader at ${leader.address} stopped answering and is being replaced; retry shortly`);
-        throw leaderUnavailable(`the leader at ${leader.address} did not answer; retry shortly`);
+        // The request may have reached the leader: a client must check before sending it again.
+        if (deposed.signal.aborted) throw leaderUnavailable(`the leader at ${leader.address} stopped answering and is being replaced; retry shortly`, true);
+        throw leaderUnavailable(`the leader at ${leader.address} did not answer; retry shortly`, true);
       })
       .finally(() => clearInterval(watch));
   });
 }
 
-function leaderUnavailable(message: string): LeaderError {
-  return new LeaderError('SERVER_LEADER_UNAVAILABLE', message);
+/**
+ * SERVER_LEADER_UNAVAILABLE (retryable). `mayHaveApplied` (in the answer's
+ * details) when the request was sent to a leader that did not answer: it
+ * may have been applied.
+ */
+function leaderUnavailable(message: string, mayHaveApplied = false): LeaderError {
+  const err = new LeaderError('SERVER_LEADER_UNAVAILABLE', message);
+  return mayHaveApplied ? Object.assign(err, { mayHaveApplied: true }) : err;
 }
 
 /** Sends the request on to the leader and answers with the leader's answer. */
