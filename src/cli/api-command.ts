@@ -151,9 +151,14 @@ export function timestamp(ms: number | undefined): string {
 /** "3m ago" style age of epoch milliseconds, relative to now. */
 export function age(ms: number | undefined, now = Date.now()): string {
   if (!ms) return '-';
+  return `${elapsed(ms, now)} ago`;
+}
+
+/** How long since epoch milliseconds `ms`, as `4s`, `3m10s`, `2h5m`, `3d` (an uptime). */
+export function elapsed(ms: number, now = Date.now()): string {
   const s = Math.max(0, Math.round((now - ms) / 1000));
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m ago`;
-  return `${Math.floor(s / 86400)}d ago`;
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d`;
 }

@@ -260,6 +260,13 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     assert.ok(mountsUnder(path.join(cluster.dir, 'n1')).includes(mount), 'its mount is still there');
     assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.id));
     assert.equal((await claimsOf('vol-1')).length, 1, 'one claim, not two');
+    // The killed server shows as failed, with since when; the others' uptime reads as a duration.
+    const members = await until('the killed server listed as failed since a time', async () => {
+      const out = ok(await next.run.cli(['server', 'members'], { addr: next.url }), 'server members');
+      return new RegExp(`^${old.name}\\s+\\S+\\s+false\\s+failed\\s+-\\s+\\d{4}-\\d\\d-\\d\\dT`, 'm').test(out) ? out : undefined;
+    });
+    assert.match(members, new RegExp(`^${next.name}\\s+\\S+\\s+true\\s+alive\\s+\\d+m?\\d*s\\s+-$`, 'm'));
+    assert.doesNotMatch(members, /ago\s+-$|circuit breaker/m);
     // The killed server comes back as a follower.
     await old.run.start();
     assert.notEqual(await cluster.leader(), old);
