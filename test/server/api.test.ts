@@ -156,6 +156,27 @@ describe('HTTP API', () => {
     assert.equal((await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.desiredStatus === 'run').length, 3);
   });
 
+  it('refuses a second job running a CSI plugin ID another job runs, and says which', async () => {
+    const pluginJob = (id: string) => ({
+      job: {
+        id,
+        type: 'system',
+        groups: [{ name: 'p', tasks: [{ name: 'p', driver: 'exec', csiPlugin: { id: 'dup-plugin', type: 'node', mountDir: '/csi' }, resources: { cpuMhz: 10, memoryMb: 16 } }] }],
+      },
+    });
+    assert.equal((await h.call('POST', '/v1/jobs', { body: pluginJob('plugin-a') })).status, 200);
+    assert.equal((await h.call('POST', '/v1/jobs', { body: pluginJob('plugin-a') })).status, 200, 'the same job again is an update');
+    const second = await h.call<{ code: string; details: { problems: Array<{ path: string; message: string }> } }>('POST', '/v1/jobs', { body: pluginJob('plugin-b') });
+    assert.equal(second.status, 400);
+    assert.deepEqual(second.body.details.problems, [
+      {
+        path: 'groups[0].tasks[0].csiPlugin.id',
+        message: 'CSI plugin "dup-plugin" is already run by job "default/plugin-a": one job runs a plugin ID (stop that job, or give this plugin another ID)',
+      },
+    ]);
+    assert.equal((await h.call('DELETE', '/v1/job/plugin-a?purge=true')).status, 200);
+  });
+
   it('stops and purges a job (a DELETE with Content-Type: application/json and no body is taken, as Nomad takes it)', async () => {
     const res = await fetch(`${h.url}/v1/job/web`, { method: 'DELETE', headers: { authorization: `Bearer ${TOKENS.management}`, 'content-type': 'application/json' } });
     const stop = { status: res.status, body: (await res.json()) as { evaluation: Evaluation } };
