@@ -107,6 +107,7 @@ export class Client {
   #reporter: StatusReporter | undefined;
   #node: NodeRecord | undefined;
   #serverListReceived = false;
+  readonly #drainProblems: string[] = [];
   #gc: AllocGarbageCollector | undefined;
   /** IDs in GC_BUCKET, kept until the server no longer lists them. */
   readonly #collected = new Set<string>();
@@ -310,6 +311,11 @@ export class Client {
       await this.#teardown(false);
       throw new ClientError('CLIENT_START', `client failed to start: ${describeError(err)}`, { cause: err });
     }
+  }
+
+  /** After a stop with drain: each allocation the drain could not stop or clean up (tasks, mounts, claims), with why. */
+  get drainProblems(): readonly string[] {
+    return this.#drainProblems;
   }
 
   /** See the class comment. Never throws; safe twice. */
@@ -645,10 +651,12 @@ export class Client {
             await e.started;
             e.runner.update({ ...e.alloc, desiredStatus: 'stop', desiredDescription: 'the agent is draining' });
             await this.#waitTerminal(e.runner, 60_000);
+            if (!isClientTerminal(e.runner.status().clientStatus)) throw new Error('its tasks did not stop within 60 s');
             await e.runner.destroy();
             this.#runners.delete(e.alloc.id);
           } catch (err) {
             this.#log.warn({ allocId: e.alloc.id, err: describeError(err) }, 'draining an allocation failed');
+            this.#drainProblems.push(`allocation ${e.alloc.id} (job ${e.alloc.jobId}): ${describeError(err)}`);
           }
         }),
       );

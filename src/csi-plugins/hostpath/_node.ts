@@ -86,8 +86,6 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
       refuseDataDir(staging, 'staging_target_path');
       const release = lockOrAbort(locks, `volume:${id}`);
       try {
-        // Another instance of this plugin on this node (the one an update replaces) may have acted on it.
-        await store.syncNodeVolume(id);
         const vol = await volumeOrNotFound(id);
         const volumeDir = layout.volumeDir(vol.key);
         const real = await realpathOrUndefined(staging);

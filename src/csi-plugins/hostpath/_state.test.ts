@@ -56,8 +56,6 @@ describe('hostpath state', () => {
     // The new instance unstages v1 (the old one staged it): gone from the file, v2 kept.
     next.nodeVolumes.delete('v1');
     await next.persist();
-    await old.syncNodeVolume('v1');
-    assert.equal(old.nodeVolumes.get('v1'), undefined);
     const again = new StateStore({ dir, controller: false, node: true, nodeId: 'n1' });
     await again.load();
     assert.deepEqual([...again.nodeVolumes.keys()], ['v2']);

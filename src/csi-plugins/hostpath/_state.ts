@@ -6,10 +6,10 @@
 // file, so a controller instance and a node instance may share one data
 // directory. Every write is atomic: temp file, fsync, rename, fsync dir.
 // Two instances of one node plugin run on one node while a plugin job is
-// updated (the old one serves until the new one is healthy), so the node's
-// records may change under an instance: it reads a volume's record from the
-// file before acting on it, and a write merges its own changes into the
-// file's records (what it did not change, it leaves as the file has it).
+// updated (the old one serves until the new one is healthy), so an instance
+// may be asked about a volume the other staged: without a record of its own
+// it reads the volume's record from the file, and a write merges its own
+// changes into the file's records (what it did not change stays as it is).
 
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
@@ -153,18 +153,15 @@ export class StateStore {
   }
 
   /**
-   * Takes the node file's record of one volume unless this instance changed
-   * it since it last read or wrote it. Call before acting on a volume (under
-   * its lock). Throws on unreadable files.
+   * When this instance has no record of a volume, takes the node file's (an
+   * instance this one replaces may have staged or published it). Call
+   * before acting on a staged or published volume (under its lock). Throws
+   * on unreadable files.
    */
   async syncNodeVolume(volumeId: string): Promise<void> {
-    if (!this.#ownsNode || nodeJson(this.nodeVolumes.get(volumeId)) !== this.#nodeSynced.get(volumeId)) return;
+    if (!this.#ownsNode || this.nodeVolumes.has(volumeId)) return;
     const onFile = (await readJson<NodeFile>(this.nodeFile))?.volumes.find((n) => n.volumeId === volumeId);
     if (onFile) this.#adopt(onFile);
-    else {
-      this.nodeVolumes.delete(volumeId);
-      this.#nodeSynced.delete(volumeId);
-    }
   }
 
   /** A fresh sequence number for a new volume or snapshot. */
