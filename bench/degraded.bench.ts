@@ -18,7 +18,7 @@ import { loadavg } from 'node:os';
 import path from 'node:path';
 import { mountsUnder, until } from '../test/support/agent-run.js';
 import { Cluster, type ServerProc } from '../test/support/process-cluster.js';
-import { perNodeHostpathPluginJob } from '../test/support/runtime-cluster.js';
+import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../test/support/runtime-cluster.js';
 import { round } from './_stats.js';
 
 const QUORUM_LOSS_MS = 20_000;
@@ -26,27 +26,7 @@ const SIGSTOP_RUNS = 3;
 const COUNTER = 'while true; do date +%s%N >> "$BERTH_TASK_DIR/data/counter"; sleep 0.1; done';
 
 function jobOf(cluster: Cluster, id: string, volume: string | undefined, script: string): string {
-  return cluster.writeJson(`${id}.json`, {
-    id,
-    type: 'service',
-    groups: [
-      {
-        name: 'main',
-        restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' },
-        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
-        ...(volume ? { volumes: { data: { type: 'csi', source: volume, accessMode: 'single-node-writer', attachmentMode: 'file-system' } } } : {}),
-        tasks: [
-          {
-            name: 'main',
-            driver: 'raw_exec',
-            config: { command: '/bin/sh', args: ['-c', script] },
-            ...(volume ? { volumeMounts: [{ volume: 'data', destination: '/data' }] } : {}),
-            resources: { cpuMhz: 20, memoryMb: 16 },
-          },
-        ],
-      },
-    ],
-  });
+  return cluster.writeJson(`${id}.json`, rawExecJob(id, volume, script));
 }
 
 async function running(cluster: Cluster, jobId: string, via?: ServerProc): Promise<string> {
@@ -124,10 +104,7 @@ export default async function degradedBench(): Promise<Record<string, unknown>> 
     await cluster.leader();
     const first = cluster.live()[0] as ServerProc;
     const volume = path.join(cluster.dir, 'vol-q.hcl');
-    writeFileSync(
-      volume,
-      `id = "vol-q"\nname = "vol-q"\ntype = "csi"\nplugin_id = "hostpath"\ncapacity_min = "1MiB"\ncapability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\n`,
-    );
+    writeFileSync(volume, hostpathVolumeHcl('vol-q'));
     await until('volume created', async () => (await first.run.cli(['volume', 'create', volume], { addr: cluster.addresses() })).code === 0);
     await first.run.cli(['job', 'run', '--detach', jobOf(cluster, 'writer', 'vol-q', COUNTER)], { addr: cluster.addresses() });
     const allocId = await running(cluster, 'writer');

@@ -17,10 +17,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { mountsUnder, ok, until } from '../support/agent-run.js';
-import { perNodeHostpathPluginJob } from '../support/runtime-cluster.js';
+import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
 
-const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
 /** Appends "<pid> <counter> <ns since epoch>" every 100 ms: a restart shows as a new pid, a stall as a gap. */
 const COUNTER = 'i=0; while true; do i=$((i+1)); echo "$$ $i $(date +%s%N)" >> "$BERTH_TASK_DIR/data/counter"; sleep 0.1; done';
 
@@ -43,51 +42,12 @@ after(async () => {
 
 function volumeFile(id: string): string {
   const file = path.join(cluster.dir, `${id}.hcl`);
-  writeFileSync(
-    file,
-    `id = "${id}"
-name = "${id}"
-type = "csi"
-plugin_id = "hostpath"
-capacity_min = "1MiB"
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-topology_request {
-  required {
-    topology {
-      segments = { "${TOPOLOGY_KEY}" = "dg-n1" }
-    }
-  }
-}
-`,
-  );
+  writeFileSync(file, hostpathVolumeHcl(id, 'dg-n1'));
   return file;
 }
 
 function job(id: string, volume: string | undefined, script: string): string {
-  return cluster.writeJson(`${id}.json`, {
-    id,
-    type: 'service',
-    groups: [
-      {
-        name: 'main',
-        restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' },
-        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
-        ...(volume ? { volumes: { data: { type: 'csi', source: volume, accessMode: 'single-node-writer', attachmentMode: 'file-system' } } } : {}),
-        tasks: [
-          {
-            name: 'main',
-            driver: 'raw_exec',
-            config: { command: '/bin/sh', args: ['-c', script] },
-            ...(volume ? { volumeMounts: [{ volume: 'data', destination: '/data' }] } : {}),
-            resources: { cpuMhz: 50, memoryMb: 32 },
-          },
-        ],
-      },
-    ],
-  });
+  return cluster.writeJson(`${id}.json`, rawExecJob(id, volume, script));
 }
 
 const allocs = (jobId: string, via?: ServerProc): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${jobId}/allocations`, via);

@@ -21,10 +21,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { mountsUnder, ok, REPO, until } from '../support/agent-run.js';
-import { perNodeHostpathPluginJob } from '../support/runtime-cluster.js';
+import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
 
-const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
 const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';
 
 interface NodeRow {
@@ -56,53 +55,12 @@ function pluginJob(): string {
 
 function volumeFile(id: string, node: string): string {
   const file = path.join(cluster.dir, `${id}.hcl`);
-  writeFileSync(
-    file,
-    `id        = "${id}"
-name      = "${id}"
-type      = "csi"
-plugin_id = "hostpath"
-capacity_min = "1MiB"
-
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-
-topology_request {
-  required {
-    topology {
-      segments = { "${TOPOLOGY_KEY}" = "${node}" }
-    }
-  }
-}
-`,
-  );
+  writeFileSync(file, hostpathVolumeHcl(id, node));
   return file;
 }
 
 function workloadJob(id: string, volume: string | undefined, script: string, type: 'service' | 'batch' = 'service'): string {
-  return cluster.writeJson(`${id}.json`, {
-    id,
-    type,
-    groups: [
-      {
-        name: 'main',
-        restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' },
-        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
-        ...(volume ? { volumes: { data: { type: 'csi', source: volume, accessMode: 'single-node-writer', attachmentMode: 'file-system' } } } : {}),
-        tasks: [
-          {
-            name: 'main',
-            driver: 'raw_exec',
-            config: { command: '/bin/sh', args: ['-c', script] },
-            ...(volume ? { volumeMounts: [{ volume: 'data', destination: '/data' }] } : {}),
-            resources: { cpuMhz: 50, memoryMb: 32 },
-          },
-        ],
-      },
-    ],
-  });
+  return cluster.writeJson(`${id}.json`, rawExecJob(id, volume, script, type));
 }
 
 /** The fake CSI plugin on both nodes; its first ControllerPublish and first ControllerUnpublish hang (see _gated-plugin.ts). */

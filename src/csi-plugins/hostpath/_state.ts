@@ -5,11 +5,6 @@
 // A monolith owns both. A role it does not own is read fresh from the other
 // file, so a controller instance and a node instance may share one data
 // directory. Every write is atomic: temp file, fsync, rename, fsync dir.
-// Two instances of one node plugin run on one node while a plugin job is
-// updated (the old one serves until the new one is healthy), so an instance
-// may be asked about a volume the other staged: without a record of its own
-// it reads the volume's record from the file, and a write merges its own
-// changes into the file's records (what it did not change stays as it is).
 
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
@@ -101,8 +96,6 @@ export class StateStore {
   readonly volumes = new Map<string, VolumeRecord>();
   readonly snapshots = new Map<string, SnapshotRecord>();
   readonly nodeVolumes = new Map<string, NodeVolumeRecord>();
-  /** Each node record as last read from or written to the node file (its JSON), to tell our changes from another instance's. */
-  readonly #nodeSynced = new Map<string, string>();
   #nextSeq = 1;
   #writes: Promise<void> = Promise.resolve();
   readonly #dir: string;
@@ -143,25 +136,8 @@ export class StateStore {
           `${this.nodeFile} belongs to node ${JSON.stringify(file.nodeId)}, not ${JSON.stringify(this.#nodeId)}`,
         );
       }
-      for (const n of file?.volumes ?? []) this.#adopt(n);
+      for (const n of file?.volumes ?? []) this.nodeVolumes.set(n.volumeId, { ...n, targets: [...n.targets] });
     }
-  }
-
-  #adopt(n: NodeVolumeRecord): void {
-    this.nodeVolumes.set(n.volumeId, { ...n, targets: [...n.targets] });
-    this.#nodeSynced.set(n.volumeId, JSON.stringify(n));
-  }
-
-  /**
-   * When this instance has no record of a volume, takes the node file's (an
-   * instance this one replaces may have staged or published it). Call
-   * before acting on a staged or published volume (under its lock). Throws
-   * on unreadable files.
-   */
-  async syncNodeVolume(volumeId: string): Promise<void> {
-    if (!this.#ownsNode || this.nodeVolumes.has(volumeId)) return;
-    const onFile = (await readJson<NodeFile>(this.nodeFile))?.volumes.find((n) => n.volumeId === volumeId);
-    if (onFile) this.#adopt(onFile);
   }
 
   /** A fresh sequence number for a new volume or snapshot. */
@@ -216,34 +192,14 @@ export class StateStore {
       await writeAtomic(this.controllerFile, JSON.stringify(file, null, 1));
     }
     if (this.#ownsNode) {
-      // Our changes over the file's records: another instance's changes to other volumes stay.
-      const before = new Map(this.#nodeSynced);
-      const dirty = [...new Set([...this.nodeVolumes.keys(), ...before.keys()])].filter((id) => nodeJson(this.nodeVolumes.get(id)) !== before.get(id));
-      const merged = new Map<string, NodeVolumeRecord>();
-      for (const n of (await readJson<NodeFile>(this.nodeFile).catch(() => undefined))?.volumes ?? []) merged.set(n.volumeId, n);
-      for (const id of dirty) {
-        const mine = this.nodeVolumes.get(id);
-        if (mine && nodeJson(mine) !== undefined) merged.set(id, structuredClone(mine));
-        else merged.delete(id);
-      }
-      const file: NodeFile = { version: FORMAT_VERSION, nodeId: this.#nodeId, volumes: [...merged.values()] };
+      const file: NodeFile = {
+        version: FORMAT_VERSION,
+        nodeId: this.#nodeId,
+        volumes: [...this.nodeVolumes.values()].filter((n) => n.staged || n.targets.length > 0),
+      };
       await writeAtomic(this.nodeFile, JSON.stringify(file, null, 1));
-      // What we did not change (and nobody changed here meanwhile) is now as the file has it.
-      for (const id of new Set([...this.nodeVolumes.keys(), ...merged.keys()])) {
-        if (dirty.includes(id) || nodeJson(this.nodeVolumes.get(id)) !== before.get(id)) continue;
-        const onFile = merged.get(id);
-        if (onFile) this.nodeVolumes.set(id, { ...onFile, targets: [...onFile.targets] });
-        else this.nodeVolumes.delete(id);
-      }
-      this.#nodeSynced.clear();
-      for (const n of merged.values()) this.#nodeSynced.set(n.volumeId, JSON.stringify(n));
     }
   }
-}
-
-/** A node record as the file would hold it: undefined when it holds nothing (not staged, no target). */
-function nodeJson(n: NodeVolumeRecord | undefined): string | undefined {
-  return n && (n.staged || n.targets.length > 0) ? JSON.stringify(n) : undefined;
 }
 
 async function readJson<T extends { version: number }>(file: string): Promise<T | undefined> {
