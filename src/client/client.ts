@@ -46,7 +46,7 @@ import {
   StatusReporter,
   type NodeAllocation,
 } from './serverconn/index.js';
-import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
+import { ClientStateError, SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
 import { RecordedVolumes } from './volumes/index.js';
 import { NodeFingerprinter } from './_fingerprint.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
@@ -398,8 +398,19 @@ export class Client {
     await entry.started;
     // The server's list may have dropped (and destroyed) it meanwhile.
     if (this.#runners.get(allocId) !== entry) return;
+    const store = this.#store as ClientStateStore;
+    const gone = store.bucket<true>(GC_BUCKET);
+    let recorded = true;
+    try {
+      gone.put(allocId, true);
+    } catch (err) {
+      // A full disk (its reserve used up) must not keep the space an allocation holds: destroy it
+      // first, then write it down (until then a server list that still holds it would bring it back).
+      if (!(err instanceof ClientStateError && err.code === 'STATE_DISK_FULL')) throw err;
+      this.#log.error({ allocId, err: describeError(err) }, 'disk full: collecting the allocation before recording it');
+      recorded = false;
+    }
     this.#collected.add(allocId);
-    (this.#store as ClientStateStore).bucket<true>(GC_BUCKET).put(allocId, true);
     this.#runners.delete(allocId);
     try {
       await entry.runner.destroy();
@@ -408,6 +419,8 @@ export class Client {
       this.#runners.set(allocId, entry);
       throw err;
     }
+    if (!recorded) gone.put(allocId, true);
+    if (store instanceof SqliteClientStateStore) store.restoreHeadroom();
   }
 
   /** Percent in use of the file system holding the allocation directories; undefined when unknown. */
