@@ -29,11 +29,34 @@ function pick(flag: string | undefined, flagName: string, name: string, env: Env
 }
 
 /**
- * The agent address the CLI uses: `--address`, else BERTH_ADDR, else
- * NOMAD_ADDR, else DEFAULT_ADDRESS. Not normalized (see normalizeAddress).
+ * The agent address setting the CLI uses: `--address` (repeatable), else
+ * BERTH_ADDR, else NOMAD_ADDR, else the `address` of the CLI config file
+ * (`configured`, read only when nothing before it is set), else
+ * DEFAULT_ADDRESS. Not normalized (see addressList).
  */
-export function addressSetting(flag: string | undefined, env: Env = process.env): Sourced {
-  return pick(flag, '--address', 'ADDR', env) ?? { value: DEFAULT_ADDRESS, source: 'default' };
+export function addressSetting(
+  flag: string | readonly string[] | undefined,
+  env: Env = process.env,
+  configured: () => string | readonly string[] | undefined = () => undefined,
+): Sourced {
+  const given = typeof flag === 'string' ? flag : flag?.length ? flag.join(',') : undefined;
+  const picked = pick(given, '--address', 'ADDR', env);
+  if (picked) return picked;
+  const fromFile = configured();
+  if (fromFile !== undefined) return { value: typeof fromFile === 'string' ? fromFile : fromFile.join(','), source: 'the CLI config file' };
+  return { value: DEFAULT_ADDRESS, source: 'default' };
+}
+
+/**
+ * An address setting as the list of servers the client tries in turn: split
+ * on commas, each entry normalized (normalizeAddress). Throws UsageError
+ * (exit 2) naming the entry and where it came from when one is not an
+ * http(s) address, or when the list is empty.
+ */
+export function addressList(setting: Sourced): string[] {
+  const entries = setting.value.split(',').filter((e) => e.trim() !== '');
+  if (!entries.length) throw new UsageError(`no agent address given (from ${setting.source})`);
+  return entries.map((e) => normalizeAddress(e, setting.source));
 }
 
 /** The token: `--token`, else BERTH_TOKEN, else NOMAD_TOKEN; undefined when none is set. */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Command, Option } from 'commander';
 import type * as AgentModule from '../agent/index.js';
 import type { AgentConfig, AgentMode } from '../agent/index.js';
-import { createLogger } from '../lib/index.js';
+import { BerthError, createLogger } from '../lib/index.js';
 import type { CommandContext } from './csi-command.js';
 import { packageFile } from './package-file.js';
 import { UsageError } from './usage-error.js';
@@ -95,7 +95,8 @@ Examples:
   $ berth agent --client --server-address http://10.0.0.1:4646,http://10.0.0.2:4646,http://10.0.0.3:4646 --config client.hcl
 
 Exit codes:
-  0    stopped by SIGINT or SIGTERM
+  0    stopped by SIGINT or SIGTERM (SIGINT: every allocation stopped and released)
+  1    SIGINT could not stop or release some allocation (named on stdout)
   1    the agent failed to start (port in use, server unreachable at start, ...)
   2    bad usage or a malformed config file (file:line:col)
   130  a second SIGINT forced the exit`,
@@ -201,6 +202,13 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   const drain = mode === 'dev' || received === 'SIGINT';
   say(`==> Caught ${received}; ${drain ? 'stopping every allocation and releasing its volumes' : 'stopping the agent, leaving tasks running'}`);
   await cleanup(drain);
+  const problems = agent.client?.drainProblems ?? [];
+  if (problems.length) {
+    // Never a clean stop that was not made: an operator draining the node must know what still runs or holds a volume.
+    say(`==> Berth agent stopped, but ${problems.length} allocation(s) could not be stopped or released (their tasks may still run and their volumes stay mounted and claimed):`);
+    for (const p of problems) say(`    ${p}`);
+    throw new BerthError('AGENT_DRAIN_INCOMPLETE', `the drain did not finish: ${problems.length} allocation(s) not stopped or released (see above)`);
+  }
   say('==> Berth agent stopped');
 }
 

@@ -5,6 +5,7 @@
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { AbortedError, BerthError } from '../lib/index.js';
+import { parseDuration } from './values.js';
 
 /**
  * The largest request body the agent takes by default (structs'
@@ -27,6 +28,8 @@ export class ApiClientError extends BerthError {
   /** HTTP status; 0 when there was no answer. */
   readonly status: number;
   readonly details: Record<string, unknown>;
+  /** The leader a cluster server named in its answer (`X-Berth-Leader`), when it did. */
+  leader: string | undefined;
 
   constructor(code: string, message: string, status: number, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
     super(code, message, options);
@@ -36,14 +39,38 @@ export class ApiClientError extends BerthError {
 }
 
 export interface ApiClientOptions {
-  /** `http://host:port`; default BERTH_ADDR, then DEFAULT_ADDRESS. */
-  address: string;
+  /**
+   * The agent's `http://host:port`, or several servers of one cluster (each
+   * already normalized: addressList in agent-address.ts). Calls go to one and move to the
+   * next when it cannot be reached; a follower's answer naming the leader
+   * sends the next attempt there.
+   */
+  address: string | readonly string[];
   token?: string;
   /** Cancels every request (SIGINT). */
   signal: AbortSignal;
   /** Called (once per client) when an answer says the server's state may be stale (`X-Berth-Stale`). */
   onStale?: () => void;
+  /**
+   * How long answers that say "retry" (SERVER_LEADER_UNAVAILABLE,
+   * STORE_UNAVAILABLE, 429, 502-504) and unreachable clusters are retried,
+   * with backoff, before the last error is thrown. Default 15 s; 0: never.
+   */
+  retryForMs?: number;
+  /** How long a server may take to start answering a request that is not a blocking read. Default 10 s. */
+  answerTimeoutMs?: number;
+  /** Told of each retry (for a line on stderr). */
+  onRetry?: (why: string) => void;
 }
+
+/** The answer codes a client may retry as they are (nothing was applied). */
+const RETRYABLE_CODES = new Set(['SERVER_LEADER_UNAVAILABLE', 'STORE_UNAVAILABLE', 'UNAVAILABLE', 'HTTP_502', 'HTTP_503', 'HTTP_504', 'HTTP_429']);
+/** Transport failures that prove nothing was sent. */
+const UNSENT_ERRNOS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const DEFAULT_RETRY_FOR_MS = 15_000;
+const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
+/** A blocking read's `wait` when the caller gives none (the server's default). */
+const DEFAULT_BLOCKING_WAIT_MS = 300_000;
 
 type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
 
@@ -51,6 +78,8 @@ type Query = Record<string, string | number | boolean | readonly string[] | unde
 export interface ApiAnswer<T> {
   body: T;
   index: number;
+  /** Set when the answer came from `verify`: an earlier attempt whose answer was lost had applied. */
+  landed?: boolean;
 }
 
 /** What each kind of object is called, listed and fetched as. */
@@ -80,16 +109,35 @@ export const KINDS = {
  * when `signal` fired. Safe to use concurrently; holds no connection state.
  */
 export class ApiClient {
-  readonly address: string;
+  readonly #bases: readonly string[];
+  #current = 0;
   readonly #token: string | undefined;
   readonly #signal: AbortSignal;
   #onStale: (() => void) | undefined;
+  readonly #retryForMs: number;
+  readonly #answerTimeoutMs: number;
+  readonly #onRetry: ((why: string) => void) | undefined;
 
   constructor(opts: ApiClientOptions) {
-    this.address = opts.address.replace(/\/+$/, '');
+    const list = (typeof opts.address === 'string' ? [opts.address] : [...opts.address]).map((a) => a.replace(/\/+$/, ''));
+    if (!list.length) throw new TypeError('ApiClient needs at least one address');
+    this.#bases = list;
     this.#token = opts.token;
     this.#signal = opts.signal;
     this.#onStale = opts.onStale;
+    this.#retryForMs = opts.retryForMs ?? DEFAULT_RETRY_FOR_MS;
+    this.#answerTimeoutMs = opts.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
+    this.#onRetry = opts.onRetry;
+  }
+
+  /** The address requests go to now. */
+  get address(): string {
+    return this.#bases[this.#current] as string;
+  }
+
+  /** Every address given, in order. */
+  get addresses(): readonly string[] {
+    return this.#bases;
   }
 
   /** GET `path`. With `index`, a blocking read that waits up to `wait` for a change. */
@@ -97,41 +145,141 @@ export class ApiClient {
     return this.request<T>('GET', path, { query });
   }
 
-  /** A request with a JSON body. */
-  async request<T>(method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal } = {}): Promise<ApiAnswer<T>> {
-    const res = await this.#fetch(method, path, opts);
-    const text = await res.text().catch((err: unknown) => {
-      // The server answered 413 and closed the socket before its body was read.
-      if (res.status === 413) return '';
-      throw this.#unreachable(err);
-    });
-    let body: unknown = undefined;
-    if (text) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        if (!res.ok) throw new ApiClientError('API_BAD_ANSWER', `the agent answered ${res.status} with a body that is not JSON`, res.status);
-        throw new ApiClientError('API_BAD_ANSWER', `the agent answered with a body that is not JSON (is ${this.address} a Berth agent?)`, res.status);
+  /**
+   * A request with a JSON body. Retried on another server, or after a
+   * backoff, while that is safe: a GET always; any other method only when
+   * nothing can have been applied (the connection was refused, or the
+   * answer says so), unless `verify` is given. After a failure that may
+   * have applied the request (the answer was lost), `verify` is asked
+   * (against a server that answers): an answer means it did apply (that
+   * answer is returned, with `landed` set), undefined means it did not and
+   * the request is sent again. Without `verify` such a failure rejects with
+   * API_UNCERTAIN. Rejects with the last error once `retryForMs` ran out.
+   */
+  async request<T>(
+    method: string,
+    path: string,
+    opts: { query?: Query; body?: unknown; signal?: AbortSignal; verify?: () => Promise<ApiAnswer<T> | undefined> } = {},
+  ): Promise<ApiAnswer<T>> {
+    return this.#withFailover(method, path, opts, async (res) => {
+      const text = await res.text().catch((err: unknown) => {
+        // The server answered 413 and closed the socket before its body was read.
+        if (res.status === 413) return '';
+        throw this.#unreachable(err, true);
+      });
+      let body: unknown = undefined;
+      if (text) {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          if (!res.ok) throw new ApiClientError('API_BAD_ANSWER', `the agent answered ${res.status} with a body that is not JSON`, res.status);
+          throw new ApiClientError('API_BAD_ANSWER', `the agent answered with a body that is not JSON (is ${this.address} a Berth agent?)`, res.status);
+        }
       }
-    }
-    if (!res.ok) throw errorFrom(res.status, body);
-    return { body: body as T, index: Number(res.headers.get('x-berth-index') ?? 0) || 0 };
+      if (!res.ok) throw errorFrom(res.status, body, res.headers.get('x-berth-leader') ?? undefined);
+      return { body: body as T, index: Number(res.headers.get('x-berth-index') ?? 0) || 0 };
+    });
   }
 
   /** A streaming GET (the event stream): the raw response, whose body the caller reads. */
   async stream(path: string, query: Query = {}): Promise<HttpAnswer> {
-    const res = await this.#fetch('GET', path, { query });
-    if (!res.ok) {
-      const text = await res.text().catch(() => '');
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        /* not JSON */
+    return this.#withFailover('GET', path, { query, stream: true }, async (res) => {
+      if (!res.ok) {
+        const text = await res.text().catch(() => '');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          /* not JSON */
+        }
+        throw errorFrom(res.status, body, res.headers.get('x-berth-leader') ?? undefined);
       }
-      throw errorFrom(res.status, body);
+      return res;
+    });
+  }
+
+  /**
+   * The retry loop of every request: see request(). `read` turns an answer
+   * into the result, or throws ApiClientError.
+   */
+  async #withFailover<R>(
+    method: string,
+    path: string,
+    opts: { query?: Query; body?: unknown; signal?: AbortSignal; verify?: () => Promise<R | undefined>; stream?: boolean },
+    read: (res: HttpAnswer) => Promise<R>,
+  ): Promise<R> {
+    const deadline = Date.now() + this.#retryForMs;
+    const safe = method === 'GET' || method === 'HEAD';
+    let refusedInRound = 0;
+    let delays = 0;
+    for (;;) {
+      const base = this.address;
+      let err: ApiClientError;
+      try {
+        return await read(await this.#fetch(base, method, path, opts));
+      } catch (e) {
+        if (!(e instanceof ApiClientError) || this.#signal.aborted || opts.signal?.aborted) throw e;
+        err = e;
+      }
+      if (err.code === 'API_UNREACHABLE') {
+        const unsent = err.details['unsent'] === true;
+        if (!unsent && !safe) {
+          if (!opts.verify) throw uncertain(err);
+          this.#moveOn(base);
+          const landed = await this.#verify(opts.verify, deadline);
+          if (landed !== undefined) return landed;
+          this.#onRetry?.(`${err.message}; it did not apply: sending it again to ${this.address}`);
+          continue;
+        }
+        // A server that cannot be reached: the next one at once; after a whole round, back off.
+        this.#moveOn(base);
+        refusedInRound++;
+        if (refusedInRound < this.#bases.length) {
+          this.#onRetry?.(`${err.message}; trying ${this.address}`);
+          continue;
+        }
+        refusedInRound = 0;
+        if (this.#bases.length === 1 || Date.now() >= deadline) throw err;
+      } else if (retryableAnswer(err)) {
+        refusedInRound = 0;
+        if (err.details['mayHaveApplied'] === true && !safe) {
+          if (!opts.verify) throw uncertain(err);
+          const landed = await this.#verify(opts.verify, deadline);
+          if (landed !== undefined) return landed;
+        }
+        if (err.leader && this.#bases.includes(err.leader) && err.leader !== base) {
+          this.#current = this.#bases.indexOf(err.leader);
+          this.#onRetry?.(`${err.code}: ${err.message}; following the leader to ${this.address}`);
+          continue;
+        }
+        if (Date.now() >= deadline) throw err;
+        // The server answers but cannot serve: another may (a follower that knows the leader).
+        if (err.code === 'SERVER_LEADER_UNAVAILABLE') this.#moveOn(base);
+      } else {
+        throw err;
+      }
+      delays++;
+      const delayMs = Math.min(2_000, 250 * 2 ** (delays - 1), Math.max(0, deadline - Date.now()));
+      this.#onRetry?.(`${err.code}: ${err.message}; retrying in ${(delayMs / 1000).toFixed(1)} s`);
+      await sleep(delayMs, this.#signal);
     }
-    return res;
+  }
+
+  /** Asks `verify` whether a request whose answer was lost applied, retrying while no server answers. */
+  async #verify<R>(verify: () => Promise<R | undefined>, deadline: number): Promise<R | undefined> {
+    for (let delays = 1; ; delays++) {
+      try {
+        return await verify();
+      } catch (err) {
+        if (!(err instanceof ApiClientError) || (err.code !== 'API_UNREACHABLE' && !retryableAnswer(err)) || Date.now() >= deadline) throw err;
+        await sleep(Math.min(2_000, 250 * 2 ** (delays - 1)), this.#signal);
+      }
+    }
+  }
+
+  /** Moves on to the next address, unless another request already moved away from `failed`. */
+  #moveOn(failed: string): void {
+    if (this.address === failed) this.#current = (this.#current + 1) % this.#bases.length;
   }
 
   /**
@@ -153,8 +301,8 @@ export class ApiClient {
     throw new ApiClientError('CLI_AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });
   }
 
-  async #fetch(method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal }): Promise<HttpAnswer> {
-    const url = new URL(this.address + path);
+  async #fetch(base: string, method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal; stream?: boolean }): Promise<HttpAnswer> {
+    const url = new URL(base + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) {
       if (v === undefined) continue;
       if (Array.isArray(v)) for (const item of v) url.searchParams.append(k, String(item));
@@ -172,8 +320,12 @@ export class ApiClient {
         size,
       });
     }
+    // A blocking read may wait as long as it asked to; anything else must start answering soon.
+    const blocking = opts.query?.['index'] !== undefined;
+    const waitMs = typeof opts.query?.['wait'] === 'string' ? durationMs(opts.query['wait']) : undefined;
+    const timeoutMs = blocking ? (waitMs ?? DEFAULT_BLOCKING_WAIT_MS) + this.#answerTimeoutMs : this.#answerTimeoutMs;
     try {
-      const res = await send(url, method, headers, body, signal);
+      const res = await send(url, method, headers, body, signal, timeoutMs);
       if (this.#onStale && res.headers.get('x-berth-stale') === 'true') {
         const tell = this.#onStale;
         this.#onStale = undefined;
@@ -182,14 +334,17 @@ export class ApiClient {
       return res;
     } catch (err) {
       if (this.#signal.aborted || opts.signal?.aborted) throw new AbortedError('request cancelled', { cause: err });
-      throw this.#unreachable(err);
+      throw this.#unreachable(err, false, base);
     }
   }
 
-  #unreachable(err: unknown): ApiClientError {
+  /** API_UNREACHABLE; `details.unsent` when the failure proves the request never left (connection refused). */
+  #unreachable(err: unknown, answered: boolean, base = this.address): ApiClientError {
     const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-    const why = (err as { code?: string })?.code ?? cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
-    return new ApiClientError('API_UNREACHABLE', `cannot reach the Berth agent at ${this.address} (${why})`, 0, {}, { cause: err });
+    const errno = (err as { code?: string })?.code ?? cause?.code;
+    const why = errno ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+    const unsent = !answered && errno !== undefined && UNSENT_ERRNOS.has(errno);
+    return new ApiClientError('API_UNREACHABLE', `cannot reach the Berth agent at ${base} (${why})`, 0, unsent ? { unsent } : {}, { cause: err });
   }
 }
 
@@ -211,10 +366,13 @@ export interface HttpAnswer {
  * of its start-up. Rejects on a transport failure (the error carries the
  * errno `code`) or when `signal` fires.
  */
-function send(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<HttpAnswer> {
-  if (url.protocol !== 'http:') return fetchAnswer(url, method, headers, body, signal);
+function send(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal, timeoutMs: number): Promise<HttpAnswer> {
+  if (url.protocol !== 'http:') return fetchAnswer(url, method, headers, body, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal });
+    // A server that accepted the connection but does not answer (a paused process) is left after timeoutMs.
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`), { code: 'ETIMEDOUT' })), timeoutMs);
+    req.once('close', () => clearTimeout(timer));
     // A server that refuses a body (413) may close the socket while it is still being written:
     // the write fails (EPIPE, ECONNRESET), but its answer may still be read. The failure counts
     // only once the request is closed without an answer.
@@ -224,6 +382,7 @@ function send(url: URL, method: string, headers: Record<string, string>, body: s
       else reject(err);
     });
     req.once('response', (res: IncomingMessage) => {
+      clearTimeout(timer);
       const status = res.statusCode ?? 0;
       resolve({
         status,
@@ -251,10 +410,54 @@ async function fetchAnswer(url: URL, method: string, headers: Record<string, str
   return { status: res.status, ok: res.ok, headers: res.headers, text: () => res.text(), body: res.body as unknown as AsyncIterable<Uint8Array> };
 }
 
-function errorFrom(status: number, body: unknown): ApiClientError {
+function errorFrom(status: number, body: unknown, leader?: string): ApiClientError {
   const env = body && typeof body === 'object' ? (body as { code?: unknown; message?: unknown; details?: unknown }) : {};
   const code = typeof env.code === 'string' ? env.code : status === 413 ? 'TOO_LARGE' : `HTTP_${status}`;
   const message = typeof env.message === 'string' ? env.message : status === 413 ? 'request body too large' : `the agent answered ${status}`;
   const details = env.details && typeof env.details === 'object' ? (env.details as Record<string, unknown>) : {};
-  return new ApiClientError(code, message, status, details);
+  const err = new ApiClientError(code, message, status, details);
+  if (leader) err.leader = leader.replace(/\/+$/, '');
+  return err;
+}
+
+/** Whether an answer says the same request may succeed shortly. */
+function retryableAnswer(err: ApiClientError): boolean {
+  return RETRYABLE_CODES.has(err.code) || err.status === 429 || (err.status >= 500 && err.details['retryable'] === true);
+}
+
+/** API_UNCERTAIN: the request may or may not have been applied. */
+function uncertain(err: ApiClientError): ApiClientError {
+  return new ApiClientError(
+    'API_UNCERTAIN',
+    `${err.message}; the request may or may not have been applied: check before sending it again`,
+    err.status,
+    err.details,
+    { cause: err },
+  );
+}
+
+/** A blocking read's `wait` (`30s`, `2m`) in milliseconds; undefined when unreadable. */
+function durationMs(text: string): number | undefined {
+  try {
+    return parseDuration(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves after `ms`; rejects with AbortedError when `signal` fires first. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new AbortedError('request cancelled'));
+    const done = (): void => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortedError('request cancelled'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

@@ -3,16 +3,22 @@
 // client, help with examples and exit codes, colours only on a terminal, and
 // the small formatting helpers of Nomad-like tables.
 
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
 import type { Command } from 'commander';
-import { addressSetting, namespaceSetting, normalizeAddress, tokenSetting } from './agent-address.js';
+import { addressList, addressSetting, namespaceSetting, tokenSetting } from './agent-address.js';
 import { ApiClient, DEFAULT_ADDRESS } from './api-client.js';
+import { UsageError } from './usage-error.js';
+import { parseDuration } from './values.js';
 import type { CommandContext } from './csi-command.js';
 import { API_EXIT_CODES_HELP, STALE_WARNING } from './exit-codes.js';
 import { Output, processIo } from './output.js';
 
 export interface ApiCommandOptions {
-  address?: string;
+  address?: string[];
   token?: string;
+  retryFor?: number;
   json?: boolean;
   namespace?: string;
 }
@@ -33,7 +39,12 @@ export interface ApiSession {
  */
 export function apiCommand(cmd: Command, examples: readonly string[]): Command {
   cmd
-    .option('--address <url>', `the agent's HTTP API (default: $BERTH_ADDR, $NOMAD_ADDR or ${DEFAULT_ADDRESS})`)
+    .option(
+      '--address <urls>',
+      `the agent's HTTP API; several servers of a cluster: a,b,c or the flag repeated (default: $BERTH_ADDR, $NOMAD_ADDR, then "address" in ${CLI_CONFIG_HINT}, then ${DEFAULT_ADDRESS})`,
+      (value: string, prev: string[] | undefined) => [...(prev ?? []), value],
+    )
+    .option('--retry-for <duration>', 'how long to retry while the cluster cannot serve (no leader, no etcd quorum, a server down); 0: never', parseRetryFor, DEFAULT_RETRY_FOR_MS)
     .option('--token <token>', 'bearer token (default: $BERTH_TOKEN or $NOMAD_TOKEN); never printed')
     .option('--json', 'print one JSON document on stdout (for scripts)')
     .option('-n, --namespace <ns>', 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
@@ -54,15 +65,52 @@ export function apiAction(
     const cmd = params[params.length - 1] as Command;
     const opts = cmd.optsWithGlobals<ApiCommandOptions & Record<string, unknown>>();
     ctx.state.json = Boolean(opts.json);
-    const setting = addressSetting(opts.address);
-    const address = normalizeAddress(setting.value, setting.source);
+    const address = addressList(addressSetting(opts.address, process.env, configuredAddress));
     const token = tokenSetting(opts.token);
     const out = new Output(ctx.io, ctx.redactor, ctx.state.json);
     const onStale = (): void => out.warn(STALE_WARNING);
-    const api = new ApiClient({ address, signal: ctx.signal, onStale, ...(token ? { token } : {}) });
+    const onRetry = (why: string): void => out.warn(`retrying: ${why}`);
+    const api = new ApiClient({ address, signal: ctx.signal, onStale, onRetry, retryForMs: opts.retryFor ?? DEFAULT_RETRY_FOR_MS, ...(token ? { token } : {}) });
     const color = ctx.io === processIo && Boolean(process.stdout.isTTY) && !('NO_COLOR' in process.env) && process.env['TERM'] !== 'dumb';
     await run({ api, out, style: new Style(color), namespace: namespaceSetting(opts.namespace), signal: ctx.signal }, cmd.processedArgs as string[], opts);
   };
+}
+
+const DEFAULT_RETRY_FOR_MS = 15_000;
+const CLI_CONFIG_HINT = '$BERTH_CLI_CONFIG or ~/.config/berth/cli.json';
+
+/** `--retry-for`: a duration, or 0. */
+function parseRetryFor(text: string): number {
+  if (/^0+(ms|s|m)?$/.test(text.trim())) return 0;
+  return parseDuration(text);
+}
+
+/**
+ * The `address` of the CLI's config file (JSON: `{ "address": ["http://a:4646", ...] }`
+ * or one string), at $BERTH_CLI_CONFIG or $XDG_CONFIG_HOME/berth/cli.json
+ * (~/.config/berth/cli.json). Undefined when there is no file; UsageError
+ * when it is unreadable or malformed.
+ */
+function configuredAddress(): string | string[] | undefined {
+  const named = process.env['BERTH_CLI_CONFIG'];
+  const file = named ?? path.join(process.env['XDG_CONFIG_HOME'] ?? path.join(homedir(), '.config'), 'berth', 'cli.json');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (!named && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new UsageError(`cannot read the CLI config ${file}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${file}: not JSON: ${(err as Error).message}`);
+  }
+  const address = (doc as { address?: unknown } | null)?.address;
+  if (address === undefined) return undefined;
+  if (typeof address === 'string' || (Array.isArray(address) && address.every((a) => typeof a === 'string'))) return address as string | string[];
+  throw new UsageError(`${file}: "address" must be a URL or a list of URLs`);
 }
 
 const GREEN = ['running', 'complete', 'ready', 'healthy', 'true', 'taken', 'successful'];
@@ -104,9 +152,14 @@ export function timestamp(ms: number | undefined): string {
 /** "3m ago" style age of epoch milliseconds, relative to now. */
 export function age(ms: number | undefined, now = Date.now()): string {
   if (!ms) return '-';
+  return `${elapsed(ms, now)} ago`;
+}
+
+/** How long since epoch milliseconds `ms`, as `4s`, `3m10s`, `2h5m`, `3d` (an uptime). */
+export function elapsed(ms: number, now = Date.now()): string {
   const s = Math.max(0, Math.round((now - ms) / 1000));
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m ago`;
-  return `${Math.floor(s / 86400)}d ago`;
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d`;
 }

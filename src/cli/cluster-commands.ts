@@ -197,12 +197,21 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
   }
 }
 
+/** A node as the API answers it: `leaderConnected` only from the leader. */
+type NodeAnswer = Node & { leaderConnected?: boolean };
+
+/** Whether the leader can call the node (controller calls go that way); only the leader knows. */
+function leaderLink(n: NodeAnswer): string {
+  if (n.leaderConnected === undefined) return 'unknown (asked a follower)';
+  return n.leaderConnected ? 'connected' : 'not connected';
+}
+
 async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   if (!idArg) {
-    const { body: nodes } = await s.api.get<Node[]>('/v1/nodes');
+    const { body: nodes } = await s.api.get<NodeAnswer[]>('/v1/nodes');
     if (s.out.json) return s.out.document(nodes);
     s.out.table(
-      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status'],
+      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status', 'Leader Link'],
       nodes.map((n) => [
         shortId(n.id),
         n.name,
@@ -210,12 +219,13 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
         Object.entries(n.drivers).filter(([, d]) => d.detected && d.healthy).map(([k]) => k).join(',') || '-',
         [...new Set([...Object.keys(n.csiControllerPlugins ?? {}), ...Object.keys(n.csiNodePlugins ?? {})])].join(',') || '-',
         s.style.status(n.status),
+        leaderLink(n),
       ]),
     );
     return;
   }
   const id = await s.api.resolve(KINDS.node, idArg);
-  const { body: n } = await s.api.get<Node>(KINDS.node.getPath(id));
+  const { body: n } = await s.api.get<NodeAnswer>(KINDS.node.getPath(id));
   const { body: allocs } = await s.api.get<Array<Allocation & { job?: Job }>>(`/v1/node/${encodeURIComponent(id)}/allocations`);
   if (s.out.json) return s.out.document({ node: n, allocations: allocs.map(({ job: _job, ...a }) => a) });
   s.out.fields([
@@ -224,6 +234,7 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['Datacenter', n.datacenter],
     ['Status', s.style.status(n.status)],
     ['Status Description', n.statusDescription || undefined],
+    ['Leader Link', leaderLink(n)],
     ['HTTP Address', n.httpAddr || undefined],
     ['Last Heartbeat', `${timestamp(n.lastHeartbeat)} (${age(n.lastHeartbeat)})`],
     ['CPU (MHz)', n.resources.cpuMhz],

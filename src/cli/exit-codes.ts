@@ -26,6 +26,10 @@ export const EXIT = {
   NOT_FOUND: 6,
   /** The server's state store (etcd) cannot commit: no quorum or unreachable. Nothing was changed; retry later. */
   STORE_UNAVAILABLE: 7,
+  /** The cluster could not serve the request while --retry-for allowed (no leader: an election); nothing was changed; retry. */
+  RETRYABLE: 8,
+  /** The server went away before answering: the request may or may not have been applied; check before retrying. */
+  UNCERTAIN: 9,
   /** Interrupted by SIGINT/SIGTERM before the command finished (128 + SIGINT). */
   INTERRUPTED: 130,
 } as const;
@@ -47,11 +51,18 @@ export const API_EXIT_CODES_HELP = `Exit codes:
   1    the agent refused or failed the request, or an allocation failed
   2    bad usage, a malformed job or volume file (file:line:col), or an
        ambiguous ID prefix; nothing was submitted
-  3    the agent could not be reached (--address, BERTH_ADDR)
+  3    no agent could be reached (--address, BERTH_ADDR, the CLI config);
+       with several servers listed, none answered within --retry-for
   5    the token is missing, unknown or lacks the role (--token, BERTH_TOKEN)
   6    no object with that ID or prefix
   7    the server's state store (etcd) is unavailable: no quorum or
        unreachable; nothing was changed, retry once it is back
+  8    the cluster could not serve the request within --retry-for (no
+       leader while an election runs); nothing was changed; retry
+  9    a server went away before answering: the request may or may not
+       have been applied; check (e.g. berth job status) before retrying
+  (3, 7 and 8 are retryable as they are; job run checks a submission
+  whose answer was lost and never registers it twice)
   130  interrupted (SIGINT/SIGTERM) before the request finished`;
 
 /** What the API commands print (stderr) when the server says its reads may be stale. */
@@ -182,6 +193,10 @@ function apiFailure(err: ApiClientError): Failure {
       return simple(EXIT.NOT_FOUND, err.code, err.message);
     case 'STORE_UNAVAILABLE':
       return simple(EXIT.STORE_UNAVAILABLE, err.code, `the server could not save the change: ${err.message}`);
+    case 'SERVER_LEADER_UNAVAILABLE':
+      return simple(EXIT.RETRYABLE, err.code, `the cluster has no leader to take the request now: ${err.message} (nothing was changed; retry, or raise --retry-for)`);
+    case 'API_UNCERTAIN':
+      return simple(EXIT.UNCERTAIN, err.code, err.message);
     case 'CLI_AMBIGUOUS_PREFIX': {
       const failure = simple(EXIT.USAGE, err.code, err.message);
       const matches = Array.isArray(err.details['matches']) ? (err.details['matches'] as string[]) : [];

@@ -163,10 +163,26 @@ export function jobCommand(ctx: CommandContext): Command {
 async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
   const parsed = await readJobFile(file as string, opts);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
-  const { body } = await s.api.request<{ evaluation: Evaluation; evalId: string; index: number; job: Job }>('POST', '/v1/jobs', {
+  const jobId = String((parsed.input as { id?: unknown }).id ?? '');
+  // What the cluster holds before this submission: a submission whose answer is lost (the
+  // leader died) is then known to have landed by a newer submit index, and is not sent twice.
+  const before = jobId ? await registeredJob(s, jobId) : undefined;
+  const { body, landed } = await s.api.request<Registered>('POST', '/v1/jobs', {
     query: { namespace: s.namespace },
     body: { job: { namespace: s.namespace, ...parsed.input } },
+    verify: async () => {
+      const now = jobId ? await registeredJob(s, jobId) : undefined;
+      if (!now || (now.submitIndex ?? 0) <= (before?.submitIndex ?? 0)) {
+        s.out.warn(`note: the earlier submission of job "${jobId}" did not land (its answer was lost); submitting it again`);
+        return undefined;
+      }
+      s.out.warn(`note: the earlier submission of job "${jobId}" landed (submit index ${now.submitIndex ?? 0}, version ${now.version}) though its answer was lost; not submitting it again`);
+      const evals = (await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace })).body;
+      const evaluation = evals.filter((e) => e.createIndex >= (now.submitIndex ?? 0)).sort((a, b) => a.createIndex - b.createIndex)[0] ?? evals.at(-1);
+      return { body: { job: now, evaluation: evaluation as Evaluation, evalId: evaluation?.id ?? '', index: now.submitIndex ?? now.modifyIndex }, index: now.modifyIndex, landed: true };
+    },
   });
+  if (landed && !s.out.json) s.out.line(`Job "${body.job.id}" was registered by the earlier attempt (submit index ${body.job.submitIndex ?? 0})`);
   if (body.job.periodic || body.job.parameterized) return launcherRegistered(s, body.job, body.evalId);
   if (opts['detach']) {
     if (s.out.json) s.out.document({ evalId: body.evalId, jobId: body.job.id });
@@ -190,6 +206,24 @@ async function launcherRegistered(s: ApiSession, job: Job, evalId: string): Prom
   s.out.line('Job registration successful');
   if (p) s.out.line(next !== undefined ? `Approximate next launch time: ${timestamp(next)} (${p.timeZone})` : 'No launch is scheduled (the periodic block is disabled, or its schedule has no future time)');
   else s.out.line(`Job "${job.id}" is parameterized: launch it with \`berth job dispatch ${job.id}\``);
+}
+
+/** The answer of a job registration. */
+interface Registered {
+  evaluation: Evaluation;
+  evalId: string;
+  index: number;
+  job: Job;
+}
+
+/** The job as the cluster holds it now, or undefined when it has none by that ID. */
+async function registeredJob(s: ApiSession, jobId: string): Promise<Job | undefined> {
+  try {
+    return (await s.api.get<Job>(KINDS.job.getPath(jobId), { namespace: s.namespace })).body;
+  } catch (err) {
+    if (err instanceof ApiClientError && err.code === 'NOT_FOUND') return undefined;
+    throw err;
+  }
 }
 
 /** job run ended without every allocation running: exit 1 with the reason (already shown). */

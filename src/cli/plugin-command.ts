@@ -29,6 +29,7 @@ interface HostpathOptions {
   endpoint?: string;
   nodeId: string;
   dataDir: string;
+  nodeStateDir?: string;
   mode: (typeof MODES)[number];
   publishUnpublish: boolean;
   maxVolumes?: number;
@@ -47,6 +48,7 @@ export function pluginCommand(ctx: CommandContext): Command {
     .option('--endpoint <endpoint>', 'socket to serve on, unix:///abs/path.sock (default: $CSI_ENDPOINT)')
     .requiredOption('--node-id <id>', 'the node ID the plugin reports in NodeGetInfo')
     .requiredOption('--data-dir <dir>', 'where volumes and the plugin state live (created if missing)')
+    .option('--node-state-dir <dir>', "where this node's records live instead of --data-dir (each node its own when nodes share --data-dir)")
     .addOption(new Option('--mode <mode>', 'which CSI services to serve').choices(MODES).default('monolith'))
     .option('--no-publish-unpublish', 'do not advertise PUBLISH_UNPUBLISH_VOLUME (no controller-publish step)')
     .option('--max-volumes <n>', 'max_volumes_per_node reported by NodeGetInfo and enforced by controller publish (0: no limit)', parseCount)
@@ -92,6 +94,7 @@ async function runHostpath(ctx: CommandContext, opts: HostpathOptions): Promise<
       endpoint: `unix://${socketPath}`,
       nodeId: opts.nodeId,
       dataDir,
+      ...(opts.nodeStateDir === undefined ? {} : { nodeStateDir: resolve(opts.nodeStateDir) }),
       mode: opts.mode,
       publishUnpublish: opts.publishUnpublish,
       ...(opts.maxVolumes === undefined ? {} : { maxVolumesPerNode: opts.maxVolumes }),

@@ -2,15 +2,16 @@
 // one leads and whether each is alive, as any server sees them.
 
 import { Command } from 'commander';
-import { age, apiAction, apiCommand, type ApiSession } from './api-command.js';
+import { age, apiAction, apiCommand, elapsed, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 
 interface Member {
   id: string;
   address: string;
   leader: boolean;
-  status: 'alive' | 'left';
+  status: 'alive' | 'left' | 'failed';
   startedAt: number;
+  failedAt?: number;
 }
 
 interface MembersAnswer {
@@ -33,8 +34,15 @@ async function members(s: ApiSession): Promise<void> {
   const { body } = await s.api.get<MembersAnswer>('/v1/operator/members');
   if (s.out.json) return s.out.document(body);
   s.out.table(
-    ['Name', 'Address', 'Leader', 'Status', 'Up'],
-    body.servers.map((m) => [m.id, m.address, m.leader ? 'true' : 'false', s.style.status(m.status), m.startedAt ? age(m.startedAt) : '-']),
+    ['Name', 'Address', 'Leader', 'Status', 'Up', 'Failed Since'],
+    body.servers.map((m) => [
+      m.id,
+      m.address,
+      m.leader ? 'true' : 'false',
+      s.style.status(m.status),
+      m.status === 'alive' && m.startedAt ? elapsed(m.startedAt) : '-',
+      m.status === 'failed' ? (m.failedAt ? `${timestamp(m.failedAt)} (${age(m.failedAt)})` : 'unknown') : '-',
+    ]),
   );
   if (body.warning) s.out.warn(`Warning: ${body.warning}`);
   else if (!body.leader) s.out.warn('Warning: no leader right now; writes are refused until one is elected');

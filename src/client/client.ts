@@ -47,7 +47,7 @@ import {
   StatusReporter,
   type NodeAllocation,
 } from './serverconn/index.js';
-import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
+import { ClientStateError, SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
 import { RecordedVolumes } from './volumes/index.js';
 import { NodeFingerprinter } from './_fingerprint.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
@@ -111,6 +111,7 @@ export class Client {
   #reporter: StatusReporter | undefined;
   #node: NodeRecord | undefined;
   #serverListReceived = false;
+  readonly #drainProblems: string[] = [];
   #gc: AllocGarbageCollector | undefined;
   #volumeStats: VolumeStatsCollector | undefined;
   /** IDs in GC_BUCKET, kept until the server no longer lists them. */
@@ -297,6 +298,8 @@ export class Client {
         authHeader: this.#api.authHeader(),
         nodeId: () => nodeId,
         handle: (req, o) => handler.handle(req, o),
+        // A silent leader is left well within the node's heartbeat TTL, so that controller calls move with it.
+        livenessMs: () => Math.min(5_000, Math.floor((this.#registration?.ttlMs ?? 30_000) / 4)),
         clock: this.#clock,
         logger: this.#root,
       });
@@ -325,6 +328,11 @@ export class Client {
       await this.#teardown(false);
       throw new ClientError('CLIENT_START', `client failed to start: ${describeError(err)}`, { cause: err });
     }
+  }
+
+  /** After a stop with drain: each allocation the drain could not stop or clean up (tasks, mounts, claims), with why. */
+  get drainProblems(): readonly string[] {
+    return this.#drainProblems;
   }
 
   /** See the class comment. Never throws; safe twice. */
@@ -407,8 +415,19 @@ export class Client {
     await entry.started;
     // The server's list may have dropped (and destroyed) it meanwhile.
     if (this.#runners.get(allocId) !== entry) return;
+    const store = this.#store as ClientStateStore;
+    const gone = store.bucket<true>(GC_BUCKET);
+    let recorded = true;
+    try {
+      gone.put(allocId, true);
+    } catch (err) {
+      // A full disk (its reserve used up) must not keep the space an allocation holds: destroy it
+      // first, then write it down (until then a server list that still holds it would bring it back).
+      if (!(err instanceof ClientStateError && err.code === 'STATE_DISK_FULL')) throw err;
+      this.#log.error({ allocId, err: describeError(err) }, 'disk full: collecting the allocation before recording it');
+      recorded = false;
+    }
     this.#collected.add(allocId);
-    (this.#store as ClientStateStore).bucket<true>(GC_BUCKET).put(allocId, true);
     this.#runners.delete(allocId);
     try {
       await entry.runner.destroy();
@@ -417,6 +436,8 @@ export class Client {
       this.#runners.set(allocId, entry);
       throw err;
     }
+    if (!recorded) gone.put(allocId, true);
+    if (store instanceof SqliteClientStateStore) store.restoreHeadroom();
   }
 
   /** Percent in use of the file system holding the allocation directories; undefined when unknown. */
@@ -671,10 +692,12 @@ export class Client {
             await e.started;
             e.runner.update({ ...e.alloc, desiredStatus: 'stop', desiredDescription: 'the agent is draining' });
             await this.#waitTerminal(e.runner, 60_000);
+            if (!isClientTerminal(e.runner.status().clientStatus)) throw new Error('its tasks did not stop within 60 s');
             await e.runner.destroy();
             this.#runners.delete(e.alloc.id);
           } catch (err) {
             this.#log.warn({ allocId: e.alloc.id, err: describeError(err) }, 'draining an allocation failed');
+            this.#drainProblems.push(`allocation ${e.alloc.id} (job ${e.alloc.jobId}): ${describeError(err)}`);
           }
         }),
       );

@@ -64,7 +64,7 @@ describe('a server on etcd', () => {
     assert.deepEqual(await jobIds(server), ['before']);
 
     await etcd.members[0]!.kill();
-    const refused = await server.cli(['job', 'run', '--detach', jobFile(dir, 'during')]);
+    const refused = await server.cli(['job', 'run', '--detach', '--retry-for', '1s', jobFile(dir, 'during')]);
     assert.equal(refused.code, 7, `exit 7 while etcd is down: ${refused.stderr}`);
     assert.match(refused.stderr, /^error: the server could not save the change: the state store \(etcd\) is unavailable/m);
 

@@ -223,9 +223,11 @@ describe('berth CLI against a real server', () => {
     assert.match((allocJson as Allocation & { resourceUsage: { unavailable: string } }).resourceUsage.unavailable, /reports no HTTP address/);
 
     const nodes = await c.cli(['node', 'status']);
-    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+cli-node-1\\s+dc1\\s+raw_exec\\s+hp\\s+ready$`, 'm'));
+    // The test's node heartbeats over HTTP but opens no node connection: the server cannot call it.
+    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+cli-node-1\\s+dc1\\s+raw_exec\\s+hp\\s+ready\\s+not connected$`, 'm'));
     const one = await c.cli(['node', 'status', node.id.slice(0, 5)]);
     assert.equal(one.code, 0, one.stderr);
+    assert.match(one.stdout, /^Leader Link\s+not connected$/m);
     assert.match(one.stdout, /^hp\s+node\s+hostpath\.csi\.berth\.dev\s+1\.0\.0\s+true/m);
     assert.match(one.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+app\\s+main\\s+run\\s+running`, 'm'));
     const nodeJson = json<{ node: Node; allocations: Allocation[] }>(await c.cli(['node', 'status', node.id, '--json']));

@@ -21,10 +21,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { mountsUnder, ok, REPO, until } from '../support/agent-run.js';
-import { perNodeHostpathPluginJob } from '../support/runtime-cluster.js';
+import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
 
-const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
 const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';
 
 interface NodeRow {
@@ -56,53 +55,12 @@ function pluginJob(): string {
 
 function volumeFile(id: string, node: string): string {
   const file = path.join(cluster.dir, `${id}.hcl`);
-  writeFileSync(
-    file,
-    `id        = "${id}"
-name      = "${id}"
-type      = "csi"
-plugin_id = "hostpath"
-capacity_min = "1MiB"
-
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-
-topology_request {
-  required {
-    topology {
-      segments = { "${TOPOLOGY_KEY}" = "${node}" }
-    }
-  }
-}
-`,
-  );
+  writeFileSync(file, hostpathVolumeHcl(id, node));
   return file;
 }
 
 function workloadJob(id: string, volume: string | undefined, script: string, type: 'service' | 'batch' = 'service'): string {
-  return cluster.writeJson(`${id}.json`, {
-    id,
-    type,
-    groups: [
-      {
-        name: 'main',
-        restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' },
-        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
-        ...(volume ? { volumes: { data: { type: 'csi', source: volume, accessMode: 'single-node-writer', attachmentMode: 'file-system' } } } : {}),
-        tasks: [
-          {
-            name: 'main',
-            driver: 'raw_exec',
-            config: { command: '/bin/sh', args: ['-c', script] },
-            ...(volume ? { volumeMounts: [{ volume: 'data', destination: '/data' }] } : {}),
-            resources: { cpuMhz: 50, memoryMb: 32 },
-          },
-        ],
-      },
-    ],
-  });
+  return cluster.writeJson(`${id}.json`, rawExecJob(id, volume, script, type));
 }
 
 /** The fake CSI plugin on both nodes; its first ControllerPublish and first ControllerUnpublish hang (see _gated-plugin.ts). */
@@ -260,6 +218,13 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     assert.ok(mountsUnder(path.join(cluster.dir, 'n1')).includes(mount), 'its mount is still there');
     assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.id));
     assert.equal((await claimsOf('vol-1')).length, 1, 'one claim, not two');
+    // The killed server shows as failed, with since when; the others' uptime reads as a duration.
+    const members = await until('the killed server listed as failed since a time', async () => {
+      const out = ok(await next.run.cli(['server', 'members'], { addr: next.url }), 'server members');
+      return new RegExp(`^${old.name}\\s+\\S+\\s+false\\s+failed\\s+-\\s+\\d{4}-\\d\\d-\\d\\dT`, 'm').test(out) ? out : undefined;
+    });
+    assert.match(members, new RegExp(`^${next.name}\\s+\\S+\\s+true\\s+alive\\s+\\d+m?\\d*s\\s+-$`, 'm'));
+    assert.doesNotMatch(members, /ago\s+-$|circuit breaker/m);
     // The killed server comes back as a follower.
     await old.run.start();
     assert.notEqual(await cluster.leader(), old);
@@ -349,7 +314,7 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     let last = '';
     const refused = await until('a write refused by every server', async () => {
       const results = await Promise.all(
-        cluster.live().map((via) => via.run.cli(['job', 'run', '--detach', workloadJob('no-quorum', undefined, 'exec sleep 600')], { addr: via.url })),
+        cluster.live().map((via) => via.run.cli(['job', 'run', '--detach', '--retry-for', '0', workloadJob('no-quorum', undefined, 'exec sleep 600')], { addr: via.url })),
       );
       last = results.map((r) => `exit ${r.code}: ${r.stderr}`).join('\n');
       return results.every((r) => r.code !== 0 && /state store \(etcd\) is unavailable/.test(r.stderr)) ? results : undefined;

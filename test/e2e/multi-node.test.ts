@@ -24,12 +24,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AgentRun, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
-import { perNodeHostpathPluginJob } from '../support/runtime-cluster.js';
+import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/bmn-');
 const MGMT = `mn-mgmt-${process.pid}-0123456789`;
 const NODE = `mn-node-${process.pid}-0123456789`;
-const TOPOLOGY_KEY = 'topology.hostpath.csi.berth.dev/node';
 
 let server: AgentRun;
 const clients: AgentRun[] = [];
@@ -109,53 +108,12 @@ function pluginJob(): string {
 
 function volumeFile(id: string, node: string): string {
   const file = path.join(dir, `${id}.hcl`);
-  writeFileSync(
-    file,
-    `id        = "${id}"
-name      = "${id}"
-type      = "csi"
-plugin_id = "hostpath"
-capacity_min = "1MiB"
-
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-
-topology_request {
-  required {
-    topology {
-      segments = { "${TOPOLOGY_KEY}" = "${node}" }
-    }
-  }
-}
-`,
-  );
+  writeFileSync(file, hostpathVolumeHcl(id, node));
   return file;
 }
 
 function workloadJob(id: string, volume: string, type: 'service' | 'batch', script: string): string {
-  return writeJson(`${id}.json`, {
-    id,
-    type,
-    groups: [
-      {
-        name: 'main',
-        restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' },
-        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
-        volumes: { data: { type: 'csi', source: volume, accessMode: 'single-node-writer', attachmentMode: 'file-system' } },
-        tasks: [
-          {
-            name: 'main',
-            driver: 'raw_exec',
-            config: { command: '/bin/sh', args: ['-c', script] },
-            volumeMounts: [{ volume: 'data', destination: '/data' }],
-            resources: { cpuMhz: 50, memoryMb: 32 },
-          },
-        ],
-      },
-    ],
-  });
+  return writeJson(`${id}.json`, rawExecJob(id, volume, script, type));
 }
 
 const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';

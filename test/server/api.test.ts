@@ -5,6 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, Evaluation, Job, Node } from '../../src/structs/index.js';
+import { request } from 'node:http';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/lib/index.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 
 let h: Harness;
@@ -153,9 +156,31 @@ describe('HTTP API', () => {
     assert.equal((await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.desiredStatus === 'run').length, 3);
   });
 
-  it('stops and purges a job', async () => {
-    const stop = await h.call<{ evaluation: Evaluation }>('DELETE', '/v1/job/web');
-    assert.equal(stop.status, 200);
+  it('refuses a second job running a CSI plugin ID another job runs, and says which', async () => {
+    const pluginJob = (id: string) => ({
+      job: {
+        id,
+        type: 'system',
+        groups: [{ name: 'p', tasks: [{ name: 'p', driver: 'exec', csiPlugin: { id: 'dup-plugin', type: 'node', mountDir: '/csi' }, resources: { cpuMhz: 10, memoryMb: 16 } }] }],
+      },
+    });
+    assert.equal((await h.call('POST', '/v1/jobs', { body: pluginJob('plugin-a') })).status, 200);
+    assert.equal((await h.call('POST', '/v1/jobs', { body: pluginJob('plugin-a') })).status, 200, 'the same job again is an update');
+    const second = await h.call<{ code: string; details: { problems: Array<{ path: string; message: string }> } }>('POST', '/v1/jobs', { body: pluginJob('plugin-b') });
+    assert.equal(second.status, 400);
+    assert.deepEqual(second.body.details.problems, [
+      {
+        path: 'groups[0].tasks[0].csiPlugin.id',
+        message: 'CSI plugin "dup-plugin" is already run by job "default/plugin-a": one job runs a plugin ID (stop that job, or give this plugin another ID)',
+      },
+    ]);
+    assert.equal((await h.call('DELETE', '/v1/job/plugin-a?purge=true')).status, 200);
+  });
+
+  it('stops and purges a job (a DELETE with Content-Type: application/json and no body is taken, as Nomad takes it)', async () => {
+    const res = await fetch(`${h.url}/v1/job/web`, { method: 'DELETE', headers: { authorization: `Bearer ${TOKENS.management}`, 'content-type': 'application/json' } });
+    const stop = { status: res.status, body: (await res.json()) as { evaluation: Evaluation } };
+    assert.equal(stop.status, 200, JSON.stringify(stop.body));
     assert.equal(stop.body.evaluation.stopped, 3);
     const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
     assert.ok(allocs.body.every((a) => a.desiredStatus === 'stop'));
@@ -173,5 +198,32 @@ describe('HTTP API', () => {
     assert.ok(gc.body.evaluations.length > 0, 'the finished evaluations of the jobs above');
     const evals = await h.call<Evaluation[]>('GET', '/v1/evaluations');
     assert.ok(evals.body.every((e) => e.status === 'blocked' || e.status === 'pending'), 'no finished evaluation is left');
+  });
+});
+
+describe('HTTP API logs', () => {
+  it('a client that leaves a blocking read logs no error', { timeout: 30_000 }, async () => {
+    const lines: string[] = [];
+    const logs = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const quiet = await startServer({ logger: createLogger({ level: 'debug', destination: logs }) });
+    try {
+      const { headers } = await quiet.call('GET', '/v1/jobs');
+      const index = Number(headers.get('x-berth-index'));
+      const read = request(`${quiet.url}/v1/jobs?index=${index}&wait=60s`, { headers: { authorization: `Bearer ${TOKENS.management}` } });
+      read.on('error', () => undefined);
+      await new Promise<void>((resolve) => read.end(resolve));
+      // A request sent after it has been answered: the server took the blocking read in first, and it waits.
+      assert.equal((await quiet.call('GET', '/v1/jobs')).status, 200);
+      read.destroy();
+      while (!lines.some((l) => l.includes('the client went away'))) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(lines.filter((l) => /"level":(50|60)/.test(l)), []);
+    } finally {
+      await quiet.close();
+    }
   });
 });

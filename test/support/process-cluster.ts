@@ -24,6 +24,8 @@ export interface ClusterOptions {
   leaseTtl?: string;
   /** Silent nodes are marked down after this. Default "5s". */
   heartbeatTtl?: string;
+  /** The clients' stop_after_server_disconnect (fencing window); the agent's default when unset. */
+  stopAfterServerDisconnect?: string;
 }
 
 interface StatusAnswer {
@@ -101,7 +103,7 @@ client {
   node_name = "cl-node-${i + 1}"
   servers   = [${urls.map((u) => `"${u}"`).join(', ')}]
   token     = "${this.nodeToken}"
-  options = {
+${opts.stopAfterServerDisconnect ? `  stop_after_server_disconnect = "${opts.stopAfterServerDisconnect}"\n` : ''}  options = {
     "driver.raw_exec.enable" = true
   }
 }
@@ -120,9 +122,14 @@ log_level = "debug"
     return this;
   }
 
-  /** The servers still running. */
+  /** The servers still running (a paused one included). */
   live(): ServerProc[] {
     return this.servers.filter((s) => s.run.running);
+  }
+
+  /** Every server's URL, as `--address` takes them. */
+  addresses(): string {
+    return this.servers.map((s) => s.url).join(',');
   }
 
   async status(s: ServerProc): Promise<StatusAnswer | undefined> {

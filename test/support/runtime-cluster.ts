@@ -335,3 +335,61 @@ export function perNodeHostpathPluginJob(opts: { dir: string; nodeIdPrefix: stri
     },
   };
 }
+
+/**
+ * The text of a single-node-writer hostpath volume file, required on the
+ * node whose plugin node ID is `node` (any node when undefined).
+ */
+export function hostpathVolumeHcl(id: string, node?: string): string {
+  const topology = node
+    ? `
+topology_request {
+  required {
+    topology {
+      segments = { "topology.hostpath.csi.berth.dev/node" = "${node}" }
+    }
+  }
+}
+`
+    : '';
+  return `id           = "${id}"
+name         = "${id}"
+type         = "csi"
+plugin_id    = "hostpath"
+capacity_min = "1MiB"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+${topology}`;
+}
+
+/**
+ * A one-task raw_exec job running `/bin/sh -c script`, never restarted or
+ * rescheduled, with the single-node-writer CSI volume `volume` (when given)
+ * mounted at /data (the task sees it at $BERTH_TASK_DIR/data).
+ */
+export function rawExecJob(id: string, volume: string | undefined, script: string, type: 'service' | 'batch' = 'service'): Record<string, unknown> {
+  return {
+    id,
+    type,
+    groups: [
+      {
+        name: 'main',
+        restart: { attempts: 0, interval: '1m', delay: '1s', mode: 'fail' },
+        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: false },
+        ...(volume ? { volumes: { data: { type: 'csi', source: volume, accessMode: 'single-node-writer', attachmentMode: 'file-system' } } } : {}),
+        tasks: [
+          {
+            name: 'main',
+            driver: 'raw_exec',
+            config: { command: '/bin/sh', args: ['-c', script] },
+            ...(volume ? { volumeMounts: [{ volume: 'data', destination: '/data' }] } : {}),
+            resources: { cpuMhz: 50, memoryMb: 32 },
+          },
+        ],
+      },
+    ],
+  };
+}

@@ -6,7 +6,8 @@
 // In a cluster the connection must end on the leader (it alone calls
 // nodes). A follower refuses the upgrade with the leader's address in
 // `x-berth-leader`: the next attempt goes there at once. A server that
-// cannot be reached sends the next attempt to the next address given.
+// cannot be reached, or stops answering pings (a paused process keeps its
+// sockets open), sends the next attempt to the next address given.
 
 import WebSocket from 'ws';
 import {
@@ -32,6 +33,15 @@ export interface NodeConnectionOptions {
   nodeId: () => string;
   /** Answers one request; must never reject. */
   handle: (req: NodeRpcRequest, opts: { signal: AbortSignal }) => Promise<NodeRpcResponse>;
+  /**
+   * Liveness of an open socket: a ping goes out this often, and a socket
+   * whose server sent nothing (no pong, no call) since the previous ping is
+   * closed and the next server tried; the upgrade itself must answer within
+   * it too. A paused server keeps its sockets open, so only this notices it.
+   * Read at every ping (the client derives it from the heartbeat TTL).
+   * Default 5 s.
+   */
+  livenessMs?: () => number;
   logger?: Logger;
   clock?: Clock;
   backoff?: BackoffPolicy;
@@ -39,6 +49,8 @@ export interface NodeConnectionOptions {
 }
 
 export type NodeConnectionState = LifecycleState;
+
+const DEFAULT_LIVENESS_MS = 5_000;
 
 /**
  * Lifecycle (lib Lifecycle): `start()` begins connecting in the background
@@ -143,21 +155,41 @@ export class NodeConnection {
     this.#target = target;
     const url = `${target.replace(/\/+$/, '').replace(/^http/, 'ws')}/v1/node/connect?nodeId=${encodeURIComponent(this.#opts.nodeId())}`;
     const calls = new AbortController();
+    const livenessMs = (): number => Math.max(100, this.#opts.livenessMs?.() ?? DEFAULT_LIVENESS_MS);
     return new Promise((resolve) => {
       let opened = false;
       let redirect: string | undefined;
-      const ws = new WebSocket(url, { headers: { authorization: this.#opts.authHeader } });
+      let heard = true;
+      let silent = false;
+      let pinger: ReturnType<typeof setTimeout> | undefined;
+      const ws = new WebSocket(url, { headers: { authorization: this.#opts.authHeader }, handshakeTimeout: livenessMs() });
       this.#socket = ws;
       const onStop = (): void => ws.terminate();
       signal.addEventListener('abort', onStop, { once: true });
+      const ping = (): void => {
+        if (!heard) {
+          this.#logger.warn({ server: target, silentMs: 2 * livenessMs() }, 'the server stopped answering on the node connection: trying the next one');
+          silent = true;
+          ws.terminate();
+          return;
+        }
+        heard = false;
+        ws.ping();
+        pinger = setTimeout(ping, livenessMs());
+      };
+      ws.on('pong', () => {
+        heard = true;
+      });
       ws.on('open', () => {
         opened = true;
         this.#connects++;
         if (!signal.aborted) this.#connected = true;
         this.#logger.info({ connects: this.#connects, server: target }, 'connected to the server');
         this.#wake();
+        pinger = setTimeout(ping, livenessMs());
       });
       ws.on('message', (data) => {
+        heard = true;
         let req: NodeRpcRequest;
         try {
           req = JSON.parse(String(data)) as NodeRpcRequest;
@@ -186,13 +218,15 @@ export class NodeConnection {
         this.#logger.debug({ err: describeError(err) }, 'node connection error');
       });
       ws.on('close', (code, reason) => {
+        clearTimeout(pinger);
         signal.removeEventListener('abort', onStop);
         calls.abort();
         if (this.#socket === ws) this.#socket = undefined;
         this.#connected = false;
         if (opened) this.#logger.info({ code, reason: String(reason) }, 'node connection closed');
         if (redirect) this.#hint = redirect;
-        resolve(opened ? 'opened' : redirect ? 'redirected' : 'failed');
+        // A server that went silent is left like one that refused: the next attempt goes to the next address.
+        resolve(opened && !silent ? 'opened' : redirect ? 'redirected' : 'failed');
       });
     });
   }

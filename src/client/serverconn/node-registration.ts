@@ -27,7 +27,13 @@ export interface NodeRegistrationOptions {
   fingerprint: () => NodeFingerprint | Promise<NodeFingerprint>;
   /** Between heartbeats; capped at a third of the server's TTL. Default 10 s. */
   heartbeatIntervalMs?: number;
-  /** Called after every registration or heartbeat the server accepted (fencing leases are renewed here). Must not throw. */
+  /**
+   * Called after every registration or heartbeat a server answered, past its
+   * token check, with anything but "this node is unknown" (fencing leases
+   * are renewed here): an acceptance, and also a refusal such as 503
+   * STORE_UNAVAILABLE or SERVER_LEADER_UNAVAILABLE. docs/csi-rules.md
+   * ("The fencing lease") says why a refusal renews too. Must not throw.
+   */
   onContact?: () => void;
   clock?: Clock;
   logger?: Logger;
@@ -78,6 +84,11 @@ export class NodeRegistration {
     return this.#registered;
   }
 
+  /** The heartbeat TTL the server gave (30 s until it says). */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
   /** Successful heartbeats and registrations so far (for tests and status). */
   get counts(): { heartbeats: number; registrations: number } {
     return { heartbeats: this.#heartbeats, registrations: this.#registrations };
@@ -109,6 +120,10 @@ export class NodeRegistration {
     this.#waiters.clear();
   }
 
+  #interval(): number {
+    return Math.max(10, Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.floor(this.#ttlMs / 3)));
+  }
+
   async #run(signal: AbortSignal): Promise<void> {
     let failures = 0;
     let registered = false;
@@ -138,7 +153,7 @@ export class NodeRegistration {
         }
         failures = 0;
         this.#opts.onContact?.();
-        delay = Math.max(10, Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.floor(this.#ttlMs / 3)));
+        delay = this.#interval();
       } catch (err) {
         if (signal.aborted) break;
         if (err instanceof ServerConnError && err.apiCode === 'NOT_FOUND' && registered) {
@@ -148,8 +163,16 @@ export class NodeRegistration {
           continue;
         }
         failures++;
+        // A server answered (it cannot commit, or no leader is known): no claim can move while it
+        // answers so, so the node's tasks keep their lease. The heartbeat is retried as usual.
+        const vouched = err instanceof ServerConnError && err.answered;
+        if (vouched) this.#opts.onContact?.();
         delay = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
-        this.#logger.warn({ err: describeError(err), failures, delayMs: delay }, registered ? 'heartbeat failed' : 'registration failed');
+        if (vouched) delay = Math.min(delay, this.#interval());
+        this.#logger.warn(
+          { err: describeError(err), failures, delayMs: delay, leaseRenewed: vouched },
+          registered ? 'heartbeat failed' : 'registration failed',
+        );
       }
       try {
         await this.#clock.sleep(delay, AbortSignal.any([signal, this.#wake.signal]));

@@ -25,12 +25,20 @@ export class ServerConnError extends BerthError<ServerConnErrorCode> {
   readonly status: number;
   readonly apiCode: string;
   readonly retryable: boolean;
+  /**
+   * A Berth server answered, past its token check, with its own error
+   * envelope (e.g. 503 STORE_UNAVAILABLE, SERVER_LEADER_UNAVAILABLE): proof
+   * that a server of the cluster is alive and knows this node's token. False
+   * for no answer, 401/403, and answers that are not Berth's JSON (a proxy).
+   */
+  readonly answered: boolean;
 
-  constructor(code: ServerConnErrorCode, message: string, opts: { status?: number; apiCode?: string; retryable: boolean; cause?: unknown }) {
+  constructor(code: ServerConnErrorCode, message: string, opts: { status?: number; apiCode?: string; retryable: boolean; answered?: boolean; cause?: unknown }) {
     super(code, message, { cause: opts.cause });
     this.status = opts.status ?? 0;
     this.apiCode = opts.apiCode ?? '';
     this.retryable = opts.retryable;
+    this.answered = opts.answered ?? false;
   }
 }
 
@@ -59,6 +67,8 @@ export interface ServerApiOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
+/** How long past its `wait` a blocking read may take before the server counts as hung. */
+const BLOCKING_GRACE_MS = 5_000;
 
 /**
  * Stateless HTTP client of the server's node endpoints. Safe to use
@@ -71,6 +81,8 @@ export class ServerApi {
   readonly #token: string;
   readonly #timeoutMs: number;
   #agent = new http.Agent({ keepAlive: true });
+  /** Fired when calls move to another server: every call still waiting on the one left is abandoned. */
+  #moved = new AbortController();
 
   constructor(opts: ServerApiOptions) {
     const list = (typeof opts.address === 'string' ? [opts.address] : [...opts.address]).map((a) => a.replace(/\/+$/, ''));
@@ -90,9 +102,18 @@ export class ServerApi {
     return this.#bases;
   }
 
-  /** Moves on to the next address, unless another call already moved away from `failed`. */
+  /**
+   * Moves on to the next address, unless another call already moved away
+   * from `failed`. Calls still waiting on `failed` (a blocking read, a claim)
+   * are abandoned at once: a server that stopped answering one call (a
+   * paused process keeps its sockets open) is not trusted with the others.
+   */
   #failover(failed: string): void {
-    if (this.#bases.length > 1 && this.address === failed) this.#current = (this.#current + 1) % this.#bases.length;
+    if (this.#bases.length <= 1 || this.address !== failed) return;
+    this.#current = (this.#current + 1) % this.#bases.length;
+    const moved = this.#moved;
+    this.#moved = new AbortController();
+    moved.abort(new Error(`calls moved from ${failed} to ${this.address}`));
   }
 
   /** The bearer token, for the node connection's upgrade request. */
@@ -123,14 +144,16 @@ export class ServerApi {
 
   /**
    * GET /v1/node/:id/allocations. With `index`, blocks on the server until
-   * the allocations pass it or `waitMs` runs out. Resolves with the list and
-   * the index to send next time.
+   * the allocations pass it or `waitMs` runs out (plus a few seconds' grace;
+   * a server silent past that counts as hung). Also abandoned (rejects
+   * SERVER_UNREACHABLE, retryable) when another call found the server dead
+   * and calls moved on. Resolves with the list and the index to send next time.
    */
   async allocations(nodeId: string, opts: { index?: number; waitMs?: number; signal?: AbortSignal } = {}): Promise<{ index: number; allocations: NodeAllocation[] }> {
     const q = new URLSearchParams();
     if (opts.index !== undefined) q.set('index', String(opts.index));
     if (opts.waitMs !== undefined) q.set('wait', `${Math.max(1, Math.ceil(opts.waitMs / 1000))}s`);
-    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + this.#timeoutMs : undefined;
+    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + BLOCKING_GRACE_MS : undefined;
     const { body, index } = await this.#call('GET', `/v1/node/${enc(nodeId)}/allocations?${q.toString()}`, undefined, opts.signal, blockingMs);
     if (!Array.isArray(body)) throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation list is not a list', { retryable: true });
     return { index, allocations: body as NodeAllocation[] };
@@ -179,10 +202,14 @@ export class ServerApi {
     if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
     let answer: { status: number; text: string; index: string | undefined };
     const base = this.address;
+    const moved = this.#moved.signal;
     try {
-      answer = await this.#request(base, method, path, body, signal, timeoutMs);
+      answer = await this.#request(base, method, path, body, [signal, moved], timeoutMs);
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
+      if (moved.aborted) {
+        throw new ServerConnError('SERVER_UNREACHABLE', `${method} ${routeOf(path)} on ${base} abandoned: ${describeError(moved.reason)}`, { retryable: true, cause: err });
+      }
       this.#failover(base);
       throw new ServerConnError('SERVER_UNREACHABLE', `server ${base} unreachable (${method} ${routeOf(path)}): ${describeError(err)}`, {
         retryable: true,
@@ -209,6 +236,7 @@ export class ServerApi {
         status,
         apiCode,
         retryable,
+        answered: typeof e.code === 'string' && status !== 401 && status !== 403,
       });
     }
     const index = Number(answer.index ?? 0);
@@ -220,7 +248,7 @@ export class ServerApi {
    * request and its socket, so the server sees the client go at once (a
    * blocking read then ends on the server too).
    */
-  #request(base: string, method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs: number): Promise<{ status: number; text: string; index: string | undefined }> {
+  #request(base: string, method: string, path: string, body: unknown, signals: ReadonlyArray<AbortSignal | undefined>, timeoutMs: number): Promise<{ status: number; text: string; index: string | undefined }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { authorization: this.authHeader() };
@@ -233,10 +261,10 @@ export class ServerApi {
       const onAbort = (): void => {
         req.destroy(new Error('aborted'));
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      for (const signal of signals) signal?.addEventListener('abort', onAbort, { once: true });
       const finish = (): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        for (const signal of signals) signal?.removeEventListener('abort', onAbort);
       };
       req.on('error', (err) => {
         finish();

@@ -41,7 +41,7 @@ export interface ClientStateStore {
   close(): void;
 }
 
-export type ClientStateErrorCode = 'STATE_CORRUPT' | 'STATE_NEWER_VERSION' | 'STATE_CLOSED' | 'STATE_BAD_RECORD' | 'STATE_IO';
+export type ClientStateErrorCode = 'STATE_CORRUPT' | 'STATE_NEWER_VERSION' | 'STATE_CLOSED' | 'STATE_BAD_RECORD' | 'STATE_IO' | 'STATE_DISK_FULL';
 
 /** Why the client state could not be opened, read or written. */
 export class ClientStateError extends BerthError<ClientStateErrorCode> {}

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { ClientStateError, SqliteClientStateStore } from './index.js';
+import { ClientStateError, HEADROOM_FILE, SqliteClientStateStore } from './index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'berth-cstate-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -88,5 +88,74 @@ describe('SqliteClientStateStore', () => {
     s.close();
     s.close();
     assert.throws(() => s.bucket('x').get('y'), (err: unknown) => err instanceof ClientStateError && err.code === 'STATE_CLOSED');
+  });
+});
+
+describe('SqliteClientStateStore on a full disk', () => {
+  // A small tmpfs of its own (tests run as root), unmounted after.
+  const disk = mkdtempSync(join(tmpdir(), 'berth-cstate-full-'));
+  let mounted = false;
+  before(() => {
+    const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=3m', 'berth-test', disk]);
+    assert.equal(r.status, 0, `mount tmpfs: ${r.stderr.toString()}`);
+    mounted = true;
+  });
+  after(() => {
+    if (mounted) spawnSync('umount', [disk]);
+    rmSync(disk, { recursive: true, force: true });
+  });
+
+  /** Writes zeros into `file` until the disk refuses (ENOSPC). */
+  function fill(file: string): void {
+    const fd = openSync(file, 'a');
+    try {
+      const chunk = Buffer.alloc(64 * 1024);
+      for (;;) {
+        try {
+          writeSync(fd, chunk);
+        } catch (err) {
+          if ((err as { code?: string }).code === 'ENOSPC') break;
+          throw err;
+        }
+      }
+      for (;;) {
+        try {
+          writeSync(fd, chunk, 0, 512);
+        } catch (err) {
+          if ((err as { code?: string }).code === 'ENOSPC') return;
+          throw err;
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  it('a task filling the data dir still leaves room to record a stop: the reserve goes, the record lands; with no reserve left, STATE_DISK_FULL', () => {
+    const path = join(disk, 'client', 'client.db');
+    const s = SqliteClientStateStore.open(path, { headroomBytes: 1024 * 1024 });
+    assert.ok(existsSync(join(disk, 'client', HEADROOM_FILE)), 'the reserve is made at open');
+    assert.ok(s.hasHeadroom);
+    s.bucket('allocs').put('a0', { state: 'running' });
+    fill(join(disk, 'task-data'));
+    const big = 'x'.repeat(200 * 1024);
+    s.bucket('allocs').put('a1', { state: 'stopped', note: big });
+    assert.equal(s.hasHeadroom, false, 'the reserve was given up for the write');
+    assert.equal(s.bucket<{ state: string }>('allocs').get('a1')?.state, 'stopped');
+    fill(join(disk, 'task-data'));
+    assert.throws(
+      () => s.bucket('allocs').put('a2', { state: 'stopped', note: big }),
+      (e: unknown) => e instanceof ClientStateError && e.code === 'STATE_DISK_FULL' && /disk is full/.test(e.message),
+    );
+    assert.equal(s.restoreHeadroom(), false, 'no room for the reserve while the disk is full');
+    // The task's data is collected: the reserve comes back.
+    rmSync(join(disk, 'task-data'));
+    assert.equal(s.restoreHeadroom(), true);
+    assert.ok(s.hasHeadroom);
+    s.bucket('allocs').put('a2', { state: 'stopped' });
+    s.close();
+    const again = SqliteClientStateStore.open(path, { headroomBytes: 1024 * 1024 });
+    assert.deepEqual(again.bucket('allocs').list().map((r) => r.key), ['a0', 'a1', 'a2']);
+    again.close();
   });
 });

@@ -8,10 +8,16 @@
 // describe: the agent rebuilds from the server after a reboot either way.
 // FULL fsynced every commit on the agent's one thread: ~10 records per
 // allocation made 200 concurrent job starts spend most of their time there.
+//
+// Headroom: a reserve file of a few MiB sits beside the database. When a
+// write finds the disk full (a task filled the data dir), the reserve is
+// deleted and the write tried once more, so that the agent can still record
+// a stop, a release or a collection. It is made again at the next open, or
+// by restoreHeadroom() once space was freed.
 
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { type Bucket, type ClientStateStore, ClientStateError } from './client-state-store.js';
 
 /** The schema version this Berth writes; a file with a larger one is refused. */
@@ -19,6 +25,18 @@ export const CLIENT_STATE_SCHEMA_VERSION = 1;
 
 type Db = Database.Database;
 type Statement<P extends unknown[], R = unknown> = Database.Statement<P, R>;
+
+/** The reserve's default size: room for the records of many stops and collections. */
+export const DEFAULT_HEADROOM_BYTES = 4 * 1024 * 1024;
+
+/** The reserve file's name, beside the database. */
+export const HEADROOM_FILE = 'headroom.reserve';
+
+/** True for SQLite's and the kernel's "no space left" errors. */
+function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === 'SQLITE_FULL' || code === 'ENOSPC' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR') && /ENOSPC|no space|disk is full/i.test(String((err as Error).message)));
+}
 
 /** ClientStateStore on a SQLite file. Open with `SqliteClientStateStore.open`. */
 export class SqliteClientStateStore implements ClientStateStore {
@@ -30,11 +48,13 @@ export class SqliteClientStateStore implements ClientStateStore {
   readonly #put: Statement<[string, string, string]>;
   readonly #delete: Statement<[string, string]>;
   readonly #buckets = new Map<string, Bucket<unknown>>();
+  readonly #headroom: { path: string; bytes: number };
   #closed = false;
 
-  private constructor(path: string, db: Db) {
+  private constructor(path: string, db: Db, headroomBytes: number) {
     this.path = path;
     this.#db = db;
+    this.#headroom = { path: join(dirname(path), HEADROOM_FILE), bytes: headroomBytes };
     this.#get = db.prepare('SELECT value FROM records WHERE bucket = ? AND key = ?');
     this.#list = db.prepare('SELECT key, value FROM records WHERE bucket = ? ORDER BY key');
     // Keys are compared as text; `key >= prefix AND key < prefix || U+10FFFF`
@@ -49,8 +69,10 @@ export class SqliteClientStateStore implements ClientStateStore {
    * STATE_CORRUPT when the file is not a readable SQLite database or fails its
    * integrity check, STATE_NEWER_VERSION when a newer Berth wrote it, STATE_IO
    * when the file cannot be opened. Nothing is changed in a file it refuses.
+   * `headroomBytes` (default 4 MiB, 0 for none) is the reserve made beside
+   * it when there is room (see restoreHeadroom).
    */
-  static open(path: string): SqliteClientStateStore {
+  static open(path: string, opts: { headroomBytes?: number } = {}): SqliteClientStateStore {
     let db: Db;
     try {
       mkdirSync(dirname(path), { recursive: true });
@@ -78,7 +100,9 @@ export class SqliteClientStateStore implements ClientStateStore {
           db.pragma(`user_version = ${CLIENT_STATE_SCHEMA_VERSION}`);
         })();
       }
-      return new SqliteClientStateStore(path, db);
+      const store = new SqliteClientStateStore(path, db, opts.headroomBytes ?? DEFAULT_HEADROOM_BYTES);
+      store.restoreHeadroom();
+      return store;
     } catch (err) {
       db.close();
       if (err instanceof ClientStateError) throw err;
@@ -101,7 +125,63 @@ export class SqliteClientStateStore implements ClientStateStore {
 
   transaction<R>(fn: () => R): R {
     this.#open();
-    return this.#db.transaction(fn)();
+    return this.#writing(() => this.#db.transaction(fn)());
+  }
+
+  /** True while the reserve file is in place. */
+  get hasHeadroom(): boolean {
+    return this.#headroom.bytes === 0 || existsSync(this.#headroom.path);
+  }
+
+  /**
+   * Makes the reserve file again if it is missing and the disk has room for
+   * it (call once space was freed, e.g. after a collection). Returns whether
+   * it is in place. Never throws: a disk still full leaves it missing.
+   */
+  restoreHeadroom(): boolean {
+    const { path, bytes } = this.#headroom;
+    if (bytes === 0 || existsSync(path)) return true;
+    const tmp = `${path}.tmp`;
+    try {
+      const fd = openSync(tmp, 'w', 0o600);
+      try {
+        const chunk = Buffer.alloc(Math.min(bytes, 1024 * 1024));
+        for (let done = 0; done < bytes; ) done += writeSync(fd, chunk, 0, Math.min(chunk.length, bytes - done));
+      } finally {
+        closeSync(fd);
+      }
+      // Renamed only once whole: a half-written reserve would promise room it does not hold.
+      renameSync(tmp, path);
+      return true;
+    } catch {
+      rmSync(tmp, { force: true });
+      return false;
+    }
+  }
+
+  /**
+   * Runs a write; when the disk is full, gives up the reserve and tries once
+   * more. Throws ClientStateError STATE_DISK_FULL when it still does not fit.
+   */
+  #writing<R>(write: () => R): R {
+    try {
+      return write();
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      const hadReserve = this.#headroom.bytes > 0 && existsSync(this.#headroom.path);
+      if (!hadReserve) throw this.#diskFull(err, 'the reserved headroom is already used');
+      rmSync(this.#headroom.path, { force: true });
+      try {
+        return write();
+      } catch (again) {
+        if (!isDiskFull(again)) throw again;
+        throw this.#diskFull(again, 'even after releasing the reserved headroom');
+      }
+    }
+  }
+
+  #diskFull(cause: unknown, why: string): ClientStateError {
+    return new ClientStateError('STATE_DISK_FULL', `client state ${this.path}: the disk is full (${why}); free space in the data dir`, { cause });
   }
 
   close(): void {
@@ -142,11 +222,11 @@ export class SqliteClientStateStore implements ClientStateStore {
       },
       put: (key, value) => {
         this.#open();
-        this.#put.run(name, key, JSON.stringify(value));
+        this.#writing(() => this.#put.run(name, key, JSON.stringify(value)));
       },
       delete: (key) => {
         this.#open();
-        return this.#delete.run(name, key).changes > 0;
+        return this.#writing(() => this.#delete.run(name, key).changes > 0);
       },
     };
   }

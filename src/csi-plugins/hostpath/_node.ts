@@ -87,6 +87,8 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
       refuseDataDir(staging, 'staging_target_path');
       const release = lockOrAbort(locks, `volume:${id}`);
       try {
+        // Another instance of this plugin on this node (the one an update replaces) may have acted on it.
+        await store.syncNodeVolume(id);
         const vol = await volumeOrNotFound(id);
         const volumeDir = layout.volumeDir(vol.key);
         const real = await realpathOrUndefined(staging);
@@ -133,6 +135,8 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
       const staging = requireAbsolutePath(req.stagingTargetPath, 'staging_target_path');
       const release = lockOrAbort(locks, `volume:${id}`);
       try {
+        // Another instance of this plugin on this node (the one an update replaces) may have acted on it.
+        await store.syncNodeVolume(id);
         const vol = await volumeOrNotFound(id);
         const volumeDir = layout.volumeDir(vol.key);
         const rec = store.nodeVolumes.get(id);
@@ -178,6 +182,8 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
       const readonly = req.readonly || isReaderOnly(capability);
       const release = lockOrAbort(locks, `volume:${id}`);
       try {
+        // Another instance of this plugin on this node (the one an update replaces) may have acted on it.
+        await store.syncNodeVolume(id);
         const vol = await volumeOrNotFound(id);
         const volumeDir = layout.volumeDir(vol.key);
         const rec = store.nodeVolumes.get(id);
@@ -242,6 +248,8 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
       const target = requireAbsolutePath(req.targetPath, 'target_path');
       const release = lockOrAbort(locks, `volume:${id}`);
       try {
+        // Another instance of this plugin on this node (the one an update replaces) may have acted on it.
+        await store.syncNodeVolume(id);
         const vol = await volumeOrNotFound(id);
         const volumeDir = layout.volumeDir(vol.key);
         const rec = store.nodeVolumes.get(id);
@@ -319,6 +327,8 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
       const range = checkRange(req.capacityRange, 'capacity_range');
       const release = lockOrAbort(locks, `volume:${id}`);
       try {
+        // Another instance of this plugin on this node (the one an update replaces) may have acted on it.
+        await store.syncNodeVolume(id);
         const vol = await volumeOrNotFound(id);
         const notHere = grpcError(Status.NOT_FOUND, 'volume_path is not a mount of this volume');
         if (!path.isAbsolute(volumePath) || volumePath.includes('\0')) throw notHere;

@@ -38,6 +38,50 @@ describe('hostpath state', () => {
     assert.equal(b.nextSeq(), 3);
   });
 
+  it('two node instances on one node (a plugin update): each sees what the other staged, and neither drops the other\'s records', async () => {
+    const old = new StateStore({ dir, controller: false, node: true, nodeId: 'n1' });
+    await old.load();
+    const next = new StateStore({ dir, controller: false, node: true, nodeId: 'n1' });
+    await next.load();
+    // The old instance stages after the new one loaded.
+    old.nodeVolumes.set('v1', { volumeId: 'v1', staged: { path: '/stage/v1', capability }, targets: [] });
+    await old.persist();
+    await next.syncNodeVolume('v1');
+    assert.deepEqual(next.nodeVolumes.get('v1')?.staged, { path: '/stage/v1', capability }, 'the new instance finds the volume staged');
+    // The new instance works on another volume: the old one's record stays on file.
+    next.nodeVolumes.set('v2', { volumeId: 'v2', staged: { path: '/stage/v2', capability }, targets: [] });
+    await next.persist();
+    const onFile = JSON.parse(await readFile(path.join(dir, NODE_STATE_FILE), 'utf8')) as { volumes: Array<{ volumeId: string }> };
+    assert.deepEqual(onFile.volumes.map((v) => v.volumeId).sort(), ['v1', 'v2']);
+    // The new instance unstages v1 (the old one staged it): gone from the file, v2 kept.
+    next.nodeVolumes.delete('v1');
+    await next.persist();
+    await old.syncNodeVolume('v1');
+    assert.equal(old.nodeVolumes.get('v1'), undefined);
+    const again = new StateStore({ dir, controller: false, node: true, nodeId: 'n1' });
+    await again.load();
+    assert.deepEqual([...again.nodeVolumes.keys()], ['v2']);
+  });
+
+  it('two nodes sharing one data directory (storage both reach) keep their own records when each has its own node directory', async () => {
+    const [d1, d2] = [path.join(dir, 'node-1'), path.join(dir, 'node-2')];
+    const a = new StateStore({ dir, nodeDir: d1, controller: true, node: true, nodeId: 'shared' });
+    const b = new StateStore({ dir, nodeDir: d2, controller: true, node: true, nodeId: 'shared' });
+    await a.load();
+    await b.load();
+    a.nodeVolumes.set('v1', { volumeId: 'v1', staged: { path: '/a/stage/v1', capability }, targets: [] });
+    await a.persist();
+    await b.syncNodeVolume('v1');
+    assert.equal(b.nodeVolumes.get('v1'), undefined, "the other node's staging is not this node's");
+    b.nodeVolumes.set('v1', { volumeId: 'v1', staged: { path: '/b/stage/v1', capability }, targets: [] });
+    await b.persist();
+    await a.syncNodeVolume('v1');
+    assert.equal(a.nodeVolumes.get('v1')?.staged?.path, '/a/stage/v1');
+    assert.deepEqual(await readdir(d1), [NODE_STATE_FILE]);
+    assert.ok((await readdir(dir)).includes(CONTROLLER_STATE_FILE));
+    assert.ok(!(await readdir(dir)).includes(NODE_STATE_FILE), 'no node file in the shared directory');
+  });
+
   it('each role writes only its own file and reads the other role\'s file fresh', async () => {
     const controller = new StateStore({ dir, controller: true, node: false, nodeId: 'n1' });
     const node = new StateStore({ dir, controller: false, node: true, nodeId: 'n1' });

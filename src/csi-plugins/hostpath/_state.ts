@@ -5,6 +5,11 @@
 // A monolith owns both. A role it does not own is read fresh from the other
 // file, so a controller instance and a node instance may share one data
 // directory. Every write is atomic: temp file, fsync, rename, fsync dir.
+// Two instances of one node plugin run on one node while a plugin job is
+// updated (the old one serves until the new one is healthy), so the node's
+// records may change under an instance: it reads a volume's record from the
+// file before acting on it, and a write merges its own changes into the
+// file's records (what it did not change, it leaves as the file has it).
 
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
@@ -96,15 +101,20 @@ export class StateStore {
   readonly volumes = new Map<string, VolumeRecord>();
   readonly snapshots = new Map<string, SnapshotRecord>();
   readonly nodeVolumes = new Map<string, NodeVolumeRecord>();
+  /** Each node record as last read from or written to the node file (its JSON), to tell our changes from another instance's. */
+  readonly #nodeSynced = new Map<string, string>();
   #nextSeq = 1;
   #writes: Promise<void> = Promise.resolve();
   readonly #dir: string;
+  readonly #nodeDir: string;
   readonly #ownsController: boolean;
   readonly #ownsNode: boolean;
   readonly #nodeId: string;
 
-  constructor(opts: { dir: string; controller: boolean; node: boolean; nodeId: string }) {
+  /** `nodeDir`: where the node file lives when not in `dir`. */
+  constructor(opts: { dir: string; nodeDir?: string; controller: boolean; node: boolean; nodeId: string }) {
     this.#dir = opts.dir;
+    this.#nodeDir = opts.nodeDir ?? opts.dir;
     this.#ownsController = opts.controller;
     this.#ownsNode = opts.node;
     this.#nodeId = opts.nodeId;
@@ -115,7 +125,7 @@ export class StateStore {
   }
 
   get nodeFile(): string {
-    return path.join(this.#dir, NODE_STATE_FILE);
+    return path.join(this.#nodeDir, NODE_STATE_FILE);
   }
 
   /** Loads the owned files (missing files mean empty). Throws BerthError('HOSTPATH_STATE_CORRUPT') on unreadable JSON. */
@@ -136,7 +146,27 @@ export class StateStore {
           `${this.nodeFile} belongs to node ${JSON.stringify(file.nodeId)}, not ${JSON.stringify(this.#nodeId)}`,
         );
       }
-      for (const n of file?.volumes ?? []) this.nodeVolumes.set(n.volumeId, { ...n, targets: [...n.targets] });
+      for (const n of file?.volumes ?? []) this.#adopt(n);
+    }
+  }
+
+  #adopt(n: NodeVolumeRecord): void {
+    this.nodeVolumes.set(n.volumeId, { ...n, targets: [...n.targets] });
+    this.#nodeSynced.set(n.volumeId, JSON.stringify(n));
+  }
+
+  /**
+   * Takes the node file's record of one volume unless this instance changed
+   * it since it last read or wrote it. Call before acting on a volume (under
+   * its lock). Throws on unreadable files.
+   */
+  async syncNodeVolume(volumeId: string): Promise<void> {
+    if (!this.#ownsNode || nodeJson(this.nodeVolumes.get(volumeId)) !== this.#nodeSynced.get(volumeId)) return;
+    const onFile = (await readJson<NodeFile>(this.nodeFile))?.volumes.find((n) => n.volumeId === volumeId);
+    if (onFile) this.#adopt(onFile);
+    else {
+      this.nodeVolumes.delete(volumeId);
+      this.#nodeSynced.delete(volumeId);
     }
   }
 
@@ -192,14 +222,34 @@ export class StateStore {
       await writeAtomic(this.controllerFile, JSON.stringify(file, null, 1));
     }
     if (this.#ownsNode) {
-      const file: NodeFile = {
-        version: FORMAT_VERSION,
-        nodeId: this.#nodeId,
-        volumes: [...this.nodeVolumes.values()].filter((n) => n.staged || n.targets.length > 0),
-      };
+      // Our changes over the file's records: another instance's changes to other volumes stay.
+      const before = new Map(this.#nodeSynced);
+      const dirty = [...new Set([...this.nodeVolumes.keys(), ...before.keys()])].filter((id) => nodeJson(this.nodeVolumes.get(id)) !== before.get(id));
+      const merged = new Map<string, NodeVolumeRecord>();
+      for (const n of (await readJson<NodeFile>(this.nodeFile).catch(() => undefined))?.volumes ?? []) merged.set(n.volumeId, n);
+      for (const id of dirty) {
+        const mine = this.nodeVolumes.get(id);
+        if (mine && nodeJson(mine) !== undefined) merged.set(id, structuredClone(mine));
+        else merged.delete(id);
+      }
+      const file: NodeFile = { version: FORMAT_VERSION, nodeId: this.#nodeId, volumes: [...merged.values()] };
       await writeAtomic(this.nodeFile, JSON.stringify(file, null, 1));
+      // What we did not change (and nobody changed here meanwhile) is now as the file has it.
+      for (const id of new Set([...this.nodeVolumes.keys(), ...merged.keys()])) {
+        if (dirty.includes(id) || nodeJson(this.nodeVolumes.get(id)) !== before.get(id)) continue;
+        const onFile = merged.get(id);
+        if (onFile) this.nodeVolumes.set(id, { ...onFile, targets: [...onFile.targets] });
+        else this.nodeVolumes.delete(id);
+      }
+      this.#nodeSynced.clear();
+      for (const n of merged.values()) this.#nodeSynced.set(n.volumeId, JSON.stringify(n));
     }
   }
+}
+
+/** A node record as the file would hold it: undefined when it holds nothing (not staged, no target). */
+function nodeJson(n: NodeVolumeRecord | undefined): string | undefined {
+  return n && (n.staged || n.targets.length > 0) ? JSON.stringify(n) : undefined;
 }
 
 async function readJson<T extends { version: number }>(file: string): Promise<T | undefined> {

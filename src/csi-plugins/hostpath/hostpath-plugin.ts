@@ -40,6 +40,12 @@ export interface HostpathOptions {
   nodeId: string;
   /** Absolute directory for volumes, snapshots and state files; created if missing. */
   dataDir: string;
+  /**
+   * Absolute directory for the node's records (node-state.json) instead of
+   * dataDir; created if missing. Each node needs its own when several nodes
+   * share one dataDir (storage every node reaches, under one node ID).
+   */
+  nodeStateDir?: string;
   /** Which services it advertises and serves; default 'monolith' (both). */
   mode?: HostpathMode;
   /** Advertise and serve ControllerPublish/Unpublish; default true. */
@@ -68,7 +74,7 @@ export class HostpathPlugin {
   /** The endpoint given in the options, 'unix:///...'. */
   readonly endpoint: string;
   readonly #socketPath: string;
-  readonly #opts: Required<Omit<HostpathOptions, 'capacityBytes' | 'logger'>> & { capacityBytes: number | undefined };
+  readonly #opts: Required<Omit<HostpathOptions, 'capacityBytes' | 'logger' | 'nodeStateDir'>> & { capacityBytes: number | undefined; nodeStateDir: string | undefined };
   readonly #logger: Logger;
   readonly #life: Lifecycle;
   #server: Server | undefined;
@@ -85,6 +91,7 @@ export class HostpathPlugin {
     }
     if (opts.nodeId === '' || Buffer.byteLength(opts.nodeId) > 256) throw invalid('nodeId must be 1 to 256 bytes');
     if (!path.isAbsolute(opts.dataDir)) throw invalid('dataDir must be an absolute path');
+    if (opts.nodeStateDir !== undefined && !path.isAbsolute(opts.nodeStateDir)) throw invalid('nodeStateDir must be an absolute path');
     const mode = opts.mode ?? 'monolith';
     if (!['controller', 'node', 'monolith'].includes(mode)) throw invalid(`mode must be controller, node or monolith, got ${String(mode)}`);
     const maxVolumesPerNode = opts.maxVolumesPerNode ?? 256;
@@ -102,6 +109,7 @@ export class HostpathPlugin {
       publishUnpublish: opts.publishUnpublish ?? true,
       maxVolumesPerNode,
       capacityBytes: opts.capacityBytes,
+      nodeStateDir: opts.nodeStateDir === undefined ? undefined : path.resolve(opts.nodeStateDir),
     };
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'hostpath', nodeId: opts.nodeId, mode });
     this.#life = new Lifecycle({
@@ -136,7 +144,9 @@ export class HostpathPlugin {
       if (controller) {
         for (const entry of await readdir(layout.tmpDir)) await rm(path.join(layout.tmpDir, entry), { recursive: true, force: true });
       }
-      const store = new StateStore({ dir: layout.root, controller, node, nodeId });
+      const nodeDir = this.#opts.nodeStateDir;
+      if (nodeDir !== undefined) await mkdir(nodeDir, { recursive: true, mode: 0o700 });
+      const store = new StateStore({ dir: layout.root, ...(nodeDir === undefined ? {} : { nodeDir: await realpath(nodeDir) }), controller, node, nodeId });
       await store.load();
       this.#store = store;
 

@@ -84,7 +84,7 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
   const e = err as BerthError & Record<string, unknown>;
   if (err instanceof ApiError) Object.assign(details, err.details);
   if (Array.isArray(e['problems'])) details['problems'] = e['problems'];
-  for (const key of ['nodeId', 'method', 'rpc', 'grpcCodeName', 'field', 'final', 'retryable', 'volumeId', 'pluginId']) {
+  for (const key of ['nodeId', 'method', 'rpc', 'grpcCodeName', 'field', 'final', 'retryable', 'mayHaveApplied', 'volumeId', 'pluginId']) {
     const v = e[key];
     if (typeof v === 'string' || typeof v === 'boolean') details[key] = v;
   }

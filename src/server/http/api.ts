@@ -6,6 +6,7 @@
 import websocket from '@fastify/websocket';
 import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
@@ -50,6 +51,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    // No body with the header (many HTTP clients always send it, on DELETE too): no body, as Nomad takes it.
+    if ((body as string).trim() === '') return done(null, undefined);
     const deep = nestingProblem(body as string);
     if (deep) return done(new ApiError('INVALID', `request body: ${deep.message}`, { line: deep.line, column: deep.column }), undefined);
     return parseJson(req, body as string, (err, parsed) => {
@@ -83,6 +86,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     );
   });
 
+  // Closing the API ends blocking reads and event streams, so close() does not wait on them.
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort(new Error('server closing')));
   app.setErrorHandler(async (err, req, reply) => {
     const { status, body } = toErrorResponse(err);
     if (status === 413) {
@@ -91,7 +97,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       drainRefusedBody(req.raw, 4 * bodyLimit);
       void reply.header('connection', 'close');
     }
-    if (status >= 500) log.error({ method: req.method, route: req.routeOptions.url, code: body.code, err: describe(err) }, 'request failed');
+    // A blocking read or stream is aborted only by its client going away or the server closing: no failure.
+    if (err instanceof AbortedError) {
+      log.debug({ method: req.method, route: req.routeOptions.url }, 'request ended: the client went away or the server is closing');
+    } else if (status >= 500) log.error({ method: req.method, route: req.routeOptions.url, code: body.code, err: describe(err) }, 'request failed');
     return reply.status(status).send(body);
   });
 
@@ -99,9 +108,6 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     return reply.status(404).send({ code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} });
   });
 
-  // Closing the API ends blocking reads and event streams, so close() does not wait on them.
-  const closing = new AbortController();
-  app.addHook('preClose', async () => closing.abort(new Error('server closing')));
   const ctx: RouteContext = {
     deps,
     signalOf(_req, reply) {

@@ -20,6 +20,8 @@ export const LEADER_HEADER = 'x-berth-leader';
 const LOCAL = new Set(['/v1/operator/members', '/v1/status']);
 
 const FORWARD_TIMEOUT_MS = 60_000;
+/** How often a forward in flight checks that its leader still leads. */
+const LEADER_WATCH_MS = 250;
 
 /**
  * Adds the forwarding hook. Without `deps.leadership` (a single server)
@@ -51,20 +53,36 @@ export function registerLeaderForwarding(app: FastifyInstance, { deps }: RouteCo
       });
       throw leaderUnavailable('no leader is known right now (an election is under way); retry shortly');
     }
-    await forward(req, reply, leader.address).catch((err: unknown) => {
-      if (err instanceof ApiError || err instanceof LeaderError) throw err;
-      log.warn({ leader: leader.address, route: url, err: err instanceof Error ? err.message : String(err) }, 'forwarding to the leader failed');
-      throw leaderUnavailable(`the leader at ${leader.address} did not answer; retry shortly`);
-    });
+    // A leader that stops answering (a paused process keeps its sockets open) is replaced by an
+    // election: the forward is abandoned as soon as this server names another leader, or none.
+    const deposed = new AbortController();
+    const watch = setInterval(() => {
+      if (leadership.leader?.address !== leader.address) deposed.abort();
+    }, LEADER_WATCH_MS);
+    await forward(req, reply, leader.address, deposed.signal)
+      .catch((err: unknown) => {
+        if (err instanceof ApiError || err instanceof LeaderError) throw err;
+        log.warn({ leader: leader.address, route: url, err: err instanceof Error ? err.message : String(err) }, 'forwarding to the leader failed');
+        // The request may have reached the leader: a client must check before sending it again.
+        if (deposed.signal.aborted) throw leaderUnavailable(`the leader at ${leader.address} stopped answering and is being replaced; retry shortly`, true);
+        throw leaderUnavailable(`the leader at ${leader.address} did not answer; retry shortly`, true);
+      })
+      .finally(() => clearInterval(watch));
   });
 }
 
-function leaderUnavailable(message: string): LeaderError {
-  return new LeaderError('SERVER_LEADER_UNAVAILABLE', message);
+/**
+ * SERVER_LEADER_UNAVAILABLE (retryable). `mayHaveApplied` (in the answer's
+ * details) when the request was sent to a leader that did not answer: it
+ * may have been applied.
+ */
+function leaderUnavailable(message: string, mayHaveApplied = false): LeaderError {
+  const err = new LeaderError('SERVER_LEADER_UNAVAILABLE', message);
+  return mayHaveApplied ? Object.assign(err, { mayHaveApplied: true }) : err;
 }
 
 /** Sends the request on to the leader and answers with the leader's answer. */
-async function forward(req: FastifyRequest, reply: FastifyReply, leader: string): Promise<void> {
+async function forward(req: FastifyRequest, reply: FastifyReply, leader: string, deposed: AbortSignal): Promise<void> {
   const headers: Record<string, string> = { [FORWARDED_HEADER]: '1' };
   for (const h of ['authorization', 'content-type']) {
     const v = req.headers[h];
@@ -75,7 +93,7 @@ async function forward(req: FastifyRequest, reply: FastifyReply, leader: string)
     method: req.method,
     headers,
     ...(hasBody ? { body: typeof req.body === 'string' ? req.body : JSON.stringify(req.body) } : {}),
-    signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+    signal: AbortSignal.any([AbortSignal.timeout(FORWARD_TIMEOUT_MS), deposed]),
   });
   const text = await res.text();
   reply.status(res.status);

@@ -21,13 +21,25 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
   const { store, jobs, connections } = deps;
   const log = deps.logger.child({ component: 'http-node' });
 
+  /**
+   * A node as answered: with `leaderConnected` (whether its node connection
+   * is open to this server) when this server leads, the only one that knows;
+   * a follower leaves it out. A node may heartbeat through any server and be
+   * `ready` while the leader cannot call it (no controller call then).
+   */
+  const withLink = <T extends { id: string }>(node: T): T & { leaderConnected?: boolean } => {
+    const leadership = deps.leadership?.();
+    if (leadership && !leadership.isLeader) return node;
+    return { ...node, leaderConnected: connections.connected(node.id) };
+  };
+
   app.get<{ Querystring: Query }>('/v1/nodes', { config: { access: 'read' } }, async (req, reply) => {
     const prefix = req.query['prefix'] ?? '';
     const { index, result } = await blockingRead(store, ['nodes'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
       snap.list('nodes', { filter: (n) => n.id.startsWith(prefix) }),
     );
     reply.header('X-Berth-Index', String(index));
-    return result;
+    return result.map(withLink);
   });
 
   app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id', { config: { access: 'node-read' } }, async (req, reply) => {
@@ -36,7 +48,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     );
     if (!result) throw new ApiError('NOT_FOUND', `node "${req.params.id}" not found`);
     reply.header('X-Berth-Index', String(index));
-    return result;
+    return withLink(result);
   });
 
   app.post('/v1/node/register', { config: { access: 'node' } }, async (req, reply) => {

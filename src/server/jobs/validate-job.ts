@@ -48,6 +48,33 @@ export function problemsAgainstState(spec: JobSpec, reader: StateReader): JobPro
       }
     }
   });
+  problems.push(...pluginOwnerProblems(spec, reader));
   problems.push(...driverConfigProblems(spec, reader.list('nodes')));
+  return problems;
+}
+
+/**
+ * A CSI plugin ID is served by one job: a second job running the same ID
+ * would put two instances on a node, behind one name, each with its own
+ * socket and its own idea of what is staged there. Refused with the job that
+ * serves it (an update of that same job is fine: it replaces its instances).
+ */
+function pluginOwnerProblems(spec: JobSpec, reader: StateReader): JobProblem[] {
+  const problems: JobProblem[] = [];
+  const owners = new Map<string, string>();
+  for (const job of reader.list('jobs', { filter: (j) => !j.stop && !(j.namespace === spec.namespace && j.id === spec.id) })) {
+    for (const g of job.groups) for (const t of g.tasks) if (t.csiPlugin) owners.set(t.csiPlugin.id, `${job.namespace}/${job.id}`);
+  }
+  spec.groups.forEach((g, gi) =>
+    g.tasks.forEach((t, ti) => {
+      const owner = t.csiPlugin && owners.get(t.csiPlugin.id);
+      if (owner) {
+        problems.push({
+          path: `groups[${gi}].tasks[${ti}].csiPlugin.id`,
+          message: `CSI plugin "${t.csiPlugin?.id}" is already run by job "${owner}": one job runs a plugin ID (stop that job, or give this plugin another ID)`,
+        });
+      }
+    }),
+  );
   return problems;
 }

@@ -19,6 +19,7 @@ import {
   type Clock,
   type Logger,
 } from '../../lib/index.js';
+import { etcdFailFast } from '../state/index.js';
 import { LeaderError, type Fence, type LeaderInfo, type Leadership, type ServerMember } from './leadership.js';
 
 export interface EtcdLeadershipOptions {
@@ -37,6 +38,8 @@ interface MemberValue {
   id: string;
   address: string;
   startedAt: number;
+  /** In the lease-less record of a server whose lease ran out: when another server saw it. */
+  failedAt?: number;
 }
 
 const NEVER = '-1';
@@ -54,6 +57,8 @@ export class EtcdLeadership implements Leadership {
   readonly #ttl: number;
   readonly #electionKey: string;
   readonly #memberPrefix: string;
+  /** A lease-less record per server that ever joined: kept after a crash, so that it shows as failed. */
+  readonly #knownPrefix: string;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #startedAt = Date.now();
@@ -78,11 +83,13 @@ export class EtcdLeadership implements Leadership {
     const prefix = opts.prefix ?? '/berth/';
     this.#electionKey = `${prefix}leader`;
     this.#memberPrefix = `${prefix}members/`;
+    this.#knownPrefix = `${prefix}servers/`;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger()).child({ component: 'leadership', serverId: this.self.id });
     this.#client = new Etcd3({
       hosts: [...opts.endpoints],
       dialTimeout: this.#ttl * 1000,
+      ...etcdFailFast,
       // One call never outlives the lease it is meant to keep.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.#ttl * 1000 }),
     });
@@ -116,13 +123,14 @@ export class EtcdLeadership implements Leadership {
 
   async checkQuorum(): Promise<void> {
     // A Range is linearizable by default: only a member with a quorum answers it.
-    await this.#within(this.#client.get(this.#electionKey).string(), Math.min(2_000, this.#ttl * 1000));
+    await this.#within(this.#client.get(this.#electionKey).string(), Math.min(1_000, this.#ttl * 500));
   }
 
   async members(opts: { signal?: AbortSignal } = {}): Promise<ServerMember[]> {
-    const [values, leaderValue] = await Promise.all([
+    const [values, leaderValue, known] = await Promise.all([
       this.#client.getAll().prefix(this.#memberPrefix).strings(),
       this.#client.get(this.#electionKey).string(),
+      this.#client.getAll().prefix(this.#knownPrefix).strings(),
     ]);
     if (opts.signal?.aborted) throw new AbortedError('members aborted', { cause: opts.signal.reason });
     const leader = leaderValue ? parse<LeaderInfo>(leaderValue) : undefined;
@@ -130,6 +138,11 @@ export class EtcdLeadership implements Leadership {
     for (const v of Object.values(values)) {
       const m = parse<MemberValue>(v);
       if (m) out.push({ id: m.id, address: m.address, startedAt: m.startedAt, leader: leader?.id === m.id, status: 'alive' });
+    }
+    for (const v of Object.values(known)) {
+      const m = parse<MemberValue>(v);
+      if (!m || out.some((o) => o.id === m.id)) continue;
+      out.push({ id: m.id, address: m.address, startedAt: m.startedAt, leader: leader?.id === m.id, status: 'failed', ...(m.failedAt ? { failedAt: m.failedAt } : {}) });
     }
     if (leader && !out.some((m) => m.id === leader.id)) out.push({ ...leader, leader: true, status: 'left', startedAt: 0 });
     return out.sort((a, b) => a.address.localeCompare(b.address));
@@ -144,6 +157,29 @@ export class EtcdLeadership implements Leadership {
     }
     await this.#campaignOnce().catch((err: unknown) => this.#log.warn({ err: describeError(err) }, 'first campaign failed'));
     this.#loop = this.#run(this.#stop.signal);
+    void this.#watchMembers().catch((err: unknown) => this.#log.warn({ err: describeError(err) }, 'cannot watch the members; failed servers show without a time'));
+  }
+
+  /** Marks, in its lease-less record, when another server's lease ran out (its member key went without it leaving). */
+  async #watchMembers(): Promise<void> {
+    const watcher = await this.#client.watch().prefix(this.#memberPrefix).create();
+    this.#stop.signal.addEventListener('abort', () => void watcher.cancel().catch(() => undefined), { once: true });
+    watcher.on('error', () => undefined);
+    watcher.on('delete', (kv) => {
+      const id = kv.key.toString().slice(this.#memberPrefix.length);
+      if (id === this.self.id || this.#stop.signal.aborted) return;
+      void this.#markFailed(id, this.#clock.now()).catch(() => undefined);
+    });
+  }
+
+  async #markFailed(id: string, at: number): Promise<void> {
+    const key = `${this.#knownPrefix}${id}`;
+    const res = await this.#client.get(key).exec();
+    const kv = res.kvs[0];
+    const rec = kv ? parse<MemberValue>(kv.value.toString()) : undefined;
+    if (!kv || !rec || rec.failedAt) return;
+    // Only over the record as read: a server that left (deleted it) or came back (rewrote it) wins.
+    await this.#client.if(key, 'Mod', '==', kv.mod_revision).then(this.#client.put(key).value(JSON.stringify({ ...rec, failedAt: at }))).commit();
   }
 
   async stop(): Promise<void> {
@@ -157,6 +193,8 @@ export class EtcdLeadership implements Leadership {
     if (this.#term) this.#lose();
     await this.#notify;
     await this.#loop;
+    // Leaving, not failing: our record goes first, so that no server marks us failed.
+    await this.#client.delete().key(`${this.#knownPrefix}${this.self.id}`).exec().catch(() => undefined);
     const lease = this.#lease;
     this.#lease = undefined;
     // Revoking deletes our member key and, if we led, the election key: the next leader need not wait for the TTL.
@@ -174,6 +212,7 @@ export class EtcdLeadership implements Leadership {
     this.#renewed(sentAt + this.#margin());
     const member: MemberValue = { id: this.self.id, address: this.self.address, startedAt: this.#startedAt };
     await this.#client.put(`${this.#memberPrefix}${this.self.id}`).value(JSON.stringify(member)).lease(this.#leaseId).exec();
+    await this.#client.put(`${this.#knownPrefix}${this.self.id}`).value(JSON.stringify(member)).exec();
     this.#log.info({ lease: this.#leaseId }, 'joined the cluster');
   }
 

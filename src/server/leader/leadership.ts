@@ -19,8 +19,14 @@ export interface LeaderInfo {
 /** One server of the cluster as `berth server members` shows it. */
 export interface ServerMember extends LeaderInfo {
   leader: boolean;
-  /** `alive`: its lease holds (it published itself and keeps it alive). */
-  status: 'alive' | 'left';
+  /**
+   * `alive`: its lease holds (it published itself and keeps it alive);
+   * `failed`: it joined once and its lease ran out without it leaving (killed,
+   * paused, cut off); `left`: the leader's key outlived its member key.
+   */
+  status: 'alive' | 'left' | 'failed';
+  /** For `failed`: when a server saw its lease end (ms since epoch); absent when none saw it. */
+  failedAt?: number;
   /** When the server started (ms since epoch). */
   startedAt: number;
 }

@@ -132,6 +132,12 @@ export class NodeService {
   async heartbeat(nodeId: string, fingerprint?: NodeFingerprint): Promise<Node> {
     if (fingerprint) this.#check(fingerprint);
     const now = this.#clock.now();
+    // Seen, even if the write below fails (a store without quorum): the node is alive, and
+    // once the store is back it must not be marked down for a silence it did not keep.
+    const known = this.#store.snapshot().get('nodes', rowKey(nodeId));
+    if (known) this.#lastSeen.set(nodeId, now);
+    // Nothing to write: answered without waiting behind the store's queue of writes.
+    if (known?.status === 'ready' && (fingerprint === undefined || fingerprintKey(fingerprint) === fingerprintKey(known))) return { ...known, lastHeartbeat: now };
     const { result } = await this.#store.write((txn) => {
       const node = txn.get('nodes', rowKey(nodeId));
       if (!node) throw new NodeError('NOT_FOUND', `node ${nodeId} is not registered`);

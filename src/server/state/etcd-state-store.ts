@@ -1,7 +1,7 @@
-import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { Etcd3, type IKeyValue, type IRequestOp, type ICompare, type IWatchResponse, type Watcher } from 'etcd3';
 import { describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
+import { etcdFailFast } from './etcd-client-options.js';
 import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Row } from './_store-view.js';
 import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
@@ -66,28 +66,6 @@ interface TableState {
   revs: Map<string, number>;
   shared: boolean;
 }
-
-/** A pass-through cockatiel policy: this store does its own deadlines and retries (a retried Txn could apply twice). */
-const passThrough = {
-  // Async so a failure reported by throwing (etcd3's markFailed does) becomes a rejection it catches.
-  execute: async <T>(fn: (ctx: { signal: AbortSignal; attempt: number }) => T): Promise<Awaited<T>> => await fn({ signal: new AbortController().signal, attempt: 0 }),
-  onSuccess: () => ({ dispose: () => undefined }),
-  onFailure: () => ({ dispose: () => undefined }),
-};
-
-/**
- * Asks etcd to answer only from a member that has a leader (etcd's
- * "hasleader" metadata, clientv3.WithRequireLeader): without a quorum a
- * write fails at once instead of at its deadline, and the watch is cancelled
- * (so the store knows its reads may be stale) instead of idling.
- */
-const requireLeader: Interceptor = (options, nextCall) =>
-  new InterceptingCall(nextCall(options), {
-    start: (metadata, listener, next) => {
-      metadata.set('hasleader', 'true');
-      next(metadata, listener);
-    },
-  });
 
 function prefixEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
@@ -171,8 +149,7 @@ export class EtcdStateStore implements StateStore {
     this.#client = new Etcd3({
       hosts: [...opts.endpoints],
       dialTimeout: this.#writeTimeoutMs,
-      grpcOptions: { interceptors: [requireLeader] } as never,
-      faultHandling: { host: () => passThrough as never, global: passThrough as never },
+      ...etcdFailFast,
     });
     for (const t of DATA_TABLES) this.#tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
   }

@@ -19,6 +19,7 @@ export {
 export { SqliteStateStore, STATE_SCHEMA_VERSION, type SqliteStateStoreOptions } from './sqlite-state-store.js';
 export type { EtcdStateStore, EtcdStateStoreOptions, StoreFence } from './etcd-state-store.js';
 export { openEtcdStateStore } from './open-etcd.js';
+export { etcdFailFast } from './etcd-client-options.js';
 export { StateStoreError } from './errors.js';
 export { saveSnapshot, restoreSnapshot, encodeSnapshot, decodeSnapshot, SNAPSHOT_VERSION, type SnapshotSummary } from './snapshot.js';
 export { rowKey, keyPrefix, keyOf, publicRow } from './keys.js';

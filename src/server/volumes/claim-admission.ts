@@ -53,7 +53,8 @@ export interface AdmissionState {
 export type AdmissionDecision =
   | { outcome: 'existing'; claim: VolumeClaim }
   | { outcome: 'admit'; claim: RowInput<'claims'> }
-  | { outcome: 'refuse'; error: VolumeError };
+  /** `releasing`: the claim whose release, still in progress, is all that stands in the way. */
+  | { outcome: 'refuse'; error: VolumeError; releasing?: VolumeClaim };
 
 
 /** For a claim held by a silent node's writer: until when it is held. */
@@ -61,8 +62,9 @@ function fenceNote(c: VolumeClaim): string {
   return c.fencedUntil && c.state === 'taken' ? ` (its node is silent: held until ${new Date(c.fencedUntil).toISOString()})` : '';
 }
 
-function refuse(code: VolumeErrorCode, message: string, opts: { retryable?: boolean; field?: string } = {}): AdmissionDecision {
-  return { outcome: 'refuse', error: new VolumeError(code, message, opts) };
+function refuse(code: VolumeErrorCode, message: string, opts: { retryable?: boolean; field?: string; releasing?: VolumeClaim | undefined } = {}): AdmissionDecision {
+  const { releasing, ...rest } = opts;
+  return { outcome: 'refuse', error: new VolumeError(code, message, rest), ...(releasing ? { releasing } : {}) };
 }
 
 /**
@@ -99,6 +101,7 @@ export function admitClaim(state: AdmissionState, req: ClaimRequest): AdmissionD
     if (mine.state === 'taken' && mine.mode === req.mode && mine.controllerPublish !== 'pending') return { outcome: 'existing', claim: mine };
     return refuse('CONFLICT', `allocation ${req.allocId} already has a ${mine.mode} claim on volume ${req.volumeId} (${mine.state})`, {
       retryable: mine.state !== 'taken',
+      releasing: mine.state === 'taken' ? undefined : mine,
     });
   }
   const cap = v.capabilities.find(
@@ -131,7 +134,7 @@ export function admitClaim(state: AdmissionState, req: ClaimRequest): AdmissionD
         : conflict.kind === 'other-node'
           ? `volume ${req.volumeId} is ${cap.accessMode} and ${holder.state === 'taken' ? 'claimed' : 'still being detached'} on node ${holder.nodeId}${fenceNote(holder)}`
           : `volume ${req.volumeId} already has a writer (allocation ${holder.allocId}, ${holder.state})${fenceNote(holder)}`;
-    return refuse('CONFLICT', message, { retryable: true });
+    return refuse('CONFLICT', message, { retryable: true, releasing: holder.state === 'taken' ? undefined : holder });
   }
   const onNode = others.filter((c) => c.nodeId === nodeId);
   if (onNode.length === 0) {

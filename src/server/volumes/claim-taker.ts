@@ -1,4 +1,4 @@
-import { describeError, type Clock, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, type Clock, type Logger } from '../../lib/index.js';
 import { nodeClaimAnswer, type NodeClaimAnswer, type VolumeClaim } from '../../structs/index.js';
 // Spelled from src/: the lint's layer rule reads a bare '../plugins' as src/plugins.
 import { markNodeExhausted } from '../plugins/index.js';
@@ -23,6 +23,26 @@ export interface ClaimTakerOptions {
   perVolume: KeyedSerial;
   /** Claim keys whose ControllerPublish is in flight in this process; this taker adds and removes them. */
   publishing: Set<string>;
+  /**
+   * How long a claim refused only because another claim's release is still
+   * in progress waits for that release to end before it answers the refusal;
+   * default 10 s (under the node's request timeout).
+   */
+  releaseWaitMs?: number;
+}
+
+const DEFAULT_RELEASE_WAIT_MS = 10_000;
+
+/** A refusal behind a release in progress: the refusal, and the claim whose release it waits for. */
+class BehindRelease extends Error {
+  readonly refusal: VolumeError;
+  readonly releasing: VolumeClaim;
+
+  constructor(refusal: VolumeError, releasing: VolumeClaim) {
+    super(refusal.message);
+    this.refusal = refusal;
+    this.releasing = releasing;
+  }
 }
 
 /**
@@ -74,6 +94,20 @@ export class ClaimTaker {
    * released in the background).
    */
   async claim(req: ClaimRequest, opts: { signal?: AbortSignal } = {}): Promise<VolumeClaim> {
+    const deadline = this.#deps.clock.now() + (this.#deps.releaseWaitMs ?? DEFAULT_RELEASE_WAIT_MS);
+    for (;;) {
+      const seen = this.#deps.store.latestIndex();
+      try {
+        return await this.#claimOnce(req, opts);
+      } catch (err) {
+        if (!(err instanceof BehindRelease)) throw err;
+        // Only a release in progress stands in the way: try again the moment it ends, not on a timer.
+        if (!(await this.#releaseEnded(err.releasing, seen, deadline, opts.signal))) throw err.refusal;
+      }
+    }
+  }
+
+  async #claimOnce(req: ClaimRequest, opts: { signal?: AbortSignal }): Promise<VolumeClaim> {
     const namespace = req.namespace ?? 'default';
     return this.#deps.perVolume.run(rowKey(namespace, req.volumeId), async () => {
       // Marked before the write: the claim watcher may see the pending claim as soon as the write
@@ -83,7 +117,7 @@ export class ClaimTaker {
       try {
         const { result: taken } = await this.#deps.store.write((txn) => {
           const decision = admitClaim(admissionState(txn, req, this.#deps.clock.now()), req);
-          if (decision.outcome === 'refuse') throw decision.error;
+          if (decision.outcome === 'refuse') throw decision.releasing ? new BehindRelease(decision.error, decision.releasing) : decision.error;
           return decision.outcome === 'existing' ? decision.claim : txn.put('claims', decision.claim);
         });
         if (taken.controllerPublish !== 'pending') return taken;
@@ -92,6 +126,42 @@ export class ClaimTaker {
         this.#deps.publishing.delete(key);
       }
     });
+  }
+
+  /**
+   * Waits, on the store's changes of claims (no polling, no timer of its
+   * own), until the release of `releasing` has ended (its row gone or free).
+   * False when `deadline` (on the clock) passed first; throws AbortedError
+   * when `signal` fires.
+   */
+  async #releaseEnded(releasing: VolumeClaim, afterIndex: number, deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
+    const { store, clock } = this.#deps;
+    const key = rowKey(releasing.namespace, releasing.volumeId, releasing.allocId);
+    let after = afterIndex;
+    for (;;) {
+      const row = store.snapshot().get('claims', key);
+      if (!row || row.state === 'free') return true;
+      // A change after `after` (the refusal's view) wakes the wait at once: nothing in between is missed.
+      const left = deadline - clock.now();
+      if (left <= 0) return false;
+      const stop = new AbortController();
+      const both = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+      const ignoreAbort = (e: unknown): undefined => {
+        if (e instanceof AbortedError) return undefined;
+        throw e;
+      };
+      try {
+        const woke = await Promise.race([
+          store.blockUntil(['claims'], after, { signal: both }).catch(ignoreAbort),
+          clock.sleep(left, both).then(() => 'timeout' as const, ignoreAbort),
+        ]);
+        if (signal?.aborted) throw new AbortedError('claim aborted while waiting for a release', { cause: signal.reason });
+        if (woke === 'timeout') return false;
+        if (typeof woke === 'number') after = woke;
+      } finally {
+        stop.abort();
+      }
+    }
   }
 
   /**

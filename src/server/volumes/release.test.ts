@@ -43,6 +43,29 @@ describe('claim release', () => {
     await c.volumes.claim({ volumeId: 'data', allocId: 'a2', mode: 'write' });
   }
 
+  it('a claim refused only by a release in progress is taken the moment the release ends, with no time passing', async () => {
+    await claimed();
+    c.agent('node-w').pause();
+    const releasing = c.volumes.release('default', 'data', 'a1');
+    await c.until(() => c.agent('node-w').callsOf('csi.node.detach').length === 1, ['claims'], 'the node detach');
+    assert.equal(state(), 'unpublishing');
+    await c.alloc('a2', 'node-w');
+    const startedAt = c.clock.now();
+    let settled = false;
+    const claim = c.volumes.claim({ volumeId: 'data', allocId: 'a2', mode: 'write' }).finally(() => {
+      settled = true;
+    });
+    for (let i = 0; i < 5; i++) await nextTurn();
+    assert.equal(settled, false, 'the claim waits for the release instead of answering CONFLICT');
+    c.agent('node-w').resume();
+    await releasing;
+    const taken = await claim;
+    assert.equal(taken.allocId, 'a2');
+    assert.equal(taken.state, 'taken');
+    assert.equal(c.clock.now(), startedAt, 'no backoff timer: the clock never moved');
+    assert.equal(c.claimRow('data', 'a1'), undefined);
+  });
+
   it('resumes a release interrupted while the node was detaching (unpublishing)', async () => {
     await claimed();
     c.agent('node-w').pause();

@@ -1,0 +1,35 @@
+// Options every etcd3 client of the server is made with: no retries or
+// circuit breaker of the library's own (the caller keeps its deadlines, a
+// retried Txn could apply twice, and a breaker's "circuit breaker is open"
+// would reach users in place of etcd's own reason), and answers only from a
+// member that has a leader, so that a lost quorum fails a call at once.
+
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+
+/** A pass-through cockatiel policy. */
+const passThrough = {
+  // Async so a failure reported by throwing (etcd3's markFailed does) becomes a rejection it catches.
+  execute: async <T>(fn: (ctx: { signal: AbortSignal; attempt: number }) => T): Promise<Awaited<T>> => await fn({ signal: new AbortController().signal, attempt: 0 }),
+  onSuccess: () => ({ dispose: () => undefined }),
+  onFailure: () => ({ dispose: () => undefined }),
+};
+
+/**
+ * Asks etcd to answer only from a member that has a leader (etcd's
+ * "hasleader" metadata, clientv3.WithRequireLeader): without a quorum a
+ * call fails at once instead of at its deadline, and a watch is cancelled
+ * (so its owner knows its view may be stale) instead of idling.
+ */
+const requireLeader: Interceptor = (options, nextCall) =>
+  new InterceptingCall(nextCall(options), {
+    start: (metadata, listener, next) => {
+      metadata.set('hasleader', 'true');
+      next(metadata, listener);
+    },
+  });
+
+/** Spread into `new Etcd3({...})`. */
+export const etcdFailFast = {
+  grpcOptions: { interceptors: [requireLeader] } as never,
+  faultHandling: { host: () => passThrough as never, global: passThrough as never },
+};
