@@ -1,7 +1,9 @@
 // What the web UI's test and benchmark look at: a real dev agent (its own
 // process, a read-only token beside its management one) running the hostpath
 // plugin as a job, one volume created through the plugin's controller (with
-// a secret), and workloads that claim the volume on demand.
+// a secret), and workloads that claim the volume on demand (and may write
+// into it). The node reports volume usage every second, so the UI has usage,
+// a usage history and a condition to show.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,8 +11,14 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentRun, freePort, killProcessesUnder, mountsUnder, ok, REPO, until } from './agent-run.js';
 
-/** A service job whose one task claims `volume` (single-node-writer) and prints a line, then sleeps. */
-export function volumeJob(id: string, volume: string): string {
+/**
+ * A service job whose one task claims `volume` (single-node-writer), writes
+ * `writeMiB` MiB into it as the file `blob-<id>` (when given), prints a line,
+ * then sleeps.
+ */
+export function volumeJob(id: string, volume: string, writeMiB = 0): string {
+  // raw_exec has no chroot: the volume is bound at <task dir>/<destination>.
+  const write = writeMiB > 0 ? `head -c ${writeMiB * 1024 * 1024} /dev/urandom > \\"$BERTH_TASK_DIR/data/blob-${id}\\" && sync && ` : '';
   return `job "${id}" {
   type = "service"
   group "app" {
@@ -28,7 +36,7 @@ export function volumeJob(id: string, volume: string): string {
       driver = "raw_exec"
       config {
         command = "/bin/sh"
-        args    = ["-c", "echo ui-log-line from $BERTH_ALLOC_ID; exec sleep 600"]
+        args    = ["-c", "${write}echo ui-log-line from $BERTH_ALLOC_ID; exec sleep 600"]
       }
       volume_mount {
         volume      = "data"
@@ -52,6 +60,7 @@ export class UiCluster {
   agent!: AgentRun;
   nodeId = '';
   readonly #jobs = new Set<string>();
+  readonly #volumes = new Set<string>();
 
   constructor(dir: string, opts: { volume?: string } = {}) {
     this.dir = dir;
@@ -68,7 +77,7 @@ export class UiCluster {
 
   /** Starts the agent, the plugin (waits until healthy) and creates the volume. */
   async start(): Promise<this> {
-    const cfg = this.#file('agent.hcl', `tokens {\n  read_only = ["${this.readOnlyToken}"]\n}\n`);
+    const cfg = this.#file('agent.hcl', `tokens {\n  read_only = ["${this.readOnlyToken}"]\n}\ncsi {\n  volume_stats_interval = "1s"\n}\n`);
     this.agent = new AgentRun(['--dev', '--data-dir', path.join(this.dir, 'agent'), '--port', String(await freePort()), '--config', cfg]);
     await this.agent.start();
     ok(await this.agent.cli(['job', 'run', `${REPO}/examples/hostpath-plugin.hcl`], { timeoutMs: 120_000 }), 'run the hostpath plugin');
@@ -81,14 +90,20 @@ export class UiCluster {
       },
       120_000,
     );
-    const vol = this.#file(
-      'volume.hcl',
-      `id = "${this.volume}"\nname = "${this.volume}"\ntype = "csi"\nplugin_id = "hostpath"\ncapacity_min = "10MiB"\ncapacity_max = "1GiB"\n` +
-        `capability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\nsecrets {\n  token = "${this.secret}"\n}\n`,
-    );
-    ok(await this.agent.cli(['volume', 'create', vol]), 'berth volume create');
+    await this.createVolume(this.volume);
     this.nodeId = (await this.get<Array<{ id: string }>>('/v1/nodes'))[0]!.id;
     return this;
+  }
+
+  /** Creates a 10 MiB hostpath volume `id` (single-node-writer, with a secret) with the CLI. */
+  async createVolume(id: string): Promise<void> {
+    this.#volumes.add(id);
+    const vol = this.#file(
+      `volume-${id}.hcl`,
+      `id = "${id}"\nname = "${id}"\ntype = "csi"\nplugin_id = "hostpath"\ncapacity_min = "10MiB"\ncapacity_max = "1GiB"\n` +
+        `capability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\nsecrets {\n  token = "${this.secret}"\n}\n`,
+    );
+    ok(await this.agent.cli(['volume', 'create', vol]), `berth volume create ${id}`);
   }
 
   /** GET an API path with the management token (or `token`); fails unless 200. */
@@ -99,10 +114,13 @@ export class UiCluster {
     return JSON.parse(body) as T;
   }
 
-  /** Runs volumeJob(id) with the CLI (which waits for it) and resolves with its running allocation's ID. */
-  async runJob(id: string): Promise<string> {
+  /**
+   * Runs volumeJob(id) on `opts.volume` (default: the cluster's volume) with
+   * the CLI (which waits for it) and resolves with its running allocation's ID.
+   */
+  async runJob(id: string, opts: { volume?: string; writeMiB?: number } = {}): Promise<string> {
     this.#jobs.add(id);
-    ok(await this.agent.cli(['job', 'run', this.#file(`${id}.hcl`, volumeJob(id, this.volume))], { timeoutMs: 120_000 }), `berth job run ${id}`);
+    ok(await this.agent.cli(['job', 'run', this.#file(`${id}.hcl`, volumeJob(id, opts.volume ?? this.volume, opts.writeMiB))], { timeoutMs: 120_000 }), `berth job run ${id}`);
     const allocs = await this.get<Array<{ id: string; clientStatus: string }>>(`/v1/job/${id}/allocations`);
     const running = allocs.find((a) => a.clientStatus === 'running');
     assert.ok(running, `job ${id} has a running allocation: ${JSON.stringify(allocs)}`);
@@ -118,7 +136,7 @@ export class UiCluster {
   async stop(): Promise<void> {
     if (this.agent?.running) {
       for (const id of this.#jobs) await this.agent.cli(['job', 'stop', id]).catch(() => undefined);
-      await this.agent.cli(['volume', 'delete', this.volume]).catch(() => undefined);
+      for (const id of this.#volumes) await this.agent.cli(['volume', 'delete', id]).catch(() => undefined);
       await this.agent.stop('SIGINT').catch(() => undefined);
     }
     killProcessesUnder(this.dir);

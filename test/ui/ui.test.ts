@@ -3,20 +3,28 @@
 // playwright-core) against a real dev agent running the hostpath plugin and a
 // workload with a volume. A user logs in with the agent's token, opens every
 // page and sees what the API says; watches a claim appear and be released on
-// the open volume page without a reload; stops a job from the UI and sees its
-// progress; a read-only token sees no action button and the API refuses the
+// the open volume page without a reload, with the usage the workload wrote
+// (the numbers the API reports, a chart of it over time); sees a volume whose
+// directory vanished turn abnormal, with the plugin's message, without a
+// reload; stops a job from the UI and sees its progress; a read-only token sees no action button and the API refuses the
 // action anyway; no secret is ever shown; pages work on a phone-sized screen
 // and from the keyboard. Screenshots of every page go to .tmp/ui-shots/.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, shot } from '../support/browser.js';
+import { until } from '../support/agent-run.js';
 import { UiCluster } from '../support/ui-cluster.js';
 
 const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-'));
 const VOLUME = cluster.volume;
+const MiB = 1024 * 1024;
+/** What the first workload writes into the volume. */
+const WRITE_MIB = 3;
 let browser: Browser;
 let page: Page;
 const apiBodies: Array<Promise<string>> = [];
@@ -100,21 +108,44 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.match(text, /single-node-writer/);
     assert.match(text, new RegExp(`topology\\.hostpath\\.csi\\.berth\\.dev/node\\s+${cluster.nodeId}`));
     assert.match(text, /Claims \(0\)/);
-    // Usage: what this server reports, or says so.
-    const withUsage = (await apiGet<Record<string, unknown>>(`/v1/volume/csi/${VOLUME}`))['usage'];
     // Usage comes from the nodes that have the volume published: none yet.
-    if (!Array.isArray(withUsage) || withUsage.length === 0) assert.match(text, /No usage reported/);
-    else assert.match(text, /used of/);
+    assert.deepEqual((await apiGet<{ usage: unknown[] }>(`/v1/volume/csi/${VOLUME}`)).usage, []);
+    assert.match(text, /No usage reported/);
     // Mark this document: a reload would drop the mark.
     await page.evaluate(() => ((window as unknown as { berthMark: number }).berthMark = 42));
 
-    const allocId = await runJob('ui-work');
+    const allocId = await cluster.runJob('ui-work', { writeMiB: WRITE_MIB });
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ timeout: 60_000 });
     const claims = (await apiGet<{ claims: Array<{ allocId: string; mode: string; state: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims;
     assert.deepEqual(claims.map((c) => [c.allocId, c.mode, c.state]), [[allocId, 'write', 'taken']]);
     text = await mainText();
     assert.match(text, /Claims \(1\)/);
     assert.match(text, new RegExp(`${allocId.slice(0, 8)}\\s+${cluster.nodeId.slice(0, 8)}\\s+write\\s+single-node-writer, file-system\\s+taken`));
+
+    // The node reports the usage of the volume's directory every second; the open page shows what the API says.
+    const shown = page.locator('[data-usage-bytes]');
+    await until('the page to show the written usage', async () => Number((await shown.getAttribute('data-usage-bytes').catch(() => null)) ?? 0) >= WRITE_MIB * MiB);
+    const usage = (await apiGet<{ usage: Array<{ nodeId: string; bytes: { used: number; total: number } }> }>(`/v1/volume/csi/${VOLUME}`)).usage;
+    assert.equal(usage.length, 1);
+    const { used, total } = usage[0]!.bytes;
+    assert.equal(usage[0]!.nodeId, cluster.nodeId);
+    assert.ok(used >= WRITE_MIB * MiB && used < (WRITE_MIB + 1) * MiB, `the API reports ${used} bytes used`);
+    assert.equal(total, 10 * MiB);
+    assert.equal(Number(await shown.getAttribute('data-usage-bytes')), used);
+    assert.equal(Number(await shown.getAttribute('data-usage-total')), total);
+    const usageText = await shown.innerText();
+    assert.match(usageText, new RegExp(`^${WRITE_MIB}\\.\\d MiB used of 10 MiB \\(${((used / total) * 100).toFixed(1).replace('.', '\\.')}%\\)(, \\d+ of \\d+ inodes)? on node ${cluster.nodeId.slice(0, 8)}`));
+    assert.equal(Number(await page.getByRole('meter', { name: 'bytes used' }).getAttribute('aria-valuenow')), (used / total) * 100);
+    assert.match(await page.locator('[data-condition]').innerText(), /Condition: normal/);
+    // The chart: the usage history the API keeps, drawn once there are two reports.
+    const chart = page.locator('figure.chart');
+    await chart.waitFor({ timeout: 60_000 });
+    const points = Number(await chart.getAttribute('data-points'));
+    assert.ok(points >= 2, `the chart has ${points} points`);
+    assert.equal((await chart.locator('polyline').getAttribute('points'))!.trim().split(/\s+/).length, points);
+    assert.match(await chart.innerText(), new RegExp(`${WRITE_MIB}\\.\\d MiB used now, of 10 MiB; ${points} reports since`));
+    const samples = (await apiGet<{ samples: unknown[] }>(`/v1/volume/csi/${VOLUME}/usage`)).samples;
+    assert.ok(samples.length >= points, `the API keeps ${samples.length} samples, the chart drew ${points}`);
     await shot(page, 'volume');
 
     await cluster.stopJob('ui-work');
@@ -229,11 +260,38 @@ describe('the web UI', { timeout: 400_000 }, () => {
     page.once('dialog', (d) => void d.accept());
     await panel.getByRole('button', { name: 'Force detach' }).click();
     await panel.getByRole('status').filter({ hasText: new RegExp(`^Detached from node ${cluster.nodeId.slice(0, 8)}\\. Stopped allocation ${allocId.slice(0, 8)}\\.$`) }).waitFor({ timeout: 120_000 });
-    assert.equal(await page.locator(`[data-claim="${allocId}"]`).count(), 0, 'the claim row is gone');
+    // The status comes from the action's own read; the page's table follows on the same change.
+    await page.locator(`[data-claim="${allocId}"]`).waitFor({ state: 'detached' });
     const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
     assert.equal(alloc.desiredStatus, 'stop');
     assert.ok(!(await cluster.get<{ claims: Array<{ allocId: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims.some((c) => c.allocId === allocId));
     await shot(page, 'volume-detached');
+  });
+
+  it('a volume whose directory vanished turns abnormal on its open page, with the plugin\'s message, without a reload', async () => {
+    const sick = 'ui-sick';
+    await cluster.createVolume(sick);
+    await cluster.runJob('ui-sick-work', { volume: sick, writeMiB: 1 });
+    await open(page, `/ui/volumes/default/${sick}`, new RegExp(`Volume ${sick}`));
+    await page.locator('[data-condition="normal"]').waitFor({ timeout: 60_000 });
+    await page.evaluate(() => ((window as unknown as { berthMark: number }).berthMark = 43));
+
+    // The plugin keeps each volume in a directory of its own; remove this one behind its back.
+    const volumesDir = `/var/lib/berth/hostpath/${cluster.nodeId}/volumes`;
+    const blob = spawnSync('find', [volumesDir, '-name', 'blob-ui-sick-work', '-type', 'f'], { encoding: 'utf8' }).stdout.trim().split('\n')[0];
+    assert.ok(blob, `the written file under ${volumesDir}`);
+    rmSync(path.dirname(blob), { recursive: true, force: true });
+
+    const condition = page.locator('[data-condition="abnormal"]');
+    await condition.waitFor({ timeout: 60_000 });
+    const api = (await apiGet<{ condition: { abnormal: boolean; message: string } }>(`/v1/volume/csi/${sick}`)).condition;
+    assert.equal(api.abnormal, true);
+    assert.match(api.message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
+    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.message}`);
+    assert.match(await page.getByRole('heading', { level: 1 }).innerText(), new RegExp(`^Volume ${sick}\\s+abnormal: the volume`));
+    assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 43, 'the page was not reloaded');
+    await shot(page, 'volume-abnormal');
+    await cluster.stopJob('ui-sick-work');
   });
 
   it('no API answer the browser received carries a secret', async () => {

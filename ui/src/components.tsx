@@ -113,7 +113,7 @@ export function UsageBar({ usage }: { usage: VolumeUsage }) {
       <div class="bar" role="meter" aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct ?? 0} aria-label="bytes used">
         <span style={{ width: `${pct ?? 0}%` }} class={pct !== undefined && pct > 90 ? 'full' : ''} />
       </div>
-      <span data-usage-bytes>
+      <span data-usage-bytes={used ?? ''} data-usage-total={total}>
         {bytes(used)} used of {bytes(total)}
         {pct !== undefined ? ` (${pct.toFixed(1)}%)` : ''}
         {usage.inodesTotal ? `, ${usage.inodesUsed ?? 0} of ${usage.inodesTotal} inodes` : ''}
@@ -135,7 +135,7 @@ export function UsageChart({ points }: { points: VolumeUsage[] }) {
   const max = Math.max(...pts.map((p) => p.bytesTotal ?? p.bytesUsed!), 1);
   const xy = pts.map((p) => `${(((p.reportedAt! - t0) / Math.max(1, t1 - t0)) * w).toFixed(1)},${(h - (p.bytesUsed! / max) * h).toFixed(1)}`);
   return (
-    <figure class="chart">
+    <figure class="chart" data-points={pts.length}>
       <svg viewBox={`0 0 ${w} ${h}`} preserveAspectRatio="none" role="img" aria-label={`bytes used from ${time(t0)} to ${time(t1)}`}>
         <polyline points={xy.join(' ')} fill="none" stroke="currentColor" stroke-width="2" vector-effect="non-scaling-stroke" />
       </svg>

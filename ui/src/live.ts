@@ -97,9 +97,11 @@ export interface Loaded<T> {
  * Loads `load()` now, and again whenever a change of one of `topics` (event
  * stream topic names: node, plugin, volume, claim, allocation, job,
  * evaluation) arrives; `key` names what is loaded (a new key loads afresh).
+ * `everyMs` also loads again at that period, for data that changes without
+ * an event (volume usage is kept in the server's memory, not the store).
  * Keeps the last good data while a reload fails.
  */
-export function useLive<T>(key: string, topics: readonly string[], load: () => Promise<T>): Loaded<T> {
+export function useLive<T>(key: string, topics: readonly string[], load: () => Promise<T>, opts: { everyMs?: number } = {}): Loaded<T> {
   const [state, setState] = useState<{ key: string; data?: T; error?: Error }>({ key });
   const loadRef = useRef(load);
   loadRef.current = load;
@@ -129,6 +131,7 @@ export function useLive<T>(key: string, topics: readonly string[], load: () => P
       }
     };
     void run();
+    const every = opts.everyMs ? setInterval(() => void run(), opts.everyMs) : undefined;
     const unsubscribe = hub.subscribe((ev) => {
       if (!topics.includes(ev.topic)) return;
       clearTimeout(pending);
@@ -137,6 +140,7 @@ export function useLive<T>(key: string, topics: readonly string[], load: () => P
     return () => {
       live = false;
       clearTimeout(pending);
+      clearInterval(every);
       unsubscribe();
     };
     // `topics` and `load` are fixed per page: only a new key (or reload) starts over.

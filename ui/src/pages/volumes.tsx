@@ -21,8 +21,11 @@ function conditionBadge(v: Volume) {
   return <Badge value={c.abnormal ? 'abnormal' : 'healthy'} label={c.abnormal ? `abnormal: ${c.message}` : 'normal'} />;
 }
 
+/** Usage changes without an event on the stream: the volume pages read it again this often. */
+const USAGE_REFRESH_MS = 5_000;
+
 export function VolumesPage() {
-  const { data, error } = useLive('volumes', ['volume', 'claim', 'plugin'], () => api.volumes());
+  const { data, error } = useLive('volumes', ['volume', 'claim', 'plugin', ...HEALTH_FIELDS.topics], () => api.volumes(), { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   return (
     <main id="main">
@@ -146,7 +149,7 @@ export function VolumePage() {
       volumeDrift(ns, id),
     ]);
     return { volume, history: history.filter((e) => e.key.split('/').map(decodeURIComponent)[1] === id), usage, drift };
-  });
+  }, { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   const { volume: v, history, usage, drift } = data;
   const reports = volumeUsage(v);
