@@ -32,7 +32,7 @@ describe("Nomad's one-dash flags reach commander as --flags", () => {
       assert.ok(err instanceof UsageError);
       assert.equal(
         err.message,
-        'unknown option "-check-index" for "berth job run"; its options (with one dash or two): -detach, -var, -var-file, -address, -token, -json, -namespace (see berth job run --help)',
+        'unknown option "-check-index" for "berth job run"; its options (with one dash or two): -detach, -var, -var-file, -address, -retry-for, -token, -json, -namespace (see berth job run --help)',
       );
       return true;
     });
