@@ -59,6 +59,8 @@ export class EtcdLeadership implements Leadership {
   readonly #memberPrefix: string;
   /** A lease-less record per server that ever joined: kept after a crash, so that it shows as failed. */
   readonly #knownPrefix: string;
+  /** The watch that marks failed servers, once made (undefined when it could not be). */
+  #membersWatch: Promise<Watcher | undefined> | undefined;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #startedAt = Date.now();
@@ -157,19 +159,22 @@ export class EtcdLeadership implements Leadership {
     }
     await this.#campaignOnce().catch((err: unknown) => this.#log.warn({ err: describeError(err) }, 'first campaign failed'));
     this.#loop = this.#run(this.#stop.signal);
-    void this.#watchMembers().catch((err: unknown) => this.#log.warn({ err: describeError(err) }, 'cannot watch the members; failed servers show without a time'));
+    this.#membersWatch = this.#watchMembers().catch((err: unknown) => {
+      this.#log.warn({ err: describeError(err) }, 'cannot watch the members; failed servers show without a time');
+      return undefined;
+    });
   }
 
   /** Marks, in its lease-less record, when another server's lease ran out (its member key went without it leaving). */
-  async #watchMembers(): Promise<void> {
+  async #watchMembers(): Promise<Watcher> {
     const watcher = await this.#client.watch().prefix(this.#memberPrefix).create();
-    this.#stop.signal.addEventListener('abort', () => void watcher.cancel().catch(() => undefined), { once: true });
     watcher.on('error', () => undefined);
     watcher.on('delete', (kv) => {
       const id = kv.key.toString().slice(this.#memberPrefix.length);
       if (id === this.self.id || this.#stop.signal.aborted) return;
       void this.#markFailed(id, this.#clock.now()).catch(() => undefined);
     });
+    return watcher;
   }
 
   async #markFailed(id: string, at: number): Promise<void> {
@@ -193,6 +198,12 @@ export class EtcdLeadership implements Leadership {
     if (this.#term) this.#lose();
     await this.#notify;
     await this.#loop;
+    // The members watch is cancelled before the client closes: a watch left open keeps the
+    // process alive. One still being made (etcd unreachable) is cancelled when it is made.
+    const watch = this.#membersWatch?.then(async (w) => w?.cancel().catch(() => undefined));
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([watch, new Promise<void>((resolve) => (bound = setTimeout(resolve, this.#ttl * 1000)))]);
+    clearTimeout(bound);
     // Leaving, not failing: our record goes first, so that no server marks us failed.
     await this.#client.delete().key(`${this.#knownPrefix}${this.self.id}`).exec().catch(() => undefined);
     const lease = this.#lease;
