@@ -40,7 +40,7 @@ describe('the CLI with every server listed, across a leader SIGKILL and a leader
     const s = cluster.servers[0] as ServerProc;
     const r = await s.run.cli(['job', 'status', '--address', `${s.url},not a url`]);
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /invalid address "not a url"/);
+    assert.match(r.stderr, /invalid agent address "not a url" \(from --address\)/);
   });
 
   it('--address a,b moves past a server that is down', async () => {
