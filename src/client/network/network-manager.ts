@@ -199,15 +199,18 @@ export class NetworkManager {
   }
 
   async #attach(att: Attachment, req: NetworkRequest): Promise<void> {
+    const mappings = portMappings(req.ports ?? []);
     if (req.mode === 'bridge') {
       att.bridge = { ...this.#bridge };
-      att.conf = bridgeConfList(att.bridge);
+      const conf = bridgeConfList(att.bridge);
+      // portmap costs most of an attachment (its DEL more); with no port to map it has nothing to do.
+      att.conf = mappings.length ? conf : { ...conf, plugins: conf.plugins.filter((p) => p.type !== 'portmap') };
     } else if (req.mode.startsWith('cni/')) {
       att.conf = await loadUserConfList(this.#cniConfigDir, req.mode.slice(4));
     } else {
       throw new NetworkError('NETWORK_MODE_UNSUPPORTED', `network mode "${req.mode}" is not one of host, none, bridge, cni/<name>`);
     }
-    att.capabilityArgs = { portMappings: portMappings(req.ports ?? []) };
+    att.capabilityArgs = { portMappings: mappings };
     // Written down before ADD: a crash half-way is undone by DEL on restore.
     await this.#save(att);
     const conf = att.conf;
