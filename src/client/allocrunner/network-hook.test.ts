@@ -58,7 +58,7 @@ async function runOnInitiatingDriver(mode: 'none' | 'bridge'): Promise<void> {
       logmon: new LogMonitor({ socketPath: path.join(node.dir, 'logmon.sock'), script: EXECUTOR_PATH }),
     });
     node.drivers.set('netinit', driver as unknown as TaskDriver);
-    const script = 'readlink /proc/self/ns/net > "$BERTH_TASK_DIR/ns"; ip -o -4 addr show > "$BERTH_TASK_DIR/addr"; exec sleep 600';
+    const script = 'readlink /proc/self/ns/net > "$BERTH_TASK_DIR/ns"; ip -o -4 addr show > "$BERTH_TASK_DIR/addr.tmp"; mv "$BERTH_TASK_DIR/addr.tmp" "$BERTH_TASK_DIR/addr"; exec sleep 600';
     const job = makeJob({
       id: 'netinit',
       groups: [{ name: 'g', network: { mode }, tasks: [{ name: 'main', driver: 'netinit', config: { command: '/bin/sh', args: ['-c', script] } }] }],

@@ -46,6 +46,18 @@ export async function hasLeases(network: string): Promise<boolean> {
   }
 }
 
+/** Whether any CNI network on the host holds a lease: an attachment exists or is being made (IPAM runs before firewall and portmap). */
+async function anyLeases(): Promise<boolean> {
+  let networks: string[];
+  try {
+    networks = await readdir(IPAM_DATA_DIR);
+  } catch {
+    return false;
+  }
+  for (const n of networks) if (await hasLeases(n)) return true;
+  return false;
+}
+
 /** The rules of a chain as `iptables -S` prints them, without the chain's own `-N` line; undefined when it does not exist. */
 async function rulesOf(table: string, chain: string): Promise<string[] | undefined> {
   try {
@@ -63,9 +75,10 @@ async function unhook(table: string, parent: string, chain: string): Promise<voi
   }
 }
 
-async function dropChain(table: string, chain: string, parents: string[]): Promise<void> {
+/** Unhooks and deletes a chain; `flush` first only for a chain that is ours alone (-X fails on a chain with rules). */
+async function dropChain(table: string, chain: string, parents: string[], flush = false): Promise<void> {
   for (const p of parents) await unhook(table, p, chain);
-  await ok('iptables', ['-w', '-t', table, '-F', chain]);
+  if (flush) await ok('iptables', ['-w', '-t', table, '-F', chain]);
   await ok('iptables', ['-w', '-t', table, '-X', chain]);
 }
 
@@ -87,14 +100,17 @@ export function splitRule(rule: string): string[] {
 export async function sweepBridge(s: BridgeSettings): Promise<void> {
   await ok('ip', ['link', 'del', s.name, 'type', 'bridge']);
   const admin = adminChainName(s.name);
-  await dropChain('filter', admin, ['CNI-FORWARD']);
+  await dropChain('filter', admin, ['CNI-FORWARD'], true);
+  await rm(path.join(IPAM_DATA_DIR, s.name), { recursive: true, force: true });
+  // The plugins' shared chains go only while no CNI network on the host has an attachment,
+  // made or being made: another network's firewall or portmap may be using them.
+  if (await anyLeases()) return;
   const forward = await rulesOf('filter', 'CNI-FORWARD');
   if (forward && forward.length === 0) await dropChain('filter', 'CNI-FORWARD', ['FORWARD']);
   const dnat = await rulesOf('nat', 'CNI-HOSTPORT-DNAT');
   if (dnat && dnat.length === 0) {
     await dropChain('nat', 'CNI-HOSTPORT-DNAT', ['PREROUTING', 'OUTPUT']);
-    await dropChain('nat', 'CNI-HOSTPORT-MASQ', ['POSTROUTING']);
-    await dropChain('nat', 'CNI-HOSTPORT-SETMARK', []);
+    await dropChain('nat', 'CNI-HOSTPORT-MASQ', ['POSTROUTING'], true);
+    await dropChain('nat', 'CNI-HOSTPORT-SETMARK', [], true);
   }
-  await rm(path.join(IPAM_DATA_DIR, s.name), { recursive: true, force: true });
 }
