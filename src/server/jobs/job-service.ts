@@ -10,6 +10,8 @@ import {
   parseJobSpec,
   type AllocClientStatus,
   type Allocation,
+  type CheckResult,
+  type ServiceReport,
   type EvalTrigger,
   type Evaluation,
   type Job,
@@ -18,6 +20,7 @@ import {
   type TaskState,
 } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
+import { syncAllocServices } from '../services/index.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
@@ -38,6 +41,10 @@ export interface AllocationUpdate {
   clientStatus: AllocClientStatus;
   clientDescription?: string;
   taskStates?: Record<string, TaskState>;
+  /** The latest result of each service check (replaces the stored ones); absent: unchanged. */
+  checks?: Record<string, CheckResult>;
+  /** The allocation's services as the client resolved them; absent: unchanged (see syncAllocServices). */
+  services?: ServiceReport[];
 }
 
 export interface RegisterResult {
@@ -207,9 +214,11 @@ export class JobService {
           clientStatus: u.clientStatus,
           clientDescription: u.clientDescription ?? alloc.clientDescription,
           taskStates: u.taskStates ?? alloc.taskStates,
+          ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
           modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
         };
         if (!sameSpec(next, alloc)) txn.put('allocations', next);
+        syncAllocServices(txn, next, u.services);
         jobs.add(rowKey(alloc.namespace, alloc.jobId));
       }
       for (const key of jobs) {
