@@ -41,35 +41,31 @@ function httpProbe({ address, port, check }: ProbeTarget): Promise<ProbeResult> 
   let head = `${method} ${path} HTTP/1.1\r\nHost: ${hostPort(address, port)}\r\nUser-Agent: Berth check\r\nConnection: close\r\n`;
   for (const [k, values] of Object.entries(check.header ?? {})) for (const v of values) head += `${k}: ${v.replace(/[\r\n]/g, '')}\r\n`;
   head += '\r\n';
-  return new Promise((resolve) => {
-    let done = false;
+  return onSocket(address, port, check.timeoutMs, what, (sock, finish) => {
     let got = '';
-    const sock = net.connect({ host: address, port });
-    const finish = (r: ProbeResult): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(r);
-    };
-    const timer = setTimeout(() => finish({ status: 'critical', output: `${what}: timed out after ${check.timeoutMs} ms` }), check.timeoutMs);
     sock.setNoDelay(true);
     sock.once('connect', () => sock.write(head));
     sock.on('data', (chunk: Buffer) => {
       got += chunk.toString('latin1');
-      const eol = got.indexOf('\r\n');
-      if (eol < 0 && got.length < 1024) return;
+      if (!got.includes('\r\n') && got.length < 1024) return;
       const m = /^HTTP\/\d(?:\.\d)? (\d{3})(?: ([^\r\n]*))?/.exec(got);
       if (!m) return finish({ status: 'critical', output: `${what}: not an HTTP answer` });
       const code = Number(m[1]);
       finish({ status: httpStatusResult(code, check.expectedStatus), output: `${what}: ${code}${m[2] ? ` ${m[2]}` : ''}` });
     });
     sock.once('end', () => finish({ status: 'critical', output: `${what}: connection closed before an answer` }));
-    sock.once('error', (err) => finish({ status: 'critical', output: `${what}: ${err.message}` }));
   });
 }
 
 function tcpProbe({ address, port, check }: ProbeTarget): Promise<ProbeResult> {
+  const what = `TCP connect ${hostPort(address, port)}`;
+  return onSocket(address, port, check.timeoutMs, what, (sock, finish) => {
+    sock.once('connect', () => finish({ status: 'passing', output: `${what}: Success` }));
+  });
+}
+
+/** Opens a socket and settles once: by `use`'s verdict, a socket error, or the timeout; the socket is destroyed then. */
+function onSocket(address: string, port: number, timeoutMs: number, what: string, use: (sock: net.Socket, finish: (r: ProbeResult) => void) => void): Promise<ProbeResult> {
   return new Promise((resolve) => {
     let done = false;
     const sock = net.connect({ host: address, port });
@@ -80,9 +76,9 @@ function tcpProbe({ address, port, check }: ProbeTarget): Promise<ProbeResult> {
       sock.destroy();
       resolve(r);
     };
-    const timer = setTimeout(() => finish({ status: 'critical', output: `TCP connect ${hostPort(address, port)}: timed out after ${check.timeoutMs} ms` }), check.timeoutMs);
-    sock.once('connect', () => finish({ status: 'passing', output: `TCP connect ${hostPort(address, port)}: Success` }));
-    sock.once('error', (err) => finish({ status: 'critical', output: `TCP connect ${hostPort(address, port)}: ${err.message}` }));
+    const timer = setTimeout(() => finish({ status: 'critical', output: `${what}: timed out after ${timeoutMs} ms` }), timeoutMs);
+    sock.once('error', (err) => finish({ status: 'critical', output: `${what}: ${err.message}` }));
+    use(sock, finish);
   });
 }
 
