@@ -10,8 +10,9 @@ import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
+import { addAllocChecks, printChecks } from './service-command.js';
 
-const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', 'volume-condition', 'drift', '*'];
+const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', 'volume-condition', 'drift', 'service', '*'];
 
 /** Builds `berth alloc` (status, logs, exec). */
 export function allocCommand(ctx: CommandContext): Command {
@@ -24,6 +25,7 @@ export function allocCommand(ctx: CommandContext): Command {
     ['alloc status 3f2a9c1b', 'alloc status 3f2a --json'],
   ).action(apiAction(ctx, allocStatus));
   addAllocIoCommands(alloc, ctx);
+  addAllocChecks(alloc, ctx);
   return alloc;
 }
 
@@ -164,6 +166,11 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line();
     s.out.line(s.style.bold('Resource usage'));
     s.out.line(`usage unavailable: ${usage.unavailable}`);
+  }
+  if (a.checks && Object.keys(a.checks).length) {
+    s.out.line();
+    s.out.line(s.style.bold('Checks'));
+    printChecks(s, a.checks);
   }
   for (const [task, st] of Object.entries(a.taskStates ?? {})) {
     s.out.line();

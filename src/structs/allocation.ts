@@ -1,5 +1,7 @@
 // An allocation: one placed instance of a job's task group on a node.
 
+import type { CheckResult } from './service-spec.js';
+
 /** What the server wants of the allocation. */
 export type AllocDesiredStatus = 'run' | 'stop' | 'evict';
 /** What the client reports of the allocation. */
@@ -52,6 +54,8 @@ export interface Allocation {
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;
+  /** The latest result of each service check, by check ID, as the client reports it. */
+  checks?: Record<string, CheckResult>;
   createIndex: number;
   modifyIndex: number;
   /** Milliseconds since the epoch. */

@@ -143,3 +143,18 @@ export {
   type NodeMountRecord,
   type NodeMountInventory,
 } from './volume-health.js';
+export {
+  serviceSchema,
+  checkName,
+  registrationHealthy,
+  registrationId,
+  CHECK_TYPES,
+  ADDRESS_MODES,
+  type ServiceSpec,
+  type CheckSpec,
+  type CheckRestart,
+  type CheckStatus,
+  type CheckResult,
+  type ServiceRegistration,
+  type ServiceReport,
+} from './service-spec.js';

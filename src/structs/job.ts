@@ -10,6 +10,7 @@ import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { isNetworkMode, type NetworkMode } from './node.js';
 import { cronProblem } from './periodic.js';
+import { serviceSchema, type ServiceSpec } from './service-spec.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -151,7 +152,9 @@ const taskSchema = z.strictObject({
   maxRunDuration: duration.optional(),
   /** The user the task runs as (name or uid); absent: the agent's user. */
   user: z.string().min(1, 'user must name a user').optional(),
-  ...refused('vault', 'consul', 'identity', 'scaling', 'services', 'constraints', 'affinities', 'csiPlugins'),
+  ...refused('vault', 'consul', 'identity', 'scaling', 'constraints', 'affinities', 'csiPlugins'),
+  /** Registered while the task runs (Nomad's native service discovery). */
+  services: z.array(serviceSchema).optional(),
   resources: z
     .strictObject({
       /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */
@@ -230,7 +233,9 @@ const groupSchema = z.strictObject({
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
   ephemeralDisk: ephemeralDiskSchema.optional(),
-  ...refused('vault', 'consul', 'scaling', 'services', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  ...refused('vault', 'consul', 'scaling', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  /** Registered while the allocation's tasks run (Nomad's native service discovery). */
+  services: z.array(serviceSchema).optional(),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
 });
@@ -286,6 +291,7 @@ export const jobSpecSchema = z
           ctx.addIssue({ code: 'custom', path: [...path, 'perAlloc'], message: 'perAlloc applies to csi volumes only' });
         }
       }
+      servicePortProblems(group, gi, ctx);
       const seenTasks = new Set<string>();
       if (group.tasks.every((t) => t.lifecycle)) {
         ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks'], message: `group "${group.name}" needs at least one main task (a task without a lifecycle block)` });
@@ -342,6 +348,23 @@ export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
 export type TaskLifecycle = NonNullable<Task['lifecycle']>;
 export type JobType = JobSpec['type'];
+
+/** A service's or check's port that is a label must be one of the group network's port labels. */
+function servicePortProblems(group: { name: string; network: object; services?: ServiceSpec[] | undefined; tasks: Array<{ services?: ServiceSpec[] | undefined }> }, gi: number, ctx: z.RefinementCtx): void {
+  const ports = (group.network as { ports?: unknown }).ports;
+  const labels = new Set(Array.isArray(ports) ? ports.map((p: { label?: string }) => p.label) : ports && typeof ports === 'object' ? Object.keys(ports) : []);
+  const check = (port: string | undefined, path: PropertyKey[]): void => {
+    if (port === undefined || /^\d+$/.test(port) || labels.has(port)) return;
+    ctx.addIssue({ code: 'custom', path, message: `port "${port}" is not a port label of group "${group.name}"'s network block (give a label from network { port "..." {} } or a number)` });
+  };
+  const each = (services: ServiceSpec[] | undefined, at: PropertyKey[]): void =>
+    services?.forEach((s, si) => {
+      check(s.port, [...at, si, 'port']);
+      s.checks.forEach((c, ci) => check(c.port, [...at, si, 'checks', ci, 'port']));
+    });
+  each(group.services, ['groups', gi, 'services']);
+  group.tasks.forEach((t, ti) => each(t.services, ['groups', gi, 'tasks', ti, 'services']));
+}
 
 /** True when a group volume never allows writes (by its flag or its access mode). */
 export function volumeIsReadOnly(vol: { readOnly: boolean; accessMode: AccessMode }): boolean {

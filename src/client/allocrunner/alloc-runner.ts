@@ -129,7 +129,7 @@ export class AllocRunner {
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
         // Artifacts before templates: a template's source may be a fetched file.
         new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots }),
-        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }) }),
+        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }), services: opts.serviceCatalog, namespace: opts.alloc.namespace }),
       ];
       const shutdownDelay = task.shutdownDelay ?? group.shutdownDelay;
       if (task.csiPlugin) {
@@ -467,6 +467,12 @@ export class AllocRunner {
       void this.#tasks.get(taskName)?.restart(`CSI plugin "${plugin.name}" stayed unhealthy past its health timeout: ${reason}`);
     }
     return found;
+  }
+
+  /** Restarts one running task (check_restart). Does nothing for a task that does not run. */
+  async restartTask(taskName: string, reason: string): Promise<void> {
+    const task = this.#tasks.get(taskName);
+    if (task && task.state().state === 'running') await task.restart(reason);
   }
 
   /** Host paths of the plugin sockets this allocation's plugin tasks serve on, by task name. */

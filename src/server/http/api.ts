@@ -16,6 +16,7 @@ import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { registerServiceRoutes } from './service-routes.js';
 import { registerVolumeHealthRoutes } from './volume-health-routes.js';
 import type { ApiDeps, RouteContext } from './route-context.js';
 
@@ -128,6 +129,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerNodeRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
   registerVolumeHealthRoutes(app, ctx);
+  registerServiceRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 
   const metrics = deps.metrics;

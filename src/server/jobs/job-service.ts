@@ -10,6 +10,8 @@ import {
   parseJobSpec,
   type AllocClientStatus,
   type Allocation,
+  type CheckResult,
+  type ServiceReport,
   type EvalTrigger,
   type Evaluation,
   type Job,
@@ -19,6 +21,7 @@ import {
   type AllocNetworkStatus,
 } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
+import { syncAllocServices } from '../services/index.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
@@ -41,6 +44,10 @@ export interface AllocationUpdate {
   taskStates?: Record<string, TaskState>;
   /** The allocation's network (mode, address) once its client made it. */
   network?: AllocNetworkStatus;
+  /** The latest result of each service check (replaces the stored ones); absent: unchanged. */
+  checks?: Record<string, CheckResult>;
+  /** The allocation's services as the client resolved them; absent: unchanged (see syncAllocServices). */
+  services?: ServiceReport[];
 }
 
 export interface RegisterResult {
@@ -211,9 +218,11 @@ export class JobService {
           clientDescription: u.clientDescription ?? alloc.clientDescription,
           taskStates: u.taskStates ?? alloc.taskStates,
           ...(u.network ? { network: u.network } : {}),
+          ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
           modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
         };
         if (!sameSpec(next, alloc)) txn.put('allocations', next);
+        syncAllocServices(txn, next, u.services);
         jobs.add(rowKey(alloc.namespace, alloc.jobId));
       }
       for (const key of jobs) {
