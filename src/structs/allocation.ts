@@ -15,6 +15,17 @@ export interface TaskState {
   events: Array<{ at: number; type: string; message: string; details: Record<string, string> }>;
 }
 
+/** One port of an allocation (Nomad's AllocatedPortMapping). */
+export interface AllocatedPort {
+  label: string;
+  /** The host port. */
+  value: number;
+  /** The port inside the allocation's network namespace; equal to `value` in host mode. */
+  to: number;
+  /** The host address the port is on (the node's address, or its host_network's). */
+  hostIp: string;
+}
+
 export interface Allocation {
   id: string;
   namespace: string;
@@ -29,6 +40,14 @@ export interface Allocation {
   nodeId: string;
   /** What the allocation's tasks take from the node, summed (the scheduler counts it as used). */
   resources?: { cpuMhz: number; memoryMb: number };
+  /**
+   * The host ports the scheduler gave the allocation (its group's `network`
+   * ports), fixed for its life: an in-place update keeps them, a replacement
+   * gets its own. `value` is the host port on `hostIp`; `to` the port inside
+   * the allocation's network namespace (= value in host mode). Absent on
+   * allocations made before ports existed (none asked).
+   */
+  ports?: AllocatedPort[];
   /** The CSI volumes the allocation uses, with its plugin and whether it writes. */
   csiVolumes?: Array<{ volumeId: string; pluginId: string; readOnly: boolean }>;
   desiredStatus: AllocDesiredStatus;

@@ -1,13 +1,14 @@
 // The structs layer: plain types shared by the client and the server, which
 // never import each other and talk over the wire.
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
-export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node } from './node.js';
+export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, HostNetwork } from './node.js';
 export {
   isClientTerminal,
   type AllocDesiredStatus,
   type AllocClientStatus,
   type TaskState,
   type Allocation,
+  type AllocatedPort,
 } from './allocation.js';
 export {
   jobSpecSchema,
@@ -34,6 +35,8 @@ export {
   type RestartPolicy,
   type ReschedulePolicy,
   type TaskLifecycle,
+  type GroupNetwork,
+  type NetworkPort,
 } from './job.js';
 export { rescheduleDelayMs, unsupportedMessage, LIFECYCLE_HOOKS, DELAY_FUNCTIONS, KILL_SIGNALS, type LifecycleHook, type DelayFunction } from './job-blocks.js';
 export {
@@ -141,3 +144,4 @@ export {
   type NodeMountRecord,
   type NodeMountInventory,
 } from './volume-health.js';
+export { parsePortList, portEnvKey, DEFAULT_MIN_DYNAMIC_PORT, DEFAULT_MAX_DYNAMIC_PORT, MAX_PORT, PORT_LABEL, NETWORK_MODES } from './network-spec.js';

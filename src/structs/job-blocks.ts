@@ -79,7 +79,6 @@ const UNSUPPORTED: Record<string, { block: string; why: string; later?: boolean 
   migrate: { block: 'migrate', why: 'drain migration strategies come with the cluster operations work', later: true },
   services: { block: 'service', why: 'service registration comes with the networking work', later: true },
   checks: { block: 'check', why: 'health checks come with the networking work', later: true },
-  ports: { block: 'port', why: 'port allocation comes with the networking work', later: true },
 };
 
 /** The message for a refused block, e.g. "Berth does not support `service` yet: ...". */

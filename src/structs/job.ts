@@ -8,6 +8,7 @@ import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from 
 import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
+import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -166,6 +167,7 @@ const taskSchema = z.strictObject({
       /** Place the task only on a node that enforces limits with cgroups (false when absent). */
       memoryEnforced: z.boolean().optional(),
       ...refused('device'),
+      ...legacyTaskNetwork,
     })
     .prefault({})
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
@@ -219,7 +221,7 @@ const groupSchema = z.strictObject({
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   restart: restartSchema.prefault({}),
   reschedule: rescheduleSchema.prefault({}),
-  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host'), ...refused('ports') }).prefault({}),
+  network: networkSchema.prefault({}),
   meta: metaSchema.optional(),
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
@@ -335,6 +337,8 @@ export type TaskArtifact = Task['artifacts'][number];
 export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
 export type TaskLifecycle = NonNullable<Task['lifecycle']>;
+export type GroupNetwork = TaskGroup['network'];
+export type NetworkPort = GroupNetwork['ports'][number];
 export type JobType = JobSpec['type'];
 
 /** True when a group volume never allows writes (by its flag or its access mode). */
