@@ -5,6 +5,7 @@
 import type { CsiCallObserver } from '../csi/index.js';
 import { BerthError, type Clock, type LifecycleState, type Logger } from '../lib/index.js';
 import type { Allocation, AllocClientStatus, CsiPluginType, Job, NodeEvent, TaskState } from '../structs/index.js';
+import type { ClientNetworkOptions } from './_network-fingerprint.js';
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import type { TaskDriver } from './drivers/index.js';
 import type { RegisteredPlugin } from './dynamicplugins/index.js';
@@ -140,6 +141,13 @@ export interface ClientOptions {
    * sets 30 s, a dev agent none.
    */
   stopAfterServerDisconnectMs?: number;
+  /**
+   * The node's ports (client { network_interface, min_dynamic_port,
+   * max_dynamic_port, reserved { reserved_ports }, host_network }): what
+   * the fingerprint tells the scheduler. Default: the default route's
+   * address, ports 20000-32000, nothing reserved.
+   */
+  network?: ClientNetworkOptions;
   /** Garbage collection of finished allocations (client { gc_* }). Default DEFAULT_GC_LIMITS. */
   gc?: Partial<GcLimits>;
 }
