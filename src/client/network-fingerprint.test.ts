@@ -3,7 +3,7 @@
 // networks by CIDR or interface.
 
 import assert from 'node:assert/strict';
-import os from 'node:os';
+import type os from 'node:os';
 import { describe, it } from 'node:test';
 import { defaultRouteInterface, hostNetworkAddress, networkFingerprint, nodeAddress } from './_network-fingerprint.js';
 

@@ -235,6 +235,13 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     else candidates.push(node);
   }
 
+  // One string per port failure, so that counting it per node does not build a new one each time.
+  const portFailures = new Map<string, string>();
+  const exhaustedBy = (ports: string): string => {
+    let r = portFailures.get(ports);
+    if (r === undefined) portFailures.set(ports, (r = `exhausted ${ports}`));
+    return r;
+  };
   const placements: Placement[] = [];
   let failure: PlacementFailure | undefined;
   for (const index of input.indexes) {
@@ -296,7 +303,7 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
         else {
           // Nomad's "network: ..." dimension: a port collision or no free dynamic port.
           const ports = portsReason(node, used.ports, group.network);
-          if (ports) reason = `exhausted ${ports}`;
+          if (ports) reason = exhaustedBy(ports);
         }
         if (reason) isExhaustion = true;
       }

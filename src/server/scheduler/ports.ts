@@ -39,6 +39,8 @@ export interface NodePortView {
   max: number;
   /** Reserved on every address of the node. */
   reserved: ReadonlySet<number>;
+  /** The default network's address (a host_network named "default", else the node's address). */
+  defaultAt: { address: string; reserved: ReadonlySet<number> };
   addressOf(hostNetwork: string | undefined): { address: string; reserved: ReadonlySet<number> } | undefined;
 }
 
@@ -53,12 +55,13 @@ export function nodePortView(node: Node): NodePortView {
   for (const [name, hn] of Object.entries(node.hostNetworks ?? {})) {
     if (hn.address) networks.set(name, { address: hn.address, reserved: new Set([...reserved, ...(hn.reservedPorts ?? [])]) });
   }
-  const fallback = { address: node.networkAddress || FALLBACK_ADDRESS, reserved };
+  const defaultAt = networks.get('default') ?? { address: node.networkAddress || FALLBACK_ADDRESS, reserved };
   const view: NodePortView = {
+    defaultAt,
     min: node.minDynamicPort ?? DEFAULT_MIN_DYNAMIC_PORT,
     max: node.maxDynamicPort ?? DEFAULT_MAX_DYNAMIC_PORT,
     reserved,
-    addressOf: (hostNetwork) => (hostNetwork === undefined || hostNetwork === 'default' ? (networks.get('default') ?? fallback) : networks.get(hostNetwork)),
+    addressOf: (hostNetwork) => (hostNetwork === undefined || hostNetwork === 'default' ? defaultAt : networks.get(hostNetwork)),
   };
   viewCache.set(node, view);
   return view;
@@ -78,36 +81,61 @@ function wanted(view: NodePortView, network: GroupNetwork): Wanted[] | string {
 const taken = (used: PortUsage | undefined, w: Wanted, port: number, offer: readonly AllocatedPort[]): boolean =>
   w.reserved.has(port) || !!used?.get(w.address)?.has(port) || offer.some((o) => o.value === port && o.hostIp === w.address);
 
+/** A group's ports, compiled once per placement run for portsReason. */
+export interface PortAsk {
+  statics: Array<{ label: string; port: number; hostNetwork: string | undefined; collision: string }>;
+  /** How many dynamic ports it asks on each host network (undefined: the default). */
+  dynamic: Array<{ hostNetwork: string | undefined; count: number }>;
+}
+
+const askCache = new WeakMap<GroupNetwork, PortAsk>();
+
+/** The group's ports as portsReason reads them. Memoized per network object. Pure. */
+export function portAsk(network: GroupNetwork): PortAsk {
+  let ask = askCache.get(network);
+  if (ask) return ask;
+  const a: PortAsk = { statics: [], dynamic: [] };
+  for (const p of network.ports) {
+    const hn = p.hostNetwork === 'default' ? undefined : p.hostNetwork;
+    if (p.static !== undefined) a.statics.push({ label: p.label, port: p.static, hostNetwork: hn, collision: `network: reserved port collision ${p.label}=${p.static}` });
+    else {
+      const d = a.dynamic.find((x) => x.hostNetwork === hn);
+      if (d) d.count++;
+      else a.dynamic.push({ hostNetwork: hn, count: 1 });
+    }
+  }
+  ask = a;
+  askCache.set(network, ask);
+  return ask;
+}
+
 /**
  * Whether the group's ports fit on the node next to `used`: undefined when
- * they do, else the reason (Nomad's wording). Cheap: static ports are set
- * lookups; dynamic ports are counted against the free part of the range,
+ * they do, else the reason (Nomad's wording). Cheap, as placement asks it of
+ * every candidate node for every allocation: static ports are set lookups;
+ * dynamic ports are counted against the free part of the range, which is
  * scanned only when the range is nearly full. Pure.
  */
 export function portsReason(node: Node, used: PortUsage | undefined, network: GroupNetwork): string | undefined {
   if (network.ports.length === 0) return undefined;
+  const ask = portAsk(network);
   const view = nodePortView(node);
-  const ws = wanted(view, network);
-  if (typeof ws === 'string') return ws;
-  const offer: AllocatedPort[] = [];
-  for (const w of ws) {
-    if (w.static === undefined) continue;
-    if (taken(used, w, w.static, offer)) return `network: reserved port collision ${w.label}=${w.static}`;
-    offer.push({ label: w.label, value: w.static, to: w.static, hostIp: w.address });
-  }
-  // Dynamic ports per address: enough free ones in the range?
-  const need = new Map<string, { count: number; w: Wanted }>();
-  for (const w of ws) {
-    if (w.static !== undefined) continue;
-    const n = need.get(w.address);
-    need.set(w.address, { count: (n?.count ?? 0) + 1, w });
+  for (const s of ask.statics) {
+    const at = s.hostNetwork === undefined ? view.defaultAt : view.addressOf(s.hostNetwork);
+    if (!at) return `network: no addresses available for ${s.hostNetwork} network`;
+    if (at.reserved.has(s.port) || used?.get(at.address)?.has(s.port)) return s.collision;
   }
   const size = view.max - view.min + 1;
-  for (const [address, { count, w }] of need) {
-    const held = (used?.get(address)?.size ?? 0) + w.reserved.size + offer.length;
-    if (size - held >= count) continue;
+  for (let i = 0; i < ask.dynamic.length; i++) {
+    const { hostNetwork, count } = ask.dynamic[i] as PortAsk['dynamic'][number];
+    const at = hostNetwork === undefined ? view.defaultAt : view.addressOf(hostNetwork);
+    if (!at) return `network: no addresses available for ${hostNetwork} network`;
+    const held = used?.get(at.address);
+    // Surely enough: even if every held, reserved and static port were inside the range.
+    if (size - (held?.size ?? 0) - at.reserved.size - ask.statics.length >= count) continue;
+    const statics = new Set(ask.statics.map((s) => s.port));
     let free = 0;
-    for (let p = view.min; p <= view.max && free < count; p++) if (!taken(used, w, p, offer)) free++;
+    for (let p = view.min; p <= view.max && free < count; p++) if (!at.reserved.has(p) && !held?.has(p) && !statics.has(p)) free++;
     if (free < count) return DYNAMIC_PORT_FAILURE;
   }
   return undefined;
