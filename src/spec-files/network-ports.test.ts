@@ -88,4 +88,9 @@ describe('group network ports', () => {
     const at = lines.map((l, n) => (l.includes('"Label": "metrics"') ? n + 1 : 0)).filter(Boolean)[1];
     assert.match(err.message, new RegExp(`^web\\.json:${at}:\\d+: .*port label "metrics" is already used in this network$`), 'at the second label\'s line');
   });
+
+  it('refuses ports in a group whose network mode is "none"', async () => {
+    const text = 'job "web" {\n  group "g" {\n    network {\n      mode = "none"\n      port "http" {}\n    }\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/true"\n      }\n    }\n  }\n}\n';
+    await assert.rejects(parseJobFile('web.hcl', text), /^SpecFileError: web\.hcl:5:7: network\.port: mode "none" gives the group no network to put ports on/);
+  });
 });

@@ -48,6 +48,9 @@ export const networkSchema = z
     dns: dnsSchema.optional(),
   })
   .superRefine((net, ctx) => {
+    if (net.mode === 'none' && net.ports.length) {
+      ctx.addIssue({ code: 'custom', path: ['ports'], message: 'mode "none" gives the group no network to put ports on; remove the ports or use mode "host"' });
+    }
     const labels = new Set<string>();
     const statics = new Map<string, string>();
     net.ports.forEach((p, i) => {
