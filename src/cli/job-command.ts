@@ -391,10 +391,11 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
 
 /** Nomad's "Placement Failure" section: why the job's blocked evaluation (if any) could not place, per group. */
 async function placementFailures(s: ApiSession, jobId: string): Promise<void> {
-  const { describePlacementFailure } = await loadStructs();
   const { body: evals } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
   const blocked = evals.filter((e) => e.status === 'blocked').sort((a, b) => b.modifyIndex - a.modifyIndex)[0];
   if (!blocked || !Object.keys(blocked.failedPlacements ?? {}).length) return;
+  // Loaded only now: a job status with nothing blocked stays as light as before.
+  const { describePlacementFailure } = await loadStructs();
   s.out.line();
   s.out.line(s.style.bold('Placement Failure'));
   for (const [group, failure] of Object.entries(blocked.failedPlacements)) {
