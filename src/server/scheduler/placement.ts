@@ -6,7 +6,7 @@
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
 import { claimConflicts, volumeIdFor, type AllocatedPort, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
-import { assignPorts, holdPorts, portsReason, type PortUsage } from './ports.js';
+import { assignPorts, holdPorts, portsReason, type PortCache, type PortUsage } from './ports.js';
 
 /** A CSI volume as placement needs to know it. */
 export interface PlacementVolume {
@@ -237,6 +237,7 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
 
   // One string per port failure, so that counting it per node does not build a new one each time.
   const portFailures = new Map<string, string>();
+  const portCache: PortCache = { views: new Map() };
   const exhaustedBy = (ports: string): string => {
     let r = portFailures.get(ports);
     if (r === undefined) portFailures.set(ports, (r = `exhausted ${ports}`));
@@ -302,7 +303,7 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
         else if (used.memoryMb + need.memoryMb > node.resources.memoryMb) reason = 'exhausted memory';
         else {
           // Nomad's "network: ..." dimension: a port collision or no free dynamic port.
-          const ports = portsReason(node, used.ports, group.network);
+          const ports = portsReason(node, used.ports, group.network, portCache);
           if (ports) reason = exhaustedBy(ports);
         }
         if (reason) isExhaustion = true;

@@ -90,6 +90,15 @@ export interface PortAsk {
 
 const askCache = new WeakMap<GroupNetwork, PortAsk>();
 
+/**
+ * What one placement run of one group keeps between portsReason calls (its
+ * ask, each node's view) so that the check of a node costs a lookup by ID.
+ */
+export interface PortCache {
+  ask?: PortAsk;
+  views: Map<string, NodePortView>;
+}
+
 /** The group's ports as portsReason reads them. Memoized per network object. Pure. */
 export function portAsk(network: GroupNetwork): PortAsk {
   let ask = askCache.get(network);
@@ -116,10 +125,14 @@ export function portAsk(network: GroupNetwork): PortAsk {
  * dynamic ports are counted against the free part of the range, which is
  * scanned only when the range is nearly full. Pure.
  */
-export function portsReason(node: Node, used: PortUsage | undefined, network: GroupNetwork): string | undefined {
+export function portsReason(node: Node, used: PortUsage | undefined, network: GroupNetwork, cache?: PortCache): string | undefined {
   if (network.ports.length === 0) return undefined;
-  const ask = portAsk(network);
-  const view = nodePortView(node);
+  const ask = cache ? (cache.ask ??= portAsk(network)) : portAsk(network);
+  let view = cache?.views.get(node.id);
+  if (!view) {
+    view = nodePortView(node);
+    cache?.views.set(node.id, view);
+  }
   for (const s of ask.statics) {
     const at = s.hostNetwork === undefined ? view.defaultAt : view.addressOf(s.hostNetwork);
     if (!at) return `network: no addresses available for ${s.hostNetwork} network`;
