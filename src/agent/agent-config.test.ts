@@ -193,7 +193,7 @@ client {
 
   it('reads the group network settings: bridge name and subnet, cni_path as a list, cni_config_dir; refuses a bad subnet at its line', async () => {
     const hcl = 'client {\n  bridge_network_name = "br-web"\n  bridge_network_subnet = "10.9.0.0/16"\n  cni_path = "/opt/cni/bin:/usr/lib/cni"\n  cni_config_dir = "/etc/cni/net.d"\n}\n';
-    assert.deepEqual((await parseAgentConfig('a.hcl', hcl)).client.network, {
+    assert.deepEqual((await parseAgentConfig('a.hcl', hcl)).client.groupNetworks, {
       bridge: { name: 'br-web', subnet: '10.9.0.0/16' },
       cniPath: ['/opt/cni/bin', '/usr/lib/cni'],
       cniConfigDir: '/etc/cni/net.d',

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../lib/index.js';
 import { fileFormat, parseSpecText, type HclBody, type SpecProblem } from '../spec-files/index.js';
-import { durationMs, formatPath } from '../structs/index.js';
+import { DEFAULT_MAX_DYNAMIC_PORT, DEFAULT_MIN_DYNAMIC_PORT, durationMs, formatPath, parsePortList } from '../structs/index.js';
 
 const attr = (to: string) => ({ t: 'attr', to }) as const;
 
@@ -68,6 +68,11 @@ const CONFIG_BODY: HclBody = {
       bridge_network_subnet: attr('bridgeNetworkSubnet'),
       cni_path: attr('cniPath'),
       cni_config_dir: attr('cniConfigDir'),
+      network_interface: attr('networkInterface'),
+      min_dynamic_port: attr('minDynamicPort'),
+      max_dynamic_port: attr('maxDynamicPort'),
+      reserved: { t: 'block', to: 'reserved', body: { reserved_ports: attr('reservedPorts') } },
+      host_network: { t: 'labeledMap', to: 'hostNetworks', body: { cidr: attr('cidr'), interface: attr('interface'), reserved_ports: attr('reservedPorts') } },
     },
   },
   csi: {
@@ -95,6 +100,17 @@ const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters')
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable', 'driver.raw_exec.mode', 'driver.exec.mode'];
 const DRIVER_MODES = ['in-process', 'external'] as const;
+
+const portNumber = z.number().int().min(1, 'must be a port between 1 and 65535').max(65535, 'must be a port between 1 and 65535');
+/** Nomad's "22,80,8500-8600" -> the ports. */
+const portList = z.string().transform((text, ctx) => {
+  try {
+    return parsePortList(text);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `${(err as Error).message}; write ports and ranges such as "22,80,8500-8600"` });
+    return z.NEVER;
+  }
+});
 
 const configSchema = z.strictObject({
   dataDir: z.string().min(1).optional(),
@@ -160,6 +176,24 @@ const configSchema = z.strictObject({
       bridgeNetworkSubnet: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/([89]|[12]\d|30)$/, 'must be an IPv4 CIDR between /8 and /30, e.g. 172.26.64.0/20').optional(),
       cniPath: z.string().min(1).optional(),
       cniConfigDir: z.string().startsWith('/', 'must be an absolute path').optional(),
+      networkInterface: z.string().min(1).optional(),
+      minDynamicPort: portNumber.optional(),
+      maxDynamicPort: portNumber.optional(),
+      reserved: z.strictObject({ reservedPorts: portList.optional() }).optional(),
+      hostNetworks: z
+        .record(
+          z.string().regex(/^[A-Za-z0-9_-]+$/, 'a host network name is letters, digits, "_" or "-"'),
+          z.strictObject({
+            cidr: z.string().regex(/^[0-9A-Fa-f.:]+\/\d{1,3}$/, 'must be a CIDR such as "10.0.0.0/8"').optional(),
+            interface: z.string().min(1).optional(),
+            reservedPorts: portList.optional(),
+          }),
+        )
+        .optional(),
+    })
+    .refine((c) => (c.minDynamicPort ?? DEFAULT_MIN_DYNAMIC_PORT) <= (c.maxDynamicPort ?? DEFAULT_MAX_DYNAMIC_PORT), {
+      message: 'min_dynamic_port must not be above max_dynamic_port (default 20000-32000)',
+      path: ['minDynamicPort'],
     })
     .optional(),
   csi: z
@@ -229,7 +263,15 @@ export interface AgentConfig {
     /** stop_after_server_disconnect: see Client's stopAfterServerDisconnectMs. */
     stopAfterServerDisconnectMs?: number;
     /** bridge_network_name, bridge_network_subnet, cni_path (":"-separated), cni_config_dir: group networks (src/client/network). */
-    network?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
+    groupNetworks?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
+    /** network_interface, min/max_dynamic_port, reserved { reserved_ports }, host_network: the node's ports (Client's `network`). */
+    network?: {
+      interface?: string;
+      minDynamicPort?: number;
+      maxDynamicPort?: number;
+      reservedPorts?: number[];
+      hostNetworks?: Record<string, { cidr?: string; interface?: string; reservedPorts?: number[] }>;
+    };
     /** Whether Berth's own drivers run inside the agent (default) or as plugins (`berth driver serve <name>`). */
     driverModes?: { raw_exec?: DriverMode; exec?: DriverMode };
   };
@@ -278,17 +320,17 @@ function truthy(v: boolean | string | number | undefined): boolean | undefined {
 const camel = (k: string): string => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 // Keys whose values hold free names (host volume names, option keys) kept as written.
-const FREE_KEYS = new Set(['hostVolumes', 'options', 'plugins', 'chrootEnv']);
-const SNAKE: Record<string, string> = { hostVolumes: 'host_volume', plugins: 'plugin' };
+const FREE_KEYS = new Set(['hostVolumes', 'options', 'plugins', 'chrootEnv', 'hostNetworks']);
+const SNAKE: Record<string, string> = { hostVolumes: 'host_volume', plugins: 'plugin', hostNetworks: 'host_network' };
 
 /** JSON configs use the HCL names (data_dir, host_volume): the canonical camelCase form, free names untouched. */
 function camelizeJson(obj: Record<string, unknown>, depth = 0): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(obj)) {
-    const key = k === 'host_volume' ? 'hostVolumes' : k === 'plugin' && depth === 0 ? 'plugins' : camel(k);
+    const key = k === 'host_volume' ? 'hostVolumes' : k === 'host_network' ? 'hostNetworks' : k === 'plugin' && depth === 0 ? 'plugins' : camel(k);
     if (FREE_KEYS.has(key) && isObject(v)) {
       // A plugin's `config` is the plugin's own, kept as written.
-      out[key] = key === 'hostVolumes' || key === 'plugins' ? Object.fromEntries(Object.entries(v).map(([name, hv]) => [name, isObject(hv) ? (key === 'plugins' ? hv : camelizeJson(hv, depth + 1)) : hv])) : v;
+      out[key] = key === 'hostVolumes' || key === 'plugins' || key === 'hostNetworks' ? Object.fromEntries(Object.entries(v).map(([name, hv]) => [name, isObject(hv) ? (key === 'plugins' ? hv : camelizeJson(hv, depth + 1)) : hv])) : v;
     } else out[key] = isObject(v) && depth < 2 ? camelizeJson(v, depth + 1) : v;
   }
   return out;
@@ -401,7 +443,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(c.stopAfterServerDisconnect ? { stopAfterServerDisconnectMs: durationMs(c.stopAfterServerDisconnect) } : {}),
       ...(c.bridgeNetworkName || c.bridgeNetworkSubnet || c.cniPath || c.cniConfigDir
         ? {
-            network: {
+            groupNetworks: {
               ...(c.bridgeNetworkName || c.bridgeNetworkSubnet
                 ? { bridge: { ...(c.bridgeNetworkName ? { name: c.bridgeNetworkName } : {}), ...(c.bridgeNetworkSubnet ? { subnet: c.bridgeNetworkSubnet } : {}) } }
                 : {}),
@@ -410,6 +452,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
             },
           }
         : {}),
+      ...clientNetwork(c),
       drivers: {
         ...(truthy(c.options?.['driver.raw_exec.enable']) !== undefined ? { raw_exec: truthy(c.options?.['driver.raw_exec.enable']) as boolean } : {}),
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),
@@ -431,6 +474,26 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
         }
       : {}),
   };
+}
+
+/** The client's port settings, when any is set. */
+function clientNetwork(c: NonNullable<RawConfig['client']>): Pick<AgentConfig['client'], 'network'> {
+  const hostNetworks = c.hostNetworks
+    ? Object.fromEntries(
+        Object.entries(c.hostNetworks).map(([name, hn]) => [
+          name,
+          { ...(hn.cidr ? { cidr: hn.cidr } : {}), ...(hn.interface ? { interface: hn.interface } : {}), ...(hn.reservedPorts ? { reservedPorts: hn.reservedPorts } : {}) },
+        ]),
+      )
+    : undefined;
+  const network = {
+    ...(c.networkInterface ? { interface: c.networkInterface } : {}),
+    ...(c.minDynamicPort !== undefined ? { minDynamicPort: c.minDynamicPort } : {}),
+    ...(c.maxDynamicPort !== undefined ? { maxDynamicPort: c.maxDynamicPort } : {}),
+    ...(c.reserved?.reservedPorts ? { reservedPorts: c.reserved.reservedPorts } : {}),
+    ...(hostNetworks ? { hostNetworks } : {}),
+  };
+  return Object.keys(network).length ? { network } : {};
 }
 
 /** Reads and parses a config file (see parseAgentConfig). Rejects with AgentConfigError CONFIG_UNREADABLE or SpecFileError. */

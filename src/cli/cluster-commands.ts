@@ -156,6 +156,11 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     ['Created', `${timestamp(a.createTime)} (${age(a.createTime)})`],
     ['Modified', `${timestamp(a.modifyTime)} (${age(a.modifyTime)})`],
   ]);
+  if (a.ports?.length) {
+    s.out.line();
+    s.out.line(s.style.bold('Allocation Addresses'));
+    s.out.table(['Label', 'Address'], a.ports.map((p) => [p.label, `${p.hostIp.includes(':') ? `[${p.hostIp}]` : p.hostIp}:${p.value}${p.to !== p.value ? ` -> ${p.to}` : ''}`]));
+  }
   if (a.csiVolumes?.length) {
     s.out.line();
     s.out.line(s.style.bold('CSI Volumes'));

@@ -378,6 +378,7 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
       return [g.name, String(g.count), ...statuses.map((st) => String(mine.filter((a) => a.clientStatus === st).length))];
     }),
   );
+  await placementFailures(s, id);
   s.out.line();
   s.out.line(s.style.bold('Allocations'));
   s.out.table(
@@ -386,6 +387,21 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
       .sort((a, b) => b.createIndex - a.createIndex)
       .map((a) => [shortId(a.id), shortId(a.nodeId), a.taskGroup, String(a.jobVersion), a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
   );
+}
+
+/** Nomad's "Placement Failure" section: why the job's blocked evaluation (if any) could not place, per group. */
+async function placementFailures(s: ApiSession, jobId: string): Promise<void> {
+  const { body: evals } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
+  const blocked = evals.filter((e) => e.status === 'blocked').sort((a, b) => b.modifyIndex - a.modifyIndex)[0];
+  if (!blocked || !Object.keys(blocked.failedPlacements ?? {}).length) return;
+  // Loaded only now: a job status with nothing blocked stays as light as before.
+  const { describePlacementFailure } = await loadStructs();
+  s.out.line();
+  s.out.line(s.style.bold('Placement Failure'));
+  for (const [group, failure] of Object.entries(blocked.failedPlacements)) {
+    s.out.line(`Task Group "${group}" (failed to place ${failure.unplaced} allocation${failure.unplaced === 1 ? '' : 's'}):`);
+    s.out.line(`  * ${describePlacementFailure(failure) || 'no node fits'}`);
+  }
 }
 
 async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {

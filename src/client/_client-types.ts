@@ -5,6 +5,7 @@
 import type { CsiCallObserver } from '../csi/index.js';
 import { BerthError, type Clock, type LifecycleState, type Logger } from '../lib/index.js';
 import type { Allocation, AllocClientStatus, CsiPluginType, Job, NodeEvent, TaskState } from '../structs/index.js';
+import type { ClientNetworkOptions } from './_network-fingerprint.js';
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import type { TaskDriver } from './drivers/index.js';
 import type { RegisteredPlugin } from './dynamicplugins/index.js';
@@ -129,7 +130,7 @@ export interface ClientOptions {
   /** Prefix of network namespace names (tests keep theirs apart). */
   netnsPrefix?: string;
   /** Group networks: the bridge's name and subnet, CNI plugin directories, the user's CNI networks (client bridge_network_name etc.). */
-  network?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
+  groupNetworks?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
   /** Passed to each allocation runner. */
   killTimeoutMs?: number;
   /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */
@@ -146,6 +147,13 @@ export interface ClientOptions {
    * sets 30 s, a dev agent none.
    */
   stopAfterServerDisconnectMs?: number;
+  /**
+   * The node's ports (client { network_interface, min_dynamic_port,
+   * max_dynamic_port, reserved { reserved_ports }, host_network }): what
+   * the fingerprint tells the scheduler. Default: the default route's
+   * address, ports 20000-32000, nothing reserved.
+   */
+  network?: ClientNetworkOptions;
   /** Garbage collection of finished allocations (client { gc_* }). Default DEFAULT_GC_LIMITS. */
   gc?: Partial<GcLimits>;
 }

@@ -6,6 +6,7 @@ import os from 'node:os';
 import { describeError, type Clock } from '../lib/index.js';
 import type { DriverInfo, NodeFingerprint } from '../structs/index.js';
 import type { ClientOptions } from './_client-types.js';
+import { networkFingerprint } from './_network-fingerprint.js';
 import type { CsiManager } from './csimanager/index.js';
 import type { TaskDriver } from './drivers/index.js';
 
@@ -13,7 +14,7 @@ export interface FingerprinterDeps {
   /** The enabled drivers (the map may fill after construction). */
   drivers: Map<string, TaskDriver>;
   clock: Clock;
-  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs'>;
+  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs' | 'network'>;
   /** The CSI manager, once started. */
   csi: () => CsiManager | undefined;
 }
@@ -69,6 +70,7 @@ export class NodeFingerprinter {
       csiControllerPlugins: reports.controller,
       csiNodePlugins: reports.node,
       ...(opts.stopAfterServerDisconnectMs ? { stopAfterDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),
+      ...networkFingerprint(opts.network),
     };
     return this.#last;
   }

@@ -258,7 +258,7 @@ export class Client {
         logger: this.#root,
         stateDir: path.join(dataDir, 'network'),
         ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}),
-        ...this.#opts.network,
+        ...this.#opts.groupNetworks,
       });
 
       this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });

@@ -132,6 +132,8 @@ const TASK: Body = {
       pids: attr('pidsMax'),
       memory_enforced: attr('memoryEnforced'),
       device: { t: 'blocks', to: 'device', body: {} },
+      // Nomad's deprecated task network: refused by name (structs' legacyTaskNetwork).
+      network: { t: 'blocks', to: 'network', body: {} },
     },
   },
   volume_mount: {
@@ -163,7 +165,15 @@ const GROUP: Body = {
   count: attr('count'),
   restart: { t: 'block', to: 'restart', body: RESTART },
   reschedule: { t: 'block', to: 'reschedule', body: RESCHEDULE },
-  network: { t: 'block', to: 'network', body: { mode: attr('mode'), port: { t: 'labeledMap', to: 'ports', body: {} } } },
+  network: {
+    t: 'block',
+    to: 'network',
+    body: {
+      mode: attr('mode'),
+      port: { t: 'labeled', to: 'ports', labelAs: 'label', body: { static: attr('static'), to: attr('to'), host_network: attr('hostNetwork') } },
+      dns: { t: 'block', to: 'dns', body: { servers: attr('servers'), searches: attr('searches'), options: attr('options') } },
+    },
+  },
   meta: map('meta'),
   shutdown_delay: attr('shutdownDelay'),
   ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },

@@ -126,6 +126,31 @@ const CASES: [string, string, string][] = [
     "web.hcl:9:9: resources: unsupported argument \"memroy\" (did you mean \"memory\"?)",
   ],
   [
+    "port: static out of range",
+    "job \"web\" {\n  group \"g\" {\n    network {\n      port \"db\" {\n        static = 70000\n      }\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n    }\n  }\n}\n",
+    "web.hcl:5:9: static: a static port must be between 1 and 65535",
+  ],
+  [
+    "port: label a shell cannot name",
+    "job \"web\" {\n  group \"g\" {\n    network {\n      port \"my port\" {}\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n    }\n  }\n}\n",
+    "web.hcl:4:7: port \"my port\": a port label must be 1-64 letters, digits, \"_\", \"-\" or \".\", starting with a letter, digit or \"_\"",
+  ],
+  [
+    "port: label twice",
+    "job \"web\" {\n  group \"g\" {\n    network {\n      port \"http\" {}\n      port \"http\" {}\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n    }\n  }\n}\n",
+    "web.hcl:5:7: network.port: port \"http\" is defined twice",
+  ],
+  [
+    "port: one static port for two labels",
+    "job \"web\" {\n  group \"g\" {\n    network {\n      port \"a\" {\n        static = 9000\n      }\n      port \"b\" {\n        static = 9000\n      }\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n    }\n  }\n}\n",
+    "web.hcl:8:9: static: static port 9000 is already asked for by port \"a\"",
+  ],
+  [
+    "port: task-level resources network",
+    "job \"web\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = \"/bin/true\"\n      }\n      resources {\n        network {\n          port \"http\" {}\n        }\n      }\n    }\n  }\n}\n",
+    "web.hcl:9:9: resources.network: a task's resources { network } is Nomad's deprecated form, and Berth does not take it: move it to the group, e.g. group \"app\" { network { port \"http\" {} } }",
+  ],
+  [
     "missing driver",
     "job \"web\" {\n  group \"g\" {\n    task \"t\" {\n      config {\n        command = \"/bin/true\"\n      }\n    }\n  }\n}\n",
     "web.hcl:3:5: driver: required, e.g. \"raw_exec\"",

@@ -26,6 +26,17 @@ export interface AllocNetworkStatus {
   interface?: string;
 }
 
+/** One port of an allocation (Nomad's AllocatedPortMapping). */
+export interface AllocatedPort {
+  label: string;
+  /** The host port. */
+  value: number;
+  /** The port inside the allocation's network namespace; equal to `value` in host mode. */
+  to: number;
+  /** The host address the port is on (the node's address, or its host_network's). */
+  hostIp: string;
+}
+
 export interface Allocation {
   id: string;
   namespace: string;
@@ -40,6 +51,14 @@ export interface Allocation {
   nodeId: string;
   /** What the allocation's tasks take from the node, summed (the scheduler counts it as used). */
   resources?: { cpuMhz: number; memoryMb: number };
+  /**
+   * The host ports the scheduler gave the allocation (its group's `network`
+   * ports), fixed for its life: an in-place update keeps them, a replacement
+   * gets its own. `value` is the host port on `hostIp`; `to` the port inside
+   * the allocation's network namespace (= value in host mode). Absent on
+   * allocations made before ports existed (none asked).
+   */
+  ports?: AllocatedPort[];
   /** The CSI volumes the allocation uses, with its plugin and whether it writes. */
   csiVolumes?: Array<{ volumeId: string; pluginId: string; readOnly: boolean }>;
   desiredStatus: AllocDesiredStatus;
@@ -47,8 +66,6 @@ export interface Allocation {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
-  /** The ports the scheduler gave the allocation: `value` on the host, `to` inside its network namespace (= value in host mode). */
-  ports?: Array<{ label: string; value: number; to: number; hostIp: string }>;
   /** The allocation's network as its client reports it: mode, and in bridge/cni its own address and interface. */
   network?: AllocNetworkStatus;
   /** The allocation this one replaces (rescheduling), if any. */

@@ -1,7 +1,7 @@
 // The structs layer: plain types shared by the client and the server, which
 // never import each other and talk over the wire.
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
-export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode } from './node.js';
+export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, HostNetwork } from './node.js';
 export { isNetworkMode, supportsNetworkMode } from './node.js';
 export {
   isClientTerminal,
@@ -10,6 +10,7 @@ export {
   type TaskState,
   type Allocation,
   type AllocNetworkStatus,
+  type AllocatedPort,
 } from './allocation.js';
 export {
   jobSpecSchema,
@@ -36,6 +37,8 @@ export {
   type RestartPolicy,
   type ReschedulePolicy,
   type TaskLifecycle,
+  type GroupNetwork,
+  type NetworkPort,
 } from './job.js';
 export { rescheduleDelayMs, unsupportedMessage, LIFECYCLE_HOOKS, DELAY_FUNCTIONS, KILL_SIGNALS, type LifecycleHook, type DelayFunction } from './job-blocks.js';
 export {
@@ -158,3 +161,4 @@ export {
   type ServiceRegistration,
   type ServiceReport,
 } from './service-spec.js';
+export { parsePortList, portEnvKey, DEFAULT_MIN_DYNAMIC_PORT, DEFAULT_MAX_DYNAMIC_PORT, MAX_PORT, PORT_LABEL } from './network-spec.js';

@@ -77,7 +77,6 @@ const UNSUPPORTED: Record<string, { block: string; why: string; later?: boolean 
   spreads: { block: 'spread', why: 'spread placement comes with the cluster operations work', later: true },
   update: { block: 'update', why: 'rolling updates come with the cluster operations work', later: true },
   migrate: { block: 'migrate', why: 'drain migration strategies come with the cluster operations work', later: true },
-  ports: { block: 'port', why: 'port allocation comes with the networking work', later: true },
 };
 
 /** The message for a refused block, e.g. "Berth does not support `service` yet: ...". */

@@ -8,7 +8,7 @@ import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from 
 import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
-import { isNetworkMode, type NetworkMode } from './node.js';
+import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
 import { serviceSchema, type ServiceSpec } from './service-spec.js';
 
@@ -170,6 +170,7 @@ const taskSchema = z.strictObject({
       /** Place the task only on a node that enforces limits with cgroups (false when absent). */
       memoryEnforced: z.boolean().optional(),
       ...refused('device'),
+      ...legacyTaskNetwork,
     })
     .prefault({})
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
@@ -218,17 +219,12 @@ const parameterizedSchema = z.strictObject({
   metaOptional: z.array(z.string().min(1)).default([]),
 });
 
-/** A group's network mode: host, none, bridge, or a CNI network of the client's cni_config_dir as `cni/<name>`. */
-const networkModeSchema = z.custom<NetworkMode>((v) => typeof v === 'string' && isNetworkMode(v), {
-  message: 'network mode must be "host", "none", "bridge" or "cni/<name>" (a CNI network in the client\'s cni_config_dir)',
-});
-
 const groupSchema = z.strictObject({
   name: name('group name'),
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   restart: restartSchema.prefault({}),
   reschedule: rescheduleSchema.prefault({}),
-  network: z.strictObject({ mode: networkModeSchema.default('host'), ...refused('ports') }).prefault({}),
+  network: networkSchema.prefault({}),
   meta: metaSchema.optional(),
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
@@ -347,6 +343,8 @@ export type TaskArtifact = Task['artifacts'][number];
 export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
 export type TaskLifecycle = NonNullable<Task['lifecycle']>;
+export type GroupNetwork = TaskGroup['network'];
+export type NetworkPort = GroupNetwork['ports'][number];
 export type JobType = JobSpec['type'];
 
 /** A service's or check's port that is a label must be one of the group network's port labels. */

@@ -42,6 +42,16 @@ export interface Resources {
   memoryMb: number;
 }
 
+/** A client `host_network`: where its address comes from and the address found. */
+export interface HostNetwork {
+  cidr?: string;
+  interface?: string;
+  /** The address ports on this network are bound to ('' when none was found: ports asked on it cannot be placed here). */
+  address: string;
+  /** Host ports reserved on this network only. */
+  reservedPorts?: number[];
+}
+
 /** What a node sends when it registers and on every heartbeat. */
 export interface NodeFingerprint {
   name: string;
@@ -66,6 +76,15 @@ export interface NodeFingerprint {
    * not fence (a dev agent, whose server shares its process; an older agent).
    */
   stopAfterDisconnectMs?: number;
+  /** The node's IP on its default network (client network_interface, else the default route's; loopback on a dev agent). */
+  networkAddress?: string;
+  /** Host ports no allocation may get (client reserved { reserved_ports }), on every address. */
+  reservedPorts?: number[];
+  /** The range dynamic ports are picked from (client min/max_dynamic_port); absent: 20000-32000. */
+  minDynamicPort?: number;
+  maxDynamicPort?: number;
+  /** The client's named host networks (host_network "name"), with the address fingerprinted for each. */
+  hostNetworks?: Record<string, HostNetwork>;
   /** How long (ms) the agent gives a task between its stop signal and SIGKILL; absent: 5 s (the client default). */
   killTimeoutMs?: number;
 }

@@ -111,11 +111,14 @@ const GROUP_VOLUME: Table = {
   PerAlloc: attr('perAlloc'),
   Sticky: unsupported('sticky volumes'),
 };
+/** Nomad's Port: `Value` is the static port (0 in DynamicPorts), `To` the mapped one (0: unset). */
+const PORT: Table = { Label: attr('label'), Value: attr('static', unsetIfZero), To: attr('to', unsetIfZero), HostNetwork: attr('hostNetwork'), IgnoreCollision: unsupported('ignore_collision on ports') };
 const NETWORK: Table = {
   Mode: attr('mode'),
-  ReservedPorts: unsupported('network ports (the networking issue adds them)'),
-  DynamicPorts: unsupported('network ports (the networking issue adds them)'),
-  DNS: unsupported('network dns'),
+  // Both lists become `ports` (nomadJobToSpec joins them, static ones first).
+  ReservedPorts: { to: 'reservedPorts', list: PORT },
+  DynamicPorts: { to: 'dynamicPorts', list: PORT },
+  DNS: { to: 'dns', obj: { Servers: attr('servers'), Searches: attr('searches'), Options: attr('options') } },
   Device: DEFAULTED,
   CIDR: DEFAULTED,
   IP: DEFAULTED,
@@ -441,9 +444,34 @@ export function nomadJobToSpec(doc: Record<string, unknown>): NomadTranslation {
     const canon = ['groups', gi, 'network'];
     out.origins.set(formatPath(canon), formatPath([...at, 0]));
     const group = (out.input['groups'] as Array<Record<string, unknown>>)[gi];
-    if (group && isObject(nets[0])) group['network'] = translateObject(nets[0], NETWORK, { canon, nomad: [...at, 0] }, t);
+    if (group && isObject(nets[0])) group['network'] = joinPorts(translateObject(nets[0], NETWORK, { canon, nomad: [...at, 0] }, t), canon, out.origins);
   });
   return out;
+}
+
+/**
+ * A translated Nomad network's ReservedPorts and DynamicPorts -> Berth's one
+ * `ports` list (reserved first), their origins moved along. A port in
+ * ReservedPorts keeps its `static`; one in DynamicPorts has none.
+ */
+function joinPorts(net: Record<string, unknown>, canon: PropertyKey[], origins: Map<string, string>): Record<string, unknown> {
+  const { reservedPorts, dynamicPorts, ...rest } = net;
+  if (reservedPorts === undefined && dynamicPorts === undefined) return net;
+  const ports: unknown[] = [];
+  const base = formatPath([...canon, 'ports']);
+  for (const [key, list] of [['reservedPorts', reservedPorts], ['dynamicPorts', dynamicPorts]] as const) {
+    if (!Array.isArray(list)) continue;
+    const from = formatPath([...canon, key]);
+    list.forEach((p, i) => {
+      const n = ports.length;
+      for (const [path, nomad] of [...origins]) {
+        if (path === `${from}[${i}]` || path.startsWith(`${from}[${i}].`)) origins.set(`${base}[${n}]${path.slice(`${from}[${i}]`.length)}`, nomad);
+      }
+      ports.push(p);
+    });
+    if (!origins.has(base)) origins.set(base, origins.get(from) ?? '');
+  }
+  return { ...rest, ports };
 }
 
 /**

@@ -69,4 +69,51 @@ describe('TaskEnv: the environment a task sees', () => {
       n: { '${k}': 'shop' },
     });
   });
+
+  it('gives each allocated port its NOMAD_* and BERTH_* variables, as Nomad does, in env and in ${...}', () => {
+    const td = { sharedDir: '/a/alloc', localDir: '/a/web/local', secretsDir: '/a/web/secrets' };
+    const make = (network?: { address?: string; interface?: string }): TaskEnvBuilder =>
+      new TaskEnvBuilder({
+        alloc: {
+          id: ALLOC_ID,
+          jobId: 'shop',
+          taskGroup: 'front',
+          ports: [
+            { label: 'http', value: 23456, to: 23456, hostIp: '10.0.0.5' },
+            { label: 'db-admin', value: 8080, to: 80, hostIp: 'fd00::5' },
+          ],
+        },
+        ...(network ? { network: () => network } : {}),
+        job: { id: 'shop' },
+        group: { name: 'front' },
+        task: { name: 'web', env: { LISTEN: ':${NOMAD_PORT_http}' }, resources: { cpuMhz: 100, memoryMb: 64 } },
+        node: { id: 'n', name: 'n', datacenter: 'dc1', attributes: {}, meta: {} },
+        ...taskEnvDirs(td, false),
+      });
+    const host = make().build();
+    assert.equal(host.env['NOMAD_PORT_http'], '23456');
+    assert.equal(host.env['NOMAD_HOST_PORT_http'], '23456');
+    assert.equal(host.env['NOMAD_ALLOC_PORT_http'], '23456');
+    assert.equal(host.env['NOMAD_IP_http'], '10.0.0.5');
+    assert.equal(host.env['NOMAD_HOST_IP_http'], '10.0.0.5');
+    assert.equal(host.env['NOMAD_ADDR_http'], '10.0.0.5:23456');
+    assert.equal(host.env['NOMAD_HOST_ADDR_http'], '10.0.0.5:23456');
+    assert.equal(host.env['NOMAD_ALLOC_IP_http'], '10.0.0.5', 'in host mode the allocation shares the host address');
+    assert.equal(host.env['NOMAD_ALLOC_INTERFACE_http'], undefined);
+    assert.equal(host.env['BERTH_PORT_http'], '23456');
+    assert.equal(host.env['BERTH_ADDR_http'], '10.0.0.5:23456');
+    assert.equal(host.env['LISTEN'], ':23456', 'the task env interpolates ports');
+    assert.equal(host.interpolate('${NOMAD_ADDR_http}/x'), '10.0.0.5:23456/x');
+    // A mapped port: listen on `to`, reached on the host port; an IPv6 host IP in brackets; the label cleaned.
+    assert.equal(host.env['NOMAD_PORT_db_admin'], '80');
+    assert.equal(host.env['NOMAD_HOST_PORT_db_admin'], '8080');
+    assert.equal(host.env['NOMAD_ADDR_db_admin'], '[fd00::5]:8080');
+    // With its own network (bridge), the allocation's address and interface.
+    const bridged = make({ address: '172.26.64.7', interface: 'eth0' }).build();
+    assert.equal(bridged.env['NOMAD_ALLOC_IP_db_admin'], '172.26.64.7');
+    assert.equal(bridged.env['NOMAD_ALLOC_ADDR_db_admin'], '172.26.64.7:80');
+    assert.equal(bridged.env['NOMAD_ALLOC_INTERFACE_db_admin'], 'eth0');
+    assert.equal(bridged.env['NOMAD_IP_db_admin'], 'fd00::5', 'NOMAD_IP stays the host IP, as in Nomad');
+    assert.equal(bridged.env['BERTH_ALLOC_IP_db_admin'], '172.26.64.7');
+  });
 });

@@ -6,7 +6,7 @@
 // TaskEnv.
 
 import path from 'node:path';
-import type { Task } from '../../structs/index.js';
+import { portEnvKey, type AllocatedPort, type Task } from '../../structs/index.js';
 import { resolveTaskPath } from '../allocdir/index.js';
 
 /** What the environment knows of the node the task runs on. */
@@ -34,8 +34,32 @@ export interface TaskEnvDirs {
   secrets: string;
 }
 
+/** The allocation's own network, when it has one (bridge or CNI mode): its address in its namespace and the interface. */
+export interface TaskEnvNetwork {
+  address?: string;
+  interface?: string;
+}
+
 export interface TaskEnvBuilderOptions {
-  alloc: { id: string; jobId: string; taskGroup: string; index?: number; namespace?: string };
+  alloc: {
+    id: string;
+    jobId: string;
+    taskGroup: string;
+    index?: number;
+    namespace?: string;
+    /** The host ports the scheduler gave the allocation (NOMAD_PORT_<label> and kin). */
+    ports?: readonly AllocatedPort[];
+    /** The allocation's own network as its status reports it (Allocation.network); see `network` below. */
+    network?: TaskEnvNetwork;
+  };
+  /**
+   * The allocation's own network, read at each build() (its network hook
+   * made it before the task starts): NOMAD_ALLOC_IP_<label>,
+   * NOMAD_ALLOC_ADDR_<label> and NOMAD_ALLOC_INTERFACE_<label> use its
+   * address. Absent or without an address: `alloc.network`, else the
+   * port's host IP (host mode: the allocation shares the node's addresses).
+   */
+  network?: () => TaskEnvNetwork | undefined;
   job: { id: string; name?: string; namespace?: string; region?: string; meta?: Readonly<Record<string, string>> };
   group: { name: string; meta?: Readonly<Record<string, string>> };
   task: Pick<Task, 'name' | 'env' | 'meta' | 'resources'>;
@@ -178,6 +202,8 @@ export class TaskEnvBuilder {
       NOMAD_NODE_NAME: node.name,
     };
     if (task.resources.memoryMaxMb !== undefined) env['NOMAD_MEMORY_MAX_LIMIT'] = String(task.resources.memoryMaxMb);
+    const portEnv = portVariables(alloc.ports ?? [], this.#o.network?.() ?? alloc.network);
+    Object.assign(env, portEnv);
     const meta = { ...job.meta, ...group.meta, ...task.meta };
     for (const [k, v] of Object.entries(meta)) {
       const key = replace(k, env, this.#nodeAttrs);
@@ -198,9 +224,42 @@ export class TaskEnvBuilder {
       BERTH_TASK_DIR: dirs.local,
       BERTH_SECRETS_DIR: dirs.secrets,
     });
+    for (const [k, v] of Object.entries(portEnv)) env[`BERTH_${k.slice('NOMAD_'.length)}`] = v;
     for (const [k, v] of Object.entries(hookEnv)) env[k] = replace(v, env, this.#nodeAttrs);
     return env;
   }
+}
+
+const joinHostPort = (ip: string, port: number): string => (ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`);
+
+/**
+ * The port variables of an allocation, as Nomad's taskenv makes them:
+ * NOMAD_PORT_<label> and NOMAD_ALLOC_PORT_<label> are the port to listen on
+ * (the mapped `to` port, else the host port); NOMAD_HOST_PORT_<label> the
+ * host port; NOMAD_IP_<label>, NOMAD_HOST_IP_<label> the host IP;
+ * NOMAD_ADDR_<label>, NOMAD_HOST_ADDR_<label> host IP:host port (where
+ * others reach it); NOMAD_ALLOC_IP_<label>, NOMAD_ALLOC_ADDR_<label> (and
+ * NOMAD_ALLOC_INTERFACE_<label> with a namespace) the allocation's own
+ * address with the port to listen on. Labels are cleaned as Nomad does. Pure.
+ */
+export function portVariables(ports: readonly AllocatedPort[], network: TaskEnvNetwork | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const p of ports) {
+    const listen = p.to > 0 ? p.to : p.value;
+    const allocIp = network?.address || p.hostIp;
+    const set = (prefix: string, value: string): void => void (env[portEnvKey(prefix, p.label)] = value);
+    set('NOMAD_PORT_', String(listen));
+    set('NOMAD_ALLOC_PORT_', String(listen));
+    set('NOMAD_HOST_PORT_', String(p.value));
+    set('NOMAD_IP_', p.hostIp);
+    set('NOMAD_HOST_IP_', p.hostIp);
+    set('NOMAD_ADDR_', joinHostPort(p.hostIp, p.value));
+    set('NOMAD_HOST_ADDR_', joinHostPort(p.hostIp, p.value));
+    set('NOMAD_ALLOC_IP_', allocIp);
+    set('NOMAD_ALLOC_ADDR_', joinHostPort(allocIp, listen));
+    if (network?.address && network.interface) set('NOMAD_ALLOC_INTERFACE_', network.interface);
+  }
+  return env;
 }
 
 // Nomad cleans NOMAD_META_* names to what a shell accepts.

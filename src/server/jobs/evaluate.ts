@@ -21,12 +21,15 @@ import {
 import {
   emptyUsage,
   groupResources,
+  holdPorts,
   isLive,
   placeGroup,
   reconcile,
   reconcileSystem,
+  releasePorts,
   type InPlaceUpdate,
   type NodeUsage,
+  type Placement,
   type PlacementVolume,
   type PlaceRequest,
   type StopDecision,
@@ -89,6 +92,7 @@ function nodeUsage(reader: StateReader, live: readonly Allocation[]): Map<string
     u.cpuMhz += a.resources?.cpuMhz ?? 0;
     u.memoryMb += a.resources?.memoryMb ?? 0;
     u.jobAllocs.set(a.jobId, (u.jobAllocs.get(a.jobId) ?? 0) + 1);
+    holdPorts(u.ports, a.ports);
     for (const v of a.csiVolumes ?? []) addVolume(u, v.pluginId, `${a.namespace}/${v.volumeId}`);
   }
   for (const c of reader.list('claims')) {
@@ -163,7 +167,17 @@ function usageForNamespace(usage: Map<string, NodeUsage>, namespace: string): Ma
   return out;
 }
 
-function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number, reader: StateReader): RowInput<'allocations'> {
+/** Gives back the host ports of the allocations this evaluation stops, so that their replacements may take them. */
+function releaseStopped(usage: Map<string, NodeUsage>, stops: readonly StopDecision[], allocs: readonly Allocation[]): void {
+  const byId = new Map(allocs.map((a) => [a.id, a]));
+  for (const s of stops) {
+    const a = byId.get(s.allocId);
+    if (a?.ports?.length) releasePorts(usage.get(a.nodeId)?.ports ?? new Map(), a.ports);
+  }
+}
+
+function newAllocation(job: Job, req: PlaceRequest, placement: Placement, now: number, reader: StateReader): RowInput<'allocations'> {
+  const { nodeId } = placement;
   const group = job.groups.find((g) => g.name === req.group);
   if (!group) throw new Error(`group ${req.group} vanished`);
   const csiVolumes: NonNullable<Allocation['csiVolumes']> = [];
@@ -183,6 +197,7 @@ function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number,
     index: req.index,
     nodeId,
     resources: groupResources(group),
+    ...(placement.ports.length ? { ports: placement.ports } : {}),
     csiVolumes,
     desiredStatus: 'run',
     desiredDescription: '',
@@ -227,6 +242,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       const sys = reconcileSystem(job, allocs, nodes, { usage });
       stops = sys.stop;
       inPlace = sys.inPlace;
+      releaseStopped(usage, stops, allocs);
       for (const miss of sys.missing) {
         const group = job.groups.find((g) => g.name === miss.group);
         const node = nodesById.get(miss.nodeId) as Node;
@@ -236,7 +252,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         if (p) {
           const req: PlaceRequest = { group: group.name, index: 0, rescheduleAttempts: 0 };
           if (miss.previousAllocation) req.previousAllocation = miss.previousAllocation;
-          placed.push(newAllocation(job, req, p.nodeId, opts.now, txn));
+          placed.push(newAllocation(job, req, p, opts.now, txn));
         } else if (r.failure) mergeFailure(failures, group.name, r.failure);
       }
     } else {
@@ -244,6 +260,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       stops = plan.stop;
       inPlace = plan.inPlace;
       followUpAt = plan.followUpAt;
+      releaseStopped(usage, stops, allocs);
       for (const group of job.groups) {
         const reqs = plan.place.filter((p) => p.group === group.name);
         if (reqs.length === 0) continue;
@@ -257,7 +274,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
           volumes,
         });
         const byIndex = new Map(reqs.map((q) => [q.index, q]));
-        for (const p of r.placements) placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p.nodeId, opts.now, txn));
+        for (const p of r.placements) placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn));
         if (r.failure) failures[group.name] = r.failure;
       }
     }

@@ -12,6 +12,7 @@ import {
 import type { CsiPluginReport, Node, NodeFingerprint } from '../../structs/index.js';
 import { updatePlugins } from '../plugins/index.js';
 import { rowKey, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
+import { portFingerprint } from './_port-fingerprint.js';
 import { NodeError } from './errors.js';
 
 export interface NodeServiceOptions {
@@ -41,6 +42,7 @@ function fingerprintKey(fp: NodeFingerprint): string {
     n: strip(fp.csiNodePlugins),
     s: fp.stopAfterDisconnectMs,
     k: fp.killTimeoutMs,
+    p: portFingerprint(fp),
   });
 }
 
@@ -56,6 +58,7 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
     csiNodePlugins: fp.csiNodePlugins,
     ...(typeof fp.stopAfterDisconnectMs === 'number' && fp.stopAfterDisconnectMs >= 0 ? { stopAfterDisconnectMs: fp.stopAfterDisconnectMs } : {}),
     ...(typeof fp.killTimeoutMs === 'number' && fp.killTimeoutMs >= 0 ? { killTimeoutMs: fp.killTimeoutMs } : {}),
+    ...portFingerprint(fp),
   };
 }
 

@@ -11,6 +11,7 @@ export {
   type PlaceGroupResult,
   type Placement,
 } from './placement.js';
+export { assignPorts, portsReason, holdPorts, releasePorts, DYNAMIC_PORT_FAILURE, type PortUsage } from './ports.js';
 export {
   reconcile,
   reconcileSystem,

@@ -5,7 +5,8 @@
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
-import { claimConflicts, supportsNetworkMode, volumeIdFor, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { claimConflicts, supportsNetworkMode, volumeIdFor, type AllocatedPort, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { assignPorts, holdPorts, portsReason, type PortCache, type PortUsage } from './ports.js';
 
 /** A CSI volume as placement needs to know it. */
 export interface PlacementVolume {
@@ -36,13 +37,15 @@ export interface NodeUsage {
   volumes: Map<string, Set<string>>;
   /** Job ID -> allocations of that job on the node. */
   jobAllocs: Map<string, number>;
+  /** Host ports held on the node, by address (ports.ts). */
+  ports: PortUsage;
 }
 
 /** Read-only stand-in for a node with nothing on it (never mutated). */
 const EMPTY_USAGE: NodeUsage = emptyUsage();
 
 export function emptyUsage(): NodeUsage {
-  return { cpuMhz: 0, memoryMb: 0, volumes: new Map(), jobAllocs: new Map() };
+  return { cpuMhz: 0, memoryMb: 0, volumes: new Map(), jobAllocs: new Map(), ports: new Map() };
 }
 
 export interface PlaceGroupInput {
@@ -58,12 +61,16 @@ export interface PlaceGroupInput {
   volumes: ReadonlyMap<string, PlacementVolume>;
   /** Allocations (of this job) being replaced: their claims do not count against the new ones. */
   replacing?: ReadonlySet<string>;
+  /** Draws dynamic ports, in [0, 1); default Math.random. */
+  random?: () => number;
 }
 
 export interface Placement {
   index: number;
   nodeId: string;
   score: number;
+  /** The host ports the allocation gets there (empty when its group asks for none). */
+  ports: AllocatedPort[];
 }
 
 export interface PlaceGroupResult {
@@ -228,6 +235,14 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     else candidates.push(node);
   }
 
+  // One string per port failure, so that counting it per node does not build a new one each time.
+  const portFailures = new Map<string, string>();
+  const portCache: PortCache = { views: new Map() };
+  const exhaustedBy = (ports: string): string => {
+    let r = portFailures.get(ports);
+    if (r === undefined) portFailures.set(ports, (r = `exhausted ${ports}`));
+    return r;
+  };
   const placements: Placement[] = [];
   let failure: PlacementFailure | undefined;
   for (const index of input.indexes) {
@@ -286,6 +301,11 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
       if (!reason) {
         if (used.cpuMhz + need.cpuMhz > node.resources.cpuMhz) reason = 'exhausted cpu';
         else if (used.memoryMb + need.memoryMb > node.resources.memoryMb) reason = 'exhausted memory';
+        else {
+          // Nomad's "network: ..." dimension: a port collision or no free dynamic port.
+          const ports = portsReason(node, used.ports, group.network, portCache);
+          if (ports) reason = exhaustedBy(ports);
+        }
         if (reason) isExhaustion = true;
       }
       if (reason) {
@@ -315,9 +335,13 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     }
 
     const node = best.node;
-    placements.push({ index, nodeId: node.id, score: best.score });
     const used = usage.get(node.id) ?? emptyUsage();
     usage.set(node.id, used);
+    // portsReason found room, so this cannot fail.
+    const ports = assignPorts(node, used.ports, group.network, input.random);
+    if (typeof ports === 'string') throw new Error(`ports vanished on node ${node.id}: ${ports}`);
+    holdPorts(used.ports, ports);
+    placements.push({ index, nodeId: node.id, score: best.score, ports });
     used.cpuMhz += need.cpuMhz;
     used.memoryMb += need.memoryMb;
     used.jobAllocs.set(jobId, (used.jobAllocs.get(jobId) ?? 0) + 1);
