@@ -26,6 +26,8 @@ export interface ClusterOptions {
   heartbeatTtl?: string;
   /** The clients' stop_after_server_disconnect (fencing window); the agent's default when unset. */
   stopAfterServerDisconnect?: string;
+  /** The servers' log level. Default "debug" (a thousand simulated nodes want "warn"). */
+  serverLogLevel?: string;
 }
 
 interface StatusAnswer {
@@ -81,7 +83,7 @@ server {
     }
   }
 }
-log_level = "debug"
+log_level = "${opts.serverLogLevel ?? 'debug'}"
 `,
       );
       const run = new AgentRun(['--server', '--config', config]);
