@@ -126,7 +126,7 @@ export class SimCluster {
   }
 }
 
-/** A batch job of `count` allocations in groups of at most 1,000 (the per-group limit), each one task on the simulated driver. */
+/** A batch job of `count` allocations in groups of at most 1,000 (the per-group limit), each one task of 100 MHz and 64 MB. */
 export function simBatchJob(id: string, count: number): Record<string, unknown> {
   const groups = [];
   for (let g = 0; g * 1000 < count; g++) groups.push({ name: `g${g}`, count: Math.min(1000, count - g * 1000), tasks: [simTask()] });
@@ -155,5 +155,5 @@ export function simVolumeJob(id: string, source: string, count: number): Record<
 }
 
 function simTask(): Record<string, unknown> {
-  return { name: 't', driver: 'raw_exec', config: { command: '/bin/true' }, resources: { cpuMhz: 10, memoryMb: 10 } };
+  return { name: 't', driver: 'raw_exec', config: { command: '/bin/true' }, resources: { cpuMhz: 100, memoryMb: 64 } };
 }

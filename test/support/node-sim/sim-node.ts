@@ -44,7 +44,7 @@ export interface SimNodeOptions {
   nodeId: string;
   name: string;
   datacenter?: string;
-  /** Default 64 cores' worth of MHz and 64 GiB: room for many allocations. */
+  /** Default 4,000 MHz and 8 GiB, a small machine: room for 40 of the sim jobs' allocations. */
   resources?: { cpuMhz: number; memoryMb: number };
   /** Drivers the node reports healthy. Default ['raw_exec']. */
   drivers?: readonly string[];
@@ -144,7 +144,7 @@ export class SimNode {
       datacenter: o.datacenter ?? 'dc1',
       httpAddr: '',
       drivers,
-      resources: o.resources ?? { cpuMhz: 64_000, memoryMb: 65_536 },
+      resources: o.resources ?? { cpuMhz: 4_000, memoryMb: 8_192 },
       attributes: { 'kernel.name': 'linux', 'berth.simulated': 'true' },
       csiControllerPlugins,
       csiNodePlugins,
