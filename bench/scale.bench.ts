@@ -12,7 +12,8 @@
 //      marked down and no allocation was lost or run twice;
 //   4. 1,000 CSI volumes (a fake plugin's controller, served by one simulated
 //      node) claimed and released by a 1,000-allocation batch job.
-// SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it.
+// SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it; SCALE_LEASE_TTL sets the
+// servers' lease TTL (default 5s).
 // It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
 
 import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/sim-cluster.js';
@@ -23,6 +24,8 @@ const NODES = Number(process.env['SCALE_NODES'] ?? 1000);
 const ALLOCS = Number(process.env['SCALE_ALLOCS'] ?? 10_000);
 const VOLUMES = Number(process.env['SCALE_VOLUMES'] ?? 1000);
 const REST_S = Number(process.env['SCALE_REST_S'] ?? 30);
+/** The servers' lease TTL: how long a leader may go without renewing (a stalled process loses leadership after two thirds of it). */
+const LEASE_TTL = process.env['SCALE_LEASE_TTL'] ?? '5s';
 
 /** The q-th percentile of sorted samples. */
 function percentile(sorted: readonly number[], q: number): number {
@@ -34,9 +37,9 @@ function terminal(a: Allocation): boolean {
 }
 
 export default async function scaleBench(): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = { nodes: NODES };
+  const out: Record<string, unknown> = { nodes: NODES, leaseTtl: LEASE_TTL };
   const t0 = performance.now();
-  const c = await SimCluster.start({ nodes: NODES, heartbeatTtl: '20s', csi: VOLUMES > 0 });
+  const c = await SimCluster.start({ nodes: NODES, heartbeatTtl: '20s', leaseTtl: LEASE_TTL, csi: VOLUMES > 0 });
   try {
     out['registerAllMs'] = round(performance.now() - t0);
     console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started`);
