@@ -44,6 +44,12 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     out['registerAllMs'] = round(performance.now() - t0);
     console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started`);
 
+    if (VOLUMES > 0) {
+      const plugin = await fetch(`${(await c.leader()).url}/v1/plugin/csi/simcsi`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
+      out['pluginRowKiB'] = round((await plugin.text()).length / 1024);
+      console.log(`  the CSI plugin's row with ${NODES} node instances: ${out['pluginRowKiB']} KiB`);
+    }
+
     // 1. At rest.
     let leader = await c.leader();
     c.fleet.takeHeartbeats();
