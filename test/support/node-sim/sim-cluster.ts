@@ -25,6 +25,8 @@ export interface SimClusterOptions {
   taskRunMs?: number;
   /** Start the fake CSI plugin and report it on every node. */
   csi?: boolean;
+  /** etcd's --max-request-bytes; its 1.5 MiB default refuses the one write that places ~1,500 allocations or more. */
+  etcdMaxRequestBytes?: number;
 }
 
 /** Answers of the API that carry an index. */
@@ -47,7 +49,7 @@ export class SimCluster {
   static async start(opts: SimClusterOptions): Promise<SimCluster> {
     const c = new SimCluster();
     try {
-      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn' });
+      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
       let csi: ConstructorParameters<typeof SimFleet>[0]['csi'];
       if (opts.csi) {
         c.fake = new FakePlugin({ socketPath: path.join(c.processes.dir, 'simcsi.sock'), nodeId: 'sim-ext-0', acceptsNode: (id) => id.startsWith('sim-ext-') });
