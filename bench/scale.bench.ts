@@ -16,7 +16,7 @@
 // servers' lease TTL (default 5s).
 // It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
 
-import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/sim-cluster.js';
+import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
 import type { Allocation, Node } from '../src/structs/index.js';
 import { round } from './_stats.js';
 

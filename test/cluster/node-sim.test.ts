@@ -17,7 +17,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, CsiPlugin } from '../../src/structs/index.js';
-import { SIM_PLUGIN, SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../support/node-sim/sim-cluster.js';
+import { SIM_PLUGIN, SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../support/node-sim/index.js';
 
 const NODES = 100;
 let c: SimCluster;
