@@ -57,7 +57,6 @@ export class SimCluster {
         c.#csiClient = new CsiClient({ endpoint: c.fake.endpoint });
         csi = { pluginId: SIM_PLUGIN, fingerprint: await c.#csiClient.fingerprint({ node: true }), controller: c.#csiClient };
       }
-      const leader = await c.processes.leader();
       c.fleet = new SimFleet({
         servers: c.processes.servers.map((s) => s.url),
         token: c.processes.nodeToken,
@@ -67,11 +66,27 @@ export class SimCluster {
       });
       c.fleet.start();
       await c.fleet.waitRegistered();
-      await c.fleet.waitConnected(leader.url);
+      await c.allOnLeader();
       return c;
     } catch (err) {
       await c.close();
       throw err;
+    }
+  }
+
+  /**
+   * Resolves with the leader once every node's connection is open to it. A
+   * leader that changes meanwhile (a loaded machine) is asked for again.
+   */
+  async allOnLeader(): Promise<ServerProc> {
+    for (;;) {
+      const leader = await this.leader();
+      try {
+        await this.fleet.waitConnected(leader.url, AbortSignal.timeout(15_000));
+        return leader;
+      } catch {
+        // Not all there yet, or the leader moved: ask who leads now.
+      }
     }
   }
 
