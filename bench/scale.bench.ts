@@ -79,7 +79,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       const submitted = performance.now() - t;
       await c.fleet.until(() => c.fleet.finished.size >= ALLOCS);
       const ran = performance.now() - t;
-      const allocs = await c.waitAllocs('scale-batch', (l) => l.length === ALLOCS && l.every(terminal));
+      const allocs = await c.waitAllocs('scale-batch', (l) => l.length === ALLOCS && l.every(terminal), { pollMs: 500 });
       const ms = performance.now() - t;
       const complete = allocs.filter((a) => a.clientStatus === 'complete').length;
       out['batchAllocs'] = ALLOCS;
@@ -93,7 +93,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     // 3. Leader SIGKILL with every node connected and a service allocation on each.
     const svcCount = Math.min(NODES, 1000);
     await c.call('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
-    const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'));
+    const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
     leader = await c.leader();
     const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
     const killedAt = performance.now();
@@ -137,7 +137,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       const startedBefore = c.fleet.finished.size;
       const t2 = performance.now();
       await c.call('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
-      await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal));
+      await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500 });
       await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count);
       // Released: no volume holds a claim any more.
       let claimsLeft = -1;

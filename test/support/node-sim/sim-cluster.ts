@@ -109,12 +109,15 @@ export class SimCluster {
 
   /**
    * Resolves with the job's allocations once `done(allocs)` holds, reading
-   * them with blocking queries (each answer comes when they changed).
+   * them with blocking queries (each answer comes when they changed; with
+   * `pollMs`, at most one read per that many ms).
    */
-  async waitAllocs(jobId: string, done: (allocs: Allocation[]) => boolean, signal?: AbortSignal): Promise<Allocation[]> {
+  async waitAllocs(jobId: string, done: (allocs: Allocation[]) => boolean, opts: { signal?: AbortSignal; pollMs?: number } = {}): Promise<Allocation[]> {
     let index = 0;
-    for (;;) {
-      if (signal?.aborted) throw new Error(`job ${jobId}: the allocations did not get there in time`);
+    for (let first = true; ; first = false) {
+      if (opts.signal?.aborted) throw new Error(`job ${jobId}: the allocations did not get there in time`);
+      // A bench reading thousands of allocations must not answer every write with the whole list: at most one read per `pollMs`.
+      if (!first && opts.pollMs) await new Promise((r) => setTimeout(r, opts.pollMs));
       const q = index ? `?index=${index}&wait=5s` : '';
       const { index: next, body } = await this.call<Allocation[]>('GET', `/v1/job/${encodeURIComponent(jobId)}/allocations${q}`);
       if (done(body)) return body;
