@@ -75,7 +75,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     // 2. A batch job of ALLOCS allocations.
     if (ALLOCS > 0) {
       const t = performance.now();
-      await c.call('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
+      await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
       const submitted = performance.now() - t;
       await c.fleet.until(() => c.fleet.finished.size >= ALLOCS);
       const ran = performance.now() - t;
@@ -92,7 +92,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
 
     // 3. Leader SIGKILL with every node connected and a service allocation on each.
     const svcCount = Math.min(NODES, 1000);
-    await c.call('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
+    await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
     const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
     leader = await c.leader();
     const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
@@ -125,7 +125,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       for (let i = 0; i < count; i += 50) {
         await Promise.all(
           Array.from({ length: Math.min(50, count - i) }, (_v, k) =>
-            c.call('POST', `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`, {
+            c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`, {
               pluginId: 'simcsi',
               name: `cv-${i + k}`,
               capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
@@ -136,7 +136,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       const created = performance.now() - t;
       const startedBefore = c.fleet.finished.size;
       const t2 = performance.now();
-      await c.call('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
+      await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
       await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500 });
       await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count);
       // Released: no volume holds a claim any more.

@@ -47,7 +47,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
   });
 
   it('places a 300-allocation batch job and gets every allocation reported complete, each run once where it was placed', async () => {
-    await c.call('POST', '/v1/jobs', { job: simBatchJob('sim-batch', 300) });
+    await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('sim-batch', 300) });
     const allocs = await c.waitAllocs('sim-batch', (l) => l.length === 300 && l.every(terminal));
     assert.ok(allocs.every((a) => a.clientStatus === 'complete'), 'every allocation completed');
     assert.equal(new Set(allocs.map((a) => a.name)).size, 300, 'one allocation per name');
@@ -56,13 +56,13 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
 
   it('claims, publishes, releases and unpublishes 20 CSI volumes through the simulated controller', async () => {
     for (let i = 0; i < 20; i++) {
-      await c.call('POST', `/v1/volume/csi/${encodeURIComponent(`sv[${i}]`)}/create`, {
+      await c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`sv[${i}]`)}/create`, {
         pluginId: SIM_PLUGIN,
         name: `sv-${i}`,
         capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
       });
     }
-    await c.call('POST', '/v1/jobs', { job: simVolumeJob('sim-csi', 'sv', 20) });
+    await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('sim-csi', 'sv', 20) });
     const allocs = await c.waitAllocs('sim-csi', (l) => l.length === 20 && l.every(terminal));
     assert.ok(allocs.every((a) => a.clientStatus === 'complete'), allocs.map((a) => a.clientDescription).join('; '));
     let index = 0;
@@ -83,7 +83,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
   });
 
   it('survives a leader SIGKILL: every node reconnects to the new leader, none is marked down, no allocation is lost or run twice', async () => {
-    await c.call('POST', '/v1/jobs', { job: simServiceJob('sim-svc', 50) });
+    await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('sim-svc', 50) });
     const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.clientStatus === 'running'));
     const leader = await c.leader();
     const heartbeats = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);

@@ -108,6 +108,23 @@ export class SimCluster {
   }
 
   /**
+   * `call`, retried while the cluster answers 503 with a retryable error (an
+   * election under way, the controller's node connection moving to the new
+   * leader), as the CLI's `--retry-for` does; gives up after `forMs` (default 60 s).
+   */
+  async callRetrying<T>(method: string, p: string, body?: unknown, forMs = 60_000): Promise<Indexed<T>> {
+    const deadline = Date.now() + forMs;
+    for (;;) {
+      try {
+        return await this.call<T>(method, p, body);
+      } catch (err) {
+        if (Date.now() > deadline || !/: 503 .*"retryable":true/.test(String((err as Error).message))) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
+
+  /**
    * Resolves with the job's allocations once `done(allocs)` holds, reading
    * them with blocking queries (each answer comes when they changed; with
    * `pollMs`, at most one read per that many ms).
