@@ -2,9 +2,14 @@
 // jobs that run them. Never written by users: recomputed whenever a node or
 // an allocation changes.
 
-import type { ControllerCapability, NodeCapability, PluginFingerprint, Topology } from '../csi/index.js';
+import type { ControllerCapability, NodeCapability, Topology } from '../csi/index.js';
 
-/** One instance of a plugin on one node, as that node last reported it. */
+/**
+ * One instance of a plugin on one node, as that node last reported it. The
+ * plugin's full fingerprint stays on the node's row (`csiNodePlugins`,
+ * `csiControllerPlugins`): a plugin row holds one instance per node, and a
+ * thousand copies of it made every node write rewrite a row of nearly 1 MB.
+ */
 export interface CsiPluginInstance {
   nodeId: string;
   allocId: string;
@@ -13,8 +18,6 @@ export interface CsiPluginInstance {
   healthReason: string;
   provider: string;
   version: string;
-  /** Present once the node fingerprinted the plugin. */
-  fingerprint?: PluginFingerprint;
   /** Node instances: the plugin's NodeGetInfo.node_id (what ControllerPublish must be sent). */
   externalNodeId: string;
   /** Node instances: NodeGetInfo.max_volumes_per_node; 0 = no limit. */

@@ -95,6 +95,34 @@ describe('HTTP API', () => {
     assert.equal(foreign.status, 403);
   });
 
+  it("wakes a node's blocking read of its allocations for its own allocations only", async () => {
+    const web = (await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body;
+    const busy = web[0]!.nodeId;
+    const nodes = (await h.call<Node[]>('GET', '/v1/nodes')).body;
+    const quiet = nodes.find((n) => !web.some((a) => a.nodeId === n.id))!.id;
+    const start = Number((await h.call('GET', `/v1/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-berth-index'));
+    const gone = new AbortController();
+    let quietAnswered = false;
+    const quietRead = fetch(`${h.url}/v1/node/${quiet}/allocations?index=${start}&wait=60s`, {
+      headers: { authorization: `Bearer ${TOKENS.node}` },
+      signal: gone.signal,
+    }).then(
+      () => (quietAnswered = true),
+      () => undefined,
+    );
+    for (const clientStatus of ['pending', 'running'] as const) {
+      const before = Number((await h.call('GET', `/v1/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-berth-index'));
+      const waiting = h.call<Allocation[]>('GET', `/v1/node/${busy}/allocations?index=${before}&wait=60s`, { token: TOKENS.node });
+      await h.call('POST', `/v1/node/${busy}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: web[0]!.id, clientStatus }] } });
+      const woke = await waiting;
+      assert.ok(Number(woke.headers.get('x-berth-index')) > before, 'the busy node is woken by a change of its allocation');
+      assert.equal(woke.body.find((a) => a.id === web[0]!.id)?.clientStatus, clientStatus);
+    }
+    assert.equal(quietAnswered, false, "two writes to another node's allocations did not answer the quiet node's read");
+    gone.abort();
+    await quietRead;
+  });
+
   it('blocking query with a wait returns the current index when nothing changes', async () => {
     const first = await h.call('GET', '/v1/evaluations');
     const index = Number(first.headers.get('x-berth-index'));

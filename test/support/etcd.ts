@@ -28,6 +28,8 @@ export interface StartEtcdOptions {
   members?: number;
   /** How long start() waits for every member to serve. Default 60 s. */
   timeoutMs?: number;
+  /** etcd's --max-request-bytes (its default is 1.5 MiB): the largest write one Txn may carry. */
+  maxRequestBytes?: number;
 }
 
 /** One etcd process of a cluster; can be stopped, killed and started again with its data. */
@@ -38,6 +40,7 @@ export class EtcdMember {
   readonly dataDir: string;
   #initialCluster = '';
   #token = '';
+  #extraArgs: readonly string[] = [];
   #child: ChildProcess | undefined;
   #exited: Promise<void> = Promise.resolve();
   #ready: Promise<void> = Promise.resolve();
@@ -52,9 +55,10 @@ export class EtcdMember {
   }
 
   /** @internal set by the cluster before the first start. */
-  configure(initialCluster: string, token: string): void {
+  configure(initialCluster: string, token: string, extraArgs: readonly string[] = []): void {
     this.#initialCluster = initialCluster;
     this.#token = token;
+    this.#extraArgs = extraArgs;
   }
 
   get running(): boolean {
@@ -83,6 +87,7 @@ export class EtcdMember {
       // Short elections keep failover tests quick on a loaded machine without flapping.
       '--heartbeat-interval=100',
       '--election-timeout=1000',
+      ...this.#extraArgs,
     ];
     this.log = '';
     const child = spawn(ETCD_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -225,7 +230,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdCluste
   for (let i = 0; i < n; i++) members.push(new EtcdMember(`m${i}`, await port(), await port(), join(root, `m${i}`)));
   const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
   const token = `berth-test-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  for (const m of members) m.configure(initial, token);
+  for (const m of members) m.configure(initial, token, opts.maxRequestBytes ? [`--max-request-bytes=${opts.maxRequestBytes}`] : []);
   const cluster = new EtcdCluster(members, root);
   try {
     for (const m of members) await m.start({ waitReady: false });

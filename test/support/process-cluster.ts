@@ -26,6 +26,10 @@ export interface ClusterOptions {
   heartbeatTtl?: string;
   /** The clients' stop_after_server_disconnect (fencing window); the agent's default when unset. */
   stopAfterServerDisconnect?: string;
+  /** etcd's --max-request-bytes (default 1.5 MiB): a job of 10,000 allocations is placed in one write of ~10 MB. */
+  etcdMaxRequestBytes?: number;
+  /** The servers' log level. Default "debug" (a thousand simulated nodes want "warn"). */
+  serverLogLevel?: string;
 }
 
 interface StatusAnswer {
@@ -52,7 +56,7 @@ export class Cluster {
 
   /** Starts etcd, the servers (in turn: the first leads) and the clients. */
   async start(opts: ClusterOptions = {}): Promise<this> {
-    this.etcd = await startEtcd({ members: opts.etcdMembers ?? 1 });
+    this.etcd = await startEtcd({ members: opts.etcdMembers ?? 1, ...(opts.etcdMaxRequestBytes ? { maxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
     const ports: number[] = [];
     for (let i = 0; i < (opts.servers ?? 3); i++) ports.push(await freePort());
     this.leaseTtl = opts.leaseTtl ?? '3s';
@@ -81,7 +85,7 @@ server {
     }
   }
 }
-log_level = "debug"
+log_level = "${opts.serverLogLevel ?? 'debug'}"
 `,
       );
       const run = new AgentRun(['--server', '--config', config]);

@@ -101,7 +101,13 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     // A blocking read or stream is aborted only by its client going away or the server closing: no failure.
     if (err instanceof AbortedError) {
       log.debug({ method: req.method, route: req.routeOptions.url }, 'request ended: the client went away or the server is closing');
-    } else if (status >= 500) log.error({ method: req.method, route: req.routeOptions.url, code: body.code, err: describe(err) }, 'request failed');
+    } else if (status >= 500) {
+      const fields = { method: req.method, route: req.routeOptions.url, code: body.code, err: describe(err) };
+      // A follower sending a node on to the leader is a redirect, not a failure: after each election
+      // every node is sent on once, and a thousand nodes made a thousand error lines.
+      if (req.routeOptions.url === '/v1/node/connect' && body.code === 'UNAVAILABLE') log.debug(fields, 'node connection sent to the leader');
+      else log.error(fields, 'request failed');
+    }
     return reply.status(status).send(body);
   });
 

@@ -4,7 +4,7 @@
 // index to send next time.
 
 import { durationMs } from '../../structs/index.js';
-import type { StateReader, StateStore, TableName } from '../state/index.js';
+import type { DataTable, StateReader, StateStore, StoreEvent, TableName } from '../state/index.js';
 import { ApiError } from './api-error.js';
 
 /** Default and longest wait of a blocking query. */
@@ -54,4 +54,40 @@ export async function blockingRead<T>(
   const snap = store.snapshot();
   const index = Math.max(1, ...tables.map((t) => snap.tableIndex(t)));
   return { index, result: read(snap) };
+}
+
+/**
+ * Like `blockingRead` over one table, but the wait ends only when a write
+ * touches a row `concerns` accepts (a put or a delete), or `wait` runs out:
+ * a reader of a few rows (a node's own allocations) is not woken, and does
+ * not read and answer its whole list again, for every write to the table.
+ * The store's event history says what each write touched; when it no longer
+ * reaches back to the index asked for, the wait ends at the table's next
+ * write, as a plain blocking read's does. The index reported is the table's,
+ * as `blockingRead` reports it. Rejects with AbortedError when `signal` fires.
+ */
+export async function blockingReadOf<T>(
+  store: StateStore,
+  table: DataTable,
+  concerns: (row: unknown) => boolean,
+  query: BlockingQuery,
+  signal: AbortSignal,
+  read: (snap: StateReader) => T,
+): Promise<{ index: number; result: T }> {
+  if (query.index !== undefined) {
+    const deadline = Date.now() + query.waitMs;
+    let seen = query.index;
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      const at = await store.blockUntil([table], seen, { signal, timeoutMs: remaining });
+      if (at <= seen) break;
+      const snap = store.snapshot();
+      const oldest = snap.oldestEventIndex;
+      const covered = oldest > 0 && oldest <= seen + 1;
+      if (!covered || snap.events(seen, { topics: [table] }).some((e: StoreEvent) => concerns(e.row))) break;
+      seen = at;
+    }
+  }
+  return blockingRead(store, [table], { waitMs: 0 }, signal, read);
 }

@@ -11,7 +11,7 @@ import type { NodeTransport } from '../noderpc/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
+import { blockingRead, blockingReadOf, parseBlockingQuery } from './blocking.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
@@ -73,7 +73,10 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
   // job's mount flags (it mounts with them); readers see them redacted, as everywhere.
   app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id/allocations', { config: { access: 'node-read' } }, async (req, reply) => {
     const forNode = req.caller?.role === 'node';
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => {
+    const nodeId = req.params.id;
+    // Woken only by writes to this node's allocations: a thousand nodes' watches are not all answered for each write.
+    const concerns = (row: unknown): boolean => (row as { nodeId?: unknown } | null)?.nodeId === nodeId;
+    const { index, result } = await blockingReadOf(store, 'allocations', concerns, parseBlockingQuery(req.query), signalOf(req, reply), (snap) => {
       if (!snap.get('nodes', rowKey(req.params.id))) return undefined;
       const allocs = snap.list('allocations', { filter: (a) => a.nodeId === req.params.id });
       const jobsById = new Map<string, Job | undefined>();

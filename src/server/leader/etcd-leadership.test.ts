@@ -73,4 +73,24 @@ describe('leader election on etcd', () => {
       await Promise.all(servers.map((s) => s.l.stop()));
     }
   });
+
+  it('a follower whose lease ran out (its process stalled past the TTL) joins again and can take over', async () => {
+    const servers = ['a', 'b'].map((id) => server(id, '/t4/'));
+    await servers[0]!.l.start();
+    await servers[1]!.l.start();
+    const admin = new Etcd3({ hosts: [...etcd.endpoints] });
+    try {
+      const before = await admin.get('/t4/members/b').exec();
+      await admin.leaseClient.leaseRevoke({ ID: before.kvs[0]!.lease });
+      await eventually('b joined again with a new lease', async () => {
+        const now = await admin.get('/t4/members/b').exec();
+        return now.kvs.length === 1 && String(now.kvs[0]!.lease) !== String(before.kvs[0]!.lease);
+      });
+      await servers[0]!.l.stop();
+      await eventually('b leads', () => servers[1]!.l.isLeader);
+    } finally {
+      admin.close();
+      await Promise.all(servers.map((s) => s.l.stop()));
+    }
+  });
 });

@@ -10,7 +10,7 @@
 // create_revision, which a new term changes.
 
 import { randomUUID } from 'node:crypto';
-import { Etcd3, type Lease, type Watcher } from 'etcd3';
+import { Etcd3, EtcdLeaseInvalidError, type Lease, type Watcher } from 'etcd3';
 import {
   AbortedError,
   describeError,
@@ -335,6 +335,12 @@ export class EtcdLeadership implements Leadership {
       } catch (err) {
         if (signal.aborted) break;
         this.#log.warn({ err: describeError(err) }, 'etcd call failed');
+        if (leaseGone(err)) {
+          // Our lease ran out while this process was stalled (a loaded machine, a long pause): every call
+          // made with it fails from now on, so the next round starts a new session instead of retrying forever.
+          if (this.#term) this.#lose();
+          this.#lease = undefined;
+        }
         this.#checkValid();
         await this.#sleep(Math.floor((this.#ttl * 1000) / 3), signal);
         campaign = true;
@@ -419,6 +425,11 @@ export class EtcdLeadership implements Leadership {
     this.#wake = () => inner.abort();
     return this.#clock.sleep(ms, AbortSignal.any([signal, inner.signal])).catch(() => undefined);
   }
+}
+
+/** Whether etcd says the lease a call used no longer exists (expired or revoked). */
+function leaseGone(err: unknown): boolean {
+  return err instanceof EtcdLeaseInvalidError || /requested lease not found/.test(describeError(err));
 }
 
 function parse<T>(s: string): T | undefined {

@@ -16,7 +16,6 @@ function instanceOf(node: Node, rep: CsiPluginReport, kind: 'controller' | 'node
     healthReason: nodeDown ? `node ${node.id} is down` : rep.healthReason,
     provider: rep.provider,
     version: rep.version,
-    ...(rep.fingerprint ? { fingerprint: rep.fingerprint } : {}),
     externalNodeId: kind === 'node' ? (info?.nodeId ?? '') : '',
     maxVolumes: kind === 'node' ? (info?.maxVolumesPerNode ?? 0) : 0,
     ...(kind === 'node' && info?.accessibleTopology ? { topology: info.accessibleTopology } : {}),

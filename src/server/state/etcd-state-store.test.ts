@@ -62,6 +62,19 @@ describe('the etcd state store shared by several servers', () => {
     }
   });
 
+  it('commits a write of 3,000 rows at once (a large job placed in one write), all or nothing', async () => {
+    const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/large' });
+    try {
+      const { index } = await store.write((txn) => {
+        for (let i = 0; i < 3000; i++) txn.put('nodes', node(`n${i}`));
+      });
+      assert.equal(store.snapshot().list('nodes').length, 3000);
+      assert.ok(store.snapshot().list('nodes').every((n) => n.modifyIndex === index), 'one revision for all');
+    } finally {
+      store.close();
+    }
+  });
+
   it('wakes a blocked reader on one server when another server writes', async () => {
     const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });
     const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });

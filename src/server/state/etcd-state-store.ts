@@ -26,6 +26,41 @@ const MAX_BATCH_OPS = 1_000;
  * markers of the tables they read instead of each key.
  */
 const TXN_LEVEL_OPS = 100;
+/** etcd's default --max-txn-ops. A sub-Txn gets what its parents left: this less the largest list of each level above. */
+const MAX_TXN_OPS = 128;
+
+/** How many operations fit under `budget` with nesting (etcd's per-level rule), memoized. */
+const capacities = new Map<number, number>();
+function capacity(budget: number): number {
+  if (budget <= 2) return Math.max(0, budget);
+  let best = capacities.get(budget);
+  if (best !== undefined) return best;
+  best = budget;
+  for (let m = 2; m < budget; m++) best = Math.max(best, m * capacity(budget - m));
+  capacities.set(budget, best);
+  return best;
+}
+
+/**
+ * Nests `ops` in sub-Txns so that etcd accepts them: each level holds at
+ * most `budget` entries, less `taken` (its compares or failure ops), and a
+ * sub-Txn's own budget is what the level above left (etcd checks a nested
+ * Txn against --max-txn-ops minus its parent's largest list). A write of
+ * 10,000 allocations nests two levels deep. Throws when even that cannot fit.
+ */
+export function nestOps(ops: IRequestOp[], budget: number, taken = 0): IRequestOp[] {
+  if (ops.length <= budget) return ops;
+  for (let m = 2; m < budget; m++) {
+    const inner = budget - Math.max(taken, m);
+    if (inner < 1) break;
+    if (m * capacity(inner) < ops.length) continue;
+    const size = Math.ceil(ops.length / m);
+    const out: IRequestOp[] = [];
+    for (let i = 0; i < ops.length; i += size) out.push({ request_txn: { compare: [], success: nestOps(ops.slice(i, i + size), inner), failure: [] } });
+    return out;
+  }
+  throw new StateStoreError('STORE_IO', `a write of ${ops.length} changes is too large for one etcd transaction`);
+}
 
 /**
  * Who may write, for a store shared by several servers: `key` is a key the
@@ -565,13 +600,15 @@ export class EtcdStateStore implements StateStore {
       for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('index'), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('schema'), value: Buffer.from(String(ETCD_SCHEMA_VERSION)) } });
-      if (success.length > TXN_LEVEL_OPS) {
-        const nested: IRequestOp[] = [];
-        for (let i = 0; i < success.length; i += TXN_LEVEL_OPS) nested.push({ request_txn: { compare: [], success: success.slice(i, i + TXN_LEVEL_OPS), failure: [] } });
-        success.splice(0, success.length, ...nested);
-      }
       const failure: IRequestOp[] = [{ request_range: { key: this.#key('index') } }];
       if (fence) failure.push({ request_range: { key: Buffer.from(fence.key) } });
+      if (success.length > TXN_LEVEL_OPS) {
+        try {
+          success.splice(0, success.length, ...nestOps(success, MAX_TXN_OPS, Math.max(compare.length, failure.length)));
+        } catch (err) {
+          return fail(err as Error, batch);
+        }
+      }
 
       const left = deadline - Date.now();
       if (left <= 0) return fail(this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);

@@ -102,6 +102,8 @@ type MutableVolume = { -readonly [K in keyof FakeVolume]: FakeVolume[K] };
 
 export interface ModelConfig {
   nodeId: string;
+  /** Which node IDs ControllerPublish accepts. */
+  acceptsNode: (nodeId: string) => boolean;
   maxVolumesPerNode: number;
   topology: Topology;
   plugin: ReadonlySet<PluginServiceCapability>;
@@ -323,7 +325,7 @@ export class FakeModel {
       throw grpcError('INVALID_ARGUMENT', 'access mode needs SINGLE_NODE_MULTI_WRITER');
     }
     this.#volume(req.volumeId);
-    if (req.nodeId !== this.#config.nodeId) throw grpcError('NOT_FOUND', `node ${req.nodeId} does not exist`);
+    if (!this.#config.acceptsNode(req.nodeId)) throw grpcError('NOT_FOUND', `node ${req.nodeId} does not exist`);
     const nodes = this.controllerPublished.get(req.volumeId) ?? new Set<string>();
     if (!nodes.has(req.nodeId)) {
       const limit = this.#config.maxVolumesPerNode;

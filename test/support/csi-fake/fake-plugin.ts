@@ -57,8 +57,13 @@ export interface FakePluginOptions {
   nodeCapabilities?: NodeCapability[];
   /** Volume expansion modes advertised by GetPluginCapabilities. Default ['ONLINE']. */
   expansion?: VolumeExpansionCapability[];
-  /** NodeGetInfo node_id; the only node ControllerPublish accepts. Default 'fake-node-1'. */
+  /** NodeGetInfo node_id; the only node ControllerPublish accepts (unless `acceptsNode` says more). Default 'fake-node-1'. */
   nodeId?: string;
+  /**
+   * Which node IDs ControllerPublish accepts, for one controller serving many
+   * (simulated) nodes. Default: only `nodeId`.
+   */
+  acceptsNode?: (nodeId: string) => boolean;
   /** NodeGetInfo max_volumes_per_node; also enforced by ControllerPublish. Default 0 (no limit). */
   maxVolumesPerNode?: number;
   /** Default { 'topology.fake.csi.berth.dev/zone': 'z1' }. */
@@ -214,6 +219,7 @@ export class FakePlugin {
       nodeCapabilities: [...(opts.nodeCapabilities ?? DEFAULTS.nodeCapabilities)],
       expansion: [...(opts.expansion ?? DEFAULTS.expansion)],
       nodeId: opts.nodeId ?? DEFAULTS.nodeId,
+      acceptsNode: opts.acceptsNode ?? ((id) => id === (opts.nodeId ?? DEFAULTS.nodeId)),
       maxVolumesPerNode: opts.maxVolumesPerNode ?? 0,
       topology: { ...(opts.topology ?? DEFAULTS.topology) },
       clock: opts.clock ?? systemClock,
@@ -224,6 +230,7 @@ export class FakePlugin {
     const node = new Set(this.#opts.nodeCapabilities);
     this.#model = new FakeModel({
       nodeId: this.#opts.nodeId,
+      acceptsNode: this.#opts.acceptsNode,
       maxVolumesPerNode: this.#opts.maxVolumesPerNode,
       topology: this.#opts.topology,
       plugin,

@@ -1,0 +1,163 @@
+// A thousand nodes: three `berth agent --server` processes on a three-member
+// etcd, loaded by the node simulator (test/support/node-sim: simulated
+// client nodes in this process that speak to the servers through the
+// agent's own serverconn code, running no task). In turn:
+//   1. 1,000 nodes register and heartbeat (heartbeat TTL 20 s, as Nomad
+//      would pick for 1,000 nodes at 50 heartbeats a second): the heartbeat
+//      round trip p50/p99 and the leader's CPU over 30 s at rest;
+//   2. a 10,000-allocation batch job placed and reported complete;
+//   3. a service job with one allocation per node running, then the leader
+//      SIGKILLed: the time until every node's connection is back on the new
+//      leader; then, after every node heartbeated three more times, none was
+//      marked down and no allocation was lost or run twice;
+//   4. 1,000 CSI volumes (a fake plugin's controller, served by one simulated
+//      node) claimed and released by a 1,000-allocation batch job.
+// SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it; SCALE_LEASE_TTL sets the
+// servers' lease TTL (default 5s).
+// It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
+
+import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
+import type { Allocation, Node } from '../src/structs/index.js';
+import { round } from './_stats.js';
+
+const NODES = Number(process.env['SCALE_NODES'] ?? 1000);
+const ALLOCS = Number(process.env['SCALE_ALLOCS'] ?? 10_000);
+const VOLUMES = Number(process.env['SCALE_VOLUMES'] ?? 1000);
+const REST_S = Number(process.env['SCALE_REST_S'] ?? 30);
+/** The servers' lease TTL: how long a leader may go without renewing (a stalled process loses leadership after two thirds of it). */
+const LEASE_TTL = process.env['SCALE_LEASE_TTL'] ?? '5s';
+/**
+ * etcd's --max-request-bytes. Its 1.5 MiB default refuses the single write that
+ * places a job of more than ~1,500 allocations ("request is too large"): the
+ * scheduler writes an evaluation's placements in one Txn. 32 MiB here, as an
+ * operator running such jobs must configure etcd today.
+ */
+const ETCD_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+
+/** The q-th percentile of sorted samples. */
+function percentile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((q / 100) * sorted.length))] ?? 0;
+}
+
+function terminal(a: Allocation): boolean {
+  return a.clientStatus === 'complete' || a.clientStatus === 'failed' || a.clientStatus === 'lost';
+}
+
+export default async function scaleBench(): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = { nodes: NODES, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_BYTES / 2 ** 20 };
+  const t0 = performance.now();
+  const c = await SimCluster.start({ nodes: NODES, heartbeatTtl: '20s', leaseTtl: LEASE_TTL, csi: VOLUMES > 0, etcdMaxRequestBytes: ETCD_MAX_REQUEST_BYTES });
+  try {
+    out['registerAllMs'] = round(performance.now() - t0);
+    console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started`);
+
+    if (VOLUMES > 0) {
+      const plugin = await fetch(`${(await c.leader()).url}/v1/plugin/csi/simcsi`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
+      out['pluginRowKiB'] = round((await plugin.text()).length / 1024);
+      console.log(`  the CSI plugin's row with ${NODES} node instances: ${out['pluginRowKiB']} KiB`);
+    }
+
+    // 1. At rest.
+    let leader = await c.leader();
+    c.fleet.takeHeartbeats();
+    const cpu0 = c.cpuSeconds(leader);
+    await new Promise((r) => setTimeout(r, REST_S * 1000));
+    const cpu = (c.cpuSeconds(leader) - cpu0) / REST_S;
+    const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
+    out['heartbeatP50Ms'] = round(percentile(hb, 50));
+    out['heartbeatP99Ms'] = round(percentile(hb, 99));
+    out['heartbeatsPerS'] = round(hb.length / REST_S);
+    out['leaderCpuAtRestPct'] = round(cpu * 100);
+    console.log(
+      `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25)`,
+    );
+
+    // 2. A batch job of ALLOCS allocations.
+    if (ALLOCS > 0) {
+      const t = performance.now();
+      await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
+      const submitted = performance.now() - t;
+      await c.fleet.until(() => c.fleet.finished.size >= ALLOCS);
+      const ran = performance.now() - t;
+      const allocs = await c.waitAllocs('scale-batch', (l) => l.length === ALLOCS && l.every(terminal), { pollMs: 500 });
+      const ms = performance.now() - t;
+      const complete = allocs.filter((a) => a.clientStatus === 'complete').length;
+      out['batchAllocs'] = ALLOCS;
+      out['batchSubmitMs'] = round(submitted);
+      out['batchAllCompleteMs'] = round(ms);
+      console.log(
+        `  batch job of ${ALLOCS}: submitted in ${round(submitted)} ms, all run by the nodes in ${round(ran)} ms, all ${complete} complete on the servers in ${round(ms)} ms (goal < 20000); run twice: ${c.fleet.doubled().length}`,
+      );
+    }
+
+    // 3. Leader SIGKILL with every node connected and a service allocation on each.
+    const svcCount = Math.min(NODES, 1000);
+    await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
+    const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
+    leader = await c.leader();
+    const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
+    const killedAt = performance.now();
+    await leader.run.stop('SIGKILL');
+    const elected = await c.leader();
+    const electedMs = performance.now() - killedAt;
+    const next = await c.allOnLeader();
+    const reconnectMs = performance.now() - killedAt;
+    // Every node heartbeated three more times (a full TTL at TTL/3 intervals) past the kill.
+    await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (hbBefore[i] ?? 0) + 3));
+    const nodes: Node[] = await c.nodes(next);
+    const markedDown = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered').length;
+    const after = (await c.call<Allocation[]>('GET', '/v1/job/scale-svc/allocations', undefined, next)).body;
+    const same = after.length === before.length && after.every((a) => a.clientStatus === 'running' && before.some((b) => b.id === a.id));
+    out['failoverNewLeaderMs'] = round(electedMs);
+    out['failoverAllReconnectedMs'] = round(reconnectMs);
+    out['failoverNodesMarkedDown'] = markedDown;
+    out['failoverAllocsUnchanged'] = same;
+    console.log(
+      `  leader ${leader.name} SIGKILLed: ${elected.name} leads after ${round(electedMs)} ms, all ${NODES} nodes reconnected to ${next.name} after ${round(reconnectMs)} ms (goal < 10000); nodes marked down since: ${markedDown}; the ${svcCount} service allocations unchanged (none lost, none doubled): ${same}, run twice: ${c.fleet.doubled().length}`,
+    );
+    await leader.run.start();
+    await c.call('DELETE', '/v1/job/scale-svc');
+
+    // 4. CSI volumes claimed and released.
+    if (VOLUMES > 0) {
+      const count = Math.min(VOLUMES, 1000);
+      const t = performance.now();
+      for (let i = 0; i < count; i += 50) {
+        await Promise.all(
+          Array.from({ length: Math.min(50, count - i) }, (_v, k) =>
+            c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`, {
+              pluginId: 'simcsi',
+              name: `cv-${i + k}`,
+              capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+            }),
+          ),
+        );
+      }
+      const created = performance.now() - t;
+      const startedBefore = c.fleet.finished.size;
+      const t2 = performance.now();
+      await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
+      await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500 });
+      await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count);
+      // Released: no volume holds a claim any more.
+      let claimsLeft = -1;
+      for (let index = 0; claimsLeft !== 0; ) {
+        const r = await c.call<Array<{ claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
+        claimsLeft = r.body.reduce((n, v) => n + v.claims.length, 0);
+        index = r.index;
+      }
+      const ms = performance.now() - t2;
+      const published = c.fake?.callsTo('ControllerPublishVolume').length ?? 0;
+      const unpublished = c.fake?.callsTo('ControllerUnpublishVolume').length ?? 0;
+      out['csiVolumes'] = count;
+      out['csiCreateMs'] = round(created);
+      out['csiClaimedReleasedMs'] = round(ms);
+      console.log(
+        `  ${count} CSI volumes created in ${round(created)} ms; claimed, published (${published} ControllerPublish), run, released and unpublished (${unpublished}) by ${count} allocations in ${round(ms)} ms`,
+      );
+    }
+  } finally {
+    await c.close();
+  }
+  return out;
+}

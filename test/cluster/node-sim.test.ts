@@ -1,0 +1,104 @@
+// A hundred simulated nodes (test/support/node-sim: client nodes that speak
+// to the servers through the agent's own serverconn code, running no task)
+// on three `berth agent --server` processes over a three-member etcd, and a
+// fake CSI plugin whose controller one simulated node serves. In sequence:
+//   - every node registers, reports the plugin, and holds its node
+//     connection on the leader;
+//   - a batch job of 300 allocations is placed, each allocation run by the
+//     one node it was placed on, once, and all are reported complete;
+//   - a batch job claims 20 CSI volumes (one per allocation): each is
+//     published through the controller over the node connection, then
+//     released and unpublished, and no claim is left;
+//   - with a service job running, the leader is SIGKILLed: another server
+//     leads, every node reconnects to it, and after every node heartbeated
+//     a full TTL's worth more, no node was marked down and the service's
+//     allocations are the same ones, running, none run twice.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, CsiPlugin } from '../../src/structs/index.js';
+import { SIM_PLUGIN, SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../support/node-sim/index.js';
+
+const NODES = 100;
+let c: SimCluster;
+
+before(async () => {
+  c = await SimCluster.start({ nodes: NODES, heartbeatTtl: '5s', leaseTtl: '2s', csi: true, taskRunMs: 50 });
+});
+
+after(async () => {
+  await c?.close();
+});
+
+function terminal(a: Allocation): boolean {
+  return a.clientStatus === 'complete' || a.clientStatus === 'failed' || a.clientStatus === 'lost';
+}
+
+describe('a hundred simulated nodes on three servers over etcd', () => {
+  it('registers every node, with its CSI node plugin, connected to the leader', async () => {
+    const nodes = await c.nodes();
+    assert.equal(nodes.length, NODES);
+    assert.ok(nodes.every((n) => n.status === 'ready'));
+    const leader = await c.allOnLeader();
+    assert.equal(c.fleet.connectedCount(leader.url), NODES);
+    const plugin = (await c.call<CsiPlugin>('GET', `/v1/plugin/csi/${SIM_PLUGIN}`)).body;
+    assert.equal(plugin.nodesHealthy, NODES);
+    assert.equal(plugin.controllersHealthy, 1);
+  });
+
+  it('places a 300-allocation batch job and gets every allocation reported complete, each run once where it was placed', async () => {
+    await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('sim-batch', 300) });
+    const allocs = await c.waitAllocs('sim-batch', (l) => l.length === 300 && l.every(terminal));
+    assert.ok(allocs.every((a) => a.clientStatus === 'complete'), 'every allocation completed');
+    assert.equal(new Set(allocs.map((a) => a.name)).size, 300, 'one allocation per name');
+    for (const a of allocs) assert.deepEqual(c.fleet.started.get(a.id), [a.nodeId], `${a.name} ran once, on its node`);
+  });
+
+  it('claims, publishes, releases and unpublishes 20 CSI volumes through the simulated controller', async () => {
+    for (let i = 0; i < 20; i++) {
+      await c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`sv[${i}]`)}/create`, {
+        pluginId: SIM_PLUGIN,
+        name: `sv-${i}`,
+        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+      });
+    }
+    await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('sim-csi', 'sv', 20) });
+    const allocs = await c.waitAllocs('sim-csi', (l) => l.length === 20 && l.every(terminal));
+    assert.ok(allocs.every((a) => a.clientStatus === 'complete'), allocs.map((a) => a.clientDescription).join('; '));
+    let index = 0;
+    for (;;) {
+      const r = await c.call<Array<{ id: string; claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
+      if (r.body.length === 20 && r.body.every((v) => v.claims.length === 0)) break;
+      index = r.index;
+    }
+    const fake = c.fake!;
+    const published = fake.callsTo('ControllerPublishVolume');
+    assert.equal(published.length, 20, 'each volume published once');
+    // Each was published to the node its allocation ran on (the plugin's node ID of that simulated node).
+    const nodeOf = new Map(c.fleet.nodes.map((n, i) => [n.nodeId, `sim-ext-${i}`]));
+    const expected = allocs.map((a) => nodeOf.get(a.nodeId)).sort();
+    assert.deepEqual(published.map((p) => String(p.request['nodeId'])).sort(), expected);
+    await c.fleet.until(() => fake.callsTo('ControllerUnpublishVolume').length >= 20);
+    assert.equal(fake.callsTo('ControllerUnpublishVolume').length, 20, 'each volume unpublished once');
+  });
+
+  it('survives a leader SIGKILL: every node reconnects to the new leader, none is marked down, no allocation is lost or run twice', async () => {
+    await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('sim-svc', 50) });
+    const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.clientStatus === 'running'));
+    const leader = await c.leader();
+    const heartbeats = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
+    await leader.run.stop('SIGKILL');
+    const next = await c.allOnLeader();
+    assert.notEqual(next.name, leader.name);
+    // A full TTL of heartbeats (one every third of it) from every node after the kill.
+    await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (heartbeats[i] ?? 0) + 3));
+    const nodes = await c.nodes(next);
+    assert.equal(nodes.length, NODES);
+    const down = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered');
+    assert.deepEqual(down.map((n) => `${n.name}: ${n.status} (${n.statusDescription})`), [], 'no node was marked down, even for a moment');
+    const after = (await c.call<Allocation[]>('GET', '/v1/job/sim-svc/allocations', undefined, next)).body;
+    assert.deepEqual(after.map((a) => a.id).sort(), before.map((a) => a.id).sort(), 'the same allocations');
+    assert.ok(after.every((a) => a.clientStatus === 'running' && a.desiredStatus === 'run'));
+    assert.deepEqual(c.fleet.doubled(), [], 'no allocation ran twice');
+  });
+});

@@ -1,0 +1,138 @@
+// Many simulated nodes in one process (see sim-node.ts), with what the
+// scale scenarios measure and check: heartbeat round trips, which node ran
+// each allocation (twice is a bug), and whether every node holds its node
+// connection to the leader.
+
+import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
+import type { Logger } from '../../../src/lib/index.js';
+import { SimNode, type SimRecorder } from './sim-node.js';
+
+export interface SimFleetOptions {
+  servers: readonly string[];
+  token: string;
+  count: number;
+  /** Node names are `<prefix>-<n>`. Default 'sim'. */
+  prefix?: string;
+  taskRunMs?: number;
+  heartbeatIntervalMs?: number;
+  /** Every node reports this CSI node plugin; the first `controllers` nodes (default 1) also run its controller. */
+  csi?: { pluginId: string; fingerprint: PluginFingerprint; controller: CsiClient; controllers?: number };
+  logger?: Logger;
+}
+
+/** The node ID of simulated node `i` (a UUID, as agents make). */
+export function simNodeId(i: number): string {
+  return `5151a000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+}
+
+/** The plugin's node ID of simulated node `i`: what the fake controller is asked to attach volumes to. */
+export function simExternalNodeId(i: number): string {
+  return `sim-ext-${i}`;
+}
+
+/**
+ * Lifecycle: `start()` starts every node and returns at once; the wait
+ * helpers resolve once the fleet reached a state (they poll the nodes'
+ * own flags every 50 ms; no server is asked); `stop()` stops every node.
+ */
+export class SimFleet {
+  readonly nodes: SimNode[] = [];
+  /** Heartbeat round trips (ms) since the last `takeHeartbeats()`. */
+  #heartbeats: number[] = [];
+  readonly #started = new Map<string, string[]>();
+  readonly #finished = new Map<string, string[]>();
+
+  constructor(opts: SimFleetOptions) {
+    const recorder: SimRecorder = {
+      heartbeat: (ms) => this.#heartbeats.push(ms),
+      started: (allocId, nodeId) => push(this.#started, allocId, nodeId),
+      finished: (allocId, nodeId) => push(this.#finished, allocId, nodeId),
+    };
+    for (let i = 0; i < opts.count; i++) {
+      // Each node lists the servers from a different one, as agents spread their first choice.
+      const servers = opts.servers.map((_s, k) => opts.servers[(i + k) % opts.servers.length] as string);
+      const csi = opts.csi;
+      this.nodes.push(
+        new SimNode({
+          servers,
+          token: opts.token,
+          nodeId: simNodeId(i),
+          name: `${opts.prefix ?? 'sim'}-${i}`,
+          recorder,
+          ...(opts.taskRunMs !== undefined ? { taskRunMs: opts.taskRunMs } : {}),
+          ...(opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: opts.heartbeatIntervalMs } : {}),
+          ...(opts.logger ? { logger: opts.logger } : {}),
+          ...(csi
+            ? {
+                csi: {
+                  pluginId: csi.pluginId,
+                  fingerprint: csi.fingerprint,
+                  externalNodeId: simExternalNodeId(i),
+                  ...(i < (csi.controllers ?? 1) ? { controller: csi.controller } : {}),
+                },
+              }
+            : {}),
+        }),
+      );
+    }
+  }
+
+  start(): void {
+    for (const n of this.nodes) n.start();
+  }
+
+  /** Resolves once every node is registered. */
+  waitRegistered(signal?: AbortSignal): Promise<void> {
+    return this.until(() => this.nodes.every((n) => n.registration.registered), signal);
+  }
+
+  /** Resolves once every node's connection is open (to `server` when given). */
+  waitConnected(server?: string, signal?: AbortSignal): Promise<void> {
+    return this.until(() => this.nodes.every((n) => n.connection.connected && (server === undefined || n.connection.server === server)), signal);
+  }
+
+  /** How many nodes hold an open node connection (to `server` when given). */
+  connectedCount(server?: string): number {
+    return this.nodes.filter((n) => n.connection.connected && (server === undefined || n.connection.server === server)).length;
+  }
+
+  /** The heartbeat round trips recorded since the last call, and starts a new batch. */
+  takeHeartbeats(): number[] {
+    const out = this.#heartbeats;
+    this.#heartbeats = [];
+    return out;
+  }
+
+  /** Allocation IDs that some node started, with the nodes that did. */
+  get started(): ReadonlyMap<string, readonly string[]> {
+    return this.#started;
+  }
+
+  /** Allocation IDs that some node finished, with the nodes that did. */
+  get finished(): ReadonlyMap<string, readonly string[]> {
+    return this.#finished;
+  }
+
+  /** Allocations started more than once (by one node or by several): what must never happen. */
+  doubled(): string[] {
+    return [...this.#started].filter(([, nodes]) => nodes.length > 1).map(([id]) => id);
+  }
+
+  /** Resolves once `check()` holds, checking every 50 ms; rejects when `signal` fires first. */
+  async until(check: () => boolean, signal?: AbortSignal): Promise<void> {
+    while (!check()) {
+      if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('the fleet did not get there in time');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+}
+
+function push(map: Map<string, string[]>, key: string, value: string): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
