@@ -58,7 +58,7 @@ export interface ExecutorDriverOptions {
    * start is then a spawn, not a Node start; a crash of it loses all its tasks).
    */
   tasksPerExecutor?: number;
-  /** How long a shared executor with no task left waits before it exits. Default 60 s. */
+  /** How long a shared executor with no task left waits before it exits. Default 0: at once. */
   sharedExecutorIdleMs?: number;
 }
 
@@ -99,7 +99,7 @@ export abstract class ExecutorDriver implements TaskDriver {
         executorPath: EXECUTOR_PATH,
         dir: opts.stateDir,
         tasksPerExecutor: opts.tasksPerExecutor ?? 1,
-        idleExitMs: opts.sharedExecutorIdleMs ?? 60_000,
+        idleExitMs: opts.sharedExecutorIdleMs ?? 0,
       });
     }
     this.#afterTaskStarted = opts.afterTaskStarted;

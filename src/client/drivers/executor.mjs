@@ -24,6 +24,9 @@
 // a plugin: Nomad's StdoutPath/StderrPath) the task writes straight into the
 // host's FIFOs and the host's log monitor rotates.
 //
+// Shared mode (`mode: 'host'`, see host()): one process runs many tasks, each
+// as above, started over the process's own socket instead of stdin and fd 3.
+//
 // Log monitor mode (`mode: 'logmon'`, Nomad's logmon, one per node): the
 // same script, started by the host for the tasks of external driver plugins,
 // holds each task's stdout/stderr FIFOs open (read-write, so a writer never
@@ -742,9 +745,9 @@ async function runTask(cfg, report) {
  * socket, started.json, exit.json, logs, lease), so that a task start costs
  * a spawn of the task and not a Node start. Its socket takes one JSON line
  * per connection, `{ op: 'start', config }`, and answers with that task's
- * start report; `{ op: 'status' }` answers `{ ok, tasks }`. With no task for
- * idleExitMs it stops listening and exits; a start that reaches it then is
- * answered `{ ok: false, retry: true }`. Reports `{ ok: true, pid,
+ * start report; `{ op: 'status' }` answers `{ ok, tasks }`. With no task left
+ * for idleExitMs (0: at once) it removes its socket and exits; a start that
+ * reaches it then is answered `{ ok: false, retry: true }`. Reports `{ ok: true, pid,
  * executorStartTicks }` on fd 3 once it listens.
  * @param {{ socketPath: string, idleExitMs: number }} cfg
  * @param {(msg: unknown) => void} report
@@ -753,6 +756,7 @@ function host(cfg, report) {
   let tasks = 0;
   let idleSince = Date.now();
   let closing = false;
+  let idle = () => {};
   // One task's fault must not take down the others it supervises.
   process.on('uncaughtException', (err) => note(path.dirname(cfg.socketPath), `host: ${err?.stack ?? err}`));
   const server = net.createServer((conn) => {
@@ -780,7 +784,9 @@ function host(cfg, report) {
       void runTask(msg.config, answer)
         .catch((err) => answer({ ok: false, error: String(err?.message ?? err) }))
         .finally(() => {
-          if (--tasks === 0) idleSince = Date.now();
+          if (--tasks > 0) return;
+          idleSince = Date.now();
+          idle();
         });
     });
   });
@@ -789,15 +795,18 @@ function host(cfg, report) {
     fs.chmodSync(cfg.socketPath, 0o600);
     report({ ok: true, pid: process.pid, executorStartTicks: startTicks(process.pid) });
   });
-  const timer = setInterval(() => {
-    if (tasks > 0 || Date.now() - idleSince <= cfg.idleExitMs) return;
+  const exitIfIdle = () => {
+    if (closing || tasks > 0 || Date.now() - idleSince < cfg.idleExitMs) return;
     closing = true;
-    clearInterval(timer);
+    // New starts find no socket (and go to another executor); one already accepted is answered `retry`.
     fs.rmSync(cfg.socketPath, { force: true });
     server.close(() => process.exit(0));
     // A connection that never sends its line does not hold the exit up.
     setTimeout(() => process.exit(0), 5000);
-  }, Math.min(2000, Math.max(100, Math.floor(cfg.idleExitMs / 2))));
+  };
+  idle = () => setTimeout(exitIfIdle, cfg.idleExitMs);
+  // A new executor waits a little longer for its first task.
+  setTimeout(exitIfIdle, Math.max(cfg.idleExitMs, 5000));
 }
 
 async function main() {
