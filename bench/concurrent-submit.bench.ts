@@ -13,9 +13,10 @@
 // agent's RSS idle and after every job was stopped, purged and its
 // allocation collected, and the machine's load average (the machine is
 // shared). BENCH_SUBMIT_CPU_PROF=dir runs the agent under `node --cpu-prof`
-// writing its profile there.
+// writing its profile there; BENCH_SUBMIT_TASKS_PER_EXECUTOR=n sets the
+// agent's `tasks_per_executor` (1: an executor process per task, as before).
 
-import { readFileSync, readdirSync, mkdirSync } from 'node:fs';
+import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -109,21 +110,23 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   const agentDir = join(dir, 'agent');
   mkdirSync(agentDir);
   const prof = process.env['BENCH_SUBMIT_CPU_PROF'];
-  const prevOptions = process.env['NODE_OPTIONS'];
-  if (prof) process.env['NODE_OPTIONS'] = `${prevOptions ?? ''} --cpu-prof --cpu-prof-dir=${prof}`.trim();
-  const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--port', String(await freePort()), '--log-level', 'warn']);
-  try {
-    await agent.start();
-  } finally {
-    if (prof) {
-      if (prevOptions === undefined) delete process.env['NODE_OPTIONS'];
-      else process.env['NODE_OPTIONS'] = prevOptions;
-    }
-  }
+  const perExecutor = process.env['BENCH_SUBMIT_TASKS_PER_EXECUTOR'];
+  const configFile = join(dir, 'agent.hcl');
+  writeFileSync(configFile, perExecutor ? `client {\n  tasks_per_executor = ${Number(perExecutor)}\n}\n` : '');
+  const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], {
+    nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+  });
+  await agent.start();
   const agentPid = agent.child!.pid!;
   const headers = { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' };
   const allocs = async (): Promise<Array<{ jobId: string; clientStatus: string; desiredStatus: string }>> =>
     (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; clientStatus: string; desiredStatus: string }>;
+  /** The agent's event loop delay (ms) since the previous scrape (prom-client's monitorEventLoopDelay gauges). */
+  const loopDelay = async (): Promise<{ p50: number; p99: number; max: number }> => {
+    const text = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    const at = (name: string): number => round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000);
+    return { p50: at('nodejs_eventloop_lag_p50_seconds'), p99: at('nodejs_eventloop_lag_p99_seconds'), max: at('nodejs_eventloop_lag_max_seconds') };
+  };
   const workers: Worker[] = [];
   try {
     await sleep(2000);
@@ -156,6 +159,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       );
     }
     await Promise.all(ready);
+    await loopDelay();
     const t0 = performance.timeOrigin + performance.now();
     Atomics.store(gate, 0, 1);
     Atomics.notify(gate, 0);
@@ -180,6 +184,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const allAnsweredMs = Math.max(...submitted.map((s) => s.end)) - t0;
     await polled;
     const loadDuring = load();
+    const delay = await loopDelay();
     await Promise.all(workers.map((w) => w.terminate()));
     workers.length = 0;
 
@@ -189,6 +194,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     console.log(
       `  ${JOBS} POST /v1/jobs, one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
     );
+    console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
     console.log(`  ${executors.length} executors with every task running: PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
 
     const busyRssMiB = rssMiB(agentPid);
@@ -202,11 +208,13 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     console.log(`  agent RSS: idle ${idleRssMiB} MiB, ${JOBS} running ${busyRssMiB} MiB, all collected ${afterRssMiB} MiB (+${round(((afterRssMiB - idleRssMiB) / idleRssMiB) * 100)} %)`);
     return {
       jobs: JOBS,
+      ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
       submitP50Ms: round(submit.p50),
       submitP99Ms: round(submit.p99),
       submitMaxMs: round(submit.max),
       allAnsweredMs: round(allAnsweredMs),
       allRunningMs: round(allRunningMs),
+      eventLoopDelayMs: delay,
       executors: executors.length,
       executorsPssMiB,
       agentRssMiB: { idle: idleRssMiB, running: busyRssMiB, collected: afterRssMiB },

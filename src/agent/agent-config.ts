@@ -64,6 +64,7 @@ const CONFIG_BODY: HclBody = {
       gc_max_allocs: attr('gcMaxAllocs'),
       gc_disk_usage_threshold: attr('gcDiskUsageThreshold'),
       stop_after_server_disconnect: attr('stopAfterServerDisconnect'),
+      tasks_per_executor: attr('tasksPerExecutor'),
     },
   },
   csi: {
@@ -152,6 +153,7 @@ const configSchema = z.strictObject({
       gcMaxAllocs: z.number().int().min(0).optional(),
       gcDiskUsageThreshold: z.number().min(0).max(100).optional(),
       stopAfterServerDisconnect: duration.optional(),
+      tasksPerExecutor: z.number().int().min(1).max(1000).optional(),
     })
     .optional(),
   csi: z
@@ -220,6 +222,8 @@ export interface AgentConfig {
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
     /** stop_after_server_disconnect: see Client's stopAfterServerDisconnectMs. */
     stopAfterServerDisconnectMs?: number;
+    /** tasks_per_executor: raw_exec/exec tasks sharing one executor process (1: each its own). */
+    tasksPerExecutor?: number;
     /** Whether Berth's own drivers run inside the agent (default) or as plugins (`berth driver serve <name>`). */
     driverModes?: { raw_exec?: DriverMode; exec?: DriverMode };
   };
@@ -389,6 +393,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
           }
         : {}),
       ...(c.stopAfterServerDisconnect ? { stopAfterServerDisconnectMs: durationMs(c.stopAfterServerDisconnect) } : {}),
+      ...(c.tasksPerExecutor !== undefined ? { tasksPerExecutor: c.tasksPerExecutor } : {}),
       drivers: {
         ...(truthy(c.options?.['driver.raw_exec.enable']) !== undefined ? { raw_exec: truthy(c.options?.['driver.raw_exec.enable']) as boolean } : {}),
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),
