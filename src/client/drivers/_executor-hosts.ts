@@ -9,11 +9,13 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { AbortedError } from '../../lib/index.js';
-import { join } from 'node:path';
-import { askExecutor, ExecutorUnavailable } from './_control.js';
+import { askExecutor, type ExecutorUnavailable } from './_control.js';
 import { isAlive } from './_proc.js';
+import type { ExitResult, TaskHandle } from './task-driver.js';
 
 /** An executor's start report (fd 3 of a new process, or a shared executor's answer to `start`). */
 export interface StartReport {
@@ -24,6 +26,32 @@ export interface StartReport {
   taskPid?: number;
   taskStartTicks?: number;
   executorStartTicks?: number;
+}
+
+/** What an executor writes to `started.json` in the task's state dir once the task runs (before it reports). */
+export interface StartedRecord {
+  taskPid: number;
+  taskStartTicks: number;
+  executorStartTicks: number;
+}
+
+/** The task's started.json, when it was written with a task pid. */
+export function readStartedRecord(handle: Pick<TaskHandle, 'stateDir'>): StartedRecord | undefined {
+  try {
+    const rec = JSON.parse(readFileSync(join(handle.stateDir, 'started.json'), 'utf8')) as StartedRecord;
+    return typeof rec.taskPid === 'number' && rec.taskPid > 0 ? rec : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The task's exit.json (how it ended), once its executor recorded it. */
+export function readExitRecord(handle: Pick<TaskHandle, 'stateDir'>): (ExitResult & { finishedAt: number }) | undefined {
+  try {
+    return JSON.parse(readFileSync(join(handle.stateDir, 'exit.json'), 'utf8')) as ExitResult & { finishedAt: number };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The environment every executor starts with. */

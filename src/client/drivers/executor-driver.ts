@@ -3,9 +3,9 @@
 // its unix socket and reads the kernel's /proc for liveness and stats.
 
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import { isAbsolute, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AbortedError, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
@@ -14,10 +14,10 @@ import { DriverError } from './driver-error.js';
 import { commandProblem } from './_command-path.js';
 import { runAsUser } from './_task-user.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
-import { ExecutorHosts, spawnExecutor, type StartReport } from './_executor-hosts.js';
+import { ExecutorHosts, readExitRecord, readStartedRecord, spawnExecutor, type StartReport } from './_executor-hosts.js';
 import { childrenOf, environOf, isAlive, kernelUnits, processTree, readStat } from './_proc.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
-import { cgroupLimits, killGroup, killPid, publicExit } from './_host.js';
+import { cgroupLimits, checkMounts, killGroup, killPid, publicExit } from './_host.js';
 import type {
   DriverCapabilities,
   ExecOptions,
@@ -60,13 +60,6 @@ export interface ExecutorDriverOptions {
   tasksPerExecutor?: number;
   /** How long a shared executor with no task left waits before it exits. Default 0: at once. */
   sharedExecutorIdleMs?: number;
-}
-
-/** What the executor writes to `started.json` in its state dir once the task runs (before it reports on fd 3). */
-interface StartedRecord {
-  taskPid: number;
-  taskStartTicks: number;
-  executorStartTicks: number;
 }
 
 /** How long recoverTask waits for an executor that was still starting its task when the agent died. */
@@ -118,7 +111,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     this.#alive();
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
     if (this.#tasks.has(cfg.id)) throw new DriverError('DRIVER_TASK_EXISTS', `task ${cfg.id} is already started`);
-    this.#checkMounts(cfg);
+    checkMounts(cfg, this.name, this.capabilities.mountConfigs);
     if (cfg.networkNamespacePath && !existsSync(cfg.networkNamespacePath)) {
       throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName}: network namespace ${cfg.networkNamespacePath} does not exist`);
     }
@@ -244,26 +237,6 @@ export abstract class ExecutorDriver implements TaskDriver {
     return existsSync(handle.socketPath) || !existsSync(join(handle.stateDir, 'started.json'));
   }
 
-  #checkMounts(cfg: TaskConfig): void {
-    if (cfg.mounts.length > 0 && this.capabilities.mountConfigs === 'none') {
-      throw new DriverError('DRIVER_MOUNTS_UNSUPPORTED', `task ${cfg.taskName}: the ${this.name} driver does not support volume mounts`);
-    }
-    for (const m of cfg.mounts) {
-      if (!isAbsolute(m.destination) || normalize(m.destination) !== m.destination || m.destination === '/') {
-        throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount destination ${m.destination} must be a normalized absolute path`);
-      }
-      if (!existsSync(m.source)) {
-        throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount source ${m.source} does not exist`);
-      }
-      if (m.propagation === 'bidirectional' && m.readOnly) {
-        throw new DriverError(
-          'DRIVER_INVALID_MOUNT',
-          `task ${cfg.taskName}: bidirectional propagation at ${m.destination} needs a writable volume, and this one is read-only`,
-        );
-      }
-    }
-  }
-
   async recoverTask(saved: TaskHandle): Promise<TaskHandle> {
     this.#alive();
     const known = this.#tasks.get(saved.taskId);
@@ -272,7 +245,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskId}: the handle is not a ${this.name} handle`);
     }
     const handle = saved.taskPid ? { ...saved } : await this.#completeSpawnedHandle(saved);
-    const recorded = this.#readExitFile(handle);
+    const recorded = readExitRecord(handle);
     if (recorded) {
       this.#tasks.set(handle.taskId, { handle, exit: recorded });
     } else if (this.#executorAlive(handle) || isAlive(handle.taskPid, handle.taskStartTicks)) {
@@ -295,9 +268,9 @@ export abstract class ExecutorDriver implements TaskDriver {
   async #completeSpawnedHandle(saved: TaskHandle): Promise<TaskHandle> {
     const deadline = this.#clock.now() + START_WAIT_MS;
     for (;;) {
-      const started = this.#readStartedFile(saved);
+      const started = readStartedRecord(saved);
       if (started) return { ...saved, ...started };
-      if (this.#readExitFile(saved)) return saved;
+      if (readExitRecord(saved)) return saved;
       if (!this.#executorAlive(saved) || this.#clock.now() >= deadline) break;
       await this.#clock.sleep(20, this.#stopping.signal);
     }
@@ -306,15 +279,6 @@ export abstract class ExecutorDriver implements TaskDriver {
     await this.#killCgroup({ handle: saved });
     rmSync(saved.stateDir, { recursive: true, force: true });
     throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskName}: its executor ended before it reported the task started`);
-  }
-
-  #readStartedFile(handle: TaskHandle): StartedRecord | undefined {
-    try {
-      const rec = JSON.parse(readFileSync(join(handle.stateDir, 'started.json'), 'utf8')) as StartedRecord;
-      return typeof rec.taskPid === 'number' && rec.taskPid > 0 ? rec : undefined;
-    } catch {
-      return undefined;
-    }
   }
 
   async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<ExitResult> {
@@ -340,7 +304,7 @@ export abstract class ExecutorDriver implements TaskDriver {
         rec.exit = answer.exit;
         break;
       }
-      const recorded = this.#readExitFile(rec.handle);
+      const recorded = readExitRecord(rec.handle);
       if (recorded) {
         rec.exit = recorded;
         break;
@@ -371,14 +335,6 @@ export abstract class ExecutorDriver implements TaskDriver {
       };
     }
     return publicExit(rec.exit);
-  }
-
-  #readExitFile(handle: TaskHandle): (ExitResult & { finishedAt: number }) | undefined {
-    try {
-      return JSON.parse(readFileSync(join(handle.stateDir, 'exit.json'), 'utf8')) as ExitResult & { finishedAt: number };
-    } catch {
-      return undefined;
-    }
   }
 
   async stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void> {
