@@ -148,6 +148,7 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     ['Desired Description', a.desiredDescription || undefined],
     ['Client Status', s.style.status(a.clientStatus)],
     ['Client Description', a.clientDescription || undefined],
+    ['Network', a.network ? `${a.network.mode}${a.network.address ? `, address ${a.network.address}${a.network.interface ? ` (${a.network.interface})` : ''}` : ''}` : undefined],
     ['Reschedule Attempts', a.rescheduleAttempts],
     ['Previous Allocation', a.previousAllocation],
     ['Created', `${timestamp(a.createTime)} (${age(a.createTime)})`],

@@ -124,6 +124,8 @@ export interface ClientOptions {
   httpAddr?: string;
   /** Prefix of network namespace names (tests keep theirs apart). */
   netnsPrefix?: string;
+  /** Group networks: the bridge's name and subnet, CNI plugin directories, the user's CNI networks (client bridge_network_name etc.). */
+  network?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
   /** Passed to each allocation runner. */
   killTimeoutMs?: number;
   /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */

@@ -250,13 +250,20 @@ export class Client {
       await this.#startExternalDrivers();
       await this.#fingerprinter.refreshDriverInfo(true);
       this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
-      this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
+      this.#network = new NetworkManager({
+        logger: this.#root,
+        stateDir: path.join(dataDir, 'network'),
+        ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}),
+        ...this.#opts.network,
+      });
 
       this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });
       this.#claimer = new HttpVolumeClaimer({ api: this.#api });
       this.#reporter = new StatusReporter({ api: this.#api, nodeId: this.#node.id, clock: this.#clock, logger: this.#root });
 
       await this.#restoreRunners(store);
+      // Networks of allocations that ended while the agent was down are detached; running ones re-adopted.
+      await this.#network.restore(new Set([...this.#runners.values()].filter((e) => !isClientTerminal(e.runner.status().clientStatus)).map((e) => e.alloc.id)));
       await this.#reapOrphanedTasks();
       for (const { key } of store.bucket<true>(GC_BUCKET).list()) this.#collected.add(key);
       this.#gc = new AllocGarbageCollector({
@@ -551,7 +558,7 @@ export class Client {
   }
 
   #onStatus(u: AllocStatusUpdate): void {
-    this.#reporter?.report({ id: u.allocId, clientStatus: u.clientStatus, clientDescription: u.clientDescription, taskStates: u.taskStates });
+    this.#reporter?.report({ id: u.allocId, clientStatus: u.clientStatus, clientDescription: u.clientDescription, taskStates: u.taskStates, ...(u.network ? { network: u.network } : {}) });
     for (const l of this.#statusListeners) l();
   }
 

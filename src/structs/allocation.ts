@@ -15,6 +15,15 @@ export interface TaskState {
   events: Array<{ at: number; type: string; message: string; details: Record<string, string> }>;
 }
 
+/** An allocation's network as its client reports it (Allocation.network). */
+export interface AllocNetworkStatus {
+  mode: string;
+  /** The allocation's own IP address (bridge, cni). */
+  address?: string;
+  /** The interface holding it inside the allocation's namespace. */
+  interface?: string;
+}
+
 export interface Allocation {
   id: string;
   namespace: string;
@@ -36,6 +45,10 @@ export interface Allocation {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  /** The ports the scheduler gave the allocation: `value` on the host, `to` inside its network namespace (= value in host mode). */
+  ports?: Array<{ label: string; value: number; to: number; hostIp: string }>;
+  /** The allocation's network as its client reports it: mode, and in bridge/cni its own address and interface. */
+  network?: AllocNetworkStatus;
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;

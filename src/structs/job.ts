@@ -8,6 +8,7 @@ import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from 
 import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
+import { isNetworkMode, type NetworkMode } from './node.js';
 import { cronProblem } from './periodic.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -214,12 +215,17 @@ const parameterizedSchema = z.strictObject({
   metaOptional: z.array(z.string().min(1)).default([]),
 });
 
+/** A group's network mode: host, none, bridge, or a CNI network of the client's cni_config_dir as `cni/<name>`. */
+const networkModeSchema = z.custom<NetworkMode>((v) => typeof v === 'string' && isNetworkMode(v), {
+  message: 'network mode must be "host", "none", "bridge" or "cni/<name>" (a CNI network in the client\'s cni_config_dir)',
+});
+
 const groupSchema = z.strictObject({
   name: name('group name'),
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   restart: restartSchema.prefault({}),
   reschedule: rescheduleSchema.prefault({}),
-  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host'), ...refused('ports') }).prefault({}),
+  network: z.strictObject({ mode: networkModeSchema.default('host'), ...refused('ports') }).prefault({}),
   meta: metaSchema.optional(),
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),

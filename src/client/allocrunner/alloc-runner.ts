@@ -6,7 +6,7 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
+import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState, type AllocNetworkStatus } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { TaskDirHook } from './task-dir-hook.js';
 import { ArtifactHook } from '../artifact/index.js';
@@ -38,6 +38,8 @@ export interface AllocRunnerStatus {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  /** The group's own network once made (modes none, bridge, cni): its mode and, for bridge/cni, the allocation's address. */
+  network?: AllocNetworkStatus;
 }
 
 /** One CSI mount an allocation needs, for VolumeManager.reconcile. */
@@ -387,7 +389,9 @@ export class AllocRunner {
       clientStatus = 'pending';
       clientDescription = this.#record.phase === 'prerun' ? 'Setting up the allocation' : 'No tasks have started';
     }
-    return { clientStatus, clientDescription, taskStates };
+    const net = this.#record.network;
+    const network = net?.mode ? { network: { mode: net.mode, ...(net.address ? { address: net.address } : {}), ...(net.interface ? { interface: net.interface } : {}) } } : {};
+    return { clientStatus, clientDescription, taskStates, ...network };
   }
 
   /**

@@ -6,7 +6,7 @@
 
 import http from 'node:http';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
-import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, VolumeStatsReport } from '../../structs/index.js';
+import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport } from '../../structs/index.js';
 
 export type ServerConnErrorCode =
   /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
@@ -51,6 +51,7 @@ export interface AllocStatusReport {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  network?: AllocNetworkStatus;
 }
 
 export interface ServerApiOptions {

@@ -16,6 +16,7 @@ import {
   type JobSpec,
   type TaskGroup,
   type TaskState,
+  type AllocNetworkStatus,
 } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
@@ -38,6 +39,8 @@ export interface AllocationUpdate {
   clientStatus: AllocClientStatus;
   clientDescription?: string;
   taskStates?: Record<string, TaskState>;
+  /** The allocation's network (mode, address) once its client made it. */
+  network?: AllocNetworkStatus;
 }
 
 export interface RegisterResult {
@@ -212,6 +215,7 @@ export class JobService {
           clientStatus: u.clientStatus,
           clientDescription: u.clientDescription ?? alloc.clientDescription,
           taskStates: u.taskStates ?? alloc.taskStates,
+          ...(u.network ? { network: u.network } : {}),
           modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
         };
         if (!sameSpec(next, alloc)) txn.put('allocations', next);
