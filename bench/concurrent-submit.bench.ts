@@ -1,13 +1,26 @@
-// 200 concurrent job submissions over HTTP (section `concurrent-submit` of
-// `npm run bench`): a warm `berth agent --dev` in its own process; N
-// (BENCH_SUBMIT_JOBS, 200) one-task raw_exec jobs POSTed to /v1/jobs at
-// once. Figures: the submit latency each caller sees (p50/p99/max), and the
-// time from the first POST until the API lists every allocation running.
-// Then every job is stopped and purged (not timed). BENCH_SUBMIT_CPU_PROF=dir
-// starts the agent under `node --cpu-prof` writing its profile there.
+// 200 concurrent job submissions on a dev agent (section `concurrent-submit`
+// of `npm run bench`), the load of issue 25: a warm `berth agent --dev` in
+// its own process; N (BENCH_SUBMIT_JOBS, 200) jobs {type service, one
+// raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each POSTed to
+// /v1/jobs from its own worker thread over its own connection (an http.Agent
+// with keepAlive false: as N separate CLI processes would), all threads
+// started first and released at once; then GET /v1/allocations every 200 ms
+// until every allocation runs.
+//
+// Figures: the submit latency each caller sees (p50/p99/max), the time from
+// the release until the API lists every allocation running, the executors'
+// memory (PSS, /proc/<pid>/smaps_rollup) with all N tasks running, the
+// agent's RSS idle and after every job was stopped, purged and its
+// allocation collected, and the machine's load average (the machine is
+// shared). BENCH_SUBMIT_CPU_PROF=dir runs the agent under `node --cpu-prof`
+// writing its profile there; BENCH_SUBMIT_TASKS_PER_EXECUTOR=n sets the
+// agent's `tasks_per_executor` (1: an executor process per task, as before).
 
-import { mkdirSync } from 'node:fs';
+import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { round } from './_stats.js';
@@ -18,59 +31,197 @@ function quantile(xs: readonly number[], q: number): number {
 }
 
 const JOBS = Number(process.env['BENCH_SUBMIT_JOBS'] ?? 200);
+const POLL_MS = 200;
 
 function job(id: string): Record<string, unknown> {
   return {
     id,
     type: 'service',
-    groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 1, memoryMb: 1 } }] }],
+    groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 5, memoryMb: 10 } }] }],
   };
 }
+
+// One submitter: plain JS (no transpiler to load in 200 threads). It says
+// `ready`, blocks on the shared gate until the main thread opens it, then
+// sends its one POST over a fresh connection and reports the latency it saw
+// (the clock is the shared wall clock of performance.timeOrigin + now()).
+const SUBMITTER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const http = require('node:http');
+const { url, token, body, gate } = workerData;
+parentPort.postMessage({ ready: true });
+Atomics.wait(gate, 0, 0);
+const start = performance.timeOrigin + performance.now();
+const req = http.request(url, {
+  method: 'POST',
+  agent: new http.Agent({ keepAlive: false, maxSockets: 1 }),
+  headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+}, (res) => {
+  let text = '';
+  res.setEncoding('utf8');
+  res.on('data', (d) => (text += d));
+  res.on('end', () => parentPort.postMessage({ start, end: performance.timeOrigin + performance.now(), status: res.statusCode, text: res.statusCode === 200 ? '' : text.slice(0, 300) }));
+});
+req.on('error', (err) => parentPort.postMessage({ start, end: 0, status: 0, text: String(err) }));
+req.end(body);
+`;
+
+interface Submitted {
+  start: number;
+  end: number;
+  status: number;
+  text: string;
+}
+
+/** PSS of a process, KiB (0 once gone). */
+function pssKiB(pid: number): number {
+  try {
+    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+function rssMiB(pid: number): number {
+  const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  return round(kb / 1024);
+}
+
+/** Processes whose command line names the executor script and whose parent is `agentPid`. */
+function executorsOf(agentPid: number): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== agentPid) continue;
+      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('executor')) out.push(Number(e));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 export default async function bench(dir: string): Promise<Record<string, unknown>> {
   const agentDir = join(dir, 'agent');
   mkdirSync(agentDir);
   const prof = process.env['BENCH_SUBMIT_CPU_PROF'];
-  const prevOptions = process.env['NODE_OPTIONS'];
-  if (prof) process.env['NODE_OPTIONS'] = `${prevOptions ?? ''} --cpu-prof --cpu-prof-dir=${prof}`.trim();
-  const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--port', String(await freePort()), '--log-level', 'warn']);
-  try {
-    await agent.start();
-  } finally {
-    if (prof) {
-      if (prevOptions === undefined) delete process.env['NODE_OPTIONS'];
-      else process.env['NODE_OPTIONS'] = prevOptions;
-    }
-  }
+  const perExecutor = process.env['BENCH_SUBMIT_TASKS_PER_EXECUTOR'];
+  const configFile = join(dir, 'agent.hcl');
+  writeFileSync(configFile, perExecutor ? `client {\n  tasks_per_executor = ${Number(perExecutor)}\n}\n` : '');
+  const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], {
+    nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+  });
+  await agent.start();
+  const agentPid = agent.child!.pid!;
   const headers = { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' };
-  const running = async (): Promise<number> => {
-    const res = await fetch(`${agent.addr}/v1/allocations`, { headers });
-    const allocs = (await res.json()) as Array<{ jobId: string; clientStatus: string; desiredStatus: string }>;
-    return allocs.filter((a) => a.jobId.startsWith('burst-') && a.desiredStatus === 'run' && a.clientStatus === 'running').length;
+  const allocs = async (): Promise<Array<{ jobId: string; clientStatus: string; desiredStatus: string }>> =>
+    (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; clientStatus: string; desiredStatus: string }>;
+  /** The agent's event loop delay (ms) since the previous scrape (prom-client's monitorEventLoopDelay gauges). */
+  const loopDelay = async (): Promise<{ p50: number; p99: number; max: number }> => {
+    const text = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    const at = (name: string): number => round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000);
+    return { p50: at('nodejs_eventloop_lag_p50_seconds'), p99: at('nodejs_eventloop_lag_p99_seconds'), max: at('nodejs_eventloop_lag_max_seconds') };
   };
+  const workers: Worker[] = [];
   try {
-    const t0 = performance.now();
-    const submitMs = await Promise.all(
-      Array.from({ length: JOBS }, async (_, i) => {
-        const s = performance.now();
-        const res = await fetch(`${agent.addr}/v1/jobs`, { method: 'POST', headers, body: JSON.stringify({ job: job(`burst-${i}`) }) });
-        const body = (await res.json()) as { evaluation?: { placed: number } };
-        if (!res.ok || body.evaluation?.placed !== 1) throw new Error(`submit ${i}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
-        return performance.now() - s;
-      }),
-    );
-    const submittedMs = performance.now() - t0;
-    await eventually(`all ${JOBS} allocations running`, async () => (await running()) === JOBS || undefined, { timeoutMs: 180_000, intervalMs: 100 });
-    const allRunningMs = performance.now() - t0;
-    const submit = { p50: quantile(submitMs, 0.5), p99: quantile(submitMs, 0.99) };
+    await sleep(2000);
+    const idleRssMiB = rssMiB(agentPid);
+    const loadBefore = load();
+
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    const results: Array<Promise<Submitted>> = [];
+    const ready: Array<Promise<void>> = [];
+    for (let i = 0; i < JOBS; i++) {
+      const w = new Worker(SUBMITTER, {
+        eval: true,
+        execArgv: [],
+        workerData: { url: `${agent.addr}/v1/jobs`, token: agent.token, body: JSON.stringify({ job: job(`burst-${i}`) }), gate },
+      });
+      workers.push(w);
+      ready.push(new Promise((resolve, reject) => w.once('message', () => resolve()).once('error', reject)));
+      results.push(
+        new Promise((resolve, reject) => {
+          let first = true;
+          w.on('message', (m: Submitted & { ready?: boolean }) => {
+            if (first && m.ready) {
+              first = false;
+              return;
+            }
+            resolve(m);
+          });
+          w.once('error', reject);
+        }),
+      );
+    }
+    await Promise.all(ready);
+    await loopDelay();
+    const t0 = performance.timeOrigin + performance.now();
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+
+    let allRunningMs = 0;
+    const polled = (async () => {
+      for (;;) {
+        const list = await allocs();
+        const running = list.filter((a) => a.jobId.startsWith('burst-') && a.desiredStatus === 'run' && a.clientStatus === 'running').length;
+        if (running === JOBS) {
+          allRunningMs = performance.timeOrigin + performance.now() - t0;
+          return;
+        }
+        if (performance.timeOrigin + performance.now() - t0 > 300_000) throw new Error(`after 300 s only ${running} of ${JOBS} allocations run`);
+        await sleep(POLL_MS);
+      }
+    })();
+    const submitted = await Promise.all(results);
+    const failed = submitted.filter((s) => s.status !== 200);
+    if (failed.length) throw new Error(`${failed.length} submissions failed, e.g. ${failed[0]!.status} ${failed[0]!.text}`);
+    const latencies = submitted.map((s) => s.end - s.start);
+    const allAnsweredMs = Math.max(...submitted.map((s) => s.end)) - t0;
+    await polled;
+    const loadDuring = load();
+    const delay = await loopDelay();
+    await Promise.all(workers.map((w) => w.terminate()));
+    workers.length = 0;
+
+    const executors = executorsOf(agentPid);
+    const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
+    const submit = { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies) };
     console.log(
-      `${JOBS} concurrent POST /v1/jobs: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, all answered in ${round(submittedMs)} ms; all running after ${round(allRunningMs)} ms`,
+      `  ${JOBS} POST /v1/jobs, one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
     );
+    console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
+    console.log(`  ${executors.length} executors with every task running: PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
+
+    const busyRssMiB = rssMiB(agentPid);
     await Promise.all(
       Array.from({ length: JOBS }, (_, i) => fetch(`${agent.addr}/v1/job/burst-${i}?purge=true`, { method: 'DELETE', headers: { authorization: headers.authorization } })),
     );
-    return { jobs: JOBS, submitP50Ms: round(submit.p50), submitP99Ms: round(submit.p99), allAnsweredMs: round(submittedMs), allRunningMs: round(allRunningMs) };
+    await eventually('every allocation collected', async () => (await allocs()).length === 0 || undefined, { timeoutMs: 180_000, intervalMs: 500 });
+    await eventually('every executor gone', () => executorsOf(agentPid).length === 0 || undefined, { timeoutMs: 120_000, intervalMs: 500 });
+    await sleep(5000);
+    const afterRssMiB = rssMiB(agentPid);
+    console.log(`  agent RSS: idle ${idleRssMiB} MiB, ${JOBS} running ${busyRssMiB} MiB, all collected ${afterRssMiB} MiB (+${round(((afterRssMiB - idleRssMiB) / idleRssMiB) * 100)} %)`);
+    return {
+      jobs: JOBS,
+      ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
+      submitP50Ms: round(submit.p50),
+      submitP99Ms: round(submit.p99),
+      submitMaxMs: round(submit.max),
+      allAnsweredMs: round(allAnsweredMs),
+      allRunningMs: round(allRunningMs),
+      eventLoopDelayMs: delay,
+      executors: executors.length,
+      executorsPssMiB,
+      agentRssMiB: { idle: idleRssMiB, running: busyRssMiB, collected: afterRssMiB },
+      load: { before: loadBefore, during: loadDuring },
+    };
   } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
     await agent.stop('SIGINT');
   }
 }

@@ -51,6 +51,13 @@ export class AgentError extends BerthError<AgentErrorCode> {}
 
 const DEFAULT_PORT = 4646;
 /**
+ * Default `tasks_per_executor`: raw_exec and exec tasks per executor process.
+ * A task start is then a spawn of the task, not a Node start, and 32 tasks
+ * share one executor's memory; a crash of one executor loses (and restarts)
+ * at most 32 tasks.
+ */
+const DEFAULT_TASKS_PER_EXECUTOR = 32;
+/**
  * A client agent's default `stop_after_server_disconnect`: as long as the
  * server's default heartbeat TTL, so that a node the server marks down has
  * stopped its single-writer tasks by about then. "0s" turns fencing off.
@@ -257,7 +264,7 @@ export class Agent {
       csi: config.csi,
       ...(config.csi.volumeStatsIntervalMs ? { volumeStats: { intervalMs: config.csi.volumeStatsIntervalMs } } : {}),
       createDrivers: (c) => {
-        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, ...killAfterTaskStart() });
+        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR, ...killAfterTaskStart() });
         for (const [name, d] of built) {
           const driver = shimDirs.length ? withPathDirs(d, shimDirs) : d;
           built.set(name, driver);

@@ -86,15 +86,19 @@ export class AgentRun {
   token = '';
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> = Promise.resolve({ code: null, signal: null });
 
-  constructor(args: readonly string[]) {
+  /** Flags for node itself, before the berth script (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
+  readonly nodeArgs: readonly string[];
+
+  constructor(args: readonly string[], opts: { nodeArgs?: readonly string[] } = {}) {
     this.args = args;
+    this.nodeArgs = opts.nodeArgs ?? [];
   }
 
   async start(opts: { needToken?: boolean; timeoutMs?: number } = {}): Promise<this> {
     this.stdout = '';
     this.stderr = '';
     this.addr = '';
-    const child = spawn(process.execPath, [BERTH, 'agent', ...this.args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...this.nodeArgs, BERTH, 'agent', ...this.args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));

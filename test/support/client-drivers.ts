@@ -9,6 +9,16 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TaskConfig, TaskDriver, TaskHandle } from '../../src/client/drivers/index.js';
 
+/** Whether `pid` is a live process (absent and zombie processes are not). */
+export function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
 export class DriverHarness {
   /** Short on purpose: control sockets live below it. */
   readonly dir = mkdtempSync('/tmp/r1d-');

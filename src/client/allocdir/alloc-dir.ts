@@ -18,7 +18,7 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError, describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { bindAll, type BindMount, type ChrootCache } from './chroot.js';
-import { isMountPoint, mount, mountPointsUnder, unmountAllUnder } from './mounts.js';
+import { hasOwnFileSystem, mount, mountPointsUnder, unmountAllUnder } from './mounts.js';
 
 /** How a task's driver isolates its file system (Nomad's fsisolation.Mode). */
 export type FsIsolation = 'none' | 'chroot' | 'image' | 'unveil';
@@ -107,7 +107,7 @@ export class AllocDir {
         await mkdirMode(t.localDir, 0o777);
         await mkdirMode(t.tmpDir, 0o1777);
         await mkdirMode(t.secretsDir, 0o777);
-        if (!isMountPoint(t.secretsDir)) {
+        if (!hasOwnFileSystem(t.secretsDir)) {
           try {
             await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', t.secretsDir]);
           } catch (err) {

@@ -1,7 +1,8 @@
 // Reading and undoing mounts: /proc/self/mountinfo and umount(8).
 
 import { execFile } from 'node:child_process';
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -30,6 +31,20 @@ export function isMountPoint(dir: string): boolean {
     return false;
   }
   return mountPointsUnder(dir).includes(real);
+}
+
+/**
+ * Whether `dir` holds a file system other than its parent's (a tmpfs mounted
+ * on it): one stat each, where isMountPoint reads the whole mount table (long
+ * with hundreds of allocations). A bind mount from the same file system is not
+ * seen; use isMountPoint for those. False when `dir` is missing.
+ */
+export function hasOwnFileSystem(dir: string): boolean {
+  try {
+    return statSync(dir).dev !== statSync(dirname(dir)).dev;
+  } catch {
+    return false;
+  }
 }
 
 /** Runs mount(8) with `args`; throws with its stderr on failure. */

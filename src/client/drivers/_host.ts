@@ -2,9 +2,10 @@
 // group, whether we are root, which tools are on PATH, and the shapes of a
 // task's limits and exit. Private to src/client/drivers.
 
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
-import type { ExitResult, TaskResources } from './task-driver.js';
+import { existsSync, statSync } from 'node:fs';
+import { isAbsolute, join, normalize } from 'node:path';
+import { DriverError } from './driver-error.js';
+import type { DriverCapabilities, ExitResult, TaskConfig, TaskResources } from './task-driver.js';
 
 export function cgroupLimits(r: TaskResources): { memoryMb: number; cpuMhz: number; memoryMaxMb?: number; cores?: number; pidsMax?: number } {
   return {
@@ -51,4 +52,25 @@ export function missingTools(tools: string[]): string[] {
       return false;
     }
   }));
+}
+
+/** Throws DriverError when a task's mounts cannot be made: the driver takes none, or one is malformed. */
+export function checkMounts(cfg: TaskConfig, driver: string, mountConfigs: DriverCapabilities['mountConfigs']): void {
+  if (cfg.mounts.length > 0 && mountConfigs === 'none') {
+    throw new DriverError('DRIVER_MOUNTS_UNSUPPORTED', `task ${cfg.taskName}: the ${driver} driver does not support volume mounts`);
+  }
+  for (const m of cfg.mounts) {
+    if (!isAbsolute(m.destination) || normalize(m.destination) !== m.destination || m.destination === '/') {
+      throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount destination ${m.destination} must be a normalized absolute path`);
+    }
+    if (!existsSync(m.source)) {
+      throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount source ${m.source} does not exist`);
+    }
+    if (m.propagation === 'bidirectional' && m.readOnly) {
+      throw new DriverError(
+        'DRIVER_INVALID_MOUNT',
+        `task ${cfg.taskName}: bidirectional propagation at ${m.destination} needs a writable volume, and this one is read-only`,
+      );
+    }
+  }
 }

@@ -20,6 +20,8 @@ export function createDrivers(opts: {
   cgroups?: Cgroups | null;
   /** Fault injection for tests (ExecutorDriverOptions.afterTaskStarted). */
   afterTaskStarted?: (cfg: TaskConfig) => void;
+  /** Tasks per executor process (ExecutorDriverOptions.tasksPerExecutor); default 1, each task its own. */
+  tasksPerExecutor?: number;
 }): Map<string, TaskDriver> {
   let cgroups = opts.cgroups;
   if (cgroups === undefined) {
@@ -33,6 +35,7 @@ export function createDrivers(opts: {
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.afterTaskStarted ? { afterTaskStarted: opts.afterTaskStarted } : {}),
+    ...(opts.tasksPerExecutor ? { tasksPerExecutor: opts.tasksPerExecutor } : {}),
     cgroups,
   };
   return new Map<string, TaskDriver>([

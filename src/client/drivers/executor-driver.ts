@@ -2,12 +2,10 @@
 // process (executor.mjs) that outlives the agent; the driver talks to it over
 // its unix socket and reads the kernel's /proc for liveness and stats.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import { isAbsolute, join, normalize } from 'node:path';
-import type { Readable } from 'node:stream';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AbortedError, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
@@ -16,9 +14,10 @@ import { DriverError } from './driver-error.js';
 import { commandProblem } from './_command-path.js';
 import { runAsUser } from './_task-user.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
+import { ExecutorHosts, readExitRecord, readStartedRecord, spawnExecutor, type StartReport } from './_executor-hosts.js';
 import { childrenOf, environOf, isAlive, kernelUnits, processTree, readStat } from './_proc.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
-import { cgroupLimits, killGroup, killPid, publicExit } from './_host.js';
+import { cgroupLimits, checkMounts, killGroup, killPid, publicExit } from './_host.js';
 import type {
   DriverCapabilities,
   ExecOptions,
@@ -53,13 +52,14 @@ export interface ExecutorDriverOptions {
    * there used to leave no handle behind). Never set in production.
    */
   afterTaskStarted?: (cfg: TaskConfig) => void;
-}
-
-/** What the executor writes to `started.json` in its state dir once the task runs (before it reports on fd 3). */
-interface StartedRecord {
-  taskPid: number;
-  taskStartTicks: number;
-  executorStartTicks: number;
+  /**
+   * How many tasks one executor process runs: 1 (the default) gives each
+   * task its own; more shares one Node process among that many tasks (a task
+   * start is then a spawn, not a Node start; a crash of it loses all its tasks).
+   */
+  tasksPerExecutor?: number;
+  /** How long a shared executor with no task left waits before it exits. Default 0: at once. */
+  sharedExecutorIdleMs?: number;
 }
 
 /** How long recoverTask waits for an executor that was still starting its task when the agent died. */
@@ -83,9 +83,18 @@ export abstract class ExecutorDriver implements TaskDriver {
   readonly #execs: ExecSessions = new Set();
   readonly #cgroups: Cgroups | null;
   readonly #afterTaskStarted: ((cfg: TaskConfig) => void) | undefined;
+  readonly #hosts: ExecutorHosts | undefined;
 
   constructor(opts: ExecutorDriverOptions) {
     this.#stateDir = opts.stateDir;
+    if ((opts.tasksPerExecutor ?? 1) > 1) {
+      this.#hosts = new ExecutorHosts({
+        executorPath: EXECUTOR_PATH,
+        dir: opts.stateDir,
+        tasksPerExecutor: opts.tasksPerExecutor ?? 1,
+        idleExitMs: opts.sharedExecutorIdleMs ?? 0,
+      });
+    }
     this.#afterTaskStarted = opts.afterTaskStarted;
     this.#cgroups = opts.cgroups ?? null;
     this.#clock = opts.clock ?? systemClock;
@@ -102,7 +111,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     this.#alive();
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
     if (this.#tasks.has(cfg.id)) throw new DriverError('DRIVER_TASK_EXISTS', `task ${cfg.id} is already started`);
-    this.#checkMounts(cfg);
+    checkMounts(cfg, this.name, this.capabilities.mountConfigs);
     if (cfg.networkNamespacePath && !existsSync(cfg.networkNamespacePath)) {
       throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName}: network namespace ${cfg.networkNamespacePath} does not exist`);
     }
@@ -152,19 +161,13 @@ export abstract class ExecutorDriver implements TaskDriver {
       ...(cgroup ? { cgroup } : {}),
       ...(leaseFile && cfg.fence ? { lease: { file: leaseFile, ms: cfg.fence.afterMs, killTimeoutMs: cfg.killTimeoutMs } } : {}),
     };
-    const child = spawn(process.execPath, [EXECUTOR_PATH], {
-      detached: true,
-      stdio: ['pipe', 'ignore', 'ignore', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
-      cwd: stateDir,
-    });
     const handle: TaskHandle = {
       version: 1,
       driver: this.name,
       taskId: cfg.id,
       allocId: cfg.allocId,
       taskName: cfg.taskName,
-      executorPid: child.pid ?? 0,
+      executorPid: 0,
       executorStartTicks: 0,
       taskPid: 0,
       taskStartTicks: 0,
@@ -177,21 +180,12 @@ export abstract class ExecutorDriver implements TaskDriver {
       ...(leaseFile ? { leaseFile } : {}),
       startedAt: this.#clock.now(),
     };
-    if (handle.executorPid) {
-      // Before the executor has even read its config: an agent killed from here on leaves a handle to find it by.
-      handle.executorStartTicks = readStat(handle.executorPid)?.startTicks ?? 0;
-      opts.onSpawned?.({ ...handle });
-    }
-    const reply = this.#readReply(child, opts.signal);
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(JSON.stringify(config));
-    const answer = await reply;
+    const answer = await this.#startExecutor(config, handle, opts);
     if (!answer.ok) {
       rmSync(stateDir, { recursive: true, force: true });
       if (cgroup) await this.#cgroups?.remove(cgroup).catch(() => undefined);
       throw new DriverError('DRIVER_START_FAILED', `task ${cfg.taskName} failed to start: ${answer.error ?? 'unknown error'}`);
     }
-    child.unref();
     handle.executorStartTicks = answer.executorStartTicks ?? handle.executorStartTicks;
     handle.taskPid = answer.taskPid ?? 0;
     handle.taskStartTicks = answer.taskStartTicks ?? 0;
@@ -201,61 +195,46 @@ export abstract class ExecutorDriver implements TaskDriver {
     return handle;
   }
 
-  /** Resolves with the executor's first line on fd 3 (its start report). */
-  #readReply(
-    child: ChildProcess,
-    signal: AbortSignal | undefined,
-  ): Promise<{ ok: boolean; error?: string; taskPid?: number; taskStartTicks?: number; executorStartTicks?: number }> {
-    const pipe = child.stdio[3] as Readable;
-    const done = new Promise<{ ok: boolean; error?: string; taskPid?: number; taskStartTicks?: number; executorStartTicks?: number }>(
-      (resolve, reject) => {
-        let buf = '';
-        const onAbort = (): void => {
-          child.kill('SIGKILL');
-          reject(new AbortedError('task start aborted', { cause: signal?.reason }));
-        };
-        signal?.addEventListener('abort', onAbort, { once: true });
-        pipe.setEncoding('utf8');
-        pipe.on('data', (d: string) => {
-          buf += d;
-        });
-        pipe.on('close', () => {
-          signal?.removeEventListener('abort', onAbort);
-          const line = buf.split('\n')[0];
-          if (!line) {
-            resolve({ ok: false, error: 'the executor exited before reporting' });
-            return;
-          }
-          try {
-            resolve(JSON.parse(line) as { ok: boolean });
-          } catch {
-            resolve({ ok: false, error: 'the executor sent a malformed report' });
-          }
-        });
-        child.on('error', (err) => resolve({ ok: false, error: err.message }));
-      },
-    );
-    return done;
+  /**
+   * Has the task started by its own executor process, or on a shared one;
+   * fills in the handle's executor and calls opts.onSpawned once the
+   * executor is known, before it starts the task. Resolves with its report.
+   */
+  async #startExecutor(config: { stateDir: string }, handle: TaskHandle, opts: StartTaskOptions): Promise<StartReport> {
+    if (this.#hosts) {
+      const { report } = await this.#hosts.start(
+        config,
+        (place) => {
+          handle.executorPid = place.pid;
+          handle.executorStartTicks = place.startTicks;
+          handle.sharedExecutor = { socketPath: place.socketPath };
+          opts.onSpawned?.({ ...handle });
+        },
+        opts.signal,
+      );
+      return report;
+    }
+    const { child, report } = spawnExecutor(EXECUTOR_PATH, config.stateDir, config, opts.signal);
+    handle.executorPid = child.pid ?? 0;
+    if (handle.executorPid) {
+      // Before the executor has even read its config: an agent killed from here on leaves a handle to find it by.
+      handle.executorStartTicks = readStat(handle.executorPid)?.startTicks ?? 0;
+      opts.onSpawned?.({ ...handle });
+    }
+    const answer = await report;
+    if (answer.ok) child.unref();
+    return answer;
   }
 
-  #checkMounts(cfg: TaskConfig): void {
-    if (cfg.mounts.length > 0 && this.capabilities.mountConfigs === 'none') {
-      throw new DriverError('DRIVER_MOUNTS_UNSUPPORTED', `task ${cfg.taskName}: the ${this.name} driver does not support volume mounts`);
-    }
-    for (const m of cfg.mounts) {
-      if (!isAbsolute(m.destination) || normalize(m.destination) !== m.destination || m.destination === '/') {
-        throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount destination ${m.destination} must be a normalized absolute path`);
-      }
-      if (!existsSync(m.source)) {
-        throw new DriverError('DRIVER_INVALID_MOUNT', `task ${cfg.taskName}: mount source ${m.source} does not exist`);
-      }
-      if (m.propagation === 'bidirectional' && m.readOnly) {
-        throw new DriverError(
-          'DRIVER_INVALID_MOUNT',
-          `task ${cfg.taskName}: bidirectional propagation at ${m.destination} needs a writable volume, and this one is read-only`,
-        );
-      }
-    }
+  /**
+   * Whether the task's executor still runs it: its own process alive, or
+   * (shared) the shared process alive and the task's socket not yet removed
+   * (it goes once the exit is recorded) or the task not yet reported started.
+   */
+  #executorAlive(handle: TaskHandle): boolean {
+    if (!isAlive(handle.executorPid, handle.executorStartTicks)) return false;
+    if (!handle.sharedExecutor) return true;
+    return existsSync(handle.socketPath) || !existsSync(join(handle.stateDir, 'started.json'));
   }
 
   async recoverTask(saved: TaskHandle): Promise<TaskHandle> {
@@ -266,11 +245,12 @@ export abstract class ExecutorDriver implements TaskDriver {
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskId}: the handle is not a ${this.name} handle`);
     }
     const handle = saved.taskPid ? { ...saved } : await this.#completeSpawnedHandle(saved);
-    const recorded = this.#readExitFile(handle);
+    const recorded = readExitRecord(handle);
     if (recorded) {
       this.#tasks.set(handle.taskId, { handle, exit: recorded });
-    } else if (isAlive(handle.executorPid, handle.executorStartTicks) || isAlive(handle.taskPid, handle.taskStartTicks)) {
+    } else if (this.#executorAlive(handle) || isAlive(handle.taskPid, handle.taskStartTicks)) {
       this.#tasks.set(handle.taskId, { handle });
+      if (handle.sharedExecutor) this.#hosts?.adopt({ pid: handle.executorPid, startTicks: handle.executorStartTicks, socketPath: handle.sharedExecutor.socketPath });
     } else {
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.taskName}: neither its executor nor a recorded exit was found`);
     }
@@ -288,25 +268,17 @@ export abstract class ExecutorDriver implements TaskDriver {
   async #completeSpawnedHandle(saved: TaskHandle): Promise<TaskHandle> {
     const deadline = this.#clock.now() + START_WAIT_MS;
     for (;;) {
-      const started = this.#readStartedFile(saved);
+      const started = readStartedRecord(saved);
       if (started) return { ...saved, ...started };
-      if (this.#readExitFile(saved)) return saved;
-      if (!isAlive(saved.executorPid, saved.executorStartTicks) || this.#clock.now() >= deadline) break;
+      if (readExitRecord(saved)) return saved;
+      if (!this.#executorAlive(saved) || this.#clock.now() >= deadline) break;
       await this.#clock.sleep(20, this.#stopping.signal);
     }
-    if (isAlive(saved.executorPid, saved.executorStartTicks)) killPid(saved.executorPid, 'SIGKILL');
+    // A shared executor runs other tasks too: it never got (or lost) this one, and stays.
+    if (!saved.sharedExecutor && isAlive(saved.executorPid, saved.executorStartTicks)) killPid(saved.executorPid, 'SIGKILL');
     await this.#killCgroup({ handle: saved });
     rmSync(saved.stateDir, { recursive: true, force: true });
     throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskName}: its executor ended before it reported the task started`);
-  }
-
-  #readStartedFile(handle: TaskHandle): StartedRecord | undefined {
-    try {
-      const rec = JSON.parse(readFileSync(join(handle.stateDir, 'started.json'), 'utf8')) as StartedRecord;
-      return typeof rec.taskPid === 'number' && rec.taskPid > 0 ? rec : undefined;
-    } catch {
-      return undefined;
-    }
   }
 
   async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<ExitResult> {
@@ -332,12 +304,12 @@ export abstract class ExecutorDriver implements TaskDriver {
         rec.exit = answer.exit;
         break;
       }
-      const recorded = this.#readExitFile(rec.handle);
+      const recorded = readExitRecord(rec.handle);
       if (recorded) {
         rec.exit = recorded;
         break;
       }
-      if (isAlive(rec.handle.executorPid, rec.handle.executorStartTicks)) {
+      if (this.#executorAlive(rec.handle)) {
         // Between the socket closing and exit.json landing, or the socket not up yet.
         await this.#clock.sleep(20, signal);
         continue;
@@ -363,14 +335,6 @@ export abstract class ExecutorDriver implements TaskDriver {
       };
     }
     return publicExit(rec.exit);
-  }
-
-  #readExitFile(handle: TaskHandle): (ExitResult & { finishedAt: number }) | undefined {
-    try {
-      return JSON.parse(readFileSync(join(handle.stateDir, 'exit.json'), 'utf8')) as ExitResult & { finishedAt: number };
-    } catch {
-      return undefined;
-    }
   }
 
   async stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void> {
@@ -406,11 +370,16 @@ export abstract class ExecutorDriver implements TaskDriver {
       if (!opts.force) throw new DriverError('DRIVER_TASK_RUNNING', `task ${rec.handle.taskName} is still running; stop it first or force`);
       await this.stopTask(taskId, { timeoutMs: 0, signal: 'SIGKILL' });
     }
-    // The executor leaves on its own once the task's exit is recorded; make sure.
-    for (let i = 0; i < 50 && isAlive(rec.handle.executorPid, rec.handle.executorStartTicks); i++) {
-      await this.#clock.sleep(20);
+    if (rec.handle.sharedExecutor) {
+      // A shared executor lets go of the task once its exit is recorded, and goes on with its other tasks.
+      this.#hosts?.release(rec.handle.executorPid);
+    } else {
+      // The executor leaves on its own once the task's exit is recorded; make sure.
+      for (let i = 0; i < 50 && isAlive(rec.handle.executorPid, rec.handle.executorStartTicks); i++) {
+        await this.#clock.sleep(20);
+      }
+      if (isAlive(rec.handle.executorPid, rec.handle.executorStartTicks)) killPid(rec.handle.executorPid, 'SIGKILL');
     }
-    if (isAlive(rec.handle.executorPid, rec.handle.executorStartTicks)) killPid(rec.handle.executorPid, 'SIGKILL');
     if (rec.handle.cgroup && this.#cgroups) {
       await this.#cgroups.remove(rec.handle.cgroup).catch((err: unknown) => {
         this.logger.warn({ taskId, task: rec.handle.taskName, err: (err as Error).message }, 'removing the task cgroup failed');
@@ -598,7 +567,7 @@ export abstract class ExecutorDriver implements TaskDriver {
   }
 
   #running(rec: TaskRecord): boolean {
-    return isAlive(rec.handle.taskPid, rec.handle.taskStartTicks) || isAlive(rec.handle.executorPid, rec.handle.executorStartTicks);
+    return isAlive(rec.handle.taskPid, rec.handle.taskStartTicks) || this.#executorAlive(rec.handle);
   }
 
   #alive(): void {

@@ -24,6 +24,9 @@
 // a plugin: Nomad's StdoutPath/StderrPath) the task writes straight into the
 // host's FIFOs and the host's log monitor rotates.
 //
+// Shared mode (`mode: 'host'`, see host()): one process runs many tasks, each
+// as above, started over the process's own socket instead of stdin and fd 3.
+//
 // Log monitor mode (`mode: 'logmon'`, Nomad's logmon, one per node): the
 // same script, started by the host for the tasks of external driver plugins,
 // holds each task's stdout/stderr FIFOs open (read-write, so a writer never
@@ -499,34 +502,16 @@ function writeJsonAtomic(file, value) {
   fs.renameSync(tmp, file);
 }
 
-async function main() {
-  process.on('SIGHUP', () => {});
-  process.on('SIGINT', () => {});
-  process.on('SIGTERM', () => {});
-  const chunks = [];
-  for await (const c of process.stdin) chunks.push(c);
-  /** @type {ExecutorConfig} */
-  const cfg = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  if (cfg.mode === 'logmon') {
-    process.removeAllListeners('SIGTERM');
-    logmon(cfg, (msg) => {
-      fs.writeSync(3, `${JSON.stringify(msg)}\n`);
-      fs.closeSync(3);
-    });
-    return;
-  }
+/**
+ * Runs one task under this process: starts it, calls `report` once with the
+ * start report, answers the task's control socket and records its exit.
+ * Resolves with 1 when the start failed, 0 once the exit is recorded and the
+ * task's socket closed. Never rejects for the task's own failures.
+ * @param {ExecutorConfig} cfg @param {(msg: unknown) => void} report @returns {Promise<number>}
+ */
+async function runTask(cfg, report) {
   fs.mkdirSync(cfg.stateDir, { recursive: true });
   const oomBaseline = oomKills(cfg.cgroup);
-
-  /** @param {unknown} msg */
-  const report = (msg) => {
-    try {
-      fs.writeSync(3, `${JSON.stringify(msg)}\n`);
-      fs.closeSync(3);
-    } catch {
-      // the agent went away before reading; the socket and exit.json still tell
-    }
-  };
 
   /** @type {RotatingFile[]} */
   const files = [];
@@ -545,7 +530,7 @@ async function main() {
   } catch (err) {
     note(cfg.stateDir, `start failed: ${/** @type {Error} */ (err).message}`);
     report({ ok: false, error: /** @type {Error} */ (err).message });
-    process.exit(1);
+    return 1;
   }
   const pid = /** @type {number} */ (child.pid);
   // Catch the exit even if it comes before the socket is up.
@@ -658,8 +643,9 @@ async function main() {
       // The namespace setup itself failed (a mount refused): a start failure, not a task exit.
       const [code, signal] = await exited;
       report({ ok: false, error: `setting up the task's namespaces and root failed (${signal ?? `exit code ${code}`}); its stderr log has the reason` });
-      setTimeout(() => process.exit(1), 50);
-      return;
+      server.close();
+      fs.rmSync(cfg.socketPath, { force: true });
+      return 1;
     }
   }
 
@@ -707,6 +693,10 @@ async function main() {
     void exited.then(() => clearInterval(timer));
   }
 
+  /** @type {(code: number) => void} */
+  let finished = () => {};
+  /** @type {Promise<number>} */
+  const over = new Promise((resolve) => (finished = resolve));
   void exited.then(async ([code, signal]) => {
     if (killTimer) clearTimeout(killTimer);
     // The task is over: whatever it left in its cgroup goes with it.
@@ -725,7 +715,7 @@ async function main() {
       for (const w of waiters.splice(0)) w(record);
       server.close();
       fs.rmSync(cfg.socketPath, { force: true });
-      setTimeout(() => process.exit(0), 50).unref();
+      finished(0);
     };
     if (cfg.logs.disabled || cfg.logs.fifos) return finish();
     let pending = 2;
@@ -746,6 +736,107 @@ async function main() {
     if (child.stderr?.readableEnded || child.stderr?.destroyed) done();
     else child.stderr?.once('close', done);
   });
+  return over;
+}
+
+/**
+ * Shared executor mode (`mode: 'host'`): one process runs the tasks the
+ * agent hands it, each exactly as a per-task executor would (its own control
+ * socket, started.json, exit.json, logs, lease), so that a task start costs
+ * a spawn of the task and not a Node start. Its socket takes one JSON line
+ * per connection, `{ op: 'start', config }`, and answers with that task's
+ * start report; `{ op: 'status' }` answers `{ ok, tasks }`. With no task left
+ * for idleExitMs (0: at once) it removes its socket and exits; a start that
+ * reaches it then is answered `{ ok: false, retry: true }`. Reports `{ ok: true, pid,
+ * executorStartTicks }` on fd 3 once it listens.
+ * @param {{ socketPath: string, idleExitMs: number }} cfg
+ * @param {(msg: unknown) => void} report
+ */
+function host(cfg, report) {
+  let tasks = 0;
+  let idleSince = Date.now();
+  let closing = false;
+  let idle = () => {};
+  // One task's fault must not take down the others it supervises.
+  process.on('uncaughtException', (err) => note(path.dirname(cfg.socketPath), `host: ${err?.stack ?? err}`));
+  const server = net.createServer((conn) => {
+    let buf = '';
+    conn.setEncoding('utf8');
+    conn.on('error', () => undefined);
+    /** @param {unknown} msg */
+    const answer = (msg) => {
+      if (!conn.destroyed) conn.end(`${JSON.stringify(msg)}\n`);
+    };
+    conn.on('data', (/** @type {string} */ d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      let msg;
+      try {
+        msg = JSON.parse(buf.slice(0, nl));
+      } catch {
+        return answer({ ok: false, error: 'bad request' });
+      }
+      if (msg.op === 'status') return answer({ ok: true, tasks });
+      if (msg.op !== 'start') return answer({ ok: false, error: `unknown op ${String(msg.op)}` });
+      if (closing) return answer({ ok: false, retry: true, error: 'the executor is exiting' });
+      tasks++;
+      void runTask(msg.config, answer)
+        .catch((err) => answer({ ok: false, error: String(err?.message ?? err) }))
+        .finally(() => {
+          if (--tasks > 0) return;
+          idleSince = Date.now();
+          idle();
+        });
+    });
+  });
+  fs.rmSync(cfg.socketPath, { force: true });
+  server.listen(cfg.socketPath, () => {
+    fs.chmodSync(cfg.socketPath, 0o600);
+    report({ ok: true, pid: process.pid, executorStartTicks: startTicks(process.pid) });
+  });
+  const exitIfIdle = () => {
+    if (closing || tasks > 0 || Date.now() - idleSince < cfg.idleExitMs) return;
+    closing = true;
+    // New starts find no socket (and go to another executor); one already accepted is answered `retry`.
+    fs.rmSync(cfg.socketPath, { force: true });
+    server.close(() => process.exit(0));
+    // A connection that never sends its line does not hold the exit up.
+    setTimeout(() => process.exit(0), 5000);
+  };
+  idle = () => setTimeout(exitIfIdle, cfg.idleExitMs);
+  // A new executor waits a little longer for its first task.
+  setTimeout(exitIfIdle, Math.max(cfg.idleExitMs, 5000));
+}
+
+async function main() {
+  process.on('SIGHUP', () => {});
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => {});
+  const chunks = [];
+  for await (const c of process.stdin) chunks.push(c);
+  const cfg = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  /** @param {unknown} msg */
+  const report = (msg) => {
+    try {
+      fs.writeSync(3, `${JSON.stringify(msg)}\n`);
+      fs.closeSync(3);
+    } catch {
+      // the agent went away before reading; the socket and exit.json still tell
+    }
+  };
+  if (cfg.mode === 'logmon') {
+    process.removeAllListeners('SIGTERM');
+    logmon(cfg, report);
+    return;
+  }
+  if (cfg.mode === 'host') {
+    host(cfg, report);
+    return;
+  }
+  const code = await runTask(/** @type {ExecutorConfig} */ (cfg), report);
+  if (code !== 0) process.exit(code);
+  setTimeout(() => process.exit(0), 50).unref();
 }
 
 main().catch((err) => {

@@ -11,21 +11,11 @@ import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readTaskLogs } from '../logs/index.js';
-import { DriverHarness, eventually } from '../../../test/support/client-drivers.js';
+import { DriverHarness, eventually, running } from '../../../test/support/client-drivers.js';
 import type { DriverError } from './driver-error.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskConfig, TaskDriver, TaskHandle } from './task-driver.js';
-
-/** Whether `pid` is a live process (absent and zombie processes are not). */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 const FIXTURE = fileURLToPath(new URL('../../../test/support/driver-agent-fixture.ts', import.meta.url));
 

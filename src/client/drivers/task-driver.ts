@@ -101,6 +101,12 @@ export interface TaskHandle {
   executorPid: number;
   /** /proc/<pid>/stat starttime (clock ticks since boot) of the executor. */
   executorStartTicks: number;
+  /**
+   * Set when the executor is shared with other tasks (tasksPerExecutor > 1):
+   * its own socket (where new tasks are started). Such an executor is never
+   * killed for one task; the task's executor is gone once its socket is.
+   */
+  sharedExecutor?: { socketPath: string };
   /** Host pid of the task's main process. */
   taskPid: number;
   taskStartTicks: number;

@@ -256,6 +256,25 @@ describe('job service', () => {
     await assert.rejects(() => jobs.stop('default', 'web'), { code: 'NOT_FOUND' });
   });
 
+  it('keeps the newer state when an older status report of an allocation arrives after it (a slow request overtaken)', async () => {
+    seed();
+    await jobs.register({ id: 'slow', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
+    const [alloc] = store.snapshot().list('allocations');
+    const received = { at: 1000, type: 'Received', message: 'Task received by the client', details: {} };
+    const started = { at: 2000, type: 'Started', message: 'Task started by driver exec', details: {} };
+    const state = (s: string, events: unknown[]) => ({ t: { state: s, failed: false, restarts: 0, startedAt: 0, finishedAt: 0, events } });
+    const older = { id: alloc!.id, clientStatus: 'pending', clientDescription: 'Setting up the allocation', taskStates: state('pending', [received]) };
+    const newer = { id: alloc!.id, clientStatus: 'running', clientDescription: 'Tasks are running', taskStates: state('running', [received, started]) };
+    await jobs.updateAllocations(alloc!.nodeId, [newer] as never);
+    await jobs.updateAllocations(alloc!.nodeId, [older] as never);
+    const now = store.snapshot().get('allocations', rowKey(alloc!.id))!;
+    assert.equal(now.clientStatus, 'running');
+    assert.equal(now.taskStates['t']!.events.length, 2);
+    const failed = { at: 3000, type: 'Terminated', message: 'Exit Code: 1', details: {} };
+    await jobs.updateAllocations(alloc!.nodeId, [{ ...newer, clientStatus: 'failed', taskStates: state('dead', [received, started, failed]) }] as never);
+    assert.equal(store.snapshot().get('allocations', rowKey(alloc!.id))!.clientStatus, 'failed', 'a newer report still applies');
+  });
+
   it('reschedules a failed allocation after the policy delay, on the injectable clock', async () => {
     seed();
     const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });

@@ -200,8 +200,10 @@ export class JobService {
   /**
    * Applies a node's reports about its own allocations (client status, task
    * states). Allocations of other nodes are refused with JobError FORBIDDEN,
-   * unknown ones with NOT_FOUND; nothing is applied then. A failed allocation
-   * is rescheduled by the evaluation worker per its group's policy.
+   * unknown ones with NOT_FOUND; nothing is applied then. A report whose
+   * newest task event is older than the stored state's is skipped (a newer
+   * report overtook it). A failed allocation is rescheduled by the
+   * evaluation worker per its group's policy.
    */
   async updateAllocations(nodeId: string, updates: readonly AllocationUpdate[]): Promise<{ index: number }> {
     const now = this.#clock.now();
@@ -212,6 +214,9 @@ export class JobService {
         const alloc = txn.get('allocations', rowKey(u.id));
         if (!alloc) throw new JobError('NOT_FOUND', `allocation "${u.id}" not found`);
         if (alloc.nodeId !== nodeId) throw new JobError('FORBIDDEN', `allocation "${u.id}" does not run on node "${nodeId}"`);
+        // A report overtaken by a newer one (its request waited in a busy server past the client's timeout,
+        // and the client sent the newer state meanwhile) must not put the older state back.
+        if (u.taskStates && latestTaskEvent(u.taskStates) < latestTaskEvent(alloc.taskStates)) continue;
         const next: Allocation = {
           ...alloc,
           clientStatus: u.clientStatus,
@@ -300,4 +305,11 @@ export class JobService {
     });
     return result ? { evaluation: result, index } : { index };
   }
+}
+
+/** The time of the newest task event in `states` (0 when none). */
+function latestTaskEvent(states: Allocation['taskStates'] | undefined): number {
+  let latest = 0;
+  for (const s of Object.values(states ?? {})) for (const e of s.events ?? []) if (e.at > latest) latest = e.at;
+  return latest;
 }

@@ -3,7 +3,7 @@
 // by one Server (never prom-client's global registry, so that two servers in
 // one process, as in tests, do not share or collide).
 
-import { Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { DRIFT_KINDS, type AllocClientStatus, type ClaimMode, type ClaimState, type NodeStatus } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
 import { DRIFT_ROW_ID, type VolumeHealthService } from '../volumehealth/index.js';
@@ -28,7 +28,10 @@ export interface ServerMetricsOptions {
  *   node reported: nodes of a multi-node volume see the same storage), and
  *   `berth_volume_abnormal{namespace,volume,plugin}` (1 while the plugin
  *   reports the volume abnormal),
- * - `berth_volume_drift{kind}` (differences the drift loop last found).
+ * - `berth_volume_drift{kind}` (differences the drift loop last found),
+ * - prom-client's process and Node.js metrics (`process_resident_memory_bytes`,
+ *   `nodejs_eventloop_lag_p99_seconds` and the other event loop delay
+ *   percentiles since the previous scrape, heap, GC).
  * Values are read from a store snapshot on every scrape. Other parts (the
  * agent's CSI call metrics) may register on `registry` too.
  */
@@ -40,6 +43,7 @@ export class ServerMetrics {
     this.#store = opts.store;
     const store = this.#store;
     const reg = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
     const pluginGauge = (name: string, help: string, pick: (p: { controllersHealthy: number; controllersExpected: number; nodesHealthy: number; nodesExpected: number }) => number): void => {
       new Gauge({
         name,

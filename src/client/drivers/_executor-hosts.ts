@@ -1,0 +1,265 @@
+// Starting executors: a per-task executor process (tasksPerExecutor 1), or a
+// place on a shared executor ("host", executor.mjs in host mode) that runs up
+// to tasksPerExecutor tasks, each with its own control socket, started.json
+// and exit.json exactly as a per-task executor keeps them. A shared executor
+// takes a task start off the Node start (a spawn of the task only) and costs
+// one Node process per tasksPerExecutor tasks; what a crash of one takes down
+// is its tasks (at most tasksPerExecutor), which the driver reports lost as it
+// does for a per-task executor, and their restart policy starts them again.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { AbortedError } from '../../lib/index.js';
+import { askExecutor, type ExecutorUnavailable } from './_control.js';
+import { isAlive } from './_proc.js';
+import type { ExitResult, TaskHandle } from './task-driver.js';
+
+/** An executor's start report (fd 3 of a new process, or a shared executor's answer to `start`). */
+export interface StartReport {
+  ok: boolean;
+  error?: string;
+  retry?: boolean;
+  pid?: number;
+  taskPid?: number;
+  taskStartTicks?: number;
+  executorStartTicks?: number;
+}
+
+/** What an executor writes to `started.json` in the task's state dir once the task runs (before it reports). */
+export interface StartedRecord {
+  taskPid: number;
+  taskStartTicks: number;
+  executorStartTicks: number;
+}
+
+/** The task's started.json, when it was written with a task pid. */
+export function readStartedRecord(handle: Pick<TaskHandle, 'stateDir'>): StartedRecord | undefined {
+  try {
+    const rec = JSON.parse(readFileSync(join(handle.stateDir, 'started.json'), 'utf8')) as StartedRecord;
+    return typeof rec.taskPid === 'number' && rec.taskPid > 0 ? rec : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The task's exit.json (how it ended), once its executor recorded it. */
+export function readExitRecord(handle: Pick<TaskHandle, 'stateDir'>): (ExitResult & { finishedAt: number }) | undefined {
+  try {
+    return JSON.parse(readFileSync(join(handle.stateDir, 'exit.json'), 'utf8')) as ExitResult & { finishedAt: number };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The environment every executor starts with. */
+export function executorEnv(): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' };
+}
+
+/**
+ * Starts `node executorPath` detached in `cwd` with `config` on its stdin;
+ * `report` resolves with its first line on fd 3 (an exit without one is a
+ * failed report, never a rejection) or rejects with AbortedError when
+ * `signal` aborts, after SIGKILLing the process. Does not throw.
+ */
+export function spawnExecutor(
+  executorPath: string,
+  cwd: string,
+  config: unknown,
+  signal?: AbortSignal,
+): { child: ChildProcess; report: Promise<StartReport> } {
+  const child = spawn(process.execPath, [executorPath], { detached: true, stdio: ['pipe', 'ignore', 'ignore', 'pipe'], env: executorEnv(), cwd });
+  const pipe = child.stdio[3] as Readable;
+  const report = new Promise<StartReport>((resolve, reject) => {
+    let buf = '';
+    const onAbort = (): void => {
+      child.kill('SIGKILL');
+      reject(new AbortedError('task start aborted', { cause: signal?.reason }));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    pipe.setEncoding('utf8');
+    pipe.on('data', (d: string) => {
+      buf += d;
+    });
+    pipe.on('close', () => {
+      signal?.removeEventListener('abort', onAbort);
+      const line = buf.split('\n')[0];
+      if (!line) {
+        resolve({ ok: false, error: 'the executor exited before reporting' });
+        return;
+      }
+      try {
+        resolve(JSON.parse(line) as StartReport);
+      } catch {
+        resolve({ ok: false, error: 'the executor sent a malformed report' });
+      }
+    });
+    child.on('error', (err) => resolve({ ok: false, error: err.message }));
+  });
+  child.stdin?.on('error', () => undefined);
+  child.stdin?.end(JSON.stringify(config));
+  return { child, report };
+}
+
+interface Host {
+  socketPath: string;
+  /** Resolves once it listens, with its pid and kernel start time; rejects when it could not start. */
+  ready: Promise<{ pid: number; startTicks: number }>;
+  pid: number;
+  startTicks: number;
+  /** Tasks placed on it and not yet released. */
+  tasks: number;
+  gone: boolean;
+}
+
+export interface ExecutorHostsOptions {
+  executorPath: string;
+  /** Where the shared executors' sockets live (their cwd too); short, since socket paths are limited. */
+  dir: string;
+  tasksPerExecutor: number;
+  /** How long a shared executor with no task waits before it exits. */
+  idleExitMs: number;
+}
+
+/** Where a task was started: its shared executor's pid, start time and socket. */
+export interface HostPlace {
+  pid: number;
+  startTicks: number;
+  socketPath: string;
+}
+
+/**
+ * The shared executors of one driver. Not safe across agents: each driver
+ * keeps its own in its own directory. Executors outlive the agent; a new
+ * agent adopts the ones its recovered tasks run on (adopt()).
+ */
+export class ExecutorHosts {
+  readonly #opts: ExecutorHostsOptions;
+  readonly #hosts: Host[] = [];
+
+  constructor(opts: ExecutorHostsOptions) {
+    this.#opts = opts;
+  }
+
+  /**
+   * Starts one task on a shared executor with room (starting a new one when
+   * none has), calling `onPlaced` once the executor is known and before it is
+   * asked (persist the handle there). Resolves with the executor's start
+   * report and where it ran; a start refused because the executor was
+   * exiting, or that never reached it, is retried on another. On abort it
+   * rejects at once and a task that still starts is killed.
+   */
+  async start(config: unknown, onPlaced: (place: HostPlace) => void, signal?: AbortSignal): Promise<{ report: StartReport; place: HostPlace }> {
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw new AbortedError('task start aborted', { cause: signal.reason });
+      const host = this.#pick();
+      let place: HostPlace;
+      try {
+        const { pid, startTicks } = await host.ready;
+        place = { pid, startTicks, socketPath: host.socketPath };
+      } catch (err) {
+        this.#drop(host);
+        if (attempt < 2) continue;
+        return { report: { ok: false, error: `the executor did not start: ${(err as Error).message}` }, place: { pid: 0, startTicks: 0, socketPath: host.socketPath } };
+      }
+      onPlaced(place);
+      const asked = askExecutor(host.socketPath, { op: 'start', config });
+      let report: StartReport;
+      try {
+        report = (await (signal ? raceAbort(asked, signal) : asked)) as StartReport;
+      } catch (err) {
+        if (err instanceof AbortedError) {
+          host.tasks--;
+          void asked.then((r) => r.taskPid && killTaskGroup(r.taskPid)).catch(() => undefined);
+          throw err;
+        }
+        const code = ((err as ExecutorUnavailable).cause as NodeJS.ErrnoException | undefined)?.code;
+        this.#drop(host);
+        // Never delivered: safe to start it elsewhere. Delivered and then lost: the task may run; report a failure.
+        if ((code === 'ENOENT' || code === 'ECONNREFUSED') && attempt < 2) continue;
+        return { report: { ok: false, error: (err as Error).message }, place };
+      }
+      if (!report.ok) {
+        host.tasks--;
+        if (report.retry && attempt < 2) {
+          this.#drop(host);
+          continue;
+        }
+      }
+      return { report, place };
+    }
+  }
+
+  /** A task on the executor `pid` is gone (destroyed): its place is free again. Safe to repeat only once per task. */
+  release(pid: number): void {
+    const host = this.#hosts.find((h) => h.pid === pid && !h.gone);
+    if (host && host.tasks > 0) host.tasks--;
+  }
+
+  /** Counts a recovered task's place on a still-running shared executor, so new tasks may join it. */
+  adopt(place: HostPlace): void {
+    if (!isAlive(place.pid, place.startTicks)) return;
+    const known = this.#hosts.find((h) => h.pid === place.pid && h.startTicks === place.startTicks);
+    if (known) {
+      known.tasks++;
+      return;
+    }
+    this.#hosts.push({ ...place, ready: Promise.resolve({ pid: place.pid, startTicks: place.startTicks }), tasks: 1, gone: false });
+  }
+
+  #pick(): Host {
+    for (const h of this.#hosts) {
+      if (h.gone || h.tasks >= this.#opts.tasksPerExecutor) continue;
+      if (h.pid && !isAlive(h.pid, h.startTicks)) {
+        this.#drop(h);
+        continue;
+      }
+      h.tasks++;
+      return h;
+    }
+    const host = this.#spawn();
+    host.tasks++;
+    return host;
+  }
+
+  #spawn(): Host {
+    const socketPath = join(this.#opts.dir, `x-${randomBytes(4).toString('hex')}.sock`);
+    const { child, report } = spawnExecutor(this.#opts.executorPath, this.#opts.dir, { mode: 'host', socketPath, idleExitMs: this.#opts.idleExitMs });
+    const host: Host = { socketPath, pid: 0, startTicks: 0, tasks: 0, gone: false, ready: Promise.resolve({ pid: 0, startTicks: 0 }) };
+    host.ready = report.then((r) => {
+      child.unref();
+      if (!r.ok || !r.pid) throw new Error(r.error ?? 'no report');
+      host.pid = r.pid;
+      host.startTicks = r.executorStartTicks ?? 0;
+      return { pid: host.pid, startTicks: host.startTicks };
+    });
+    host.ready.catch(() => undefined);
+    this.#hosts.push(host);
+    return host;
+  }
+
+  #drop(host: Host): void {
+    host.gone = true;
+    const i = this.#hosts.indexOf(host);
+    if (i >= 0) this.#hosts.splice(i, 1);
+  }
+}
+
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new AbortedError('task start aborted', { cause: signal.reason }));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+function killTaskGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
