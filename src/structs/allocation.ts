@@ -1,5 +1,7 @@
 // An allocation: one placed instance of a job's task group on a node.
 
+import type { AllocMetric } from './placement-rules.js';
+
 /** What the server wants of the allocation. */
 export type AllocDesiredStatus = 'run' | 'stop' | 'evict';
 /** What the client reports of the allocation. */
@@ -36,6 +38,8 @@ export interface Allocation {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  /** Why the scheduler chose the node (Nomad's AllocMetric): `alloc status --verbose`. */
+  metrics?: AllocMetric;
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;

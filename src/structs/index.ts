@@ -141,3 +141,11 @@ export {
   type NodeMountRecord,
   type NodeMountInventory,
 } from './volume-health.js';
+export {
+  CONSTRAINT_OPERATORS,
+  describeConstraint,
+  type Constraint,
+  type Affinity,
+  type Spread,
+  type AllocMetric,
+} from './placement-rules.js';

@@ -9,6 +9,7 @@ import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { cronProblem } from './periodic.js';
+import { affinitiesSchema, constraintsSchema, spreadsSchema } from './placement-rules.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -150,7 +151,10 @@ const taskSchema = z.strictObject({
   maxRunDuration: duration.optional(),
   /** The user the task runs as (name or uid); absent: the agent's user. */
   user: z.string().min(1, 'user must name a user').optional(),
-  ...refused('vault', 'consul', 'identity', 'scaling', 'services', 'constraints', 'affinities', 'csiPlugins'),
+  ...refused('vault', 'consul', 'identity', 'scaling', 'services', 'csiPlugins'),
+  /** Where the task's group may run / prefers to run (merged with the group's and the job's). */
+  constraints: constraintsSchema,
+  affinities: affinitiesSchema,
   resources: z
     .strictObject({
       /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */
@@ -224,7 +228,10 @@ const groupSchema = z.strictObject({
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
   ephemeralDisk: ephemeralDiskSchema.optional(),
-  ...refused('vault', 'consul', 'scaling', 'services', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  constraints: constraintsSchema,
+  affinities: affinitiesSchema,
+  spreads: spreadsSchema,
+  ...refused('vault', 'consul', 'scaling', 'services', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
 });
@@ -242,7 +249,11 @@ export const jobSpecSchema = z
     /** Berth runs one region; NOMAD_REGION and ${node.region} say this name. */
     region: z.string().min(1).default('global'),
     meta: metaSchema.optional(),
-    ...refused('vault', 'consul', 'multiregion', 'constraints', 'affinities', 'spreads', 'update', 'migrate'),
+    /** Placement rules every group inherits (src/structs/placement-rules.ts). */
+    constraints: constraintsSchema,
+    affinities: affinitiesSchema,
+    spreads: spreadsSchema,
+    ...refused('vault', 'consul', 'multiregion', 'update', 'migrate'),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
     /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
     periodic: periodicSchema.optional(),

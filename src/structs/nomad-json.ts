@@ -122,6 +122,11 @@ const NETWORK: Table = {
   MBits: DEFAULTED,
   Hostname: DEFAULTED,
 };
+// Placement rules: Nomad's LTarget/Operand/RTarget.
+const CONSTRAINT: Table = { LTarget: attr('attribute'), Operand: attr('operator'), RTarget: attr('value') };
+const CONSTRAINTS: Rule = { to: 'constraints', list: CONSTRAINT };
+const AFFINITIES: Rule = { to: 'affinities', list: { ...CONSTRAINT, Weight: attr('weight') } };
+const SPREADS: Rule = { to: 'spreads', list: { Attribute: attr('attribute'), Weight: attr('weight'), SpreadTarget: { to: 'targets', list: { Value: attr('value'), Percent: attr('percent') } } } };
 const TASK: Table = {
   Name: attr('name'),
   Driver: attr('driver'),
@@ -181,8 +186,8 @@ const TASK: Table = {
     },
   },
   Artifacts: { to: 'artifacts', list: { GetterSource: attr('source'), RelativeDest: attr('destination'), GetterOptions: attr('options'), GetterMode: attr('mode'), GetterHeaders: attr('headers'), GetterInsecure: DEFAULTED } },
-  Constraints: unsupported('constraints (the cluster-operations issue adds them)'),
-  Affinities: unsupported('affinities'),
+  Constraints: CONSTRAINTS,
+  Affinities: AFFINITIES,
   Services: unsupported('services (the networking issue adds them)'),
   Vault: unsupported('Vault'),
   Consul: unsupported('Consul'),
@@ -209,9 +214,9 @@ const GROUP: Table = {
   EphemeralDisk: DEFAULTED,
   Update: DEFAULTED,
   Migrate: DEFAULTED,
-  Constraints: unsupported('constraints (the cluster-operations issue adds them)'),
-  Affinities: unsupported('affinities'),
-  Spreads: unsupported('spread (the cluster-operations issue adds it)'),
+  Constraints: CONSTRAINTS,
+  Affinities: AFFINITIES,
+  Spreads: SPREADS,
   Services: unsupported('services (the networking issue adds them)'),
   Scaling: unsupported('scaling'),
   Consul: unsupported('Consul'),
@@ -244,9 +249,9 @@ const JOB: Table = {
   Region: onlyValue('global', 'Berth has no regions; leave Region out (or "global")'),
   AllAtOnce: DEFAULTED,
   Update: DEFAULTED,
-  Constraints: unsupported('constraints (the cluster-operations issue adds them)'),
-  Affinities: unsupported('affinities'),
-  Spreads: unsupported('spread (the cluster-operations issue adds it)'),
+  Constraints: CONSTRAINTS,
+  Affinities: AFFINITIES,
+  Spreads: SPREADS,
   Multiregion: unsupported('multiregion jobs'),
   Vault: unsupported('Vault'),
   Consul: unsupported('Consul'),

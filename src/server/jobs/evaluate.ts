@@ -11,6 +11,7 @@ import {
   pluginSchedulable,
   volumeIdFor,
   type Allocation,
+  type AllocMetric,
   type EvalTrigger,
   type Evaluation,
   type Job,
@@ -163,7 +164,7 @@ function usageForNamespace(usage: Map<string, NodeUsage>, namespace: string): Ma
   return out;
 }
 
-function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number, reader: StateReader): RowInput<'allocations'> {
+function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number, reader: StateReader, metrics?: AllocMetric): RowInput<'allocations'> {
   const group = job.groups.find((g) => g.name === req.group);
   if (!group) throw new Error(`group ${req.group} vanished`);
   const csiVolumes: NonNullable<Allocation['csiVolumes']> = [];
@@ -194,6 +195,7 @@ function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number,
     modifyTime: now,
   };
   if (req.previousAllocation) alloc.previousAllocation = req.previousAllocation;
+  if (metrics) alloc.metrics = metrics;
   return alloc;
 }
 
@@ -231,12 +233,12 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         const group = job.groups.find((g) => g.name === miss.group);
         const node = nodesById.get(miss.nodeId) as Node;
         if (!group) continue;
-        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes });
+        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job });
         const p = r.placements[0];
         if (p) {
           const req: PlaceRequest = { group: group.name, index: 0, rescheduleAttempts: 0 };
           if (miss.previousAllocation) req.previousAllocation = miss.previousAllocation;
-          placed.push(newAllocation(job, req, p.nodeId, opts.now, txn));
+          placed.push(newAllocation(job, req, p.nodeId, opts.now, txn, p.metrics));
         } else if (r.failure) mergeFailure(failures, group.name, r.failure);
       }
     } else {
@@ -244,6 +246,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       stops = plan.stop;
       inPlace = plan.inPlace;
       followUpAt = plan.followUpAt;
+      // What stays of the job, and what this evaluation places, for distinct_* and spread.
+      const stopping = new Set(stops.map((s) => s.allocId));
+      const existing = allocs.filter((a) => isLive(a) && !stopping.has(a.id)).map((a) => ({ nodeId: a.nodeId, group: a.taskGroup }));
       for (const group of job.groups) {
         const reqs = plan.place.filter((p) => p.group === group.name);
         if (reqs.length === 0) continue;
@@ -255,9 +260,14 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
           nodes,
           usage,
           volumes,
+          job,
+          existing,
         });
         const byIndex = new Map(reqs.map((q) => [q.index, q]));
-        for (const p of r.placements) placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p.nodeId, opts.now, txn));
+        for (const p of r.placements) {
+          placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p.nodeId, opts.now, txn, p.metrics));
+          existing.push({ nodeId: p.nodeId, group: group.name });
+        }
         if (r.failure) failures[group.name] = r.failure;
       }
     }

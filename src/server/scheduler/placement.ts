@@ -5,7 +5,11 @@
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
-import { claimConflicts, volumeIdFor, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { claimConflicts, volumeIdFor, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { AffinityScorer } from './affinity.js';
+import { failedConstraint, failedDistinct, hasCountingRules, placementRules, PlacementCounts, type PlacementRules } from './constraints.js';
+import { emptyMetric, MetricRecorder, normalizedScore, type NodeScores } from './placement-metrics.js';
+import { SpreadScorer } from './spread.js';
 
 /** A CSI volume as placement needs to know it. */
 export interface PlacementVolume {
@@ -58,12 +62,18 @@ export interface PlaceGroupInput {
   volumes: ReadonlyMap<string, PlacementVolume>;
   /** Allocations (of this job) being replaced: their claims do not count against the new ones. */
   replacing?: ReadonlySet<string>;
+  /** The job's own placement rules (constraints, affinities, spreads), merged with the group's and its tasks'. */
+  job?: Pick<JobSpec, 'constraints' | 'affinities' | 'spreads'>;
+  /** The job's allocations that stay (and ones placed earlier in the same evaluation), for distinct_* and spread. */
+  existing?: ReadonlyArray<{ nodeId: string; group: string }>;
 }
 
 export interface Placement {
   index: number;
   nodeId: string;
   score: number;
+  /** Why this node (Nomad's AllocMetric). */
+  metrics: AllocMetric;
 }
 
 export interface PlaceGroupResult {
@@ -133,9 +143,11 @@ function topologyMatches(segments: readonly Topology[], node: Topology | undefin
  * allocations are placed (status, datacenter, drivers, network, plugin
  * health), or undefined when it can. The reason reads after "N nodes".
  */
-function staticReason(node: Node, datacenters: readonly string[], group: TaskGroup, pluginIds: readonly string[]): string | undefined {
+function staticReason(node: Node, datacenters: readonly string[], group: TaskGroup, pluginIds: readonly string[], rules: PlacementRules): string | undefined {
   if (node.status !== 'ready') return `were ${node.status === 'down' ? 'down' : 'not ready'}`;
   if (!matchesDatacenter(datacenters, node.datacenter)) return 'were in another datacenter';
+  const constraint = failedConstraint(rules, node);
+  if (constraint !== undefined) return constraintReason(constraint);
   for (const task of group.tasks) {
     const driver = node.drivers[task.driver];
     if (!driver || !driver.detected) return `lacked the driver "${task.driver}"`;
@@ -220,13 +232,28 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
       if (v) pluginIds.add(v.pluginId);
     }
   }
+  const rules = placementRules(input.job, group);
   const staticReasons = new Map<string, number>();
   const candidates: Node[] = [];
+  const base = emptyMetric(nodes.length);
+  const baseRecorder = new MetricRecorder(base);
   for (const node of nodes) {
-    const reason = staticReason(node, input.datacenters, group, [...pluginIds]);
-    if (reason) staticReasons.set(reason, (staticReasons.get(reason) ?? 0) + 1);
-    else candidates.push(node);
+    const reason = staticReason(node, input.datacenters, group, [...pluginIds], rules);
+    if (node.status === 'ready' && matchesDatacenter(input.datacenters, node.datacenter)) {
+      base.nodesAvailable[node.datacenter] = (base.nodesAvailable[node.datacenter] ?? 0) + 1;
+    }
+    if (reason) {
+      staticReasons.set(reason, (staticReasons.get(reason) ?? 0) + 1);
+      baseRecorder.filtered(node, reason.startsWith(CONSTRAINT_PREFIX) ? reason.slice(CONSTRAINT_PREFIX.length, -1) : undefined);
+    } else candidates.push(node);
   }
+  const staticMetric = baseRecorder.done();
+  const affinity = new AffinityScorer(rules.affinities);
+  const affinityOf = new Map<string, number>();
+  if (!affinity.empty) for (const node of candidates) affinityOf.set(node.id, affinity.score(node));
+  const spread = new SpreadScorer(rules.spreads, group.name, Math.max(1, group.count));
+  const counting = hasCountingRules(rules);
+  const counts = counting ? new PlacementCounts(new Map(nodes.map((n) => [n.id, n])), input.existing ?? []) : undefined;
 
   const placements: Placement[] = [];
   let failure: PlacementFailure | undefined;
@@ -248,11 +275,27 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     let filtered = 0;
     let exhausted = 0;
     let best: { node: Node; score: number } | undefined;
+    const recorder = new MetricRecorder(staticMetric);
+    const valueCounts = new Map<number, Map<string, number>>();
+    const distinctCounts = (i: number): Map<string, number> => {
+      let m = valueCounts.get(i);
+      const d = rules.distinctProperties[i] as PlacementRules['distinctProperties'][number];
+      if (!m) valueCounts.set(i, (m = (counts as PlacementCounts).byValue(d.attribute, d.scope, group.name)));
+      return m;
+    };
+    if (counts && !spread.empty) spread.begin(counts);
 
     for (const node of candidates) {
       const used = usage.get(node.id) ?? EMPTY_USAGE;
       let reason: string | undefined;
       let isExhaustion = false;
+      const distinct = counts ? failedDistinct(rules, node, group.name, counts, distinctCounts) : undefined;
+      if (distinct !== undefined) {
+        note(constraintReason(distinct));
+        recorder.filtered(node, distinct);
+        filtered++;
+        continue;
+      }
       for (const { need: n, volume, tally: t } of vols) {
         if (!volume || !t) reason = `could not use volume ${n.volumeId}, which is not registered`;
         else if (!volume.schedulable) reason = `could not use volume ${volume.id}, whose plugin has no healthy instances`;
@@ -290,11 +333,24 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
       }
       if (reason) {
         note(reason);
-        if (isExhaustion) exhausted++;
-        else filtered++;
+        if (isExhaustion) {
+          exhausted++;
+          recorder.exhausted(reason);
+        } else {
+          filtered++;
+          recorder.filtered(node);
+        }
         continue;
       }
-      const score = scoreNode(node, used, need, jobId, input.indexes.length);
+      const scores = scoreNode(node, used, need, jobId, Math.max(1, group.count));
+      const aff = affinityOf.get(node.id);
+      if (aff) scores.nodeAffinity = aff;
+      if (!spread.empty) {
+        const sp = spread.score(node);
+        if (sp !== 0) scores.spread = sp;
+      }
+      const score = normalizedScore(scores);
+      recorder.scored(node.id, scores, score);
       if (!best || score > best.score || (score === best.score && node.id < best.node.id)) best = { node, score };
     }
 
@@ -308,6 +364,7 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
           nodesFiltered: filtered + [...staticReasons.values()].reduce((a, b) => a + b, 0),
           nodesExhausted: exhausted,
           reasons: Object.fromEntries(all),
+          metrics: recorder.done(),
         };
       }
       failure.unplaced++;
@@ -315,7 +372,8 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     }
 
     const node = best.node;
-    placements.push({ index, nodeId: node.id, score: best.score });
+    placements.push({ index, nodeId: node.id, score: best.score, metrics: recorder.done() });
+    counts?.add(node.id, group.name);
     const used = usage.get(node.id) ?? emptyUsage();
     usage.set(node.id, used);
     used.cpuMhz += need.cpuMhz;
@@ -338,17 +396,25 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   return failure ? { placements, failure } : { placements };
 }
 
+const CONSTRAINT_PREFIX = 'Constraint "';
+
+/** The failure reason for a constraint: describePlacementFailure prints it as `Constraint "X" filtered N nodes`. */
+function constraintReason(text: string): string {
+  return `${CONSTRAINT_PREFIX}${text}"`;
+}
+
 /**
  * Bin packing: prefer the node that would be fullest after the placement
- * (fewer, fuller nodes leave whole nodes free for big jobs), lessened by how
- * many allocations of the same job already run there so that one node does
- * not carry a whole service. In [-1, 1]; higher is better.
+ * (fewer, fuller nodes leave whole nodes free for big jobs), in [0, 1]; and,
+ * as Nomad's job anti-affinity, a penalty of (allocations of the job already
+ * there + 1) / the group's count, capped at -1, so that one node does not
+ * carry a whole service. Higher is better.
  */
-function scoreNode(node: Node, used: NodeUsage, need: { cpuMhz: number; memoryMb: number }, jobId: string, count: number): number {
+function scoreNode(node: Node, used: NodeUsage, need: { cpuMhz: number; memoryMb: number }, jobId: string, count: number): NodeScores {
   const cpu = (used.cpuMhz + need.cpuMhz) / Math.max(1, node.resources.cpuMhz);
   const mem = (used.memoryMb + need.memoryMb) / Math.max(1, node.resources.memoryMb);
-  const binpack = (cpu + mem) / 2;
+  const scores: NodeScores = { binpack: (cpu + mem) / 2 };
   const collisions = used.jobAllocs.get(jobId) ?? 0;
-  const antiAffinity = collisions > 0 ? (collisions + 1) / Math.max(1, count) : 0;
-  return binpack - Math.min(1, antiAffinity);
+  if (collisions > 0) scores.jobAntiAffinity = -Math.min(1, (collisions + 1) / count);
+  return scores;
 }
