@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
 import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
+import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -20,8 +21,9 @@ export function allocCommand(ctx: CommandContext): Command {
     alloc
       .command('status')
       .description("Show an allocation: placement, status, volumes, task events and each running task's resource usage")
-      .argument('<id>', 'allocation ID or a unique prefix'),
-    ['alloc status 3f2a9c1b', 'alloc status 3f2a --json'],
+      .argument('<id>', 'allocation ID or a unique prefix')
+      .option('--verbose', "also show the placement metrics: nodes filtered by each constraint, each candidate node's scores"),
+    ['alloc status 3f2a9c1b', 'alloc status 3f2a --json', 'alloc status --verbose 3f2a'],
   ).action(apiAction(ctx, allocStatus));
   addAllocIoCommands(alloc, ctx);
   return alloc;
@@ -34,6 +36,7 @@ export function nodeCommand(ctx: CommandContext): Command {
     node.command('status').description('List nodes, or show one node with its drivers, CSI plugins and allocations').argument('[id]', 'node ID or a unique prefix'),
     ['node status', 'node status 9c1e', 'node status --json'],
   ).action(apiAction(ctx, nodeStatus));
+  addNodeMetaCommands(node, ctx);
   return node;
 }
 
@@ -153,6 +156,7 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     ['Created', `${timestamp(a.createTime)} (${age(a.createTime)})`],
     ['Modified', `${timestamp(a.modifyTime)} (${age(a.modifyTime)})`],
   ]);
+  if (opts['verbose'] && a.metrics) printPlacementMetrics(s, a.metrics, (nodeId) => (nodeId === a.nodeId ? '(chosen)' : ''));
   if (a.csiVolumes?.length) {
     s.out.line();
     s.out.line(s.style.bold('CSI Volumes'));
@@ -232,6 +236,8 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['ID', n.id],
     ['Name', n.name],
     ['Datacenter', n.datacenter],
+    ['Node Class', n.nodeClass || undefined],
+    ['Meta', Object.entries(n.meta ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || undefined],
     ['Status', s.style.status(n.status)],
     ['Status Description', n.statusDescription || undefined],
     ['Leader Link', leaderLink(n)],

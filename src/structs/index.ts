@@ -149,3 +149,4 @@ export {
   type Spread,
   type AllocMetric,
 } from './placement-rules.js';
+export type { DiffType, FieldDiff, ObjectDiff, TaskDiff, GroupDiff, JobDiff, JobPlan } from './job-plan.js';

@@ -21,9 +21,11 @@ export interface NodeScores {
 export function normalizedScore(s: NodeScores): number {
   let sum = s.binpack;
   let n = 1;
-  if (s.jobAntiAffinity !== undefined) (sum += s.jobAntiAffinity), n++;
-  if (s.nodeAffinity !== undefined) (sum += s.nodeAffinity), n++;
-  if (s.spread !== undefined) (sum += s.spread), n++;
+  for (const v of [s.jobAntiAffinity, s.nodeAffinity, s.spread]) {
+    if (v === undefined) continue;
+    sum += v;
+    n++;
+  }
   return sum / n;
 }
 
