@@ -11,6 +11,8 @@ const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.i
 const isPrimitiveList = (v: unknown): boolean => Array.isArray(v) && v.every((x) => !x || typeof x !== 'object');
 /** Field names as Nomad prints them: `count` -> `Count`. */
 const title = (k: string): string => k.charAt(0).toUpperCase() + k.slice(1);
+/** A list's blocks are named in the singular, as Nomad names them: `Constraints` -> `Constraint`. */
+const singular = (k: string): string => (k.endsWith('ies') ? `${k.slice(0, -3)}y` : k.endsWith('s') ? k.slice(0, -1) : k);
 const text = (v: unknown): string => (v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v));
 
 function typeOf(old: unknown, now: unknown): DiffType {
@@ -32,7 +34,7 @@ function diffObject(name: string, old: Obj | undefined, now: Obj | undefined, sk
       const d = diffObject(title(k), isObj(a) ? a : undefined, isObj(b) ? b : undefined);
       if (d) objects.push(d);
     } else if ((Array.isArray(a) || Array.isArray(b)) && !(isPrimitiveList(a ?? []) && isPrimitiveList(b ?? []))) {
-      objects.push(...diffList(title(k), (a as unknown[] | undefined) ?? [], (b as unknown[] | undefined) ?? []));
+      objects.push(...diffList(singular(title(k)), (a as unknown[] | undefined) ?? [], (b as unknown[] | undefined) ?? []));
     } else {
       fields.push({ type: typeOf(a, b), name: title(k), old: text(a), new: text(b) });
     }
