@@ -69,9 +69,15 @@ export class MetricRecorder {
     this.metric.dimensionExhausted[dimension] = (this.metric.dimensionExhausted[dimension] ?? 0) + 1;
   }
 
+  /** Whether a node with this normalized score would enter the top scores (so its scores are worth building). */
+  wouldKeep(norm: number): boolean {
+    const top = this.#top;
+    return top.length < TOP_SCORES || norm > (top[top.length - 1] as { norm: number }).norm;
+  }
+
   scored(nodeId: string, scores: NodeScores, norm: number): void {
     const top = this.#top;
-    if (top.length === TOP_SCORES && norm <= (top[top.length - 1] as { norm: number }).norm) return;
+    if (!this.wouldKeep(norm)) return;
     let i = top.length;
     while (i > 0 && (top[i - 1] as { norm: number }).norm < norm) i--;
     top.splice(i, 0, { nodeId, scores: { ...scores }, norm });

@@ -342,15 +342,20 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
         }
         continue;
       }
-      const scores = scoreNode(node, used, need, jobId, Math.max(1, group.count));
-      const aff = affinityOf.get(node.id);
-      if (aff) scores.nodeAffinity = aff;
-      if (!spread.empty) {
-        const sp = spread.score(node);
-        if (sp !== 0) scores.spread = sp;
+      // Scores as plain numbers: this loop runs nodes x allocations times.
+      const binpack = binpackScore(node, used, need);
+      const collisions = used.jobAllocs.get(jobId) ?? 0;
+      const anti = collisions > 0 ? -Math.min(1, (collisions + 1) / Math.max(1, group.count)) : 0;
+      const aff = affinityOf.get(node.id) ?? 0;
+      const sp = spread.empty ? 0 : spread.score(node);
+      const score = (binpack + anti + aff + sp) / (1 + (anti ? 1 : 0) + (aff ? 1 : 0) + (sp ? 1 : 0));
+      if (recorder.wouldKeep(score)) {
+        const scores: NodeScores = { binpack };
+        if (anti) scores.jobAntiAffinity = anti;
+        if (aff) scores.nodeAffinity = aff;
+        if (sp) scores.spread = sp;
+        recorder.scored(node.id, scores, normalizedScore(scores));
       }
-      const score = normalizedScore(scores);
-      recorder.scored(node.id, scores, score);
       if (!best || score > best.score || (score === best.score && node.id < best.node.id)) best = { node, score };
     }
 
@@ -405,16 +410,13 @@ function constraintReason(text: string): string {
 
 /**
  * Bin packing: prefer the node that would be fullest after the placement
- * (fewer, fuller nodes leave whole nodes free for big jobs), in [0, 1]; and,
- * as Nomad's job anti-affinity, a penalty of (allocations of the job already
- * there + 1) / the group's count, capped at -1, so that one node does not
- * carry a whole service. Higher is better.
+ * (fewer, fuller nodes leave whole nodes free for big jobs), in [0, 1]. The
+ * caller adds Nomad's job anti-affinity: a penalty of (allocations of the job
+ * already there + 1) / the group's count, capped at -1, so that one node does
+ * not carry a whole service. Higher is better.
  */
-function scoreNode(node: Node, used: NodeUsage, need: { cpuMhz: number; memoryMb: number }, jobId: string, count: number): NodeScores {
+function binpackScore(node: Node, used: NodeUsage, need: { cpuMhz: number; memoryMb: number }): number {
   const cpu = (used.cpuMhz + need.cpuMhz) / Math.max(1, node.resources.cpuMhz);
   const mem = (used.memoryMb + need.memoryMb) / Math.max(1, node.resources.memoryMb);
-  const scores: NodeScores = { binpack: (cpu + mem) / 2 };
-  const collisions = used.jobAllocs.get(jobId) ?? 0;
-  if (collisions > 0) scores.jobAntiAffinity = -Math.min(1, (collisions + 1) / count);
-  return scores;
+  return (cpu + mem) / 2;
 }

@@ -23,6 +23,8 @@ export class SpreadScorer {
   readonly #sumWeights: number;
   readonly #group: string;
   #used: Array<Map<string, number>> = [];
+  /** Per spread: the least and most allocations any value has now (0 when none). */
+  #range: Array<{ min: number; max: number }> = [];
 
   constructor(spreads: readonly Spread[], group: string, count: number) {
     this.#group = group;
@@ -47,42 +49,46 @@ export class SpreadScorer {
   /** Reads how the group's allocations are spread now; call before scoring the nodes for one placement. */
   begin(counts: PlacementCounts): void {
     this.#used = this.#infos.map((i) => counts.byValue(i.spread.attribute, 'group', this.#group));
+    this.#range = this.#used.map((used) => {
+      let min = 0;
+      let max = 0;
+      for (const n of used.values()) {
+        if (min === 0 || n < min) min = n;
+        if (max === 0 || n > max) max = n;
+      }
+      return { min, max };
+    });
   }
 
   /** The node's spread score for the next placement; 0 means "no opinion". */
   score(node: Node): number {
     let total = 0;
-    this.#infos.forEach((info, i) => {
+    for (let i = 0; i < this.#infos.length; i++) {
+      const info = this.#infos[i] as SpreadInfo;
       const used = this.#used[i] as Map<string, number>;
       const value = resolveTarget(info.spread.attribute, node);
       if (info.desired.size === 0) {
-        total += evenSpreadBoost(used, value);
-        return;
+        total += evenSpreadBoost(used, this.#range[i] as { min: number; max: number }, value);
+        continue;
       }
       // This placement counts as used.
       const usedCount = (value === undefined ? 0 : (used.get(value) ?? 0)) + 1;
       const desired = (value === undefined ? undefined : info.desired.get(value)) ?? info.desired.get(IMPLICIT);
       if (desired === undefined || desired === 0) {
         total -= 1;
-        return;
+        continue;
       }
       total += ((desired - usedCount) / desired) * (info.spread.weight / this.#sumWeights);
-    });
+    }
     return total;
   }
 }
 
 /** Nomad's evenSpreadScoreBoost: favour the least used values, penalise when already even. */
-function evenSpreadBoost(used: ReadonlyMap<string, number>, value: string | undefined): number {
+function evenSpreadBoost(used: ReadonlyMap<string, number>, { min, max }: { min: number; max: number }, value: string | undefined): number {
   if (used.size === 0) return 0;
   if (value === undefined) return -1;
   const current = used.get(value) ?? 0;
-  let min = 0;
-  let max = 0;
-  for (const n of used.values()) {
-    if (min === 0 || n < min) min = n;
-    if (max === 0 || n > max) max = n;
-  }
   if (current !== min) return min === 0 ? -1 : (min - current) / min;
   if (min === max) return -1;
   return (max - min) / min;
