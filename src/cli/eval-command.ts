@@ -60,17 +60,7 @@ async function status(s: ApiSession, [idArg]: string[]): Promise<void> {
     ...(e.nodeId ? ([['Node ID', e.nodeId]] as const) : []),
     ...(e.previousEval ? ([['Previous Eval', e.previousEval]] as const) : []),
   ]);
-  const failed = Object.entries(e.failedPlacements ?? {});
-  if (failed.length === 0) return;
-  const { describePlacementFailure } = await import('../structs/index.js');
-  s.out.line();
-  s.out.line(s.style.bold('Failed Placements'));
-  for (const [group, f] of failed) {
-    s.out.line(`Task Group ${JSON.stringify(group)} (failed to place ${f.unplaced} allocation${f.unplaced === 1 ? '' : 's'}):`);
-    for (const part of (describePlacementFailure(f) || 'no node fits').split('; ')) s.out.line(`  * ${part}`);
-    const m = f.metrics;
-    if (m) s.out.line(`  Nodes evaluated: ${m.nodesEvaluated}, filtered: ${m.nodesFiltered}, exhausted: ${m.nodesExhausted}`);
-  }
+  if (!(await printFailedPlacements(s, 'Failed Placements', e, true))) return;
   if (e.status === 'blocked') s.out.line(`\nEvaluation "${shortId(e.id)}" is blocked: it is retried when the cluster changes`);
 }
 
@@ -80,20 +70,27 @@ export async function printJobEvaluations(s: ApiSession, jobId: string): Promise
   const evals = [...body].sort((a, b) => b.createIndex - a.createIndex);
   const latest = evals[0];
   if (!latest) return;
-  const failed = Object.entries(latest.failedPlacements ?? {});
-  if (failed.length) {
-    const { describePlacementFailure } = await import('../structs/index.js');
-    s.out.line();
-    s.out.line(s.style.bold('Placement Failure'));
-    for (const [group, f] of failed) {
-      s.out.line(`Task Group ${JSON.stringify(group)} (failed to place ${f.unplaced} allocation${f.unplaced === 1 ? '' : 's'}):`);
-      for (const part of (describePlacementFailure(f) || 'no node fits').split('; ')) s.out.line(`  * ${part}`);
-    }
-  }
+  await printFailedPlacements(s, 'Placement Failure', latest, false);
   s.out.line();
   s.out.line(s.style.bold('Latest Evaluations'));
   s.out.table(
     ['ID', 'Triggered By', 'Status', 'Placed', 'Stopped', 'Blocked Reason'],
     evals.slice(0, 3).map((e) => [shortId(e.id), e.triggeredBy, s.style.status(e.status), String(e.placed), String(e.stopped), e.status === 'blocked' ? e.blockedReason : '']),
   );
+}
+
+/** An evaluation's placement failures under `title`, one line per reason (Nomad's wording); false when it has none. */
+async function printFailedPlacements(s: ApiSession, title: string, e: Evaluation, counts: boolean): Promise<boolean> {
+  const failed = Object.entries(e.failedPlacements ?? {});
+  if (failed.length === 0) return false;
+  const { describePlacementFailure } = await import('../structs/index.js');
+  s.out.line();
+  s.out.line(s.style.bold(title));
+  for (const [group, f] of failed) {
+    s.out.line(`Task Group ${JSON.stringify(group)} (failed to place ${f.unplaced} allocation${f.unplaced === 1 ? '' : 's'}):`);
+    for (const part of (describePlacementFailure(f) || 'no node fits').split('; ')) s.out.line(`  * ${part}`);
+    const m = f.metrics;
+    if (counts && m) s.out.line(`  Nodes evaluated: ${m.nodesEvaluated}, filtered: ${m.nodesFiltered}, exhausted: ${m.nodesExhausted}`);
+  }
+  return true;
 }

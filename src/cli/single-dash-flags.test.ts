@@ -28,11 +28,12 @@ describe("Nomad's one-dash flags reach commander as --flags", () => {
   });
 
   it('refuses an unknown one-dash word by name, listing the command\'s options', async () => {
-    await assert.rejects(norm(['job', 'run', '-check-index', '5', 'a.hcl']), (err: unknown) => {
+    assert.deepEqual(await norm(['job', 'run', '-check-index', '5', 'a.hcl']), ['job', 'run', '--check-index', '5', 'a.hcl']);
+    await assert.rejects(norm(['job', 'run', '-frobnicate', '5', 'a.hcl']), (err: unknown) => {
       assert.ok(err instanceof UsageError);
       assert.equal(
         err.message,
-        'unknown option "-check-index" for "berth job run"; its options (with one dash or two): -detach, -var, -var-file, -address, -retry-for, -token, -json, -namespace (see berth job run --help)',
+        'unknown option "-frobnicate" for "berth job run"; its options (with one dash or two): -detach, -check-index, -var, -var-file, -address, -retry-for, -token, -json, -namespace (see berth job run --help)',
       );
       return true;
     });
