@@ -162,6 +162,8 @@ export function failedConstraint(rules: PlacementRules, node: Node): string | un
 export class PlacementCounts {
   readonly #byNode = new Map<string, { job: number; groups: Map<string, number> }>();
   readonly #nodes: ReadonlyMap<string, Node>;
+  /** `scope\0group\0attribute` -> value -> allocations, kept up to date by `add` once asked for. */
+  readonly #byValue = new Map<string, { attribute: string; scope: 'job' | 'group'; group: string; counts: Map<string, number> }>();
 
   constructor(nodes: ReadonlyMap<string, Node>, existing: ReadonlyArray<{ nodeId: string; group: string }>) {
     this.#nodes = nodes;
@@ -173,6 +175,12 @@ export class PlacementCounts {
     if (!n) this.#byNode.set(nodeId, (n = { job: 0, groups: new Map() }));
     n.job++;
     n.groups.set(group, (n.groups.get(group) ?? 0) + 1);
+    const node = this.#nodes.get(nodeId);
+    for (const v of this.#byValue.values()) {
+      if (v.scope === 'group' && v.group !== group) continue;
+      const value = node ? resolveTarget(v.attribute, node) : undefined;
+      if (value !== undefined) v.counts.set(value, (v.counts.get(value) ?? 0) + 1);
+    }
   }
 
   /** Allocations on the node, of the job or of `group`. */
@@ -182,17 +190,22 @@ export class PlacementCounts {
     return scope === 'job' ? n.job : (n.groups.get(group) ?? 0);
   }
 
-  /** Value of `attribute` -> allocations on nodes with that value (nodes without it are left out). */
-  byValue(attribute: string, scope: 'job' | 'group', group: string): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [nodeId, n] of this.#byNode) {
-      const node = this.#nodes.get(nodeId);
-      const value = node ? resolveTarget(attribute, node) : undefined;
-      if (value === undefined) continue;
-      const count = scope === 'job' ? n.job : (n.groups.get(group) ?? 0);
-      if (count > 0) out.set(value, (out.get(value) ?? 0) + count);
+  /** Value of `attribute` -> allocations on nodes with that value (nodes without it are left out). Live: read, never change. */
+  byValue(attribute: string, scope: 'job' | 'group', group: string): ReadonlyMap<string, number> {
+    const key = `${scope}\0${scope === 'group' ? group : ''}\0${attribute}`;
+    let v = this.#byValue.get(key);
+    if (!v) {
+      const counts = new Map<string, number>();
+      for (const [nodeId, n] of this.#byNode) {
+        const node = this.#nodes.get(nodeId);
+        const value = node ? resolveTarget(attribute, node) : undefined;
+        if (value === undefined) continue;
+        const count = scope === 'job' ? n.job : (n.groups.get(group) ?? 0);
+        if (count > 0) counts.set(value, (counts.get(value) ?? 0) + count);
+      }
+      this.#byValue.set(key, (v = { attribute, scope, group, counts }));
     }
-    return out;
+    return v.counts;
   }
 }
 
@@ -206,7 +219,7 @@ export function failedDistinct(
   node: Node,
   group: string,
   counts: PlacementCounts,
-  valueCounts: (i: number) => Map<string, number>,
+  valueCounts: (i: number) => ReadonlyMap<string, number>,
 ): string | undefined {
   for (const d of rules.distinctHosts) if (counts.onNode(node.id, d.scope, group) > 0) return d.text;
   for (let i = 0; i < rules.distinctProperties.length; i++) {

@@ -276,12 +276,9 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     let exhausted = 0;
     let best: { node: Node; score: number } | undefined;
     const recorder = new MetricRecorder(staticMetric);
-    const valueCounts = new Map<number, Map<string, number>>();
-    const distinctCounts = (i: number): Map<string, number> => {
-      let m = valueCounts.get(i);
+    const distinctCounts = (i: number): ReadonlyMap<string, number> => {
       const d = rules.distinctProperties[i] as PlacementRules['distinctProperties'][number];
-      if (!m) valueCounts.set(i, (m = (counts as PlacementCounts).byValue(d.attribute, d.scope, group.name)));
-      return m;
+      return (counts as PlacementCounts).byValue(d.attribute, d.scope, group.name);
     };
     if (counts && !spread.empty) spread.begin(counts);
 

@@ -22,7 +22,9 @@ export class SpreadScorer {
   readonly #infos: SpreadInfo[];
   readonly #sumWeights: number;
   readonly #group: string;
-  #used: Array<Map<string, number>> = [];
+  #used: Array<ReadonlyMap<string, number>> = [];
+  /** Per spread: node ID -> its value of the attribute (looked up once per node). */
+  readonly #values: Array<Map<string, string | undefined>>;
   /** Per spread: the least and most allocations any value has now (0 when none). */
   #range: Array<{ min: number; max: number }> = [];
 
@@ -40,6 +42,7 @@ export class SpreadScorer {
       if (spread.targets.length > 0 && sum < count) desired.set(IMPLICIT, count - sum);
       return { spread, desired };
     });
+    this.#values = spreads.map(() => new Map());
   }
 
   get empty(): boolean {
@@ -65,8 +68,10 @@ export class SpreadScorer {
     let total = 0;
     for (let i = 0; i < this.#infos.length; i++) {
       const info = this.#infos[i] as SpreadInfo;
-      const used = this.#used[i] as Map<string, number>;
-      const value = resolveTarget(info.spread.attribute, node);
+      const used = this.#used[i] as ReadonlyMap<string, number>;
+      const cache = this.#values[i] as Map<string, string | undefined>;
+      let value = cache.get(node.id);
+      if (value === undefined && !cache.has(node.id)) cache.set(node.id, (value = resolveTarget(info.spread.attribute, node)));
       if (info.desired.size === 0) {
         total += evenSpreadBoost(used, this.#range[i] as { min: number; max: number }, value);
         continue;
