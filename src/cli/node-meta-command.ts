@@ -54,7 +54,9 @@ function agentOf(s: ApiSession, node: Node, opts: Record<string, unknown>): ApiC
   return new ApiClient({ address: node.httpAddr, signal: s.signal, ...(token ? { token } : {}) });
 }
 
-async function apply(s: ApiSession, [...pairs]: string[], opts: Record<string, unknown>): Promise<void> {
+async function apply(s: ApiSession, args: string[], opts: Record<string, unknown>): Promise<void> {
+  // commander hands a variadic argument over as one array.
+  const pairs = (args as unknown[]).flat().map(String);
   const set: Record<string, string | null> = {};
   for (const p of pairs) {
     const eq = p.indexOf('=');

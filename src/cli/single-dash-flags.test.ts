@@ -22,6 +22,10 @@ describe("Nomad's one-dash flags reach commander as --flags", () => {
     assert.deepEqual(await norm(['job', 'status', '-token', '-secret-', 'x']), ['job', 'status', '--token', '-secret-', 'x']);
   });
 
+  it('reads the flags before a leading variadic argument (node meta apply -node-id N -unset K k=v)', async () => {
+    assert.deepEqual(await norm(['node', 'meta', 'apply', '-node-id', 'n1', '-unset', 'a,b', 'rack=r2']), ['node', 'meta', 'apply', '--node-id', 'n1', '--unset', 'a,b', 'rack=r2']);
+  });
+
   it("stops at the remote command of alloc exec and after --", async () => {
     assert.deepEqual(await norm(['alloc', 'exec', '-task', 'w', 'abc', 'ls', '-la']), ['alloc', 'exec', '--task', 'w', 'abc', 'ls', '-la']);
     assert.deepEqual(await norm(['job', 'run', '--', '-odd-file.hcl']), ['job', 'run', '--', '-odd-file.hcl']);
