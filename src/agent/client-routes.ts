@@ -65,6 +65,24 @@ function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   throw err;
 }
 
+const META_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+
+/** A node meta change from a request body (`meta` or Nomad's `Meta`, and `unset`); RouteError 400 when malformed. */
+function metaChange(body: unknown): { set: Record<string, string | null>; unset: string[] } {
+  const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  const raw = b['meta'] ?? b['Meta'] ?? {};
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new RouteError(400, 'INVALID', 'meta must be an object of key -> string (or null)');
+  const set: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (!META_KEY.test(k)) throw new RouteError(400, 'INVALID', `meta key "${k}" must be letters, digits, "_", "." or "-"`);
+    if (v !== null && typeof v !== 'string') throw new RouteError(400, 'INVALID', `meta "${k}" must be a string (or null to remove it)`);
+    set[k] = v;
+  }
+  const unset = b['unset'] ?? [];
+  if (!Array.isArray(unset) || !unset.every((k) => typeof k === 'string')) throw new RouteError(400, 'INVALID', 'unset must be a list of meta keys');
+  return { set, unset: unset as string[] };
+}
+
 type LogsQuery = { task?: string; type?: string; follow?: string; lines?: string };
 
 /** The last `n` lines of `buf` (a final newline does not count as a line of its own). */
@@ -153,6 +171,34 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
       return sendError(reply, err);
     }
   });
+
+  // The node's meta (Nomad 1.3+'s /v1/client/metadata): GET shows merged, dynamic and static meta;
+  // PUT/POST { meta: { key: "value" | null }, unset?: [keys] } applies dynamic meta, kept across restarts.
+  const readyClient = (): Client => {
+    const client = deps.client();
+    if (!client || client.state !== 'running') throw new RouteError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet');
+    return client;
+  };
+  app.get('/v1/client/metadata', { config: { access: 'read' } }, async (_req, reply) => {
+    try {
+      return reply.send({ nodeId: readyClient().nodeId, ...readyClient().nodeMeta() });
+    } catch (err) {
+      return sendError(reply, err);
+    }
+  });
+  const applyMeta = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    try {
+      const client = readyClient();
+      const { set, unset } = metaChange(req.body);
+      const view = client.applyNodeMeta(set, unset);
+      log.info({ set: Object.keys(set), unset }, 'node meta applied');
+      return reply.send({ nodeId: client.nodeId, ...view });
+    } catch (err) {
+      return sendError(reply, err);
+    }
+  };
+  app.put('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
+  app.post('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
 
   // Resource usage of the allocation's running tasks, from their cgroups (/proc without one).
   app.get<{ Params: { id: string } }>('/v1/client/allocation/:id/stats', { config: { access: 'read' } }, async (req, reply) => {

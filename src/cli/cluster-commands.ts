@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
 import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
+import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -21,8 +22,9 @@ export function allocCommand(ctx: CommandContext): Command {
     alloc
       .command('status')
       .description("Show an allocation: placement, status, volumes, task events and each running task's resource usage")
-      .argument('<id>', 'allocation ID or a unique prefix'),
-    ['alloc status 3f2a9c1b', 'alloc status 3f2a --json'],
+      .argument('<id>', 'allocation ID or a unique prefix')
+      .option('--verbose', "also show the placement metrics: nodes filtered by each constraint, each candidate node's scores"),
+    ['alloc status 3f2a9c1b', 'alloc status 3f2a --json', 'alloc status --verbose 3f2a'],
   ).action(apiAction(ctx, allocStatus));
   addAllocIoCommands(alloc, ctx);
   addAllocChecks(alloc, ctx);
@@ -36,6 +38,7 @@ export function nodeCommand(ctx: CommandContext): Command {
     node.command('status').description('List nodes, or show one node with its drivers, CSI plugins and allocations').argument('[id]', 'node ID or a unique prefix'),
     ['node status', 'node status 9c1e', 'node status --json'],
   ).action(apiAction(ctx, nodeStatus));
+  addNodeMetaCommands(node, ctx);
   return node;
 }
 
@@ -161,6 +164,7 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line(s.style.bold('Allocation Addresses'));
     s.out.table(['Label', 'Address'], a.ports.map((p) => [p.label, `${p.hostIp.includes(':') ? `[${p.hostIp}]` : p.hostIp}:${p.value}${p.to !== p.value ? ` -> ${p.to}` : ''}`]));
   }
+  if (opts['verbose'] && a.metrics) printPlacementMetrics(s, a.metrics, (nodeId) => (nodeId === a.nodeId ? '(chosen)' : ''));
   if (a.csiVolumes?.length) {
     s.out.line();
     s.out.line(s.style.bold('CSI Volumes'));
@@ -245,6 +249,8 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['ID', n.id],
     ['Name', n.name],
     ['Datacenter', n.datacenter],
+    ['Node Class', n.nodeClass || undefined],
+    ['Meta', Object.entries(n.meta ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || undefined],
     ['Status', s.style.status(n.status)],
     ['Status Description', n.statusDescription || undefined],
     ['Leader Link', leaderLink(n)],

@@ -14,6 +14,8 @@ import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from 
 import type { CommandContext } from './csi-command.js';
 import { addJobInit } from './init-command.js';
 import { addJobLaunchCommands } from './job-launch-commands.js';
+import { addJobPlan } from './job-plan-command.js';
+import { printJobEvaluations } from './eval-command.js';
 import { UsageError } from './usage-error.js';
 
 /** How long one blocking read of the monitor waits before asking again. */
@@ -118,7 +120,8 @@ export function jobCommand(ctx: CommandContext): Command {
         .command('run')
         .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
         .argument('<file>', "job file: .hcl (as Nomad users write them), .json (Berth's or Nomad's API form), or - for stdin")
-        .option('--detach', 'print the evaluation ID and return at once'),
+        .option('--detach', 'print the evaluation ID and return at once')
+        .option('--check-index <index>', 'run only if the job modify index is still this (from `job plan`; 0: the job must not exist yet)'),
     ),
     ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json', 'job run --var image=redis:7 --var-file prod.hcl web.hcl'],
   ).action(act(runJob));
@@ -156,6 +159,7 @@ export function jobCommand(ctx: CommandContext): Command {
   ).action(act(inspectJob));
 
   addJobInit(job, ctx);
+  addJobPlan(job, ctx, { readJobFile, loadStructs, variableOptions });
   addJobLaunchCommands(job, ctx);
   return job;
 }
@@ -169,7 +173,7 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
   const before = jobId ? await registeredJob(s, jobId) : undefined;
   const { body, landed } = await s.api.request<Registered>('POST', '/v1/jobs', {
     query: { namespace: s.namespace },
-    body: { job: { namespace: s.namespace, ...parsed.input } },
+    body: { job: { namespace: s.namespace, ...parsed.input }, ...checkIndexOption(opts) },
     verify: async () => {
       const now = jobId ? await registeredJob(s, jobId) : undefined;
       if (!now || (now.submitIndex ?? 0) <= (before?.submitIndex ?? 0)) {
@@ -195,6 +199,14 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
   const result = await monitor(s, body.job, body.evalId, body.index);
   if (s.out.json) s.out.document(result);
   if (!result.ok) throw new MonitorFailure(result.reason);
+}
+
+/** `--check-index N` as the registration's `checkIndex`; a usage error unless N is a whole number. */
+function checkIndexOption(opts: Record<string, unknown>): { checkIndex?: number } {
+  const raw = opts['checkIndex'];
+  if (raw === undefined) return {};
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw)) throw new UsageError(`--check-index takes a job modify index (a whole number, as \`job plan\` prints it), not "${String(raw)}"`);
+  return { checkIndex: Number(raw) };
 }
 
 /** A periodic or parameterized job runs nothing itself: say so, and when it launches next (as Nomad's job run does). */
@@ -378,7 +390,7 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
       return [g.name, String(g.count), ...statuses.map((st) => String(mine.filter((a) => a.clientStatus === st).length))];
     }),
   );
-  await placementFailures(s, id);
+  await printJobEvaluations(s, id);
   s.out.line();
   s.out.line(s.style.bold('Allocations'));
   s.out.table(
@@ -390,20 +402,6 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
 }
 
 /** Nomad's "Placement Failure" section: why the job's blocked evaluation (if any) could not place, per group. */
-async function placementFailures(s: ApiSession, jobId: string): Promise<void> {
-  const { body: evals } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
-  const blocked = evals.filter((e) => e.status === 'blocked').sort((a, b) => b.modifyIndex - a.modifyIndex)[0];
-  if (!blocked || !Object.keys(blocked.failedPlacements ?? {}).length) return;
-  // Loaded only now: a job status with nothing blocked stays as light as before.
-  const { describePlacementFailure } = await loadStructs();
-  s.out.line();
-  s.out.line(s.style.bold('Placement Failure'));
-  for (const [group, failure] of Object.entries(blocked.failedPlacements)) {
-    s.out.line(`Task Group "${group}" (failed to place ${failure.unplaced} allocation${failure.unplaced === 1 ? '' : 's'}):`);
-    s.out.line(`  * ${describePlacementFailure(failure) || 'no node fits'}`);
-  }
-}
-
 async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
   const { body } = await s.api.request<{ evalId: string; evaluation: Evaluation }>('DELETE', KINDS.job.getPath(id), {

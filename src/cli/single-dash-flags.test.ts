@@ -22,17 +22,22 @@ describe("Nomad's one-dash flags reach commander as --flags", () => {
     assert.deepEqual(await norm(['job', 'status', '-token', '-secret-', 'x']), ['job', 'status', '--token', '-secret-', 'x']);
   });
 
+  it('reads the flags before a leading variadic argument (node meta apply -node-id N -unset K k=v)', async () => {
+    assert.deepEqual(await norm(['node', 'meta', 'apply', '-node-id', 'n1', '-unset', 'a,b', 'rack=r2']), ['node', 'meta', 'apply', '--node-id', 'n1', '--unset', 'a,b', 'rack=r2']);
+  });
+
   it("stops at the remote command of alloc exec and after --", async () => {
     assert.deepEqual(await norm(['alloc', 'exec', '-task', 'w', 'abc', 'ls', '-la']), ['alloc', 'exec', '--task', 'w', 'abc', 'ls', '-la']);
     assert.deepEqual(await norm(['job', 'run', '--', '-odd-file.hcl']), ['job', 'run', '--', '-odd-file.hcl']);
   });
 
   it('refuses an unknown one-dash word by name, listing the command\'s options', async () => {
-    await assert.rejects(norm(['job', 'run', '-check-index', '5', 'a.hcl']), (err: unknown) => {
+    assert.deepEqual(await norm(['job', 'run', '-check-index', '5', 'a.hcl']), ['job', 'run', '--check-index', '5', 'a.hcl']);
+    await assert.rejects(norm(['job', 'run', '-frobnicate', '5', 'a.hcl']), (err: unknown) => {
       assert.ok(err instanceof UsageError);
       assert.equal(
         err.message,
-        'unknown option "-check-index" for "berth job run"; its options (with one dash or two): -detach, -var, -var-file, -address, -retry-for, -token, -json, -namespace (see berth job run --help)',
+        'unknown option "-frobnicate" for "berth job run"; its options (with one dash or two): -detach, -check-index, -var, -var-file, -address, -retry-for, -token, -json, -namespace (see berth job run --help)',
       );
       return true;
     });

@@ -32,7 +32,7 @@ export function normalizeFlags(program: Command, argv: readonly string[]): strin
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     const variadicFrom = cmd.registeredArguments.findIndex((a) => a.variadic);
-    if (arg === '--' || (variadicFrom >= 0 && positionals >= variadicFrom)) {
+    if (arg === '--' || (variadicFrom >= 0 && positionals >= variadicFrom && positionals > 0)) {
       out.push(...argv.slice(i));
       break;
     }

@@ -14,7 +14,9 @@ export interface FingerprinterDeps {
   /** The enabled drivers (the map may fill after construction). */
   drivers: Map<string, TaskDriver>;
   clock: Clock;
-  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs' | 'network'>;
+  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'nodeClass' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs' | 'network'>;
+  /** The node's meta now (static config merged with dynamic `node meta apply`). */
+  meta?: () => Record<string, string>;
   /** The CSI manager, once started. */
   csi: () => CsiManager | undefined;
 }
@@ -67,6 +69,8 @@ export class NodeFingerprinter {
         ...driverAttributes(this.#driverInfo),
         ...opts.attributes,
       },
+      ...(opts.nodeClass ? { nodeClass: opts.nodeClass } : {}),
+      meta: this.#deps.meta?.() ?? {},
       csiControllerPlugins: reports.controller,
       csiNodePlugins: reports.node,
       ...(opts.stopAfterServerDisconnectMs ? { stopAfterDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),

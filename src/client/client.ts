@@ -50,6 +50,7 @@ import {
 import { ClientStateError, SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
 import { RecordedVolumes } from './volumes/index.js';
 import { NodeFingerprinter } from './_fingerprint.js';
+import { NODE_META_BUCKET, NodeMeta, type NodeMetaView } from './_node-meta.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
 import { volumeStatsCollector } from './_volume-stats.js';
 import { ServiceChecks } from './_service-checks.js';
@@ -103,6 +104,7 @@ export class Client {
   #csi: CsiManager | undefined;
   readonly #drivers = new Map<string, TaskDriver>();
   readonly #fingerprinter: NodeFingerprinter;
+  readonly #meta: NodeMeta;
   #network: NetworkManager | undefined;
   #chroot: ChrootCache | undefined;
   #api: ServerApi | undefined;
@@ -128,7 +130,8 @@ export class Client {
     this.#root = opts.logger ?? silentLogger();
     this.#log = this.#root.child({ component: 'client' });
     this.#life = new Lifecycle({ logger: this.#log });
-    this.#fingerprinter = new NodeFingerprinter({ drivers: this.#drivers, clock: this.#clock, opts, csi: () => this.#csi });
+    this.#meta = new NodeMeta(opts.meta ?? {});
+    this.#fingerprinter = new NodeFingerprinter({ drivers: this.#drivers, clock: this.#clock, opts, csi: () => this.#csi, meta: () => this.#meta.merged() });
   }
 
   get state(): ClientState {
@@ -216,6 +219,7 @@ export class Client {
       const store = SqliteClientStateStore.open(path.join(dataDir, 'client.db'));
       this.#store = store;
       this.#node = this.#loadNode(store.bucket<NodeRecord>(AGENT_BUCKET));
+      this.#meta.load(store.bucket(NODE_META_BUCKET));
       this.#log.info({ nodeId: this.#node.id, dataDir }, 'client starting');
 
       this.#registry = new PluginRegistry({ store, logger: this.#root, clock: this.#clock });
@@ -493,6 +497,23 @@ export class Client {
       .catch((err: unknown) => this.#log.warn({ err: describeError(err) }, 'driver fingerprint refresh failed'));
   }
 
+  /** The node's meta: merged, dynamic (`node meta apply`) and static (the config). Does not block. */
+  nodeMeta(): NodeMetaView {
+    return this.#meta.view();
+  }
+
+  /**
+   * Applies dynamic node meta (a null value hides a static key; `unset`
+   * forgets dynamic keys), keeps it in the client state (it survives a
+   * restart) and sends the new fingerprint to the server at once. Safe to
+   * repeat; throws when the client state cannot be written.
+   */
+  applyNodeMeta(set: Readonly<Record<string, string | null>>, unset: readonly string[]): NodeMetaView {
+    const view = this.#meta.apply(set, unset);
+    this.#registration?.pushFingerprint();
+    return view;
+  }
+
   /** Starts the driver plugins; their drivers join (or replace) the built-ins, their task events go to the task's runner. */
   async #startExternalDrivers(): Promise<void> {
     const ext = this.#opts.externalDrivers;
@@ -567,7 +588,7 @@ export class Client {
         ...(this.#opts.region ? { region: this.#opts.region } : {}),
         nodeClass: this.#opts.nodeClass ?? '',
         attributes: this.#fingerprinter.last?.attributes ?? this.#opts.attributes ?? {},
-        meta: this.#opts.meta ?? {},
+        meta: this.#meta.merged(),
       },
       ...(this.#opts.fileRoots ? { fileRoots: this.#opts.fileRoots } : {}),
       logger: this.#root,

@@ -5,3 +5,12 @@ export { retry, backoffDelay, defaultBackoff, BACKOFF, type BackoffPolicy, type 
 export { Lifecycle, LifecycleError, type LifecycleErrorCode, type LifecycleOptions, type LifecycleState } from './lifecycle.js';
 export { SecretMap, SecretList, REDACTED, looksSecret, redactSecretLookingValues } from './redact.js';
 export { createLogger, silentLogger, REDACT_PATHS, type Logger, type LoggerConfig } from './logger.js';
+export {
+  parseVersionConstraint,
+  versionSatisfies,
+  parseLenientVersion,
+  parseStrictVersion,
+  compareVersions,
+  type VersionConstraint,
+  type ParsedVersion,
+} from './version-constraint.js';

@@ -37,9 +37,6 @@ const RESCHEDULE: Body = {
 };
 // Blocks Berth parses and refuses by name (structs/job-blocks.ts says why); kept whole so the error points at them.
 const REFUSED_BLOCKS: Body = {
-  constraint: { t: 'blocks', to: 'constraints', body: {} },
-  affinity: { t: 'blocks', to: 'affinities', body: {} },
-  spread: { t: 'blocks', to: 'spreads', body: {} },
   update: { t: 'block', to: 'update', body: {} },
   migrate: { t: 'block', to: 'migrate', body: {} },
   scaling: { t: 'blocks', to: 'scaling', body: {} },
@@ -78,6 +75,15 @@ const SERVICE: Body = {
   task: attr('taskName'),
   check: { t: 'blocks', to: 'checks', body: CHECK },
   check_restart: { t: 'block', to: 'checkRestart', body: CHECK_RESTART },
+};
+// Placement rules (structs/placement-rules.ts): Nomad's shorthands (version = "...", distinct_hosts = true) pass camelCased.
+const RULE: Body = { attribute: attr('attribute'), operator: attr('operator'), value: attr('value') };
+const CONSTRAINT: Field = { t: 'blocks', to: 'constraints', body: RULE };
+const AFFINITY: Field = { t: 'blocks', to: 'affinities', body: { ...RULE, weight: attr('weight') } };
+const SPREAD: Field = {
+  t: 'blocks',
+  to: 'spreads',
+  body: { attribute: attr('attribute'), weight: attr('weight'), target: { t: 'labeled', to: 'targets', labelAs: 'value', body: { percent: attr('percent'), value: attr('value') } } },
 };
 const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
 const GROUP_VOLUME: Body = {
@@ -119,6 +125,8 @@ const TASK: Body = {
   identity: { t: 'blocks', to: 'identity', body: {} },
   ...REFUSED_BLOCKS,
   service: { t: 'blocks', to: 'services', body: SERVICE },
+  constraint: CONSTRAINT,
+  affinity: AFFINITY,
   resources: {
     t: 'block',
     to: 'resources',
@@ -179,6 +187,9 @@ const GROUP: Body = {
   ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
   ...REFUSED_BLOCKS,
   service: { t: 'blocks', to: 'services', body: SERVICE },
+  constraint: CONSTRAINT,
+  affinity: AFFINITY,
+  spread: SPREAD,
   volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
@@ -192,6 +203,9 @@ export const JOB_BODY: Body = {
   region: attr('region'),
   meta: map('meta'),
   ...REFUSED_BLOCKS,
+  constraint: CONSTRAINT,
+  affinity: AFFINITY,
+  spread: SPREAD,
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
   periodic: {
     t: 'block',

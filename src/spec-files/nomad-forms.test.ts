@@ -151,7 +151,6 @@ describe("Nomad's API job JSON", () => {
 }`;
     assert.deepEqual(await problemsOf(parseJobFile('web.json', text)), [
       '4:5 Job.Region: Berth has no regions; leave Region out (or "global")',
-      '7:7 Job.TaskGroups[0].Constraints: Berth does not support constraints (the cluster-operations issue adds them); remove "Constraints"',
       '11:9 Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"',
       '12:9 Job.TaskGroups[0].Tasks[0].Frobnicate: unknown field "Frobnicate" (not part of Nomad\'s job or volume JSON that Berth reads)',
     ]);

@@ -1,6 +1,7 @@
 // An allocation: one placed instance of a job's task group on a node.
 
 import type { CheckResult } from './service-spec.js';
+import type { AllocMetric } from './placement-rules.js';
 
 /** What the server wants of the allocation. */
 export type AllocDesiredStatus = 'run' | 'stop' | 'evict';
@@ -68,6 +69,8 @@ export interface Allocation {
   taskStates: Record<string, TaskState>;
   /** The allocation's network as its client reports it: mode, and in bridge/cni its own address and interface. */
   network?: AllocNetworkStatus;
+  /** Why the scheduler chose the node (Nomad's AllocMetric): `alloc status --verbose`. */
+  metrics?: AllocMetric;
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;

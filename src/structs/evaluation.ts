@@ -2,6 +2,8 @@
 // came of it. Placement failures are kept per task group with per-reason node
 // counts, as Nomad does ("2 nodes lacked a healthy node plugin for hostpath").
 
+import type { AllocMetric } from './placement-rules.js';
+
 export type EvalTrigger =
   | 'job-register'
   | 'job-deregister'
@@ -26,6 +28,8 @@ export interface PlacementFailure {
   nodesExhausted: number;
   /** Reason -> how many nodes it ruled out, e.g. { 'lacked a healthy node plugin for hostpath': 2 }. */
   reasons: Record<string, number>;
+  /** Nomad's AllocMetric of the first placement that failed (per-constraint counts, exhausted dimensions). */
+  metrics?: AllocMetric;
 }
 
 export interface Evaluation {
@@ -62,7 +66,7 @@ export interface Evaluation {
 export function describePlacementFailure(f: PlacementFailure): string {
   const parts = Object.entries(f.reasons)
     .sort((a, b) => b[1] - a[1])
-    .map(([reason, n]) => `${n} node${n === 1 ? '' : 's'} ${reason}`);
+    .map(([reason, n]) => (reason.startsWith('Constraint "') ? `${reason} filtered ${n} node${n === 1 ? '' : 's'}` : `${n} node${n === 1 ? '' : 's'} ${reason}`));
   if (f.nodesEvaluated === 0) parts.unshift('no nodes were eligible');
   return parts.join('; ');
 }

@@ -162,3 +162,12 @@ export {
   type ServiceReport,
 } from './service-spec.js';
 export { parsePortList, portEnvKey, DEFAULT_MIN_DYNAMIC_PORT, DEFAULT_MAX_DYNAMIC_PORT, MAX_PORT, PORT_LABEL } from './network-spec.js';
+export {
+  CONSTRAINT_OPERATORS,
+  describeConstraint,
+  type Constraint,
+  type Affinity,
+  type Spread,
+  type AllocMetric,
+} from './placement-rules.js';
+export type { DiffType, FieldDiff, ObjectDiff, TaskDiff, GroupDiff, JobDiff, JobPlan } from './job-plan.js';

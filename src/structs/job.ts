@@ -11,6 +11,7 @@ import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
 import { serviceSchema, type ServiceSpec } from './service-spec.js';
+import { affinitiesSchema, constraintsSchema, spreadsSchema } from './placement-rules.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -152,9 +153,12 @@ const taskSchema = z.strictObject({
   maxRunDuration: duration.optional(),
   /** The user the task runs as (name or uid); absent: the agent's user. */
   user: z.string().min(1, 'user must name a user').optional(),
-  ...refused('vault', 'consul', 'identity', 'scaling', 'constraints', 'affinities', 'csiPlugins'),
+  ...refused('vault', 'consul', 'identity', 'scaling', 'csiPlugins'),
   /** Registered while the task runs (Nomad's native service discovery). */
   services: z.array(serviceSchema).optional(),
+  /** Where the task's group may run / prefers to run (merged with the group's and the job's). */
+  constraints: constraintsSchema,
+  affinities: affinitiesSchema,
   resources: z
     .strictObject({
       /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */
@@ -229,7 +233,10 @@ const groupSchema = z.strictObject({
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
   ephemeralDisk: ephemeralDiskSchema.optional(),
-  ...refused('vault', 'consul', 'scaling', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  constraints: constraintsSchema,
+  affinities: affinitiesSchema,
+  spreads: spreadsSchema,
+  ...refused('vault', 'consul', 'scaling', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
   /** Registered while the allocation's tasks run (Nomad's native service discovery). */
   services: z.array(serviceSchema).optional(),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
@@ -249,7 +256,11 @@ export const jobSpecSchema = z
     /** Berth runs one region; NOMAD_REGION and ${node.region} say this name. */
     region: z.string().min(1).default('global'),
     meta: metaSchema.optional(),
-    ...refused('vault', 'consul', 'multiregion', 'constraints', 'affinities', 'spreads', 'update', 'migrate'),
+    /** Placement rules every group inherits (src/structs/placement-rules.ts). */
+    constraints: constraintsSchema,
+    affinities: affinitiesSchema,
+    spreads: spreadsSchema,
+    ...refused('vault', 'consul', 'multiregion', 'update', 'migrate'),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
     /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
     periodic: periodicSchema.optional(),

@@ -61,6 +61,10 @@ export interface NodeFingerprint {
   drivers: Record<string, DriverInfo>;
   resources: Resources;
   attributes: Record<string, string>;
+  /** The client's `node_class` (constraints read it as ${node.class}); absent: no class. */
+  nodeClass?: string;
+  /** The client's `meta {}` merged with the dynamic meta of `node meta apply` (${meta.<key>}). */
+  meta?: Record<string, string>;
   /** CSI controller plugin instances on the node, by plugin ID. */
   csiControllerPlugins: Record<string, CsiPluginReport>;
   /** CSI node plugin instances on the node, by plugin ID. */

@@ -173,6 +173,11 @@ const SERVICE: Table = {
   Cluster: DEFAULTED,
   OnUpdate: DEFAULTED,
 };
+// Placement rules: Nomad's LTarget/Operand/RTarget.
+const CONSTRAINT: Table = { LTarget: attr('attribute'), Operand: attr('operator'), RTarget: attr('value') };
+const CONSTRAINTS: Rule = { to: 'constraints', list: CONSTRAINT };
+const AFFINITIES: Rule = { to: 'affinities', list: { ...CONSTRAINT, Weight: attr('weight') } };
+const SPREADS: Rule = { to: 'spreads', list: { Attribute: attr('attribute'), Weight: attr('weight'), SpreadTarget: { to: 'targets', list: { Value: attr('value'), Percent: attr('percent') } } } };
 const TASK: Table = {
   Name: attr('name'),
   Driver: attr('driver'),
@@ -232,8 +237,8 @@ const TASK: Table = {
     },
   },
   Artifacts: { to: 'artifacts', list: { GetterSource: attr('source'), RelativeDest: attr('destination'), GetterOptions: attr('options'), GetterMode: attr('mode'), GetterHeaders: attr('headers'), GetterInsecure: DEFAULTED } },
-  Constraints: unsupported('constraints (the cluster-operations issue adds them)'),
-  Affinities: unsupported('affinities'),
+  Constraints: CONSTRAINTS,
+  Affinities: AFFINITIES,
   Services: { to: 'services', list: SERVICE },
   Vault: unsupported('Vault'),
   Consul: unsupported('Consul'),
@@ -260,9 +265,9 @@ const GROUP: Table = {
   EphemeralDisk: DEFAULTED,
   Update: DEFAULTED,
   Migrate: DEFAULTED,
-  Constraints: unsupported('constraints (the cluster-operations issue adds them)'),
-  Affinities: unsupported('affinities'),
-  Spreads: unsupported('spread (the cluster-operations issue adds it)'),
+  Constraints: CONSTRAINTS,
+  Affinities: AFFINITIES,
+  Spreads: SPREADS,
   Services: { to: 'services', list: SERVICE },
   Scaling: unsupported('scaling'),
   Consul: unsupported('Consul'),
@@ -295,9 +300,9 @@ const JOB: Table = {
   Region: onlyValue('global', 'Berth has no regions; leave Region out (or "global")'),
   AllAtOnce: DEFAULTED,
   Update: DEFAULTED,
-  Constraints: unsupported('constraints (the cluster-operations issue adds them)'),
-  Affinities: unsupported('affinities'),
-  Spreads: unsupported('spread (the cluster-operations issue adds it)'),
+  Constraints: CONSTRAINTS,
+  Affinities: AFFINITIES,
+  Spreads: SPREADS,
   Multiregion: unsupported('multiregion jobs'),
   Vault: unsupported('Vault'),
   Consul: unsupported('Consul'),

@@ -51,9 +51,9 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
       bad.stderr.trim(),
       'error: invalid agent address "ftp://127.0.0.1:1" (from BERTH_ADDR): the scheme must be http or https, not ftp; give http://host:port, https://host:port or host:port',
     );
-    const unknown = await nomadUser(['job', 'run', '-check-index', '3', 'x.hcl']);
+    const unknown = await nomadUser(['job', 'run', '-frobnicate', '3', 'x.hcl']);
     assert.equal(unknown.code, 2);
-    assert.match(unknown.stderr, /unknown option "-check-index" for "berth job run"; its options \(with one dash or two\): -detach, /);
+    assert.match(unknown.stderr, /unknown option "-frobnicate" for "berth job run"; its options \(with one dash or two\): -detach, -check-index, /);
     assert.match(ok(await nomadUser(['version']), 'version'), /^Berth v\d+\.\d+\.\d+ \(Node\.js v20/);
   });
 

@@ -77,6 +77,8 @@ export interface AgentConfig {
   logLevel?: string;
   /** Production intervals (probe 30 s, heartbeat 10 s) instead of the tests' short ones. */
   production?: boolean;
+  /** More ClientOptions fields (datacenter, nodeClass, meta, ...). */
+  extra?: Record<string, unknown>;
 }
 
 /** A node agent as its own process. */
@@ -115,6 +117,7 @@ export class AgentProcess {
         netnsPrefix: 'brt-',
         logFile: this.logFile,
         logLevel: this.config.logLevel ?? 'debug',
+        ...this.config.extra,
       }),
     );
     const child = spawn(process.execPath, ['--import', 'tsx', CLIENT_MAIN, optsFile], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });

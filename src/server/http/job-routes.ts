@@ -40,6 +40,15 @@ function specFrom(body: unknown): unknown {
   return 'job' in obj && obj['job'] && typeof obj['job'] === 'object' ? obj['job'] : obj;
 }
 
+/** Nomad's `EnforceIndex` + `JobModifyIndex` (or Berth's `checkIndex`): register only if the job is still at that index. */
+function checkIndexOf(body: unknown): { checkIndex?: number } {
+  const obj = objectBody(body);
+  const raw = obj['checkIndex'] ?? (obj['EnforceIndex'] ? (obj['JobModifyIndex'] ?? 0) : undefined);
+  if (raw === undefined) return {};
+  if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw new ApiError('INVALID', 'checkIndex must be a job modify index (a whole number, 0 for a new job)', { field: 'checkIndex' });
+  return { checkIndex: raw };
+}
+
 export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
   const { store, jobs } = deps;
 
@@ -57,7 +66,7 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     if (idFromPath !== undefined && (spec as Record<string, unknown>)['id'] !== idFromPath) {
       throw new ApiError('INVALID', `the job's id must match the path ("${idFromPath}")`, { field: 'id' });
     }
-    const { job, evaluation, index } = await jobs.register(spec);
+    const { job, evaluation, index } = await jobs.register(spec, checkIndexOf(body));
     return { job: jobOut(job), evaluation, evalId: evaluation.id, index };
   };
 
@@ -72,6 +81,17 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     reply.header('X-Berth-Index', String(out['index']));
     return out;
   });
+
+  // Nomad's job plan: what registering the job would do, computed and thrown away.
+  const plan = async (req: { body: unknown; params: Params }): Promise<unknown> => {
+    const spec = specFrom(req.body);
+    if ((spec as Record<string, unknown>)['id'] !== req.params.id) {
+      throw new ApiError('INVALID', `the job's id must match the path ("${req.params.id}")`, { field: 'id' });
+    }
+    return jobs.plan(spec);
+  };
+  app.put<{ Params: Params }>('/v1/job/:id/plan', { config: { access: 'write' } }, plan);
+  app.post<{ Params: Params }>('/v1/job/:id/plan', { config: { access: 'write' } }, plan);
 
   app.post('/v1/validate/job', { config: { access: 'write' } }, async (req) => {
     const spec = parseJobSpec(specFrom(req.body));

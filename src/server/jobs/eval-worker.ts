@@ -26,7 +26,9 @@ const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins
 function nodeSignature(n: Node): string {
   const drivers = Object.entries(n.drivers).map(([k, d]) => `${k}:${d.detected}:${d.healthy}:${d.networkModes.join(',')}:${d.cgroups ?? 'none'}`);
   const plugins = Object.entries(n.csiNodePlugins).map(([k, p]) => `${k}:${p.healthy}`);
-  return `${n.status}|${n.registerIndex ?? 0}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}`;
+  // Class, meta and attributes are what constraints read: a change may unblock (or strand) placements.
+  const rules = JSON.stringify([n.nodeClass ?? '', Object.entries(n.meta ?? {}).sort(), Object.entries(n.attributes).sort()]);
+  return `${n.status}|${n.registerIndex ?? 0}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}|${rules}`;
 }
 
 export class EvalWorker {

@@ -11,6 +11,7 @@ import {
   pluginSchedulable,
   volumeIdFor,
   type Allocation,
+  type AllocMetric,
   type EvalTrigger,
   type Evaluation,
   type Job,
@@ -198,6 +199,7 @@ function newAllocation(job: Job, req: PlaceRequest, placement: Placement, now: n
     nodeId,
     resources: groupResources(group),
     ...(placement.ports.length ? { ports: placement.ports } : {}),
+    ...(placement.metrics ? { metrics: placement.metrics } : {}),
     csiVolumes,
     desiredStatus: 'run',
     desiredDescription: '',
@@ -247,7 +249,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         const group = job.groups.find((g) => g.name === miss.group);
         const node = nodesById.get(miss.nodeId) as Node;
         if (!group) continue;
-        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes });
+        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job });
         const p = r.placements[0];
         if (p) {
           const req: PlaceRequest = { group: group.name, index: 0, rescheduleAttempts: 0 };
@@ -261,6 +263,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       inPlace = plan.inPlace;
       followUpAt = plan.followUpAt;
       releaseStopped(usage, stops, allocs);
+      // What stays of the job, and what this evaluation places, for distinct_* and spread.
+      const stopping = new Set(stops.map((s) => s.allocId));
+      const existing = allocs.filter((a) => isLive(a) && !stopping.has(a.id)).map((a) => ({ nodeId: a.nodeId, group: a.taskGroup }));
       for (const group of job.groups) {
         const reqs = plan.place.filter((p) => p.group === group.name);
         if (reqs.length === 0) continue;
@@ -272,9 +277,14 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
           nodes,
           usage,
           volumes,
+          job,
+          existing,
         });
         const byIndex = new Map(reqs.map((q) => [q.index, q]));
-        for (const p of r.placements) placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn));
+        for (const p of r.placements) {
+          placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn));
+          existing.push({ nodeId: p.nodeId, group: group.name });
+        }
         if (r.failure) failures[group.name] = r.failure;
       }
     }

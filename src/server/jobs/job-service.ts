@@ -3,10 +3,8 @@
 // that also evaluates the job, so a registration returns with its
 // allocations placed (or its evaluation blocked, with the reasons).
 
-import { isDeepStrictEqual } from 'node:util';
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import {
-  JobValidationError,
   parseJobSpec,
   type AllocClientStatus,
   type Allocation,
@@ -15,18 +13,17 @@ import {
   type EvalTrigger,
   type Evaluation,
   type Job,
-  type JobSpec,
-  type TaskGroup,
+  type JobPlan,
   type TaskState,
   type AllocNetworkStatus,
 } from '../../structs/index.js';
-import { rowKey, type StateStore } from '../state/index.js';
+import { rowKey, ScratchTxn, type StateStore } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
+import { describePlan, jobModifyIndex, registerIn, sameSpec } from './register-job.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
 import { JobError } from './job-errors.js';
-import { problemsAgainstState } from './validate-job.js';
 
 export { JobError };
 
@@ -61,35 +58,6 @@ export type LaunchResult = { job: Job; evaluation: Evaluation; index: number } |
 
 const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'complete', 'failed', 'lost'];
 
-/** Equal as JSON, whatever the order of keys (a job file in HCL and the same job in JSON list a config's keys differently). */
-function sameSpec(a: unknown, b: unknown): boolean {
-  const plain = (v: unknown): unknown => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
-  return isDeepStrictEqual(plain(a), plain(b));
-}
-
-function specOf(job: Job): JobSpec {
-  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } =
-    job;
-  return spec;
-}
-
-/** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
-const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;
-
-/** A group without what changes neither its allocations nor their tasks: its count, and with `resources` its tasks' resource values. */
-function comparable(group: TaskGroup, withoutResources: boolean): unknown {
-  if (!withoutResources) return { ...group, count: 0 };
-  return {
-    ...group,
-    count: 0,
-    tasks: group.tasks.map((t) => {
-      const resources: Record<string, unknown> = { ...t.resources };
-      for (const f of IN_PLACE_RESOURCE_FIELDS) delete resources[f];
-      return { ...t, resources };
-    }),
-  };
-}
-
 export class JobService {
   readonly #store: StateStore;
   readonly #clock: Clock;
@@ -106,49 +74,38 @@ export class JobService {
    * it. A stopped job registered again runs again. Throws JobValidationError
    * (code INVALID) listing every problem, with field paths, when the spec is
    * malformed or names volumes/plugins/access modes the server cannot serve.
-   * Safe to repeat (an unchanged spec keeps its version).
+   * Safe to repeat (an unchanged spec keeps its version). With
+   * `checkIndex`, throws JobError CONFLICT unless the job's modify index
+   * (`jobModifyIndex`; 0 for a new job) is still that (`job run -check-index`).
    */
-  async register(input: unknown): Promise<RegisterResult> {
+  async register(input: unknown, opts: { checkIndex?: number } = {}): Promise<RegisterResult> {
     const spec = parseJobSpec(input);
     const now = this.#clock.now();
     const { index, result } = await this.#store.write((txn) => {
-      const problems = problemsAgainstState(spec, txn);
-      if (problems.length) throw new JobValidationError(problems);
-      const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
-      let version = 0;
-      const groupVersions: Record<string, number> = {};
-      const groupResourceVersions: Record<string, number> = {};
-      if (prev) {
-        const changed = !sameSpec(specOf(prev), spec);
-        version = changed ? prev.version + 1 : prev.version;
-        for (const g of spec.groups) {
-          const old = prev.groups.find((p) => p.name === g.name);
-          // A count change alone scales; a change of tasks' resource values alone updates
-          // the allocations in place where they fit; any other change replaces them.
-          const prevGroup = prev.groupVersions[g.name] ?? prev.version;
-          groupVersions[g.name] = old && sameSpec(comparable(old, true), comparable(g, true)) ? prevGroup : version;
-          groupResourceVersions[g.name] =
-            old && sameSpec(comparable(old, false), comparable(g, false)) ? (prev.groupResourceVersions?.[g.name] ?? prevGroup) : version;
+      if (opts.checkIndex !== undefined) {
+        const current = jobModifyIndex(txn.get('jobs', rowKey(spec.namespace, spec.id)));
+        if (current !== opts.checkIndex) {
+          throw new JobError('CONFLICT', `job "${spec.id}" changed since the plan: its job modify index is ${current}, not ${opts.checkIndex}; plan it again`);
         }
-      } else {
-        for (const g of spec.groups) groupVersions[g.name] = groupResourceVersions[g.name] = 0;
       }
-      const job = txn.put('jobs', {
-        ...spec,
-        stop: false,
-        status: prev?.status ?? 'pending',
-        version,
-        groupVersions,
-        groupResourceVersions,
-        submitTime: now,
-        submitIndex: txn.writeIndex,
-        ...(prev ? { createIndex: prev.createIndex } : {}),
-      });
-      const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
-      return { job: txn.get('jobs', rowKey(job.namespace, job.id)) as Job, evaluation: outcome.evaluation as Evaluation };
+      return registerIn(txn, spec, now);
     });
     this.#log.info({ jobId: spec.id, namespace: spec.namespace, evalId: result.evaluation.id, status: result.evaluation.status }, 'job registered');
     return { ...result, index };
+  }
+
+  /**
+   * What registering `input` would do now, without doing it (Nomad's job
+   * plan): the same registration and evaluation as `register`, run in a
+   * transaction that is never committed. Throws JobValidationError as
+   * `register` does. Never writes; never blocks.
+   */
+  plan(input: unknown): JobPlan {
+    const spec = parseJobSpec(input);
+    const txn = new ScratchTxn(this.#store.snapshot());
+    const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
+    const { evaluation } = registerIn(txn, spec, this.#clock.now());
+    return describePlan(txn, prev, spec, evaluation);
   }
 
   /**

@@ -38,12 +38,19 @@ function fingerprintKey(fp: NodeFingerprint): string {
     drivers: fp.drivers,
     resources: fp.resources,
     attributes: fp.attributes,
+    cl: fp.nodeClass,
+    m: fp.meta,
     c: strip(fp.csiControllerPlugins),
     n: strip(fp.csiNodePlugins),
     s: fp.stopAfterDisconnectMs,
     k: fp.killTimeoutMs,
     p: portFingerprint(fp),
   });
+}
+
+/** Keeps only string values (a node's meta as it reported it). */
+function stringRecord(v: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
@@ -54,6 +61,8 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
     drivers: fp.drivers,
     resources: fp.resources,
     attributes: fp.attributes,
+    ...(typeof fp.nodeClass === 'string' && fp.nodeClass ? { nodeClass: fp.nodeClass } : {}),
+    ...(fp.meta && typeof fp.meta === 'object' ? { meta: stringRecord(fp.meta) } : {}),
     csiControllerPlugins: fp.csiControllerPlugins,
     csiNodePlugins: fp.csiNodePlugins,
     ...(typeof fp.stopAfterDisconnectMs === 'number' && fp.stopAfterDisconnectMs >= 0 ? { stopAfterDisconnectMs: fp.stopAfterDisconnectMs } : {}),

@@ -5,8 +5,12 @@
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
-import { claimConflicts, supportsNetworkMode, volumeIdFor, type AllocatedPort, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { claimConflicts, supportsNetworkMode, volumeIdFor, type AllocatedPort, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
 import { assignPorts, holdPorts, portsReason, type PortCache, type PortUsage } from './ports.js';
+import { AffinityScorer } from './affinity.js';
+import { failedConstraint, failedDistinct, hasCountingRules, placementRules, PlacementCounts, type PlacementRules } from './constraints.js';
+import { emptyMetric, MetricRecorder, normalizedScore, type NodeScores } from './placement-metrics.js';
+import { SpreadScorer } from './spread.js';
 
 /** A CSI volume as placement needs to know it. */
 export interface PlacementVolume {
@@ -63,6 +67,10 @@ export interface PlaceGroupInput {
   replacing?: ReadonlySet<string>;
   /** Draws dynamic ports, in [0, 1); default Math.random. */
   random?: () => number;
+  /** The job's own placement rules (constraints, affinities, spreads), merged with the group's and its tasks'. */
+  job?: Pick<JobSpec, 'constraints' | 'affinities' | 'spreads'>;
+  /** The job's allocations that stay (and ones placed earlier in the same evaluation), for distinct_* and spread. */
+  existing?: ReadonlyArray<{ nodeId: string; group: string }>;
 }
 
 export interface Placement {
@@ -71,6 +79,8 @@ export interface Placement {
   score: number;
   /** The host ports the allocation gets there (empty when its group asks for none). */
   ports: AllocatedPort[];
+  /** Why this node (Nomad's AllocMetric). */
+  metrics: AllocMetric;
 }
 
 export interface PlaceGroupResult {
@@ -140,9 +150,11 @@ function topologyMatches(segments: readonly Topology[], node: Topology | undefin
  * allocations are placed (status, datacenter, drivers, network, plugin
  * health), or undefined when it can. The reason reads after "N nodes".
  */
-function staticReason(node: Node, datacenters: readonly string[], group: TaskGroup, pluginIds: readonly string[]): string | undefined {
+function staticReason(node: Node, datacenters: readonly string[], group: TaskGroup, pluginIds: readonly string[], rules: PlacementRules): string | undefined {
   if (node.status !== 'ready') return `were ${node.status === 'down' ? 'down' : 'not ready'}`;
   if (!matchesDatacenter(datacenters, node.datacenter)) return 'were in another datacenter';
+  const constraint = failedConstraint(rules, node);
+  if (constraint !== undefined) return constraintReason(constraint);
   for (const task of group.tasks) {
     const driver = node.drivers[task.driver];
     if (!driver || !driver.detected) return `lacked the driver "${task.driver}"`;
@@ -227,13 +239,28 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
       if (v) pluginIds.add(v.pluginId);
     }
   }
+  const rules = placementRules(input.job, group);
   const staticReasons = new Map<string, number>();
   const candidates: Node[] = [];
+  const base = emptyMetric(nodes.length);
+  const baseRecorder = new MetricRecorder(base);
   for (const node of nodes) {
-    const reason = staticReason(node, input.datacenters, group, [...pluginIds]);
-    if (reason) staticReasons.set(reason, (staticReasons.get(reason) ?? 0) + 1);
-    else candidates.push(node);
+    const reason = staticReason(node, input.datacenters, group, [...pluginIds], rules);
+    if (node.status === 'ready' && matchesDatacenter(input.datacenters, node.datacenter)) {
+      base.nodesAvailable[node.datacenter] = (base.nodesAvailable[node.datacenter] ?? 0) + 1;
+    }
+    if (reason) {
+      staticReasons.set(reason, (staticReasons.get(reason) ?? 0) + 1);
+      baseRecorder.filtered(node, reason.startsWith(CONSTRAINT_PREFIX) ? reason.slice(CONSTRAINT_PREFIX.length, -1) : undefined);
+    } else candidates.push(node);
   }
+  const staticMetric = baseRecorder.done();
+  const affinity = new AffinityScorer(rules.affinities);
+  const affinityOf = new Map<string, number>();
+  if (!affinity.empty) for (const node of candidates) affinityOf.set(node.id, affinity.score(node));
+  const spread = new SpreadScorer(rules.spreads, group.name, Math.max(1, group.count));
+  const counting = hasCountingRules(rules);
+  const counts = counting ? new PlacementCounts(new Map(nodes.map((n) => [n.id, n])), input.existing ?? []) : undefined;
 
   // One string per port failure, so that counting it per node does not build a new one each time.
   const portFailures = new Map<string, string>();
@@ -263,11 +290,24 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     let filtered = 0;
     let exhausted = 0;
     let best: { node: Node; score: number } | undefined;
+    const recorder = new MetricRecorder(staticMetric);
+    const distinctCounts = (i: number): ReadonlyMap<string, number> => {
+      const d = rules.distinctProperties[i] as PlacementRules['distinctProperties'][number];
+      return (counts as PlacementCounts).byValue(d.attribute, d.scope, group.name);
+    };
+    if (counts && !spread.empty) spread.begin(counts);
 
     for (const node of candidates) {
       const used = usage.get(node.id) ?? EMPTY_USAGE;
       let reason: string | undefined;
       let isExhaustion = false;
+      const distinct = counts ? failedDistinct(rules, node, group.name, counts, distinctCounts) : undefined;
+      if (distinct !== undefined) {
+        note(constraintReason(distinct));
+        recorder.filtered(node, distinct);
+        filtered++;
+        continue;
+      }
       for (const { need: n, volume, tally: t } of vols) {
         if (!volume || !t) reason = `could not use volume ${n.volumeId}, which is not registered`;
         else if (!volume.schedulable) reason = `could not use volume ${volume.id}, whose plugin has no healthy instances`;
@@ -310,11 +350,29 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
       }
       if (reason) {
         note(reason);
-        if (isExhaustion) exhausted++;
-        else filtered++;
+        if (isExhaustion) {
+          exhausted++;
+          recorder.exhausted(reason);
+        } else {
+          filtered++;
+          recorder.filtered(node);
+        }
         continue;
       }
-      const score = scoreNode(node, used, need, jobId, input.indexes.length);
+      // Scores as plain numbers: this loop runs nodes x allocations times.
+      const binpack = binpackScore(node, used, need);
+      const collisions = used.jobAllocs.get(jobId) ?? 0;
+      const anti = collisions > 0 ? -Math.min(1, (collisions + 1) / Math.max(1, group.count)) : 0;
+      const aff = affinityOf.get(node.id) ?? 0;
+      const sp = spread.empty ? 0 : spread.score(node);
+      const score = (binpack + anti + aff + sp) / (1 + (anti ? 1 : 0) + (aff ? 1 : 0) + (sp ? 1 : 0));
+      if (recorder.wouldKeep(score)) {
+        const scores: NodeScores = { binpack };
+        if (anti) scores.jobAntiAffinity = anti;
+        if (aff) scores.nodeAffinity = aff;
+        if (sp) scores.spread = sp;
+        recorder.scored(node.id, scores, normalizedScore(scores));
+      }
       if (!best || score > best.score || (score === best.score && node.id < best.node.id)) best = { node, score };
     }
 
@@ -328,6 +386,7 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
           nodesFiltered: filtered + [...staticReasons.values()].reduce((a, b) => a + b, 0),
           nodesExhausted: exhausted,
           reasons: Object.fromEntries(all),
+          metrics: recorder.done(),
         };
       }
       failure.unplaced++;
@@ -335,13 +394,14 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     }
 
     const node = best.node;
+    counts?.add(node.id, group.name);
     const used = usage.get(node.id) ?? emptyUsage();
     usage.set(node.id, used);
     // portsReason found room, so this cannot fail.
     const ports = assignPorts(node, used.ports, group.network, input.random);
     if (typeof ports === 'string') throw new Error(`ports vanished on node ${node.id}: ${ports}`);
     holdPorts(used.ports, ports);
-    placements.push({ index, nodeId: node.id, score: best.score, ports });
+    placements.push({ index, nodeId: node.id, score: best.score, ports, metrics: recorder.done() });
     used.cpuMhz += need.cpuMhz;
     used.memoryMb += need.memoryMb;
     used.jobAllocs.set(jobId, (used.jobAllocs.get(jobId) ?? 0) + 1);
@@ -362,17 +422,22 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   return failure ? { placements, failure } : { placements };
 }
 
+const CONSTRAINT_PREFIX = 'Constraint "';
+
+/** The failure reason for a constraint: describePlacementFailure prints it as `Constraint "X" filtered N nodes`. */
+function constraintReason(text: string): string {
+  return `${CONSTRAINT_PREFIX}${text}"`;
+}
+
 /**
  * Bin packing: prefer the node that would be fullest after the placement
- * (fewer, fuller nodes leave whole nodes free for big jobs), lessened by how
- * many allocations of the same job already run there so that one node does
- * not carry a whole service. In [-1, 1]; higher is better.
+ * (fewer, fuller nodes leave whole nodes free for big jobs), in [0, 1]. The
+ * caller adds Nomad's job anti-affinity: a penalty of (allocations of the job
+ * already there + 1) / the group's count, capped at -1, so that one node does
+ * not carry a whole service. Higher is better.
  */
-function scoreNode(node: Node, used: NodeUsage, need: { cpuMhz: number; memoryMb: number }, jobId: string, count: number): number {
+function binpackScore(node: Node, used: NodeUsage, need: { cpuMhz: number; memoryMb: number }): number {
   const cpu = (used.cpuMhz + need.cpuMhz) / Math.max(1, node.resources.cpuMhz);
   const mem = (used.memoryMb + need.memoryMb) / Math.max(1, node.resources.memoryMb);
-  const binpack = (cpu + mem) / 2;
-  const collisions = used.jobAllocs.get(jobId) ?? 0;
-  const antiAffinity = collisions > 0 ? (collisions + 1) / Math.max(1, count) : 0;
-  return binpack - Math.min(1, antiAffinity);
+  return (cpu + mem) / 2;
 }

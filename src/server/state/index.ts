@@ -23,3 +23,4 @@ export { etcdFailFast } from './etcd-client-options.js';
 export { StateStoreError } from './errors.js';
 export { saveSnapshot, restoreSnapshot, encodeSnapshot, decodeSnapshot, SNAPSHOT_VERSION, type SnapshotSummary } from './snapshot.js';
 export { rowKey, keyPrefix, keyOf, publicRow } from './keys.js';
+export { ScratchTxn } from './scratch-txn.js';

@@ -1,0 +1,123 @@
+// A job registration inside a write transaction: the new version, its
+// groups' versions (what replaces allocations, what updates them in place),
+// and the evaluation. Shared by `register` (a committed write) and `plan`
+// (a scratch transaction that is thrown away), so that a plan shows what a
+// run does.
+
+import { isDeepStrictEqual } from 'node:util';
+import { JobValidationError, type Evaluation, type Job, type JobPlan, type JobSpec, type TaskGroup } from '../../structs/index.js';
+import { rowKey, type ScratchTxn, type WriteTxn } from '../state/index.js';
+import { evaluateJob } from './evaluate.js';
+import { diffJobs } from './job-diff.js';
+import { problemsAgainstState } from './validate-job.js';
+
+/** Equal as JSON, whatever the order of keys (a job file in HCL and the same job in JSON list a config's keys differently). */
+export function sameSpec(a: unknown, b: unknown): boolean {
+  const plain = (v: unknown): unknown => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+  return isDeepStrictEqual(plain(a), plain(b));
+}
+
+export function specOf(job: Job): JobSpec {
+  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } =
+    job;
+  return spec;
+}
+
+/** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
+const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;
+
+/** A group without what changes neither its allocations nor their tasks: its count, and with `resources` its tasks' resource values. */
+function comparable(group: TaskGroup, withoutResources: boolean): unknown {
+  if (!withoutResources) return { ...group, count: 0 };
+  return {
+    ...group,
+    count: 0,
+    tasks: group.tasks.map((t) => {
+      const resources: Record<string, unknown> = { ...t.resources };
+      for (const f of IN_PLACE_RESOURCE_FIELDS) delete resources[f];
+      return { ...t, resources };
+    }),
+  };
+}
+
+/** The index `job run -check-index` compares: the job's latest registration (0: no such job). Pure. */
+export function jobModifyIndex(job: Job | undefined): number {
+  return job ? (job.submitIndex ?? job.modifyIndex) : 0;
+}
+
+/**
+ * Registers (or updates) `spec` inside `txn` and evaluates it. Throws
+ * JobValidationError when the spec names volumes or plugins the state
+ * cannot serve; nothing is written then.
+ */
+export function registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Job; evaluation: Evaluation } {
+  const problems = problemsAgainstState(spec, txn);
+  if (problems.length) throw new JobValidationError(problems);
+  const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
+  let version = 0;
+  const groupVersions: Record<string, number> = {};
+  const groupResourceVersions: Record<string, number> = {};
+  if (prev) {
+    const changed = !sameSpec(specOf(prev), spec);
+    version = changed ? prev.version + 1 : prev.version;
+    for (const g of spec.groups) {
+      const old = prev.groups.find((p) => p.name === g.name);
+      // A count change alone scales; a change of tasks' resource values alone updates
+      // the allocations in place where they fit; any other change replaces them.
+      const prevGroup = prev.groupVersions[g.name] ?? prev.version;
+      groupVersions[g.name] = old && sameSpec(comparable(old, true), comparable(g, true)) ? prevGroup : version;
+      groupResourceVersions[g.name] =
+        old && sameSpec(comparable(old, false), comparable(g, false)) ? (prev.groupResourceVersions?.[g.name] ?? prevGroup) : version;
+    }
+  } else {
+    for (const g of spec.groups) groupVersions[g.name] = groupResourceVersions[g.name] = 0;
+  }
+  const job = txn.put('jobs', {
+    ...spec,
+    stop: false,
+    status: prev?.status ?? 'pending',
+    version,
+    groupVersions,
+    groupResourceVersions,
+    submitTime: now,
+    submitIndex: txn.writeIndex,
+    ...(prev ? { createIndex: prev.createIndex } : {}),
+  });
+  const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
+  return { job: txn.get('jobs', rowKey(job.namespace, job.id)) as Job, evaluation: outcome.evaluation as Evaluation };
+}
+
+/** What a plan run in `txn` would do: the diff against `prev`, placements, stops, failures. Pure over the transaction. */
+export function describePlan(txn: ScratchTxn, prev: Job | undefined, spec: JobSpec, evaluation: Evaluation): JobPlan {
+  const diff = diffJobs(prev ? specOf(prev) : undefined, spec);
+  const placements: JobPlan['placements'] = [];
+  const stops: JobPlan['stops'] = [];
+  let inPlaceUpdates = 0;
+  const updates = new Map<string, Record<string, number>>();
+  const bump = (group: string, what: string): void => {
+    const u = updates.get(group) ?? {};
+    u[what] = (u[what] ?? 0) + 1;
+    updates.set(group, u);
+  };
+  const touched = new Set<string>();
+  for (const { row: a, before } of txn.changed('allocations')) {
+    touched.add(a.id);
+    if (!before) {
+      placements.push({ group: a.taskGroup, index: a.index ?? 0, nodeId: a.nodeId, nodeName: txn.get('nodes', rowKey(a.nodeId))?.name ?? '', name: a.name ?? '' });
+      bump(a.taskGroup, 'create');
+    } else if (a.desiredStatus !== 'run' && before.desiredStatus === 'run') {
+      stops.push({ allocId: a.id, group: a.taskGroup, name: a.name ?? '', description: a.desiredDescription });
+      bump(a.taskGroup, 'destroy');
+    } else if (a.jobVersion !== before.jobVersion) {
+      inPlaceUpdates++;
+      bump(a.taskGroup, 'in-place update');
+    }
+  }
+  for (const a of txn.list('allocations', { filter: (x) => x.jobId === spec.id && x.namespace === spec.namespace && x.desiredStatus === 'run' })) {
+    if (!touched.has(a.id)) bump(a.taskGroup, 'ignore');
+  }
+  for (const g of diff.groups) g.updates = updates.get(g.name) ?? {};
+  placements.sort((a, b) => (a.group === b.group ? a.index - b.index : a.group < b.group ? -1 : 1));
+  const changes = diff.type !== 'None' || placements.length > 0 || stops.length > 0 || inPlaceUpdates > 0;
+  return { diff, jobModifyIndex: jobModifyIndex(prev), placements, stops, inPlaceUpdates, failedPlacements: evaluation.failedPlacements, changes };
+}

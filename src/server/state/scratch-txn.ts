@@ -1,0 +1,88 @@
+// A write transaction that is never committed: puts and deletes overlay a
+// read view in memory and vanish with the object. `job plan` runs the same
+// registration and evaluation code as `job run` inside one, so what the plan
+// shows is what the run would do at that index.
+
+import { keyOf } from './keys.js';
+import type { DataTable, ListOptions, RowInput, StateReader, StoreEvent, TableName, TableRow, WriteTxn } from './state-store.js';
+
+/** A write transaction over `base` whose changes are only ever seen by itself. */
+export class ScratchTxn implements WriteTxn {
+  readonly #base: StateReader;
+  /** `table\0key` -> the row after this transaction's changes (null: deleted). */
+  readonly #changes = new Map<string, { table: DataTable; key: string; row: unknown }>();
+
+  constructor(base: StateReader) {
+    this.#base = base;
+  }
+
+  get index(): number {
+    return this.#base.index;
+  }
+
+  /** The index a real write would stamp next (a lower bound, as on etcd). */
+  get writeIndex(): number {
+    return this.#base.index + 1;
+  }
+
+  get oldestEventIndex(): number {
+    return this.#base.oldestEventIndex;
+  }
+
+  get<T extends DataTable>(table: T, key: string): TableRow<T> | undefined {
+    const c = this.#changes.get(`${table}\0${key}`);
+    if (c) return (c.row ?? undefined) as TableRow<T> | undefined;
+    return this.#base.get(table, key);
+  }
+
+  list<T extends DataTable>(table: T, opts: ListOptions<TableRow<T>> = {}): TableRow<T>[] {
+    const mine = [...this.#changes.values()].filter((c) => c.table === table);
+    if (mine.length === 0) return this.#base.list(table, opts);
+    const rows = new Map<string, TableRow<T>>();
+    for (const r of this.#base.list(table)) rows.set(keyOf(table, r), r);
+    for (const c of mine) {
+      if (c.row) rows.set(c.key, c.row as TableRow<T>);
+      else rows.delete(c.key);
+    }
+    const keys = [...rows.keys()].sort();
+    const out: TableRow<T>[] = [];
+    for (const k of keys) {
+      const row = rows.get(k) as TableRow<T>;
+      if (opts.prefix !== undefined && !k.startsWith(opts.prefix)) continue;
+      if (opts.filter && !opts.filter(row)) continue;
+      out.push(row);
+    }
+    return out;
+  }
+
+  tableIndex(table: TableName): number {
+    return this.#base.tableIndex(table);
+  }
+
+  events(afterIndex: number, opts?: { topics?: readonly DataTable[]; limit?: number }): StoreEvent[] {
+    return this.#base.events(afterIndex, opts);
+  }
+
+  put<T extends DataTable>(table: T, input: RowInput<T>): TableRow<T> {
+    const key = keyOf(table, input);
+    const current = this.get(table, key);
+    const row = Object.freeze({ ...structuredClone(input), createIndex: current?.createIndex ?? this.writeIndex, modifyIndex: this.writeIndex }) as TableRow<T>;
+    this.#changes.set(`${table}\0${key}`, { table, key, row });
+    return row;
+  }
+
+  delete(table: DataTable, key: string): boolean {
+    if (!this.get(table, key)) return false;
+    this.#changes.set(`${table}\0${key}`, { table, key, row: null });
+    return true;
+  }
+
+  /** Every row this transaction put (not deleted), with the committed row it replaces. */
+  changed<T extends DataTable>(table: T): Array<{ row: TableRow<T>; before: TableRow<T> | undefined }> {
+    const out: Array<{ row: TableRow<T>; before: TableRow<T> | undefined }> = [];
+    for (const c of this.#changes.values()) {
+      if (c.table === table && c.row) out.push({ row: c.row as TableRow<T>, before: this.#base.get(table, c.key) });
+    }
+    return out;
+  }
+}
