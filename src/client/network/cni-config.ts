@@ -26,14 +26,14 @@ export function adminChainName(bridge: string): string {
   return (bridge === DEFAULT_BRIDGE.name ? 'BERTH-ADMIN' : `BERTH-ADMIN-${bridge.toUpperCase()}`).slice(0, 28);
 }
 
-/** Throws CniError CNI_BAD_CONFIG unless `name` can be a Linux bridge name and `subnet` an IPv4 CIDR. */
+/** Throws CniError NETWORK_CNI_BAD_CONFIG unless `name` can be a Linux bridge name and `subnet` an IPv4 CIDR. */
 export function validateBridgeSettings(s: BridgeSettings): void {
   if (!/^[A-Za-z0-9_.-]{1,15}$/.test(s.name)) {
-    throw new CniError('CNI_BAD_CONFIG', `bridge_network_name "${s.name}" must be 1-15 letters, digits, "_", "." or "-" (a Linux interface name)`);
+    throw new CniError('NETWORK_CNI_BAD_CONFIG', `bridge_network_name "${s.name}" must be 1-15 letters, digits, "_", "." or "-" (a Linux interface name)`);
   }
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(s.subnet);
   if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) < 8 || Number(m[5]) > 30) {
-    throw new CniError('CNI_BAD_CONFIG', `bridge_network_subnet "${s.subnet}" must be an IPv4 CIDR between /8 and /30, e.g. 172.26.64.0/20`);
+    throw new CniError('NETWORK_CNI_BAD_CONFIG', `bridge_network_subnet "${s.subnet}" must be an IPv4 CIDR between /8 and /30, e.g. 172.26.64.0/20`);
   }
 }
 
@@ -92,14 +92,14 @@ export function portMappings(ports: readonly AllocPort[]): PortMapping[] {
 /**
  * Finds the user's network `name` in `dir`: a .conflist whose name matches,
  * or a single-plugin .conf/.json wrapped into a list. Throws CniError
- * CNI_BAD_CONFIG naming the files looked at when none matches or one is bad.
+ * NETWORK_CNI_BAD_CONFIG naming the files looked at when none matches or one is bad.
  */
 export async function loadUserConfList(dir: string, name: string): Promise<CniConfList> {
   let files: string[];
   try {
     files = (await readdir(dir)).filter((f) => /\.(conflist|conf|json)$/.test(f)).sort();
   } catch (err) {
-    throw new CniError('CNI_BAD_CONFIG', `network mode "cni/${name}": cannot read cni_config_dir ${dir}: ${(err as Error).message}`, { cause: err });
+    throw new CniError('NETWORK_CNI_BAD_CONFIG', `network mode "cni/${name}": cannot read cni_config_dir ${dir}: ${(err as Error).message}`, { cause: err });
   }
   const seen: string[] = [];
   for (const f of files) {
@@ -108,19 +108,19 @@ export async function loadUserConfList(dir: string, name: string): Promise<CniCo
     try {
       raw = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
     } catch (err) {
-      throw new CniError('CNI_BAD_CONFIG', `CNI config ${file} is not valid JSON: ${(err as Error).message}`, { cause: err });
+      throw new CniError('NETWORK_CNI_BAD_CONFIG', `CNI config ${file} is not valid JSON: ${(err as Error).message}`, { cause: err });
     }
     seen.push(String(raw['name']));
     if (raw['name'] !== name) continue;
     const version = typeof raw['cniVersion'] === 'string' ? raw['cniVersion'] : '0.4.0';
     if (Array.isArray(raw['plugins'])) {
       const plugins = raw['plugins'] as CniPluginConf[];
-      if (!plugins.length || plugins.some((p) => typeof p?.type !== 'string')) throw new CniError('CNI_BAD_CONFIG', `CNI config ${file}: every plugin needs a "type"`);
+      if (!plugins.length || plugins.some((p) => typeof p?.type !== 'string')) throw new CniError('NETWORK_CNI_BAD_CONFIG', `CNI config ${file}: every plugin needs a "type"`);
       return { cniVersion: version, name, ...(raw['disableCheck'] === true ? { disableCheck: true } : {}), plugins };
     }
-    if (typeof raw['type'] !== 'string') throw new CniError('CNI_BAD_CONFIG', `CNI config ${file} has neither "plugins" nor "type"`);
+    if (typeof raw['type'] !== 'string') throw new CniError('NETWORK_CNI_BAD_CONFIG', `CNI config ${file} has neither "plugins" nor "type"`);
     const { name: _n, cniVersion: _v, ...plugin } = raw;
     return { cniVersion: version, name, plugins: [plugin as CniPluginConf] };
   }
-  throw new CniError('CNI_BAD_CONFIG', `network mode "cni/${name}": no CNI network named "${name}" in ${dir} (found: ${seen.join(', ') || 'none'})`);
+  throw new CniError('NETWORK_CNI_BAD_CONFIG', `network mode "cni/${name}": no CNI network named "${name}" in ${dir} (found: ${seen.join(', ') || 'none'})`);
 }

@@ -12,7 +12,7 @@ import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../lib/index.js';
 
-export type CniErrorCode = 'CNI_PLUGIN_NOT_FOUND' | 'CNI_PLUGIN_FAILED' | 'CNI_BAD_CONFIG';
+export type CniErrorCode = 'NETWORK_CNI_PLUGIN_NOT_FOUND' | 'NETWORK_CNI_PLUGIN_FAILED' | 'NETWORK_CNI_BAD_CONFIG';
 
 /** A CNI plugin failed or could not be run; `message` carries the plugin's own error (msg, details). */
 export class CniError extends BerthError {
@@ -87,10 +87,10 @@ export class CniRunner {
     let prev: CniResult | undefined;
     for (const plugin of conf.plugins) {
       const out = await this.#exec('ADD', conf, plugin, att, prev, opts.signal);
-      if (!out) throw new CniError('CNI_PLUGIN_FAILED', `CNI plugin ${plugin.type} (network ${conf.name}) returned no result for ADD`);
+      if (!out) throw new CniError('NETWORK_CNI_PLUGIN_FAILED', `CNI plugin ${plugin.type} (network ${conf.name}) returned no result for ADD`);
       prev = out;
     }
-    if (!prev) throw new CniError('CNI_BAD_CONFIG', `CNI network ${conf.name} has no plugins`);
+    if (!prev) throw new CniError('NETWORK_CNI_BAD_CONFIG', `CNI network ${conf.name} has no plugins`);
     return prev;
   }
 
@@ -118,7 +118,7 @@ export class CniRunner {
   }
 
   async #find(type: string): Promise<string> {
-    if (!/^[A-Za-z0-9._-]+$/.test(type)) throw new CniError('CNI_BAD_CONFIG', `CNI plugin type "${type}" is not a plugin name`);
+    if (!/^[A-Za-z0-9._-]+$/.test(type)) throw new CniError('NETWORK_CNI_BAD_CONFIG', `CNI plugin type "${type}" is not a plugin name`);
     for (const dir of this.#binDirs) {
       const file = path.join(dir, type);
       try {
@@ -128,7 +128,7 @@ export class CniRunner {
         // next directory
       }
     }
-    throw new CniError('CNI_PLUGIN_NOT_FOUND', `CNI plugin "${type}" not found in ${this.#binDirs.join(':')} (Debian: apt-get install containernetworking-plugins; or set the client's cni_path)`);
+    throw new CniError('NETWORK_CNI_PLUGIN_NOT_FOUND', `CNI plugin "${type}" not found in ${this.#binDirs.join(':')} (Debian: apt-get install containernetworking-plugins; or set the client's cni_path)`);
   }
 
   async #exec(command: 'ADD' | 'DEL' | 'CHECK', conf: CniConfList, plugin: CniPluginConf, att: CniAttachment, prev: CniResult | undefined, signal?: AbortSignal): Promise<CniResult | undefined> {
@@ -147,13 +147,13 @@ export class CniRunner {
     if (code !== 0) {
       const e = parseError(stdout);
       const why = e ? `${e.msg}${e.details ? `: ${e.details}` : ''}` : (stderr.trim() || stdout.trim() || `exit code ${code}`);
-      throw new CniError('CNI_PLUGIN_FAILED', `CNI plugin ${plugin.type} failed ${command} on network ${conf.name}: ${why}`, e?.code !== undefined ? { cniCode: e.code } : {});
+      throw new CniError('NETWORK_CNI_PLUGIN_FAILED', `CNI plugin ${plugin.type} failed ${command} on network ${conf.name}: ${why}`, e?.code !== undefined ? { cniCode: e.code } : {});
     }
     if (command !== 'ADD') return undefined;
     try {
       return JSON.parse(stdout) as CniResult;
     } catch (err) {
-      throw new CniError('CNI_PLUGIN_FAILED', `CNI plugin ${plugin.type} printed no JSON result for ADD`, { cause: err });
+      throw new CniError('NETWORK_CNI_PLUGIN_FAILED', `CNI plugin ${plugin.type} printed no JSON result for ADD`, { cause: err });
     }
   }
 }
@@ -186,7 +186,7 @@ function runPlugin(file: string, env: Record<string, string>, stdin: string, sig
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', (err) => reject(new CniError('CNI_PLUGIN_FAILED', `cannot run CNI plugin ${file}: ${err.message}`, { cause: err })));
+    child.on('error', (err) => reject(new CniError('NETWORK_CNI_PLUGIN_FAILED', `cannot run CNI plugin ${file}: ${err.message}`, { cause: err })));
     child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
     child.stdin.on('error', () => undefined);
     child.stdin.end(stdin);

@@ -11,7 +11,6 @@ import {
   pluginSchedulable,
   volumeIdFor,
   type Allocation,
-  type AllocMetric,
   type EvalTrigger,
   type Evaluation,
   type Job,
