@@ -47,6 +47,17 @@ const REFUSED_BLOCKS: Body = {
   vault: { t: 'block', to: 'vault', body: {} },
   consul: { t: 'block', to: 'consul', body: {} },
 };
+const UPDATE: Body = {
+  max_parallel: attr('maxParallel'),
+  health_check: attr('healthCheck'),
+  min_healthy_time: attr('minHealthyTimeMs'),
+  healthy_deadline: attr('healthyDeadlineMs'),
+  progress_deadline: attr('progressDeadlineMs'),
+  auto_revert: attr('autoRevert'),
+  auto_promote: attr('autoPromote'),
+  canary: attr('canary'),
+  stagger: attr('staggerMs'),
+};
 const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
 const GROUP_VOLUME: Body = {
   type: attr('type'),
@@ -135,6 +146,7 @@ const GROUP: Body = {
   shutdown_delay: attr('shutdownDelay'),
   ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
   ...REFUSED_BLOCKS,
+  update: { t: 'block', to: 'update', body: UPDATE },
   volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
@@ -148,6 +160,7 @@ export const JOB_BODY: Body = {
   region: attr('region'),
   meta: map('meta'),
   ...REFUSED_BLOCKS,
+  update: { t: 'block', to: 'update', body: UPDATE },
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
   periodic: {
     t: 'block',

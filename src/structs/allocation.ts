@@ -36,6 +36,15 @@ export interface Allocation {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  /** Service check results reported by the client, by check ID (CONTRACTS.md; owner: services). */
+  checks?: Record<string, { service: string; name: string; task?: string; status: 'pending' | 'passing' | 'warning' | 'critical'; output: string; at: number }>;
+  /** The deployment that placed this allocation (a rolling update of its job's version). */
+  deploymentId?: string;
+  /**
+   * The allocation's health as its deployment judged it: `healthy` is unset
+   * while undecided; `canary` marks an allocation placed as a canary.
+   */
+  deploymentStatus?: { healthy?: boolean; canary: boolean; timestamp: number };
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;

@@ -13,6 +13,7 @@ export {
   jobSpecSchema,
   parseJobSpec,
   publicJob,
+  specOfJob,
   durationMs,
   formatPath,
   volumeIsReadOnly,
@@ -141,3 +142,19 @@ export {
   type NodeMountRecord,
   type NodeMountInventory,
 } from './volume-health.js';
+export {
+  DEFAULT_UPDATE,
+  HEALTH_CHECKS,
+  mergeUpdate,
+  rolls,
+  type HealthCheck,
+  type UpdateStrategy,
+} from './update-strategy.js';
+export {
+  isActiveDeployment,
+  DEPLOYMENT_STATUSES,
+  type Deployment,
+  type DeploymentStatus,
+  type DeploymentGroupState,
+  type JobVersion,
+} from './deployment.js';

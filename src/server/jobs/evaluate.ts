@@ -31,6 +31,7 @@ import {
   type PlaceRequest,
   type StopDecision,
 } from '../scheduler/index.js';
+import { currentDeployment, recordRollout } from '../deployments/index.js';
 import { keyPrefix, rowKey, type RowInput, type StateReader, type WriteTxn } from '../state/index.js';
 
 export interface EvaluateOptions {
@@ -194,6 +195,7 @@ function newAllocation(job: Job, req: PlaceRequest, nodeId: string, now: number,
     modifyTime: now,
   };
   if (req.previousAllocation) alloc.previousAllocation = req.previousAllocation;
+  if (req.canary) alloc.deploymentStatus = { canary: true, timestamp: now };
   return alloc;
 }
 
@@ -240,7 +242,8 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         } else if (r.failure) mergeFailure(failures, group.name, r.failure);
       }
     } else {
-      const plan = reconcile(job, allocs, nodesById, opts.now, { usage });
+      const deployment = currentDeployment(txn, job);
+      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, ...(deployment ? { deployment } : {}) });
       stops = plan.stop;
       inPlace = plan.inPlace;
       followUpAt = plan.followUpAt;
@@ -287,6 +290,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     }
     after.set(a.id, txn.put('allocations', next));
   }
+  if (job) recordRollout(txn, job, placed, opts.now);
   for (const a of placed) {
     const stored = txn.put('allocations', a);
     after.set(stored.id, stored);

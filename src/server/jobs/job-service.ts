@@ -8,15 +8,16 @@ import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import {
   JobValidationError,
   parseJobSpec,
+  specOfJob,
   type AllocClientStatus,
   type Allocation,
   type EvalTrigger,
   type Evaluation,
   type Job,
-  type JobSpec,
   type TaskGroup,
   type TaskState,
 } from '../../structs/index.js';
+import { recordJobVersion } from '../deployments/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
@@ -57,11 +58,6 @@ function sameSpec(a: unknown, b: unknown): boolean {
   return isDeepStrictEqual(plain(a), plain(b));
 }
 
-function specOf(job: Job): JobSpec {
-  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } =
-    job;
-  return spec;
-}
 
 /** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
 const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;
@@ -109,7 +105,7 @@ export class JobService {
       const groupVersions: Record<string, number> = {};
       const groupResourceVersions: Record<string, number> = {};
       if (prev) {
-        const changed = !sameSpec(specOf(prev), spec);
+        const changed = !sameSpec(specOfJob(prev), spec);
         version = changed ? prev.version + 1 : prev.version;
         for (const g of spec.groups) {
           const old = prev.groups.find((p) => p.name === g.name);
@@ -134,6 +130,7 @@ export class JobService {
         submitIndex: txn.writeIndex,
         ...(prev ? { createIndex: prev.createIndex } : {}),
       });
+      recordJobVersion(txn, job);
       const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
       return { job: txn.get('jobs', rowKey(job.namespace, job.id)) as Job, evaluation: outcome.evaluation as Evaluation };
     });

@@ -22,3 +22,4 @@ export {
   type ReconcileOptions,
   type InPlaceUpdate,
 } from './reconcile.js';
+export { rolloutBudget, type RolloutBudget } from './rollout.js';

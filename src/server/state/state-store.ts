@@ -20,7 +20,9 @@
 import type {
   Allocation,
   CsiPlugin,
+  Deployment,
   DriftRow,
+  JobVersion,
   VolumeConditionRow,
   Evaluation,
   Job,
@@ -30,7 +32,7 @@ import type {
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'deployments', 'jobVersions', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -63,6 +65,10 @@ export interface TableRows {
   volumeConditions: VolumeConditionRow;
   /** The drift leader loop's latest report (one row, `latest`). */
   drift: DriftRow;
+  /** Rolling updates (src/server/deployments), by ID. */
+  deployments: Deployment;
+  /** Past job versions, by namespace + job ID + zero-padded version. */
+  jobVersions: JobVersion;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];
