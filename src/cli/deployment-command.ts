@@ -51,7 +51,7 @@ function printDeployment(s: ApiSession, d: Deployment): void {
 
 /** Builds `berth deployment`. */
 export function deploymentCommand(ctx: CommandContext): Command {
-  const cmd = new Command('deployment').description('Follow and steer rolling updates (deployments)');
+  const cmd = new Command('deployment').description('Follow and steer rolling updates');
   const act = (run: Parameters<typeof apiAction>[1]) => apiAction(ctx, run);
 
   apiCommand(cmd.command('list').description('List deployments, newest first'), ['deployment list', 'deployment list --json']).action(
