@@ -41,21 +41,29 @@ function groupState(group: Job['groups'][number], canaries: boolean, now: number
 /**
  * Inside the evaluation's write: ties the allocations it is about to put
  * (`placed`, changed in place) to the deployment of the job's version,
- * creating that deployment when a rolling group places something and none
- * exists, and cancelling older active deployments of the job. Returns the
- * deployment (as put) or undefined when the job does not roll. Safe to
- * repeat: with nothing placed it changes nothing.
+ * creating that deployment when a rolling group asks for placements
+ * (`requests`, placed or not yet: a replacement may wait for its
+ * predecessor's volume claim) and none exists, and cancelling older active
+ * deployments of the job. Returns the deployment (as put) or undefined when
+ * the job does not roll. Safe to repeat: with nothing asked it changes nothing.
  */
-export function recordRollout(txn: WriteTxn, job: Job, placed: Array<RowInput<'allocations'>>, now: number): Deployment | undefined {
+export function recordRollout(
+  txn: WriteTxn,
+  job: Job,
+  requests: ReadonlyArray<{ group: string; canary?: boolean }>,
+  placed: Array<RowInput<'allocations'>>,
+  now: number,
+): Deployment | undefined {
   if (job.type !== 'service' || job.stop) return undefined;
   const rolling = new Map(job.groups.filter((g) => rolls(g.update)).map((g) => [g.name, g]));
   const ours = placed.filter((a) => rolling.has(a.taskGroup));
+  const asked = requests.filter((r) => rolling.has(r.group));
   let deployment = currentDeployment(txn, job);
-  if (ours.length === 0) return deployment;
+  if (asked.length === 0 && ours.length === 0) return deployment;
   if (!deployment) {
     const taskGroups: Record<string, DeploymentGroupState> = {};
     for (const g of rolling.values()) {
-      const canaries = ours.some((a) => a.taskGroup === g.name && a.deploymentStatus?.canary);
+      const canaries = asked.some((r) => r.group === g.name && r.canary);
       taskGroups[g.name] = groupState(g, canaries, now) as DeploymentGroupState;
     }
     for (const old of jobDeployments(txn, job.namespace, job.id).filter(isActiveDeployment)) {
@@ -75,7 +83,7 @@ export function recordRollout(txn: WriteTxn, job: Job, placed: Array<RowInput<'a
     };
     deployment = txn.put('deployments', row);
   }
-  if (!isActiveDeployment(deployment)) return deployment;
+  if (!isActiveDeployment(deployment) || ours.length === 0) return deployment;
   const taskGroups = structuredClone(deployment.taskGroups);
   for (const a of ours) {
     const state = taskGroups[a.taskGroup];

@@ -213,6 +213,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const allocs = everyAlloc.filter((a) => a.jobId === jobId && a.namespace === namespace);
   let stops: StopDecision[] = [];
   let inPlace: InPlaceUpdate[] = [];
+  let requests: PlaceRequest[] = [];
   const placed: Array<RowInput<'allocations'>> = [];
   const failures: Record<string, PlacementFailure> = {};
   let followUpAt: number | undefined;
@@ -246,6 +247,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       const plan = reconcile(job, allocs, nodesById, opts.now, { usage, ...(deployment ? { deployment } : {}) });
       stops = plan.stop;
       inPlace = plan.inPlace;
+      requests = plan.place;
       followUpAt = plan.followUpAt;
       for (const group of job.groups) {
         const reqs = plan.place.filter((p) => p.group === group.name);
@@ -290,7 +292,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     }
     after.set(a.id, txn.put('allocations', next));
   }
-  if (job) recordRollout(txn, job, placed, opts.now);
+  if (job) recordRollout(txn, job, requests, placed, opts.now);
   for (const a of placed) {
     const stored = txn.put('allocations', a);
     after.set(stored.id, stored);
