@@ -24,6 +24,8 @@ export const EVENT_TOPICS: Record<string, DataTable> = {
   evaluation: 'evaluations',
   'volume-condition': 'volumeConditions',
   drift: 'drift',
+  deployment: 'deployments',
+  'job-version': 'jobVersions',
 };
 const TOPIC_OF: Record<string, string> = Object.fromEntries(Object.entries(EVENT_TOPICS).map(([k, v]) => [v, k]));
 
