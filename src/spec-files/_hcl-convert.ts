@@ -40,7 +40,6 @@ const REFUSED_BLOCKS: Body = {
   constraint: { t: 'blocks', to: 'constraints', body: {} },
   affinity: { t: 'blocks', to: 'affinities', body: {} },
   spread: { t: 'blocks', to: 'spreads', body: {} },
-  update: { t: 'block', to: 'update', body: {} },
   migrate: { t: 'block', to: 'migrate', body: {} },
   service: { t: 'blocks', to: 'services', body: { check: { t: 'blocks', to: 'checks', body: {} } } },
   scaling: { t: 'blocks', to: 'scaling', body: {} },
