@@ -12,6 +12,7 @@ import type { Allocation, Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
+import { addJobVersionCommands, monitorDeployment } from './deployment-command.js';
 import { addJobInit } from './init-command.js';
 import { addJobLaunchCommands } from './job-launch-commands.js';
 import { addJobPlan } from './job-plan-command.js';
@@ -120,7 +121,7 @@ export function jobCommand(ctx: CommandContext): Command {
         .command('run')
         .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
         .argument('<file>', "job file: .hcl (as Nomad users write them), .json (Berth's or Nomad's API form), or - for stdin")
-        .option('--detach', 'print the evaluation ID and return at once')
+        .option('--detach', 'print the evaluation ID and return at once (do not follow the allocations or the deployment)')
         .option('--check-index <index>', 'run only if the job modify index is still this (from `job plan`; 0: the job must not exist yet)'),
     ),
     ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json', 'job run --var image=redis:7 --var-file prod.hcl web.hcl'],
@@ -161,6 +162,7 @@ export function jobCommand(ctx: CommandContext): Command {
   addJobInit(job, ctx);
   addJobPlan(job, ctx, { readJobFile, loadStructs, variableOptions });
   addJobLaunchCommands(job, ctx);
+  addJobVersionCommands(job, ctx);
   return job;
 }
 
@@ -194,6 +196,13 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
       s.out.line(`Job registration successful`);
       s.out.line(`Evaluation ID: ${body.evalId}`);
     }
+    return;
+  }
+  // A rolling update (the job's groups have an update block): follow its deployment instead.
+  const rollout = await monitorDeployment(s, body.job);
+  if (rollout) {
+    if (s.out.json) s.out.document({ ok: rollout.ok, reason: rollout.reason, jobId: body.job.id, evalId: body.evalId, deployment: rollout.deployment });
+    if (!rollout.ok) throw new MonitorFailure(`deployment ${shortId(rollout.deployment.id)} ${rollout.deployment.status}: ${rollout.reason}`);
     return;
   }
   const result = await monitor(s, body.job, body.evalId, body.index);

@@ -70,6 +70,7 @@ export const COMMANDS: readonly TopCommand[] = [
     load: async (ctx) => (await import('./system-command.js')).systemCommand(ctx),
   },
   { name: 'eval', term: 'eval', description: "Inspect the scheduler's evaluations", load: async (ctx) => (await import('./eval-command.js')).evalCommand(ctx) },
+  { name: 'deployment', term: 'deployment', description: 'Follow and steer rolling updates', load: async (ctx) => (await import('./deployment-command.js')).deploymentCommand(ctx) },
   { name: 'event', term: 'event', description: 'Follow changes in the cluster', load: async (ctx) => (await import('./cluster-commands.js')).eventCommand(ctx) },
   {
     name: 'operator',

@@ -15,6 +15,7 @@ import {
   type Logger,
 } from '../lib/index.js';
 import { buildApi, type ApiToken } from './http/index.js';
+import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { EtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
@@ -280,6 +281,7 @@ export class Server {
       this.#api = await buildApi({
         store,
         jobs: this.#jobs,
+        deployments: new DeploymentService({ store, jobs: this.#jobs, clock, logger: root }),
         // The node service of the current term: routes read it at every request.
         get nodes() {
           return termNodes();
@@ -356,6 +358,7 @@ export class Server {
       worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       gc: new GarbageCollector({ store, clock, logger: root }),
       periodic: new PeriodicDispatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),
+      deployments: new DeploymentWatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       conditions: new ControllerConditions({
         store,
         router: this.#router as ControllerRouter,
@@ -434,6 +437,7 @@ class LeaderTerm {
   readonly #worker: EvalWorker;
   readonly gc: GarbageCollector;
   readonly #periodic: PeriodicDispatcher;
+  readonly #deployments: DeploymentWatcher;
   readonly #conditions: ControllerConditions;
   readonly #drift: DriftWatcher;
   readonly #services: ServiceReaper;
@@ -446,6 +450,7 @@ class LeaderTerm {
     worker: EvalWorker;
     gc: GarbageCollector;
     periodic: PeriodicDispatcher;
+    deployments: DeploymentWatcher;
     conditions: ControllerConditions;
     drift: DriftWatcher;
     services: ServiceReaper;
@@ -456,6 +461,7 @@ class LeaderTerm {
     this.#worker = parts.worker;
     this.gc = parts.gc;
     this.#periodic = parts.periodic;
+    this.#deployments = parts.deployments;
     this.#conditions = parts.conditions;
     this.#drift = parts.drift;
     this.#services = parts.services;
@@ -464,7 +470,7 @@ class LeaderTerm {
   /**
    * Starts plugin derivation, node TTLs, the claim watcher (resuming
    * releases), the evaluation worker, the garbage collector, the periodic
-   * dispatcher, the controller condition loop and the drift watcher.
+   * dispatcher, the deployment watcher, the controller condition loop and the drift watcher.
    */
   async start(): Promise<void> {
     this.started = true;
@@ -474,6 +480,7 @@ class LeaderTerm {
     await this.#worker.start();
     await this.gc.start();
     await this.#periodic.start();
+    await this.#deployments.start();
     await this.#conditions.start();
     await this.#drift.start();
     await this.#services.start();
@@ -484,6 +491,7 @@ class LeaderTerm {
     await this.#services.stop();
     await this.#drift.stop();
     await this.#conditions.stop();
+    await this.#deployments.stop();
     await this.#periodic.stop();
     await this.gc.stop();
     await this.#worker.stop();

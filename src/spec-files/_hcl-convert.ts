@@ -37,7 +37,6 @@ const RESCHEDULE: Body = {
 };
 // Blocks Berth parses and refuses by name (structs/job-blocks.ts says why); kept whole so the error points at them.
 const REFUSED_BLOCKS: Body = {
-  update: { t: 'block', to: 'update', body: {} },
   migrate: { t: 'block', to: 'migrate', body: {} },
   scaling: { t: 'blocks', to: 'scaling', body: {} },
   vault: { t: 'block', to: 'vault', body: {} },
@@ -84,6 +83,17 @@ const SPREAD: Field = {
   t: 'blocks',
   to: 'spreads',
   body: { attribute: attr('attribute'), weight: attr('weight'), target: { t: 'labeled', to: 'targets', labelAs: 'value', body: { percent: attr('percent'), value: attr('value') } } },
+};
+const UPDATE: Body = {
+  max_parallel: attr('maxParallel'),
+  health_check: attr('healthCheck'),
+  min_healthy_time: attr('minHealthyTimeMs'),
+  healthy_deadline: attr('healthyDeadlineMs'),
+  progress_deadline: attr('progressDeadlineMs'),
+  auto_revert: attr('autoRevert'),
+  auto_promote: attr('autoPromote'),
+  canary: attr('canary'),
+  stagger: attr('staggerMs'),
 };
 const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
 const GROUP_VOLUME: Body = {
@@ -190,6 +200,7 @@ const GROUP: Body = {
   constraint: CONSTRAINT,
   affinity: AFFINITY,
   spread: SPREAD,
+  update: { t: 'block', to: 'update', body: UPDATE },
   volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
@@ -206,6 +217,7 @@ export const JOB_BODY: Body = {
   constraint: CONSTRAINT,
   affinity: AFFINITY,
   spread: SPREAD,
+  update: { t: 'block', to: 'update', body: UPDATE },
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
   periodic: {
     t: 'block',

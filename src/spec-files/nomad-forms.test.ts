@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DEFAULT_UPDATE } from '../structs/index.js';
 import { parseJobFile, parseVolumeFile, SpecFileError, type FileProblem } from './spec-file.js';
 
 async function problemsOf(p: Promise<unknown>): Promise<string[]> {
@@ -124,11 +125,11 @@ describe("Nomad's API job JSON", () => {
     assert.deepEqual(task.resources, { cpuMhz: 200, memoryMb: 128 });
     assert.deepEqual(task.volumeMounts, [{ volume: 'data', destination: '/data', readOnly: false, propagationMode: 'private' }]);
     assert.deepEqual(task.logs, { disabled: false, maxFiles: 3, maxFileSizeMb: 5 });
+    // Update: durations from nanoseconds, the job's block merged under the group's, Nomad's defaults for the rest.
+    assert.deepEqual(group.update, { ...DEFAULT_UPDATE, maxParallel: 1, healthCheck: 'checks', staggerMs: 30_000 });
     assert.deepEqual(parsed.notes, [
-      'web.json:21:9: Job.TaskGroups[0].Update: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
       'web.json:26:9: Job.TaskGroups[0].Migrate: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
       'web.json:44:9: Job.TaskGroups[0].EphemeralDisk: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
-      'web.json:124:5: Job.Update: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
     ]);
   });
 

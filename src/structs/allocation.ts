@@ -71,6 +71,13 @@ export interface Allocation {
   network?: AllocNetworkStatus;
   /** Why the scheduler chose the node (Nomad's AllocMetric): `alloc status --verbose`. */
   metrics?: AllocMetric;
+  /** The deployment that placed this allocation (a rolling update of its job's version). */
+  deploymentId?: string;
+  /**
+   * The allocation's health as its deployment judged it: `healthy` is unset
+   * while undecided; `canary` marks an allocation placed as a canary.
+   */
+  deploymentStatus?: { healthy?: boolean; canary: boolean; timestamp: number };
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;

@@ -13,7 +13,8 @@ export type EvalTrigger =
   | 'reschedule'
   | 'blocked-retry'
   | 'periodic-job'
-  | 'job-dispatch';
+  | 'job-dispatch'
+  | 'deployment-watcher';
 
 export type EvalStatus = 'pending' | 'complete' | 'failed' | 'blocked' | 'canceled';
 

@@ -16,6 +16,7 @@ export {
   jobSpecSchema,
   parseJobSpec,
   publicJob,
+  specOfJob,
   durationMs,
   formatPath,
   volumeIsReadOnly,
@@ -171,3 +172,19 @@ export {
   type AllocMetric,
 } from './placement-rules.js';
 export type { DiffType, FieldDiff, ObjectDiff, TaskDiff, GroupDiff, JobDiff, JobPlan } from './job-plan.js';
+export {
+  DEFAULT_UPDATE,
+  HEALTH_CHECKS,
+  mergeUpdate,
+  rolls,
+  type HealthCheck,
+  type UpdateStrategy,
+} from './update-strategy.js';
+export {
+  isActiveDeployment,
+  DEPLOYMENT_STATUSES,
+  type Deployment,
+  type DeploymentStatus,
+  type DeploymentGroupState,
+  type JobVersion,
+} from './deployment.js';

@@ -7,11 +7,13 @@ import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
+import { DURATION, durationMs } from './duration.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
 import { serviceSchema, type ServiceSpec } from './service-spec.js';
 import { affinitiesSchema, constraintsSchema, spreadsSchema } from './placement-rules.js';
+import { mergeUpdate, updateInputSchema, updateProblems, type UpdateInput, type UpdateStrategy } from './update-strategy.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -21,7 +23,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  */
 export const VOLUME_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(\[\d{1,6}\])?$/;
 export const VOLUME_ID_RULE = "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (optionally with a per_alloc [index] suffix)";
-const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
+export { durationMs };
 
 const name = (what: string) =>
   z.string().regex(NAME, `${what} must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`);
@@ -31,15 +33,6 @@ const duration = z
 /** An absolute path, or one that starts with a run-time `${...}` (such as `${NOMAD_ALLOC_DIR}/data`) the client expands. */
 const taskPath = (what: string) => z.string().regex(/^(\/|\$\{)/, `${what} must be an absolute path (it may start with a run-time value such as \${NOMAD_ALLOC_DIR})`);
 const stringMap = z.record(z.string(), z.string());
-
-/** Milliseconds in a duration string such as "1h30m" or "500ms". Throws on a malformed string. */
-export function durationMs(text: string): number {
-  if (!DURATION.test(text)) throw new BerthError('INVALID', `"${text}" is not a duration`);
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * (units[m[2] as string] as number);
-  return Math.round(total);
-}
 
 const restartSchema = z.strictObject({
   attempts: z.number().int().min(0).default(2),
@@ -236,9 +229,11 @@ const groupSchema = z.strictObject({
   constraints: constraintsSchema,
   affinities: affinitiesSchema,
   spreads: spreadsSchema,
-  ...refused('vault', 'consul', 'scaling', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  ...refused('vault', 'consul', 'scaling', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
   /** Registered while the allocation's tasks run (Nomad's native service discovery). */
   services: z.array(serviceSchema).optional(),
+  /** Input: the fields the group's block gives; output: merged with the job's and the defaults (Nomad's Canonicalize). */
+  update: updateInputSchema.optional(),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
 });
@@ -260,7 +255,8 @@ export const jobSpecSchema = z
     constraints: constraintsSchema,
     affinities: affinitiesSchema,
     spreads: spreadsSchema,
-    ...refused('vault', 'consul', 'multiregion', 'update', 'migrate'),
+    ...refused('vault', 'consul', 'multiregion', 'migrate'),
+    update: updateInputSchema.optional(),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
     /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
     periodic: periodicSchema.optional(),
@@ -340,8 +336,33 @@ export const jobSpecSchema = z
           seenDest.add(mount.destination);
         });
       });
+      if (group.update || job.update) {
+        const merged = mergeUpdate(job.update, group.update);
+        if (job.type === 'batch' && merged.maxParallel > 0) {
+          ctx.addIssue({ code: 'custom', path: [...(group.update ? ['groups', gi] : []), 'update'], message: 'batch jobs take no update block (their allocations run to completion, they are not rolled)' });
+        }
+        for (const p of updateProblems(merged)) ctx.addIssue({ code: 'custom', path: [...(group.update && p.field in group.update ? ['groups', gi] : []), 'update', p.field], message: p.message });
+      }
     });
-  });
+  })
+  .transform(canonicalUpdates);
+
+/**
+ * The job's update block merged into each group's (Nomad's Job.Canonicalize):
+ * a group's own fields win, the job's fill the rest, Nomad's defaults what
+ * neither gives. Idempotent, so a stored job parses to itself.
+ */
+function canonicalUpdates<J extends { update?: UpdateInput | undefined; groups: Array<{ update?: UpdateInput | undefined }> }>(
+  job: J,
+): Omit<J, 'update' | 'groups'> & { update?: UpdateStrategy; groups: Array<Omit<J['groups'][number], 'update'> & { update?: UpdateStrategy }> } {
+  type Out = ReturnType<typeof canonicalUpdates<J>>;
+  const { update, groups, ...rest } = job;
+  const out = {
+    ...rest,
+    groups: groups.map(({ update: own, ...g }) => (own || update ? { ...g, update: mergeUpdate(update, own) } : g)),
+  } as Out;
+  return update ? { ...out, update: mergeUpdate(update) } : out;
+}
 
 export type JobSpec = z.output<typeof jobSpecSchema>;
 export type JobSpecInput = z.input<typeof jobSpecSchema>;
@@ -441,6 +462,12 @@ export const SERVER_JOB_FIELDS = [
   'dispatched',
   'payload',
 ] as const;
+
+/** The spec of a stored job: the server's fields dropped. Pure. */
+export function specOfJob(job: Job): JobSpec {
+  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } = job;
+  return spec;
+}
 
 /** One problem with a job spec: where (e.g. `groups[0].tasks[1].volumeMounts[0].propagationMode`) and what. */
 export interface JobProblem {

@@ -99,6 +99,20 @@ const RESCHEDULE: Table = {
   MaxDelay: attr('maxDelay', duration),
   Unlimited: attr('unlimited'),
 };
+/** Nanoseconds -> milliseconds; 0 is how Nomad writes one left unset. */
+const nanosToMs: Convert = (v) => (v === 0 ? undefined : typeof v === 'number' ? Math.round(v / 1_000_000) : v);
+/** Nomad's UpdateStrategy; "" or 0 is a field left unset. */
+const UPDATE: Table = {
+  MaxParallel: attr('maxParallel'),
+  HealthCheck: attr('healthCheck', (v) => (v === '' ? undefined : v)),
+  MinHealthyTime: attr('minHealthyTimeMs', nanosToMs),
+  HealthyDeadline: attr('healthyDeadlineMs', nanosToMs),
+  ProgressDeadline: attr('progressDeadlineMs', nanosToMs),
+  AutoRevert: attr('autoRevert'),
+  AutoPromote: attr('autoPromote'),
+  Canary: attr('canary'),
+  Stagger: attr('staggerMs', nanosToMs),
+};
 const MOUNT_OPTIONS: Table = { FSType: attr('fsType'), MountFlags: attr('mountFlags') };
 const GROUP_VOLUME: Table = {
   Name: DROP,
@@ -263,7 +277,7 @@ const GROUP: Table = {
   // A list of at most one: translated by nomadJobToSpec after the table walk.
   Networks: DROP,
   EphemeralDisk: DEFAULTED,
-  Update: DEFAULTED,
+  Update: { to: 'update', obj: UPDATE },
   Migrate: DEFAULTED,
   Constraints: CONSTRAINTS,
   Affinities: AFFINITIES,
@@ -299,7 +313,7 @@ const JOB: Table = {
   ParameterizedJob: { to: 'parameterized', obj: { Payload: attr('payload'), MetaRequired: attr('metaRequired'), MetaOptional: attr('metaOptional') } },
   Region: onlyValue('global', 'Berth has no regions; leave Region out (or "global")'),
   AllAtOnce: DEFAULTED,
-  Update: DEFAULTED,
+  Update: { to: 'update', obj: UPDATE },
   Constraints: CONSTRAINTS,
   Affinities: AFFINITIES,
   Spreads: SPREADS,

@@ -11,6 +11,7 @@ import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '..
 import { ApiError, toErrorResponse } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
+import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
@@ -132,6 +133,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerLeaderForwarding(app, ctx);
   registerClusterRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerDeploymentRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
   registerVolumeHealthRoutes(app, ctx);

@@ -25,6 +25,8 @@ export const EVENT_TOPICS: Record<string, DataTable> = {
   'volume-condition': 'volumeConditions',
   drift: 'drift',
   service: 'services',
+  deployment: 'deployments',
+  'job-version': 'jobVersions',
 };
 const TOPIC_OF: Record<string, string> = Object.fromEntries(Object.entries(EVENT_TOPICS).map(([k, v]) => [v, k]));
 

@@ -4,6 +4,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../lib/index.js';
+import type { DeploymentService } from '../deployments/index.js';
 import type { GarbageCollector, JobService } from '../jobs/index.js';
 import type { Leadership } from '../leader/index.js';
 import type { ServerMetrics } from '../metrics/index.js';
@@ -18,6 +19,8 @@ import type { ApiToken } from './auth.js';
 export interface ApiDeps {
   store: StateStore;
   jobs: JobService;
+  /** Serves deployment promote/fail/pause and job revert/scale when given. */
+  deployments?: DeploymentService;
   /** Serves PUT /v1/system/gc when given. */
   gc?: GarbageCollector;
   nodes: NodeService;

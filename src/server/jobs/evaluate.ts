@@ -34,6 +34,7 @@ import {
   type PlaceRequest,
   type StopDecision,
 } from '../scheduler/index.js';
+import { currentDeployment, recordRollout } from '../deployments/index.js';
 import { keyPrefix, rowKey, type RowInput, type StateReader, type WriteTxn } from '../state/index.js';
 
 export interface EvaluateOptions {
@@ -210,6 +211,7 @@ function newAllocation(job: Job, req: PlaceRequest, placement: Placement, now: n
     modifyTime: now,
   };
   if (req.previousAllocation) alloc.previousAllocation = req.previousAllocation;
+  if (req.canary) alloc.deploymentStatus = { canary: true, timestamp: now };
   return alloc;
 }
 
@@ -227,6 +229,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const allocs = everyAlloc.filter((a) => a.jobId === jobId && a.namespace === namespace);
   let stops: StopDecision[] = [];
   let inPlace: InPlaceUpdate[] = [];
+  let requests: PlaceRequest[] = [];
   const placed: Array<RowInput<'allocations'>> = [];
   const failures: Record<string, PlacementFailure> = {};
   let followUpAt: number | undefined;
@@ -257,9 +260,11 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         } else if (r.failure) mergeFailure(failures, group.name, r.failure);
       }
     } else {
-      const plan = reconcile(job, allocs, nodesById, opts.now, { usage });
+      const deployment = currentDeployment(txn, job);
+      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, ...(deployment ? { deployment } : {}) });
       stops = plan.stop;
       inPlace = plan.inPlace;
+      requests = plan.place;
       followUpAt = plan.followUpAt;
       releaseStopped(usage, stops, allocs);
       // What stays of the job, and what this evaluation places, for distinct_* and spread.
@@ -313,6 +318,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     }
     after.set(a.id, txn.put('allocations', next));
   }
+  if (job) recordRollout(txn, job, requests, placed, opts.now);
   for (const a of placed) {
     const stored = txn.put('allocations', a);
     after.set(stored.id, stored);

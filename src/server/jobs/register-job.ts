@@ -5,7 +5,8 @@
 // run does.
 
 import { isDeepStrictEqual } from 'node:util';
-import { JobValidationError, type Evaluation, type Job, type JobPlan, type JobSpec, type TaskGroup } from '../../structs/index.js';
+import { JobValidationError, specOfJob, type Evaluation, type Job, type JobPlan, type JobSpec, type TaskGroup } from '../../structs/index.js';
+import { recordJobVersion } from '../deployments/index.js';
 import { rowKey, type ScratchTxn, type WriteTxn } from '../state/index.js';
 import { evaluateJob } from './evaluate.js';
 import { diffJobs } from './job-diff.js';
@@ -15,12 +16,6 @@ import { problemsAgainstState } from './validate-job.js';
 export function sameSpec(a: unknown, b: unknown): boolean {
   const plain = (v: unknown): unknown => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
   return isDeepStrictEqual(plain(a), plain(b));
-}
-
-export function specOf(job: Job): JobSpec {
-  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } =
-    job;
-  return spec;
 }
 
 /** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
@@ -58,7 +53,7 @@ export function registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Jo
   const groupVersions: Record<string, number> = {};
   const groupResourceVersions: Record<string, number> = {};
   if (prev) {
-    const changed = !sameSpec(specOf(prev), spec);
+    const changed = !sameSpec(specOfJob(prev), spec);
     version = changed ? prev.version + 1 : prev.version;
     for (const g of spec.groups) {
       const old = prev.groups.find((p) => p.name === g.name);
@@ -83,13 +78,14 @@ export function registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Jo
     submitIndex: txn.writeIndex,
     ...(prev ? { createIndex: prev.createIndex } : {}),
   });
+  recordJobVersion(txn, job);
   const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
   return { job: txn.get('jobs', rowKey(job.namespace, job.id)) as Job, evaluation: outcome.evaluation as Evaluation };
 }
 
 /** What a plan run in `txn` would do: the diff against `prev`, placements, stops, failures. Pure over the transaction. */
 export function describePlan(txn: ScratchTxn, prev: Job | undefined, spec: JobSpec, evaluation: Evaluation): JobPlan {
-  const diff = diffJobs(prev ? specOf(prev) : undefined, spec);
+  const diff = diffJobs(prev ? specOfJob(prev) : undefined, spec);
   const placements: JobPlan['placements'] = [];
   const stops: JobPlan['stops'] = [];
   let inPlaceUpdates = 0;

@@ -23,3 +23,4 @@ export {
   type ReconcileOptions,
   type InPlaceUpdate,
 } from './reconcile.js';
+export { rolloutBudget, type RolloutBudget } from './rollout.js';

@@ -11,11 +11,13 @@ import {
   rescheduleDelayMs,
   isClientTerminal,
   type Allocation,
+  type Deployment,
   type Job,
   type Node,
   type TaskGroup,
 } from '../../structs/index.js';
 import { emptyUsage, fitsInPlace, groupResources, type NodeUsage } from './placement.js';
+import { rolloutBudget } from './rollout.js';
 
 export interface StopDecision {
   allocId: string;
@@ -30,6 +32,8 @@ export interface PlaceRequest {
   /** The allocation this one replaces, if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;
+  /** Placed as a canary of the job version's deployment (awaits promotion). */
+  canary?: boolean;
 }
 
 /** A live allocation that takes its group's new resources without a stop. */
@@ -46,6 +50,12 @@ export interface ReconcileOptions {
    * that follow count them.
    */
   usage?: Map<string, NodeUsage>;
+  /**
+   * The deployment of the job's current version, if one was created: groups
+   * with an `update` block replace their outdated allocations under it, a
+   * few at a time (see rollout.ts).
+   */
+  deployment?: Deployment;
 }
 
 export interface ReconcileResult {
@@ -152,6 +162,8 @@ function reconcileGroup(
   const resourceVersion = job.groupResourceVersions?.[group.name] ?? groupVersion;
   // Index -> the allocation holding it (live, done, or failed and waiting).
   const held = new Map<number, Allocation>();
+  // Live allocations of an older version that must be replaced (stopped, then placed anew).
+  const outdated: Allocation[] = [];
   const byAge = [...allocs].sort((a, b) => a.createIndex - b.createIndex);
   const byId = new Map(everyAlloc.map((a) => [a.id, a]));
   for (const alloc of byAge) {
@@ -202,9 +214,17 @@ function reconcileGroup(
         result.inPlace.push({ allocId: alloc.id, group: group.name });
         continue;
       }
-      result.stop.push({ allocId: alloc.id, description: 'job updated', lost: false });
-      result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: 0 });
+      outdated.push(alloc);
     }
+  }
+  // Under an update block, only as many as the rollout allows now, lowest index first.
+  const running = new Set(allocs.filter((a) => !isClientTerminal(a.clientStatus) && (a.index ?? 0) < group.count).map((a) => a.index ?? 0));
+  const budget = rolloutBudget(group, allocs, group.count - running.size, outdated.length, opts.deployment);
+  for (const alloc of outdated.sort((a, b) => (a.index ?? 0) - (b.index ?? 0)).slice(0, budget.limit)) {
+    result.stop.push({ allocId: alloc.id, description: budget.canary ? 'replaced by a canary' : 'job updated', lost: false });
+    const req: PlaceRequest = { group: group.name, index: alloc.index ?? 0, previousAllocation: alloc.id, rescheduleAttempts: 0 };
+    if (budget.canary) req.canary = true;
+    result.place.push(req);
   }
   for (const [index, alloc] of held) {
     if (index >= group.count && !isClientTerminal(alloc.clientStatus) && !nodeGone(nodes, alloc.nodeId)) {
@@ -212,7 +232,7 @@ function reconcileGroup(
     }
   }
   for (let index = 0; index < group.count; index++) {
-    if (!held.has(index)) result.place.push({ group: group.name, index, rescheduleAttempts: 0 });
+    if (!held.has(index)) result.place.push({ group: group.name, index, rescheduleAttempts: 0, ...(budget.canary ? { canary: true } : {}) });
   }
 }
 

@@ -26,6 +26,8 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
       return rowKey(String(r['namespace']), String(r['volumeId']));
     case 'services':
       return rowKey(String(r['namespace']), String(r['serviceName']), String(r['id']));
+    case 'jobVersions':
+      return rowKey(String(r['namespace']), String(r['jobId']), String(r['version']).padStart(10, '0'));
     case 'claims':
       return rowKey(String(r['namespace']), String(r['volumeId']), String(r['allocId']));
     default:

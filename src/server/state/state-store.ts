@@ -20,7 +20,9 @@
 import type {
   Allocation,
   CsiPlugin,
+  Deployment,
   DriftRow,
+  JobVersion,
   VolumeConditionRow,
   Evaluation,
   Job,
@@ -31,7 +33,7 @@ import type {
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -66,6 +68,10 @@ export interface TableRows {
   drift: DriftRow;
   /** Services registered by running allocations (Nomad's native service discovery). */
   services: ServiceRegistration;
+  /** Rolling updates (src/server/deployments), by ID. */
+  deployments: Deployment;
+  /** Past job versions, by namespace + job ID + zero-padded version. */
+  jobVersions: JobVersion;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];

@@ -1,0 +1,197 @@
+// Rolling updates as an operator sees them through the store: a changed job
+// replaces max_parallel allocations at a time, each batch once the previous
+// one is healthy for min_healthy_time; canaries wait for promotion; an
+// unhealthy allocation fails the deployment and auto_revert brings the last
+// stable version back. Real SQLite store and job service, a manual clock,
+// and the node's reports written as a client writes them.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { ManualClock, silentLogger } from '../../lib/index.js';
+import type { Allocation, Deployment, JobSpecInput } from '../../structs/index.js';
+import { testNode } from '../../../test/support/scheduler-nodes.js';
+import { JobService } from '../jobs/index.js';
+import { rowKey, SqliteStateStore } from '../state/index.js';
+import { DeploymentService } from './deployment-service.js';
+import { DeploymentWatcher } from './deployment-watcher.js';
+import { jobDeployments, jobVersions } from './deployment-plan.js';
+
+let dir: string;
+let store: SqliteStateStore;
+let clock: ManualClock;
+let jobs: JobService;
+let watcher: DeploymentWatcher;
+let deployments: DeploymentService;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'berth-deploy-'));
+  store = SqliteStateStore.open(join(dir, 'state.db'));
+  clock = new ManualClock(1_000_000);
+  jobs = new JobService({ store, clock, logger: silentLogger() });
+  watcher = new DeploymentWatcher({ store, jobs, clock, logger: silentLogger() });
+  deployments = new DeploymentService({ store, jobs, clock, logger: silentLogger() });
+  await store.write((txn) => {
+    txn.put('nodes', testNode('n1'));
+    txn.put('nodes', testNode('n2'));
+  });
+});
+afterEach(() => {
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function spec(version: string, update: Record<string, unknown> = {}, count = 3): JobSpecInput {
+  return {
+    id: 'web',
+    groups: [
+      {
+        name: 'g',
+        count,
+        update: { maxParallel: 1, healthCheck: 'task_states', minHealthyTimeMs: '1s', healthyDeadlineMs: '10s', progressDeadlineMs: '1m', ...update },
+        tasks: [{ name: 't', driver: 'exec', env: { VERSION: version }, resources: { cpuMhz: 10, memoryMb: 10 } }],
+      },
+    ],
+  } as JobSpecInput;
+}
+
+const live = (): Allocation[] => store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' });
+const latest = (): Deployment => jobDeployments(store.snapshot(), 'default', 'web')[0] as Deployment;
+
+/** The node's reports: allocations told to run are running, those told to stop have stopped (or `failing` ones fail). */
+async function clientReports(failing: (a: Allocation) => boolean = () => false): Promise<void> {
+  for (const a of store.snapshot().list('allocations')) {
+    const stopped = a.desiredStatus !== 'run';
+    if ((stopped && a.clientStatus === 'complete') || (!stopped && a.clientStatus !== 'pending')) continue;
+    const fails = !stopped && failing(a);
+    const state = { state: stopped || fails ? ('dead' as const) : ('running' as const), failed: fails, restarts: 0, startedAt: clock.now(), finishedAt: 0, events: [] };
+    await jobs.updateAllocations(a.nodeId, [{ id: a.id, clientStatus: stopped ? 'complete' : fails ? 'failed' : 'running', taskStates: { t: state } }]);
+  }
+}
+
+/** The clients report, the health time passes, the watcher looks. */
+async function settle(failing?: (a: Allocation) => boolean): Promise<void> {
+  await clientReports(failing);
+  await watcher.tick();
+  await clock.advance(1_000);
+  await watcher.tick();
+}
+
+const versionsOf = (allocs: Allocation[]): string => allocs.sort((a, b) => (a.index ?? 0) - (b.index ?? 0)).map((a) => a.jobVersion).join(',');
+
+describe('rolling updates', () => {
+  it('replaces max_parallel allocations at a time, lowest index first, each batch after the last is healthy', async () => {
+    await jobs.register(spec('1'));
+    await settle();
+    assert.equal(latest().status, 'successful');
+    assert.equal(jobVersions(store.snapshot(), 'default', 'web')[0]?.stable, true);
+
+    await jobs.register(spec('2'));
+    const d = latest();
+    assert.equal(d.status, 'running');
+    assert.equal(d.jobVersion, 1);
+    // One at a time: index 0 first, the others still on version 0.
+    assert.equal(versionsOf(live()), '1,0,0');
+    await clientReports();
+    await watcher.tick();
+    assert.equal(versionsOf(live()), '1,0,0', 'not healthy for min_healthy_time yet: nothing more is replaced');
+    await clock.advance(999);
+    await watcher.tick();
+    assert.equal(versionsOf(live()), '1,0,0');
+    await clock.advance(1);
+    await watcher.tick();
+    assert.equal(versionsOf(live()), '1,1,0');
+    await settle();
+    assert.equal(versionsOf(live()), '1,1,1');
+    await settle();
+    const done = latest();
+    assert.equal(done.status, 'successful', done.statusDescription);
+    assert.equal(done.taskGroups['g']?.healthyAllocs, 3);
+    assert.equal(done.taskGroups['g']?.placedAllocs, 3);
+    // Each replacement names its predecessor.
+    const byId = new Map(store.snapshot().list('allocations').map((a) => [a.id, a]));
+    for (const a of live()) assert.equal(byId.get(a.previousAllocation ?? '')?.index, a.index);
+  });
+
+  it('places a canary in place of the first allocation and waits for promotion; promote rolls the rest', async () => {
+    await jobs.register(spec('1', { canary: 1 }));
+    await settle();
+    assert.equal(latest().status, 'successful', 'a new job has no canaries');
+    await jobs.register(spec('2', { canary: 1 }));
+    assert.equal(versionsOf(live()), '1,0,0');
+    assert.equal(live().find((a) => a.jobVersion === 1)?.deploymentStatus?.canary, true);
+    await assert.rejects(deployments.promote(latest().id), /0 of 1 canaries are healthy/);
+    await settle();
+    await settle();
+    assert.equal(versionsOf(live()), '1,0,0', 'an unpromoted canary holds the rollout');
+    assert.equal(latest().status, 'running');
+    await deployments.promote(latest().id);
+    assert.equal(versionsOf(live()), '1,1,0');
+    await settle();
+    await settle();
+    assert.equal(versionsOf(live()), '1,1,1');
+    assert.equal(latest().status, 'successful');
+  });
+
+  it('auto_promote promotes healthy canaries', async () => {
+    await jobs.register(spec('1', { canary: 1, autoPromote: true }));
+    await settle();
+    await jobs.register(spec('2', { canary: 1, autoPromote: true }));
+    await settle();
+    assert.equal(latest().taskGroups['g']?.promoted, true);
+    assert.equal(versionsOf(live()), '1,1,0');
+  });
+
+  it('a failing version fails the deployment and auto_revert registers the last stable version again', async () => {
+    await jobs.register(spec('1', { autoRevert: true }));
+    await settle();
+    await jobs.register(spec('2', { autoRevert: true }));
+    const failed = latest();
+    await settle((a) => a.jobVersion === 1);
+    const after = store.snapshot().get('deployments', rowKey(failed.id)) as Deployment;
+    assert.equal(after.status, 'failed');
+    assert.equal(after.statusDescription, 'Failed due to unhealthy allocations - rolling back to job version 0');
+    const job = store.snapshot().get('jobs', rowKey('default', 'web'));
+    assert.equal(job?.version, 2);
+    assert.equal(job?.groups[0]?.tasks[0]?.env['VERSION'], '1');
+    // The reverted version rolls out like any other, one at a time, until every allocation runs it.
+    for (let i = 0; i < 4 && latest().status === 'running'; i++) await settle();
+    assert.equal(latest().jobVersion, 2);
+    assert.equal(latest().status, 'successful', latest().statusDescription);
+    assert.equal(versionsOf(live()), '2,2,2');
+  });
+
+  it('an allocation not healthy by healthy_deadline fails the deployment; pause holds a rollout', async () => {
+    await jobs.register(spec('1'));
+    await settle();
+    await jobs.register(spec('2'));
+    const d = latest();
+    await deployments.pause(d.id, true);
+    assert.equal(latest().status, 'paused');
+    await deployments.pause(d.id, false);
+    // The new allocation never starts running.
+    await watcher.tick();
+    await clock.advance(10_000);
+    await watcher.tick();
+    const after = latest();
+    assert.equal(after.status, 'failed');
+    assert.equal(after.statusDescription, 'Failed due to unhealthy allocations');
+    assert.equal(versionsOf(live()), '1,0,0', 'a failed deployment replaces nothing more');
+  });
+
+  it('job revert and job scale register the job anew', async () => {
+    await jobs.register(spec('1', { maxParallel: 3 }));
+    await settle();
+    await jobs.register(spec('2', { maxParallel: 3 }));
+    await settle();
+    await deployments.revert('default', 'web', 0);
+    assert.equal(store.snapshot().get('jobs', rowKey('default', 'web'))?.groups[0]?.tasks[0]?.env['VERSION'], '1');
+    await deployments.scale('default', 'web', 'g', 5);
+    assert.equal(live().length, 5);
+    await assert.rejects(deployments.scale('default', 'web', 'nope', 1), /has no group "nope"/);
+    await assert.rejects(deployments.revert('default', 'web', 42), /has no version 42/);
+    assert.deepEqual(jobVersions(store.snapshot(), 'default', 'web').map((v) => v.version), [3, 2, 1, 0]);
+  });
+});

@@ -1,0 +1,196 @@
+// A rolling update as a user meets it through `berth agent --dev` with the
+// hostpath CSI plugin: a 3-allocation service job with a per-alloc
+// single-node-writer volume and `update { max_parallel = 1 }`. Each
+// allocation's task appends "start"/"stop" lines to a log in its volume, so
+// the log proves the predecessor stopped (and let its claim go) before the
+// replacement started: never two writers. A canary waits for
+// `deployment promote`; a failing version is auto-reverted and the old
+// version takes its claims back; a purge leaves no claim and no mount.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, CsiPlugin, Deployment, VolumeClaim } from '../../src/structs/index.js';
+import { until } from '../support/runtime-cluster.js';
+import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
+
+function ok(r: Result, what: string): Result {
+  assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
+  return r;
+}
+
+const volumeHcl = (i: number): string => `
+id        = "roll[${i}]"
+name      = "roll[${i}]"
+type      = "csi"
+plugin_id = "hostpath"
+capacity_min = "1MiB"
+capacity_max = "10MiB"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`;
+
+/** Version `v` of the job; `fails`: its task exits 1 after writing its start line. */
+const jobHcl = (v: number, opts: { canary?: number; fails?: boolean } = {}): string => `
+job "roll" {
+  update {
+    max_parallel      = 1
+    health_check      = "task_states"
+    min_healthy_time  = "1s"
+    healthy_deadline  = "30s"
+    progress_deadline = "2m"
+    auto_revert       = true
+    canary            = ${opts.canary ?? 0}
+  }
+  group "g" {
+    count = 3
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    volume "data" {
+      type            = "csi"
+      source          = "roll"
+      per_alloc       = true
+      access_mode     = "single-node-writer"
+      attachment_mode = "file-system"
+    }
+    task "w" {
+      driver = "raw_exec"
+      env { VERSION = "${v}" }
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "cd \\"$BERTH_TASK_DIR/data\\" && echo \\"start v$VERSION $BERTH_ALLOC_ID\\" >> log && cat log && ${opts.fails ? 'exit 1' : 'trap \\"echo stop $BERTH_ALLOC_ID >> log; exit 0\\" TERM && while true; do sleep 0.2; done'}"]
+      }
+      volume_mount {
+        volume      = "data"
+        destination = "/data"
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`;
+
+describe('a rolling update with per-alloc volumes through the dev agent', () => {
+  let dir = '';
+  let agent: AgentUnderTest;
+  let nodeId = '';
+
+  const live = async (): Promise<Allocation[]> =>
+    (await agent.get<Allocation[]>('/v1/job/roll/allocations')).filter((a) => a.desiredStatus === 'run').sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+  const claimsOf = async (i: number): Promise<VolumeClaim[]> => (await agent.get<{ claims: VolumeClaim[] }>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).claims;
+  const latestDeployment = async (): Promise<Deployment | null> => agent.get<Deployment | null>('/v1/job/roll/deployment');
+  const settled = (version: number) =>
+    until(`the deployment of job version ${version} to succeed`, async () => {
+      const d = await latestDeployment();
+      if (d?.jobVersion === version && d.status === 'failed') throw new Error(`deployment failed: ${d.statusDescription}`);
+      return d?.jobVersion === version && d.status === 'successful' ? d : undefined;
+    }, 180_000);
+  /** The volume's log as the allocation's task printed it on start. */
+  const logOf = async (a: Allocation): Promise<string[]> =>
+    until(`the log of ${a.id}`, async () => {
+      const out = (await agent.cli(['alloc', 'logs', a.id])).stdout.trim().split('\n');
+      return out.at(-1)?.endsWith(a.id) ? out : undefined;
+    }, 60_000);
+  const write = (v: number, opts?: { canary?: number; fails?: boolean }): string => {
+    const file = path.join(dir, `roll-${v}.hcl`);
+    writeFileSync(file, jobHcl(v, opts));
+    return file;
+  };
+
+  before(async () => {
+    dir = await tempDir('brl-');
+    agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
+    ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
+    await until('the hostpath plugin to be healthy', async () => {
+      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+    }, 60_000);
+    nodeId = (await agent.get<Allocation[]>('/v1/job/hostpath-plugin/allocations'))[0]?.nodeId ?? '';
+    for (let i = 0; i < 3; i++) {
+      const file = path.join(dir, `vol-${i}.hcl`);
+      writeFileSync(file, volumeHcl(i));
+      ok(await agent.cli(['volume', 'create', file]), `volume create roll[${i}]`);
+    }
+  });
+
+  after(async () => {
+    await agent?.cli(['job', 'stop', '--purge', 'roll']).catch(() => undefined);
+    await agent?.stop('SIGINT').catch(() => undefined);
+    for (const m of readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(dir))) spawnSync('umount', ['-l', m]);
+    rmSync(dir, { recursive: true, force: true });
+    if (nodeId) rmSync(path.join('/var/lib/berth/hostpath', nodeId), { recursive: true, force: true });
+  });
+
+  it('job run follows the first deployment until it is successful', async () => {
+    const run = ok(await agent.cli(['job', 'run', write(1)]), 'job run v1');
+    assert.match(run.stdout, /Monitoring deployment/);
+    assert.match(run.stdout, /Deployment "[0-9a-f]{8}" successful/);
+    const allocs = await live();
+    assert.deepEqual(allocs.map((a) => a.index), [0, 1, 2]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id]);
+  });
+
+  it('a canary replaces the first allocation and waits for promotion; then each claim moves to its replacement in order', async () => {
+    const before = await live();
+    ok(await agent.cli(['job', 'run', '--detach', write(2, { canary: 1 })]), 'job run v2');
+    const d = await until('a healthy canary', async () => {
+      const dep = await latestDeployment();
+      return dep?.jobVersion === 1 && dep.taskGroups['g']?.healthyAllocs === 1 ? dep : undefined;
+    }, 120_000);
+    const during = await live();
+    assert.deepEqual(during.map((a) => [a.index, a.jobVersion, a.deploymentStatus?.canary ?? false]), [[0, 1, true], [1, 0, false], [2, 0, false]]);
+    assert.equal(d.status, 'running');
+    assert.match(ok(await agent.cli(['deployment', 'status', d.id]), 'deployment status').stdout, /^g\s+false\s+3\s+1\s+1\s+1\s+0/m);
+    ok(await agent.cli(['deployment', 'promote', d.id.slice(0, 8)]), 'deployment promote');
+    await settled(1);
+
+    const after = await live();
+    // Replaced in index order, each replacement created after its predecessor's replacement was healthy.
+    assert.deepEqual(after.map((a) => a.jobVersion), [1, 1, 1]);
+    const created = [...after].sort((a, b) => a.createIndex - b.createIndex).map((a) => a.index);
+    assert.deepEqual(created, [0, 1, 2]);
+    for (const [i, a] of after.entries()) {
+      assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id], `roll[${i}] is claimed by its replacement only`);
+      const log = await logOf(a);
+      const prev = before[i] as Allocation;
+      // The predecessor wrote its stop line before the replacement started: never two writers.
+      assert.deepEqual(log.slice(-3), [`start v1 ${prev.id}`, `stop ${prev.id}`, `start v2 ${a.id}`]);
+    }
+  });
+
+  it('a failing version fails its deployment and is auto-reverted: the old version takes its claims back', async () => {
+    const run = await agent.cli(['job', 'run', write(3, { fails: true })]);
+    assert.equal(run.code, 1, run.stderr + run.stdout);
+    assert.match(run.stdout, /Failed due to unhealthy allocations - rolling back to job version 1/);
+    // The revert is version 3, the spec of version 1 (VERSION=2).
+    await settled(3);
+    const allocs = await live();
+    const job = await agent.get<{ version: number; groups: Array<{ tasks: Array<{ env: Record<string, string> }> }> }>('/v1/job/roll');
+    assert.equal(job.version, 3);
+    assert.equal(job.groups[0]?.tasks[0]?.env['VERSION'], '2');
+    assert.deepEqual(allocs.map((a) => a.jobVersion), [3, 3, 3]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id]);
+    const log0 = await logOf(allocs[0] as Allocation);
+    assert.match(log0.at(-2) ?? '', /^(start v3 |stop )/, 'the failed v3 allocation (or the last v2 one) wrote before the revert started');
+    assert.equal(log0.filter((l) => l.startsWith('start v3')).length, 1, 'max_parallel = 1: one failing allocation, no more');
+    const history = ok(await agent.cli(['job', 'history', '-p', 'roll']), 'job history');
+    assert.match(history.stdout, /Version\s+3[\s\S]*Stable\s+true/);
+    assert.match(history.stdout, /~ groups\[0\]\.tasks\[0\]\.env\.VERSION: "3" => "2"/);
+  });
+
+  it('nothing leaks: a purge releases every claim and unmounts every volume', async () => {
+    ok(await agent.cli(['job', 'stop', '--purge', 'roll']), 'job stop --purge');
+    for (let i = 0; i < 3; i++) await until(`roll[${i}] to have no claim`, async () => ((await claimsOf(i)).length === 0 ? true : undefined), 60_000);
+    const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').filter((l) => l.includes('roll[') || l.includes('roll%5B'));
+    assert.deepEqual(mounts, []);
+  });
+});
