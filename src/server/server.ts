@@ -16,6 +16,7 @@ import {
 } from '../lib/index.js';
 import { buildApi, type ApiToken } from './http/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
+import { NodeDrainer } from './drainer/index.js';
 import { EtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
@@ -293,6 +294,7 @@ export class Server {
         connections: this.#connections,
         tokens: this.#opts.tokens,
         logger: root,
+        clock: this.#clock,
         metrics: this.#metrics,
         leadership: () => this.#leadership,
         ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
@@ -354,6 +356,7 @@ export class Server {
       claimWatcher: new ClaimWatcher({ store, volumes: this.#volumes as VolumeService, clock, logger: root }),
       worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       gc: new GarbageCollector({ store, clock, logger: root }),
+      drainer: new NodeDrainer({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       periodic: new PeriodicDispatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       conditions: new ControllerConditions({
         store,
@@ -432,6 +435,7 @@ class LeaderTerm {
   readonly #worker: EvalWorker;
   readonly gc: GarbageCollector;
   readonly #periodic: PeriodicDispatcher;
+  readonly #drainer: NodeDrainer;
   readonly #conditions: ControllerConditions;
   readonly #drift: DriftWatcher;
   started = false;
@@ -442,6 +446,7 @@ class LeaderTerm {
     claimWatcher: ClaimWatcher;
     worker: EvalWorker;
     gc: GarbageCollector;
+    drainer: NodeDrainer;
     periodic: PeriodicDispatcher;
     conditions: ControllerConditions;
     drift: DriftWatcher;
@@ -452,6 +457,7 @@ class LeaderTerm {
     this.#worker = parts.worker;
     this.gc = parts.gc;
     this.#periodic = parts.periodic;
+    this.#drainer = parts.drainer;
     this.#conditions = parts.conditions;
     this.#drift = parts.drift;
   }
@@ -469,6 +475,7 @@ class LeaderTerm {
     await this.#worker.start();
     await this.gc.start();
     await this.#periodic.start();
+    await this.#drainer.start();
     await this.#conditions.start();
     await this.#drift.start();
   }
@@ -477,6 +484,7 @@ class LeaderTerm {
   async stop(): Promise<void> {
     await this.#drift.stop();
     await this.#conditions.stop();
+    await this.#drainer.stop();
     await this.#periodic.stop();
     await this.gc.stop();
     await this.#worker.stop();

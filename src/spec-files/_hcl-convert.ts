@@ -47,6 +47,12 @@ const REFUSED_BLOCKS: Body = {
   vault: { t: 'block', to: 'vault', body: {} },
   consul: { t: 'block', to: 'consul', body: {} },
 };
+/** Nomad's `migrate` block (job and group); durations become milliseconds in the schema. */
+const MIGRATE: Field = {
+  t: 'block',
+  to: 'migrate',
+  body: { max_parallel: attr('maxParallel'), health_check: attr('healthCheck'), min_healthy_time: attr('minHealthyTimeMs'), healthy_deadline: attr('healthyDeadlineMs') },
+};
 const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
 const GROUP_VOLUME: Body = {
   type: attr('type'),
@@ -135,6 +141,7 @@ const GROUP: Body = {
   shutdown_delay: attr('shutdownDelay'),
   ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
   ...REFUSED_BLOCKS,
+  migrate: MIGRATE,
   volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };
@@ -148,6 +155,7 @@ export const JOB_BODY: Body = {
   region: attr('region'),
   meta: map('meta'),
   ...REFUSED_BLOCKS,
+  migrate: MIGRATE,
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
   periodic: {
     t: 'block',

@@ -36,6 +36,12 @@ export interface Allocation {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  /**
+   * What the server asks of a live allocation beyond its desired status
+   * (Nomad's DesiredTransition): `migrate` (a drain or `alloc stop`) makes the
+   * scheduler stop it and place a replacement elsewhere.
+   */
+  desiredTransition?: { migrate?: boolean; reschedule?: boolean; forceReschedule?: boolean };
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;

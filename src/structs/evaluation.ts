@@ -11,7 +11,8 @@ export type EvalTrigger =
   | 'reschedule'
   | 'blocked-retry'
   | 'periodic-job'
-  | 'job-dispatch';
+  | 'job-dispatch'
+  | 'node-drain';
 
 export type EvalStatus = 'pending' | 'complete' | 'failed' | 'blocked' | 'canceled';
 

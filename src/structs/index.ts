@@ -1,7 +1,8 @@
 // The structs layer: plain types shared by the client and the server, which
 // never import each other and talk over the wire.
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
-export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node } from './node.js';
+export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, SchedulingEligibility, DrainStrategy, DrainMetadata } from './node.js';
+export { isEligible } from './node.js';
 export {
   isClientTerminal,
   type AllocDesiredStatus,
@@ -11,6 +12,8 @@ export {
 } from './allocation.js';
 export {
   jobSpecSchema,
+  migrateSchema,
+  type MigrateStrategy,
   parseJobSpec,
   publicJob,
   durationMs,

@@ -55,6 +55,22 @@ const rescheduleSchema = z.strictObject({
   maxDelay: duration.default('1h'),
 });
 
+/** A duration as milliseconds: a number, or a duration string ("10s") read as its milliseconds. */
+const durationAsMs = z.preprocess((v) => (typeof v === 'string' && DURATION.test(v) ? durationMs(v) : v), z.number().int().min(0));
+
+/**
+ * Nomad's `migrate` block: how a drain moves the group's allocations off a
+ * node. Defaults as Nomad's: one at a time, each replacement healthy for
+ * 10 s (within 5 min) before the next moves.
+ */
+export const migrateSchema = z.strictObject({
+  maxParallel: z.number().int().min(1, 'max_parallel must be at least 1').default(1),
+  healthCheck: z.enum(['checks', 'task_states']).default('checks'),
+  minHealthyTimeMs: durationAsMs.default(10_000),
+  healthyDeadlineMs: durationAsMs.default(300_000),
+});
+export type MigrateStrategy = z.output<typeof migrateSchema>;
+
 const volumeSchema = z.strictObject({
   type: z.enum(['csi', 'host']),
   /** A CSI volume ID (with perAlloc, the prefix of `<source>[<index>]`) or a host volume name. */
@@ -224,7 +240,8 @@ const groupSchema = z.strictObject({
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
   ephemeralDisk: ephemeralDiskSchema.optional(),
-  ...refused('vault', 'consul', 'scaling', 'services', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  migrate: migrateSchema.optional(),
+  ...refused('vault', 'consul', 'scaling', 'services', 'constraints', 'affinities', 'spreads', 'update', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
 });
@@ -242,7 +259,8 @@ export const jobSpecSchema = z
     /** Berth runs one region; NOMAD_REGION and ${node.region} say this name. */
     region: z.string().min(1).default('global'),
     meta: metaSchema.optional(),
-    ...refused('vault', 'consul', 'multiregion', 'constraints', 'affinities', 'spreads', 'update', 'migrate'),
+    migrate: migrateSchema.optional(),
+    ...refused('vault', 'consul', 'multiregion', 'constraints', 'affinities', 'spreads', 'update'),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
     /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
     periodic: periodicSchema.optional(),

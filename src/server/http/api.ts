@@ -11,6 +11,7 @@ import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '..
 import { ApiError, toErrorResponse } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
+import { registerDrainRoutes } from './drain-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
@@ -126,6 +127,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerClusterRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
+  registerDrainRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
   registerVolumeHealthRoutes(app, ctx);
   registerEventRoutes(app, ctx);

@@ -26,7 +26,7 @@ const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins
 function nodeSignature(n: Node): string {
   const drivers = Object.entries(n.drivers).map(([k, d]) => `${k}:${d.detected}:${d.healthy}:${d.networkModes.join(',')}:${d.cgroups ?? 'none'}`);
   const plugins = Object.entries(n.csiNodePlugins).map(([k, p]) => `${k}:${p.healthy}`);
-  return `${n.status}|${n.registerIndex ?? 0}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}`;
+  return `${n.status}|${n.schedulingEligibility ?? 'eligible'}|${n.drainStrategy ? 'draining' : ''}|${n.registerIndex ?? 0}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}`;
 }
 
 export class EvalWorker {

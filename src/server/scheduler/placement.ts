@@ -5,7 +5,7 @@
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
-import { claimConflicts, volumeIdFor, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { claimConflicts, isEligible, volumeIdFor, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
 
 /** A CSI volume as placement needs to know it. */
 export interface PlacementVolume {
@@ -128,6 +128,9 @@ function topologyMatches(segments: readonly Topology[], node: Topology | undefin
   return segments.some((seg) => Object.entries(seg).every(([k, v]) => node[k] === v));
 }
 
+/** The placement reason for a node that is draining or marked ineligible (it reads after "N nodes"). */
+export const INELIGIBLE_REASON = 'were ineligible (node is ineligible: draining or marked ineligible)';
+
 /**
  * Why `node` cannot take the group for reasons that do not change as
  * allocations are placed (status, datacenter, drivers, network, plugin
@@ -135,6 +138,7 @@ function topologyMatches(segments: readonly Topology[], node: Topology | undefin
  */
 function staticReason(node: Node, datacenters: readonly string[], group: TaskGroup, pluginIds: readonly string[]): string | undefined {
   if (node.status !== 'ready') return `were ${node.status === 'down' ? 'down' : 'not ready'}`;
+  if (!isEligible(node)) return INELIGIBLE_REASON;
   if (!matchesDatacenter(datacenters, node.datacenter)) return 'were in another datacenter';
   for (const task of group.tasks) {
     const driver = node.drivers[task.driver];
