@@ -6,6 +6,8 @@ import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
 import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
+import { addNodeDrainCommands } from './node-drain-command.js';
+import { addAllocOpsCommands } from './alloc-ops-commands.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -24,16 +26,18 @@ export function allocCommand(ctx: CommandContext): Command {
     ['alloc status 3f2a9c1b', 'alloc status 3f2a --json'],
   ).action(apiAction(ctx, allocStatus));
   addAllocIoCommands(alloc, ctx);
+  addAllocOpsCommands(alloc, ctx);
   return alloc;
 }
 
 /** Builds `berth node`. */
 export function nodeCommand(ctx: CommandContext): Command {
-  const node = new Command('node').description('Inspect client nodes');
+  const node = new Command('node').description('Inspect client nodes, drain them, set their eligibility');
   apiCommand(
     node.command('status').description('List nodes, or show one node with its drivers, CSI plugins and allocations').argument('[id]', 'node ID or a unique prefix'),
     ['node status', 'node status 9c1e', 'node status --json'],
   ).action(apiAction(ctx, nodeStatus));
+  addNodeDrainCommands(node, ctx);
   return node;
 }
 
@@ -211,13 +215,15 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     const { body: nodes } = await s.api.get<NodeAnswer[]>('/v1/nodes');
     if (s.out.json) return s.out.document(nodes);
     s.out.table(
-      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status', 'Leader Link'],
+      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Eligibility', 'Drain', 'Status', 'Leader Link'],
       nodes.map((n) => [
         shortId(n.id),
         n.name,
         n.datacenter,
         Object.entries(n.drivers).filter(([, d]) => d.detected && d.healthy).map(([k]) => k).join(',') || '-',
         [...new Set([...Object.keys(n.csiControllerPlugins ?? {}), ...Object.keys(n.csiNodePlugins ?? {})])].join(',') || '-',
+        n.schedulingEligibility ?? 'eligible',
+        String(Boolean(n.drainStrategy)),
         s.style.status(n.status),
         leaderLink(n),
       ]),
@@ -234,6 +240,8 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['Datacenter', n.datacenter],
     ['Status', s.style.status(n.status)],
     ['Status Description', n.statusDescription || undefined],
+    ['Eligibility', n.schedulingEligibility ?? 'eligible'],
+    ['Drain', n.drainStrategy ? `draining: ${n.lastDrain?.message ?? ''}` : n.lastDrain ? `${n.lastDrain.status} (${age(n.lastDrain.updatedAt)})` : 'false'],
     ['Leader Link', leaderLink(n)],
     ['HTTP Address', n.httpAddr || undefined],
     ['Last Heartbeat', `${timestamp(n.lastHeartbeat)} (${age(n.lastHeartbeat)})`],
