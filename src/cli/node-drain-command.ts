@@ -173,7 +173,7 @@ async function monitorDrain(s: ApiSession, nodeId: string, fromIndex: number, ju
       const migrating = Boolean(a.desiredTransition?.migrate);
       if (!before) {
         seen.set(a.id, { status: a.clientStatus, migrating });
-        if (migrating && a.desiredStatus === 'run') say(`Alloc "${a.id}" marked for migration`);
+        if (migrating && (a.clientStatus === 'pending' || a.clientStatus === 'running')) say(`Alloc "${a.id}" marked for migration`);
         continue;
       }
       if (migrating && !before.migrating) say(`Alloc "${a.id}" marked for migration`);

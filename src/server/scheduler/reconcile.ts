@@ -222,7 +222,12 @@ function reconcileGroup(
     }
   }
   for (let index = 0; index < group.count; index++) {
-    if (!held.has(index)) result.place.push({ group: group.name, index, rescheduleAttempts: 0 });
+    if (held.has(index)) continue;
+    // A replacement placed after its migrated predecessor stopped (it waited for a claim) still names it.
+    const migrated = everyAlloc
+      .filter((a) => a.taskGroup === group.name && (a.index ?? 0) === index && a.desiredTransition?.migrate && a.desiredStatus !== 'run')
+      .sort((a, b) => b.createIndex - a.createIndex)[0];
+    result.place.push({ group: group.name, index, rescheduleAttempts: 0, ...(migrated ? { previousAllocation: migrated.id } : {}) });
   }
 }
 
