@@ -53,10 +53,17 @@ export async function resolveInside(root: string, userPath: string): Promise<str
     real = await realpath(joined);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      // A dangling symlink pointing outside is an escape, not a missing file.
+      // Missing outside is an escape, not a missing file (no probing of what exists out there):
+      // the nearest existing ancestor, or a dangling symlink's target, decides.
       const link = await readlink(joined).catch(() => undefined);
       if (link !== undefined && !inside(realRoot, join(joined, '..', link))) {
         throw new AllocFsError('FS_ESCAPE', `path "${userPath}" is a symlink that leads outside the allocation directory`);
+      }
+      for (let up = join(joined, '..'); inside(realRoot, up) && up !== realRoot; up = join(up, '..')) {
+        const real = await realpath(up).catch(() => undefined);
+        if (real === undefined) continue;
+        if (!inside(realRoot, real)) throw new AllocFsError('FS_ESCAPE', `path "${userPath}" leads outside the allocation directory (through a symlink)`);
+        break;
       }
       throw new AllocFsError('FS_NOT_FOUND', `no such file or directory in the allocation: ${clean}`);
     }
