@@ -11,9 +11,9 @@ import { lstat, open, readdir, readlink, realpath, type FileHandle } from 'node:
 import { isAbsolute, join, normalize, relative, sep } from 'node:path';
 import { BerthError } from '../lib/index.js';
 
-export type AllocFsErrorCode = 'FS_ESCAPE' | 'FS_SECRET' | 'FS_NOT_FOUND' | 'FS_NOT_A_FILE' | 'FS_NOT_A_DIRECTORY';
+export type AllocFsErrorCode = 'ALLOC_FS_ESCAPE' | 'ALLOC_FS_SECRET' | 'ALLOC_FS_NOT_FOUND' | 'ALLOC_FS_NOT_A_FILE' | 'ALLOC_FS_NOT_A_DIRECTORY';
 
-/** A refused or failed `alloc fs` read. FS_ESCAPE: the path leads outside the allocation directory. */
+/** A refused or failed `alloc fs` read. ALLOC_FS_ESCAPE: the path leads outside the allocation directory. */
 export class AllocFsError extends BerthError<AllocFsErrorCode> {}
 
 /** One entry as `alloc fs` shows it (Nomad's AllocFileInfo). */
@@ -45,7 +45,7 @@ export async function resolveInside(root: string, userPath: string): Promise<str
   for (const seg of (userPath || '').split('/')) {
     if (seg === '..') depth--;
     else if (seg && seg !== '.') depth++;
-    if (depth < 0) throw new AllocFsError('FS_ESCAPE', `path "${userPath}" leads outside the allocation directory`);
+    if (depth < 0) throw new AllocFsError('ALLOC_FS_ESCAPE', `path "${userPath}" leads outside the allocation directory`);
   }
   const joined = join(realRoot, clean);
   let real: string;
@@ -57,21 +57,21 @@ export async function resolveInside(root: string, userPath: string): Promise<str
       // the nearest existing ancestor, or a dangling symlink's target, decides.
       const link = await readlink(joined).catch(() => undefined);
       if (link !== undefined && !inside(realRoot, join(joined, '..', link))) {
-        throw new AllocFsError('FS_ESCAPE', `path "${userPath}" is a symlink that leads outside the allocation directory`);
+        throw new AllocFsError('ALLOC_FS_ESCAPE', `path "${userPath}" is a symlink that leads outside the allocation directory`);
       }
       for (let up = join(joined, '..'); inside(realRoot, up) && up !== realRoot; up = join(up, '..')) {
         const real = await realpath(up).catch(() => undefined);
         if (real === undefined) continue;
-        if (!inside(realRoot, real)) throw new AllocFsError('FS_ESCAPE', `path "${userPath}" leads outside the allocation directory (through a symlink)`);
+        if (!inside(realRoot, real)) throw new AllocFsError('ALLOC_FS_ESCAPE', `path "${userPath}" leads outside the allocation directory (through a symlink)`);
         break;
       }
-      throw new AllocFsError('FS_NOT_FOUND', `no such file or directory in the allocation: ${clean}`);
+      throw new AllocFsError('ALLOC_FS_NOT_FOUND', `no such file or directory in the allocation: ${clean}`);
     }
     throw err;
   }
-  if (!inside(realRoot, real)) throw new AllocFsError('FS_ESCAPE', `path "${userPath}" leads outside the allocation directory (through a symlink)`);
+  if (!inside(realRoot, real)) throw new AllocFsError('ALLOC_FS_ESCAPE', `path "${userPath}" leads outside the allocation directory (through a symlink)`);
   // A task's secrets/ holds its tokens and rendered secrets: not readable from outside, as in Nomad.
-  if (relative(realRoot, real).split(sep)[1] === 'secrets') throw new AllocFsError('FS_SECRET', `reading a task's secrets directory is not allowed`);
+  if (relative(realRoot, real).split(sep)[1] === 'secrets') throw new AllocFsError('ALLOC_FS_SECRET', `reading a task's secrets directory is not allowed`);
   return real;
 }
 
@@ -94,7 +94,7 @@ function info(name: string, st: Stats, linkTarget?: string): AllocFileInfo {
 export async function listDir(root: string, userPath: string): Promise<AllocFileInfo[]> {
   const dir = await resolveInside(root, userPath);
   const st = await lstat(dir);
-  if (!st.isDirectory()) throw new AllocFsError('FS_NOT_A_DIRECTORY', `${userPath || '/'} is not a directory`);
+  if (!st.isDirectory()) throw new AllocFsError('ALLOC_FS_NOT_A_DIRECTORY', `${userPath || '/'} is not a directory`);
   const entries = await readdir(dir);
   const out: AllocFileInfo[] = [];
   for (const name of entries.sort()) {
@@ -122,10 +122,10 @@ export async function openInside(root: string, userPath: string): Promise<{ hand
   const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const opened = await readlink(`/proc/self/fd/${handle.fd}`);
-    if (!inside(await realpath(root), opened)) throw new AllocFsError('FS_ESCAPE', `path "${userPath}" leads outside the allocation directory`);
+    if (!inside(await realpath(root), opened)) throw new AllocFsError('ALLOC_FS_ESCAPE', `path "${userPath}" leads outside the allocation directory`);
     const st = await handle.stat();
-    if (st.isDirectory()) throw new AllocFsError('FS_NOT_A_FILE', `${userPath} is a directory; use alloc fs ls`);
-    if (!st.isFile()) throw new AllocFsError('FS_NOT_A_FILE', `${userPath} is not a regular file`);
+    if (st.isDirectory()) throw new AllocFsError('ALLOC_FS_NOT_A_FILE', `${userPath} is a directory; use alloc fs ls`);
+    if (!st.isFile()) throw new AllocFsError('ALLOC_FS_NOT_A_FILE', `${userPath} is not a regular file`);
     return { handle, size: st.size };
   } catch (err) {
     await handle.close();

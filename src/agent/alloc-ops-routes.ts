@@ -11,7 +11,7 @@ import { BerthError } from '../lib/index.js';
 import { AllocFsError, listDir, openInside, statPath } from './alloc-fs.js';
 import type { ClientRoutesDeps } from './client-routes.js';
 
-const FS_STATUS: Record<string, number> = { FS_ESCAPE: 403, FS_SECRET: 403, FS_NOT_FOUND: 404, FS_NOT_A_FILE: 400, FS_NOT_A_DIRECTORY: 400 };
+const FS_STATUS: Record<string, number> = { ALLOC_FS_ESCAPE: 403, ALLOC_FS_SECRET: 403, ALLOC_FS_NOT_FOUND: 404, ALLOC_FS_NOT_A_FILE: 400, ALLOC_FS_NOT_A_DIRECTORY: 400 };
 
 class OpsError extends BerthError<string> {
   constructor(

@@ -32,7 +32,7 @@ export function allocCommand(ctx: CommandContext): Command {
 
 /** Builds `berth node`. */
 export function nodeCommand(ctx: CommandContext): Command {
-  const node = new Command('node').description('Inspect client nodes, drain them, set their eligibility');
+  const node = new Command('node').description('Inspect client nodes');
   apiCommand(
     node.command('status').description('List nodes, or show one node with its drivers, CSI plugins and allocations').argument('[id]', 'node ID or a unique prefix'),
     ['node status', 'node status 9c1e', 'node status --json'],

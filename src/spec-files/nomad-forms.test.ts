@@ -124,9 +124,9 @@ describe("Nomad's API job JSON", () => {
     assert.deepEqual(task.resources, { cpuMhz: 200, memoryMb: 128 });
     assert.deepEqual(task.volumeMounts, [{ volume: 'data', destination: '/data', readOnly: false, propagationMode: 'private' }]);
     assert.deepEqual(task.logs, { disabled: false, maxFiles: 3, maxFileSizeMb: 5 });
+    assert.deepEqual(group.migrate, { maxParallel: 1, healthCheck: 'checks', minHealthyTimeMs: 10_000, healthyDeadlineMs: 300_000 }, 'Migrate is read, its unset durations defaulted');
     assert.deepEqual(parsed.notes, [
       'web.json:21:9: Job.TaskGroups[0].Update: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
-      'web.json:26:9: Job.TaskGroups[0].Migrate: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
       'web.json:44:9: Job.TaskGroups[0].EphemeralDisk: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
       'web.json:124:5: Job.Update: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
     ]);

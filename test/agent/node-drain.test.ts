@@ -15,12 +15,13 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
-import { BERTH, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
+import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
+import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
 const MGMT = 'dr-mgmt-token-0123456789';
 const NODE = 'dr-node-token-0123456789';
@@ -30,11 +31,7 @@ function ok(r: Result, what: string): Result {
   return r;
 }
 
-const WRITER =
-  'cd "$BERTH_TASK_DIR/data" || exit 1; ' +
-  'line() { echo "$(date +%s%N) $BERTH_ALLOC_ID" >> log; }; ' +
-  "trap 'end=$(( $(date +%s) + 1 )); while [ $(date +%s) -lt $end ]; do line; sleep 0.1; done; exit 0' TERM; " +
-  'while :; do line; sleep 0.1; done';
+const WRITER = volumeWriterScript(1);
 
 interface StoreEvent {
   index: number;
@@ -81,10 +78,7 @@ describe('node drain of a single-writer volume', () => {
   it('moves the writer off the node: claim released before the replacement claims, plugin stopped last, nothing left mounted', async () => {
     await until('both clients ready', async () => (await server.get<Node[]>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
     const plugin = path.join(dir, 'plugin.hcl');
-    const nodeOf = 'case "$BERTH_ALLOC_DIR" in */d1/*) n=d1 ;; */d2/*) n=d2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac; ';
-    const args = ['plugin', 'hostpath', '--endpoint', '"$CSI_ENDPOINT"', '--node-id', 'shared', '--data-dir', path.join(dir, 'hp'), '--node-state-dir', `"${dir}/hp-node-$n"`];
-    const pluginJob = (generation: number): string =>
-      `job "hostpath-plugin" {\n  type = "system"\n  group "plugin" {\n    task "plugin" {\n      driver = "raw_exec"\n      env {\n        GENERATION = "${generation}"\n      }\n      config {\n        command = "/bin/sh"\n        args    = ["-c", ${JSON.stringify(`${nodeOf}exec ${process.execPath} ${BERTH} ${args.join(' ')}`)}]\n      }\n      csi_plugin {\n        id        = "hostpath"\n        type      = "monolith"\n        mount_dir = "/csi"\n      }\n    }\n  }\n}\n`;
+    const pluginJob = (generation: number): string => sharedHostpathPluginHcl(dir, ['d1', 'd2'], generation);
     const healthy = async (generation: number): Promise<void> => {
       await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
         const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
@@ -100,7 +94,7 @@ describe('node drain of a single-writer volume', () => {
     ok(await server.cli(['job', 'run', plugin]), 'job run plugin');
     await healthy(1);
     const volume = path.join(dir, 'volume.hcl');
-    writeFileSync(volume, `id = "ledger"\nname = "ledger"\ntype = "csi"\nplugin_id = "hostpath"\ncapability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\n`);
+    writeFileSync(volume, singleWriterVolumeHcl('ledger'));
     ok(await server.cli(['volume', 'create', volume]), 'volume create');
     // Run again so that both controllers load the volume from the shared dir.
     writeFileSync(plugin, pluginJob(2));
@@ -115,7 +109,7 @@ describe('node drain of a single-writer volume', () => {
     ok(await server.cli(['job', 'run', job]), 'job run writer');
     const first = await until('the writer running', async () => (await server.get<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.clientStatus === 'running'));
     const log = path.join(dir, 'hp');
-    await until('the writer writing', () => linesOf(log).some((l) => l.alloc === first.id) || undefined, 30_000);
+    await until('the writer writing', () => writerLines(log).some((l) => l.alloc === first.id) || undefined, 30_000);
     const nodes = await server.get<Node[]>('/v1/nodes');
     const drained = nodes.find((n) => n.id === first.nodeId)!;
     const other = nodes.find((n) => n.id !== first.nodeId)!;
@@ -135,7 +129,7 @@ describe('node drain of a single-writer volume', () => {
     );
     assert.equal(second.nodeId, other.id);
     assert.equal(second.previousAllocation, first.id);
-    await until('lines from the replacement', () => linesOf(log).some((l) => l.alloc === second.id) || undefined, 30_000);
+    await until('lines from the replacement', () => writerLines(log).some((l) => l.alloc === second.id) || undefined, 30_000);
 
     // Claim events in store order: the old claim is deleted before the replacement's is first written.
     const events = await eventsOf(server, ['claim', 'allocation']);
@@ -159,7 +153,7 @@ describe('node drain of a single-writer volume', () => {
     const left = mountsUnder(path.join(dir, drained.name)).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
     assert.deepEqual(left, [], 'no volume stays mounted on the drained node');
 
-    const lines = linesOf(log);
+    const lines = writerLines(log);
     const lastOld = Math.max(...lines.filter((l) => l.alloc === first.id).map((l) => l.at));
     const firstNew = Math.min(...lines.filter((l) => l.alloc === second.id).map((l) => l.at));
     assert.ok(lastOld < firstNew, `no two writers: the old writer's last line (${lastOld}) precedes the new one's first (${firstNew})`);
@@ -191,19 +185,4 @@ async function eventsOf(agent: AgentUnderTest, topics: string[]): Promise<StoreE
     .filter((l) => l.trim() && l !== '{}')
     .map((l) => JSON.parse(l) as StoreEvent)
     .filter((e) => typeof e.index === 'number');
-}
-
-/** Every "<ns> <alloc>" line of the writers' log files under `root` (the hostpath volumes' directories). */
-function linesOf(root: string): Array<{ at: number; alloc: string }> {
-  if (!existsSync(root)) return [];
-  const found = spawnSync('find', [root, '-name', 'log', '-type', 'f'], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-  return found.flatMap((f) =>
-    readFileSync(f, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => {
-        const [at, alloc] = l.split(' ');
-        return { at: Number(at), alloc: alloc ?? '' };
-      }),
-  );
 }
