@@ -10,22 +10,13 @@ import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, normalize, relative, sep } from 'node:path';
 import { BerthError } from '../lib/index.js';
+import type { AllocFileInfo } from '../structs/index.js';
 
 export type AllocFsErrorCode = 'ALLOC_FS_ESCAPE' | 'ALLOC_FS_SECRET' | 'ALLOC_FS_NOT_FOUND' | 'ALLOC_FS_NOT_A_FILE' | 'ALLOC_FS_NOT_A_DIRECTORY';
 
 /** A refused or failed `alloc fs` read. ALLOC_FS_ESCAPE: the path leads outside the allocation directory. */
 export class AllocFsError extends BerthError<AllocFsErrorCode> {}
 
-/** One entry as `alloc fs` shows it (Nomad's AllocFileInfo). */
-export interface AllocFileInfo {
-  name: string;
-  isDir: boolean;
-  size: number;
-  fileMode: string;
-  modTime: string;
-  /** For a symlink: where it points (not followed). */
-  linkTarget?: string;
-}
 
 function inside(root: string, target: string): boolean {
   const rel = relative(root, target);

@@ -3,21 +3,13 @@
 // signal and fs go to the node agent that runs it, as logs and exec do.
 
 import type { Command } from 'commander';
-import type { Allocation, Evaluation } from '../structs/index.js';
+import type { AllocFileInfo, Allocation, Evaluation } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
 import { nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
 
-interface FileInfo {
-  name: string;
-  isDir: boolean;
-  size: number;
-  fileMode: string;
-  modTime: string;
-  linkTarget?: string;
-}
 
 /** Adds `stop`, `restart`, `signal` and `fs` to `berth alloc`. */
 export function addAllocOpsCommands(alloc: Command, ctx: CommandContext): void {
@@ -116,7 +108,7 @@ async function allocSignal(s: ApiSession, args: string[], opts: Record<string, u
   s.out.line(`Sent ${body.signal} to ${body.signaled.map((t) => `"${t}"`).join(', ')} of allocation "${shortId(a.id)}"`);
 }
 
-function fileRow(f: FileInfo): string[] {
+function fileRow(f: AllocFileInfo): string[] {
   return [f.fileMode, String(f.size), f.modTime, f.linkTarget !== undefined ? `${f.name} -> ${f.linkTarget}` : f.isDir ? `${f.name}/` : f.name];
 }
 
@@ -124,7 +116,7 @@ async function allocFs(ctx: CommandContext, s: ApiSession, [idArg, pathArg]: str
   const path = pathArg ?? '/';
   const a = await allocOf(s, idArg as string);
   const agent = await nodeAgentOf(s, a, tokenOf(opts));
-  const { body: st } = await agent.get<FileInfo>(`/v1/client/fs/stat/${encodeURIComponent(a.id)}`, { path });
+  const { body: st } = await agent.get<AllocFileInfo>(`/v1/client/fs/stat/${encodeURIComponent(a.id)}`, { path });
   if (opts['stat']) {
     if (s.out.json) return s.out.document(st);
     s.out.table(['Mode', 'Size', 'Modified Time', 'Name'], [fileRow(st)]);
@@ -132,7 +124,7 @@ async function allocFs(ctx: CommandContext, s: ApiSession, [idArg, pathArg]: str
   }
   if (st.isDir) {
     if (opts['follow'] || opts['tail']) throw new UsageError(`${path} is a directory; -tail and -f read files`);
-    const { body } = await agent.get<FileInfo[]>(`/v1/client/fs/ls/${encodeURIComponent(a.id)}`, { path });
+    const { body } = await agent.get<AllocFileInfo[]>(`/v1/client/fs/ls/${encodeURIComponent(a.id)}`, { path });
     if (s.out.json) return s.out.document(body);
     s.out.table(['Mode', 'Size', 'Modified Time', 'Name'], body.map(fileRow));
     return;

@@ -3,6 +3,7 @@
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
 export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, SchedulingEligibility, DrainStrategy, DrainMetadata } from './node.js';
 export { isEligible } from './node.js';
+export type { AllocFileInfo } from './alloc-file.js';
 export {
   isClientTerminal,
   type AllocDesiredStatus,
