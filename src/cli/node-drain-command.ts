@@ -4,12 +4,13 @@
 
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { durationMs, type Allocation, type Node } from '../structs/index.js';
+import type { Allocation, Node } from '../structs/index.js';
 import { ApiClient, KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import { tokenOf } from './alloc-io-commands.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
+import { parseDuration } from './values.js';
 
 const DEFAULT_DEADLINE = '1h';
 
@@ -90,12 +91,9 @@ function deadlineOf(opts: Record<string, unknown>): number {
   }
   const text = typeof given === 'string' ? given : DEFAULT_DEADLINE;
   try {
-    const ms = durationMs(text);
-    if (ms <= 0) throw new UsageError('-deadline must be positive; use -force to stop everything at once');
-    return ms;
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`-deadline must be a duration such as "30m" or "1h", got "${text}"`);
+    return parseDuration(text);
+  } catch {
+    throw new UsageError(`-deadline must be a positive duration such as "30m" or "1h" (use -force to stop everything at once), got "${text}"`);
   }
 }
 
