@@ -215,17 +215,17 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     const { body: nodes } = await s.api.get<NodeAnswer[]>('/v1/nodes');
     if (s.out.json) return s.out.document(nodes);
     s.out.table(
-      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Eligibility', 'Drain', 'Status', 'Leader Link'],
+      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status', 'Leader Link', 'Eligibility', 'Drain'],
       nodes.map((n) => [
         shortId(n.id),
         n.name,
         n.datacenter,
         Object.entries(n.drivers).filter(([, d]) => d.detected && d.healthy).map(([k]) => k).join(',') || '-',
         [...new Set([...Object.keys(n.csiControllerPlugins ?? {}), ...Object.keys(n.csiNodePlugins ?? {})])].join(',') || '-',
-        n.schedulingEligibility ?? 'eligible',
-        String(Boolean(n.drainStrategy)),
         s.style.status(n.status),
         leaderLink(n),
+        n.schedulingEligibility ?? 'eligible',
+        String(Boolean(n.drainStrategy)),
       ]),
     );
     return;
