@@ -16,7 +16,8 @@ import { spawnSync } from 'node:child_process';
 export function ensureDebianTool({ bin, pkg, overrideVar, why, aptEnv = {}, afterInstall = () => {} }) {
   const installed = () => {
     const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
-    return r.status === 0 ? r.stdout.trim().split('\n')[0] : undefined;
+    // Some programs (the CNI plugins) print their version on stderr.
+    return r.status === 0 ? (r.stdout.trim() || r.stderr.trim() || bin).split('\n')[0] : undefined;
   };
   const have = installed();
   if (have) return have;

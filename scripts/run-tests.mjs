@@ -7,8 +7,9 @@
 // tests start real etcd processes: scripts/ensure-etcd.mjs installs Debian's
 // etcd-server first when etcd is missing (as root, with apt-get); the web UI
 // tests drive a real headless browser: scripts/ensure-chromium.mjs installs
-// Debian's chromium the same way, and scripts/ensure-shells.mjs zsh and fish
-// for the shell-completion tests.
+// Debian's chromium the same way, scripts/ensure-shells.mjs zsh and fish
+// for the shell-completion tests, and scripts/ensure-cni.mjs the CNI plugins
+// and iptables for the bridge network tests.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -26,7 +27,7 @@ function find(dir) {
 const etcd = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-etcd.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 if (etcd.status !== 0) process.exit(etcd.status ?? 1);
 
-for (const script of ['ensure-chromium.mjs', 'ensure-shells.mjs']) {
+for (const script of ['ensure-chromium.mjs', 'ensure-shells.mjs', 'ensure-cni.mjs']) {
   const ensured = spawnSync(process.execPath, [join(root, 'scripts', script)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   if (ensured.status !== 0) process.exit(ensured.status ?? 1);
 }

@@ -191,6 +191,17 @@ client {
     assert.deepEqual(cfg.plugins?.['my-driver']?.config, { no_cgroups: true });
   });
 
+  it('reads the group network settings: bridge name and subnet, cni_path as a list, cni_config_dir; refuses a bad subnet at its line', async () => {
+    const hcl = 'client {\n  bridge_network_name = "br-web"\n  bridge_network_subnet = "10.9.0.0/16"\n  cni_path = "/opt/cni/bin:/usr/lib/cni"\n  cni_config_dir = "/etc/cni/net.d"\n}\n';
+    assert.deepEqual((await parseAgentConfig('a.hcl', hcl)).client.network, {
+      bridge: { name: 'br-web', subnet: '10.9.0.0/16' },
+      cniPath: ['/opt/cni/bin', '/usr/lib/cni'],
+      cniConfigDir: '/etc/cni/net.d',
+    });
+    assert.match(await problemOf('a.hcl', 'client {\n  bridge_network_subnet = "10.9.0.0"\n}\n'), /^a\.hcl:2:3: client\.bridge_network_subnet: must be an IPv4 CIDR between \/8 and \/30/);
+    assert.match(await problemOf('a.hcl', 'client {\n  bridge_network_name = "a-bridge-name-too-long"\n}\n'), /client\.bridge_network_name: must be a Linux interface name/);
+  });
+
   it('refuses an unknown driver mode', async () => {
     await assert.rejects(parseAgentConfig('a.hcl', 'client {\n  options = {\n    "driver.exec.mode" = "sideways"\n  }\n}\n'), /driver\.exec\.mode: must be one of "in-process", "external"/);
   });

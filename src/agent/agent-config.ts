@@ -64,6 +64,10 @@ const CONFIG_BODY: HclBody = {
       gc_max_allocs: attr('gcMaxAllocs'),
       gc_disk_usage_threshold: attr('gcDiskUsageThreshold'),
       stop_after_server_disconnect: attr('stopAfterServerDisconnect'),
+      bridge_network_name: attr('bridgeNetworkName'),
+      bridge_network_subnet: attr('bridgeNetworkSubnet'),
+      cni_path: attr('cniPath'),
+      cni_config_dir: attr('cniConfigDir'),
     },
   },
   csi: {
@@ -152,6 +156,10 @@ const configSchema = z.strictObject({
       gcMaxAllocs: z.number().int().min(0).optional(),
       gcDiskUsageThreshold: z.number().min(0).max(100).optional(),
       stopAfterServerDisconnect: duration.optional(),
+      bridgeNetworkName: z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/, 'must be a Linux interface name: 1-15 letters, digits, "_", "." or "-"').optional(),
+      bridgeNetworkSubnet: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/([89]|[12]\d|30)$/, 'must be an IPv4 CIDR between /8 and /30, e.g. 172.26.64.0/20').optional(),
+      cniPath: z.string().min(1).optional(),
+      cniConfigDir: z.string().startsWith('/', 'must be an absolute path').optional(),
     })
     .optional(),
   csi: z
@@ -220,6 +228,8 @@ export interface AgentConfig {
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
     /** stop_after_server_disconnect: see Client's stopAfterServerDisconnectMs. */
     stopAfterServerDisconnectMs?: number;
+    /** bridge_network_name, bridge_network_subnet, cni_path (":"-separated), cni_config_dir: group networks (src/client/network). */
+    network?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
     /** Whether Berth's own drivers run inside the agent (default) or as plugins (`berth driver serve <name>`). */
     driverModes?: { raw_exec?: DriverMode; exec?: DriverMode };
   };
@@ -389,6 +399,17 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
           }
         : {}),
       ...(c.stopAfterServerDisconnect ? { stopAfterServerDisconnectMs: durationMs(c.stopAfterServerDisconnect) } : {}),
+      ...(c.bridgeNetworkName || c.bridgeNetworkSubnet || c.cniPath || c.cniConfigDir
+        ? {
+            network: {
+              ...(c.bridgeNetworkName || c.bridgeNetworkSubnet
+                ? { bridge: { ...(c.bridgeNetworkName ? { name: c.bridgeNetworkName } : {}), ...(c.bridgeNetworkSubnet ? { subnet: c.bridgeNetworkSubnet } : {}) } }
+                : {}),
+              ...(c.cniPath ? { cniPath: c.cniPath.split(':').filter(Boolean) } : {}),
+              ...(c.cniConfigDir ? { cniConfigDir: c.cniConfigDir } : {}),
+            },
+          }
+        : {}),
       drivers: {
         ...(truthy(c.options?.['driver.raw_exec.enable']) !== undefined ? { raw_exec: truthy(c.options?.['driver.raw_exec.enable']) as boolean } : {}),
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),

@@ -246,6 +246,7 @@ export class Agent {
       // A dev agent trusts its user with the whole machine; other agents read only the roots their config names.
       fileRoots: config.client.fileRoots ?? (mode === 'dev' ? ['/'] : []),
       ...(config.client.gc ? { gc: config.client.gc } : {}),
+      ...(config.client.network ? { network: config.client.network } : {}),
       // Fencing only where a partition can happen: a dev agent's server shares its process.
       ...(mode === 'client' ? { stopAfterServerDisconnectMs: config.client.stopAfterServerDisconnectMs ?? DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS } : {}),
       logger: root,

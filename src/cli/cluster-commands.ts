@@ -12,8 +12,9 @@ import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
+import { addAllocChecks, printChecks } from './service-command.js';
 
-const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', 'volume-condition', 'drift', '*'];
+const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', 'volume-condition', 'drift', 'service', '*'];
 
 /** Builds `berth alloc` (status, logs, exec). */
 export function allocCommand(ctx: CommandContext): Command {
@@ -27,6 +28,7 @@ export function allocCommand(ctx: CommandContext): Command {
   ).action(apiAction(ctx, allocStatus));
   addAllocIoCommands(alloc, ctx);
   addAllocOpsCommands(alloc, ctx);
+  addAllocChecks(alloc, ctx);
   return alloc;
 }
 
@@ -152,6 +154,7 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     ['Desired Description', a.desiredDescription || undefined],
     ['Client Status', s.style.status(a.clientStatus)],
     ['Client Description', a.clientDescription || undefined],
+    ['Network', a.network ? `${a.network.mode}${a.network.address ? `, address ${a.network.address}${a.network.interface ? ` (${a.network.interface})` : ''}` : ''}` : undefined],
     ['Reschedule Attempts', a.rescheduleAttempts],
     ['Previous Allocation', a.previousAllocation],
     ['Created', `${timestamp(a.createTime)} (${age(a.createTime)})`],
@@ -167,6 +170,11 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line();
     s.out.line(s.style.bold('Resource usage'));
     s.out.line(`usage unavailable: ${usage.unavailable}`);
+  }
+  if (a.checks && Object.keys(a.checks).length) {
+    s.out.line();
+    s.out.line(s.style.bold('Checks'));
+    printChecks(s, a.checks);
   }
   for (const [task, st] of Object.entries(a.taskStates ?? {})) {
     s.out.line();

@@ -41,6 +41,8 @@ export interface AllocRunnerHandle {
    * the same single-writer volume does not wait for it.
    */
   cleanedUp?(): Promise<void>;
+  /** Restarts one running task (check_restart); a task that does not run is left alone. */
+  restartTask?(task: string, reason: string): Promise<void>;
   /** Told when a plugin this allocation runs stayed unhealthy past its health timeout. */
   pluginHealthTimeout(plugin: RegisteredPlugin, type: CsiPluginType, reason: string): unknown;
   /** Told of every CSI node event (the runner keeps those of its own plugins). */
@@ -99,6 +101,8 @@ export interface ClientOptions {
   /** Host directories artifact and template sources may read; default any. */
   fileRoots?: readonly string[];
   attributes?: Record<string, string>;
+  /** The address services on numeric host ports are registered with; default the node's `unique.network.ip-address`, else 127.0.0.1. */
+  serviceAddress?: string;
   clock?: Clock;
   logger?: Logger;
   /** Between heartbeats (capped at a third of the server's TTL). Default 10 s. */
@@ -124,6 +128,8 @@ export interface ClientOptions {
   httpAddr?: string;
   /** Prefix of network namespace names (tests keep theirs apart). */
   netnsPrefix?: string;
+  /** Group networks: the bridge's name and subnet, CNI plugin directories, the user's CNI networks (client bridge_network_name etc.). */
+  network?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
   /** Passed to each allocation runner. */
   killTimeoutMs?: number;
   /** How long a replaced plugin allocation keeps running while its successor comes up. Default 60 s. */

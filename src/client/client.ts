@@ -52,6 +52,8 @@ import { RecordedVolumes } from './volumes/index.js';
 import { NodeFingerprinter } from './_fingerprint.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
 import { volumeStatsCollector } from './_volume-stats.js';
+import { ServiceChecks } from './_service-checks.js';
+import { ServiceCatalog } from './template/index.js';
 import type { VolumeStatsCollector } from './volumestats/index.js';
 
 import { ClientError, type AllocRunnerHandle, type ClientOptions, type ClientState, type RunnerEntry } from './_client-types.js';
@@ -109,6 +111,8 @@ export class Client {
   #connection: NodeConnection | undefined;
   #watcher: AllocWatcher | undefined;
   #reporter: StatusReporter | undefined;
+  #checks: ServiceChecks | undefined;
+  #catalog: ServiceCatalog | undefined;
   #node: NodeRecord | undefined;
   #serverListReceived = false;
   readonly #drainProblems: string[] = [];
@@ -250,13 +254,39 @@ export class Client {
       await this.#startExternalDrivers();
       await this.#fingerprinter.refreshDriverInfo(true);
       this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
-      this.#network = new NetworkManager({ logger: this.#root, ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}) });
+      this.#network = new NetworkManager({
+        logger: this.#root,
+        stateDir: path.join(dataDir, 'network'),
+        ...(this.#opts.netnsPrefix ? { prefix: this.#opts.netnsPrefix } : {}),
+        ...this.#opts.network,
+      });
 
       this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });
       this.#claimer = new HttpVolumeClaimer({ api: this.#api });
       this.#reporter = new StatusReporter({ api: this.#api, nodeId: this.#node.id, clock: this.#clock, logger: this.#root });
+      this.#checks = new ServiceChecks({
+        clock: this.#clock,
+        logger: this.#root,
+        nodeAddress: () => this.#opts.serviceAddress ?? this.#fingerprinter.last?.attributes['unique.network.ip-address'] ?? '127.0.0.1',
+        nodeAttrs: () => ({ ...(this.#fingerprinter.last?.attributes ?? this.#opts.attributes ?? {}) }),
+        lookup: (allocId) => {
+          const e = this.#runners.get(allocId);
+          return e && { alloc: e.alloc, job: e.job, ...(e.runner.restartTask ? { restartTask: (t: string, r: string) => (e.runner.restartTask as (t: string, r: string) => Promise<void>)(t, r) } : {}) };
+        },
+        report: (u) => this.#reporter?.report(u),
+      });
+      await this.#checks.start();
+      const api = this.#api;
+      this.#catalog = new ServiceCatalog({
+        fetchInstances: (name, q) => api.serviceInstances(name, q),
+        fetchNames: (q) => api.serviceList(q),
+        clock: this.#clock,
+        logger: this.#root,
+      });
 
       await this.#restoreRunners(store);
+      // Networks of allocations that ended while the agent was down are detached; running ones re-adopted.
+      await this.#network.restore(new Set([...this.#runners.values()].filter((e) => !isClientTerminal(e.runner.status().clientStatus)).map((e) => e.alloc.id)));
       await this.#reapOrphanedTasks();
       for (const { key } of store.bucket<true>(GC_BUCKET).list()) this.#collected.add(key);
       this.#gc = new AllocGarbageCollector({
@@ -525,6 +555,7 @@ export class Client {
       claimer: this.#claimer as HttpVolumeClaimer,
       onStatus: (u) => this.#onStatus(u),
       store,
+      ...(this.#catalog ? { serviceCatalog: this.#catalog } : {}),
       allocDirRoot: this.#opts.allocDirRoot ?? path.join(dataDir, 'alloc'),
       ...(this.#chroot ? { chroot: this.#chroot } : {}),
       pluginDirRoot: this.#opts.pluginDirRoot ?? path.join(dataDir, 'p'),
@@ -551,7 +582,9 @@ export class Client {
   }
 
   #onStatus(u: AllocStatusUpdate): void {
-    this.#reporter?.report({ id: u.allocId, clientStatus: u.clientStatus, clientDescription: u.clientDescription, taskStates: u.taskStates });
+    const base = { id: u.allocId, clientStatus: u.clientStatus, clientDescription: u.clientDescription, taskStates: u.taskStates };
+    const report = this.#checks ? this.#checks.statusChanged(u) : base;
+    this.#reporter?.report({ ...report, ...(u.network ? { network: u.network } : {}) });
     for (const l of this.#statusListeners) l();
   }
 
@@ -744,6 +777,8 @@ export class Client {
     this.#stopping.abort();
     await step('runners', () => Promise.all([...this.#runners.values()].map(async (e) => e.runner.shutdown())));
     await step('background', () => this.#life.drained());
+    await step('service checks', () => this.#checks?.stop());
+    await step('service catalog', () => this.#catalog?.stop());
     await step('status reporter', async () => {
       await this.#flushFor(2_000);
       await this.#reporter?.stop();

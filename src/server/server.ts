@@ -22,6 +22,7 @@ import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
+import { ServiceReaper } from './services/index.js';
 import { openEtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 import { ControllerConditions, DriftWatcher, VolumeDoctor, VolumeHealthService } from './volumehealth/index.js';
@@ -366,6 +367,7 @@ export class Server {
         logger: root,
         ...(this.#opts.volumeHealth?.controllerIntervalMs !== undefined ? { intervalMs: this.#opts.volumeHealth.controllerIntervalMs } : {}),
       }),
+      services: new ServiceReaper({ store, clock, logger: root }),
       drift: new DriftWatcher({
         store,
         doctor: this.#doctor as VolumeDoctor,
@@ -438,6 +440,7 @@ class LeaderTerm {
   readonly #drainer: NodeDrainer;
   readonly #conditions: ControllerConditions;
   readonly #drift: DriftWatcher;
+  readonly #services: ServiceReaper;
   started = false;
 
   constructor(parts: {
@@ -450,6 +453,7 @@ class LeaderTerm {
     periodic: PeriodicDispatcher;
     conditions: ControllerConditions;
     drift: DriftWatcher;
+    services: ServiceReaper;
   }) {
     this.nodes = parts.nodes;
     this.#plugins = parts.plugins;
@@ -460,6 +464,7 @@ class LeaderTerm {
     this.#drainer = parts.drainer;
     this.#conditions = parts.conditions;
     this.#drift = parts.drift;
+    this.#services = parts.services;
   }
 
   /**
@@ -478,10 +483,12 @@ class LeaderTerm {
     await this.#drainer.start();
     await this.#conditions.start();
     await this.#drift.start();
+    await this.#services.start();
   }
 
   /** Stops them in reverse and waits for in-flight work. Safe twice. */
   async stop(): Promise<void> {
+    await this.#services.stop();
     await this.#drift.stop();
     await this.#conditions.stop();
     await this.#drainer.stop();

@@ -42,7 +42,6 @@ const REFUSED_BLOCKS: Body = {
   spread: { t: 'blocks', to: 'spreads', body: {} },
   update: { t: 'block', to: 'update', body: {} },
   migrate: { t: 'block', to: 'migrate', body: {} },
-  service: { t: 'blocks', to: 'services', body: { check: { t: 'blocks', to: 'checks', body: {} } } },
   scaling: { t: 'blocks', to: 'scaling', body: {} },
   vault: { t: 'block', to: 'vault', body: {} },
   consul: { t: 'block', to: 'consul', body: {} },
@@ -52,6 +51,39 @@ const MIGRATE: Field = {
   t: 'block',
   to: 'migrate',
   body: { max_parallel: attr('maxParallel'), health_check: attr('healthCheck'), min_healthy_time: attr('minHealthyTimeMs'), healthy_deadline: attr('healthyDeadlineMs') },
+};
+const CHECK_RESTART: Body = { limit: attr('limit'), grace: attr('grace'), ignore_warnings: attr('ignoreWarnings') };
+const CHECK: Body = {
+  name: attr('name'),
+  type: attr('type'),
+  path: attr('path'),
+  method: attr('method'),
+  header: map('header'),
+  expected_status: attr('expectedStatus'),
+  protocol: attr('protocol'),
+  interval: attr('interval'),
+  timeout: attr('timeout'),
+  initial_status: attr('initialStatus'),
+  success_before_passing: attr('successBeforePassing'),
+  failures_before_critical: attr('failuresBeforeCritical'),
+  check_restart: { t: 'block', to: 'checkRestart', body: CHECK_RESTART },
+  port: attr('port'),
+  address_mode: attr('addressMode'),
+  command: attr('command'),
+  args: attr('args'),
+  task: attr('task'),
+};
+const SERVICE: Body = {
+  name: attr('name'),
+  port: attr('port'),
+  tags: attr('tags'),
+  meta: map('meta'),
+  address_mode: attr('addressMode'),
+  address: attr('address'),
+  provider: attr('provider'),
+  task: attr('taskName'),
+  check: { t: 'blocks', to: 'checks', body: CHECK },
+  check_restart: { t: 'block', to: 'checkRestart', body: CHECK_RESTART },
 };
 const MOUNT_OPTIONS: Body = { fs_type: attr('fsType'), mount_flags: attr('mountFlags') };
 const GROUP_VOLUME: Body = {
@@ -92,6 +124,7 @@ const TASK: Body = {
   lifecycle: { t: 'block', to: 'lifecycle', body: { hook: attr('hook'), sidecar: attr('sidecar') } },
   identity: { t: 'blocks', to: 'identity', body: {} },
   ...REFUSED_BLOCKS,
+  service: { t: 'blocks', to: 'services', body: SERVICE },
   resources: {
     t: 'block',
     to: 'resources',
@@ -142,6 +175,7 @@ const GROUP: Body = {
   ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
   ...REFUSED_BLOCKS,
   migrate: MIGRATE,
+  service: { t: 'blocks', to: 'services', body: SERVICE },
   volume: { t: 'labeledMap', to: 'volumes', body: GROUP_VOLUME },
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };

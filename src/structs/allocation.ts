@@ -1,5 +1,7 @@
 // An allocation: one placed instance of a job's task group on a node.
 
+import type { CheckResult } from './service-spec.js';
+
 /** What the server wants of the allocation. */
 export type AllocDesiredStatus = 'run' | 'stop' | 'evict';
 /** What the client reports of the allocation. */
@@ -13,6 +15,15 @@ export interface TaskState {
   startedAt: number;
   finishedAt: number;
   events: Array<{ at: number; type: string; message: string; details: Record<string, string> }>;
+}
+
+/** An allocation's network as its client reports it (Allocation.network). */
+export interface AllocNetworkStatus {
+  mode: string;
+  /** The allocation's own IP address (bridge, cni). */
+  address?: string;
+  /** The interface holding it inside the allocation's namespace. */
+  interface?: string;
 }
 
 export interface Allocation {
@@ -42,9 +53,15 @@ export interface Allocation {
    * scheduler stop it and place a replacement elsewhere.
    */
   desiredTransition?: { migrate?: boolean; reschedule?: boolean; forceReschedule?: boolean };
+  /** The ports the scheduler gave the allocation: `value` on the host, `to` inside its network namespace (= value in host mode). */
+  ports?: Array<{ label: string; value: number; to: number; hostIp: string }>;
+  /** The allocation's network as its client reports it: mode, and in bridge/cni its own address and interface. */
+  network?: AllocNetworkStatus;
   /** The allocation this one replaces (rescheduling), if any. */
   previousAllocation?: string;
   rescheduleAttempts: number;
+  /** The latest result of each service check, by check ID, as the client reports it. */
+  checks?: Record<string, CheckResult>;
   createIndex: number;
   modifyIndex: number;
   /** Milliseconds since the epoch. */

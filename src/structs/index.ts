@@ -1,8 +1,8 @@
 // The structs layer: plain types shared by the client and the server, which
 // never import each other and talk over the wire.
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
-export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, SchedulingEligibility, DrainStrategy, DrainMetadata } from './node.js';
-export { isEligible } from './node.js';
+export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, SchedulingEligibility, DrainStrategy, DrainMetadata } from './node.js';
+export { isEligible, isNetworkMode, supportsNetworkMode } from './node.js';
 export type { AllocFileInfo } from './alloc-file.js';
 export {
   isClientTerminal,
@@ -10,6 +10,7 @@ export {
   type AllocClientStatus,
   type TaskState,
   type Allocation,
+  type AllocNetworkStatus,
 } from './allocation.js';
 export {
   jobSpecSchema,
@@ -145,3 +146,18 @@ export {
   type NodeMountRecord,
   type NodeMountInventory,
 } from './volume-health.js';
+export {
+  serviceSchema,
+  checkName,
+  registrationHealthy,
+  registrationId,
+  CHECK_TYPES,
+  ADDRESS_MODES,
+  type ServiceSpec,
+  type CheckSpec,
+  type CheckRestart,
+  type CheckStatus,
+  type CheckResult,
+  type ServiceRegistration,
+  type ServiceReport,
+} from './service-spec.js';

@@ -76,8 +76,6 @@ const UNSUPPORTED: Record<string, { block: string; why: string; later?: boolean 
   affinities: { block: 'affinity', why: 'placement affinities come with the cluster operations work', later: true },
   spreads: { block: 'spread', why: 'spread placement comes with the cluster operations work', later: true },
   update: { block: 'update', why: 'rolling updates come with the cluster operations work', later: true },
-  services: { block: 'service', why: 'service registration comes with the networking work', later: true },
-  checks: { block: 'check', why: 'health checks come with the networking work', later: true },
   ports: { block: 'port', why: 'port allocation comes with the networking work', later: true },
 };
 

@@ -8,7 +8,9 @@ import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from 
 import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
+import { isNetworkMode, type NetworkMode } from './node.js';
 import { cronProblem } from './periodic.js';
+import { serviceSchema, type ServiceSpec } from './service-spec.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -166,7 +168,9 @@ const taskSchema = z.strictObject({
   maxRunDuration: duration.optional(),
   /** The user the task runs as (name or uid); absent: the agent's user. */
   user: z.string().min(1, 'user must name a user').optional(),
-  ...refused('vault', 'consul', 'identity', 'scaling', 'services', 'constraints', 'affinities', 'csiPlugins'),
+  ...refused('vault', 'consul', 'identity', 'scaling', 'constraints', 'affinities', 'csiPlugins'),
+  /** Registered while the task runs (Nomad's native service discovery). */
+  services: z.array(serviceSchema).optional(),
   resources: z
     .strictObject({
       /** Relative CPU weight (v1 cpu.shares, v2 cpu.weight) and what placement counts. */
@@ -230,18 +234,25 @@ const parameterizedSchema = z.strictObject({
   metaOptional: z.array(z.string().min(1)).default([]),
 });
 
+/** A group's network mode: host, none, bridge, or a CNI network of the client's cni_config_dir as `cni/<name>`. */
+const networkModeSchema = z.custom<NetworkMode>((v) => typeof v === 'string' && isNetworkMode(v), {
+  message: 'network mode must be "host", "none", "bridge" or "cni/<name>" (a CNI network in the client\'s cni_config_dir)',
+});
+
 const groupSchema = z.strictObject({
   name: name('group name'),
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   restart: restartSchema.prefault({}),
   reschedule: rescheduleSchema.prefault({}),
-  network: z.strictObject({ mode: z.enum(['host', 'none']).default('host'), ...refused('ports') }).prefault({}),
+  network: z.strictObject({ mode: networkModeSchema.default('host'), ...refused('ports') }).prefault({}),
   meta: metaSchema.optional(),
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
   ephemeralDisk: ephemeralDiskSchema.optional(),
   migrate: migrateSchema.optional(),
-  ...refused('vault', 'consul', 'scaling', 'services', 'constraints', 'affinities', 'spreads', 'update', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  ...refused('vault', 'consul', 'scaling', 'constraints', 'affinities', 'spreads', 'update', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  /** Registered while the allocation's tasks run (Nomad's native service discovery). */
+  services: z.array(serviceSchema).optional(),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
 });
@@ -298,6 +309,7 @@ export const jobSpecSchema = z
           ctx.addIssue({ code: 'custom', path: [...path, 'perAlloc'], message: 'perAlloc applies to csi volumes only' });
         }
       }
+      servicePortProblems(group, gi, ctx);
       const seenTasks = new Set<string>();
       if (group.tasks.every((t) => t.lifecycle)) {
         ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks'], message: `group "${group.name}" needs at least one main task (a task without a lifecycle block)` });
@@ -354,6 +366,23 @@ export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
 export type TaskLifecycle = NonNullable<Task['lifecycle']>;
 export type JobType = JobSpec['type'];
+
+/** A service's or check's port that is a label must be one of the group network's port labels. */
+function servicePortProblems(group: { name: string; network: object; services?: ServiceSpec[] | undefined; tasks: Array<{ services?: ServiceSpec[] | undefined }> }, gi: number, ctx: z.RefinementCtx): void {
+  const ports = (group.network as { ports?: unknown }).ports;
+  const labels = new Set(Array.isArray(ports) ? ports.map((p: { label?: string }) => p.label) : ports && typeof ports === 'object' ? Object.keys(ports) : []);
+  const check = (port: string | undefined, path: PropertyKey[]): void => {
+    if (port === undefined || /^\d+$/.test(port) || labels.has(port)) return;
+    ctx.addIssue({ code: 'custom', path, message: `port "${port}" is not a port label of group "${group.name}"'s network block (give a label from network { port "..." {} } or a number)` });
+  };
+  const each = (services: ServiceSpec[] | undefined, at: PropertyKey[]): void =>
+    services?.forEach((s, si) => {
+      check(s.port, [...at, si, 'port']);
+      s.checks.forEach((c, ci) => check(c.port, [...at, si, 'checks', ci, 'port']));
+    });
+  each(group.services, ['groups', gi, 'services']);
+  group.tasks.forEach((t, ti) => each(t.services, ['groups', gi, 'tasks', ti, 'services']));
+}
 
 /** True when a group volume never allows writes (by its flag or its access mode). */
 export function volumeIsReadOnly(vol: { readOnly: boolean; accessMode: AccessMode }): boolean {

@@ -4,13 +4,28 @@ import type { CsiPluginReport } from './csi-plugin-report.js';
 
 export type NodeStatus = 'initializing' | 'ready' | 'down';
 
+/** A group network mode: `host`, `none`, `bridge`, or a CNI network `cni/<name>`. */
+export type NetworkMode = 'host' | 'none' | 'bridge' | `cni/${string}`;
+
+/** Whether `mode` is a network mode a group may ask for. */
+export function isNetworkMode(mode: string): mode is NetworkMode {
+  return mode === 'host' || mode === 'none' || mode === 'bridge' || /^cni\/[A-Za-z0-9_.-]+$/.test(mode);
+}
+
+/** Whether a driver offering `modes` (where 'cni/*' stands for every CNI network) can run a group in `mode`. */
+export function supportsNetworkMode(modes: readonly string[], mode: string): boolean {
+  return modes.includes(mode) || (mode.startsWith('cni/') && modes.includes('cni/*'));
+}
+
 /** What a task driver on the node reported about itself. */
 export interface DriverInfo {
   detected: boolean;
   healthy: boolean;
   healthReason: string;
-  /** Capabilities the scheduler checks, e.g. network modes ['host', 'none']. */
-  networkModes: Array<'host' | 'none'>;
+  /** Network modes the driver's tasks can run in ('host', 'none', 'bridge', 'cni/*'), which the scheduler checks (supportsNetworkMode). */
+  networkModes: string[];
+  /** The driver makes the group's network namespace itself (Nomad's MustInitiateNetwork). */
+  mustInitiateNetwork?: boolean;
   /** The cgroup hierarchy the driver puts tasks in; 'none' (or absent, from older agents) means limits are not enforced. */
   cgroups?: 'v1' | 'v2' | 'none';
   /** True for a driver served by an external plugin (Nomad's driver plugin protocol). */

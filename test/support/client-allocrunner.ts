@@ -141,7 +141,7 @@ export class Node {
   registry: PluginRegistry;
   csiManager: CsiManager;
   drivers: Map<string, TaskDriver>;
-  readonly network = new NetworkManager({ prefix: 'b2t-' });
+  readonly network: NetworkManager;
   readonly claimer: FakeClaimer;
   readonly runners = new Map<string, AllocRunner>();
   readonly statuses: AllocStatusUpdate[] = [];
@@ -150,8 +150,9 @@ export class Node {
   readonly hostVolumes: Record<string, string>;
   readonly extraPids: number[] = [];
 
-  constructor(opts: { dir?: string; claimer?: FakeClaimer; hostVolumes?: Record<string, string> } = {}) {
+  constructor(opts: { dir?: string; claimer?: FakeClaimer; hostVolumes?: Record<string, string>; network?: NetworkManager } = {}) {
     this.dir = opts.dir ?? mkdtempSync('/tmp/b2-');
+    this.network = opts.network ?? new NetworkManager({ prefix: 'b2t-' });
     this.statePath = path.join(this.dir, 'state', 'client.db');
     this.claimer = opts.claimer ?? new FakeClaimer();
     this.hostVolumes = opts.hostVolumes ?? {};

@@ -35,7 +35,7 @@ export interface AllocRunnerRecord {
   /** Set when prerun failed: why the allocation failed. */
   failure?: string;
   /** The group's network namespace; `driver` names the driver that made it (a driver that must initiate the network). */
-  network?: { path: string; driver?: string };
+  network?: { path: string; driver?: string; mode?: string; address?: string; interface?: string };
   /** CSI volumes by group volume name. */
   csi: Record<string, CsiVolumeRecord>;
   /** Bind mounts the runner made into task directories (drivers without mount support). */

@@ -6,6 +6,7 @@ import type { ChrootCache } from '../allocdir/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
 import type { ClientStateStore } from '../state/index.js';
+import type { ServiceCatalog } from '../template/index.js';
 import type { TaskEnvNode } from '../taskenv/index.js';
 import type { RunnerDriver, RunnerNetwork } from '../taskrunner/index.js';
 import type { AllocStatusSink, VolumeClaimer } from './volume-claimer.js';
@@ -41,6 +42,8 @@ export interface AllocRunnerOptions {
    * the allocation's own directory (the agent's client.file_roots); default any.
    */
   fileRoots?: readonly string[];
+  /** The node's service catalog, for templates' nomadService. */
+  serviceCatalog?: ServiceCatalog;
   logger?: Logger;
   clock?: Clock;
   /** Backoff of claim retries and waits for a plugin to be healthy; default 500 ms doubling to 15 s, unlimited. */

@@ -6,7 +6,7 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
+import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState, type AllocNetworkStatus } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { TaskDirHook } from './task-dir-hook.js';
 import { ArtifactHook } from '../artifact/index.js';
@@ -38,6 +38,8 @@ export interface AllocRunnerStatus {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  /** The group's own network once made (modes none, bridge, cni): its mode and, for bridge/cni, the allocation's address. */
+  network?: AllocNetworkStatus;
 }
 
 /** One CSI mount an allocation needs, for VolumeManager.reconcile. */
@@ -127,7 +129,7 @@ export class AllocRunner {
         new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
         // Artifacts before templates: a template's source may be a fetched file.
         new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots }),
-        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }) }),
+        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }), services: opts.serviceCatalog, namespace: opts.alloc.namespace }),
       ];
       const shutdownDelay = task.shutdownDelay ?? group.shutdownDelay;
       if (task.csiPlugin) {
@@ -387,7 +389,9 @@ export class AllocRunner {
       clientStatus = 'pending';
       clientDescription = this.#record.phase === 'prerun' ? 'Setting up the allocation' : 'No tasks have started';
     }
-    return { clientStatus, clientDescription, taskStates };
+    const net = this.#record.network;
+    const network = net?.mode ? { network: { mode: net.mode, ...(net.address ? { address: net.address } : {}), ...(net.interface ? { interface: net.interface } : {}) } } : {};
+    return { clientStatus, clientDescription, taskStates, ...network };
   }
 
   /**
@@ -463,6 +467,12 @@ export class AllocRunner {
       void this.#tasks.get(taskName)?.restart(`CSI plugin "${plugin.name}" stayed unhealthy past its health timeout: ${reason}`);
     }
     return found;
+  }
+
+  /** Restarts one running task (check_restart). Does nothing for a task that does not run. */
+  async restartTask(taskName: string, reason: string): Promise<void> {
+    const task = this.#tasks.get(taskName);
+    if (task && task.state().state === 'running') await task.restart(reason);
   }
 
   /** Host paths of the plugin sockets this allocation's plugin tasks serve on, by task name. */

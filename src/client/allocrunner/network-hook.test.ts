@@ -1,8 +1,8 @@
 // A driver whose capabilities say MustInitiateNetwork makes the group's
-// network namespace itself (Nomad's CreateNetwork), for the network modes
-// Berth has (`none`): the network hook asks it instead of the agent's
-// network manager, the task runs in that namespace, and DestroyNetwork
-// removes it when the allocation stops. The driver is Berth's raw_exec seen
+// network namespace itself (Nomad's CreateNetwork): the network hook asks
+// it instead of the agent's network manager, the task runs in that
+// namespace (for `bridge`, attached by the agent with the real CNI plugins),
+// and DestroyNetwork removes it when the allocation stops (after CNI DEL). The driver is Berth's raw_exec seen
 // through the driver plugin protocol's types (BuiltinDriverPlugin) with a
 // real `ip netns` namespace of its own.
 
@@ -15,6 +15,7 @@ import { silentLogger } from '../../lib/index.js';
 import { encodeMsgpack, decodeMsgpack, type Capabilities, type CreateNetworkResult, type NetworkIsolationSpec } from '../../plugins/index.js';
 import { BuiltinDriverPlugin, ExternalTaskDriver } from '../driverplugins/index.js';
 import { EXECUTOR_PATH, type TaskDriver } from '../drivers/index.js';
+import { NetworkManager } from '../network/index.js';
 import { LogMonitor } from '../logmon/index.js';
 import { eventually, makeAlloc, makeJob, Node } from '../../../test/support/client-allocrunner.js';
 
@@ -36,15 +37,19 @@ class NetworkInitiatingPlugin extends BuiltinDriverPlugin {
   }
 }
 
-describe('the network hook and MustInitiateNetwork', () => {
-  it('a driver that must initiate the network makes the group’s namespace; the task runs in it; it is removed when the allocation stops', async (t) => {
-    const node = new Node();
-    t.after(() => node.cleanup());
+const tag = (process.pid % 100000).toString(36);
+const BRIDGE = `bnh${tag}`;
+const NET = `10.${16 + Math.floor(Math.random() * 200)}.${16 + Math.floor(Math.random() * 200)}`;
+
+/** Runs a one-task group in `mode` on a driver that must initiate the network; returns what the task saw and the plugin's calls. */
+async function runOnInitiatingDriver(mode: 'none' | 'bridge'): Promise<void> {
+  const node = new Node({ network: new NetworkManager({ prefix: 'bnh-', bridge: { name: BRIDGE, subnet: `${NET}.0/24` } }) });
+  try {
     await node.start();
     const plugin = new NetworkInitiatingPlugin(node.drivers.get('raw_exec') as TaskDriver, { decodeTaskConfig: decodeMsgpack });
     const driver = new ExternalTaskDriver({
       name: 'netinit',
-      slot: { current: () => plugin, ready: async () => plugin, driverInfo: () => ({ detected: true, healthy: true, healthReason: 'ok', networkModes: ['none'] }) },
+      slot: { current: () => plugin, ready: async () => plugin, driverInfo: () => ({ detected: true, healthy: true, healthReason: 'ok', networkModes: ['none', 'bridge', 'cni/*'] }) },
       capabilities: await plugin.capabilities(),
       taskConfigSchema: undefined,
       encodeTaskConfig: (_schema, body) => encodeMsgpack(body as never),
@@ -53,30 +58,52 @@ describe('the network hook and MustInitiateNetwork', () => {
       logmon: new LogMonitor({ socketPath: path.join(node.dir, 'logmon.sock'), script: EXECUTOR_PATH }),
     });
     node.drivers.set('netinit', driver as unknown as TaskDriver);
+    const script = 'readlink /proc/self/ns/net > "$BERTH_TASK_DIR/ns"; ip -o -4 addr show > "$BERTH_TASK_DIR/addr.tmp"; mv "$BERTH_TASK_DIR/addr.tmp" "$BERTH_TASK_DIR/addr"; exec sleep 600';
     const job = makeJob({
       id: 'netinit',
-      groups: [
-        {
-          name: 'g',
-          network: { mode: 'none' },
-          tasks: [{ name: 'main', driver: 'netinit', config: { command: '/bin/sh', args: ['-c', 'readlink /proc/self/ns/net > "$BERTH_TASK_DIR/ns"; exec sleep 600'] } }],
-        },
-      ],
+      groups: [{ name: 'g', network: { mode }, tasks: [{ name: 'main', driver: 'netinit', config: { command: '/bin/sh', args: ['-c', script] } }] }],
     });
     const alloc = makeAlloc(job);
     const r = node.runner(alloc, job);
     await r.run();
     assert.deepEqual(plugin.calls, [`create ${alloc.id}`], 'the driver made the namespace, not the agent');
     const nsPath = `/var/run/netns/mi-${alloc.id.slice(0, 8)}`;
+    const local = r.allocDir.task('main').localDir;
     const seen = await eventually('the task to say which namespace it runs in', () => {
-      const f = path.join(r.allocDir.task('main').localDir, 'ns');
+      const f = path.join(local, 'ns');
       return existsSync(f) && readFileSync(f, 'utf8').trim() ? readFileSync(f, 'utf8').trim() : undefined;
     });
     assert.equal(seen, `net:[${statSync(nsPath).ino}]`, 'the task runs in the driver’s namespace');
+    const network = r.status().network;
+    if (mode === 'bridge') {
+      assert.equal(network?.mode, 'bridge');
+      assert.ok(network?.address?.startsWith(`${NET}.`), `the agent attached the driver's namespace to the bridge (${network?.address})`);
+      const addrs = await eventually('the task to list its addresses', () => (existsSync(path.join(local, 'addr')) ? readFileSync(path.join(local, 'addr'), 'utf8') : undefined));
+      assert.match(addrs, new RegExp(`eth0\\s+inet ${(network.address ?? '').replace(/\./g, '\\.')}/24`), 'the task sees that address on eth0');
+    } else {
+      assert.deepEqual(network, { mode: 'none' });
+    }
     r.update({ ...alloc, desiredStatus: 'stop' });
     await eventually('DestroyNetwork once the allocation stopped', () => plugin.calls.length === 2);
     assert.deepEqual(plugin.calls, [`create ${alloc.id}`, `destroy ${alloc.id}`]);
     assert.equal(existsSync(nsPath), false, 'DestroyNetwork removed it');
+    if (mode === 'bridge') {
+      const left = execFileSync('iptables-save', { encoding: 'utf8' }).split('\n').filter((l) => l.includes(alloc.id) || l.includes(`${NET}.`));
+      assert.deepEqual(left, [], 'CNI DEL ran before DestroyNetwork');
+      assert.equal(existsSync(`/var/lib/cni/networks/${BRIDGE}`), false, 'the lease is released');
+    }
     await r.destroy();
+  } finally {
+    await node.cleanup();
+  }
+}
+
+describe('the network hook and MustInitiateNetwork', () => {
+  it('a driver that must initiate the network makes the group’s namespace; the task runs in it; it is removed when the allocation stops', async () => {
+    await runOnInitiatingDriver('none');
+  });
+
+  it('in bridge mode the agent attaches the driver’s namespace with CNI, and detaches it before DestroyNetwork', async () => {
+    await runOnInitiatingDriver('bridge');
   });
 });

@@ -1,6 +1,10 @@
-// Group network mode `none`: the group's own network namespace with only
-// loopback, made before the tasks start and removed after they ended.
+// The group's own network (modes none, bridge, cni/<name>): a namespace made
+// before the tasks start, attached by the network manager (CNI for bridge
+// and cni), and removed after they ended. A driver whose capabilities say
+// MustInitiateNetwork makes the namespace itself (Nomad's CreateNetwork);
+// the agent then only attaches it.
 
+import { supportsNetworkMode } from '../../structs/index.js';
 import type { RunnerDriver, RunnerNetwork } from '../taskrunner/index.js';
 import { AllocRunnerError, type AllocHook, type AllocHookContext } from './alloc-hook.js';
 
@@ -14,13 +18,17 @@ export class NetworkHook implements AllocHook {
     this.#drivers = drivers;
   }
 
-  /** Throws ALLOC_NETWORK_UNSUPPORTED when a task's driver cannot join a `none` network. */
+  /**
+   * Throws ALLOC_NETWORK_UNSUPPORTED when a task's driver cannot join the
+   * group's network mode, or the network manager's NetworkError. A network
+   * already recorded (an agent restart) is kept as it is.
+   */
   async prerun(ctx: AllocHookContext): Promise<void> {
     const mode = ctx.group.network.mode;
     if (mode === 'host') return;
     for (const task of ctx.group.tasks) {
       const driver = this.#drivers.get(task.driver);
-      if (driver && !driver.capabilities.networkModes.includes(mode)) {
+      if (driver && !supportsNetworkMode(driver.capabilities.networkModes, mode)) {
         throw new AllocRunnerError(
           'ALLOC_NETWORK_UNSUPPORTED',
           `task "${task.name}": driver ${driver.name} does not support network mode "${mode}" (it supports ${driver.capabilities.networkModes.join(', ') || 'none'})`,
@@ -28,23 +36,32 @@ export class NetworkHook implements AllocHook {
       }
     }
     if (ctx.record.network) return;
-    // A driver that must initiate the network makes it (Nomad's CreateNetwork); the others join it.
+    const req = { mode, ports: ctx.alloc.ports ?? [] };
     const initiator = ctx.group.tasks.map((t) => this.#drivers.get(t.driver)).find((d) => d?.capabilities.mustInitiateNetwork && d.createNetwork);
     if (initiator?.createNetwork) {
       const { path } = await initiator.createNetwork(ctx.alloc.id, ctx.alloc.id.slice(0, 8));
-      ctx.record.network = { path, driver: initiator.name };
+      // Written down first: postrun must hand the namespace back to the driver even if attaching fails.
+      ctx.record.network = { path, driver: initiator.name, mode };
+      ctx.save();
+      if (mode !== 'none') ctx.record.network = { ...(await this.#network.create(ctx.alloc.id, req, { netnsPath: path })), path, driver: initiator.name };
     } else {
-      const { path } = await this.#network.create(ctx.alloc.id);
-      ctx.record.network = { path };
+      ctx.record.network = await this.#network.create(ctx.alloc.id, req);
     }
     ctx.save();
+    const { address } = ctx.record.network;
+    if (address) ctx.event('Network', `${mode} network: address ${address}`, { mode, address });
   }
 
   async postrun(ctx: AllocHookContext): Promise<void> {
     if (!ctx.record.network) return;
-    const initiator = ctx.record.network.driver ? this.#drivers.get(ctx.record.network.driver) : undefined;
-    if (initiator?.destroyNetwork) await initiator.destroyNetwork(ctx.alloc.id, ctx.record.network.path);
-    else await this.#network.destroy(ctx.alloc.id);
+    const { driver, mode, path } = ctx.record.network;
+    const initiator = driver ? this.#drivers.get(driver) : undefined;
+    if (initiator?.destroyNetwork) {
+      if (mode && mode !== 'none') await this.#network.destroy(ctx.alloc.id);
+      await initiator.destroyNetwork(ctx.alloc.id, path);
+    } else {
+      await this.#network.destroy(ctx.alloc.id);
+    }
     delete ctx.record.network;
     ctx.save();
   }

@@ -2,7 +2,7 @@
 // to send the allocation's status. R3's node agent implements both over HTTP.
 
 import type { SecretMap } from '../../lib/index.js';
-import type { AllocClientStatus, TaskState } from '../../structs/index.js';
+import type { AllocClientStatus, AllocNetworkStatus, TaskState } from '../../structs/index.js';
 
 /** The volume a claim gave the node, with what it needs to stage and publish it. */
 export interface ClaimedVolume {
@@ -74,6 +74,7 @@ export interface AllocStatusUpdate {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  network?: AllocNetworkStatus;
 }
 
 /**

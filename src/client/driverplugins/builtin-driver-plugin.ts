@@ -116,8 +116,8 @@ export class BuiltinDriverPlugin implements DriverPlugin {
       sendSignals: c.sendSignals,
       exec: c.exec,
       fsIsolation: c.fsIsolation,
-      // Berth's `none` group network is a namespace made for the group: Nomad's `group` isolation.
-      netIsolationModes: c.networkModes.map((m) => (m === 'none' ? 'group' : 'host')),
+      // Berth's none/bridge/cni group networks are a namespace made for the group: Nomad's `group` isolation.
+      netIsolationModes: [...new Set(c.networkModes.map((m) => (m === 'host' ? 'host' : 'group')))],
       mustInitiateNetwork: c.mustInitiateNetwork,
       mountConfigs: c.mountConfigs === 'any' ? 'all' : 'none',
       disableLogCollection: false,

@@ -181,6 +181,7 @@ class PluginInstance implements DriverPluginSlot {
       healthy: fp.health === 'healthy',
       healthReason: fp.healthDescription || fp.health,
       networkModes: [...modes],
+      ...(this.driver?.capabilities.mustInitiateNetwork ? { mustInitiateNetwork: true } : {}),
       cgroups: 'none',
       external: true,
       attributes: Object.fromEntries(Object.entries(fp.attributes).map(([k, a]) => [k, String(a.string ?? a.int ?? a.float ?? a.bool ?? '')])),

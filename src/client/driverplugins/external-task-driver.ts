@@ -11,6 +11,7 @@ import { AbortedError, describeError, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import {
   DriverError,
+  GROUP_NETWORK_MODES,
   type AnyTaskHandle,
   type DriverCapabilities,
   type ExecOptions,
@@ -92,12 +93,13 @@ export interface ExternalTaskDriverOptions {
 
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n as number, name]));
 
-/** Berth's capabilities from a plugin's (Nomad's `group` isolation is Berth's `none` group network: a namespace made for the group). */
+/** Berth's capabilities from a plugin's (Nomad's `group` isolation is a namespace made for the group: Berth's none, bridge and cni networks). */
 export function berthCapabilities(c: PluginCapabilities): DriverCapabilities {
-  const modes = new Set<'host' | 'none'>();
+  const modes = new Set<string>();
   for (const m of c.netIsolationModes) {
     if (m === 'host') modes.add('host');
-    if (m === 'group' || m === 'none') modes.add('none');
+    if (m === 'none') modes.add('none');
+    if (m === 'group') for (const g of GROUP_NETWORK_MODES) modes.add(g);
   }
   if (c.netIsolationModes.length === 0) modes.add('host');
   return {

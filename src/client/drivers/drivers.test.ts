@@ -33,7 +33,7 @@ for (const [kind, make] of KINDS) {
       const info = await driver.fingerprint();
       assert.equal(info.detected, true);
       assert.equal(info.healthy, true);
-      assert.deepEqual(info.networkModes, ['host', 'none']);
+      assert.deepEqual(info.networkModes, ['host', 'none', 'bridge', 'cni/*']);
       await h.start(driver, h.config('web', 'echo "$GREETING from $(pwd)"; echo oops >&2; exit 3'));
       const exit = await driver.waitTask('alloc-1/web/0');
       assert.deepEqual(exit, { exitCode: 3, signal: null, oomKilled: false, message: 'exited with code 3' });

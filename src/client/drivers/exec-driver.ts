@@ -1,6 +1,6 @@
 import type { DriverInfo } from '../../structs/index.js';
 import { ExecutorDriver, isRoot, missingTools } from './executor-driver.js';
-import type { DriverCapabilities, TaskHandle } from './task-driver.js';
+import { GROUP_NETWORK_MODES, type DriverCapabilities, type TaskHandle } from './task-driver.js';
 
 const TOOLS = ['unshare', 'nsenter', 'chroot', 'mount', 'findmnt', 'mountpoint'];
 
@@ -24,7 +24,7 @@ export class ExecDriver extends ExecutorDriver {
     sendSignals: true,
     exec: true,
     fsIsolation: 'chroot',
-    networkModes: ['host', 'none'],
+    networkModes: ['host', ...GROUP_NETWORK_MODES],
     mustInitiateNetwork: false,
     mountConfigs: 'any',
   };

@@ -18,6 +18,7 @@ export type {
   ExecOptions,
   DriverCapabilities,
 } from './task-driver.js';
+export { GROUP_NETWORK_MODES } from './task-driver.js';
 export { DriverError, type DriverErrorCode } from './driver-error.js';
 export { ExecutorDriver, EXECUTOR_PATH, type ExecutorDriverOptions } from './executor-driver.js';
 export { RawExecDriver } from './raw-exec-driver.js';

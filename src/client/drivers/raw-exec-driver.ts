@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import type { DriverInfo } from '../../structs/index.js';
 import { ExecutorDriver, isRoot } from './executor-driver.js';
-import type { DriverCapabilities, TaskHandle } from './task-driver.js';
+import { GROUP_NETWORK_MODES, type DriverCapabilities, type TaskHandle } from './task-driver.js';
 
 /**
  * raw_exec: the task is a plain process with no isolation, started in its
@@ -14,7 +14,7 @@ export class RawExecDriver extends ExecutorDriver {
     sendSignals: true,
     exec: true,
     fsIsolation: 'none',
-    networkModes: isRoot() ? ['host', 'none'] : ['host'],
+    networkModes: isRoot() ? ['host', ...GROUP_NETWORK_MODES] : ['host'],
     mustInitiateNetwork: false,
     mountConfigs: 'none',
   };

@@ -216,12 +216,16 @@ export interface ExecOptions {
   signal?: AbortSignal;
 }
 
+/** The modes of a group network namespace (Nomad's `group` isolation): a driver that can join one can run in all of them. */
+export const GROUP_NETWORK_MODES: readonly string[] = ['none', 'bridge', 'cni/*'];
+
 export interface DriverCapabilities {
   sendSignals: boolean;
   exec: boolean;
   /** Nomad's FSIsolation: `chroot` drivers get the chroot built in the task directory, `image` and `none` do not. */
   fsIsolation: 'none' | 'chroot' | 'image';
-  networkModes: ReadonlyArray<'host' | 'none'>;
+  /** Group network modes its tasks can run in: 'host', 'none', 'bridge', 'cni/*' (every CNI network). */
+  networkModes: ReadonlyArray<string>;
   /** True when the driver makes the network namespace itself (never for Berth's drivers). */
   mustInitiateNetwork: boolean;
   /** 'none': a task with mounts fails to start with DRIVER_MOUNTS_UNSUPPORTED. */

@@ -21,7 +21,8 @@ describe('NetworkManager', () => {
   it('makes a namespace per allocation with only loopback, up, and no route out', async () => {
     const [a] = allocs as [string];
     assert.equal(network.exists(a), false);
-    const { path } = await network.create(a);
+    const { path, mode } = await network.create(a);
+    assert.equal(mode, 'none');
     assert.equal(path, network.pathFor(a));
     assert.ok(existsSync(path));
     assert.equal(network.exists(a), true);
@@ -39,7 +40,7 @@ describe('NetworkManager', () => {
     ]);
     assert.equal(pong, 'pong');
     // Creating again reuses it.
-    assert.deepEqual(await network.create(a), { path });
+    assert.deepEqual(await network.create(a), { path, mode: 'none' });
   });
 
   it('keeps allocations apart and removes a namespace safely twice', async () => {

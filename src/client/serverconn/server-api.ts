@@ -6,7 +6,7 @@
 
 import http from 'node:http';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
-import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, VolumeStatsReport } from '../../structs/index.js';
+import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
 
 export type ServerConnErrorCode =
   /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
@@ -51,6 +51,11 @@ export interface AllocStatusReport {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  network?: AllocNetworkStatus;
+  /** The latest result of each service check (replaces the server's). */
+  checks?: Record<string, CheckResult>;
+  /** The allocation's services as the node resolved them (replaces its registrations). */
+  services?: ServiceReport[];
 }
 
 export interface ServerApiOptions {
@@ -160,6 +165,33 @@ export class ServerApi {
   }
 
   /** POST /v1/node/:id/allocations: status updates, applied all or none. */
+  /**
+   * GET /v1/service/:name (healthy instances), blocking as allocations() does
+   * when `index` is given. For templates' nomadService.
+   */
+  async serviceInstances(
+    name: string,
+    opts: { namespace?: string; tag?: string; index?: number; waitMs?: number; signal?: AbortSignal } = {},
+  ): Promise<{ index: number; instances: ServiceRegistration[] }> {
+    const q = new URLSearchParams({ namespace: opts.namespace ?? 'default' });
+    if (opts.tag) q.set('tag', opts.tag);
+    if (opts.index !== undefined) q.set('index', String(opts.index));
+    if (opts.waitMs !== undefined) q.set('wait', `${Math.ceil(opts.waitMs / 1000)}s`);
+    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + BLOCKING_GRACE_MS : undefined;
+    const { body, index } = await this.#call('GET', `/v1/service/${enc(name)}?${q.toString()}`, undefined, opts.signal, blockingMs);
+    return { index, instances: body as ServiceRegistration[] };
+  }
+
+  /** GET /v1/services: the service names that have healthy instances. */
+  async serviceList(opts: { namespace?: string; index?: number; waitMs?: number; signal?: AbortSignal } = {}): Promise<{ index: number; services: Array<{ namespace: string; serviceName: string; tags: string[] }> }> {
+    const q = new URLSearchParams({ namespace: opts.namespace ?? 'default' });
+    if (opts.index !== undefined) q.set('index', String(opts.index));
+    if (opts.waitMs !== undefined) q.set('wait', `${Math.ceil(opts.waitMs / 1000)}s`);
+    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + BLOCKING_GRACE_MS : undefined;
+    const { body, index } = await this.#call('GET', `/v1/services?${q.toString()}`, undefined, opts.signal, blockingMs);
+    return { index, services: body as Array<{ namespace: string; serviceName: string; tags: string[] }> };
+  }
+
   async updateAllocations(nodeId: string, updates: readonly AllocStatusReport[], opts: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
     const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/allocations`, { allocations: updates }, opts.signal);
     return body as { index: number };

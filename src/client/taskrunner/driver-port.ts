@@ -75,7 +75,8 @@ export interface RunnerDriverCapabilities {
   fsIsolation: 'none' | 'chroot' | 'image';
   /** The driver makes the group's network namespace itself (createNetwork/destroyNetwork). */
   mustInitiateNetwork?: boolean;
-  networkModes: ReadonlyArray<'host' | 'none'>;
+  /** 'host', 'none', 'bridge', 'cni/*'. */
+  networkModes: ReadonlyArray<string>;
   mountConfigs: 'none' | 'any';
 }
 
@@ -107,6 +108,11 @@ export interface RunnerDriver {
 
 /** The calls the network hook makes (R1's NetworkManager has them). */
 export interface RunnerNetwork {
-  create(allocId: string): Promise<{ path: string }>;
+  /** The group's mode and the allocation's ports; `netnsPath`: a namespace a driver made, to attach instead of making one. */
+  create(
+    allocId: string,
+    req?: { mode: string; ports?: ReadonlyArray<{ label: string; value: number; to: number; hostIp: string }> },
+    opts?: { netnsPath?: string },
+  ): Promise<{ path: string; mode?: string; address?: string; interface?: string }>;
   destroy(allocId: string): Promise<void>;
 }

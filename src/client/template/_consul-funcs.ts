@@ -5,6 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import YAML from 'yaml';
+import type { ServiceLookup } from './_nomad-funcs.js';
 import { fn, int, isMap, list, sortedEntries, str, typeName, type TemplateFunction } from './_values.js';
 
 /** What the key-free functions read from outside the template. */
@@ -15,6 +16,8 @@ export interface FunctionEnv {
   readFile(path: string): string;
   /** Milliseconds since the epoch, for `timestamp`. */
   now(): number;
+  /** Nomad's service catalog, for `nomadService`/`nomadServices`. */
+  services?: ServiceLookup;
 }
 
 /** Functions that need a service Berth does not have, and what they need. */
@@ -23,8 +26,8 @@ export const UNSUPPORTED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
     (n) => [n, 'reads from Consul, which Berth does not have'] as const,
   ),
   ...['secret', 'secrets', 'pkiCert'].map((n) => [n, 'reads from Vault, which Berth does not have'] as const),
-  ...['nomadService', 'nomadServices', 'nomadVar', 'nomadVarList', 'nomadVarListSafe', 'nomadVarGet', 'nomadVarExists'].map(
-    (n) => [n, "reads Nomad's service catalog or variables, which Berth does not have"] as const,
+  ...['nomadVar', 'nomadVarList', 'nomadVarListSafe', 'nomadVarGet', 'nomadVarExists'].map(
+    (n) => [n, "reads Nomad's variables, which Berth does not have"] as const,
   ),
   ['sockaddr', 'is not supported by Berth'],
   ['toTOML', 'is not supported by Berth'],

@@ -6,6 +6,7 @@
 import { GO_BUILTINS } from './_builtins.js';
 import { consulTemplateFunctions, UNSUPPORTED_FUNCTIONS, type FunctionEnv } from './_consul-funcs.js';
 import { execute } from './_exec.js';
+import { nomadServiceFunctions } from './_nomad-funcs.js';
 import { parse, type ParsedTemplate } from './_parser.js';
 import type { TemplateFunction } from './_values.js';
 
@@ -19,7 +20,7 @@ export interface GoTemplateOptions {
   errorOnMissingKey?: boolean;
 }
 
-const FUNCTION_NAMES = new Set([...GO_BUILTINS.keys(), ...consulTemplateFunctions({ env: {}, readFile: () => '', now: () => 0 }).keys()]);
+const FUNCTION_NAMES = new Set([...GO_BUILTINS.keys(), ...consulTemplateFunctions({ env: {}, readFile: () => '', now: () => 0 }).keys(), ...nomadServiceFunctions(undefined).keys()]);
 
 function checkFunction(name: string): string | undefined {
   if (FUNCTION_NAMES.has(name)) return undefined;
@@ -58,7 +59,7 @@ export class GoTemplate {
    * reads only through `env`. Throws TemplateExecError (code TASK_TEMPLATE_EXEC).
    */
   render(env: FunctionEnv, data: unknown = undefined): string {
-    const funcs = new Map<string, TemplateFunction>([...GO_BUILTINS, ...consulTemplateFunctions(env)]);
+    const funcs = new Map<string, TemplateFunction>([...GO_BUILTINS, ...consulTemplateFunctions(env), ...nomadServiceFunctions(env.services)]);
     return execute(this.#parsed, data, { funcs, missingKey: this.#missingKey });
   }
 }

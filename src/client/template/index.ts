@@ -5,3 +5,5 @@ export { GoTemplate, supportedFunctions, type GoTemplateOptions } from './go-tem
 export type { FunctionEnv } from './_consul-funcs.js';
 export { TemplateError, TemplateSyntaxError, TemplateExecError, type TemplateErrorCode } from './_errors.js';
 export { TemplateHook, type TemplateHookOptions } from './template-hook.js';
+export { ServiceCatalog, type ServiceCatalogOptions } from './service-catalog.js';
+export { parseServiceQuery, type ServiceInstance, type ServiceLookup } from './_nomad-funcs.js';

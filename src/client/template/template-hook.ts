@@ -16,6 +16,7 @@ import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskHook, type
 import { TemplateError } from './_errors.js';
 import { parseEnvFile } from './_env-file.js';
 import { GoTemplate } from './go-template.js';
+import type { ServiceCatalog } from './service-catalog.js';
 
 export interface TemplateHookOptions {
   templates: readonly TaskTemplate[];
@@ -30,6 +31,10 @@ export interface TemplateHookOptions {
   watchIntervalMs?: number;
   /** Picks the splay delay in [0, max); default uniform random. */
   splayPick?: (maxMs: number) => number;
+  /** The node's service catalog, for nomadService/nomadServices; absent: those functions fail. */
+  services?: ServiceCatalog | undefined;
+  /** The allocation's namespace (the services a template sees). */
+  namespace?: string;
 }
 
 /** One template, resolved for a run of the task. */
@@ -43,6 +48,8 @@ interface Prepared {
   last: string | undefined;
   /** What the last rendering read (the source, `file` calls): path -> content. Nothing else makes it change. */
   inputs: Map<string, string | undefined>;
+  /** The services the last rendering read: catalog key -> version seen. */
+  services: Map<string, string | undefined>;
 }
 
 /** Renders a task's templates; one per task. Not reentrant per task run (the task runner calls it in order). */
@@ -65,10 +72,10 @@ export class TemplateHook implements TaskHook {
    * destination outside the allocation), TemplateError TASK_TEMPLATE_FAILED
    * for one that failed this time (a missing source file, a failing function).
    */
-  async prestart(req: PrestartRequest): Promise<void> {
+  async prestart(req: PrestartRequest, ctx?: TaskHookContext): Promise<void> {
     this.#prepared = this.#o.templates.map((spec) => this.#prepare(spec, req.taskEnv));
     for (const t of this.#prepared) {
-      const text = await this.#render(t, req.taskEnv);
+      const text = await this.#render(t, req.taskEnv, ctx?.signal);
       await this.#write(t, text);
       if (t.spec.env) Object.assign(req.env, this.#envOf(t, text));
     }
@@ -82,11 +89,11 @@ export class TemplateHook implements TaskHook {
         t.last = await readFile(t.dest, 'utf8').catch(() => undefined);
         // The inputs are unknown: render once to learn them. A source changed while the agent was
         // down renders differently: its inputs are marked stale so that the first check acts on it.
-        const text = await this.#render(t, ctx.taskEnv).catch(() => undefined);
+        const text = await this.#render(t, ctx.taskEnv, ctx.signal).catch(() => undefined);
         if (text !== undefined && text !== t.last) for (const file of t.inputs.keys()) t.inputs.set(file, undefined);
       }
     }
-    if (this.#prepared.some((t) => t.inputs.size > 0)) void this.#watch(ctx);
+    if (this.#prepared.some((t) => t.inputs.size > 0 || t.services.size > 0)) void this.#watch(ctx);
   }
 
   #prepare(spec: TaskTemplate, env: TaskEnv): Prepared {
@@ -94,10 +101,10 @@ export class TemplateHook implements TaskHook {
     const { path: dest, escapes } = env.clientPath(spec.destination);
     if (escapes) throw new TaskRunnerError('TASK_BAD_CONFIG', `template "${label}": destination escapes the allocation directory`, { recoverable: false });
     const source = spec.source === undefined ? undefined : env.clientPath(spec.source, false).path;
-    return { spec, label, dest, source, last: undefined, inputs: new Map() };
+    return { spec, label, dest, source, last: undefined, inputs: new Map(), services: new Map() };
   }
 
-  async #render(t: Prepared, env: TaskEnv): Promise<string> {
+  async #render(t: Prepared, env: TaskEnv, signal?: AbortSignal): Promise<string> {
     let text: string;
     // What this rendering read, kept even when it fails: a broken source is tried again only once it changes.
     const inputs = new Map<string, string | undefined>();
@@ -120,10 +127,20 @@ export class TemplateHook implements TaskHook {
     } catch (err) {
       throw new TaskRunnerError('TASK_BAD_CONFIG', `template "${t.label}": ${describeError(err)}`, { cause: err, recoverable: false });
     }
-    try {
-      return tmpl.render({ env: env.env, readFile: (p) => this.#readSandboxed(p, inputs), now: () => this.#clock.now() });
-    } catch (err) {
-      throw new TemplateError('TASK_TEMPLATE_FAILED', `template "${t.label}": ${describeError(err)}`, { cause: err });
+    const catalog = this.#o.services;
+    // A service not fetched yet renders as none; it is fetched and the template rendered again, so
+    // that the file never holds a list that is empty only because the catalog had not answered.
+    for (let attempt = 0; ; attempt++) {
+      const lookup = catalog?.lookup(this.#o.namespace ?? 'default');
+      let out: string;
+      try {
+        out = tmpl.render({ env: env.env, readFile: (p) => this.#readSandboxed(p, inputs), now: () => this.#clock.now(), ...(lookup ? { services: lookup } : {}) });
+      } catch (err) {
+        throw new TemplateError('TASK_TEMPLATE_FAILED', `template "${t.label}": ${describeError(err)}`, { cause: err });
+      }
+      t.services = lookup?.read ?? new Map();
+      if (!catalog || !lookup?.missing.size || attempt >= 3) return out;
+      await catalog.ensure(lookup.missing, signal ?? new AbortController().signal);
     }
   }
 
@@ -143,6 +160,7 @@ export class TemplateHook implements TaskHook {
 
   /** True when a file the last rendering read has changed (or is gone). */
   async #inputsChanged(t: Prepared): Promise<boolean> {
+    for (const [key, was] of t.services) if (this.#o.services?.version(key) !== was) return true;
     for (const [file, was] of t.inputs) {
       const now = await readFile(file, 'utf8').catch(() => undefined);
       if (now !== was) return true;
@@ -184,11 +202,11 @@ export class TemplateHook implements TaskHook {
         for (const t of prepared) {
           // As consul-template: only a changed input renders again (a `timestamp` alone never does).
           if (!(await this.#inputsChanged(t))) continue;
-          const text = await this.#render(t, ctx.taskEnv);
+          const text = await this.#render(t, ctx.taskEnv, ctx.signal);
           if (text === t.last) continue;
           await this.#write(t, text);
           changed.push(t);
-          ctx.runner.event(TASK_EVENTS.templateRendered, `Template "${t.label}" rendered again: its source changed`);
+          ctx.runner.event(TASK_EVENTS.templateRendered, `Template "${t.label}" rendered again: ${t.services.size ? 'its sources or services changed' : 'its source changed'}`);
         }
         if (changed.length > 0) await this.#applyChange(changed, ctx);
       } catch (err) {

@@ -17,6 +17,7 @@ import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { registerServiceRoutes } from './service-routes.js';
 import { registerVolumeHealthRoutes } from './volume-health-routes.js';
 import type { ApiDeps, RouteContext } from './route-context.js';
 
@@ -130,6 +131,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerDrainRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
   registerVolumeHealthRoutes(app, ctx);
+  registerServiceRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 
   const metrics = deps.metrics;

@@ -24,6 +24,7 @@ export const EVENT_TOPICS: Record<string, DataTable> = {
   evaluation: 'evaluations',
   'volume-condition': 'volumeConditions',
   drift: 'drift',
+  service: 'services',
 };
 const TOPIC_OF: Record<string, string> = Object.fromEntries(Object.entries(EVENT_TOPICS).map(([k, v]) => [v, k]));
 
@@ -57,7 +58,9 @@ function matches(filters: readonly TopicFilter[], ev: StoreEvent): boolean {
 
 function line(ev: StoreEvent): string {
   const payload = ev.topic === 'jobs' && ev.row ? publicJob(ev.row as Job) : ev.row;
-  return JSON.stringify({ index: ev.index, topic: TOPIC_OF[ev.topic], key: ev.key, op: ev.op, payload }) + '\n';
+  // Services carry Nomad's event types too, so that a consumer written for Nomad's stream finds them.
+  const type = ev.topic === 'services' ? { type: ev.op === 'put' ? 'ServiceRegistration' : 'ServiceDeregistration' } : {};
+  return JSON.stringify({ index: ev.index, topic: TOPIC_OF[ev.topic], key: ev.key, op: ev.op, ...type, payload }) + '\n';
 }
 
 export function registerEventRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {

@@ -11,14 +11,18 @@ import {
   parseJobSpec,
   type AllocClientStatus,
   type Allocation,
+  type CheckResult,
+  type ServiceReport,
   type EvalTrigger,
   type Evaluation,
   type Job,
   type JobSpec,
   type TaskGroup,
   type TaskState,
+  type AllocNetworkStatus,
 } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
+import { syncAllocServices } from '../services/index.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
@@ -39,6 +43,12 @@ export interface AllocationUpdate {
   clientStatus: AllocClientStatus;
   clientDescription?: string;
   taskStates?: Record<string, TaskState>;
+  /** The allocation's network (mode, address) once its client made it. */
+  network?: AllocNetworkStatus;
+  /** The latest result of each service check (replaces the stored ones); absent: unchanged. */
+  checks?: Record<string, CheckResult>;
+  /** The allocation's services as the client resolved them; absent: unchanged (see syncAllocServices). */
+  services?: ServiceReport[];
 }
 
 export interface RegisterResult {
@@ -208,9 +218,12 @@ export class JobService {
           clientStatus: u.clientStatus,
           clientDescription: u.clientDescription ?? alloc.clientDescription,
           taskStates: u.taskStates ?? alloc.taskStates,
+          ...(u.network ? { network: u.network } : {}),
+          ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
           modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
         };
         if (!sameSpec(next, alloc)) txn.put('allocations', next);
+        syncAllocServices(txn, next, u.services);
         jobs.add(rowKey(alloc.namespace, alloc.jobId));
       }
       for (const key of jobs) {

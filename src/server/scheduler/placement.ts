@@ -5,7 +5,7 @@
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
-import { claimConflicts, isEligible, volumeIdFor, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { claimConflicts, isEligible, supportsNetworkMode, volumeIdFor, type ClaimHolder, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
 
 /** A CSI volume as placement needs to know it. */
 export interface PlacementVolume {
@@ -147,7 +147,7 @@ function staticReason(node: Node, datacenters: readonly string[], group: TaskGro
     if (task.resources.memoryEnforced && (driver.cgroups ?? 'none') === 'none') {
       return `could not enforce resources (no cgroups) for driver "${task.driver}"`;
     }
-    if (!driver.networkModes.includes(group.network.mode)) {
+    if (!supportsNetworkMode(driver.networkModes, group.network.mode)) {
       return `lacked network mode "${group.network.mode}" in driver "${task.driver}"`;
     }
   }

@@ -15,7 +15,7 @@ export function keyPrefix(...parts: string[]): string {
   return rowKey(...parts) + '/';
 }
 
-/** Keys of each table: nodes/plugins/allocations/evaluations by ID; jobs and volumes by namespace + ID; volume conditions by namespace + volume ID; claims by namespace + volume + allocation. */
+/** Keys of each table: nodes/plugins/allocations/evaluations by ID; jobs and volumes by namespace + ID; volume conditions by namespace + volume ID; services by namespace + service name + registration ID; claims by namespace + volume + allocation. */
 export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'createIndex' | 'modifyIndex'>): string {
   const r = row as Record<string, unknown>;
   switch (table) {
@@ -24,6 +24,8 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
       return rowKey(String(r['namespace']), String(r['id']));
     case 'volumeConditions':
       return rowKey(String(r['namespace']), String(r['volumeId']));
+    case 'services':
+      return rowKey(String(r['namespace']), String(r['serviceName']), String(r['id']));
     case 'claims':
       return rowKey(String(r['namespace']), String(r['volumeId']), String(r['allocId']));
     default:

@@ -25,12 +25,13 @@ import type {
   Evaluation,
   Job,
   Node,
+  ServiceRegistration,
   Volume,
   VolumeClaim,
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -63,6 +64,8 @@ export interface TableRows {
   volumeConditions: VolumeConditionRow;
   /** The drift leader loop's latest report (one row, `latest`). */
   drift: DriftRow;
+  /** Services registered by running allocations (Nomad's native service discovery). */
+  services: ServiceRegistration;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];

@@ -1,5 +1,4 @@
 # expect: 9:7 groups[0].network.ports: Berth does not support `port` yet: port allocation comes with the networking work; remove it to run this job on Berth today
-# expect: 12:5 groups[0].services: Berth does not support `service` yet: service registration comes with the networking work; remove it to run this job on Berth today
 # expect: 29:3 constraints: Berth does not support `constraint` yet: placement constraints come with the cluster operations work; remove it to run this job on Berth today
 job "web" {
   datacenters = ["dc1"]

@@ -1,0 +1,102 @@
+// `berth service list|info|delete` and `berth alloc checks`: Nomad's native
+// service discovery as its users read it, a table for people, JSON for scripts.
+
+import type { Command } from 'commander';
+import { Command as Cmd } from 'commander';
+import type { Allocation, CheckResult, ServiceRegistration } from '../structs/index.js';
+import { KINDS } from './api-client.js';
+import { age, apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
+import type { CommandContext } from './csi-command.js';
+
+interface ServiceSummary {
+  namespace: string;
+  serviceName: string;
+  tags: string[];
+  instances: number;
+}
+
+/** Builds `berth service`. */
+export function serviceCommand(ctx: CommandContext): Command {
+  const service = new Cmd('service').description("List, inspect and delete service registrations (Nomad's native service discovery)");
+  apiCommand(
+    service
+      .command('list')
+      .description('List the services that have healthy instances, with their tags')
+      .option('--include-unhealthy', 'also services whose instances all fail their checks'),
+    ['service list', 'service list --include-unhealthy', 'service list -n "*" --json'],
+  ).action(apiAction(ctx, serviceList));
+  apiCommand(
+    service
+      .command('info')
+      .description("Show a service's instances: address, port, allocation, node, tags")
+      .argument('<name>', 'service name')
+      .option('--tag <tag>', 'only instances with this tag (repeatable)', (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+      .option('--include-unhealthy', 'also instances whose checks are critical or pending'),
+    ['service info web', 'service info web --tag v2', 'service info web --include-unhealthy --json'],
+  ).action(apiAction(ctx, serviceInfo));
+  apiCommand(
+    service
+      .command('delete')
+      .description("Delete one registration (its allocation's node registers it again at its next status report while it runs)")
+      .argument('<name>', 'service name')
+      .argument('<id>', 'registration ID (see service info)'),
+    ['service delete web _nomad-task-3f2a...-web-web-http'],
+  ).action(apiAction(ctx, serviceDelete));
+  return service;
+}
+
+async function serviceList(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {
+  const { body } = await s.api.get<ServiceSummary[]>('/v1/services', { namespace: s.namespace, ...(opts['includeUnhealthy'] ? { include_unhealthy: 'true' } : {}) });
+  if (s.out.json) return s.out.document(body);
+  s.out.table(
+    ['Service Name', 'Namespace', 'Instances', 'Tags'],
+    body.map((x) => [x.serviceName, x.namespace, String(x.instances), x.tags.length ? `[${x.tags.join(',')}]` : '']),
+  );
+}
+
+async function serviceInfo(s: ApiSession, [name]: string[], opts: Record<string, unknown>): Promise<void> {
+  const tags = (opts['tag'] as string[] | undefined) ?? [];
+  const { body } = await s.api.get<ServiceRegistration[]>(`/v1/service/${encodeURIComponent(name as string)}`, {
+    namespace: s.namespace,
+    ...(tags.length ? { tag: tags } : {}),
+    ...(opts['includeUnhealthy'] ? { include_unhealthy: 'true' } : {}),
+  });
+  if (s.out.json) return s.out.document(body);
+  s.out.table(
+    ['Job ID', 'Address', 'Tags', 'Node ID', 'Alloc ID'],
+    body.map((r) => [r.jobId, `${r.address.includes(':') ? `[${r.address}]` : r.address}:${r.port}`, r.tags.length ? `[${r.tags.join(',')}]` : '', shortId(r.nodeId), shortId(r.allocId)]),
+  );
+  if (body.length) s.out.line(`Registration IDs: ${body.map((r) => r.id).join(', ')}`);
+}
+
+async function serviceDelete(s: ApiSession, [name, id]: string[]): Promise<void> {
+  const { body } = await s.api.request<{ index: number }>('DELETE', `/v1/service/${encodeURIComponent(name as string)}/${encodeURIComponent(id as string)}`, {
+    query: { namespace: s.namespace },
+  });
+  if (s.out.json) return s.out.document(body);
+  s.out.line(`Deleted registration ${id} of service "${name}"`);
+}
+
+/** Adds `checks` to `berth alloc`. */
+export function addAllocChecks(alloc: Command, ctx: CommandContext): void {
+  apiCommand(
+    alloc.command('checks').description("Show the latest result of each of an allocation's service checks").argument('<id>', 'allocation ID or a unique prefix'),
+    ['alloc checks 3f2a9c1b', 'alloc checks 3f2a --json'],
+  ).action(
+    apiAction(ctx, async (s, [idArg]) => {
+      const id = await s.api.resolve(KINDS.allocation, idArg as string);
+      const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
+      if (s.out.json) return s.out.document(a.checks ?? {});
+      printChecks(s, a.checks);
+    }),
+  );
+}
+
+/** The checks table (`alloc checks`, and the section of `alloc status`). */
+export function printChecks(s: ApiSession, checks: Record<string, CheckResult> | undefined): void {
+  const rows = Object.values(checks ?? {}).sort((a, b) => (a.service + a.name < b.service + b.name ? -1 : 1));
+  s.out.table(
+    ['Service', 'Check', 'Task', 'Status', 'Output', 'Updated'],
+    rows.map((c) => [c.service, c.name, c.task ?? '', s.style.status(c.status), c.output, c.at ? age(c.at) : '']),
+  );
+}

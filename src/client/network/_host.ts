@@ -1,0 +1,116 @@
+// Host-side pieces of Berth's bridge network that the CNI plugins leave to
+// the runtime: the admin chain's forwarding rule Nomad adds before attaching
+// (so traffic to the allocations is forwarded whatever the FORWARD policy),
+// and, once the last allocation of the network has left this host, the
+// removal of what the plugins keep for the next one (the bridge, the admin
+// chain, the shared CNI chains when they hold nothing, the IPAM directory).
+
+import { execFile } from 'node:child_process';
+import { readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { adminChainName, IPAM_DATA_DIR, type BridgeSettings } from './cni-config.js';
+
+/** Runs a command; rejects with its stderr attached. */
+export function run(file: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { encoding: 'utf8' }, (err, stdout, stderr) => {
+      if (err) reject(Object.assign(err, { stderr: String(stderr).trim() }));
+      else resolve(stdout);
+    });
+  });
+}
+
+async function ok(file: string, args: string[]): Promise<boolean> {
+  try {
+    await run(file, args);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Nomad's forwarding rule: the admin chain accepts what goes out the bridge to the subnet. Safe to repeat. */
+export async function ensureForwardingRule(s: BridgeSettings): Promise<void> {
+  const chain = adminChainName(s.name);
+  if (!(await ok('iptables', ['-w', '-t', 'filter', '-n', '-L', chain]))) await ok('iptables', ['-w', '-t', 'filter', '-N', chain]);
+  const rule = ['-o', s.name, '-d', s.subnet, '-j', 'ACCEPT'];
+  if (!(await ok('iptables', ['-w', '-t', 'filter', '-C', chain, ...rule]))) await run('iptables', ['-w', '-t', 'filter', '-A', chain, ...rule]);
+}
+
+/** Whether host-local still holds a lease in the network (a file named by an IP address). */
+export async function hasLeases(network: string): Promise<boolean> {
+  try {
+    return (await readdir(path.join(IPAM_DATA_DIR, network))).some((f) => /^[0-9a-f.:]+$/i.test(f) && /[.:]/.test(f));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether any CNI network on the host holds a lease: an attachment exists or is being made (IPAM runs before firewall and portmap). */
+async function anyLeases(): Promise<boolean> {
+  let networks: string[];
+  try {
+    networks = await readdir(IPAM_DATA_DIR);
+  } catch {
+    return false;
+  }
+  for (const n of networks) if (await hasLeases(n)) return true;
+  return false;
+}
+
+/** The rules of a chain as `iptables -S` prints them, without the chain's own `-N` line; undefined when it does not exist. */
+async function rulesOf(table: string, chain: string): Promise<string[] | undefined> {
+  try {
+    return (await run('iptables', ['-w', '-t', table, '-S', chain])).split('\n').filter((l) => l.startsWith('-A '));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Deletes the rules of `parent` that jump to `chain`. */
+async function unhook(table: string, parent: string, chain: string): Promise<void> {
+  for (const rule of (await rulesOf(table, parent)) ?? []) {
+    if (!rule.endsWith(` -j ${chain}`)) continue;
+    await ok('iptables', ['-w', '-t', table, ...splitRule(rule.replace(/^-A /, '-D '))]);
+  }
+}
+
+/** Unhooks and deletes a chain; `flush` first only for a chain that is ours alone (-X fails on a chain with rules). */
+async function dropChain(table: string, chain: string, parents: string[], flush = false): Promise<void> {
+  for (const p of parents) await unhook(table, p, chain);
+  if (flush) await ok('iptables', ['-w', '-t', table, '-F', chain]);
+  await ok('iptables', ['-w', '-t', table, '-X', chain]);
+}
+
+/** Splits an `iptables -S` line into arguments, keeping quoted comments whole. */
+export function splitRule(rule: string): string[] {
+  const out: string[] = [];
+  const re = /"((?:[^"\\]|\\.)*)"|(\S+)/g;
+  for (let m = re.exec(rule); m; m = re.exec(rule)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : (m[2] as string));
+  return out;
+}
+
+/**
+ * Removes what the bridge network keeps on the host once no allocation uses
+ * it: the bridge link, the admin chain with its jump, and the shared chains
+ * of the firewall and portmap plugins when no other network has rules in
+ * them; then the network's IPAM directory. Call only when hasLeases() is
+ * false. Best effort and safe to repeat; never throws.
+ */
+export async function sweepBridge(s: BridgeSettings): Promise<void> {
+  await ok('ip', ['link', 'del', s.name, 'type', 'bridge']);
+  const admin = adminChainName(s.name);
+  await dropChain('filter', admin, ['CNI-FORWARD'], true);
+  await rm(path.join(IPAM_DATA_DIR, s.name), { recursive: true, force: true });
+  // The plugins' shared chains go only while no CNI network on the host has an attachment,
+  // made or being made: another network's firewall or portmap may be using them.
+  if (await anyLeases()) return;
+  const forward = await rulesOf('filter', 'CNI-FORWARD');
+  if (forward && forward.length === 0) await dropChain('filter', 'CNI-FORWARD', ['FORWARD']);
+  const dnat = await rulesOf('nat', 'CNI-HOSTPORT-DNAT');
+  if (dnat && dnat.length === 0) {
+    await dropChain('nat', 'CNI-HOSTPORT-DNAT', ['PREROUTING', 'OUTPUT']);
+    await dropChain('nat', 'CNI-HOSTPORT-MASQ', ['POSTROUTING'], true);
+    await dropChain('nat', 'CNI-HOSTPORT-SETMARK', [], true);
+  }
+}

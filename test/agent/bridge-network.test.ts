@@ -1,0 +1,171 @@
+// Group network mode "bridge" on a real dev agent with the real CNI plugins:
+// two allocations of one job each listen on port 80 in their own namespace
+// and answer at their own address on the agent's bridge (shown by
+// `alloc status`); after `job stop`, and after kill -9 of the agent, a
+// restart (the running allocations' networks re-adopted, still answering)
+// and `job stop`, no veth, no iptables rule, no IPAM lease and no bridge is
+// left. The bridge's name and subnet are this test's own. Traffic goes only
+// to the namespaces the agent made for this test.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation } from '../../src/structs/index.js';
+import { cleanupUnder, until } from '../support/runtime-cluster.js';
+import { AgentUnderTest, tempDir, type Result } from './_agent.js';
+
+const tag = (process.pid % 100000).toString(36);
+const BRIDGE = `bbt${tag}`;
+const octet = (): number => 16 + Math.floor(Math.random() * 200);
+const NET = `10.${octet()}.${octet()}`;
+
+const SERVER = `require('http').createServer((q, s) => s.end(process.env.NOMAD_ALLOC_ID)).listen(80, '0.0.0.0')`;
+const JOB = `
+job "web" {
+  group "web" {
+    count = 2
+    network {
+      mode = "bridge"
+    }
+    task "server" {
+      driver = "raw_exec"
+      config {
+        command = ${JSON.stringify(process.execPath)}
+        args    = ["-e", ${JSON.stringify(SERVER)}]
+      }
+    }
+  }
+}
+`;
+
+function ok(r: Result, what: string): Result {
+  assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
+  return r;
+}
+
+function sh(file: string, args: string[]): string {
+  return execFileSync(file, args, { encoding: 'utf8' });
+}
+
+/** The host ends of the veths on this test's bridge. */
+function bridgeVeths(): string[] {
+  try {
+    return sh('ip', ['-o', 'link', 'show', 'master', BRIDGE])
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (l.split(': ')[1] ?? '').split('@')[0] as string);
+  } catch {
+    return [];
+  }
+}
+
+/** What is still on the host of this test's network and allocations (empty once torn down). */
+function leftovers(allocIds: string[], veths: string[]): string[] {
+  const out: string[] = [];
+  for (const rule of sh('iptables-save', []).split('\n')) {
+    if ([`${NET}.`, BRIDGE.toUpperCase(), BRIDGE, ...allocIds].some((n) => rule.includes(n))) out.push(`iptables: ${rule}`);
+  }
+  const links = sh('ip', ['-o', 'link']);
+  for (const name of [BRIDGE, ...veths]) if (new RegExp(`^\\d+: ${name}[@:]`, 'm').test(links)) out.push(`link ${name}`);
+  const ipam = `/var/lib/cni/networks/${BRIDGE}`;
+  if (existsSync(ipam)) out.push(`IPAM dir with ${readdirSync(ipam).join(', ')}`);
+  return out;
+}
+
+describe('bridge networking on a dev agent', () => {
+  let dir = '';
+  let dataDir = '';
+  let agent: AgentUnderTest | undefined;
+
+  const start = async (): Promise<AgentUnderTest> =>
+    new AgentUnderTest(['agent', '--dev', '--data-dir', dataDir, '--port', '0', '--config', path.join(dir, 'agent.hcl')]).ready(true);
+
+  /** The job's allocations once both run and report their addresses. */
+  const running = (): Promise<Allocation[]> =>
+    until(
+      'both allocations to run with a bridge address',
+      async () => {
+        const list = (await agent!.get<Allocation[]>('/v1/job/web/allocations').catch(() => [])).filter((a) => a.desiredStatus === 'run');
+        return list.length === 2 && list.every((a) => a.clientStatus === 'running' && a.network?.address) ? list : undefined;
+      },
+      120_000,
+    );
+
+  const answers = async (allocs: Allocation[]): Promise<void> => {
+    for (const a of allocs) {
+      const body = await until(`allocation ${a.id} to answer at ${a.network?.address}:80`, async () => {
+        const res = await fetch(`http://${a.network?.address}:80/`, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+        return res?.ok ? res.text() : undefined;
+      });
+      assert.equal(body, a.id, 'each allocation answers from its own namespace');
+    }
+  };
+
+  const stopAndCheckClean = async (allocs: Allocation[], veths: string[]): Promise<void> => {
+    ok(await agent!.cli(['job', 'stop', 'web']), 'job stop');
+    const ids = allocs.map((a) => a.id);
+    await until(
+      'the allocations to finish and their networks to be torn down',
+      async () => {
+        const list = await agent!.get<Allocation[]>('/v1/job/web/allocations');
+        return list.every((a) => a.clientStatus !== 'running' && a.clientStatus !== 'pending') && leftovers(ids, veths).length === 0;
+      },
+      120_000,
+    ).catch((err: unknown) => {
+      assert.deepEqual(leftovers(ids, veths), [], String(err));
+    });
+    assert.deepEqual(leftovers(ids, veths), []);
+    assert.deepEqual(readdirSync(path.join(dataDir, 'client', 'network')).filter((f) => f.endsWith('.json')), [], 'no network record left');
+  };
+
+  before(async () => {
+    dir = await tempDir('bbt-');
+    dataDir = path.join(dir, 'data');
+    writeFileSync(path.join(dir, 'agent.hcl'), `client {\n  bridge_network_name   = "${BRIDGE}"\n  bridge_network_subnet = "${NET}.0/24"\n}\n`);
+    writeFileSync(path.join(dir, 'web.hcl'), JOB);
+    agent = await start();
+  });
+  after(async () => {
+    await agent?.stop('SIGINT').catch(() => undefined);
+    cleanupUnder(dir);
+  });
+
+  it('gives each allocation its own address on the bridge, shown by alloc status, and leaves nothing after job stop', async () => {
+    ok(await agent!.cli(['job', 'run', '--detach', path.join(dir, 'web.hcl')]), 'job run');
+    const allocs = await running();
+    const [a, b] = allocs as [Allocation, Allocation];
+    assert.notEqual(a.network?.address, b.network?.address);
+    for (const x of allocs) {
+      assert.equal(x.network?.mode, 'bridge');
+      assert.equal(x.network?.interface, 'eth0');
+      assert.ok(x.network?.address?.startsWith(`${NET}.`), `${x.network?.address} is in the test's subnet`);
+    }
+    const status = ok(await agent!.cli(['alloc', 'status', a.id]), 'alloc status').stdout;
+    assert.match(status, new RegExp(`Network\\s+bridge, address ${a.network?.address?.replace(/\./g, '\\.')} \\(eth0\\)`));
+    await answers(allocs);
+    const veths = bridgeVeths();
+    assert.equal(veths.length, 2, 'one veth per allocation on the bridge');
+    await stopAndCheckClean(allocs, veths);
+  });
+
+  it('after kill -9 and a restart, the running allocations keep their networks, and job stop leaves nothing', async () => {
+    ok(await agent!.cli(['job', 'run', '--detach', path.join(dir, 'web.hcl')]), 'job run');
+    const allocs = await running();
+    await answers(allocs);
+    const veths = bridgeVeths();
+    agent!.child.kill('SIGKILL');
+    await agent!.exited;
+    agent = await start();
+    const again = await running();
+    assert.deepEqual(
+      again.map((a) => [a.id, a.network?.address]).sort(),
+      allocs.map((a) => [a.id, a.network?.address]).sort(),
+      'the same allocations, at the same addresses',
+    );
+    await answers(again);
+    assert.deepEqual(bridgeVeths().sort(), veths.sort(), 'the same veths: nothing was attached twice');
+    await stopAndCheckClean(allocs, veths);
+  });
+});
