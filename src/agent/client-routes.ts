@@ -18,6 +18,7 @@ import {
   type TaskLogsLocation,
 } from '../client/index.js';
 import { describeError, type Logger } from '../lib/index.js';
+import { registerAllocOpsRoutes } from './alloc-ops-routes.js';
 import { runningTaskUsage } from './task-metrics.js';
 
 /** What the routes read: the running Client (undefined until it started) and its drivers. */
@@ -156,6 +157,7 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
   const log = deps.logger.child({ component: 'client-http' });
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort(new Error('agent closing')));
+  registerAllocOpsRoutes(app, deps, closing.signal);
 
   // Garbage-collects every finished allocation on this node now (their directories, secrets and the
   // agent's memory of them); running ones and ones with volumes still mounted are kept. `berth system gc`
@@ -201,6 +203,13 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
   app.post('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
 
   // Resource usage of the allocation's running tasks, from their cgroups (/proc without one).
+  // Which node this agent runs (`node drain -self`).
+  app.get('/v1/client/self', { config: { access: 'read' } }, async (_req, reply) => {
+    const client = deps.client();
+    if (!client || client.state !== 'running') return sendError(reply, new RouteError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet'));
+    return { nodeId: client.nodeId };
+  });
+
   app.get<{ Params: { id: string } }>('/v1/client/allocation/:id/stats', { config: { access: 'read' } }, async (req, reply) => {
     try {
       const client = deps.client();

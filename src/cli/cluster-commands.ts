@@ -7,6 +7,8 @@ import { AbortedError } from '../lib/index.js';
 import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
 import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
+import { addNodeDrainCommands } from './node-drain-command.js';
+import { addAllocOpsCommands } from './alloc-ops-commands.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -27,6 +29,7 @@ export function allocCommand(ctx: CommandContext): Command {
     ['alloc status 3f2a9c1b', 'alloc status 3f2a --json', 'alloc status --verbose 3f2a'],
   ).action(apiAction(ctx, allocStatus));
   addAllocIoCommands(alloc, ctx);
+  addAllocOpsCommands(alloc, ctx);
   addAllocChecks(alloc, ctx);
   return alloc;
 }
@@ -39,6 +42,7 @@ export function nodeCommand(ctx: CommandContext): Command {
     ['node status', 'node status 9c1e', 'node status --json'],
   ).action(apiAction(ctx, nodeStatus));
   addNodeMetaCommands(node, ctx);
+  addNodeDrainCommands(node, ctx);
   return node;
 }
 
@@ -228,7 +232,7 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     const { body: nodes } = await s.api.get<NodeAnswer[]>('/v1/nodes');
     if (s.out.json) return s.out.document(nodes);
     s.out.table(
-      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status', 'Leader Link'],
+      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status', 'Leader Link', 'Eligibility', 'Drain'],
       nodes.map((n) => [
         shortId(n.id),
         n.name,
@@ -237,6 +241,8 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
         [...new Set([...Object.keys(n.csiControllerPlugins ?? {}), ...Object.keys(n.csiNodePlugins ?? {})])].join(',') || '-',
         s.style.status(n.status),
         leaderLink(n),
+        n.schedulingEligibility ?? 'eligible',
+        String(Boolean(n.drainStrategy)),
       ]),
     );
     return;
@@ -253,6 +259,8 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['Meta', Object.entries(n.meta ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || undefined],
     ['Status', s.style.status(n.status)],
     ['Status Description', n.statusDescription || undefined],
+    ['Eligibility', n.schedulingEligibility ?? 'eligible'],
+    ['Drain', n.drainStrategy ? `draining: ${n.lastDrain?.message ?? ''}` : n.lastDrain ? `${n.lastDrain.status} (${age(n.lastDrain.updatedAt)})` : 'false'],
     ['Leader Link', leaderLink(n)],
     ['HTTP Address', n.httpAddr || undefined],
     ['Last Heartbeat', `${timestamp(n.lastHeartbeat)} (${age(n.lastHeartbeat)})`],

@@ -9,6 +9,7 @@ import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 import { addVolumeInit } from './init-command.js';
+import { addVolumeClaimCommands, printPluginView } from './volume-claim-commands.js';
 import { loadSpecFiles, readSpecFile, specFileName } from './job-command.js';
 import { mapLines } from './output.js';
 import { humanSize, parseSize } from './values.js';
@@ -57,9 +58,14 @@ export function volumeCommand(ctx: CommandContext): Command {
   ).action(act(deleteVolume));
 
   apiCommand(
-    volume.command('status').description('List volumes, or show one with its capabilities and claims (secrets never shown)').argument('[id]', 'volume ID or a unique prefix'),
-    ['volume status', 'volume status shared-data', 'volume status shared --json'],
+    volume
+      .command('status')
+      .description('List volumes, or show one with its capabilities and claims (secrets never shown)')
+      .argument('[id]', 'volume ID or a unique prefix')
+      .option('--verbose', "also the plugin's own view (ListVolumes): the nodes it says the volume is published to"),
+    ['volume status', 'volume status shared-data', 'volume status --verbose shared-data', 'volume status shared --json'],
   ).action(act(volumeStatus));
+  addVolumeClaimCommands(volume, ctx);
 
   apiCommand(
     volume
@@ -150,7 +156,7 @@ async function deleteVolume(s: ApiSession, [idArg]: string[]): Promise<void> {
 
 const capabilityWords = (v: PublicVolume): string[] => v.capabilities.map((c) => `${c.accessMode} (${c.attachmentMode})`);
 
-async function volumeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
+async function volumeStatus(s: ApiSession, [idArg]: string[], opts: Record<string, unknown> = {}): Promise<void> {
   if (!idArg) {
     const { body: vols } = await s.api.get<VolumeView[]>('/v1/volumes', { namespace: s.namespace });
     if (s.out.json) return s.out.document(vols);
@@ -193,6 +199,7 @@ async function volumeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   for (const c of v.claims) {
     if (c.state === 'taken' && c.fencedUntil) s.out.line(`Claim of allocation ${shortId(c.allocId)} held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
   }
+  if (opts['verbose']) await printPluginView(s, v);
 }
 
 function conditionWords(s: ApiSession, c: VolumeView['condition']): string[] | undefined {

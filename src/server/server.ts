@@ -17,6 +17,7 @@ import {
 import { buildApi, type ApiToken } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
+import { NodeDrainer } from './drainer/index.js';
 import { EtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
@@ -296,6 +297,7 @@ export class Server {
         connections: this.#connections,
         tokens: this.#opts.tokens,
         logger: root,
+        clock: this.#clock,
         metrics: this.#metrics,
         leadership: () => this.#leadership,
         ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
@@ -357,6 +359,7 @@ export class Server {
       claimWatcher: new ClaimWatcher({ store, volumes: this.#volumes as VolumeService, clock, logger: root }),
       worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       gc: new GarbageCollector({ store, clock, logger: root }),
+      drainer: new NodeDrainer({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       periodic: new PeriodicDispatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       deployments: new DeploymentWatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       conditions: new ControllerConditions({
@@ -438,6 +441,7 @@ class LeaderTerm {
   readonly gc: GarbageCollector;
   readonly #periodic: PeriodicDispatcher;
   readonly #deployments: DeploymentWatcher;
+  readonly #drainer: NodeDrainer;
   readonly #conditions: ControllerConditions;
   readonly #drift: DriftWatcher;
   readonly #services: ServiceReaper;
@@ -449,6 +453,7 @@ class LeaderTerm {
     claimWatcher: ClaimWatcher;
     worker: EvalWorker;
     gc: GarbageCollector;
+    drainer: NodeDrainer;
     periodic: PeriodicDispatcher;
     deployments: DeploymentWatcher;
     conditions: ControllerConditions;
@@ -462,6 +467,7 @@ class LeaderTerm {
     this.gc = parts.gc;
     this.#periodic = parts.periodic;
     this.#deployments = parts.deployments;
+    this.#drainer = parts.drainer;
     this.#conditions = parts.conditions;
     this.#drift = parts.drift;
     this.#services = parts.services;
@@ -481,6 +487,7 @@ class LeaderTerm {
     await this.gc.start();
     await this.#periodic.start();
     await this.#deployments.start();
+    await this.#drainer.start();
     await this.#conditions.start();
     await this.#drift.start();
     await this.#services.start();
@@ -491,6 +498,7 @@ class LeaderTerm {
     await this.#services.stop();
     await this.#drift.stop();
     await this.#conditions.stop();
+    await this.#drainer.stop();
     await this.#deployments.stop();
     await this.#periodic.stop();
     await this.gc.stop();

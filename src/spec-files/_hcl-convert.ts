@@ -37,10 +37,15 @@ const RESCHEDULE: Body = {
 };
 // Blocks Berth parses and refuses by name (structs/job-blocks.ts says why); kept whole so the error points at them.
 const REFUSED_BLOCKS: Body = {
-  migrate: { t: 'block', to: 'migrate', body: {} },
   scaling: { t: 'blocks', to: 'scaling', body: {} },
   vault: { t: 'block', to: 'vault', body: {} },
   consul: { t: 'block', to: 'consul', body: {} },
+};
+/** Nomad's `migrate` block (job and group); durations become milliseconds in the schema. */
+const MIGRATE: Field = {
+  t: 'block',
+  to: 'migrate',
+  body: { max_parallel: attr('maxParallel'), health_check: attr('healthCheck'), min_healthy_time: attr('minHealthyTimeMs'), healthy_deadline: attr('healthyDeadlineMs') },
 };
 const CHECK_RESTART: Body = { limit: attr('limit'), grace: attr('grace'), ignore_warnings: attr('ignoreWarnings') };
 const CHECK: Body = {
@@ -196,6 +201,7 @@ const GROUP: Body = {
   shutdown_delay: attr('shutdownDelay'),
   ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
   ...REFUSED_BLOCKS,
+  migrate: MIGRATE,
   service: { t: 'blocks', to: 'services', body: SERVICE },
   constraint: CONSTRAINT,
   affinity: AFFINITY,
@@ -218,6 +224,7 @@ export const JOB_BODY: Body = {
   affinity: AFFINITY,
   spread: SPREAD,
   update: { t: 'block', to: 'update', body: UPDATE },
+  migrate: MIGRATE,
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
   periodic: {
     t: 'block',

@@ -127,8 +127,8 @@ describe("Nomad's API job JSON", () => {
     assert.deepEqual(task.logs, { disabled: false, maxFiles: 3, maxFileSizeMb: 5 });
     // Update: durations from nanoseconds, the job's block merged under the group's, Nomad's defaults for the rest.
     assert.deepEqual(group.update, { ...DEFAULT_UPDATE, maxParallel: 1, healthCheck: 'checks', staggerMs: 30_000 });
+    assert.deepEqual(group.migrate, { maxParallel: 1, healthCheck: 'checks', minHealthyTimeMs: 10_000, healthyDeadlineMs: 300_000 }, 'Migrate is read, its unset durations defaulted');
     assert.deepEqual(parsed.notes, [
-      'web.json:26:9: Job.TaskGroups[0].Migrate: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
       'web.json:44:9: Job.TaskGroups[0].EphemeralDisk: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
     ]);
   });

@@ -67,6 +67,12 @@ export interface Allocation {
   clientStatus: AllocClientStatus;
   clientDescription: string;
   taskStates: Record<string, TaskState>;
+  /**
+   * What the server asks of a live allocation beyond its desired status
+   * (Nomad's DesiredTransition): `migrate` (a drain or `alloc stop`) makes the
+   * scheduler stop it and place a replacement elsewhere.
+   */
+  desiredTransition?: { migrate?: boolean; reschedule?: boolean; forceReschedule?: boolean };
   /** The allocation's network as its client reports it: mode, and in bridge/cni its own address and interface. */
   network?: AllocNetworkStatus;
   /** Why the scheduler chose the node (Nomad's AllocMetric): `alloc status --verbose`. */

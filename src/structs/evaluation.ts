@@ -14,7 +14,8 @@ export type EvalTrigger =
   | 'blocked-retry'
   | 'periodic-job'
   | 'job-dispatch'
-  | 'deployment-watcher';
+  | 'deployment-watcher'
+  | 'node-drain';
 
 export type EvalStatus = 'pending' | 'complete' | 'failed' | 'blocked' | 'canceled';
 

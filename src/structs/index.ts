@@ -1,8 +1,9 @@
 // The structs layer: plain types shared by the client and the server, which
 // never import each other and talk over the wire.
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
-export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, HostNetwork } from './node.js';
-export { isNetworkMode, supportsNetworkMode } from './node.js';
+export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, HostNetwork, SchedulingEligibility, DrainStrategy, DrainMetadata } from './node.js';
+export { isEligible, isNetworkMode, supportsNetworkMode } from './node.js';
+export type { AllocFileInfo } from './alloc-file.js';
 export {
   isClientTerminal,
   type AllocDesiredStatus,
@@ -14,6 +15,8 @@ export {
 } from './allocation.js';
 export {
   jobSpecSchema,
+  migrateSchema,
+  type MigrateStrategy,
   parseJobSpec,
   publicJob,
   specOfJob,

@@ -72,7 +72,6 @@ const UNSUPPORTED: Record<string, { block: string; why: string; later?: boolean 
   disconnect: { block: 'disconnect', why: 'Berth has no disconnected-client policy; see the agent\'s stop_after_server_disconnect' },
   maxClientDisconnect: { block: 'max_client_disconnect', why: 'Berth has no disconnected-client policy' },
   stopAfterClientDisconnect: { block: 'stop_after_client_disconnect', why: "Berth stops tasks on a partitioned node by the agent's stop_after_server_disconnect" },
-  migrate: { block: 'migrate', why: 'drain migration strategies come with the cluster operations work', later: true },
 };
 
 /** The message for a refused block, e.g. "Berth does not support `service` yet: ...". */

@@ -51,6 +51,22 @@ const rescheduleSchema = z.strictObject({
   maxDelay: duration.default('1h'),
 });
 
+/** A duration as milliseconds: a number, or a duration string ("10s") read as its milliseconds. */
+const durationAsMs = z.preprocess((v) => (typeof v === 'string' && DURATION.test(v) ? durationMs(v) : v), z.number().int().min(0));
+
+/**
+ * Nomad's `migrate` block: how a drain moves the group's allocations off a
+ * node. Defaults as Nomad's: one at a time, each replacement healthy for
+ * 10 s (within 5 min) before the next moves.
+ */
+export const migrateSchema = z.strictObject({
+  maxParallel: z.number().int().min(1, 'max_parallel must be at least 1').default(1),
+  healthCheck: z.enum(['checks', 'task_states']).default('checks'),
+  minHealthyTimeMs: durationAsMs.default(10_000),
+  healthyDeadlineMs: durationAsMs.default(300_000),
+});
+export type MigrateStrategy = z.output<typeof migrateSchema>;
+
 const volumeSchema = z.strictObject({
   type: z.enum(['csi', 'host']),
   /** A CSI volume ID (with perAlloc, the prefix of `<source>[<index>]`) or a host volume name. */
@@ -229,7 +245,8 @@ const groupSchema = z.strictObject({
   constraints: constraintsSchema,
   affinities: affinitiesSchema,
   spreads: spreadsSchema,
-  ...refused('vault', 'consul', 'scaling', 'migrate', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  ...refused('vault', 'consul', 'scaling', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  migrate: migrateSchema.optional(),
   /** Registered while the allocation's tasks run (Nomad's native service discovery). */
   services: z.array(serviceSchema).optional(),
   /** Input: the fields the group's block gives; output: merged with the job's and the defaults (Nomad's Canonicalize). */
@@ -255,8 +272,9 @@ export const jobSpecSchema = z
     constraints: constraintsSchema,
     affinities: affinitiesSchema,
     spreads: spreadsSchema,
-    ...refused('vault', 'consul', 'multiregion', 'migrate'),
+    ...refused('vault', 'consul', 'multiregion'),
     update: updateInputSchema.optional(),
+    migrate: migrateSchema.optional(),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
     /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
     periodic: periodicSchema.optional(),

@@ -93,6 +93,32 @@ export interface NodeFingerprint {
   killTimeoutMs?: number;
 }
 
+/** Whether the scheduler may place new allocations on a node. */
+export type SchedulingEligibility = 'eligible' | 'ineligible';
+
+/**
+ * A drain in progress (Nomad's DrainStrategy). `deadlineMs` is the
+ * operator's deadline: 0 for none, -1 for a forced drain (everything at
+ * once); `forceDeadline` is the clock time (ms since the epoch) it falls at,
+ * 0 when there is none.
+ */
+export interface DrainStrategy {
+  deadlineMs: number;
+  forceDeadline: number;
+  ignoreSystemJobs: boolean;
+  /** Milliseconds since the epoch. */
+  startedAt: number;
+}
+
+/** How the node's latest drain went, for `node status` and the event stream. */
+export interface DrainMetadata {
+  status: 'draining' | 'complete' | 'canceled';
+  startedAt: number;
+  updatedAt: number;
+  /** What the drainer last did or waits for, in the operator's words. */
+  message: string;
+}
+
 export interface Node extends NodeFingerprint {
   id: string;
   status: NodeStatus;
@@ -105,6 +131,16 @@ export interface Node extends NodeFingerprint {
    * Absent on nodes stored before it existed.
    */
   registerIndex?: number;
+  /** Absent means eligible. A draining node is always ineligible. */
+  schedulingEligibility?: SchedulingEligibility;
+  /** Set while the node drains; null or absent otherwise. */
+  drainStrategy?: DrainStrategy | null;
+  lastDrain?: DrainMetadata;
   createIndex: number;
   modifyIndex: number;
+}
+
+/** True when the scheduler may place new allocations on the node. */
+export function isEligible(node: Pick<Node, 'schedulingEligibility' | 'drainStrategy'>): boolean {
+  return node.schedulingEligibility !== 'ineligible' && !node.drainStrategy;
 }

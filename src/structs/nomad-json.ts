@@ -90,6 +90,13 @@ const killTimeout: Convert = (v) => (v === 0 || v === 5_000_000_000 ? undefined 
 /** Nomad writes 0 for a number left unset (MemoryMaxMB, Cores): unset here too. */
 const unsetIfZero: Convert = (v) => (v === 0 ? undefined : v);
 
+/** Nomad's MigrateStrategy; its durations (ns) become duration strings the schema reads as milliseconds. */
+const MIGRATE: Table = {
+  MaxParallel: attr('maxParallel', unsetIfZero),
+  HealthCheck: attr('healthCheck'),
+  MinHealthyTime: attr('minHealthyTimeMs', duration),
+  HealthyDeadline: attr('healthyDeadlineMs', duration),
+};
 const RESTART: Table = { Attempts: attr('attempts'), Interval: attr('interval', duration), Delay: attr('delay', duration), Mode: attr('mode'), RenderTemplates: DEFAULTED };
 const RESCHEDULE: Table = {
   Attempts: attr('attempts'),
@@ -278,7 +285,7 @@ const GROUP: Table = {
   Networks: DROP,
   EphemeralDisk: DEFAULTED,
   Update: { to: 'update', obj: UPDATE },
-  Migrate: DEFAULTED,
+  Migrate: { to: 'migrate', obj: MIGRATE },
   Constraints: CONSTRAINTS,
   Affinities: AFFINITIES,
   Spreads: SPREADS,
@@ -317,6 +324,7 @@ const JOB: Table = {
   Constraints: CONSTRAINTS,
   Affinities: AFFINITIES,
   Spreads: SPREADS,
+  Migrate: { to: 'migrate', obj: MIGRATE },
   Multiregion: unsupported('multiregion jobs'),
   Vault: unsupported('Vault'),
   Consul: unsupported('Consul'),

@@ -224,7 +224,7 @@ describe('berth CLI against a real server', () => {
 
     const nodes = await c.cli(['node', 'status']);
     // The test's node heartbeats over HTTP but opens no node connection: the server cannot call it.
-    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+cli-node-1\\s+dc1\\s+raw_exec\\s+hp\\s+ready\\s+not connected$`, 'm'));
+    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+cli-node-1\\s+dc1\\s+raw_exec\\s+hp\\s+ready\\s+not connected\\s+eligible\\s+false$`, 'm'));
     const one = await c.cli(['node', 'status', node.id.slice(0, 5)]);
     assert.equal(one.code, 0, one.stderr);
     assert.match(one.stdout, /^Leader Link\s+not connected$/m);

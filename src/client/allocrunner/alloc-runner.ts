@@ -485,6 +485,11 @@ export class AllocRunner {
     return Object.fromEntries([...this.#tasks].map(([name, t]) => [name, t.taskId]));
   }
 
+  /** A task's runner (operator restarts and signals), undefined for an unknown name. */
+  task(name: string): TaskRunner | undefined {
+    return this.#tasks.get(name);
+  }
+
   /** The allocation directory (for logs and tests). */
   get allocDir(): AllocDir {
     return this.#allocDir;

@@ -12,6 +12,7 @@ import { ApiError, toErrorResponse } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
+import { registerDrainRoutes } from './drain-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
@@ -135,6 +136,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerJobRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
+  registerDrainRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
   registerVolumeHealthRoutes(app, ctx);
   registerServiceRoutes(app, ctx);

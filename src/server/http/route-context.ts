@@ -3,7 +3,7 @@
 // from api.ts so the route modules and the builder do not import each other.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from '../../lib/index.js';
+import type { Clock, Logger } from '../../lib/index.js';
 import type { DeploymentService } from '../deployments/index.js';
 import type { GarbageCollector, JobService } from '../jobs/index.js';
 import type { Leadership } from '../leader/index.js';
@@ -32,6 +32,8 @@ export interface ApiDeps {
   connections: NodeConnections;
   tokens: readonly ApiToken[];
   logger: Logger;
+  /** The server's clock (drain deadlines); default the system clock. */
+  clock?: Clock;
   /** Served at GET /metrics (read access) when given. */
   metrics?: ServerMetrics;
   /** Largest accepted request body. Default 4 MiB. */

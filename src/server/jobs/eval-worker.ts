@@ -28,7 +28,7 @@ function nodeSignature(n: Node): string {
   const plugins = Object.entries(n.csiNodePlugins).map(([k, p]) => `${k}:${p.healthy}`);
   // Class, meta and attributes are what constraints read: a change may unblock (or strand) placements.
   const rules = JSON.stringify([n.nodeClass ?? '', Object.entries(n.meta ?? {}).sort(), Object.entries(n.attributes).sort()]);
-  return `${n.status}|${n.registerIndex ?? 0}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}|${rules}`;
+  return `${n.status}|${n.schedulingEligibility ?? 'eligible'}|${n.drainStrategy ? 'draining' : ''}|${n.registerIndex ?? 0}|${n.datacenter}|${n.resources.cpuMhz}/${n.resources.memoryMb}|${drivers.sort().join(';')}|${plugins.sort().join(';')}|${rules}`;
 }
 
 export class EvalWorker {

@@ -5,6 +5,8 @@
 
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import {
+  isClientTerminal,
+  JobValidationError,
   parseJobSpec,
   type AllocClientStatus,
   type Allocation,
@@ -257,7 +259,11 @@ export class JobService {
     const { index, result } = await this.#store.write((txn) => {
       const alloc = txn.get('allocations', rowKey(allocId));
       if (!alloc) throw new JobError('NOT_FOUND', `allocation "${allocId}" not found`);
-      txn.put('allocations', { ...alloc, desiredStatus: 'stop', desiredDescription: 'stopped by operator', modifyTime: now });
+      // A live allocation moves (Nomad's alloc stop: DesiredTransition.Migrate): the scheduler
+      // stops it and places its replacement; one already finished is only marked stopped.
+      if (alloc.desiredStatus === 'run' && !isClientTerminal(alloc.clientStatus)) {
+        txn.put('allocations', { ...alloc, desiredTransition: { ...alloc.desiredTransition, migrate: true }, modifyTime: now });
+      } else txn.put('allocations', { ...alloc, desiredStatus: 'stop', desiredDescription: 'stopped by operator', modifyTime: now });
       return evaluateJob(txn, alloc.namespace, alloc.jobId, { trigger: 'alloc-stop', now, always: true }).evaluation;
     });
     return result ? { evaluation: result, index } : { index };

@@ -120,9 +120,14 @@ export class NodeService {
     const now = this.#clock.now();
     this.#lastSeen.set(id, now);
     const { result } = await this.#store.write((txn) => {
+      // An agent restart keeps what the operator set: eligibility and a drain in progress.
+      const prev = txn.get('nodes', rowKey(id));
       const node = txn.put('nodes', {
         id,
         ...fingerprintOf(fingerprint),
+        ...(prev?.schedulingEligibility ? { schedulingEligibility: prev.schedulingEligibility } : {}),
+        ...(prev?.drainStrategy ? { drainStrategy: prev.drainStrategy } : {}),
+        ...(prev?.lastDrain ? { lastDrain: prev.lastDrain } : {}),
         status: 'ready',
         statusDescription: 'registered',
         lastHeartbeat: now,

@@ -5,7 +5,7 @@
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
-import { claimConflicts, supportsNetworkMode, volumeIdFor, type AllocatedPort, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { claimConflicts, isEligible, supportsNetworkMode, volumeIdFor, type AllocatedPort, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
 import { assignPorts, holdPorts, portsReason, type PortCache, type PortUsage } from './ports.js';
 import { AffinityScorer } from './affinity.js';
 import { failedConstraint, failedDistinct, hasCountingRules, placementRules, PlacementCounts, type PlacementRules } from './constraints.js';
@@ -145,6 +145,9 @@ function topologyMatches(segments: readonly Topology[], node: Topology | undefin
   return segments.some((seg) => Object.entries(seg).every(([k, v]) => node[k] === v));
 }
 
+/** The placement reason for a node that is draining or marked ineligible (it reads after "N nodes"). */
+export const INELIGIBLE_REASON = 'were ineligible (node is ineligible: draining or marked ineligible)';
+
 /**
  * Why `node` cannot take the group for reasons that do not change as
  * allocations are placed (status, datacenter, drivers, network, plugin
@@ -152,6 +155,7 @@ function topologyMatches(segments: readonly Topology[], node: Topology | undefin
  */
 function staticReason(node: Node, datacenters: readonly string[], group: TaskGroup, pluginIds: readonly string[], rules: PlacementRules): string | undefined {
   if (node.status !== 'ready') return `were ${node.status === 'down' ? 'down' : 'not ready'}`;
+  if (!isEligible(node)) return INELIGIBLE_REASON;
   if (!matchesDatacenter(datacenters, node.datacenter)) return 'were in another datacenter';
   const constraint = failedConstraint(rules, node);
   if (constraint !== undefined) return constraintReason(constraint);

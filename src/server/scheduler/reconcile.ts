@@ -8,6 +8,7 @@
 
 import {
   durationMs,
+  isEligible,
   rescheduleDelayMs,
   isClientTerminal,
   type Allocation,
@@ -65,6 +66,9 @@ export interface ReconcileResult {
   /** The earliest time (ms since the epoch) a failed allocation may be rescheduled; a follow-up is owed then. */
   followUpAt?: number;
 }
+
+/** The stop description of an allocation moved by a drain or `alloc stop` (Nomad's wording). */
+export const MIGRATE_DESCRIPTION = 'alloc is being migrated';
 
 /** True while the allocation is meant to run and its client has not finished with it. */
 export function isLive(a: Allocation): boolean {
@@ -183,6 +187,12 @@ function reconcileGroup(
     }
     held.set(index, alloc);
     if (index >= group.count) continue; // stopped below as scale-down
+    if (isLive(alloc) && alloc.desiredTransition?.migrate) {
+      // A drain (or `alloc stop`) asked for it to move: stop it, place its replacement.
+      result.stop.push({ allocId: alloc.id, description: MIGRATE_DESCRIPTION, lost: false });
+      result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: alloc.rescheduleAttempts });
+      continue;
+    }
     if (alloc.clientStatus === 'failed' && isReplaceableTerminal(job, alloc, nodes)) {
       result.stop.push({ allocId: alloc.id, description: 'placed again after the job was resubmitted or its node restarted', lost: false });
       result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: 0 });
@@ -232,7 +242,12 @@ function reconcileGroup(
     }
   }
   for (let index = 0; index < group.count; index++) {
-    if (!held.has(index)) result.place.push({ group: group.name, index, rescheduleAttempts: 0, ...(budget.canary ? { canary: true } : {}) });
+    if (held.has(index)) continue;
+    // A replacement placed after its migrated predecessor stopped (it waited for a claim) still names it.
+    const migrated = everyAlloc
+      .filter((a) => a.taskGroup === group.name && (a.index ?? 0) === index && a.desiredTransition?.migrate && a.desiredStatus !== 'run')
+      .sort((a, b) => b.createIndex - a.createIndex)[0];
+    result.place.push({ group: group.name, index, rescheduleAttempts: 0, ...(budget.canary ? { canary: true } : {}), ...(migrated ? { previousAllocation: migrated.id } : {}) });
   }
 }
 
@@ -282,6 +297,14 @@ export function reconcileSystem(
     for (const node of nodes) {
       if (node.status === 'down') continue;
       const current = onNode.get(node.id);
+      if (current && isLive(current) && current.desiredTransition?.migrate) {
+        // Drained off (or `alloc stop`): stopped; placed again only where the node still takes work.
+        stop.push({ allocId: current.id, description: MIGRATE_DESCRIPTION, lost: false });
+        if (isEligible(node)) missing.push({ group: group.name, nodeId: node.id, previousAllocation: current.id });
+        continue;
+      }
+      // An ineligible node keeps the system allocations it has but takes no new ones.
+      if (!current && !isEligible(node)) continue;
       if (!current) missing.push({ group: group.name, nodeId: node.id });
       else if (isReplaceableTerminal(job, current, byId)) {
         stop.push({ allocId: current.id, description: 'placed again after the job was resubmitted or its node restarted', lost: false });

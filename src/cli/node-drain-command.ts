@@ -1,0 +1,198 @@
+// `berth node drain` and `berth node eligibility`: ask the servers to move
+// work off a node (or stop placing work on it), then watch the drain until
+// it is done, as Nomad's `nomad node drain` prints it.
+
+import { createInterface } from 'node:readline/promises';
+import type { Command } from 'commander';
+import type { Allocation, Node } from '../structs/index.js';
+import { ApiClient, KINDS } from './api-client.js';
+import { apiAction, apiCommand, type ApiSession } from './api-command.js';
+import { tokenOf } from './alloc-io-commands.js';
+import type { CommandContext } from './csi-command.js';
+import { UsageError } from './usage-error.js';
+import { parseDuration } from './values.js';
+
+const DEFAULT_DEADLINE = '1h';
+
+/** Adds `drain` and `eligibility` to `berth node`. */
+export function addNodeDrainCommands(node: Command, ctx: CommandContext): void {
+  apiCommand(
+    node
+      .command('drain')
+      .description('Move allocations off a node before maintenance (-enable), or cancel its drain (-disable); follows the drain until done')
+      .argument('[node]', 'node ID or a unique prefix (or -self)')
+      .option('--enable', 'start draining the node')
+      .option('--disable', 'cancel the drain (allocations already moved stay where they are)')
+      .option('--deadline <duration>', `allocations still on the node after this are stopped (default ${DEFAULT_DEADLINE})`)
+      .option('--no-deadline', 'no deadline: wait for every migration however long it takes')
+      .option('--force', 'stop every allocation at once (a deadline of now)')
+      .option('--ignore-system', 'leave system job allocations running on the node')
+      .option('--keep-ineligible', 'with -disable: the node stays ineligible for new allocations')
+      .option('--detach', 'return once the drain is set instead of following it')
+      .option('--monitor', 'only follow a drain already in progress')
+      .option('--self', 'the node of the agent at --address')
+      .option('-y, --yes', 'do not ask for confirmation'),
+    ['node drain -enable 9c1e', 'node drain -enable -deadline 10m -ignore-system 9c1e', 'node drain -enable -force -detach -yes 9c1e', 'node drain -disable -keep-ineligible 9c1e'],
+  ).action(apiAction(ctx, (s, args, opts) => nodeDrain(ctx, s, args, opts)));
+
+  apiCommand(
+    node
+      .command('eligibility')
+      .description('Let a node take new allocations (-enable) or not (-disable); what runs there keeps running')
+      .argument('[node]', 'node ID or a unique prefix (or -self)')
+      .option('--enable', 'mark the node eligible')
+      .option('--disable', 'mark the node ineligible')
+      .option('--self', 'the node of the agent at --address'),
+    ['node eligibility -disable 9c1e', 'node eligibility -enable 9c1e'],
+  ).action(apiAction(ctx, (s, args, opts) => nodeEligibility(s, args, opts)));
+}
+
+/** The node named by the argument, or with -self the one the agent at --address runs. */
+async function targetNode(s: ApiSession, idArg: string | undefined, opts: Record<string, unknown>): Promise<string> {
+  if (opts['self']) {
+    if (idArg) throw new UsageError('give either a node ID or -self, not both');
+    const token = tokenOf(opts);
+    const agent = new ApiClient({ address: s.api.address, signal: s.signal, ...(token ? { token } : {}) });
+    const { body } = await agent.get<{ nodeId: string }>('/v1/client/self');
+    return body.nodeId;
+  }
+  if (!idArg) throw new UsageError('name the node (its ID or a unique prefix), or use -self');
+  return s.api.resolve(KINDS.node, idArg);
+}
+
+function onOff(opts: Record<string, unknown>): boolean {
+  const enable = Boolean(opts['enable']);
+  const disable = Boolean(opts['disable']);
+  if (enable === disable) throw new UsageError('give exactly one of -enable or -disable');
+  return enable;
+}
+
+async function nodeEligibility(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
+  const enable = onOff(opts);
+  const nodeId = await targetNode(s, idArg, opts);
+  const { body } = await s.api.request<{ node: Node }>('PUT', `/v1/node/${encodeURIComponent(nodeId)}/eligibility`, {
+    body: { Eligibility: enable ? 'eligible' : 'ineligible' },
+  });
+  if (s.out.json) return s.out.document(body.node);
+  s.out.line(`Node "${nodeId}" scheduling eligibility set: ${enable ? 'eligible' : 'ineligible'} for scheduling`);
+}
+
+/** The deadline in ms as the API takes it: 0 none, -1 force. */
+function deadlineOf(opts: Record<string, unknown>): number {
+  const given = opts['deadline'];
+  // commander's --no-deadline sets deadline=false.
+  if (given === false) {
+    if (opts['force']) throw new UsageError('-force and -no-deadline cannot be combined');
+    return 0;
+  }
+  if (opts['force']) {
+    if (typeof given === 'string') throw new UsageError('-force and -deadline cannot be combined');
+    return -1;
+  }
+  const text = typeof given === 'string' ? given : DEFAULT_DEADLINE;
+  try {
+    return parseDuration(text);
+  } catch {
+    throw new UsageError(`-deadline must be a positive duration such as "30m" or "1h" (use -force to stop everything at once), got "${text}"`);
+  }
+}
+
+async function confirm(ctx: CommandContext, question: string): Promise<boolean> {
+  if (!process.stdin.isTTY) return true;
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`${question} [y/N]: `);
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+    void ctx;
+  }
+}
+
+async function nodeDrain(ctx: CommandContext, s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
+  const monitorOnly = Boolean(opts['monitor']);
+  if (monitorOnly && (opts['enable'] || opts['disable'])) throw new UsageError('-monitor only follows a drain; leave out -enable/-disable');
+  const enable = monitorOnly ? true : onOff(opts);
+  if (!enable && (opts['force'] || opts['ignoreSystem'] || typeof opts['deadline'] === 'string')) {
+    throw new UsageError('-deadline, -force and -ignore-system go with -enable');
+  }
+  if (enable && opts['keepIneligible']) throw new UsageError('-keep-ineligible goes with -disable');
+  const deadlineMs = enable && !monitorOnly ? deadlineOf(opts) : 0;
+  const nodeId = await targetNode(s, idArg, opts);
+  const path = `/v1/node/${encodeURIComponent(nodeId)}/drain`;
+  if (!monitorOnly) {
+    if (enable && !opts['yes'] && !s.out.json && !(await confirm(ctx, `Are you sure you want to enable drain mode for node "${nodeId}"?`))) {
+      s.out.line('Canceled.');
+      return;
+    }
+    const body = enable
+      ? { DrainSpec: { Deadline: deadlineMs < 0 ? -1 : deadlineMs * 1e6, IgnoreSystemJobs: Boolean(opts['ignoreSystem']) } }
+      : { DrainSpec: null, MarkEligible: !opts['keepIneligible'] };
+    const { body: answer, index } = await s.api.request<{ node: Node }>('PUT', path, { body });
+    if (!enable) {
+      if (s.out.json) return s.out.document(answer.node);
+      s.out.line(`Node "${nodeId}" drain strategy unset`);
+      return;
+    }
+    if (opts['detach']) {
+      if (s.out.json) return s.out.document(answer.node);
+      s.out.line(`Node "${nodeId}" drain strategy set`);
+      return;
+    }
+    await monitorDrain(s, nodeId, index, true);
+    return;
+  }
+  await monitorDrain(s, nodeId, 0, false);
+}
+
+/**
+ * Follows the drain of `nodeId` with blocking reads, printing each change
+ * of its allocations (Nomad's monitor lines) until the drain is complete or
+ * canceled. Ctrl-C stops watching; the drain goes on.
+ */
+async function monitorDrain(s: ApiSession, nodeId: string, fromIndex: number, justSet: boolean): Promise<void> {
+  const say = (text: string): void => s.out.line(`${new Date().toISOString()}: ${text}`);
+  say('Ctrl-C to stop monitoring: will not cancel the node drain');
+  if (justSet) say(`Node "${nodeId}" drain strategy set`);
+  const seen = new Map<string, { status: string; migrating: boolean }>();
+  let nodeIndex = fromIndex;
+  let allocIndex = 0;
+  let lastMessage = '';
+  let allMarked = false;
+  for (;;) {
+    const [{ body: node, index: ni }, { body: allocs, index: ai }] = await Promise.all([
+      s.api.get<Node>(KINDS.node.getPath(nodeId), { index: String(nodeIndex), wait: '5s' }),
+      s.api.get<Allocation[]>(`/v1/node/${encodeURIComponent(nodeId)}/allocations`, { index: String(allocIndex), wait: '5s' }),
+    ]);
+    nodeIndex = ni;
+    allocIndex = ai;
+    for (const a of allocs) {
+      const before = seen.get(a.id);
+      const migrating = Boolean(a.desiredTransition?.migrate);
+      if (!before) {
+        seen.set(a.id, { status: a.clientStatus, migrating });
+        if (migrating && (a.clientStatus === 'pending' || a.clientStatus === 'running')) say(`Alloc "${a.id}" marked for migration`);
+        continue;
+      }
+      if (migrating && !before.migrating) say(`Alloc "${a.id}" marked for migration`);
+      if (before.status !== a.clientStatus) say(`Alloc "${a.id}" status ${before.status} -> ${a.clientStatus}`);
+      seen.set(a.id, { status: a.clientStatus, migrating });
+    }
+    const live = allocs.filter((a) => a.clientStatus === 'pending' || a.clientStatus === 'running');
+    if (!allMarked && live.length > 0 && live.every((a) => a.desiredTransition?.migrate || a.desiredStatus !== 'run')) {
+      allMarked = true;
+      say(`Node "${nodeId}" has marked all allocations for migration`);
+    }
+    const message = node.lastDrain?.message ?? '';
+    if (message && message !== lastMessage && node.drainStrategy) say(`Drain: ${message}`);
+    lastMessage = message;
+    if (!node.drainStrategy) {
+      if (node.lastDrain?.status === 'complete') {
+        say(`All allocations on node "${nodeId}" have stopped`);
+        say(`Drain complete for node ${nodeId}`);
+      } else say(`Drain for node ${nodeId} was canceled`);
+      if (s.out.json) s.out.document(node);
+      return;
+    }
+  }
+}

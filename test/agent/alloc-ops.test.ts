@@ -1,0 +1,146 @@
+// Acting on one allocation through a dev agent (issue 21): a service task
+// with the examples' hostpath volume at /data that records each start in the
+// volume, each SIGHUP in its local/ dir, and appends ticks to a file.
+//   - `alloc fs` lists and reads inside the allocation directory, follows a
+//     growing file, and refuses `..`, symlinks leading out, and secrets/;
+//   - `alloc signal -s SIGHUP` reaches the task;
+//   - `alloc restart` runs the task again with the volume still mounted (same
+//     mount, same claim, the data written before still there);
+//   - `alloc stop` replaces the allocation (the replacement names it).
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, CsiPlugin, Node, VolumeClaim } from '../../src/structs/index.js';
+import { mountsUnder, until } from '../support/runtime-cluster.js';
+import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
+
+function ok(r: Result, what: string): Result {
+  assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
+  return r;
+}
+
+const SCRIPT =
+  'echo "start $$" >> "$BERTH_TASK_DIR/data/starts"; ' +
+  'ln -sfn /etc "$BERTH_TASK_DIR/etc-link"; ln -sfn ../../.. "$BERTH_TASK_DIR/up"; ' +
+  `trap 'echo HUP >> "$BERTH_TASK_DIR/signals"' HUP; ` +
+  'while :; do echo tick >> "$BERTH_TASK_DIR/ticks"; sleep 0.2; done';
+
+const JOB = `job "ops" {
+  group "g" {
+    volume "data" {
+      type            = "csi"
+      source          = "shared-data"
+      access_mode     = "single-node-writer"
+      attachment_mode = "file-system"
+    }
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", ${JSON.stringify(SCRIPT)}]
+      }
+      volume_mount {
+        volume      = "data"
+        destination = "/data"
+      }
+    }
+  }
+}
+`;
+
+describe('allocation commands on a dev agent', () => {
+  let dir = '';
+  let agent: AgentUnderTest;
+  let nodeId = '';
+
+  before(async () => {
+    dir = await tempDir('bao-');
+    agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
+    nodeId = (await agent.get<Node[]>('/v1/nodes'))[0]!.id;
+    ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
+    await until('the hostpath plugin healthy', async () => {
+      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+    }, 90_000);
+    ok(await agent.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
+    writeFileSync(path.join(dir, 'ops.hcl'), JOB);
+    ok(await agent.cli(['job', 'run', path.join(dir, 'ops.hcl')]), 'job run ops');
+  });
+
+  after(async () => {
+    await agent?.cli(['job', 'stop', '--purge', 'ops']).catch(() => undefined);
+    await agent?.stop('SIGINT').catch(() => undefined);
+    for (const m of mountsUnder(dir).reverse()) spawnSync('umount', ['-l', m]);
+    rmSync(dir, { recursive: true, force: true });
+    if (nodeId) rmSync(path.join('/var/lib/berth/hostpath', nodeId), { recursive: true, force: true });
+  });
+
+  it('reads the allocation directory and never outside it; signals, restarts with the volume mounted, stops', async () => {
+    const alloc = await until('the task running', async () => (await agent.get<Allocation[]>('/v1/job/ops/allocations')).find((a) => a.clientStatus === 'running'));
+    const id = alloc.id.slice(0, 8);
+    await until('the task set up its links', async () => /up ->/.test((await agent.cli(['alloc', 'fs', id, 't/local'])).stdout));
+
+    const root = ok(await agent.cli(['alloc', 'fs', id]), 'alloc fs /');
+    assert.match(root.stdout, /alloc\//);
+    assert.match(root.stdout, /t\//);
+    const starts = ok(await agent.cli(['alloc', 'fs', id, 't/local/data/starts']), 'alloc fs cat');
+    assert.match(starts.stdout, /^start \d+\n$/);
+    assert.match(ok(await agent.cli(['alloc', 'fs', '-stat', id, 't/local/ticks']), 'alloc fs -stat').stdout, /ticks/);
+
+    for (const escape of ['..', 't/../../x', '../../etc/passwd', 't/local/etc-link/passwd', 't/local/up', 't/local/up/etc/hostname']) {
+      const r = await agent.cli(['alloc', 'fs', id, escape]);
+      assert.notEqual(r.code, 0, `alloc fs ${escape} must be refused: ${r.stdout}`);
+      assert.match(r.stderr, /outside the allocation directory/, `alloc fs ${escape}`);
+    }
+    const secret = await agent.cli(['alloc', 'fs', id, 't/secrets']);
+    assert.notEqual(secret.code, 0);
+    assert.match(secret.stderr, /secrets directory is not allowed/);
+
+    // Following a file: what the task appends after the read started arrives.
+    const abort = new AbortController();
+    const res = await fetch(`${agent.addr}/v1/client/fs/stream/${alloc.id}?path=t/local/ticks&origin=end&offset=0&follow=true`, {
+      headers: { authorization: `Bearer ${agent.token}` },
+      signal: abort.signal,
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    const { value } = await reader.read();
+    assert.match(Buffer.from(value!).toString(), /tick/);
+    abort.abort();
+
+    ok(await agent.cli(['alloc', 'signal', '-s', 'SIGHUP', id]), 'alloc signal');
+    await until('the task saw SIGHUP', async () => /HUP/.test((await agent.cli(['alloc', 'fs', id, 't/local/signals'])).stdout));
+
+    const dataMounts = (): string[] => mountsUnder(path.join(dir, 'a')).filter((m) => m.includes(alloc.id) && m.endsWith('/t/local/data'));
+    const before = dataMounts();
+    assert.equal(before.length, 1, `the volume is mounted in the task: ${mountsUnder(dir).join(', ')}`);
+    const claimBefore = (await agent.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/shared-data')).claims.find((c) => c.allocId === alloc.id);
+    ok(await agent.cli(['alloc', 'restart', id]), 'alloc restart');
+    await until('the task started again', async () => /^start \d+\nstart \d+\n$/.test((await agent.cli(['alloc', 'fs', id, 't/local/data/starts'])).stdout));
+    assert.deepEqual(dataMounts(), before, 'the volume stayed mounted');
+    const claimAfter = (await agent.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/shared-data')).claims.find((c) => c.allocId === alloc.id);
+    assert.equal(claimAfter?.claimTime, claimBefore?.claimTime, 'the same claim');
+    const restarted = await agent.get<Allocation>(`/v1/allocation/${alloc.id}`);
+    assert.equal(restarted.clientStatus, 'running');
+    assert.ok(restarted.taskStates['t']!.events.some((e) => /Restart requested/.test(e.message)), 'the restart is in the task events');
+
+    const stop = ok(await agent.cli(['alloc', 'stop', id]), 'alloc stop');
+    assert.match(stop.stdout, /marked for migration/);
+    const replacement = await until('a replacement running', async () =>
+      (await agent.get<Allocation[]>('/v1/job/ops/allocations')).find((a) => a.id !== alloc.id && a.clientStatus === 'running'),
+    );
+    assert.equal(replacement.previousAllocation, alloc.id);
+    assert.equal((await agent.get<Allocation>(`/v1/allocation/${alloc.id}`)).desiredStatus, 'stop');
+
+    const claims = ok(await agent.cli(['volume', 'claim', 'list', '-job', 'ops']), 'volume claim list');
+    assert.match(claims.stdout, new RegExp(replacement.id.slice(0, 8)));
+    const verbose = ok(await agent.cli(['volume', 'status', '--verbose', 'shared-data']), 'volume status --verbose');
+    assert.match(verbose.stdout, /Plugin View \(ListVolumes\)/);
+    const refused = await agent.cli(['volume', 'claim', 'delete', 'shared-data', replacement.id.slice(0, 8)]);
+    assert.notEqual(refused.code, 0, 'a running allocation keeps its claim');
+    assert.match(refused.stderr, /stop it first, or delete the claim with force/);
+  });
+});

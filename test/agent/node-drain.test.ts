@@ -1,0 +1,188 @@
+// Draining the node of a single-writer volume's writer (issue 21): a server
+// and two clients, the hostpath plugin (monolith, with ControllerPublish) on
+// both nodes over one shared data dir, and a writer that appends
+// "<ns since epoch> <alloc id>" to the volume every 100 ms and, on SIGTERM,
+// for one more second before it exits (as a database flushing would).
+// `berth node drain -enable` on the writer's node, followed to the end:
+//   - the writer's claim is released before its replacement on the other
+//     node claims the volume (claim events in store order);
+//   - the plugin's allocation on the drained node is stopped only after the
+//     claim is released (never first, Nomad issues #8080/#11614);
+//   - nothing stays mounted on the drained node;
+//   - the writers' log shows no two writers at any instant;
+//   - the node is drained and ineligible; a new job's placement names it
+//     ineligible; `node eligibility -enable` and `node drain -disable` undo it.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import { mountsUnder, until } from '../support/runtime-cluster.js';
+import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
+import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
+
+const MGMT = 'dr-mgmt-token-0123456789';
+const NODE = 'dr-node-token-0123456789';
+
+function ok(r: Result, what: string): Result {
+  assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
+  return r;
+}
+
+const WRITER = volumeWriterScript(1);
+
+interface StoreEvent {
+  index: number;
+  topic: string;
+  key: string;
+  op: 'put' | 'delete';
+  payload?: Record<string, unknown>;
+}
+
+describe('node drain of a single-writer volume', () => {
+  let dir = '';
+  let server: AgentUnderTest;
+  const clients: AgentUnderTest[] = [];
+
+  before(async () => {
+    dir = await tempDir('bdr-');
+    writeFileSync(path.join(dir, 'nodes.tokens'), `${NODE}\n`);
+    writeFileSync(
+      path.join(dir, 'server.hcl'),
+      `data_dir = "server-data"\nports {\n  http = 0\n}\ntokens {\n  management = ["${MGMT}"]\n  node_file  = "nodes.tokens"\n}\n`,
+    );
+    server = await startAgent(['--server', '--config', path.join(dir, 'server.hcl')]).ready(false);
+    server.token = MGMT;
+    for (const name of ['d1', 'd2']) {
+      const config = path.join(dir, `${name}.json`);
+      writeFileSync(
+        config,
+        JSON.stringify({ data_dir: path.join(dir, name), ports: { http: 0 }, client: { node_name: name, token: NODE, options: { 'driver.raw_exec.enable': true } }, csi: { probe_interval: '1s' } }),
+      );
+      const c = await startAgent(['--client', '--server-address', server.addr, '--config', config]).ready(false);
+      c.token = MGMT;
+      clients.push(c);
+    }
+  });
+
+  after(async () => {
+    for (const job of ['writer', 'probe', 'hostpath-plugin']) await server?.cli(['job', 'stop', '--purge', job]).catch(() => undefined);
+    for (const c of clients) await c.stop('SIGINT').catch(() => undefined);
+    await server?.stop('SIGINT').catch(() => undefined);
+    for (const m of mountsUnder(dir)) spawnSync('umount', ['-l', m]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('moves the writer off the node: claim released before the replacement claims, plugin stopped last, nothing left mounted', async () => {
+    await until('both clients ready', async () => (await server.get<Node[]>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
+    const plugin = path.join(dir, 'plugin.hcl');
+    const pluginJob = (generation: number): string => sharedHostpathPluginHcl(dir, ['d1', 'd2'], generation);
+    const healthy = async (generation: number): Promise<void> => {
+      await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
+        const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+        const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
+        const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
+        const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
+        // The previous generation gone too: an old instance still serving would not know the volume.
+        const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending'));
+        return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2 && old.length === 0;
+      }, 90_000);
+    };
+    writeFileSync(plugin, pluginJob(1));
+    ok(await server.cli(['job', 'run', plugin]), 'job run plugin');
+    await healthy(1);
+    const volume = path.join(dir, 'volume.hcl');
+    writeFileSync(volume, singleWriterVolumeHcl('ledger'));
+    ok(await server.cli(['volume', 'create', volume]), 'volume create');
+    // Run again so that both controllers load the volume from the shared dir.
+    writeFileSync(plugin, pluginJob(2));
+    ok(await server.cli(['job', 'run', plugin]), 'job run plugin again');
+    await healthy(2);
+
+    const job = path.join(dir, 'writer.hcl');
+    writeFileSync(
+      job,
+      `job "writer" {\n  migrate {\n    max_parallel = 1\n    health_check = "task_states"\n    min_healthy_time = "1s"\n  }\n  group "w" {\n    volume "data" {\n      type = "csi"\n      source = "ledger"\n      access_mode = "single-node-writer"\n      attachment_mode = "file-system"\n    }\n    task "write" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sh"\n        args = ["-c", ${JSON.stringify(WRITER)}]\n      }\n      volume_mount {\n        volume = "data"\n        destination = "/data"\n      }\n    }\n  }\n}\n`,
+    );
+    ok(await server.cli(['job', 'run', job]), 'job run writer');
+    const first = await until('the writer running', async () => (await server.get<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.clientStatus === 'running'));
+    const log = path.join(dir, 'hp');
+    await until('the writer writing', () => writerLines(log).some((l) => l.alloc === first.id) || undefined, 30_000);
+    const nodes = await server.get<Node[]>('/v1/nodes');
+    const drained = nodes.find((n) => n.id === first.nodeId)!;
+    const other = nodes.find((n) => n.id !== first.nodeId)!;
+
+    const drain = ok(await server.cli(['node', 'drain', '-enable', '-yes', '-deadline', '5m', drained.id], { timeoutMs: 180_000 }), 'node drain');
+    assert.match(drain.stdout, /Ctrl-C to stop monitoring: will not cancel the node drain/);
+    assert.match(drain.stdout, new RegExp(`Alloc "${first.id}" marked for migration`));
+    assert.match(drain.stdout, /Drain complete for node/);
+
+    const node = await server.get<Node>(`/v1/node/${drained.id}`);
+    assert.equal(node.drainStrategy ?? null, null, 'the drain ended');
+    assert.equal(node.schedulingEligibility, 'ineligible', 'a drained node stays ineligible');
+    assert.equal(node.lastDrain?.status, 'complete');
+
+    const second = await until('the replacement running on the other node', async () =>
+      (await server.get<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.id !== first.id && a.clientStatus === 'running'),
+    );
+    assert.equal(second.nodeId, other.id);
+    assert.equal(second.previousAllocation, first.id);
+    await until('lines from the replacement', () => writerLines(log).some((l) => l.alloc === second.id) || undefined, 30_000);
+
+    // Claim events in store order: the old claim is deleted before the replacement's is first written.
+    const events = await eventsOf(server, ['claim', 'allocation']);
+    const oldClaimGone = events.find((e) => e.topic === 'claim' && e.op === 'delete' && e.key.endsWith(`/${first.id}`));
+    const newClaim = events.find((e) => e.topic === 'claim' && e.op === 'put' && e.key.endsWith(`/${second.id}`));
+    assert.ok(oldClaimGone && newClaim, `both claim events seen: ${JSON.stringify(events.filter((e) => e.topic === 'claim').map((e) => [e.index, e.op, e.key]))}`);
+    assert.ok(oldClaimGone.index < newClaim.index, `old claim released (index ${oldClaimGone.index}) before the new one was taken (index ${newClaim.index})`);
+
+    // The plugin on the drained node was told to stop only after the old claim was released.
+    const pluginStop = events.find(
+      (e) => e.topic === 'allocation' && e.op === 'put' && e.payload?.['jobId'] === 'hostpath-plugin' && e.payload['nodeId'] === drained.id && e.payload['desiredStatus'] === 'stop' &&
+        (e.payload['desiredTransition'] as { migrate?: boolean } | undefined)?.migrate === true,
+    );
+    assert.ok(pluginStop, 'the plugin allocation on the drained node was stopped by the drain');
+    assert.ok(pluginStop.index > oldClaimGone.index, `plugin stopped at index ${pluginStop.index}, after the claim release at ${oldClaimGone.index}`);
+    const pluginAllocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
+    assert.ok(pluginAllocs.some((a) => a.nodeId === other.id && a.desiredStatus === 'run' && a.clientStatus === 'running'), 'the plugin still serves the other node');
+
+    // What may stay until garbage collection: stopped allocations' secrets tmpfs and the plugin's
+    // mount root. No staging, no publish, no task bind of the volume.
+    const left = mountsUnder(path.join(dir, drained.name)).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
+    assert.deepEqual(left, [], 'no volume stays mounted on the drained node');
+
+    const lines = writerLines(log);
+    const lastOld = Math.max(...lines.filter((l) => l.alloc === first.id).map((l) => l.at));
+    const firstNew = Math.min(...lines.filter((l) => l.alloc === second.id).map((l) => l.at));
+    assert.ok(lastOld < firstNew, `no two writers: the old writer's last line (${lastOld}) precedes the new one's first (${firstNew})`);
+
+    // An ineligible node takes nothing new, and placement says why.
+    ok(await server.cli(['node', 'eligibility', '-disable', other.id]), 'node eligibility -disable');
+    const probe = path.join(dir, 'probe.hcl');
+    writeFileSync(probe, `job "probe" {\n  group "p" {\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sleep"\n        args = ["300"]\n      }\n    }\n  }\n}\n`);
+    await server.cli(['job', 'run', '--detach', probe]);
+    const blocked = await until('the probe blocked', async () =>
+      (await server.get<Array<{ status: string; blockedReason: string }>>('/v1/job/probe/evaluations')).find((e) => e.status === 'blocked'),
+    );
+    assert.match(blocked.blockedReason, /2 nodes were ineligible/);
+    ok(await server.cli(['node', 'eligibility', '-enable', other.id]), 'node eligibility -enable');
+    const placed = await until('the probe placed on the eligible node', async () => (await server.get<Allocation[]>('/v1/job/probe/allocations')).find((a) => a.clientStatus === 'running'));
+    assert.equal(placed.nodeId, other.id);
+    const cancel = ok(await server.cli(['node', 'drain', '-disable', drained.id]), 'node drain -disable');
+    assert.match(cancel.stdout, /drain strategy unset/);
+    assert.equal((await server.get<Node>(`/v1/node/${drained.id}`)).schedulingEligibility, 'eligible');
+  });
+});
+
+async function eventsOf(agent: AgentUnderTest, topics: string[]): Promise<StoreEvent[]> {
+  const q = topics.map((t) => `topic=${t}`).join('&');
+  const res = await fetch(`${agent.addr}/v1/event/stream?${q}&index=0&until=now`, { headers: { authorization: `Bearer ${agent.token}` } });
+  const text = await res.text();
+  return text
+    .split('\n')
+    .filter((l) => l.trim() && l !== '{}')
+    .map((l) => JSON.parse(l) as StoreEvent)
+    .filter((e) => typeof e.index === 'number');
+}
