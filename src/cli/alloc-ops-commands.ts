@@ -58,6 +58,27 @@ export function addAllocOpsCommands(alloc: Command, ctx: CommandContext): void {
   ).action(apiAction(ctx, (s, args, opts) => allocFs(ctx, s, args, opts)));
 }
 
+/** What the node agent answers to a restart: the tasks restarted, and those not running. */
+export interface RestartOutcome {
+  restarted: string[];
+  notRunning: string[];
+}
+
+/** Asks the node agent that runs `a` to restart one task, or every running task (also naming, with allTasks, those that did not run). */
+export async function restartAllocTasks(s: ApiSession, a: Allocation, which: { task?: string; allTasks: boolean }, token: string | undefined): Promise<RestartOutcome> {
+  const agent = await nodeAgentOf(s, a, token);
+  const { body } = await agent.request<RestartOutcome>('POST', `/v1/client/allocation/${encodeURIComponent(a.id)}/restart`, {
+    body: { ...(which.task ? { task: which.task } : {}), allTasks: which.allTasks },
+  });
+  return body;
+}
+
+/** Stops `a` through the servers; the scheduler places its replacement. Answers the evaluation that does. */
+export async function stopAllocation(s: ApiSession, a: Allocation): Promise<{ evaluation?: Evaluation; index: number }> {
+  const { body } = await s.api.request<{ evaluation?: Evaluation; index: number }>('POST', `/v1/allocation/${encodeURIComponent(a.id)}/stop`);
+  return body;
+}
+
 async function allocOf(s: ApiSession, idArg: string): Promise<Allocation> {
   const id = await s.api.resolve(KINDS.allocation, idArg);
   return (await s.api.get<Allocation>(KINDS.allocation.getPath(id))).body;
@@ -65,7 +86,7 @@ async function allocOf(s: ApiSession, idArg: string): Promise<Allocation> {
 
 async function allocStop(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const a = await allocOf(s, idArg as string);
-  const { body } = await s.api.request<{ evaluation?: Evaluation; index: number }>('POST', `/v1/allocation/${encodeURIComponent(a.id)}/stop`);
+  const body = await stopAllocation(s, a);
   if (s.out.json) return s.out.document(body);
   s.out.line(`Allocation "${shortId(a.id)}" marked for migration (stopped; the scheduler places its replacement)`);
   const ev = body.evaluation;
@@ -86,10 +107,7 @@ async function allocRestart(s: ApiSession, args: string[], opts: Record<string, 
   const task = taskArg(args, opts);
   if (task && opts['allTasks']) throw new UsageError('name a task or use -all-tasks, not both');
   const a = await allocOf(s, args[0] as string);
-  const agent = await nodeAgentOf(s, a, tokenOf(opts));
-  const { body } = await agent.request<{ restarted: string[]; notRunning: string[] }>('POST', `/v1/client/allocation/${encodeURIComponent(a.id)}/restart`, {
-    body: { ...(task ? { task } : {}), allTasks: Boolean(opts['allTasks']) },
-  });
+  const body = await restartAllocTasks(s, a, { ...(task ? { task } : {}), allTasks: Boolean(opts['allTasks']) }, tokenOf(opts));
   if (s.out.json) return s.out.document(body);
   s.out.line(`Restarted ${body.restarted.length ? body.restarted.map((t) => `"${t}"`).join(', ') : 'no task'} of allocation "${shortId(a.id)}"`);
   if (opts['allTasks'] && body.notRunning.length) s.out.warn(`not running, so not restarted: ${body.notRunning.join(', ')}`);

@@ -446,7 +446,7 @@ function durationMs(text: string): number | undefined {
 }
 
 /** Resolves after `ms`; rejects with AbortedError when `signal` fires first. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(new AbortedError('request cancelled'));
     const done = (): void => {

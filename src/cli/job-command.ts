@@ -16,6 +16,7 @@ import { addJobVersionCommands, monitorDeployment } from './deployment-command.j
 import { addJobInit } from './init-command.js';
 import { addJobLaunchCommands } from './job-launch-commands.js';
 import { addJobPlan } from './job-plan-command.js';
+import { addJobRestart } from './job-restart-command.js';
 import { printJobEvaluations } from './eval-command.js';
 import { UsageError } from './usage-error.js';
 
@@ -163,6 +164,7 @@ export function jobCommand(ctx: CommandContext): Command {
   addJobPlan(job, ctx, { readJobFile, loadStructs, variableOptions });
   addJobLaunchCommands(job, ctx);
   addJobVersionCommands(job, ctx);
+  addJobRestart(job, ctx);
   return job;
 }
 
