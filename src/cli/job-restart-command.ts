@@ -207,14 +207,33 @@ async function handleAlloc(s: ApiSession, a: Allocation, plan: Plan, id: (full: 
     detail(`Rescheduling ${where}`);
     return replace(s, a, id);
   }
+  // The restart counts now, to know when each restarted task has run again.
+  const { body: fresh, index } = await s.api.get<Allocation>(KINDS.allocation.getPath(a.id), { namespace: s.namespace });
+  let restarted: string[];
   if (plan.allTasks || plan.tasks.size === 0) {
     detail(`Restarting ${plan.allTasks ? 'all' : 'running'} tasks in ${where}`);
-    await restartAllocTasks(s, a, { allTasks: plan.allTasks }, plan.token);
-    return;
+    restarted = (await restartAllocTasks(s, a, { allTasks: plan.allTasks }, plan.token)).restarted;
+  } else {
+    const tasks = [...plan.tasks].filter((t) => t in a.taskStates);
+    for (const t of tasks) detail(`Restarting task "${t}" in ${where}`);
+    await Promise.all(tasks.map((task) => restartAllocTasks(s, a, { task, allTasks: false }, plan.token)));
+    restarted = tasks;
   }
-  const tasks = [...plan.tasks].filter((t) => t in a.taskStates);
-  for (const t of tasks) detail(`Restarting task "${t}" in ${where}`);
-  await Promise.all(tasks.map((task) => restartAllocTasks(s, a, { task, allTasks: false }, plan.token)));
+  await runningAgain(s, fresh, index, restarted);
+}
+
+/** Follows the allocation (blocking reads) until each restarted task counts one more restart and runs; a task that stays dead is an error. */
+async function runningAgain(s: ApiSession, before: Allocation, index: number, tasks: readonly string[]): Promise<void> {
+  let at = index;
+  for (;;) {
+    const res = await s.api.get<Allocation>(KINDS.allocation.getPath(before.id), { namespace: s.namespace, index: String(at), wait: '30s' });
+    const states = res.body.taskStates;
+    const pending = tasks.filter((t) => !(states[t] && states[t].restarts > (before.taskStates[t]?.restarts ?? 0) && states[t].state === 'running'));
+    if (pending.length === 0) return;
+    const dead = pending.find((t) => states[t]?.state === 'dead' && states[t].restarts > (before.taskStates[t]?.restarts ?? 0));
+    if (dead || res.body.clientStatus === 'failed') throw new Error(`task "${dead ?? pending[0]}" did not run again (allocation ${res.body.clientStatus}: ${res.body.clientDescription})`);
+    at = res.index;
+  }
 }
 
 /** Stops `a` and follows the job's allocations (blocking reads) until its replacement runs; a blocked placement is an error. */

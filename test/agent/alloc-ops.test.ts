@@ -6,7 +6,10 @@
 //   - `alloc signal -s SIGHUP` reaches the task;
 //   - `alloc restart` runs the task again with the volume still mounted (same
 //     mount, same claim, the data written before still there);
-//   - `alloc stop` replaces the allocation (the replacement names it).
+//   - `alloc stop` replaces the allocation (the replacement names it);
+//   - `job restart -batch-size 2` restarts every allocation of a job of three
+//     in two batches (same allocations, each task one restart more), and
+//     `job restart -reschedule` replaces all three.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -51,6 +54,20 @@ const JOB = `job "ops" {
 }
 `;
 
+const MANY = `job "many" {
+  group "g" {
+    count = 3
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "while :; do sleep 1; done"]
+      }
+    }
+  }
+}
+`;
+
 describe('allocation commands on a dev agent', () => {
   let dir = '';
   let agent: AgentUnderTest;
@@ -72,6 +89,7 @@ describe('allocation commands on a dev agent', () => {
 
   after(async () => {
     await agent?.cli(['job', 'stop', '--purge', 'ops']).catch(() => undefined);
+    await agent?.cli(['job', 'stop', '--purge', 'many']).catch(() => undefined);
     await agent?.stop('SIGINT').catch(() => undefined);
     for (const m of mountsUnder(dir).reverse()) spawnSync('umount', ['-l', m]);
     rmSync(dir, { recursive: true, force: true });
@@ -142,5 +160,40 @@ describe('allocation commands on a dev agent', () => {
     const refused = await agent.cli(['volume', 'claim', 'delete', 'shared-data', replacement.id.slice(0, 8)]);
     assert.notEqual(refused.code, 0, 'a running allocation keeps its claim');
     assert.match(refused.stderr, /stop it first, or delete the claim with force/);
+  });
+
+  it('job restart restarts every allocation in batches, in place; -reschedule replaces them', async () => {
+    writeFileSync(path.join(dir, 'many.hcl'), MANY);
+    ok(await agent.cli(['job', 'run', path.join(dir, 'many.hcl')]), 'job run many');
+    const running = async (): Promise<Allocation[]> =>
+      (await agent.get<Allocation[]>('/v1/job/many/allocations')).filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running');
+    const first = await until('three allocations running', async () => ((await running()).length === 3 ? running() : undefined));
+    const ids = first.map((a) => a.id).sort();
+
+    const r = ok(await agent.cli(['job', 'restart', 'many', '-batch-size', '2', '-yes']), 'job restart');
+    assert.match(r.stdout, /==> .*: Restarting 3 allocations/);
+    assert.match(r.stdout, /Restarting 1st batch of 2 allocations/);
+    assert.match(r.stdout, /Restarting 2nd batch of 1 allocations/);
+    for (const a of first) assert.match(r.stdout, new RegExp(`Restarting running tasks in allocation "${a.id.slice(0, 8)}" for group "g"`));
+    assert.match(r.stdout, /Job restarted successfully!/);
+    // The command returned once each task ran again: the same allocations, each task restarted once, started anew.
+    const after = await running();
+    assert.deepEqual(after.map((a) => a.id).sort(), ids, 'the same allocations');
+    for (const a of after) {
+      const was = first.find((f) => f.id === a.id)!.taskStates['t']!;
+      assert.equal(a.taskStates['t']!.restarts, was.restarts + 1, `allocation ${a.id} restarted once`);
+      assert.ok(a.taskStates['t']!.startedAt > was.startedAt, `allocation ${a.id} started again`);
+    }
+
+    const none = ok(await agent.cli(['job', 'restart', 'many', '-group', 'nosuch', '-verbose']), 'job restart -group nosuch');
+    assert.match(none.stdout, /Skipping allocation ".{36}" because it doesn't have any of requested groups/);
+    assert.match(none.stdout, /No allocations to restart/);
+
+    const re = ok(await agent.cli(['job', 'restart', 'many', '-reschedule', '-batch-size', '2', '-yes']), 'job restart -reschedule');
+    for (const a of first) assert.match(re.stdout, new RegExp(`Rescheduling allocation "${a.id.slice(0, 8)}" for group "g"`));
+    const replaced = await running();
+    assert.equal(replaced.length, 3);
+    assert.deepEqual(replaced.map((a) => a.previousAllocation).sort(), ids, 'each allocation replaced by a new one');
+    for (const id of ids) assert.equal((await agent.get<Allocation>(`/v1/allocation/${id}`)).desiredStatus, 'stop');
   });
 });
