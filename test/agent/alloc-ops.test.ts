@@ -68,6 +68,30 @@ const MANY = `job "many" {
 }
 `;
 
+/** Two allocations, each with a prestart task that has finished (so cannot be restarted) beside a running one. */
+const ONCE = `job "once" {
+  group "g" {
+    count = 2
+    task "setup" {
+      driver = "raw_exec"
+      lifecycle {
+        hook = "prestart"
+      }
+      config {
+        command = "/bin/true"
+      }
+    }
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "while :; do sleep 1; done"]
+      }
+    }
+  }
+}
+`;
+
 describe('allocation commands on a dev agent', () => {
   let dir = '';
   let agent: AgentUnderTest;
@@ -90,6 +114,7 @@ describe('allocation commands on a dev agent', () => {
   after(async () => {
     await agent?.cli(['job', 'stop', '--purge', 'ops']).catch(() => undefined);
     await agent?.cli(['job', 'stop', '--purge', 'many']).catch(() => undefined);
+    await agent?.cli(['job', 'stop', '--purge', 'once']).catch(() => undefined);
     await agent?.stop('SIGINT').catch(() => undefined);
     for (const m of mountsUnder(dir).reverse()) spawnSync('umount', ['-l', m]);
     rmSync(dir, { recursive: true, force: true });
@@ -195,5 +220,27 @@ describe('allocation commands on a dev agent', () => {
     assert.equal(replaced.length, 3);
     assert.deepEqual(replaced.map((a) => a.previousAllocation).sort(), ids, 'each allocation replaced by a new one');
     for (const id of ids) assert.equal((await agent.get<Allocation>(`/v1/allocation/${id}`)).desiredStatus, 'stop');
+  });
+
+  it('job restart -task stops at the first allocation that fails and names it (no terminal: -on-error ask acts as fail)', async () => {
+    writeFileSync(path.join(dir, 'once.hcl'), ONCE);
+    ok(await agent.cli(['job', 'run', path.join(dir, 'once.hcl')]), 'job run once');
+    const allocs = await until('two allocations running', async () => {
+      const list = (await agent.get<Allocation[]>('/v1/job/once/allocations')).filter((a) => a.clientStatus === 'running');
+      return list.length === 2 ? list : undefined;
+    });
+    const r = await agent.cli(['job', 'restart', 'once', '-task', 'setup']);
+    assert.equal(r.code, 1, `${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /Stopping job restart due to error/);
+    const failed = allocs.filter((a) => r.stderr.includes(`Error restarting allocation "${a.id.slice(0, 8)}"`));
+    assert.equal(failed.length, 1, `one allocation named: ${r.stderr}`);
+    assert.match(r.stderr, /task "setup" is not running/);
+    const other = allocs.find((a) => a !== failed[0])!;
+    assert.doesNotMatch(r.stdout, new RegExp(other.id.slice(0, 8)), 'the second batch was not started');
+    for (const a of allocs) {
+      const now = await agent.get<Allocation>(`/v1/allocation/${a.id}`);
+      assert.equal(now.clientStatus, 'running');
+      assert.equal(now.taskStates['t']!.restarts, 0, 'only the named task was asked for');
+    }
   });
 });
