@@ -16,7 +16,7 @@ import { KINDS, sleep } from './api-client.js';
 import { apiAction, apiCommand, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
-import { collect, parseDuration } from './values.js';
+import { collect, humanDuration, parseDuration } from './values.js';
 
 /** A -batch-size: a number of allocations, or a percentage of those to restart (rounded up). */
 export interface BatchSize {
@@ -124,8 +124,10 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
   const plan = planOf(opts, Boolean(process.stdin.isTTY && process.stdout.isTTY));
   const jobId = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
   const id = (full: string): string => (plan.verbose ? full : full.slice(0, 8));
-  const say = (text: string): void => s.out.line(`==> ${now()}: ${text}`);
-  const detail = (text: string): void => s.out.line(`    ${now()}: ${text}`);
+  // With --json the progress goes to stderr and stdout holds one document at the end.
+  const print = (text: string): void => (s.out.json ? s.out.warn(text) : s.out.line(text));
+  const say = (text: string): void => print(`==> ${now()}: ${text}`);
+  const detail = (text: string): void => print(`    ${now()}: ${text}`);
 
   const all = (await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(jobId)}/allocations`, { namespace: s.namespace })).body;
   const chosen = all.filter((a) => {
@@ -134,6 +136,7 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
     return !skip;
   });
   if (chosen.length === 0) {
+    if (s.out.json) return s.out.document({ jobId, allocations: [] });
     s.out.line('No allocations to restart');
     return;
   }
@@ -141,6 +144,7 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
   say(`Restarting ${chosen.length} allocation${chosen.length === 1 ? '' : 's'}`);
 
   const failures: string[] = [];
+  const done: string[] = [];
   let waitMs = plan.waitMs;
   let waitAsk = plan.waitAsk;
   for (let start = 0; start < chosen.length; start += perBatch) {
@@ -154,6 +158,7 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
     const results = await Promise.allSettled(batch.map((a) => handleAlloc(s, a, plan, id, detail)));
     const errors = results.flatMap((r, i) => (r.status === 'rejected' ? [`Error restarting allocation "${id(batch[i]!.id)}": ${(r.reason as Error).message}`] : []));
     failures.push(...errors);
+    results.forEach((r, i) => r.status === 'fulfilled' && done.push(batch[i]!.id));
     if (start + perBatch >= chosen.length) break;
     // An error stops the restart with -on-error fail, and with ask when nobody can be asked (-yes goes on).
     if (errors.length && (plan.onError === 'fail' || (!plan.yes && !plan.interactive))) {
@@ -170,11 +175,11 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
       if (typeof answer === 'number') {
         waitAsk = false;
         waitMs = answer;
-        say(`Proceeding restarts with new wait time of ${answer}ms`);
+        say(`Proceeding restarts with new wait time of ${humanDuration(answer)}`);
       }
     }
     if (waitMs > 0) {
-      say(`Waiting ${waitMs / 1000}s before restarting the next batch`);
+      say(`Waiting ${humanDuration(waitMs)} before restarting the next batch`);
       await sleep(waitMs, s.signal);
     }
   }
@@ -183,6 +188,7 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
     throw new BerthError('CLI_JOB_RESTART_FAILED', failures.join('\n'));
   }
   say('Job restart finished');
+  if (s.out.json) return s.out.document({ jobId, allocations: done, rescheduled: plan.reschedule });
   s.out.line('');
   s.out.line('Job restarted successfully!');
 }

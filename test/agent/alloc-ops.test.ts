@@ -214,8 +214,12 @@ describe('allocation commands on a dev agent', () => {
     assert.match(none.stdout, /Skipping allocation ".{36}" because it doesn't have any of requested groups/);
     assert.match(none.stdout, /No allocations to restart/);
 
-    const re = ok(await agent.cli(['job', 'restart', 'many', '-reschedule', '-batch-size', '2', '-yes']), 'job restart -reschedule');
-    for (const a of first) assert.match(re.stdout, new RegExp(`Rescheduling allocation "${a.id.slice(0, 8)}" for group "g"`));
+    // --json: the progress on stderr, one document on stdout.
+    const re = ok(await agent.cli(['job', 'restart', 'many', '-reschedule', '-batch-size', '2', '-batch-wait', '1s', '-yes', '--json']), 'job restart -reschedule');
+    for (const a of first) assert.match(re.stderr, new RegExp(`Rescheduling allocation "${a.id.slice(0, 8)}" for group "g"`));
+    assert.match(re.stderr, /Waiting 1s before restarting the next batch/);
+    const doc = JSON.parse(re.stdout) as { jobId: string; allocations: string[]; rescheduled: boolean };
+    assert.deepEqual({ ...doc, allocations: [...doc.allocations].sort() }, { jobId: 'many', allocations: ids, rescheduled: true });
     const replaced = await running();
     assert.equal(replaced.length, 3);
     assert.deepEqual(replaced.map((a) => a.previousAllocation).sort(), ids, 'each allocation replaced by a new one');
