@@ -126,7 +126,7 @@ describe('an allocation\'s services', () => {
         tasks: [{ name: 'srv', driver: 'raw_exec', services: [{ port: '9100' }] }],
       },
     ],
-  });
+  }) as unknown as Job; // parsed, without the fields registration adds
   // A bridge allocation: the scheduler's host port 23456 maps to 8080 in its namespace; the client reports its address.
   const alloc = { id: 'a1', namespace: 'default', jobId: 'shop', taskGroup: 'api', ports: [{ label: 'http', value: 23456, to: 8080, hostIp: '10.0.0.5' }], network: { mode: 'bridge', address: '172.26.64.9' } } as unknown as Allocation;
   const interpolate = (text: string): string => text.replace('${NOMAD_JOB_NAME}', 'shop');
