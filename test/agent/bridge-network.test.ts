@@ -123,6 +123,7 @@ describe('bridge networking on a dev agent', () => {
       const address = a.network?.address as string;
       const http = a.ports?.find((p) => p.label === 'http');
       assert.ok(http && http.to === 80 && http.value > 0 && http.value !== 80, `the scheduler gave ${a.id} a host port mapped to 80: ${JSON.stringify(a.ports)}`);
+      assert.equal(http.hostIp, '127.0.0.1', "a dev agent's node address is loopback, so portmap's DNAT is bound to it");
       const inside = await ask(`allocation ${a.id} to answer at ${address}:80`, `http://${address}:80/`);
       assert.deepEqual(inside, { id: a.id, ip: address, addr: `${address}:80`, port: '80', hostPort: String(http.value) }, 'each allocation answers from its own namespace, its env naming its own address');
       const mapped = await ask(`allocation ${a.id} to answer at its host port 127.0.0.1:${http.value}`, `http://127.0.0.1:${http.value}/`);
