@@ -72,7 +72,8 @@ export class ServiceChecks {
     let resolved;
     try {
       resolved = allocServices({
-        alloc: found.alloc,
+        // The allocation's own network (bridge/CNI address) comes with its status, not with the server's copy.
+        alloc: u.network ? { ...found.alloc, network: u.network } : found.alloc,
         job: found.job,
         nodeAddress: this.#o.nodeAddress(),
         runningTasks: running,

@@ -1,7 +1,10 @@
 // Group network mode "bridge" on a real dev agent with the real CNI plugins:
-// two allocations of one job each listen on port 80 in their own namespace
-// and answer at their own address on the agent's bridge (shown by
-// `alloc status`); after `job stop`, and after kill -9 of the agent, a
+// two allocations of one job each listen on port 80 (`port "http" { to = 80 }`)
+// in their own namespace; each answers at its own address on the agent's
+// bridge (shown by `alloc status`, and in its NOMAD_ALLOC_IP_http) and, through
+// the CNI portmap, at its scheduler-given host port on loopback; its
+// address_mode = "alloc" service is registered at its own address and port
+// 80, its host-mode one at the host port. After `job stop`, and after kill -9 of the agent, a
 // restart (the running allocations' networks re-adopted, still answering)
 // and `job stop`, no veth, no iptables rule, no IPAM lease and no bridge is
 // left. The bridge's name and subnet are this test's own. Traffic goes only
@@ -12,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation } from '../../src/structs/index.js';
+import type { Allocation, ServiceRegistration } from '../../src/structs/index.js';
 import { cleanupUnder, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, tempDir, type Result } from './_agent.js';
 
@@ -21,13 +24,26 @@ const BRIDGE = `bbt${tag}`;
 const octet = (): number => 16 + Math.floor(Math.random() * 200);
 const NET = `10.${octet()}.${octet()}`;
 
-const SERVER = `require('http').createServer((q, s) => s.end(process.env.NOMAD_ALLOC_ID)).listen(80, '0.0.0.0')`;
+// Answers with what its environment says of it.
+const SERVER = `const e = process.env; require('http').createServer((q, s) => s.end(JSON.stringify({ id: e.NOMAD_ALLOC_ID, ip: e.NOMAD_ALLOC_IP_http, addr: e.NOMAD_ALLOC_ADDR_http, port: e.NOMAD_ALLOC_PORT_http, hostPort: e.NOMAD_HOST_PORT_http }))).listen(80, '0.0.0.0')`;
 const JOB = `
 job "web" {
   group "web" {
     count = 2
     network {
       mode = "bridge"
+      port "http" {
+        to = 80
+      }
+    }
+    service {
+      name         = "web-inside"
+      port         = "http"
+      address_mode = "alloc"
+    }
+    service {
+      name = "web-host"
+      port = "http"
     }
     task "server" {
       driver = "raw_exec"
@@ -93,15 +109,45 @@ describe('bridge networking on a dev agent', () => {
       120_000,
     );
 
+  /** What an allocation's server says of itself. */
+  type Said = { id: string; ip: string; addr: string; port: string; hostPort: string };
+  const ask = (what: string, url: string): Promise<Said> =>
+    until(what, async () => {
+      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+      return res?.ok ? ((await res.json()) as Said) : undefined;
+    });
+
+  /** Each allocation answers at its own address on port 80 and through its mapped host port on loopback, its environment naming its address. */
   const answers = async (allocs: Allocation[]): Promise<void> => {
     for (const a of allocs) {
-      const body = await until(`allocation ${a.id} to answer at ${a.network?.address}:80`, async () => {
-        const res = await fetch(`http://${a.network?.address}:80/`, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
-        return res?.ok ? res.text() : undefined;
-      });
-      assert.equal(body, a.id, 'each allocation answers from its own namespace');
+      const address = a.network?.address as string;
+      const http = a.ports?.find((p) => p.label === 'http');
+      assert.ok(http && http.to === 80 && http.value > 0 && http.value !== 80, `the scheduler gave ${a.id} a host port mapped to 80: ${JSON.stringify(a.ports)}`);
+      assert.equal(http.hostIp, '127.0.0.1', "a dev agent's node address is loopback, so portmap's DNAT is bound to it");
+      const inside = await ask(`allocation ${a.id} to answer at ${address}:80`, `http://${address}:80/`);
+      assert.deepEqual(inside, { id: a.id, ip: address, addr: `${address}:80`, port: '80', hostPort: String(http.value) }, 'each allocation answers from its own namespace, its env naming its own address');
+      const mapped = await ask(`allocation ${a.id} to answer at its host port 127.0.0.1:${http.value}`, `http://127.0.0.1:${http.value}/`);
+      assert.equal(mapped.id, a.id, 'the host port reaches port 80 in the allocation\'s namespace');
     }
   };
+
+  /** The alloc-mode service at each allocation's own address and port 80; the host-mode one at its host address and port. */
+  const registered = async (allocs: Allocation[]): Promise<void> => {
+    const want = (f: (a: Allocation) => [string, number]) => allocs.map((a) => [a.id, ...f(a)]).sort();
+    const have = (regs: ServiceRegistration[]) => regs.map((r) => [r.allocId, r.address, r.port]).sort();
+    const hostPort = (a: Allocation) => a.ports?.find((p) => p.label === 'http') as NonNullable<Allocation['ports']>[number];
+    const inside = want((a) => [a.network?.address as string, 80]);
+    const host = want((a) => [hostPort(a).hostIp, hostPort(a).value]);
+    await until('both services of both allocations to be registered', async () => {
+      const [i, h] = await Promise.all([agent!.get<ServiceRegistration[]>('/v1/service/web-inside'), agent!.get<ServiceRegistration[]>('/v1/service/web-host')]).catch(() => [[], []]);
+      return i.length === 2 && h.length === 2 ? true : undefined;
+    });
+    assert.deepEqual(have(await agent!.get<ServiceRegistration[]>('/v1/service/web-inside')), inside, 'address_mode = "alloc": the allocation\'s address and its `to` port');
+    assert.deepEqual(have(await agent!.get<ServiceRegistration[]>('/v1/service/web-host')), host, 'host mode: the host address and the host port');
+  };
+
+  /** The agent's records of allocation networks (dropped last, after the bridge is swept). */
+  const records = (): string[] => readdirSync(path.join(dataDir, 'client', 'network')).filter((f) => f.endsWith('.json'));
 
   const stopAndCheckClean = async (allocs: Allocation[], veths: string[]): Promise<void> => {
     ok(await agent!.cli(['job', 'stop', 'web']), 'job stop');
@@ -110,14 +156,14 @@ describe('bridge networking on a dev agent', () => {
       'the allocations to finish and their networks to be torn down',
       async () => {
         const list = await agent!.get<Allocation[]>('/v1/job/web/allocations');
-        return list.every((a) => a.clientStatus !== 'running' && a.clientStatus !== 'pending') && leftovers(ids, veths).length === 0;
+        return list.every((a) => a.clientStatus !== 'running' && a.clientStatus !== 'pending') && leftovers(ids, veths).length === 0 && records().length === 0;
       },
       120_000,
     ).catch((err: unknown) => {
       assert.deepEqual(leftovers(ids, veths), [], String(err));
     });
     assert.deepEqual(leftovers(ids, veths), []);
-    assert.deepEqual(readdirSync(path.join(dataDir, 'client', 'network')).filter((f) => f.endsWith('.json')), [], 'no network record left');
+    assert.deepEqual(records(), [], 'no network record left');
   };
 
   before(async () => {
@@ -145,6 +191,7 @@ describe('bridge networking on a dev agent', () => {
     const status = ok(await agent!.cli(['alloc', 'status', a.id]), 'alloc status').stdout;
     assert.match(status, new RegExp(`Network\\s+bridge, address ${a.network?.address?.replace(/\./g, '\\.')} \\(eth0\\)`));
     await answers(allocs);
+    await registered(allocs);
     const veths = bridgeVeths();
     assert.equal(veths.length, 2, 'one veth per allocation on the bridge');
     await stopAndCheckClean(allocs, veths);

@@ -121,7 +121,7 @@ export class AllocRunner {
     for (const task of group.tasks) {
       const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
       const taskDir = this.#allocDir.task(task.name);
-      const env = taskEnvBuilder(opts, group, task, taskDir, driver);
+      const env = taskEnvBuilder(opts, group, task, taskDir, driver, () => this.#record.network);
       const hooks: TaskHook[] = [
         new TaskDirHook({ allocDir: this.#allocDir, task: task.name, driver, logger: this.#logger }),
         // Nomad's order: the payload is in local/ before volumes, artifacts and templates.

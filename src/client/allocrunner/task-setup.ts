@@ -4,12 +4,23 @@
 
 import type { Job, TaskGroup, Task, TaskState, Allocation } from '../../structs/index.js';
 import type { TaskDir } from '../allocdir/index.js';
-import { TaskEnvBuilder, taskEnvDirs, type TaskEnvNode } from '../taskenv/index.js';
+import { TaskEnvBuilder, taskEnvDirs, type TaskEnvNetwork, type TaskEnvNode } from '../taskenv/index.js';
 import type { RunnerDriver } from '../taskrunner/index.js';
 import { AllocRunnerError } from './alloc-hook.js';
 
-/** The environment builder of one task of an allocation. Pure. */
-export function taskEnvBuilder(o: { alloc: Allocation; job: Job; node?: TaskEnvNode }, group: TaskGroup, task: Task, taskDir: TaskDir, driver: RunnerDriver): TaskEnvBuilder {
+/**
+ * The environment builder of one task of an allocation. `network` reads the
+ * allocation's own network (bridge/CNI address) at each build: the network
+ * hook makes it after the builders exist. Pure.
+ */
+export function taskEnvBuilder(
+  o: { alloc: Allocation; job: Job; node?: TaskEnvNode },
+  group: TaskGroup,
+  task: Task,
+  taskDir: TaskDir,
+  driver: RunnerDriver,
+  network?: () => TaskEnvNetwork | undefined,
+): TaskEnvBuilder {
   const node: TaskEnvNode = o.node ?? { id: o.alloc.nodeId, name: '', datacenter: '', attributes: {}, meta: {} };
   return new TaskEnvBuilder({
     alloc: { ...o.alloc, namespace: o.job.namespace },
@@ -17,6 +28,7 @@ export function taskEnvBuilder(o: { alloc: Allocation; job: Job; node?: TaskEnvN
     group,
     task,
     node,
+    ...(network ? { network } : {}),
     ...taskEnvDirs(taskDir, driver.capabilities.fsIsolation === 'chroot'),
   });
 }

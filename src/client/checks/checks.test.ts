@@ -113,22 +113,21 @@ describe('the check runner', () => {
 });
 
 describe('an allocation\'s services', () => {
-  // Parsed with numbers where the group network's port label goes (the label needs net-ports's network block).
-  const parsed = parseJobSpec({
-      id: 'shop',
-      groups: [
-        {
-          name: 'api',
-          services: [
-            { name: '${NOMAD_JOB_NAME}-http', port: '1', tags: ['v1'], checks: [{ type: 'http', path: '/h', interval: '1s', timeout: '1s', checkRestart: { limit: 3 } }] },
-            { name: 'inside', port: '1', addressMode: 'alloc' },
-          ],
-          tasks: [{ name: 'srv', driver: 'raw_exec', services: [{ port: '9100' }] }],
-        },
-      ],
-  });
-  const group = parsed.groups[0] as Job['groups'][number];
-  const job = { ...parsed, groups: [{ ...group, services: (group.services ?? []).map((s) => ({ ...s, port: 'http' })) }] } as unknown as Job;
+  const job = parseJobSpec({
+    id: 'shop',
+    groups: [
+      {
+        name: 'api',
+        network: { mode: 'bridge', ports: [{ label: 'http', to: 8080 }] },
+        services: [
+          { name: '${NOMAD_JOB_NAME}-http', port: 'http', tags: ['v1'], checks: [{ type: 'http', path: '/h', interval: '1s', timeout: '1s', checkRestart: { limit: 3 } }] },
+          { name: 'inside', port: 'http', addressMode: 'alloc' },
+        ],
+        tasks: [{ name: 'srv', driver: 'raw_exec', services: [{ port: '9100' }] }],
+      },
+    ],
+  }) as unknown as Job; // parsed, without the fields registration adds
+  // A bridge allocation: the scheduler's host port 23456 maps to 8080 in its namespace; the client reports its address.
   const alloc = { id: 'a1', namespace: 'default', jobId: 'shop', taskGroup: 'api', ports: [{ label: 'http', value: 23456, to: 8080, hostIp: '10.0.0.5' }], network: { mode: 'bridge', address: '172.26.64.9' } } as unknown as Allocation;
   const interpolate = (text: string): string => text.replace('${NOMAD_JOB_NAME}', 'shop');
 
@@ -153,5 +152,18 @@ describe('an allocation\'s services', () => {
     const bare = { ...alloc, ports: [] } as unknown as Allocation;
     const r = allocServices({ alloc: bare, job, nodeAddress: '10.0.0.1', runningTasks: new Set(['srv']), interpolate });
     assert.match(r.problems[0] as string, /port label "http" is not among the allocation's ports/);
+  });
+
+  it('registers the host address and host port in host mode, where the allocation has no address of its own', () => {
+    const host = { ...alloc, ports: [{ label: 'http', value: 23456, to: 23456, hostIp: '10.0.0.5' }], network: { mode: 'host' } } as unknown as Allocation;
+    const r = allocServices({ alloc: host, job, nodeAddress: '10.0.0.1', runningTasks: new Set(['srv']), interpolate });
+    assert.deepEqual(
+      r.reports.map((s) => [s.serviceName, s.address, s.port]),
+      [
+        ['shop-http', '10.0.0.5', 23456],
+        ['inside', '10.0.0.1', 23456],
+        ['shop-api-srv', '10.0.0.1', 9100],
+      ],
+    );
   });
 });

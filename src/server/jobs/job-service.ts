@@ -6,7 +6,6 @@
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import {
   isClientTerminal,
-  JobValidationError,
   parseJobSpec,
   type AllocClientStatus,
   type Allocation,
