@@ -6,7 +6,7 @@
 // for each, reporting their status back.
 
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, statfsSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
 import {
@@ -25,15 +25,12 @@ import {
 } from '../structs/index.js';
 import {
   AllocRunner,
-  reconcileCsiVolumes,
-  savedAllocRunners,
-  singleWriterHolders,
   type AllocRunnerOptions,
   type AllocStatusUpdate,
 } from './allocrunner/index.js';
 import { ChrootCache } from './allocdir/index.js';
 import { CsiManager } from './csimanager/index.js';
-import { AllocGarbageCollector, type GcCandidate } from './gc/index.js';
+import { AllocGarbageCollector } from './gc/index.js';
 import { createDrivers, type TaskDriver } from './drivers/index.js';
 import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js';
 import { NetworkManager } from './network/index.js';
@@ -47,14 +44,17 @@ import {
   StatusReporter,
   type NodeAllocation,
 } from './serverconn/index.js';
-import { ClientStateError, SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
-import { RecordedVolumes } from './volumes/index.js';
+import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
 import { NodeFingerprinter } from './_fingerprint.js';
 import { NODE_META_BUCKET, NodeMeta, type NodeMetaView } from './_node-meta.js';
-import { pluginSuccessor, stopAfterHandover } from './_handover.js';
 import { volumeStatsCollector } from './_volume-stats.js';
 import { ServiceChecks } from './_service-checks.js';
 import { ServiceCatalog } from './template/index.js';
+import { applyAllocList } from './_alloc-list.js';
+import { collectAlloc, diskUsagePercent, gcCandidates, GC_BUCKET } from './_alloc-gc.js';
+import { drainRunners } from './_drain.js';
+import { ownedTasks, reconcileVolumes, restoreRunners } from './_restore.js';
+import { allocRunnerOptions, heartbeatIntervalMs } from './_alloc-runner-options.js';
 import type { VolumeStatsCollector } from './volumestats/index.js';
 
 import { ClientError, type AllocRunnerHandle, type ClientOptions, type ClientState, type RunnerEntry } from './_client-types.js';
@@ -68,8 +68,6 @@ interface NodeRecord {
 }
 
 const AGENT_BUCKET = 'agent';
-/** Allocations this node garbage-collected while the server still lists them: never run again. */
-const GC_BUCKET = 'gc-collected';
 
 /**
  * The node agent. Lifecycle: `start()` opens the state and every part,
@@ -294,8 +292,8 @@ export class Client {
       await this.#reapOrphanedTasks();
       for (const { key } of store.bucket<true>(GC_BUCKET).list()) this.#collected.add(key);
       this.#gc = new AllocGarbageCollector({
-        candidates: () => this.#gcCandidates(),
-        collect: (allocId) => this.#collectAlloc(allocId),
+        candidates: () => gcCandidates(this.#runners, this.#clock.now()),
+        collect: (allocId) => collectAlloc(allocId, { runners: this.#runners, collected: this.#collected, store, log: this.#log }),
         diskUsagePercent: () => this.#allocDiskUsage(),
         clock: this.#clock,
         logger: this.#root,
@@ -310,7 +308,7 @@ export class Client {
         fingerprint: () => this.#fingerprinter.fingerprint(),
         clock: this.#clock,
         logger: this.#root,
-        ...(this.#heartbeatIntervalMs() !== undefined ? { heartbeatIntervalMs: this.#heartbeatIntervalMs() } : {}),
+        ...(heartbeatIntervalMs(this.#opts) !== undefined ? { heartbeatIntervalMs: heartbeatIntervalMs(this.#opts) } : {}),
         // A server answered: fenced tasks may keep running for another stop_after_server_disconnect.
         onContact: () => {
           for (const d of this.#drivers.values()) d.renewLeases?.();
@@ -393,96 +391,9 @@ export class Client {
     return typeof o === 'function' ? o(p.name) : o;
   }
 
-  /**
-   * The other allocations on this node a new one must wait for before it
-   * mounts its single-writer volumes: those using one of them that are
-   * being stopped (or failed) and not cleaned up yet, and those writing it.
-   * On one node a volume never has two live writers, even for a moment.
-   */
-  #singleWriterHolders(fresh: RunnerEntry): RunnerEntry[] {
-    const others = [...this.#runners.values()]
-      .filter((e) => e !== fresh && e.runner.cleanedUp !== undefined)
-      .map((e) => ({ alloc: e.alloc, job: e.job, entry: e, leaving: e.alloc.desiredStatus !== 'run' || isClientTerminal(e.runner.status().clientStatus) }));
-    return singleWriterHolders(fresh, others).map((h) => h.entry);
-  }
-
-  /** Resolves once every holder cleaned up, or the client stops. Never rejects. */
-  async #waitCleanedUp(fresh: RunnerEntry, holders: RunnerEntry[]): Promise<void> {
-    const ids = holders.map((h) => h.alloc.id);
-    this.#log.info({ allocId: fresh.alloc.id, waitingFor: ids }, 'waiting for the allocations holding its single-writer volume to stop and unmount it');
-    const stopped = new Promise<void>((resolve) => this.#stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
-    await Promise.race([Promise.all(holders.map((h) => h.runner.cleanedUp?.())), stopped]);
-    if (!this.#stopping.signal.aborted) this.#log.info({ allocId: fresh.alloc.id, waitedFor: ids }, 'single-writer volume released on this node; starting');
-  }
-
-  /** The heartbeat interval asked for, shortened so that fencing leases are renewed at least three times per window. */
-  #heartbeatIntervalMs(): number | undefined {
-    const window = this.#opts.stopAfterServerDisconnectMs;
-    if (!window) return this.#opts.heartbeatIntervalMs;
-    return Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.max(100, Math.floor(window / 3)));
-  }
-
-  /** Finished allocations with nothing running or mounted, with when they finished. */
-  #gcCandidates(): GcCandidate[] {
-    const out: GcCandidate[] = [];
-    const now = this.#clock.now();
-    for (const [allocId, entry] of this.#runners) {
-      if (entry.awaitingServer) continue;
-      const status = entry.runner.status();
-      if (!isClientTerminal(status.clientStatus)) continue;
-      const collectable = entry.runner.collectable ? entry.runner.collectable() : entry.runner.wanted().length === 0;
-      if (!collectable) continue;
-      const ends = Object.values(status.taskStates).map((t) => t.finishedAt ?? 0);
-      entry.finishedAt ??= Math.max(0, ...ends) || now;
-      out.push({ allocId, finishedAt: entry.finishedAt });
-    }
-    return out;
-  }
-
-  /**
-   * Destroys one finished allocation and forgets it: written down first, so
-   * that the server's list (which may still hold it) never brings it back.
-   */
-  async #collectAlloc(allocId: string): Promise<void> {
-    const entry = this.#runners.get(allocId);
-    if (!entry) return;
-    await entry.started;
-    // The server's list may have dropped (and destroyed) it meanwhile.
-    if (this.#runners.get(allocId) !== entry) return;
-    const store = this.#store as ClientStateStore;
-    const gone = store.bucket<true>(GC_BUCKET);
-    let recorded = true;
-    try {
-      gone.put(allocId, true);
-    } catch (err) {
-      // A full disk (its reserve used up) must not keep the space an allocation holds: destroy it
-      // first, then write it down (until then a server list that still holds it would bring it back).
-      if (!(err instanceof ClientStateError && err.code === 'STATE_DISK_FULL')) throw err;
-      this.#log.error({ allocId, err: describeError(err) }, 'disk full: collecting the allocation before recording it');
-      recorded = false;
-    }
-    this.#collected.add(allocId);
-    this.#runners.delete(allocId);
-    try {
-      await entry.runner.destroy();
-    } catch (err) {
-      // Keep the runner so that a later collection tries again (something under its directory stayed mounted).
-      this.#runners.set(allocId, entry);
-      throw err;
-    }
-    if (!recorded) gone.put(allocId, true);
-    if (store instanceof SqliteClientStateStore) store.restoreHeadroom();
-  }
-
   /** Percent in use of the file system holding the allocation directories; undefined when unknown. */
   #allocDiskUsage(): number | undefined {
-    try {
-      const st = statfsSync(this.#opts.allocDirRoot ?? path.join(this.#opts.dataDir, 'alloc'));
-      if (st.blocks === 0) return undefined;
-      return (1 - st.bavail / st.blocks) * 100;
-    } catch {
-      return undefined;
-    }
+    return diskUsagePercent(this.#opts.allocDirRoot ?? path.join(this.#opts.dataDir, 'alloc'));
   }
 
   /**
@@ -532,71 +443,39 @@ export class Client {
 
   /** Kills what is left in the cgroups of tasks no restored runner owns (the drivers share one cgroup parent). */
   async #reapOrphanedTasks(): Promise<void> {
-    const keep = new Set<string>();
-    for (const [allocId, entry] of this.#runners) {
-      const group = entry.job.groups.find((g) => g.name === entry.alloc.taskGroup);
-      for (const task of group?.tasks ?? []) keep.add(`${allocId}.${task.name}`);
-    }
     const [driver] = this.#drivers.values();
-    await driver?.reapOrphans(keep);
+    await driver?.reapOrphans(ownedTasks(this.#runners));
   }
 
   /** Recreates the runners of a previous run (from their own records) and reattaches their tasks; tears nothing down. */
   async #restoreRunners(store: ClientStateStore): Promise<void> {
-    await Promise.all(
-      savedAllocRunners(store).map(async ({ alloc, job }) => {
-        let entry: RunnerEntry;
-        try {
-          entry = this.#newRunner(alloc, job);
-        } catch (err) {
-          // A record this agent cannot rebuild a runner from must not keep the agent down.
-          this.#log.error({ allocId: alloc.id, err: describeError(err) }, 'cannot restore an allocation runner');
-          return;
-        }
-        entry.awaitingServer = true;
-        entry.started = entry.runner.restore().catch((err: unknown) => {
-          this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'restoring an allocation failed');
-        });
-        await entry.started;
-      }),
-    );
+    await restoreRunners(store, (alloc, job) => this.#newRunner(alloc, job), this.#log);
   }
 
   #newRunner(alloc: Allocation, job: Job): RunnerEntry {
-    const store = this.#store as ClientStateStore;
-    const dataDir = this.#opts.dataDir;
     const create = this.#opts.createAllocRunner ?? ((o: AllocRunnerOptions) => new AllocRunner(o));
-    const runner = create({
-      alloc,
-      job,
-      drivers: this.#drivers,
-      registry: this.#registry as PluginRegistry,
-      csiManager: this.#csi as CsiManager,
-      network: this.#network as NetworkManager,
-      claimer: this.#claimer as HttpVolumeClaimer,
-      onStatus: (u) => this.#onStatus(u),
-      store,
-      ...(this.#catalog ? { serviceCatalog: this.#catalog } : {}),
-      allocDirRoot: this.#opts.allocDirRoot ?? path.join(dataDir, 'alloc'),
-      ...(this.#chroot ? { chroot: this.#chroot } : {}),
-      pluginDirRoot: this.#opts.pluginDirRoot ?? path.join(dataDir, 'p'),
-      ...(this.#opts.hostVolumes ? { hostVolumes: this.#opts.hostVolumes } : {}),
-      node: {
-        id: alloc.nodeId,
-        name: this.#opts.nodeName,
-        datacenter: this.#opts.datacenter ?? 'dc1',
-        ...(this.#opts.region ? { region: this.#opts.region } : {}),
-        nodeClass: this.#opts.nodeClass ?? '',
-        attributes: this.#fingerprinter.last?.attributes ?? this.#opts.attributes ?? {},
-        meta: this.#meta.merged(),
-      },
-      ...(this.#opts.fileRoots ? { fileRoots: this.#opts.fileRoots } : {}),
-      logger: this.#root,
-      clock: this.#clock,
-      ...(this.#opts.retry ? { retry: this.#opts.retry } : {}),
-      ...(this.#opts.killTimeoutMs !== undefined ? { killTimeoutMs: this.#opts.killTimeoutMs } : {}),
-      ...(this.#opts.stopAfterServerDisconnectMs ? { stopAfterServerDisconnectMs: this.#opts.stopAfterServerDisconnectMs } : {}),
-    });
+    const runner = create(
+      allocRunnerOptions(
+        this.#opts,
+        {
+          drivers: this.#drivers,
+          registry: this.#registry as PluginRegistry,
+          csiManager: this.#csi as CsiManager,
+          network: this.#network as NetworkManager,
+          claimer: this.#claimer as HttpVolumeClaimer,
+          onStatus: (u) => this.#onStatus(u),
+          store: this.#store as ClientStateStore,
+          catalog: this.#catalog,
+          chroot: this.#chroot,
+          attributes: this.#fingerprinter.last?.attributes ?? this.#opts.attributes ?? {},
+          meta: this.#meta.merged(),
+          logger: this.#root,
+          clock: this.#clock,
+        },
+        alloc,
+        job,
+      ),
+    );
     const entry: RunnerEntry = { alloc, job, runner, started: Promise.resolve(), awaitingServer: false };
     this.#runners.set(alloc.id, entry);
     return entry;
@@ -613,79 +492,21 @@ export class Client {
   async #onAllocations(list: NodeAllocation[], index: number): Promise<void> {
     if (this.#stopping.signal.aborted) return;
     const store = this.#store as ClientStateStore;
-    const seen = new Set<string>();
-    const updates: RunnerEntry[] = [];
-    const created: RunnerEntry[] = [];
-    for (const item of list) {
-      const { job: sentJob, ...alloc } = item;
-      seen.add(alloc.id);
-      if (this.#collected.has(alloc.id)) continue;
-      const entry = this.#runners.get(alloc.id);
-      if (entry) {
-        // A restored runner gets the server's view even when nothing changed: only then may it act.
-        if (entry.awaitingServer || alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
-          entry.awaitingServer = false;
-          entry.alloc = alloc;
-          if (sentJob) entry.job = sentJob;
-          updates.push(entry);
-        }
-        continue;
-      }
-      if (alloc.desiredStatus !== 'run' || isClientTerminal(alloc.clientStatus)) continue;
-      if (!sentJob) {
-        this.#log.warn({ allocId: alloc.id }, 'the server sent an allocation without its job; reporting it failed');
-        this.#reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: 'the server sent no job for this allocation', taskStates: {} });
-        continue;
-      }
-      let fresh: RunnerEntry;
-      try {
-        fresh = this.#newRunner(alloc, sentJob);
-      } catch (err) {
-        this.#log.warn({ allocId: alloc.id, err: describeError(err) }, 'an allocation cannot run here');
-        this.#reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: describeError(err), taskStates: {} });
-        continue;
-      }
-      created.push(fresh);
-    }
-    // Started once every known allocation has its new version, so that a replacement sees the one it replaces stopping.
-    for (const fresh of created) {
-      const holders = this.#singleWriterHolders(fresh);
-      fresh.started = (async () => {
-        if (holders.length) await this.#waitCleanedUp(fresh, holders);
-        // Stopped by the server while it waited: it never runs.
-        if (this.#stopping.signal.aborted || fresh.alloc.desiredStatus !== 'run') return;
-        await fresh.runner.run();
-      })().catch((err: unknown) => {
-        this.#log.warn({ allocId: fresh.alloc.id, err: describeError(err) }, 'an allocation failed to start');
-      });
-      this.#track(fresh.started);
-    }
-    // Updates after the new runners started, so that a plugin allocation being replaced can wait for its successor.
-    for (const entry of updates) {
-      const successor = entry.alloc.desiredStatus !== 'run' ? pluginSuccessor(entry, this.#runners.values()) : undefined;
-      if (successor) {
-        this.#track(
-          stopAfterHandover(entry, successor, {
-            registry: this.#registry as PluginRegistry,
-            clock: this.#clock,
-            log: this.#log,
-            timeoutMs: this.#opts.handoverTimeoutMs ?? 60_000,
-            signal: this.#stopping.signal,
-          }),
-        );
-      } else entry.runner.update(entry.alloc, entry.job);
-    }
-    // Allocations the server no longer has for this node: garbage-collected, so destroyed here.
-    for (const [allocId, entry] of [...this.#runners]) {
-      if (seen.has(allocId)) continue;
-      this.#runners.delete(allocId);
-      this.#track(
-        (async () => {
-          await entry.started;
-          await entry.runner.destroy();
-        })().catch((err: unknown) => this.#log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
-      );
-    }
+    const seen = applyAllocList(
+      {
+        runners: this.#runners,
+        collected: this.#collected,
+        newRunner: (alloc, job) => this.#newRunner(alloc, job),
+        reporter: this.#reporter,
+        registry: this.#registry as PluginRegistry,
+        clock: this.#clock,
+        log: this.#log,
+        handoverTimeoutMs: this.#opts.handoverTimeoutMs ?? 60_000,
+        signal: this.#stopping.signal,
+        track: (p) => this.#track(p),
+      },
+      list,
+    );
     // Collected allocations the server has forgotten too need no tombstone any more.
     for (const allocId of [...this.#collected]) {
       if (seen.has(allocId)) continue;
@@ -702,29 +523,16 @@ export class Client {
     }
   }
 
-  /**
-   * After the first server list: each node plugin's volume manager tears down
-   * what no live allocation wants (allocations that ended or vanished while
-   * the agent was down) and keeps the rest; then the live runners remount
-   * from their records (intact steps send nothing). Waits for each plugin.
-   */
+  /** After the first server list: the CSI volumes reconciled with it (see reconcileVolumes). */
   async #reconcileVolumes(): Promise<void> {
-    const store = this.#store as ClientStateStore;
-    const signal = this.#stopping.signal;
-    const plugins = new RecordedVolumes(store).pluginsWithRecords();
-    await Promise.all([...this.#runners.values()].map((e) => e.started));
-    try {
-      const { failed } = await reconcileCsiVolumes({
-        csiManager: this.#csi as CsiManager,
-        runners: [...this.#runners.values()].map((e) => e.runner as AllocRunner),
-        extraPlugins: plugins,
-        signal,
-        logger: this.#root,
-      });
-      this.#log.info({ plugins: [...plugins], failed }, 'volumes reconciled with the server');
-    } catch (err) {
-      if (!signal.aborted) this.#log.warn({ err: describeError(err) }, 'reconciling volumes failed');
-    }
+    await reconcileVolumes({
+      store: this.#store as ClientStateStore,
+      csiManager: this.#csi as CsiManager,
+      runners: this.#runners,
+      signal: this.#stopping.signal,
+      root: this.#root,
+      log: this.#log,
+    });
   }
 
   // ---- teardown ----------------------------------------------------------------------
@@ -736,26 +544,7 @@ export class Client {
 
   /** Stops every allocation: workloads first, then plugin allocations (they unmount the workloads' volumes). */
   async #drain(): Promise<void> {
-    const isPlugin = (e: RunnerEntry): boolean =>
-      e.job.groups.find((g) => g.name === e.alloc.taskGroup)?.tasks.some((t) => t.csiPlugin !== undefined) ?? false;
-    const entries = [...this.#runners.values()];
-    for (const wave of [entries.filter((e) => !isPlugin(e)), entries.filter(isPlugin)]) {
-      await Promise.all(
-        wave.map(async (e) => {
-          try {
-            await e.started;
-            e.runner.update({ ...e.alloc, desiredStatus: 'stop', desiredDescription: 'the agent is draining' });
-            await this.#waitTerminal(e.runner, 60_000);
-            if (!isClientTerminal(e.runner.status().clientStatus)) throw new Error('its tasks did not stop within 60 s');
-            await e.runner.destroy();
-            this.#runners.delete(e.alloc.id);
-          } catch (err) {
-            this.#log.warn({ allocId: e.alloc.id, err: describeError(err) }, 'draining an allocation failed');
-            this.#drainProblems.push(`allocation ${e.alloc.id} (job ${e.alloc.jobId}): ${describeError(err)}`);
-          }
-        }),
-      );
-    }
+    await drainRunners(this.#runners, this.#statusListeners, this.#log, this.#drainProblems);
     await this.#flushFor(10_000);
   }
 
@@ -764,22 +553,6 @@ export class Client {
     const flushed = this.#reporter?.flush();
     if (!flushed) return;
     await Promise.race([flushed, this.#clock.sleep(ms, AbortSignal.timeout(ms + 1000)).catch(() => undefined)]);
-  }
-
-  /** Resolves once the runner reports a terminal client status, or after `timeoutMs`. */
-  async #waitTerminal(runner: AllocRunnerHandle, timeoutMs: number): Promise<void> {
-    const deadline = AbortSignal.timeout(timeoutMs);
-    while (!isClientTerminal(runner.status().clientStatus) && !deadline.aborted) {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          this.#statusListeners.delete(done);
-          deadline.removeEventListener('abort', done);
-          resolve();
-        };
-        this.#statusListeners.add(done);
-        deadline.addEventListener('abort', done, { once: true });
-      });
-    }
   }
 
   async #teardown(drain: boolean): Promise<void> {

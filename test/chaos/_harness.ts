@@ -38,16 +38,19 @@
 // reports failure when there was any.
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Allocation } from '../../src/structs/index.js';
-import { AgentRun, freePort, mountsUnder, type BerthResult } from '../support/agent-run.js';
+import { mountsUnder, type AgentRun, type BerthResult } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
-import { hostpathPluginJob } from '../support/runtime-cluster.js';
+import { alive, checkLines, scanProcesses } from './_checks.js';
+import { Cluster, PLUGIN_JOB, VOLUME_ID, WRITER_JOB, type ClusterKind } from './_cluster.js';
 
-export type ClusterKind = 'dev' | 'pair';
+export { checkLines, scanProcesses } from './_checks.js';
+export type { ClusterKind } from './_cluster.js';
+
 export type Phase = 'steady' | 'job-run' | 'job-stop' | 'plugin-update';
 export type Victim = 'agent' | 'server' | 'client' | 'plugin' | 'executor';
 
@@ -94,11 +97,6 @@ export interface ChaosReport {
   violations: Violation[];
 }
 
-const VOLUME_ID = 'chaos-vol';
-const PLUGIN_JOB = 'chaos-plugin';
-const WRITER_JOB = 'chaos-writer';
-const MGMT = 'chaos-mgmt-token-0123456789abcdef';
-const NODE_TOKEN = 'chaos-node-token-0123456789abcdef';
 
 /** A small seeded PRNG (mulberry32): the same seed gives the same numbers in [0, 1). */
 export function prng(seed: number): () => number {
@@ -138,222 +136,6 @@ export function planCycles(seed: number, cycles: number, clusters: readonly Clus
     }
   });
   return plans;
-}
-
-// ---------------------------------------------------------------- /proc
-
-interface Proc {
-  pid: number;
-  ppid: number;
-  cmd: string;
-  cwd: string;
-  env: Record<string, string>;
-}
-
-function readProc(pid: number): Proc | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-    const cwd = readlinkSync(`/proc/${pid}/cwd`);
-    const env: Record<string, string> = {};
-    for (const kv of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
-      const eq = kv.indexOf('=');
-      if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1);
-    }
-    return { pid, ppid, cmd, cwd, env };
-  } catch {
-    return undefined; // gone, or a kernel thread
-  }
-}
-
-/**
- * The Berth task processes of this run (their BERTH_TASK_DIR lies under
- * `root`) and the executors (executor.mjs running in a state dir under `root`).
- */
-export function scanProcesses(root: string): { tasks: Proc[]; executors: Proc[] } {
-  const tasks: Proc[] = [];
-  const executors: Proc[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    const p = readProc(Number(entry));
-    if (!p) continue;
-    if ((p.env['BERTH_TASK_DIR'] ?? '').startsWith(`${root}/`)) tasks.push(p);
-    else if (p.cmd.includes('executor.mjs') && p.cwd.startsWith(`${root}/`)) executors.push(p);
-  }
-  return { tasks, executors };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// ---------------------------------------------------------------- the writer's file
-
-/** Reads the writer's lines `<alloc> <pid> <n>` and reports what breaks the rules from line `from` on. */
-export function checkLines(text: string, from: number): { lines: number; problems: string[]; twoWriters: number } {
-  const lines = text.split('\n').filter((l) => l !== '');
-  const last = new Map<string, number>();
-  const closed = new Set<string>();
-  const problems: string[] = [];
-  let twoWriters = 0;
-  let prev = '';
-  lines.forEach((line, i) => {
-    const m = /^(\S+) (\d+) (\d+)$/.exec(line);
-    const report = (what: string): void => {
-      if (i >= from) problems.push(`line ${i + 1} "${line}": ${what}`);
-    };
-    if (!m) return report('not a writer line (torn or foreign)');
-    const key = `${m[1]} ${m[2]}`;
-    const n = Number(m[3]);
-    if (key !== prev) {
-      if (prev) closed.add(prev);
-      if (closed.has(key)) {
-        if (i >= from) twoWriters++;
-        report(`writer ${key} wrote again after writer ${prev} had started: two live writers on a single-writer volume`);
-      }
-      prev = key;
-    }
-    const before = last.get(key) ?? 0;
-    if (n <= before) report(`repeats line ${n} of writer ${key} (it was at ${before})`);
-    else if (n !== before + 1) report(`lines ${before + 1}..${n - 1} of writer ${key} never reached the volume`);
-    last.set(key, Math.max(before, n));
-  });
-  return { lines: lines.length, problems, twoWriters };
-}
-
-// ---------------------------------------------------------------- clusters
-
-class Cluster {
-  readonly kind: ClusterKind;
-  readonly root: string;
-  /** The data dir of the node's client (where allocations and plugin mounts live). */
-  readonly nodeDir: string;
-  readonly hostpathDir: string;
-  readonly agents = new Map<'agent' | 'server' | 'client', AgentRun>();
-  pluginGen = 0;
-
-  constructor(kind: ClusterKind, root: string) {
-    this.kind = kind;
-    this.root = root;
-    this.nodeDir = path.join(root, kind === 'dev' ? 'agent' : 'client');
-    this.hostpathDir = path.join(root, 'hp');
-  }
-
-  get api(): AgentRun {
-    return (this.agents.get('agent') ?? this.agents.get('server')) as AgentRun;
-  }
-
-  async start(): Promise<void> {
-    const port = await freePort();
-    if (this.kind === 'dev') {
-      this.agents.set('agent', await new AgentRun(['--dev', '--data-dir', this.nodeDir, '--port', String(port)]).start());
-      return;
-    }
-    writeFileSync(path.join(this.root, 'nodes.tokens'), `${NODE_TOKEN}\n`);
-    writeFileSync(
-      path.join(this.root, 'server.hcl'),
-      `data_dir = "${path.join(this.root, 'server')}"\nports {\n  http = ${port}\n}\ntokens {\n  management = ["${MGMT}"]\n  node_file  = "${path.join(this.root, 'nodes.tokens')}"\n}\n`,
-    );
-    const server = await new AgentRun(['--server', '--config', path.join(this.root, 'server.hcl')]).start();
-    server.token = MGMT;
-    this.agents.set('server', server);
-    writeFileSync(
-      path.join(this.root, 'client.json'),
-      JSON.stringify({
-        data_dir: this.nodeDir,
-        ports: { http: 0 },
-        client: { node_name: 'chaos-client', token: NODE_TOKEN, options: { 'driver.raw_exec.enable': true } },
-        csi: { probe_interval: '1s' },
-      }),
-    );
-    const client = await new AgentRun(['--client', '--server-address', server.addr, '--config', path.join(this.root, 'client.json')]).start();
-    client.token = MGMT;
-    this.agents.set('client', client);
-  }
-
-  /** Starts a killed agent process again with the same arguments (and data dir). */
-  async restart(which: 'agent' | 'server' | 'client'): Promise<void> {
-    const a = this.agents.get(which) as AgentRun;
-    await a.exited;
-    await a.start();
-    if (this.kind === 'pair') a.token = MGMT;
-  }
-
-  cli(args: readonly string[], timeoutMs = 60_000): Promise<BerthResult> {
-    return this.api.cli(args, { timeoutMs });
-  }
-
-  /** A GET on the API; undefined on 404. Throws on any other failure (the agent may be restarting). */
-  async get<T>(p: string): Promise<T | undefined> {
-    const res = await fetch(this.api.addr + p, { headers: { authorization: `Bearer ${this.api.token}` }, signal: AbortSignal.timeout(10_000) });
-    if (res.status === 404) return undefined;
-    if (!res.ok) throw new Error(`GET ${p}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as T;
-  }
-
-  file(name: string, body: string): string {
-    const f = path.join(this.root, name);
-    writeFileSync(f, body);
-    return f;
-  }
-
-  pluginFile(): string {
-    return this.file('plugin.json', JSON.stringify(hostpathPluginJob({ id: PLUGIN_JOB, driver: 'raw_exec', dataDir: this.hostpathDir, env: { CHAOS_GEN: String(this.pluginGen) } })));
-  }
-
-  writerFile(): string {
-    return this.file('writer.json', JSON.stringify(writerJob()));
-  }
-
-  /** SIGINT to every agent (the client before its server), waiting for their exits. */
-  async drain(): Promise<string[]> {
-    const problems: string[] = [];
-    for (const which of ['client', 'agent', 'server'] as const) {
-      const a = this.agents.get(which);
-      if (!a?.running) continue;
-      const r = await a.stop('SIGINT', 120_000);
-      if (r.code !== 0) problems.push(`the ${which} drained with SIGINT exited ${r.code ?? r.signal}: ${a.stderr.slice(-2000)}`);
-    }
-    return problems;
-  }
-
-  async kill(): Promise<void> {
-    for (const a of this.agents.values()) if (a.running) await a.stop('SIGKILL');
-  }
-}
-
-/** The writer: a service job appending `<alloc> <pid> <n>` every 100 ms to a file in the volume. */
-function writerJob(): Record<string, unknown> {
-  return {
-    id: WRITER_JOB,
-    type: 'service',
-    groups: [
-      {
-        name: 'main',
-        restart: { attempts: 10, interval: '1m', delay: '200ms', mode: 'delay' },
-        reschedule: { attempts: 0, interval: '1h', delay: '1s', unlimited: true },
-        volumes: { data: { type: 'csi', source: VOLUME_ID, accessMode: 'single-node-writer', attachmentMode: 'file-system' } },
-        tasks: [
-          {
-            name: 'write',
-            driver: 'raw_exec',
-            config: {
-              command: '/bin/sh',
-              args: ['-c', 'a=${BERTH_ALLOC_ID%%-*}; n=0; while :; do n=$((n+1)); echo "$a $$ $n" >> "$BERTH_TASK_DIR/data/counter"; sleep 0.1; done'],
-            },
-            volumeMounts: [{ volume: 'data', destination: '/data' }],
-            resources: { cpuMhz: 50, memoryMb: 32 },
-          },
-        ],
-      },
-    ],
-  };
 }
 
 const TERMINAL = new Set(['complete', 'failed', 'lost']);

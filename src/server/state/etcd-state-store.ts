@@ -6,6 +6,10 @@ import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Row } from './_store-view.js';
 import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
+import { isUnavailable, MAX_TXN_OPS, nestOps, prefixEnd, TXN_LEVEL_OPS } from './_etcd-txn.js';
+import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
+
+export type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
 
 /** The layout version this code writes under `<prefix>/schema`. */
 export const ETCD_SCHEMA_VERSION = 1;
@@ -19,75 +23,6 @@ const RANGE_PAGE = 1_000;
 const MAX_BATCH_WRITES = 256;
 /** A batch of queued writes stops growing past this many changes and reads. */
 const MAX_BATCH_OPS = 1_000;
-/**
- * etcd refuses a Txn with more than --max-txn-ops (default 128) compares or
- * operations at one level. Bigger writes nest their operations in sub-Txns of
- * at most this many each (all applied at one revision), and compare the
- * markers of the tables they read instead of each key.
- */
-const TXN_LEVEL_OPS = 100;
-/** etcd's default --max-txn-ops. A sub-Txn gets what its parents left: this less the largest list of each level above. */
-const MAX_TXN_OPS = 128;
-
-/** How many operations fit under `budget` with nesting (etcd's per-level rule), memoized. */
-const capacities = new Map<number, number>();
-function capacity(budget: number): number {
-  if (budget <= 2) return Math.max(0, budget);
-  let best = capacities.get(budget);
-  if (best !== undefined) return best;
-  best = budget;
-  for (let m = 2; m < budget; m++) best = Math.max(best, m * capacity(budget - m));
-  capacities.set(budget, best);
-  return best;
-}
-
-/**
- * Nests `ops` in sub-Txns so that etcd accepts them: each level holds at
- * most `budget` entries, less `taken` (its compares or failure ops), and a
- * sub-Txn's own budget is what the level above left (etcd checks a nested
- * Txn against --max-txn-ops minus its parent's largest list). A write of
- * 10,000 allocations nests two levels deep. Throws when even that cannot fit.
- */
-export function nestOps(ops: IRequestOp[], budget: number, taken = 0): IRequestOp[] {
-  if (ops.length <= budget) return ops;
-  for (let m = 2; m < budget; m++) {
-    const inner = budget - Math.max(taken, m);
-    if (inner < 1) break;
-    if (m * capacity(inner) < ops.length) continue;
-    const size = Math.ceil(ops.length / m);
-    const out: IRequestOp[] = [];
-    for (let i = 0; i < ops.length; i += size) out.push({ request_txn: { compare: [], success: nestOps(ops.slice(i, i + size), inner), failure: [] } });
-    return out;
-  }
-  throw new StateStoreError('STORE_IO', `a write of ${ops.length} changes is too large for one etcd transaction`);
-}
-
-/**
- * Who may write, for a store shared by several servers: `key` is a key the
- * holder created (e.g. an election key bound to its lease) and
- * `createRevision` its create_revision. Every write compares it; when the key
- * is gone or was re-created, the write fails with STORE_FENCED.
- */
-export interface StoreFence {
-  key: string;
-  createRevision: string;
-}
-
-export interface EtcdStateStoreOptions {
-  /** etcd client URLs, e.g. ['http://127.0.0.1:2379']. */
-  endpoints: readonly string[];
-  /** The key prefix all state lives under. Default '/berth'. Several clusters may share one etcd under different prefixes. */
-  prefix?: string;
-  logger?: Logger;
-  /** How many events are kept in memory for the event stream. Default 10,000. */
-  eventHistory?: number;
-  /** How long a write (and open) may wait for etcd before failing with STORE_UNAVAILABLE. Default 5 s. */
-  writeTimeoutMs?: number;
-  /** How often a write whose reads changed under it is run again before it fails with STORE_CONFLICT. Default 64. */
-  maxAttempts?: number;
-  /** The write fence (see StoreFence); called before every commit. undefined: unfenced. */
-  fence?: () => StoreFence | undefined;
-}
 
 interface PendingWrite {
   fn: (txn: WriteTxn) => unknown;
@@ -100,23 +35,6 @@ interface TableState {
   /** Mod revision of each row (what a write compares). */
   revs: Map<string, number>;
   shared: boolean;
-}
-
-function prefixEnd(prefix: Buffer): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i]! += 1;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Buffer.from([0]);
-}
-
-/** A gRPC/etcd failure that means "etcd cannot answer now" (no quorum, unreachable, deadline) rather than a bug. */
-function isUnavailable(err: unknown): boolean {
-  const text = `${(err as Error)?.name ?? ''} ${(err as Error)?.message ?? ''}`;
-  return /Unavailable|DeadlineExceeded|deadline|timed out|no leader|BrokenCircuit|ECONNREFUSED|connect|Cancelled|Internal|leader changed/i.test(text);
 }
 
 /**

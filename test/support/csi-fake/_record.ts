@@ -2,6 +2,7 @@
 // credential wrapped so that printing a recorded call never shows it.
 
 import { SecretList, SecretMap } from '../../../src/lib/index.js';
+import type { RecordedCall } from './_options.js';
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
@@ -63,4 +64,9 @@ export function jsonSafe(value: unknown): unknown {
     return out;
   }
   return value;
+}
+
+/** A recorded call's toJSON (installed on each call, not enumerable): the call through jsonSafe. */
+export function recordedCallToJson(this: RecordedCall): unknown {
+  return jsonSafe({ ...this });
 }

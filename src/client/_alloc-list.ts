@@ -1,0 +1,132 @@
+// How the Client acts on the server's allocation list (the authority on what
+// runs on this node): new allocations get a runner (started once the
+// allocations holding their single-writer volumes let go), changed ones are
+// updated (a replaced plugin allocation after a handover), and those the
+// server no longer lists are destroyed. Private to src/client.
+
+import { describeError, type Clock, type Logger } from '../lib/index.js';
+import { isClientTerminal, type Allocation, type Job } from '../structs/index.js';
+import { singleWriterHolders } from './allocrunner/index.js';
+import type { PluginRegistry } from './dynamicplugins/index.js';
+import type { NodeAllocation, StatusReporter } from './serverconn/index.js';
+import type { RunnerEntry } from './_client-types.js';
+import { pluginSuccessor, stopAfterHandover } from './_handover.js';
+
+/** What applyAllocList needs of the Client. */
+export interface AllocListContext {
+  runners: Map<string, RunnerEntry>;
+  /** Allocations this node garbage-collected: never run again. */
+  collected: ReadonlySet<string>;
+  /** Builds a runner and records it in `runners`; throws when the allocation cannot run here. */
+  newRunner(alloc: Allocation, job: Job): RunnerEntry;
+  reporter: StatusReporter | undefined;
+  registry: PluginRegistry;
+  clock: Clock;
+  log: Logger;
+  handoverTimeoutMs: number;
+  /** Aborted when the client stops. */
+  signal: AbortSignal;
+  /** Background work stop() waits for. */
+  track(p: Promise<unknown>): void;
+}
+
+/** Acts on one server list; returns the IDs it holds (seen), so the caller can forget tombstones. */
+export function applyAllocList(ctx: AllocListContext, list: NodeAllocation[]): Set<string> {
+  const { runners, log } = ctx;
+  const seen = new Set<string>();
+  const updates: RunnerEntry[] = [];
+  const created: RunnerEntry[] = [];
+  for (const item of list) {
+    const { job: sentJob, ...alloc } = item;
+    seen.add(alloc.id);
+    if (ctx.collected.has(alloc.id)) continue;
+    const entry = runners.get(alloc.id);
+    if (entry) {
+      // A restored runner gets the server's view even when nothing changed: only then may it act.
+      if (entry.awaitingServer || alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
+        entry.awaitingServer = false;
+        entry.alloc = alloc;
+        if (sentJob) entry.job = sentJob;
+        updates.push(entry);
+      }
+      continue;
+    }
+    if (alloc.desiredStatus !== 'run' || isClientTerminal(alloc.clientStatus)) continue;
+    if (!sentJob) {
+      log.warn({ allocId: alloc.id }, 'the server sent an allocation without its job; reporting it failed');
+      ctx.reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: 'the server sent no job for this allocation', taskStates: {} });
+      continue;
+    }
+    let fresh: RunnerEntry;
+    try {
+      fresh = ctx.newRunner(alloc, sentJob);
+    } catch (err) {
+      log.warn({ allocId: alloc.id, err: describeError(err) }, 'an allocation cannot run here');
+      ctx.reporter?.report({ id: alloc.id, clientStatus: 'failed', clientDescription: describeError(err), taskStates: {} });
+      continue;
+    }
+    created.push(fresh);
+  }
+  // Started once every known allocation has its new version, so that a replacement sees the one it replaces stopping.
+  for (const fresh of created) {
+    const holders = holdersOf(runners, fresh);
+    fresh.started = (async () => {
+      if (holders.length) await waitCleanedUp(ctx, fresh, holders);
+      // Stopped by the server while it waited: it never runs.
+      if (ctx.signal.aborted || fresh.alloc.desiredStatus !== 'run') return;
+      await fresh.runner.run();
+    })().catch((err: unknown) => {
+      log.warn({ allocId: fresh.alloc.id, err: describeError(err) }, 'an allocation failed to start');
+    });
+    ctx.track(fresh.started);
+  }
+  // Updates after the new runners started, so that a plugin allocation being replaced can wait for its successor.
+  for (const entry of updates) {
+    const successor = entry.alloc.desiredStatus !== 'run' ? pluginSuccessor(entry, runners.values()) : undefined;
+    if (successor) {
+      ctx.track(
+        stopAfterHandover(entry, successor, {
+          registry: ctx.registry,
+          clock: ctx.clock,
+          log,
+          timeoutMs: ctx.handoverTimeoutMs,
+          signal: ctx.signal,
+        }),
+      );
+    } else entry.runner.update(entry.alloc, entry.job);
+  }
+  // Allocations the server no longer has for this node: garbage-collected, so destroyed here.
+  for (const [allocId, entry] of [...runners]) {
+    if (seen.has(allocId)) continue;
+    runners.delete(allocId);
+    ctx.track(
+      (async () => {
+        await entry.started;
+        await entry.runner.destroy();
+      })().catch((err: unknown) => log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
+    );
+  }
+  return seen;
+}
+
+/**
+ * The other allocations on this node a new one must wait for before it
+ * mounts its single-writer volumes: those using one of them that are
+ * being stopped (or failed) and not cleaned up yet, and those writing it.
+ * On one node a volume never has two live writers, even for a moment.
+ */
+function holdersOf(runners: Map<string, RunnerEntry>, fresh: RunnerEntry): RunnerEntry[] {
+  const others = [...runners.values()]
+    .filter((e) => e !== fresh && e.runner.cleanedUp !== undefined)
+    .map((e) => ({ alloc: e.alloc, job: e.job, entry: e, leaving: e.alloc.desiredStatus !== 'run' || isClientTerminal(e.runner.status().clientStatus) }));
+  return singleWriterHolders(fresh, others).map((h) => h.entry);
+}
+
+/** Resolves once every holder cleaned up, or the client stops. Never rejects. */
+async function waitCleanedUp(ctx: AllocListContext, fresh: RunnerEntry, holders: RunnerEntry[]): Promise<void> {
+  const ids = holders.map((h) => h.alloc.id);
+  ctx.log.info({ allocId: fresh.alloc.id, waitingFor: ids }, 'waiting for the allocations holding its single-writer volume to stop and unmount it');
+  const stopped = new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+  await Promise.race([Promise.all(holders.map((h) => h.runner.cleanedUp?.())), stopped]);
+  if (!ctx.signal.aborted) ctx.log.info({ allocId: fresh.alloc.id, waitedFor: ids }, 'single-writer volume released on this node; starting');
+}

@@ -1,0 +1,67 @@
+// The etcd Txn helpers of the etcd StateStore: nesting a large write in
+// sub-Txns within etcd's --max-txn-ops, the end of a key prefix's range, and
+// which failures mean "etcd cannot answer now". Private to src/server/state.
+
+import type { IRequestOp } from 'etcd3';
+import { StateStoreError } from './errors.js';
+
+/**
+ * etcd refuses a Txn with more than --max-txn-ops (default 128) compares or
+ * operations at one level. Bigger writes nest their operations in sub-Txns of
+ * at most this many each (all applied at one revision), and compare the
+ * markers of the tables they read instead of each key.
+ */
+export const TXN_LEVEL_OPS = 100;
+/** etcd's default --max-txn-ops. A sub-Txn gets what its parents left: this less the largest list of each level above. */
+export const MAX_TXN_OPS = 128;
+
+/** How many operations fit under `budget` with nesting (etcd's per-level rule), memoized. */
+const capacities = new Map<number, number>();
+function capacity(budget: number): number {
+  if (budget <= 2) return Math.max(0, budget);
+  let best = capacities.get(budget);
+  if (best !== undefined) return best;
+  best = budget;
+  for (let m = 2; m < budget; m++) best = Math.max(best, m * capacity(budget - m));
+  capacities.set(budget, best);
+  return best;
+}
+
+/**
+ * Nests `ops` in sub-Txns so that etcd accepts them: each level holds at
+ * most `budget` entries, less `taken` (its compares or failure ops), and a
+ * sub-Txn's own budget is what the level above left (etcd checks a nested
+ * Txn against --max-txn-ops minus its parent's largest list). A write of
+ * 10,000 allocations nests two levels deep. Throws when even that cannot fit.
+ */
+export function nestOps(ops: IRequestOp[], budget: number, taken = 0): IRequestOp[] {
+  if (ops.length <= budget) return ops;
+  for (let m = 2; m < budget; m++) {
+    const inner = budget - Math.max(taken, m);
+    if (inner < 1) break;
+    if (m * capacity(inner) < ops.length) continue;
+    const size = Math.ceil(ops.length / m);
+    const out: IRequestOp[] = [];
+    for (let i = 0; i < ops.length; i += size) out.push({ request_txn: { compare: [], success: nestOps(ops.slice(i, i + size), inner), failure: [] } });
+    return out;
+  }
+  throw new StateStoreError('STORE_IO', `a write of ${ops.length} changes is too large for one etcd transaction`);
+}
+
+/** The first key after every key that starts with `prefix` (a Range's end). */
+export function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]! += 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
+/** A gRPC/etcd failure that means "etcd cannot answer now" (no quorum, unreachable, deadline) rather than a bug. */
+export function isUnavailable(err: unknown): boolean {
+  const text = `${(err as Error)?.name ?? ''} ${(err as Error)?.message ?? ''}`;
+  return /Unavailable|DeadlineExceeded|deadline|timed out|no leader|BrokenCircuit|ECONNREFUSED|connect|Cancelled|Internal|leader changed/i.test(text);
+}
