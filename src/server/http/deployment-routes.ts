@@ -2,6 +2,7 @@
 // /v1/deployment/..., /v1/job/:id/deployments, versions, revert, scale).
 
 import type { FastifyInstance } from 'fastify';
+import { publicJob } from '../../structs/index.js';
 import { jobDeployments, jobVersions } from '../deployments/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
@@ -72,7 +73,7 @@ export function registerDeploymentRoutes(app: FastifyInstance, { deps, signalOf 
     );
     if (result.length === 0) throw new ApiError('NOT_FOUND', `job "${req.params.id}" not found in namespace "${ns}"`);
     reply.header('X-Berth-Index', String(index));
-    return { versions: result };
+    return { versions: result.map((v) => ({ ...v, job: publicJob(v.job) })) };
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/revert', { config: { access: 'write' } }, async (req) => {

@@ -5,7 +5,7 @@
 // run does.
 
 import { isDeepStrictEqual } from 'node:util';
-import { JobValidationError, specOfJob, type Evaluation, type Job, type JobPlan, type JobSpec, type TaskGroup } from '../../structs/index.js';
+import { JobValidationError, publicJob, specOfJob, type Evaluation, type Job, type JobPlan, type JobSpec, type TaskGroup } from '../../structs/index.js';
 import { recordJobVersion } from '../deployments/index.js';
 import { rowKey, type ScratchTxn, type WriteTxn } from '../state/index.js';
 import { evaluateJob } from './evaluate.js';
@@ -85,7 +85,8 @@ export function registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Jo
 
 /** What a plan run in `txn` would do: the diff against `prev`, placements, stops, failures. Pure over the transaction. */
 export function describePlan(txn: ScratchTxn, prev: Job | undefined, spec: JobSpec, evaluation: Evaluation): JobPlan {
-  const diff = diffJobs(prev ? specOfJob(prev) : undefined, spec);
+  // Mount flags may carry credentials: the diff compares what reads show ([REDACTED] flags).
+  const diff = diffJobs(prev ? publicJob(specOfJob(prev)) : undefined, publicJob(spec));
   const placements: JobPlan['placements'] = [];
   const stops: JobPlan['stops'] = [];
   let inPlaceUpdates = 0;

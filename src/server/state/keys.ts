@@ -35,10 +35,14 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
   }
 }
 
-/** What events carry of a row: volumes without secrets, claims with credential-looking context redacted. */
+/** What events carry of a row: volumes without secrets, claims with credential-looking context redacted, jobs (and past job versions) without mount flags. */
 export function publicRow(table: DataTable, row: unknown): unknown {
   if (table === 'volumes') return publicVolume(row as TableRow<'volumes'>);
   if (table === 'claims') return publicClaim(row as TableRow<'claims'>);
   if (table === 'jobs') return publicJob(row as TableRow<'jobs'>);
+  if (table === 'jobVersions' && row) {
+    const v = row as TableRow<'jobVersions'>;
+    return { ...v, job: publicJob(v.job) };
+  }
   return row;
 }
