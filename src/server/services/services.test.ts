@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { Allocation, ServiceReport } from '../../structs/index.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { listServices, serviceInstances, ServiceReaper, syncAllocServices } from './index.js';
+import { testAllocation } from '../../../test/support/server-rows.js';
 
 let dir = '';
 let store: SqliteStateStore;
@@ -23,25 +24,8 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function alloc(id: string, over: Partial<Allocation> = {}): Omit<Allocation, 'createIndex' | 'modifyIndex'> {
-  return {
-    id,
-    namespace: 'default',
-    jobId: 'web',
-    jobVersion: 0,
-    taskGroup: 'g',
-    nodeId: 'n1',
-    desiredStatus: 'run',
-    desiredDescription: '',
-    clientStatus: 'running',
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createTime: 0,
-    modifyTime: 0,
-    ...over,
-  };
-}
+/** An allocation of job `web` on node n1 (the shared server-row kit). */
+const alloc = (id: string, over: Partial<Allocation> = {}): Allocation => testAllocation(id, 'n1', { jobId: 'web', jobVersion: 0, ...over });
 const report = (id: string, port: number, tags: string[] = []): ServiceReport => ({ id, serviceName: 'api', tags, meta: {}, address: '127.0.0.1', port });
 
 describe('service registrations', () => {
