@@ -18,6 +18,7 @@ import { rowKey, SqliteStateStore } from '../state/index.js';
 import { DeploymentService } from './deployment-service.js';
 import { DeploymentWatcher } from './deployment-watcher.js';
 import { jobDeployments, jobVersions } from './deployment-plan.js';
+import { registerScheduled } from '../../../test/support/scheduled-jobs.js';
 
 let dir: string;
 let store: SqliteStateStore;
@@ -42,6 +43,10 @@ afterEach(() => {
   store.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** Registers a job and runs its pending evaluation, as the evaluation worker would. */
+const register = (spec: unknown, opts?: { checkIndex?: number }): ReturnType<typeof registerScheduled> => registerScheduled(jobs, store, spec, opts);
+
 
 function spec(version: string, update: Record<string, unknown> = {}, count = 3): JobSpecInput {
   return {
@@ -71,24 +76,25 @@ async function clientReports(failing: (a: Allocation) => boolean = () => false):
   }
 }
 
-/** The clients report, the health time passes, the watcher looks. */
+/** The clients report, the health time passes, the watcher looks; what it registered (a revert) is scheduled, as the evaluation worker would. */
 async function settle(failing?: (a: Allocation) => boolean): Promise<void> {
   await clientReports(failing);
   await watcher.tick();
   await clock.advance(1_000);
   await watcher.tick();
+  await jobs.evaluatePending();
 }
 
 const versionsOf = (allocs: Allocation[]): string => allocs.sort((a, b) => (a.index ?? 0) - (b.index ?? 0)).map((a) => a.jobVersion).join(',');
 
 describe('rolling updates', () => {
   it('replaces max_parallel allocations at a time, lowest index first, each batch after the last is healthy', async () => {
-    await jobs.register(spec('1'));
+    await register(spec('1'));
     await settle();
     assert.equal(latest().status, 'successful');
     assert.equal(jobVersions(store.snapshot(), 'default', 'web')[0]?.stable, true);
 
-    await jobs.register(spec('2'));
+    await register(spec('2'));
     const d = latest();
     assert.equal(d.status, 'running');
     assert.equal(d.jobVersion, 1);
@@ -116,10 +122,10 @@ describe('rolling updates', () => {
   });
 
   it('places a canary in place of the first allocation and waits for promotion; promote rolls the rest', async () => {
-    await jobs.register(spec('1', { canary: 1 }));
+    await register(spec('1', { canary: 1 }));
     await settle();
     assert.equal(latest().status, 'successful', 'a new job has no canaries');
-    await jobs.register(spec('2', { canary: 1 }));
+    await register(spec('2', { canary: 1 }));
     assert.equal(versionsOf(live()), '1,0,0');
     assert.equal(live().find((a) => a.jobVersion === 1)?.deploymentStatus?.canary, true);
     await assert.rejects(deployments.promote(latest().id), /0 of 1 canaries are healthy/);
@@ -136,18 +142,18 @@ describe('rolling updates', () => {
   });
 
   it('auto_promote promotes healthy canaries', async () => {
-    await jobs.register(spec('1', { canary: 1, autoPromote: true }));
+    await register(spec('1', { canary: 1, autoPromote: true }));
     await settle();
-    await jobs.register(spec('2', { canary: 1, autoPromote: true }));
+    await register(spec('2', { canary: 1, autoPromote: true }));
     await settle();
     assert.equal(latest().taskGroups['g']?.promoted, true);
     assert.equal(versionsOf(live()), '1,1,0');
   });
 
   it('a failing version fails the deployment and auto_revert registers the last stable version again', async () => {
-    await jobs.register(spec('1', { autoRevert: true }));
+    await register(spec('1', { autoRevert: true }));
     await settle();
-    await jobs.register(spec('2', { autoRevert: true }));
+    await register(spec('2', { autoRevert: true }));
     const failed = latest();
     await settle((a) => a.jobVersion === 1);
     const after = store.snapshot().get('deployments', rowKey(failed.id)) as Deployment;
@@ -164,9 +170,9 @@ describe('rolling updates', () => {
   });
 
   it('an allocation not healthy by healthy_deadline fails the deployment; pause holds a rollout', async () => {
-    await jobs.register(spec('1'));
+    await register(spec('1'));
     await settle();
-    await jobs.register(spec('2'));
+    await register(spec('2'));
     const d = latest();
     await deployments.pause(d.id, true);
     assert.equal(latest().status, 'paused');
@@ -182,13 +188,14 @@ describe('rolling updates', () => {
   });
 
   it('job revert and job scale register the job anew', async () => {
-    await jobs.register(spec('1', { maxParallel: 3 }));
+    await register(spec('1', { maxParallel: 3 }));
     await settle();
-    await jobs.register(spec('2', { maxParallel: 3 }));
+    await register(spec('2', { maxParallel: 3 }));
     await settle();
     await deployments.revert('default', 'web', 0);
     assert.equal(store.snapshot().get('jobs', rowKey('default', 'web'))?.groups[0]?.tasks[0]?.env['VERSION'], '1');
     await deployments.scale('default', 'web', 'g', 5);
+    await jobs.evaluatePending();
     assert.equal(live().length, 5);
     await assert.rejects(deployments.scale('default', 'web', 'nope', 1), /has no group "nope"/);
     await assert.rejects(deployments.revert('default', 'web', 42), /has no version 42/);

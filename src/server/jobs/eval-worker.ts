@@ -1,5 +1,11 @@
-// The evaluation worker: evaluates jobs again when the world changes under
-// them, without anyone asking. It follows the store's change events:
+// The evaluation worker: runs the scheduler for the evaluations left pending
+// (a job registered: the POST answered once the job and its evaluation were
+// durable), and evaluates jobs again when the world changes under them,
+// without anyone asking. It follows the store's change events:
+// - pending evaluations appear: every one is run, oldest first, several per
+//   store write, yielding to the event loop between writes so that the API's
+//   requests are answered before the next batch (a user's POST never waits
+//   behind a burst of 200 evaluations);
 // - a node joins, goes down or changes what it can run: system jobs (run on
 //   every eligible node) and jobs with allocations there are evaluated;
 // - an allocation fails: its job is evaluated (rescheduling per policy, at
@@ -8,19 +14,22 @@
 // - on start, pending/blocked evaluations and jobs with delayed reschedules
 //   left by a previous server are picked up.
 
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
-import { isClientTerminal, type Allocation, type Node } from '../../structs/index.js';
+import { isClientTerminal, type Allocation, type Evaluation, type Node } from '../../structs/index.js';
 import type { DataTable, StateStore, StoreEvent } from '../state/index.js';
-import type { JobService } from './job-service.js';
+import { DEFAULT_EVAL_BATCH, type JobService } from './job-service.js';
 
 export interface EvalWorkerOptions {
   store: StateStore;
   jobs: JobService;
   clock?: Clock;
   logger: Logger;
+  /** Pending evaluations run in one store write (default DEFAULT_EVAL_BATCH). */
+  batch?: number;
 }
 
-const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins', 'jobs'];
+const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins', 'jobs', 'evaluations'];
 
 /** What about a node matters to placement: a change here re-evaluates. */
 function nodeSignature(n: Node): string {
@@ -41,10 +50,12 @@ export class EvalWorker {
   /** `namespace\0jobId` -> the timer of its delayed re-evaluation. */
   readonly #timers = new Map<string, { at: number; abort: AbortController }>();
   #lastIndex = 0;
+  readonly #batch: number;
 
   constructor(opts: EvalWorkerOptions) {
     this.#store = opts.store;
     this.#jobs = opts.jobs;
+    this.#batch = opts.batch ?? DEFAULT_EVAL_BATCH;
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger.child({ component: 'eval-worker' });
     this.#life = new Lifecycle({ logger: this.#log });
@@ -90,11 +101,12 @@ export class EvalWorker {
     });
   }
 
-  /** Evaluates every job that has pending or blocked evaluations, or may owe a reschedule. */
+  /** Runs every pending evaluation; evaluates every job that has blocked evaluations, or may owe a reschedule. */
   async #sweep(): Promise<void> {
+    await this.#runPending();
     const snap = this.#store.snapshot();
     const jobs = new Set<string>();
-    for (const e of snap.list('evaluations', { filter: (e) => e.status === 'pending' || e.status === 'blocked' })) {
+    for (const e of snap.list('evaluations', { filter: (e) => e.status === 'blocked' })) {
       jobs.add(`${e.namespace}\0${e.jobId}`);
     }
     for (const a of snap.list('allocations', { filter: (a) => a.desiredStatus === 'run' && a.clientStatus === 'failed' })) {
@@ -124,7 +136,33 @@ export class EvalWorker {
     }
   }
 
+  /**
+   * Runs the pending evaluations, a batch per store write, until none is
+   * left; before each batch it yields to the event loop, so requests that
+   * arrived meanwhile (more registrations among them, which then join the
+   * next batch) are served first. A failed batch is logged and left pending
+   * for the next wake or sweep.
+   */
+  async #runPending(): Promise<void> {
+    for (;;) {
+      await yieldToLoop();
+      if (this.#life.stopRequested) return;
+      let pass;
+      try {
+        pass = await this.#jobs.evaluatePending({ max: this.#batch });
+      } catch (err) {
+        if (this.#store.closed) return;
+        this.#log.error({ err: describeError(err) }, 'running pending evaluations failed; retrying on the next change');
+        return;
+      }
+      for (const [key, at] of pass.followUps) this.#schedule(key, at);
+      if (pass.evaluations.length) this.#log.debug({ evaluated: pass.evaluations.length, remaining: pass.remaining }, 'pending evaluations run');
+      if (pass.remaining === 0 || pass.evaluations.length === 0) return;
+    }
+  }
+
   async #handle(events: readonly StoreEvent[]): Promise<void> {
+    if (events.some((ev) => ev.topic === 'evaluations' && ev.op === 'put' && (ev.row as Evaluation).status === 'pending')) await this.#runPending();
     const snap = this.#store.snapshot();
     const due = new Map<string, { trigger: 'node-update' | 'alloc-failure' | 'blocked-retry'; nodeId?: string }>();
     let retryBlocked = false;

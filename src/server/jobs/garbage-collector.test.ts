@@ -9,6 +9,7 @@ import { eventually } from '../../../test/support/eventually.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { GarbageCollector } from './garbage-collector.js';
 import { JobService } from './job-service.js';
+import { registerScheduled } from '../../../test/support/scheduled-jobs.js';
 
 let dir: string;
 let store: SqliteStateStore;
@@ -30,6 +31,9 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Registers a job and runs its pending evaluation, as the evaluation worker would. */
+const register = (spec: unknown, opts?: { checkIndex?: number }): ReturnType<typeof registerScheduled> => registerScheduled(jobs, store, spec, opts);
+
 const spec = (id: string) => ({ id, groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
 const allocsOf = (jobId: string) => store.snapshot().list('allocations', { filter: (a) => a.jobId === jobId });
 
@@ -40,7 +44,7 @@ async function finish(jobId: string): Promise<void> {
 describe('server garbage collection', () => {
   it('removes a purged job\'s allocations from the list once they have stopped and released their claims', async () => {
     await gc.start();
-    await jobs.register(spec('web'));
+    await register(spec('web'));
     const [alloc] = allocsOf('web');
     // A claim the allocation still holds (being released) keeps it listed.
     store.writeNow((txn) =>
@@ -64,7 +68,7 @@ describe('server garbage collection', () => {
 
   it('collects stopped allocations, finished evaluations and stopped jobs past the age and count limits, on the clock', async () => {
     await gc.start();
-    for (const id of ['a', 'b']) await jobs.register(spec(id));
+    for (const id of ['a', 'b']) await register(spec(id));
     await jobs.stop('default', 'a');
     await finish('a');
     for (let i = 0; i < 3; i++) await jobs.evaluate('default', 'b', { trigger: 'job-register', always: true });
@@ -87,8 +91,8 @@ describe('server garbage collection', () => {
   });
 
   it('collects everything collectable at once when forced (berth system gc), and says what', async () => {
-    await jobs.register(spec('a'));
-    await jobs.register(spec('b'));
+    await register(spec('a'));
+    await register(spec('b'));
     await jobs.stop('default', 'a');
     await finish('a');
     const [aAlloc] = allocsOf('a');

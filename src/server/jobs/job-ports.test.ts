@@ -12,6 +12,7 @@ import { ManualClock, silentLogger } from '../../lib/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { SqliteStateStore } from '../state/index.js';
 import { JobService } from './job-service.js';
+import { registerScheduled } from '../../../test/support/scheduled-jobs.js';
 
 let dir: string;
 let store: SqliteStateStore;
@@ -28,6 +29,9 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Registers a job and runs its pending evaluation, as the evaluation worker would. */
+const register = (spec: unknown, opts?: { checkIndex?: number }): ReturnType<typeof registerScheduled> => registerScheduled(jobs, store, spec, opts);
+
 const web = (id: string, memoryMb: number, env: Record<string, string> = {}, ports: unknown[] = [{ label: 'http', static: 8080 }, { label: 'admin' }]) => ({
   id,
   groups: [{ name: 'g', network: { ports }, tasks: [{ name: 't', driver: 'exec', env, resources: { cpuMhz: 100, memoryMb } }] }],
@@ -36,18 +40,18 @@ const live = (jobId: string) => store.snapshot().list('allocations', { filter: (
 
 describe('job service: ports', () => {
   it('keeps an allocation\'s ports when it is updated in place, and lets its replacement take its static port', async () => {
-    await jobs.register(web('web', 64));
+    await register(web('web', 64));
     const [first] = live('web');
     assert.deepEqual(first!.ports?.map((p) => [p.label, p.hostIp]), [['http', '127.0.0.1'], ['admin', '127.0.0.1']]);
     assert.equal(first!.ports?.[0]?.value, 8080);
     const admin = first!.ports?.[1]?.value as number;
     assert.ok(admin >= 21000 && admin <= 21999, String(admin));
 
-    const grown = await jobs.register(web('web', 96));
+    const grown = await register(web('web', 96));
     assert.equal(grown.evaluation.updatedInPlace, 1);
     assert.deepEqual(live('web')[0]!.ports, first!.ports, 'same allocation, same ports');
 
-    const changed = await jobs.register(web('web', 96, { MODE: 'fast' }));
+    const changed = await register(web('web', 96, { MODE: 'fast' }));
     assert.deepEqual([changed.evaluation.stopped, changed.evaluation.placed], [1, 1]);
     const [second] = live('web');
     assert.notEqual(second!.id, first!.id);
@@ -55,8 +59,8 @@ describe('job service: ports', () => {
   });
 
   it('blocks a second job asking for a static port another job holds, naming the port', async () => {
-    await jobs.register(web('web', 64));
-    const other = await jobs.register(web('other', 64, {}, [{ label: 'web', static: 8080 }]));
+    await register(web('web', 64));
+    const other = await register(web('other', 64, {}, [{ label: 'web', static: 8080 }]));
     assert.equal(other.evaluation.status, 'blocked');
     assert.match(other.evaluation.blockedReason, /1 node exhausted network: reserved port collision web=8080/);
     assert.equal(live('other').length, 0);

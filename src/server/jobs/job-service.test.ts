@@ -11,6 +11,7 @@ import { rowKey, SqliteStateStore } from '../state/index.js';
 import { EvalWorker } from './eval-worker.js';
 import { JobService } from './job-service.js';
 import { eventually, nextTurn } from '../../../test/support/eventually.js';
+import { registerScheduled } from '../../../test/support/scheduled-jobs.js';
 
 let dir: string;
 let store: SqliteStateStore;
@@ -27,6 +28,9 @@ afterEach(() => {
   store.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** Registers a job and runs its pending evaluation, as the evaluation worker would. */
+const register = (spec: unknown, opts?: { checkIndex?: number }): ReturnType<typeof registerScheduled> => registerScheduled(jobs, store, spec, opts);
 
 function plugin(id: string, extra: Partial<CsiPlugin> = {}): Omit<CsiPlugin, 'createIndex' | 'modifyIndex'> {
   return {
@@ -108,11 +112,11 @@ describe('job service', () => {
       id: 'web',
       groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', env, resources: { cpuMhz: 100, ...resources } }] }],
     });
-    await jobs.register(web({ memoryMb: 64 }));
+    await register(web({ memoryMb: 64 }));
     const [first] = store.snapshot().list('allocations');
 
     // Only memory and pids changed, and 96 MB fits on the 1000 MB node: same allocation, new version and resources.
-    const grown = await jobs.register(web({ memoryMb: 96, pidsMax: 50 }));
+    const grown = await register(web({ memoryMb: 96, pidsMax: 50 }));
     assert.equal(grown.job.version, 1);
     assert.deepEqual([grown.evaluation.updatedInPlace, grown.evaluation.placed, grown.evaluation.stopped], [1, 0, 0]);
     const [same] = store.snapshot().list('allocations');
@@ -122,23 +126,23 @@ describe('job service', () => {
     assert.deepEqual(same!.resources, { cpuMhz: 100, memoryMb: 96 });
 
     // 2000 MB does not fit on the node: the allocation is stopped (its replacement cannot be placed either).
-    const huge = await jobs.register(web({ memoryMb: 2000 }));
+    const huge = await register(web({ memoryMb: 2000 }));
     assert.deepEqual([huge.evaluation.updatedInPlace, huge.evaluation.stopped], [0, 1]);
     assert.equal(store.snapshot().get('allocations', rowKey(first!.id))!.desiredStatus, 'stop');
 
     // Back to a size that fits, then a change of anything else: replaced, not updated in place.
-    const back = await jobs.register(web({ memoryMb: 96 }));
+    const back = await register(web({ memoryMb: 96 }));
     const current = store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' });
     assert.equal(current.length, 1);
     assert.equal(back.evaluation.placed, 1);
-    const env = await jobs.register(web({ memoryMb: 128 }, { MODE: 'fast' }));
+    const env = await register(web({ memoryMb: 128 }, { MODE: 'fast' }));
     assert.deepEqual([env.evaluation.updatedInPlace, env.evaluation.stopped, env.evaluation.placed], [0, 1, 1]);
     assert.equal(store.snapshot().get('allocations', rowKey(current[0]!.id))!.desiredStatus, 'stop');
   });
 
   it('places a CSI job only on the node with a healthy node plugin, and says why not elsewhere', async () => {
     seed();
-    const { job, evaluation } = await jobs.register(csiJob());
+    const { job, evaluation } = await register(csiJob());
     assert.equal(evaluation.status, 'complete');
     assert.equal(evaluation.placed, 1);
     const allocs = store.snapshot().list('allocations');
@@ -149,7 +153,7 @@ describe('job service', () => {
     assert.equal(job.status, 'running');
 
     // A second writer of the single-node-writer volume cannot be placed: blocked, with counts.
-    const second = await jobs.register({ ...csiJob(), id: 'db2' });
+    const second = await register({ ...csiJob(), id: 'db2' });
     assert.equal(second.evaluation.status, 'blocked');
     assert.deepEqual(second.evaluation.failedPlacements['db']!.reasons, {
       'found no free write claim on volume data': 1,
@@ -163,7 +167,7 @@ describe('job service', () => {
     store.writeNow((txn) =>
       txn.put('volumes', volume('data', { capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }, { accessMode: 'single-node-reader-only', attachmentMode: 'file-system' }] })),
     );
-    await jobs.register(csiJob());
+    await register(csiJob());
     const reader = {
       id: 'report',
       groups: [
@@ -175,7 +179,7 @@ describe('job service', () => {
       ],
     };
     // The writer is placed but has not claimed yet; then it has.
-    const beforeClaim = await jobs.register(reader);
+    const beforeClaim = await register(reader);
     assert.equal(beforeClaim.evaluation.status, 'blocked');
     assert.deepEqual(beforeClaim.evaluation.failedPlacements['db']!.reasons, {
       'could not use volume data, which is in use as single-node-writer/file-system': 1,
@@ -199,15 +203,15 @@ describe('job service', () => {
   it('rejects at registration, naming the field: missing volume, unknown plugin, impossible access mode', async () => {
     seed();
     store.writeNow((txn) => txn.put('volumes', volume('orphan', { pluginId: 'ghost' })));
-    const missing = await rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'nope' } } }] }));
+    const missing = await rejected(() => register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'nope' } } }] }));
     assert.equal(missing.problems[0]!.path, 'groups[0].volumes.data.source');
     assert.match(missing.problems[0]!.message, /"nope" is not registered/);
 
-    const unknown = await rejected(() => jobs.register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'orphan' } } }] }));
+    const unknown = await rejected(() => register({ ...csiJob(), groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'orphan' } } }] }));
     assert.match(unknown.problems[0]!.message, /plugin "ghost", which is unknown/);
 
     const mode = await rejected(() =>
-      jobs.register({
+      register({
         ...csiJob(),
         groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'data', accessMode: 'multi-node-multi-writer' } } }],
       }),
@@ -217,7 +221,7 @@ describe('job service', () => {
 
     const snmw = await rejected(() => {
       store.writeNow((txn) => txn.put('volumes', volume('sn', { capabilities: [{ accessMode: 'single-node-multi-writer', attachmentMode: 'file-system' }] })));
-      return jobs.register({
+      return register({
         ...csiJob(),
         groups: [{ ...csiJob().groups[0], volumes: { data: { type: 'csi', source: 'sn', accessMode: 'single-node-multi-writer' } } }],
       });
@@ -229,19 +233,19 @@ describe('job service', () => {
   it('scales, updates in place only what changed, stops and purges', async () => {
     seed();
     const spec = { id: 'web', groups: [{ name: 'web', count: 2, tasks: [{ name: 't', driver: 'exec' }] }] };
-    await jobs.register(spec);
+    await register(spec);
     const first = store.snapshot().list('allocations');
     assert.equal(first.length, 2);
 
-    const same = await jobs.register(spec);
+    const same = await register(spec);
     assert.equal(same.job.version, 0, 'an unchanged spec keeps its version');
     assert.equal(same.evaluation.placed, 0);
 
-    const scaled = await jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3 }] });
+    const scaled = await register({ ...spec, groups: [{ ...spec.groups[0], count: 3 }] });
     assert.equal(scaled.evaluation.placed, 1);
     assert.equal(scaled.evaluation.stopped, 0, 'a count change replaces nothing');
 
-    const changed = await jobs.register({ ...spec, groups: [{ ...spec.groups[0], count: 3, tasks: [{ name: 't', driver: 'exec', env: { A: '1' } }] }] });
+    const changed = await register({ ...spec, groups: [{ ...spec.groups[0], count: 3, tasks: [{ name: 't', driver: 'exec', env: { A: '1' } }] }] });
     assert.equal(changed.evaluation.stopped, 3);
     assert.equal(changed.evaluation.placed, 3);
 
@@ -258,7 +262,7 @@ describe('job service', () => {
 
   it('keeps the newer state when an older status report of an allocation arrives after it (a slow request overtaken)', async () => {
     seed();
-    await jobs.register({ id: 'slow', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
+    await register({ id: 'slow', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
     const [alloc] = store.snapshot().list('allocations');
     const received = { at: 1000, type: 'Received', message: 'Task received by the client', details: {} };
     const started = { at: 2000, type: 'Started', message: 'Task started by driver exec', details: {} };
@@ -280,7 +284,7 @@ describe('job service', () => {
     const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
     worker.start();
     try {
-      await jobs.register({ id: 'w', groups: [{ name: 'g', reschedule: { attempts: 1, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }] });
+      await register({ id: 'w', groups: [{ name: 'g', reschedule: { attempts: 1, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }] });
       const [alloc] = store.snapshot().list('allocations');
       await jobs.updateAllocations(alloc!.nodeId, [{ id: alloc!.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
       await clock.waitForSleepers(1);
@@ -305,8 +309,8 @@ describe('job service', () => {
     const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
     worker.start();
     try {
-      await jobs.register({ id: 'sys', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
-      await jobs.register({ id: 'svc', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 100, memoryMb: 100 } }] }] });
+      await register({ id: 'sys', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
+      await register({ id: 'svc', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 100, memoryMb: 100 } }] }] });
       assert.equal(store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' }).length, 3);
       store.writeNow((txn) => txn.put('nodes', testNode('n4')));
       await eventually('the system job on the new node', () => store.snapshot().list('allocations', { filter: (a) => a.jobId === 'sys' && a.nodeId === 'n4' })[0]);
@@ -350,7 +354,7 @@ describe('job service', () => {
           claimTime: 0,
         }),
       );
-      const { evaluation } = await jobs.register(csiJob());
+      const { evaluation } = await register(csiJob());
       assert.equal(evaluation.status, 'blocked');
       store.writeNow((txn) => txn.delete('claims', rowKey('default', 'data', 'old-alloc')));
       const done = await eventually('the blocked evaluation to complete', () => store.snapshot().list('evaluations', { filter: (e) => e.id === evaluation.id && e.status === 'complete' })[0]);
@@ -366,8 +370,8 @@ describe('job service', () => {
     await worker.start();
     try {
       const batch = (id: string) => ({ id, type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 600, memoryMb: 10 } }] }] });
-      await jobs.register(batch('first'));
-      const second = await jobs.register(batch('second'));
+      await register(batch('first'));
+      const second = await register(batch('second'));
       assert.equal(second.evaluation.status, 'blocked', 'the node has 1000 MHz; the first job holds 600');
       const [first] = store.snapshot().list('allocations', { filter: (a) => a.jobId === 'first' });
       // The batch task ends on its own: desired status stays "run", the client reports it complete.
@@ -388,7 +392,7 @@ describe('job service', () => {
     await worker.start();
     try {
       const sys = { id: 'plugin', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] };
-      await jobs.register(sys);
+      await register(sys);
       const onN1 = () => store.snapshot().list('allocations', { filter: (a) => a.jobId === 'plugin' && a.nodeId === 'n1' });
       // The agent on n1 was drained (SIGINT): its allocation finished while still wanted.
       const [first] = onN1();
@@ -408,7 +412,7 @@ describe('job service', () => {
       // It fails; an unchanged resubmission places it once more (and only once).
       await jobs.updateAllocations('n1', [{ id: again.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
       await settle(worker);
-      const resubmitted = await jobs.register(sys);
+      const resubmitted = await register(sys);
       assert.equal(resubmitted.evaluation.placed, 1);
       const latest = onN1().find((a) => a.desiredStatus === 'run')!;
       assert.equal(latest.clientStatus, 'pending');
@@ -432,24 +436,24 @@ describe('job service', () => {
       await jobs.updateAllocations(live.nodeId, [{ id: live.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
       return live.id;
     };
-    await jobs.register(spec());
+    await register(spec());
     const firstId = await failLive();
     // No attempts left: re-evaluating alone places nothing.
     assert.equal((await jobs.evaluate('default', 'svc', { trigger: 'alloc-failure', always: true })).evaluation!.placed, 0);
 
-    const same = await jobs.register(spec());
+    const same = await register(spec());
     assert.equal(same.evaluation.placed, 1, 'an unchanged resubmission runs it again');
     const secondId = await failLive();
     assert.notEqual(secondId, firstId);
 
-    const changed = await jobs.register(spec({ A: '1' }));
+    const changed = await register(spec({ A: '1' }));
     assert.equal(changed.evaluation.placed, 1, 'a changed spec runs it again');
     await failLive();
 
     // Purged: its stopped allocations are gone from the allocation list, and the same ID runs again.
     await jobs.stop('default', 'svc', { purge: true });
     assert.deepEqual(store.snapshot().list('allocations', { filter: (a) => a.jobId === 'svc' }), []);
-    const rerun = await jobs.register(spec());
+    const rerun = await register(spec());
     assert.equal(rerun.evaluation.placed, 1);
   });
 });

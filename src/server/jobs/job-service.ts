@@ -1,7 +1,10 @@
 // Jobs as users manage them: register (or update), stop, purge; allocation
-// status as nodes report it; allocation stop. Every change is one store write
-// that also evaluates the job, so a registration returns with its
-// allocations placed (or its evaluation blocked, with the reasons).
+// status as nodes report it; allocation stop. A registration is one store
+// write of the job and a pending evaluation, answered once durable (as
+// Nomad's job register); the evaluation worker then runs the scheduler for
+// every pending evaluation (`evaluatePending`, several per write). Stop,
+// allocation stop, dispatch and periodic launches still evaluate inside
+// their own write, so they answer with the evaluation's outcome.
 
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import {
@@ -18,7 +21,7 @@ import {
   type TaskState,
   type AllocNetworkStatus,
 } from '../../structs/index.js';
-import { rowKey, ScratchTxn, type StateStore } from '../state/index.js';
+import { rowKey, ScratchTxn, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
 import { describePlan, jobModifyIndex, registerIn, sameSpec } from './register-job.js';
 import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
@@ -54,6 +57,20 @@ export interface RegisterResult {
   index: number;
 }
 
+/** What one pass over the pending evaluations did (`JobService.evaluatePending`). */
+export interface PendingPass {
+  /** The evaluations this pass ran, as they ended: complete, blocked or failed. */
+  evaluations: Evaluation[];
+  /** Jobs owed a delayed re-evaluation (a reschedule's delay): `namespace\0jobId` -> clock time. */
+  followUps: Map<string, number>;
+  /** Pending evaluations left for the next pass. */
+  remaining: number;
+  index: number;
+}
+
+/** How many pending evaluations `evaluatePending` runs in one store write unless told. */
+export const DEFAULT_EVAL_BATCH = 32;
+
 /** A periodic launch: the child job and its evaluation, or why nothing was launched. */
 export type LaunchResult = { job: Job; evaluation: Evaluation; index: number } | { skipped: string; index: number };
 
@@ -71,8 +88,11 @@ export class JobService {
   }
 
   /**
-   * Registers a new job or updates one (same namespace and ID), and evaluates
-   * it. A stopped job registered again runs again. Throws JobValidationError
+   * Registers a new job or updates one (same namespace and ID) with a
+   * pending evaluation, and resolves once both are durable: placement is the
+   * evaluation worker's, after (follow the evaluation to see it end; it is
+   * never lost: a restarted leader runs what it finds pending). A stopped
+   * job registered again runs again. Throws JobValidationError
    * (code INVALID) listing every problem, with field paths, when the spec is
    * malformed or names volumes/plugins/access modes the server cannot serve.
    * Safe to repeat (an unchanged spec keeps its version). With
@@ -89,7 +109,7 @@ export class JobService {
           throw new JobError('CONFLICT', `job "${spec.id}" changed since the plan: its job modify index is ${current}, not ${opts.checkIndex}; plan it again`);
         }
       }
-      return registerIn(txn, spec, now);
+      return registerIn(txn, spec, now, 'later');
     });
     this.#log.info({ jobId: spec.id, namespace: spec.namespace, evalId: result.evaluation.id, status: result.evaluation.status }, 'job registered');
     return { ...result, index };
@@ -105,7 +125,7 @@ export class JobService {
     const spec = parseJobSpec(input);
     const txn = new ScratchTxn(this.#store.snapshot());
     const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
-    const { evaluation } = registerIn(txn, spec, this.#clock.now());
+    const { evaluation } = registerIn(txn, spec, this.#clock.now(), 'now');
     return describePlan(txn, prev, spec, evaluation);
   }
 
@@ -129,6 +149,59 @@ export class JobService {
     });
     this.#log.info({ jobId, namespace, purge: Boolean(opts.purge) }, 'job stopped');
     return { evaluation: result, index };
+  }
+
+  /**
+   * Runs the scheduler for the pending evaluations, oldest first: at most
+   * `max` (DEFAULT_EVAL_BATCH) in one store write, each seeing what the ones
+   * before it placed. Each ends complete or blocked, as `evaluate` ends it.
+   * Should the batch's write throw for one of them (a bug, not a store
+   * failure), each runs in its own write and the one that throws is marked
+   * failed with the error, so one bad job never holds the others back.
+   * Rejects with StateStoreError when the store cannot write (nothing was
+   * changed then). Safe to repeat: a pass with nothing pending writes nothing.
+   */
+  async evaluatePending(opts: { max?: number } = {}): Promise<PendingPass> {
+    const max = Math.max(1, opts.max ?? DEFAULT_EVAL_BATCH);
+    try {
+      const { index, result } = await this.#store.write((txn) => this.#runPending(txn, pendingEvaluations(txn).slice(0, max)));
+      return { ...result, index };
+    } catch (err) {
+      if (err instanceof StateStoreError) throw err;
+      this.#log.error({ err: String(err) }, 'a batch of evaluations failed; running them one at a time');
+    }
+    const out: PendingPass = { evaluations: [], followUps: new Map(), remaining: 0, index: 0 };
+    for (const e of pendingEvaluations(this.#store.snapshot()).slice(0, max)) {
+      const one = await this.#store
+        .write((txn) => this.#runPending(txn, [e]))
+        .catch(async (err: unknown) => {
+          if (err instanceof StateStoreError) throw err;
+          this.#log.error({ evalId: e.id, jobId: e.jobId, namespace: e.namespace, err: String(err) }, 'evaluation failed');
+          const now = this.#clock.now();
+          const failed = { ...e, status: 'failed' as const, statusDescription: `the scheduler failed: ${err instanceof Error ? err.message : String(err)}`, modifyTime: now };
+          return this.#store.write((txn) => ({ evaluations: [txn.put('evaluations', failed)], followUps: new Map<string, number>(), remaining: 0 }));
+        });
+      out.evaluations.push(...one.result.evaluations);
+      for (const [k, at] of one.result.followUps) out.followUps.set(k, at);
+      out.index = one.index;
+    }
+    out.remaining = pendingEvaluations(this.#store.snapshot()).length;
+    return out;
+  }
+
+  /** Evaluates `batch` (pending evaluations) inside `txn`, in order. */
+  #runPending(txn: WriteTxn, batch: readonly Evaluation[]): Omit<PendingPass, 'index'> {
+    const now = this.#clock.now();
+    const evaluations: Evaluation[] = [];
+    const followUps = new Map<string, number>();
+    for (const e of batch) {
+      // Still pending in this view: a concurrent pass (another leader's last breath) may have run it.
+      if (txn.get('evaluations', rowKey(e.id))?.status !== 'pending') continue;
+      const out = evaluateJob(txn, e.namespace, e.jobId, { trigger: e.triggeredBy, now, always: true, evalId: e.id });
+      if (out.evaluation) evaluations.push(out.evaluation);
+      if (out.followUpAt !== undefined) followUps.set(`${e.namespace}\0${e.jobId}`, out.followUpAt);
+    }
+    return { evaluations, followUps, remaining: pendingEvaluations(txn).length };
   }
 
   /**
@@ -267,6 +340,11 @@ export class JobService {
     });
     return result ? { evaluation: result, index } : { index };
   }
+}
+
+/** The pending evaluations in `reader`, oldest first. */
+function pendingEvaluations(reader: Pick<WriteTxn, 'list'>): Evaluation[] {
+  return reader.list('evaluations', { filter: (e) => e.status === 'pending' }).sort((a, b) => a.createIndex - b.createIndex || a.createTime - b.createTime);
 }
 
 /** The time of the newest task event in `states` (0 when none). */

@@ -14,6 +14,7 @@ import { eventually } from '../../../test/support/eventually.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { JobService } from './job-service.js';
 import { PeriodicDispatcher } from './periodic-dispatcher.js';
+import { registerScheduled } from '../../../test/support/scheduled-jobs.js';
 
 // 2030-01-01T00:00:00Z
 const START = Date.UTC(2030, 0, 1);
@@ -38,6 +39,9 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Registers a job and runs its pending evaluation, as the evaluation worker would. */
+const register = (spec: unknown, opts?: { checkIndex?: number }): ReturnType<typeof registerScheduled> => registerScheduled(jobs, store, spec, opts);
+
 const periodicJob = (periodic: Record<string, unknown>) => ({
   id: 'report',
   type: 'batch',
@@ -55,7 +59,7 @@ async function startDispatcher(): Promise<void> {
 
 describe('periodic jobs', () => {
   it('launch a child job at each cron time, none before, and run nothing themselves', async () => {
-    const { job, evaluation } = await jobs.register(periodicJob({ cron: '*/5 * * * *' }));
+    const { job, evaluation } = await register(periodicJob({ cron: '*/5 * * * *' }));
     assert.equal(job.status, 'running');
     assert.equal(evaluation.status, 'complete');
     assert.equal(store.snapshot().list('allocations').length, 0);
@@ -77,7 +81,7 @@ describe('periodic jobs', () => {
 
   it('read six fields as Nomad does (a year last) and honour the time zone', async () => {
     // 03:00 in Berlin (UTC+1 in January) is 02:00 UTC; the year field keeps it to 2030.
-    await jobs.register(periodicJob({ crons: ['0 3 * * * 2030'], timeZone: 'Europe/Berlin' }));
+    await register(periodicJob({ crons: ['0 3 * * * 2030'], timeZone: 'Europe/Berlin' }));
     await startDispatcher();
     await clock.waitForSleepers(1);
     await clock.advance(2 * 60 * MINUTE);
@@ -86,7 +90,7 @@ describe('periodic jobs', () => {
   });
 
   it('skip a launch while the previous child runs under prohibit_overlap', async () => {
-    await jobs.register(periodicJob({ cron: '* * * * *', prohibitOverlap: true }));
+    await register(periodicJob({ cron: '* * * * *', prohibitOverlap: true }));
     await startDispatcher();
     await clock.waitForSleepers(1);
     await clock.advance(MINUTE);
@@ -105,7 +109,7 @@ describe('periodic jobs', () => {
   });
 
   it('launch once for the times missed while no leader ran', async () => {
-    await jobs.register(periodicJob({ cron: '*/10 * * * *' }));
+    await register(periodicJob({ cron: '*/10 * * * *' }));
     // No dispatcher for an hour: six launch times pass.
     await clock.advance(60 * MINUTE);
     await startDispatcher();
@@ -118,7 +122,7 @@ describe('periodic jobs', () => {
   });
 
   it('are launched at once by force, whatever the schedule, and not while disabled', async () => {
-    await jobs.register(periodicJob({ cron: '0 0 1 1 *', enabled: false }));
+    await register(periodicJob({ cron: '0 0 1 1 *', enabled: false }));
     await startDispatcher();
     await clock.advance(365 * 24 * 60 * MINUTE);
     assert.deepEqual(children(), []);
@@ -130,11 +134,11 @@ describe('periodic jobs', () => {
   });
 
   it('refuse a cron expression or time zone that is not one, by field', async () => {
-    await assert.rejects(jobs.register(periodicJob({ cron: 'every day' })), (err: Error) => {
+    await assert.rejects(register(periodicJob({ cron: 'every day' })), (err: Error) => {
       assert.match(err.message, /periodic\.cron: "every day" is not a cron expression/);
       return true;
     });
-    await assert.rejects(jobs.register(periodicJob({ cron: '* * * * *', timeZone: 'Mars/Olympus' })), /periodic\.timeZone: time zone "Mars\/Olympus" is not an IANA time zone/);
-    await assert.rejects(jobs.register({ ...periodicJob({ cron: '* * * * *' }), type: 'service' }), /periodic: periodic jobs must be of type "batch"/);
+    await assert.rejects(register(periodicJob({ cron: '* * * * *', timeZone: 'Mars/Olympus' })), /periodic\.timeZone: time zone "Mars\/Olympus" is not an IANA time zone/);
+    await assert.rejects(register({ ...periodicJob({ cron: '* * * * *' }), type: 'service' }), /periodic: periodic jobs must be of type "batch"/);
   });
 });

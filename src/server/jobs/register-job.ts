@@ -1,11 +1,23 @@
 // A job registration inside a write transaction: the new version, its
 // groups' versions (what replaces allocations, what updates them in place),
-// and the evaluation. Shared by `register` (a committed write) and `plan`
-// (a scratch transaction that is thrown away), so that a plan shows what a
-// run does.
+// and the evaluation. Shared by `register` (a committed write that leaves the
+// evaluation pending for the evaluation worker) and `plan` (a scratch
+// transaction, evaluated at once and thrown away), so that a plan shows what
+// a run does.
 
+import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { JobValidationError, publicJob, specOfJob, type Evaluation, type Job, type JobPlan, type JobSpec, type TaskGroup } from '../../structs/index.js';
+import {
+  JobValidationError,
+  publicJob,
+  specOfJob,
+  type EvalTrigger,
+  type Evaluation,
+  type Job,
+  type JobPlan,
+  type JobSpec,
+  type TaskGroup,
+} from '../../structs/index.js';
 import { recordJobVersion } from '../deployments/index.js';
 import { rowKey, type ScratchTxn, type WriteTxn } from '../state/index.js';
 import { evaluateJob } from './evaluate.js';
@@ -41,11 +53,39 @@ export function jobModifyIndex(job: Job | undefined): number {
 }
 
 /**
- * Registers (or updates) `spec` inside `txn` and evaluates it. Throws
+ * Puts a pending evaluation of `job` inside `txn`: the scheduler's work,
+ * durable with the change that asked for it, done later by the evaluation
+ * worker (JobService.evaluatePending), as Nomad's job register leaves it to
+ * its eval broker.
+ */
+export function putPendingEvaluation(txn: WriteTxn, job: Pick<Job, 'namespace' | 'id' | 'type' | 'priority'>, trigger: EvalTrigger, now: number): Evaluation {
+  return txn.put('evaluations', {
+    id: randomUUID(),
+    namespace: job.namespace,
+    jobId: job.id,
+    type: job.type,
+    priority: job.priority,
+    triggeredBy: trigger,
+    status: 'pending',
+    statusDescription: 'waiting for the scheduler',
+    blockedReason: '',
+    failedPlacements: {},
+    placed: 0,
+    stopped: 0,
+    waitUntil: 0,
+    createTime: now,
+    modifyTime: now,
+  });
+}
+
+/**
+ * Registers (or updates) `spec` inside `txn` with its evaluation: evaluated
+ * in the same transaction when `schedule` is `now` (a plan), left pending for
+ * the evaluation worker when `later` (a registration). Throws
  * JobValidationError when the spec names volumes or plugins the state
  * cannot serve; nothing is written then.
  */
-export function registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Job; evaluation: Evaluation } {
+export function registerIn(txn: WriteTxn, spec: JobSpec, now: number, schedule: 'now' | 'later'): { job: Job; evaluation: Evaluation } {
   const problems = problemsAgainstState(spec, txn);
   if (problems.length) throw new JobValidationError(problems);
   const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
@@ -79,6 +119,7 @@ export function registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Jo
     ...(prev ? { createIndex: prev.createIndex } : {}),
   });
   recordJobVersion(txn, job);
+  if (schedule === 'later') return { job, evaluation: putPendingEvaluation(txn, job, 'job-register', now) };
   const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
   return { job: txn.get('jobs', rowKey(job.namespace, job.id)) as Job, evaluation: outcome.evaluation as Evaluation };
 }

@@ -1,0 +1,124 @@
+// A registration answers once the job and its pending evaluation are
+// durable; the evaluation worker places it after, many at once, and a
+// restarted server runs what a crash left pending.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { ManualClock, silentLogger } from '../../lib/index.js';
+import type { Evaluation } from '../../structs/index.js';
+import { testNode } from '../../../test/support/scheduler-nodes.js';
+import { eventually, nextTurn } from '../../../test/support/eventually.js';
+import { rowKey, SqliteStateStore } from '../state/index.js';
+import { EvalWorker } from './eval-worker.js';
+import { JobService } from './job-service.js';
+
+let dir: string;
+let store: SqliteStateStore;
+let clock: ManualClock;
+let jobs: JobService;
+let worker: EvalWorker | undefined;
+
+const job = (id: string): Record<string, unknown> => ({
+  id,
+  groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 5, memoryMb: 10 } }] }],
+});
+
+const evaluation = (id: string): Evaluation | undefined => store.snapshot().get('evaluations', rowKey(id));
+const pending = (): number => store.snapshot().list('evaluations', { filter: (e) => e.status === 'pending' }).length;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'berth-evalworker-'));
+  store = SqliteStateStore.open(join(dir, 'state.db'));
+  store.writeNow((txn) => txn.put('nodes', testNode('n1')));
+  clock = new ManualClock(1_000_000);
+  jobs = new JobService({ store, clock, logger: silentLogger() });
+});
+afterEach(async () => {
+  await worker?.stop();
+  worker = undefined;
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('evaluation worker: registrations are scheduled after they answer', () => {
+  it('a registration answers with a pending evaluation and nothing placed; the worker then completes it and places the allocation', async () => {
+    const registered = await jobs.register(job('web'));
+    assert.equal(registered.evaluation.status, 'pending');
+    assert.equal(registered.evaluation.triggeredBy, 'job-register');
+    assert.equal(evaluation(registered.evaluation.id)?.status, 'pending', 'the pending evaluation is stored with the job');
+    assert.equal(store.snapshot().list('allocations').length, 0, 'nothing is placed before the worker runs');
+
+    worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
+    await worker.start();
+    const done = await eventually('the evaluation completes', () => (evaluation(registered.evaluation.id)?.status === 'complete' ? evaluation(registered.evaluation.id) : undefined));
+    assert.equal(done.placed, 1);
+    assert.equal(done.createIndex, registered.evaluation.createIndex, 'the same evaluation, completed (the ID the API answered)');
+    const [alloc] = store.snapshot().list('allocations');
+    assert.equal(alloc?.jobId, 'web');
+    assert.equal(alloc?.nodeId, 'n1');
+    assert.equal(store.snapshot().get('jobs', rowKey('default', 'web'))?.status, 'running');
+  });
+
+  it('places every one of many registrations sent at once, several evaluations per store write', async () => {
+    worker = new EvalWorker({ store, jobs, clock, logger: silentLogger(), batch: 16 });
+    await worker.start();
+    const ids = Array.from({ length: 60 }, (_, i) => `burst-${i}`);
+    const registered = await Promise.all(ids.map((id) => jobs.register(job(id))));
+    await eventually('every evaluation ran', () => pending() === 0);
+    for (const r of registered) assert.equal(evaluation(r.evaluation.id)?.status, 'complete', r.job.id);
+    const allocs = store.snapshot().list('allocations');
+    assert.deepEqual(allocs.map((a) => a.jobId).sort(), [...ids].sort());
+    const writes = new Set(allocs.map((a) => a.createIndex));
+    assert.ok(writes.size < ids.length, `60 placements in ${writes.size} writes: batched`);
+  });
+
+  it('yields to the event loop between batches, so that requests are served while a burst is scheduled', async () => {
+    for (let i = 0; i < 40; i++) await jobs.register(job(`j${i}`));
+    const seen: number[] = [];
+    let watching = true;
+    const watch = (): void => {
+      seen.push(pending());
+      if (watching) setImmediate(watch);
+    };
+    watch();
+    worker = new EvalWorker({ store, jobs, clock, logger: silentLogger(), batch: 8 });
+    await worker.start();
+    await eventually('every evaluation ran', () => pending() === 0);
+    watching = false;
+    await nextTurn();
+    assert.ok(
+      seen.some((n) => n > 0 && n < 40),
+      `the loop turned while some evaluations were done and others still pending (pending counts seen: ${[...new Set(seen)].join(', ')})`,
+    );
+  });
+
+  it('a crash between the registration and its scheduling leaves a pending evaluation that the restarted server runs', async () => {
+    const registered = await jobs.register(job('web'));
+    // The server dies here: the answer was sent, no worker ran.
+    store.close();
+    store = SqliteStateStore.open(join(dir, 'state.db'));
+    assert.equal(evaluation(registered.evaluation.id)?.status, 'pending', 'the pending evaluation survived the restart');
+    jobs = new JobService({ store, clock, logger: silentLogger() });
+    worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
+    await worker.start();
+    // start() returns once its start-up sweep is done: the evaluation already ran.
+    assert.equal(evaluation(registered.evaluation.id)?.status, 'complete');
+    assert.equal(store.snapshot().list('allocations', { filter: (a) => a.jobId === 'web' }).length, 1);
+  });
+
+  it('a batch whose scheduling throws for one job fails that evaluation only; the others are placed', async () => {
+    const good = await jobs.register(job('good'));
+    const bad = await jobs.register(job('bad'));
+    // A job row the scheduler cannot read (as a bug or a corrupt row would leave it): datacenters is not a list.
+    store.writeNow((txn) => txn.put('jobs', { ...txn.get('jobs', rowKey('default', 'bad'))!, datacenters: null as never }));
+    const pass = await jobs.evaluatePending();
+    assert.equal(evaluation(good.evaluation.id)?.status, 'complete');
+    assert.equal(evaluation(bad.evaluation.id)?.status, 'failed');
+    assert.match(evaluation(bad.evaluation.id)?.statusDescription ?? '', /^the scheduler failed: /);
+    assert.equal(pass.remaining, 0);
+    assert.deepEqual(store.snapshot().list('allocations').map((a) => a.jobId), ['good']);
+  });
+});
