@@ -200,8 +200,11 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
     }
     return;
   }
-  // A rolling update (the job's groups have an update block): follow its deployment instead.
-  const rollout = await monitorDeployment(s, body.job);
+  // A rolling update (the job's groups have an update block): follow its deployment instead,
+  // once the scheduler ran the evaluation (it makes the deployment).
+  const { rolls } = await loadStructs();
+  const deploys = body.job.type === 'service' && body.job.groups.some((g) => rolls(g.update));
+  const rollout = deploys ? (await settledEvaluation(s, body.evalId), await monitorDeployment(s, body.job)) : undefined;
   if (rollout) {
     if (s.out.json) s.out.document({ ok: rollout.ok, reason: rollout.reason, jobId: body.job.id, evalId: body.evalId, deployment: rollout.deployment });
     if (!rollout.ok) throw new MonitorFailure(`deployment ${shortId(rollout.deployment.id)} ${rollout.deployment.status}: ${rollout.reason}`);
@@ -265,6 +268,20 @@ interface MonitorResult {
 }
 
 /**
+ * The evaluation once the scheduler ran it (it left `pending`), followed with
+ * blocking reads: the server answers a registration before it schedules.
+ * Throws ApiClientError as the API answers; AbortedError on Ctrl-C.
+ */
+async function settledEvaluation(s: ApiSession, evalId: string): Promise<Evaluation> {
+  let index = 0;
+  for (;;) {
+    const ans = await s.api.get<Evaluation>(KINDS.evaluation.getPath(evalId), index ? { index, wait: MONITOR_WAIT } : {});
+    if (ans.body.status !== 'pending') return ans.body;
+    index = ans.index;
+  }
+}
+
+/**
  * Follows the evaluation until it leaves `pending`, then the allocations it
  * placed until each is running (or complete, for batch jobs) or one fails.
  * Ctrl-C stops following; the job keeps running.
@@ -277,7 +294,6 @@ async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: num
   say(`==> ${timestamp(Date.now())}: Monitoring evaluation "${shortId(evalId)}"`);
   say(`    Evaluation triggered by job "${job.id}"`);
   let evaluation: Evaluation | undefined;
-  let index = 0;
   const result = (ok: boolean, reason: string, allocs: Allocation[] = []): MonitorResult => ({
     ok,
     reason,
@@ -286,13 +302,7 @@ async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: num
     allocations: allocs.map((a) => ({ id: a.id, nodeId: a.nodeId, taskGroup: a.taskGroup, clientStatus: a.clientStatus, clientDescription: a.clientDescription })),
   });
   try {
-    for (;;) {
-      const ans = await s.api.get<Evaluation>(KINDS.evaluation.getPath(evalId), index ? { index, wait: MONITOR_WAIT } : {});
-      evaluation = ans.body;
-      index = ans.index;
-      if (evaluation.status !== 'pending') break;
-    }
-    const ev = evaluation;
+    const ev = (evaluation = await settledEvaluation(s, evalId));
     let allocs = (await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace })).body;
     const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex && a.desiredStatus === 'run');
     for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);

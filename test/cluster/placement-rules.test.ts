@@ -56,7 +56,7 @@ async function plan(spec: Record<string, unknown>): Promise<JobPlan> {
 
 /** Runs the job; returns its evaluation and the node names of its live allocations, sorted. */
 async function run(spec: Record<string, unknown>): Promise<{ evaluation: Evaluation; nodes: string[]; allocs: Allocation[] }> {
-  const { evaluation } = await server.ok<{ evaluation: Evaluation }>('POST', '/v1/jobs', { job: spec });
+  const evaluation = await server.submit(spec);
   const allocs = (await server.ok<Allocation[]>('GET', `/v1/job/${String(spec['id'])}/allocations`)).filter((a) => a.desiredStatus === 'run');
   return { evaluation, allocs, nodes: allocs.map((a) => nameOf(a.nodeId)).sort() };
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, type Clock, type Logger } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
+import type { Evaluation, Job } from '../../src/structs/index.js';
 
 export const TOKENS = {
   management: 'mgmt-token-0123456789',
@@ -32,6 +33,15 @@ export interface Harness {
   dir: string;
   clock: Clock;
   call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null }): Promise<Answer<T>>;
+  /**
+   * POSTs a job (`POST /v1/jobs`, or `path`) and, when it was accepted,
+   * follows its evaluation with blocking reads until the scheduler ran it (as
+   * `job run` does: the API answers before scheduling). The answer's
+   * `evaluation` is the evaluation as it ended.
+   */
+  submit<T = { evaluation: Evaluation; job: Job }>(body: unknown, opts?: { path?: string; token?: string | null }): Promise<Answer<T>>;
+  /** The evaluation once it left `pending`, waited for with blocking reads. */
+  settled(evalId: string): Promise<Evaluation>;
   close(): Promise<void>;
 }
 
@@ -48,7 +58,7 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
   const { url } = await server.start();
-  return {
+  const h: Harness = {
     server,
     url,
     dir,
@@ -68,11 +78,26 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
       }
       return { status: res.status, body: body as T, headers: res.headers, text };
     },
+    async submit<T>(body: unknown, o: { path?: string; token?: string | null } = {}): Promise<Answer<T>> {
+      const res = await h.call<{ evaluation?: Evaluation }>('POST', o.path ?? '/v1/jobs', { body, ...(o.token !== undefined ? { token: o.token } : {}) });
+      if (res.status !== 200 || !res.body.evaluation) return res as Answer<T>;
+      return { ...res, body: { ...res.body, evaluation: await h.settled(res.body.evaluation.id) } as T };
+    },
+    async settled(evalId: string): Promise<Evaluation> {
+      let index = 0;
+      for (;;) {
+        const res = await h.call<Evaluation>('GET', `/v1/evaluation/${evalId}${index ? `?index=${index}&wait=30s` : ''}`);
+        if (res.status !== 200) throw new Error(`evaluation ${evalId}: ${res.status} ${res.text}`);
+        if (res.body.status !== 'pending') return res.body;
+        index = Number(res.headers.get('x-berth-index'));
+      }
+    },
     async close() {
       await server.stop();
       if (!opts.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+  return h;
 }
 
 /** A node fingerprint with the exec driver and, optionally, CSI plugin reports. */

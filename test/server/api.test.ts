@@ -62,10 +62,14 @@ describe('HTTP API', () => {
     assert.equal(reg.status, 200);
     const nodeId = reg.body.node.id;
 
-    const res = await h.call<{ evaluation: Evaluation; job: Job }>('POST', '/v1/jobs', { body: webJob(2) });
+    const res = await h.call<{ evaluation: Evaluation; evalId: string; job: Job }>('POST', '/v1/jobs', { body: webJob(2) });
     assert.equal(res.status, 200);
-    assert.equal(res.body.evaluation.status, 'complete');
-    assert.equal(res.body.evaluation.placed, 2);
+    // The answer comes once the job and its evaluation are durable; the scheduler runs after.
+    assert.equal(res.body.evaluation.status, 'pending');
+    assert.equal(res.body.evalId, res.body.evaluation.id);
+    const evaluation = await h.settled(res.body.evalId);
+    assert.equal(evaluation.status, 'complete');
+    assert.equal(evaluation.placed, 2);
 
     const allocs = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
     assert.equal(allocs.status, 200);
@@ -177,7 +181,7 @@ describe('HTTP API', () => {
 
     const mismatch = await h.call('POST', '/v1/job/other', { body: webJob(3) });
     assert.equal(mismatch.status, 400);
-    const scaled = await h.call<{ evaluation: Evaluation; job: Job }>('POST', '/v1/job/web', { body: webJob(3) });
+    const scaled = await h.submit(webJob(3), { path: '/v1/job/web' });
     assert.equal(scaled.status, 200);
     assert.equal(scaled.body.evaluation.placed, 1);
     assert.equal(scaled.body.job.groups[0]!.count, 3);

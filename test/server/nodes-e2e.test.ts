@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/lib/index.js';
-import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
 
@@ -33,19 +33,15 @@ describe('nodes joining and going down', () => {
   it('runs the plugin system job on every node and replaces what a down node ran', async () => {
     const n1 = await register('n1');
     const n2 = await register('n2');
-    const plugin = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
-      body: {
-        job: {
-          id: 'plugin-fake',
-          type: 'system',
-          groups: [{ name: 'plugin', tasks: [{ name: 'plugin', driver: 'exec', csiPlugin: { id: 'fake', type: 'monolith', mountDir: '/csi' } }] }],
-        },
+    const plugin = await h.submit({
+      job: {
+        id: 'plugin-fake',
+        type: 'system',
+        groups: [{ name: 'plugin', tasks: [{ name: 'plugin', driver: 'exec', csiPlugin: { id: 'fake', type: 'monolith', mountDir: '/csi' } }] }],
       },
     });
     assert.equal(plugin.body.evaluation.placed, 2);
-    const web = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
-      body: { job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 't', driver: 'exec' }] }] } },
-    });
+    const web = await h.submit({ job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 't', driver: 'exec' }] }] } });
     assert.equal(web.body.evaluation.placed, 1);
     const [first] = await allocsOf('web');
     const doomed = first!.nodeId;

@@ -28,13 +28,9 @@ describe('server restart over the same state', () => {
     try {
       const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n1') } });
       nodeId = reg.body.node.id;
-      const web = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
-        body: { job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } },
-      });
+      const web = await h.submit({ job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } });
       assert.equal(web.body.evaluation.placed, 1);
-      const needsDocker = await h.call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
-        body: { job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] } },
-      });
+      const needsDocker = await h.submit({ job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] } });
       assert.equal(needsDocker.body.evaluation.status, 'blocked');
       assert.deepEqual(needsDocker.body.evaluation.failedPlacements['g']!.reasons, { 'lacked the driver "docker"': 1 });
       blockedEval = needsDocker.body.evaluation.id;

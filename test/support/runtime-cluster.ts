@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
+import type { Evaluation } from '../../src/structs/index.js';
 import { eventually, type NotYet } from './eventually.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
@@ -67,6 +68,23 @@ export class TestServer {
     const a = await this.call<T>(method, p, body);
     if (a.status !== 200) throw new Error(`${method} ${p}: HTTP ${a.status}: ${a.text}`);
     return a.body;
+  }
+
+  /**
+   * Registers `job` (POST /v1/jobs, which answers before scheduling) and
+   * resolves with its evaluation once the scheduler ran it, followed with
+   * blocking reads as `job run` follows it. Throws unless the POST answers 200.
+   */
+  async submit(job: Record<string, unknown>): Promise<Evaluation> {
+    let evaluation = (await this.ok<{ evaluation: Evaluation }>('POST', '/v1/jobs', { job })).evaluation;
+    let index = 0;
+    while (evaluation.status === 'pending') {
+      const a = await this.call<Evaluation>('GET', `/v1/evaluation/${evaluation.id}${index ? `?index=${index}&wait=30s` : ''}`);
+      if (a.status !== 200) throw new Error(`evaluation ${evaluation.id}: HTTP ${a.status}: ${a.text}`);
+      evaluation = a.body;
+      index = evaluation.modifyIndex;
+    }
+    return evaluation;
   }
 }
 

@@ -61,7 +61,9 @@ function Placement({ evals }: { evals: Evaluation[] }) {
           ...(latest.blockedReason ? ([['Blocked because', latest.blockedReason]] as Array<[string, string]>) : []),
         ]}
       />
-      {failed.length === 0 ? (
+      {latest.status === 'pending' ? (
+        <p class="empty">Waiting for the scheduler to run this evaluation.</p>
+      ) : failed.length === 0 ? (
         <p class="ok">Every allocation this evaluation wanted was placed.</p>
       ) : (
         <Table
