@@ -185,6 +185,13 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     await polled;
     const loadDuring = load();
     const delay = await loopDelay();
+    // How the scheduler took the burst: evaluations by trigger and status, and how many store writes placed the allocations.
+    const evals = (await (await fetch(`${agent.addr}/v1/evaluations`, { headers })).json()) as Array<{ triggeredBy: string; status: string; jobId: string }>;
+    const evalCounts: Record<string, number> = {};
+    for (const e of evals) if (e.jobId.startsWith('burst-')) evalCounts[`${e.triggeredBy}/${e.status}`] = (evalCounts[`${e.triggeredBy}/${e.status}`] ?? 0) + 1;
+    const placementWrites = new Set(
+      ((await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; createIndex: number }>).filter((a) => a.jobId.startsWith('burst-')).map((a) => a.createIndex),
+    ).size;
     await Promise.all(workers.map((w) => w.terminate()));
     workers.length = 0;
 
@@ -195,6 +202,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       `  ${JOBS} POST /v1/jobs, one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
     );
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
+    console.log(`  evaluations of the burst's jobs: ${JSON.stringify(evalCounts)}; ${placementWrites} store writes placed the ${JOBS} allocations`);
     console.log(`  ${executors.length} executors with every task running: PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
 
     const busyRssMiB = rssMiB(agentPid);
@@ -215,6 +223,8 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       allAnsweredMs: round(allAnsweredMs),
       allRunningMs: round(allRunningMs),
       eventLoopDelayMs: delay,
+      evaluations: evalCounts,
+      placementWrites,
       executors: executors.length,
       executorsPssMiB,
       agentRssMiB: { idle: idleRssMiB, running: busyRssMiB, collected: afterRssMiB },

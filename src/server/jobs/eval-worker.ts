@@ -199,7 +199,11 @@ export class EvalWorker {
         if (!due.has(key)) due.set(key, { trigger: 'blocked-retry' });
       }
     }
-    for (const [key, why] of due) await this.#evaluate(key, why.trigger, why.nodeId);
+    for (const [key, why] of due) {
+      // One write per job: let the requests that arrived meanwhile in between (a node change may touch hundreds of jobs).
+      await this.#evaluate(key, why.trigger, why.nodeId);
+      await yieldToLoop();
+    }
   }
 
   async #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): Promise<void> {
