@@ -61,7 +61,9 @@ const result = await build({
   metafile: process.argv.includes('--metafile'),
   logLevel: 'warning',
 });
+// Scripts the agent starts as their own processes (plain ESM, no bundling): the executor and the mount helper.
 copyFileSync(`${root}src/client/drivers/executor.mjs`, `${next}/executor.mjs`);
+copyFileSync(`${root}src/client/allocdir/mount-helper.mjs`, `${next}/mount-helper.mjs`);
 if (result.metafile) writeFileSync(`${next}/meta.json`, JSON.stringify(result.metafile));
 await buildUi(`${next}/ui`);
 

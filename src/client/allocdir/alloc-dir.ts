@@ -18,7 +18,7 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError, describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { bindAll, type BindMount, type ChrootCache } from './chroot.js';
-import { hasOwnFileSystem, mount, mountPointsUnder, unmountAllUnder } from './mounts.js';
+import { mount, mountPointsUnder, unmountUnder } from './mounts.js';
 
 /** How a task's driver isolates its file system (Nomad's fsisolation.Mode). */
 export type FsIsolation = 'none' | 'chroot' | 'image' | 'unveil';
@@ -107,12 +107,11 @@ export class AllocDir {
         await mkdirMode(t.localDir, 0o777);
         await mkdirMode(t.tmpDir, 0o1777);
         await mkdirMode(t.secretsDir, 0o777);
-        if (!hasOwnFileSystem(t.secretsDir)) {
-          try {
-            await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', t.secretsDir]);
-          } catch (err) {
-            this.#logger.warn({ task: name, err: describeError(err) }, 'cannot mount tmpfs on secrets; using a plain directory');
-          }
+        try {
+          // In the mount helper, which skips it when secrets/ already holds the tmpfs (a rebuild after a restart).
+          await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', t.secretsDir], { unlessOwnFs: t.secretsDir });
+        } catch (err) {
+          this.#logger.warn({ task: name, err: describeError(err) }, 'cannot mount tmpfs on secrets; using a plain directory');
         }
       }
     } catch (err) {
@@ -162,13 +161,14 @@ export class AllocDir {
    */
   async releaseTask(name: string): Promise<void> {
     const t = this.task(name);
-    const keep = [t.secretsDir, t.localDir];
-    const ours = mountPointsUnder(t.dir).filter((m) => !keep.some((k) => m === k || m.startsWith(`${k}/`)));
+    let left: string[];
     try {
-      for (const m of ours) await unmountAllUnder(m);
+      // The helper reads the mount table and unmounts: the agent neither parses it nor forks.
+      ({ left } = await unmountUnder(t.dir, { keep: [t.secretsDir, t.localDir] }));
     } catch (err) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `cannot release the chroot of task ${name} (allocation ${this.allocId}): ${describeError(err)}`, { cause: err });
     }
+    if (left.length) throw new AllocDirError('ALLOC_DIR_FAILED', `cannot release the chroot of task ${name} (allocation ${this.allocId}): ${left.join(', ')} still mounted`);
   }
 
   /**
@@ -177,8 +177,8 @@ export class AllocDir {
    * cannot be undone (nothing is removed then, so no mounted data is deleted).
    */
   async destroy(): Promise<void> {
-    await unmountAllUnder(this.dir);
-    if (mountPointsUnder(this.dir).length) {
+    const { left } = await unmountUnder(this.dir);
+    if (left.length) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `cannot remove the directory of allocation ${this.allocId}: something is still mounted under it`);
     }
     await rm(this.dir, { recursive: true, force: true });

@@ -1,11 +1,9 @@
-// Reading and undoing mounts: /proc/self/mountinfo and umount(8).
+// Reading mounts (/proc/self/mountinfo) and making and undoing them through
+// the node's mount helper (mount-helper.ts), never a fork of the agent.
 
-import { execFile } from 'node:child_process';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
+import { mountHelper } from './mount-helper.js';
 
 /** Mount points (as the kernel names them) at or under `root`, deepest first. */
 export function mountPointsUnder(root: string): string[] {
@@ -47,9 +45,32 @@ export function hasOwnFileSystem(dir: string): boolean {
   }
 }
 
-/** Runs mount(8) with `args`; throws with its stderr on failure. */
-export async function mount(args: string[]): Promise<void> {
-  await run('mount', args);
+/**
+ * Runs mount(8) with `args` in the mount helper. With `unlessOwnFs`, does
+ * nothing when that directory already holds a file system of its own (safe
+ * to repeat, and asked again if the helper dies meanwhile). Resolves with
+ * whether it mounted; throws MountHelperError (MOUNT_FAILED with mount's
+ * stderr, MOUNT_HELPER_DIED).
+ */
+export async function mount(args: string[], opts: { unlessOwnFs?: string } = {}): Promise<boolean> {
+  const r = await mountHelper().request<{ mounted: boolean }>({ op: 'mount', args, ...(opts.unlessOwnFs ? { unlessOwnFs: opts.unlessOwnFs } : {}) });
+  return r.mounted;
+}
+
+/** Runs a /bin/sh -e script of mount commands in the mount helper (one spawn for several mounts). Throws MountHelperError. */
+export async function mountScript(script: string): Promise<void> {
+  await mountHelper().request({ op: 'sh', script });
+}
+
+/**
+ * Unmounts everything at or under `root` except at or under a path of `keep`,
+ * deepest first (lazily when busy), in the mount helper. Resolves with how
+ * many mounts were undone and the mount points still there (ones not even
+ * a lazy unmount could undo). Safe to repeat. Throws MountHelperError
+ * MOUNT_HELPER_DIED when the helper died twice meanwhile.
+ */
+export async function unmountUnder(root: string, opts: { keep?: readonly string[] } = {}): Promise<{ unmounted: number; left: string[] }> {
+  return mountHelper().request({ op: 'unmount', root, ...(opts.keep?.length ? { keep: [...opts.keep] } : {}) });
 }
 
 /**
@@ -57,16 +78,5 @@ export async function mount(args: string[]): Promise<void> {
  * Returns how many mounts were undone. Safe to repeat.
  */
 export async function unmountAllUnder(root: string): Promise<number> {
-  let n = 0;
-  for (let i = 0; i < 256; i++) {
-    const next = mountPointsUnder(root)[0];
-    if (!next) break;
-    try {
-      await run('umount', [next]);
-    } catch {
-      await run('umount', ['-l', next]).catch(() => undefined);
-    }
-    n += 1;
-  }
-  return n;
+  return (await unmountUnder(root)).unmounted;
 }
