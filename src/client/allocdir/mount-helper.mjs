@@ -17,11 +17,16 @@
 //           deepest first (lazily when busy), except at or under a path of
 //           keep; answers { unmounted, left } (mount points still there)
 //   sh      { script }              /bin/sh -ec script (several mounts for one spawn)
+//   mkdirs  { dirs: [[path, mode]] }  mkdir -p each, then chmod to exactly
+//           mode (the umask would cut it): an allocation's whole tree for
+//           one message instead of a dozen file system calls on the agent's loop
+// and unmount takes `remove: true` to delete root too once nothing is left
+// mounted under it (an allocation directory collected).
 // It exits when stdin closes (the agent stopped or died) once the requests
 // it holds are answered; mounts it made stay, as mount(8)'s would.
 
 import { execFile } from 'node:child_process';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -98,8 +103,17 @@ async function handle(req) {
       if (req.unlessOwnFs && hasOwnFileSystem(req.unlessOwnFs)) return { mounted: false };
       await run('mount', req.args);
       return { mounted: true };
-    case 'unmount':
-      return unmountUnder(req.root, req.keep ?? []);
+    case 'unmount': {
+      const r = await unmountUnder(req.root, req.keep ?? []);
+      if (req.remove && r.left.length === 0) rmSync(req.root, { recursive: true, force: true });
+      return r;
+    }
+    case 'mkdirs':
+      for (const [dir, mode] of req.dirs) {
+        mkdirSync(dir, { recursive: true });
+        chmodSync(dir, mode);
+      }
+      return {};
     case 'sh':
       await run('/bin/sh', ['-ec', req.script]);
       return {};

@@ -64,13 +64,23 @@ export async function mountScript(script: string): Promise<void> {
 
 /**
  * Unmounts everything at or under `root` except at or under a path of `keep`,
- * deepest first (lazily when busy), in the mount helper. Resolves with how
+ * deepest first (lazily when busy), in the mount helper; with `remove`, then
+ * deletes `root` if nothing is left mounted under it. Resolves with how
  * many mounts were undone and the mount points still there (ones not even
  * a lazy unmount could undo). Safe to repeat. Throws MountHelperError
  * MOUNT_HELPER_DIED when the helper died twice meanwhile.
  */
-export async function unmountUnder(root: string, opts: { keep?: readonly string[] } = {}): Promise<{ unmounted: number; left: string[] }> {
-  return mountHelper().request({ op: 'unmount', root, ...(opts.keep?.length ? { keep: [...opts.keep] } : {}) });
+export async function unmountUnder(root: string, opts: { keep?: readonly string[]; remove?: boolean } = {}): Promise<{ unmounted: number; left: string[] }> {
+  return mountHelper().request({ op: 'unmount', root, ...(opts.keep?.length ? { keep: [...opts.keep] } : {}), ...(opts.remove ? { remove: true } : {}) });
+}
+
+/**
+ * Creates each directory (with its parents) in the mount helper and sets its
+ * exact mode (mkdir's is cut by the umask). Safe to repeat. Throws
+ * MountHelperError MOUNT_FAILED with the failing directory.
+ */
+export async function makeDirs(dirs: ReadonlyArray<readonly [path: string, mode: number]>): Promise<void> {
+  await mountHelper().request({ op: 'mkdirs', dirs: dirs.map(([p, m]) => [p, m]) });
 }
 
 /**
