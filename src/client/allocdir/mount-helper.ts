@@ -88,6 +88,8 @@ export class MountHelper {
     // Detached: a Ctrl-C meant for the agent must not kill the helper under the agent's shutdown.
     const child = spawn(process.execPath, [this.#script], {
       detached: true,
+      // In /, so that it holds no directory of the agent's busy.
+      cwd: '/',
       stdio: ['pipe', 'pipe', 'ignore'],
       env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
     });
