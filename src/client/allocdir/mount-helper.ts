@@ -50,6 +50,8 @@ export class MountHelper {
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
   #stopped = false;
+  /** Request lines not yet written (flushed once per turn of the loop). */
+  #outbox: string[] = [];
 
   constructor(opts: { script?: string } = {}) {
     this.#script = opts.script ?? MOUNT_HELPER_PATH;
@@ -73,15 +75,25 @@ export class MountHelper {
   /** Closes the helper's stdin (it exits once its requests are answered). Safe twice; later requests reject. */
   stop(): void {
     this.#stopped = true;
+    this.#flush();
     this.#child?.stdin?.end();
   }
 
   #send(p: Pending): void {
-    const child = this.#child ?? this.#start();
+    if (!this.#child) this.#start();
     const id = this.#nextId++;
     this.#pending.set(id, p);
     this.#ref(true);
-    child.stdin!.write(`${JSON.stringify({ id, ...p.req })}\n`);
+    // Requests made in one turn of the loop (a burst of allocations) leave in one write.
+    this.#outbox.push(`${JSON.stringify({ id, ...p.req })}\n`);
+    if (this.#outbox.length === 1) setImmediate(() => this.#flush());
+  }
+
+  /** Writes the waiting request lines to the helper running now (those for a helper that died were dropped by gone()). */
+  #flush(): void {
+    if (!this.#outbox.length) return;
+    const lines = this.#outbox.splice(0).join('');
+    this.#child?.stdin!.write(lines);
   }
 
   #start(): ChildProcess {
@@ -114,6 +126,7 @@ export class MountHelper {
       this.#child = undefined;
       const lost = [...this.#pending.values()];
       this.#pending.clear();
+      this.#outbox = [];
       this.#ref(false);
       for (const p of lost) {
         if (p.retries > 0 && !this.#stopped) this.#send({ ...p, retries: p.retries - 1 });

@@ -124,8 +124,11 @@ export abstract class ExecutorDriver implements TaskDriver {
       throw new DriverError('DRIVER_START_FAILED', `driver state dir ${this.#stateDir} is too long for a unix socket path`);
     }
     // Off the event loop, all of it: with hundreds of tasks starting at once, sync calls here add up.
-    await rm(stateDir, { recursive: true, force: true });
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    // A dir left by an earlier start of the same task is emptied; a new one (the usual case) costs one mkdir.
+    if ((await mkdir(stateDir, { recursive: true, mode: 0o700 })) === undefined) {
+      await rm(stateDir, { recursive: true, force: true });
+      await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    }
     let cgroup: TaskCgroup | undefined;
     if (this.#cgroups) {
       try {
