@@ -65,7 +65,7 @@ const result = await build({
 // Scripts the agent starts as their own processes (plain ESM, no bundling): the executor (with the
 // modules it imports) and the mount helper.
 for (const f of readdirSync(`${root}src/client/drivers`)) if (f.endsWith('.mjs')) copyFileSync(`${root}src/client/drivers/${f}`, `${next}/${f}`);
-copyFileSync(`${root}src/client/allocdir/mount-helper.mjs`, `${next}/mount-helper.mjs`);
+for (const f of ['mount-helper.mjs', 'mount-table.mjs']) copyFileSync(`${root}src/client/allocdir/${f}`, `${next}/${f}`);
 if (result.metafile) writeFileSync(`${next}/meta.json`, JSON.stringify(result.metafile));
 await buildUi(`${next}/ui`);
 

@@ -26,9 +26,9 @@
 // it holds are answered; mounts it made stay, as mount(8)'s would.
 
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { hasOwnFileSystem, mountPointsUnder } from './mount-table.mjs';
 
 /** How many tools run at once; the rest queue. */
 const PARALLEL = 4;
@@ -41,30 +41,6 @@ function run(file, args) {
       else resolve();
     });
   });
-}
-
-/** Mount points at or under `root` (real path), deepest first. @param {string} root @returns {string[]} */
-function mountPointsUnder(root) {
-  let real;
-  try {
-    real = realpathSync(root);
-  } catch {
-    return [];
-  }
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => (l.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o) => String.fromCharCode(parseInt(o, 8))))
-    .filter((m) => m === real || m.startsWith(`${real}/`))
-    .sort((a, b) => b.length - a.length);
-}
-
-/** @param {string} dir */
-function hasOwnFileSystem(dir) {
-  try {
-    return statSync(dir).dev !== statSync(dirname(dir)).dev;
-  } catch {
-    return false;
-  }
 }
 
 /** @param {string} root @param {string[]} keep */

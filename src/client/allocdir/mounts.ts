@@ -1,24 +1,11 @@
 // Reading mounts (/proc/self/mountinfo) and making and undoing them through
 // the node's mount helper (mount-helper.ts), never a fork of the agent.
 
-import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { realpathSync } from 'node:fs';
 import { mountHelper } from './mount-helper.js';
+import { hasOwnFileSystem, mountPointsUnder } from './mount-table.mjs';
 
-/** Mount points (as the kernel names them) at or under `root`, deepest first. */
-export function mountPointsUnder(root: string): string[] {
-  let real: string;
-  try {
-    real = realpathSync(root);
-  } catch {
-    return [];
-  }
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => (l.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))))
-    .filter((m) => m === real || m.startsWith(`${real}/`))
-    .sort((a, b) => b.length - a.length);
-}
+export { hasOwnFileSystem, mountPointsUnder };
 
 /** Whether `dir` is a mount point. */
 export function isMountPoint(dir: string): boolean {
@@ -29,20 +16,6 @@ export function isMountPoint(dir: string): boolean {
     return false;
   }
   return mountPointsUnder(dir).includes(real);
-}
-
-/**
- * Whether `dir` holds a file system other than its parent's (a tmpfs mounted
- * on it): one stat each, where isMountPoint reads the whole mount table (long
- * with hundreds of allocations). A bind mount from the same file system is not
- * seen; use isMountPoint for those. False when `dir` is missing.
- */
-export function hasOwnFileSystem(dir: string): boolean {
-  try {
-    return statSync(dir).dev !== statSync(dirname(dir)).dev;
-  } catch {
-    return false;
-  }
 }
 
 /**
