@@ -88,6 +88,13 @@ export class ServerApi {
   #agent = new http.Agent({ keepAlive: true });
   /** Fired when calls move to another server: every call still waiting on the one left is abandoned. */
   #moved = new AbortController();
+  /**
+   * The leader a cluster server named in its answer (`x-berth-leader`), when
+   * it is one of the addresses given. Writes (every call but GET) go there
+   * directly: a follower would only forward them, at a cost to both. Reads
+   * stay on the current server. Forgotten when it fails to answer.
+   */
+  #leader: string | undefined;
 
   constructor(opts: ServerApiOptions) {
     const list = (typeof opts.address === 'string' ? [opts.address] : [...opts.address]).map((a) => a.replace(/\/+$/, ''));
@@ -100,6 +107,11 @@ export class ServerApi {
   /** The address calls go to now. */
   get address(): string {
     return this.#bases[this.#current] as string;
+  }
+
+  /** The leader writes go to, once a server named it; undefined before (or after it failed). */
+  get leader(): string | undefined {
+    return this.#leader;
   }
 
   /** Every server address given, in order. */
@@ -232,23 +244,30 @@ export class ServerApi {
 
   async #call(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs = this.#timeoutMs): Promise<{ body: unknown; index: number }> {
     if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-    let answer: { status: number; text: string; index: string | undefined };
-    const base = this.address;
+    let answer: { status: number; text: string; index: string | undefined; leader: string | undefined };
+    const leader = method === 'GET' ? undefined : this.#leader;
+    const base = leader ?? this.address;
     const moved = this.#moved.signal;
     try {
-      answer = await this.#request(base, method, path, body, [signal, moved], timeoutMs);
+      answer = await this.#request(base, method, path, body, [signal, leader ? undefined : moved], timeoutMs);
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-      if (moved.aborted) {
+      if (leader) {
+        // The leader named earlier is gone: the next write goes through the current server again.
+        if (this.#leader === leader) this.#leader = undefined;
+      } else if (moved.aborted) {
         throw new ServerConnError('SERVER_UNREACHABLE', `${method} ${routeOf(path)} on ${base} abandoned: ${describeError(moved.reason)}`, { retryable: true, cause: err });
-      }
-      this.#failover(base);
+      } else this.#failover(base);
       throw new ServerConnError('SERVER_UNREACHABLE', `server ${base} unreachable (${method} ${routeOf(path)}): ${describeError(err)}`, {
         retryable: true,
         cause: err,
       });
     }
     const { status, text } = answer;
+    if (answer.leader !== undefined) {
+      const named = answer.leader.replace(/\/+$/, '');
+      if (this.#bases.includes(named)) this.#leader = named;
+    }
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
@@ -280,7 +299,14 @@ export class ServerApi {
    * request and its socket, so the server sees the client go at once (a
    * blocking read then ends on the server too).
    */
-  #request(base: string, method: string, path: string, body: unknown, signals: ReadonlyArray<AbortSignal | undefined>, timeoutMs: number): Promise<{ status: number; text: string; index: string | undefined }> {
+  #request(
+    base: string,
+    method: string,
+    path: string,
+    body: unknown,
+    signals: ReadonlyArray<AbortSignal | undefined>,
+    timeoutMs: number,
+  ): Promise<{ status: number; text: string; index: string | undefined; leader: string | undefined }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { authorization: this.authHeader() };
@@ -316,7 +342,13 @@ export class ServerApi {
         res.on('end', () => {
           finish();
           const index = res.headers['x-berth-index'];
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), index: Array.isArray(index) ? index[0] : index });
+          const leader = res.headers['x-berth-leader'];
+          resolve({
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            index: Array.isArray(index) ? index[0] : index,
+            leader: Array.isArray(leader) ? leader[0] : leader,
+          });
         });
       });
       req.end(payload);

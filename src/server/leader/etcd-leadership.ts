@@ -392,7 +392,12 @@ export class EtcdLeadership implements Leadership {
     this.#deadline = ac;
     void this.#clock
       .sleep(Math.max(1, validUntil - this.#clock.now()), ac.signal)
-      .then(() => this.#checkValid())
+      // Timers run before I/O in an event-loop turn: on a busy loop the renewal's answer may be
+      // waiting behind this timer. Checking after the turn's I/O lets that answer count first.
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        if (!ac.signal.aborted) this.#checkValid();
+      })
       .catch(() => undefined);
   }
 
