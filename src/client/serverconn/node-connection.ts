@@ -142,11 +142,15 @@ export class NodeConnection {
   async #run(signal: AbortSignal): Promise<void> {
     let failures = 0;
     let redirected = false;
+    /** The server that last gave no answer: a follower that still names it leader (its lease has not run out yet) is not followed there. */
+    let unreachable: string | undefined;
     while (!signal.aborted) {
       const hinted = this.#hint;
       this.#hint = undefined;
       const target = hinted ?? (this.#addresses[this.#current] as string);
-      const outcome = await this.#session(target, signal);
+      const outcome = await this.#session(target, signal, unreachable);
+      if (outcome === 'failed') unreachable = target;
+      else if (outcome === 'opened') unreachable = undefined;
       if (signal.aborted) break;
       if (outcome === 'redirected' && !redirected) {
         // A follower named the leader: go there at once (once; a second refusal in a row backs off).
@@ -156,6 +160,8 @@ export class NodeConnection {
       redirected = false;
       if (outcome !== 'opened' && !hinted) this.#current = (this.#current + 1) % this.#addresses.length;
       failures = outcome === 'opened' ? 0 : failures + 1;
+      // With several servers, a round of them all counts as one failure for the backoff: the next server is tried soon.
+      const rounds = Math.ceil(failures / this.#addresses.length);
       const random = this.#opts.random ?? Math.random;
       const policy = this.#opts.backoff ?? BACKOFF.reconnect;
       const delay =
@@ -163,7 +169,7 @@ export class NodeConnection {
           ? Math.round(random() * Math.min(RECONNECT_SPREAD_MS, policy.maxDelayMs))
           : outcome === 'refused'
             ? backoffDelay({ ...policy, ...REFUSED_BACKOFF, maxDelayMs: Math.min(REFUSED_BACKOFF.maxDelayMs, policy.maxDelayMs) }, failures, random)
-            : backoffDelay(policy, failures, random);
+            : backoffDelay(policy, rounds, random);
       try {
         await this.#clock.sleep(delay, signal);
       } catch {
@@ -173,7 +179,7 @@ export class NodeConnection {
   }
 
   /** One socket's life; resolves when it closes, with how it ended. */
-  #session(target: string, signal: AbortSignal): Promise<SessionOutcome> {
+  #session(target: string, signal: AbortSignal, unreachable: string | undefined): Promise<SessionOutcome> {
     this.#target = target;
     const url = `${target.replace(/\/+$/, '').replace(/^http/, 'ws')}/v1/node/connect?nodeId=${encodeURIComponent(this.#opts.nodeId())}`;
     const calls = new AbortController();
@@ -230,7 +236,7 @@ export class NodeConnection {
       });
       ws.on('unexpected-response', (_req, res) => {
         const leader = res.headers['x-berth-leader'];
-        if (res.statusCode === 503 && typeof leader === 'string' && /^https?:\/\//.test(leader) && leader !== target) {
+        if (res.statusCode === 503 && typeof leader === 'string' && /^https?:\/\//.test(leader) && leader !== target && leader !== unreachable) {
           this.#logger.info({ server: target, leader }, 'the server is not the leader: connecting to the leader');
           redirect = leader;
         } else {

@@ -74,6 +74,8 @@ export interface ServerApiOptions {
 const DEFAULT_TIMEOUT_MS = 15_000;
 /** How long past its `wait` a blocking read may take before the server counts as hung. */
 const BLOCKING_GRACE_MS = 5_000;
+/** How long a leader that failed to answer is not taken from a server's word again (an election takes a lease TTL). */
+const LEADER_DISTRUST_MS = 15_000;
 
 /**
  * Stateless HTTP client of the server's node endpoints. Safe to use
@@ -95,6 +97,8 @@ export class ServerApi {
    * stay on the current server. Forgotten when it fails to answer.
    */
   #leader: string | undefined;
+  /** A named leader that then failed to answer, and when: followers keep naming it until its lease runs out. */
+  #failedLeader: { address: string; at: number } | undefined;
 
   constructor(opts: ServerApiOptions) {
     const list = (typeof opts.address === 'string' ? [opts.address] : [...opts.address]).map((a) => a.replace(/\/+$/, ''));
@@ -255,6 +259,7 @@ export class ServerApi {
       if (leader) {
         // The leader named earlier is gone: the next write goes through the current server again.
         if (this.#leader === leader) this.#leader = undefined;
+        this.#failedLeader = { address: leader, at: Date.now() };
       } else if (moved.aborted) {
         throw new ServerConnError('SERVER_UNREACHABLE', `${method} ${routeOf(path)} on ${base} abandoned: ${describeError(moved.reason)}`, { retryable: true, cause: err });
       } else this.#failover(base);
@@ -266,7 +271,9 @@ export class ServerApi {
     const { status, text } = answer;
     if (answer.leader !== undefined) {
       const named = answer.leader.replace(/\/+$/, '');
-      if (this.#bases.includes(named)) this.#leader = named;
+      const failed = this.#failedLeader;
+      const distrusted = failed !== undefined && failed.address === named && Date.now() - failed.at < LEADER_DISTRUST_MS;
+      if (this.#bases.includes(named) && !distrusted) this.#leader = named;
     }
     let parsed: unknown;
     try {

@@ -85,6 +85,26 @@ describe('nodes and plugins', () => {
     }
   });
 
+  it('keeps the plugin row as it was through registrations that change no plugin report, and counts a node that brings the plugin', async () => {
+    const store = SqliteStateStore.open(join(dir, 'plugin-quiet.db'));
+    try {
+      const nodes = new NodeService({ store, clock: new ManualClock(1000) });
+      const fp = await agentA.fingerprint();
+      await nodes.register(fp, { id: 'node-a' });
+      const pluginIndex = store.snapshot().get('plugins', rowKey('fake'))!.modifyIndex;
+      // The agent restarts and registers the same plugins; a node without plugins joins.
+      await nodes.register(fp, { id: 'node-a' });
+      await nodes.register({ ...fp, name: 'plain', csiControllerPlugins: {}, csiNodePlugins: {} }, { id: 'node-plain' });
+      assert.equal(store.snapshot().get('plugins', rowKey('fake'))!.modifyIndex, pluginIndex, 'the plugin row was not rewritten');
+      assert.equal(nodes.list().length, 2);
+      // A node that brings the plugin is counted at once.
+      await nodes.register({ ...(await agentB.fingerprint()), name: 'b' }, { id: 'node-b' });
+      assert.deepEqual(Object.keys(store.snapshot().get('plugins', rowKey('fake'))!.nodes).sort(), ['node-a', 'node-b']);
+    } finally {
+      store.close();
+    }
+  });
+
   it('marks a node down when it misses its heartbeat TTL, its plugin instances unhealthy, and brings it back on a heartbeat', async () => {
     const store = SqliteStateStore.open(join(dir, 'ttl.db'));
     const clock = new ManualClock(0);

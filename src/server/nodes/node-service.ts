@@ -76,6 +76,26 @@ function fingerprintKey(fp: NodeFingerprint): string {
   });
 }
 
+/** What of a node the plugin rows are derived from: its plugin reports, and whether it is down. */
+function pluginInputs(node: Pick<Node, 'status' | 'csiControllerPlugins' | 'csiNodePlugins'>): string {
+  return JSON.stringify([node.status === 'down', node.csiControllerPlugins, node.csiNodePlugins]);
+}
+
+/**
+ * Recomputes the plugin rows after a node write, unless nothing they are
+ * derived from changed (a thousand nodes registering must not each recompute
+ * every plugin over every node). `clearExhausted` forces it when the node is
+ * marked exhausted somewhere.
+ */
+function updatePluginsFor(txn: WriteTxn, prev: Node | undefined, next: Node, clearExhausted?: string): void {
+  const exhausted = clearExhausted !== undefined && txn.list('plugins').some((p) => p.exhaustedNodes[clearExhausted] !== undefined);
+  // A node no plugin row mentions, before or after, changes none of them, whatever its status.
+  const none = (n: Node | undefined): boolean => !n || (Object.keys(n.csiControllerPlugins).length === 0 && Object.keys(n.csiNodePlugins).length === 0);
+  const unchanged = (none(prev) && none(next)) || (prev !== undefined && pluginInputs(prev) === pluginInputs(next));
+  if (!exhausted && unchanged) return;
+  updatePlugins(txn, clearExhausted !== undefined ? { clearExhausted: [clearExhausted] } : {});
+}
+
 /** Keeps only string values (a node's meta as it reported it). */
 function stringRecord(v: Record<string, unknown>): Record<string, string> {
   return Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string'));
@@ -175,7 +195,7 @@ export class NodeService {
         lastHeartbeat: now,
         registerIndex: txn.writeIndex,
       });
-      updatePlugins(txn, { clearExhausted: [id] });
+      updatePluginsFor(txn, prev, node, id);
       return node;
     });
     this.#logger.info({ nodeId: id, name: fingerprint.name }, 'node registered');
@@ -210,7 +230,7 @@ export class NodeService {
         statusDescription: node.status === 'ready' ? node.statusDescription : 'heartbeat received',
         lastHeartbeat: now,
       });
-      updatePlugins(txn);
+      updatePluginsFor(txn, node, next);
       return next;
     });
     if (result.status === 'ready' && result.lastHeartbeat !== now) return { ...result, lastHeartbeat: now };
