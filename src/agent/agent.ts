@@ -13,7 +13,7 @@ import { Gauge, Registry } from 'prom-client';
 import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
-import { BerthError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
+import { BerthError, Lifecycle, MemoryReclaimer, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
 import { Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
 import { agentDriverPlugins } from './driver-plugins.js';
@@ -85,6 +85,7 @@ export class Agent {
   #server: Server | undefined;
   #client: Client | undefined;
   #listener: ClientListener | undefined;
+  #reclaimer: MemoryReclaimer | undefined;
   #drivers = new Map<string, TaskDriver>();
   readonly #life: Lifecycle;
   #address: AgentAddress | undefined;
@@ -113,6 +114,9 @@ export class Agent {
     await this.#life.start(async () => {
       try {
         this.#address = await this.#start();
+        // Once every part runs: the heap a burst of work grew is given back when the agent goes quiet.
+        this.#reclaimer = new MemoryReclaimer({ logger: this.#opts.logger ?? silentLogger() });
+        await this.#reclaimer.start();
       } catch (err) {
         await this.#teardown({});
         if (err instanceof AgentError) throw err;
@@ -309,6 +313,7 @@ export class Agent {
         this.#log.warn({ what, err: err instanceof Error ? err.message : String(err) }, 'error while stopping');
       }
     };
+    await step('memory reclaimer', () => this.#reclaimer?.stop());
     await step('client', () => this.#client?.stop({ drain: opts.drain ?? false }));
     if (opts.drain && this.#client) await step('plugin mount roots', () => this.#releasePluginMountRoots());
     await step('client listener', () => this.#listener?.stop());
