@@ -156,10 +156,11 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     return { p50: at('nodejs_eventloop_lag_p50_seconds'), p99: at('nodejs_eventloop_lag_p99_seconds'), max: at('nodejs_eventloop_lag_max_seconds') };
   };
   /** Where the agent's RSS lives now, and V8's view of its heap. */
-  const memoryNow = async (): Promise<{ rss: ReturnType<typeof rssBreakdown>; v8: Record<string, number>; sockets: number }> => ({
+  const memoryNow = async (): Promise<{ rss: ReturnType<typeof rssBreakdown>; v8: Record<string, number>; sockets: number; reclaims: number }> => ({
     rss: rssBreakdown(agentPid),
     sockets: openSockets(agentPid),
     v8: v8Figures(await (await fetch(`${agent.addr}/metrics`, { headers })).text()),
+    reclaims: Number(/^berth_agent_memory_reclaims (\S+)$/m.exec(await (await fetch(`${agent.addr}/metrics`, { headers })).text())?.[1] ?? NaN),
   });
   /** Has the agent write a heap snapshot (a full GC first) and waits until the file is complete. */
   const heapSnapshot = async (): Promise<void> => {
@@ -254,8 +255,13 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const afterRssMiB = rssMiB(agentPid);
     console.log(`  agent RSS: idle ${idleRssMiB} MiB, ${JOBS} running ${busyRssMiB} MiB, all collected ${afterRssMiB} MiB (+${round(((afterRssMiB - idleRssMiB) / idleRssMiB) * 100)} %)`);
     const afterMemory = await memoryNow();
-    for (const [when, m] of [['idle', idleMemory], ['running', busyMemory], ['collected', afterMemory]] as const) {
-      console.log(`    ${when}: ${m.sockets} open sockets; ${formatBreakdown(m.rss)}; V8 ${Object.entries(m.v8).map(([k, v]) => `${k} ${v}`).join(', ')} MiB`);
+    // V8 and the agent's memory reclaimer act on quiet intervals: the same figure once the agent had 20 s more.
+    await sleep(20_000);
+    const settledRssMiB = rssMiB(agentPid);
+    const settledMemory = await memoryNow();
+    console.log(`  agent RSS 25 s after all were collected: ${settledRssMiB} MiB (+${round(((settledRssMiB - idleRssMiB) / idleRssMiB) * 100)} % of idle)`);
+    for (const [when, m] of [['idle', idleMemory], ['running', busyMemory], ['collected', afterMemory], ['collected +25 s', settledMemory]] as const) {
+      console.log(`    ${when}: ${m.sockets} open sockets, ${m.reclaims} memory reclaims so far; ${formatBreakdown(m.rss)}; V8 ${Object.entries(m.v8).map(([k, v]) => `${k} ${v}`).join(', ')} MiB`);
     }
     if (snapshots) {
       await heapSnapshot();
@@ -274,8 +280,8 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       eventLoopDelayMs: delay,
       executors: executors.length,
       executorsPssMiB,
-      agentRssMiB: { idle: idleRssMiB, running: busyRssMiB, collected: afterRssMiB },
-      agentMemoryKiB: { idle: idleMemory, running: busyMemory, collected: afterMemory },
+      agentRssMiB: { idle: idleRssMiB, running: busyRssMiB, collected: afterRssMiB, collectedPlus25s: settledRssMiB },
+      agentMemoryKiB: { idle: idleMemory, running: busyMemory, collected: afterMemory, collectedPlus25s: settledMemory },
       ...(probe ? { mallocProbe: probe } : {}),
       load: { before: loadBefore, during: loadDuring },
     };
