@@ -156,12 +156,11 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     return { p50: at('nodejs_eventloop_lag_p50_seconds'), p99: at('nodejs_eventloop_lag_p99_seconds'), max: at('nodejs_eventloop_lag_max_seconds') };
   };
   /** Where the agent's RSS lives now, and V8's view of its heap. */
-  const memoryNow = async (): Promise<{ rss: ReturnType<typeof rssBreakdown>; v8: Record<string, number>; sockets: number; reclaims: number }> => ({
-    rss: rssBreakdown(agentPid),
-    sockets: openSockets(agentPid),
-    v8: v8Figures(await (await fetch(`${agent.addr}/metrics`, { headers })).text()),
-    reclaims: Number(/^berth_agent_memory_reclaims (\S+)$/m.exec(await (await fetch(`${agent.addr}/metrics`, { headers })).text())?.[1] ?? NaN),
-  });
+  const memoryNow = async (): Promise<{ rss: ReturnType<typeof rssBreakdown>; v8: Record<string, number>; sockets: number; reclaims: number }> => {
+    const rss = rssBreakdown(agentPid);
+    const metrics = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    return { rss, sockets: openSockets(agentPid), v8: v8Figures(metrics), reclaims: Number(/^berth_agent_memory_reclaims (\S+)$/m.exec(metrics)?.[1] ?? NaN) };
+  };
   /** Has the agent write a heap snapshot (a full GC first) and waits until the file is complete. */
   const heapSnapshot = async (): Promise<void> => {
     if (!snapshots) return;
