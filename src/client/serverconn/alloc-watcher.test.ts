@@ -141,16 +141,16 @@ describe('AllocWatcher (incremental sync)', () => {
     assert.deepEqual([...u.current.keys()], ['a', 'b', 'c']);
     assert.equal(u.current.get('a')?.job?.version, 0, 'a keeps the job it came with');
 
-    // Only the node's own report moved the index: nothing pulled, nothing handed on. Then a is collected.
+    // Only the node's own report moved the index: nothing pulled, an empty change handed on (its index is kept). Then a is collected.
     server.script('GET indexes', { index: 15, body: { allocations: { a: 10, b: 14, c: 12 } } });
-    // The index moves on once the watcher decided there was nothing to pull.
-    await eventually('the watcher to read index 15', () => watcher.index === 15);
-    server.script('GET indexes', { index: 16, body: { allocations: { b: 14, c: 12 } } });
     await changes(seen, 2);
+    assert.deepEqual([seen[2]!.index, seen[2]!.update.changed, seen[2]!.update.removed, seen[2]!.update.current.size], [15, [], [], 3]);
+    server.script('GET indexes', { index: 16, body: { allocations: { b: 14, c: 12 } } });
+    await changes(seen, 3);
     assert.equal(server.requests.filter(isPull).length, 2);
-    assert.deepEqual(seen[2], { index: 16, update: { changed: [], removed: ['a'], current: seen[2]!.update.current } });
-    assert.deepEqual([...seen[2]!.update.current.keys()], ['b', 'c']);
-    assert.equal(watcher.lists, 3);
+    assert.deepEqual(seen[3], { index: 16, update: { changed: [], removed: ['a'], current: seen[3]!.update.current } });
+    assert.deepEqual([...seen[3]!.update.current.keys()], ['b', 'c']);
+    assert.equal(watcher.lists, 4);
   });
 
   it('hands on no list older than one seen: a stale indexes answer, or a pull answered from older state', async () => {
@@ -175,8 +175,8 @@ describe('AllocWatcher (incremental sync)', () => {
     await moreRequests(isIndexes, reads, 2);
     assert.equal(watcher.index, 21);
     server.script('GET indexes', { index: 22, body: { allocations: { a: 21 } } });
-    await eventually('the watcher to read index 22', () => watcher.index === 22);
-    assert.equal(seen.length, 1, 'nothing handed on');
+    await changes(seen, 1);
+    assert.deepEqual([seen[1]!.index, seen[1]!.update.changed, seen[1]!.update.removed], [22, [], []], 'the stale lists were never handed on');
   });
 
   it('reads whole lists from a server older than the agent, handing on what changed', async () => {

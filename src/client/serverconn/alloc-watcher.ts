@@ -42,8 +42,9 @@ export interface AllocWatcherOptions {
    * Told of each change: the server's whole list now, its index, and what
    * changed. Called one at a time; the next read starts after it resolves.
    * A throw is logged, and the same change is offered again after a backoff.
-   * Not called when nothing but the node's own status reports changed (the
-   * index moves on all the same).
+   * A change may be empty (only the node's own status reports were written):
+   * its index is still worth keeping, as the floor below which a server
+   * that restarted from older state is not obeyed.
    */
   onAllocations: (allocs: NodeAllocation[], index: number, update: AllocUpdate) => Promise<void> | void;
   /** The highest index handed on before (the agent keeps it across restarts); lists below it are ignored. */
@@ -107,7 +108,7 @@ export class AllocWatcher {
     return this.#life.state;
   }
 
-  /** The index of the last list read (0 before the first). */
+  /** The index of the last list handed on (0 before the first). */
   get index(): number {
     return this.#index;
   }
@@ -168,13 +169,6 @@ export class AllocWatcher {
           this.#logger.warn({ index: read.index }, 'the server answered the allocation pull from state older than its indexes; retrying');
           blocking = false;
           await backOff();
-          continue;
-        }
-        if (this.#lists > 0 && next.changed.length === 0 && next.removed.length === 0) {
-          // Only the node's own status reports were written: the server's view is the one handed on last.
-          this.#index = read.index;
-          blocking = true;
-          failures = 0;
           continue;
         }
         const current = new Map<string, NodeAllocation>();
