@@ -6,28 +6,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Allocation } from '../../structs/index.js';
+import { testAllocation } from '../../../test/support/server-rows.js';
 import { AllocModifyIndexes } from './node-alloc-routes.js';
 
+/** Version `modifyIndex` of allocation a1 on n1, pending, with `change`. */
 function version(modifyIndex: number, change: Partial<Allocation> = {}): Allocation {
-  return {
-    id: 'a1',
-    namespace: 'default',
-    jobId: 'web',
-    jobVersion: 0,
-    taskGroup: 'web',
-    nodeId: 'n1',
-    desiredStatus: 'run',
-    desiredDescription: '',
-    clientStatus: 'pending',
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createIndex: 5,
-    modifyIndex,
-    createTime: 1,
-    modifyTime: 1,
-    ...change,
-  };
+  return testAllocation('a1', 'n1', { clientStatus: 'pending', createIndex: 5, modifyIndex, ...change });
 }
 
 describe('AllocModifyIndexes', () => {
@@ -38,9 +22,9 @@ describe('AllocModifyIndexes', () => {
     assert.deepEqual(indexes.answer('n1', [version(7, running)]), { a1: 5 }, 'a status report keeps it');
     assert.deepEqual(indexes.answer('n1', [version(8, { ...running, network: { mode: 'host' }, checks: {} })]), { a1: 5 });
     assert.deepEqual(indexes.answer('n1', [version(9, { ...running, desiredStatus: 'stop' })]), { a1: 9 }, 'a stop moves it');
-    assert.deepEqual(indexes.answer('n1', [version(11, { ...running, desiredStatus: 'stop', jobVersion: 1 })]), { a1: 11 });
+    assert.deepEqual(indexes.answer('n1', [version(11, { ...running, desiredStatus: 'stop', jobVersion: 2 })]), { a1: 11 });
     assert.deepEqual(indexes.answer('n1', []), {}, 'an allocation gone is forgotten');
-    assert.deepEqual(indexes.answer('n1', [version(12, { desiredStatus: 'stop', jobVersion: 1 })]), { a1: 12 }, 'and comes back under its own index');
+    assert.deepEqual(indexes.answer('n1', [version(12, { desiredStatus: 'stop', jobVersion: 2 })]), { a1: 12 }, 'and comes back under its own index');
   });
 
   it('gives a new number when a field changes and changes back between two answers, if a pull sent the middle version', () => {
