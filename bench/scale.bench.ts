@@ -103,6 +103,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     // 2. A batch job of ALLOCS allocations.
     if (ALLOCS > 0) {
       const t = performance.now();
+      const syncBefore = c.fleet.syncCounts();
       await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
       const submitted = performance.now() - t;
       await c.fleet.until(() => c.fleet.finished.size >= ALLOCS);
@@ -115,6 +116,10 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       out['batchAllCompleteMs'] = round(ms);
       console.log(
         `  batch job of ${ALLOCS}: submitted in ${round(submitted)} ms, all run by the nodes in ${round(ran)} ms, all ${complete} complete on the servers in ${round(ms)} ms (goal < 20000); run twice: ${c.fleet.doubled().length}`,
+      );
+      const sync = c.fleet.syncCounts();
+      console.log(
+        `  the nodes' allocation sync meanwhile: ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
       );
     }
 

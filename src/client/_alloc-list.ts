@@ -1,14 +1,15 @@
-// How the Client acts on the server's allocation list (the authority on what
-// runs on this node): new allocations get a runner (started once the
-// allocations holding their single-writer volumes let go), changed ones are
-// updated (a replaced plugin allocation after a handover), and those the
-// server no longer lists are destroyed. Private to src/client.
+// How the Client acts on a change of the server's allocation list (the
+// authority on what runs on this node): new allocations get a runner
+// (started once the allocations holding their single-writer volumes let
+// go), changed ones are updated (a replaced plugin allocation after a
+// handover), and those the server no longer lists are destroyed. Only what
+// changed is looked at (AllocWatcher says what did). Private to src/client.
 
 import { describeError, type Clock, type Logger } from '../lib/index.js';
 import { isClientTerminal, type Allocation, type Job } from '../structs/index.js';
 import { singleWriterHolders } from './allocrunner/index.js';
 import type { PluginRegistry } from './dynamicplugins/index.js';
-import type { NodeAllocation, StatusReporter } from './serverconn/index.js';
+import type { AllocUpdate, StatusReporter } from './serverconn/index.js';
 import type { RunnerEntry } from './_client-types.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
 
@@ -30,15 +31,13 @@ export interface AllocListContext {
   track(p: Promise<unknown>): void;
 }
 
-/** Acts on one server list; returns the IDs it holds (seen), so the caller can forget tombstones. */
-export function applyAllocList(ctx: AllocListContext, list: NodeAllocation[]): Set<string> {
+/** Acts on one change of the server's list (the first change lists every allocation). */
+export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 'changed' | 'current'>): void {
   const { runners, log } = ctx;
-  const seen = new Set<string>();
   const updates: RunnerEntry[] = [];
   const created: RunnerEntry[] = [];
-  for (const item of list) {
+  for (const item of update.changed) {
     const { job: sentJob, ...alloc } = item;
-    seen.add(alloc.id);
     if (ctx.collected.has(alloc.id)) continue;
     const entry = runners.get(alloc.id);
     if (entry) {
@@ -97,7 +96,7 @@ export function applyAllocList(ctx: AllocListContext, list: NodeAllocation[]): S
   }
   // Allocations the server no longer has for this node: garbage-collected, so destroyed here.
   for (const [allocId, entry] of [...runners]) {
-    if (seen.has(allocId)) continue;
+    if (update.current.has(allocId)) continue;
     runners.delete(allocId);
     ctx.track(
       (async () => {
@@ -106,7 +105,6 @@ export function applyAllocList(ctx: AllocListContext, list: NodeAllocation[]): S
       })().catch((err: unknown) => log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
     );
   }
-  return seen;
 }
 
 /**

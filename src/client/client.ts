@@ -42,7 +42,7 @@ import {
   NodeRpcHandler,
   ServerApi,
   StatusReporter,
-  type NodeAllocation,
+  type AllocUpdate,
 } from './serverconn/index.js';
 import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
 import { NodeFingerprinter } from './_fingerprint.js';
@@ -339,7 +339,7 @@ export class Client {
         api: this.#api,
         nodeId,
         minIndex: this.#node.allocIndex,
-        onAllocations: (allocs, index) => this.#onAllocations(allocs, index),
+        onAllocations: (_allocs, index, update) => this.#onAllocations(update, index),
         clock: this.#clock,
         logger: this.#root,
         ...(this.#opts.allocWaitMs !== undefined ? { waitMs: this.#opts.allocWaitMs } : {}),
@@ -488,11 +488,11 @@ export class Client {
     for (const l of this.#statusListeners) l();
   }
 
-  /** The server's list: the authority on what runs here. Runs one list at a time (AllocWatcher). */
-  async #onAllocations(list: NodeAllocation[], index: number): Promise<void> {
+  /** A change of the server's list: the authority on what runs here. Runs one change at a time (AllocWatcher). */
+  async #onAllocations(update: AllocUpdate, index: number): Promise<void> {
     if (this.#stopping.signal.aborted) return;
     const store = this.#store as ClientStateStore;
-    const seen = applyAllocList(
+    applyAllocList(
       {
         runners: this.#runners,
         collected: this.#collected,
@@ -505,11 +505,11 @@ export class Client {
         signal: this.#stopping.signal,
         track: (p) => this.#track(p),
       },
-      list,
+      update,
     );
     // Collected allocations the server has forgotten too need no tombstone any more.
     for (const allocId of [...this.#collected]) {
-      if (seen.has(allocId)) continue;
+      if (update.current.has(allocId)) continue;
       this.#collected.delete(allocId);
       store.bucket<true>(GC_BUCKET).delete(allocId);
     }
@@ -518,7 +518,7 @@ export class Client {
     store.bucket<NodeRecord>(AGENT_BUCKET).put('node', node);
     if (!this.#serverListReceived) {
       this.#serverListReceived = true;
-      this.#log.info({ allocations: list.length, index }, 'first allocation list from the server');
+      this.#log.info({ allocations: update.current.size, index }, 'first allocation list from the server');
       this.#track(this.#reconcileVolumes());
     }
   }

@@ -13,6 +13,7 @@ export {
   type AllocNetworkStatus,
   type AllocatedPort,
 } from './allocation.js';
+export { CLIENT_ALLOC_FIELDS, ALLOC_PULL_MAX, isHeldJob, type AllocIndexesAnswer, type AllocPullRequest, type AllocPullAnswer, type HeldJob } from './alloc-sync.js';
 export {
   jobSpecSchema,
   migrateSchema,

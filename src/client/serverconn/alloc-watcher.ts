@@ -1,7 +1,14 @@
-// Watches the node's allocations with blocking reads (GET
-// /v1/node/:id/allocations?index=N&wait=..) and hands every new list to the
-// agent, in order, one at a time. A list older than one already seen (a
-// server that came back with stale state) is never handed on.
+// Watches the node's allocations incrementally, as Nomad's client does: a
+// blocking read (GET /v1/node/:id/allocation-indexes?index=N&wait=..)
+// answers each allocation's ID and alloc modify index, which the node's own
+// status reports leave alone; the watcher then pulls only the allocations
+// whose index differs from the one it holds (POST .../allocations/pull, one
+// request per thousand), with each job once and only when it does not hold
+// that version. Every change goes to the agent, in order, one at a time, as
+// what changed and what the server lists now. A list older than one already
+// seen (a server that came back with stale state) is never handed on. A
+// server older than this agent (no such route) is read the old way: the
+// whole list, each allocation with its job.
 
 import {
   BACKOFF,
@@ -15,17 +22,31 @@ import {
   type LifecycleState,
   type Logger,
 } from '../../lib/index.js';
-import type { NodeAllocation, ServerApi } from './server-api.js';
+import { ALLOC_PULL_MAX, type HeldJob, type Job } from '../../structs/index.js';
+import { isNoRoute, type NodeAllocation, type ServerApi } from './server-api.js';
+
+/** What changed since the previous call of onAllocations. */
+export interface AllocUpdate {
+  /** The allocations that are new or that the server changed (every allocation on the first call). */
+  changed: NodeAllocation[];
+  /** The IDs the server no longer lists for this node. */
+  removed: string[];
+  /** Every allocation the server lists now, by ID. */
+  current: ReadonlyMap<string, NodeAllocation>;
+}
 
 export interface AllocWatcherOptions {
   api: ServerApi;
   nodeId: string;
   /**
-   * Told of each new list with its index. Called one at a time; the next
-   * read starts after it resolves. A throw is logged, and the same list is
-   * offered again after a backoff.
+   * Told of each change: the server's whole list now, its index, and what
+   * changed. Called one at a time; the next read starts after it resolves.
+   * A throw is logged, and the same change is offered again after a backoff.
+   * A change may be empty (only the node's own status reports were written):
+   * its index is still worth keeping, as the floor below which a server
+   * that restarted from older state is not obeyed.
    */
-  onAllocations: (allocs: NodeAllocation[], index: number) => Promise<void> | void;
+  onAllocations: (allocs: NodeAllocation[], index: number, update: AllocUpdate) => Promise<void> | void;
   /** The highest index handed on before (the agent keeps it across restarts); lists below it are ignored. */
   minIndex?: number;
   /** How long one blocking read may wait on the server. Default 5 min. */
@@ -35,6 +56,26 @@ export interface AllocWatcherOptions {
   backoff?: BackoffPolicy;
   random?: () => number;
 }
+
+/** What the watcher did, for benchmarks and tests. */
+export interface AllocWatcherCounts {
+  /** Index (or, from an old server, whole-list) reads answered. */
+  reads: number;
+  /** Pull requests answered. */
+  pulls: number;
+  /** Allocations received (pulled, or in whole lists). */
+  allocations: number;
+  /** Jobs received (each allocation's job counts in a whole list). */
+  jobs: number;
+}
+
+interface Held {
+  alloc: NodeAllocation;
+  /** The alloc modify index the server gave with it (its modify index when read from an old server). */
+  allocModifyIndex: number;
+}
+
+type Read = { index: number; indexes: Record<string, number> } | { index: number; list: NodeAllocation[] };
 
 /**
  * Lifecycle (lib Lifecycle): `start()` begins watching in the background (a
@@ -51,6 +92,9 @@ export class AllocWatcher {
   readonly #waiters = new Set<() => void>();
   #index: number;
   #lists = 0;
+  #held = new Map<string, Held>();
+  #oldServerTold = false;
+  readonly #counts: AllocWatcherCounts = { reads: 0, pulls: 0, allocations: 0, jobs: 0 };
 
   constructor(opts: AllocWatcherOptions) {
     this.#opts = opts;
@@ -74,6 +118,11 @@ export class AllocWatcher {
     return this.#lists;
   }
 
+  /** Reads, pulls, allocations and jobs received so far (a copy). */
+  get counts(): AllocWatcherCounts {
+    return { ...this.#counts };
+  }
+
   start(): void {
     this.#life.startLoop((signal) => this.#run(signal));
   }
@@ -95,27 +144,38 @@ export class AllocWatcher {
     let failures = 0;
     // The first read answers at once; later ones block until something changed.
     let blocking = false;
+    const backOff = async (): Promise<void> => {
+      failures++;
+      await this.#clock.sleep(backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random), signal);
+    };
     while (!signal.aborted) {
       try {
-        const { index, allocations } = await this.#opts.api.allocations(this.#opts.nodeId, {
-          ...(blocking ? { index: this.#index, waitMs: this.#opts.waitMs ?? 300_000 } : {}),
-          signal,
-        });
-        if (index < this.#index) {
+        const read = await this.#read(blocking ? { index: this.#index, waitMs: this.#opts.waitMs ?? 300_000, signal } : { signal });
+        if (read.index < this.#index) {
           // The server's state is older than what we acted on: wait for it to catch up.
-          this.#logger.warn({ index, seen: this.#index }, 'the server sent an allocation list older than one already seen; ignoring it');
+          this.#logger.warn({ index: read.index, seen: this.#index }, 'the server sent an allocation list older than one already seen; ignoring it');
           // Before the first list is handed on, poll: a blocking read would wait for the server to pass an index it may already be at.
           blocking = this.#lists > 0;
-          failures++;
-          await this.#clock.sleep(backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random), signal);
+          await backOff();
           continue;
         }
-        if (this.#lists > 0 && index === this.#index) {
+        if (this.#lists > 0 && read.index === this.#index) {
           blocking = true;
           continue;
         }
-        await this.#opts.onAllocations(allocations, index);
-        this.#index = index;
+        const next = 'list' in read ? this.#fromList(read.list) : await this.#pull(read.index, read.indexes, signal);
+        if (!next) {
+          // A pull answered from state older than the indexes: that server is behind; ask again.
+          this.#logger.warn({ index: read.index }, 'the server answered the allocation pull from state older than its indexes; retrying');
+          blocking = false;
+          await backOff();
+          continue;
+        }
+        const current = new Map<string, NodeAllocation>();
+        for (const [id, h] of next.held) current.set(id, h.alloc);
+        await this.#opts.onAllocations([...current.values()], read.index, { changed: next.changed, removed: next.removed, current });
+        this.#held = next.held;
+        this.#index = read.index;
         this.#lists++;
         blocking = true;
         failures = 0;
@@ -134,4 +194,89 @@ export class AllocWatcher {
       }
     }
   }
+
+  /** The indexes; from a server without them, the whole list. */
+  async #read(opts: { index?: number; waitMs?: number; signal: AbortSignal }): Promise<Read> {
+    const { api, nodeId } = this.#opts;
+    try {
+      const { index, allocations } = await api.allocationIndexes(nodeId, opts);
+      this.#counts.reads++;
+      return { index, indexes: allocations };
+    } catch (err) {
+      if (!isNoRoute(err)) throw err;
+      if (!this.#oldServerTold) {
+        this.#oldServerTold = true;
+        this.#logger.warn({ server: api.address }, 'the server is older than this agent (no incremental allocation reads): reading whole allocation lists from it; upgrade the servers');
+      }
+      const { index, allocations } = await api.allocations(nodeId, opts);
+      this.#counts.reads++;
+      this.#counts.allocations += allocations.length;
+      this.#counts.jobs += allocations.filter((a) => a.job).length;
+      return { index, list: allocations };
+    }
+  }
+
+  /** A whole list (an old server's) as a change: what is new or has another modify index. */
+  #fromList(list: NodeAllocation[]): { held: Map<string, Held>; changed: NodeAllocation[]; removed: string[] } {
+    const held = new Map<string, Held>();
+    const changed: NodeAllocation[] = [];
+    for (const alloc of list) {
+      held.set(alloc.id, { alloc, allocModifyIndex: alloc.modifyIndex });
+      if (this.#held.get(alloc.id)?.alloc.modifyIndex !== alloc.modifyIndex) changed.push(alloc);
+    }
+    return { held, changed, removed: [...this.#held.keys()].filter((id) => !held.has(id)) };
+  }
+
+  /**
+   * Pulls the allocations whose alloc modify index differs from the one
+   * held; undefined when a pull came from state older than `index`.
+   */
+  async #pull(index: number, indexes: Record<string, number>, signal: AbortSignal): Promise<{ held: Map<string, Held>; changed: NodeAllocation[]; removed: string[] } | undefined> {
+    const held = new Map<string, Held>();
+    const wanted: string[] = [];
+    for (const [id, allocModifyIndex] of Object.entries(indexes)) {
+      const h = this.#held.get(id);
+      if (h && h.allocModifyIndex === allocModifyIndex) held.set(id, h);
+      else {
+        wanted.push(id);
+        // Until the pull answers (a deleted one is not in the answer): the copy held.
+        if (h) held.set(id, h);
+      }
+    }
+    const removed = [...this.#held.keys()].filter((id) => !(id in indexes));
+    const changed: NodeAllocation[] = [];
+    for (let at = 0; at < wanted.length; at += ALLOC_PULL_MAX) {
+      const ids = wanted.slice(at, at + ALLOC_PULL_MAX);
+      // The jobs of allocations held already: sent again only when their version changed.
+      const heldJobs = new Map<string, Job>();
+      for (const id of ids) {
+        const job = this.#held.get(id)?.alloc.job;
+        if (job) heldJobs.set(`${job.namespace}\u0000${job.id}`, job);
+      }
+      const answer = await this.#opts.api.pullAllocations(this.#opts.nodeId, { ids, minIndex: index, heldJobs: [...heldJobs.values()].map(heldJobOf) }, { signal });
+      this.#counts.pulls++;
+      this.#counts.allocations += answer.allocations.length;
+      this.#counts.jobs += answer.jobs.length;
+      if (answer.index < index) return undefined;
+      const jobs = new Map(heldJobs);
+      for (const job of answer.jobs) jobs.set(`${job.namespace}\u0000${job.id}`, job);
+      for (const alloc of answer.allocations) {
+        const job = jobs.get(`${alloc.namespace}\u0000${alloc.jobId}`);
+        const item: NodeAllocation = job ? { ...alloc, job } : alloc;
+        held.set(alloc.id, { alloc: item, allocModifyIndex: answer.allocModifyIndex[alloc.id] ?? alloc.modifyIndex });
+        changed.push(item);
+      }
+    }
+    // In the server's order (by ID), as a whole list would be.
+    const ordered = new Map<string, Held>();
+    for (const id of Object.keys(indexes)) {
+      const h = held.get(id);
+      if (h) ordered.set(id, h);
+    }
+    return { held: ordered, changed, removed };
+  }
+}
+
+function heldJobOf(job: Job): HeldJob {
+  return { namespace: job.namespace, id: job.id, createIndex: job.createIndex, version: job.version };
 }

@@ -10,7 +10,7 @@ export {
   type AllocStatusReport,
 } from './server-api.js';
 export { NodeRegistration, type NodeRegistrationOptions, type NodeRegistrationState } from './node-registration.js';
-export { AllocWatcher, type AllocWatcherOptions } from './alloc-watcher.js';
+export { AllocWatcher, type AllocWatcherOptions, type AllocUpdate, type AllocWatcherCounts } from './alloc-watcher.js';
 export { StatusReporter, type StatusReporterOptions } from './status-reporter.js';
 export { HttpVolumeClaimer } from './http-volume-claimer.js';
 export { NodeRpcHandler, NodeRpcHandlerError, type NodeRpcHandlerOptions, type CsiPluginSource } from './node-rpc-handler.js';

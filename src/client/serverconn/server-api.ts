@@ -6,7 +6,7 @@
 
 import http from 'node:http';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
-import type { Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
+import type { AllocIndexesAnswer, AllocPullAnswer, AllocPullRequest, Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
 
 export type ServerConnErrorCode =
   /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
@@ -40,6 +40,20 @@ export class ServerConnError extends BerthError<ServerConnErrorCode> {
     this.retryable = opts.retryable;
     this.answered = opts.answered ?? false;
   }
+}
+
+/** The options of a blocking read: without `index` it answers at once. */
+export interface BlockingOptions {
+  /** Wait until the server's state passes this index. */
+  index?: number;
+  /** How long the server may wait (default its own, 5 min). */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Whether `err` says the server does not serve the route at all (a server older than this agent). */
+export function isNoRoute(err: unknown): boolean {
+  return err instanceof ServerConnError && err.status === 404 && err.message.includes('no route');
 }
 
 /** One allocation as the server hands it to its node: with its job (mount flags included, for the node only). */
@@ -90,6 +104,8 @@ export class ServerApi {
   #agent = new http.Agent({ keepAlive: true });
   /** Fired when calls move to another server: every call still waiting on the one left is abandoned. */
   #moved = new AbortController();
+  #answers = 0;
+  #bytes = 0;
   /**
    * The leader a cluster server named in its answer (`x-berth-leader`), when
    * it is one of the addresses given. Writes (every call but GET) go there
@@ -164,50 +180,73 @@ export class ServerApi {
   }
 
   /**
-   * GET /v1/node/:id/allocations. With `index`, blocks on the server until
-   * the allocations pass it or `waitMs` runs out (plus a few seconds' grace;
-   * a server silent past that counts as hung). Also abandoned (rejects
-   * SERVER_UNREACHABLE, retryable) when another call found the server dead
-   * and calls moved on. Resolves with the list and the index to send next time.
+   * GET /v1/node/:id/allocations: the whole list, each allocation with its
+   * job (what servers older than the incremental sync serve). With `index`,
+   * blocks on the server until the allocations pass it or `waitMs` runs out
+   * (plus a few seconds' grace; a server silent past that counts as hung).
+   * Also abandoned (rejects SERVER_UNREACHABLE, retryable) when another call
+   * found the server dead and calls moved on. Resolves with the list and the
+   * index to send next time.
    */
-  async allocations(nodeId: string, opts: { index?: number; waitMs?: number; signal?: AbortSignal } = {}): Promise<{ index: number; allocations: NodeAllocation[] }> {
-    const q = new URLSearchParams();
-    if (opts.index !== undefined) q.set('index', String(opts.index));
-    if (opts.waitMs !== undefined) q.set('wait', `${Math.max(1, Math.ceil(opts.waitMs / 1000))}s`);
-    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + BLOCKING_GRACE_MS : undefined;
-    const { body, index } = await this.#call('GET', `/v1/node/${enc(nodeId)}/allocations?${q.toString()}`, undefined, opts.signal, blockingMs);
+  async allocations(nodeId: string, opts: BlockingOptions = {}): Promise<{ index: number; allocations: NodeAllocation[] }> {
+    const { body, index } = await this.#blockingGet(`/v1/node/${enc(nodeId)}/allocations`, new URLSearchParams(), opts);
     if (!Array.isArray(body)) throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation list is not a list', { retryable: true });
     return { index, allocations: body as NodeAllocation[] };
   }
 
-  /** POST /v1/node/:id/allocations: status updates, applied all or none. */
+  /**
+   * GET /v1/node/:id/allocation-indexes: each allocation's ID and alloc
+   * modify index (structs AllocIndexesAnswer), blocking as allocations()
+   * does. A server older than the incremental sync answers SERVER_REFUSED
+   * with status 404 and a "no route" message (see isNoRoute).
+   */
+  async allocationIndexes(nodeId: string, opts: BlockingOptions = {}): Promise<{ index: number; allocations: Record<string, number> }> {
+    const { body, index } = await this.#blockingGet(`/v1/node/${enc(nodeId)}/allocation-indexes`, new URLSearchParams(), opts);
+    const allocations = (body as Partial<AllocIndexesAnswer> | undefined)?.allocations;
+    if (!allocations || typeof allocations !== 'object' || Array.isArray(allocations)) {
+      throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation indexes are not a map of IDs to indexes', { retryable: true });
+    }
+    return { index, allocations };
+  }
+
+  /**
+   * POST /v1/node/:id/allocations/pull: the allocations named (at most
+   * ALLOC_PULL_MAX) and the jobs the node does not hold, from state at least
+   * as new as `minIndex` (the server waits a few seconds to catch up, then
+   * refuses with a retryable 503). Safe to repeat.
+   */
+  async pullAllocations(nodeId: string, req: AllocPullRequest, opts: { signal?: AbortSignal } = {}): Promise<AllocPullAnswer & { index: number }> {
+    // A read: to the server that answered the indexes, not to the leader.
+    const { body, index } = await this.#call('POST', `/v1/node/${enc(nodeId)}/allocations/pull`, req, opts.signal, undefined, true);
+    const answer = body as Partial<AllocPullAnswer> | undefined;
+    if (!Array.isArray(answer?.allocations) || !Array.isArray(answer.jobs) || !answer.allocModifyIndex || typeof answer.allocModifyIndex !== 'object') {
+      throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation pull answer lacks its allocations, jobs or indexes', { retryable: true });
+    }
+    return { index, allocations: answer.allocations, allocModifyIndex: answer.allocModifyIndex, jobs: answer.jobs };
+  }
+
   /**
    * GET /v1/service/:name (healthy instances), blocking as allocations() does
    * when `index` is given. For templates' nomadService.
    */
   async serviceInstances(
     name: string,
-    opts: { namespace?: string; tag?: string; index?: number; waitMs?: number; signal?: AbortSignal } = {},
+    opts: { namespace?: string; tag?: string } & BlockingOptions = {},
   ): Promise<{ index: number; instances: ServiceRegistration[] }> {
     const q = new URLSearchParams({ namespace: opts.namespace ?? 'default' });
     if (opts.tag) q.set('tag', opts.tag);
-    if (opts.index !== undefined) q.set('index', String(opts.index));
-    if (opts.waitMs !== undefined) q.set('wait', `${Math.ceil(opts.waitMs / 1000)}s`);
-    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + BLOCKING_GRACE_MS : undefined;
-    const { body, index } = await this.#call('GET', `/v1/service/${enc(name)}?${q.toString()}`, undefined, opts.signal, blockingMs);
+    const { body, index } = await this.#blockingGet(`/v1/service/${enc(name)}`, q, opts);
     return { index, instances: body as ServiceRegistration[] };
   }
 
   /** GET /v1/services: the service names that have healthy instances. */
-  async serviceList(opts: { namespace?: string; index?: number; waitMs?: number; signal?: AbortSignal } = {}): Promise<{ index: number; services: Array<{ namespace: string; serviceName: string; tags: string[] }> }> {
+  async serviceList(opts: { namespace?: string } & BlockingOptions = {}): Promise<{ index: number; services: Array<{ namespace: string; serviceName: string; tags: string[] }> }> {
     const q = new URLSearchParams({ namespace: opts.namespace ?? 'default' });
-    if (opts.index !== undefined) q.set('index', String(opts.index));
-    if (opts.waitMs !== undefined) q.set('wait', `${Math.ceil(opts.waitMs / 1000)}s`);
-    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + BLOCKING_GRACE_MS : undefined;
-    const { body, index } = await this.#call('GET', `/v1/services?${q.toString()}`, undefined, opts.signal, blockingMs);
+    const { body, index } = await this.#blockingGet('/v1/services', q, opts);
     return { index, services: body as Array<{ namespace: string; serviceName: string; tags: string[] }> };
   }
 
+  /** POST /v1/node/:id/allocations: status updates, applied all or none. */
   async updateAllocations(nodeId: string, updates: readonly AllocStatusReport[], opts: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
     const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/allocations`, { allocations: updates }, opts.signal);
     return body as { index: number };
@@ -240,16 +279,31 @@ export class ServerApi {
     return (await this.#call('POST', `/v1/node/${enc(nodeId)}/volume-stats`, { reports }, opts.signal)).body as { accepted: number };
   }
 
+  /** Answers received so far and their bodies' bytes (what the node downloaded from the servers). */
+  get received(): { answers: number; bytes: number } {
+    return { answers: this.#answers, bytes: this.#bytes };
+  }
+
+  /** A blocking GET: `index` and `wait` added to `q`; the deadline is the wait plus a grace. */
+  #blockingGet(path: string, q: URLSearchParams, opts: BlockingOptions): Promise<{ body: unknown; index: number }> {
+    if (opts.index !== undefined) q.set('index', String(opts.index));
+    if (opts.waitMs !== undefined) q.set('wait', `${Math.max(1, Math.ceil(opts.waitMs / 1000))}s`);
+    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) + BLOCKING_GRACE_MS : undefined;
+    const query = q.toString();
+    return this.#call('GET', query ? `${path}?${query}` : path, undefined, opts.signal, blockingMs);
+  }
+
   /** Closes the kept-alive connections; calls still work afterwards (they open new ones). */
   close(): void {
     this.#agent.destroy();
     this.#agent = new http.Agent({ keepAlive: true });
   }
 
-  async #call(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs = this.#timeoutMs): Promise<{ body: unknown; index: number }> {
+  /** One call; `read` (every GET, and a read sent as a POST) goes to the current server, a write to the leader named. */
+  async #call(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs = this.#timeoutMs, read = method === 'GET'): Promise<{ body: unknown; index: number }> {
     if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
     let answer: { status: number; text: string; index: string | undefined; leader: string | undefined };
-    const leader = method === 'GET' ? undefined : this.#leader;
+    const leader = read ? undefined : this.#leader;
     const base = leader ?? this.address;
     const moved = this.#moved.signal;
     try {
@@ -348,6 +402,8 @@ export class ServerApi {
         });
         res.on('end', () => {
           finish();
+          this.#answers++;
+          for (const c of chunks) this.#bytes += c.length;
           const index = res.headers['x-berth-index'];
           const leader = res.headers['x-berth-leader'];
           resolve({

@@ -16,8 +16,8 @@ export const FORWARDED_HEADER = 'x-berth-forwarded';
 /** The leader's address, on every answer of a cluster server and on a refused node connection. */
 export const LEADER_HEADER = 'x-berth-leader';
 
-/** Routes that each server answers itself, whoever leads. */
-const LOCAL = new Set(['/v1/operator/members', '/v1/status']);
+/** Routes that each server answers itself, whoever leads (the allocation pull is a read sent as a POST). */
+const LOCAL = new Set(['/v1/operator/members', '/v1/status', '/v1/node/:id/allocations/pull']);
 
 const FORWARD_TIMEOUT_MS = 60_000;
 /** How often a forward in flight checks that its leader still leads. */

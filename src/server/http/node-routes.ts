@@ -11,7 +11,8 @@ import type { NodeTransport } from '../noderpc/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, blockingReadOf, parseBlockingQuery } from './blocking.js';
+import { blockingRead, parseBlockingQuery } from './blocking.js';
+import { readNodeAllocations, registerNodeAllocRoutes } from './node-alloc-routes.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
@@ -69,16 +70,12 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
-  // The node's allocations, each with its job, as a blocking read. Only the node itself gets the
-  // job's mount flags (it mounts with them); readers see them redacted, as everywhere.
+  // The node's allocations, each with its job, as a blocking read (a node of this build syncs
+  // incrementally instead: node-alloc-routes.ts). Only the node itself gets the job's mount flags
+  // (it mounts with them); readers see them redacted, as everywhere.
   app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id/allocations', { config: { access: 'node-read' } }, async (req, reply) => {
     const forNode = req.caller?.role === 'node';
-    const nodeId = req.params.id;
-    // Woken only by writes to this node's allocations: a thousand nodes' watches are not all answered for each write.
-    const concerns = (row: unknown): boolean => (row as { nodeId?: unknown } | null)?.nodeId === nodeId;
-    const { index, result } = await blockingReadOf(store, 'allocations', concerns, parseBlockingQuery(req.query), signalOf(req, reply), (snap) => {
-      if (!snap.get('nodes', rowKey(req.params.id))) return undefined;
-      const allocs = snap.list('allocations', { filter: (a) => a.nodeId === req.params.id });
+    const { index, result } = await readNodeAllocations(store, req.params.id, parseBlockingQuery(req.query), signalOf(req, reply), (allocs, snap) => {
       const jobsById = new Map<string, Job | undefined>();
       return allocs.map((a) => {
         const key = rowKey(a.namespace, a.jobId);
@@ -94,6 +91,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     reply.header('X-Berth-Index', String(index));
     return result;
   });
+  registerNodeAllocRoutes(app, { deps, signalOf });
 
   app.post<{ Params: Params }>('/v1/node/:id/allocations', { config: { access: 'node' } }, async (req, reply) => {
     const body = objectBody(req.body);

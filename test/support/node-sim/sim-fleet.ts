@@ -113,6 +113,22 @@ export class SimFleet {
     return this.#finished;
   }
 
+  /** What the nodes' allocation watches received so far, summed: reads, pulls, allocations, jobs, and every answer's bytes. */
+  syncCounts(): { reads: number; pulls: number; allocations: number; jobs: number; answers: number; bytes: number } {
+    const sum = { reads: 0, pulls: 0, allocations: 0, jobs: 0, answers: 0, bytes: 0 };
+    for (const n of this.nodes) {
+      const w = n.watchCounts;
+      const r = n.api.received;
+      sum.reads += w.reads;
+      sum.pulls += w.pulls;
+      sum.allocations += w.allocations;
+      sum.jobs += w.jobs;
+      sum.answers += r.answers;
+      sum.bytes += r.bytes;
+    }
+    return sum;
+  }
+
   /** Allocations started more than once (by one node or by several): what must never happen. */
   doubled(): string[] {
     return [...this.#started].filter(([, nodes]) => nodes.length > 1).map(([id]) => id);

@@ -11,7 +11,7 @@
 // (controller calls through the agent's own translation to the real
 // controller plugin; node detach as done, since nothing was mounted).
 
-import { controllerCallHandlers, errorAnswer, NodeConnection, NodeRegistration, ServerApi, ServerConnError, StatusReporter, AllocWatcher, type NodeAllocation, type NodeRpcHandlers } from '../../../src/client/serverconn/index.js';
+import { controllerCallHandlers, errorAnswer, NodeConnection, NodeRegistration, ServerApi, ServerConnError, StatusReporter, AllocWatcher, type AllocUpdate, type AllocWatcherCounts, type NodeAllocation, type NodeRpcHandlers } from '../../../src/client/serverconn/index.js';
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import { BACKOFF, backoffDelay, silentLogger, systemClock, type Logger } from '../../../src/lib/index.js';
 import type { CsiPluginReport, NodeFingerprint, NodeRpcMethod, NodeRpcRequest, NodeRpcResponse, TaskState } from '../../../src/structs/index.js';
@@ -103,7 +103,7 @@ export class SimNode {
       ...(opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: opts.heartbeatIntervalMs } : {}),
     });
     this.#reporter = new StatusReporter({ api: this.api, nodeId: opts.nodeId, logger });
-    this.#watcher = new AllocWatcher({ api: this.api, nodeId: opts.nodeId, logger, onAllocations: (list) => this.#onAllocations(list) });
+    this.#watcher = new AllocWatcher({ api: this.api, nodeId: opts.nodeId, logger, onAllocations: (_list, _index, update) => this.#onAllocations(update) });
     this.connection = new NodeConnection({
       address: opts.servers,
       authHeader: this.api.authHeader(),
@@ -176,8 +176,20 @@ export class SimNode {
     this.api.close();
   }
 
-  #onAllocations(list: NodeAllocation[]): void {
-    for (const alloc of list) {
+  /** What the agent's watcher reads, for the figures: reads, pulls, allocations and jobs received. */
+  get watchCounts(): AllocWatcherCounts {
+    return this.#watcher.counts;
+  }
+
+  #onAllocations({ changed, removed }: AllocUpdate): void {
+    // Collected by the server: forgotten here too, as the agent destroys them.
+    for (const id of removed) {
+      const known = this.#allocs.get(id);
+      if (!known?.done) continue;
+      clearTimeout(known.timer);
+      this.#allocs.delete(id);
+    }
+    for (const alloc of changed) {
       const known = this.#allocs.get(alloc.id);
       if (known) {
         if (!known.done && alloc.desiredStatus !== 'run') this.#track(this.#finish(known, 'stopped by the server'));

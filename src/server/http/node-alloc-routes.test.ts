@@ -1,0 +1,46 @@
+// AllocModifyIndexes: which number a node is told for each allocation. The
+// node's own reports keep it; a server change moves it; the same number
+// always means the same server fields, even when a field changes and
+// changes back between two answers.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Allocation } from '../../structs/index.js';
+import { testAllocation } from '../../../test/support/server-rows.js';
+import { AllocModifyIndexes } from './node-alloc-routes.js';
+
+/** Version `modifyIndex` of allocation a1 on n1, pending, with `change`. */
+function version(modifyIndex: number, change: Partial<Allocation> = {}): Allocation {
+  return testAllocation('a1', 'n1', { clientStatus: 'pending', createIndex: 5, modifyIndex, ...change });
+}
+
+describe('AllocModifyIndexes', () => {
+  it("keeps the number through the node's own reports and moves it on a server change", () => {
+    const indexes = new AllocModifyIndexes();
+    assert.deepEqual(indexes.answer('n1', [version(5)]), { a1: 5 });
+    const running = { clientStatus: 'running' as const, clientDescription: 'Tasks are running', modifyTime: 9, taskStates: { t: { state: 'running' as const, failed: false, restarts: 0, startedAt: 9, finishedAt: 0, events: [] } } };
+    assert.deepEqual(indexes.answer('n1', [version(7, running)]), { a1: 5 }, 'a status report keeps it');
+    assert.deepEqual(indexes.answer('n1', [version(8, { ...running, network: { mode: 'host' }, checks: {} })]), { a1: 5 });
+    assert.deepEqual(indexes.answer('n1', [version(9, { ...running, desiredStatus: 'stop' })]), { a1: 9 }, 'a stop moves it');
+    assert.deepEqual(indexes.answer('n1', [version(11, { ...running, desiredStatus: 'stop', jobVersion: 2 })]), { a1: 11 });
+    assert.deepEqual(indexes.answer('n1', []), {}, 'an allocation gone is forgotten');
+    assert.deepEqual(indexes.answer('n1', [version(12, { desiredStatus: 'stop', jobVersion: 2 })]), { a1: 12 }, 'and comes back under its own index');
+  });
+
+  it('gives a new number when a field changes and changes back between two answers, if a pull sent the middle version', () => {
+    const indexes = new AllocModifyIndexes();
+    assert.deepEqual(indexes.answer('n1', [version(5)]), { a1: 5 });
+    // A pull sent the node version 6 (migrate marked) before any indexes answer saw it.
+    assert.deepEqual(indexes.record('n1', [version(6, { desiredTransition: { migrate: true } })]), { a1: 6 });
+    // Version 7 has the server fields of version 5 again: the node, holding 6, must pull it.
+    assert.deepEqual(indexes.answer('n1', [version(7)]), { a1: 7 });
+  });
+
+  it('keeps nodes apart and forgets a node that is gone', () => {
+    const indexes = new AllocModifyIndexes();
+    indexes.answer('n1', [version(5)]);
+    assert.deepEqual(indexes.answer('n2', [version(6, { nodeId: 'n2' })]), { a1: 6 });
+    indexes.forget('n1');
+    assert.deepEqual(indexes.answer('n1', [version(7, { clientStatus: 'running' })]), { a1: 7 }, 'a forgotten node pulls once more');
+  });
+});

@@ -1,0 +1,194 @@
+// The node's incremental allocation sync (structs/alloc-sync.ts), as
+// Nomad's client does it: a blocking GET /v1/node/:id/allocation-indexes
+// answers each allocation's ID and alloc modify index; POST
+// /v1/node/:id/allocations/pull sends the allocations the node asks for,
+// and each job once, only when the node does not hold that version. A node
+// of 200 allocations whose one allocation changed gets 200 small numbers
+// and one allocation, not 200 allocations each with its job.
+
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import {
+  ALLOC_PULL_MAX,
+  CLIENT_ALLOC_FIELDS,
+  isHeldJob,
+  publicJob,
+  type Allocation,
+  type AllocIndexesAnswer,
+  type AllocPullAnswer,
+  type HeldJob,
+  type Job,
+} from '../../structs/index.js';
+import { rowKey, type StateReader, type StateStore } from '../state/index.js';
+import { ApiError } from './api-error.js';
+import { blockingReadOf, parseBlockingQuery, type BlockingQuery } from './blocking.js';
+import { objectBody, type RouteContext } from './route-context.js';
+
+type Params = { id: string };
+
+/** How long a pull waits for this server's state to reach the index the node names. */
+const PULL_CATCH_UP_MS = 10_000;
+
+/**
+ * The node's allocations as a blocking read woken only by writes to them (a
+ * thousand nodes' watches are not all answered for each write). `read`
+ * gets the node's allocations; undefined when the node is unknown.
+ */
+export function readNodeAllocations<T>(
+  store: StateStore,
+  nodeId: string,
+  query: BlockingQuery,
+  signal: AbortSignal,
+  read: (allocs: Allocation[], snap: StateReader) => T,
+): Promise<{ index: number; result: T | undefined }> {
+  const concerns = (row: unknown): boolean => (row as { nodeId?: unknown } | null)?.nodeId === nodeId;
+  return blockingReadOf(store, 'allocations', concerns, query, signal, (snap) => {
+    if (!snap.get('nodes', rowKey(nodeId))) return undefined;
+    return read(snap.list('allocations', { filter: (a) => a.nodeId === nodeId }), snap);
+  });
+}
+
+interface Seen {
+  /** The version of the allocation last seen. */
+  modifyIndex: number;
+  /** A digest of its server fields. */
+  digest: string;
+  /** The modify index of the version whose server fields those are (AllocIndexesAnswer). */
+  allocModifyIndex: number;
+}
+
+/**
+ * Each node's allocations as this server last answered them, for their
+ * alloc modify index: a version whose server fields are those of the
+ * version seen before keeps that one's index; any other gets its own.
+ * Invariant: an entry's digest is that of the version its allocModifyIndex
+ * names, so the same number always means the same server fields. A server
+ * that never saw an allocation (just started, or another server answered
+ * before) gives its current modify index: the node pulls it once more.
+ * In memory, one small entry per allocation; never throws.
+ */
+export class AllocModifyIndexes {
+  readonly #byNode = new Map<string, Map<string, Seen>>();
+
+  /** The alloc modify index of each of the node's allocations now; forgets allocations no longer listed. */
+  answer(nodeId: string, allocs: readonly Allocation[]): Record<string, number> {
+    const before = this.#byNode.get(nodeId);
+    const now = new Map<string, Seen>();
+    const out: Record<string, number> = {};
+    for (const a of allocs) {
+      const seen = this.#see(before?.get(a.id), a);
+      now.set(a.id, seen);
+      out[a.id] = seen.allocModifyIndex;
+    }
+    this.#byNode.set(nodeId, now);
+    return out;
+  }
+
+  /** Records versions sent to the node (a pull may send a newer one than the last indexes answer saw); returns each one's index. */
+  record(nodeId: string, allocs: readonly Allocation[]): Record<string, number> {
+    let known = this.#byNode.get(nodeId);
+    if (!known) this.#byNode.set(nodeId, (known = new Map()));
+    const out: Record<string, number> = {};
+    for (const a of allocs) {
+      const seen = this.#see(known.get(a.id), a);
+      known.set(a.id, seen);
+      out[a.id] = seen.allocModifyIndex;
+    }
+    return out;
+  }
+
+  /** A node that is gone. */
+  forget(nodeId: string): void {
+    this.#byNode.delete(nodeId);
+  }
+
+  #see(seen: Seen | undefined, a: Allocation): Seen {
+    if (seen && seen.modifyIndex === a.modifyIndex) return seen;
+    const digest = serverFieldsDigest(a);
+    return { modifyIndex: a.modifyIndex, digest, allocModifyIndex: seen && seen.digest === digest ? seen.allocModifyIndex : a.modifyIndex };
+  }
+}
+
+const CLIENT_FIELDS = new Set<string>(CLIENT_ALLOC_FIELDS);
+
+/** A digest of the allocation's fields other than those its node reports. Pure. */
+function serverFieldsDigest(a: Allocation): string {
+  const server: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(a)) if (!CLIENT_FIELDS.has(k)) server[k] = v;
+  return createHash('sha1').update(JSON.stringify(server)).digest('base64');
+}
+
+/** Registers the two routes of the incremental sync. */
+export function registerNodeAllocRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
+  const { store } = deps;
+  const indexes = new AllocModifyIndexes();
+
+  app.get<{ Params: Params; Querystring: Record<string, string | undefined> }>(
+    '/v1/node/:id/allocation-indexes',
+    { config: { access: 'node-read' } },
+    async (req, reply): Promise<AllocIndexesAnswer> => {
+      const nodeId = req.params.id;
+      const { index, result } = await readNodeAllocations(store, nodeId, parseBlockingQuery(req.query), signalOf(req, reply), (allocs) => indexes.answer(nodeId, allocs));
+      if (!result) {
+        indexes.forget(nodeId);
+        throw new ApiError('NOT_FOUND', `node "${nodeId}" not found`);
+      }
+      reply.header('X-Berth-Index', String(index));
+      return { allocations: result };
+    },
+  );
+
+  // A read, though a POST (the IDs may be many): every server answers it from its own state (leader-forward.ts).
+  app.post<{ Params: Params }>('/v1/node/:id/allocations/pull', { config: { access: 'node-read' } }, async (req, reply): Promise<AllocPullAnswer> => {
+    const nodeId = req.params.id;
+    const { ids, minIndex, heldJobs } = pullRequestOf(req.body);
+    const signal = signalOf(req, reply);
+    if (store.snapshot().tableIndex('allocations') < minIndex) {
+      await store.blockUntil(['allocations'], minIndex - 1, { signal, timeoutMs: PULL_CATCH_UP_MS });
+    }
+    const snap = store.snapshot();
+    const index = Math.max(1, snap.tableIndex('allocations'));
+    if (index < minIndex) {
+      throw new ApiError('UNAVAILABLE', `this server's state (allocation index ${index}) is behind the index asked for (${minIndex}); retry`, { retryable: true });
+    }
+    if (!snap.get('nodes', rowKey(nodeId))) throw new ApiError('NOT_FOUND', `node "${nodeId}" not found`);
+    const forNode = req.caller?.role === 'node';
+    const allocations: Allocation[] = [];
+    const jobs: Job[] = [];
+    const answered = new Set<string>();
+    for (const id of ids) {
+      const a = snap.get('allocations', rowKey(id));
+      if (!a || a.nodeId !== nodeId) continue;
+      allocations.push(a);
+      const key = rowKey(a.namespace, a.jobId);
+      if (answered.has(key)) continue;
+      answered.add(key);
+      const job = snap.get('jobs', key);
+      if (job && !heldJobs.some((h) => isHeldJob(h, job))) jobs.push(forNode ? job : publicJob(job));
+    }
+    reply.header('X-Berth-Index', String(index));
+    return { allocations, allocModifyIndex: indexes.record(nodeId, allocations), jobs };
+  });
+}
+
+/** Reads and checks a pull's body. Throws ApiError INVALID naming the field. */
+function pullRequestOf(body: unknown): { ids: string[]; minIndex: number; heldJobs: HeldJob[] } {
+  const o = objectBody(body);
+  const ids = o['ids'];
+  if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) throw new ApiError('INVALID', 'ids must be a list of allocation IDs', { field: 'ids' });
+  if (ids.length > ALLOC_PULL_MAX) throw new ApiError('INVALID', `ids names ${ids.length} allocations; at most ${ALLOC_PULL_MAX} per pull`, { field: 'ids' });
+  const minIndex = o['minIndex'] ?? 0;
+  if (typeof minIndex !== 'number' || !Number.isSafeInteger(minIndex) || minIndex < 0) {
+    throw new ApiError('INVALID', 'minIndex must be a non-negative integer', { field: 'minIndex' });
+  }
+  const held = o['heldJobs'] ?? [];
+  if (!Array.isArray(held)) throw new ApiError('INVALID', 'heldJobs must be a list', { field: 'heldJobs' });
+  const heldJobs = held.map((h: unknown, i): HeldJob => {
+    const j = objectBody(h, `heldJobs[${i}]`);
+    if (typeof j['namespace'] !== 'string' || typeof j['id'] !== 'string' || typeof j['createIndex'] !== 'number' || typeof j['version'] !== 'number') {
+      throw new ApiError('INVALID', `heldJobs[${i}] needs a namespace, an id, a createIndex and a version`, { field: `heldJobs[${i}]` });
+    }
+    return { namespace: j['namespace'], id: j['id'], createIndex: j['createIndex'], version: j['version'] };
+  });
+  return { ids: ids as string[], minIndex, heldJobs };
+}

@@ -1,0 +1,144 @@
+// The node's incremental allocation sync against a real Server over real
+// HTTP, through the agent's own ServerApi and AllocWatcher: the blocking
+// read answers IDs and alloc modify indexes; the node pulls only what the
+// server changed (new, stopped, moved to a new job version), gets a job
+// once per version, is not sent its own status reports back, and learns of
+// an allocation the server collected.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { AllocWatcher, ServerApi, type AllocUpdate, type NodeAllocation } from '../../src/client/serverconn/index.js';
+import type { Allocation, Job, Node } from '../../src/structs/index.js';
+import { eventually } from '../support/eventually.js';
+import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
+
+let h: Harness;
+let api: ServerApi;
+let watcher: AllocWatcher;
+let nodeId: string;
+const updates: Array<{ index: number; update: AllocUpdate }> = [];
+
+const webJob = (cpuMhz: number) => ({
+  job: { id: 'web', groups: [{ name: 'web', count: 3, tasks: [{ name: 'srv', driver: 'exec', resources: { cpuMhz, memoryMb: 64 } }] }] },
+});
+
+/** The next change handed on after the `seen` first ones. */
+function updateAfter(seen: number): Promise<AllocUpdate> {
+  return eventually(`change #${seen + 1} from the watcher`, () => updates[seen]?.update);
+}
+
+/** Reports a client status and waits until the watcher has read past that write. */
+async function report(ids: readonly string[], clientStatus: string): Promise<void> {
+  const res = await h.call<{ index: number }>('POST', `/v1/node/${nodeId}/allocations`, {
+    token: TOKENS.node,
+    body: { allocations: ids.map((id) => ({ id, clientStatus })) },
+  });
+  assert.equal(res.status, 200);
+  await eventually('the watcher to read past the report', () => watcher.index >= res.body.index);
+}
+
+before(async () => {
+  h = await startServer();
+  const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('sync-node') } });
+  nodeId = reg.body.node.id;
+  api = new ServerApi({ address: h.url, token: TOKENS.node });
+  watcher = new AllocWatcher({ api, nodeId, waitMs: 30_000, onAllocations: (_all, index, update) => void updates.push({ index, update }) });
+  watcher.start();
+  await watcher.waitFirstList();
+});
+
+after(async () => {
+  await watcher?.stop();
+  api?.close();
+  await h?.close();
+});
+
+describe('incremental allocation sync', () => {
+  it('sends only what the server changed, each job once per version, and never the node its own reports', async () => {
+    assert.equal(updates[0]?.update.current.size, 0, 'the first change of an empty node lists nothing');
+
+    // Three new allocations of one job: one pull, the job sent once.
+    let seen = updates.length;
+    let counts = watcher.counts;
+    assert.equal((await h.call('POST', '/v1/jobs', { body: webJob(100) })).status, 200);
+    let u = await updateAfter(seen);
+    assert.equal(u.changed.length, 3);
+    assert.deepEqual(u.removed, []);
+    assert.ok(u.changed.every((a) => a.job?.id === 'web' && a.job.version === 0 && a.job === u.changed[0]!.job), 'each allocation carries the one job received');
+    assert.deepEqual(delta(counts), { pulls: 1, allocations: 3, jobs: 1 });
+    const ids = u.changed.map((a) => a.id);
+
+    // The node's own reports move the index but send nothing back: an empty change.
+    counts = watcher.counts;
+    await report(ids, 'running');
+    assert.ok(watcher.counts.reads > counts.reads, 'the report woke the blocking read');
+    assert.deepEqual(delta(counts), { pulls: 0, allocations: 0, jobs: 0 });
+    assert.deepEqual(updates.at(-1)!.update.changed, []);
+    seen = updates.length;
+
+    // A new job version updated in place: the three allocations again, the job once more.
+    counts = watcher.counts;
+    assert.equal((await h.call('POST', '/v1/jobs', { body: webJob(200) })).status, 200);
+    u = await updateAfter(seen);
+    assert.deepEqual(u.changed.map((a) => a.id).sort(), [...ids].sort());
+    assert.ok(u.changed.every((a) => a.jobVersion === 1 && a.job?.version === 1 && a.job.groups[0]!.tasks[0]!.resources.cpuMhz === 200));
+    assert.deepEqual(delta(counts), { pulls: 1, allocations: 3, jobs: 1 });
+
+    // An operator stops one allocation: it is told to stop and a replacement comes; the job is not resent.
+    seen = updates.length;
+    counts = watcher.counts;
+    const stopped = ids[0]!;
+    assert.equal((await h.call('POST', `/v1/allocation/${stopped}/stop`)).status, 200);
+    u = await updateAfter(seen);
+    const old = u.changed.find((a) => a.id === stopped);
+    const replacement = u.changed.find((a) => !ids.includes(a.id));
+    assert.equal(old?.desiredStatus, 'stop');
+    assert.equal(replacement?.desiredStatus, 'run');
+    assert.equal(replacement?.job?.version, 1, 'the replacement carries the job held already');
+    assert.equal(u.changed.length, 2);
+    assert.equal(delta(counts).jobs, 0);
+
+    // The stopped allocation finishes and is collected: the node learns it is gone.
+    await report([stopped], 'complete');
+    seen = updates.length;
+    assert.equal((await h.call('PUT', '/v1/system/gc')).status, 200);
+    u = await updateAfter(seen);
+    assert.deepEqual(u.removed, [stopped]);
+    assert.equal(u.current.has(stopped), false);
+
+    // What the node holds is the server's whole list, field for field but for its own reports.
+    const whole = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
+    assert.deepEqual([...u.current.keys()], whole.body.map((a) => a.id));
+    for (const a of whole.body) {
+      const mine = u.current.get(a.id) as NodeAllocation;
+      assert.deepEqual(serverFields(mine), serverFields(a), `allocation ${a.id}`);
+      assert.deepEqual(mine.job, a.job);
+    }
+  });
+
+  it('names the node that is not known, and refuses a malformed pull with the field', async () => {
+    const unknown = await h.call<{ code: string }>('GET', '/v1/node/nobody/allocation-indexes', { token: TOKENS.node });
+    assert.equal(unknown.status, 404);
+    assert.match((unknown.body as unknown as { message: string }).message, /node "nobody" not found/);
+    const bad = await h.call<{ code: string; details: { field: string } }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.node, body: { ids: 'all' } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.details.field, 'ids');
+    const held = await h.call<{ details: { field: string } }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.node, body: { ids: [], heldJobs: [{ id: 'web' }] } });
+    assert.equal(held.status, 400);
+    assert.equal(held.body.details.field, 'heldJobs[0]');
+    const reader = await h.call<{ jobs: Job[] }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.readOnly, body: { ids: [...(updates.at(-1)?.update.current.keys() ?? [])] } });
+    assert.equal(reader.status, 200);
+    assert.equal(reader.body.jobs.length, 1, 'a reader may pull too (one job for all allocations)');
+  });
+});
+
+function delta(before: { pulls: number; allocations: number; jobs: number }): { pulls: number; allocations: number; jobs: number } {
+  const now = watcher.counts;
+  return { pulls: now.pulls - before.pulls, allocations: now.allocations - before.allocations, jobs: now.jobs - before.jobs };
+}
+
+/** An allocation without the fields its node reports (and without its job). */
+function serverFields(a: NodeAllocation): Record<string, unknown> {
+  const { job: _j, clientStatus: _cs, clientDescription: _cd, taskStates: _t, network: _n, checks: _c, modifyTime: _mt, modifyIndex: _mi, ...rest } = a;
+  return rest;
+}
