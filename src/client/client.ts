@@ -552,7 +552,14 @@ export class Client {
   async #flushFor(ms: number): Promise<void> {
     const flushed = this.#reporter?.flush();
     if (!flushed) return;
-    await Promise.race([flushed, this.#clock.sleep(ms, AbortSignal.timeout(ms + 1000)).catch(() => undefined)]);
+    // The give-up timer is cancelled once the flush is done: left running, it held the
+    // agent's process for its whole span after everything else had stopped.
+    const flushDone = new AbortController();
+    try {
+      await Promise.race([flushed, this.#clock.sleep(ms, AbortSignal.any([flushDone.signal, AbortSignal.timeout(ms + 1000)])).catch(() => undefined)]);
+    } finally {
+      flushDone.abort();
+    }
   }
 
   async #teardown(drain: boolean): Promise<void> {

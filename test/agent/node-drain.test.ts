@@ -55,16 +55,21 @@ describe('node drain of a single-writer volume', () => {
     );
     server = await startAgent(['--server', '--config', path.join(dir, 'server.hcl')]).ready(false);
     server.token = MGMT;
-    for (const name of ['d1', 'd2']) {
-      const config = path.join(dir, `${name}.json`);
-      writeFileSync(
-        config,
-        JSON.stringify({ data_dir: path.join(dir, name), ports: { http: 0 }, client: { node_name: name, token: NODE, options: { 'driver.raw_exec.enable': true } }, csi: { probe_interval: '1s' } }),
-      );
-      const c = await startAgent(['--client', '--server-address', server.addr, '--config', config]).ready(false);
-      c.token = MGMT;
-      clients.push(c);
-    }
+    // Both clients start at once (each agent's start is a second or more of CPU).
+    clients.push(
+      ...(await Promise.all(
+        ['d1', 'd2'].map(async (name) => {
+          const config = path.join(dir, `${name}.json`);
+          writeFileSync(
+            config,
+            JSON.stringify({ data_dir: path.join(dir, name), ports: { http: 0 }, client: { node_name: name, token: NODE, options: { 'driver.raw_exec.enable': true } }, csi: { probe_interval: '1s' } }),
+          );
+          const c = await startAgent(['--client', '--server-address', server.addr, '--config', config]).ready(false);
+          c.token = MGMT;
+          return c;
+        }),
+      )),
+    );
   });
 
   after(async () => {

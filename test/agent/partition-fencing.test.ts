@@ -59,21 +59,26 @@ for (const publish of [true, false]) {
       );
       server = await startAgent(['--server', '--config', path.join(dir, 'server.hcl')]).ready(false);
       server.token = MGMT;
-      for (const name of ['f1', 'f2']) {
-        const config = path.join(dir, `${name}.json`);
-        writeFileSync(
-          config,
-          JSON.stringify({
-            data_dir: path.join(dir, name),
-            ports: { http: 0 },
-            client: { node_name: name, token: NODE, options: { 'driver.raw_exec.enable': true }, stop_after_server_disconnect: '3s' },
-            csi: { probe_interval: '1s' },
+      // Both clients start at once (each agent's start is a second or more of CPU).
+      clients.push(
+        ...(await Promise.all(
+          ['f1', 'f2'].map(async (name) => {
+            const config = path.join(dir, `${name}.json`);
+            writeFileSync(
+              config,
+              JSON.stringify({
+                data_dir: path.join(dir, name),
+                ports: { http: 0 },
+                client: { node_name: name, token: NODE, options: { 'driver.raw_exec.enable': true }, stop_after_server_disconnect: '3s' },
+                csi: { probe_interval: '1s' },
+              }),
+            );
+            const c = await startAgent(['--client', '--server-address', server.addr, '--config', config]).ready(false);
+            c.token = MGMT;
+            return c;
           }),
-        );
-        const c = await startAgent(['--client', '--server-address', server.addr, '--config', config]).ready(false);
-        c.token = MGMT;
-        clients.push(c);
-      }
+        )),
+      );
     });
 
     after(async () => {

@@ -174,7 +174,7 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     const again = await until('alloc exec to work through the restarted plugin', async () => {
       const r = await server.cli(['alloc', 'exec', alloc.id, '--', 'echo', 'back']);
       return r.code === 0 ? r : undefined;
-    });
+    }, 120_000);
     assert.equal(again.stdout, 'back\n');
     assert.deepEqual(pidsWith(MARKER), [taskPid], 'the same task process, never restarted');
     assert.equal((await server.get<Allocation>(`/v1/allocation/${alloc.id}`)).clientStatus, 'running');
@@ -189,7 +189,8 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     const exec = await until('alloc exec to work after the restart', async () => {
       const r = await server.cli(['alloc', 'exec', alloc.id, '--', 'echo', 'recovered']);
       return r.code === 0 ? r : undefined;
-    });
+      // The agent's start, the plugin's launch and the task's recovery: past 30 s on a loaded machine.
+    }, 120_000);
     assert.equal(exec.stdout, 'recovered\n');
     assert.deepEqual(pidsWith(MARKER), [taskPid], 'recovered, not restarted');
     assert.equal((await server.get<Allocation>(`/v1/allocation/${alloc.id}`)).clientStatus, 'running');

@@ -128,6 +128,10 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
   const allocOf = async (job: string): Promise<Allocation> =>
     until(`an allocation of ${job}`, async () => (await server.get<Allocation[]>(`/v1/job/${job}/allocations`)).find((a) => a.desiredStatus === 'run'));
   const allocDirOf = (id: string): string => path.join(clientData, 'client', 'alloc', id);
+  // An agent prints its address once registered, before its plugin drivers are launched and
+  // fingerprinted; a job run before that finds no healthy driver (seen on a loaded machine).
+  const driverHealthy = (name: string): Promise<Node> =>
+    until(`the ${name} driver healthy on the node`, async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'nte-client' && n.status === 'ready' && n.drivers[name]?.healthy), 120_000);
 
   before(async () => {
     dir = await tempDir('nte-');
@@ -156,6 +160,8 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
       }),
     );
     client = await startClient();
+    await driverHealthy('chrootrec');
+    await driverHealthy('exec');
   });
 
   after(async () => {
@@ -272,6 +278,7 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     const dying = await startClient({ BERTH_TEST_KILL_IN_CHROOT_BUILD: 'halfway' });
     const up = await until('the dying agent to register', () => (/^BERTH_ADDR=/m.test(dying.stdout) ? true : !dying.running ? true : undefined), 60_000);
     assert.ok(up);
+    await driverHealthy('chrootrec');
     writeFileSync(path.join(dir, 'halfway.hcl'), jobOn('halfway', 'chrootrec', `ls / > /local/root.txt; while true; do sleep 1; done # ${MARKER}`));
     ok(await server.cli(['job', 'run', path.join(dir, 'halfway.hcl')]), 'job run halfway');
     const killed = await dying.exited;

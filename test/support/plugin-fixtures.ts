@@ -26,6 +26,13 @@ export function nodePlugin(dir: string, name: string, body: string): string {
 }
 
 /**
+ * A start deadline for tsPlugin fixtures (launchPlugin's startTimeoutMs): tsx compiles the
+ * fixture and the sources it imports on every start, seconds of CPU, past the product's 10 s
+ * handshake deadline on a loaded machine. A pass never waits for it.
+ */
+export const FIXTURE_START_MS = 60_000;
+
+/**
  * Writes an executable `name` that runs the TypeScript module `source`
  * through tsx. `source` may import Berth's sources as `@berth/<path under src>`
  * (rewritten to absolute paths), e.g. `@berth/plugins/index.ts`.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { pluginDir, tsPlugin } from '../../../test/support/plugin-fixtures.js';
+import { FIXTURE_START_MS, pluginDir, tsPlugin } from '../../../test/support/plugin-fixtures.js';
 import { eventually } from '../../../test/support/eventually.js';
 import { encodeConfig, hclspec } from '../hclspec/index.js';
 import { DriverPluginError, launchDriverPlugin, type LaunchedDriverPlugin, type TaskConfig } from './index.js';
@@ -60,7 +60,7 @@ describe('an external driver plugin, every RPC over a real socket', () => {
   let p: LaunchedDriverPlugin;
   before(async () => {
     file = tsPlugin(tmp.dir, 'fake-driver', FAKE);
-    p = await launchDriverPlugin({ path: file });
+    p = await launchDriverPlugin({ path: file, startTimeoutMs: FIXTURE_START_MS });
   });
   after(async () => {
     await p?.process.shutdown();
@@ -215,7 +215,7 @@ describe('a driver plugin that dies (kill -9)', () => {
   const kill = (p: LaunchedDriverPlugin): void => void process.kill(p.process.pid as number, 'SIGKILL');
 
   it('during a TaskStats stream: the stream fails with "plugin shut down", then every call does at once', async () => {
-    const p = await launchDriverPlugin({ path: file });
+    const p = await launchDriverPlugin({ path: file, startTimeoutMs: FIXTURE_START_MS });
     const { handle } = await p.driver.startTask(taskConfig('web'));
     let seen = 0;
     await assert.rejects(
@@ -235,7 +235,7 @@ describe('a driver plugin that dies (kill -9)', () => {
   });
 
   it('during StartTask: the start fails with a recoverable "plugin shut down"', async () => {
-    const p = await launchDriverPlugin({ path: file });
+    const p = await launchDriverPlugin({ path: file, startTimeoutMs: FIXTURE_START_MS });
     const starting = p.driver.startTask(taskConfig('hang'));
     // The plugin has the call once InspectTask of another task answers after it (calls are served in order).
     await assert.rejects(p.driver.inspectTask('nope'), (err: unknown) => (err as DriverPluginError).code === 'DRIVER_PLUGIN_TASK_NOT_FOUND');
@@ -245,7 +245,7 @@ describe('a driver plugin that dies (kill -9)', () => {
   });
 
   it('during exec streaming: the exec fails with "plugin shut down"', async () => {
-    const p = await launchDriverPlugin({ path: file });
+    const p = await launchDriverPlugin({ path: file, startTimeoutMs: FIXTURE_START_MS });
     const { handle } = await p.driver.startTask(taskConfig('web'));
     const out: string[] = [];
     const execing = p.driver.execTaskStreaming(handle.config.id, { command: ['hang'], tty: false, stdout: (d) => out.push(Buffer.from(d).toString()), stderr: () => undefined });
@@ -279,6 +279,6 @@ await server.stopped;
 process.exit(0);
 `,
     );
-    await assert.rejects(launchDriverPlugin({ path: file }), (err: unknown) => err instanceof DriverPluginError && err.code === 'DRIVER_PLUGIN_INVALID' && /is a device plugin, not a driver/.test(err.message));
+    await assert.rejects(launchDriverPlugin({ path: file, startTimeoutMs: FIXTURE_START_MS }), (err: unknown) => err instanceof DriverPluginError && err.code === 'DRIVER_PLUGIN_INVALID' && /is a device plugin, not a driver/.test(err.message));
   });
 });

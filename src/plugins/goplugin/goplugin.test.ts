@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../lib/index.js';
-import { nodePlugin, pluginDir, tsPlugin } from '../../../test/support/plugin-fixtures.js';
+import { FIXTURE_START_MS, nodePlugin, pluginDir, tsPlugin } from '../../../test/support/plugin-fixtures.js';
 import { eventually } from '../../../test/support/eventually.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -100,7 +100,7 @@ describe('a plugin served by Berth, hosted by Berth', () => {
     const logs: Record<string, unknown>[] = [];
     const logger = createLogger({ level: 'trace', destination: { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) } });
     const stdio: string[] = [];
-    const plugin = await launchPlugin({ path: file, handshake: NOMAD_HANDSHAKE, logger, onStdio: (ch, d) => stdio.push(`${ch}:${Buffer.from(d).toString()}`) });
+    const plugin = await launchPlugin({ path: file, handshake: NOMAD_HANDSHAKE, startTimeoutMs: FIXTURE_START_MS, logger, onStdio: (ch, d) => stdio.push(`${ch}:${Buffer.from(d).toString()}`) });
     assert.equal(plugin.name, 'served');
     assert.equal(plugin.appVersion, 2);
     await eventually('a GRPCStdio chunk', () => stdio.find((s) => s.startsWith('stdout:tick from the plugin')));
@@ -121,7 +121,7 @@ describe('a plugin served by Berth, hosted by Berth', () => {
   });
 
   it('kills a plugin that does not stop after Shutdown', async () => {
-    const plugin = await launchPlugin({ path: file, handshake: NOMAD_HANDSHAKE, env: { FIXTURE_MODE: 'hang' } });
+    const plugin = await launchPlugin({ path: file, handshake: NOMAD_HANDSHAKE, startTimeoutMs: FIXTURE_START_MS, env: { FIXTURE_MODE: 'hang' } });
     await plugin.shutdown({ graceMs: 200 });
     assert.equal((await plugin.exited).signal, 'SIGKILL');
   });
