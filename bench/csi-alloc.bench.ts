@@ -37,8 +37,10 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { AgentRun, BERTH, freePort, until } from '../test/support/agent-run.js';
-import { round } from './_stats.js';
+import { AgentRun, freePort, until } from '../test/support/agent-run.js';
+import { hostpathPluginJob } from '../test/support/runtime-cluster.js';
+import { agentApi } from './_agent-api.js';
+import { round, summarize } from './_stats.js';
 
 const RUNS = Number(process.env['BENCH_CSI_ALLOC_RUNS'] ?? 20);
 const WARMUP = 3;
@@ -93,11 +95,6 @@ function pidWith(marker: string): number | undefined {
 const now = (): number => performance.timeOrigin + performance.now();
 const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
-}
-
 function workload(id: string): Record<string, unknown> {
   return {
     id,
@@ -129,16 +126,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
     nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
   });
   await agent.start();
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<{ body: T; index: number }> => {
-    const res = await fetch(agent.addr + path, {
-      method,
-      headers: { authorization: `Bearer ${agent.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return { body: (text ? JSON.parse(text) : undefined) as T, index: Number(res.headers.get('x-berth-index') ?? 0) };
-  };
+  const call = agentApi(agent);
   /** Sum (ms) of the agent's CSI call durations to the plugin, by RPC. */
   const csiMs = async (): Promise<Record<string, number>> => {
     const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
@@ -155,26 +143,8 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
   };
 
   try {
-    await call('POST', '/v1/jobs', {
-      job: {
-        id: 'hostpath-plugin',
-        type: 'system',
-        groups: [
-          {
-            name: 'plugin',
-            tasks: [
-              {
-                name: 'plugin',
-                driver: 'raw_exec',
-                config: { command: process.execPath, args: [BERTH, 'plugin', 'hostpath', '--node-id', 'bench-node', '--data-dir', join(dir, 'hp'), '--log-level', 'warn'] },
-                csiPlugin: { id: PLUGIN, type: 'monolith', mountDir: '/csi', healthTimeout: '30s' },
-                resources: { cpuMhz: 100, memoryMb: 128 },
-              },
-            ],
-          },
-        ],
-      },
-    });
+    // The plugin's data dir names its process (pidWith below).
+    await call('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN }) });
     await until('the plugin healthy', async () => {
       const p = await call<{ controllersHealthy: number; nodesHealthy: number }>('GET', `/v1/plugin/csi/${PLUGIN}`).catch(() => undefined);
       return !!p && p.body.controllersHealthy >= 1 && p.body.nodesHealthy >= 1;
@@ -258,7 +228,10 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
     const loadAfter = load();
     if (prof) writeFileSync(join(prof, 'windows.json'), JSON.stringify(samples.map((s) => s.window)));
 
-    const fig = (xs: number[]): { p50: number; p99: number } => ({ p50: round(quantile(xs, 0.5)), p99: round(quantile(xs, 0.99)) });
+    const fig = (ms: number[]): { p50: number; p99: number } => {
+      const s = summarize(ms.map((x) => BigInt(Math.round(x * 1e6))));
+      return { p50: round(s.p50Us / 1000), p99: round(s.p99Us / 1000) };
+    };
     const total = fig(samples.map((s) => s.totalMs));
     const submit = fig(samples.map((s) => s.submitMs));
     const steps = Object.fromEntries(STEPS.map((k) => [k, fig(samples.map((s) => s.steps[k]))])) as Record<Step, { p50: number; p99: number }>;
