@@ -15,14 +15,23 @@
 // shared). BENCH_SUBMIT_CPU_PROF=dir runs the agent under `node --cpu-prof`
 // writing its profile there; BENCH_SUBMIT_TASKS_PER_EXECUTOR=n sets the
 // agent's `tasks_per_executor` (1: an executor process per task, as before).
+// Each agent RSS figure comes with where it lives (malloc arenas, V8's
+// heap, stacks, files: bench/_proc-memory.ts) and V8's own figures;
+// BENCH_SUBMIT_MALLOC_PROBE=1 (needs gdb) then asks the agent's glibc how
+// much free memory it holds and trims it; BENCH_SUBMIT_NODE_ARGS='--flag ...'
+// passes node flags to the agent (to try V8 settings one at a time);
+// BENCH_SUBMIT_HEAP_SNAPSHOTS=dir has the agent write a heap snapshot there
+// when idle and once all is collected (compare them in Chrome DevTools).
 
 import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
+import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { round } from './_stats.js';
 
 function quantile(xs: readonly number[], q: number): number {
@@ -104,17 +113,36 @@ function executorsOf(agentPid: number): number[] {
   return out;
 }
 
+/**
+ * DELETE `url` over a connection of its own that closes after the answer,
+ * as `berth job stop` would: a burst of fetch() calls would leave the agent
+ * holding 200 idle keep-alive connections (and their memory) for the
+ * server's keep-alive timeout, counted in the "collected" RSS figure.
+ */
+function stopAndPurge(url: string, authorization: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'DELETE', agent: false, headers: { authorization, connection: 'close' } }, (res) => {
+      res.resume().on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`DELETE ${url}: ${res.statusCode}`))));
+    });
+    req.on('error', reject).end();
+  });
+}
+
 const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 export default async function bench(dir: string): Promise<Record<string, unknown>> {
   const agentDir = join(dir, 'agent');
   mkdirSync(agentDir);
   const prof = process.env['BENCH_SUBMIT_CPU_PROF'];
+  const snapshots = process.env['BENCH_SUBMIT_HEAP_SNAPSHOTS'];
   const perExecutor = process.env['BENCH_SUBMIT_TASKS_PER_EXECUTOR'];
   const configFile = join(dir, 'agent.hcl');
   writeFileSync(configFile, perExecutor ? `client {\n  tasks_per_executor = ${Number(perExecutor)}\n}\n` : '');
   const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], {
-    nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+    nodeArgs: [
+      ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+      ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),
+      ...(process.env['BENCH_SUBMIT_NODE_ARGS']?.split(' ').filter(Boolean) ?? [])],
   });
   await agent.start();
   const agentPid = agent.child!.pid!;
@@ -127,10 +155,28 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const at = (name: string): number => round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000);
     return { p50: at('nodejs_eventloop_lag_p50_seconds'), p99: at('nodejs_eventloop_lag_p99_seconds'), max: at('nodejs_eventloop_lag_max_seconds') };
   };
+  /** Where the agent's RSS lives now, and V8's view of its heap. */
+  const memoryNow = async (): Promise<{ rss: ReturnType<typeof rssBreakdown>; v8: Record<string, number>; sockets: number; reclaims: number }> => {
+    const rss = rssBreakdown(agentPid);
+    const metrics = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    return { rss, sockets: openSockets(agentPid), v8: v8Figures(metrics), reclaims: Number(/^berth_agent_memory_reclaims (\S+)$/m.exec(metrics)?.[1] ?? NaN) };
+  };
+  /** Has the agent write a heap snapshot (a full GC first) and waits until the file is complete. */
+  const heapSnapshot = async (): Promise<void> => {
+    if (!snapshots) return;
+    const before = new Set(readdirSync(snapshots));
+    process.kill(agentPid, 'SIGUSR2');
+    await eventually('heap snapshot written', () => {
+      const f = readdirSync(snapshots).find((n) => !before.has(n) && n.endsWith('.heapsnapshot'));
+      return f && readFileSync(join(snapshots, f), 'utf8').trimEnd().endsWith('}') ? f : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 1000 });
+  };
   const workers: Worker[] = [];
   try {
     await sleep(2000);
     const idleRssMiB = rssMiB(agentPid);
+    const idleMemory = await memoryNow();
+    await heapSnapshot();
     const loadBefore = load();
 
     const gate = new Int32Array(new SharedArrayBuffer(4));
@@ -198,14 +244,30 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     console.log(`  ${executors.length} executors with every task running: PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
 
     const busyRssMiB = rssMiB(agentPid);
+    const busyMemory = await memoryNow();
     await Promise.all(
-      Array.from({ length: JOBS }, (_, i) => fetch(`${agent.addr}/v1/job/burst-${i}?purge=true`, { method: 'DELETE', headers: { authorization: headers.authorization } })),
+      Array.from({ length: JOBS }, (_, i) => stopAndPurge(`${agent.addr}/v1/job/burst-${i}?purge=true`, headers.authorization)),
     );
     await eventually('every allocation collected', async () => (await allocs()).length === 0 || undefined, { timeoutMs: 180_000, intervalMs: 500 });
     await eventually('every executor gone', () => executorsOf(agentPid).length === 0 || undefined, { timeoutMs: 120_000, intervalMs: 500 });
     await sleep(5000);
     const afterRssMiB = rssMiB(agentPid);
     console.log(`  agent RSS: idle ${idleRssMiB} MiB, ${JOBS} running ${busyRssMiB} MiB, all collected ${afterRssMiB} MiB (+${round(((afterRssMiB - idleRssMiB) / idleRssMiB) * 100)} %)`);
+    const afterMemory = await memoryNow();
+    // V8 and the agent's memory reclaimer act on quiet intervals: the same figure once the agent had 20 s more.
+    await sleep(20_000);
+    const settledRssMiB = rssMiB(agentPid);
+    const settledMemory = await memoryNow();
+    console.log(`  agent RSS 25 s after all were collected: ${settledRssMiB} MiB (+${round(((settledRssMiB - idleRssMiB) / idleRssMiB) * 100)} % of idle)`);
+    for (const [when, m] of [['idle', idleMemory], ['running', busyMemory], ['collected', afterMemory], ['collected +25 s', settledMemory]] as const) {
+      console.log(`    ${when}: ${m.sockets} open sockets, ${m.reclaims} memory reclaims so far; ${formatBreakdown(m.rss)}; V8 ${Object.entries(m.v8).map(([k, v]) => `${k} ${v}`).join(', ')} MiB`);
+    }
+    if (snapshots) {
+      await heapSnapshot();
+      console.log(`    after a full GC (heap snapshot): RSS ${rssMiB(agentPid)} MiB; ${formatBreakdown(rssBreakdown(agentPid))}`);
+    }
+    const probe = process.env['BENCH_SUBMIT_MALLOC_PROBE'] ? mallocProbe(agentPid, dir) : undefined;
+    if (probe) console.log(`    glibc malloc held ${probe.freeHeldMiB} MiB free in ${probe.arenas} arenas; after malloc_trim(0) the agent's RSS is ${probe.rssAfterTrimMiB} MiB`);
     return {
       jobs: JOBS,
       ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
@@ -217,7 +279,9 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       eventLoopDelayMs: delay,
       executors: executors.length,
       executorsPssMiB,
-      agentRssMiB: { idle: idleRssMiB, running: busyRssMiB, collected: afterRssMiB },
+      agentRssMiB: { idle: idleRssMiB, running: busyRssMiB, collected: afterRssMiB, collectedPlus25s: settledRssMiB },
+      agentMemoryKiB: { idle: idleMemory, running: busyMemory, collected: afterMemory, collectedPlus25s: settledMemory },
+      ...(probe ? { mallocProbe: probe } : {}),
       load: { before: loadBefore, during: loadDuring },
     };
   } finally {

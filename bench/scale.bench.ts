@@ -13,17 +13,26 @@
 //   4. 1,000 CSI volumes (a fake plugin's controller, served by one simulated
 //      node) claimed and released by a 1,000-allocation batch job.
 // SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it; SCALE_LEASE_TTL sets the
-// servers' lease TTL (default 5s).
+// servers' lease TTL (default 5s). SCALE_FAILOVER=0 skips scenario 3 (so that a
+// profiled leader exits cleanly and writes its profile); SCALE_CPU_PROF=DIR
+// writes each server's CPU profile there (`node --cpu-prof`) when it exits,
+// named with its pid (printed).
 // It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
 
 import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
 import type { Allocation, Node } from '../src/structs/index.js';
+import { performance } from 'node:perf_hooks';
+import { loadavg } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { round } from './_stats.js';
 
 const NODES = Number(process.env['SCALE_NODES'] ?? 1000);
 const ALLOCS = Number(process.env['SCALE_ALLOCS'] ?? 10_000);
 const VOLUMES = Number(process.env['SCALE_VOLUMES'] ?? 1000);
 const REST_S = Number(process.env['SCALE_REST_S'] ?? 30);
+const FAILOVER = process.env['SCALE_FAILOVER'] !== '0';
+const CPU_PROF = process.env['SCALE_CPU_PROF'];
 /** The servers' lease TTL: how long a leader may go without renewing (a stalled process loses leadership after two thirds of it). */
 const LEASE_TTL = process.env['SCALE_LEASE_TTL'] ?? '5s';
 /**
@@ -46,8 +55,16 @@ function terminal(a: Allocation): boolean {
 export default async function scaleBench(): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = { nodes: NODES, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_BYTES / 2 ** 20 };
   const t0 = performance.now();
-  const c = await SimCluster.start({ nodes: NODES, heartbeatTtl: '20s', leaseTtl: LEASE_TTL, csi: VOLUMES > 0, etcdMaxRequestBytes: ETCD_MAX_REQUEST_BYTES });
+  const c = await SimCluster.start({
+    nodes: NODES,
+    heartbeatTtl: '20s',
+    leaseTtl: LEASE_TTL,
+    csi: VOLUMES > 0,
+    etcdMaxRequestBytes: ETCD_MAX_REQUEST_BYTES,
+    ...(CPU_PROF ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] } : {}),
+  });
   try {
+    if (CPU_PROF) console.log(`  CPU profiles in ${CPU_PROF}: ${c.processes.servers.map((s) => `${s.name} pid ${s.run.child?.pid}`).join(', ')}`);
     out['registerAllMs'] = round(performance.now() - t0);
     console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started`);
 
@@ -58,18 +75,29 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     }
 
     // 1. At rest.
-    let leader = await c.leader();
+    const leader = await c.leader();
     c.fleet.takeHeartbeats();
+    const followers = c.processes.servers.filter((s) => s !== leader);
     const cpu0 = c.cpuSeconds(leader);
+    const fcpu0 = followers.map((s) => c.cpuSeconds(s));
+    const elu0 = performance.eventLoopUtilization();
+    const load0 = loadavg()[0] ?? 0;
     await new Promise((r) => setTimeout(r, REST_S * 1000));
     const cpu = (c.cpuSeconds(leader) - cpu0) / REST_S;
+    const fcpu = followers.map((s, i) => (c.cpuSeconds(s) - (fcpu0[i] ?? 0)) / REST_S);
+    const simBusy = performance.eventLoopUtilization(elu0).utilization;
     const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
     out['heartbeatP50Ms'] = round(percentile(hb, 50));
     out['heartbeatP99Ms'] = round(percentile(hb, 99));
     out['heartbeatsPerS'] = round(hb.length / REST_S);
     out['leaderCpuAtRestPct'] = round(cpu * 100);
+    // The load-independent figure: the leader's CPU per heartbeat (the whole cluster's heartbeats reach it, directly or forwarded).
+    out['leaderCpuMsPerHeartbeat'] = hb.length ? round((cpu * REST_S * 1000) / hb.length, 3) : 0;
+    out['followerCpuAtRestPct'] = fcpu.map((f) => round(f * 100));
+    out['simulatorLoopBusyPct'] = round(simBusy * 100);
+    out['loadAtRest'] = [round(load0), round(loadavg()[0] ?? 0)];
     console.log(
-      `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25)`,
+      `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop busy ${out['simulatorLoopBusyPct']} % (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
     );
 
     // 2. A batch job of ALLOCS allocations.
@@ -91,32 +119,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     }
 
     // 3. Leader SIGKILL with every node connected and a service allocation on each.
-    const svcCount = Math.min(NODES, 1000);
-    await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
-    const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
-    leader = await c.leader();
-    const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
-    const killedAt = performance.now();
-    await leader.run.stop('SIGKILL');
-    const elected = await c.leader();
-    const electedMs = performance.now() - killedAt;
-    const next = await c.allOnLeader();
-    const reconnectMs = performance.now() - killedAt;
-    // Every node heartbeated three more times (a full TTL at TTL/3 intervals) past the kill.
-    await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (hbBefore[i] ?? 0) + 3));
-    const nodes: Node[] = await c.nodes(next);
-    const markedDown = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered').length;
-    const after = (await c.call<Allocation[]>('GET', '/v1/job/scale-svc/allocations', undefined, next)).body;
-    const same = after.length === before.length && after.every((a) => a.clientStatus === 'running' && before.some((b) => b.id === a.id));
-    out['failoverNewLeaderMs'] = round(electedMs);
-    out['failoverAllReconnectedMs'] = round(reconnectMs);
-    out['failoverNodesMarkedDown'] = markedDown;
-    out['failoverAllocsUnchanged'] = same;
-    console.log(
-      `  leader ${leader.name} SIGKILLed: ${elected.name} leads after ${round(electedMs)} ms, all ${NODES} nodes reconnected to ${next.name} after ${round(reconnectMs)} ms (goal < 10000); nodes marked down since: ${markedDown}; the ${svcCount} service allocations unchanged (none lost, none doubled): ${same}, run twice: ${c.fleet.doubled().length}`,
-    );
-    await leader.run.start();
-    await c.call('DELETE', '/v1/job/scale-svc');
+    if (FAILOVER) await failover(c, out);
 
     // 4. CSI volumes claimed and released.
     if (VOLUMES > 0) {
@@ -157,7 +160,58 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       );
     }
   } finally {
+    // Leadership lost during the run, from the servers' logs (kept beside the profiles with SCALE_CPU_PROF).
+    const logs = c.processes.servers.map((s) => {
+      const file = path.join(c.processes.dir, s.name, 'agent.log');
+      return existsSync(file) ? readFileSync(file, 'utf8') : '';
+    });
+    console.log(`  leadership lost (by server): ${c.processes.servers.map((s, i) => `${s.name} ${(logs[i]?.match(/no longer leading/g) ?? []).length}`).join(', ')}`);
+    if (CPU_PROF) c.processes.servers.forEach((s, i) => writeFileSync(path.join(CPU_PROF, `${s.name}.log`), logs[i] ?? ''));
     await c.close();
   }
   return out;
+}
+
+/**
+ * Scenario 3: a service job with an allocation on each node (up to 1,000)
+ * running, then the leader SIGKILLed; records how long until another server
+ * leads and every node's connection is on it, and, after every node
+ * heartbeated three more times, whether any node was marked down or any
+ * allocation lost or doubled. The killed server is started again.
+ */
+async function failover(c: SimCluster, out: Record<string, unknown>): Promise<void> {
+  const svcCount = Math.min(NODES, 1000);
+  await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
+  const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
+  const leader = await c.leader();
+  const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
+  const killedAt = performance.now();
+  await leader.run.stop('SIGKILL');
+  const elected = await c.leader();
+  const electedMs = performance.now() - killedAt;
+  // How the nodes' connections arrive on the new leader: when half, then nine in ten, were there.
+  const marks: Record<string, number> = {};
+  const sampler = setInterval(() => {
+    const n = c.fleet.connectedCount(elected.url);
+    for (const [name, share] of [['half', 0.5], ['ninetyPct', 0.9]] as const) if (marks[name] === undefined && n >= share * NODES) marks[name] = round(performance.now() - killedAt);
+  }, 100);
+  const next = await c.allOnLeader().finally(() => clearInterval(sampler));
+  const reconnectMs = performance.now() - killedAt;
+  // Every node heartbeated three more times (a full TTL at TTL/3 intervals) past the kill.
+  await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (hbBefore[i] ?? 0) + 3));
+  const nodes: Node[] = await c.nodes(next);
+  const markedDown = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered').length;
+  const after = (await c.call<Allocation[]>('GET', '/v1/job/scale-svc/allocations', undefined, next)).body;
+  const same = after.length === before.length && after.every((a) => a.clientStatus === 'running' && before.some((b) => b.id === a.id));
+  out['failoverNewLeaderMs'] = round(electedMs);
+  out['failoverAllReconnectedMs'] = round(reconnectMs);
+  out['failoverHalfReconnectedMs'] = marks['half'] ?? null;
+  out['failover90PctReconnectedMs'] = marks['ninetyPct'] ?? null;
+  out['failoverNodesMarkedDown'] = markedDown;
+  out['failoverAllocsUnchanged'] = same;
+  console.log(
+    `  leader ${leader.name} SIGKILLed: ${elected.name} leads after ${round(electedMs)} ms, half of the nodes reconnected after ${marks['half'] ?? '?'} ms, nine in ten after ${marks['ninetyPct'] ?? '?'} ms, all ${NODES} to ${next.name} after ${round(reconnectMs)} ms (goal < 10000); nodes marked down since: ${markedDown}; the ${svcCount} service allocations unchanged (none lost, none doubled): ${same}, run twice: ${c.fleet.doubled().length}`,
+  );
+  await leader.run.start();
+  await c.call('DELETE', '/v1/job/scale-svc');
 }

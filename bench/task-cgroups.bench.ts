@@ -71,7 +71,7 @@ export default async function taskCgroupsBench(dir: string): Promise<Record<stri
     }
     setup.push(
       await timeNs(async () => {
-        const g = cgroups.create(`setup-${i}`, { memoryMb: 64, cpuMhz: 100, pidsMax: 100 });
+        const g = await cgroups.create(`setup-${i}`, { memoryMb: 64, cpuMhz: 100, pidsMax: 100 });
         await cgroups.remove(g);
       }),
     );
@@ -84,7 +84,7 @@ export default async function taskCgroupsBench(dir: string): Promise<Record<stri
     bare.push(await timeNs(() => spawnReported('echo >&3; exec 3>&-; exec "$@"', ['true'])));
     joins.push(
       await timeNs(async () => {
-        const g = cgroups.create(`join-${i}`, { memoryMb: 64, cpuMhz: 100, pidsMax: 100 });
+        const g = await cgroups.create(`join-${i}`, { memoryMb: 64, cpuMhz: 100, pidsMax: 100 });
         await spawnReported(JOIN, [...g.dirs.map((d) => join(d, 'cgroup.procs')), '--', 'true']);
       }),
     );

@@ -5,9 +5,10 @@
 // files, `berth plugin hostpath` the plugin's, `berth agent` the agent's.
 // Berth's own code and its pure-JS dependencies are bundled (fewer files to
 // find and read at start); packages that load native addons or files next to
-// their own code stay in node_modules (EXTERNAL). The executor, a
-// hand-written script the exec drivers start as its own process, is copied
-// next to the chunks (dist/ is flat), where executor-driver finds it (`./executor.mjs`).
+// their own code stay in node_modules (EXTERNAL). The executor (executor*.mjs)
+// and the mount helper, hand-written scripts the client starts as their own
+// processes, are copied next to the chunks (dist/ is flat), where the code
+// that starts them finds them (`./executor.mjs`, `./mount-helper.mjs`).
 //
 // Test kits that live in src/ (fakes, harnesses) are never reachable from
 // src/main.ts, so they are not in dist/; test/packaging checks the tarball.
@@ -61,7 +62,10 @@ const result = await build({
   metafile: process.argv.includes('--metafile'),
   logLevel: 'warning',
 });
-copyFileSync(`${root}src/client/drivers/executor.mjs`, `${next}/executor.mjs`);
+// Scripts the agent starts as their own processes (plain ESM, no bundling): the executor (with the
+// modules it imports) and the mount helper.
+for (const f of readdirSync(`${root}src/client/drivers`)) if (f.endsWith('.mjs')) copyFileSync(`${root}src/client/drivers/${f}`, `${next}/${f}`);
+for (const f of ['mount-helper.mjs', 'mount-table.mjs']) copyFileSync(`${root}src/client/allocdir/${f}`, `${next}/${f}`);
 if (result.metafile) writeFileSync(`${next}/meta.json`, JSON.stringify(result.metafile));
 await buildUi(`${next}/ui`);
 

@@ -13,7 +13,7 @@ import { Gauge, Registry } from 'prom-client';
 import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
-import { BerthError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
+import { BerthError, Lifecycle, MemoryReclaimer, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
 import { Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
 import { agentDriverPlugins } from './driver-plugins.js';
@@ -77,7 +77,9 @@ function tokenSecret(): string {
  * the server. Safe twice (the first call's `drain` counts); a stop during
  * start waits for the start to end first. A second `start()` returns the
  * first's address; one after stop rejects with AGENT_START. The state is a
- * lib Lifecycle's.
+ * lib Lifecycle's. A running agent of any mode gives back the heap a burst
+ * of work grew once it goes quiet (lib MemoryReclaimer; its count is the
+ * `berth_agent_memory_reclaims` gauge of its /metrics).
  */
 export class Agent {
   readonly #opts: AgentOptions;
@@ -85,6 +87,9 @@ export class Agent {
   #server: Server | undefined;
   #client: Client | undefined;
   #listener: ClientListener | undefined;
+  #reclaimer: MemoryReclaimer | undefined;
+  /** A client agent's own /metrics registry (dev and server agents use the server's). */
+  #clientRegistry: Registry | undefined;
   #drivers = new Map<string, TaskDriver>();
   readonly #life: Lifecycle;
   #address: AgentAddress | undefined;
@@ -113,6 +118,12 @@ export class Agent {
     await this.#life.start(async () => {
       try {
         this.#address = await this.#start();
+        // Once every part runs: the heap a burst of work grew is given back when the agent goes quiet.
+        const reclaimer = new MemoryReclaimer({ logger: this.#opts.logger ?? silentLogger() });
+        this.#reclaimer = reclaimer;
+        const registry = this.#server?.metrics.registry ?? this.#clientRegistry;
+        if (registry) registerReclaimGauge(registry, reclaimer);
+        await reclaimer.start();
       } catch (err) {
         await this.#teardown({});
         if (err instanceof AgentError) throw err;
@@ -190,6 +201,7 @@ export class Agent {
     if (!config.client.serverAddress) throw new AgentError('AGENT_CONFIG', 'a client agent needs the server address (--server-address or client { server_address })');
     if (!config.client.token) throw new AgentError('AGENT_CONFIG', 'a client agent needs a node token (client { token } or token_file)');
     const registry = new Registry();
+    this.#clientRegistry = registry;
     const metrics = csiCallMetrics(registry);
     this.#listener = new ClientListener({
       client: () => this.#client,
@@ -309,6 +321,7 @@ export class Agent {
         this.#log.warn({ what, err: err instanceof Error ? err.message : String(err) }, 'error while stopping');
       }
     };
+    await step('memory reclaimer', () => this.#reclaimer?.stop());
     await step('client', () => this.#client?.stop({ drain: opts.drain ?? false }));
     if (opts.drain && this.#client) await step('plugin mount roots', () => this.#releasePluginMountRoots());
     await step('client listener', () => this.#listener?.stop());
@@ -374,6 +387,18 @@ export function mountsUnder(dir: string): string[] {
     .map((l) => (l.split(' ')[4] ?? '').replace(/\\040/g, ' '))
     .filter((p) => p === root || p.startsWith(`${root}/`))
     .sort((a, b) => b.length - a.length);
+}
+
+/** `berth_agent_memory_reclaims`: the full GCs the agent's memory reclaimer ran (read at scrape time). */
+function registerReclaimGauge(registry: Registry, reclaimer: MemoryReclaimer): void {
+  new Gauge({
+    name: 'berth_agent_memory_reclaims',
+    help: 'Full, compacting GCs the agent ran to give back memory after a burst of work',
+    registers: [registry],
+    collect() {
+      this.set(reclaimer.reclaims);
+    },
+  });
 }
 
 /** `berth_client_allocations{status}`, read from the client at scrape time. */

@@ -57,7 +57,7 @@ export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesD
       const notRunning: string[] = [];
       for (const name of chosen) {
         const t = runner.task(name);
-        if (!t || t.state().state !== 'running') {
+        if (!t || t.view().state !== 'running') {
           notRunning.push(name);
           continue;
         }
@@ -83,7 +83,7 @@ export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesD
       const signaled: string[] = [];
       for (const name of task ? [task] : names) {
         const t = runner.task(name);
-        if (!t || t.state().state !== 'running') continue;
+        if (!t || t.view().state !== 'running') continue;
         await t.signal(sig, 'signal sent by the operator');
         signaled.push(name);
       }

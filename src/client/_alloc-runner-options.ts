@@ -74,5 +74,5 @@ export function allocRunnerOptions(opts: ClientOptions, parts: RunnerParts, allo
 export function heartbeatIntervalMs(opts: ClientOptions): number | undefined {
   const window = opts.stopAfterServerDisconnectMs;
   if (!window) return opts.heartbeatIntervalMs;
-  return Math.min(opts.heartbeatIntervalMs ?? 10_000, Math.max(100, Math.floor(window / 3)));
+  return Math.min(opts.heartbeatIntervalMs ?? Number.POSITIVE_INFINITY, Math.max(100, Math.floor(window / 3)));
 }

@@ -202,6 +202,7 @@ describe('berth agent --dev', () => {
     assert.match(text, /^berth_allocations\{/m);
     assert.match(text, /^berth_csi_calls_total\{plugin="hostpath",rpc="NodePublishVolume",code="OK"\} [1-9]/m);
     assert.match(text, /^berth_csi_call_duration_seconds_count\{plugin="hostpath",rpc="Probe",code="OK"\} [1-9]/m);
+    assert.match(text, /^berth_agent_memory_reclaims \d+$/m, "the agent's memory reclaimer runs and is counted");
   });
 
   it('Ctrl-C stops every allocation, unmounts every volume and exits 0; the --data-dir is kept', async () => {

@@ -94,6 +94,7 @@ describe('berth agent --server and --client with config files', () => {
     const text = await res.text();
     assert.match(text, /^berth_client_allocations\{status="running"\} 1$/m);
     assert.match(text, /^# HELP berth_csi_calls_total /m);
+    assert.match(text, /^berth_agent_memory_reclaims \d+$/m);
   });
 
   it('SIGTERM stops a client agent leaving its task running; the restarted agent reattaches and serves it on its new address', async () => {

@@ -73,7 +73,7 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
 
   it('ships compiled code, the executor, examples and proto, and no tests, benchmarks, fakes or sources', async () => {
     const files = ok(await run('tar', ['tzf', tarball], { cwd: work }), 'tar').split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
-    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/executor.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
+    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/executor.mjs', 'dist/executor-spawn.mjs', 'dist/executor-logs.mjs', 'dist/mount-helper.mjs', 'dist/mount-table.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
       assert.ok(files.includes(needed), `the tarball lacks ${needed}`);
     }
     const unwanted = files.filter((f) => /^(src|test|bench|scripts)\//.test(f) || /\.test\.|\.bench\.|\.ts$/.test(f));

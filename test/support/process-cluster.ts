@@ -30,6 +30,8 @@ export interface ClusterOptions {
   etcdMaxRequestBytes?: number;
   /** The servers' log level. Default "debug" (a thousand simulated nodes want "warn"). */
   serverLogLevel?: string;
+  /** Flags for each server's node process (e.g. `--cpu-prof`, `--cpu-prof-dir=...`). */
+  serverNodeArgs?: readonly string[];
 }
 
 interface StatusAnswer {
@@ -88,7 +90,7 @@ server {
 log_level = "${opts.serverLogLevel ?? 'debug'}"
 `,
       );
-      const run = new AgentRun(['--server', '--config', config]);
+      const run = new AgentRun(['--server', '--config', config], { nodeArgs: opts.serverNodeArgs ?? [] });
       await run.start();
       run.token = this.mgmt;
       this.servers.push({ name, url: urls[i] as string, run });

@@ -14,11 +14,11 @@
 // A driver that chroots into `<task>/` then finds /alloc, /local, /secrets,
 // /tmp and the system where Nomad puts them.
 
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError, describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { bindAll, type BindMount, type ChrootCache } from './chroot.js';
-import { hasOwnFileSystem, mount, mountPointsUnder, unmountAllUnder } from './mounts.js';
+import { makeDirs, mount, mountPointsUnder, unmountUnder } from './mounts.js';
 
 /** How a task's driver isolates its file system (Nomad's fsisolation.Mode). */
 export type FsIsolation = 'none' | 'chroot' | 'image' | 'unveil';
@@ -98,23 +98,28 @@ export class AllocDir {
    */
   async build(taskNames: readonly string[]): Promise<void> {
     try {
-      await mkdirMode(this.dir, 0o755);
-      await mkdirMode(this.sharedDir, 0o755);
-      for (const sub of ['logs', 'data', 'tmp']) await mkdirMode(path.join(this.sharedDir, sub), 0o777);
+      // The whole tree in one message to the mount helper: no file system call on the agent's loop.
+      const dirs: Array<[string, number]> = [
+        [this.dir, 0o755],
+        [this.sharedDir, 0o755],
+        ...['logs', 'data', 'tmp'].map((sub): [string, number] => [path.join(this.sharedDir, sub), 0o777]),
+      ];
       for (const name of taskNames) {
         const t = this.task(name);
-        await mkdirMode(t.dir, 0o777);
-        await mkdirMode(t.localDir, 0o777);
-        await mkdirMode(t.tmpDir, 0o1777);
-        await mkdirMode(t.secretsDir, 0o777);
-        if (!hasOwnFileSystem(t.secretsDir)) {
+        dirs.push([t.dir, 0o777], [t.localDir, 0o777], [t.tmpDir, 0o1777], [t.secretsDir, 0o777]);
+      }
+      await makeDirs(dirs);
+      await Promise.all(
+        taskNames.map(async (name) => {
+          const { secretsDir } = this.task(name);
           try {
-            await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', t.secretsDir]);
+            // Skipped by the helper when secrets/ already holds the tmpfs (a rebuild after a restart).
+            await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', secretsDir], { unlessOwnFs: secretsDir });
           } catch (err) {
             this.#logger.warn({ task: name, err: describeError(err) }, 'cannot mount tmpfs on secrets; using a plain directory');
           }
-        }
-      }
+        }),
+      );
     } catch (err) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `cannot build the directory of allocation ${this.allocId}: ${describeError(err)}`, { cause: err });
     }
@@ -162,13 +167,14 @@ export class AllocDir {
    */
   async releaseTask(name: string): Promise<void> {
     const t = this.task(name);
-    const keep = [t.secretsDir, t.localDir];
-    const ours = mountPointsUnder(t.dir).filter((m) => !keep.some((k) => m === k || m.startsWith(`${k}/`)));
+    let left: string[];
     try {
-      for (const m of ours) await unmountAllUnder(m);
+      // The helper reads the mount table and unmounts: the agent neither parses it nor forks.
+      ({ left } = await unmountUnder(t.dir, { keep: [t.secretsDir, t.localDir] }));
     } catch (err) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `cannot release the chroot of task ${name} (allocation ${this.allocId}): ${describeError(err)}`, { cause: err });
     }
+    if (left.length) throw new AllocDirError('ALLOC_DIR_FAILED', `cannot release the chroot of task ${name} (allocation ${this.allocId}): ${left.join(', ')} still mounted`);
   }
 
   /**
@@ -177,10 +183,10 @@ export class AllocDir {
    * cannot be undone (nothing is removed then, so no mounted data is deleted).
    */
   async destroy(): Promise<void> {
-    await unmountAllUnder(this.dir);
-    if (mountPointsUnder(this.dir).length) {
+    // The helper removes the tree only once nothing is mounted under it.
+    const { left } = await unmountUnder(this.dir, { remove: true });
+    if (left.length) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `cannot remove the directory of allocation ${this.allocId}: something is still mounted under it`);
     }
-    await rm(this.dir, { recursive: true, force: true });
   }
 }

@@ -16,15 +16,11 @@
 // building finds either no plan or a whole one), so later tasks, and the
 // agent after a restart, only link and mount.
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFile, link, lstat, mkdir, readFile, readlink, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { describeError, silentLogger, type Logger } from '../../lib/index.js';
-import { mountPointsUnder } from './mounts.js';
-
-const run = promisify(execFile);
+import { mountPointsUnder, mountScript } from './mounts.js';
 
 /** Nomad's default `chroot_env` (client/config DefaultChrootEnv). */
 export const DEFAULT_CHROOT_ENV: Readonly<Record<string, string>> = Object.freeze({
@@ -53,15 +49,16 @@ export interface BindMount {
 }
 
 /**
- * Makes the bind mounts with one mount(8) call each in a single shell (a
- * spawn costs more than the mounts). Each is private: nothing made in a task
- * directory propagates elsewhere. Throws with mount's stderr.
+ * Makes the bind mounts with one mount(8) call each in a single shell run by
+ * the mount helper (a spawn costs more than the mounts). Each is private:
+ * nothing made in a task directory propagates elsewhere. Throws
+ * MountHelperError with mount's stderr.
  */
 export async function bindAll(binds: readonly BindMount[]): Promise<void> {
   if (binds.length === 0) return;
   const q = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
   const script = binds.map((b) => `mount --bind ${b.readOnly ? '-o ro ' : ''}--make-private ${q(b.source)} ${q(b.target)}`).join(' &&\n');
-  await run('/bin/sh', ['-ec', script]);
+  await mountScript(script);
 }
 
 /** Whether an error is "already there". */

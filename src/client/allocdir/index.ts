@@ -4,4 +4,5 @@
 export { AllocDir, AllocDirError, type AllocDirErrorCode, type FsIsolation, type TaskDir } from './alloc-dir.js';
 export { ChrootCache, DEFAULT_CHROOT_ENV, bindAll, type BindMount, type ChrootEntry } from './chroot.js';
 export { resolveTaskPath, mayReadHostPath, outsideRootsMessage, reallyInside } from './task-path.js';
-export { mountPointsUnder, isMountPoint, unmountAllUnder, mount } from './mounts.js';
+export { mountPointsUnder, isMountPoint, unmountAllUnder, unmountUnder, mount } from './mounts.js';
+export { MountHelper, MountHelperError, mountHelper, MOUNT_HELPER_PATH, type MountHelperErrorCode } from './mount-helper.js';

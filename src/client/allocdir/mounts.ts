@@ -1,26 +1,11 @@
-// Reading and undoing mounts: /proc/self/mountinfo and umount(8).
+// Reading mounts (/proc/self/mountinfo) and making and undoing them through
+// the node's mount helper (mount-helper.ts), never a fork of the agent.
 
-import { execFile } from 'node:child_process';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { promisify } from 'node:util';
+import { realpathSync } from 'node:fs';
+import { mountHelper } from './mount-helper.js';
+import { hasOwnFileSystem, mountPointsUnder } from './mount-table.mjs';
 
-const run = promisify(execFile);
-
-/** Mount points (as the kernel names them) at or under `root`, deepest first. */
-export function mountPointsUnder(root: string): string[] {
-  let real: string;
-  try {
-    real = realpathSync(root);
-  } catch {
-    return [];
-  }
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => (l.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))))
-    .filter((m) => m === real || m.startsWith(`${real}/`))
-    .sort((a, b) => b.length - a.length);
-}
+export { hasOwnFileSystem, mountPointsUnder };
 
 /** Whether `dir` is a mount point. */
 export function isMountPoint(dir: string): boolean {
@@ -34,22 +19,41 @@ export function isMountPoint(dir: string): boolean {
 }
 
 /**
- * Whether `dir` holds a file system other than its parent's (a tmpfs mounted
- * on it): one stat each, where isMountPoint reads the whole mount table (long
- * with hundreds of allocations). A bind mount from the same file system is not
- * seen; use isMountPoint for those. False when `dir` is missing.
+ * Runs mount(8) with `args` in the mount helper. With `unlessOwnFs`, does
+ * nothing when that directory already holds a file system of its own (safe
+ * to repeat, and asked again if the helper dies meanwhile). Resolves with
+ * whether it mounted; throws MountHelperError (MOUNT_FAILED with mount's
+ * stderr, MOUNT_HELPER_DIED).
  */
-export function hasOwnFileSystem(dir: string): boolean {
-  try {
-    return statSync(dir).dev !== statSync(dirname(dir)).dev;
-  } catch {
-    return false;
-  }
+export async function mount(args: string[], opts: { unlessOwnFs?: string } = {}): Promise<boolean> {
+  const r = await mountHelper().request<{ mounted: boolean }>({ op: 'mount', args, ...(opts.unlessOwnFs ? { unlessOwnFs: opts.unlessOwnFs } : {}) });
+  return r.mounted;
 }
 
-/** Runs mount(8) with `args`; throws with its stderr on failure. */
-export async function mount(args: string[]): Promise<void> {
-  await run('mount', args);
+/** Runs a /bin/sh -e script of mount commands in the mount helper (one spawn for several mounts). Throws MountHelperError. */
+export async function mountScript(script: string): Promise<void> {
+  await mountHelper().request({ op: 'sh', script });
+}
+
+/**
+ * Unmounts everything at or under `root` except at or under a path of `keep`,
+ * deepest first (lazily when busy), in the mount helper; with `remove`, then
+ * deletes `root` if nothing is left mounted under it. Resolves with how
+ * many mounts were undone and the mount points still there (ones not even
+ * a lazy unmount could undo). Safe to repeat. Throws MountHelperError
+ * MOUNT_HELPER_DIED when the helper died twice meanwhile.
+ */
+export async function unmountUnder(root: string, opts: { keep?: readonly string[]; remove?: boolean } = {}): Promise<{ unmounted: number; left: string[] }> {
+  return mountHelper().request({ op: 'unmount', root, ...(opts.keep?.length ? { keep: [...opts.keep] } : {}), ...(opts.remove ? { remove: true } : {}) });
+}
+
+/**
+ * Creates each directory (with its parents) in the mount helper and sets its
+ * exact mode (mkdir's is cut by the umask). Safe to repeat. Throws
+ * MountHelperError MOUNT_FAILED with the failing directory.
+ */
+export async function makeDirs(dirs: ReadonlyArray<readonly [path: string, mode: number]>): Promise<void> {
+  await mountHelper().request({ op: 'mkdirs', dirs: dirs.map(([p, m]) => [p, m]) });
 }
 
 /**
@@ -57,16 +61,5 @@ export async function mount(args: string[]): Promise<void> {
  * Returns how many mounts were undone. Safe to repeat.
  */
 export async function unmountAllUnder(root: string): Promise<number> {
-  let n = 0;
-  for (let i = 0; i < 256; i++) {
-    const next = mountPointsUnder(root)[0];
-    if (!next) break;
-    try {
-      await run('umount', [next]);
-    } catch {
-      await run('umount', ['-l', next]).catch(() => undefined);
-    }
-    n += 1;
-  }
-  return n;
+  return (await unmountUnder(root)).unmounted;
 }

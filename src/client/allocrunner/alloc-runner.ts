@@ -368,10 +368,13 @@ export class AllocRunner {
     await Promise.allSettled([this.#running, this.#postrun]);
   }
 
-  /** The allocation's status now. */
+  /**
+   * The allocation's status now. Its task states are the runners' live ones
+   * (TaskRunner.view): read them now, copy what is kept; never write to them.
+   */
   status(): AllocRunnerStatus {
     const taskStates: Record<string, TaskState> = {};
-    for (const [name, t] of this.#tasks) taskStates[name] = t.state();
+    for (const [name, t] of this.#tasks) taskStates[name] = t.view() as TaskState;
     const states = Object.values(taskStates);
     let clientStatus: AllocClientStatus;
     let clientDescription: string;
@@ -403,7 +406,7 @@ export class AllocRunner {
     if (this.#state === 'shutdown' || this.#state === 'destroyed' || this.#held) return false;
     if (this.#record.phase !== 'done') return false;
     if (Object.keys(this.#record.csi).length > 0 || this.#record.binds.length > 0) return false;
-    return [...this.#tasks.values()].every((t) => t.state().state === 'dead');
+    return [...this.#tasks.values()].every((t) => t.view().state === 'dead');
   }
 
   /**
@@ -444,7 +447,7 @@ export class AllocRunner {
     for (const [taskName, sup] of this.#supervisors) {
       if (sup.pluginId !== event.details['plugin']) continue;
       const runner = this.#tasks.get(taskName);
-      if (runner && runner.state().state === 'running') sup.noteHealth(runner, event.details['healthy'] === 'true', event.details['reason'] ?? '');
+      if (runner && runner.view().state === 'running') sup.noteHealth(runner, event.details['healthy'] === 'true', event.details['reason'] ?? '');
     }
   }
 
@@ -472,7 +475,7 @@ export class AllocRunner {
   /** Restarts one running task (check_restart). Does nothing for a task that does not run. */
   async restartTask(taskName: string, reason: string): Promise<void> {
     const task = this.#tasks.get(taskName);
-    if (task && task.state().state === 'running') await task.restart(reason);
+    if (task && task.view().state === 'running') await task.restart(reason);
   }
 
   /** Host paths of the plugin sockets this allocation's plugin tasks serve on, by task name. */
@@ -531,7 +534,7 @@ export class AllocRunner {
 
   #maybePostrun(): void {
     if (this.#held || this.#state !== 'running' || this.#record.phase === 'done') return;
-    if (![...this.#tasks.values()].every((t) => t.state().state === 'dead')) return;
+    if (![...this.#tasks.values()].every((t) => t.view().state === 'dead')) return;
     void this.#runPostrun();
   }
 
@@ -587,12 +590,12 @@ export class AllocRunner {
   }
 
   #pushStatus(): void {
-    const status = this.status();
-    const json = JSON.stringify(status);
+    const json = JSON.stringify(this.status());
     if (json === this.#lastStatus) return;
     this.#lastStatus = json;
     try {
-      this.#o.onStatus({ allocId: this.id, ...status });
+      // A copy (of the live task states) only when it changed.
+      this.#o.onStatus({ allocId: this.id, ...(JSON.parse(json) as AllocRunnerStatus) });
     } catch (err) {
       this.#logger.error({ err: describeError(err) }, 'onStatus failed');
     }

@@ -84,7 +84,7 @@ export class TaskLifecycle {
   async run(signal: AbortSignal): Promise<'started' | 'failed' | 'aborted'> {
     const blocking = this.#with('prestart');
     await this.#start([...blocking, ...this.#with('prestart-sidecar')]);
-    const pending = blocking.filter((t) => t.runner.state().state !== 'dead');
+    const pending = blocking.filter((t) => t.runner.view().state !== 'dead');
     if (pending.length) {
       const names = pending.map((t) => `"${t.runner.name}"`).join(', ');
       for (const t of this.#notStarted(['main', 'poststart', 'poststart-sidecar'])) {
@@ -92,7 +92,7 @@ export class TaskLifecycle {
       }
     }
     if (!(await allOrAbort(blocking.map((t) => t.runner.done), signal))) return 'aborted';
-    const failed = blocking.find((t) => t.runner.state().failed);
+    const failed = blocking.find((t) => t.runner.view().failed);
     if (failed) {
       const reason = `prestart task "${failed.runner.name}" failed`;
       await Promise.all(this.#o.tasks.filter((t) => t !== failed).map((t) => t.runner.kill(reason)));

@@ -1,6 +1,7 @@
 // cgroupfs file access both backends share.
 
-import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AbortedError } from '../../lib/index.js';
 import { CgroupError, type CgroupErrorCode } from './cgroup-error.js';
@@ -33,6 +34,56 @@ export function write(file: string, value: string, code: CgroupErrorCode, what: 
     writeFileSync(file, value);
   } catch (err) {
     throw new CgroupError(code, `${what}: writing ${value.trim()} to ${file} failed: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** A limit file to write: [file, value]. */
+export type CgroupWrite = readonly [file: string, value: string];
+
+/** write() of each, one after the other (a live group's limits change in order). */
+export function writeAll(writes: readonly CgroupWrite[], code: CgroupErrorCode, what: string): void {
+  for (const [file, value] of writes) write(file, value, code, what);
+}
+
+/**
+ * Makes a new group's directories, then writes its limits, off the event loop
+ * (a memory cgroup's mkdir takes the kernel a while). Throws CgroupError
+ * CGROUP_CREATE_FAILED / CGROUP_LIMIT_FAILED.
+ */
+export async function makeGroup(dirs: readonly string[], writes: () => readonly CgroupWrite[], name: string): Promise<void> {
+  await Promise.all(
+    dirs.map((dir) =>
+      mkdir(dir, { recursive: true }).catch((err: unknown) => {
+        throw new CgroupError('CGROUP_CREATE_FAILED', `creating cgroup ${dir} failed: ${(err as Error).message}`, { cause: err });
+      }),
+    ),
+  );
+  await Promise.all(
+    writes().map(([file, value]) =>
+      writeFile(file, value).catch((err: unknown) => {
+        throw new CgroupError('CGROUP_LIMIT_FAILED', `cgroup ${name}: writing ${value.trim()} to ${file} failed: ${(err as Error).message}`, { cause: err });
+      }),
+    ),
+  );
+}
+
+/**
+ * Makes a group's directories synchronously, has `update` write its limits,
+ * and removes the directories again: proves Berth may manage groups here.
+ * Throws what mkdir or update threw.
+ */
+export function probeGroup(dirs: readonly string[], update: () => void): void {
+  try {
+    for (const dir of dirs) mkdirSync(dir, { recursive: true });
+    update();
+  } finally {
+    for (const dir of [...dirs].reverse()) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // an empty group goes at once; if not, the orphan sweep finds it later
+      }
+    }
   }
 }
 

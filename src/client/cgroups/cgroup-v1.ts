@@ -3,12 +3,12 @@
 // cpuacct, pids and freezer, below `<controller><agent's own group>/<parent>`
 // so that limits placed on the agent also bound its tasks.
 
-import { existsSync, mkdirSync, readdirSync, realpathSync, rmdirSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { throwIfAborted } from '../../lib/index.js';
 import { CPU_PERIOD_US, cpuShares, type CgroupControllers, type CgroupLimits, type CgroupStats, type Cgroups, type TaskCgroup } from './cgroups.js';
 import { CgroupError } from './cgroup-error.js';
-import { kill, pause, procsOf, readKeyed, readNumber, readText, removeDir, write } from './_fs.js';
+import { kill, makeGroup, probeGroup, pause, procsOf, readKeyed, readNumber, readText, removeDir, write, writeAll, type CgroupWrite } from './_fs.js';
 
 const CONTROLLERS = ['memory', 'cpu', 'cpuacct', 'pids', 'freezer'] as const;
 type Controller = (typeof CONTROLLERS)[number];
@@ -29,6 +29,7 @@ export class CgroupV1 implements Cgroups {
   readonly controllers: CgroupControllers;
   /** Parent dir per controller that is mounted. */
   readonly #parents = new Map<Controller, string>();
+  #cfsQuota: boolean | undefined;
 
   constructor(opts: CgroupV1Options = {}) {
     const root = opts.root ?? '/sys/fs/cgroup';
@@ -61,38 +62,46 @@ export class CgroupV1 implements Cgroups {
     return this.#parents.size > 0;
   }
 
-  create(name: string, limits: CgroupLimits): TaskCgroup {
+  async create(name: string, limits: CgroupLimits): Promise<TaskCgroup> {
     const group = this.#ref(name);
-    for (const dir of group.dirs) {
-      try {
-        mkdirSync(dir, { recursive: true });
-      } catch (err) {
-        throw new CgroupError('CGROUP_CREATE_FAILED', `creating cgroup ${dir} failed: ${(err as Error).message}`, { cause: err });
-      }
-    }
-    this.update(group, limits);
+    await makeGroup(group.dirs, () => this.#limitWrites(group, limits, () => true), name);
     return group;
   }
 
+  probe(): void {
+    const group = this.#ref(`probe-${process.pid}`);
+    probeGroup(group.dirs, () => this.update(group, { memoryMb: 64, cpuMhz: 100 }));
+  }
+
   update(group: TaskCgroup, limits: CgroupLimits): void {
-    const what = `cgroup ${group.name}`;
-    const mem = this.#dir('memory', group);
+    writeAll(this.#limitWrites(group, limits, existsSync), 'CGROUP_LIMIT_FAILED', `cgroup ${group.name}`);
+  }
+
+  /** The files to write for `limits`, in the controllers whose directory of the group `exists`. */
+  #limitWrites(group: TaskCgroup, limits: CgroupLimits, exists: (dir: string) => boolean): CgroupWrite[] {
+    const out: CgroupWrite[] = [];
+    const dir = (c: Controller): string | undefined => {
+      const parent = this.#parents.get(c);
+      return parent && exists(join(parent, group.name)) ? join(parent, group.name) : undefined;
+    };
+    const mem = dir('memory');
     if (mem) {
       const hard = Math.max(limits.memoryMb, limits.memoryMaxMb ?? 0) * 1024 * 1024;
-      write(join(mem, 'memory.limit_in_bytes'), String(hard), 'CGROUP_LIMIT_FAILED', what);
-      write(join(mem, 'memory.soft_limit_in_bytes'), String(limits.memoryMb * 1024 * 1024), 'CGROUP_LIMIT_FAILED', what);
+      out.push([join(mem, 'memory.limit_in_bytes'), String(hard)], [join(mem, 'memory.soft_limit_in_bytes'), String(limits.memoryMb * 1024 * 1024)]);
     }
-    const cpu = this.#dir('cpu', group);
+    const cpu = dir('cpu');
     if (cpu) {
-      write(join(cpu, 'cpu.shares'), String(cpuShares(limits.cpuMhz)), 'CGROUP_LIMIT_FAILED', what);
-      if (existsSync(join(cpu, 'cpu.cfs_quota_us'))) {
-        write(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US), 'CGROUP_LIMIT_FAILED', what);
+      out.push([join(cpu, 'cpu.shares'), String(cpuShares(limits.cpuMhz))]);
+      // CFS bandwidth control is a kernel option: looked up once.
+      this.#cfsQuota ??= existsSync(join(cpu, 'cpu.cfs_quota_us'));
+      if (this.#cfsQuota) {
         const quota = limits.cores ? Math.round(limits.cores * CPU_PERIOD_US) : -1;
-        write(join(cpu, 'cpu.cfs_quota_us'), String(quota), 'CGROUP_LIMIT_FAILED', what);
+        out.push([join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US)], [join(cpu, 'cpu.cfs_quota_us'), String(quota)]);
       }
     }
-    const pids = this.#dir('pids', group);
-    if (pids) write(join(pids, 'pids.max'), limits.pidsMax ? String(limits.pidsMax) : 'max', 'CGROUP_LIMIT_FAILED', what);
+    const pids = dir('pids');
+    if (pids) out.push([join(pids, 'pids.max'), limits.pidsMax ? String(limits.pidsMax) : 'max']);
+    return out;
   }
 
   join(group: TaskCgroup, pid: number): void {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { throwIfAborted } from '../../lib/index.js';
 import { CPU_PERIOD_US, cpuWeight, type CgroupControllers, type CgroupLimits, type CgroupStats, type Cgroups, type TaskCgroup } from './cgroups.js';
 import { CgroupError } from './cgroup-error.js';
-import { kill, pause, procsOf, readKeyed, readText, readNumber, removeDir, write } from './_fs.js';
+import { kill, makeGroup, probeGroup, pause, procsOf, readKeyed, readText, readNumber, removeDir, write, writeAll, type CgroupWrite } from './_fs.js';
 
 export interface CgroupV2Options {
   /** Where the unified hierarchy is mounted, default /sys/fs/cgroup. */
@@ -24,6 +24,7 @@ export class CgroupV2 implements Cgroups {
   readonly controllers: CgroupControllers;
   readonly #parent: string;
   #prepared = false;
+  #swap: boolean | undefined;
 
   constructor(opts: CgroupV2Options = {}) {
     const mount = opts.mount ?? '/sys/fs/cgroup';
@@ -49,34 +50,41 @@ export class CgroupV2 implements Cgroups {
     this.#prepared = true;
   }
 
-  create(name: string, limits: CgroupLimits): TaskCgroup {
+  async create(name: string, limits: CgroupLimits): Promise<TaskCgroup> {
     this.#prepare();
     const group = this.#ref(name);
-    try {
-      mkdirSync(group.dirs[0] as string, { recursive: true });
-    } catch (err) {
-      throw new CgroupError('CGROUP_CREATE_FAILED', `creating cgroup ${name} failed: ${(err as Error).message}`, { cause: err });
-    }
-    this.update(group, limits);
+    // The swap file's presence is a kernel option: looked up once, in the parent.
+    this.#swap ??= existsSync(join(this.#parent, 'memory.swap.max'));
+    await makeGroup(group.dirs, () => this.#limitWrites(group, limits, this.#swap as boolean), name);
     return group;
   }
 
+  probe(): void {
+    this.#prepare();
+    const group = this.#ref(`probe-${process.pid}`);
+    probeGroup(group.dirs, () => this.update(group, { memoryMb: 64, cpuMhz: 100 }));
+  }
+
   update(group: TaskCgroup, limits: CgroupLimits): void {
+    const swap = existsSync(join(group.dirs[0] as string, 'memory.swap.max'));
+    writeAll(this.#limitWrites(group, limits, swap), 'CGROUP_LIMIT_FAILED', `cgroup ${group.name}`);
+  }
+
+  #limitWrites(group: TaskCgroup, limits: CgroupLimits, swap: boolean): CgroupWrite[] {
     const dir = group.dirs[0] as string;
-    const what = `cgroup ${group.name}`;
+    const out: CgroupWrite[] = [];
     if (this.controllers.memory) {
       const hard = Math.max(limits.memoryMb, limits.memoryMaxMb ?? 0) * 1024 * 1024;
-      write(join(dir, 'memory.max'), String(hard), 'CGROUP_LIMIT_FAILED', what);
-      // The reservation: reclaim spares it under pressure.
-      write(join(dir, 'memory.low'), String(limits.memoryMb * 1024 * 1024), 'CGROUP_LIMIT_FAILED', what);
-      if (existsSync(join(dir, 'memory.swap.max'))) write(join(dir, 'memory.swap.max'), '0', 'CGROUP_LIMIT_FAILED', what);
+      // memory.low is the reservation: reclaim spares it under pressure.
+      out.push([join(dir, 'memory.max'), String(hard)], [join(dir, 'memory.low'), String(limits.memoryMb * 1024 * 1024)]);
+      if (swap) out.push([join(dir, 'memory.swap.max'), '0']);
     }
     if (this.controllers.cpu) {
-      write(join(dir, 'cpu.weight'), String(cpuWeight(limits.cpuMhz)), 'CGROUP_LIMIT_FAILED', what);
       const quota = limits.cores ? String(Math.round(limits.cores * CPU_PERIOD_US)) : 'max';
-      write(join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`, 'CGROUP_LIMIT_FAILED', what);
+      out.push([join(dir, 'cpu.weight'), String(cpuWeight(limits.cpuMhz))], [join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`]);
     }
-    if (this.controllers.pids) write(join(dir, 'pids.max'), limits.pidsMax ? String(limits.pidsMax) : 'max', 'CGROUP_LIMIT_FAILED', what);
+    if (this.controllers.pids) out.push([join(dir, 'pids.max'), limits.pidsMax ? String(limits.pidsMax) : 'max']);
+    return out;
   }
 
   join(group: TaskCgroup, pid: number): void {

@@ -49,14 +49,17 @@ export interface CgroupStats {
 
 /**
  * A cgroup hierarchy Berth can put tasks in. Calls are synchronous file
- * writes in cgroupfs (microseconds) except killAll and remove, which wait for
- * the kernel to empty the group.
+ * writes in cgroupfs (microseconds) except create (off the event loop: a
+ * new memory group costs the kernel a while), killAll and remove, which wait
+ * for the kernel to empty the group.
  */
 export interface Cgroups {
   readonly version: 'v1' | 'v2';
   readonly controllers: CgroupControllers;
   /** Creates the task's group with `limits` (safe to repeat: an existing group gets the limits). Throws CgroupError CGROUP_CREATE_FAILED / CGROUP_LIMIT_FAILED. */
-  create(name: string, limits: CgroupLimits): TaskCgroup;
+  create(name: string, limits: CgroupLimits): Promise<TaskCgroup>;
+  /** Makes a group with limits and removes it, synchronously: throws (CgroupError or a file system error) when Berth may not manage groups here. */
+  probe(): void;
   /** Changes a live group's limits; a memory limit below current usage makes the kernel reclaim or OOM-kill. Throws CGROUP_LIMIT_FAILED. */
   update(group: TaskCgroup, limits: CgroupLimits): void;
   /** Moves a process into the group (its children follow). Throws CGROUP_CREATE_FAILED. */

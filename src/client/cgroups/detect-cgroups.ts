@@ -1,6 +1,6 @@
 // Which cgroup hierarchy this host offers, decided once at agent start.
 
-import { existsSync, rmdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CgroupV1 } from './cgroup-v1.js';
 import { CgroupV2 } from './cgroup-v2.js';
@@ -36,15 +36,8 @@ export function detectCgroups(opts: DetectCgroupsOptions = {}): Cgroups | null {
   for (const make of candidates) {
     try {
       const cg = make();
-      // Probe: making and removing a group proves we may write here.
-      const probe = cg.create(`probe-${process.pid}`, { memoryMb: 64, cpuMhz: 100 });
-      for (const dir of probe.dirs) {
-        try {
-          rmdirSync(dir);
-        } catch {
-          // an empty group goes at once; if not, the orphan sweep finds it later
-        }
-      }
+      // Making and removing a group proves we may write here.
+      cg.probe();
       return cg;
     } catch {
       // try the next

@@ -231,7 +231,7 @@ export class ExternalTaskDriver implements TaskDriver {
     let pcfg: PluginTaskConfig;
     let cgroup: TaskCgroup | undefined;
     try {
-      cgroup = this.#o.cgroups?.create(taskCgroupName(cfg.allocId, cfg.taskName), {
+      cgroup = await this.#o.cgroups?.create(taskCgroupName(cfg.allocId, cfg.taskName), {
         cpuMhz: cfg.resources.cpuMhz,
         memoryMb: cfg.resources.memoryMb,
         ...(cfg.resources.memoryMaxMb ? { memoryMaxMb: cfg.resources.memoryMaxMb } : {}),

@@ -32,12 +32,18 @@
 // holds each task's stdout/stderr FIFOs open (read-write, so a writer never
 // blocks or gets SIGPIPE while no agent runs) and copies what arrives into
 // rotated files; the host adds and removes tasks over its control socket.
+//
+// Files: this one (config, a task's life, shared mode, main); executor-spawn.mjs
+// (how the task is started: raw_exec, exec's namespaces and root, its
+// cgroup); executor-logs.mjs (rotated log files, log monitor mode). Each is
+// copied into dist beside it.
 
-import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { logmon, RotatingFile } from './executor-logs.mjs';
+import { spawnTask } from './executor-spawn.mjs';
 
 /**
  * @typedef {{ source: string, destination: string, readOnly: boolean, propagation: 'private'|'host-to-task'|'bidirectional' }} Mount
@@ -51,8 +57,6 @@ import path from 'node:path';
  * @typedef {{ version: 'v1'|'v2', name: string, dirs: string[], freezerDir?: string, memoryDir?: string }} TaskCgroup
  * @typedef {{ exitCode: number, signal: string|null, oomKilled: boolean, message: string, finishedAt: number }} ExitRecord
  */
-
-const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** @param {number} pid */
 function startTicks(pid) {
@@ -189,292 +193,6 @@ function note(dir, msg) {
   } catch {
     // nowhere left to tell
   }
-}
-
-/** Appends to `<base>.<n>`, moving to n+1 past maxBytes and deleting files older than maxFiles. */
-class RotatingFile {
-  /** @param {string} dir @param {string} base @param {number} maxFiles @param {number} maxBytes */
-  constructor(dir, base, maxFiles, maxBytes) {
-    this.dir = dir;
-    this.base = base;
-    this.maxFiles = maxFiles;
-    this.maxBytes = maxBytes;
-    const prefix = `${base}.`;
-    const indexes = fs
-      .readdirSync(dir)
-      .filter((f) => f.startsWith(prefix) && /^\d+$/.test(f.slice(prefix.length)))
-      .map((f) => Number(f.slice(prefix.length)));
-    this.index = indexes.length ? Math.max(...indexes) : 0;
-    this.fd = -1;
-    this.size = 0;
-    this.#open();
-  }
-
-  #open() {
-    const file = path.join(this.dir, `${this.base}.${this.index}`);
-    this.fd = fs.openSync(file, 'a', 0o640);
-    this.size = fs.fstatSync(this.fd).size;
-    for (let old = this.index - this.maxFiles; old >= 0; old--) {
-      const f = path.join(this.dir, `${this.base}.${old}`);
-      if (!fs.existsSync(f)) break;
-      fs.rmSync(f, { force: true });
-    }
-  }
-
-  /** @param {Buffer} chunk */
-  write(chunk) {
-    let off = 0;
-    while (off < chunk.length) {
-      if (this.size >= this.maxBytes) {
-        fs.closeSync(this.fd);
-        this.index++;
-        this.#open();
-      }
-      const n = Math.min(chunk.length - off, this.maxBytes - this.size);
-      fs.writeSync(this.fd, chunk, off, n);
-      off += n;
-      this.size += n;
-    }
-  }
-
-  close() {
-    if (this.fd >= 0) fs.closeSync(this.fd);
-    this.fd = -1;
-  }
-}
-
-/** @param {string} s */
-function q(s) {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
-}
-
-/** @param {string} p */
-function isMountpoint(p) {
-  try {
-    execFileSync('mountpoint', ['-q', p]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Host side of propagation: a source that must share mount events with the
- * task has to be a shared mount point. A plain directory is bind-mounted onto
- * itself first; that mount is left in place because volumes may be mounted
- * under it (a plugin's mount root) and must outlive the task.
- * @param {Mount[]} mounts
- */
-function shareSources(mounts) {
-  for (const m of mounts) {
-    if (m.propagation === 'private') continue;
-    if (!isMountpoint(m.source)) execFileSync('mount', ['--bind', m.source, m.source]);
-    execFileSync('mount', ['--make-shared', m.source]);
-  }
-}
-
-/**
- * Pid 1 of an exec task's pid namespace, inside its root: runs the task as its
- * child with INT and QUIT back to default (a shell's background job has them
- * ignored), forwards SIGTERM and SIGINT to every process of the namespace and
- * the other catchable signals to the task alone, reaps every orphan that the
- * kernel hands to pid 1 (dash's `wait` collects any child), and exits with the
- * task's status (128+n when the task died of signal n), which ends the
- * namespace and whatever is left in it. Without it the task itself would be
- * pid 1, which the kernel shields from every signal it has no handler for.
- */
-const INIT_SCRIPT = [
-  'cd /',
-  'env --default-signal=INT,QUIT "$@" &',
-  'c=$!',
-  // A stop signal goes to every process of the namespace (kill -1 from pid 1 spares only itself), so a
-  // shell blocked on a foreground child runs its trap at once; other signals go to the task alone.
-  'for s in INT TERM; do trap "kill -$s -1 2>/dev/null" $s; done',
-  'for s in HUP QUIT USR1 USR2 WINCH ALRM CONT TSTP TTIN TTOU; do trap "kill -$s $c 2>/dev/null" $s; done',
-  // A trapped signal interrupts `wait` (r > 128) while the task may still run, or may just have ended
-  // unwaited: once it is gone, `wait` again collects its own status (127 when r already was it).
-  'while :; do wait $c; r=$?; kill -0 $c 2>/dev/null || { wait $c; s=$?; [ $s = 127 ] && exit $r; exit $s; }; done',
-].join('\n');
-
-/**
- * The script run as pid 1 of the task's new mount and pid namespaces: builds a
- * private tmpfs root with the host's system dirs read-only, /proc, a minimal
- * /dev, the task's dirs and its volumes, then chroots into it.
- * @param {ExecutorConfig} cfg
- */
-function execScript(cfg) {
-  const R = path.join(cfg.stateDir, 'root');
-  const lines = ['set -e', `R=${q(R)}`, 'mkdir -p "$R"'];
-  // Nothing made below may leak to the host: the mount holding the root goes private here.
-  lines.push('mount --make-private "$(findmnt -n -o TARGET -T "$R")"');
-  lines.push('mount -t tmpfs -o mode=755 berth-root "$R"');
-  for (const d of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'usr', 'etc']) {
-    lines.push(
-      `if [ -L /${d} ]; then ln -s "$(readlink /${d})" "$R/${d}";`,
-      `elif [ -d /${d} ]; then mkdir -p "$R/${d}"; mount --rbind /${d} "$R/${d}"; mount --make-rslave "$R/${d}"; mount -o remount,bind,ro "$R/${d}"; fi`,
-    );
-  }
-  lines.push('mkdir -p "$R/proc" && mount -t proc proc "$R/proc"');
-  lines.push('mkdir -p "$R/dev" && mount -t tmpfs -o mode=755,nosuid berth-dev "$R/dev"');
-  for (const n of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) {
-    lines.push(`touch "$R/dev/${n}" && mount --bind /dev/${n} "$R/dev/${n}"`);
-  }
-  // A private pty instance, so `alloc exec -t` gets a terminal that exists inside the root.
-  lines.push('mkdir -p "$R/dev/pts" && mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 berth-pts "$R/dev/pts" && ln -s pts/ptmx "$R/dev/ptmx"');
-  lines.push('ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"; ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"');
-  lines.push('mkdir -p "$R/tmp" && mount -t tmpfs -o mode=1777 berth-tmp "$R/tmp"');
-  const sharedAlloc = path.join(cfg.allocDir, 'alloc');
-  /** @type {Array<[string, string]>} */
-  const taskDirs = [
-    [cfg.taskDir, '/local'],
-    [fs.existsSync(sharedAlloc) ? sharedAlloc : cfg.allocDir, '/alloc'],
-    [cfg.secretsDir, '/secrets'],
-  ];
-  for (const [src, dst] of taskDirs) {
-    if (!src || !fs.existsSync(src)) continue;
-    lines.push(`mkdir -p "$R${dst}" && mount --bind ${q(src)} "$R${dst}" && mount --make-private "$R${dst}"`);
-  }
-  for (const m of cfg.mounts) {
-    const dst = `"$R"${q(m.destination)}`;
-    const isDir = fs.statSync(m.source).isDirectory();
-    lines.push(isDir ? `mkdir -p ${dst}` : `mkdir -p "$(dirname ${dst})" && touch ${dst}`);
-    lines.push(`mount --rbind ${q(m.source)} ${dst}`);
-    if (m.readOnly) lines.push(`mount -o remount,bind,ro ${dst}`);
-    const flag = { private: '--make-rprivate', 'host-to-task': '--make-rslave', bidirectional: '--make-rshared' }[m.propagation];
-    lines.push(`mount ${flag} ${dst}`);
-  }
-  lines.push(`touch ${q(path.join(cfg.stateDir, 'setup-done'))}`);
-  lines.push(`exec chroot "$R" /bin/sh -c ${q(INIT_SCRIPT)} berth-init "$@"`);
-  return lines.join('\n');
-}
-
-/**
- * Writes its own pid to each cgroup.procs given before `--`, tells the
- * executor on fd 3 and closes it, then execs what follows (exit 125 if the
- * kernel refused).
- */
-const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; echo >&3; exec 3>&-; exec "$@"';
-
-/** @param {ExecutorConfig} cfg */
-function spawnTask(cfg) {
-  const env = { PATH: DEFAULT_PATH, ...cfg.env };
-  /** @type {import('node:child_process').StdioOptions} */
-  const fifos = cfg.logs.fifos;
-  // A FIFO opened write-only blocks until a reader has it: the host's log monitor already does.
-  const stdio = cfg.logs.disabled
-    ? ['ignore', 'ignore', 'ignore']
-    : fifos
-      ? ['ignore', fs.openSync(fifos.stdout, fs.constants.O_WRONLY), fs.openSync(fifos.stderr, fs.constants.O_WRONLY)]
-      : ['ignore', 'pipe', 'pipe'];
-  if (cfg.cgroup) stdio.push('pipe');
-  const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
-  /** @type {string[]} */
-  let argv;
-  if (cfg.mode === 'exec') {
-    shareSources(cfg.mounts);
-    argv = [
-      ...nsenter,
-      'unshare', '--mount', '--pid', '--fork', '--kill-child', '--propagation', 'unchanged', '--',
-      '/bin/sh', '-c', execScript(cfg), 'sh', cfg.command, ...cfg.args,
-    ];
-  } else {
-    argv = [...nsenter, cfg.command, ...cfg.args];
-  }
-  if (cfg.cgroup) {
-    // Join the task's cgroup before anything of the task runs, so every child it forks is in it too.
-    argv = ['/bin/sh', '-c', JOIN_SCRIPT, 'berth-cgroup', ...cfg.cgroup.dirs.map((d) => path.join(d, 'cgroup.procs')), '--', ...argv];
-  }
-  const [file, ...args] = argv;
-  const child = spawn(/** @type {string} */ (file), args, {
-    // As Nomad: a raw_exec task runs in its task directory (local/ is ./local); exec's init does `cd /`.
-    cwd: cfg.mode === 'exec' ? cfg.stateDir : path.dirname(cfg.taskDir),
-    env,
-    stdio,
-    detached: true,
-  });
-  for (const fd of stdio) if (typeof fd === 'number') fs.closeSync(fd);
-  return child;
-}
-
-/**
- * @typedef {{ dir: string, maxFiles: number, maxFileBytes: number, fifos: Array<{ fifo: string, base: string }> }} LogTarget
- * @typedef {{ readers: net.Socket[], files: RotatingFile[], fifos: string[] }} Collected
- */
-
-/**
- * Log monitor mode: see the header. One per node: a control socket takes
- * one JSON line per connection, `{ op: 'add', target }` (hold a task's FIFOs
- * and rotate what arrives; a repeat is a no-op) or `{ op: 'remove', fifo }`
- * (drain, then let go), and answers `{ ok }`. A task whose FIFOs were
- * removed (its allocation collected) is let go by itself; with no task for
- * IDLE_EXIT_MS, or its socket gone, the monitor exits. Reports
- * `{ ok: true, pid }` once it listens.
- * @param {{ socketPath: string }} cfg
- * @param {(msg: unknown) => void} report
- */
-function logmon(cfg, report) {
-  const IDLE_EXIT_MS = 60_000;
-  /** @type {Map<string, Collected>} */
-  const tasks = new Map();
-  let idleSince = Date.now();
-  /** @param {LogTarget} t */
-  const add = (t) => {
-    const key = t.fifos[0]?.fifo ?? '';
-    if (tasks.has(key)) return;
-    fs.mkdirSync(t.dir, { recursive: true });
-    /** @type {Collected} */
-    const c = { readers: [], files: [], fifos: t.fifos.map((f) => f.fifo) };
-    for (const { fifo, base } of t.fifos) {
-      const file = new RotatingFile(t.dir, base, t.maxFiles, t.maxFileBytes);
-      c.files.push(file);
-      const sock = new net.Socket({ fd: fs.openSync(fifo, fs.constants.O_RDWR | fs.constants.O_NONBLOCK), readable: true, writable: false });
-      sock.on('data', (/** @type {Buffer} */ chunk) => file.write(chunk));
-      sock.on('error', () => undefined);
-      c.readers.push(sock);
-    }
-    tasks.set(key, c);
-  };
-  /** @param {string} key @returns {Promise<void>} */
-  const remove = (key) =>
-    new Promise((resolve) => {
-      const c = tasks.get(key);
-      if (!c) return resolve();
-      tasks.delete(key);
-      if (tasks.size === 0) idleSince = Date.now();
-      // What is already in the pipes arrives in the next turns of the loop.
-      setTimeout(() => {
-        for (const r of c.readers) r.destroy();
-        for (const f of c.files) f.close();
-        resolve();
-      }, 100);
-    });
-  const server = net.createServer((conn) => {
-    let buf = '';
-    conn.setEncoding('utf8');
-    conn.on('error', () => undefined);
-    conn.on('data', async (/** @type {string} */ d) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl < 0) return;
-      try {
-        const msg = JSON.parse(buf.slice(0, nl));
-        if (msg.op === 'add') add(msg.target);
-        else if (msg.op === 'remove') await remove(msg.fifo);
-        conn.end(`${JSON.stringify({ ok: true })}\n`);
-      } catch (err) {
-        conn.end(`${JSON.stringify({ ok: false, error: /** @type {Error} */ (err).message })}\n`);
-      }
-    });
-  });
-  fs.rmSync(cfg.socketPath, { force: true });
-  server.listen(cfg.socketPath, () => report({ ok: true, pid: process.pid }));
-  setInterval(() => {
-    for (const [key, c] of tasks) if (c.fifos.some((f) => !fs.existsSync(f))) void remove(key);
-    if (!fs.existsSync(cfg.socketPath) || (tasks.size === 0 && Date.now() - idleSince > IDLE_EXIT_MS)) {
-      server.close();
-      process.exit(0);
-    }
-  }, 2000);
 }
 
 /** @param {number | null} code @param {NodeJS.Signals | null} signal */

@@ -51,6 +51,21 @@ export interface NodeConnectionOptions {
 export type NodeConnectionState = LifecycleState;
 
 const DEFAULT_LIVENESS_MS = 5_000;
+/**
+ * After an open socket closes (the leader died or stepped down), the next
+ * attempt waits a random time up to this: a thousand nodes that lost the
+ * same leader reach the next one spread over a second, not all at once.
+ */
+const RECONNECT_SPREAD_MS = 1_000;
+/**
+ * A server that answered the upgrade with a refusal and no leader to go to
+ * (an election under way) is asked again soon: the backoff stays under 2 s,
+ * so that nodes find a new leader within a couple of seconds of its election.
+ */
+const REFUSED_BACKOFF = { initialDelayMs: 500, maxDelayMs: 2_000, multiplier: 2, jitter: 0.5 };
+
+/** How a socket's life ended: it had opened; a follower named the leader; a server answered with a refusal; or no answer. */
+type SessionOutcome = 'opened' | 'redirected' | 'refused' | 'failed';
 
 /**
  * Lifecycle (lib Lifecycle): `start()` begins connecting in the background
@@ -127,11 +142,15 @@ export class NodeConnection {
   async #run(signal: AbortSignal): Promise<void> {
     let failures = 0;
     let redirected = false;
+    /** The server that last gave no answer: a follower that still names it leader (its lease has not run out yet) is not followed there. */
+    let unreachable: string | undefined;
     while (!signal.aborted) {
       const hinted = this.#hint;
       this.#hint = undefined;
       const target = hinted ?? (this.#addresses[this.#current] as string);
-      const outcome = await this.#session(target, signal);
+      const outcome = await this.#session(target, signal, unreachable);
+      if (outcome === 'failed') unreachable = target;
+      else if (outcome === 'opened') unreachable = undefined;
       if (signal.aborted) break;
       if (outcome === 'redirected' && !redirected) {
         // A follower named the leader: go there at once (once; a second refusal in a row backs off).
@@ -140,8 +159,17 @@ export class NodeConnection {
       }
       redirected = false;
       if (outcome !== 'opened' && !hinted) this.#current = (this.#current + 1) % this.#addresses.length;
-      failures = outcome === 'opened' ? 1 : failures + 1;
-      const delay = backoffDelay(this.#opts.backoff ?? BACKOFF.reconnect, failures, this.#opts.random);
+      failures = outcome === 'opened' ? 0 : failures + 1;
+      // With several servers, a round of them all counts as one failure for the backoff: the next server is tried soon.
+      const rounds = Math.ceil(failures / this.#addresses.length);
+      const random = this.#opts.random ?? Math.random;
+      const policy = this.#opts.backoff ?? BACKOFF.reconnect;
+      const delay =
+        outcome === 'opened'
+          ? Math.round(random() * Math.min(RECONNECT_SPREAD_MS, policy.maxDelayMs))
+          : outcome === 'refused'
+            ? backoffDelay({ ...policy, ...REFUSED_BACKOFF, maxDelayMs: Math.min(REFUSED_BACKOFF.maxDelayMs, policy.maxDelayMs) }, failures, random)
+            : backoffDelay(policy, rounds, random);
       try {
         await this.#clock.sleep(delay, signal);
       } catch {
@@ -150,14 +178,15 @@ export class NodeConnection {
     }
   }
 
-  /** One socket's life; resolves when it closes: whether it had opened, or was sent to the leader. */
-  #session(target: string, signal: AbortSignal): Promise<'opened' | 'failed' | 'redirected'> {
+  /** One socket's life; resolves when it closes, with how it ended. */
+  #session(target: string, signal: AbortSignal, unreachable: string | undefined): Promise<SessionOutcome> {
     this.#target = target;
     const url = `${target.replace(/\/+$/, '').replace(/^http/, 'ws')}/v1/node/connect?nodeId=${encodeURIComponent(this.#opts.nodeId())}`;
     const calls = new AbortController();
     const livenessMs = (): number => Math.max(100, this.#opts.livenessMs?.() ?? DEFAULT_LIVENESS_MS);
     return new Promise((resolve) => {
       let opened = false;
+      let refused = false;
       let redirect: string | undefined;
       let heard = true;
       let silent = false;
@@ -207,10 +236,13 @@ export class NodeConnection {
       });
       ws.on('unexpected-response', (_req, res) => {
         const leader = res.headers['x-berth-leader'];
-        if (res.statusCode === 503 && typeof leader === 'string' && /^https?:\/\//.test(leader) && leader !== target) {
+        if (res.statusCode === 503 && typeof leader === 'string' && /^https?:\/\//.test(leader) && leader !== target && leader !== unreachable) {
           this.#logger.info({ server: target, leader }, 'the server is not the leader: connecting to the leader');
           redirect = leader;
-        } else this.#logger.warn({ status: res.statusCode, server: target }, 'the server refused the node connection');
+        } else {
+          refused = true;
+          this.#logger.warn({ status: res.statusCode, server: target }, 'the server refused the node connection');
+        }
         res.resume();
         ws.terminate();
       });
@@ -226,7 +258,7 @@ export class NodeConnection {
         if (opened) this.#logger.info({ code, reason: String(reason) }, 'node connection closed');
         if (redirect) this.#hint = redirect;
         // A server that went silent is left like one that refused: the next attempt goes to the next address.
-        resolve(opened && !silent ? 'opened' : redirect ? 'redirected' : 'failed');
+        resolve(opened && !silent ? 'opened' : redirect ? 'redirected' : refused ? 'refused' : 'failed');
       });
     });
   }

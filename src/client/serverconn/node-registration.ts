@@ -25,7 +25,13 @@ export interface NodeRegistrationOptions {
   nodeId: string;
   /** The node's fingerprint now; called before every registration and heartbeat. */
   fingerprint: () => NodeFingerprint | Promise<NodeFingerprint>;
-  /** Between heartbeats; capped at a third of the server's TTL. Default 10 s. */
+  /**
+   * Between heartbeats; capped at a third of the TTL the server gave.
+   * Default: a third of that TTL (10 s for the server's default 30 s; a
+   * server in a large cluster gives a longer one). Each wait is shortened
+   * by up to a quarter at random, so that nodes that registered together
+   * do not heartbeat together.
+   */
   heartbeatIntervalMs?: number;
   /**
    * Called after every registration or heartbeat a server answered, past its
@@ -121,7 +127,14 @@ export class NodeRegistration {
   }
 
   #interval(): number {
-    return Math.max(10, Math.min(this.#opts.heartbeatIntervalMs ?? 10_000, Math.floor(this.#ttlMs / 3)));
+    const third = Math.floor(this.#ttlMs / 3);
+    return Math.max(10, Math.min(this.#opts.heartbeatIntervalMs ?? third, third));
+  }
+
+  /** The wait before the next heartbeat: the interval less up to a quarter of it, at random. */
+  #nextHeartbeat(): number {
+    const interval = this.#interval();
+    return Math.max(10, Math.round(interval * (1 - 0.25 * (this.#opts.random ?? Math.random)())));
   }
 
   async #run(signal: AbortSignal): Promise<void> {
@@ -153,7 +166,7 @@ export class NodeRegistration {
         }
         failures = 0;
         this.#opts.onContact?.();
-        delay = this.#interval();
+        delay = this.#nextHeartbeat();
       } catch (err) {
         if (signal.aborted) break;
         if (err instanceof ServerConnError && err.apiCode === 'NOT_FOUND' && registered) {

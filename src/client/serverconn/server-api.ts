@@ -74,6 +74,8 @@ export interface ServerApiOptions {
 const DEFAULT_TIMEOUT_MS = 15_000;
 /** How long past its `wait` a blocking read may take before the server counts as hung. */
 const BLOCKING_GRACE_MS = 5_000;
+/** How long a leader that failed to answer is not taken from a server's word again (an election takes a lease TTL). */
+const LEADER_DISTRUST_MS = 15_000;
 
 /**
  * Stateless HTTP client of the server's node endpoints. Safe to use
@@ -88,6 +90,15 @@ export class ServerApi {
   #agent = new http.Agent({ keepAlive: true });
   /** Fired when calls move to another server: every call still waiting on the one left is abandoned. */
   #moved = new AbortController();
+  /**
+   * The leader a cluster server named in its answer (`x-berth-leader`), when
+   * it is one of the addresses given. Writes (every call but GET) go there
+   * directly: a follower would only forward them, at a cost to both. Reads
+   * stay on the current server. Forgotten when it fails to answer.
+   */
+  #leader: string | undefined;
+  /** A named leader that then failed to answer, and when: followers keep naming it until its lease runs out. */
+  #failedLeader: { address: string; at: number } | undefined;
 
   constructor(opts: ServerApiOptions) {
     const list = (typeof opts.address === 'string' ? [opts.address] : [...opts.address]).map((a) => a.replace(/\/+$/, ''));
@@ -100,6 +111,11 @@ export class ServerApi {
   /** The address calls go to now. */
   get address(): string {
     return this.#bases[this.#current] as string;
+  }
+
+  /** The leader writes go to, once a server named it; undefined before (or after it failed). */
+  get leader(): string | undefined {
+    return this.#leader;
   }
 
   /** Every server address given, in order. */
@@ -232,23 +248,33 @@ export class ServerApi {
 
   async #call(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs = this.#timeoutMs): Promise<{ body: unknown; index: number }> {
     if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-    let answer: { status: number; text: string; index: string | undefined };
-    const base = this.address;
+    let answer: { status: number; text: string; index: string | undefined; leader: string | undefined };
+    const leader = method === 'GET' ? undefined : this.#leader;
+    const base = leader ?? this.address;
     const moved = this.#moved.signal;
     try {
-      answer = await this.#request(base, method, path, body, [signal, moved], timeoutMs);
+      answer = await this.#request(base, method, path, body, [signal, leader ? undefined : moved], timeoutMs);
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-      if (moved.aborted) {
+      if (leader) {
+        // The leader named earlier is gone: the next write goes through the current server again.
+        if (this.#leader === leader) this.#leader = undefined;
+        this.#failedLeader = { address: leader, at: Date.now() };
+      } else if (moved.aborted) {
         throw new ServerConnError('SERVER_UNREACHABLE', `${method} ${routeOf(path)} on ${base} abandoned: ${describeError(moved.reason)}`, { retryable: true, cause: err });
-      }
-      this.#failover(base);
+      } else this.#failover(base);
       throw new ServerConnError('SERVER_UNREACHABLE', `server ${base} unreachable (${method} ${routeOf(path)}): ${describeError(err)}`, {
         retryable: true,
         cause: err,
       });
     }
     const { status, text } = answer;
+    if (answer.leader !== undefined) {
+      const named = answer.leader.replace(/\/+$/, '');
+      const failed = this.#failedLeader;
+      const distrusted = failed !== undefined && failed.address === named && Date.now() - failed.at < LEADER_DISTRUST_MS;
+      if (this.#bases.includes(named) && !distrusted) this.#leader = named;
+    }
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
@@ -280,7 +306,14 @@ export class ServerApi {
    * request and its socket, so the server sees the client go at once (a
    * blocking read then ends on the server too).
    */
-  #request(base: string, method: string, path: string, body: unknown, signals: ReadonlyArray<AbortSignal | undefined>, timeoutMs: number): Promise<{ status: number; text: string; index: string | undefined }> {
+  #request(
+    base: string,
+    method: string,
+    path: string,
+    body: unknown,
+    signals: ReadonlyArray<AbortSignal | undefined>,
+    timeoutMs: number,
+  ): Promise<{ status: number; text: string; index: string | undefined; leader: string | undefined }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { authorization: this.authHeader() };
@@ -316,7 +349,13 @@ export class ServerApi {
         res.on('end', () => {
           finish();
           const index = res.headers['x-berth-index'];
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), index: Array.isArray(index) ? index[0] : index });
+          const leader = res.headers['x-berth-leader'];
+          resolve({
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            index: Array.isArray(index) ? index[0] : index,
+            leader: Array.isArray(leader) ? leader[0] : leader,
+          });
         });
       });
       req.end(payload);

@@ -64,7 +64,7 @@ async function setup(
       allocDir: allocDir.dir,
       store: o.store ?? store,
       hooks: o.hooks ?? [],
-      onChange: (_n, s) => changes.push(s),
+      onChange: (_n, s) => changes.push(structuredClone(s)),
       killTimeoutMs: 2_000,
       clock: o.clock ?? systemClock,
     });

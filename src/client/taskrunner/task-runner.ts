@@ -43,8 +43,8 @@ export interface TaskRunnerOptions {
   allocDir: string;
   store: ClientStateStore;
   hooks: TaskHook[];
-  /** Told after every change of the task state (already persisted). Must not throw. */
-  onChange: (taskName: string, state: TaskState) => void;
+  /** Told after every change of the task state (already persisted), with the live state: copy it to keep it. Must not throw. */
+  onChange: (taskName: string, state: Readonly<TaskState>) => void;
   /** The agent's kill timeout; the task's kill_timeout overrides it. */
   killTimeoutMs: number;
   /** Builds the task's environment; default: from the allocation and the task alone (no node attributes). */
@@ -154,9 +154,18 @@ export class TaskRunner {
     return ok;
   }
 
-  /** A copy of the task state. */
+  /** A copy of the task state (to keep or hand out). */
   state(): TaskState {
     return structuredClone(this.#record.state);
+  }
+
+  /**
+   * The live task state, not a copy: read it now (it changes under a holder
+   * at the runner's next step); never write to it. For the many checks and
+   * status builds a busy node makes, where a copy each time adds up.
+   */
+  view(): Readonly<TaskState> {
+    return this.#record.state;
   }
 
   /** The driver's task ID of the current run, if one runs. */
@@ -582,7 +591,7 @@ export class TaskRunner {
   #changed(): void {
     this.#persist();
     try {
-      this.#opts.onChange(this.name, this.state());
+      this.#opts.onChange(this.name, this.#record.state);
     } catch (err) {
       this.#logger.error({ err: describeError(err) }, 'onChange failed');
     }

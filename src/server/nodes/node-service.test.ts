@@ -85,6 +85,26 @@ describe('nodes and plugins', () => {
     }
   });
 
+  it('keeps the plugin row as it was through registrations that change no plugin report, and counts a node that brings the plugin', async () => {
+    const store = SqliteStateStore.open(join(dir, 'plugin-quiet.db'));
+    try {
+      const nodes = new NodeService({ store, clock: new ManualClock(1000) });
+      const fp = await agentA.fingerprint();
+      await nodes.register(fp, { id: 'node-a' });
+      const pluginIndex = store.snapshot().get('plugins', rowKey('fake'))!.modifyIndex;
+      // The agent restarts and registers the same plugins; a node without plugins joins.
+      await nodes.register(fp, { id: 'node-a' });
+      await nodes.register({ ...fp, name: 'plain', csiControllerPlugins: {}, csiNodePlugins: {} }, { id: 'node-plain' });
+      assert.equal(store.snapshot().get('plugins', rowKey('fake'))!.modifyIndex, pluginIndex, 'the plugin row was not rewritten');
+      assert.equal(nodes.list().length, 2);
+      // A node that brings the plugin is counted at once.
+      await nodes.register({ ...(await agentB.fingerprint()), name: 'b' }, { id: 'node-b' });
+      assert.deepEqual(Object.keys(store.snapshot().get('plugins', rowKey('fake'))!.nodes).sort(), ['node-a', 'node-b']);
+    } finally {
+      store.close();
+    }
+  });
+
   it('marks a node down when it misses its heartbeat TTL, its plugin instances unhealthy, and brings it back on a heartbeat', async () => {
     const store = SqliteStateStore.open(join(dir, 'ttl.db'));
     const clock = new ManualClock(0);
@@ -137,23 +157,55 @@ describe('nodes and plugins', () => {
     }
   });
 
-  it('gives every node a fresh deadline when the server has just started, however old its last heartbeat', async () => {
+  it('gives every node a fresh deadline of twice its TTL when the server has just started (a new leader), however old its last heartbeat', async () => {
     const store = SqliteStateStore.open(join(dir, 'fresh.db'));
     const clock = new ManualClock(0);
     try {
       await new NodeService({ store, clock, heartbeatTtlMs: 10_000 }).register(await agentA.fingerprint(), { id: 'node-a' });
-      // A server starts an hour later over the same state.
+      // A server starts (or is elected) an hour later over the same state.
       await clock.jump(3_600_000);
       const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
       await nodes.start();
       await clock.waitForSleepers(1);
-      await clock.advance(9_000);
-      assert.equal(nodes.get('node-a')!.status, 'ready', 'within its fresh TTL');
+      await clock.advance(19_000);
+      assert.equal(nodes.get('node-a')!.status, 'ready', 'within its failover TTL (twice the TTL)');
+      assert.equal(nodes.get('node-a')!.lastHeartbeat, 0, 'the last heartbeat shown is the one recorded, not the start');
       await clock.advance(2_000);
       await clock.waitForSleepers(1);
       assert.equal(nodes.get('node-a')!.status, 'down');
       await nodes.stop();
     } finally {
+      store.close();
+    }
+  });
+
+  it('gives nodes a longer TTL as the cluster grows, so that their heartbeats stay under the rate the leader aims at', async () => {
+    const store = SqliteStateStore.open(join(dir, 'scaled.db'));
+    const clock = new ManualClock(0);
+    // Half a heartbeat a second in all: two nodes heartbeating every third of their TTL need 12 s.
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, maxHeartbeatsPerSecond: 0.5 });
+    try {
+      await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      assert.equal(nodes.heartbeatTtlMs, 10_000, 'one node: the configured TTL');
+      await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      assert.equal(nodes.heartbeatTtlMs, 12_000, 'two nodes: 3 x 2 / 0.5 s');
+      await nodes.start();
+      await clock.waitForSleepers(1);
+      await clock.advance(5_000);
+      await nodes.heartbeat('node-a');
+      // node-b was given 12 s at its registration; node-a 12 s at its heartbeat (t = 5 s).
+      await clock.advance(6_500);
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-b')!.status, 'ready', 'node-b within the 12 s it was given');
+      await clock.advance(1_000);
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-b')!.status, 'down', 'node-b silent past its 12 s');
+      assert.equal(nodes.get('node-a')!.status, 'ready');
+      await clock.advance(5_000);
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-a')!.status, 'down', 'node-a silent 12 s after its heartbeat');
+    } finally {
+      await nodes.stop();
       store.close();
     }
   });

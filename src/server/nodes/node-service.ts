@@ -19,13 +19,41 @@ export interface NodeServiceOptions {
   store: StateStore;
   clock?: Clock;
   logger?: Logger;
-  /** A node that has not heartbeated for this long is marked down. Default 30 s. */
+  /**
+   * A node that has not heartbeated for this long is marked down. Default
+   * 30 s. The least TTL: in a large cluster nodes are given a longer one
+   * (see `maxHeartbeatsPerSecond`).
+   */
   heartbeatTtlMs?: number;
+  /**
+   * The heartbeat rate the leader aims at, over all nodes. Nodes heartbeat
+   * every third of their TTL, so the TTL given grows with the node count:
+   * max(heartbeatTtlMs, 3 x nodes / rate). Default 100 (30 s at 1,000 nodes).
+   */
+  maxHeartbeatsPerSecond?: number;
+  /**
+   * The deadline every node gets when this service starts (a new leader, a
+   * restarted server): time for a whole cluster to find the new leader.
+   * Default twice the TTL then given.
+   */
+  failoverTtlMs?: number;
 }
 
 export type NodeServiceState = LifecycleState;
 
 const DEFAULT_TTL_MS = 30_000;
+const DEFAULT_MAX_HEARTBEATS_PER_SECOND = 100;
+
+/**
+ * The heartbeat TTL for `nodes` nodes: at least `minTtlMs`, and long enough
+ * that the nodes, each heartbeating every third of it, send no more than
+ * `maxPerSecond` heartbeats a second in all (Nomad scales its TTL the same
+ * way). Pure.
+ */
+export function scaledHeartbeatTtl(minTtlMs: number, maxPerSecond: number, nodes: number): number {
+  if (!(maxPerSecond > 0)) return minTtlMs;
+  return Math.max(minTtlMs, Math.ceil((3 * nodes * 1000) / maxPerSecond));
+}
 
 /** The fingerprint without the observation times that change on every heartbeat. */
 function fingerprintKey(fp: NodeFingerprint): string {
@@ -46,6 +74,26 @@ function fingerprintKey(fp: NodeFingerprint): string {
     k: fp.killTimeoutMs,
     p: portFingerprint(fp),
   });
+}
+
+/** What of a node the plugin rows are derived from: its plugin reports, and whether it is down. */
+function pluginInputs(node: Pick<Node, 'status' | 'csiControllerPlugins' | 'csiNodePlugins'>): string {
+  return JSON.stringify([node.status === 'down', node.csiControllerPlugins, node.csiNodePlugins]);
+}
+
+/**
+ * Recomputes the plugin rows after a node write, unless nothing they are
+ * derived from changed (a thousand nodes registering must not each recompute
+ * every plugin over every node). `clearExhausted` forces it when the node is
+ * marked exhausted somewhere.
+ */
+function updatePluginsFor(txn: WriteTxn, prev: Node | undefined, next: Node, clearExhausted?: string): void {
+  const exhausted = clearExhausted !== undefined && txn.list('plugins').some((p) => p.exhaustedNodes[clearExhausted] !== undefined);
+  // A node no plugin row mentions, before or after, changes none of them, whatever its status.
+  const none = (n: Node | undefined): boolean => !n || (Object.keys(n.csiControllerPlugins).length === 0 && Object.keys(n.csiNodePlugins).length === 0);
+  const unchanged = (none(prev) && none(next)) || (prev !== undefined && pluginInputs(prev) === pluginInputs(next));
+  if (!exhausted && unchanged) return;
+  updatePlugins(txn, clearExhausted !== undefined ? { clearExhausted: [clearExhausted] } : {});
 }
 
 /** Keeps only string values (a node's meta as it reported it). */
@@ -90,7 +138,12 @@ export class NodeService {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #ttl: number;
+  readonly #maxRate: number;
+  readonly #failoverTtl: number | undefined;
+  /** When each node (not down) last heartbeated, as this server saw it. */
   readonly #lastSeen = new Map<string, number>();
+  /** When each node (not down) is to be marked down unless it heartbeats. */
+  readonly #deadline = new Map<string, number>();
   readonly #life: Lifecycle;
 
   constructor(opts: NodeServiceOptions) {
@@ -98,6 +151,8 @@ export class NodeService {
     this.#clock = opts.clock ?? systemClock;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'nodes' });
     this.#ttl = opts.heartbeatTtlMs ?? DEFAULT_TTL_MS;
+    this.#maxRate = opts.maxHeartbeatsPerSecond ?? DEFAULT_MAX_HEARTBEATS_PER_SECOND;
+    this.#failoverTtl = opts.failoverTtlMs;
     this.#life = new Lifecycle({ logger: this.#logger });
   }
 
@@ -105,8 +160,15 @@ export class NodeService {
     return this.#life.state;
   }
 
+  /** The TTL given to a node now: the configured one, or longer in a large cluster. Cheap. */
   get heartbeatTtlMs(): number {
-    return this.#ttl;
+    return scaledHeartbeatTtl(this.#ttl, this.#maxRate, Math.max(this.#lastSeen.size, this.#deadline.size));
+  }
+
+  /** Records that `nodeId` was heard from at `now`: its TTL starts again. */
+  #seen(nodeId: string, now: number): void {
+    this.#lastSeen.set(nodeId, now);
+    this.#deadline.set(nodeId, now + this.heartbeatTtlMs);
   }
 
   /**
@@ -118,7 +180,7 @@ export class NodeService {
     this.#check(fingerprint);
     const id = opts.id ?? randomUUID();
     const now = this.#clock.now();
-    this.#lastSeen.set(id, now);
+    this.#seen(id, now);
     const { result } = await this.#store.write((txn) => {
       // An agent restart keeps what the operator set: eligibility and a drain in progress.
       const prev = txn.get('nodes', rowKey(id));
@@ -133,7 +195,7 @@ export class NodeService {
         lastHeartbeat: now,
         registerIndex: txn.writeIndex,
       });
-      updatePlugins(txn, { clearExhausted: [id] });
+      updatePluginsFor(txn, prev, node, id);
       return node;
     });
     this.#logger.info({ nodeId: id, name: fingerprint.name }, 'node registered');
@@ -152,13 +214,13 @@ export class NodeService {
     // Seen, even if the write below fails (a store without quorum): the node is alive, and
     // once the store is back it must not be marked down for a silence it did not keep.
     const known = this.#store.snapshot().get('nodes', rowKey(nodeId));
-    if (known) this.#lastSeen.set(nodeId, now);
+    if (known) this.#seen(nodeId, now);
     // Nothing to write: answered without waiting behind the store's queue of writes.
     if (known?.status === 'ready' && (fingerprint === undefined || fingerprintKey(fingerprint) === fingerprintKey(known))) return { ...known, lastHeartbeat: now };
     const { result } = await this.#store.write((txn) => {
       const node = txn.get('nodes', rowKey(nodeId));
       if (!node) throw new NodeError('NOT_FOUND', `node ${nodeId} is not registered`);
-      this.#lastSeen.set(nodeId, now);
+      this.#seen(nodeId, now);
       const changed = fingerprint !== undefined && fingerprintKey(fingerprint) !== fingerprintKey(node);
       if (node.status === 'ready' && !changed) return node;
       const next = txn.put('nodes', {
@@ -168,7 +230,7 @@ export class NodeService {
         statusDescription: node.status === 'ready' ? node.statusDescription : 'heartbeat received',
         lastHeartbeat: now,
       });
-      updatePlugins(txn);
+      updatePluginsFor(txn, node, next);
       return next;
     });
     if (result.status === 'ready' && result.lastHeartbeat !== now) return { ...result, lastHeartbeat: now };
@@ -186,6 +248,7 @@ export class NodeService {
     txn.put('nodes', { ...node, status: 'down', statusDescription: reason, lastHeartbeat: this.#lastSeen.get(nodeId) ?? node.lastHeartbeat });
     updatePlugins(txn);
     this.#lastSeen.delete(nodeId);
+    this.#deadline.delete(nodeId);
     this.#logger.warn({ nodeId, reason }, 'node down');
   }
 
@@ -209,12 +272,13 @@ export class NodeService {
     const expired: string[] = [];
     await this.#store.write((txn) => {
       for (const node of txn.list('nodes', { filter: (n) => n.status !== 'down' })) {
-        const seen = this.#lastSeen.get(node.id);
-        if (seen === undefined) {
-          this.#lastSeen.set(node.id, now);
+        const deadline = this.#deadline.get(node.id);
+        if (deadline === undefined) {
+          this.#seen(node.id, now);
           continue;
         }
-        if (now - seen > this.#ttl) {
+        if (now > deadline) {
+          const seen = this.#lastSeen.get(node.id) ?? node.lastHeartbeat;
           this.#markDown(txn, node.id, `missed heartbeats for ${Math.round((now - seen) / 1000)} s`);
           expired.push(node.id);
         }
@@ -229,21 +293,24 @@ export class NodeService {
 
   #start(signal: AbortSignal): void {
     const now = this.#clock.now();
-    for (const node of this.#store.snapshot().list('nodes', { filter: (n) => n.status !== 'down' })) {
-      if (!this.#lastSeen.has(node.id)) this.#lastSeen.set(node.id, now);
-    }
+    const live = this.#store.snapshot().list('nodes', { filter: (n) => n.status !== 'down' });
+    for (const node of live) if (!this.#lastSeen.has(node.id)) this.#lastSeen.set(node.id, node.lastHeartbeat);
+    // Heartbeats sent to the previous leader are not known here, and the whole cluster is finding
+    // this server now: every node gets the failover TTL, at least twice the TTL it was given.
+    const failoverTtl = this.#failoverTtl ?? 2 * scaledHeartbeatTtl(this.#ttl, this.#maxRate, live.length);
+    for (const node of live) if (!this.#deadline.has(node.id)) this.#deadline.set(node.id, now + failoverTtl);
     void this.#life.track((async () => {
       while (!signal.aborted) {
         let next = this.#ttl;
         const t = this.#clock.now();
-        for (const seen of this.#lastSeen.values()) next = Math.min(next, seen + this.#ttl - t + 1);
+        for (const deadline of this.#deadline.values()) next = Math.min(next, deadline - t + 1);
         try {
           const asked = Math.max(1, next);
           await this.#clock.sleep(asked, signal);
           // Woken far later than asked: this server itself stalled (paused, starved), so the
           // nodes' silence is ours. Every node gets a fresh deadline instead of being marked down.
           const late = this.#clock.now() - t - asked;
-          if (late > this.#ttl / 2) {
+          if (late > this.heartbeatTtlMs / 2) {
             this.#refreshDeadlines(`the server stalled for ${Math.round(late / 1000)} s`);
             continue;
           }
@@ -260,7 +327,8 @@ export class NodeService {
   #refreshDeadlines(why: string): void {
     const now = this.#clock.now();
     const ids = this.#store.snapshot().list('nodes', { filter: (n) => n.status !== 'down' }).map((n) => n.id);
-    for (const id of ids) this.#lastSeen.set(id, now);
+    const ttl = this.heartbeatTtlMs;
+    for (const id of ids) this.#deadline.set(id, now + ttl);
     this.#logger.warn({ nodes: ids.length, reason: why }, 'fresh heartbeat deadline for every node');
   }
 

@@ -27,6 +27,8 @@ export interface SimClusterOptions {
   csi?: boolean;
   /** etcd's --max-request-bytes; its 1.5 MiB default refuses the one write that places ~1,500 allocations or more. */
   etcdMaxRequestBytes?: number;
+  /** Flags for each server's node process (e.g. `--cpu-prof`). */
+  serverNodeArgs?: readonly string[];
 }
 
 /** Answers of the API that carry an index. */
@@ -49,7 +51,7 @@ export class SimCluster {
   static async start(opts: SimClusterOptions): Promise<SimCluster> {
     const c = new SimCluster();
     try {
-      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
+      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.serverNodeArgs ? { serverNodeArgs: opts.serverNodeArgs } : {}), ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
       let csi: ConstructorParameters<typeof SimFleet>[0]['csi'];
       if (opts.csi) {
         c.fake = new FakePlugin({ socketPath: path.join(c.processes.dir, 'simcsi.sock'), nodeId: 'sim-ext-0', acceptsNode: (id) => id.startsWith('sim-ext-') });

@@ -1,0 +1,142 @@
+// @ts-check
+// The node's mount helper: one small long-lived process, started by the
+// agent, that runs mount(8)/umount(8) for the allocation directories so the
+// agent's event loop never forks (a fork of the agent copies the page tables
+// of its ~200 MB: 3-5 ms of its loop per mount on a quiet machine, tens of
+// ms under load; a fork of this process costs a fraction of that, and off
+// the agent's loop). Plain ESM with JSDoc types: it starts with no
+// transpiler, and scripts/build.mjs copies it into dist beside executor.mjs.
+//
+// Protocol: one JSON line per request on stdin, { id, op, ... }; one JSON
+// line per answer on stdout, { id, ok: true, result } or { id, ok: false,
+// error }, in any order. Ops:
+//   mount   { args, unlessOwnFs? }  mount(8) with args; skipped (mounted:
+//           false) when the directory unlessOwnFs already holds a file system
+//           of its own, so that a repeated request never stacks a mount
+//   unmount { root, keep? }         everything mounted at or under root,
+//           deepest first (lazily when busy), except at or under a path of
+//           keep; answers { unmounted, left } (mount points still there)
+//   sh      { script }              /bin/sh -ec script (several mounts for one spawn)
+//   mkdirs  { dirs: [[path, mode]] }  mkdir -p each, then chmod to exactly
+//           mode (the umask would cut it): an allocation's whole tree for
+//           one message instead of a dozen file system calls on the agent's loop
+// and unmount takes `remove: true` to delete root too once nothing is left
+// mounted under it (an allocation directory collected).
+// It exits when stdin closes (the agent stopped or died) once the requests
+// it holds are answered; mounts it made stay, as mount(8)'s would.
+
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { hasOwnFileSystem, mountPointsUnder } from './mount-table.mjs';
+
+/** How many tools run at once; the rest queue. */
+const PARALLEL = 4;
+
+/** @param {string} file @param {string[]} args @returns {Promise<void>} */
+function run(file, args) {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { encoding: 'utf8' }, (err, _stdout, stderr) => {
+      if (err) reject(new Error(`${file} ${args.join(' ')}: ${(stderr || err.message).trim()}`));
+      else resolve();
+    });
+  });
+}
+
+/** @param {string} root @param {string[]} keep */
+async function unmountUnder(root, keep) {
+  const kept = keep.map((k) => {
+    try {
+      return realpathSync(k);
+    } catch {
+      return k;
+    }
+  });
+  const ours = () => mountPointsUnder(root).filter((m) => !kept.some((k) => m === k || m.startsWith(`${k}/`)));
+  const failed = new Set();
+  let unmounted = 0;
+  for (let i = 0; i < 256; i++) {
+    const next = ours().find((m) => !failed.has(m));
+    if (!next) break;
+    try {
+      await run('umount', [next]);
+      unmounted += 1;
+    } catch {
+      // Busy: detach it; one that cannot even be detached is reported as left.
+      await run('umount', ['-l', next]).then(
+        () => (unmounted += 1),
+        () => failed.add(next),
+      );
+    }
+  }
+  return { unmounted, left: ours() };
+}
+
+/** @param {any} req @returns {Promise<unknown>} */
+async function handle(req) {
+  switch (req.op) {
+    case 'mount':
+      if (req.unlessOwnFs && hasOwnFileSystem(req.unlessOwnFs)) return { mounted: false };
+      await run('mount', req.args);
+      return { mounted: true };
+    case 'unmount': {
+      const r = await unmountUnder(req.root, req.keep ?? []);
+      if (req.remove && r.left.length === 0) rmSync(req.root, { recursive: true, force: true });
+      return r;
+    }
+    case 'mkdirs':
+      for (const [dir, mode] of req.dirs) {
+        mkdirSync(dir, { recursive: true });
+        chmodSync(dir, mode);
+      }
+      return {};
+    case 'sh':
+      await run('/bin/sh', ['-ec', req.script]);
+      return {};
+    default:
+      throw new Error(`unknown op ${JSON.stringify(req.op)}`);
+  }
+}
+
+let running = 0;
+let closed = false;
+/** @type {any[]} */
+const queue = [];
+
+function pump() {
+  while (running < PARALLEL && queue.length) {
+    const req = queue.shift();
+    running++;
+    handle(req)
+      .then(
+        (result) => ({ id: req.id, ok: true, result }),
+        (err) => ({ id: req.id, ok: false, error: err instanceof Error ? err.message : String(err) }),
+      )
+      .then((answer) => {
+        running--;
+        process.stdout.write(`${JSON.stringify(answer)}\n`);
+        pump();
+      });
+  }
+  if (closed && running === 0 && queue.length === 0) process.stdout.write('', () => process.exit(0));
+}
+
+// The agent is gone: nobody to answer.
+process.stdout.on('error', () => process.exit(0));
+
+const lines = createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  if (!line.trim()) return;
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch {
+    return;
+  }
+  queue.push(req);
+  pump();
+});
+lines.on('close', () => {
+  closed = true;
+  pump();
+});

@@ -1,0 +1,63 @@
+// The mount helper as the agent relies on it, with real mounts (the tests
+// run as root): it mounts and unmounts for the agent, a repeated mount is not
+// stacked, and a helper that dies is replaced: a request it held is asked
+// again when that is safe, and fails clearly when it is not.
+
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { MountHelper, MountHelperError, mountPointsUnder } from './index.js';
+
+const root = mkdtempSync(path.join(tmpdir(), 'berth-mounthelper-'));
+const helper = new MountHelper();
+after(async () => {
+  await helper.request({ op: 'unmount', root });
+  helper.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const tmpfs = (dir: string): { op: 'mount'; args: string[]; unlessOwnFs: string } => ({ op: 'mount', args: ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], unlessOwnFs: dir });
+const mountsAt = (dir: string): number => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4] === dir).length;
+
+describe('the mount helper', () => {
+  it('mounts a tmpfs once however often it is asked, and unmounts everything under a root but what is kept', async () => {
+    const a = path.join(root, 'a');
+    const keep = path.join(root, 'keep');
+    mkdirSync(a);
+    mkdirSync(keep);
+    assert.deepEqual(await helper.request(tmpfs(a)), { mounted: true });
+    assert.deepEqual(await helper.request(tmpfs(a)), { mounted: false });
+    await helper.request(tmpfs(keep));
+    assert.equal(mountsAt(a), 1);
+    const r = await helper.request<{ unmounted: number; left: string[] }>({ op: 'unmount', root, keep: [keep] });
+    assert.deepEqual(r, { unmounted: 1, left: [] });
+    assert.deepEqual(mountPointsUnder(root), [keep]);
+  });
+
+  it('says what mount(8) said when a mount fails', async () => {
+    await assert.rejects(helper.request({ op: 'mount', args: ['--bind', path.join(root, 'missing'), path.join(root, 'a')] }), (err: unknown) => {
+      assert.ok(err instanceof MountHelperError);
+      assert.equal(err.code, 'MOUNT_FAILED');
+      assert.match(err.message, /missing/);
+      return true;
+    });
+  });
+
+  it('is replaced when it dies: a safe request is asked again, an unsafe one fails clearly', async () => {
+    const b = path.join(root, 'b');
+    mkdirSync(b);
+    await helper.request({ op: 'sh', script: 'true' });
+    const first = helper.pid!;
+    // Stopped, it reads nothing: both requests are pending when it is killed.
+    process.kill(first, 'SIGSTOP');
+    const safe = helper.request(tmpfs(b));
+    const unsafe = helper.request({ op: 'sh', script: `mount -t tmpfs tmpfs ${b}` });
+    process.kill(first, 'SIGKILL');
+    await assert.rejects(unsafe, (err: unknown) => err instanceof MountHelperError && err.code === 'MOUNT_HELPER_DIED' && /may or may not/.test(err.message));
+    assert.deepEqual(await safe, { mounted: true });
+    assert.notEqual(helper.pid, first);
+    assert.equal(mountsAt(b), 1, 'mounted exactly once');
+  });
+});
