@@ -74,7 +74,6 @@ export class AllocRunner {
   readonly #tasks = new Map<string, TaskRunner>();
   readonly #supervisors = new Map<string, PluginSupervisorHook>();
   readonly #volumes = new Map<string, ResolvedVolume>();
-  readonly #prerunHooks: AllocHook[];
   readonly #prerunStages: PrerunStage[];
   readonly #postrunHooks: AllocHook[];
   readonly #destroyHooks: AllocHook[];
@@ -193,7 +192,6 @@ export class AllocRunner {
     this.#csiHook = new CsiHook({ csiManager: opts.csiManager, claimer: opts.claimer, clock: this.#clock, logger: this.#logger, backoff });
     const network = new NetworkHook(opts.network, opts.drivers);
     const hostVolumes = new HostVolumeHook(opts.hostVolumes ?? {});
-    this.#prerunHooks = [drivers, allocDir, network, hostVolumes, this.#csiHook];
     this.#prerunStages = [[[drivers]], [[allocDir, network, hostVolumes], [this.#csiHook]]];
     this.#postrunHooks = [new VolumeBindsHook(this.#logger), this.#csiHook, hostVolumes, network];
     this.#destroyHooks = [allocDir];
@@ -257,7 +255,7 @@ export class AllocRunner {
     if (this.#state !== 'new') return;
     this.#held = true;
     const ctx = this.#ctx(this.#shutdownAbort.signal);
-    for (const hook of [...this.#prerunHooks, ...this.#postrunHooks]) hook.restore?.(ctx);
+    for (const hook of [...this.#prerunStages.flat(2), ...this.#postrunHooks]) hook.restore?.(ctx);
     const phase = this.#record.phase;
     if (phase === 'new' || phase === 'prerun') {
       // Prerun never finished: it runs again (claims and mounts are safe to repeat) on update().
