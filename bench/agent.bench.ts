@@ -25,6 +25,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../test/support/agent-run.js';
 import { eventually, type NotYet } from '../test/support/eventually.js';
+import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
 
 const RUNS = Number(process.env['BENCH_AGENT_RUNS'] ?? 50);
@@ -102,16 +103,8 @@ export default async function agentBench(dir: string): Promise<Record<string, un
   mkdirSync(agentDir);
   const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--port', String(await freePort()), '--log-level', 'warn']);
   await agent.start();
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(agent.addr + path, {
-      method,
-      headers: { authorization: `Bearer ${agent.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return (text ? JSON.parse(text) : undefined) as T;
-  };
+  const call = agentApi(agent);
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => (await call<T>(method, path, body)).body;
   const pluginSeconds = async (plugin: string): Promise<number> => {
     const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
     let sum = 0;

@@ -24,6 +24,7 @@ import { runInNewContext } from 'node:vm';
 import { Agent, emptyAgentConfig } from '../src/agent/index.js';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
+import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
 
 const ADOPT_TASKS = Number(process.env['BENCH_ADOPT_TASKS'] ?? 10);
@@ -60,16 +61,8 @@ function memoryMiB(pid: number): { rssMiB: number; pssMiB: number } {
 }
 
 function client(agent: Pick<AgentRun, 'addr' | 'token'>): Api {
-  return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(agent.addr + path, {
-      method,
-      headers: { authorization: `Bearer ${agent.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return (text ? JSON.parse(text) : undefined) as T;
-  };
+  const call = agentApi(agent);
+  return async <T>(method: string, path: string, body?: unknown): Promise<T> => (await call<T>(method, path, body)).body;
 }
 
 async function adoption(dir: string): Promise<Record<string, unknown>> {

@@ -1,11 +1,11 @@
 // The allocation runner (Nomad's client/allocrunner): one per allocation the
-// server assigns to this node. Runs its hooks in order (task drivers, alloc
-// dir, network, host volumes, CSI volumes), then a task runner per task;
+// server assigns to this node. Runs its hooks (task drivers; then alloc dir,
+// network, host volumes beside CSI volumes: prerun-stages.ts), then tasks;
 // once every task ended (or the allocation is stopped) runs postrun in
 // reverse (volume binds, CSI unmount and release, network); destroy removes
 // the allocation directory. Status goes to `onStatus` as it changes.
 
-import { AbortedError, describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import { describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState, type AllocNetworkStatus } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { TaskDirHook } from './task-dir-hook.js';
@@ -26,6 +26,7 @@ import { CsiHook } from './csi-hook.js';
 import { DispatchPayloadHook } from './dispatch-payload-hook.js';
 import { HostVolumeHook } from './host-volume-hook.js';
 import { NetworkHook } from './network-hook.js';
+import { runPrerunStages, type PrerunStage } from './prerun-stages.js';
 import { singleWriterVolumes } from './single-writer.js';
 import { isEphemeral, lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
 import { missingDriver, taskEnvBuilder, withReason } from './task-setup.js';
@@ -73,7 +74,7 @@ export class AllocRunner {
   readonly #tasks = new Map<string, TaskRunner>();
   readonly #supervisors = new Map<string, PluginSupervisorHook>();
   readonly #volumes = new Map<string, ResolvedVolume>();
-  readonly #prerunHooks: AllocHook[];
+  readonly #prerunStages: PrerunStage[];
   readonly #postrunHooks: AllocHook[];
   readonly #destroyHooks: AllocHook[];
   readonly #csiHook: CsiHook;
@@ -191,7 +192,7 @@ export class AllocRunner {
     this.#csiHook = new CsiHook({ csiManager: opts.csiManager, claimer: opts.claimer, clock: this.#clock, logger: this.#logger, backoff });
     const network = new NetworkHook(opts.network, opts.drivers);
     const hostVolumes = new HostVolumeHook(opts.hostVolumes ?? {});
-    this.#prerunHooks = [drivers, allocDir, network, hostVolumes, this.#csiHook];
+    this.#prerunStages = [[[drivers]], [[allocDir, network, hostVolumes], [this.#csiHook]]];
     this.#postrunHooks = [new VolumeBindsHook(this.#logger), this.#csiHook, hostVolumes, network];
     this.#destroyHooks = [allocDir];
     this.#lifecycle = new TaskLifecycle({
@@ -224,22 +225,19 @@ export class AllocRunner {
     this.#record.phase = 'prerun';
     this.#save();
     this.#pushStatus();
-    const ctx = this.#ctx(AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal]));
-    for (const hook of this.#prerunHooks) {
-      if (!hook.prerun) continue;
-      try {
-        await hook.prerun(ctx);
-      } catch (err) {
-        if (err instanceof AbortedError || ctx.signal.aborted) return;
-        const message = `${hook.name}: ${describeError(err)}`;
-        this.#logger.error({ hook: hook.name, err: describeError(err) }, 'prerun hook failed');
-        this.#record.failure = message;
-        this.#save();
-        this.#event(TASK_EVENTS.setupFailure, `Allocation setup failed: ${message}`);
-        await Promise.all([...this.#tasks.values()].map((t) => t.kill('the allocation failed to set up', { failed: true })));
-        await this.#runPostrun();
-        return;
-      }
+    const failFast = new AbortController();
+    const ctx = this.#ctx(AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal, failFast.signal]));
+    const outcome = await runPrerunStages(this.#prerunStages, ctx, failFast);
+    if (outcome.kind === 'aborted') return;
+    if (outcome.kind === 'failed') {
+      const message = `${outcome.hook.name}: ${describeError(outcome.err)}`;
+      this.#logger.error({ hook: outcome.hook.name, err: describeError(outcome.err) }, 'prerun hook failed');
+      this.#record.failure = message;
+      this.#save();
+      this.#event(TASK_EVENTS.setupFailure, `Allocation setup failed: ${message}`);
+      await Promise.all([...this.#tasks.values()].map((t) => t.kill('the allocation failed to set up', { failed: true })));
+      await this.#runPostrun();
+      return;
     }
     if (this.#stopAbort.signal.aborted || this.#shutdownAbort.signal.aborted) return;
     this.#record.phase = 'running';
@@ -257,7 +255,7 @@ export class AllocRunner {
     if (this.#state !== 'new') return;
     this.#held = true;
     const ctx = this.#ctx(this.#shutdownAbort.signal);
-    for (const hook of [...this.#prerunHooks, ...this.#postrunHooks]) hook.restore?.(ctx);
+    for (const hook of [...this.#prerunStages.flat(2), ...this.#postrunHooks]) hook.restore?.(ctx);
     const phase = this.#record.phase;
     if (phase === 'new' || phase === 'prerun') {
       // Prerun never finished: it runs again (claims and mounts are safe to repeat) on update().

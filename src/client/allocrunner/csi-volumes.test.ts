@@ -189,6 +189,24 @@ describe('CSI volumes through allocation runners (hostpath plugin as a raw_exec 
     assert.deepEqual(r.wanted(), []);
   });
 
+  it('the volume is claimed beside the network set-up: a network that cannot be made fails the allocation at once, even while its plugin is not there yet, and nothing stays claimed', async (t) => {
+    const node = new Node();
+    t.after(() => node.cleanup());
+    await node.start();
+    node.claimer.waitForVolumes = true;
+    const base = workloadJob('no-net', 'service', 'exec sleep 600');
+    const job = { ...base, groups: base.groups.map((g) => ({ ...g, network: { ...g.network, mode: 'cni/no-such-network' as const } })) };
+    const alloc = makeAlloc(job, { csiVolumes: CSI_VOLUME });
+    const r = node.runner(alloc, job);
+    // No plugin ever registers: only the failed network can end prerun, and it must stop the wait for the plugin.
+    await r.run();
+    assert.equal(r.status().clientStatus, 'failed');
+    assert.match(r.status().clientDescription, /network: .*no-such-network/);
+    assert.ok(eventTypes(r, 'main').includes('Volume Waiting'), 'the CSI volume was being set up beside the network');
+    assert.equal(node.claimer.holds('shared', alloc.id), false);
+    assert.deepEqual(r.wanted(), []);
+  });
+
   it('the plugin allocation is updated (two allocations at once) while a workload runs: no socket collides, the newer serves, the workload keeps its mount', async (t) => {
     const node = new Node();
     t.after(() => node.cleanup());

@@ -55,10 +55,10 @@ export class VolumeMountsTaskHook implements TaskHook {
         this.#save();
       }
       if (isMountPoint(target)) continue;
-      await mount(['--bind', vol.source, target]);
-      // The task's copy must not share later mount events with the plugin's target.
-      await mount(['--make-private', target]);
-      if (readOnly) await mount(['-o', 'remount,bind,ro', target]);
+      // One mount(8) run does it all (util-linux >= 2.27): the bind, its read-only remount, and
+      // private propagation, so that the task's copy shares no later mount events with the
+      // plugin's target. Each run is a process start on the task's critical path.
+      await mount(['--bind', '--make-private', ...(readOnly ? ['-o', 'ro'] : []), vol.source, target]);
     }
   }
 

@@ -1,0 +1,260 @@
+// An allocation with a CSI volume, from the API to running (section
+// `csi-alloc` of `npm run bench`), the row of issue 25: what a user does,
+// timed as a user sees it. A warm `berth agent --dev` in its own process
+// (`--log-level warn`), the real hostpath plugin as a raw_exec system job
+// (monolith: controller and node), one volume created through it. Then,
+// BENCH_CSI_ALLOC_RUNS (20) times after 3 warm-up runs: POST /v1/jobs with a
+// service job whose one raw_exec task (/bin/sleep) mounts the volume, and a
+// blocking read of GET /v1/allocation/:id until it says `running`. Between
+// runs (not timed) the job is purged, its claim released and the allocation
+// collected on the node.
+//
+// The breakdown puts what the agent itself records on the bench's clock (one
+// machine, one wall clock; the agent's times are whole milliseconds):
+//   submit+schedule   POST sent -> the allocation written (its createTime)
+//   to the node       -> the node built its runner (the task's Received event)
+//   claim + setup     -> the volume mounted (Volume Mounted event), minus the
+//                        node's CSI calls: the claim round trip to the server
+//                        (ControllerPublish inside it), the alloc dir, hooks
+//   NodeStage/Publish the node plugin's NodeStageVolume + NodePublishVolume
+//                        (the agent's berth_csi_call_duration_seconds)
+//   task start        Volume Mounted -> the task's Started event
+//   status back       Started -> the API answers `running` (report to the
+//                        server, its write, the blocking read's wake-up)
+// ControllerPublishVolume (inside the claim) is printed apart, and so is the
+// CPU time the agent (with the mount processes it ran and reaped) and the
+// plugin used per run, from /proc (the machine may be busy: CPU time moves
+// less with its load than wall time does). The machine's
+// load average is printed beside the figures (the machine may be shared).
+// BENCH_CSI_ALLOC_LOG=file runs the agent at `--log-level debug` and copies
+// its log there (every step on the agent's clock; the figures then include
+// the logging); BENCH_CSI_ALLOC_CPU_PROF=dir runs it under `node --cpu-prof`
+// and writes beside the profile `windows.json`, each timed run's
+// [start, end] on the monotonic clock in microseconds (the profile's clock),
+// so that a profile can be cut to the timed windows.
+
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { AgentRun, freePort, until } from '../test/support/agent-run.js';
+import { hostpathPluginJob } from '../test/support/runtime-cluster.js';
+import { agentApi } from './_agent-api.js';
+import { round, summarize } from './_stats.js';
+
+const RUNS = Number(process.env['BENCH_CSI_ALLOC_RUNS'] ?? 20);
+const WARMUP = 3;
+const PLUGIN = 'hostpath';
+const STEPS = ['submit+schedule', 'to the node', 'claim + setup', 'NodeStage/Publish', 'task start', 'status back'] as const;
+type Step = (typeof STEPS)[number];
+
+interface Sample {
+  allocId: string;
+  /** The run's window on the monotonic clock, microseconds. */
+  window: [number, number];
+  totalMs: number;
+  submitMs: number;
+  steps: Record<Step, number>;
+  controllerPublishMs: number;
+  /** CPU ticks the agent (with the children it reaped) and the plugin used during the run. */
+  agentTicks: number;
+  pluginTicks: number;
+}
+
+interface AllocView {
+  id: string;
+  clientStatus: string;
+  createTime: number;
+  taskStates: Record<string, { events: Array<{ at: number; type: string }> }>;
+}
+
+/** CPU time (utime + stime, with reaped children's) of a process so far, in clock ticks; 0 once gone. */
+function cpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  } catch {
+    return 0;
+  }
+}
+
+/** The pid of the process whose command line contains `marker`. */
+function pidWith(marker: string): number | undefined {
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(marker)) return Number(e);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+
+function workload(id: string): Record<string, unknown> {
+  return {
+    id,
+    type: 'service',
+    groups: [
+      {
+        name: 'main',
+        volumes: { data: { type: 'csi', source: 'bench-vol', accessMode: 'single-node-writer', attachmentMode: 'file-system' } },
+        tasks: [
+          {
+            name: 'main',
+            driver: 'raw_exec',
+            config: { command: '/bin/sleep', args: ['3600'] },
+            volumeMounts: [{ volume: 'data', destination: '/data' }],
+            resources: { cpuMhz: 50, memoryMb: 32 },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export default async function csiAlloc(dir: string): Promise<Record<string, unknown>> {
+  const agentDir = join(dir, 'agent');
+  mkdirSync(agentDir);
+  const logFile = process.env['BENCH_CSI_ALLOC_LOG'];
+  const prof = process.env['BENCH_CSI_ALLOC_CPU_PROF'];
+  const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--port', String(await freePort()), '--log-level', logFile ? 'debug' : 'warn'], {
+    nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+  });
+  await agent.start();
+  const call = agentApi(agent);
+  /** Sum (ms) of the agent's CSI call durations to the plugin, by RPC. */
+  const csiMs = async (): Promise<Record<string, number>> => {
+    const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+    const out: Record<string, number> = {};
+    for (const line of (await res.text()).split('\n')) {
+      const m = /^berth_csi_call_duration_seconds_sum\{([^}]*)\} (\S+)$/.exec(line);
+      if (!m) continue;
+      const labels = Object.fromEntries([...(m[1] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+      if (labels['plugin'] !== PLUGIN) continue;
+      const rpc = labels['rpc'] ?? '';
+      out[rpc] = (out[rpc] ?? 0) + Number(m[2]) * 1000;
+    }
+    return out;
+  };
+
+  try {
+    // The plugin's data dir names its process (pidWith below).
+    await call('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN }) });
+    await until('the plugin healthy', async () => {
+      const p = await call<{ controllersHealthy: number; nodesHealthy: number }>('GET', `/v1/plugin/csi/${PLUGIN}`).catch(() => undefined);
+      return !!p && p.body.controllersHealthy >= 1 && p.body.nodesHealthy >= 1;
+    });
+    await call('POST', '/v1/volume/csi/bench-vol/create', {
+      pluginId: PLUGIN,
+      name: 'bench-vol',
+      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+    });
+
+    const agentPid = agent.child!.pid!;
+    const pluginPid = pidWith(join(dir, 'hp'));
+    if (!pluginPid) throw new Error('the plugin process is not found');
+    const runOne = async (jobId: string): Promise<Sample> => {
+      const before = await csiMs();
+      const ticks0 = [cpuTicks(agentPid), cpuTicks(pluginPid)] as const;
+      const mono0 = Number(process.hrtime.bigint() / 1000n);
+      const t0 = now();
+      const posted = await call('POST', '/v1/jobs', { job: workload(jobId) });
+      const submitted = now();
+      let index = posted.index;
+      let allocId: string | undefined;
+      while (!allocId) {
+        const r = await call<AllocView[]>('GET', `/v1/job/${jobId}/allocations?index=${index}&wait=60s`);
+        allocId = r.body[0]?.id;
+        index = r.index;
+      }
+      let alloc: AllocView;
+      for (;;) {
+        const r = await call<AllocView>('GET', `/v1/allocation/${allocId}?index=${index}&wait=60s`);
+        alloc = r.body;
+        index = r.index;
+        if (alloc.clientStatus === 'running') break;
+        if (alloc.clientStatus !== 'pending') throw new Error(`allocation ${allocId} is ${alloc.clientStatus}: ${JSON.stringify(alloc.taskStates)}`);
+      }
+      const running = now();
+      const mono1 = Number(process.hrtime.bigint() / 1000n);
+      const ticks1 = [cpuTicks(agentPid), cpuTicks(pluginPid)] as const;
+      const after = await csiMs();
+      const spent = (rpc: string): number => (after[rpc] ?? 0) - (before[rpc] ?? 0);
+      const events = Object.values(alloc.taskStates)[0]?.events ?? [];
+      const at = (type: string): number => {
+        const e = events.find((x) => x.type === type);
+        if (!e) throw new Error(`allocation ${allocId} has no "${type}" event: ${JSON.stringify(events)}`);
+        return e.at;
+      };
+      const received = at('Received');
+      const mounted = at('Volume Mounted');
+      const started = at('Started');
+      const nodeCalls = spent('NodeStageVolume') + spent('NodePublishVolume');
+      return {
+        allocId,
+        window: [mono0, mono1],
+        totalMs: running - t0,
+        submitMs: submitted - t0,
+        steps: {
+          'submit+schedule': alloc.createTime - t0,
+          'to the node': received - alloc.createTime,
+          'claim + setup': mounted - received - nodeCalls,
+          'NodeStage/Publish': nodeCalls,
+          'task start': started - mounted,
+          'status back': running - started,
+        },
+        controllerPublishMs: spent('ControllerPublishVolume'),
+        agentTicks: ticks1[0] - ticks0[0],
+        pluginTicks: ticks1[1] - ticks0[1],
+      };
+    };
+
+    const samples: Sample[] = [];
+    const loadBefore = load();
+    for (let i = 0; i < WARMUP + RUNS; i++) {
+      const jobId = `csi-alloc-${i}`;
+      const s = await runOne(jobId);
+      if (i >= WARMUP) samples.push(s);
+      await call('DELETE', `/v1/job/${jobId}?purge=true`);
+      await until('the claim released', async () => (await call<{ claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).body.claims?.length === 0);
+      // And the allocation collected on the node (its directory gone), so that no teardown overlaps the next run.
+      await until('the allocation collected', () => !existsSync(join(agentDir, 'client', 'alloc', s.allocId)));
+    }
+    const loadAfter = load();
+    if (prof) writeFileSync(join(prof, 'windows.json'), JSON.stringify(samples.map((s) => s.window)));
+
+    const fig = (ms: number[]): { p50: number; p99: number } => {
+      const s = summarize(ms.map((x) => BigInt(Math.round(x * 1e6))));
+      return { p50: round(s.p50Us / 1000), p99: round(s.p99Us / 1000) };
+    };
+    const total = fig(samples.map((s) => s.totalMs));
+    const submit = fig(samples.map((s) => s.submitMs));
+    const steps = Object.fromEntries(STEPS.map((k) => [k, fig(samples.map((s) => s.steps[k]))])) as Record<Step, { p50: number; p99: number }>;
+    const controllerPublish = fig(samples.map((s) => s.controllerPublishMs));
+    const tickMs = 1000 / (Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100);
+    const cpuMs = (ticks: (s: Sample) => number): number => round((samples.reduce((a, s) => a + ticks(s), 0) * tickMs) / samples.length);
+    const cpu = { agentMs: cpuMs((s) => s.agentTicks), pluginMs: cpuMs((s) => s.pluginTicks) };
+    console.log(`  alloc with a CSI volume, POST /v1/jobs -> GET /v1/allocation/:id running: p50 ${total.p50} ms, p99 ${total.p99} ms (${samples.length} runs; load ${loadBefore} -> ${loadAfter})`);
+    console.log(`    the POST itself answered: p50 ${submit.p50} ms, p99 ${submit.p99} ms`);
+    for (const k of STEPS) console.log(`    ${k.padEnd(18)} p50 ${String(steps[k].p50).padStart(6)} ms, p99 ${String(steps[k].p99).padStart(6)} ms`);
+    console.log(`    (inside the claim: ControllerPublishVolume p50 ${controllerPublish.p50} ms)`);
+    console.log(`    CPU per run (mean): agent ${cpu.agentMs} ms (with the mount processes it ran), plugin ${cpu.pluginMs} ms`);
+    return {
+      runs: samples.length,
+      apiToRunningMs: total,
+      submitMs: submit,
+      stepsMs: steps,
+      controllerPublishMs: controllerPublish,
+      cpuPerRunMs: cpu,
+      load: { before: loadBefore, after: loadAfter },
+    };
+  } finally {
+    await agent.stop('SIGINT');
+    if (logFile) copyFileSync(join(agentDir, 'agent.log'), logFile);
+  }
+}
