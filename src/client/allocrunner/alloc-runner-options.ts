@@ -1,7 +1,7 @@
 // The allocation runner's dependencies, passed in by the node agent (R3's Client).
 
 import type { Clock, Logger } from '../../lib/index.js';
-import type { Allocation, Job } from '../../structs/index.js';
+import type { AllocClientStatus, Allocation, AllocNetworkStatus, Job, TaskState } from '../../structs/index.js';
 import type { ChrootCache } from '../allocdir/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
@@ -56,4 +56,20 @@ export interface AllocRunnerOptions {
    * once no server was reached for this long. Default none (never).
    */
   stopAfterServerDisconnectMs?: number;
+}
+
+/** The allocation's status as the runner reports it. */
+export interface AllocRunnerStatus {
+  clientStatus: AllocClientStatus;
+  clientDescription: string;
+  taskStates: Record<string, TaskState>;
+  /** The group's own network once made (modes none, bridge, cni): its mode and, for bridge/cni, the allocation's address. */
+  network?: AllocNetworkStatus;
+}
+
+/** One CSI mount an allocation needs, for VolumeManager.reconcile. */
+export interface WantedMount {
+  pluginId: string;
+  volumeId: string;
+  allocId: string;
 }

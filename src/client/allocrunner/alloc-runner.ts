@@ -6,7 +6,7 @@
 // the allocation directory. Status goes to `onStatus` as it changes.
 
 import { describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState, type AllocNetworkStatus } from '../../structs/index.js';
+import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { TaskDirHook } from './task-dir-hook.js';
 import { ArtifactHook } from '../artifact/index.js';
@@ -32,23 +32,8 @@ import { isEphemeral, lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
 import { missingDriver, taskEnvBuilder, withReason } from './task-setup.js';
 import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
 
-export type { AllocRunnerOptions } from './alloc-runner-options.js';
-
-/** The allocation's status as the runner reports it. */
-export interface AllocRunnerStatus {
-  clientStatus: AllocClientStatus;
-  clientDescription: string;
-  taskStates: Record<string, TaskState>;
-  /** The group's own network once made (modes none, bridge, cni): its mode and, for bridge/cni, the allocation's address. */
-  network?: AllocNetworkStatus;
-}
-
-/** One CSI mount an allocation needs, for VolumeManager.reconcile. */
-export interface WantedMount {
-  pluginId: string;
-  volumeId: string;
-  allocId: string;
-}
+export type { AllocRunnerOptions, AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
+import type { AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
 
 type RunnerState = 'new' | 'running' | 'stopping' | 'shutdown' | 'destroyed';
 

@@ -4,68 +4,20 @@
 // client/allocrunner/taskrunner).
 
 import { AbortedError, BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
-import { durationMs, type Allocation, type JobType, type RestartPolicy, type Task, type TaskState } from '../../structs/index.js';
-import type { TaskDir } from '../allocdir/index.js';
+import { durationMs, type Task, type TaskState } from '../../structs/index.js';
 import type { TaskEnv, TaskEnvBuilder } from '../taskenv/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
 import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle } from './driver-port.js';
-import { RestartTracker, type RestartTrackerState } from './restart-tracker.js';
+import { RestartTracker } from './restart-tracker.js';
 import { defaultTaskEnv, runnerResources, runnerTaskConfig } from './task-config.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
-import type { TaskHook, TaskHookContext, PrestartRequest } from './task-hook.js';
+import type { TaskHookContext, PrestartRequest } from './task-hook.js';
 import { TaskRunnerError } from './task-runner-error.js';
 
 export { TaskRunnerError, type TaskRunnerErrorCode } from './task-runner-error.js';
 export type { PrestartRequest, TaskHook, TaskHookContext } from './task-hook.js';
-
-/** The client state bucket of task runners, keyed `<allocId>/<task>`. */
-export const TASK_RUNNERS_BUCKET = 'task-runners';
-
-/** What a task runner writes down to be restored after an agent restart. */
-export interface TaskRunnerRecord {
-  state: TaskState;
-  /** The driver's handle of the running task, while one runs. */
-  handle?: RunnerTaskHandle;
-  taskId?: string;
-  /** How many times the task was started. */
-  attempt: number;
-  restart: RestartTrackerState;
-}
-
-export interface TaskRunnerOptions {
-  alloc: Allocation;
-  task: Task;
-  jobType: JobType;
-  restartPolicy: RestartPolicy;
-  driver: RunnerDriver;
-  taskDir: TaskDir;
-  /** The allocation directory root (`<allocDirRoot>/<allocId>`). */
-  allocDir: string;
-  store: ClientStateStore;
-  hooks: TaskHook[];
-  /** Told after every change of the task state (already persisted), with the live state: copy it to keep it. Must not throw. */
-  onChange: (taskName: string, state: Readonly<TaskState>) => void;
-  /** The agent's kill timeout; the task's kill_timeout overrides it. */
-  killTimeoutMs: number;
-  /** Builds the task's environment; default: from the allocation and the task alone (no node attributes). */
-  taskEnv?: TaskEnvBuilder;
-  /** Wait between a kill and the stop signal (the task's or its group's shutdown_delay). */
-  shutdownDelayMs?: number;
-  /** A lifecycle task that runs to completion (not a sidecar): a clean exit completes it even in a service job. */
-  ephemeral?: boolean;
-  /**
-   * Fencing: the task is stopped on the node (by its executor, agent or not)
-   * once no server was reached for this long, and not restarted. Set for
-   * tasks of groups with single-writer volumes. Default none.
-   */
-  fenceAfterMs?: number;
-  /** The job's namespace (told to external driver plugins). */
-  namespace?: string;
-  /** Path of the group's network namespace, when the group has one. */
-  networkNamespacePath?: () => string | undefined;
-  logger?: Logger;
-  clock?: Clock;
-}
+import { TASK_RUNNERS_BUCKET, type TaskRunnerOptions, type TaskRunnerRecord } from './task-runner-options.js';
+export { TASK_RUNNERS_BUCKET, type TaskRunnerOptions, type TaskRunnerRecord } from './task-runner-options.js';
 
 /** What restore() found. */
 export type RestoreResult = 'running' | 'lost' | 'dead' | 'new';
