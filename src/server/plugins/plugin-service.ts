@@ -1,6 +1,6 @@
 import { AbortedError, describeError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../../lib/index.js';
-import type { CsiPlugin } from '../../structs/index.js';
-import { rowKey, StateStoreError, type StateStore } from '../state/index.js';
+import type { CsiPlugin, Job } from '../../structs/index.js';
+import { rowKey, StateStoreError, type StateStore, type StoreEvent } from '../state/index.js';
 import { updatePlugins } from './derive.js';
 
 export interface PluginServiceOptions {
@@ -40,9 +40,38 @@ export class PluginService {
     return this.#store.snapshot().list('plugins');
   }
 
+  /** Keys (namespace, job ID) of the jobs that ran a plugin task at the last recompute. */
+  #pluginJobs = new Set<string>();
+
   /** Recomputes every plugin now; resolves with the store index. Safe to repeat. */
   async recompute(): Promise<number> {
-    return (await this.#store.write((txn) => updatePlugins(txn))).index;
+    const { index } = await this.#store.write((txn) => updatePlugins(txn));
+    this.#pluginJobs = new Set(this.#store.snapshot().list('jobs', { filter: runsPlugin }).map((j) => rowKey(j.namespace, j.id)));
+    return index;
+  }
+
+  /**
+   * Whether writes after `since` may change a plugin row: a write to a job
+   * that runs (or ran, at the last recompute) a plugin task, or to one of its
+   * allocations. Any other job or allocation (most of them, in a burst of
+   * registrations) changes no plugin, so it costs no pass over every job and
+   * allocation. True when the change history no longer reaches back that far.
+   */
+  #concernsPlugins(since: number): boolean {
+    const snap = this.#store.snapshot();
+    if (snap.oldestEventIndex > since + 1 && since > 0) return true;
+    return snap.events(since, { topics: ['jobs', 'allocations'] }).some((e) => this.#concerns(e));
+  }
+
+  #concerns(e: StoreEvent): boolean {
+    if (!e.row || typeof e.row !== 'object') return true;
+    if (e.topic === 'jobs') {
+      const job = e.row as Job;
+      return runsPlugin(job) || this.#pluginJobs.has(rowKey(job.namespace, job.id));
+    }
+    const alloc = e.row as { namespace?: string; jobId?: string };
+    if (alloc.namespace === undefined || alloc.jobId === undefined) return true;
+    return this.#pluginJobs.has(rowKey(alloc.namespace, alloc.jobId));
   }
 
   start(): Promise<void> {
@@ -55,8 +84,9 @@ export class PluginService {
       while (!signal.aborted) {
         try {
           const index = await this.#store.blockUntil(['jobs', 'allocations'], seen, { signal });
+          const relevant = this.#concernsPlugins(seen);
           seen = index;
-          await this.recompute();
+          if (relevant) await this.recompute();
         } catch (err) {
           if (err instanceof AbortedError || (err instanceof StateStoreError && err.code === 'STORE_CLOSED')) return;
           this.#logger.error({ err: describeError(err) }, 'plugin recompute failed');
@@ -69,4 +99,9 @@ export class PluginService {
   stop(): Promise<void> {
     return this.#life.stop();
   }
+}
+
+/** Whether any task of the job runs a CSI plugin (a `csi_plugin` block). */
+function runsPlugin(job: Job): boolean {
+  return job.groups.some((g) => g.tasks.some((t) => (t as { csiPlugin?: unknown }).csiPlugin !== undefined));
 }
