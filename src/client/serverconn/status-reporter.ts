@@ -1,6 +1,7 @@
-// Reports allocation status changes to the server, batched: the latest
-// update of each allocation waits a short moment for others, then all go in
-// one POST. A failed batch is retried with backoff; an allocation the
+// Reports allocation status changes to the server, batched: after a quiet
+// spell the first update goes at once (the user waiting for `running` waits
+// for no timer); an update within a short moment of the last POST waits out
+// that moment for others, then all go in one POST (a burst is batched). A failed batch is retried with backoff; an allocation the
 // server refuses (gone, not on this node) is dropped so it cannot block the
 // others.
 
@@ -21,7 +22,7 @@ import { ServerConnError, type AllocStatusReport, type ServerApi } from './serve
 export interface StatusReporterOptions {
   api: ServerApi;
   nodeId: string;
-  /** How long an update waits for others before a batch goes. Default 20 ms. */
+  /** The least time between two POSTs: updates within it of the last one wait for others and go together. Default 20 ms. */
   batchMs?: number;
   clock?: Clock;
   logger?: Logger;
@@ -45,6 +46,8 @@ export class StatusReporter {
   #sender: Promise<void> | undefined;
   #sent = 0;
   #batches = 0;
+  /** When the last POST went (clock ms); -Infinity before the first. */
+  #lastPostAt = -Infinity;
 
   constructor(opts: StatusReporterOptions) {
     this.#opts = opts;
@@ -94,9 +97,13 @@ export class StatusReporter {
   async #send(signal: AbortSignal): Promise<void> {
     let failures = 0;
     try {
-      await this.#clock.sleep(this.#opts.batchMs ?? 20, signal);
+      const waitMs = this.#lastPostAt + (this.#opts.batchMs ?? 20) - this.#clock.now();
+      // Updates made in the same turn (a task's state and its allocation's) still go together.
+      if (waitMs > 0) await this.#clock.sleep(waitMs, signal);
+      else await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.#pending.size > 0) {
         const batch = [...this.#pending.values()];
+        this.#lastPostAt = this.#clock.now();
         try {
           await this.#post(batch, signal);
           failures = 0;
