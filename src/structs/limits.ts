@@ -11,8 +11,8 @@
  */
 export const MAX_GROUP_COUNT = 1000;
 
-/** The most allocations one job may ask for, summed over its groups (see MAX_GROUP_COUNT). */
-export const MAX_JOB_COUNT = 5000;
+/** The most allocations one job may ask for, summed over its groups (see MAX_GROUP_COUNT): ten on each of a thousand nodes. */
+export const MAX_JOB_COUNT = 10_000;
 
 /**
  * The deepest nesting of objects and arrays (JSON) or blocks, objects and
