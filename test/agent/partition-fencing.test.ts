@@ -106,7 +106,10 @@ for (const publish of [true, false]) {
           const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
           const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
           const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
-          return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2;
+          // The instances in service must be this generation's (an older one may still be registered and healthy for a moment).
+          const ids = new Set(current.map((a) => a.id));
+          const served = p ? [...Object.values(p.nodes), ...Object.values(p.controllers)] : [];
+          return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2 && served.every((i) => i.healthy && ids.has(i.allocId));
         }, 90_000);
       };
       writeFileSync(plugin, pluginJob(1));

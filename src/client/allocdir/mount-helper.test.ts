@@ -39,7 +39,7 @@ describe('the mount helper', () => {
   it('says what mount(8) said when a mount fails', async () => {
     await assert.rejects(helper.request({ op: 'mount', args: ['--bind', path.join(root, 'missing'), path.join(root, 'a')] }), (err: unknown) => {
       assert.ok(err instanceof MountHelperError);
-      assert.equal(err.code, 'MOUNT_FAILED');
+      assert.equal(err.code, 'ALLOC_MOUNT_FAILED');
       assert.match(err.message, /missing/);
       return true;
     });
@@ -55,7 +55,7 @@ describe('the mount helper', () => {
     const safe = helper.request(tmpfs(b));
     const unsafe = helper.request({ op: 'sh', script: `mount -t tmpfs tmpfs ${b}` });
     process.kill(first, 'SIGKILL');
-    await assert.rejects(unsafe, (err: unknown) => err instanceof MountHelperError && err.code === 'MOUNT_HELPER_DIED' && /may or may not/.test(err.message));
+    await assert.rejects(unsafe, (err: unknown) => err instanceof MountHelperError && err.code === 'ALLOC_MOUNT_HELPER_DIED' && /may or may not/.test(err.message));
     assert.deepEqual(await safe, { mounted: true });
     assert.notEqual(helper.pid, first);
     assert.equal(mountsAt(b), 1, 'mounted exactly once');

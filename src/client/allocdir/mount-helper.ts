@@ -12,12 +12,12 @@ import { BerthError } from '../../lib/index.js';
 /** The helper script; dist/mount-helper.mjs once built (scripts/build.mjs copies it). */
 export const MOUNT_HELPER_PATH = fileURLToPath(new URL('./mount-helper.mjs', import.meta.url));
 
-export type MountHelperErrorCode = 'MOUNT_FAILED' | 'MOUNT_HELPER_DIED' | 'MOUNT_HELPER_STOPPED';
+export type MountHelperErrorCode = 'ALLOC_MOUNT_FAILED' | 'ALLOC_MOUNT_HELPER_DIED' | 'ALLOC_MOUNT_HELPER_STOPPED';
 
 /**
- * A helper request failed: MOUNT_FAILED (the tool failed; the message has its
- * stderr), MOUNT_HELPER_DIED (the helper exited before answering: the request
- * may or may not have been carried out), MOUNT_HELPER_STOPPED (stop() was called).
+ * A helper request failed: ALLOC_MOUNT_FAILED (the tool failed; the message has its
+ * stderr), ALLOC_MOUNT_HELPER_DIED (the helper exited before answering: the request
+ * may or may not have been carried out), ALLOC_MOUNT_HELPER_STOPPED (stop() was called).
  */
 export class MountHelperError extends BerthError<MountHelperErrorCode> {}
 
@@ -40,7 +40,7 @@ interface Pending {
  * One helper process, started on the first request and again after it dies.
  * `request` never blocks the loop; idempotent requests (mount with
  * unlessOwnFs, unmount, mkdirs) are asked again once when the helper dies before
- * answering, others fail with MOUNT_HELPER_DIED. The process holds the
+ * answering, others fail with ALLOC_MOUNT_HELPER_DIED. The process holds the
  * agent's event loop open only while a request is pending, and exits by
  * itself when the agent does (its stdin closes).
  */
@@ -64,10 +64,10 @@ export class MountHelper {
 
   /**
    * Asks the helper; resolves with its result. Rejects with MountHelperError
-   * (MOUNT_FAILED with the tool's stderr, MOUNT_HELPER_DIED, MOUNT_HELPER_STOPPED).
+   * (ALLOC_MOUNT_FAILED with the tool's stderr, ALLOC_MOUNT_HELPER_DIED, ALLOC_MOUNT_HELPER_STOPPED).
    */
   request<T>(req: MountRequest): Promise<T> {
-    if (this.#stopped) return Promise.reject(new MountHelperError('MOUNT_HELPER_STOPPED', 'the mount helper was stopped'));
+    if (this.#stopped) return Promise.reject(new MountHelperError('ALLOC_MOUNT_HELPER_STOPPED', 'the mount helper was stopped'));
     const retries = req.op === 'unmount' || req.op === 'mkdirs' || (req.op === 'mount' && req.unlessOwnFs) ? 1 : 0;
     return new Promise<T>((resolve, reject) => this.#send({ req, resolve: resolve as (v: unknown) => void, reject, retries }));
   }
@@ -118,7 +118,7 @@ export class MountHelper {
       if (!p) return;
       this.#pending.delete(answer.id);
       if (answer.ok) p.resolve(answer.result);
-      else p.reject(new MountHelperError('MOUNT_FAILED', answer.error ?? 'the mount helper failed'));
+      else p.reject(new MountHelperError('ALLOC_MOUNT_FAILED', answer.error ?? 'the mount helper failed'));
       this.#ref(this.#pending.size > 0);
     });
     const gone = (why: string): void => {
@@ -130,7 +130,7 @@ export class MountHelper {
       this.#ref(false);
       for (const p of lost) {
         if (p.retries > 0 && !this.#stopped) this.#send({ ...p, retries: p.retries - 1 });
-        else p.reject(new MountHelperError('MOUNT_HELPER_DIED', `the mount helper ${why} before answering (${p.req.op}); it may or may not have been done`));
+        else p.reject(new MountHelperError('ALLOC_MOUNT_HELPER_DIED', `the mount helper ${why} before answering (${p.req.op}); it may or may not have been done`));
       }
     };
     child.on('error', (err) => gone(`could not run (${err.message})`));

@@ -22,8 +22,8 @@ export function isMountPoint(dir: string): boolean {
  * Runs mount(8) with `args` in the mount helper. With `unlessOwnFs`, does
  * nothing when that directory already holds a file system of its own (safe
  * to repeat, and asked again if the helper dies meanwhile). Resolves with
- * whether it mounted; throws MountHelperError (MOUNT_FAILED with mount's
- * stderr, MOUNT_HELPER_DIED).
+ * whether it mounted; throws MountHelperError (ALLOC_MOUNT_FAILED with mount's
+ * stderr, ALLOC_MOUNT_HELPER_DIED).
  */
 export async function mount(args: string[], opts: { unlessOwnFs?: string } = {}): Promise<boolean> {
   const r = await mountHelper().request<{ mounted: boolean }>({ op: 'mount', args, ...(opts.unlessOwnFs ? { unlessOwnFs: opts.unlessOwnFs } : {}) });
@@ -41,7 +41,7 @@ export async function mountScript(script: string): Promise<void> {
  * deletes `root` if nothing is left mounted under it. Resolves with how
  * many mounts were undone and the mount points still there (ones not even
  * a lazy unmount could undo). Safe to repeat. Throws MountHelperError
- * MOUNT_HELPER_DIED when the helper died twice meanwhile.
+ * ALLOC_MOUNT_HELPER_DIED when the helper died twice meanwhile.
  */
 export async function unmountUnder(root: string, opts: { keep?: readonly string[]; remove?: boolean } = {}): Promise<{ unmounted: number; left: string[] }> {
   return mountHelper().request({ op: 'unmount', root, ...(opts.keep?.length ? { keep: [...opts.keep] } : {}), ...(opts.remove ? { remove: true } : {}) });
@@ -50,7 +50,7 @@ export async function unmountUnder(root: string, opts: { keep?: readonly string[
 /**
  * Creates each directory (with its parents) in the mount helper and sets its
  * exact mode (mkdir's is cut by the umask). Safe to repeat. Throws
- * MountHelperError MOUNT_FAILED with the failing directory.
+ * MountHelperError ALLOC_MOUNT_FAILED with the failing directory.
  */
 export async function makeDirs(dirs: ReadonlyArray<readonly [path: string, mode: number]>): Promise<void> {
   await mountHelper().request({ op: 'mkdirs', dirs: dirs.map(([p, m]) => [p, m]) });
