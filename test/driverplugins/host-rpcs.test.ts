@@ -38,7 +38,7 @@ after(() => {
       /* gone */
     }
   }
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true, maxRetries: 10 }); // a task state dir may still be going away
 });
 
 async function launch(): Promise<{ driver: DriverPluginClient; proc: PluginProcess }> {
