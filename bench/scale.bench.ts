@@ -13,7 +13,10 @@
 //   4. 1,000 CSI volumes (a fake plugin's controller, served by one simulated
 //      node) claimed and released by a 1,000-allocation batch job.
 // SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it; SCALE_LEASE_TTL sets the
-// servers' lease TTL (default 5s). SCALE_FAILOVER=0 skips scenario 3 (so that a
+// servers' lease TTL (default 5s). SCALE_SCENARIOS=2,4 runs only those (the
+// nodes register whatever it says). etcd runs at its default request limit
+// (--max-request-bytes 1.5 MiB) unless SCALE_ETCD_MAX_REQUEST_MIB says otherwise.
+// SCALE_FAILOVER=0 skips scenario 3 (so that a
 // profiled leader exits cleanly and writes its profile); SCALE_CPU_PROF=DIR
 // writes each server's CPU profile there (`node --cpu-prof`) when it exits,
 // named with its pid (printed).
@@ -35,13 +38,15 @@ const FAILOVER = process.env['SCALE_FAILOVER'] !== '0';
 const CPU_PROF = process.env['SCALE_CPU_PROF'];
 /** The servers' lease TTL: how long a leader may go without renewing (a stalled process loses leadership after two thirds of it). */
 const LEASE_TTL = process.env['SCALE_LEASE_TTL'] ?? '5s';
-/**
- * etcd's --max-request-bytes. Its 1.5 MiB default refuses the single write that
- * places a job of more than ~1,500 allocations ("request is too large"): the
- * scheduler writes an evaluation's placements in one Txn. 32 MiB here, as an
- * operator running such jobs must configure etcd today.
- */
-const ETCD_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** etcd's --max-request-bytes in MiB; unset: etcd's default (1.5 MiB), under which the servers keep every write. */
+const ETCD_MAX_REQUEST_MIB = process.env['SCALE_ETCD_MAX_REQUEST_MIB'] ? Number(process.env['SCALE_ETCD_MAX_REQUEST_MIB']) : undefined;
+const SCENARIOS = new Set((process.env['SCALE_SCENARIOS'] ?? '1,2,3,4').split(',').map(Number));
+
+/** The machine's load averages (1, 5 min), printed beside every figure: the machine is shared. */
+function load(): string {
+  const [one, five] = loadavg();
+  return `load ${round(one ?? 0)}/${round(five ?? 0)}`;
+}
 
 /** The q-th percentile of sorted samples. */
 function percentile(sorted: readonly number[], q: number): number {
@@ -53,14 +58,14 @@ function terminal(a: Allocation): boolean {
 }
 
 export default async function scaleBench(): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = { nodes: NODES, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_BYTES / 2 ** 20 };
+  const out: Record<string, unknown> = { nodes: NODES, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
   const t0 = performance.now();
   const c = await SimCluster.start({
     nodes: NODES,
     heartbeatTtl: '20s',
     leaseTtl: LEASE_TTL,
-    csi: VOLUMES > 0,
-    etcdMaxRequestBytes: ETCD_MAX_REQUEST_BYTES,
+    csi: VOLUMES > 0 && SCENARIOS.has(4),
+    ...(ETCD_MAX_REQUEST_MIB ? { etcdMaxRequestBytes: ETCD_MAX_REQUEST_MIB * 2 ** 20 } : {}),
     ...(CPU_PROF ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] } : {}),
   });
   try {
@@ -68,102 +73,23 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     out['registerAllMs'] = round(performance.now() - t0);
     console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started`);
 
-    if (VOLUMES > 0) {
+    if (VOLUMES > 0 && SCENARIOS.has(4)) {
       const plugin = await fetch(`${(await c.leader()).url}/v1/plugin/csi/simcsi`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
       out['pluginRowKiB'] = round((await plugin.text()).length / 1024);
       console.log(`  the CSI plugin's row with ${NODES} node instances: ${out['pluginRowKiB']} KiB`);
     }
 
     // 1. At rest.
-    const leader = await c.leader();
-    c.fleet.takeHeartbeats();
-    const followers = c.processes.servers.filter((s) => s !== leader);
-    const cpu0 = c.cpuSeconds(leader);
-    const fcpu0 = followers.map((s) => c.cpuSeconds(s));
-    const elu0 = performance.eventLoopUtilization();
-    const load0 = loadavg()[0] ?? 0;
-    await new Promise((r) => setTimeout(r, REST_S * 1000));
-    const cpu = (c.cpuSeconds(leader) - cpu0) / REST_S;
-    const fcpu = followers.map((s, i) => (c.cpuSeconds(s) - (fcpu0[i] ?? 0)) / REST_S);
-    const simBusy = performance.eventLoopUtilization(elu0).utilization;
-    const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
-    out['heartbeatP50Ms'] = round(percentile(hb, 50));
-    out['heartbeatP99Ms'] = round(percentile(hb, 99));
-    out['heartbeatsPerS'] = round(hb.length / REST_S);
-    out['leaderCpuAtRestPct'] = round(cpu * 100);
-    // The load-independent figure: the leader's CPU per heartbeat (the whole cluster's heartbeats reach it, directly or forwarded).
-    out['leaderCpuMsPerHeartbeat'] = hb.length ? round((cpu * REST_S * 1000) / hb.length, 3) : 0;
-    out['followerCpuAtRestPct'] = fcpu.map((f) => round(f * 100));
-    out['simulatorLoopBusyPct'] = round(simBusy * 100);
-    out['loadAtRest'] = [round(load0), round(loadavg()[0] ?? 0)];
-    console.log(
-      `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop busy ${out['simulatorLoopBusyPct']} % (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
-    );
+    if (SCENARIOS.has(1)) await atRest(c, out);
 
     // 2. A batch job of ALLOCS allocations.
-    if (ALLOCS > 0) {
-      const t = performance.now();
-      const syncBefore = c.fleet.syncCounts();
-      await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
-      const submitted = performance.now() - t;
-      await c.fleet.until(() => c.fleet.finished.size >= ALLOCS);
-      const ran = performance.now() - t;
-      const allocs = await c.waitAllocs('scale-batch', (l) => l.length === ALLOCS && l.every(terminal), { pollMs: 500 });
-      const ms = performance.now() - t;
-      const complete = allocs.filter((a) => a.clientStatus === 'complete').length;
-      out['batchAllocs'] = ALLOCS;
-      out['batchSubmitMs'] = round(submitted);
-      out['batchAllCompleteMs'] = round(ms);
-      console.log(
-        `  batch job of ${ALLOCS}: submitted in ${round(submitted)} ms, all run by the nodes in ${round(ran)} ms, all ${complete} complete on the servers in ${round(ms)} ms (goal < 20000); run twice: ${c.fleet.doubled().length}`,
-      );
-      const sync = c.fleet.syncCounts();
-      console.log(
-        `  the nodes' allocation sync meanwhile: ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
-      );
-    }
+    if (ALLOCS > 0 && SCENARIOS.has(2)) await batchJob(c, out);
 
     // 3. Leader SIGKILL with every node connected and a service allocation on each.
-    if (FAILOVER) await failover(c, out);
+    if (FAILOVER && SCENARIOS.has(3)) await failover(c, out);
 
     // 4. CSI volumes claimed and released.
-    if (VOLUMES > 0) {
-      const count = Math.min(VOLUMES, 1000);
-      const t = performance.now();
-      for (let i = 0; i < count; i += 50) {
-        await Promise.all(
-          Array.from({ length: Math.min(50, count - i) }, (_v, k) =>
-            c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`, {
-              pluginId: 'simcsi',
-              name: `cv-${i + k}`,
-              capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-            }),
-          ),
-        );
-      }
-      const created = performance.now() - t;
-      const startedBefore = c.fleet.finished.size;
-      const t2 = performance.now();
-      await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
-      await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500 });
-      await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count);
-      // Released: no volume holds a claim any more.
-      let claimsLeft = -1;
-      for (let index = 0; claimsLeft !== 0; ) {
-        const r = await c.call<Array<{ claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
-        claimsLeft = r.body.reduce((n, v) => n + v.claims.length, 0);
-        index = r.index;
-      }
-      const ms = performance.now() - t2;
-      const published = c.fake?.callsTo('ControllerPublishVolume').length ?? 0;
-      const unpublished = c.fake?.callsTo('ControllerUnpublishVolume').length ?? 0;
-      out['csiVolumes'] = count;
-      out['csiCreateMs'] = round(created);
-      out['csiClaimedReleasedMs'] = round(ms);
-      console.log(
-        `  ${count} CSI volumes created in ${round(created)} ms; claimed, published (${published} ControllerPublish), run, released and unpublished (${unpublished}) by ${count} allocations in ${round(ms)} ms`,
-      );
-    }
+    if (VOLUMES > 0 && SCENARIOS.has(4)) await csiVolumes(c, out);
   } finally {
     // Leadership lost during the run, from the servers' logs (kept beside the profiles with SCALE_CPU_PROF).
     const logs = c.processes.servers.map((s) => {
@@ -175,6 +101,136 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     await c.close();
   }
   return out;
+}
+
+/** Scenario 1: every node heartbeating, REST_S seconds with nothing else to do. */
+async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void> {
+  const leader = await c.leader();
+  c.fleet.takeHeartbeats();
+  const followers = c.processes.servers.filter((s) => s !== leader);
+  const cpu0 = c.cpuSeconds(leader);
+  const fcpu0 = followers.map((s) => c.cpuSeconds(s));
+  const elu0 = performance.eventLoopUtilization();
+  const load0 = loadavg()[0] ?? 0;
+  await new Promise((r) => setTimeout(r, REST_S * 1000));
+  const cpu = (c.cpuSeconds(leader) - cpu0) / REST_S;
+  const fcpu = followers.map((s, i) => (c.cpuSeconds(s) - (fcpu0[i] ?? 0)) / REST_S);
+  const simBusy = performance.eventLoopUtilization(elu0).utilization;
+  const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
+  out['heartbeatP50Ms'] = round(percentile(hb, 50));
+  out['heartbeatP99Ms'] = round(percentile(hb, 99));
+  out['heartbeatsPerS'] = round(hb.length / REST_S);
+  out['leaderCpuAtRestPct'] = round(cpu * 100);
+  // The load-independent figure: the leader's CPU per heartbeat (the whole cluster's heartbeats reach it, directly or forwarded).
+  out['leaderCpuMsPerHeartbeat'] = hb.length ? round((cpu * REST_S * 1000) / hb.length, 3) : 0;
+  out['followerCpuAtRestPct'] = fcpu.map((f) => round(f * 100));
+  out['simulatorLoopBusyPct'] = round(simBusy * 100);
+  out['loadAtRest'] = [round(load0), round(loadavg()[0] ?? 0)];
+  console.log(
+    `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop busy ${out['simulatorLoopBusyPct']} % (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
+  );
+}
+
+/**
+ * Scenario 2: a batch job of ALLOCS allocations placed (in parts, each one
+ * store write under etcd's request limit), run by the simulated nodes and
+ * reported complete (their reports written in batches): the time to placed
+ * and to all complete, how many writes each took, and the leader's CPU.
+ */
+async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<void> {
+  const leader = await c.leader();
+  const cpu0 = c.cpuSeconds(leader);
+  const servers0 = c.processes.servers.map((s) => c.cpuSeconds(s));
+  const t = performance.now();
+  const syncBefore = c.fleet.syncCounts();
+  await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
+  const submitted = performance.now() - t;
+  const placed = await c.waitAllocs('scale-batch', (l) => l.length === ALLOCS, { pollMs: 250 });
+  const placedMs = performance.now() - t;
+  await c.fleet.until(() => c.fleet.finished.size >= ALLOCS);
+  const ran = performance.now() - t;
+  const allocs = await c.waitAllocs('scale-batch', (l) => l.length === ALLOCS && l.every(terminal), { pollMs: 250 });
+  const ms = performance.now() - t;
+  const cpu = c.cpuSeconds(leader) - cpu0;
+  const serversCpu = c.processes.servers.reduce((n, s, i) => n + c.cpuSeconds(s) - (servers0[i] ?? 0), 0);
+  const complete = allocs.filter((a) => a.clientStatus === 'complete').length;
+  out['batchAllocs'] = ALLOCS;
+  out['batchSubmitMs'] = round(submitted);
+  out['batchPlacedMs'] = round(placedMs);
+  out['batchAllCompleteMs'] = round(ms);
+  // Writes: the placements' (one create index each) and the complete reports' (the final modify indexes).
+  out['batchPlacementWrites'] = new Set(placed.map((a) => a.createIndex)).size;
+  out['batchCompleteWrites'] = new Set(allocs.map((a) => a.modifyIndex)).size;
+  out['batchLeaderCpuS'] = round(cpu, 2);
+  // The load-independent figure: the leader's CPU per allocation placed and reported complete.
+  out['batchLeaderCpuMsPerAlloc'] = round((cpu * 1000) / ALLOCS, 3);
+  out['batchServersCpuS'] = round(serversCpu, 2);
+  out['batchLoad'] = load();
+  console.log(
+    `  batch job of ${ALLOCS}: submitted in ${round(submitted)} ms, placed in ${round(placedMs)} ms (${out['batchPlacementWrites']} writes), all run by the nodes in ${round(ran)} ms, all ${complete} complete on the servers in ${round(ms)} ms (goal < 20000; the complete reports in ${out['batchCompleteWrites']} writes); run twice: ${c.fleet.doubled().length}; leader CPU ${out['batchLeaderCpuS']} s (${out['batchLeaderCpuMsPerAlloc']} ms per allocation), all servers ${out['batchServersCpuS']} s; ${load()}`,
+  );
+  const sync = c.fleet.syncCounts();
+  console.log(
+    `  the nodes' allocation sync meanwhile: ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
+  );
+}
+
+/**
+ * Scenario 4: VOLUMES CSI volumes (up to 1,000) created through the fake
+ * plugin's controller, then claimed, published, run, released and
+ * unpublished by a batch job with one allocation per volume: the time until
+ * all are claimed, until all are released, and the leader's CPU.
+ */
+async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<void> {
+  const count = Math.min(VOLUMES, 1000);
+  const t = performance.now();
+  for (let i = 0; i < count; i += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, count - i) }, (_v, k) =>
+        c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`, {
+          pluginId: 'simcsi',
+          name: `cv-${i + k}`,
+          capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+        }),
+      ),
+    );
+  }
+  const created = performance.now() - t;
+  const startedBefore = c.fleet.finished.size;
+  const publishedBefore = c.fake?.callsTo('ControllerPublishVolume').length ?? 0;
+  const leader = await c.leader();
+  const cpu0 = c.cpuSeconds(leader);
+  const servers0 = c.processes.servers.map((s) => c.cpuSeconds(s));
+  const t2 = performance.now();
+  await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
+  // Claimed: every volume claimed and published to its allocation's node (the controller saw it).
+  await c.fleet.until(() => (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) >= publishedBefore + count);
+  const claimedMs = performance.now() - t2;
+  await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500 });
+  await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count);
+  // Released: no volume holds a claim any more.
+  let claimsLeft = -1;
+  for (let index = 0; claimsLeft !== 0; ) {
+    const r = await c.call<Array<{ claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
+    claimsLeft = r.body.reduce((n, v) => n + v.claims.length, 0);
+    index = r.index;
+  }
+  const ms = performance.now() - t2;
+  const cpu = c.cpuSeconds(leader) - cpu0;
+  const serversCpu = c.processes.servers.reduce((n, s, i) => n + c.cpuSeconds(s) - (servers0[i] ?? 0), 0);
+  const published = c.fake?.callsTo('ControllerPublishVolume').length ?? 0;
+  const unpublished = c.fake?.callsTo('ControllerUnpublishVolume').length ?? 0;
+  out['csiVolumes'] = count;
+  out['csiCreateMs'] = round(created);
+  out['csiAllClaimedMs'] = round(claimedMs);
+  out['csiAllReleasedMs'] = round(ms);
+  out['csiLeaderCpuS'] = round(cpu, 2);
+  out['csiLeaderCpuMsPerVolume'] = round((cpu * 1000) / count, 2);
+  out['csiServersCpuS'] = round(serversCpu, 2);
+  out['csiLoad'] = load();
+  console.log(
+    `  ${count} CSI volumes created in ${round(created)} ms; all claimed and published (${published} ControllerPublish) ${round(claimedMs)} ms after the job's POST, all run, released and unpublished (${unpublished}) after ${round(ms)} ms; leader CPU ${out['csiLeaderCpuS']} s (${out['csiLeaderCpuMsPerVolume']} ms per volume), all servers ${out['csiServersCpuS']} s; ${load()}`,
+  );
 }
 
 /**

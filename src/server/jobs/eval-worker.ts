@@ -17,7 +17,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isClientTerminal, type Allocation, type Evaluation, type Node } from '../../structs/index.js';
-import type { DataTable, StateStore, StoreEvent } from '../state/index.js';
+import { rowKey, type DataTable, type StateStore, type StoreEvent } from '../state/index.js';
 import { DEFAULT_EVAL_BATCH, type JobService } from './job-service.js';
 
 export interface EvalWorkerOptions {
@@ -183,7 +183,10 @@ export class EvalWorker {
         retryBlocked = true;
       } else if (ev.topic === 'allocations' && ev.op === 'put') {
         const a = ev.row as Allocation;
-        if (a.desiredStatus === 'run' && (a.clientStatus === 'failed' || a.clientStatus === 'complete')) {
+        // A batch allocation that completed is done: its job has nothing to decide (ten thousand of them
+        // completing would otherwise evaluate a large job again after every status write).
+        const done = a.clientStatus === 'complete' && snap.get('jobs', rowKey(a.namespace, a.jobId))?.type === 'batch';
+        if (a.desiredStatus === 'run' && (a.clientStatus === 'failed' || (a.clientStatus === 'complete' && !done))) {
           due.set(`${a.namespace}\0${a.jobId}`, { trigger: 'alloc-failure' });
         }
         // Resources came free: a stopped allocation, or one that finished on its own (a batch
@@ -209,9 +212,10 @@ export class EvalWorker {
   async #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): Promise<void> {
     const [namespace, jobId] = key.split('\0') as [string, string];
     try {
-      const blocked = this.#store
-        .snapshot()
-        .list('evaluations', { filter: (e) => e.status === 'blocked' && e.jobId === jobId && e.namespace === namespace });
+      const evals = this.#store.snapshot().list('evaluations', { filter: (e) => e.jobId === jobId && e.namespace === namespace });
+      // A pending evaluation of the job (one not run yet, or one written in parts) reconciles all of it when it runs.
+      if (evals.some((e) => e.status === 'pending')) return;
+      const blocked = evals.filter((e) => e.status === 'blocked');
       const evalId = blocked.at(-1)?.id;
       const out = await this.#jobs.evaluate(namespace, jobId, {
         trigger,

@@ -17,6 +17,7 @@ import {
   type JobStatus,
   type Node,
   type PlacementFailure,
+  type VolumeClaim,
 } from '../../structs/index.js';
 import {
   emptyUsage,
@@ -56,6 +57,12 @@ export interface EvaluateOutcome {
   evaluation?: Evaluation;
   /** When a failed allocation may be rescheduled later: evaluate again then. */
   followUpAt?: number;
+  /**
+   * The plan was larger than one write may carry (WriteTxn.bytesLeft): what
+   * fitted is written and the evaluation left pending; evaluate the job
+   * again with the same `evalId` (in a new write) until this is unset.
+   */
+  more?: true;
 }
 
 /** The allocations of a job. */
@@ -106,6 +113,9 @@ function nodeUsage(reader: StateReader, live: readonly Allocation[]): Map<string
 /** The CSI volumes a job's groups need, as placement sees them; missing volumes are left out. */
 function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Allocation[]): Map<string, PlacementVolume> {
   const out = new Map<string, PlacementVolume>();
+  // One pass over the claims and the live allocations, not one per volume: a job may name a thousand volumes.
+  let claimsByVolume: Map<string, VolumeClaim[]> | undefined;
+  let usersByVolume: Map<string, Allocation[]> | undefined;
   for (const group of job.groups) {
     for (const vol of Object.values(group.volumes)) {
       if (vol.type !== 'csi') continue;
@@ -115,14 +125,19 @@ function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Al
         if (out.has(id)) continue;
         const volume = reader.get('volumes', rowKey(job.namespace, id));
         if (!volume) continue;
+        claimsByVolume ??= groupBy(reader.list('claims', { prefix: keyPrefix(job.namespace) }), (c) => [c.volumeId]);
+        usersByVolume ??= groupBy(
+          liveAllocs.filter((a) => a.namespace === job.namespace),
+          (a) => (a.csiVolumes ?? []).map((v) => v.volumeId),
+        );
         const plugin = reader.get('plugins', rowKey(volume.pluginId));
         const claims = new Map<string, PlacementVolume['claims'][number]>();
-        for (const c of reader.list('claims', { prefix: keyPrefix(job.namespace, id) })) {
+        for (const c of claimsByVolume.get(id) ?? []) {
           claims.set(c.allocId, { allocId: c.allocId, nodeId: c.nodeId, mode: c.mode, accessMode: c.accessMode, attachmentMode: c.attachmentMode });
         }
         // Allocations placed but not yet claiming count as claims already, in the modes their jobs ask for.
-        for (const a of liveAllocs) {
-          if (claims.has(a.id) || a.namespace !== job.namespace) continue;
+        for (const a of usersByVolume.get(id) ?? []) {
+          if (claims.has(a.id)) continue;
           const use = a.csiVolumes?.find((v) => v.volumeId === id);
           if (!use) continue;
           const asked = requestedModes(reader, a, id);
@@ -140,6 +155,19 @@ function placementVolumes(reader: StateReader, job: Job, liveAllocs: readonly Al
           claims: [...claims.values()],
         });
       }
+    }
+  }
+  return out;
+}
+
+/** `rows` grouped under each of the keys `keys(row)` names. */
+function groupBy<R>(rows: readonly R[], keys: (row: R) => readonly string[]): Map<string, R[]> {
+  const out = new Map<string, R[]>();
+  for (const r of rows) {
+    for (const k of keys(r)) {
+      const list = out.get(k);
+      if (list) list.push(r);
+      else out.set(k, [r]);
     }
   }
   return out;
@@ -233,6 +261,8 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const placed: Array<RowInput<'allocations'>> = [];
   const failures: Record<string, PlacementFailure> = {};
   let followUpAt: number | undefined;
+  /** Placements were left for the next write (see PlanRoom). */
+  let cut = false;
 
   // A periodic or parameterized job places nothing itself: its children do.
   if (job && !launchesChildren(job)) {
@@ -270,26 +300,47 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       // What stays of the job, and what this evaluation places, for distinct_* and spread.
       const stopping = new Set(stops.map((s) => s.allocId));
       const existing = allocs.filter((a) => isLive(a) && !stopping.has(a.id)).map((a) => ({ nodeId: a.nodeId, group: a.taskGroup }));
+      // Under a write size limit, only what fits is placed now (the rest by the next write):
+      // placing a part at a time, sized by the rows placed so far.
+      const room = new PlanRoom(txn, job);
+      const jobAllocById = new Map(allocs.map((a) => [a.id, a]));
+      let left = room.forPlacements(stops.map((st) => jobAllocById.get(st.allocId)));
+      let rowBytes = 0;
       for (const group of job.groups) {
-        const reqs = plan.place.filter((p) => p.group === group.name);
-        if (reqs.length === 0) continue;
-        const r = placeGroup({
-          jobId,
-          datacenters: job.datacenters,
-          group,
-          indexes: reqs.map((q) => q.index),
-          nodes,
-          usage,
-          volumes,
-          job,
-          existing,
-        });
+        let reqs = plan.place.filter((p) => p.group === group.name);
         const byIndex = new Map(reqs.map((q) => [q.index, q]));
-        for (const p of r.placements) {
-          placed.push(newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn));
-          existing.push({ nodeId: p.nodeId, group: group.name });
+        // One placement at least when nothing else would be written: every write makes progress.
+        while (reqs.length > 0 && (left > 0 || placed.length + stops.length === 0)) {
+          const take = left === Infinity ? reqs.length : rowBytes === 0 ? 1 : Math.max(placed.length + stops.length === 0 ? 1 : 0, Math.min(reqs.length, Math.floor(left / rowBytes)));
+          if (take === 0) break;
+          const r = placeGroup({
+            jobId,
+            datacenters: job.datacenters,
+            group,
+            indexes: reqs.slice(0, take).map((q) => q.index),
+            nodes,
+            usage,
+            volumes,
+            job,
+            existing,
+          });
+          for (const p of r.placements) {
+            const alloc = newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn);
+            placed.push(alloc);
+            existing.push({ nodeId: p.nodeId, group: group.name });
+            if (left !== Infinity) {
+              const bytes = room.rowBytes(alloc);
+              rowBytes = Math.max(rowBytes, Math.ceil(bytes * 1.1));
+              left -= bytes;
+            }
+          }
+          reqs = reqs.slice(take);
+          if (r.failure) {
+            failures[group.name] = r.failure;
+            break;
+          }
         }
-        if (r.failure) failures[group.name] = r.failure;
+        if (reqs.length > 0 && !failures[group.name]) cut = true;
       }
     }
   } else {
@@ -308,8 +359,15 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const byId = new Map(allocs.map((a) => [a.id, a]));
   // The job's allocations as this evaluation leaves them, for its status.
   const after = new Map(byId);
+  // A store with a transaction size limit gets what fits; the rest is left to the next write of the
+  // same evaluation, which reconciles again (a crash in between leaves it pending, and allocations
+  // already placed count: nothing is placed twice).
+  const room = new PlanRoom(txn, job);
+  let stopped = 0;
   for (const s of stops) {
+    if (stopped > 0 && room.full()) break;
     const a = byId.get(s.allocId);
+    stopped++;
     if (!a) continue;
     const next: Allocation = { ...a, desiredStatus: 'stop', desiredDescription: s.description, modifyTime: opts.now };
     if (s.lost) {
@@ -318,18 +376,27 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     }
     after.set(a.id, txn.put('allocations', next));
   }
-  if (job) recordRollout(txn, job, requests, placed, opts.now);
-  for (const a of placed) {
+  // Placements may rely on what the stops free: none until every stop is written.
+  const fits = stopped < stops.length ? 0 : room.fitting(placed, stopped === 0 && inPlace.length === 0);
+  const written = placed.slice(0, fits);
+  if (job) recordRollout(txn, job, requests, written, opts.now);
+  for (const a of written) {
     const stored = txn.put('allocations', a);
     after.set(stored.id, stored);
   }
   // Same allocation, new job version and resources: its node applies them to the running tasks.
-  for (const u of inPlace) {
-    const a = byId.get(u.allocId);
-    const group = job?.groups.find((g) => g.name === u.group);
-    if (!a || !job || !group) continue;
-    after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), modifyTime: opts.now }));
+  let updated = 0;
+  if (fits === placed.length && stopped === stops.length) {
+    for (const u of inPlace) {
+      if (updated > 0 && room.full()) break;
+      updated++;
+      const a = byId.get(u.allocId);
+      const group = job?.groups.find((g) => g.name === u.group);
+      if (!a || !job || !group) continue;
+      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), modifyTime: opts.now }));
+    }
   }
+  const more = cut || stopped < stops.length || written.length < placed.length || updated < inPlace.length;
 
   if (job) {
     const status = jobStatusOf(job, [...after.values()]);
@@ -340,6 +407,8 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     .map(([g, f]) => `group "${g}": ${f.unplaced} allocation${f.unplaced === 1 ? '' : 's'} not placed: ${describePlacementFailure(f)}`)
     .join('; ');
   const blocked = failed && job?.type !== 'system';
+  // An evaluation written in parts counts what every part did.
+  const sofar = existing?.status === 'pending' ? existing : undefined;
   const evaluation: RowInput<'evaluations'> = {
     id: existing?.id ?? randomUUID(),
     namespace,
@@ -347,13 +416,19 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     type: job?.type ?? existing?.type ?? 'service',
     priority: job?.priority ?? existing?.priority ?? 50,
     triggeredBy: existing?.triggeredBy ?? opts.trigger,
-    status: blocked ? 'blocked' : 'complete',
-    statusDescription: blocked ? 'some allocations could not be placed' : placed.length || stops.length || inPlace.length ? 'done' : 'nothing to do',
+    status: more ? 'pending' : blocked ? 'blocked' : 'complete',
+    statusDescription: more
+      ? 'placing in parts: the plan is larger than one state write'
+      : blocked
+        ? 'some allocations could not be placed'
+        : placed.length || stops.length || inPlace.length || sofar
+          ? 'done'
+          : 'nothing to do',
     blockedReason,
     failedPlacements: failures,
-    placed: placed.length,
-    stopped: stops.length,
-    updatedInPlace: inPlace.length,
+    placed: (sofar?.placed ?? 0) + written.length,
+    stopped: (sofar?.stopped ?? 0) + stopped,
+    updatedInPlace: (sofar?.updatedInPlace ?? 0) + updated,
     waitUntil: 0,
     createTime: existing?.createTime ?? opts.now,
     modifyTime: opts.now,
@@ -362,8 +437,60 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   if (opts.previousEval) evaluation.previousEval = opts.previousEval;
   if (existing?.createIndex) evaluation.createIndex = existing.createIndex;
   const stored = txn.put('evaluations', evaluation);
-  return followUpAt === undefined ? { evaluation: stored } : { evaluation: stored, followUpAt };
+  return { evaluation: stored, ...(followUpAt === undefined ? {} : { followUpAt }), ...(more ? { more: true as const } : {}) };
 }
+
+/**
+ * What is left of a write's size limit for an evaluation's allocation rows,
+ * keeping room for the rows written after them (the job, the evaluation, a
+ * deployment). Unlimited when the store has no limit.
+ */
+class PlanRoom {
+  readonly #txn: WriteTxn;
+  readonly #reserve: number;
+
+  constructor(txn: WriteTxn, job: Job | undefined) {
+    this.#txn = txn;
+    this.#reserve = 16 * 1024 + (job ? 3 * JSON.stringify(job).length : 0);
+  }
+
+  /** No room for another allocation row. */
+  full(): boolean {
+    const left = this.#txn.bytesLeft;
+    return left !== undefined && left < this.#reserve + ROW_MARGIN;
+  }
+
+  /** The bytes placements may take once `stopping` (the allocations to stop) are written; Infinity without a limit. */
+  forPlacements(stopping: ReadonlyArray<Allocation | undefined>): number {
+    const left = this.#txn.bytesLeft;
+    if (left === undefined) return Infinity;
+    let room = left - this.#reserve - ROW_MARGIN;
+    for (const a of stopping) if (a) room -= this.rowBytes(a);
+    return room;
+  }
+
+  /** What one allocation row adds to the write. */
+  rowBytes(row: RowInput<'allocations'>): number {
+    return JSON.stringify(row).length + ALLOC_ROW_SLACK;
+  }
+
+  /** How many of `rows` (from the first) fit; at least one when `mustProgress` (nothing else is written). */
+  fitting(rows: ReadonlyArray<RowInput<'allocations'>>, mustProgress: boolean): number {
+    const left = this.#txn.bytesLeft;
+    if (left === undefined) return rows.length;
+    let room = left - this.#reserve;
+    for (let i = 0; i < rows.length; i++) {
+      room -= this.rowBytes(rows[i] as RowInput<'allocations'>);
+      if (room < 0) return mustProgress ? Math.max(1, i) : i;
+    }
+    return rows.length;
+  }
+}
+
+/** What a stored allocation row has beyond its placement: key, indexes, deployment ID. */
+const ALLOC_ROW_SLACK = 256;
+/** Room kept for one more row of unknown size (a stopped allocation with its task events). */
+const ROW_MARGIN = 32 * 1024;
 
 function mergeFailure(into: Record<string, PlacementFailure>, group: string, f: PlacementFailure): void {
   const cur = into[group];

@@ -4,51 +4,26 @@
 // Nomad's job register); the evaluation worker then runs the scheduler for
 // every pending evaluation (`evaluatePending`, several per write). Stop,
 // allocation stop, dispatch and periodic launches still evaluate inside
-// their own write, so they answer with the evaluation's outcome.
+// their own write, so they answer with the evaluation's outcome (pending
+// when it was too large for one write: the worker writes the rest).
 
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
-import {
-  isClientTerminal,
-  parseJobSpec,
-  type AllocClientStatus,
-  type Allocation,
-  type CheckResult,
-  type ServiceReport,
-  type EvalTrigger,
-  type Evaluation,
-  type Job,
-  type JobPlan,
-  type TaskState,
-  type AllocNetworkStatus,
-} from '../../structs/index.js';
+import { isClientTerminal, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan } from '../../structs/index.js';
 import { rowKey, ScratchTxn, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
-import { syncAllocServices } from '../services/index.js';
-import { describePlan, jobModifyIndex, registerIn, sameSpec } from './register-job.js';
-import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
+import { describePlan, jobModifyIndex, registerIn } from './register-job.js';
+import { evaluateJob, jobAllocations } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
 import { JobError } from './job-errors.js';
+import { AllocStatusWriter, type AllocationUpdate } from './alloc-status-writer.js';
 
 export { JobError };
+export type { AllocationUpdate };
 
 export interface JobServiceOptions {
   store: StateStore;
   clock?: Clock;
   logger: Logger;
-}
-
-/** What a node may report about one of its allocations. */
-export interface AllocationUpdate {
-  id: string;
-  clientStatus: AllocClientStatus;
-  clientDescription?: string;
-  taskStates?: Record<string, TaskState>;
-  /** The allocation's network (mode, address) once its client made it. */
-  network?: AllocNetworkStatus;
-  /** The latest result of each service check (replaces the stored ones); absent: unchanged. */
-  checks?: Record<string, CheckResult>;
-  /** The allocation's services as the client resolved them; absent: unchanged (see syncAllocServices). */
-  services?: ServiceReport[];
 }
 
 export interface RegisterResult {
@@ -74,16 +49,16 @@ export const DEFAULT_EVAL_BATCH = 32;
 /** A periodic launch: the child job and its evaluation, or why nothing was launched. */
 export type LaunchResult = { job: Job; evaluation: Evaluation; index: number } | { skipped: string; index: number };
 
-const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'complete', 'failed', 'lost'];
-
 export class JobService {
   readonly #store: StateStore;
   readonly #clock: Clock;
   readonly #log: Logger;
+  readonly #statusWriter: AllocStatusWriter;
 
   constructor(opts: JobServiceOptions) {
     this.#store = opts.store;
     this.#clock = opts.clock ?? systemClock;
+    this.#statusWriter = new AllocStatusWriter({ store: this.#store, clock: this.#clock });
     this.#log = opts.logger.child({ component: 'jobs' });
   }
 
@@ -189,7 +164,14 @@ export class JobService {
     return out;
   }
 
-  /** Evaluates `batch` (pending evaluations) inside `txn`, in order. */
+  /**
+   * Evaluates `batch` (pending evaluations) inside `txn`, in order, until the
+   * write is full: an evaluation larger than what one write may carry
+   * (WriteTxn.bytesLeft) writes what fits and stays pending, counting what it
+   * placed, and the next pass continues it (also on another leader, as it is
+   * durable: nothing is placed twice, each part reconciles with the ones
+   * before).
+   */
   #runPending(txn: WriteTxn, batch: readonly Evaluation[]): Omit<PendingPass, 'index'> {
     const now = this.#clock.now();
     const evaluations: Evaluation[] = [];
@@ -200,6 +182,8 @@ export class JobService {
       const out = evaluateJob(txn, e.namespace, e.jobId, { trigger: e.triggeredBy, now, always: true, evalId: e.id });
       if (out.evaluation) evaluations.push(out.evaluation);
       if (out.followUpAt !== undefined) followUps.set(`${e.namespace}\0${e.jobId}`, out.followUpAt);
+      // This write is full (the evaluation stays pending with what it placed so far): the rest go in the next.
+      if (out.more) break;
     }
     return { evaluations, followUps, remaining: pendingEvaluations(txn).length };
   }
@@ -208,7 +192,8 @@ export class JobService {
    * Evaluates the job again (a node changed, an allocation failed, a blocked
    * evaluation may now succeed). With `always` false nothing is written when
    * there is nothing to do. Returns the evaluation (if written) and when a
-   * delayed reschedule is due.
+   * delayed reschedule is due. An evaluation too large for one write writes
+   * its first part and is left pending: the evaluation worker completes it.
    */
   async evaluate(
     namespace: string,
@@ -234,41 +219,16 @@ export class JobService {
    * unknown ones with NOT_FOUND; nothing is applied then. A report whose
    * newest task event is older than the stored state's is skipped (a newer
    * report overtook it). A failed allocation is rescheduled by the
-   * evaluation worker per its group's policy.
+   * evaluation worker per its group's policy. Reports arriving together are
+   * written together (AllocStatusWriter): one store write for many nodes.
    */
   async updateAllocations(nodeId: string, updates: readonly AllocationUpdate[]): Promise<{ index: number }> {
-    const now = this.#clock.now();
-    const { index } = await this.#store.write((txn) => {
-      const jobs = new Set<string>();
-      for (const u of updates) {
-        if (!CLIENT_STATUSES.includes(u.clientStatus)) throw new JobError('INVALID', `unknown client status "${String(u.clientStatus)}"`);
-        const alloc = txn.get('allocations', rowKey(u.id));
-        if (!alloc) throw new JobError('NOT_FOUND', `allocation "${u.id}" not found`);
-        if (alloc.nodeId !== nodeId) throw new JobError('FORBIDDEN', `allocation "${u.id}" does not run on node "${nodeId}"`);
-        // A report overtaken by a newer one (its request waited in a busy server past the client's timeout,
-        // and the client sent the newer state meanwhile) must not put the older state back.
-        if (u.taskStates && latestTaskEvent(u.taskStates) < latestTaskEvent(alloc.taskStates)) continue;
-        const next: Allocation = {
-          ...alloc,
-          clientStatus: u.clientStatus,
-          clientDescription: u.clientDescription ?? alloc.clientDescription,
-          taskStates: u.taskStates ?? alloc.taskStates,
-          ...(u.network ? { network: u.network } : {}),
-          ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
-          modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
-        };
-        if (!sameSpec(next, alloc)) txn.put('allocations', next);
-        syncAllocServices(txn, next, u.services);
-        jobs.add(rowKey(alloc.namespace, alloc.jobId));
-      }
-      for (const key of jobs) {
-        const job = txn.get('jobs', key);
-        if (!job) continue;
-        const status = jobStatusOf(job, jobAllocations(txn, job.namespace, job.id));
-        if (status !== job.status) txn.put('jobs', { ...job, status });
-      }
-    });
-    return { index };
+    return this.#statusWriter.report(nodeId, updates);
+  }
+
+  /** Store writes the status reports took, and reports they carried (for benchmarks and tests). */
+  get statusWrites(): { writes: number; reports: number } {
+    return { ...this.#statusWriter.counts };
   }
 
   /**
@@ -347,9 +307,3 @@ function pendingEvaluations(reader: Pick<WriteTxn, 'list'>): Evaluation[] {
   return reader.list('evaluations', { filter: (e) => e.status === 'pending' }).sort((a, b) => a.createIndex - b.createIndex || a.createTime - b.createTime);
 }
 
-/** The time of the newest task event in `states` (0 when none). */
-function latestTaskEvent(states: Allocation['taskStates'] | undefined): number {
-  let latest = 0;
-  for (const s of Object.values(states ?? {})) for (const e of s.events ?? []) if (e.at > latest) latest = e.at;
-  return latest;
-}

@@ -27,6 +27,15 @@ export interface EtcdStateStoreOptions {
   writeTimeoutMs?: number;
   /** How often a write whose reads changed under it is run again before it fails with STORE_CONFLICT. Default 64. */
   maxAttempts?: number;
+  /**
+   * How many bytes of changes (keys and rows' JSON) one etcd Txn may carry.
+   * Default 1 MiB, under etcd's default --max-request-bytes of 1.5 MiB with
+   * room for the compares and markers; raise both together. Queued writes
+   * stop joining a Txn at this size, and writes that could grow without
+   * bound (large evaluations, batched status reports) split themselves by it
+   * (WriteTxn.bytesLeft).
+   */
+  maxTxnBytes?: number;
   /** The write fence (see StoreFence); called before every commit. undefined: unfenced. */
   fence?: () => StoreFence | undefined;
 }

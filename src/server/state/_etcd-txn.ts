@@ -1,8 +1,9 @@
-// The etcd Txn helpers of the etcd StateStore: nesting a large write in
+// The etcd helpers of the etcd StateStore: decoding a row, the size limit, nesting a large write in
 // sub-Txns within etcd's --max-txn-ops, the end of a key prefix's range, and
 // which failures mean "etcd cannot answer now". Private to src/server/state.
 
-import type { IRequestOp } from 'etcd3';
+import type { IKeyValue, IRequestOp } from 'etcd3';
+import { deepFreeze, type Row } from './_store-view.js';
 import { StateStoreError } from './errors.js';
 
 /**
@@ -64,4 +65,29 @@ export function prefixEnd(prefix: Buffer): Buffer {
 export function isUnavailable(err: unknown): boolean {
   const text = `${(err as Error)?.name ?? ''} ${(err as Error)?.message ?? ''}`;
   return /Unavailable|DeadlineExceeded|deadline|timed out|no leader|BrokenCircuit|ECONNREFUSED|connect|Cancelled|Internal|leader changed/i.test(text);
+}
+
+/** etcd refused a request over its --max-request-bytes. */
+export function isTooLarge(err: unknown): boolean {
+  return /request is too large/i.test(`${(err as Error)?.message ?? ''}`);
+}
+
+/** The error a write gets when etcd refused its Txn as too large. */
+export function tooLarge(cause: unknown, changes: number, bytes: number): StateStoreError {
+  return new StateStoreError(
+    'STORE_TOO_LARGE',
+    `a state write of ${changes} changes (${Math.round(bytes / 1024)} KiB) is larger than etcd accepts in one request; raise etcd's --max-request-bytes`,
+    { cause },
+  );
+}
+
+/** A row as the replica keeps it: the key's JSON, frozen, with its create and mod revisions as indexes. Throws STORE_CORRUPT. */
+export function decodeRow(kv: IKeyValue, what: string): Row {
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(kv.value.toString()) as Record<string, unknown>;
+  } catch (err) {
+    throw new StateStoreError('STORE_CORRUPT', `etcd key ${what} is not valid JSON`, { cause: err });
+  }
+  return deepFreeze({ ...body, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
 }

@@ -87,8 +87,21 @@ export function collect<R>(entries: Iterable<[string, unknown]>, opts: ListOptio
   return picked.map(([, r]) => r);
 }
 
+/** What a write put or deleted so far, to go back to when a later step of it must not apply (see Txn.savepoint). */
+export interface Savepoint {
+  changes: Map<string, Change>;
+  bytes: number;
+}
+
+/** The bytes a change adds to a write: its key and its row's JSON. */
+function changeBytes(c: Change): number {
+  return c.table.length + c.key.length + (c.json?.length ?? 0);
+}
+
 export class Txn extends View implements WriteTxn {
   readonly changes = new Map<string, Change>();
+  /** The bytes of every change so far (keys and rows' JSON): what the commit will send. */
+  bytes = 0;
 
   constructor(
     readonly writeIndex: number,
@@ -99,8 +112,25 @@ export class Txn extends View implements WriteTxn {
     /** Told of every read of committed state: a key (`get`) or a whole table (`list`, key undefined). */
     private readonly onRead?: (table: DataTable, key: string | undefined) => void,
     historyStart = 0,
+    /** How many bytes of changes one commit may carry (undefined: no limit). */
+    private readonly budget?: number,
   ) {
     super(latest, tables, tableIndexes, eventLog, historyStart);
+  }
+
+  get bytesLeft(): number | undefined {
+    return this.budget === undefined ? undefined : this.budget - this.bytes;
+  }
+
+  /** The changes so far, to `restore` when what follows must not apply. */
+  savepoint(): Savepoint {
+    return { changes: new Map(this.changes), bytes: this.bytes };
+  }
+
+  restore(sp: Savepoint): void {
+    this.changes.clear();
+    for (const [k, v] of sp.changes) this.changes.set(k, v);
+    this.bytes = sp.bytes;
   }
 
   override get<T extends DataTable>(table: T, key: string): TableRow<T> | undefined {
@@ -112,13 +142,16 @@ export class Txn extends View implements WriteTxn {
 
   override list<T extends DataTable>(table: T, opts: ListOptions<TableRow<T>> = {}): TableRow<T>[] {
     this.onRead?.(table, undefined);
-    const merged = new Map<string, unknown>(this.tables.get(table) ?? []);
-    for (const c of this.changes.values()) {
-      if (c.table !== table) continue;
-      if (c.row) merged.set(c.key, c.row);
-      else merged.delete(c.key);
+    const committed = this.tables.get(table) ?? new Map<string, Row>();
+    const mine = new Map<string, Row | null>();
+    for (const c of this.changes.values()) if (c.table === table) mine.set(c.key, c.row);
+    if (mine.size === 0) return collect(committed.entries(), opts);
+    // The committed rows this write did not change, then its own puts: no copy of the whole table.
+    function* merged(): Iterable<[string, unknown]> {
+      for (const e of committed) if (!mine.has(e[0])) yield e;
+      for (const [k, row] of mine) if (row) yield [k, row];
     }
-    return collect(merged.entries(), opts);
+    return collect(merged(), opts);
   }
 
   put<T extends DataTable>(table: T, input: RowInput<T>): TableRow<T> {
@@ -130,7 +163,7 @@ export class Txn extends View implements WriteTxn {
     const stamped = { ...input, createIndex: current?.createIndex ?? this.writeIndex, modifyIndex: this.writeIndex };
     const json = JSON.stringify(stamped);
     const row = deepFreeze(JSON.parse(json) as Row);
-    this.changes.set(id, { table, key, row, json, before });
+    this.#set(id, { table, key, row, json, before });
     return row as unknown as TableRow<T>;
   }
 
@@ -140,9 +173,18 @@ export class Txn extends View implements WriteTxn {
     const before = pending ? pending.before : this.#committed(table, key);
     const current = pending ? pending.row : before;
     if (!current) return false;
-    if (!before) this.changes.delete(id);
-    else this.changes.set(id, { table, key, row: null, json: null, before });
+    if (!before) this.#set(id, undefined);
+    else this.#set(id, { table, key, row: null, json: null, before });
     return true;
+  }
+
+  #set(id: string, change: Change | undefined): void {
+    const old = this.changes.get(id);
+    if (old) this.bytes -= changeBytes(old);
+    if (change) {
+      this.changes.set(id, change);
+      this.bytes += changeBytes(change);
+    } else this.changes.delete(id);
   }
 
   #committed(table: DataTable, key: string): Row | undefined {

@@ -8,7 +8,8 @@ import { BerthError } from '../../lib/index.js';
  * (etcd unreachable or without quorum: nothing was applied as far as the
  * server knows; retry later), STORE_FENCED (a server that lost its
  * leadership tried to write; nothing was applied), STORE_CONFLICT (a write
- * kept losing to other writers), STORE_SNAPSHOT (a snapshot file is not
+ * kept losing to other writers), STORE_TOO_LARGE (one write's changes
+ * are more than etcd takes in one request: --max-request-bytes), STORE_SNAPSHOT (a snapshot file is not
  * valid, or a restore target is not empty).
  */
 export class StateStoreError extends BerthError {}

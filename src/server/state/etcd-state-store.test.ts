@@ -75,6 +75,31 @@ describe('the etcd state store shared by several servers', () => {
     }
   });
 
+  it('refuses one write larger than etcd takes in a request (its default limit), applying nothing, and tells a write the room it has left', async () => {
+    const store = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/too-large' });
+    try {
+      const { result } = await store.write((txn) => {
+        const before = txn.bytesLeft ?? 0;
+        txn.put('nodes', node('small'));
+        return { before, after: txn.bytesLeft ?? 0 };
+      });
+      assert.ok(result.before > result.after && result.after > 0, `room ${result.before} -> ${result.after}`);
+      // 40 rows of 50 KB: 2 MB, past etcd's default --max-request-bytes of 1.5 MiB.
+      await assert.rejects(
+        store.write((txn) => {
+          for (let i = 0; i < 40; i++) txn.put('nodes', { ...node(`big${i}`), name: 'x'.repeat(50_000) });
+        }),
+        isCode('STORE_TOO_LARGE'),
+      );
+      assert.deepEqual(
+        store.snapshot().list('nodes').map((n) => n.id),
+        ['small'],
+      );
+    } finally {
+      store.close();
+    }
+  });
+
   it('wakes a blocked reader on one server when another server writes', async () => {
     const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });
     const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/wake' });

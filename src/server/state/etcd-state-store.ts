@@ -6,7 +6,7 @@ import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Row } from './_store-view.js';
 import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
-import { isUnavailable, MAX_TXN_OPS, nestOps, prefixEnd, TXN_LEVEL_OPS } from './_etcd-txn.js';
+import { decodeRow, isTooLarge, isUnavailable, MAX_TXN_OPS, nestOps, prefixEnd, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
 
 export type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
@@ -23,6 +23,8 @@ const RANGE_PAGE = 1_000;
 const MAX_BATCH_WRITES = 256;
 /** A batch of queued writes stops growing past this many changes and reads. */
 const MAX_BATCH_OPS = 1_000;
+/** The bytes of changes one Txn carries at most: under etcd's default --max-request-bytes (1.5 MiB), with room for compares and markers. */
+const DEFAULT_MAX_TXN_BYTES = 1024 * 1024;
 
 interface PendingWrite {
   fn: (txn: WriteTxn) => unknown;
@@ -73,6 +75,7 @@ export class EtcdStateStore implements StateStore {
   readonly #eventHistory: number;
   readonly #writeTimeoutMs: number;
   readonly #maxAttempts: number;
+  readonly #maxTxnBytes: number;
   readonly #fence: (() => StoreFence | undefined) | undefined;
   readonly #tables = new Map<DataTable, TableState>();
   readonly #blocked = new TableWaiters();
@@ -98,6 +101,7 @@ export class EtcdStateStore implements StateStore {
     this.#eventHistory = Math.max(1, opts.eventHistory ?? DEFAULT_EVENT_HISTORY);
     this.#writeTimeoutMs = opts.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
     this.#maxAttempts = Math.max(1, opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
+    this.#maxTxnBytes = Math.max(64 * 1024, opts.maxTxnBytes ?? DEFAULT_MAX_TXN_BYTES);
     this.#fence = opts.fence;
     this.#client = new Etcd3({
       hosts: [...opts.endpoints],
@@ -207,7 +211,7 @@ export class EtcdStateStore implements StateStore {
         const state = tables.get(rest.slice(0, slash) as DataTable);
         if (!state) continue;
         const rowKey = rest.slice(slash + 1);
-        state.rows.set(rowKey, this.#decode(kv, key));
+        state.rows.set(rowKey, decodeRow(kv, key));
         state.revs.set(rowKey, Number(kv.mod_revision));
       }
     }
@@ -221,16 +225,6 @@ export class EtcdStateStore implements StateStore {
     this.#index = Math.max(this.#index, index);
     await this.#watch(revision + 1);
     if (before !== 0) this.#wakeAll();
-  }
-
-  #decode(kv: IKeyValue, what: string): Row {
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(kv.value.toString()) as Record<string, unknown>;
-    } catch (err) {
-      throw new StateStoreError('STORE_CORRUPT', `etcd key ${what} is not valid JSON`, { cause: err });
-    }
-    return deepFreeze({ ...body, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
   }
 
   async #watch(fromRevision: number): Promise<void> {
@@ -322,7 +316,7 @@ export class EtcdStateStore implements StateStore {
           if (ev.type === 'Put') {
             let row: Row;
             try {
-              row = this.#decode(ev.kv, key);
+              row = decodeRow(ev.kv, key);
             } catch (err) {
               this.#logger.error({ err: describeError(err), key }, 'skipping an unreadable row');
               continue;
@@ -458,28 +452,33 @@ export class EtcdStateStore implements StateStore {
           }
         },
         this.#historyStart,
+        this.#maxTxnBytes,
       );
       // Each write runs on the changes of the ones before it; one that throws leaves no change behind.
       const outcomes: Array<{ w: PendingWrite; ok: true; result: unknown } | { w: PendingWrite; ok: false; error: unknown }> = [];
       let taken = 0;
       for (const w of batch) {
         if (taken > 0 && txn.changes.size + keyReads.size + tableReads.size > MAX_BATCH_OPS) break;
-        taken++;
-        const saved = new Map(txn.changes);
+        const saved = txn.savepoint();
         this.#writing = true;
         try {
           const result = w.fn(txn);
           if (result && typeof (result as { then?: unknown }).then === 'function') {
             throw new StateStoreError('STORE_ASYNC_WRITE', 'a state write function must be synchronous; it returned a promise');
           }
+          if (taken > 0 && txn.bytes > this.#maxTxnBytes) {
+            // It would make this Txn too large: it goes first into the next one, on its own if need be.
+            txn.restore(saved);
+            break;
+          }
           outcomes.push({ w, ok: true, result });
         } catch (error) {
-          txn.changes.clear();
-          for (const [k, v] of saved) txn.changes.set(k, v);
+          txn.restore(saved);
           outcomes.push({ w, ok: false, error });
         } finally {
           this.#writing = false;
         }
+        taken++;
       }
       if (taken < batch.length) {
         // Too big for one Txn: the rest go first into the next one.
@@ -537,6 +536,7 @@ export class EtcdStateStore implements StateStore {
         if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
         this.#lastWriteFailed = true;
         if (isUnavailable(err)) return fail(this.#unavailable('committing a write', err), batch);
+        if (isTooLarge(err)) return fail(tooLarge(err, txn.changes.size, txn.bytes), batch);
         return fail(new StateStoreError('STORE_IO', `state write failed: ${describeError(err)}`, { cause: err }), batch);
       }
       this.#lastWriteFailed = false;

@@ -117,6 +117,17 @@ export interface WriteTxn extends StateReader {
    * the write for its real indexes.
    */
   readonly writeIndex: number;
+  /**
+   * How many more bytes of rows (as JSON, with their keys) this write may
+   * put before its commit grows past what the store accepts in one
+   * transaction (etcd's request size limit); undefined when the store has no
+   * such limit (SQLite, a plan that is never committed). A write that could
+   * grow without bound, such as an evaluation placing thousands of
+   * allocations, stops short of it and finishes in further writes; a write
+   * that goes past it anyway is tried alone and may fail with
+   * STORE_TOO_LARGE.
+   */
+  readonly bytesLeft?: number | undefined;
   /** Inserts or replaces the row with its table's key; returns the stored (stamped, frozen) row. */
   put<T extends DataTable>(table: T, row: RowInput<T>): TableRow<T>;
   /** Deletes the row; false when there was none. */
@@ -144,7 +155,8 @@ export interface StateStore {
    * StateStoreError STORE_CLOSED after close(), STORE_NESTED_WRITE when
    * called from inside another write, STORE_UNAVAILABLE when the store cannot
    * commit (e.g. etcd without quorum; nothing was applied), STORE_FENCED
-   * when a fenced writer lost its right to write.
+   * when a fenced writer lost its right to write, STORE_TOO_LARGE when its
+   * changes are more than one etcd transaction takes (see `bytesLeft`).
    */
   write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }>;
   /** A consistent read view at the latest index. Cheap; safe to hold across awaits. */

@@ -1,0 +1,167 @@
+// Allocation status as nodes report it, written in batches: the reports that
+// arrive while a write is in flight are applied together by the next one
+// (one store write, one etcd Txn, for hundreds of nodes), and each job a
+// batch touched gets its status recomputed once, not once per report.
+
+import { systemClock, type Clock } from '../../lib/index.js';
+import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNetworkStatus, type CheckResult, type ServiceReport, type TaskState } from '../../structs/index.js';
+import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
+import { syncAllocServices } from '../services/index.js';
+import { isLive } from '../scheduler/index.js';
+import { sameSpec } from './register-job.js';
+import { jobAllocations, jobStatusOf } from './evaluate.js';
+import { JobError } from './job-errors.js';
+
+/** What a node may report about one of its allocations. */
+export interface AllocationUpdate {
+  id: string;
+  clientStatus: AllocClientStatus;
+  clientDescription?: string;
+  taskStates?: Record<string, TaskState>;
+  /** The allocation's network (mode, address) once its client made it. */
+  network?: AllocNetworkStatus;
+  /** The latest result of each service check (replaces the stored ones); absent: unchanged. */
+  checks?: Record<string, CheckResult>;
+  /** The allocation's services as the client resolved them; absent: unchanged (see syncAllocServices). */
+  services?: ServiceReport[];
+}
+
+const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'complete', 'failed', 'lost'];
+/** A batch stops taking reports when the write has less room left than this (a report's rows with their task events). */
+const REPORT_MARGIN = 64 * 1024;
+
+interface Report {
+  nodeId: string;
+  updates: readonly AllocationUpdate[];
+  resolve: (v: { index: number }) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface AllocStatusWriterOptions {
+  store: StateStore;
+  clock?: Clock;
+}
+
+/**
+ * Applies nodes' reports about their allocations, batching concurrent ones
+ * into one store write. Stateless between writes: nothing to start or stop.
+ */
+export class AllocStatusWriter {
+  readonly #store: StateStore;
+  readonly #clock: Clock;
+  #queue: Report[] = [];
+  #writing = false;
+  /** Store writes made and reports they carried, for benchmarks and tests. */
+  readonly counts = { writes: 0, reports: 0 };
+
+  constructor(opts: AllocStatusWriterOptions) {
+    this.#store = opts.store;
+    this.#clock = opts.clock ?? systemClock;
+  }
+
+  /**
+   * Applies one node's report. Resolves with the index of the write that
+   * applied it once durable. Rejects with JobError INVALID (an unknown
+   * status), NOT_FOUND (an unknown allocation) or FORBIDDEN (an allocation of
+   * another node), and then applies nothing of this report (other nodes'
+   * reports in the same write are not affected); with a StateStoreError when
+   * the write failed. Safe to repeat.
+   */
+  report(nodeId: string, updates: readonly AllocationUpdate[]): Promise<{ index: number }> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ nodeId, updates, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    if (this.#writing || this.#queue.length === 0) return;
+    this.#writing = true;
+    const batch = this.#queue;
+    this.#queue = [];
+    const now = this.#clock.now();
+    this.#store
+      .write((txn) => applyReports(txn, batch, now))
+      .then(
+        ({ index, result }) => {
+          this.counts.writes++;
+          this.counts.reports += result.outcomes.length;
+          result.outcomes.forEach((err, i) => (err ? batch[i]!.reject(err) : batch[i]!.resolve({ index })));
+          // What did not fit in this write goes first into the next.
+          this.#queue.unshift(...batch.slice(result.outcomes.length));
+        },
+        (err: unknown) => {
+          for (const r of batch) r.reject(err);
+        },
+      )
+      .finally(() => {
+        this.#writing = false;
+        this.#pump();
+      });
+  }
+}
+
+/**
+ * Applies reports in order inside `txn` until the write is full (at least
+ * one). Returns, per report applied, undefined or the error that refused it.
+ */
+function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): { outcomes: Array<Error | undefined> } {
+  const outcomes: Array<Error | undefined> = [];
+  /** Jobs where an allocation started or stopped being live: their status may change. */
+  const jobs = new Set<string>();
+  for (const r of reports) {
+    if (outcomes.length > 0 && txn.bytesLeft !== undefined && txn.bytesLeft < REPORT_MARGIN) break;
+    try {
+      checkReport(txn, r.nodeId, r.updates);
+    } catch (err) {
+      outcomes.push(err as Error);
+      continue;
+    }
+    for (const u of r.updates) {
+      // Read again: the same report may name an allocation twice.
+      const alloc = txn.get('allocations', rowKey(u.id)) as Allocation;
+      // A report overtaken by a newer one (its request waited in a busy server past the client's timeout,
+      // and the client sent the newer state meanwhile) must not put the older state back.
+      if (u.taskStates && latestTaskEvent(u.taskStates) < latestTaskEvent(alloc.taskStates)) continue;
+      const next: Allocation = {
+        ...alloc,
+        clientStatus: u.clientStatus,
+        clientDescription: u.clientDescription ?? alloc.clientDescription,
+        taskStates: u.taskStates ?? alloc.taskStates,
+        ...(u.network ? { network: u.network } : {}),
+        ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
+        modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
+      };
+      if (!sameSpec(next, alloc)) txn.put('allocations', next);
+      syncAllocServices(txn, next, u.services);
+      if (isLive(next) !== isLive(alloc) || isClientTerminal(next.clientStatus) !== isClientTerminal(alloc.clientStatus)) {
+        jobs.add(rowKey(alloc.namespace, alloc.jobId));
+      }
+    }
+    outcomes.push(undefined);
+  }
+  for (const key of jobs) {
+    const job = txn.get('jobs', key);
+    if (!job) continue;
+    const status = jobStatusOf(job, jobAllocations(txn, job.namespace, job.id));
+    if (status !== job.status) txn.put('jobs', { ...job, status });
+  }
+  return { outcomes };
+}
+
+/** Throws JobError when any update of a report is refused. */
+function checkReport(txn: WriteTxn, nodeId: string, updates: readonly AllocationUpdate[]): void {
+  for (const u of updates) {
+    if (!CLIENT_STATUSES.includes(u.clientStatus)) throw new JobError('INVALID', `unknown client status "${String(u.clientStatus)}"`);
+    const alloc = txn.get('allocations', rowKey(u.id));
+    if (!alloc) throw new JobError('NOT_FOUND', `allocation "${u.id}" not found`);
+    if (alloc.nodeId !== nodeId) throw new JobError('FORBIDDEN', `allocation "${u.id}" does not run on node "${nodeId}"`);
+  }
+}
+
+/** The time of the newest task event in `states` (0 when none). */
+function latestTaskEvent(states: Allocation['taskStates'] | undefined): number {
+  let latest = 0;
+  for (const s of Object.values(states ?? {})) for (const e of s.events ?? []) if (e.at > latest) latest = e.at;
+  return latest;
+}
