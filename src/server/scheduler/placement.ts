@@ -218,6 +218,14 @@ function claimReason(t: ClaimTally, need: VolumeNeed, nodeId: string): string | 
  * copies first). Never throws for an infeasible group: what could not be
  * placed is described in `failure` with per-reason node counts.
  */
+/** Up to this many candidate nodes, every one is scored for every placement. */
+const SCORE_ALL_UP_TO = 64;
+
+/** How many nodes that fit a placement scores among `candidates`: all of a small cluster, 2 log2(n) of a large one. */
+function scoringLimit(candidates: number): number {
+  return candidates <= SCORE_ALL_UP_TO ? candidates : Math.max(SCORE_ALL_UP_TO / 4, 2 * Math.ceil(Math.log2(candidates)));
+}
+
 export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   const { group, nodes, usage, jobId } = input;
   const replacing = input.replacing ?? new Set<string>();
@@ -276,6 +284,8 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   };
   const placements: Placement[] = [];
   let failure: PlacementFailure | undefined;
+  const limit = scoringLimit(candidates.length);
+  let cursor = 0;
   for (const index of input.indexes) {
     const needs = volumeNeeds(group, index);
     const vols: Array<{ need: VolumeNeed; volume: PlacementVolume | undefined; tally: ClaimTally | undefined }> = needs.map((n) => {
@@ -301,7 +311,14 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     };
     if (counts && !spread.empty) spread.begin(counts);
 
-    for (const node of candidates) {
+    // On a large cluster a placement scores the first `limit` nodes that fit, from where the previous
+    // placement stopped (Nomad's limit iterator over shuffled nodes), not every node: placing 10,000
+    // allocations on 1,000 nodes would otherwise score ten million.
+    let feasible = 0;
+    let k = 0;
+    for (; k < candidates.length; k++) {
+      if (feasible >= limit) break;
+      const node = candidates[(cursor + k) % candidates.length] as Node;
       const used = usage.get(node.id) ?? EMPTY_USAGE;
       let reason: string | undefined;
       let isExhaustion = false;
@@ -377,8 +394,10 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
         if (sp) scores.spread = sp;
         recorder.scored(node.id, scores, normalizedScore(scores));
       }
+      feasible++;
       if (!best || score > best.score || (score === best.score && node.id < best.node.id)) best = { node, score };
     }
+    if (candidates.length) cursor = (cursor + k) % candidates.length;
 
     if (!best) {
       if (!failure) {

@@ -119,8 +119,12 @@ export function reconcile(
   }
   if (job.stop || job.type === 'system') return result;
 
+  // One pass over the job's allocations for every group (a job may have thousands, in ten groups).
+  const byId = new Map(allocs.map((a) => [a.id, a]));
+  const byGroup = new Map<string, Allocation[]>(job.groups.map((g) => [g.name, []]));
+  for (const a of allocs) if (a.desiredStatus === 'run') byGroup.get(a.taskGroup)?.push(a);
   for (const group of job.groups) {
-    reconcileGroup(job, group, allocs.filter((a) => a.taskGroup === group.name && a.desiredStatus === 'run'), allocs, nodes, now, opts, result);
+    reconcileGroup(job, group, byGroup.get(group.name) ?? [], byId, nodes, now, opts, result);
   }
   return result;
 }
@@ -156,7 +160,7 @@ function reconcileGroup(
   job: Job,
   group: TaskGroup,
   allocs: readonly Allocation[],
-  everyAlloc: readonly Allocation[],
+  byId: ReadonlyMap<string, Allocation>,
   nodes: ReadonlyMap<string, Node>,
   now: number,
   opts: ReconcileOptions,
@@ -169,7 +173,6 @@ function reconcileGroup(
   // Live allocations of an older version that must be replaced (stopped, then placed anew).
   const outdated: Allocation[] = [];
   const byAge = [...allocs].sort((a, b) => a.createIndex - b.createIndex);
-  const byId = new Map(everyAlloc.map((a) => [a.id, a]));
   for (const alloc of byAge) {
     const index = alloc.index ?? 0;
     if (held.has(index)) {
@@ -241,12 +244,16 @@ function reconcileGroup(
       result.stop.push({ allocId: alloc.id, description: 'scaled down', lost: false });
     }
   }
+  // A replacement placed after its migrated predecessor stopped (it waited for a claim) still names it: the newest per index.
+  const migratedAt = new Map<number, Allocation>();
+  for (const a of byId.values()) {
+    if (a.taskGroup !== group.name || !a.desiredTransition?.migrate || a.desiredStatus === 'run') continue;
+    const at = migratedAt.get(a.index ?? 0);
+    if (!at || a.createIndex > at.createIndex) migratedAt.set(a.index ?? 0, a);
+  }
   for (let index = 0; index < group.count; index++) {
     if (held.has(index)) continue;
-    // A replacement placed after its migrated predecessor stopped (it waited for a claim) still names it.
-    const migrated = everyAlloc
-      .filter((a) => a.taskGroup === group.name && (a.index ?? 0) === index && a.desiredTransition?.migrate && a.desiredStatus !== 'run')
-      .sort((a, b) => b.createIndex - a.createIndex)[0];
+    const migrated = migratedAt.get(index);
     result.place.push({ group: group.name, index, rescheduleAttempts: 0, ...(budget.canary ? { canary: true } : {}), ...(migrated ? { previousAllocation: migrated.id } : {}) });
   }
 }
