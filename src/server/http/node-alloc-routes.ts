@@ -44,8 +44,30 @@ export function readNodeAllocations<T>(
   const concerns = (row: unknown): boolean => (row as { nodeId?: unknown } | null)?.nodeId === nodeId;
   return blockingReadOf(store, 'allocations', concerns, query, signal, (snap) => {
     if (!snap.get('nodes', rowKey(nodeId))) return undefined;
-    return read(snap.list('allocations', { filter: (a) => a.nodeId === nodeId }), snap);
+    return read(allocationsOfNode(store, snap, nodeId), snap);
   });
+}
+
+/** Per store, every node's allocations at one index: grouped in one pass that all the nodes one write woke share. */
+const byNodeAt = new WeakMap<StateStore, { index: number; byNode: Map<string, Allocation[]> }>();
+
+/**
+ * The allocations on `nodeId` in `snap` (sorted by ID, as a list is), from
+ * one grouping of the table per store index instead of a scan of every
+ * allocation per node (1,000 nodes x 10,000 allocations after each write).
+ */
+function allocationsOfNode(store: StateStore, snap: StateReader, nodeId: string): Allocation[] {
+  let cached = byNodeAt.get(store);
+  if (cached?.index !== snap.index) {
+    const byNode = new Map<string, Allocation[]>();
+    for (const a of snap.list('allocations')) {
+      const list = byNode.get(a.nodeId);
+      if (list) list.push(a);
+      else byNode.set(a.nodeId, [a]);
+    }
+    byNodeAt.set(store, (cached = { index: snap.index, byNode }));
+  }
+  return [...(cached.byNode.get(nodeId) ?? [])];
 }
 
 interface Seen {
