@@ -8,7 +8,6 @@ import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNe
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
 import { isLive } from '../scheduler/index.js';
-import { sameSpec } from './register-job.js';
 import { jobAllocations, jobStatusOf } from './evaluate.js';
 import { JobError } from './job-errors.js';
 
@@ -132,7 +131,8 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): {
         ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
         modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
       };
-      if (!sameSpec(next, alloc)) txn.put('allocations', next);
+      // Built from `alloc`, so its keys come in the same order: equal JSON is an unchanged row.
+      if (JSON.stringify(next) !== JSON.stringify(alloc)) txn.put('allocations', next);
       syncAllocServices(txn, next, u.services);
       if (isLive(next) !== isLive(alloc) || isClientTerminal(next.clientStatus) !== isClientTerminal(alloc.clientStatus)) {
         jobs.add(rowKey(alloc.namespace, alloc.jobId));
