@@ -91,8 +91,13 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
     }
   }
 
+  // Only the allocations of jobs that run a plugin task matter here: one pass that keeps those (a cluster
+  // may hold ten thousand others, and a node going down recomputes this).
+  const pluginJobIds = new Set<string>();
+  for (const job of jobs.values()) if (job.groups.some((g) => (g.tasks as PluginTask[]).some((t) => t.csiPlugin))) pluginJobIds.add(job.id);
+  const pluginAllocs = state.list('allocations', { filter: (a) => pluginJobIds.has(a.jobId) });
   // Expected counts from the jobs that run plugins; system jobs count their live allocations.
-  const liveAllocs = state.list('allocations', { filter: (a) => a.desiredStatus === 'run' && !isClientTerminal(a.clientStatus) });
+  const liveAllocs = pluginAllocs.filter((a) => a.desiredStatus === 'run' && !isClientTerminal(a.clientStatus));
   for (const job of jobs.values()) {
     if ((job as Job).stop) continue;
     for (const group of job.groups) {
@@ -111,7 +116,7 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
     }
   }
 
-  for (const alloc of state.list('allocations')) {
+  for (const alloc of pluginAllocs) {
     if (alloc.desiredStatus !== 'run' && isClientTerminal(alloc.clientStatus)) continue;
     const job = jobs.get(rowKey(alloc.namespace, alloc.jobId));
     const group = job?.groups.find((g) => g.name === alloc.taskGroup);
