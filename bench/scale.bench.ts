@@ -231,20 +231,33 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
   const cpu0 = c.cpuSeconds(leader);
   const servers0 = c.processes.servers.map((s) => c.cpuSeconds(s));
   const t2 = performance.now();
-  await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
-  // Claimed: every volume claimed and published to its allocation's node (the controller saw it).
-  await c.fleet.until(() => (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) >= publishedBefore + count);
-  const claimedMs = performance.now() - t2;
-  await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500 });
-  await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count);
-  // Released: no volume holds a claim any more.
+  const signal = AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000);
   let claimsLeft = -1;
-  for (let index = 0; claimsLeft !== 0; ) {
-    const r = await c.call<Array<{ claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
-    claimsLeft = r.body.reduce((n, v) => n + v.claims.length, 0);
-    index = r.index;
+  const progress = setInterval(() => {
+    const pub = (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) - publishedBefore;
+    const unpub = c.fake?.callsTo('ControllerUnpublishVolume').length ?? 0;
+    console.log(`    +${round((performance.now() - t2) / 1000)} s: ${pub} published, ${c.fleet.finished.size - startedBefore} run, ${claimsLeft < 0 ? '?' : claimsLeft} claims held, ${unpub} unpublished; ${load()}`);
+  }, 10_000);
+  let claimedMs = 0;
+  let ms = 0;
+  try {
+    await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
+    // Claimed: every volume claimed and published to its allocation's node (the controller saw it).
+    await c.fleet.until(() => (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) >= publishedBefore + count, signal);
+    claimedMs = performance.now() - t2;
+    await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500, signal });
+    await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count, signal);
+    // Released: no volume holds a claim any more.
+    for (let index = 0; claimsLeft !== 0; ) {
+      if (signal.aborted) throw new Error(`scale-csi: ${claimsLeft} claims still held after ${SCENARIO_DEADLINE_S} s`);
+      const r = await c.call<Array<{ claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
+      claimsLeft = r.body.reduce((n, v) => n + v.claims.length, 0);
+      index = r.index;
+    }
+    ms = performance.now() - t2;
+  } finally {
+    clearInterval(progress);
   }
-  const ms = performance.now() - t2;
   const cpu = c.cpuSeconds(leader) - cpu0;
   const serversCpu = c.processes.servers.reduce((n, s, i) => n + c.cpuSeconds(s) - (servers0[i] ?? 0), 0);
   const published = c.fake?.callsTo('ControllerPublishVolume').length ?? 0;
