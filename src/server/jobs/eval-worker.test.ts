@@ -122,3 +122,32 @@ describe('evaluation worker: registrations are scheduled after they answer', () 
     assert.deepEqual(store.snapshot().list('allocations').map((a) => a.jobId), ['good']);
   });
 });
+
+describe('evaluation worker: finished batch work', () => {
+  it('a batch job whose allocations complete is not evaluated again for each of them; the job ends dead', async () => {
+    // The scheduler passes the worker asks for (each one scans the job's allocations: 10,000 of them in a large job).
+    class CountedJobs extends JobService {
+      passes = 0;
+      override evaluate(...args: Parameters<JobService['evaluate']>): ReturnType<JobService['evaluate']> {
+        this.passes++;
+        return super.evaluate(...args);
+      }
+    }
+    const counted = new CountedJobs({ store, clock, logger: silentLogger() });
+    worker = new EvalWorker({ store, jobs: counted, clock, logger: silentLogger() });
+    await worker.start();
+    const { evaluation: registered } = await counted.register({ ...job('crunch'), type: 'batch', groups: [{ name: 'g', count: 5, tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 5, memoryMb: 10 } }] }] });
+    await eventually('placed', () => evaluation(registered.id)?.status === 'complete');
+    const allocs = store.snapshot().list('allocations');
+    assert.equal(allocs.length, 5);
+    for (const a of allocs) await counted.updateAllocations('n1', [{ id: a.id, clientStatus: 'complete' }]);
+    await eventually('the worker saw every report', () => worker!.handledIndex >= store.latestIndex());
+    assert.equal(store.snapshot().get('jobs', rowKey('default', 'crunch'))?.status, 'dead');
+    assert.deepEqual(
+      store.snapshot().list('evaluations').map((e) => [e.triggeredBy, e.status]),
+      [['job-register', 'complete']],
+      'no evaluation after the allocations completed',
+    );
+    assert.equal(counted.passes, 0, 'the job was not evaluated again');
+  });
+});
