@@ -38,7 +38,7 @@ export interface EvalWorkerOptions {
 }
 
 /** The longest a batch of evaluations waits for the API to go quiet (under a steady stream of writes it runs anyway). */
-export const MAX_DEFER_MS = 250;
+export const MAX_DEFER_MS = 500;
 
 const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins', 'jobs', 'evaluations'];
 

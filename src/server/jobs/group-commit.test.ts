@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ManualClock, silentLogger } from '../../lib/index.js';
 import { JobValidationError } from '../../structs/index.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
+import { DEFAULT_MAX_BATCH } from './group-commit.js';
 import { JobService } from './job-service.js';
 
 let dir: string;
@@ -41,11 +42,16 @@ const withUnknownVolume = (id: string): Record<string, unknown> => ({
 });
 
 describe('registrations made together (group commit)', () => {
-  it('a burst of registrations is one store write; each caller gets its job, its pending evaluation and that write', async () => {
+  it('a burst of registrations takes a store write per DEFAULT_MAX_BATCH; each caller gets its job, its pending evaluation and its write', async () => {
     const before = store.latestIndex();
-    const out = await Promise.all(Array.from({ length: 20 }, (_, i) => jobs.register(job(`burst-${i}`))));
-    assert.equal(store.latestIndex(), before + 1);
-    assert.deepEqual(new Set(out.map((o) => o.index)), new Set([before + 1]));
+    const burst = 2 * DEFAULT_MAX_BATCH + 3;
+    const out = await Promise.all(Array.from({ length: burst }, (_, i) => jobs.register(job(`burst-${i}`))));
+    assert.equal(store.latestIndex(), before + 3);
+    assert.deepEqual(
+      out.map((o) => o.index),
+      out.map((_, i) => before + 1 + Math.floor(i / DEFAULT_MAX_BATCH)),
+      'in order of arrival, a full batch at a time',
+    );
     const snap = store.snapshot();
     out.forEach((o, i) => {
       assert.equal(o.job.id, `burst-${i}`);

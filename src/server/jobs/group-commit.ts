@@ -8,6 +8,12 @@
 import { setImmediate as nextTurn } from 'node:timers';
 import { StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
 
+/**
+ * Operations in one write at most, unless told: a caller's answer waits for
+ * its whole batch, so a bound keeps the first answers of a burst early.
+ */
+export const DEFAULT_MAX_BATCH = 16;
+
 interface Pending<I, R> {
   item: I;
   resolve(out: { index: number; result: R }): void;
@@ -28,44 +34,58 @@ export class GroupCommit<I, R> {
   readonly #keyOf: (item: I) => string;
   /** Batches waiting for their write, oldest first; the last one takes new items. */
   readonly #queue: Array<{ items: Array<Pending<I, R>>; keys: Set<string> }> = [];
-  #flushing = false;
+  readonly #maxBatch: number;
+  #scheduled = false;
+  #draining = false;
 
-  constructor(opts: { store: StateStore; apply: (txn: WriteTxn, item: I) => R; keyOf: (item: I) => string }) {
+  constructor(opts: { store: StateStore; apply: (txn: WriteTxn, item: I) => R; keyOf: (item: I) => string; maxBatch?: number }) {
     this.#store = opts.store;
     this.#apply = opts.apply;
     this.#keyOf = opts.keyOf;
+    this.#maxBatch = Math.max(1, opts.maxBatch ?? DEFAULT_MAX_BATCH);
   }
 
   /**
    * Queues `item` for the next shared write (at the end of this turn of the
-   * event loop) and resolves with that write's index and the item's result
-   * once it is durable. Rejects with what `apply` threw for this item (the
-   * others of its write are then applied without it), or with the store's
-   * StateStoreError when the write failed (nothing of it was applied).
+   * event loop, or at once when its batch is full) and resolves with that
+   * write's index and the item's result once it is durable. Rejects with
+   * what `apply` threw for this item (the others of its write are then
+   * applied without it), or with the store's StateStoreError when the write
+   * failed (nothing of it was applied).
    */
   submit(item: I): Promise<{ index: number; result: R }> {
     return new Promise((resolve, reject) => {
       const key = this.#keyOf(item);
       let batch = this.#queue.at(-1);
-      if (!batch || batch.keys.has(key)) {
+      if (!batch || batch.keys.has(key) || batch.items.length >= this.#maxBatch) {
         batch = { items: [], keys: new Set() };
         this.#queue.push(batch);
       }
       batch.items.push({ item, resolve, reject });
       batch.keys.add(key);
-      if (!this.#flushing) {
-        this.#flushing = true;
-        nextTurn(() => void this.#flush());
+      // A full batch is written now: its callers are answered while the rest of the burst is read.
+      if (batch.items.length >= this.#maxBatch) this.#drain();
+      else if (!this.#scheduled) {
+        this.#scheduled = true;
+        nextTurn(() => {
+          this.#scheduled = false;
+          this.#drain();
+        });
       }
     });
   }
 
-  async #flush(): Promise<void> {
-    try {
-      for (let batch = this.#queue.shift(); batch; batch = this.#queue.shift()) await this.#write(batch.items);
-    } finally {
-      this.#flushing = false;
-    }
+  /** Writes the queued batches in order, one write at a time. */
+  #drain(): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    void (async () => {
+      try {
+        for (let batch = this.#queue.shift(); batch; batch = this.#queue.shift()) await this.#write(batch.items);
+      } finally {
+        this.#draining = false;
+      }
+    })();
   }
 
   /**
