@@ -30,14 +30,14 @@ export interface EvalWorkerOptions {
   batch?: number;
   /**
    * Resolves when the API serves no write request (the server's
-   * RequestsInFlight): each batch of evaluations waits for it, at most
-   * MAX_DEFER_MS, so a burst of submissions is answered before the
+   * RequestsInFlight): each batch of evaluations waits for it, MAX_DEFER_MS
+   * at most over a pass, so a burst of submissions is answered before the
    * scheduler takes the event loop. Absent: batches only yield a turn.
    */
   quiet?: () => Promise<void>;
 }
 
-/** The longest a batch of evaluations waits for the API to go quiet (under a steady stream of writes it runs anyway). */
+/** The longest one pass of the worker (its batches, or the jobs a change re-evaluates) waits for the API to go quiet, in all: under a steady stream of writes it runs anyway. */
 export const MAX_DEFER_MS = 500;
 
 const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins', 'jobs', 'evaluations'];
@@ -157,8 +157,9 @@ export class EvalWorker {
    * for the next wake or sweep.
    */
   async #runPending(): Promise<void> {
+    const until = this.#clock.now() + MAX_DEFER_MS;
     for (;;) {
-      await this.#afterRequests();
+      await this.#afterRequests(until);
       if (this.#life.stopRequested) return;
       let pass;
       try {
@@ -212,24 +213,28 @@ export class EvalWorker {
         if (!due.has(key)) due.set(key, { trigger: 'blocked-retry' });
       }
     }
+    const until = this.#clock.now() + MAX_DEFER_MS;
     for (const [key, why] of due) {
       // One write per job: let the requests that arrived meanwhile in between (a node change may touch hundreds of jobs).
       await this.#evaluate(key, why.trigger, why.nodeId);
-      await this.#afterRequests();
+      await this.#afterRequests(until);
     }
   }
 
   /**
    * Yields a turn of the event loop, then waits until the API serves no
-   * write request (at most MAX_DEFER_MS): the scheduler runs strictly after
-   * the requests that arrived, a burst of POSTs before the evaluations it queued.
+   * write request, but not past `until` (clock time: one pass, however many
+   * writes it makes, waits MAX_DEFER_MS at most in all): the scheduler runs
+   * after the requests that arrived, a burst of POSTs before the evaluations
+   * it queued.
    */
-  async #afterRequests(): Promise<void> {
+  async #afterRequests(until: number): Promise<void> {
     await yieldToLoop();
-    if (!this.#quiet) return;
+    const left = until - this.#clock.now();
+    if (!this.#quiet || left <= 0) return;
     const deadline = new AbortController();
     const signal = AbortSignal.any([deadline.signal, this.#life.signal]);
-    await Promise.race([this.#quiet(), this.#clock.sleep(MAX_DEFER_MS, signal).catch(() => undefined)]);
+    await Promise.race([this.#quiet(), this.#clock.sleep(left, signal).catch(() => undefined)]);
     deadline.abort();
   }
 
