@@ -117,7 +117,8 @@ export class JobService {
    * `checkIndex`, throws JobError CONFLICT unless the job's modify index
    * (`jobModifyIndex`; 0 for a new job) is still that (`job run -check-index`).
    * Registrations made in the same turn of the event loop are written
-   * together (GroupCommit): one store write, one index, for a burst.
+   * together (GroupCommit): up to DEFAULT_MAX_BATCH in one store write,
+   * answered with that write's index.
    */
   async register(input: unknown, opts: { checkIndex?: number } = {}): Promise<RegisterResult> {
     const spec = parseJobSpec(input);
