@@ -8,7 +8,7 @@
 // when it was too large for one write: the worker writes the rest).
 
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
-import { isClientTerminal, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan } from '../../structs/index.js';
+import { isClientTerminal, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan, type JobSpec } from '../../structs/index.js';
 import { rowKey, ScratchTxn, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
 import { describePlan, jobModifyIndex, registerIn } from './register-job.js';
 import { evaluateJob, jobAllocations } from './evaluate.js';
@@ -16,6 +16,7 @@ import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
 import { JobError } from './job-errors.js';
 import { AllocStatusWriter, type AllocationUpdate } from './alloc-status-writer.js';
+import { GroupCommit } from './group-commit.js';
 
 export { JobError };
 export type { AllocationUpdate };
@@ -55,11 +56,27 @@ export class JobService {
   readonly #log: Logger;
   readonly #statusWriter: AllocStatusWriter;
 
+  /** Registrations that arrive in one turn of the event loop share a store write. */
+  readonly #registrations: GroupCommit<{ spec: JobSpec; now: number; checkIndex?: number }, { job: Job; evaluation: Evaluation }>;
+
   constructor(opts: JobServiceOptions) {
     this.#store = opts.store;
     this.#clock = opts.clock ?? systemClock;
     this.#statusWriter = new AllocStatusWriter({ store: this.#store, clock: this.#clock });
     this.#log = opts.logger.child({ component: 'jobs' });
+    this.#registrations = new GroupCommit({
+      store: this.#store,
+      keyOf: ({ spec }) => rowKey(spec.namespace, spec.id),
+      apply: (txn, { spec, now, checkIndex }) => {
+        if (checkIndex !== undefined) {
+          const current = jobModifyIndex(txn.get('jobs', rowKey(spec.namespace, spec.id)));
+          if (current !== checkIndex) {
+            throw new JobError('CONFLICT', `job "${spec.id}" changed since the plan: its job modify index is ${current}, not ${checkIndex}; plan it again`);
+          }
+        }
+        return registerIn(txn, spec, now, 'later');
+      },
+    });
   }
 
   /**
@@ -73,19 +90,13 @@ export class JobService {
    * Safe to repeat (an unchanged spec keeps its version). With
    * `checkIndex`, throws JobError CONFLICT unless the job's modify index
    * (`jobModifyIndex`; 0 for a new job) is still that (`job run -check-index`).
+   * Registrations made in the same turn of the event loop are written
+   * together (GroupCommit): up to DEFAULT_MAX_BATCH in one store write,
+   * answered with that write's index.
    */
   async register(input: unknown, opts: { checkIndex?: number } = {}): Promise<RegisterResult> {
     const spec = parseJobSpec(input);
-    const now = this.#clock.now();
-    const { index, result } = await this.#store.write((txn) => {
-      if (opts.checkIndex !== undefined) {
-        const current = jobModifyIndex(txn.get('jobs', rowKey(spec.namespace, spec.id)));
-        if (current !== opts.checkIndex) {
-          throw new JobError('CONFLICT', `job "${spec.id}" changed since the plan: its job modify index is ${current}, not ${opts.checkIndex}; plan it again`);
-        }
-      }
-      return registerIn(txn, spec, now, 'later');
-    });
+    const { index, result } = await this.#registrations.submit({ spec, now: this.#clock.now(), ...opts });
     this.#log.info({ jobId: spec.id, namespace: spec.namespace, evalId: result.evaluation.id, status: result.evaluation.status }, 'job registered');
     return { ...result, index };
   }
