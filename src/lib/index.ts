@@ -14,4 +14,4 @@ export {
   type VersionConstraint,
   type ParsedVersion,
 } from './version-constraint.js';
-export { MemoryReclaimer, fullGc, processSampler, type LoadSample, type MemoryReclaimerOptions } from './memory-reclaimer.js';
+export { MemoryReclaimer, fullGc, lowMemoryGc, processSampler, type LoadSample, type MemoryReclaimerOptions } from './memory-reclaimer.js';
