@@ -21,6 +21,7 @@
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type * as Inspector from 'node:inspector';
 import { systemClock, type Clock } from './clock.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import type { Logger } from './logger.js';
@@ -195,7 +196,7 @@ export function lowMemoryGc(): () => Promise<void> {
     return async () => gc();
   }
   // Loaded on first use: node:inspector throws at import where node lacks it.
-  let inspector: Promise<typeof import('node:inspector')> | undefined;
+  let inspector: Promise<typeof Inspector> | undefined;
   return async () => {
     const { Session } = await (inspector ??= import('node:inspector'));
     await new Promise<void>((resolve, reject) => {
