@@ -41,7 +41,7 @@ export interface MemoryReclaimerOptions {
   intervalMs?: number;
   /** An interval counts as quiet when the event loop worked less than this share of it. Default 0.25: an idle agent works ~1 %, a burst ~100 %, and on a loaded machine the idle share reads high. */
   quietUtilization?: number;
-  /** Reclaim only when the committed heap is this much above its floor (the heap right after the last reclaim, or the smallest seen since). Default 16 MiB. */
+  /** Reclaim only when the committed heap is this much above its floor (the heap right after the last reclaim, or the smallest seen since). Default 8 MiB: a reclaim leaves new space at 1 MiB, so a burst shows as 8-31 MiB more. */
   growthBytes?: number;
   /** At least this long between two reclaims. Default 30 s. */
   minSpacingMs?: number;
@@ -82,7 +82,7 @@ export class MemoryReclaimer {
     this.#log = opts.logger?.child({ component: 'memory-reclaimer' });
     this.#intervalMs = opts.intervalMs ?? 2_000;
     this.#quiet = opts.quietUtilization ?? 0.25;
-    this.#growth = opts.growthBytes ?? 16 * MiB;
+    this.#growth = opts.growthBytes ?? 8 * MiB;
     this.#spacing = opts.minSpacingMs ?? 30_000;
     this.#sample = opts.sample ?? processSampler();
     this.#collect = opts.collect ?? lowMemoryGc();
