@@ -40,9 +40,14 @@ if (build.status !== 0) process.exit(build.status ?? 1);
 // scenarios mostly wait; but at four on two cores three scenarios (a rolling update's
 // revert, a leader SIGKILL mid-release, a partition) missed their deadlines in one run
 // out of one. BERTH_TEST_CONCURRENCY overrides the number (4 is faster on an idle
-// machine; 1 to debug). Node's runner sorts the files itself.
+// machine; 1 to debug). Without extra arguments scripts/test-runner.mjs runs the files,
+// longest first; with them (a name pattern, a reporter...) Node's own runner does, in
+// name order.
 const concurrency = Number(process.env['BERTH_TEST_CONCURRENCY'] ?? 2);
 const files = [...find(join(root, 'src')), ...find(join(root, 'test'))].sort();
-const args = ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...process.argv.slice(2), ...files];
+const extra = process.argv.slice(2);
+const args = extra.length === 0
+  ? ['--import', 'tsx', join(root, 'scripts', 'test-runner.mjs'), ...files]
+  : ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...extra, ...files];
 const run = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
 process.exit(run.status ?? 1);

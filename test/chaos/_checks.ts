@@ -46,14 +46,7 @@ export function scanProcesses(root: string): { tasks: Proc[]; executors: Proc[] 
   return { tasks, executors };
 }
 
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { alive } from '../support/runtime-cluster.js';
 
 // ---------------------------------------------------------------- the writer's file
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, Evaluation, Job, Node } from '../../src/structs/index.js';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/lib/index.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
@@ -230,6 +231,41 @@ describe('HTTP API', () => {
     assert.ok(gc.body.evaluations.length > 0, 'the finished evaluations of the jobs above');
     const evals = await h.call<Evaluation[]>('GET', '/v1/evaluations');
     assert.ok(evals.body.every((e) => e.status === 'blocked' || e.status === 'pending'), 'no finished evaluation is left');
+  });
+});
+
+describe('HTTP API: a body over the limit', () => {
+  // A client that writes the whole body before it reads (fetch, the CLI) must
+  // read the 413: the server answers once the body arrived, then closes.
+  it('is answered 413 naming the limit after the body was read, so a client still writing it reads the answer', { timeout: 60_000 }, async () => {
+    const size = 5 * 1024 * 1024;
+    const { hostname, port } = new URL(h.url);
+    const socket = connect(Number(port), hostname);
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const chunks: Buffer[] = [];
+    let answeredEarly = false;
+    let bodyWritten = false;
+    socket.on('data', (d: Buffer) => {
+      if (!bodyWritten) answeredEarly = true;
+      chunks.push(d);
+    });
+    const closed = new Promise<void>((resolve, reject) => socket.once('close', () => resolve()).once('error', reject));
+    const write = (b: string | Buffer): Promise<void> => new Promise((resolve, reject) => socket.write(b, (err) => (err ? reject(err) : resolve())));
+    await write(`POST /v1/jobs HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${TOKENS.management}\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+    const piece = Buffer.alloc(256 * 1024, 0x20);
+    for (let sent = 0; sent < size; sent += piece.length) {
+      await write(piece);
+      // Give the server a moment after the first piece: an answer sent from the headers alone arrives now.
+      if (sent === 0) await new Promise((r) => setTimeout(r, 300));
+    }
+    bodyWritten = true;
+    await closed;
+    const answer = Buffer.concat(chunks).toString();
+    assert.match(answer, /^HTTP\/1\.1 413 /, answer.slice(0, 200));
+    assert.match(answer, /too large \(limit 4194304 bytes\)/);
+    assert.equal(answeredEarly, false, 'the 413 came before the body was written: a client writing the body first loses it');
+    const after = await h.call<unknown[]>('GET', '/v1/jobs');
+    assert.equal(after.status, 200);
   });
 });
 

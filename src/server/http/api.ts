@@ -97,7 +97,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     if (status === 413) {
       body.message = `request body too large (limit ${bodyLimit} bytes)`;
       body.details = { ...body.details, limit: bodyLimit };
-      drainRefusedBody(req.raw, 4 * bodyLimit);
+      await drainRefusedBody(req.raw, 4 * bodyLimit);
       void reply.header('connection', 'close');
     }
     // A blocking read or stream is aborted only by its client going away or the server closing: no failure.
@@ -173,15 +173,23 @@ function describe(err: unknown): string {
 
 /**
  * Reads and discards the rest of a body refused as too large, up to `max`
- * bytes, so that a client still writing it gets to read the 413 instead of a
- * connection reset (the kernel resets a socket closed with unread data).
- * Past `max` the socket is destroyed: the refusal never buys unbounded reading.
+ * bytes, and resolves once it is read: the 413 goes out after the whole body
+ * arrived, so a client still writing it reads the answer instead of a
+ * connection reset (the connection closes after the answer, and the kernel
+ * resets a socket closed with unread data). Past `max` the socket is
+ * destroyed: the refusal never buys unbounded reading.
  */
-function drainRefusedBody(raw: IncomingMessage, max: number): void {
-  let seen = 0;
-  raw.on('data', (chunk: Buffer) => {
-    seen += chunk.length;
-    if (seen > max) raw.socket.destroy();
+function drainRefusedBody(raw: IncomingMessage, max: number): Promise<void> {
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    raw.on('data', (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > max) raw.socket.destroy();
+    });
+    raw.once('end', () => resolve());
+    raw.once('close', () => resolve());
+    raw.once('error', () => resolve());
+    raw.resume();
   });
-  raw.resume();
 }

@@ -1,0 +1,51 @@
+// The test runner proper, started by scripts/run-tests.mjs as
+// `node --import tsx scripts/test-runner.mjs FILE...` (the files each run in
+// their own process, which inherits `--import tsx`). Node's own
+// `node --test FILE...` sorts the files by name, so a long scenario that sorts
+// late started last and ran alone at the end; here the files start longest
+// first (the times in scripts/test-times.json; a file not listed there is taken
+// as short and runs after the listed ones), which keeps every lane busy to the
+// end. BERTH_TEST_TIMES_UPDATE=1 writes this run's times back to that file.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { run } from 'node:test';
+import { spec, tap } from 'node:test/reporters';
+
+const root = new URL('..', import.meta.url).pathname;
+const timesFile = join(root, 'scripts', 'test-times.json');
+const concurrency = Number(process.env['BERTH_TEST_CONCURRENCY'] ?? 2);
+const files = process.argv.slice(2);
+
+function readTimes() {
+  try {
+    return JSON.parse(readFileSync(timesFile, 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+const known = readTimes();
+const order = [...files].sort((a, b) => (known[b] ?? 0) - (known[a] ?? 0) || a.localeCompare(b));
+
+const stream = run({ files: order.map((f) => join(root, f)), concurrency });
+let failed = false;
+const seconds = {};
+stream.on('test:fail', () => {
+  failed = true;
+});
+stream.on('test:pass', (data) => {
+  if (data.nesting !== 0 || !data.file) return;
+  const file = relative(root, data.file);
+  seconds[file] = (seconds[file] ?? 0) + data.details.duration_ms / 1000;
+});
+stream.on('end', () => {
+  if (process.env['BERTH_TEST_TIMES_UPDATE'] === '1') {
+    const merged = { ...known };
+    for (const [f, s] of Object.entries(seconds)) merged[f] = Math.round(s * 10) / 10;
+    const sorted = Object.fromEntries(Object.entries(merged).filter(([f]) => files.includes(f)).sort((a, b) => b[1] - a[1]));
+    writeFileSync(timesFile, `${JSON.stringify(sorted, null, 1)}\n`);
+  }
+  process.exitCode = failed ? 1 : 0;
+});
+const reporter = process.stdout.isTTY ? new spec() : tap;
+stream.compose(reporter).pipe(process.stdout);
