@@ -13,7 +13,7 @@ const INTERVAL = 1000;
  * the event loop was and how big the heap is; a collection brings the heap
  * down to `afterCollect`.
  */
-function scripted(opts: { startHeap: number; afterCollect: number; minSpacingMs?: number }) {
+function scripted(opts: { startHeap: number; afterCollect: number; minSpacingMs?: number; settleIntervals?: number }) {
   const clock = new ManualClock();
   let next: LoadSample = { utilization: 0, heapCommitted: opts.startHeap * MiB };
   let collections = 0;
@@ -23,6 +23,7 @@ function scripted(opts: { startHeap: number; afterCollect: number; minSpacingMs?
     quietUtilization: 0.1,
     growthBytes: 16 * MiB,
     minSpacingMs: opts.minSpacingMs ?? 0,
+    settleIntervals: opts.settleIntervals ?? 1000,
     sample: () => next,
     collect: () => {
       collections++;
@@ -71,6 +72,26 @@ describe('MemoryReclaimer', () => {
     assert.equal(p.collections(), 2);
     for (let i = 0; i < 10; i++) await p.interval(0.05, 55);
     assert.equal(p.collections(), 2);
+    await p.reclaimer.stop();
+  });
+
+  it('reclaims once more when a burst is over on a quarter of growthBytes (a reclaim in a lull mid-burst left the rest), once per quiet spell', async () => {
+    const p = scripted({ startHeap: 60, afterCollect: 40, settleIntervals: 3 });
+    await p.reclaimer.start();
+    await p.interval(0.9, 60);
+    await p.interval(0.05, 60); // a lull: grown (the first), reclaimed
+    assert.equal(p.collections(), 1);
+    await p.interval(0.9, 44); // the burst goes on, 4 MiB above what the reclaim left (growth is 16)
+    await p.interval(0.05, 45);
+    await p.interval(0.05, 45);
+    assert.equal(p.collections(), 1, 'two quiet intervals are not yet the end of the burst');
+    await p.interval(0.05, 45);
+    assert.equal(p.collections(), 2, 'the third is');
+    for (let i = 0; i < 5; i++) await p.interval(0.05, 43);
+    assert.equal(p.collections(), 2, 'the same quiet spell, 3 MiB above the 40 left: nothing more');
+    await p.interval(0.9, 41);
+    for (let i = 0; i < 5; i++) await p.interval(0.05, 42);
+    assert.equal(p.collections(), 2, 'a spell whose heap is 2 MiB above the floor (under a quarter of 16): nothing');
     await p.reclaimer.stop();
   });
 

@@ -16,7 +16,9 @@
 // a quiet machine the heap grew by 50 MiB and no reclaim ran. Growth alone,
 // measured from the heap right after the last reclaim, needs no such window;
 // a minimum spacing bounds what a steady load that never goes quiet enough
-// for V8's own GCs can cost.
+// for V8's own GCs can cost. A reclaim in a lull mid-burst leaves the rest
+// of the burst's garbage, so the end of a burst (a few quiet intervals in a
+// row) reclaims once more on a quarter of that growth.
 
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
@@ -43,8 +45,10 @@ export interface MemoryReclaimerOptions {
   quietUtilization?: number;
   /** Reclaim only when the committed heap is this much above its floor (the heap right after the last reclaim, or the smallest seen since). Default 8 MiB: a reclaim leaves new space at 1 MiB, so a burst shows as 8-31 MiB more. */
   growthBytes?: number;
-  /** At least this long between two reclaims. Default 30 s. */
+  /** At least this long between two reclaims. Default 20 s. */
   minSpacingMs?: number;
+  /** This many quiet intervals in a row end a burst: one reclaim follows if the heap is a quarter of `growthBytes` above its floor (a reclaim in a lull mid-burst leaves the rest of the burst's garbage). Default 3. */
+  settleIntervals?: number;
   /** Takes a sample. Default: the event loop utilization since the previous call and V8's heap statistics. */
   sample?: () => LoadSample;
   /** Collects all garbage, compacts and gives the pages back. Default: `lowMemoryGc()`. */
@@ -58,6 +62,8 @@ const MiB = 2 ** 20;
  * the committed heap is `growthBytes` above its floor: the heap right after
  * the last reclaim (the smallest seen since, if V8 shrank it itself), or 0
  * before the first, so the first quiet interval after start reclaims once;
+ * and once at the `settleIntervals`-th quiet interval in a row (a burst
+ * is over) if the heap is a quarter of that above its floor;
  * never twice within `minSpacingMs`. `start()` returns at once (the
  * watching runs in the background, on the clock it is given); `stop()` is
  * safe twice and waits for the watch loop to end. Never throws from its
@@ -73,8 +79,10 @@ export class MemoryReclaimer {
   readonly #sample: () => LoadSample;
   readonly #collect: () => void | Promise<void>;
   readonly #life: Lifecycle;
+  readonly #settle: number;
   #floor = 0;
   #lastReclaimAt = -Infinity;
+  #quietStreak = 0;
   #reclaims = 0;
 
   constructor(opts: MemoryReclaimerOptions = {}) {
@@ -83,7 +91,8 @@ export class MemoryReclaimer {
     this.#intervalMs = opts.intervalMs ?? 2_000;
     this.#quiet = opts.quietUtilization ?? 0.25;
     this.#growth = opts.growthBytes ?? 8 * MiB;
-    this.#spacing = opts.minSpacingMs ?? 30_000;
+    this.#spacing = opts.minSpacingMs ?? 20_000;
+    this.#settle = opts.settleIntervals ?? 3;
     this.#sample = opts.sample ?? processSampler();
     this.#collect = opts.collect ?? lowMemoryGc();
     this.#life = new Lifecycle(this.#log ? { logger: this.#log } : {});
@@ -120,8 +129,14 @@ export class MemoryReclaimer {
       }
       const s = this.#sample();
       this.#floor = Math.min(this.#floor === 0 ? s.heapCommitted : this.#floor, s.heapCommitted);
+      if (s.utilization >= this.#quiet) {
+        this.#quietStreak = 0;
+        continue;
+      }
+      this.#quietStreak += 1;
       const grown = this.#reclaims === 0 || s.heapCommitted - this.#floor >= this.#growth;
-      if (s.utilization >= this.#quiet || !grown || this.#clock.now() - this.#lastReclaimAt < this.#spacing) continue;
+      const settled = this.#quietStreak === this.#settle && s.heapCommitted - this.#floor >= this.#growth / 4;
+      if (!(grown || settled) || this.#clock.now() - this.#lastReclaimAt < this.#spacing) continue;
       const started = performance.now();
       try {
         await this.#collect();
