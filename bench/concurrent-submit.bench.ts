@@ -22,7 +22,15 @@
 // passes node flags to the agent (to try V8 settings one at a time);
 // BENCH_SUBMIT_HEAP_SNAPSHOTS=dir has the agent write a heap snapshot there
 // when idle and once all is collected (compare them in Chrome DevTools).
+//
+// The agent's CPU time (utime + stime, /proc/<pid>/stat) from the release
+// until every POST was answered, and until every allocation ran, per job: a
+// figure the shared machine's load bends far less than the latencies.
+// BENCH_SUBMIT_SPLIT=1 runs the same load against a server agent and a
+// client agent in two processes (the dev agent's parts apart: what taking
+// the client off the API's event loop would buy), and prints each one's CPU.
 
+import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { loadavg } from 'node:os';
@@ -91,6 +99,13 @@ function pssKiB(pid: number): number {
   }
 }
 
+/** CPU time (user + system) a process used so far, ms. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * (1000 / 100);
+}
+
 function rssMiB(pid: number): number {
   const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   return round(kb / 1024);
@@ -137,15 +152,37 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   const snapshots = process.env['BENCH_SUBMIT_HEAP_SNAPSHOTS'];
   const perExecutor = process.env['BENCH_SUBMIT_TASKS_PER_EXECUTOR'];
   const configFile = join(dir, 'agent.hcl');
-  writeFileSync(configFile, perExecutor ? `client {\n  tasks_per_executor = ${Number(perExecutor)}\n}\n` : '');
-  const agent = new AgentRun(['--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], {
-    nodeArgs: [
-      ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
-      ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),
-      ...(process.env['BENCH_SUBMIT_NODE_ARGS']?.split(' ').filter(Boolean) ?? [])],
-  });
+  const split = process.env['BENCH_SUBMIT_SPLIT'] === '1';
+  const managementToken = randomBytes(18).toString('base64url');
+  const nodeToken = randomBytes(18).toString('base64url');
+  const clientBlock = [
+    ...(perExecutor ? [`  tasks_per_executor = ${Number(perExecutor)}`] : []),
+    ...(split ? [`  token = "${nodeToken}"`, '  options = { "driver.raw_exec.enable" = "1" }'] : []),
+  ];
+  const tokens = split ? `tokens {\n  management = ["${managementToken}"]\n  node = ["${nodeToken}"]\n}\n` : '';
+  writeFileSync(configFile, `${tokens}${clientBlock.length ? `client {\n${clientBlock.join('\n')}\n}\n` : ''}`);
+  const nodeArgs = [
+    ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+    ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),
+    ...(process.env['BENCH_SUBMIT_NODE_ARGS']?.split(' ').filter(Boolean) ?? []),
+  ];
+  const agent = new AgentRun([split ? '--server' : '--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], { nodeArgs });
   await agent.start();
+  if (split) agent.token = managementToken;
   const agentPid = agent.child!.pid!;
+  // Split: the node agent in its own process, on its own port, talking to the server over HTTP.
+  const clientAgent = split
+    ? new AgentRun(['--client', '--server-address', agent.addr, '--data-dir', join(dir, 'client-agent'), '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], { nodeArgs })
+    : undefined;
+  if (clientAgent) {
+    await clientAgent.start();
+    await eventually('the client agent registered its node', async () => {
+      const nodes = (await (await fetch(`${agent.addr}/v1/nodes`, { headers: { authorization: `Bearer ${managementToken}` } })).json()) as Array<{ status: string }>;
+      return nodes.some((n) => n.status === 'ready') || undefined;
+    });
+  }
+  /** The pid whose children are the executors: the node agent's. */
+  const nodePid = clientAgent?.child?.pid ?? agentPid;
   const headers = { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' };
   const allocs = async (): Promise<Array<{ jobId: string; clientStatus: string; desiredStatus: string }>> =>
     (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; clientStatus: string; desiredStatus: string }>;
@@ -210,17 +247,20 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     }
     await Promise.all(ready);
     await loopDelay();
+    const cpu0 = { agent: cpuMs(agentPid), node: clientAgent ? cpuMs(nodePid) : 0 };
     const t0 = performance.timeOrigin + performance.now();
     Atomics.store(gate, 0, 1);
     Atomics.notify(gate, 0);
 
     let allRunningMs = 0;
+    let cpuRunning = { agent: 0, node: 0 };
     const polled = (async () => {
       for (;;) {
         const list = await allocs();
         const running = list.filter((a) => a.jobId.startsWith('burst-') && a.desiredStatus === 'run' && a.clientStatus === 'running').length;
         if (running === JOBS) {
           allRunningMs = performance.timeOrigin + performance.now() - t0;
+          cpuRunning = { agent: cpuMs(agentPid) - cpu0.agent, node: clientAgent ? cpuMs(nodePid) - cpu0.node : 0 };
           return;
         }
         if (performance.timeOrigin + performance.now() - t0 > 300_000) throw new Error(`after 300 s only ${running} of ${JOBS} allocations run`);
@@ -228,6 +268,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       }
     })();
     const submitted = await Promise.all(results);
+    const cpuAnswered = { agent: cpuMs(agentPid) - cpu0.agent, node: clientAgent ? cpuMs(nodePid) - cpu0.node : 0 };
     const failed = submitted.filter((s) => s.status !== 200);
     if (failed.length) throw new Error(`${failed.length} submissions failed, e.g. ${failed[0]!.status} ${failed[0]!.text}`);
     const latencies = submitted.map((s) => s.end - s.start);
@@ -245,13 +286,18 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     await Promise.all(workers.map((w) => w.terminate()));
     workers.length = 0;
 
-    const executors = executorsOf(agentPid);
+    const executors = executorsOf(nodePid);
     const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
     const submit = { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies) };
     console.log(
       `  ${JOBS} POST /v1/jobs, one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
     );
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
+    const perJob = (ms: number): number => round(ms / JOBS, 2);
+    console.log(
+      `  ${split ? 'server agent' : 'agent'} CPU: ${round(cpuAnswered.agent)} ms until all answered (${perJob(cpuAnswered.agent)} ms a job), ${round(cpuRunning.agent)} ms until all running (${perJob(cpuRunning.agent)} ms a job)` +
+        (split ? `; client agent CPU: ${round(cpuAnswered.node)} ms until all answered, ${round(cpuRunning.node)} ms until all running (${perJob(cpuRunning.node)} ms a job)` : ''),
+    );
     console.log(`  evaluations of the burst's jobs: ${JSON.stringify(evalCounts)}; ${placementWrites} store writes placed the ${JOBS} allocations`);
     console.log(`  ${executors.length} executors with every task running: PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
 
@@ -261,7 +307,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       Array.from({ length: JOBS }, (_, i) => stopAndPurge(`${agent.addr}/v1/job/burst-${i}?purge=true`, headers.authorization)),
     );
     await eventually('every allocation collected', async () => (await allocs()).length === 0 || undefined, { timeoutMs: 180_000, intervalMs: 500 });
-    await eventually('every executor gone', () => executorsOf(agentPid).length === 0 || undefined, { timeoutMs: 120_000, intervalMs: 500 });
+    await eventually('every executor gone', () => executorsOf(nodePid).length === 0 || undefined, { timeoutMs: 120_000, intervalMs: 500 });
     await sleep(5000);
     const afterRssMiB = rssMiB(agentPid);
     console.log(`  agent RSS: idle ${idleRssMiB} MiB, ${JOBS} running ${busyRssMiB} MiB, all collected ${afterRssMiB} MiB (+${round(((afterRssMiB - idleRssMiB) / idleRssMiB) * 100)} %)`);
@@ -292,6 +338,8 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       submitMaxMs: round(submit.max),
       allAnsweredMs: round(allAnsweredMs),
       allRunningMs: round(allRunningMs),
+      ...(split ? { split: true } : {}),
+      agentCpuMs: { answered: round(cpuAnswered.agent), running: round(cpuRunning.agent), ...(split ? { clientAnswered: round(cpuAnswered.node), clientRunning: round(cpuRunning.node) } : {}) },
       eventLoopDelayMs: delay,
       evaluations: evalCounts,
       placementWrites,
@@ -304,6 +352,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     };
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
+    await clientAgent?.stop('SIGINT');
     await agent.stop('SIGINT');
   }
 }

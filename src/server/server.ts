@@ -14,7 +14,7 @@ import {
   type LifecycleState,
   type Logger,
 } from '../lib/index.js';
-import { buildApi, type ApiToken } from './http/index.js';
+import { buildApi, RequestsInFlight, type ApiToken } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
@@ -142,6 +142,8 @@ export class Server {
   /** Term changes run one after another. */
   #termChange: Promise<void> = Promise.resolve();
   #api: FastifyInstance | undefined;
+  /** The API's write requests being served: the evaluation worker runs when there are none. */
+  readonly #inFlight = new RequestsInFlight();
   #metrics: ServerMetrics | undefined;
   #address: ServerAddress | undefined;
 
@@ -282,6 +284,7 @@ export class Server {
       this.#api = await buildApi({
         store,
         jobs: this.#jobs,
+        inFlight: this.#inFlight,
         deployments: new DeploymentService({ store, jobs: this.#jobs, clock, logger: root }),
         // The node service of the current term: routes read it at every request.
         get nodes() {
@@ -357,7 +360,7 @@ export class Server {
       }),
       plugins: new PluginService({ store, logger: root }),
       claimWatcher: new ClaimWatcher({ store, volumes: this.#volumes as VolumeService, clock, logger: root }),
-      worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root }),
+      worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root, quiet: () => this.#inFlight.whenQuiet() }),
       gc: new GarbageCollector({ store, clock, logger: root }),
       drainer: new NodeDrainer({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       periodic: new PeriodicDispatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),

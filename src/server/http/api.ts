@@ -70,7 +70,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   });
   await app.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
 
+  const inFlight = deps.inFlight;
   app.addHook('onRequest', async (req, reply) => {
+    if (inFlight && req.method !== 'GET' && req.method !== 'HEAD') {
+      inFlight.enter();
+      reply.raw.once('close', () => inFlight.leave());
+    }
     // Reads come from the store's last view; when it lost etcd that view may be behind.
     if (deps.store.stale) reply.header('X-Berth-Stale', 'true');
     const access = req.routeOptions.config.access;

@@ -15,10 +15,13 @@ import type { VolumeService } from '../volumes/index.js';
 import type { VolumeDoctor, VolumeHealthService } from '../volumehealth/index.js';
 import { ApiError } from './api-error.js';
 import type { ApiToken } from './auth.js';
+import type { RequestsInFlight } from './requests-in-flight.js';
 
 export interface ApiDeps {
   store: StateStore;
   jobs: JobService;
+  /** Counts the write requests being served (the scheduler waits until none is) when given. */
+  inFlight?: RequestsInFlight;
   /** Serves deployment promote/fail/pause and job revert/scale when given. */
   deployments?: DeploymentService;
   /** Serves PUT /v1/system/gc when given. */

@@ -12,7 +12,8 @@ import type { Evaluation } from '../../structs/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { eventually, nextTurn } from '../../../test/support/eventually.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
-import { EvalWorker } from './eval-worker.js';
+import { RequestsInFlight } from '../http/index.js';
+import { EvalWorker, MAX_DEFER_MS } from './eval-worker.js';
 import { JobService } from './job-service.js';
 
 let dir: string;
@@ -93,6 +94,30 @@ describe('evaluation worker: registrations are scheduled after they answer', () 
       seen.some((n) => n > 0 && n < 40),
       `the loop turned while some evaluations were done and others still pending (pending counts seen: ${[...new Set(seen)].join(', ')})`,
     );
+  });
+
+  it('waits while the API serves write requests: evaluations run once the last request ended, or after MAX_DEFER_MS under a steady stream', async () => {
+    const inFlight = new RequestsInFlight();
+    worker = new EvalWorker({ store, jobs, clock, logger: silentLogger(), quiet: () => inFlight.whenQuiet() });
+    await worker.start();
+    inFlight.enter();
+    inFlight.enter();
+    const first = await jobs.register(job('first'));
+    await eventually('the worker waits for the clock or the requests', () => clock.pending > 0);
+    for (let i = 0; i < 5; i++) await nextTurn();
+    assert.equal(evaluation(first.evaluation.id)?.status, 'pending', 'not scheduled while two requests are served');
+    inFlight.leave();
+    for (let i = 0; i < 5; i++) await nextTurn();
+    assert.equal(evaluation(first.evaluation.id)?.status, 'pending', 'not while one still is');
+    inFlight.leave();
+    await eventually('scheduled once none is', () => evaluation(first.evaluation.id)?.status === 'complete');
+
+    inFlight.enter();
+    const second = await jobs.register(job('second'));
+    await eventually('the worker waits again', () => clock.pending > 0);
+    await clock.advance(MAX_DEFER_MS);
+    await eventually('scheduled after MAX_DEFER_MS although a request is still served', () => evaluation(second.evaluation.id)?.status === 'complete');
+    inFlight.leave();
   });
 
   it('a crash between the registration and its scheduling leaves a pending evaluation that the restarted server runs', async () => {

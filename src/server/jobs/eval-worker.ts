@@ -3,9 +3,10 @@
 // durable), and evaluates jobs again when the world changes under them,
 // without anyone asking. It follows the store's change events:
 // - pending evaluations appear: every one is run, oldest first, several per
-//   store write, yielding to the event loop between writes so that the API's
-//   requests are answered before the next batch (a user's POST never waits
-//   behind a burst of 200 evaluations);
+//   store write; before each write it yields to the event loop and waits
+//   until the API serves no write request (at most MAX_DEFER_MS), so that
+//   the API's requests are answered before the next batch (a user's POST
+//   never waits behind a burst of 200 evaluations);
 // - a node joins, goes down or changes what it can run: system jobs (run on
 //   every eligible node) and jobs with allocations there are evaluated;
 // - an allocation fails: its job is evaluated (rescheduling per policy, at
@@ -27,7 +28,17 @@ export interface EvalWorkerOptions {
   logger: Logger;
   /** Pending evaluations run in one store write (default DEFAULT_EVAL_BATCH). */
   batch?: number;
+  /**
+   * Resolves when the API serves no write request (the server's
+   * RequestsInFlight): each batch of evaluations waits for it, MAX_DEFER_MS
+   * at most over a pass, so a burst of submissions is answered before the
+   * scheduler takes the event loop. Absent: batches only yield a turn.
+   */
+  quiet?: () => Promise<void>;
 }
+
+/** The longest one pass of the worker (its batches, or the jobs a change re-evaluates) waits for the API to go quiet, in all: under a steady stream of writes it runs anyway. */
+export const MAX_DEFER_MS = 500;
 
 const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins', 'jobs', 'evaluations'];
 
@@ -51,11 +62,13 @@ export class EvalWorker {
   readonly #timers = new Map<string, { at: number; abort: AbortController }>();
   #lastIndex = 0;
   readonly #batch: number;
+  readonly #quiet: (() => Promise<void>) | undefined;
 
   constructor(opts: EvalWorkerOptions) {
     this.#store = opts.store;
     this.#jobs = opts.jobs;
     this.#batch = opts.batch ?? DEFAULT_EVAL_BATCH;
+    this.#quiet = opts.quiet;
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger.child({ component: 'eval-worker' });
     this.#life = new Lifecycle({ logger: this.#log });
@@ -144,8 +157,9 @@ export class EvalWorker {
    * for the next wake or sweep.
    */
   async #runPending(): Promise<void> {
+    const until = this.#clock.now() + MAX_DEFER_MS;
     for (;;) {
-      await yieldToLoop();
+      await this.#afterRequests(until);
       if (this.#life.stopRequested) return;
       let pass;
       try {
@@ -199,11 +213,29 @@ export class EvalWorker {
         if (!due.has(key)) due.set(key, { trigger: 'blocked-retry' });
       }
     }
+    const until = this.#clock.now() + MAX_DEFER_MS;
     for (const [key, why] of due) {
       // One write per job: let the requests that arrived meanwhile in between (a node change may touch hundreds of jobs).
       await this.#evaluate(key, why.trigger, why.nodeId);
-      await yieldToLoop();
+      await this.#afterRequests(until);
     }
+  }
+
+  /**
+   * Yields a turn of the event loop, then waits until the API serves no
+   * write request, but not past `until` (clock time: one pass, however many
+   * writes it makes, waits MAX_DEFER_MS at most in all): the scheduler runs
+   * after the requests that arrived, a burst of POSTs before the evaluations
+   * it queued.
+   */
+  async #afterRequests(until: number): Promise<void> {
+    await yieldToLoop();
+    const left = until - this.#clock.now();
+    if (!this.#quiet || left <= 0) return;
+    const deadline = new AbortController();
+    const signal = AbortSignal.any([deadline.signal, this.#life.signal]);
+    await Promise.race([this.#quiet(), this.#clock.sleep(left, signal).catch(() => undefined)]);
+    deadline.abort();
   }
 
   async #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): Promise<void> {

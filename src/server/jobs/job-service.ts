@@ -18,6 +18,7 @@ import {
   type Evaluation,
   type Job,
   type JobPlan,
+  type JobSpec,
   type TaskState,
   type AllocNetworkStatus,
 } from '../../structs/index.js';
@@ -28,6 +29,7 @@ import { evaluateJob, jobAllocations, jobStatusOf } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
 import { JobError } from './job-errors.js';
+import { GroupCommit } from './group-commit.js';
 
 export { JobError };
 
@@ -81,10 +83,26 @@ export class JobService {
   readonly #clock: Clock;
   readonly #log: Logger;
 
+  /** Registrations that arrive in one turn of the event loop share a store write. */
+  readonly #registrations: GroupCommit<{ spec: JobSpec; now: number; checkIndex?: number }, { job: Job; evaluation: Evaluation }>;
+
   constructor(opts: JobServiceOptions) {
     this.#store = opts.store;
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger.child({ component: 'jobs' });
+    this.#registrations = new GroupCommit({
+      store: this.#store,
+      keyOf: ({ spec }) => rowKey(spec.namespace, spec.id),
+      apply: (txn, { spec, now, checkIndex }) => {
+        if (checkIndex !== undefined) {
+          const current = jobModifyIndex(txn.get('jobs', rowKey(spec.namespace, spec.id)));
+          if (current !== checkIndex) {
+            throw new JobError('CONFLICT', `job "${spec.id}" changed since the plan: its job modify index is ${current}, not ${checkIndex}; plan it again`);
+          }
+        }
+        return registerIn(txn, spec, now, 'later');
+      },
+    });
   }
 
   /**
@@ -98,19 +116,13 @@ export class JobService {
    * Safe to repeat (an unchanged spec keeps its version). With
    * `checkIndex`, throws JobError CONFLICT unless the job's modify index
    * (`jobModifyIndex`; 0 for a new job) is still that (`job run -check-index`).
+   * Registrations made in the same turn of the event loop are written
+   * together (GroupCommit): up to DEFAULT_MAX_BATCH in one store write,
+   * answered with that write's index.
    */
   async register(input: unknown, opts: { checkIndex?: number } = {}): Promise<RegisterResult> {
     const spec = parseJobSpec(input);
-    const now = this.#clock.now();
-    const { index, result } = await this.#store.write((txn) => {
-      if (opts.checkIndex !== undefined) {
-        const current = jobModifyIndex(txn.get('jobs', rowKey(spec.namespace, spec.id)));
-        if (current !== opts.checkIndex) {
-          throw new JobError('CONFLICT', `job "${spec.id}" changed since the plan: its job modify index is ${current}, not ${opts.checkIndex}; plan it again`);
-        }
-      }
-      return registerIn(txn, spec, now, 'later');
-    });
+    const { index, result } = await this.#registrations.submit({ spec, now: this.#clock.now(), ...opts });
     this.#log.info({ jobId: spec.id, namespace: spec.namespace, evalId: result.evaluation.id, status: result.evaluation.status }, 'job registered');
     return { ...result, index };
   }

@@ -61,6 +61,8 @@ export function problemsAgainstState(spec: JobSpec, reader: StateReader): JobPro
  */
 function pluginOwnerProblems(spec: JobSpec, reader: StateReader): JobProblem[] {
   const problems: JobProblem[] = [];
+  // Most jobs run no plugin: no pass over every job then (a registration's cost stays flat as jobs pile up).
+  if (!spec.groups.some((g) => g.tasks.some((t) => t.csiPlugin))) return problems;
   const owners = new Map<string, string>();
   for (const job of reader.list('jobs', { filter: (j) => !j.stop && !(j.namespace === spec.namespace && j.id === spec.id) })) {
     for (const g of job.groups) for (const t of g.tasks) if (t.csiPlugin) owners.set(t.csiPlugin.id, `${job.namespace}/${job.id}`);
