@@ -233,7 +233,7 @@ export class EvalWorker {
     const left = until - this.#clock.now();
     if (!this.#quiet || left <= 0) return;
     const deadline = new AbortController();
-    const signal = AbortSignal.any([deadline.signal, this.#life.signal]);
+    const signal = linkSignals([deadline.signal, this.#life.signal]).signal; // unlinked by deadline.abort()
     await Promise.race([this.#quiet(), this.#clock.sleep(left, signal).catch(() => undefined)]);
     deadline.abort();
   }
