@@ -1,4 +1,5 @@
 import { BerthError } from './errors.js';
+import { linkSignals } from './linked-signal.js';
 import type { Logger } from './logger.js';
 
 /**
@@ -163,14 +164,17 @@ export class Lifecycle {
    */
   run<T>(fn: (signal: AbortSignal) => Promise<T>, opts: { signal?: AbortSignal } = {}): Promise<T> {
     if (this.#state !== 'running' || this.#ac.signal.aborted) return Promise.reject(this.#refuse(this.#state, 'work'));
-    // A signal of its own per run: listeners attach to it, never pile up on the shared one.
-    const signal = opts.signal ? AbortSignal.any([opts.signal, this.#ac.signal]) : AbortSignal.any([this.#ac.signal]);
+    // A signal of its own per run: listeners attach to it, never pile up on the
+    // shared one; unlinked once the work settles (linkSignals: AbortSignal.any leaks).
+    const link = linkSignals(opts.signal ? [opts.signal, this.#ac.signal] : [this.#ac.signal]);
     let work: Promise<T>;
     try {
-      work = fn(signal);
+      work = fn(link.signal);
     } catch (err) {
+      link.unlink();
       return Promise.reject(err);
     }
+    work.then(link.unlink, link.unlink);
     return this.#add(work);
   }
 

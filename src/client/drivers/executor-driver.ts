@@ -8,7 +8,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AbortedError, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
+import { AbortedError, linkSignals, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
 import { DriverError } from './driver-error.js';
@@ -288,12 +288,14 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<ExitResult> {
     const rec = this.#record(taskId);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, this.#stopping.signal]) : this.#stopping.signal;
+    const link = opts.signal ? linkSignals([opts.signal, this.#stopping.signal]) : undefined;
     try {
-      return await this.#waitExit(rec, signal);
+      return await this.#waitExit(rec, link?.signal ?? this.#stopping.signal);
     } catch (err) {
       if (this.#stopping.signal.aborted) throw this.#shutDownError();
       throw err;
+    } finally {
+      link?.unlink();
     }
   }
 

@@ -1,6 +1,7 @@
 import { type Channel, type Metadata } from 'nice-grpc';
 import { type CallOptions } from './base-plugin.js';
 import { callError, shutdownError } from './_status.js';
+import { linkSignals } from '../../lib/index.js';
 
 /** What every call through a PluginConnection gets: the combined signal and a trailer sink. */
 export interface WireCallOptions {
@@ -39,12 +40,14 @@ export class PluginConnection {
   /** One unary call with Berth's error mapping. Throws DriverPluginError / AbortedError. */
   async unary<T>(rpc: string, call: (o: WireCallOptions) => Promise<T>, opts: CallOptions = {}): Promise<T> {
     if (this.shutDown) throw shutdownError(this.plugin, rpc);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, this.#done.signal]) : this.#done.signal;
+    const link = opts.signal ? linkSignals([opts.signal, this.#done.signal]) : undefined;
     let trailer: Metadata | undefined;
     try {
-      return await call({ signal, onTrailer: (t) => (trailer = t) });
+      return await call({ signal: link?.signal ?? this.#done.signal, onTrailer: (t) => (trailer = t) });
     } catch (err) {
       throw callError(this.plugin, rpc, err, { shutDown: this.shutDown, callerSignal: opts.signal, trailer });
+    } finally {
+      link?.unlink();
     }
   }
 
@@ -56,13 +59,15 @@ export class PluginConnection {
   async *stream<T>(rpc: string, call: (o: WireCallOptions) => AsyncIterable<T>, opts: { signal?: AbortSignal } = {}): AsyncGenerator<T, void, undefined> {
     if (this.shutDown) throw shutdownError(this.plugin, rpc);
     if (opts.signal?.aborted) return;
-    const signal = opts.signal ? AbortSignal.any([opts.signal, this.#done.signal]) : this.#done.signal;
+    const link = opts.signal ? linkSignals([opts.signal, this.#done.signal]) : undefined;
     let trailer: Metadata | undefined;
     try {
-      yield* call({ signal, onTrailer: (t) => (trailer = t) });
+      yield* call({ signal: link?.signal ?? this.#done.signal, onTrailer: (t) => (trailer = t) });
     } catch (err) {
       if (!this.shutDown && opts.signal?.aborted) return;
       throw callError(this.plugin, rpc, err, { shutDown: this.shutDown, trailer });
+    } finally {
+      link?.unlink();
     }
     if (this.shutDown) throw shutdownError(this.plugin, rpc);
   }

@@ -8,7 +8,7 @@
 // It wakes on store changes and at the next time a verdict is due, on the
 // injectable clock.
 
-import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isActiveDeployment, rolls, specOfJob, type Deployment, type Job, type JobSpec } from '../../structs/index.js';
 import { rowKey, type DataTable, type StateStore, type WriteTxn } from '../state/index.js';
 import { judgeHealth } from './alloc-health.js';
@@ -193,7 +193,7 @@ export class DeploymentWatcher {
     while (!signal.aborted) {
       try {
         const wake = new AbortController();
-        const both = AbortSignal.any([signal, wake.signal]);
+        const both = linkSignals([signal, wake.signal]).signal; // unlinked by wake.abort()
         if (nextAt !== undefined) this.#clock.sleep(Math.max(0, nextAt - this.#clock.now()), both).then(() => wake.abort(), () => undefined);
         const index = await this.#store.blockUntil(TOPICS, this.#lastIndex, { signal: both }).catch((err: unknown) => {
           if (signal.aborted) throw err;

@@ -7,7 +7,7 @@
 // replacement waits, blocked, until the old claim is released), and ends the
 // drain when the node is empty and its claims are released.
 
-import { AbortedError, describeError, Lifecycle, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type DataTable, type StateStore } from '../state/index.js';
 import { decideDrain, jobKey, type DrainDecision } from './drain-decisions.js';
@@ -79,7 +79,7 @@ export class NodeDrainer {
   /** Waits for a store change after `index`, or until `at` on the clock; rejects only when `signal` fires. */
   async #waitForChange(index: number, at: number | undefined, signal: AbortSignal): Promise<void> {
     const woken = new AbortController();
-    const both = AbortSignal.any([signal, woken.signal]);
+    const both = linkSignals([signal, woken.signal]).signal; // unlinked by woken.abort()
     if (at !== undefined) {
       this.#clock.sleep(Math.max(0, at - this.#clock.now()), both).then(
         () => woken.abort(),

@@ -16,7 +16,7 @@
 //   left by a previous server are picked up.
 
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isClientTerminal, type Allocation, type Evaluation, type Node } from '../../structs/index.js';
 import { rowKey, type DataTable, type StateStore, type StoreEvent } from '../state/index.js';
 import { DEFAULT_EVAL_BATCH, type JobService } from './job-service.js';
@@ -236,7 +236,7 @@ export class EvalWorker {
     const left = until - this.#clock.now();
     if (!this.#quiet || left <= 0) return;
     const deadline = new AbortController();
-    const signal = AbortSignal.any([deadline.signal, this.#life.signal]);
+    const signal = linkSignals([deadline.signal, this.#life.signal]).signal; // unlinked by deadline.abort()
     await Promise.race([this.#quiet(), this.#clock.sleep(left, signal).catch(() => undefined)]);
     deadline.abort();
   }
@@ -271,9 +271,10 @@ export class EvalWorker {
     cur?.abort.abort();
     const abort = new AbortController();
     this.#timers.set(key, { at, abort });
-    const signal = AbortSignal.any([abort.signal, this.#life.signal]);
-    this.#clock.sleep(Math.max(0, at - this.#clock.now()), signal).then(
+    const link = linkSignals([abort.signal, this.#life.signal]);
+    this.#clock.sleep(Math.max(0, at - this.#clock.now()), link.signal).then(
       () => {
+        link.unlink();
         if (this.#timers.get(key)?.abort === abort) this.#timers.delete(key);
         void this.#life.track(this.#evaluate(key, 'reschedule'));
       },

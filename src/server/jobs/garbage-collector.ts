@@ -7,7 +7,7 @@
 // gc) ignores both limits. A node drops an allocation the server no longer
 // lists (after it has stopped, which is all that is ever collected).
 
-import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isClientTerminal, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type StateReader, type StateStore, type StoreEvent, type WriteTxn } from '../state/index.js';
 
@@ -167,7 +167,7 @@ export class GarbageCollector {
             await this.collect();
           }
           const tick = new AbortController();
-          const both = AbortSignal.any([signal, tick.signal]);
+          const both = linkSignals([signal, tick.signal]).signal; // unlinked by tick.abort()
           const waits = [
             this.#store.blockUntil(['allocations', 'claims'], seen, { signal: both }),
             this.#clock.sleep(Math.max(1, nextRun - this.#clock.now()), both),

@@ -6,7 +6,7 @@
 // time passed while no leader ran, as Nomad does; a job registered or
 // changed later is picked up from the store's changes.
 
-import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { nextLaunch, type Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type StateStore } from '../state/index.js';
 import { periodicLaunchOf } from './child-jobs.js';
@@ -83,7 +83,7 @@ export class PeriodicDispatcher {
           }
           for (const key of this.#last.keys()) if (!jobs.some((j) => rowKey(j.namespace, j.id) === key)) this.#last.delete(key);
           const tick = new AbortController();
-          const both = AbortSignal.any([signal, tick.signal]);
+          const both = linkSignals([signal, tick.signal]).signal; // unlinked by tick.abort()
           const waits: Array<Promise<unknown>> = [this.#store.blockUntil(['jobs'], seen, { signal: both })];
           if (Number.isFinite(wake)) waits.push(this.#clock.sleep(Math.max(1, wake - this.#clock.now()), both));
           await Promise.race(waits).finally(() => tick.abort());

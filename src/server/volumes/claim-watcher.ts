@@ -3,6 +3,7 @@ import {
   backoffDelay,
   describeError,
   Lifecycle,
+  linkSignals,
   silentLogger,
   systemClock,
   type BackoffPolicy,
@@ -182,7 +183,7 @@ export class ClaimWatcher {
         }
         const wake = new AbortController();
         this.#wake = wake;
-        const both = AbortSignal.any([signal, wake.signal]);
+        const both = linkSignals([signal, wake.signal]).signal; // unlinked by wake.abort()
         // A release that finishes changes claims, which wakes the blocking read;
         // one that fails wakes the loop (#wake) to schedule its backoff.
         const waits: Promise<unknown>[] = [this.#store.blockUntil(['claims', 'allocations', 'nodes'], seen, { signal: both })];
