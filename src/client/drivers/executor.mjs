@@ -210,13 +210,22 @@ function leaseAge(file) {
   }
 }
 
-/** @param {string} file @param {unknown} value */
-function writeJsonAtomic(file, value) {
+/**
+ * Replaces `file` with `value` as JSON, whole or not at all (temp file, rename).
+ * With `sync`, the data is fsynced before the rename, so that a power cut too
+ * leaves the old or the new content. Without it the record survives a crash
+ * or SIGKILL of the agent and of this process (the kernel's page cache), not
+ * a power cut: right for a record that a power cut makes moot anyway.
+ * @param {string} file @param {unknown} value @param {{ sync: boolean }} opts
+ */
+function writeJsonAtomic(file, value, { sync }) {
   const tmp = `${file}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(value));
-  const fd = fs.openSync(tmp, 'r');
-  fs.fsyncSync(fd);
-  fs.closeSync(fd);
+  if (sync) {
+    const fd = fs.openSync(tmp, 'r');
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+  }
   fs.renameSync(tmp, file);
 }
 
@@ -374,9 +383,11 @@ async function runTask(cfg, report) {
     // exited already; exit.json will tell
   }
   const started = { taskPid: pid, taskStartTicks, executorStartTicks: startTicks(process.pid) };
-  // Durable before the agent hears of it: an agent killed before it recorded the task finds it here.
+  // Written before the agent hears of it: an agent killed before it recorded the task finds it here.
+  // Not fsynced: it is on every task start's path (an fsync is milliseconds), and only a power cut
+  // could lose it, which ends the task it names too (as the agent's own store, synchronous=NORMAL).
   try {
-    writeJsonAtomic(path.join(cfg.stateDir, 'started.json'), started);
+    writeJsonAtomic(path.join(cfg.stateDir, 'started.json'), started, { sync: false });
   } catch (err) {
     note(cfg.stateDir, `cannot record the start: ${/** @type {Error} */ (err).message}`);
   }
@@ -425,7 +436,7 @@ async function runTask(cfg, report) {
     const finish = () => {
       for (const f of files) f.close();
       try {
-        writeJsonAtomic(path.join(cfg.stateDir, 'exit.json'), record);
+        writeJsonAtomic(path.join(cfg.stateDir, 'exit.json'), record, { sync: true });
       } catch (err) {
         note(cfg.stateDir, `cannot record the exit: ${/** @type {Error} */ (err).message}`);
       }
