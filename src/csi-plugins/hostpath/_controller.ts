@@ -195,7 +195,7 @@ export function createControllerService(ctx: HostpathContext): ControllerService
         await materialise(layout.volumeDir(record.key), sourceDir);
         store.volumes.set(id, record);
         try {
-          await store.persist();
+          await store.persist('controller');
         } catch (err) {
           store.volumes.delete(id);
           await rm(layout.volumeDir(record.key), { recursive: true, force: true });
@@ -218,7 +218,7 @@ export function createControllerService(ctx: HostpathContext): ControllerService
         const busy = await inUse(vol);
         if (busy) throw grpcError(Status.FAILED_PRECONDITION, busy);
         store.volumes.delete(id);
-        await store.persist();
+        await store.persist('controller');
         await rm(layout.volumeDir(vol.key), { recursive: true, force: true });
         log.info({ volumeId: id }, 'volume deleted');
         return {};
@@ -257,7 +257,7 @@ export function createControllerService(ctx: HostpathContext): ControllerService
         }
         vol.published = [...vol.published, { nodeId, readonly: req.readonly, capability }];
         try {
-          await store.persist();
+          await store.persist('controller');
         } catch (err) {
           vol.published = vol.published.filter((p) => p.nodeId !== nodeId);
           throw err;
@@ -281,7 +281,7 @@ export function createControllerService(ctx: HostpathContext): ControllerService
         vol.published = req.nodeId === '' ? [] : before.filter((p) => p.nodeId !== req.nodeId);
         if (vol.published.length !== before.length) {
           try {
-            await store.persist();
+            await store.persist('controller');
           } catch (err) {
             vol.published = before;
             throw err;
@@ -374,7 +374,7 @@ export function createControllerService(ctx: HostpathContext): ControllerService
         await materialise(layout.snapshotDir(record.key), layout.volumeDir(vol.key));
         store.snapshots.set(id, record);
         try {
-          await store.persist();
+          await store.persist('controller');
         } catch (err) {
           store.snapshots.delete(id);
           await rm(layout.snapshotDir(record.key), { recursive: true, force: true });
@@ -394,7 +394,7 @@ export function createControllerService(ctx: HostpathContext): ControllerService
         const snap = store.snapshots.get(id);
         if (!snap) return {};
         store.snapshots.delete(id);
-        await store.persist();
+        await store.persist('controller');
         await rm(layout.snapshotDir(snap.key), { recursive: true, force: true });
         log.info({ snapshotId: id }, 'snapshot deleted');
         return {};
@@ -434,7 +434,7 @@ export function createControllerService(ctx: HostpathContext): ControllerService
           const before = vol.capacityBytes;
           vol.capacityBytes = target;
           try {
-            await store.persist();
+            await store.persist('controller');
           } catch (err) {
             vol.capacityBytes = before;
             throw err;

@@ -116,7 +116,7 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
         if (!rec?.staged) {
           nodeRecord(id).staged = { path: staging, capability };
           try {
-            await store.persist();
+            await store.persist('node');
           } catch (err) {
             if (state.kind === 'none') await unmount(real);
             nodeRecord(id).staged = undefined;
@@ -141,7 +141,7 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
         const volumeDir = layout.volumeDir(vol.key);
         const rec = store.nodeVolumes.get(id);
         if (rec) {
-          if (await pruneTargets(rec, volumeDir)) await store.persist();
+          if (await pruneTargets(rec, volumeDir)) await store.persist('node');
           if (rec.targets.length > 0) {
             throw grpcError(Status.FAILED_PRECONDITION, `volume is still published at ${rec.targets.length} target path(s); NodeUnpublishVolume first`);
           }
@@ -159,7 +159,7 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
         if (rec?.staged?.path === staging) {
           rec.staged = undefined;
           if (rec.targets.length === 0) store.nodeVolumes.delete(id);
-          await store.persist();
+          await store.persist('node');
         }
         if (unmounted) log.info({ volumeId: id, stagingPath: staging }, 'volume unstaged');
         return {};
@@ -209,7 +209,7 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
           if (!same) throw grpcError(Status.ALREADY_EXISTS, 'volume is already published at target_path with a different capability or readonly flag');
           if (!known) {
             rec.targets.push({ path: target, readonly, capability });
-            await store.persist();
+            await store.persist('node');
           }
           return {};
         }
@@ -229,7 +229,7 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
           await bindMount(realStaging, real);
           if (readonly) await remountReadOnly(real);
           rec.targets.push({ path: target, readonly, capability });
-          await store.persist();
+          await store.persist('node');
         } catch (err) {
           rec.targets = rec.targets.filter((t) => t.path !== target);
           await unmountOurs(real, volumeDir).catch(() => undefined);
@@ -278,7 +278,7 @@ export function createNodeService(ctx: HostpathContext): NodeServiceImplementati
         if (rec && known) {
           rec.targets = rec.targets.filter((t) => t.path !== target);
           if (!rec.staged && rec.targets.length === 0) store.nodeVolumes.delete(id);
-          await store.persist();
+          await store.persist('node');
         }
         return {};
       } finally {

@@ -38,6 +38,24 @@ describe('hostpath state', () => {
     assert.equal(b.nextSeq(), 3);
   });
 
+  it('a monolith writes only the file whose records a call changed (a NodeStage leaves the controller file as it was)', async () => {
+    const a = new StateStore({ dir, controller: true, node: true, nodeId: 'n1' });
+    await a.load();
+    a.volumes.set('v1', volume('v1', a.nextSeq()));
+    await a.persist('controller');
+    assert.deepEqual(await readdir(dir), [CONTROLLER_STATE_FILE], 'no node file for a controller change');
+    const controllerBefore = await readFile(path.join(dir, CONTROLLER_STATE_FILE), 'utf8');
+    a.nodeVolumes.set('v1', { volumeId: 'v1', staged: { path: '/stage', capability }, targets: [] });
+    // A controller change not persisted yet stays off disk when only the node's records are written.
+    a.volumes.set('v2', volume('v2', a.nextSeq()));
+    await a.persist('node');
+    assert.equal(await readFile(path.join(dir, CONTROLLER_STATE_FILE), 'utf8'), controllerBefore);
+    const b = new StateStore({ dir, controller: true, node: true, nodeId: 'n1' });
+    await b.load();
+    assert.deepEqual(b.nodeVolumes.get('v1')?.staged, { path: '/stage', capability });
+    assert.deepEqual([...b.volumes.keys()], ['v1']);
+  });
+
   it('two node instances on one node (a plugin update): each sees what the other staged, and neither drops the other\'s records', async () => {
     const old = new StateStore({ dir, controller: false, node: true, nodeId: 'n1' });
     await old.load();

@@ -195,12 +195,15 @@ export class StateStore {
   }
 
   /**
-   * Writes the owned files as the records stand when the write runs. Writes
-   * are queued, so a persist() that resolves covers every change made
-   * before it was called. Safe to call often; throws on I/O errors.
+   * Writes the owned files (`which`: only the controller's records, only the
+   * node's, or both) as the records stand when the write runs. Writes are
+   * queued, so a persist() that resolves covers every change made to those
+   * records before it was called. A call names the records it changed: each
+   * file costs two fsyncs, and a monolith's ControllerPublish or NodeStage
+   * changes only one of them. Safe to call often; throws on I/O errors.
    */
-  persist(): Promise<void> {
-    const write = this.#writes.then(() => this.#writeNow());
+  persist(which: 'controller' | 'node' | 'both' = 'both'): Promise<void> {
+    const write = this.#writes.then(() => this.#writeNow(which));
     // Keep the queue going after a failed write; the caller still sees the failure.
     this.#writes = write.catch(() => undefined);
     return write;
@@ -211,8 +214,8 @@ export class StateStore {
     return this.#writes;
   }
 
-  async #writeNow(): Promise<void> {
-    if (this.#ownsController) {
+  async #writeNow(which: 'controller' | 'node' | 'both'): Promise<void> {
+    if (this.#ownsController && which !== 'node') {
       const file: ControllerFile = {
         version: FORMAT_VERSION,
         nextSeq: this.#nextSeq,
@@ -221,7 +224,7 @@ export class StateStore {
       };
       await writeAtomic(this.controllerFile, JSON.stringify(file, null, 1));
     }
-    if (this.#ownsNode) {
+    if (this.#ownsNode && which !== 'controller') {
       // Our changes over the file's records: another instance's changes to other volumes stay.
       const before = new Map(this.#nodeSynced);
       const dirty = [...new Set([...this.nodeVolumes.keys(), ...before.keys()])].filter((id) => nodeJson(this.nodeVolumes.get(id)) !== before.get(id));
