@@ -49,12 +49,14 @@ export class VolumeMountsTaskHook implements TaskHook {
         continue;
       }
       const target = this.#hostTarget(m.destination);
-      await mkdir(target, { recursive: true });
+      // A directory this call made holds no mount: the mount table (a read that waits on the
+      // kernel's mount lock, on the agent's loop) is read only for one that was already there.
+      const made = (await mkdir(target, { recursive: true })) !== undefined;
       if (!this.#record.binds.includes(target)) {
         this.#record.binds.push(target);
         this.#save();
       }
-      if (isMountPoint(target)) continue;
+      if (!made && isMountPoint(target)) continue;
       // One mount(8) run does it all (util-linux >= 2.27): the bind, its read-only remount, and
       // private propagation, so that the task's copy shares no later mount events with the
       // plugin's target. Each run is a process start on the task's critical path.
