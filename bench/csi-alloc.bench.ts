@@ -15,21 +15,25 @@
 //   to the node       -> the node built its runner (the task's Received event)
 //   claim + setup     -> the volume mounted (Volume Mounted event), minus the
 //                        node's CSI calls: the claim round trip to the server
-//                        (ControllerPublish inside it), the alloc dir, hooks
+//                        (the leader claims ahead as it places the allocation:
+//                        the node's claim waits for what is left of that
+//                        claim's ControllerPublish), the alloc dir, hooks
 //   NodeStage/Publish the node plugin's NodeStageVolume + NodePublishVolume
 //                        (the agent's berth_csi_call_duration_seconds)
 //   task start        Volume Mounted -> the task's Started event
 //   status back       Started -> the API answers `running` (report to the
 //                        server, its write, the blocking read's wake-up)
-// ControllerPublishVolume (inside the claim) is printed apart, and so is the
+// ControllerPublishVolume (the claim's) is printed apart, and so is the
 // CPU time the agent (with the mount processes it ran and reaped) and the
 // plugin used per run, from /proc (the machine may be busy: CPU time moves
-// less with its load than wall time does). The machine's
+// less with its load than wall time does), and the gRPC calls the agent
+// sent the plugin per run. The machine's
 // load average is printed beside the figures (the machine may be shared).
 // BENCH_CSI_ALLOC_LOG=file runs the agent at `--log-level debug` and copies
 // its log there (every step on the agent's clock; the figures then include
-// the logging); BENCH_CSI_ALLOC_CPU_PROF=dir runs it under `node --cpu-prof`
-// and writes beside the profile `windows.json`, each timed run's
+// the logging) and prints the HTTP requests per run by caller and route;
+// BENCH_CSI_ALLOC_CPU_PROF=dir runs it under `node --cpu-prof` and writes
+// beside the profile `windows.json`, each timed run's
 // [start, end] on the monotonic clock in microseconds (the profile's clock),
 // so that a profile can be cut to the timed windows.
 
@@ -52,10 +56,14 @@ interface Sample {
   allocId: string;
   /** The run's window on the monotonic clock, microseconds. */
   window: [number, number];
+  /** The same on the wall clock, milliseconds (the agent's log times). */
+  wall: [number, number];
   totalMs: number;
   submitMs: number;
   steps: Record<Step, number>;
   controllerPublishMs: number;
+  /** gRPC calls the agent sent the plugin during the run, by RPC (probes included). */
+  csiCalls: Record<string, number>;
   /** CPU ticks the agent (with the children it reaped) and the plugin used during the run. */
   agentTicks: number;
   pluginTicks: number;
@@ -127,21 +135,24 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
   });
   await agent.start();
   const call = agentApi(agent);
-  /** Sum (ms) of the agent's CSI call durations to the plugin, by RPC. */
-  const csiMs = async (): Promise<Record<string, number>> => {
+  /** Sum (ms) of the agent's CSI call durations to the plugin, and how many calls, by RPC. */
+  const csiMs = async (): Promise<{ ms: Record<string, number>; calls: Record<string, number> }> => {
     const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
-    const out: Record<string, number> = {};
+    const out = { ms: {} as Record<string, number>, calls: {} as Record<string, number> };
     for (const line of (await res.text()).split('\n')) {
-      const m = /^berth_csi_call_duration_seconds_sum\{([^}]*)\} (\S+)$/.exec(line);
+      const m = /^berth_csi_call_duration_seconds_(sum|count)\{([^}]*)\} (\S+)$/.exec(line);
       if (!m) continue;
-      const labels = Object.fromEntries([...(m[1] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+      const labels = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
       if (labels['plugin'] !== PLUGIN) continue;
       const rpc = labels['rpc'] ?? '';
-      out[rpc] = (out[rpc] ?? 0) + Number(m[2]) * 1000;
+      if (m[1] === 'sum') out.ms[rpc] = (out.ms[rpc] ?? 0) + Number(m[3]) * 1000;
+      else out.calls[rpc] = (out.calls[rpc] ?? 0) + Number(m[3]);
     }
     return out;
   };
 
+  /** The timed runs' wall-clock windows, for the log's request counts. */
+  const timed: Sample[] = [];
   try {
     // The plugin's data dir names its process (pidWith below).
     await call('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN }) });
@@ -184,7 +195,8 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const mono1 = Number(process.hrtime.bigint() / 1000n);
       const ticks1 = [cpuTicks(agentPid), cpuTicks(pluginPid)] as const;
       const after = await csiMs();
-      const spent = (rpc: string): number => (after[rpc] ?? 0) - (before[rpc] ?? 0);
+      const spent = (rpc: string): number => (after.ms[rpc] ?? 0) - (before.ms[rpc] ?? 0);
+      const csiCalls = Object.fromEntries(Object.keys(after.calls).map((rpc) => [rpc, (after.calls[rpc] ?? 0) - (before.calls[rpc] ?? 0)]).filter(([, n]) => (n as number) > 0));
       const events = Object.values(alloc.taskStates)[0]?.events ?? [];
       const at = (type: string): number => {
         const e = events.find((x) => x.type === type);
@@ -198,6 +210,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       return {
         allocId,
         window: [mono0, mono1],
+        wall: [t0, running],
         totalMs: running - t0,
         submitMs: submitted - t0,
         steps: {
@@ -209,12 +222,13 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
           'status back': running - started,
         },
         controllerPublishMs: spent('ControllerPublishVolume'),
+        csiCalls,
         agentTicks: ticks1[0] - ticks0[0],
         pluginTicks: ticks1[1] - ticks0[1],
       };
     };
 
-    const samples: Sample[] = [];
+    const samples: Sample[] = timed;
     const loadBefore = load();
     for (let i = 0; i < WARMUP + RUNS; i++) {
       const jobId = `csi-alloc-${i}`;
@@ -242,8 +256,12 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
     console.log(`  alloc with a CSI volume, POST /v1/jobs -> GET /v1/allocation/:id running: p50 ${total.p50} ms, p99 ${total.p99} ms (${samples.length} runs; load ${loadBefore} -> ${loadAfter})`);
     console.log(`    the POST itself answered: p50 ${submit.p50} ms, p99 ${submit.p99} ms`);
     for (const k of STEPS) console.log(`    ${k.padEnd(18)} p50 ${String(steps[k].p50).padStart(6)} ms, p99 ${String(steps[k].p99).padStart(6)} ms`);
-    console.log(`    (inside the claim: ControllerPublishVolume p50 ${controllerPublish.p50} ms)`);
+    console.log(`    (the claim's ControllerPublishVolume, mostly before the node asks: p50 ${controllerPublish.p50} ms)`);
     console.log(`    CPU per run (mean): agent ${cpu.agentMs} ms (with the mount processes it ran), plugin ${cpu.pluginMs} ms`);
+    const calls: Record<string, number> = {};
+    for (const smp of samples) for (const [rpc, n] of Object.entries(smp.csiCalls)) calls[rpc] = (calls[rpc] ?? 0) + n;
+    const callsPerRun = Object.fromEntries(Object.entries(calls).map(([rpc, n]) => [rpc, round(n / samples.length)]));
+    console.log(`    CSI calls to the plugin per run (mean): ${Object.entries(callsPerRun).map(([rpc, n]) => `${rpc} ${n}`).join(', ')}`);
     return {
       runs: samples.length,
       apiToRunningMs: total,
@@ -251,10 +269,34 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       stepsMs: steps,
       controllerPublishMs: controllerPublish,
       cpuPerRunMs: cpu,
+      csiCallsPerRun: callsPerRun,
       load: { before: loadBefore, after: loadAfter },
     };
   } finally {
     await agent.stop('SIGINT');
-    if (logFile) copyFileSync(join(agentDir, 'agent.log'), logFile);
+    if (logFile) {
+      copyFileSync(join(agentDir, 'agent.log'), logFile);
+      if (timed.length) console.log(`    HTTP requests per run (mean, from the agent's log): ${httpPerRun(logFile, timed.map((t) => t.wall))}`);
+    }
   }
+}
+
+/** The agent's HTTP requests inside the timed runs' wall-clock windows, by caller and route, per run. */
+function httpPerRun(logFile: string, windows: ReadonlyArray<[number, number]>): string {
+  const counts = new Map<string, number>();
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('"component":"http"')) continue;
+    let rec: { time?: number; route?: string; method?: string; caller?: string; ms?: number };
+    try {
+      rec = JSON.parse(line) as typeof rec;
+    } catch {
+      continue;
+    }
+    // A request is logged when it answers: count it in the window it started in.
+    const started = (rec.time ?? 0) - (rec.ms ?? 0);
+    if (!windows.some(([a, b]) => started >= a && started <= b)) continue;
+    const key = `${rec.caller ?? '?'} ${rec.method ?? ''} ${rec.route ?? ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${round(n / windows.length)}`).join('; ');
 }
