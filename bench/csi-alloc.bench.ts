@@ -15,9 +15,8 @@
 //   to the node       -> the node built its runner (the task's Received event)
 //   claim + setup     -> the volume mounted (Volume Mounted event), minus the
 //                        node's CSI calls: the claim round trip to the server
-//                        (the leader claims ahead as it places the allocation:
-//                        the node's claim waits for what is left of that
-//                        claim's ControllerPublish), the alloc dir, hooks
+//                        (with the claim's ControllerPublishVolume), the alloc
+//                        dir, hooks
 //   NodeStage/Publish the node plugin's NodeStageVolume + NodePublishVolume
 //                        (the agent's berth_csi_call_duration_seconds)
 //   task start        Volume Mounted -> the task's Started event
