@@ -255,7 +255,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
     console.log(`  alloc with a CSI volume, POST /v1/jobs -> GET /v1/allocation/:id running: p50 ${total.p50} ms, p99 ${total.p99} ms (${samples.length} runs; load ${loadBefore} -> ${loadAfter})`);
     console.log(`    the POST itself answered: p50 ${submit.p50} ms, p99 ${submit.p99} ms`);
     for (const k of STEPS) console.log(`    ${k.padEnd(18)} p50 ${String(steps[k].p50).padStart(6)} ms, p99 ${String(steps[k].p99).padStart(6)} ms`);
-    console.log(`    (the claim's ControllerPublishVolume, mostly before the node asks: p50 ${controllerPublish.p50} ms)`);
+    console.log(`    (the claim's ControllerPublishVolume, inside claim + setup: p50 ${controllerPublish.p50} ms)`);
     console.log(`    CPU per run (mean): agent ${cpu.agentMs} ms (with the mount processes it ran), plugin ${cpu.pluginMs} ms`);
     const calls: Record<string, number> = {};
     for (const smp of samples) for (const [rpc, n] of Object.entries(smp.csiCalls)) calls[rpc] = (calls[rpc] ?? 0) + n;
