@@ -240,12 +240,17 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
   }, 10_000);
   let claimedMs = 0;
   let ms = 0;
+  let replaced = 0;
   try {
     await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
     // Claimed: every volume claimed and published to its allocation's node (the controller saw it).
     await c.fleet.until(() => (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) >= publishedBefore + count, signal);
     claimedMs = performance.now() - t2;
-    await c.waitAllocs('scale-csi', (l) => l.length === count && l.every(terminal), { pollMs: 500, signal });
+    // Every volume's allocation complete; one that failed (its claim refused) is replaced by the scheduler, and counted.
+    const allocs = await c.waitAllocs('scale-csi', (l) => l.filter((a) => a.clientStatus === 'complete').length >= count && l.every(terminal), { pollMs: 500, signal });
+    const failed = allocs.filter((a) => a.clientStatus !== 'complete');
+    replaced = failed.length;
+    if (failed.length > 0) console.log(`    ${failed.length} allocation(s) failed and were replaced, e.g. "${failed[0]?.clientDescription ?? ''}"`);
     await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count, signal);
     // Released: no volume holds a claim any more.
     for (let index = 0; claimsLeft !== 0; ) {
@@ -266,12 +271,13 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
   out['csiCreateMs'] = round(created);
   out['csiAllClaimedMs'] = round(claimedMs);
   out['csiAllReleasedMs'] = round(ms);
+  out['csiAllocsReplaced'] = replaced;
   out['csiLeaderCpuS'] = round(cpu, 2);
   out['csiLeaderCpuMsPerVolume'] = round((cpu * 1000) / count, 2);
   out['csiServersCpuS'] = round(serversCpu, 2);
   out['csiLoad'] = load();
   console.log(
-    `  ${count} CSI volumes created in ${round(created)} ms; all claimed and published (${published} ControllerPublish) ${round(claimedMs)} ms after the job's POST, all run, released and unpublished (${unpublished}) after ${round(ms)} ms; leader CPU ${out['csiLeaderCpuS']} s (${out['csiLeaderCpuMsPerVolume']} ms per volume), all servers ${out['csiServersCpuS']} s; ${load()}`,
+    `  ${count} CSI volumes created in ${round(created)} ms; all claimed and published (${published} ControllerPublish) ${round(claimedMs)} ms after the job's POST, all run (${replaced} allocations failed and replaced), released and unpublished (${unpublished}) after ${round(ms)} ms; leader CPU ${out['csiLeaderCpuS']} s (${out['csiLeaderCpuMsPerVolume']} ms per volume), all servers ${out['csiServersCpuS']} s; ${load()}`,
   );
 }
 
