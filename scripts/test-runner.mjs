@@ -30,8 +30,15 @@ const order = [...files].sort((a, b) => (known[b] ?? 0) - (known[a] ?? 0) || a.l
 const stream = run({ files: order.map((f) => join(root, f)), concurrency });
 let failed = false;
 const seconds = {};
-stream.on('test:fail', () => {
+// Every failure once more at the very end, so the last lines of a long run (all
+// a CI log may keep) name what failed and where.
+const failures = [];
+stream.on('test:fail', (data) => {
   failed = true;
+  if (data.details?.error?.failureType === 'subtestsFailed') return;
+  const cause = data.details?.error?.cause ?? data.details?.error;
+  const message = String(cause?.message ?? cause ?? '').split('\n').slice(0, 6).join('\n#     ');
+  failures.push(`# ${data.file ? relative(root, data.file) : '?'}: ${data.name}\n#     ${message}`);
 });
 stream.on('test:pass', (data) => {
   if (data.nesting !== 0 || !data.file) return;
@@ -48,4 +55,9 @@ stream.on('end', () => {
   process.exitCode = failed ? 1 : 0;
 });
 const reporter = process.stdout.isTTY ? new spec() : tap;
-stream.compose(reporter).pipe(process.stdout);
+const out = stream.compose(reporter);
+out.pipe(process.stdout, { end: false });
+out.on('end', () => {
+  if (failures.length === 0) return;
+  process.stdout.write(`# ${failures.length} failed:\n${failures.join('\n')}\n`);
+});
