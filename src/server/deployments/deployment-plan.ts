@@ -4,8 +4,29 @@
 // of older versions, and stamp the new allocations with it.
 
 import { randomUUID } from 'node:crypto';
-import { isActiveDeployment, rolls, type Deployment, type DeploymentGroupState, type Job, type JobVersion } from '../../structs/index.js';
+import { isDeepStrictEqual } from 'node:util';
+import { isActiveDeployment, rolls, specOfJob, type Deployment, type DeploymentGroupState, type Job, type JobVersion } from '../../structs/index.js';
 import { keyPrefix, rowKey, type RowInput, type StateReader, type WriteTxn } from '../state/index.js';
+
+/** Equal as JSON, whatever the order of keys (a job file in HCL and the same job in JSON list a config's keys differently). */
+export function sameSpec(a: unknown, b: unknown): boolean {
+  const plain = (v: unknown): unknown => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+  return isDeepStrictEqual(plain(a), plain(b));
+}
+
+/**
+ * The job's current version is the spec of an earlier version that was
+ * stable (an auto-revert, `job revert`, or the known-good file submitted
+ * again): its rollout has nothing new to try, so it places no canaries and
+ * waits for no promotion (Nomad sends such a revert through the canary
+ * phase, hashicorp/nomad#10882; a failed version then left the reverted job
+ * waiting for a promotion nobody expected).
+ */
+export function revertsToStable(reader: StateReader, job: Job): boolean {
+  if (!job.groups.some((g) => rolls(g.update) && g.update.canary > 0)) return false;
+  const spec = specOfJob(job);
+  return jobVersions(reader, job.namespace, job.id).some((v) => v.stable && v.version < job.version && v.job.createIndex === job.createIndex && sameSpec(specOfJob(v.job), spec));
+}
 
 /** The job's deployments, newest first. */
 export function jobDeployments(reader: StateReader, namespace: string, jobId: string): Deployment[] {

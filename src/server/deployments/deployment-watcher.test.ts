@@ -169,6 +169,41 @@ describe('rolling updates', () => {
     assert.equal(versionsOf(live()), '2,2,2');
   });
 
+  it('a revert to a stable version places no canaries and needs no promotion, and a revert that fails is not reverted again', async () => {
+    const update = { canary: 1, autoRevert: true };
+    await register(spec('1', update));
+    await settle();
+    await register(spec('2', update));
+    await settle();
+    await deployments.promote(latest().id);
+    for (let i = 0; i < 4 && latest().status === 'running'; i++) await settle();
+    assert.equal(latest().status, 'successful', latest().statusDescription);
+    // Version 2's canary never starts: the deployment fails at healthy_deadline while it is still pending.
+    await register(spec('3', update));
+    assert.equal(live().find((a) => a.jobVersion === 2)?.clientStatus, 'pending');
+    await clock.advance(10_000);
+    await watcher.tick();
+    assert.equal(latest().statusDescription, 'Failed due to unhealthy allocations - rolling back to job version 1');
+    await jobs.evaluatePending();
+    const revert = latest();
+    assert.equal(revert.jobVersion, 3);
+    assert.equal(revert.taskGroups['g']?.desiredCanaries, 0, 'the revert has no canary phase');
+    assert.equal(live().some((a) => a.deploymentStatus?.canary), false);
+    for (let i = 0; i < 6 && latest().status === 'running'; i++) await settle();
+    assert.equal(latest().status, 'successful', latest().statusDescription);
+    assert.equal(versionsOf(live()), '3,3,3');
+
+    // The same spec once more (the stable version submitted again) fails: nothing to revert to but itself.
+    await register(spec('2', { ...update, maxParallel: 2 }));
+    await register(spec('2', update));
+    assert.equal(latest().taskGroups['g']?.desiredCanaries, 0);
+    await settle((a) => a.jobVersion === 5);
+    const failed = latest();
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.statusDescription, 'Failed due to unhealthy allocations - not rolling back to stable job version 3: the job has the same spec');
+    assert.equal(store.snapshot().get('jobs', rowKey('default', 'web'))?.version, 5);
+  });
+
   it('an allocation not healthy by healthy_deadline fails the deployment; pause holds a rollout', async () => {
     await register(spec('1'));
     await settle();

@@ -12,7 +12,7 @@ import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type 
 import { isActiveDeployment, rolls, specOfJob, type Deployment, type Job, type JobSpec } from '../../structs/index.js';
 import { rowKey, type DataTable, type StateStore, type WriteTxn } from '../state/index.js';
 import { judgeHealth } from './alloc-health.js';
-import { jobVersions } from './deployment-plan.js';
+import { jobVersions, sameSpec } from './deployment-plan.js';
 
 /** What the watcher needs of the job service. */
 export interface DeploymentJobs {
@@ -102,9 +102,11 @@ export function advanceDeployment(txn: WriteTxn, id: string, now: number, memory
   let next: Deployment = { ...d, taskGroups };
   if (unhealthyReason || missedDeadline) {
     next = { ...next, status: 'failed', statusDescription: unhealthyReason ? 'Failed due to unhealthy allocations' : 'Failed due to progress deadline' };
-    Object.assign(out, revertPlan(txn, d, job, next));
-    next.statusDescription = out.revertTo ? `${next.statusDescription} - rolling back to job version ${out.revertTo.version}` : next.statusDescription;
-    if (Object.values(taskGroups).some((s) => s.autoRevert) && !out.revertTo) next.statusDescription += ' - no stable job version to auto revert to';
+    const plan = revertPlan(txn, d, job, next);
+    if (plan.revertTo) out.revertTo = plan.revertTo;
+    if (plan.revertTo) next.statusDescription += ` - rolling back to job version ${plan.revertTo.version}`;
+    else if (plan.sameSpecAs !== undefined) next.statusDescription += ` - not rolling back to stable job version ${plan.sameSpecAs}: the job has the same spec`;
+    else if (Object.values(taskGroups).some((s) => s.autoRevert)) next.statusDescription += ' - no stable job version to auto revert to';
     out.nextAt = undefined;
   } else if (done) {
     next = { ...next, status: 'successful', statusDescription: 'Deployment completed successfully' };
@@ -117,11 +119,17 @@ export function advanceDeployment(txn: WriteTxn, id: string, now: number, memory
   return out;
 }
 
-/** For a failed deployment with auto_revert: the latest stable version before it, unless it is the same spec. */
-function revertPlan(txn: WriteTxn, d: Deployment, job: Job, failed: Deployment): Pick<Outcome, 'revertTo'> {
+/**
+ * For a failed deployment with auto_revert: the latest stable version before
+ * it, unless that is the job's own spec (`sameSpecAs`: a revert that failed
+ * again; reverting once more would loop).
+ */
+function revertPlan(txn: WriteTxn, d: Deployment, job: Job, failed: Deployment): Pick<Outcome, 'revertTo'> & { sameSpecAs?: number } {
   if (!Object.values(failed.taskGroups).some((s) => s.autoRevert)) return {};
   const stable = jobVersions(txn, d.namespace, d.jobId).find((v) => v.stable && v.version < d.jobVersion && v.job.createIndex === job.createIndex);
-  return stable ? { revertTo: { version: stable.version, spec: specOfJob(stable.job) } } : {};
+  if (!stable) return {};
+  const spec = specOfJob(stable.job);
+  return sameSpec(spec, specOfJob(job)) ? { sameSpecAs: stable.version } : { revertTo: { version: stable.version, spec } };
 }
 
 export class DeploymentWatcher {

@@ -3,7 +3,7 @@
 // judges allocation health, promotes canaries, fails on deadlines and
 // reverts; the service answers the API (promote, fail, pause, resume, job
 // versions, revert, scale).
-export { currentDeployment, recordRollout, recordJobVersion, jobVersions, jobDeployments, getDeployment } from './deployment-plan.js';
+export { currentDeployment, recordRollout, revertsToStable, sameSpec, recordJobVersion, jobVersions, jobDeployments, getDeployment } from './deployment-plan.js';
 export { DeploymentWatcher, advanceDeployment, type DeploymentJobs, type DeploymentWatcherOptions } from './deployment-watcher.js';
 export { judgeHealth, type HealthVerdict } from './alloc-health.js';
 export { DeploymentService, DeploymentError, type DeploymentErrorCode, type DeploymentServiceOptions } from './deployment-service.js';

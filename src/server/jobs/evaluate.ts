@@ -35,7 +35,7 @@ import {
   type PlaceRequest,
   type StopDecision,
 } from '../scheduler/index.js';
-import { currentDeployment, recordRollout } from '../deployments/index.js';
+import { currentDeployment, recordRollout, revertsToStable } from '../deployments/index.js';
 import { keyPrefix, rowKey, type RowInput, type StateReader, type WriteTxn } from '../state/index.js';
 
 export interface EvaluateOptions {
@@ -291,7 +291,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       }
     } else {
       const deployment = currentDeployment(txn, job);
-      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, ...(deployment ? { deployment } : {}) });
+      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, ...(deployment ? { deployment } : {}), ...(revertsToStable(txn, job) ? { noCanaries: true } : {}) });
       stops = plan.stop;
       inPlace = plan.inPlace;
       requests = plan.place;

@@ -6,7 +6,6 @@
 // a run does.
 
 import { randomUUID } from 'node:crypto';
-import { isDeepStrictEqual } from 'node:util';
 import {
   JobValidationError,
   publicJob,
@@ -18,17 +17,11 @@ import {
   type JobSpec,
   type TaskGroup,
 } from '../../structs/index.js';
-import { recordJobVersion } from '../deployments/index.js';
+import { recordJobVersion, sameSpec } from '../deployments/index.js';
 import { rowKey, type ScratchTxn, type WriteTxn } from '../state/index.js';
 import { evaluateJob } from './evaluate.js';
 import { diffJobs } from './job-diff.js';
 import { problemsAgainstState } from './validate-job.js';
-
-/** Equal as JSON, whatever the order of keys (a job file in HCL and the same job in JSON list a config's keys differently). */
-export function sameSpec(a: unknown, b: unknown): boolean {
-  const plain = (v: unknown): unknown => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
-  return isDeepStrictEqual(plain(a), plain(b));
-}
 
 /** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
 const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;

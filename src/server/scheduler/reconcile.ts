@@ -57,6 +57,8 @@ export interface ReconcileOptions {
    * few at a time (see rollout.ts).
    */
   deployment?: Deployment;
+  /** The job's version reverts to a stable spec: its rollout places no canaries (deployments' revertsToStable). */
+  noCanaries?: boolean;
 }
 
 export interface ReconcileResult {
@@ -232,7 +234,7 @@ function reconcileGroup(
   }
   // Under an update block, only as many as the rollout allows now, lowest index first.
   const running = new Set(allocs.filter((a) => !isClientTerminal(a.clientStatus) && (a.index ?? 0) < group.count).map((a) => a.index ?? 0));
-  const budget = rolloutBudget(group, allocs, group.count - running.size, outdated.length, opts.deployment);
+  const budget = rolloutBudget(group, allocs, group.count - running.size, outdated.length, opts.deployment, opts.noCanaries);
   for (const alloc of outdated.sort((a, b) => (a.index ?? 0) - (b.index ?? 0)).slice(0, budget.limit)) {
     result.stop.push({ allocId: alloc.id, description: budget.canary ? 'replaced by a canary' : 'job updated', lost: false });
     const req: PlaceRequest = { group: group.name, index: alloc.index ?? 0, previousAllocation: alloc.id, rescheduleAttempts: 0 };

@@ -24,7 +24,9 @@ export interface RolloutBudget {
  * here, so they use the budget until placed); `outdated` counts the live
  * allocations of an older version. `deployment` is the job
  * version's deployment, absent before the first placement creates it.
- * Without a rolling update block everything may be replaced at once. Pure.
+ * Without a rolling update block everything may be replaced at once.
+ * `noCanaries`: the version reverts to a stable spec and rolls without its
+ * canaries. Pure.
  */
 export function rolloutBudget(
   group: TaskGroup,
@@ -32,6 +34,7 @@ export function rolloutBudget(
   missing: number,
   outdated: number,
   deployment: Deployment | undefined,
+  noCanaries = false,
 ): RolloutBudget {
   if (!rolls(group.update)) return { limit: Number.POSITIVE_INFINITY, canary: false };
   const update = group.update;
@@ -43,7 +46,7 @@ export function rolloutBudget(
   if (deployment && groupAllocs.some((a) => a.deploymentId === deployment.id && a.deploymentStatus?.healthy === false)) return { limit: 0, canary: false };
   const placed = state?.placedCanaries.length ?? 0;
   // Canaries only where something older runs (a new job's first allocations are no canaries).
-  if (update.canary > 0 && !state?.promoted && (outdated > 0 || placed > 0)) {
+  if (update.canary > 0 && !noCanaries && !state?.promoted && (outdated > 0 || placed > 0)) {
     return { limit: Math.max(0, update.canary - placed - missing), canary: true };
   }
   const waiting = ours.filter((a) => a.deploymentStatus?.healthy !== true).length;
