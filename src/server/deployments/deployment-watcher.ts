@@ -8,7 +8,7 @@
 // It wakes on store changes and at the next time a verdict is due, on the
 // injectable clock.
 
-import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isActiveDeployment, rolls, specOfJob, type Deployment, type Job, type JobSpec } from '../../structs/index.js';
 import { rowKey, type DataTable, type StateStore, type WriteTxn } from '../state/index.js';
 import { judgeHealth } from './alloc-health.js';
@@ -202,12 +202,12 @@ export class DeploymentWatcher {
       try {
         const wake = new AbortController();
         const both = linkSignals([signal, wake.signal]).signal; // unlinked by wake.abort()
-        if (nextAt !== undefined) this.#clock.sleep(Math.max(0, nextAt - this.#clock.now()), both).then(() => wake.abort(), () => undefined);
+        if (nextAt !== undefined) this.#clock.sleep(Math.max(0, nextAt - this.#clock.now()), both).then(() => wake.abort(WAIT_ENDED), () => undefined);
         const index = await this.#store.blockUntil(TOPICS, this.#lastIndex, { signal: both }).catch((err: unknown) => {
           if (signal.aborted) throw err;
           return this.#lastIndex; // the timer fired
         });
-        wake.abort();
+        wake.abort(WAIT_ENDED);
         this.#lastIndex = Math.max(this.#lastIndex, index);
         nextAt = await this.tick();
       } catch (err) {

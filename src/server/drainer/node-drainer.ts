@@ -7,7 +7,7 @@
 // replacement waits, blocked, until the old claim is released), and ends the
 // drain when the node is empty and its claims are released.
 
-import { AbortedError, describeError, Lifecycle, linkSignals, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type DataTable, type StateStore } from '../state/index.js';
 import { decideDrain, jobKey, type DrainDecision } from './drain-decisions.js';
@@ -82,7 +82,7 @@ export class NodeDrainer {
     const both = linkSignals([signal, woken.signal]).signal; // unlinked by woken.abort()
     if (at !== undefined) {
       this.#clock.sleep(Math.max(0, at - this.#clock.now()), both).then(
-        () => woken.abort(),
+        () => woken.abort(WAIT_ENDED),
         () => undefined,
       );
     }
@@ -92,7 +92,7 @@ export class NodeDrainer {
       if (signal.aborted) throw err;
       if (!woken.signal.aborted) throw err;
     } finally {
-      woken.abort();
+      woken.abort(WAIT_ENDED);
     }
   }
 

@@ -7,7 +7,7 @@
 // gc) ignores both limits. A node drops an allocation the server no longer
 // lists (after it has stopped, which is all that is ever collected).
 
-import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isClientTerminal, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type StateReader, type StateStore, type StoreEvent, type WriteTxn } from '../state/index.js';
 
@@ -172,7 +172,7 @@ export class GarbageCollector {
             this.#store.blockUntil(['allocations', 'claims'], seen, { signal: both }),
             this.#clock.sleep(Math.max(1, nextRun - this.#clock.now()), both),
           ];
-          await Promise.race(waits).finally(() => tick.abort());
+          await Promise.race(waits).finally(() => tick.abort(WAIT_ENDED));
           await Promise.allSettled(waits);
           if (signal.aborted) return;
           const snap = this.#store.snapshot();

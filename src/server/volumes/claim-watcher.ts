@@ -3,7 +3,7 @@ import {
   backoffDelay,
   describeError,
   Lifecycle,
-  linkSignals,
+  linkSignals, WAIT_ENDED,
   silentLogger,
   systemClock,
   type BackoffPolicy,
@@ -148,7 +148,7 @@ export class ClaimWatcher {
         const delay = backoffDelay(this.#backoff, failures, this.#random);
         this.#retry.set(key, { failures, notBefore: this.#clock.now() + delay });
         this.#mine.delete(key);
-        this.#wake?.abort();
+        this.#wake?.abort(WAIT_ENDED);
         this.#logger.warn({ claim: key, failures, delayMs: delay, err: describeError(err) }, 'claim release failed; backing off');
       },
     );
@@ -191,7 +191,7 @@ export class ClaimWatcher {
         const retryAt = retries.length ? Math.min(...retries) : undefined;
         if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both));
         await Promise.race(waits).catch(() => undefined);
-        wake.abort();
+        wake.abort(WAIT_ENDED);
         await Promise.allSettled(waits);
       }
     })());
