@@ -82,10 +82,14 @@ export class PeriodicDispatcher {
             } else wake = Math.min(wake, next);
           }
           for (const key of this.#last.keys()) if (!jobs.some((j) => rowKey(j.namespace, j.id) === key)) this.#last.delete(key);
+          // No launch due (no periodic job): a change of the jobs alone wakes the loop, with no timer to race.
+          if (!Number.isFinite(wake)) {
+            await this.#store.blockUntil(['jobs'], seen, { signal });
+            continue;
+          }
           const tick = new AbortController();
           const both = linkSignals([signal, tick.signal]).signal; // unlinked by tick.abort()
-          const waits: Array<Promise<unknown>> = [this.#store.blockUntil(['jobs'], seen, { signal: both })];
-          if (Number.isFinite(wake)) waits.push(this.#clock.sleep(Math.max(1, wake - this.#clock.now()), both));
+          const waits: Array<Promise<unknown>> = [this.#store.blockUntil(['jobs'], seen, { signal: both }), this.#clock.sleep(Math.max(1, wake - this.#clock.now()), both)];
           await Promise.race(waits).finally(() => tick.abort(WAIT_ENDED));
           await Promise.allSettled(waits);
         } catch (err) {
