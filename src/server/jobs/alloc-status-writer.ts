@@ -131,8 +131,7 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): {
         ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
         modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
       };
-      // Built from `alloc`, so its keys come in the same order: equal JSON is an unchanged row.
-      if (JSON.stringify(next) !== JSON.stringify(alloc)) txn.put('allocations', next);
+      if (reportChanged(alloc, next)) txn.put('allocations', next);
       syncAllocServices(txn, next, u.services);
       if (isLive(next) !== isLive(alloc) || isClientTerminal(next.clientStatus) !== isClientTerminal(alloc.clientStatus)) {
         jobs.add(rowKey(alloc.namespace, alloc.jobId));
@@ -147,6 +146,19 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): {
     if (status !== job.status) txn.put('jobs', { ...job, status });
   }
   return { outcomes };
+}
+
+/** The fields a report may change (see applyReports). */
+const REPORTED_FIELDS = ['clientStatus', 'clientDescription', 'taskStates', 'network', 'checks', 'modifyTime'] as const;
+
+/**
+ * Whether `next` (built from `alloc`, changing only REPORTED_FIELDS) differs
+ * from it: those fields compared as JSON (key order included, as the row's
+ * JSON would be), the rest are the same values. Pure.
+ */
+function reportChanged(alloc: Allocation, next: Allocation): boolean {
+  for (const f of REPORTED_FIELDS) if (next[f] !== alloc[f] && JSON.stringify(next[f]) !== JSON.stringify(alloc[f])) return true;
+  return false;
 }
 
 /**
