@@ -7,8 +7,11 @@
 //   - a batch job of 300 allocations is placed, each allocation run by the
 //     one node it was placed on, once, and all are reported complete;
 //   - a batch job claims 20 CSI volumes (one per allocation): each is
-//     published through the controller over the node connection, then
-//     released and unpublished, and no claim is left;
+//     published through the controller over the node connection to the
+//     node of its allocation, then released and unpublished, and no claim
+//     is left (on a loaded machine a leader change during a publish may
+//     fail an allocation, which is replaced: what matters is that every
+//     index completes and nothing stays attached);
 //   - with a service job running, the leader is SIGKILLed: another server
 //     leads, every node reconnects to it, and after every node heartbeated
 //     a full TTL's worth more, no node was marked down and the service's
@@ -63,23 +66,44 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
       });
     }
     await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('sim-csi', 'sv', 20) });
-    const allocs = await c.waitAllocs('sim-csi', (l) => l.length === 20 && l.every(terminal));
-    assert.ok(allocs.every((a) => a.clientStatus === 'complete'), allocs.map((a) => a.clientDescription).join('; '));
+    // Every index ends with one complete allocation. On a loaded machine a leader may change while a
+    // claim is being published; its allocation may then fail and be replaced (a batch job reschedules).
+    const allocs = await c.waitAllocs('sim-csi', (l) => l.every(terminal) && new Set(l.filter((a) => a.clientStatus === 'complete').map((a) => a.name)).size === 20, {
+      signal: AbortSignal.timeout(300_000),
+    });
+    const complete = allocs.filter((a) => a.clientStatus === 'complete');
+    assert.equal(complete.length, 20, `one complete allocation per index; the others: ${allocs.filter((a) => a.clientStatus !== 'complete').map((a) => `${a.name}: ${a.clientDescription}`).join('; ')}`);
     let index = 0;
+    let volumes: Array<{ id: string; externalId: string; claims: unknown[] }> = [];
+    const until = Date.now() + 300_000;
     for (;;) {
-      const r = await c.call<Array<{ id: string; claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
-      if (r.body.length === 20 && r.body.every((v) => v.claims.length === 0)) break;
+      const r = await c.call<typeof volumes>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
+      volumes = r.body;
+      if (volumes.length === 20 && volumes.every((v) => v.claims.length === 0)) break;
+      assert.ok(Date.now() < until, `claims left after 300 s: ${JSON.stringify(volumes.filter((v) => v.claims.length > 0))}`);
       index = r.index;
     }
     const fake = c.fake!;
-    const published = fake.callsTo('ControllerPublishVolume');
-    assert.equal(published.length, 20, 'each volume published once');
-    // Each was published to the node its allocation ran on (the plugin's node ID of that simulated node).
+    // Each volume published to the node its complete allocation ran on (the plugin's node ID of that simulated node).
     const nodeOf = new Map(c.fleet.nodes.map((n, i) => [n.nodeId, `sim-ext-${i}`]));
-    const expected = allocs.map((a) => nodeOf.get(a.nodeId)).sort();
-    assert.deepEqual(published.map((p) => String(p.request['nodeId'])).sort(), expected);
-    await c.fleet.until(() => fake.callsTo('ControllerUnpublishVolume').length >= 20);
-    assert.equal(fake.callsTo('ControllerUnpublishVolume').length, 20, 'each volume unpublished once');
+    const published = fake.callsTo('ControllerPublishVolume');
+    const lastPublish = new Map(published.map((p) => [String(p.request['volumeId']), String(p.request['nodeId'])]));
+    for (const a of complete) {
+      const v = volumes.find((x) => x.id === `sv[${a.name?.match(/\[(\d+)\]$/)?.[1]}]`);
+      assert.equal(lastPublish.get(v?.externalId ?? ''), nodeOf.get(a.nodeId), `${a.name}'s volume was published to its node`);
+    }
+    // Nothing stays attached: every publish is followed by an unpublish of that volume from that node.
+    const signal = AbortSignal.timeout(120_000);
+    const attached = (): string[] => {
+      const open = new Map<string, number>();
+      for (const call of fake.calls) {
+        const key = `${String(call.request['volumeId'])} on ${String(call.request['nodeId'])}`;
+        if (call.rpc === 'ControllerPublishVolume') open.set(key, 1);
+        else if (call.rpc === 'ControllerUnpublishVolume') open.delete(key);
+      }
+      return [...open.keys()];
+    };
+    await c.fleet.until(() => attached().length === 0, signal).catch(() => assert.fail(`still attached after 120 s: ${attached().join(', ')}`));
   });
 
   it('survives a leader SIGKILL: every node reconnects to the new leader, none is marked down, no allocation is lost or run twice', async () => {

@@ -260,7 +260,12 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     await c1.start();
     await until('node 1 ready again', async () => (await nodes()).find((n) => n.name === 'mn-node-1' && n.status === 'ready'));
     const after1 = await running('w1');
-    assert.equal(after1.id, before1.id, 'the same allocation runs');
+    if (after1.id !== before1.id) {
+      // Say why it was replaced: the old allocation's status and the node's events tell (node down, a failed restore...).
+      const old = (await server.cli(['alloc', 'status', before1.id])).stdout;
+      const node = (await server.cli(['node', 'status', nodeIds['mn-node-1'] as string])).stdout;
+      assert.fail(`the same allocation runs: ${before1.id} was replaced by ${after1.id}\n${old}\n${node}`);
+    }
     assert.ok(mountsUnder(path.join(dir, 'n1')).includes(mounted.get(before1.id) as string));
     assert.equal((await claimsOf('vol-n1')).length, 1, 'still one claim');
   });

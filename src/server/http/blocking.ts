@@ -4,7 +4,7 @@
 // index to send next time.
 
 import { durationMs } from '../../structs/index.js';
-import type { DataTable, StateReader, StateStore, StoreEvent, TableName } from '../state/index.js';
+import type { DataTable, StateReader, StateStore, TableName } from '../state/index.js';
 import { ApiError } from './api-error.js';
 
 /** Default and longest wait of a blocking query. */
@@ -56,20 +56,26 @@ export async function blockingRead<T>(
   return { index, result: read(snap) };
 }
 
+/** Which rows of a table a reader cares for: those whose `key` is `is` (a node's allocations: `nodeId` is the node's ID). */
+export interface RowScope {
+  key: (row: unknown) => string | undefined;
+  is: string;
+}
+
 /**
  * Like `blockingRead` over one table, but the wait ends only when a write
- * touches a row `concerns` accepts (a put or a delete), or `wait` runs out:
- * a reader of a few rows (a node's own allocations) is not woken, and does
- * not read and answer its whole list again, for every write to the table.
- * The store's event history says what each write touched; when it no longer
- * reaches back to the index asked for, the wait ends at the table's next
- * write, as a plain blocking read's does. The index reported is the table's,
- * as `blockingRead` reports it. Rejects with AbortedError when `signal` fires.
+ * touches a row in `scope` (a put or a delete), or `wait` runs out: a reader
+ * of a few rows (a node's own allocations) is not woken, and does not read
+ * and answer its whole list again, for every write to the table. The store's
+ * event history says what each write touched; when it no longer reaches back
+ * to the index asked for, the wait ends at the table's next write, as a plain
+ * blocking read's does. The index reported is the table's, as `blockingRead`
+ * reports it. Rejects with AbortedError when `signal` fires.
  */
 export async function blockingReadOf<T>(
   store: StateStore,
   table: DataTable,
-  concerns: (row: unknown) => boolean,
+  scope: RowScope,
   query: BlockingQuery,
   signal: AbortSignal,
   read: (snap: StateReader) => T,
@@ -85,9 +91,32 @@ export async function blockingReadOf<T>(
       const snap = store.snapshot();
       const oldest = snap.oldestEventIndex;
       const covered = oldest > 0 && oldest <= seen + 1;
-      if (!covered || snap.events(seen, { topics: [table] }).some((e: StoreEvent) => concerns(e.row))) break;
+      if (!covered || touchedKeys(store, snap, table, scope.key, seen).has(scope.is)) break;
       seen = at;
     }
   }
   return blockingRead(store, [table], { waitMs: 0 }, signal, read);
+}
+
+/** Per store, the keys the writes after an index touched, up to the latest snapshot's index: shared by the readers one write woke. */
+const touchedAt = new WeakMap<StateStore, { table: DataTable; key: RowScope['key']; index: number; after: Map<number, Set<string | undefined>> }>();
+
+/**
+ * The scope keys of the rows of `table` that the writes in (`after`,
+ * snap.index] put or deleted: one pass over those events for the hundreds of
+ * readers (a thousand nodes' watches) that one write wakes, instead of one
+ * pass each.
+ */
+function touchedKeys(store: StateStore, snap: StateReader, table: DataTable, key: RowScope['key'], after: number): Set<string | undefined> {
+  let cached = touchedAt.get(store);
+  if (!cached || cached.index !== snap.index || cached.table !== table || cached.key !== key) {
+    touchedAt.set(store, (cached = { table, key, index: snap.index, after: new Map() }));
+  }
+  let keys = cached.after.get(after);
+  if (!keys) {
+    keys = new Set();
+    for (const e of snap.events(after, { topics: [table] })) keys.add(key(e.row));
+    cached.after.set(after, keys);
+  }
+  return keys;
 }

@@ -41,11 +41,16 @@ export function readNodeAllocations<T>(
   signal: AbortSignal,
   read: (allocs: Allocation[], snap: StateReader) => T,
 ): Promise<{ index: number; result: T | undefined }> {
-  const concerns = (row: unknown): boolean => (row as { nodeId?: unknown } | null)?.nodeId === nodeId;
-  return blockingReadOf(store, 'allocations', concerns, query, signal, (snap) => {
+  return blockingReadOf(store, 'allocations', { key: nodeIdOf, is: nodeId }, query, signal, (snap) => {
     if (!snap.get('nodes', rowKey(nodeId))) return undefined;
     return read(allocationsOfNode(store, snap, nodeId), snap);
   });
+}
+
+/** The node of an allocation row (undefined for none: a deleted row's event may carry none). */
+function nodeIdOf(row: unknown): string | undefined {
+  const id = (row as { nodeId?: unknown } | null)?.nodeId;
+  return typeof id === 'string' ? id : undefined;
 }
 
 /** Per store, every node's allocations at one index: grouped in one pass that all the nodes one write woke share. */

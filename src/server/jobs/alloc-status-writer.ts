@@ -8,7 +8,7 @@ import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNe
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
 import { isLive } from '../scheduler/index.js';
-import { jobAllocations, jobStatusOf } from './evaluate.js';
+import { jobStatusOf } from './evaluate.js';
 import { JobError } from './job-errors.js';
 
 /** What a node may report about one of its allocations. */
@@ -131,8 +131,7 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): {
         ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
         modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
       };
-      // Built from `alloc`, so its keys come in the same order: equal JSON is an unchanged row.
-      if (JSON.stringify(next) !== JSON.stringify(alloc)) txn.put('allocations', next);
+      if (reportChanged(alloc, next)) txn.put('allocations', next);
       syncAllocServices(txn, next, u.services);
       if (isLive(next) !== isLive(alloc) || isClientTerminal(next.clientStatus) !== isClientTerminal(alloc.clientStatus)) {
         jobs.add(rowKey(alloc.namespace, alloc.jobId));
@@ -143,10 +142,39 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): {
   for (const key of jobs) {
     const job = txn.get('jobs', key);
     if (!job) continue;
-    const status = jobStatusOf(job, jobAllocations(txn, job.namespace, job.id));
+    const status = jobStatusOf(job, allocationsOfJob(txn, job.namespace, job.id));
     if (status !== job.status) txn.put('jobs', { ...job, status });
   }
   return { outcomes };
+}
+
+/** The fields a report may change (see applyReports). */
+const REPORTED_FIELDS = ['clientStatus', 'clientDescription', 'taskStates', 'network', 'checks', 'modifyTime'] as const;
+
+/**
+ * Whether `next` (built from `alloc`, changing only REPORTED_FIELDS) differs
+ * from it: those fields compared as JSON (key order included, as the row's
+ * JSON would be), the rest are the same values. Pure.
+ */
+function reportChanged(alloc: Allocation, next: Allocation): boolean {
+  for (const f of REPORTED_FIELDS) if (next[f] !== alloc[f] && JSON.stringify(next[f]) !== JSON.stringify(alloc[f])) return true;
+  return false;
+}
+
+/**
+ * The job's allocations in no order (its status needs none): a filter that
+ * keeps nothing visits every row without sorting what it keeps, ten thousand
+ * of them for a large batch job, once per batch of reports.
+ */
+function allocationsOfJob(txn: WriteTxn, namespace: string, jobId: string): Allocation[] {
+  const out: Allocation[] = [];
+  txn.list('allocations', {
+    filter: (a) => {
+      if (a.jobId === jobId && a.namespace === namespace) out.push(a);
+      return false;
+    },
+  });
+  return out;
 }
 
 /** Throws JobError when any update of a report is refused. */

@@ -469,9 +469,11 @@ class PlanRoom {
     return room;
   }
 
-  /** What one allocation row adds to the write. */
+  /** What one allocation row adds to the write (measured once per row: placing, then fitting, ask twice). */
   rowBytes(row: RowInput<'allocations'>): number {
-    return JSON.stringify(row).length + ALLOC_ROW_SLACK;
+    let bytes = measuredRows.get(row);
+    if (bytes === undefined) measuredRows.set(row, (bytes = JSON.stringify(row).length + ALLOC_ROW_SLACK));
+    return bytes;
   }
 
   /** How many of `rows` (from the first) fit; at least one when `mustProgress` (nothing else is written). */
@@ -486,6 +488,9 @@ class PlanRoom {
     return rows.length;
   }
 }
+
+/** Rows' sizes as PlanRoom measured them (rows are not changed once built). */
+const measuredRows = new WeakMap<object, number>();
 
 /** What a stored allocation row has beyond its placement: key, indexes, deployment ID. */
 const ALLOC_ROW_SLACK = 256;

@@ -4,6 +4,7 @@
 
 import type { IKeyValue, IRequestOp } from 'etcd3';
 import { deepFreeze, type Row } from './_store-view.js';
+import { describeError } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 
 /**
@@ -67,6 +68,15 @@ export function isUnavailable(err: unknown): boolean {
   return /Unavailable|DeadlineExceeded|deadline|timed out|no leader|BrokenCircuit|ECONNREFUSED|connect|Cancelled|Internal|leader changed/i.test(text);
 }
 
+/** The error of an etcd call that could not be made now (`what` failed). */
+export function unavailable(what: string, err: unknown): StateStoreError {
+  return new StateStoreError(
+    'STORE_UNAVAILABLE',
+    `the state store (etcd) is unavailable: ${what} failed: ${describeError(err)}. etcd may have lost its quorum or be unreachable; retry once it is back`,
+    { cause: err },
+  );
+}
+
 /** etcd refused a request over its --max-request-bytes. */
 export function isTooLarge(err: unknown): boolean {
   return /request is too large/i.test(`${(err as Error)?.message ?? ''}`);
@@ -90,4 +100,20 @@ export function decodeRow(kv: IKeyValue, what: string): Row {
     throw new StateStoreError('STORE_CORRUPT', `etcd key ${what} is not valid JSON`, { cause: err });
   }
   return deepFreeze({ ...body, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
+}
+
+/** The rows of one Txn, by etcd key, with the value sent for each. */
+export type SentRows = Map<string, { value: Buffer; row: Row }>;
+
+/**
+ * The row of a Put the watch brought: when it is the value this server sent
+ * (`sent`: the rows of its Txn in flight), the row it built from that JSON,
+ * with the key's revisions as indexes (no parse, no deep freeze: a leader
+ * would otherwise decode every row it wrote a second time); else decodeRow.
+ * Throws STORE_CORRUPT.
+ */
+export function watchedRow(kv: IKeyValue, key: string, sent: SentRows | undefined): Row {
+  const mine = sent?.get(key);
+  if (mine && mine.value.equals(kv.value)) return Object.freeze({ ...mine.row, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
+  return decodeRow(kv, key);
 }

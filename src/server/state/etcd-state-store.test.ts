@@ -115,6 +115,29 @@ describe('the etcd state store shared by several servers', () => {
     }
   });
 
+  it('shows the writer the rows it wrote as every other server reads them: the same fields, the revisions as indexes, frozen', async () => {
+    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/own' });
+    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/own' });
+    try {
+      const first = await a.write((txn) => {
+        txn.put('nodes', node('n1'));
+        txn.put('nodes', node('n2'));
+      });
+      // An update carries the row's old indexes in its input: the stored row has the key's revisions.
+      const n1 = a.snapshot().get('nodes', 'n1')!;
+      const second = await a.write((txn) => txn.put('nodes', { ...n1, attributes: { rack: 'r1' } }));
+      await eventually('b has the update', () => b.latestIndex() >= second.index);
+      for (const id of ['n1', 'n2']) assert.deepEqual(a.snapshot().get('nodes', id), b.snapshot().get('nodes', id), id);
+      const updated = a.snapshot().get('nodes', 'n1')!;
+      assert.deepEqual([updated.createIndex, updated.modifyIndex, updated.attributes], [first.index, second.index, { rack: 'r1' }]);
+      assert.ok(Object.isFrozen(updated) && Object.isFrozen(updated.attributes), 'rows stay frozen');
+      assert.deepEqual(a.snapshot().events(first.index).map((e) => [e.key, (e.row as Node).modifyIndex]), [['n1', second.index]]);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
   it('refuses a write from a server whose fence key is gone, applying nothing', async () => {
     const raw = new Etcd3({ hosts: etcd.endpoints });
     try {

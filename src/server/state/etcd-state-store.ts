@@ -6,7 +6,7 @@ import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Row } from './_store-view.js';
 import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
-import { decodeRow, isTooLarge, isUnavailable, MAX_TXN_OPS, nestOps, prefixEnd, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
+import { decodeRow, isTooLarge, isUnavailable, unavailable, watchedRow, type SentRows, MAX_TXN_OPS, nestOps, prefixEnd, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
 
 export type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
@@ -43,8 +43,8 @@ interface TableState {
  * The StateStore on etcd v3, for several servers sharing one state. Keys
  * under `prefix`: `rows/<table>/<key>` (the row as JSON, secrets included,
  * as SQLite keeps it; createIndex/modifyIndex are the key's create and mod
- * revisions), `tables/<table>` (a marker every write touching the table
- * puts: its mod revision is the table index), `index` (put by every write:
+ * revisions, whatever the JSON says), `tables/<table>` (a marker every
+ * write touching the table puts: its mod revision is the table index), `index` (put by every write:
  * its mod revision is the store index) and `schema`.
  *
  * Reads are served from an in-memory replica of the prefix, loaded by a
@@ -94,6 +94,8 @@ export class EtcdStateStore implements StateStore {
   #closed = false;
   #lastCompact = 0;
   #reloading: Promise<void> | undefined;
+  /** The rows of the Txn in flight, as sent: the watch brings them back (see watchedRow). */
+  #sent: SentRows | undefined;
 
   private constructor(opts: EtcdStateStoreOptions) {
     this.prefix = (opts.prefix ?? '/berth').replace(/\/+$/, '');
@@ -142,14 +144,6 @@ export class EtcdStateStore implements StateStore {
     return { deadline: new Date(Date.now() + deadlineMs) };
   }
 
-  #unavailable(what: string, err: unknown): StateStoreError {
-    return new StateStoreError(
-      'STORE_UNAVAILABLE',
-      `the state store (etcd) is unavailable: ${what} failed: ${describeError(err)}. etcd may have lost its quorum or be unreachable; retry once it is back`,
-      { cause: err },
-    );
-  }
-
   /**
    * Runs one etcd call, again on (likely) another endpoint while etcd answers
    * "unavailable" (a dead member, a member without leader), until `deadline`.
@@ -186,7 +180,7 @@ export class EtcdStateStore implements StateStore {
         from = Buffer.concat([res.kvs[res.kvs.length - 1]!.key, Buffer.from([0])]);
       }
     } catch (err) {
-      throw this.#unavailable(`loading state from etcd`, err);
+      throw unavailable(`loading state from etcd`, err);
     }
     const tables = new Map<DataTable, TableState>();
     for (const t of DATA_TABLES) tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
@@ -254,14 +248,14 @@ export class EtcdStateStore implements StateStore {
       this.#reload();
     });
     const connected = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(this.#unavailable('starting the state watch', new Error('no answer'))), this.#writeTimeoutMs);
+      const timer = setTimeout(() => reject(unavailable('starting the state watch', new Error('no answer'))), this.#writeTimeoutMs);
       watcher.once('connected', () => {
         clearTimeout(timer);
         resolve();
       });
       watcher.once('error', (err: Error) => {
         clearTimeout(timer);
-        reject(this.#unavailable('starting the state watch', err));
+        reject(unavailable('starting the state watch', err));
       });
     });
     await connected;
@@ -316,7 +310,7 @@ export class EtcdStateStore implements StateStore {
           if (ev.type === 'Put') {
             let row: Row;
             try {
-              row = decodeRow(ev.kv, key);
+              row = watchedRow(ev.kv, key, this.#sent);
             } catch (err) {
               this.#logger.error({ err: describeError(err), key }, 'skipping an unreadable row');
               continue;
@@ -505,11 +499,15 @@ export class EtcdStateStore implements StateStore {
       if (fence) compare.push({ key: Buffer.from(fence.key), target: 'Create', result: 'Equal', create_revision: fence.createRevision });
       const success: IRequestOp[] = [];
       const touched = new Set<DataTable>();
+      const sent: SentRows = new Map();
       for (const c of txn.changes.values()) {
         touched.add(c.table);
         if (c.row) {
-          const { createIndex: _c, modifyIndex: _m, ...body } = c.row;
-          success.push({ request_put: { key: this.#rowKey(c.table, c.key), value: Buffer.from(JSON.stringify(body)) } });
+          // The JSON the write made (its createIndex and modifyIndex are ignored when read: the key's revisions are).
+          const key = this.#rowKey(c.table, c.key);
+          const value = Buffer.from(c.json ?? JSON.stringify(c.row));
+          success.push({ request_put: { key, value } });
+          sent.set(key.toString(), { value, row: c.row });
         } else {
           success.push({ request_delete_range: { key: this.#rowKey(c.table, c.key) } });
         }
@@ -528,14 +526,16 @@ export class EtcdStateStore implements StateStore {
       }
 
       const left = deadline - Date.now();
-      if (left <= 0) return fail(this.#unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);
+      if (left <= 0) return fail(unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);
       let res;
+      this.#sent = sent;
       try {
         res = await this.#retrying(deadline, (ms) => this.#client.kv.txn({ compare, success, failure }, this.#callOptions(Math.min(ms, left))));
       } catch (err) {
+        this.#sent = undefined;
         if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
         this.#lastWriteFailed = true;
-        if (isUnavailable(err)) return fail(this.#unavailable('committing a write', err), batch);
+        if (isUnavailable(err)) return fail(unavailable('committing a write', err), batch);
         if (isTooLarge(err)) return fail(tooLarge(err, txn.changes.size, txn.bytes), batch);
         return fail(new StateStoreError('STORE_IO', `state write failed: ${describeError(err)}`, { cause: err }), batch);
       }
@@ -546,9 +546,12 @@ export class EtcdStateStore implements StateStore {
           await this.#caughtUp(index);
         } catch (err) {
           return fail(err as Error, batch);
+        } finally {
+          this.#sent = undefined;
         }
         return settle(index);
       }
+      this.#sent = undefined;
       if (fence) {
         const kv = res.responses[1]?.response_range?.kvs[0];
         if (!kv || kv.create_revision !== String(fence.createRevision)) {

@@ -30,6 +30,15 @@ export interface ClaimWatcherOptions {
 
 export type ClaimWatcherState = LifecycleState;
 
+/** A pass over every claim at least this often while changes keep waking the watcher (clock ms); between, a pass looks only at the claims the changes concern. */
+export const FULL_PASS_MS = 5_000;
+
+/** What the writes since a pass touched: claims of these allocations and of these nodes may have to go. */
+interface ChangedScope {
+  allocIds: Set<string>;
+  nodeIds: Set<string>;
+}
+
 /**
  * Releases every claim that must go: its allocation is client-terminal or
  * gone, its node is down or gone, or a release was left half done (by a
@@ -58,6 +67,8 @@ export class ClaimWatcher {
   #wake: AbortController | undefined;
   /** When the earliest fence seen by the last pass ends (clock ms). */
   #fenceEnds: number | undefined;
+  /** A release failed since the loop last woke: its backoff is scheduled by a pass over every claim. */
+  #failed = false;
 
   constructor(opts: ClaimWatcherOptions) {
     this.#store = opts.store;
@@ -77,15 +88,19 @@ export class ClaimWatcher {
    * One pass: starts the release of every claim that must go and is not
    * backing off or already releasing. Returns the releases it started (they
    * never reject; failures back off). Synchronous apart from the releases.
+   * `scope`: look only at the claims of those allocations and nodes (what
+   * the writes since the last pass touched); absent: at every claim.
    */
-  sweep(): Promise<void>[] {
+  sweep(scope?: ChangedScope): Promise<void>[] {
     const snap = this.#store.snapshot();
     const now = this.#clock.now();
     const started: Promise<void>[] = [];
     const live = new Set<string>();
     const fenced: Array<{ key: string; until?: number; reason?: string }> = [];
-    this.#fenceEnds = undefined;
-    for (const claim of snap.list('claims')) {
+    // A partial pass only adds fences it saw; a fence that ended makes the next wake-up a full pass.
+    if (!scope) this.#fenceEnds = undefined;
+    const claims = scope ? snap.list('claims', { filter: (c) => scope.allocIds.has(c.allocId) || scope.nodeIds.has(c.nodeId) }) : snap.list('claims');
+    for (const claim of claims) {
       const key = rowKey(claim.namespace, claim.volumeId, claim.allocId);
       live.add(key);
       const reason = this.#volumes.releaseReason(snap, claim);
@@ -107,7 +122,7 @@ export class ClaimWatcher {
       const run = this.#release(key, reason);
       started.push(run);
     }
-    for (const key of this.#retry.keys()) if (!live.has(key)) this.#retry.delete(key);
+    if (!scope) for (const key of this.#retry.keys()) if (!live.has(key)) this.#retry.delete(key);
     if (fenced.length) started.push(this.#life.track(this.#recordFences(fenced)));
     return started;
   }
@@ -148,11 +163,32 @@ export class ClaimWatcher {
         const delay = backoffDelay(this.#backoff, failures, this.#random);
         this.#retry.set(key, { failures, notBefore: this.#clock.now() + delay });
         this.#mine.delete(key);
+        this.#failed = true;
         this.#wake?.abort(WAIT_ENDED);
         this.#logger.warn({ claim: key, failures, delayMs: delay, err: describeError(err) }, 'claim release failed; backing off');
       },
     );
     return this.#life.track(real);
+  }
+
+  /**
+   * The allocations and nodes the writes after `after` touched (a claim's
+   * write counts for its allocation), or undefined when that cannot be told
+   * (the event history no longer reaches back, or a deleted row is unknown):
+   * the pass then looks at every claim.
+   */
+  #changedSince(after: number): ChangedScope | undefined {
+    const snap = this.#store.snapshot();
+    const oldest = snap.oldestEventIndex;
+    if (oldest <= 0 || oldest > after + 1) return undefined;
+    const scope: ChangedScope = { allocIds: new Set(), nodeIds: new Set() };
+    for (const e of snap.events(after, { topics: ['claims', 'allocations', 'nodes'] })) {
+      const row = e.row as { id?: unknown; allocId?: unknown } | null;
+      const id = e.topic === 'claims' ? row?.allocId : row?.id;
+      if (typeof id !== 'string') return undefined;
+      (e.topic === 'nodes' ? scope.nodeIds : scope.allocIds).add(id);
+    }
+    return scope;
   }
 
   /** When the earliest backoff ends (clock ms), or undefined when none is pending. */
@@ -173,10 +209,15 @@ export class ClaimWatcher {
       this.#retry.set(rowKey(claim.namespace, claim.volumeId, claim.allocId), { failures: claim.releaseAttempts, notBefore: now });
     }
     void this.#life.track((async () => {
+      /** The index the writes of a partial pass come after; undefined: the next pass looks at every claim. */
+      let after: number | undefined;
+      let lastFull = 0;
       while (!signal.aborted && !this.#store.closed) {
         const seen = this.#store.latestIndex();
         try {
-          this.sweep();
+          const scope = after !== undefined && this.#clock.now() - lastFull < FULL_PASS_MS ? this.#changedSince(after) : undefined;
+          if (!scope) lastFull = this.#clock.now();
+          this.sweep(scope);
         } catch (err) {
           if (this.#store.closed) break;
           this.#logger.error({ err: describeError(err) }, 'claim watcher pass failed');
@@ -186,13 +227,18 @@ export class ClaimWatcher {
         const both = linkSignals([signal, wake.signal]).signal; // unlinked by wake.abort()
         // A release that finishes changes claims, which wakes the blocking read;
         // one that fails wakes the loop (#wake) to schedule its backoff.
-        const waits: Promise<unknown>[] = [this.#store.blockUntil(['claims', 'allocations', 'nodes'], seen, { signal: both })];
+        let byWrites = false;
+        let byClock = false;
+        const waits: Promise<unknown>[] = [this.#store.blockUntil(['claims', 'allocations', 'nodes'], seen, { signal: both }).then(() => (byWrites = true))];
         const retries = [this.#nextRetry(), this.#fenceEnds].filter((t): t is number => t !== undefined);
         const retryAt = retries.length ? Math.min(...retries) : undefined;
-        if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both));
+        if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both).then(() => (byClock = true)));
         await Promise.race(waits).catch(() => undefined);
         wake.abort(WAIT_ENDED);
         await Promise.allSettled(waits);
+        // Only writes woke it: the next pass looks at what they touched. A backoff or fence that ended, or a failed release: every claim.
+        after = byWrites && !byClock && !this.#failed ? seen : undefined;
+        this.#failed = false;
       }
     })());
   }

@@ -141,12 +141,21 @@ export class VolumeRegistry {
 
   /** Every volume's public view, optionally of one namespace or plugin. */
   list(opts: { namespace?: string; pluginId?: string } = {}, snap: StateReader = this.#deps.store.snapshot()): VolumeView[] {
+    // Every claim read once, grouped by volume (in key order, as each volume's own list has them),
+    // not the whole claims table once per volume: 1,000 volumes with a claim each read a million rows.
+    const claims = new Map<string, VolumeClaim[]>();
+    for (const c of snap.list('claims', opts.namespace ? { prefix: keyPrefix(opts.namespace) } : {})) {
+      const key = rowKey(c.namespace, c.volumeId);
+      const list = claims.get(key);
+      if (list) list.push(c);
+      else claims.set(key, [c]);
+    }
     return snap
       .list('volumes', {
         ...(opts.namespace ? { prefix: keyPrefix(opts.namespace) } : {}),
         ...(opts.pluginId ? { filter: (v: Volume) => v.pluginId === opts.pluginId } : {}),
       })
-      .map((v) => this.#view(snap, v));
+      .map((v) => this.#view(snap, v, claims.get(rowKey(v.namespace, v.id)) ?? []));
   }
 
   /** Every claim not yet free (public view), optionally of one volume or node. */
@@ -158,12 +167,13 @@ export class VolumeRegistry {
       .map(publicClaim);
   }
 
-  #view(snap: StateReader, v: Volume): VolumeView {
+  /** `claims`: the volume's claims, when the caller read them already. */
+  #view(snap: StateReader, v: Volume, claims = snap.list('claims', { prefix: keyPrefix(v.namespace, v.id) })): VolumeView {
     const plugin = snap.get('plugins', rowKey(v.pluginId));
     return {
       ...publicVolume(v),
       schedulable: pluginSchedulable(plugin),
-      claims: snap.list('claims', { prefix: keyPrefix(v.namespace, v.id) }).map(publicClaim),
+      claims: claims.map(publicClaim),
     };
   }
 
