@@ -29,6 +29,8 @@
 // BENCH_SUBMIT_SPLIT=1 runs the same load against a server agent and a
 // client agent in two processes (the dev agent's parts apart: what taking
 // the client off the API's event loop would buy), and prints each one's CPU.
+// BENCH_SUBMIT_FLOOR=1 first sends the same burst to a bare node:http server
+// that answers at once: the latency the threads and the machine alone give.
 
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -37,6 +39,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
+import { spawn } from 'node:child_process';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
@@ -145,7 +148,86 @@ function stopAndPurge(url: string, authorization: string): Promise<void> {
 
 const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
+/**
+ * Starts JOBS submitter threads (pushed onto `workers`, for the caller to
+ * terminate) that POST to `url`; `release()` opens the gate and returns
+ * when (the shared wall clock, ms), once `ready` resolved.
+ */
+function startSubmitters(url: string, token: string, workers: Worker[]): { ready: Promise<void>; release(): number; results: Promise<Submitted[]> } {
+  const gate = new Int32Array(new SharedArrayBuffer(4));
+  const results: Array<Promise<Submitted>> = [];
+  const ready: Array<Promise<void>> = [];
+  for (let i = 0; i < JOBS; i++) {
+    const w = new Worker(SUBMITTER, { eval: true, execArgv: [], workerData: { url, token, body: JSON.stringify({ job: job(`burst-${i}`) }), gate } });
+    workers.push(w);
+    ready.push(new Promise((resolve, reject) => w.once('message', () => resolve()).once('error', reject)));
+    results.push(
+      new Promise((resolve, reject) => {
+        let first = true;
+        w.on('message', (m: Submitted & { ready?: boolean }) => {
+          if (first && m.ready) {
+            first = false;
+            return;
+          }
+          resolve(m);
+        });
+        w.once('error', reject);
+      }),
+    );
+  }
+  return {
+    ready: Promise.all(ready).then(() => undefined),
+    release: () => {
+      const t0 = performance.timeOrigin + performance.now();
+      Atomics.store(gate, 0, 1);
+      Atomics.notify(gate, 0);
+      return t0;
+    },
+    results: Promise.all(results),
+  };
+}
+
+// A server that parses each body and answers at once, in a process of its own: what the harness alone costs.
+const BARE_SERVER = `
+const server = require('node:http').createServer((req, res) => {
+  let body = '';
+  req.setEncoding('utf8').on('data', (d) => (body += d)).on('end', () => {
+    JSON.parse(body);
+    res.setHeader('content-type', 'application/json');
+    res.end('{}');
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+/**
+ * BENCH_SUBMIT_FLOOR=1: the same burst against a bare node:http server (no
+ * Berth): the submit latency the threads and the machine alone give, the
+ * floor under the agent's figures. The load average comes with it.
+ */
+async function harnessFloor(): Promise<{ p50: number; p99: number; max: number; allAnsweredMs: number; load: string }> {
+  const child = spawn(process.execPath, ['-e', BARE_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const workers: Worker[] = [];
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(Number(d.trim())));
+      child.once('error', reject);
+    });
+    const burst = startSubmitters(`http://127.0.0.1:${port}/v1/jobs`, 'none', workers);
+    await burst.ready;
+    const t0 = burst.release();
+    const submitted = await burst.results;
+    const latencies = submitted.map((x) => x.end - x.start);
+    return { p50: round(quantile(latencies, 0.5)), p99: round(quantile(latencies, 0.99)), max: round(Math.max(...latencies)), allAnsweredMs: round(Math.max(...submitted.map((x) => x.end)) - t0), load: load() };
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+    child.kill();
+  }
+}
+
 export default async function bench(dir: string): Promise<Record<string, unknown>> {
+  const floor = process.env['BENCH_SUBMIT_FLOOR'] === '1' ? await harnessFloor() : undefined;
+  if (floor) console.log(`  harness floor (a bare node:http server answering at once): submit p50 ${floor.p50} ms, p99 ${floor.p99} ms, max ${floor.max} ms; all answered after ${floor.allAnsweredMs} ms (load ${floor.load})`);
   const agentDir = join(dir, 'agent');
   mkdirSync(agentDir);
   const prof = process.env['BENCH_SUBMIT_CPU_PROF'];
@@ -220,37 +302,11 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     await heapSnapshot();
     const loadBefore = load();
 
-    const gate = new Int32Array(new SharedArrayBuffer(4));
-    const results: Array<Promise<Submitted>> = [];
-    const ready: Array<Promise<void>> = [];
-    for (let i = 0; i < JOBS; i++) {
-      const w = new Worker(SUBMITTER, {
-        eval: true,
-        execArgv: [],
-        workerData: { url: `${agent.addr}/v1/jobs`, token: agent.token, body: JSON.stringify({ job: job(`burst-${i}`) }), gate },
-      });
-      workers.push(w);
-      ready.push(new Promise((resolve, reject) => w.once('message', () => resolve()).once('error', reject)));
-      results.push(
-        new Promise((resolve, reject) => {
-          let first = true;
-          w.on('message', (m: Submitted & { ready?: boolean }) => {
-            if (first && m.ready) {
-              first = false;
-              return;
-            }
-            resolve(m);
-          });
-          w.once('error', reject);
-        }),
-      );
-    }
-    await Promise.all(ready);
+    const burst = startSubmitters(`${agent.addr}/v1/jobs`, agent.token, workers);
+    await burst.ready;
     await loopDelay();
     const cpu0 = { agent: cpuMs(agentPid), node: clientAgent ? cpuMs(nodePid) : 0 };
-    const t0 = performance.timeOrigin + performance.now();
-    Atomics.store(gate, 0, 1);
-    Atomics.notify(gate, 0);
+    const t0 = burst.release();
 
     let allRunningMs = 0;
     let cpuRunning = { agent: 0, node: 0 };
@@ -267,7 +323,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
         await sleep(POLL_MS);
       }
     })();
-    const submitted = await Promise.all(results);
+    const submitted = await burst.results;
     const cpuAnswered = { agent: cpuMs(agentPid) - cpu0.agent, node: clientAgent ? cpuMs(nodePid) - cpu0.node : 0 };
     const failed = submitted.filter((s) => s.status !== 200);
     if (failed.length) throw new Error(`${failed.length} submissions failed, e.g. ${failed[0]!.status} ${failed[0]!.text}`);
@@ -332,6 +388,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     if (probe) console.log(`    glibc malloc held ${probe.freeHeldMiB} MiB free in ${probe.arenas} arenas; after malloc_trim(0) the agent's RSS is ${probe.rssAfterTrimMiB} MiB`);
     return {
       jobs: JOBS,
+      ...(floor ? { harnessFloorMs: floor } : {}),
       ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
       submitP50Ms: round(submit.p50),
       submitP99Ms: round(submit.p99),

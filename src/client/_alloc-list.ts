@@ -7,7 +7,7 @@
 
 import { describeError, type Clock, type Logger } from '../lib/index.js';
 import { isClientTerminal, type Allocation, type Job } from '../structs/index.js';
-import { singleWriterHolders } from './allocrunner/index.js';
+import { singleWriterHolders, type NodeAllocation } from './allocrunner/index.js';
 import type { PluginRegistry } from './dynamicplugins/index.js';
 import type { AllocUpdate, StatusReporter } from './serverconn/index.js';
 import type { RunnerEntry } from './_client-types.js';
@@ -114,10 +114,15 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
  * On one node a volume never has two live writers, even for a moment.
  */
 function holdersOf(runners: Map<string, RunnerEntry>, fresh: RunnerEntry): RunnerEntry[] {
-  const others = [...runners.values()]
-    .filter((e) => e !== fresh && e.runner.cleanedUp !== undefined)
-    .map((e) => ({ alloc: e.alloc, job: e.job, entry: e, leaving: e.alloc.desiredStatus !== 'run' || isClientTerminal(e.runner.status().clientStatus) }));
-  return singleWriterHolders(fresh, others).map((h) => h.entry);
+  // Walked only when the new allocation writes a single-writer volume: a burst of
+  // allocations without one costs no pass over the node's runners (and their status) each.
+  function* others(): Iterable<NodeAllocation & { entry: RunnerEntry }> {
+    for (const e of runners.values()) {
+      if (e === fresh || e.runner.cleanedUp === undefined) continue;
+      yield { alloc: e.alloc, job: e.job, entry: e, leaving: e.alloc.desiredStatus !== 'run' || isClientTerminal(e.runner.status().clientStatus) };
+    }
+  }
+  return singleWriterHolders(fresh, others()).map((h) => h.entry);
 }
 
 /** Resolves once every holder cleaned up, or the client stops. Never rejects. */

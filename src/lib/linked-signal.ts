@@ -38,3 +38,13 @@ export function linkSignals(sources: readonly AbortSignal[]): LinkedSignal {
   for (const s of sources) s.addEventListener('abort', onAbort);
   return { signal: ac.signal, unlink };
 }
+
+/**
+ * The reason a loop gives when it aborts its own short-lived controller (a
+ * wait that ended: woken by a store change, a timer, a deadline). Bare
+ * `abort()` makes a DOMException with a stack trace each time, the largest
+ * part of a store watcher's wake-up, and every store write wakes several
+ * watchers. Never shown to a user: a loop aborts its own controller only
+ * once it no longer waits on it.
+ */
+export const WAIT_ENDED: Error = Object.freeze(new Error('the wait ended'));

@@ -7,7 +7,7 @@
 // replacement waits, blocked, until the old claim is released), and ends the
 // drain when the node is empty and its claims are released.
 
-import { AbortedError, describeError, Lifecycle, linkSignals, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type DataTable, type StateStore } from '../state/index.js';
 import { decideDrain, jobKey, type DrainDecision } from './drain-decisions.js';
@@ -37,6 +37,8 @@ export class NodeDrainer {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #life: Lifecycle;
+  /** Whether the last pass found a node draining (else the loop waits on node changes only). */
+  #draining = false;
 
   constructor(opts: NodeDrainerOptions) {
     this.#store = opts.store;
@@ -66,7 +68,9 @@ export class NodeDrainer {
       try {
         seen = this.#store.snapshot().index;
         recheckAt = await this.pass();
-        await this.#waitForChange(seen, recheckAt, signal);
+        // With no node draining, only a node's change can start a drain: the
+        // writes of a burst of jobs and allocations do not wake the drainer.
+        await this.#waitForChange(this.#draining ? TOPICS : ['nodes'], seen, recheckAt, signal);
       } catch (err) {
         if (signal.aborted || err instanceof AbortedError) return;
         if (err instanceof StateStoreError && err.code === 'STORE_CLOSED') return;
@@ -76,23 +80,25 @@ export class NodeDrainer {
     }
   }
 
-  /** Waits for a store change after `index`, or until `at` on the clock; rejects only when `signal` fires. */
-  async #waitForChange(index: number, at: number | undefined, signal: AbortSignal): Promise<void> {
+  /** Waits for a change of `topics` after `index`, or until `at` on the clock; rejects only when `signal` fires. */
+  async #waitForChange(topics: readonly DataTable[], index: number, at: number | undefined, signal: AbortSignal): Promise<void> {
+    if (at === undefined) {
+      await this.#store.blockUntil(topics, index, { signal });
+      return;
+    }
     const woken = new AbortController();
     const both = linkSignals([signal, woken.signal]).signal; // unlinked by woken.abort()
-    if (at !== undefined) {
-      this.#clock.sleep(Math.max(0, at - this.#clock.now()), both).then(
-        () => woken.abort(),
-        () => undefined,
-      );
-    }
+    this.#clock.sleep(Math.max(0, at - this.#clock.now()), both).then(
+      () => woken.abort(WAIT_ENDED),
+      () => undefined,
+    );
     try {
-      await this.#store.blockUntil(TOPICS, index, { signal: both });
+      await this.#store.blockUntil(topics, index, { signal: both });
     } catch (err) {
       if (signal.aborted) throw err;
       if (!woken.signal.aborted) throw err;
     } finally {
-      woken.abort();
+      woken.abort(WAIT_ENDED);
     }
   }
 
@@ -104,6 +110,7 @@ export class NodeDrainer {
   async pass(): Promise<number | undefined> {
     const snap = this.#store.snapshot();
     const draining = snap.list('nodes', { filter: (n) => !!n.drainStrategy });
+    this.#draining = draining.length > 0;
     if (draining.length === 0) return undefined;
     const now = this.#clock.now();
     const nodes = new Map(snap.list('nodes').map((n) => [n.id, n]));

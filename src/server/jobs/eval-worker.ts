@@ -16,7 +16,7 @@
 //   left by a previous server are picked up.
 
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isClientTerminal, type Allocation, type Evaluation, type Node } from '../../structs/index.js';
 import { rowKey, type DataTable, type StateStore, type StoreEvent } from '../state/index.js';
 import { DEFAULT_EVAL_BATCH, type JobService } from './job-service.js';
@@ -238,7 +238,7 @@ export class EvalWorker {
     const deadline = new AbortController();
     const signal = linkSignals([deadline.signal, this.#life.signal]).signal; // unlinked by deadline.abort()
     await Promise.race([this.#quiet(), this.#clock.sleep(left, signal).catch(() => undefined)]);
-    deadline.abort();
+    deadline.abort(WAIT_ENDED);
   }
 
   async #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): Promise<void> {

@@ -7,7 +7,7 @@
 // gc) ignores both limits. A node drops an allocation the server no longer
 // lists (after it has stopped, which is all that is ever collected).
 
-import { AbortedError, describeError, Lifecycle, linkSignals, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isClientTerminal, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type StateReader, type StateStore, type StoreEvent, type WriteTxn } from '../state/index.js';
 
@@ -159,21 +159,22 @@ export class GarbageCollector {
   #start(signal: AbortSignal): void {
     let seen = this.#store.latestIndex();
     let nextRun = this.#clock.now() + this.#intervalMs;
+    // The two waits outlive a wake-up: a store write settles the change only, and the
+    // interval's timer keeps running (no timer, controller and abort per write).
+    let change: Promise<'change'> | undefined;
+    let due: Promise<'due'> | undefined;
     void this.#life.track((async () => {
       while (!signal.aborted && !this.#store.closed) {
         try {
           if (this.#clock.now() >= nextRun) {
             nextRun = this.#clock.now() + this.#intervalMs;
+            due = undefined;
             await this.collect();
           }
-          const tick = new AbortController();
-          const both = linkSignals([signal, tick.signal]).signal; // unlinked by tick.abort()
-          const waits = [
-            this.#store.blockUntil(['allocations', 'claims'], seen, { signal: both }),
-            this.#clock.sleep(Math.max(1, nextRun - this.#clock.now()), both),
-          ];
-          await Promise.race(waits).finally(() => tick.abort());
-          await Promise.allSettled(waits);
+          due ??= this.#clock.sleep(Math.max(1, nextRun - this.#clock.now()), signal).then(() => 'due' as const);
+          change ??= this.#store.blockUntil(['allocations', 'claims'], seen, { signal }).then(() => 'change' as const);
+          if ((await Promise.race([change, due])) === 'change') change = undefined;
+          else due = undefined;
           if (signal.aborted) return;
           const snap = this.#store.snapshot();
           const events = snap.events(seen, { topics: ['allocations', 'claims'] });

@@ -3,7 +3,7 @@ import {
   backoffDelay,
   describeError,
   Lifecycle,
-  linkSignals,
+  linkSignals, WAIT_ENDED,
   silentLogger,
   systemClock,
   type BackoffPolicy,
@@ -164,7 +164,7 @@ export class ClaimWatcher {
         this.#retry.set(key, { failures, notBefore: this.#clock.now() + delay });
         this.#mine.delete(key);
         this.#failed = true;
-        this.#wake?.abort();
+        this.#wake?.abort(WAIT_ENDED);
         this.#logger.warn({ claim: key, failures, delayMs: delay, err: describeError(err) }, 'claim release failed; backing off');
       },
     );
@@ -234,7 +234,7 @@ export class ClaimWatcher {
         const retryAt = retries.length ? Math.min(...retries) : undefined;
         if (retryAt !== undefined) waits.push(this.#clock.sleep(Math.max(1, retryAt - this.#clock.now()), both).then(() => (byClock = true)));
         await Promise.race(waits).catch(() => undefined);
-        wake.abort();
+        wake.abort(WAIT_ENDED);
         await Promise.allSettled(waits);
         // Only writes woke it: the next pass looks at what they touched. A backoff or fence that ended, or a failed release: every claim.
         after = byWrites && !byClock && !this.#failed ? seen : undefined;
