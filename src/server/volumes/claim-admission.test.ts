@@ -59,11 +59,11 @@ const refused: Refused[] = [
     retryable: true,
   },
   {
-    name: "the allocation's own claim whose ControllerPublish has not finished",
+    name: "the allocation's own claim whose ControllerPublish has not finished (a leader lost its lead mid-publish): retried once it is released",
     state: state({ plugin: plugin({ controller: true }), volumeClaims: [claim('a1', 'n1', { controllerPublish: 'pending' })] }),
     code: 'CONFLICT',
-    message: /already has a write claim/,
-    retryable: false,
+    message: /already has a write claim on volume data \(taken, its ControllerPublish unfinished\)/,
+    retryable: true,
   },
   {
     name: 'an access mode the volume does not offer',

@@ -99,9 +99,13 @@ export function admitClaim(state: AdmissionState, req: ClaimRequest): AdmissionD
   const mine = state.volumeClaims.find((c) => c.allocId === req.allocId);
   if (mine) {
     if (mine.state === 'taken' && mine.mode === req.mode && mine.controllerPublish !== 'pending') return { outcome: 'existing', claim: mine };
-    return refuse('CONFLICT', `allocation ${req.allocId} already has a ${mine.mode} claim on volume ${req.volumeId} (${mine.state})`, {
-      retryable: mine.state !== 'taken',
-      releasing: mine.state === 'taken' ? undefined : mine,
+    // Its own claim being released, or taken with a ControllerPublish no process of this server
+    // is waiting for (a leader that published it lost its lead: the claim watcher releases it as
+    // interrupted): once that release ends, the same claim may be made again.
+    const ends = mine.state !== 'taken' || (mine.mode === req.mode && mine.controllerPublish === 'pending');
+    return refuse('CONFLICT', `allocation ${req.allocId} already has a ${mine.mode} claim on volume ${req.volumeId} (${mine.state}${mine.controllerPublish === 'pending' ? ', its ControllerPublish unfinished' : ''})`, {
+      retryable: ends,
+      releasing: ends ? mine : undefined,
     });
   }
   const cap = v.capabilities.find(

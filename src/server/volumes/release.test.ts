@@ -119,6 +119,28 @@ describe('claim release', () => {
     assert.equal(c.agent('ctrl').callsOf('csi.controller.unpublish').length >= 1, true);
   });
 
+  it('the same allocation claiming again after its publishing server died waits for the interrupted publish to be undone, then gets its claim', async () => {
+    c.agent('ctrl').pause();
+    const interrupted = c.volumes.claim({ volumeId: 'data', allocId: 'a1', mode: 'write' }).catch((e: unknown) => e);
+    await c.until(() => c.agent('ctrl').callsOf('csi.controller.publish').length === 1, ['claims'], 'the publish');
+    await c.restart();
+    await interrupted;
+    assert.equal(c.claimRow('data', 'a1')?.controllerPublish, 'pending');
+    // The node retries its claim on the new server (it was refused for good before: the allocation failed).
+    let settled = false;
+    const again = c.volumes.claim({ volumeId: 'data', allocId: 'a1', mode: 'write' }).finally(() => {
+      settled = true;
+    });
+    for (let i = 0; i < 5; i++) await nextTurn();
+    assert.equal(settled, false, 'the claim waits for the release of the interrupted one instead of failing');
+    await c.watcher.start();
+    const claim = await again;
+    assert.equal(claim.controllerPublish, 'published');
+    assert.ok(attached());
+    const calls = c.fake('ctrl').calls.map((call) => call.rpc).filter((rpc) => rpc.startsWith('Controller'));
+    assert.deepEqual(calls.slice(-2), ['ControllerUnpublishVolume', 'ControllerPublishVolume'], 'the interrupted publish undone before the claim was made again');
+  });
+
   it('releases claims of allocations that finish or vanish, never of a running one on a live node', async () => {
     await claimed();
     await c.watcher.start();
