@@ -8,7 +8,7 @@ import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNe
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
 import { isLive } from '../scheduler/index.js';
-import { jobStatusOf } from './evaluate.js';
+import { jobAllocations, jobStatusOf } from './evaluate.js';
 import { JobError } from './job-errors.js';
 
 /** What a node may report about one of its allocations. */
@@ -142,7 +142,7 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): {
   for (const key of jobs) {
     const job = txn.get('jobs', key);
     if (!job) continue;
-    const status = jobStatusOf(job, allocationsOfJob(txn, job.namespace, job.id));
+    const status = jobStatusOf(job, jobAllocations(txn, job.namespace, job.id));
     if (status !== job.status) txn.put('jobs', { ...job, status });
   }
   return { outcomes };
@@ -159,22 +159,6 @@ const REPORTED_FIELDS = ['clientStatus', 'clientDescription', 'taskStates', 'net
 function reportChanged(alloc: Allocation, next: Allocation): boolean {
   for (const f of REPORTED_FIELDS) if (next[f] !== alloc[f] && JSON.stringify(next[f]) !== JSON.stringify(alloc[f])) return true;
   return false;
-}
-
-/**
- * The job's allocations in no order (its status needs none): a filter that
- * keeps nothing visits every row without sorting what it keeps, ten thousand
- * of them for a large batch job, once per batch of reports.
- */
-function allocationsOfJob(txn: WriteTxn, namespace: string, jobId: string): Allocation[] {
-  const out: Allocation[] = [];
-  txn.list('allocations', {
-    filter: (a) => {
-      if (a.jobId === jobId && a.namespace === namespace) out.push(a);
-      return false;
-    },
-  });
-  return out;
 }
 
 /** Throws JobError when any update of a report is refused. */
