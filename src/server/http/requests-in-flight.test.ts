@@ -1,0 +1,69 @@
+// RequestsInFlight on a manual clock: when the API counts as quiet for the
+// scheduler, for a lone request and for a burst.
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { ManualClock } from '../../lib/index.js';
+import { BURST_SETTLE_MS, RequestsInFlight } from './requests-in-flight.js';
+
+/** Whether `p` has settled after a few turns of the event loop. */
+async function settled(p: Promise<void>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true));
+  for (let i = 0; i < 5; i++) await nextTurn();
+  return done;
+}
+
+describe('RequestsInFlight', () => {
+  it('a lone request: quiet as soon as it ended, with no settling wait', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    assert.equal(await settled(inFlight.whenQuiet()), true, 'quiet at once before any request');
+    inFlight.enter();
+    const quiet = inFlight.whenQuiet();
+    assert.equal(await settled(quiet), false, 'not quiet while the request is served');
+    inFlight.leave();
+    assert.equal(await settled(quiet), true, 'quiet once it ended, the clock not moved');
+  });
+
+  it('a burst (requests one after another, a few ms apart): quiet only once none began or ended for BURST_SETTLE_MS', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    inFlight.enter();
+    await clock.advance(3);
+    inFlight.leave();
+    await clock.advance(2);
+    inFlight.enter(); // 5 ms after the first began: a burst, though the first already ended
+    const quiet = inFlight.whenQuiet();
+    await clock.advance(3);
+    inFlight.leave();
+    assert.equal(await settled(quiet), false, 'nothing in flight, but the burst may go on');
+    await clock.advance(BURST_SETTLE_MS - 5);
+    inFlight.enter(); // a straggler inside the window starts it again
+    await clock.advance(2);
+    inFlight.leave();
+    await clock.advance(BURST_SETTLE_MS - 1);
+    assert.equal(await settled(quiet), false, 'still within the window after the straggler ended');
+    await clock.advance(1);
+    assert.equal(await settled(quiet), true, 'quiet BURST_SETTLE_MS after the last request ended');
+    // The burst is over: the next lone request, long after, waits for nothing again.
+    await clock.advance(1_000);
+    inFlight.enter();
+    inFlight.leave();
+    assert.equal(await settled(inFlight.whenQuiet()), true);
+  });
+
+  it('two requests served at once are a burst however far apart they began', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    inFlight.enter();
+    await clock.advance(500);
+    inFlight.enter();
+    inFlight.leave();
+    const quiet = inFlight.whenQuiet();
+    inFlight.leave();
+    assert.equal(await settled(quiet), false);
+    await clock.advance(BURST_SETTLE_MS);
+    assert.equal(await settled(quiet), true);
+  });
+});
