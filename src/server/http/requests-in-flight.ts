@@ -17,8 +17,9 @@ import { systemClock, type Clock } from '../../lib/index.js';
 export const BURST_SETTLE_MS = 20;
 
 /**
- * Counts the API's write requests (POST, PUT, DELETE: registrations, status
- * reports, heartbeats) from their headers until their response closed.
+ * Counts the API's write requests (POST, PUT, DELETE: registrations, stops,
+ * volume operations; the API leaves out a node's own writes) from their
+ * headers until their response closed.
  * Reads are left out: blocking queries and event streams stay open for
  * minutes and would never let the count fall to zero. The server gives it
  * the system clock whatever its own: it follows sockets, which a test's
