@@ -274,7 +274,7 @@ export class Server {
         clock,
         logger: root,
       });
-      this.#jobs = new JobService({ store, clock, logger: root });
+      this.#jobs = new JobService({ store, clock, logger: root, registrationLinger: () => this.#inFlight.burstLinger() });
       this.#metrics = new ServerMetrics({ store, health: this.#health });
       this.#term = this.#newTerm();
 

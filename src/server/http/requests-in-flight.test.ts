@@ -4,7 +4,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ManualClock } from '../../lib/index.js';
-import { BURST_SETTLE_MS, RequestsInFlight } from './requests-in-flight.js';
+import { BURST_LINGER_MS, BURST_SETTLE_MS, RequestsInFlight } from './requests-in-flight.js';
 
 /** Whether `p` has settled after a few turns of the event loop. */
 async function settled(p: Promise<void>): Promise<boolean> {
@@ -65,5 +65,24 @@ describe('RequestsInFlight', () => {
     assert.equal(await settled(quiet), false);
     await clock.advance(BURST_SETTLE_MS);
     assert.equal(await settled(quiet), true);
+  });
+
+  it('burstLinger: nothing to wait for on a lone request; BURST_LINGER_MS on the clock during a burst', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    inFlight.enter();
+    assert.equal(inFlight.burstLinger(), undefined, 'a lone request does not linger');
+    inFlight.leave();
+    await clock.advance(3);
+    inFlight.enter(); // 3 ms after the last: a burst
+    const linger = inFlight.burstLinger();
+    assert.ok(linger, 'a request of a burst lingers');
+    await clock.advance(BURST_LINGER_MS - 1);
+    assert.equal(await settled(linger), false);
+    await clock.advance(1);
+    assert.equal(await settled(linger), true);
+    inFlight.leave();
+    await clock.advance(BURST_SETTLE_MS);
+    assert.equal(inFlight.burstLinger(), undefined, 'the burst is over once none came for BURST_SETTLE_MS');
   });
 });

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ManualClock, silentLogger } from '../../lib/index.js';
 import { JobValidationError } from '../../structs/index.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
@@ -42,6 +43,38 @@ const withUnknownVolume = (id: string): Record<string, unknown> => ({
 });
 
 describe('registrations made together (group commit)', () => {
+  it('with a linger (a burst read one request per turn): registrations of several turns share the write the linger held', async () => {
+    let release: (() => void) | undefined;
+    let lingers = 0;
+    const lingering = new JobService({
+      store,
+      clock: new ManualClock(1_000_000),
+      logger: silentLogger(),
+      registrationLinger: () => {
+        lingers++;
+        return new Promise<void>((resolve) => (release = resolve));
+      },
+    });
+    const before = store.latestIndex();
+    const answers: Array<Promise<{ index: number }>> = [];
+    for (let i = 0; i < 3; i++) {
+      answers.push(lingering.register(job(`turn-${i}`)));
+      await nextTurn();
+      await nextTurn();
+    }
+    assert.equal(store.latestIndex(), before, 'nothing written while the linger holds the batch');
+    release!();
+    const out = await Promise.all(answers);
+    assert.deepEqual(out.map((o) => o.index), [before + 1, before + 1, before + 1], 'one write for the three turns');
+    assert.equal(lingers, 1, 'asked once for the batch');
+    // Without a linger each turn writes on its own.
+    const alone = [];
+    for (let i = 0; i < 2; i++) {
+      alone.push(await jobs.register(job(`alone-${i}`)));
+    }
+    assert.deepEqual(alone.map((o) => o.index), [before + 2, before + 3]);
+  });
+
   it('a burst of registrations takes a store write per DEFAULT_MAX_BATCH; each caller gets its job, its pending evaluation and its write', async () => {
     const before = store.latestIndex();
     const burst = 2 * DEFAULT_MAX_BATCH + 3;

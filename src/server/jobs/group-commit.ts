@@ -3,7 +3,9 @@
 // one store write, so a burst of 200 registrations costs a few SQLite
 // transactions, a few store events and a few wake-ups of every watcher of the
 // store, instead of 200 of each. Each caller still gets its own answer once
-// the write that holds its operation is durable.
+// the write that holds its operation is durable. A burst's requests are read
+// one per turn when they come from many clients, so the server may have a
+// batch linger a few milliseconds for the next ones (`linger`).
 
 import { setImmediate as nextTurn } from 'node:timers';
 import { StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
@@ -38,11 +40,19 @@ export class GroupCommit<I, R> {
   #scheduled = false;
   #draining = false;
 
-  constructor(opts: { store: StateStore; apply: (txn: WriteTxn, item: I) => R; keyOf: (item: I) => string; maxBatch?: number }) {
+  readonly #linger: (() => Promise<void> | undefined) | undefined;
+
+  /**
+   * `linger`: asked when a batch that is not full is to be written; a
+   * promise it returns holds the write until it settles (more items join the
+   * batch meanwhile), `undefined` writes at the end of this turn as usual.
+   */
+  constructor(opts: { store: StateStore; apply: (txn: WriteTxn, item: I) => R; keyOf: (item: I) => string; maxBatch?: number; linger?: () => Promise<void> | undefined }) {
     this.#store = opts.store;
     this.#apply = opts.apply;
     this.#keyOf = opts.keyOf;
     this.#maxBatch = Math.max(1, opts.maxBatch ?? DEFAULT_MAX_BATCH);
+    this.#linger = opts.linger;
   }
 
   /**
@@ -67,10 +77,13 @@ export class GroupCommit<I, R> {
       if (batch.items.length >= this.#maxBatch) this.#drain();
       else if (!this.#scheduled) {
         this.#scheduled = true;
-        nextTurn(() => {
+        const write = (): void => {
           this.#scheduled = false;
           this.#drain();
-        });
+        };
+        const lingering = this.#linger?.();
+        if (lingering) void lingering.then(write, write);
+        else nextTurn(write);
       }
     });
   }

@@ -25,6 +25,8 @@ export interface JobServiceOptions {
   store: StateStore;
   clock?: Clock;
   logger: Logger;
+  /** Asked before a registration batch that is not full is written: a promise holds it for more (the server's RequestsInFlight.burstLinger). */
+  registrationLinger?: () => Promise<void> | undefined;
 }
 
 export interface RegisterResult {
@@ -76,6 +78,7 @@ export class JobService {
         }
         return registerIn(txn, spec, now, 'later');
       },
+      ...(opts.registrationLinger ? { linger: opts.registrationLinger } : {}),
     });
   }
 
