@@ -8,9 +8,9 @@
 // It wakes on store changes and at the next time a verdict is due, on the
 // injectable clock.
 
-import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { isActiveDeployment, rolls, specOfJob, type Deployment, type Job, type JobSpec } from '../../structs/index.js';
-import { rowKey, type DataTable, type StateStore, type WriteTxn } from '../state/index.js';
+import { rowKey, untilChangeOr, type DataTable, type StateStore, type WriteTxn } from '../state/index.js';
 import { judgeHealth } from './alloc-health.js';
 import { jobVersions, sameSpec } from './deployment-plan.js';
 
@@ -196,26 +196,11 @@ export class DeploymentWatcher {
     return nextAt;
   }
 
-  /** The store's index once TOPICS change after the last one seen, or the last one seen once the clock reaches `at`; rejects only when `signal` fires. */
-  async #untilChangeOr(at: number, signal: AbortSignal): Promise<number> {
-    const wake = new AbortController();
-    const both = linkSignals([signal, wake.signal]).signal; // unlinked by wake.abort()
-    this.#clock.sleep(Math.max(0, at - this.#clock.now()), both).then(() => wake.abort(WAIT_ENDED), () => undefined);
-    try {
-      return await this.#store.blockUntil(TOPICS, this.#lastIndex, { signal: both }).catch((err: unknown) => {
-        if (signal.aborted) throw err;
-        return this.#lastIndex; // the timer fired
-      });
-    } finally {
-      wake.abort(WAIT_ENDED);
-    }
-  }
-
   async #run(signal: AbortSignal, firstDue: number | undefined): Promise<void> {
     let nextAt = firstDue;
     while (!signal.aborted) {
       try {
-        const index = nextAt === undefined ? await this.#store.blockUntil(TOPICS, this.#lastIndex, { signal }) : await this.#untilChangeOr(nextAt, signal);
+        const index = await untilChangeOr(this.#store, TOPICS, this.#lastIndex, nextAt, this.#clock, signal);
         this.#lastIndex = Math.max(this.#lastIndex, index);
         nextAt = await this.tick();
       } catch (err) {

@@ -7,9 +7,9 @@
 // replacement waits, blocked, until the old claim is released), and ends the
 // drain when the node is empty and its claims are released.
 
-import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { Job } from '../../structs/index.js';
-import { rowKey, StateStoreError, type DataTable, type StateStore } from '../state/index.js';
+import { rowKey, StateStoreError, untilChangeOr, type DataTable, type StateStore } from '../state/index.js';
 import { decideDrain, jobKey, type DrainDecision } from './drain-decisions.js';
 
 /** What the drainer needs of the job service: evaluating a job at once. */
@@ -70,35 +70,13 @@ export class NodeDrainer {
         recheckAt = await this.pass();
         // With no node draining, only a node's change can start a drain: the
         // writes of a burst of jobs and allocations do not wake the drainer.
-        await this.#waitForChange(this.#draining ? TOPICS : ['nodes'], seen, recheckAt, signal);
+        await untilChangeOr(this.#store, this.#draining ? TOPICS : ['nodes'], seen, recheckAt, this.#clock, signal);
       } catch (err) {
         if (signal.aborted || err instanceof AbortedError) return;
         if (err instanceof StateStoreError && err.code === 'STORE_CLOSED') return;
         this.#log.error({ err: describeError(err) }, 'drain pass failed; retrying');
         await this.#clock.sleep(1000, signal).catch(() => undefined);
       }
-    }
-  }
-
-  /** Waits for a change of `topics` after `index`, or until `at` on the clock; rejects only when `signal` fires. */
-  async #waitForChange(topics: readonly DataTable[], index: number, at: number | undefined, signal: AbortSignal): Promise<void> {
-    if (at === undefined) {
-      await this.#store.blockUntil(topics, index, { signal });
-      return;
-    }
-    const woken = new AbortController();
-    const both = linkSignals([signal, woken.signal]).signal; // unlinked by woken.abort()
-    this.#clock.sleep(Math.max(0, at - this.#clock.now()), both).then(
-      () => woken.abort(WAIT_ENDED),
-      () => undefined,
-    );
-    try {
-      await this.#store.blockUntil(topics, index, { signal: both });
-    } catch (err) {
-      if (signal.aborted) throw err;
-      if (!woken.signal.aborted) throw err;
-    } finally {
-      woken.abort(WAIT_ENDED);
     }
   }
 

@@ -6,9 +6,9 @@
 // time passed while no leader ran, as Nomad does; a job registered or
 // changed later is picked up from the store's changes.
 
-import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import { nextLaunch, type Job } from '../../structs/index.js';
-import { rowKey, StateStoreError, type StateStore } from '../state/index.js';
+import { rowKey, StateStoreError, untilChangeOr, type StateStore } from '../state/index.js';
 import { periodicLaunchOf } from './child-jobs.js';
 import type { JobService } from './job-service.js';
 
@@ -82,16 +82,8 @@ export class PeriodicDispatcher {
             } else wake = Math.min(wake, next);
           }
           for (const key of this.#last.keys()) if (!jobs.some((j) => rowKey(j.namespace, j.id) === key)) this.#last.delete(key);
-          // No launch due (no periodic job): a change of the jobs alone wakes the loop, with no timer to race.
-          if (!Number.isFinite(wake)) {
-            await this.#store.blockUntil(['jobs'], seen, { signal });
-            continue;
-          }
-          const tick = new AbortController();
-          const both = linkSignals([signal, tick.signal]).signal; // unlinked by tick.abort()
-          const waits: Array<Promise<unknown>> = [this.#store.blockUntil(['jobs'], seen, { signal: both }), this.#clock.sleep(Math.max(1, wake - this.#clock.now()), both)];
-          await Promise.race(waits).finally(() => tick.abort(WAIT_ENDED));
-          await Promise.allSettled(waits);
+          // A change of the jobs wakes the loop, or the next launch's time (none due: the change alone).
+          await untilChangeOr(this.#store, ['jobs'], seen, Number.isFinite(wake) ? wake : undefined, this.#clock, signal);
         } catch (err) {
           if (err instanceof AbortedError || signal.aborted) return;
           if (err instanceof StateStoreError && err.code === 'STORE_CLOSED') return;

@@ -24,3 +24,4 @@ export { StateStoreError } from './errors.js';
 export { saveSnapshot, restoreSnapshot, encodeSnapshot, decodeSnapshot, SNAPSHOT_VERSION, type SnapshotSummary } from './snapshot.js';
 export { rowKey, keyPrefix, keyOf, publicRow } from './keys.js';
 export { ScratchTxn } from './scratch-txn.js';
+export { untilChangeOr } from './until-change-or.js';
