@@ -92,7 +92,9 @@ export class AllocRunner {
     this.#bucket = opts.store.bucket<AllocRunnerRecord>(ALLOC_RUNNERS_BUCKET);
     const saved = this.#bucket.get(this.id);
     this.#record = saved ? { ...saved, alloc: opts.alloc } : { alloc: opts.alloc, job: jobWithoutMountFlags(opts.job), phase: 'new', csi: {}, binds: [] };
-    this.#save();
+    // A new record can wait for the first write that must land (a hook's record of a claim or mount, a task's handle): restore() starts a missing one afresh.
+    if (saved) this.#save();
+    else this.#saveSoon();
     if (this.#record.phase === 'done') this.#cleanedUp();
     this.#allocDir = new AllocDir({ root: opts.allocDirRoot, allocId: this.id, ...(opts.chroot ? { chroot: opts.chroot } : {}), logger: this.#logger });
     const backoff: BackoffPolicy = {
@@ -208,7 +210,7 @@ export class AllocRunner {
 
   async #run(): Promise<void> {
     this.#record.phase = 'prerun';
-    this.#save();
+    this.#saveSoon();
     this.#pushStatus();
     const failFast = new AbortController();
     const ctx = this.#ctx(AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal, failFast.signal]));
@@ -225,8 +227,9 @@ export class AllocRunner {
       return;
     }
     if (this.#stopAbort.signal.aborted || this.#shutdownAbort.signal.aborted) return;
+    // Before any task's spawn, whose handle's put writes this too: restore() needs 'running' to adopt them.
     this.#record.phase = 'running';
-    this.#save();
+    this.#saveSoon();
     this.#watchTasks();
     await this.#lifecycle.run(ctx.signal);
   }
@@ -566,6 +569,12 @@ export class AllocRunner {
   #save(): void {
     if (this.#state === 'destroyed') return;
     this.#bucket.put(this.id, this.#record);
+  }
+
+  /** #save() through Bucket.putSoon: written with the next write that must land, or at the end of this turn. */
+  #saveSoon(): void {
+    if (this.#state === 'destroyed') return;
+    this.#bucket.putSoon(this.id, this.#record);
   }
 
   #taskChanged(): void {

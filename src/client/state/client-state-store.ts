@@ -19,6 +19,16 @@ export interface Bucket<T> {
   listPrefix(prefix: string): Array<{ key: string; value: T }>;
   /** Creates or replaces the record; safe to repeat. */
   put(key: string, value: T): void;
+  /**
+   * Creates or replaces the record, but may write it later: with the next
+   * put, delete or transaction of the store (in the same commit, before
+   * them), or at the end of this turn of the event loop, whichever comes
+   * first; several calls for one key before then write its last value once.
+   * Reads see it at once. For records whose last changes a crash may lose
+   * (a task's progress events), never for what a restart must find before a
+   * side effect (a task's handle before its spawn: put that).
+   */
+  putSoon(key: string, value: T): void;
   /** Removes the record; returns whether one was there. Safe to repeat. */
   delete(key: string): boolean;
 }

@@ -42,6 +42,56 @@ describe('SqliteClientStateStore', () => {
     s.close();
   });
 
+  it('putSoon: reads see the record at once; the file has it at the end of the turn, or with the next put, in one commit', async () => {
+    const path = fresh();
+    const s = SqliteClientStateStore.open(path);
+    const b = s.bucket<{ n: number }>('tasks');
+    // Another connection sees only what was committed to the file.
+    const other = new Database(path, { readonly: true });
+    const onDisk = (): string[] => (other.prepare("SELECT key FROM records WHERE bucket = 'tasks' ORDER BY key").all() as Array<{ key: string }>).map((r) => r.key);
+    b.putSoon('a/1', { n: 1 });
+    b.putSoon('a/1', { n: 2 });
+    b.putSoon('b/1', { n: 3 });
+    assert.deepEqual(b.get('a/1'), { n: 2 });
+    assert.deepEqual(b.listPrefix('a/'), [{ key: 'a/1', value: { n: 2 } }]);
+    assert.deepEqual(onDisk(), [], 'not written yet');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(onDisk(), ['a/1', 'b/1'], 'written at the end of the turn');
+    b.putSoon('c/1', { n: 4 });
+    b.put('d/1', { n: 5 });
+    assert.deepEqual(onDisk(), ['a/1', 'b/1', 'c/1', 'd/1'], 'a put writes what was held before it');
+    b.putSoon('e/1', { n: 6 });
+    assert.equal(b.delete('e/1'), true);
+    assert.equal(b.get('e/1'), undefined);
+    other.close();
+    s.close();
+    const again = SqliteClientStateStore.open(path);
+    assert.deepEqual(again.bucket('tasks').list().map((r) => r.key), ['a/1', 'b/1', 'c/1', 'd/1']);
+    assert.deepEqual(again.bucket('tasks').get('a/1'), { n: 2 }, 'the last value of several putSoon calls');
+    again.close();
+  });
+
+  it('putSoon: a process killed in the same turn loses the record, unless a put came after it', () => {
+    const path = fresh();
+    const script = (key: string, then: string): string => `
+      import { SqliteClientStateStore } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};
+      const s = SqliteClientStateStore.open(${JSON.stringify(path)});
+      s.bucket('tasks').putSoon(${JSON.stringify(key)}, { step: 'set up' });
+      ${then}
+      process.kill(process.pid, 'SIGKILL');`;
+    for (const [key, then] of [['soon-1', ''], ['soon-2', "s.bucket('tasks').put('handle', { pid: 1 });"]] as const) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script(key, then)]);
+      assert.equal(r.signal, 'SIGKILL', r.stderr.toString());
+    }
+    const s = SqliteClientStateStore.open(path);
+    // The first child's record was lost; the second's landed with its put.
+    assert.deepEqual(s.bucket('tasks').list(), [
+      { key: 'handle', value: { pid: 1 } },
+      { key: 'soon-2', value: { step: 'set up' } },
+    ]);
+    s.close();
+  });
+
   it('lists by prefix without matching longer or neighbouring keys', () => {
     const s = SqliteClientStateStore.open(fresh());
     const b = s.bucket<number>('m');

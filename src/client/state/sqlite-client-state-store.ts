@@ -49,6 +49,9 @@ export class SqliteClientStateStore implements ClientStateStore {
   readonly #delete: Statement<[string, string]>;
   readonly #buckets = new Map<string, Bucket<unknown>>();
   readonly #headroom: { path: string; bytes: number };
+  /** Records given to putSoon and not yet written, by bucket and key: the latest value of each. */
+  readonly #soon = new Map<string, { bucket: string; key: string; value: unknown }>();
+  #soonTimer: NodeJS.Immediate | undefined;
   #closed = false;
 
   private constructor(path: string, db: Db, headroomBytes: number) {
@@ -125,7 +128,7 @@ export class SqliteClientStateStore implements ClientStateStore {
 
   transaction<R>(fn: () => R): R {
     this.#open();
-    return this.#writing(() => this.#db.transaction(fn)());
+    return this.#withSoon(() => this.#db.transaction(fn)());
   }
 
   /** True while the reserve file is in place. */
@@ -186,8 +189,55 @@ export class SqliteClientStateStore implements ClientStateStore {
 
   close(): void {
     if (this.#closed) return;
+    if (this.#soonTimer) clearImmediate(this.#soonTimer);
+    try {
+      this.#withSoon(() => undefined);
+    } catch {
+      // A disk still full: what putSoon held is lost, as a crash would lose it.
+    }
     this.#closed = true;
     this.#db.close();
+  }
+
+  /**
+   * Runs a write (through #writing) after what putSoon holds, in one commit
+   * with it; with nothing held, the write alone. On a failure what was held
+   * stays held (unless a later putSoon replaced it) and the error is thrown.
+   */
+  #withSoon<R>(write: () => R): R {
+    if (this.#soon.size === 0) return this.#writing(write);
+    const held = [...this.#soon];
+    this.#soon.clear();
+    try {
+      return this.#writing(() =>
+        this.#db.transaction(() => {
+          for (const [, r] of held) this.#put.run(r.bucket, r.key, JSON.stringify(r.value));
+          return write();
+        })(),
+      );
+    } catch (err) {
+      for (const [id, r] of held) if (!this.#soon.has(id)) this.#soon.set(id, r);
+      throw err;
+    }
+  }
+
+  /** The end of the turn after a putSoon: writes what is held, in one commit. */
+  #writeSoon(): void {
+    this.#soonTimer = undefined;
+    if (this.#closed) return;
+    try {
+      this.#withSoon(() => undefined);
+    } catch {
+      // Held still (a full disk): the next write, or close(), tries again and tells its caller.
+    }
+  }
+
+  /** Rows read from the file, with what putSoon holds for the bucket laid over them. */
+  #withHeld(bucket: string, rows: Array<{ key: string; value: string }>, inRange: (key: string) => boolean): Array<{ key: string; value: string }> {
+    if (this.#soon.size === 0) return rows;
+    const byKey = new Map(rows.map((r) => [r.key, r.value]));
+    for (const r of this.#soon.values()) if (r.bucket === bucket && inRange(r.key)) byKey.set(r.key, JSON.stringify(r.value));
+    return [...byKey].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, value]) => ({ key, value }));
   }
 
   #open(): void {
@@ -209,25 +259,42 @@ export class SqliteClientStateStore implements ClientStateStore {
       name,
       get: (key) => {
         this.#open();
+        const held = this.#soon.get(soonId(name, key));
+        // A copy, as a record read from the file is: the caller may change it.
+        if (held) return this.#parse<T>(name, key, JSON.stringify(held.value));
         const row = this.#get.get(name, key);
         return row ? this.#parse<T>(name, key, row.value) : undefined;
       },
       list: () => {
         this.#open();
-        return rows(this.#list.all(name));
+        return rows(this.#withHeld(name, this.#list.all(name), () => true));
       },
       listPrefix: (prefix) => {
         this.#open();
-        return rows(this.#listPrefix.all(name, prefix, prefix + '\u{10FFFF}'));
+        return rows(this.#withHeld(name, this.#listPrefix.all(name, prefix, prefix + '\u{10FFFF}'), (k) => k.startsWith(prefix)));
       },
       put: (key, value) => {
         this.#open();
-        this.#writing(() => this.#put.run(name, key, JSON.stringify(value)));
+        this.#soon.delete(soonId(name, key));
+        this.#withSoon(() => this.#put.run(name, key, JSON.stringify(value)));
+      },
+      putSoon: (key, value) => {
+        this.#open();
+        const id = soonId(name, key);
+        this.#soon.delete(id);
+        this.#soon.set(id, { bucket: name, key, value });
+        this.#soonTimer ??= setImmediate(() => this.#writeSoon());
       },
       delete: (key) => {
         this.#open();
-        return this.#writing(() => this.#delete.run(name, key).changes > 0);
+        const held = this.#soon.delete(soonId(name, key));
+        return this.#withSoon(() => this.#delete.run(name, key).changes > 0) || held;
       },
     };
   }
+}
+
+/** The key of a record held by putSoon. */
+function soonId(bucket: string, key: string): string {
+  return `${bucket}\u0000${key}`;
 }

@@ -82,7 +82,8 @@ export class TaskRunner {
     this.#tracker = new RestartTracker(opts.restartPolicy, opts.jobType, this.#clock, this.#record.restart, { ephemeral: opts.ephemeral === true });
     this.#env = opts.taskEnv ?? defaultTaskEnv(opts, this.driver.capabilities.fsIsolation === 'chroot');
     this.#runEnv = this.#env.build({}, this.#task);
-    if (!saved) this.#persist();
+    // Written with the next write that must land (the task's handle, before its spawn), or at the end of this turn.
+    if (!saved) this.#bucket.putSoon(this.#key, this.#record);
   }
 
   /** The task's spec, with the resources of the latest in-place update. */
@@ -261,6 +262,17 @@ export class TaskRunner {
     this.#changed();
   }
 
+  /**
+   * event(), with the record written soon (Bucket.putSoon) rather than now:
+   * for the steps of a start, whose loss in a crash restore() makes good (a
+   * task with a handle is adopted as started; one without starts afresh).
+   */
+  #eventSoon(type: string, message: string, details: Record<string, string> = {}): void {
+    appendEvent(this.#record.state, this.#clock.now(), type, message, details);
+    this.#bucket.putSoon(this.#key, this.#record);
+    this.#told();
+  }
+
   // ---- the run loop ---------------------------------------------------------
 
   async #run(from: boolean | 'lost'): Promise<void> {
@@ -413,7 +425,7 @@ export class TaskRunner {
   async #startOnce(ctx: TaskHookContext): Promise<void> {
     const req: PrestartRequest = { env: {}, mounts: [], taskEnv: this.#env.build({}, this.#task) };
     this.#record.state.state = 'pending';
-    this.event(TASK_EVENTS.settingUp, 'Building the task directory and running prestart hooks');
+    this.#eventSoon(TASK_EVENTS.settingUp, 'Building the task directory and running prestart hooks');
     const signal = AbortSignal.any([this.#killAbort.signal, ctx.signal]);
     for (const hook of this.#opts.hooks) {
       if (!hook.prestart) continue;
@@ -429,6 +441,7 @@ export class TaskRunner {
     this.#runEnv = this.#env.build(req.env, this.#task);
     const cfg = this.#taskConfig(req, this.#runEnv);
     let handle: RunnerTaskHandle;
+    let recordedAtSpawn = false;
     try {
       handle = await this.driver.startTask(cfg, {
         signal,
@@ -437,6 +450,7 @@ export class TaskRunner {
           this.#record.handle = spawned;
           this.#record.taskId = cfg.id;
           this.#persist();
+          recordedAtSpawn = true;
         },
       });
     } catch (err) {
@@ -454,7 +468,11 @@ export class TaskRunner {
     this.#record.taskId = cfg.id;
     this.#record.state.state = 'running';
     this.#record.state.startedAt = this.#clock.now();
-    this.event(TASK_EVENTS.started, `Task started by driver ${this.driver.name}`, { attempt: String(this.#record.attempt) });
+    const started = `Task started by driver ${this.driver.name}`;
+    // With a handle put before the spawn (onSpawned), what a crash loses from here restore() makes good;
+    // a driver without onSpawned (an external plugin) gives its handle only now, and it must land.
+    if (recordedAtSpawn) this.#eventSoon(TASK_EVENTS.started, started, { attempt: String(this.#record.attempt) });
+    else this.event(TASK_EVENTS.started, started, { attempt: String(this.#record.attempt) });
     // A kill that arrived while the driver was starting the task stops it now.
     if (this.killing) await this.#stopProcess();
   }
@@ -542,6 +560,11 @@ export class TaskRunner {
 
   #changed(): void {
     this.#persist();
+    this.#told();
+  }
+
+  /** Tells onChange of the task's state. */
+  #told(): void {
     try {
       this.#opts.onChange(this.name, this.#record.state);
     } catch (err) {
