@@ -105,9 +105,16 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
   return out;
 }
 
+/** The full GCs a server's memory reclaimer ran so far (its `berth_agent_memory_reclaims`): each one stops its event loop. */
+async function reclaimsOf(c: SimCluster, s: SimCluster['processes']['servers'][number]): Promise<number> {
+  const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
+  return Number(/^berth_agent_memory_reclaims (\d+)/m.exec(await res.text())?.[1] ?? NaN);
+}
+
 /** Scenario 1: every node heartbeating, REST_S seconds with nothing else to do. */
 async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void> {
   const leader = await c.leader();
+  const reclaims0 = await Promise.all(c.processes.servers.map((s) => reclaimsOf(c, s)));
   c.fleet.takeHeartbeats();
   const followers = c.processes.servers.filter((s) => s !== leader);
   const cpu0 = c.cpuSeconds(leader);
@@ -119,6 +126,8 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   const fcpu = followers.map((s, i) => (c.cpuSeconds(s) - (fcpu0[i] ?? 0)) / REST_S);
   const simBusy = performance.eventLoopUtilization(elu0).utilization;
   const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
+  const reclaims = await Promise.all(c.processes.servers.map(async (s, i) => (await reclaimsOf(c, s)) - (reclaims0[i] ?? 0)));
+  out['memoryReclaimsAtRest'] = reclaims;
   out['heartbeatP50Ms'] = round(percentile(hb, 50));
   out['heartbeatP99Ms'] = round(percentile(hb, 99));
   out['heartbeatsPerS'] = round(hb.length / REST_S);
@@ -129,7 +138,7 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   out['simulatorLoopBusyPct'] = round(simBusy * 100);
   out['loadAtRest'] = [round(load0), round(loadavg()[0] ?? 0)];
   console.log(
-    `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop busy ${out['simulatorLoopBusyPct']} % (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
+    `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop busy ${out['simulatorLoopBusyPct']} %; memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
   );
 }
 

@@ -119,7 +119,9 @@ export class Agent {
       try {
         this.#address = await this.#start();
         // Once every part runs: the heap a burst of work grew is given back when the agent goes quiet.
-        const reclaimer = new MemoryReclaimer({ logger: this.#opts.logger ?? silentLogger() });
+        // A server's API traffic (nodes' heartbeats included) holds reclaims off: each stops the event loop.
+        const server = this.#server;
+        const reclaimer = new MemoryReclaimer({ logger: this.#opts.logger ?? silentLogger(), ...(server ? { requests: () => server.requestsBegun } : {}) });
         this.#reclaimer = reclaimer;
         const registry = this.#server?.metrics.registry ?? this.#clientRegistry;
         if (registry) registerReclaimGauge(registry, reclaimer);

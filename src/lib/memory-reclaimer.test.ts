@@ -17,7 +17,10 @@ function scripted(opts: { startHeap: number; afterCollect: number; minSpacingMs?
   const clock = new ManualClock();
   let next: LoadSample = { utilization: 0, heapCommitted: opts.startHeap * MiB };
   let collections = 0;
+  let requests = 0;
   const reclaimer = new MemoryReclaimer({
+    requests: () => requests,
+    quietRequests: 10,
     clock,
     intervalMs: INTERVAL,
     quietUtilization: 0.1,
@@ -33,9 +36,10 @@ function scripted(opts: { startHeap: number; afterCollect: number; minSpacingMs?
   return {
     reclaimer,
     collections: () => collections,
-    /** One interval passes with this load and heap (MiB). */
-    async interval(utilization: number, heapMiB: number): Promise<void> {
+    /** One interval passes with this load and heap (MiB), and this many API requests begun in it. */
+    async interval(utilization: number, heapMiB: number, requestsBegun = 0): Promise<void> {
       next = { utilization, heapCommitted: heapMiB * MiB };
+      requests += requestsBegun;
       await clock.waitForSleepers(1);
       await clock.advance(INTERVAL);
     },
@@ -54,6 +58,17 @@ describe('MemoryReclaimer', () => {
     await p.interval(0.02, 41);
     await p.interval(0.01, 50);
     assert.equal(p.collections(), 1, 'quiet intervals whose heap is within growthBytes of the last reclaim do not collect');
+    await p.reclaimer.stop();
+  });
+
+  it('an idle event loop with more than quietRequests requests in the interval (a server taking 1,000 nodes\' heartbeats) is not quiet', async () => {
+    const p = scripted({ startHeap: 60, afterCollect: 40 });
+    await p.reclaimer.start();
+    await p.interval(0.05, 130, 100);
+    await p.interval(0.02, 140, 11);
+    assert.equal(p.collections(), 0, 'the loop was under the quiet bar, but requests kept coming');
+    await p.interval(0.02, 140, 10);
+    assert.equal(p.collections(), 1, 'at quietRequests or fewer, it reclaims');
     await p.reclaimer.stop();
   });
 

@@ -53,6 +53,21 @@ export interface MemoryReclaimerOptions {
   sample?: () => LoadSample;
   /** Collects all garbage, compacts and gives the pages back. Default: `lowMemoryGc()`. */
   collect?: () => void | Promise<void>;
+  /**
+   * How many requests the agent's API has begun so far (any kind: nodes'
+   * heartbeats too), read once an interval. Default: none counted.
+   */
+  requests?: () => number;
+  /**
+   * An interval in which more requests than this began is not quiet, however
+   * idle the event loop: a reclaim stops the loop for 50-250 ms and every
+   * request in flight or arriving waits it out. A server of 1,000 nodes takes
+   * 50-100 heartbeats a second at 13-18 % of a core, under the utilization
+   * bar; its reclaims, one per server in a 30 s rest, put the heartbeats' p99
+   * at 40-144 ms against 5-30 ms without. A dev agent's own node asks a
+   * request or two an interval. Default 10 (5 a second at the default interval).
+   */
+  quietRequests?: number;
 }
 
 const MiB = 2 ** 20;
@@ -78,6 +93,9 @@ export class MemoryReclaimer {
   readonly #spacing: number;
   readonly #sample: () => LoadSample;
   readonly #collect: () => void | Promise<void>;
+  readonly #requests: (() => number) | undefined;
+  readonly #quietRequests: number;
+  #requestsSeen = 0;
   readonly #life: Lifecycle;
   readonly #settle: number;
   #floor = 0;
@@ -95,6 +113,9 @@ export class MemoryReclaimer {
     this.#settle = opts.settleIntervals ?? 3;
     this.#sample = opts.sample ?? processSampler();
     this.#collect = opts.collect ?? lowMemoryGc();
+    this.#requests = opts.requests;
+    this.#quietRequests = opts.quietRequests ?? 10;
+    this.#requestsSeen = opts.requests?.() ?? 0;
     this.#life = new Lifecycle(this.#log ? { logger: this.#log } : {});
   }
 
@@ -129,7 +150,10 @@ export class MemoryReclaimer {
       }
       const s = this.#sample();
       this.#floor = Math.min(this.#floor === 0 ? s.heapCommitted : this.#floor, s.heapCommitted);
-      if (s.utilization >= this.#quiet) {
+      const requests = this.#requests?.() ?? 0;
+      const busyRequests = requests - this.#requestsSeen > this.#quietRequests;
+      this.#requestsSeen = requests;
+      if (s.utilization >= this.#quiet || busyRequests) {
         this.#quietStreak = 0;
         continue;
       }

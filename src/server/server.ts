@@ -231,6 +231,11 @@ export class Server {
     return this.#metrics;
   }
 
+  /** Requests the API began since the start, of every kind (nodes' heartbeats too): the agent's measure of its traffic. */
+  get requestsBegun(): number {
+    return this.#inFlight.begun;
+  }
+
   /** Starts everything; resolves with the HTTP address. See the class comment. */
   async start(): Promise<ServerAddress> {
     if (this.#life.state !== 'new') throw new ServerError('SERVER_STATE', `cannot start a server that is ${this.#life.state}`);

@@ -73,6 +73,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const inFlight = deps.inFlight;
   app.addHook('onRequest', async (req, reply) => {
     const access = req.routeOptions.config.access;
+    inFlight?.began();
     // Users' writes only: a node's own (heartbeats, status reports, claims) are a steady stream in a large
     // cluster, and the scheduler waiting for a gap in it held each part of a 10,000-allocation plan a second.
     if (inFlight && req.method !== 'GET' && req.method !== 'HEAD' && access !== 'node') {

@@ -42,6 +42,7 @@ export class RequestsInFlight {
   #lastActivity = -Infinity;
   /** The latest request overlapped another or began within BURST_SETTLE_MS of the one before it. */
   #burst = false;
+  #begun = 0;
 
   constructor(opts: { clock?: Clock } = {}) {
     this.#clock = opts.clock ?? systemClock;
@@ -50,6 +51,20 @@ export class RequestsInFlight {
   /** Write requests being served now. */
   get count(): number {
     return this.#count;
+  }
+
+  /**
+   * Requests of every kind (reads, nodes' heartbeats and reports too) begun
+   * since the start: the traffic the agent's memory reclaimer stays out of
+   * the way of. Counted by `began()`, apart from what enter() counts.
+   */
+  get begun(): number {
+    return this.#begun;
+  }
+
+  /** A request of any kind began (see `begun`). */
+  began(): void {
+    this.#begun++;
   }
 
   /** A request began; pair with one `leave()` when it ended, however it ended. */
