@@ -59,4 +59,37 @@ describe('status reporter pacing', () => {
       api.close();
     }
   });
+
+  it('after a POST of burstUpdates updates or more, the next waits burstBatchMs; after a small one, batchMs again', async () => {
+    posts.length = 0;
+    const clock = new ManualClock(2_000_000);
+    const api = new ServerApi({ address: url, token: 't' });
+    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100, burstUpdates: 3 });
+    const settle = async (): Promise<void> => {
+      for (let i = 0; i < 20; i++) await nextTurn();
+    };
+    try {
+      for (const id of ['a', 'b', 'c']) reporter.report(update(id, 'running'));
+      await reporter.flush();
+      assert.deepEqual(posts, [['a:running', 'b:running', 'c:running']], 'three updates of one turn in one POST');
+
+      reporter.report(update('d', 'running'));
+      await settle();
+      await clock.advance(20);
+      await settle();
+      assert.equal(posts.length, 1, '20 ms after a burst\'s POST, the next still waits');
+      await clock.advance(80);
+      await reporter.flush();
+      assert.deepEqual(posts[1], ['d:running'], 'it goes 100 ms after');
+
+      reporter.report(update('e', 'running'));
+      await settle();
+      await clock.advance(20);
+      await reporter.flush();
+      assert.deepEqual(posts[2], ['e:running'], 'after a small POST the interval is 20 ms again');
+    } finally {
+      await reporter.stop();
+      api.close();
+    }
+  });
 });
