@@ -249,10 +249,14 @@ export default async function bench(dir: string): Promise<Record<string, unknown
 
     let allRunningMs = 0;
     let cpuRunning = { agent: 0, node: 0 };
+    /** Each poll: [s since the release, burst allocations placed, running]. */
+    const progress: Array<[number, number, number]> = [];
     const polled = (async () => {
       for (;;) {
         const list = await allocs();
-        const running = list.filter((a) => a.jobId.startsWith('burst-') && a.desiredStatus === 'run' && a.clientStatus === 'running').length;
+        const placed = list.filter((a) => a.jobId.startsWith('burst-') && a.desiredStatus === 'run');
+        const running = placed.filter((a) => a.clientStatus === 'running').length;
+        progress.push([round((performance.timeOrigin + performance.now() - t0) / 1000, 2), placed.length, running]);
         if (running === JOBS) {
           allRunningMs = performance.timeOrigin + performance.now() - t0;
           cpuRunning = { agent: cpuMs(agentPid) - cpu0.agent, node: clientAgent ? cpuMs(nodePid) - cpu0.node : 0 };
@@ -288,6 +292,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     );
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
     const perJob = (ms: number): number => round(ms / JOBS, 2);
+    console.log(`  placed / running as the API listed them, by seconds after the release: ${progress.map(([t, p, r]) => `${t} ${p}/${r}`).join(', ')}`);
     console.log(
       `  ${split ? 'server agent' : 'agent'} CPU: ${round(cpuAnswered.agent)} ms until all answered (${perJob(cpuAnswered.agent)} ms a job), ${round(cpuRunning.agent)} ms until all running (${perJob(cpuRunning.agent)} ms a job)` +
         (split ? `; client agent CPU: ${round(cpuAnswered.node)} ms until all answered, ${round(cpuRunning.node)} ms until all running (${perJob(cpuRunning.node)} ms a job)` : ''),
