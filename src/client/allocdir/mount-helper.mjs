@@ -21,17 +21,26 @@
 //           mode (the umask would cut it): an allocation's whole tree for
 //           one message instead of a dozen file system calls on the agent's loop
 // and unmount takes `remove: true` to delete root too once nothing is left
-// mounted under it (an allocation directory collected).
+// mounted under it (an allocation directory collected). Mount requests that
+// queue up behind the running ones (a burst of allocations, each with its
+// secrets tmpfs) go together: one /bin/sh runs their mount(8)s, each
+// answered on its own. A mount(8) forked from this process cost 5.3 ms of
+// CPU, most of it the fork of a Node process; from a shell, 2.7 ms.
 // It exits when stdin closes (the agent stopped or died) once the requests
 // it holds are answered; mounts it made stay, as mount(8)'s would.
 
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { hasOwnFileSystem, mountPointsUnder } from './mount-table.mjs';
 
 /** How many tools run at once; the rest queue. */
 const PARALLEL = 4;
+
+/** At most this many queued mount requests go to one shell. */
+const MOUNT_BATCH = 64;
 
 /** @param {string} file @param {string[]} args @returns {Promise<void>} */
 function run(file, args) {
@@ -98,23 +107,108 @@ async function handle(req) {
   }
 }
 
+/** @param {string} s */
+function q(s) {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * Several mount requests in one /bin/sh: each mount(8) with its stderr in a
+ * file of its own and its exit status on stdout. Resolves with one answer a
+ * request, as handle() would have given it alone.
+ * @param {any[]} reqs
+ * @returns {Promise<Array<{ id: unknown, ok: boolean, result?: unknown, error?: string }>>}
+ */
+async function mountBatch(reqs) {
+  /** @type {Map<unknown, { id: unknown, ok: boolean, result?: unknown, error?: string }>} */
+  const answers = new Map();
+  const todo = [];
+  /** Requests for a directory an earlier one of the batch mounts: answered by that one's outcome. */
+  const repeats = [];
+  const first = new Map();
+  for (const req of reqs) {
+    if (req.unlessOwnFs && first.has(req.unlessOwnFs)) repeats.push(req);
+    else if (req.unlessOwnFs && hasOwnFileSystem(req.unlessOwnFs)) answers.set(req.id, { id: req.id, ok: true, result: { mounted: false } });
+    else {
+      todo.push(req);
+      if (req.unlessOwnFs) first.set(req.unlessOwnFs, req);
+    }
+  }
+  if (todo.length > 0) {
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-mounts-'));
+    try {
+      const script = todo.map((req, i) => `mount ${req.args.map(q).join(' ')} 2>"$0/${i}"; echo "${i} $?"`).join('\n');
+      const stdout = await new Promise((resolve) => {
+        execFile('/bin/sh', ['-c', script, dir], { encoding: 'utf8' }, (err, out, stderr) => resolve(err && !out ? { failed: (stderr || err.message).trim() } : out));
+      });
+      /** @type {Map<number, number>} */
+      const codes = new Map();
+      if (typeof stdout === 'string') {
+        for (const line of stdout.split('\n')) {
+          const [i, code] = line.split(' ');
+          if (i !== undefined && code !== undefined) codes.set(Number(i), Number(code));
+        }
+      }
+      todo.forEach((req, i) => {
+        const code = codes.get(i);
+        if (code === 0) {
+          answers.set(req.id, { id: req.id, ok: true, result: { mounted: true } });
+          return;
+        }
+        let why = typeof stdout === 'string' ? `exit status ${code ?? 'unknown'}` : stdout.failed;
+        try {
+          why = readFileSync(path.join(dir, String(i)), 'utf8').trim() || why;
+        } catch {
+          // the shell never got to it
+        }
+        answers.set(req.id, { id: req.id, ok: false, error: `mount ${req.args.join(' ')}: ${why}` });
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  for (const req of repeats) {
+    const earlier = answers.get(first.get(req.unlessOwnFs).id);
+    answers.set(req.id, earlier?.ok ? { id: req.id, ok: true, result: { mounted: false } } : { ...earlier, id: req.id, ok: false });
+  }
+  return reqs.map((req) => /** @type {{ id: unknown, ok: boolean }} */ (answers.get(req.id)));
+}
+
 let running = 0;
 let closed = false;
 /** @type {any[]} */
 const queue = [];
 
+/** @param {{ id: unknown, ok: boolean }} answer */
+function answer(answer) {
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
+}
+
 function pump() {
   while (running < PARALLEL && queue.length) {
     const req = queue.shift();
     running++;
+    // Mount requests waiting behind this one go with it.
+    const more = req.op === 'mount' ? queue.filter((r) => r.op === 'mount').slice(0, MOUNT_BATCH - 1) : [];
+    if (more.length > 0) {
+      for (const r of more) queue.splice(queue.indexOf(r), 1);
+      mountBatch([req, ...more])
+        .catch((err) => [req, ...more].map((r) => ({ id: r.id, ok: false, error: err instanceof Error ? err.message : String(err) })))
+        .then((answers) => {
+          running--;
+          answers.forEach(answer);
+          pump();
+        });
+      continue;
+    }
     handle(req)
       .then(
         (result) => ({ id: req.id, ok: true, result }),
         (err) => ({ id: req.id, ok: false, error: err instanceof Error ? err.message : String(err) }),
       )
-      .then((answer) => {
+      .then((a) => {
         running--;
-        process.stdout.write(`${JSON.stringify(answer)}\n`);
+        answer(a);
         pump();
       });
   }

@@ -45,6 +45,30 @@ describe('the mount helper', () => {
     });
   });
 
+  it('answers each of many mounts asked at once (those queued go to one shell): each directory mounted once, a failure told to its own asker', async () => {
+    const dirs = Array.from({ length: 24 }, (_, i) => path.join(root, `many-${i}`));
+    for (const d of dirs) mkdirSync(d);
+    const asked = [
+      ...dirs.map((d) => helper.request<{ mounted: boolean }>(tmpfs(d))),
+      // Repeats of directories asked above, in the same burst: never stacked.
+      helper.request<{ mounted: boolean }>(tmpfs(dirs[20]!)),
+      helper.request<{ mounted: boolean }>(tmpfs(dirs[21]!)),
+      helper.request({ op: 'mount', args: ['--bind', path.join(root, 'missing-too'), dirs[22]!] }),
+    ];
+    const settled = await Promise.allSettled(asked);
+    for (const [i, d] of dirs.entries()) {
+      assert.deepEqual(settled[i], { status: 'fulfilled', value: { mounted: true } }, `${d} mounted`);
+      assert.equal(mountsAt(d), 1, `${d} mounted once`);
+    }
+    assert.deepEqual(settled[24], { status: 'fulfilled', value: { mounted: false } });
+    assert.deepEqual(settled[25], { status: 'fulfilled', value: { mounted: false } });
+    const failed = settled[26];
+    assert.equal(failed?.status, 'rejected');
+    assert.ok(failed.status === 'rejected' && failed.reason instanceof MountHelperError && failed.reason.code === 'ALLOC_MOUNT_FAILED' && /missing-too/.test(failed.reason.message), String(failed.status === 'rejected' ? failed.reason : ''));
+    const r = await helper.request<{ unmounted: number; left: string[] }>({ op: 'unmount', root: path.join(root, 'many-0') });
+    assert.deepEqual(r, { unmounted: 1, left: [] });
+  });
+
   it('is replaced when it dies: a safe request is asked again, an unsafe one fails clearly', async () => {
     const b = path.join(root, 'b');
     mkdirSync(b);
