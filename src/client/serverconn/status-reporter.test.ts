@@ -60,33 +60,50 @@ describe('status reporter pacing', () => {
     }
   });
 
-  it('after a POST of burstUpdates updates or more, the next waits burstBatchMs; after a small one, batchMs again', async () => {
+  it('while POSTs follow each other within twice burstBatchMs, the next waits burstBatchMs; after a pause, batchMs again', async () => {
     posts.length = 0;
     const clock = new ManualClock(2_000_000);
     const api = new ServerApi({ address: url, token: 't' });
-    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100, burstUpdates: 3 });
+    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100 });
     const settle = async (): Promise<void> => {
       for (let i = 0; i < 20; i++) await nextTurn();
     };
     try {
-      for (const id of ['a', 'b', 'c']) reporter.report(update(id, 'running'));
+      reporter.report(update('a', 'running'));
       await reporter.flush();
-      assert.deepEqual(posts, [['a:running', 'b:running', 'c:running']], 'three updates of one turn in one POST');
+      reporter.report(update('b', 'running'));
+      await settle();
+      await clock.advance(20);
+      await reporter.flush();
+      assert.deepEqual(posts, [['a:running'], ['b:running']], 'a second update 20 ms after the first');
 
-      reporter.report(update('d', 'running'));
+      reporter.report(update('c', 'running'));
       await settle();
       await clock.advance(20);
       await settle();
-      assert.equal(posts.length, 1, '20 ms after a burst\'s POST, the next still waits');
+      assert.equal(posts.length, 2, 'two POSTs 20 ms apart: updates keep coming, the third waits longer');
       await clock.advance(80);
       await reporter.flush();
-      assert.deepEqual(posts[1], ['d:running'], 'it goes 100 ms after');
+      assert.deepEqual(posts[2], ['c:running'], 'it goes 100 ms after the last');
 
+      reporter.report(update('c2', 'running'));
+      await settle();
+      await clock.advance(20);
+      await settle();
+      assert.equal(posts.length, 3, 'POSTs 100 ms apart stay in the burst');
+      await clock.advance(80);
+      await reporter.flush();
+      assert.deepEqual(posts[3], ['c2:running']);
+
+      await clock.advance(500);
+      reporter.report(update('d', 'running'));
+      await reporter.flush();
+      assert.deepEqual(posts[4], ['d:running'], 'after a quiet spell an update goes at once');
       reporter.report(update('e', 'running'));
       await settle();
       await clock.advance(20);
       await reporter.flush();
-      assert.deepEqual(posts[2], ['e:running'], 'after a small POST the interval is 20 ms again');
+      assert.deepEqual(posts[5], ['e:running'], 'and the next 20 ms after it');
     } finally {
       await reporter.stop();
       api.close();
