@@ -22,7 +22,9 @@
 // much free memory it holds and trims it; BENCH_SUBMIT_NODE_ARGS='--flag ...'
 // passes node flags to the agent (to try V8 settings one at a time);
 // BENCH_SUBMIT_HEAP_SNAPSHOTS=dir has the agent write a heap snapshot there
-// when idle and once all is collected (compare them in Chrome DevTools).
+// when idle and once all is collected (compare them in Chrome DevTools);
+// BENCH_SUBMIT_LOG=file runs the agent at `--log-level debug` and copies its
+// log there once all run (every step of every allocation on the agent's clock).
 //
 // The agent's CPU time (utime + stime, /proc/<pid>/stat) from the release
 // until every POST was answered, and until every allocation ran, per job: a
@@ -36,7 +38,7 @@
 // threads' ~90 ms: the harness is printed beside each figure.
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -186,7 +188,8 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),
     ...(process.env['BENCH_SUBMIT_NODE_ARGS']?.split(' ').filter(Boolean) ?? []),
   ];
-  const agent = new AgentRun([split ? '--server' : '--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], { nodeArgs });
+  const logFile = process.env['BENCH_SUBMIT_LOG'];
+  const agent = new AgentRun([split ? '--server' : '--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', logFile ? 'debug' : 'warn'], { nodeArgs });
   await agent.start();
   if (split) agent.token = managementToken;
   const agentPid = agent.child!.pid!;
@@ -292,6 +295,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     );
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
     const perJob = (ms: number): number => round(ms / JOBS, 2);
+    if (logFile) copyFileSync(join(agentDir, 'agent.log'), logFile);
     console.log(`  placed / running as the API listed them, by seconds after the release: ${progress.map(([t, p, r]) => `${t} ${p}/${r}`).join(', ')}`);
     console.log(
       `  ${split ? 'server agent' : 'agent'} CPU: ${round(cpuAnswered.agent)} ms until all answered (${perJob(cpuAnswered.agent)} ms a job), ${round(cpuRunning.agent)} ms until all running (${perJob(cpuRunning.agent)} ms a job)` +
