@@ -14,33 +14,53 @@ function version(modifyIndex: number, change: Partial<Allocation> = {}): Allocat
   return testAllocation('a1', 'n1', { clientStatus: 'pending', createIndex: 5, modifyIndex, ...change });
 }
 
+/** The numbers an answer gives. */
+function ix(indexes: AllocModifyIndexes, nodeId: string, allocs: Allocation[]): Record<string, number> {
+  return indexes.answer(nodeId, allocs).indexes;
+}
+
 describe('AllocModifyIndexes', () => {
   it("keeps the number through the node's own reports and moves it on a server change", () => {
     const indexes = new AllocModifyIndexes();
-    assert.deepEqual(indexes.answer('n1', [version(5)]), { a1: 5 });
+    assert.deepEqual(ix(indexes, 'n1', [version(5)]), { a1: 5 });
     const running = { clientStatus: 'running' as const, clientDescription: 'Tasks are running', modifyTime: 9, taskStates: { t: { state: 'running' as const, failed: false, restarts: 0, startedAt: 9, finishedAt: 0, events: [] } } };
-    assert.deepEqual(indexes.answer('n1', [version(7, running)]), { a1: 5 }, 'a status report keeps it');
-    assert.deepEqual(indexes.answer('n1', [version(8, { ...running, network: { mode: 'host' }, checks: {} })]), { a1: 5 });
-    assert.deepEqual(indexes.answer('n1', [version(9, { ...running, desiredStatus: 'stop' })]), { a1: 9 }, 'a stop moves it');
-    assert.deepEqual(indexes.answer('n1', [version(11, { ...running, desiredStatus: 'stop', jobVersion: 2 })]), { a1: 11 });
-    assert.deepEqual(indexes.answer('n1', []), {}, 'an allocation gone is forgotten');
-    assert.deepEqual(indexes.answer('n1', [version(12, { desiredStatus: 'stop', jobVersion: 2 })]), { a1: 12 }, 'and comes back under its own index');
+    assert.deepEqual(ix(indexes, 'n1', [version(7, running)]), { a1: 5 }, 'a status report keeps it');
+    assert.deepEqual(ix(indexes, 'n1', [version(8, { ...running, network: { mode: 'host' }, checks: {} })]), { a1: 5 });
+    assert.deepEqual(ix(indexes, 'n1', [version(9, { ...running, desiredStatus: 'stop' })]), { a1: 9 }, 'a stop moves it');
+    assert.deepEqual(ix(indexes, 'n1', [version(11, { ...running, desiredStatus: 'stop', jobVersion: 2 })]), { a1: 11 });
+    assert.deepEqual(ix(indexes, 'n1', []), {}, 'an allocation gone is forgotten');
+    assert.deepEqual(ix(indexes, 'n1', [version(12, { desiredStatus: 'stop', jobVersion: 2 })]), { a1: 12 }, 'and comes back under its own index');
   });
 
   it('gives a new number when a field changes and changes back between two answers, if a pull sent the middle version', () => {
     const indexes = new AllocModifyIndexes();
-    assert.deepEqual(indexes.answer('n1', [version(5)]), { a1: 5 });
+    assert.deepEqual(ix(indexes, 'n1', [version(5)]), { a1: 5 });
     // A pull sent the node version 6 (migrate marked) before any indexes answer saw it.
     assert.deepEqual(indexes.record('n1', [version(6, { desiredTransition: { migrate: true } })]), { a1: 6 });
     // Version 7 has the server fields of version 5 again: the node, holding 6, must pull it.
-    assert.deepEqual(indexes.answer('n1', [version(7)]), { a1: 7 });
+    assert.deepEqual(ix(indexes, 'n1', [version(7)]), { a1: 7 });
   });
 
   it('keeps nodes apart and forgets a node that is gone', () => {
     const indexes = new AllocModifyIndexes();
-    indexes.answer('n1', [version(5)]);
-    assert.deepEqual(indexes.answer('n2', [version(6, { nodeId: 'n2' })]), { a1: 6 });
+    ix(indexes, 'n1', [version(5)]);
+    assert.deepEqual(ix(indexes, 'n2', [version(6, { nodeId: 'n2' })]), { a1: 6 });
     indexes.forget('n1');
-    assert.deepEqual(indexes.answer('n1', [version(7, { clientStatus: 'running' })]), { a1: 7 }, 'a forgotten node pulls once more');
+    assert.deepEqual(ix(indexes, 'n1', [version(7, { clientStatus: 'running' })]), { a1: 7 }, 'a forgotten node pulls once more');
+  });
+
+  it('has no news for a node that saw its last answer while only its own reports were written; news once the server changed something, or the node asks from before that answer', () => {
+    const indexes = new AllocModifyIndexes();
+    const running = { clientStatus: 'running' as const, clientDescription: 'Tasks are running', modifyTime: 9 };
+    assert.equal(indexes.answer('n1', [version(5)], 4).news, true, 'the first answer to a node');
+    indexes.sent('n1', 5);
+    assert.equal(indexes.answer('n1', [version(7, running)], 5).news, false, 'its own status report');
+    assert.equal(indexes.answer('n1', [version(7, running)], 3).news, true, 'asked from before the last answer sent');
+    assert.equal(indexes.answer('n1', [version(7, running)]).news, true, 'a read that names no index');
+    assert.equal(indexes.answer('n1', [version(8, { ...running, desiredStatus: 'stop' })], 5).news, true, 'a stop');
+    indexes.sent('n1', 8);
+    assert.equal(indexes.answer('n1', [version(8, { ...running, desiredStatus: 'stop' }), testAllocation('a2', 'n1', { modifyIndex: 9 })], 8).news, true, 'a new allocation');
+    indexes.sent('n1', 9);
+    assert.equal(indexes.answer('n1', [version(8, { ...running, desiredStatus: 'stop' })], 9).news, true, 'an allocation gone');
   });
 });

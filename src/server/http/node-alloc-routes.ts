@@ -101,19 +101,36 @@ interface Seen {
  */
 export class AllocModifyIndexes {
   readonly #byNode = new Map<string, Map<string, Seen>>();
+  /** Per node, the index this server last sent the node its indexes at (`sent`). */
+  readonly #sentAt = new Map<string, number>();
 
-  /** The alloc modify index of each of the node's allocations now; forgets allocations no longer listed. */
-  answer(nodeId: string, allocs: readonly Allocation[]): Record<string, number> {
+  /**
+   * The alloc modify index of each of the node's allocations now; forgets
+   * allocations no longer listed. `news` is false when a node that has seen
+   * this server's last answer (it asks from `asked`, at or past the index
+   * of that answer) would learn nothing from this one: the same
+   * allocations, each with the same number.
+   */
+  answer(nodeId: string, allocs: readonly Allocation[], asked?: number): { indexes: Record<string, number>; news: boolean } {
     const before = this.#byNode.get(nodeId);
+    const sentAt = this.#sentAt.get(nodeId);
     const now = new Map<string, Seen>();
     const out: Record<string, number> = {};
+    let same = before !== undefined && sentAt !== undefined && asked !== undefined && asked >= sentAt && before.size === allocs.length;
     for (const a of allocs) {
-      const seen = this.#see(before?.get(a.id), a);
+      const prior = before?.get(a.id);
+      const seen = this.#see(prior, a);
+      if (same && prior?.allocModifyIndex !== seen.allocModifyIndex) same = false;
       now.set(a.id, seen);
       out[a.id] = seen.allocModifyIndex;
     }
     this.#byNode.set(nodeId, now);
-    return out;
+    return { indexes: out, news: !same };
+  }
+
+  /** The node was sent its indexes as of `index`. */
+  sent(nodeId: string, index: number): void {
+    this.#sentAt.set(nodeId, index);
   }
 
   /** Records versions sent to the node (a pull may send a newer one than the last indexes answer saw); returns each one's index. */
@@ -132,6 +149,7 @@ export class AllocModifyIndexes {
   /** A node that is gone. */
   forget(nodeId: string): void {
     this.#byNode.delete(nodeId);
+    this.#sentAt.delete(nodeId);
   }
 
   #see(seen: Seen | undefined, a: Allocation): Seen {
@@ -160,13 +178,27 @@ export function registerNodeAllocRoutes(app: FastifyInstance, { deps, signalOf }
     { config: { access: 'node-read' } },
     async (req, reply): Promise<AllocIndexesAnswer> => {
       const nodeId = req.params.id;
-      const { index, result } = await readNodeAllocations(store, nodeId, parseBlockingQuery(req.query), signalOf(req, reply), (allocs) => indexes.answer(nodeId, allocs));
-      if (!result) {
-        indexes.forget(nodeId);
-        throw new ApiError('NOT_FOUND', `node "${nodeId}" not found`);
+      const query = parseBlockingQuery(req.query);
+      const signal = signalOf(req, reply);
+      const deadline = Date.now() + query.waitMs;
+      for (let asked = query; ; ) {
+        const { index, result } = await readNodeAllocations(store, nodeId, asked, signal, (allocs) => indexes.answer(nodeId, allocs, query.index));
+        if (!result) {
+          indexes.forget(nodeId);
+          throw new ApiError('NOT_FOUND', `node "${nodeId}" not found`);
+        }
+        // Woken by writes that changed nothing the node would pull (its own status reports, which
+        // move the allocations' modify index but not their alloc modify index): it waits on. A burst
+        // of 200 task starts was some 60 status POSTs, each a read answered and an empty change handled.
+        const left = deadline - Date.now();
+        if (query.index !== undefined && !result.news && left > 0) {
+          asked = { index, waitMs: left };
+          continue;
+        }
+        indexes.sent(nodeId, index);
+        reply.header('X-Berth-Index', String(index));
+        return { allocations: result.indexes };
       }
-      reply.header('X-Berth-Index', String(index));
-      return { allocations: result };
     },
   );
 
