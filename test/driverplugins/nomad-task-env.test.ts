@@ -280,7 +280,10 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     assert.ok(up);
     await driverHealthy('chrootrec');
     writeFileSync(path.join(dir, 'halfway.hcl'), jobOn('halfway', 'chrootrec', `ls / > /local/root.txt; while true; do sleep 1; done # ${MARKER}`));
-    ok(await server.cli(['job', 'run', path.join(dir, 'halfway.hcl')]), 'job run halfway');
+    // `job run` follows the allocation until it runs; that takes the restart below, so it is
+    // awaited at the end. Awaited here, it would return only when the server gave up on the
+    // dead node (the heartbeat TTL, half a minute), and the restart would always build anew.
+    const submitted = server.cli(['job', 'run', path.join(dir, 'halfway.hcl')]);
     const killed = await dying.exited;
     assert.equal(killed.signal, 'SIGKILL', 'the agent killed itself half-way through the chroot');
     const [first] = await server.get<Allocation[]>('/v1/job/halfway/allocations');
@@ -303,6 +306,7 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     const full = mountsUnder(taskDir);
     assert.equal(new Set(full).size, full.length, `nothing mounted twice: ${full.join(' ')}`);
     assert.ok(full.includes(path.join(taskDir, 'usr')));
+    ok(await submitted, 'job run halfway');
     ok(await server.cli(['job', 'stop', 'halfway']), 'job stop halfway');
     for (const d of new Set([taskDir, firstDir])) {
       await until(`the chroot binds under ${d} to be released`, () => mountsUnder(d).every((m) => m.startsWith(path.join(d, 'secrets'))), 60_000);
