@@ -60,50 +60,46 @@ describe('status reporter pacing', () => {
     }
   });
 
-  it('while POSTs follow each other within twice burstBatchMs, the next waits burstBatchMs; after a pause, batchMs again', async () => {
+  it('once the last 200 ms of POSTs carried burstAllocations allocations the next waits burstBatchMs; one allocation\'s steps never do', async () => {
     posts.length = 0;
     const clock = new ManualClock(2_000_000);
     const api = new ServerApi({ address: url, token: 't' });
-    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100 });
+    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100, burstAllocations: 3 });
     const settle = async (): Promise<void> => {
       for (let i = 0; i < 20; i++) await nextTurn();
     };
+    /** Reports `id` as `status` and waits until it was posted, moving the clock by 20 ms when the reporter waits. */
+    const step = async (id: string, status: AllocStatusReport['clientStatus']): Promise<void> => {
+      const before = posts.length;
+      reporter.report(update(id, status));
+      await settle();
+      if (posts.length === before) await clock.advance(20);
+      await reporter.flush();
+    };
     try {
-      reporter.report(update('a', 'running'));
-      await reporter.flush();
-      reporter.report(update('b', 'running'));
-      await settle();
-      await clock.advance(20);
-      await reporter.flush();
-      assert.deepEqual(posts, [['a:running'], ['b:running']], 'a second update 20 ms after the first');
+      // One allocation's steps, 20 ms apart: each goes as soon as the 20 ms allow.
+      await step('a', 'pending');
+      await step('a', 'running');
+      await step('a', 'running');
+      assert.equal(posts.length, 3, 'one allocation, three POSTs 20 ms apart');
 
-      reporter.report(update('c', 'running'));
-      await settle();
-      await clock.advance(20);
-      await settle();
-      assert.equal(posts.length, 2, 'two POSTs 20 ms apart: updates keep coming, the third waits longer');
-      await clock.advance(80);
-      await reporter.flush();
-      assert.deepEqual(posts[2], ['c:running'], 'it goes 100 ms after the last');
-
-      reporter.report(update('c2', 'running'));
-      await settle();
-      await clock.advance(20);
-      await settle();
-      assert.equal(posts.length, 3, 'POSTs 100 ms apart stay in the burst');
-      await clock.advance(80);
-      await reporter.flush();
-      assert.deepEqual(posts[3], ['c2:running']);
-
-      await clock.advance(500);
+      // Three allocations within 200 ms: a burst; the next waits 100 ms from the last POST.
+      await step('b', 'running');
+      await step('c', 'running');
       reporter.report(update('d', 'running'));
-      await reporter.flush();
-      assert.deepEqual(posts[4], ['d:running'], 'after a quiet spell an update goes at once');
-      reporter.report(update('e', 'running'));
       await settle();
       await clock.advance(20);
+      await settle();
+      assert.equal(posts.length, 5, 'in a burst, 20 ms is not enough');
+      await clock.advance(80);
       await reporter.flush();
-      assert.deepEqual(posts[5], ['e:running'], 'and the next 20 ms after it');
+      assert.deepEqual(posts[5], ['d:running'], 'it goes 100 ms after the last');
+
+      // Once the burst's POSTs are older than 200 ms, an update goes at once again.
+      await clock.advance(300);
+      reporter.report(update('e', 'running'));
+      await reporter.flush();
+      assert.deepEqual(posts[6], ['e:running']);
     } finally {
       await reporter.stop();
       api.close();

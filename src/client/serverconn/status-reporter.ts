@@ -2,10 +2,11 @@
 // spell the first update goes at once (the user waiting for `running` waits
 // for no timer); an update within a short moment of the last POST waits out
 // that moment for others, then all go in one POST (a burst is batched). While
-// updates keep coming (a burst of starts: POSTs one after another) the next
-// waits longer, as Nomad's client sends its updates every 200 ms: each POST
-// is a store write on the server, wakes the node's own allocation watch, and
-// is a round trip on the node's one event loop. A failed batch is retried with backoff; an allocation the
+// many allocations change (a burst of starts, each reported as it runs) the
+// next waits longer, as Nomad's client sends its updates every 200 ms: each
+// POST is a store write on the server and a round trip on the node's one
+// event loop. One allocation going through its steps is no burst: its
+// `running` is not held back. A failed batch is retried with backoff; an allocation the
 // server refuses (gone, not on this node) is dropped so it cannot block the
 // others.
 
@@ -29,13 +30,15 @@ export interface StatusReporterOptions {
   /** The least time between two POSTs: updates within it of the last one wait for others and go together. Default 20 ms. */
   batchMs?: number;
   /**
-   * The least time between two POSTs while updates keep coming: after a
-   * POST that followed the one before it within twice this time (paced at
-   * it, POSTs stay in the burst). Default 100 ms:
-   * 200 tasks starting at once, reported at 20 ms, made some 100 POSTs of one
-   * or two updates each (they became running one by one).
+   * The least time between two POSTs while many allocations change: once
+   * the POSTs of the last twice this time carried `burstAllocations`
+   * allocations or more. Default 100 ms: 200 tasks starting at once,
+   * reported at 20 ms, made some 100 POSTs of one or two updates each (they
+   * became running one by one).
    */
   burstBatchMs?: number;
+  /** How many allocations reported within twice burstBatchMs make a burst. Default 4. */
+  burstAllocations?: number;
   clock?: Clock;
   logger?: Logger;
   backoff?: BackoffPolicy;
@@ -60,8 +63,8 @@ export class StatusReporter {
   #batches = 0;
   /** When the last POST went (clock ms); -Infinity before the first. */
   #lastPostAt = -Infinity;
-  /** When the POST before the last went (clock ms). */
-  #postBeforeAt = -Infinity;
+  /** The allocations of recent POSTs, and when they went (clock ms), oldest first. */
+  #recent: Array<{ at: number; id: string }> = [];
 
   constructor(opts: StatusReporterOptions) {
     this.#opts = opts;
@@ -112,15 +115,14 @@ export class StatusReporter {
     let failures = 0;
     try {
       const burstMs = this.#opts.burstBatchMs ?? 100;
-      const streaming = this.#lastPostAt - this.#postBeforeAt < 2 * burstMs;
-      const waitMs = this.#lastPostAt + (streaming ? burstMs : (this.#opts.batchMs ?? 20)) - this.#clock.now();
+      const waitMs = this.#lastPostAt + (this.#inBurst(burstMs) ? burstMs : (this.#opts.batchMs ?? 20)) - this.#clock.now();
       // Updates made in the same turn (a task's state and its allocation's) still go together.
       if (waitMs > 0) await this.#clock.sleep(waitMs, signal);
       else await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.#pending.size > 0) {
         const batch = [...this.#pending.values()];
-        this.#postBeforeAt = this.#lastPostAt;
         this.#lastPostAt = this.#clock.now();
+        for (const u of batch) this.#recent.push({ at: this.#lastPostAt, id: u.id });
         try {
           await this.#post(batch, signal);
           failures = 0;
@@ -135,6 +137,14 @@ export class StatusReporter {
     } catch {
       // Stopped while waiting.
     }
+  }
+
+  /** Whether the POSTs of the last 2 x burstMs carried burstAllocations allocations or more (forgets older ones). */
+  #inBurst(burstMs: number): boolean {
+    const since = this.#clock.now() - 2 * burstMs;
+    const firstKept = this.#recent.findIndex((r) => r.at >= since);
+    this.#recent = firstKept < 0 ? [] : this.#recent.slice(firstKept);
+    return new Set(this.#recent.map((r) => r.id)).size >= (this.#opts.burstAllocations ?? 4);
   }
 
   /** Posts a batch; on a refusal, posts each update alone and drops the refused ones. */
