@@ -122,10 +122,12 @@ export class StatusReporter {
       while (this.#pending.size > 0) {
         const batch = [...this.#pending.values()];
         this.#lastPostAt = this.#clock.now();
-        for (const u of batch) this.#recent.push({ at: this.#lastPostAt, id: u.id });
         try {
           await this.#post(batch, signal);
           failures = 0;
+          // Only what went: a batch retried through an outage would otherwise be counted again at every try.
+          for (const u of batch) this.#recent.push({ at: this.#lastPostAt, id: u.id });
+          this.#forgetOld(burstMs);
         } catch (err) {
           if (signal.aborted) return;
           failures++;
@@ -139,12 +141,17 @@ export class StatusReporter {
     }
   }
 
-  /** Whether the POSTs of the last 2 x burstMs carried burstAllocations allocations or more (forgets older ones). */
+  /** Whether the POSTs of the last 2 x burstMs carried burstAllocations allocations or more. */
   #inBurst(burstMs: number): boolean {
+    this.#forgetOld(burstMs);
+    return new Set(this.#recent.map((r) => r.id)).size >= (this.#opts.burstAllocations ?? 4);
+  }
+
+  /** Drops what was posted more than 2 x burstMs ago. */
+  #forgetOld(burstMs: number): void {
     const since = this.#clock.now() - 2 * burstMs;
     const firstKept = this.#recent.findIndex((r) => r.at >= since);
     this.#recent = firstKept < 0 ? [] : this.#recent.slice(firstKept);
-    return new Set(this.#recent.map((r) => r.id)).size >= (this.#opts.burstAllocations ?? 4);
   }
 
   /** Posts a batch; on a refusal, posts each update alone and drops the refused ones. */
