@@ -48,7 +48,9 @@ export const EXIT_CODES_HELP = `Exit codes:
 /** The exit-code table of the commands that talk to an agent (job, alloc, node, volume, ...). */
 export const API_EXIT_CODES_HELP = `Exit codes:
   0    success (job run: every allocation running, or complete for batch jobs)
-  1    the agent refused or failed the request, or an allocation failed
+  1    the agent refused or failed the request; job run: an allocation
+       failed, was lost (its node down) with no replacement, or could
+       not be placed
   2    bad usage, a malformed job or volume file (file:line:col), or an
        ambiguous ID prefix; nothing was submitted
   3    no agent could be reached (--address, BERTH_ADDR, the CLI config);

@@ -1,11 +1,10 @@
 // `berth job`: run, status, stop and validate jobs from HCL or JSON files.
-// `job run` follows the evaluation and each allocation with blocking queries,
-// like Nomad's deploy monitor, until every allocation runs (or completes, for
-// batch jobs) or one fails.
+// `job run` follows the evaluation and each allocation with blocking queries
+// (job-run-monitor.ts), until every allocation runs (or completes, for batch
+// jobs), or one fails, is lost with no replacement, or cannot be placed.
 
 import { open } from 'node:fs/promises';
 import { Command } from 'commander';
-import { AbortedError } from '../lib/index.js';
 import type * as SpecFiles from '../spec-files/index.js';
 import type * as Structs from '../structs/index.js';
 import type { Allocation, Evaluation, Job } from '../structs/index.js';
@@ -18,10 +17,8 @@ import { addJobLaunchCommands } from './job-launch-commands.js';
 import { addJobPlan } from './job-plan-command.js';
 import { addJobRestart } from './job-restart-command.js';
 import { printJobEvaluations } from './eval-command.js';
+import { MonitorFailure, monitorRun, settledEvaluation } from './job-run-monitor.js';
 import { UsageError } from './usage-error.js';
-
-/** How long one blocking read of the monitor waits before asking again. */
-const MONITOR_WAIT = '30s';
 
 /**
  * The spec parser (zod schemas, and HCL's WebAssembly once a file is HCL),
@@ -210,7 +207,7 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
     if (!rollout.ok) throw new MonitorFailure(`deployment ${shortId(rollout.deployment.id)} ${rollout.deployment.status}: ${rollout.reason}`);
     return;
   }
-  const result = await monitor(s, body.job, body.evalId, body.index);
+  const result = await monitorRun(s, await loadStructs(), body.job, body.evalId, body.index);
   if (s.out.json) s.out.document(result);
   if (!result.ok) throw new MonitorFailure(result.reason);
 }
@@ -248,131 +245,6 @@ async function registeredJob(s: ApiSession, jobId: string): Promise<Job | undefi
     return (await s.api.get<Job>(KINDS.job.getPath(jobId), { namespace: s.namespace })).body;
   } catch (err) {
     if (err instanceof ApiClientError && err.code === 'NOT_FOUND') return undefined;
-    throw err;
-  }
-}
-
-/** job run ended without every allocation running: exit 1 with the reason (already shown). */
-class MonitorFailure extends ApiClientError {
-  constructor(reason: string) {
-    super('JOB_FAILED', reason, 0);
-  }
-}
-
-interface MonitorResult {
-  ok: boolean;
-  reason: string;
-  jobId: string;
-  evaluation: Evaluation;
-  allocations: Array<Pick<Allocation, 'id' | 'nodeId' | 'taskGroup' | 'clientStatus' | 'clientDescription'>>;
-}
-
-/**
- * The evaluation once the scheduler ran it (it left `pending`), followed with
- * blocking reads: the server answers a registration before it schedules.
- * Throws ApiClientError as the API answers; AbortedError on Ctrl-C.
- */
-async function settledEvaluation(s: ApiSession, evalId: string): Promise<Evaluation> {
-  let index = 0;
-  for (;;) {
-    const ans = await s.api.get<Evaluation>(KINDS.evaluation.getPath(evalId), index ? { index, wait: MONITOR_WAIT } : {});
-    if (ans.body.status !== 'pending') return ans.body;
-    index = ans.index;
-  }
-}
-
-/**
- * Follows the evaluation until it leaves `pending`, then the allocations it
- * placed until each is running (or complete, for batch jobs) or one fails.
- * Ctrl-C stops following; the job keeps running.
- */
-async function monitor(s: ApiSession, job: Job, evalId: string, submitIndex: number): Promise<MonitorResult> {
-  const { describePlacementFailure, isClientTerminal } = await loadStructs();
-  const say = (text: string): void => {
-    if (!s.out.json) s.out.line(text);
-  };
-  say(`==> ${timestamp(Date.now())}: Monitoring evaluation "${shortId(evalId)}"`);
-  say(`    Evaluation triggered by job "${job.id}"`);
-  let evaluation: Evaluation | undefined;
-  const result = (ok: boolean, reason: string, allocs: Allocation[] = []): MonitorResult => ({
-    ok,
-    reason,
-    jobId: job.id,
-    evaluation: evaluation as Evaluation,
-    allocations: allocs.map((a) => ({ id: a.id, nodeId: a.nodeId, taskGroup: a.taskGroup, clientStatus: a.clientStatus, clientDescription: a.clientDescription })),
-  });
-  try {
-    const ev = (evaluation = await settledEvaluation(s, evalId));
-    let allocs = (await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace })).body;
-    const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex && a.desiredStatus === 'run');
-    for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);
-    // Older allocations this submission moved to the new job version without a stop (resource-only changes).
-    const inPlace = allocs.filter(
-      (a) => a.createIndex < submitIndex && a.modifyIndex >= submitIndex && a.jobVersion === job.version && a.desiredStatus === 'run',
-    );
-    for (const a of inPlace) say(`    Allocation "${shortId(a.id)}" updated in place: node "${shortId(a.nodeId)}", group "${a.taskGroup}" (new resources, no restart)`);
-    say(`    Evaluation status changed: "pending" -> "${ev.status}"`);
-    for (const [group, failure] of Object.entries(ev.failedPlacements ?? {})) {
-      say(`    Task group "${group}" (failed to place ${failure.unplaced} allocation${failure.unplaced === 1 ? '' : 's'}):`);
-      say(`      * ${describePlacementFailure(failure) || 'no node fits'}`);
-    }
-    say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.status}"${ev.status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
-    if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
-    // A system job's evaluation completes even when no node can run it: nothing placed and failures is a failure for both kinds.
-    const placementFailed = ev.status === 'blocked' || Object.keys(ev.failedPlacements ?? {}).length > 0;
-    if (placementFailed && mine(allocs).length === 0) {
-      return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
-    }
-    if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {
-      const n = ev.updatedInPlace ?? 0;
-      say(`==> ${n} allocation${n === 1 ? '' : 's'} updated in place`);
-      return result(true, 'updated in place', inPlace);
-    }
-    if (mine(allocs).length === 0) {
-      say('    No allocations placed (nothing to change, or no eligible nodes)');
-      return result(ev.status === 'complete', 'no allocations placed');
-    }
-
-    // Follow each allocation until it runs (or completes) or fails.
-    const seen = new Map<string, string>();
-    let allocIndex = 0;
-    for (;;) {
-      const current = mine(allocs);
-      for (const a of current) {
-        const before = seen.get(a.id);
-        if (before !== a.clientStatus) {
-          if (before !== undefined || a.clientStatus !== 'pending') {
-            const why = a.clientDescription ? ` (${a.clientDescription})` : '';
-            say(`    Allocation "${shortId(a.id)}" status changed: "${before ?? 'pending'}" -> "${a.clientStatus}"${why}`);
-          }
-          seen.set(a.id, a.clientStatus);
-        }
-      }
-      const failed = current.filter((a) => a.clientStatus === 'failed' || a.clientStatus === 'lost');
-      if (failed.length) {
-        const f = failed[0] as Allocation;
-        say(`==> Allocation "${shortId(f.id)}" ${f.clientStatus}${f.clientDescription ? `: ${f.clientDescription}` : ''}`);
-        return result(false, `allocation ${shortId(f.id)} ${f.clientStatus}`, current);
-      }
-      const done = current.every((a) => a.clientStatus === 'running' || (a.clientStatus === 'complete' && job.type === 'batch'));
-      if (done) {
-        const words = job.type === 'batch' && current.every((a) => a.clientStatus === 'complete') ? 'complete' : 'running';
-        say(`==> ${current.length} allocation${current.length === 1 ? '' : 's'} ${words}`);
-        return result(true, words, current);
-      }
-      if (current.every((a) => isClientTerminal(a.clientStatus))) return result(false, 'every allocation stopped', current);
-      const ans = await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, {
-        namespace: s.namespace,
-        ...(allocIndex ? { index: allocIndex, wait: MONITOR_WAIT } : {}),
-      });
-      allocs = ans.body;
-      allocIndex = ans.index;
-    }
-  } catch (err) {
-    if (err instanceof AbortedError) {
-      say('==> Monitoring stopped; the job keeps running (see `berth job status ' + job.id + '`)');
-      return { ...result(true, 'monitoring interrupted'), evaluation: evaluation ?? ({ id: evalId } as Evaluation) };
-    }
     throw err;
   }
 }

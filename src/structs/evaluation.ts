@@ -68,7 +68,7 @@ export interface Evaluation {
 export function describePlacementFailure(f: PlacementFailure): string {
   const parts = Object.entries(f.reasons)
     .sort((a, b) => b[1] - a[1])
-    .map(([reason, n]) => (reason.startsWith('Constraint "') ? `${reason} filtered ${n} node${n === 1 ? '' : 's'}` : `${n} node${n === 1 ? '' : 's'} ${reason}`));
+    .map(([reason, n]) => (reason.startsWith('Constraint "') ? `${reason} filtered ${n} node${n === 1 ? '' : 's'}` : `${n} node${n === 1 ? '' : 's'} ${n === 1 ? reason.replace(/^were /, 'was ') : reason}`));
   if (f.nodesEvaluated === 0) parts.unshift('no nodes were eligible');
   return parts.join('; ');
 }

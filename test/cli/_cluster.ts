@@ -31,14 +31,20 @@ export interface Cluster {
   call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string; allowError?: boolean }): Promise<{ status: number; body: T; text: string }>;
   /** Registers a node with raw_exec and, optionally, a healthy node plugin (no controller). */
   registerNode(name: string, opts?: { nodePlugin?: string }): Promise<Node>;
+  /** One heartbeat of the node, as its agent sends them. */
+  heartbeat(nodeId: string): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startCluster(): Promise<Cluster> {
+/**
+ * Starts the server. Its stand-in nodes never heartbeat unless a test sends
+ * them (`heartbeat`): by default a TTL far longer than any test keeps them
+ * ready however slowly a loaded machine runs the CLI; a test that takes a
+ * node down passes a short one.
+ */
+export async function startCluster(opts: { heartbeatTtlMs?: number } = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-cli-'));
-  // The stand-in node never heartbeats: a TTL far longer than any test keeps
-  // it ready however slowly a loaded machine runs the CLI.
-  const server = new Server({ dataDir: dir, tokens: API_TOKENS, eventHeartbeatMs: 200, nodeCallTimeoutMs: 5_000, heartbeatTtlMs: 60 * 60_000 });
+  const server = new Server({ dataDir: dir, tokens: API_TOKENS, eventHeartbeatMs: 200, nodeCallTimeoutMs: 5_000, heartbeatTtlMs: opts.heartbeatTtlMs ?? 60 * 60_000 });
   const { url } = await server.start();
   const call: Cluster['call'] = async (method, path, o = {}) => {
     const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? TOKENS.management}` };
@@ -97,6 +103,9 @@ export async function startCluster(): Promise<Cluster> {
       };
       const { body } = await call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint } });
       return body.node;
+    },
+    async heartbeat(nodeId) {
+      await call('POST', `/v1/node/${nodeId}/heartbeat`, { token: TOKENS.node, body: {} });
     },
     async close() {
       await server.stop();

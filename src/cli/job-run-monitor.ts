@@ -1,0 +1,223 @@
+// `job run`'s monitor: follows the evaluation a submission made, then every
+// allocation it placed, with blocking reads, until each runs (or completes,
+// for batch jobs). It follows an allocation for its whole life, not only
+// while the server wants it to run: one whose node goes down is reported as
+// lost, with the node and why, and its replacement followed in its place;
+// when none could be placed (no other node fits), the monitor says which
+// group and why, and `job run` fails. The same holds for groups the first
+// evaluation could place only in part: the evaluation waits (blocked) for the
+// cluster to change, and `job run` fails unless it placed the rest meanwhile.
+
+import { AbortedError } from '../lib/index.js';
+import type * as Structs from '../structs/index.js';
+import type { Allocation, Evaluation, Job, Node } from '../structs/index.js';
+import { ApiClientError, KINDS } from './api-client.js';
+import { shortId, timestamp, type ApiSession } from './api-command.js';
+
+/** How long one blocking read of the monitor waits before asking again. */
+const MONITOR_WAIT = '30s';
+
+/** job run ended without every allocation running: exit 1 with the reason (already shown). */
+export class MonitorFailure extends ApiClientError {
+  constructor(reason: string) {
+    super('JOB_FAILED', reason, 0);
+  }
+}
+
+/** What `job run` ends with (its --json document). */
+export interface MonitorResult {
+  ok: boolean;
+  reason: string;
+  jobId: string;
+  evaluation: Evaluation;
+  allocations: Array<Pick<Allocation, 'id' | 'nodeId' | 'taskGroup' | 'clientStatus' | 'clientDescription'>>;
+}
+
+/**
+ * The evaluation once the scheduler ran it (it left `pending`), followed with
+ * blocking reads: the server answers a registration before it schedules.
+ * Throws ApiClientError as the API answers; AbortedError on Ctrl-C.
+ */
+export async function settledEvaluation(s: ApiSession, evalId: string): Promise<Evaluation> {
+  let index = 0;
+  for (;;) {
+    const ans = await s.api.get<Evaluation>(KINDS.evaluation.getPath(evalId), index ? { index, wait: MONITOR_WAIT } : {});
+    if (ans.body.status !== 'pending') return ans.body;
+    index = ans.index;
+  }
+}
+
+/** "1 allocation" / "2 allocations". */
+const allocations = (n: number): string => `${n} allocation${n === 1 ? '' : 's'}`;
+
+/**
+ * Follows the evaluation `evalId` of the submission at `submitIndex` until it
+ * leaves `pending`, then the allocations created since (and the replacements
+ * of any lost) until each runs (or completes, for batch jobs), one fails, one
+ * is lost with no replacement, or the evaluation stays blocked. Resolves with
+ * ok=false (never throws) for those; Ctrl-C stops following with ok=true (the
+ * job keeps running). Throws ApiClientError when the API fails.
+ */
+export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Job, evalId: string, submitIndex: number): Promise<MonitorResult> {
+  const { describePlacementFailure, isClientTerminal } = structs;
+  const say = (text: string): void => {
+    if (!s.out.json) s.out.line(text);
+  };
+  const jobAllocs = async (index = 0): Promise<{ body: Allocation[]; index: number }> =>
+    s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
+  const failures = (ev: Evaluation, only?: string): void => {
+    for (const [group, failure] of Object.entries(ev.failedPlacements ?? {})) {
+      if (only !== undefined && group !== only) continue;
+      say(`    Task group "${group}" (failed to place ${allocations(failure.unplaced)}):`);
+      say(`      * ${describePlacementFailure(failure) || 'no node fits'}`);
+    }
+  };
+  say(`==> ${timestamp(Date.now())}: Monitoring evaluation "${shortId(evalId)}"`);
+  say(`    Evaluation triggered by job "${job.id}"`);
+  let evaluation: Evaluation | undefined;
+  const result = (ok: boolean, reason: string, allocs: Allocation[] = []): MonitorResult => ({
+    ok,
+    reason,
+    jobId: job.id,
+    evaluation: evaluation as Evaluation,
+    allocations: allocs.map((a) => ({ id: a.id, nodeId: a.nodeId, taskGroup: a.taskGroup, clientStatus: a.clientStatus, clientDescription: a.clientDescription })),
+  });
+  try {
+    const ev = (evaluation = await settledEvaluation(s, evalId));
+    let allocs = (await jobAllocs()).body;
+    // This submission's allocations: created by its evaluation or since (replacements), whatever became of them.
+    const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex);
+    for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);
+    // Older allocations this submission moved to the new job version without a stop (resource-only changes).
+    const inPlace = allocs.filter(
+      (a) => a.createIndex < submitIndex && a.modifyIndex >= submitIndex && a.jobVersion === job.version && a.desiredStatus === 'run',
+    );
+    for (const a of inPlace) say(`    Allocation "${shortId(a.id)}" updated in place: node "${shortId(a.nodeId)}", group "${a.taskGroup}" (new resources, no restart)`);
+    say(`    Evaluation status changed: "pending" -> "${ev.status}"`);
+    failures(ev);
+    say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.status}"${ev.status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
+    if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
+    // A system job's evaluation completes even when no node can run it: nothing placed and failures is a failure for both kinds.
+    const placementFailed = ev.status === 'blocked' || Object.keys(ev.failedPlacements ?? {}).length > 0;
+    if (placementFailed && mine(allocs).length === 0) {
+      return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
+    }
+    if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {
+      const n = ev.updatedInPlace ?? 0;
+      say(`==> ${n} allocation${n === 1 ? '' : 's'} updated in place`);
+      return result(true, 'updated in place', inPlace);
+    }
+    if (mine(allocs).length === 0) {
+      say('    No allocations placed (nothing to change, or no eligible nodes)');
+      return result(ev.status === 'complete', 'no allocations placed');
+    }
+
+    // Follow each allocation until it runs (or completes) or fails; a lost one's replacement in its place.
+    const followed = new Map(mine(allocs).map((a) => [a.id, a]));
+    const seen = new Map<string, string>();
+    const told = new Set<string>();
+    const lostWords = new Map<string, string>();
+    let allocIndex = 0;
+    for (;;) {
+      // Oldest first: a lost allocation's line comes before its replacement's.
+      for (const a of mine(allocs).sort((x, y) => x.createIndex - y.createIndex)) {
+        const prev = a.previousAllocation;
+        if (!followed.has(a.id)) {
+          const why = prev && lostWords.has(prev) ? ` (replaces lost allocation "${shortId(prev)}")` : '';
+          say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"${why}`);
+        }
+        followed.set(a.id, a);
+        const before = seen.get(a.id);
+        if (before !== a.clientStatus) {
+          if (before !== undefined || a.clientStatus !== 'pending') {
+            const why = a.clientDescription ? ` (${a.clientDescription})` : '';
+            say(`    Allocation "${shortId(a.id)}" status changed: "${before ?? 'pending'}" -> "${a.clientStatus}"${why}`);
+          }
+          seen.set(a.id, a.clientStatus);
+        }
+        if (a.clientStatus === 'lost' && !lostWords.has(a.id)) {
+          lostWords.set(a.id, await lostBecause(s, a));
+          say(`==> Allocation "${shortId(a.id)}" of group "${a.taskGroup}" lost: ${lostWords.get(a.id)}`);
+        }
+      }
+      const current = [...followed.values()];
+      const failed = current.find((a) => a.clientStatus === 'failed');
+      if (failed) {
+        say(`==> Allocation "${shortId(failed.id)}" failed${failed.clientDescription ? `: ${failed.clientDescription}` : ''}`);
+        return result(false, `allocation ${shortId(failed.id)} failed`, current);
+      }
+      // The newest of each line of replacements: what is meant to run now.
+      const replaced = new Set(current.map((a) => a.previousAllocation));
+      const standing = current.filter((a) => !replaced.has(a.id));
+      const lost = standing.find((a) => a.clientStatus === 'lost');
+      if (lost) {
+        // Its replacement is placed by the evaluation that marked it lost; one still pending may yet place it.
+        const since = await evaluationsSince(s, job.id, submitIndex);
+        const pending = since.find((e) => e.status === 'pending');
+        if (pending) {
+          await settledEvaluation(s, pending.id);
+          allocs = (await jobAllocs()).body;
+          continue;
+        }
+        const blocked = since.filter((e) => e.status === 'blocked' && e.failedPlacements?.[lost.taskGroup]).at(-1);
+        let why = `a ${job.type} job is not moved to another node`;
+        if (blocked) {
+          failures(blocked, lost.taskGroup);
+          say(`==> Evaluation "${shortId(blocked.id)}" is blocked; it is retried when the cluster changes`);
+          why = describePlacementFailure(blocked.failedPlacements[lost.taskGroup] as Structs.PlacementFailure) || 'no node fits';
+        }
+        return result(false, `allocation ${shortId(lost.id)} of group "${lost.taskGroup}" lost: ${lostWords.get(lost.id)}; no replacement could be placed: ${why}`, current);
+      }
+      // Stopped by the server (a newer version, a scale-down, the job stopped): no longer followed.
+      const stopped = standing.filter((a) => a.desiredStatus !== 'run' && isClientTerminal(a.clientStatus));
+      for (const a of stopped.filter((x) => !told.has(x.id))) {
+        told.add(a.id);
+        say(`==> Allocation "${shortId(a.id)}" stopped by the server${a.desiredDescription ? `: ${a.desiredDescription}` : ''}`);
+      }
+      const live = standing.filter((a) => !stopped.includes(a));
+      if (live.length === 0) return result(false, 'every allocation stopped', current);
+      const done = live.every((a) => a.desiredStatus === 'run' && (a.clientStatus === 'running' || (a.clientStatus === 'complete' && job.type === 'batch')));
+      if (done) {
+        const words = job.type === 'batch' && live.every((a) => a.clientStatus === 'complete') ? 'complete' : 'running';
+        const lostCount = current.filter((a) => a.clientStatus === 'lost').length;
+        say(`==> ${allocations(live.length)} ${words}${lostCount ? ` (${lostCount} lost and replaced)` : ''}`);
+        // Placed in part: the rest waits for the cluster to change (the evaluation stays blocked).
+        if (placementFailed) {
+          const now = await settledEvaluation(s, evalId);
+          if (now.status === 'blocked') {
+            say(`==> Evaluation "${shortId(evalId)}" is still blocked: not every allocation could be placed`);
+            return result(false, `placement failed: ${now.blockedReason || 'no node fits'}`, live);
+          }
+        }
+        return result(true, words, live);
+      }
+      const ans = await jobAllocs(allocIndex);
+      allocs = ans.body;
+      allocIndex = ans.index;
+    }
+  } catch (err) {
+    if (err instanceof AbortedError) {
+      say('==> Monitoring stopped; the job keeps running (see `berth job status ' + job.id + '`)');
+      return { ...result(true, 'monitoring interrupted'), evaluation: evaluation ?? ({ id: evalId } as Evaluation) };
+    }
+    throw err;
+  }
+}
+
+/** The job's evaluations created at or after `index`, oldest first. */
+async function evaluationsSince(s: ApiSession, jobId: string, index: number): Promise<Evaluation[]> {
+  const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
+  return body.filter((e) => e.createIndex >= index).sort((a, b) => a.createIndex - b.createIndex);
+}
+
+/** Why an allocation was lost, in the operator's words: its node by name, down and why; else what its client said. */
+async function lostBecause(s: ApiSession, alloc: Allocation): Promise<string> {
+  let node: Node | undefined;
+  try {
+    node = (await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId))).body;
+  } catch (err) {
+    if (!(err instanceof ApiClientError) || err.code !== 'NOT_FOUND') throw err;
+  }
+  if (node?.status === 'down') return `node "${node.name}" (${shortId(node.id)}) is down${node.statusDescription ? `: ${node.statusDescription}` : ''}`;
+  return alloc.clientDescription || `on node "${node?.name ?? shortId(alloc.nodeId)}"`;
+}
