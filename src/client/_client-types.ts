@@ -30,6 +30,8 @@ export interface AllocRunnerHandle {
   status(): { clientStatus: AllocClientStatus; clientDescription: string; taskStates: Record<string, TaskState> };
   /** The CSI mounts this allocation needs now. */
   wanted(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
+  /** Its CSI volumes whose unmount still needs their node plugin (claimed or mounted). Optional for fakes. */
+  volumesToUnmount?(): Array<{ pluginId: string; volumeId: string; allocId: string }>;
   /**
    * Whether garbage collection may destroy it now: every task dead, cleanup
    * (postrun) done, nothing mounted for it. Without this method the client

@@ -544,7 +544,8 @@ export class Client {
 
   /** Stops every allocation: workloads first, then plugin allocations (they unmount the workloads' volumes). */
   async #drain(): Promise<void> {
-    await drainRunners(this.#runners, this.#statusListeners, this.#log, this.#drainProblems);
+    const registry = this.#registry as PluginRegistry;
+    await drainRunners({ runners: this.#runners, statusListeners: this.#statusListeners, registry, log: this.#log, problems: this.#drainProblems });
     await this.#flushFor(10_000);
   }
 

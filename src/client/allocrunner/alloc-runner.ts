@@ -408,9 +408,13 @@ export class AllocRunner {
   wanted(): WantedMount[] {
     if (this.#record.phase === 'postrun' || this.#record.phase === 'done' || this.#state === 'destroyed') return [];
     if (this.#stopAbort.signal.aborted) return [];
-    return Object.values(this.#record.csi)
-      .filter((r) => r.pluginId && (r.state === 'claimed' || r.state === 'mounted'))
-      .map((r) => ({ pluginId: r.pluginId as string, volumeId: r.volumeId, allocId: this.id }));
+    return this.volumesToUnmount();
+  }
+
+  /** Its CSI volumes claimed or mounted and not yet unpublished: their unmount needs the node plugin. Never blocks. */
+  volumesToUnmount(): WantedMount[] {
+    const held = Object.values(this.#record.csi).filter((r) => r.pluginId && (r.state === 'claimed' || r.state === 'mounted'));
+    return held.map((r) => ({ pluginId: r.pluginId as string, volumeId: r.volumeId, allocId: this.id }));
   }
 
   /**
