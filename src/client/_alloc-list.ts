@@ -16,6 +16,8 @@ import { pluginSuccessor, stopAfterHandover } from './_handover.js';
 /** What applyAllocList needs of the Client. */
 export interface AllocListContext {
   runners: Map<string, RunnerEntry>;
+  /** Runners the server no longer lists, while they are destroyed (their cleanup may still need the node's plugins). */
+  leaving: Map<string, RunnerEntry>;
   /** Allocations this node garbage-collected: never run again. */
   collected: ReadonlySet<string>;
   /** Builds a runner and records it in `runners`; throws when the allocation cannot run here. */
@@ -98,12 +100,14 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
   for (const [allocId, entry] of [...runners]) {
     if (update.current.has(allocId)) continue;
     runners.delete(allocId);
-    ctx.track(
-      (async () => {
-        await entry.started;
-        await entry.runner.destroy();
-      })().catch((err: unknown) => log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed')),
-    );
+    ctx.leaving.set(allocId, entry);
+    entry.destroying = (async () => {
+      await entry.started;
+      await entry.runner.destroy();
+    })()
+      .catch((err: unknown) => log.warn({ allocId, err: describeError(err) }, 'destroying an allocation failed'))
+      .finally(() => ctx.leaving.delete(allocId));
+    ctx.track(entry.destroying);
   }
 }
 

@@ -181,4 +181,6 @@ export interface RunnerEntry {
   awaitingServer: boolean;
   /** When the client first saw it collectable (for allocations whose tasks never ran). */
   finishedAt?: number;
+  /** Its destroy in progress, once the server no longer lists it (the Client's `leaving` has it until then). Never rejects. */
+  destroying?: Promise<void>;
 }

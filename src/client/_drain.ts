@@ -1,6 +1,7 @@
 // Draining the node agent (`stop({ drain: true })`): every allocation is
-// stopped and destroyed, workloads first, then plugin allocations (they
-// unmount the workloads' volumes). A workload whose volume cannot be
+// stopped and destroyed, workloads first (those the server dropped and that
+// are being destroyed too), then plugin allocations (they unmount the
+// workloads' volumes). A workload whose volume cannot be
 // unmounted because no instance of its node plugin serves on this node, and
 // none of the plugin allocations here can bring one (the plugin job was
 // stopped, or its replacement was not received before the agent stopped), is
@@ -19,6 +20,8 @@ const DRAIN_WAIT_MS = 60_000;
 
 export interface DrainDeps {
   runners: Map<string, RunnerEntry>;
+  /** Runners being destroyed (the server dropped them): their cleanup may need the plugins too. */
+  leaving: ReadonlyMap<string, RunnerEntry>;
   /** Called on every status update of any runner. */
   statusListeners: Set<() => void>;
   registry: PluginRegistry;
@@ -29,25 +32,27 @@ export interface DrainDeps {
 
 /**
  * Stops every allocation of `runners` (those stopped and destroyed leave
- * the map); each one that could not be, with why, goes to `problems`. A
- * workload left with volumes no plugin can unmount stays in the map, shut
- * down with its records. Never throws.
+ * the map), and waits for those `leaving` to be destroyed; each one that
+ * could not be, with why, goes to `problems`. Plugins go only once every
+ * workload, leaving ones included, is done with them. A workload left with
+ * volumes no plugin can unmount is shut down with its records (it stays in
+ * `runners`). Never throws.
  */
 export async function drainRunners(deps: DrainDeps): Promise<void> {
   const { runners, log, problems } = deps;
-  const entries = [...runners.values()];
+  const entries = [...runners.values(), ...deps.leaving.values()];
   const isPlugin = (e: RunnerEntry): boolean => pluginsOf(e).length > 0;
   for (const wave of [entries.filter((e) => !isPlugin(e)), entries.filter(isPlugin)]) {
     await Promise.all(
       wave.map(async (e) => {
         try {
           await e.started;
-          e.runner.update({ ...e.alloc, desiredStatus: 'stop', desiredDescription: 'the agent is draining' });
+          if (!e.destroying) e.runner.update({ ...e.alloc, desiredStatus: 'stop', desiredDescription: 'the agent is draining' });
           await waitFor(deps, () => isClientTerminal(e.runner.status().clientStatus), DRAIN_WAIT_MS);
           if (!isClientTerminal(e.runner.status().clientStatus)) throw new Error('its tasks did not stop within 60 s');
           const stranded = await cleanedUpOrStranded(deps, e);
           if (stranded.length) {
-            // Its postrun ends where it is; the record keeps each volume as mounted and claimed.
+            // Its postrun (and a destroy in progress) ends where it is; the record keeps each volume as mounted and claimed.
             await e.runner.shutdown();
             for (const s of stranded) {
               problems.push(
@@ -63,7 +68,7 @@ export async function drainRunners(deps: DrainDeps): Promise<void> {
           for (const v of e.runner.volumesToUnmount?.() ?? []) {
             problems.push(`allocation ${e.alloc.id} (job ${e.alloc.jobId}): volume "${v.volumeId}" stays mounted and claimed: its unmount failed (see the agent log); the agent unmounts it when it starts again`);
           }
-          await e.runner.destroy();
+          await (e.destroying ?? e.runner.destroy());
           runners.delete(e.alloc.id);
         } catch (err) {
           log.warn({ allocId: e.alloc.id, err: describeError(err) }, 'draining an allocation failed');

@@ -96,6 +96,8 @@ export class Client {
    */
   readonly #stopping = new AbortController();
   readonly #runners = new Map<string, RunnerEntry>();
+  /** Runners being destroyed (the server dropped them): a drain still waits for their cleanup. */
+  readonly #leaving = new Map<string, RunnerEntry>();
   readonly #statusListeners = new Set<() => void>();
   #store: ClientStateStore | undefined;
   #registry: PluginRegistry | undefined;
@@ -495,6 +497,7 @@ export class Client {
     applyAllocList(
       {
         runners: this.#runners,
+        leaving: this.#leaving,
         collected: this.#collected,
         newRunner: (alloc, job) => this.#newRunner(alloc, job),
         reporter: this.#reporter,
@@ -544,8 +547,8 @@ export class Client {
 
   /** Stops every allocation: workloads first, then plugin allocations (they unmount the workloads' volumes). */
   async #drain(): Promise<void> {
-    const registry = this.#registry as PluginRegistry;
-    await drainRunners({ runners: this.#runners, statusListeners: this.#statusListeners, registry, log: this.#log, problems: this.#drainProblems });
+    const deps = { runners: this.#runners, leaving: this.#leaving, statusListeners: this.#statusListeners, log: this.#log, problems: this.#drainProblems };
+    await drainRunners({ ...deps, registry: this.#registry as PluginRegistry });
     await this.#flushFor(10_000);
   }
 
@@ -577,7 +580,7 @@ export class Client {
     await step('volume stats', () => this.#volumeStats?.stop());
     if (drain) await step('drain', () => this.#drain());
     this.#stopping.abort();
-    await step('runners', () => Promise.all([...this.#runners.values()].map(async (e) => e.runner.shutdown())));
+    await step('runners', () => Promise.all([...this.#runners.values(), ...this.#leaving.values()].map(async (e) => e.runner.shutdown())));
     await step('background', () => this.#life.drained());
     await step('service checks', () => this.#checks?.stop());
     await step('service catalog', () => this.#catalog?.stop());

@@ -75,8 +75,8 @@ describe('node drain of a single-writer volume', () => {
   after(async () => {
     for (const job of ['writer', 'probe']) await server?.cli(['job', 'stop', '--purge', job]).catch(() => undefined);
     // The plugin unmounts the writer's volume: stopped together, a node may stop its plugin
-    // first, and the writer's unmount then retries without one for 40 s before the agent can
-    // drain. So the plugin goes once nothing of the volume is mounted (a wait that gives up
+    // first, and the writer's volume then waits for a plugin that is not coming (the agent's
+    // drain would keep it for a next start). So the plugin goes once nothing of the volume is mounted (a wait that gives up
     // quietly: after a failure the plugin is stopped regardless).
     if (dir !== '') await until("the writer's volume unmounted", () => !mountsUnder(dir).some((m) => m.includes('/ledger/')), 60_000).catch(() => undefined);
     await server?.cli(['job', 'stop', '--purge', 'hostpath-plugin']).catch(() => undefined);

@@ -49,7 +49,6 @@ for (const publish of [true, false]) {
     let server: AgentUnderTest;
     const clients: AgentUnderTest[] = [];
     let stopped: AgentUnderTest | undefined;
-    let stoppedName = '';
 
     before(async () => {
       dir = await tempDir('bxf-');
@@ -86,14 +85,7 @@ for (const publish of [true, false]) {
       if (stopped?.running) stopped.child.kill('SIGCONT');
       // The thawed node stops its old writer and, at the same moment, the plugin allocation the
       // server replaced while the node was down; the writer's volume is unmounted once the
-      // replacement plugin registers, a second later. An agent told to drain before that stops
-      // the replacement too, and the writer's unmount then retries without a plugin for 40 s.
-      // So the agents are stopped once the thawed node has unmounted the volume (a wait that
-      // gives up quietly: after a failure the agents are stopped regardless).
-      if (stoppedName !== '') {
-        const nodeDir = path.join(dir, stoppedName);
-        await until('the thawed node to unmount the volume', () => !mountsUnder(nodeDir).some((m) => m.includes('/fenced/')), 60_000).catch(() => undefined);
-      }
+      // replacement plugin registers. The drain waits for that (docs/csi-rules.md, stopping the agent).
       await server?.cli(['job', 'stop', '--purge', 'fenced-writer']).catch(() => undefined);
       for (const c of clients) await c.stop('SIGINT').catch(() => undefined);
       await server?.stop('SIGINT').catch(() => undefined);
@@ -145,7 +137,6 @@ for (const publish of [true, false]) {
       const nodes = await server.get<Node[]>('/v1/nodes');
       const frozenName = nodes.find((n) => n.id === first.nodeId)!.name;
       stopped = clients[frozenName === 'f1' ? 0 : 1]!;
-      stoppedName = frozenName;
 
       // The node goes silent: its agent is frozen (its executors and the writer are not).
       stopped.child.kill('SIGSTOP');

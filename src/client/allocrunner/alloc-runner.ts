@@ -325,14 +325,15 @@ export class AllocRunner {
   }
 
   /**
-   * Stops everything, runs postrun if it has not run, runs the destroy hooks
-   * (the allocation directory is unmounted and removed) and forgets the
-   * runner's records. Safe to repeat. Throws AllocDirError when something
-   * under the allocation directory cannot be unmounted (nothing is removed).
+   * Stops everything, runs postrun if it has not run, runs the destroy hooks (the allocation
+   * directory is unmounted and removed) and forgets the runner's records; after shutdown(), keeps
+   * them all for the next start. Safe to repeat. Throws AllocDirError when something under the
+   * allocation directory cannot be unmounted (nothing is removed).
    */
   async destroy(): Promise<void> {
     if (this.#state === 'destroyed') return;
     await this.#stop('allocation destroyed');
+    if (this.#state === 'shutdown') return;
     const ctx = this.#ctx(this.#shutdownAbort.signal);
     for (const hook of this.#destroyHooks) await hook.destroy?.(ctx);
     this.#state = 'destroyed';
