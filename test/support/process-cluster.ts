@@ -188,14 +188,12 @@ log_level = "debug"
 
   /** Stops everything; kills what is left of the test's processes; unmounts; removes the directory. */
   async close(): Promise<void> {
-    // Each group at once: the clients drain through the servers, so they go first. A server on
-    // etcd exits only by main's 5 s exit timer after it stopped (a handle stays open), so it is
-    // signalled again once it says it stopped (stopPromptly).
+    // Each group at once: the clients drain through the servers, so they go first.
     await Promise.all(this.clients.map((c) => c.stop('SIGINT').catch(() => undefined)));
     await Promise.all(
       this.servers.map(async (s) => {
         if (s.run.child?.signalCode === null && s.run.running) s.run.child.kill('SIGCONT');
-        await s.run.stopPromptly('SIGINT', 20_000).catch(() => undefined);
+        await s.run.stop('SIGINT', 20_000).catch(() => undefined);
       }),
     );
     await this.etcd?.close();
