@@ -2,8 +2,10 @@
 // circuit breaker of the library's own (the caller keeps its deadlines, a
 // retried Txn could apply twice, and a breaker's "circuit breaker is open"
 // would reach users in place of etcd's own reason), and answers only from a
-// member that has a leader, so that a lost quorum fails a call at once;
-// a watch stream that broke is opened again within a second.
+// member that has a leader, so that a lost quorum fails a call at once; a
+// connection that broke is dialled again within a second (gRPC's own backoff
+// grows to 120 s, so a server could stay cut off that long after etcd came
+// back), and so is a watch stream.
 
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 
@@ -52,6 +54,6 @@ class WatchRetry {
 
 /** Spread into `new Etcd3({...})`. */
 export const etcdFailFast = {
-  grpcOptions: { interceptors: [requireLeader] } as never,
+  grpcOptions: { interceptors: [requireLeader], 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 1_000 } as never,
   faultHandling: { host: () => passThrough as never, global: passThrough as never, watchBackoff: { next: () => new WatchRetry(100) } as never },
 };
