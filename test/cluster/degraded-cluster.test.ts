@@ -34,7 +34,8 @@ interface AllocRow {
 const cluster = new Cluster();
 
 before(async () => {
-  await cluster.start({ etcdMembers: 3, servers: 3, clients: 1, leaseTtl: '2s', heartbeatTtl: '4s', stopAfterServerDisconnect: '5s' });
+  // write_timeout 2s: without quorum a write is refused after 2 s, not 5.
+  await cluster.start({ etcdMembers: 3, servers: 3, clients: 1, leaseTtl: '2s', heartbeatTtl: '4s', stopAfterServerDisconnect: '5s', etcdWriteTimeout: '2s' });
 });
 
 after(async () => {

@@ -26,6 +26,8 @@ export interface ClusterOptions {
   heartbeatTtl?: string;
   /** The clients' stop_after_server_disconnect (fencing window); the agent's default when unset. */
   stopAfterServerDisconnect?: string;
+  /** The servers' etcd write_timeout (how long a change waits for etcd before STORE_UNAVAILABLE); the agent's default (5 s) when unset. */
+  etcdWriteTimeout?: string;
   /** etcd's --max-request-bytes (default 1.5 MiB): a job of 10,000 allocations is placed in one write of ~10 MB. */
   etcdMaxRequestBytes?: number;
   /** The servers' log level. Default "debug" (a thousand simulated nodes want "warn"). */
@@ -87,7 +89,7 @@ server {
   store {
     etcd {
       endpoints = [${this.etcd.endpoints.map((e) => `"${e}"`).join(', ')}]
-    }
+${opts.etcdWriteTimeout ? `      write_timeout = "${opts.etcdWriteTimeout}"\n` : ''}    }
   }
 }
 log_level = "${opts.serverLogLevel ?? 'debug'}"
