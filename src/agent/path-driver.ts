@@ -32,7 +32,6 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     updateTaskResources: (id, r) => inner.updateTaskResources(id, r),
     reapOrphans: (keep) => inner.reapOrphans(keep),
     renewLeases: () => inner.renewLeases?.(),
-    prepareStarts: (tasks) => inner.prepareStarts?.(tasks),
     execTaskStreaming: (id, opts) => inner.execTaskStreaming(id, opts),
     shutdown: () => inner.shutdown(),
   };

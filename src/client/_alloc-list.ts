@@ -29,8 +29,6 @@ export interface AllocListContext {
   signal: AbortSignal;
   /** Background work stop() waits for. */
   track(p: Promise<unknown>): void;
-  /** How many task starts each driver will soon be asked for (by driver name): a hint it may get ready by. */
-  startsComing?(byDriver: ReadonlyMap<string, number>): void;
 }
 
 /** Acts on one change of the server's list (the first change lists every allocation). */
@@ -68,7 +66,6 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
     }
     created.push(fresh);
   }
-  if (created.length > 0) ctx.startsComing?.(tasksByDriver(created));
   // Started once every known allocation has its new version, so that a replacement sees the one it replaces stopping.
   for (const fresh of created) {
     const holders = holdersOf(runners, fresh);
@@ -135,13 +132,4 @@ async function waitCleanedUp(ctx: AllocListContext, fresh: RunnerEntry, holders:
   const stopped = new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
   await Promise.race([Promise.all(holders.map((h) => h.runner.cleanedUp?.())), stopped]);
   if (!ctx.signal.aborted) ctx.log.info({ allocId: fresh.alloc.id, waitedFor: ids }, 'single-writer volume released on this node; starting');
-}
-
-/** The new allocations' tasks, counted by driver. */
-function tasksByDriver(entries: readonly RunnerEntry[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const { alloc, job } of entries) {
-    for (const task of job.groups.find((g) => g.name === alloc.taskGroup)?.tasks ?? []) counts.set(task.driver, (counts.get(task.driver) ?? 0) + 1);
-  }
-  return counts;
 }

@@ -504,9 +504,6 @@ export class Client {
         handoverTimeoutMs: this.#opts.handoverTimeoutMs ?? 60_000,
         signal: this.#stopping.signal,
         track: (p) => this.#track(p),
-        startsComing: (byDriver) => {
-          for (const [name, tasks] of byDriver) this.#drivers.get(name)?.prepareStarts?.(tasks);
-        },
       },
       update,
     );

@@ -9,7 +9,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { AbortedError } from '../../lib/index.js';
@@ -190,27 +190,6 @@ export class ExecutorHosts {
         }
       }
       return { report, place };
-    }
-  }
-
-  /**
-   * Starts enough shared executors now that `tasks` more starts find room,
-   * counting the room the running ones have. A hint: nothing is reserved,
-   * and an executor whose tasks never come exits when idle as any does.
-   */
-  prepare(tasks: number): void {
-    let room = 0;
-    for (const h of this.#hosts) if (!h.gone) room += Math.max(0, this.#opts.tasksPerExecutor - h.tasks);
-    if (room >= tasks) return;
-    // Their cwd; a task start makes it too, but none may have come yet.
-    try {
-      mkdirSync(this.#opts.dir, { recursive: true, mode: 0o700 });
-    } catch {
-      return;
-    }
-    while (room < tasks) {
-      this.#spawn();
-      room += this.#opts.tasksPerExecutor;
     }
   }
 

@@ -511,12 +511,6 @@ export abstract class ExecutorDriver implements TaskDriver {
     return removed;
   }
 
-  /** Starts the shared executors `tasks` more starts will need, so that their Node start overlaps the allocations' set-up. */
-  prepareStarts(tasks: number): void {
-    if (this.#stopping.signal.aborted) return;
-    this.#hosts?.prepare(tasks);
-  }
-
   renewLeases(): void {
     if (this.#stopping.signal.aborted) return;
     const now = new Date();

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -118,38 +117,5 @@ describe('raw_exec with shared executors (two tasks per executor)', () => {
     await driver.stopTask(cfg.id, { timeoutMs: 1000 });
     assert.equal((await exit).signal, 'SIGTERM');
     await driver.destroyTask(cfg.id);
-  });
-});
-
-/** The executor processes running in `dir` (their cwd): a shared executor's is its driver's state dir. */
-function executorsIn(dir: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readlinkSync(`/proc/${d}/cwd`) === dir && running(Number(d));
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
-describe('raw_exec with starts announced ahead (prepareStarts)', () => {
-  const h = new DriverHarness();
-  const driver = new RawExecDriver({ stateDir: h.stateDir, tasksPerExecutor: 2, sharedExecutorIdleMs: 500 });
-  h.drivers.push(driver);
-  after(() => h.cleanup());
-
-  it('three starts announced have their two executors running before any start, and run on them', async () => {
-    driver.prepareStarts(3);
-    await eventually('two executors running before any start', () => executorsIn(h.stateDir).length === 2);
-    const early = new Set(executorsIn(h.stateDir));
-    const started = await Promise.all(['a', 'b', 'c'].map((t) => h.start(driver, h.config(t, LOOP(t)))));
-    for (const x of started) assert.ok(early.has(x.executorPid), `task ${x.taskName} on ${x.executorPid}, not one of ${[...early].join(', ')}`);
-    assert.deepEqual(new Set(executorsIn(h.stateDir)), early, 'no other executor was started');
-    // One place is left on the second executor: one more start announced needs none new.
-    driver.prepareStarts(1);
-    assert.deepEqual(new Set(executorsIn(h.stateDir)), early);
   });
 });

@@ -302,12 +302,6 @@ export interface TaskDriver {
    * driver without fencing has none.
    */
   renewLeases?(): void;
-  /**
-   * A hint that about `tasks` starts of this driver are coming (new
-   * allocations just arrived, and are being set up): the driver may get
-   * ready for them now. Synchronous, never throws. Optional.
-   */
-  prepareStarts?(tasks: number): void;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
   execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }>;
   /** Stops watching tasks (they keep running). Safe twice. */
