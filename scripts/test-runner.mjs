@@ -5,7 +5,8 @@
 // late started last and ran alone at the end; here the files start longest
 // first (the times in scripts/test-times.json; a file not listed there is taken
 // as short and runs after the listed ones), which keeps every lane busy to the
-// end. BERTH_TEST_TIMES_UPDATE=1 writes this run's times back to that file.
+// end. BERTH_TEST_TIMES_UPDATE=1 writes this run's times back to that file: each
+// file's whole time in its process, from start to exit.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { run } from 'node:test';
@@ -40,10 +41,11 @@ stream.on('test:fail', (data) => {
   const message = String(cause?.message ?? cause ?? '').split('\n').slice(0, 6).join('\n#     ');
   failures.push(`# ${data.file ? relative(root, data.file) : '?'}: ${data.name}\n#     ${message}`);
 });
-stream.on('test:pass', (data) => {
-  if (data.nesting !== 0 || !data.file) return;
-  const file = relative(root, data.file);
-  seconds[file] = (seconds[file] ?? 0) + data.details.duration_ms / 1000;
+// A file's own completion (its name is its path) times the whole file: its process's start,
+// top-level hooks (a cluster's start and stop) and tests, which is what it holds a lane for.
+stream.on('test:complete', (data) => {
+  if (data.nesting !== 0 || !data.file || data.name !== data.file) return;
+  seconds[relative(root, data.file)] = data.details.duration_ms / 1000;
 });
 stream.on('end', () => {
   if (process.env['BERTH_TEST_TIMES_UPDATE'] === '1') {

@@ -142,6 +142,19 @@ describe('agent config files', () => {
     assert.match(await problemOf('a.hcl', 'client {\n  gc_disk_usage_threshold = 120\n}\n'), /^a\.hcl:2:3: client\.gc_disk_usage_threshold: must be at most 100$/);
   });
 
+  it('reads the etcd store block with its write timeout (HCL and JSON alike), and names a bad one at its line', async () => {
+    const hcl = 'server {\n  store {\n    etcd {\n      endpoints = ["http://127.0.0.1:2379"]\n      prefix = "/b"\n      write_timeout = "1500ms"\n    }\n  }\n}\n';
+    const want = { endpoints: ['http://127.0.0.1:2379'], prefix: '/b', writeTimeoutMs: 1_500 };
+    assert.deepEqual((await parseAgentConfig('a.hcl', hcl)).server.etcd, want);
+    const json = { server: { store: { etcd: { endpoints: ['http://127.0.0.1:2379'], prefix: '/b', write_timeout: '1500ms' } } } };
+    assert.deepEqual((await parseAgentConfig('a.json', JSON.stringify(json))).server.etcd, want);
+    assert.deepEqual((await parseAgentConfig('a.hcl', 'server {\n  store {\n    etcd {\n      endpoints = ["http://127.0.0.1:2379"]\n    }\n  }\n}\n')).server.etcd, { endpoints: ['http://127.0.0.1:2379'] });
+    assert.match(
+      await problemOf('a.hcl', 'server {\n  store {\n    etcd {\n      endpoints = ["http://127.0.0.1:2379"]\n      write_timeout = 5\n    }\n  }\n}\n'),
+      /^a\.hcl:5:7: server\.store\.etcd\.write_timeout: expected a string$/,
+    );
+  });
+
   it('refuses an unknown client option and a token file that cannot be read', async () => {
     assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.docker.enable" = true\n  }\n}\n'), /client\.options\.driver\.docker\.enable: unknown option/);
     await assert.rejects(parseAgentConfig(path.join(dir, 'x.hcl'), 'tokens {\n  node_file = "missing.tokens"\n}\n'), (err: unknown) => {

@@ -40,7 +40,7 @@ const CONFIG_BODY: HclBody = {
       name: attr('name'),
       advertise_address: attr('advertiseAddress'),
       lease_ttl: attr('leaseTtl'),
-      store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix') } } } },
+      store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix'), write_timeout: attr('writeTimeout') } } } },
     },
   },
   client: {
@@ -141,6 +141,7 @@ const configSchema = z.strictObject({
             .strictObject({
               endpoints: z.array(z.string().regex(ETCD_URL, ETCD_URL_MESSAGE)).min(1, 'name at least one etcd endpoint'),
               prefix: z.string().regex(/^\/\S*[^/]$/, 'must start with "/" and not end with one, e.g. "/berth"').optional(),
+              writeTimeout: duration.optional(),
             })
             .optional(),
         })
@@ -239,8 +240,11 @@ export interface AgentConfig {
     advertiseAddress?: string;
     /** How long a dead leader keeps the cluster leaderless. Default 3 s. */
     leaseTtlMs?: number;
-    /** Keep the state in etcd instead of <data_dir>/server/state.db. */
-    etcd?: { endpoints: string[]; prefix?: string };
+    /**
+     * Keep the state in etcd instead of <data_dir>/server/state.db. write_timeout: how long a
+     * change (and the start) waits for etcd before STORE_UNAVAILABLE; default 5 s.
+     */
+    etcd?: { endpoints: string[]; prefix?: string; writeTimeoutMs?: number };
   };
   client: {
     nodeName?: string;
@@ -335,7 +339,7 @@ function camelizeJson(obj: Record<string, unknown>, depth = 0): Record<string, u
     if (FREE_KEYS.has(key) && isObject(v)) {
       // A plugin's `config` is the plugin's own, kept as written.
       out[key] = key === 'hostVolumes' || key === 'plugins' || key === 'hostNetworks' ? Object.fromEntries(Object.entries(v).map(([name, hv]) => [name, isObject(hv) ? (key === 'plugins' ? hv : camelizeJson(hv, depth + 1)) : hv])) : v;
-    } else out[key] = isObject(v) && depth < 2 ? camelizeJson(v, depth + 1) : v;
+    } else out[key] = isObject(v) && depth < 3 ? camelizeJson(v, depth + 1) : v;
   }
   return out;
 }
@@ -421,7 +425,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(raw.server?.name ? { name: raw.server.name } : {}),
       ...(raw.server?.advertiseAddress ? { advertiseAddress: raw.server.advertiseAddress } : {}),
       ...(raw.server?.leaseTtl ? { leaseTtlMs: durationMs(raw.server.leaseTtl) } : {}),
-      ...(raw.server?.store?.etcd ? { etcd: { ...raw.server.store.etcd } } : {}),
+      ...(raw.server?.store?.etcd ? { etcd: etcdSettings(raw.server.store.etcd) } : {}),
     },
     client: {
       ...(c.nodeName ? { nodeName: c.nodeName } : {}),
@@ -479,6 +483,11 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
         }
       : {}),
   };
+}
+
+/** The server's etcd block, durations in ms. */
+function etcdSettings(e: NonNullable<NonNullable<NonNullable<RawConfig['server']>['store']>['etcd']>): NonNullable<AgentConfig['server']['etcd']> {
+  return { endpoints: e.endpoints, ...(e.prefix ? { prefix: e.prefix } : {}), ...(e.writeTimeout ? { writeTimeoutMs: durationMs(e.writeTimeout) } : {}) };
 }
 
 /** The client's port settings, when any is set. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addressSetting, namespaceSetting, normalizeAddress, tokenSetting } from './agent-address.js';
+import { addressSetting, clientTimeoutSetting, namespaceSetting, normalizeAddress, tokenSetting } from './agent-address.js';
 
 describe('the agent address, token and namespace, as a Nomad user sets them', () => {
   it('takes the flag, then BERTH_*, then NOMAD_*, then the default', () => {
@@ -31,5 +31,17 @@ describe('the agent address, token and namespace, as a Nomad user sets them', ()
     assert.throws(() => normalizeAddress('http://h:99999', 'NOMAD_ADDR'), /invalid agent address "http:\/\/h:99999" \(from NOMAD_ADDR\): not a URL/);
     assert.throws(() => normalizeAddress(' ', '--address'), /\(from --address\): it is empty/);
     assert.throws(() => normalizeAddress('http://u:p@h:1', '--address'), /credentials do not belong in the address/);
+  });
+
+  it('takes the answer timeout from --client-timeout, else BERTH_CLIENT_TIMEOUT, and names a bad one with its source', () => {
+    assert.equal(clientTimeoutSetting(undefined, {}), undefined);
+    assert.equal(clientTimeoutSetting(undefined, { BERTH_CLIENT_TIMEOUT: '2s' }), 2_000);
+    assert.equal(clientTimeoutSetting('500ms', { BERTH_CLIENT_TIMEOUT: '2s' }), 500);
+    assert.equal(clientTimeoutSetting(undefined, { BERTH_CLIENT_TIMEOUT: '' }), undefined);
+    assert.throws(() => clientTimeoutSetting(undefined, { BERTH_CLIENT_TIMEOUT: '10' }), {
+      code: 'CLI_USAGE',
+      message: 'invalid client timeout "10" (from BERTH_CLIENT_TIMEOUT): Expected a duration such as 30s, 2m or 500ms.',
+    });
+    assert.throws(() => clientTimeoutSetting('0s', {}), /invalid client timeout "0s" \(from --client-timeout\): Duration must be above 0/);
   });
 });

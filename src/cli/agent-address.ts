@@ -1,11 +1,13 @@
 // Where the CLI finds the agent and what it tells it: the address, token and
 // namespace from the flags, then BERTH_*, then Nomad's NOMAD_* variables (a
-// Nomad user's shell keeps working), then the defaults. An address may omit
+// Nomad user's shell keeps working), then the defaults; how long it waits for
+// an answer (--client-timeout, BERTH_CLIENT_TIMEOUT). An address may omit
 // its scheme (`127.0.0.1:4646`, as NOMAD_ADDR often does); one that still is
 // not an http(s) URL is refused with where it came from.
 
 import { DEFAULT_ADDRESS } from './api-client.js';
 import { UsageError } from './usage-error.js';
+import { parseDuration } from './values.js';
 
 /** Where a setting came from, for messages: `--address`, `BERTH_ADDR`, `NOMAD_ADDR` or `default`. */
 export type SettingSource = string;
@@ -71,6 +73,23 @@ export function tokenSetting(flag: string | undefined, env: Env = process.env): 
  */
 export function namespaceSetting(fromFlag: string | undefined, env: Env = process.env): string {
   return pick(fromFlag, '--namespace', 'NAMESPACE', env)?.value ?? 'default';
+}
+
+/**
+ * How long a server may take to start answering a request, in ms (the
+ * ApiClient's answerTimeoutMs): `--client-timeout`, else BERTH_CLIENT_TIMEOUT,
+ * else undefined (the client's default, 10 s). Throws UsageError (exit 2)
+ * naming the value and where it came from when it is not a duration.
+ */
+export function clientTimeoutSetting(flag: string | undefined, env: Env = process.env): number | undefined {
+  const fromEnv = env['BERTH_CLIENT_TIMEOUT'];
+  const picked = flag !== undefined ? { value: flag, source: '--client-timeout' } : fromEnv ? { value: fromEnv, source: 'BERTH_CLIENT_TIMEOUT' } : undefined;
+  if (!picked) return undefined;
+  try {
+    return parseDuration(picked.value);
+  } catch (err) {
+    throw new UsageError(`invalid client timeout "${picked.value}" (from ${picked.source}): ${(err as Error).message}`);
+  }
 }
 
 /**

@@ -73,7 +73,7 @@ Config file (HCL; JSON with the same names also works):
   }
   server {
     heartbeat_ttl = "30s"
-    store { etcd { endpoints = ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]  prefix = "/berth" } }
+    store { etcd { endpoints = ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]  prefix = "/berth"  write_timeout = "5s" } }
   }                               # no store block: the state is <data_dir>/server/state.db
   client {
     node_name      = "node-1"

@@ -24,7 +24,7 @@ async function nodeAgentFor(s: ApiSession, idArg: string, token: string | undefi
 export async function nodeAgentOf(s: ApiSession, alloc: Allocation, token: string | undefined): Promise<ApiClient> {
   const { body: node } = await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId));
   if (!node.httpAddr) throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.name} (${node.id.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
-  return new ApiClient({ address: node.httpAddr, signal: s.signal, ...(token ? { token } : {}) });
+  return new ApiClient({ address: node.httpAddr, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
 }
 
 /** The --token flag, else $BERTH_TOKEN. */

@@ -74,3 +74,43 @@ describe('ApiClient request sizes', () => {
     }
   });
 });
+
+describe('ApiClient answer timeout (--client-timeout, BERTH_CLIENT_TIMEOUT)', () => {
+  let silent: Server;
+  let answering: Server;
+  const url = (s: Server): string => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+
+  before(async () => {
+    // Accepts the request and never answers, as a paused server does.
+    silent = createServer(() => undefined);
+    answering = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    await Promise.all([silent, answering].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
+  });
+  after(async () => {
+    for (const s of [silent, answering]) s.closeAllConnections();
+    await Promise.all([silent, answering].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  });
+
+  it('a server that does not answer within the timeout is left for the next one listed', async () => {
+    const retries: string[] = [];
+    const client = new ApiClient({ address: [url(silent), url(answering)], signal: new AbortController().signal, answerTimeoutMs: 200, onRetry: (why) => retries.push(why) });
+    assert.equal(client.answerTimeoutMs, 200);
+    assert.deepEqual((await client.get('/v1/jobs')).body, { ok: true });
+    assert.equal(client.address, url(answering));
+    assert.match(retries.join('\n'), /no answer within 200ms; see --client-timeout/);
+  });
+
+  it('alone, it fails with API_UNREACHABLE saying how long it waited', async () => {
+    const client = new ApiClient({ address: url(silent), signal: new AbortController().signal, answerTimeoutMs: 150, retryForMs: 0 });
+    await assert.rejects(client.get('/v1/jobs'), (err: unknown) => {
+      assert.ok(err instanceof ApiClientError);
+      assert.equal(err.code, 'API_UNREACHABLE');
+      assert.match(err.message, /^cannot reach the Berth agent at http:\/\/127\.0\.0\.1:\d+ \(ETIMEDOUT: no answer within 150ms; see --client-timeout\)$/);
+      return true;
+    });
+  });
+
+  it('defaults to 10 s', () => {
+    assert.equal(new ApiClient({ address: url(answering), signal: new AbortController().signal }).answerTimeoutMs, 10_000);
+  });
+});

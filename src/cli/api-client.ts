@@ -5,7 +5,7 @@
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { AbortedError, BerthError } from '../lib/index.js';
-import { parseDuration } from './values.js';
+import { humanDuration, parseDuration } from './values.js';
 
 /**
  * The largest request body the agent takes by default (structs'
@@ -57,7 +57,10 @@ export interface ApiClientOptions {
    * with backoff, before the last error is thrown. Default 15 s; 0: never.
    */
   retryForMs?: number;
-  /** How long a server may take to start answering a request that is not a blocking read. Default 10 s. */
+  /**
+   * How long a server may take to start answering a request; a blocking read
+   * gets its wait plus this. Default 10 s (--client-timeout, BERTH_CLIENT_TIMEOUT).
+   */
   answerTimeoutMs?: number;
   /** Told of each retry (for a line on stderr). */
   onRetry?: (why: string) => void;
@@ -128,6 +131,11 @@ export class ApiClient {
     this.#retryForMs = opts.retryForMs ?? DEFAULT_RETRY_FOR_MS;
     this.#answerTimeoutMs = opts.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
     this.#onRetry = opts.onRetry;
+  }
+
+  /** How long a server may take to start answering (for clients of node agents made from this one). */
+  get answerTimeoutMs(): number {
+    return this.#answerTimeoutMs;
   }
 
   /** The address requests go to now. */
@@ -342,7 +350,9 @@ export class ApiClient {
   #unreachable(err: unknown, answered: boolean, base = this.address): ApiClientError {
     const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
     const errno = (err as { code?: string })?.code ?? cause?.code;
-    const why = errno ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+    // Our own answer timeout says how long it waited, and which setting that is.
+    const timedOut = errno === 'ETIMEDOUT' && err instanceof Error && err.message.startsWith('no answer within');
+    const why = timedOut ? `ETIMEDOUT: ${(err as Error).message}; see --client-timeout` : (errno ?? cause?.message ?? (err instanceof Error ? err.message : String(err)));
     const unsent = !answered && errno !== undefined && UNSENT_ERRNOS.has(errno);
     return new ApiClientError('API_UNREACHABLE', `cannot reach the Berth agent at ${base} (${why})`, 0, unsent ? { unsent } : {}, { cause: err });
   }
@@ -371,7 +381,7 @@ function send(url: URL, method: string, headers: Record<string, string>, body: s
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal });
     // A server that accepted the connection but does not answer (a paused process) is left after timeoutMs.
-    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`), { code: 'ETIMEDOUT' })), timeoutMs);
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${humanDuration(timeoutMs)}`), { code: 'ETIMEDOUT' })), timeoutMs);
     req.once('close', () => clearTimeout(timer));
     // A server that refuses a body (413) may close the socket while it is still being written:
     // the write fails (EPIPE, ECONNRESET), but its answer may still be read. The failure counts

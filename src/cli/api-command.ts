@@ -1,5 +1,5 @@
 // What every command that talks to an agent shares: the --address, --token,
-// --json and --namespace flags (with BERTH_* / NOMAD_* variables), the API
+// --json, --namespace and --client-timeout flags (with BERTH_* / NOMAD_* variables), the API
 // client, help with examples and exit codes, colours only on a terminal, and
 // the small formatting helpers of Nomad-like tables.
 
@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { addressList, addressSetting, namespaceSetting, tokenSetting } from './agent-address.js';
+import { addressList, addressSetting, clientTimeoutSetting, namespaceSetting, tokenSetting } from './agent-address.js';
 import { ApiClient, DEFAULT_ADDRESS } from './api-client.js';
 import { UsageError } from './usage-error.js';
 import { parseDuration } from './values.js';
@@ -19,6 +19,7 @@ export interface ApiCommandOptions {
   address?: string[];
   token?: string;
   retryFor?: number;
+  clientTimeout?: string;
   json?: boolean;
   namespace?: string;
 }
@@ -45,6 +46,7 @@ export function apiCommand(cmd: Command, examples: readonly string[]): Command {
       (value: string, prev: string[] | undefined) => [...(prev ?? []), value],
     )
     .option('--retry-for <duration>', 'how long to retry while the cluster cannot serve (no leader, no etcd quorum, a server down); 0: never', parseRetryFor, DEFAULT_RETRY_FOR_MS)
+    .option('--client-timeout <duration>', 'how long a server may take to start answering before the next one is tried (default: $BERTH_CLIENT_TIMEOUT or 10s; a blocking read: its wait plus this)')
     .option('--token <token>', 'bearer token (default: $BERTH_TOKEN or $NOMAD_TOKEN); never printed')
     .option('--json', 'print one JSON document on stdout (for scripts)')
     .option('-n, --namespace <ns>', 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
@@ -70,7 +72,16 @@ export function apiAction(
     const out = new Output(ctx.io, ctx.redactor, ctx.state.json);
     const onStale = (): void => out.warn(STALE_WARNING);
     const onRetry = (why: string): void => out.warn(`retrying: ${why}`);
-    const api = new ApiClient({ address, signal: ctx.signal, onStale, onRetry, retryForMs: opts.retryFor ?? DEFAULT_RETRY_FOR_MS, ...(token ? { token } : {}) });
+    const answerTimeoutMs = clientTimeoutSetting(opts.clientTimeout);
+    const api = new ApiClient({
+      address,
+      signal: ctx.signal,
+      onStale,
+      onRetry,
+      retryForMs: opts.retryFor ?? DEFAULT_RETRY_FOR_MS,
+      ...(token ? { token } : {}),
+      ...(answerTimeoutMs !== undefined ? { answerTimeoutMs } : {}),
+    });
     const color = ctx.io === processIo && Boolean(process.stdout.isTTY) && !('NO_COLOR' in process.env) && process.env['TERM'] !== 'dumb';
     await run({ api, out, style: new Style(color), namespace: namespaceSetting(opts.namespace), signal: ctx.signal }, cmd.processedArgs as string[], opts);
   };

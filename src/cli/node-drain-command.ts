@@ -52,7 +52,7 @@ async function targetNode(s: ApiSession, idArg: string | undefined, opts: Record
   if (opts['self']) {
     if (idArg) throw new UsageError('give either a node ID or -self, not both');
     const token = tokenOf(opts);
-    const agent = new ApiClient({ address: s.api.address, signal: s.signal, ...(token ? { token } : {}) });
+    const agent = new ApiClient({ address: s.api.address, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
     const { body } = await agent.get<{ nodeId: string }>('/v1/client/self');
     return body.nodeId;
   }

@@ -51,7 +51,7 @@ async function targetNode(s: ApiSession, opts: Record<string, unknown>): Promise
 function agentOf(s: ApiSession, node: Node, opts: Record<string, unknown>): ApiClient {
   if (!node.httpAddr) throw new UsageError(`node ${node.name} (${shortId(node.id)}) reports no HTTP address; is its agent running?`);
   const token = tokenOf(opts);
-  return new ApiClient({ address: node.httpAddr, signal: s.signal, ...(token ? { token } : {}) });
+  return new ApiClient({ address: node.httpAddr, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
 }
 
 async function apply(s: ApiSession, args: string[], opts: Record<string, unknown>): Promise<void> {

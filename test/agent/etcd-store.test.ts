@@ -59,7 +59,9 @@ describe('a server on etcd', () => {
   });
 
   it('keeps jobs in etcd, refuses changes clearly while etcd is down, warns that reads may be stale, and resumes', async () => {
-    const server = await startServer(['--config', serverConfig('s1'), '--etcd-endpoints', etcd.endpoints.join(',')]);
+    // write_timeout: a change waits 1 s for etcd, not 5, before the server answers STORE_UNAVAILABLE.
+    const etcdBlock = `server {\n  store {\n    etcd {\n      endpoints = ["${etcd.endpoints[0]}"]\n      write_timeout = "1s"\n    }\n  }\n}\n`;
+    const server = await startServer(['--config', serverConfig('s1', etcdBlock), '--etcd-endpoints', etcd.endpoints.join(',')]);
     ok(await server.cli(['job', 'run', '--detach', jobFile(dir, 'before')]), 'job run before');
     assert.deepEqual(await jobIds(server), ['before']);
 

@@ -54,7 +54,8 @@ describe('the CLI with every server listed, across a leader SIGKILL and a leader
     const runs: Invocation[] = [];
     let stopped = false;
     const cli = async (args: string[]): Promise<BerthResult> => {
-      const result = await via.run.cli(args, { addr: cluster.addresses(), timeoutMs: 120_000 });
+      // A paused server is left after --client-timeout (10 s by default) without an answer.
+      const result = await via.run.cli([...args, '--client-timeout', '3s'], { addr: cluster.addresses(), timeoutMs: 120_000 });
       runs.push({ args, result });
       return result;
     };

@@ -10,7 +10,8 @@
 //     fencing window (stop_after_server_disconnect = 5 s, longer than a
 //     failover, which must not fence either): the servers
 //     answer STORE_UNAVAILABLE, which renews the lease (docs/csi-rules.md),
-//     so the writer is never fenced, restarted or replaced.
+//     so the writer is never fenced, restarted or replaced;
+//   - a server stopped after that exits by itself (SIGTERM, exit 0).
 
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,8 @@ interface AllocRow {
 const cluster = new Cluster();
 
 before(async () => {
-  await cluster.start({ etcdMembers: 3, servers: 3, clients: 1, leaseTtl: '2s', heartbeatTtl: '4s', stopAfterServerDisconnect: '5s' });
+  // write_timeout 2s: without quorum a write is refused after 2 s, not 5.
+  await cluster.start({ etcdMembers: 3, servers: 3, clients: 1, leaseTtl: '2s', heartbeatTtl: '4s', stopAfterServerDisconnect: '5s', etcdWriteTimeout: '2s' });
 });
 
 after(async () => {
@@ -156,5 +158,16 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
     assert.equal(events.filter((e) => /fenc/i.test(`${e.type} ${e.message}`)).length, 0, `no fencing event: ${JSON.stringify(events)}`);
     assert.equal((await allocs('counter')).length, 1, 'no replacement was placed');
     t.diagnostic(`the writer's longest pause between two lines: ${longestGap(after.slice(lines.length - 1))} s`);
+  });
+
+  it('a server stopped with SIGTERM after the quorum came back exits by itself, not by the entry point\'s last-resort timer', async () => {
+    // The outage broke every server's etcd watches many times: the etcd client's retry timers
+    // once outlived the store's close() and held the process until main gave up on it.
+    const leader = await cluster.leader();
+    const follower = cluster.live().find((s) => s !== leader) as ServerProc;
+    const exit = await follower.run.stop('SIGTERM', 60_000);
+    assert.deepEqual(exit, { code: 0, signal: null }, follower.run.stderr.slice(-2000));
+    assert.match(follower.run.stdout, /^==> Berth agent stopped/m);
+    assert.doesNotMatch(follower.run.stderr, /something was left open/);
   });
 });

@@ -42,7 +42,8 @@ interface AllocRow {
 const cluster = new Cluster();
 
 before(async () => {
-  await cluster.start({ etcdMembers: 3, servers: 3, clients: 2, leaseTtl: '2s' });
+  // write_timeout 2s: without quorum a write is refused after 2 s, not 5.
+  await cluster.start({ etcdMembers: 3, servers: 3, clients: 2, leaseTtl: '2s', etcdWriteTimeout: '2s' });
 });
 
 after(async () => {

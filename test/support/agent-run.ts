@@ -141,22 +141,6 @@ export class AgentRun {
     }
   }
 
-  /**
-   * Like stop(), but once the agent has printed that it stopped, signals it again: main exits
-   * at once on a second signal. A server on etcd otherwise exits only by main's 5 s exit timer
-   * (a handle stays open after the store is closed), which a test that only needs the agent
-   * gone pays for nothing. The exit code is then EXIT.INTERRUPTED, not 0.
-   */
-  async stopPromptly(signal: NodeJS.Signals = 'SIGINT', timeoutMs = 90_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    if (!this.running) return this.exited;
-    const child = this.child!;
-    const stopped = eventually('the agent to say it stopped', () => /^==> Berth agent stopped/m.test(this.stdout) || !this.running, { timeoutMs, intervalMs: 20 });
-    const exit = this.stop(signal, timeoutMs);
-    await stopped.catch(() => undefined);
-    if (this.running) child.kill(signal);
-    return exit;
-  }
-
   /** Runs the CLI against this agent (its address; `token` or the agent's own). */
   cli(args: readonly string[], opts: { token?: string; timeoutMs?: number; addr?: string } = {}): Promise<BerthResult> {
     return berth(args, { env: cleanEnv({ BERTH_ADDR: opts.addr ?? this.addr, BERTH_TOKEN: opts.token ?? this.token }), timeoutMs: opts.timeoutMs ?? 60_000 });

@@ -26,6 +26,8 @@ export interface ClusterOptions {
   heartbeatTtl?: string;
   /** The clients' stop_after_server_disconnect (fencing window); the agent's default when unset. */
   stopAfterServerDisconnect?: string;
+  /** The servers' etcd write_timeout (how long a change waits for etcd before STORE_UNAVAILABLE); the agent's default (5 s) when unset. */
+  etcdWriteTimeout?: string;
   /** etcd's --max-request-bytes (default 1.5 MiB): a job of 10,000 allocations is placed in one write of ~10 MB. */
   etcdMaxRequestBytes?: number;
   /** The servers' log level. Default "debug" (a thousand simulated nodes want "warn"). */
@@ -87,7 +89,7 @@ server {
   store {
     etcd {
       endpoints = [${this.etcd.endpoints.map((e) => `"${e}"`).join(', ')}]
-    }
+${opts.etcdWriteTimeout ? `      write_timeout = "${opts.etcdWriteTimeout}"\n` : ''}    }
   }
 }
 log_level = "${opts.serverLogLevel ?? 'debug'}"
@@ -188,14 +190,12 @@ log_level = "debug"
 
   /** Stops everything; kills what is left of the test's processes; unmounts; removes the directory. */
   async close(): Promise<void> {
-    // Each group at once: the clients drain through the servers, so they go first. A server on
-    // etcd exits only by main's 5 s exit timer after it stopped (a handle stays open), so it is
-    // signalled again once it says it stopped (stopPromptly).
+    // Each group at once: the clients drain through the servers, so they go first.
     await Promise.all(this.clients.map((c) => c.stop('SIGINT').catch(() => undefined)));
     await Promise.all(
       this.servers.map(async (s) => {
         if (s.run.child?.signalCode === null && s.run.running) s.run.child.kill('SIGCONT');
-        await s.run.stopPromptly('SIGINT', 20_000).catch(() => undefined);
+        await s.run.stop('SIGINT', 20_000).catch(() => undefined);
       }),
     );
     await this.etcd?.close();

@@ -113,8 +113,13 @@ export class ServerApi {
    * stay on the current server. Forgotten when it fails to answer.
    */
   #leader: string | undefined;
-  /** A named leader that then failed to answer, and when: followers keep naming it until its lease runs out. */
+  /**
+   * A server that failed to answer (as the named leader, or as the current server calls moved
+   * away from), and when: followers keep naming a frozen leader until its lease runs out.
+   */
   #failedLeader: { address: string; at: number } | undefined;
+  /** Fired when the named leader fails to answer a call: every other call waiting on it is abandoned. */
+  #leaderGone = new AbortController();
 
   constructor(opts: ServerApiOptions) {
     const list = (typeof opts.address === 'string' ? [opts.address] : [...opts.address]).map((a) => a.replace(/\/+$/, ''));
@@ -147,10 +152,27 @@ export class ServerApi {
    */
   #failover(failed: string): void {
     if (this.#bases.length <= 1 || this.address !== failed) return;
+    // The server left may have been the leader (a leader names no leader, so it was not
+    // `#leader`): the followers go on naming it until its lease runs out. Not taken from them.
+    this.#failedLeader = { address: failed, at: Date.now() };
+    if (this.#leader === failed) this.#leader = undefined;
     this.#current = (this.#current + 1) % this.#bases.length;
     const moved = this.#moved;
     this.#moved = new AbortController();
     moved.abort(new Error(`calls moved from ${failed} to ${this.address}`));
+  }
+
+  /**
+   * The named leader failed to answer a call: the next writes go through the current server,
+   * it is not taken from a follower's word again for a while, and every other call still
+   * waiting on it (a status report behind a frozen leader) is abandoned at once.
+   */
+  #leaderFailed(leader: string): void {
+    if (this.#leader === leader) this.#leader = undefined;
+    this.#failedLeader = { address: leader, at: Date.now() };
+    const gone = this.#leaderGone;
+    this.#leaderGone = new AbortController();
+    gone.abort(new Error(`the leader ${leader} stopped answering`));
   }
 
   /** The bearer token, for the node connection's upgrade request. */
@@ -305,18 +327,17 @@ export class ServerApi {
     let answer: { status: number; text: string; index: string | undefined; leader: string | undefined };
     const leader = read ? undefined : this.#leader;
     const base = leader ?? this.address;
-    const moved = this.#moved.signal;
+    // A call to the named leader is abandoned when another call finds it gone; one to the current server when calls move.
+    const left = leader ? this.#leaderGone.signal : this.#moved.signal;
     try {
-      answer = await this.#request(base, method, path, body, [signal, leader ? undefined : moved], timeoutMs);
+      answer = await this.#request(base, method, path, body, [signal, left], timeoutMs);
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${method} ${routeOf(path)} aborted`, { cause: signal.reason });
-      if (leader) {
-        // The leader named earlier is gone: the next write goes through the current server again.
-        if (this.#leader === leader) this.#leader = undefined;
-        this.#failedLeader = { address: leader, at: Date.now() };
-      } else if (moved.aborted) {
-        throw new ServerConnError('SERVER_UNREACHABLE', `${method} ${routeOf(path)} on ${base} abandoned: ${describeError(moved.reason)}`, { retryable: true, cause: err });
-      } else this.#failover(base);
+      if (left.aborted) {
+        throw new ServerConnError('SERVER_UNREACHABLE', `${method} ${routeOf(path)} on ${base} abandoned: ${describeError(left.reason)}`, { retryable: true, cause: err });
+      }
+      if (leader) this.#leaderFailed(leader);
+      else this.#failover(base);
       throw new ServerConnError('SERVER_UNREACHABLE', `server ${base} unreachable (${method} ${routeOf(path)}): ${describeError(err)}`, {
         retryable: true,
         cause: err,

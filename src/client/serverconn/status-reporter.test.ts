@@ -16,6 +16,8 @@ import { StatusReporter } from './status-reporter.js';
 
 describe('status reporter pacing', () => {
   const posts: string[][] = [];
+  /** While set, the server answers a POST only once it resolves. */
+  let held: Promise<void> | undefined;
   let server: http.Server;
   let url = '';
 
@@ -26,8 +28,11 @@ describe('status reporter pacing', () => {
       req.on('data', (d: string) => (body += d));
       req.on('end', () => {
         posts.push((JSON.parse(body) as { allocations: AllocStatusReport[] }).allocations.map((a) => `${a.id}:${a.clientStatus}`));
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ index: posts.length }));
+        const index = posts.length;
+        void (held ?? Promise.resolve()).then(() => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ index }));
+        });
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -101,6 +106,33 @@ describe('status reporter pacing', () => {
       await reporter.flush();
       assert.deepEqual(posts[6], ['e:running']);
     } finally {
+      await reporter.stop();
+      api.close();
+    }
+  });
+
+  it('an update that comes while a POST is on its way waits out the interval after that POST', async () => {
+    posts.length = 0;
+    const clock = new ManualClock(3_000_000);
+    const api = new ServerApi({ address: url, token: 't' });
+    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20 });
+    let answer = (): void => undefined;
+    held = new Promise<void>((resolve) => (answer = resolve));
+    try {
+      reporter.report(update('f', 'running'));
+      await eventually('the POST reached the server', () => (posts.length === 1 ? true : undefined));
+      reporter.report(update('g', 'running'));
+      held = undefined;
+      answer();
+      await eventually('the first POST answered', () => (reporter.counts.batches === 1 ? true : undefined));
+      for (let i = 0; i < 20; i++) await nextTurn();
+      assert.equal(posts.length, 1, 'the update does not follow at once with the clock standing still');
+      await clock.advance(20);
+      await reporter.flush();
+      assert.deepEqual(posts[1], ['g:running'], 'it goes 20 ms after the POST before it');
+    } finally {
+      held = undefined;
+      answer();
       await reporter.stop();
       api.close();
     }

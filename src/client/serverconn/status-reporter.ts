@@ -115,11 +115,12 @@ export class StatusReporter {
     let failures = 0;
     try {
       const burstMs = this.#opts.burstBatchMs ?? 100;
-      const waitMs = this.#lastPostAt + (this.#inBurst(burstMs) ? burstMs : (this.#opts.batchMs ?? 20)) - this.#clock.now();
-      // Updates made in the same turn (a task's state and its allocation's) still go together.
-      if (waitMs > 0) await this.#clock.sleep(waitMs, signal);
-      else await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.#pending.size > 0) {
+        // The pace holds between the POSTs of one sender too: updates that came while one was on its way wait for it.
+        const waitMs = this.#lastPostAt + (this.#inBurst(burstMs) ? burstMs : (this.#opts.batchMs ?? 20)) - this.#clock.now();
+        // Updates made in the same turn (a task's state and its allocation's) still go together.
+        if (waitMs > 0) await this.#clock.sleep(waitMs, signal);
+        else await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = [...this.#pending.values()];
         this.#lastPostAt = this.#clock.now();
         try {

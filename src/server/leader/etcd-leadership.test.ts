@@ -93,4 +93,26 @@ describe('leader election on etcd', () => {
       await Promise.all(servers.map((s) => s.l.stop()));
     }
   });
+
+  it('a server that finds the election key in its own name under a lease it does not hold leads at once, not after that lease', async () => {
+    // What a leader that stepped down while etcd was away finds when etcd returns (etcd gives
+    // the old lease a fresh TTL), and what a killed leader finds when restarted under its name.
+    const admin = new Etcd3({ hosts: [...etcd.endpoints] });
+    const old = admin.lease(60, { autoKeepAlive: false });
+    const a = server('a', '/t5/');
+    try {
+      const oldLease = await old.grant();
+      await admin.put('/t5/leader').value(JSON.stringify({ id: 'a', address: 'http://a.test:4646' })).lease(oldLease).exec();
+      await a.l.start();
+      await eventually('a leads', () => a.l.isLeader);
+      const key = (await admin.get('/t5/leader').exec()).kvs[0]!;
+      assert.notEqual(String(key.lease), oldLease, 'the key is under its new lease');
+      assert.equal(a.l.fence().createRevision, String(key.create_revision));
+      assert.ok(Number((await admin.leaseClient.leaseTimeToLive({ ID: oldLease })).TTL) > 0, 'the earlier lease was not waited out');
+    } finally {
+      await a.l.stop();
+      await old.revoke().catch(() => undefined);
+      admin.close();
+    }
+  });
 });

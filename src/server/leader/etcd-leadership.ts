@@ -238,8 +238,11 @@ export class EtcdLeadership implements Leadership {
     void lease?.revoke().catch(() => undefined);
   }
 
-  /** One attempt to become leader; else learns who leads. Returns the election key's revision seen. */
-  async #campaignOnce(): Promise<string> {
+  /**
+   * One attempt to become leader; else learns who leads. Returns the election key's revision seen.
+   * `again`: the attempt made after removing a key of our own from an earlier lease.
+   */
+  async #campaignOnce(again = false): Promise<string> {
     if (!this.#lease) await this.#session();
     const value = JSON.stringify({ id: this.self.id, address: this.self.address } satisfies LeaderInfo);
     const res = await this.#client
@@ -259,6 +262,15 @@ export class EtcdLeadership implements Leadership {
       // Our own key from before (a step-down that could not reach etcd): the term goes on.
       this.#win({ key: this.#electionKey, createRevision: String(kv.create_revision) });
       return revision;
+    }
+    if (info?.id === this.self.id && !again) {
+      // Our own key under a lease we no longer hold: we stepped down while etcd was away (it
+      // restores a lease with a fresh TTL when it comes back), or this server ran before and
+      // was killed. Nobody leads by it, and the cluster would wait out that lease; our name on
+      // it makes it ours to remove (a process still running under this name is fenced out).
+      const removed = await this.#client.if(this.#electionKey, 'Create', '==', kv.create_revision).then(this.#client.delete().key(this.#electionKey)).commit();
+      if (removed.succeeded) this.#log.info({ lease: String(kv.lease) }, 'removed our election key of an earlier lease');
+      return this.#campaignOnce(true);
     }
     if (info && (this.#leader?.id !== info.id || this.#leader.address !== info.address)) {
       this.#log.info({ leader: info.id, address: info.address }, 'following');

@@ -2,7 +2,10 @@
 // circuit breaker of the library's own (the caller keeps its deadlines, a
 // retried Txn could apply twice, and a breaker's "circuit breaker is open"
 // would reach users in place of etcd's own reason), and answers only from a
-// member that has a leader, so that a lost quorum fails a call at once.
+// member that has a leader, so that a lost quorum fails a call at once; a
+// connection that broke is dialled again within a second (gRPC's own backoff
+// grows to 120 s, so a server could stay cut off that long after etcd came
+// back), and so is a watch stream.
 
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 
@@ -28,8 +31,29 @@ const requireLeader: Interceptor = (options, nextCall) =>
     },
   });
 
+/** The longest wait before a broken watch stream is opened again. */
+export const WATCH_RETRY_MAX_MS = 1_000;
+
+/**
+ * The delays between a broken watch stream and the next try: 100 ms,
+ * doubling to WATCH_RETRY_MAX_MS (a cockatiel IBackoff; the library's
+ * WatchManager takes `next()` after each failure and starts over once a
+ * watch is created). etcd3's default grows to 30 s, and the WatchManager
+ * keeps every pending try in a timer that `close()` does not clear: after a
+ * lost quorum (each cancelled stream is a failure) a server that had closed
+ * its clients stayed up to 30 s more, and a watch came back up to 30 s after
+ * etcd did. Now a closed client holds the process at most that long.
+ */
+class WatchRetry {
+  constructor(readonly duration: number) {}
+
+  next(): WatchRetry {
+    return new WatchRetry(Math.min(WATCH_RETRY_MAX_MS, this.duration * 2));
+  }
+}
+
 /** Spread into `new Etcd3({...})`. */
 export const etcdFailFast = {
-  grpcOptions: { interceptors: [requireLeader] } as never,
-  faultHandling: { host: () => passThrough as never, global: passThrough as never },
+  grpcOptions: { interceptors: [requireLeader], 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 1_000 } as never,
+  faultHandling: { host: () => passThrough as never, global: passThrough as never, watchBackoff: { next: () => new WatchRetry(100) } as never },
 };
