@@ -1,7 +1,10 @@
 // Reports allocation status changes to the server, batched: after a quiet
 // spell the first update goes at once (the user waiting for `running` waits
 // for no timer); an update within a short moment of the last POST waits out
-// that moment for others, then all go in one POST (a burst is batched). While
+// that moment for others, then all go in one POST (a burst is batched). One
+// POST is on its way at a time: what came meanwhile goes as soon as it is
+// answered (the server's answer paces those; holding them for the interval
+// too made a burst's last reports later and saved no POSTs). While
 // many allocations change (a burst of starts, each reported as it runs) the
 // next waits longer, as Nomad's client sends its updates every 200 ms: each
 // POST is a store write on the server and a round trip on the node's one
@@ -27,10 +30,13 @@ import { ServerConnError, type AllocStatusReport, type ServerApi } from './serve
 export interface StatusReporterOptions {
   api: ServerApi;
   nodeId: string;
-  /** The least time between two POSTs: updates within it of the last one wait for others and go together. Default 20 ms. */
+  /**
+   * The least time between the last POST and the next sender's first: updates within it wait for
+   * others and go together. Default 20 ms. (Updates that come while a POST is on its way go when it is answered.)
+   */
   batchMs?: number;
   /**
-   * The least time between two POSTs while many allocations change: once
+   * batchMs while many allocations change: once
    * the POSTs of the last twice this time carried `burstAllocations`
    * allocations or more. Default 100 ms: 200 tasks starting at once,
    * reported at 20 ms, made some 100 POSTs of one or two updates each (they
@@ -115,12 +121,11 @@ export class StatusReporter {
     let failures = 0;
     try {
       const burstMs = this.#opts.burstBatchMs ?? 100;
+      const waitMs = this.#lastPostAt + (this.#inBurst(burstMs) ? burstMs : (this.#opts.batchMs ?? 20)) - this.#clock.now();
+      // Updates made in the same turn (a task's state and its allocation's) still go together.
+      if (waitMs > 0) await this.#clock.sleep(waitMs, signal);
+      else await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.#pending.size > 0) {
-        // The pace holds between the POSTs of one sender too: updates that came while one was on its way wait for it.
-        const waitMs = this.#lastPostAt + (this.#inBurst(burstMs) ? burstMs : (this.#opts.batchMs ?? 20)) - this.#clock.now();
-        // Updates made in the same turn (a task's state and its allocation's) still go together.
-        if (waitMs > 0) await this.#clock.sleep(waitMs, signal);
-        else await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = [...this.#pending.values()];
         this.#lastPostAt = this.#clock.now();
         try {
