@@ -103,8 +103,7 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Jo
       return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
     }
     if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {
-      const n = ev.updatedInPlace ?? 0;
-      say(`==> ${n} allocation${n === 1 ? '' : 's'} updated in place`);
+      say(`==> ${allocations(ev.updatedInPlace ?? 0)} updated in place`);
       return result(true, 'updated in place', inPlace);
     }
     if (mine(allocs).length === 0) {

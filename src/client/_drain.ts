@@ -97,7 +97,8 @@ async function cleanedUpOrStranded(deps: DrainDeps, e: RunnerEntry): Promise<Arr
     });
   await waitFor(deps, () => cleaned || stranded(false).length > 0, DRAIN_WAIT_MS, cleanup);
   if (cleaned) return [];
-  return stranded(false).length ? stranded(false) : stranded(true);
+  const away = stranded(false);
+  return away.length ? away : stranded(true);
 }
 
 /** Why node plugin `pluginId` cannot serve on this node now or soon, or undefined when an instance serves or a live plugin allocation provides it. */
