@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readTaskLogs } from '../logs/index.js';
 import { DriverHarness, eventually, running } from '../../../test/support/client-drivers.js';
+import { TS_LOADER } from '../../../test/support/ts-loader.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskHandle } from './task-driver.js';
 
@@ -102,7 +103,7 @@ describe('raw_exec with shared executors (two tasks per executor)', () => {
 
   it("a task started by an agent killed right after is adopted by the next one (same pid, logs kept)", async () => {
     const cfg = h.config('e', LOOP('e'));
-    const agent = spawn(process.execPath, ['--import', 'tsx', FIXTURE, 'raw_exec', h.stateDir, JSON.stringify(cfg), '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const agent = spawn(process.execPath, ['--import', TS_LOADER, FIXTURE, 'raw_exec', h.stateDir, JSON.stringify(cfg), '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
     h.pids.push(agent.pid as number);
     const [line] = (await once(createInterface({ input: agent.stdout }), 'line')) as [string];
     const handle = JSON.parse(line) as TaskHandle;
