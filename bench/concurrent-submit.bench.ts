@@ -3,8 +3,9 @@
 // its own process; N (BENCH_SUBMIT_JOBS, 200) jobs {type service, one
 // raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each POSTed to
 // /v1/jobs from its own thread over its own connection (as N separate CLI
-// processes would; bench/_submitters.ts: Python threads by default, Node
-// worker threads with BENCH_SUBMIT_HARNESS=workers), all threads started
+// processes would; bench/_submitters.ts: a C program's POSIX threads by
+// default, Python threads or Node worker threads with
+// BENCH_SUBMIT_HARNESS=threads|workers), all threads started
 // first and released at once; then GET /v1/allocations every 200 ms until
 // every allocation runs.
 //
@@ -35,7 +36,8 @@
 // BENCH_SUBMIT_FLOOR=1 first sends the same burst to a bare node:http server
 // that answers at once: the latency the threads and the machine alone give.
 // The Node workers' floor is ~0.9 s (p50) on this machine, the Python
-// threads' ~90 ms: the harness is printed beside each figure.
+// threads' ~90 ms, the POSIX threads' a few ms: the harness is printed
+// beside each figure.
 
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -48,7 +50,7 @@ import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { round } from './_stats.js';
-import { startSubmitters, submitterKind, type Burst } from './_submitters.js';
+import { describeSubmitters, startSubmitters, submitterKind, type Burst } from './_submitters.js';
 
 function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -165,7 +167,7 @@ async function harnessFloor(): Promise<{ p50: number; p99: number; max: number; 
 
 export default async function bench(dir: string): Promise<Record<string, unknown>> {
   const harness = submitterKind();
-  console.log(`  harness: ${harness === 'threads' ? 'Python threads (python3, http.client)' : 'Node worker threads'}, one thread and connection a job`);
+  console.log(`  harness: ${describeSubmitters(harness)}, one thread and connection a job`);
   const floor = process.env['BENCH_SUBMIT_FLOOR'] === '1' ? await harnessFloor() : undefined;
   if (floor) console.log(`  harness floor (a bare node:http server answering at once): submit p50 ${floor.p50} ms, p99 ${floor.p99} ms, max ${floor.max} ms; all answered after ${floor.allAnsweredMs} ms (load ${floor.load})`);
   const agentDir = join(dir, 'agent');
