@@ -1,21 +1,31 @@
 // The concurrent-submit bench's clients: N submissions released at once,
 // each from its own thread over its own connection, as N separate CLI
-// processes or simple HTTP clients would send them. Two kinds:
-// - `threads` (the default when python3 is on the PATH, which node-gyp needs
-//   anyway): N threads of one Python process, http.client each. A thread is
-//   cheap to wake, so the latency it reports is the server's: against a bare
-//   node:http server answering at once its p50 is ~90 ms on this 2-core
-//   machine, the figure issue 25 gives for Nomad with one client thread per job.
+// processes or simple HTTP clients would send them. Three kinds:
+// - `pthreads` (the default when `cc` is on the PATH, which node-gyp needs
+//   anyway): N POSIX threads of one small C program (bench/_submitters.c,
+//   compiled into the bench's directory), blocking sockets. A request costs
+//   its thread a few microseconds of CPU, so what it reports is the server's.
+// - `threads` (the default without `cc`, when python3 is there): N threads of
+//   one Python process, http.client each. Their own CPU and the interpreter's
+//   lock put a floor under what they report: against a bare node:http server
+//   answering at once p50 ~90 ms on this 2-core machine, the figure issue 25
+//   gives for Nomad with one client thread per job.
 // - `workers`: N Node worker threads of the bench's own process. Each is a
 //   V8 isolate whose wake-up and first request cost milliseconds of CPU, so
 //   their floor against the same bare server is ~0.9 s (p50): figures taken
 //   with them (the README's first and second passes) sit on that floor.
-// BENCH_SUBMIT_HARNESS=threads|workers picks one.
+// BENCH_SUBMIT_HARNESS=pthreads|threads|workers picks one.
 
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
-export type SubmitterKind = 'threads' | 'workers';
+export type SubmitterKind = 'pthreads' | 'threads' | 'workers';
+
+const KINDS: readonly SubmitterKind[] = ['pthreads', 'threads', 'workers'];
 
 /** One submission as its thread saw it: wall-clock ms (epoch) when it began and ended, the HTTP status, the body of a failure. */
 export interface Submitted {
@@ -36,19 +46,43 @@ export interface Burst {
   close(): Promise<void>;
 }
 
-/** The harness BENCH_SUBMIT_HARNESS names, else `threads` when python3 runs here, else `workers`. */
+/** The harness BENCH_SUBMIT_HARNESS names, else `pthreads` when cc builds it here, else `threads` when python3 runs, else `workers`. */
 export function submitterKind(): SubmitterKind {
   const asked = process.env['BENCH_SUBMIT_HARNESS'];
-  if (asked === 'threads' || asked === 'workers') return asked;
-  if (asked) throw new Error(`BENCH_SUBMIT_HARNESS must be threads or workers, not "${asked}"`);
+  if (KINDS.includes(asked as SubmitterKind)) return asked as SubmitterKind;
+  if (asked) throw new Error(`BENCH_SUBMIT_HARNESS must be one of ${KINDS.join(', ')}, not "${asked}"`);
+  if (pthreadsProgram()) return 'pthreads';
   return spawnSync('python3', ['-c', 'import http.client, threading'], { stdio: 'ignore' }).status === 0 ? 'threads' : 'workers';
+}
+
+/** What each harness is, for the bench's output. */
+export function describeSubmitters(kind: SubmitterKind): string {
+  return { pthreads: 'POSIX threads (bench/_submitters.c)', threads: 'Python threads (python3, http.client)', workers: 'Node worker threads' }[kind];
+}
+
+let built: string | null | undefined;
+
+/** The C submitters built once a process with `cc -O2 -pthread` (null when that fails). */
+function pthreadsProgram(): string | null {
+  if (built !== undefined) return built;
+  const source = join(dirname(fileURLToPath(import.meta.url)), '_submitters.c');
+  const out = join(mkdtempSync(join(tmpdir(), 'berth-submitters-')), 'submitters');
+  const cc = existsSync(source) ? spawnSync('cc', ['-O2', '-pthread', '-o', out, source], { stdio: ['ignore', 'ignore', 'pipe'] }) : undefined;
+  built = cc?.status === 0 ? out : null;
+  return built;
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
 
 /** POSTs each of `bodies` to `url` (bearer `token`) from a thread of its own, all released at once. */
 export function startSubmitters(kind: SubmitterKind, url: string, token: string, bodies: readonly string[]): Burst {
-  return kind === 'threads' ? pythonThreads(url, token, bodies) : nodeWorkers(url, token, bodies);
+  if (kind === 'workers') return nodeWorkers(url, token, bodies);
+  if (kind === 'threads') return lineChild('python3', ['-c', PYTHON], JSON.stringify({ url, token, bodies }) + '\n');
+  const program = pthreadsProgram();
+  if (!program) throw new Error('the pthreads submitters need a C compiler (cc) and bench/_submitters.c');
+  const u = new URL(url);
+  if (bodies.some((b) => b.includes('\n'))) throw new Error('the pthreads submitters take one body a line');
+  return lineChild(program, [], `${u.hostname} ${u.port} ${u.pathname} ${token}\n${bodies.join('\n')}\n\n`);
 }
 
 // One Python thread a submission: it waits on the shared event, then sends
@@ -80,8 +114,9 @@ for t in threads: t.join()
 print(json.dumps(out), flush=True)
 `;
 
-function pythonThreads(url: string, token: string, bodies: readonly string[]): Burst {
-  const child = spawn('python3', ['-c', PYTHON], { stdio: ['pipe', 'pipe', 'inherit'] });
+/** A child that reads its burst on stdin, says `ready`, sends on `go` and prints its results as one JSON line. */
+function lineChild(command: string, args: string[], input: string): Burst {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   let stdout = '';
   const lines: Array<(line: string) => void> = [];
   child.stdout.setEncoding('utf8').on('data', (d: string) => {
@@ -97,11 +132,11 @@ function pythonThreads(url: string, token: string, bodies: readonly string[]): B
     Promise.race([
       new Promise<string>((resolve) => lines.push(resolve)),
       exited.then((code): never => {
-        throw new Error(`the python3 submitters exited (${code}) before ${what}`);
+        throw new Error(`the ${command} submitters exited (${code}) before ${what}`);
       }),
     ]);
   const ready = nextLine('they were ready').then(() => undefined);
-  child.stdin.write(JSON.stringify({ url, token, bodies }) + '\n');
+  child.stdin.write(input);
   const results = ready.then(() => nextLine('they reported').then((line) => JSON.parse(line) as Submitted[]));
   return {
     ready,

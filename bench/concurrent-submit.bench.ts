@@ -3,8 +3,9 @@
 // its own process; N (BENCH_SUBMIT_JOBS, 200) jobs {type service, one
 // raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each POSTed to
 // /v1/jobs from its own thread over its own connection (as N separate CLI
-// processes would; bench/_submitters.ts: Python threads by default, Node
-// worker threads with BENCH_SUBMIT_HARNESS=workers), all threads started
+// processes would; bench/_submitters.ts: a C program's POSIX threads by
+// default, Python threads or Node worker threads with
+// BENCH_SUBMIT_HARNESS=threads|workers), all threads started
 // first and released at once; then GET /v1/allocations every 200 ms until
 // every allocation runs.
 //
@@ -32,10 +33,13 @@
 // BENCH_SUBMIT_SPLIT=1 runs the same load against a server agent and a
 // client agent in two processes (the dev agent's parts apart: what taking
 // the client off the API's event loop would buy), and prints each one's CPU.
-// BENCH_SUBMIT_FLOOR=1 first sends the same burst to a bare node:http server
-// that answers at once: the latency the threads and the machine alone give.
-// The Node workers' floor is ~0.9 s (p50) on this machine, the Python
-// threads' ~90 ms: the harness is printed beside each figure.
+// BENCH_SUBMIT_FLOOR=1 first sends the same burst twice to a bare node:http
+// server that answers at once (cold, then warm): the latency the threads, the
+// machine and a Node server doing nothing give. On this quiet machine the
+// Node workers' floor is ~0.9 s (p50), the Python threads' ~90 ms, the POSIX
+// threads' ~70 ms cold and 20-45 ms warm (the bare server's own: accepting
+// and answering 200 connections on one event loop): the harness is printed
+// beside each figure.
 
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -48,7 +52,7 @@ import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { round } from './_stats.js';
-import { startSubmitters, submitterKind, type Burst } from './_submitters.js';
+import { describeSubmitters, startSubmitters, submitterKind, type Burst } from './_submitters.js';
 
 function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -138,12 +142,22 @@ const server = require('node:http').createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
 `;
 
+interface Floor {
+  p50: number;
+  p99: number;
+  max: number;
+  allAnsweredMs: number;
+  load: string;
+}
+
 /**
  * BENCH_SUBMIT_FLOOR=1: the same burst against a bare node:http server (no
- * Berth): the submit latency the threads and the machine alone give, the
- * floor under the agent's figures. The load average comes with it.
+ * Berth), twice: the submit latency the threads, the machine and a Node
+ * server that does nothing give, the floor under the agent's figures. The
+ * first burst meets the server cold, as the agent's burst meets the agent;
+ * the second meets it warm. The load average comes with each.
  */
-async function harnessFloor(): Promise<{ p50: number; p99: number; max: number; allAnsweredMs: number; load: string }> {
+async function harnessFloor(): Promise<{ cold: Floor; warm: Floor }> {
   const child = spawn(process.execPath, ['-e', BARE_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
   let burst: Burst | undefined;
   try {
@@ -151,12 +165,17 @@ async function harnessFloor(): Promise<{ p50: number; p99: number; max: number; 
       child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(Number(d.trim())));
       child.once('error', reject);
     });
-    burst = startSubmitters(submitterKind(), `http://127.0.0.1:${port}/v1/jobs`, 'none', bodies());
-    await burst.ready;
-    const t0 = burst.release();
-    const submitted = await burst.results;
-    const latencies = submitted.map((x) => x.end - x.start);
-    return { p50: round(quantile(latencies, 0.5)), p99: round(quantile(latencies, 0.99)), max: round(Math.max(...latencies)), allAnsweredMs: round(Math.max(...submitted.map((x) => x.end)) - t0), load: load() };
+    const once = async (): Promise<Floor> => {
+      burst = startSubmitters(submitterKind(), `http://127.0.0.1:${port}/v1/jobs`, 'none', bodies());
+      await burst.ready;
+      const t0 = burst.release();
+      const submitted = await burst.results;
+      await burst.close();
+      const latencies = submitted.map((x) => x.end - x.start);
+      return { p50: round(quantile(latencies, 0.5)), p99: round(quantile(latencies, 0.99)), max: round(Math.max(...latencies)), allAnsweredMs: round(Math.max(...submitted.map((x) => x.end)) - t0), load: load() };
+    };
+    const cold = await once();
+    return { cold, warm: await once() };
   } finally {
     await burst?.close();
     child.kill();
@@ -165,9 +184,11 @@ async function harnessFloor(): Promise<{ p50: number; p99: number; max: number; 
 
 export default async function bench(dir: string): Promise<Record<string, unknown>> {
   const harness = submitterKind();
-  console.log(`  harness: ${harness === 'threads' ? 'Python threads (python3, http.client)' : 'Node worker threads'}, one thread and connection a job`);
+  console.log(`  harness: ${describeSubmitters(harness)}, one thread and connection a job`);
   const floor = process.env['BENCH_SUBMIT_FLOOR'] === '1' ? await harnessFloor() : undefined;
-  if (floor) console.log(`  harness floor (a bare node:http server answering at once): submit p50 ${floor.p50} ms, p99 ${floor.p99} ms, max ${floor.max} ms; all answered after ${floor.allAnsweredMs} ms (load ${floor.load})`);
+  for (const [when, f] of Object.entries(floor ?? {})) {
+    console.log(`  harness floor (a bare node:http server answering at once, ${when}): submit p50 ${f.p50} ms, p99 ${f.p99} ms, max ${f.max} ms; all answered after ${f.allAnsweredMs} ms (load ${f.load})`);
+  }
   const agentDir = join(dir, 'agent');
   mkdirSync(agentDir);
   const prof = process.env['BENCH_SUBMIT_CPU_PROF'];
