@@ -95,21 +95,27 @@ function rssMiB(pid: number): number {
   return round(kb / 1024);
 }
 
-/** Processes whose command line names the executor script and whose parent is `agentPid`. */
-function executorsOf(agentPid: number): number[] {
+/**
+ * Processes whose command line names the executor script and whose parent
+ * is `agentPid`; `busy`: those that run a task (have a child), not the
+ * spares the agent keeps started ahead of need.
+ */
+function executorsOf(agentPid: number, busy = false): number[] {
   const out: number[] = [];
+  const parents = new Set<number>();
   for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
       const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.add(ppid);
       if (ppid !== agentPid) continue;
       if (readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('executor')) out.push(Number(e));
     } catch {
       // gone meanwhile
     }
   }
-  return out;
+  return busy ? out.filter((pid) => parents.has(pid)) : out;
 }
 
 /**
@@ -323,7 +329,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
         (split ? `; client agent CPU: ${round(cpuAnswered.node)} ms until all answered, ${round(cpuRunning.node)} ms until all running (${perJob(cpuRunning.node)} ms a job)` : ''),
     );
     console.log(`  evaluations of the burst's jobs: ${JSON.stringify(evalCounts)}; ${placementWrites} store writes placed the ${JOBS} allocations`);
-    console.log(`  ${executors.length} executors with every task running: PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
+    console.log(`  ${executors.length} executors with every task running (${executors.length - executorsOf(nodePid, true).length} of them spares with no task): PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
 
     const busyRssMiB = rssMiB(agentPid);
     const busyMemory = await memoryNow();
@@ -331,7 +337,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       Array.from({ length: JOBS }, (_, i) => stopAndPurge(`${agent.addr}/v1/job/burst-${i}?purge=true`, headers.authorization)),
     );
     await eventually('every allocation collected', async () => (await allocs()).length === 0 || undefined, { timeoutMs: 180_000, intervalMs: 500 });
-    await eventually('every executor gone', () => executorsOf(nodePid).length === 0 || undefined, { timeoutMs: 120_000, intervalMs: 500 });
+    await eventually('every executor that ran a task gone', () => executorsOf(nodePid, true).length === 0 || undefined, { timeoutMs: 120_000, intervalMs: 500 });
     await sleep(5000);
     const afterRssMiB = rssMiB(agentPid);
     console.log(`  agent RSS: idle ${idleRssMiB} MiB, ${JOBS} running ${busyRssMiB} MiB, all collected ${afterRssMiB} MiB (+${round(((afterRssMiB - idleRssMiB) / idleRssMiB) * 100)} %)`);

@@ -142,6 +142,13 @@ describe('agent config files', () => {
     assert.match(await problemOf('a.hcl', 'client {\n  gc_disk_usage_threshold = 120\n}\n'), /^a\.hcl:2:3: client\.gc_disk_usage_threshold: must be at most 100$/);
   });
 
+  it('reads the executor settings (HCL and JSON alike) and names a spare_executor that is not a bool at its line', async () => {
+    const want = { hostVolumes: {}, drivers: {}, tasksPerExecutor: 8, spareExecutor: false };
+    assert.deepEqual((await parseAgentConfig('a.hcl', 'client {\n  tasks_per_executor = 8\n  spare_executor = false\n}\n')).client, want);
+    assert.deepEqual((await parseAgentConfig('a.json', JSON.stringify({ client: { tasks_per_executor: 8, spare_executor: false } }))).client, want);
+    assert.match(await problemOf('a.hcl', 'client {\n  spare_executor = "no"\n}\n'), /^a\.hcl:2:3: client\.spare_executor: expected a bool/);
+  });
+
   it('reads the etcd store block with its write timeout (HCL and JSON alike), and names a bad one at its line', async () => {
     const hcl = 'server {\n  store {\n    etcd {\n      endpoints = ["http://127.0.0.1:2379"]\n      prefix = "/b"\n      write_timeout = "1500ms"\n    }\n  }\n}\n';
     const want = { endpoints: ['http://127.0.0.1:2379'], prefix: '/b', writeTimeoutMs: 1_500 };

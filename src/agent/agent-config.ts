@@ -65,6 +65,7 @@ const CONFIG_BODY: HclBody = {
       gc_disk_usage_threshold: attr('gcDiskUsageThreshold'),
       stop_after_server_disconnect: attr('stopAfterServerDisconnect'),
       tasks_per_executor: attr('tasksPerExecutor'),
+      spare_executor: attr('spareExecutor'),
       bridge_network_name: attr('bridgeNetworkName'),
       bridge_network_subnet: attr('bridgeNetworkSubnet'),
       cni_path: attr('cniPath'),
@@ -175,6 +176,7 @@ const configSchema = z.strictObject({
       gcDiskUsageThreshold: z.number().min(0).max(100).optional(),
       stopAfterServerDisconnect: duration.optional(),
       tasksPerExecutor: z.number().int().min(1).max(1000).optional(),
+      spareExecutor: z.boolean().optional(),
       bridgeNetworkName: z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/, 'must be a Linux interface name: 1-15 letters, digits, "_", "." or "-"').optional(),
       bridgeNetworkSubnet: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/([89]|[12]\d|30)$/, 'must be an IPv4 CIDR between /8 and /30, e.g. 172.26.64.0/20').optional(),
       cniPath: z.string().min(1).optional(),
@@ -270,6 +272,8 @@ export interface AgentConfig {
     stopAfterServerDisconnectMs?: number;
     /** tasks_per_executor: raw_exec/exec tasks sharing one executor process (1: each its own). */
     tasksPerExecutor?: number;
+    /** spare_executor: keep one shared executor started ahead of need per driver in use (default true). */
+    spareExecutor?: boolean;
     /** bridge_network_name, bridge_network_subnet, cni_path (":"-separated), cni_config_dir: group networks (src/client/network). */
     groupNetworks?: { bridge?: { name?: string; subnet?: string }; cniPath?: string[]; cniConfigDir?: string };
     /** network_interface, min/max_dynamic_port, reserved { reserved_ports }, host_network: the node's ports (Client's `network`). */
@@ -450,6 +454,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
         : {}),
       ...(c.stopAfterServerDisconnect ? { stopAfterServerDisconnectMs: durationMs(c.stopAfterServerDisconnect) } : {}),
       ...(c.tasksPerExecutor !== undefined ? { tasksPerExecutor: c.tasksPerExecutor } : {}),
+      ...(c.spareExecutor !== undefined ? { spareExecutor: c.spareExecutor } : {}),
       ...(c.bridgeNetworkName || c.bridgeNetworkSubnet || c.cniPath || c.cniConfigDir
         ? {
             groupNetworks: {

@@ -278,7 +278,7 @@ export class Agent {
       csi: config.csi,
       ...(config.csi.volumeStatsIntervalMs ? { volumeStats: { intervalMs: config.csi.volumeStatsIntervalMs } } : {}),
       createDrivers: (c) => {
-        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR, ...killAfterTaskStart() });
+        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR, spareExecutor: config.client.spareExecutor ?? true, ...killAfterTaskStart() });
         for (const [name, d] of built) {
           const driver = shimDirs.length ? withPathDirs(d, shimDirs) : d;
           built.set(name, driver);

@@ -35,19 +35,26 @@ job "adopt" {
 }
 `;
 
-/** Executor processes whose working directory (their state dir) is under `dir`. */
+/**
+ * Executor processes whose working directory (their state dir) is under
+ * `dir` and that run a task (have a child): the agent's spare executors,
+ * started ahead of need, run none.
+ */
 function executorsUnder(dir: string): number[] {
-  const out: number[] = [];
+  const executors: number[] = [];
+  const parents = new Set<number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.add(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
       if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('executor.mjs')) continue;
-      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(`${dir}/`)) out.push(Number(entry));
+      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(`${dir}/`)) executors.push(Number(entry));
     } catch {
       // gone meanwhile
     }
   }
-  return out;
+  return executors.filter((pid) => parents.has(pid));
 }
 
 function devAgent(dataDir: string, env: Record<string, string> = {}): AgentUnderTest {

@@ -2,12 +2,18 @@
 // task configs, a collecting writable, and a teardown that kills every
 // process the tests started and unmounts everything left below the temp dir.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import type { TaskConfig, TaskDriver, TaskHandle } from '../../src/client/drivers/index.js';
+import { TS_LOADER } from './ts-loader.js';
+
+const AGENT_FIXTURE = fileURLToPath(new URL('./driver-agent-fixture.ts', import.meta.url));
 
 /** Whether `pid` is a live process (absent and zombie processes are not). */
 export function running(pid: number): boolean {
@@ -57,6 +63,26 @@ export class DriverHarness {
       resources: { cpuMhz: 100, memoryMb: 100 },
       ...over,
     };
+  }
+
+  /**
+   * An agent crash: a stand-in agent (driver-agent-fixture.ts) with a raw_exec
+   * driver on `stateDir` (this kit's by default), shared executors of
+   * `perExecutor` tasks and a spare when asked, starts `cfg` (none when left
+   * out), prints its handle and is SIGKILLed once `beforeKill` resolves.
+   * Resolves with the handle.
+   */
+  async crashedAgent(opts: { cfg?: TaskConfig; stateDir?: string; perExecutor: number; spare?: boolean; beforeKill?: () => Promise<unknown> }): Promise<TaskHandle | undefined> {
+    const args = ['raw_exec', opts.stateDir ?? this.stateDir, opts.cfg ? JSON.stringify(opts.cfg) : '-', String(opts.perExecutor), ...(opts.spare ? ['spare'] : [])];
+    const agent = spawn(process.execPath, ['--import', TS_LOADER, AGENT_FIXTURE, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.pids.push(agent.pid as number);
+    const [line] = (await once(createInterface({ input: agent.stdout }), 'line')) as [string];
+    const handle = opts.cfg ? (JSON.parse(line) as TaskHandle) : undefined;
+    if (handle) this.handles.push(handle);
+    await opts.beforeKill?.();
+    agent.kill('SIGKILL');
+    await once(agent, 'exit');
+    return handle;
   }
 
   async start(driver: TaskDriver, cfg: TaskConfig): Promise<TaskHandle> {

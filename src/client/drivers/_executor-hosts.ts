@@ -6,11 +6,16 @@
 // one Node process per tasksPerExecutor tasks; what a crash of one takes down
 // is its tasks (at most tasksPerExecutor), which the driver reports lost as it
 // does for a per-task executor, and their restart policy starts them again.
+// With `spare`, one executor with room is kept started ahead of need (warm(),
+// and again each time a start takes the last place): the next task start,
+// even the first on an idle node, is a spawn of the task, not a Node start.
+// A spare that never got a task lives as long as its agent (see executor.mjs).
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { AbortedError } from '../../lib/index.js';
 import { askExecutor, type ExecutorUnavailable } from './_control.js';
@@ -70,8 +75,10 @@ export function spawnExecutor(
   cwd: string,
   config: unknown,
   signal?: AbortSignal,
+  lifeline = false,
 ): { child: ChildProcess; report: Promise<StartReport> } {
-  const child = spawn(process.execPath, [executorPath], { detached: true, stdio: ['pipe', 'ignore', 'ignore', 'pipe'], env: executorEnv(), cwd });
+  const stdio = ['pipe', 'ignore', 'ignore', 'pipe', ...(lifeline ? ['pipe' as const] : [])] as const;
+  const child = spawn(process.execPath, [executorPath], { detached: true, stdio: [...stdio], env: executorEnv(), cwd });
   const pipe = child.stdio[3] as Readable;
   const report = new Promise<StartReport>((resolve, reject) => {
     let buf = '';
@@ -113,6 +120,8 @@ interface Host {
   /** Tasks placed on it and not yet released. */
   tasks: number;
   gone: boolean;
+  /** A spare's pipe (its fd 4) while it has had no task: closing it makes the spare exit. */
+  lifeline?: Socket;
 }
 
 export interface ExecutorHostsOptions {
@@ -122,6 +131,8 @@ export interface ExecutorHostsOptions {
   tasksPerExecutor: number;
   /** How long a shared executor with no task waits before it exits. */
   idleExitMs: number;
+  /** Keep one executor with room started ahead of need (warm()). */
+  spare?: boolean;
 }
 
 /** Where a task was started: its shared executor's pid, start time and socket. */
@@ -139,6 +150,7 @@ export interface HostPlace {
 export class ExecutorHosts {
   readonly #opts: ExecutorHostsOptions;
   readonly #hosts: Host[] = [];
+  #closed = false;
 
   constructor(opts: ExecutorHostsOptions) {
     this.#opts = opts;
@@ -197,6 +209,22 @@ export class ExecutorHosts {
   release(pid: number): void {
     const host = this.#hosts.find((h) => h.pid === pid && !h.gone);
     if (host && host.tasks > 0) host.tasks--;
+    // An executor left with no task and no wait exits by itself: a spare takes its place.
+    if (host?.tasks === 0 && this.#opts.idleExitMs === 0 && this.#opts.spare) {
+      this.#drop(host);
+      this.warm();
+    }
+  }
+
+  /** With `spare`: starts a spare executor unless one with room runs or starts already. */
+  warm(): void {
+    if (this.#opts.spare && !this.#closed && !this.#hosts.some((h) => !h.gone && h.tasks < this.#opts.tasksPerExecutor)) this.#spawn(true);
+  }
+
+  /** Lets go of the spares that never got a task (they exit) and starts no more. Tasks and their executors keep running. */
+  close(): void {
+    this.#closed = true;
+    for (const h of this.#hosts) h.lifeline?.destroy();
   }
 
   /** Counts a recovered task's place on a still-running shared executor, so new tasks may join it. */
@@ -217,18 +245,30 @@ export class ExecutorHosts {
         this.#drop(h);
         continue;
       }
-      h.tasks++;
-      return h;
+      return this.#take(h);
     }
-    const host = this.#spawn();
+    return this.#take(this.#spawn(false));
+  }
+
+  #take(host: Host): Host {
     host.tasks++;
+    this.warm();
     return host;
   }
 
-  #spawn(): Host {
+  #spawn(spare: boolean): Host {
+    // A spare may come before the first task made the driver's state dir.
+    mkdirSync(this.#opts.dir, { recursive: true, mode: 0o700 });
     const socketPath = join(this.#opts.dir, `x-${randomBytes(4).toString('hex')}.sock`);
-    const { child, report } = spawnExecutor(this.#opts.executorPath, this.#opts.dir, { mode: 'host', socketPath, idleExitMs: this.#opts.idleExitMs });
+    const config = { mode: 'host', socketPath, idleExitMs: this.#opts.idleExitMs, ...(spare ? { spare } : {}) };
+    const { child, report } = spawnExecutor(this.#opts.executorPath, this.#opts.dir, config, undefined, spare);
     const host: Host = { socketPath, pid: 0, startTicks: 0, tasks: 0, gone: false, ready: Promise.resolve({ pid: 0, startTicks: 0 }) };
+    if (spare) {
+      // Held open until the spare lets go of its end with its first task, or close().
+      const lifeline = child.stdio[4] as Socket;
+      host.lifeline = lifeline;
+      lifeline.on('error', () => undefined).on('close', () => delete host.lifeline).unref();
+    }
     host.ready = report.then((r) => {
       child.unref();
       if (!r.ok || !r.pid) throw new Error(r.error ?? 'no report');

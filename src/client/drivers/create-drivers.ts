@@ -22,6 +22,8 @@ export function createDrivers(opts: {
   afterTaskStarted?: (cfg: TaskConfig) => void;
   /** Tasks per executor process (ExecutorDriverOptions.tasksPerExecutor); default 1, each task its own. */
   tasksPerExecutor?: number;
+  /** Keep a spare shared executor per driver in use (ExecutorDriverOptions.spareExecutor). */
+  spareExecutor?: boolean;
 }): Map<string, TaskDriver> {
   let cgroups = opts.cgroups;
   if (cgroups === undefined) {
@@ -36,6 +38,7 @@ export function createDrivers(opts: {
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.afterTaskStarted ? { afterTaskStarted: opts.afterTaskStarted } : {}),
     ...(opts.tasksPerExecutor ? { tasksPerExecutor: opts.tasksPerExecutor } : {}),
+    ...(opts.spareExecutor ? { spareExecutor: true } : {}),
     cgroups,
   };
   return new Map<string, TaskDriver>([

@@ -1,5 +1,7 @@
 import type { DriverInfo } from '../../structs/index.js';
+import { DriverError } from './driver-error.js';
 import { ExecutorDriver, isRoot, missingTools } from './executor-driver.js';
+import { childrenOf } from './_proc.js';
 import { GROUP_NETWORK_MODES, type DriverCapabilities, type TaskHandle } from './task-driver.js';
 
 const TOOLS = ['unshare', 'nsenter', 'chroot', 'mount', 'findmnt', 'mountpoint'];
@@ -35,11 +37,12 @@ export class ExecDriver extends ExecutorDriver {
     if (!isRoot()) return { ...base, detected: true, healthy: false, healthReason: 'exec needs to run as root' };
     const missing = missingTools(TOOLS);
     if (missing.length) return { ...base, detected: true, healthy: false, healthReason: `missing tools: ${missing.join(', ')}` };
+    this.warmExecutors();
     return { ...base, detected: true, healthy: true, healthReason: 'ready' };
   }
 
   protected execTarget(handle: TaskHandle, command: string[], tty: boolean): { argv: string[]; env: Record<string, string>; cwd: string } {
-    const init = this.namespaceInit(handle);
+    const init = namespaceInit(handle);
     // With a tty, script(1) opens a terminal of the task's own devpts (so `tty`
     // names a /dev/pts entry that exists inside the root and job control has a
     // controlling terminal there) and relays it to the agent's pty; -e hands
@@ -54,4 +57,11 @@ export class ExecDriver extends ExecutorDriver {
 
 function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Pid 1 of an exec task's namespaces (the child of its unshare). */
+function namespaceInit(handle: TaskHandle): number {
+  const [init] = childrenOf(handle.taskPid);
+  if (!init) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${handle.taskName} has no running process to enter`);
+  return init;
 }

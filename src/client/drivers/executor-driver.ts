@@ -16,7 +16,7 @@ import { commandProblem } from './_command-path.js';
 import { runAsUser } from './_task-user.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
 import { ExecutorHosts, readExitRecord, readStartedRecord, spawnExecutor, type StartReport } from './_executor-hosts.js';
-import { childrenOf, environOf, isAlive, kernelUnits, processTree, readStat } from './_proc.js';
+import { environOf, isAlive, kernelUnits, processTree, readStat } from './_proc.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
 import { cgroupLimits, checkMounts, killGroup, killPid, publicExit } from './_host.js';
 import type {
@@ -61,6 +61,8 @@ export interface ExecutorDriverOptions {
   tasksPerExecutor?: number;
   /** How long a shared executor with no task left waits before it exits. Default 0: at once. */
   sharedExecutorIdleMs?: number;
+  /** Shared executors only: keep one with room started ahead of need, from the first fingerprint on (the agent's drivers do). */
+  spareExecutor?: boolean;
 }
 
 /** How long recoverTask waits for an executor that was still starting its task when the agent died. */
@@ -94,6 +96,7 @@ export abstract class ExecutorDriver implements TaskDriver {
         dir: opts.stateDir,
         tasksPerExecutor: opts.tasksPerExecutor ?? 1,
         idleExitMs: opts.sharedExecutorIdleMs ?? 0,
+        spare: opts.spareExecutor ?? false,
       });
     }
     this.#afterTaskStarted = opts.afterTaskStarted;
@@ -103,6 +106,11 @@ export abstract class ExecutorDriver implements TaskDriver {
   }
 
   abstract fingerprint(): Promise<DriverInfo>;
+
+  /** A healthy fingerprint calls this: a spare executor is kept from then on (spareExecutor). */
+  protected warmExecutors(): void {
+    if (!this.#stopping.signal.aborted) this.#hosts?.warm();
+  }
 
   get cgroups(): 'v1' | 'v2' | 'none' {
     return this.#cgroups?.version ?? 'none';
@@ -556,16 +564,10 @@ export abstract class ExecutorDriver implements TaskDriver {
     }
   }
 
-  /** Pid 1 of an exec task's namespaces (the child of its unshare). */
-  protected namespaceInit(handle: TaskHandle): number {
-    const [init] = childrenOf(handle.taskPid);
-    if (!init) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${handle.taskName} has no running process to enter`);
-    return init;
-  }
-
   async shutdown(): Promise<void> {
     if (this.#stopping.signal.aborted) return;
     this.#stopping.abort(this.#shutDownError());
+    this.#hosts?.close();
     for (const s of this.#execs) s.kill();
     this.#execs.clear();
     this.#tasks.clear();

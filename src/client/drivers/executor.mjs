@@ -477,8 +477,11 @@ async function runTask(cfg, report) {
  * start report; `{ op: 'status' }` answers `{ ok, tasks }`. With no task left
  * for idleExitMs (0: at once) it removes its socket and exits; a start that
  * reaches it then is answered `{ ok: false, retry: true }`. Reports `{ ok: true, pid,
- * executorStartTicks }` on fd 3 once it listens.
- * @param {{ socketPath: string, idleExitMs: number }} cfg
+ * executorStartTicks }` on fd 3 once it listens. A spare (`spare: true`, started
+ * ahead of need) waits for its first task as long as its agent lives: fd 4 is
+ * a pipe the agent holds open, and when it closes (the agent stopped or died)
+ * a spare that never got a task exits; once one came it is a host as any other.
+ * @param {{ socketPath: string, idleExitMs: number, spare?: boolean }} cfg
  * @param {(msg: unknown) => void} report
  */
 function host(cfg, report) {
@@ -486,6 +489,8 @@ function host(cfg, report) {
   let idleSince = Date.now();
   let closing = false;
   let idle = () => {};
+  /** The agent's end of a spare's pipe while no task has come. @type {net.Socket | undefined} */
+  let lifeline;
   // One task's fault must not take down the others it supervises.
   process.on('uncaughtException', (err) => note(path.dirname(cfg.socketPath), `host: ${err?.stack ?? err}`));
   const server = net.createServer((conn) => {
@@ -509,6 +514,8 @@ function host(cfg, report) {
       if (msg.op === 'status') return answer({ ok: true, tasks });
       if (msg.op !== 'start') return answer({ ok: false, error: `unknown op ${String(msg.op)}` });
       if (closing) return answer({ ok: false, retry: true, error: 'the executor is exiting' });
+      lifeline?.destroy();
+      lifeline = undefined;
       tasks++;
       void runTask(msg.config, answer)
         .catch((err) => answer({ ok: false, error: String(err?.message ?? err) }))
@@ -525,7 +532,10 @@ function host(cfg, report) {
     report({ ok: true, pid: process.pid, executorStartTicks: startTicks(process.pid) });
   });
   const exitIfIdle = () => {
-    if (closing || tasks > 0 || Date.now() - idleSince < cfg.idleExitMs) return;
+    if (closing || tasks > 0 || lifeline || Date.now() - idleSince < cfg.idleExitMs) return;
+    leave();
+  };
+  const leave = () => {
     closing = true;
     // New starts find no socket (and go to another executor); one already accepted is answered `retry`.
     fs.rmSync(cfg.socketPath, { force: true });
@@ -534,6 +544,14 @@ function host(cfg, report) {
     setTimeout(() => process.exit(0), 5000);
   };
   idle = () => setTimeout(exitIfIdle, cfg.idleExitMs);
+  if (cfg.spare) {
+    lifeline = new net.Socket({ fd: 4, readable: true, writable: false });
+    lifeline.on('error', () => undefined).on('close', () => {
+      if (lifeline) leave();
+    });
+    lifeline.resume();
+    return;
+  }
   // A new executor waits a little longer for its first task.
   setTimeout(exitIfIdle, Math.max(cfg.idleExitMs, 5000));
 }

@@ -20,6 +20,7 @@ export class RawExecDriver extends ExecutorDriver {
   };
 
   async fingerprint(): Promise<DriverInfo> {
+    this.warmExecutors();
     return { detected: true, healthy: true, healthReason: 'ready', networkModes: [...this.capabilities.networkModes], cgroups: this.cgroups };
   }
 

@@ -6,18 +6,12 @@
 // are reported lost; an idle one exits. Real processes throughout.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { readTaskLogs } from '../logs/index.js';
 import { DriverHarness, eventually, running } from '../../../test/support/client-drivers.js';
-import { TS_LOADER } from '../../../test/support/ts-loader.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskHandle } from './task-driver.js';
 
-const FIXTURE = fileURLToPath(new URL('../../../test/support/driver-agent-fixture.ts', import.meta.url));
 const LOOP = (name: string): string => `i=0; while :; do echo ${name}-$i; i=$((i+1)); sleep 0.05; done`;
 
 describe('raw_exec with shared executors (two tasks per executor)', () => {
@@ -103,13 +97,7 @@ describe('raw_exec with shared executors (two tasks per executor)', () => {
 
   it("a task started by an agent killed right after is adopted by the next one (same pid, logs kept)", async () => {
     const cfg = h.config('e', LOOP('e'));
-    const agent = spawn(process.execPath, ['--import', TS_LOADER, FIXTURE, 'raw_exec', h.stateDir, JSON.stringify(cfg), '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    h.pids.push(agent.pid as number);
-    const [line] = (await once(createInterface({ input: agent.stdout }), 'line')) as [string];
-    const handle = JSON.parse(line) as TaskHandle;
-    h.handles.push(handle);
-    agent.kill('SIGKILL');
-    await once(agent, 'exit');
+    const handle = (await h.crashedAgent({ cfg, perExecutor: 2 }))!;
     const before = await logLines('e');
     await eventually('task e logging with no agent', async () => (await logLines('e')) > before + 2);
     const got = await driver.recoverTask(handle);

@@ -1,0 +1,87 @@
+// A spare shared executor (spareExecutor, as an agent's drivers keep one):
+// a fingerprint starts it, the next task starts on it without a Node start
+// of its own, and another spare takes its place once the executors in use
+// are full or gone; a spare that never got a task goes with its agent
+// (driver shutdown, or the agent killed), while one that got a task keeps
+// running it across the agent's death. Real processes throughout.
+
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { after, describe, it } from 'node:test';
+import { readTaskLogs } from '../logs/index.js';
+import { DriverHarness, eventually, running } from '../../../test/support/client-drivers.js';
+import { RawExecDriver } from './raw-exec-driver.js';
+
+const LOOP = (name: string): string => `i=0; while :; do echo ${name}-$i; i=$((i+1)); sleep 0.05; done`;
+
+/** Executor processes whose working directory (the driver's state dir) is `dir`. */
+function executorsIn(dir: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('executor.mjs') && readlinkSync(`/proc/${entry}/cwd`) === dir) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/** `executorsIn(dir)` once it has settled on `count` processes. */
+const settled = (dir: string, count: number): Promise<number[]> =>
+  eventually(`${count} executor(s) in ${dir}`, () => {
+    const found = executorsIn(dir);
+    return found.length === count ? found : undefined;
+  });
+
+describe('a spare shared executor', () => {
+  const h = new DriverHarness();
+  after(() => h.cleanup());
+
+  it('a fingerprint starts one; the next tasks start on it, and a new spare comes once it is full', async () => {
+    const driver = new RawExecDriver({ stateDir: h.stateDir, tasksPerExecutor: 2, spareExecutor: true });
+    h.drivers.push(driver);
+    assert.deepEqual(executorsIn(h.stateDir), [], 'nothing runs before the driver is used');
+    await driver.fingerprint();
+    const [spare] = await settled(h.stateDir, 1);
+    await driver.fingerprint();
+    assert.deepEqual(executorsIn(h.stateDir), [spare], 'a second fingerprint keeps the one spare');
+
+    const a = await h.start(driver, h.config('a', LOOP('a')));
+    assert.equal(a.executorPid, spare, 'the first task runs on the spare');
+    assert.deepEqual(executorsIn(h.stateDir), [spare], 'the spare still has room: no other executor yet');
+    const b = await h.start(driver, h.config('b', LOOP('b')));
+    assert.equal(b.executorPid, spare);
+    const [next] = (await settled(h.stateDir, 2)).filter((pid) => pid !== spare);
+
+    const c = await h.start(driver, h.config('c', LOOP('c')));
+    assert.equal(c.executorPid, next, 'the third task runs on the spare started ahead of it');
+    for (const t of ['a', 'b', 'c']) await eventually(`task ${t} logging`, async () => (await readTaskLogs({ dir: h.logDir, taskName: t, stream: 'stdout' })).includes(`${t}-2`));
+
+    // The tasks end: their executors go, and one spare is left.
+    for (const x of [a, b, c]) {
+      await driver.stopTask(x.taskId, { timeoutMs: 1000, signal: 'SIGKILL' });
+      await driver.destroyTask(x.taskId);
+    }
+    const [left] = await eventually('the used executors gone and one spare left', () => {
+      const found = executorsIn(h.stateDir);
+      return found.length === 1 && !found.includes(spare!) && !found.includes(next!) ? found : undefined;
+    });
+    await driver.shutdown();
+    await eventually('the spare gone with the driver', () => !running(left!));
+  });
+
+  it("a spare goes when its agent is killed; a spare that got a task keeps running it", async () => {
+    const idleDir = `${h.stateDir}-idle`;
+    let spare = 0;
+    await h.crashedAgent({ stateDir: idleDir, perExecutor: 2, spare: true, beforeKill: async () => ([spare] = await settled(idleDir, 1)) });
+    await eventually('the unused spare gone with its agent', () => !running(spare));
+
+    const handle = (await h.crashedAgent({ cfg: h.config('d', LOOP('d')), perExecutor: 2, spare: true }))!;
+    const lines = async (): Promise<number> => (await readTaskLogs({ dir: h.logDir, taskName: 'd', stream: 'stdout' })).toString().split('\n').filter((l) => l.startsWith('d-')).length;
+    const before = await lines();
+    await eventually('task d logging with no agent', async () => (await lines()) > before + 2);
+    assert.ok(running(handle.executorPid) && running(handle.taskPid), 'the task and the executor it started on outlive the agent');
+  });
+});
