@@ -112,7 +112,7 @@ const boundaryPolicies = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist.next-*/**', 'node_modules/**', 'src/gen/**', 'bench/results/**', 'ui/dist/**'] },
+  { ignores: ['dist/**', 'dist.next-*/**', '.tmp/**', 'node_modules/**', 'src/gen/**', 'bench/results/**', 'ui/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

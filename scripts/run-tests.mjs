@@ -1,7 +1,12 @@
 // Runs every test file (unit tests beside the code in src/, scenarios in
-// test/) through node:test with tsx. Builds dist/ first (about a second):
-// the tests import src/ through tsx, but every Berth process they start
-// (bin/berth.js: agents, plugin tasks, the CLI) runs the compiled build. Node 20's test runner does not expand
+// test/) through node:test. Builds dist/ first (about a second): every Berth
+// process the tests start (bin/berth.js: agents, plugin tasks, the CLI) runs
+// the compiled build. Then transpiles the TypeScript of src/ and test/ to
+// .tmp/test-js/ (scripts/transpile-tests.mjs, about two seconds, only what
+// changed on a later run) and runs the test processes under
+// scripts/test-loader.mjs, which loads those copies under the sources' own
+// paths: tsx, the way to run one file by hand, spent about twice the CPU
+// starting each test process. Node 20's test runner does not expand
 // globs itself, so the files are found here. Extra arguments are passed on
 // (e.g. `npm run test:unit -- --test-name-pattern=probe`). The state store
 // tests start real etcd processes: scripts/ensure-etcd.mjs installs Debian's
@@ -13,6 +18,8 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { transpileAll } from './transpile-tests.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -35,6 +42,11 @@ for (const script of ['ensure-chromium.mjs', 'ensure-shells.mjs', 'ensure-cni.mj
 const build = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
 
+// The test files and what they import, transpiled once for every test process (see
+// scripts/test-loader.mjs: tsx spent seconds of CPU in each one).
+await transpileAll();
+const loader = pathToFileURL(join(root, 'scripts', 'test-loader.mjs')).href;
+
 // Two files at once. Files run in their own processes and pick free ports, their own temp
 // dirs, bridge names, subnets and netns prefixes, so more can share the machine, and the
 // scenarios mostly wait; but at four on two cores three scenarios (a rolling update's
@@ -47,7 +59,7 @@ const concurrency = Number(process.env['BERTH_TEST_CONCURRENCY'] ?? 2);
 const files = [...find(join(root, 'src')), ...find(join(root, 'test'))].sort();
 const extra = process.argv.slice(2);
 const args = extra.length === 0
-  ? ['--import', 'tsx', join(root, 'scripts', 'test-runner.mjs'), ...files]
-  : ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...extra, ...files];
+  ? ['--import', loader, join(root, 'scripts', 'test-runner.mjs'), ...files]
+  : ['--import', loader, '--test', `--test-concurrency=${concurrency}`, ...extra, ...files];
 const run = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
 process.exit(run.status ?? 1);

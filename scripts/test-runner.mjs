@@ -1,6 +1,6 @@
 // The test runner proper, started by scripts/run-tests.mjs as
-// `node --import tsx scripts/test-runner.mjs FILE...` (the files each run in
-// their own process, which inherits `--import tsx`). Node's own
+// `node --import scripts/test-loader.mjs scripts/test-runner.mjs FILE...` (the
+// files each run in their own process, which inherits the `--import`). Node's own
 // `node --test FILE...` sorts the files by name, so a long scenario that sorts
 // late started last and ran alone at the end; here the files start longest
 // first (the times in scripts/test-times.json; a file not listed there is taken

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { CsiClient } from '../../src/csi/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
+import { TS_LOADER } from '../support/ts-loader.js';
 import { RecordedVolumes, type VolumeManager } from '../../src/client/volumes/index.js';
 import { entriesOf, HostpathNode, isMounted, mountsUnder, SHARED, type SentCall } from './_volumes.js';
 
@@ -207,7 +208,7 @@ describe('volume manager restarts on the fake plugin', () => {
     fake.hangNext('NodePublishVolume');
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(import.meta.dirname, '_mount-child.ts'), node.statePath, node.mountRoot, fake.endpoint, 'vol-k:alloc-done', 'vol-k:alloc-x'],
+      ['--import', TS_LOADER, path.join(import.meta.dirname, '_mount-child.ts'), node.statePath, node.mountRoot, fake.endpoint, 'vol-k:alloc-done', 'vol-k:alloc-x'],
       { stdio: 'ignore' },
     );
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));

@@ -23,6 +23,7 @@ import { after, before, describe, it } from 'node:test';
 import { mountsUnder, ok, REPO, until } from '../support/agent-run.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
+import { TS_LOADER } from '../support/ts-loader.js';
 
 const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';
 
@@ -69,7 +70,7 @@ function fakePluginJob(): string {
   const dir = cluster.dir;
   const script = [
     'case "$BERTH_ALLOC_DIR" in */n1/*) n=n1 ;; */n2/*) n=n2 ;; *) echo "unknown node: $BERTH_ALLOC_DIR" >&2; exit 1 ;; esac',
-    `exec "${process.execPath}" --import "${REPO}/node_modules/tsx/dist/loader.mjs" "${REPO}/test/cluster/_gated-plugin.ts" "$CSI_ENDPOINT" "fake-$n" "$n" "${dir}/fake-$n.json"`,
+    `exec "${process.execPath}" --import "${TS_LOADER}" "${REPO}/test/cluster/_gated-plugin.ts" "$CSI_ENDPOINT" "fake-$n" "$n" "${dir}/fake-$n.json"`,
   ].join('\n');
   return cluster.writeJson('fake-plugin.json', {
     job: {

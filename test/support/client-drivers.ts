@@ -11,6 +11,7 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { TaskConfig, TaskDriver, TaskHandle } from '../../src/client/drivers/index.js';
+import { TS_LOADER } from './ts-loader.js';
 
 const AGENT_FIXTURE = fileURLToPath(new URL('./driver-agent-fixture.ts', import.meta.url));
 
@@ -73,7 +74,7 @@ export class DriverHarness {
    */
   async crashedAgent(opts: { cfg?: TaskConfig; stateDir?: string; perExecutor: number; spare?: boolean; beforeKill?: () => Promise<unknown> }): Promise<TaskHandle | undefined> {
     const args = ['raw_exec', opts.stateDir ?? this.stateDir, opts.cfg ? JSON.stringify(opts.cfg) : '-', String(opts.perExecutor), ...(opts.spare ? ['spare'] : [])];
-    const agent = spawn(process.execPath, ['--import', 'tsx', AGENT_FIXTURE, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const agent = spawn(process.execPath, ['--import', TS_LOADER, AGENT_FIXTURE, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
     this.pids.push(agent.pid as number);
     const [line] = (await once(createInterface({ input: agent.stdout }), 'line')) as [string];
     const handle = opts.cfg ? (JSON.parse(line) as TaskHandle) : undefined;

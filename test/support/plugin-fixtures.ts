@@ -1,15 +1,14 @@
 // Tiny real plugin executables for the go-plugin and driver plugin tests:
 // node scripts written into a temp dir, either plain (to misbehave during the
-// handshake) or TypeScript run through tsx (to serve Berth's plugin side).
+// handshake) or TypeScript (to serve Berth's plugin side), run through the
+// loader of ts-loader.ts.
 
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { REPO } from './agent-run.js';
-
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+import { TS_LOADER } from './ts-loader.js';
 
 /** A temp dir for plugin executables; `remove()` deletes it. */
 export function pluginDir(): { dir: string; remove: () => void } {
@@ -34,14 +33,14 @@ export const FIXTURE_START_MS = 60_000;
 
 /**
  * Writes an executable `name` that runs the TypeScript module `source`
- * through tsx. `source` may import Berth's sources as `@berth/<path under src>`
+ * through TS_LOADER (ts-loader.ts). `source` may import Berth's sources as `@berth/<path under src>`
  * (rewritten to absolute paths), e.g. `@berth/plugins/index.ts`.
  */
 export function tsPlugin(dir: string, name: string, source: string): string {
   const ts = path.join(dir, `${name}.mts`);
   writeFileSync(ts, source.replaceAll('@berth/', `${pathToFileURL(path.join(REPO, 'src')).href}/`));
   const file = path.join(dir, name);
-  writeFileSync(file, `#!/bin/sh\nexec node --import ${TSX_LOADER} ${ts} "$@"\n`);
+  writeFileSync(file, `#!/bin/sh\nexec node --import ${TS_LOADER} ${ts} "$@"\n`);
   chmodSync(file, 0o755);
   return file;
 }

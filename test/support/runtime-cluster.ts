@@ -11,6 +11,7 @@ import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type { Evaluation } from '../../src/structs/index.js';
 import { eventually, type NotYet } from './eventually.js';
+import { TS_LOADER } from './ts-loader.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 export const BERTH = path.join(REPO, 'bin', 'berth.js');
@@ -138,7 +139,7 @@ export class AgentProcess {
         ...this.config.extra,
       }),
     );
-    const child = spawn(process.execPath, ['--import', 'tsx', CLIENT_MAIN, optsFile], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', TS_LOADER, CLIENT_MAIN, optsFile], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readTaskLogs } from '../logs/index.js';
 import { DriverHarness, eventually, running } from '../../../test/support/client-drivers.js';
+import { TS_LOADER } from '../../../test/support/ts-loader.js';
 import type { DriverError } from './driver-error.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
@@ -21,7 +22,7 @@ const FIXTURE = fileURLToPath(new URL('../../../test/support/driver-agent-fixtur
 
 /** Starts the task from a separate agent process, then SIGKILLs that agent. */
 async function startFromDoomedAgent(h: DriverHarness, kind: string, cfg: TaskConfig): Promise<TaskHandle> {
-  const agent = spawn(process.execPath, ['--import', 'tsx', FIXTURE, kind, h.stateDir, JSON.stringify(cfg)], {
+  const agent = spawn(process.execPath, ['--import', TS_LOADER, FIXTURE, kind, h.stateDir, JSON.stringify(cfg)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   h.pids.push(agent.pid as number);

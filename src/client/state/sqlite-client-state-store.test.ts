@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import { TS_LOADER } from '../../../test/support/ts-loader.js';
 import { ClientStateError, HEADROOM_FILE, SqliteClientStateStore } from './index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'berth-cstate-'));
@@ -35,7 +36,7 @@ describe('SqliteClientStateStore', () => {
       const s = SqliteClientStateStore.open(${JSON.stringify(path)});
       s.bucket('volumes').put('v1', { state: 'pending' });
       process.kill(process.pid, 'SIGKILL');`;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script]);
+    const r = spawnSync(process.execPath, ['--import', TS_LOADER, '--input-type=module', '-e', script]);
     assert.equal(r.signal, 'SIGKILL', r.stderr.toString());
     const s = SqliteClientStateStore.open(path);
     assert.deepEqual(s.bucket('volumes').get('v1'), { state: 'pending' });
@@ -80,7 +81,7 @@ describe('SqliteClientStateStore', () => {
       ${then}
       process.kill(process.pid, 'SIGKILL');`;
     for (const [key, then] of [['soon-1', ''], ['soon-2', "s.bucket('tasks').put('handle', { pid: 1 });"]] as const) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script(key, then)]);
+      const r = spawnSync(process.execPath, ['--import', TS_LOADER, '--input-type=module', '-e', script(key, then)]);
       assert.equal(r.signal, 'SIGKILL', r.stderr.toString());
     }
     const s = SqliteClientStateStore.open(path);
