@@ -146,7 +146,7 @@ describe('agent config files', () => {
     const want = { hostVolumes: {}, drivers: {}, tasksPerExecutor: 8, spareExecutor: false };
     assert.deepEqual((await parseAgentConfig('a.hcl', 'client {\n  tasks_per_executor = 8\n  spare_executor = false\n}\n')).client, want);
     assert.deepEqual((await parseAgentConfig('a.json', JSON.stringify({ client: { tasks_per_executor: 8, spare_executor: false } }))).client, want);
-    assert.match(await problemOf('a.hcl', 'client {\n  spare_executor = "no"\n}\n'), /^a\.hcl:2:3: client\.spare_executor: expected a bool/);
+    assert.match(await problemOf('a.hcl', 'client {\n  spare_executor = "no"\n}\n'), /^a\.hcl:2:3: client\.spare_executor: expected true or false$/);
   });
 
   it('reads the etcd store block with its write timeout (HCL and JSON alike), and names a bad one at its line', async () => {
