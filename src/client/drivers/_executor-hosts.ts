@@ -221,10 +221,19 @@ export class ExecutorHosts {
     if (this.#opts.spare && !this.#closed && !this.#hosts.some((h) => !h.gone && h.tasks < this.#opts.tasksPerExecutor)) this.#spawn(true);
   }
 
-  /** Lets go of the spares that never got a task (they exit) and starts no more. Tasks and their executors keep running. */
+  /**
+   * Ends the spares that never got a task and starts no more: they would
+   * exit on their pipe's end, killing them makes an agent's stop leave none
+   * behind at once. Tasks and their executors keep running.
+   */
   close(): void {
     this.#closed = true;
-    for (const h of this.#hosts) h.lifeline?.destroy();
+    for (const h of this.#hosts) {
+      if (!h.lifeline) continue;
+      h.lifeline.destroy();
+      // A detached spare leads its own process group.
+      if (h.tasks === 0 && h.pid) killTaskGroup(h.pid);
+    }
   }
 
   /** Counts a recovered task's place on a still-running shared executor, so new tasks may join it. */
