@@ -18,7 +18,7 @@ import { buildApi, RequestsInFlight, type ApiToken } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
-import { EtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
+import { createEtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
@@ -320,7 +320,7 @@ export class Server {
       const cluster = this.#opts.cluster ?? {};
       const endpoints = this.#election();
       this.#leadership = endpoints
-        ? new EtcdLeadership({
+        ? await createEtcdLeadership({
             endpoints,
             prefix: `${this.#opts.etcd?.prefix ?? '/berth'}/cluster/`,
             self: { ...(cluster.serverId ? { id: cluster.serverId } : {}), address: cluster.advertiseAddress ?? address.url },

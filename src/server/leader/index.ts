@@ -10,4 +10,5 @@ export {
   type ServerMember,
   type Fence,
 } from './leadership.js';
-export { EtcdLeadership, type EtcdLeadershipOptions } from './etcd-leadership.js';
+export type { EtcdLeadership, EtcdLeadershipOptions } from './etcd-leadership.js';
+export { createEtcdLeadership } from './open-etcd-leadership.js';
