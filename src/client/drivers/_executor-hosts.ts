@@ -285,7 +285,8 @@ export class ExecutorHosts {
       host.startTicks = r.executorStartTicks ?? 0;
       return { pid: host.pid, startTicks: host.startTicks };
     });
-    host.ready.catch(() => undefined);
+    // One that never came up makes room for the next (a pick drops it too).
+    host.ready.catch(() => this.#drop(host));
     this.#hosts.push(host);
     return host;
   }
