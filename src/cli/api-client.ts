@@ -4,7 +4,7 @@
 // the API the way Nomad's CLI does.
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { AbortedError, BerthError } from '../lib/index.js';
+import { AbortedError, anySignal, BerthError } from '../lib/index.js';
 import { humanDuration, parseDuration } from './values.js';
 
 /**
@@ -377,7 +377,7 @@ export interface HttpAnswer {
  * errno `code`) or when `signal` fires.
  */
 function send(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal, timeoutMs: number): Promise<HttpAnswer> {
-  if (url.protocol !== 'http:') return fetchAnswer(url, method, headers, body, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
+  if (url.protocol !== 'http:') return fetchAnswer(url, method, headers, body, anySignal([signal, AbortSignal.timeout(timeoutMs)]));
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal });
     // A server that accepted the connection but does not answer (a paused process) is left after timeoutMs.

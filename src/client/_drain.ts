@@ -9,7 +9,7 @@
 // start of the agent unmounts and releases the volume once the plugin runs
 // again (docs/csi-rules.md, "Stopping the agent"). Private to src/client.
 
-import { describeError, type Logger } from '../lib/index.js';
+import { anySignal, describeError, type Logger } from '../lib/index.js';
 import { isClientTerminal } from '../structs/index.js';
 import type { RunnerEntry } from './_client-types.js';
 import { pluginsOf } from './_handover.js';
@@ -117,7 +117,7 @@ function pluginAway(deps: DrainDeps, pluginId: string): string | undefined {
 async function waitFor(deps: DrainDeps, done: () => boolean, timeoutMs: number, also?: Promise<unknown>): Promise<void> {
   const deadline = AbortSignal.timeout(timeoutMs);
   const finished = new AbortController();
-  const signal = AbortSignal.any([deadline, finished.signal]);
+  const signal = anySignal([deadline, finished.signal]);
   let wake = (): void => undefined;
   const check = (): void => wake();
   deps.statusListeners.add(check);

@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
 import {
+  anySignal,
   describeError,
   Lifecycle,
   silentLogger,
@@ -556,11 +557,10 @@ export class Client {
   async #flushFor(ms: number): Promise<void> {
     const flushed = this.#reporter?.flush();
     if (!flushed) return;
-    // The give-up timer is cancelled once the flush is done: left running, it held the
-    // agent's process for its whole span after everything else had stopped.
+    // The give-up timer is cancelled once the flush is done: left running, it held the agent's process for its whole span.
     const flushDone = new AbortController();
     try {
-      await Promise.race([flushed, this.#clock.sleep(ms, AbortSignal.any([flushDone.signal, AbortSignal.timeout(ms + 1000)])).catch(() => undefined)]);
+      await Promise.race([flushed, this.#clock.sleep(ms, anySignal([flushDone.signal, AbortSignal.timeout(ms + 1000)])).catch(() => undefined)]);
     } finally {
       flushDone.abort();
     }

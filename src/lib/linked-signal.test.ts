@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { describe, it } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { eventually } from '../../test/support/eventually.js';
 import { Lifecycle } from './lifecycle.js';
-import { linkSignals } from './linked-signal.js';
+import { anySignal, linkSignals } from './linked-signal.js';
 
 /**
  * How many signals node has recorded as dependants of `signal` (the set in
@@ -90,3 +93,20 @@ describe('Lifecycle.run', () => {
     await stopping;
   });
 });
+
+describe('anySignal', () => {
+  it('fires for a timeout among its sources though the garbage collector runs meanwhile (node 20\'s AbortSignal.any then never does)', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    let fired = 0;
+    // Nothing but the listener keeps these signals: what a wait bounded by a timeout leaves behind.
+    for (let i = 0; i < 20; i++) anySignal([AbortSignal.timeout(30), new AbortController().signal]).addEventListener('abort', () => fired++, { once: true });
+    const collecting = setInterval(gc, 5);
+    try {
+      await eventually('every timeout fired', () => fired === 20 || undefined);
+    } finally {
+      clearInterval(collecting);
+    }
+  });
+});
+

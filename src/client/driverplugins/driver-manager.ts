@@ -7,7 +7,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKOFF, backoffDelay, describeError, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
+import { anySignal, BACKOFF, backoffDelay, describeError, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import type { Capabilities, DriverPlugin, Fingerprint, Spec } from '../../plugins/index.js';
 import type { Cgroups } from '../cgroups/index.js';
@@ -392,7 +392,7 @@ export class DriverManager {
       this.opts.plugins.map(async (entry) => {
         const inst = new PluginInstance(entry, this, this.#log);
         this.#instances.push(inst);
-        const signal = AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.opts.launchTimeoutMs ?? 30_000)]);
+        const signal = anySignal([this.#stop.signal, AbortSignal.timeout(this.opts.launchTimeoutMs ?? 30_000)]);
         try {
           await inst.launch(signal);
         } catch (err) {

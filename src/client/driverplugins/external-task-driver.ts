@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { constants as osConstants, cpus } from 'node:os';
-import { AbortedError, describeError, type Logger } from '../../lib/index.js';
+import { AbortedError, anySignal, describeError, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import {
   DriverError,
@@ -316,7 +316,7 @@ export class ExternalTaskDriver implements TaskDriver {
     this.#alive();
     if (this.#tasks.has(handle.taskId)) return;
     const ph = decodeHandle(this.name, handle);
-    const plugin = await this.#o.slot.ready({ signal: AbortSignal.any([this.#stopping.signal, AbortSignal.timeout(60_000)]) }).catch((err: unknown) => {
+    const plugin = await this.#o.slot.ready({ signal: anySignal([this.#stopping.signal, AbortSignal.timeout(60_000)]) }).catch((err: unknown) => {
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.taskId}: driver plugin ${this.name} is not running: ${describeError(err)}`, { cause: err });
     });
     try {

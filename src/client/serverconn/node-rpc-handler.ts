@@ -5,7 +5,7 @@
 // the retries. Message bodies carry secrets and are never logged.
 
 import type { CsiClient } from '../../csi/index.js';
-import { BerthError, describeError, SecretMap, silentLogger, type Logger } from '../../lib/index.js';
+import { anySignal, BerthError, describeError, SecretMap, silentLogger, type Logger } from '../../lib/index.js';
 import type {
   CsiPluginType,
   NodeRpcMethod,
@@ -102,7 +102,7 @@ export class NodeRpcHandler {
     if (!(pluginId in this.#csi.pluginReports().controller)) {
       throw new NodeRpcHandlerError('CSI_PLUGIN_NOT_FOUND', `controller plugin ${pluginId} does not run on this node`, { retryable: true });
     }
-    const wait = AbortSignal.any([signal, AbortSignal.timeout(this.#pluginWaitMs)]);
+    const wait = anySignal([signal, AbortSignal.timeout(this.#pluginWaitMs)]);
     let client: CsiClient | undefined;
     try {
       client = (await this.#csi.managerForPlugin(pluginId, { type: 'csi-controller', signal: wait })).client;

@@ -5,7 +5,7 @@
 // change of condition also goes to the allocations using the volume, as a
 // task event (`onCondition`).
 
-import { AbortedError, describeError, Lifecycle, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, anySignal, describeError, Lifecycle, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { NodeCapability, VolumeStats } from '../../csi/index.js';
 import type { UsageFigures, VolumeConditionReport, VolumeStatsReport } from '../../structs/index.js';
 import type { RecordedPublication, RecordedVolumes } from '../volumes/index.js';
@@ -176,7 +176,7 @@ export class VolumeStatsCollector {
         const namespace = pub.volume.namespace ?? 'default';
         try {
           this.counts.calls++;
-          const deadline = AbortSignal.any([signal, AbortSignal.timeout(this.#o.callTimeoutMs ?? 10_000)]);
+          const deadline = anySignal([signal, AbortSignal.timeout(this.#o.callTimeoutMs ?? 10_000)]);
           const stats = await this.#o.csi.volumeManagerFor(pub.pluginId).stats(pub.volume, pub.allocId, pub.usage, { signal: deadline });
           const bytes = figures(stats, 'BYTES');
           const inodes = figures(stats, 'INODES');

@@ -4,7 +4,7 @@
 
 import { execFile } from 'node:child_process';
 import { readFile, realpath, stat } from 'node:fs/promises';
-import { BerthError } from '../../lib/index.js';
+import { anySignal, BerthError } from '../../lib/index.js';
 
 /** How long one mount/umount child may run before it is killed. */
 const MOUNT_TIMEOUT_MS = 30_000;
@@ -153,7 +153,7 @@ function run(cmd: string, args: string[], signal?: AbortSignal): Promise<void> {
     execFile(
       cmd,
       args,
-      { signal: signal ? AbortSignal.any([signal, timeout]) : timeout, env: { ...process.env, LC_ALL: 'C' } },
+      { signal: signal ? anySignal([signal, timeout]) : timeout, env: { ...process.env, LC_ALL: 'C' } },
       (err, _stdout, stderr) => {
         if (!err) {
           resolve();

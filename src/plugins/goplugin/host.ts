@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createChannel, createClient, ClientError, Status, type Channel } from 'nice-grpc';
-import { AbortedError, silentLogger, type Logger } from '../../lib/index.js';
+import { AbortedError, anySignal, silentLogger, type Logger } from '../../lib/index.js';
 import { HealthDefinition, HealthCheckResponse_ServingStatus, type HealthCheckResponse, type HealthClient } from '../../gen/grpc/health/v1/health.js';
 import { GRPCControllerDefinition } from '../../gen/goplugin/internal/plugin/grpc_controller.js';
 import { GRPCStdioDefinition, StdioData_Channel } from '../../gen/goplugin/internal/plugin/grpc_stdio.js';
@@ -57,7 +57,7 @@ export async function launchPlugin(opts: LaunchOptions): Promise<PluginProcess> 
   }
   const proc = new PluginProcess(name, opts.path, child, logger);
   const timeoutMs = opts.startTimeoutMs ?? 10_000;
-  const deadline = AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(opts.signal ? [opts.signal] : [])]);
+  const deadline = anySignal([AbortSignal.timeout(timeoutMs), ...(opts.signal ? [opts.signal] : [])]);
   try {
     const line = await proc.readHandshake(deadline, opts.signal, timeoutMs);
     const parsed = checkHandshake(opts.path, line, opts.handshake);

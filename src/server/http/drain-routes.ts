@@ -4,7 +4,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import { isClientTerminal, publicClaim, type VolumeClaim } from '../../structs/index.js';
-import { systemClock } from '../../lib/index.js';
+import { anySignal, systemClock } from '../../lib/index.js';
 import { cancelDrain, setEligibility, startDrain, type DrainSpec } from '../drainer/index.js';
 import { keyPrefix, rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
@@ -97,7 +97,7 @@ export function registerDrainRoutes(app: FastifyInstance, { deps, signalOf }: Ro
         stopped = true;
         // Released by the claim watcher once the allocation is terminal; wait for that.
       }
-      const signal = AbortSignal.any([signalOf(req, reply), AbortSignal.timeout(300_000)]);
+      const signal = anySignal([signalOf(req, reply), AbortSignal.timeout(300_000)]);
       if (!stopped) await volumes.releaseByKey(key, 'claim delete requested', signal);
       let seen = store.latestIndex();
       while (store.snapshot().get('claims', key)) seen = await store.blockUntil(['claims'], seen, { signal });

@@ -5,7 +5,7 @@
 // so that nodes hold their connection on the leader, which calls them.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { describeError } from '../../lib/index.js';
+import { anySignal, describeError } from '../../lib/index.js';
 import { LeaderError } from '../leader/index.js';
 import { StateStoreError } from '../state/index.js';
 import { ApiError } from './api-error.js';
@@ -93,7 +93,7 @@ async function forward(req: FastifyRequest, reply: FastifyReply, leader: string,
     method: req.method,
     headers,
     ...(hasBody ? { body: typeof req.body === 'string' ? req.body : JSON.stringify(req.body) } : {}),
-    signal: AbortSignal.any([AbortSignal.timeout(FORWARD_TIMEOUT_MS), deposed]),
+    signal: anySignal([AbortSignal.timeout(FORWARD_TIMEOUT_MS), deposed]),
   });
   const text = await res.text();
   reply.status(res.status);
