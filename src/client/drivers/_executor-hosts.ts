@@ -11,7 +11,7 @@
 // even the first on an idle node, is a spawn of the task, not a Node start.
 // A spare that never got a task lives as long as its agent (see executor.mjs).
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -77,8 +77,8 @@ export function spawnExecutor(
   signal?: AbortSignal,
   lifeline = false,
 ): { child: ChildProcess; report: Promise<StartReport> } {
-  const stdio = ['pipe', 'ignore', 'ignore', 'pipe', ...(lifeline ? ['pipe' as const] : [])] as const;
-  const child = spawn(process.execPath, [executorPath], { detached: true, stdio: [...stdio], env: executorEnv(), cwd });
+  const stdio: StdioOptions = ['pipe', 'ignore', 'ignore', 'pipe', ...(lifeline ? ['pipe' as const] : [])];
+  const child = spawn(process.execPath, [executorPath], { detached: true, stdio, env: executorEnv(), cwd });
   const pipe = child.stdio[3] as Readable;
   const report = new Promise<StartReport>((resolve, reject) => {
     let buf = '';
@@ -266,8 +266,8 @@ export class ExecutorHosts {
   }
 
   #spawn(spare: boolean): Host {
-    // A spare may come before the first task made the driver's state dir.
-    mkdirSync(this.#opts.dir, { recursive: true, mode: 0o700 });
+    // A spare may come before the first task made the driver's state dir (a task's start makes it first).
+    if (spare) mkdirSync(this.#opts.dir, { recursive: true, mode: 0o700 });
     const socketPath = join(this.#opts.dir, `x-${randomBytes(4).toString('hex')}.sock`);
     const config = { mode: 'host', socketPath, idleExitMs: this.#opts.idleExitMs, ...(spare ? { spare } : {}) };
     const { child, report } = spawnExecutor(this.#opts.executorPath, this.#opts.dir, config, undefined, spare);
