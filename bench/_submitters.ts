@@ -17,7 +17,7 @@
 // BENCH_SUBMIT_HARNESS=pthreads|threads|workers picks one.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,11 +62,13 @@ export function describeSubmitters(kind: SubmitterKind): string {
 
 let built: string | null | undefined;
 
-/** The C submitters built once a process with `cc -O2 -pthread` (null when that fails). */
+/** The C submitters built once a process with `cc -O2 -pthread` (null when that fails), in a temp dir removed when the process exits. */
 function pthreadsProgram(): string | null {
   if (built !== undefined) return built;
   const source = join(dirname(fileURLToPath(import.meta.url)), '_submitters.c');
-  const out = join(mkdtempSync(join(tmpdir(), 'berth-submitters-')), 'submitters');
+  const dir = mkdtempSync(join(tmpdir(), 'berth-submitters-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const out = join(dir, 'submitters');
   const cc = existsSync(source) ? spawnSync('cc', ['-O2', '-pthread', '-o', out, source], { stdio: ['ignore', 'ignore', 'pipe'] }) : undefined;
   built = cc?.status === 0 ? out : null;
   return built;
