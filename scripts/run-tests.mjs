@@ -16,20 +16,14 @@
 // for the shell-completion tests, and scripts/ensure-cni.mjs the CNI plugins
 // and iptables for the bridge network tests.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { transpileAll } from './transpile-tests.mjs';
+import { findFiles, transpileAll } from './transpile-tests.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
-function find(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'node_modules' ? [] : find(p);
-    return e.name.endsWith('.test.ts') ? [relative(root, p)] : [];
-  });
-}
+/** The test files below `dir`, relative to the repository. */
+const find = (dir) => findFiles(dir, (name) => name.endsWith('.test.ts')).map((p) => relative(root, p));
 
 const etcd = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-etcd.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 if (etcd.status !== 0) process.exit(etcd.status ?? 1);

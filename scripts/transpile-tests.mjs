@@ -30,10 +30,10 @@ function cacheKey() {
   return hash.update(process.versions.node).digest('hex');
 }
 
-/** Whether the cache was made by the same esbuild, Node, tsconfig.json and transpiler as this process would use. */
-export function cacheUsable() {
+/** Whether the cache was made by the same esbuild, Node, tsconfig.json and transpiler as this process would use (`key`). */
+export function cacheUsable(key = cacheKey()) {
   try {
-    return readFileSync(STAMP, 'utf8') === cacheKey();
+    return readFileSync(STAMP, 'utf8') === key;
   } catch {
     return false;
   }
@@ -107,11 +107,12 @@ export async function transpileToCache(file) {
   return code;
 }
 
-function find(dir) {
+/** The files below `dir` (node_modules left out) whose names `keep` takes, as absolute paths. */
+export function findFiles(dir, keep) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'node_modules' ? [] : find(p);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
+    if (e.isDirectory()) return e.name === 'node_modules' ? [] : findFiles(p, keep);
+    return keep(e.name) ? [p] : [];
   });
 }
 
@@ -121,8 +122,9 @@ function find(dir) {
  */
 export async function transpileAll() {
   const key = cacheKey();
-  if (!cacheUsable()) rmSync(CACHE_DIR, { recursive: true, force: true });
-  const stale = [...find(join(root, 'src')), ...find(join(root, 'test'))].filter((f) => !isCurrent(cachedPath(f), f));
+  if (!cacheUsable(key)) rmSync(CACHE_DIR, { recursive: true, force: true });
+  const typescript = (name) => name.endsWith('.ts') && !name.endsWith('.d.ts');
+  const stale = [...findFiles(join(root, 'src'), typescript), ...findFiles(join(root, 'test'), typescript)].filter((f) => !isCurrent(cachedPath(f), f));
   await Promise.all(stale.map((f) => transpileToCache(f)));
   mkdirSync(CACHE_DIR, { recursive: true });
   writeFileSync(STAMP, key);
