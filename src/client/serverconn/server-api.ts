@@ -154,8 +154,7 @@ export class ServerApi {
     if (this.#bases.length <= 1 || this.address !== failed) return;
     // The server left may have been the leader (a leader names no leader, so it was not
     // `#leader`): the followers go on naming it until its lease runs out. Not taken from them.
-    this.#failedLeader = { address: failed, at: Date.now() };
-    if (this.#leader === failed) this.#leader = undefined;
+    this.#distrust(failed);
     this.#current = (this.#current + 1) % this.#bases.length;
     const moved = this.#moved;
     this.#moved = new AbortController();
@@ -168,11 +167,16 @@ export class ServerApi {
    * waiting on it (a status report behind a frozen leader) is abandoned at once.
    */
   #leaderFailed(leader: string): void {
-    if (this.#leader === leader) this.#leader = undefined;
-    this.#failedLeader = { address: leader, at: Date.now() };
+    this.#distrust(leader);
     const gone = this.#leaderGone;
     this.#leaderGone = new AbortController();
     gone.abort(new Error(`the leader ${leader} stopped answering`));
+  }
+
+  /** `address` failed to answer: writes no longer go to it as the leader, nor are sent there on a follower's word for a while. */
+  #distrust(address: string): void {
+    if (this.#leader === address) this.#leader = undefined;
+    this.#failedLeader = { address, at: Date.now() };
   }
 
   /** The bearer token, for the node connection's upgrade request. */
