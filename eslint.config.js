@@ -35,7 +35,9 @@ import tseslint from 'typescript-eslint';
 //     (test/support/csi-fake/index.ts); `_name.ts` files are private to their
 //     folder. Tests beside the code, test/ and bench/ use kits only so; bench/
 //     never imports test/ files, and production code never imports test/**.
-// Layers point one way (lib <- csi <- client, server <- agent <- cli): hcl (the
+// Layers point one way (lib <- csi <- client, server <- agent <- cli): api (the
+// public API's wire shapes, Nomad's, as schemas; the server answers in them, the
+// CLI and the web UI read them) sits on nothing, hcl (the
 // HCL language engine: parse and evaluate) sits on lib alone, structs
 // (types client and server share) sits on csi, spec-files (job and volume
 // files, as Nomad's jobspec) on structs and hcl, csi-plugins (the plugins Berth ships)
@@ -43,6 +45,7 @@ import tseslint from 'typescript-eslint';
 // structs. Each layer may import only the layers listed for it:
 const LAYERS = {
   lib: [],
+  api: [],
   hcl: ['lib'],
   csi: ['lib'],
   structs: ['lib', 'csi'],
@@ -50,9 +53,9 @@ const LAYERS = {
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],
   client: ['lib', 'csi', 'structs', 'plugins'],
-  server: ['lib', 'csi', 'structs', 'plugins'],
-  agent: ['lib', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
-  cli: ['lib', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
+  server: ['lib', 'api', 'csi', 'structs', 'plugins'],
+  agent: ['lib', 'api', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
+  cli: ['lib', 'api', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
 };
 // Generated protobuf code is reached only by csi, by the plugins layer and by
 // plugin servers, which must speak protobuf (and by the CSI conformance tests and benchmarks).
@@ -105,8 +108,8 @@ const boundaryPolicies = [
     from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
     allow: { to: [...DOORS, { element: { type: 'gen' } }] },
   },
-  // The web UI imports only itself (and its npm packages): nothing from src/ or test/.
-  { from: { element: { type: 'ui' } }, allow: { to: { element: { type: 'ui' } } } },
+  // The web UI imports only itself (and its npm packages), and the API's shapes through src/api's door: nothing else of src/ or test/.
+  { from: { element: { type: 'ui' } }, allow: { to: [{ element: { type: 'ui' } }, { element: door('api') }] } },
   // Tests beside the code (src/**/*.test.ts) may use the test kit.
   { from: { element: { types: { anyOf: PROD } }, file: { categories: 'unit-test' } }, allow: { to: DOORS } },
 ];

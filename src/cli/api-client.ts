@@ -316,7 +316,8 @@ export class ApiClient {
       if (Array.isArray(v)) for (const item of v) url.searchParams.append(k, String(item));
       else url.searchParams.set(k, String(v));
     }
-    const headers: Record<string, string> = {};
+    // JSON errors carry the code and the fields the CLI words its messages and exit codes with.
+    const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#token) headers['authorization'] = `Bearer ${this.#token}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const signal = opts.signal ? AbortSignal.any([this.#signal, opts.signal]) : this.#signal;

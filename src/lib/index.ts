@@ -15,4 +15,5 @@ export {
   type VersionConstraint,
   type ParsedVersion,
 } from './version-constraint.js';
+export { compileFilter, FilterSyntaxError, type RowFilter } from './filter-expression.js';
 export { MemoryReclaimer, fullGc, lowMemoryGc, processSampler, type LoadSample, type MemoryReclaimerOptions } from './memory-reclaimer.js';

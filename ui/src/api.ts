@@ -35,7 +35,8 @@ export function saveToken(token: string): void {
 
 function headers(extra: Record<string, string> = {}): Record<string, string> {
   const token = savedToken();
-  return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
+  const withAccept = { Accept: 'application/json', ...extra };
+  return token ? { ...withAccept, 'X-Nomad-Token': token } : withAccept;
 }
 
 async function fail(res: Response): Promise<never> {

@@ -395,7 +395,7 @@ export class ServerApi {
   ): Promise<{ status: number; text: string; index: string | undefined; leader: string | undefined }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { authorization: this.authHeader() };
+      const headers: Record<string, string> = { authorization: this.authHeader(), accept: 'application/json' };
       if (payload !== undefined) {
         headers['content-type'] = 'application/json';
         headers['content-length'] = String(Buffer.byteLength(payload));

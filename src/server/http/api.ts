@@ -1,14 +1,16 @@
-// The HTTP API: fastify, versioned `/v1/...` paths, camelCase JSON, bearer
-// tokens with roles, `{ code, message, details }` errors, blocking queries on
-// lists and an NDJSON event stream. Handlers translate HTTP to the services'
+// The HTTP API, Nomad's `/v1` API: fastify, Nomad's paths and PascalCase
+// shapes (src/api), tokens with roles (`X-Nomad-Token` or a bearer token),
+// Nomad's plain-text errors (`{ code, message, details }` to a caller that
+// accepts JSON), blocking queries and filters on reads (nomad-read.ts) and
+// an NDJSON event stream. Handlers translate HTTP to the services'
 // calls and back; the decisions live in the services.
 
 import websocket from '@fastify/websocket';
 import type { IncomingMessage } from 'node:http';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
-import { ApiError, toErrorResponse } from './api-error.js';
+import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
@@ -87,7 +89,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       throw new ApiError('FORBIDDEN', 'this route declares no access');
     }
     if (access === 'public') return;
-    req.caller = tokens.authorize(req.headers.authorization, access);
+    const nomadToken = req.headers['x-nomad-token'];
+    req.caller = tokens.authorize(req.headers.authorization, access, typeof nomadToken === 'string' ? nomadToken : undefined);
   });
 
   app.addHook('onResponse', async (req, reply) => {
@@ -118,11 +121,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       if (req.routeOptions.url === '/v1/node/connect' && body.code === 'UNAVAILABLE') log.debug(fields, 'node connection sent to the leader');
       else log.error(fields, 'request failed');
     }
-    return reply.status(status).send(body);
+    return sendError(req, reply, status, body);
   });
 
   app.setNotFoundHandler(async (req, reply) => {
-    return reply.status(404).send({ code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} });
+    return sendError(req, reply, 404, { code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} });
   });
 
   const ctx: RouteContext = {
@@ -172,6 +175,23 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     };
   });
   return app;
+}
+
+/**
+ * Answers an error as Nomad does, its message as the plain-text body (what
+ * Nomad's clients print after the status), unless the caller asks for JSON
+ * (`Accept: application/json`, as Berth's CLI and web UI do): then the body
+ * is `{ code, message, details }`, the stable code and the fields (the
+ * problem's line, the node) a client needs to say more.
+ */
+function sendError(req: FastifyRequest, reply: FastifyReply, status: number, body: ErrorBody): FastifyReply {
+  void reply.header('X-Berth-Error-Code', body.code);
+  if (wantsJson(req.headers.accept)) return reply.status(status).send(body);
+  return reply.status(status).type('text/plain; charset=utf-8').send(body.message);
+}
+
+function wantsJson(accept: string | undefined): boolean {
+  return accept !== undefined && /\bapplication\/json\b/i.test(accept);
 }
 
 /** A log-safe description of an unexpected error: its class and message, never request data. */

@@ -1,4 +1,5 @@
-// Bearer tokens and roles. Three roles: `management` may do everything,
+// API tokens and roles. A caller sends its token as Nomad's clients do
+// (`X-Nomad-Token`) or as a bearer token (`Authorization: Bearer`). Three roles: `management` may do everything,
 // `read-only` may read (GETs), `node` may use the node agent's own endpoints
 // (register, heartbeat, its allocations, claims, the node connection). A
 // missing or unknown token is 401; a known token without the role is 403.
@@ -52,14 +53,16 @@ export class TokenTable {
   }
 
   /**
-   * Checks an Authorization header value for `access`. Returns the caller;
+   * Checks a caller's token for `access`: Nomad's `X-Nomad-Token` header
+   * when given, else an `Authorization: Bearer` header value. Returns the caller;
    * throws ApiError UNAUTHENTICATED (401) for a missing/unknown token,
    * FORBIDDEN (403) for a known token whose role lacks the access.
    */
-  authorize(header: string | undefined, access: Access): { name: string; role: Role } {
+  authorize(header: string | undefined, access: Access, nomadToken?: string): { name: string; role: Role } {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    if (!m) throw new ApiError('UNAUTHENTICATED', 'a bearer token is required (Authorization: Bearer <token>)');
-    const who = this.lookup(m[1] as string);
+    const secret = nomadToken?.trim() || m?.[1];
+    if (!secret) throw new ApiError('UNAUTHENTICATED', 'a token is required (X-Nomad-Token: <token>, or Authorization: Bearer <token>)');
+    const who = this.lookup(secret);
     if (!who) throw new ApiError('UNAUTHENTICATED', 'unknown token');
     if (!ALLOWED[access].includes(who.role)) {
       throw new ApiError('FORBIDDEN', `role "${who.role}" may not ${access === 'read' ? 'read this' : access === 'write' ? 'change this' : 'use node endpoints'}`, {
