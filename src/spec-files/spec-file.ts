@@ -35,6 +35,8 @@ import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_j
  */
 export interface JobFileOptions extends VariableInputs {
   allowFS?: boolean;
+  /** Read the file as this format whatever its name (Nomad's `job run -json`); default: fileFormat's guess. */
+  format?: FileFormat;
   baseDir?: string;
 }
 
@@ -113,7 +115,7 @@ interface Located {
  * rejects with SpecFileError. Submits nothing, reads nothing from disk.
  */
 export async function parseJobFile(file: string, text: string, opts: JobFileOptions = {}): Promise<JobFile> {
-  const format = fileFormat(file, text);
+  const format = opts.format ?? fileFormat(file, text);
   const located = format === 'hcl' ? fromHcl(file, text, 'job', opts) : fromJson(file, text, 'job');
   try {
     const job = parseJobSpec(located.input);

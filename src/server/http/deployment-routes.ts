@@ -1,9 +1,9 @@
-// Deployments and job versions over HTTP (Nomad's /v1/deployments,
-// /v1/deployment/..., /v1/job/:id/deployments, versions, revert, scale).
+// Deployments over HTTP (Nomad's /v1/deployments, /v1/deployment/...,
+// /v1/job/:id/deployments). A job's versions, revert and scale are the jobs
+// family's (job-version-routes.ts).
 
 import type { FastifyInstance } from 'fastify';
-import { publicJob } from '../../structs/index.js';
-import { jobDeployments, jobVersions } from '../deployments/index.js';
+import { jobDeployments } from '../deployments/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
@@ -64,37 +64,6 @@ export function registerDeploymentRoutes(app: FastifyInstance, { deps, signalOf 
     );
     reply.header('X-Berth-Index', String(index));
     return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/versions', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['jobVersions'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      jobVersions(snap, ns, req.params.id),
-    );
-    if (result.length === 0) throw new ApiError('NOT_FOUND', `job "${req.params.id}" not found in namespace "${ns}"`);
-    reply.header('X-Berth-Index', String(index));
-    return { versions: result.map((v) => ({ ...v, job: publicJob(v.job) })) };
-  });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/revert', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const version = body['version'] ?? body['JobVersion'];
-    if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
-      throw new ApiError('INVALID', 'version must be a job version number (see `berth job history`)', { field: 'version' });
-    }
-    const { job } = await service().revert(namespaceOf(req.query), req.params.id, version);
-    return { job };
-  });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/scale', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const target = body['Target'] && typeof body['Target'] === 'object' ? (body['Target'] as Record<string, unknown>) : {};
-    const group = body['group'] ?? target['Group'];
-    const count = body['count'] ?? body['Count'];
-    if (typeof group !== 'string' || group === '') throw new ApiError('INVALID', 'group must name a task group', { field: 'group' });
-    if (typeof count !== 'number') throw new ApiError('INVALID', 'count must be a number', { field: 'count' });
-    const { job } = await service().scale(namespaceOf(req.query), req.params.id, group, count);
-    return { job };
   });
 
   app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/promote', { config: { access: 'write' } }, async (req) => {
