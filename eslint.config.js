@@ -49,7 +49,7 @@ const LAYERS = {
   api: [],
   hcl: ['lib'],
   csi: ['lib'],
-  structs: ['lib', 'csi'],
+  structs: ['lib', 'api', 'csi'],
   'spec-files': ['lib', 'structs', 'hcl'],
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],

@@ -72,6 +72,8 @@ export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, TaskGroupScaleStat
 export { DesiredUpdates, FieldDiff, JobDiff, ObjectDiff, PlanAnnotations, TaskDiff, TaskGroupDiff } from './job-plan.js';
 export { AllocationMetric, Evaluation, EvaluationStub, NodeScoreMeta } from './evaluations.js';
 export {
+  BerthPlannedPlacement,
+  BerthPlannedStop,
   Job,
   JobChildrenSummary,
   JobDeregisterResponse,

@@ -21,7 +21,7 @@ import { Evaluation, AllocationMetric } from './evaluations.js';
 import { JobDiff, PlanAnnotations } from './job-plan.js';
 import { MigrateStrategy, ReschedulePolicy, UpdateStrategy } from './job-task-blocks.js';
 import { TaskGroup } from './job-tasks.js';
-import { bytes, int, list, map, nanos, ptr, stringMap, time, uint } from './_go.js';
+import { bytes, int, int64, list, map, nanos, ptr, stringMap, time, uint } from './_go.js';
 
 export const MultiregionStrategy = z.strictObject({
   MaxParallel: ptr(int),
@@ -87,7 +87,7 @@ export type JobUIConfig = z.infer<typeof JobUIConfig>;
 export const JobVersionTag = z.strictObject({
   Name: z.string(),
   Description: z.string(),
-  TaggedTime: int,
+  TaggedTime: int64,
 });
 export type JobVersionTag = z.infer<typeof JobVersionTag>;
 
@@ -133,7 +133,7 @@ export const Job = z.strictObject({
   StatusDescription: ptr(z.string()),
   Stable: ptr(z.boolean()),
   Version: ptr(uint),
-  SubmitTime: ptr(int),
+  SubmitTime: ptr(int64),
   CreateIndex: ptr(uint),
   ModifyIndex: ptr(uint),
   JobModifyIndex: ptr(uint),
@@ -190,7 +190,7 @@ export const JobListStub = z.strictObject({
   CreateIndex: uint,
   ModifyIndex: uint,
   JobModifyIndex: uint,
-  SubmitTime: int,
+  SubmitTime: int64,
   Meta: z.record(z.string(), z.string()).optional(),
 });
 export type JobListStub = z.infer<typeof JobListStub>;
@@ -276,6 +276,25 @@ export const JobPlanRequest = z.strictObject({
 });
 export type JobPlanRequest = z.infer<typeof JobPlanRequest>;
 
+/** Berth's: one allocation a plan would place (its group, index and name, and the node). */
+export const BerthPlannedPlacement = z.strictObject({
+  Group: z.string(),
+  Index: int,
+  Name: z.string(),
+  NodeID: z.string(),
+  NodeName: z.string(),
+});
+export type BerthPlannedPlacement = z.infer<typeof BerthPlannedPlacement>;
+
+/** Berth's: one allocation a plan would stop. */
+export const BerthPlannedStop = z.strictObject({
+  AllocID: z.string(),
+  Group: z.string(),
+  Name: z.string(),
+  Description: z.string(),
+});
+export type BerthPlannedStop = z.infer<typeof BerthPlannedStop>;
+
 export const JobPlanResponse = z.strictObject({
   Annotations: ptr(PlanAnnotations),
   FailedTGAllocs: map(AllocationMetric),
@@ -286,6 +305,10 @@ export const JobPlanResponse = z.strictObject({
   NextPeriodicLaunch: time,
   Warnings: z.string(),
   ...writeMeta,
+  /** Berth's: where the dry run would place each new allocation (Nomad's plan answers only counts, in Annotations). */
+  BerthPlacements: z.array(BerthPlannedPlacement).optional(),
+  /** Berth's: the allocations the dry run would stop, and why. */
+  BerthStops: z.array(BerthPlannedStop).optional(),
 });
 export type JobPlanResponse = z.infer<typeof JobPlanResponse>;
 

@@ -9,12 +9,13 @@ import type { JobSpec } from '../structs/index.js';
 export const msOfNanos = (ns: number): number => Math.round(ns / 1_000_000);
 
 /**
- * A checked spec as Nomad's Job JSON (the jobshape converter); the
- * converter loads with the spec parser, which every caller has loaded.
+ * A checked spec as Nomad's Job JSON, as Nomad's Go client sends a parsed
+ * job file (structs' specToNomadJob, loaded with the spec parser, which
+ * every caller has loaded already).
  */
 export async function nomadJobOf(spec: JobSpec): Promise<api.Job> {
-  const { TODO_CLI_CONVERTER } = await import('./_converter.js');
-  return TODO_CLI_CONVERTER(spec);
+  const { specToNomadJob } = await import('../structs/index.js');
+  return specToNomadJob(spec);
 }
 
 /** Nomad's formatKV: `Key   = value` lines, keys padded to the longest. */

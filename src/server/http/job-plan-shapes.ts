@@ -249,5 +249,7 @@ export function planResponse(plan: JobPlan, old: api.Job | undefined, now: api.J
     NextPeriodicLaunch: opts.nextLaunch === undefined ? '0001-01-01T00:00:00Z' : new Date(opts.nextLaunch).toISOString(),
     Warnings: '',
     Index: opts.index,
+    BerthPlacements: plan.placements.map((p) => ({ Group: p.group, Index: p.index, Name: p.name, NodeID: p.nodeId, NodeName: p.nodeName })),
+    BerthStops: plan.stops.map((st) => ({ AllocID: st.allocId, Group: st.group, Name: st.name, Description: st.description })),
   };
 }

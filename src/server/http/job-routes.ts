@@ -11,22 +11,26 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type * as api from '../../api/index.js';
 import {
   JobValidationError,
+  jobListStub,
+  jobModifyIndex,
+  jobToNomad,
   nextLaunch,
   nomadJobToSpec,
   parseJobSpec,
+  publicJob,
   specOfJob,
+  specToNomadJob,
   type Allocation,
   type Evaluation,
   type JobProblem,
   type JobSpec,
 } from '../../structs/index.js';
-import { jobSummaries, jobSummary, problemsAgainstState } from '../jobs/index.js';
+import { jobSummariesIn, jobSummaryIn, problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
 import { registerJobChildRoutes } from './job-child-routes.js';
-import { jobModifyIndexOf, jobOut, jobStub, nomadSpec, summaryOut } from './job-shapes.js';
 import { planResponse } from './job-plan-shapes.js';
 import { registerJobVersionRoutes } from './job-version-routes.js';
 import { listPage, nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
@@ -120,8 +124,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     const meta = boolParam(req.query, 'meta') ?? false;
     const rows = await nomadRead(ctx, req, reply, ['jobs', 'allocations'], (snap, opts) => {
       const list = snap.list('jobs', { filter: (j) => (opts.namespace === '*' || j.namespace === opts.namespace) && j.id.startsWith(opts.prefix) });
-      const summaries = jobSummaries(snap, list);
-      return list.map((j) => jobStub(j, summaries.get(rowKey(j.namespace, j.id)), meta));
+      const summaries = jobSummariesIn(snap, list);
+      return list.map((j) => jobListStub(j, { summary: summaries.get(rowKey(j.namespace, j.id)) ?? null, meta }));
     });
     return listPage(rows, req, reply);
   });
@@ -139,7 +143,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     }
     const out = await jobs.register(spec, checkIndex === undefined ? {} : { checkIndex });
     setIndexHeaders(ctx, reply, out.index);
-    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndexOf(out.job), Warnings: '', ...queryMeta(out.index) };
+    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
   };
   for (const method of ['put', 'post'] as const) {
     app[method]('/v1/jobs', { config: { access: 'write' } }, (req, reply) => register(req, reply));
@@ -155,7 +159,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     const { parseJobFile, SpecFileError } = await import('../../spec-files/index.js');
     try {
       const parsed = await parseJobFile('input.hcl', hcl, { vars: [], varFiles: variables, env: {}, allowFS: false });
-      return nomadSpec(parsed.job);
+      return specToNomadJob(publicJob(parsed.job), { canonicalize: body['Canonicalize'] === true });
     } catch (err) {
       if (err instanceof SpecFileError) {
         throw new ApiError('INVALID', `Failed to parse job: ${err.problems.map((p) => `${p.file}:${p.line}:${p.column}: ${p.field ? `${p.field}: ` : ''}${p.message}`).join('; ')}`, { problems: err.problems });
@@ -172,7 +176,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
       const job = snap.get('jobs', rowKey(opts.namespace, req.params.id));
       if (!job) return undefined;
       const kept = snap.get('jobVersions', rowKey(job.namespace, job.id, String(job.version).padStart(10, '0')));
-      return jobOut(job, kept?.stable ?? false);
+      return jobToNomad(job, { stable: kept?.stable ?? false });
     });
     if (!found) throw new ApiError('NOT_FOUND', 'job not found');
     return found;
@@ -198,7 +202,9 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     const p = spec.periodic;
     const next = p?.enabled ? nextLaunch([...(p.cron ? [p.cron] : []), ...(p.crons ?? [])], p.timeZone, Date.now()) : undefined;
     setIndexHeaders(ctx, reply, snap.index);
-    return planResponse(result, prev ? nomadSpec(specOfJob(prev)) : undefined, nomadSpec(spec), {
+    // Both sides as the same writer writes them, so the diff shows what changed and nothing of the writing.
+    const planned = (j: JobSpec): api.Job => specToNomadJob(publicJob(j), { canonicalize: true });
+    return planResponse(result, prev ? planned(specOfJob(prev)) : undefined, planned(spec), {
       withDiff: body['Diff'] !== false,
       index: snap.index,
       ...(next !== undefined ? { nextLaunch: next } : {}),
@@ -240,16 +246,16 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     }
     const out = await jobs.forceEvaluate(queryOptions(req.query as Query).namespace, req.params.id);
     setIndexHeaders(ctx, reply, out.index);
-    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndexOf(out.job), Warnings: '', ...queryMeta(out.index) };
+    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
   };
   app.put<{ Params: Params }>('/v1/job/:id/evaluate', { config: { access: 'write' } }, evaluate);
   app.post<{ Params: Params }>('/v1/job/:id/evaluate', { config: { access: 'write' } }, evaluate);
 
   // GET /v1/job/:id/summary: the job's allocations per group by state (JobSummary).
   app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/summary', { config: { access: 'read' } }, async (req, reply) => {
-    const found = await nomadRead(ctx, req, reply, ['jobs', 'allocations'], (snap, opts) => jobSummary(snap, opts.namespace, req.params.id));
+    const found = await nomadRead(ctx, req, reply, ['jobs', 'allocations'], (snap, opts) => jobSummaryIn(snap, opts.namespace, req.params.id));
     if (!found) throw new ApiError('NOT_FOUND', 'job not found');
-    return summaryOut(found);
+    return found;
   });
 
   registerJobChildRoutes(app, ctx);

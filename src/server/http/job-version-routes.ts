@@ -6,12 +6,11 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type * as api from '../../api/index.js';
-import { isClientTerminal, specOfJob } from '../../structs/index.js';
+import { isClientTerminal, jobModifyIndex, jobToNomad, publicJob, specOfJob, specToNomadJob } from '../../structs/index.js';
 import { jobVersions, type JobRegistration } from '../deployments/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { boolParam, queryMeta } from './job-routes.js';
-import { jobModifyIndexOf, jobOut, nomadSpec } from './job-shapes.js';
 import { nomadJobDiff } from './job-plan-shapes.js';
 import { nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
 import { objectBody, type RouteContext } from './route-context.js';
@@ -23,7 +22,7 @@ const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 
 
 /** A write that registered the job again, as Nomad's JobRegisterResponse. */
 function registered(out: JobRegistration): api.JobRegisterResponse {
-  return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndexOf(out.job), Warnings: '', ...queryMeta(out.index) };
+  return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
 }
 
 export function registerJobVersionRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -45,10 +44,10 @@ export function registerJobVersionRoutes(app: FastifyInstance, ctx: RouteContext
     if (versions.length === 0) throw new ApiError('NOT_FOUND', 'job versions not found');
     let diffList: api.JobDiff[] | null = null;
     if (diffs) {
-      const specs = versions.map((v) => nomadSpec(specOfJob(v.job)));
+      const specs = versions.map((v) => specToNomadJob(publicJob(specOfJob(v.job)), { canonicalize: true }));
       diffList = specs.slice(0, -1).map((now, i) => nomadJobDiff(specs[i + 1], now));
     }
-    return { Versions: versions.map((v) => jobOut(v.job, v.stable)), Diffs: diffList, ...queryMeta(index) };
+    return { Versions: versions.map((v) => jobToNomad(v.job, { stable: v.stable })), Diffs: diffList, ...queryMeta(index) };
   });
 
   // Register a kept version again, as a new version (Nomad's JobRevertRequest).
@@ -103,7 +102,7 @@ export function registerJobVersionRoutes(app: FastifyInstance, ctx: RouteContext
     if (typeof count !== 'number') {
       const index = store.snapshot().index;
       setIndexHeaders(ctx, reply, index);
-      return { EvalID: '', EvalCreateIndex: 0, JobModifyIndex: jobModifyIndexOf(job), Warnings: '', ...queryMeta(index) };
+      return { EvalID: '', EvalCreateIndex: 0, JobModifyIndex: jobModifyIndex(job), Warnings: '', ...queryMeta(index) };
     }
     const out = await service().scale(ns, req.params.id, group, count);
     setIndexHeaders(ctx, reply, out.index);
@@ -129,7 +128,7 @@ export function registerJobVersionRoutes(app: FastifyInstance, ctx: RouteContext
         if (a.deploymentStatus?.healthy === true) g.Healthy++;
         if (a.deploymentStatus?.healthy === false) g.Unhealthy++;
       }
-      return { JobID: job.id, Namespace: job.namespace, JobCreateIndex: job.createIndex, JobModifyIndex: jobModifyIndexOf(job), JobStopped: job.stop, TaskGroups: groups };
+      return { JobID: job.id, Namespace: job.namespace, JobCreateIndex: job.createIndex, JobModifyIndex: jobModifyIndex(job), JobStopped: job.stop, TaskGroups: groups };
     });
     if (!found) throw new ApiError('NOT_FOUND', 'job not found');
     return found;

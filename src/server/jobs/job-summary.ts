@@ -1,79 +1,42 @@
-// A job's summary as Nomad keeps it (its `job_summary` table): per task
+// A job's summary as Nomad keeps it in its `job_summary` table: per task
 // group, how many allocations are queued, starting, running, complete,
 // failed, lost; for a periodic or parameterized job, how many of its
 // children are pending, running, dead. Berth keeps no summary table: it is
-// counted from the allocations and child jobs of one store view, for one job
-// or for every job at once (GET /v1/jobs answers each job with its summary).
+// counted from one store view (the job's allocations and children), for one
+// job or for every job at once (GET /v1/jobs answers each job with its
+// summary); structs' jobSummary writes it in Nomad's shape.
 
-import { isClientTerminal, type Allocation, type Job } from '../../structs/index.js';
+import type * as api from '../../api/index.js';
+import { isClientTerminal, jobSummary, type Allocation, type Job } from '../../structs/index.js';
 import { rowKey, type StateReader } from '../state/index.js';
 
-/** One task group's allocations by state (Nomad's TaskGroupSummary). */
-export interface GroupSummary {
-  /** Wanted but not placed yet (the count not met by live allocations). */
-  queued: number;
-  complete: number;
-  failed: number;
-  running: number;
-  /** Placed, not running yet (client status pending). */
-  starting: number;
-  lost: number;
-  unknown: number;
-}
-
-/** A job's summary (Nomad's JobSummary). */
-export interface JobSummary {
-  namespace: string;
-  jobId: string;
-  groups: Record<string, GroupSummary>;
-  /** Children of a periodic or parameterized job by status; undefined for other jobs. */
-  children?: { pending: number; running: number; dead: number };
-  createIndex: number;
-  /** The newest index among the job and what its summary counts. */
-  modifyIndex: number;
-}
-
-const emptyGroup = (): GroupSummary => ({ queued: 0, complete: 0, failed: 0, running: 0, starting: 0, lost: 0, unknown: 0 });
-
-/** A job and what its summary is counted from. */
-interface Counted {
-  allocs: Allocation[];
-  children: Job[];
-}
-
-/** The summary of `job`, from `allocs` (its allocations) and `children` (its child jobs). Pure. */
-export function summarize(job: Job, allocs: readonly Allocation[], children: readonly Job[]): JobSummary {
-  const groups: Record<string, GroupSummary> = {};
-  for (const g of job.groups) groups[g.name] = emptyGroup();
-  let modifyIndex = job.modifyIndex;
-  const liveByGroup = new Map<string, number>();
+/**
+ * Per group, the allocations wanted but not placed: the count not met by
+ * live allocations the server still wants (and, for batch, those that
+ * completed). None for a stopped job, a system job (its count is per
+ * node) or one that launches children. Pure.
+ */
+export function queuedAllocations(job: Job, allocs: readonly Allocation[]): Record<string, number> {
+  const queued: Record<string, number> = {};
+  if (job.stop || job.type === 'system' || job.periodic || job.parameterized) return queued;
+  const counting = new Map<string, number>();
   for (const a of allocs) {
-    modifyIndex = Math.max(modifyIndex, a.modifyIndex);
-    const g = groups[a.taskGroup];
-    if (!g) continue;
-    if (a.clientStatus === 'pending') g.starting++;
-    else g[a.clientStatus]++;
-    // What counts toward the group's count: live allocations the server still wants (and, for batch, those that completed).
     const counts = a.desiredStatus === 'run' && (!isClientTerminal(a.clientStatus) || (job.type === 'batch' && a.clientStatus === 'complete'));
-    if (counts) liveByGroup.set(a.taskGroup, (liveByGroup.get(a.taskGroup) ?? 0) + 1);
+    if (counts) counting.set(a.taskGroup, (counting.get(a.taskGroup) ?? 0) + 1);
   }
-  // A system job's count is per node, and a periodic or parameterized job places nothing itself.
-  const places = !job.stop && job.type !== 'system' && !job.periodic && !job.parameterized;
-  if (places) for (const g of job.groups) (groups[g.name] as GroupSummary).queued = Math.max(0, g.count - (liveByGroup.get(g.name) ?? 0));
-  const out: JobSummary = { namespace: job.namespace, jobId: job.id, groups, createIndex: job.createIndex, modifyIndex };
-  if (job.periodic || job.parameterized) {
-    const byStatus = { pending: 0, running: 0, dead: 0 };
-    for (const c of children) {
-      byStatus[c.status]++;
-      out.modifyIndex = Math.max(out.modifyIndex, c.modifyIndex);
-    }
-    out.children = byStatus;
-  }
-  return out;
+  for (const g of job.groups) queued[g.name] = Math.max(0, g.count - (counting.get(g.name) ?? 0));
+  return queued;
+}
+
+/** The summary of `job` from its allocations and children: its modify index the newest of theirs and the job's. Pure. */
+function summarize(job: Job, allocs: readonly Allocation[], children: readonly Job[]): api.JobSummary {
+  let modifyIndex = job.modifyIndex;
+  for (const x of [...allocs, ...children]) modifyIndex = Math.max(modifyIndex, x.modifyIndex);
+  return jobSummary(job, allocs, { queued: queuedAllocations(job, allocs), children, modifyIndex });
 }
 
 /** The summary of the job `namespace/jobId` in `reader`; undefined when there is no such job. Never blocks. */
-export function jobSummary(reader: StateReader, namespace: string, jobId: string): JobSummary | undefined {
+export function jobSummaryIn(reader: StateReader, namespace: string, jobId: string): api.JobSummary | undefined {
   const job = reader.get('jobs', rowKey(namespace, jobId));
   if (!job) return undefined;
   const allocs = reader.list('allocations', { filter: (a) => a.jobId === jobId && a.namespace === namespace });
@@ -86,8 +49,8 @@ export function jobSummary(reader: StateReader, namespace: string, jobId: string
  * allocations and one over the jobs, keyed by `rowKey(namespace, id)`.
  * Never blocks.
  */
-export function jobSummaries(reader: StateReader, jobs: readonly Job[]): Map<string, JobSummary> {
-  const counted = new Map<string, Counted>();
+export function jobSummariesIn(reader: StateReader, jobs: readonly Job[]): Map<string, api.JobSummary> {
+  const counted = new Map<string, { allocs: Allocation[]; children: Job[] }>();
   for (const j of jobs) counted.set(rowKey(j.namespace, j.id), { allocs: [], children: [] });
   if (counted.size === 0) return new Map();
   reader.list('allocations', {
@@ -104,10 +67,11 @@ export function jobSummaries(reader: StateReader, jobs: readonly Job[]): Map<str
       },
     });
   }
-  const out = new Map<string, JobSummary>();
+  const out = new Map<string, api.JobSummary>();
   for (const j of jobs) {
-    const c = counted.get(rowKey(j.namespace, j.id)) as Counted;
-    out.set(rowKey(j.namespace, j.id), summarize(j, c.allocs, c.children));
+    const key = rowKey(j.namespace, j.id);
+    const c = counted.get(key) as { allocs: Allocation[]; children: Job[] };
+    out.set(key, summarize(j, c.allocs, c.children));
   }
   return out;
 }
