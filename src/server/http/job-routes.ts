@@ -11,7 +11,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type * as api from '../../api/index.js';
 import {
   JobValidationError,
-  jobListStub,
   jobModifyIndex,
   jobToNomad,
   nextLaunch,
@@ -25,14 +24,16 @@ import {
   type JobProblem,
   type JobSpec,
 } from '../../structs/index.js';
-import { jobSummariesIn, jobSummaryIn, problemsAgainstState } from '../jobs/index.js';
+import { jobSummaryIn, problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
 import { registerJobChildRoutes } from './job-child-routes.js';
+import { JobListCache } from './job-list-cache.js';
 import { planResponse } from './job-plan-shapes.js';
 import { registerJobVersionRoutes } from './job-version-routes.js';
+import { boolParam, queryMeta } from './job-params.js';
 import { listPage, nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
 
 type Query = Record<string, string | undefined>;
@@ -48,23 +49,6 @@ function withPrefix(query: Query): (row: { id: string }) => boolean {
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
-
-/** A query flag as Go's strconv.ParseBool reads it; undefined when absent. Throws ApiError INVALID naming it. */
-export function boolParam(query: Query, name: string): boolean | undefined {
-  const raw = query[name];
-  if (raw === undefined || raw === '') return undefined;
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(raw)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(raw)) return false;
-  throw new ApiError('INVALID', `Failed to parse value of "${name}" (${raw}) as a bool: strconv.ParseBool: parsing "${raw}": invalid syntax`, { field: name });
-}
-
-/** The QueryMeta Nomad's server writes into a write's answer (this server always knows its leader when it answers). */
-export const queryMeta = (index: number): { Index: number; LastContact: number; KnownLeader: boolean; NextToken: string } => ({
-  Index: index,
-  LastContact: 0,
-  KnownLeader: true,
-  NextToken: '',
-});
 
 /**
  * The namespace a job write is for, as Nomad's namespaceForJob picks it:
@@ -120,14 +104,17 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
   const { store, jobs } = deps;
 
   // GET /v1/jobs: every job of the namespace (`*`: all) as a JobListStub with its summary.
+  const lists = new JobListCache();
   app.get<{ Querystring: Query }>('/v1/jobs', { config: { access: 'read' } }, async (req, reply) => {
     const meta = boolParam(req.query, 'meta') ?? false;
-    const rows = await nomadRead(ctx, req, reply, ['jobs', 'allocations'], (snap, opts) => {
-      const list = snap.list('jobs', { filter: (j) => (opts.namespace === '*' || j.namespace === opts.namespace) && j.id.startsWith(opts.prefix) });
-      const summaries = jobSummariesIn(snap, list);
-      return list.map((j) => jobListStub(j, { summary: summaries.get(rowKey(j.namespace, j.id)) ?? null, meta }));
-    });
-    return listPage(rows, req, reply);
+    const list = await nomadRead(ctx, req, reply, ['jobs', 'allocations'], (snap, opts) => lists.list(snap, opts.namespace, opts.prefix, meta));
+    const q = queryOptions(req.query);
+    // The whole list, as counted: its JSON is made once for every reader of the same state.
+    if (q.filter === undefined && q.perPage === undefined && q.nextToken === undefined && !q.reverse) {
+      void reply.type('application/json; charset=utf-8');
+      return list.json();
+    }
+    return listPage(list.rows, req, reply);
   });
 
   // PUT/POST /v1/jobs and /v1/job/:id: Nomad's JobRegisterRequest -> JobRegisterResponse.

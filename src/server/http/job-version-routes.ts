@@ -10,7 +10,7 @@ import { isClientTerminal, jobModifyIndex, jobToNomad, publicJob, specOfJob, spe
 import { jobVersions, type JobRegistration } from '../deployments/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { boolParam, queryMeta } from './job-routes.js';
+import { boolParam, queryMeta } from './job-params.js';
 import { nomadJobDiff } from './job-plan-shapes.js';
 import { nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
 import { objectBody, type RouteContext } from './route-context.js';

@@ -31,7 +31,8 @@ export function queuedAllocations(job: Job, allocs: readonly Allocation[]): Reco
 /** The summary of `job` from its allocations and children: its modify index the newest of theirs and the job's. Pure. */
 function summarize(job: Job, allocs: readonly Allocation[], children: readonly Job[]): api.JobSummary {
   let modifyIndex = job.modifyIndex;
-  for (const x of [...allocs, ...children]) modifyIndex = Math.max(modifyIndex, x.modifyIndex);
+  for (const a of allocs) if (a.modifyIndex > modifyIndex) modifyIndex = a.modifyIndex;
+  for (const c of children) if (c.modifyIndex > modifyIndex) modifyIndex = c.modifyIndex;
   return jobSummary(job, allocs, { queued: queuedAllocations(job, allocs), children, modifyIndex });
 }
 
@@ -46,32 +47,38 @@ export function jobSummaryIn(reader: StateReader, namespace: string, jobId: stri
 
 /**
  * The summaries of `jobs` (all from `reader`), counted in one pass over the
- * allocations and one over the jobs, keyed by `rowKey(namespace, id)`.
+ * allocations and one over the jobs, keyed by namespace, then job ID.
  * Never blocks.
  */
-export function jobSummariesIn(reader: StateReader, jobs: readonly Job[]): Map<string, api.JobSummary> {
-  const counted = new Map<string, { allocs: Allocation[]; children: Job[] }>();
-  for (const j of jobs) counted.set(rowKey(j.namespace, j.id), { allocs: [], children: [] });
-  if (counted.size === 0) return new Map();
+export function jobSummariesIn(reader: StateReader, jobs: readonly Job[]): Map<string, Map<string, api.JobSummary>> {
+  type Counted = { job: Job; allocs: Allocation[]; children: Job[] };
+  // Namespace -> job ID -> what is counted (plain maps: no row keys built per allocation).
+  const counted = new Map<string, Map<string, Counted>>();
+  for (const j of jobs) {
+    let ns = counted.get(j.namespace);
+    if (!ns) counted.set(j.namespace, (ns = new Map()));
+    ns.set(j.id, { job: j, allocs: [], children: [] });
+  }
+  if (jobs.length === 0) return new Map();
   reader.list('allocations', {
     filter: (a) => {
-      counted.get(rowKey(a.namespace, a.jobId))?.allocs.push(a);
+      counted.get(a.namespace)?.get(a.jobId)?.allocs.push(a);
       return false;
     },
   });
   if (jobs.some((j) => j.periodic || j.parameterized)) {
     reader.list('jobs', {
       filter: (j) => {
-        if (j.parentId !== undefined) counted.get(rowKey(j.namespace, j.parentId))?.children.push(j);
+        if (j.parentId !== undefined) counted.get(j.namespace)?.get(j.parentId)?.children.push(j);
         return false;
       },
     });
   }
-  const out = new Map<string, api.JobSummary>();
-  for (const j of jobs) {
-    const key = rowKey(j.namespace, j.id);
-    const c = counted.get(key) as { allocs: Allocation[]; children: Job[] };
-    out.set(key, summarize(j, c.allocs, c.children));
+  const out = new Map<string, Map<string, api.JobSummary>>();
+  for (const [ns, byId] of counted) {
+    const sums = new Map<string, api.JobSummary>();
+    for (const [id, c] of byId) sums.set(id, summarize(c.job, c.allocs, c.children));
+    out.set(ns, sums);
   }
   return out;
 }
