@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { PlanAnnotations } from './job-plan.js';
 import { Resources } from './resources.js';
-import { float, int, list, map, nanos, ptr, time, uint } from './_go.js';
+import { float, int, int64, list, map, nanos, ptr, time, uint } from './_go.js';
 
 /** How the scheduler scored one node. */
 export const NodeScoreMeta = z.strictObject({
@@ -56,8 +56,8 @@ export const EvaluationStub = z.strictObject({
   BlockedEval: z.string(),
   CreateIndex: uint,
   ModifyIndex: uint,
-  CreateTime: int,
-  ModifyTime: int,
+  CreateTime: int64,
+  ModifyTime: int64,
 });
 export type EvaluationStub = z.infer<typeof EvaluationStub>;
 
@@ -92,7 +92,7 @@ export const Evaluation = z.strictObject({
   SnapshotIndex: uint,
   CreateIndex: uint,
   ModifyIndex: uint,
-  CreateTime: int,
-  ModifyTime: int,
+  CreateTime: int64,
+  ModifyTime: int64,
 });
 export type Evaluation = z.infer<typeof Evaluation>;
