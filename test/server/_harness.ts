@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, type Clock, type Logger } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { Evaluation, Job } from '../../src/structs/index.js';
+import type * as api from '../../src/api/index.js';
+import type { Evaluation } from '../../src/structs/index.js';
+import { registration } from '../support/nomad-jobs.js';
 
 export const TOKENS = {
   management: 'mgmt-token-0123456789',
@@ -32,14 +34,16 @@ export interface Harness {
   url: string;
   dir: string;
   clock: Clock;
-  call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null }): Promise<Answer<T>>;
+  /** One request; `json` asks for errors as Berth's JSON envelope (`accept: application/json`), else Nomad's plain text. */
+  call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null; json?: boolean }): Promise<Answer<T>>;
   /**
-   * POSTs a job (`POST /v1/jobs`, or `path`) and, when it was accepted,
-   * follows its evaluation with blocking reads until the scheduler ran it (as
-   * `job run` does: the API answers before scheduling). The answer's
-   * `evaluation` is the evaluation as it ended.
+   * Registers a job given as a canonical spec (`{ job: spec }`, as Nomad's
+   * Job JSON: PUT /v1/jobs, or `path`) and, when it was accepted, follows
+   * its evaluation with blocking reads until the scheduler ran it (as `job
+   * run` does: the API answers before scheduling). The answer is the
+   * JobRegisterResponse with `evaluation`, the evaluation as it ended.
    */
-  submit<T = { evaluation: Evaluation; job: Job }>(body: unknown, opts?: { path?: string; token?: string | null }): Promise<Answer<T>>;
+  submit(body: { job: Record<string, unknown> }, opts?: { path?: string; token?: string | null }): Promise<Answer<api.JobRegisterResponse & { evaluation?: Evaluation }>>;
   /** The evaluation once it left `pending`, waited for with blocking reads. */
   settled(evalId: string): Promise<Evaluation>;
   close(): Promise<void>;
@@ -63,8 +67,8 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
     url,
     dir,
     clock,
-    async call<T>(method: string, path: string, o: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
-      const headers: Record<string, string> = {};
+    async call<T>(method: string, path: string, o: { body?: unknown; token?: string | null; json?: boolean } = {}): Promise<Answer<T>> {
+      const headers: Record<string, string> = o.json ? { accept: 'application/json' } : {};
       const token = o.token === undefined ? TOKENS.management : o.token;
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
       if (o.body !== undefined) headers['content-type'] = 'application/json';
@@ -78,10 +82,10 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
       }
       return { status: res.status, body: body as T, headers: res.headers, text };
     },
-    async submit<T>(body: unknown, o: { path?: string; token?: string | null } = {}): Promise<Answer<T>> {
-      const res = await h.call<{ evaluation?: Evaluation }>('POST', o.path ?? '/v1/jobs', { body, ...(o.token !== undefined ? { token: o.token } : {}) });
-      if (res.status !== 200 || !res.body.evaluation) return res as Answer<T>;
-      return { ...res, body: { ...res.body, evaluation: await h.settled(res.body.evaluation.id) } as T };
+    async submit(body: { job: Record<string, unknown> }, o: { path?: string; token?: string | null } = {}) {
+      const res = await h.call<api.JobRegisterResponse>('PUT', o.path ?? '/v1/jobs', { body: registration(body.job), ...(o.token !== undefined ? { token: o.token } : {}) });
+      if (res.status !== 200 || !res.body.EvalID) return res;
+      return { ...res, body: { ...res.body, evaluation: await h.settled(res.body.EvalID) } };
     },
     async settled(evalId: string): Promise<Evaluation> {
       let index = 0;
@@ -89,7 +93,7 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
         const res = await h.call<Evaluation>('GET', `/v1/evaluation/${evalId}${index ? `?index=${index}&wait=30s` : ''}`);
         if (res.status !== 200) throw new Error(`evaluation ${evalId}: ${res.status} ${res.text}`);
         if (res.body.status !== 'pending') return res.body;
-        index = Number(res.headers.get('x-berth-index'));
+        index = Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index'));
       }
     },
     async close() {

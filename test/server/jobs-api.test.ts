@@ -77,12 +77,12 @@ describe("the jobs routes answer in Nomad's shapes", () => {
     (vault.TaskGroups?.[0]?.Tasks?.[0] as api.Task).Vault = { Policies: ['x'] } as api.Task['Vault'];
     const res = await h.call<{ code: string; details: { problems: Array<{ path: string }> } }>('PUT', '/v1/jobs', { body: { Job: { ...vault, ID: 'vaulted' } } });
     assert.equal(res.status, 400);
-    assert.match(res.text, /TaskGroups\[0\]\.Tasks\[0\]\.Vault/);
+    assert.match(res.text, /^job is invalid: Job\.TaskGroups\[0\]\.Tasks\[0\]\.Vault: /);
     const bad = nomadJob({ id: 'bad', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
     (bad.TaskGroups?.[0] as api.TaskGroup).Count = -1;
     const neg = await refused('PUT', '/v1/jobs', { Job: bad });
     assert.equal(neg.status, 400);
-    assert.match(neg.text, /TaskGroups\[0\]\.Count/, 'a problem of the spec is named at its Nomad path');
+    assert.match(neg.text, /Job\.TaskGroups\[0\]\.Count/, 'a problem of the spec is named at its Nomad path');
     assert.deepEqual(await refused('GET', '/v1/job/nowhere'), { status: 404, text: 'job not found' });
   });
 

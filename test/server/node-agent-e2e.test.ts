@@ -12,11 +12,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
+import type { JobRegisterResponse } from '../../src/api/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
+import { registration } from '../support/nomad-jobs.js';
 import { createLogger, systemClock } from '../../src/lib/index.js';
 import type { NodeConnections } from '../../src/server/noderpc/index.js';
 import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
-import type { Allocation, Evaluation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
+import type { Allocation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
 
@@ -53,7 +55,7 @@ function socketBridge(socket: () => WebSocket): { connections: NodeConnections; 
   return { connections, deliver: (msg) => transport?.send(msg) };
 }
 
-async function call<T>(method: string, path: string, opts: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
+async function call<T>(method: string, path: string, opts: { body?: unknown; token?: string | null; json?: boolean } = {}): Promise<Answer<T>> {
   const res = await h.call<T>(method, path, opts);
   if (/\/claim(\?|$)/.test(path) && opts.token === TOKENS.node) nodeClaimAnswers.push(res.text);
   else seen.push(res.text);
@@ -132,14 +134,14 @@ describe('server with a fake node agent over the real HTTP API', () => {
 
     // Registering a volume the plugin does not have fails with the plugin's answer, as an error envelope.
     const missing = await call<{ code: string }>('PUT', '/v1/volume/csi/ghost', {
+      json: true,
       body: { pluginId: 'fake', externalId: 'no-such-volume', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] },
     });
     assert.ok(missing.status >= 400 && missing.status < 500, missing.text);
     assert.equal(typeof missing.body.code, 'string');
 
-    const job = await call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
-      body: {
-        job: {
+    const job = await call<JobRegisterResponse>('PUT', '/v1/jobs', {
+      body: registration({
           id: 'db',
           groups: [
             {
@@ -148,11 +150,10 @@ describe('server with a fake node agent over the real HTTP API', () => {
               tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
             },
           ],
-        },
-      },
+      }),
     });
     assert.equal(job.status, 200, job.text);
-    assert.equal((await h.settled(job.body.evaluation.id)).status, 'complete');
+    assert.equal((await h.settled(job.body.EvalID)).status, 'complete');
     // The node itself gets the job's mount flags (it mounts with them); nobody else does.
     const allocs = await h.call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.node });
     assert.equal(allocs.body.length, 1);

@@ -21,6 +21,7 @@ import {
   specToNomadJob,
   type Allocation,
   type Evaluation,
+  type JobPlan,
   type JobProblem,
   type JobSpec,
 } from '../../structs/index.js';
@@ -62,7 +63,7 @@ function jobNamespace(req: FastifyRequest, body: Record<string, unknown>, job: R
 
 /**
  * A problem at a canonical path (`groups[0].count`) at its Nomad path
- * (`TaskGroups[0].Count`): the deepest translated field it is in, the rest
+ * (`Job.TaskGroups[0].Count`): the deepest translated field it is in, the rest
  * of the path kept.
  */
 function atNomadPath(p: JobProblem, origins: ReadonlyMap<string, string>): JobProblem {
@@ -74,20 +75,32 @@ function atNomadPath(p: JobProblem, origins: ReadonlyMap<string, string>): JobPr
   return p;
 }
 
+/** A job read from Nomad's Job JSON, and where each of its canonical paths came from. */
+interface ReadJob {
+  spec: JobSpec;
+  /** Canonical path -> Nomad path in the request body (`Job.TaskGroups[0].Count`). */
+  origins: ReadonlyMap<string, string>;
+}
+
 /**
  * Nomad's Job JSON -> Berth's checked spec in `namespace`. Throws
  * JobValidationError (400) listing every problem at its Nomad path: a field
  * Berth does not support, or the spec's own problems.
  */
-export function specOfNomadJob(job: Record<string, unknown>, namespace: string): JobSpec {
-  const t = nomadJobToSpec(job);
+export function specOfNomadJob(job: Record<string, unknown>, namespace: string): ReadJob {
+  // Read as the body holds it, so that paths name the field in the body: `Job.TaskGroups[0].Count`.
+  const t = nomadJobToSpec({ Job: job });
   if (t.problems.length) throw new JobValidationError(t.problems);
   try {
-    return parseJobSpec({ ...t.input, namespace });
+    return { spec: parseJobSpec({ ...t.input, namespace }), origins: t.origins };
   } catch (err) {
-    if (err instanceof JobValidationError) throw new JobValidationError(err.problems.map((p) => atNomadPath(p, t.origins)));
-    throw err;
+    throw atNomadPaths(err, t.origins);
   }
+}
+
+/** A JobValidationError with its problems at their Nomad paths (what the state refused: unknown volumes, a plugin ID taken); anything else as it is. */
+function atNomadPaths(err: unknown, origins: ReadonlyMap<string, string>): unknown {
+  return err instanceof JobValidationError ? new JobValidationError(err.problems.map((p) => atNomadPath(p, origins))) : err;
 }
 
 /** The `Job` of a request body; ApiError INVALID (Nomad's words) when there is none or it has no ID, or not the path's. */
@@ -121,14 +134,16 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
   const register = async (req: FastifyRequest, reply: FastifyReply, idFromPath?: string): Promise<api.JobRegisterResponse> => {
     const body = objectBody(req.body);
     const job = requestJob(body, idFromPath, { noId: "Job ID hasn't been provided", mismatch: 'Job ID does not match name' });
-    const spec = specOfNomadJob(job, jobNamespace(req, body, job));
+    const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
     let checkIndex: number | undefined;
     if (body['EnforceIndex'] === true) {
       const raw = body['JobModifyIndex'] ?? 0;
       if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw new ApiError('INVALID', 'JobModifyIndex must be a job modify index (a whole number, 0 for a new job)', { field: 'JobModifyIndex' });
       checkIndex = raw;
     }
-    const out = await jobs.register(spec, checkIndex === undefined ? {} : { checkIndex });
+    const out = await jobs.register(spec, checkIndex === undefined ? {} : { checkIndex }).catch((err: unknown) => {
+      throw atNomadPaths(err, origins);
+    });
     setIndexHeaders(ctx, reply, out.index);
     return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
   };
@@ -182,10 +197,15 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
   const plan = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply): Promise<api.JobPlanResponse> => {
     const body = objectBody(req.body);
     const job = requestJob(body, req.params.id, { noId: 'Job must have a valid ID', mismatch: 'Job ID does not match' });
-    const spec = specOfNomadJob(job, jobNamespace(req, body, job));
+    const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
     const snap = store.snapshot();
     const prev = snap.get('jobs', rowKey(spec.namespace, spec.id));
-    const result = jobs.plan(spec);
+    let result: JobPlan;
+    try {
+      result = jobs.plan(spec);
+    } catch (err) {
+      throw atNomadPaths(err, origins);
+    }
     const p = spec.periodic;
     const next = p?.enabled ? nextLaunch([...(p.cron ? [p.cron] : []), ...(p.crons ?? [])], p.timeZone, Date.now()) : undefined;
     setIndexHeaders(ctx, reply, snap.index);
@@ -207,8 +227,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     if (!isObj(job)) throw new ApiError('INVALID', 'Job must be specified', { field: 'Job' });
     let problems: JobProblem[] = [];
     try {
-      const spec = specOfNomadJob(job, jobNamespace(req, body, job));
-      problems = problemsAgainstState(spec, store.snapshot());
+      const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
+      problems = problemsAgainstState(spec, store.snapshot()).map((p) => atNomadPath(p, origins));
     } catch (err) {
       if (!(err instanceof JobValidationError)) throw err;
       problems = err.problems;
