@@ -180,6 +180,20 @@ export function nomadJobDiff(old: api.Job | undefined, now: api.Job, updates: Re
   return { Type: type, ID: now.ID ?? '', Fields: orNull(fields), Objects: orNull(objects), TaskGroups: orNull(groups) };
 }
 
+/** A group's diff's Updates, from its DesiredUpdates as Nomad's annotateTaskGroup names them; kinds with none left out. */
+function groupUpdates(u: api.DesiredUpdates): Record<string, number> {
+  const named: Array<[string, number]> = [
+    ['ignore', u.Ignore],
+    ['create', u.Place],
+    ['migrate', u.Migrate],
+    ['destroy', u.Stop],
+    ['in-place update', u.InPlaceUpdate],
+    ['create/destroy update', u.DestructiveUpdate],
+    ['canary', u.Canary],
+  ];
+  return Object.fromEntries(named.filter(([, n]) => n > 0));
+}
+
 /** An empty count of the scheduler's decisions for one group. */
 function noUpdates(): api.DesiredUpdates {
   return { Ignore: 0, Place: 0, Migrate: 0, Stop: 0, InPlaceUpdate: 0, DestructiveUpdate: 0, Canary: 0, Preemptions: 0, Disconnect: 0, Reconnect: 0, RescheduleNow: 0, RescheduleLater: 0 };
@@ -230,13 +244,14 @@ export function planResponse(plan: JobPlan, old: api.Job | undefined, now: api.J
   const updates = new Map<string, Record<string, number>>();
   for (const g of plan.diff.groups) {
     const u = noUpdates();
-    u.Place = g.updates['create'] ?? 0;
+    // What the scheduler wants to place, as Nomad counts it: those it could not place too (FailedTGAllocs says why).
+    u.Place = (g.updates['create'] ?? 0) + (plan.failedPlacements[g.name]?.unplaced ?? 0);
     u.Stop = g.updates['destroy'] ?? 0;
     u.InPlaceUpdate = g.updates['in-place update'] ?? 0;
     u.Ignore = g.updates['ignore'] ?? 0;
     // A group the plan removes has no diff group of its own in Berth's plan when nothing of it runs.
     if (now.TaskGroups?.some((t) => t.Name === g.name) || Object.keys(g.updates).length) desired[g.name] = u;
-    updates.set(g.name, g.updates);
+    updates.set(g.name, groupUpdates(u));
   }
   for (const t of now.TaskGroups ?? []) desired[t.Name ?? ''] ??= noUpdates();
   const failed = Object.entries(plan.failedPlacements);

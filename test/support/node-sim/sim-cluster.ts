@@ -101,12 +101,13 @@ export class SimCluster {
     const s = via ?? (this.processes.live()[0] as ServerProc);
     const res = await fetch(s.url + p, {
       method,
-      headers: { authorization: `Bearer ${this.processes.mgmt}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      // Errors as JSON: whether one may be retried is in its details.
+      headers: { authorization: `Bearer ${this.processes.mgmt}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${p} on ${s.name}: ${res.status} ${text.slice(0, 500)}`);
-    return { index: Number(res.headers.get('x-berth-index') ?? 0), body: JSON.parse(text) as T };
+    return { index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0), body: JSON.parse(text) as T };
   }
 
   /**
