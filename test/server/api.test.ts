@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type * as nomad from '../../src/api/index.js';
-import type { Allocation, Job, Node } from '../../src/structs/index.js';
+import type { Allocation, Evaluation, Job, Node } from '../../src/structs/index.js';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
