@@ -8,3 +8,16 @@
 // on Nomad's shapes or shapes of its own, each marked where it is defined.
 //
 // Each route family has its own file; this door lists what each exports.
+
+export { AllocationMetric, NodeScoreMeta, isPlacementReason } from './alloc-metric.js';
+export { EVAL_STATUSES, GO_ZERO_TIME, Evaluation, EvaluationStub } from './evaluations.js';
+export {
+  DEPLOYMENT_STATUSES,
+  Deployment,
+  DeploymentState,
+  DeploymentUpdateResponse,
+  DeploymentPromoteRequest,
+  DeploymentPauseRequest,
+  DeploymentFailRequest,
+  DeploymentAllocHealthRequest,
+} from './deployments.js';
