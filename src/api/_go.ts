@@ -10,8 +10,6 @@ import { z } from 'zod';
 export const int = z.number().int();
 /** Go's uint8, uint64...: not negative. */
 export const uint = z.number().int().nonnegative();
-/** Go's float64. */
-export const float = z.number();
 /**
  * Go's int64 where values pass 2^53: nanoseconds since the epoch
  * (1.7e18 today) and long durations. Any whole number: JSON carries the

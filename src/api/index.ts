@@ -9,6 +9,19 @@
 //
 // Each route family has its own file; this door lists what each exports.
 
+export { AllocationMetric, NodeScoreMeta, isPlacementReason } from './alloc-metric.js';
+export { EVAL_STATUSES, GO_ZERO_TIME, Evaluation, EvaluationStub } from './evaluations.js';
+export {
+  DEPLOYMENT_STATUSES,
+  Deployment,
+  DeploymentState,
+  DeploymentUpdateResponse,
+  DeploymentPromoteRequest,
+  DeploymentPauseRequest,
+  DeploymentFailRequest,
+  DeploymentAllocHealthRequest,
+} from './deployments.js';
+
 // Jobs (src/api/jobs.ts and the files it is built from): the Job, its task
 // groups, tasks and their blocks, services, resources, placement rules, and
 // the job routes' bodies. Berth's own fields are `Berth...`.
@@ -70,7 +83,6 @@ export {
 export { Task, TaskGroup } from './job-tasks.js';
 export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, TaskGroupScaleStatus } from './scaling.js';
 export { DesiredUpdates, FieldDiff, JobDiff, ObjectDiff, PlanAnnotations, TaskDiff, TaskGroupDiff } from './job-plan.js';
-export { AllocationMetric, Evaluation, EvaluationStub, NodeScoreMeta } from './evaluations.js';
 export {
   BerthPlannedPlacement,
   BerthPlannedStop,

@@ -17,7 +17,8 @@
 
 import { z } from 'zod';
 import { Affinity, Constraint, Spread } from './constraints.js';
-import { Evaluation, AllocationMetric } from './evaluations.js';
+import { AllocationMetric } from './alloc-metric.js';
+import { Evaluation } from './evaluations.js';
 import { JobDiff, PlanAnnotations } from './job-plan.js';
 import { MigrateStrategy, ReschedulePolicy, UpdateStrategy } from './job-task-blocks.js';
 import { TaskGroup } from './job-tasks.js';

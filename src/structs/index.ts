@@ -133,7 +133,7 @@ export {
   BUILTIN_DRIVER_CONFIG_SCHEMAS,
   type DriverConfigSchema,
 } from './task-config.js';
-export { atNomadPaths, nanosToDuration, type NomadTranslation } from './nomad-table.js';
+export { atNomadPaths, fromNomadPaths, nanosToDuration, type NomadTranslation } from './nomad-table.js';
 export { nomadVolumeToSpec, isNomadVolumeJson } from './nomad-json.js';
 // Nomad's Job JSON <-> the canonical job spec (both ways, by one table), and a stored job as Nomad's answers.
 export { nomadJobToSpec, isNomadJobJson, specToNomadJob, type NomadJobOptions } from './nomad-job.js';

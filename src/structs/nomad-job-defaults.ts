@@ -25,6 +25,20 @@ const SECOND = 1_000_000_000;
 const DEFAULT_MIGRATE = { MaxParallel: 1, HealthCheck: 'checks', MinHealthyTime: 10 * SECOND, HealthyDeadline: 300 * SECOND };
 const DEFAULT_EPHEMERAL_DISK = { Sticky: false, Migrate: false, SizeMB: 300 };
 const REQUIRE_HEALTHY = 'require_healthy';
+const SERVER_ZEROS: ReadonlyArray<[string, unknown]> = [
+  ['Stop', false],
+  ['ParentID', ''],
+  ['ConsulNamespace', ''],
+  ['VaultNamespace', ''],
+  ['NomadTokenID', ''],
+  ['Status', ''],
+  ['StatusDescription', ''],
+  ['Stable', false],
+  ['Version', 0],
+  ['CreateIndex', 0],
+  ['ModifyIndex', 0],
+  ['JobModifyIndex', 0],
+];
 
 const unset = (v: unknown): boolean => v === null || v === undefined || v === '';
 
@@ -52,6 +66,8 @@ export function nomadJobDefaults(job: Obj, mode: DefaultsMode): void {
   const jobName = text(job['Name']) ?? id;
   implied(job, 'AllAtOnce', false, mode);
   implied(job, 'NodePool', 'default', mode);
+  // The server's fields, zero until the server sets them (read, they are dropped anyway).
+  for (const [key, zero] of SERVER_ZEROS) implied(job, key, zero, mode);
   if (isObject(job['Periodic'])) {
     implied(job['Periodic'], 'Spec', '', mode);
     implied(job['Periodic'], 'Specs', [], mode);

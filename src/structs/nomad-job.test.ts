@@ -11,7 +11,7 @@ import type { Allocation } from './allocation.js';
 import { parseJobSpec, publicJob, specOfJob, JobValidationError, type Job } from './job.js';
 import { nomadJobToSpec, specToNomadJob } from './nomad-job.js';
 import { jobListStub, jobSummary, jobToNomad } from './nomad-job-stored.js';
-import { atNomadPaths } from './nomad-table.js';
+import { atNomadPaths, fromNomadPaths } from './nomad-table.js';
 
 const SPEC = parseJobSpec({
   id: 'web',
@@ -101,6 +101,8 @@ describe('reading Nomad job JSON', () => {
     assert.ok(err instanceof JobValidationError);
     assert.deepEqual(atNomadPaths(t, err.problems).map((p) => p.path).sort(), ['Job.TaskGroups[0].Count', 'Job.TaskGroups[0].Services[0].Provider']);
     assert.deepEqual(atNomadPaths(t, [{ path: 'groups[0].tasks[0].config.command', message: 'is required' }]), [{ path: 'Job.TaskGroups[0].Tasks[0].Config.command', message: 'is required' }]);
+    // And back: a server's problem at a Nomad path, at the canonical path a job file locates.
+    assert.deepEqual(fromNomadPaths(t, [{ path: 'Job.TaskGroups[0].Tasks[0].VolumeMounts[0].Volume', message: 'x' }]), [{ path: 'groups[0].tasks[0].volumeMounts[0].volume', message: 'x' }]);
     assert.deepEqual(atNomadPaths(nomadJobToSpec(job as unknown as Record<string, unknown>), [{ path: 'groups[0].count', message: 'x' }]), [{ path: 'TaskGroups[0].Count', message: 'x' }], 'a bare job object has bare paths');
   });
 

@@ -212,15 +212,28 @@ export function readNomad(raw: Record<string, unknown>, table: Table, prefix: Pr
  * path has it. What a route answers a Nomad client with. Pure.
  */
 export function atNomadPaths(t: Pick<NomadTranslation, 'origins'>, problems: readonly JobProblem[]): JobProblem[] {
-  return problems.map((p) => ({ ...p, path: nomadPathOf(t.origins, p.path) }));
+  return problems.map((p) => ({ ...p, path: mapPath(t.origins, p.path) }));
 }
 
-function nomadPathOf(origins: ReadonlyMap<string, string>, path: string): string {
+/**
+ * The inverse of atNomadPaths: problems at Nomad paths (a server's answer
+ * to the Nomad JSON a client sent) at the canonical paths of the job they
+ * were written from, which a job file can locate. `t` is the translation of
+ * what was sent (`nomadJobToSpec(sent)`). Pure.
+ */
+export function fromNomadPaths(t: Pick<NomadTranslation, 'origins'>, problems: readonly JobProblem[]): JobProblem[] {
+  const canonical = new Map<string, string>();
+  for (const [canon, nomad] of t.origins) if (!canonical.has(nomad)) canonical.set(nomad, canon);
+  return problems.map((p) => ({ ...p, path: mapPath(canonical, p.path) }));
+}
+
+/** `path` through `map`: its nearest ancestor found there, the rest as it is. */
+function mapPath(map: ReadonlyMap<string, string>, path: string): string {
   for (let p = path; ; ) {
-    const origin = origins.get(p);
-    if (origin !== undefined) {
+    const to = map.get(p);
+    if (to !== undefined) {
       const rest = path.slice(p.length);
-      return origin ? origin + rest : rest.replace(/^\./, '');
+      return to ? to + rest : rest.replace(/^\./, '');
     }
     if (!p) return path;
     const cut = Math.max(p.lastIndexOf('.'), p.lastIndexOf('['));

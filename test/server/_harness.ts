@@ -34,8 +34,8 @@ export interface Harness {
   url: string;
   dir: string;
   clock: Clock;
-  /** One request; `json` asks for errors as Berth's JSON envelope (`accept: application/json`), else Nomad's plain text. */
-  call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null; json?: boolean }): Promise<Answer<T>>;
+  /** An API call; errors come as `{ code, message, details }` (the harness accepts JSON) unless `accept` says otherwise. */
+  call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null; accept?: string | null }): Promise<Answer<T>>;
   /**
    * Registers a job given as a canonical spec (`{ job: spec }`, as Nomad's
    * Job JSON: PUT /v1/jobs, or `path`) and, when it was accepted, follows
@@ -67,8 +67,10 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
     url,
     dir,
     clock,
-    async call<T>(method: string, path: string, o: { body?: unknown; token?: string | null; json?: boolean } = {}): Promise<Answer<T>> {
-      const headers: Record<string, string> = o.json ? { accept: 'application/json' } : {};
+    async call<T>(method: string, path: string, o: { body?: unknown; token?: string | null; accept?: string | null } = {}): Promise<Answer<T>> {
+      const headers: Record<string, string> = {};
+      const accept = o.accept === undefined ? 'application/json' : o.accept;
+      if (accept !== null) headers['accept'] = accept;
       const token = o.token === undefined ? TOKENS.management : o.token;
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
       if (o.body !== undefined) headers['content-type'] = 'application/json';

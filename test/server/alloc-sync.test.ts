@@ -117,10 +117,10 @@ describe('incremental allocation sync', () => {
   });
 
   it('names the node that is not known, and refuses a malformed pull with the field', async () => {
-    const unknown = await h.call<{ code: string }>('GET', '/v1/node/nobody/allocation-indexes', { token: TOKENS.node, json: true });
+    const unknown = await h.call<{ code: string }>('GET', '/v1/node/nobody/allocation-indexes', { token: TOKENS.node });
     assert.equal(unknown.status, 404);
     assert.match((unknown.body as unknown as { message: string }).message, /node "nobody" not found/);
-    const bad = await h.call<{ code: string; details: { field: string } }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.node, body: { ids: 'all' }, json: true });
+    const bad = await h.call<{ code: string; details: { field: string } }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.node, body: { ids: 'all' } });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.details.field, 'ids');
     const held = await h.call<{ details: { field: string } }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.node, body: { ids: [], heldJobs: [{ id: 'web' }] } });

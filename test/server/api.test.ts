@@ -27,14 +27,14 @@ const webJob = (count = 2) => ({
 
 describe('HTTP API', () => {
   it('tells a missing token (401) from a token without the role (403)', async () => {
-    const none = await h.call('GET', '/v1/jobs', { token: null, json: true });
+    const none = await h.call('GET', '/v1/jobs', { token: null });
     assert.equal(none.status, 401);
     assert.deepEqual(Object.keys(none.body as object).sort(), ['code', 'details', 'message']);
     assert.equal((none.body as { code: string }).code, 'UNAUTHENTICATED');
     assert.equal((await h.call('GET', '/v1/jobs', { token: 'wrong-token-xxxxxxxx' })).status, 401);
 
     assert.equal((await h.call('GET', '/v1/jobs', { token: TOKENS.readOnly })).status, 200);
-    const roWrite = await h.call('PUT', '/v1/jobs', { token: TOKENS.readOnly, body: registration(webJob().job), json: true });
+    const roWrite = await h.call('PUT', '/v1/jobs', { token: TOKENS.readOnly, body: registration(webJob().job) });
     assert.equal(roWrite.status, 403);
     assert.equal((roWrite.body as { code: string }).code, 'FORBIDDEN');
     assert.equal((await h.call('GET', '/v1/jobs', { token: TOKENS.node })).status, 403, 'node tokens read only their own endpoints');
@@ -45,7 +45,7 @@ describe('HTTP API', () => {
   it('answers validation errors with 400 and every problem with its path', async () => {
     const bad = nomadJob({ id: 'bad', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
     (bad.TaskGroups![0]!.Tasks![0] as nomad.Task).VolumeMounts = [{ Volume: 'x', Destination: 'rel' } as nomad.VolumeMount];
-    const res = await h.call<{ code: string; message: string; details: { problems: Array<{ path: string }> } }>('PUT', '/v1/jobs', { body: { Job: bad }, json: true });
+    const res = await h.call<{ code: string; message: string; details: { problems: Array<{ path: string }> } }>('PUT', '/v1/jobs', { body: { Job: bad } });
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'INVALID');
     // Each at its path in the body, in Nomad's names.
@@ -201,7 +201,7 @@ describe('HTTP API', () => {
     });
     assert.equal((await h.call('PUT', '/v1/jobs', { body: registration(pluginJob('plugin-a').job) })).status, 200);
     assert.equal((await h.call('PUT', '/v1/jobs', { body: registration(pluginJob('plugin-a').job) })).status, 200, 'the same job again is an update');
-    const second = await h.call<{ code: string; details: { problems: Array<{ path: string; message: string }> } }>('PUT', '/v1/jobs', { body: registration(pluginJob('plugin-b').job), json: true });
+    const second = await h.call<{ code: string; details: { problems: Array<{ path: string; message: string }> } }>('PUT', '/v1/jobs', { body: registration(pluginJob('plugin-b').job) });
     assert.equal(second.status, 400);
     assert.deepEqual(second.body.details.problems, [
       {
@@ -220,9 +220,9 @@ describe('HTTP API', () => {
     const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
     assert.ok(allocs.body.every((a) => a.desiredStatus === 'stop'));
     assert.equal((await h.call('DELETE', '/v1/job/web?purge=true')).status, 200);
-    const gone = await h.call('GET', '/v1/job/web');
+    const gone = await h.call('GET', '/v1/job/web', { accept: null });
     assert.equal(gone.status, 404);
-    assert.equal(gone.text, 'job not found');
+    assert.equal(gone.text, 'job not found', "Nomad's words, as plain text");
   });
 
   it('collects garbage now on PUT /v1/system/gc, for management tokens only, and says what it collected', async () => {

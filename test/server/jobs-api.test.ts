@@ -28,9 +28,9 @@ async function ok<T>(schema: z.ZodType<T>, method: string, path: string, body?: 
   return { body: schema.parse(res.body), index: Number(res.headers.get('x-nomad-index')) };
 }
 
-/** A refused call: its status and Nomad's plain-text message. */
+/** A refused call: its status and Nomad's plain-text message (the answer to a client that does not ask for JSON). */
 async function refused(method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const res = await h.call(method, path, body === undefined ? {} : { body });
+  const res = await h.call(method, path, body === undefined ? { accept: null } : { body, accept: null });
   assert.notEqual(res.status, 200, `${method} ${path} was accepted`);
   return { status: res.status, text: res.text };
 }
@@ -75,9 +75,11 @@ describe("the jobs routes answer in Nomad's shapes", () => {
     assert.deepEqual(await refused('POST', '/v1/job/other', { Job: web() }), { status: 400, text: 'Job ID does not match name' });
     const vault = web();
     (vault.TaskGroups?.[0]?.Tasks?.[0] as api.Task).Vault = { Policies: ['x'] } as api.Task['Vault'];
-    const res = await h.call<{ code: string; details: { problems: Array<{ path: string }> } }>('PUT', '/v1/jobs', { body: { Job: { ...vault, ID: 'vaulted' } } });
+    const res = await h.call<{ code: string; message: string; details: { problems: Array<{ path: string }> } }>('PUT', '/v1/jobs', { body: { Job: { ...vault, ID: 'vaulted' } } });
     assert.equal(res.status, 400);
-    assert.match(res.text, /^job is invalid: Job\.TaskGroups\[0\]\.Tasks\[0\]\.Vault: /);
+    assert.equal(res.body.code, 'INVALID');
+    assert.match(res.body.message, /^job is invalid: Job\.TaskGroups\[0\]\.Tasks\[0\]\.Vault: /);
+    assert.deepEqual(res.body.details.problems.map((p) => p.path), ['Job.TaskGroups[0].Tasks[0].Vault'], 'Berth\'s JSON error names the path, for a client to locate');
     const bad = nomadJob({ id: 'bad', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
     (bad.TaskGroups?.[0] as api.TaskGroup).Count = -1;
     const neg = await refused('PUT', '/v1/jobs', { Job: bad });

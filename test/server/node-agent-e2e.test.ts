@@ -55,7 +55,7 @@ function socketBridge(socket: () => WebSocket): { connections: NodeConnections; 
   return { connections, deliver: (msg) => transport?.send(msg) };
 }
 
-async function call<T>(method: string, path: string, opts: { body?: unknown; token?: string | null; json?: boolean } = {}): Promise<Answer<T>> {
+async function call<T>(method: string, path: string, opts: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
   const res = await h.call<T>(method, path, opts);
   if (/\/claim(\?|$)/.test(path) && opts.token === TOKENS.node) nodeClaimAnswers.push(res.text);
   else seen.push(res.text);
@@ -134,7 +134,6 @@ describe('server with a fake node agent over the real HTTP API', () => {
 
     // Registering a volume the plugin does not have fails with the plugin's answer, as an error envelope.
     const missing = await call<{ code: string }>('PUT', '/v1/volume/csi/ghost', {
-      json: true,
       body: { pluginId: 'fake', externalId: 'no-such-volume', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] },
     });
     assert.ok(missing.status >= 400 && missing.status < 500, missing.text);

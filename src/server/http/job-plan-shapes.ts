@@ -4,11 +4,12 @@
 // and block names are Nomad's: `Count`, `Env[KEY]`, `Config`, `Constraint`,
 // `Task Group`'s `Updates`), the scheduler's decisions per group
 // (DesiredTGUpdates), and why placements failed (FailedTGAllocs, Nomad's
-// AllocationMetric). Nomad diffs non-contextually here: only what changed
+// AllocationMetric, as alloc-metric-shapes.ts writes it). Nomad diffs non-contextually here: only what changed
 // is listed (a new job lists every field it sets).
 
 import type * as api from '../../api/index.js';
-import type { JobPlan, PlacementFailure } from '../../structs/index.js';
+import type { JobPlan } from '../../structs/index.js';
+import { failedPlacementOut } from './alloc-metric-shapes.js';
 
 type Obj = Record<string, unknown>;
 
@@ -200,41 +201,6 @@ function noUpdates(): api.DesiredUpdates {
 }
 
 /**
- * Why one group's placements failed, as Nomad's AllocationMetric: Berth's
- * reasons that are not a resource dimension are counted as filters
- * (ConstraintFiltered), as Nomad counts "missing compatible host volumes".
- */
-export function allocationMetricOf(f: PlacementFailure): api.AllocationMetric {
-  const m = f.metrics;
-  const dimensions = { ...(m?.dimensionExhausted ?? {}) };
-  const filters = { ...(m?.constraintFiltered ?? {}) };
-  for (const [reason, n] of Object.entries(f.reasons)) {
-    if (reason in dimensions || reason.startsWith('Constraint "')) continue;
-    if (reason.startsWith('exhausted ') || reason.startsWith('reached ')) dimensions[reason] = Math.max(dimensions[reason] ?? 0, n);
-    else filters[reason] = Math.max(filters[reason] ?? 0, n);
-  }
-  const nonEmpty = <T>(r: Record<string, T>): Record<string, T> | null => (Object.keys(r).length ? r : null);
-  return {
-    NodesEvaluated: f.nodesEvaluated,
-    NodesFiltered: f.nodesFiltered,
-    NodesInPool: f.nodesEvaluated,
-    NodePool: 'default',
-    NodesAvailable: m ? nonEmpty(m.nodesAvailable) : null,
-    ClassFiltered: m ? nonEmpty(m.classFiltered) : null,
-    ConstraintFiltered: nonEmpty(filters),
-    NodesExhausted: f.nodesExhausted,
-    ClassExhausted: null,
-    DimensionExhausted: nonEmpty(dimensions),
-    QuotaExhausted: null,
-    ResourcesExhausted: null,
-    Scores: null,
-    AllocationTime: 0,
-    CoalescedFailures: Math.max(0, f.unplaced - 1),
-    ScoreMetaData: m?.scoreMetaData.length ? m.scoreMetaData.map((s) => ({ NodeID: s.nodeId, Scores: s.scores, NormScore: s.normScore })) : null,
-  };
-}
-
-/**
  * Berth's plan (JobService.plan) as Nomad's JobPlanResponse: `old` and `now`
  * are the running job and the planned one in Nomad's Job shape (for the
  * diff, when `withDiff`), `nextLaunch` a periodic job's next launch (ms).
@@ -257,7 +223,7 @@ export function planResponse(plan: JobPlan, old: api.Job | undefined, now: api.J
   const failed = Object.entries(plan.failedPlacements);
   return {
     Annotations: { DesiredTGUpdates: desired, PreemptedAllocs: null },
-    FailedTGAllocs: failed.length ? Object.fromEntries(failed.map(([g, f]) => [g, allocationMetricOf(f)])) : null,
+    FailedTGAllocs: failed.length ? Object.fromEntries(failed.map(([g, f]) => [g, failedPlacementOut(f)])) : null,
     JobModifyIndex: plan.jobModifyIndex,
     CreatedEvals: null,
     Diff: opts.withDiff ? nomadJobDiff(old, now, updates) : null,

@@ -10,6 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type * as api from '../../api/index.js';
 import {
+  atNomadPaths,
   JobValidationError,
   jobModifyIndex,
   jobToNomad,
@@ -61,20 +62,6 @@ function jobNamespace(req: FastifyRequest, body: Record<string, unknown>, job: R
   return 'default';
 }
 
-/**
- * A problem at a canonical path (`groups[0].count`) at its Nomad path
- * (`Job.TaskGroups[0].Count`): the deepest translated field it is in, the rest
- * of the path kept.
- */
-function atNomadPath(p: JobProblem, origins: ReadonlyMap<string, string>): JobProblem {
-  for (let path = p.path; path; path = path.replace(/(\.[^.[]*|\[[^\]]*\])$/, '')) {
-    const nomad = origins.get(path);
-    if (nomad !== undefined) return { path: nomad + p.path.slice(path.length), message: p.message };
-    if (!/[.[]/.test(path)) break;
-  }
-  return p;
-}
-
 /** A job read from Nomad's Job JSON, and where each of its canonical paths came from. */
 interface ReadJob {
   spec: JobSpec;
@@ -94,13 +81,13 @@ export function specOfNomadJob(job: Record<string, unknown>, namespace: string):
   try {
     return { spec: parseJobSpec({ ...t.input, namespace }), origins: t.origins };
   } catch (err) {
-    throw atNomadPaths(err, t.origins);
+    throw nomadPathsOf(err, t.origins);
   }
 }
 
 /** A JobValidationError with its problems at their Nomad paths (what the state refused: unknown volumes, a plugin ID taken); anything else as it is. */
-function atNomadPaths(err: unknown, origins: ReadonlyMap<string, string>): unknown {
-  return err instanceof JobValidationError ? new JobValidationError(err.problems.map((p) => atNomadPath(p, origins))) : err;
+function nomadPathsOf(err: unknown, origins: ReadonlyMap<string, string>): unknown {
+  return err instanceof JobValidationError ? new JobValidationError(atNomadPaths({ origins }, err.problems)) : err;
 }
 
 /** The `Job` of a request body; ApiError INVALID (Nomad's words) when there is none or it has no ID, or not the path's. */
@@ -142,7 +129,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
       checkIndex = raw;
     }
     const out = await jobs.register(spec, checkIndex === undefined ? {} : { checkIndex }).catch((err: unknown) => {
-      throw atNomadPaths(err, origins);
+      throw nomadPathsOf(err, origins);
     });
     setIndexHeaders(ctx, reply, out.index);
     return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
@@ -204,7 +191,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     try {
       result = jobs.plan(spec);
     } catch (err) {
-      throw atNomadPaths(err, origins);
+      throw nomadPathsOf(err, origins);
     }
     const p = spec.periodic;
     const next = p?.enabled ? nextLaunch([...(p.cron ? [p.cron] : []), ...(p.crons ?? [])], p.timeZone, Date.now()) : undefined;
@@ -228,7 +215,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     let problems: JobProblem[] = [];
     try {
       const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
-      problems = problemsAgainstState(spec, store.snapshot()).map((p) => atNomadPath(p, origins));
+      problems = atNomadPaths({ origins }, problemsAgainstState(spec, store.snapshot()));
     } catch (err) {
       if (!(err instanceof JobValidationError)) throw err;
       problems = err.problems;
