@@ -66,7 +66,7 @@ function jobNamespace(req: FastifyRequest, body: Record<string, unknown>, job: R
 interface ReadJob {
   spec: JobSpec;
   /** Canonical path -> Nomad path in the request body (`Job.TaskGroups[0].Count`). */
-  origins: ReadonlyMap<string, string>;
+  origins: Map<string, string>;
 }
 
 /**
@@ -86,7 +86,7 @@ export function specOfNomadJob(job: Record<string, unknown>, namespace: string):
 }
 
 /** A JobValidationError with its problems at their Nomad paths (what the state refused: unknown volumes, a plugin ID taken); anything else as it is. */
-function nomadPathsOf(err: unknown, origins: ReadonlyMap<string, string>): unknown {
+function nomadPathsOf(err: unknown, origins: Map<string, string>): unknown {
   return err instanceof JobValidationError ? new JobValidationError(atNomadPaths({ origins }, err.problems)) : err;
 }
 
