@@ -128,6 +128,29 @@ export async function fileJobJson(parsed: SpecFiles.JobFile, namespace: string):
   return nomadJobOf({ ...parsed.job, namespace });
 }
 
+/**
+ * Sends `job`, the Nomad JSON of a job file; when the server refuses it with
+ * problems (at Nomad paths: `Job.TaskGroups[0].Volumes.data.Source`), throws
+ * them at their places in the file instead (SpecFileError, file:line:col),
+ * as the file's own problems are shown. Anything else is thrown as it came.
+ */
+export async function sendJobFile<T>(parsed: SpecFiles.JobFile, job: api.Job, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (err) {
+    throw await locatedProblems(parsed, job, err);
+  }
+}
+
+async function locatedProblems(parsed: SpecFiles.JobFile, job: api.Job, err: unknown): Promise<unknown> {
+  if (!(err instanceof ApiClientError) || err.code !== 'INVALID') return err;
+  const problems = err.details['problems'];
+  const isProblem = (p: unknown): p is Structs.JobProblem => typeof (p as Structs.JobProblem)?.path === 'string' && typeof (p as Structs.JobProblem)?.message === 'string';
+  if (!Array.isArray(problems) || problems.length === 0 || !problems.every(isProblem)) return err;
+  const { fromNomadPaths, nomadJobToSpec } = await loadStructs();
+  return parsed.problemsAt(fromNomadPaths(nomadJobToSpec({ Job: job }), problems));
+}
+
 /** Builds `berth job`. */
 export function jobCommand(ctx: CommandContext): Command {
   const job = new Command('job').description('Run, inspect and stop jobs');
@@ -170,7 +193,7 @@ export function jobCommand(ctx: CommandContext): Command {
   ).action(act(validateJob));
 
   addJobInit(job, ctx);
-  addJobPlan(job, ctx, { readJobFile, loadStructs, variableOptions, fileNamespace, fileJobJson });
+  addJobPlan(job, ctx, { readJobFile, loadStructs, variableOptions, fileNamespace, fileJobJson, sendJobFile });
   addJobLaunchCommands(job, ctx);
   addJobVersionCommands(job, ctx);
   addJobPromote(job, ctx);
@@ -189,7 +212,7 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
   // What the cluster holds before this submission: a submission whose answer is lost (the
   // leader died) is then known to have landed by a newer job modify index, and is not sent twice.
   const before = await registeredJob(s, namespace, jobId);
-  const { body, landed } = await s.api.request<api.JobRegisterResponse>('PUT', '/v1/jobs', {
+  const register = (): ReturnType<typeof s.api.request<api.JobRegisterResponse>> => s.api.request<api.JobRegisterResponse>('PUT', '/v1/jobs', {
     query: { namespace },
     body: { Job: job, ...checkIndexOption(opts) },
     verify: async () => {
@@ -206,6 +229,7 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
       return { body: answer, index, landed: true };
     },
   });
+  const { body, landed } = await sendJobFile(parsed, job, register);
   if (body.Warnings) s.out.warn(`Job Warnings:\n${body.Warnings}`);
   if (landed && !s.out.json) s.out.line(`Job "${jobId}" was registered by the earlier attempt (job modify index ${body.JobModifyIndex})`);
   if (parsed.job.periodic || parsed.job.parameterized) return launcherRegistered(s, parsed.job, body.EvalID);
@@ -278,9 +302,12 @@ async function validateJob(s: ApiSession, [file]: string[], opts: Record<string,
   const parsed = await readJobFile(file as string, opts);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   const namespace = fileNamespace(parsed, s);
-  const { body } = await s.api.request<api.JobValidateResponse>('PUT', '/v1/validate/job', { query: { namespace }, body: { Job: await fileJobJson(parsed, namespace) } });
+  const job = await fileJobJson(parsed, namespace);
+  const { body } = await s.api.request<api.JobValidateResponse>('PUT', '/v1/validate/job', { query: { namespace }, body: { Job: job } });
   if (body.ValidationErrors?.length) {
-    throw new ApiClientError('INVALID', `job validation errors: ${body.ValidationErrors.join('; ')}`, 400, { problems: body.ValidationErrors });
+    // Each error is `<Nomad path>: <message>` (or a message alone): shown at its place in the file.
+    const problems = body.ValidationErrors.map((e) => /^(Job\.[^:\s]*): (.*)$/s.exec(e)).map((m, i) => (m ? { path: m[1] as string, message: m[2] as string } : { path: '', message: body.ValidationErrors?.[i] ?? '' }));
+    throw await locatedProblems(parsed, job, new ApiClientError('INVALID', `job validation errors: ${body.ValidationErrors.join('; ')}`, 400, { problems }));
   }
   const warnings = await driverWarnings(s, parsed.job);
   for (const w of warnings) s.out.warn(`Warning: ${w}`);

@@ -12,7 +12,7 @@ import type { CommandContext } from './command-context.js';
 import { describeFailure } from './exit-codes.js';
 import { renderTemplate } from './go-template.js';
 import { formatDryRun, formatJobDiff, planExitCode } from './job-diff-output.js';
-import type { fileJobJson, fileNamespace, loadStructs, readJobFile, variableOptions } from './job-command.js';
+import type { fileJobJson, fileNamespace, loadStructs, readJobFile, sendJobFile, variableOptions } from './job-command.js';
 
 /** Nomad's plan exit codes. */
 export const PLAN_EXIT = { NO_CHANGE: 0, CHANGES: 1, ERROR: 255 } as const;
@@ -24,6 +24,7 @@ export interface JobFileTools {
   variableOptions: typeof variableOptions;
   fileNamespace: typeof fileNamespace;
   fileJobJson: typeof fileJobJson;
+  sendJobFile: typeof sendJobFile;
 }
 
 /** Adds `plan` to `berth job`. */
@@ -58,10 +59,10 @@ async function plan(ctx: CommandContext, tools: JobFileTools, s: ApiSession, [fi
   const parsed = await tools.readJobFile(file as string, opts);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   const namespace = tools.fileNamespace(parsed, s);
-  const { body } = await s.api.request<api.JobPlanResponse>('PUT', `/v1/job/${encodeURIComponent(parsed.job.id)}/plan`, {
-    query: { namespace },
-    body: { Job: await tools.fileJobJson(parsed, namespace), Diff: opts['diff'] !== false },
-  });
+  const job = await tools.fileJobJson(parsed, namespace);
+  const { body } = await tools.sendJobFile(parsed, job, () =>
+    s.api.request<api.JobPlanResponse>('PUT', `/v1/job/${encodeURIComponent(parsed.job.id)}/plan`, { query: { namespace }, body: { Job: job, Diff: opts['diff'] !== false } }),
+  );
   s.signal.throwIfAborted();
   if (typeof opts['template'] === 'string') s.out.line(renderTemplate(opts['template'], body));
   else if (s.out.json) s.out.document(body);
