@@ -3,7 +3,8 @@
 //
 // 1. `GET /v1/jobs` with 1,000 jobs (each with one running allocation, so
 //    every JobListStub carries a summary that counts something): p50 and
-//    p99 of BENCH_NOMAD_LIST_ROUNDS (50) reads over a kept-alive connection.
+//    p99 of BENCH_NOMAD_LIST_ROUNDS (50) reads by curl (a client in a
+//    process of its own) over a kept-alive connection.
 // 2. A blocking `GET /v1/jobs?index=N` woken by a change: the read waits,
 //    a job is registered (`PUT /v1/jobs`, a Nomad JSON job), and the read
 //    answers with the list that holds it (recounted: the cache is stale).
@@ -13,7 +14,9 @@
 //
 // Each figure is printed with the load average, as the machine is shared.
 
+import { execFile } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { promisify } from 'node:util';
 import { ManualClock, silentLogger } from '../src/lib/index.js';
 import { Server } from '../src/server/index.js';
 import { parseJobSpec, specToNomadJob } from '../src/structs/index.js';
@@ -25,6 +28,7 @@ const WAKE_ROUNDS = Number(process.env['BENCH_NOMAD_WAKE_ROUNDS'] ?? 30);
 const TOKEN = 'bench-nomad-api-token-0123456789';
 const NODE_TOKEN = 'bench-nomad-node-token-0123456789';
 
+const execFileAsync = promisify(execFile);
 const load = (): string => loadavg()[0]!.toFixed(2);
 const pct = (ms: readonly number[], q: number): number => round([...ms].sort((a, b) => a - b)[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? 0, 2);
 
@@ -81,15 +85,20 @@ export default async function nomadApi(dir: string): Promise<Record<string, unkn
     const first = (await (await call('GET', '/v1/jobs')).json()) as unknown[];
     if (first.length !== JOBS) throw new Error(`GET /v1/jobs listed ${first.length} jobs, not ${JOBS}`);
     const bytes = JSON.stringify(first).length;
-    const listMs: number[] = [];
+    // Read by curl, a client outside this process (one connection kept alive), as a Nomad user's tools would.
     const loadList = load();
-    for (let r = 0; r < LIST_ROUNDS; r++) {
-      const t0 = performance.now();
-      await (await call('GET', '/v1/jobs')).arrayBuffer();
-      listMs.push(performance.now() - t0);
-    }
+    const { stdout } = await execFileAsync('curl', [
+      '-s',
+      '-H',
+      `X-Nomad-Token: ${TOKEN}`,
+      '-w',
+      '%{time_total}\n',
+      ...Array.from({ length: LIST_ROUNDS }, () => ['-o', '/dev/null', `${url}/v1/jobs`]).flat(),
+    ]);
+    const listMs = stdout.trim().split('\n').map((s) => Number(s) * 1000);
+    if (listMs.length !== LIST_ROUNDS || listMs.some((ms) => !Number.isFinite(ms))) throw new Error(`curl timed ${listMs.length} reads: ${stdout.slice(0, 200)}`);
     const list = { p50Ms: pct(listMs, 0.5), p99Ms: pct(listMs, 0.99), answerKiB: round(bytes / 1024), rounds: LIST_ROUNDS, load: loadList };
-    console.log(`  GET /v1/jobs with ${JOBS} jobs (${list.answerKiB} KiB): p50 ${list.p50Ms} ms, p99 ${list.p99Ms} ms (${LIST_ROUNDS} reads; load ${list.load})`);
+    console.log(`  GET /v1/jobs with ${JOBS} jobs (${list.answerKiB} KiB), read by curl: p50 ${list.p50Ms} ms, p99 ${list.p99Ms} ms (${LIST_ROUNDS} reads; load ${list.load})`);
 
     // 2. A blocking read woken by a registration: of the whole list, then of a prefix that lists only the new jobs.
     const woken = async (query: string, name: string): Promise<{ p50Ms: number; p99Ms: number; fromSendP50Ms: number; rounds: number; load: string }> => {
