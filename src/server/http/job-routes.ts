@@ -2,10 +2,12 @@
 // register, parse, read, stop, plan, validate, evaluate and summary,
 // answering in Nomad's shapes (src/api/jobs.ts); dispatch and periodic
 // force are in job-child-routes.ts, versions, revert and scale in
-// job-version-routes.ts. A request's Job
-// is Nomad's Job JSON, read with nomadJobToSpec (a field Berth lacks is
-// refused by name at its Nomad path). Allocation and evaluation routes
-// follow below until their families move them.
+// job-version-routes.ts. A request's Job is Nomad's Job JSON, read with
+// nomadJobToSpec (a field Berth lacks is refused by name at its Nomad
+// path), and every problem is named at its path in the body. Errors are
+// worded as Nomad's where a Nomad user would compare (`job not found`).
+// Allocation and evaluation routes follow below until their families move
+// them.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type * as api from '../../api/index.js';
@@ -128,7 +130,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
       if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw new ApiError('INVALID', 'JobModifyIndex must be a job modify index (a whole number, 0 for a new job)', { field: 'JobModifyIndex' });
       checkIndex = raw;
     }
-    const out = await jobs.register(spec, checkIndex === undefined ? {} : { checkIndex }).catch((err: unknown) => {
+    const out = await jobs.registerSpec(spec, checkIndex === undefined ? {} : { checkIndex }).catch((err: unknown) => {
       throw nomadPathsOf(err, origins);
     });
     setIndexHeaders(ctx, reply, out.index);

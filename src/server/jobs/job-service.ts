@@ -96,7 +96,15 @@ export class JobService {
    * answered with that write's index.
    */
   async register(input: unknown, opts: { checkIndex?: number } = {}): Promise<RegisterResult> {
-    const spec = parseJobSpec(input);
+    return this.registerSpec(parseJobSpec(input), opts);
+  }
+
+  /**
+   * `register` of a spec parseJobSpec already checked (the API's, read from
+   * Nomad's Job JSON): not parsed again. Throws as `register` does but for
+   * the spec's own problems, already found.
+   */
+  async registerSpec(spec: JobSpec, opts: { checkIndex?: number } = {}): Promise<RegisterResult> {
     const { index, result } = await this.#registrations.submit({ spec, now: this.#clock.now(), ...opts });
     this.#log.info({ jobId: spec.id, namespace: spec.namespace, evalId: result.evaluation.id, status: result.evaluation.status }, 'job registered');
     return { ...result, index };
