@@ -11,6 +11,7 @@
 // `isPlacementReason` tells the two apart for a reader that words them.
 
 import { z } from 'zod';
+import { GoDuration } from './_go-types.js';
 
 /** A node's scores in the top of one placement (Nomad's NodeScoreMeta). */
 export const NodeScoreMeta = z.strictObject({
@@ -45,7 +46,7 @@ export const AllocationMetric = z.strictObject({
   /** Deprecated in Nomad for ScoreMetaData. */
   Scores: z.record(z.string(), z.number()).nullable(),
   /** Nanoseconds placement took. */
-  AllocationTime: z.number().int(),
+  AllocationTime: GoDuration,
   /** Further allocations of the group that failed alike (a failed group's unplaced count - 1). */
   CoalescedFailures: z.number().int(),
   /** The best-scored nodes, best first. */

@@ -8,6 +8,7 @@
 // `RequireProgressBy` an RFC 3339 time (Go's zero time when unset).
 
 import { z } from 'zod';
+import { GoDuration, GoTime, UnixNanos } from './_go-types.js';
 
 export const DEPLOYMENT_STATUSES = ['running', 'paused', 'failed', 'successful', 'cancelled', 'pending', 'blocked', 'unblocking'] as const;
 
@@ -19,9 +20,9 @@ export const DeploymentState = z.strictObject({
   /** Sent by Nomad's server (structs.DeploymentState), though the api package leaves it out. */
   AutoPromote: z.boolean(),
   /** Nanoseconds an allocation has to turn healthy before the deployment fails; 0: none. */
-  ProgressDeadline: z.number().int(),
+  ProgressDeadline: GoDuration,
   /** When the group must have made progress by. */
-  RequireProgressBy: z.string(),
+  RequireProgressBy: GoTime,
   /** The canaries are promoted (or the group has none to promote). */
   Promoted: z.boolean(),
   DesiredCanaries: z.number().int(),
@@ -52,8 +53,8 @@ export const Deployment = z.strictObject({
   EvalPriority: z.number().int(),
   CreateIndex: z.number().int(),
   ModifyIndex: z.number().int(),
-  CreateTime: z.number().int(),
-  ModifyTime: z.number().int(),
+  CreateTime: UnixNanos,
+  ModifyTime: UnixNanos,
 });
 export type Deployment = z.infer<typeof Deployment>;
 

@@ -6,12 +6,10 @@
 // RFC 3339 time ("0001-01-01T00:00:00Z", Go's zero time, when unset).
 
 import { z } from 'zod';
+import { GoDuration, GoTime, UnixNanos } from './_go-types.js';
 import { AllocationMetric } from './alloc-metric.js';
 
 export const EVAL_STATUSES = ['blocked', 'pending', 'complete', 'failed', 'canceled'] as const;
-
-/** Go's zero time.Time as encoding/json writes it: "no time". */
-export const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
 
 /** An evaluation in brief, as `RelatedEvals` lists them (Nomad's EvaluationStub). */
 export const EvaluationStub = z.strictObject({
@@ -25,14 +23,14 @@ export const EvaluationStub = z.strictObject({
   DeploymentID: z.string(),
   Status: z.string(),
   StatusDescription: z.string(),
-  WaitUntil: z.string(),
+  WaitUntil: GoTime,
   NextEval: z.string(),
   PreviousEval: z.string(),
   BlockedEval: z.string(),
   CreateIndex: z.number().int(),
   ModifyIndex: z.number().int(),
-  CreateTime: z.number().int(),
-  ModifyTime: z.number().int(),
+  CreateTime: UnixNanos,
+  ModifyTime: UnixNanos,
 });
 export type EvaluationStub = z.infer<typeof EvaluationStub>;
 
@@ -53,9 +51,9 @@ export const Evaluation = z.strictObject({
   Status: z.string(),
   StatusDescription: z.string(),
   /** Deprecated in Nomad (nanoseconds); always 0. */
-  Wait: z.number().int(),
+  Wait: GoDuration,
   /** When a delayed evaluation (a reschedule) may run. */
-  WaitUntil: z.string(),
+  WaitUntil: GoTime,
   /** The evaluation created to follow this one up. */
   NextEval: z.string(),
   /** The evaluation that created this one. */
@@ -78,7 +76,7 @@ export const Evaluation = z.strictObject({
   SnapshotIndex: z.number().int(),
   CreateIndex: z.number().int(),
   ModifyIndex: z.number().int(),
-  CreateTime: z.number().int(),
-  ModifyTime: z.number().int(),
+  CreateTime: UnixNanos,
+  ModifyTime: UnixNanos,
 });
 export type Evaluation = z.infer<typeof Evaluation>;

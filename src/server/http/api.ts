@@ -15,6 +15,7 @@ import { TokenTable, type Access } from './auth.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerDrainRoutes } from './drain-routes.js';
+import { registerEvalRoutes } from './eval-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
@@ -145,6 +146,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerLeaderForwarding(app, ctx);
   registerClusterRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerEvalRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
   registerDrainRoutes(app, ctx);
