@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, type Clock, type Logger } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { Evaluation, Job } from '../../src/structs/index.js';
+import type { Evaluation } from '../../src/api/index.js';
+import type { Job } from '../../src/structs/index.js';
 
 export const TOKENS = {
   management: 'mgmt-token-0123456789',
@@ -82,7 +83,7 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
       return { status: res.status, body: body as T, headers: res.headers, text };
     },
     async submit<T>(body: unknown, o: { path?: string; token?: string | null } = {}): Promise<Answer<T>> {
-      const res = await h.call<{ evaluation?: Evaluation }>('POST', o.path ?? '/v1/jobs', { body, ...(o.token !== undefined ? { token: o.token } : {}) });
+      const res = await h.call<{ evaluation?: { id: string } }>('POST', o.path ?? '/v1/jobs', { body, ...(o.token !== undefined ? { token: o.token } : {}) });
       if (res.status !== 200 || !res.body.evaluation) return res as Answer<T>;
       return { ...res, body: { ...res.body, evaluation: await h.settled(res.body.evaluation.id) } as T };
     },
@@ -91,8 +92,8 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
       for (;;) {
         const res = await h.call<Evaluation>('GET', `/v1/evaluation/${evalId}${index ? `?index=${index}&wait=30s` : ''}`);
         if (res.status !== 200) throw new Error(`evaluation ${evalId}: ${res.status} ${res.text}`);
-        if (res.body.status !== 'pending') return res.body;
-        index = Number(res.headers.get('x-berth-index'));
+        if (res.body.Status !== 'pending') return res.body;
+        index = Number(res.headers.get('x-nomad-index'));
       }
     },
     async close() {

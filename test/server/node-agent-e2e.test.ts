@@ -152,7 +152,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
       },
     });
     assert.equal(job.status, 200, job.text);
-    assert.equal((await h.settled(job.body.evaluation.id)).status, 'complete');
+    assert.equal((await h.settled(job.body.evaluation.id)).Status, 'complete');
     // The node itself gets the job's mount flags (it mounts with them); nobody else does.
     const allocs = await h.call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.node });
     assert.equal(allocs.body.length, 1);

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { Evaluation } from '../../src/structs/index.js';
+import type { Evaluation } from '../../src/api/index.js';
 import { eventually, type NotYet } from './eventually.js';
 import { TS_LOADER } from './ts-loader.js';
 
@@ -77,15 +77,14 @@ export class TestServer {
    * blocking reads as `job run` follows it. Throws unless the POST answers 200.
    */
   async submit(job: Record<string, unknown>): Promise<Evaluation> {
-    let evaluation = (await this.ok<{ evaluation: Evaluation }>('POST', '/v1/jobs', { job })).evaluation;
+    const { id } = (await this.ok<{ evaluation: { id: string } }>('POST', '/v1/jobs', { job })).evaluation;
     let index = 0;
-    while (evaluation.status === 'pending') {
-      const a = await this.call<Evaluation>('GET', `/v1/evaluation/${evaluation.id}${index ? `?index=${index}&wait=30s` : ''}`);
-      if (a.status !== 200) throw new Error(`evaluation ${evaluation.id}: HTTP ${a.status}: ${a.text}`);
-      evaluation = a.body;
-      index = evaluation.modifyIndex;
+    for (;;) {
+      const a = await this.call<Evaluation>('GET', `/v1/evaluation/${id}${index ? `?index=${index}&wait=30s` : ''}`);
+      if (a.status !== 200) throw new Error(`evaluation ${id}: HTTP ${a.status}: ${a.text}`);
+      if (a.body.Status !== 'pending') return a.body;
+      index = a.body.ModifyIndex;
     }
-    return evaluation;
   }
 }
 
