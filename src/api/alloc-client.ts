@@ -6,7 +6,8 @@
 
 import { z } from 'zod';
 
-const Int = z.number().int();
+/** Go's int64 / uint64 (nanosecond times pass 2^53: whole numbers, not only safe integers). */
+const Int = z.number().refine(Number.isInteger, { message: 'expected a whole number' });
 
 /** api.MemoryStats, in bytes; `Measured` names the fields the node measured. */
 export const MemoryStats = z.strictObject({

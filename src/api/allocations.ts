@@ -14,8 +14,11 @@ import { DNSConfig, NetworkResource, Resources } from './resources.js';
 
 /** time.Time as Go encodes it (RFC 3339 with nanoseconds). */
 const GoTime = z.string();
-/** uint64 / int64 / int. */
-const Int = z.number().int();
+/**
+ * Go's int64 / uint64 / int. Nanosecond times pass 2^53, so only "a whole
+ * number" is checked, not the safe-integer range zod's int() holds to.
+ */
+const Int = z.number().refine(Number.isInteger, { message: 'expected a whole number' });
 
 /** api.DesiredTransition: what the server asks of a live allocation beyond its desired status. */
 export const DesiredTransition = z.strictObject({

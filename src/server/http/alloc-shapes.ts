@@ -52,7 +52,7 @@ export class AllocShaper {
   /** The stub a list shows. */
   stub(a: Allocation, fields: StubFields = DEFAULT_STUB_FIELDS): api.AllocationListStub {
     const job = this.#job(a);
-    const stub: api.AllocationListStub = {
+    return {
       ID: a.id,
       EvalID: '',
       Name: allocName(a),
@@ -63,6 +63,8 @@ export class AllocShaper {
       JobType: job?.type ?? '',
       JobVersion: a.jobVersion,
       TaskGroup: a.taskGroup,
+      // Go omits it when nil: only a list asked for resources carries it.
+      ...(fields.resources ? { AllocatedResources: allocatedResources(a, this.#group(a)) } : {}),
       DesiredStatus: a.desiredStatus,
       DesiredDescription: a.desiredDescription,
       ClientStatus: a.clientStatus,
@@ -80,8 +82,6 @@ export class AllocShaper {
       CreateTime: nanos(a.createTime),
       ModifyTime: nanos(a.modifyTime),
     };
-    if (fields.resources) stub.AllocatedResources = allocatedResources(a, this.#group(a));
-    return stub;
   }
 
   /** The allocation in full. */
