@@ -5,20 +5,18 @@
 // (`api/allocations.go`, lower-case JSON names as Nomad tags them).
 
 import { z } from 'zod';
-
-/** Go's int64 / uint64 (nanosecond times pass 2^53: whole numbers, not only safe integers). */
-const Int = z.number().refine(Number.isInteger, { message: 'expected a whole number' });
+import { int, int64, list, map, ptr, uint } from './_go.js';
 
 /** api.MemoryStats, in bytes; `Measured` names the fields the node measured. */
 export const MemoryStats = z.strictObject({
-  RSS: Int,
-  Cache: Int,
-  Swap: Int,
-  Usage: Int,
-  MaxUsage: Int,
-  KernelUsage: Int,
-  KernelMaxUsage: Int,
-  Measured: z.array(z.string()).nullable(),
+  RSS: uint,
+  Cache: uint,
+  Swap: uint,
+  Usage: uint,
+  MaxUsage: uint,
+  KernelUsage: uint,
+  KernelMaxUsage: uint,
+  Measured: list(z.string()),
 });
 export type MemoryStats = z.infer<typeof MemoryStats>;
 
@@ -31,10 +29,10 @@ export const CpuStats = z.strictObject({
   SystemMode: z.number(),
   UserMode: z.number(),
   TotalTicks: z.number(),
-  ThrottledPeriods: Int,
-  ThrottledTime: Int,
+  ThrottledPeriods: uint,
+  ThrottledTime: int64,
   Percent: z.number(),
-  Measured: z.array(z.string()).nullable(),
+  Measured: list(z.string()),
 });
 export type CpuStats = z.infer<typeof CpuStats>;
 
@@ -42,8 +40,8 @@ export type CpuStats = z.infer<typeof CpuStats>;
 export const StatValue = z.strictObject({
   FloatNumeratorVal: z.number().optional(),
   FloatDenominatorVal: z.number().optional(),
-  IntNumeratorVal: Int.optional(),
-  IntDenominatorVal: Int.optional(),
+  IntNumeratorVal: int64.optional(),
+  IntDenominatorVal: int64.optional(),
   StringVal: z.string().optional(),
   BoolVal: z.boolean().optional(),
   Unit: z.string().optional(),
@@ -57,8 +55,8 @@ export interface StatObject {
 }
 export const StatObject: z.ZodType<StatObject> = z.lazy(() =>
   z.strictObject({
-    Nested: z.record(z.string(), StatObject).nullable(),
-    Attributes: z.record(z.string(), StatValue).nullable(),
+    Nested: map(StatObject),
+    Attributes: map(StatValue),
   }),
 );
 
@@ -70,34 +68,34 @@ export const DeviceGroupStats = z.strictObject({
   InstanceStats: z
     .record(
       z.string(),
-      z.strictObject({ Summary: StatValue.nullable(), Stats: StatObject.nullable(), Timestamp: z.string() }),
+      z.strictObject({ Summary: ptr(StatValue), Stats: ptr(StatObject), Timestamp: z.string() }),
     )
     .nullable(),
 });
 
 /** api.ResourceUsage. */
 export const ResourceUsage = z.strictObject({
-  MemoryStats: MemoryStats.nullable(),
-  CpuStats: CpuStats.nullable(),
-  DeviceStats: z.array(DeviceGroupStats).nullable(),
+  MemoryStats: ptr(MemoryStats),
+  CpuStats: ptr(CpuStats),
+  DeviceStats: list(DeviceGroupStats),
 });
 export type ResourceUsage = z.infer<typeof ResourceUsage>;
 
 /** api.TaskResourceUsage: a task's usage; `Pids` by process ID (Berth: null, the task's total only). */
 export const TaskResourceUsage = z.strictObject({
-  ResourceUsage: ResourceUsage.nullable(),
+  ResourceUsage: ptr(ResourceUsage),
   /** Nanoseconds since the epoch. */
-  Timestamp: Int,
-  Pids: z.record(z.string(), ResourceUsage).nullable(),
+  Timestamp: int64,
+  Pids: map(ResourceUsage),
 });
 export type TaskResourceUsage = z.infer<typeof TaskResourceUsage>;
 
 /** api.AllocResourceUsage (GET /v1/client/allocation/:id/stats): the running tasks' usage and their sum. */
 export const AllocResourceUsage = z.strictObject({
-  ResourceUsage: ResourceUsage.nullable(),
-  Tasks: z.record(z.string(), TaskResourceUsage).nullable(),
+  ResourceUsage: ptr(ResourceUsage),
+  Tasks: map(TaskResourceUsage),
   /** Nanoseconds since the epoch. */
-  Timestamp: Int,
+  Timestamp: int64,
 });
 export type AllocResourceUsage = z.infer<typeof AllocResourceUsage>;
 
@@ -109,7 +107,7 @@ export type AllocResourceUsage = z.infer<typeof AllocResourceUsage>;
 export const AllocFileInfo = z.strictObject({
   Name: z.string(),
   IsDir: z.boolean(),
-  Size: Int,
+  Size: int,
   FileMode: z.string(),
   ModTime: z.string(),
   ContentType: z.string().optional(),
@@ -126,7 +124,7 @@ export type AllocFileInfo = z.infer<typeof AllocFileInfo>;
  * when empty, so a heartbeat (sent each second while idle) is `{}`.
  */
 export const StreamFrame = z.strictObject({
-  Offset: Int.optional(),
+  Offset: int.optional(),
   Data: z.string().optional(),
   File: z.string().optional(),
   FileEvent: z.string().optional(),
@@ -145,8 +143,8 @@ export type ExecStreamingIOOperation = z.infer<typeof ExecStreamingIOOperation>;
 
 /** api.TerminalSize. */
 export const TerminalSize = z.strictObject({
-  height: Int.optional(),
-  width: Int.optional(),
+  height: int.optional(),
+  width: int.optional(),
 });
 export type TerminalSize = z.infer<typeof TerminalSize>;
 
@@ -158,7 +156,7 @@ export const ExecStreamingInput = z.strictObject({
 export type ExecStreamingInput = z.infer<typeof ExecStreamingInput>;
 
 /** api.ExecStreamingExitResult. */
-export const ExecStreamingExitResult = z.strictObject({ exit_code: Int });
+export const ExecStreamingExitResult = z.strictObject({ exit_code: int });
 
 /** api.ExecStreamingOutput: what the node agent sends; the last frame is `{exited: true, result: {exit_code}}`. */
 export const ExecStreamingOutput = z.strictObject({
@@ -174,7 +172,7 @@ export type ExecStreamingOutput = z.infer<typeof ExecStreamingOutput>;
  * browser cannot set X-Nomad-Token on a WebSocket): version 1 and the token.
  */
 export const WsHandshakeMessage = z.strictObject({
-  version: Int,
+  version: int,
   auth_token: z.string(),
 });
 export type WsHandshakeMessage = z.infer<typeof WsHandshakeMessage>;

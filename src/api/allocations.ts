@@ -10,39 +10,34 @@
 // (time.Duration).
 
 import { z } from 'zod';
+import { int, int64, list, map, nanos, ptr, stringMap, time as GoTime, uint } from './_go.js';
+import { AllocationMetric } from './alloc-metric.js';
+import { Job } from './jobs.js';
 import { DNSConfig, NetworkResource, Resources } from './resources.js';
-
-/** time.Time as Go encodes it (RFC 3339 with nanoseconds). */
-const GoTime = z.string();
-/**
- * Go's int64 / uint64 / int. Nanosecond times pass 2^53, so only "a whole
- * number" is checked, not the safe-integer range zod's int() holds to.
- */
-const Int = z.number().refine(Number.isInteger, { message: 'expected a whole number' });
 
 /** api.DesiredTransition: what the server asks of a live allocation beyond its desired status. */
 export const DesiredTransition = z.strictObject({
-  Migrate: z.boolean().nullable(),
-  Reschedule: z.boolean().nullable(),
-  ForceReschedule: z.boolean().nullable(),
-  NoShutdownDelay: z.boolean().nullable(),
-  MigrateDisablePlacement: z.boolean().nullable(),
+  Migrate: ptr(z.boolean()),
+  Reschedule: ptr(z.boolean()),
+  ForceReschedule: ptr(z.boolean()),
+  NoShutdownDelay: ptr(z.boolean()),
+  MigrateDisablePlacement: ptr(z.boolean()),
 });
 export type DesiredTransition = z.infer<typeof DesiredTransition>;
 
 /** api.AllocDeploymentStatus: the allocation's health in its deployment (Healthy null while undecided). */
 export const AllocDeploymentStatus = z.strictObject({
-  Healthy: z.boolean().nullable(),
+  Healthy: ptr(z.boolean()),
   Timestamp: GoTime,
   Canary: z.boolean(),
-  ModifyIndex: Int,
+  ModifyIndex: uint,
 });
 export type AllocDeploymentStatus = z.infer<typeof AllocDeploymentStatus>;
 
 /** api.RescheduleEvent: one earlier allocation this one replaces. */
 export const RescheduleEvent = z.strictObject({
   /** Nanoseconds since the epoch. */
-  RescheduleTime: Int,
+  RescheduleTime: int64,
   PrevAllocID: z.string(),
   PrevNodeID: z.string(),
 });
@@ -50,7 +45,7 @@ export type RescheduleEvent = z.infer<typeof RescheduleEvent>;
 
 /** api.RescheduleTracker. */
 export const RescheduleTracker = z.strictObject({
-  Events: z.array(RescheduleEvent).nullable(),
+  Events: list(RescheduleEvent),
   LastReschedule: z.string(),
 });
 export type RescheduleTracker = z.infer<typeof RescheduleTracker>;
@@ -60,81 +55,51 @@ export const AllocNetworkStatus = z.strictObject({
   InterfaceName: z.string(),
   Address: z.string(),
   AddressIPv6: z.string(),
-  DNS: DNSConfig.nullable(),
+  DNS: ptr(DNSConfig),
 });
 export type AllocNetworkStatus = z.infer<typeof AllocNetworkStatus>;
 
 /** api.PortMapping: a port the scheduler gave the allocation (Value on HostIP, To inside its network). */
 export const PortMapping = z.strictObject({
   Label: z.string(),
-  Value: Int,
-  To: Int,
+  Value: int,
+  To: int,
   HostIP: z.string(),
 });
 export type PortMapping = z.infer<typeof PortMapping>;
 
-export const AllocatedCpuResources = z.strictObject({ CpuShares: Int });
-export const AllocatedMemoryResources = z.strictObject({ MemoryMB: Int, MemoryMaxMB: Int });
+export const AllocatedCpuResources = z.strictObject({ CpuShares: int });
+export const AllocatedMemoryResources = z.strictObject({ MemoryMB: int, MemoryMaxMB: int });
 export const AllocatedDeviceResource = z.strictObject({
   Vendor: z.string(),
   Type: z.string(),
   Name: z.string(),
-  DeviceIDs: z.array(z.string()).nullable(),
+  DeviceIDs: list(z.string()),
 });
 
 /** api.AllocatedTaskResources. */
 export const AllocatedTaskResources = z.strictObject({
   Cpu: AllocatedCpuResources,
   Memory: AllocatedMemoryResources,
-  Networks: z.array(NetworkResource).nullable(),
-  Devices: z.array(AllocatedDeviceResource).nullable(),
+  Networks: list(NetworkResource),
+  Devices: list(AllocatedDeviceResource),
 });
 export type AllocatedTaskResources = z.infer<typeof AllocatedTaskResources>;
 
 /** api.AllocatedSharedResources: the group's disk, network and ports. */
 export const AllocatedSharedResources = z.strictObject({
-  DiskMB: Int,
-  Networks: z.array(NetworkResource).nullable(),
-  Ports: z.array(PortMapping).nullable(),
+  DiskMB: int,
+  Networks: list(NetworkResource),
+  Ports: list(PortMapping),
 });
 export type AllocatedSharedResources = z.infer<typeof AllocatedSharedResources>;
 
 /** api.AllocatedResources: what the allocation holds of its node. */
 export const AllocatedResources = z.strictObject({
-  Tasks: z.record(z.string(), AllocatedTaskResources).nullable(),
+  Tasks: map(AllocatedTaskResources),
   Shared: AllocatedSharedResources,
 });
 export type AllocatedResources = z.infer<typeof AllocatedResources>;
-
-/** api.NodeScoreMeta: one node's scores in a placement. */
-export const NodeScoreMeta = z.strictObject({
-  NodeID: z.string(),
-  Scores: z.record(z.string(), z.number()).nullable(),
-  NormScore: z.number(),
-});
-export type NodeScoreMeta = z.infer<typeof NodeScoreMeta>;
-
-/** api.AllocationMetric: why the scheduler chose the node (also an evaluation's FailedTGAllocs). */
-export const AllocationMetric = z.strictObject({
-  NodesEvaluated: Int,
-  NodesFiltered: Int,
-  NodesInPool: Int,
-  NodePool: z.string(),
-  NodesAvailable: z.record(z.string(), Int).nullable(),
-  ClassFiltered: z.record(z.string(), Int).nullable(),
-  ConstraintFiltered: z.record(z.string(), Int).nullable(),
-  NodesExhausted: Int,
-  ClassExhausted: z.record(z.string(), Int).nullable(),
-  DimensionExhausted: z.record(z.string(), Int).nullable(),
-  QuotaExhausted: z.array(z.string()).nullable(),
-  ResourcesExhausted: z.record(z.string(), Resources).nullable(),
-  Scores: z.record(z.string(), z.number()).nullable(),
-  /** Nanoseconds. */
-  AllocationTime: Int,
-  CoalescedFailures: Int,
-  ScoreMetaData: z.array(NodeScoreMeta).nullable(),
-});
-export type AllocationMetric = z.infer<typeof AllocationMetric>;
 
 /**
  * api.TaskEvent: one thing that happened to a task. The fields after
@@ -145,26 +110,26 @@ export type AllocationMetric = z.infer<typeof AllocationMetric>;
 export const TaskEvent = z.strictObject({
   Type: z.string(),
   /** Nanoseconds since the epoch. */
-  Time: Int,
+  Time: int64,
   DisplayMessage: z.string(),
-  Details: z.record(z.string(), z.string()).nullable(),
+  Details: stringMap,
   Message: z.string(),
   FailsTask: z.boolean(),
   RestartReason: z.string(),
   SetupError: z.string(),
   DriverError: z.string(),
   DriverMessage: z.string(),
-  ExitCode: Int,
-  Signal: Int,
+  ExitCode: int,
+  Signal: int,
   KillReason: z.string(),
   /** Nanoseconds. */
-  KillTimeout: Int,
+  KillTimeout: nanos,
   KillError: z.string(),
-  StartDelay: Int,
+  StartDelay: int,
   DownloadError: z.string(),
   ValidationError: z.string(),
-  DiskLimit: Int,
-  DiskSize: Int,
+  DiskLimit: int,
+  DiskSize: int,
   FailedSibling: z.string(),
   VaultError: z.string(),
   TaskSignalReason: z.string(),
@@ -177,11 +142,11 @@ export type TaskEvent = z.infer<typeof TaskEvent>;
 export const TaskState = z.strictObject({
   State: z.string(),
   Failed: z.boolean(),
-  Restarts: Int,
+  Restarts: uint,
   LastRestart: GoTime,
   StartedAt: GoTime,
   FinishedAt: GoTime,
-  Events: z.array(TaskEvent).nullable(),
+  Events: list(TaskEvent),
 });
 export type TaskState = z.infer<typeof TaskState>;
 
@@ -212,7 +177,7 @@ export const AllocationListStub = z.strictObject({
   NodeName: z.string(),
   JobID: z.string(),
   JobType: z.string(),
-  JobVersion: Int,
+  JobVersion: uint,
   TaskGroup: z.string(),
   AllocatedResources: AllocatedResources.optional(),
   DesiredStatus: z.string(),
@@ -220,23 +185,23 @@ export const AllocationListStub = z.strictObject({
   ClientStatus: z.string(),
   ClientDescription: z.string(),
   DesiredTransition: DesiredTransition,
-  TaskStates: z.record(z.string(), TaskState).nullable(),
-  DeploymentStatus: AllocDeploymentStatus.nullable(),
+  TaskStates: map(TaskState),
+  DeploymentStatus: ptr(AllocDeploymentStatus),
   FollowupEvalID: z.string(),
   NextAllocation: z.string(),
-  RescheduleTracker: RescheduleTracker.nullable(),
-  PreemptedAllocations: z.array(z.string()).nullable(),
+  RescheduleTracker: ptr(RescheduleTracker),
+  PreemptedAllocations: list(z.string()),
   PreemptedByAllocation: z.string(),
-  CreateIndex: Int,
-  ModifyIndex: Int,
-  CreateTime: Int,
-  ModifyTime: Int,
+  CreateIndex: uint,
+  ModifyIndex: uint,
+  CreateTime: int64,
+  ModifyTime: int64,
 });
 export type AllocationListStub = z.infer<typeof AllocationListStub>;
 
 /**
- * api.Allocation: one allocation in full. `Job` (the job version it runs)
- * is not carried yet. `CSIVolumes` is Berth's (see AllocCSIVolume).
+ * api.Allocation: one allocation in full, with the job at the version it
+ * runs. `CSIVolumes` is Berth's (see AllocCSIVolume).
  */
 export const Allocation = z.strictObject({
   ID: z.string(),
@@ -246,43 +211,45 @@ export const Allocation = z.strictObject({
   NodeID: z.string(),
   NodeName: z.string(),
   JobID: z.string(),
+  /** The job at the version the allocation runs (null once that version is no longer kept). */
+  Job: ptr(Job),
   TaskGroup: z.string(),
   /** Deprecated in Nomad: the group's resources, summed. */
-  Resources: Resources.nullable(),
+  Resources: ptr(Resources),
   /** Deprecated in Nomad: each task's resources. */
-  TaskResources: z.record(z.string(), Resources).nullable(),
-  AllocatedResources: AllocatedResources.nullable(),
-  Services: z.record(z.string(), z.string()).nullable(),
-  Metrics: AllocationMetric.nullable(),
+  TaskResources: map(Resources),
+  AllocatedResources: ptr(AllocatedResources),
+  Services: stringMap,
+  Metrics: ptr(AllocationMetric),
   DesiredStatus: z.string(),
   DesiredDescription: z.string(),
   DesiredTransition: DesiredTransition,
   ClientStatus: z.string(),
   ClientDescription: z.string(),
-  TaskStates: z.record(z.string(), TaskState).nullable(),
+  TaskStates: map(TaskState),
   DeploymentID: z.string(),
-  DeploymentStatus: AllocDeploymentStatus.nullable(),
+  DeploymentStatus: ptr(AllocDeploymentStatus),
   FollowupEvalID: z.string(),
   PreviousAllocation: z.string(),
   NextAllocation: z.string(),
-  RescheduleTracker: RescheduleTracker.nullable(),
-  NetworkStatus: AllocNetworkStatus.nullable(),
-  PreemptedAllocations: z.array(z.string()).nullable(),
+  RescheduleTracker: ptr(RescheduleTracker),
+  NetworkStatus: ptr(AllocNetworkStatus),
+  PreemptedAllocations: list(z.string()),
   PreemptedByAllocation: z.string(),
-  CreateIndex: Int,
-  ModifyIndex: Int,
-  AllocModifyIndex: Int,
-  CreateTime: Int,
-  ModifyTime: Int,
+  CreateIndex: uint,
+  ModifyIndex: uint,
+  AllocModifyIndex: uint,
+  CreateTime: int64,
+  ModifyTime: int64,
   /** Berth's: the CSI volumes the allocation uses (null when none). */
-  CSIVolumes: z.array(AllocCSIVolume).nullable(),
+  CSIVolumes: list(AllocCSIVolume),
 });
 export type Allocation = z.infer<typeof Allocation>;
 
 /** api.AllocStopResponse: the evaluation that places the replacement, and the write's index. */
 export const AllocStopResponse = z.strictObject({
   EvalID: z.string(),
-  Index: Int,
+  Index: uint,
 });
 export type AllocStopResponse = z.infer<typeof AllocStopResponse>;
 
@@ -290,7 +257,7 @@ export type AllocStopResponse = z.infer<typeof AllocStopResponse>;
  * structs.GenericResponse: the body of a restart or a signal (the write
  * index; 0 for these client calls, which write nothing on the servers).
  */
-export const GenericResponse = z.strictObject({ Index: Int });
+export const GenericResponse = z.strictObject({ Index: uint });
 export type GenericResponse = z.infer<typeof GenericResponse>;
 
 /** api.AllocationRestartRequest: the body of POST /v1/client/allocation/:id/restart. */
@@ -317,9 +284,9 @@ export const AllocCheckStatus = z.strictObject({
   Service: z.string(),
   Task: z.string(),
   Status: z.string(),
-  StatusCode: Int,
+  StatusCode: int,
   /** Seconds since the epoch. */
-  Timestamp: Int,
+  Timestamp: int,
 });
 export type AllocCheckStatus = z.infer<typeof AllocCheckStatus>;
 

@@ -1,80 +1,84 @@
-// Resources as Nomad's `api/resources.go` encodes them: what a task asks for
-// (Resources) and the network blocks (NetworkResource, Port, DNSConfig). An
-// allocation's deprecated `Resources`/`TaskResources` carry them, and a job's
-// task does too. Pointers in Go are nullable here; slices and maps that Go
-// leaves nil are `null` on the wire.
+// What a task asks for, as Nomad's API writes it (api/resources.go):
+// Resources, its networks and ports (also a group's `network` block), its
+// devices and NUMA placement.
 
 import { z } from 'zod';
+import { Affinity, Constraint } from './constraints.js';
+import { int, list, ptr, stringMap, uint } from './_go.js';
 
-/** api.Port: a named port of a network block. */
+/** A port: `Value` the static host port (0 in DynamicPorts), `To` the port inside the allocation's network (0: unset, -1: the same). */
 export const Port = z.strictObject({
   Label: z.string(),
-  Value: z.number().int(),
-  To: z.number().int(),
+  Value: int,
+  To: int,
   HostNetwork: z.string(),
   IgnoreCollision: z.boolean(),
 });
 export type Port = z.infer<typeof Port>;
 
-/** api.DNSConfig. */
 export const DNSConfig = z.strictObject({
-  Servers: z.array(z.string()).nullable(),
-  Searches: z.array(z.string()).nullable(),
-  Options: z.array(z.string()).nullable(),
+  Servers: list(z.string()),
+  Searches: list(z.string()),
+  Options: list(z.string()),
 });
 export type DNSConfig = z.infer<typeof DNSConfig>;
 
-/** api.CNIConfig. */
 export const CNIConfig = z.strictObject({
-  Args: z.record(z.string(), z.string()).nullable(),
+  Args: stringMap,
 });
 export type CNIConfig = z.infer<typeof CNIConfig>;
 
-/** api.NetworkResource: a group's (or, deprecated, a task's) network. */
+/** A network: a group's `network` block, or (deprecated) a task's. */
 export const NetworkResource = z.strictObject({
   Mode: z.string(),
   Device: z.string(),
   CIDR: z.string(),
   IP: z.string(),
-  DNS: DNSConfig.nullable(),
-  ReservedPorts: z.array(Port).nullable(),
-  DynamicPorts: z.array(Port).nullable(),
+  DNS: ptr(DNSConfig),
+  ReservedPorts: list(Port),
+  DynamicPorts: list(Port),
   Hostname: z.string(),
-  MBits: z.number().int().nullable(),
-  CNI: CNIConfig.nullable(),
+  MBits: ptr(int),
+  CNI: ptr(CNIConfig),
 });
 export type NetworkResource = z.infer<typeof NetworkResource>;
 
-/** api.NUMAResource. */
+/** A `device` block: how many of a device (`vendor/type/name`) a task needs. */
+export const RequestedDevice = z.strictObject({
+  Name: z.string(),
+  Count: ptr(uint),
+  Constraints: list(Constraint),
+  Affinities: list(Affinity),
+});
+export type RequestedDevice = z.infer<typeof RequestedDevice>;
+
 export const NUMAResource = z.strictObject({
   Affinity: z.string(),
-  Devices: z.array(z.string()).nullable(),
+  Devices: list(z.string()),
 });
 export type NUMAResource = z.infer<typeof NUMAResource>;
 
 /**
- * api.RequestedDevice. Berth schedules no devices, so a Berth answer never
- * holds one; its constraints and affinities are the job's shapes.
+ * A task's resources. Nomad's Canonicalize fills CPU 100 (or 0 with Cores),
+ * Cores 0 and MemoryMB 300. The `Berth...` fields are Berth's own, left out
+ * when unset.
  */
-export const RequestedDevice = z.strictObject({
-  Name: z.string(),
-  Count: z.number().int().nullable(),
-  Constraints: z.array(z.unknown()).nullable(),
-  Affinities: z.array(z.unknown()).nullable(),
-});
-export type RequestedDevice = z.infer<typeof RequestedDevice>;
-
-/** api.Resources: CPU in MHz, memory and disk in MB. */
 export const Resources = z.strictObject({
-  CPU: z.number().int().nullable(),
-  Cores: z.number().int().nullable(),
-  MemoryMB: z.number().int().nullable(),
-  MemoryMaxMB: z.number().int().nullable(),
-  DiskMB: z.number().int().nullable(),
-  Networks: z.array(NetworkResource).nullable(),
-  Devices: z.array(RequestedDevice).nullable(),
-  NUMA: NUMAResource.nullable(),
-  SecretsMB: z.number().int().nullable(),
-  IOPS: z.number().int().nullable(),
+  CPU: ptr(int),
+  Cores: ptr(int),
+  MemoryMB: ptr(int),
+  MemoryMaxMB: ptr(int),
+  DiskMB: ptr(int),
+  Networks: list(NetworkResource),
+  Devices: list(RequestedDevice),
+  NUMA: ptr(NUMAResource),
+  SecretsMB: ptr(int),
+  IOPS: ptr(int),
+  /** Berth's: a `cores` that is not a whole number (a CPU quota; Nomad's Cores reserves whole cores). */
+  BerthCores: z.number().positive().optional(),
+  /** Berth's: the most processes and threads the task may have (a job file's `pids`). */
+  BerthPidsMax: int.optional(),
+  /** Berth's: place the task only on a node that enforces limits with cgroups (a job file's `memory_enforced`). */
+  BerthMemoryEnforced: z.boolean().optional(),
 });
 export type Resources = z.infer<typeof Resources>;

@@ -1,20 +1,19 @@
 // Berth's stored allocations in Nomad's shapes (src/api/allocations.ts):
 // the full Allocation and the AllocationListStub of every list. What Nomad
 // keeps on the allocation and Berth keeps elsewhere is looked up in the same
-// snapshot: the node's name, the job's type and resources, the allocation
-// that replaced this one (NextAllocation) and the chain this one replaces
+// snapshot: the node's name, the job at the version the allocation runs (its
+// type, groups and resources; the Job itself in full), the allocation that
+// replaced this one (NextAllocation) and the chain this one replaces
 // (RescheduleTracker).
 
-import type * as api from '../../api/index.js';
-import type { AllocMetric, Allocation, Job, Node, TaskGroup, TaskState } from '../../structs/index.js';
+import * as api from '../../api/index.js';
+import { jobToNomad, type Allocation, type Job, type Node, type TaskGroup, type TaskState } from '../../structs/index.js';
 import { rowKey, type StateReader } from '../state/index.js';
-
-/** Go's zero time.Time as its encoder writes it. */
-export const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
+import { allocMetricOut } from './alloc-metric-shapes.js';
 
 /** Milliseconds since the epoch as Go's time.Time encodes (0: the zero time). */
 export function goTime(ms: number | undefined): string {
-  return ms ? new Date(ms).toISOString() : GO_ZERO_TIME;
+  return ms ? new Date(ms).toISOString() : api.GO_ZERO_TIME;
 }
 
 /** Milliseconds (since the epoch, or a duration) as Go's nanoseconds. */
@@ -42,7 +41,8 @@ export class AllocShaper {
   readonly #snap: StateReader;
   readonly #memoKey: object;
   readonly #nodes = new Map<string, Node | undefined>();
-  readonly #jobs = new Map<string, Job | undefined>();
+  readonly #jobs = new Map<string, { job: Job; stable: boolean } | undefined>();
+  readonly #nomadJobs = new Map<string, api.Job | null>();
 
   constructor(snap: StateReader, store?: object) {
     this.#snap = snap;
@@ -60,7 +60,7 @@ export class AllocShaper {
       NodeID: a.nodeId,
       NodeName: this.#node(a.nodeId)?.name ?? '',
       JobID: a.jobId,
-      JobType: job?.type ?? '',
+      JobType: job?.job.type ?? '',
       JobVersion: a.jobVersion,
       TaskGroup: a.taskGroup,
       // Go omits it when nil: only a list asked for resources carries it.
@@ -95,12 +95,13 @@ export class AllocShaper {
       NodeID: a.nodeId,
       NodeName: this.#node(a.nodeId)?.name ?? '',
       JobID: a.jobId,
+      Job: this.#nomadJob(a),
       TaskGroup: a.taskGroup,
       Resources: groupResources(a, group),
       TaskResources: group ? Object.fromEntries(group.tasks.map((t) => [t.name, taskResources(t.resources)])) : null,
       AllocatedResources: allocatedResources(a, group),
       Services: null,
-      Metrics: a.metrics ? allocationMetric(a.metrics) : null,
+      Metrics: a.metrics ? allocMetricOut(a.metrics) : null,
       DesiredStatus: a.desiredStatus,
       DesiredDescription: a.desiredDescription,
       DesiredTransition: desiredTransition(a),
@@ -125,9 +126,29 @@ export class AllocShaper {
     };
   }
 
-  /** The job the allocation belongs to, as stored (undefined once purged). */
-  job(a: Allocation): Job | undefined {
-    return this.#job(a);
+  /**
+   * The job at the version the allocation runs: that version as kept
+   * (jobVersions), else the job as stored when it is at that version;
+   * undefined once neither is.
+   */
+  #job(a: Allocation): { job: Job; stable: boolean } | undefined {
+    const key = rowKey(a.namespace, a.jobId, String(a.jobVersion).padStart(10, '0'));
+    if (!this.#jobs.has(key)) {
+      const kept = this.#snap.get('jobVersions', key);
+      const current = kept ? undefined : this.#snap.get('jobs', rowKey(a.namespace, a.jobId));
+      this.#jobs.set(key, kept ? { job: kept.job, stable: kept.stable } : current && current.version === a.jobVersion ? { job: current, stable: false } : undefined);
+    }
+    return this.#jobs.get(key);
+  }
+
+  /** The Job in Nomad's shape, made once per job version. */
+  #nomadJob(a: Allocation): api.Job | null {
+    const key = rowKey(a.namespace, a.jobId, String(a.jobVersion));
+    if (!this.#nomadJobs.has(key)) {
+      const found = this.#job(a);
+      this.#nomadJobs.set(key, found ? jobToNomad(found.job, { stable: found.stable }) : null);
+    }
+    return this.#nomadJobs.get(key) ?? null;
   }
 
   #node(id: string): Node | undefined {
@@ -135,14 +156,8 @@ export class AllocShaper {
     return this.#nodes.get(id);
   }
 
-  #job(a: Allocation): Job | undefined {
-    const key = rowKey(a.namespace, a.jobId);
-    if (!this.#jobs.has(key)) this.#jobs.set(key, this.#snap.get('jobs', key));
-    return this.#jobs.get(key);
-  }
-
   #group(a: Allocation): TaskGroup | undefined {
-    return this.#job(a)?.groups.find((g) => g.name === a.taskGroup);
+    return this.#job(a)?.job.groups.find((g) => g.name === a.taskGroup);
   }
 
   #next(id: string): string {
@@ -335,27 +350,5 @@ function allocatedResources(a: Allocation, group: TaskGroup | undefined): api.Al
       Networks: groupNetworks(a, group),
       Ports: a.ports?.length ? a.ports.map((p) => ({ Label: p.label, Value: p.value, To: p.to, HostIP: p.hostIp })) : null,
     },
-  };
-}
-
-/** Why the scheduler chose a node, as Nomad's AllocationMetric (also an evaluation's FailedTGAllocs). */
-export function allocationMetric(m: AllocMetric): api.AllocationMetric {
-  return {
-    NodesEvaluated: m.nodesEvaluated,
-    NodesFiltered: m.nodesFiltered,
-    NodesInPool: m.nodesEvaluated,
-    NodePool: 'default',
-    NodesAvailable: m.nodesAvailable,
-    ClassFiltered: m.classFiltered,
-    ConstraintFiltered: m.constraintFiltered,
-    NodesExhausted: m.nodesExhausted,
-    ClassExhausted: null,
-    DimensionExhausted: m.dimensionExhausted,
-    QuotaExhausted: null,
-    ResourcesExhausted: null,
-    Scores: null,
-    AllocationTime: 0,
-    CoalescedFailures: 0,
-    ScoreMetaData: m.scoreMetaData.map((s) => ({ NodeID: s.nodeId, Scores: s.scores, NormScore: s.normScore })),
   };
 }
