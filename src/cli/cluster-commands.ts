@@ -165,6 +165,7 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     ['Node Name', a.NodeName || undefined],
     ['Job ID', a.JobID],
     ['Namespace', a.Namespace],
+    ['Job Version', a.Job?.Version ?? undefined],
     ['Task Group', a.TaskGroup],
     ['Desired Status', s.style.status(a.DesiredStatus)],
     ['Desired Description', a.DesiredDescription || undefined],

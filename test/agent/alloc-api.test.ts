@@ -164,6 +164,8 @@ describe('the allocation API in Nomad shapes (contract)', () => {
   it('reads one allocation in full, its checks, and says "alloc not found" in plain text (JSON to a caller that asks)', async () => {
     const { body: a } = await read(api.Allocation, `/v1/allocation/${first}`);
     assert.equal(a.ID, first);
+    assert.equal(a.Job?.ID, 'contract');
+    assert.equal(a.Job?.Version, (allocs[0] as api.AllocationListStub).JobVersion, 'the job at the version the allocation runs');
     assert.equal(a.TaskResources?.['t']?.MemoryMB, 300);
     assert.equal(a.Resources?.DiskMB, 300);
     assert.equal(a.AllocatedResources?.Shared.Networks?.[0]?.Mode, 'host');
