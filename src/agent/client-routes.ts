@@ -17,6 +17,7 @@ import {
   type TaskResourceUsage,
   type TaskLogsLocation,
 } from '../client/index.js';
+import { NodeMetaApplyRequest, type NodeMetaResponse } from '../api/index.js';
 import { describeError, type Logger } from '../lib/index.js';
 import { registerAllocOpsRoutes } from './alloc-ops-routes.js';
 import { runningTaskUsage } from './task-metrics.js';
@@ -68,20 +69,26 @@ function sendError(reply: FastifyReply, err: unknown): FastifyReply {
 
 const META_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
-/** A node meta change from a request body (`meta` or Nomad's `Meta`, and `unset`); RouteError 400 when malformed. */
+/**
+ * A node meta change from Nomad's NodeMetaApplyRequest body (`Meta`: key ->
+ * value, null removes the key; Berth's `Unset`: dynamic keys to forget).
+ * RouteError 400 when malformed.
+ */
 function metaChange(body: unknown): { set: Record<string, string | null>; unset: string[] } {
-  const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
-  const raw = b['meta'] ?? b['Meta'] ?? {};
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new RouteError(400, 'INVALID', 'meta must be an object of key -> string (or null)');
-  const set: Record<string, string | null> = {};
-  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-    if (!META_KEY.test(k)) throw new RouteError(400, 'INVALID', `meta key "${k}" must be letters, digits, "_", "." or "-"`);
-    if (v !== null && typeof v !== 'string') throw new RouteError(400, 'INVALID', `meta "${k}" must be a string (or null to remove it)`);
-    set[k] = v;
+  const parsed = NodeMetaApplyRequest.safeParse(body ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new RouteError(400, 'INVALID', `${issue?.path.join('.') || 'request body'}: ${issue?.message ?? 'malformed'} (Meta is an object of key -> string, or null to remove it)`);
   }
-  const unset = b['unset'] ?? [];
-  if (!Array.isArray(unset) || !unset.every((k) => typeof k === 'string')) throw new RouteError(400, 'INVALID', 'unset must be a list of meta keys');
-  return { set, unset: unset as string[] };
+  for (const k of [...Object.keys(parsed.data.Meta), ...(parsed.data.Unset ?? [])]) {
+    if (!META_KEY.test(k)) throw new RouteError(400, 'INVALID', `meta key "${k}" must be letters, digits, "_", "." or "-"`);
+  }
+  return { set: { ...parsed.data.Meta }, unset: parsed.data.Unset ?? [] };
+}
+
+/** Nomad's NodeMetaResponse from the client's view of its meta. */
+function metaResponse(view: { meta: Record<string, string>; dynamic: Record<string, string | null>; static: Record<string, string> }): NodeMetaResponse {
+  return { Meta: view.meta, Dynamic: view.dynamic, Static: view.static };
 }
 
 type LogsQuery = { task?: string; type?: string; follow?: string; lines?: string };
@@ -174,33 +181,39 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
     }
   });
 
-  // The node's meta (Nomad 1.3+'s /v1/client/metadata): GET shows merged, dynamic and static meta;
-  // PUT/POST { meta: { key: "value" | null }, unset?: [keys] } applies dynamic meta, kept across restarts.
-  const readyClient = (): Client => {
+  // The node's meta (Nomad 1.5+'s /v1/client/metadata): GET answers Nomad's NodeMetaResponse (merged,
+  // dynamic and static meta); POST (and PUT) takes a NodeMetaApplyRequest and applies dynamic meta, kept
+  // across restarts. `node_id` (the query, or NodeID in the body) may name only this agent's node: Berth
+  // does not relay to another node's agent (ask that agent, at its node's HTTPAddr).
+  const readyClient = (nodeId?: string): Client => {
     const client = deps.client();
     if (!client || client.state !== 'running') throw new RouteError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet');
+    if (nodeId && nodeId !== client.nodeId) {
+      throw new RouteError(404, 'NOT_FOUND', `node ${nodeId} is not this agent's node (${client.nodeId}); ask the agent of that node, at its HTTPAddr`);
+    }
     return client;
   };
-  app.get('/v1/client/metadata', { config: { access: 'read' } }, async (_req, reply) => {
+  app.get<{ Querystring: { node_id?: string } }>('/v1/client/metadata', { config: { access: 'read' } }, async (req, reply) => {
     try {
-      return reply.send({ nodeId: readyClient().nodeId, ...readyClient().nodeMeta() });
+      return reply.send(metaResponse(readyClient(req.query.node_id).nodeMeta()));
     } catch (err) {
       return sendError(reply, err);
     }
   });
-  const applyMeta = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+  const applyMeta = async (req: FastifyRequest<{ Querystring: { node_id?: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
     try {
-      const client = readyClient();
+      const bodyNode = (req.body as { NodeID?: unknown } | undefined)?.NodeID;
+      const client = readyClient(req.query.node_id || (typeof bodyNode === 'string' ? bodyNode : undefined));
       const { set, unset } = metaChange(req.body);
       const view = client.applyNodeMeta(set, unset);
       log.info({ set: Object.keys(set), unset }, 'node meta applied');
-      return reply.send({ nodeId: client.nodeId, ...view });
+      return reply.send(metaResponse(view));
     } catch (err) {
       return sendError(reply, err);
     }
   };
-  app.put('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
-  app.post('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
+  app.put<{ Querystring: { node_id?: string } }>('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
+  app.post<{ Querystring: { node_id?: string } }>('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
 
   // Resource usage of the allocation's running tasks, from their cgroups (/proc without one).
   // Which node this agent runs (`node drain -self`).

@@ -8,3 +8,36 @@
 // on Nomad's shapes or shapes of its own, each marked where it is defined.
 //
 // Each route family has its own file; this door lists what each exports.
+
+export {
+  GoTime,
+  GoDuration,
+  NetworkResource,
+  Resources,
+  NodeResources,
+  NodeReservedResources,
+  NodeDeviceResource,
+  DriverInfo,
+  HostVolumeInfo,
+  HostNetworkInfo,
+  CSIControllerInfo,
+  CSINodeInfo,
+  CSIInfo,
+  DrainSpec,
+  DrainStrategy,
+  DrainStatus,
+  DrainMetadata,
+  NodeEvent,
+  NodeStatus,
+  SchedulingEligibility,
+  Node,
+  NodeListStub,
+  NodeUpdateDrainRequest,
+  NodeUpdateEligibilityRequest,
+  NodeDrainUpdateResponse,
+  NodeEligibilityUpdateResponse,
+  NodeUpdateResponse,
+  NodePurgeResponse,
+  NodeMetaApplyRequest,
+  NodeMetaResponse,
+} from './nodes.js';

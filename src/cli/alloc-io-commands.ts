@@ -1,11 +1,12 @@
 // `berth alloc logs` and `berth alloc exec`: find the allocation's node
 // through the API, then talk to that node agent's own address (its
-// httpAddr): logs over a streamed GET, exec over a WebSocket carrying
+// HTTPAddr): logs over a streamed GET, exec over a WebSocket carrying
 // Nomad-style JSON frames (stdin, stdout, stderr, tty_size, exit code).
 
 import type { Command } from 'commander';
 import { AbortedError } from '../lib/index.js';
-import type { Allocation, Node } from '../structs/index.js';
+import type * as Api from '../api/index.js';
+import type { Allocation } from '../structs/index.js';
 import { ApiClient, ApiClientError, KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -20,11 +21,17 @@ async function nodeAgentFor(s: ApiSession, idArg: string, token: string | undefi
   return { allocId, alloc, agent: await nodeAgentOf(s, alloc, token) };
 }
 
-/** An API client for the node agent running `alloc` (placed), at the node's httpAddr. */
+/** An API client for the node agent running `alloc` (placed), at the node's HTTPAddr. */
 export async function nodeAgentOf(s: ApiSession, alloc: Allocation, token: string | undefined): Promise<ApiClient> {
-  const { body: node } = await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId));
-  if (!node.httpAddr) throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.name} (${node.id.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
-  return new ApiClient({ address: node.httpAddr, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
+  const { body: node } = await s.api.get<Api.Node>(KINDS.node.getPath(alloc.nodeId));
+  return nodeAgentAt(s, node, token);
+}
+
+/** An API client for the node's own agent, at its HTTPAddr (as Nomad's CLI reaches a client). Throws CLI_NO_NODE_ADDRESS when it has none. */
+export function nodeAgentAt(s: ApiSession, node: Pick<Api.Node, 'ID' | 'Name' | 'HTTPAddr' | 'TLSEnabled'>, token: string | undefined): ApiClient {
+  if (!node.HTTPAddr) throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.Name} (${node.ID.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
+  const address = `${node.TLSEnabled ? 'https' : 'http'}://${node.HTTPAddr}`;
+  return new ApiClient({ address, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
 }
 
 /** The --token flag, else $BERTH_TOKEN. */

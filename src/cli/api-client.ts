@@ -77,7 +77,7 @@ const DEFAULT_BLOCKING_WAIT_MS = 300_000;
 
 type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
 
-/** One answer: the body and the `X-Berth-Index` to send with the next blocking read. */
+/** One answer: the body and the `X-Nomad-Index` to send with the next blocking read. */
 export interface ApiAnswer<T> {
   body: T;
   index: number;
@@ -185,7 +185,8 @@ export class ApiClient {
         }
       }
       if (!res.ok) throw errorFrom(res.status, body, res.headers.get('x-berth-leader') ?? undefined);
-      return { body: body as T, index: Number(res.headers.get('x-berth-index') ?? 0) || 0 };
+      // Nomad's header; routes not yet moved onto Nomad's API still send Berth's old one.
+      return { body: body as T, index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0) || 0 };
     });
   }
 
@@ -302,8 +303,9 @@ export class ApiClient {
     } catch (err) {
       if (!(err instanceof ApiClientError) || err.status !== 404 || err.code !== 'NOT_FOUND') throw err;
     }
-    const { body } = await this.get<Array<{ id: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
-    const matches = [...new Set((body ?? []).map((o) => o.id).filter((id) => id.startsWith(idOrPrefix)))].sort();
+    // Nomad's lists name each row's ID `ID`; lists not yet moved onto Nomad's API, `id`.
+    const { body } = await this.get<Array<{ ID?: string; id?: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
+    const matches = [...new Set((body ?? []).map((o) => o.ID ?? o.id ?? '').filter((id) => id.startsWith(idOrPrefix)))].sort();
     if (matches.length === 1) return matches[0] as string;
     if (matches.length === 0) throw new ApiClientError('NOT_FOUND', `no ${kind.noun} with ID or prefix "${idOrPrefix}"`, 404);
     throw new ApiClientError('CLI_AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });

@@ -10,7 +10,8 @@
 
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
-import type { Allocation, Evaluation, Job, Node } from '../structs/index.js';
+import type * as Api from '../api/index.js';
+import type { Allocation, Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
 
@@ -211,12 +212,12 @@ async function evaluationsSince(s: ApiSession, jobId: string, index: number): Pr
 
 /** Why an allocation was lost, in the operator's words: its node by name, down and why; else what its client said. */
 async function lostBecause(s: ApiSession, alloc: Allocation): Promise<string> {
-  let node: Node | undefined;
+  let node: Api.Node | undefined;
   try {
-    node = (await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId))).body;
+    node = (await s.api.get<Api.Node>(KINDS.node.getPath(alloc.nodeId))).body;
   } catch (err) {
     if (!(err instanceof ApiClientError) || err.code !== 'NOT_FOUND') throw err;
   }
-  if (node?.status === 'down') return `node "${node.name}" (${shortId(node.id)}) is down${node.statusDescription ? `: ${node.statusDescription}` : ''}`;
-  return alloc.clientDescription || `on node "${node?.name ?? shortId(alloc.nodeId)}"`;
+  if (node?.Status === 'down') return `node "${node.Name}" (${shortId(node.ID)}) is down${node.StatusDescription ? `: ${node.StatusDescription}` : ''}`;
+  return alloc.clientDescription || `on node "${node?.Name ?? shortId(alloc.nodeId)}"`;
 }

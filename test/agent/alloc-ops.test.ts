@@ -16,7 +16,8 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node, VolumeClaim } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, CsiPlugin, VolumeClaim } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -100,7 +101,7 @@ describe('allocation commands on a dev agent', () => {
   before(async () => {
     dir = await tempDir('bao-');
     agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
-    nodeId = (await agent.get<Node[]>('/v1/nodes'))[0]!.id;
+    nodeId = (await agent.get<Api.NodeListStub[]>('/v1/nodes'))[0]!.ID;
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin healthy', async () => {
       const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);

@@ -18,7 +18,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, CsiPlugin } from '../../src/structs/index.js';
 import { cleanupUnder, hostpathPluginJob, hostpathVolumeHcl, mountsUnder, pidsWith, rawExecJob, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -70,7 +71,7 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     client = await startAgent(['--client', '--server-address', server.addr, '--config', path.join(dir, 'c1.json')]).ready(false);
     return client;
   };
-  const nodeStatus = async (): Promise<string | undefined> => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'c1')?.status;
+  const nodeStatus = async (): Promise<string | undefined> => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'c1')?.Status;
   const nodesHealthy = async (): Promise<number> => (await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined))?.nodesHealthy ?? 0;
   const claimsOf = async (allocId: string): Promise<unknown[]> =>
     ((await server.get<{ claims?: Array<{ allocId: string }> }>('/v1/volume/csi/kept')).claims ?? []).filter((c) => c.allocId === allocId);

@@ -429,7 +429,8 @@ export class ServerApi {
           finish();
           this.#answers++;
           for (const c of chunks) this.#bytes += c.length;
-          const index = res.headers['x-berth-index'];
+          // Nomad's header; a route not yet moved onto Nomad's API still sends Berth's old one.
+          const index = res.headers['x-nomad-index'] ?? res.headers['x-berth-index'];
           const leader = res.headers['x-berth-leader'];
           resolve({
             status: res.statusCode ?? 0,

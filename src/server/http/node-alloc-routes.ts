@@ -196,7 +196,7 @@ export function registerNodeAllocRoutes(app: FastifyInstance, { deps, signalOf }
           continue;
         }
         indexes.sent(nodeId, index);
-        reply.header('X-Berth-Index', String(index));
+        reply.header('X-Nomad-Index', String(index));
         return { allocations: result.indexes };
       }
     },
@@ -230,7 +230,7 @@ export function registerNodeAllocRoutes(app: FastifyInstance, { deps, signalOf }
       const job = snap.get('jobs', key);
       if (job && !heldJobs.some((h) => isHeldJob(h, job))) jobs.push(forNode ? job : publicJob(job));
     }
-    reply.header('X-Berth-Index', String(index));
+    reply.header('X-Nomad-Index', String(index));
     return { allocations, allocModifyIndex: indexes.record(nodeId, allocations), jobs };
   });
 }

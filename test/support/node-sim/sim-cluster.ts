@@ -8,7 +8,8 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { CsiClient } from '../../../src/csi/index.js';
-import type { Allocation, Node } from '../../../src/structs/index.js';
+import type { NodeListStub } from '../../../src/api/index.js';
+import type { Allocation } from '../../../src/structs/index.js';
 import { FakePlugin } from '../csi-fake/index.js';
 import { Cluster as ProcessCluster, type ServerProc } from '../process-cluster.js';
 import { SimFleet } from './sim-fleet.js';
@@ -106,7 +107,8 @@ export class SimCluster {
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${p} on ${s.name}: ${res.status} ${text.slice(0, 500)}`);
-    return { index: Number(res.headers.get('x-berth-index') ?? 0), body: JSON.parse(text) as T };
+    // Nomad's header; routes not yet moved onto Nomad's API still send Berth's old one.
+    return { index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0), body: JSON.parse(text) as T };
   }
 
   /**
@@ -144,8 +146,9 @@ export class SimCluster {
     }
   }
 
-  nodes(via?: ServerProc): Promise<Node[]> {
-    return this.call<Node[]>('GET', '/v1/nodes', undefined, via).then((r) => r.body);
+  /** The nodes as `GET /v1/nodes` lists them (Nomad's NodeListStub). */
+  nodes(via?: ServerProc): Promise<NodeListStub[]> {
+    return this.call<NodeListStub[]>('GET', '/v1/nodes', undefined, via).then((r) => r.body);
   }
 
   /** CPU seconds (user + system) the server's process used so far. */
