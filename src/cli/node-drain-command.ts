@@ -141,12 +141,13 @@ async function nodeDrain(ctx: CommandContext, s: ApiSession, [idArg]: string[], 
     s.out.line('Canceled.');
     return;
   }
-  const { body: node } = await s.api.get<Api.Node>(KINDS.node.getPath(nodeId));
+  // A cancel keeps the drain's meta (Nomad's CLI sends it back with the cancel message).
+  const last = enable ? undefined : (await s.api.get<Api.Node>(KINDS.node.getPath(nodeId))).body.LastDrain?.Meta;
   const body: Api.NodeUpdateDrainRequest = {
     NodeID: nodeId,
     DrainSpec: enable ? { Deadline: deadlineMs < 0 ? -1 : deadlineMs * 1e6, IgnoreSystemJobs: Boolean(opts['ignoreSystem']) } : null,
     MarkEligible: !enable && !opts['keepIneligible'],
-    Meta: drainMeta(opts, enable, node.LastDrain?.Meta),
+    Meta: drainMeta(opts, enable, last),
   };
   const { body: answer, index } = await s.api.request<Api.NodeDrainUpdateResponse>('POST', `/v1/node/${encodeURIComponent(nodeId)}/drain`, { body });
   if (!enable || opts['detach']) {

@@ -29,15 +29,18 @@ export function registerNodeRoutes(app: FastifyInstance, ctx: RouteContext): voi
   const log = deps.logger.child({ component: 'http-node' });
 
   /**
-   * Whether the node's connection is open to this server, when this server
-   * leads (only the leader knows: a follower leaves it out). A node may
-   * heartbeat through any server and be `ready` while the leader cannot call
-   * it (no controller call then).
+   * What this server knows of the node beyond its row: when it last heard
+   * from it, and whether the node's connection is open to it when it leads
+   * (only the leader knows: a follower leaves it out). A node may heartbeat
+   * through any server and be `ready` while the leader cannot call it (no
+   * controller call then).
    */
   const linkOf = (nodeId: string): NodeLink => {
+    const heard = deps.nodes.lastHeartbeat(nodeId);
+    const link: NodeLink = heard === undefined ? {} : { lastHeartbeat: heard };
     const leadership = deps.leadership?.();
-    if (leadership && !leadership.isLeader) return {};
-    return { leaderConnected: connections.connected(nodeId) };
+    if (leadership && !leadership.isLeader) return link;
+    return { ...link, leaderConnected: connections.connected(nodeId) };
   };
 
   // Nomad's node list: `prefix` on the ID, `resources=true` and `os=true` for more of each row,

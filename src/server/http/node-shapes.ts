@@ -22,9 +22,12 @@ export function goDuration(ms: number): number {
 /** The default range dynamic ports are picked from, as the scheduler uses it. */
 const DYNAMIC_PORTS = { min: 20000, max: 32000 };
 
-/** What a node answer adds to the stored node: only the leader knows the node connection. */
+/** What a node answer adds to the stored node, from the answering server's memory. */
 export interface NodeLink {
+  /** Only the leader knows the node connection. */
   leaderConnected?: boolean;
+  /** When this server last heard from the node, if later than the stored node says. */
+  lastHeartbeat?: number;
 }
 
 /** `host:port` of the node agent and whether it speaks TLS, from its URL (Nomad's HTTPAddr and TLSEnabled). */
@@ -81,7 +84,7 @@ export function nodeOf(n: Node, link: NodeLink = {}): Api.Node {
     CreateIndex: n.createIndex,
     ModifyIndex: n.modifyIndex,
     NodeMaxAllocs: 0,
-    LastHeartbeat: goTime(n.lastHeartbeat),
+    LastHeartbeat: goTime(Math.max(n.lastHeartbeat, link.lastHeartbeat ?? 0)),
     StopAfterServerDisconnect: goDuration(n.stopAfterDisconnectMs ?? 0),
   };
   if (link.leaderConnected !== undefined) out.LeaderConnected = link.leaderConnected;

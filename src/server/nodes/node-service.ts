@@ -283,6 +283,15 @@ export class NodeService {
     return { node: result, index };
   }
 
+  /**
+   * When this server last heard from the node (ms since the epoch), or
+   * undefined when it has not since it started: heartbeats that change
+   * nothing are not written, so the stored node's lastHeartbeat lags.
+   */
+  lastHeartbeat(nodeId: string): number | undefined {
+    return this.#lastSeen.get(nodeId);
+  }
+
   get(nodeId: string): Node | undefined {
     const node = this.#store.snapshot().get('nodes', rowKey(nodeId));
     return node && this.#withHeartbeat(node);
