@@ -8,3 +8,54 @@
 // on Nomad's shapes or shapes of its own, each marked where it is defined.
 //
 // Each route family has its own file; this door lists what each exports.
+
+// CSI volumes, snapshots and plugins (Nomad's api/csi.go).
+export {
+  GO_ZERO_TIME,
+  CSIVolumeAccessMode,
+  CSIVolumeAttachmentMode,
+  CSITopology,
+  CSITopologyRequest,
+  CSIMountOptions,
+  CSIVolumeCapability,
+  CSIVolume,
+  CSIVolumeListStub,
+  CSIVolumeSubmission,
+  CSIVolumeRegisterRequest,
+  CSIVolumeRegisterResponse,
+  CSIVolumeCreateRequest,
+  CSIVolumeCreateResponse,
+  CSIVolumeDeregisterRequest,
+  CSIVolumeDeleteRequest,
+  CSISnapshot,
+  CSISnapshotSubmission,
+  CSISnapshotCreateRequest,
+  CSISnapshotCreateResponse,
+  CSISnapshotListResponse,
+  CSIVolumeExternalStub,
+  CSIVolumeListExternalResponse,
+  CSIControllerInfo,
+  CSINodeInfo,
+  CSIInfo,
+  CSIPluginExhaustion,
+  CSIPlugin,
+  CSIPluginListStub,
+} from './csi.js';
+// Berth's additions to the CSI API (usage, condition, claims, drift, doctor).
+export {
+  UsageFigures,
+  NodeVolumeUsage,
+  SourcedCondition,
+  VolumeCondition,
+  VolumeClaimState,
+  VolumeClaimListStub,
+  VolumeClaimDeleteResponse,
+  CSIVolumeDetachResponse,
+  CSIVolumeExpandRequest,
+  VolumeUsageSample,
+  VolumeUsageHistory,
+  DriftKind,
+  DriftFinding,
+  DriftReport,
+  VolumeDrift,
+} from './csi-berth.js';
