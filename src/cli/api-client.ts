@@ -185,7 +185,7 @@ export class ApiClient {
         }
       }
       if (!res.ok) throw errorFrom(res.status, body, res.headers.get('x-berth-leader') ?? undefined);
-      return { body: body as T, index: Number(res.headers.get('x-berth-index') ?? 0) || 0 };
+      return { body: body as T, index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0) || 0 };
     });
   }
 
