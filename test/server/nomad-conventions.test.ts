@@ -50,7 +50,8 @@ describe('Nomad API conventions', () => {
         req.on('error', reject);
         req.end(body);
       });
-    for (const headers of [{}, { 'content-type': 'application/x-www-form-urlencoded' }, { 'content-type': 'text/plain' }]) {
+    const variants: Array<Record<string, string>> = [{}, { 'content-type': 'application/x-www-form-urlencoded' }, { 'content-type': 'text/plain' }];
+    for (const headers of variants) {
       // Broken JSON is refused as broken JSON (so it was read as JSON), not as an unsupported media type.
       const broken = await send(headers, '{"Job": ');
       assert.equal(broken.status, 400, `${JSON.stringify(headers)}: ${broken.text}`);
