@@ -379,12 +379,13 @@ EOF
 
 # --- cluster -------------------------------------------------------------------
 
-check server members --expect 'alive'
-check agent-info --expect 'server'
+# The Leader column is true when the region's leader (/v1/status/leader) is the member's Addr:Tags.port.
+check server members --expect 'alive +true'
+check agent-info --expect 'leader'
 check node status --expect 'ready'
 NODE_ID="$(api /v1/nodes 'j[0]?.ID')"
 if [[ -n "$NODE_ID" ]]; then
-  check node status "$NODE_ID" --expect "$NODE_ID"
+  check node status "$NODE_ID" --expect "Status += ready"
 else
   not_run "node status <node>" "GET /v1/nodes gave no node ID"
 fi
