@@ -243,7 +243,7 @@ plugin_healthy() { [[ "$(api /v1/plugin/csi/hostpath 'j.ControllersHealthy >= 1 
 J="$WORK/jobs"
 
 # A service job: one raw_exec task that prints a line and sleeps. v2 changes
-# its meta, so the update is a canary deployment to promote.
+# the task's command line, so the update is a canary deployment to promote.
 sleeper_job() {
   cat <<EOF
 job "sleeper" {
@@ -270,7 +270,7 @@ job "sleeper" {
 
       config {
         command = "/bin/sh"
-        args    = ["-c", "echo hello from berth \$NOMAD_ALLOC_ID; echo to stderr >&2; while true; do sleep 1; done"]
+        args    = ["-c", "echo hello from berth $1 \$NOMAD_ALLOC_ID; echo to stderr >&2; while true; do sleep 1; done"]
       }
 
       resources {
