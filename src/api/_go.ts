@@ -10,10 +10,15 @@ import { z } from 'zod';
 export const int = z.number().int();
 /** Go's uint8, uint64...: not negative. */
 export const uint = z.number().int().nonnegative();
-/** Go's float64. */
-export const float = z.number();
+/**
+ * Go's int64 where values pass 2^53: nanoseconds since the epoch
+ * (1.7e18 today) and long durations. Any whole number: JSON carries the
+ * digits, a JavaScript number the nearest double (ns times lose their last
+ * digits, never their millisecond).
+ */
+export const int64 = z.number().refine(Number.isInteger, 'expected a whole number');
 /** A time.Duration: nanoseconds, as Go encodes it. */
-export const nanos = z.number().int();
+export const nanos = int64;
 /** A time.Time: RFC 3339 with nanoseconds (`0001-01-01T00:00:00Z` when zero). */
 export const time = z.string();
 /** A []byte: base64 text, null when nil. */

@@ -22,7 +22,7 @@ import { Evaluation } from './evaluations.js';
 import { JobDiff, PlanAnnotations } from './job-plan.js';
 import { MigrateStrategy, ReschedulePolicy, UpdateStrategy } from './job-task-blocks.js';
 import { TaskGroup } from './job-tasks.js';
-import { bytes, int, list, map, nanos, ptr, stringMap, time, uint } from './_go.js';
+import { bytes, int, int64, list, map, nanos, ptr, stringMap, time, uint } from './_go.js';
 
 export const MultiregionStrategy = z.strictObject({
   MaxParallel: ptr(int),
@@ -88,7 +88,7 @@ export type JobUIConfig = z.infer<typeof JobUIConfig>;
 export const JobVersionTag = z.strictObject({
   Name: z.string(),
   Description: z.string(),
-  TaggedTime: int,
+  TaggedTime: int64,
 });
 export type JobVersionTag = z.infer<typeof JobVersionTag>;
 
@@ -134,7 +134,7 @@ export const Job = z.strictObject({
   StatusDescription: ptr(z.string()),
   Stable: ptr(z.boolean()),
   Version: ptr(uint),
-  SubmitTime: ptr(int),
+  SubmitTime: ptr(int64),
   CreateIndex: ptr(uint),
   ModifyIndex: ptr(uint),
   JobModifyIndex: ptr(uint),
@@ -191,7 +191,7 @@ export const JobListStub = z.strictObject({
   CreateIndex: uint,
   ModifyIndex: uint,
   JobModifyIndex: uint,
-  SubmitTime: int,
+  SubmitTime: int64,
   Meta: z.record(z.string(), z.string()).optional(),
 });
 export type JobListStub = z.infer<typeof JobListStub>;

@@ -74,6 +74,8 @@ export const Resources = z.strictObject({
   NUMA: ptr(NUMAResource),
   SecretsMB: ptr(int),
   IOPS: ptr(int),
+  /** Berth's: a `cores` that is not a whole number (a CPU quota; Nomad's Cores reserves whole cores). */
+  BerthCores: z.number().positive().optional(),
   /** Berth's: the most processes and threads the task may have (a job file's `pids`). */
   BerthPidsMax: int.optional(),
   /** Berth's: place the task only on a node that enforces limits with cgroups (a job file's `memory_enforced`). */

@@ -2,7 +2,7 @@
 // them (api/scaling.go; GET /v1/job/:id/scale answers JobScaleStatusResponse).
 
 import { z } from 'zod';
-import { anyMap, int, list, map, ptr, stringMap, uint } from './_go.js';
+import { anyMap, int, int64, list, map, ptr, stringMap, uint } from './_go.js';
 
 /** A `scaling` block; ID, Namespace, Target and the indexes are the server's. */
 export const ScalingPolicy = z.strictObject({
@@ -27,7 +27,7 @@ export const ScalingEvent = z.strictObject({
   Message: z.string(),
   Meta: anyMap,
   EvalID: ptr(z.string()),
-  Time: uint,
+  Time: int64,
   CreateIndex: uint,
 });
 export type ScalingEvent = z.infer<typeof ScalingEvent>;

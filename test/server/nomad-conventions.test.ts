@@ -50,8 +50,7 @@ describe('Nomad API conventions', () => {
         req.on('error', reject);
         req.end(body);
       });
-    const variants: Array<Record<string, string>> = [{}, { 'content-type': 'application/x-www-form-urlencoded' }, { 'content-type': 'text/plain' }];
-    for (const headers of variants) {
+    for (const headers of [{} as Record<string, string>, { 'content-type': 'application/x-www-form-urlencoded' }, { 'content-type': 'text/plain' }]) {
       // Broken JSON is refused as broken JSON (so it was read as JSON), not as an unsupported media type.
       const broken = await send(headers, '{"Job": ');
       assert.equal(broken.status, 400, `${JSON.stringify(headers)}: ${broken.text}`);
