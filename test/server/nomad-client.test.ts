@@ -38,6 +38,13 @@ const JOB_HCL = `job "mcp-hello" {
   datacenters = ["dc1"]
   type        = "service"
 
+  # Nomad gives a service job without one the default update strategy (and so a
+  # deployment); Berth does not yet, so this job says it.
+  update {
+    max_parallel     = 1
+    min_healthy_time = "1s"
+  }
+
   group "web" {
     count = 1
 
@@ -161,9 +168,17 @@ describe('mcp-nomad, a Nomad MCP server in Go from npm, against a dev agent', { 
     assert.equal(summary.Summary['web']?.Running, 1);
   });
 
-  it('lists deployments and volumes (none of the volumes, one deployment of mcp-hello)', async () => {
-    const deployments = await tool<Array<{ JobID: string; Status: string }>>('list_deployments');
-    assert.ok(deployments.some((d) => d.JobID === 'mcp-hello'), JSON.stringify(deployments));
+  it("lists the job's deployment, and the volumes (none)", async () => {
+    // list_deployments decodes into its own summary struct (snake_case job_id, which Nomad's JobID does not fill).
+    const deployments = await tool<Array<{ id: string; namespace: string; status: string }>>('list_deployments');
+    assert.equal(deployments.length, 1, JSON.stringify(deployments));
+    assert.match(deployments[0]!.id, /^[0-9a-f]{8}-/);
+    assert.equal(deployments[0]!.namespace, 'default');
+    const ofJob = await tool<Array<{ ID: string; JobID: string; Status: string; TaskGroups: Record<string, { DesiredTotal: number }> }>>('get_job_deployments', { job_id: 'mcp-hello' });
+    assert.deepEqual(
+      ofJob.map((d) => [d.ID, d.JobID, d.TaskGroups['web']?.DesiredTotal]),
+      [[deployments[0]!.id, 'mcp-hello', 1]],
+    );
     const volumes = await mcp!.call('list_volumes');
     assert.equal(volumes.isError, false, volumes.text);
   });
