@@ -68,6 +68,8 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/berth-nomad-cli.XXXXXX")"
 DATA_DIR="$WORK/agent"
 AGENT_PID=""
 NODE_ID=""
+AGENT_NODE_ID=""
+HOSTPATH_ROOT=/var/lib/berth/hostpath
 mkdir -p "$WORK/out" "$WORK/jobs"
 [[ -z "$LOG_DIR" ]] || mkdir -p "$LOG_DIR"
 
@@ -79,6 +81,8 @@ cleanup() {
   set +e
   trap - INT TERM
   if agent_alive; then
+    # Our agent's node (Nomad's list shape, or Berth's older one), for the plugin's directory below.
+    [[ -n "$AGENT_NODE_ID" ]] || AGENT_NODE_ID="$(api /v1/nodes 'j[0]?.ID ?? j[0]?.id' 2>/dev/null)"
     # Jobs first, so the agent's stop has no task and no claim left to undo.
     for job in sleeper writer hostpath-plugin; do
       timeout 30 "$NOMAD_BIN" job stop -purge -detach "$job" >/dev/null 2>&1
@@ -96,8 +100,15 @@ cleanup() {
   fi
   mounts_under "$WORK" | sort -r | while read -r mount; do umount -l "$mount" 2>/dev/null; done
   # The hostpath plugin keeps its volumes under a directory per node ID, new
-  # on every dev agent: remove ours.
-  [[ -z "$NODE_ID" ]] || rm -rf "/var/lib/berth/hostpath/$NODE_ID"
+  # on every dev agent: remove our agent's when it holds no volume.
+  local dir="$HOSTPATH_ROOT/$AGENT_NODE_ID"
+  if [[ "$AGENT_NODE_ID" =~ ^[0-9a-f-]{36}$ && -d "$dir" ]]; then
+    if [[ -z "$(ls -A "$dir/volumes" 2>/dev/null)" ]]; then
+      rm -rf "$dir"
+    else
+      echo "nomad-cli-check: left $dir: it holds volumes this run did not delete" >&2
+    fi
+  fi
   rm -rf "$WORK"
   exit "$status"
 }
@@ -384,6 +395,7 @@ check server members --expect 'alive +true'
 check agent-info --expect 'leader'
 check node status --expect 'ready'
 NODE_ID="$(api /v1/nodes 'j[0]?.ID')"
+AGENT_NODE_ID="$(api /v1/nodes 'j[0]?.ID ?? j[0]?.id')"
 if [[ -n "$NODE_ID" ]]; then
   check node status "$NODE_ID" --expect "Status += ready"
 else
