@@ -36,7 +36,7 @@
 # Exit code: 0 when no command failed, 1 otherwise, 2 when it could not start.
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 REPO="$(pwd)"
 TIMEOUT="${NOMAD_CHECK_TIMEOUT:-60}"
 LOG_DIR="${NOMAD_CHECK_LOG_DIR:-}"
