@@ -64,6 +64,7 @@ export {
 export {
   publicVolume,
   publicClaim,
+  redactMap,
   nodeClaimAnswer,
   modeAllows,
   type NodeClaimVolume,
