@@ -1,7 +1,7 @@
 // The app shell: logs in (or finds the API open without a token), starts the
 // tab's event stream, and routes /ui/... paths to the pages.
 
-import { roleOf, useEffect, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { api, ApiError, roleOf, saveToken, savedToken, type Caller } from './api';
 import { hub, useStreamState } from './live';
