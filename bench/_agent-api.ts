@@ -14,6 +14,6 @@ export function agentApi(agent: Pick<AgentRun, 'addr' | 'token'>): AgentCall {
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return { body: (text ? JSON.parse(text) : undefined) as T, index: Number(res.headers.get('x-berth-index') ?? 0) };
+    return { body: (text ? JSON.parse(text) : undefined) as T, index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0) };
   };
 }

@@ -41,6 +41,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { AgentRun, freePort, until } from '../test/support/agent-run.js';
+import { volumeRequest } from '../test/support/csi-api.js';
 import { hostpathPluginJob } from '../test/support/runtime-cluster.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
@@ -156,14 +157,11 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
     // The plugin's data dir names its process (pidWith below).
     await call('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN }) });
     await until('the plugin healthy', async () => {
-      const p = await call<{ controllersHealthy: number; nodesHealthy: number }>('GET', `/v1/plugin/csi/${PLUGIN}`).catch(() => undefined);
-      return !!p && p.body.controllersHealthy >= 1 && p.body.nodesHealthy >= 1;
+      const p = await call<{ ControllersHealthy: number; NodesHealthy: number }>('GET', `/v1/plugin/csi/${PLUGIN}`).catch(() => undefined);
+      return !!p && p.body.ControllersHealthy >= 1 && p.body.NodesHealthy >= 1;
     });
-    await call('POST', '/v1/volume/csi/bench-vol/create', {
-      pluginId: PLUGIN,
-      name: 'bench-vol',
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-    });
+    const capabilities = [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }];
+    await call('PUT', '/v1/volume/csi/bench-vol/create', volumeRequest('bench-vol', { pluginId: PLUGIN, name: 'bench-vol', capabilities }));
 
     const agentPid = agent.child!.pid!;
     const pluginPid = pidWith(join(dir, 'hp'));
@@ -234,7 +232,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const s = await runOne(jobId);
       if (i >= WARMUP) samples.push(s);
       await call('DELETE', `/v1/job/${jobId}?purge=true`);
-      await until('the claim released', async () => (await call<{ claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).body.claims?.length === 0);
+      await until('the claim released', async () => (await call<{ Claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).body.Claims?.length === 0);
       // And the allocation collected on the node (its directory gone), so that no teardown overlaps the next run.
       await until('the allocation collected', () => !existsSync(join(agentDir, 'client', 'alloc', s.allocId)));
     }

@@ -48,7 +48,7 @@ export default async function degradedBench(): Promise<Record<string, unknown>> 
   try {
     const leader = await cluster.leader();
     await leader.run.cli(['job', 'run', cluster.writeJson('plugin.json', perNodeHostpathPluginJob({ dir: cluster.dir, nodeIdPrefix: 'bd-' }))]);
-    await until('plugin healthy', async () => (await cluster.read<{ nodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ nodesHealthy: 0 }))).nodesHealthy === 1, 120_000);
+    await until('plugin healthy', async () => (await cluster.read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ NodesHealthy: 0 }))).NodesHealthy === 1, 120_000);
 
     // Leader SIGSTOP -> a job submitted to the new leader runs.
     const stopSamples: number[] = [];

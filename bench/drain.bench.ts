@@ -70,12 +70,12 @@ export default async function drainBench(dir: string): Promise<Record<string, un
     const plugin = path.join(dir, 'plugin.hcl');
     const healthy = async (): Promise<void> => {
       await until('the plugin healthy on both nodes', async () => {
-        const p = await get<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
+        const p = await get<{ NodesHealthy: number; ControllersHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
         const { version } = await get<{ version: number }>('/v1/job/hostpath-plugin');
         const allocs = await get<Row[]>('/v1/job/hostpath-plugin/allocations');
         const current = allocs.filter((a) => a.clientStatus === 'running' && a.jobVersion === version).length;
         const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending')).length;
-        return p?.nodesHealthy === 2 && p.controllersHealthy === 2 && current === 2 && old === 0;
+        return p?.NodesHealthy === 2 && p.ControllersHealthy === 2 && current === 2 && old === 0;
       }, 120_000);
     };
     writeFileSync(plugin, sharedHostpathPluginHcl(dir, ['b1', 'b2'], 1));

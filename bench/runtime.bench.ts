@@ -22,6 +22,7 @@ import { AllocRunner, type AllocRunnerOptions, type AllocStatusUpdate } from '..
 import { Client } from '../src/client/index.js';
 import { createLogger, silentLogger } from '../src/lib/index.js';
 import type { Allocation } from '../src/structs/index.js';
+import { volumeRequest } from '../test/support/csi-api.js';
 import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, TestServer, TOKENS, until, volumeJob } from '../test/support/runtime-cluster.js';
 import { round, summarize, type Summary } from './_stats.js';
 
@@ -137,19 +138,16 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
   // The hostpath plugin as a raw_exec system job, and one volume.
   await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp') }) });
   await until('the plugin to be healthy', async () => {
-    const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-    return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+    const p = await server.call<{ NodesHealthy: number; ControllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
+    return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
   }, 60_000);
-  await server.ok('POST', '/v1/volume/csi/bench/create', {
-    pluginId: 'hostpath',
-    name: 'bench',
-    capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-  });
+  const capabilities = [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }];
+  await server.ok('PUT', '/v1/volume/csi/bench/create', volumeRequest('bench', { pluginId: 'hostpath', name: 'bench', capabilities }));
   const withVolume: Sample[] = [];
   for (let i = 0; i < SAMPLES + 3; i++) {
     const s = await runOne(volumeJob({ id: `vol-${i}`, type: 'service', volumeId: 'bench', script: 'exec sleep 600' }));
     // The next one can claim the single-writer volume only once this one released it.
-    await until('the claim to be released', async () => (await server.ok<{ claims: unknown[] }>('GET', '/v1/volume/csi/bench')).claims.length === 0, 30_000);
+    await until('the claim to be released', async () => (await server.ok<{ Claims: unknown[] }>('GET', '/v1/volume/csi/bench')).Claims.length === 0, 30_000);
     if (i >= 3) withVolume.push(s);
   }
   const volTotal = summarize(withVolume.map((s) => s.totalNs));
@@ -197,8 +195,8 @@ async function footprint(dir: string): Promise<Record<string, unknown>> {
       async () => {
         const allocs = await server.ok<Allocation[]>('GET', '/v1/allocations');
         const running = allocs.filter((a) => a.clientStatus === 'running').length;
-        const plugins = await server.ok<Array<{ nodesHealthy: number }>>('GET', '/v1/plugins');
-        return running === TASKS + PLUGINS && plugins.filter((p) => p.nodesHealthy === 1).length === PLUGINS;
+        const plugins = await server.ok<Array<{ NodesHealthy: number }>>('GET', '/v1/plugins?type=csi');
+        return running === TASKS + PLUGINS && plugins.filter((p) => p.NodesHealthy === 1).length === PLUGINS;
       },
       120_000,
     );

@@ -22,6 +22,7 @@
 // named with its pid (printed).
 // It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
 
+import { volumeRequest } from '../test/support/csi-api.js';
 import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
 import type { Allocation, Node } from '../src/structs/index.js';
 import { performance } from 'node:perf_hooks';
@@ -225,11 +226,11 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
   for (let i = 0; i < count; i += 50) {
     await Promise.all(
       Array.from({ length: Math.min(50, count - i) }, (_v, k) =>
-        c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`, {
-          pluginId: 'simcsi',
-          name: `cv-${i + k}`,
-          capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-        }),
+        c.callRetrying(
+          'PUT',
+          `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`,
+          volumeRequest(`cv[${i + k}]`, { pluginId: 'simcsi', name: `cv-${i + k}`, capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+        ),
       ),
     );
   }
@@ -264,8 +265,8 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
     // Released: no volume holds a claim any more.
     for (let index = 0; claimsLeft !== 0; ) {
       if (signal.aborted) throw new Error(`scale-csi: ${claimsLeft} claims still held after ${SCENARIO_DEADLINE_S} s`);
-      const r = await c.call<Array<{ claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
-      claimsLeft = r.body.reduce((n, v) => n + v.claims.length, 0);
+      const r = await c.call<unknown[]>('GET', `/v1/volumes/csi/claims${index ? `?index=${index}&wait=5s` : ''}`);
+      claimsLeft = r.body.length;
       index = r.index;
     }
     ms = performance.now() - t2;

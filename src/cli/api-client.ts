@@ -102,8 +102,8 @@ export const KINDS = {
   allocation: { noun: 'allocation', listPath: '/v1/allocations', getPath: (id: string) => `/v1/allocation/${encodeURIComponent(id)}` },
   evaluation: { noun: 'evaluation', listPath: '/v1/evaluations', getPath: (id: string) => `/v1/evaluation/${encodeURIComponent(id)}` },
   node: { noun: 'node', listPath: '/v1/nodes', getPath: (id: string) => `/v1/node/${encodeURIComponent(id)}` },
-  volume: { noun: 'volume', listPath: '/v1/volumes', getPath: (id: string) => `/v1/volume/csi/${encodeURIComponent(id)}` },
-  plugin: { noun: 'plugin', listPath: '/v1/plugins', getPath: (id: string) => `/v1/plugin/csi/${encodeURIComponent(id)}`, clientPrefix: true },
+  volume: { noun: 'volume', listPath: '/v1/volumes?type=csi', getPath: (id: string) => `/v1/volume/csi/${encodeURIComponent(id)}` },
+  plugin: { noun: 'plugin', listPath: '/v1/plugins?type=csi', getPath: (id: string) => `/v1/plugin/csi/${encodeURIComponent(id)}` },
 } satisfies Record<string, ObjectKind>;
 
 /**
@@ -185,7 +185,7 @@ export class ApiClient {
         }
       }
       if (!res.ok) throw errorFrom(res.status, body, res.headers.get('x-berth-leader') ?? undefined);
-      return { body: body as T, index: Number(res.headers.get('x-berth-index') ?? 0) || 0 };
+      return { body: body as T, index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0) || 0 };
     });
   }
 
@@ -302,8 +302,8 @@ export class ApiClient {
     } catch (err) {
       if (!(err instanceof ApiClientError) || err.status !== 404 || err.code !== 'NOT_FOUND') throw err;
     }
-    const { body } = await this.get<Array<{ id: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
-    const matches = [...new Set((body ?? []).map((o) => o.id).filter((id) => id.startsWith(idOrPrefix)))].sort();
+    const { body } = await this.get<Array<{ ID?: string; id?: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
+    const matches = [...new Set((body ?? []).map((o) => o.ID ?? o.id ?? '').filter((id) => id !== '' && id.startsWith(idOrPrefix)))].sort();
     if (matches.length === 1) return matches[0] as string;
     if (matches.length === 0) throw new ApiClientError('NOT_FOUND', `no ${kind.noun} with ID or prefix "${idOrPrefix}"`, 404);
     throw new ApiClientError('CLI_AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });

@@ -1,10 +1,10 @@
-// `berth alloc status`, `berth node status`, `berth plugin status` and
-// `berth event stream`: reading what the cluster runs, as tables for people
+// `berth alloc status`, `berth node status` and `berth event stream`: reading what the cluster runs, as tables for people
 // and JSON for scripts.
 
 import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
-import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
+import type { CSIVolume } from '../api/index.js';
+import type { Allocation, Job, Node } from '../structs/index.js';
 import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
 import { addNodeDrainCommands } from './node-drain-command.js';
@@ -44,17 +44,6 @@ export function nodeCommand(ctx: CommandContext): Command {
   addNodeMetaCommands(node, ctx);
   addNodeDrainCommands(node, ctx);
   return node;
-}
-
-/** Adds `status` to `berth plugin` (which also runs the shipped plugins). */
-export function addPluginStatus(plugin: Command, ctx: CommandContext): void {
-  apiCommand(
-    plugin
-      .command('status')
-      .description('List CSI plugins with healthy/expected controllers and nodes, or show one with its allocations')
-      .argument('[id]', 'plugin ID or a unique prefix'),
-    ['plugin status', 'plugin status hostpath', 'plugin status host --json'],
-  ).action(apiAction(ctx, pluginStatus));
 }
 
 /** Builds `berth event`. */
@@ -97,16 +86,14 @@ type AllocUsage = { tasks: Record<string, TaskUsage> } | { unavailable: string }
 async function claimWaits(s: ApiSession, a: Allocation): Promise<string[]> {
   const lines: string[] = [];
   for (const v of a.csiVolumes ?? []) {
-    const answer = await s.api
-      .get<{ claims?: VolumeClaim[] }>(KINDS.volume.getPath(v.volumeId), { namespace: a.namespace })
-      .catch((err: unknown) => {
-        if (err instanceof AbortedError) throw err;
-        return undefined;
-      });
-    for (const c of answer?.body.claims ?? []) {
-      if (c.state !== 'taken' || !c.fencedUntil) continue;
-      const whose = c.allocId === a.id ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.allocId)}, which`;
-      lines.push(`Volume ${v.volumeId}: ${whose} is held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
+    const answer = await s.api.get<CSIVolume>(KINDS.volume.getPath(v.volumeId), { namespace: a.namespace }).catch((err: unknown) => {
+      if (err instanceof AbortedError) throw err;
+      return undefined;
+    });
+    for (const c of answer?.body.Claims ?? []) {
+      if (c.State !== 'taken' || !c.FencedUntil) continue;
+      const whose = c.AllocationID === a.id ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.AllocationID)}, which`;
+      lines.push(`Volume ${v.volumeId}: ${whose} is held until ${c.FencedUntil.replace(/\.\d+Z$/, 'Z')}: ${c.FenceReason}`);
     }
   }
   return lines;
@@ -288,55 +275,6 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   s.out.table(
     ['ID', 'Job ID', 'Task Group', 'Desired', 'Status', 'Created'],
     allocs.map((a) => [shortId(a.id), a.jobId, a.taskGroup, a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
-  );
-}
-
-async function pluginStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
-  if (!idArg) {
-    const { body: plugins } = await s.api.get<CsiPlugin[]>('/v1/plugins');
-    if (s.out.json) return s.out.document(plugins);
-    s.out.table(
-      ['ID', 'Provider', 'Controllers Healthy/Expected', 'Nodes Healthy/Expected'],
-      plugins.map((p) => [p.id, p.provider || '-', `${p.controllersHealthy}/${p.controllersExpected}`, `${p.nodesHealthy}/${p.nodesExpected}`]),
-    );
-    return;
-  }
-  const id = await s.api.resolve(KINDS.plugin, idArg);
-  const { body: p } = await s.api.get<CsiPlugin>(KINDS.plugin.getPath(id));
-  if (s.out.json) return s.out.document(p);
-  s.out.fields([
-    ['ID', p.id],
-    ['Provider', p.provider || '-'],
-    ['Version', p.version || '-'],
-    ['Controllers Required', String(p.controllerRequired)],
-    ['Controllers Healthy', p.controllersHealthy],
-    ['Controllers Expected', p.controllersExpected],
-    ['Nodes Healthy', p.nodesHealthy],
-    ['Nodes Expected', p.nodesExpected],
-    ['Controller Capabilities', p.controllerCapabilities],
-    ['Node Capabilities', p.nodeCapabilities],
-  ]);
-  const exhausted = Object.entries(p.exhaustedNodes ?? {});
-  if (exhausted.length) {
-    s.out.line();
-    s.out.line(s.style.bold('Nodes at their volume limit'));
-    s.out.table(['Node ID', 'Since', 'Reason'], exhausted.map(([node, e]) => [shortId(node), timestamp(e.at), e.reason]));
-  }
-  s.out.line();
-  s.out.line(s.style.bold('Allocations'));
-  s.out.table(
-    ['ID', 'Node ID', 'Job ID', 'Type', 'Desired', 'Status'],
-    p.allocations.map((a) => [shortId(a.allocId), shortId(a.nodeId), a.jobId, a.type, a.desiredStatus, s.style.status(a.clientStatus)]),
-  );
-  const instances = [
-    ...Object.values(p.controllers).map((i) => ({ ...i, kind: 'controller' })),
-    ...Object.values(p.nodes).map((i) => ({ ...i, kind: 'node' })),
-  ];
-  s.out.line();
-  s.out.line(s.style.bold('Instances'));
-  s.out.table(
-    ['Node ID', 'Type', 'Alloc ID', 'Healthy', 'Reason'],
-    instances.map((i) => [shortId(i.nodeId), i.kind, shortId(i.allocId) || '-', s.style.status(String(i.healthy)), i.healthReason]),
   );
 }
 

@@ -65,6 +65,7 @@ export {
 export {
   publicVolume,
   publicClaim,
+  redactMap,
   nodeClaimAnswer,
   modeAllows,
   type NodeClaimVolume,

@@ -16,7 +16,8 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node, VolumeClaim } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -103,8 +104,8 @@ describe('allocation commands on a dev agent', () => {
     nodeId = (await agent.get<Node[]>('/v1/nodes'))[0]!.id;
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin healthy', async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     }, 90_000);
     ok(await agent.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
     writeFileSync(path.join(dir, 'ops.hcl'), JOB);
@@ -160,12 +161,12 @@ describe('allocation commands on a dev agent', () => {
     const dataMounts = (): string[] => mountsUnder(path.join(dir, 'a')).filter((m) => m.includes(alloc.id) && m.endsWith('/t/local/data'));
     const before = dataMounts();
     assert.equal(before.length, 1, `the volume is mounted in the task: ${mountsUnder(dir).join(', ')}`);
-    const claimBefore = (await agent.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/shared-data')).claims.find((c) => c.allocId === alloc.id);
+    const claimBefore = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).Claims.find((c) => c.AllocationID === alloc.id);
     ok(await agent.cli(['alloc', 'restart', id]), 'alloc restart');
     await until('the task started again', async () => /^start \d+\nstart \d+\n$/.test((await agent.cli(['alloc', 'fs', id, 't/local/data/starts'])).stdout));
     assert.deepEqual(dataMounts(), before, 'the volume stayed mounted');
-    const claimAfter = (await agent.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/shared-data')).claims.find((c) => c.allocId === alloc.id);
-    assert.equal(claimAfter?.claimTime, claimBefore?.claimTime, 'the same claim');
+    const claimAfter = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).Claims.find((c) => c.AllocationID === alloc.id);
+    assert.equal(claimAfter?.ClaimTime, claimBefore?.ClaimTime, 'the same claim');
     const restarted = await agent.get<Allocation>(`/v1/allocation/${alloc.id}`);
     assert.equal(restarted.clientStatus, 'running');
     assert.ok(restarted.taskStates['t']!.events.some((e) => /Restart requested/.test(e.message)), 'the restart is in the task events');

@@ -10,7 +10,8 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pty from 'node-pty';
-import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import type { CSIPlugin } from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { BERTH, BerthProcess, EXAMPLES, REPO, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -101,8 +102,8 @@ describe('berth agent --dev', () => {
   it("runs the examples' hostpath plugin (which finds berth on its PATH), a volume created through it, and writer/reader jobs", async () => {
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin to be healthy', async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     }, 60_000);
     ok(await agent.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'writer.hcl')]), 'job run writer');

@@ -18,7 +18,8 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import type { CSIPlugin } from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
@@ -92,13 +93,13 @@ describe('node drain of a single-writer volume', () => {
     const pluginJob = (generation: number): string => sharedHostpathPluginHcl(dir, ['d1', 'd2'], generation);
     const healthy = async (generation: number): Promise<void> => {
       await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
-        const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+        const p = await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
         const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
         const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
         const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
         // The previous generation gone too: an old instance still serving would not know the volume.
         const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending'));
-        return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2 && old.length === 0;
+        return p !== undefined && p.NodesHealthy === 2 && p.ControllersHealthy === 2 && current.length === 2 && old.length === 0;
       }, 90_000);
     };
     writeFileSync(plugin, pluginJob(1));

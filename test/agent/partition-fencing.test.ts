@@ -17,7 +17,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node, VolumeClaim } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { BERTH, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -105,14 +106,14 @@ for (const publish of [true, false]) {
         `job "hostpath-plugin" {\n  type = "system"\n  group "plugin" {\n    task "plugin" {\n      driver = "raw_exec"\n      env {\n        GENERATION = "${generation}"\n      }\n      config {\n        command = "/bin/sh"\n        args    = ["-c", ${JSON.stringify(`${nodeOf}exec ${process.execPath} ${BERTH} ${args.join(' ')}`)}]\n      }\n      csi_plugin {\n        id        = "hostpath"\n        type      = "monolith"\n        mount_dir = "/csi"\n      }\n    }\n  }\n}\n`;
       const healthy = async (generation: number): Promise<void> => {
         await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
-          const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+          const p = await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
           const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
           const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
           const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
           // The instances in service must be this generation's (an older one may still be registered and healthy for a moment).
           const ids = new Set(current.map((a) => a.id));
-          const served = p ? [...Object.values(p.nodes), ...Object.values(p.controllers)] : [];
-          return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2 && served.every((i) => i.healthy && ids.has(i.allocId));
+          const served = p ? [...Object.values(p.Nodes ?? {}), ...Object.values(p.Controllers ?? {})] : [];
+          return p !== undefined && p.NodesHealthy === 2 && p.ControllersHealthy === 2 && current.length === 2 && served.every((i) => i.Healthy && ids.has(i.AllocID));
         }, 90_000);
       };
       writeFileSync(plugin, pluginJob(1));
@@ -141,9 +142,9 @@ for (const publish of [true, false]) {
       // The node goes silent: its agent is frozen (its executors and the writer are not).
       stopped.child.kill('SIGSTOP');
       await until('the node marked down', async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.id === first.nodeId)?.status === 'down', 30_000);
-      const claims = await server.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/fenced');
-      const held = claims.claims.find((c) => c.allocId === first.id);
-      assert.ok(held?.fencedUntil, `the old writer's claim is fenced: ${JSON.stringify(claims.claims)}`);
+      const claims = await server.get<CSIVolume>('/v1/volume/csi/fenced');
+      const held = claims.Claims.find((c) => c.AllocationID === first.id);
+      assert.ok(held?.FencedUntil, `the old writer's claim is fenced: ${JSON.stringify(claims.Claims)}`);
       const status = ok(await server.cli(['volume', 'status', 'fenced']), 'volume status');
       assert.match(status.stdout, /held until .*stop after disconnect 3 s/);
       const second = await until(

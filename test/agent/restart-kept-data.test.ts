@@ -6,7 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin } from '../../src/structs/index.js';
+import type { CSIPlugin } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -26,8 +27,8 @@ async function pluginHealthy(agent: AgentUnderTest): Promise<void> {
   await until(
     'the hostpath plugin to be healthy',
     async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p !== undefined && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p !== undefined && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     },
     60_000,
   );

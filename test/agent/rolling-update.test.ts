@@ -12,7 +12,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Deployment, VolumeClaim } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume, VolumeClaimState } from '../../src/api/index.js';
+import type { Allocation, Deployment } from '../../src/structs/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -86,7 +87,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
 
   const live = async (): Promise<Allocation[]> =>
     (await agent.get<Allocation[]>('/v1/job/roll/allocations')).filter((a) => a.desiredStatus === 'run').sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-  const claimsOf = async (i: number): Promise<VolumeClaim[]> => (await agent.get<{ claims: VolumeClaim[] }>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).claims;
+  const claimsOf = async (i: number): Promise<VolumeClaimState[]> => (await agent.get<CSIVolume>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).Claims;
   const latestDeployment = async (): Promise<Deployment | null> => agent.get<Deployment | null>('/v1/job/roll/deployment');
   const settled = (version: number) =>
     until(`the deployment of job version ${version} to succeed`, async () => {
@@ -111,8 +112,8 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin to be healthy', async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     }, 60_000);
     nodeId = (await agent.get<Allocation[]>('/v1/job/hostpath-plugin/allocations'))[0]?.nodeId ?? '';
     for (let i = 0; i < 3; i++) {
@@ -136,7 +137,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     assert.match(run.stdout, /Deployment "[0-9a-f]{8}" successful/);
     const allocs = await live();
     assert.deepEqual(allocs.map((a) => a.index), [0, 1, 2]);
-    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.id]);
   });
 
   it('a canary replaces the first allocation and waits for promotion; then each claim moves to its replacement in order', async () => {
@@ -159,7 +160,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     const created = [...after].sort((a, b) => a.createIndex - b.createIndex).map((a) => a.index);
     assert.deepEqual(created, [0, 1, 2]);
     for (const [i, a] of after.entries()) {
-      assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id], `roll[${i}] is claimed by its replacement only`);
+      assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.id], `roll[${i}] is claimed by its replacement only`);
       const log = await logOf(a);
       const prev = before[i] as Allocation;
       // The predecessor wrote its stop line before the replacement started: never two writers.
@@ -178,7 +179,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     assert.equal(job.version, 3);
     assert.equal(job.groups[0]?.tasks[0]?.env['VERSION'], '2');
     assert.deepEqual(allocs.map((a) => a.jobVersion), [3, 3, 3]);
-    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.id]);
     const log0 = await logOf(allocs[0] as Allocation);
     assert.match(log0.at(-2) ?? '', /^(start v3 |stop )/, 'the failed v3 allocation (or the last v2 one) wrote before the revert started');
     assert.equal(log0.filter((l) => l.startsWith('start v3')).length, 1, 'max_parallel = 1: one failing allocation, no more');

@@ -18,7 +18,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { cleanupUnder, hostpathPluginJob, hostpathVolumeHcl, mountsUnder, pidsWith, rawExecJob, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -71,9 +72,9 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     return client;
   };
   const nodeStatus = async (): Promise<string | undefined> => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'c1')?.status;
-  const nodesHealthy = async (): Promise<number> => (await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined))?.nodesHealthy ?? 0;
+  const nodesHealthy = async (): Promise<number> => (await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined))?.NodesHealthy ?? 0;
   const claimsOf = async (allocId: string): Promise<unknown[]> =>
-    ((await server.get<{ claims?: Array<{ allocId: string }> }>('/v1/volume/csi/kept')).claims ?? []).filter((c) => c.allocId === allocId);
+    (await server.get<CSIVolume>('/v1/volume/csi/kept')).Claims.filter((c) => c.AllocationID === allocId);
   const published = (allocId: string): string[] => mountsUnder(clientDir).filter((m) => m.includes(`/per-alloc/${allocId}/`));
   const staged = (): string[] => mountsUnder(clientDir).filter((m) => m.includes('/staging/'));
   const hp = (): string => path.join(dir, 'hp');

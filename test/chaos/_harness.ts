@@ -42,6 +42,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import type { Allocation } from '../../src/structs/index.js';
 import { mountsUnder, type AgentRun, type BerthResult } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
@@ -140,11 +141,6 @@ export function planCycles(seed: number, cycles: number, clusters: readonly Clus
 
 const TERMINAL = new Set(['complete', 'failed', 'lost']);
 
-interface VolumeView {
-  externalId: string;
-  claims: Array<{ allocId: string; mode: string; state: string; nodeId: string }>;
-}
-
 // ---------------------------------------------------------------- the run
 
 /** Runs the chaos plan and returns what it saw; never throws for a violation (only for a broken harness). */
@@ -232,8 +228,8 @@ function must(r: BerthResult, what: string): void {
 }
 
 async function pluginHealthy(cluster: Cluster): Promise<boolean> {
-  const p = await cluster.get<{ controllersHealthy: number; nodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
-  return !!p && p.controllersHealthy >= 1 && p.nodesHealthy >= 1;
+  const p = await cluster.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+  return !!p && p.ControllersHealthy >= 1 && p.NodesHealthy >= 1;
 }
 
 /**
@@ -264,14 +260,14 @@ async function settle(cluster: Cluster, writer: boolean, ms: number): Promise<st
 async function describeState(cluster: Cluster): Promise<string> {
   try {
     const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
-    const plugin = await cluster.get<{ controllersHealthy: number; controllersExpected?: number; nodesHealthy: number; nodesExpected?: number }>('/v1/plugin/csi/hostpath');
+    const plugin = await cluster.get<CSIPlugin>('/v1/plugin/csi/hostpath');
     const rows = allocs.map(
       (a) =>
         `      alloc ${a.id.slice(0, 8)} ${a.jobId} v${a.jobVersion} desired ${a.desiredStatus} client ${a.clientStatus} (${a.clientDescription}); tasks ${Object.entries(a.taskStates ?? {})
           .map(([n, t]) => `${n}=${t.state}${t.events.length ? ` last "${t.events.at(-1)?.message ?? ''}"` : ''}`)
           .join(', ')}`,
     );
-    return [`      plugin hostpath: controllers ${plugin?.controllersHealthy ?? '?'} healthy, nodes ${plugin?.nodesHealthy ?? '?'} healthy`, ...rows].join('\n');
+    return [`      plugin hostpath: controllers ${plugin?.ControllersHealthy ?? '?'} healthy, nodes ${plugin?.NodesHealthy ?? '?'} healthy`, ...rows].join('\n');
   } catch (err) {
     return `      (the API did not answer: ${(err as Error).message})`;
   }
@@ -300,9 +296,9 @@ async function unsettled(cluster: Cluster, writer: boolean): Promise<string | un
   if (pluginJob && plugin[0]!.jobVersion !== pluginJob.version) return `the plugin allocation is at version ${plugin[0]!.jobVersion}, its job at ${pluginJob.version}`;
   const writers = live(WRITER_JOB);
   if (writers.length !== (writer ? 1 : 0)) return `${writers.length} live writer allocations (want ${writer ? 1 : 0})`;
-  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
+  const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
   if (!vol) return 'the volume is gone';
-  const claims = vol.claims.map((c) => `${c.allocId.slice(0, 8)}:${c.mode}:${c.state}`).sort();
+  const claims = vol.Claims.map((c) => `${c.AllocationID.slice(0, 8)}:${c.Mode}:${c.State}`).sort();
   const want = writers.map((a) => `${a.id.slice(0, 8)}:write:taken`);
   if (claims.join(',') !== want.join(',')) return `volume claims [${claims.join(', ')}], want [${want.join(', ')}]`;
   return undefined;
@@ -403,9 +399,9 @@ async function runCycle(cluster: Cluster, plan: CyclePlan, settleMs: number): Pr
 async function inspect(cluster: Cluster): Promise<string[]> {
   const problems: string[] = [];
   const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
-  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
-  const writes = vol?.claims.filter((c) => c.mode === 'write') ?? [];
-  if (writes.length > 1) problems.push(`${writes.length} write claims on ${VOLUME_ID}: ${writes.map((c) => `${c.allocId.slice(0, 8)} ${c.state}`).join(', ')}`);
+  const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
+  const writes = vol?.Claims.filter((c) => c.Mode === 'write') ?? [];
+  if (writes.length > 1) problems.push(`${writes.length} write claims on ${VOLUME_ID}: ${writes.map((c) => `${c.AllocationID.slice(0, 8)} ${c.State}`).join(', ')}`);
 
   const byId = new Map(allocs.map((a) => [a.id, a]));
   const running = allocs.filter((a) => a.clientStatus === 'running');
@@ -472,9 +468,9 @@ function checkMounts(cluster: Cluster, byId: Map<string, Allocation>, running: A
 
 /** The writer's file in the volume: its rules, and (when it should run) that the running writer's lines arrive. */
 async function checkWriterFile(cluster: Cluster, from: number, writer: boolean): Promise<{ lines: number; problems: string[]; twoWriters: number }> {
-  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
+  const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
   if (!vol) return { lines: from, problems: ['the volume is gone from the API'], twoWriters: 0 };
-  const file = path.join(cluster.hostpathDir, 'volumes', vol.externalId, 'counter');
+  const file = path.join(cluster.hostpathDir, 'volumes', vol.ExternalID, 'counter');
   const read = (): string => {
     try {
       return readFileSync(file, 'utf8');

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import type { Allocation, Job, Node } from '../../src/structs/index.js';
 import { json, startBerth } from './_berth.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
@@ -143,7 +144,7 @@ describe('berth CLI against a real server', () => {
 
     const jobs = await c.call<Job[]>('GET', '/v1/jobs');
     assert.deepEqual(jobs.body, [], 'the server saw no job');
-    const vols = await c.call<unknown[]>('GET', '/v1/volumes');
+    const vols = await c.call<unknown[]>('GET', '/v1/volumes?type=csi');
     assert.deepEqual(vols.body, [], 'the server saw no volume');
   });
 
@@ -169,11 +170,13 @@ describe('berth CLI against a real server', () => {
     assert.match(status.stdout, /^Secrets\s+password \(hidden\)$/m);
     assert.match(status.stdout, /^Mount Flags\s+\[REDACTED\]$/m);
     const asJson = await c.cli(['volume', 'status', 'shared', '--json']);
-    const doc = json<{ id: string; secretNames: string[] }>(asJson);
-    assert.deepEqual(doc.secretNames, ['password']);
+    const doc = json<CSIVolume>(asJson);
+    assert.deepEqual(doc.SecretNames, ['password']);
+    assert.equal(doc.Secrets, null);
     const list = await c.cli(['volume', 'status']);
     assert.match(list.stdout, /^ID\s+Name\s+Plugin ID\s+Schedulable\s+Claims\s+Access Mode$/m);
-    assert.match(list.stdout, /^shared\s+shared\s+hp\s+true\s+0\s+single-node-writer$/m);
+    // Access Mode is that of the volume's current claims, as Nomad's: none yet.
+    assert.match(list.stdout, /^shared\s+shared\s+hp\s+true\s+0\s+-$/m);
     for (const out of [reg, status, asJson, list]) {
       assert.doesNotMatch(out.stdout + out.stderr, new RegExp(`${SECRET}|${FLAG}`));
     }
@@ -245,8 +248,8 @@ describe('berth CLI against a real server', () => {
     assert.match(one.stdout, /^Provider\s+hostpath\.csi\.berth\.dev$/m);
     assert.match(one.stdout, /^Version\s+1\.0\.0$/m);
     assert.match(one.stdout, /^Nodes Healthy\s+1$/m);
-    const doc = json<{ id: string; nodesHealthy: number }>(await c.cli(['plugin', 'status', 'hp', '--json']));
-    assert.deepEqual([doc.id, doc.nodesHealthy], ['hp', 1]);
+    const doc = json<CSIPlugin>(await c.cli(['plugin', 'status', 'hp', '--json']));
+    assert.deepEqual([doc.ID, doc.NodesHealthy], ['hp', 1]);
   });
 
   it('prefixes: unique resolves, ambiguous lists the matches, unknown says so', async () => {

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { CSIVolume } from '../../src/api/index.js';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 
@@ -105,12 +106,12 @@ describe('berth volume with oversized fields', () => {
     assert.notEqual(big.code, 0);
     assert.match(big.stderr, /secrets hold 5003 bytes; the CSI limit is 4096/);
     assert.ok(!(big.stderr + big.stdout).includes(secret), 'the secret is not shown');
-    const api = await c.call<{ code: string; details: { field: string } }>('PUT', '/v1/volume/csi/v1', {
+    const api = await c.call<string>('PUT', '/v1/volume/csi/v1', {
       allowError: true,
-      body: { pluginId: 'hostpath', externalId: 'x'.repeat(300), capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] },
+      body: { Volumes: [{ ID: 'v1', PluginID: 'hostpath', ExternalID: 'x'.repeat(300), RequestedCapabilities: [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }] }] },
     });
     assert.equal(api.status, 400);
-    assert.equal(api.body.details.field, 'externalId');
+    assert.match(api.text, /externalId is 300 bytes; the CSI limit is 128/);
   });
 });
 
@@ -152,8 +153,8 @@ describe('berth volume detach under a live writer', () => {
     const r = await c.cli(['volume', 'detach', 'held', node.id.slice(0, 8)]);
     assert.notEqual(r.code, 0, r.stdout);
     assert.match(r.stderr, new RegExp(`volume held is in use on node ${node.id} by allocation ${alloc!.id} \\(job writer, running\\); stop it first, or detach with force`));
-    const { body } = await c.call<{ claims: Array<{ state: string }> }>('GET', '/v1/volume/csi/held');
-    assert.deepEqual(body.claims.map((cl) => cl.state), ['taken']);
+    const { body } = await c.call<CSIVolume>('GET', '/v1/volume/csi/held');
+    assert.deepEqual(body.Claims.map((cl) => cl.State), ['taken']);
     const help = await c.cli(['volume', 'detach', '--help']);
     assert.match(help.stdout, /--force/);
   });

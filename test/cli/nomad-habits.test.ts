@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { CSIVolume } from '../../src/api/index.js';
 import type { Allocation, Job } from '../../src/structs/index.js';
 import { AgentRun, berth, cleanEnv, freePort, killProcessesUnder, mountsUnder, ok, REPO, runProcess, until, type BerthResult } from '../support/agent-run.js';
 
@@ -170,18 +171,18 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     ok(await nomadUser(['job', 'run', '-detach', path.join(REPO, 'examples', 'hostpath-plugin.hcl')]), 'hostpath plugin job');
     await until('the hostpath plugin is healthy', async () => {
       const r = await nomadUser(['plugin', 'status', '-json', 'hostpath']);
-      return r.code === 0 && (JSON.parse(r.stdout) as { nodesHealthy?: number }).nodesHealthy === 1 ? true : undefined;
+      return r.code === 0 && (JSON.parse(r.stdout) as { NodesHealthy?: number }).NodesHealthy === 1 ? true : undefined;
     });
     ok(await nomadUser(['volume', 'init']), 'volume init');
     ok(await nomadUser(['volume', 'init', '-json']), 'volume init -json');
     const { readFileSync } = await import('node:fs');
     const created = ok(await nomadUser(['volume', 'create', '-'], { input: readFileSync(path.join(work, 'volume.hcl'), 'utf8') }), 'volume create -');
     assert.match(created, /^==> Volume "example-volume" created \(external ID \S+, plugin hostpath\)$/m);
-    const vol = JSON.parse(ok(await nomadUser(['volume', 'status', '-json', 'example-volume']), 'volume status')) as { context: Record<string, string>; capabilities: unknown[] };
+    const vol = JSON.parse(ok(await nomadUser(['volume', 'status', '-json', 'example-volume']), 'volume status')) as CSIVolume;
     // The context the file gave, with the plugin's own.
-    assert.equal(vol.context['owner'], 'example');
-    assert.ok(Object.keys(vol.context).length > 1, JSON.stringify(vol.context));
-    assert.equal(vol.capabilities.length, 2);
+    assert.equal(vol.Context?.['owner'], 'example');
+    assert.ok(Object.keys(vol.Context ?? {}).length > 1, JSON.stringify(vol.Context));
+    assert.equal(vol.RequestedCapabilities?.length, 2);
     const json = readFileSync(path.join(work, 'volume.json'), 'utf8').replaceAll('example-volume', 'example-volume-json');
     ok(await nomadUser(['volume', 'create', '-'], { input: json }), 'volume create - (JSON)');
   });

@@ -53,7 +53,7 @@ function job(id: string, volume: string | undefined, script: string): string {
 }
 
 const allocs = (jobId: string, via?: ServerProc): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${jobId}/allocations`, via);
-const claimsOf = async (volume: string, via?: ServerProc): Promise<unknown[]> => (await cluster.read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`, via)).claims;
+const claimsOf = async (volume: string, via?: ServerProc): Promise<unknown[]> => (await cluster.read<{ Claims: unknown[] }>(`/v1/volume/csi/${volume}`, via)).Claims;
 
 async function running(jobId: string, via?: ServerProc): Promise<AllocRow> {
   return until(`job ${jobId} running`, async () => (await allocs(jobId, via).catch(() => [])).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'));
@@ -86,7 +86,7 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
     await until('the node ready', async () => (await cluster.read<Array<{ status: string }>>('/v1/nodes')).some((n) => n.status === 'ready'));
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', cluster.writeJson('plugin.json', perNodeHostpathPluginJob({ dir: cluster.dir, nodeIdPrefix: 'dg-' }))]), 'job run plugin');
-    await until('the plugin healthy', async () => (await cluster.read<{ nodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ nodesHealthy: 0 }))).nodesHealthy === 1);
+    await until('the plugin healthy', async () => (await cluster.read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ NodesHealthy: 0 }))).NodesHealthy === 1);
     for (const v of ['vol-w', 'vol-s']) ok(await leader.run.cli(['volume', 'create', volumeFile(v)]), `volume create ${v}`);
     ok(await leader.run.cli(['job', 'run', '--detach', job('counter', 'vol-w', COUNTER)]), 'job run counter');
     ok(await leader.run.cli(['job', 'run', '--detach', job('stopme', 'vol-s', 'exec sleep 600')]), 'job run stopme');

@@ -20,6 +20,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { CSIPlugin, VolumeClaimState } from '../../src/api/index.js';
 import { mountsUnder, ok, REPO, until } from '../support/agent-run.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
@@ -146,7 +147,7 @@ async function killLeader(): Promise<{ old: ServerProc; next: ServerProc }> {
 
 const nodes = (): Promise<NodeRow[]> => cluster.read<NodeRow[]>('/v1/nodes');
 const allocs = (job: string): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${job}/allocations`);
-const claimsOf = async (volume: string): Promise<unknown[]> => (await cluster.read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
+const claimsOf = async (volume: string): Promise<unknown[]> => (await cluster.read<{ Claims: unknown[] }>(`/v1/volume/csi/${volume}`)).Claims;
 
 async function running(job: string): Promise<AllocRow> {
   try {
@@ -180,8 +181,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', pluginJob()]), 'job run plugin');
     await until('the plugin healthy on both nodes', async () => {
-      const p = await cluster.read<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/hostpath');
-      return p.nodesHealthy === 2 && p.controllersHealthy === 2;
+      const p = await cluster.read<CSIPlugin>('/v1/plugin/csi/hostpath');
+      return p.NodesHealthy === 2 && p.ControllersHealthy === 2;
     });
     // Through a follower: it forwards the writes to the leader.
     const follower = cluster.live().find((s) => s !== leader) as ServerProc;
@@ -236,17 +237,17 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', fakePluginJob()], { addr: leader.url }), 'job run fake-plugin');
     await until('the fake plugin healthy on both nodes', async () => {
-      const p = await cluster.read<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/fake').catch(() => undefined);
-      return p && p.nodesHealthy === 2 && p.controllersHealthy === 2;
+      const p = await cluster.read<CSIPlugin>('/v1/plugin/csi/fake').catch(() => undefined);
+      return p && p.NodesHealthy === 2 && p.ControllersHealthy === 2;
     });
     ok(await leader.run.cli(['volume', 'create', fakeVolumeFile('vol-f', 'n1')], { addr: leader.url }), 'volume create vol-f');
     ok(await leader.run.cli(['job', 'run', '--detach', workloadJob('mc', 'vol-f', 'exec sleep 600')], { addr: leader.url }), 'job run mc');
     await until('ControllerPublish in flight on node 1', () => (fakeState('n1')?.calls['ControllerPublishVolume'] ?? 0) >= 1);
     const { old } = await killLeader();
     const alloc = await running('mc');
-    const claims = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
+    const claims = (await claimsOf('vol-f')) as VolumeClaimState[];
     if (claims.length !== 1) await explainClaims('vol-f', claims, alloc.id);
-    assert.deepEqual(claims.map((c) => c.allocId), [alloc.id], 'one claim, by the running allocation');
+    assert.deepEqual(claims.map((c) => c.AllocationID), [alloc.id], 'one claim, by the running allocation');
     const st = fakeState('n1') as FakeState;
     assert.ok((st.calls['ControllerPublishVolume'] ?? 0) >= 2, 'the new leader published again');
     assert.deepEqual(Object.values(st.controllerPublished).map((n) => n.length), [1], 'the volume is published to one node, once');

@@ -19,7 +19,9 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolumeListStub, VolumeClaimListStub } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { SIM_PLUGIN, SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../support/node-sim/index.js';
 
 const NODES = 100;
@@ -44,9 +46,9 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     assert.ok(nodes.every((n) => n.status === 'ready'));
     const leader = await c.allOnLeader();
     assert.equal(c.fleet.connectedCount(leader.url), NODES);
-    const plugin = (await c.call<CsiPlugin>('GET', `/v1/plugin/csi/${SIM_PLUGIN}`)).body;
-    assert.equal(plugin.nodesHealthy, NODES);
-    assert.equal(plugin.controllersHealthy, 1);
+    const plugin = (await c.call<CSIPlugin>('GET', `/v1/plugin/csi/${SIM_PLUGIN}`)).body;
+    assert.equal(plugin.NodesHealthy, NODES);
+    assert.equal(plugin.ControllersHealthy, 1);
   });
 
   it('places a 300-allocation batch job and gets every allocation reported complete, each run once where it was placed', async () => {
@@ -59,11 +61,12 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
 
   it('claims, publishes, releases and unpublishes 20 CSI volumes through the simulated controller', async () => {
     for (let i = 0; i < 20; i++) {
-      await c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`sv[${i}]`)}/create`, {
-        pluginId: SIM_PLUGIN,
-        name: `sv-${i}`,
-        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-      });
+      const id = `sv[${i}]`;
+      await c.callRetrying(
+        'PUT',
+        `/v1/volume/csi/${encodeURIComponent(id)}/create`,
+        volumeRequest(id, { pluginId: SIM_PLUGIN, name: `sv-${i}`, capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+      );
     }
     await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('sim-csi', 'sv', 20) });
     // Every index ends with one complete allocation. On a loaded machine a leader may change while a
@@ -73,24 +76,27 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     });
     const complete = allocs.filter((a) => a.clientStatus === 'complete');
     assert.equal(complete.length, 20, `one complete allocation per index; the others: ${allocs.filter((a) => a.clientStatus !== 'complete').map((a) => `${a.name}: ${a.clientDescription}`).join('; ')}`);
+    // Every claim released (a claim stays, in its release state, until its volume is unpublished everywhere).
     let index = 0;
-    let volumes: Array<{ id: string; externalId: string; claims: unknown[] }> = [];
+    let claims: VolumeClaimListStub[] = [];
     const until = Date.now() + 300_000;
     for (;;) {
-      const r = await c.call<typeof volumes>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
-      volumes = r.body;
-      if (volumes.length === 20 && volumes.every((v) => v.claims.length === 0)) break;
-      assert.ok(Date.now() < until, `claims left after 300 s: ${JSON.stringify(volumes.filter((v) => v.claims.length > 0))}`);
+      const r = await c.call<VolumeClaimListStub[]>('GET', `/v1/volumes/csi/claims${index ? `?index=${index}&wait=5s` : ''}`);
+      claims = r.body;
+      if (claims.length === 0) break;
+      assert.ok(Date.now() < until, `claims left after 300 s: ${JSON.stringify(claims)}`);
       index = r.index;
     }
+    const volumes = (await c.call<CSIVolumeListStub[]>('GET', '/v1/volumes?type=csi')).body;
+    assert.equal(volumes.length, 20);
     const fake = c.fake!;
     // Each volume published to the node its complete allocation ran on (the plugin's node ID of that simulated node).
     const nodeOf = new Map(c.fleet.nodes.map((n, i) => [n.nodeId, `sim-ext-${i}`]));
     const published = fake.callsTo('ControllerPublishVolume');
     const lastPublish = new Map(published.map((p) => [String(p.request['volumeId']), String(p.request['nodeId'])]));
     for (const a of complete) {
-      const v = volumes.find((x) => x.id === `sv[${a.name?.match(/\[(\d+)\]$/)?.[1]}]`);
-      assert.equal(lastPublish.get(v?.externalId ?? ''), nodeOf.get(a.nodeId), `${a.name}'s volume was published to its node`);
+      const v = volumes.find((x) => x.ID === `sv[${a.name?.match(/\[(\d+)\]$/)?.[1]}]`);
+      assert.equal(lastPublish.get(v?.ExternalID ?? ''), nodeOf.get(a.nodeId), `${a.name}'s volume was published to its node`);
     }
     // Nothing stays attached: every publish is followed by an unpublish of that volume from that node.
     const signal = AbortSignal.timeout(120_000);

@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { CSIVolume } from '../../src/api/index.js';
 import type { Allocation } from '../../src/structs/index.js';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 
@@ -145,7 +146,7 @@ describe('a client that loses its server stops its single-writer task', { timeou
     const node = await until('the node ready', async () => (await read<Array<{ id: string; status: string }>>('/v1/nodes')).find((n) => n.status === 'ready'));
     assert.equal((await read<{ stopAfterDisconnectMs?: number }>(`/v1/node/${node.id}`)).stopAfterDisconnectMs, 3_000, 'the server knows the window');
     ok(await server.cli(['job', 'run', PLUGIN_JOB()]), 'job run plugin');
-    await until('the plugin healthy', async () => (await read<{ nodesHealthy: number }>('/v1/plugin/csi/hostpath')).nodesHealthy === 1);
+    await until('the plugin healthy', async () => (await read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath')).NodesHealthy === 1);
     const vol = path.join(dir, 'vol.hcl');
     writeFileSync(vol, `id = "fenced-vol"\nname = "fenced-vol"\ntype = "csi"\nplugin_id = "hostpath"\ncapacity_min = "1MiB"\ncapability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\n`);
     ok(await server.cli(['volume', 'create', vol]), 'volume create');
@@ -185,6 +186,6 @@ describe('a client that loses its server stops its single-writer task', { timeou
     });
     const events = failed.taskStates['main']?.events ?? [];
     assert.ok(events.some((e) => e.type === 'Fenced' && /stop_after_server_disconnect/.test(e.message)), JSON.stringify(events.map((e) => e.type)));
-    await until('the claim released', async () => ((await read<{ claims: Array<{ allocId: string }> }>('/v1/volume/csi/fenced-vol')).claims ?? []).every((c) => c.allocId !== writer.id));
+    await until('the claim released', async () => (await read<CSIVolume>('/v1/volume/csi/fenced-vol')).Claims.every((c) => c.AllocationID !== writer.id));
   });
 });

@@ -23,6 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { CSIPlugin, CSIVolume, VolumeClaimState } from '../../src/api/index.js';
 import { AgentRun, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 
@@ -76,7 +77,7 @@ async function allocs(job: string): Promise<AllocRow[]> {
   return read<AllocRow[]>(`/v1/job/${job}/allocations`);
 }
 
-async function pluginStatus(): Promise<{ nodesHealthy: number; controllersHealthy: number }> {
+async function pluginStatus(): Promise<CSIPlugin> {
   return read('/v1/plugin/csi/hostpath');
 }
 
@@ -91,8 +92,8 @@ async function running(job: string): Promise<AllocRow> {
   }
 }
 
-async function claimsOf(volume: string): Promise<unknown[]> {
-  return (await read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
+async function claimsOf(volume: string): Promise<VolumeClaimState[]> {
+  return (await read<CSIVolume>(`/v1/volume/csi/${volume}`)).Claims;
 }
 
 function writeJson(name: string, value: unknown): string {
@@ -214,9 +215,9 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     ok(await server.cli(['job', 'run', pluginJob()]), 'job run plugin');
     const plugin = await until('the plugin healthy on both nodes', async () => {
       const p = await pluginStatus();
-      return p.nodesHealthy === 2 && p.controllersHealthy === 2 ? p : undefined;
+      return p.NodesHealthy === 2 && p.ControllersHealthy === 2 ? p : undefined;
     });
-    assert.equal(plugin.nodesHealthy, 2);
+    assert.equal(plugin.NodesHealthy, 2);
     assert.match(ok(await server.cli(['plugin', 'status']), 'plugin status'), /hostpath\s+hostpath\.csi\.berth\.dev\s+2\/2\s+2\/2/);
     baseline = mountsUnder(dir);
   });
@@ -244,9 +245,9 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     }
     // Each claim was attached by its own node's controller (ControllerPublish to the node inside the volume's topology).
     for (const vol of ['vol-n1', 'vol-n2']) {
-      const claims = (await claimsOf(vol)) as Array<{ controllerPublish: string }>;
+      const claims = await claimsOf(vol);
       assert.equal(claims.length, 1);
-      assert.equal(claims[0]!.controllerPublish, 'published', `${vol} was published by its controller`);
+      assert.equal(claims[0]!.ControllerPublish, 'published', `${vol} was published by its controller`);
     }
   });
 
@@ -277,7 +278,7 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     await until('two ready nodes after the server restart', async () => (await nodes()).filter((n) => n.status === 'ready').length === 2);
     await until('the plugin healthy after the server restart', async () => {
       const p = await pluginStatus();
-      return p.nodesHealthy === 2 && p.controllersHealthy === 2;
+      return p.NodesHealthy === 2 && p.ControllersHealthy === 2;
     });
     for (const job of ['w1', 'w2']) await running(job);
     assert.equal((await claimsOf('vol-n1')).length, 1);

@@ -101,8 +101,8 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
     };
     ok(await cli(['job', 'run', writeFile('plugin.json', JSON.stringify(plugin))]), 'job run plugin');
     await until('the plugin healthy', async () => {
-      const p = JSON.parse((await cli(['plugin', 'status', 'hostpath', '--json'])).stdout) as { controllersHealthy?: number; nodesHealthy?: number };
-      return p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = JSON.parse((await cli(['plugin', 'status', 'hostpath', '--json'])).stdout) as { ControllersHealthy?: number; NodesHealthy?: number };
+      return p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     });
     const volume = writeFile(
       'volume.hcl',
@@ -148,14 +148,14 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
       ok(await cli([...args, '--json']), `${args.join(' ')} --json`);
     }
     // The raw API, as any script would read it, while the volume exists and was claimed.
-    for (const p of ['/v1/volumes', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.id}`, '/v1/plugins', '/v1/plugin/csi/hostpath', '/v1/nodes', '/metrics']) {
+    for (const p of ['/v1/volumes?type=csi', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.id}`, '/v1/plugins?type=csi', '/v1/plugin/csi/hostpath', '/v1/volumes/csi/claims', '/v1/volumes/external?plugin_id=hostpath', '/v1/nodes', '/metrics']) {
       const res = await fetch(agent.addr + p, { headers: { authorization: `Bearer ${agent.token}` } });
       const text = await res.text();
       assert.equal(res.status, 200, `GET ${p}: ${text}`);
       printed.push(`GET ${p}\n${text}`);
     }
     ok(await cli(['job', 'stop', 'user']), 'job stop');
-    await until('the claim released', async () => (JSON.parse((await cli(['volume', 'status', 'secret-vol', '--json'])).stdout) as { claims: unknown[] }).claims.length === 0);
+    await until('the claim released', async () => (JSON.parse((await cli(['volume', 'status', 'secret-vol', '--json'])).stdout) as { Claims: unknown[] }).Claims.length === 0);
     ok(await cli(['volume', 'delete', 'secret-vol']), 'volume delete');
   });
 

@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { AgentProcess, cleanupUnder, hostpathPluginJob, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brx-');
@@ -49,21 +51,21 @@ describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }
     await until(
       'the plugin to be healthy',
       async () => {
-        const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-        return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+        const p = await server.call<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
+        return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
       },
       60_000,
     );
-    await server.ok('POST', '/v1/volume/csi/xdata/create', {
-      pluginId: 'hostpath',
-      name: 'xdata',
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-    });
+    await server.ok(
+      'PUT',
+      '/v1/volume/csi/xdata/create',
+      volumeRequest('xdata', { pluginId: 'hostpath', name: 'xdata', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+    );
     const token = `exec-${process.pid}-${Date.now()}`;
     await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }) });
     const w = await finished('xwriter');
     assert.equal(w.clientStatus, 'complete', trail(w));
-    await until('the writer claim to be released', async () => (await server.ok<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/xdata')).claims.length === 0, 30_000);
+    await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/xdata')).Claims.length === 0, 30_000);
 
     await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }) });
     const r = await finished('xreader');

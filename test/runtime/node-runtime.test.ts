@@ -18,7 +18,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, PublicVolume, VolumeClaim } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brt-');
@@ -28,7 +30,6 @@ const agentDir = path.join(dir, 'a');
 let server: TestServer;
 let agent: AgentProcess;
 
-type VolumeRead = PublicVolume & { claims: VolumeClaim[] };
 
 async function allocsOf(jobId: string): Promise<Allocation[]> {
   return server.ok<Allocation[]>('GET', `/v1/job/${jobId}/allocations`);
@@ -42,10 +43,10 @@ async function finished(jobId: string): Promise<Allocation> {
   return until(`job ${jobId} to finish`, async () => (await allocsOf(jobId)).find((a) => a.clientStatus === 'complete' || a.clientStatus === 'failed'), 60_000);
 }
 
-async function pluginHealthy(): Promise<CsiPlugin> {
+async function pluginHealthy(): Promise<CSIPlugin> {
   return until('the hostpath plugin to be healthy on the server', async () => {
-    const p = await server.call<CsiPlugin & { controllersHealthy: number; nodesHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-    return p.status === 200 && p.body.controllersHealthy >= 1 && p.body.nodesHealthy >= 1 ? p.body : undefined;
+    const p = await server.call<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
+    return p.status === 200 && p.body.ControllersHealthy >= 1 && p.body.NodesHealthy >= 1 ? p.body : undefined;
   }, 60_000);
 }
 
@@ -81,32 +82,36 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
   it('runs the hostpath plugin as a system job: registered, healthy on the server', async () => {
     await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }) });
     const plugin = await pluginHealthy();
-    assert.equal(plugin.id, 'hostpath');
+    assert.equal(plugin.ID, 'hostpath');
     const [alloc] = await allocsOf('hostpath-plugin');
     assert.ok(alloc);
     await until('the plugin allocation to be running', async () => (await liveAlloc('hostpath-plugin')) ?? false);
   });
 
   it('a workload writes a file into its CSI volume and a second workload reads it back', async () => {
-    await server.ok('POST', '/v1/volume/csi/shared/create', {
-      pluginId: 'hostpath',
-      name: 'shared',
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-      capacityMinBytes: 1024 * 1024,
-      // Sent to the plugin's controller through the agent's node connection; never written down there.
-      secrets: { api_token: SECRET },
-    });
+    await server.ok(
+      'PUT',
+      '/v1/volume/csi/shared/create',
+      volumeRequest('shared', {
+        pluginId: 'hostpath',
+        name: 'shared',
+        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+        capacityMinBytes: 1024 * 1024,
+        // Sent to the plugin's controller through the agent's node connection; never written down there.
+        secrets: { api_token: SECRET },
+      }),
+    );
     const token = `token-${Date.now()}`;
     const find = 'D="$BERTH_TASK_DIR/data"; [ -d "$D" ] || D=/data';
     await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'writer', type: 'batch', volumeId: 'shared', script: `${find}; echo ${token} > "$D/hello.txt"` }) });
     const w = await finished('writer');
     assert.equal(w.clientStatus, 'complete', describeAlloc(w));
-    await until('the writer claim to be released', async () => (await server.ok<VolumeRead>('GET', '/v1/volume/csi/shared')).claims.length === 0);
+    await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0);
 
     await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'reader', type: 'batch', volumeId: 'shared', script: `${find}; grep -qx ${token} "$D/hello.txt"` }) });
     const r = await finished('reader');
     assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${describeAlloc(r)}`);
-    await until('the reader claim to be released', async () => (await server.ok<VolumeRead>('GET', '/v1/volume/csi/shared')).claims.length === 0);
+    await until('the reader claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0);
   });
 
   it('the plugin job is updated (two plugin allocations at once) while a workload runs: nothing breaks', async () => {
@@ -122,8 +127,8 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     const newPlugin = await until('the new plugin allocation to run', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id !== oldPlugin.id && a.clientStatus === 'running'), 60_000);
     await until('the old plugin allocation to stop', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id === oldPlugin.id && a.clientStatus !== 'running'), 60_000);
     await until('the new allocation to serve the plugin on the server', async () => {
-      const p = await server.ok<CsiPlugin>('GET', '/v1/plugin/csi/hostpath');
-      return p.nodes[agent.nodeId]?.allocId === newPlugin.id && p.nodes[agent.nodeId]?.healthy ? p : undefined;
+      const p = await server.ok<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
+      return p.Nodes?.[agent.nodeId]?.AllocID === newPlugin.id && p.Nodes[agent.nodeId]?.Healthy ? p : undefined;
     });
     // Both allocations were registered at once: the newer one took over from the older one.
     assert.ok(agent.log().includes(`is now served by allocation ${newPlugin.id} (was ${oldPlugin.id})`), agent.log().split('\n').filter((l) => l.includes('"subsystem":"csi"')).map((l) => (JSON.parse(l) as { msg: string }).msg).join('\n'));
@@ -175,7 +180,7 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     // The allocation directory (and its secrets tmpfs) stays until the server garbage-collects the allocation.
     const volumeMounts = (): string[] => mountsUnder(agentDir).filter((m) => m.includes(sleeper.id) && !m.endsWith('/secrets'));
     await until('the sleeper volume to be unmounted', () => volumeMounts().length === 0, 60_000);
-    await until('its claim to be released', async () => (await server.ok<VolumeRead>('GET', '/v1/volume/csi/shared')).claims.length === 0, 60_000);
+    await until('its claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0, 60_000);
   });
 
   it('the plugin process crashes: it is restarted and re-registered; existing mounts stay', async () => {
@@ -201,7 +206,7 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
       [],
       'no volume stays mounted',
     );
-    await until('every claim to be released', async () => (await server.ok<VolumeRead>('GET', '/v1/volume/csi/shared')).claims.length === 0, 30_000);
+    await until('every claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0, 30_000);
   });
 
   it('never writes a volume secret into the agent log or any file of the agent (scenario 16)', () => {

@@ -10,7 +10,9 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brs-');
@@ -72,10 +74,14 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
   it('acts on no empty or stale list: the workload keeps its process, mounts and only claim', async () => {
     await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }) });
     await until('the plugin to be healthy', async () => {
-      const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-      return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+      const p = await server.call<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
+      return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
     }, 60_000);
-    await server.ok('POST', '/v1/volume/csi/db/create', { pluginId: 'hostpath', name: 'db', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] });
+    await server.ok(
+      'PUT',
+      '/v1/volume/csi/db/create',
+      volumeRequest('db', { pluginId: 'hostpath', name: 'db', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+    );
     // The server's state before the workload existed: what a stale server would come back with.
     await server.stop();
     copyState(serverDir, snapshotDir);
@@ -128,9 +134,9 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     await until('the volume reconcile after the first list to finish', () => logged(offset, 'volumes reconciled with the server') + logged(offset, 'reconciling volumes failed') > 0, 30_000);
     assert.ok(alive(pid), 'the workload is the same process');
     assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
-    const claims = (await server.ok<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/db')).claims;
+    const claims = (await server.ok<CSIVolume>('GET', '/v1/volume/csi/db')).Claims;
     assert.deepEqual(
-      claims.map((c) => [c.allocId, c.mode, c.state]),
+      claims.map((c) => [c.AllocationID, c.Mode, c.State]),
       [[alloc.id, 'write', 'taken']],
     );
     assert.deepEqual(destructiveSince(offset), []);

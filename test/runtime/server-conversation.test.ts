@@ -13,7 +13,9 @@ import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { Allocation, Node, NodeFingerprint, VolumeClaim } from '../../src/structs/index.js';
+import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse } from '../../src/api/index.js';
+import type { Allocation, Node, NodeFingerprint } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { CsiManager } from '../../src/client/csimanager/index.js';
 import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';
 import {
@@ -136,8 +138,8 @@ describe('the node conversation with a real server', () => {
     assert.equal(node.csiNodePlugins['fake']?.fingerprint?.node?.info.nodeId, 'ext-node-a');
     assert.equal(registration.counts.registrations, 1);
     const plugins = await eventually('the plugin to be derived', async () => {
-      const list = (await http<Array<{ id: string; controllersHealthy: number; nodesHealthy: number }>>('GET', '/v1/plugins')).body;
-      return list.find((p) => p.id === 'fake' && p.controllersHealthy === 1 && p.nodesHealthy === 1);
+      const list = (await http<CSIPluginListStub[]>('GET', '/v1/plugins?type=csi')).body;
+      return list.find((p) => p.ID === 'fake' && p.ControllersHealthy === 1 && p.NodesHealthy === 1);
     });
     assert.ok(plugins);
   });
@@ -149,15 +151,20 @@ describe('the node conversation with a real server', () => {
     await connection.waitConnected();
     await eventually('the server to see the connection', () => server.connections.connected(NODE_ID));
 
-    const created = await http<{ id: string; externalId: string }>('POST', '/v1/volume/csi/data/create', {
-      pluginId: 'fake',
-      name: 'data',
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-      capacityMinBytes: 1024 * 1024,
-      mountOptions: { fsType: 'ext4', mountFlags: ['nosuid'] },
-      secrets: { password: 'claim-s3cret' },
-    });
+    const created = await http<CSIVolumeCreateResponse>(
+      'PUT',
+      '/v1/volume/csi/data/create',
+      volumeRequest('data', {
+        pluginId: 'fake',
+        name: 'data',
+        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+        capacityMinBytes: 1024 * 1024,
+        mountOptions: { fsType: 'ext4', mountFlags: ['nosuid'] },
+        secrets: { password: 'claim-s3cret' },
+      }),
+    );
     assert.equal(created.status, 200, created.text);
+    const externalId = created.body.Volumes?.[0]?.ExternalID ?? '';
     assert.equal(plugin.callsTo('CreateVolume').length, 1, 'CreateVolume reached the plugin through the node');
 
     // A final code from the plugin comes back as CSI_<CODE>, final.
@@ -166,7 +173,7 @@ describe('the node conversation with a real server', () => {
     await assert.rejects(
       server.connections.call(NODE_ID, 'csi.controller.publish', {
         pluginId: 'fake',
-        volumeId: created.body.externalId,
+        volumeId: externalId,
         nodeId: 'ext-node-a',
         capability,
         readonly: false,
@@ -183,7 +190,7 @@ describe('the node conversation with a real server', () => {
     const page = await server.connections.call(NODE_ID, 'csi.controller.listVolumes', { pluginId: 'fake' });
     assert.deepEqual(
       page.entries.map((e) => e.volume.volumeId),
-      [created.body.externalId],
+      [externalId],
     );
   });
 
@@ -255,8 +262,8 @@ describe('the node conversation with a real server', () => {
     plugin.clearCalls();
     reporter.report({ id: alloc.id, clientStatus: 'complete', clientDescription: 'done', taskStates });
     await eventually('the claim to be released', async () => {
-      const v = await http<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data');
-      return v.body.claims.length === 0 ? true : undefined;
+      const v = await http<CSIVolume>('GET', '/v1/volume/csi/data');
+      return v.body.Claims.length === 0 ? true : undefined;
     });
     assert.equal(plugin.callsTo('NodeUnpublishVolume').length, 1);
     assert.equal(plugin.callsTo('NodeUnstageVolume').length, 1);
@@ -281,7 +288,7 @@ describe('the node conversation with a real server', () => {
 
   it("a node detach that meets the allocation's own teardown answers only once the NodeUnstage is done (rule: NodeUnstage before ControllerUnpublish)", async () => {
     const vm = csi.volumeManagerFor('fake');
-    const volume = { id: 'data', namespace: 'default', externalId: (await http<{ externalId: string }>('GET', '/v1/volume/csi/data')).body.externalId };
+    const volume = { id: 'data', namespace: 'default', externalId: (await http<CSIVolume>('GET', '/v1/volume/csi/data')).body.ExternalID };
     const usage = { readOnly: false, accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
     await vm.mountVolume(volume, 'alloc-race', usage, {});
     plugin.clearCalls();

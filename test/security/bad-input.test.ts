@@ -207,11 +207,17 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
     await api('POST', '/v1/jobs', { body: '{}' }, { status: 400, message: /\bid\b|groups/i });
     await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: 'nope' } }) }, { status: 400, message: /groups/ });
     await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, env: 'x'.repeat(6 * 1024 * 1024) } }) }, { status: 413, message: /too large/i });
-    await api('PUT', '/v1/volume/csi/api-vol', { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', externalId: 'e'.repeat(300), capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] } }) }, { status: 400, message: /externalId/ });
+    const capability = [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }];
     await api(
-      'POST',
+      'PUT',
+      '/v1/volume/csi/api-vol',
+      { body: JSON.stringify({ Volumes: [{ ID: 'api-vol', Name: 'api-vol', PluginID: 'hostpath', ExternalID: 'e'.repeat(300), RequestedCapabilities: capability }] }) },
+      { status: 400, message: /externalId/ },
+    );
+    await api(
+      'PUT',
       '/v1/volume/csi/api-vol/create',
-      { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }], secrets: { big: 's'.repeat(5000) } } }) },
+      { body: JSON.stringify({ Volumes: [{ ID: 'api-vol', Name: 'api-vol', PluginID: 'hostpath', RequestedCapabilities: capability, Secrets: { big: 's'.repeat(5000) } }] }) },
       { status: 400, message: /secrets/ },
     );
     // Fastify refuses it today, but as "Body is not valid JSON": the answer should name the key.

@@ -52,7 +52,7 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
     assert.equal((await c.cli(['job', 'run', c.file('user.json', JSON.stringify(job))])).code, 0, c.printed.at(-1));
     const [alloc] = (await c.get<Array<{ id: string; nodeId: string }>>('/v1/job/sec-user/allocations')).body ?? [];
     assert.ok(alloc, 'the job was placed');
-    await until('the claim released', async () => ((await c.get<{ claims: unknown[] }>('/v1/volume/csi/sec-vol')).body?.claims ?? [1]).length === 0);
+    await until('the claim released', async () => ((await c.get<{ Claims: unknown[] }>('/v1/volume/csi/sec-vol')).body?.Claims ?? [1]).length === 0);
 
     // Every read a user can make, as text and as JSON, with both tokens.
     for (const args of [
@@ -71,17 +71,19 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
       await c.cli(args, { token: READER });
     }
     for (const p of [
-      '/v1/volumes',
+      '/v1/volumes?type=csi',
       '/v1/volume/csi/sec-vol',
-      '/v1/volumes/snapshot?pluginId=hostpath',
+      '/v1/volumes/snapshot?plugin_id=hostpath',
+      '/v1/volumes/csi/claims',
+      '/v1/volume/csi/sec-vol/usage',
       '/v1/jobs',
       '/v1/job/sec-user',
       '/v1/allocations',
       `/v1/allocation/${alloc.id}`,
       '/v1/evaluations',
-      '/v1/plugins',
+      '/v1/plugins?type=csi',
       '/v1/plugin/csi/hostpath',
-      '/v1/plugin/csi/hostpath/volumes',
+      '/v1/volumes/external?plugin_id=hostpath',
       '/v1/nodes',
       `/v1/node/${alloc.nodeId}`,
       `/v1/node/${alloc.nodeId}/allocations`,
@@ -111,7 +113,7 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
     const r3 = await c.cli(['volume', 'create', bad]);
     assert.equal(r3.code, 2, r3.stderr);
     assert.match(r3.stderr, /bad\.hcl:\d+:\d+: /);
-    assert.deepEqual((await c.get<unknown[]>('/v1/volumes')).body, [], 'nothing was registered');
+    assert.deepEqual((await c.get<unknown[]>('/v1/volumes?type=csi')).body, [], 'nothing was registered');
     const reg = c.file('bad-ext.hcl', volumeFile('sec-ext', `external_id = "${'e'.repeat(300)}"\n`));
     const r2 = await c.cli(['volume', 'register', reg]);
     assert.notEqual(r2.code, 0, 'a 300-byte external_id is refused');

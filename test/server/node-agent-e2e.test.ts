@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
+import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse } from '../../src/api/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { createLogger, systemClock } from '../../src/lib/index.js';
 import type { NodeConnections } from '../../src/server/noderpc/index.js';
@@ -111,31 +112,36 @@ describe('server with a fake node agent over the real HTTP API', () => {
 
   it('creates a volume through the controller on the node, places a job, claims and releases it', async () => {
     const plugins = await eventually('the plugin to be derived', async () => {
-      const p = await call<Array<{ id: string; nodesHealthy: number; controllersHealthy: number }>>('GET', '/v1/plugins', { token: TOKENS.readOnly });
-      return p.body.find((x) => x.id === 'fake' && x.nodesHealthy === 1 && x.controllersHealthy === 1);
+      const p = await call<CSIPluginListStub[]>('GET', '/v1/plugins?type=csi', { token: TOKENS.readOnly });
+      return p.body.find((x) => x.ID === 'fake' && x.NodesHealthy === 1 && x.ControllersHealthy === 1);
     });
     assert.ok(plugins);
 
-    const created = await call<{ id: string; externalId: string; secretNames: string[] }>('POST', '/v1/volume/csi/data/create', {
+    const created = await call<CSIVolumeCreateResponse>('PUT', '/v1/volume/csi/data/create', {
       body: {
-        pluginId: 'fake',
-        name: 'data',
-        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-        mountOptions: { fsType: 'ext4', mountFlags: [FLAG] },
-        secrets: { password: SECRET },
-        capacityMinBytes: 1024 * 1024,
+        Volumes: [
+          {
+            ID: 'data',
+            PluginID: 'fake',
+            Name: 'data',
+            RequestedCapabilities: [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }],
+            MountOptions: { FSType: 'ext4', MountFlags: [FLAG] },
+            Secrets: { password: SECRET },
+            RequestedCapacityMin: 1024 * 1024,
+          },
+        ],
       },
     });
     assert.equal(created.status, 200, created.text);
-    assert.deepEqual(created.body.secretNames, ['password']);
+    assert.deepEqual(created.body.Volumes?.[0]?.SecretNames, ['password']);
     assert.equal(plugin.callsTo('CreateVolume').length, 1);
 
     // Registering a volume the plugin does not have fails with the plugin's answer, as an error envelope.
-    const missing = await call<{ code: string }>('PUT', '/v1/volume/csi/ghost', {
-      body: { pluginId: 'fake', externalId: 'no-such-volume', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] },
+    const missing = await call<string>('PUT', '/v1/volume/csi/ghost', {
+      body: { Volumes: [{ ID: 'ghost', PluginID: 'fake', ExternalID: 'no-such-volume', RequestedCapabilities: [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }] }] },
     });
     assert.ok(missing.status >= 400 && missing.status < 500, missing.text);
-    assert.equal(typeof missing.body.code, 'string');
+    assert.ok(missing.text.length > 0, 'the error in plain text');
 
     const job = await call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
       body: {
@@ -172,14 +178,14 @@ describe('server with a fake node agent over the real HTTP API', () => {
     const second = await call<{ code: string }>('POST', '/v1/volume/csi/data/claim', { token: TOKENS.node, body: { allocId: 'other-alloc', mode: 'write' } });
     assert.ok(second.status === 409 || second.status === 404, second.text);
 
-    const volume = await call<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
-    assert.equal(volume.body.claims.length, 1);
+    const volume = await call<CSIVolume>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
+    assert.equal(volume.body.Claims.length, 1);
 
     // The allocation finishes: the claim watcher releases the claim (node detach, then ControllerUnpublish).
     await call('POST', '/v1/node/node-1/allocations', { token: TOKENS.node, body: { allocations: [{ id: alloc.id, clientStatus: 'complete' }] } });
     await eventually('the claim to be released', async () => {
-      const v = await call<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
-      return v.body.claims.length === 0 ? true : undefined;
+      const v = await call<CSIVolume>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
+      return v.body.Claims.length === 0 ? true : undefined;
     });
     assert.equal(plugin.callsTo('ControllerUnpublishVolume').length, 1);
     assert.ok(agent.callsOf('csi.node.detach').length >= 1, 'the node was asked to unpublish and unstage');
@@ -207,7 +213,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
     assert.match(text, /"topic":"volume"/);
     assert.match(text, /"topic":"claim"/);
     seen.push(text);
-    for (const path of ['/v1/jobs', '/v1/job/db', '/v1/volumes', '/v1/nodes', '/v1/plugins', '/v1/allocations', '/v1/evaluations']) {
+    for (const path of ['/v1/jobs', '/v1/job/db', '/v1/volumes?type=csi', '/v1/nodes', '/v1/plugins?type=csi', '/v1/plugin/csi/fake', '/v1/allocations', '/v1/evaluations']) {
       await call('GET', path, { token: TOKENS.readOnly });
     }
     const all = seen.join('\n');

@@ -85,8 +85,8 @@ export class UiCluster {
       'the hostpath plugin to be healthy',
       async () => {
         const res = await fetch(`${this.agent.addr}/v1/plugin/csi/hostpath`, { headers: { Authorization: `Bearer ${this.agent.token}` } });
-        const p = res.ok ? ((await res.json()) as { nodesHealthy: number; controllersHealthy: number }) : undefined;
-        return !!p && p.nodesHealthy >= 1 && p.controllersHealthy >= 1;
+        const p = res.ok ? ((await res.json()) as { NodesHealthy: number; ControllersHealthy: number }) : undefined;
+        return !!p && p.NodesHealthy >= 1 && p.ControllersHealthy >= 1;
       },
       120_000,
     );

@@ -16,6 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import type { CSIPlugin, CSIPluginListStub, CSIVolume, VolumeUsageHistory } from '../../src/api/index.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { mountsUnder, until } from '../support/agent-run.js';
 import { UiCluster } from '../support/ui-cluster.js';
@@ -85,7 +86,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await login(page, cluster.agent.token);
     assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.token')), cluster.agent.token);
     const nodes = await apiGet<unknown[]>('/v1/nodes');
-    const plugins = await apiGet<Array<{ id: string }>>('/v1/plugins');
+    const plugins = await apiGet<CSIPluginListStub[]>('/v1/plugins?type=csi');
     const overview = await mainText();
     assert.match(overview, new RegExp(`Nodes \\(${nodes.length}\\)`));
     assert.match(overview, new RegExp(`CSI plugins \\(${plugins.length}\\)`));
@@ -100,24 +101,24 @@ describe('the web UI', { timeout: 400_000 }, () => {
 
   it('the volume page shows a claim appear and be released live, with the claim history', async () => {
     await open(page, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
-    const v = await apiGet<{ capacityBytes: number; secretNames: string[] }>(`/v1/volume/csi/${VOLUME}`);
+    const v = await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`);
     let text = await mainText();
     assert.match(text, /Capacity\s+10 MiB/);
-    assert.equal(v.capacityBytes, 10 * 1024 * 1024);
+    assert.equal(v.Capacity, 10 * 1024 * 1024);
     assert.match(text, /Secrets\s+token \(hidden\)/);
     assert.match(text, /single-node-writer/);
     assert.match(text, new RegExp(`topology\\.hostpath\\.csi\\.berth\\.dev/node\\s+${cluster.nodeId}`));
     assert.match(text, /Claims \(0\)/);
     // Usage comes from the nodes that have the volume published: none yet.
-    assert.deepEqual((await apiGet<{ usage: unknown[] }>(`/v1/volume/csi/${VOLUME}`)).usage, []);
+    assert.deepEqual((await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Usage, []);
     assert.match(text, /No usage reported/);
     // Mark this document: a reload would drop the mark.
     await page.evaluate(() => ((window as unknown as { berthMark: number }).berthMark = 42));
 
     const allocId = await cluster.runJob('ui-work', { writeMiB: WRITE_MIB });
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ timeout: 60_000 });
-    const claims = (await apiGet<{ claims: Array<{ allocId: string; mode: string; state: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims;
-    assert.deepEqual(claims.map((c) => [c.allocId, c.mode, c.state]), [[allocId, 'write', 'taken']]);
+    const claims = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Claims;
+    assert.deepEqual(claims.map((c) => [c.AllocationID, c.Mode, c.State]), [[allocId, 'write', 'taken']]);
     text = await mainText();
     assert.match(text, /Claims \(1\)/);
     assert.match(text, new RegExp(`${allocId.slice(0, 8)}\\s+${cluster.nodeId.slice(0, 8)}\\s+write\\s+single-node-writer, file-system\\s+taken`));
@@ -125,10 +126,10 @@ describe('the web UI', { timeout: 400_000 }, () => {
     // The node reports the usage of the volume's directory every second; the open page shows what the API says.
     const shown = page.locator('[data-usage-bytes]');
     await until('the page to show the written usage', async () => Number((await shown.getAttribute('data-usage-bytes').catch(() => null)) ?? 0) >= WRITE_MIB * MiB);
-    const usage = (await apiGet<{ usage: Array<{ nodeId: string; bytes: { used: number; total: number } }> }>(`/v1/volume/csi/${VOLUME}`)).usage;
+    const usage = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Usage;
     assert.equal(usage.length, 1);
-    const { used, total } = usage[0]!.bytes;
-    assert.equal(usage[0]!.nodeId, cluster.nodeId);
+    const { Used: used, Total: total } = usage[0]!.Bytes!;
+    assert.equal(usage[0]!.NodeID, cluster.nodeId);
     assert.ok(used >= WRITE_MIB * MiB && used < (WRITE_MIB + 1) * MiB, `the API reports ${used} bytes used`);
     assert.equal(total, 10 * MiB);
     assert.equal(Number(await shown.getAttribute('data-usage-bytes')), used);
@@ -144,7 +145,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.ok(points >= 2, `the chart has ${points} points`);
     assert.equal((await chart.locator('polyline').getAttribute('points'))!.trim().split(/\s+/).length, points);
     assert.match(await chart.innerText(), new RegExp(`${WRITE_MIB}\\.\\d MiB used now, of 10 MiB; ${points} reports since`));
-    const samples = (await apiGet<{ samples: unknown[] }>(`/v1/volume/csi/${VOLUME}/usage`)).samples;
+    const samples = (await apiGet<VolumeUsageHistory>(`/v1/volume/csi/${VOLUME}/usage`)).Samples;
     assert.ok(samples.length >= points, `the API keeps ${samples.length} samples, the chart drew ${points}`);
     await shot(page, 'volume');
 
@@ -198,14 +199,23 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev 0\.1\.0\s+healthy\s+1\/1\s+1\/1\s+1/);
     await shot(page, 'plugins');
 
-    const plugin = await apiGet<{ controllersHealthy: number; controllersExpected: number; nodesHealthy: number; nodesExpected: number; nodeCapabilities: string[] }>(
-      '/v1/plugin/csi/hostpath',
-    );
+    const plugin = await apiGet<CSIPlugin>('/v1/plugin/csi/hostpath');
+    const nodeInfo = Object.values(plugin.Nodes ?? {})[0]?.NodeInfo;
+    const nodeCapabilities = (
+      [
+        ['STAGE_UNSTAGE_VOLUME', nodeInfo?.RequiresNodeStageVolume],
+        ['GET_VOLUME_STATS', nodeInfo?.SupportsStats],
+        ['EXPAND_VOLUME', nodeInfo?.SupportsExpand],
+        ['VOLUME_CONDITION', nodeInfo?.SupportsCondition],
+      ] as const
+    )
+      .filter(([, on]) => on)
+      .map(([name]) => name);
     await open(page, '/ui/plugins/hostpath', /CSI plugin hostpath/);
-    assert.equal(await page.locator('[data-fact="controllers"]').innerText(), `${plugin.controllersHealthy}/${plugin.controllersExpected}`);
-    assert.equal(await page.locator('[data-fact="nodes"]').innerText(), `${plugin.nodesHealthy}/${plugin.nodesExpected}`);
+    assert.equal(await page.locator('[data-fact="controllers"]').innerText(), `${plugin.ControllersHealthy}/${plugin.ControllersExpected}`);
+    assert.equal(await page.locator('[data-fact="nodes"]').innerText(), `${plugin.NodesHealthy}/${plugin.NodesExpected}`);
     text = await mainText();
-    for (const cap of plugin.nodeCapabilities) assert.ok(text.includes(cap), `capability ${cap} shown`);
+    for (const cap of nodeCapabilities) assert.ok(text.includes(cap), `capability ${cap} shown`);
     assert.match(text, /probe answered ready/);
     assert.match(text, new RegExp(`${VOLUME}\\s+default\\s+yes\\s+1`));
     await shot(page, 'plugin');
@@ -255,7 +265,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     page.once('dialog', (d) => void d.accept());
     await panel.getByRole('button', { name: 'Detach', exact: true }).click();
     await panel.getByRole('alert').filter({ hasText: `is in use on node ${cluster.nodeId} by allocation ${allocId}` }).waitFor();
-    assert.equal((await cluster.get<{ claims: unknown[] }>(`/v1/volume/csi/${VOLUME}`)).claims.length, 1, 'the refused detach changed nothing');
+    assert.equal((await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Claims.length, 1, 'the refused detach changed nothing');
 
     page.once('dialog', (d) => void d.accept());
     await panel.getByRole('button', { name: 'Force detach' }).click();
@@ -264,7 +274,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ state: 'detached' });
     const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
     assert.equal(alloc.desiredStatus, 'stop');
-    assert.ok(!(await cluster.get<{ claims: Array<{ allocId: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims.some((c) => c.allocId === allocId));
+    assert.ok(!(await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Claims.some((c) => c.AllocationID === allocId));
     await shot(page, 'volume-detached');
   });
 
@@ -284,10 +294,10 @@ describe('the web UI', { timeout: 400_000 }, () => {
 
     const condition = page.locator('[data-condition="abnormal"]');
     await condition.waitFor({ timeout: 60_000 });
-    const api = (await apiGet<{ condition: { abnormal: boolean; message: string } }>(`/v1/volume/csi/${sick}`)).condition;
-    assert.equal(api.abnormal, true);
-    assert.match(api.message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
-    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.message}`);
+    const api = (await apiGet<CSIVolume>(`/v1/volume/csi/${sick}`)).Condition;
+    assert.equal(api?.Abnormal, true);
+    assert.match(api.Message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
+    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.Message}`);
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), new RegExp(`^Volume ${sick}\\s+abnormal: the volume`));
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 43, 'the page was not reloaded');
     await shot(page, 'volume-abnormal');

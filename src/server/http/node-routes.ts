@@ -1,4 +1,4 @@
-// Nodes and plugins over HTTP, including the node agent's own endpoints:
+// Nodes over HTTP (the CSI plugins they run: plugin-routes.ts), including the node agent's own endpoints:
 // register, heartbeat, its allocations (blocking), allocation status updates
 // and the node connection (a WebSocket carrying server-to-node calls).
 
@@ -138,22 +138,5 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
       connections.detach(nodeId, transport);
       log.info({ nodeId }, 'node disconnected');
     });
-  });
-
-  app.get<{ Querystring: Query }>('/v1/plugins', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('plugins'),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/plugin/csi/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('plugins', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `plugin "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
   });
 }

@@ -106,7 +106,7 @@ export class SimCluster {
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${p} on ${s.name}: ${res.status} ${text.slice(0, 500)}`);
-    return { index: Number(res.headers.get('x-berth-index') ?? 0), body: JSON.parse(text) as T };
+    return { index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0), body: (text === '' ? undefined : JSON.parse(text)) as T };
   }
 
   /**
