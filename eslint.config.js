@@ -54,7 +54,7 @@ const LAYERS = {
   'spec-files': ['lib', 'structs', 'hcl'],
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],
-  client: ['lib', 'csi', 'structs', 'plugins'],
+  client: ['lib', 'api', 'csi', 'structs', 'plugins'],
   server: ['lib', 'api', 'csi', 'structs', 'plugins'],
   agent: ['lib', 'api', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
   cli: ['lib', 'api', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],

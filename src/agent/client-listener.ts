@@ -1,5 +1,5 @@
 // A client agent's own HTTP listener: the /v1/client/... routes (logs, exec)
-// and /metrics (the agent's CSI calls and allocations), behind the same
+// and /v1/metrics (the agent's CSI calls and allocations), behind the same
 // bearer tokens as the server's API.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -7,13 +7,14 @@ import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { Lifecycle, type LifecycleState, type Logger } from '../lib/index.js';
+import { registerMetricsRoute } from '../server/index.js';
 import { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
 
 /** The server's word on a token: may it use `access` ('write' needs the management role)? */
 export type TokenVerdict = 'ok' | 'unauthenticated' | 'forbidden' | 'unreachable';
 
 export interface ClientListenerOptions extends ClientRoutesDeps {
-  /** Management tokens may use every route; read-only tokens only /metrics. */
+  /** Management tokens may use every route; read-only tokens only /v1/metrics. */
   tokens: { management: readonly string[]; readOnly: readonly string[] };
   /**
    * Asks the server about a token this listener does not know, so that the
@@ -101,9 +102,7 @@ export class ClientListener {
       reply.status(404).send({ code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} }),
     );
     registerClientRoutes(app, opts);
-    app.get('/metrics', { config: { access: 'read' } }, async (_req, reply) =>
-      reply.header('content-type', opts.registry.contentType).send(await opts.registry.metrics()),
-    );
+    registerMetricsRoute(app, opts.registry);
     await app.listen({ host: opts.bindAddress, port: opts.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;

@@ -163,3 +163,41 @@ export {
   DriftReport,
   VolumeDrift,
 } from './csi-berth.js';
+export {
+  AgentMember,
+  ServerMembers,
+  AgentVersion,
+  AgentConfig,
+  AgentSelf,
+  AgentHealth,
+  AgentHealthResponse,
+  StatusLeader,
+  StatusPeers,
+  Regions,
+} from './agent.js';
+export { NamespaceCapabilities, NamespaceClusterConfiguration, Namespace } from './namespaces.js';
+export { ACLTokenRoleLink, ACLToken } from './acl.js';
+export {
+  PreemptionConfig,
+  SchedulerAlgorithm,
+  SchedulerConfiguration,
+  SchedulerConfigurationResponse,
+  SchedulerSetConfigurationResponse,
+  GaugeValue,
+  PointValue,
+  SampledValue,
+  MetricsSummary,
+  SystemGcResult,
+} from './operator.js';
+export { ServiceRegistrationStub, ServiceRegistrationListStub, ServiceRegistration } from './services.js';
+export {
+  NOMAD_EVENT_TOPICS,
+  SILENT_EVENT_TOPICS,
+  BERTH_EVENT_TOPICS,
+  EventTopic,
+  EVENT_TYPES,
+  Event,
+  Events,
+  EventHeartbeat,
+  EVENT_PAYLOADS,
+} from './events.js';

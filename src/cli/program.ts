@@ -66,7 +66,7 @@ export const COMMANDS: readonly TopCommand[] = [
   {
     name: 'system',
     term: 'system',
-    description: 'Cluster maintenance: garbage collection',
+    description: 'Cluster maintenance: garbage collection, job summary reconciliation',
     load: async (ctx) => (await import('./system-command.js')).systemCommand(ctx),
   },
   { name: 'eval', term: 'eval', description: "Inspect the scheduler's evaluations", load: async (ctx) => (await import('./eval-command.js')).evalCommand(ctx) },
@@ -75,7 +75,7 @@ export const COMMANDS: readonly TopCommand[] = [
   {
     name: 'operator',
     term: 'operator',
-    description: 'Cluster operations: backup and restore of the server state',
+    description: "Cluster operations: backup and restore of the server state, the scheduler's configuration, metrics",
     load: async (ctx) => (await import('./operator-command.js')).operatorCommand(ctx),
   },
   {

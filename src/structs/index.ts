@@ -199,3 +199,4 @@ export {
   type DeploymentGroupState,
   type JobVersion,
 } from './deployment.js';
+export { SCHEDULER_CONFIG_ID, DEFAULT_SCHEDULER_CONFIG, type SchedulerConfig, type SchedulerAlgorithmName } from './scheduler-config.js';

@@ -8,6 +8,8 @@
 // simply absent and the pages say "no usage reported". Their names are in
 // HEALTH_FIELDS and the `usage*`/`condition*`/`drift*` functions only.
 
+import type { ACLToken, AgentSelf, Event, Events } from '../../src/api/index.js';
+
 const TOKEN_KEY = 'berth.token';
 
 /** A refused or failed API call: the API's `{ code, message }`, with the HTTP status. */
@@ -246,20 +248,21 @@ export interface Evaluation {
   createTime: number;
 }
 
-/** One line of the event stream. */
-export interface StreamEvent {
-  index: number;
-  topic: string;
-  key: string;
-  op: 'put' | 'delete';
-  payload?: unknown;
+/** One change of the event stream (Nomad's Event: Topic, Type, Key, Namespace, FilterKeys, Index, Payload). */
+export type StreamEvent = Event;
+
+/** The caller of a token as GET /v1/acl/token/self describes it: a management token, else a client token whose one policy is its Berth role. */
+function callerOf(token: ACLToken): Caller {
+  const role = token.Type === 'management' ? 'management' : token.Policies?.[0] === 'node' ? 'node' : 'read-only';
+  return { name: token.Name, role };
 }
 
 // ---- reads ----------------------------------------------------------------
 
 export const api = {
-  self: () => getJson<Caller>('/v1/token/self'),
-  status: () => getJson<{ index: number; connectedNodes: number }>('/v1/status'),
+  self: async () => callerOf(await getJson<ACLToken>('/v1/acl/token/self')),
+  /** The server's latest store index (its `raft.applied_index`). */
+  latestIndex: async () => Number((await getJson<AgentSelf>('/v1/agent/self')).stats['raft']?.['applied_index'] ?? 0),
   nodes: () => getJson<Node[]>('/v1/nodes'),
   node: (id: string) => getJson<Node>(`/v1/node/${enc(id)}`),
   nodeAllocations: (id: string) => getJson<Allocation[]>(`/v1/node/${enc(id)}/allocations`),
@@ -282,9 +285,9 @@ export const api = {
     if (!res.ok) return fail(res);
     return res.text();
   },
-  /** Every change of the topics up to now, from `index` on: the history a script reads with `--until-now`. */
+  /** Every change of the topics (`Topic` or `Topic:key`) up to now, from `index` on, in every namespace: the history a script reads with `--until-now`. */
   async history(topics: string[], index: number): Promise<StreamEvent[]> {
-    const q = [...topics.map((t) => `topic=${enc(t)}`), `index=${index}`, 'until=now'].join('&');
+    const q = [...topics.map((t) => `topic=${enc(t)}`), `index=${index}`, 'namespace=*', 'until=now'].join('&');
     const res = await fetch(`/v1/event/stream?${q}`, { headers: headers() });
     if (!res.ok) return fail(res);
     return parseLines(await res.text());
@@ -320,7 +323,7 @@ export const HEALTH_FIELDS = {
   /** The drift loop's latest differences about the volume: GET, answers `{ differences: Drift[], checkedAt }`. */
   driftPath: (ns: string, id: string) => `/v1/volume/csi/${enc(id)}/drift?namespace=${enc(ns)}`,
   /** Event stream topics whose changes may carry new usage, condition or drift of a volume. */
-  topics: ['volume', 'volume-condition', 'drift'],
+  topics: ['CSIVolume', 'volume-condition', 'drift'],
 } as const;
 
 /** Endpoints this server answered 404 for: not asked again in this tab (a server without volume health). */
@@ -401,28 +404,31 @@ export async function volumeDrift(ns: string, id: string): Promise<Drift[] | und
 
 // ---- the event stream -----------------------------------------------------
 
+/** The events of the stream's frames (one `{"Index":N,"Events":[...]}` per line; `{}` heartbeats carry none). */
 function parseLines(text: string): StreamEvent[] {
   const out: StreamEvent[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
-    const ev = JSON.parse(line) as Partial<StreamEvent>;
-    if (typeof ev.index === 'number' && ev.topic) out.push(ev as StreamEvent);
+    const frame = JSON.parse(line) as Partial<Events>;
+    if (Array.isArray(frame.Events)) out.push(...frame.Events);
   }
   return out;
 }
 
 /**
- * Follows `GET /v1/event/stream` (every topic) from `index` (the latest when
- * undefined), calling `onEvent` per change, until `signal` fires or the
- * stream ends. Resolves with the last index seen; rejects with ApiError on a
- * refused request and with the network's error when the stream breaks.
+ * Follows `GET /v1/event/stream` (every topic, every namespace) after
+ * `index` (from the present when undefined), calling `onEvent` per change,
+ * until `signal` fires or the stream ends. Resolves with the last index
+ * seen; rejects with ApiError on a refused request and with the network's
+ * error when the stream breaks.
  */
 export async function followEvents(onEvent: (ev: StreamEvent) => void, opts: { index?: number; signal: AbortSignal; onOpen?: () => void }): Promise<number | undefined> {
-  const q = opts.index === undefined ? '' : `?index=${opts.index}`;
+  // Nomad's `index` is the first index to send: the one after the last seen.
+  const q = opts.index === undefined ? '?namespace=*' : `?namespace=*&index=${opts.index + 1}`;
   const res = await fetch(`/v1/event/stream${q}`, { headers: headers(), signal: opts.signal, cache: 'no-store' });
   if (!res.ok) return fail(res);
   opts.onOpen?.();
-  let last = opts.index ?? Number(res.headers.get('X-Berth-Index') ?? '0');
+  let last = opts.index ?? Number(res.headers.get('X-Nomad-Index') ?? '0');
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   for (;;) {
@@ -434,7 +440,7 @@ export async function followEvents(onEvent: (ev: StreamEvent) => void, opts: { i
     const ready = buf.slice(0, cut);
     buf = buf.slice(cut + 1);
     for (const ev of parseLines(ready)) {
-      last = ev.index;
+      last = ev.Index;
       onEvent(ev);
     }
   }

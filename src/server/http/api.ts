@@ -12,15 +12,18 @@ import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
+import { registerAgentRoutes } from './agent-routes.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerDrainRoutes } from './drain-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
+import { registerMetricsRoute } from './metrics-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
 import { registerCsiSnapshotRoutes } from './csi-snapshot-routes.js';
 import { registerPluginRoutes } from './plugin-routes.js';
+import { registerOperatorRoutes } from './operator-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerVolumeClaimRoutes } from './volume-claim-routes.js';
 import { registerServiceRoutes } from './service-routes.js';
@@ -150,6 +153,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   };
   registerLeaderForwarding(app, ctx);
   registerClusterRoutes(app, ctx);
+  registerAgentRoutes(app, ctx);
+  registerOperatorRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
@@ -162,27 +167,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerServiceRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 
-  const metrics = deps.metrics;
-  if (metrics) {
-    app.get('/metrics', { config: { access: 'read' } }, async (_req, reply) => {
-      const { contentType, body } = await metrics.scrape();
-      return reply.header('Content-Type', contentType).send(body);
-    });
-  }
+  if (deps.metrics) registerMetricsRoute(app, deps.metrics.registry);
 
   await deps.extraRoutes?.(app);
 
-  // Who the caller's token is (its name and role, never the secret): the web UI shows actions to management tokens only.
-  app.get('/v1/token/self', { config: { access: 'node-read' } }, async (req) => ({ name: req.caller?.name, role: req.caller?.role }));
-
-  app.get('/v1/status', { config: { access: 'node-read' } }, async () => {
-    const leadership = deps.leadership?.();
-    return {
-      index: deps.store.latestIndex(),
-      connectedNodes: deps.connections.connectedNodes().length,
-      ...(leadership ? { leader: leadership.leader?.address ?? null, isLeader: leadership.isLeader } : {}),
-    };
-  });
   return app;
 }
 

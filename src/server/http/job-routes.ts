@@ -209,12 +209,4 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     reply.header('X-Berth-Index', String(index));
     return result;
   });
-
-  // Garbage collection now, regardless of the age and count limits (berth system gc); management only.
-  app.put('/v1/system/gc', { config: { access: 'write' } }, async (_req, reply) => {
-    if (!deps.gc) throw new ApiError('UNAVAILABLE', 'this server runs no garbage collector');
-    const out = await deps.gc.collect({ force: true });
-    reply.header('X-Berth-Index', String(out.index));
-    return out;
-  });
 }

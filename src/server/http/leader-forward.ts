@@ -17,7 +17,16 @@ export const FORWARDED_HEADER = 'x-berth-forwarded';
 export const LEADER_HEADER = 'x-berth-leader';
 
 /** Routes that each server answers itself, whoever leads (the allocation pull is a read sent as a POST). */
-const LOCAL = new Set(['/v1/operator/members', '/v1/status', '/v1/node/:id/allocations/pull']);
+const LOCAL = new Set([
+  '/v1/agent/members',
+  '/v1/agent/self',
+  '/v1/agent/health',
+  '/v1/status/leader',
+  '/v1/status/peers',
+  '/v1/regions',
+  '/v1/acl/token/self',
+  '/v1/node/:id/allocations/pull',
+]);
 
 const FORWARD_TIMEOUT_MS = 60_000;
 /** How often a forward in flight checks that its leader still leads. */
@@ -84,7 +93,7 @@ function leaderUnavailable(message: string, mayHaveApplied = false): LeaderError
 /** Sends the request on to the leader and answers with the leader's answer. */
 async function forward(req: FastifyRequest, reply: FastifyReply, leader: string, deposed: AbortSignal): Promise<void> {
   const headers: Record<string, string> = { [FORWARDED_HEADER]: '1' };
-  for (const h of ['authorization', 'content-type']) {
+  for (const h of ['authorization', 'x-nomad-token', 'content-type', 'accept']) {
     const v = req.headers[h];
     if (typeof v === 'string') headers[h] = v;
   }
@@ -97,7 +106,7 @@ async function forward(req: FastifyRequest, reply: FastifyReply, leader: string,
   });
   const text = await res.text();
   reply.status(res.status);
-  for (const h of ['content-type', 'x-berth-index']) {
+  for (const h of ['content-type', 'x-berth-index', 'x-nomad-index', 'x-nomad-knownleader', 'x-nomad-lastcontact', 'x-berth-error-code']) {
     const v = res.headers.get(h);
     if (v !== null) reply.header(h, v);
   }

@@ -5,10 +5,12 @@
 
 import { randomUUID } from 'node:crypto';
 import {
+  DEFAULT_SCHEDULER_CONFIG,
   describePlacementFailure,
   launchesChildren,
   isClientTerminal,
   pluginSchedulable,
+  SCHEDULER_CONFIG_ID,
   volumeIdFor,
   type Allocation,
   type EvalTrigger,
@@ -282,6 +284,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     const volumes = placementVolumes(txn, job, live);
     const usage = usageForNamespace(nodeUsage(txn, live), namespace);
     const nodesById = new Map(nodes.map((n) => [n.id, n]));
+    const algorithm = txn.get('schedulerConfig', SCHEDULER_CONFIG_ID)?.algorithm ?? DEFAULT_SCHEDULER_CONFIG.algorithm;
 
     if (job.type === 'system') {
       const sys = reconcileSystem(job, allocs, nodes, { usage });
@@ -292,7 +295,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         const group = job.groups.find((g) => g.name === miss.group);
         const node = nodesById.get(miss.nodeId) as Node;
         if (!group) continue;
-        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job });
+        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job, algorithm });
         const p = r.placements[0];
         if (p) {
           const req: PlaceRequest = { group: group.name, index: 0, rescheduleAttempts: 0 };
@@ -334,6 +337,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
             volumes,
             job,
             existing,
+            algorithm,
           });
           for (const p of r.placements) {
             const alloc = newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn);

@@ -20,7 +20,7 @@ function mountState(alloc: Allocation, vol: Volume | undefined, volumeId: string
 }
 
 function LogTail({ allocId, task }: { allocId: string; task: string }) {
-  const { data, error } = useLive(`logs/${allocId}/${task}`, ['allocation'], async () => {
+  const { data, error } = useLive(`logs/${allocId}/${task}`, ['Allocation'], async () => {
     const [stdout, stderr] = await Promise.all([api.logTail(allocId, task, 'stdout'), api.logTail(allocId, task, 'stderr').catch(() => '')]);
     return { stdout, stderr };
   });
@@ -50,7 +50,7 @@ export function AllocationPage() {
   const { params } = useRoute();
   const id = params['id'] ?? '';
   const canReadLogs = useCanWrite();
-  const { data, error } = useLive(`alloc/${id}`, ['allocation', 'claim', 'volume'], async () => {
+  const { data, error } = useLive(`alloc/${id}`, ['Allocation', 'claim', 'CSIVolume'], async () => {
     const alloc = await api.allocation(id);
     const volumes = await Promise.all((alloc.csiVolumes ?? []).map((v) => api.volume(alloc.namespace, v.volumeId).catch(() => undefined)));
     return { alloc, volumes };

@@ -13,7 +13,7 @@ function countStates(allocs: Allocation[]): string {
 }
 
 export function JobsPage() {
-  const { data, error } = useLive('jobs', ['job', 'allocation'], async () => {
+  const { data, error } = useLive('jobs', ['Job', 'Allocation'], async () => {
     const [jobs, allocs] = await Promise.all([api.jobs(), api.allocations()]);
     return { jobs, allocs };
   });
@@ -103,7 +103,7 @@ export function JobPage() {
   const ns = params['ns'] ?? 'default';
   const id = params['id'] ?? '';
   const canWrite = useCanWrite();
-  const { data, error } = useLive(`job/${ns}/${id}`, ['job', 'allocation', 'evaluation'], async () => {
+  const { data, error } = useLive(`job/${ns}/${id}`, ['Job', 'Allocation', 'Evaluation'], async () => {
     const [job, allocs, evals] = await Promise.all([api.job(ns, id), api.jobAllocations(ns, id), api.jobEvaluations(ns, id)]);
     return { job, allocs, evals };
   });
@@ -112,7 +112,7 @@ export function JobPage() {
   const stop = async (progress: (m: string) => void): Promise<string> => {
     const { evalId } = await actions.stopJob(ns, id);
     progress(`Stopping: evaluation ${short(evalId)} placed…`);
-    return watchUntil(['allocation'], async () => {
+    return watchUntil(['Allocation'], async () => {
       const now = await api.jobAllocations(ns, id);
       const left = now.filter((a) => a.clientStatus === 'running' || a.clientStatus === 'pending');
       if (left.length === 0) return `Stopped: ${now.length} allocation${now.length === 1 ? '' : 's'} finished.`;

@@ -8,7 +8,7 @@ import { useLive } from '../live';
 import { AllocationTable } from './jobs';
 
 export function NodesPage() {
-  const { data, error } = useLive('nodes', ['node', 'allocation'], async () => {
+  const { data, error } = useLive('nodes', ['Node', 'Allocation'], async () => {
     const [nodes, allocs] = await Promise.all([api.nodes(), api.allocations()]);
     return { nodes, allocs };
   });
@@ -48,7 +48,7 @@ function pluginRows(kind: string, reports: Record<string, HealthReport>) {
 export function NodePage() {
   const { params } = useRoute();
   const id = params['id'] ?? '';
-  const { data, error } = useLive(`node/${id}`, ['node', 'allocation'], async () => {
+  const { data, error } = useLive(`node/${id}`, ['Node', 'Allocation'], async () => {
     const [node, allocs] = await Promise.all([api.node(id), api.nodeAllocations(id)]);
     return { node, allocs };
   });

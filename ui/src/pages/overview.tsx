@@ -24,21 +24,22 @@ function Counts({ counts, testid }: { counts: Array<[string, number]>; testid: s
   );
 }
 
-/** Where an event's key leads in the UI. */
+/** Where an event's object leads in the UI. */
 export function eventLink(ev: StreamEvent): string | undefined {
-  const parts = ev.key.split('/').map(decodeURIComponent);
-  switch (ev.topic) {
-    case 'node':
-      return `/ui/nodes/${parts[0]}`;
-    case 'plugin':
-      return `/ui/plugins/${parts[0]}`;
-    case 'volume':
+  const enc = encodeURIComponent;
+  switch (ev.Topic) {
+    case 'Node':
+      return `/ui/nodes/${enc(ev.Key)}`;
+    case 'CSIPlugin':
+      return `/ui/plugins/${enc(ev.Key)}`;
+    case 'CSIVolume':
+      return `/ui/volumes/${enc(ev.Namespace)}/${enc(ev.Key)}`;
     case 'claim':
-      return parts.length >= 2 ? `/ui/volumes/${parts[0]}/${parts[1]}` : undefined;
-    case 'job':
-      return parts.length >= 2 ? `/ui/jobs/${parts[0]}/${parts[1]}` : undefined;
-    case 'allocation':
-      return `/ui/allocations/${parts[0]}`;
+      return ev.FilterKeys?.[0] ? `/ui/volumes/${enc(ev.Namespace)}/${enc(ev.FilterKeys[0])}` : undefined;
+    case 'Job':
+      return `/ui/jobs/${enc(ev.Namespace)}/${enc(ev.Key)}`;
+    case 'Allocation':
+      return `/ui/allocations/${enc(ev.Key)}`;
     default:
       return undefined;
   }
@@ -52,26 +53,27 @@ export function EventTable({ events, label }: { events: readonly StreamEvent[]; 
       empty="No changes yet."
       rows={events.map((ev) => {
         const href = eventLink(ev);
-        return [String(ev.index), ev.topic, ev.op, href ? <a href={href}>{ev.key}</a> : ev.key];
+        const name = ev.Namespace ? `${ev.Namespace}/${ev.Key}` : ev.Key;
+        return [String(ev.Index), ev.Topic, ev.Type, href ? <a href={href}>{name}</a> : name];
       })}
     />
   );
 }
 
 export function Overview() {
-  const { data, error } = useLive('overview', ['node', 'job', 'allocation', 'plugin', 'volume', 'claim'], async () => {
-    const [nodes, jobs, allocs, plugins, volumes, status] = await Promise.all([
+  const { data, error } = useLive('overview', ['Node', 'Job', 'Allocation', 'CSIPlugin', 'CSIVolume', 'claim'], async () => {
+    const [nodes, jobs, allocs, plugins, volumes, latest] = await Promise.all([
       api.nodes(),
       api.jobs(),
       api.allocations(),
       api.plugins(),
       api.volumes(),
-      api.status(),
+      api.latestIndex(),
     ]);
     // The recent history: the last changes up to now, then what the live stream adds.
-    const history = await api.history(['*'], Math.max(0, status.index - 20));
-    const seen = new Set(history.map((e) => e.index));
-    const recent = [...hub.recent.filter((e) => !seen.has(e.index)), ...history.reverse()].slice(0, 20);
+    const history = await api.history(['*'], Math.max(0, latest - 20));
+    const seen = new Set(history.map((e) => e.Index));
+    const recent = [...hub.recent.filter((e) => !seen.has(e.Index)), ...history.reverse()].slice(0, 20);
     return { nodes, jobs, allocs, plugins, volumes, recent };
   });
   if (!data) return <main id="main"><Loading error={error} /></main>;
@@ -121,7 +123,7 @@ export function Overview() {
       </div>
       <Section title="Recent changes" id="events">
         <EventTable events={recent} label="recent changes" />
-        <p class="muted">Newest first{recent[0] ? `; latest at index ${recent[0].index}` : ''}.</p>
+        <p class="muted">Newest first{recent[0] ? `; latest at index ${recent[0].Index}` : ''}.</p>
       </Section>
     </main>
   );

@@ -4,7 +4,7 @@
 
 import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { actions, api, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type Volume } from '../api';
+import { actions, api, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type StreamEvent, type Volume } from '../api';
 import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
 import { useLive, watchUntil } from '../live';
 import { useCanWrite } from '../session';
@@ -24,8 +24,13 @@ function conditionBadge(v: Volume) {
 /** Usage changes without an event on the stream: the volume pages read it again this often. */
 const USAGE_REFRESH_MS = 5_000;
 
+/** The claim a `claim` event carries (its payload's `Claim`). */
+function claimOf(e: StreamEvent): Partial<Claim> & { volumeId?: string; allocId?: string } {
+  return (e.Payload['Claim'] ?? {}) as Partial<Claim> & { volumeId?: string; allocId?: string };
+}
+
 export function VolumesPage() {
-  const { data, error } = useLive('volumes', ['volume', 'claim', 'plugin', ...HEALTH_FIELDS.topics], () => api.volumes(), { everyMs: USAGE_REFRESH_MS });
+  const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumes(), { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   return (
     <main id="main">
@@ -61,7 +66,7 @@ function DetachButton({ v, nodeId, force }: { v: Volume; nodeId: string; force: 
     const before = new Set(v.claims.filter((c) => c.nodeId === nodeId).map((c) => c.allocId));
     progress(force ? `Stopping the allocations on node ${short(nodeId)}, then detaching…` : `Detaching from node ${short(nodeId)}…`);
     const out = await actions.detachVolume(v.namespace, v.id, nodeId, force);
-    const detached = await watchUntil(['claim', 'volume'], async () => {
+    const detached = await watchUntil(['claim', 'CSIVolume'], async () => {
       const now = await api.volume(v.namespace, v.id);
       const left = now.claims.filter((c) => c.nodeId === nodeId && before.has(c.allocId));
       if (left.length === 0) return `Detached from node ${short(nodeId)}.`;
@@ -141,14 +146,15 @@ export function VolumePage() {
   const ns = params['ns'] ?? 'default';
   const id = params['id'] ?? '';
   const canWrite = useCanWrite();
-  const { data, error } = useLive(`volume/${ns}/${id}`, ['volume', 'claim', 'plugin', ...HEALTH_FIELDS.topics], async () => {
+  const { data, error } = useLive(`volume/${ns}/${id}`, ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], async () => {
     const [volume, history, usage, drift] = await Promise.all([
       api.volume(ns, id),
       api.history([`claim:${id}`], 0),
       usageHistory(ns, id),
       volumeDrift(ns, id),
     ]);
-    return { volume, history: history.filter((e) => e.key.split('/').map(decodeURIComponent)[1] === id), usage, drift };
+    // claim:<id> also matches claims of another namespace's volume of the same ID.
+    return { volume, history: history.filter((e) => e.Namespace === ns && claimOf(e).volumeId === id), usage, drift };
   }, { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   const { volume: v, history, usage, drift } = data;
@@ -221,9 +227,10 @@ export function VolumePage() {
           head={['Index', 'Change', 'Allocation', 'Mode', 'State', 'Controller']}
           empty="No claim has been taken yet."
           rows={[...history].reverse().map((e) => {
-            const c = (e.payload ?? {}) as Partial<Claim>;
-            const alloc = e.key.split('/').pop() ?? '';
-            return [String(e.index), e.op, <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.mode ?? '-', e.op === 'delete' ? 'released' : (c.state ?? '-'), c.controllerPublish ?? '-'];
+            const c = claimOf(e);
+            const alloc = c.allocId ?? '';
+            const deleted = e.Type === 'ClaimDeleted';
+            return [String(e.Index), deleted ? 'delete' : 'put', <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.mode ?? '-', deleted ? 'released' : (c.state ?? '-'), c.controllerPublish ?? '-'];
           })}
         />
       </Section>
