@@ -10,7 +10,8 @@
 // Each route family has its own file; this door lists what each exports.
 
 export { AllocationMetric, NodeScoreMeta, isPlacementReason } from './alloc-metric.js';
-export { EVAL_STATUSES, GO_ZERO_TIME, Evaluation, EvaluationStub } from './evaluations.js';
+export { GO_ZERO_TIME } from './_go.js';
+export { EVAL_STATUSES, Evaluation, EvaluationStub } from './evaluations.js';
 export {
   DEPLOYMENT_STATUSES,
   Deployment,

@@ -7,6 +7,7 @@ import { open } from 'node:fs/promises';
 import { Command } from 'commander';
 import type * as SpecFiles from '../spec-files/index.js';
 import type * as Structs from '../structs/index.js';
+import type { Evaluation as NomadEvaluation } from '../api/index.js';
 import type { Allocation, Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
@@ -182,9 +183,9 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
         return undefined;
       }
       s.out.warn(`note: the earlier submission of job "${jobId}" landed (submit index ${now.submitIndex ?? 0}, version ${now.version}) though its answer was lost; not submitting it again`);
-      const evals = (await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace })).body;
-      const evaluation = evals.filter((e) => e.createIndex >= (now.submitIndex ?? 0)).sort((a, b) => a.createIndex - b.createIndex)[0] ?? evals.at(-1);
-      return { body: { job: now, evaluation: evaluation as Evaluation, evalId: evaluation?.id ?? '', index: now.submitIndex ?? now.modifyIndex }, index: now.modifyIndex, landed: true };
+      const evals = (await s.api.get<NomadEvaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace })).body;
+      const evaluation = evals.filter((e) => e.CreateIndex >= (now.submitIndex ?? 0)).sort((a, b) => a.CreateIndex - b.CreateIndex)[0] ?? evals.at(-1);
+      return { body: { job: now, evalId: evaluation?.ID ?? '', index: now.submitIndex ?? now.modifyIndex }, index: now.modifyIndex, landed: true };
     },
   });
   if (landed && !s.out.json) s.out.line(`Job "${body.job.id}" was registered by the earlier attempt (submit index ${body.job.submitIndex ?? 0})`);
@@ -204,7 +205,7 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
   const rollout = deploys ? (await settledEvaluation(s, body.evalId), await monitorDeployment(s, body.job)) : undefined;
   if (rollout) {
     if (s.out.json) s.out.document({ ok: rollout.ok, reason: rollout.reason, jobId: body.job.id, evalId: body.evalId, deployment: rollout.deployment });
-    if (!rollout.ok) throw new MonitorFailure(`deployment ${shortId(rollout.deployment.id)} ${rollout.deployment.status}: ${rollout.reason}`);
+    if (!rollout.ok) throw new MonitorFailure(`deployment ${shortId(rollout.deployment.ID)} ${rollout.deployment.Status}: ${rollout.reason}`);
     return;
   }
   const result = await monitorRun(s, await loadStructs(), body.job, body.evalId, body.index);
@@ -233,7 +234,7 @@ async function launcherRegistered(s: ApiSession, job: Job, evalId: string): Prom
 
 /** The answer of a job registration. */
 interface Registered {
-  evaluation: Evaluation;
+  evaluation?: Evaluation;
   evalId: string;
   index: number;
   job: Job;

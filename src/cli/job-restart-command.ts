@@ -9,7 +9,8 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { BerthError } from '../lib/index.js';
-import type { Allocation, Deployment } from '../structs/index.js';
+import type { Deployment } from '../api/index.js';
+import type { Allocation } from '../structs/index.js';
 import { restartAllocTasks, stopAllocation } from './alloc-ops-commands.js';
 import { tokenOf } from './alloc-io-commands.js';
 import { KINDS, sleep } from './api-client.js';
@@ -151,7 +152,7 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
     const batch = chosen.slice(start, start + perBatch);
     const active = await activeDeployment(s, jobId);
     if (active) {
-      failures.push(`Deployment "${id(active.id)}" is "${active.status}"; restart again once it is done`);
+      failures.push(`Deployment "${id(active.ID)}" is "${active.Status}"; restart again once it is done`);
       break;
     }
     if (perBatch > 1) say(`Restarting ${ordinal(start / perBatch + 1)} batch of ${batch.length} allocations`);
@@ -203,7 +204,7 @@ function skipReason(a: Allocation, plan: Plan): string | undefined {
 
 async function activeDeployment(s: ApiSession, jobId: string): Promise<Deployment | undefined> {
   const { body } = await s.api.get<Deployment[]>(`/v1/job/${encodeURIComponent(jobId)}/deployments`, { namespace: s.namespace });
-  return body.find((d) => d.status === 'running' || d.status === 'paused');
+  return body.find((d) => d.Status === 'running' || d.Status === 'paused');
 }
 
 /** Restarts one allocation in place, or replaces it (-reschedule) and waits until the replacement runs. */

@@ -8,11 +8,13 @@
 // evaluation could place only in part: the evaluation waits (blocked) for the
 // cluster to change, and `job run` fails unless it placed the rest meanwhile.
 
+import type { Evaluation } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
-import type { Allocation, Evaluation, Job, Node } from '../structs/index.js';
+import type { Allocation, Job, Node } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
+import { failedGroups, failedPlacementLines, metricLines, placementSummary } from './placement-failures.js';
 
 /** How long one blocking read of the monitor waits before asking again. */
 const MONITOR_WAIT = '30s';
@@ -42,7 +44,7 @@ export async function settledEvaluation(s: ApiSession, evalId: string): Promise<
   let index = 0;
   for (;;) {
     const ans = await s.api.get<Evaluation>(KINDS.evaluation.getPath(evalId), index ? { index, wait: MONITOR_WAIT } : {});
-    if (ans.body.status !== 'pending') return ans.body;
+    if (ans.body.Status !== 'pending') return ans.body;
     index = ans.index;
   }
 }
@@ -58,19 +60,15 @@ const allocations = (n: number): string => `${n} allocation${n === 1 ? '' : 's'}
  * ok=false (never throws) for those; Ctrl-C stops following with ok=true (the
  * job keeps running). Throws ApiClientError when the API fails.
  */
-export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Job, evalId: string, submitIndex: number): Promise<MonitorResult> {
-  const { describePlacementFailure, isClientTerminal } = structs;
+export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Pick<Job, 'id' | 'type' | 'version'>, evalId: string, submitIndex: number): Promise<MonitorResult> {
+  const { isClientTerminal } = structs;
   const say = (text: string): void => {
     if (!s.out.json) s.out.line(text);
   };
   const jobAllocs = async (index = 0): Promise<{ body: Allocation[]; index: number }> =>
     s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
   const failures = (ev: Evaluation, only?: string): void => {
-    for (const [group, failure] of Object.entries(ev.failedPlacements ?? {})) {
-      if (only !== undefined && group !== only) continue;
-      say(`    Task group "${group}" (failed to place ${allocations(failure.unplaced)}):`);
-      say(`      * ${describePlacementFailure(failure) || 'no node fits'}`);
-    }
+    for (const line of failedPlacementLines(ev, { heading: 'Task group', indent: '    ', ...(only === undefined ? {} : { group: only }) })) say(line);
   };
   say(`==> ${timestamp(Date.now())}: Monitoring evaluation "${shortId(evalId)}"`);
   say(`    Evaluation triggered by job "${job.id}"`);
@@ -88,27 +86,25 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Jo
     // This submission's allocations: created by its evaluation or since (replacements), whatever became of them.
     const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex);
     for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);
-    // Older allocations this submission moved to the new job version without a stop (resource-only changes).
-    const inPlace = allocs.filter(
-      (a) => a.createIndex < submitIndex && a.modifyIndex >= submitIndex && a.jobVersion === job.version && a.desiredStatus === 'run',
-    );
+    // Older allocations this submission's evaluation moved to the new job version without a stop (resource-only changes).
+    const inPlace = allocs.filter((a) => a.createIndex < submitIndex && a.evalId === evalId && a.jobVersion === job.version && a.desiredStatus === 'run');
     for (const a of inPlace) say(`    Allocation "${shortId(a.id)}" updated in place: node "${shortId(a.nodeId)}", group "${a.taskGroup}" (new resources, no restart)`);
-    say(`    Evaluation status changed: "pending" -> "${ev.status}"`);
+    say(`    Evaluation status changed: "pending" -> "${ev.Status}"`);
     failures(ev);
-    say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.status}"${ev.status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
-    if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
+    say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.Status}"${ev.Status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
+    if (ev.Status === 'failed' || ev.Status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.Status}: ${ev.StatusDescription}`);
     // A system job's evaluation completes even when no node can run it: nothing placed and failures is a failure for both kinds.
-    const placementFailed = ev.status === 'blocked' || Object.keys(ev.failedPlacements ?? {}).length > 0;
+    const placementFailed = ev.Status === 'blocked' || failedGroups(ev).length > 0;
     if (placementFailed && mine(allocs).length === 0) {
-      return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
+      return result(false, `placement failed: ${placementSummary(ev) || 'no node fits'}`);
     }
-    if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {
-      say(`==> ${allocations(ev.updatedInPlace ?? 0)} updated in place`);
+    if (mine(allocs).length === 0 && inPlace.length > 0) {
+      say(`==> ${allocations(inPlace.length)} updated in place`);
       return result(true, 'updated in place', inPlace);
     }
     if (mine(allocs).length === 0) {
       say('    No allocations placed (nothing to change, or no eligible nodes)');
-      return result(ev.status === 'complete', 'no allocations placed');
+      return result(ev.Status === 'complete', 'no allocations placed');
     }
 
     // Follow each allocation until it runs (or completes) or fails; a lost one's replacement in its place.
@@ -152,18 +148,19 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Jo
       if (lost) {
         // Its replacement is placed by the evaluation that marked it lost; one still pending may yet place it.
         const since = await evaluationsSince(s, job.id, submitIndex);
-        const pending = since.find((e) => e.status === 'pending');
+        const pending = since.find((e) => e.Status === 'pending');
         if (pending) {
-          await settledEvaluation(s, pending.id);
+          await settledEvaluation(s, pending.ID);
           allocs = (await jobAllocs()).body;
           continue;
         }
-        const blocked = since.filter((e) => e.status === 'blocked' && e.failedPlacements?.[lost.taskGroup]).at(-1);
+        const blocked = since.filter((e) => e.Status === 'blocked' && e.FailedTGAllocs?.[lost.taskGroup]).at(-1);
         let why = `a ${job.type} job is not moved to another node`;
         if (blocked) {
           failures(blocked, lost.taskGroup);
-          say(`==> Evaluation "${shortId(blocked.id)}" is blocked; it is retried when the cluster changes`);
-          why = describePlacementFailure(blocked.failedPlacements[lost.taskGroup] as Structs.PlacementFailure) || 'no node fits';
+          say(`==> Evaluation "${shortId(blocked.ID)}" is blocked; it is retried when the cluster changes`);
+          const metric = blocked.FailedTGAllocs?.[lost.taskGroup];
+          why = (metric && metricLines(metric).join('; ')) || 'no node fits';
         }
         return result(false, `allocation ${shortId(lost.id)} of group "${lost.taskGroup}" lost: ${lostWords.get(lost.id)}; no replacement could be placed: ${why}`, current);
       }
@@ -183,9 +180,9 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Jo
         // Placed in part: the rest waits for the cluster to change (the evaluation stays blocked).
         if (placementFailed) {
           const now = await settledEvaluation(s, evalId);
-          if (now.status === 'blocked') {
+          if (now.Status === 'blocked') {
             say(`==> Evaluation "${shortId(evalId)}" is still blocked: not every allocation could be placed`);
-            return result(false, `placement failed: ${now.blockedReason || 'no node fits'}`, live);
+            return result(false, `placement failed: ${placementSummary(now) || 'no node fits'}`, live);
           }
         }
         return result(true, words, live);
@@ -197,7 +194,7 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Jo
   } catch (err) {
     if (err instanceof AbortedError) {
       say('==> Monitoring stopped; the job keeps running (see `berth job status ' + job.id + '`)');
-      return { ...result(true, 'monitoring interrupted'), evaluation: evaluation ?? ({ id: evalId } as Evaluation) };
+      return { ...result(true, 'monitoring interrupted'), evaluation: evaluation ?? ({ ID: evalId } as Evaluation) };
     }
     throw err;
   }
@@ -206,7 +203,7 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Jo
 /** The job's evaluations created at or after `index`, oldest first. */
 async function evaluationsSince(s: ApiSession, jobId: string, index: number): Promise<Evaluation[]> {
   const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
-  return body.filter((e) => e.createIndex >= index).sort((a, b) => a.createIndex - b.createIndex);
+  return body.filter((e) => e.CreateIndex >= index).sort((a, b) => a.CreateIndex - b.CreateIndex);
 }
 
 /** Why an allocation was lost, in the operator's words: its node by name, down and why; else what its client said. */

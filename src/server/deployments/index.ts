@@ -6,4 +6,4 @@
 export { currentDeployment, recordRollout, revertsToStable, sameSpec, recordJobVersion, jobVersions, jobDeployments, getDeployment } from './deployment-plan.js';
 export { DeploymentWatcher, advanceDeployment, type DeploymentJobs, type DeploymentWatcherOptions } from './deployment-watcher.js';
 export { judgeHealth, type HealthVerdict } from './alloc-health.js';
-export { DeploymentService, DeploymentError, type DeploymentErrorCode, type DeploymentServiceOptions } from './deployment-service.js';
+export { DeploymentService, DeploymentError, type DeploymentChange, type DeploymentErrorCode, type DeploymentServiceOptions } from './deployment-service.js';

@@ -16,6 +16,7 @@ import { registerAgentRoutes } from './agent-routes.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerDrainRoutes } from './drain-routes.js';
+import { registerEvalRoutes } from './eval-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
@@ -156,6 +157,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerAgentRoutes(app, ctx);
   registerOperatorRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerEvalRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
   registerDrainRoutes(app, ctx);

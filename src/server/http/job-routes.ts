@@ -1,7 +1,7 @@
-// Jobs, allocations and evaluations over HTTP.
+// Jobs and allocations over HTTP (evaluations: eval-routes.ts).
 
 import type { FastifyInstance } from 'fastify';
-import { isNomadJobJson, nomadJobToSpec, parseJobSpec, publicJob, JobValidationError, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
+import { isNomadJobJson, nomadJobToSpec, parseJobSpec, publicJob, JobValidationError, type Allocation, type Job } from '../../structs/index.js';
 import { problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
@@ -156,15 +156,6 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     return result;
   });
 
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/evaluations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('evaluations', { filter: (e) => e.jobId === req.params.id && inNamespace(ns)(e) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
   app.get<{ Querystring: Query }>('/v1/allocations', { config: { access: 'read' } }, async (req, reply) => {
     const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
     const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
@@ -189,24 +180,4 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     return out;
   });
 
-  app.get<{ Querystring: Query }>('/v1/evaluations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
-    const status = req.query['status'];
-    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('evaluations', {
-        filter: (e: Evaluation) => inNamespace(ns)(e) && withPrefix(req.query)(e) && (!status || e.status === status),
-      }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/evaluation/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('evaluations', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `evaluation "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
 }

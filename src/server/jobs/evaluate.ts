@@ -366,6 +366,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
 
   const failed = Object.keys(failures).length > 0;
   const existing = opts.evalId ? txn.get('evaluations', rowKey(opts.evalId)) : undefined;
+  const evalId = existing?.id ?? randomUUID();
   // Re-checking a blocked evaluation that still cannot place anything changes nothing.
   if (!opts.always && stops.length === 0 && placed.length === 0 && inPlace.length === 0 && (!existing || existing.status === 'blocked')) {
     return followUpAt === undefined ? {} : { followUpAt };
@@ -396,7 +397,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const written = placed.slice(0, fits);
   if (job) recordRollout(txn, job, requests, written, opts.now);
   for (const a of written) {
-    const stored = txn.put('allocations', a);
+    const stored = txn.put('allocations', { ...a, evalId });
     after.set(stored.id, stored);
   }
   // Same allocation, new job version and resources: its node applies them to the running tasks.
@@ -408,7 +409,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       const a = byId.get(u.allocId);
       const group = job?.groups.find((g) => g.name === u.group);
       if (!a || !job || !group) continue;
-      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), modifyTime: opts.now }));
+      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now }));
     }
   }
   const more = cut || stopped < stops.length || written.length < placed.length || updated < inPlace.length;
@@ -425,7 +426,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   // An evaluation written in parts counts what every part did.
   const sofar = existing?.status === 'pending' ? existing : undefined;
   const evaluation: RowInput<'evaluations'> = {
-    id: existing?.id ?? randomUUID(),
+    id: evalId,
     namespace,
     jobId,
     type: job?.type ?? existing?.type ?? 'service',
