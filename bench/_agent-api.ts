@@ -2,7 +2,7 @@
 
 import type { AgentRun } from '../test/support/agent-run.js';
 
-/** Calls the agent's API; resolves with the parsed body and X-Berth-Index (0 when absent); throws on a non-2xx answer with its text. */
+/** Calls the agent's API; resolves with the parsed body and X-Nomad-Index (0 when absent); throws on a non-2xx answer with its text. */
 export type AgentCall = <T>(method: string, path: string, body?: unknown) => Promise<{ body: T; index: number }>;
 
 export function agentApi(agent: Pick<AgentRun, 'addr' | 'token'>): AgentCall {

@@ -13,7 +13,7 @@
 //    stopped and its claim released (not timed).
 // 2. Plugin job run -> `plugin status` shows it healthy (one controller and
 //    one node instance), p50 over BENCH_AGENT_PLUGIN_RUNS (5) new plugin IDs.
-// 3. The same two submitted through the HTTP API (POST /v1/jobs) instead of
+// 3. The same two submitted through the HTTP API (PUT /v1/jobs) instead of
 //    the CLI: what the agent and the plugin take without a CLI process.
 // 4. Memory of the agent with 10 plugins and 50 tasks: PSS (shared pages
 //    split among their users, /proc/<pid>/smaps_rollup) of the agent, of the
@@ -27,6 +27,7 @@ import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../test/suppo
 import { eventually, type NotYet } from '../test/support/eventually.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const RUNS = Number(process.env['BENCH_AGENT_RUNS'] ?? 50);
 const PLUGIN_RUNS = Number(process.env['BENCH_AGENT_PLUGIN_RUNS'] ?? 5);
@@ -149,7 +150,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     for (let i = 0; i < PLUGIN_RUNS; i++) {
       const id = `hp-api-${i}`;
       const start = process.hrtime.bigint();
-      await api('POST', '/v1/jobs', { job: pluginJob(id, id, join(dir, `hp-api-${i}`)) });
+      await api('PUT', '/v1/jobs', registration(pluginJob(id, id, join(dir, `hp-api-${i}`))));
       await poll(`plugin ${id} healthy`, () => healthy(id));
       apiPluginNs.push(process.hrtime.bigint() - start);
       await api('DELETE', `/v1/job/${id}?purge=true`);
@@ -204,7 +205,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     const apiNs: bigint[] = [];
     for (let i = 0; i < RUNS; i++) {
       const start = process.hrtime.bigint();
-      await api('POST', '/v1/jobs', { job: workloadJob });
+      await api('PUT', '/v1/jobs', registration(workloadJob));
       await poll('the workload running', () => runningAlloc('bench-workload'));
       apiNs.push(process.hrtime.bigint() - start);
       await api('DELETE', '/v1/job/bench-workload?purge=true');
@@ -214,11 +215,13 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     console.log(`  job with one CSI volume submitted (HTTP API) -> running: p50 ${round(apiWorkload.p50Us / 1000)} ms, p99 ${round(apiWorkload.p99Us / 1000)} ms (${apiWorkload.n} runs)`);
 
     // 4. 10 plugins (hp-bench-0 and 9 more) and 50 tasks.
-    for (let i = 1; i < 10; i++) await api('POST', '/v1/jobs', { job: pluginJob(`hp-mem-${i}`, `hp-mem-${i}`, join(dir, `hp-mem-${i}`)) });
+    for (let i = 1; i < 10; i++) await api('PUT', '/v1/jobs', registration(pluginJob(`hp-mem-${i}`, `hp-mem-${i}`, join(dir, `hp-mem-${i}`))));
     for (let i = 1; i < 10; i++) await poll(`plugin hp-mem-${i} healthy`, () => healthy(`hp-mem-${i}`));
-    await api('POST', '/v1/jobs', {
-      job: { id: 'bench-many', type: 'service', groups: [{ name: 'g', count: 50, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] },
-    });
+    await api(
+      'PUT',
+      '/v1/jobs',
+      registration({ id: 'bench-many', type: 'service', groups: [{ name: 'g', count: 50, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] }),
+    );
     await poll('50 tasks running', async () => (await api<Array<{ clientStatus: string }>>('GET', '/v1/job/bench-many/allocations')).filter((a) => a.clientStatus === 'running').length >= 50, 120_000);
     const agentPid = agent.child!.pid!;
     const procs = descendants(agentPid);

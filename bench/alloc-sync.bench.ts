@@ -23,6 +23,7 @@ import { ManualClock, silentLogger } from '../src/lib/index.js';
 import { Server } from '../src/server/index.js';
 import type { Node } from '../src/structs/index.js';
 import { round } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const ALLOCS = Number(process.env['BENCH_SYNC_ALLOCS'] ?? 200);
 const SERVER_CHANGES = Number(process.env['BENCH_SYNC_SERVER_CHANGES'] ?? 20);
@@ -81,7 +82,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
-    return { body: (await res.json()) as T, index: Number(res.headers.get('x-berth-index') ?? 0) };
+    return { body: (await res.json()) as T, index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0) };
   };
   try {
     const fingerprint = {
@@ -95,7 +96,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       csiNodePlugins: {},
     };
     const { node } = (await call<{ node: Node }>('POST', '/v1/node/register', { fingerprint }, NODE_TOKEN)).body;
-    for (let i = 0; i < ALLOCS; i++) await call('POST', '/v1/jobs', { job: job(`sync-${i}`, 5) });
+    for (let i = 0; i < ALLOCS; i++) await call('PUT', '/v1/jobs', registration(job(`sync-${i}`, 5)));
     const allocs = (await call<Array<{ id: string; jobId: string }>>('GET', `/v1/node/${node.id}/allocations`, undefined, NODE_TOKEN)).body;
     if (allocs.length !== ALLOCS) throw new Error(`${allocs.length} allocations on the node, not ${ALLOCS}`);
     console.log(`  one node, ${ALLOCS} allocations of ${ALLOCS} jobs; per change, server and node in one process (load ${load()})`);
@@ -129,7 +130,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       const serverChanges = (): Promise<PerChange> =>
         phase(SERVER_CHANGES, async (i) => {
           cpu++;
-          return (await call('POST', '/v1/jobs', { job: job(allocs[i % ALLOCS]!.jobId, cpu) })).index;
+          return (await call('PUT', '/v1/jobs', registration(job(allocs[i % ALLOCS]!.jobId, cpu)))).index;
         });
       try {
         return { reports: await reports(), serverChanges: await serverChanges() };

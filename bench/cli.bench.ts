@@ -20,6 +20,7 @@ import { FakePlugin } from '../test/support/csi-fake/index.js';
 import { Server } from '../src/server/index.js';
 import { parseJobFile, parseVolumeFile } from '../src/spec-files/index.js';
 import { round, summarize, timeNs } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const TOKEN = 'bench-cli-token-0123456789';
 const NODE_TOKEN = 'bench-node-token-0123456789';
@@ -75,7 +76,7 @@ async function metricsFigures(dir: string): Promise<Record<string, unknown>> {
         NODE_TOKEN,
       );
     }
-    await post('/v1/jobs', { job: { id: 'many', type: 'batch', groups: [{ name: 'g', count: 500, tasks: [{ name: 't', driver: 'raw_exec', resources: { cpuMhz: 10, memoryMb: 10 } }] }] } });
+    await post('/v1/jobs', registration({ id: 'many', type: 'batch', groups: [{ name: 'g', count: 500, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] }));
     const scrape = async (): Promise<string> => {
       const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
       return res.text();

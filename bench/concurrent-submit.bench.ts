@@ -1,8 +1,9 @@
 // 200 concurrent job submissions on a dev agent (section `concurrent-submit`
 // of `npm run bench`), the load of issue 25: a warm `berth agent --dev` in
 // its own process; N (BENCH_SUBMIT_JOBS, 200) jobs {type service, one
-// raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each POSTed to
-// /v1/jobs from its own thread over its own connection (as N separate CLI
+// raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each sent as a
+// Nomad JSON job with PUT /v1/jobs (Nomad's registration, as its CLI and Go
+// client send it) from its own thread over its own connection (as N separate CLI
 // processes would; bench/_submitters.ts: a C program's POSIX threads by
 // default, Python threads or Node worker threads with
 // BENCH_SUBMIT_HARNESS=threads|workers), all threads started
@@ -28,7 +29,7 @@
 // log there once all run (every step of every allocation on the agent's clock).
 //
 // The agent's CPU time (utime + stime, /proc/<pid>/stat) from the release
-// until every POST was answered, and until every allocation ran, per job: a
+// until every PUT was answered, and until every allocation ran, per job: a
 // figure the shared machine's load bends far less than the latencies.
 // BENCH_SUBMIT_SPLIT=1 runs the same load against a server agent and a
 // client agent in two processes (the dev agent's parts apart: what taking
@@ -50,6 +51,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
+import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { round } from './_stats.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst } from './_submitters.js';
@@ -61,8 +63,8 @@ function quantile(xs: readonly number[], q: number): number {
 
 const JOBS = Number(process.env['BENCH_SUBMIT_JOBS'] ?? 200);
 
-/** The burst's request bodies, one job each: burst-0 .. burst-(JOBS-1). */
-const bodies = (): string[] => Array.from({ length: JOBS }, (_, i) => JSON.stringify({ job: job(`burst-${i}`) }));
+/** The burst's request bodies, one Nomad JSON job each (Nomad's JobRegisterRequest): burst-0 .. burst-(JOBS-1). */
+const bodies = (): string[] => Array.from({ length: JOBS }, (_, i) => JSON.stringify(registration(job(`burst-${i}`))));
 const POLL_MS = 200;
 
 function job(id: string): Record<string, unknown> {
@@ -318,7 +320,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
     const submit = { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies) };
     console.log(
-      `  ${JOBS} POST /v1/jobs, one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
+      `  ${JOBS} PUT /v1/jobs (Nomad JSON jobs), one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
     );
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
     const perJob = (ms: number): number => round(ms / JOBS, 2);

@@ -45,6 +45,7 @@ import { volumeRequest } from '../test/support/csi-api.js';
 import { hostpathPluginJob } from '../test/support/runtime-cluster.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const RUNS = Number(process.env['BENCH_CSI_ALLOC_RUNS'] ?? 20);
 const WARMUP = 3;
@@ -155,7 +156,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
   const timed: Sample[] = [];
   try {
     // The plugin's data dir names its process (pidWith below).
-    await call('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN }) });
+    await call('PUT', '/v1/jobs', registration(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN })));
     await until('the plugin healthy', async () => {
       const p = await call<{ ControllersHealthy: number; NodesHealthy: number }>('GET', `/v1/plugin/csi/${PLUGIN}`).catch(() => undefined);
       return !!p && p.body.ControllersHealthy >= 1 && p.body.NodesHealthy >= 1;
@@ -171,7 +172,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const ticks0 = [cpuTicks(agentPid), cpuTicks(pluginPid)] as const;
       const mono0 = Number(process.hrtime.bigint() / 1000n);
       const t0 = now();
-      const posted = await call('POST', '/v1/jobs', { job: workload(jobId) });
+      const posted = await call('PUT', '/v1/jobs', registration(workload(jobId)));
       const submitted = now();
       let index = posted.index;
       let allocId: string | undefined;

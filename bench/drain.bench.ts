@@ -71,7 +71,7 @@ export default async function drainBench(dir: string): Promise<Record<string, un
     const healthy = async (): Promise<void> => {
       await until('the plugin healthy on both nodes', async () => {
         const p = await get<{ NodesHealthy: number; ControllersHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
-        const { version } = await get<{ version: number }>('/v1/job/hostpath-plugin');
+        const { Version: version } = await get<{ Version: number }>('/v1/job/hostpath-plugin');
         const allocs = await get<Row[]>('/v1/job/hostpath-plugin/allocations');
         const current = allocs.filter((a) => a.clientStatus === 'running' && a.jobVersion === version).length;
         const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending')).length;

@@ -26,6 +26,7 @@ import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const ADOPT_TASKS = Number(process.env['BENCH_ADOPT_TASKS'] ?? 10);
 const ADOPT_RUNS = Number(process.env['BENCH_ADOPT_RUNS'] ?? 5);
@@ -71,7 +72,7 @@ async function adoption(dir: string): Promise<Record<string, unknown>> {
   let agent = await new AgentRun(args).start();
   try {
     let api = client(agent);
-    for (let i = 0; i < ADOPT_TASKS; i++) await api('POST', '/v1/jobs', { job: job(`adopt-${i}`) });
+    for (let i = 0; i < ADOPT_TASKS; i++) await api('PUT', '/v1/jobs', registration(job(`adopt-${i}`)));
     const all = async (): Promise<AllocRow[]> => (await api<AllocRow[]>('GET', '/v1/allocations')).filter((a) => a.jobId.startsWith('adopt-') && a.desiredStatus === 'run');
     await eventually('every task running', async () => (await all()).filter((a) => a.clientStatus === 'running').length === ADOPT_TASKS, { timeoutMs: 120_000, intervalMs: 50 });
     const samples: bigint[] = [];
@@ -108,7 +109,7 @@ type Api = <T>(method: string, path: string, body?: unknown) => Promise<T>;
 /** Runs `n` jobs through `api`, waits for them to run, stops them and waits for their allocations to end. */
 async function wave(api: Api, prefix: string, n: number): Promise<void> {
   const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-  await Promise.all(ids.map((id) => api('POST', '/v1/jobs', { job: job(id) })));
+  await Promise.all(ids.map((id) => api('PUT', '/v1/jobs', registration(job(id)))));
   const mine = async (): Promise<AllocRow[]> => (await api<AllocRow[]>('GET', '/v1/allocations')).filter((a) => ids.includes(a.jobId));
   await eventually(`${prefix} running`, async () => (await mine()).filter((a) => a.clientStatus === 'running').length === n, { timeoutMs: 180_000, intervalMs: 100 });
   await Promise.all(ids.map((id) => api('DELETE', `/v1/job/${id}`)));

@@ -118,7 +118,7 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
 
   const runOne = async (job: Record<string, unknown>): Promise<Sample> => {
     const id = job['id'] as string;
-    await server.ok('POST', '/v1/jobs', { job });
+    await server.register(job);
     const alloc = await until(`allocation of ${id}`, async () => (await server.ok<Allocation[]>('GET', `/v1/job/${id}/allocations`))[0], 30_000);
     const sample = await until(`runner of ${id}`, () => samples.get(alloc.id), 30_000);
     const s = await sample;
@@ -136,7 +136,7 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
   console.log(describe('allocation received -> task running, no volume', plainTotal));
 
   // The hostpath plugin as a raw_exec system job, and one volume.
-  await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp') }) });
+  await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp') }));
   await until('the plugin to be healthy', async () => {
     const p = await server.call<{ NodesHealthy: number; ControllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
     return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
@@ -187,9 +187,9 @@ async function footprint(dir: string): Promise<Record<string, unknown>> {
   try {
     for (let i = 0; i < PLUGINS; i++) {
       const job = hostpathPluginJob({ id: `plugin-${i}`, driver: 'raw_exec', dataDir: join(hp, String(i)), pluginId: `hostpath-${i}` });
-      await server.ok('POST', '/v1/jobs', { job });
+      await server.register(job);
     }
-    await server.ok('POST', '/v1/jobs', { job: sleeperJob('sleepers', TASKS) });
+    await server.register(sleeperJob('sleepers', TASKS));
     await until(
       'every plugin healthy and every task running',
       async () => {

@@ -30,6 +30,7 @@ import { loadavg } from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { round } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const NODES = Number(process.env['SCALE_NODES'] ?? 1000);
 const ALLOCS = Number(process.env['SCALE_ALLOCS'] ?? 10_000);
@@ -168,13 +169,13 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
       if (signal.aborted) throw new Error(`scale-batch: not there after ${SCENARIO_DEADLINE_S} s (${placedNow} placed, ${c.fleet.finished.size} run, job ${status})`);
       const evals = await c.call<Array<{ placed: number; status: string }>>('GET', '/v1/job/scale-batch/evaluations');
       placedNow = evals.body.reduce((n, e) => n + e.placed, 0);
-      status = (await c.call<{ status: string }>('GET', '/v1/job/scale-batch')).body.status;
+      status = (await c.call<{ Status: string }>('GET', '/v1/job/scale-batch')).body.Status;
       if (!done()) await new Promise((r) => setTimeout(r, 250));
     }
   };
   let [submitted, placedMs, ran, ms] = [0, 0, 0, 0];
   try {
-    await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simBatchJob('scale-batch', ALLOCS)));
     submitted = performance.now() - t;
     await poll(() => placedNow >= ALLOCS);
     placedMs = performance.now() - t;
@@ -252,7 +253,7 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
   let ms = 0;
   let replaced = 0;
   try {
-    await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simVolumeJob('scale-csi', 'cv', count)));
     // Claimed: every volume claimed and published to its allocation's node (the controller saw it).
     await c.fleet.until(() => (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) >= publishedBefore + count, signal);
     claimedMs = performance.now() - t2;
@@ -300,7 +301,7 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
  */
 async function failover(c: SimCluster, out: Record<string, unknown>): Promise<void> {
   const svcCount = Math.min(NODES, 1000);
-  await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
+  await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('scale-svc', svcCount)));
   const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
   const leader = await c.leader();
   const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);

@@ -85,6 +85,8 @@ export { Task, TaskGroup } from './job-tasks.js';
 export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, TaskGroupScaleStatus } from './scaling.js';
 export { DesiredUpdates, FieldDiff, JobDiff, ObjectDiff, PlanAnnotations, TaskDiff, TaskGroupDiff } from './job-plan.js';
 export {
+  BerthPlannedPlacement,
+  BerthPlannedStop,
   Job,
   JobChildrenSummary,
   JobDeregisterResponse,

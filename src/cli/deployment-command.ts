@@ -1,11 +1,11 @@
-// `berth deployment list|status|promote|fail|pause|resume`, the job version
-// commands (`job history|revert|promote|scale`) and the deployment monitor
-// `job run` follows a rolling update with, as Nomad's deployment commands
-// and monitor (command/deployment_*.go).
+// `berth deployment list|status|promote|fail|pause|resume`, `job promote`
+// and the deployment monitor `job run` follows a rolling update with, as
+// Nomad's deployment commands and monitor (command/deployment_*.go);
+// `job history|revert|scale` are in job-version-commands.ts.
 
 import { Command } from 'commander';
 import type { Deployment, DeploymentState, DeploymentUpdateResponse } from '../api/index.js';
-import type { Job, JobVersion } from '../structs/index.js';
+import type { Job } from '../structs/index.js';
 import { ApiClientError } from './api-client.js';
 import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -169,43 +169,9 @@ async function followUnlessDetached(s: ApiSession, id: string, out: DeploymentUp
   if (!end.ok) throw new MonitorFailure(`deployment ${shortId(id)} ${end.deployment.Status}: ${end.reason}`);
 }
 
-/** Adds `job history|revert|promote|scale` to `berth job`. */
+/** Adds `job promote` to `berth job` (`job history|revert|scale` are in job-version-commands.ts). */
 export function addJobVersionCommands(job: Command, ctx: CommandContext): void {
   const act = (run: Parameters<typeof apiAction>[1]) => apiAction(ctx, run);
-  apiCommand(
-    job
-      .command('history')
-      .description("List a job's kept versions (stable: a deployment of it succeeded); -p shows what each changed")
-      .argument('<id>', 'job ID')
-      .option('-p, --diff', 'show the changes between each version and the one before'),
-    ['job history web', 'job history -p web'],
-  ).action(
-    act(async (s, [id], opts) => {
-      const { body } = await s.api.get<{ versions: JobVersion[] }>(`/v1/job/${encodeURIComponent(id as string)}/versions`, { namespace: s.namespace });
-      if (s.out.json) return s.out.document(body);
-      body.versions.forEach((v, i) => {
-        s.out.fields([
-          ['Version', String(v.version)],
-          ['Stable', String(v.stable)],
-          ['Submit Date', timestamp(v.submitTime)],
-        ]);
-        const older = body.versions[i + 1];
-        if (opts['diff'] && older) for (const line of diffLines(older.job, v.job)) s.out.line(`  ${line}`);
-        s.out.line('');
-      });
-    }),
-  );
-  apiCommand(job.command('revert').description('Run a kept version of a job again (as a new version)').argument('<id>', 'job ID').argument('<version>', 'the version to run'), [
-    'job revert web 3',
-  ]).action(
-    act(async (s, [id, version]) => {
-      const v = Number(version);
-      if (!Number.isInteger(v) || v < 0) throw new UsageError(`version must be a job version number, not "${String(version)}" (see \`berth job history ${String(id)}\`)`);
-      const { body } = await s.api.request<{ job: Job }>('POST', `/v1/job/${encodeURIComponent(id as string)}/revert`, { query: { namespace: s.namespace }, body: { version: v } });
-      if (s.out.json) return s.out.document(body);
-      s.out.line(`Job "${body.job.id}" reverted to version ${v} (now version ${body.job.version}); follow it with \`berth job status ${body.job.id}\``);
-    }),
-  );
   apiCommand(
     job
       .command('promote')
@@ -223,31 +189,6 @@ export function addJobVersionCommands(job: Command, ctx: CommandContext): void {
       s.out.line(`Deployment "${shortId(latest.ID)}" promoted`);
     }),
   );
-  apiCommand(job.command('scale').description("Set a group's count").argument('<id>', 'job ID').argument('<group>', 'task group').argument('<count>', 'new count'), [
-    'job scale web web 5',
-  ]).action(
-    act(async (s, [id, group, count]) => {
-      const n = Number(count);
-      if (!Number.isInteger(n) || n < 0) throw new UsageError(`count must be a whole number of at least 0, not "${String(count)}"`);
-      const { body } = await s.api.request<{ job: Job }>('POST', `/v1/job/${encodeURIComponent(id as string)}/scale`, { query: { namespace: s.namespace }, body: { group, count: n } });
-      if (s.out.json) return s.out.document(body);
-      s.out.line(`Job "${body.job.id}" group "${String(group)}" scaled to ${n} (version ${body.job.version})`);
-    }),
-  );
-}
-
-/** Field-level differences between two versions of a job: `+/-/~ path: value`. Pure. */
-export function diffLines(before: unknown, after: unknown, path = ''): string[] {
-  const skip = new Set(['version', 'submitTime', 'submitIndex', 'createIndex', 'modifyIndex', 'groupVersions', 'groupResourceVersions', 'status', 'stop']);
-  if (JSON.stringify(before) === JSON.stringify(after)) return [];
-  const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object';
-  if (!isObj(before) || !isObj(after) || Array.isArray(before) !== Array.isArray(after)) {
-    if (before === undefined) return [`+ ${path}: ${JSON.stringify(after)}`];
-    if (after === undefined) return [`- ${path}: ${JSON.stringify(before)}`];
-    return [`~ ${path}: ${JSON.stringify(before)} => ${JSON.stringify(after)}`];
-  }
-  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
-  return keys.filter((k) => path !== '' || !skip.has(k)).flatMap((k) => diffLines(before[k], after[k], Array.isArray(after) ? `${path}[${k}]` : path ? `${path}.${k}` : k));
 }
 
 /**

@@ -11,7 +11,7 @@
 import type { Evaluation } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
-import type { Allocation, Job, Node } from '../structs/index.js';
+import type { Allocation, Node } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
 import { failedGroups, failedPlacementLines, metricLines, placementSummary } from './placement-failures.js';
@@ -49,6 +49,14 @@ export async function settledEvaluation(s: ApiSession, evalId: string): Promise<
   }
 }
 
+/** The job `job run` follows: the version its registration made. */
+export interface RunTarget {
+  id: string;
+  namespace: string;
+  type: string;
+  version: number;
+}
+
 /** "1 allocation" / "2 allocations". */
 const allocations = (n: number): string => `${n} allocation${n === 1 ? '' : 's'}`;
 
@@ -60,13 +68,13 @@ const allocations = (n: number): string => `${n} allocation${n === 1 ? '' : 's'}
  * ok=false (never throws) for those; Ctrl-C stops following with ok=true (the
  * job keeps running). Throws ApiClientError when the API fails.
  */
-export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Pick<Job, 'id' | 'type' | 'version'>, evalId: string, submitIndex: number): Promise<MonitorResult> {
+export async function monitorRun(s: ApiSession, structs: typeof Structs, job: RunTarget, evalId: string, submitIndex: number): Promise<MonitorResult> {
   const { isClientTerminal } = structs;
   const say = (text: string): void => {
     if (!s.out.json) s.out.line(text);
   };
   const jobAllocs = async (index = 0): Promise<{ body: Allocation[]; index: number }> =>
-    s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
+    s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: job.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
   const failures = (ev: Evaluation, only?: string): void => {
     for (const line of failedPlacementLines(ev, { heading: 'Task group', indent: '    ', ...(only === undefined ? {} : { group: only }) })) say(line);
   };
@@ -147,7 +155,7 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Pi
       const lost = standing.find((a) => a.clientStatus === 'lost');
       if (lost) {
         // Its replacement is placed by the evaluation that marked it lost; one still pending may yet place it.
-        const since = await evaluationsSince(s, job.id, submitIndex);
+        const since = await evaluationsSince(s, job, submitIndex);
         const pending = since.find((e) => e.Status === 'pending');
         if (pending) {
           await settledEvaluation(s, pending.ID);
@@ -201,8 +209,8 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Pi
 }
 
 /** The job's evaluations created at or after `index`, oldest first. */
-async function evaluationsSince(s: ApiSession, jobId: string, index: number): Promise<Evaluation[]> {
-  const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
+async function evaluationsSince(s: ApiSession, job: RunTarget, index: number): Promise<Evaluation[]> {
+  const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(job.id)}/evaluations`, { namespace: job.namespace });
   return body.filter((e) => e.CreateIndex >= index).sort((a, b) => a.CreateIndex - b.CreateIndex);
 }
 

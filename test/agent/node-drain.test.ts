@@ -95,7 +95,7 @@ describe('node drain of a single-writer volume', () => {
       await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
         const p = await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
         const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-        const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
+        const { Version: version } = await server.get<{ Version: number }>('/v1/job/hostpath-plugin');
         const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
         // The previous generation gone too: an old instance still serving would not know the volume.
         const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending'));

@@ -108,7 +108,7 @@ for (const publish of [true, false]) {
         await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
           const p = await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
           const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-          const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
+          const { Version: version } = await server.get<{ Version: number }>('/v1/job/hostpath-plugin');
           const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
           // The instances in service must be this generation's (an older one may still be registered and healthy for a moment).
           const ids = new Set(current.map((a) => a.id));

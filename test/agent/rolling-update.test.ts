@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, CSIVolume, VolumeClaimState } from '../../src/api/index.js';
+import type { CSIPlugin, CSIVolume, Job, VolumeClaimState } from '../../src/api/index.js';
 import type { Allocation, Deployment } from '../../src/structs/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
@@ -175,17 +175,17 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     // The revert is version 3, the spec of version 1 (VERSION=2).
     await settled(3);
     const allocs = await live();
-    const job = await agent.get<{ version: number; groups: Array<{ tasks: Array<{ env: Record<string, string> }> }> }>('/v1/job/roll');
-    assert.equal(job.version, 3);
-    assert.equal(job.groups[0]?.tasks[0]?.env['VERSION'], '2');
+    const job = await agent.get<Job>('/v1/job/roll');
+    assert.equal(job.Version, 3);
+    assert.equal(job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['VERSION'], '2');
     assert.deepEqual(allocs.map((a) => a.jobVersion), [3, 3, 3]);
     for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.id]);
     const log0 = await logOf(allocs[0] as Allocation);
     assert.match(log0.at(-2) ?? '', /^(start v3 |stop )/, 'the failed v3 allocation (or the last v2 one) wrote before the revert started');
     assert.equal(log0.filter((l) => l.startsWith('start v3')).length, 1, 'max_parallel = 1: one failing allocation, no more');
     const history = ok(await agent.cli(['job', 'history', '-p', 'roll']), 'job history');
-    assert.match(history.stdout, /Version\s+3[\s\S]*Stable\s+true/);
-    assert.match(history.stdout, /~ groups\[0\]\.tasks\[0\]\.env\.VERSION: "3" => "2"/);
+    assert.match(history.stdout, /Version\s+= 3[\s\S]*Stable\s+= true/);
+    assert.match(history.stdout, /\+\/- Env\[VERSION\]: "3" => "2"/);
   });
 
   it('nothing leaks: a purge releases every claim and unmounts every volume', async () => {

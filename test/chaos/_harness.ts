@@ -292,8 +292,8 @@ async function unsettled(cluster: Cluster, writer: boolean): Promise<string | un
   const live = (job: string): Allocation[] => allocs.filter((a) => a.jobId === job && !TERMINAL.has(a.clientStatus));
   const plugin = live(PLUGIN_JOB);
   if (plugin.length !== 1) return `${plugin.length} live plugin allocations`;
-  const pluginJob = await cluster.get<{ version: number }>(`/v1/job/${PLUGIN_JOB}`);
-  if (pluginJob && plugin[0]!.jobVersion !== pluginJob.version) return `the plugin allocation is at version ${plugin[0]!.jobVersion}, its job at ${pluginJob.version}`;
+  const pluginJob = await cluster.get<{ Version: number }>(`/v1/job/${PLUGIN_JOB}`);
+  if (pluginJob && plugin[0]!.jobVersion !== pluginJob.Version) return `the plugin allocation is at version ${plugin[0]!.jobVersion}, its job at ${pluginJob.Version}`;
   const writers = live(WRITER_JOB);
   if (writers.length !== (writer ? 1 : 0)) return `${writers.length} live writer allocations (want ${writer ? 1 : 0})`;
   const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);

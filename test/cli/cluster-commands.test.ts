@@ -9,11 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
-import type { Allocation, Job, Node } from '../../src/structs/index.js';
+import type * as api from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { json, startBerth } from './_berth.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 import { eventually } from '../support/eventually.js';
+import { registration } from '../support/nomad-jobs.js';
 
 const SECRET = 'vol-secret-value-7f3a9c';
 const FLAG = 'password=mount-flag-secret-41b2';
@@ -142,7 +143,7 @@ describe('berth CLI against a real server', () => {
     assert.equal(missing.code, 2);
     assert.match(oneLine(missing.stderr), /no such file/);
 
-    const jobs = await c.call<Job[]>('GET', '/v1/jobs');
+    const jobs = await c.call<api.JobListStub[]>('GET', '/v1/jobs');
     assert.deepEqual(jobs.body, [], 'the server saw no job');
     const vols = await c.call<unknown[]>('GET', '/v1/volumes?type=csi');
     assert.deepEqual(vols.body, [], 'the server saw no volume');
@@ -170,7 +171,7 @@ describe('berth CLI against a real server', () => {
     assert.match(status.stdout, /^Secrets\s+password \(hidden\)$/m);
     assert.match(status.stdout, /^Mount Flags\s+\[REDACTED\]$/m);
     const asJson = await c.cli(['volume', 'status', 'shared', '--json']);
-    const doc = json<CSIVolume>(asJson);
+    const doc = json<api.CSIVolume>(asJson);
     assert.deepEqual(doc.SecretNames, ['password']);
     assert.equal(doc.Secrets, null);
     const list = await c.cli(['volume', 'status']);
@@ -210,9 +211,9 @@ describe('berth CLI against a real server', () => {
 
     const status = await c.cli(['job', 'status', 'ap']);
     assert.equal(status.code, 0, status.stderr);
-    assert.match(status.stdout, /^ID\s+app$/m);
-    assert.match(status.stdout, /^Task Group\s+Count\s+Pending\s+Running\s+Complete\s+Failed\s+Lost$/m);
-    assert.match(status.stdout, /^main\s+1\s+0\s+1\s+0\s+0\s+0$/m);
+    assert.match(status.stdout, /^ID\s+= app$/m);
+    assert.match(status.stdout, /^Task Group\s+Queued\s+Starting\s+Running\s+Failed\s+Complete\s+Lost$/m);
+    assert.match(status.stdout, /^main\s+0\s+0\s+1\s+0\s+0\s+0$/m);
     assert.match(status.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+main\\s+\\d+\\s+run\\s+running`, 'm'));
 
     const alloc = await c.cli(['alloc', 'status', allocId.slice(0, 6)]);
@@ -248,7 +249,7 @@ describe('berth CLI against a real server', () => {
     assert.match(one.stdout, /^Provider\s+hostpath\.csi\.berth\.dev$/m);
     assert.match(one.stdout, /^Version\s+1\.0\.0$/m);
     assert.match(one.stdout, /^Nodes Healthy\s+1$/m);
-    const doc = json<CSIPlugin>(await c.cli(['plugin', 'status', 'hp', '--json']));
+    const doc = json<api.CSIPlugin>(await c.cli(['plugin', 'status', 'hp', '--json']));
     assert.deepEqual([doc.ID, doc.NodesHealthy], ['hp', 1]);
   });
 
@@ -263,15 +264,18 @@ describe('berth CLI against a real server', () => {
     assert.match(ambiguous.stderr, /^error: prefix "alpha" matches 2 jobs; give more of the ID\n\s+alpha-one\n\s+alpha-two\n$/);
     const unique = await c.cli(['job', 'status', 'alpha-t']);
     assert.equal(unique.code, 0, unique.stderr);
-    assert.match(unique.stdout, /^ID\s+alpha-two$/m);
+    assert.match(unique.stdout, /^ID\s+= alpha-two$/m);
     const unknown = await c.cli(['alloc', 'status', 'ffffffff']);
     assert.equal(unknown.code, 6);
     assert.equal(oneLine(unknown.stderr), 'error: no allocation with ID or prefix "ffffffff"');
     const unknownJson = await c.cli(['volume', 'status', 'nothing-here', '--json']);
     assert.equal(unknownJson.code, 6);
     assert.equal(json<{ error: { code: string } }>(unknownJson).error.code, 'NOT_FOUND');
-    const jobs = json<Job[]>(await c.cli(['job', 'status', '--json']));
-    assert.deepEqual(jobs.map((j) => j.id).sort(), ['alpha-one', 'alpha-two', 'app']);
+    // Nomad's `job status -json`: each job's summary, allocations, latest deployment and evaluations.
+    const jobs = json<Array<{ Summary: api.JobSummary }>>(await c.cli(['job', 'status', '--json']));
+    assert.deepEqual(jobs.map((j) => j.Summary.JobID).sort(), ['alpha-one', 'alpha-two', 'app']);
+    const template = await c.cli(['job', 'status', '-t', '{{range .}}{{.Summary.JobID}} {{end}}']);
+    assert.equal(template.stdout.trim(), 'alpha-one alpha-two app');
   });
 
   it('/metrics, readable with a read-only token, has plugin health, claims, allocations and nodes', async () => {
@@ -301,7 +305,7 @@ describe('berth CLI against a real server', () => {
     let i = 0;
     await eventually('a job event on the stream', async () => {
       if (stream.stdout.includes('"topic":"job"')) return true;
-      await c.call('POST', '/v1/jobs', { body: { job: { id: `ev-${i++}`, type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec' }] }] } } });
+      await c.call('PUT', '/v1/jobs', { body: registration({ id: `ev-${i++}`, type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] }) });
       return false;
     }, { intervalMs: 100 });
     stream.child.kill('SIGINT');
@@ -312,9 +316,9 @@ describe('berth CLI against a real server', () => {
   });
 
   it('event stream --index 0 --until-now prints the history up to now and ends by itself', async () => {
-    await c.call('POST', '/v1/jobs', { body: { job: { id: 'history-1', type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec' }] }] } } });
-    const jobs = await c.call('GET', '/v1/jobs');
-    const ids = (jobs.body as Array<{ id: string }>).map((j) => j.id);
+    await c.call('PUT', '/v1/jobs', { body: registration({ id: 'history-1', type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] }) });
+    const jobs = await c.call<api.JobListStub[]>('GET', '/v1/jobs');
+    const ids = jobs.body.map((j) => j.ID);
     assert.ok(ids.includes('history-1'));
     const res = await c.cli(['event', 'stream', '--topic', 'job', '--index', '0', '--until-now', '--json']);
     assert.equal(res.code, 0, res.stderr);
@@ -329,7 +333,7 @@ describe('berth CLI against a real server', () => {
     assert.equal(stop.code, 0, stop.stderr);
     assert.match(stop.stdout, /==> Job "app" stopped/);
     const status = await c.cli(['job', 'status', 'app']);
-    assert.match(status.stdout, /^Status\s+dead \(stopped\)$/m);
+    assert.match(status.stdout, /^Status\s+= dead \(stopped\)$/m);
     const purge = await c.cli(['job', 'stop', '--purge', 'alpha-one', '--json']);
     assert.equal(purge.code, 0, purge.stderr);
     assert.equal(json<{ purged: boolean }>(purge).purged, true);

@@ -2,7 +2,7 @@
 // binary: one-dash flags and NOMAD_* variables, the run/status aliases, the
 // files `job init` and `volume init` write (run and created as written, the
 // volume through the hostpath plugin, read from stdin), Nomad's API job JSON
-// posted to /v1/jobs, `job validate`'s driver warning, a dispatched job whose
+// put to /v1/jobs, `job run -output`, `job validate`'s driver warning, a dispatched job whose
 // task reads its payload file, a forced periodic launch, version, and shell
 // completion scripts that their shells parse.
 
@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIVolume } from '../../src/api/index.js';
-import type { Allocation, Job } from '../../src/structs/index.js';
+import type * as api from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { AgentRun, berth, cleanEnv, freePort, killProcessesUnder, mountsUnder, ok, REPO, runProcess, until, type BerthResult } from '../support/agent-run.js';
 
 let agent: AgentRun;
@@ -24,8 +24,12 @@ function nomadUser(args: readonly string[], opts: { input?: string; env?: Record
   return berth(args, { env, cwd: work, timeoutMs: 120_000, ...(opts.input !== undefined ? { input: opts.input } : {}) });
 }
 
-async function jobJson(id: string): Promise<{ job: Job; allocations: Allocation[] }> {
-  return JSON.parse(ok(await nomadUser(['job', 'status', '-json', id]), `job status ${id}`)) as { job: Job; allocations: Allocation[] };
+/** The job (`job inspect -json`) and its allocations (`job status -json`, Nomad's list of one job's summary, allocations...). */
+async function jobJson(id: string): Promise<{ job: api.Job; allocations: Allocation[] }> {
+  const job = JSON.parse(ok(await nomadUser(['job', 'inspect', '-json', id]), `job inspect ${id}`)) as api.Job;
+  const [status] = JSON.parse(ok(await nomadUser(['job', 'status', '-json', id]), `job status ${id}`)) as Array<{ Summary: api.JobSummary; Allocations: Allocation[] }>;
+  assert.equal(status?.Summary.JobID, id);
+  return { job, allocations: status?.Allocations ?? [] };
 }
 
 before(async () => {
@@ -70,10 +74,14 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     // The JSON form is the same job: the agent keeps it as it is.
     ok(await nomadUser(['job', 'run', '-detach', 'example.nomad.json']), 'job run example.nomad.json');
     const { job, allocations } = await jobJson('example');
-    assert.equal(job.version, 0);
+    assert.equal(job.Version, 0);
     assert.equal(allocations.filter((a) => a.clientStatus === 'running').length, 1);
-    const inspected = JSON.parse(ok(await nomadUser(['job', 'inspect', 'example']), 'job inspect')) as { job: Job };
-    assert.equal(inspected.job.groups[0]?.tasks[0]?.env['GREETING'], 'hello from berth');
+    const inspected = JSON.parse(ok(await nomadUser(['job', 'inspect', 'example']), 'job inspect')) as { Job: api.Job };
+    assert.equal(inspected.Job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['GREETING'], 'hello from berth');
+    // Nomad's -output: the registration a user pipes to curl, as `job inspect` prints the job.
+    const output = JSON.parse(ok(await nomadUser(['job', 'run', '-output', 'example.nomad.hcl']), 'job run -output')) as { Job: api.Job };
+    assert.equal(output.Job.ID, 'example');
+    assert.equal(output.Job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['GREETING'], 'hello from berth');
     writeFileSync(path.join(work, 'inspected.json'), JSON.stringify(inspected));
     ok(await nomadUser(['job', 'validate', 'inspected.json']), 'job validate of job inspect output');
     const { readFileSync } = await import('node:fs');
@@ -91,15 +99,14 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
       },
     };
     const post = (b: unknown): Promise<Response> =>
-      fetch(`${agent.addr}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' }, body: JSON.stringify(b) });
+      fetch(`${agent.addr}/v1/jobs`, { method: 'PUT', headers: { 'x-nomad-token': agent.token, 'content-type': 'application/json' }, body: JSON.stringify(b) });
     const res = await post(body);
     assert.equal(res.status, 200, await res.clone().text());
+    assert.ok(((await res.clone().json()) as api.JobRegisterResponse).EvalID);
     await until('the API job completes', async () => (await jobJson('api-json')).allocations.some((a) => a.clientStatus === 'complete') || undefined);
     const refused = await post({ Job: { ...body.Job, ID: 'api-vault', TaskGroups: [{ ...body.Job.TaskGroups[0], Tasks: [{ ...body.Job.TaskGroups[0]!.Tasks[0], Vault: { Policies: ['x'] } }] }] } });
     assert.equal(refused.status, 400);
-    const envelope = (await refused.json()) as { code: string; message: string };
-    assert.equal(envelope.code, 'INVALID');
-    assert.equal(envelope.message, 'job is invalid: Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"');
+    assert.equal(await refused.text(), 'job is invalid: Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"');
   });
 
   it("job validate warns when no node can run the job's driver, naming the nodes' drivers", async () => {
@@ -144,7 +151,7 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     const child = /^Dispatched Job ID = (echo\/dispatch-\d+-[0-9a-f]{8})$/m.exec(out)?.[1];
     assert.ok(child, out);
     const done = await until('the dispatched child completes', async () => (await jobJson(child)).allocations.find((a) => a.clientStatus === 'complete') ?? undefined);
-    assert.equal((await jobJson(child)).job.meta?.['who'], 'ops');
+    assert.equal((await jobJson(child)).job.Meta?.['who'], 'ops');
     assert.equal(ok(await nomadUser(['alloc', 'logs', done.id]), 'alloc logs'), 'payload from a file\n');
     const piped = ok(await nomadUser(['job', 'dispatch', '-meta', 'who=ci', '-id-prefix-template', 'ci', 'echo', '-'], { input: 'from stdin' }), 'job dispatch -');
     const second = /^Dispatched Job ID = (echo\/dispatch-ci-\d+-[0-9a-f]{8})$/m.exec(piped)?.[1] as string;
@@ -163,7 +170,7 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     assert.ok(child, forced);
     await until('the periodic child completes', async () => (await jobJson(child)).allocations.some((a) => a.clientStatus === 'complete') || undefined);
     const parent = await jobJson('nightly');
-    assert.equal(parent.job.status, 'running');
+    assert.equal(parent.job.Status, 'running');
     assert.deepEqual(parent.allocations, []);
   });
 
@@ -178,7 +185,7 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     const { readFileSync } = await import('node:fs');
     const created = ok(await nomadUser(['volume', 'create', '-'], { input: readFileSync(path.join(work, 'volume.hcl'), 'utf8') }), 'volume create -');
     assert.match(created, /^==> Volume "example-volume" created \(external ID \S+, plugin hostpath\)$/m);
-    const vol = JSON.parse(ok(await nomadUser(['volume', 'status', '-json', 'example-volume']), 'volume status')) as CSIVolume;
+    const vol = JSON.parse(ok(await nomadUser(['volume', 'status', '-json', 'example-volume']), 'volume status')) as api.CSIVolume;
     // The context the file gave, with the plugin's own.
     assert.equal(vol.Context?.['owner'], 'example');
     assert.ok(Object.keys(vol.Context ?? {}).length > 1, JSON.stringify(vol.Context));

@@ -23,6 +23,7 @@ import type { CSIPlugin, CSIVolumeListStub, VolumeClaimListStub } from '../../sr
 import type { Allocation } from '../../src/structs/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { SIM_PLUGIN, SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../support/node-sim/index.js';
+import { registration } from '../support/nomad-jobs.js';
 
 const NODES = 100;
 let c: SimCluster;
@@ -52,7 +53,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
   });
 
   it('places a 300-allocation batch job and gets every allocation reported complete, each run once where it was placed', async () => {
-    await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('sim-batch', 300) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simBatchJob('sim-batch', 300)));
     const allocs = await c.waitAllocs('sim-batch', (l) => l.length === 300 && l.every(terminal));
     assert.ok(allocs.every((a) => a.clientStatus === 'complete'), 'every allocation completed');
     assert.equal(new Set(allocs.map((a) => a.name)).size, 300, 'one allocation per name');
@@ -68,7 +69,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
         volumeRequest(id, { pluginId: SIM_PLUGIN, name: `sv-${i}`, capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
       );
     }
-    await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('sim-csi', 'sv', 20) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simVolumeJob('sim-csi', 'sv', 20)));
     // Every index ends with one complete allocation. On a loaded machine a leader may change while a
     // claim is being published; its allocation may then fail and be replaced (a batch job reschedules).
     const allocs = await c.waitAllocs('sim-csi', (l) => l.every(terminal) && new Set(l.filter((a) => a.clientStatus === 'complete').map((a) => a.name)).size === 20, {
@@ -113,7 +114,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
   });
 
   it('survives a leader SIGKILL: every node reconnects to the new leader, none is marked down, no allocation is lost or run twice', async () => {
-    await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('sim-svc', 50) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('sim-svc', 50)));
     const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.clientStatus === 'running'));
     const leader = await c.leader();
     const heartbeats = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);

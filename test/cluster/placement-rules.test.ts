@@ -16,7 +16,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/index.js';
-import type { Allocation, Evaluation, JobPlan, Node } from '../../src/structs/index.js';
+import type { JobPlanResponse } from '../../src/api/index.js';
+import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
+import { nomadJob, registration } from '../support/nomad-jobs.js';
 import { AgentProcess, cleanupUnder, TestServer, TOKENS, until } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brt-place-');
@@ -50,8 +52,8 @@ function job(id: string, count: number, rules: Record<string, unknown> = {}, gro
 
 const nameOf = (nodeId: string): string => Object.entries(ids).find(([, id]) => id === nodeId)?.[0] ?? nodeId;
 
-async function plan(spec: Record<string, unknown>): Promise<JobPlan> {
-  return server.ok<JobPlan>('PUT', `/v1/job/${String(spec['id'])}/plan`, { job: spec });
+async function plan(spec: Record<string, unknown>): Promise<JobPlanResponse> {
+  return server.ok<JobPlanResponse>('PUT', `/v1/job/${String(spec['id'])}/plan`, { Job: nomadJob(spec), Diff: true });
 }
 
 /** Runs the job; returns its evaluation and the node names of its live allocations, sorted. */
@@ -61,7 +63,7 @@ async function run(spec: Record<string, unknown>): Promise<{ evaluation: Evaluat
   return { evaluation, allocs, nodes: allocs.map((a) => nameOf(a.nodeId)).sort() };
 }
 
-const plannedNodes = (p: JobPlan): string[] => p.placements.map((x) => x.nodeName).sort();
+const plannedNodes = (p: JobPlanResponse): string[] => (p.BerthPlacements ?? []).map((x) => x.NodeName).sort();
 
 async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -109,8 +111,8 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
   it('a constraint with distinct_hosts places one allocation on each matching node, and plan showed exactly that', async () => {
     const spec = job('racked', 2, { constraints: [{ attribute: '${meta.rack}', value: 'r1' }, { distinctHosts: true }] });
     const p = await plan(spec);
-    assert.equal(p.diff.type, 'Added');
-    assert.equal(p.jobModifyIndex, 0);
+    assert.equal(p.Diff?.Type, 'Added');
+    assert.equal(p.JobModifyIndex, 0);
     assert.deepEqual(plannedNodes(p), ['web-1', 'web-2']);
     const r = await run(spec);
     assert.equal(r.evaluation.status, 'complete');
@@ -158,8 +160,8 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
   it('a placement nothing satisfies names its constraint and the nodes it filtered, in plan and in the evaluation', async () => {
     const spec = job('nowhere', 1, {}, { constraints: [{ attribute: '${meta.rack}', value: 'r9' }] });
     const p = await plan(spec);
-    assert.equal(p.placements.length, 0);
-    assert.equal(p.failedPlacements['g']?.reasons['Constraint "${meta.rack} = r9"'], 3);
+    assert.equal(p.BerthPlacements?.length, 0);
+    assert.equal(p.FailedTGAllocs?.['g']?.ConstraintFiltered?.['${meta.rack} = r9'], 3);
     const { evaluation } = await run(spec);
     assert.equal(evaluation.status, 'blocked');
     assert.match(evaluation.blockedReason, /Constraint "\$\{meta\.rack\} = r9" filtered 3 nodes/);
@@ -182,13 +184,13 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
     assert.equal(changed.code, 1, changed.out + changed.err);
     assert.match(changed.out, /\+\/- Job: "racked"/);
     assert.match(changed.out, /\+\/- Count: "2" => "3"/);
-    assert.match(changed.out, /Constraint "distinct_hosts" filtered 2 nodes/, 'a third allocation has no host left');
+    assert.match(changed.out, /\* Constraint "distinct_hosts": 2 nodes excluded by filter/, 'a third allocation has no host left');
 
     // Someone else changes the job between the plan and the run: the run is refused.
-    await server.ok('POST', '/v1/jobs', { job: job('racked', 1, { constraints: [{ attribute: '${meta.rack}', value: 'r1' }] }) });
-    const stale = await server.call('POST', '/v1/jobs', { job: job('racked', 3), checkIndex: index });
+    await server.register(job('racked', 1, { constraints: [{ attribute: '${meta.rack}', value: 'r1' }] }));
+    const stale = await server.call('PUT', '/v1/jobs', registration(job('racked', 3), { checkIndex: index }));
     assert.equal(stale.status, 409, stale.text);
-    assert.match(stale.text, /changed since the plan/);
+    assert.match(stale.text, /^Enforcing job modify index \d+: job exists with conflicting job modify index: \d+$/);
     const bad = await cli('job', 'plan', path.join(dir, 'missing.hcl'));
     assert.equal(bad.code, 255);
   });

@@ -47,7 +47,7 @@ after(async () => {
 
 describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }, () => {
   it('serves volumes from its chroot: written by one exec workload, read back by another', async () => {
-    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'exec', dataDir: hpData }) });
+    await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'exec', dataDir: hpData }));
     await until(
       'the plugin to be healthy',
       async () => {
@@ -62,12 +62,12 @@ describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }
       volumeRequest('xdata', { pluginId: 'hostpath', name: 'xdata', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
     );
     const token = `exec-${process.pid}-${Date.now()}`;
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }) });
+    await server.register(volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }));
     const w = await finished('xwriter');
     assert.equal(w.clientStatus, 'complete', trail(w));
     await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/xdata')).Claims.length === 0, 30_000);
 
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }) });
+    await server.register(volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }));
     const r = await finished('xreader');
     assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${trail(r)}`);
     // The file lives in the plugin's data directory on the host, under the volume's directory.

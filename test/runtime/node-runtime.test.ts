@@ -80,7 +80,7 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
   let sleeperPid = 0;
 
   it('runs the hostpath plugin as a system job: registered, healthy on the server', async () => {
-    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }) });
+    await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }));
     const plugin = await pluginHealthy();
     assert.equal(plugin.ID, 'hostpath');
     const [alloc] = await allocsOf('hostpath-plugin');
@@ -103,12 +103,12 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     );
     const token = `token-${Date.now()}`;
     const find = 'D="$BERTH_TASK_DIR/data"; [ -d "$D" ] || D=/data';
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'writer', type: 'batch', volumeId: 'shared', script: `${find}; echo ${token} > "$D/hello.txt"` }) });
+    await server.register(volumeJob({ id: 'writer', type: 'batch', volumeId: 'shared', script: `${find}; echo ${token} > "$D/hello.txt"` }));
     const w = await finished('writer');
     assert.equal(w.clientStatus, 'complete', describeAlloc(w));
     await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0);
 
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'reader', type: 'batch', volumeId: 'shared', script: `${find}; grep -qx ${token} "$D/hello.txt"` }) });
+    await server.register(volumeJob({ id: 'reader', type: 'batch', volumeId: 'shared', script: `${find}; grep -qx ${token} "$D/hello.txt"` }));
     const r = await finished('reader');
     assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${describeAlloc(r)}`);
     await until('the reader claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0);
@@ -116,14 +116,14 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
 
   it('the plugin job is updated (two plugin allocations at once) while a workload runs: nothing breaks', async () => {
     const script = 'D="$BERTH_TASK_DIR/data"; echo $$ > "$D/pid"; while true; do date +%s%N >> "$D/ticks"; echo tick; sleep 0.1; done';
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'sleeper', type: 'service', volumeId: 'shared', script }) });
+    await server.register(volumeJob({ id: 'sleeper', type: 'service', volumeId: 'shared', script }));
     sleeper = await until('the sleeper to run', () => liveAlloc('sleeper'), 60_000);
     sleeperPid = Number(await until('the sleeper pid', () => (existsSync(sleeperFile(sleeper, 'pid')) ? readFileSync(sleeperFile(sleeper, 'pid'), 'utf8').trim() : undefined)));
     assert.ok(alive(sleeperPid));
     const oldPlugin = (await liveAlloc('hostpath-plugin'))!;
 
     // A new version of the plugin job: a new allocation starts beside the old one.
-    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData, env: { VERSION: '2' } }) });
+    await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData, env: { VERSION: '2' } }));
     const newPlugin = await until('the new plugin allocation to run', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id !== oldPlugin.id && a.clientStatus === 'running'), 60_000);
     await until('the old plugin allocation to stop', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id === oldPlugin.id && a.clientStatus !== 'running'), 60_000);
     await until('the new allocation to serve the plugin on the server', async () => {
@@ -185,7 +185,7 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
 
   it('the plugin process crashes: it is restarted and re-registered; existing mounts stay', async () => {
     const script = 'D="$BERTH_TASK_DIR/data"; echo $$ > "$D/pid"; while true; do date +%s%N >> "$D/ticks"; sleep 0.1; done';
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'keeper', type: 'service', volumeId: 'shared', script }) });
+    await server.register(volumeJob({ id: 'keeper', type: 'service', volumeId: 'shared', script }));
     const keeper = await until('the keeper to run', () => liveAlloc('keeper'), 60_000);
     const mounted = mountsUnder(agentDir).filter((m) => m.includes(keeper.id));
     assert.ok(mounted.length > 0);

@@ -72,7 +72,7 @@ after(async () => {
 
 describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }, () => {
   it('acts on no empty or stale list: the workload keeps its process, mounts and only claim', async () => {
-    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }) });
+    await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }));
     await until('the plugin to be healthy', async () => {
       const p = await server.call<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
       return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
@@ -88,7 +88,7 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     await server.start();
 
     const script = 'D="$BERTH_TASK_DIR/data"; echo $$ > "$D/pid"; while true; do date +%s%N >> "$D/ticks"; sleep 0.1; done';
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'db', type: 'service', volumeId: 'db', script }) });
+    await server.register(volumeJob({ id: 'db', type: 'service', volumeId: 'db', script }));
     const alloc = await until('the workload to run', async () => (await server.ok<Allocation[]>('GET', '/v1/job/db/allocations')).find((a) => a.clientStatus === 'running'), 60_000);
     const pidFile = path.join(agentDir, 'alloc', alloc.id, 'main', 'local', 'data', 'pid');
     const pid = Number(await until('the workload pid', () => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim() : undefined)));

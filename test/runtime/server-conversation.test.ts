@@ -31,6 +31,7 @@ import {
 } from '../../src/client/serverconn/index.js';
 import { SqliteClientStateStore } from '../../src/client/state/index.js';
 import { eventually } from '../support/eventually.js';
+import { registration as jobRegistration } from '../support/nomad-jobs.js';
 
 const MGMT = 'mgmt-token-serverconn';
 const NODE_TOKEN = 'node-token-serverconn';
@@ -201,8 +202,7 @@ describe('the node conversation with a real server', () => {
     await watcher.waitFirstList();
     assert.deepEqual(lists[0]?.allocs, []);
 
-    const job = await http('POST', '/v1/jobs', {
-      job: {
+    const job = await http('PUT', '/v1/jobs', jobRegistration({
         id: 'db',
         groups: [
           {
@@ -211,8 +211,7 @@ describe('the node conversation with a real server', () => {
             tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
           },
         ],
-      },
-    });
+    }));
     assert.equal(job.status, 200, job.text);
     // The blocking read wakes with the new allocation and its job.
     const alloc = await eventually('the allocation to reach the node', () => lists.at(-1)?.allocs[0]);
@@ -325,7 +324,7 @@ describe('the node conversation with a real server', () => {
     registration.pushFingerprint();
     await eventually('a heartbeat to the new server', () => registration.counts.heartbeats > 0);
     // The watch resumes: a new job's allocation arrives.
-    const job = await http('POST', '/v1/jobs', { job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 'srv', driver: 'exec' }] }] } });
+    const job = await http('PUT', '/v1/jobs', jobRegistration({ id: 'web', groups: [{ name: 'web', tasks: [{ name: 'srv', driver: 'exec' }] }] }));
     assert.equal(job.status, 200, job.text);
     await eventually('the new allocation', () => lists.at(-1)?.allocs.find((a) => a.jobId === 'web'));
     assert.ok(watcher.lists > before.lists);

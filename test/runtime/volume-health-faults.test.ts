@@ -21,6 +21,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { berth, cleanEnv } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
+import { registration as jobRegistration } from '../support/nomad-jobs.js';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse, DriftReport, VolumeUsageHistory } from '../../src/api/index.js';
@@ -153,8 +154,7 @@ before(async () => {
   // A job using `data`, its allocation claimed and mounted as the CSI hook would.
   watcher = new AllocWatcher({ api, nodeId: NODE_ID, waitMs: 30_000, onAllocations: (allocs) => void lists.push(allocs) });
   watcher.start();
-  const job = await http('POST', '/v1/jobs', {
-    job: {
+  const job = await http('PUT', '/v1/jobs', jobRegistration({
       id: 'db',
       groups: [
         {
@@ -163,8 +163,7 @@ before(async () => {
           tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
         },
       ],
-    },
-  });
+  }));
   assert.equal(job.status, 200, job.text);
   alloc = await eventually('the allocation to reach the node', () => lists.at(-1)?.[0]);
   const claimed = await new HttpVolumeClaimer({ api }).claim({ namespace: 'default', volumeId: 'data', allocId: alloc.id, mode: 'write' }, {});

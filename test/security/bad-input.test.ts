@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import type { BerthResult } from '../support/agent-run.js';
 import { until } from '../support/agent-run.js';
 import { MGMT, READER, SecurityCluster } from './_cluster.js';
+import { registration } from '../support/nomad-jobs.js';
 
 let c: SecurityCluster;
 /** The cluster's jobs, allocations, volumes and evaluations before the hostile input. */
@@ -176,6 +177,7 @@ describe('hostile volume files', { timeout: 300_000 }, () => {
 
 describe('hostile API calls', { timeout: 300_000 }, () => {
   const job = { id: 'api-job', type: 'batch', groups: [{ name: 'g', tasks: [task()] }] };
+  const body = (spec: Record<string, unknown>): string => JSON.stringify(registration(spec));
 
   async function api(method: string, p: string, opts: { token?: string | null; body?: string; base?: string }, want: { status: number; message: RegExp }): Promise<void> {
     const send = (): Promise<{ status: number; text: string }> => c.request(method, p, opts).catch((err: Error) => ({ status: 0, text: `no answer: ${err.message}`, body: undefined }));
@@ -191,9 +193,9 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
 
   it('no token, a wrong token and a read-only token writing are refused', async () => {
     await api('GET', '/v1/jobs', { token: null }, { status: 401, message: /token/i });
-    await api('POST', '/v1/jobs', { token: null, body: JSON.stringify({ job }) }, { status: 401, message: /token/i });
-    await api('POST', '/v1/jobs', { token: 'not-a-known-token-0123456789', body: JSON.stringify({ job }) }, { status: 401, message: /token/i });
-    await api('POST', '/v1/jobs', { token: READER, body: JSON.stringify({ job }) }, { status: 403, message: /read|permission|role|forbidden/i });
+    await api('PUT', '/v1/jobs', { token: null, body: body(job) }, { status: 401, message: /token/i });
+    await api('PUT', '/v1/jobs', { token: 'not-a-known-token-0123456789', body: body(job) }, { status: 401, message: /token/i });
+    await api('PUT', '/v1/jobs', { token: READER, body: body(job) }, { status: 403, message: /read|permission|role|forbidden/i });
     await api('DELETE', '/v1/job/sleeper', { token: READER }, { status: 403, message: /read|permission|role|forbidden/i });
     await api('GET', '/v1/jobs', { token: READER }, { status: 200, message: /sleeper/ });
     const cli = await c.cli(['job', 'run', c.file('api-job.json', JSON.stringify(job))], { token: READER });
@@ -203,10 +205,10 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
   });
 
   it('invalid and oversized bodies are refused naming the problem', async () => {
-    await api('POST', '/v1/jobs', { body: 'this is not json' }, { status: 400, message: /json|body/i });
-    await api('POST', '/v1/jobs', { body: '{}' }, { status: 400, message: /\bid\b|groups/i });
-    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: 'nope' } }) }, { status: 400, message: /groups/ });
-    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, env: 'x'.repeat(6 * 1024 * 1024) } }) }, { status: 413, message: /too large/i });
+    await api('PUT', '/v1/jobs', { body: 'this is not json' }, { status: 400, message: /json|body/i });
+    await api('PUT', '/v1/jobs', { body: '{}' }, { status: 400, message: /^Job must be specified$/ });
+    await api('PUT', '/v1/jobs', { body: JSON.stringify({ Job: { ...registration(job).Job, TaskGroups: 'nope' } }) }, { status: 400, message: /TaskGroups/ });
+    await api('PUT', '/v1/jobs', { body: JSON.stringify({ Job: { ...registration(job).Job, Meta: { pad: 'x'.repeat(6 * 1024 * 1024) } } }) }, { status: 413, message: /too large/i });
     const capability = [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }];
     await api(
       'PUT',
@@ -221,9 +223,11 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
       { status: 400, message: /secrets/ },
     );
     // Fastify refuses it today, but as "Body is not valid JSON": the answer should name the key.
-    await api('POST', '/v1/jobs', { body: `{"job":{"id":"api-proto","__proto__":{"x":1},"groups":[{"name":"g","tasks":[${JSON.stringify(task())}]}]}}` }, { status: 400, message: /__proto__/ });
+    await api('PUT', '/v1/jobs', { body: `{"Job":{"ID":"api-proto","__proto__":{"x":1},"TaskGroups":[]}}` }, { status: 400, message: /__proto__/ });
     // Last: today it runs the server out of memory (issue 12, finding 10).
-    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: [{ name: 'g', count: 1e12, tasks: [task()] }] } }) }, { status: 400, message: /count/ });
+    const huge = registration(job);
+    (huge.Job.TaskGroups![0] as { Count: number | null }).Count = 1e12;
+    await api('PUT', '/v1/jobs', { body: JSON.stringify(huge) }, { status: 400, message: /Count/ });
   });
 
   it('paths that climb out of an allocation in the log and fs routes are refused', async () => {
@@ -252,9 +256,9 @@ describe('200 concurrent job submissions', { timeout: 600_000 }, () => {
     await c.revive(); // an earlier case may have brought the server down (reported there)
     const N = 200;
     const bodies = Array.from({ length: N }, (_, i) =>
-      JSON.stringify({ job: { id: `burst-${i}`, type: 'batch', groups: [{ name: 'g', restart: { attempts: 0, mode: 'fail' }, tasks: [task({ resources: { cpuMhz: 1, memoryMb: 8 } })] }] } }),
+      JSON.stringify(registration({ id: `burst-${i}`, type: 'batch', groups: [{ name: 'g', restart: { attempts: 0, mode: 'fail' }, tasks: [task({ resources: { cpuMhz: 1, memoryMb: 8 } })] }] })),
     );
-    const answers = await Promise.all(bodies.map((body) => fetch(`${c.server.addr}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${MGMT}`, 'content-type': 'application/json' }, body }).then(async (r) => `${r.status} ${r.status === 200 ? '' : await r.text()}`)));
+    const answers = await Promise.all(bodies.map((body) => fetch(`${c.server.addr}/v1/jobs`, { method: 'PUT', headers: { 'x-nomad-token': MGMT, 'content-type': 'application/json' }, body }).then(async (r) => `${r.status} ${r.status === 200 ? '' : await r.text()}`)));
     assert.deepEqual(answers.filter((a) => !a.startsWith('200')), [], 'every submission accepted');
     let seen = '';
     await until(

@@ -12,12 +12,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
-import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse } from '../../src/api/index.js';
+import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse, JobRegisterResponse } from '../../src/api/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
+import { registration } from '../support/nomad-jobs.js';
 import { createLogger, systemClock } from '../../src/lib/index.js';
 import type { NodeConnections } from '../../src/server/noderpc/index.js';
 import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
-import type { Allocation, Evaluation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
+import type { Allocation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
 
@@ -143,9 +144,8 @@ describe('server with a fake node agent over the real HTTP API', () => {
     assert.ok(missing.status >= 400 && missing.status < 500, missing.text);
     assert.ok(missing.text.length > 0, 'the error in plain text');
 
-    const job = await call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
-      body: {
-        job: {
+    const job = await call<JobRegisterResponse>('PUT', '/v1/jobs', {
+      body: registration({
           id: 'db',
           groups: [
             {
@@ -154,11 +154,10 @@ describe('server with a fake node agent over the real HTTP API', () => {
               tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
             },
           ],
-        },
-      },
+      }),
     });
     assert.equal(job.status, 200, job.text);
-    assert.equal((await h.settled(job.body.evaluation.id)).status, 'complete');
+    assert.equal((await h.settled(job.body.EvalID)).status, 'complete');
     // The node itself gets the job's mount flags (it mounts with them); nobody else does.
     const allocs = await h.call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.node });
     assert.equal(allocs.body.length, 1);

@@ -29,11 +29,11 @@ describe('server restart over the same state', () => {
       const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n1') } });
       nodeId = reg.body.node.id;
       const web = await h.submit({ job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } });
-      assert.equal(web.body.evaluation.placed, 1);
+      assert.equal(web.body.evaluation?.placed, 1);
       const needsDocker = await h.submit({ job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] } });
-      assert.equal(needsDocker.body.evaluation.status, 'blocked');
-      assert.deepEqual(needsDocker.body.evaluation.failedPlacements['g']!.reasons, { 'lacked the driver "docker"': 1 });
-      blockedEval = needsDocker.body.evaluation.id;
+      assert.equal(needsDocker.body.evaluation?.status, 'blocked');
+      assert.deepEqual(needsDocker.body.evaluation?.failedPlacements['g']!.reasons, { 'lacked the driver "docker"': 1 });
+      blockedEval = needsDocker.body.EvalID;
 
       const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
       failedId = allocs.body[0]!.id;
@@ -47,8 +47,8 @@ describe('server restart over the same state', () => {
 
     h = await startServer({ dir, clock, heartbeatTtlMs: 600_000 });
     try {
-      const jobs = await h.call<Array<{ id: string }>>('GET', '/v1/jobs');
-      assert.deepEqual(jobs.body.map((j) => j.id).sort(), ['dock', 'web']);
+      const jobs = await h.call<Array<{ ID: string }>>('GET', '/v1/jobs');
+      assert.deepEqual(jobs.body.map((j) => j.ID).sort(), ['dock', 'web']);
       const failed = await h.call<Allocation>(`GET`, `/v1/allocation/${failedId}`);
       assert.equal(failed.body.clientStatus, 'failed');
 

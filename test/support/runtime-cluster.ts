@@ -9,8 +9,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
+import type { JobRegisterResponse } from '../../src/api/index.js';
 import type { Evaluation } from '../../src/structs/index.js';
 import { eventually, type NotYet } from './eventually.js';
+import { registration } from './nomad-jobs.js';
 import { TS_LOADER } from './ts-loader.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
@@ -72,12 +74,19 @@ export class TestServer {
   }
 
   /**
-   * Registers `job` (POST /v1/jobs, which answers before scheduling) and
-   * resolves with its evaluation once the scheduler ran it, followed with
-   * blocking reads as `job run` follows it. Throws unless the POST answers 200.
+   * Registers `job`, a canonical spec, as Nomad's Job JSON (PUT /v1/jobs,
+   * which answers before scheduling). Throws unless it answers 200.
+   */
+  async register(job: Record<string, unknown>): Promise<JobRegisterResponse> {
+    return this.ok<JobRegisterResponse>('PUT', '/v1/jobs', registration(job));
+  }
+
+  /**
+   * Registers `job` (register) and resolves with its evaluation once the
+   * scheduler ran it, followed with blocking reads as `job run` follows it.
    */
   async submit(job: Record<string, unknown>): Promise<Evaluation> {
-    let evaluation = (await this.ok<{ evaluation: Evaluation }>('POST', '/v1/jobs', { job })).evaluation;
+    let evaluation = await this.ok<Evaluation>('GET', `/v1/evaluation/${(await this.register(job)).EvalID}`);
     let index = 0;
     while (evaluation.status === 'pending') {
       const a = await this.call<Evaluation>('GET', `/v1/evaluation/${evaluation.id}${index ? `?index=${index}&wait=30s` : ''}`);

@@ -4,10 +4,10 @@
 // the job is evaluated (a revert or scale registers the job anew).
 
 import { systemClock, BerthError, type Clock, type Logger } from '../../lib/index.js';
-import { isActiveDeployment, specOfJob, type Deployment, type Job, type JobVersion } from '../../structs/index.js';
+import { isActiveDeployment, specOfJob, type Deployment, type JobVersion } from '../../structs/index.js';
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
 import { jobVersions } from './deployment-plan.js';
-import type { DeploymentJobs } from './deployment-watcher.js';
+import type { DeploymentJobs, JobRegistration } from './deployment-watcher.js';
 
 export type DeploymentErrorCode = 'NOT_FOUND' | 'CONFLICT' | 'INVALID';
 
@@ -160,7 +160,7 @@ export class DeploymentService {
    * Registers the job's kept `version` again (as a new version). Throws
    * NOT_FOUND for an unknown job or version.
    */
-  async revert(namespace: string, jobId: string, version: number): Promise<{ job: Job }> {
+  async revert(namespace: string, jobId: string, version: number): Promise<JobRegistration> {
     const snap = this.#store.snapshot();
     if (!snap.get('jobs', rowKey(namespace, jobId))) throw new DeploymentError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
     const kept = jobVersions(snap, namespace, jobId).find((v) => v.version === version);
@@ -170,7 +170,7 @@ export class DeploymentService {
   }
 
   /** Sets `group`'s count and registers the job. Throws NOT_FOUND (job or group), INVALID (count). */
-  async scale(namespace: string, jobId: string, group: string, count: number): Promise<{ job: Job }> {
+  async scale(namespace: string, jobId: string, group: string, count: number): Promise<JobRegistration> {
     if (!Number.isInteger(count) || count < 0) throw new DeploymentError('INVALID', `count must be a whole number of at least 0, not ${count}`);
     const job = this.#store.snapshot().get('jobs', rowKey(namespace, jobId));
     if (!job) throw new DeploymentError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);

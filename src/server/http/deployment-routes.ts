@@ -3,8 +3,8 @@
 // `/v1/deployment/:id`, `/v1/job/:id/deployments` (`all`) and
 // `/v1/job/:id/deployment`, in Nomad's Deployment shape; promote, fail,
 // pause and allocation-health (PUT or POST, as Nomad's client sends PUT),
-// answering a DeploymentUpdateResponse. Job versions, revert and scale live
-// here until the job routes take them.
+// answering a DeploymentUpdateResponse. A job's versions, revert and scale
+// are the jobs family's (job-version-routes.ts).
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
@@ -16,15 +16,14 @@ import {
   type Deployment,
   type DeploymentUpdateResponse,
 } from '../../api/index.js';
-import { publicJob, type Deployment as BerthDeployment } from '../../structs/index.js';
-import { jobVersions, type DeploymentChange } from '../deployments/index.js';
+import type { Deployment as BerthDeployment } from '../../structs/index.js';
+import type { DeploymentChange } from '../deployments/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
 import { createIndexToken, nomadListOrder } from './create-order.js';
 import { deployedVersion, deploymentOut, deploymentUpdateOut } from './deployment-shapes.js';
 import { inNamespace, listPage, nomadRead, setIndexHeaders } from './nomad-read.js';
-import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
+import { objectBody, type RouteContext } from './route-context.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
@@ -49,8 +48,7 @@ function requestOf<S extends z.ZodType<{ DeploymentID?: string | undefined }>>(s
 }
 
 export function registerDeploymentRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  const { deps, signalOf } = ctx;
-  const { store } = deps;
+  const { deps } = ctx;
   const service = (): NonNullable<typeof deps.deployments> => {
     if (!deps.deployments) throw new ApiError('UNAVAILABLE', 'deployments are not served here');
     return deps.deployments;
@@ -121,37 +119,5 @@ export function registerDeploymentRoutes(app: FastifyInstance, ctx: RouteContext
   write('/v1/deployment/allocation-health/:id', async (req, reply) => {
     const body = requestOf(DeploymentAllocHealthRequest, req.body, req.params.id, true);
     return answer(reply, await service().setAllocHealth(req.params.id, body.HealthyAllocationIDs ?? [], body.UnhealthyAllocationIDs ?? []));
-  });
-
-  // Job versions, revert and scale: the job routes' (Nomad's /v1/job/:id/versions, revert, scale), kept here until they move.
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/versions', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['jobVersions'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      jobVersions(snap, ns, req.params.id),
-    );
-    if (result.length === 0) throw new ApiError('NOT_FOUND', `job "${req.params.id}" not found in namespace "${ns}"`);
-    reply.header('X-Berth-Index', String(index));
-    return { versions: result.map((v) => ({ ...v, job: publicJob(v.job) })) };
-  });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/revert', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const version = body['version'] ?? body['JobVersion'];
-    if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
-      throw new ApiError('INVALID', 'version must be a job version number (see `berth job history`)', { field: 'version' });
-    }
-    const { job } = await service().revert(namespaceOf(req.query), req.params.id, version);
-    return { job };
-  });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/scale', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const target = body['Target'] && typeof body['Target'] === 'object' ? (body['Target'] as Record<string, unknown>) : {};
-    const group = body['group'] ?? target['Group'];
-    const count = body['count'] ?? body['Count'];
-    if (typeof group !== 'string' || group === '') throw new ApiError('INVALID', 'group must name a task group', { field: 'group' });
-    if (typeof count !== 'number') throw new ApiError('INVALID', 'count must be a number', { field: 'count' });
-    const { job } = await service().scale(namespaceOf(req.query), req.params.id, group, count);
-    return { job };
   });
 }

@@ -101,7 +101,8 @@ export class SimCluster {
     const s = via ?? (this.processes.live()[0] as ServerProc);
     const res = await fetch(s.url + p, {
       method,
-      headers: { authorization: `Bearer ${this.processes.mgmt}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      // Errors as JSON: whether one may be retried is in its details.
+      headers: { authorization: `Bearer ${this.processes.mgmt}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
