@@ -117,7 +117,7 @@ describe('berth volume with oversized fields', () => {
 describe('the API with hostile bodies', () => {
   it('a body nested 10,000 deep is 400 with the position; an oversized one is 413 naming the limit; __proto__ is 400', async () => {
     const post = (body: string): Promise<Response> =>
-      fetch(`${c.url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer cli-mgmt-token-0123456789`, 'content-type': 'application/json' }, body });
+      fetch(`${c.url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer cli-mgmt-token-0123456789`, 'content-type': 'application/json', accept: 'application/json' }, body });
     const deep = await post(`{"job": ${'['.repeat(10_000)}${']'.repeat(10_000)}}`);
     assert.equal(deep.status, 400);
     assert.match(((await deep.json()) as { message: string }).message, /^request body: nesting deeper than 64 at line 1 col \d+$/);
