@@ -47,7 +47,7 @@ export async function startCluster(opts: { heartbeatTtlMs?: number } = {}): Prom
   const server = new Server({ dataDir: dir, tokens: API_TOKENS, eventHeartbeatMs: 200, nodeCallTimeoutMs: 5_000, heartbeatTtlMs: opts.heartbeatTtlMs ?? 60 * 60_000 });
   const { url } = await server.start();
   const call: Cluster['call'] = async (method, path, o = {}) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? TOKENS.management}` };
+    const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? TOKENS.management}`, accept: 'application/json' };
     if (o.body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(url + path, { method, headers, ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}) });
     const text = await res.text();
