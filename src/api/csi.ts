@@ -18,9 +18,7 @@
 import { z } from 'zod';
 import { AllocationListStub } from './allocations.js';
 import { NodeVolumeUsage, VolumeClaimState, VolumeCondition } from './csi-berth.js';
-
-/** Go's encoding of a zero `time.Time`. */
-export const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
+import { CSIMountOptions } from './job-task-blocks.js';
 
 const int = z.number().int();
 const stringMap = z.record(z.string(), z.string());
@@ -71,12 +69,9 @@ export const CSITopologyRequest = z.strictObject({
 });
 export type CSITopologyRequest = z.infer<typeof CSITopologyRequest>;
 
-/** Mount options of a file-system volume. In answers every mount flag is hidden: `["[REDACTED]"]`, as Nomad's Sanitize writes it. */
-export const CSIMountOptions = z.strictObject({
-  FSType: z.string(),
-  MountFlags: z.array(z.string()).nullable(),
-});
-export type CSIMountOptions = z.infer<typeof CSIMountOptions>;
+// CSIMountOptions (FSType, MountFlags) is the jobs family's (job-task-blocks.ts): a
+// group's volume request carries the same struct. In a volume's answer every mount
+// flag is hidden: `["[REDACTED]"]`, as Nomad's Sanitize writes it.
 
 export const CSIVolumeCapability = z.strictObject({
   AccessMode: CSIVolumeAccessMode,
