@@ -147,7 +147,7 @@ async function killLeader(): Promise<{ old: ServerProc; next: ServerProc }> {
 
 const nodes = (): Promise<NodeRow[]> => cluster.read<NodeRow[]>('/v1/nodes');
 const allocs = (job: string): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${job}/allocations`);
-const claimsOf = async (volume: string): Promise<VolumeClaimState[]> => (await cluster.read<CSIVolume>(`/v1/volume/csi/${volume}`)).Claims;
+const claimsOf = async (volume: string): Promise<VolumeClaimState[]> => (await cluster.read<CSIVolume>(`/v1/volume/csi/${volume}`)).BerthClaims;
 
 async function running(job: string): Promise<AllocRow> {
   try {

@@ -131,8 +131,8 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
       });
       await cli(['job', 'stop', 'writer']);
       await until('the writer\'s claim to be released', async () => {
-        const v = JSON.parse(await cli(['volume', 'status', 'shared-data', '--json'])) as { Claims: unknown[] };
-        return v.Claims.length === 0;
+        const v = JSON.parse(await cli(['volume', 'status', 'shared-data', '--json'])) as { BerthClaims: unknown[] };
+        return v.BerthClaims.length === 0;
       });
       await cli(['volume', 'delete', 'shared-data']);
       // examples/hostpath-plugin.hcl keeps volumes under /var/lib/berth/hostpath/<node ID>;
