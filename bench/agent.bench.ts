@@ -191,7 +191,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
       totalNs.push(total);
       shares.push(spent / (Number(total) / 1e9));
       await api('DELETE', '/v1/job/bench-workload?purge=true');
-      await until('the claim released', async () => (await api<{ Claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).Claims?.length === 0, 60_000);
+      await until('the claim released', async () => (await api<{ BerthClaims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).BerthClaims?.length === 0, 60_000);
     }
     const workload = summarize(totalNs);
     const cli = summarize(cliNs);
@@ -209,7 +209,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
       await poll('the workload running', () => runningAlloc('bench-workload'));
       apiNs.push(process.hrtime.bigint() - start);
       await api('DELETE', '/v1/job/bench-workload?purge=true');
-      await until('the claim released', async () => (await api<{ Claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).Claims?.length === 0, 60_000);
+      await until('the claim released', async () => (await api<{ BerthClaims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).BerthClaims?.length === 0, 60_000);
     }
     const apiWorkload = summarize(apiNs);
     console.log(`  job with one CSI volume submitted (HTTP API) -> running: p50 ${round(apiWorkload.p50Us / 1000)} ms, p99 ${round(apiWorkload.p99Us / 1000)} ms (${apiWorkload.n} runs)`);

@@ -233,7 +233,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const s = await runOne(jobId);
       if (i >= WARMUP) samples.push(s);
       await call('DELETE', `/v1/job/${jobId}?purge=true`);
-      await until('the claim released', async () => (await call<{ Claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).body.Claims?.length === 0);
+      await until('the claim released', async () => (await call<{ BerthClaims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).body.BerthClaims?.length === 0);
       // And the allocation collected on the node (its directory gone), so that no teardown overlaps the next run.
       await until('the allocation collected', () => !existsSync(join(agentDir, 'client', 'alloc', s.allocId)));
     }

@@ -147,7 +147,7 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
   for (let i = 0; i < SAMPLES + 3; i++) {
     const s = await runOne(volumeJob({ id: `vol-${i}`, type: 'service', volumeId: 'bench', script: 'exec sleep 600' }));
     // The next one can claim the single-writer volume only once this one released it.
-    await until('the claim to be released', async () => (await server.ok<{ Claims: unknown[] }>('GET', '/v1/volume/csi/bench')).Claims.length === 0, 30_000);
+    await until('the claim to be released', async () => (await server.ok<{ BerthClaims: unknown[] }>('GET', '/v1/volume/csi/bench')).BerthClaims.length === 0, 30_000);
     if (i >= 3) withVolume.push(s);
   }
   const volTotal = summarize(withVolume.map((s) => s.totalNs));

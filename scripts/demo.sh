@@ -129,7 +129,7 @@ wait_for() {
 plugin_healthy() {
   local doc
   doc="$(berth plugin status hostpath --json 2>/dev/null)" || return 1
-  [[ "$(json 'j.controllersHealthy >= 1 && j.nodesHealthy >= 1' <<<"$doc")" == true ]]
+  [[ "$(json 'j.ControllersHealthy >= 1 && j.NodesHealthy >= 1' <<<"$doc")" == true ]]
 }
 
 # The client status of job $1's newest allocation.

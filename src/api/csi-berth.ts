@@ -2,9 +2,10 @@
 // show or has no route for, in Nomad's style (PascalCase, every field
 // present, times as RFC 3339 strings like Go's time.Time).
 //
-// On Nomad's shapes (csi.ts): a volume's `Claims` (VolumeClaimState),
-// `SecretNames`, `Usage` (NodeVolumeUsage) and `Condition`
-// (VolumeCondition); a plugin's `ExhaustedNodes`.
+// On Nomad's shapes (csi.ts), named `Berth...` as every Berth field on a
+// Nomad shape is: a volume's `BerthClaims` (VolumeClaimState),
+// `BerthSecretNames`, `BerthUsage` (NodeVolumeUsage) and `BerthCondition`
+// (VolumeCondition); a plugin's `BerthExhaustedNodes`.
 //
 // Berth's own routes, under paths Nomad does not use:
 //   GET    /v1/volume/csi/:id/usage          VolumeUsageHistory

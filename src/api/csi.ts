@@ -12,15 +12,13 @@
 //
 // What Berth adds to these shapes (a volume's claims with their release
 // states, its usage and condition, the names of its secrets; a plugin's
-// nodes at their volume limit) is marked "Berth:" below; the shapes of
-// Berth's own routes are in csi-berth.ts.
+// nodes at their volume limit) are fields named `Berth...`, marked "Berth:"
+// below; the shapes of Berth's own routes are in csi-berth.ts.
 
 import { z } from 'zod';
 import { AllocationListStub } from './allocations.js';
 import { NodeVolumeUsage, VolumeClaimState, VolumeCondition } from './csi-berth.js';
-
-/** Go's encoding of a zero `time.Time`. */
-export const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
+import { CSIMountOptions } from './job-task-blocks.js';
 
 const int = z.number().int();
 const stringMap = z.record(z.string(), z.string());
@@ -71,12 +69,9 @@ export const CSITopologyRequest = z.strictObject({
 });
 export type CSITopologyRequest = z.infer<typeof CSITopologyRequest>;
 
-/** Mount options of a file-system volume. In answers every mount flag is hidden: `["[REDACTED]"]`, as Nomad's Sanitize writes it. */
-export const CSIMountOptions = z.strictObject({
-  FSType: z.string(),
-  MountFlags: z.array(z.string()).nullable(),
-});
-export type CSIMountOptions = z.infer<typeof CSIMountOptions>;
+// CSIMountOptions (FSType, MountFlags) is the jobs family's (job-task-blocks.ts): a
+// group's volume request carries the same struct. In a volume's answer every mount
+// flag is hidden: `["[REDACTED]"]`, as Nomad's Sanitize writes it.
 
 export const CSIVolumeCapability = z.strictObject({
   AccessMode: CSIVolumeAccessMode,
@@ -135,13 +130,13 @@ export const CSIVolume = z.strictObject({
   CreateTime: int,
   ModifyTime: int,
   /** Berth: every claim not yet free, with its release state (Nomad keeps these out of its answers). */
-  Claims: z.array(VolumeClaimState),
+  BerthClaims: z.array(VolumeClaimState),
   /** Berth: the names of the volume's secrets (the values are never sent). */
-  SecretNames: z.array(z.string()),
+  BerthSecretNames: z.array(z.string()),
   /** Berth: the latest usage per node that has the volume published (NodeGetVolumeStats); empty until one reports. */
-  Usage: z.array(NodeVolumeUsage),
+  BerthUsage: z.array(NodeVolumeUsage),
   /** Berth: the volume's condition (VOLUME_CONDITION), null when its plugin reports none. */
-  Condition: VolumeCondition.nullable(),
+  BerthCondition: VolumeCondition.nullable(),
 });
 export type CSIVolume = z.infer<typeof CSIVolume>;
 
@@ -376,7 +371,7 @@ export const CSIPlugin = z.strictObject({
   CreateTime: int,
   ModifyTime: int,
   /** Berth: node ID -> why placement treats the node as full for this plugin. */
-  ExhaustedNodes: z.record(z.string(), CSIPluginExhaustion),
+  BerthExhaustedNodes: z.record(z.string(), CSIPluginExhaustion),
 });
 export type CSIPlugin = z.infer<typeof CSIPlugin>;
 

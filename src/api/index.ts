@@ -118,6 +118,7 @@ export {
   PeriodicForceResponse,
   TaskGroupSummary,
 } from './jobs.js';
+
 // CSI volumes, snapshots and plugins (Nomad's api/csi.go).
 export {
   CSIVolumeAccessMode,

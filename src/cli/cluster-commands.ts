@@ -90,7 +90,7 @@ async function claimWaits(s: ApiSession, a: Allocation): Promise<string[]> {
       if (err instanceof AbortedError) throw err;
       return undefined;
     });
-    for (const c of answer?.body.Claims ?? []) {
+    for (const c of answer?.body.BerthClaims ?? []) {
       if (c.State !== 'taken' || !c.FencedUntil) continue;
       const whose = c.AllocationID === a.id ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.AllocationID)}, which`;
       lines.push(`Volume ${v.volumeId}: ${whose} is held until ${c.FencedUntil.replace(/\.\d+Z$/, 'Z')}: ${c.FenceReason}`);

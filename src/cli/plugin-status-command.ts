@@ -59,7 +59,7 @@ async function pluginStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
     ['Controller Capabilities', controllers.length ? supported(controllers[0]?.[1].ControllerInfo) : undefined],
     ['Node Capabilities', nodes.length ? supported(nodes[0]?.[1].NodeInfo) : undefined],
   ]);
-  const exhausted = Object.entries(p.ExhaustedNodes);
+  const exhausted = Object.entries(p.BerthExhaustedNodes);
   if (exhausted.length) {
     s.out.line();
     s.out.line(s.style.bold('Nodes at their volume limit'));

@@ -60,20 +60,20 @@ async function volumeStatus(s: ApiSession, [idArg]: string[], opts: Record<strin
     ['Capabilities', (v.RequestedCapabilities ?? []).map((c) => `${c.AccessMode} (${c.AttachmentMode})`)],
     ['File System', v.MountOptions?.FSType || undefined],
     ['Mount Flags', v.MountOptions?.MountFlags?.length ? v.MountOptions.MountFlags : undefined],
-    ['Secrets', v.SecretNames.length ? v.SecretNames.map((n) => `${n} (hidden)`) : undefined],
+    ['Secrets', v.BerthSecretNames.length ? v.BerthSecretNames.map((n) => `${n} (hidden)`) : undefined],
     ['Parameters', Object.keys(v.Parameters ?? {}).length ? mapLines(v.Parameters ?? {}) : undefined],
     ['Context', Object.keys(v.Context ?? {}).length ? mapLines(v.Context ?? {}) : undefined],
     ['Topology', topologies.length ? topologies.map((t) => mapLines(t.Segments ?? {}).join(',')) : undefined],
-    ['Condition', conditionWords(s, v.Condition)],
-    ['Usage', v.Usage.length ? v.Usage.map(usageWords) : v.Claims.length ? 'not reported yet' : undefined],
+    ['Condition', conditionWords(s, v.BerthCondition)],
+    ['Usage', v.BerthUsage.length ? v.BerthUsage.map(usageWords) : v.BerthClaims.length ? 'not reported yet' : undefined],
   ]);
   s.out.line();
   s.out.line(s.style.bold('Claims'));
   s.out.table(
     ['Alloc ID', 'Node ID', 'Mode', 'Access Mode', 'State', 'Controller Publish', 'Since'],
-    v.Claims.map((c) => [shortId(c.AllocationID), shortId(c.NodeID), c.Mode, c.AccessMode, s.style.status(c.State), c.ControllerPublish, goTimestamp(c.ClaimTime)]),
+    v.BerthClaims.map((c) => [shortId(c.AllocationID), shortId(c.NodeID), c.Mode, c.AccessMode, s.style.status(c.State), c.ControllerPublish, goTimestamp(c.ClaimTime)]),
   );
-  for (const c of v.Claims) {
+  for (const c of v.BerthClaims) {
     if (c.State === 'taken' && c.FencedUntil) s.out.line(`Claim of allocation ${shortId(c.AllocationID)} held until ${goTimestamp(c.FencedUntil)}: ${c.FenceReason}`);
   }
   if (opts['verbose']) await printPluginView(s, v);

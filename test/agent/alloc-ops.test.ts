@@ -161,11 +161,11 @@ describe('allocation commands on a dev agent', () => {
     const dataMounts = (): string[] => mountsUnder(path.join(dir, 'a')).filter((m) => m.includes(alloc.id) && m.endsWith('/t/local/data'));
     const before = dataMounts();
     assert.equal(before.length, 1, `the volume is mounted in the task: ${mountsUnder(dir).join(', ')}`);
-    const claimBefore = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).Claims.find((c) => c.AllocationID === alloc.id);
+    const claimBefore = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).BerthClaims.find((c) => c.AllocationID === alloc.id);
     ok(await agent.cli(['alloc', 'restart', id]), 'alloc restart');
     await until('the task started again', async () => /^start \d+\nstart \d+\n$/.test((await agent.cli(['alloc', 'fs', id, 't/local/data/starts'])).stdout));
     assert.deepEqual(dataMounts(), before, 'the volume stayed mounted');
-    const claimAfter = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).Claims.find((c) => c.AllocationID === alloc.id);
+    const claimAfter = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).BerthClaims.find((c) => c.AllocationID === alloc.id);
     assert.equal(claimAfter?.ClaimTime, claimBefore?.ClaimTime, 'the same claim');
     const restarted = await agent.get<Allocation>(`/v1/allocation/${alloc.id}`);
     assert.equal(restarted.clientStatus, 'running');

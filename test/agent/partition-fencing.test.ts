@@ -143,8 +143,8 @@ for (const publish of [true, false]) {
       stopped.child.kill('SIGSTOP');
       await until('the node marked down', async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.id === first.nodeId)?.status === 'down', 30_000);
       const claims = await server.get<CSIVolume>('/v1/volume/csi/fenced');
-      const held = claims.Claims.find((c) => c.AllocationID === first.id);
-      assert.ok(held?.FencedUntil, `the old writer's claim is fenced: ${JSON.stringify(claims.Claims)}`);
+      const held = claims.BerthClaims.find((c) => c.AllocationID === first.id);
+      assert.ok(held?.FencedUntil, `the old writer's claim is fenced: ${JSON.stringify(claims.BerthClaims)}`);
       const status = ok(await server.cli(['volume', 'status', 'fenced']), 'volume status');
       assert.match(status.stdout, /held until .*stop after disconnect 3 s/);
       const second = await until(

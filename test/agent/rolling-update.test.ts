@@ -87,7 +87,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
 
   const live = async (): Promise<Allocation[]> =>
     (await agent.get<Allocation[]>('/v1/job/roll/allocations')).filter((a) => a.desiredStatus === 'run').sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-  const claimsOf = async (i: number): Promise<VolumeClaimState[]> => (await agent.get<CSIVolume>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).Claims;
+  const claimsOf = async (i: number): Promise<VolumeClaimState[]> => (await agent.get<CSIVolume>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).BerthClaims;
   const latestDeployment = async (): Promise<Deployment | null> => agent.get<Deployment | null>('/v1/job/roll/deployment');
   const settled = (version: number) =>
     until(`the deployment of job version ${version} to succeed`, async () => {

@@ -74,7 +74,7 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
   const nodeStatus = async (): Promise<string | undefined> => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'c1')?.status;
   const nodesHealthy = async (): Promise<number> => (await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined))?.NodesHealthy ?? 0;
   const claimsOf = async (allocId: string): Promise<unknown[]> =>
-    (await server.get<CSIVolume>('/v1/volume/csi/kept')).Claims.filter((c) => c.AllocationID === allocId);
+    (await server.get<CSIVolume>('/v1/volume/csi/kept')).BerthClaims.filter((c) => c.AllocationID === allocId);
   const published = (allocId: string): string[] => mountsUnder(clientDir).filter((m) => m.includes(`/per-alloc/${allocId}/`));
   const staged = (): string[] => mountsUnder(clientDir).filter((m) => m.includes('/staging/'));
   const hp = (): string => path.join(dir, 'hp');

@@ -110,17 +110,17 @@ describe('volume health and drift on a dev agent', () => {
       'a usage report of at least 6 MiB',
       async () => {
         const read = await agent.get<CSIVolume>('/v1/volume/csi/shared-data');
-        return (read.Usage[0]?.Bytes?.Used ?? 0) >= 6 * MiB ? read : undefined;
+        return (read.BerthUsage[0]?.Bytes?.Used ?? 0) >= 6 * MiB ? read : undefined;
       },
       60_000,
     );
-    const usage = v.Usage[0]!;
+    const usage = v.BerthUsage[0]!;
     assert.equal(usage.NodeID, nodeId);
     // The volume's own directory, not the disk under it: what was written plus a few blocks, against the size it was given.
     assert.ok(usage.Bytes!.Used < 7 * MiB, `used ${usage.Bytes!.Used} bytes`);
     assert.equal(usage.Bytes!.Total, v.Capacity, 'the total is the size the volume was created with');
     assert.ok(usage.Inodes && usage.Inodes.Used >= 2, 'the directory and the file count as inodes');
-    assert.deepEqual(v.Condition && { abnormal: v.Condition.Abnormal }, { abnormal: false });
+    assert.deepEqual(v.BerthCondition && { abnormal: v.BerthCondition.Abnormal }, { abnormal: false });
 
     const status = ok(await agent.cli(['volume', 'status', 'shared-data']), 'volume status').stdout;
     assert.match(status, new RegExp(`Usage\\s+node ${nodeId.slice(0, 8)}: 6\\.\\d MiB \\(\\d+ bytes\\) used of 10\\.0 MiB \\(10485760 bytes\\) \\(6\\d\\.\\d %\\)`));
@@ -184,11 +184,11 @@ describe('volume health and drift on a dev agent', () => {
       'the abnormal condition',
       async () => {
         const r = await agent.get<CSIVolume>('/v1/volume/csi/shared-data');
-        return r.Condition?.Abnormal ? r : undefined;
+        return r.BerthCondition?.Abnormal ? r : undefined;
       },
       60_000,
     );
-    assert.match(read.Condition!.Message, /has vanished from the node/);
+    assert.match(read.BerthCondition!.Message, /has vanished from the node/);
     const status = ok(await agent.cli(['volume', 'status', 'shared-data']), 'volume status').stdout;
     assert.match(status, /Condition\s+abnormal: the volume's directory \S+ has vanished from the node \(node /);
 

@@ -298,7 +298,7 @@ async function unsettled(cluster: Cluster, writer: boolean): Promise<string | un
   if (writers.length !== (writer ? 1 : 0)) return `${writers.length} live writer allocations (want ${writer ? 1 : 0})`;
   const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
   if (!vol) return 'the volume is gone';
-  const claims = vol.Claims.map((c) => `${c.AllocationID.slice(0, 8)}:${c.Mode}:${c.State}`).sort();
+  const claims = vol.BerthClaims.map((c) => `${c.AllocationID.slice(0, 8)}:${c.Mode}:${c.State}`).sort();
   const want = writers.map((a) => `${a.id.slice(0, 8)}:write:taken`);
   if (claims.join(',') !== want.join(',')) return `volume claims [${claims.join(', ')}], want [${want.join(', ')}]`;
   return undefined;
@@ -400,7 +400,7 @@ async function inspect(cluster: Cluster): Promise<string[]> {
   const problems: string[] = [];
   const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
   const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
-  const writes = vol?.Claims.filter((c) => c.Mode === 'write') ?? [];
+  const writes = vol?.BerthClaims.filter((c) => c.Mode === 'write') ?? [];
   if (writes.length > 1) problems.push(`${writes.length} write claims on ${VOLUME_ID}: ${writes.map((c) => `${c.AllocationID.slice(0, 8)} ${c.State}`).join(', ')}`);
 
   const byId = new Map(allocs.map((a) => [a.id, a]));

@@ -172,7 +172,7 @@ describe('berth CLI against a real server', () => {
     assert.match(status.stdout, /^Mount Flags\s+\[REDACTED\]$/m);
     const asJson = await c.cli(['volume', 'status', 'shared', '--json']);
     const doc = json<api.CSIVolume>(asJson);
-    assert.deepEqual(doc.SecretNames, ['password']);
+    assert.deepEqual(doc.BerthSecretNames, ['password']);
     assert.equal(doc.Secrets, null);
     const list = await c.cli(['volume', 'status']);
     assert.match(list.stdout, /^ID\s+Name\s+Plugin ID\s+Schedulable\s+Claims\s+Access Mode$/m);

@@ -157,7 +157,7 @@ describe('berth volume detach under a live writer', () => {
     assert.notEqual(r.code, 0, r.stdout);
     assert.match(r.stderr, new RegExp(`volume held is in use on node ${node.id} by allocation ${alloc!.id} \\(job writer, running\\); stop it first, or detach with force`));
     const { body } = await c.call<nomad.CSIVolume>('GET', '/v1/volume/csi/held');
-    assert.deepEqual(body.Claims.map((cl) => cl.State), ['taken']);
+    assert.deepEqual(body.BerthClaims.map((cl) => cl.State), ['taken']);
     const help = await c.cli(['volume', 'detach', '--help']);
     assert.match(help.stdout, /--force/);
   });

@@ -53,7 +53,7 @@ function job(id: string, volume: string | undefined, script: string): string {
 }
 
 const allocs = (jobId: string, via?: ServerProc): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${jobId}/allocations`, via);
-const claimsOf = async (volume: string, via?: ServerProc): Promise<unknown[]> => (await cluster.read<{ Claims: unknown[] }>(`/v1/volume/csi/${volume}`, via)).Claims;
+const claimsOf = async (volume: string, via?: ServerProc): Promise<unknown[]> => (await cluster.read<{ BerthClaims: unknown[] }>(`/v1/volume/csi/${volume}`, via)).BerthClaims;
 
 async function running(jobId: string, via?: ServerProc): Promise<AllocRow> {
   return until(`job ${jobId} running`, async () => (await allocs(jobId, via).catch(() => [])).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'));

@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, VolumeClaimState } from '../../src/api/index.js';
+import type { CSIPlugin, CSIVolume, VolumeClaimState } from '../../src/api/index.js';
 import { mountsUnder, ok, REPO, until } from '../support/agent-run.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
@@ -147,7 +147,7 @@ async function killLeader(): Promise<{ old: ServerProc; next: ServerProc }> {
 
 const nodes = (): Promise<NodeRow[]> => cluster.read<NodeRow[]>('/v1/nodes');
 const allocs = (job: string): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${job}/allocations`);
-const claimsOf = async (volume: string): Promise<unknown[]> => (await cluster.read<{ Claims: unknown[] }>(`/v1/volume/csi/${volume}`)).Claims;
+const claimsOf = async (volume: string): Promise<VolumeClaimState[]> => (await cluster.read<CSIVolume>(`/v1/volume/csi/${volume}`)).BerthClaims;
 
 async function running(job: string): Promise<AllocRow> {
   try {
@@ -245,7 +245,7 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     await until('ControllerPublish in flight on node 1', () => (fakeState('n1')?.calls['ControllerPublishVolume'] ?? 0) >= 1);
     const { old } = await killLeader();
     const alloc = await running('mc');
-    const claims = (await claimsOf('vol-f')) as VolumeClaimState[];
+    const claims = await claimsOf('vol-f');
     if (claims.length !== 1) await explainClaims('vol-f', claims, alloc.id);
     assert.deepEqual(claims.map((c) => c.AllocationID), [alloc.id], 'one claim, by the running allocation');
     const st = fakeState('n1') as FakeState;
@@ -278,9 +278,9 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const next = await cluster.leader();
     ok(await next.run.cli(['job', 'run', '--detach', workloadJob('mc2', 'vol-f', 'exec sleep 600')], { addr: next.url }), 'job run mc2');
     const again = await running('mc2');
-    const claimsNow = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
+    const claimsNow = await claimsOf('vol-f');
     if (claimsNow.length !== 1) await explainClaims('vol-f', claimsNow, again.id);
-    assert.deepEqual(((await claimsOf('vol-f')) as Array<{ allocId: string }>).map((c) => c.allocId), [again.id]);
+    assert.deepEqual((await claimsOf('vol-f')).map((c) => c.AllocationID), [again.id]);
   });
 
   it('a leader paused with SIGSTOP and resumed after another leads writes nothing', async () => {

@@ -186,6 +186,6 @@ describe('a client that loses its server stops its single-writer task', { timeou
     });
     const events = failed.taskStates['main']?.events ?? [];
     assert.ok(events.some((e) => e.type === 'Fenced' && /stop_after_server_disconnect/.test(e.message)), JSON.stringify(events.map((e) => e.type)));
-    await until('the claim released', async () => (await read<CSIVolume>('/v1/volume/csi/fenced-vol')).Claims.every((c) => c.AllocationID !== writer.id));
+    await until('the claim released', async () => (await read<CSIVolume>('/v1/volume/csi/fenced-vol')).BerthClaims.every((c) => c.AllocationID !== writer.id));
   });
 });

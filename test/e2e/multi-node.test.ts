@@ -93,7 +93,7 @@ async function running(job: string): Promise<AllocRow> {
 }
 
 async function claimsOf(volume: string): Promise<VolumeClaimState[]> {
-  return (await read<CSIVolume>(`/v1/volume/csi/${volume}`)).Claims;
+  return (await read<CSIVolume>(`/v1/volume/csi/${volume}`)).BerthClaims;
 }
 
 function writeJson(name: string, value: unknown): string {

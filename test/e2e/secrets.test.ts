@@ -155,7 +155,7 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
       printed.push(`GET ${p}\n${text}`);
     }
     ok(await cli(['job', 'stop', 'user']), 'job stop');
-    await until('the claim released', async () => (JSON.parse((await cli(['volume', 'status', 'secret-vol', '--json'])).stdout) as { Claims: unknown[] }).Claims.length === 0);
+    await until('the claim released', async () => (JSON.parse((await cli(['volume', 'status', 'secret-vol', '--json'])).stdout) as { BerthClaims: unknown[] }).BerthClaims.length === 0);
     ok(await cli(['volume', 'delete', 'secret-vol']), 'volume delete');
   });
 

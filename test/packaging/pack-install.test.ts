@@ -119,8 +119,8 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
 
       await cli(['job', 'run', tryPlugin]);
       await until('the hostpath plugin to be healthy', async () => {
-        const p = JSON.parse(await cli(['plugin', 'status', 'hostpath', '--json'])) as { controllersHealthy: number; nodesHealthy: number };
-        return p.controllersHealthy >= 1 && p.nodesHealthy >= 1;
+        const p = JSON.parse(await cli(['plugin', 'status', 'hostpath', '--json'])) as { ControllersHealthy: number; NodesHealthy: number };
+        return p.ControllersHealthy >= 1 && p.NodesHealthy >= 1;
       });
       await cli(['volume', 'create', path.join(examples, 'volume.hcl')]);
       assert.match(await cli(['job', 'run', path.join(examples, 'writer.hcl')]), /complete|running/);
@@ -131,8 +131,8 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
       });
       await cli(['job', 'stop', 'writer']);
       await until('the writer\'s claim to be released', async () => {
-        const v = JSON.parse(await cli(['volume', 'status', 'shared-data', '--json'])) as { claims?: unknown[]; readAllocs?: unknown; writeAllocs?: unknown };
-        return (v.claims ?? []).length === 0;
+        const v = JSON.parse(await cli(['volume', 'status', 'shared-data', '--json'])) as { BerthClaims: unknown[] };
+        return v.BerthClaims.length === 0;
       });
       await cli(['volume', 'delete', 'shared-data']);
       // examples/hostpath-plugin.hcl keeps volumes under /var/lib/berth/hostpath/<node ID>;

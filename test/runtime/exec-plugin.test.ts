@@ -65,7 +65,7 @@ describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }
     await server.register(volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }));
     const w = await finished('xwriter');
     assert.equal(w.clientStatus, 'complete', trail(w));
-    await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/xdata')).Claims.length === 0, 30_000);
+    await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/xdata')).BerthClaims.length === 0, 30_000);
 
     await server.register(volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }));
     const r = await finished('xreader');

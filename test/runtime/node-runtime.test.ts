@@ -106,12 +106,12 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     await server.register(volumeJob({ id: 'writer', type: 'batch', volumeId: 'shared', script: `${find}; echo ${token} > "$D/hello.txt"` }));
     const w = await finished('writer');
     assert.equal(w.clientStatus, 'complete', describeAlloc(w));
-    await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0);
+    await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).BerthClaims.length === 0);
 
     await server.register(volumeJob({ id: 'reader', type: 'batch', volumeId: 'shared', script: `${find}; grep -qx ${token} "$D/hello.txt"` }));
     const r = await finished('reader');
     assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${describeAlloc(r)}`);
-    await until('the reader claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0);
+    await until('the reader claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).BerthClaims.length === 0);
   });
 
   it('the plugin job is updated (two plugin allocations at once) while a workload runs: nothing breaks', async () => {
@@ -180,7 +180,7 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     // The allocation directory (and its secrets tmpfs) stays until the server garbage-collects the allocation.
     const volumeMounts = (): string[] => mountsUnder(agentDir).filter((m) => m.includes(sleeper.id) && !m.endsWith('/secrets'));
     await until('the sleeper volume to be unmounted', () => volumeMounts().length === 0, 60_000);
-    await until('its claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0, 60_000);
+    await until('its claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).BerthClaims.length === 0, 60_000);
   });
 
   it('the plugin process crashes: it is restarted and re-registered; existing mounts stay', async () => {
@@ -206,7 +206,7 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
       [],
       'no volume stays mounted',
     );
-    await until('every claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).Claims.length === 0, 30_000);
+    await until('every claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).BerthClaims.length === 0, 30_000);
   });
 
   it('never writes a volume secret into the agent log or any file of the agent (scenario 16)', () => {

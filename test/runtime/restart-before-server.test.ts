@@ -134,7 +134,7 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     await until('the volume reconcile after the first list to finish', () => logged(offset, 'volumes reconciled with the server') + logged(offset, 'reconciling volumes failed') > 0, 30_000);
     assert.ok(alive(pid), 'the workload is the same process');
     assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
-    const claims = (await server.ok<CSIVolume>('GET', '/v1/volume/csi/db')).Claims;
+    const claims = (await server.ok<CSIVolume>('GET', '/v1/volume/csi/db')).BerthClaims;
     assert.deepEqual(
       claims.map((c) => [c.AllocationID, c.Mode, c.State]),
       [[alloc.id, 'write', 'taken']],

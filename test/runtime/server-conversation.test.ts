@@ -262,7 +262,7 @@ describe('the node conversation with a real server', () => {
     reporter.report({ id: alloc.id, clientStatus: 'complete', clientDescription: 'done', taskStates });
     await eventually('the claim to be released', async () => {
       const v = await http<CSIVolume>('GET', '/v1/volume/csi/data');
-      return v.body.Claims.length === 0 ? true : undefined;
+      return v.body.BerthClaims.length === 0 ? true : undefined;
     });
     assert.equal(plugin.callsTo('NodeUnpublishVolume').length, 1);
     assert.equal(plugin.callsTo('NodeUnstageVolume').length, 1);

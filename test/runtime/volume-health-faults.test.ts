@@ -188,11 +188,11 @@ describe('volume health and drift with an injected fault', () => {
   it('the node reports usage of the published volume, on an interval', async () => {
     const v = await eventually('a usage report', async () => {
       const r = await volume('data');
-      return r.Usage.length ? r : undefined;
+      return r.BerthUsage.length ? r : undefined;
     });
-    assert.equal(v.Usage[0]?.NodeID, NODE_ID);
-    assert.equal(v.Usage[0]?.Bytes?.Total, 64 * 1024 * 1024);
-    assert.deepEqual(v.Condition && [v.Condition.Abnormal, v.Condition.Message], [false, 'healthy']);
+    assert.equal(v.BerthUsage[0]?.NodeID, NODE_ID);
+    assert.equal(v.BerthUsage[0]?.Bytes?.Total, 64 * 1024 * 1024);
+    assert.deepEqual(v.BerthCondition && [v.BerthCondition.Abnormal, v.BerthCondition.Message], [false, 'healthy']);
     const calls = plugin.callsTo('NodeGetVolumeStats').length;
     await eventually('more calls, on the interval', () => plugin.callsTo('NodeGetVolumeStats').length >= calls + 2);
     assert.equal(plugin.maxConcurrentPerVolume(dataExt) <= 1, true, 'never two calls in flight for one volume');
@@ -205,10 +205,10 @@ describe('volume health and drift with an injected fault', () => {
     plugin.setVolumeCondition(dataExt, { abnormal: true, message: 'disk reports I/O errors' });
     const v = await eventually('the abnormal condition on the server', async () => {
       const r = await volume('data');
-      return r.Condition?.Abnormal ? r : undefined;
+      return r.BerthCondition?.Abnormal ? r : undefined;
     });
-    assert.equal(v.Condition?.Message, 'disk reports I/O errors');
-    assert.deepEqual(v.Condition?.Sources.map((s) => [s.Source, s.NodeID, s.Abnormal]), [['node', NODE_ID, true]]);
+    assert.equal(v.BerthCondition?.Message, 'disk reports I/O errors');
+    assert.deepEqual(v.BerthCondition?.Sources.map((s) => [s.Source, s.NodeID, s.Abnormal]), [['node', NODE_ID, true]]);
 
     const status = await cli(['volume', 'status', 'data']);
     assert.equal(status.code, 0, status.stderr);
@@ -223,7 +223,7 @@ describe('volume health and drift with an injected fault', () => {
     assert.deepEqual(told.report.allocIds, [alloc.id]);
 
     plugin.setVolumeCondition(dataExt, undefined);
-    await eventually('the volume normal again', async () => ((await volume('data')).Condition?.Abnormal === false ? true : undefined));
+    await eventually('the volume normal again', async () => ((await volume('data')).BerthCondition?.Abnormal === false ? true : undefined));
     await eventually('the recovery told to the allocation', () => conditionEvents.find((e) => e.report.condition?.abnormal === false));
     assert.match(await metrics(), /^berth_volume_abnormal\{namespace="default",volume="data",plugin="fake"\} 0$/m);
   });
@@ -233,10 +233,10 @@ describe('volume health and drift with an injected fault', () => {
     plugin.setVolumeCondition(idleExt, { abnormal: true, message: 'replica lost' });
     const v = await eventually('the controller condition', async () => {
       const r = await volume('idle');
-      return r.Condition?.Abnormal ? r : undefined;
+      return r.BerthCondition?.Abnormal ? r : undefined;
     });
-    assert.deepEqual(v.Condition?.Sources.map((s) => [s.Source, s.Message]), [['controller', 'replica lost']]);
-    assert.deepEqual(v.Usage, [], 'no node has it, so no usage');
+    assert.deepEqual(v.BerthCondition?.Sources.map((s) => [s.Source, s.Message]), [['controller', 'replica lost']]);
+    assert.deepEqual(v.BerthUsage, [], 'no node has it, so no usage');
     const asked = plugin.callsTo('ControllerGetVolume').map((c) => c.request['volumeId']);
     assert.ok(asked.length > 0 && asked.every((id) => id === idleExt), `the published volume is left to its node; asked about ${asked.join(', ')}`);
     plugin.setVolumeCondition(idleExt, undefined);
@@ -247,7 +247,7 @@ describe('volume health and drift with an injected fault', () => {
     plugin.answerNext('ControllerUnpublishVolume', {});
     const update = await api.updateAllocations(NODE_ID, [{ id: alloc.id, clientStatus: 'complete', clientDescription: 'done', taskStates: {} }]);
     assert.ok(update.index > 0);
-    await eventually('the claim to be released', async () => ((await volume('data')).Claims.length === 0 ? true : undefined));
+    await eventually('the claim to be released', async () => ((await volume('data')).BerthClaims.length === 0 ? true : undefined));
     assert.deepEqual([...(plugin.controllerPublished.get(dataExt) ?? [])], ['ext-node-h'], 'the fake still reports it published');
 
     const found = (await http<DriftReport>('GET', '/v1/volumes/doctor')).body;
@@ -300,7 +300,7 @@ describe('volume health and drift with an injected fault', () => {
         claimTime: Date.now(),
       }),
     );
-    await eventually('the release to fail once', async () => ((await volume('idle')).Claims[0]?.ReleaseAttempts ?? 0) >= 1 ? true : undefined);
+    await eventually('the release to fail once', async () => ((await volume('idle')).BerthClaims[0]?.ReleaseAttempts ?? 0) >= 1 ? true : undefined);
     const found = await eventually('the doctor to report the claim', async () => {
       const r = (await http<DriftReport>('GET', '/v1/volumes/doctor?volume=idle')).body;
       return r.Findings.length ? r : undefined;
@@ -312,7 +312,7 @@ describe('volume health and drift with an injected fault', () => {
     plugin.clearScript();
     const fixed = (await http<DriftReport>('POST', '/v1/volumes/doctor?volume=idle')).body;
     assert.deepEqual(fixed.FixFailed, []);
-    assert.deepEqual((await volume('idle')).Claims, [], 'the claim is gone (released by --fix, or by the claim watcher first)');
+    assert.deepEqual((await volume('idle')).BerthClaims, [], 'the claim is gone (released by --fix, or by the claim watcher first)');
     assert.deepEqual((await http<DriftReport>('GET', '/v1/volumes/doctor')).body.Findings, [], 'the books are equal');
   });
 

@@ -52,7 +52,7 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
     assert.equal((await c.cli(['job', 'run', c.file('user.json', JSON.stringify(job))])).code, 0, c.printed.at(-1));
     const [alloc] = (await c.get<Array<{ id: string; nodeId: string }>>('/v1/job/sec-user/allocations')).body ?? [];
     assert.ok(alloc, 'the job was placed');
-    await until('the claim released', async () => ((await c.get<{ Claims: unknown[] }>('/v1/volume/csi/sec-vol')).body?.Claims ?? [1]).length === 0);
+    await until('the claim released', async () => ((await c.get<{ BerthClaims: unknown[] }>('/v1/volume/csi/sec-vol')).body?.BerthClaims ?? [1]).length === 0);
 
     // Every read a user can make, as text and as JSON, with both tokens.
     for (const args of [

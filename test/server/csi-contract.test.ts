@@ -174,7 +174,7 @@ describe("Nomad's CSI API", () => {
     assert.ok(v.ExternalID);
     assert.equal(v.Secrets, null);
     assert.deepEqual(v.MountOptions, { FSType: 'ext4', MountFlags: ['[REDACTED]'] });
-    assert.deepEqual(v.SecretNames, ['password']);
+    assert.deepEqual(v.BerthSecretNames, ['password']);
     assert.deepEqual(v.RequestedCapabilities, [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }]);
     assert.equal(v.RequestedCapacityMin, 1024 * 1024);
     assert.ok(v.Schedulable && v.ControllerRequired && v.NodesHealthy === 1);
@@ -254,7 +254,7 @@ describe("Nomad's CSI API", () => {
     assert.ok(indexOf(after.answer) > index);
     const v = await eventually('the claim published', async () => {
       const r = await read(CSIVolume, 'GET', '/v1/volume/csi/data');
-      return r.value.Claims[0]?.ControllerPublish === 'published' ? r.value : undefined;
+      return r.value.BerthClaims[0]?.ControllerPublish === 'published' ? r.value : undefined;
     });
     assert.deepEqual(v.WriteAllocs, { [WRITER]: null });
     assert.deepEqual(v.ReadAllocs, {});
@@ -263,8 +263,8 @@ describe("Nomad's CSI API", () => {
       [WRITER],
     );
     assert.equal(v.AccessMode, 'single-node-writer');
-    assert.equal(v.Claims[0]?.State, 'taken');
-    assert.equal(v.Claims[0]?.NodeID, 'node-1');
+    assert.equal(v.BerthClaims[0]?.State, 'taken');
+    assert.equal(v.BerthClaims[0]?.NodeID, 'node-1');
 
     const byNode = await read(z.array(CSIVolumeListStub), 'GET', '/v1/volumes?type=csi&node_id=node-1');
     assert.deepEqual(
@@ -288,7 +288,7 @@ describe("Nomad's CSI API", () => {
     await h.server.store.write((txn) => txn.put('allocations', testAllocation(WRITER, 'node-1', { clientStatus: 'complete', desiredStatus: 'stop' })));
     const { value } = await read(CSIVolumeDetachResponse, 'DELETE', '/v1/volume/csi/data/detach?node=node-1');
     assert.deepEqual(value, { StoppedAllocations: [], Warnings: '' });
-    await eventually('the claim gone', async () => ((await read(CSIVolume, 'GET', '/v1/volume/csi/data')).value.Claims.length === 0 ? true : undefined));
+    await eventually('the claim gone', async () => ((await read(CSIVolume, 'GET', '/v1/volume/csi/data')).value.BerthClaims.length === 0 ? true : undefined));
   });
 
   it('creates, lists (paged) and deletes snapshots, and lists the provider\'s volumes', async () => {
@@ -345,7 +345,7 @@ describe("Nomad's CSI API", () => {
       await call('GET', path, { token: TOKENS.readOnly });
     }
     const all = seen.join('\n');
-    assert.ok(all.includes('SecretNames'));
+    assert.ok(all.includes('BerthSecretNames'));
     assert.ok(!all.includes(SECRET), 'a secret reached an answer');
     // The plugin did get them.
     const create = plugin.callsTo('CreateVolume')[0];

@@ -134,7 +134,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
       },
     });
     assert.equal(created.status, 200, created.text);
-    assert.deepEqual(created.body.Volumes?.[0]?.SecretNames, ['password']);
+    assert.deepEqual(created.body.Volumes?.[0]?.BerthSecretNames, ['password']);
     assert.equal(plugin.callsTo('CreateVolume').length, 1);
 
     // Registering a volume the plugin does not have fails with the plugin's answer, as an error envelope.
@@ -178,13 +178,13 @@ describe('server with a fake node agent over the real HTTP API', () => {
     assert.ok(second.status === 409 || second.status === 404, second.text);
 
     const volume = await call<CSIVolume>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
-    assert.equal(volume.body.Claims.length, 1);
+    assert.equal(volume.body.BerthClaims.length, 1);
 
     // The allocation finishes: the claim watcher releases the claim (node detach, then ControllerUnpublish).
     await call('POST', '/v1/node/node-1/allocations', { token: TOKENS.node, body: { allocations: [{ id: alloc.id, clientStatus: 'complete' }] } });
     await eventually('the claim to be released', async () => {
       const v = await call<CSIVolume>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
-      return v.body.Claims.length === 0 ? true : undefined;
+      return v.body.BerthClaims.length === 0 ? true : undefined;
     });
     assert.equal(plugin.callsTo('ControllerUnpublishVolume').length, 1);
     assert.ok(agent.callsOf('csi.node.detach').length >= 1, 'the node was asked to unpublish and unstage');

@@ -110,14 +110,14 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.match(text, new RegExp(`topology\\.hostpath\\.csi\\.berth\\.dev/node\\s+${cluster.nodeId}`));
     assert.match(text, /Claims \(0\)/);
     // Usage comes from the nodes that have the volume published: none yet.
-    assert.deepEqual((await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Usage, []);
+    assert.deepEqual((await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthUsage, []);
     assert.match(text, /No usage reported/);
     // Mark this document: a reload would drop the mark.
     await page.evaluate(() => ((window as unknown as { berthMark: number }).berthMark = 42));
 
     const allocId = await cluster.runJob('ui-work', { writeMiB: WRITE_MIB });
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ timeout: 60_000 });
-    const claims = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Claims;
+    const claims = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims;
     assert.deepEqual(claims.map((c) => [c.AllocationID, c.Mode, c.State]), [[allocId, 'write', 'taken']]);
     text = await mainText();
     assert.match(text, /Claims \(1\)/);
@@ -126,7 +126,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     // The node reports the usage of the volume's directory every second; the open page shows what the API says.
     const shown = page.locator('[data-usage-bytes]');
     await until('the page to show the written usage', async () => Number((await shown.getAttribute('data-usage-bytes').catch(() => null)) ?? 0) >= WRITE_MIB * MiB);
-    const usage = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Usage;
+    const usage = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthUsage;
     assert.equal(usage.length, 1);
     const { Used: used, Total: total } = usage[0]!.Bytes!;
     assert.equal(usage[0]!.NodeID, cluster.nodeId);
@@ -137,7 +137,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const usageText = await shown.innerText();
     assert.match(usageText, new RegExp(`^${WRITE_MIB}\\.\\d MiB used of 10 MiB \\(${((used / total) * 100).toFixed(1).replace('.', '\\.')}%\\)(, \\d+ of \\d+ inodes)? on node ${cluster.nodeId.slice(0, 8)}`));
     assert.equal(Number(await page.getByRole('meter', { name: 'bytes used' }).getAttribute('aria-valuenow')), (used / total) * 100);
-    assert.match(await page.locator('[data-condition]').innerText(), /Condition: normal/);
+    assert.match(await page.locator('[data-condition]').innerText(), /BerthCondition: normal/);
     // The chart: the usage history the API keeps, drawn once there are two reports.
     const chart = page.locator('figure.chart');
     await chart.waitFor({ timeout: 60_000 });
@@ -265,7 +265,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     page.once('dialog', (d) => void d.accept());
     await panel.getByRole('button', { name: 'Detach', exact: true }).click();
     await panel.getByRole('alert').filter({ hasText: `is in use on node ${cluster.nodeId} by allocation ${allocId}` }).waitFor();
-    assert.equal((await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Claims.length, 1, 'the refused detach changed nothing');
+    assert.equal((await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims.length, 1, 'the refused detach changed nothing');
 
     page.once('dialog', (d) => void d.accept());
     await panel.getByRole('button', { name: 'Force detach' }).click();
@@ -274,7 +274,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ state: 'detached' });
     const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
     assert.equal(alloc.desiredStatus, 'stop');
-    assert.ok(!(await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).Claims.some((c) => c.AllocationID === allocId));
+    assert.ok(!(await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims.some((c) => c.AllocationID === allocId));
     await shot(page, 'volume-detached');
   });
 
@@ -294,10 +294,10 @@ describe('the web UI', { timeout: 400_000 }, () => {
 
     const condition = page.locator('[data-condition="abnormal"]');
     await condition.waitFor({ timeout: 60_000 });
-    const api = (await apiGet<CSIVolume>(`/v1/volume/csi/${sick}`)).Condition;
+    const api = (await apiGet<CSIVolume>(`/v1/volume/csi/${sick}`)).BerthCondition;
     assert.equal(api?.Abnormal, true);
     assert.match(api.Message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
-    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.Message}`);
+    assert.equal(await condition.innerText(), `BerthCondition: abnormal: ${api.Message}`);
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), new RegExp(`^Volume ${sick}\\s+abnormal: the volume`));
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 43, 'the page was not reloaded');
     await shot(page, 'volume-abnormal');

@@ -122,10 +122,10 @@ export function csiVolume(v: VolumeView, snap: StateReader, health?: VolumeHealt
     ModifyIndex: v.modifyIndex,
     CreateTime: 0,
     ModifyTime: 0,
-    Claims: v.claims.map(volumeClaimState),
-    SecretNames: [...v.secretNames],
-    Usage: (health?.usage ?? []).map(nodeVolumeUsage),
-    Condition: health?.condition ? volumeCondition(health.condition) : null,
+    BerthClaims: v.claims.map(volumeClaimState),
+    BerthSecretNames: [...v.secretNames],
+    BerthUsage: (health?.usage ?? []).map(nodeVolumeUsage),
+    BerthCondition: health?.condition ? volumeCondition(health.condition) : null,
   };
 }
 
@@ -232,7 +232,7 @@ export function csiPlugin(plugin: CsiPlugin, snap: StateReader): CSIPlugin {
     ModifyIndex: plugin.modifyIndex,
     CreateTime: 0,
     ModifyTime: 0,
-    ExhaustedNodes: Object.fromEntries(Object.entries(plugin.exhaustedNodes).map(([nodeId, e]) => [nodeId, { Since: goTime(e.at), Reason: e.reason }])),
+    BerthExhaustedNodes: Object.fromEntries(Object.entries(plugin.exhaustedNodes).map(([nodeId, e]) => [nodeId, { Since: goTime(e.at), Reason: e.reason }])),
   };
 }
 
