@@ -8,7 +8,7 @@
 //    allocation running (polled every 5 ms). The plugin share is the time
 //    the agent spent in CSI calls for that run (ControllerPublish,
 //    NodeStage, NodePublish...), read as the delta of the
-//    `berth_csi_call_duration_seconds` histogram on the agent's /metrics
+//    `berth_csi_call_duration_seconds` histogram on the agent's /v1/metrics
 //    (periodic Probe and fingerprint calls excluded). Between runs the job is
 //    stopped and its claim released (not timed).
 // 2. Plugin job run -> `plugin status` shows it healthy (one controller and
@@ -107,7 +107,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
   const call = agentApi(agent);
   const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => (await call<T>(method, path, body)).body;
   const pluginSeconds = async (plugin: string): Promise<number> => {
-    const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+    const res = await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } });
     let sum = 0;
     for (const line of (await res.text()).split('\n')) {
       const m = /^berth_csi_call_duration_seconds_sum\{([^}]*)\} (\S+)$/.exec(line);
@@ -198,7 +198,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     const sortedShares = [...shares].sort((a, b) => a - b);
     const shareP50 = round((sortedShares[Math.floor(sortedShares.length / 2)] ?? 0) * 100);
     console.log(`  job run (one CSI volume) -> task running: p50 ${round(workload.p50Us / 1000)} ms, p99 ${round(workload.p99Us / 1000)} ms (${workload.n} runs)`);
-    console.log(`    of which plugin calls (agent /metrics CSI histogram): p50 ${shareP50} %`);
+    console.log(`    of which plugin calls (agent /v1/metrics CSI histogram): p50 ${shareP50} %`);
     console.log(`    the CLI process alone (node startup, parse, submit): p50 ${round(cli.p50Us / 1000)} ms, ${ratio(cli.p50Us / 1000)}`);
 
     // 3b. The same workload through the API.

@@ -240,14 +240,14 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; clientStatus: string; desiredStatus: string }>;
   /** The agent's event loop delay (ms) since the previous scrape (prom-client's monitorEventLoopDelay gauges). */
   const loopDelay = async (): Promise<{ p50: number; p99: number; max: number }> => {
-    const text = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    const text = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers })).text();
     const at = (name: string): number => round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000);
     return { p50: at('nodejs_eventloop_lag_p50_seconds'), p99: at('nodejs_eventloop_lag_p99_seconds'), max: at('nodejs_eventloop_lag_max_seconds') };
   };
   /** Where the agent's RSS lives now, and V8's view of its heap. */
   const memoryNow = async (): Promise<{ rss: ReturnType<typeof rssBreakdown>; v8: Record<string, number>; sockets: number; reclaims: number }> => {
     const rss = rssBreakdown(agentPid);
-    const metrics = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    const metrics = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers })).text();
     return { rss, sockets: openSockets(agentPid), v8: v8Figures(metrics), reclaims: Number(/^berth_agent_memory_reclaims (\S+)$/m.exec(metrics)?.[1] ?? NaN) };
   };
   /** Has the agent write a heap snapshot (a full GC first) and waits until the file is complete. */

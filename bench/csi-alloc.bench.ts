@@ -138,7 +138,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
   const call = agentApi(agent);
   /** Sum (ms) of the agent's CSI call durations to the plugin, and how many calls, by RPC. */
   const csiMs = async (): Promise<{ ms: Record<string, number>; calls: Record<string, number> }> => {
-    const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+    const res = await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } });
     const out = { ms: {} as Record<string, number>, calls: {} as Record<string, number> };
     for (const line of (await res.text()).split('\n')) {
       const m = /^berth_csi_call_duration_seconds_(sum|count)\{([^}]*)\} (\S+)$/.exec(line);

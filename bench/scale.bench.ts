@@ -109,7 +109,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
 
 /** The full GCs a server's memory reclaimer ran so far (its `berth_agent_memory_reclaims`): each one stops its event loop. */
 async function reclaimsOf(c: SimCluster, s: SimCluster['processes']['servers'][number]): Promise<number> {
-  const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
+  const res = await fetch(`${s.url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
   return Number(/^berth_agent_memory_reclaims (\d+)/m.exec(await res.text())?.[1] ?? NaN);
 }
 

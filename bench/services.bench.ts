@@ -51,7 +51,7 @@ async function registeredToVisible(dir: string): Promise<Record<string, unknown>
     for (let r = 0; r < ROUNDS; r++) {
       const name = `svc-${r}`;
       const first = await fetch(`${url}/v1/service/${name}`, { headers });
-      const index = first.headers.get('x-berth-index');
+      const index = first.headers.get('x-nomad-index');
       await first.arrayBuffer();
       const reader = (async () => {
         for (;;) {

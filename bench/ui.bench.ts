@@ -39,8 +39,8 @@ async function followClaims(addr: string, token: string, volume: string, signal:
       buf = lines.pop() ?? '';
       for (const line of lines) {
         if (!line.trim()) continue;
-        const ev = JSON.parse(line) as { op?: string; payload?: { state?: string } };
-        if (ev.op === 'put' && ev.payload?.state === 'taken') return Date.now();
+        const frame = JSON.parse(line) as { Events?: Array<{ Type: string; Payload: { Claim?: { state?: string } } }> };
+        if (frame.Events?.some((ev) => ev.Type === 'ClaimUpserted' && ev.Payload.Claim?.state === 'taken')) return Date.now();
       }
     }
   })();

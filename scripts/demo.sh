@@ -207,19 +207,21 @@ run berth volume status
 run berth volume status shared-data
 echo
 echo "Claim history of shared-data (from the event stream):"
-printf '%s$ berth event stream --topic claim --index 0 --until-now --json%s\n' "$DIM" "$RESET"
+printf '%s$ berth event stream --topic claim:shared-data --index 0 --until-now --json%s\n' "$DIM" "$RESET"
 # --until-now: the stream ends once it has printed every change up to now.
-berth event stream --topic claim --index 0 --until-now --json |
+# One frame a line: {"Index":N,"Events":[{"Topic":"claim","Type":"ClaimUpserted","Payload":{"Claim":{...}}}]}.
+berth event stream --topic claim:shared-data --index 0 --until-now --json |
   node -e '
     const lines = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean);
     console.log("  Index  Op      Alloc ID  Mode   State");
     for (const line of lines) {
-      const e = JSON.parse(line);
-      const c = e.payload ?? {};
-      if (typeof e.key !== "string" || !e.key.startsWith("default/shared-data/")) continue;
-      const alloc = e.key.split("/").pop().slice(0, 8);
-      const state = e.op === "delete" ? "released" : (c.state ?? "-");
-      console.log(`  ${String(e.index).padEnd(5)}  ${e.op.padEnd(6)}  ${alloc}  ${(c.mode ?? "-").padEnd(5)}  ${state}`);
+      for (const e of JSON.parse(line).Events ?? []) {
+        const c = e.Payload.Claim ?? {};
+        if (e.Namespace !== "default" || c.volumeId !== "shared-data") continue;
+        const op = e.Type === "ClaimDeleted" ? "delete" : "put";
+        const state = op === "delete" ? "released" : (c.state ?? "-");
+        console.log(`  ${String(e.Index).padEnd(5)}  ${op.padEnd(6)}  ${String(c.allocId).slice(0, 8)}  ${(c.mode ?? "-").padEnd(5)}  ${state}`);
+      }
     }'
 
 

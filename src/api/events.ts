@@ -5,6 +5,7 @@
 // Nomad has the object; Berth's own objects keep Berth's topic names.
 
 import { z } from 'zod';
+import { Job } from './jobs.js';
 import { ServiceRegistration } from './services.js';
 
 /** Nomad's topics Berth emits events on. */
@@ -80,11 +81,12 @@ const pendingShape = z.record(z.string(), z.unknown());
 
 /**
  * Each topic's payload: the object under Nomad's key (api.Event's
- * `Job()`, `Allocation()`... read these keys). Service's is checked field
- * by field; the others are wired to their family's schema as those land.
+ * `Job()`, `Allocation()`... read these keys). Job's and Service's are
+ * checked field by field; the others are wired to their family's schema as
+ * those land.
  */
 export const EVENT_PAYLOADS = {
-  Job: z.object({ Job: pendingShape, Deleted: z.boolean().optional() }),
+  Job: z.object({ Job: Job, Deleted: z.boolean().optional() }),
   Allocation: z.object({ Allocation: pendingShape }),
   Evaluation: z.object({ Evaluation: pendingShape }),
   Deployment: z.object({ Deployment: pendingShape }),

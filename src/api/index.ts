@@ -167,6 +167,8 @@ export {
   DriftReport,
   VolumeDrift,
 } from './csi-berth.js';
+// The cluster-wide routes: agent, status, regions, namespaces, the token,
+// operator (scheduler configuration, metrics, system), services and the event stream.
 export {
   AgentMember,
   ServerMembers,

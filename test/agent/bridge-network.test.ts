@@ -15,7 +15,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, ServiceRegistration } from '../../src/structs/index.js';
+import type { ServiceRegistration } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { cleanupUnder, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, tempDir, type Result } from './_agent.js';
 
@@ -134,7 +135,7 @@ describe('bridge networking on a dev agent', () => {
   /** The alloc-mode service at each allocation's own address and port 80; the host-mode one at its host address and port. */
   const registered = async (allocs: Allocation[]): Promise<void> => {
     const want = (f: (a: Allocation) => [string, number]) => allocs.map((a) => [a.id, ...f(a)]).sort();
-    const have = (regs: ServiceRegistration[]) => regs.map((r) => [r.allocId, r.address, r.port]).sort();
+    const have = (regs: ServiceRegistration[]) => regs.map((r) => [r.AllocID, r.Address, r.Port]).sort();
     const hostPort = (a: Allocation) => a.ports?.find((p) => p.label === 'http') as NonNullable<Allocation['ports']>[number];
     const inside = want((a) => [a.network?.address as string, 80]);
     const host = want((a) => [hostPort(a).hostIp, hostPort(a).value]);

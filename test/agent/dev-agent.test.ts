@@ -1,7 +1,7 @@
 // `berth agent --dev` as a user runs it: the real binary as a child process,
 // the examples' hostpath plugin job, a volume created through its
 // controller, workloads writing and reading it back, `alloc logs` and
-// `alloc exec` (pipes and a pty), one /metrics page, and Ctrl-C leaving
+// `alloc exec` (pipes and a pty), one /v1/metrics page, and Ctrl-C leaving
 // nothing mounted and no task running.
 
 import assert from 'node:assert/strict';
@@ -194,8 +194,8 @@ describe('berth agent --dev', () => {
     }
   });
 
-  it('serves one /metrics with plugin health, claims, allocations and the agent\'s CSI calls', async () => {
-    const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+  it('serves one /v1/metrics with plugin health, claims, allocations and the agent\'s CSI calls', async () => {
+    const res = await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } });
     assert.equal(res.status, 200);
     const text = await res.text();
     assert.match(text, /^berth_plugin_nodes_healthy\{plugin="hostpath"\} 1$/m);

@@ -34,12 +34,13 @@ function ok(r: Result, what: string): Result {
 
 const WRITER = volumeWriterScript(1);
 
-interface StoreEvent {
-  index: number;
-  topic: string;
-  key: string;
-  op: 'put' | 'delete';
-  payload?: Record<string, unknown>;
+/** One change of the event stream (Nomad's Event). */
+interface StreamEvent {
+  Index: number;
+  Topic: string;
+  Type: string;
+  Key: string;
+  Payload: Record<string, Record<string, unknown>>;
 }
 
 describe('node drain of a single-writer volume', () => {
@@ -144,19 +145,20 @@ describe('node drain of a single-writer volume', () => {
     await until('lines from the replacement', () => writerLines(log).some((l) => l.alloc === second.id) || undefined, 30_000);
 
     // Claim events in store order: the old claim is deleted before the replacement's is first written.
-    const events = await eventsOf(server, ['claim', 'allocation']);
-    const oldClaimGone = events.find((e) => e.topic === 'claim' && e.op === 'delete' && e.key.endsWith(`/${first.id}`));
-    const newClaim = events.find((e) => e.topic === 'claim' && e.op === 'put' && e.key.endsWith(`/${second.id}`));
-    assert.ok(oldClaimGone && newClaim, `both claim events seen: ${JSON.stringify(events.filter((e) => e.topic === 'claim').map((e) => [e.index, e.op, e.key]))}`);
-    assert.ok(oldClaimGone.index < newClaim.index, `old claim released (index ${oldClaimGone.index}) before the new one was taken (index ${newClaim.index})`);
+    const events = await eventsOf(server, ['claim', 'Allocation']);
+    const oldClaimGone = events.find((e) => e.Topic === 'claim' && e.Type === 'ClaimDeleted' && e.Key.endsWith(`/${first.id}`));
+    const newClaim = events.find((e) => e.Topic === 'claim' && e.Type === 'ClaimUpserted' && e.Key.endsWith(`/${second.id}`));
+    assert.ok(oldClaimGone && newClaim, `both claim events seen: ${JSON.stringify(events.filter((e) => e.Topic === 'claim').map((e) => [e.Index, e.Type, e.Key]))}`);
+    assert.ok(oldClaimGone.Index < newClaim.Index, `old claim released (index ${oldClaimGone.Index}) before the new one was taken (index ${newClaim.Index})`);
 
     // The plugin on the drained node was told to stop only after the old claim was released.
-    const pluginStop = events.find(
-      (e) => e.topic === 'allocation' && e.op === 'put' && e.payload?.['jobId'] === 'hostpath-plugin' && e.payload['nodeId'] === drained.id && e.payload['desiredStatus'] === 'stop' &&
-        (e.payload['desiredTransition'] as { migrate?: boolean } | undefined)?.migrate === true,
-    );
+    const pluginStop = events.find((e) => {
+      const a = e.Payload['Allocation'];
+      return e.Topic === 'Allocation' && e.Type !== 'AllocationDeleted' && a?.['jobId'] === 'hostpath-plugin' && a['nodeId'] === drained.id && a['desiredStatus'] === 'stop' &&
+        (a['desiredTransition'] as { migrate?: boolean } | undefined)?.migrate === true;
+    });
     assert.ok(pluginStop, 'the plugin allocation on the drained node was stopped by the drain');
-    assert.ok(pluginStop.index > oldClaimGone.index, `plugin stopped at index ${pluginStop.index}, after the claim release at ${oldClaimGone.index}`);
+    assert.ok(pluginStop.Index > oldClaimGone.Index, `plugin stopped at index ${pluginStop.Index}, after the claim release at ${oldClaimGone.Index}`);
     const pluginAllocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
     assert.ok(pluginAllocs.some((a) => a.nodeId === other.id && a.desiredStatus === 'run' && a.clientStatus === 'running'), 'the plugin still serves the other node');
 
@@ -188,13 +190,13 @@ describe('node drain of a single-writer volume', () => {
   });
 });
 
-async function eventsOf(agent: AgentUnderTest, topics: string[]): Promise<StoreEvent[]> {
+/** Every change of `topics` the server keeps, in every namespace, oldest first. */
+async function eventsOf(agent: AgentUnderTest, topics: string[]): Promise<StreamEvent[]> {
   const q = topics.map((t) => `topic=${t}`).join('&');
-  const res = await fetch(`${agent.addr}/v1/event/stream?${q}&index=0&until=now`, { headers: { authorization: `Bearer ${agent.token}` } });
+  const res = await fetch(`${agent.addr}/v1/event/stream?${q}&index=0&namespace=*&until=now`, { headers: { authorization: `Bearer ${agent.token}` } });
   const text = await res.text();
   return text
     .split('\n')
     .filter((l) => l.trim() && l !== '{}')
-    .map((l) => JSON.parse(l) as StoreEvent)
-    .filter((e) => typeof e.index === 'number');
+    .flatMap((l) => (JSON.parse(l) as { Events: StreamEvent[] }).Events);
 }

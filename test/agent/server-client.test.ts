@@ -86,10 +86,10 @@ describe('berth agent --server and --client with config files', () => {
     assert.match(reader.stderr, /^error: permission denied/);
   });
 
-  it("the client's listener takes the cluster's tokens (asking the server) and serves its own /metrics", async () => {
-    assert.equal((await fetch(`${client.addr}/metrics`)).status, 401);
-    assert.equal((await fetch(`${client.addr}/metrics`, { headers: { authorization: 'Bearer not-a-token-of-this-cluster' } })).status, 401);
-    const res = await fetch(`${client.addr}/metrics`, { headers: { authorization: `Bearer ${READER}` } });
+  it("the client's listener takes the cluster's tokens (asking the server) and serves its own /v1/metrics", async () => {
+    assert.equal((await fetch(`${client.addr}/v1/metrics?format=prometheus`)).status, 401);
+    assert.equal((await fetch(`${client.addr}/v1/metrics?format=prometheus`, { headers: { authorization: 'Bearer not-a-token-of-this-cluster' } })).status, 401);
+    const res = await fetch(`${client.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${READER}` } });
     assert.equal(res.status, 200);
     const text = await res.text();
     assert.match(text, /^berth_client_allocations\{status="running"\} 1$/m);

@@ -10,7 +10,8 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, ServiceRegistration } from '../../src/structs/index.js';
+import type { ServiceRegistration } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -114,12 +115,12 @@ job "echo" {
       const list = await instances();
       return list.length ? list : undefined;
     }, 60_000);
-    assert.equal(reg?.address, '127.0.0.1');
-    assert.equal(reg?.port, port);
-    assert.deepEqual(reg?.tags, ['v1']);
+    assert.equal(reg?.Address, '127.0.0.1');
+    assert.equal(reg?.Port, port);
+    assert.deepEqual(reg?.Tags, ['v1']);
     const list = await agent.cli(['service', 'list']);
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /echo-api\s+default\s+1\s+\[v1\]/);
+    assert.match(list.stdout, /echo-api\s+default\s+\[v1\]/);
 
     await run('front', `
 job "front" {

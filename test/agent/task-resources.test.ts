@@ -1,7 +1,7 @@
 // Task resources as a user meets them through `berth agent --dev`: a task that
 // allocates past its `memory` is OOM-killed in its cgroup, its restart policy
-// applies, and `alloc status`, the API and /metrics say so; a running task's
-// usage comes from its cgroup through the API and /metrics; the node's drivers
+// applies, and `alloc status`, the API and /v1/metrics say so; a running task's
+// usage comes from its cgroup through the API and /v1/metrics; the node's drivers
 // fingerprint which cgroups they use.
 
 import assert from 'node:assert/strict';
@@ -72,7 +72,7 @@ describe('task resources through the dev agent', () => {
     assert.ok(node?.drivers['exec']?.cgroups && node.drivers['exec'].cgroups !== 'none', JSON.stringify(node?.drivers));
   });
 
-  it('an OOM-killed task: "OOM Killed" in alloc status and the API, restarted by its policy, counted in /metrics', async () => {
+  it('an OOM-killed task: "OOM Killed" in alloc status and the API, restarted by its policy, counted in /v1/metrics', async () => {
     const [hogHcl, idleHcl] = JOB_HCL.split(/\n(?=job ")/).filter((s) => s.trim());
     const hogFile = path.join(dir, 'hog.hcl');
     writeFileSync(hogFile, hogHcl!);
@@ -90,7 +90,7 @@ describe('task resources through the dev agent', () => {
     assert.equal(state?.restarts, 1);
     const status = await agent.cli(['alloc', 'status', alloc.id]);
     assert.match(status.stdout, /OOM Killed/);
-    const metrics = await (await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
+    const metrics = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
     assert.match(metrics, new RegExp(`^berth_client_task_oom_kills\\{alloc_id="${alloc.id}",task="hog"\\} 2$`, 'm'));
 
     // A running task's usage comes from its cgroup.
@@ -108,7 +108,7 @@ describe('task resources through the dev agent', () => {
     }, 30_000);
     assert.equal(stats.source, 'cgroup');
     assert.ok(stats.memory.usageBytes > 0);
-    const page = await (await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
+    const page = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
     assert.match(page, new RegExp(`^berth_client_task_memory_usage_bytes\\{alloc_id="${idle.id}",task="idle"\\} [1-9]`, 'm'));
     assert.equal((await agent.cli(['job', 'stop', 'idle'])).code, 0);
   });

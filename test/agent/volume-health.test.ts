@@ -1,11 +1,11 @@
 // Volume health and drift on a real dev agent, as an operator sees them: the
 // examples' hostpath plugin job, a volume created through it and a service
 // that writes 6 MiB into it. `volume status` shows the real usage of the
-// volume's directory (not of the disk), /metrics has it; a mount made behind
+// volume's directory (not of the disk), /v1/metrics has it; a mount made behind
 // Berth's back under the plugin's directories is found by `volume doctor`,
 // repaired by `--fix`, and the books are equal again; the volume's directory
 // removed under a running task makes the plugin report the volume abnormal,
-// which reaches `volume status`, the event stream, /metrics and the task's
+// which reaches `volume status`, the event stream, /v1/metrics and the task's
 // own events.
 
 import assert from 'node:assert/strict';
@@ -105,7 +105,7 @@ describe('volume health and drift on a dev agent', () => {
     if (nodeId) rmSync(path.join('/var/lib/berth/hostpath', nodeId), { recursive: true, force: true });
   });
 
-  it('volume status shows the real usage of the volume after 6 MiB were written into it, and /metrics has it', async () => {
+  it('volume status shows the real usage of the volume after 6 MiB were written into it, and /v1/metrics has it', async () => {
     const v = await until(
       'a usage report of at least 6 MiB',
       async () => {
@@ -130,7 +130,7 @@ describe('volume health and drift on a dev agent', () => {
     assert.ok(history.Samples.length >= 1 && history.Samples.length <= 60);
     assert.match(ok(await agent.cli(['volume', 'usage', 'shared-data']), 'volume usage').stdout, /History\n/);
 
-    const metrics = await (await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
+    const metrics = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
     const used = Number(/^berth_volume_used_bytes\{namespace="default",volume="shared-data",plugin="hostpath"\} (\d+)$/m.exec(metrics)?.[1]);
     assert.ok(used >= 6 * MiB, `berth_volume_used_bytes: ${used}`);
     assert.match(metrics, /^berth_volume_capacity_bytes\{namespace="default",volume="shared-data",plugin="hostpath"\} 10485760$/m);
@@ -171,7 +171,7 @@ describe('volume health and drift on a dev agent', () => {
     assert.match(after, /No differences: Berth's books, the plugins and the nodes agree/);
   });
 
-  it("a volume whose directory vanished is reported abnormal: volume status, the event stream, /metrics and the task's events", async () => {
+  it("a volume whose directory vanished is reported abnormal: volume status, the event stream, /v1/metrics and the task's events", async () => {
     const from = Number((await fetch(`${agent.addr}/v1/volume/csi/shared-data`, { headers: { authorization: `Bearer ${agent.token}` } })).headers.get('x-nomad-index'));
     const v = await agent.get<CSIVolume>('/v1/volume/csi/shared-data');
     const volumeDir = path.join('/var/lib/berth/hostpath', nodeId, 'volumes');
@@ -194,10 +194,11 @@ describe('volume health and drift on a dev agent', () => {
 
     const events = await agent.cli(['event', 'stream', '--topic', 'volume-condition', '--index', String(from), '--until-now', '--json']);
     ok(events, 'event stream');
-    const lines = events.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { topic: string; payload: { volumeId: string; abnormal: boolean } });
-    assert.ok(lines.some((e) => e.topic === 'volume-condition' && e.payload.volumeId === 'shared-data' && e.payload.abnormal), events.stdout);
+    type ConditionEvent = { Topic: string; Payload: { VolumeCondition: { volumeId: string; abnormal: boolean } } };
+    const lines = events.stdout.split('\n').filter((l) => l.startsWith('{')).flatMap((l) => (JSON.parse(l) as { Events: ConditionEvent[] }).Events);
+    assert.ok(lines.some((e) => e.Topic === 'volume-condition' && e.Payload.VolumeCondition.volumeId === 'shared-data' && e.Payload.VolumeCondition.abnormal), events.stdout);
 
-    const metrics = await (await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
+    const metrics = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
     assert.match(metrics, /^berth_volume_abnormal\{namespace="default",volume="shared-data",plugin="hostpath"\} 1$/m);
 
     const alloc = await until(

@@ -2,7 +2,7 @@
 // its deploy monitor, job/alloc/node/plugin/volume status as tables and JSON,
 // short ID prefixes, file errors that submit nothing, secrets never printed,
 // one clear line and a meaningful exit code for unreachable agents and bad
-// tokens, --help with examples, the event stream, and /metrics.
+// tokens, --help with examples, the event stream, and /v1/metrics.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -278,10 +278,10 @@ describe('berth CLI against a real server', () => {
     assert.equal(template.stdout.trim(), 'alpha-one alpha-two app');
   });
 
-  it('/metrics, readable with a read-only token, has plugin health, claims, allocations and nodes', async () => {
+  it('/v1/metrics, readable with a read-only token, has plugin health, claims, allocations and nodes', async () => {
     const [alloc] = (await c.call<Allocation[]>('GET', '/v1/job/app/allocations')).body;
     await c.call('POST', '/v1/volume/csi/shared/claim', { token: TOKENS.node, body: { allocId: alloc!.id, mode: 'write' } });
-    const res = await fetch(`${c.url}/metrics`, { headers: { authorization: `Bearer ${TOKENS.readOnly}` } });
+    const res = await fetch(`${c.url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${TOKENS.readOnly}` } });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
     const text = await res.text();
@@ -292,7 +292,7 @@ describe('berth CLI against a real server', () => {
     assert.match(text, /^berth_allocations\{client_status="running"\} 1$/m);
     assert.match(text, /^berth_nodes\{status="ready"\} 1$/m);
     assert.doesNotMatch(text, new RegExp(SECRET));
-    const anonymous = await fetch(`${c.url}/metrics`);
+    const anonymous = await fetch(`${c.url}/v1/metrics?format=prometheus`);
     assert.equal(anonymous.status, 401);
 
     const shown = await c.cli(['volume', 'status', 'shared']);
@@ -300,19 +300,21 @@ describe('berth CLI against a real server', () => {
   });
 
   it('event stream prints changes as they happen and stops cleanly on SIGINT', async () => {
-    const stream = startBerth(['event', 'stream', '--topic', 'job', '--json'], { env: { BERTH_ADDR: c.url, BERTH_TOKEN: TOKENS.management } });
+    const stream = startBerth(['event', 'stream', '--topic', 'Job', '--json'], { env: { BERTH_ADDR: c.url, BERTH_TOKEN: TOKENS.management } });
     // The stream starts at "now": keep changing until a line shows up.
     let i = 0;
     await eventually('a job event on the stream', async () => {
-      if (stream.stdout.includes('"topic":"job"')) return true;
+      if (stream.stdout.includes('"Topic":"Job"')) return true;
       await c.call('PUT', '/v1/jobs', { body: registration({ id: `ev-${i++}`, type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] }) });
       return false;
     }, { intervalMs: 100 });
     stream.child.kill('SIGINT');
     const res = await stream.exited;
     assert.equal(res.code, 0, res.stderr);
-    const first = JSON.parse(res.stdout.trim().split('\n')[0] as string) as { topic: string; op: string };
-    assert.equal(first.topic, 'job');
+    // One frame a line, as the API streams them (the heartbeats left out).
+    const first = JSON.parse(res.stdout.trim().split('\n')[0] as string) as { Index: number; Events: Array<{ Topic: string; Type: string }> };
+    assert.equal(first.Events[0]?.Topic, 'Job');
+    assert.equal(first.Events[0]?.Type, 'JobRegistered');
   });
 
   it('event stream --index 0 --until-now prints the history up to now and ends by itself', async () => {
@@ -320,10 +322,13 @@ describe('berth CLI against a real server', () => {
     const jobs = await c.call<api.JobListStub[]>('GET', '/v1/jobs');
     const ids = jobs.body.map((j) => j.ID);
     assert.ok(ids.includes('history-1'));
-    const res = await c.cli(['event', 'stream', '--topic', 'job', '--index', '0', '--until-now', '--json']);
+    const res = await c.cli(['event', 'stream', '--topic', 'Job', '--index', '0', '--until-now', '--json']);
     assert.equal(res.code, 0, res.stderr);
-    const keys = res.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { topic: string; key: string }).key);
-    for (const id of ids) assert.ok(keys.some((k) => k.includes(id)), `no event of job ${id} in:\n${res.stdout}`);
+    const keys = res.stdout.split('\n').filter(Boolean).flatMap((l) => (JSON.parse(l) as { Events: Array<{ Key: string }> }).Events.map((e) => e.Key));
+    for (const id of ids) assert.ok(keys.includes(id), `no event of job ${id} in:\n${res.stdout}`);
+    // For people: a line per change.
+    const table = await c.cli(['event', 'stream', '--topic', 'Job:history-1', '--index', '0', '--until-now']);
+    assert.match(table.stdout, /^\s*\d+\s+Job\s+JobRegistered\s+default\/history-1$/m);
     const bad = await c.cli(['event', 'stream', '--until-now', '--index', 'x']);
     assert.equal(bad.code, 2);
   });

@@ -148,7 +148,7 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
       ok(await cli([...args, '--json']), `${args.join(' ')} --json`);
     }
     // The raw API, as any script would read it, while the volume exists and was claimed.
-    for (const p of ['/v1/volumes?type=csi', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.id}`, '/v1/plugins?type=csi', '/v1/plugin/csi/hostpath', '/v1/volumes/csi/claims', '/v1/volumes/external?plugin_id=hostpath', '/v1/nodes', '/metrics']) {
+    for (const p of ['/v1/volumes?type=csi', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.id}`, '/v1/plugins?type=csi', '/v1/plugin/csi/hostpath', '/v1/volumes/csi/claims', '/v1/volumes/external?plugin_id=hostpath', '/v1/nodes', '/v1/metrics', '/v1/metrics?format=prometheus', '/v1/agent/self', '/v1/acl/token/self']) {
       const res = await fetch(agent.addr + p, { headers: { authorization: `Bearer ${agent.token}` } });
       const text = await res.text();
       assert.equal(res.status, 200, `GET ${p}: ${text}`);
@@ -161,11 +161,11 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
 
   it('the secret is in no CLI output, API read, event or agent file', async () => {
     // The whole event history (the stream follows until Ctrl-C).
-    const events = spawnSync('timeout', ['-s', 'INT', '3', process.execPath, BERTH, 'event', 'stream', '--index', '0', '--json'], {
+    const events = spawnSync('timeout', ['-s', 'INT', '3', process.execPath, BERTH, 'event', 'stream', '-n', '*', '--index', '0', '--json'], {
       env: { ...process.env, BERTH_ADDR: agent.addr, BERTH_TOKEN: agent.token },
       encoding: 'utf8',
     });
-    assert.match(events.stdout, /"topic":"volume"/, 'the event history holds the volume');
+    assert.match(events.stdout, /"Topic":"CSIVolume"/, 'the event history holds the volume');
     printed.push(events.stdout, events.stderr);
     const leaks = printed.filter((text) => text.includes(SECRET));
     assert.deepEqual(leaks, []);

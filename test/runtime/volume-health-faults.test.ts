@@ -4,7 +4,7 @@
 // unix socket that can be told to call a volume abnormal, to keep a
 // publication after ControllerUnpublish, or to fail one.
 // - an abnormal condition from the node plugin reaches `volume status`, the
-//   event stream, /metrics and the allocation's task events (the collector's
+//   event stream, /v1/metrics and the allocation's task events (the collector's
 //   onCondition), and so does its recovery;
 // - a controller's ControllerGetVolume condition is asked for a volume
 //   published nowhere;
@@ -74,7 +74,7 @@ async function http<T>(method: string, p: string, body?: unknown): Promise<{ sta
 
 const volume = async (id: string): Promise<CSIVolume> => (await http<CSIVolume>('GET', `/v1/volume/csi/${id}`)).body;
 const cli = (args: string[]) => berth(args, { env: cleanEnv({ BERTH_ADDR: url, BERTH_TOKEN: MGMT }) });
-const metrics = async (): Promise<string> => (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${MGMT}` } })).text();
+const metrics = async (): Promise<string> => (await fetch(`${url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${MGMT}` } })).text();
 
 function fingerprint(): NodeFingerprint {
   const reports = csi.pluginReports();
@@ -200,7 +200,7 @@ describe('volume health and drift with an injected fault', () => {
     assert.ok(history.Samples.length >= 2);
   });
 
-  it('an abnormal condition from the plugin reaches volume status, the event stream, /metrics and the task events; so does its recovery', async () => {
+  it('an abnormal condition from the plugin reaches volume status, the event stream, /v1/metrics and the task events; so does its recovery', async () => {
     const from = server.store.latestIndex();
     plugin.setVolumeCondition(dataExt, { abnormal: true, message: 'disk reports I/O errors' });
     const v = await eventually('the abnormal condition on the server', async () => {
@@ -214,9 +214,13 @@ describe('volume health and drift with an injected fault', () => {
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /Condition\s+abnormal: disk reports I\/O errors \(node node-h, /);
 
-    const stream = await http<never>('GET', `/v1/event/stream?topic=volume-condition&index=${from}&until=now`);
-    const events = stream.text.split('\n').filter((l) => l.startsWith('{"')).map((l) => JSON.parse(l) as { topic: string; op: string; payload: { volumeId: string; abnormal: boolean; message: string } });
-    assert.ok(events.some((e) => e.topic === 'volume-condition' && e.payload.volumeId === 'data' && e.payload.abnormal && e.payload.message === 'disk reports I/O errors'), stream.text);
+    const stream = await http<never>('GET', `/v1/event/stream?topic=volume-condition&index=${from + 1}&until=now`);
+    type ConditionEvent = { Topic: string; Type: string; Payload: { VolumeCondition: { volumeId: string; abnormal: boolean; message: string } } };
+    const events = stream.text.split('\n').filter((l) => l.startsWith('{"')).flatMap((l) => (JSON.parse(l) as { Events: ConditionEvent[] }).Events);
+    assert.ok(
+      events.some((e) => e.Topic === 'volume-condition' && e.Payload.VolumeCondition.volumeId === 'data' && e.Payload.VolumeCondition.abnormal && e.Payload.VolumeCondition.message === 'disk reports I/O errors'),
+      stream.text,
+    );
 
     assert.match(await metrics(), /^berth_volume_abnormal\{namespace="default",volume="data",plugin="fake"\} 1$/m);
     const told = await eventually('the task event of the allocation', () => conditionEvents.find((e) => e.report.condition?.abnormal));

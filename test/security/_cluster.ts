@@ -113,7 +113,7 @@ export class SecurityCluster {
   async revive(): Promise<string | undefined> {
     if (this.server.running) {
       // A server that no longer answers (say, deep in garbage collection) counts as dead.
-      const answers = await fetch(`${this.server.addr}/v1/status`, { headers: { authorization: `Bearer ${MGMT}` }, signal: AbortSignal.timeout(15_000) }).then(
+      const answers = await fetch(`${this.server.addr}/v1/status/leader`, { headers: { authorization: `Bearer ${MGMT}` }, signal: AbortSignal.timeout(15_000) }).then(
         (r) => r.status < 500,
         () => false,
       );

@@ -87,12 +87,15 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
       '/v1/nodes',
       `/v1/node/${alloc.nodeId}`,
       `/v1/node/${alloc.nodeId}/allocations`,
-      '/metrics',
+      '/v1/metrics',
+      '/v1/metrics?format=prometheus',
+      '/v1/agent/self',
+      '/v1/acl/token/self',
     ]) {
       const r = await c.get(p);
       assert.equal(r.status, 200, `GET ${p}: ${r.text}`);
     }
-    for (const p of ['/metrics', `/v1/client/allocation/${alloc.id}/logs?task=main&type=stdout`]) {
+    for (const p of ['/v1/metrics?format=prometheus', `/v1/client/allocation/${alloc.id}/logs?task=main&type=stdout`]) {
       const r = await c.request('GET', p, { base: c.client.addr });
       assert.equal(r.status, 200, `client GET ${p}: ${r.text}`);
     }
@@ -122,9 +125,9 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
 
   it('is in no output, answer, event, log or file (the state database excepted)', async () => {
     // The whole event history.
-    const ev = await c.cli(['event', 'stream', '--index', '0', '--until-now', '--json']);
+    const ev = await c.cli(['event', 'stream', '-n', '*', '--index', '0', '--until-now', '--json']);
     assert.equal(ev.code, 0, ev.stderr);
-    assert.match(ev.stdout, /"topic":"volume"/, 'the event history holds the volume');
+    assert.match(ev.stdout, /"Topic":"CSIVolume"/, 'the event history holds the volume');
     const leaks = c.printed.filter((t) => t.includes(SECRET)).map((t) => t.slice(0, 300));
     assert.deepEqual(leaks, [], 'CLI outputs and API answers');
     assert.ok(c.printed.length > 60, `${c.printed.length} outputs checked`);

@@ -138,21 +138,20 @@ describe('HTTP API', () => {
     assert.equal((await h.call('GET', '/v1/evaluations?index=-1')).status, 400);
   });
 
-  it('streams changes as NDJSON, filtered by topic', async () => {
-    const start = Number((await h.call('GET', '/v1/jobs')).headers.get('x-nomad-index'));
+  it("streams a job's changes as Nomad's frames, filtered by topic", async () => {
+    const start = h.server.store.latestIndex() + 1;
     const ac = new AbortController();
-    const res = await fetch(`${h.url}/v1/event/stream?topic=job&topic=evaluation&index=${start}`, {
-      headers: { authorization: `Bearer ${TOKENS.readOnly}` },
+    const res = await fetch(`${h.url}/v1/event/stream?topic=Job&topic=Evaluation&index=${start}`, {
+      headers: { 'X-Nomad-Token': TOKENS.readOnly },
       signal: ac.signal,
     });
     assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type') ?? '', /ndjson/);
     await h.call('PUT', '/v1/jobs', { body: registration({ id: 'batch1', type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] }) });
-    const seen: Array<{ topic: string; op: string; payload: { id?: string; jobId?: string } }> = [];
+    const seen: Array<{ Topic: string; Type: string; Key: string }> = [];
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     let buf = '';
-    while (!(seen.some((e) => e.topic === 'job' && e.payload.id === 'batch1') && seen.some((e) => e.topic === 'evaluation'))) {
+    while (!(seen.some((e) => e.Topic === 'Job' && e.Key === 'batch1') && seen.some((e) => e.Topic === 'Evaluation'))) {
       const { value, done } = await reader.read();
       if (done) break;
       buf += decoder.decode(value, { stream: true });
@@ -160,13 +159,14 @@ describe('HTTP API', () => {
       while ((nl = buf.indexOf('\n')) >= 0) {
         const l = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        const ev = JSON.parse(l) as (typeof seen)[number];
-        if (ev.topic) seen.push(ev);
+        const frame = JSON.parse(l) as { Index?: number; Events?: typeof seen };
+        seen.push(...(frame.Events ?? []));
       }
     }
     ac.abort();
     assert.ok(seen.length > 0);
-    assert.ok(seen.every((e) => e.topic === 'job' || e.topic === 'evaluation'), 'only the asked topics');
+    assert.ok(seen.every((e) => e.Topic === 'Job' || e.Topic === 'Evaluation'), 'only the asked topics');
+    assert.equal(seen.find((e) => e.Topic === 'Job')?.Type, 'JobRegistered');
     assert.equal((await h.call('GET', '/v1/event/stream?topic=weather', { token: TOKENS.readOnly })).status, 400);
   });
 
@@ -227,10 +227,10 @@ describe('HTTP API', () => {
 
   it('collects garbage now on PUT /v1/system/gc, for management tokens only, and says what it collected', async () => {
     assert.equal((await h.call('PUT', '/v1/system/gc', { token: TOKENS.readOnly })).status, 403);
-    const gc = await h.call<{ allocations: string[]; evaluations: string[]; jobs: string[]; index: number }>('PUT', '/v1/system/gc');
+    const gc = await h.call<{ Allocations: string[]; Evaluations: string[]; Jobs: string[]; Index: number }>('PUT', '/v1/system/gc');
     assert.equal(gc.status, 200);
-    assert.ok(Array.isArray(gc.body.allocations) && Array.isArray(gc.body.evaluations) && Array.isArray(gc.body.jobs));
-    assert.ok(gc.body.evaluations.length > 0, 'the finished evaluations of the jobs above');
+    assert.ok(Array.isArray(gc.body.Allocations) && Array.isArray(gc.body.Evaluations) && Array.isArray(gc.body.Jobs));
+    assert.ok(gc.body.Evaluations.length > 0, 'the finished evaluations of the jobs above');
     const evals = await h.call<Evaluation[]>('GET', '/v1/evaluations');
     assert.ok(evals.body.every((e) => e.status === 'blocked' || e.status === 'pending'), 'no finished evaluation is left');
   });

@@ -195,9 +195,9 @@ describe('the event stream', () => {
     assert.deepEqual(byJob.flatMap((f) => f.Events.map((e) => `${e.Topic}:${e.Key}`)), ['Service:web-2', 'Allocation:a-1']);
     const jobs = framesOf((await readLines(`/v1/event/stream?index=${start}&until=now&topic=Job&namespace=*`, () => false)).lines);
     assert.deepEqual(jobs.flatMap((f) => f.Events.map((e) => `${e.Type}:${e.Key}`)), ['JobRegistered:shop', 'JobRegistered:elsewhere', 'JobDeregistered:shop']);
-    const bad = await h.call('GET', '/v1/event/stream?topic=Weather', { token: TOKENS.readOnly });
+    const bad = await nomadGet('/v1/event/stream?topic=Weather');
     assert.equal(bad.status, 400);
-    assert.match(bad.text, /unknown topic "Weather"/);
+    assert.match(bad.text, /^Invalid topic query: unknown topic "Weather"/, "Nomad's plain-text error");
   });
 
   it('a followed stream opens with a {} heartbeat, sends one while idle, and a frame for each change as it commits', async () => {

@@ -3,7 +3,7 @@
 // and each topic's payload. Pure.
 
 import type { Event, EventTopic } from '../../api/index.js';
-import { publicJob, type Job } from '../../structs/index.js';
+import { jobToNomad, type Job } from '../../structs/index.js';
 import type { DataTable, StoreEvent, TableRow } from '../state/index.js';
 import { registrationShape } from './service-shapes.js';
 
@@ -34,15 +34,17 @@ export function topicOf(table: DataTable): StreamedTopic | undefined {
 
 /**
  * Each topic's payload object, from a row as the store's events carry it
- * (its public view). Service's is Nomad's shape; the others are Berth's
- * rows as stored until their route family's converter to Nomad's shape is
- * wired in here (Job: the jobs family's, Allocation: the allocations
- * family's, Evaluation and Deployment: the deployments family's, Node: the
- * nodes family's, CSIVolume and CSIPlugin: the CSI family's, claim: its
- * claim-history shape). This map is the one place that wiring happens.
+ * (its public view). Job's and Service's are Nomad's shapes; the others are
+ * Berth's rows as stored until their route family's converter to Nomad's
+ * shape is wired in here (Allocation: the allocations family's, Evaluation
+ * and Deployment: the deployments family's, Node: the nodes family's,
+ * CSIVolume and CSIPlugin: the CSI family's, claim, volume-condition and
+ * drift: the CSI family's Berth shapes), with its schema in src/api's
+ * EVENT_PAYLOADS. This map is the one place that wiring happens.
  */
 export const EVENT_PAYLOAD_OBJECTS: { [T in StreamedTable]: (row: TableRow<T>) => unknown } = {
-  jobs: (job) => publicJob(job as Job),
+  // A job's stability lives with its versions; an event carries the job alone (Stable false).
+  jobs: (job) => jobToNomad(job as Job),
   allocations: (alloc) => alloc,
   evaluations: (evaluation) => evaluation,
   deployments: (deployment) => deployment,
