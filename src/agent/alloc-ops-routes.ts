@@ -87,7 +87,7 @@ export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesD
         await t.restart('restart requested by the operator');
         restarted.push(name);
       }
-      if (task && restarted.length === 0) throw new ClientRouteError(409, 'TASK_NOT_RUNNING', `Task not running: "${task}"`);
+      if (task && restarted.length === 0) throw new ClientRouteError(409, 'TASK_NOT_RUNNING', `task "${task}" is not running`);
       log.info({ allocId: req.params.id, restarted }, 'allocation tasks restarted');
       return { Index: 0 };
     } catch (err) {
@@ -113,7 +113,7 @@ export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesD
         await t.signal(sig, 'signal sent by the operator');
         signaled.push(name);
       }
-      if (signaled.length === 0) throw new ClientRouteError(409, 'TASK_NOT_RUNNING', task ? `Task not running: "${task}"` : 'no task of the allocation is running');
+      if (signaled.length === 0) throw new ClientRouteError(409, 'TASK_NOT_RUNNING', task ? `task "${task}" is not running` : 'no task of the allocation is running');
       log.info({ allocId: req.params.id, signal: sig, signaled }, 'allocation tasks signalled');
       return { Index: 0 };
     } catch (err) {

@@ -58,18 +58,20 @@ export function tokenOf(opts: Record<string, unknown>): string | undefined {
 
 /**
  * The task a command acts on: the one named (positional or --task, not two
- * different ones), else the allocation's only task. Throws UsageError.
+ * different ones), else the allocation's only task. Throws UsageError for
+ * two names, ApiClientError CLI_TASK for a task the allocation does not
+ * run or a missing name when it runs several (Nomad's "Failed to validate task").
  */
 export function taskOf(a: api.Allocation, positional: string | undefined, flag: string | undefined): string {
   if (positional && flag && positional !== flag) throw new UsageError(`two tasks named: "${positional}" and --task "${flag}"`);
   const named = positional ?? flag;
   const names = Object.keys(a.TaskStates ?? {});
   if (named) {
-    if (names.length && !names.includes(named)) throw new UsageError(`allocation ${a.ID} has no task "${named}" (tasks: ${names.join(', ')})`);
+    if (names.length && !names.includes(named)) throw new ApiClientError('CLI_TASK', `allocation ${a.ID} has no task "${named}" (tasks: ${names.join(', ')})`, 0);
     return named;
   }
   if (names.length === 1) return names[0] as string;
-  throw new UsageError(`allocation ${a.ID} runs several tasks (${names.join(', ')}); name one`);
+  throw new ApiClientError('CLI_TASK', `allocation ${a.ID} runs several tasks (${names.join(', ')}); name one`, 0);
 }
 
 /** Adds `logs` and `exec` to `berth alloc`. */
