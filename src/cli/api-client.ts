@@ -307,10 +307,9 @@ export class ApiClient {
     } catch (err) {
       if (!(err instanceof ApiClientError) || err.status !== 404 || err.code !== 'NOT_FOUND') throw err;
     }
-    // Nomad's shapes name the ID `ID`; lists not yet moved to them, `id`.
-    const { body } = await this.get<Array<{ ID?: string; id?: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
-    const ids = (body ?? []).map((o) => o.ID ?? o.id ?? '');
-    const matches = [...new Set(ids.filter((id) => id.startsWith(idOrPrefix)))].sort();
+    // Lists in Nomad's shape name the ID `ID`.
+    const { body } = await this.get<Array<{ id?: string; ID?: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
+    const matches = [...new Set((body ?? []).map((o) => o.ID ?? o.id ?? '').filter((id) => id.startsWith(idOrPrefix)))].sort();
     if (matches.length === 1) return matches[0] as string;
     if (matches.length === 0) throw new ApiClientError('NOT_FOUND', `no ${kind.noun} with ID or prefix "${idOrPrefix}"`, 404);
     throw new ApiClientError('CLI_AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });

@@ -40,10 +40,11 @@ const JSON_INPUT = new WeakSet<Command>();
 /**
  * Adds the API flags, examples and the exit-code table to a leaf command.
  * With `jsonInput`, `--json` is Nomad's: the file argument is JSON (and
- * `--json-output` asks for a JSON document).
+ * `--json-output` asks for a JSON document). `shortNamespace: false` leaves
+ * `-n` to the command (Nomad's `alloc logs -n <lines>`).
  * `examples` are the argument lines after `berth `.
  */
-export function apiCommand(cmd: Command, examples: readonly string[], opts: { jsonInput?: boolean } = {}): Command {
+export function apiCommand(cmd: Command, examples: readonly string[], opts: { jsonInput?: boolean; shortNamespace?: boolean } = {}): Command {
   if (opts.jsonInput) JSON_INPUT.add(cmd);
   cmd
     .option(
@@ -55,7 +56,7 @@ export function apiCommand(cmd: Command, examples: readonly string[], opts: { js
     .option('--client-timeout <duration>', 'how long a server may take to start answering before the next one is tried (default: $BERTH_CLIENT_TIMEOUT or 10s; a blocking read: its wait plus this)')
     .option('--token <token>', 'bearer token (default: $BERTH_TOKEN or $NOMAD_TOKEN); never printed')
     .option('--json', opts.jsonInput ? "the job file is Nomad's API JSON, whatever its name (Nomad's -json); --json-output prints the result as JSON" : 'print one JSON document on stdout (for scripts)')
-    .option('-n, --namespace <ns>', 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
+    .option(`${opts.shortNamespace === false ? '' : '-n, '}--namespace <ns>`, 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
   if (opts.jsonInput) cmd.option('--json-output', 'print one JSON document on stdout (for scripts)');
   const lines = examples.map((e) => `  $ berth ${e}`).join('\n');
   cmd.addHelpText('after', `\nExamples:\n${lines}\n\n${API_EXIT_CODES_HELP}`);

@@ -31,7 +31,7 @@ function updateAfter(seen: number): Promise<AllocUpdate> {
 
 /** Reports a client status (written once the call returns). */
 async function report(ids: readonly string[], clientStatus: string): Promise<void> {
-  const res = await h.call<{ index: number }>('POST', `/v1/node/${nodeId}/allocations`, {
+  const res = await h.call<{ index: number }>('POST', `/v1/internal/node/${nodeId}/allocations`, {
     token: TOKENS.node,
     body: { allocations: ids.map((id) => ({ id, clientStatus })) },
   });
@@ -107,7 +107,7 @@ describe('incremental allocation sync', () => {
     assert.equal(u.current.has(stopped), false);
 
     // What the node holds is the server's whole list, field for field but for its own reports.
-    const whole = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
+    const whole = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node });
     assert.deepEqual([...u.current.keys()], whole.body.map((a) => a.id));
     for (const a of whole.body) {
       const mine = u.current.get(a.id) as NodeAllocation;

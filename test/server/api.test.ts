@@ -73,28 +73,28 @@ describe('HTTP API', () => {
     assert.equal(evaluation.status, 'complete');
     assert.equal(evaluation.placed, 2);
 
-    const allocs = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
+    const allocs = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node });
     assert.equal(allocs.status, 200);
     assert.equal(allocs.body.length, 2);
     assert.equal(allocs.body[0]!.job?.id, 'web', 'the node gets the job with its allocations');
-    const index = Number(allocs.headers.get('x-berth-index'));
+    const index = Number(allocs.headers.get('x-nomad-index'));
     assert.ok(index > 0);
 
     // A blocking read returns when the node's report changes the allocations.
-    const waiting = h.call<Allocation[]>('GET', `/v1/job/web/allocations?index=${index}&wait=20s`, { token: TOKENS.readOnly });
-    const report = await h.call('POST', `/v1/node/${nodeId}/allocations`, {
+    const waiting = h.call<AllocationListStub[]>('GET', `/v1/job/web/allocations?index=${index}&wait=20s`, { token: TOKENS.readOnly });
+    const report = await h.call('POST', `/v1/internal/node/${nodeId}/allocations`, {
       token: TOKENS.node,
       body: { allocations: allocs.body.map((a) => ({ id: a.id, clientStatus: 'running' })) },
     });
     assert.equal(report.status, 200);
     const woke = await waiting;
-    assert.ok(Number(woke.headers.get('x-berth-index')) > index);
-    assert.ok(woke.body.every((a) => a.clientStatus === 'running'));
+    assert.ok(Number(woke.headers.get('x-nomad-index')) > index);
+    assert.ok(woke.body.every((a) => a.ClientStatus === 'running'));
     assert.equal((await h.call<nomad.Job>('GET', '/v1/job/web')).body.Status, 'running');
 
     // A node may not report another node's allocation.
     const other = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n2') } });
-    const foreign = await h.call('POST', `/v1/node/${other.body.node.id}/allocations`, {
+    const foreign = await h.call('POST', `/v1/internal/node/${other.body.node.id}/allocations`, {
       token: TOKENS.node,
       body: { allocations: [{ id: allocs.body[0]!.id, clientStatus: 'failed' }] },
     });
@@ -102,14 +102,14 @@ describe('HTTP API', () => {
   });
 
   it("wakes a node's blocking read of its allocations for its own allocations only", async () => {
-    const web = (await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body;
-    const busy = web[0]!.nodeId;
+    const web = (await h.call<AllocationListStub[]>('GET', '/v1/job/web/allocations')).body;
+    const busy = web[0]!.NodeID;
     const nodes = (await h.call<Node[]>('GET', '/v1/nodes')).body;
-    const quiet = nodes.find((n) => !web.some((a) => a.nodeId === n.id))!.id;
-    const start = Number((await h.call('GET', `/v1/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-berth-index'));
+    const quiet = nodes.find((n) => !web.some((a) => a.NodeID === n.id))!.id;
+    const start = Number((await h.call('GET', `/v1/internal/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-nomad-index'));
     const gone = new AbortController();
     let quietAnswered = false;
-    const quietRead = fetch(`${h.url}/v1/node/${quiet}/allocations?index=${start}&wait=60s`, {
+    const quietRead = fetch(`${h.url}/v1/internal/node/${quiet}/allocations?index=${start}&wait=60s`, {
       headers: { authorization: `Bearer ${TOKENS.node}` },
       signal: gone.signal,
     }).then(
@@ -117,12 +117,12 @@ describe('HTTP API', () => {
       () => undefined,
     );
     for (const clientStatus of ['pending', 'running'] as const) {
-      const before = Number((await h.call('GET', `/v1/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-berth-index'));
-      const waiting = h.call<Allocation[]>('GET', `/v1/node/${busy}/allocations?index=${before}&wait=60s`, { token: TOKENS.node });
-      await h.call('POST', `/v1/node/${busy}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: web[0]!.id, clientStatus }] } });
+      const before = Number((await h.call('GET', `/v1/internal/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-nomad-index'));
+      const waiting = h.call<Allocation[]>('GET', `/v1/internal/node/${busy}/allocations?index=${before}&wait=60s`, { token: TOKENS.node });
+      await h.call('POST', `/v1/internal/node/${busy}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: web[0]!.ID, clientStatus }] } });
       const woke = await waiting;
-      assert.ok(Number(woke.headers.get('x-berth-index')) > before, 'the busy node is woken by a change of its allocation');
-      assert.equal(woke.body.find((a) => a.id === web[0]!.id)?.clientStatus, clientStatus);
+      assert.ok(Number(woke.headers.get('x-nomad-index')) > before, 'the busy node is woken by a change of its allocation');
+      assert.equal(woke.body.find((a) => a.id === web[0]!.ID)?.clientStatus, clientStatus);
     }
     assert.equal(quietAnswered, false, "two writes to another node's allocations did not answer the quiet node's read");
     gone.abort();
@@ -188,7 +188,7 @@ describe('HTTP API', () => {
     assert.equal(scaled.status, 200);
     assert.equal(scaled.body.evaluation?.placed, 1);
     assert.equal((await h.call<nomad.Job>('GET', '/v1/job/web')).body.TaskGroups?.[0]?.Count, 3);
-    assert.equal((await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.desiredStatus === 'run').length, 3);
+    assert.equal((await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.DesiredStatus === 'run').length, 3);
   });
 
   it('refuses a second job running a CSI plugin ID another job runs, and says which', async () => {
@@ -217,8 +217,8 @@ describe('HTTP API', () => {
     const stop = { status: res.status, body: (await res.json()) as nomad.JobDeregisterResponse };
     assert.equal(stop.status, 200, JSON.stringify(stop.body));
     assert.equal((await h.settled(stop.body.EvalID)).stopped, 3);
-    const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
-    assert.ok(allocs.body.every((a) => a.desiredStatus === 'stop'));
+    const allocs = await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations');
+    assert.ok(allocs.body.every((a) => a.DesiredStatus === 'stop'));
     assert.equal((await h.call('DELETE', '/v1/job/web?purge=true')).status, 200);
     const gone = await h.call('GET', '/v1/job/web', { accept: null });
     assert.equal(gone.status, 404);

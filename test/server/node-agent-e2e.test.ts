@@ -161,10 +161,10 @@ describe('server with a fake node agent over the real HTTP API', () => {
     assert.equal(job.status, 200, job.text);
     assert.equal((await h.settled(job.body.EvalID)).status, 'complete');
     // The node itself gets the job's mount flags (it mounts with them); nobody else does.
-    const allocs = await h.call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.node });
+    const allocs = await h.call<Allocation[]>('GET', '/v1/internal/node/node-1/allocations', { token: TOKENS.node });
     assert.equal(allocs.body.length, 1);
     assert.ok(allocs.text.includes(FLAG));
-    const asReader = await call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.readOnly });
+    const asReader = await call<Allocation[]>('GET', '/v1/internal/node/node-1/allocations', { token: TOKENS.readOnly });
     assert.ok(!asReader.text.includes(FLAG) && asReader.text.includes('[REDACTED]'));
     const alloc = allocs.body[0]!;
 
@@ -183,7 +183,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
     assert.equal(volume.body.BerthClaims.length, 1);
 
     // The allocation finishes: the claim watcher releases the claim (node detach, then ControllerUnpublish).
-    await call('POST', '/v1/node/node-1/allocations', { token: TOKENS.node, body: { allocations: [{ id: alloc.id, clientStatus: 'complete' }] } });
+    await call('POST', '/v1/internal/node/node-1/allocations', { token: TOKENS.node, body: { allocations: [{ id: alloc.id, clientStatus: 'complete' }] } });
     await eventually('the claim to be released', async () => {
       const v = await call<CSIVolume>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
       return v.body.BerthClaims.length === 0 ? true : undefined;

@@ -4,8 +4,8 @@
 // force are in job-child-routes.ts, versions, revert and scale in
 // job-version-routes.ts. A request's Job
 // is Nomad's Job JSON, read with nomadJobToSpec (a field Berth lacks is
-// refused by name at its Nomad path). Allocation routes
-// follow below until their family moves them (evaluations: eval-routes.ts).
+// refused by name at its Nomad path). Allocations: alloc-routes.ts;
+// evaluations: eval-routes.ts.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type * as api from '../../api/index.js';
@@ -253,38 +253,4 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
 
   registerJobChildRoutes(app, ctx);
   registerJobVersionRoutes(app, ctx);
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/allocations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('allocations', { filter: (a) => a.jobId === req.params.id && inNamespace(ns)(a) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Querystring: Query }>('/v1/allocations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('allocations', { filter: (a: Allocation) => inNamespace(ns)(a) && withPrefix(req.query)(a) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/allocation/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('allocations', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `allocation "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.post<{ Params: Params }>('/v1/allocation/:id/stop', { config: { access: 'write' } }, async (req, reply) => {
-    const out = await jobs.stopAllocation(req.params.id);
-    reply.header('X-Berth-Index', String(out.index));
-    return out;
-  });
-
 }
