@@ -125,7 +125,7 @@ describe('ports through the dev agent', () => {
     writeFileSync(file, job('greedy', '      port "a" {}\n      port "b" {}', '/bin/sleep', '["1000"]'));
     const run = await agent.cli(['job', 'run', file]);
     assert.notEqual(run.code, 0);
-    assert.match(run.stdout + run.stderr, /1 node exhausted network: dynamic port selection failed/);
+    assert.match(run.stdout + run.stderr, /Dimension "network: dynamic port selection failed" exhausted on 1 node/);
     assert.equal((await agent.get<Allocation[]>('/v1/job/greedy/allocations')).length, 0);
   });
 });
