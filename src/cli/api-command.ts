@@ -36,9 +36,10 @@ export interface ApiSession {
 
 /**
  * Adds the API flags, examples and the exit-code table to a leaf command.
- * `examples` are the argument lines after `berth `.
+ * `examples` are the argument lines after `berth `. `shortNamespace: false`
+ * leaves `-n` to the command (Nomad's `alloc logs -n <lines>`).
  */
-export function apiCommand(cmd: Command, examples: readonly string[]): Command {
+export function apiCommand(cmd: Command, examples: readonly string[], opts: { shortNamespace?: boolean } = {}): Command {
   cmd
     .option(
       '--address <urls>',
@@ -49,7 +50,7 @@ export function apiCommand(cmd: Command, examples: readonly string[]): Command {
     .option('--client-timeout <duration>', 'how long a server may take to start answering before the next one is tried (default: $BERTH_CLIENT_TIMEOUT or 10s; a blocking read: its wait plus this)')
     .option('--token <token>', 'bearer token (default: $BERTH_TOKEN or $NOMAD_TOKEN); never printed')
     .option('--json', 'print one JSON document on stdout (for scripts)')
-    .option('-n, --namespace <ns>', 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
+    .option(`${opts.shortNamespace === false ? '' : '-n, '}--namespace <ns>`, 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
   const lines = examples.map((e) => `  $ berth ${e}`).join('\n');
   cmd.addHelpText('after', `\nExamples:\n${lines}\n\n${API_EXIT_CODES_HELP}`);
   return cmd;

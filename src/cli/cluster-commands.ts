@@ -4,8 +4,9 @@
 
 import { Command, Option } from 'commander';
 import { AbortedError } from '../lib/index.js';
-import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
-import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
+import type * as api from '../api/index.js';
+import type { AllocMetric, CsiPlugin, Node, VolumeClaim } from '../structs/index.js';
+import { addAllocIoCommands, allocationOf, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
 import { addNodeDrainCommands } from './node-drain-command.js';
 import { addAllocOpsCommands } from './alloc-ops-commands.js';
@@ -78,35 +79,27 @@ function collectTopic(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-/** A running task's usage as the node agent reports it (GET /v1/client/allocation/:id/stats). */
-interface TaskUsage {
-  source: 'cgroup' | 'proc';
-  cpu: { userMs: number; systemMs: number; percent: number; throttledPeriods: number };
-  memory: { rssBytes: number; cacheBytes: number; usageBytes: number; maxUsageBytes: number };
-  pids: number[];
-}
-
 /** Per running task, or why there is none. */
-type AllocUsage = { tasks: Record<string, TaskUsage> } | { unavailable: string };
+type AllocUsage = { tasks: Record<string, api.TaskResourceUsage> } | { unavailable: string };
 
 /**
  * For each CSI volume of the allocation held by a fenced write claim (a writer
  * on a silent node), a line saying until when and why: the allocation's own
  * claim, or the one its claim waits for. A volume that cannot be read is skipped.
  */
-async function claimWaits(s: ApiSession, a: Allocation): Promise<string[]> {
+async function claimWaits(s: ApiSession, a: api.Allocation): Promise<string[]> {
   const lines: string[] = [];
-  for (const v of a.csiVolumes ?? []) {
+  for (const v of a.CSIVolumes ?? []) {
     const answer = await s.api
-      .get<{ claims?: VolumeClaim[] }>(KINDS.volume.getPath(v.volumeId), { namespace: a.namespace })
+      .get<{ claims?: VolumeClaim[] }>(KINDS.volume.getPath(v.VolumeID), { namespace: a.Namespace })
       .catch((err: unknown) => {
         if (err instanceof AbortedError) throw err;
         return undefined;
       });
     for (const c of answer?.body.claims ?? []) {
       if (c.state !== 'taken' || !c.fencedUntil) continue;
-      const whose = c.allocId === a.id ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.allocId)}, which`;
-      lines.push(`Volume ${v.volumeId}: ${whose} is held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
+      const whose = c.allocId === a.ID ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.allocId)}, which`;
+      lines.push(`Volume ${v.VolumeID}: ${whose} is held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
     }
   }
   return lines;
@@ -116,18 +109,17 @@ async function claimWaits(s: ApiSession, a: Allocation): Promise<string[]> {
 const USAGE_TIMEOUT_MS = 5_000;
 
 /**
- * Asks the allocation's node agent for its running tasks' resource usage.
- * Never throws but for Ctrl-C: an unreachable node, a refused token or a
- * node without the allocation becomes `unavailable` with the reason.
+ * Asks the allocation's node agent for its running tasks' resource usage
+ * (Nomad's AllocResourceUsage). Never throws but for Ctrl-C: an unreachable
+ * node, a refused token or a node without the allocation becomes
+ * `unavailable` with the reason.
  */
-async function allocUsage(s: ApiSession, a: Allocation, token: string | undefined): Promise<AllocUsage> {
+async function allocUsage(s: ApiSession, a: api.Allocation, token: string | undefined): Promise<AllocUsage> {
   const timeout = AbortSignal.timeout(USAGE_TIMEOUT_MS);
   try {
     const agent = await nodeAgentOf(s, a, token);
-    const { body } = await agent.request<{ tasks: Record<string, TaskUsage> }>('GET', `/v1/client/allocation/${encodeURIComponent(a.id)}/stats`, {
-      signal: timeout,
-    });
-    return { tasks: body.tasks ?? {} };
+    const { body } = await agent.request<api.AllocResourceUsage>('GET', `/v1/client/allocation/${encodeURIComponent(a.ID)}/stats`, { signal: timeout });
+    return { tasks: body.Tasks ?? {} };
   } catch (err) {
     if (s.signal.aborted) throw err;
     if (timeout.aborted) return { unavailable: `the node agent did not answer within ${USAGE_TIMEOUT_MS / 1000} s` };
@@ -139,40 +131,63 @@ function mib(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
+/** Nanoseconds since the epoch (Nomad's times) as milliseconds. */
+const ms = (nanos: number): number => Math.floor(nanos / 1_000_000);
+/** A Go time (RFC 3339; the zero time is none) as milliseconds, 0 for none. */
+const goMs = (t: string): number => (t.startsWith('0001-') ? 0 : Date.parse(t) || 0);
+
+/** Nomad's AllocationMetric as the placement printer reads it. */
+function placementMetric(m: api.AllocationMetric): AllocMetric {
+  return {
+    nodesEvaluated: m.NodesEvaluated,
+    nodesFiltered: m.NodesFiltered,
+    nodesAvailable: m.NodesAvailable ?? {},
+    classFiltered: m.ClassFiltered ?? {},
+    constraintFiltered: m.ConstraintFiltered ?? {},
+    nodesExhausted: m.NodesExhausted,
+    dimensionExhausted: m.DimensionExhausted ?? {},
+    scoreMetaData: (m.ScoreMetaData ?? []).map((x) => ({ nodeId: x.NodeID, scores: x.Scores ?? {}, normScore: x.NormScore })),
+  };
+}
+
 async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
-  const id = await s.api.resolve(KINDS.allocation, idArg as string);
-  const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
-  const running = a.desiredStatus === 'run' && (a.clientStatus === 'running' || Object.values(a.taskStates ?? {}).some((t) => t.state === 'running'));
+  const a = await allocationOf(s, idArg as string);
+  const states = a.TaskStates ?? {};
+  const running = a.DesiredStatus === 'run' && (a.ClientStatus === 'running' || Object.values(states).some((t) => t.State === 'running'));
   const usage = running ? await allocUsage(s, a, tokenOf(opts)) : undefined;
-  if (s.out.json) return s.out.document(usage ? { ...a, resourceUsage: usage } : a);
+  if (s.out.json) return s.out.document(a);
+  const network = a.AllocatedResources?.Shared.Networks?.[0];
+  const status = a.NetworkStatus;
   s.out.fields([
-    ['ID', a.id],
-    ['Name', a.name],
-    ['Node ID', a.nodeId],
-    ['Job ID', a.jobId],
-    ['Namespace', a.namespace],
-    ['Job Version', a.jobVersion],
-    ['Task Group', a.taskGroup],
-    ['Desired Status', s.style.status(a.desiredStatus)],
-    ['Desired Description', a.desiredDescription || undefined],
-    ['Client Status', s.style.status(a.clientStatus)],
-    ['Client Description', a.clientDescription || undefined],
-    ['Network', a.network ? `${a.network.mode}${a.network.address ? `, address ${a.network.address}${a.network.interface ? ` (${a.network.interface})` : ''}` : ''}` : undefined],
-    ['Reschedule Attempts', a.rescheduleAttempts],
-    ['Previous Allocation', a.previousAllocation],
-    ['Created', `${timestamp(a.createTime)} (${age(a.createTime)})`],
-    ['Modified', `${timestamp(a.modifyTime)} (${age(a.modifyTime)})`],
+    ['ID', a.ID],
+    ['Name', a.Name],
+    ['Node ID', a.NodeID],
+    ['Node Name', a.NodeName || undefined],
+    ['Job ID', a.JobID],
+    ['Namespace', a.Namespace],
+    ['Task Group', a.TaskGroup],
+    ['Desired Status', s.style.status(a.DesiredStatus)],
+    ['Desired Description', a.DesiredDescription || undefined],
+    ['Client Status', s.style.status(a.ClientStatus)],
+    ['Client Description', a.ClientDescription || undefined],
+    ['Network', network ? `${network.Mode}${status?.Address ? `, address ${status.Address}${status.InterfaceName ? ` (${status.InterfaceName})` : ''}` : ''}` : undefined],
+    ['Reschedule Attempts', a.RescheduleTracker?.Events?.length ?? 0],
+    ['Previous Allocation', a.PreviousAllocation || undefined],
+    ['Replacement Alloc ID', a.NextAllocation || undefined],
+    ['Created', `${timestamp(ms(a.CreateTime))} (${age(ms(a.CreateTime))})`],
+    ['Modified', `${timestamp(ms(a.ModifyTime))} (${age(ms(a.ModifyTime))})`],
   ]);
-  if (a.ports?.length) {
+  const ports = a.AllocatedResources?.Shared.Ports ?? [];
+  if (ports.length) {
     s.out.line();
     s.out.line(s.style.bold('Allocation Addresses'));
-    s.out.table(['Label', 'Address'], a.ports.map((p) => [p.label, `${p.hostIp.includes(':') ? `[${p.hostIp}]` : p.hostIp}:${p.value}${p.to !== p.value ? ` -> ${p.to}` : ''}`]));
+    s.out.table(['Label', 'Address'], ports.map((p) => [p.Label, `${p.HostIP.includes(':') ? `[${p.HostIP}]` : p.HostIP}:${p.Value}${p.To !== p.Value ? ` -> ${p.To}` : ''}`]));
   }
-  if (opts['verbose'] && a.metrics) printPlacementMetrics(s, a.metrics, (nodeId) => (nodeId === a.nodeId ? '(chosen)' : ''));
-  if (a.csiVolumes?.length) {
+  if (opts['verbose'] && a.Metrics) printPlacementMetrics(s, placementMetric(a.Metrics), (nodeId) => (nodeId === a.NodeID ? '(chosen)' : ''));
+  if (a.CSIVolumes?.length) {
     s.out.line();
     s.out.line(s.style.bold('CSI Volumes'));
-    s.out.table(['ID', 'Plugin', 'Read Only'], a.csiVolumes.map((v) => [v.volumeId, v.pluginId, String(v.readOnly)]));
+    s.out.table(['ID', 'Plugin', 'Read Only'], a.CSIVolumes.map((v) => [v.VolumeID, v.PluginID, String(v.ReadOnly)]));
     for (const line of await claimWaits(s, a)) s.out.line(line);
   }
   if (usage && 'unavailable' in usage) {
@@ -180,41 +195,40 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line(s.style.bold('Resource usage'));
     s.out.line(`usage unavailable: ${usage.unavailable}`);
   }
-  if (a.checks && Object.keys(a.checks).length) {
+  const checks = (await s.api.get<api.AllocCheckStatuses>(`/v1/allocation/${encodeURIComponent(a.ID)}/checks`)).body;
+  if (Object.keys(checks).length) {
     s.out.line();
     s.out.line(s.style.bold('Checks'));
-    printChecks(s, a.checks);
+    printChecks(s, checks);
   }
-  for (const [task, st] of Object.entries(a.taskStates ?? {})) {
+  for (const [task, st] of Object.entries(states)) {
     s.out.line();
-    s.out.line(s.style.bold(`Task "${task}" is "${st.state}"${st.failed ? ' (failed)' : ''}`));
+    s.out.line(s.style.bold(`Task "${task}" is "${st.State}"${st.Failed ? ' (failed)' : ''}`));
     s.out.fields([
-      ['Restarts', st.restarts],
-      ['Started', timestamp(st.startedAt)],
-      ['Finished', timestamp(st.finishedAt)],
+      ['Restarts', st.Restarts],
+      ['Started', timestamp(goMs(st.StartedAt))],
+      ['Finished', timestamp(goMs(st.FinishedAt))],
     ]);
-    const u = usage && 'tasks' in usage && st.state === 'running' ? usage.tasks[task] : undefined;
-    if (u) {
+    const u = usage && 'tasks' in usage && st.State === 'running' ? usage.tasks[task]?.ResourceUsage : undefined;
+    if (u?.MemoryStats && u.CpuStats) {
       s.out.line();
       s.out.line(s.style.bold('Resource usage'));
       s.out.table(
-        ['Memory (RSS)', 'Cache', 'Max Usage', 'CPU User', 'CPU System', 'Throttled Periods', 'Pids', 'Source'],
+        ['Memory (RSS)', 'Cache', 'Max Usage', 'CPU', 'Throttled Periods', 'Measured'],
         [
           [
-            mib(u.memory.rssBytes),
-            mib(u.memory.cacheBytes),
-            mib(u.memory.maxUsageBytes),
-            `${(u.cpu.userMs / 1000).toFixed(2)} s`,
-            `${(u.cpu.systemMs / 1000).toFixed(2)} s`,
-            String(u.cpu.throttledPeriods),
-            String(u.pids.length),
-            u.source,
+            mib(u.MemoryStats.RSS),
+            mib(u.MemoryStats.Cache),
+            mib(u.MemoryStats.MaxUsage),
+            `${u.CpuStats.Percent.toFixed(1)}% (${Math.floor(u.CpuStats.TotalTicks)} MHz)`,
+            String(u.CpuStats.ThrottledPeriods),
+            (u.MemoryStats.Measured ?? []).join(', '),
           ],
         ],
       );
     }
     s.out.line();
-    s.out.table(['Time', 'Type', 'Description'], [...st.events].reverse().map((e) => [timestamp(e.at), e.type, e.message]));
+    s.out.table(['Time', 'Type', 'Description'], [...(st.Events ?? [])].reverse().map((e) => [timestamp(ms(e.Time)), e.Type, e.DisplayMessage || e.Message]));
   }
 }
 
@@ -249,8 +263,8 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   }
   const id = await s.api.resolve(KINDS.node, idArg);
   const { body: n } = await s.api.get<NodeAnswer>(KINDS.node.getPath(id));
-  const { body: allocs } = await s.api.get<Array<Allocation & { job?: Job }>>(`/v1/node/${encodeURIComponent(id)}/allocations`);
-  if (s.out.json) return s.out.document({ node: n, allocations: allocs.map(({ job: _job, ...a }) => a) });
+  const { body: allocs } = await s.api.get<api.Allocation[]>(`/v1/node/${encodeURIComponent(id)}/allocations`);
+  if (s.out.json) return s.out.document({ node: n, allocations: allocs });
   s.out.fields([
     ['ID', n.id],
     ['Name', n.name],
@@ -287,7 +301,7 @@ async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   s.out.line(s.style.bold('Allocations'));
   s.out.table(
     ['ID', 'Job ID', 'Task Group', 'Desired', 'Status', 'Created'],
-    allocs.map((a) => [shortId(a.id), a.jobId, a.taskGroup, a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
+    allocs.map((a) => [shortId(a.ID), a.JobID, a.TaskGroup, a.DesiredStatus, s.style.status(a.ClientStatus), age(ms(a.CreateTime))]),
   );
 }
 

@@ -7,8 +7,8 @@ import { open } from 'node:fs/promises';
 import { Command } from 'commander';
 import type * as SpecFiles from '../spec-files/index.js';
 import type * as Structs from '../structs/index.js';
-import type { Evaluation as NomadEvaluation } from '../api/index.js';
-import type { Allocation, Evaluation, Job } from '../structs/index.js';
+import type * as api from '../api/index.js';
+import type { Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -183,7 +183,7 @@ async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unkn
         return undefined;
       }
       s.out.warn(`note: the earlier submission of job "${jobId}" landed (submit index ${now.submitIndex ?? 0}, version ${now.version}) though its answer was lost; not submitting it again`);
-      const evals = (await s.api.get<NomadEvaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace })).body;
+      const evals = (await s.api.get<api.Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace })).body;
       const evaluation = evals.filter((e) => e.CreateIndex >= (now.submitIndex ?? 0)).sort((a, b) => a.CreateIndex - b.CreateIndex)[0] ?? evals.at(-1);
       return { body: { job: now, evalId: evaluation?.ID ?? '', index: now.submitIndex ?? now.modifyIndex }, index: now.modifyIndex, landed: true };
     },
@@ -262,7 +262,7 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   }
   const id = await s.api.resolve(KINDS.job, idArg, { namespace: s.namespace });
   const { body: job } = await s.api.get<Job>(KINDS.job.getPath(id), { namespace: s.namespace });
-  const { body: allocs } = await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(id)}/allocations`, { namespace: s.namespace });
+  const { body: allocs } = await s.api.get<api.AllocationListStub[]>(`/v1/job/${encodeURIComponent(id)}/allocations`, { namespace: s.namespace });
   if (s.out.json) return s.out.document({ job, allocations: allocs });
   s.out.fields([
     ['ID', job.id],
@@ -280,8 +280,8 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   s.out.table(
     ['Task Group', 'Count', ...statuses.map((x) => x[0]!.toUpperCase() + x.slice(1))],
     job.groups.map((g) => {
-      const mine = allocs.filter((a) => a.taskGroup === g.name);
-      return [g.name, String(g.count), ...statuses.map((st) => String(mine.filter((a) => a.clientStatus === st).length))];
+      const mine = allocs.filter((a) => a.TaskGroup === g.name);
+      return [g.name, String(g.count), ...statuses.map((st) => String(mine.filter((a) => a.ClientStatus === st).length))];
     }),
   );
   await printJobEvaluations(s, id);
@@ -290,8 +290,8 @@ async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
   s.out.table(
     ['ID', 'Node ID', 'Task Group', 'Version', 'Desired', 'Status', 'Created'],
     [...allocs]
-      .sort((a, b) => b.createIndex - a.createIndex)
-      .map((a) => [shortId(a.id), shortId(a.nodeId), a.taskGroup, String(a.jobVersion), a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
+      .sort((a, b) => b.CreateIndex - a.CreateIndex)
+      .map((a) => [shortId(a.ID), shortId(a.NodeID), a.TaskGroup, String(a.JobVersion), a.DesiredStatus, s.style.status(a.ClientStatus), age(Math.floor(a.CreateTime / 1_000_000))]),
   );
 }
 

@@ -11,7 +11,8 @@
 import type { Evaluation } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
-import type { Allocation, Job, Node } from '../structs/index.js';
+import type * as api from '../api/index.js';
+import type { Job, Node } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
 import { failedGroups, failedPlacementLines, metricLines, placementSummary } from './placement-failures.js';
@@ -32,7 +33,7 @@ export interface MonitorResult {
   reason: string;
   jobId: string;
   evaluation: Evaluation;
-  allocations: Array<Pick<Allocation, 'id' | 'nodeId' | 'taskGroup' | 'clientStatus' | 'clientDescription'>>;
+  allocations: Array<{ id: string; nodeId: string; taskGroup: string; clientStatus: string; clientDescription: string }>;
 }
 
 /**
@@ -65,30 +66,30 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Pi
   const say = (text: string): void => {
     if (!s.out.json) s.out.line(text);
   };
-  const jobAllocs = async (index = 0): Promise<{ body: Allocation[]; index: number }> =>
-    s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
+  const jobAllocs = async (index = 0): Promise<{ body: api.AllocationListStub[]; index: number }> =>
+    s.api.get<api.AllocationListStub[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
   const failures = (ev: Evaluation, only?: string): void => {
     for (const line of failedPlacementLines(ev, { heading: 'Task group', indent: '    ', ...(only === undefined ? {} : { group: only }) })) say(line);
   };
   say(`==> ${timestamp(Date.now())}: Monitoring evaluation "${shortId(evalId)}"`);
   say(`    Evaluation triggered by job "${job.id}"`);
   let evaluation: Evaluation | undefined;
-  const result = (ok: boolean, reason: string, allocs: Allocation[] = []): MonitorResult => ({
+  const result = (ok: boolean, reason: string, allocs: api.AllocationListStub[] = []): MonitorResult => ({
     ok,
     reason,
     jobId: job.id,
     evaluation: evaluation as Evaluation,
-    allocations: allocs.map((a) => ({ id: a.id, nodeId: a.nodeId, taskGroup: a.taskGroup, clientStatus: a.clientStatus, clientDescription: a.clientDescription })),
+    allocations: allocs.map((a) => ({ id: a.ID, nodeId: a.NodeID, taskGroup: a.TaskGroup, clientStatus: a.ClientStatus, clientDescription: a.ClientDescription })),
   });
   try {
     const ev = (evaluation = await settledEvaluation(s, evalId));
     let allocs = (await jobAllocs()).body;
     // This submission's allocations: created by its evaluation or since (replacements), whatever became of them.
-    const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex);
-    for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);
+    const mine = (list: api.AllocationListStub[]): api.AllocationListStub[] => list.filter((a) => a.CreateIndex >= submitIndex);
+    for (const a of mine(allocs)) say(`    Allocation "${shortId(a.ID)}" created: node "${shortId(a.NodeID)}", group "${a.TaskGroup}"`);
     // Older allocations this submission's evaluation moved to the new job version without a stop (resource-only changes).
-    const inPlace = allocs.filter((a) => a.createIndex < submitIndex && a.evalId === evalId && a.jobVersion === job.version && a.desiredStatus === 'run');
-    for (const a of inPlace) say(`    Allocation "${shortId(a.id)}" updated in place: node "${shortId(a.nodeId)}", group "${a.taskGroup}" (new resources, no restart)`);
+    const inPlace = allocs.filter((a) => a.CreateIndex < submitIndex && a.EvalID === evalId && a.JobVersion === job.version && a.DesiredStatus === 'run');
+    for (const a of inPlace) say(`    Allocation "${shortId(a.ID)}" updated in place: node "${shortId(a.NodeID)}", group "${a.TaskGroup}" (new resources, no restart)`);
     say(`    Evaluation status changed: "pending" -> "${ev.Status}"`);
     failures(ev);
     say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.Status}"${ev.Status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
@@ -108,43 +109,44 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Pi
     }
 
     // Follow each allocation until it runs (or completes) or fails; a lost one's replacement in its place.
-    const followed = new Map(mine(allocs).map((a) => [a.id, a]));
+    const followed = new Map(mine(allocs).map((a) => [a.ID, a]));
     const seen = new Map<string, string>();
     const told = new Set<string>();
     const lostWords = new Map<string, string>();
     let allocIndex = 0;
     for (;;) {
       // Oldest first: a lost allocation's line comes before its replacement's.
-      for (const a of mine(allocs).sort((x, y) => x.createIndex - y.createIndex)) {
-        const prev = a.previousAllocation;
-        if (!followed.has(a.id)) {
+      // Which allocation each replaces (the replaced one names its replacement: NextAllocation).
+      const previousOf = new Map(allocs.filter((a) => a.NextAllocation).map((a) => [a.NextAllocation, a.ID]));
+      for (const a of mine(allocs).sort((x, y) => x.CreateIndex - y.CreateIndex)) {
+        const prev = previousOf.get(a.ID);
+        if (!followed.has(a.ID)) {
           const why = prev && lostWords.has(prev) ? ` (replaces lost allocation "${shortId(prev)}")` : '';
-          say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"${why}`);
+          say(`    Allocation "${shortId(a.ID)}" created: node "${shortId(a.NodeID)}", group "${a.TaskGroup}"${why}`);
         }
-        followed.set(a.id, a);
-        const before = seen.get(a.id);
-        if (before !== a.clientStatus) {
-          if (before !== undefined || a.clientStatus !== 'pending') {
-            const why = a.clientDescription ? ` (${a.clientDescription})` : '';
-            say(`    Allocation "${shortId(a.id)}" status changed: "${before ?? 'pending'}" -> "${a.clientStatus}"${why}`);
+        followed.set(a.ID, a);
+        const before = seen.get(a.ID);
+        if (before !== a.ClientStatus) {
+          if (before !== undefined || a.ClientStatus !== 'pending') {
+            const why = a.ClientDescription ? ` (${a.ClientDescription})` : '';
+            say(`    Allocation "${shortId(a.ID)}" status changed: "${before ?? 'pending'}" -> "${a.ClientStatus}"${why}`);
           }
-          seen.set(a.id, a.clientStatus);
+          seen.set(a.ID, a.ClientStatus);
         }
-        if (a.clientStatus === 'lost' && !lostWords.has(a.id)) {
-          lostWords.set(a.id, await lostBecause(s, a));
-          say(`==> Allocation "${shortId(a.id)}" of group "${a.taskGroup}" lost: ${lostWords.get(a.id)}`);
+        if (a.ClientStatus === 'lost' && !lostWords.has(a.ID)) {
+          lostWords.set(a.ID, await lostBecause(s, a));
+          say(`==> Allocation "${shortId(a.ID)}" of group "${a.TaskGroup}" lost: ${lostWords.get(a.ID)}`);
         }
       }
       const current = [...followed.values()];
-      const failed = current.find((a) => a.clientStatus === 'failed');
+      const failed = current.find((a) => a.ClientStatus === 'failed');
       if (failed) {
-        say(`==> Allocation "${shortId(failed.id)}" failed${failed.clientDescription ? `: ${failed.clientDescription}` : ''}`);
-        return result(false, `allocation ${shortId(failed.id)} failed`, current);
+        say(`==> Allocation "${shortId(failed.ID)}" failed${failed.ClientDescription ? `: ${failed.ClientDescription}` : ''}`);
+        return result(false, `allocation ${shortId(failed.ID)} failed`, current);
       }
       // The newest of each line of replacements: what is meant to run now.
-      const replaced = new Set(current.map((a) => a.previousAllocation));
-      const standing = current.filter((a) => !replaced.has(a.id));
-      const lost = standing.find((a) => a.clientStatus === 'lost');
+      const standing = current.filter((a) => !(a.NextAllocation && followed.has(a.NextAllocation)));
+      const lost = standing.find((a) => a.ClientStatus === 'lost');
       if (lost) {
         // Its replacement is placed by the evaluation that marked it lost; one still pending may yet place it.
         const since = await evaluationsSince(s, job.id, submitIndex);
@@ -154,28 +156,28 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Pi
           allocs = (await jobAllocs()).body;
           continue;
         }
-        const blocked = since.filter((e) => e.Status === 'blocked' && e.FailedTGAllocs?.[lost.taskGroup]).at(-1);
+        const blocked = since.filter((e) => e.Status === 'blocked' && e.FailedTGAllocs?.[lost.TaskGroup]).at(-1);
         let why = `a ${job.type} job is not moved to another node`;
         if (blocked) {
-          failures(blocked, lost.taskGroup);
+          failures(blocked, lost.TaskGroup);
           say(`==> Evaluation "${shortId(blocked.ID)}" is blocked; it is retried when the cluster changes`);
-          const metric = blocked.FailedTGAllocs?.[lost.taskGroup];
+          const metric = blocked.FailedTGAllocs?.[lost.TaskGroup];
           why = (metric && metricLines(metric).join('; ')) || 'no node fits';
         }
-        return result(false, `allocation ${shortId(lost.id)} of group "${lost.taskGroup}" lost: ${lostWords.get(lost.id)}; no replacement could be placed: ${why}`, current);
+        return result(false, `allocation ${shortId(lost.ID)} of group "${lost.TaskGroup}" lost: ${lostWords.get(lost.ID)}; no replacement could be placed: ${why}`, current);
       }
       // Stopped by the server (a newer version, a scale-down, the job stopped): no longer followed.
-      const stopped = standing.filter((a) => a.desiredStatus !== 'run' && isClientTerminal(a.clientStatus));
-      for (const a of stopped.filter((x) => !told.has(x.id))) {
-        told.add(a.id);
-        say(`==> Allocation "${shortId(a.id)}" stopped by the server${a.desiredDescription ? `: ${a.desiredDescription}` : ''}`);
+      const stopped = standing.filter((a) => a.DesiredStatus !== 'run' && isClientTerminal(a.ClientStatus as Structs.AllocClientStatus));
+      for (const a of stopped.filter((x) => !told.has(x.ID))) {
+        told.add(a.ID);
+        say(`==> Allocation "${shortId(a.ID)}" stopped by the server${a.DesiredDescription ? `: ${a.DesiredDescription}` : ''}`);
       }
       const live = standing.filter((a) => !stopped.includes(a));
       if (live.length === 0) return result(false, 'every allocation stopped', current);
-      const done = live.every((a) => a.desiredStatus === 'run' && (a.clientStatus === 'running' || (a.clientStatus === 'complete' && job.type === 'batch')));
+      const done = live.every((a) => a.DesiredStatus === 'run' && (a.ClientStatus === 'running' || (a.ClientStatus === 'complete' && job.type === 'batch')));
       if (done) {
-        const words = job.type === 'batch' && live.every((a) => a.clientStatus === 'complete') ? 'complete' : 'running';
-        const lostCount = current.filter((a) => a.clientStatus === 'lost').length;
+        const words = job.type === 'batch' && live.every((a) => a.ClientStatus === 'complete') ? 'complete' : 'running';
+        const lostCount = current.filter((a) => a.ClientStatus === 'lost').length;
         say(`==> ${allocations(live.length)} ${words}${lostCount ? ` (${lostCount} lost and replaced)` : ''}`);
         // Placed in part: the rest waits for the cluster to change (the evaluation stays blocked).
         if (placementFailed) {
@@ -207,13 +209,13 @@ async function evaluationsSince(s: ApiSession, jobId: string, index: number): Pr
 }
 
 /** Why an allocation was lost, in the operator's words: its node by name, down and why; else what its client said. */
-async function lostBecause(s: ApiSession, alloc: Allocation): Promise<string> {
+async function lostBecause(s: ApiSession, alloc: api.AllocationListStub): Promise<string> {
   let node: Node | undefined;
   try {
-    node = (await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId))).body;
+    node = (await s.api.get<Node>(KINDS.node.getPath(alloc.NodeID))).body;
   } catch (err) {
     if (!(err instanceof ApiClientError) || err.code !== 'NOT_FOUND') throw err;
   }
   if (node?.status === 'down') return `node "${node.name}" (${shortId(node.id)}) is down${node.statusDescription ? `: ${node.statusDescription}` : ''}`;
-  return alloc.clientDescription || `on node "${node?.name ?? shortId(alloc.nodeId)}"`;
+  return alloc.ClientDescription || `on node "${node?.name ?? shortId(alloc.NodeID)}"`;
 }

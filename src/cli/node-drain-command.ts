@@ -4,7 +4,8 @@
 
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import type { Allocation, Node } from '../structs/index.js';
+import type * as api from '../api/index.js';
+import type { Node } from '../structs/index.js';
 import { ApiClient, KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import { tokenOf } from './alloc-io-commands.js';
@@ -162,24 +163,24 @@ async function monitorDrain(s: ApiSession, nodeId: string, fromIndex: number, ju
   for (;;) {
     const [{ body: node, index: ni }, { body: allocs, index: ai }] = await Promise.all([
       s.api.get<Node>(KINDS.node.getPath(nodeId), { index: String(nodeIndex), wait: '5s' }),
-      s.api.get<Allocation[]>(`/v1/node/${encodeURIComponent(nodeId)}/allocations`, { index: String(allocIndex), wait: '5s' }),
+      s.api.get<api.Allocation[]>(`/v1/node/${encodeURIComponent(nodeId)}/allocations`, { index: String(allocIndex), wait: '5s' }),
     ]);
     nodeIndex = ni;
     allocIndex = ai;
     for (const a of allocs) {
-      const before = seen.get(a.id);
-      const migrating = Boolean(a.desiredTransition?.migrate);
+      const before = seen.get(a.ID);
+      const migrating = Boolean(a.DesiredTransition.Migrate);
       if (!before) {
-        seen.set(a.id, { status: a.clientStatus, migrating });
-        if (migrating && (a.clientStatus === 'pending' || a.clientStatus === 'running')) say(`Alloc "${a.id}" marked for migration`);
+        seen.set(a.ID, { status: a.ClientStatus, migrating });
+        if (migrating && (a.ClientStatus === 'pending' || a.ClientStatus === 'running')) say(`Alloc "${a.ID}" marked for migration`);
         continue;
       }
-      if (migrating && !before.migrating) say(`Alloc "${a.id}" marked for migration`);
-      if (before.status !== a.clientStatus) say(`Alloc "${a.id}" status ${before.status} -> ${a.clientStatus}`);
-      seen.set(a.id, { status: a.clientStatus, migrating });
+      if (migrating && !before.migrating) say(`Alloc "${a.ID}" marked for migration`);
+      if (before.status !== a.ClientStatus) say(`Alloc "${a.ID}" status ${before.status} -> ${a.ClientStatus}`);
+      seen.set(a.ID, { status: a.ClientStatus, migrating });
     }
-    const live = allocs.filter((a) => a.clientStatus === 'pending' || a.clientStatus === 'running');
-    if (!allMarked && live.length > 0 && live.every((a) => a.desiredTransition?.migrate || a.desiredStatus !== 'run')) {
+    const live = allocs.filter((a) => a.ClientStatus === 'pending' || a.ClientStatus === 'running');
+    if (!allMarked && live.length > 0 && live.every((a) => a.DesiredTransition.Migrate || a.DesiredStatus !== 'run')) {
       allMarked = true;
       say(`Node "${nodeId}" has marked all allocations for migration`);
     }

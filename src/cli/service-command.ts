@@ -3,7 +3,8 @@
 
 import type { Command } from 'commander';
 import { Command as Cmd } from 'commander';
-import type { Allocation, CheckResult, ServiceRegistration } from '../structs/index.js';
+import type * as api from '../api/index.js';
+import type { ServiceRegistration } from '../structs/index.js';
 import { KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -84,19 +85,19 @@ export function addAllocChecks(alloc: Command, ctx: CommandContext): void {
     ['alloc checks 3f2a9c1b', 'alloc checks 3f2a --json'],
   ).action(
     apiAction(ctx, async (s, [idArg]) => {
-      const id = await s.api.resolve(KINDS.allocation, idArg as string);
-      const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
-      if (s.out.json) return s.out.document(a.checks ?? {});
-      printChecks(s, a.checks);
+      const id = await s.api.resolve(KINDS.allocation, idArg as string, { namespace: '*' });
+      const { body } = await s.api.get<api.AllocCheckStatuses>(`/v1/allocation/${encodeURIComponent(id)}/checks`);
+      if (s.out.json) return s.out.document(body);
+      printChecks(s, body);
     }),
   );
 }
 
-/** The checks table (`alloc checks`, and the section of `alloc status`). */
-export function printChecks(s: ApiSession, checks: Record<string, CheckResult> | undefined): void {
-  const rows = Object.values(checks ?? {}).sort((a, b) => (a.service + a.name < b.service + b.name ? -1 : 1));
+/** The checks table (`alloc checks`, and the section of `alloc status`): Nomad's statuses (success, failure, pending; Berth's warning). */
+export function printChecks(s: ApiSession, checks: api.AllocCheckStatuses | undefined): void {
+  const rows = Object.values(checks ?? {}).sort((a, b) => (a.Service + a.Check < b.Service + b.Check ? -1 : 1));
   s.out.table(
     ['Service', 'Check', 'Task', 'Status', 'Output', 'Updated'],
-    rows.map((c) => [c.service, c.name, c.task ?? '', s.style.status(c.status), c.output, c.at ? age(c.at) : '']),
+    rows.map((c) => [c.Service, c.Check, c.Task, s.style.status(c.Status), c.Output, c.Timestamp ? age(c.Timestamp * 1000) : '']),
   );
 }

@@ -2,6 +2,7 @@
 // client meets them: its token header, its plain-text errors, and Berth's
 // JSON errors for a caller that asks for them.
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startServer, TOKENS, type Harness } from './_harness.js';
 
@@ -35,6 +36,30 @@ describe('Nomad API conventions', () => {
     const forbidden = await fetch(h.url + '/v1/system/gc', { method: 'PUT', headers: { 'X-Nomad-Token': TOKENS.readOnly } });
     assert.equal(forbidden.status, 403);
     assert.match(await forbidden.text(), /^role "read-only" may not change this$/);
+  });
+
+  it("reads a body as JSON whatever its Content-Type: none (Nomad's Go api sends none), curl -d's form type, text", async () => {
+    // fetch always adds a Content-Type to a string body; node:http sends only the headers given.
+    const send = (headers: Record<string, string>, body: string): Promise<{ status: number; code: string | undefined; text: string }> =>
+      new Promise((resolve, reject) => {
+        const req = request(h.url + '/v1/jobs', { method: 'POST', headers: { 'X-Nomad-Token': TOKENS.management, 'content-length': String(Buffer.byteLength(body)), ...headers } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, code: res.headers['x-berth-error-code'] as string | undefined, text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    for (const headers of [{} as Record<string, string>, { 'content-type': 'application/x-www-form-urlencoded' }, { 'content-type': 'text/plain' }]) {
+      // Broken JSON is refused as broken JSON (so it was read as JSON), not as an unsupported media type.
+      const broken = await send(headers, '{"Job": ');
+      assert.equal(broken.status, 400, `${JSON.stringify(headers)}: ${broken.text}`);
+      assert.notEqual(broken.code, undefined);
+      // A JSON body that is not a job is refused for what it lacks, as with application/json.
+      const notAJob = await send(headers, '{"Job": {"ID": 7}}');
+      const asJson = await send({ 'content-type': 'application/json' }, '{"Job": {"ID": 7}}');
+      assert.deepEqual({ status: notAJob.status, code: notAJob.code, text: notAJob.text }, { status: asJson.status, code: asJson.code, text: asJson.text }, JSON.stringify(headers));
+    }
   });
 
   it('answers { code, message, details } to a caller that accepts JSON', async () => {

@@ -206,7 +206,7 @@ export class ServerApi {
   }
 
   /**
-   * GET /v1/node/:id/allocations: the whole list, each allocation with its
+   * GET /v1/internal/node/:id/allocations: the whole list, each allocation with its
    * job (what servers older than the incremental sync serve). With `index`,
    * blocks on the server until the allocations pass it or `waitMs` runs out
    * (plus a few seconds' grace; a server silent past that counts as hung).
@@ -215,7 +215,7 @@ export class ServerApi {
    * index to send next time.
    */
   async allocations(nodeId: string, opts: BlockingOptions = {}): Promise<{ index: number; allocations: NodeAllocation[] }> {
-    const { body, index } = await this.#blockingGet(`/v1/node/${enc(nodeId)}/allocations`, new URLSearchParams(), opts);
+    const { body, index } = await this.#blockingGet(`/v1/internal/node/${enc(nodeId)}/allocations`, new URLSearchParams(), opts);
     if (!Array.isArray(body)) throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation list is not a list', { retryable: true });
     return { index, allocations: body as NodeAllocation[] };
   }
@@ -272,9 +272,9 @@ export class ServerApi {
     return { index, services: body as Array<{ namespace: string; serviceName: string; tags: string[] }> };
   }
 
-  /** POST /v1/node/:id/allocations: status updates, applied all or none. */
+  /** POST /v1/internal/node/:id/allocations: status updates, applied all or none. */
   async updateAllocations(nodeId: string, updates: readonly AllocStatusReport[], opts: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
-    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/allocations`, { allocations: updates }, opts.signal);
+    const { body } = await this.#call('POST', `/v1/internal/node/${enc(nodeId)}/allocations`, { allocations: updates }, opts.signal);
     return body as { index: number };
   }
 
@@ -429,7 +429,7 @@ export class ServerApi {
           finish();
           this.#answers++;
           for (const c of chunks) this.#bytes += c.length;
-          const index = res.headers['x-berth-index'];
+          const index = res.headers['x-nomad-index'] ?? res.headers['x-berth-index'];
           const leader = res.headers['x-berth-leader'];
           resolve({
             status: res.statusCode ?? 0,

@@ -12,6 +12,7 @@ import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
+import { registerAllocRoutes } from './alloc-routes.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerDrainRoutes } from './drain-routes.js';
@@ -31,10 +32,18 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Who may call the route; `public` needs no token (only the web UI's static files, which hold no cluster data). */
     access?: Access | 'public';
+    /** A WebSocket route that reads Nomad's handshake message (`ws_handshake=true`) and calls `req.authorizeHandshake` before anything else. */
+    wsHandshake?: boolean;
   }
   interface FastifyRequest {
     /** The caller, set once the token is checked. */
     caller?: { name: string; role: string };
+    /**
+     * Set instead of `caller` on a WebSocket opened with `ws_handshake=true`
+     * and no token header: checks the token of its handshake message for the
+     * route's access and sets `caller`. Rejects as a bad token does.
+     */
+    authorizeHandshake?: (token: string) => Promise<void>;
   }
 }
 
@@ -55,8 +64,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // place, before parsing (the validators and the store's serializer recurse).
   // The default parser still refuses `__proto__` and `constructor.prototype` keys.
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+  // Every body is JSON, whatever its Content-Type says, as Nomad's server takes it: Nomad's Go
+  // api package (its CLI, the Terraform provider, nomad-pack) sends none, and `curl -d @job.json`
+  // sends application/x-www-form-urlencoded. '*' is also the parser of a body without the header.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser(['application/json', '*'], { parseAs: 'string' }, (req, body, done) => {
     // No body with the header (many HTTP clients always send it, on DELETE too): no body, as Nomad takes it.
     if ((body as string).trim() === '') return done(null, undefined);
     const deep = nestingProblem(body as string);
@@ -91,6 +103,13 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     }
     if (access === 'public') return;
     const nomadToken = req.headers['x-nomad-token'];
+    // A browser's WebSocket cannot carry a token header: with ws_handshake its first message does (the route checks it).
+    if (req.routeOptions.config.wsHandshake && !nomadToken && !req.headers.authorization && isHandshakeUpgrade(req)) {
+      req.authorizeHandshake = async (token) => {
+        req.caller = tokens.authorize(undefined, access, token);
+      };
+      return;
+    }
     req.caller = tokens.authorize(req.headers.authorization, access, typeof nomadToken === 'string' ? nomadToken : undefined);
   });
 
@@ -147,6 +166,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerClusterRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerEvalRoutes(app, ctx);
+  registerAllocRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
   registerDrainRoutes(app, ctx);
@@ -190,6 +210,12 @@ function sendError(req: FastifyRequest, reply: FastifyReply, status: number, bod
   void reply.header('X-Berth-Error-Code', body.code);
   if (wantsJson(req.headers.accept)) return reply.status(status).send(body);
   return reply.status(status).type('text/plain; charset=utf-8').send(body.message);
+}
+
+/** A WebSocket upgrade whose token comes in its first message (Nomad's `ws_handshake=true`). */
+function isHandshakeUpgrade(req: FastifyRequest): boolean {
+  const q = (req.query ?? {}) as Record<string, unknown>;
+  return String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' && ['1', 't', 'true', 'TRUE', 'True'].includes(String(q['ws_handshake'] ?? ''));
 }
 
 function wantsJson(accept: string | undefined): boolean {

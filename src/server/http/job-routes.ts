@@ -1,7 +1,7 @@
-// Jobs and allocations over HTTP (evaluations: eval-routes.ts).
+// Jobs over HTTP (evaluations: eval-routes.ts; allocations: alloc-routes.ts).
 
 import type { FastifyInstance } from 'fastify';
-import { isNomadJobJson, nomadJobToSpec, parseJobSpec, publicJob, JobValidationError, type Allocation, type Job } from '../../structs/index.js';
+import { isNomadJobJson, nomadJobToSpec, parseJobSpec, publicJob, JobValidationError, type Job } from '../../structs/index.js';
 import { problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
@@ -145,39 +145,6 @@ export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: Rout
     });
     reply.header('X-Berth-Index', String(out.index));
     return { job: jobOut(out.job), dispatchedJobId: out.job.id, evaluation: out.evaluation, evalId: out.evaluation.id, index: out.index };
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/allocations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('allocations', { filter: (a) => a.jobId === req.params.id && inNamespace(ns)(a) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Querystring: Query }>('/v1/allocations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('allocations', { filter: (a: Allocation) => inNamespace(ns)(a) && withPrefix(req.query)(a) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/allocation/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('allocations', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `allocation "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.post<{ Params: Params }>('/v1/allocation/:id/stop', { config: { access: 'write' } }, async (req, reply) => {
-    const out = await jobs.stopAllocation(req.params.id);
-    reply.header('X-Berth-Index', String(out.index));
-    return out;
   });
 
   // Garbage collection now, regardless of the age and count limits (berth system gc); management only.

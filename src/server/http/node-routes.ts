@@ -1,25 +1,24 @@
 // Nodes and plugins over HTTP, including the node agent's own endpoints:
-// register, heartbeat, its allocations (blocking), allocation status updates
-// and the node connection (a WebSocket carrying server-to-node calls).
+// register, heartbeat, its allocations and their status updates
+// (node-alloc-routes.ts) and the node connection (a WebSocket carrying server-to-node calls).
 
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import { describeError } from '../../lib/index.js';
-import { publicJob, type Job, type NodeFingerprint } from '../../structs/index.js';
-import type { AllocationUpdate } from '../jobs/index.js';
+import type { NodeFingerprint } from '../../structs/index.js';
 import type { NodeTransport } from '../noderpc/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { objectBody, type RouteContext } from './route-context.js';
 import { blockingRead, parseBlockingQuery } from './blocking.js';
-import { readNodeAllocations, registerNodeAllocRoutes } from './node-alloc-routes.js';
+import { registerNodeAllocRoutes } from './node-alloc-routes.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
 export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
   // `deps.nodes` is read per request: each leader term has its own node service.
-  const { store, jobs, connections } = deps;
+  const { store, connections } = deps;
   const log = deps.logger.child({ component: 'http-node' });
 
   /**
@@ -70,44 +69,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
-  // The node's allocations, each with its job, as a blocking read (a node of this build syncs
-  // incrementally instead: node-alloc-routes.ts). Only the node itself gets the job's mount flags
-  // (it mounts with them); readers see them redacted, as everywhere.
-  app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id/allocations', { config: { access: 'node-read' } }, async (req, reply) => {
-    const forNode = req.caller?.role === 'node';
-    const { index, result } = await readNodeAllocations(store, req.params.id, parseBlockingQuery(req.query), signalOf(req, reply), (allocs, snap) => {
-      const jobsById = new Map<string, Job | undefined>();
-      return allocs.map((a) => {
-        const key = rowKey(a.namespace, a.jobId);
-        if (!jobsById.has(key)) {
-          const job = snap.get('jobs', key);
-          jobsById.set(key, job && !forNode ? publicJob(job) : job);
-        }
-        const job = jobsById.get(key);
-        return job ? { ...a, job } : a;
-      });
-    });
-    if (!result) throw new ApiError('NOT_FOUND', `node "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
   registerNodeAllocRoutes(app, { deps, signalOf });
-
-  app.post<{ Params: Params }>('/v1/node/:id/allocations', { config: { access: 'node' } }, async (req, reply) => {
-    const body = objectBody(req.body);
-    const list = body['allocations'];
-    if (!Array.isArray(list)) throw new ApiError('INVALID', 'allocations must be a list', { field: 'allocations' });
-    const updates: AllocationUpdate[] = list.map((u, i) => {
-      const o = objectBody(u, `allocations[${i}]`);
-      if (typeof o['id'] !== 'string' || typeof o['clientStatus'] !== 'string') {
-        throw new ApiError('INVALID', `allocations[${i}] needs an id and a clientStatus`, { field: `allocations[${i}]` });
-      }
-      return o as unknown as AllocationUpdate;
-    });
-    const { index } = await jobs.updateAllocations(req.params.id, updates);
-    reply.header('X-Berth-Index', String(index));
-    return { index };
-  });
 
   // The node connection: server-to-node calls travel over a socket the agent opened.
   app.get<{ Querystring: Query }>('/v1/node/connect', { config: { access: 'node' }, websocket: true }, (socket: WebSocket, req) => {
