@@ -308,9 +308,9 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const loadDuring = load();
     const delay = await loopDelay();
     // How the scheduler took the burst: evaluations by trigger and status, and how many store writes placed the allocations.
-    const evals = (await (await fetch(`${agent.addr}/v1/evaluations`, { headers })).json()) as Array<{ triggeredBy: string; status: string; jobId: string }>;
+    const evals = (await (await fetch(`${agent.addr}/v1/evaluations?namespace=*`, { headers })).json()) as Array<{ TriggeredBy: string; Status: string; JobID: string }>;
     const evalCounts: Record<string, number> = {};
-    for (const e of evals) if (e.jobId.startsWith('burst-')) evalCounts[`${e.triggeredBy}/${e.status}`] = (evalCounts[`${e.triggeredBy}/${e.status}`] ?? 0) + 1;
+    for (const e of evals) if (e.JobID.startsWith('burst-')) evalCounts[`${e.TriggeredBy}/${e.Status}`] = (evalCounts[`${e.TriggeredBy}/${e.Status}`] ?? 0) + 1;
     const placementWrites = new Set(
       ((await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; createIndex: number }>).filter((a) => a.jobId.startsWith('burst-')).map((a) => a.createIndex),
     ).size;

@@ -167,8 +167,8 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const poll = async (done: () => boolean): Promise<void> => {
     while (!done()) {
       if (signal.aborted) throw new Error(`scale-batch: not there after ${SCENARIO_DEADLINE_S} s (${placedNow} placed, ${c.fleet.finished.size} run, job ${status})`);
-      const evals = await c.call<Array<{ placed: number; status: string }>>('GET', '/v1/job/scale-batch/evaluations');
-      placedNow = evals.body.reduce((n, e) => n + e.placed, 0);
+      const evals = await c.call<Array<{ BerthPlaced: number }>>('GET', '/v1/job/scale-batch/evaluations');
+      placedNow = evals.body.reduce((n, e) => n + e.BerthPlaced, 0);
       status = (await c.call<{ Status: string }>('GET', '/v1/job/scale-batch')).body.Status;
       if (!done()) await new Promise((r) => setTimeout(r, 250));
     }

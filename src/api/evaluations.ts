@@ -79,5 +79,11 @@ export const Evaluation = z.strictObject({
   ModifyIndex: uint,
   CreateTime: int64,
   ModifyTime: int64,
+  /** Berth's: allocations the evaluation placed (Nomad's clients read them from /v1/evaluation/:id/allocations). */
+  BerthPlaced: int,
+  /** Berth's: allocations the evaluation stopped. */
+  BerthStopped: int,
+  /** Berth's: allocations moved to the new job version without a restart (resources changed in place). */
+  BerthUpdatedInPlace: int,
 });
 export type Evaluation = z.infer<typeof Evaluation>;

@@ -202,8 +202,8 @@ function skipReason(a: api.AllocationListStub, plan: Plan): string | undefined {
   return undefined;
 }
 
-async function activeDeployment(s: ApiSession, jobId: string): Promise<Deployment | undefined> {
-  const { body } = await s.api.get<Deployment[]>(`/v1/job/${encodeURIComponent(jobId)}/deployments`, { namespace: s.namespace });
+async function activeDeployment(s: ApiSession, jobId: string): Promise<api.Deployment | undefined> {
+  const { body } = await s.api.get<api.Deployment[]>(`/v1/job/${encodeURIComponent(jobId)}/deployments`, { namespace: s.namespace });
   return body.find((d) => d.Status === 'running' || d.Status === 'paused');
 }
 

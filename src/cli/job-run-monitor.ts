@@ -12,7 +12,7 @@ import type { Evaluation } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
 import type * as api from '../api/index.js';
-import type { Node } from '../structs/index.js';
+import type { Job, Node } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
 import { failedGroups, failedPlacementLines, metricLines, placementSummary } from './placement-failures.js';
@@ -95,10 +95,8 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Ru
     // This submission's allocations: created by its evaluation or since (replacements), whatever became of them.
     const mine = (list: api.AllocationListStub[]): api.AllocationListStub[] => list.filter((a) => a.CreateIndex >= submitIndex);
     for (const a of mine(allocs)) say(`    Allocation "${shortId(a.ID)}" created: node "${shortId(a.NodeID)}", group "${a.TaskGroup}"`);
-    // Older allocations this submission moved to the new job version without a stop (resource-only changes).
-    const inPlace = allocs.filter(
-      (a) => a.CreateIndex < submitIndex && a.ModifyIndex >= submitIndex && a.JobVersion === job.version && a.DesiredStatus === 'run',
-    );
+    // Older allocations this submission's evaluation moved to the new job version without a stop (resource-only changes).
+    const inPlace = allocs.filter((a) => a.CreateIndex < submitIndex && a.EvalID === evalId && a.JobVersion === job.version && a.DesiredStatus === 'run');
     for (const a of inPlace) say(`    Allocation "${shortId(a.ID)}" updated in place: node "${shortId(a.NodeID)}", group "${a.TaskGroup}" (new resources, no restart)`);
     say(`    Evaluation status changed: "pending" -> "${ev.Status}"`);
     failures(ev);

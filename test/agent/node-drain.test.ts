@@ -18,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin } from '../../src/api/index.js';
+import type { CSIPlugin, Evaluation } from '../../src/api/index.js';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
@@ -177,10 +177,8 @@ describe('node drain of a single-writer volume', () => {
     const probe = path.join(dir, 'probe.hcl');
     writeFileSync(probe, `job "probe" {\n  group "p" {\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sleep"\n        args = ["300"]\n      }\n    }\n  }\n}\n`);
     await server.cli(['job', 'run', '--detach', probe]);
-    const blocked = await until('the probe blocked', async () =>
-      (await server.get<Array<{ status: string; blockedReason: string }>>('/v1/job/probe/evaluations')).find((e) => e.status === 'blocked'),
-    );
-    assert.match(blocked.blockedReason, /2 nodes were ineligible/);
+    const blocked = await until('the probe blocked', async () => (await server.get<Evaluation[]>('/v1/job/probe/evaluations')).find((e) => e.Status === 'blocked'));
+    assert.equal(blocked.FailedTGAllocs?.['p']?.ConstraintFiltered?.['were ineligible (node is ineligible: draining or marked ineligible)'], 2, JSON.stringify(blocked));
     ok(await server.cli(['node', 'eligibility', '-enable', other.id]), 'node eligibility -enable');
     const placed = await until('the probe placed on the eligible node', async () => (await server.get<Allocation[]>('/v1/job/probe/allocations')).find((a) => a.clientStatus === 'running'));
     assert.equal(placed.nodeId, other.id);

@@ -11,7 +11,8 @@ import { writeFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Evaluation } from '../../src/structs/index.js';
+import type { Evaluation } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -109,11 +110,12 @@ describe('ports through the dev agent', () => {
     writeFileSync(file, job('clash', `      port "admin" {\n        static = ${base + 2}\n      }`, '/bin/sleep', '["1000"]'));
     const run = await agent.cli(['job', 'run', file]);
     const said = run.stdout + run.stderr;
-    assert.match(said, new RegExp(`1 node exhausted network: reserved port collision admin=${base + 2}`), said);
+    assert.match(said, new RegExp(`Dimension "network: reserved port collision admin=${base + 2}" exhausted on 1 node`), said);
     assert.notEqual(run.code, 0, 'job run fails when nothing could be placed');
     assert.equal((await agent.get<Allocation[]>('/v1/job/clash/allocations')).length, 0);
     const evals = await agent.get<Evaluation[]>('/v1/job/clash/evaluations');
-    assert.ok(evals.some((e) => e.status === 'blocked' && e.blockedReason.includes(`reserved port collision admin=${base + 2}`)), JSON.stringify(evals));
+    const dimensions = (e: Evaluation): string[] => Object.values(e.FailedTGAllocs ?? {}).flatMap((m) => Object.keys(m.DimensionExhausted ?? {}));
+    assert.ok(evals.some((e) => e.Status === 'blocked' && dimensions(e).includes(`network: reserved port collision admin=${base + 2}`)), JSON.stringify(evals));
     const status = await agent.cli(['job', 'status', 'clash']);
     assert.match(status.stdout + status.stderr, new RegExp(`reserved port collision admin=${base + 2}`));
   });
@@ -123,7 +125,7 @@ describe('ports through the dev agent', () => {
     writeFileSync(file, job('greedy', '      port "a" {}\n      port "b" {}', '/bin/sleep', '["1000"]'));
     const run = await agent.cli(['job', 'run', file]);
     assert.notEqual(run.code, 0);
-    assert.match(run.stdout + run.stderr, /1 node exhausted network: dynamic port selection failed/);
+    assert.match(run.stdout + run.stderr, /Dimension "network: dynamic port selection failed" exhausted on 1 node/);
     assert.equal((await agent.get<Allocation[]>('/v1/job/greedy/allocations')).length, 0);
   });
 });

@@ -12,8 +12,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, CSIVolume, Job, VolumeClaimState } from '../../src/api/index.js';
-import type { Allocation, Deployment } from '../../src/structs/index.js';
+import type { CSIPlugin, CSIVolume, Deployment, Job, VolumeClaimState } from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -92,8 +92,8 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
   const settled = (version: number) =>
     until(`the deployment of job version ${version} to succeed`, async () => {
       const d = await latestDeployment();
-      if (d?.jobVersion === version && d.status === 'failed') throw new Error(`deployment failed: ${d.statusDescription}`);
-      return d?.jobVersion === version && d.status === 'successful' ? d : undefined;
+      if (d?.JobVersion === version && d.Status === 'failed') throw new Error(`deployment failed: ${d.StatusDescription}`);
+      return d?.JobVersion === version && d.Status === 'successful' ? d : undefined;
     }, 180_000);
   /** The volume's log as the allocation's task printed it on start. */
   const logOf = async (a: Allocation): Promise<string[]> =>
@@ -145,13 +145,14 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     ok(await agent.cli(['job', 'run', '--detach', write(2, { canary: 1 })]), 'job run v2');
     const d = await until('a healthy canary', async () => {
       const dep = await latestDeployment();
-      return dep?.jobVersion === 1 && dep.taskGroups['g']?.healthyAllocs === 1 ? dep : undefined;
+      return dep?.JobVersion === 1 && dep.TaskGroups?.['g']?.HealthyAllocs === 1 ? dep : undefined;
     }, 120_000);
     const during = await live();
     assert.deepEqual(during.map((a) => [a.index, a.jobVersion, a.deploymentStatus?.canary ?? false]), [[0, 1, true], [1, 0, false], [2, 0, false]]);
-    assert.equal(d.status, 'running');
-    assert.match(ok(await agent.cli(['deployment', 'status', d.id]), 'deployment status').stdout, /^g\s+false\s+3\s+1\s+1\s+1\s+0/m);
-    ok(await agent.cli(['deployment', 'promote', d.id.slice(0, 8)]), 'deployment promote');
+    assert.equal(d.Status, 'running');
+    // Task Group, Auto Revert, Promoted, Desired, Canaries, Placed, Healthy, Unhealthy, Progress Deadline.
+    assert.match(ok(await agent.cli(['deployment', 'status', d.ID]), 'deployment status').stdout, /^g\s+true\s+false\s+3\s+1\s+1\s+1\s+0\s+\d{4}-/m);
+    ok(await agent.cli(['deployment', 'promote', '--detach', d.ID.slice(0, 8)]), 'deployment promote');
     await settled(1);
 
     const after = await live();

@@ -121,6 +121,6 @@ describe('job run when allocations cannot run where they were placed', () => {
     assert.match(res.stdout, /Task group "db" \(failed to place 1 allocation\):/);
     assert.match(res.stdout, /==> 1 allocation running\n/);
     assert.match(res.stdout, /is still blocked: not every allocation could be placed/);
-    assert.match(res.stderr, /^error: placement failed: group "db": 1 allocation not placed: .*1 node exhausted/m);
+    assert.match(res.stderr, /^error: placement failed: group "db": 1 allocation not placed: .*Resources exhausted on 1 node; Dimension "(cpu|memory)" exhausted on 1 node/m);
   });
 });

@@ -16,8 +16,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/index.js';
-import type { JobPlanResponse } from '../../src/api/index.js';
-import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
+import type { Evaluation, JobPlanResponse } from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { nomadJob, registration } from '../support/nomad-jobs.js';
 import { AgentProcess, cleanupUnder, TestServer, TOKENS, until } from '../support/runtime-cluster.js';
 
@@ -115,7 +115,7 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
     assert.equal(p.JobModifyIndex, 0);
     assert.deepEqual(plannedNodes(p), ['web-1', 'web-2']);
     const r = await run(spec);
-    assert.equal(r.evaluation.status, 'complete');
+    assert.equal(r.evaluation.Status, 'complete');
     assert.deepEqual(r.nodes, plannedNodes(p), 'job run placed what job plan showed');
     const metrics = r.allocs[0]!.metrics;
     assert.equal(metrics?.constraintFiltered['${meta.rack} = r1'], 1, 'the placement metrics say web-3 was filtered by the rack constraint');
@@ -163,12 +163,12 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
     assert.equal(p.BerthPlacements?.length, 0);
     assert.equal(p.FailedTGAllocs?.['g']?.ConstraintFiltered?.['${meta.rack} = r9'], 3);
     const { evaluation } = await run(spec);
-    assert.equal(evaluation.status, 'blocked');
-    assert.match(evaluation.blockedReason, /Constraint "\$\{meta\.rack\} = r9" filtered 3 nodes/);
+    assert.equal(evaluation.Status, 'blocked');
+    assert.deepEqual(evaluation.FailedTGAllocs?.['g']?.ConstraintFiltered, { '${meta.rack} = r9': 3 });
     const status = await cli('job', 'status', 'nowhere');
-    assert.match(status.out, /Placement Failure[\s\S]*Constraint "\$\{meta\.rack\} = r9" filtered 3 nodes/);
-    const evals = await cli('eval', 'status', evaluation.id);
-    assert.match(evals.out, /Constraint "\$\{meta\.rack\} = r9" filtered 3 nodes/);
+    assert.match(status.out, /Placement Failure[\s\S]*Constraint "\$\{meta\.rack\} = r9": 3 nodes excluded by filter/);
+    const evals = await cli('eval', 'status', evaluation.ID);
+    assert.match(evals.out, /Failed Placements\nTask Group "g" \(failed to place 1 allocation\):\n( {2}\* .*\n)* {2}\* Constraint "\$\{meta\.rack\} = r9": 3 nodes excluded by filter\n/);
   });
 
   it('job plan exits 0 with nothing to change and 1 with changes; run -check-index refuses a stale index', async () => {

@@ -276,7 +276,7 @@ describe('200 concurrent job submissions', { timeout: 600_000 }, () => {
       300_000,
     ).catch(async (err: Error) => {
       const first = /jobs never placed \((burst-\d+)/.exec(seen)?.[1];
-      const evals = first ? ((await c.get<Array<{ status: string; statusDescription: string; failedPlacements: unknown }>>(`/v1/job/${first}/evaluations`)).body ?? []) : [];
+      const evals = first ? ((await c.get<Array<{ Status: string; StatusDescription: string; FailedTGAllocs: unknown }>>(`/v1/job/${first}/evaluations`)).body ?? []) : [];
       assert.fail(`${err.message}; ${seen}${first ? `; ${first}'s evaluations: ${JSON.stringify(evals).slice(0, 800)}` : ''}`);
     });
   });

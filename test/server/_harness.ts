@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ManualClock, type Clock, type Logger } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type * as api from '../../src/api/index.js';
-import type { Evaluation } from '../../src/structs/index.js';
+import type { Evaluation } from '../../src/api/index.js';
 import { registration } from '../support/nomad-jobs.js';
 
 export const TOKENS = {
@@ -94,8 +94,8 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
       for (;;) {
         const res = await h.call<Evaluation>('GET', `/v1/evaluation/${evalId}${index ? `?index=${index}&wait=30s` : ''}`);
         if (res.status !== 200) throw new Error(`evaluation ${evalId}: ${res.status} ${res.text}`);
-        if (res.body.status !== 'pending') return res.body;
-        index = Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index'));
+        if (res.body.Status !== 'pending') return res.body;
+        index = Number(res.headers.get('x-nomad-index'));
       }
     },
     async close() {

@@ -70,8 +70,8 @@ describe('HTTP API', () => {
     assert.equal(res.status, 200);
     // The answer comes once the job and its evaluation are durable; the scheduler runs after.
     const evaluation = await h.settled(res.body.EvalID);
-    assert.equal(evaluation.status, 'complete');
-    assert.equal(evaluation.placed, 2);
+    assert.equal(evaluation.Status, 'complete');
+    assert.equal(evaluation.BerthPlaced, 2);
 
     const allocs = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node });
     assert.equal(allocs.status, 200);
@@ -131,10 +131,10 @@ describe('HTTP API', () => {
 
   it('blocking query with a wait returns the current index when nothing changes', async () => {
     const first = await h.call('GET', '/v1/evaluations');
-    const index = Number(first.headers.get('x-berth-index'));
+    const index = Number(first.headers.get('x-nomad-index'));
     const again = await h.call('GET', `/v1/evaluations?index=${index}&wait=50ms`);
     assert.equal(again.status, 200);
-    assert.equal(Number(again.headers.get('x-berth-index')), index);
+    assert.equal(Number(again.headers.get('x-nomad-index')), index);
     assert.equal((await h.call('GET', '/v1/evaluations?index=-1')).status, 400);
   });
 
@@ -186,7 +186,7 @@ describe('HTTP API', () => {
     assert.equal(mismatch.status, 400);
     const scaled = await h.submit(webJob(3), { path: '/v1/job/web' });
     assert.equal(scaled.status, 200);
-    assert.equal(scaled.body.evaluation?.placed, 1);
+    assert.equal(scaled.body.evaluation?.BerthPlaced, 1);
     assert.equal((await h.call<nomad.Job>('GET', '/v1/job/web')).body.TaskGroups?.[0]?.Count, 3);
     assert.equal((await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.DesiredStatus === 'run').length, 3);
   });
@@ -231,8 +231,8 @@ describe('HTTP API', () => {
     assert.equal(gc.status, 200);
     assert.ok(Array.isArray(gc.body.Allocations) && Array.isArray(gc.body.Evaluations) && Array.isArray(gc.body.Jobs));
     assert.ok(gc.body.Evaluations.length > 0, 'the finished evaluations of the jobs above');
-    const evals = await h.call<Evaluation[]>('GET', '/v1/evaluations');
-    assert.ok(evals.body.every((e) => e.status === 'blocked' || e.status === 'pending'), 'no finished evaluation is left');
+    const evals = await h.call<nomad.Evaluation[]>('GET', '/v1/evaluations');
+    assert.ok(evals.body.every((e) => e.Status === 'blocked' || e.Status === 'pending'), 'no finished evaluation is left');
   });
 });
 

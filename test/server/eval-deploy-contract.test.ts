@@ -80,6 +80,7 @@ describe('evaluations (Nomad /v1/evaluations, /v1/evaluation/:id, /v1/job/:id/ev
     assert.equal(web.Namespace, 'default');
     assert.equal(web.TriggeredBy, 'job-register');
     assert.equal(web.FailedTGAllocs, null);
+    assert.equal(web.BerthPlaced, 2, "Berth's count of the allocations it placed");
     assert.equal(web.RelatedEvals, null);
     assert.equal(web.WaitUntil, GO_ZERO_TIME);
     assert.equal(web.CreateTime, 1_700_000_000_000 * 1_000_000, 'Unix nanoseconds from the server clock');

@@ -159,7 +159,7 @@ describe('server with a fake node agent over the real HTTP API', () => {
       }),
     });
     assert.equal(job.status, 200, job.text);
-    assert.equal((await h.settled(job.body.EvalID)).status, 'complete');
+    assert.equal((await h.settled(job.body.EvalID)).Status, 'complete');
     // The node itself gets the job's mount flags (it mounts with them); nobody else does.
     const allocs = await h.call<Allocation[]>('GET', '/v1/internal/node/node-1/allocations', { token: TOKENS.node });
     assert.equal(allocs.body.length, 1);

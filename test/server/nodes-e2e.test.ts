@@ -41,9 +41,9 @@ describe('nodes joining and going down', () => {
         groups: [{ name: 'plugin', tasks: [{ name: 'plugin', driver: 'exec', csiPlugin: { id: 'fake', type: 'monolith', mountDir: '/csi' } }] }],
       },
     });
-    assert.equal(plugin.body.evaluation?.placed, 2);
+    assert.equal(plugin.body.evaluation?.BerthPlaced, 2);
     const web = await h.submit({ job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 't', driver: 'exec' }] }] } });
-    assert.equal(web.body.evaluation?.placed, 1);
+    assert.equal(web.body.evaluation?.BerthPlaced, 1);
     const [first] = await allocsOf('web');
     const doomed = first!.NodeID;
     const survivor = doomed === n1 ? n2 : n1;

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ManualClock } from '../../src/lib/index.js';
 import { Server } from '../../src/server/index.js';
-import type { Allocation, AllocationListStub } from '../../src/api/index.js';
-import type { Evaluation, Node } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub, Evaluation } from '../../src/api/index.js';
+import type { Node } from '../../src/structs/index.js';
 import { API_TOKENS, fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
 
@@ -30,10 +30,10 @@ describe('server restart over the same state', () => {
       const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n1') } });
       nodeId = reg.body.node.id;
       const web = await h.submit({ job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } });
-      assert.equal(web.body.evaluation?.placed, 1);
+      assert.equal(web.body.evaluation?.BerthPlaced, 1);
       const needsDocker = await h.submit({ job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] } });
-      assert.equal(needsDocker.body.evaluation?.status, 'blocked');
-      assert.deepEqual(needsDocker.body.evaluation?.failedPlacements['g']!.reasons, { 'lacked the driver "docker"': 1 });
+      assert.equal(needsDocker.body.evaluation?.Status, 'blocked');
+      assert.deepEqual(needsDocker.body.evaluation?.FailedTGAllocs?.['g']?.ConstraintFiltered, { 'lacked the driver "docker"': 1 });
       blockedEval = needsDocker.body.EvalID;
 
       const allocs = await h.call<AllocationListStub[]>('GET', '/v1/job/web/allocations');
@@ -61,9 +61,9 @@ describe('server restart over the same state', () => {
       await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: docker } });
       const done = await eventually('the blocked evaluation to place', async () => {
         const e = await h.call<Evaluation>('GET', `/v1/evaluation/${blockedEval}`);
-        return e.body.status === 'complete' ? e.body : undefined;
+        return e.body.Status === 'complete' ? e.body : undefined;
       });
-      assert.equal(done.placed, 1);
+      assert.equal(done.BerthPlaced, 1);
 
       // The failed allocation is rescheduled once its delay has passed on the clock.
       await clock.advance(60_000);

@@ -9,8 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { JobRegisterResponse } from '../../src/api/index.js';
-import type { Evaluation } from '../../src/structs/index.js';
+import type { Evaluation, JobRegisterResponse } from '../../src/api/index.js';
 import { eventually, type NotYet } from './eventually.js';
 import { registration } from './nomad-jobs.js';
 import { TS_LOADER } from './ts-loader.js';
@@ -86,15 +85,14 @@ export class TestServer {
    * scheduler ran it, followed with blocking reads as `job run` follows it.
    */
   async submit(job: Record<string, unknown>): Promise<Evaluation> {
-    let evaluation = await this.ok<Evaluation>('GET', `/v1/evaluation/${(await this.register(job)).EvalID}`);
+    const id = (await this.register(job)).EvalID;
     let index = 0;
-    while (evaluation.status === 'pending') {
-      const a = await this.call<Evaluation>('GET', `/v1/evaluation/${evaluation.id}${index ? `?index=${index}&wait=30s` : ''}`);
-      if (a.status !== 200) throw new Error(`evaluation ${evaluation.id}: HTTP ${a.status}: ${a.text}`);
-      evaluation = a.body;
-      index = evaluation.modifyIndex;
+    for (;;) {
+      const a = await this.call<Evaluation>('GET', `/v1/evaluation/${id}${index ? `?index=${index}&wait=30s` : ''}`);
+      if (a.status !== 200) throw new Error(`evaluation ${id}: HTTP ${a.status}: ${a.text}`);
+      if (a.body.Status !== 'pending') return a.body;
+      index = a.body.ModifyIndex;
     }
-    return evaluation;
   }
 }
 

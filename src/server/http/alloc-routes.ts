@@ -10,6 +10,7 @@ import type { Allocation, CheckResult } from '../../structs/index.js';
 import { rowKey, type StateReader } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { AllocShaper, DEFAULT_STUB_FIELDS, type StubFields } from './alloc-shapes.js';
+import { createIndexToken, normalizeNextToken } from './create-order.js';
 import { inNamespace, listPage, nomadRead, setIndexHeaders } from './nomad-read.js';
 import type { RouteContext } from './route-context.js';
 
@@ -26,21 +27,6 @@ export function boolParam(query: Query, name: string): boolean | undefined {
   if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(raw)) return true;
   if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(raw)) return false;
   throw new ApiError('INVALID', `${name} must be a boolean, got "${raw}"`, { field: name });
-}
-
-/** The paging token of a list row ordered by create index, then ID; zero-padded so that tokens compare as numbers do. */
-function createIndexToken(row: api.AllocationListStub): string {
-  return `${String(row.CreateIndex).padStart(20, '0')}.${row.ID}`;
-}
-
-/**
- * Nomad writes the token as `<create index>.<ID>`; one given so (by a
- * client that built it, or kept it from Nomad) is padded as ours are.
- */
-function normalizeNextToken(req: FastifyRequest): void {
-  const q = req.query as Query;
-  const m = /^(\d+)\.(.*)$/.exec(q['next_token'] ?? '');
-  if (m) q['next_token'] = `${(m[1] as string).padStart(20, '0')}.${m[2] as string}`;
 }
 
 const byCreateIndex = (a: Allocation, b: Allocation): number => a.createIndex - b.createIndex || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

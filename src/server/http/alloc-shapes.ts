@@ -54,7 +54,7 @@ export class AllocShaper {
     const job = this.#job(a);
     return {
       ID: a.id,
-      EvalID: '',
+      EvalID: a.evalId ?? '',
       Name: allocName(a),
       Namespace: a.namespace,
       NodeID: a.nodeId,
@@ -90,7 +90,7 @@ export class AllocShaper {
     return {
       ID: a.id,
       Namespace: a.namespace,
-      EvalID: '',
+      EvalID: a.evalId ?? '',
       Name: allocName(a),
       NodeID: a.nodeId,
       NodeName: this.#node(a.nodeId)?.name ?? '',

@@ -119,6 +119,9 @@ export function evaluationOut(e: BerthEvaluation, links: EvalLinks, related?: re
     ModifyIndex: e.modifyIndex,
     CreateTime: nanos(e.createTime),
     ModifyTime: nanos(e.modifyTime),
+    BerthPlaced: e.placed,
+    BerthStopped: e.stopped,
+    BerthUpdatedInPlace: e.updatedInPlace ?? 0,
   };
 }
 
