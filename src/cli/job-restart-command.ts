@@ -10,7 +10,6 @@ import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { BerthError } from '../lib/index.js';
 import type * as api from '../api/index.js';
-import type { Deployment } from '../api/index.js';
 import { restartAllocTasks, stopAllocation } from './alloc-ops-commands.js';
 import { tokenOf } from './alloc-io-commands.js';
 import { KINDS, sleep } from './api-client.js';

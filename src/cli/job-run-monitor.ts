@@ -12,7 +12,7 @@ import type { Evaluation } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
 import type * as api from '../api/index.js';
-import type { Job, Node } from '../structs/index.js';
+import type { Node } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
 import { failedGroups, failedPlacementLines, metricLines, placementSummary } from './placement-failures.js';

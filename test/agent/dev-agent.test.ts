@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pty from 'node-pty';
 import type { AllocationListStub, CSIPlugin } from '../../src/api/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type { Node } from '../../src/structs/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { BERTH, BerthProcess, EXAMPLES, REPO, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type * as nomad from '../../src/api/index.js';
-import type { Allocation, Evaluation, Job, Node } from '../../src/structs/index.js';
+import type { Allocation, Job, Node } from '../../src/structs/index.js';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
@@ -81,7 +81,7 @@ describe('HTTP API', () => {
     assert.ok(index > 0);
 
     // A blocking read returns when the node's report changes the allocations.
-    const waiting = h.call<AllocationListStub[]>('GET', `/v1/job/web/allocations?index=${index}&wait=20s`, { token: TOKENS.readOnly });
+    const waiting = h.call<nomad.AllocationListStub[]>('GET', `/v1/job/web/allocations?index=${index}&wait=20s`, { token: TOKENS.readOnly });
     const report = await h.call('POST', `/v1/internal/node/${nodeId}/allocations`, {
       token: TOKENS.node,
       body: { allocations: allocs.body.map((a) => ({ id: a.id, clientStatus: 'running' })) },
@@ -102,7 +102,7 @@ describe('HTTP API', () => {
   });
 
   it("wakes a node's blocking read of its allocations for its own allocations only", async () => {
-    const web = (await h.call<AllocationListStub[]>('GET', '/v1/job/web/allocations')).body;
+    const web = (await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations')).body;
     const busy = web[0]!.NodeID;
     const nodes = (await h.call<Node[]>('GET', '/v1/nodes')).body;
     const quiet = nodes.find((n) => !web.some((a) => a.NodeID === n.id))!.id;
@@ -216,7 +216,7 @@ describe('HTTP API', () => {
     const res = await fetch(`${h.url}/v1/job/web`, { method: 'DELETE', headers: { authorization: `Bearer ${TOKENS.management}`, 'content-type': 'application/json' } });
     const stop = { status: res.status, body: (await res.json()) as nomad.JobDeregisterResponse };
     assert.equal(stop.status, 200, JSON.stringify(stop.body));
-    assert.equal((await h.settled(stop.body.EvalID)).stopped, 3);
+    assert.equal((await h.settled(stop.body.EvalID)).BerthStopped, 3);
     const allocs = await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations');
     assert.ok(allocs.body.every((a) => a.DesiredStatus === 'stop'));
     assert.equal((await h.call('DELETE', '/v1/job/web?purge=true')).status, 200);

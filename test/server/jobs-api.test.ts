@@ -56,7 +56,7 @@ describe("the jobs routes answer in Nomad's shapes", () => {
     assert.ok(reg.body.EvalID);
     assert.equal(reg.index, reg.body.Index);
     assert.equal(reg.body.KnownLeader, true);
-    assert.equal((await h.settled(reg.body.EvalID)).status, 'complete');
+    assert.equal((await h.settled(reg.body.EvalID)).Status, 'complete');
     const { body: job } = await ok(api.Job, 'GET', '/v1/job/web');
     assert.equal(job.ID, 'web');
     assert.equal(job.Version, 0);
@@ -187,7 +187,7 @@ describe("the jobs routes answer in Nomad's shapes", () => {
 
   it('PUT /v1/job/:id/evaluate writes a new evaluation (JobRegisterResponse)', async () => {
     const { body } = await ok(api.JobRegisterResponse, 'PUT', '/v1/job/web/evaluate', { JobID: 'web', EvalOptions: { ForceReschedule: false } });
-    assert.equal((await h.settled(body.EvalID)).status, 'complete');
+    assert.equal((await h.settled(body.EvalID)).Status, 'complete');
     const bare = await h.call('POST', '/v1/job/web/evaluate');
     assert.equal(bare.status, 200, 'a body is optional');
     assert.deepEqual(await refused('PUT', '/v1/job/web/evaluate', { JobID: 'other' }), { status: 400, text: 'JobID not same as job name' });

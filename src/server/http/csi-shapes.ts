@@ -25,7 +25,7 @@ import { redactMap, type CsiPlugin, type CsiPluginInstance, type CsiPluginReport
 import { rowKey, type StateReader } from '../state/index.js';
 import type { VolumeView } from '../volumes/index.js';
 import type { VolumeHealthView } from '../volumehealth/index.js';
-import { allocationListStub } from './_alloc-stub.js';
+import { AllocShaper } from './alloc-shapes.js';
 import { goTime, nodeVolumeUsage, volumeCondition } from './csi-berth-shapes.js';
 
 const REDACTED = '[REDACTED]';
@@ -84,12 +84,13 @@ function allocsOf(claims: readonly VolumeClaim[], mode: 'read' | 'write'): Recor
  */
 export function csiVolume(v: VolumeView, snap: StateReader, health?: VolumeHealthView): CSIVolume {
   const plugin = snap.get('plugins', rowKey(v.pluginId));
+  const shaper = new AllocShaper(snap);
   const readAllocs = allocsOf(v.claims, 'read');
   const writeAllocs = allocsOf(v.claims, 'write');
   const allocations = [...Object.keys(readAllocs), ...Object.keys(writeAllocs)]
     .map((id) => snap.get('allocations', rowKey(id)))
     .filter((a) => a !== undefined)
-    .map((a) => allocationListStub(a, snap));
+    .map((a) => shaper.stub(a));
   const source = v.contentSource;
   return {
     ID: v.id,
@@ -213,6 +214,7 @@ function instances(plugin: CsiPlugin, kind: 'controller' | 'node', snap: StateRe
 
 /** A plugin row -> Nomad's CSIPlugin, its allocations as list stubs, with Berth's nodes at their volume limit. */
 export function csiPlugin(plugin: CsiPlugin, snap: StateReader): CSIPlugin {
+  const shaper = new AllocShaper(snap);
   return {
     ID: plugin.id,
     Provider: plugin.provider,
@@ -223,7 +225,7 @@ export function csiPlugin(plugin: CsiPlugin, snap: StateReader): CSIPlugin {
     Allocations: plugin.allocations
       .map((a) => snap.get('allocations', rowKey(a.allocId)))
       .filter((a) => a !== undefined)
-      .map((a) => allocationListStub(a, snap)),
+      .map((a) => shaper.stub(a)),
     ControllersHealthy: plugin.controllersHealthy,
     ControllersExpected: plugin.controllersExpected,
     NodesHealthy: plugin.nodesHealthy,

@@ -20,7 +20,6 @@ import {
   publicJob,
   specOfJob,
   specToNomadJob,
-  type Allocation,
   type JobPlan,
   type JobProblem,
   type JobSpec,
@@ -28,8 +27,7 @@ import {
 import { jobSummaryIn, problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
+import { objectBody, type RouteContext } from './route-context.js';
 import { registerJobChildRoutes } from './job-child-routes.js';
 import { JobListCache } from './job-list-cache.js';
 import { planResponse } from './job-plan-shapes.js';
@@ -40,14 +38,6 @@ import { listPage, nomadRead, queryOptions, setIndexHeaders } from './nomad-read
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
-function inNamespace(ns: string): (row: { namespace: string }) => boolean {
-  return ns === '*' ? () => true : (row) => row.namespace === ns;
-}
-
-function withPrefix(query: Query): (row: { id: string }) => boolean {
-  const prefix = query['prefix'] ?? '';
-  return (row) => row.id.startsWith(prefix);
-}
 
 const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
@@ -99,7 +89,7 @@ function requestJob(body: Record<string, unknown>, idFromPath: string | undefine
 }
 
 export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  const { deps, signalOf } = ctx;
+  const { deps } = ctx;
   const { store, jobs } = deps;
 
   // GET /v1/jobs: every job of the namespace (`*`: all) as a JobListStub with its summary.
