@@ -39,7 +39,9 @@ import tseslint from 'typescript-eslint';
 // public API's wire shapes, Nomad's, as schemas; the server answers in them, the
 // CLI and the web UI read them) sits on nothing, hcl (the
 // HCL language engine: parse and evaluate) sits on lib alone, structs
-// (types client and server share) sits on csi, spec-files (job and volume
+// (types client and server share) sits on csi and api (its Nomad JSON
+// converters, shared by the server's answers and the CLI's requests, write
+// the api's shapes: src/structs/nomad-table.ts says why), spec-files (job and volume
 // files, as Nomad's jobspec) on structs and hcl, csi-plugins (the plugins Berth ships)
 // on csi, plugins (external plugins over Nomad's go-plugin protocols) on
 // structs. Each layer may import only the layers listed for it:
@@ -48,7 +50,7 @@ const LAYERS = {
   api: [],
   hcl: ['lib'],
   csi: ['lib'],
-  structs: ['lib', 'csi'],
+  structs: ['lib', 'api', 'csi'],
   'spec-files': ['lib', 'structs', 'hcl'],
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],

@@ -71,7 +71,7 @@ const META_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
 /**
  * A node meta change from Nomad's NodeMetaApplyRequest body (`Meta`: key ->
- * value, null removes the key; Berth's `Unset`: dynamic keys to forget).
+ * value, null removes the key; Berth's `BerthUnset`: dynamic keys to forget).
  * RouteError 400 when malformed.
  */
 function metaChange(body: unknown): { set: Record<string, string | null>; unset: string[] } {
@@ -80,10 +80,10 @@ function metaChange(body: unknown): { set: Record<string, string | null>; unset:
     const issue = parsed.error.issues[0];
     throw new RouteError(400, 'INVALID', `${issue?.path.join('.') || 'request body'}: ${issue?.message ?? 'malformed'} (Meta is an object of key -> string, or null to remove it)`);
   }
-  for (const k of [...Object.keys(parsed.data.Meta), ...(parsed.data.Unset ?? [])]) {
+  for (const k of [...Object.keys(parsed.data.Meta), ...(parsed.data.BerthUnset ?? [])]) {
     if (!META_KEY.test(k)) throw new RouteError(400, 'INVALID', `meta key "${k}" must be letters, digits, "_", "." or "-"`);
   }
-  return { set: { ...parsed.data.Meta }, unset: parsed.data.Unset ?? [] };
+  return { set: { ...parsed.data.Meta }, unset: parsed.data.BerthUnset ?? [] };
 }
 
 /** Nomad's NodeMetaResponse from the client's view of its meta. */

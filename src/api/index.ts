@@ -9,11 +9,116 @@
 //
 // Each route family has its own file; this door lists what each exports.
 
+export { AllocationMetric, NodeScoreMeta, isPlacementReason } from './alloc-metric.js';
+export { EVAL_STATUSES, GO_ZERO_TIME, Evaluation, EvaluationStub } from './evaluations.js';
 export {
-  GoTime,
-  GoDuration,
-  NetworkResource,
-  Resources,
+  DEPLOYMENT_STATUSES,
+  Deployment,
+  DeploymentState,
+  DeploymentUpdateResponse,
+  DeploymentPromoteRequest,
+  DeploymentPauseRequest,
+  DeploymentFailRequest,
+  DeploymentAllocHealthRequest,
+} from './deployments.js';
+
+// Jobs (src/api/jobs.ts and the files it is built from): the Job, its task
+// groups, tasks and their blocks, services, resources, placement rules, and
+// the job routes' bodies. Berth's own fields are `Berth...`.
+export { Affinity, Constraint, Spread, SpreadTarget } from './constraints.js';
+export { CNIConfig, DNSConfig, NetworkResource, NUMAResource, Port, RequestedDevice, Resources } from './resources.js';
+export {
+  Action,
+  ChangeScript,
+  CSIMountOptions,
+  DispatchPayloadConfig,
+  DisconnectStrategy,
+  EphemeralDisk,
+  LogConfig,
+  MigrateStrategy,
+  ReschedulePolicy,
+  RestartPolicy,
+  Secret,
+  TaskArtifact,
+  TaskCSIPluginConfig,
+  TaskLifecycle,
+  TaskSchedule,
+  TaskScheduleCron,
+  Template,
+  UpdateStrategy,
+  Vault,
+  VolumeMount,
+  VolumeRequest,
+  WaitConfig,
+  WorkloadIdentity,
+} from './job-task-blocks.js';
+export {
+  CheckRestart,
+  Consul,
+  ConsulConnect,
+  ConsulExposeConfig,
+  ConsulExposePath,
+  ConsulGateway,
+  ConsulGatewayBindAddress,
+  ConsulGatewayProxy,
+  ConsulGatewayTLSConfig,
+  ConsulGatewayTLSSDSConfig,
+  ConsulHTTPHeaderModifiers,
+  ConsulIngressConfigEntry,
+  ConsulIngressListener,
+  ConsulIngressService,
+  ConsulLinkedService,
+  ConsulMeshConfigEntry,
+  ConsulMeshGateway,
+  ConsulProxy,
+  ConsulSidecarService,
+  ConsulTerminatingConfigEntry,
+  ConsulTransparentProxy,
+  ConsulUpstream,
+  Service,
+  ServiceCheck,
+  ServiceWeights,
+  SidecarTask,
+} from './job-services.js';
+export { Task, TaskGroup } from './job-tasks.js';
+export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, TaskGroupScaleStatus } from './scaling.js';
+export { DesiredUpdates, FieldDiff, JobDiff, ObjectDiff, PlanAnnotations, TaskDiff, TaskGroupDiff } from './job-plan.js';
+export {
+  Job,
+  JobChildrenSummary,
+  JobDeregisterResponse,
+  JobDispatchRequest,
+  JobDispatchResponse,
+  JobEvaluateRequest,
+  JobListStub,
+  JobPlanRequest,
+  JobPlanResponse,
+  JobRegisterRequest,
+  JobRegisterResponse,
+  JobRevertRequest,
+  JobStabilityRequest,
+  JobStabilityResponse,
+  JobSubmission,
+  JobSummary,
+  JobsParseRequest,
+  JobUIConfig,
+  JobUILink,
+  JobValidateRequest,
+  JobValidateResponse,
+  JobVersionsResponse,
+  JobVersionTag,
+  Multiregion,
+  MultiregionRegion,
+  MultiregionStrategy,
+  ParameterizedJobConfig,
+  PeriodicConfig,
+  PeriodicForceResponse,
+  TaskGroupSummary,
+} from './jobs.js';
+
+// Nodes (src/api/nodes.ts): Node, NodeListStub and what they carry, the node writes' bodies and
+// answers, and the node agent's meta (/v1/client/metadata).
+export {
   NodeResources,
   NodeReservedResources,
   NodeDeviceResource,

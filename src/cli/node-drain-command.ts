@@ -195,7 +195,7 @@ async function monitorDrain(s: ApiSession, nodeId: string, fromIndex: number, ju
       allMarked = true;
       say(`Node "${nodeId}" has marked all allocations for migration`);
     }
-    const message = node.LastDrain?.Message ?? '';
+    const message = node.LastDrain?.BerthMessage ?? '';
     if (message && message !== lastMessage && node.DrainStrategy) say(`Drain: ${message}`);
     lastMessage = message;
     if (!node.DrainStrategy) {

@@ -60,7 +60,7 @@ async function apply(s: ApiSession, args: string[], opts: Record<string, unknown
     .filter(Boolean);
   if (pairs.length === 0 && unset.length === 0) throw new UsageError('give KEY=VALUE pairs to set, or --unset KEYS');
   const node = await targetNode(s, opts);
-  const body: Api.NodeMetaApplyRequest = { NodeID: node.ID, Meta: set, Unset: unset };
+  const body: Api.NodeMetaApplyRequest = { NodeID: node.ID, Meta: set, BerthUnset: unset };
   const { body: answer } = await nodeAgentAt(s, node, tokenOf(opts)).request<Api.NodeMetaResponse>('POST', '/v1/client/metadata', { body });
   if (s.out.json) return s.out.document(answer);
   s.out.line(`Node "${node.Name}" (${shortId(node.ID)}) meta updated`);
@@ -81,9 +81,9 @@ function printMeta(s: ApiSession, v: Api.NodeMetaResponse): void {
     s.out.line(s.style.bold(title));
     for (const line of formatKV(Object.keys(m).sort().map((k) => [k, m[k] ?? '<unset>']))) s.out.line(line);
   };
-  section('All Meta', v.Meta, true);
-  section('Dynamic Meta', v.Dynamic);
-  section('Static Meta', v.Static);
+  section('All Meta', v.Meta ?? {}, true);
+  section('Dynamic Meta', v.Dynamic ?? {});
+  section('Static Meta', v.Static ?? {});
 }
 
 /** Nomad's `alloc status -verbose` placement metrics: what was looked at, what filtered, the best scores. */

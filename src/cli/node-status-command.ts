@@ -141,7 +141,7 @@ async function nodeList(s: ApiSession, opts: Record<string, unknown>, verbose: b
     if (opts['os']) row.push(n.Attributes?.['os.name'] ?? '');
     if (verbose) row.push(n.Address, n.Version);
     row.push(String(n.Drain), n.SchedulingEligibility, s.style.status(n.Status));
-    if (verbose) row.push(leaderLink(n.LeaderConnected));
+    if (verbose) row.push(leaderLink(n.BerthLeaderConnected));
     if (opts['allocs']) row.push(String((await nodeAllocations(s, n.ID)).rows.filter((a) => a.clientStatus === 'running').length));
     rows.push(row);
   }
@@ -228,7 +228,8 @@ function printNode(s: ApiSession, n: Api.Node, allocs: NodeAllocRow[], opts: { v
     basic.push([opts.short ? 'Drivers' : 'Driver Status', drivers.join(',')]);
   }
   // Berth's: how the servers hear from the node.
-  basic.push(['Leader Link', leaderLink(n.LeaderConnected)], ['Last Heartbeat', `${formatTime(n.LastHeartbeat)} (${prettyTimeDiff(Date.parse(n.LastHeartbeat))})`]);
+  const heard = n.BerthLastHeartbeat ?? '';
+  basic.push(['Leader Link', leaderLink(n.BerthLeaderConnected)], ['Last Heartbeat', heard && `${formatTime(heard)} (${prettyTimeDiff(Date.parse(heard))})`]);
   for (const line of formatKV(basic)) s.out.line(line);
 
   if (!opts.short) {

@@ -103,7 +103,7 @@ const INSPECTED = JSON.stringify(
 );
 
 describe("Nomad's API job JSON", () => {
-  it('reads what nomad job inspect prints: fields renamed, durations from nanoseconds, defaults noted', async () => {
+  it("reads what nomad job inspect prints: fields renamed, durations from nanoseconds, Nomad's defaults that Berth means by leaving a field out read as unset", async () => {
     const parsed = await parseJobFile('web.json', INSPECTED);
     assert.equal(parsed.job.id, 'web');
     assert.deepEqual(parsed.job.datacenters, ['dc1']);
@@ -128,16 +128,18 @@ describe("Nomad's API job JSON", () => {
     // Update: durations from nanoseconds, the job's block merged under the group's, Nomad's defaults for the rest.
     assert.deepEqual(group.update, { ...DEFAULT_UPDATE, maxParallel: 1, healthCheck: 'checks', staggerMs: 30_000 });
     assert.deepEqual(group.migrate, { maxParallel: 1, healthCheck: 'checks', minHealthyTimeMs: 10_000, healthyDeadlineMs: 300_000 }, 'Migrate is read, its unset durations defaulted');
-    assert.deepEqual(parsed.notes, [
-      'web.json:44:9: Job.TaskGroups[0].EphemeralDisk: ignored (Berth has no such setting; Nomad fills it in with its defaults)',
-    ]);
+    // Name (the ID), EphemeralDisk (300 MB) and KillTimeout (5s) are Nomad's Canonicalize at work: the same job without them.
+    assert.equal(parsed.job.name, undefined);
+    assert.equal(group.ephemeralDisk, undefined);
+    assert.equal(task.killTimeout, undefined);
+    assert.deepEqual(parsed.notes, []);
   });
 
   it('refuses what Berth does not support by name, at its line, sorted', async () => {
     const text = `{
   "Job": {
     "ID": "web",
-    "Region": "eu-west",
+    "NodePool": "gpu",
     "TaskGroups": [{
       "Name": "app",
       "Constraints": [{"LTarget": "\${attr.kernel.name}", "RTarget": "linux", "Operand": "="}],
@@ -151,7 +153,7 @@ describe("Nomad's API job JSON", () => {
   }
 }`;
     assert.deepEqual(await problemsOf(parseJobFile('web.json', text)), [
-      '4:5 Job.Region: Berth has no regions; leave Region out (or "global")',
+      '4:5 Job.NodePool: Berth has no node pools; leave NodePool out (or "default")',
       '11:9 Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"',
       '12:9 Job.TaskGroups[0].Tasks[0].Frobnicate: unknown field "Frobnicate" (not part of Nomad\'s job or volume JSON that Berth reads)',
     ]);
@@ -178,7 +180,7 @@ describe("Nomad's API job JSON", () => {
     assert.deepEqual(job.parameterized, { payload: 'required', metaRequired: ['who'], metaOptional: [] });
     assert.deepEqual(job.groups[0]!.tasks[0]!.dispatchPayload, { file: 'in.txt' });
     const cron = await parseJobFile('p.json', JSON.stringify({ Job: { ID: 'p', Type: 'batch', Periodic: { Enabled: true, Spec: '*/5 * * * *', SpecType: 'cron', ProhibitOverlap: true, TimeZone: 'UTC' }, TaskGroups: [{ Name: 'g', Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/true' } }] }] } }));
-    assert.deepEqual(cron.job.periodic, { crons: ['*/5 * * * *'], prohibitOverlap: true, timeZone: 'UTC', enabled: true });
+    assert.deepEqual(cron.job.periodic, { cron: '*/5 * * * *', prohibitOverlap: true, timeZone: 'UTC', enabled: true });
   });
 
   it("reads a task's run-time fields under the schema's names: user, meta, kill and shutdown, lifecycle, templates, artifacts, reschedule's delay function", async () => {

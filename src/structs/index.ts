@@ -21,6 +21,7 @@ export {
   parseJobSpec,
   publicJob,
   specOfJob,
+  jobModifyIndex,
   durationMs,
   formatPath,
   volumeIsReadOnly,
@@ -132,7 +133,11 @@ export {
   BUILTIN_DRIVER_CONFIG_SCHEMAS,
   type DriverConfigSchema,
 } from './task-config.js';
-export { nomadJobToSpec, nomadVolumeToSpec, isNomadJobJson, isNomadVolumeJson, nanosToDuration, type NomadTranslation } from './nomad-json.js';
+export { atNomadPaths, fromNomadPaths, nanosToDuration, type NomadTranslation } from './nomad-table.js';
+export { nomadVolumeToSpec, isNomadVolumeJson } from './nomad-json.js';
+// Nomad's Job JSON <-> the canonical job spec (both ways, by one table), and a stored job as Nomad's answers.
+export { nomadJobToSpec, isNomadJobJson, specToNomadJob, type NomadJobOptions } from './nomad-job.js';
+export { jobToNomad, jobListStub, jobSummary, type StoredJobOptions, type JobListStubOptions, type JobSummaryInputs } from './nomad-job-stored.js';
 export { cronProblem, nextLaunch, launchesChildren, PERIODIC_LAUNCH_SUFFIX, DISPATCH_LAUNCH_SUFFIX, MAX_DISPATCH_PAYLOAD_BYTES } from './periodic.js';
 export {
   DRIFT_KINDS,
@@ -154,6 +159,7 @@ export {
 export {
   serviceSchema,
   checkName,
+  defaultServiceName,
   registrationHealthy,
   registrationId,
   CHECK_TYPES,

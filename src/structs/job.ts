@@ -481,6 +481,15 @@ export const SERVER_JOB_FIELDS = [
   'payload',
 ] as const;
 
+/**
+ * A job's modify index as Nomad's JobModifyIndex means it (what `job run
+ * -check-index` compares): the index of its latest registration; 0 for no
+ * job. Pure.
+ */
+export function jobModifyIndex(job: Job | undefined): number {
+  return job ? (job.submitIndex ?? job.modifyIndex) : 0;
+}
+
 /** The spec of a stored job: the server's fields dropped. Pure. */
 export function specOfJob(job: Job): JobSpec {
   const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } = job;

@@ -124,6 +124,15 @@ export const serviceSchema = z
   });
 export type ServiceSpec = z.output<typeof serviceSchema>;
 
+/**
+ * Nomad's name for a service that gives none: `<job>-<group>` for a group's,
+ * `<job>-<group>-<task>` for a task's (`job` is the job's name, its ID
+ * unless set), with what a service name may not hold made `-`. Pure.
+ */
+export function defaultServiceName(job: string, group: string, task: string | undefined): string {
+  return [job, group, ...(task ? [task] : [])].join('-').replace(/[^A-Za-z0-9-]/g, '-');
+}
+
 /** A check's name: its own, else Nomad's `service: "<name>" check` (numbered after the first). */
 export function checkName(service: string, c: { name?: string | undefined }, index: number): string {
   return c.name ?? `service: "${service}" check${index ? ` ${index + 1}` : ''}`;

@@ -75,13 +75,13 @@ describe('node commands on a dev agent', () => {
     const applied = await call('POST', '/v1/client/metadata', { NodeID: nodeId, Meta: { rack: 'r2', zone: 'z1' } });
     assert.equal(applied.status, 200, applied.text);
     const meta = assertShape(Api.NodeMetaResponse, applied.body, 'POST /v1/client/metadata');
-    assert.equal(meta.Meta['rack'], 'r2');
+    assert.equal(meta.Meta?.['rack'], 'r2');
     assert.deepEqual(meta.Dynamic, { rack: 'r2', zone: 'z1' });
     await until('the server to see the new meta', async () => (await agent.get<Api.Node>(`/v1/node/${nodeId}`)).Meta?.['rack'] === 'r2');
     // A null removes the key.
     const removed = assertShape(Api.NodeMetaResponse, (await call('POST', '/v1/client/metadata', { Meta: { zone: null } })).body, 'a removal');
-    assert.equal(removed.Meta['zone'], undefined);
-    assert.equal(removed.Dynamic['zone'], undefined, 'not a static key: nothing to remember');
+    assert.equal(removed.Meta?.['zone'], undefined);
+    assert.equal(removed.Dynamic?.['zone'], undefined, 'not a static key: nothing to remember');
     const other = await call('GET', '/v1/client/metadata?node_id=00000000-0000-4000-8000-000000000000');
     assert.equal(other.status, 404, 'another node is asked at its own agent');
   });
@@ -92,10 +92,10 @@ describe('node commands on a dev agent', () => {
     assert.match(read.stdout, /^All Meta\n(.*\n)*tier\s+= gold$/m);
     assert.match(read.stdout, /^Dynamic Meta\n(.*\n)*tier\s+= gold$/m);
     const json = assertShape(Api.NodeMetaResponse, JSON.parse(ok(await agent.cli(['node', 'meta', 'read', '--json']), 'node meta read --json').stdout), 'node meta read --json');
-    assert.equal(json.Meta['tier'], 'gold');
+    assert.equal(json.Meta?.['tier'], 'gold');
     ok(await agent.cli(['node', 'meta', 'apply', '-unset', 'tier,rack']), 'node meta apply -unset');
     const after = assertShape(Api.NodeMetaResponse, JSON.parse((await agent.cli(['node', 'meta', 'read', '--json'])).stdout), 'after -unset');
-    assert.equal(after.Meta['tier'], undefined);
+    assert.equal(after.Meta?.['tier'], undefined);
   });
 
   it('node eligibility and node drain -self, the drain message kept in its meta', async () => {

@@ -70,7 +70,7 @@ describe('task resources through the dev agent', () => {
 
   it('fingerprints the cgroups its drivers put tasks in', async () => {
     const [node] = await agent.get<Api.NodeListStub[]>('/v1/nodes');
-    assert.ok(node?.Drivers?.['exec']?.Cgroups && node.Drivers['exec'].Cgroups !== 'none', JSON.stringify(node?.Drivers));
+    assert.ok(node?.Drivers?.['exec']?.BerthCgroups && node.Drivers['exec'].BerthCgroups !== 'none', JSON.stringify(node?.Drivers));
   });
 
   it('an OOM-killed task: "OOM Killed" in alloc status and the API, restarted by its policy, counted in /metrics', async () => {

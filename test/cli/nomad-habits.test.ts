@@ -90,7 +90,7 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
       },
     };
     const post = (b: unknown): Promise<Response> =>
-      fetch(`${agent.addr}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' }, body: JSON.stringify(b) });
+      fetch(`${agent.addr}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(b) });
     const res = await post(body);
     assert.equal(res.status, 200, await res.clone().text());
     await until('the API job completes', async () => (await jobJson('api-json')).allocations.some((a) => a.clientStatus === 'complete') || undefined);

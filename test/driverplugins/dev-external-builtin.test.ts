@@ -35,10 +35,10 @@ describe('a dev agent running its raw_exec out of process (driver.raw_exec.mode 
 
   it('reports raw_exec as an external driver served by `berth driver serve raw_exec`', async () => {
     const node = await until('raw_exec from the plugin, healthy', async () =>
-      (await agent.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Drivers?.['raw_exec']?.External && n.Drivers['raw_exec'].Healthy),
+      (await agent.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Drivers?.['raw_exec']?.BerthExternal && n.Drivers['raw_exec'].Healthy),
     );
     nodeId = node.ID;
-    assert.equal(node.Drivers?.['exec']?.External, false, 'exec stays in process');
+    assert.equal(node.Drivers?.['exec']?.BerthExternal, undefined, 'exec stays in process');
     assert.ok(pidsWith('driver serve raw_exec').length > 0);
   });
 

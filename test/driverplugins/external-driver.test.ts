@@ -122,7 +122,7 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
 
   it('the node reports raw_exec from the plugin: external, healthy, with the plugin’s attributes', async () => {
     const stub = await until('the node with a healthy external raw_exec', async () =>
-      (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'dp-client' && n.Status === 'ready' && n.Drivers?.['raw_exec']?.Healthy && n.Drivers['raw_exec'].External),
+      (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'dp-client' && n.Status === 'ready' && n.Drivers?.['raw_exec']?.Healthy && n.Drivers['raw_exec'].BerthExternal),
     );
     const node = await server.get<Api.Node>(`/v1/node/${stub.ID}`);
     assert.equal(node.Attributes?.['driver.raw_exec'], 'true', 'the plugin’s own attribute');

@@ -32,7 +32,8 @@ export interface Harness {
   url: string;
   dir: string;
   clock: Clock;
-  call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null }): Promise<Answer<T>>;
+  /** An API call; errors come as `{ code, message, details }` (the harness accepts JSON) unless `accept` says otherwise. */
+  call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null; accept?: string | null }): Promise<Answer<T>>;
   /**
    * POSTs a job (`POST /v1/jobs`, or `path`) and, when it was accepted,
    * follows its evaluation with blocking reads until the scheduler ran it (as
@@ -63,8 +64,10 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
     url,
     dir,
     clock,
-    async call<T>(method: string, path: string, o: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
+    async call<T>(method: string, path: string, o: { body?: unknown; token?: string | null; accept?: string | null } = {}): Promise<Answer<T>> {
       const headers: Record<string, string> = {};
+      const accept = o.accept === undefined ? 'application/json' : o.accept;
+      if (accept !== null) headers['accept'] = accept;
       const token = o.token === undefined ? TOKENS.management : o.token;
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
       if (o.body !== undefined) headers['content-type'] = 'application/json';

@@ -84,7 +84,7 @@ describe('GET /v1/nodes', () => {
     assert.equal(c.Drivers?.['exec']?.Healthy, true);
     assert.equal(c.NodeResources, undefined, 'resources only when asked');
     assert.equal(c.Attributes, undefined, 'attributes only when asked');
-    assert.equal(c.LeaderConnected, false, 'the leader says whether the node connection is open');
+    assert.equal(c.BerthLeaderConnected, false, 'the leader says whether the node connection is open');
     assert.equal((list[1] as Api.NodeListStub).NodeClass, 'gpu');
   });
 
@@ -165,8 +165,8 @@ describe('GET /v1/node/:id', () => {
     assert.deepEqual(n.Meta, { rack: 'r1' });
     assert.equal(n.Resources?.CPU, 4000, 'Nomad 1.1 reads the deprecated Resources');
     assert.equal(n.Reserved?.CPU, 0);
-    assert.deepEqual(n.HostNetworks?.['public'], { Name: 'public', CIDR: '10.0.0.0/24', Interface: '', ReservedPorts: '443', Address: '10.0.0.3' });
-    assert.equal(n.StopAfterServerDisconnect, 30_000 * 1e6);
+    assert.deepEqual(n.HostNetworks?.['public'], { Name: 'public', CIDR: '10.0.0.0/24', Interface: '', ReservedPorts: '443', BerthAddress: '10.0.0.3' });
+    assert.equal(n.BerthStopAfterServerDisconnect, 30_000 * 1e6);
     assert.equal(n.CSINodePlugins?.['hp']?.NodeInfo?.MaxVolumes, 10);
     assert.deepEqual(n.CSINodePlugins?.['hp']?.NodeInfo?.AccessibleTopology, { Segments: { zone: 'a' } });
     assert.equal(n.CSIControllerPlugins?.['hp']?.ControllerInfo?.SupportsCreateDelete, true);
@@ -178,7 +178,7 @@ describe('GET /v1/node/:id', () => {
   });
 
   it('answers 404 "node not found" as plain text (JSON with its code to a caller that accepts JSON)', async () => {
-    const res = await h.call('GET', '/v1/node/00000000-0000-4000-8000-00000000dead');
+    const res = await h.call('GET', '/v1/node/00000000-0000-4000-8000-00000000dead', { accept: null });
     assert.equal(res.status, 404);
     assert.equal(res.text, 'node not found');
     const json = await fetch(`${h.url}/v1/node/nobody`, { headers: { authorization: `Bearer ${TOKENS.management}`, accept: 'application/json' } });

@@ -1,8 +1,9 @@
 // Contract checks of the public API: an answer is parsed with its src/api
 // schema made strict at every depth, so a field Berth sends that Nomad's
 // shape (or a documented Berth extra) lacks fails, as does a field the shape
-// has and the answer leaves out. The schemas themselves stay lenient (Go's
-// decoder ignores unknown fields; the CLI reads with them).
+// has and the answer leaves out. The answers' schemas are strict objects
+// already; this also holds for a shape built from lenient parts (request
+// bodies' schemas, read as Go's decoder reads: unknown fields ignored).
 
 import assert from 'node:assert/strict';
 import { z } from 'zod';

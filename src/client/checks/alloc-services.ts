@@ -4,7 +4,7 @@
 // the checks to run against them. A group's services count while any of its
 // main tasks runs, a task's while that task runs.
 
-import { checkName, registrationId, type Allocation, type Job, type ServiceReport, type ServiceSpec, type TaskGroup } from '../../structs/index.js';
+import { checkName, defaultServiceName, registrationId, type Allocation, type Job, type ServiceReport, type ServiceSpec } from '../../structs/index.js';
 import type { CheckTarget } from './check-runner.js';
 
 export interface AllocServicesInput {
@@ -58,11 +58,6 @@ export function resolveEndpoint(
   return { address: p.hostIp && p.hostIp !== '0.0.0.0' ? p.hostIp : nodeAddress, port: p.value };
 }
 
-/** Nomad's default service name: `<job>-<group>` or `<job>-<group>-<task>`. */
-function defaultName(job: Job, group: TaskGroup, task: string | undefined): string {
-  return [job.name ?? job.id, group.name, ...(task ? [task] : [])].join('-').replace(/[^A-Za-z0-9-]/g, '-');
-}
-
 /** Resolves every service of the allocation that counts now. Pure. */
 export function allocServices(input: AllocServicesInput): AllocServices {
   const { alloc, job } = input;
@@ -79,7 +74,7 @@ export function allocServices(input: AllocServicesInput): AllocServices {
       const follows = task ?? svc.taskName;
       const runs = follows ? input.runningTasks.has(follows) : mainTasks.some((t) => input.runningTasks.has(t));
       if (!runs) continue;
-      const name = input.interpolate(svc.name ?? defaultName(job, group, task), task);
+      const name = input.interpolate(svc.name ?? defaultServiceName(job.name ?? job.id, group.name, task), task);
       const at = resolveEndpoint(alloc, svc.port, svc.addressMode, input.nodeAddress);
       if ('problem' in at) {
         out.problems.push(`service "${name}": ${at.problem}`);

@@ -54,8 +54,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // place, before parsing (the validators and the store's serializer recurse).
   // The default parser still refuses `__proto__` and `constructor.prototype` keys.
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+  // Every body is JSON, whatever its Content-Type says, as Nomad's server takes it: Nomad's Go
+  // api package (its CLI, the Terraform provider, nomad-pack) sends none, and `curl -d @job.json`
+  // sends application/x-www-form-urlencoded. '*' is also the parser of a body without the header.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser(['application/json', '*'], { parseAs: 'string' }, (req, body, done) => {
     // No body with the header (many HTTP clients always send it, on DELETE too): no body, as Nomad takes it.
     if ((body as string).trim() === '') return done(null, undefined);
     const deep = nestingProblem(body as string);

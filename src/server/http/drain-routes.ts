@@ -28,9 +28,9 @@ function bodyOf<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
 }
 
 /** Nomad's Deadline (nanoseconds; negative forces, 0 means none) as the drainer's milliseconds. */
-function drainSpecOf(spec: Api.DrainSpec): DrainSpec {
+function drainSpecOf(spec: { Deadline: number; IgnoreSystemJobs?: boolean | undefined }): DrainSpec {
   const ns = spec.Deadline;
-  return { deadlineMs: ns < 0 ? -1 : Math.round(ns / 1e6), ignoreSystemJobs: spec.IgnoreSystemJobs };
+  return { deadlineMs: ns < 0 ? -1 : Math.round(ns / 1e6), ignoreSystemJobs: spec.IgnoreSystemJobs ?? false };
 }
 
 export function registerDrainRoutes(app: FastifyInstance, ctx: RouteContext): void {

@@ -84,6 +84,7 @@ function leaderUnavailable(message: string, mayHaveApplied = false): LeaderError
 /** Sends the request on to the leader and answers with the leader's answer. */
 async function forward(req: FastifyRequest, reply: FastifyReply, leader: string, deposed: AbortSignal): Promise<void> {
   const headers: Record<string, string> = { [FORWARDED_HEADER]: '1' };
+  // The caller's token in either header, and whether it reads errors as JSON (Berth's clients) or text (Nomad's).
   for (const h of ['authorization', 'x-nomad-token', 'content-type', 'accept']) {
     const v = req.headers[h];
     if (typeof v === 'string') headers[h] = v;
@@ -97,7 +98,7 @@ async function forward(req: FastifyRequest, reply: FastifyReply, leader: string,
   });
   const text = await res.text();
   reply.status(res.status);
-  for (const h of ['content-type', 'x-nomad-index', 'x-nomad-knownleader', 'x-nomad-lastcontact', 'x-berth-error-code', 'x-berth-index']) {
+  for (const h of ['content-type', 'x-berth-index', 'x-nomad-index', 'x-nomad-knownleader', 'x-nomad-lastcontact', 'x-nomad-nexttoken', 'x-berth-error-code']) {
     const v = res.headers.get(h);
     if (v !== null) reply.header(h, v);
   }

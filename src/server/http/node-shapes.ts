@@ -84,10 +84,10 @@ export function nodeOf(n: Node, link: NodeLink = {}): Api.Node {
     CreateIndex: n.createIndex,
     ModifyIndex: n.modifyIndex,
     NodeMaxAllocs: 0,
-    LastHeartbeat: goTime(Math.max(n.lastHeartbeat, link.lastHeartbeat ?? 0)),
-    StopAfterServerDisconnect: goDuration(n.stopAfterDisconnectMs ?? 0),
+    BerthLastHeartbeat: goTime(Math.max(n.lastHeartbeat, link.lastHeartbeat ?? 0)),
   };
-  if (link.leaderConnected !== undefined) out.LeaderConnected = link.leaderConnected;
+  if (link.leaderConnected !== undefined) out.BerthLeaderConnected = link.leaderConnected;
+  if (n.stopAfterDisconnectMs) out.BerthStopAfterServerDisconnect = goDuration(n.stopAfterDisconnectMs);
   return out;
 }
 
@@ -122,7 +122,7 @@ export function nodeStubOf(n: Node, fields: StubFields = {}, link: NodeLink = {}
     out.NodeResources = nodeResources(n);
     out.ReservedResources = reservedResources(n);
   }
-  if (link.leaderConnected !== undefined) out.LeaderConnected = link.leaderConnected;
+  if (link.leaderConnected !== undefined) out.BerthLeaderConnected = link.leaderConnected;
   return out;
 }
 
@@ -136,7 +136,9 @@ function nodeEventOf(e: NodeHistoryEvent): Api.NodeEvent {
 }
 
 function drainMetadataOf(d: DrainMetadata): Api.DrainMetadata {
-  return { StartedAt: goTime(d.startedAt), UpdatedAt: goTime(d.updatedAt), Status: d.status, AccessorID: '', Meta: d.meta ? { ...d.meta } : null, Message: d.message };
+  const out: Api.DrainMetadata = { StartedAt: goTime(d.startedAt), UpdatedAt: goTime(d.updatedAt), Status: d.status, AccessorID: '', Meta: d.meta ? { ...d.meta } : null };
+  if (d.message) out.BerthMessage = d.message;
+  return out;
 }
 
 function driversOf(n: Node): Record<string, Api.DriverInfo> {
@@ -144,17 +146,18 @@ function driversOf(n: Node): Record<string, Api.DriverInfo> {
   for (const [name, d] of Object.entries(n.drivers)) {
     const attributes: Record<string, string> = {};
     for (const [k, v] of Object.entries(d.attributes ?? {})) attributes[k.startsWith('driver.') ? k : `driver.${name}.${k}`] = v;
-    out[name] = {
+    const info: Api.DriverInfo = {
       Attributes: attributes,
       Detected: d.detected,
       Healthy: d.healthy,
       HealthDescription: d.healthReason,
       // Drivers are fingerprinted with every heartbeat that carries a fingerprint.
       UpdateTime: goTime(n.lastHeartbeat),
-      External: d.external ?? false,
-      NetworkModes: [...d.networkModes],
-      Cgroups: d.cgroups ?? 'none',
     };
+    if (d.external) info.BerthExternal = true;
+    if (d.networkModes.length) info.BerthNetworkModes = [...d.networkModes];
+    if (d.cgroups) info.BerthCgroups = d.cgroups;
+    out[name] = info;
   }
   return out;
 }
@@ -162,7 +165,7 @@ function driversOf(n: Node): Record<string, Api.DriverInfo> {
 function hostNetworksOf(n: Node): Record<string, Api.HostNetworkInfo> {
   const out: Record<string, Api.HostNetworkInfo> = {};
   for (const [name, h] of Object.entries(n.hostNetworks ?? {})) {
-    out[name] = { Name: name, CIDR: h.cidr ?? '', Interface: h.interface ?? '', ReservedPorts: portRanges(h.reservedPorts ?? []), Address: h.address };
+    out[name] = { Name: name, CIDR: h.cidr ?? '', Interface: h.interface ?? '', ReservedPorts: portRanges(h.reservedPorts ?? []), ...(h.address ? { BerthAddress: h.address } : {}) };
   }
   return out;
 }

@@ -8,9 +8,9 @@
 // when it was too large for one write: the worker writes the rest).
 
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
-import { isClientTerminal, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan, type JobSpec } from '../../structs/index.js';
+import { isClientTerminal, jobModifyIndex, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan, type JobSpec } from '../../structs/index.js';
 import { rowKey, ScratchTxn, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
-import { describePlan, jobModifyIndex, registerIn } from './register-job.js';
+import { describePlan, registerIn } from './register-job.js';
 import { evaluateJob, jobAllocations } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   JobValidationError,
+  jobModifyIndex,
   publicJob,
   specOfJob,
   type EvalTrigger,
@@ -38,11 +39,6 @@ function comparable(group: TaskGroup, withoutResources: boolean): unknown {
       return { ...t, resources };
     }),
   };
-}
-
-/** The index `job run -check-index` compares: the job's latest registration (0: no such job). Pure. */
-export function jobModifyIndex(job: Job | undefined): number {
-  return job ? (job.submitIndex ?? job.modifyIndex) : 0;
 }
 
 /**

@@ -1,0 +1,63 @@
+// What placement looked at for one allocation, as Nomad's `api.AllocationMetric`
+// (api/allocations.go; the server's structs.AllocMetric encodes the same
+// fields). One shape for the three places Nomad answers it: an allocation's
+// `Metrics`, an evaluation's `FailedTGAllocs` and a job plan's
+// `FailedTGAllocs`. Go encodes a nil map or slice as null, so each is nullable.
+//
+// Berth fills `ConstraintFiltered` as Nomad does, with each constraint's text
+// (`${meta.rack} = r9`) and with its own filter reasons, each worded to read
+// after "N nodes" (`lacked a healthy node plugin for hostpath`, `were down`):
+// Nomad's own reasons ("missing drivers") sit in the same map.
+// `isPlacementReason` tells the two apart for a reader that words them.
+
+import { z } from 'zod';
+
+/** A node's scores in the top of one placement (Nomad's NodeScoreMeta). */
+export const NodeScoreMeta = z.strictObject({
+  NodeID: z.string(),
+  /** Scorer name ("binpack", "job-anti-affinity", ...) -> score. */
+  Scores: z.record(z.string(), z.number()).nullable(),
+  NormScore: z.number(),
+});
+export type NodeScoreMeta = z.infer<typeof NodeScoreMeta>;
+
+const counts = z.record(z.string(), z.number().int()).nullable();
+
+export const AllocationMetric = z.strictObject({
+  /** Nodes looked at (Berth: every node of the cluster). */
+  NodesEvaluated: z.number().int(),
+  NodesFiltered: z.number().int(),
+  NodesInPool: z.number().int(),
+  /** Berth has one node pool, "default". */
+  NodePool: z.string(),
+  /** Datacenter -> nodes in it that were ready and in the job's datacenters. */
+  NodesAvailable: counts,
+  ClassFiltered: counts,
+  /** Constraint text (or filter reason) -> nodes it filtered. */
+  ConstraintFiltered: counts,
+  NodesExhausted: z.number().int(),
+  ClassExhausted: counts,
+  /** Dimension ("cpu", "memory", "network: port collision ...") -> nodes out of it. */
+  DimensionExhausted: counts,
+  QuotaExhausted: z.array(z.string()).nullable(),
+  /** Task -> the resources it asked that no node had (Nomad's Resources); Berth sends null. */
+  ResourcesExhausted: z.record(z.string(), z.record(z.string(), z.unknown())).nullable(),
+  /** Deprecated in Nomad for ScoreMetaData. */
+  Scores: z.record(z.string(), z.number()).nullable(),
+  /** Nanoseconds placement took. */
+  AllocationTime: z.number().int(),
+  /** Further allocations of the group that failed alike (a failed group's unplaced count - 1). */
+  CoalescedFailures: z.number().int(),
+  /** The best-scored nodes, best first. */
+  ScoreMetaData: z.array(NodeScoreMeta).nullable(),
+});
+export type AllocationMetric = z.infer<typeof AllocationMetric>;
+
+/**
+ * Whether a `ConstraintFiltered` key is one of Berth's filter reasons (worded
+ * to follow "N nodes": "were down", "lacked the driver \"docker\"") rather
+ * than a constraint's text. Pure.
+ */
+export function isPlacementReason(key: string): boolean {
+  return /^(were|was|lacked|had|could|did|found|reached|exhausted) /.test(key);
+}

@@ -1,0 +1,152 @@
+// Nomad's Job JSON both ways, as a Nomad client sees it: what Berth does not
+// support is refused by name at its Nomad path (as the job's own checks
+// are), a stored job answers as Nomad's server answers (every field of
+// Nomad's shape, no more, no less), and its list row and summary count what
+// the job runs.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Job as NomadJob, JobListStub, JobSummary } from '../api/index.js';
+import type { Allocation } from './allocation.js';
+import { parseJobSpec, publicJob, specOfJob, JobValidationError, type Job } from './job.js';
+import { nomadJobToSpec, specToNomadJob } from './nomad-job.js';
+import { jobListStub, jobSummary, jobToNomad } from './nomad-job-stored.js';
+import { atNomadPaths, fromNomadPaths } from './nomad-table.js';
+
+const SPEC = parseJobSpec({
+  id: 'web',
+  meta: { team: 'a' },
+  groups: [
+    {
+      name: 'app',
+      count: 2,
+      network: { ports: [{ label: 'http' }] },
+      services: [{ name: 'web', port: 'http', checks: [{ type: 'http', path: '/', interval: '10s', timeout: '2s' }] }],
+      volumes: { data: { type: 'csi', source: 'db', mountOptions: { fsType: 'ext4', mountFlags: ['password=hunter2'] } } },
+      tasks: [{ name: 'server', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['60'] }, volumeMounts: [{ volume: 'data', destination: '/data' }] }],
+    },
+  ],
+});
+
+/** The job as Nomad's JSON, for tests to add to. */
+function nomadJob(): NomadJob {
+  return specToNomadJob(SPEC, { canonicalize: true });
+}
+/** Part of a Nomad block, as a hand-written body gives it. */
+const part = <T>(fields: NoInfer<Partial<T>>): T => fields as T;
+
+const STORED: Job = {
+  ...SPEC,
+  stop: false,
+  status: 'running',
+  version: 3,
+  groupVersions: { app: 3 },
+  submitTime: 1_700_000_000_123,
+  submitIndex: 40,
+  createIndex: 10,
+  modifyIndex: 42,
+};
+
+describe('reading Nomad job JSON', () => {
+  it('refuses each field Nomad has and Berth does not, by name at its Nomad path', () => {
+    const job = nomadJob();
+    const group = job.TaskGroups![0]!;
+    const task = group.Tasks![0]!;
+    job.Multiregion = part({ Strategy: { MaxParallel: 1, OnFailure: '' }, Regions: [] });
+    job.Reschedule = part({ Attempts: 1 });
+    job.NodePool = 'gpu';
+    group.Scaling = part({ Min: 1, Max: 3 });
+    group.Volumes!['data']!.Sticky = true;
+    group.Services![0]!.Connect = part({ Native: true });
+    group.Services![0]!.Checks![0]!.GRPCService = 'health';
+    task.Vault = part({ Policies: ['db'] });
+    task.Resources!.Devices = [part({ Name: 'nvidia/gpu', Count: 1 })];
+    task.RestartPolicy = { ...group.RestartPolicy!, Attempts: 9 };
+    Object.assign(task, { Frobnicate: 1 });
+    const { problems } = nomadJobToSpec({ Job: job });
+    assert.deepEqual(
+      problems.map((p) => `${p.path}: ${p.message}`).sort(),
+      [
+        'Job.Multiregion: Berth does not support multiregion jobs; remove "Multiregion"',
+        'Job.NodePool: Berth has no node pools; leave NodePool out (or "default")',
+        'Job.Reschedule: Berth does not support a reschedule block on the job (give it to each group); remove "Reschedule"',
+        'Job.TaskGroups[0].Scaling: Berth does not support scaling; remove "Scaling"',
+        'Job.TaskGroups[0].Services[0].Checks[0].GRPCService: Berth does not support grpc checks; remove "GRPCService"',
+        'Job.TaskGroups[0].Services[0].Connect: Berth does not support Consul Connect; remove "Connect"',
+        'Job.TaskGroups[0].Tasks[0].Frobnicate: unknown field "Frobnicate" (not part of Nomad\'s job or volume JSON that Berth reads)',
+        'Job.TaskGroups[0].Tasks[0].Resources.Devices: Berth does not support devices; remove "Devices"',
+        'Job.TaskGroups[0].Tasks[0].RestartPolicy: Berth does not support a restart block on a task (give it to the group); remove "RestartPolicy"',
+        'Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"',
+        'Job.TaskGroups[0].Volumes.data.Sticky: Berth does not support sticky volumes; remove "Sticky"',
+      ],
+    );
+  });
+
+  it("reports the job's own checks at the Nomad path of the field that failed", () => {
+    const job = nomadJob();
+    const group = job.TaskGroups![0]!;
+    group.Services![0]!.Provider = 'consul';
+    group.Count = -1;
+    group.Tasks![0]!.Config = { args: ['x'] };
+    const t = nomadJobToSpec({ Job: job });
+    assert.deepEqual(t.problems, []);
+    const err = (() => {
+      try {
+        parseJobSpec(t.input);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    assert.ok(err instanceof JobValidationError);
+    assert.deepEqual(atNomadPaths(t, err.problems).map((p) => p.path).sort(), ['Job.TaskGroups[0].Count', 'Job.TaskGroups[0].Services[0].Provider']);
+    assert.deepEqual(atNomadPaths(t, [{ path: 'groups[0].tasks[0].config.command', message: 'is required' }]), [{ path: 'Job.TaskGroups[0].Tasks[0].Config.command', message: 'is required' }]);
+    // And back: a server's problem at a Nomad path, at the canonical path a job file locates.
+    assert.deepEqual(fromNomadPaths(t, [{ path: 'Job.TaskGroups[0].Tasks[0].VolumeMounts[0].Volume', message: 'x' }]), [{ path: 'groups[0].tasks[0].volumeMounts[0].volume', message: 'x' }]);
+    assert.deepEqual(atNomadPaths(nomadJobToSpec(job as unknown as Record<string, unknown>), [{ path: 'groups[0].count', message: 'x' }]), [{ path: 'TaskGroups[0].Count', message: 'x' }], 'a bare job object has bare paths');
+  });
+
+  it('takes what a Nomad client leaves out (a hand-written body) as unset', () => {
+    const t = nomadJobToSpec({ Job: { ID: 'tiny', TaskGroups: [{ Name: 'g', Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/true' } }] }] } });
+    assert.deepEqual(t.problems, []);
+    assert.deepEqual(t.input, { id: 'tiny', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] });
+  });
+});
+
+describe('a stored job as Nomad answers it', () => {
+  it("is Nomad's Job, canonical, with the server's fields and the mount flags redacted", () => {
+    const answer = jobToNomad(STORED, { stable: true });
+    NomadJob.parse(answer);
+    assert.deepEqual(
+      { Status: answer.Status, Stop: answer.Stop, Stable: answer.Stable, Version: answer.Version, SubmitTime: answer.SubmitTime },
+      { Status: 'running', Stop: false, Stable: true, Version: 3, SubmitTime: 1_700_000_000_123_000_000 },
+    );
+    assert.deepEqual({ CreateIndex: answer.CreateIndex, ModifyIndex: answer.ModifyIndex, JobModifyIndex: answer.JobModifyIndex }, { CreateIndex: 10, ModifyIndex: 42, JobModifyIndex: 40 });
+    assert.equal(answer.Name, 'web');
+    assert.deepEqual(answer.TaskGroups![0]!.Volumes!['data']!.MountOptions, { FSType: 'ext4', MountFlags: ['[REDACTED]'] });
+  });
+
+  it('reads back as its own spec (a canonical answer sent back is the same job)', () => {
+    const t = nomadJobToSpec({ Job: jobToNomad(STORED) });
+    assert.deepEqual(t.problems, []);
+    assert.deepEqual(t.ignored, []);
+    // Mount flags come back redacted: an answer never carries them.
+    assert.deepEqual(parseJobSpec(t.input), publicJob(specOfJob(STORED)));
+  });
+
+  it('lists as a JobListStub, with its summary and, when asked, its meta', () => {
+    const alloc = (clientStatus: Allocation['clientStatus'], taskGroup = 'app'): Allocation => ({ id: clientStatus, namespace: 'default', jobId: 'web', taskGroup, clientStatus }) as Allocation;
+    const summary = jobSummary(STORED, [alloc('running'), alloc('running'), alloc('pending'), alloc('failed'), alloc('lost'), alloc('complete'), alloc('running', 'gone')], { queued: { app: 1 } });
+    JobSummary.parse(summary);
+    assert.deepEqual(summary.Summary, { app: { Queued: 1, Complete: 1, Failed: 1, Running: 2, Starting: 1, Lost: 1, Unknown: 0 } });
+    assert.deepEqual(summary.Children, { Pending: 0, Running: 0, Dead: 0 });
+    const stub = jobListStub(STORED, { summary, meta: true });
+    JobListStub.parse(stub);
+    assert.deepEqual(stub.Meta, { team: 'a' });
+    assert.equal(stub.JobModifyIndex, 40);
+    const plain = jobListStub(STORED);
+    JobListStub.parse(plain);
+    assert.equal(plain.JobSummary, null);
+    assert.ok(!('Meta' in plain), 'Meta only with ?meta=true');
+  });
+});

@@ -1,0 +1,116 @@
+// Nomad's Job JSON <-> Berth's canonical job spec, both ways by the same
+// tables (nomad-job-tables.ts): a job as `nomad job run -json`, `job
+// inspect`, Nomad's Go client and `PUT /v1/jobs` write it (`{"Job": {...}}`,
+// PascalCase, durations in nanoseconds) is read into Berth's canonical job
+// input; a canonical spec is written as Nomad's Job, every field of the
+// API's shape present (src/api's Job), optionally canonicalized as Nomad's
+// server answers it. Used by the CLI (job files, what it sends) and by the
+// HTTP API (request bodies, answers).
+
+import { Job as NomadJob, NetworkResource, type TaskGroup as NomadGroup } from '../api/index.js';
+import { formatPath, type JobSpec } from './job.js';
+import { nomadJobDefaults } from './nomad-job-defaults.js';
+import { JOB, NETWORK } from './nomad-job-tables.js';
+import { isEmpty, isObject, readNomad, readObject, writeObject, type NomadTranslation, type Translation } from './nomad-table.js';
+
+/** True for Nomad's API job JSON: a `Job` object, or a job object with PascalCase `ID` and `TaskGroups`. */
+export function isNomadJobJson(doc: unknown): boolean {
+  if (!isObject(doc)) return false;
+  if (isObject(doc['Job']) && Object.keys(doc).every((k) => /^[A-Z]/.test(k))) return true;
+  return 'TaskGroups' in doc || ('ID' in doc && !('id' in doc));
+}
+
+/**
+ * Nomad's API job JSON (`{"Job": {...}}` or the job object itself) ->
+ * Berth's canonical job input, with Nomad paths (`Job.TaskGroups[0].Name`)
+ * in `origins` and `problems`. Also takes the registration body of `PUT
+ * /v1/jobs` (`{"Job": ..., "EnforceIndex": ...}`: the other top-level fields
+ * are the route's to read). A field left out, null or "" is unset; a
+ * default Nomad's Canonicalize fills in where Berth means the same by
+ * leaving it out is unset too (nomad-job-defaults.ts), so a canonical job
+ * reads as the job it was made from. Pure; never throws.
+ */
+export function nomadJobToSpec(doc: Record<string, unknown>): NomadTranslation {
+  const wrapped = isObject(doc['Job']);
+  const job = structuredClone(wrapped ? (doc['Job'] as Record<string, unknown>) : doc);
+  const prefix = wrapped ? ['Job'] : [];
+  nomadJobDefaults(job, 'clear');
+  const out = readNomad(job, JOB, prefix);
+  // A group's network: Nomad's Networks is a list of at most one.
+  const groups = Array.isArray(job['TaskGroups']) ? job['TaskGroups'] : [];
+  groups.forEach((g, gi) => {
+    if (!isObject(g) || !Array.isArray(g['Networks']) || isEmpty(g['Networks'])) return;
+    const at = [...prefix, 'TaskGroups', gi, 'Networks'];
+    const nets = g['Networks'] as unknown[];
+    if (nets.length > 1) out.problems.push({ path: formatPath([...at, 1]), message: 'a group has at most one network' });
+    const t: Translation = { origins: out.origins, problems: out.problems, ignored: out.ignored };
+    const canon = ['groups', gi, 'network'];
+    out.origins.set(formatPath(canon), formatPath([...at, 0]));
+    const group = (out.input['groups'] as Array<Record<string, unknown>>)[gi];
+    if (group && isObject(nets[0])) group['network'] = joinPorts(readObject(nets[0], NETWORK, { canon, nomad: [...at, 0] }, t), canon, out.origins);
+  });
+  return out;
+}
+
+/**
+ * A read Nomad network's ReservedPorts and DynamicPorts -> Berth's one
+ * `ports` list (reserved first: Nomad's JSON does not keep the order they
+ * were written in), their origins moved along. A port in ReservedPorts
+ * keeps its `static`; one in DynamicPorts has none.
+ */
+function joinPorts(net: Record<string, unknown>, canon: PropertyKey[], origins: Map<string, string>): Record<string, unknown> {
+  const { reservedPorts, dynamicPorts, ...rest } = net;
+  if (reservedPorts === undefined && dynamicPorts === undefined) return net;
+  const ports: unknown[] = [];
+  const base = formatPath([...canon, 'ports']);
+  for (const [key, list] of [['reservedPorts', reservedPorts], ['dynamicPorts', dynamicPorts]] as const) {
+    if (!Array.isArray(list)) continue;
+    const from = formatPath([...canon, key]);
+    list.forEach((p, i) => {
+      const n = ports.length;
+      for (const [path, nomad] of [...origins]) {
+        if (path === `${from}[${i}]` || path.startsWith(`${from}[${i}].`)) origins.set(`${base}[${n}]${path.slice(`${from}[${i}]`.length)}`, nomad);
+      }
+      ports.push(p);
+    });
+    if (!origins.has(base)) origins.set(base, origins.get(from) ?? '');
+  }
+  return { ...rest, ports };
+}
+
+/** Options of specToNomadJob. */
+export interface NomadJobOptions {
+  /**
+   * Fill the defaults Nomad's Canonicalize fills where Berth means the same
+   * (what Nomad's server answers, and `/v1/jobs/parse` with Canonicalize);
+   * false (the default): Nomad's zero values there, as Nomad's Go client
+   * sends a parsed job file.
+   */
+  canonicalize?: boolean;
+}
+
+/**
+ * A canonical job spec (parsed, defaults applied: a JobSpec or a stored
+ * job's spec) -> Nomad's Job, every field of src/api's `Job` present, in
+ * its order. What only the server knows (Status, Version, the indexes) is
+ * zero: nomad-job-stored.ts writes a stored job. Nothing is redacted here:
+ * pass a `publicJob` for an answer. Pure; does not change `spec`.
+ * nomadJobToSpec reads the result back into the same spec, but for the
+ * order of a group's ports (static ones first).
+ */
+export function specToNomadJob(spec: JobSpec, opts: NomadJobOptions = {}): NomadJob {
+  const job = writeObject(spec as unknown as Record<string, unknown>, JOB, NomadJob) as NomadJob;
+  (job.TaskGroups ?? []).forEach((group: NomadGroup, i) => {
+    const network = spec.groups[i]?.network;
+    if (network) group.Networks = [writeNetwork(network)];
+  });
+  if (opts.canonicalize) nomadJobDefaults(job as unknown as Record<string, unknown>, 'fill');
+  return job;
+}
+
+/** Berth's network -> Nomad's, its ports split into static (ReservedPorts) and dynamic ones. */
+function writeNetwork(network: JobSpec['groups'][number]['network']): NetworkResource {
+  const reservedPorts = network.ports.filter((p) => p.static !== undefined);
+  const dynamicPorts = network.ports.filter((p) => p.static === undefined);
+  return writeObject({ ...network, reservedPorts, dynamicPorts }, NETWORK, NetworkResource) as NetworkResource;
+}

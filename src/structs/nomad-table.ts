@@ -1,0 +1,323 @@
+// The two-way table behind Berth's Nomad JSON converters: one table per
+// Nomad object says, for each of its PascalCase fields, which canonical
+// field it is and how a value converts, so that a field added once is read
+// (Nomad JSON -> canonical input) and written (canonical spec -> Nomad JSON)
+// by the same row. Reading refuses a field Berth does not support by name
+// at its Nomad path, notes one Nomad fills with a default Berth has no
+// setting for, and drops the server's bookkeeping. Writing walks the API's
+// zod schema (src/api) beside the table, so the answer has every field of
+// Nomad's shape, in Go's order, with Go's zero value where Berth has none.
+//
+// Why structs imports src/api: the converter is shared by the server (its
+// answers) and the CLI (what it sends to PUT /v1/jobs), and both already
+// import src/api; the shapes are plain zod schemas that import nothing of
+// Berth, so structs -> api adds no cycle, and it lets the writer take each
+// field's zero value from the one place Nomad's shape is written down.
+
+import type { z } from 'zod';
+import { formatPath, type JobProblem } from './job.js';
+
+/** What a translation gives: the canonical input, where each of its paths came from, and what was refused or ignored. */
+export interface NomadTranslation {
+  input: Record<string, unknown>;
+  /** Canonical path (`groups[0].tasks[0].driver`) -> path in the Nomad object (`TaskGroups[0].Tasks[0].Driver`). */
+  origins: Map<string, string>;
+  /** Fields refused, each at its Nomad path. */
+  problems: JobProblem[];
+  /** Nomad paths ignored because Berth has no such setting (a default Nomad filled in). */
+  ignored: string[];
+}
+
+/** What reading collects as it goes. */
+export type Translation = Omit<NomadTranslation, 'input'>;
+
+/** One attribute's conversion, both ways. */
+export interface Conv {
+  /** Nomad -> canonical; undefined leaves the canonical field unset. `parent` is the Nomad object holding the value. */
+  in(value: unknown, at: string, t: Translation, parent: Record<string, unknown>): unknown;
+  /** Canonical -> Nomad; undefined writes the Nomad field's zero value. */
+  out(value: unknown): unknown;
+}
+
+export type Rule =
+  /** An attribute, renamed (and converted). `to: ''` has no canonical field: read by its conv only, written as zero. */
+  | { to: string; conv?: Conv }
+  /** A nested object. */
+  | { to: string; obj: Table }
+  /** A list of objects. */
+  | { to: string; list: Table }
+  /** A map of name -> object. */
+  | { to: string; byName: Table }
+  /** An object's own key in its parent's map (a volume's Name): not read, written from the key. */
+  | { key: true }
+  /** Converted by the caller, both ways (a group's Networks). */
+  | { custom: true }
+  /** Server bookkeeping: dropped silently, written as zero. */
+  | { drop: true }
+  /** Something Berth has no equivalent for: refused when it carries a value. */
+  | { unsupported: string }
+  /** Filled in by Nomad with its defaults and meaningless to Berth: noted when it carries a value. */
+  | { defaulted: true };
+
+export type Table = Readonly<Record<string, Rule>>;
+
+/**
+ * A table for a Nomad shape `T` (a type from src/api): a row for every one of
+ * its fields, so a field added to the shape fails the typecheck until the
+ * table says what it is. Rows for fields outside `T` (what older Nomads or
+ * Nomad's server-side structs write) are allowed.
+ */
+export type TableOf<T> = { readonly [K in keyof T]-?: Rule } & Table;
+
+export const attr = (to: string, conv?: Conv): Rule => (conv ? { to, conv } : { to });
+export const DROP: Rule = { drop: true };
+export const DEFAULTED: Rule = { defaulted: true };
+export const KEY: Rule = { key: true };
+export const CUSTOM: Rule = { custom: true };
+export const unsupported = (what: string): Rule => ({ unsupported: what });
+
+/** A field Berth takes only at its one value (or left empty): dropped then, refused otherwise; written as zero. */
+export const onlyValue = (allowed: string, message: string): Rule => ({
+  to: '',
+  conv: {
+    in: (v, at, t) => {
+      if (v !== allowed && !isEmpty(v)) t.problems.push({ path: at, message });
+      return undefined;
+    },
+    out: () => undefined,
+  },
+});
+
+export const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** Null, "", 0, false, and lists and objects of nothing else: what Nomad writes for a setting left alone. */
+export function isEmpty(v: unknown): boolean {
+  if (v === null || v === undefined || v === '' || v === 0 || v === false) return true;
+  if (Array.isArray(v)) return v.every(isEmpty);
+  if (isObject(v)) return Object.values(v).every(isEmpty);
+  return false;
+}
+
+/** Nanoseconds (Nomad's durations in JSON) -> a duration string: 30000000000 -> "30s", 0 -> "0s". Other values pass through. */
+export function nanosToDuration(value: unknown): unknown {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) return value;
+  if (value === 0) return '0s';
+  const units: Array<[string, number]> = [
+    ['h', 3_600_000_000_000],
+    ['m', 60_000_000_000],
+    ['s', 1_000_000_000],
+    ['ms', 1_000_000],
+  ];
+  for (const [unit, ns] of units) if (value % ns === 0) return `${value / ns}${unit}`;
+  return `${Math.max(0, Math.round(value / 1_000_000))}ms`;
+}
+
+const NS_PER_MS = 1_000_000;
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** A duration string ("1h30m", "500ms") -> nanoseconds; anything else passes through (the schema refused it already). */
+function durationToNanos(value: unknown): unknown {
+  if (typeof value !== 'string' || !/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(value)) return value;
+  let ms = 0;
+  for (const m of value.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) ms += Number(m[1]) * (UNIT_MS[m[2] as string] as number);
+  return Math.round(ms) * NS_PER_MS;
+}
+
+const msToNanos = (v: unknown): unknown => (typeof v === 'number' ? v * NS_PER_MS : v);
+const nanosToMs = (v: unknown): unknown => (typeof v === 'number' ? Math.round(v / NS_PER_MS) : v);
+
+/** A `*time.Duration` (null: unset, 0: zero) <-> a duration string. */
+export const duration: Conv = { in: nanosToDuration, out: durationToNanos };
+/** A `time.Duration` value field, where Nomad writes 0 for unset <-> a duration string. */
+export const durationOrUnset: Conv = { in: (v) => (v === 0 ? undefined : nanosToDuration(v)), out: durationToNanos };
+/** A `*time.Duration` <-> milliseconds. */
+export const millis: Conv = { in: nanosToMs, out: msToNanos };
+/** A `time.Duration` value field (0: unset) <-> milliseconds. */
+export const millisOrUnset: Conv = { in: (v) => (v === 0 ? undefined : nanosToMs(v)), out: msToNanos };
+/** A number Nomad writes as 0 when unset (MemoryMaxMB, Cores, Priority): unset here too. */
+export const unsetIfZero: Conv = { in: (v) => (v === 0 ? undefined : v), out: (v) => v };
+
+// ---------------------------------------------------------------------------
+// Reading: Nomad JSON -> canonical input.
+
+/** Walks one Nomad object by its table; `at` are the canonical and Nomad paths of the object. */
+export function readObject(raw: Record<string, unknown>, table: Table, at: { canon: PropertyKey[]; nomad: PropertyKey[] }, t: Translation): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const nomadPath = [...at.nomad, key];
+    const where = formatPath(nomadPath);
+    const rule = Object.hasOwn(table, key) ? table[key] : undefined;
+    if (!rule) {
+      if (!isEmpty(value)) t.problems.push({ path: where, message: `unknown field "${key}" (not part of Nomad's job or volume JSON that Berth reads)` });
+      continue;
+    }
+    if ('drop' in rule || 'key' in rule || 'custom' in rule) continue;
+    if ('defaulted' in rule) {
+      if (!isEmpty(value)) t.ignored.push(where);
+      continue;
+    }
+    if ('unsupported' in rule) {
+      if (!isEmpty(value)) t.problems.push({ path: where, message: `Berth does not support ${rule.unsupported}; remove "${key}"` });
+      continue;
+    }
+    // Nomad writes null and "" for what was left unset.
+    if (value === null || value === undefined || value === '') continue;
+    const canon = [...at.canon, rule.to];
+    const record = (path: PropertyKey[], nomad: PropertyKey[]): void => void t.origins.set(formatPath(path), formatPath(nomad));
+    if ('obj' in rule) {
+      record(canon, nomadPath);
+      out[rule.to] = isObject(value) ? readObject(value, rule.obj, { canon, nomad: nomadPath }, t) : value;
+    } else if ('list' in rule) {
+      record(canon, nomadPath);
+      out[rule.to] = Array.isArray(value)
+        ? value.map((item, i) => {
+            record([...canon, i], [...nomadPath, i]);
+            return isObject(item) ? readObject(item, rule.list, { canon: [...canon, i], nomad: [...nomadPath, i] }, t) : item;
+          })
+        : value;
+    } else if ('byName' in rule) {
+      record(canon, nomadPath);
+      out[rule.to] = isObject(value)
+        ? Object.fromEntries(
+            Object.entries(value).map(([name, item]) => {
+              record([...canon, name], [...nomadPath, name]);
+              return [name, isObject(item) ? readObject(item, rule.byName, { canon: [...canon, name], nomad: [...nomadPath, name] }, t) : item];
+            }),
+          )
+        : value;
+    } else {
+      const converted = rule.conv ? rule.conv.in(value, where, t, raw) : value;
+      if (rule.to && converted !== undefined) {
+        record(canon, nomadPath);
+        out[rule.to] = converted;
+      }
+    }
+  }
+  return out;
+}
+
+/** Reads a whole Nomad object found at `prefix` (`['Job']`, `['Volumes', 0]`). Pure; never throws. */
+export function readNomad(raw: Record<string, unknown>, table: Table, prefix: PropertyKey[]): NomadTranslation {
+  const t: Translation = { origins: new Map(), problems: [], ignored: [] };
+  t.origins.set('', formatPath(prefix));
+  const input = readObject(raw, table, { canon: [], nomad: prefix }, t);
+  return { input, ...t };
+}
+
+/**
+ * Problems found later in a translated input (the job schema's, at
+ * canonical paths such as `groups[0].tasks[0].config.command`) at the Nomad
+ * paths they came from (`Job.TaskGroups[0].Tasks[0].Config.command`): the
+ * nearest ancestor the translation recorded, and the rest as the canonical
+ * path has it. What a route answers a Nomad client with. Pure.
+ */
+export function atNomadPaths(t: Pick<NomadTranslation, 'origins'>, problems: readonly JobProblem[]): JobProblem[] {
+  return problems.map((p) => ({ ...p, path: mapPath(t.origins, p.path) }));
+}
+
+/**
+ * The inverse of atNomadPaths: problems at Nomad paths (a server's answer
+ * to the Nomad JSON a client sent) at the canonical paths of the job they
+ * were written from, which a job file can locate. `t` is the translation of
+ * what was sent (`nomadJobToSpec(sent)`). Pure.
+ */
+export function fromNomadPaths(t: Pick<NomadTranslation, 'origins'>, problems: readonly JobProblem[]): JobProblem[] {
+  const canonical = new Map<string, string>();
+  for (const [canon, nomad] of t.origins) if (!canonical.has(nomad)) canonical.set(nomad, canon);
+  return problems.map((p) => ({ ...p, path: mapPath(canonical, p.path) }));
+}
+
+/** `path` through `map`: its nearest ancestor found there, the rest as it is. */
+function mapPath(map: ReadonlyMap<string, string>, path: string): string {
+  for (let p = path; ; ) {
+    const to = map.get(p);
+    if (to !== undefined) {
+      const rest = path.slice(p.length);
+      return to ? to + rest : rest.replace(/^\./, '');
+    }
+    if (!p) return path;
+    const cut = Math.max(p.lastIndexOf('.'), p.lastIndexOf('['));
+    p = cut > 0 ? p.slice(0, cut) : '';
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Writing: canonical spec -> Nomad JSON, every field of the API's shape.
+
+type Def = { type: string; innerType?: z.ZodType; element?: z.ZodType; valueType?: z.ZodType; shape?: Record<string, z.ZodType>; getter?: () => z.ZodType };
+const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
+
+/** The schema inside optional, nullable and lazy wrappers. */
+function bare(s: z.ZodType): z.ZodType {
+  let d = defOf(s);
+  while (d.type === 'optional' || d.type === 'nullable' || d.type === 'lazy') {
+    s = d.type === 'lazy' ? (d.getter as () => z.ZodType)() : (d.innerType as z.ZodType);
+    d = defOf(s);
+  }
+  return s;
+}
+
+/** The fields of an object schema (through its wrappers). */
+export function shapeOf(s: z.ZodType): Record<string, z.ZodType> {
+  return defOf(bare(s)).shape ?? {};
+}
+
+/** The value Go's encoder writes for a field Berth has nothing for: null for a pointer, slice or map; the zero value of a value type; nothing for omitempty. */
+export function zeroOf(s: z.ZodType): unknown {
+  const d = defOf(s);
+  switch (d.type) {
+    case 'optional':
+      return undefined;
+    case 'nullable':
+      return null;
+    case 'string':
+      return '';
+    case 'number':
+      return 0;
+    case 'boolean':
+      return false;
+    case 'array':
+      return [];
+    case 'record':
+      return {};
+    case 'object':
+      return Object.fromEntries(Object.entries(d.shape ?? {}).map(([k, f]) => [k, zeroOf(f)]).filter(([, v]) => v !== undefined));
+    default:
+      return null;
+  }
+}
+
+/**
+ * Writes one canonical object as the Nomad object of `schema` (an object
+ * schema from src/api), field by field in the schema's order: a row's
+ * canonical value converted, else the field's zero value. `key` is the
+ * object's name in its parent's map. Pure.
+ */
+export function writeObject(canon: Record<string, unknown>, table: Table, schema: z.ZodType, key?: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [field, fieldSchema] of Object.entries(shapeOf(schema))) {
+    const rule = Object.hasOwn(table, field) ? table[field] : undefined;
+    let written: unknown;
+    if (rule && 'key' in rule) written = key;
+    else if (rule && 'to' in rule && rule.to) {
+      const value = canon[rule.to];
+      if (value !== undefined) written = writeValue(value, rule, fieldSchema);
+    }
+    if (written === undefined) written = zeroOf(fieldSchema);
+    if (written !== undefined) out[field] = written;
+  }
+  return out;
+}
+
+function writeValue(value: unknown, rule: Rule, schema: z.ZodType): unknown {
+  if ('obj' in rule) return isObject(value) ? writeObject(value, rule.obj, schema) : undefined;
+  if ('list' in rule) {
+    const element = defOf(bare(schema)).element as z.ZodType;
+    return Array.isArray(value) ? value.map((item) => (isObject(item) ? writeObject(item, rule.list, element) : item)) : undefined;
+  }
+  if ('byName' in rule) {
+    const inner = defOf(bare(schema)).valueType as z.ZodType;
+    return isObject(value) ? Object.fromEntries(Object.entries(value).map(([name, item]) => [name, isObject(item) ? writeObject(item, rule.byName, inner, name) : item])) : undefined;
+  }
+  return 'conv' in rule && rule.conv ? rule.conv.out(value) : value;
+}
