@@ -74,7 +74,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     logger: silentLogger(),
   });
   const { url } = await server.start();
-  /** A call; resolves with the body and the X-Berth-Index of the answer. */
+  /** A call; resolves with the body and the X-Nomad-Index of the answer (X-Berth-Index from routes not yet moved onto Nomad's API). */
   const call = async <T>(method: string, path: string, body: unknown, token = MGMT): Promise<{ body: T; index: number }> => {
     const res = await fetch(url + path, {
       method,

@@ -229,8 +229,8 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   if (clientAgent) {
     await clientAgent.start();
     await eventually('the client agent registered its node', async () => {
-      const nodes = (await (await fetch(`${agent.addr}/v1/nodes`, { headers: { authorization: `Bearer ${managementToken}` } })).json()) as Array<{ status: string }>;
-      return nodes.some((n) => n.status === 'ready') || undefined;
+      const nodes = (await (await fetch(`${agent.addr}/v1/nodes`, { headers: { authorization: `Bearer ${managementToken}` } })).json()) as Array<{ Status: string }>;
+      return nodes.some((n) => n.Status === 'ready') || undefined;
     });
   }
   /** The pid whose children are the executors: the node agent's. */

@@ -24,7 +24,7 @@
 
 import { volumeRequest } from '../test/support/csi-api.js';
 import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
-import type { Allocation, Node } from '../src/structs/index.js';
+import type { Allocation } from '../src/structs/index.js';
 import { performance } from 'node:perf_hooks';
 import { loadavg } from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -319,8 +319,8 @@ async function failover(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const reconnectMs = performance.now() - killedAt;
   // Every node heartbeated three more times (a full TTL at TTL/3 intervals) past the kill.
   await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (hbBefore[i] ?? 0) + 3));
-  const nodes: Node[] = await c.nodes(next);
-  const markedDown = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered').length;
+  const nodes = await c.nodes(next);
+  const markedDown = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered').length;
   const after = (await c.call<Allocation[]>('GET', '/v1/job/scale-svc/allocations', undefined, next)).body;
   const same = after.length === before.length && after.every((a) => a.clientStatus === 'running' && before.some((b) => b.id === a.id));
   out['failoverNewLeaderMs'] = round(electedMs);

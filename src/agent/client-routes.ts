@@ -8,6 +8,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Client, TaskDriver } from '../client/index.js';
+import { NodeMetaApplyRequest, type NodeMetaResponse } from '../api/index.js';
 import type { Logger } from '../lib/index.js';
 import { registerAllocExecRoute } from './alloc-exec-route.js';
 import { registerAllocFsRoutes } from './alloc-fs-routes.js';
@@ -23,20 +24,35 @@ export interface ClientRoutesDeps {
 
 const META_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
-/** A node meta change from a request body (`meta` or Nomad's `Meta`, and `unset`); ClientRouteError 400 when malformed. */
+/**
+ * A node meta change from Nomad's NodeMetaApplyRequest body (`Meta`: key ->
+ * value, null removes the key; Berth's `BerthUnset`: dynamic keys to forget).
+ * ClientRouteError 400 when malformed.
+ */
 function metaChange(body: unknown): { set: Record<string, string | null>; unset: string[] } {
-  const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
-  const raw = b['meta'] ?? b['Meta'] ?? {};
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ClientRouteError(400, 'INVALID', 'meta must be an object of key -> string (or null)');
-  const set: Record<string, string | null> = {};
-  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-    if (!META_KEY.test(k)) throw new ClientRouteError(400, 'INVALID', `meta key "${k}" must be letters, digits, "_", "." or "-"`);
-    if (v !== null && typeof v !== 'string') throw new ClientRouteError(400, 'INVALID', `meta "${k}" must be a string (or null to remove it)`);
-    set[k] = v;
+  const parsed = NodeMetaApplyRequest.safeParse(body ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ClientRouteError(400, 'INVALID', `${issue?.path.join('.') || 'request body'}: ${issue?.message ?? 'malformed'} (Meta is an object of key -> string, or null to remove it)`);
   }
-  const unset = b['unset'] ?? [];
-  if (!Array.isArray(unset) || !unset.every((k) => typeof k === 'string')) throw new ClientRouteError(400, 'INVALID', 'unset must be a list of meta keys');
-  return { set, unset: unset as string[] };
+  for (const k of [...Object.keys(parsed.data.Meta), ...(parsed.data.BerthUnset ?? [])]) {
+    if (!META_KEY.test(k)) throw new ClientRouteError(400, 'INVALID', `meta key "${k}" must be letters, digits, "_", "." or "-"`);
+  }
+  return { set: { ...parsed.data.Meta }, unset: parsed.data.BerthUnset ?? [] };
+}
+
+/** Nomad's NodeMetaResponse from the client's view of its meta. */
+function metaResponse(view: { meta: Record<string, string>; dynamic: Record<string, string | null>; static: Record<string, string> }): NodeMetaResponse {
+  return { Meta: view.meta, Dynamic: view.dynamic, Static: view.static };
+}
+
+/** The running Client, refusing a `nodeId` other than its own: Berth does not relay to another node's agent. */
+function thisNode(deps: ClientRoutesDeps, nodeId: string | undefined): Client {
+  const client = readyClient(deps);
+  if (nodeId && nodeId !== client.nodeId) {
+    throw new ClientRouteError(404, 'NOT_FOUND', `node ${nodeId} is not this agent's node (${client.nodeId}); ask the agent of that node, at its HTTPAddr`);
+  }
+  return client;
 }
 
 /**
@@ -62,21 +78,23 @@ export function registerClientRoutes(app: FastifyInstance, deps: ClientRoutesDep
     return { collected };
   });
 
-  // The node's meta (Nomad 1.3+'s /v1/client/metadata): GET shows merged, dynamic and static meta;
-  // PUT/POST { meta: { key: "value" | null }, unset?: [keys] } applies dynamic meta, kept across restarts.
-  app.get('/v1/client/metadata', { config: { access: 'read' } }, async () => {
-    const client = readyClient(deps);
-    return { nodeId: client.nodeId, ...client.nodeMeta() };
-  });
-  const applyMeta = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const client = readyClient(deps);
+  // The node's meta (Nomad 1.5+'s /v1/client/metadata): GET answers Nomad's NodeMetaResponse (merged,
+  // dynamic and static meta); POST (and PUT) takes a NodeMetaApplyRequest and applies dynamic meta, kept
+  // across restarts. `node_id` (the query, or NodeID in the body) may name only this agent's node: Berth
+  // does not relay to another node's agent (ask that agent, at its node's HTTPAddr).
+  app.get<{ Querystring: { node_id?: string } }>('/v1/client/metadata', { config: { access: 'read' } }, async (req) =>
+    metaResponse(thisNode(deps, req.query.node_id).nodeMeta()),
+  );
+  const applyMeta = async (req: FastifyRequest<{ Querystring: { node_id?: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
+    const bodyNode = (req.body as { NodeID?: unknown } | undefined)?.NodeID;
+    const client = thisNode(deps, req.query.node_id || (typeof bodyNode === 'string' ? bodyNode : undefined));
     const { set, unset } = metaChange(req.body);
     const view = client.applyNodeMeta(set, unset);
     log.info({ set: Object.keys(set), unset }, 'node meta applied');
-    return reply.send({ nodeId: client.nodeId, ...view });
+    return reply.send(metaResponse(view));
   };
-  app.put('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
-  app.post('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
+  app.put<{ Querystring: { node_id?: string } }>('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
+  app.post<{ Querystring: { node_id?: string } }>('/v1/client/metadata', { config: { access: 'write' } }, applyMeta);
 
   // Which node this agent runs (`node drain -self`).
   app.get('/v1/client/self', { config: { access: 'read' } }, async () => ({ nodeId: readyClient(deps).nodeId }));

@@ -339,6 +339,9 @@ export const CSIInfo = z.strictObject({
   RequiresTopologies: z.boolean(),
   ControllerInfo: CSIControllerInfo.optional(),
   NodeInfo: CSINodeInfo.optional(),
+  /** Nomad's server sends these too (structs.CSIInfo); api's struct drops them: GetPluginInfo's name and vendor version. */
+  Provider: z.string(),
+  ProviderVersion: z.string(),
 });
 export type CSIInfo = z.infer<typeof CSIInfo>;
 

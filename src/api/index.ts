@@ -253,3 +253,30 @@ export {
   TerminalSize,
   WsHandshakeMessage,
 } from './alloc-client.js';
+// Nodes (src/api/nodes.ts): Node, NodeListStub and what they carry, the node writes' bodies and
+// answers, and the node agent's meta (/v1/client/metadata).
+export {
+  NodeResources,
+  NodeReservedResources,
+  NodeDeviceResource,
+  DriverInfo,
+  HostVolumeInfo,
+  HostNetworkInfo,
+  DrainSpec,
+  DrainStrategy,
+  DrainStatus,
+  DrainMetadata,
+  NodeEvent,
+  NodeStatus,
+  SchedulingEligibility,
+  Node,
+  NodeListStub,
+  NodeUpdateDrainRequest,
+  NodeUpdateEligibilityRequest,
+  NodeDrainUpdateResponse,
+  NodeEligibilityUpdateResponse,
+  NodeUpdateResponse,
+  NodePurgeResponse,
+  NodeMetaApplyRequest,
+  NodeMetaResponse,
+} from './nodes.js';

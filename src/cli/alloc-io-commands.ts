@@ -27,28 +27,18 @@ export async function allocationOf(s: ApiSession, idArg: string): Promise<api.Al
   return (await s.api.get<api.Allocation>(KINDS.allocation.getPath(id))).body;
 }
 
-/**
- * A node as GET /v1/node/:id answers it, read for its HTTP address only
- * (Nomad's `HTTPAddr`; `httpAddr` in the shape that predates it).
- */
-interface NodeAddress {
-  ID?: string;
-  Name?: string;
-  HTTPAddr?: string;
-  id?: string;
-  name?: string;
-  httpAddr?: string;
-}
-
-/** An API client for the node agent running `alloc` (placed), at the node's HTTP address. */
+/** An API client for the node agent running `alloc` (placed), at the node's HTTPAddr. */
 export async function nodeAgentOf(s: ApiSession, alloc: Pick<api.Allocation, 'ID' | 'NodeID'>, token: string | undefined): Promise<ApiClient> {
   if (!alloc.NodeID) throw new ApiClientError('CLI_NOT_PLACED', `allocation ${alloc.ID} is not placed on a node`, 0);
-  const { body: node } = await s.api.get<NodeAddress>(KINDS.node.getPath(alloc.NodeID));
-  const address = node.HTTPAddr ?? node.httpAddr;
-  if (!address) {
-    throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.Name ?? node.name ?? ''} (${alloc.NodeID.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
-  }
-  return new ApiClient({ address: /^https?:\/\//.test(address) ? address : `http://${address}`, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
+  const { body: node } = await s.api.get<api.Node>(KINDS.node.getPath(alloc.NodeID));
+  return nodeAgentAt(s, node, token);
+}
+
+/** An API client for the node's own agent, at its HTTPAddr (as Nomad's CLI reaches a client). Throws CLI_NO_NODE_ADDRESS when it has none. */
+export function nodeAgentAt(s: ApiSession, node: Pick<api.Node, 'ID' | 'Name' | 'HTTPAddr' | 'TLSEnabled'>, token: string | undefined): ApiClient {
+  if (!node.HTTPAddr) throw new ApiClientError('CLI_NO_NODE_ADDRESS', `node ${node.Name} (${node.ID.slice(0, 8)}) reports no HTTP address; is its agent running?`, 0);
+  const address = /^https?:\/\//.test(node.HTTPAddr) ? node.HTTPAddr : `${node.TLSEnabled ? 'https' : 'http'}://${node.HTTPAddr}`;
+  return new ApiClient({ address, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
 }
 
 /** The --token flag, else $BERTH_TOKEN. */

@@ -1,4 +1,5 @@
-// `berth alloc status`, `berth node status` and `berth event stream`: reading what the cluster runs, as tables for people
+// `berth alloc status`, `berth node` (its commands: node-*-command.ts), `berth plugin status` and
+// `berth event stream`: reading what the cluster runs, as tables for people
 // and JSON for scripts.
 
 import { Command, Option } from 'commander';
@@ -9,6 +10,7 @@ import type { AllocMetric, Node } from '../structs/index.js';
 import { addAllocIoCommands, allocationOf, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
 import { addNodeDrainCommands } from './node-drain-command.js';
+import { addNodeStatusCommand } from './node-status-command.js';
 import { addAllocOpsCommands } from './alloc-ops-commands.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
@@ -36,11 +38,8 @@ export function allocCommand(ctx: CommandContext): Command {
 
 /** Builds `berth node`. */
 export function nodeCommand(ctx: CommandContext): Command {
-  const node = new Command('node').description('Inspect client nodes');
-  apiCommand(
-    node.command('status').description('List nodes, or show one node with its drivers, CSI plugins and allocations').argument('[id]', 'node ID or a unique prefix'),
-    ['node status', 'node status 9c1e', 'node status --json'],
-  ).action(apiAction(ctx, nodeStatus));
+  const node = new Command('node').description('Inspect client nodes, drain them, set their eligibility and meta');
+  addNodeStatusCommand(node, ctx);
   addNodeMetaCommands(node, ctx);
   addNodeDrainCommands(node, ctx);
   return node;
@@ -217,79 +216,6 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line();
     s.out.table(['Time', 'Type', 'Description'], [...(st.Events ?? [])].reverse().map((e) => [timestamp(ms(e.Time)), e.Type, e.DisplayMessage || e.Message]));
   }
-}
-
-/** A node as the API answers it: `leaderConnected` only from the leader. */
-type NodeAnswer = Node & { leaderConnected?: boolean };
-
-/** Whether the leader can call the node (controller calls go that way); only the leader knows. */
-function leaderLink(n: NodeAnswer): string {
-  if (n.leaderConnected === undefined) return 'unknown (asked a follower)';
-  return n.leaderConnected ? 'connected' : 'not connected';
-}
-
-async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
-  if (!idArg) {
-    const { body: nodes } = await s.api.get<NodeAnswer[]>('/v1/nodes');
-    if (s.out.json) return s.out.document(nodes);
-    s.out.table(
-      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status', 'Leader Link', 'Eligibility', 'Drain'],
-      nodes.map((n) => [
-        shortId(n.id),
-        n.name,
-        n.datacenter,
-        Object.entries(n.drivers).filter(([, d]) => d.detected && d.healthy).map(([k]) => k).join(',') || '-',
-        [...new Set([...Object.keys(n.csiControllerPlugins ?? {}), ...Object.keys(n.csiNodePlugins ?? {})])].join(',') || '-',
-        s.style.status(n.status),
-        leaderLink(n),
-        n.schedulingEligibility ?? 'eligible',
-        String(Boolean(n.drainStrategy)),
-      ]),
-    );
-    return;
-  }
-  const id = await s.api.resolve(KINDS.node, idArg);
-  const { body: n } = await s.api.get<NodeAnswer>(KINDS.node.getPath(id));
-  const { body: allocs } = await s.api.get<api.Allocation[]>(`/v1/node/${encodeURIComponent(id)}/allocations`);
-  if (s.out.json) return s.out.document({ node: n, allocations: allocs });
-  s.out.fields([
-    ['ID', n.id],
-    ['Name', n.name],
-    ['Datacenter', n.datacenter],
-    ['Node Class', n.nodeClass || undefined],
-    ['Meta', Object.entries(n.meta ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || undefined],
-    ['Status', s.style.status(n.status)],
-    ['Status Description', n.statusDescription || undefined],
-    ['Eligibility', n.schedulingEligibility ?? 'eligible'],
-    ['Drain', n.drainStrategy ? `draining: ${n.lastDrain?.message ?? ''}` : n.lastDrain ? `${n.lastDrain.status} (${age(n.lastDrain.updatedAt)})` : 'false'],
-    ['Leader Link', leaderLink(n)],
-    ['HTTP Address', n.httpAddr || undefined],
-    ['Last Heartbeat', `${timestamp(n.lastHeartbeat)} (${age(n.lastHeartbeat)})`],
-    ['CPU (MHz)', n.resources.cpuMhz],
-    ['Memory (MB)', n.resources.memoryMb],
-  ]);
-  s.out.line();
-  s.out.line(s.style.bold('Drivers'));
-  s.out.table(
-    ['Driver', 'Detected', 'Healthy', 'Description'],
-    Object.entries(n.drivers).map(([k, d]) => [k, String(d.detected), s.style.status(String(d.healthy)), d.healthReason]),
-  );
-  s.out.line();
-  s.out.line(s.style.bold('CSI Plugins'));
-  const reports = [
-    ...Object.values(n.csiControllerPlugins ?? {}).map((r) => ({ ...r, kind: 'controller' })),
-    ...Object.values(n.csiNodePlugins ?? {}).map((r) => ({ ...r, kind: 'node' })),
-  ];
-  s.out.table(
-    ['ID', 'Type', 'Provider', 'Version', 'Healthy', 'Reason'],
-    reports.map((r) => [r.pluginId, r.kind, r.provider || '-', r.version || '-', s.style.status(String(r.healthy)), r.healthReason]),
-  );
-  s.out.line();
-  s.out.line(s.style.bold('Allocations'));
-  s.out.table(
-    ['ID', 'Job ID', 'Task Group', 'Desired', 'Status', 'Created'],
-    allocs.map((a) => [shortId(a.ID), a.JobID, a.TaskGroup, a.DesiredStatus, s.style.status(a.ClientStatus), age(ms(a.CreateTime))]),
-  );
 }
 
 async function eventStream(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {

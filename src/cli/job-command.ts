@@ -320,11 +320,11 @@ async function validateJob(s: ApiSession, [file]: string[], opts: Record<string,
  * placement failure would say later.
  */
 async function driverWarnings(s: ApiSession, job: Structs.JobSpec): Promise<string[]> {
-  const { body: nodes } = await s.api.get<Structs.Node[]>('/v1/nodes');
-  const ready = nodes.filter((n) => n.status === 'ready');
-  const healthy = (n: Structs.Node, d: string): boolean => Boolean(n.drivers[d]?.detected && n.drivers[d]?.healthy);
+  const { body: nodes } = await s.api.get<Api.NodeListStub[]>(KINDS.node.listPath);
+  const ready = nodes.filter((n) => n.Status === 'ready');
+  const healthy = (n: Api.NodeListStub, d: string): boolean => Boolean(n.Drivers?.[d]?.Detected && n.Drivers[d]?.Healthy);
   const wanted = [...new Set(job.groups.flatMap((g) => g.tasks.map((t) => t.driver)))];
-  const have = [...new Set(ready.flatMap((n) => Object.keys(n.drivers).filter((d) => healthy(n, d))))].sort();
+  const have = [...new Set(ready.flatMap((n) => Object.keys(n.Drivers ?? {}).filter((d) => healthy(n, d))))].sort();
   return wanted
     .filter((d) => !ready.some((n) => healthy(n, d)))
     .map((d) =>

@@ -12,7 +12,6 @@ import type { Evaluation } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
 import type * as api from '../api/index.js';
-import type { Node } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
 import { failedGroups, failedPlacementLines, metricLines, placementSummary } from './placement-failures.js';
@@ -218,12 +217,12 @@ async function evaluationsSince(s: ApiSession, job: RunTarget, index: number): P
 
 /** Why an allocation was lost, in the operator's words: its node by name, down and why; else what its client said. */
 async function lostBecause(s: ApiSession, alloc: api.AllocationListStub): Promise<string> {
-  let node: Node | undefined;
+  let node: api.Node | undefined;
   try {
-    node = (await s.api.get<Node>(KINDS.node.getPath(alloc.NodeID))).body;
+    node = (await s.api.get<api.Node>(KINDS.node.getPath(alloc.NodeID))).body;
   } catch (err) {
     if (!(err instanceof ApiClientError) || err.code !== 'NOT_FOUND') throw err;
   }
-  if (node?.status === 'down') return `node "${node.name}" (${shortId(node.id)}) is down${node.statusDescription ? `: ${node.statusDescription}` : ''}`;
-  return alloc.ClientDescription || `on node "${node?.name ?? shortId(alloc.NodeID)}"`;
+  if (node?.Status === 'down') return `node "${node.Name}" (${shortId(node.ID)}) is down${node.StatusDescription ? `: ${node.StatusDescription}` : ''}`;
+  return alloc.ClientDescription || `on node "${node?.Name ?? shortId(alloc.NodeID)}"`;
 }

@@ -1,8 +1,8 @@
 // The structs layer: plain types shared by the client and the server, which
 // never import each other and talk over the wire.
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
-export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, HostNetwork, SchedulingEligibility, DrainStrategy, DrainMetadata } from './node.js';
-export { isEligible, isNetworkMode, supportsNetworkMode } from './node.js';
+export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, HostNetwork, SchedulingEligibility, DrainStrategy, DrainMetadata, NodeHistoryEvent } from './node.js';
+export { isEligible, isNetworkMode, supportsNetworkMode, withNodeEvent, MAX_NODE_EVENTS } from './node.js';
 export type { AllocFileInfo } from './alloc-file.js';
 export {
   isClientTerminal,

@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type * as Api from '../../src/api/index.js';
 import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, StreamFrame } from '../../src/api/index.js';
 import type { Node } from '../../src/structs/index.js';
 import { jsonObjects } from '../../src/lib/index.js';
@@ -102,7 +103,7 @@ describe('allocation commands on a dev agent', () => {
   before(async () => {
     dir = await tempDir('bao-');
     agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
-    nodeId = (await agent.get<Node[]>('/v1/nodes'))[0]!.id;
+    nodeId = (await agent.get<Api.NodeListStub[]>('/v1/nodes'))[0]!.ID;
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin healthy', async () => {
       const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);

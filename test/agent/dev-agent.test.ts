@@ -10,6 +10,7 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pty from 'node-pty';
+import type * as Api from '../../src/api/index.js';
 import type { AllocationListStub, CSIPlugin } from '../../src/api/index.js';
 import type { Node } from '../../src/structs/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
@@ -93,10 +94,11 @@ describe('berth agent --dev', () => {
     assert.equal(statSync(path.join(dataDir, 'agent.env')).mode & 0o777, 0o600);
     const anonymous = await fetch(`${agent.addr}/v1/jobs`);
     assert.equal(anonymous.status, 401);
-    const [node] = await agent.get<Node[]>('/v1/nodes');
+    const [node] = await agent.get<Api.NodeListStub[]>('/v1/nodes');
     assert.ok(node, 'the dev agent registered its own client node');
-    nodeId = node.id;
-    assert.equal(node.httpAddr, agent.addr, 'the node reports the shared listener for logs and exec');
+    nodeId = node.ID;
+    const full = await agent.get<Api.Node>(`/v1/node/${nodeId}`);
+    assert.equal(`http://${full.HTTPAddr}`, agent.addr, 'the node reports the shared listener for logs and exec');
   });
 
   it("runs the examples' hostpath plugin (which finds berth on its PATH), a volume created through it, and writer/reader jobs", async () => {

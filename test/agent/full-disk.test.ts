@@ -10,7 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -92,7 +93,7 @@ describe('a full data disk on a client', () => {
     until(`${job} running`, async () => (await server.get<Allocation[]>(`/v1/job/${job}/allocations`)).find((a) => a.clientStatus === 'running'), 60_000);
 
   it('job stop and GC work on a full disk, and SIGINT stops what it says it stops', async () => {
-    await until('the client ready', async () => (await server.get<Node[]>('/v1/nodes')).some((n) => n.status === 'ready'), 60_000);
+    await until('the client ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).some((n) => n.Status === 'ready'), 60_000);
     writeFileSync(path.join(dir, 'fill1.hcl'), filler('fill1'));
     ok(await server.cli(['job', 'run', '--detach', path.join(dir, 'fill1.hcl')]), 'job run fill1');
     const first = await running('fill1');

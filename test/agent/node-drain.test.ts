@@ -18,6 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type * as Api from '../../src/api/index.js';
 import type { CSIPlugin, Evaluation } from '../../src/api/index.js';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
@@ -89,7 +90,7 @@ describe('node drain of a single-writer volume', () => {
   });
 
   it('moves the writer off the node: claim released before the replacement claims, plugin stopped last, nothing left mounted', async () => {
-    await until('both clients ready', async () => (await server.get<Node[]>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
+    await until('both clients ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).filter((n) => n.Status === 'ready').length === 2);
     const plugin = path.join(dir, 'plugin.hcl');
     const pluginJob = (generation: number): string => sharedHostpathPluginHcl(dir, ['d1', 'd2'], generation);
     const healthy = async (generation: number): Promise<void> => {
@@ -123,24 +124,25 @@ describe('node drain of a single-writer volume', () => {
     const first = await until('the writer running', async () => (await server.get<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.clientStatus === 'running'));
     const log = path.join(dir, 'hp');
     await until('the writer writing', () => writerLines(log).some((l) => l.alloc === first.id) || undefined, 30_000);
-    const nodes = await server.get<Node[]>('/v1/nodes');
-    const drained = nodes.find((n) => n.id === first.nodeId)!;
-    const other = nodes.find((n) => n.id !== first.nodeId)!;
+    const nodes = await server.get<Api.NodeListStub[]>('/v1/nodes');
+    const drained = nodes.find((n) => n.ID === first.nodeId)!;
+    const other = nodes.find((n) => n.ID !== first.nodeId)!;
 
-    const drain = ok(await server.cli(['node', 'drain', '-enable', '-yes', '-deadline', '5m', drained.id], { timeoutMs: 180_000 }), 'node drain');
+    const drain = ok(await server.cli(['node', 'drain', '-enable', '-yes', '-deadline', '5m', drained.ID], { timeoutMs: 180_000 }), 'node drain');
     assert.match(drain.stdout, /Ctrl-C to stop monitoring: will not cancel the node drain/);
     assert.match(drain.stdout, new RegExp(`Alloc "${first.id}" marked for migration`));
     assert.match(drain.stdout, /Drain complete for node/);
 
-    const node = await server.get<Node>(`/v1/node/${drained.id}`);
-    assert.equal(node.drainStrategy ?? null, null, 'the drain ended');
-    assert.equal(node.schedulingEligibility, 'ineligible', 'a drained node stays ineligible');
-    assert.equal(node.lastDrain?.status, 'complete');
+    const node = await server.get<Api.Node>(`/v1/node/${drained.ID}`);
+    assert.equal(node.DrainStrategy, null, 'the drain ended');
+    assert.equal(node.SchedulingEligibility, 'ineligible', 'a drained node stays ineligible');
+    assert.equal(node.LastDrain?.Status, 'complete');
+    assert.deepEqual(node.Events?.slice(-2).map((e) => e.Message), ['Node drain strategy set', 'Node drain complete']);
 
     const second = await until('the replacement running on the other node', async () =>
       (await server.get<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.id !== first.id && a.clientStatus === 'running'),
     );
-    assert.equal(second.nodeId, other.id);
+    assert.equal(second.nodeId, other.ID);
     assert.equal(second.previousAllocation, first.id);
     await until('lines from the replacement', () => writerLines(log).some((l) => l.alloc === second.id) || undefined, 30_000);
 
@@ -154,17 +156,17 @@ describe('node drain of a single-writer volume', () => {
     // The plugin on the drained node was told to stop only after the old claim was released.
     const pluginStop = events.find((e) => {
       const a = e.Payload['Allocation'];
-      return e.Topic === 'Allocation' && e.Type !== 'AllocationDeleted' && a?.['jobId'] === 'hostpath-plugin' && a['nodeId'] === drained.id && a['desiredStatus'] === 'stop' &&
+      return e.Topic === 'Allocation' && e.Type !== 'AllocationDeleted' && a?.['jobId'] === 'hostpath-plugin' && a['nodeId'] === drained.ID && a['desiredStatus'] === 'stop' &&
         (a['desiredTransition'] as { migrate?: boolean } | undefined)?.migrate === true;
     });
     assert.ok(pluginStop, 'the plugin allocation on the drained node was stopped by the drain');
     assert.ok(pluginStop.Index > oldClaimGone.Index, `plugin stopped at index ${pluginStop.Index}, after the claim release at ${oldClaimGone.Index}`);
     const pluginAllocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-    assert.ok(pluginAllocs.some((a) => a.nodeId === other.id && a.desiredStatus === 'run' && a.clientStatus === 'running'), 'the plugin still serves the other node');
+    assert.ok(pluginAllocs.some((a) => a.nodeId === other.ID && a.desiredStatus === 'run' && a.clientStatus === 'running'), 'the plugin still serves the other node');
 
     // What may stay until garbage collection: stopped allocations' secrets tmpfs and the plugin's
     // mount root. No staging, no publish, no task bind of the volume.
-    const left = mountsUnder(path.join(dir, drained.name)).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
+    const left = mountsUnder(path.join(dir, drained.Name)).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
     assert.deepEqual(left, [], 'no volume stays mounted on the drained node');
 
     const lines = writerLines(log);
@@ -173,18 +175,18 @@ describe('node drain of a single-writer volume', () => {
     assert.ok(lastOld < firstNew, `no two writers: the old writer's last line (${lastOld}) precedes the new one's first (${firstNew})`);
 
     // An ineligible node takes nothing new, and placement says why.
-    ok(await server.cli(['node', 'eligibility', '-disable', other.id]), 'node eligibility -disable');
+    ok(await server.cli(['node', 'eligibility', '-disable', other.ID]), 'node eligibility -disable');
     const probe = path.join(dir, 'probe.hcl');
     writeFileSync(probe, `job "probe" {\n  group "p" {\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sleep"\n        args = ["300"]\n      }\n    }\n  }\n}\n`);
     await server.cli(['job', 'run', '--detach', probe]);
     const blocked = await until('the probe blocked', async () => (await server.get<Evaluation[]>('/v1/job/probe/evaluations')).find((e) => e.Status === 'blocked'));
     assert.equal(blocked.FailedTGAllocs?.['p']?.ConstraintFiltered?.['were ineligible (node is ineligible: draining or marked ineligible)'], 2, JSON.stringify(blocked));
-    ok(await server.cli(['node', 'eligibility', '-enable', other.id]), 'node eligibility -enable');
+    ok(await server.cli(['node', 'eligibility', '-enable', other.ID]), 'node eligibility -enable');
     const placed = await until('the probe placed on the eligible node', async () => (await server.get<Allocation[]>('/v1/job/probe/allocations')).find((a) => a.clientStatus === 'running'));
-    assert.equal(placed.nodeId, other.id);
-    const cancel = ok(await server.cli(['node', 'drain', '-disable', drained.id]), 'node drain -disable');
+    assert.equal(placed.nodeId, other.ID);
+    const cancel = ok(await server.cli(['node', 'drain', '-disable', drained.ID]), 'node drain -disable');
     assert.match(cancel.stdout, /drain strategy unset/);
-    assert.equal((await server.get<Node>(`/v1/node/${drained.id}`)).schedulingEligibility, 'eligible');
+    assert.equal((await server.get<Api.Node>(`/v1/node/${drained.ID}`)).SchedulingEligibility, 'eligible');
   });
 });
 

@@ -74,8 +74,9 @@ describe('Nomad-style job files on a dev agent', () => {
         .filter((l) => l.includes('='))
         .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
     );
-    const nodes = await agent.get<Array<{ id: string; name: string; datacenter: string }>>('/v1/nodes');
-    const node = nodes.find((n) => n.id === alloc.nodeId);
+    const nodes = await agent.get<Array<{ ID: string; Name: string; Datacenter: string }>>('/v1/nodes');
+    const found = nodes.find((n) => n.ID === alloc.nodeId);
+    const node = found && { id: found.ID, name: found.Name, datacenter: found.Datacenter };
     assert.ok(node);
     const expected: Record<string, string> = {
       NOMAD_ALLOC_ID: alloc.id,
@@ -187,8 +188,8 @@ describe('Nomad-style job files on a dev agent', () => {
       const r = await agent.cli(['plugin', 'status', 'hostpath-ns']);
       return r.code === 0 && /Nodes Healthy\s+1\b/.test(r.stdout) ? r : undefined;
     }, 120_000);
-    const nodes = await agent.get<Array<{ id: string }>>('/v1/nodes');
-    assert.ok(existsSync(path.join(data, nodes[0]!.id)), `the plugin got the node ID through \${node.unique.id}: ${existsSync(data) ? readdirSync(data).join(',') : 'no data dir'}`);
+    const nodes = await agent.get<Array<{ ID: string }>>('/v1/nodes');
+    assert.ok(existsSync(path.join(data, nodes[0]!.ID)), `the plugin got the node ID through \${node.unique.id}: ${existsSync(data) ? readdirSync(data).join(',') : 'no data dir'}`);
     const create = await agent.cli(['volume', 'create', path.join(CORPUS, 'csi-volume.hcl')]);
     assert.equal(create.code, 0, create.stderr);
     await run('csi-consumer.hcl');

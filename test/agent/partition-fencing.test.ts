@@ -17,6 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type * as Api from '../../src/api/index.js';
 import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
@@ -95,7 +96,7 @@ for (const publish of [true, false]) {
     });
 
     it('never lets two writers write: the old one stops on its own before the replacement gets the claim', async () => {
-      await until('both clients ready', async () => (await server.get<Node[]>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
+      await until('both clients ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).filter((n) => n.Status === 'ready').length === 2);
       // Storage both nodes reach: one data dir and one plugin node ID for both instances, but
       // each node's own records (its allocations live under <dir>/f1 or <dir>/f2). The plugin is
       // run again once the volume exists, so that both controllers load it from disk.
@@ -135,13 +136,13 @@ for (const publish of [true, false]) {
         (await server.get<Allocation[]>('/v1/job/fenced-writer/allocations')).find((a) => a.clientStatus === 'running'),
       );
       const log = path.join(dir, 'hp');
-      const nodes = await server.get<Node[]>('/v1/nodes');
-      const frozenName = nodes.find((n) => n.id === first.nodeId)!.name;
+      const nodes = await server.get<Api.NodeListStub[]>('/v1/nodes');
+      const frozenName = nodes.find((n) => n.ID === first.nodeId)!.Name;
       stopped = clients[frozenName === 'f1' ? 0 : 1]!;
 
       // The node goes silent: its agent is frozen (its executors and the writer are not).
       stopped.child.kill('SIGSTOP');
-      await until('the node marked down', async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.id === first.nodeId)?.status === 'down', 30_000);
+      await until('the node marked down', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.ID === first.nodeId)?.Status === 'down', 30_000);
       const claims = await server.get<CSIVolume>('/v1/volume/csi/fenced');
       const held = claims.BerthClaims.find((c) => c.AllocationID === first.id);
       assert.ok(held?.FencedUntil, `the old writer's claim is fenced: ${JSON.stringify(claims.BerthClaims)}`);

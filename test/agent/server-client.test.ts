@@ -9,7 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -59,11 +60,12 @@ describe('berth agent --server and --client with config files', () => {
 
   it('the client joins the server and reports its own listener as the node address', async () => {
     assert.notEqual(client.addr, server.addr);
-    const node = await until('the client node to be ready', async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'x2-client-1' && n.status === 'ready'));
-    assert.equal(node.httpAddr, client.addr);
-    assert.equal(node.drivers['raw_exec']?.detected, true, 'raw_exec enabled by the config');
+    const stub = await until('the client node to be ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'x2-client-1' && n.Status === 'ready'));
+    const node = await server.get<Api.Node>(`/v1/node/${stub.ID}`);
+    assert.equal(`http://${node.HTTPAddr}`, client.addr);
+    assert.equal(node.Drivers?.['raw_exec']?.Detected, true, 'raw_exec enabled by the config');
     const status = ok(await server.cli(['node', 'status']), 'node status');
-    assert.match(status.stdout, /x2-client-1\s+dc1\s+\S*raw_exec\S*\s+-\s+ready/);
+    assert.match(status.stdout, /\sdc1\s+x2-client-1\s+<none>\s+false\s+eligible\s+ready$/m);
   });
 
   it('runs a job there; alloc logs and alloc exec reach the task through the client agent', async () => {
@@ -108,8 +110,10 @@ describe('berth agent --server and --client with config files', () => {
     client = await startAgent(['--client', '--server-address', server.addr, '--config', path.join(dir, 'client.json')]).ready(false);
     client.token = MGMT;
     await until('the node to report the new listener', async () => {
-      const node = (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'x2-client-1');
-      return node?.status === 'ready' && node.httpAddr === client.addr && node.httpAddr !== oldAddr;
+      const stub = (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'x2-client-1');
+      const node = stub && (await server.get<Api.Node>(`/v1/node/${stub.ID}`));
+      const addr = node ? `http://${node.HTTPAddr}` : '';
+      return node?.Status === 'ready' && addr === client.addr && addr !== oldAddr;
     });
     const [alloc] = await server.get<Allocation[]>('/v1/job/hello/allocations');
     await until('the reattached task to serve its logs', async () => (await server.cli(['alloc', 'logs', alloc!.id])).stdout === 'hello from hi\n');

@@ -18,6 +18,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type * as Api from '../../src/api/index.js';
 import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { cleanupUnder, hostpathPluginJob, hostpathVolumeHcl, mountsUnder, pidsWith, rawExecJob, until } from '../support/runtime-cluster.js';
@@ -71,7 +72,7 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     client = await startAgent(['--client', '--server-address', server.addr, '--config', path.join(dir, 'c1.json')]).ready(false);
     return client;
   };
-  const nodeStatus = async (): Promise<string | undefined> => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'c1')?.status;
+  const nodeStatus = async (): Promise<string | undefined> => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'c1')?.Status;
   const nodesHealthy = async (): Promise<number> => (await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined))?.NodesHealthy ?? 0;
   const claimsOf = async (allocId: string): Promise<unknown[]> =>
     (await server.get<CSIVolume>('/v1/volume/csi/kept')).BerthClaims.filter((c) => c.AllocationID === allocId);

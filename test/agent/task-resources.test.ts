@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -68,8 +69,8 @@ describe('task resources through the dev agent', () => {
   });
 
   it('fingerprints the cgroups its drivers put tasks in', async () => {
-    const [node] = await agent.get<Node[]>('/v1/nodes');
-    assert.ok(node?.drivers['exec']?.cgroups && node.drivers['exec'].cgroups !== 'none', JSON.stringify(node?.drivers));
+    const [node] = await agent.get<Api.NodeListStub[]>('/v1/nodes');
+    assert.ok(node?.Drivers?.['exec']?.BerthCgroups && node.Drivers['exec'].BerthCgroups !== 'none', JSON.stringify(node?.Drivers));
   });
 
   it('an OOM-killed task: "OOM Killed" in alloc status and the API, restarted by its policy, counted in /v1/metrics', async () => {

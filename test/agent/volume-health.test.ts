@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type * as Api from '../../src/api/index.js';
 import type { CSIPlugin, CSIVolume, DriftReport, VolumeUsageHistory } from '../../src/api/index.js';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
@@ -64,8 +65,8 @@ describe('volume health and drift on a dev agent', () => {
     // Stats every second so the test waits on a report, not on the 60 s default; drift loop left to the doctor command.
     writeFileSync(config, 'csi {\n  volume_stats_interval = "1s"\n  drift_interval = "1h"\n}\n');
     agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0', '--config', config]).ready(true);
-    const [node] = await agent.get<Node[]>('/v1/nodes');
-    nodeId = node!.id;
+    const [node] = await agent.get<Api.NodeListStub[]>('/v1/nodes');
+    nodeId = node!.ID;
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until(
       'the hostpath plugin to be healthy',

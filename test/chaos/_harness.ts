@@ -276,9 +276,9 @@ async function describeState(cluster: Cluster): Promise<string> {
 async function unsettled(cluster: Cluster, writer: boolean): Promise<string | undefined> {
   if (!(await pluginHealthy(cluster))) return 'the hostpath plugin is not healthy';
   const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
-  const nodes = (await cluster.get<Array<{ id: string; status: string }>>('/v1/nodes')) ?? [];
-  const down = nodes.filter((n) => n.status !== 'ready');
-  if (down.length) return `node ${down.map((n) => `${n.id.slice(0, 8)} ${n.status}`).join(', ')}`;
+  const nodes = (await cluster.get<Array<{ ID: string; Status: string }>>('/v1/nodes')) ?? [];
+  const down = nodes.filter((n) => n.Status !== 'ready');
+  if (down.length) return `node ${down.map((n) => `${n.ID.slice(0, 8)} ${n.Status}`).join(', ')}`;
   for (const a of allocs) {
     const terminal = TERMINAL.has(a.clientStatus);
     // A terminal allocation may keep desired "run" once replaced; the live counts below say whether it was.
@@ -359,8 +359,8 @@ async function runCycle(cluster: Cluster, plan: CyclePlan, settleMs: number): Pr
         'the writer adopted',
         async () => {
           const a = await cluster.get<Allocation>(`/v1/allocation/${writerBefore.allocId}`).catch(() => undefined);
-          const nodes = (await cluster.get<Array<{ status: string }>>('/v1/nodes').catch(() => undefined)) ?? [];
-          return a?.clientStatus === 'running' && nodes.length > 0 && nodes.every((n) => n.status === 'ready') && alive(writerBefore.pid);
+          const nodes = (await cluster.get<Array<{ Status: string }>>('/v1/nodes').catch(() => undefined)) ?? [];
+          return a?.clientStatus === 'running' && nodes.length > 0 && nodes.every((n) => n.Status === 'ready') && alive(writerBefore.pid);
         },
         { timeoutMs: 60_000, intervalMs: 20 },
       ).then(

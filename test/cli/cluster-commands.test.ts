@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as api from '../../src/api/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, Job, Node } from '../../src/structs/index.js';
 import { json, startBerth } from './_berth.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 import { eventually } from '../support/eventually.js';
@@ -226,17 +227,39 @@ describe('berth CLI against a real server', () => {
     assert.equal(allocJson.id, allocId);
     assert.match((allocJson as Allocation & { resourceUsage: { unavailable: string } }).resourceUsage.unavailable, /reports no HTTP address/);
 
+    // Nomad's layout: ID, Node Pool, DC, Name, Class, Drain, Eligibility, Status; an empty cell is <none>.
     const nodes = await c.cli(['node', 'status']);
-    // The test's node heartbeats over HTTP but opens no node connection: the server cannot call it.
-    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+cli-node-1\\s+dc1\\s+raw_exec\\s+hp\\s+ready\\s+not connected\\s+eligible\\s+false$`, 'm'));
+    assert.equal(nodes.code, 0, nodes.stderr);
+    assert.match(nodes.stdout, /^ID\s+Node Pool\s+DC\s+Name\s+Class\s+Drain\s+Eligibility\s+Status$/m);
+    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+default\\s+dc1\\s+cli-node-1\\s+<none>\\s+false\\s+eligible\\s+ready$`, 'm'));
+    // -verbose: full IDs, the address and version, and (Berth's) whether the leader can call the node:
+    // the test's node heartbeats over HTTP but opens no node connection.
+    const verbose = await c.cli(['node', 'status', '-verbose']);
+    assert.match(verbose.stdout, new RegExp(`^${node.id}\\s+default\\s+dc1\\s+cli-node-1\\s+<none>\\s+<none>\\s+<none>\\s+false\\s+eligible\\s+ready\\s+not connected$`, 'm'));
+    assert.equal((await c.cli(['node', 'status', '-quiet'])).stdout, `${node.id}\n`);
+    assert.match((await c.cli(['node', 'status', '-filter', 'Status == "down"'])).stdout, /^No nodes registered$/m);
+    const badFilter = await c.cli(['node', 'status', '-filter', 'Status ==']);
+    assert.notEqual(badFilter.code, 0);
+    assert.match(badFilter.stderr, /filter/);
+
     const one = await c.cli(['node', 'status', node.id.slice(0, 5)]);
     assert.equal(one.code, 0, one.stderr);
-    assert.match(one.stdout, /^Leader Link\s+not connected$/m);
-    assert.match(one.stdout, /^hp\s+node\s+hostpath\.csi\.berth\.dev\s+1\.0\.0\s+true/m);
-    assert.match(one.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+app\\s+main\\s+run\\s+running`, 'm'));
-    const nodeJson = json<{ node: Node; allocations: Allocation[] }>(await c.cli(['node', 'status', node.id, '--json']));
-    assert.equal(nodeJson.node.id, node.id);
-    assert.equal(nodeJson.allocations.length, 1);
+    assert.match(one.stdout, new RegExp(`^ID\\s+= ${node.id}$`, 'm'));
+    assert.match(one.stdout, /^Drain\s+= false$/m);
+    assert.match(one.stdout, /^CSI Drivers\s+= hp$/m);
+    assert.match(one.stdout, /^Driver Status\s+= raw_exec$/m);
+    assert.match(one.stdout, /^Leader Link\s+= not connected$/m);
+    assert.match(one.stdout, /^Node Events\n.*\n.*Cluster\s+Node registered$/m);
+    assert.match(one.stdout, /^Allocated Resources\nCPU\s+Memory\s+Disk\s+Alloc Count\n\d+\/4000 MHz\s+\S+ \w+\/4\.0 GiB\s+0 B\/0 B\s+1$/m);
+    assert.match(one.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+main\\s+\\d+\\s+run\\s+running`, 'm'));
+    const detailed = await c.cli(['node', 'status', '-verbose', node.id]);
+    assert.match(detailed.stdout, /^hp\s+node\s+hostpath\.csi\.berth\.dev\s+1\.0\.0\s+true/m);
+    assert.match(detailed.stdout, /^raw_exec\s+true\s+true\s+<none>\s+\S+$/m);
+    const ambiguous = await c.cli(['node', 'status', 'x']);
+    assert.match(ambiguous.stderr, /at least two characters/);
+    const nodeJson = json<Api.Node>(await c.cli(['node', 'status', node.id, '--json']));
+    assert.equal(nodeJson.ID, node.id, "-json prints Nomad's Node");
+    assert.equal(nodeJson.Name, 'cli-node-1');
   });
 
   it('plugin status shows healthy/expected controllers and nodes, provider and version', async () => {

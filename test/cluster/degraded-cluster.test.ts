@@ -83,7 +83,7 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
   let writer: AllocRow;
 
   it('a single-node-writer volume is written by a workload; another volume is held by a job to stop later', async () => {
-    await until('the node ready', async () => (await cluster.read<Array<{ status: string }>>('/v1/nodes')).some((n) => n.status === 'ready'));
+    await until('the node ready', async () => (await cluster.read<Array<{ Status: string }>>('/v1/nodes')).some((n) => n.Status === 'ready'));
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', cluster.writeJson('plugin.json', perNodeHostpathPluginJob({ dir: cluster.dir, nodeIdPrefix: 'dg-' }))]), 'job run plugin');
     await until('the plugin healthy', async () => (await cluster.read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ NodesHealthy: 0 }))).NodesHealthy === 1);
@@ -115,7 +115,7 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
       await until('the stopped job released its claim', async () => (await claimsOf('vol-s', next)).length === 0);
       t.diagnostic(`the claim was released ${Date.now() - pausedAt} ms after the SIGSTOP`);
       const link = await until('the node connected to the new leader', async () => {
-        const st = await next.run.cli(['node', 'status'], { addr: next.url });
+        const st = await next.run.cli(['node', 'status', '-verbose'], { addr: next.url });
         return /\bready\s+connected\b/.test(st.stdout) ? st.stdout : undefined;
       });
       assert.match(link, /Leader Link/);

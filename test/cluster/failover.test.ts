@@ -28,11 +28,12 @@ import { TS_LOADER } from '../support/ts-loader.js';
 
 const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';
 
+/** What the test reads of a row of `GET /v1/nodes` (Nomad's NodeListStub). */
 interface NodeRow {
-  id: string;
-  name: string;
-  status: string;
-  modifyIndex: number;
+  ID: string;
+  Name: string;
+  Status: string;
+  ModifyIndex: number;
 }
 interface AllocRow {
   id: string;
@@ -177,7 +178,7 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
   let workload: AllocRow;
 
   it('a single-node-writer volume is in use by a workload on node 1', async () => {
-    await until('two ready nodes', async () => (await nodes()).filter((n) => n.status === 'ready').length === 2);
+    await until('two ready nodes', async () => (await nodes()).filter((n) => n.Status === 'ready').length === 2);
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', pluginJob()]), 'job run plugin');
     await until('the plugin healthy on both nodes', async () => {
@@ -213,7 +214,7 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     // The nodes reconnect to the new leader; none was marked down by the change.
     await until('both nodes connected to the new leader', async () => (await cluster.status(next))?.index !== undefined && (await nodeConnections(next)) === 2);
     const afterNodes = await nodes();
-    for (const n of before) assert.equal(afterNodes.find((m) => m.id === n.id)?.status, 'ready', `${n.name} stayed ready`);
+    for (const n of before) assert.equal(afterNodes.find((m) => m.ID === n.ID)?.Status, 'ready', `${n.Name} stayed ready`);
     assert.equal((await allocs('during')).length, 1, 'placed once');
     assert.ok(placed);
     const w = await running('w1');
@@ -303,8 +304,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     assert.equal((await cluster.status(next))?.isLeader, true, 'the new leader still leads');
     const after = await nodes();
     for (const n of before) {
-      const m = after.find((x) => x.id === n.id);
-      assert.equal(m?.status, 'ready', `${n.name} is still ready`);
+      const m = after.find((x) => x.ID === n.ID);
+      assert.equal(m?.Status, 'ready', `${n.Name} is still ready`);
     }
     await until('the nodes connected to the leader', async () => (await nodeConnections(next)) === 2);
   });

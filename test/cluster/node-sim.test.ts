@@ -44,7 +44,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
   it('registers every node, with its CSI node plugin, connected to the leader', async () => {
     const nodes = await c.nodes();
     assert.equal(nodes.length, NODES);
-    assert.ok(nodes.every((n) => n.status === 'ready'));
+    assert.ok(nodes.every((n) => n.Status === 'ready'));
     const leader = await c.allOnLeader();
     assert.equal(c.fleet.connectedCount(leader.url), NODES);
     const plugin = (await c.call<CSIPlugin>('GET', `/v1/plugin/csi/${SIM_PLUGIN}`)).body;
@@ -125,8 +125,8 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (heartbeats[i] ?? 0) + 3));
     const nodes = await c.nodes(next);
     assert.equal(nodes.length, NODES);
-    const down = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered');
-    assert.deepEqual(down.map((n) => `${n.name}: ${n.status} (${n.statusDescription})`), [], 'no node was marked down, even for a moment');
+    const down = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered');
+    assert.deepEqual(down.map((n) => `${n.Name}: ${n.Status} (${n.StatusDescription})`), [], 'no node was marked down, even for a moment');
     const after = (await c.call<Allocation[]>('GET', '/v1/job/sim-svc/allocations', undefined, next)).body;
     assert.deepEqual(after.map((a) => a.id).sort(), before.map((a) => a.id).sort(), 'the same allocations');
     assert.ok(after.every((a) => a.clientStatus === 'running' && a.desiredStatus === 'run'));

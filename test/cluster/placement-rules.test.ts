@@ -16,6 +16,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/index.js';
+import type * as Api from '../../src/api/index.js';
 import type { Evaluation, JobPlanResponse } from '../../src/api/index.js';
 import type { Allocation, Node } from '../../src/structs/index.js';
 import { nomadJob, registration } from '../support/nomad-jobs.js';
@@ -98,14 +99,16 @@ after(async () => {
 describe('constraints, affinity and spread on three real nodes', { timeout: 300_000 }, () => {
   it("reports each node's datacenter, class and meta to the server", async () => {
     const nodes = await until('three ready nodes with their meta', async () => {
-      const list = await server.ok<Node[]>('GET', '/v1/nodes');
-      return list.length === 3 && list.every((n) => n.status === 'ready' && n.meta?.['rack']) ? list : undefined;
+      const list = await server.ok<Api.NodeListStub[]>('GET', '/v1/nodes');
+      if (list.length !== 3 || !list.every((n) => n.Status === 'ready')) return undefined;
+      const full = await Promise.all(list.map((n) => server.ok<Api.Node>('GET', `/v1/node/${n.ID}`)));
+      return full.every((n) => n.Meta?.['rack']) ? full : undefined;
     }, 60_000);
-    for (const n of nodes) ids[n.name] = n.id;
-    const web1 = nodes.find((n) => n.name === 'web-1');
-    assert.equal(web1?.nodeClass, 'fast');
-    assert.equal(web1?.datacenter, 'dc1');
-    assert.deepEqual(web1?.meta, NODES[0]!.meta);
+    for (const n of nodes) ids[n.Name] = n.ID;
+    const web1 = nodes.find((n) => n.Name === 'web-1');
+    assert.equal(web1?.NodeClass, 'fast');
+    assert.equal(web1?.Datacenter, 'dc1');
+    assert.deepEqual(web1?.Meta, NODES[0]!.meta);
   });
 
   it('a constraint with distinct_hosts places one allocation on each matching node, and plan showed exactly that', async () => {

@@ -18,7 +18,8 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync,
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { tsPlugin } from '../support/plugin-fixtures.js';
 import { cleanupUnder, mountsUnder, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, BERTH, EXAMPLES, REPO, startAgent, tempDir, type Result } from '../agent/_agent.js';
@@ -130,8 +131,12 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
   const allocDirOf = (id: string): string => path.join(clientData, 'client', 'alloc', id);
   // An agent prints its address once registered, before its plugin drivers are launched and
   // fingerprinted; a job run before that finds no healthy driver (seen on a loaded machine).
-  const driverHealthy = (name: string): Promise<Node> =>
-    until(`the ${name} driver healthy on the node`, async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'nte-client' && n.status === 'ready' && n.drivers[name]?.healthy), 120_000);
+  const driverHealthy = (name: string): Promise<Api.NodeListStub> =>
+    until(
+      `the ${name} driver healthy on the node`,
+      async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'nte-client' && n.Status === 'ready' && n.Drivers?.[name]?.Healthy),
+      120_000,
+    );
 
   before(async () => {
     dir = await tempDir('nte-');
@@ -215,7 +220,7 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
 
   it('the driver got every field of Nomad’s TaskConfig, as a Nomad client fills it', async () => {
     const alloc = await allocOf('probe');
-    const node = (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'nte-client') as Node;
+    const node = (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'nte-client') as Api.NodeListStub;
     const rec = JSON.parse(readFileSync(path.join(records, 'probe.0.json'), 'utf8')) as Record<string, unknown> & {
       env: Record<string, string>;
       resources: { allocated: Record<string, unknown>; linux: Record<string, unknown> };
@@ -231,7 +236,7 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     assert.equal(rec['namespace'], 'default', 'Namespace');
     assert.equal(rec['parentJobId'], '', 'ParentJobID (no parent)');
     assert.equal(rec['nodeName'], 'nte-client', 'NodeName');
-    assert.equal(rec['nodeId'], node.id, 'NodeID');
+    assert.equal(rec['nodeId'], node.ID, 'NodeID');
     assert.equal(rec['user'], 'root', 'User');
     assert.equal(rec['allocDir'], allocDir, 'AllocDir');
     assert.equal(rec['stdoutPath'], path.join(allocDir, 'alloc', 'logs', '.probe.stdout.fifo'), 'StdoutPath');

@@ -143,8 +143,8 @@ describe('a client that loses its server stops its single-writer task', { timeou
   let target = '';
 
   it('runs the writer on a single-node-writer hostpath volume; the node reports its fencing window', async () => {
-    const node = await until('the node ready', async () => (await read<Array<{ id: string; status: string }>>('/v1/nodes')).find((n) => n.status === 'ready'));
-    assert.equal((await read<{ stopAfterDisconnectMs?: number }>(`/v1/node/${node.id}`)).stopAfterDisconnectMs, 3_000, 'the server knows the window');
+    const node = await until('the node ready', async () => (await read<Array<{ ID: string; Status: string }>>('/v1/nodes')).find((n) => n.Status === 'ready'));
+    assert.equal((await read<{ BerthStopAfterServerDisconnect?: number }>(`/v1/node/${node.ID}`)).BerthStopAfterServerDisconnect, 3_000 * 1e6, 'the server knows the window');
     ok(await server.cli(['job', 'run', PLUGIN_JOB()]), 'job run plugin');
     await until('the plugin healthy', async () => (await read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath')).NodesHealthy === 1);
     const vol = path.join(dir, 'vol.hcl');

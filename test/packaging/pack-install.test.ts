@@ -137,8 +137,8 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
       await cli(['volume', 'delete', 'shared-data']);
       // examples/hostpath-plugin.hcl keeps volumes under /var/lib/berth/hostpath/<node ID>;
       // this run's node is new, and its directory now holds no volume.
-      const nodes = JSON.parse(await cli(['node', 'status', '--json'])) as Array<{ id: string }>;
-      for (const n of nodes) hostpathDirs.push(path.join('/var/lib/berth/hostpath', n.id));
+      const nodes = JSON.parse(await cli(['node', 'status', '--json'])) as Array<{ ID: string }>;
+      for (const n of nodes) hostpathDirs.push(path.join('/var/lib/berth/hostpath', n.ID));
     } finally {
       agent.kill('SIGINT');
       assert.equal(await exited, 0, `the installed agent's exit on SIGINT\n${errOut.slice(-4000)}`);

@@ -154,8 +154,8 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
       await until('the sleeper to keep writing with no agent', () => statSync(sleeperFile(sleeper, 'ticks')).size > ticks);
       await agent.start();
       await until('the restarted agent to heartbeat', async () => {
-        const n = await server.ok<{ status: string }>('GET', `/v1/node/${agent.nodeId}`);
-        return n.status === 'ready';
+        const n = await server.ok<{ Status: string }>('GET', `/v1/node/${agent.nodeId}`);
+        return n.Status === 'ready';
       });
       assert.ok(alive(sleeperPid), `the sleeper kept its process across agent ${how}`);
       for (const pid of pluginPids) assert.ok(alive(pid), `the plugin kept its process across agent ${how}`);

@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
+import type * as Api from '../../src/api/index.js';
 import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse } from '../../src/api/index.js';
 import type { Allocation, Node, NodeFingerprint } from '../../src/structs/index.js';
 import { volumeRequest } from '../support/csi-api.js';
@@ -123,9 +124,9 @@ describe('the node conversation with a real server', () => {
     registration = new NodeRegistration({ api, nodeId: NODE_ID, fingerprint, heartbeatIntervalMs: 3_600_000 });
     registration.start();
     await registration.waitRegistered();
-    const first = await http<Node>('GET', `/v1/node/${NODE_ID}`);
+    const first = await http<Api.Node>('GET', `/v1/node/${NODE_ID}`);
     assert.equal(first.status, 200, first.text);
-    assert.deepEqual(first.body.csiNodePlugins, {});
+    assert.deepEqual(first.body.CSINodePlugins, {});
 
     // The plugin's task starts after the agent: registered, fingerprinted, reported healthy.
     await plugin.start();
@@ -133,10 +134,10 @@ describe('the node conversation with a real server', () => {
       registry.register({ type, name: 'fake', version: '1.0.0', socketPath: plugin.socketPath, allocId: 'plugin-alloc-1', options: { mountRoot: path.join(dir, 'mnt') } });
     }
     const node = await eventually('the plugin health on the server', async () => {
-      const n = (await http<Node>('GET', `/v1/node/${NODE_ID}`)).body;
-      return n.csiNodePlugins['fake']?.healthy && n.csiControllerPlugins['fake']?.healthy ? n : undefined;
+      const n = (await http<Api.Node>('GET', `/v1/node/${NODE_ID}`)).body;
+      return n.CSINodePlugins?.['fake']?.Healthy && n.CSIControllerPlugins?.['fake']?.Healthy ? n : undefined;
     });
-    assert.equal(node.csiNodePlugins['fake']?.fingerprint?.node?.info.nodeId, 'ext-node-a');
+    assert.equal(node.CSINodePlugins?.['fake']?.NodeInfo?.ID, 'ext-node-a');
     assert.equal(registration.counts.registrations, 1);
     const plugins = await eventually('the plugin to be derived', async () => {
       const list = (await http<CSIPluginListStub[]>('GET', '/v1/plugins?type=csi')).body;
@@ -349,9 +350,9 @@ describe('the node conversation with a real server', () => {
     await startServer(port);
     registration.pushFingerprint();
     await eventually('a new registration', () => registration.counts.registrations > regs);
-    const node = await http<Node>('GET', `/v1/node/${NODE_ID}`);
+    const node = await http<Api.Node>('GET', `/v1/node/${NODE_ID}`);
     assert.equal(node.status, 200, node.text);
-    assert.equal(node.body.csiNodePlugins['fake']?.healthy, true, 'with its plugins in the fingerprint');
+    assert.equal(node.body.CSINodePlugins?.['fake']?.Healthy, true, 'with its plugins in the fingerprint');
     await eventually('the node connection to come back', () => server.connections.connected(NODE_ID));
   });
 });

@@ -45,7 +45,7 @@ export class SecurityCluster {
     );
     this.client = await new AgentRun(['--client', '--server-address', this.server.addr, '--config', path.join(this.root, 'client.json'), '--log-level', 'debug']).start();
     this.client.token = MGMT;
-    await until('the client node ready', async () => ((await this.get<Array<{ status: string }>>('/v1/nodes')).body ?? []).some((n) => n.status === 'ready'));
+    await until('the client node ready', async () => ((await this.get<Array<{ Status: string }>>('/v1/nodes')).body ?? []).some((n) => n.Status === 'ready'));
     return this;
   }
 
@@ -132,7 +132,7 @@ export class SecurityCluster {
       await this.client.start();
       this.client.token = MGMT;
     }
-    await until('the client node ready again', async () => ((await this.get<Array<{ status: string }>>('/v1/nodes')).body ?? []).some((n) => n.status === 'ready'));
+    await until('the client node ready again', async () => ((await this.get<Array<{ Status: string }>>('/v1/nodes')).body ?? []).some((n) => n.Status === 'ready'));
     return note;
   }
 

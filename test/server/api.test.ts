@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type * as nomad from '../../src/api/index.js';
+import type * as Api from '../../src/api/index.js';
 import type { Allocation, Job, Node } from '../../src/structs/index.js';
 import { request } from 'node:http';
 import { connect } from 'node:net';
@@ -104,8 +105,8 @@ describe('HTTP API', () => {
   it("wakes a node's blocking read of its allocations for its own allocations only", async () => {
     const web = (await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations')).body;
     const busy = web[0]!.NodeID;
-    const nodes = (await h.call<Node[]>('GET', '/v1/nodes')).body;
-    const quiet = nodes.find((n) => !web.some((a) => a.NodeID === n.id))!.id;
+    const nodes = (await h.call<Api.NodeListStub[]>('GET', '/v1/nodes')).body;
+    const quiet = nodes.find((n) => !web.some((a) => a.NodeID === n.ID))!.ID;
     const start = Number((await h.call('GET', `/v1/internal/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-nomad-index'));
     const gone = new AbortController();
     let quietAnswered = false;

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/lib/index.js';
+import type * as Api from '../../src/api/index.js';
 import type { AllocationListStub } from '../../src/api/index.js';
 import type { Node } from '../../src/structs/index.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
@@ -53,10 +54,11 @@ describe('nodes joining and going down', () => {
     assert.equal((await h.call('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
     await clock.advance(15_000);
     const down = await eventually('the node to be marked down', async () => {
-      const n = await h.call<Node>('GET', `/v1/node/${doomed}`);
-      return n.body.status === 'down' ? n.body : undefined;
+      const n = await h.call<Api.Node>('GET', `/v1/node/${doomed}`);
+      return n.body.Status === 'down' ? n.body : undefined;
     });
-    assert.match(down.statusDescription, /heartbeat/);
+    assert.match(down.StatusDescription, /heartbeat/);
+    assert.equal(down.Events?.at(-1)?.Message, 'Node heartbeat missed');
 
     const replacementId = await eventually('the replacement', async () => (await allocsOf('web')).find((a) => a.ID === first!.ID)?.NextAllocation || undefined);
     const replacement = (await allocsOf('web')).find((a) => a.ID === replacementId)!;

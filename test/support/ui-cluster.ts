@@ -91,7 +91,7 @@ export class UiCluster {
       120_000,
     );
     await this.createVolume(this.volume);
-    this.nodeId = (await this.get<Array<{ id: string }>>('/v1/nodes'))[0]!.id;
+    this.nodeId = (await this.get<Array<{ ID: string }>>('/v1/nodes'))[0]!.ID;
     return this;
   }
 

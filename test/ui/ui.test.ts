@@ -186,11 +186,11 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.match(await mainText(), new RegExp(`${cluster.nodeId.slice(0, 8)}\\s+\\S+\\s+dc1\\s+ready\\s+hostpath`));
     await shot(page, 'nodes');
 
-    const node = await apiGet<{ csiNodePlugins: Record<string, { healthReason: string }> }>(`/v1/node/${cluster.nodeId}`);
+    const node = await apiGet<{ CSINodePlugins: Record<string, { HealthDescription: string }> }>(`/v1/node/${cluster.nodeId}`);
     await open(page, `/ui/nodes/${cluster.nodeId}`, /^Node /);
     text = await mainText();
     assert.match(text, /raw_exec\s+yes\s+healthy\s+ready/);
-    assert.match(text, new RegExp(`hostpath\\s+node\\s+healthy\\s+${node.csiNodePlugins['hostpath']!.healthReason}`));
+    assert.match(text, new RegExp(`hostpath\\s+node\\s+healthy\\s+${node.CSINodePlugins['hostpath']!.HealthDescription}`));
     assert.match(text, new RegExp(`hostpath\\s+controller\\s+healthy`));
     assert.ok(text.includes(allocId.slice(0, 8)), 'the node lists the allocation');
     await shot(page, 'node');

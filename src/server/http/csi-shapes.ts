@@ -201,6 +201,8 @@ function csiInfo(plugin: CsiPlugin, inst: CsiPluginInstance, kind: 'controller' 
     UpdateTime: goTime(inst.updatedAt),
     RequiresControllerPlugin: fp ? services.includes('CONTROLLER_SERVICE') : plugin.controllerRequired,
     RequiresTopologies: services.includes('VOLUME_ACCESSIBILITY_CONSTRAINTS'),
+    Provider: report?.provider ?? plugin.provider,
+    ProviderVersion: report?.version ?? plugin.version,
   };
   if (kind === 'controller') info.ControllerInfo = controllerInfo(fp?.controller?.capabilities ?? plugin.controllerCapabilities);
   else info.NodeInfo = nodeInfo(inst, fp, plugin.nodeCapabilities);

@@ -8,7 +8,8 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { CsiClient } from '../../../src/csi/index.js';
-import type { Allocation, Node } from '../../../src/structs/index.js';
+import type { NodeListStub } from '../../../src/api/index.js';
+import type { Allocation } from '../../../src/structs/index.js';
 import { FakePlugin } from '../csi-fake/index.js';
 import { Cluster as ProcessCluster, type ServerProc } from '../process-cluster.js';
 import { SimFleet } from './sim-fleet.js';
@@ -145,8 +146,9 @@ export class SimCluster {
     }
   }
 
-  nodes(via?: ServerProc): Promise<Node[]> {
-    return this.call<Node[]>('GET', '/v1/nodes', undefined, via).then((r) => r.body);
+  /** The nodes as `GET /v1/nodes` lists them (Nomad's NodeListStub). */
+  nodes(via?: ServerProc): Promise<NodeListStub[]> {
+    return this.call<NodeListStub[]>('GET', '/v1/nodes', undefined, via).then((r) => r.body);
   }
 
   /** CPU seconds (user + system) the server's process used so far. */
