@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import type { Events } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as api from '../api/index.js';
-import type { AllocMetric, Node } from '../structs/index.js';
+import type { AllocMetric } from '../structs/index.js';
 import { addAllocIoCommands, allocationOf, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
 import { addNodeDrainCommands } from './node-drain-command.js';

@@ -320,9 +320,9 @@ async function validateJob(s: ApiSession, [file]: string[], opts: Record<string,
  * placement failure would say later.
  */
 async function driverWarnings(s: ApiSession, job: Structs.JobSpec): Promise<string[]> {
-  const { body: nodes } = await s.api.get<Api.NodeListStub[]>(KINDS.node.listPath);
+  const { body: nodes } = await s.api.get<api.NodeListStub[]>(KINDS.node.listPath);
   const ready = nodes.filter((n) => n.Status === 'ready');
-  const healthy = (n: Api.NodeListStub, d: string): boolean => Boolean(n.Drivers?.[d]?.Detected && n.Drivers[d]?.Healthy);
+  const healthy = (n: api.NodeListStub, d: string): boolean => Boolean(n.Drivers?.[d]?.Detected && n.Drivers[d]?.Healthy);
   const wanted = [...new Set(job.groups.flatMap((g) => g.tasks.map((t) => t.driver)))];
   const have = [...new Set(ready.flatMap((n) => Object.keys(n.Drivers ?? {}).filter((d) => healthy(n, d))))].sort();
   return wanted

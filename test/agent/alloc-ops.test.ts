@@ -18,7 +18,6 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
 import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, StreamFrame } from '../../src/api/index.js';
-import type { Node } from '../../src/structs/index.js';
 import { jsonObjects } from '../../src/lib/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';

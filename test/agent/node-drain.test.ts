@@ -20,7 +20,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
 import type { CSIPlugin, Evaluation } from '../../src/api/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';

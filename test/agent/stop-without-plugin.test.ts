@@ -20,7 +20,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
 import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { cleanupUnder, hostpathPluginJob, hostpathVolumeHcl, mountsUnder, pidsWith, rawExecJob, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
 import type { CSIPlugin, CSIVolume, DriftReport, VolumeUsageHistory } from '../../src/api/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 

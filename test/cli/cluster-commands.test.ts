@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as api from '../../src/api/index.js';
 import type * as Api from '../../src/api/index.js';
-import type { Allocation, Job, Node } from '../../src/structs/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { json, startBerth } from './_berth.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 import { eventually } from '../support/eventually.js';

@@ -18,7 +18,7 @@ import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/index.js';
 import type * as Api from '../../src/api/index.js';
 import type { Evaluation, JobPlanResponse } from '../../src/api/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type { Allocation } from '../../src/structs/index.js';
 import { nomadJob, registration } from '../support/nomad-jobs.js';
 import { AgentProcess, cleanupUnder, TestServer, TOKENS, until } from '../support/runtime-cluster.js';
 

@@ -15,7 +15,7 @@ import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type * as Api from '../../src/api/index.js';
 import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse } from '../../src/api/index.js';
-import type { Allocation, Node, NodeFingerprint } from '../../src/structs/index.js';
+import type { Allocation, NodeFingerprint } from '../../src/structs/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { CsiManager } from '../../src/client/csimanager/index.js';
 import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';

@@ -259,7 +259,7 @@ describe('node writes', () => {
   });
 
   it('force-evaluates the node\'s jobs, answering their evaluations', async () => {
-    const sys = await h.submit<{ evaluation: Evaluation }>({ job: { id: 'everywhere', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] } });
+    const sys = await h.submit({ job: { id: 'everywhere', type: 'system', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] } });
     assert.equal(sys.status, 200, sys.text);
     const res = await h.call('POST', `/v1/node/${ids['n-a']}/evaluate`);
     assert.equal(res.status, 200, res.text);

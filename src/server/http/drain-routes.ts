@@ -6,15 +6,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import * as Api from '../../api/index.js';
-import { isClientTerminal, publicClaim, type VolumeClaim } from '../../structs/index.js';
-import { anySignal, systemClock } from '../../lib/index.js';
+import { systemClock } from '../../lib/index.js';
 import { cancelDrain, setEligibility, startDrain, type DrainSpec } from '../drainer/index.js';
 import { ApiError } from './api-error.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
 import { setIndexHeaders } from './nomad-read.js';
-import { namespaceOf, type RouteContext } from './route-context.js';
-
-type Query = Record<string, string | undefined>;
+import { type RouteContext } from './route-context.js';
+import { rowKey } from '../state/index.js';
 type Params = { id: string };
 
 /** A request body read with its API schema (unknown fields ignored, as Go's decoder does). Throws ApiError INVALID naming the field. */
@@ -33,8 +30,8 @@ function drainSpecOf(spec: { Deadline: number; IgnoreSystemJobs?: boolean | unde
 }
 
 export function registerDrainRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  const { deps, signalOf } = ctx;
-  const { store, volumes, jobs } = deps;
+  const { deps } = ctx;
+  const { store, jobs } = deps;
   const clock = deps.clock ?? systemClock;
 
   /** A node write's answer: its index in the headers and in Nomad's response fields. */

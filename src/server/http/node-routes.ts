@@ -13,7 +13,6 @@ import type { NodeTransport } from '../noderpc/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
 import { registerNodeAllocRoutes } from './node-alloc-routes.js';
 import { nodeOf, nodeStubOf, type NodeLink } from './node-shapes.js';
 import { listPage, nomadRead } from './nomad-read.js';
