@@ -12,7 +12,6 @@ import { after, before, describe, it } from 'node:test';
 import pty from 'node-pty';
 import type * as Api from '../../src/api/index.js';
 import type { AllocationListStub, CSIPlugin } from '../../src/api/index.js';
-
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { BERTH, BerthProcess, EXAMPLES, REPO, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 

@@ -4,7 +4,7 @@
 // page shows a change well within a second of the store's commit.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, followEvents, type StreamEvent } from './api';
+import { ApiError, followEvents, topicMatches, type StreamEvent } from './api';
 
 type Listener = (ev: StreamEvent) => void;
 
@@ -133,7 +133,7 @@ export function useLive<T>(key: string, topics: readonly string[], load: () => P
     void run();
     const every = opts.everyMs ? setInterval(() => void run(), opts.everyMs) : undefined;
     const unsubscribe = hub.subscribe((ev) => {
-      if (!topics.includes(ev.Topic)) return;
+      if (!topicMatches(topics, ev.Topic)) return;
       clearTimeout(pending);
       pending = setTimeout(() => void run(), 30);
     });
@@ -197,7 +197,7 @@ export function watchUntil(topics: readonly string[], check: () => Promise<strin
       }
     };
     const unsubscribe = hub.subscribe((ev) => {
-      if (topics.includes(ev.Topic)) void run();
+      if (topicMatches(topics, ev.Topic)) void run();
     });
     const timer = setTimeout(() => finish(() => reject(new Error('no outcome within 2 minutes; the page keeps showing the live state'))), timeoutMs);
     void run();

@@ -1,7 +1,7 @@
 // The cluster at a glance: nodes, jobs, allocations by state, plugins,
 // volumes, and the latest changes from the event stream.
 
-import { api, volumeCondition, type StreamEvent } from '../api';
+import { api, getIndexed, volumeCondition, type StreamEvent } from '../api';
 import { Badge, Loading, Section, Table } from '../components';
 import { hub, useLive } from '../live';
 
@@ -26,20 +26,20 @@ function Counts({ counts, testid }: { counts: Array<[string, number]>; testid: s
 
 /** Where an event's object leads in the UI. */
 export function eventLink(ev: StreamEvent): string | undefined {
-  const enc = encodeURIComponent;
+  const ns = encodeURIComponent(ev.Namespace || 'default');
+  const key = encodeURIComponent(ev.Key);
   switch (ev.Topic) {
     case 'Node':
-      return `/ui/nodes/${enc(ev.Key)}`;
+    case 'NodeDrain':
+      return `/ui/nodes/${key}`;
     case 'CSIPlugin':
-      return `/ui/plugins/${enc(ev.Key)}`;
+      return `/ui/plugins/${key}`;
     case 'CSIVolume':
-      return `/ui/volumes/${enc(ev.Namespace)}/${enc(ev.Key)}`;
-    case 'claim':
-      return ev.FilterKeys?.[0] ? `/ui/volumes/${enc(ev.Namespace)}/${enc(ev.FilterKeys[0])}` : undefined;
+      return `/ui/volumes/${ns}/${key}`;
     case 'Job':
-      return `/ui/jobs/${enc(ev.Namespace)}/${enc(ev.Key)}`;
+      return `/ui/jobs/${ns}/${key}`;
     case 'Allocation':
-      return `/ui/allocations/${enc(ev.Key)}`;
+      return `/ui/allocations/${key}`;
     default:
       return undefined;
   }
@@ -53,56 +53,55 @@ export function EventTable({ events, label }: { events: readonly StreamEvent[]; 
       empty="No changes yet."
       rows={events.map((ev) => {
         const href = eventLink(ev);
-        const name = ev.Namespace ? `${ev.Namespace}/${ev.Key}` : ev.Key;
-        return [String(ev.Index), ev.Topic, ev.Type, href ? <a href={href}>{name}</a> : name];
+        return [String(ev.Index), ev.Topic, ev.Type, href ? <a href={href}>{ev.Key}</a> : ev.Key];
       })}
     />
   );
 }
 
 export function Overview() {
-  const { data, error } = useLive('overview', ['Node', 'Job', 'Allocation', 'CSIPlugin', 'CSIVolume', 'claim'], async () => {
-    const [nodes, jobs, allocs, plugins, volumes, latest] = await Promise.all([
-      api.nodes(),
-      api.jobs(),
-      api.allocations(),
-      api.plugins(),
-      api.volumes(),
-      api.latestIndex(),
+  const { data, error } = useLive('overview', ['node', 'job', 'allocation', 'plugin', 'volume', 'claim'], async () => {
+    const [nodes, jobs, allocs, plugins, volumes] = await Promise.all([
+      getIndexed<Awaited<ReturnType<typeof api.nodes>>>('/v1/nodes'),
+      getIndexed<Awaited<ReturnType<typeof api.jobs>>>('/v1/jobs?namespace=*'),
+      getIndexed<Awaited<ReturnType<typeof api.allocations>>>('/v1/allocations?namespace=*'),
+      getIndexed<Awaited<ReturnType<typeof api.plugins>>>('/v1/plugins?type=csi'),
+      getIndexed<Awaited<ReturnType<typeof api.volumes>>>('/v1/volumes?type=csi&namespace=*'),
     ]);
-    // The recent history: the last changes up to now, then what the live stream adds.
+    // The recent history: the last changes up to now (from the latest index these reads saw), then what the live stream adds.
+    const latest = Math.max(nodes.index, jobs.index, allocs.index, plugins.index, volumes.index);
     const history = await api.history(['*'], Math.max(0, latest - 20));
-    const seen = new Set(history.map((e) => e.Index));
-    const recent = [...hub.recent.filter((e) => !seen.has(e.Index)), ...history.reverse()].slice(0, 20);
-    return { nodes, jobs, allocs, plugins, volumes, recent };
+    const seen = new Set(history.map((e) => `${e.Index}/${e.Topic}/${e.Key}`));
+    const recent = [...hub.recent.filter((e) => !seen.has(`${e.Index}/${e.Topic}/${e.Key}`)), ...history.reverse()].slice(0, 20);
+    return { nodes: nodes.body, jobs: jobs.body, allocs: allocs.body, plugins: plugins.body, volumes: volumes.body, recent };
   });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   const { nodes, jobs, allocs, plugins, volumes, recent } = data;
-  const claimed = volumes.filter((v) => v.claims.length > 0).length;
-  const abnormal = volumes.filter((v) => volumeCondition(v)?.abnormal).length;
+  const claimed = volumes.filter((v) => v.CurrentReaders + v.CurrentWriters > 0).length;
+  const abnormal = volumes.filter((v) => volumeCondition(v)?.Abnormal).length;
   return (
     <main id="main">
       <h1>Cluster overview</h1>
       <div class="grid">
         <Section title={`Nodes (${nodes.length})`} id="nodes">
-          <Counts counts={countBy(nodes, (n) => n.status)} testid="nodes" />
+          <Counts counts={countBy(nodes, (n) => n.Status)} testid="nodes" />
           <a href="/ui/nodes">All nodes</a>
         </Section>
         <Section title={`Jobs (${jobs.length})`} id="jobs">
-          <Counts counts={countBy(jobs, (j) => j.status)} testid="jobs" />
+          <Counts counts={countBy(jobs, (j) => j.Status)} testid="jobs" />
           <a href="/ui/jobs">All jobs</a>
         </Section>
         <Section title={`Allocations (${allocs.length})`} id="allocations">
-          <Counts counts={countBy(allocs, (a) => a.clientStatus)} testid="allocations" />
+          <Counts counts={countBy(allocs, (a) => a.ClientStatus)} testid="allocations" />
         </Section>
         <Section title={`CSI plugins (${plugins.length})`} id="plugins">
           <ul class="counts">
             {plugins.map((p) => (
               <li>
-                <a href={`/ui/plugins/${encodeURIComponent(p.id)}`}>{p.id}</a>{' '}
-                <Badge value={p.controllersHealthy >= p.controllersExpected && p.nodesHealthy >= p.nodesExpected ? 'healthy' : 'unhealthy'} />{' '}
+                <a href={`/ui/plugins/${encodeURIComponent(p.ID)}`}>{p.ID}</a>{' '}
+                <Badge value={p.ControllersHealthy >= p.ControllersExpected && p.NodesHealthy >= p.NodesExpected ? 'healthy' : 'unhealthy'} />{' '}
                 <span class="muted">
-                  nodes {p.nodesHealthy}/{p.nodesExpected}
+                  nodes {p.NodesHealthy}/{p.NodesExpected}
                 </span>
               </li>
             ))}
