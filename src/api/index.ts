@@ -194,6 +194,9 @@ export {
   SampledValue,
   MetricsSummary,
   SystemGcResult,
+  RaftServer,
+  RaftConfiguration,
+  AutopilotConfiguration,
 } from './operator.js';
 export { ServiceRegistrationStub, ServiceRegistrationListStub, ServiceRegistration } from './services.js';
 export {

@@ -106,3 +106,46 @@ export const SystemGcResult = z.object({
   Index: z.number().int(),
 });
 export type SystemGcResult = z.infer<typeof SystemGcResult>;
+
+/** api.RaftServer: one server of the cluster as `nomad operator raft list-peers` lists it. */
+export const RaftServer = z.strictObject({
+  ID: z.string(),
+  Node: z.string(),
+  /** The server's `host:port`. */
+  Address: z.string(),
+  Leader: z.boolean(),
+  Voter: z.boolean(),
+  RaftProtocol: z.string(),
+});
+export type RaftServer = z.infer<typeof RaftServer>;
+
+/**
+ * api.RaftConfiguration (`GET /v1/operator/raft/configuration`). Berth's
+ * servers agree through etcd, not Raft: the servers are its members (every
+ * live one a voter, as etcd's members are) and Index the store's latest.
+ */
+export const RaftConfiguration = z.strictObject({
+  Servers: z.array(RaftServer),
+  Index: z.number().int(),
+});
+export type RaftConfiguration = z.infer<typeof RaftConfiguration>;
+
+/**
+ * api.AutopilotConfiguration (`GET /v1/operator/autopilot/configuration`),
+ * durations as Go's `time.Duration.String()` ("200ms", "10s"). Berth's
+ * servers run no autopilot (etcd keeps its own membership): the answer is
+ * Nomad's defaults, and a PUT is refused.
+ */
+export const AutopilotConfiguration = z.strictObject({
+  CleanupDeadServers: z.boolean(),
+  LastContactThreshold: z.string(),
+  MaxTrailingLogs: z.number().int(),
+  MinQuorum: z.number().int(),
+  ServerStabilizationTime: z.string(),
+  EnableRedundancyZones: z.boolean(),
+  DisableUpgradeMigration: z.boolean(),
+  EnableCustomUpgrades: z.boolean(),
+  CreateIndex: z.number().int(),
+  ModifyIndex: z.number().int(),
+});
+export type AutopilotConfiguration = z.infer<typeof AutopilotConfiguration>;

@@ -11,6 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import {
   ACLToken,
   AgentHealthResponse,
+  AutopilotConfiguration,
+  RaftConfiguration,
   AgentSelf,
   MetricsSummary,
   Namespace,
@@ -63,6 +65,19 @@ describe('status, regions, agent', () => {
     assert.equal((await h.call('GET', '/v1/status/leader', { token: null })).status, 401);
     assert.deepEqual(assertShape(StatusPeers, (await nomadGet('/v1/status/peers')).body), [hostPort]);
     assert.deepEqual(assertShape(Regions, (await nomadGet('/v1/regions')).body), ['global']);
+  });
+
+  it("/v1/operator/raft/configuration lists the servers as Raft's peers; autopilot answers Nomad's defaults and refuses a change", async () => {
+    const raft = assertShape(RaftConfiguration, (await nomadGet('/v1/operator/raft/configuration')).body);
+    assert.equal(raft.Servers.length, 1);
+    assert.deepEqual({ ...raft.Servers[0]!, ID: '', Node: '' }, { ID: '', Node: '', Address: hostPort, Leader: true, Voter: true, RaftProtocol: '3' });
+    assert.ok(raft.Index >= 1);
+    const auto = assertShape(AutopilotConfiguration, (await nomadGet('/v1/operator/autopilot/configuration')).body);
+    assert.equal(auto.LastContactThreshold, '200ms');
+    assert.equal(auto.ServerStabilizationTime, '10s');
+    const put = await h.call('PUT', '/v1/operator/autopilot/configuration', { body: { ...auto, CleanupDeadServers: false }, accept: null });
+    assert.equal(put.status, 400);
+    assert.match(put.text, /run no autopilot/);
   });
 
   it('/v1/agent/members: ServerMembers, whose leader Nomad\'s CLI finds as Addr + Tags.port = /v1/status/leader', async () => {

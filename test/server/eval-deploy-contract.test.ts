@@ -7,12 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { z } from 'zod';
-import { Deployment, DeploymentUpdateResponse, Evaluation, GO_ZERO_TIME } from '../../src/api/index.js';
+import { AllocationListStub, Deployment, DeploymentUpdateResponse, Evaluation, GO_ZERO_TIME } from '../../src/api/index.js';
 import type { Node } from '../../src/structs/index.js';
 import { fingerprint, startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 
 const Evaluations = z.array(Evaluation);
 const Deployments = z.array(Deployment);
+const Stubs = z.array(AllocationListStub);
 
 let h: Harness;
 before(async () => {
@@ -177,6 +178,13 @@ describe('evaluations (Nomad /v1/evaluations, /v1/evaluation/:id, /v1/job/:id/ev
     assert.deepEqual(related.RelatedEvals, []);
   });
 
+  it("answers the allocations an evaluation placed, as Nomad's CLI monitors them", async () => {
+    const placed = Stubs.parse((await h.call('GET', `/v1/evaluation/${web.ID}/allocations`)).body);
+    assert.equal(placed.length, 2);
+    assert.ok(placed.every((a) => a.EvalID === web.ID && a.JobID === 'web'));
+    assert.deepEqual(Stubs.parse((await h.call('GET', `/v1/evaluation/${blocked.ID}/allocations`)).body), [], 'a blocked evaluation placed none');
+  });
+
   it('wakes a blocking list query with the change that passes its index', async () => {
     const now = await h.call('GET', '/v1/evaluations');
     const index = indexOf(now);
@@ -213,6 +221,9 @@ describe('deployments (Nomad /v1/deployments, /v1/deployment/..., /v1/job/:id/de
     assert.equal(ev.DeploymentID, first.ID, 'the evaluation names the deployment it worked under');
 
     assert.deepEqual(Deployment.parse((await h.call('GET', `/v1/deployment/${first.ID}`)).body), first);
+    const placed = Stubs.parse((await h.call('GET', `/v1/deployment/allocations/${first.ID}`)).body);
+    assert.deepEqual(placed.map((a) => a.ID).sort(), allocsOf(first.ID).sort());
+    assert.equal(placed.length, 2);
     assert.equal((await h.call('GET', '/v1/deployment/no-such-deployment')).status, 404);
     const none = await h.call('GET', '/v1/job/web/deployment');
     assert.equal(none.status, 200);

@@ -1,6 +1,7 @@
 // Allocations over HTTP in Nomad's paths and shapes (src/api/allocations.ts):
 // the list (GET /v1/allocations), one allocation (GET /v1/allocation/:id),
-// its service checks, its stop, and the allocations of a job and of a node.
+// its service checks, its stop, and the allocations of a job, a node, an
+// evaluation and a deployment.
 // Reads are Nomad's blocking queries (nomad-read.ts); writes answer with
 // X-Nomad-Index.
 
@@ -121,6 +122,25 @@ export function registerAllocRoutes(app: FastifyInstance, ctx: RouteContext): vo
       });
       const s = shaper(snap);
       return allocs.map((a) => s.stub(a));
+    });
+    return listPage(rows, req, reply);
+  });
+
+  // Nomad's Eval.Allocations: the allocations an evaluation placed or changed, as stubs. Nomad's CLI
+  // monitors `job run`, `job stop` and `deployment promote` with it.
+  app.get<{ Params: Params; Querystring: Query }>('/v1/evaluation/:id/allocations', { config: { access: 'read' } }, async (req, reply) => {
+    const rows = await nomadRead(ctx, req, reply, ['allocations'], (snap) => {
+      const s = shaper(snap);
+      return snap.list('allocations', { filter: (a) => a.evalId === req.params.id }).map((a) => s.stub(a));
+    });
+    return listPage(rows, req, reply);
+  });
+
+  // Nomad's Deployment.Allocations: the allocations a deployment placed, as stubs.
+  app.get<{ Params: Params; Querystring: Query }>('/v1/deployment/allocations/:id', { config: { access: 'read' } }, async (req, reply) => {
+    const rows = await nomadRead(ctx, req, reply, ['allocations'], (snap) => {
+      const s = shaper(snap);
+      return snap.list('allocations', { filter: (a) => a.deploymentId === req.params.id }).map((a) => s.stub(a));
     });
     return listPage(rows, req, reply);
   });

@@ -1,11 +1,12 @@
 // The cluster as Nomad's agent and status endpoints describe it:
 // `GET /v1/status/leader`, `GET /v1/status/peers`, `GET /v1/agent/members`,
-// `GET /v1/regions`, `GET /v1/namespaces`, `GET /v1/namespace/:name` and
-// `GET /v1/acl/token/self`. Each server answers from its own view (followers
+// `GET /v1/regions`, `GET /v1/namespaces`, `GET /v1/namespace/:name`,
+// `GET /v1/acl/token/self` and the operator's view of the servers
+// (`GET /v1/operator/raft/configuration`, `/v1/operator/autopilot/configuration`). Each server answers from its own view (followers
 // too); none of these is forwarded to the leader.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Namespace, ServerMembers, StatusLeader, StatusPeers } from '../../api/index.js';
+import type { AutopilotConfiguration, Namespace, RaftConfiguration, ServerMembers, StatusLeader, StatusPeers } from '../../api/index.js';
 import { describeError } from '../../lib/index.js';
 import type { Leadership, ServerMember } from '../leader/index.js';
 import type { StateReader } from '../state/index.js';
@@ -65,6 +66,41 @@ export function registerClusterRoutes(app: FastifyInstance, ctx: RouteContext): 
     headers(reply);
     return members.filter((m) => m.status !== 'left').map((m) => serverAddress(m.address).hostPort);
   });
+
+  // Berth's servers agree through etcd: its members stand for Raft's peers, each live one a voter.
+  app.get('/v1/operator/raft/configuration', { config: { access: 'read' } }, async (req, reply): Promise<RaftConfiguration> => {
+    const { members, warning } = await knownMembers(deps.leadership?.(), signalOf(req, reply));
+    if (warning) throw new ApiError('UNAVAILABLE', warning);
+    headers(reply);
+    return {
+      Servers: members
+        .filter((m) => m.status !== 'left')
+        .map((m) => ({ ID: m.id, Node: m.id, Address: serverAddress(m.address).hostPort, Leader: m.leader, Voter: m.status === 'alive', RaftProtocol: '3' })),
+      Index: deps.store.latestIndex(),
+    };
+  });
+
+  // No autopilot runs (etcd keeps its own membership): Nomad's defaults, read-only.
+  app.get('/v1/operator/autopilot/configuration', { config: { access: 'read' } }, async (_req, reply): Promise<AutopilotConfiguration> => {
+    headers(reply);
+    return {
+      CleanupDeadServers: true,
+      LastContactThreshold: '200ms',
+      MaxTrailingLogs: 250,
+      MinQuorum: 0,
+      ServerStabilizationTime: '10s',
+      EnableRedundancyZones: false,
+      DisableUpgradeMigration: false,
+      EnableCustomUpgrades: false,
+      CreateIndex: 0,
+      ModifyIndex: 0,
+    };
+  });
+  for (const method of ['put', 'post'] as const) {
+    app[method]('/v1/operator/autopilot/configuration', { config: { access: 'write' } }, async () => {
+      throw new ApiError('INVALID', "Berth's servers run no autopilot: etcd keeps the cluster's membership (see `berth server members`)");
+    });
+  }
 
   app.get('/v1/regions', { config: { access: 'node-read' } }, async (_req, reply): Promise<string[]> => {
     headers(reply);
