@@ -454,7 +454,10 @@ fi
 
 # job plan exits 1 when the plan would place or stop allocations.
 check job plan "$J/sleeper-v2.hcl" --codes "0 1" --expect 'Job: "sleeper"'
-check job run "$J/sleeper-v2.hcl" --expect 'finished with status "complete"'
+# A canary update waits for a manual promotion: Nomad's own `job run` monitors
+# its deployment until the progress deadline (1.1.2's monitor ends only on
+# successful, failed or cancelled), so a script runs it with -detach, as here.
+check job run -detach "$J/sleeper-v2.hcl" --expect 'Evaluation ID'
 check job history sleeper --expect 'Version +=? *1'
 check deployment list --expect 'sleeper'
 DEPLOY_ID="$(api /v1/job/sleeper/deployment 'j.ID')"
