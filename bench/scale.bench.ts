@@ -24,7 +24,7 @@
 
 import { volumeRequest } from '../test/support/csi-api.js';
 import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
-import type { Allocation } from '../src/structs/index.js';
+import type { AllocationListStub as Allocation } from '../src/api/index.js';
 import { performance } from 'node:perf_hooks';
 import { loadavg } from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -58,7 +58,7 @@ function percentile(sorted: readonly number[], q: number): number {
 }
 
 function terminal(a: Allocation): boolean {
-  return a.clientStatus === 'complete' || a.clientStatus === 'failed' || a.clientStatus === 'lost';
+  return a.ClientStatus === 'complete' || a.ClientStatus === 'failed' || a.ClientStatus === 'lost';
 }
 
 export default async function scaleBench(): Promise<Record<string, unknown>> {
@@ -187,20 +187,20 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
     clearInterval(progress);
   }
   const allocs = (await c.call<Allocation[]>('GET', '/v1/job/scale-batch/allocations')).body;
-  const indexes = new Set(allocs.map((a) => `${a.taskGroup}[${a.index}]`));
+  const indexes = new Set(allocs.map((a) => a.Name));
   const cpu = c.cpuSeconds(leader) - cpu0;
   const serversCpu = c.processes.servers.reduce((n, s, i) => n + c.cpuSeconds(s) - (servers0[i] ?? 0), 0);
-  const complete = allocs.filter((a) => a.clientStatus === 'complete').length;
+  const complete = allocs.filter((a) => a.ClientStatus === 'complete').length;
   out['batchAllocs'] = ALLOCS;
   out['batchSubmitMs'] = round(submitted);
   out['batchPlacedMs'] = round(placedMs);
   out['batchAllCompleteMs'] = round(ms);
   // Writes: the placements' (one create index each) and the complete reports' (the final modify indexes).
-  out['batchPlacementWrites'] = new Set(allocs.map((a) => a.createIndex)).size;
+  out['batchPlacementWrites'] = new Set(allocs.map((a) => a.CreateIndex)).size;
   // Each allocation index placed once (none lost, none doubled).
   out['batchAllocsStored'] = allocs.length;
   out['batchIndexesPlaced'] = indexes.size;
-  out['batchCompleteWrites'] = new Set(allocs.map((a) => a.modifyIndex)).size;
+  out['batchCompleteWrites'] = new Set(allocs.map((a) => a.ModifyIndex)).size;
   out['batchLeaderCpuS'] = round(cpu, 2);
   // The load-independent figure: the leader's CPU per allocation placed and reported complete.
   out['batchLeaderCpuMsPerAlloc'] = round((cpu * 1000) / ALLOCS, 3);
@@ -258,10 +258,10 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
     await c.fleet.until(() => (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) >= publishedBefore + count, signal);
     claimedMs = performance.now() - t2;
     // Every volume's allocation complete; one that failed (its claim refused) is replaced by the scheduler, and counted.
-    const allocs = await c.waitAllocs('scale-csi', (l) => l.filter((a) => a.clientStatus === 'complete').length >= count && l.every(terminal), { pollMs: 500, signal });
-    const failed = allocs.filter((a) => a.clientStatus !== 'complete');
+    const allocs = await c.waitAllocs('scale-csi', (l) => l.filter((a) => a.ClientStatus === 'complete').length >= count && l.every(terminal), { pollMs: 500, signal });
+    const failed = allocs.filter((a) => a.ClientStatus !== 'complete');
     replaced = failed.length;
-    if (failed.length > 0) console.log(`    ${failed.length} allocation(s) failed and were replaced, e.g. "${failed[0]?.clientDescription ?? ''}"`);
+    if (failed.length > 0) console.log(`    ${failed.length} allocation(s) failed and were replaced, e.g. "${failed[0]?.ClientDescription ?? ''}"`);
     await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count, signal);
     // Released: no volume holds a claim any more.
     for (let index = 0; claimsLeft !== 0; ) {
@@ -302,7 +302,7 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
 async function failover(c: SimCluster, out: Record<string, unknown>): Promise<void> {
   const svcCount = Math.min(NODES, 1000);
   await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('scale-svc', svcCount)));
-  const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
+  const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.ClientStatus === 'running'), { pollMs: 500 });
   const leader = await c.leader();
   const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
   const killedAt = performance.now();
@@ -322,7 +322,7 @@ async function failover(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const nodes = await c.nodes(next);
   const markedDown = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered').length;
   const after = (await c.call<Allocation[]>('GET', '/v1/job/scale-svc/allocations', undefined, next)).body;
-  const same = after.length === before.length && after.every((a) => a.clientStatus === 'running' && before.some((b) => b.id === a.id));
+  const same = after.length === before.length && after.every((a) => a.ClientStatus === 'running' && before.some((b) => b.ID === a.ID));
   out['failoverNewLeaderMs'] = round(electedMs);
   out['failoverAllReconnectedMs'] = round(reconnectMs);
   out['failoverHalfReconnectedMs'] = marks['half'] ?? null;

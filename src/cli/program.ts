@@ -50,7 +50,7 @@ export const COMMANDS: readonly TopCommand[] = [
     load: async (ctx) => (await import('./server-command.js')).serverCommand(ctx),
   },
   { name: 'service', term: 'service', description: "List, inspect and delete service registrations (Nomad's native service discovery)", load: async (ctx) => (await import('./service-command.js')).serviceCommand(ctx) },
-  { name: 'node', term: 'node', description: 'Inspect client nodes', load: async (ctx) => (await import('./cluster-commands.js')).nodeCommand(ctx) },
+  { name: 'node', term: 'node', description: 'Inspect client nodes, drain them, set their eligibility and meta', load: async (ctx) => (await import('./cluster-commands.js')).nodeCommand(ctx) },
   {
     name: 'volume',
     term: 'volume',

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as nomad from '../../src/api/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type { Node } from '../../src/structs/index.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 import { nomadJob } from '../support/nomad-jobs.js';
 
@@ -150,12 +150,12 @@ describe('berth volume detach under a live writer', () => {
     });
     const run = await c.cli(['job', 'run', '--detach', file('writer.json', job)]);
     assert.equal(run.code, 0, run.stderr);
-    const [alloc] = (await c.call<Allocation[]>('GET', '/v1/job/writer/allocations')).body;
-    await c.call('POST', '/v1/volume/csi/held/claim', { token: TOKENS.node, body: { allocId: alloc!.id, mode: 'write' } });
+    const [alloc] = (await c.call<nomad.AllocationListStub[]>('GET', '/v1/job/writer/allocations')).body;
+    await c.call('POST', '/v1/volume/csi/held/claim', { token: TOKENS.node, body: { allocId: alloc!.ID, mode: 'write' } });
     await reportAllocations(c, node.id, 'running');
     const r = await c.cli(['volume', 'detach', 'held', node.id.slice(0, 8)]);
     assert.notEqual(r.code, 0, r.stdout);
-    assert.match(r.stderr, new RegExp(`volume held is in use on node ${node.id} by allocation ${alloc!.id} \\(job writer, running\\); stop it first, or detach with force`));
+    assert.match(r.stderr, new RegExp(`volume held is in use on node ${node.id} by allocation ${alloc!.ID} \\(job writer, running\\); stop it first, or detach with force`));
     const { body } = await c.call<nomad.CSIVolume>('GET', '/v1/volume/csi/held');
     assert.deepEqual(body.BerthClaims.map((cl) => cl.State), ['taken']);
     const help = await c.cli(['volume', 'detach', '--help']);

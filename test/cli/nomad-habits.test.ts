@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as api from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
 import { AgentRun, berth, cleanEnv, freePort, killProcessesUnder, mountsUnder, ok, REPO, runProcess, until, type BerthResult } from '../support/agent-run.js';
 
 let agent: AgentRun;
@@ -25,9 +24,9 @@ function nomadUser(args: readonly string[], opts: { input?: string; env?: Record
 }
 
 /** The job (`job inspect -json`) and its allocations (`job status -json`, Nomad's list of one job's summary, allocations...). */
-async function jobJson(id: string): Promise<{ job: api.Job; allocations: Allocation[] }> {
+async function jobJson(id: string): Promise<{ job: api.Job; allocations: api.AllocationListStub[] }> {
   const job = JSON.parse(ok(await nomadUser(['job', 'inspect', '-json', id]), `job inspect ${id}`)) as api.Job;
-  const [status] = JSON.parse(ok(await nomadUser(['job', 'status', '-json', id]), `job status ${id}`)) as Array<{ Summary: api.JobSummary; Allocations: Allocation[] }>;
+  const [status] = JSON.parse(ok(await nomadUser(['job', 'status', '-json', id]), `job status ${id}`)) as Array<{ Summary: api.JobSummary; Allocations: api.AllocationListStub[] }>;
   assert.equal(status?.Summary.JobID, id);
   return { job, allocations: status?.Allocations ?? [] };
 }
@@ -75,7 +74,7 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     ok(await nomadUser(['job', 'run', '-detach', 'example.nomad.json']), 'job run example.nomad.json');
     const { job, allocations } = await jobJson('example');
     assert.equal(job.Version, 0);
-    assert.equal(allocations.filter((a) => a.clientStatus === 'running').length, 1);
+    assert.equal(allocations.filter((a) => a.ClientStatus === 'running').length, 1);
     const inspected = JSON.parse(ok(await nomadUser(['job', 'inspect', 'example']), 'job inspect')) as { Job: api.Job };
     assert.equal(inspected.Job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['GREETING'], 'hello from berth');
     // Nomad's -output: the registration a user pipes to curl, as `job inspect` prints the job.
@@ -103,7 +102,7 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     const res = await post(body);
     assert.equal(res.status, 200, await res.clone().text());
     assert.ok(((await res.clone().json()) as api.JobRegisterResponse).EvalID);
-    await until('the API job completes', async () => (await jobJson('api-json')).allocations.some((a) => a.clientStatus === 'complete') || undefined);
+    await until('the API job completes', async () => (await jobJson('api-json')).allocations.some((a) => a.ClientStatus === 'complete') || undefined);
     const refused = await post({ Job: { ...body.Job, ID: 'api-vault', TaskGroups: [{ ...body.Job.TaskGroups[0], Tasks: [{ ...body.Job.TaskGroups[0]!.Tasks[0], Vault: { Policies: ['x'] } }] }] } });
     assert.equal(refused.status, 400);
     assert.equal(await refused.text(), 'job is invalid: Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"');
@@ -150,13 +149,13 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     const out = ok(await nomadUser(['job', 'dispatch', '-meta', 'who=ops', 'echo', 'payload.txt']), 'job dispatch');
     const child = /^Dispatched Job ID = (echo\/dispatch-\d+-[0-9a-f]{8})$/m.exec(out)?.[1];
     assert.ok(child, out);
-    const done = await until('the dispatched child completes', async () => (await jobJson(child)).allocations.find((a) => a.clientStatus === 'complete') ?? undefined);
+    const done = await until('the dispatched child completes', async () => (await jobJson(child)).allocations.find((a) => a.ClientStatus === 'complete') ?? undefined);
     assert.equal((await jobJson(child)).job.Meta?.['who'], 'ops');
-    assert.equal(ok(await nomadUser(['alloc', 'logs', done.id]), 'alloc logs'), 'payload from a file\n');
+    assert.equal(ok(await nomadUser(['alloc', 'logs', done.ID]), 'alloc logs'), 'payload from a file\n');
     const piped = ok(await nomadUser(['job', 'dispatch', '-meta', 'who=ci', '-id-prefix-template', 'ci', 'echo', '-'], { input: 'from stdin' }), 'job dispatch -');
     const second = /^Dispatched Job ID = (echo\/dispatch-ci-\d+-[0-9a-f]{8})$/m.exec(piped)?.[1] as string;
-    const done2 = await until('the second child completes', async () => (await jobJson(second)).allocations.find((a) => a.clientStatus === 'complete') ?? undefined);
-    assert.equal(ok(await nomadUser(['alloc', 'logs', done2.id]), 'alloc logs'), 'from stdin');
+    const done2 = await until('the second child completes', async () => (await jobJson(second)).allocations.find((a) => a.ClientStatus === 'complete') ?? undefined);
+    assert.equal(ok(await nomadUser(['alloc', 'logs', done2.ID]), 'alloc logs'), 'from stdin');
   });
 
   it('launches a periodic job by force; the child runs and the parent places nothing', async () => {
@@ -168,7 +167,7 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     const forced = ok(await nomadUser(['job', 'periodic', 'force', 'nightly']), 'periodic force');
     const child = /launched "(nightly\/periodic-\d+)"/.exec(forced)?.[1] as string;
     assert.ok(child, forced);
-    await until('the periodic child completes', async () => (await jobJson(child)).allocations.some((a) => a.clientStatus === 'complete') || undefined);
+    await until('the periodic child completes', async () => (await jobJson(child)).allocations.some((a) => a.ClientStatus === 'complete') || undefined);
     const parent = await jobJson('nightly');
     assert.equal(parent.job.Status, 'running');
     assert.deepEqual(parent.allocations, []);

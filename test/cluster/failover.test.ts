@@ -35,11 +35,12 @@ interface NodeRow {
   Status: string;
   ModifyIndex: number;
 }
+/** What the test reads of a row of `GET /v1/job/:id/allocations` (Nomad's AllocationListStub). */
 interface AllocRow {
-  id: string;
-  nodeId: string;
-  clientStatus: string;
-  desiredStatus: string;
+  ID: string;
+  NodeID: string;
+  ClientStatus: string;
+  DesiredStatus: string;
 }
 
 const cluster = new Cluster();
@@ -152,11 +153,11 @@ const claimsOf = async (volume: string): Promise<VolumeClaimState[]> => (await c
 
 async function running(job: string): Promise<AllocRow> {
   try {
-    return await until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'), 60_000);
+    return await until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running'), 60_000);
   } catch (err) {
     const via = cluster.live()[0] as ServerProc;
     const list = await allocs(job).catch(() => []);
-    const details = await Promise.all(list.map(async (a) => (await via.run.cli(['alloc', 'status', a.id], { addr: via.url })).stdout));
+    const details = await Promise.all(list.map(async (a) => (await via.run.cli(['alloc', 'status', a.ID], { addr: via.url })).stdout));
     const volumes = await via.run.cli(['volume', 'status'], { addr: via.url });
     throw new Error(`${(err as Error).message}\n${details.join('\n')}\n${volumes.stdout}\nfake n1: ${JSON.stringify(fakeState('n1'))}`, { cause: err });
   }
@@ -190,8 +191,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     ok(await follower.run.cli(['volume', 'create', volumeFile('vol-1', 'cl-n1')], { addr: follower.url }), 'volume create');
     ok(await follower.run.cli(['job', 'run', '--detach', workloadJob('w1', 'vol-1', WRITER)], { addr: follower.url }), 'job run w1');
     workload = await running('w1');
-    mount = await until('the volume mounted', () => mountsUnder(path.join(cluster.dir, 'n1')).find((m) => m.includes(workload.id) && m.endsWith('/data')));
-    await until('the workload wrote its file', () => readFileSync(path.join(mount, 'hello.txt'), 'utf8').includes(workload.id));
+    mount = await until('the volume mounted', () => mountsUnder(path.join(cluster.dir, 'n1')).find((m) => m.includes(workload.ID) && m.endsWith('/data')));
+    await until('the workload wrote its file', () => readFileSync(path.join(mount, 'hello.txt'), 'utf8').includes(workload.ID));
     assert.equal((await claimsOf('vol-1')).length, 1);
     const members = ok(await follower.run.cli(['server', 'members'], { addr: follower.url }), 'server members');
     assert.match(members, new RegExp(`${leader.name}\\s+${new URL(leader.url).host.replace(/\./g, '\\.')}\\s+true\\s+alive`));
@@ -218,9 +219,9 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     assert.equal((await allocs('during')).length, 1, 'placed once');
     assert.ok(placed);
     const w = await running('w1');
-    assert.equal(w.id, workload.id, 'the same allocation runs');
+    assert.equal(w.ID, workload.ID, 'the same allocation runs');
     assert.ok(mountsUnder(path.join(cluster.dir, 'n1')).includes(mount), 'its mount is still there');
-    assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.id));
+    assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.ID));
     assert.equal((await claimsOf('vol-1')).length, 1, 'one claim, not two');
     // The killed server shows as failed, with since when; the others' uptime reads as a duration.
     const members = await until('the killed server listed as failed since a time', async () => {
@@ -247,8 +248,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const { old } = await killLeader();
     const alloc = await running('mc');
     const claims = await claimsOf('vol-f');
-    if (claims.length !== 1) await explainClaims('vol-f', claims, alloc.id);
-    assert.deepEqual(claims.map((c) => c.AllocationID), [alloc.id], 'one claim, by the running allocation');
+    if (claims.length !== 1) await explainClaims('vol-f', claims, alloc.ID);
+    assert.deepEqual(claims.map((c) => c.AllocationID), [alloc.ID], 'one claim, by the running allocation');
     const st = fakeState('n1') as FakeState;
     assert.ok((st.calls['ControllerPublishVolume'] ?? 0) >= 2, 'the new leader published again');
     assert.deepEqual(Object.values(st.controllerPublished).map((n) => n.length), [1], 'the volume is published to one node, once');
@@ -280,8 +281,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     ok(await next.run.cli(['job', 'run', '--detach', workloadJob('mc2', 'vol-f', 'exec sleep 600')], { addr: next.url }), 'job run mc2');
     const again = await running('mc2');
     const claimsNow = await claimsOf('vol-f');
-    if (claimsNow.length !== 1) await explainClaims('vol-f', claimsNow, again.id);
-    assert.deepEqual((await claimsOf('vol-f')).map((c) => c.AllocationID), [again.id]);
+    if (claimsNow.length !== 1) await explainClaims('vol-f', claimsNow, again.ID);
+    assert.deepEqual((await claimsOf('vol-f')).map((c) => c.AllocationID), [again.ID]);
   });
 
   it('a leader paused with SIGSTOP and resumed after another leads writes nothing', async () => {
@@ -339,8 +340,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const back = await cluster.leader();
     await cliUntilOk(() => back, ['job', 'run', '--detach', workloadJob('quorum-back', undefined, 'exec sleep 600')]);
     await running('quorum-back');
-    for (const job of ['w1', 'during', 'one-down']) assert.equal((await allocs(job)).filter((a) => a.desiredStatus === 'run').length, 1, `${job} kept its one allocation`);
-    assert.equal((await running('w1')).id, workload.id);
+    for (const job of ['w1', 'during', 'one-down']) assert.equal((await allocs(job)).filter((a) => a.DesiredStatus === 'run').length, 1, `${job} kept its one allocation`);
+    assert.equal((await running('w1')).ID, workload.ID);
     assert.equal((await claimsOf('vol-1')).length, 1);
   });
 });

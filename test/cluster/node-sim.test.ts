@@ -19,8 +19,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, CSIVolumeListStub, VolumeClaimListStub } from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin, CSIVolumeListStub, VolumeClaimListStub } from '../../src/api/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { SIM_PLUGIN, SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../support/node-sim/index.js';
 import { registration } from '../support/nomad-jobs.js';
@@ -36,8 +35,8 @@ after(async () => {
   await c?.close();
 });
 
-function terminal(a: Allocation): boolean {
-  return a.clientStatus === 'complete' || a.clientStatus === 'failed' || a.clientStatus === 'lost';
+function terminal(a: AllocationListStub): boolean {
+  return a.ClientStatus === 'complete' || a.ClientStatus === 'failed' || a.ClientStatus === 'lost';
 }
 
 describe('a hundred simulated nodes on three servers over etcd', () => {
@@ -55,9 +54,9 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
   it('places a 300-allocation batch job and gets every allocation reported complete, each run once where it was placed', async () => {
     await c.callRetrying('PUT', '/v1/jobs', registration(simBatchJob('sim-batch', 300)));
     const allocs = await c.waitAllocs('sim-batch', (l) => l.length === 300 && l.every(terminal));
-    assert.ok(allocs.every((a) => a.clientStatus === 'complete'), 'every allocation completed');
-    assert.equal(new Set(allocs.map((a) => a.name)).size, 300, 'one allocation per name');
-    for (const a of allocs) assert.deepEqual(c.fleet.started.get(a.id), [a.nodeId], `${a.name} ran once, on its node`);
+    assert.ok(allocs.every((a) => a.ClientStatus === 'complete'), 'every allocation completed');
+    assert.equal(new Set(allocs.map((a) => a.Name)).size, 300, 'one allocation per name');
+    for (const a of allocs) assert.deepEqual(c.fleet.started.get(a.ID), [a.NodeID], `${a.Name} ran once, on its node`);
   });
 
   it('claims, publishes, releases and unpublishes 20 CSI volumes through the simulated controller', async () => {
@@ -72,11 +71,11 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     await c.callRetrying('PUT', '/v1/jobs', registration(simVolumeJob('sim-csi', 'sv', 20)));
     // Every index ends with one complete allocation. On a loaded machine a leader may change while a
     // claim is being published; its allocation may then fail and be replaced (a batch job reschedules).
-    const allocs = await c.waitAllocs('sim-csi', (l) => l.every(terminal) && new Set(l.filter((a) => a.clientStatus === 'complete').map((a) => a.name)).size === 20, {
+    const allocs = await c.waitAllocs('sim-csi', (l) => l.every(terminal) && new Set(l.filter((a) => a.ClientStatus === 'complete').map((a) => a.Name)).size === 20, {
       signal: AbortSignal.timeout(300_000),
     });
-    const complete = allocs.filter((a) => a.clientStatus === 'complete');
-    assert.equal(complete.length, 20, `one complete allocation per index; the others: ${allocs.filter((a) => a.clientStatus !== 'complete').map((a) => `${a.name}: ${a.clientDescription}`).join('; ')}`);
+    const complete = allocs.filter((a) => a.ClientStatus === 'complete');
+    assert.equal(complete.length, 20, `one complete allocation per index; the others: ${allocs.filter((a) => a.ClientStatus !== 'complete').map((a) => `${a.Name}: ${a.ClientDescription}`).join('; ')}`);
     // Every claim released (a claim stays, in its release state, until its volume is unpublished everywhere).
     let index = 0;
     let claims: VolumeClaimListStub[] = [];
@@ -96,8 +95,8 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     const published = fake.callsTo('ControllerPublishVolume');
     const lastPublish = new Map(published.map((p) => [String(p.request['volumeId']), String(p.request['nodeId'])]));
     for (const a of complete) {
-      const v = volumes.find((x) => x.ID === `sv[${a.name?.match(/\[(\d+)\]$/)?.[1]}]`);
-      assert.equal(lastPublish.get(v?.ExternalID ?? ''), nodeOf.get(a.nodeId), `${a.name}'s volume was published to its node`);
+      const v = volumes.find((x) => x.ID === `sv[${a.Name?.match(/\[(\d+)\]$/)?.[1]}]`);
+      assert.equal(lastPublish.get(v?.ExternalID ?? ''), nodeOf.get(a.NodeID), `${a.Name}'s volume was published to its node`);
     }
     // Nothing stays attached: every publish is followed by an unpublish of that volume from that node.
     const signal = AbortSignal.timeout(120_000);
@@ -115,7 +114,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
 
   it('survives a leader SIGKILL: every node reconnects to the new leader, none is marked down, no allocation is lost or run twice', async () => {
     await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('sim-svc', 50)));
-    const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.clientStatus === 'running'));
+    const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.ClientStatus === 'running'));
     const leader = await c.leader();
     const heartbeats = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
     await leader.run.stop('SIGKILL');
@@ -127,9 +126,9 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     assert.equal(nodes.length, NODES);
     const down = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered');
     assert.deepEqual(down.map((n) => `${n.Name}: ${n.Status} (${n.StatusDescription})`), [], 'no node was marked down, even for a moment');
-    const after = (await c.call<Allocation[]>('GET', '/v1/job/sim-svc/allocations', undefined, next)).body;
-    assert.deepEqual(after.map((a) => a.id).sort(), before.map((a) => a.id).sort(), 'the same allocations');
-    assert.ok(after.every((a) => a.clientStatus === 'running' && a.desiredStatus === 'run'));
+    const after = (await c.call<AllocationListStub[]>('GET', '/v1/job/sim-svc/allocations', undefined, next)).body;
+    assert.deepEqual(after.map((a) => a.ID).sort(), before.map((a) => a.ID).sort(), 'the same allocations');
+    assert.ok(after.every((a) => a.ClientStatus === 'running' && a.DesiredStatus === 'run'));
     assert.deepEqual(c.fleet.doubled(), [], 'no allocation ran twice');
   });
 });

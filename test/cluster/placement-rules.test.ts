@@ -18,7 +18,6 @@ import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/index.js';
 import type * as Api from '../../src/api/index.js';
 import type { Evaluation, JobPlanResponse } from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
 import { nomadJob, registration } from '../support/nomad-jobs.js';
 import { AgentProcess, cleanupUnder, TestServer, TOKENS, until } from '../support/runtime-cluster.js';
 
@@ -58,10 +57,11 @@ async function plan(spec: Record<string, unknown>): Promise<JobPlanResponse> {
 }
 
 /** Runs the job; returns its evaluation and the node names of its live allocations, sorted. */
-async function run(spec: Record<string, unknown>): Promise<{ evaluation: Evaluation; nodes: string[]; allocs: Allocation[] }> {
+async function run(spec: Record<string, unknown>): Promise<{ evaluation: Evaluation; nodes: string[]; allocs: Api.Allocation[] }> {
   const evaluation = await server.submit(spec);
-  const allocs = (await server.ok<Allocation[]>('GET', `/v1/job/${String(spec['id'])}/allocations`)).filter((a) => a.desiredStatus === 'run');
-  return { evaluation, allocs, nodes: allocs.map((a) => nameOf(a.nodeId)).sort() };
+  const stubs = (await server.ok<Api.AllocationListStub[]>('GET', `/v1/job/${String(spec['id'])}/allocations`)).filter((a) => a.DesiredStatus === 'run');
+  const allocs = await Promise.all(stubs.map((a) => server.ok<Api.Allocation>('GET', `/v1/allocation/${a.ID}`)));
+  return { evaluation, allocs, nodes: allocs.map((a) => nameOf(a.NodeID)).sort() };
 }
 
 const plannedNodes = (p: JobPlanResponse): string[] => (p.BerthPlacements ?? []).map((x) => x.NodeName).sort();
@@ -120,8 +120,8 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
     const r = await run(spec);
     assert.equal(r.evaluation.Status, 'complete');
     assert.deepEqual(r.nodes, plannedNodes(p), 'job run placed what job plan showed');
-    const metrics = r.allocs[0]!.metrics;
-    assert.equal(metrics?.constraintFiltered['${meta.rack} = r1'], 1, 'the placement metrics say web-3 was filtered by the rack constraint');
+    const metrics = r.allocs[0]!.Metrics;
+    assert.equal(metrics?.ConstraintFiltered?.['${meta.rack} = r1'], 1, 'the placement metrics say web-3 was filtered by the rack constraint');
   });
 
   it('an affinity picks the preferred class; a negative one avoids a rack', async () => {
@@ -130,7 +130,7 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
     assert.deepEqual(plannedNodes(p), ['web-1']);
     const r = await run(prefer);
     assert.deepEqual(r.nodes, ['web-1']);
-    assert.equal(r.allocs[0]!.metrics?.scoreMetaData[0]?.scores['node-affinity'], 1);
+    assert.equal(r.allocs[0]!.Metrics?.ScoreMetaData?.[0]?.Scores?.['node-affinity'], 1);
 
     const avoid = job('avoid-r1', 1, { affinities: [{ attribute: '${meta.rack}', value: 'r1', weight: -100 }] });
     assert.deepEqual(plannedNodes(await plan(avoid)), ['web-3']);

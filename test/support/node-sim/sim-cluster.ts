@@ -8,8 +8,7 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { CsiClient } from '../../../src/csi/index.js';
-import type { NodeListStub } from '../../../src/api/index.js';
-import type { Allocation } from '../../../src/structs/index.js';
+import type { AllocationListStub, NodeListStub } from '../../../src/api/index.js';
 import { FakePlugin } from '../csi-fake/index.js';
 import { Cluster as ProcessCluster, type ServerProc } from '../process-cluster.js';
 import { SimFleet } from './sim-fleet.js';
@@ -133,14 +132,14 @@ export class SimCluster {
    * them with blocking queries (each answer comes when they changed; with
    * `pollMs`, at most one read per that many ms).
    */
-  async waitAllocs(jobId: string, done: (allocs: Allocation[]) => boolean, opts: { signal?: AbortSignal; pollMs?: number } = {}): Promise<Allocation[]> {
+  async waitAllocs(jobId: string, done: (allocs: AllocationListStub[]) => boolean, opts: { signal?: AbortSignal; pollMs?: number } = {}): Promise<AllocationListStub[]> {
     let index = 0;
     for (let first = true; ; first = false) {
       if (opts.signal?.aborted) throw new Error(`job ${jobId}: the allocations did not get there in time`);
       // A bench reading thousands of allocations must not answer every write with the whole list: at most one read per `pollMs`.
       if (!first && opts.pollMs) await new Promise((r) => setTimeout(r, opts.pollMs));
       const q = index ? `?index=${index}&wait=5s` : '';
-      const { index: next, body } = await this.call<Allocation[]>('GET', `/v1/job/${encodeURIComponent(jobId)}/allocations${q}`);
+      const { index: next, body } = await this.call<AllocationListStub[]>('GET', `/v1/job/${encodeURIComponent(jobId)}/allocations${q}`);
       if (done(body)) return body;
       index = next;
     }
