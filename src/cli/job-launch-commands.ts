@@ -5,7 +5,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type * as api from '../api/index.js';
-import type { Evaluation } from '../structs/index.js';
 import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import type { CommandContext } from './command-context.js';
@@ -82,8 +81,8 @@ async function force(s: ApiSession, [idArg]: string[]): Promise<void> {
   const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
   const { body } = await s.api.request<api.PeriodicForceResponse>('PUT', `${KINDS.job.getPath(id)}/periodic/force`, { query: { namespace: s.namespace } });
   // The child the launch wrote is the evaluation's job.
-  const { body: evaluation } = await s.api.get<Evaluation>(KINDS.evaluation.getPath(body.EvalID));
-  if (s.out.json) return s.out.document({ ...body, JobID: evaluation.jobId });
-  s.out.line(`==> Periodic job "${id}" launched "${evaluation.jobId}"`);
+  const { body: evaluation } = await s.api.get<api.Evaluation>(KINDS.evaluation.getPath(body.EvalID));
+  if (s.out.json) return s.out.document({ ...body, JobID: evaluation.JobID });
+  s.out.line(`==> Periodic job "${id}" launched "${evaluation.JobID}"`);
   s.out.line(`    Evaluation ID: ${body.EvalID}`);
 }

@@ -78,7 +78,7 @@ before(async () => {
   await c.runPlugin();
   const sleeper = JSON.stringify({ id: 'sleeper', type: 'service', groups: [{ name: 'g', tasks: [task({ config: { command: '/bin/sh', args: ['-c', 'echo ready; exec sleep 3600'] } })] }] });
   assert.equal((await c.cli(['job', 'run', c.file('sleeper.json', sleeper)])).code, 0, c.printed.at(-1));
-  sleeperAlloc = ((await c.get<Array<{ id: string }>>('/v1/job/sleeper/allocations')).body ?? [])[0]?.id ?? '';
+  sleeperAlloc = ((await c.get<Array<{ ID: string }>>('/v1/job/sleeper/allocations')).body ?? [])[0]?.ID ?? '';
   await until('the sleeper logged', async () => (await c.cli(['alloc', 'logs', sleeperAlloc])).stdout === 'ready\n');
   baseline = await c.state();
 });
@@ -234,10 +234,10 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
     await c.revive(); // an earlier case may have brought the server down (reported there)
     const base = c.client.addr;
     for (const p of [
-      `/v1/client/allocation/${sleeperAlloc}/logs?task=../../../../../../etc/passwd`,
-      `/v1/client/allocation/${sleeperAlloc}/logs?task=t/../../../../../../etc&type=passwd`,
-      `/v1/client/allocation/${sleeperAlloc}/logs?task=..%2F..%2F..%2F..%2Fetc%2Fpasswd`,
-      `/v1/client/allocation/..%2F..%2F..%2Fetc/logs?task=t`,
+      `/v1/client/fs/logs/${sleeperAlloc}?task=../../../../../../etc/passwd&type=stdout`,
+      `/v1/client/fs/logs/${sleeperAlloc}?task=t/../../../../../../etc&type=passwd`,
+      `/v1/client/fs/logs/${sleeperAlloc}?task=..%2F..%2F..%2F..%2Fetc%2Fpasswd&type=stdout`,
+      `/v1/client/fs/logs/..%2F..%2F..%2Fetc?task=t&type=stdout`,
       `/v1/client/fs/cat/${sleeperAlloc}?path=../../../../../../etc/passwd`,
       `/v1/client/fs/ls/${sleeperAlloc}?path=../../../../../..`,
     ]) {
@@ -264,14 +264,14 @@ describe('200 concurrent job submissions', { timeout: 600_000 }, () => {
     await until(
       `all ${N} jobs placed and run`,
       async () => {
-        const allocs = ((await c.get<Array<{ jobId: string; clientStatus: string; clientDescription: string }>>('/v1/allocations')).body ?? []).filter((a) => a.jobId.startsWith('burst-'));
+        const allocs = ((await c.get<Array<{ JobID: string; ClientStatus: string; ClientDescription: string }>>('/v1/allocations')).body ?? []).filter((a) => a.JobID.startsWith('burst-'));
         const by = new Map<string, number>();
-        for (const a of allocs) by.set(a.clientStatus, (by.get(a.clientStatus) ?? 0) + 1);
-        const failed = allocs.filter((a) => a.clientStatus === 'failed' || a.clientStatus === 'lost');
-        const placed = new Set(allocs.map((a) => a.jobId));
+        for (const a of allocs) by.set(a.ClientStatus, (by.get(a.ClientStatus) ?? 0) + 1);
+        const failed = allocs.filter((a) => a.ClientStatus === 'failed' || a.ClientStatus === 'lost');
+        const placed = new Set(allocs.map((a) => a.JobID));
         const unplaced = Array.from({ length: N }, (_, i) => `burst-${i}`).filter((id) => !placed.has(id));
-        seen = `${allocs.length} allocations: ${[...by].map(([k, v]) => `${v} ${k}`).join(', ')}${failed.length ? `; first failure: ${failed[0]?.clientDescription}` : ''}${unplaced.length ? `; ${unplaced.length} jobs never placed (${unplaced.slice(0, 5).join(', ')}...)` : ''}`;
-        return new Set(allocs.filter((a) => a.clientStatus === 'complete').map((a) => a.jobId)).size === N;
+        seen = `${allocs.length} allocations: ${[...by].map(([k, v]) => `${v} ${k}`).join(', ')}${failed.length ? `; first failure: ${failed[0]?.ClientDescription}` : ''}${unplaced.length ? `; ${unplaced.length} jobs never placed (${unplaced.slice(0, 5).join(', ')}...)` : ''}`;
+        return new Set(allocs.filter((a) => a.ClientStatus === 'complete').map((a) => a.JobID)).size === N;
       },
       300_000,
     ).catch(async (err: Error) => {

@@ -50,7 +50,7 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
       ],
     };
     assert.equal((await c.cli(['job', 'run', c.file('user.json', JSON.stringify(job))])).code, 0, c.printed.at(-1));
-    const [alloc] = (await c.get<Array<{ id: string; nodeId: string }>>('/v1/job/sec-user/allocations')).body ?? [];
+    const [alloc] = (await c.get<Array<{ ID: string; NodeID: string }>>('/v1/job/sec-user/allocations')).body ?? [];
     assert.ok(alloc, 'the job was placed');
     await until('the claim released', async () => ((await c.get<{ BerthClaims: unknown[] }>('/v1/volume/csi/sec-vol')).body?.BerthClaims ?? [1]).length === 0);
 
@@ -59,12 +59,12 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
       ['volume', 'status'],
       ['volume', 'status', 'sec-vol'],
       ['job', 'status', 'sec-user'],
-      ['alloc', 'status', alloc.id],
-      ['alloc', 'logs', alloc.id],
-      ['alloc', 'logs', '--stderr', alloc.id],
+      ['alloc', 'status', alloc.ID],
+      ['alloc', 'logs', alloc.ID],
+      ['alloc', 'logs', '--stderr', alloc.ID],
       ['plugin', 'status', 'hostpath'],
       ['node', 'status'],
-      ['node', 'status', alloc.nodeId],
+      ['node', 'status', alloc.NodeID],
     ]) {
       assert.equal((await c.cli(args)).code, 0, c.printed.at(-1));
       assert.equal((await c.cli([...args, '--json'])).code, 0, c.printed.at(-1));
@@ -79,14 +79,14 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
       '/v1/jobs',
       '/v1/job/sec-user',
       '/v1/allocations',
-      `/v1/allocation/${alloc.id}`,
+      `/v1/allocation/${alloc.ID}`,
       '/v1/evaluations',
       '/v1/plugins?type=csi',
       '/v1/plugin/csi/hostpath',
       '/v1/volumes/external?plugin_id=hostpath',
       '/v1/nodes',
-      `/v1/node/${alloc.nodeId}`,
-      `/v1/node/${alloc.nodeId}/allocations`,
+      `/v1/node/${alloc.NodeID}`,
+      `/v1/node/${alloc.NodeID}/allocations`,
       '/v1/metrics',
       '/v1/metrics?format=prometheus',
       '/v1/agent/self',
@@ -95,14 +95,14 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
       const r = await c.get(p);
       assert.equal(r.status, 200, `GET ${p}: ${r.text}`);
     }
-    for (const p of ['/v1/metrics?format=prometheus', `/v1/client/allocation/${alloc.id}/logs?task=main&type=stdout`]) {
+    for (const p of ['/v1/metrics?format=prometheus', `/v1/client/fs/logs/${alloc.ID}?task=main&type=stdout`]) {
       const r = await c.request('GET', p, { base: c.client.addr });
       assert.equal(r.status, 200, `client GET ${p}: ${r.text}`);
     }
 
     const snapshotId = (JSON.parse(snap.stdout || '{}') as { snapshot?: { id?: string }; id?: string }).snapshot?.id ?? (JSON.parse(snap.stdout || '{}') as { id?: string }).id;
     if (snapshotId) await c.cli(['volume', 'snapshot', 'delete', '--plugin', 'hostpath', snapshotId]);
-    await c.cli(['volume', 'detach', 'sec-vol', alloc.nodeId]);
+    await c.cli(['volume', 'detach', 'sec-vol', alloc.NodeID]);
     assert.equal((await c.cli(['job', 'stop', '--purge', 'sec-user'])).code, 0, c.printed.at(-1));
     assert.equal((await c.cli(['volume', 'delete', 'sec-vol'])).code, 0, c.printed.at(-1));
   });

@@ -37,9 +37,9 @@ async function refused(method: string, path: string, body?: unknown): Promise<{ 
 
 /** Reports every live allocation of the node running. */
 async function runAll(): Promise<void> {
-  const allocs = (await h.call<Array<{ id: string; desiredStatus: string }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node })).body;
+  const allocs = (await h.call<Array<{ id: string; desiredStatus: string }>>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node })).body;
   const live = allocs.filter((a) => a.desiredStatus === 'run').map((a) => ({ id: a.id, clientStatus: 'running' }));
-  assert.equal((await h.call('POST', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node, body: { allocations: live } })).status, 200);
+  assert.equal((await h.call('POST', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node, body: { allocations: live } })).status, 200);
 }
 
 before(async () => {

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as Api from '../../src/api/index.js';
-import type { Evaluation, Node as BerthNode } from '../../src/structs/index.js';
+import type { Node as BerthNode } from '../../src/structs/index.js';
 import { assertShape } from '../support/api-contract.js';
 import { fingerprint, startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 
@@ -265,8 +265,8 @@ describe('node writes', () => {
     assert.equal(res.status, 200, res.text);
     const out = assertShape(Api.NodeUpdateResponse, res.body, 'POST /v1/node/:id/evaluate');
     assert.equal(out.EvalIDs?.length, 1, 'the system job is evaluated for the node');
-    const evaluation = (await h.call<Evaluation>('GET', `/v1/evaluation/${out.EvalIDs?.[0]}`)).body;
-    assert.equal(evaluation.triggeredBy, 'node-update');
+    const evaluation = (await h.call<Api.Evaluation>('GET', `/v1/evaluation/${out.EvalIDs?.[0]}`)).body;
+    assert.equal(evaluation.TriggeredBy, 'node-update');
     assert.equal(evaluation.nodeId, ids['n-a']);
     assert.equal((await h.call('PUT', '/v1/node/nobody/evaluate')).status, 404);
   });
