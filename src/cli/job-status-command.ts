@@ -8,7 +8,6 @@
 
 import type { Command } from 'commander';
 import type * as api from '../api/index.js';
-import type { Allocation, Deployment, Evaluation } from '../structs/index.js';
 import { KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './command-context.js';
@@ -19,9 +18,9 @@ import { formatKV, msOfNanos, statusString, typeString } from './job-json.js';
 /** One job in `job status -json`, as Nomad's JobJson. */
 interface JobJson {
   Summary: api.JobSummary;
-  Allocations: Allocation[];
-  LatestDeployment: Deployment | null;
-  Evaluations: Evaluation[];
+  Allocations: api.AllocationListStub[];
+  LatestDeployment: api.Deployment | null;
+  Evaluations: api.Evaluation[];
 }
 
 /** Adds `status` and `inspect` to `berth job`. */
@@ -54,9 +53,9 @@ async function jobJson(s: ApiSession, namespace: string, id: string): Promise<Jo
   const q = { namespace };
   const [summary, allocations, deployment, evaluations] = await Promise.all([
     s.api.get<api.JobSummary>(`${path}/summary`, q),
-    s.api.get<Allocation[]>(`${path}/allocations`, q),
-    s.api.get<Deployment | null>(`${path}/deployment`, q),
-    s.api.get<Evaluation[]>(`${path}/evaluations`, q),
+    s.api.get<api.AllocationListStub[]>(`${path}/allocations`, q),
+    s.api.get<api.Deployment | null>(`${path}/deployment`, q),
+    s.api.get<api.Evaluation[]>(`${path}/evaluations`, q),
   ]);
   return { Summary: summary.body, Allocations: allocations.body, LatestDeployment: deployment.body, Evaluations: evaluations.body };
 }
@@ -124,15 +123,15 @@ async function jobStatus(s: ApiSession, [idArg]: string[], opts: Record<string, 
       .map(([g, c]) => [g, String(c.Queued), String(c.Starting), String(c.Running), String(c.Failed), String(c.Complete), String(c.Lost)]),
   );
   await printJobEvaluations(s, id);
-  const { body: allocs } = await s.api.get<Allocation[]>(`${KINDS.job.getPath(id)}/allocations`, { namespace: s.namespace, ...(opts['allAllocs'] ? { all: true } : {}) });
+  const { body: allocs } = await s.api.get<api.AllocationListStub[]>(`${KINDS.job.getPath(id)}/allocations`, { namespace: s.namespace, ...(opts['allAllocs'] ? { all: true } : {}) });
   s.out.line();
   s.out.line(s.style.bold('Allocations'));
   if (allocs.length === 0) return s.out.line('No allocations placed');
   s.out.table(
     ['ID', 'Node ID', 'Task Group', 'Version', 'Desired', 'Status', 'Created', 'Modified'],
     [...allocs]
-      .sort((a, b) => b.createIndex - a.createIndex)
-      .map((a) => [short(a.id), short(a.nodeId), a.taskGroup, String(a.jobVersion), a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime), age(a.modifyTime)]),
+      .sort((a, b) => b.CreateIndex - a.CreateIndex)
+      .map((a) => [short(a.ID), short(a.NodeID), a.TaskGroup, String(a.JobVersion), a.DesiredStatus, s.style.status(a.ClientStatus), age(msOfNanos(a.CreateTime)), age(msOfNanos(a.ModifyTime))]),
   );
 }
 
