@@ -132,9 +132,9 @@ plugin_healthy() {
   [[ "$(json 'j.ControllersHealthy >= 1 && j.NodesHealthy >= 1' <<<"$doc")" == true ]]
 }
 
-# The client status of job $1's newest allocation.
-alloc_status() { berth job status "$1" --json | json 'j.allocations.sort((a, b) => b.createIndex - a.createIndex)[0]?.clientStatus'; }
-alloc_id() { berth job status "$1" --json | json 'j.allocations.sort((a, b) => b.createIndex - a.createIndex)[0]?.id'; }
+# The client status of job $1's newest allocation (`job status -json` prints Nomad's: a list of one job, its Allocations as AllocationListStub).
+alloc_status() { berth job status "$1" --json | json 'j[0].Allocations.sort((a, b) => b.CreateIndex - a.CreateIndex)[0]?.ClientStatus'; }
+alloc_id() { berth job status "$1" --json | json 'j[0].Allocations.sort((a, b) => b.CreateIndex - a.CreateIndex)[0]?.ID'; }
 
 job_finished() {
   local st
@@ -165,7 +165,7 @@ echo "  agent running (pid $AGENT_PID), data in $DATA_DIR"
 echo "  BERTH_ADDR=$BERTH_ADDR"
 echo "  BERTH_TOKEN=<management token, in $DATA_DIR/agent.env>"
 run berth node status
-NODE_ID="$(berth node status --json | json '(Array.isArray(j) ? j : j.nodes)[0]?.id')"
+NODE_ID="$(berth node status --json | json 'j[0]?.ID')"
 [[ -n "$NODE_ID" ]] || fail "the agent's node did not register"
 # examples/hostpath-plugin.hcl keeps its volumes under /var/lib/berth/hostpath/<node ID>.
 HOSTPATH_DIR="/var/lib/berth/hostpath/$NODE_ID"

@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { AllocationListStub } from '../../src/api/index.js';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until, type BerthResult } from '../support/agent-run.js';
 
 const dir = mkdtempSync('/tmp/bsec-');
@@ -130,17 +131,18 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
     };
     ok(await cli(['job', 'run', writeFile('user.json', JSON.stringify(job))]), 'job run user');
     const alloc = await until('the workload complete', async () => {
-      const st = JSON.parse((await cli(['job', 'status', 'user', '--json'])).stdout) as { allocations: Array<{ id: string; clientStatus: string }> };
-      return st.allocations.find((a) => a.clientStatus === 'complete');
+      // Nomad's `job status -json`: a list of one job, its allocations as AllocationListStub.
+      const [st] = JSON.parse((await cli(['job', 'status', 'user', '--json'])).stdout) as Array<{ Allocations: AllocationListStub[] }>;
+      return st?.Allocations.find((a) => a.ClientStatus === 'complete');
     });
     // Every read a user can make, as text and as JSON.
     for (const args of [
       ['volume', 'status'],
       ['volume', 'status', 'secret-vol'],
       ['job', 'status', 'user'],
-      ['alloc', 'status', alloc.id],
-      ['alloc', 'logs', alloc.id],
-      ['alloc', 'logs', '--stderr', alloc.id],
+      ['alloc', 'status', alloc.ID],
+      ['alloc', 'logs', alloc.ID],
+      ['alloc', 'logs', '--stderr', alloc.ID],
       ['plugin', 'status', 'hostpath'],
       ['node', 'status'],
     ]) {
@@ -148,7 +150,7 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
       ok(await cli([...args, '--json']), `${args.join(' ')} --json`);
     }
     // The raw API, as any script would read it, while the volume exists and was claimed.
-    for (const p of ['/v1/volumes?type=csi', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.id}`, '/v1/plugins?type=csi', '/v1/plugin/csi/hostpath', '/v1/volumes/csi/claims', '/v1/volumes/external?plugin_id=hostpath', '/v1/nodes', '/v1/metrics', '/v1/metrics?format=prometheus', '/v1/agent/self', '/v1/acl/token/self']) {
+    for (const p of ['/v1/volumes?type=csi', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.ID}`, '/v1/plugins?type=csi', '/v1/plugin/csi/hostpath', '/v1/volumes/csi/claims', '/v1/volumes/external?plugin_id=hostpath', '/v1/nodes', '/v1/metrics', '/v1/metrics?format=prometheus', '/v1/agent/self', '/v1/acl/token/self']) {
       const res = await fetch(agent.addr + p, { headers: { authorization: `Bearer ${agent.token}` } });
       const text = await res.text();
       assert.equal(res.status, 200, `GET ${p}: ${text}`);

@@ -8,8 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { AgentProcess, cleanupUnder, hostpathPluginJob, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
@@ -18,16 +17,16 @@ const hpData = path.join(dir, 'hpdata');
 let server: TestServer;
 let agent: AgentProcess;
 
-async function finished(jobId: string): Promise<Allocation> {
+async function finished(jobId: string): Promise<AllocationListStub> {
   return until(
     `job ${jobId} to finish`,
-    async () => (await server.ok<Allocation[]>('GET', `/v1/job/${jobId}/allocations`)).find((a) => a.clientStatus === 'complete' || a.clientStatus === 'failed'),
+    async () => (await server.ok<AllocationListStub[]>('GET', `/v1/job/${jobId}/allocations`)).find((a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed'),
     60_000,
   );
 }
 
-function trail(a: Allocation): string {
-  return JSON.stringify(Object.values(a.taskStates).flatMap((t) => t.events.slice(-4).map((e) => e.message)));
+function trail(a: AllocationListStub): string {
+  return JSON.stringify(Object.values(a.TaskStates ?? {}).flatMap((t) => (t.Events ?? []).slice(-4).map((e) => e.DisplayMessage || e.Message)));
 }
 
 before(async () => {
@@ -64,12 +63,12 @@ describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }
     const token = `exec-${process.pid}-${Date.now()}`;
     await server.register(volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }));
     const w = await finished('xwriter');
-    assert.equal(w.clientStatus, 'complete', trail(w));
+    assert.equal(w.ClientStatus, 'complete', trail(w));
     await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/xdata')).BerthClaims.length === 0, 30_000);
 
     await server.register(volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }));
     const r = await finished('xreader');
-    assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${trail(r)}`);
+    assert.equal(r.ClientStatus, 'complete', `the reader found the writer's file: ${trail(r)}`);
     // The file lives in the plugin's data directory on the host, under the volume's directory.
     // (Searched file by file: the plugin may be rewriting its own state files meanwhile.)
     const found = readdirSync(hpData, { recursive: true, encoding: 'utf8' })

@@ -18,8 +18,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, CSIVolume } from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, pidsWith, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
@@ -31,16 +30,16 @@ let server: TestServer;
 let agent: AgentProcess;
 
 
-async function allocsOf(jobId: string): Promise<Allocation[]> {
-  return server.ok<Allocation[]>('GET', `/v1/job/${jobId}/allocations`);
+async function allocsOf(jobId: string): Promise<AllocationListStub[]> {
+  return server.ok<AllocationListStub[]>('GET', `/v1/job/${jobId}/allocations`);
 }
 
-async function liveAlloc(jobId: string): Promise<Allocation | undefined> {
-  return (await allocsOf(jobId)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running');
+async function liveAlloc(jobId: string): Promise<AllocationListStub | undefined> {
+  return (await allocsOf(jobId)).find((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running');
 }
 
-async function finished(jobId: string): Promise<Allocation> {
-  return until(`job ${jobId} to finish`, async () => (await allocsOf(jobId)).find((a) => a.clientStatus === 'complete' || a.clientStatus === 'failed'), 60_000);
+async function finished(jobId: string): Promise<AllocationListStub> {
+  return until(`job ${jobId} to finish`, async () => (await allocsOf(jobId)).find((a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed'), 60_000);
 }
 
 async function pluginHealthy(): Promise<CSIPlugin> {
@@ -50,13 +49,13 @@ async function pluginHealthy(): Promise<CSIPlugin> {
   }, 60_000);
 }
 
-function describeAlloc(a: Allocation): string {
-  return JSON.stringify({ status: a.clientStatus, desc: a.clientDescription, events: Object.values(a.taskStates).flatMap((t) => t.events.slice(-4).map((e) => e.message)) });
+function describeAlloc(a: AllocationListStub): string {
+  return JSON.stringify({ status: a.ClientStatus, desc: a.ClientDescription, events: Object.values(a.TaskStates ?? {}).flatMap((t) => (t.Events ?? []).slice(-4).map((e) => e.DisplayMessage || e.Message)) });
 }
 
 /** Where the sleeper writes: resolved from its task dir (raw_exec binds the volume at <task dir>/data). */
-function sleeperFile(alloc: Allocation, name: string): string {
-  return path.join(agentDir, 'alloc', alloc.id, 'main', 'local', 'data', name);
+function sleeperFile(alloc: AllocationListStub, name: string): string {
+  return path.join(agentDir, 'alloc', alloc.ID, 'main', 'local', 'data', name);
 }
 
 before(async () => {
@@ -76,7 +75,7 @@ after(async () => {
 });
 
 describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240_000 }, () => {
-  let sleeper: Allocation;
+  let sleeper: AllocationListStub;
   let sleeperPid = 0;
 
   it('runs the hostpath plugin as a system job: registered, healthy on the server', async () => {
@@ -105,12 +104,12 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     const find = 'D="$BERTH_TASK_DIR/data"; [ -d "$D" ] || D=/data';
     await server.register(volumeJob({ id: 'writer', type: 'batch', volumeId: 'shared', script: `${find}; echo ${token} > "$D/hello.txt"` }));
     const w = await finished('writer');
-    assert.equal(w.clientStatus, 'complete', describeAlloc(w));
+    assert.equal(w.ClientStatus, 'complete', describeAlloc(w));
     await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).BerthClaims.length === 0);
 
     await server.register(volumeJob({ id: 'reader', type: 'batch', volumeId: 'shared', script: `${find}; grep -qx ${token} "$D/hello.txt"` }));
     const r = await finished('reader');
-    assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${describeAlloc(r)}`);
+    assert.equal(r.ClientStatus, 'complete', `the reader found the writer's file: ${describeAlloc(r)}`);
     await until('the reader claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).BerthClaims.length === 0);
   });
 
@@ -124,20 +123,20 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
 
     // A new version of the plugin job: a new allocation starts beside the old one.
     await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData, env: { VERSION: '2' } }));
-    const newPlugin = await until('the new plugin allocation to run', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id !== oldPlugin.id && a.clientStatus === 'running'), 60_000);
-    await until('the old plugin allocation to stop', async () => (await allocsOf('hostpath-plugin')).find((a) => a.id === oldPlugin.id && a.clientStatus !== 'running'), 60_000);
+    const newPlugin = await until('the new plugin allocation to run', async () => (await allocsOf('hostpath-plugin')).find((a) => a.ID !== oldPlugin.ID && a.ClientStatus === 'running'), 60_000);
+    await until('the old plugin allocation to stop', async () => (await allocsOf('hostpath-plugin')).find((a) => a.ID === oldPlugin.ID && a.ClientStatus !== 'running'), 60_000);
     await until('the new allocation to serve the plugin on the server', async () => {
       const p = await server.ok<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
-      return p.Nodes?.[agent.nodeId]?.AllocID === newPlugin.id && p.Nodes[agent.nodeId]?.Healthy ? p : undefined;
+      return p.Nodes?.[agent.nodeId]?.AllocID === newPlugin.ID && p.Nodes[agent.nodeId]?.Healthy ? p : undefined;
     });
     // Both allocations were registered at once: the newer one took over from the older one.
-    assert.ok(agent.log().includes(`is now served by allocation ${newPlugin.id} (was ${oldPlugin.id})`), agent.log().split('\n').filter((l) => l.includes('"subsystem":"csi"')).map((l) => (JSON.parse(l) as { msg: string }).msg).join('\n'));
+    assert.ok(agent.log().includes(`is now served by allocation ${newPlugin.ID} (was ${oldPlugin.ID})`), agent.log().split('\n').filter((l) => l.includes('"subsystem":"csi"')).map((l) => (JSON.parse(l) as { msg: string }).msg).join('\n'));
 
     // The workload never noticed: same process, its volume still mounted, still writing.
     const size = statSync(sleeperFile(sleeper, 'ticks')).size;
     await until('the sleeper to keep writing', () => statSync(sleeperFile(sleeper, 'ticks')).size > size);
     assert.ok(alive(sleeperPid));
-    assert.equal((await liveAlloc('sleeper'))?.id, sleeper.id);
+    assert.equal((await liveAlloc('sleeper'))?.ID, sleeper.ID);
   });
 
   it('agent stopped, then SIGKILLed, and restarted: tasks keep their PIDs, plugin stays registered, mounts stay, logs continue', async () => {
@@ -145,8 +144,8 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     const pluginPids = pidsWith(`--data-dir ${hpData}`);
     assert.ok(pluginPids.length >= 1);
     const mountsBefore = mountsUnder(agentDir);
-    assert.ok(mountsBefore.some((m) => m.includes(sleeper.id)), 'the sleeper volume is mounted');
-    const logDir = path.join(agentDir, 'alloc', sleeper.id, 'alloc', 'logs');
+    assert.ok(mountsBefore.some((m) => m.includes(sleeper.ID)), 'the sleeper volume is mounted');
+    const logDir = path.join(agentDir, 'alloc', sleeper.ID, 'alloc', 'logs');
 
     for (const how of ['stop', 'kill'] as const) {
       await agent[how]();
@@ -161,8 +160,8 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
       for (const pid of pluginPids) assert.ok(alive(pid), `the plugin kept its process across agent ${how}`);
       assert.deepEqual(mountsUnder(agentDir).filter((m) => mountsBefore.includes(m)).sort(), [...mountsBefore].sort(), `mounts stay across agent ${how}`);
       await pluginHealthy();
-      assert.equal((await liveAlloc('hostpath-plugin'))?.id, pluginAlloc.id, 'the same plugin allocation serves');
-      assert.equal((await liveAlloc('sleeper'))?.id, sleeper.id);
+      assert.equal((await liveAlloc('hostpath-plugin'))?.ID, pluginAlloc.ID, 'the same plugin allocation serves');
+      assert.equal((await liveAlloc('sleeper'))?.ID, sleeper.ID);
     }
     // Logs continue in the rotated files, written by the task's executor, agent or not.
     const sizeOf = (): number => readdirSizes(logDir);
@@ -178,7 +177,7 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     await agent.start();
     await until('the sleeper process to be stopped', () => !alive(sleeperPid), 60_000);
     // The allocation directory (and its secrets tmpfs) stays until the server garbage-collects the allocation.
-    const volumeMounts = (): string[] => mountsUnder(agentDir).filter((m) => m.includes(sleeper.id) && !m.endsWith('/secrets'));
+    const volumeMounts = (): string[] => mountsUnder(agentDir).filter((m) => m.includes(sleeper.ID) && !m.endsWith('/secrets'));
     await until('the sleeper volume to be unmounted', () => volumeMounts().length === 0, 60_000);
     await until('its claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/shared')).BerthClaims.length === 0, 60_000);
   });
@@ -187,13 +186,13 @@ describe('node runtime end to end (hostpath plugin as raw_exec)', { timeout: 240
     const script = 'D="$BERTH_TASK_DIR/data"; echo $$ > "$D/pid"; while true; do date +%s%N >> "$D/ticks"; sleep 0.1; done';
     await server.register(volumeJob({ id: 'keeper', type: 'service', volumeId: 'shared', script }));
     const keeper = await until('the keeper to run', () => liveAlloc('keeper'), 60_000);
-    const mounted = mountsUnder(agentDir).filter((m) => m.includes(keeper.id));
+    const mounted = mountsUnder(agentDir).filter((m) => m.includes(keeper.ID));
     assert.ok(mounted.length > 0);
     const before = pidsWith(`--data-dir ${hpData}`);
     for (const pid of before) process.kill(pid, 'SIGKILL');
     await until('a new plugin process', () => pidsWith(`--data-dir ${hpData}`).some((p) => !before.includes(p)), 60_000);
     await pluginHealthy();
-    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(keeper.id)), mounted, 'the crash unmounted nothing');
+    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(keeper.ID)), mounted, 'the crash unmounted nothing');
     const size = statSync(sleeperFile(keeper, 'ticks')).size;
     await until('the keeper to keep writing', () => statSync(sleeperFile(keeper, 'ticks')).size > size);
   });

@@ -15,7 +15,7 @@ import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
 import type * as Api from '../../src/api/index.js';
 import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse } from '../../src/api/index.js';
-import type { Allocation, NodeFingerprint } from '../../src/structs/index.js';
+import type { NodeFingerprint } from '../../src/structs/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { CsiManager } from '../../src/client/csimanager/index.js';
 import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';
@@ -254,9 +254,9 @@ describe('the node conversation with a real server', () => {
     const taskStates = { pg: { state: 'running' as const, failed: false, restarts: 0, startedAt: Date.now(), finishedAt: 0, events: [] } };
     reporter.report({ id: alloc.id, clientStatus: 'running', clientDescription: 'tasks are running', taskStates });
     await reporter.flush();
-    const running = (await http<Allocation>('GET', `/v1/allocation/${alloc.id}`)).body;
-    assert.equal(running.clientStatus, 'running');
-    assert.equal(running.taskStates['pg']?.state, 'running');
+    const running = (await http<Api.Allocation>('GET', `/v1/allocation/${alloc.id}`)).body;
+    assert.equal(running.ClientStatus, 'running');
+    assert.equal(running.TaskStates?.['pg']?.State, 'running');
 
     // The allocation completes: the claim watcher asks the node to detach (NodeUnpublish, NodeUnstage) then unpublishes.
     plugin.clearCalls();
@@ -339,7 +339,7 @@ describe('the node conversation with a real server', () => {
     reporter.report({ id: web.id, clientStatus: 'running', clientDescription: 'serving', taskStates: { srv: state } });
     await reporter.flush();
     assert.equal(reporter.counts.sent, before + 1, 'only the known allocation was sent');
-    assert.equal((await http<Allocation>('GET', `/v1/allocation/${web.id}`)).body.clientDescription, 'serving');
+    assert.equal((await http<Api.Allocation>('GET', `/v1/allocation/${web.id}`)).body.ClientDescription, 'serving');
   });
 
   it('registers again, under the same node ID, with a server that forgot the node', async () => {
