@@ -267,7 +267,7 @@ describe('node writes', () => {
     assert.equal(out.EvalIDs?.length, 1, 'the system job is evaluated for the node');
     const evaluation = (await h.call<Api.Evaluation>('GET', `/v1/evaluation/${out.EvalIDs?.[0]}`)).body;
     assert.equal(evaluation.TriggeredBy, 'node-update');
-    assert.equal(evaluation.nodeId, ids['n-a']);
+    assert.equal(evaluation.NodeID, ids['n-a']);
     assert.equal((await h.call('PUT', '/v1/node/nobody/evaluate')).status, 404);
   });
 
