@@ -71,7 +71,7 @@ describe('status, regions, agent', () => {
     const raft = assertShape(RaftConfiguration, (await nomadGet('/v1/operator/raft/configuration')).body);
     assert.equal(raft.Servers.length, 1);
     assert.deepEqual({ ...raft.Servers[0]!, ID: '', Node: '' }, { ID: '', Node: '', Address: hostPort, Leader: true, Voter: true, RaftProtocol: '3' });
-    assert.ok(raft.Index >= 1);
+    assert.equal(raft.Index, h.server.store.latestIndex(), "the store's latest index");
     const auto = assertShape(AutopilotConfiguration, (await nomadGet('/v1/operator/autopilot/configuration')).body);
     assert.equal(auto.LastContactThreshold, '200ms');
     assert.equal(auto.ServerStabilizationTime, '10s');

@@ -301,7 +301,11 @@ describe('deployments (Nomad /v1/deployments, /v1/deployment/..., /v1/job/:id/de
 
     const res = await h.call('PUT', `/v1/deployment/allocation-health/${second.ID}`, { body: { DeploymentID: second.ID, UnhealthyAllocationIDs: canaries } });
     assert.equal(res.status, 200, res.text);
-    assert.equal(DeploymentUpdateResponse.parse(res.body).RevertedJobVersion, 0, 'auto_revert went back to the stable version 0');
+    const reverted = DeploymentUpdateResponse.parse(res.body);
+    assert.equal(reverted.RevertedJobVersion, 0, 'auto_revert went back to the stable version 0');
+    // The revert registers the job again; its evaluation (the answer's EvalID) starts the next deployment.
+    assert.ok(reverted.EvalID, 'the revert answers its evaluation');
+    await h.settled(reverted.EvalID);
     const failed = Deployment.parse((await h.call('GET', `/v1/deployment/${second.ID}`)).body);
     assert.equal(failed.Status, 'failed');
     assert.equal(failed.StatusDescription, 'Failed due to unhealthy allocations - rolling back to job version 0');
