@@ -39,9 +39,10 @@ export function addJobPlan(job: Command, ctx: CommandContext, tools: JobFileTool
         .option('--diff', 'show the diff (default; --no-diff hides it)', true)
         .option('--no-diff', 'hide the diff')
         .option('--verbose', 'show the diff of added and removed groups and tasks in full')
+        .option('--output', 'print the plan request JSON ({"Job": ..., "Diff": true}, what PUT /v1/job/:id/plan takes) instead of planning')
         .option('-t, --template <template>', 'format the plan (JobPlanResponse) with a Go template'),
     ),
-    ['job plan web.hcl', 'job plan -json-output web.hcl', 'job plan web.hcl && echo unchanged'],
+    ['job plan web.hcl', 'job plan -json-output web.hcl', 'job plan web.hcl && echo unchanged', 'job plan -output web.hcl | curl -X PUT -H "X-Nomad-Token: $NOMAD_TOKEN" -d @- $NOMAD_ADDR/v1/job/web/plan'],
     { jsonInput: true },
   ).action(async (...params: unknown[]) => {
     try {
@@ -60,6 +61,10 @@ async function plan(ctx: CommandContext, tools: JobFileTools, s: ApiSession, [fi
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   const namespace = tools.fileNamespace(parsed, s);
   const job = await tools.fileJobJson(parsed, namespace);
+  if (opts['output']) {
+    s.out.line(JSON.stringify({ Job: job, Diff: opts['diff'] !== false }, null, 4));
+    return;
+  }
   const { body } = await tools.sendJobFile(parsed, job, () =>
     s.api.request<api.JobPlanResponse>('PUT', `/v1/job/${encodeURIComponent(parsed.job.id)}/plan`, { query: { namespace }, body: { Job: job, Diff: opts['diff'] !== false } }),
   );

@@ -73,6 +73,15 @@ describe("the job commands on Nomad's API", () => {
     assert.equal(registration.Job.ID, 'web');
     assert.equal(registration.Job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['GREETING'], 'hi');
     assert.deepEqual((await c.call<api.JobListStub[]>('GET', '/v1/jobs')).body, [], '-output submits nothing');
+    // job plan -output: the body of PUT /v1/job/:id/plan, planned as it is.
+    const planOut = await c.cli(['job', 'plan', '-output', write('web.hcl', webHcl('hi'))]);
+    assert.equal(planOut.code, 0, planOut.stderr);
+    const planRequest = JSON.parse(planOut.stdout) as Pick<api.JobPlanRequest, 'Job' | 'Diff'>;
+    assert.equal(planRequest.Diff, true);
+    assert.equal(planRequest.Job.ID, 'web');
+    const planned = await c.call<api.JobPlanResponse>('PUT', '/v1/job/web/plan', { body: planRequest });
+    assert.equal(planned.status, 200, planned.text);
+    assert.equal(planned.body.Diff?.Type, 'Added');
     // A .nomad file is read as HCL unless -json says it is JSON.
     const saved = write('web-registration.nomad', out.stdout);
     assert.notEqual((await c.cli(['job', 'run', '-detach', saved])).code, 0);
@@ -86,10 +95,10 @@ describe("the job commands on Nomad's API", () => {
     const one = await c.cli(['job', 'status', 'web']);
     assert.match(one.stdout, /^ID\s+= web\nName\s+= web\nSubmit Date\s+= \d{4}-.*\nType\s+= service\nPriority\s+= 50\nDatacenters\s+= \*\nNamespace\s+= default\nStatus\s+= running\nPeriodic\s+= false\nParameterized\s+= false\n/);
     assert.match(one.stdout, /^web\s+0\s+0\s+1\s+0\s+0\s+0$/m);
-    const [alloc] = (await c.call<Array<{ id: string }>>('GET', '/v1/job/web/allocations')).body;
-    assert.match(one.stdout, new RegExp(`^${alloc!.id.slice(0, 8)}\\s`, 'm'));
-    assert.doesNotMatch(one.stdout, new RegExp(alloc!.id));
-    assert.match((await c.cli(['job', 'status', '-verbose', 'web'])).stdout, new RegExp(`^${alloc!.id}\\s`, 'm'));
+    const [alloc] = (await c.call<api.AllocationListStub[]>('GET', '/v1/job/web/allocations')).body;
+    assert.match(one.stdout, new RegExp(`^${alloc!.ID.slice(0, 8)}\\s`, 'm'));
+    assert.doesNotMatch(one.stdout, new RegExp(alloc!.ID));
+    assert.match((await c.cli(['job', 'status', '-verbose', 'web'])).stdout, new RegExp(`^${alloc!.ID}\\s`, 'm'));
     const t = await c.cli(['job', 'status', '-t', '{{range .}}{{.Summary.JobID}}: {{(index .Summary.Summary "web").Running}} running{{end}}', 'web']);
     assert.equal(t.stdout.trim(), 'web: 1 running');
     const doc = json<Array<{ Summary: api.JobSummary; Allocations: unknown[]; Evaluations: unknown[] }>>(await c.cli(['job', 'status', '-json', 'web']));

@@ -69,8 +69,9 @@ export class DeploymentService {
     const made: DeploymentChange = { deployment: result, index: out.index ?? this.#store.latestIndex() };
     if (out.evaluation) Object.assign(made, { evalId: out.evaluation.id, evalIndex: out.evaluation.createIndex });
     if (!revertTo) return made;
-    await this.#jobs.register(specOfJob(revertTo.job));
-    return { ...made, revertedTo: revertTo.version };
+    // As Nomad's answer names the evaluation that rolls the job back: the revert's registration's.
+    const reverted = await this.#jobs.register(specOfJob(revertTo.job));
+    return { ...made, evalId: reverted.evaluation.id, evalIndex: reverted.evaluation.createIndex, index: Math.max(made.index, reverted.index), revertedTo: revertTo.version };
   }
 
   /** The latest stable version before `d`'s to go back to when one of its groups has auto_revert, if any. */
