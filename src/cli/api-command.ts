@@ -58,6 +58,12 @@ export function apiCommand(cmd: Command, examples: readonly string[], opts: { js
     .option('--json', opts.jsonInput ? "the job file is Nomad's API JSON, whatever its name (Nomad's -json); --json-output prints the result as JSON" : 'print one JSON document on stdout (for scripts)')
     .option(`${opts.shortNamespace === false ? '' : '-n, '}--namespace <ns>`, 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
   if (opts.jsonInput) cmd.option('--json-output', 'print one JSON document on stdout (for scripts)');
+  // Nomad's -t: the JSON document through a Go template. A command that formats its own keeps its flag;
+  // one whose -t is something else (alloc exec's TTY) gets the long form only.
+  if (!cmd.options.some((o) => o.long === '--template')) {
+    const short = cmd.options.some((o) => o.short === '-t') ? '' : '-t, ';
+    cmd.option(`${short}--template <template>`, 'format the JSON document (what --json prints) with a Go template, as Nomad\'s -t');
+  }
   const lines = examples.map((e) => `  $ berth ${e}`).join('\n');
   cmd.addHelpText('after', `\nExamples:\n${lines}\n\n${API_EXIT_CODES_HELP}`);
   return cmd;
@@ -77,7 +83,9 @@ export function apiAction(
     ctx.state.json = Boolean(JSON_INPUT.has(cmd) ? opts['jsonOutput'] : opts.json);
     const address = addressList(addressSetting(opts.address, process.env, configuredAddress));
     const token = tokenSetting(opts.token);
-    const out = new Output(ctx.io, ctx.redactor, ctx.state.json);
+    const template = typeof opts['template'] === 'string' ? opts['template'] : undefined;
+    const out = new Output(ctx.io, ctx.redactor, ctx.state.json, template);
+    ctx.state.json = out.json;
     const onStale = (): void => out.warn(STALE_WARNING);
     const onRetry = (why: string): void => out.warn(`retrying: ${why}`);
     const answerTimeoutMs = clientTimeoutSetting(opts.clientTimeout);
