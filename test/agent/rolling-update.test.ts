@@ -12,14 +12,20 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CSIPlugin, CSIVolume, Deployment, Job, VolumeClaimState } from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin, CSIVolume, Deployment, Job, VolumeClaimState } from '../../src/api/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
 function ok(r: Result, what: string): Result {
   assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return r;
+}
+
+/** The allocation's index in its group, from its name (`roll.g[2]`), as Nomad's api.Allocation.Index() reads it. */
+function indexOf(a: AllocationListStub): number {
+  const m = /\[(\d+)\]$/.exec(a.Name);
+  assert.ok(m, `an allocation name with an index: ${a.Name}`);
+  return Number(m[1]);
 }
 
 const volumeHcl = (i: number): string => `
@@ -85,8 +91,8 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
   let agent: AgentUnderTest;
   let nodeId = '';
 
-  const live = async (): Promise<Allocation[]> =>
-    (await agent.get<Allocation[]>('/v1/job/roll/allocations')).filter((a) => a.desiredStatus === 'run').sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+  const live = async (): Promise<AllocationListStub[]> =>
+    (await agent.get<AllocationListStub[]>('/v1/job/roll/allocations')).filter((a) => a.DesiredStatus === 'run').sort((a, b) => indexOf(a) - indexOf(b));
   const claimsOf = async (i: number): Promise<VolumeClaimState[]> => (await agent.get<CSIVolume>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).BerthClaims;
   const latestDeployment = async (): Promise<Deployment | null> => agent.get<Deployment | null>('/v1/job/roll/deployment');
   const settled = (version: number) =>
@@ -96,10 +102,10 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
       return d?.JobVersion === version && d.Status === 'successful' ? d : undefined;
     }, 180_000);
   /** The volume's log as the allocation's task printed it on start. */
-  const logOf = async (a: Allocation): Promise<string[]> =>
-    until(`the log of ${a.id}`, async () => {
-      const out = (await agent.cli(['alloc', 'logs', a.id])).stdout.trim().split('\n');
-      return out.at(-1)?.endsWith(a.id) ? out : undefined;
+  const logOf = async (a: AllocationListStub): Promise<string[]> =>
+    until(`the log of ${a.ID}`, async () => {
+      const out = (await agent.cli(['alloc', 'logs', a.ID])).stdout.trim().split('\n');
+      return out.at(-1)?.endsWith(a.ID) ? out : undefined;
     }, 60_000);
   const write = (v: number, opts?: { canary?: number; fails?: boolean }): string => {
     const file = path.join(dir, `roll-${v}.hcl`);
@@ -115,7 +121,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
       const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
       return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     }, 60_000);
-    nodeId = (await agent.get<Allocation[]>('/v1/job/hostpath-plugin/allocations'))[0]?.nodeId ?? '';
+    nodeId = (await agent.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations'))[0]?.NodeID ?? '';
     for (let i = 0; i < 3; i++) {
       const file = path.join(dir, `vol-${i}.hcl`);
       writeFileSync(file, volumeHcl(i));
@@ -136,8 +142,8 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     assert.match(run.stdout, /Monitoring deployment/);
     assert.match(run.stdout, /Deployment "[0-9a-f]{8}" successful/);
     const allocs = await live();
-    assert.deepEqual(allocs.map((a) => a.index), [0, 1, 2]);
-    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.id]);
+    assert.deepEqual(allocs.map(indexOf), [0, 1, 2]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.ID]);
   });
 
   it('a canary replaces the first allocation and waits for promotion; then each claim moves to its replacement in order', async () => {
@@ -148,7 +154,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
       return dep?.JobVersion === 1 && dep.TaskGroups?.['g']?.HealthyAllocs === 1 ? dep : undefined;
     }, 120_000);
     const during = await live();
-    assert.deepEqual(during.map((a) => [a.index, a.jobVersion, a.deploymentStatus?.canary ?? false]), [[0, 1, true], [1, 0, false], [2, 0, false]]);
+    assert.deepEqual(during.map((a) => [indexOf(a), a.JobVersion, a.DeploymentStatus?.Canary ?? false]), [[0, 1, true], [1, 0, false], [2, 0, false]]);
     assert.equal(d.Status, 'running');
     // Task Group, Auto Revert, Promoted, Desired, Canaries, Placed, Healthy, Unhealthy, Progress Deadline.
     assert.match(ok(await agent.cli(['deployment', 'status', d.ID]), 'deployment status').stdout, /^g\s+true\s+false\s+3\s+1\s+1\s+1\s+0\s+\d{4}-/m);
@@ -157,15 +163,15 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
 
     const after = await live();
     // Replaced in index order, each replacement created after its predecessor's replacement was healthy.
-    assert.deepEqual(after.map((a) => a.jobVersion), [1, 1, 1]);
-    const created = [...after].sort((a, b) => a.createIndex - b.createIndex).map((a) => a.index);
+    assert.deepEqual(after.map((a) => a.JobVersion), [1, 1, 1]);
+    const created = [...after].sort((a, b) => a.CreateIndex - b.CreateIndex).map(indexOf);
     assert.deepEqual(created, [0, 1, 2]);
     for (const [i, a] of after.entries()) {
-      assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.id], `roll[${i}] is claimed by its replacement only`);
+      assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.ID], `roll[${i}] is claimed by its replacement only`);
       const log = await logOf(a);
-      const prev = before[i] as Allocation;
+      const prev = before[i] as AllocationListStub;
       // The predecessor wrote its stop line before the replacement started: never two writers.
-      assert.deepEqual(log.slice(-3), [`start v1 ${prev.id}`, `stop ${prev.id}`, `start v2 ${a.id}`]);
+      assert.deepEqual(log.slice(-3), [`start v1 ${prev.ID}`, `stop ${prev.ID}`, `start v2 ${a.ID}`]);
     }
   });
 
@@ -179,9 +185,9 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     const job = await agent.get<Job>('/v1/job/roll');
     assert.equal(job.Version, 3);
     assert.equal(job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['VERSION'], '2');
-    assert.deepEqual(allocs.map((a) => a.jobVersion), [3, 3, 3]);
-    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.id]);
-    const log0 = await logOf(allocs[0] as Allocation);
+    assert.deepEqual(allocs.map((a) => a.JobVersion), [3, 3, 3]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.ID]);
+    const log0 = await logOf(allocs[0] as AllocationListStub);
     assert.match(log0.at(-2) ?? '', /^(start v3 |stop )/, 'the failed v3 allocation (or the last v2 one) wrote before the revert started');
     assert.equal(log0.filter((l) => l.startsWith('start v3')).length, 1, 'max_parallel = 1: one failing allocation, no more');
     const history = ok(await agent.cli(['job', 'history', '-p', 'roll']), 'job history');

@@ -10,7 +10,6 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -75,15 +74,15 @@ describe('berth agent --server and --client with config files', () => {
       `job "hello" {\n  group "g" {\n    task "hi" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sh"\n        args    = ["-c", "echo hello from $BERTH_TASK_NAME; while true; do sleep 1; done # ${MARKER}"]\n      }\n    }\n  }\n}\n`,
     );
     ok(await server.cli(['job', 'run', job]), 'job run');
-    const [alloc] = await server.get<Allocation[]>('/v1/job/hello/allocations');
-    await until('the task to print', async () => (await server.cli(['alloc', 'logs', alloc!.id])).stdout === 'hello from hi\n');
-    const exec = await server.cli(['alloc', 'exec', alloc!.id, '--', 'sh', '-c', 'echo "$BERTH_ALLOC_ID"; exit 3']);
+    const [alloc] = await server.get<Api.AllocationListStub[]>('/v1/job/hello/allocations');
+    await until('the task to print', async () => (await server.cli(['alloc', 'logs', alloc!.ID])).stdout === 'hello from hi\n');
+    const exec = await server.cli(['alloc', 'exec', alloc!.ID, '--', 'sh', '-c', 'echo "$BERTH_ALLOC_ID"; exit 3']);
     assert.equal(exec.code, 3, exec.stderr);
-    assert.equal(exec.stdout, `${alloc!.id}\n`);
-    const berth = await server.cli(['alloc', 'exec', alloc!.id, '--', 'sh', '-c', 'berth --version']);
+    assert.equal(exec.stdout, `${alloc!.ID}\n`);
+    const berth = await server.cli(['alloc', 'exec', alloc!.ID, '--', 'sh', '-c', 'berth --version']);
     assert.equal(berth.code, 0, `a client agent's task has berth on its PATH (as a dev agent's has): ${berth.stderr}`);
     assert.match(berth.stdout, /^\d+\.\d+\.\d+/);
-    const reader = await server.cli(['alloc', 'exec', alloc!.id, 'true'], { token: READER });
+    const reader = await server.cli(['alloc', 'exec', alloc!.ID, 'true'], { token: READER });
     assert.equal(reader.code, 5, 'a read-only token may not exec');
     assert.match(reader.stderr, /^error: permission denied/);
   });
@@ -115,8 +114,8 @@ describe('berth agent --server and --client with config files', () => {
       const addr = node ? `http://${node.HTTPAddr}` : '';
       return node?.Status === 'ready' && addr === client.addr && addr !== oldAddr;
     });
-    const [alloc] = await server.get<Allocation[]>('/v1/job/hello/allocations');
-    await until('the reattached task to serve its logs', async () => (await server.cli(['alloc', 'logs', alloc!.id])).stdout === 'hello from hi\n');
+    const [alloc] = await server.get<Api.AllocationListStub[]>('/v1/job/hello/allocations');
+    await until('the reattached task to serve its logs', async () => (await server.cli(['alloc', 'logs', alloc!.ID])).stdout === 'hello from hi\n');
     assert.deepEqual(pidsWith(MARKER), before, 'the same process');
   });
 
