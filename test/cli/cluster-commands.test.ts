@@ -227,6 +227,10 @@ describe('berth CLI against a real server', () => {
     const allocJson = json<api.Allocation>(await c.cli(['alloc', 'status', allocId, '--json']));
     assert.equal(allocJson.ID, allocId);
     assert.equal(allocJson.ClientStatus, 'running');
+    // Nomad's -t: the same document through a Go template.
+    const templated = await c.cli(['alloc', 'status', '-t', '{{.ID}} {{.ClientStatus}} {{.TaskGroup}}', allocId]);
+    assert.equal(templated.code, 0, templated.stderr);
+    assert.equal(templated.stdout.trim(), `${allocId} running main`);
 
     // Nomad's layout: ID, Node Pool, DC, Name, Class, Drain, Eligibility, Status; an empty cell is <none>.
     const nodes = await c.cli(['node', 'status']);
