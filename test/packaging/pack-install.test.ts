@@ -125,9 +125,10 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
       await cli(['volume', 'create', path.join(examples, 'volume.hcl')]);
       assert.match(await cli(['job', 'run', path.join(examples, 'writer.hcl')]), /complete|running/);
       await until('the writer to complete', async () => {
-        const j = JSON.parse(await cli(['job', 'status', 'writer', '--json'])) as { allocations: Array<{ clientStatus: string }> };
-        if (j.allocations.some((a) => a.clientStatus === 'failed')) throw new Error('the writer failed');
-        return j.allocations.some((a) => a.clientStatus === 'complete');
+        // Nomad's `job status -json`: a list of one job's summary, allocations, deployment and evaluations.
+        const [j] = JSON.parse(await cli(['job', 'status', 'writer', '--json'])) as Array<{ Allocations: Array<{ ClientStatus: string }> }>;
+        if (j!.Allocations.some((a) => a.ClientStatus === 'failed')) throw new Error('the writer failed');
+        return j!.Allocations.some((a) => a.ClientStatus === 'complete');
       });
       await cli(['job', 'stop', 'writer']);
       await until('the writer\'s claim to be released', async () => {
