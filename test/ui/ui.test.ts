@@ -251,9 +251,9 @@ describe('the web UI', { timeout: 400_000 }, () => {
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Stop job' }).click();
     await page.getByRole('status').filter({ hasText: /^Stopped: 1 allocation finished\.$/ }).waitFor({ timeout: 120_000 });
-    const allocs = await apiGet<Array<{ clientStatus: string; desiredStatus: string }>>('/v1/job/ui-stop-me/allocations');
-    assert.deepEqual(allocs.map((a) => a.desiredStatus), ['stop']);
-    assert.notEqual(allocs[0]!.clientStatus, 'running');
+    const allocs = await apiGet<Array<{ ClientStatus: string; DesiredStatus: string }>>('/v1/job/ui-stop-me/allocations');
+    assert.deepEqual(allocs.map((a) => a.DesiredStatus), ['stop']);
+    assert.notEqual(allocs[0]!.ClientStatus, 'running');
     await shot(page, 'job-stopped');
   });
 
