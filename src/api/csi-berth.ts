@@ -61,6 +61,21 @@ export const VolumeCondition = z.strictObject({
 export type VolumeCondition = z.infer<typeof VolumeCondition>;
 
 /**
+ * A volume's condition with the volume it is of: the payload of the
+ * `volume-condition` event topic (the condition as a volume's
+ * `BerthCondition` shows it, and which volume and plugin it is about).
+ */
+export const VolumeConditionEvent = z.strictObject({
+  Namespace: z.string(),
+  VolumeID: z.string(),
+  PluginID: z.string(),
+  ...VolumeCondition.shape,
+  CreateIndex: int.nonnegative(),
+  ModifyIndex: int.nonnegative(),
+});
+export type VolumeConditionEvent = z.infer<typeof VolumeConditionEvent>;
+
+/**
  * One allocation's claim on a volume and where its release stands. States:
  * `taken` while the allocation may use the volume, then `unpublishing`,
  * `node-detached`, `controller-detached`; the claim is gone once free.
