@@ -14,8 +14,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
-import type { CSIPlugin, CSIVolume, DriftReport, VolumeConditionEvent, VolumeUsageHistory } from '../../src/api/index.js';
-import type { Allocation } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, DriftReport, VolumeConditionEvent, VolumeUsageHistory } from '../../src/api/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -83,14 +82,14 @@ describe('volume health and drift on a dev agent', () => {
     const alloc = await until(
       'the filler to have written its 6 MiB',
       async () => {
-        const [a] = await agent.get<Allocation[]>('/v1/job/filler/allocations');
-        if (!a || a.clientStatus !== 'running') return undefined;
-        const logs = await agent.cli(['alloc', 'logs', a.id.slice(0, 8)]);
+        const [a] = await agent.get<AllocationListStub[]>('/v1/job/filler/allocations');
+        if (!a || a.ClientStatus !== 'running') return undefined;
+        const logs = await agent.cli(['alloc', 'logs', a.ID.slice(0, 8)]);
         return /filled/.test(logs.stdout) ? a : undefined;
       },
       90_000,
     );
-    allocId = alloc.id;
+    allocId = alloc.ID;
   });
 
   after(async () => {
@@ -206,11 +205,11 @@ describe('volume health and drift on a dev agent', () => {
       'the task event',
       async () => {
         const a = await agent.get<Allocation>(`/v1/allocation/${allocId}`);
-        return a.taskStates['fill']?.events.some((e) => e.type === 'Volume Abnormal') ? a : undefined;
+        return a.TaskStates?.['fill']?.Events?.some((e) => e.Type === 'Volume Abnormal') ? a : undefined;
       },
       30_000,
     );
-    const event = alloc.taskStates['fill']!.events.find((e) => e.type === 'Volume Abnormal')!;
-    assert.match(event.message, /^Volume shared-data reported abnormal by plugin hostpath: the volume's directory .* has vanished/);
+    const event = alloc.TaskStates!['fill']!.Events!.find((e) => e.Type === 'Volume Abnormal')!;
+    assert.match(event.DisplayMessage, /^Volume shared-data reported abnormal by plugin hostpath: the volume's directory .* has vanished/);
   });
 });
