@@ -52,7 +52,7 @@ export function tablesOf(filter: TopicFilter): DataTable[] {
 }
 
 /** Whether an event passes the filter and the namespace (`*`: all; events outside namespaces always pass), as Nomad's subscription filters. */
-export function matches(filter: TopicFilter, namespace: string, ev: Event): boolean {
+export function matches(filter: TopicFilter, namespace: string, ev: Omit<Event, 'Payload'>): boolean {
   if (ev.Namespace !== '' && namespace !== '*' && ev.Namespace !== namespace) return false;
   const keys = [...(filter.get('*') ?? []), ...(filter.get(ev.Topic) ?? [])];
   return keys.some((k) => k === '*' || k === ev.Key || (ev.FilterKeys ?? []).includes(k));
@@ -85,8 +85,8 @@ function changesAfter(snap: StateReader, after: number, tables: readonly DataTab
 function framesOf(changes: readonly StoreEvent[], filter: TopicFilter, namespace: string, ctx: PayloadContext): Events[] {
   const frames: Events[] = [];
   for (const change of changes) {
-    const ev = eventOf(change, ctx);
-    if (!ev || !matches(filter, namespace, ev)) continue;
+    const ev = eventOf(change, ctx, (head) => matches(filter, namespace, head));
+    if (!ev) continue;
     const last = frames[frames.length - 1];
     if (last && last.Index === ev.Index) last.Events.push(ev);
     else frames.push({ Index: ev.Index, Events: [ev] });

@@ -152,18 +152,22 @@ const DESCRIBE: { [T in StreamedTable]: (row: TableRow<T>, put: boolean, index: 
 
 /**
  * One store change as a Nomad event; undefined for a table the stream does
- * not carry. The payload converters read the row's neighbours from `ctx`'s
- * snapshot (the caller's: the stream takes one when it sends the change, so
- * neighbours are as of then, not as of the change).
+ * not carry, or a change `keep` (given the event without its payload)
+ * leaves out, whose payload is then never converted. The payload converters
+ * read the row's neighbours from `ctx`'s snapshot (the caller's: the stream
+ * takes one when it sends the change, so neighbours are as of then, not as
+ * of the change).
  */
-export function eventOf(change: StoreEvent, ctx: PayloadContext): Event | undefined {
+export function eventOf(change: StoreEvent, ctx: PayloadContext, keep: (ev: Omit<Event, 'Payload'>) => boolean = () => true): Event | undefined {
   const topic = topicOf(change.topic);
   if (!topic || !change.row) return undefined;
   const table = change.topic as StreamedTable;
   const put = change.op === 'put';
   const described = (DESCRIBE[table] as (row: unknown, put: boolean, index: number) => Described)(change.row, put, change.index);
+  const head = { Topic: topic, ...described, Index: change.index };
+  if (!keep(head)) return undefined;
   const object = (EVENT_PAYLOAD_OBJECTS[table] as (row: unknown, ctx: PayloadContext) => unknown)(change.row, ctx);
   const payload: Record<string, unknown> = { [PAYLOAD_KEY[topic]]: object };
   if (topic === 'Job' && !put) payload['Deleted'] = true;
-  return { Topic: topic, ...described, Index: change.index, Payload: payload };
+  return { ...head, Payload: payload };
 }
