@@ -18,6 +18,9 @@
 //   POST   /v1/volume/csi/:id/expand         CSIVolumeExpandRequest -> CSIVolume
 // and Nomad's `DELETE /v1/volume/csi/:id/detach` answers CSIVolumeDetachResponse
 // (Nomad answers it with an empty body, which its clients ignore).
+// On the event stream (events.ts EVENT_PAYLOADS): the `claim` topic carries a
+// VolumeClaimListStub, `volume-condition` a VolumeConditionEvent and `drift`
+// a DriftReport.
 
 import { z } from 'zod';
 
