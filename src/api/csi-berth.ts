@@ -18,6 +18,9 @@
 //   POST   /v1/volume/csi/:id/expand         CSIVolumeExpandRequest -> CSIVolume
 // and Nomad's `DELETE /v1/volume/csi/:id/detach` answers CSIVolumeDetachResponse
 // (Nomad answers it with an empty body, which its clients ignore).
+// On the event stream (events.ts EVENT_PAYLOADS): the `claim` topic carries a
+// VolumeClaimListStub, `volume-condition` a VolumeConditionEvent and `drift`
+// a DriftReport.
 
 import { z } from 'zod';
 
@@ -59,6 +62,21 @@ export const VolumeCondition = z.strictObject({
   Sources: z.array(SourcedCondition),
 });
 export type VolumeCondition = z.infer<typeof VolumeCondition>;
+
+/**
+ * A volume's condition with the volume it is of: the payload of the
+ * `volume-condition` event topic (the condition as a volume's
+ * `BerthCondition` shows it, and which volume and plugin it is about).
+ */
+export const VolumeConditionEvent = z.strictObject({
+  Namespace: z.string(),
+  VolumeID: z.string(),
+  PluginID: z.string(),
+  ...VolumeCondition.shape,
+  CreateIndex: int.nonnegative(),
+  ModifyIndex: int.nonnegative(),
+});
+export type VolumeConditionEvent = z.infer<typeof VolumeConditionEvent>;
 
 /**
  * One allocation's claim on a volume and where its release stands. States:

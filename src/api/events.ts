@@ -5,7 +5,13 @@
 // Nomad has the object; Berth's own objects keep Berth's topic names.
 
 import { z } from 'zod';
+import { Allocation } from './allocations.js';
+import { CSIPlugin, CSIVolume } from './csi.js';
+import { DriftReport, VolumeClaimListStub, VolumeConditionEvent } from './csi-berth.js';
+import { Deployment } from './deployments.js';
+import { Evaluation } from './evaluations.js';
 import { Job } from './jobs.js';
+import { Node } from './nodes.js';
 import { ServiceRegistration } from './services.js';
 
 /** Nomad's topics Berth emits events on. */
@@ -76,25 +82,25 @@ export type Events = z.infer<typeof Events>;
 export const EventHeartbeat = z.object({});
 export type EventHeartbeat = z.infer<typeof EventHeartbeat>;
 
-/** Stands for a payload object whose shape another route family defines (its schema goes here once it exists). */
-const pendingShape = z.record(z.string(), z.unknown());
-
 /**
  * Each topic's payload: the object under Nomad's key (api.Event's
- * `Job()`, `Allocation()`... read these keys). Job's and Service's are
- * checked field by field; the others are wired to their family's schema as
- * those land.
+ * `Job()`, `Allocation()`, `Node()`... read these keys), in the shape the
+ * topic's routes answer. A Job deleted from the store has `Deleted`.
+ * Berth's topics: `Claim` is a row of `GET /v1/volumes/csi/claims`
+ * (the claim, its volume, and its allocation's job and status when the
+ * event was sent), `VolumeCondition` a volume's condition with the volume
+ * it is of, `Drift` the drift loop's report (`GET /v1/volumes/drift`).
  */
 export const EVENT_PAYLOADS = {
   Job: z.object({ Job: Job, Deleted: z.boolean().optional() }),
-  Allocation: z.object({ Allocation: pendingShape }),
-  Evaluation: z.object({ Evaluation: pendingShape }),
-  Deployment: z.object({ Deployment: pendingShape }),
-  Node: z.object({ Node: pendingShape }),
+  Allocation: z.object({ Allocation: Allocation }),
+  Evaluation: z.object({ Evaluation: Evaluation }),
+  Deployment: z.object({ Deployment: Deployment }),
+  Node: z.object({ Node: Node }),
   Service: z.object({ Service: ServiceRegistration }),
-  CSIVolume: z.object({ Volume: pendingShape }),
-  CSIPlugin: z.object({ Plugin: pendingShape }),
-  claim: z.object({ Claim: pendingShape }),
-  'volume-condition': z.object({ VolumeCondition: pendingShape }),
-  drift: z.object({ Drift: pendingShape }),
+  CSIVolume: z.object({ Volume: CSIVolume }),
+  CSIPlugin: z.object({ Plugin: CSIPlugin }),
+  claim: z.object({ Claim: VolumeClaimListStub }),
+  'volume-condition': z.object({ VolumeCondition: VolumeConditionEvent }),
+  drift: z.object({ Drift: DriftReport }),
 } as const;

@@ -155,6 +155,7 @@ export {
   NodeVolumeUsage,
   SourcedCondition,
   VolumeCondition,
+  VolumeConditionEvent,
   VolumeClaimState,
   VolumeClaimListStub,
   VolumeClaimDeleteResponse,

@@ -34,13 +34,13 @@ function ok(r: Result, what: string): Result {
 
 const WRITER = volumeWriterScript(1);
 
-/** One change of the event stream (Nomad's Event). */
+/** One change of the event stream (Nomad's Event); an Allocation event's payload is Nomad's Allocation (src/api EVENT_PAYLOADS). */
 interface StreamEvent {
   Index: number;
   Topic: string;
   Type: string;
   Key: string;
-  Payload: Record<string, Record<string, unknown>>;
+  Payload: { Allocation?: Allocation };
 }
 
 describe('node drain of a single-writer volume', () => {
@@ -152,14 +152,12 @@ describe('node drain of a single-writer volume', () => {
     assert.ok(oldClaimGone && newClaim, `both claim events seen: ${JSON.stringify(events.filter((e) => e.Topic === 'claim').map((e) => [e.Index, e.Type, e.Key]))}`);
     assert.ok(oldClaimGone.Index < newClaim.Index, `old claim released (index ${oldClaimGone.Index}) before the new one was taken (index ${newClaim.Index})`);
 
-    // The plugin on the drained node was told to stop only after the old claim was released.
-    // (The Allocation payload is still Berth's row on the stream (src/api/events.ts: pendingShape); read Nomad's name first.)
-    const field = (o: Record<string, unknown> | undefined, nomad: string, berth: string): unknown => o?.[nomad] ?? o?.[berth];
+    // The plugin on the drained node was told to stop only after the old claim was released
+    // (the Allocation payload is Nomad's Allocation, as GET /v1/allocation/:id answers it).
     const pluginStop = events.find((e) => {
-      const a = e.Payload['Allocation'];
-      const transition = field(a, 'DesiredTransition', 'desiredTransition') as Record<string, unknown> | undefined;
-      return e.Topic === 'Allocation' && e.Type !== 'AllocationDeleted' && field(a, 'JobID', 'jobId') === 'hostpath-plugin' && field(a, 'NodeID', 'nodeId') === drained.ID &&
-        field(a, 'DesiredStatus', 'desiredStatus') === 'stop' && field(transition, 'Migrate', 'migrate') === true;
+      const a = e.Payload.Allocation;
+      if (e.Topic !== 'Allocation' || e.Type === 'AllocationDeleted' || !a) return false;
+      return a.JobID === 'hostpath-plugin' && a.NodeID === drained.ID && a.DesiredStatus === 'stop' && a.DesiredTransition?.Migrate === true;
     });
     assert.ok(pluginStop, 'the plugin allocation on the drained node was stopped by the drain');
     assert.ok(pluginStop.Index > oldClaimGone.Index, `plugin stopped at index ${pluginStop.Index}, after the claim release at ${oldClaimGone.Index}`);

@@ -14,7 +14,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
-import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, DriftReport, VolumeUsageHistory } from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, DriftReport, VolumeConditionEvent, VolumeUsageHistory } from '../../src/api/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -194,9 +194,9 @@ describe('volume health and drift on a dev agent', () => {
 
     const events = await agent.cli(['event', 'stream', '--topic', 'volume-condition', '--index', String(from), '--until-now', '--json']);
     ok(events, 'event stream');
-    type ConditionEvent = { Topic: string; Payload: { VolumeCondition: { volumeId: string; abnormal: boolean } } };
+    type ConditionEvent = { Topic: string; Payload: { VolumeCondition: VolumeConditionEvent } };
     const lines = events.stdout.split('\n').filter((l) => l.startsWith('{')).flatMap((l) => (JSON.parse(l) as { Events: ConditionEvent[] }).Events);
-    assert.ok(lines.some((e) => e.Topic === 'volume-condition' && e.Payload.VolumeCondition.volumeId === 'shared-data' && e.Payload.VolumeCondition.abnormal), events.stdout);
+    assert.ok(lines.some((e) => e.Topic === 'volume-condition' && e.Payload.VolumeCondition.VolumeID === 'shared-data' && e.Payload.VolumeCondition.Abnormal), events.stdout);
 
     const metrics = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
     assert.match(metrics, /^berth_volume_abnormal\{namespace="default",volume="shared-data",plugin="hostpath"\} 1$/m);
@@ -210,6 +210,6 @@ describe('volume health and drift on a dev agent', () => {
       30_000,
     );
     const event = alloc.TaskStates!['fill']!.Events!.find((e) => e.Type === 'Volume Abnormal')!;
-    assert.match(event.Message, /^Volume shared-data reported abnormal by plugin hostpath: the volume's directory .* has vanished/);
+    assert.match(event.DisplayMessage, /^Volume shared-data reported abnormal by plugin hostpath: the volume's directory .* has vanished/);
   });
 });

@@ -24,7 +24,7 @@ import { eventually } from '../support/eventually.js';
 import { registration as jobRegistration } from '../support/nomad-jobs.js';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse, DriftReport, VolumeUsageHistory } from '../../src/api/index.js';
+import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse, DriftReport, VolumeConditionEvent, VolumeUsageHistory } from '../../src/api/index.js';
 import type { NodeFingerprint, VolumeStatsReport } from '../../src/structs/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { CsiManager } from '../../src/client/csimanager/index.js';
@@ -215,10 +215,10 @@ describe('volume health and drift with an injected fault', () => {
     assert.match(status.stdout, /Condition\s+abnormal: disk reports I\/O errors \(node node-h, /);
 
     const stream = await http<never>('GET', `/v1/event/stream?topic=volume-condition&index=${from + 1}&until=now`);
-    type ConditionEvent = { Topic: string; Type: string; Payload: { VolumeCondition: { volumeId: string; abnormal: boolean; message: string } } };
+    type ConditionEvent = { Topic: string; Type: string; Payload: { VolumeCondition: VolumeConditionEvent } };
     const events = stream.text.split('\n').filter((l) => l.startsWith('{"')).flatMap((l) => (JSON.parse(l) as { Events: ConditionEvent[] }).Events);
     assert.ok(
-      events.some((e) => e.Topic === 'volume-condition' && e.Payload.VolumeCondition.volumeId === 'data' && e.Payload.VolumeCondition.abnormal && e.Payload.VolumeCondition.message === 'disk reports I/O errors'),
+      events.some((e) => e.Topic === 'volume-condition' && e.Payload.VolumeCondition.VolumeID === 'data' && e.Payload.VolumeCondition.Abnormal && e.Payload.VolumeCondition.Message === 'disk reports I/O errors'),
       stream.text,
     );
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
-import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse, JobRegisterResponse } from '../../src/api/index.js';
+import { EVENT_PAYLOADS, Events, type CSIPluginListStub, type CSIVolume, type CSIVolumeCreateResponse, type JobRegisterResponse } from '../../src/api/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { registration } from '../support/nomad-jobs.js';
 import { createLogger, systemClock } from '../../src/lib/index.js';
@@ -21,6 +21,7 @@ import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
 import type { Allocation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
+import { assertShape } from '../support/strict-schema.js';
 
 const SECRET = 'hunter2-very-secret';
 const FLAG = `password=${SECRET}`;
@@ -203,6 +204,12 @@ describe('server with a fake node agent over the real HTTP API', () => {
     const text = await res.text();
     assert.match(text, /"Topic":"CSIVolume"/);
     assert.match(text, /"Topic":"claim"/);
+    // Each event's payload in its topic's shape (strict), as the routes answer it.
+    for (const line of text.split('\n').filter((l) => l.trim() && l !== '{}')) {
+      for (const ev of assertShape(Events, JSON.parse(line), 'frame').Events) {
+        assertShape(EVENT_PAYLOADS[ev.Topic as keyof typeof EVENT_PAYLOADS], ev.Payload, `${ev.Topic} ${ev.Type} payload`);
+      }
+    }
     seen.push(text);
     for (const path of ['/v1/jobs', '/v1/job/db', '/v1/volumes?type=csi', '/v1/nodes', '/v1/plugins?type=csi', '/v1/plugin/csi/fake', '/v1/allocations', '/v1/evaluations']) {
       await call('GET', path, { token: TOKENS.readOnly });

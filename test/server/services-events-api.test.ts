@@ -1,16 +1,40 @@
 // Contract tests of Nomad's service discovery routes and of the event stream
 // against a real server: answers checked against their src/api schemas made
 // strict all the way down, the stream's frames (one per store index),
-// heartbeats, topic and namespace filters and Nomad's `index`. Rows are
+// heartbeats, topic and namespace filters and Nomad's `index`. Most rows are
 // written to the store directly, so these tests follow the stream and the
-// services routes and nothing of the routes that write them.
+// services routes and nothing of the routes that write them; the last one
+// makes an event of every topic through the routes that write them (a node
+// agent with a fake CSI plugin, a rolling job, a volume, its claim and
+// condition, the drift loop) and checks each payload against its topic's
+// schema (EVENT_PAYLOADS), strictly.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { WebSocket } from 'ws';
 import { z } from 'zod';
-import { EVENT_PAYLOADS, EVENT_TYPES, EventHeartbeat, Events, ServiceRegistration, ServiceRegistrationListStub } from '../../src/api/index.js';
-import { parseJobSpec, type Job, type ServiceRegistration as StoredRegistration } from '../../src/structs/index.js';
+import {
+  AllocationListStub,
+  EVENT_PAYLOADS,
+  EVENT_TYPES,
+  EventHeartbeat,
+  Events,
+  ServiceRegistration,
+  ServiceRegistrationListStub,
+  type Event,
+  type JobRegisterResponse,
+} from '../../src/api/index.js';
+import type { NodeConnections } from '../../src/server/noderpc/index.js';
 import { rowKey } from '../../src/server/state/index.js';
+import { DriftWatcher } from '../../src/server/volumehealth/index.js';
+import { parseJobSpec, type Job, type NodeRpcRequest, type ServiceRegistration as StoredRegistration } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
+import { FakePlugin } from '../support/csi-fake/index.js';
+import { eventually } from '../support/eventually.js';
+import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
 import { testAllocation } from '../support/server-rows.js';
 import { assertShape } from '../support/strict-schema.js';
 import { startServer, TOKENS, type Harness } from './_harness.js';
@@ -223,5 +247,136 @@ describe('the event stream', () => {
   it('refuses node tokens and a malformed index', async () => {
     assert.equal((await h.call('GET', '/v1/event/stream?until=now', { token: TOKENS.node })).status, 403);
     assert.equal((await h.call('GET', '/v1/event/stream?index=x&until=now')).status, 400);
+  });
+});
+
+/** A node connection to a fake node agent through a real WebSocket to the server (as test/server/csi-contract.test.ts). */
+function bridge(socket: () => WebSocket): { connections: NodeConnections; deliver: (msg: NodeRpcRequest) => void } {
+  let transport: { send(msg: NodeRpcRequest): void } | undefined;
+  const connections = {
+    attach: (_nodeId: string, t: { send(msg: NodeRpcRequest): void }) => {
+      transport = t;
+    },
+    detach: () => {
+      transport = undefined;
+    },
+    receive: (_nodeId: string, answer: unknown) => socket().send(JSON.stringify(answer)),
+  } as unknown as NodeConnections;
+  return { connections, deliver: (msg) => transport?.send(msg) };
+}
+
+describe("every topic's events, made by the routes that write them, in their topic's shape", () => {
+  let dir = '';
+  let plugin: FakePlugin | undefined;
+  let agent: FakeNodeAgent | undefined;
+  let ws: WebSocket | undefined;
+  let start = 0;
+
+  before(async () => {
+    start = h.server.store.latestIndex() + 1;
+    dir = mkdtempSync(join(tmpdir(), 'berth-events-'));
+    plugin = new FakePlugin({ socketPath: join(dir, 'plugin.sock'), nodeId: 'ext-node-1' });
+    await plugin.start();
+    const b = bridge(() => ws!);
+    agent = new FakeNodeAgent({ nodeId: 'node-1', connections: b.connections, plugins: { fake: `unix://${join(dir, 'plugin.sock')}` } });
+    const reg = await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { id: 'node-1', fingerprint: await agent.fingerprint({ now: Date.now() }) } });
+    assert.equal(reg.status, 200, reg.text);
+    ws = new WebSocket(`${h.url.replace('http', 'ws')}/v1/node/connect?nodeId=node-1`, { headers: { authorization: `Bearer ${TOKENS.node}` } });
+    ws.on('message', (data) => b.deliver(JSON.parse(String(data)) as NodeRpcRequest));
+    await new Promise<void>((resolve, reject) => {
+      ws!.once('open', () => resolve());
+      ws!.once('error', reject);
+    });
+    agent.connect();
+    await eventually('the plugin healthy', async () => {
+      const p = await h.call<Array<{ ID: string; NodesHealthy: number; ControllersHealthy: number }>>('GET', '/v1/plugins?type=csi');
+      return p.body.find((x) => x.ID === 'fake' && x.NodesHealthy === 1 && x.ControllersHealthy === 1);
+    });
+  });
+
+  after(async () => {
+    ws?.close();
+    await agent?.close();
+    await plugin?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('Job, Evaluation, Deployment, Allocation, Service, Node, CSIVolume, CSIPlugin, claim, volume-condition and drift: each payload parses strictly with EVENT_PAYLOADS', async () => {
+    // A rolling service job, placed on node-1: Job, Evaluation, Deployment, Allocation.
+    const update = { MaxParallel: 1, HealthCheck: 'manual', MinHealthyTime: 0, HealthyDeadline: 60e9, ProgressDeadline: 120e9 };
+    const job = {
+      ID: 'roll',
+      Name: 'roll',
+      Type: 'service',
+      Datacenters: ['dc1'],
+      TaskGroups: [{ Name: 'web', Count: 1, Update: update, Tasks: [{ Name: 'srv', Driver: 'exec', Config: { command: '/bin/true' }, Resources: { CPU: 100, MemoryMB: 64 } }] }],
+    };
+    const registered = await h.call<JobRegisterResponse>('PUT', '/v1/jobs', { body: { Job: job } });
+    assert.equal(registered.status, 200, registered.text);
+    const evaluation = await h.settled(registered.body.EvalID);
+    assert.equal(evaluation.Status, 'complete', JSON.stringify(evaluation));
+    const allocs = assertShape(z.array(AllocationListStub), (await h.call('GET', '/v1/job/roll/allocations')).body);
+    const alloc = allocs[0];
+    assert.ok(alloc && alloc.NodeID === 'node-1', JSON.stringify(allocs));
+    // The node reports it running with a service: AllocationUpdated, Service.
+    const running = await h.call('POST', '/v1/internal/node/node-1/allocations', {
+      token: TOKENS.node,
+      body: { allocations: [{ id: alloc.ID, clientStatus: 'running', services: [{ id: `svc-${alloc.ID}`, serviceName: 'roll-web', tags: ['v1'], meta: {}, address: '10.0.0.9', port: 8080 }] }] },
+    });
+    assert.equal(running.status, 200, running.text);
+    // Volumes through the controller (CSIVolume); one deregistered again (a delete's payload is the row as it was).
+    for (const id of ['data', 'scratch']) {
+      const made = await h.call('PUT', `/v1/volume/csi/${id}/create`, {
+        body: volumeRequest(id, { pluginId: 'fake', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+      });
+      assert.equal(made.status, 200, made.text);
+    }
+    const dereg = await h.call('DELETE', '/v1/volume/csi/scratch');
+    assert.equal(dereg.status, 200, dereg.text);
+    // The node claims the volume for the allocation (claim), and reports it abnormal (volume-condition).
+    const claim = await h.call('POST', '/v1/volume/csi/data/claim', { token: TOKENS.node, body: { allocId: alloc.ID, mode: 'write' } });
+    assert.equal(claim.status, 200, claim.text);
+    const stats = await h.call('POST', '/v1/node/node-1/volume-stats', {
+      token: TOKENS.node,
+      body: { reports: [{ namespace: 'default', volumeId: 'data', pluginId: 'fake', reportedAt: Date.now(), allocIds: [alloc.ID], condition: { abnormal: true, message: 'disk reports I/O errors' } }] },
+    });
+    assert.equal(stats.status, 200, stats.text);
+    // One comparison of the drift loop (drift).
+    await new DriftWatcher({ store: h.server.store, doctor: h.server.doctor }).checkNow();
+
+    const events: Event[] = framesOf((await readLines(`/v1/event/stream?index=${start}&until=now&namespace=*`, () => false)).lines).flatMap((f) => f.Events);
+    const topics = new Set(events.map((e) => e.Topic));
+    assert.deepEqual(
+      Object.keys(EVENT_PAYLOADS).filter((t) => !topics.has(t as Event['Topic'])),
+      [],
+      'an event of every topic',
+    );
+    const last = <K extends keyof typeof EVENT_PAYLOADS>(topic: K, pick: (e: Event) => boolean = () => true): z.infer<(typeof EVENT_PAYLOADS)[K]> => {
+      const ev = events.filter((e) => e.Topic === topic && pick(e)).at(-1);
+      assert.ok(ev, `an event of ${topic}`);
+      return EVENT_PAYLOADS[topic].parse(ev.Payload) as z.infer<(typeof EVENT_PAYLOADS)[K]>;
+    };
+    // What Nomad's api.Event accessors read, as the routes answer it.
+    assert.equal(last('Job').Job.ID, 'roll');
+    const ev = last('Evaluation', (e) => e.Key === registered.body.EvalID).Evaluation;
+    assert.deepEqual([ev.ID, ev.JobID, ev.Status], [registered.body.EvalID, 'roll', 'complete']);
+    const deployment = last('Deployment').Deployment;
+    assert.deepEqual([deployment.JobID, Object.keys(deployment.TaskGroups ?? {})], ['roll', ['web']]);
+    const a = last('Allocation', (e) => e.Key === alloc.ID).Allocation;
+    assert.deepEqual([a.ID, a.NodeID, a.JobID, a.Job?.ID, a.ClientStatus, a.DeploymentID], [alloc.ID, 'node-1', 'roll', 'roll', 'running', deployment.ID]);
+    assert.deepEqual(last('Service', (e) => e.Key === `svc-${alloc.ID}`).Service.AllocID, alloc.ID);
+    const node = last('Node', (e) => e.Key === 'node-1').Node;
+    assert.deepEqual([node.ID, node.Status, Object.keys(node.CSINodePlugins ?? {})], ['node-1', 'ready', ['fake']]);
+    assert.equal(last('CSIPlugin').Plugin.ID, 'fake');
+    const volume = last('CSIVolume', (e) => e.Key === 'data').Volume;
+    assert.deepEqual([volume.ID, volume.PluginID, volume.Secrets], ['data', 'fake', null]);
+    const gone = events.filter((e) => e.Key === 'scratch').at(-1)!;
+    assert.deepEqual([gone.Type, (gone.Payload['Volume'] as { ID: string }).ID], ['CSIVolumeDeregistered', 'scratch'], 'a delete carries the row as it was');
+    const c = last('claim').Claim;
+    assert.deepEqual([c.VolumeID, c.AllocationID, c.NodeID, c.Mode, c.JobID], ['data', alloc.ID, 'node-1', 'write', 'roll']);
+    const condition = last('volume-condition').VolumeCondition;
+    assert.deepEqual([condition.VolumeID, condition.PluginID, condition.Abnormal, condition.Message], ['data', 'fake', true, 'disk reports I/O errors']);
+    assert.equal(condition.Sources[0]?.NodeID, 'node-1');
+    assert.notEqual(last('drift').Drift.CheckedAt, '0001-01-01T00:00:00Z', 'the drift report says when it compared');
   });
 });

@@ -19,6 +19,7 @@ import type {
   Job as NomadJob,
   JobListStub,
   AllocationMetric,
+  VolumeClaimListStub,
   VolumeClaimState,
   NodeVolumeUsage,
   VolumeCondition as NomadVolumeCondition,
@@ -117,6 +118,8 @@ export type VolumeStub = CSIVolumeListStub;
 export type Plugin = CSIPlugin;
 export type PluginStub = CSIPluginListStub;
 export type Claim = VolumeClaimState;
+/** A claim as the `claim` topic's events carry it (`Payload.Claim`): the claim with its volume and its allocation's job and status. */
+export type ClaimEvent = VolumeClaimListStub;
 export type Node = NomadNode;
 export type NodeStub = NodeListStub;
 export type HealthReport = CSIInfo;

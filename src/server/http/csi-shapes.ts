@@ -18,6 +18,7 @@ import type {
   CSIVolumeAttachmentMode,
   CSIVolumeExternalStub,
   CSIVolumeListStub,
+  VolumeClaimListStub,
   VolumeClaimState,
 } from '../../api/index.js';
 import type { ControllerCapability, CsiSnapshot, ListedVolume, PluginFingerprint, Topology } from '../../csi/index.js';
@@ -53,6 +54,20 @@ export function volumeClaimState(c: VolumeClaim): VolumeClaimState {
     FenceReason: c.fenceReason ?? '',
     CreateIndex: c.createIndex,
     ModifyIndex: c.modifyIndex,
+  };
+}
+
+/** A claim with its volume and its allocation's job and status, as the snapshot has them (`GET /v1/volumes/csi/claims`' rows, the claim topic's events). */
+export function volumeClaimListStub(c: VolumeClaim, snap: StateReader): VolumeClaimListStub {
+  const a = snap.get('allocations', rowKey(c.allocId));
+  return {
+    ...volumeClaimState(c),
+    Namespace: c.namespace,
+    VolumeID: c.volumeId,
+    PluginID: c.pluginId,
+    JobID: a?.jobId ?? '',
+    AllocClientStatus: a?.clientStatus ?? 'gone',
+    AllocDesiredStatus: a?.desiredStatus ?? 'gone',
   };
 }
 

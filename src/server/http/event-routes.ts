@@ -18,7 +18,7 @@ import { EventTopic, type Event, type Events } from '../../api/index.js';
 import { AbortedError, describeError } from '../../lib/index.js';
 import type { DataTable, StateReader, StoreEvent } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { eventOf, TOPIC_TABLES, type StreamedTopic } from './event-shapes.js';
+import { eventOf, PayloadContext, TOPIC_TABLES, type StreamedTopic } from './event-shapes.js';
 import { queryOptions, setIndexHeaders } from './nomad-read.js';
 import type { RouteContext } from './route-context.js';
 
@@ -52,7 +52,7 @@ export function tablesOf(filter: TopicFilter): DataTable[] {
 }
 
 /** Whether an event passes the filter and the namespace (`*`: all; events outside namespaces always pass), as Nomad's subscription filters. */
-export function matches(filter: TopicFilter, namespace: string, ev: Event): boolean {
+export function matches(filter: TopicFilter, namespace: string, ev: Omit<Event, 'Payload'>): boolean {
   if (ev.Namespace !== '' && namespace !== '*' && ev.Namespace !== namespace) return false;
   const keys = [...(filter.get('*') ?? []), ...(filter.get(ev.Topic) ?? [])];
   return keys.some((k) => k === '*' || k === ev.Key || (ev.FilterKeys ?? []).includes(k));
@@ -76,12 +76,17 @@ function changesAfter(snap: StateReader, after: number, tables: readonly DataTab
   return { changes, more };
 }
 
-/** The frames of some changes: one per index, holding the events that pass the filters. */
-function framesOf(changes: readonly StoreEvent[], filter: TopicFilter, namespace: string): Events[] {
+/**
+ * The frames of some changes: one per index, holding the events that pass
+ * the filters. Payloads are converted with `ctx`'s snapshot, the one taken
+ * when the changes are sent: what a payload shows of a row's neighbours (an
+ * allocation's job, a volume's claims, a claim's allocation) is as of then.
+ */
+function framesOf(changes: readonly StoreEvent[], filter: TopicFilter, namespace: string, ctx: PayloadContext): Events[] {
   const frames: Events[] = [];
   for (const change of changes) {
-    const ev = eventOf(change);
-    if (!ev || !matches(filter, namespace, ev)) continue;
+    const ev = eventOf(change, ctx, (head) => matches(filter, namespace, head));
+    if (!ev) continue;
     const last = frames[frames.length - 1];
     if (last && last.Index === ev.Index) last.Events.push(ev);
     else frames.push({ Index: ev.Index, Events: [ev] });
@@ -122,7 +127,7 @@ export function registerEventRoutes(app: FastifyInstance, ctx: RouteContext): vo
           const snap = store.snapshot();
           const { changes, more } = changesAfter(snap, after, tables, BATCH);
           let chunk = '';
-          for (const frame of framesOf(changes, filter, namespace)) chunk += JSON.stringify(frame) + '\n';
+          for (const frame of framesOf(changes, filter, namespace, new PayloadContext(snap, deps.health))) chunk += JSON.stringify(frame) + '\n';
           if (changes.length) after = changes[changes.length - 1]!.index;
           else after = Math.max(after, ...tables.map((t) => snap.tableIndex(t)));
           if (chunk && !out.write(chunk)) await new Promise((r) => out.once('drain', r));

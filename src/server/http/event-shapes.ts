@@ -1,10 +1,18 @@
 // The store's changes as Nomad's events (src/api/events.ts): which topic each
 // table's changes go to, their key, filter keys, namespace and event type,
-// and each topic's payload. Pure.
+// and each topic's payload (read with a store snapshot the caller gives).
 
-import type { Event, EventTopic } from '../../api/index.js';
-import { jobToNomad, type Job } from '../../structs/index.js';
-import type { DataTable, StoreEvent, TableRow } from '../state/index.js';
+import type { Event, EventTopic, VolumeConditionEvent } from '../../api/index.js';
+import { jobToNomad, pluginSchedulable, publicClaim, publicVolume, type Job, type Volume } from '../../structs/index.js';
+import { keyPrefix, rowKey, type DataTable, type StateReader, type StoreEvent, type TableRow } from '../state/index.js';
+import type { VolumeView } from '../volumes/index.js';
+import type { VolumeHealthService } from '../volumehealth/index.js';
+import { AllocShaper } from './alloc-shapes.js';
+import { driftReport, volumeCondition } from './csi-berth-shapes.js';
+import { csiPlugin, csiVolume, volumeClaimListStub } from './csi-shapes.js';
+import { deployedVersion, deploymentOut } from './deployment-shapes.js';
+import { EvalLinks, evaluationOut } from './evaluation-shapes.js';
+import { nodeOf } from './node-shapes.js';
 import { registrationShape } from './service-shapes.js';
 
 /** The tables whose changes the stream carries, by topic. The others (past job versions, the scheduler's configuration) are not streamed. */
@@ -33,28 +41,71 @@ export function topicOf(table: DataTable): StreamedTopic | undefined {
 }
 
 /**
- * Each topic's payload object, from a row as the store's events carry it
- * (its public view). Job's and Service's are Nomad's shapes; the others are
- * Berth's rows as stored until their route family's converter to Nomad's
- * shape is wired in here (Allocation: the allocations family's, Evaluation
- * and Deployment: the deployments family's, Node: the nodes family's,
- * CSIVolume and CSIPlugin: the CSI family's, claim, volume-condition and
- * drift: the CSI family's Berth shapes), with its schema in src/api's
- * EVENT_PAYLOADS. This map is the one place that wiring happens.
+ * What the payload converters read beyond the row: a snapshot of the store
+ * (a row's neighbours: an allocation's job and node, a volume's claims and
+ * plugin, a claim's allocation...), and the volume health service when the
+ * server keeps it (a volume's usage and condition). The converters built on
+ * the snapshot are made once per context (their lookups are memoised).
  */
-export const EVENT_PAYLOAD_OBJECTS: { [T in StreamedTable]: (row: TableRow<T>) => unknown } = {
+export class PayloadContext {
+  readonly snap: StateReader;
+  readonly health: VolumeHealthService | undefined;
+  #shaper: AllocShaper | undefined;
+  #links: EvalLinks | undefined;
+
+  constructor(snap: StateReader, health?: VolumeHealthService) {
+    this.snap = snap;
+    this.health = health;
+  }
+
+  get shaper(): AllocShaper {
+    return (this.#shaper ??= new AllocShaper(this.snap));
+  }
+
+  get links(): EvalLinks {
+    return (this.#links ??= new EvalLinks(this.snap));
+  }
+}
+
+/** A volume row (its public view, as events carry it) as the volume routes read it: with its claims and whether it is schedulable, as of the snapshot. */
+function volumeView(v: Volume, snap: StateReader): VolumeView {
+  return {
+    ...publicVolume(v),
+    schedulable: pluginSchedulable(snap.get('plugins', rowKey(v.pluginId))),
+    claims: snap.list('claims', { prefix: keyPrefix(v.namespace, v.id) }).map(publicClaim),
+  };
+}
+
+/**
+ * Each topic's payload object, from a row as the store's events carry it
+ * (its public view; for a delete, the row as it was), in the shape the
+ * topic's routes answer: Nomad's Job, Allocation, Evaluation, Deployment,
+ * Node, ServiceRegistration, CSIVolume and CSIPlugin, and Berth's shapes of
+ * claims (as `GET /v1/volumes/csi/claims` lists them), volume conditions
+ * (with the volume they are of) and drift reports. Their schemas are
+ * src/api's EVENT_PAYLOADS. What a converter reads beyond the row comes
+ * from the context's snapshot, which may be later than the change.
+ */
+export const EVENT_PAYLOAD_OBJECTS: { [T in StreamedTable]: (row: TableRow<T>, ctx: PayloadContext) => unknown } = {
   // A job's stability lives with its versions; an event carries the job alone (Stable false).
   jobs: (job) => jobToNomad(job as Job),
-  allocations: (alloc) => alloc,
-  evaluations: (evaluation) => evaluation,
-  deployments: (deployment) => deployment,
-  nodes: (node) => node,
+  allocations: (alloc, ctx) => ctx.shaper.full(alloc),
+  evaluations: (evaluation, ctx) => evaluationOut(evaluation, ctx.links),
+  deployments: (deployment, ctx) => deploymentOut(deployment, deployedVersion(ctx.snap, deployment)),
+  nodes: (node) => nodeOf(node),
   services: (service) => registrationShape(service),
-  volumes: (volume) => volume,
-  plugins: (plugin) => plugin,
-  claims: (claim) => claim,
-  volumeConditions: (condition) => condition,
-  drift: (report) => report,
+  volumes: (volume, ctx) => csiVolume(volumeView(volume, ctx.snap), ctx.snap, ctx.health?.view(volume.namespace, volume.id, ctx.snap)),
+  plugins: (plugin, ctx) => csiPlugin(plugin, ctx.snap),
+  claims: (claim, ctx) => volumeClaimListStub(claim, ctx.snap),
+  volumeConditions: (c): VolumeConditionEvent => ({
+    Namespace: c.namespace,
+    VolumeID: c.volumeId,
+    PluginID: c.pluginId,
+    ...volumeCondition({ abnormal: c.abnormal, message: c.message, sources: Object.values(c.sources) }),
+    CreateIndex: c.createIndex,
+    ModifyIndex: c.modifyIndex,
+  }),
+  drift: (report) => driftReport(report),
 };
 
 /** The key each topic's payload object goes under (what api.Event's `Job()`, `Allocation()`... read). */
@@ -99,15 +150,24 @@ const DESCRIBE: { [T in StreamedTable]: (row: TableRow<T>, put: boolean, index: 
   drift: (d, put) => ({ Type: put ? 'DriftUpserted' : 'DriftDeleted', Key: d.id, Namespace: '', FilterKeys: null }),
 };
 
-/** One store change as a Nomad event; undefined for a table the stream does not carry. */
-export function eventOf(change: StoreEvent): Event | undefined {
+/**
+ * One store change as a Nomad event; undefined for a table the stream does
+ * not carry, or a change `keep` (given the event without its payload)
+ * leaves out, whose payload is then never converted. The payload converters
+ * read the row's neighbours from `ctx`'s snapshot (the caller's: the stream
+ * takes one when it sends the change, so neighbours are as of then, not as
+ * of the change).
+ */
+export function eventOf(change: StoreEvent, ctx: PayloadContext, keep: (ev: Omit<Event, 'Payload'>) => boolean = () => true): Event | undefined {
   const topic = topicOf(change.topic);
   if (!topic || !change.row) return undefined;
   const table = change.topic as StreamedTable;
   const put = change.op === 'put';
   const described = (DESCRIBE[table] as (row: unknown, put: boolean, index: number) => Described)(change.row, put, change.index);
-  const object = (EVENT_PAYLOAD_OBJECTS[table] as (row: unknown) => unknown)(change.row);
+  const head = { Topic: topic, ...described, Index: change.index };
+  if (!keep(head)) return undefined;
+  const object = (EVENT_PAYLOAD_OBJECTS[table] as (row: unknown, ctx: PayloadContext) => unknown)(change.row, ctx);
   const payload: Record<string, unknown> = { [PAYLOAD_KEY[topic]]: object };
   if (topic === 'Job' && !put) payload['Deleted'] = true;
-  return { Topic: topic, ...described, Index: change.index, Payload: payload };
+  return { ...head, Payload: payload };
 }

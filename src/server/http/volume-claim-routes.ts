@@ -16,7 +16,7 @@ import { keyPrefix, rowKey } from '../state/index.js';
 import type { ClaimRequest } from '../volumes/index.js';
 import { ApiError } from './api-error.js';
 import { boolQuery, writeNamespace } from './csi-request.js';
-import { volumeClaimState } from './csi-shapes.js';
+import { volumeClaimListStub } from './csi-shapes.js';
 import { listPage, nomadRead } from './nomad-read.js';
 import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
 
@@ -58,18 +58,7 @@ export function registerVolumeClaimRoutes(app: FastifyInstance, ctx: RouteContex
       snap
         .list('claims', opts.namespace !== '*' ? { prefix: volume ? keyPrefix(opts.namespace, volume) : keyPrefix(opts.namespace) } : {})
         .filter((c) => (!volume || c.volumeId === volume) && c.volumeId.startsWith(opts.prefix))
-        .map((c) => {
-          const a = snap.get('allocations', rowKey(c.allocId));
-          return {
-            ...volumeClaimState(c),
-            Namespace: c.namespace,
-            VolumeID: c.volumeId,
-            PluginID: c.pluginId,
-            JobID: a?.jobId ?? '',
-            AllocClientStatus: a?.clientStatus ?? 'gone',
-            AllocDesiredStatus: a?.desiredStatus ?? 'gone',
-          };
-        })
+        .map((c) => volumeClaimListStub(c, snap))
         .filter((c) => !job || c.JobID === job),
     );
     return listPage(rows, req, reply, (c) => `${c.Namespace}.${c.VolumeID}.${c.AllocationID}`);

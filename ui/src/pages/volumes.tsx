@@ -4,7 +4,7 @@
 
 import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type StreamEvent, type Volume, type VolumeStub } from '../api';
+import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type ClaimEvent, type StreamEvent, type Volume, type VolumeStub } from '../api';
 import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
 import { useLive, watchUntil } from '../live';
 import { useCanWrite } from '../session';
@@ -21,10 +21,10 @@ function conditionBadge(v: Volume | VolumeStub) {
   return <Badge value={c.Abnormal ? 'abnormal' : 'healthy'} label={c.Abnormal ? `abnormal: ${c.Message}` : 'normal'} />;
 }
 
-/** The claim an event of the claim topic carries, if any. */
-function claimOf(e: StreamEvent): Partial<Claim & { VolumeID: string }> | undefined {
+/** The claim an event of the claim topic carries (VolumeClaimListStub), if any; read defensively (fields may be missing). */
+function claimOf(e: StreamEvent): Partial<ClaimEvent> | undefined {
   const c = e.Payload['Claim'];
-  return c && typeof c === 'object' ? (c as Partial<Claim & { VolumeID: string }>) : undefined;
+  return c && typeof c === 'object' ? (c as Partial<ClaimEvent>) : undefined;
 }
 
 /** A claim event's change in plain words. */
