@@ -29,11 +29,10 @@ import {
   type CSIVolumeCreateRequest,
 } from '../../src/api/index.js';
 import { systemClock } from '../../src/lib/index.js';
-import type { NodeConnections } from '../../src/server/noderpc/index.js';
 import type { NodeRpcRequest } from '../../src/structs/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { eventually } from '../support/eventually.js';
-import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
+import { FakeNodeAgent, socketBridge } from '../support/node-agent-fake/index.js';
 import { testAllocation } from '../support/server-rows.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 
@@ -92,26 +91,13 @@ function volumeRequest(id: string, extra: Record<string, unknown> = {}): CSIVolu
   };
 }
 
-function bridge(socket: () => WebSocket): { connections: NodeConnections; deliver: (msg: NodeRpcRequest) => void } {
-  let transport: { send(msg: NodeRpcRequest): void } | undefined;
-  const connections = {
-    attach: (_nodeId: string, t: { send(msg: NodeRpcRequest): void }) => {
-      transport = t;
-    },
-    detach: () => {
-      transport = undefined;
-    },
-    receive: (_nodeId: string, answer: unknown) => socket().send(JSON.stringify(answer)),
-  } as unknown as NodeConnections;
-  return { connections, deliver: (msg) => transport?.send(msg) };
-}
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'berth-csi-contract-'));
   h = await startServer({ clock: systemClock });
   plugin = new FakePlugin({ socketPath: join(dir, 'plugin.sock'), nodeId: 'ext-node-1' });
   await plugin.start();
-  const b = bridge(() => ws);
+  const b = socketBridge(() => ws);
   agent = new FakeNodeAgent({ nodeId: 'node-1', connections: b.connections, plugins: { fake: `unix://${join(dir, 'plugin.sock')}` } });
   const reg = await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { id: 'node-1', fingerprint: await agent.fingerprint({ now: Date.now() }) } });
   assert.equal(reg.status, 200, reg.text);

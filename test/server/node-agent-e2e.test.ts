@@ -16,8 +16,7 @@ import { EVENT_PAYLOADS, Events, type CSIPluginListStub, type CSIVolume, type CS
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { registration } from '../support/nomad-jobs.js';
 import { createLogger, systemClock } from '../../src/lib/index.js';
-import type { NodeConnections } from '../../src/server/noderpc/index.js';
-import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
+import { FakeNodeAgent, socketBridge } from '../support/node-agent-fake/index.js';
 import type { Allocation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
@@ -41,20 +40,6 @@ let plugin: FakePlugin;
 let agent: FakeNodeAgent;
 let ws: WebSocket;
 
-/** The node side of the connection: hands the agent's answers to the WebSocket. */
-function socketBridge(socket: () => WebSocket): { connections: NodeConnections; deliver: (msg: NodeRpcRequest) => void } {
-  let transport: { send(msg: NodeRpcRequest): void } | undefined;
-  const connections = {
-    attach: (_nodeId: string, t: { send(msg: NodeRpcRequest): void }) => {
-      transport = t;
-    },
-    detach: () => {
-      transport = undefined;
-    },
-    receive: (_nodeId: string, answer: unknown) => socket().send(JSON.stringify(answer)),
-  } as unknown as NodeConnections;
-  return { connections, deliver: (msg) => transport?.send(msg) };
-}
 
 async function call<T>(method: string, path: string, opts: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
   const res = await h.call<T>(method, path, opts);

@@ -27,14 +27,13 @@ import {
   type Event,
   type JobRegisterResponse,
 } from '../../src/api/index.js';
-import type { NodeConnections } from '../../src/server/noderpc/index.js';
 import { rowKey } from '../../src/server/state/index.js';
 import { DriftWatcher } from '../../src/server/volumehealth/index.js';
 import { parseJobSpec, type Job, type NodeRpcRequest, type ServiceRegistration as StoredRegistration } from '../../src/structs/index.js';
 import { volumeRequest } from '../support/csi-api.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { eventually } from '../support/eventually.js';
-import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
+import { FakeNodeAgent, socketBridge } from '../support/node-agent-fake/index.js';
 import { testAllocation } from '../support/server-rows.js';
 import { assertShape } from '../support/strict-schema.js';
 import { startServer, TOKENS, type Harness } from './_harness.js';
@@ -250,20 +249,6 @@ describe('the event stream', () => {
   });
 });
 
-/** A node connection to a fake node agent through a real WebSocket to the server (as test/server/csi-contract.test.ts). */
-function bridge(socket: () => WebSocket): { connections: NodeConnections; deliver: (msg: NodeRpcRequest) => void } {
-  let transport: { send(msg: NodeRpcRequest): void } | undefined;
-  const connections = {
-    attach: (_nodeId: string, t: { send(msg: NodeRpcRequest): void }) => {
-      transport = t;
-    },
-    detach: () => {
-      transport = undefined;
-    },
-    receive: (_nodeId: string, answer: unknown) => socket().send(JSON.stringify(answer)),
-  } as unknown as NodeConnections;
-  return { connections, deliver: (msg) => transport?.send(msg) };
-}
 
 describe("every topic's events, made by the routes that write them, in their topic's shape", () => {
   let dir = '';
@@ -277,7 +262,7 @@ describe("every topic's events, made by the routes that write them, in their top
     dir = mkdtempSync(join(tmpdir(), 'berth-events-'));
     plugin = new FakePlugin({ socketPath: join(dir, 'plugin.sock'), nodeId: 'ext-node-1' });
     await plugin.start();
-    const b = bridge(() => ws!);
+    const b = socketBridge(() => ws!);
     agent = new FakeNodeAgent({ nodeId: 'node-1', connections: b.connections, plugins: { fake: `unix://${join(dir, 'plugin.sock')}` } });
     const reg = await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { id: 'node-1', fingerprint: await agent.fingerprint({ now: Date.now() }) } });
     assert.equal(reg.status, 200, reg.text);
