@@ -215,9 +215,9 @@ export const actions = {
 // ---- volume health (Berth's additions to the CSI API) ---------------------
 
 /**
- * Where Berth's volume health lives: a volume's `Usage` (the latest report
- * per node) and `Condition` (the plugin's VOLUME_CONDITION) are fields of
- * Nomad's CSIVolume; the usage over time and the drift findings are Berth's
+ * Where Berth's volume health lives: a volume's `BerthUsage` (the latest
+ * report per node) and `BerthCondition` (the plugin's VOLUME_CONDITION) are
+ * Berth's fields beside Nomad's CSIVolume (a list row carries neither); the usage over time and the drift findings are Berth's
  * own routes beside Nomad's.
  */
 export const HEALTH_FIELDS = {
@@ -241,12 +241,12 @@ function usageOf(u: NodeVolumeUsage): VolumeUsage {
 
 /** The volume's latest usage reports (one per node), or [] when none was reported (a list row may carry none). */
 export function volumeUsage(v: Volume | VolumeStub): VolumeUsage[] {
-  return ((v as { Usage?: NodeVolumeUsage[] | null }).Usage ?? []).map(usageOf);
+  return ((v as { BerthUsage?: NodeVolumeUsage[] | null }).BerthUsage ?? []).map(usageOf);
 }
 
 /** The plugin's condition of the volume, or undefined when none was reported (a list row may carry none). */
 export function volumeCondition(v: Volume | VolumeStub): VolumeCondition | undefined {
-  return (v as { Condition?: VolumeCondition | null }).Condition ?? undefined;
+  return (v as { BerthCondition?: VolumeCondition | null }).BerthCondition ?? undefined;
 }
 
 /** Usage reports over time, oldest first. */

@@ -45,6 +45,11 @@ export function eventLink(ev: StreamEvent): string | undefined {
   }
 }
 
+/** The object an event is about, as an operator names it: `namespace/key` for a namespaced object, its key otherwise (nodes, plugins). */
+export function eventObject(ev: StreamEvent): string {
+  return ev.Namespace ? `${ev.Namespace}/${ev.Key}` : ev.Key;
+}
+
 export function EventTable({ events, label }: { events: readonly StreamEvent[]; label: string }) {
   return (
     <Table
@@ -53,7 +58,8 @@ export function EventTable({ events, label }: { events: readonly StreamEvent[]; 
       empty="No changes yet."
       rows={events.map((ev) => {
         const href = eventLink(ev);
-        return [String(ev.Index), ev.Topic, ev.Type, href ? <a href={href}>{ev.Key}</a> : ev.Key];
+        const name = eventObject(ev);
+        return [String(ev.Index), ev.Topic, ev.Type, href ? <a href={href}>{name}</a> : name];
       })}
     />
   );

@@ -27,10 +27,30 @@ function claimOf(e: StreamEvent): Partial<ClaimEvent> | undefined {
   return c && typeof c === 'object' ? (c as Partial<ClaimEvent>) : undefined;
 }
 
-/** A claim event's change in plain words. */
-function claimChange(type: string, released: boolean): string {
+/**
+ * A claim event's change in plain words: the allocation's first claim event
+ * `claimed`, a later change of it `updated`, its removal (`ClaimDeleted`, or a
+ * claim gone free) `released`.
+ */
+function claimChange(released: boolean, first: boolean): string {
   if (released) return 'released';
-  return type.replace(/^Claim/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase() || 'changed';
+  return first ? 'claimed' : 'updated';
+}
+
+/** The claim history's rows, newest first (`history` is oldest first), each event with its change in plain words. */
+function claimHistoryRows(history: readonly StreamEvent[]) {
+  const seen = new Set<string>();
+  return history
+    .map((e) => {
+      const c = claimOf(e) ?? {};
+      const alloc = c.AllocationID ?? e.Key.split('/').pop() ?? '';
+      const released = /delete|release/i.test(e.Type) || c.State === 'free';
+      const first = !seen.has(alloc);
+      seen.add(alloc);
+      if (released) seen.delete(alloc);
+      return [String(e.Index), claimChange(released, first), <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.Mode ?? '-', released ? 'released' : (c.State ?? '-'), c.ControllerPublish ?? '-'];
+    })
+    .reverse();
 }
 
 /** Usage changes without an event on the stream: the volume pages read it again this often. */
@@ -233,12 +253,7 @@ export function VolumePage() {
           label="claim history"
           head={['Index', 'Change', 'Allocation', 'Mode', 'State', 'Controller']}
           empty="No claim has been taken yet."
-          rows={[...history].reverse().map((e) => {
-            const c = claimOf(e) ?? {};
-            const alloc = c.AllocationID ?? e.Key.split('/').pop() ?? '';
-            const released = e.Type.toLowerCase().includes('delete') || e.Type.toLowerCase().includes('release') || c.State === 'free';
-            return [String(e.Index), claimChange(e.Type, released), <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.Mode ?? '-', released ? 'released' : (c.State ?? '-'), c.ControllerPublish ?? '-'];
-          })}
+          rows={claimHistoryRows(history)}
         />
       </Section>
     </main>
