@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import type { CSIPlugin, CSIPluginListStub, CSIVolume, VolumeUsageHistory } from '../../src/api/index.js';
+import type { Allocation, CSIPlugin, CSIPluginListStub, CSIVolume, VolumeUsageHistory } from '../../src/api/index.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { mountsUnder, until } from '../support/agent-run.js';
 import { UiCluster } from '../support/ui-cluster.js';
@@ -137,7 +137,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const usageText = await shown.innerText();
     assert.match(usageText, new RegExp(`^${WRITE_MIB}\\.\\d MiB used of 10 MiB \\(${((used / total) * 100).toFixed(1).replace('.', '\\.')}%\\)(, \\d+ of \\d+ inodes)? on node ${cluster.nodeId.slice(0, 8)}`));
     assert.equal(Number(await page.getByRole('meter', { name: 'bytes used' }).getAttribute('aria-valuenow')), (used / total) * 100);
-    assert.match(await page.locator('[data-condition]').innerText(), /BerthCondition: normal/);
+    assert.match(await page.locator('[data-condition]').innerText(), /^Condition: normal$/);
     // The chart: the usage history the API keeps, drawn once there are two reports.
     const chart = page.locator('figure.chart');
     await chart.waitFor({ timeout: 60_000 });
@@ -152,12 +152,12 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await cluster.stopJob('ui-work');
     await page.locator('[data-section="claims"]').getByText('No claims').waitFor({ timeout: 60_000 });
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 42, 'the page was not reloaded');
-    // The history: this claim taken, then released (the row deleted).
+    // The history: this claim taken (its first event), then released (the claim deleted).
     const history = page.locator('[data-section="history"]');
     await history.getByText('released').first().waitFor();
     const hist = await history.innerText();
-    assert.match(hist, new RegExp(`put\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
-    assert.match(hist, new RegExp(`delete\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
+    assert.match(hist, new RegExp(`claimed\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
+    assert.match(hist, new RegExp(`released\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
     await assertNoSecret(page, 'volume page');
   });
 
@@ -272,8 +272,8 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await panel.getByRole('status').filter({ hasText: new RegExp(`^Detached from node ${cluster.nodeId.slice(0, 8)}\\. Stopped allocation ${allocId.slice(0, 8)}\\.$`) }).waitFor({ timeout: 120_000 });
     // The status comes from the action's own read; the page's table follows on the same change.
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ state: 'detached' });
-    const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
-    assert.equal(alloc.desiredStatus, 'stop');
+    const alloc = await cluster.get<Allocation>(`/v1/allocation/${allocId}`);
+    assert.equal(alloc.DesiredStatus, 'stop');
     assert.ok(!(await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims.some((c) => c.AllocationID === allocId));
     await shot(page, 'volume-detached');
   });
@@ -297,7 +297,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const api = (await apiGet<CSIVolume>(`/v1/volume/csi/${sick}`)).BerthCondition;
     assert.equal(api?.Abnormal, true);
     assert.match(api.Message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
-    assert.equal(await condition.innerText(), `BerthCondition: abnormal: ${api.Message}`);
+    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.Message}`);
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), new RegExp(`^Volume ${sick}\\s+abnormal: the volume`));
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 43, 'the page was not reloaded');
     await shot(page, 'volume-abnormal');
@@ -311,7 +311,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
   it('no API answer the browser received carries a secret', async () => {
     const bodies = await Promise.all(apiBodies);
     assert.ok(bodies.length > 50, `the browser read the API (${bodies.length} answers)`);
-    assert.ok(bodies.some((b) => b.includes('"secretNames"')), 'volume reads were among them');
+    assert.ok(bodies.some((b) => b.includes('"BerthSecretNames"')), 'volume reads were among them');
     for (const b of bodies) assert.ok(!b.includes(cluster.secret), 'an API answer carried the volume secret');
   });
 
