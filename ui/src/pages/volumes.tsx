@@ -4,18 +4,18 @@
 
 import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type ClaimEvent, type StreamEvent, type Volume, type VolumeStub } from '../api';
+import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type ClaimEvent, type StreamEvent, type Volume } from '../api';
 import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
 import { useLive, watchUntil } from '../live';
 import { useCanWrite } from '../session';
 
-function usageCell(v: Volume | VolumeStub) {
+function usageCell(v: Volume) {
   const u = volumeUsage(v)[0];
   if (!u) return <span class="muted">no usage reported</span>;
   return u.bytesTotal ? `${bytes(u.bytesUsed)} / ${bytes(u.bytesTotal)}` : bytes(u.bytesUsed);
 }
 
-function conditionBadge(v: Volume | VolumeStub) {
+function conditionBadge(v: Volume) {
   const c = volumeCondition(v);
   if (!c) return <span class="muted">-</span>;
   return <Badge value={c.Abnormal ? 'abnormal' : 'healthy'} label={c.Abnormal ? `abnormal: ${c.Message}` : 'normal'} />;
@@ -57,7 +57,7 @@ function claimHistoryRows(history: readonly StreamEvent[]) {
 const USAGE_REFRESH_MS = 5_000;
 
 export function VolumesPage() {
-  const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumes(), { everyMs: USAGE_REFRESH_MS });
+  const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumesInFull(), { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   return (
     <main id="main">
@@ -71,8 +71,8 @@ export function VolumesPage() {
           v.Namespace,
           <a href={`/ui/plugins/${encodeURIComponent(v.PluginID)}`}>{v.PluginID}</a>,
           v.Schedulable ? 'yes' : 'no',
-          <span data-claims={v.ID}>{v.CurrentReaders + v.CurrentWriters}</span>,
-          bytes((v as { Capacity?: number }).Capacity),
+          <span data-claims={v.ID}>{v.BerthClaims.length}</span>,
+          bytes(v.Capacity),
           usageCell(v),
           conditionBadge(v),
         ])}
