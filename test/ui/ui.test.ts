@@ -204,7 +204,8 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await shot(page, 'node');
 
     await open(page, '/ui/plugins', /^CSI plugins$/);
-    assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev 0\.1\.0\s+healthy\s+1\/1\s+1\/1\s+1/);
+    // Nomad's plugin rows name the provider without its version (the plugin's page shows it, below).
+    assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev\s+healthy\s+1\/1\s+1\/1\s+1/);
     await shot(page, 'plugins');
 
     const plugin = await apiGet<CSIPlugin>('/v1/plugin/csi/hostpath');
@@ -223,6 +224,8 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.equal(await page.locator('[data-fact="controllers"]').innerText(), `${plugin.ControllersHealthy}/${plugin.ControllersExpected}`);
     assert.equal(await page.locator('[data-fact="nodes"]').innerText(), `${plugin.NodesHealthy}/${plugin.NodesExpected}`);
     text = await mainText();
+    assert.equal(`${plugin.Provider} ${plugin.Version}`, 'hostpath.csi.berth.dev 0.1.0');
+    assert.match(text, /Provider\s+hostpath\.csi\.berth\.dev 0\.1\.0/);
     for (const cap of nodeCapabilities) assert.ok(text.includes(cap), `capability ${cap} shown`);
     assert.match(text, /probe answered ready/);
     assert.match(text, new RegExp(`${VOLUME}\\s+default\\s+yes\\s+1`));
