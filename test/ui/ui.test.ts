@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import type { CSIPlugin, CSIPluginListStub, CSIVolume, VolumeUsageHistory } from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIPluginListStub, CSIVolume, NodeListStub, VolumeUsageHistory } from '../../src/api/index.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { mountsUnder, until } from '../support/agent-run.js';
 import { UiCluster } from '../support/ui-cluster.js';
@@ -137,7 +137,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const usageText = await shown.innerText();
     assert.match(usageText, new RegExp(`^${WRITE_MIB}\\.\\d MiB used of 10 MiB \\(${((used / total) * 100).toFixed(1).replace('.', '\\.')}%\\)(, \\d+ of \\d+ inodes)? on node ${cluster.nodeId.slice(0, 8)}`));
     assert.equal(Number(await page.getByRole('meter', { name: 'bytes used' }).getAttribute('aria-valuenow')), (used / total) * 100);
-    assert.match(await page.locator('[data-condition]').innerText(), /BerthCondition: normal/);
+    assert.match(await page.locator('[data-condition]').innerText(), /^Condition: normal$/);
     // The chart: the usage history the API keeps, drawn once there are two reports.
     const chart = page.locator('figure.chart');
     await chart.waitFor({ timeout: 60_000 });
@@ -152,12 +152,12 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await cluster.stopJob('ui-work');
     await page.locator('[data-section="claims"]').getByText('No claims').waitFor({ timeout: 60_000 });
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 42, 'the page was not reloaded');
-    // The history: this claim taken, then released (the row deleted).
+    // The history: this claim taken (its first event), then released (the claim deleted).
     const history = page.locator('[data-section="history"]');
     await history.getByText('released').first().waitFor();
     const hist = await history.innerText();
-    assert.match(hist, new RegExp(`put\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
-    assert.match(hist, new RegExp(`delete\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
+    assert.match(hist, new RegExp(`claimed\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
+    assert.match(hist, new RegExp(`released\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
     await assertNoSecret(page, 'volume page');
   });
 
@@ -182,8 +182,16 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.match(text, /Started\s+Task started by driver raw_exec/);
     await shot(page, 'allocation');
 
+    // The list shows what Nomad's node rows carry (the node's CSI plugins are on its own page, below).
     await open(page, '/ui/nodes', /^Nodes$/);
-    assert.match(await mainText(), new RegExp(`${cluster.nodeId.slice(0, 8)}\\s+\\S+\\s+dc1\\s+ready\\s+hostpath`));
+    const nodeRow = (await apiGet<NodeListStub[]>('/v1/nodes')).find((n) => n.ID === cluster.nodeId)!;
+    const drivers = Object.entries(nodeRow.Drivers ?? {}).filter(([, d]) => d.Detected && d.Healthy).map(([name]) => name);
+    assert.ok(drivers.includes('raw_exec'), `the API reports raw_exec on the node: ${drivers.join(', ')}`);
+    const running = (await apiGet<AllocationListStub[]>('/v1/allocations')).filter((a) => a.NodeID === cluster.nodeId && a.ClientStatus === 'running').length;
+    assert.match(
+      await mainText(),
+      new RegExp(`${cluster.nodeId.slice(0, 8)}\\s+${nodeRow.Name}\\s+dc1\\s+ready\\s+eligible\\s+${drivers.join(', ')}\\s+${running}`),
+    );
     await shot(page, 'nodes');
 
     const node = await apiGet<{ CSINodePlugins: Record<string, { HealthDescription: string }> }>(`/v1/node/${cluster.nodeId}`);
@@ -196,7 +204,8 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await shot(page, 'node');
 
     await open(page, '/ui/plugins', /^CSI plugins$/);
-    assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev 0\.1\.0\s+healthy\s+1\/1\s+1\/1\s+1/);
+    // Nomad's plugin rows name the provider without its version (the plugin's page shows it, below).
+    assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev\s+healthy\s+1\/1\s+1\/1\s+1/);
     await shot(page, 'plugins');
 
     const plugin = await apiGet<CSIPlugin>('/v1/plugin/csi/hostpath');
@@ -215,6 +224,8 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.equal(await page.locator('[data-fact="controllers"]').innerText(), `${plugin.ControllersHealthy}/${plugin.ControllersExpected}`);
     assert.equal(await page.locator('[data-fact="nodes"]').innerText(), `${plugin.NodesHealthy}/${plugin.NodesExpected}`);
     text = await mainText();
+    assert.equal(`${plugin.Provider} ${plugin.Version}`, 'hostpath.csi.berth.dev 0.1.0');
+    assert.match(text, /Provider\s+hostpath\.csi\.berth\.dev 0\.1\.0/);
     for (const cap of nodeCapabilities) assert.ok(text.includes(cap), `capability ${cap} shown`);
     assert.match(text, /probe answered ready/);
     assert.match(text, new RegExp(`${VOLUME}\\s+default\\s+yes\\s+1`));
@@ -272,8 +283,8 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await panel.getByRole('status').filter({ hasText: new RegExp(`^Detached from node ${cluster.nodeId.slice(0, 8)}\\. Stopped allocation ${allocId.slice(0, 8)}\\.$`) }).waitFor({ timeout: 120_000 });
     // The status comes from the action's own read; the page's table follows on the same change.
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ state: 'detached' });
-    const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
-    assert.equal(alloc.desiredStatus, 'stop');
+    const alloc = await cluster.get<Allocation>(`/v1/allocation/${allocId}`);
+    assert.equal(alloc.DesiredStatus, 'stop');
     assert.ok(!(await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims.some((c) => c.AllocationID === allocId));
     await shot(page, 'volume-detached');
   });
@@ -297,7 +308,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const api = (await apiGet<CSIVolume>(`/v1/volume/csi/${sick}`)).BerthCondition;
     assert.equal(api?.Abnormal, true);
     assert.match(api.Message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
-    assert.equal(await condition.innerText(), `BerthCondition: abnormal: ${api.Message}`);
+    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.Message}`);
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), new RegExp(`^Volume ${sick}\\s+abnormal: the volume`));
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 43, 'the page was not reloaded');
     await shot(page, 'volume-abnormal');
@@ -311,7 +322,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
   it('no API answer the browser received carries a secret', async () => {
     const bodies = await Promise.all(apiBodies);
     assert.ok(bodies.length > 50, `the browser read the API (${bodies.length} answers)`);
-    assert.ok(bodies.some((b) => b.includes('"secretNames"')), 'volume reads were among them');
+    assert.ok(bodies.some((b) => b.includes('"BerthSecretNames"')), 'volume reads were among them');
     for (const b of bodies) assert.ok(!b.includes(cluster.secret), 'an API answer carried the volume secret');
   });
 

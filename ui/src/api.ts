@@ -172,6 +172,19 @@ export const api = {
   plugin: (id: string) => getJson<Plugin>(`/v1/plugin/csi/${enc(id)}`),
   volumes: () => getJson<VolumeStub[]>('/v1/volumes?type=csi&namespace=*'),
   volume: (ns: string, id: string) => getJson<Volume>(`/v1/volume/csi/${enc(id)}?namespace=${enc(ns)}`),
+  /**
+   * Every volume in full (each list row read again by its ID): Nomad's list
+   * rows carry neither the capacity nor Berth's usage and condition. A volume
+   * deleted between the two reads is left out.
+   */
+  async volumesInFull(stubs?: VolumeStub[]): Promise<Volume[]> {
+    const rows = stubs ?? (await api.volumes());
+    const all = await Promise.all(rows.map((v) => api.volume(v.Namespace, v.ID).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) return undefined;
+      throw err;
+    })));
+    return all.filter((v): v is Volume => v !== undefined);
+  },
   jobs: () => getJson<JobStub[]>('/v1/jobs?namespace=*'),
   job: (ns: string, id: string) => getJson<Job>(`/v1/job/${enc(id)}?namespace=${enc(ns)}`),
   jobAllocations: (ns: string, id: string) => getJson<AllocStub[]>(`/v1/job/${enc(id)}/allocations?all=true&namespace=${enc(ns)}`),
@@ -215,9 +228,9 @@ export const actions = {
 // ---- volume health (Berth's additions to the CSI API) ---------------------
 
 /**
- * Where Berth's volume health lives: a volume's `Usage` (the latest report
- * per node) and `Condition` (the plugin's VOLUME_CONDITION) are fields of
- * Nomad's CSIVolume; the usage over time and the drift findings are Berth's
+ * Where Berth's volume health lives: a volume's `BerthUsage` (the latest
+ * report per node) and `BerthCondition` (the plugin's VOLUME_CONDITION) are
+ * Berth's fields beside Nomad's CSIVolume (a list row carries neither); the usage over time and the drift findings are Berth's
  * own routes beside Nomad's.
  */
 export const HEALTH_FIELDS = {
@@ -239,14 +252,14 @@ function usageOf(u: NodeVolumeUsage): VolumeUsage {
   };
 }
 
-/** The volume's latest usage reports (one per node), or [] when none was reported (a list row may carry none). */
-export function volumeUsage(v: Volume | VolumeStub): VolumeUsage[] {
-  return ((v as { Usage?: NodeVolumeUsage[] | null }).Usage ?? []).map(usageOf);
+/** The volume's latest usage reports (one per node), or [] when none was reported. */
+export function volumeUsage(v: Volume): VolumeUsage[] {
+  return (v.BerthUsage ?? []).map(usageOf);
 }
 
-/** The plugin's condition of the volume, or undefined when none was reported (a list row may carry none). */
-export function volumeCondition(v: Volume | VolumeStub): VolumeCondition | undefined {
-  return (v as { Condition?: VolumeCondition | null }).Condition ?? undefined;
+/** The plugin's condition of the volume, or undefined when none was reported. */
+export function volumeCondition(v: Volume): VolumeCondition | undefined {
+  return v.BerthCondition ?? undefined;
 }
 
 /** Usage reports over time, oldest first. */

@@ -45,6 +45,11 @@ export function eventLink(ev: StreamEvent): string | undefined {
   }
 }
 
+/** The object an event is about, as an operator names it: `namespace/key` for a namespaced object, its key otherwise (nodes, plugins). */
+export function eventObject(ev: StreamEvent): string {
+  return ev.Namespace ? `${ev.Namespace}/${ev.Key}` : ev.Key;
+}
+
 export function EventTable({ events, label }: { events: readonly StreamEvent[]; label: string }) {
   return (
     <Table
@@ -53,14 +58,15 @@ export function EventTable({ events, label }: { events: readonly StreamEvent[]; 
       empty="No changes yet."
       rows={events.map((ev) => {
         const href = eventLink(ev);
-        return [String(ev.Index), ev.Topic, ev.Type, href ? <a href={href}>{ev.Key}</a> : ev.Key];
+        const name = eventObject(ev);
+        return [String(ev.Index), ev.Topic, ev.Type, href ? <a href={href}>{name}</a> : name];
       })}
     />
   );
 }
 
 export function Overview() {
-  const { data, error } = useLive('overview', ['node', 'job', 'allocation', 'plugin', 'volume', 'claim'], async () => {
+  const { data, error } = useLive('overview', ['node', 'job', 'allocation', 'plugin', 'volume', 'claim', 'volume-condition'], async () => {
     const [nodes, jobs, allocs, plugins, volumes] = await Promise.all([
       getIndexed<Awaited<ReturnType<typeof api.nodes>>>('/v1/nodes'),
       getIndexed<Awaited<ReturnType<typeof api.jobs>>>('/v1/jobs?namespace=*'),
@@ -73,12 +79,13 @@ export function Overview() {
     const history = await api.history(['*'], Math.max(0, latest - 20));
     const seen = new Set(history.map((e) => `${e.Index}/${e.Topic}/${e.Key}`));
     const recent = [...hub.recent.filter((e) => !seen.has(`${e.Index}/${e.Topic}/${e.Key}`)), ...history.reverse()].slice(0, 20);
-    return { nodes: nodes.body, jobs: jobs.body, allocs: allocs.body, plugins: plugins.body, volumes: volumes.body, recent };
+    // Nomad's list rows carry no condition: the abnormal count reads each volume.
+    const abnormal = (await api.volumesInFull(volumes.body)).filter((v) => volumeCondition(v)?.Abnormal).length;
+    return { nodes: nodes.body, jobs: jobs.body, allocs: allocs.body, plugins: plugins.body, volumes: volumes.body, abnormal, recent };
   });
   if (!data) return <main id="main"><Loading error={error} /></main>;
-  const { nodes, jobs, allocs, plugins, volumes, recent } = data;
+  const { nodes, jobs, allocs, plugins, volumes, abnormal, recent } = data;
   const claimed = volumes.filter((v) => v.CurrentReaders + v.CurrentWriters > 0).length;
-  const abnormal = volumes.filter((v) => volumeCondition(v)?.Abnormal).length;
   return (
     <main id="main">
       <h1>Cluster overview</h1>

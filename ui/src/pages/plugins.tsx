@@ -10,14 +10,41 @@ function pluginHealthy(p: PluginStub): boolean {
   return p.ControllersHealthy >= p.ControllersExpected && p.NodesHealthy >= p.NodesExpected && p.NodesExpected > 0;
 }
 
-/** The capabilities the plugin's instances report, in words ("create and delete volumes", ...). */
+/**
+ * CSI's names of the capabilities Nomad's CSIControllerInfo and CSINodeInfo
+ * fields stand for (the names a plugin advertises and the CSI spec uses).
+ */
+const CSI_CAPABILITY: Record<'controller' | 'node', Record<string, string>> = {
+  controller: {
+    SupportsCreateDelete: 'CREATE_DELETE_VOLUME',
+    SupportsAttachDetach: 'PUBLISH_UNPUBLISH_VOLUME',
+    SupportsListVolumes: 'LIST_VOLUMES',
+    SupportsGetCapacity: 'GET_CAPACITY',
+    SupportsCreateDeleteSnapshot: 'CREATE_DELETE_SNAPSHOT',
+    SupportsListSnapshots: 'LIST_SNAPSHOTS',
+    SupportsClone: 'CLONE_VOLUME',
+    SupportsReadOnlyAttach: 'PUBLISH_READONLY',
+    SupportsExpand: 'EXPAND_VOLUME',
+    SupportsListVolumesAttachedNodes: 'LIST_VOLUMES_PUBLISHED_NODES',
+    SupportsCondition: 'VOLUME_CONDITION',
+    SupportsGet: 'GET_VOLUME',
+  },
+  node: {
+    RequiresNodeStageVolume: 'STAGE_UNSTAGE_VOLUME',
+    SupportsStats: 'GET_VOLUME_STATS',
+    SupportsExpand: 'EXPAND_VOLUME',
+    SupportsCondition: 'VOLUME_CONDITION',
+  },
+};
+
+/** The capabilities the plugin's instances report, by CSI's names (a field CSI has no name for: in words). */
 function capabilities(instances: Record<string, HealthReport> | null, kind: 'controller' | 'node'): string[] {
   const words = new Set<string>();
   for (const i of Object.values(instances ?? {})) {
     const info = (kind === 'controller' ? i.ControllerInfo : i.NodeInfo) as Record<string, unknown> | null;
     for (const [k, v] of Object.entries(info ?? {})) {
-      if (v === true && k.startsWith('Supports')) words.add(k.slice('Supports'.length).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
-      if (v === true && k.startsWith('Requires')) words.add(k.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
+      if (v !== true || !/^(Supports|Requires)/.test(k)) continue;
+      words.add(CSI_CAPABILITY[kind][k] ?? k.replace(/^Supports/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase());
     }
   }
   return [...words].sort();

@@ -4,18 +4,18 @@
 
 import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type ClaimEvent, type StreamEvent, type Volume, type VolumeStub } from '../api';
+import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type ClaimEvent, type StreamEvent, type Volume } from '../api';
 import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
 import { useLive, watchUntil } from '../live';
 import { useCanWrite } from '../session';
 
-function usageCell(v: Volume | VolumeStub) {
+function usageCell(v: Volume) {
   const u = volumeUsage(v)[0];
   if (!u) return <span class="muted">no usage reported</span>;
   return u.bytesTotal ? `${bytes(u.bytesUsed)} / ${bytes(u.bytesTotal)}` : bytes(u.bytesUsed);
 }
 
-function conditionBadge(v: Volume | VolumeStub) {
+function conditionBadge(v: Volume) {
   const c = volumeCondition(v);
   if (!c) return <span class="muted">-</span>;
   return <Badge value={c.Abnormal ? 'abnormal' : 'healthy'} label={c.Abnormal ? `abnormal: ${c.Message}` : 'normal'} />;
@@ -27,17 +27,37 @@ function claimOf(e: StreamEvent): Partial<ClaimEvent> | undefined {
   return c && typeof c === 'object' ? (c as Partial<ClaimEvent>) : undefined;
 }
 
-/** A claim event's change in plain words. */
-function claimChange(type: string, released: boolean): string {
+/**
+ * A claim event's change in plain words: the allocation's first claim event
+ * `claimed`, a later change of it `updated`, its removal (`ClaimDeleted`, or a
+ * claim gone free) `released`.
+ */
+function claimChange(released: boolean, first: boolean): string {
   if (released) return 'released';
-  return type.replace(/^Claim/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase() || 'changed';
+  return first ? 'claimed' : 'updated';
+}
+
+/** The claim history's rows, newest first (`history` is oldest first), each event with its change in plain words. */
+function claimHistoryRows(history: readonly StreamEvent[]) {
+  const seen = new Set<string>();
+  return history
+    .map((e) => {
+      const c = claimOf(e) ?? {};
+      const alloc = c.AllocationID ?? e.Key.split('/').pop() ?? '';
+      const released = /delete|release/i.test(e.Type) || c.State === 'free';
+      const first = !seen.has(alloc);
+      seen.add(alloc);
+      if (released) seen.delete(alloc);
+      return [String(e.Index), claimChange(released, first), <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.Mode ?? '-', released ? 'released' : (c.State ?? '-'), c.ControllerPublish ?? '-'];
+    })
+    .reverse();
 }
 
 /** Usage changes without an event on the stream: the volume pages read it again this often. */
 const USAGE_REFRESH_MS = 5_000;
 
 export function VolumesPage() {
-  const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumes(), { everyMs: USAGE_REFRESH_MS });
+  const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumesInFull(), { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   return (
     <main id="main">
@@ -51,8 +71,8 @@ export function VolumesPage() {
           v.Namespace,
           <a href={`/ui/plugins/${encodeURIComponent(v.PluginID)}`}>{v.PluginID}</a>,
           v.Schedulable ? 'yes' : 'no',
-          <span data-claims={v.ID}>{v.CurrentReaders + v.CurrentWriters}</span>,
-          bytes((v as { Capacity?: number }).Capacity),
+          <span data-claims={v.ID}>{v.BerthClaims.length}</span>,
+          bytes(v.Capacity),
           usageCell(v),
           conditionBadge(v),
         ])}
@@ -233,12 +253,7 @@ export function VolumePage() {
           label="claim history"
           head={['Index', 'Change', 'Allocation', 'Mode', 'State', 'Controller']}
           empty="No claim has been taken yet."
-          rows={[...history].reverse().map((e) => {
-            const c = claimOf(e) ?? {};
-            const alloc = c.AllocationID ?? e.Key.split('/').pop() ?? '';
-            const released = e.Type.toLowerCase().includes('delete') || e.Type.toLowerCase().includes('release') || c.State === 'free';
-            return [String(e.Index), claimChange(e.Type, released), <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.Mode ?? '-', released ? 'released' : (c.State ?? '-'), c.ControllerPublish ?? '-'];
-          })}
+          rows={claimHistoryRows(history)}
         />
       </Section>
     </main>
