@@ -209,7 +209,7 @@ echo
 echo "Claim history of shared-data (from the event stream):"
 printf '%s$ berth event stream --topic claim:shared-data --index 0 --until-now --json%s\n' "$DIM" "$RESET"
 # --until-now: the stream ends once it has printed every change up to now.
-# One frame a line: {"Index":N,"Events":[{"Topic":"claim","Type":"ClaimUpserted","Payload":{"Claim":{...}}}]}.
+# One frame a line: {"Index":N,"Events":[{"Topic":"claim","Type":"ClaimUpserted","Payload":{"Claim":{"VolumeID":...,"AllocationID":...,"Mode":...,"State":...}}}]}.
 berth event stream --topic claim:shared-data --index 0 --until-now --json |
   node -e '
     const lines = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean);
@@ -217,10 +217,10 @@ berth event stream --topic claim:shared-data --index 0 --until-now --json |
     for (const line of lines) {
       for (const e of JSON.parse(line).Events ?? []) {
         const c = e.Payload.Claim ?? {};
-        if (e.Namespace !== "default" || c.volumeId !== "shared-data") continue;
+        if (e.Namespace !== "default" || c.VolumeID !== "shared-data") continue;
         const op = e.Type === "ClaimDeleted" ? "delete" : "put";
-        const state = op === "delete" ? "released" : (c.state ?? "-");
-        console.log(`  ${String(e.Index).padEnd(5)}  ${op.padEnd(6)}  ${String(c.allocId).slice(0, 8)}  ${(c.mode ?? "-").padEnd(5)}  ${state}`);
+        const state = op === "delete" ? "released" : (c.State ?? "-");
+        console.log(`  ${String(e.Index).padEnd(5)}  ${op.padEnd(6)}  ${String(c.AllocationID).slice(0, 8)}  ${(c.Mode ?? "-").padEnd(5)}  ${state}`);
       }
     }'
 
