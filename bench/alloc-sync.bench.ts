@@ -97,7 +97,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     };
     const { node } = (await call<{ node: Node }>('POST', '/v1/node/register', { fingerprint }, NODE_TOKEN)).body;
     for (let i = 0; i < ALLOCS; i++) await call('PUT', '/v1/jobs', registration(job(`sync-${i}`, 5)));
-    const allocs = (await call<Array<{ id: string; jobId: string }>>('GET', `/v1/node/${node.id}/allocations`, undefined, NODE_TOKEN)).body;
+    const allocs = (await call<Array<{ id: string; jobId: string }>>('GET', `/v1/internal/node/${node.id}/allocations`, undefined, NODE_TOKEN)).body;
     if (allocs.length !== ALLOCS) throw new Error(`${allocs.length} allocations on the node, not ${ALLOCS}`);
     console.log(`  one node, ${ALLOCS} allocations of ${ALLOCS} jobs; per change, server and node in one process (load ${load()})`);
 
@@ -126,7 +126,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
         };
       };
     const reports = (): Promise<PerChange> =>
-        phase(ALLOCS, async (i) => (await call('POST', `/v1/node/${node.id}/allocations`, { allocations: [runningReport(allocs[i]!.id)] }, NODE_TOKEN)).index);
+        phase(ALLOCS, async (i) => (await call('POST', `/v1/internal/node/${node.id}/allocations`, { allocations: [runningReport(allocs[i]!.id)] }, NODE_TOKEN)).index);
       const serverChanges = (): Promise<PerChange> =>
         phase(SERVER_CHANGES, async (i) => {
           cpu++;
