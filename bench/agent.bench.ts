@@ -28,6 +28,7 @@ import { eventually, type NotYet } from '../test/support/eventually.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
 import { registration } from '../test/support/nomad-jobs.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 const RUNS = Number(process.env['BENCH_AGENT_RUNS'] ?? 50);
 const PLUGIN_RUNS = Number(process.env['BENCH_AGENT_PLUGIN_RUNS'] ?? 5);
@@ -122,7 +123,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     return !!p && p.ControllersHealthy >= 1 && p.NodesHealthy >= 1;
   };
   const runningAlloc = async (job: string): Promise<string | undefined> =>
-    (await api<Array<{ id: string; clientStatus: string; desiredStatus: string }>>('GET', `/v1/job/${job}/allocations`)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running')?.id;
+    (await api<AllocationListStub[]>('GET', `/v1/job/${job}/allocations`)).find((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running')?.ID;
   // Polls often: the figure is the time to healthy, so the wait must not blur it.
   const poll = <T>(what: string, fn: () => Promise<T>, timeoutMs = 60_000): Promise<Exclude<T, NotYet>> => eventually(what, fn, { timeoutMs, intervalMs: 5 });
 
@@ -222,7 +223,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
       '/v1/jobs',
       registration({ id: 'bench-many', type: 'service', groups: [{ name: 'g', count: 50, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] }),
     );
-    await poll('50 tasks running', async () => (await api<Array<{ clientStatus: string }>>('GET', '/v1/job/bench-many/allocations')).filter((a) => a.clientStatus === 'running').length >= 50, 120_000);
+    await poll('50 tasks running', async () => (await api<AllocationListStub[]>('GET', '/v1/job/bench-many/allocations')).filter((a) => a.ClientStatus === 'running').length >= 50, 120_000);
     const agentPid = agent.child!.pid!;
     const procs = descendants(agentPid);
     const sum = (list: Array<{ pid: number }>): number => round(list.reduce((a, p) => a + pssKiB(p.pid), 0) / 1024);

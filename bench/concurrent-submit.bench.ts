@@ -55,6 +55,7 @@ import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { round } from './_stats.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst } from './_submitters.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -236,8 +237,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   /** The pid whose children are the executors: the node agent's. */
   const nodePid = clientAgent?.child?.pid ?? agentPid;
   const headers = { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' };
-  const allocs = async (): Promise<Array<{ jobId: string; clientStatus: string; desiredStatus: string }>> =>
-    (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; clientStatus: string; desiredStatus: string }>;
+  const allocs = async (): Promise<AllocationListStub[]> => (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as AllocationListStub[];
   /** The agent's event loop delay (ms) since the previous scrape (prom-client's monitorEventLoopDelay gauges). */
   const loopDelay = async (): Promise<{ p50: number; p99: number; max: number }> => {
     const text = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers })).text();
@@ -286,8 +286,8 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const polled = (async () => {
       for (;;) {
         const list = await allocs();
-        const placed = list.filter((a) => a.jobId.startsWith('burst-') && a.desiredStatus === 'run');
-        const running = placed.filter((a) => a.clientStatus === 'running').length;
+        const placed = list.filter((a) => a.JobID.startsWith('burst-') && a.DesiredStatus === 'run');
+        const running = placed.filter((a) => a.ClientStatus === 'running').length;
         progress.push([round((performance.timeOrigin + performance.now() - t0) / 1000, 2), placed.length, running]);
         if (running === JOBS) {
           allRunningMs = performance.timeOrigin + performance.now() - t0;
@@ -312,7 +312,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const evalCounts: Record<string, number> = {};
     for (const e of evals) if (e.JobID.startsWith('burst-')) evalCounts[`${e.TriggeredBy}/${e.Status}`] = (evalCounts[`${e.TriggeredBy}/${e.Status}`] ?? 0) + 1;
     const placementWrites = new Set(
-      ((await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; createIndex: number }>).filter((a) => a.jobId.startsWith('burst-')).map((a) => a.createIndex),
+      (await allocs()).filter((a) => a.JobID.startsWith('burst-')).map((a) => a.CreateIndex),
     ).size;
     await burst.close();
 

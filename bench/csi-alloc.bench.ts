@@ -46,6 +46,7 @@ import { hostpathPluginJob } from '../test/support/runtime-cluster.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
 import { registration } from '../test/support/nomad-jobs.js';
+import type { Allocation, AllocationListStub } from '../src/api/index.js';
 
 const RUNS = Number(process.env['BENCH_CSI_ALLOC_RUNS'] ?? 20);
 const WARMUP = 3;
@@ -70,12 +71,8 @@ interface Sample {
   pluginTicks: number;
 }
 
-interface AllocView {
-  id: string;
-  clientStatus: string;
-  createTime: number;
-  taskStates: Record<string, { events: Array<{ at: number; type: string }> }>;
-}
+/** Nomad's times are nanoseconds since the epoch; the bench's clock is ms. */
+const nsToMs = (ns: number): number => ns / 1e6;
 
 /** CPU time (utime + stime, with reaped children's) of a process so far, in clock ticks; 0 once gone. */
 function cpuTicks(pid: number): number {
@@ -177,17 +174,17 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       let index = posted.index;
       let allocId: string | undefined;
       while (!allocId) {
-        const r = await call<AllocView[]>('GET', `/v1/job/${jobId}/allocations?index=${index}&wait=60s`);
-        allocId = r.body[0]?.id;
+        const r = await call<AllocationListStub[]>('GET', `/v1/job/${jobId}/allocations?index=${index}&wait=60s`);
+        allocId = r.body[0]?.ID;
         index = r.index;
       }
-      let alloc: AllocView;
+      let alloc: Allocation;
       for (;;) {
-        const r = await call<AllocView>('GET', `/v1/allocation/${allocId}?index=${index}&wait=60s`);
+        const r = await call<Allocation>('GET', `/v1/allocation/${allocId}?index=${index}&wait=60s`);
         alloc = r.body;
         index = r.index;
-        if (alloc.clientStatus === 'running') break;
-        if (alloc.clientStatus !== 'pending') throw new Error(`allocation ${allocId} is ${alloc.clientStatus}: ${JSON.stringify(alloc.taskStates)}`);
+        if (alloc.ClientStatus === 'running') break;
+        if (alloc.ClientStatus !== 'pending') throw new Error(`allocation ${allocId} is ${alloc.ClientStatus}: ${JSON.stringify(alloc.TaskStates)}`);
       }
       const running = now();
       const mono1 = Number(process.hrtime.bigint() / 1000n);
@@ -195,12 +192,13 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const after = await csiMs();
       const spent = (rpc: string): number => (after.ms[rpc] ?? 0) - (before.ms[rpc] ?? 0);
       const csiCalls = Object.fromEntries(Object.keys(after.calls).map((rpc) => [rpc, (after.calls[rpc] ?? 0) - (before.calls[rpc] ?? 0)]).filter(([, n]) => (n as number) > 0));
-      const events = Object.values(alloc.taskStates)[0]?.events ?? [];
+      const events = Object.values(alloc.TaskStates ?? {})[0]?.Events ?? [];
       const at = (type: string): number => {
-        const e = events.find((x) => x.type === type);
+        const e = events.find((x) => x.Type === type);
         if (!e) throw new Error(`allocation ${allocId} has no "${type}" event: ${JSON.stringify(events)}`);
-        return e.at;
+        return nsToMs(e.Time);
       };
+      const created = nsToMs(alloc.CreateTime);
       const received = at('Received');
       const mounted = at('Volume Mounted');
       const started = at('Started');
@@ -212,8 +210,8 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
         totalMs: running - t0,
         submitMs: submitted - t0,
         steps: {
-          'submit+schedule': alloc.createTime - t0,
-          'to the node': received - alloc.createTime,
+          'submit+schedule': created - t0,
+          'to the node': received - created,
           'claim + setup': mounted - received - nodeCalls,
           'NodeStage/Publish': nodeCalls,
           'task start': started - mounted,

@@ -15,19 +15,13 @@ import path from 'node:path';
 import { AgentRun, mountsUnder, ok, until } from '../test/support/agent-run.js';
 import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../test/support/shared-hostpath.js';
 import { round } from './_stats.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 const VOLUMES = Number(process.env['BENCH_DRAIN_VOLUMES'] ?? 10);
 const MGMT = `bd-mgmt-${process.pid}-0123456789`;
 const NODE = `bd-node-${process.pid}-0123456789`;
 
-interface Row {
-  id: string;
-  jobId: string;
-  nodeId: string;
-  clientStatus: string;
-  desiredStatus: string;
-  jobVersion: number;
-}
+type Row = AllocationListStub;
 
 function jobHcl(id: string, volume: string | undefined): string {
   const vol = volume
@@ -73,8 +67,8 @@ export default async function drainBench(dir: string): Promise<Record<string, un
         const p = await get<{ NodesHealthy: number; ControllersHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
         const { Version: version } = await get<{ Version: number }>('/v1/job/hostpath-plugin');
         const allocs = await get<Row[]>('/v1/job/hostpath-plugin/allocations');
-        const current = allocs.filter((a) => a.clientStatus === 'running' && a.jobVersion === version).length;
-        const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending')).length;
+        const current = allocs.filter((a) => a.ClientStatus === 'running' && a.JobVersion === version).length;
+        const old = allocs.filter((a) => a.JobVersion !== version && (a.ClientStatus === 'running' || a.ClientStatus === 'pending')).length;
         return p?.NodesHealthy === 2 && p.ControllersHealthy === 2 && current === 2 && old === 0;
       }, 120_000);
     };
@@ -101,8 +95,8 @@ export default async function drainBench(dir: string): Promise<Record<string, un
         jobs.push(id);
       }
     }
-    const running = async (): Promise<Row[]> => (await get<Row[]>('/v1/allocations')).filter((a) => jobs.includes(a.jobId) && a.desiredStatus === 'run' && a.clientStatus === 'running');
-    await until('every job running on b1', async () => (await running()).filter((a) => a.nodeId === drained.ID).length === jobs.length, 180_000);
+    const running = async (): Promise<Row[]> => (await get<Row[]>('/v1/allocations')).filter((a) => jobs.includes(a.JobID) && a.DesiredStatus === 'run' && a.ClientStatus === 'running');
+    await until('every job running on b1', async () => (await running()).filter((a) => a.NodeID === drained.ID).length === jobs.length, 180_000);
     await until('every writer writing', () => new Set(writerLines(path.join(dir, 'hp')).map((l) => l.alloc)).size >= VOLUMES || undefined, 60_000);
     await put(`/v1/node/${target.ID}/eligibility`, { Eligibility: 'eligible' });
 
@@ -110,7 +104,7 @@ export default async function drainBench(dir: string): Promise<Record<string, un
     await put(`/v1/node/${drained.ID}/drain`, { DrainSpec: { Deadline: 600e9, IgnoreSystemJobs: false } });
     let replacedMs = 0;
     await until('every job running again on b2', async () => {
-      const moved = (await running()).filter((a) => a.nodeId === target.ID).length === jobs.length;
+      const moved = (await running()).filter((a) => a.NodeID === target.ID).length === jobs.length;
       if (moved && !replacedMs) replacedMs = performance.now() - started;
       return moved;
     }, 300_000);
@@ -120,7 +114,7 @@ export default async function drainBench(dir: string): Promise<Record<string, un
     const byFile = new Map<string, Array<{ at: number; alloc: string }>>();
     for (const l of writerLines(path.join(dir, 'hp'))) byFile.set(l.file, [...(byFile.get(l.file) ?? []), l]);
     const allocs = await get<Row[]>('/v1/allocations');
-    const onNode = new Map(allocs.map((a) => [a.id, a.nodeId]));
+    const onNode = new Map(allocs.map((a) => [a.ID, a.NodeID]));
     let overlapMs = 0;
     for (const lines of byFile.values()) {
       const lastOld = Math.max(...lines.filter((l) => onNode.get(l.alloc) === drained.ID).map((l) => l.at));

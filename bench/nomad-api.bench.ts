@@ -70,11 +70,11 @@ export default async function nomadApi(dir: string): Promise<Record<string, unkn
     // Every job placed, and reported running by the node.
     let allocs: Array<{ id: string; desiredStatus: string }> = [];
     while (allocs.length < JOBS) {
-      allocs = ((await (await call('GET', `/v1/node/${node}/allocations`, undefined, NODE_TOKEN)).json()) as typeof allocs).filter((a) => a.desiredStatus === 'run');
+      allocs = ((await (await call('GET', `/v1/internal/node/${node}/allocations`, undefined, NODE_TOKEN)).json()) as typeof allocs).filter((a) => a.desiredStatus === 'run');
       if (allocs.length < JOBS) await new Promise((r) => setTimeout(r, 100));
     }
     const report = JSON.stringify({ allocations: allocs.map((a) => ({ id: a.id, clientStatus: 'running' })) });
-    await call('POST', `/v1/node/${node}/allocations`, report, NODE_TOKEN);
+    await call('POST', `/v1/internal/node/${node}/allocations`, report, NODE_TOKEN);
     console.log(`  ${JOBS} jobs registered and running in ${Date.now() - started} ms`);
 
     // 1. The list.

@@ -21,10 +21,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AllocRunner, type AllocRunnerOptions, type AllocStatusUpdate } from '../src/client/allocrunner/index.js';
 import { Client } from '../src/client/index.js';
 import { createLogger, silentLogger } from '../src/lib/index.js';
-import type { Allocation } from '../src/structs/index.js';
 import { volumeRequest } from '../test/support/csi-api.js';
 import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, TestServer, TOKENS, until, volumeJob } from '../test/support/runtime-cluster.js';
 import { round, summarize, type Summary } from './_stats.js';
+import type { Allocation, AllocationListStub } from '../src/api/index.js';
 
 const SAMPLES = Number(process.env['BENCH_RUNTIME_SAMPLES'] ?? 25);
 const TASKS = Number(process.env['BENCH_RUNTIME_TASKS'] ?? 50);
@@ -119,11 +119,11 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
   const runOne = async (job: Record<string, unknown>): Promise<Sample> => {
     const id = job['id'] as string;
     await server.register(job);
-    const alloc = await until(`allocation of ${id}`, async () => (await server.ok<Allocation[]>('GET', `/v1/job/${id}/allocations`))[0], 30_000);
-    const sample = await until(`runner of ${id}`, () => samples.get(alloc.id), 30_000);
+    const alloc = await until(`allocation of ${id}`, async () => (await server.ok<AllocationListStub[]>('GET', `/v1/job/${id}/allocations`))[0], 30_000);
+    const sample = await until(`runner of ${id}`, () => samples.get(alloc.ID), 30_000);
     const s = await sample;
     await server.ok('DELETE', `/v1/job/${id}`);
-    await until(`${id} to stop`, async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.id}`)).clientStatus !== 'running', 30_000);
+    await until(`${id} to stop`, async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.ID}`)).ClientStatus !== 'running', 30_000);
     return s;
   };
 
@@ -193,8 +193,8 @@ async function footprint(dir: string): Promise<Record<string, unknown>> {
     await until(
       'every plugin healthy and every task running',
       async () => {
-        const allocs = await server.ok<Allocation[]>('GET', '/v1/allocations');
-        const running = allocs.filter((a) => a.clientStatus === 'running').length;
+        const allocs = await server.ok<AllocationListStub[]>('GET', '/v1/allocations');
+        const running = allocs.filter((a) => a.ClientStatus === 'running').length;
         const plugins = await server.ok<Array<{ NodesHealthy: number }>>('GET', '/v1/plugins?type=csi');
         return running === TASKS + PLUGINS && plugins.filter((p) => p.NodesHealthy === 1).length === PLUGINS;
       },
