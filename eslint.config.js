@@ -44,7 +44,8 @@ import tseslint from 'typescript-eslint';
 // the api's shapes: src/structs/nomad-table.ts says why), spec-files (job and volume
 // files, as Nomad's jobspec) on structs and hcl, csi-plugins (the plugins Berth ships)
 // on csi, plugins (external plugins over Nomad's go-plugin protocols) on
-// structs. Each layer may import only the layers listed for it:
+// structs; the server reads job files too (Nomad's /v1/jobs/parse). Each layer
+// may import only the layers listed for it:
 const LAYERS = {
   lib: [],
   api: [],
@@ -54,8 +55,8 @@ const LAYERS = {
   'spec-files': ['lib', 'structs', 'hcl'],
   'csi-plugins': ['lib', 'csi'],
   plugins: ['lib', 'structs'],
-  client: ['lib', 'csi', 'structs', 'plugins'],
-  server: ['lib', 'api', 'csi', 'structs', 'plugins'],
+  client: ['lib', 'api', 'csi', 'structs', 'plugins'],
+  server: ['lib', 'api', 'csi', 'structs', 'spec-files', 'plugins'],
   agent: ['lib', 'api', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server'],
   cli: ['lib', 'api', 'hcl', 'csi', 'structs', 'spec-files', 'csi-plugins', 'plugins', 'client', 'server', 'agent'],
 };

@@ -2,7 +2,7 @@
 
 import type { AgentRun } from '../test/support/agent-run.js';
 
-/** Calls the agent's API; resolves with the parsed body and X-Berth-Index (0 when absent); throws on a non-2xx answer with its text. */
+/** Calls the agent's API; resolves with the parsed body and X-Nomad-Index (0 when absent); throws on a non-2xx answer with its text. */
 export type AgentCall = <T>(method: string, path: string, body?: unknown) => Promise<{ body: T; index: number }>;
 
 export function agentApi(agent: Pick<AgentRun, 'addr' | 'token'>): AgentCall {
@@ -14,6 +14,6 @@ export function agentApi(agent: Pick<AgentRun, 'addr' | 'token'>): AgentCall {
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return { body: (text ? JSON.parse(text) : undefined) as T, index: Number(res.headers.get('x-berth-index') ?? 0) };
+    return { body: (text ? JSON.parse(text) : undefined) as T, index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0) };
   };
 }

@@ -4,7 +4,7 @@
 // anonymous regions), thread stacks, files (code and data of node and its
 // libraries) and the remaining anonymous mappings (V8's heap pages, code
 // space and large malloc blocks); the agent's V8 figures come from its
-// /metrics (prom-client's Node.js gauges).
+// /v1/metrics?format=prometheus (prom-client's Node.js gauges).
 
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
@@ -69,7 +69,7 @@ export function formatBreakdown(b: RssBreakdown): string {
   return `malloc main ${mib(b.mallocMain)}, malloc arenas ${mib(b.mallocArenas)}, other anon (V8 heap, code, big mallocs) ${mib(b.otherAnon)}, stacks ${mib(b.stacks)}, files ${mib(b.files)} MiB`;
 }
 
-/** The V8 figures (MiB) of an agent's /metrics text. */
+/** The V8 figures (MiB) of an agent's /v1/metrics?format=prometheus text. */
 export function v8Figures(metrics: string): Record<string, number> {
   const at = (re: RegExp): number => round(Number(re.exec(metrics)?.[1] ?? NaN) / 2 ** 20);
   const out: Record<string, number> = {

@@ -1,4 +1,4 @@
-// N POSTs released at once, each from a thread of its own over a connection
+// N PUTs released at once, each from a thread of its own over a connection
 // of its own (plain blocking sockets, HTTP/1.1, connection: close).
 // stdin: "host port path token\n", then N lines (one body each), then an
 // empty line. It prints "ready" once every thread waits at the gate, reads
@@ -38,7 +38,7 @@ static void *submit(void *arg) {
   int one = 1; setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   size_t blen = strlen(j->body);
   size_t cap = blen + 2048; char *req = malloc(cap);
-  int n = snprintf(req, cap, "POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", path, host, port, token, blen, j->body);
+  int n = snprintf(req, cap, "PUT %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", path, host, port, token, blen, j->body);
   for (int off = 0; off < n;) { ssize_t w = write(fd, req + off, n - off); if (w <= 0) { snprintf(j->err, sizeof j->err, "write failed"); close(fd); free(req); return NULL; } off += w; }
   free(req);
   char buf[4096]; size_t got = 0; ssize_t r;

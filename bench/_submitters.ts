@@ -76,7 +76,7 @@ function pthreadsProgram(): string | null {
 
 const now = (): number => performance.timeOrigin + performance.now();
 
-/** POSTs each of `bodies` to `url` (bearer `token`) from a thread of its own, all released at once. */
+/** PUTs each of `bodies` to `url` (bearer `token`) from a thread of its own, all released at once. */
 export function startSubmitters(kind: SubmitterKind, url: string, token: string, bodies: readonly string[]): Burst {
   if (kind === 'workers') return nodeWorkers(url, token, bodies);
   if (kind === 'threads') return lineChild('python3', ['-c', PYTHON], JSON.stringify({ url, token, bodies }) + '\n');
@@ -88,7 +88,7 @@ export function startSubmitters(kind: SubmitterKind, url: string, token: string,
 }
 
 // One Python thread a submission: it waits on the shared event, then sends
-// its POST over a connection of its own and records what it saw.
+// its PUT over a connection of its own and records what it saw.
 const PYTHON = `
 import sys, json, threading, time, http.client, urllib.parse
 cfg = json.loads(sys.stdin.readline())
@@ -100,7 +100,7 @@ def submit(i, body):
     start = time.time() * 1000
     try:
         c = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
-        c.request('POST', u.path, body, {'content-type': 'application/json', 'authorization': 'Bearer ' + cfg['token']})
+        c.request('PUT', u.path, body, {'content-type': 'application/json', 'authorization': 'Bearer ' + cfg['token']})
         r = c.getresponse()
         text = r.read().decode('utf-8', 'replace')
         c.close()
@@ -157,7 +157,7 @@ function lineChild(command: string, args: string[], input: string): Burst {
 
 // One Node worker a submission: plain JS (no transpiler to load in 200
 // threads). It says `ready`, blocks on the shared gate until the main thread
-// opens it, then sends its one POST over a fresh connection and reports the
+// opens it, then sends its one PUT over a fresh connection and reports the
 // latency it saw (the clock is the shared wall clock of performance.timeOrigin + now()).
 const SUBMITTER = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -167,7 +167,7 @@ parentPort.postMessage({ ready: true });
 Atomics.wait(gate, 0, 0);
 const start = performance.timeOrigin + performance.now();
 const req = http.request(url, {
-  method: 'POST',
+  method: 'PUT',
   agent: new http.Agent({ keepAlive: false, maxSockets: 1 }),
   headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
 }, (res) => {

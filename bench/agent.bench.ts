@@ -8,12 +8,12 @@
 //    allocation running (polled every 5 ms). The plugin share is the time
 //    the agent spent in CSI calls for that run (ControllerPublish,
 //    NodeStage, NodePublish...), read as the delta of the
-//    `berth_csi_call_duration_seconds` histogram on the agent's /metrics
+//    `berth_csi_call_duration_seconds` histogram on the agent's /v1/metrics
 //    (periodic Probe and fingerprint calls excluded). Between runs the job is
 //    stopped and its claim released (not timed).
 // 2. Plugin job run -> `plugin status` shows it healthy (one controller and
 //    one node instance), p50 over BENCH_AGENT_PLUGIN_RUNS (5) new plugin IDs.
-// 3. The same two submitted through the HTTP API (POST /v1/jobs) instead of
+// 3. The same two submitted through the HTTP API (PUT /v1/jobs) instead of
 //    the CLI: what the agent and the plugin take without a CLI process.
 // 4. Memory of the agent with 10 plugins and 50 tasks: PSS (shared pages
 //    split among their users, /proc/<pid>/smaps_rollup) of the agent, of the
@@ -27,6 +27,8 @@ import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../test/suppo
 import { eventually, type NotYet } from '../test/support/eventually.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 const RUNS = Number(process.env['BENCH_AGENT_RUNS'] ?? 50);
 const PLUGIN_RUNS = Number(process.env['BENCH_AGENT_PLUGIN_RUNS'] ?? 5);
@@ -106,7 +108,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
   const call = agentApi(agent);
   const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => (await call<T>(method, path, body)).body;
   const pluginSeconds = async (plugin: string): Promise<number> => {
-    const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+    const res = await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } });
     let sum = 0;
     for (const line of (await res.text()).split('\n')) {
       const m = /^berth_csi_call_duration_seconds_sum\{([^}]*)\} (\S+)$/.exec(line);
@@ -117,11 +119,11 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     return sum;
   };
   const healthy = async (id: string): Promise<boolean> => {
-    const p = await api<{ controllersHealthy: number; nodesHealthy: number }>('GET', `/v1/plugin/csi/${id}`).catch(() => undefined);
-    return !!p && p.controllersHealthy >= 1 && p.nodesHealthy >= 1;
+    const p = await api<{ ControllersHealthy: number; NodesHealthy: number }>('GET', `/v1/plugin/csi/${id}`).catch(() => undefined);
+    return !!p && p.ControllersHealthy >= 1 && p.NodesHealthy >= 1;
   };
   const runningAlloc = async (job: string): Promise<string | undefined> =>
-    (await api<Array<{ id: string; clientStatus: string; desiredStatus: string }>>('GET', `/v1/job/${job}/allocations`)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running')?.id;
+    (await api<AllocationListStub[]>('GET', `/v1/job/${job}/allocations`)).find((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running')?.ID;
   // Polls often: the figure is the time to healthy, so the wait must not blur it.
   const poll = <T>(what: string, fn: () => Promise<T>, timeoutMs = 60_000): Promise<Exclude<T, NotYet>> => eventually(what, fn, { timeoutMs, intervalMs: 5 });
 
@@ -149,7 +151,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     for (let i = 0; i < PLUGIN_RUNS; i++) {
       const id = `hp-api-${i}`;
       const start = process.hrtime.bigint();
-      await api('POST', '/v1/jobs', { job: pluginJob(id, id, join(dir, `hp-api-${i}`)) });
+      await api('PUT', '/v1/jobs', registration(pluginJob(id, id, join(dir, `hp-api-${i}`))));
       await poll(`plugin ${id} healthy`, () => healthy(id));
       apiPluginNs.push(process.hrtime.bigint() - start);
       await api('DELETE', `/v1/job/${id}?purge=true`);
@@ -190,36 +192,38 @@ export default async function agentBench(dir: string): Promise<Record<string, un
       totalNs.push(total);
       shares.push(spent / (Number(total) / 1e9));
       await api('DELETE', '/v1/job/bench-workload?purge=true');
-      await until('the claim released', async () => (await api<{ claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).claims?.length === 0, 60_000);
+      await until('the claim released', async () => (await api<{ BerthClaims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).BerthClaims?.length === 0, 60_000);
     }
     const workload = summarize(totalNs);
     const cli = summarize(cliNs);
     const sortedShares = [...shares].sort((a, b) => a - b);
     const shareP50 = round((sortedShares[Math.floor(sortedShares.length / 2)] ?? 0) * 100);
     console.log(`  job run (one CSI volume) -> task running: p50 ${round(workload.p50Us / 1000)} ms, p99 ${round(workload.p99Us / 1000)} ms (${workload.n} runs)`);
-    console.log(`    of which plugin calls (agent /metrics CSI histogram): p50 ${shareP50} %`);
+    console.log(`    of which plugin calls (agent /v1/metrics CSI histogram): p50 ${shareP50} %`);
     console.log(`    the CLI process alone (node startup, parse, submit): p50 ${round(cli.p50Us / 1000)} ms, ${ratio(cli.p50Us / 1000)}`);
 
     // 3b. The same workload through the API.
     const apiNs: bigint[] = [];
     for (let i = 0; i < RUNS; i++) {
       const start = process.hrtime.bigint();
-      await api('POST', '/v1/jobs', { job: workloadJob });
+      await api('PUT', '/v1/jobs', registration(workloadJob));
       await poll('the workload running', () => runningAlloc('bench-workload'));
       apiNs.push(process.hrtime.bigint() - start);
       await api('DELETE', '/v1/job/bench-workload?purge=true');
-      await until('the claim released', async () => (await api<{ claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).claims?.length === 0, 60_000);
+      await until('the claim released', async () => (await api<{ BerthClaims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).BerthClaims?.length === 0, 60_000);
     }
     const apiWorkload = summarize(apiNs);
     console.log(`  job with one CSI volume submitted (HTTP API) -> running: p50 ${round(apiWorkload.p50Us / 1000)} ms, p99 ${round(apiWorkload.p99Us / 1000)} ms (${apiWorkload.n} runs)`);
 
     // 4. 10 plugins (hp-bench-0 and 9 more) and 50 tasks.
-    for (let i = 1; i < 10; i++) await api('POST', '/v1/jobs', { job: pluginJob(`hp-mem-${i}`, `hp-mem-${i}`, join(dir, `hp-mem-${i}`)) });
+    for (let i = 1; i < 10; i++) await api('PUT', '/v1/jobs', registration(pluginJob(`hp-mem-${i}`, `hp-mem-${i}`, join(dir, `hp-mem-${i}`))));
     for (let i = 1; i < 10; i++) await poll(`plugin hp-mem-${i} healthy`, () => healthy(`hp-mem-${i}`));
-    await api('POST', '/v1/jobs', {
-      job: { id: 'bench-many', type: 'service', groups: [{ name: 'g', count: 50, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] },
-    });
-    await poll('50 tasks running', async () => (await api<Array<{ clientStatus: string }>>('GET', '/v1/job/bench-many/allocations')).filter((a) => a.clientStatus === 'running').length >= 50, 120_000);
+    await api(
+      'PUT',
+      '/v1/jobs',
+      registration({ id: 'bench-many', type: 'service', groups: [{ name: 'g', count: 50, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] }),
+    );
+    await poll('50 tasks running', async () => (await api<AllocationListStub[]>('GET', '/v1/job/bench-many/allocations')).filter((a) => a.ClientStatus === 'running').length >= 50, 120_000);
     const agentPid = agent.child!.pid!;
     const procs = descendants(agentPid);
     const sum = (list: Array<{ pid: number }>): number => round(list.reduce((a, p) => a + pssKiB(p.pid), 0) / 1024);

@@ -2,7 +2,7 @@
 //
 // 1. Parsing the example job and volume files (HCL through Berth's HCL engine, then
 //    the zod schema), per file, p50/p99 over many runs.
-// 2. `GET /metrics` on a real Server holding 50 nodes with a plugin and a
+// 2. `GET /v1/metrics?format=prometheus` on a real Server holding 50 nodes with a plugin and a
 //    job of 500 allocations: scrape latency p50/p99 and the size of the page.
 // 3. The CsiClient call observer: Probe latency against the fake plugin on a
 //    real socket without and with csiCallMetrics wired (the observer's cost).
@@ -20,6 +20,7 @@ import { FakePlugin } from '../test/support/csi-fake/index.js';
 import { Server } from '../src/server/index.js';
 import { parseJobFile, parseVolumeFile } from '../src/spec-files/index.js';
 import { round, summarize, timeNs } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const TOKEN = 'bench-cli-token-0123456789';
 const NODE_TOKEN = 'bench-node-token-0123456789';
@@ -75,9 +76,9 @@ async function metricsFigures(dir: string): Promise<Record<string, unknown>> {
         NODE_TOKEN,
       );
     }
-    await post('/v1/jobs', { job: { id: 'many', type: 'batch', groups: [{ name: 'g', count: 500, tasks: [{ name: 't', driver: 'raw_exec', resources: { cpuMhz: 10, memoryMb: 10 } }] }] } });
+    await post('/v1/jobs', registration({ id: 'many', type: 'batch', groups: [{ name: 'g', count: 500, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] }));
     const scrape = async (): Promise<string> => {
-      const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      const res = await fetch(`${url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${TOKEN}` } });
       return res.text();
     };
     for (let i = 0; i < 10; i++) await scrape();
@@ -85,7 +86,7 @@ async function metricsFigures(dir: string): Promise<Record<string, unknown>> {
     const samples: bigint[] = [];
     for (let i = 0; i < 200; i++) samples.push(await timeNs(async () => (bytes = (await scrape()).length)));
     const s = summarize(samples);
-    console.log(`  GET /metrics (50 nodes, 500 allocations)  p50 ${s.p50Us} us  p99 ${s.p99Us} us  ${bytes} bytes`);
+    console.log(`  GET /v1/metrics?format=prometheus (50 nodes, 500 allocations)  p50 ${s.p50Us} us  p99 ${s.p99Us} us  ${bytes} bytes`);
     return { scrapeP50Us: s.p50Us, scrapeP99Us: s.p99Us, bytes };
   } finally {
     await server.stop();
@@ -153,7 +154,7 @@ async function binaryFigures(dir: string): Promise<Record<string, unknown>> {
 }
 
 export default async function cliBench(dir: string): Promise<Record<string, unknown>> {
-  console.log('cli: job/volume files, /metrics, CSI call observer, the berth binary');
+  console.log('cli: job/volume files, /v1/metrics, CSI call observer, the berth binary');
   const parse = await parseFigures();
   const metrics = await metricsFigures(dir);
   const observer = await observerFigures(dir);

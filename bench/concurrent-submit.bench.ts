@@ -1,8 +1,9 @@
 // 200 concurrent job submissions on a dev agent (section `concurrent-submit`
 // of `npm run bench`), the load of issue 25: a warm `berth agent --dev` in
 // its own process; N (BENCH_SUBMIT_JOBS, 200) jobs {type service, one
-// raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each POSTed to
-// /v1/jobs from its own thread over its own connection (as N separate CLI
+// raw_exec task /bin/sleep 3600, cpu 5 MHz, memory 10 MB}, each sent as a
+// Nomad JSON job with PUT /v1/jobs (Nomad's registration, as its CLI and Go
+// client send it) from its own thread over its own connection (as N separate CLI
 // processes would; bench/_submitters.ts: a C program's POSIX threads by
 // default, Python threads or Node worker threads with
 // BENCH_SUBMIT_HARNESS=threads|workers), all threads started
@@ -28,7 +29,7 @@
 // log there once all run (every step of every allocation on the agent's clock).
 //
 // The agent's CPU time (utime + stime, /proc/<pid>/stat) from the release
-// until every POST was answered, and until every allocation ran, per job: a
+// until every PUT was answered, and until every allocation ran, per job: a
 // figure the shared machine's load bends far less than the latencies.
 // BENCH_SUBMIT_SPLIT=1 runs the same load against a server agent and a
 // client agent in two processes (the dev agent's parts apart: what taking
@@ -50,9 +51,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
+import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { round } from './_stats.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst } from './_submitters.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -61,8 +64,8 @@ function quantile(xs: readonly number[], q: number): number {
 
 const JOBS = Number(process.env['BENCH_SUBMIT_JOBS'] ?? 200);
 
-/** The burst's request bodies, one job each: burst-0 .. burst-(JOBS-1). */
-const bodies = (): string[] => Array.from({ length: JOBS }, (_, i) => JSON.stringify({ job: job(`burst-${i}`) }));
+/** The burst's request bodies, one Nomad JSON job each (Nomad's JobRegisterRequest): burst-0 .. burst-(JOBS-1). */
+const bodies = (): string[] => Array.from({ length: JOBS }, (_, i) => JSON.stringify(registration(job(`burst-${i}`))));
 const POLL_MS = 200;
 
 function job(id: string): Record<string, unknown> {
@@ -227,25 +230,24 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   if (clientAgent) {
     await clientAgent.start();
     await eventually('the client agent registered its node', async () => {
-      const nodes = (await (await fetch(`${agent.addr}/v1/nodes`, { headers: { authorization: `Bearer ${managementToken}` } })).json()) as Array<{ status: string }>;
-      return nodes.some((n) => n.status === 'ready') || undefined;
+      const nodes = (await (await fetch(`${agent.addr}/v1/nodes`, { headers: { authorization: `Bearer ${managementToken}` } })).json()) as Array<{ Status: string }>;
+      return nodes.some((n) => n.Status === 'ready') || undefined;
     });
   }
   /** The pid whose children are the executors: the node agent's. */
   const nodePid = clientAgent?.child?.pid ?? agentPid;
   const headers = { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' };
-  const allocs = async (): Promise<Array<{ jobId: string; clientStatus: string; desiredStatus: string }>> =>
-    (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; clientStatus: string; desiredStatus: string }>;
+  const allocs = async (): Promise<AllocationListStub[]> => (await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as AllocationListStub[];
   /** The agent's event loop delay (ms) since the previous scrape (prom-client's monitorEventLoopDelay gauges). */
   const loopDelay = async (): Promise<{ p50: number; p99: number; max: number }> => {
-    const text = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    const text = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers })).text();
     const at = (name: string): number => round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000);
     return { p50: at('nodejs_eventloop_lag_p50_seconds'), p99: at('nodejs_eventloop_lag_p99_seconds'), max: at('nodejs_eventloop_lag_max_seconds') };
   };
   /** Where the agent's RSS lives now, and V8's view of its heap. */
   const memoryNow = async (): Promise<{ rss: ReturnType<typeof rssBreakdown>; v8: Record<string, number>; sockets: number; reclaims: number }> => {
     const rss = rssBreakdown(agentPid);
-    const metrics = await (await fetch(`${agent.addr}/metrics`, { headers })).text();
+    const metrics = await (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers })).text();
     return { rss, sockets: openSockets(agentPid), v8: v8Figures(metrics), reclaims: Number(/^berth_agent_memory_reclaims (\S+)$/m.exec(metrics)?.[1] ?? NaN) };
   };
   /** Has the agent write a heap snapshot (a full GC first) and waits until the file is complete. */
@@ -284,8 +286,8 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const polled = (async () => {
       for (;;) {
         const list = await allocs();
-        const placed = list.filter((a) => a.jobId.startsWith('burst-') && a.desiredStatus === 'run');
-        const running = placed.filter((a) => a.clientStatus === 'running').length;
+        const placed = list.filter((a) => a.JobID.startsWith('burst-') && a.DesiredStatus === 'run');
+        const running = placed.filter((a) => a.ClientStatus === 'running').length;
         progress.push([round((performance.timeOrigin + performance.now() - t0) / 1000, 2), placed.length, running]);
         if (running === JOBS) {
           allRunningMs = performance.timeOrigin + performance.now() - t0;
@@ -306,11 +308,11 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const loadDuring = load();
     const delay = await loopDelay();
     // How the scheduler took the burst: evaluations by trigger and status, and how many store writes placed the allocations.
-    const evals = (await (await fetch(`${agent.addr}/v1/evaluations`, { headers })).json()) as Array<{ triggeredBy: string; status: string; jobId: string }>;
+    const evals = (await (await fetch(`${agent.addr}/v1/evaluations?namespace=*`, { headers })).json()) as Array<{ TriggeredBy: string; Status: string; JobID: string }>;
     const evalCounts: Record<string, number> = {};
-    for (const e of evals) if (e.jobId.startsWith('burst-')) evalCounts[`${e.triggeredBy}/${e.status}`] = (evalCounts[`${e.triggeredBy}/${e.status}`] ?? 0) + 1;
+    for (const e of evals) if (e.JobID.startsWith('burst-')) evalCounts[`${e.TriggeredBy}/${e.Status}`] = (evalCounts[`${e.TriggeredBy}/${e.Status}`] ?? 0) + 1;
     const placementWrites = new Set(
-      ((await (await fetch(`${agent.addr}/v1/allocations`, { headers })).json()) as Array<{ jobId: string; createIndex: number }>).filter((a) => a.jobId.startsWith('burst-')).map((a) => a.createIndex),
+      (await allocs()).filter((a) => a.JobID.startsWith('burst-')).map((a) => a.CreateIndex),
     ).size;
     await burst.close();
 
@@ -318,7 +320,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
     const submit = { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies) };
     console.log(
-      `  ${JOBS} POST /v1/jobs, one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
+      `  ${JOBS} PUT /v1/jobs (Nomad JSON jobs), one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
     );
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
     const perJob = (ms: number): number => round(ms / JOBS, 2);

@@ -41,9 +41,12 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { AgentRun, freePort, until } from '../test/support/agent-run.js';
+import { volumeRequest } from '../test/support/csi-api.js';
 import { hostpathPluginJob } from '../test/support/runtime-cluster.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
+import type { Allocation, AllocationListStub } from '../src/api/index.js';
 
 const RUNS = Number(process.env['BENCH_CSI_ALLOC_RUNS'] ?? 20);
 const WARMUP = 3;
@@ -68,12 +71,8 @@ interface Sample {
   pluginTicks: number;
 }
 
-interface AllocView {
-  id: string;
-  clientStatus: string;
-  createTime: number;
-  taskStates: Record<string, { events: Array<{ at: number; type: string }> }>;
-}
+/** Nomad's times are nanoseconds since the epoch; the bench's clock is ms. */
+const nsToMs = (ns: number): number => ns / 1e6;
 
 /** CPU time (utime + stime, with reaped children's) of a process so far, in clock ticks; 0 once gone. */
 function cpuTicks(pid: number): number {
@@ -136,7 +135,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
   const call = agentApi(agent);
   /** Sum (ms) of the agent's CSI call durations to the plugin, and how many calls, by RPC. */
   const csiMs = async (): Promise<{ ms: Record<string, number>; calls: Record<string, number> }> => {
-    const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+    const res = await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } });
     const out = { ms: {} as Record<string, number>, calls: {} as Record<string, number> };
     for (const line of (await res.text()).split('\n')) {
       const m = /^berth_csi_call_duration_seconds_(sum|count)\{([^}]*)\} (\S+)$/.exec(line);
@@ -154,16 +153,13 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
   const timed: Sample[] = [];
   try {
     // The plugin's data dir names its process (pidWith below).
-    await call('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN }) });
+    await call('PUT', '/v1/jobs', registration(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp'), pluginId: PLUGIN })));
     await until('the plugin healthy', async () => {
-      const p = await call<{ controllersHealthy: number; nodesHealthy: number }>('GET', `/v1/plugin/csi/${PLUGIN}`).catch(() => undefined);
-      return !!p && p.body.controllersHealthy >= 1 && p.body.nodesHealthy >= 1;
+      const p = await call<{ ControllersHealthy: number; NodesHealthy: number }>('GET', `/v1/plugin/csi/${PLUGIN}`).catch(() => undefined);
+      return !!p && p.body.ControllersHealthy >= 1 && p.body.NodesHealthy >= 1;
     });
-    await call('POST', '/v1/volume/csi/bench-vol/create', {
-      pluginId: PLUGIN,
-      name: 'bench-vol',
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-    });
+    const capabilities = [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }];
+    await call('PUT', '/v1/volume/csi/bench-vol/create', volumeRequest('bench-vol', { pluginId: PLUGIN, name: 'bench-vol', capabilities }));
 
     const agentPid = agent.child!.pid!;
     const pluginPid = pidWith(join(dir, 'hp'));
@@ -173,22 +169,22 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const ticks0 = [cpuTicks(agentPid), cpuTicks(pluginPid)] as const;
       const mono0 = Number(process.hrtime.bigint() / 1000n);
       const t0 = now();
-      const posted = await call('POST', '/v1/jobs', { job: workload(jobId) });
+      const posted = await call('PUT', '/v1/jobs', registration(workload(jobId)));
       const submitted = now();
       let index = posted.index;
       let allocId: string | undefined;
       while (!allocId) {
-        const r = await call<AllocView[]>('GET', `/v1/job/${jobId}/allocations?index=${index}&wait=60s`);
-        allocId = r.body[0]?.id;
+        const r = await call<AllocationListStub[]>('GET', `/v1/job/${jobId}/allocations?index=${index}&wait=60s`);
+        allocId = r.body[0]?.ID;
         index = r.index;
       }
-      let alloc: AllocView;
+      let alloc: Allocation;
       for (;;) {
-        const r = await call<AllocView>('GET', `/v1/allocation/${allocId}?index=${index}&wait=60s`);
+        const r = await call<Allocation>('GET', `/v1/allocation/${allocId}?index=${index}&wait=60s`);
         alloc = r.body;
         index = r.index;
-        if (alloc.clientStatus === 'running') break;
-        if (alloc.clientStatus !== 'pending') throw new Error(`allocation ${allocId} is ${alloc.clientStatus}: ${JSON.stringify(alloc.taskStates)}`);
+        if (alloc.ClientStatus === 'running') break;
+        if (alloc.ClientStatus !== 'pending') throw new Error(`allocation ${allocId} is ${alloc.ClientStatus}: ${JSON.stringify(alloc.TaskStates)}`);
       }
       const running = now();
       const mono1 = Number(process.hrtime.bigint() / 1000n);
@@ -196,12 +192,13 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const after = await csiMs();
       const spent = (rpc: string): number => (after.ms[rpc] ?? 0) - (before.ms[rpc] ?? 0);
       const csiCalls = Object.fromEntries(Object.keys(after.calls).map((rpc) => [rpc, (after.calls[rpc] ?? 0) - (before.calls[rpc] ?? 0)]).filter(([, n]) => (n as number) > 0));
-      const events = Object.values(alloc.taskStates)[0]?.events ?? [];
+      const events = Object.values(alloc.TaskStates ?? {})[0]?.Events ?? [];
       const at = (type: string): number => {
-        const e = events.find((x) => x.type === type);
+        const e = events.find((x) => x.Type === type);
         if (!e) throw new Error(`allocation ${allocId} has no "${type}" event: ${JSON.stringify(events)}`);
-        return e.at;
+        return nsToMs(e.Time);
       };
+      const created = nsToMs(alloc.CreateTime);
       const received = at('Received');
       const mounted = at('Volume Mounted');
       const started = at('Started');
@@ -213,8 +210,8 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
         totalMs: running - t0,
         submitMs: submitted - t0,
         steps: {
-          'submit+schedule': alloc.createTime - t0,
-          'to the node': received - alloc.createTime,
+          'submit+schedule': created - t0,
+          'to the node': received - created,
           'claim + setup': mounted - received - nodeCalls,
           'NodeStage/Publish': nodeCalls,
           'task start': started - mounted,
@@ -234,7 +231,7 @@ export default async function csiAlloc(dir: string): Promise<Record<string, unkn
       const s = await runOne(jobId);
       if (i >= WARMUP) samples.push(s);
       await call('DELETE', `/v1/job/${jobId}?purge=true`);
-      await until('the claim released', async () => (await call<{ claims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).body.claims?.length === 0);
+      await until('the claim released', async () => (await call<{ BerthClaims?: unknown[] }>('GET', '/v1/volume/csi/bench-vol')).body.BerthClaims?.length === 0);
       // And the allocation collected on the node (its directory gone), so that no teardown overlaps the next run.
       await until('the allocation collected', () => !existsSync(join(agentDir, 'client', 'alloc', s.allocId)));
     }

@@ -20,6 +20,7 @@ import { mountsUnder, until } from '../test/support/agent-run.js';
 import { Cluster, type ServerProc } from '../test/support/process-cluster.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../test/support/runtime-cluster.js';
 import { round } from './_stats.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 const QUORUM_LOSS_MS = 20_000;
 const SIGSTOP_RUNS = 3;
@@ -32,9 +33,9 @@ function jobOf(cluster: Cluster, id: string, volume: string | undefined, script:
 async function running(cluster: Cluster, jobId: string, via?: ServerProc): Promise<string> {
   return until(
     `${jobId} running`,
-    async () => (await cluster.read<Array<{ id: string; clientStatus: string; desiredStatus: string }>>(`/v1/job/${jobId}/allocations`, via).catch(() => [])).find(
-      (a) => a.desiredStatus === 'run' && a.clientStatus === 'running',
-    )?.id,
+    async () => (await cluster.read<AllocationListStub[]>(`/v1/job/${jobId}/allocations`, via).catch(() => [])).find(
+      (a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running',
+    )?.ID,
     120_000,
   );
 }
@@ -48,7 +49,7 @@ export default async function degradedBench(): Promise<Record<string, unknown>> 
   try {
     const leader = await cluster.leader();
     await leader.run.cli(['job', 'run', cluster.writeJson('plugin.json', perNodeHostpathPluginJob({ dir: cluster.dir, nodeIdPrefix: 'bd-' }))]);
-    await until('plugin healthy', async () => (await cluster.read<{ nodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ nodesHealthy: 0 }))).nodesHealthy === 1, 120_000);
+    await until('plugin healthy', async () => (await cluster.read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ NodesHealthy: 0 }))).NodesHealthy === 1, 120_000);
 
     // Leader SIGSTOP -> a job submitted to the new leader runs.
     const stopSamples: number[] = [];

@@ -4,7 +4,7 @@
 // single-node-writer volumes, each with a writer job appending a timestamped
 // line every 100 ms, and as many jobs without volumes: BENCH_DRAIN_VOLUMES*2
 // (20) allocations, all placed on the first node (the second is ineligible
-// meanwhile). Then `PUT /v1/node/:id/drain` (deadline 10 min) on the first
+// meanwhile). Then `POST /v1/node/:id/drain` (deadline 10 min) on the first
 // node, timed until every job runs again on the second node and the drain is
 // complete. Overlap: for each volume, how long the old writer still wrote
 // after the new one's first line (0 when single-writer holds).
@@ -15,19 +15,13 @@ import path from 'node:path';
 import { AgentRun, mountsUnder, ok, until } from '../test/support/agent-run.js';
 import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../test/support/shared-hostpath.js';
 import { round } from './_stats.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 const VOLUMES = Number(process.env['BENCH_DRAIN_VOLUMES'] ?? 10);
 const MGMT = `bd-mgmt-${process.pid}-0123456789`;
 const NODE = `bd-node-${process.pid}-0123456789`;
 
-interface Row {
-  id: string;
-  jobId: string;
-  nodeId: string;
-  clientStatus: string;
-  desiredStatus: string;
-  jobVersion: number;
-}
+type Row = AllocationListStub;
 
 function jobHcl(id: string, volume: string | undefined): string {
   const vol = volume
@@ -62,20 +56,20 @@ export default async function drainBench(dir: string): Promise<Record<string, un
       c.token = MGMT;
       clients.push(c);
     }
-    await until('both clients ready', async () => (await get<Array<{ status: string }>>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
-    const nodes = await get<Array<{ id: string; name: string }>>('/v1/nodes');
-    const drained = nodes.find((n) => n.name === 'b1')!;
-    const target = nodes.find((n) => n.name === 'b2')!;
+    await until('both clients ready', async () => (await get<Array<{ Status: string }>>('/v1/nodes')).filter((n) => n.Status === 'ready').length === 2);
+    const nodes = await get<Array<{ ID: string; Name: string }>>('/v1/nodes');
+    const drained = nodes.find((n) => n.Name === 'b1')!;
+    const target = nodes.find((n) => n.Name === 'b2')!;
 
     const plugin = path.join(dir, 'plugin.hcl');
     const healthy = async (): Promise<void> => {
       await until('the plugin healthy on both nodes', async () => {
-        const p = await get<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
-        const { version } = await get<{ version: number }>('/v1/job/hostpath-plugin');
+        const p = await get<{ NodesHealthy: number; ControllersHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
+        const { Version: version } = await get<{ Version: number }>('/v1/job/hostpath-plugin');
         const allocs = await get<Row[]>('/v1/job/hostpath-plugin/allocations');
-        const current = allocs.filter((a) => a.clientStatus === 'running' && a.jobVersion === version).length;
-        const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending')).length;
-        return p?.nodesHealthy === 2 && p.controllersHealthy === 2 && current === 2 && old === 0;
+        const current = allocs.filter((a) => a.ClientStatus === 'running' && a.JobVersion === version).length;
+        const old = allocs.filter((a) => a.JobVersion !== version && (a.ClientStatus === 'running' || a.ClientStatus === 'pending')).length;
+        return p?.NodesHealthy === 2 && p.ControllersHealthy === 2 && current === 2 && old === 0;
       }, 120_000);
     };
     writeFileSync(plugin, sharedHostpathPluginHcl(dir, ['b1', 'b2'], 1));
@@ -91,7 +85,7 @@ export default async function drainBench(dir: string): Promise<Record<string, un
     await healthy();
 
     // Everything lands on b1: b2 takes nothing meanwhile.
-    await put(`/v1/node/${target.id}/eligibility`, { Eligibility: 'ineligible' });
+    await put(`/v1/node/${target.ID}/eligibility`, { Eligibility: 'ineligible' });
     const jobs: string[] = [];
     for (let i = 0; i < VOLUMES; i++) {
       for (const [id, vol] of [[`w${i}`, `vol${i}`], [`s${i}`, undefined]] as const) {
@@ -101,30 +95,30 @@ export default async function drainBench(dir: string): Promise<Record<string, un
         jobs.push(id);
       }
     }
-    const running = async (): Promise<Row[]> => (await get<Row[]>('/v1/allocations')).filter((a) => jobs.includes(a.jobId) && a.desiredStatus === 'run' && a.clientStatus === 'running');
-    await until('every job running on b1', async () => (await running()).filter((a) => a.nodeId === drained.id).length === jobs.length, 180_000);
+    const running = async (): Promise<Row[]> => (await get<Row[]>('/v1/allocations')).filter((a) => jobs.includes(a.JobID) && a.DesiredStatus === 'run' && a.ClientStatus === 'running');
+    await until('every job running on b1', async () => (await running()).filter((a) => a.NodeID === drained.ID).length === jobs.length, 180_000);
     await until('every writer writing', () => new Set(writerLines(path.join(dir, 'hp')).map((l) => l.alloc)).size >= VOLUMES || undefined, 60_000);
-    await put(`/v1/node/${target.id}/eligibility`, { Eligibility: 'eligible' });
+    await put(`/v1/node/${target.ID}/eligibility`, { Eligibility: 'eligible' });
 
     const started = performance.now();
-    await put(`/v1/node/${drained.id}/drain`, { DrainSpec: { Deadline: 600e9, IgnoreSystemJobs: false } });
+    await put(`/v1/node/${drained.ID}/drain`, { DrainSpec: { Deadline: 600e9, IgnoreSystemJobs: false } });
     let replacedMs = 0;
     await until('every job running again on b2', async () => {
-      const moved = (await running()).filter((a) => a.nodeId === target.id).length === jobs.length;
+      const moved = (await running()).filter((a) => a.NodeID === target.ID).length === jobs.length;
       if (moved && !replacedMs) replacedMs = performance.now() - started;
       return moved;
     }, 300_000);
-    await until('the drain complete', async () => (await get<{ drainStrategy?: unknown }>(`/v1/node/${drained.id}`)).drainStrategy == null, 300_000);
+    await until('the drain complete', async () => (await get<{ DrainStrategy: unknown }>(`/v1/node/${drained.ID}`)).DrainStrategy === null, 300_000);
     const completeMs = performance.now() - started;
 
     const byFile = new Map<string, Array<{ at: number; alloc: string }>>();
     for (const l of writerLines(path.join(dir, 'hp'))) byFile.set(l.file, [...(byFile.get(l.file) ?? []), l]);
     const allocs = await get<Row[]>('/v1/allocations');
-    const onNode = new Map(allocs.map((a) => [a.id, a.nodeId]));
+    const onNode = new Map(allocs.map((a) => [a.ID, a.NodeID]));
     let overlapMs = 0;
     for (const lines of byFile.values()) {
-      const lastOld = Math.max(...lines.filter((l) => onNode.get(l.alloc) === drained.id).map((l) => l.at));
-      const firstNew = Math.min(...lines.filter((l) => onNode.get(l.alloc) === target.id).map((l) => l.at));
+      const lastOld = Math.max(...lines.filter((l) => onNode.get(l.alloc) === drained.ID).map((l) => l.at));
+      const firstNew = Math.min(...lines.filter((l) => onNode.get(l.alloc) === target.ID).map((l) => l.at));
       if (Number.isFinite(lastOld) && Number.isFinite(firstNew)) overlapMs = Math.max(overlapMs, (lastOld - firstNew) / 1e6);
     }
     const result = {

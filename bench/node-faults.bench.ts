@@ -26,19 +26,15 @@ import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { agentApi } from './_agent-api.js';
 import { round, summarize } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
+import type { AllocationListStub } from '../src/api/index.js';
 
 const ADOPT_TASKS = Number(process.env['BENCH_ADOPT_TASKS'] ?? 10);
 const ADOPT_RUNS = Number(process.env['BENCH_ADOPT_RUNS'] ?? 5);
 const GC_JOBS = Number(process.env['BENCH_GC_JOBS'] ?? 200);
 const WAVE = 20;
 
-interface AllocRow {
-  id: string;
-  jobId: string;
-  clientStatus: string;
-  desiredStatus: string;
-  taskStates: Record<string, { state: string; events: Array<{ type: string; at: number }> }>;
-}
+type AllocRow = AllocationListStub;
 
 function job(id: string): Record<string, unknown> {
   return {
@@ -71,9 +67,9 @@ async function adoption(dir: string): Promise<Record<string, unknown>> {
   let agent = await new AgentRun(args).start();
   try {
     let api = client(agent);
-    for (let i = 0; i < ADOPT_TASKS; i++) await api('POST', '/v1/jobs', { job: job(`adopt-${i}`) });
-    const all = async (): Promise<AllocRow[]> => (await api<AllocRow[]>('GET', '/v1/allocations')).filter((a) => a.jobId.startsWith('adopt-') && a.desiredStatus === 'run');
-    await eventually('every task running', async () => (await all()).filter((a) => a.clientStatus === 'running').length === ADOPT_TASKS, { timeoutMs: 120_000, intervalMs: 50 });
+    for (let i = 0; i < ADOPT_TASKS; i++) await api('PUT', '/v1/jobs', registration(job(`adopt-${i}`)));
+    const all = async (): Promise<AllocRow[]> => (await api<AllocRow[]>('GET', '/v1/allocations')).filter((a) => a.JobID.startsWith('adopt-') && a.DesiredStatus === 'run');
+    await eventually('every task running', async () => (await all()).filter((a) => a.ClientStatus === 'running').length === ADOPT_TASKS, { timeoutMs: 120_000, intervalMs: 50 });
     const samples: bigint[] = [];
     for (let r = 0; r < ADOPT_RUNS; r++) {
       await agent.stop('SIGKILL');
@@ -86,7 +82,7 @@ async function adoption(dir: string): Promise<Record<string, unknown>> {
         async () => {
           const allocs = await all().catch(() => []);
           const adopted = allocs.filter(
-            (a) => a.clientStatus === 'running' && Object.values(a.taskStates).every((t) => t.state === 'running' && t.events.some((e) => e.type === 'Reattached' && e.at >= killedAt)),
+            (a) => a.ClientStatus === 'running' && Object.values(a.TaskStates ?? {}).every((t) => t.State === 'running' && (t.Events ?? []).some((e) => e.Type === 'Reattached' && e.Time / 1e6 >= killedAt)),
           );
           return adopted.length === ADOPT_TASKS;
         },
@@ -108,11 +104,11 @@ type Api = <T>(method: string, path: string, body?: unknown) => Promise<T>;
 /** Runs `n` jobs through `api`, waits for them to run, stops them and waits for their allocations to end. */
 async function wave(api: Api, prefix: string, n: number): Promise<void> {
   const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-  await Promise.all(ids.map((id) => api('POST', '/v1/jobs', { job: job(id) })));
-  const mine = async (): Promise<AllocRow[]> => (await api<AllocRow[]>('GET', '/v1/allocations')).filter((a) => ids.includes(a.jobId));
-  await eventually(`${prefix} running`, async () => (await mine()).filter((a) => a.clientStatus === 'running').length === n, { timeoutMs: 180_000, intervalMs: 100 });
+  await Promise.all(ids.map((id) => api('PUT', '/v1/jobs', registration(job(id)))));
+  const mine = async (): Promise<AllocRow[]> => (await api<AllocRow[]>('GET', '/v1/allocations')).filter((a) => ids.includes(a.JobID));
+  await eventually(`${prefix} running`, async () => (await mine()).filter((a) => a.ClientStatus === 'running').length === n, { timeoutMs: 180_000, intervalMs: 100 });
   await Promise.all(ids.map((id) => api('DELETE', `/v1/job/${id}`)));
-  const ended = async (): Promise<boolean> => (await mine()).every((a) => a.clientStatus === 'complete' || a.clientStatus === 'failed');
+  const ended = async (): Promise<boolean> => (await mine()).every((a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed');
   await eventually(`${prefix} stopped`, ended, { timeoutMs: 180_000, intervalMs: 100 });
 }
 

@@ -21,9 +21,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AllocRunner, type AllocRunnerOptions, type AllocStatusUpdate } from '../src/client/allocrunner/index.js';
 import { Client } from '../src/client/index.js';
 import { createLogger, silentLogger } from '../src/lib/index.js';
-import type { Allocation } from '../src/structs/index.js';
+import { volumeRequest } from '../test/support/csi-api.js';
 import { AgentProcess, hostpathPluginJob, mountsUnder, pidsWith, TestServer, TOKENS, until, volumeJob } from '../test/support/runtime-cluster.js';
 import { round, summarize, type Summary } from './_stats.js';
+import type { Allocation, AllocationListStub } from '../src/api/index.js';
 
 const SAMPLES = Number(process.env['BENCH_RUNTIME_SAMPLES'] ?? 25);
 const TASKS = Number(process.env['BENCH_RUNTIME_TASKS'] ?? 50);
@@ -117,12 +118,12 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
 
   const runOne = async (job: Record<string, unknown>): Promise<Sample> => {
     const id = job['id'] as string;
-    await server.ok('POST', '/v1/jobs', { job });
-    const alloc = await until(`allocation of ${id}`, async () => (await server.ok<Allocation[]>('GET', `/v1/job/${id}/allocations`))[0], 30_000);
-    const sample = await until(`runner of ${id}`, () => samples.get(alloc.id), 30_000);
+    await server.register(job);
+    const alloc = await until(`allocation of ${id}`, async () => (await server.ok<AllocationListStub[]>('GET', `/v1/job/${id}/allocations`))[0], 30_000);
+    const sample = await until(`runner of ${id}`, () => samples.get(alloc.ID), 30_000);
     const s = await sample;
     await server.ok('DELETE', `/v1/job/${id}`);
-    await until(`${id} to stop`, async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.id}`)).clientStatus !== 'running', 30_000);
+    await until(`${id} to stop`, async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.ID}`)).ClientStatus !== 'running', 30_000);
     return s;
   };
 
@@ -135,21 +136,18 @@ async function latency(dir: string): Promise<Record<string, unknown>> {
   console.log(describe('allocation received -> task running, no volume', plainTotal));
 
   // The hostpath plugin as a raw_exec system job, and one volume.
-  await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp') }) });
+  await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: join(dir, 'hp') }));
   await until('the plugin to be healthy', async () => {
-    const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-    return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+    const p = await server.call<{ NodesHealthy: number; ControllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
+    return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
   }, 60_000);
-  await server.ok('POST', '/v1/volume/csi/bench/create', {
-    pluginId: 'hostpath',
-    name: 'bench',
-    capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-  });
+  const capabilities = [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }];
+  await server.ok('PUT', '/v1/volume/csi/bench/create', volumeRequest('bench', { pluginId: 'hostpath', name: 'bench', capabilities }));
   const withVolume: Sample[] = [];
   for (let i = 0; i < SAMPLES + 3; i++) {
     const s = await runOne(volumeJob({ id: `vol-${i}`, type: 'service', volumeId: 'bench', script: 'exec sleep 600' }));
     // The next one can claim the single-writer volume only once this one released it.
-    await until('the claim to be released', async () => (await server.ok<{ claims: unknown[] }>('GET', '/v1/volume/csi/bench')).claims.length === 0, 30_000);
+    await until('the claim to be released', async () => (await server.ok<{ BerthClaims: unknown[] }>('GET', '/v1/volume/csi/bench')).BerthClaims.length === 0, 30_000);
     if (i >= 3) withVolume.push(s);
   }
   const volTotal = summarize(withVolume.map((s) => s.totalNs));
@@ -189,16 +187,16 @@ async function footprint(dir: string): Promise<Record<string, unknown>> {
   try {
     for (let i = 0; i < PLUGINS; i++) {
       const job = hostpathPluginJob({ id: `plugin-${i}`, driver: 'raw_exec', dataDir: join(hp, String(i)), pluginId: `hostpath-${i}` });
-      await server.ok('POST', '/v1/jobs', { job });
+      await server.register(job);
     }
-    await server.ok('POST', '/v1/jobs', { job: sleeperJob('sleepers', TASKS) });
+    await server.register(sleeperJob('sleepers', TASKS));
     await until(
       'every plugin healthy and every task running',
       async () => {
-        const allocs = await server.ok<Allocation[]>('GET', '/v1/allocations');
-        const running = allocs.filter((a) => a.clientStatus === 'running').length;
-        const plugins = await server.ok<Array<{ nodesHealthy: number }>>('GET', '/v1/plugins');
-        return running === TASKS + PLUGINS && plugins.filter((p) => p.nodesHealthy === 1).length === PLUGINS;
+        const allocs = await server.ok<AllocationListStub[]>('GET', '/v1/allocations');
+        const running = allocs.filter((a) => a.ClientStatus === 'running').length;
+        const plugins = await server.ok<Array<{ NodesHealthy: number }>>('GET', '/v1/plugins?type=csi');
+        return running === TASKS + PLUGINS && plugins.filter((p) => p.NodesHealthy === 1).length === PLUGINS;
       },
       120_000,
     );

@@ -22,13 +22,15 @@
 // named with its pid (printed).
 // It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
 
+import { volumeRequest } from '../test/support/csi-api.js';
 import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
-import type { Allocation, Node } from '../src/structs/index.js';
+import type { AllocationListStub as Allocation } from '../src/api/index.js';
 import { performance } from 'node:perf_hooks';
 import { loadavg } from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { round } from './_stats.js';
+import { registration } from '../test/support/nomad-jobs.js';
 
 const NODES = Number(process.env['SCALE_NODES'] ?? 1000);
 const ALLOCS = Number(process.env['SCALE_ALLOCS'] ?? 10_000);
@@ -56,7 +58,7 @@ function percentile(sorted: readonly number[], q: number): number {
 }
 
 function terminal(a: Allocation): boolean {
-  return a.clientStatus === 'complete' || a.clientStatus === 'failed' || a.clientStatus === 'lost';
+  return a.ClientStatus === 'complete' || a.ClientStatus === 'failed' || a.ClientStatus === 'lost';
 }
 
 export default async function scaleBench(): Promise<Record<string, unknown>> {
@@ -107,7 +109,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
 
 /** The full GCs a server's memory reclaimer ran so far (its `berth_agent_memory_reclaims`): each one stops its event loop. */
 async function reclaimsOf(c: SimCluster, s: SimCluster['processes']['servers'][number]): Promise<number> {
-  const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
+  const res = await fetch(`${s.url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
   return Number(/^berth_agent_memory_reclaims (\d+)/m.exec(await res.text())?.[1] ?? NaN);
 }
 
@@ -165,15 +167,15 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const poll = async (done: () => boolean): Promise<void> => {
     while (!done()) {
       if (signal.aborted) throw new Error(`scale-batch: not there after ${SCENARIO_DEADLINE_S} s (${placedNow} placed, ${c.fleet.finished.size} run, job ${status})`);
-      const evals = await c.call<Array<{ placed: number; status: string }>>('GET', '/v1/job/scale-batch/evaluations');
-      placedNow = evals.body.reduce((n, e) => n + e.placed, 0);
-      status = (await c.call<{ status: string }>('GET', '/v1/job/scale-batch')).body.status;
+      const evals = await c.call<Array<{ BerthPlaced: number }>>('GET', '/v1/job/scale-batch/evaluations');
+      placedNow = evals.body.reduce((n, e) => n + e.BerthPlaced, 0);
+      status = (await c.call<{ Status: string }>('GET', '/v1/job/scale-batch')).body.Status;
       if (!done()) await new Promise((r) => setTimeout(r, 250));
     }
   };
   let [submitted, placedMs, ran, ms] = [0, 0, 0, 0];
   try {
-    await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('scale-batch', ALLOCS) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simBatchJob('scale-batch', ALLOCS)));
     submitted = performance.now() - t;
     await poll(() => placedNow >= ALLOCS);
     placedMs = performance.now() - t;
@@ -185,20 +187,20 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
     clearInterval(progress);
   }
   const allocs = (await c.call<Allocation[]>('GET', '/v1/job/scale-batch/allocations')).body;
-  const indexes = new Set(allocs.map((a) => `${a.taskGroup}[${a.index}]`));
+  const indexes = new Set(allocs.map((a) => a.Name));
   const cpu = c.cpuSeconds(leader) - cpu0;
   const serversCpu = c.processes.servers.reduce((n, s, i) => n + c.cpuSeconds(s) - (servers0[i] ?? 0), 0);
-  const complete = allocs.filter((a) => a.clientStatus === 'complete').length;
+  const complete = allocs.filter((a) => a.ClientStatus === 'complete').length;
   out['batchAllocs'] = ALLOCS;
   out['batchSubmitMs'] = round(submitted);
   out['batchPlacedMs'] = round(placedMs);
   out['batchAllCompleteMs'] = round(ms);
   // Writes: the placements' (one create index each) and the complete reports' (the final modify indexes).
-  out['batchPlacementWrites'] = new Set(allocs.map((a) => a.createIndex)).size;
+  out['batchPlacementWrites'] = new Set(allocs.map((a) => a.CreateIndex)).size;
   // Each allocation index placed once (none lost, none doubled).
   out['batchAllocsStored'] = allocs.length;
   out['batchIndexesPlaced'] = indexes.size;
-  out['batchCompleteWrites'] = new Set(allocs.map((a) => a.modifyIndex)).size;
+  out['batchCompleteWrites'] = new Set(allocs.map((a) => a.ModifyIndex)).size;
   out['batchLeaderCpuS'] = round(cpu, 2);
   // The load-independent figure: the leader's CPU per allocation placed and reported complete.
   out['batchLeaderCpuMsPerAlloc'] = round((cpu * 1000) / ALLOCS, 3);
@@ -225,11 +227,11 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
   for (let i = 0; i < count; i += 50) {
     await Promise.all(
       Array.from({ length: Math.min(50, count - i) }, (_v, k) =>
-        c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`, {
-          pluginId: 'simcsi',
-          name: `cv-${i + k}`,
-          capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-        }),
+        c.callRetrying(
+          'PUT',
+          `/v1/volume/csi/${encodeURIComponent(`cv[${i + k}]`)}/create`,
+          volumeRequest(`cv[${i + k}]`, { pluginId: 'simcsi', name: `cv-${i + k}`, capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+        ),
       ),
     );
   }
@@ -251,21 +253,21 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
   let ms = 0;
   let replaced = 0;
   try {
-    await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('scale-csi', 'cv', count) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simVolumeJob('scale-csi', 'cv', count)));
     // Claimed: every volume claimed and published to its allocation's node (the controller saw it).
     await c.fleet.until(() => (c.fake?.callsTo('ControllerPublishVolume').length ?? 0) >= publishedBefore + count, signal);
     claimedMs = performance.now() - t2;
     // Every volume's allocation complete; one that failed (its claim refused) is replaced by the scheduler, and counted.
-    const allocs = await c.waitAllocs('scale-csi', (l) => l.filter((a) => a.clientStatus === 'complete').length >= count && l.every(terminal), { pollMs: 500, signal });
-    const failed = allocs.filter((a) => a.clientStatus !== 'complete');
+    const allocs = await c.waitAllocs('scale-csi', (l) => l.filter((a) => a.ClientStatus === 'complete').length >= count && l.every(terminal), { pollMs: 500, signal });
+    const failed = allocs.filter((a) => a.ClientStatus !== 'complete');
     replaced = failed.length;
-    if (failed.length > 0) console.log(`    ${failed.length} allocation(s) failed and were replaced, e.g. "${failed[0]?.clientDescription ?? ''}"`);
+    if (failed.length > 0) console.log(`    ${failed.length} allocation(s) failed and were replaced, e.g. "${failed[0]?.ClientDescription ?? ''}"`);
     await c.fleet.until(() => c.fleet.finished.size >= startedBefore + count, signal);
     // Released: no volume holds a claim any more.
     for (let index = 0; claimsLeft !== 0; ) {
       if (signal.aborted) throw new Error(`scale-csi: ${claimsLeft} claims still held after ${SCENARIO_DEADLINE_S} s`);
-      const r = await c.call<Array<{ claims: unknown[] }>>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
-      claimsLeft = r.body.reduce((n, v) => n + v.claims.length, 0);
+      const r = await c.call<unknown[]>('GET', `/v1/volumes/csi/claims${index ? `?index=${index}&wait=5s` : ''}`);
+      claimsLeft = r.body.length;
       index = r.index;
     }
     ms = performance.now() - t2;
@@ -299,8 +301,8 @@ async function csiVolumes(c: SimCluster, out: Record<string, unknown>): Promise<
  */
 async function failover(c: SimCluster, out: Record<string, unknown>): Promise<void> {
   const svcCount = Math.min(NODES, 1000);
-  await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('scale-svc', svcCount) });
-  const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.clientStatus === 'running'), { pollMs: 500 });
+  await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('scale-svc', svcCount)));
+  const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.ClientStatus === 'running'), { pollMs: 500 });
   const leader = await c.leader();
   const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
   const killedAt = performance.now();
@@ -317,10 +319,10 @@ async function failover(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const reconnectMs = performance.now() - killedAt;
   // Every node heartbeated three more times (a full TTL at TTL/3 intervals) past the kill.
   await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (hbBefore[i] ?? 0) + 3));
-  const nodes: Node[] = await c.nodes(next);
-  const markedDown = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered').length;
+  const nodes = await c.nodes(next);
+  const markedDown = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered').length;
   const after = (await c.call<Allocation[]>('GET', '/v1/job/scale-svc/allocations', undefined, next)).body;
-  const same = after.length === before.length && after.every((a) => a.clientStatus === 'running' && before.some((b) => b.id === a.id));
+  const same = after.length === before.length && after.every((a) => a.ClientStatus === 'running' && before.some((b) => b.ID === a.ID));
   out['failoverNewLeaderMs'] = round(electedMs);
   out['failoverAllReconnectedMs'] = round(reconnectMs);
   out['failoverHalfReconnectedMs'] = marks['half'] ?? null;

@@ -2,7 +2,7 @@
 //
 // 1. Registered -> visible: a reader blocks on GET /v1/service/:name?index=N
 //    of a real server (SQLite) while the node's status report (POST
-//    /v1/node/:id/allocations with the allocation's services) registers the
+//    /v1/internal/node/:id/allocations with the allocation's services) registers the
 //    service; the time from sending the report to the reader's answer, p50/p99.
 // 2. 1,000 services with 1 s HTTP checks on one agent: the node's check
 //    runner (real probes, one new connection per check, no keep-alive) against
@@ -51,7 +51,7 @@ async function registeredToVisible(dir: string): Promise<Record<string, unknown>
     for (let r = 0; r < ROUNDS; r++) {
       const name = `svc-${r}`;
       const first = await fetch(`${url}/v1/service/${name}`, { headers });
-      const index = first.headers.get('x-berth-index');
+      const index = first.headers.get('x-nomad-index');
       await first.arrayBuffer();
       const reader = (async () => {
         for (;;) {
@@ -73,7 +73,7 @@ async function registeredToVisible(dir: string): Promise<Record<string, unknown>
           },
         ],
       };
-      const post = await fetch(`${url}/v1/node/node-1/allocations`, { method: 'POST', headers, body: JSON.stringify(report) });
+      const post = await fetch(`${url}/v1/internal/node/node-1/allocations`, { method: 'POST', headers, body: JSON.stringify(report) });
       if (!post.ok) throw new Error(`report failed: ${post.status} ${await post.text()}`);
       samples.push((await reader) - t0);
     }

@@ -15,6 +15,7 @@
 //    Goal < 1 s.
 
 import type { Page } from 'playwright-core';
+import type { VolumeClaimListStub } from '../src/api/index.js';
 import { launchBrowser } from '../test/support/browser.js';
 import { UiCluster } from '../test/support/ui-cluster.js';
 import { round } from './_stats.js';
@@ -39,8 +40,8 @@ async function followClaims(addr: string, token: string, volume: string, signal:
       buf = lines.pop() ?? '';
       for (const line of lines) {
         if (!line.trim()) continue;
-        const ev = JSON.parse(line) as { op?: string; payload?: { state?: string } };
-        if (ev.op === 'put' && ev.payload?.state === 'taken') return Date.now();
+        const frame = JSON.parse(line) as { Events?: Array<{ Type: string; Payload: { Claim?: Pick<VolumeClaimListStub, 'State'> } }> };
+        if (frame.Events?.some((ev) => ev.Type === 'ClaimUpserted' && ev.Payload.Claim?.State === 'taken')) return Date.now();
       }
     }
   })();

@@ -129,12 +129,12 @@ wait_for() {
 plugin_healthy() {
   local doc
   doc="$(berth plugin status hostpath --json 2>/dev/null)" || return 1
-  [[ "$(json 'j.controllersHealthy >= 1 && j.nodesHealthy >= 1' <<<"$doc")" == true ]]
+  [[ "$(json 'j.ControllersHealthy >= 1 && j.NodesHealthy >= 1' <<<"$doc")" == true ]]
 }
 
-# The client status of job $1's newest allocation.
-alloc_status() { berth job status "$1" --json | json 'j.allocations.sort((a, b) => b.createIndex - a.createIndex)[0]?.clientStatus'; }
-alloc_id() { berth job status "$1" --json | json 'j.allocations.sort((a, b) => b.createIndex - a.createIndex)[0]?.id'; }
+# The client status of job $1's newest allocation (`job status -json` prints Nomad's: a list of one job, its Allocations as AllocationListStub).
+alloc_status() { berth job status "$1" --json | json 'j[0].Allocations.sort((a, b) => b.CreateIndex - a.CreateIndex)[0]?.ClientStatus'; }
+alloc_id() { berth job status "$1" --json | json 'j[0].Allocations.sort((a, b) => b.CreateIndex - a.CreateIndex)[0]?.ID'; }
 
 job_finished() {
   local st
@@ -165,7 +165,7 @@ echo "  agent running (pid $AGENT_PID), data in $DATA_DIR"
 echo "  BERTH_ADDR=$BERTH_ADDR"
 echo "  BERTH_TOKEN=<management token, in $DATA_DIR/agent.env>"
 run berth node status
-NODE_ID="$(berth node status --json | json '(Array.isArray(j) ? j : j.nodes)[0]?.id')"
+NODE_ID="$(berth node status --json | json 'j[0]?.ID')"
 [[ -n "$NODE_ID" ]] || fail "the agent's node did not register"
 # examples/hostpath-plugin.hcl keeps its volumes under /var/lib/berth/hostpath/<node ID>.
 HOSTPATH_DIR="/var/lib/berth/hostpath/$NODE_ID"
@@ -207,19 +207,21 @@ run berth volume status
 run berth volume status shared-data
 echo
 echo "Claim history of shared-data (from the event stream):"
-printf '%s$ berth event stream --topic claim --index 0 --until-now --json%s\n' "$DIM" "$RESET"
+printf '%s$ berth event stream --topic claim:shared-data --index 0 --until-now --json%s\n' "$DIM" "$RESET"
 # --until-now: the stream ends once it has printed every change up to now.
-berth event stream --topic claim --index 0 --until-now --json |
+# One frame a line: {"Index":N,"Events":[{"Topic":"claim","Type":"ClaimUpserted","Payload":{"Claim":{"VolumeID":...,"AllocationID":...,"Mode":...,"State":...}}}]}.
+berth event stream --topic claim:shared-data --index 0 --until-now --json |
   node -e '
     const lines = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean);
     console.log("  Index  Op      Alloc ID  Mode   State");
     for (const line of lines) {
-      const e = JSON.parse(line);
-      const c = e.payload ?? {};
-      if (typeof e.key !== "string" || !e.key.startsWith("default/shared-data/")) continue;
-      const alloc = e.key.split("/").pop().slice(0, 8);
-      const state = e.op === "delete" ? "released" : (c.state ?? "-");
-      console.log(`  ${String(e.index).padEnd(5)}  ${e.op.padEnd(6)}  ${alloc}  ${(c.mode ?? "-").padEnd(5)}  ${state}`);
+      for (const e of JSON.parse(line).Events ?? []) {
+        const c = e.Payload.Claim ?? {};
+        if (e.Namespace !== "default" || c.VolumeID !== "shared-data") continue;
+        const op = e.Type === "ClaimDeleted" ? "delete" : "put";
+        const state = op === "delete" ? "released" : (c.State ?? "-");
+        console.log(`  ${String(e.Index).padEnd(5)}  ${op.padEnd(6)}  ${String(c.AllocationID).slice(0, 8)}  ${(c.Mode ?? "-").padEnd(5)}  ${state}`);
+      }
     }'
 
 

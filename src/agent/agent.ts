@@ -34,6 +34,8 @@ export interface AgentOptions {
   berthBin?: string;
   /** Dev mode's API port; default the config's ports.http, else 4646. */
   port?: number;
+  /** Berth's release, as /v1/agent/self tells it. Default `unknown`. */
+  version?: string;
 }
 
 /** What a started agent tells its user. */
@@ -179,6 +181,14 @@ export class Agent {
       volumeHealth: {
         ...(config.csi.volumeConditionIntervalMs ? { controllerIntervalMs: config.csi.volumeConditionIntervalMs } : {}),
         ...(config.csi.driftIntervalMs ? { driftIntervalMs: config.csi.driftIntervalMs } : {}),
+      },
+      agent: {
+        ...(this.#opts.version ? { version: this.#opts.version } : {}),
+        datacenter: config.client.datacenter ?? 'dc1',
+        nodeName: config.server.name ?? config.client.nodeName ?? hostname(),
+        dataDir,
+        devMode: mode === 'dev',
+        ...(mode === 'dev' ? { client: () => clientFacts(this.#client) } : {}),
       },
       // The web UI on every server's listener; the client's logs/exec routes too in dev mode.
       routes: async (app) => {
@@ -389,6 +399,17 @@ export function mountsUnder(dir: string): string[] {
     .map((l) => (l.split(' ')[4] ?? '').replace(/\\040/g, ' '))
     .filter((p) => p === root || p.startsWith(`${root}/`))
     .sort((a, b) => b.length - a.length);
+}
+
+/** What /v1/agent/self and /v1/agent/health tell of a dev agent's client: Nomad's `client` stats and whether it runs. */
+function clientFacts(client: Client | undefined): { stats: Record<string, string>; ok: boolean; message: string } | undefined {
+  if (!client) return undefined;
+  const running = client.state === 'running';
+  return {
+    stats: { node_id: running ? client.nodeId : '', known_servers: '1', num_allocations: String(client.allocIds().length) },
+    ok: running,
+    message: running ? 'ok' : `client is ${client.state}`,
+  };
 }
 
 /** `berth_agent_memory_reclaims`: the full GCs the agent's memory reclaimer ran (read at scrape time). */

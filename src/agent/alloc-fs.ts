@@ -9,8 +9,8 @@
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, normalize, relative, sep } from 'node:path';
+import type { AllocFileInfo } from '../api/index.js';
 import { BerthError } from '../lib/index.js';
-import type { AllocFileInfo } from '../structs/index.js';
 
 export type AllocFsErrorCode = 'ALLOC_FS_ESCAPE' | 'ALLOC_FS_SECRET' | 'ALLOC_FS_NOT_FOUND' | 'ALLOC_FS_NOT_A_FILE' | 'ALLOC_FS_NOT_A_DIRECTORY';
 
@@ -75,10 +75,32 @@ function mode(st: Stats): string {
   return kind + bits;
 }
 
+/** An entry as Nomad's AllocFileInfo. */
 function info(name: string, st: Stats, linkTarget?: string): AllocFileInfo {
-  const out: AllocFileInfo = { name, isDir: st.isDirectory(), size: st.size, fileMode: mode(st), modTime: st.mtime.toISOString() };
-  if (linkTarget !== undefined) out.linkTarget = linkTarget;
+  const out: AllocFileInfo = { Name: name, IsDir: st.isDirectory(), Size: st.size, FileMode: mode(st), ModTime: st.mtime.toISOString() };
+  if (linkTarget !== undefined) out.LinkTarget = linkTarget;
   return out;
+}
+
+/**
+ * What a file holds, as Nomad's stat says it (Go's http.DetectContentType
+ * on its first 512 bytes, `.json` files as JSON): text or octets here.
+ */
+async function contentType(real: string, st: Stats): Promise<string> {
+  if (real.endsWith('.json')) return 'application/json';
+  if (!st.isFile()) return 'application/octet-stream';
+  const head = Buffer.alloc(512);
+  const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined);
+  if (!handle) return 'application/octet-stream';
+  try {
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const bytes = head.subarray(0, bytesRead);
+    if (bytesRead === 0) return 'text/plain; charset=utf-8';
+    const binary = bytes.some((b) => b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0c && b !== 0x0d && b !== 0x1b);
+    return binary ? 'application/octet-stream' : 'text/plain; charset=utf-8';
+  } finally {
+    await handle.close();
+  }
 }
 
 /** `alloc fs ls`: the entries of a directory; symlinks are listed, not followed. */
@@ -96,11 +118,12 @@ export async function listDir(root: string, userPath: string): Promise<AllocFile
   return out;
 }
 
-/** `alloc fs stat`: one entry (a symlink inside the directory is followed). */
+/** `alloc fs stat`: one entry (a symlink inside the directory is followed), with its content type. */
 export async function statPath(root: string, userPath: string): Promise<AllocFileInfo> {
   const real = await resolveInside(root, userPath);
   const name = normalize(`/${userPath || ''}`).split('/').pop() || '/';
-  return info(name, await lstat(real));
+  const st = await lstat(real);
+  return { ...info(name, st), ContentType: await contentType(real, st) };
 }
 
 /**

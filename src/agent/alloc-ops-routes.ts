@@ -1,85 +1,111 @@
-// The node agent's allocation operations: restart and signal a task (the
-// allocation's volumes stay mounted: only the task process is replaced), and
-// read the allocation directory (Nomad's /v1/client/fs/{ls,stat,cat,stream}),
-// never outside it (alloc-fs.ts).
+// The node agent's allocation operations in Nomad's paths and shapes:
+// restart and signal a task (the allocation's volumes stay mounted: only the
+// task process is replaced or signalled), and the resource usage of its
+// running tasks (AllocResourceUsage, from their cgroups).
 
-import { watch } from 'node:fs';
-import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { AllocRunner } from '../client/index.js';
-import { BerthError } from '../lib/index.js';
-import { AllocFsError, listDir, openInside, statPath } from './alloc-fs.js';
+import { cpus } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import type * as api from '../api/index.js';
+import type { TaskResourceUsage } from '../client/index.js';
+import { asRouteError, ClientRouteError, readyClient, runnerOf } from './client-route-error.js';
 import type { ClientRoutesDeps } from './client-routes.js';
+import { runningTaskUsage } from './task-metrics.js';
 
-const FS_STATUS: Record<string, number> = { ALLOC_FS_ESCAPE: 403, ALLOC_FS_SECRET: 403, ALLOC_FS_NOT_FOUND: 404, ALLOC_FS_NOT_A_FILE: 400, ALLOC_FS_NOT_A_DIRECTORY: 400 };
-
-class OpsError extends BerthError<string> {
-  constructor(
-    readonly status: number,
-    code: string,
-    message: string,
-  ) {
-    super(code, message);
-  }
+/** A JSON body's string field, or undefined. */
+function str(body: unknown, key: string): string | undefined {
+  const v = body && typeof body === 'object' ? (body as Record<string, unknown>)[key] : undefined;
+  return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
-function runnerOf(deps: ClientRoutesDeps, allocId: string): AllocRunner {
-  const client = deps.client();
-  if (!client || client.state !== 'running') throw new OpsError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet');
-  const runner = client.runner(allocId);
-  if (!(runner instanceof AllocRunner)) throw new OpsError(404, 'NOT_FOUND', `allocation ${allocId} does not run on this node`);
-  return runner;
+/** The MHz one core stands for (CpuStats.TotalTicks counts in it). */
+const MHZ_PER_CORE = cpus()[0]?.speed || 1000;
+
+/** A task's usage as Nomad's ResourceUsage: CPU modes as percent of one core since the previous sample. */
+export function resourceUsage(u: TaskResourceUsage): api.ResourceUsage {
+  const total = u.cpu.userMs + u.cpu.systemMs;
+  const userShare = total > 0 ? u.cpu.userMs / total : 0;
+  const cgroup = u.source === 'cgroup';
+  return {
+    MemoryStats: {
+      RSS: u.memory.rssBytes,
+      Cache: u.memory.cacheBytes,
+      Swap: 0,
+      Usage: u.memory.usageBytes,
+      MaxUsage: u.memory.maxUsageBytes,
+      KernelUsage: 0,
+      KernelMaxUsage: 0,
+      Measured: cgroup ? ['RSS', 'Cache', 'Usage', 'Max Usage'] : ['RSS'],
+    },
+    CpuStats: {
+      SystemMode: u.cpu.percent * (1 - userShare),
+      UserMode: u.cpu.percent * userShare,
+      TotalTicks: (u.cpu.percent / 100) * MHZ_PER_CORE,
+      ThrottledPeriods: u.cpu.throttledPeriods,
+      ThrottledTime: Math.round(u.cpu.throttledMs * 1_000_000),
+      Percent: u.cpu.percent,
+      Measured: cgroup ? ['System Mode', 'User Mode', 'Throttled Periods', 'Throttled Time', 'Percent'] : ['System Mode', 'User Mode', 'Percent'],
+    },
+    DeviceStats: null,
+  };
 }
 
-function fail(reply: FastifyReply, err: unknown): FastifyReply {
-  if (err instanceof OpsError) return reply.status(err.status).send({ code: err.code, message: err.message, details: {} });
-  if (err instanceof AllocFsError) return reply.status(FS_STATUS[err.code] ?? 400).send({ code: err.code, message: err.message, details: {} });
-  if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('DRIVER_')) {
-    return reply.status(400).send({ code: (err as { code: string }).code, message: (err as Error).message, details: {} });
-  }
-  throw err;
+/** The tasks' usages summed, as Nomad's allocation total. */
+function sumUsage(all: readonly api.ResourceUsage[]): api.ResourceUsage {
+  const mem = (k: keyof Omit<api.MemoryStats, 'Measured'>): number => all.reduce((n, u) => n + (u.MemoryStats?.[k] ?? 0), 0);
+  const cpu = (k: keyof Omit<api.CpuStats, 'Measured'>): number => all.reduce((n, u) => n + (u.CpuStats?.[k] ?? 0), 0);
+  return {
+    MemoryStats: { RSS: mem('RSS'), Cache: mem('Cache'), Swap: mem('Swap'), Usage: mem('Usage'), MaxUsage: mem('MaxUsage'), KernelUsage: 0, KernelMaxUsage: 0, Measured: all[0]?.MemoryStats?.Measured ?? null },
+    CpuStats: {
+      SystemMode: cpu('SystemMode'),
+      UserMode: cpu('UserMode'),
+      TotalTicks: cpu('TotalTicks'),
+      ThrottledPeriods: cpu('ThrottledPeriods'),
+      ThrottledTime: cpu('ThrottledTime'),
+      Percent: cpu('Percent'),
+      Measured: all[0]?.CpuStats?.Measured ?? null,
+    },
+    DeviceStats: null,
+  };
 }
 
-type Body = { task?: unknown; allTasks?: unknown; signal?: unknown };
+/** Registers restart and signal (management role) and stats (read). */
+export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesDeps): void {
+  const log = deps.logger.child({ component: 'client-http' });
 
-/** Registers the restart, signal and fs routes (management role for restart/signal, read for fs). */
-export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesDeps, closing: AbortSignal): void {
-  // Restarts the named task, or every running task; with allTasks also says which did not run (finished lifecycle tasks).
-  app.post<{ Params: { id: string }; Body: Body }>('/v1/client/allocation/:id/restart', { config: { access: 'write' } }, async (req, reply) => {
+  // Nomad's restart: { TaskName } restarts that task, { AllTasks: true } every task (finished
+  // lifecycle tasks included in Nomad; Berth runs those again only when they run), neither every running task.
+  const restart = async (req: { params: { id: string }; body: unknown }): Promise<api.GenericResponse> => {
     try {
       const runner = runnerOf(deps, req.params.id);
-      const body = req.body ?? {};
       const names = Object.keys(runner.taskIds());
-      const task = typeof body.task === 'string' && body.task ? body.task : undefined;
-      if (task && !names.includes(task)) throw new OpsError(404, 'NOT_FOUND', `allocation ${req.params.id} has no task "${task}" (tasks: ${names.join(', ')})`);
-      const chosen = task ? [task] : names;
+      const task = str(req.body, 'TaskName');
+      if (task && !names.includes(task)) throw new ClientRouteError(404, 'NOT_FOUND', `Task not found: allocation ${req.params.id} has no task "${task}" (tasks: ${names.join(', ')})`);
       const restarted: string[] = [];
-      const notRunning: string[] = [];
-      for (const name of chosen) {
+      for (const name of task ? [task] : names) {
         const t = runner.task(name);
-        if (!t || t.view().state !== 'running') {
-          notRunning.push(name);
-          continue;
-        }
+        if (!t || t.view().state !== 'running') continue;
         await t.restart('restart requested by the operator');
         restarted.push(name);
       }
-      if (task && restarted.length === 0) throw new OpsError(409, 'TASK_NOT_RUNNING', `task "${task}" is not running`);
-      return { restarted, notRunning };
+      if (task && restarted.length === 0) throw new ClientRouteError(409, 'TASK_NOT_RUNNING', `task "${task}" is not running`);
+      log.info({ allocId: req.params.id, restarted }, 'allocation tasks restarted');
+      return { Index: 0 };
     } catch (err) {
-      return fail(reply, err);
+      throw asRouteError(err);
     }
-  });
+  };
+  app.post<{ Params: { id: string } }>('/v1/client/allocation/:id/restart', { config: { access: 'write' } }, restart);
+  app.put<{ Params: { id: string } }>('/v1/client/allocation/:id/restart', { config: { access: 'write' } }, restart);
 
-  app.post<{ Params: { id: string }; Body: Body }>('/v1/client/allocation/:id/signal', { config: { access: 'write' } }, async (req, reply) => {
+  // Nomad's signal: { Task, Signal } (default SIGKILL); without a task, every running task.
+  const signal = async (req: { params: { id: string }; body: unknown }): Promise<api.GenericResponse> => {
     try {
       const runner = runnerOf(deps, req.params.id);
-      const body = req.body ?? {};
-      const signal = typeof body.signal === 'string' && body.signal ? body.signal.toUpperCase() : 'SIGKILL';
-      const sig = signal.startsWith('SIG') ? signal : `SIG${signal}`;
+      const upper = (str(req.body, 'Signal') ?? 'SIGKILL').toUpperCase();
+      const sig = upper.startsWith('SIG') ? upper : `SIG${upper}`;
       const names = Object.keys(runner.taskIds());
-      const task = typeof body.task === 'string' && body.task ? body.task : undefined;
-      if (task && !names.includes(task)) throw new OpsError(404, 'NOT_FOUND', `allocation ${req.params.id} has no task "${task}" (tasks: ${names.join(', ')})`);
+      const task = str(req.body, 'Task');
+      if (task && !names.includes(task)) throw new ClientRouteError(404, 'NOT_FOUND', `Task not found: allocation ${req.params.id} has no task "${task}" (tasks: ${names.join(', ')})`);
       const signaled: string[] = [];
       for (const name of task ? [task] : names) {
         const t = runner.task(name);
@@ -87,76 +113,32 @@ export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesD
         await t.signal(sig, 'signal sent by the operator');
         signaled.push(name);
       }
-      if (signaled.length === 0) throw new OpsError(409, 'TASK_NOT_RUNNING', task ? `task "${task}" is not running` : 'no task of the allocation is running');
-      return { signal: sig, signaled };
+      if (signaled.length === 0) throw new ClientRouteError(409, 'TASK_NOT_RUNNING', task ? `task "${task}" is not running` : 'no task of the allocation is running');
+      log.info({ allocId: req.params.id, signal: sig, signaled }, 'allocation tasks signalled');
+      return { Index: 0 };
     } catch (err) {
-      return fail(reply, err);
+      throw asRouteError(err);
     }
-  });
+  };
+  app.post<{ Params: { id: string } }>('/v1/client/allocation/:id/signal', { config: { access: 'write' } }, signal);
+  app.put<{ Params: { id: string } }>('/v1/client/allocation/:id/signal', { config: { access: 'write' } }, signal);
 
-  type FsQuery = { path?: string; follow?: string; offset?: string; origin?: string };
-  app.get<{ Params: { id: string }; Querystring: FsQuery }>('/v1/client/fs/ls/:id', { config: { access: 'read' } }, async (req, reply) => {
-    try {
-      return await listDir(runnerOf(deps, req.params.id).allocDir.dir, req.query.path ?? '/');
-    } catch (err) {
-      return fail(reply, err);
-    }
-  });
-
-  app.get<{ Params: { id: string }; Querystring: FsQuery }>('/v1/client/fs/stat/:id', { config: { access: 'read' } }, async (req, reply) => {
-    try {
-      return await statPath(runnerOf(deps, req.params.id).allocDir.dir, req.query.path ?? '/');
-    } catch (err) {
-      return fail(reply, err);
-    }
-  });
-
-  // cat: the whole file. stream: from `offset` (bytes; from the end with origin=end), and with
-  // follow=true every byte appended after, until the client goes away or the agent closes.
-  for (const kind of ['cat', 'stream'] as const) {
-    app.get<{ Params: { id: string }; Querystring: FsQuery }>(`/v1/client/fs/${kind}/:id`, { config: { access: 'read' } }, async (req, reply) => {
-      try {
-        const { handle, size } = await openInside(runnerOf(deps, req.params.id).allocDir.dir, req.query.path ?? '');
-        const offset = Math.max(0, Number(req.query.offset ?? 0) || 0);
-        let pos = kind === 'stream' && req.query.origin === 'end' ? Math.max(0, size - offset) : Math.min(offset, size);
-        const follow = kind === 'stream' && req.query.follow === 'true';
-        const gone = new AbortController();
-        req.raw.on('close', () => gone.abort());
-        const stop = AbortSignal.any([gone.signal, closing]);
-        async function* body(): AsyncGenerator<Buffer> {
-          const buf = Buffer.alloc(64 * 1024);
-          try {
-            for (;;) {
-              const { bytesRead } = await handle.read(buf, 0, buf.length, pos);
-              if (bytesRead > 0) {
-                pos += bytesRead;
-                yield Buffer.from(buf.subarray(0, bytesRead));
-                continue;
-              }
-              if (!follow || stop.aborted) return;
-              // Woken by the file changing (or every second, for writers inotify misses).
-              await new Promise<void>((resolve) => {
-                const w = watch(`/proc/self/fd/${handle.fd}`, () => done());
-                const t = setTimeout(() => done(), 1000);
-                const done = (): void => {
-                  w.close();
-                  clearTimeout(t);
-                  stop.removeEventListener('abort', done);
-                  resolve();
-                };
-                stop.addEventListener('abort', done, { once: true });
-              });
-              if (stop.aborted) return;
-            }
-          } finally {
-            await handle.close();
-          }
-        }
-        reply.header('content-type', 'application/octet-stream');
-        return reply.send(Readable.from(body()));
-      } catch (err) {
-        return fail(reply, err);
+  // Resource usage of the allocation's running tasks (`task` names one), from their cgroups (/proc without one).
+  app.get<{ Params: { id: string }; Querystring: { task?: string } }>(
+    '/v1/client/allocation/:id/stats',
+    { config: { access: 'read' } },
+    async (req): Promise<api.AllocResourceUsage> => {
+      const client = readyClient(deps);
+      runnerOf(deps, req.params.id);
+      const tasks: Record<string, api.TaskResourceUsage> = {};
+      let at = 0;
+      for (const { allocId, task, usage } of (await runningTaskUsage(client, deps.drivers)).values()) {
+        if (allocId !== req.params.id || (req.query.task && task !== req.query.task)) continue;
+        tasks[task] = { ResourceUsage: resourceUsage(usage), Timestamp: usage.timestamp * 1_000_000, Pids: null };
+        at = Math.max(at, usage.timestamp);
       }
-    });
-  }
+      const usages = Object.values(tasks).map((t) => t.ResourceUsage as api.ResourceUsage);
+      return { ResourceUsage: sumUsage(usages), Tasks: tasks, Timestamp: (at || Date.now()) * 1_000_000 };
+    },
+  );
 }

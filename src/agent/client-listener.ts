@@ -1,19 +1,23 @@
-// A client agent's own HTTP listener: the /v1/client/... routes (logs, exec)
-// and /metrics (the agent's CSI calls and allocations), behind the same
-// bearer tokens as the server's API.
+// A client agent's own HTTP listener: the /v1/client/... routes (logs, fs,
+// exec, stats, restart, signal) and /v1/metrics (the agent's CSI calls and
+// allocations), behind the same tokens as the server's API (X-Nomad-Token or
+// a bearer token; a WebSocket may send its token in a handshake message),
+// with its errors worded as the server's are.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import websocket from '@fastify/websocket';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
-import { Lifecycle, type LifecycleState, type Logger } from '../lib/index.js';
+import { describeError, Lifecycle, type LifecycleState, type Logger } from '../lib/index.js';
+import { registerMetricsRoute } from '../server/index.js';
+import { ClientRouteError } from './client-route-error.js';
 import { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
 
 /** The server's word on a token: may it use `access` ('write' needs the management role)? */
 export type TokenVerdict = 'ok' | 'unauthenticated' | 'forbidden' | 'unreachable';
 
 export interface ClientListenerOptions extends ClientRoutesDeps {
-  /** Management tokens may use every route; read-only tokens only /metrics. */
+  /** Management tokens may use every route; read-only tokens only /v1/metrics. */
   tokens: { management: readonly string[]; readOnly: readonly string[] };
   /**
    * Asks the server about a token this listener does not know, so that the
@@ -28,6 +32,30 @@ export interface ClientListenerOptions extends ClientRoutesDeps {
 }
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+/** The request's token: Nomad's X-Nomad-Token header, else an `Authorization: Bearer` one. */
+function requestToken(req: FastifyRequest): string | undefined {
+  const nomad = req.headers['x-nomad-token'];
+  if (typeof nomad === 'string' && nomad.trim()) return nomad.trim();
+  return /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+}
+
+/** A WebSocket upgrade that says its token comes in its first message (`ws_handshake=true`). */
+export function isHandshakeUpgrade(req: FastifyRequest): boolean {
+  const q = (req.query ?? {}) as Record<string, unknown>;
+  return String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' && ['1', 't', 'true', 'TRUE', 'True'].includes(String(q['ws_handshake'] ?? ''));
+}
+
+/**
+ * Answers an error as the server's API does: the message as plain text
+ * (Nomad's), or `{ code, message, details }` to a caller whose Accept names
+ * JSON; the code in X-Berth-Error-Code either way.
+ */
+function sendError(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
+  void reply.header('X-Berth-Error-Code', code);
+  if (/\bapplication\/json\b/i.test(req.headers.accept ?? '')) return reply.status(status).send({ code, message, details: {} });
+  return reply.status(status).type('text/plain; charset=utf-8').send(message);
+}
 
 /**
  * The listener. `start()` resolves with its URL once listening (throws on
@@ -76,34 +104,47 @@ export class ClientListener {
     this.#app = app;
     await app.register(websocket);
     const remembered = new Map<string, number>();
-    app.addHook('onRequest', async (req, reply) => {
-      if (req.routeOptions.url === undefined) return;
-      const access = (req.routeOptions.config as { access?: string }).access === 'read' ? 'read' : 'write';
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-      if (!m) return reply.status(401).send({ code: 'UNAUTHENTICATED', message: 'a bearer token is required (Authorization: Bearer <token>)', details: {} });
-      const d = digest(m[1] as string);
+    /** Checks a token for `access`; throws ClientRouteError 401, 403 or 503 (the server could not be asked). */
+    const check = async (secret: string | undefined, access: 'read' | 'write'): Promise<void> => {
+      if (!secret) throw new ClientRouteError(401, 'UNAUTHENTICATED', 'a token is required (X-Nomad-Token: <token>, or Authorization: Bearer <token>)');
+      const d = digest(secret);
       const isManagement = management.some((t) => timingSafeEqual(t, d));
       const isReader = readers.some((t) => timingSafeEqual(t, d));
       if (isManagement || (isReader && access === 'read')) return;
-      if (isReader) return reply.status(403).send({ code: 'FORBIDDEN', message: 'this needs a management token', details: {} });
+      if (isReader) throw new ClientRouteError(403, 'FORBIDDEN', 'this needs a management token');
       const key = `${access}:${d.toString('hex')}`;
       if ((remembered.get(key) ?? 0) > Date.now()) return;
-      const verdict = opts.verifyWithServer ? await opts.verifyWithServer(m[1] as string, access, AbortSignal.timeout(10_000)) : 'unauthenticated';
+      const verdict = opts.verifyWithServer ? await opts.verifyWithServer(secret, access, AbortSignal.timeout(10_000)) : 'unauthenticated';
       if (verdict === 'ok') {
         remembered.set(key, Date.now() + 60_000);
         return;
       }
-      if (verdict === 'forbidden') return reply.status(403).send({ code: 'FORBIDDEN', message: 'this needs a management token', details: {} });
-      if (verdict === 'unreachable') return reply.status(503).send({ code: 'SERVER_UNREACHABLE', message: 'cannot check the token: the server does not answer', details: {} });
-      return reply.status(401).send({ code: 'UNAUTHENTICATED', message: 'unknown token', details: {} });
+      if (verdict === 'forbidden') throw new ClientRouteError(403, 'FORBIDDEN', 'this needs a management token');
+      if (verdict === 'unreachable') throw new ClientRouteError(503, 'SERVER_UNREACHABLE', 'cannot check the token: the server does not answer');
+      throw new ClientRouteError(401, 'UNAUTHENTICATED', 'unknown token');
+    };
+    app.addHook('onRequest', async (req) => {
+      if (req.routeOptions.url === undefined) return;
+      const access = (req.routeOptions.config as { access?: string }).access === 'read' ? 'read' : 'write';
+      const secret = requestToken(req);
+      // A browser's WebSocket cannot carry the header: with ws_handshake the token comes in its first message.
+      if (!secret && (req.routeOptions.config as { wsHandshake?: boolean }).wsHandshake && isHandshakeUpgrade(req)) {
+        req.authorizeHandshake = (token) => check(token, access);
+        return;
+      }
+      await check(secret, access);
     });
-    app.setNotFoundHandler(async (req, reply) =>
-      reply.status(404).send({ code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} }),
-    );
+    app.setErrorHandler(async (err: unknown, req, reply) => {
+      if (err instanceof ClientRouteError) return sendError(req, reply, err.httpStatus, err.code, err.message);
+      // fastify's own client errors (a malformed body) keep their status and message; anything else is ours, logged.
+      const fastifyStatus = (err as { statusCode?: unknown }).statusCode;
+      if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) return sendError(req, reply, fastifyStatus, 'INVALID', (err as Error).message);
+      this.#logger.error({ method: req.method, route: req.routeOptions.url, err: describeError(err) }, 'request failed');
+      return sendError(req, reply, 500, 'INTERNAL', 'internal error');
+    });
+    app.setNotFoundHandler(async (req, reply) => sendError(req, reply, 404, 'NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`));
     registerClientRoutes(app, opts);
-    app.get('/metrics', { config: { access: 'read' } }, async (_req, reply) =>
-      reply.header('content-type', opts.registry.contentType).send(await opts.registry.metrics()),
-    );
+    registerMetricsRoute(app, opts.registry);
     await app.listen({ host: opts.bindAddress, port: opts.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;

@@ -2,6 +2,6 @@
 // their listeners, the agent config file). The CLI's `berth agent` uses it.
 export { Agent, AgentError, mountsUnder, type AgentMode, type AgentOptions, type AgentAddress } from './agent.js';
 export { loadAgentConfig, parseAgentConfig, emptyAgentConfig, AgentConfigError, ETCD_URL, type AgentConfig } from './agent-config.js';
-export { registerClientRoutes, lastLines, type ClientRoutesDeps } from './client-routes.js';
+export { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
 export { ClientListener, type ClientListenerOptions, type TokenVerdict } from './client-listener.js';
 export { agentDriverPlugins, launchOverGrpc } from './driver-plugins.js';

@@ -19,8 +19,10 @@ export const uint = z.number().int().nonnegative();
 export const int64 = z.number().refine(Number.isInteger, 'expected a whole number');
 /** A time.Duration: nanoseconds, as Go encodes it. */
 export const nanos = int64;
-/** A time.Time: RFC 3339 with nanoseconds (`0001-01-01T00:00:00Z` when zero). */
+/** A time.Time: RFC 3339 with nanoseconds (GO_ZERO_TIME when zero). */
 export const time = z.string();
+/** Go's zero time.Time as encoding/json writes it: "no time". */
+export const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
 /** A []byte: base64 text, null when nil. */
 export const bytes = z.string().nullable();
 

@@ -11,23 +11,25 @@
 // `isPlacementReason` tells the two apart for a reader that words them.
 
 import { z } from 'zod';
+import { Resources } from './resources.js';
+import { int, list, map, nanos } from './_go.js';
 
 /** A node's scores in the top of one placement (Nomad's NodeScoreMeta). */
 export const NodeScoreMeta = z.strictObject({
   NodeID: z.string(),
   /** Scorer name ("binpack", "job-anti-affinity", ...) -> score. */
-  Scores: z.record(z.string(), z.number()).nullable(),
+  Scores: map(z.number()),
   NormScore: z.number(),
 });
 export type NodeScoreMeta = z.infer<typeof NodeScoreMeta>;
 
-const counts = z.record(z.string(), z.number().int()).nullable();
+const counts = map(int);
 
 export const AllocationMetric = z.strictObject({
   /** Nodes looked at (Berth: every node of the cluster). */
-  NodesEvaluated: z.number().int(),
-  NodesFiltered: z.number().int(),
-  NodesInPool: z.number().int(),
+  NodesEvaluated: int,
+  NodesFiltered: int,
+  NodesInPool: int,
   /** Berth has one node pool, "default". */
   NodePool: z.string(),
   /** Datacenter -> nodes in it that were ready and in the job's datacenters. */
@@ -35,21 +37,21 @@ export const AllocationMetric = z.strictObject({
   ClassFiltered: counts,
   /** Constraint text (or filter reason) -> nodes it filtered. */
   ConstraintFiltered: counts,
-  NodesExhausted: z.number().int(),
+  NodesExhausted: int,
   ClassExhausted: counts,
   /** Dimension ("cpu", "memory", "network: port collision ...") -> nodes out of it. */
   DimensionExhausted: counts,
-  QuotaExhausted: z.array(z.string()).nullable(),
-  /** Task -> the resources it asked that no node had (Nomad's Resources); Berth sends null. */
-  ResourcesExhausted: z.record(z.string(), z.record(z.string(), z.unknown())).nullable(),
+  QuotaExhausted: list(z.string()),
+  /** Task -> the resources it asked that no node had; Berth sends null. */
+  ResourcesExhausted: map(Resources),
   /** Deprecated in Nomad for ScoreMetaData. */
-  Scores: z.record(z.string(), z.number()).nullable(),
+  Scores: map(z.number()),
   /** Nanoseconds placement took. */
-  AllocationTime: z.number().int(),
+  AllocationTime: nanos,
   /** Further allocations of the group that failed alike (a failed group's unplaced count - 1). */
-  CoalescedFailures: z.number().int(),
+  CoalescedFailures: int,
   /** The best-scored nodes, best first. */
-  ScoreMetaData: z.array(NodeScoreMeta).nullable(),
+  ScoreMetaData: list(NodeScoreMeta),
 });
 export type AllocationMetric = z.infer<typeof AllocationMetric>;
 

@@ -8,27 +8,28 @@
 // `RequireProgressBy` an RFC 3339 time (Go's zero time when unset).
 
 import { z } from 'zod';
+import { int, int64, list, map, nanos, time, uint } from './_go.js';
 
 export const DEPLOYMENT_STATUSES = ['running', 'paused', 'failed', 'successful', 'cancelled', 'pending', 'blocked', 'unblocking'] as const;
 
 /** One task group's progress within a deployment. */
 export const DeploymentState = z.strictObject({
   /** The canaries placed so far, by allocation ID. */
-  PlacedCanaries: z.array(z.string()).nullable(),
+  PlacedCanaries: list(z.string()),
   AutoRevert: z.boolean(),
   /** Sent by Nomad's server (structs.DeploymentState), though the api package leaves it out. */
   AutoPromote: z.boolean(),
   /** Nanoseconds an allocation has to turn healthy before the deployment fails; 0: none. */
-  ProgressDeadline: z.number().int(),
+  ProgressDeadline: nanos,
   /** When the group must have made progress by. */
-  RequireProgressBy: z.string(),
+  RequireProgressBy: time,
   /** The canaries are promoted (or the group has none to promote). */
   Promoted: z.boolean(),
-  DesiredCanaries: z.number().int(),
-  DesiredTotal: z.number().int(),
-  PlacedAllocs: z.number().int(),
-  HealthyAllocs: z.number().int(),
-  UnhealthyAllocs: z.number().int(),
+  DesiredCanaries: int,
+  DesiredTotal: int,
+  PlacedAllocs: int,
+  HealthyAllocs: int,
+  UnhealthyAllocs: int,
 });
 export type DeploymentState = z.infer<typeof DeploymentState>;
 
@@ -36,24 +37,24 @@ export const Deployment = z.strictObject({
   ID: z.string(),
   Namespace: z.string(),
   JobID: z.string(),
-  JobVersion: z.number().int(),
+  JobVersion: uint,
   /** The job's ModifyIndex at the version deployed. */
-  JobModifyIndex: z.number().int(),
+  JobModifyIndex: uint,
   /** The job's JobModifyIndex (its last change of spec) at the version deployed. */
-  JobSpecModifyIndex: z.number().int(),
+  JobSpecModifyIndex: uint,
   /** The job's CreateIndex: a job stopped, purged and run again has new deployments. */
-  JobCreateIndex: z.number().int(),
+  JobCreateIndex: uint,
   IsMultiregion: z.boolean(),
   /** Task group -> its progress; only groups that roll out with an update block. */
-  TaskGroups: z.record(z.string(), DeploymentState).nullable(),
+  TaskGroups: map(DeploymentState),
   Status: z.string(),
   StatusDescription: z.string(),
   /** Sent by Nomad's server (structs.Deployment), though the api package leaves it out: the priority of the evaluations it creates. */
-  EvalPriority: z.number().int(),
-  CreateIndex: z.number().int(),
-  ModifyIndex: z.number().int(),
-  CreateTime: z.number().int(),
-  ModifyTime: z.number().int(),
+  EvalPriority: int,
+  CreateIndex: uint,
+  ModifyIndex: uint,
+  CreateTime: int64,
+  ModifyTime: int64,
 });
 export type Deployment = z.infer<typeof Deployment>;
 
@@ -64,10 +65,10 @@ export type Deployment = z.infer<typeof Deployment>;
  */
 export const DeploymentUpdateResponse = z.strictObject({
   EvalID: z.string(),
-  EvalCreateIndex: z.number().int(),
-  DeploymentModifyIndex: z.number().int(),
-  RevertedJobVersion: z.number().int().nullable(),
-  Index: z.number().int(),
+  EvalCreateIndex: uint,
+  DeploymentModifyIndex: uint,
+  RevertedJobVersion: uint.nullable(),
+  Index: uint,
 });
 export type DeploymentUpdateResponse = z.infer<typeof DeploymentUpdateResponse>;
 

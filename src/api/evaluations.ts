@@ -6,17 +6,16 @@
 // RFC 3339 time ("0001-01-01T00:00:00Z", Go's zero time, when unset).
 
 import { z } from 'zod';
+import { int, int64, list, map, nanos, ptr, time, uint } from './_go.js';
 import { AllocationMetric } from './alloc-metric.js';
+import { PlanAnnotations } from './job-plan.js';
 
 export const EVAL_STATUSES = ['blocked', 'pending', 'complete', 'failed', 'canceled'] as const;
-
-/** Go's zero time.Time as encoding/json writes it: "no time". */
-export const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
 
 /** An evaluation in brief, as `RelatedEvals` lists them (Nomad's EvaluationStub). */
 export const EvaluationStub = z.strictObject({
   ID: z.string(),
-  Priority: z.number().int(),
+  Priority: int,
   Type: z.string(),
   TriggeredBy: z.string(),
   Namespace: z.string(),
@@ -25,37 +24,37 @@ export const EvaluationStub = z.strictObject({
   DeploymentID: z.string(),
   Status: z.string(),
   StatusDescription: z.string(),
-  WaitUntil: z.string(),
+  WaitUntil: time,
   NextEval: z.string(),
   PreviousEval: z.string(),
   BlockedEval: z.string(),
-  CreateIndex: z.number().int(),
-  ModifyIndex: z.number().int(),
-  CreateTime: z.number().int(),
-  ModifyTime: z.number().int(),
+  CreateIndex: uint,
+  ModifyIndex: uint,
+  CreateTime: int64,
+  ModifyTime: int64,
 });
 export type EvaluationStub = z.infer<typeof EvaluationStub>;
 
 export const Evaluation = z.strictObject({
   ID: z.string(),
-  Priority: z.number().int(),
+  Priority: int,
   /** The scheduler: service, batch, system. */
   Type: z.string(),
   /** job-register, job-deregister, node-update, alloc-failure, deployment-watcher, ... */
   TriggeredBy: z.string(),
   Namespace: z.string(),
   JobID: z.string(),
-  JobModifyIndex: z.number().int(),
+  JobModifyIndex: uint,
   /** The node whose change triggered it (node-update), else "". */
   NodeID: z.string(),
-  NodeModifyIndex: z.number().int(),
+  NodeModifyIndex: uint,
   DeploymentID: z.string(),
   Status: z.string(),
   StatusDescription: z.string(),
   /** Deprecated in Nomad (nanoseconds); always 0. */
-  Wait: z.number().int(),
+  Wait: nanos,
   /** When a delayed evaluation (a reschedule) may run. */
-  WaitUntil: z.string(),
+  WaitUntil: time,
   /** The evaluation created to follow this one up. */
   NextEval: z.string(),
   /** The evaluation that created this one. */
@@ -63,22 +62,28 @@ export const Evaluation = z.strictObject({
   /** The blocked evaluation created for what this one could not place. */
   BlockedEval: z.string(),
   /** Evaluations linked by Next/Previous/BlockedEval, with `?related=true`; null otherwise. */
-  RelatedEvals: z.array(EvaluationStub).nullable(),
+  RelatedEvals: list(EvaluationStub),
   /** Task group -> why its allocations could not all be placed. */
-  FailedTGAllocs: z.record(z.string(), AllocationMetric).nullable(),
-  /** The reconciler's plan, only on evaluations made to annotate a plan; Berth's evaluations have none. */
-  PlanAnnotations: z.null(),
-  ClassEligibility: z.record(z.string(), z.boolean()).nullable(),
+  FailedTGAllocs: map(AllocationMetric),
+  /** The reconciler's plan, only on evaluations made to annotate a plan; Berth's evaluations have none (null). */
+  PlanAnnotations: ptr(PlanAnnotations),
+  ClassEligibility: map(z.boolean()),
   EscapedComputedClass: z.boolean(),
   QuotaLimitReached: z.string(),
-  MissingNonNodeResources: z.array(z.string()).nullable(),
+  MissingNonNodeResources: list(z.string()),
   AnnotatePlan: z.boolean(),
   /** Task group -> allocations still to place when the evaluation ran. */
-  QueuedAllocations: z.record(z.string(), z.number().int()).nullable(),
-  SnapshotIndex: z.number().int(),
-  CreateIndex: z.number().int(),
-  ModifyIndex: z.number().int(),
-  CreateTime: z.number().int(),
-  ModifyTime: z.number().int(),
+  QueuedAllocations: map(int),
+  SnapshotIndex: uint,
+  CreateIndex: uint,
+  ModifyIndex: uint,
+  CreateTime: int64,
+  ModifyTime: int64,
+  /** Berth's: allocations the evaluation placed (Nomad's clients read them from /v1/evaluation/:id/allocations). */
+  BerthPlaced: int,
+  /** Berth's: allocations the evaluation stopped. */
+  BerthStopped: int,
+  /** Berth's: allocations moved to the new job version without a restart (resources changed in place). */
+  BerthUpdatedInPlace: int,
 });
 export type Evaluation = z.infer<typeof Evaluation>;

@@ -10,7 +10,8 @@
 // Each route family has its own file; this door lists what each exports.
 
 export { AllocationMetric, NodeScoreMeta, isPlacementReason } from './alloc-metric.js';
-export { EVAL_STATUSES, GO_ZERO_TIME, Evaluation, EvaluationStub } from './evaluations.js';
+export { GO_ZERO_TIME } from './_go.js';
+export { EVAL_STATUSES, Evaluation, EvaluationStub } from './evaluations.js';
 export {
   DEPLOYMENT_STATUSES,
   Deployment,
@@ -84,6 +85,8 @@ export { Task, TaskGroup } from './job-tasks.js';
 export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, TaskGroupScaleStatus } from './scaling.js';
 export { DesiredUpdates, FieldDiff, JobDiff, ObjectDiff, PlanAnnotations, TaskDiff, TaskGroupDiff } from './job-plan.js';
 export {
+  BerthPlannedPlacement,
+  BerthPlannedStop,
   Job,
   JobChildrenSummary,
   JobDeregisterResponse,
@@ -115,3 +118,169 @@ export {
   PeriodicForceResponse,
   TaskGroupSummary,
 } from './jobs.js';
+
+// CSI volumes, snapshots and plugins (Nomad's api/csi.go).
+export {
+  CSIVolumeAccessMode,
+  CSIVolumeAttachmentMode,
+  CSITopology,
+  CSITopologyRequest,
+  CSIVolumeCapability,
+  CSIVolume,
+  CSIVolumeListStub,
+  CSIVolumeSubmission,
+  CSIVolumeRegisterRequest,
+  CSIVolumeRegisterResponse,
+  CSIVolumeCreateRequest,
+  CSIVolumeCreateResponse,
+  CSIVolumeDeregisterRequest,
+  CSIVolumeDeleteRequest,
+  CSISnapshot,
+  CSISnapshotSubmission,
+  CSISnapshotCreateRequest,
+  CSISnapshotCreateResponse,
+  CSISnapshotListResponse,
+  CSIVolumeExternalStub,
+  CSIVolumeListExternalResponse,
+  CSIControllerInfo,
+  CSINodeInfo,
+  CSIInfo,
+  CSIPluginExhaustion,
+  CSIPlugin,
+  CSIPluginListStub,
+} from './csi.js';
+// Berth's additions to the CSI API (usage, condition, claims, drift, doctor).
+export {
+  UsageFigures,
+  NodeVolumeUsage,
+  SourcedCondition,
+  VolumeCondition,
+  VolumeConditionEvent,
+  VolumeClaimState,
+  VolumeClaimListStub,
+  VolumeClaimDeleteResponse,
+  CSIVolumeDetachResponse,
+  CSIVolumeExpandRequest,
+  VolumeUsageSample,
+  VolumeUsageHistory,
+  DriftKind,
+  DriftFinding,
+  DriftReport,
+  VolumeDrift,
+} from './csi-berth.js';
+// The cluster-wide routes: agent, status, regions, namespaces, the token,
+// operator (scheduler configuration, metrics, system), services and the event stream.
+export {
+  AgentMember,
+  ServerMembers,
+  AgentVersion,
+  AgentConfig,
+  AgentSelf,
+  AgentHealth,
+  AgentHealthResponse,
+  StatusLeader,
+  StatusPeers,
+  Regions,
+} from './agent.js';
+export { NamespaceCapabilities, NamespaceClusterConfiguration, Namespace } from './namespaces.js';
+export { ACLTokenRoleLink, ACLToken } from './acl.js';
+export {
+  PreemptionConfig,
+  SchedulerAlgorithm,
+  SchedulerConfiguration,
+  SchedulerConfigurationResponse,
+  SchedulerSetConfigurationResponse,
+  GaugeValue,
+  PointValue,
+  SampledValue,
+  MetricsSummary,
+  SystemGcResult,
+  RaftServer,
+  RaftConfiguration,
+  AutopilotConfiguration,
+} from './operator.js';
+export { ServiceRegistrationStub, ServiceRegistrationListStub, ServiceRegistration } from './services.js';
+export {
+  NOMAD_EVENT_TOPICS,
+  SILENT_EVENT_TOPICS,
+  BERTH_EVENT_TOPICS,
+  EventTopic,
+  EVENT_TYPES,
+  Event,
+  Events,
+  EventHeartbeat,
+  EVENT_PAYLOADS,
+} from './events.js';
+// Allocations (src/api/allocations.ts) and what node agents answer about
+// them (src/api/alloc-client.ts: usage, files, stream frames, exec frames).
+export {
+  AllocCSIVolume,
+  AllocCheckStatus,
+  AllocCheckStatuses,
+  AllocDeploymentStatus,
+  AllocNetworkStatus,
+  AllocSignalRequest,
+  AllocStopResponse,
+  AllocatedCpuResources,
+  AllocatedDeviceResource,
+  AllocatedMemoryResources,
+  AllocatedResources,
+  AllocatedSharedResources,
+  AllocatedTaskResources,
+  Allocation,
+  AllocationListStub,
+  AllocationRestartRequest,
+  DesiredTransition,
+  GenericResponse,
+  PortMapping,
+  RescheduleEvent,
+  RescheduleTracker,
+  TaskEvent,
+  TaskState,
+} from './allocations.js';
+export {
+  AllocFileInfo,
+  AllocResourceUsage,
+  CpuStats,
+  DeviceGroupStats,
+  ExecStreamingExitResult,
+  ExecStreamingIOOperation,
+  ExecStreamingInput,
+  ExecStreamingOutput,
+  FILE_EVENT,
+  MemoryStats,
+  ResourceUsage,
+  StatObject,
+  StatValue,
+  StreamFrame,
+  TaskResourceUsage,
+  TerminalSize,
+  WsHandshakeMessage,
+} from './alloc-client.js';
+// Nodes (src/api/nodes.ts): Node, NodeListStub and what they carry, the node writes' bodies and
+// answers, and the node agent's meta (/v1/client/metadata).
+export {
+  NodeResources,
+  NodeReservedResources,
+  NodeDeviceResource,
+  DriverInfo,
+  HostVolumeInfo,
+  HostNetworkInfo,
+  DrainSpec,
+  DrainStrategy,
+  DrainStatus,
+  DrainMetadata,
+  NodeEvent,
+  NodeStatus,
+  SchedulingEligibility,
+  Node,
+  NodeListStub,
+  NodeUpdateDrainRequest,
+  NodeUpdateEligibilityRequest,
+  NodeDrainUpdateResponse,
+  NodeEligibilityUpdateResponse,
+  NodeUpdateResponse,
+  NodePurgeResponse,
+  NodeMetaApplyRequest,
+  NodeMetaResponse,
+} from './nodes.js';

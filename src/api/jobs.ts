@@ -277,6 +277,25 @@ export const JobPlanRequest = z.strictObject({
 });
 export type JobPlanRequest = z.infer<typeof JobPlanRequest>;
 
+/** Berth's: one allocation a plan would place (its group, index and name, and the node). */
+export const BerthPlannedPlacement = z.strictObject({
+  Group: z.string(),
+  Index: int,
+  Name: z.string(),
+  NodeID: z.string(),
+  NodeName: z.string(),
+});
+export type BerthPlannedPlacement = z.infer<typeof BerthPlannedPlacement>;
+
+/** Berth's: one allocation a plan would stop. */
+export const BerthPlannedStop = z.strictObject({
+  AllocID: z.string(),
+  Group: z.string(),
+  Name: z.string(),
+  Description: z.string(),
+});
+export type BerthPlannedStop = z.infer<typeof BerthPlannedStop>;
+
 export const JobPlanResponse = z.strictObject({
   Annotations: ptr(PlanAnnotations),
   FailedTGAllocs: map(AllocationMetric),
@@ -287,6 +306,10 @@ export const JobPlanResponse = z.strictObject({
   NextPeriodicLaunch: time,
   Warnings: z.string(),
   ...writeMeta,
+  /** Berth's: where the dry run would place each new allocation (Nomad's plan answers only counts, in Annotations). */
+  BerthPlacements: z.array(BerthPlannedPlacement).optional(),
+  /** Berth's: the allocations the dry run would stop, and why. */
+  BerthStops: z.array(BerthPlannedStop).optional(),
 });
 export type JobPlanResponse = z.infer<typeof JobPlanResponse>;
 

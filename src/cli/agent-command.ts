@@ -2,7 +2,7 @@
 // (main owns the signal handlers; the command sees them through ctx.signal).
 
 import { spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
@@ -170,7 +170,7 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   say(`    Data dir: ${dataDir}${temporary ? ' (temporary, removed on exit)' : ''}`);
   say(`    Log file: ${logFile}`);
 
-  const agent = new Agent({ mode, config, dataDir, logger, berthBin: BERTH_BIN, ...(port !== undefined ? { port } : {}) });
+  const agent = new Agent({ mode, config, dataDir, logger, berthBin: BERTH_BIN, version: berthVersion(), ...(port !== undefined ? { port } : {}) });
   let stopped = false;
   const cleanup = async (drain: boolean): Promise<void> => {
     if (stopped) return;
@@ -232,4 +232,13 @@ function removeDataDir(ctx: CommandContext, dir: string, mountsUnder: (dir: stri
     return;
   }
   if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Berth's release (package.json), as /v1/agent/self tells it; `unknown` when the file cannot be read. */
+function berthVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }

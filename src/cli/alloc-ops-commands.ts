@@ -1,15 +1,17 @@
 // `berth alloc stop|restart|signal|fs`: act on one allocation. Stop goes to
-// the servers (the allocation moves: a replacement is placed); restart,
-// signal and fs go to the node agent that runs it, as logs and exec do.
+// the servers (PUT /v1/allocation/:id/stop: the allocation moves, a
+// replacement is placed); restart, signal and fs go to the node agent that
+// runs it, as logs and exec do (Nomad's /v1/client/allocation/:id/restart,
+// /signal and /v1/client/fs/...).
 
 import type { Command } from 'commander';
-import type { AllocFileInfo, Allocation, Evaluation } from '../structs/index.js';
-import { ApiClientError, KINDS } from './api-client.js';
+import type * as api from '../api/index.js';
+import { jsonObjects } from '../lib/index.js';
+import { allocationOf, nodeAgentOf, taskOf, tokenOf } from './alloc-io-commands.js';
+import { ApiClientError } from './api-client.js';
 import { apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
-import { nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
-
 
 /** Adds `stop`, `restart`, `signal` and `fs` to `berth alloc`. */
 export function addAllocOpsCommands(alloc: Command, ctx: CommandContext): void {
@@ -18,7 +20,7 @@ export function addAllocOpsCommands(alloc: Command, ctx: CommandContext): void {
       .command('stop')
       .description('Stop an allocation; the scheduler places a replacement (on another node when it can)')
       .argument('<id>', 'allocation ID or a unique prefix')
-      .option('--detach', 'print the evaluation ID and return (the default: wait until a replacement is placed or known blocked)'),
+      .option('--detach', 'print the evaluation ID and return (the default: say how the replacement placement went)'),
     ['alloc stop 3f2a9c1b', 'alloc stop -detach 3f2a'],
   ).action(apiAction(ctx, allocStop));
 
@@ -58,91 +60,108 @@ export function addAllocOpsCommands(alloc: Command, ctx: CommandContext): void {
   ).action(apiAction(ctx, (s, args, opts) => allocFs(ctx, s, args, opts)));
 }
 
-/** What the node agent answers to a restart: the tasks restarted, and those not running. */
+/** What a restart did: the tasks asked to restart (those running), and those not running. */
 export interface RestartOutcome {
   restarted: string[];
   notRunning: string[];
 }
 
-/** Asks the node agent that runs `a` to restart one task, or every running task (also naming, with allTasks, those that did not run). */
-export async function restartAllocTasks(s: ApiSession, a: Allocation, which: { task?: string; allTasks: boolean }, token: string | undefined): Promise<RestartOutcome> {
+/**
+ * Asks the node agent that runs `a` to restart one task, or every running
+ * task (with allTasks, Nomad's AllTasks), and says which tasks were running
+ * (restarted) and which not, as `a` says.
+ */
+export async function restartAllocTasks(s: ApiSession, a: api.Allocation, which: { task?: string; allTasks: boolean }, token: string | undefined): Promise<RestartOutcome> {
   const agent = await nodeAgentOf(s, a, token);
-  const { body } = await agent.request<RestartOutcome>('POST', `/v1/client/allocation/${encodeURIComponent(a.id)}/restart`, {
-    body: { ...(which.task ? { task: which.task } : {}), allTasks: which.allTasks },
-  });
-  return body;
+  const body: api.AllocationRestartRequest = which.task ? { TaskName: which.task } : { AllTasks: which.allTasks };
+  await agent.request<api.GenericResponse>('PUT', `/v1/client/allocation/${encodeURIComponent(a.ID)}/restart`, { body });
+  const names = which.task ? [which.task] : Object.keys(a.TaskStates ?? {});
+  const running = (t: string): boolean => a.TaskStates?.[t]?.State === 'running';
+  return { restarted: names.filter(running), notRunning: names.filter((t) => !running(t)) };
 }
 
-/** Stops `a` through the servers; the scheduler places its replacement. Answers the evaluation that does. */
-export async function stopAllocation(s: ApiSession, a: Allocation): Promise<{ evaluation?: Evaluation; index: number }> {
-  const { body } = await s.api.request<{ evaluation?: Evaluation; index: number }>('POST', `/v1/allocation/${encodeURIComponent(a.id)}/stop`);
-  return body;
+/** An evaluation as the CLI reads it here: its status, and why it is blocked. */
+export interface EvaluationOutcome {
+  id: string;
+  status: string;
+  blockedReason: string;
 }
 
-async function allocOf(s: ApiSession, idArg: string): Promise<Allocation> {
-  const id = await s.api.resolve(KINDS.allocation, idArg);
-  return (await s.api.get<Allocation>(KINDS.allocation.getPath(id))).body;
+/**
+ * The evaluation `id`: its status and blocked reason (read in Nomad's shape,
+ * `Status`/`StatusDescription`, or the camelCase one that predates it).
+ */
+export async function evaluationOutcome(s: ApiSession, id: string): Promise<EvaluationOutcome> {
+  const { body } = await s.api.get<Record<string, unknown>>(`/v1/evaluation/${encodeURIComponent(id)}`);
+  const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+  return { id, status: text(body['Status'] ?? body['status']), blockedReason: text(body['StatusDescription'] ?? body['blockedReason']) };
+}
+
+/** Stops `a` through the servers; the scheduler places its replacement. Answers the stop and its evaluation (when there is one). */
+export async function stopAllocation(s: ApiSession, a: Pick<api.Allocation, 'ID'>): Promise<{ stop: api.AllocStopResponse; evaluation?: EvaluationOutcome }> {
+  const { body } = await s.api.request<api.AllocStopResponse>('PUT', `/v1/allocation/${encodeURIComponent(a.ID)}/stop`);
+  return body.EvalID ? { stop: body, evaluation: await evaluationOutcome(s, body.EvalID) } : { stop: body };
 }
 
 async function allocStop(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
-  const a = await allocOf(s, idArg as string);
-  const body = await stopAllocation(s, a);
-  if (s.out.json) return s.out.document(body);
-  s.out.line(`Allocation "${shortId(a.id)}" marked for migration (stopped; the scheduler places its replacement)`);
-  const ev = body.evaluation;
+  const a = await allocationOf(s, idArg as string);
+  if (opts['detach']) {
+    const { body } = await s.api.request<api.AllocStopResponse>('PUT', `/v1/allocation/${encodeURIComponent(a.ID)}/stop`);
+    if (s.out.json) return s.out.document(body);
+    s.out.line(body.EvalID || 'no evaluation');
+    return;
+  }
+  const { stop, evaluation: ev } = await stopAllocation(s, a);
+  if (s.out.json) return s.out.document(stop);
+  s.out.line(`Allocation "${shortId(a.ID)}" marked for migration (stopped; the scheduler places its replacement)`);
   if (!ev) return;
-  s.out.line(`Evaluation "${shortId(ev.id)}": ${ev.status}${ev.blockedReason ? `: ${ev.blockedReason}` : ev.placed ? `, ${ev.placed} placed` : ''}`);
-  if (opts['detach'] || ev.status !== 'blocked') return;
+  s.out.line(`Evaluation "${shortId(ev.id)}": ${ev.status}${ev.status === 'blocked' && ev.blockedReason ? `: ${ev.blockedReason}` : ''}`);
+  if (ev.status !== 'blocked') return;
   s.out.line('The replacement waits (for a claim to be released, or for room); `berth job status` shows when it is placed.');
 }
 
-function taskArg(args: string[], opts: Record<string, unknown>): string | undefined {
-  const positional = args[1];
-  const flag = opts['task'] as string | undefined;
-  if (positional && flag && positional !== flag) throw new UsageError(`two tasks named: "${positional}" and --task "${flag}"`);
-  return positional ?? flag;
-}
-
 async function allocRestart(s: ApiSession, args: string[], opts: Record<string, unknown>): Promise<void> {
-  const task = taskArg(args, opts);
-  if (task && opts['allTasks']) throw new UsageError('name a task or use -all-tasks, not both');
-  const a = await allocOf(s, args[0] as string);
+  if ((args[1] || opts['task']) && opts['allTasks']) throw new UsageError('name a task or use -all-tasks, not both');
+  const a = await allocationOf(s, args[0] as string);
+  const task = args[1] || opts['task'] ? taskOf(a, args[1], opts['task'] as string | undefined) : undefined;
   const body = await restartAllocTasks(s, a, { ...(task ? { task } : {}), allTasks: Boolean(opts['allTasks']) }, tokenOf(opts));
   if (s.out.json) return s.out.document(body);
-  s.out.line(`Restarted ${body.restarted.length ? body.restarted.map((t) => `"${t}"`).join(', ') : 'no task'} of allocation "${shortId(a.id)}"`);
+  s.out.line(`Restarted ${body.restarted.length ? body.restarted.map((t) => `"${t}"`).join(', ') : 'no task'} of allocation "${shortId(a.ID)}"`);
   if (opts['allTasks'] && body.notRunning.length) s.out.warn(`not running, so not restarted: ${body.notRunning.join(', ')}`);
 }
 
 async function allocSignal(s: ApiSession, args: string[], opts: Record<string, unknown>): Promise<void> {
-  const task = taskArg(args, opts);
-  const signal = String(opts['signal'] ?? 'SIGKILL');
-  if (!/^(SIG)?[A-Z0-9]+$/i.test(signal)) throw new UsageError(`-s must name a signal such as SIGHUP, got "${signal}"`);
-  const a = await allocOf(s, args[0] as string);
+  const signal = String(opts['signal'] ?? 'SIGKILL').toUpperCase();
+  if (!/^(SIG)?[A-Z0-9]+$/.test(signal)) throw new UsageError(`-s must name a signal such as SIGHUP, got "${signal}"`);
+  const sig = signal.startsWith('SIG') ? signal : `SIG${signal}`;
+  const a = await allocationOf(s, args[0] as string);
+  const task = args[1] || opts['task'] ? taskOf(a, args[1], opts['task'] as string | undefined) : undefined;
   const agent = await nodeAgentOf(s, a, tokenOf(opts));
-  const { body } = await agent.request<{ signal: string; signaled: string[] }>('POST', `/v1/client/allocation/${encodeURIComponent(a.id)}/signal`, {
-    body: { signal, ...(task ? { task } : {}) },
-  });
+  const req: api.AllocSignalRequest = { Signal: sig, ...(task ? { Task: task } : {}) };
+  const { body } = await agent.request<api.GenericResponse>('PUT', `/v1/client/allocation/${encodeURIComponent(a.ID)}/signal`, { body: req });
   if (s.out.json) return s.out.document(body);
-  s.out.line(`Sent ${body.signal} to ${body.signaled.map((t) => `"${t}"`).join(', ')} of allocation "${shortId(a.id)}"`);
+  const signaled = task ? [task] : Object.entries(a.TaskStates ?? {}).filter(([, t]) => t.State === 'running').map(([name]) => name);
+  s.out.line(`Sent ${sig} to ${signaled.map((t) => `"${t}"`).join(', ')} of allocation "${shortId(a.ID)}"`);
 }
 
-function fileRow(f: AllocFileInfo): string[] {
-  return [f.fileMode, String(f.size), f.modTime, f.linkTarget !== undefined ? `${f.name} -> ${f.linkTarget}` : f.isDir ? `${f.name}/` : f.name];
+function fileRow(f: api.AllocFileInfo): string[] {
+  return [f.FileMode, String(f.Size), f.ModTime, f.LinkTarget !== undefined ? `${f.Name} -> ${f.LinkTarget}` : f.IsDir ? `${f.Name}/` : f.Name];
 }
 
 async function allocFs(ctx: CommandContext, s: ApiSession, [idArg, pathArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const path = pathArg ?? '/';
-  const a = await allocOf(s, idArg as string);
+  const a = await allocationOf(s, idArg as string);
   const agent = await nodeAgentOf(s, a, tokenOf(opts));
-  const { body: st } = await agent.get<AllocFileInfo>(`/v1/client/fs/stat/${encodeURIComponent(a.id)}`, { path });
+  const id = encodeURIComponent(a.ID);
+  const { body: st } = await agent.get<api.AllocFileInfo>(`/v1/client/fs/stat/${id}`, { path });
   if (opts['stat']) {
     if (s.out.json) return s.out.document(st);
     s.out.table(['Mode', 'Size', 'Modified Time', 'Name'], [fileRow(st)]);
     return;
   }
-  if (st.isDir) {
+  if (st.IsDir) {
     if (opts['follow'] || opts['tail']) throw new UsageError(`${path} is a directory; -tail and -f read files`);
-    const { body } = await agent.get<AllocFileInfo[]>(`/v1/client/fs/ls/${encodeURIComponent(a.id)}`, { path });
+    const { body } = await agent.get<api.AllocFileInfo[]>(`/v1/client/fs/ls/${id}`, { path });
     if (s.out.json) return s.out.document(body);
     s.out.table(['Mode', 'Size', 'Modified Time', 'Name'], body.map(fileRow));
     return;
@@ -150,14 +169,22 @@ async function allocFs(ctx: CommandContext, s: ApiSession, [idArg, pathArg]: str
   const bytes = opts['bytes'] as string | undefined;
   if (bytes !== undefined && !/^\d+$/.test(bytes)) throw new UsageError(`-c must be a number of bytes, got "${bytes}"`);
   const tail = Boolean(opts['tail']);
-  const res = await agent.stream(`/v1/client/fs/${tail || opts['follow'] ? 'stream' : 'cat'}/${encodeURIComponent(a.id)}`, {
-    path,
-    ...(tail ? { origin: 'end', offset: bytes ?? '1024' } : {}),
-    ...(opts['follow'] ? { follow: 'true' } : {}),
-  });
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of res.body) ctx.io.stdout(decoder.decode(chunk, { stream: true }));
+    if (!tail && !opts['follow']) {
+      const res = await agent.stream(`/v1/client/fs/cat/${id}`, { path });
+      for await (const chunk of res.body) ctx.io.stdout(decoder.decode(chunk, { stream: true }));
+    } else {
+      const res = await agent.stream(`/v1/client/fs/stream/${id}`, {
+        path,
+        follow: opts['follow'] ? 'true' : 'false',
+        ...(tail ? { origin: 'end', offset: bytes ?? '1024' } : {}),
+      });
+      for await (const frame of jsonObjects(res.body)) {
+        const data = (frame as api.StreamFrame).Data;
+        if (data) ctx.io.stdout(decoder.decode(Buffer.from(data, 'base64'), { stream: true }));
+      }
+    }
   } catch (err) {
     if (!s.signal.aborted) throw new ApiClientError('API_UNREACHABLE', `the node agent at ${agent.address} closed the stream`, 0, {}, { cause: err });
   }

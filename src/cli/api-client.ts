@@ -77,10 +77,12 @@ const DEFAULT_BLOCKING_WAIT_MS = 300_000;
 
 type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
 
-/** One answer: the body and the `X-Berth-Index` to send with the next blocking read. */
+/** One answer: the body and the `X-Nomad-Index` to send with the next blocking read. */
 export interface ApiAnswer<T> {
   body: T;
   index: number;
+  /** A list answered one page: the `next_token` of the next (`X-Nomad-NextToken`). */
+  nextToken?: string;
   /** Set when the answer came from `verify`: an earlier attempt whose answer was lost had applied. */
   landed?: boolean;
 }
@@ -102,8 +104,8 @@ export const KINDS = {
   allocation: { noun: 'allocation', listPath: '/v1/allocations', getPath: (id: string) => `/v1/allocation/${encodeURIComponent(id)}` },
   evaluation: { noun: 'evaluation', listPath: '/v1/evaluations', getPath: (id: string) => `/v1/evaluation/${encodeURIComponent(id)}` },
   node: { noun: 'node', listPath: '/v1/nodes', getPath: (id: string) => `/v1/node/${encodeURIComponent(id)}` },
-  volume: { noun: 'volume', listPath: '/v1/volumes', getPath: (id: string) => `/v1/volume/csi/${encodeURIComponent(id)}` },
-  plugin: { noun: 'plugin', listPath: '/v1/plugins', getPath: (id: string) => `/v1/plugin/csi/${encodeURIComponent(id)}`, clientPrefix: true },
+  volume: { noun: 'volume', listPath: '/v1/volumes?type=csi', getPath: (id: string) => `/v1/volume/csi/${encodeURIComponent(id)}` },
+  plugin: { noun: 'plugin', listPath: '/v1/plugins?type=csi', getPath: (id: string) => `/v1/plugin/csi/${encodeURIComponent(id)}` },
 } satisfies Record<string, ObjectKind>;
 
 /**
@@ -185,7 +187,10 @@ export class ApiClient {
         }
       }
       if (!res.ok) throw errorFrom(res.status, body, res.headers.get('x-berth-leader') ?? undefined);
-      return { body: body as T, index: Number(res.headers.get('x-berth-index') ?? 0) || 0 };
+      // X-Berth-Index: routes not yet moved to Nomad's headers (the fallback goes once none is left).
+      const index = res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index');
+      const nextToken = res.headers.get('x-nomad-nexttoken');
+      return { body: body as T, index: Number(index ?? 0) || 0, ...(nextToken ? { nextToken } : {}) };
     });
   }
 
@@ -302,8 +307,9 @@ export class ApiClient {
     } catch (err) {
       if (!(err instanceof ApiClientError) || err.status !== 404 || err.code !== 'NOT_FOUND') throw err;
     }
-    const { body } = await this.get<Array<{ id: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
-    const matches = [...new Set((body ?? []).map((o) => o.id).filter((id) => id.startsWith(idOrPrefix)))].sort();
+    // Lists in Nomad's shape name the ID `ID`.
+    const { body } = await this.get<Array<{ id?: string; ID?: string }>>(kind.listPath, kind.clientPrefix ? query : { ...query, prefix: idOrPrefix });
+    const matches = [...new Set((body ?? []).map((o) => o.ID ?? o.id ?? '').filter((id) => id.startsWith(idOrPrefix)))].sort();
     if (matches.length === 1) return matches[0] as string;
     if (matches.length === 0) throw new ApiClientError('NOT_FOUND', `no ${kind.noun} with ID or prefix "${idOrPrefix}"`, 404);
     throw new ApiClientError('CLI_AMBIGUOUS_PREFIX', `prefix "${idOrPrefix}" matches ${matches.length} ${kind.noun}s; give more of the ID`, 0, { matches });

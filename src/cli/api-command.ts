@@ -34,11 +34,18 @@ export interface ApiSession {
   signal: AbortSignal;
 }
 
+/** Commands whose `--json` says the job file is JSON (Nomad's `job run -json`): their output is JSON with `--json-output`. */
+const JSON_INPUT = new WeakSet<Command>();
+
 /**
  * Adds the API flags, examples and the exit-code table to a leaf command.
+ * With `jsonInput`, `--json` is Nomad's: the file argument is JSON (and
+ * `--json-output` asks for a JSON document). `shortNamespace: false` leaves
+ * `-n` to the command (Nomad's `alloc logs -n <lines>`).
  * `examples` are the argument lines after `berth `.
  */
-export function apiCommand(cmd: Command, examples: readonly string[]): Command {
+export function apiCommand(cmd: Command, examples: readonly string[], opts: { jsonInput?: boolean; shortNamespace?: boolean } = {}): Command {
+  if (opts.jsonInput) JSON_INPUT.add(cmd);
   cmd
     .option(
       '--address <urls>',
@@ -48,8 +55,15 @@ export function apiCommand(cmd: Command, examples: readonly string[]): Command {
     .option('--retry-for <duration>', 'how long to retry while the cluster cannot serve (no leader, no etcd quorum, a server down); 0: never', parseRetryFor, DEFAULT_RETRY_FOR_MS)
     .option('--client-timeout <duration>', 'how long a server may take to start answering before the next one is tried (default: $BERTH_CLIENT_TIMEOUT or 10s; a blocking read: its wait plus this)')
     .option('--token <token>', 'bearer token (default: $BERTH_TOKEN or $NOMAD_TOKEN); never printed')
-    .option('--json', 'print one JSON document on stdout (for scripts)')
-    .option('-n, --namespace <ns>', 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
+    .option('--json', opts.jsonInput ? "the job file is Nomad's API JSON, whatever its name (Nomad's -json); --json-output prints the result as JSON" : 'print one JSON document on stdout (for scripts)')
+    .option(`${opts.shortNamespace === false ? '' : '-n, '}--namespace <ns>`, 'namespace of jobs and volumes (default: $BERTH_NAMESPACE, $NOMAD_NAMESPACE or "default")');
+  if (opts.jsonInput) cmd.option('--json-output', 'print one JSON document on stdout (for scripts)');
+  // Nomad's -t: the JSON document through a Go template. A command that formats its own keeps its flag;
+  // one whose -t is something else (alloc exec's TTY) gets the long form only.
+  if (!cmd.options.some((o) => o.long === '--template')) {
+    const short = cmd.options.some((o) => o.short === '-t') ? '' : '-t, ';
+    cmd.option(`${short}--template <template>`, 'format the JSON document (what --json prints) with a Go template, as Nomad\'s -t');
+  }
   const lines = examples.map((e) => `  $ berth ${e}`).join('\n');
   cmd.addHelpText('after', `\nExamples:\n${lines}\n\n${API_EXIT_CODES_HELP}`);
   return cmd;
@@ -66,10 +80,12 @@ export function apiAction(
   return async (...params) => {
     const cmd = params[params.length - 1] as Command;
     const opts = cmd.optsWithGlobals<ApiCommandOptions & Record<string, unknown>>();
-    ctx.state.json = Boolean(opts.json);
+    ctx.state.json = Boolean(JSON_INPUT.has(cmd) ? opts['jsonOutput'] : opts.json);
     const address = addressList(addressSetting(opts.address, process.env, configuredAddress));
     const token = tokenSetting(opts.token);
-    const out = new Output(ctx.io, ctx.redactor, ctx.state.json);
+    const template = typeof opts['template'] === 'string' ? opts['template'] : undefined;
+    const out = new Output(ctx.io, ctx.redactor, ctx.state.json, template);
+    ctx.state.json = out.json;
     const onStale = (): void => out.warn(STALE_WARNING);
     const onRetry = (why: string): void => out.warn(`retrying: ${why}`);
     const answerTimeoutMs = clientTimeoutSetting(opts.clientTimeout);

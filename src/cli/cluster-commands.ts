@@ -1,13 +1,16 @@
-// `berth alloc status`, `berth node status`, `berth plugin status` and
+// `berth alloc status`, `berth node` (its commands: node-*-command.ts), `berth plugin status` and
 // `berth event stream`: reading what the cluster runs, as tables for people
 // and JSON for scripts.
 
 import { Command, Option } from 'commander';
+import type { Events } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
-import type { Allocation, CsiPlugin, Job, Node, VolumeClaim } from '../structs/index.js';
-import { addAllocIoCommands, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
+import type * as api from '../api/index.js';
+import type { AllocMetric } from '../structs/index.js';
+import { addAllocIoCommands, allocationOf, nodeAgentOf, tokenOf } from './alloc-io-commands.js';
 import { addNodeMetaCommands, printPlacementMetrics } from './node-meta-command.js';
 import { addNodeDrainCommands } from './node-drain-command.js';
+import { addNodeStatusCommand } from './node-status-command.js';
 import { addAllocOpsCommands } from './alloc-ops-commands.js';
 import { ApiClientError, KINDS, type HttpAnswer } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
@@ -15,7 +18,6 @@ import type { CommandContext } from './csi-command.js';
 import { UsageError } from './usage-error.js';
 import { addAllocChecks, printChecks } from './service-command.js';
 
-const TOPICS = ['node', 'plugin', 'volume', 'claim', 'allocation', 'job', 'evaluation', 'volume-condition', 'drift', 'service', '*'];
 
 /** Builds `berth alloc` (status, logs, exec). */
 export function allocCommand(ctx: CommandContext): Command {
@@ -36,25 +38,11 @@ export function allocCommand(ctx: CommandContext): Command {
 
 /** Builds `berth node`. */
 export function nodeCommand(ctx: CommandContext): Command {
-  const node = new Command('node').description('Inspect client nodes');
-  apiCommand(
-    node.command('status').description('List nodes, or show one node with its drivers, CSI plugins and allocations').argument('[id]', 'node ID or a unique prefix'),
-    ['node status', 'node status 9c1e', 'node status --json'],
-  ).action(apiAction(ctx, nodeStatus));
+  const node = new Command('node').description('Inspect client nodes, drain them, set their eligibility and meta');
+  addNodeStatusCommand(node, ctx);
   addNodeMetaCommands(node, ctx);
   addNodeDrainCommands(node, ctx);
   return node;
-}
-
-/** Adds `status` to `berth plugin` (which also runs the shipped plugins). */
-export function addPluginStatus(plugin: Command, ctx: CommandContext): void {
-  apiCommand(
-    plugin
-      .command('status')
-      .description('List CSI plugins with healthy/expected controllers and nodes, or show one with its allocations')
-      .argument('[id]', 'plugin ID or a unique prefix'),
-    ['plugin status', 'plugin status hostpath', 'plugin status host --json'],
-  ).action(apiAction(ctx, pluginStatus));
 }
 
 /** Builds `berth event`. */
@@ -63,50 +51,40 @@ export function eventCommand(ctx: CommandContext): Command {
   apiCommand(
     event
       .command('stream')
-      .description('Print every change (node, plugin, volume, claim, allocation, job, evaluation) as it happens, until Ctrl-C')
-      .addOption(new Option('--topic <topic>', 'a topic, optionally with an ID (volume:shared-data); repeatable; default all').argParser(collectTopic))
-      .option('--index <n>', 'start after this index (default: now)')
+      .description("Print every change (Nomad's topics Job, Allocation, Evaluation, Deployment, Node, Service, CSIVolume, CSIPlugin; Berth's claim, volume-condition, drift) as it happens, until Ctrl-C")
+      .addOption(new Option('--topic <topic>', 'a topic, optionally with a key: an ID, or a job ID or name the change names (Job:web, CSIVolume:shared-data); repeatable; default all').argParser(collectTopic))
+      .option('--index <n>', 'start at this index, as Nomad (0: the oldest change kept; default: now)')
       .option('--until-now', 'stop once every change up to now is printed, instead of following (with --index 0: the history)'),
-    ['event stream', 'event stream --topic volume --topic claim', 'event stream --topic volume:shared-data --json', 'event stream --topic claim --index 0 --until-now'],
+    ['event stream', 'event stream --topic CSIVolume --topic claim', 'event stream --topic CSIVolume:shared-data --json', 'event stream --topic claim --index 0 --until-now', 'event stream -n "*" --topic Job'],
   ).action(apiAction(ctx, eventStream));
   return event;
 }
 
+/** Collects `--topic` values; the server checks the names (and names the topics it knows). */
 function collectTopic(value: string, previous: string[] | undefined): string[] {
-  const name = value.split(':')[0] ?? '';
-  if (!TOPICS.includes(name)) throw new UsageError(`unknown topic "${name}"; expected one of ${TOPICS.join(', ')}`);
+  if (!value || value.startsWith(':')) throw new UsageError(`--topic takes TOPIC or TOPIC:KEY (Job, Job:web, claim:shared-data), got "${value}"`);
   return [...(previous ?? []), value];
 }
 
-/** A running task's usage as the node agent reports it (GET /v1/client/allocation/:id/stats). */
-interface TaskUsage {
-  source: 'cgroup' | 'proc';
-  cpu: { userMs: number; systemMs: number; percent: number; throttledPeriods: number };
-  memory: { rssBytes: number; cacheBytes: number; usageBytes: number; maxUsageBytes: number };
-  pids: number[];
-}
-
 /** Per running task, or why there is none. */
-type AllocUsage = { tasks: Record<string, TaskUsage> } | { unavailable: string };
+type AllocUsage = { tasks: Record<string, api.TaskResourceUsage> } | { unavailable: string };
 
 /**
  * For each CSI volume of the allocation held by a fenced write claim (a writer
  * on a silent node), a line saying until when and why: the allocation's own
  * claim, or the one its claim waits for. A volume that cannot be read is skipped.
  */
-async function claimWaits(s: ApiSession, a: Allocation): Promise<string[]> {
+async function claimWaits(s: ApiSession, a: api.Allocation): Promise<string[]> {
   const lines: string[] = [];
-  for (const v of a.csiVolumes ?? []) {
-    const answer = await s.api
-      .get<{ claims?: VolumeClaim[] }>(KINDS.volume.getPath(v.volumeId), { namespace: a.namespace })
-      .catch((err: unknown) => {
-        if (err instanceof AbortedError) throw err;
-        return undefined;
-      });
-    for (const c of answer?.body.claims ?? []) {
-      if (c.state !== 'taken' || !c.fencedUntil) continue;
-      const whose = c.allocId === a.id ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.allocId)}, which`;
-      lines.push(`Volume ${v.volumeId}: ${whose} is held until ${timestamp(c.fencedUntil)}: ${c.fenceReason ?? ''}`);
+  for (const v of a.CSIVolumes ?? []) {
+    const answer = await s.api.get<api.CSIVolume>(KINDS.volume.getPath(v.VolumeID), { namespace: a.Namespace }).catch((err: unknown) => {
+      if (err instanceof AbortedError) throw err;
+      return undefined;
+    });
+    for (const c of answer?.body.BerthClaims ?? []) {
+      if (c.State !== 'taken' || !c.FencedUntil) continue;
+      const whose = c.AllocationID === a.ID ? 'its write claim' : `it waits for the write claim of allocation ${shortId(c.AllocationID)}, which`;
+      lines.push(`Volume ${v.VolumeID}: ${whose} is held until ${c.FencedUntil.replace(/\.\d+Z$/, 'Z')}: ${c.FenceReason}`);
     }
   }
   return lines;
@@ -116,18 +94,17 @@ async function claimWaits(s: ApiSession, a: Allocation): Promise<string[]> {
 const USAGE_TIMEOUT_MS = 5_000;
 
 /**
- * Asks the allocation's node agent for its running tasks' resource usage.
- * Never throws but for Ctrl-C: an unreachable node, a refused token or a
- * node without the allocation becomes `unavailable` with the reason.
+ * Asks the allocation's node agent for its running tasks' resource usage
+ * (Nomad's AllocResourceUsage). Never throws but for Ctrl-C: an unreachable
+ * node, a refused token or a node without the allocation becomes
+ * `unavailable` with the reason.
  */
-async function allocUsage(s: ApiSession, a: Allocation, token: string | undefined): Promise<AllocUsage> {
+async function allocUsage(s: ApiSession, a: api.Allocation, token: string | undefined): Promise<AllocUsage> {
   const timeout = AbortSignal.timeout(USAGE_TIMEOUT_MS);
   try {
     const agent = await nodeAgentOf(s, a, token);
-    const { body } = await agent.request<{ tasks: Record<string, TaskUsage> }>('GET', `/v1/client/allocation/${encodeURIComponent(a.id)}/stats`, {
-      signal: timeout,
-    });
-    return { tasks: body.tasks ?? {} };
+    const { body } = await agent.request<api.AllocResourceUsage>('GET', `/v1/client/allocation/${encodeURIComponent(a.ID)}/stats`, { signal: timeout });
+    return { tasks: body.Tasks ?? {} };
   } catch (err) {
     if (s.signal.aborted) throw err;
     if (timeout.aborted) return { unavailable: `the node agent did not answer within ${USAGE_TIMEOUT_MS / 1000} s` };
@@ -139,40 +116,64 @@ function mib(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
+/** Nanoseconds since the epoch (Nomad's times) as milliseconds. */
+const ms = (nanos: number): number => Math.floor(nanos / 1_000_000);
+/** A Go time (RFC 3339; the zero time is none) as milliseconds, 0 for none. */
+const goMs = (t: string): number => (t.startsWith('0001-') ? 0 : Date.parse(t) || 0);
+
+/** Nomad's AllocationMetric as the placement printer reads it. */
+function placementMetric(m: api.AllocationMetric): AllocMetric {
+  return {
+    nodesEvaluated: m.NodesEvaluated,
+    nodesFiltered: m.NodesFiltered,
+    nodesAvailable: m.NodesAvailable ?? {},
+    classFiltered: m.ClassFiltered ?? {},
+    constraintFiltered: m.ConstraintFiltered ?? {},
+    nodesExhausted: m.NodesExhausted,
+    dimensionExhausted: m.DimensionExhausted ?? {},
+    scoreMetaData: (m.ScoreMetaData ?? []).map((x) => ({ nodeId: x.NodeID, scores: x.Scores ?? {}, normScore: x.NormScore })),
+  };
+}
+
 async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
-  const id = await s.api.resolve(KINDS.allocation, idArg as string);
-  const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
-  const running = a.desiredStatus === 'run' && (a.clientStatus === 'running' || Object.values(a.taskStates ?? {}).some((t) => t.state === 'running'));
+  const a = await allocationOf(s, idArg as string);
+  const states = a.TaskStates ?? {};
+  const running = a.DesiredStatus === 'run' && (a.ClientStatus === 'running' || Object.values(states).some((t) => t.State === 'running'));
   const usage = running ? await allocUsage(s, a, tokenOf(opts)) : undefined;
-  if (s.out.json) return s.out.document(usage ? { ...a, resourceUsage: usage } : a);
+  if (s.out.json) return s.out.document(a);
+  const network = a.AllocatedResources?.Shared.Networks?.[0];
+  const status = a.NetworkStatus;
   s.out.fields([
-    ['ID', a.id],
-    ['Name', a.name],
-    ['Node ID', a.nodeId],
-    ['Job ID', a.jobId],
-    ['Namespace', a.namespace],
-    ['Job Version', a.jobVersion],
-    ['Task Group', a.taskGroup],
-    ['Desired Status', s.style.status(a.desiredStatus)],
-    ['Desired Description', a.desiredDescription || undefined],
-    ['Client Status', s.style.status(a.clientStatus)],
-    ['Client Description', a.clientDescription || undefined],
-    ['Network', a.network ? `${a.network.mode}${a.network.address ? `, address ${a.network.address}${a.network.interface ? ` (${a.network.interface})` : ''}` : ''}` : undefined],
-    ['Reschedule Attempts', a.rescheduleAttempts],
-    ['Previous Allocation', a.previousAllocation],
-    ['Created', `${timestamp(a.createTime)} (${age(a.createTime)})`],
-    ['Modified', `${timestamp(a.modifyTime)} (${age(a.modifyTime)})`],
+    ['ID', a.ID],
+    ['Name', a.Name],
+    ['Node ID', a.NodeID],
+    ['Node Name', a.NodeName || undefined],
+    ['Job ID', a.JobID],
+    ['Namespace', a.Namespace],
+    ['Job Version', a.Job?.Version ?? undefined],
+    ['Task Group', a.TaskGroup],
+    ['Desired Status', s.style.status(a.DesiredStatus)],
+    ['Desired Description', a.DesiredDescription || undefined],
+    ['Client Status', s.style.status(a.ClientStatus)],
+    ['Client Description', a.ClientDescription || undefined],
+    ['Network', network ? `${network.Mode}${status?.Address ? `, address ${status.Address}${status.InterfaceName ? ` (${status.InterfaceName})` : ''}` : ''}` : undefined],
+    ['Reschedule Attempts', a.RescheduleTracker?.Events?.length ?? 0],
+    ['Previous Allocation', a.PreviousAllocation || undefined],
+    ['Replacement Alloc ID', a.NextAllocation || undefined],
+    ['Created', `${timestamp(ms(a.CreateTime))} (${age(ms(a.CreateTime))})`],
+    ['Modified', `${timestamp(ms(a.ModifyTime))} (${age(ms(a.ModifyTime))})`],
   ]);
-  if (a.ports?.length) {
+  const ports = a.AllocatedResources?.Shared.Ports ?? [];
+  if (ports.length) {
     s.out.line();
     s.out.line(s.style.bold('Allocation Addresses'));
-    s.out.table(['Label', 'Address'], a.ports.map((p) => [p.label, `${p.hostIp.includes(':') ? `[${p.hostIp}]` : p.hostIp}:${p.value}${p.to !== p.value ? ` -> ${p.to}` : ''}`]));
+    s.out.table(['Label', 'Address'], ports.map((p) => [p.Label, `${p.HostIP.includes(':') ? `[${p.HostIP}]` : p.HostIP}:${p.Value}${p.To !== p.Value ? ` -> ${p.To}` : ''}`]));
   }
-  if (opts['verbose'] && a.metrics) printPlacementMetrics(s, a.metrics, (nodeId) => (nodeId === a.nodeId ? '(chosen)' : ''));
-  if (a.csiVolumes?.length) {
+  if (opts['verbose'] && a.Metrics) printPlacementMetrics(s, placementMetric(a.Metrics), (nodeId) => (nodeId === a.NodeID ? '(chosen)' : ''));
+  if (a.CSIVolumes?.length) {
     s.out.line();
     s.out.line(s.style.bold('CSI Volumes'));
-    s.out.table(['ID', 'Plugin', 'Read Only'], a.csiVolumes.map((v) => [v.volumeId, v.pluginId, String(v.readOnly)]));
+    s.out.table(['ID', 'Plugin', 'Read Only'], a.CSIVolumes.map((v) => [v.VolumeID, v.PluginID, String(v.ReadOnly)]));
     for (const line of await claimWaits(s, a)) s.out.line(line);
   }
   if (usage && 'unavailable' in usage) {
@@ -180,164 +181,41 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
     s.out.line(s.style.bold('Resource usage'));
     s.out.line(`usage unavailable: ${usage.unavailable}`);
   }
-  if (a.checks && Object.keys(a.checks).length) {
+  const checks = (await s.api.get<api.AllocCheckStatuses>(`/v1/allocation/${encodeURIComponent(a.ID)}/checks`)).body;
+  if (Object.keys(checks).length) {
     s.out.line();
     s.out.line(s.style.bold('Checks'));
-    printChecks(s, a.checks);
+    printChecks(s, checks);
   }
-  for (const [task, st] of Object.entries(a.taskStates ?? {})) {
+  for (const [task, st] of Object.entries(states)) {
     s.out.line();
-    s.out.line(s.style.bold(`Task "${task}" is "${st.state}"${st.failed ? ' (failed)' : ''}`));
+    s.out.line(s.style.bold(`Task "${task}" is "${st.State}"${st.Failed ? ' (failed)' : ''}`));
     s.out.fields([
-      ['Restarts', st.restarts],
-      ['Started', timestamp(st.startedAt)],
-      ['Finished', timestamp(st.finishedAt)],
+      ['Restarts', st.Restarts],
+      ['Started', timestamp(goMs(st.StartedAt))],
+      ['Finished', timestamp(goMs(st.FinishedAt))],
     ]);
-    const u = usage && 'tasks' in usage && st.state === 'running' ? usage.tasks[task] : undefined;
-    if (u) {
+    const u = usage && 'tasks' in usage && st.State === 'running' ? usage.tasks[task]?.ResourceUsage : undefined;
+    if (u?.MemoryStats && u.CpuStats) {
       s.out.line();
       s.out.line(s.style.bold('Resource usage'));
       s.out.table(
-        ['Memory (RSS)', 'Cache', 'Max Usage', 'CPU User', 'CPU System', 'Throttled Periods', 'Pids', 'Source'],
+        ['Memory (RSS)', 'Cache', 'Max Usage', 'CPU', 'Throttled Periods', 'Measured'],
         [
           [
-            mib(u.memory.rssBytes),
-            mib(u.memory.cacheBytes),
-            mib(u.memory.maxUsageBytes),
-            `${(u.cpu.userMs / 1000).toFixed(2)} s`,
-            `${(u.cpu.systemMs / 1000).toFixed(2)} s`,
-            String(u.cpu.throttledPeriods),
-            String(u.pids.length),
-            u.source,
+            mib(u.MemoryStats.RSS),
+            mib(u.MemoryStats.Cache),
+            mib(u.MemoryStats.MaxUsage),
+            `${u.CpuStats.Percent.toFixed(1)}% (${Math.floor(u.CpuStats.TotalTicks)} MHz)`,
+            String(u.CpuStats.ThrottledPeriods),
+            (u.MemoryStats.Measured ?? []).join(', '),
           ],
         ],
       );
     }
     s.out.line();
-    s.out.table(['Time', 'Type', 'Description'], [...st.events].reverse().map((e) => [timestamp(e.at), e.type, e.message]));
+    s.out.table(['Time', 'Type', 'Description'], [...(st.Events ?? [])].reverse().map((e) => [timestamp(ms(e.Time)), e.Type, e.DisplayMessage || e.Message]));
   }
-}
-
-/** A node as the API answers it: `leaderConnected` only from the leader. */
-type NodeAnswer = Node & { leaderConnected?: boolean };
-
-/** Whether the leader can call the node (controller calls go that way); only the leader knows. */
-function leaderLink(n: NodeAnswer): string {
-  if (n.leaderConnected === undefined) return 'unknown (asked a follower)';
-  return n.leaderConnected ? 'connected' : 'not connected';
-}
-
-async function nodeStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
-  if (!idArg) {
-    const { body: nodes } = await s.api.get<NodeAnswer[]>('/v1/nodes');
-    if (s.out.json) return s.out.document(nodes);
-    s.out.table(
-      ['ID', 'Name', 'DC', 'Drivers', 'CSI Plugins', 'Status', 'Leader Link', 'Eligibility', 'Drain'],
-      nodes.map((n) => [
-        shortId(n.id),
-        n.name,
-        n.datacenter,
-        Object.entries(n.drivers).filter(([, d]) => d.detected && d.healthy).map(([k]) => k).join(',') || '-',
-        [...new Set([...Object.keys(n.csiControllerPlugins ?? {}), ...Object.keys(n.csiNodePlugins ?? {})])].join(',') || '-',
-        s.style.status(n.status),
-        leaderLink(n),
-        n.schedulingEligibility ?? 'eligible',
-        String(Boolean(n.drainStrategy)),
-      ]),
-    );
-    return;
-  }
-  const id = await s.api.resolve(KINDS.node, idArg);
-  const { body: n } = await s.api.get<NodeAnswer>(KINDS.node.getPath(id));
-  const { body: allocs } = await s.api.get<Array<Allocation & { job?: Job }>>(`/v1/node/${encodeURIComponent(id)}/allocations`);
-  if (s.out.json) return s.out.document({ node: n, allocations: allocs.map(({ job: _job, ...a }) => a) });
-  s.out.fields([
-    ['ID', n.id],
-    ['Name', n.name],
-    ['Datacenter', n.datacenter],
-    ['Node Class', n.nodeClass || undefined],
-    ['Meta', Object.entries(n.meta ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || undefined],
-    ['Status', s.style.status(n.status)],
-    ['Status Description', n.statusDescription || undefined],
-    ['Eligibility', n.schedulingEligibility ?? 'eligible'],
-    ['Drain', n.drainStrategy ? `draining: ${n.lastDrain?.message ?? ''}` : n.lastDrain ? `${n.lastDrain.status} (${age(n.lastDrain.updatedAt)})` : 'false'],
-    ['Leader Link', leaderLink(n)],
-    ['HTTP Address', n.httpAddr || undefined],
-    ['Last Heartbeat', `${timestamp(n.lastHeartbeat)} (${age(n.lastHeartbeat)})`],
-    ['CPU (MHz)', n.resources.cpuMhz],
-    ['Memory (MB)', n.resources.memoryMb],
-  ]);
-  s.out.line();
-  s.out.line(s.style.bold('Drivers'));
-  s.out.table(
-    ['Driver', 'Detected', 'Healthy', 'Description'],
-    Object.entries(n.drivers).map(([k, d]) => [k, String(d.detected), s.style.status(String(d.healthy)), d.healthReason]),
-  );
-  s.out.line();
-  s.out.line(s.style.bold('CSI Plugins'));
-  const reports = [
-    ...Object.values(n.csiControllerPlugins ?? {}).map((r) => ({ ...r, kind: 'controller' })),
-    ...Object.values(n.csiNodePlugins ?? {}).map((r) => ({ ...r, kind: 'node' })),
-  ];
-  s.out.table(
-    ['ID', 'Type', 'Provider', 'Version', 'Healthy', 'Reason'],
-    reports.map((r) => [r.pluginId, r.kind, r.provider || '-', r.version || '-', s.style.status(String(r.healthy)), r.healthReason]),
-  );
-  s.out.line();
-  s.out.line(s.style.bold('Allocations'));
-  s.out.table(
-    ['ID', 'Job ID', 'Task Group', 'Desired', 'Status', 'Created'],
-    allocs.map((a) => [shortId(a.id), a.jobId, a.taskGroup, a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
-  );
-}
-
-async function pluginStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
-  if (!idArg) {
-    const { body: plugins } = await s.api.get<CsiPlugin[]>('/v1/plugins');
-    if (s.out.json) return s.out.document(plugins);
-    s.out.table(
-      ['ID', 'Provider', 'Controllers Healthy/Expected', 'Nodes Healthy/Expected'],
-      plugins.map((p) => [p.id, p.provider || '-', `${p.controllersHealthy}/${p.controllersExpected}`, `${p.nodesHealthy}/${p.nodesExpected}`]),
-    );
-    return;
-  }
-  const id = await s.api.resolve(KINDS.plugin, idArg);
-  const { body: p } = await s.api.get<CsiPlugin>(KINDS.plugin.getPath(id));
-  if (s.out.json) return s.out.document(p);
-  s.out.fields([
-    ['ID', p.id],
-    ['Provider', p.provider || '-'],
-    ['Version', p.version || '-'],
-    ['Controllers Required', String(p.controllerRequired)],
-    ['Controllers Healthy', p.controllersHealthy],
-    ['Controllers Expected', p.controllersExpected],
-    ['Nodes Healthy', p.nodesHealthy],
-    ['Nodes Expected', p.nodesExpected],
-    ['Controller Capabilities', p.controllerCapabilities],
-    ['Node Capabilities', p.nodeCapabilities],
-  ]);
-  const exhausted = Object.entries(p.exhaustedNodes ?? {});
-  if (exhausted.length) {
-    s.out.line();
-    s.out.line(s.style.bold('Nodes at their volume limit'));
-    s.out.table(['Node ID', 'Since', 'Reason'], exhausted.map(([node, e]) => [shortId(node), timestamp(e.at), e.reason]));
-  }
-  s.out.line();
-  s.out.line(s.style.bold('Allocations'));
-  s.out.table(
-    ['ID', 'Node ID', 'Job ID', 'Type', 'Desired', 'Status'],
-    p.allocations.map((a) => [shortId(a.allocId), shortId(a.nodeId), a.jobId, a.type, a.desiredStatus, s.style.status(a.clientStatus)]),
-  );
-  const instances = [
-    ...Object.values(p.controllers).map((i) => ({ ...i, kind: 'controller' })),
-    ...Object.values(p.nodes).map((i) => ({ ...i, kind: 'node' })),
-  ];
-  s.out.line();
-  s.out.line(s.style.bold('Instances'));
-  s.out.table(
-    ['Node ID', 'Type', 'Alloc ID', 'Healthy', 'Reason'],
-    instances.map((i) => [shortId(i.nodeId), i.kind, shortId(i.allocId) || '-', s.style.status(String(i.healthy)), i.healthReason]),
-  );
 }
 
 async function eventStream(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {
@@ -347,7 +225,7 @@ async function eventStream(s: ApiSession, _args: string[], opts: Record<string, 
   const untilNow = Boolean(opts['untilNow']);
   let res: HttpAnswer;
   try {
-    res = await s.api.stream('/v1/event/stream', { topic: topics, ...(index !== undefined ? { index } : {}), ...(untilNow ? { until: 'now' } : {}) });
+    res = await s.api.stream('/v1/event/stream', { topic: topics, namespace: s.namespace, ...(index !== undefined ? { index } : {}), ...(untilNow ? { until: 'now' } : {}) });
   } catch (err) {
     if (err instanceof AbortedError) return;
     throw err;
@@ -367,8 +245,11 @@ async function eventStream(s: ApiSession, _args: string[], opts: Record<string, 
           s.out.line(line);
           continue;
         }
-        const ev = JSON.parse(line) as { index: number; topic: string; key: string; op: string };
-        s.out.line(`${String(ev.index).padStart(6)}  ${ev.topic.padEnd(10)}  ${ev.op.padEnd(6)}  ${decodeURIComponent(ev.key)}`);
+        const frame = JSON.parse(line) as Events;
+        for (const ev of frame.Events ?? []) {
+          const key = ev.Namespace ? `${ev.Namespace}/${ev.Key}` : ev.Key;
+          s.out.line(`${String(ev.Index).padStart(6)}  ${ev.Topic.padEnd(16)}  ${ev.Type.padEnd(22)}  ${key}`);
+        }
       }
     }
   } catch (err) {

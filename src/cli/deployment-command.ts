@@ -1,52 +1,67 @@
-// `berth deployment list|status|promote|fail|pause|resume`, the job version
-// commands (`job history|revert|promote|scale`) and the deployment monitor
-// `job run` follows a rolling update with, as Nomad's deployment monitor.
+// `berth deployment list|status|promote|fail|pause|resume`, `job promote`
+// and the deployment monitor `job run` follows a rolling update with, as
+// Nomad's deployment commands and monitor (command/deployment_*.go);
+// `job history|revert|scale` are in job-version-commands.ts.
 
 import { Command } from 'commander';
-import type { Deployment, Job, JobVersion } from '../structs/index.js';
+import type { Deployment, DeploymentState, DeploymentUpdateResponse } from '../api/index.js';
+import type { Job } from '../structs/index.js';
 import { ApiClientError } from './api-client.js';
 import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
+import { MonitorFailure } from './job-run-monitor.js';
 import { UsageError } from './usage-error.js';
 
 const MONITOR_WAIT = '30s';
 
-/** Resolves a deployment ID or unique prefix. */
+/** Resolves a deployment ID or unique prefix, in any namespace. */
 async function deploymentId(s: ApiSession, idOrPrefix: string): Promise<string> {
   const { body } = await s.api.get<Deployment[]>('/v1/deployments', { namespace: '*', prefix: idOrPrefix });
-  const exact = body.find((d) => d.id === idOrPrefix);
-  if (exact) return exact.id;
-  if (body.length === 1) return (body[0] as Deployment).id;
+  const exact = body.find((d) => d.ID === idOrPrefix);
+  if (exact) return exact.ID;
+  if (body.length === 1) return (body[0] as Deployment).ID;
   if (body.length === 0) throw new ApiClientError('NOT_FOUND', `no deployment with ID or prefix "${idOrPrefix}"`, 404);
   throw new UsageError(`prefix "${idOrPrefix}" matches ${body.length} deployments; give more of the ID`);
 }
 
-/** The per-group table of a deployment, as `nomad deployment status` prints it. */
-function groupRows(d: Deployment): string[][] {
-  return Object.entries(d.taskGroups).map(([name, g]) => [
-    name,
-    g.desiredCanaries > 0 ? String(g.promoted) : '-',
-    String(g.desiredTotal),
-    g.desiredCanaries > 0 ? String(g.desiredCanaries) : '-',
-    String(g.placedAllocs),
-    String(g.healthyAllocs),
-    String(g.unhealthyAllocs),
-    g.requireProgressBy > 0 ? timestamp(g.requireProgressBy) : '-',
-  ]);
-}
-const GROUP_HEADERS = ['Task Group', 'Promoted', 'Desired', 'Canaries', 'Placed', 'Healthy', 'Unhealthy', 'Progress Deadline'];
+/** A Go time.Time (RFC 3339) as epoch milliseconds; 0 for Go's zero time. */
+const msOf = (goTime: string): number => Math.max(0, Date.parse(goTime) || 0);
 
-function printDeployment(s: ApiSession, d: Deployment): void {
+/** The per-group table of a deployment as `nomad deployment status` lays it out: optional columns only when a group uses them. */
+function groupTable(d: Deployment): { headers: string[]; rows: string[][] } {
+  const groups = Object.entries(d.TaskGroups ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const states = groups.map(([, g]) => g);
+  const autoRevert = states.some((g) => g.AutoRevert);
+  const canaries = states.some((g) => g.DesiredCanaries > 0);
+  const deadline = states.some((g) => g.ProgressDeadline !== 0);
+  const headers = ['Task Group', ...(autoRevert ? ['Auto Revert'] : []), ...(canaries ? ['Promoted'] : []), 'Desired', ...(canaries ? ['Canaries'] : []), 'Placed', 'Healthy', 'Unhealthy', ...(deadline ? ['Progress Deadline'] : [])];
+  const row = (name: string, g: DeploymentState): string[] => [
+    name,
+    ...(autoRevert ? [String(g.AutoRevert)] : []),
+    ...(canaries ? [g.DesiredCanaries > 0 ? String(g.Promoted) : 'N/A'] : []),
+    String(g.DesiredTotal),
+    ...(canaries ? [String(g.DesiredCanaries)] : []),
+    String(g.PlacedAllocs),
+    String(g.HealthyAllocs),
+    String(g.UnhealthyAllocs),
+    ...(deadline ? [msOf(g.RequireProgressBy) > 0 ? timestamp(msOf(g.RequireProgressBy)) : 'N/A'] : []),
+  ];
+  return { headers, rows: groups.map(([name, g]) => row(name, g)) };
+}
+
+function printDeployment(s: ApiSession, d: Deployment, verbose: boolean): void {
   s.out.fields([
-    ['ID', d.id],
-    ['Job ID', d.jobId],
-    ['Job Version', String(d.jobVersion)],
-    ['Status', s.style.status(d.status)],
-    ['Description', d.statusDescription],
+    ['ID', verbose ? d.ID : shortId(d.ID)],
+    ['Job ID', d.JobID],
+    ['Job Version', String(d.JobVersion)],
+    ['Status', s.style.status(d.Status)],
+    ['Description', d.StatusDescription],
   ]);
+  if (Object.keys(d.TaskGroups ?? {}).length === 0) return;
   s.out.line('');
-  s.out.line('Deployed');
-  s.out.table(GROUP_HEADERS, groupRows(d));
+  s.out.line(s.style.bold('Deployed'));
+  const { headers, rows } = groupTable(d);
+  s.out.table(headers, rows);
 }
 
 /** Builds `berth deployment`. */
@@ -54,93 +69,109 @@ export function deploymentCommand(ctx: CommandContext): Command {
   const cmd = new Command('deployment').description('Follow and steer rolling updates');
   const act = (run: Parameters<typeof apiAction>[1]) => apiAction(ctx, run);
 
-  apiCommand(cmd.command('list').description('List deployments, newest first'), ['deployment list', 'deployment list --json']).action(
-    act(async (s) => {
+  apiCommand(cmd.command('list').description('List deployments, newest first').option('--verbose', 'full IDs'), ['deployment list', 'deployment list --json']).action(
+    act(async (s, _args, opts) => {
       const { body } = await s.api.get<Deployment[]>('/v1/deployments', { namespace: s.namespace });
-      if (s.out.json) return s.out.document(body);
+      const deployments = [...body].sort((a, b) => b.CreateIndex - a.CreateIndex);
+      if (s.out.json) return s.out.document(deployments);
+      if (deployments.length === 0) return s.out.line('No deployments found');
       s.out.table(
         ['ID', 'Job ID', 'Job Version', 'Status', 'Description'],
-        body.map((d) => [shortId(d.id), d.jobId, String(d.jobVersion), s.style.status(d.status), d.statusDescription]),
+        deployments.map((d) => [opts['verbose'] ? d.ID : shortId(d.ID), d.JobID, String(d.JobVersion), s.style.status(d.Status), d.StatusDescription]),
       );
     }),
   );
 
-  apiCommand(cmd.command('status').description("Show a deployment's groups: desired, placed, healthy, canaries").argument('<id>', 'deployment ID or a unique prefix'), [
-    'deployment status 8f3c',
-  ]).action(
-    act(async (s, [idArg]) => {
+  apiCommand(
+    cmd
+      .command('status')
+      .description("Show a deployment's groups: desired, placed, healthy, canaries")
+      .argument('<id>', 'deployment ID or a unique prefix')
+      .option('--verbose', 'full IDs'),
+    ['deployment status 8f3c'],
+  ).action(
+    act(async (s, [idArg], opts) => {
       const { body } = await s.api.get<Deployment>(`/v1/deployment/${await deploymentId(s, idArg as string)}`);
       if (s.out.json) return s.out.document(body);
-      printDeployment(s, body);
+      printDeployment(s, body, Boolean(opts['verbose']));
     }),
   );
 
   apiCommand(
     cmd
       .command('promote')
-      .description("Promote a deployment's canaries (once healthy): the rollout goes on past them")
+      .description("Promote a deployment's canaries (once healthy): the rollout goes on past them; then follow it")
       .argument('<id>', 'deployment ID or a unique prefix')
-      .option('--group <name...>', 'promote only these groups'),
+      .option('--group <name...>', 'promote only these groups')
+      .option('--detach', 'return at once instead of following the deployment'),
     ['deployment promote 8f3c', 'deployment promote 8f3c --group web'],
-  ).action(act(async (s, [idArg], opts) => steer(s, `/v1/deployment/promote/${await deploymentId(s, idArg as string)}`, { groups: opts['group'] ?? [] }, 'promoted')));
+  ).action(
+    act(async (s, [idArg], opts) => {
+      const id = await deploymentId(s, idArg as string);
+      const groups = (opts['group'] as string[] | undefined) ?? [];
+      const out = await steer(s, 'promote', id, groups.length ? { Groups: groups } : { All: true });
+      await followUnlessDetached(s, id, out, `Deployment "${id}" promoted`, opts);
+    }),
+  );
 
   apiCommand(cmd.command('fail').description('Mark a deployment failed (auto_revert then reverts the job)').argument('<id>', 'deployment ID or a unique prefix'), [
     'deployment fail 8f3c',
-  ]).action(act(async (s, [idArg]) => steer(s, `/v1/deployment/fail/${await deploymentId(s, idArg as string)}`, {}, 'failed')));
+  ]).action(
+    act(async (s, [idArg]) => {
+      const id = await deploymentId(s, idArg as string);
+      const out = await steer(s, 'fail', id, {});
+      if (s.out.json) return s.out.document(out);
+      s.out.line(out.RevertedJobVersion === null ? `Deployment "${id}" failed` : `Deployment "${id}" failed. Auto-reverted to job version ${out.RevertedJobVersion}.`);
+    }),
+  );
 
   apiCommand(cmd.command('pause').description('Pause a deployment: nothing more is replaced until it resumes').argument('<id>', 'deployment ID or a unique prefix'), [
     'deployment pause 8f3c',
-  ]).action(act(async (s, [idArg]) => steer(s, `/v1/deployment/pause/${await deploymentId(s, idArg as string)}`, { pause: true }, 'paused')));
+  ]).action(
+    act(async (s, [idArg]) => {
+      const id = await deploymentId(s, idArg as string);
+      const out = await steer(s, 'pause', id, { Pause: true });
+      if (s.out.json) return s.out.document(out);
+      s.out.line(`Deployment "${id}" paused`);
+    }),
+  );
 
-  apiCommand(cmd.command('resume').description('Resume a paused deployment').argument('<id>', 'deployment ID or a unique prefix'), ['deployment resume 8f3c']).action(
-    act(async (s, [idArg]) => steer(s, `/v1/deployment/pause/${await deploymentId(s, idArg as string)}`, { pause: false }, 'resumed')),
+  apiCommand(
+    cmd
+      .command('resume')
+      .description('Resume a paused deployment; then follow it')
+      .argument('<id>', 'deployment ID or a unique prefix')
+      .option('--detach', 'return at once instead of following the deployment'),
+    ['deployment resume 8f3c'],
+  ).action(
+    act(async (s, [idArg], opts) => {
+      const id = await deploymentId(s, idArg as string);
+      const out = await steer(s, 'pause', id, { Pause: false });
+      await followUnlessDetached(s, id, out, `Deployment "${id}" resumed`, opts);
+    }),
   );
   return cmd;
 }
 
-async function steer(s: ApiSession, path: string, body: unknown, verb: string): Promise<void> {
-  const { body: out } = await s.api.request<{ deployment: Deployment; revertedTo?: number }>('POST', path, { body });
-  if (s.out.json) return s.out.document(out);
-  s.out.line(`Deployment "${shortId(out.deployment.id)}" ${verb}${out.revertedTo !== undefined ? `; job "${out.deployment.jobId}" reverted to version ${out.revertedTo}` : ''}`);
+/** PUTs one of Nomad's deployment writes (`/v1/deployment/<action>/<id>`) with its request body. */
+async function steer(s: ApiSession, action: 'promote' | 'fail' | 'pause', id: string, body: Record<string, unknown>): Promise<DeploymentUpdateResponse> {
+  const { body: out } = await s.api.request<DeploymentUpdateResponse>('PUT', `/v1/deployment/${action}/${encodeURIComponent(id)}`, { body: { DeploymentID: id, ...body } });
+  return out;
 }
 
-/** Adds `job history|revert|promote|scale` to `berth job`. */
+/** Says what was done and, unless --detach (or --json), follows the deployment until it ends; a failed one exits 1. */
+async function followUnlessDetached(s: ApiSession, id: string, out: DeploymentUpdateResponse, done: string, opts: Record<string, unknown>): Promise<void> {
+  if (s.out.json) return s.out.document(out);
+  s.out.line(done);
+  if (opts['detach']) return;
+  s.out.line('');
+  const end = await followDeployment(s, id);
+  if (!end.ok) throw new MonitorFailure(`deployment ${shortId(id)} ${end.deployment.Status}: ${end.reason}`);
+}
+
+/** Adds `job promote` to `berth job` (`job history|revert|scale` are in job-version-commands.ts). */
 export function addJobVersionCommands(job: Command, ctx: CommandContext): void {
   const act = (run: Parameters<typeof apiAction>[1]) => apiAction(ctx, run);
-  apiCommand(
-    job
-      .command('history')
-      .description("List a job's kept versions (stable: a deployment of it succeeded); -p shows what each changed")
-      .argument('<id>', 'job ID')
-      .option('-p, --diff', 'show the changes between each version and the one before'),
-    ['job history web', 'job history -p web'],
-  ).action(
-    act(async (s, [id], opts) => {
-      const { body } = await s.api.get<{ versions: JobVersion[] }>(`/v1/job/${encodeURIComponent(id as string)}/versions`, { namespace: s.namespace });
-      if (s.out.json) return s.out.document(body);
-      body.versions.forEach((v, i) => {
-        s.out.fields([
-          ['Version', String(v.version)],
-          ['Stable', String(v.stable)],
-          ['Submit Date', timestamp(v.submitTime)],
-        ]);
-        const older = body.versions[i + 1];
-        if (opts['diff'] && older) for (const line of diffLines(older.job, v.job)) s.out.line(`  ${line}`);
-        s.out.line('');
-      });
-    }),
-  );
-  apiCommand(job.command('revert').description('Run a kept version of a job again (as a new version)').argument('<id>', 'job ID').argument('<version>', 'the version to run'), [
-    'job revert web 3',
-  ]).action(
-    act(async (s, [id, version]) => {
-      const v = Number(version);
-      if (!Number.isInteger(v) || v < 0) throw new UsageError(`version must be a job version number, not "${String(version)}" (see \`berth job history ${String(id)}\`)`);
-      const { body } = await s.api.request<{ job: Job }>('POST', `/v1/job/${encodeURIComponent(id as string)}/revert`, { query: { namespace: s.namespace }, body: { version: v } });
-      if (s.out.json) return s.out.document(body);
-      s.out.line(`Job "${body.job.id}" reverted to version ${v} (now version ${body.job.version}); follow it with \`berth job status ${body.job.id}\``);
-    }),
-  );
   apiCommand(
     job
       .command('promote')
@@ -150,39 +181,14 @@ export function addJobVersionCommands(job: Command, ctx: CommandContext): void {
     ['job promote web'],
   ).action(
     act(async (s, [id], opts) => {
-      const { body } = await s.api.request<{ deployment: Deployment }>('POST', `/v1/job/${encodeURIComponent(id as string)}/promote`, {
-        query: { namespace: s.namespace },
-        body: { groups: opts['group'] ?? [] },
-      });
-      if (s.out.json) return s.out.document(body);
-      s.out.line(`Deployment "${shortId(body.deployment.id)}" promoted`);
+      const { body: latest } = await s.api.get<Deployment | null>(`/v1/job/${encodeURIComponent(id as string)}/deployment`, { namespace: s.namespace });
+      if (!latest) throw new ApiClientError('NOT_FOUND', `job "${String(id)}" has no deployment`, 404);
+      const groups = (opts['group'] as string[] | undefined) ?? [];
+      const out = await steer(s, 'promote', latest.ID, groups.length ? { Groups: groups } : { All: true });
+      if (s.out.json) return s.out.document(out);
+      s.out.line(`Deployment "${shortId(latest.ID)}" promoted`);
     }),
   );
-  apiCommand(job.command('scale').description("Set a group's count").argument('<id>', 'job ID').argument('<group>', 'task group').argument('<count>', 'new count'), [
-    'job scale web web 5',
-  ]).action(
-    act(async (s, [id, group, count]) => {
-      const n = Number(count);
-      if (!Number.isInteger(n) || n < 0) throw new UsageError(`count must be a whole number of at least 0, not "${String(count)}"`);
-      const { body } = await s.api.request<{ job: Job }>('POST', `/v1/job/${encodeURIComponent(id as string)}/scale`, { query: { namespace: s.namespace }, body: { group, count: n } });
-      if (s.out.json) return s.out.document(body);
-      s.out.line(`Job "${body.job.id}" group "${String(group)}" scaled to ${n} (version ${body.job.version})`);
-    }),
-  );
-}
-
-/** Field-level differences between two versions of a job: `+/-/~ path: value`. Pure. */
-export function diffLines(before: unknown, after: unknown, path = ''): string[] {
-  const skip = new Set(['version', 'submitTime', 'submitIndex', 'createIndex', 'modifyIndex', 'groupVersions', 'groupResourceVersions', 'status', 'stop']);
-  if (JSON.stringify(before) === JSON.stringify(after)) return [];
-  const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object';
-  if (!isObj(before) || !isObj(after) || Array.isArray(before) !== Array.isArray(after)) {
-    if (before === undefined) return [`+ ${path}: ${JSON.stringify(after)}`];
-    if (after === undefined) return [`- ${path}: ${JSON.stringify(before)}`];
-    return [`~ ${path}: ${JSON.stringify(before)} => ${JSON.stringify(after)}`];
-  }
-  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
-  return keys.filter((k) => path !== '' || !skip.has(k)).flatMap((k) => diffLines(before[k], after[k], Array.isArray(after) ? `${path}[${k}]` : path ? `${path}.${k}` : k));
 }
 
 /**
@@ -190,33 +196,44 @@ export function diffLines(before: unknown, after: unknown, path = ''): string[] 
  * successful, failed or cancelled, printing each change of its groups.
  * Returns undefined when the version has no deployment; ok false when it failed.
  */
-export async function monitorDeployment(s: ApiSession, job: Job): Promise<{ ok: boolean; reason: string; deployment: Deployment } | undefined> {
-  const path = `/v1/job/${encodeURIComponent(job.id)}/deployment`;
-  const first = (await s.api.get<Deployment | null>(path, { namespace: s.namespace })).body;
-  if (!first || first.jobVersion !== job.version) return undefined;
+export async function monitorDeployment(s: ApiSession, job: Pick<Job, 'id' | 'version'>): Promise<DeploymentEnd | undefined> {
+  const first = (await s.api.get<Deployment | null>(`/v1/job/${encodeURIComponent(job.id)}/deployment`, { namespace: s.namespace })).body;
+  if (!first || first.JobVersion !== job.version) return undefined;
+  return followDeployment(s, first.ID);
+}
+
+/** How a followed deployment ended: ok when successful, else the reason it failed or was cancelled. */
+export interface DeploymentEnd {
+  ok: boolean;
+  reason: string;
+  deployment: Deployment;
+}
+
+/** Follows deployment `id` with blocking reads until it is successful, failed or cancelled, printing each change of its groups. */
+export async function followDeployment(s: ApiSession, id: string): Promise<DeploymentEnd> {
   const say = (text: string): void => {
     if (!s.out.json) s.out.line(text);
   };
-  say(`==> ${timestamp(Date.now())}: Monitoring deployment "${shortId(first.id)}"`);
+  say(`==> ${timestamp(Date.now())}: Monitoring deployment "${shortId(id)}"`);
   let index = 0;
   let last = '';
   for (;;) {
-    const ans = await s.api.get<Deployment>(`/v1/deployment/${first.id}`, index ? { index, wait: MONITOR_WAIT } : {});
+    const ans = await s.api.get<Deployment>(`/v1/deployment/${encodeURIComponent(id)}`, index ? { index, wait: MONITOR_WAIT } : {});
     index = ans.index;
     const d = ans.body;
-    const line = Object.entries(d.taskGroups)
-      .map(([g, st]) => `${g}: ${st.healthyAllocs}/${st.desiredTotal} healthy, ${st.placedAllocs} placed${st.unhealthyAllocs ? `, ${st.unhealthyAllocs} unhealthy` : ''}${st.desiredCanaries > 0 && !st.promoted ? ', canaries await promotion' : ''}`)
+    const line = Object.entries(d.TaskGroups ?? {})
+      .map(([g, st]) => `${g}: ${st.HealthyAllocs}/${st.DesiredTotal} healthy, ${st.PlacedAllocs} placed${st.UnhealthyAllocs ? `, ${st.UnhealthyAllocs} unhealthy` : ''}${st.DesiredCanaries > 0 && !st.Promoted ? ', canaries await promotion' : ''}`)
       .join('; ');
-    const now = `${d.status}|${line}`;
-    if (now !== last) say(`    ${timestamp(Date.now())}  ${d.status.padEnd(10)} ${line}`);
+    const now = `${d.Status}|${line}`;
+    if (now !== last) say(`    ${timestamp(Date.now())}  ${d.Status.padEnd(10)} ${line}`);
     last = now;
-    if (d.status === 'successful') {
-      say(`==> Deployment "${shortId(d.id)}" successful`);
-      return { ok: true, reason: d.statusDescription, deployment: d };
+    if (d.Status === 'successful') {
+      say(`==> Deployment "${shortId(d.ID)}" successful`);
+      return { ok: true, reason: d.StatusDescription, deployment: d };
     }
-    if (d.status === 'failed' || d.status === 'cancelled') {
-      say(`==> Deployment "${shortId(d.id)}" ${d.status}: ${d.statusDescription}`);
-      return { ok: false, reason: d.statusDescription, deployment: d };
+    if (d.Status === 'failed' || d.Status === 'cancelled') {
+      say(`==> Deployment "${shortId(d.ID)}" ${d.Status}: ${d.StatusDescription}`);
+      return { ok: false, reason: d.StatusDescription, deployment: d };
     }
   }
 }

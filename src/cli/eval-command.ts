@@ -1,96 +1,126 @@
 // `berth eval list` and `berth eval status ID`: the scheduler's evaluations,
 // why each ran and what came of it, with the placement failures of a
-// blocked one (Nomad's command/eval_list.go and eval_status.go).
+// blocked one, laid out as Nomad's command/eval_list.go and eval_status.go.
 
 import { Command } from 'commander';
-import type { Evaluation } from '../structs/index.js';
+import type { Evaluation, EvaluationStub } from '../api/index.js';
 import { KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './command-context.js';
+import { failedGroups, failedPlacementLines } from './placement-failures.js';
+import { UsageError } from './usage-error.js';
 
 /** Builds `berth eval`. */
 export function evalCommand(ctx: CommandContext): Command {
-  const ev = new Command('eval').description('Inspect the scheduler\'s evaluations');
+  const ev = new Command('eval').description("Inspect the scheduler's evaluations");
   apiCommand(
     ev
       .command('list')
       .description('List evaluations, newest first')
       .option('--job <id>', 'only the evaluations of this job')
-      .option('--status <status>', 'only evaluations in this status: pending, complete, blocked, failed, canceled'),
-    ['eval list', 'eval list --status blocked', 'eval list --job web --json'],
+      .option('--status <status>', 'only evaluations in this status: pending, complete, blocked, failed, canceled')
+      .option('--filter <expression>', 'only evaluations the filter expression keeps (Nomad\'s, e.g. \'TriggeredBy == "node-update"\')')
+      .option('--per-page <n>', 'at most this many evaluations (a page; the next page is named at the end)')
+      .option('--page-token <token>', 'the page to start at, as the previous page named it')
+      .option('--verbose', 'full IDs'),
+    ['eval list', 'eval list --status blocked', 'eval list --job web --json', 'eval list --filter \'Status == "blocked"\''],
   ).action(apiAction(ctx, list));
   apiCommand(
-    ev.command('status').description('Show one evaluation: trigger, status, placements and why some failed').argument('<id>', 'evaluation ID or a unique prefix'),
+    ev
+      .command('status')
+      .description('Show one evaluation: trigger, status, related evaluations and why placements failed')
+      .argument('<id>', 'evaluation ID or a unique prefix')
+      .option('--verbose', 'full IDs and exact times'),
     ['eval status 3f2a9c1b', 'eval status 3f2a --json'],
   ).action(apiAction(ctx, status));
   return ev;
 }
 
+/** Nomad's "Placement Failures" column: whether it failed to place, "N/A - In Progress" while blocked. */
+function failureStatus(e: Evaluation): string {
+  return e.Status === 'blocked' ? 'N/A - In Progress' : String(failedGroups(e).length > 0);
+}
+
 async function list(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {
-  const query: Record<string, string> = {};
-  if (opts['status']) query['status'] = String(opts['status']);
-  if (s.namespace !== 'default' || opts['job']) query['namespace'] = s.namespace;
-  const { body } = await s.api.get<Evaluation[]>(KINDS.evaluation.listPath, query);
-  const evals = body.filter((e) => !opts['job'] || e.jobId === opts['job']).sort((a, b) => b.createIndex - a.createIndex);
+  const perPage = opts['perPage'] === undefined ? undefined : Number(opts['perPage']);
+  if (perPage !== undefined && (!Number.isInteger(perPage) || perPage < 1)) throw new UsageError(`--per-page takes a whole number of at least 1, not "${String(opts['perPage'])}"`);
+  const query: Record<string, string> = { namespace: s.namespace };
+  for (const [flag, param] of [['job', 'job'], ['status', 'status'], ['filter', 'filter'], ['pageToken', 'next_token']] as const) {
+    if (opts[flag] !== undefined) query[param] = String(opts[flag]);
+  }
+  if (perPage !== undefined) query['per_page'] = String(perPage);
+  const { body, nextToken } = await s.api.get<Evaluation[]>(KINDS.evaluation.listPath, query);
+  const evals = [...body].sort((a, b) => b.CreateIndex - a.CreateIndex);
   if (s.out.json) return s.out.document(evals);
-  if (evals.length === 0) return s.out.line('No evaluations');
+  if (evals.length === 0) return s.out.line('No evals found');
+  const id = opts['verbose'] ? (v: string) => v : shortId;
   s.out.table(
-    ['ID', 'Priority', 'Triggered By', 'Job ID', 'Status', 'Placement Failures', 'Created'],
-    evals.map((e) => [shortId(e.id), String(e.priority), e.triggeredBy, e.jobId, s.style.status(e.status), String(Object.keys(e.failedPlacements ?? {}).length > 0), age(e.createTime)]),
+    ['ID', 'Priority', 'Triggered By', 'Job ID', 'Namespace', 'Node ID', 'Status', 'Placement Failures', 'Created'],
+    evals.map((e) => [id(e.ID), String(e.Priority), e.TriggeredBy, e.JobID, e.Namespace, id(e.NodeID), s.style.status(e.Status), failureStatus(e), age(e.CreateTime / 1e6)]),
   );
+  if (nextToken) s.out.line(`\nResults have been paginated. To get the next page, add --page-token ${nextToken}`);
 }
 
-async function status(s: ApiSession, [idArg]: string[]): Promise<void> {
-  const id = await s.api.resolve(KINDS.evaluation, idArg as string);
-  const { body: e } = await s.api.get<Evaluation>(KINDS.evaluation.getPath(id));
+async function status(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
+  const verbose = Boolean(opts['verbose']);
+  const id = await s.api.resolve(KINDS.evaluation, idArg as string, { namespace: '*' });
+  const { body: e } = await s.api.get<Evaluation>(KINDS.evaluation.getPath(id), { related: 'true' });
   if (s.out.json) return s.out.document(e);
+  const short = verbose ? (v: string) => v : shortId;
+  const when = (ns: number): string => (verbose ? timestamp(ns / 1e6) : age(ns / 1e6));
+  const trigger: Array<readonly [string, string]> = e.TriggeredBy === 'node-update' ? [['Node ID', short(e.NodeID)]] : [];
+  const waitUntil = Date.parse(e.WaitUntil);
   s.out.fields([
-    ['ID', e.id],
-    ['Create Time', timestamp(e.createTime)],
-    ['Modify Time', timestamp(e.modifyTime)],
-    ['Status', s.style.status(e.status)],
-    ['Status Description', e.statusDescription],
-    ['Type', e.type],
-    ['TriggeredBy', e.triggeredBy],
-    ['Job ID', e.jobId],
-    ['Namespace', e.namespace],
-    ['Priority', String(e.priority)],
-    ['Placed', String(e.placed)],
-    ['Stopped', String(e.stopped)],
-    ...(e.nodeId ? ([['Node ID', e.nodeId]] as const) : []),
-    ...(e.previousEval ? ([['Previous Eval', e.previousEval]] as const) : []),
+    ['ID', short(e.ID)],
+    ['Create Time', when(e.CreateTime)],
+    ['Modify Time', when(e.ModifyTime)],
+    ['Status', s.style.status(e.Status)],
+    ['Status Description', e.StatusDescription || e.Status],
+    ['Type', e.Type],
+    ['TriggeredBy', e.TriggeredBy],
+    ['Job ID', e.JobID],
+    ['Namespace', e.Namespace],
+    ...trigger,
+    ['Priority', String(e.Priority)],
+    ['Placement Failures', failureStatus(e)],
+    ...(waitUntil > 0 ? ([['Wait Until', timestamp(waitUntil)]] as const) : []),
+    ['Previous Eval', short(e.PreviousEval)],
+    ['Next Eval', short(e.NextEval)],
+    ['Blocked Eval', short(e.BlockedEval)],
   ]);
-  if (!(await printFailedPlacements(s, 'Failed Placements', e, true))) return;
-  if (e.status === 'blocked') s.out.line(`\nEvaluation "${shortId(e.id)}" is blocked: it is retried when the cluster changes`);
+  if (e.RelatedEvals?.length) {
+    s.out.line();
+    s.out.line(s.style.bold('Related Evaluations'));
+    s.out.table(['ID', 'Priority', 'Triggered By', 'Node ID', 'Status', 'Description'], e.RelatedEvals.map((r: EvaluationStub) => [short(r.ID), String(r.Priority), r.TriggeredBy, short(r.NodeID), r.Status, r.StatusDescription]));
+  }
+  if (failedGroups(e).length === 0) return;
+  s.out.line();
+  s.out.line(s.style.bold('Failed Placements'));
+  for (const line of failedPlacementLines(e)) s.out.line(line);
+  // Berth blocks the evaluation itself (Nomad makes a second, blocked one, named in BlockedEval).
+  if (e.BlockedEval) s.out.line(`\nEvaluation "${short(e.BlockedEval)}" waiting for additional capacity to place remainder`);
+  else if (e.Status === 'blocked') s.out.line(`\nEvaluation "${short(e.ID)}" is blocked: it is retried when the cluster changes`);
 }
 
-/** `job status`'s evaluation sections: why the latest evaluation could not place (if so), and the latest evaluations. */
+/**
+ * `job status`'s evaluation sections: why the latest evaluation with
+ * placement failures could not place, while one of the job's evaluations is
+ * blocked (Nomad's "Placement Failure"), and the latest evaluations.
+ */
 export async function printJobEvaluations(s: ApiSession, jobId: string): Promise<void> {
   const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
-  const evals = [...body].sort((a, b) => b.createIndex - a.createIndex);
-  const latest = evals[0];
-  if (!latest) return;
-  await printFailedPlacements(s, 'Placement Failure', latest, false);
+  const evals = [...body].sort((a, b) => b.CreateIndex - a.CreateIndex);
+  if (evals.length === 0) return;
+  const failed = evals.find((e) => failedGroups(e).length > 0);
+  if (failed && evals.some((e) => e.Status === 'blocked')) {
+    s.out.line();
+    s.out.line(s.style.bold('Placement Failure'));
+    for (const line of failedPlacementLines(failed)) s.out.line(line);
+  }
   s.out.line();
   s.out.line(s.style.bold('Latest Evaluations'));
   s.out.table(
-    ['ID', 'Triggered By', 'Status', 'Placed', 'Stopped', 'Blocked Reason'],
-    evals.slice(0, 3).map((e) => [shortId(e.id), e.triggeredBy, s.style.status(e.status), String(e.placed), String(e.stopped), e.status === 'blocked' ? e.blockedReason : '']),
+    ['ID', 'Priority', 'Triggered By', 'Status', 'Placement Failures'],
+    evals.slice(0, 3).map((e) => [shortId(e.ID), String(e.Priority), e.TriggeredBy, s.style.status(e.Status), failureStatus(e)]),
   );
-}
-
-/** An evaluation's placement failures under `title`, one line per reason (Nomad's wording); false when it has none. */
-async function printFailedPlacements(s: ApiSession, title: string, e: Evaluation, counts: boolean): Promise<boolean> {
-  const failed = Object.entries(e.failedPlacements ?? {});
-  if (failed.length === 0) return false;
-  const { describePlacementFailure } = await import('../structs/index.js');
-  s.out.line();
-  s.out.line(s.style.bold(title));
-  for (const [group, f] of failed) {
-    s.out.line(`Task Group ${JSON.stringify(group)} (failed to place ${f.unplaced} allocation${f.unplaced === 1 ? '' : 's'}):`);
-    for (const part of (describePlacementFailure(f) || 'no node fits').split('; ')) s.out.line(`  * ${part}`);
-    const m = f.metrics;
-    if (counts && m) s.out.line(`  Nodes evaluated: ${m.nodesEvaluated}, filtered: ${m.nodesFiltered}, exhausted: ${m.nodesExhausted}`);
-  }
-  return true;
 }

@@ -1,22 +1,26 @@
-// `berth job`: run, status, stop and validate jobs from HCL or JSON files.
-// `job run` follows the evaluation and each allocation with blocking queries
-// (job-run-monitor.ts), until every allocation runs (or completes, for batch
-// jobs), or one fails, is lost with no replacement, or cannot be placed.
+// `berth job`: run, stop and validate jobs from HCL or JSON files, sent as
+// Nomad's Job JSON (PUT /v1/jobs, /v1/validate/job). `job run` follows the
+// evaluation and each allocation with blocking queries (job-run-monitor.ts),
+// until every allocation runs (or completes, for batch jobs), or one fails,
+// is lost with no replacement, or cannot be placed. `job status` and `job
+// inspect` are in job-status-command.ts.
 
 import { open } from 'node:fs/promises';
 import { Command } from 'commander';
+import type * as api from '../api/index.js';
 import type * as SpecFiles from '../spec-files/index.js';
 import type * as Structs from '../structs/index.js';
-import type { Allocation, Evaluation, Job } from '../structs/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
-import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
+import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
-import { addJobVersionCommands, monitorDeployment } from './deployment-command.js';
+import { addJobVersionCommands as addJobPromote, monitorDeployment } from './deployment-command.js';
 import { addJobInit } from './init-command.js';
+import { nomadJobOf } from './job-json.js';
 import { addJobLaunchCommands } from './job-launch-commands.js';
 import { addJobPlan } from './job-plan-command.js';
 import { addJobRestart } from './job-restart-command.js';
-import { printJobEvaluations } from './eval-command.js';
+import { addJobStatus } from './job-status-command.js';
+import { addJobVersionCommands } from './job-version-commands.js';
 import { MonitorFailure, monitorRun, settledEvaluation } from './job-run-monitor.js';
 import { UsageError } from './usage-error.js';
 
@@ -102,10 +106,48 @@ async function jobFileOptions(opts: Record<string, unknown>): Promise<SpecFiles.
   return { vars: (opts['var'] as string[] | undefined) ?? [], varFiles, env: process.env, allowFS: true };
 }
 
-/** Reads and evaluates a job file as `job run` and `job validate` do. Rejects with SpecFileError or UsageError. */
+/**
+ * Reads and evaluates a job file as `job run`, `plan` and `validate` do
+ * (`--json`: the file is JSON, whatever its name). Rejects with
+ * SpecFileError or UsageError.
+ */
 export async function readJobFile(file: string, opts: Record<string, unknown>): Promise<SpecFiles.JobFile> {
   const { parseJobFile } = await loadSpecFiles();
-  return parseJobFile(specFileName(file), await readSpecFile(file), await jobFileOptions(opts));
+  return parseJobFile(specFileName(file), await readSpecFile(file), { ...(await jobFileOptions(opts)), ...(opts['json'] ? { format: 'json' as const } : {}) });
+}
+
+/** The namespace a job file's job is for: the file's own, else the command's (Nomad's CLI sends a job to its namespace). */
+export function fileNamespace(parsed: SpecFiles.JobFile, s: ApiSession): string {
+  const ns = parsed.input['namespace'];
+  return typeof ns === 'string' && ns !== '' ? ns : s.namespace;
+}
+
+/** A job file's job as the Nomad Job JSON `job run` sends, in `namespace`. */
+export async function fileJobJson(parsed: SpecFiles.JobFile, namespace: string): Promise<api.Job> {
+  return nomadJobOf({ ...parsed.job, namespace });
+}
+
+/**
+ * Sends `job`, the Nomad JSON of a job file; when the server refuses it with
+ * problems (at Nomad paths: `Job.TaskGroups[0].Volumes.data.Source`), throws
+ * them at their places in the file instead (SpecFileError, file:line:col),
+ * as the file's own problems are shown. Anything else is thrown as it came.
+ */
+export async function sendJobFile<T>(parsed: SpecFiles.JobFile, job: api.Job, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (err) {
+    throw await locatedProblems(parsed, job, err);
+  }
+}
+
+async function locatedProblems(parsed: SpecFiles.JobFile, job: api.Job, err: unknown): Promise<unknown> {
+  if (!(err instanceof ApiClientError) || err.code !== 'INVALID') return err;
+  const problems = err.details['problems'];
+  const isProblem = (p: unknown): p is Structs.JobProblem => typeof (p as Structs.JobProblem)?.path === 'string' && typeof (p as Structs.JobProblem)?.message === 'string';
+  if (!Array.isArray(problems) || problems.length === 0 || !problems.every(isProblem)) return err;
+  const { fromNomadPaths, nomadJobToSpec } = await loadStructs();
+  return parsed.problemsAt(fromNomadPaths(nomadJobToSpec({ Job: job }), problems));
 }
 
 /** Builds `berth job`. */
@@ -120,15 +162,14 @@ export function jobCommand(ctx: CommandContext): Command {
         .description('Submit a job file (HCL or JSON) and follow its evaluation and allocations until they run')
         .argument('<file>', "job file: .hcl (as Nomad users write them), .json (Berth's or Nomad's API form), or - for stdin")
         .option('--detach', 'print the evaluation ID and return at once (do not follow the allocations or the deployment)')
-        .option('--check-index <index>', 'run only if the job modify index is still this (from `job plan`; 0: the job must not exist yet)'),
+        .option('--check-index <index>', 'run only if the job modify index is still this (from `job plan`; 0: the job must not exist yet)')
+        .option('--output', 'print the registration JSON ({"Job": ...}, what PUT /v1/jobs takes) instead of running the job'),
     ),
-    ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run job.json --json', 'job run --var image=redis:7 --var-file prod.hcl web.hcl'],
+    ['job run examples/writer.hcl', 'job run --detach examples/hostpath-plugin.hcl', 'job run -json job.json', 'job run -output web.hcl | curl -X PUT -d @- $NOMAD_ADDR/v1/jobs', 'job run --var image=redis:7 --var-file prod.hcl web.hcl'],
+    { jsonInput: true },
   ).action(act(runJob));
 
-  apiCommand(
-    job.command('status').description('List jobs, or show one job with its allocations').argument('[id]', 'job ID or a unique prefix'),
-    ['job status', 'job status writer', 'job status wri --json'],
-  ).action(act(jobStatus));
+  addJobStatus(job, ctx);
 
   apiCommand(
     job
@@ -146,21 +187,15 @@ export function jobCommand(ctx: CommandContext): Command {
         .description('Check a job file locally (syntax and schema, with file:line:col) and against the agent (known volumes and plugins)')
         .argument('<file>', 'job file: .hcl or .json, or - for stdin'),
     ),
-    ['job validate examples/reader.hcl', 'job validate --var count=3 web.hcl', 'job validate - < job.json'],
+    ['job validate examples/reader.hcl', 'job validate --var count=3 web.hcl', 'job validate -json - < job.json'],
+    { jsonInput: true },
   ).action(act(validateJob));
 
-  apiCommand(
-    job
-      .command('inspect')
-      .description("Print a job as JSON ({\"job\": ...}, what `job run` takes back)")
-      .argument('<id>', 'job ID or a unique prefix'),
-    ['job inspect writer', 'job inspect writer > writer.json && berth job run writer.json'],
-  ).action(act(inspectJob));
-
   addJobInit(job, ctx);
-  addJobPlan(job, ctx, { readJobFile, loadStructs, variableOptions });
+  addJobPlan(job, ctx, { readJobFile, loadStructs, variableOptions, fileNamespace, fileJobJson, sendJobFile });
   addJobLaunchCommands(job, ctx);
   addJobVersionCommands(job, ctx);
+  addJobPromote(job, ctx);
   addJobRestart(job, ctx);
   return job;
 }
@@ -168,60 +203,71 @@ export function jobCommand(ctx: CommandContext): Command {
 async function runJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
   const parsed = await readJobFile(file as string, opts);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
-  const jobId = String((parsed.input as { id?: unknown }).id ?? '');
+  const namespace = fileNamespace(parsed, s);
+  const job = await fileJobJson(parsed, namespace);
+  // Nomad's -output: the body a user pipes to curl, with Nomad's four-space indent.
+  if (opts['output']) return s.out.line(JSON.stringify({ Job: job }, null, 4));
+  const jobId = parsed.job.id;
   // What the cluster holds before this submission: a submission whose answer is lost (the
-  // leader died) is then known to have landed by a newer submit index, and is not sent twice.
-  const before = jobId ? await registeredJob(s, jobId) : undefined;
-  const { body, landed } = await s.api.request<Registered>('POST', '/v1/jobs', {
-    query: { namespace: s.namespace },
-    body: { job: { namespace: s.namespace, ...parsed.input }, ...checkIndexOption(opts) },
+  // leader died) is then known to have landed by a newer job modify index, and is not sent twice.
+  const before = await registeredJob(s, namespace, jobId);
+  const register = (): ReturnType<typeof s.api.request<api.JobRegisterResponse>> => s.api.request<api.JobRegisterResponse>('PUT', '/v1/jobs', {
+    query: { namespace },
+    body: { Job: job, ...checkIndexOption(opts) },
     verify: async () => {
-      const now = jobId ? await registeredJob(s, jobId) : undefined;
-      if (!now || (now.submitIndex ?? 0) <= (before?.submitIndex ?? 0)) {
+      const now = await registeredJob(s, namespace, jobId);
+      if (!now || (now.JobModifyIndex ?? 0) <= (before?.JobModifyIndex ?? 0)) {
         s.out.warn(`note: the earlier submission of job "${jobId}" did not land (its answer was lost); submitting it again`);
         return undefined;
       }
-      s.out.warn(`note: the earlier submission of job "${jobId}" landed (submit index ${now.submitIndex ?? 0}, version ${now.version}) though its answer was lost; not submitting it again`);
-      const evals = (await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace })).body;
-      const evaluation = evals.filter((e) => e.createIndex >= (now.submitIndex ?? 0)).sort((a, b) => a.createIndex - b.createIndex)[0] ?? evals.at(-1);
-      return { body: { job: now, evaluation: evaluation as Evaluation, evalId: evaluation?.id ?? '', index: now.submitIndex ?? now.modifyIndex }, index: now.modifyIndex, landed: true };
+      const index = now.JobModifyIndex ?? 0;
+      s.out.warn(`note: the earlier submission of job "${jobId}" landed (job modify index ${index}, version ${now.Version ?? 0}) though its answer was lost; not submitting it again`);
+      const evals = (await s.api.get<api.Evaluation[]>(`${KINDS.job.getPath(jobId)}/evaluations`, { namespace })).body;
+      const evaluation = evals.filter((e) => e.CreateIndex >= index).sort((a, b) => a.CreateIndex - b.CreateIndex)[0] ?? evals.at(-1);
+      const answer: api.JobRegisterResponse = { EvalID: evaluation?.ID ?? '', EvalCreateIndex: evaluation?.CreateIndex ?? 0, JobModifyIndex: index, Warnings: '', Index: index, LastContact: 0, KnownLeader: true, NextToken: '' };
+      return { body: answer, index, landed: true };
     },
   });
-  if (landed && !s.out.json) s.out.line(`Job "${body.job.id}" was registered by the earlier attempt (submit index ${body.job.submitIndex ?? 0})`);
-  if (body.job.periodic || body.job.parameterized) return launcherRegistered(s, body.job, body.evalId);
+  const { body, landed } = await sendJobFile(parsed, job, register);
+  if (body.Warnings) s.out.warn(`Job Warnings:\n${body.Warnings}`);
+  if (landed && !s.out.json) s.out.line(`Job "${jobId}" was registered by the earlier attempt (job modify index ${body.JobModifyIndex})`);
+  if (parsed.job.periodic || parsed.job.parameterized) return launcherRegistered(s, parsed.job, body.EvalID);
   if (opts['detach']) {
-    if (s.out.json) s.out.document({ evalId: body.evalId, jobId: body.job.id });
+    if (s.out.json) s.out.document({ evalId: body.EvalID, jobId });
     else {
       s.out.line(`Job registration successful`);
-      s.out.line(`Evaluation ID: ${body.evalId}`);
+      s.out.line(`Evaluation ID: ${body.EvalID}`);
     }
     return;
   }
+  // The version this registration made (a deployment and in-place updates are told apart by it).
+  const version = (await registeredJob(s, namespace, jobId))?.Version ?? 0;
+  const target = { id: jobId, type: parsed.job.type, version, namespace };
   // A rolling update (the job's groups have an update block): follow its deployment instead,
   // once the scheduler ran the evaluation (it makes the deployment).
   const { rolls } = await loadStructs();
-  const deploys = body.job.type === 'service' && body.job.groups.some((g) => rolls(g.update));
-  const rollout = deploys ? (await settledEvaluation(s, body.evalId), await monitorDeployment(s, body.job)) : undefined;
+  const deploys = parsed.job.type === 'service' && parsed.job.groups.some((g) => rolls(g.update));
+  const rollout = deploys ? (await settledEvaluation(s, body.EvalID), await monitorDeployment(s, target)) : undefined;
   if (rollout) {
-    if (s.out.json) s.out.document({ ok: rollout.ok, reason: rollout.reason, jobId: body.job.id, evalId: body.evalId, deployment: rollout.deployment });
-    if (!rollout.ok) throw new MonitorFailure(`deployment ${shortId(rollout.deployment.id)} ${rollout.deployment.status}: ${rollout.reason}`);
+    if (s.out.json) s.out.document({ ok: rollout.ok, reason: rollout.reason, jobId, evalId: body.EvalID, deployment: rollout.deployment });
+    if (!rollout.ok) throw new MonitorFailure(`deployment ${shortId(rollout.deployment.ID)} ${rollout.deployment.Status}: ${rollout.reason}`);
     return;
   }
-  const result = await monitorRun(s, await loadStructs(), body.job, body.evalId, body.index);
+  const result = await monitorRun(s, await loadStructs(), target, body.EvalID, body.Index);
   if (s.out.json) s.out.document(result);
   if (!result.ok) throw new MonitorFailure(result.reason);
 }
 
-/** `--check-index N` as the registration's `checkIndex`; a usage error unless N is a whole number. */
-function checkIndexOption(opts: Record<string, unknown>): { checkIndex?: number } {
+/** `--check-index N` as the registration's EnforceIndex and JobModifyIndex; a usage error unless N is a whole number. */
+function checkIndexOption(opts: Record<string, unknown>): { EnforceIndex?: boolean; JobModifyIndex?: number } {
   const raw = opts['checkIndex'];
   if (raw === undefined) return {};
   if (typeof raw !== 'string' || !/^\d+$/.test(raw)) throw new UsageError(`--check-index takes a job modify index (a whole number, as \`job plan\` prints it), not "${String(raw)}"`);
-  return { checkIndex: Number(raw) };
+  return { EnforceIndex: true, JobModifyIndex: Number(raw) };
 }
 
 /** A periodic or parameterized job runs nothing itself: say so, and when it launches next (as Nomad's job run does). */
-async function launcherRegistered(s: ApiSession, job: Job, evalId: string): Promise<void> {
+async function launcherRegistered(s: ApiSession, job: Structs.JobSpec, evalId: string): Promise<void> {
   const { nextLaunch } = await loadStructs();
   const p = job.periodic;
   const next = p?.enabled ? nextLaunch([...(p.cron ? [p.cron] : []), ...(p.crons ?? [])], p.timeZone, Date.now()) : undefined;
@@ -231,84 +277,37 @@ async function launcherRegistered(s: ApiSession, job: Job, evalId: string): Prom
   else s.out.line(`Job "${job.id}" is parameterized: launch it with \`berth job dispatch ${job.id}\``);
 }
 
-/** The answer of a job registration. */
-interface Registered {
-  evaluation: Evaluation;
-  evalId: string;
-  index: number;
-  job: Job;
-}
-
 /** The job as the cluster holds it now, or undefined when it has none by that ID. */
-async function registeredJob(s: ApiSession, jobId: string): Promise<Job | undefined> {
+async function registeredJob(s: ApiSession, namespace: string, jobId: string): Promise<api.Job | undefined> {
   try {
-    return (await s.api.get<Job>(KINDS.job.getPath(jobId), { namespace: s.namespace })).body;
+    return (await s.api.get<api.Job>(KINDS.job.getPath(jobId), { namespace })).body;
   } catch (err) {
     if (err instanceof ApiClientError && err.code === 'NOT_FOUND') return undefined;
     throw err;
   }
 }
 
-async function jobStatus(s: ApiSession, [idArg]: string[]): Promise<void> {
-  if (!idArg) {
-    const { body: jobs } = await s.api.get<Job[]>('/v1/jobs', { namespace: s.namespace });
-    if (s.out.json) return s.out.document(jobs);
-    s.out.table(
-      ['ID', 'Type', 'Priority', 'Status', 'Submit Date'],
-      jobs.map((j) => [j.id, j.type, String(j.priority), s.style.status(j.stop ? 'dead (stopped)' : j.status), timestamp(j.submitTime)]),
-    );
-    return;
-  }
-  const id = await s.api.resolve(KINDS.job, idArg, { namespace: s.namespace });
-  const { body: job } = await s.api.get<Job>(KINDS.job.getPath(id), { namespace: s.namespace });
-  const { body: allocs } = await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(id)}/allocations`, { namespace: s.namespace });
-  if (s.out.json) return s.out.document({ job, allocations: allocs });
-  s.out.fields([
-    ['ID', job.id],
-    ['Namespace', job.namespace],
-    ['Type', job.type],
-    ['Priority', job.priority],
-    ['Datacenters', job.datacenters.join(',')],
-    ['Status', s.style.status(job.stop ? 'dead (stopped)' : job.status)],
-    ['Version', job.version],
-    ['Submit Date', timestamp(job.submitTime)],
-  ]);
-  s.out.line();
-  s.out.line(s.style.bold('Summary'));
-  const statuses = ['pending', 'running', 'complete', 'failed', 'lost'] as const;
-  s.out.table(
-    ['Task Group', 'Count', ...statuses.map((x) => x[0]!.toUpperCase() + x.slice(1))],
-    job.groups.map((g) => {
-      const mine = allocs.filter((a) => a.taskGroup === g.name);
-      return [g.name, String(g.count), ...statuses.map((st) => String(mine.filter((a) => a.clientStatus === st).length))];
-    }),
-  );
-  await printJobEvaluations(s, id);
-  s.out.line();
-  s.out.line(s.style.bold('Allocations'));
-  s.out.table(
-    ['ID', 'Node ID', 'Task Group', 'Version', 'Desired', 'Status', 'Created'],
-    [...allocs]
-      .sort((a, b) => b.createIndex - a.createIndex)
-      .map((a) => [shortId(a.id), shortId(a.nodeId), a.taskGroup, String(a.jobVersion), a.desiredStatus, s.style.status(a.clientStatus), age(a.createTime)]),
-  );
-}
-
-/** Nomad's "Placement Failure" section: why the job's blocked evaluation (if any) could not place, per group. */
 async function stopJob(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
-  const { body } = await s.api.request<{ evalId: string; evaluation: Evaluation }>('DELETE', KINDS.job.getPath(id), {
+  const { body } = await s.api.request<api.JobDeregisterResponse>('DELETE', KINDS.job.getPath(id), {
     query: { namespace: s.namespace, ...(opts['purge'] ? { purge: true } : {}) },
   });
-  if (s.out.json) return s.out.document({ jobId: id, evalId: body.evalId, purged: Boolean(opts['purge']) });
+  if (s.out.json) return s.out.document({ jobId: id, evalId: body.EvalID, purged: Boolean(opts['purge']) });
   s.out.line(`==> Job "${id}" ${opts['purge'] ? 'stopped and purged' : 'stopped'}`);
-  s.out.line(`    Evaluation ID: ${body.evalId}`);
+  s.out.line(`    Evaluation ID: ${body.EvalID}`);
 }
 
 async function validateJob(s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
   const parsed = await readJobFile(file as string, opts);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
-  await s.api.request('POST', '/v1/validate/job', { body: { job: { namespace: s.namespace, ...parsed.input } } });
+  const namespace = fileNamespace(parsed, s);
+  const job = await fileJobJson(parsed, namespace);
+  const { body } = await s.api.request<api.JobValidateResponse>('PUT', '/v1/validate/job', { query: { namespace }, body: { Job: job } });
+  if (body.ValidationErrors?.length) {
+    // Each error is `<Nomad path>: <message>` (or a message alone): shown at its place in the file.
+    const problems = body.ValidationErrors.map((e) => /^(Job\.[^:\s]*): (.*)$/s.exec(e)).map((m, i) => (m ? { path: m[1] as string, message: m[2] as string } : { path: '', message: body.ValidationErrors?.[i] ?? '' }));
+    throw await locatedProblems(parsed, job, new ApiClientError('INVALID', `job validation errors: ${body.ValidationErrors.join('; ')}`, 400, { problems }));
+  }
   const warnings = await driverWarnings(s, parsed.job);
   for (const w of warnings) s.out.warn(`Warning: ${w}`);
   if (s.out.json) return s.out.document({ valid: true, job: parsed.job.id, format: parsed.format, warnings: [...parsed.notes, ...warnings] });
@@ -321,11 +320,11 @@ async function validateJob(s: ApiSession, [file]: string[], opts: Record<string,
  * placement failure would say later.
  */
 async function driverWarnings(s: ApiSession, job: Structs.JobSpec): Promise<string[]> {
-  const { body: nodes } = await s.api.get<Structs.Node[]>('/v1/nodes');
-  const ready = nodes.filter((n) => n.status === 'ready');
-  const healthy = (n: Structs.Node, d: string): boolean => Boolean(n.drivers[d]?.detected && n.drivers[d]?.healthy);
+  const { body: nodes } = await s.api.get<api.NodeListStub[]>(KINDS.node.listPath);
+  const ready = nodes.filter((n) => n.Status === 'ready');
+  const healthy = (n: api.NodeListStub, d: string): boolean => Boolean(n.Drivers?.[d]?.Detected && n.Drivers[d]?.Healthy);
   const wanted = [...new Set(job.groups.flatMap((g) => g.tasks.map((t) => t.driver)))];
-  const have = [...new Set(ready.flatMap((n) => Object.keys(n.drivers).filter((d) => healthy(n, d))))].sort();
+  const have = [...new Set(ready.flatMap((n) => Object.keys(n.Drivers ?? {}).filter((d) => healthy(n, d))))].sort();
   return wanted
     .filter((d) => !ready.some((n) => healthy(n, d)))
     .map((d) =>
@@ -333,10 +332,4 @@ async function driverWarnings(s: ApiSession, job: Structs.JobSpec): Promise<stri
         ? `no ready node can run driver "${d}" (the nodes' healthy drivers: ${have.join(', ') || 'none'}); the job would not be placed`
         : `no node is ready, so nothing can run driver "${d}" yet`,
     );
-}
-
-async function inspectJob(s: ApiSession, [idArg]: string[]): Promise<void> {
-  const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
-  const { body: job } = await s.api.get<Job>(KINDS.job.getPath(id), { namespace: s.namespace });
-  s.out.document({ job });
 }

@@ -4,7 +4,7 @@
 
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import type { Evaluation, Job } from '../structs/index.js';
+import type * as api from '../api/index.js';
 import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import type { CommandContext } from './command-context.js';
@@ -62,26 +62,27 @@ async function dispatch(s: ApiSession, [idArg, source]: string[], opts: Record<s
   const meta = parsePairs('--meta', opts['meta'] as string[] | undefined);
   const payload = await readPayload(source);
   const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
-  const { body } = await s.api.request<{ dispatchedJobId: string; evalId: string; evaluation: Evaluation; job: Job }>('POST', `${KINDS.job.getPath(id)}/dispatch`, {
+  const { body } = await s.api.request<api.JobDispatchResponse>('PUT', `${KINDS.job.getPath(id)}/dispatch`, {
     query: { namespace: s.namespace },
     body: {
-      ...(payload?.length ? { payload: payload.toString('base64') } : {}),
-      ...(Object.keys(meta).length ? { meta } : {}),
-      ...(opts['idPrefixTemplate'] ? { idPrefixTemplate: opts['idPrefixTemplate'] } : {}),
+      JobID: id,
+      Payload: payload?.length ? payload.toString('base64') : null,
+      Meta: Object.keys(meta).length ? meta : null,
+      ...(opts['idPrefixTemplate'] ? { IdPrefixTemplate: opts['idPrefixTemplate'] } : {}),
     },
   });
-  if (s.out.json) return s.out.document({ dispatchedJobId: body.dispatchedJobId, evalId: body.evalId, evaluationStatus: body.evaluation.status });
-  s.out.line('Dispatched Job ID = ' + body.dispatchedJobId);
-  s.out.line('Evaluation ID     = ' + body.evalId);
-  s.out.line(`==> Evaluation status "${body.evaluation.status}"; follow it with \`berth job status ${body.dispatchedJobId}\``);
+  if (s.out.json) return s.out.document(body);
+  s.out.line('Dispatched Job ID = ' + body.DispatchedJobID);
+  s.out.line('Evaluation ID     = ' + body.EvalID);
+  s.out.line(`==> Follow it with \`berth job status ${body.DispatchedJobID}\``);
 }
 
 async function force(s: ApiSession, [idArg]: string[]): Promise<void> {
   const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
-  const { body } = await s.api.request<{ jobId: string; evalId: string; evaluation: Evaluation }>('POST', `${KINDS.job.getPath(id)}/periodic/force`, {
-    query: { namespace: s.namespace },
-  });
-  if (s.out.json) return s.out.document({ jobId: body.jobId, evalId: body.evalId, evaluationStatus: body.evaluation.status });
-  s.out.line(`==> Periodic job "${id}" launched "${body.jobId}"`);
-  s.out.line(`    Evaluation ID: ${body.evalId}`);
+  const { body } = await s.api.request<api.PeriodicForceResponse>('PUT', `${KINDS.job.getPath(id)}/periodic/force`, { query: { namespace: s.namespace } });
+  // The child the launch wrote is the evaluation's job.
+  const { body: evaluation } = await s.api.get<api.Evaluation>(KINDS.evaluation.getPath(body.EvalID));
+  if (s.out.json) return s.out.document({ ...body, JobID: evaluation.JobID });
+  s.out.line(`==> Periodic job "${id}" launched "${evaluation.JobID}"`);
+  s.out.line(`    Evaluation ID: ${body.EvalID}`);
 }

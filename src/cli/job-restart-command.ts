@@ -9,7 +9,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { BerthError } from '../lib/index.js';
-import type { Allocation, Deployment } from '../structs/index.js';
+import type * as api from '../api/index.js';
 import { restartAllocTasks, stopAllocation } from './alloc-ops-commands.js';
 import { tokenOf } from './alloc-io-commands.js';
 import { KINDS, sleep } from './api-client.js';
@@ -129,10 +129,10 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
   const say = (text: string): void => print(`==> ${now()}: ${text}`);
   const detail = (text: string): void => print(`    ${now()}: ${text}`);
 
-  const all = (await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(jobId)}/allocations`, { namespace: s.namespace })).body;
+  const all = (await s.api.get<api.AllocationListStub[]>(`/v1/job/${encodeURIComponent(jobId)}/allocations`, { namespace: s.namespace })).body;
   const chosen = all.filter((a) => {
     const skip = skipReason(a, plan);
-    if (skip && plan.verbose) detail(`Skipping allocation "${id(a.id)}" because ${skip}`);
+    if (skip && plan.verbose) detail(`Skipping allocation "${id(a.ID)}" because ${skip}`);
     return !skip;
   });
   if (chosen.length === 0) {
@@ -151,14 +151,14 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
     const batch = chosen.slice(start, start + perBatch);
     const active = await activeDeployment(s, jobId);
     if (active) {
-      failures.push(`Deployment "${id(active.id)}" is "${active.status}"; restart again once it is done`);
+      failures.push(`Deployment "${id(active.ID)}" is "${active.Status}"; restart again once it is done`);
       break;
     }
     if (perBatch > 1) say(`Restarting ${ordinal(start / perBatch + 1)} batch of ${batch.length} allocations`);
     const results = await Promise.allSettled(batch.map((a) => handleAlloc(s, a, plan, id, detail)));
-    const errors = results.flatMap((r, i) => (r.status === 'rejected' ? [`Error restarting allocation "${id(batch[i]!.id)}": ${(r.reason as Error).message}`] : []));
+    const errors = results.flatMap((r, i) => (r.status === 'rejected' ? [`Error restarting allocation "${id(batch[i]!.ID)}": ${(r.reason as Error).message}`] : []));
     failures.push(...errors);
-    results.forEach((r, i) => r.status === 'fulfilled' && done.push(batch[i]!.id));
+    results.forEach((r, i) => r.status === 'fulfilled' && done.push(batch[i]!.ID));
     if (start + perBatch >= chosen.length) break;
     // An error stops the restart with -on-error fail, and with ask when nobody can be asked (-yes goes on).
     if (errors.length && (plan.onError === 'fail' || (!plan.yes && !plan.interactive))) {
@@ -194,64 +194,67 @@ async function jobRestart(s: ApiSession, [idArg]: string[], opts: Record<string,
 }
 
 /** Why an allocation is left alone, or undefined when it is restarted. */
-function skipReason(a: Allocation, plan: Plan): string | undefined {
-  if (a.desiredStatus !== 'run' || a.clientStatus !== 'running') return `desired status is "${a.desiredStatus}" and client status is "${a.clientStatus}"`;
-  if (plan.groups.size && !plan.groups.has(a.taskGroup)) return "it doesn't have any of requested groups";
-  if (plan.tasks.size && !Object.keys(a.taskStates).some((t) => plan.tasks.has(t))) return "it doesn't have any of requested tasks";
+function skipReason(a: api.AllocationListStub, plan: Plan): string | undefined {
+  if (a.DesiredStatus !== 'run' || a.ClientStatus !== 'running') return `desired status is "${a.DesiredStatus}" and client status is "${a.ClientStatus}"`;
+  if (plan.groups.size && !plan.groups.has(a.TaskGroup)) return "it doesn't have any of requested groups";
+  if (plan.tasks.size && !Object.keys(a.TaskStates ?? {}).some((t) => plan.tasks.has(t))) return "it doesn't have any of requested tasks";
   return undefined;
 }
 
-async function activeDeployment(s: ApiSession, jobId: string): Promise<Deployment | undefined> {
-  const { body } = await s.api.get<Deployment[]>(`/v1/job/${encodeURIComponent(jobId)}/deployments`, { namespace: s.namespace });
-  return body.find((d) => d.status === 'running' || d.status === 'paused');
+async function activeDeployment(s: ApiSession, jobId: string): Promise<api.Deployment | undefined> {
+  const { body } = await s.api.get<api.Deployment[]>(`/v1/job/${encodeURIComponent(jobId)}/deployments`, { namespace: s.namespace });
+  return body.find((d) => d.Status === 'running' || d.Status === 'paused');
 }
 
 /** Restarts one allocation in place, or replaces it (-reschedule) and waits until the replacement runs. */
-async function handleAlloc(s: ApiSession, a: Allocation, plan: Plan, id: (full: string) => string, detail: (text: string) => void): Promise<void> {
-  const where = `allocation "${id(a.id)}" for group "${a.taskGroup}"`;
+async function handleAlloc(s: ApiSession, a: api.AllocationListStub, plan: Plan, id: (full: string) => string, detail: (text: string) => void): Promise<void> {
+  const where = `allocation "${id(a.ID)}" for group "${a.TaskGroup}"`;
   if (plan.reschedule) {
     detail(`Rescheduling ${where}`);
     return replace(s, a, id);
   }
   // The restart counts now, to know when each restarted task has run again.
-  const { body: fresh, index } = await s.api.get<Allocation>(KINDS.allocation.getPath(a.id), { namespace: s.namespace });
+  const { body: fresh, index } = await s.api.get<api.Allocation>(KINDS.allocation.getPath(a.ID), { namespace: s.namespace });
   let restarted: string[];
   if (plan.allTasks || plan.tasks.size === 0) {
     detail(`Restarting ${plan.allTasks ? 'all' : 'running'} tasks in ${where}`);
-    restarted = (await restartAllocTasks(s, a, { allTasks: plan.allTasks }, plan.token)).restarted;
+    restarted = (await restartAllocTasks(s, fresh, { allTasks: plan.allTasks }, plan.token)).restarted;
   } else {
-    const tasks = [...plan.tasks].filter((t) => t in a.taskStates);
+    const tasks = [...plan.tasks].filter((t) => t in (fresh.TaskStates ?? {}));
     for (const t of tasks) detail(`Restarting task "${t}" in ${where}`);
-    await Promise.all(tasks.map((task) => restartAllocTasks(s, a, { task, allTasks: false }, plan.token)));
+    await Promise.all(tasks.map((task) => restartAllocTasks(s, fresh, { task, allTasks: false }, plan.token)));
     restarted = tasks;
   }
   await runningAgain(s, fresh, index, restarted);
 }
 
 /** Follows the allocation (blocking reads) until each restarted task counts one more restart and runs; a task that stays dead is an error. */
-async function runningAgain(s: ApiSession, before: Allocation, index: number, tasks: readonly string[]): Promise<void> {
+async function runningAgain(s: ApiSession, before: api.Allocation, index: number, tasks: readonly string[]): Promise<void> {
   let at = index;
+  const restartsBefore = (t: string): number => before.TaskStates?.[t]?.Restarts ?? 0;
   for (;;) {
-    const res = await s.api.get<Allocation>(KINDS.allocation.getPath(before.id), { namespace: s.namespace, index: String(at), wait: '30s' });
-    const states = res.body.taskStates;
-    const pending = tasks.filter((t) => !(states[t] && states[t].restarts > (before.taskStates[t]?.restarts ?? 0) && states[t].state === 'running'));
+    const res = await s.api.get<api.Allocation>(KINDS.allocation.getPath(before.ID), { namespace: s.namespace, index: String(at), wait: '30s' });
+    const states = res.body.TaskStates ?? {};
+    const pending = tasks.filter((t) => !(states[t] && states[t].Restarts > restartsBefore(t) && states[t].State === 'running'));
     if (pending.length === 0) return;
-    const dead = pending.find((t) => states[t]?.state === 'dead' && states[t].restarts > (before.taskStates[t]?.restarts ?? 0));
-    if (dead || res.body.clientStatus === 'failed') throw new Error(`task "${dead ?? pending[0]}" did not run again (allocation ${res.body.clientStatus}: ${res.body.clientDescription})`);
+    const dead = pending.find((t) => states[t]?.State === 'dead' && states[t].Restarts > restartsBefore(t));
+    if (dead || res.body.ClientStatus === 'failed') throw new Error(`task "${dead ?? pending[0]}" did not run again (allocation ${res.body.ClientStatus}: ${res.body.ClientDescription})`);
     at = res.index;
   }
 }
 
 /** Stops `a` and follows the job's allocations (blocking reads) until its replacement runs; a blocked placement is an error. */
-async function replace(s: ApiSession, a: Allocation, id: (full: string) => string): Promise<void> {
+async function replace(s: ApiSession, a: api.AllocationListStub, id: (full: string) => string): Promise<void> {
   const { evaluation } = await stopAllocation(s, a);
-  if (evaluation?.status === 'blocked') throw new Error(`its replacement cannot be placed: ${evaluation.blockedReason ?? 'no node fits'}`);
+  if (evaluation?.status === 'blocked') throw new Error(`its replacement cannot be placed: ${evaluation.blockedReason || 'no node fits'}`);
   let index = 0;
   for (;;) {
-    const res = await s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(a.jobId)}/allocations`, { namespace: s.namespace, ...(index ? { index: String(index), wait: '30s' } : {}) });
-    const next = res.body.find((b) => b.previousAllocation === a.id);
-    if (next?.clientStatus === 'running') return;
-    if (next && (next.clientStatus === 'failed' || next.clientStatus === 'lost')) throw new Error(`its replacement "${id(next.id)}" is ${next.clientStatus}: ${next.clientDescription}`);
+    const res = await s.api.get<api.AllocationListStub[]>(`/v1/job/${encodeURIComponent(a.JobID)}/allocations`, { namespace: s.namespace, ...(index ? { index: String(index), wait: '30s' } : {}) });
+    // The stopped allocation names its replacement (NextAllocation).
+    const nextId = res.body.find((b) => b.ID === a.ID)?.NextAllocation;
+    const next = nextId ? res.body.find((b) => b.ID === nextId) : undefined;
+    if (next?.ClientStatus === 'running') return;
+    if (next && (next.ClientStatus === 'failed' || next.ClientStatus === 'lost')) throw new Error(`its replacement "${id(next.ID)}" is ${next.ClientStatus}: ${next.ClientDescription}`);
     index = res.index;
   }
 }

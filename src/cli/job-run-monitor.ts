@@ -8,11 +8,13 @@
 // evaluation could place only in part: the evaluation waits (blocked) for the
 // cluster to change, and `job run` fails unless it placed the rest meanwhile.
 
+import type { Evaluation } from '../api/index.js';
 import { AbortedError } from '../lib/index.js';
 import type * as Structs from '../structs/index.js';
-import type { Allocation, Evaluation, Job, Node } from '../structs/index.js';
+import type * as api from '../api/index.js';
 import { ApiClientError, KINDS } from './api-client.js';
 import { shortId, timestamp, type ApiSession } from './api-command.js';
+import { failedGroups, failedPlacementLines, metricLines, placementSummary } from './placement-failures.js';
 
 /** How long one blocking read of the monitor waits before asking again. */
 const MONITOR_WAIT = '30s';
@@ -30,7 +32,7 @@ export interface MonitorResult {
   reason: string;
   jobId: string;
   evaluation: Evaluation;
-  allocations: Array<Pick<Allocation, 'id' | 'nodeId' | 'taskGroup' | 'clientStatus' | 'clientDescription'>>;
+  allocations: Array<{ id: string; nodeId: string; taskGroup: string; clientStatus: string; clientDescription: string }>;
 }
 
 /**
@@ -42,9 +44,17 @@ export async function settledEvaluation(s: ApiSession, evalId: string): Promise<
   let index = 0;
   for (;;) {
     const ans = await s.api.get<Evaluation>(KINDS.evaluation.getPath(evalId), index ? { index, wait: MONITOR_WAIT } : {});
-    if (ans.body.status !== 'pending') return ans.body;
+    if (ans.body.Status !== 'pending') return ans.body;
     index = ans.index;
   }
+}
+
+/** The job `job run` follows: the version its registration made. */
+export interface RunTarget {
+  id: string;
+  namespace: string;
+  type: string;
+  version: number;
 }
 
 /** "1 allocation" / "2 allocations". */
@@ -58,134 +68,130 @@ const allocations = (n: number): string => `${n} allocation${n === 1 ? '' : 's'}
  * ok=false (never throws) for those; Ctrl-C stops following with ok=true (the
  * job keeps running). Throws ApiClientError when the API fails.
  */
-export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Job, evalId: string, submitIndex: number): Promise<MonitorResult> {
-  const { describePlacementFailure, isClientTerminal } = structs;
+export async function monitorRun(s: ApiSession, structs: typeof Structs, job: RunTarget, evalId: string, submitIndex: number): Promise<MonitorResult> {
+  const { isClientTerminal } = structs;
   const say = (text: string): void => {
     if (!s.out.json) s.out.line(text);
   };
-  const jobAllocs = async (index = 0): Promise<{ body: Allocation[]; index: number }> =>
-    s.api.get<Allocation[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: s.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
+  const jobAllocs = async (index = 0): Promise<{ body: api.AllocationListStub[]; index: number }> =>
+    s.api.get<api.AllocationListStub[]>(`/v1/job/${encodeURIComponent(job.id)}/allocations`, { namespace: job.namespace, ...(index ? { index, wait: MONITOR_WAIT } : {}) });
   const failures = (ev: Evaluation, only?: string): void => {
-    for (const [group, failure] of Object.entries(ev.failedPlacements ?? {})) {
-      if (only !== undefined && group !== only) continue;
-      say(`    Task group "${group}" (failed to place ${allocations(failure.unplaced)}):`);
-      say(`      * ${describePlacementFailure(failure) || 'no node fits'}`);
-    }
+    for (const line of failedPlacementLines(ev, { heading: 'Task group', indent: '    ', ...(only === undefined ? {} : { group: only }) })) say(line);
   };
   say(`==> ${timestamp(Date.now())}: Monitoring evaluation "${shortId(evalId)}"`);
   say(`    Evaluation triggered by job "${job.id}"`);
   let evaluation: Evaluation | undefined;
-  const result = (ok: boolean, reason: string, allocs: Allocation[] = []): MonitorResult => ({
+  const result = (ok: boolean, reason: string, allocs: api.AllocationListStub[] = []): MonitorResult => ({
     ok,
     reason,
     jobId: job.id,
     evaluation: evaluation as Evaluation,
-    allocations: allocs.map((a) => ({ id: a.id, nodeId: a.nodeId, taskGroup: a.taskGroup, clientStatus: a.clientStatus, clientDescription: a.clientDescription })),
+    allocations: allocs.map((a) => ({ id: a.ID, nodeId: a.NodeID, taskGroup: a.TaskGroup, clientStatus: a.ClientStatus, clientDescription: a.ClientDescription })),
   });
   try {
     const ev = (evaluation = await settledEvaluation(s, evalId));
     let allocs = (await jobAllocs()).body;
     // This submission's allocations: created by its evaluation or since (replacements), whatever became of them.
-    const mine = (list: Allocation[]): Allocation[] => list.filter((a) => a.createIndex >= submitIndex);
-    for (const a of mine(allocs)) say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"`);
-    // Older allocations this submission moved to the new job version without a stop (resource-only changes).
-    const inPlace = allocs.filter(
-      (a) => a.createIndex < submitIndex && a.modifyIndex >= submitIndex && a.jobVersion === job.version && a.desiredStatus === 'run',
-    );
-    for (const a of inPlace) say(`    Allocation "${shortId(a.id)}" updated in place: node "${shortId(a.nodeId)}", group "${a.taskGroup}" (new resources, no restart)`);
-    say(`    Evaluation status changed: "pending" -> "${ev.status}"`);
+    const mine = (list: api.AllocationListStub[]): api.AllocationListStub[] => list.filter((a) => a.CreateIndex >= submitIndex);
+    for (const a of mine(allocs)) say(`    Allocation "${shortId(a.ID)}" created: node "${shortId(a.NodeID)}", group "${a.TaskGroup}"`);
+    // Older allocations this submission's evaluation moved to the new job version without a stop (resource-only changes).
+    const inPlace = allocs.filter((a) => a.CreateIndex < submitIndex && a.EvalID === evalId && a.JobVersion === job.version && a.DesiredStatus === 'run');
+    for (const a of inPlace) say(`    Allocation "${shortId(a.ID)}" updated in place: node "${shortId(a.NodeID)}", group "${a.TaskGroup}" (new resources, no restart)`);
+    say(`    Evaluation status changed: "pending" -> "${ev.Status}"`);
     failures(ev);
-    say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.status}"${ev.status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
-    if (ev.status === 'failed' || ev.status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.status}: ${ev.statusDescription}`);
+    say(`==> Evaluation "${shortId(evalId)}" finished with status "${ev.Status}"${ev.Status === 'blocked' ? '; it is retried when the cluster changes' : ''}`);
+    if (ev.Status === 'failed' || ev.Status === 'canceled') return result(false, `evaluation ${shortId(evalId)} ${ev.Status}: ${ev.StatusDescription}`);
     // A system job's evaluation completes even when no node can run it: nothing placed and failures is a failure for both kinds.
-    const placementFailed = ev.status === 'blocked' || Object.keys(ev.failedPlacements ?? {}).length > 0;
+    const placementFailed = ev.Status === 'blocked' || failedGroups(ev).length > 0;
     if (placementFailed && mine(allocs).length === 0) {
-      return result(false, `placement failed: ${ev.blockedReason || 'no node fits'}`);
+      return result(false, `placement failed: ${placementSummary(ev) || 'no node fits'}`);
     }
-    if (mine(allocs).length === 0 && (ev.updatedInPlace ?? 0) > 0) {
-      say(`==> ${allocations(ev.updatedInPlace ?? 0)} updated in place`);
+    if (mine(allocs).length === 0 && inPlace.length > 0) {
+      say(`==> ${allocations(inPlace.length)} updated in place`);
       return result(true, 'updated in place', inPlace);
     }
     if (mine(allocs).length === 0) {
       say('    No allocations placed (nothing to change, or no eligible nodes)');
-      return result(ev.status === 'complete', 'no allocations placed');
+      return result(ev.Status === 'complete', 'no allocations placed');
     }
 
     // Follow each allocation until it runs (or completes) or fails; a lost one's replacement in its place.
-    const followed = new Map(mine(allocs).map((a) => [a.id, a]));
+    const followed = new Map(mine(allocs).map((a) => [a.ID, a]));
     const seen = new Map<string, string>();
     const told = new Set<string>();
     const lostWords = new Map<string, string>();
     let allocIndex = 0;
     for (;;) {
       // Oldest first: a lost allocation's line comes before its replacement's.
-      for (const a of mine(allocs).sort((x, y) => x.createIndex - y.createIndex)) {
-        const prev = a.previousAllocation;
-        if (!followed.has(a.id)) {
+      // Which allocation each replaces (the replaced one names its replacement: NextAllocation).
+      const previousOf = new Map(allocs.filter((a) => a.NextAllocation).map((a) => [a.NextAllocation, a.ID]));
+      for (const a of mine(allocs).sort((x, y) => x.CreateIndex - y.CreateIndex)) {
+        const prev = previousOf.get(a.ID);
+        if (!followed.has(a.ID)) {
           const why = prev && lostWords.has(prev) ? ` (replaces lost allocation "${shortId(prev)}")` : '';
-          say(`    Allocation "${shortId(a.id)}" created: node "${shortId(a.nodeId)}", group "${a.taskGroup}"${why}`);
+          say(`    Allocation "${shortId(a.ID)}" created: node "${shortId(a.NodeID)}", group "${a.TaskGroup}"${why}`);
         }
-        followed.set(a.id, a);
-        const before = seen.get(a.id);
-        if (before !== a.clientStatus) {
-          if (before !== undefined || a.clientStatus !== 'pending') {
-            const why = a.clientDescription ? ` (${a.clientDescription})` : '';
-            say(`    Allocation "${shortId(a.id)}" status changed: "${before ?? 'pending'}" -> "${a.clientStatus}"${why}`);
+        followed.set(a.ID, a);
+        const before = seen.get(a.ID);
+        if (before !== a.ClientStatus) {
+          if (before !== undefined || a.ClientStatus !== 'pending') {
+            const why = a.ClientDescription ? ` (${a.ClientDescription})` : '';
+            say(`    Allocation "${shortId(a.ID)}" status changed: "${before ?? 'pending'}" -> "${a.ClientStatus}"${why}`);
           }
-          seen.set(a.id, a.clientStatus);
+          seen.set(a.ID, a.ClientStatus);
         }
-        if (a.clientStatus === 'lost' && !lostWords.has(a.id)) {
-          lostWords.set(a.id, await lostBecause(s, a));
-          say(`==> Allocation "${shortId(a.id)}" of group "${a.taskGroup}" lost: ${lostWords.get(a.id)}`);
+        if (a.ClientStatus === 'lost' && !lostWords.has(a.ID)) {
+          lostWords.set(a.ID, await lostBecause(s, a));
+          say(`==> Allocation "${shortId(a.ID)}" of group "${a.TaskGroup}" lost: ${lostWords.get(a.ID)}`);
         }
       }
       const current = [...followed.values()];
-      const failed = current.find((a) => a.clientStatus === 'failed');
+      const failed = current.find((a) => a.ClientStatus === 'failed');
       if (failed) {
-        say(`==> Allocation "${shortId(failed.id)}" failed${failed.clientDescription ? `: ${failed.clientDescription}` : ''}`);
-        return result(false, `allocation ${shortId(failed.id)} failed`, current);
+        say(`==> Allocation "${shortId(failed.ID)}" failed${failed.ClientDescription ? `: ${failed.ClientDescription}` : ''}`);
+        return result(false, `allocation ${shortId(failed.ID)} failed`, current);
       }
       // The newest of each line of replacements: what is meant to run now.
-      const replaced = new Set(current.map((a) => a.previousAllocation));
-      const standing = current.filter((a) => !replaced.has(a.id));
-      const lost = standing.find((a) => a.clientStatus === 'lost');
+      const standing = current.filter((a) => !(a.NextAllocation && followed.has(a.NextAllocation)));
+      const lost = standing.find((a) => a.ClientStatus === 'lost');
       if (lost) {
         // Its replacement is placed by the evaluation that marked it lost; one still pending may yet place it.
-        const since = await evaluationsSince(s, job.id, submitIndex);
-        const pending = since.find((e) => e.status === 'pending');
+        const since = await evaluationsSince(s, job, submitIndex);
+        const pending = since.find((e) => e.Status === 'pending');
         if (pending) {
-          await settledEvaluation(s, pending.id);
+          await settledEvaluation(s, pending.ID);
           allocs = (await jobAllocs()).body;
           continue;
         }
-        const blocked = since.filter((e) => e.status === 'blocked' && e.failedPlacements?.[lost.taskGroup]).at(-1);
+        const blocked = since.filter((e) => e.Status === 'blocked' && e.FailedTGAllocs?.[lost.TaskGroup]).at(-1);
         let why = `a ${job.type} job is not moved to another node`;
         if (blocked) {
-          failures(blocked, lost.taskGroup);
-          say(`==> Evaluation "${shortId(blocked.id)}" is blocked; it is retried when the cluster changes`);
-          why = describePlacementFailure(blocked.failedPlacements[lost.taskGroup] as Structs.PlacementFailure) || 'no node fits';
+          failures(blocked, lost.TaskGroup);
+          say(`==> Evaluation "${shortId(blocked.ID)}" is blocked; it is retried when the cluster changes`);
+          const metric = blocked.FailedTGAllocs?.[lost.TaskGroup];
+          why = (metric && metricLines(metric).join('; ')) || 'no node fits';
         }
-        return result(false, `allocation ${shortId(lost.id)} of group "${lost.taskGroup}" lost: ${lostWords.get(lost.id)}; no replacement could be placed: ${why}`, current);
+        return result(false, `allocation ${shortId(lost.ID)} of group "${lost.TaskGroup}" lost: ${lostWords.get(lost.ID)}; no replacement could be placed: ${why}`, current);
       }
       // Stopped by the server (a newer version, a scale-down, the job stopped): no longer followed.
-      const stopped = standing.filter((a) => a.desiredStatus !== 'run' && isClientTerminal(a.clientStatus));
-      for (const a of stopped.filter((x) => !told.has(x.id))) {
-        told.add(a.id);
-        say(`==> Allocation "${shortId(a.id)}" stopped by the server${a.desiredDescription ? `: ${a.desiredDescription}` : ''}`);
+      const stopped = standing.filter((a) => a.DesiredStatus !== 'run' && isClientTerminal(a.ClientStatus as Structs.AllocClientStatus));
+      for (const a of stopped.filter((x) => !told.has(x.ID))) {
+        told.add(a.ID);
+        say(`==> Allocation "${shortId(a.ID)}" stopped by the server${a.DesiredDescription ? `: ${a.DesiredDescription}` : ''}`);
       }
       const live = standing.filter((a) => !stopped.includes(a));
       if (live.length === 0) return result(false, 'every allocation stopped', current);
-      const done = live.every((a) => a.desiredStatus === 'run' && (a.clientStatus === 'running' || (a.clientStatus === 'complete' && job.type === 'batch')));
+      const done = live.every((a) => a.DesiredStatus === 'run' && (a.ClientStatus === 'running' || (a.ClientStatus === 'complete' && job.type === 'batch')));
       if (done) {
-        const words = job.type === 'batch' && live.every((a) => a.clientStatus === 'complete') ? 'complete' : 'running';
-        const lostCount = current.filter((a) => a.clientStatus === 'lost').length;
+        const words = job.type === 'batch' && live.every((a) => a.ClientStatus === 'complete') ? 'complete' : 'running';
+        const lostCount = current.filter((a) => a.ClientStatus === 'lost').length;
         say(`==> ${allocations(live.length)} ${words}${lostCount ? ` (${lostCount} lost and replaced)` : ''}`);
         // Placed in part: the rest waits for the cluster to change (the evaluation stays blocked).
         if (placementFailed) {
           const now = await settledEvaluation(s, evalId);
-          if (now.status === 'blocked') {
+          if (now.Status === 'blocked') {
             say(`==> Evaluation "${shortId(evalId)}" is still blocked: not every allocation could be placed`);
-            return result(false, `placement failed: ${now.blockedReason || 'no node fits'}`, live);
+            return result(false, `placement failed: ${placementSummary(now) || 'no node fits'}`, live);
           }
         }
         return result(true, words, live);
@@ -197,26 +203,26 @@ export async function monitorRun(s: ApiSession, structs: typeof Structs, job: Jo
   } catch (err) {
     if (err instanceof AbortedError) {
       say('==> Monitoring stopped; the job keeps running (see `berth job status ' + job.id + '`)');
-      return { ...result(true, 'monitoring interrupted'), evaluation: evaluation ?? ({ id: evalId } as Evaluation) };
+      return { ...result(true, 'monitoring interrupted'), evaluation: evaluation ?? ({ ID: evalId } as Evaluation) };
     }
     throw err;
   }
 }
 
 /** The job's evaluations created at or after `index`, oldest first. */
-async function evaluationsSince(s: ApiSession, jobId: string, index: number): Promise<Evaluation[]> {
-  const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
-  return body.filter((e) => e.createIndex >= index).sort((a, b) => a.createIndex - b.createIndex);
+async function evaluationsSince(s: ApiSession, job: RunTarget, index: number): Promise<Evaluation[]> {
+  const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(job.id)}/evaluations`, { namespace: job.namespace });
+  return body.filter((e) => e.CreateIndex >= index).sort((a, b) => a.CreateIndex - b.CreateIndex);
 }
 
 /** Why an allocation was lost, in the operator's words: its node by name, down and why; else what its client said. */
-async function lostBecause(s: ApiSession, alloc: Allocation): Promise<string> {
-  let node: Node | undefined;
+async function lostBecause(s: ApiSession, alloc: api.AllocationListStub): Promise<string> {
+  let node: api.Node | undefined;
   try {
-    node = (await s.api.get<Node>(KINDS.node.getPath(alloc.nodeId))).body;
+    node = (await s.api.get<api.Node>(KINDS.node.getPath(alloc.NodeID))).body;
   } catch (err) {
     if (!(err instanceof ApiClientError) || err.code !== 'NOT_FOUND') throw err;
   }
-  if (node?.status === 'down') return `node "${node.name}" (${shortId(node.id)}) is down${node.statusDescription ? `: ${node.statusDescription}` : ''}`;
-  return alloc.clientDescription || `on node "${node?.name ?? shortId(alloc.nodeId)}"`;
+  if (node?.Status === 'down') return `node "${node.Name}" (${shortId(node.ID)}) is down${node.StatusDescription ? `: ${node.StatusDescription}` : ''}`;
+  return alloc.ClientDescription || `on node "${node?.Name ?? shortId(alloc.NodeID)}"`;
 }

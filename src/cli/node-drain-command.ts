@@ -4,11 +4,11 @@
 
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import type { Allocation, Node } from '../structs/index.js';
-import { ApiClient, KINDS } from './api-client.js';
+import type * as Api from '../api/index.js';
+import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
-import { tokenOf } from './alloc-io-commands.js';
 import type { CommandContext } from './csi-command.js';
+import { nodeAllocations, resolveNode, selfNode } from './node-status-command.js';
 import { UsageError } from './usage-error.js';
 import { parseDuration } from './values.js';
 
@@ -30,9 +30,16 @@ export function addNodeDrainCommands(node: Command, ctx: CommandContext): void {
       .option('--keep-ineligible', 'with -disable: the node stays ineligible for new allocations')
       .option('--detach', 'return once the drain is set instead of following it')
       .option('--monitor', 'only follow a drain already in progress')
+      .option('-m <message>', 'a message kept with the drain (as "message"; as "cancel_message" with -disable)')
+      .option('--meta <key=value>', 'more to keep with the drain; repeatable', (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
       .option('--self', 'the node of the agent at --address')
       .option('-y, --yes', 'do not ask for confirmation'),
-    ['node drain -enable 9c1e', 'node drain -enable -deadline 10m -ignore-system 9c1e', 'node drain -enable -force -detach -yes 9c1e', 'node drain -disable -keep-ineligible 9c1e'],
+    [
+      'node drain -enable 9c1e',
+      'node drain -enable -deadline 10m -ignore-system -m "kernel upgrade" 9c1e',
+      'node drain -enable -force -detach -yes 9c1e',
+      'node drain -disable -keep-ineligible 9c1e',
+    ],
   ).action(apiAction(ctx, (s, args, opts) => nodeDrain(ctx, s, args, opts)));
 
   apiCommand(
@@ -47,17 +54,14 @@ export function addNodeDrainCommands(node: Command, ctx: CommandContext): void {
   ).action(apiAction(ctx, (s, args, opts) => nodeEligibility(s, args, opts)));
 }
 
-/** The node named by the argument, or with -self the one the agent at --address runs. */
+/** The node named by the argument (an ID or a unique prefix), or with -self the one the agent at --address runs. */
 async function targetNode(s: ApiSession, idArg: string | undefined, opts: Record<string, unknown>): Promise<string> {
   if (opts['self']) {
     if (idArg) throw new UsageError('give either a node ID or -self, not both');
-    const token = tokenOf(opts);
-    const agent = new ApiClient({ address: s.api.address, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
-    const { body } = await agent.get<{ nodeId: string }>('/v1/client/self');
-    return body.nodeId;
+    return selfNode(s, opts);
   }
   if (!idArg) throw new UsageError('name the node (its ID or a unique prefix), or use -self');
-  return s.api.resolve(KINDS.node, idArg);
+  return resolveNode(s, idArg);
 }
 
 function onOff(opts: Record<string, unknown>): boolean {
@@ -70,10 +74,9 @@ function onOff(opts: Record<string, unknown>): boolean {
 async function nodeEligibility(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const enable = onOff(opts);
   const nodeId = await targetNode(s, idArg, opts);
-  const { body } = await s.api.request<{ node: Node }>('PUT', `/v1/node/${encodeURIComponent(nodeId)}/eligibility`, {
-    body: { Eligibility: enable ? 'eligible' : 'ineligible' },
-  });
-  if (s.out.json) return s.out.document(body.node);
+  const body: Api.NodeUpdateEligibilityRequest = { NodeID: nodeId, Eligibility: enable ? 'eligible' : 'ineligible' };
+  const { body: answer } = await s.api.request<Api.NodeEligibilityUpdateResponse>('POST', `/v1/node/${encodeURIComponent(nodeId)}/eligibility`, { body });
+  if (s.out.json) return s.out.document(answer);
   s.out.line(`Node "${nodeId}" scheduling eligibility set: ${enable ? 'eligible' : 'ineligible'} for scheduling`);
 }
 
@@ -109,6 +112,20 @@ async function confirm(ctx: CommandContext, question: string): Promise<boolean> 
   }
 }
 
+/** What the operator sends with the drain (Nomad's -m and -meta): on -disable, the last drain's meta with a `cancel_message`. */
+function drainMeta(opts: Record<string, unknown>, enable: boolean, last: Record<string, string> | null | undefined): Record<string, string> {
+  const meta: Record<string, string> = enable ? {} : { ...(last ?? {}) };
+  const message = opts['m'];
+  if (typeof message === 'string' && message) meta[enable ? 'message' : 'cancel_message'] = message;
+  for (const kv of (opts['meta'] as string[] | undefined) ?? []) {
+    const eq = kv.indexOf('=');
+    if (eq === 0) throw new UsageError(`-meta "${kv}" is not key=value`);
+    if (eq < 0) meta[kv] = '';
+    else meta[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  return meta;
+}
+
 async function nodeDrain(ctx: CommandContext, s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const monitorOnly = Boolean(opts['monitor']);
   if (monitorOnly && (opts['enable'] || opts['disable'])) throw new UsageError('-monitor only follows a drain; leave out -enable/-disable');
@@ -119,30 +136,26 @@ async function nodeDrain(ctx: CommandContext, s: ApiSession, [idArg]: string[], 
   if (enable && opts['keepIneligible']) throw new UsageError('-keep-ineligible goes with -disable');
   const deadlineMs = enable && !monitorOnly ? deadlineOf(opts) : 0;
   const nodeId = await targetNode(s, idArg, opts);
-  const path = `/v1/node/${encodeURIComponent(nodeId)}/drain`;
-  if (!monitorOnly) {
-    if (enable && !opts['yes'] && !s.out.json && !(await confirm(ctx, `Are you sure you want to enable drain mode for node "${nodeId}"?`))) {
-      s.out.line('Canceled.');
-      return;
-    }
-    const body = enable
-      ? { DrainSpec: { Deadline: deadlineMs < 0 ? -1 : deadlineMs * 1e6, IgnoreSystemJobs: Boolean(opts['ignoreSystem']) } }
-      : { DrainSpec: null, MarkEligible: !opts['keepIneligible'] };
-    const { body: answer, index } = await s.api.request<{ node: Node }>('PUT', path, { body });
-    if (!enable) {
-      if (s.out.json) return s.out.document(answer.node);
-      s.out.line(`Node "${nodeId}" drain strategy unset`);
-      return;
-    }
-    if (opts['detach']) {
-      if (s.out.json) return s.out.document(answer.node);
-      s.out.line(`Node "${nodeId}" drain strategy set`);
-      return;
-    }
-    await monitorDrain(s, nodeId, index, true);
+  if (monitorOnly) return monitorDrain(s, nodeId, 0, false);
+  if (enable && !opts['yes'] && !s.out.json && !(await confirm(ctx, `Are you sure you want to enable drain mode for node "${nodeId}"?`))) {
+    s.out.line('Canceled.');
     return;
   }
-  await monitorDrain(s, nodeId, 0, false);
+  // A cancel keeps the drain's meta (Nomad's CLI sends it back with the cancel message).
+  const last = enable ? undefined : (await s.api.get<Api.Node>(KINDS.node.getPath(nodeId))).body.LastDrain?.Meta;
+  const body: Api.NodeUpdateDrainRequest = {
+    NodeID: nodeId,
+    DrainSpec: enable ? { Deadline: deadlineMs < 0 ? -1 : deadlineMs * 1e6, IgnoreSystemJobs: Boolean(opts['ignoreSystem']) } : null,
+    MarkEligible: !enable && !opts['keepIneligible'],
+    Meta: drainMeta(opts, enable, last),
+  };
+  const { body: answer, index } = await s.api.request<Api.NodeDrainUpdateResponse>('POST', `/v1/node/${encodeURIComponent(nodeId)}/drain`, { body });
+  if (!enable || opts['detach']) {
+    if (s.out.json) return s.out.document(answer);
+    s.out.line(`Node "${nodeId}" drain strategy ${enable ? 'set' : 'unset'}`);
+    return;
+  }
+  await monitorDrain(s, nodeId, index, true);
 }
 
 /**
@@ -160,34 +173,33 @@ async function monitorDrain(s: ApiSession, nodeId: string, fromIndex: number, ju
   let lastMessage = '';
   let allMarked = false;
   for (;;) {
-    const [{ body: node, index: ni }, { body: allocs, index: ai }] = await Promise.all([
-      s.api.get<Node>(KINDS.node.getPath(nodeId), { index: String(nodeIndex), wait: '5s' }),
-      s.api.get<Allocation[]>(`/v1/node/${encodeURIComponent(nodeId)}/allocations`, { index: String(allocIndex), wait: '5s' }),
+    const [{ body: node, index: ni }, { rows: allocs, index: ai }] = await Promise.all([
+      s.api.get<Api.Node>(KINDS.node.getPath(nodeId), { index: String(nodeIndex), wait: '5s' }),
+      nodeAllocations(s, nodeId, { index: String(allocIndex), wait: '5s' }),
     ]);
     nodeIndex = ni;
     allocIndex = ai;
     for (const a of allocs) {
       const before = seen.get(a.id);
-      const migrating = Boolean(a.desiredTransition?.migrate);
       if (!before) {
-        seen.set(a.id, { status: a.clientStatus, migrating });
-        if (migrating && (a.clientStatus === 'pending' || a.clientStatus === 'running')) say(`Alloc "${a.id}" marked for migration`);
+        seen.set(a.id, { status: a.clientStatus, migrating: a.migrating });
+        if (a.migrating && (a.clientStatus === 'pending' || a.clientStatus === 'running')) say(`Alloc "${a.id}" marked for migration`);
         continue;
       }
-      if (migrating && !before.migrating) say(`Alloc "${a.id}" marked for migration`);
+      if (a.migrating && !before.migrating) say(`Alloc "${a.id}" marked for migration`);
       if (before.status !== a.clientStatus) say(`Alloc "${a.id}" status ${before.status} -> ${a.clientStatus}`);
-      seen.set(a.id, { status: a.clientStatus, migrating });
+      seen.set(a.id, { status: a.clientStatus, migrating: a.migrating });
     }
     const live = allocs.filter((a) => a.clientStatus === 'pending' || a.clientStatus === 'running');
-    if (!allMarked && live.length > 0 && live.every((a) => a.desiredTransition?.migrate || a.desiredStatus !== 'run')) {
+    if (!allMarked && live.length > 0 && live.every((a) => a.migrating || a.desiredStatus !== 'run')) {
       allMarked = true;
       say(`Node "${nodeId}" has marked all allocations for migration`);
     }
-    const message = node.lastDrain?.message ?? '';
-    if (message && message !== lastMessage && node.drainStrategy) say(`Drain: ${message}`);
+    const message = node.LastDrain?.BerthMessage ?? '';
+    if (message && message !== lastMessage && node.DrainStrategy) say(`Drain: ${message}`);
     lastMessage = message;
-    if (!node.drainStrategy) {
-      if (node.lastDrain?.status === 'complete') {
+    if (!node.DrainStrategy) {
+      if (node.LastDrain?.Status === 'complete') {
         say(`All allocations on node "${nodeId}" have stopped`);
         say(`Drain complete for node ${nodeId}`);
       } else say(`Drain for node ${nodeId} was canceled`);

@@ -5,19 +5,15 @@
 // placement metrics).
 
 import type { Command } from 'commander';
-import type { AllocMetric, Node } from '../structs/index.js';
-import { ApiClient, KINDS } from './api-client.js';
+import type * as Api from '../api/index.js';
+import type { AllocMetric } from '../structs/index.js';
+import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
-import { tokenOf } from './alloc-io-commands.js';
+import { nodeAgentAt, tokenOf } from './alloc-io-commands.js';
 import type { CommandContext } from './command-context.js';
+import { formatKV } from './nomad-format.js';
+import { resolveNode } from './node-status-command.js';
 import { UsageError } from './usage-error.js';
-
-interface MetaView {
-  nodeId: string;
-  meta: Record<string, string>;
-  dynamic: Record<string, string | null>;
-  static: Record<string, string>;
-}
 
 /** Adds `meta apply` and `meta read` to `berth node`. */
 export function addNodeMetaCommands(node: Command, ctx: CommandContext): void {
@@ -25,7 +21,7 @@ export function addNodeMetaCommands(node: Command, ctx: CommandContext): void {
   apiCommand(
     meta
       .command('apply')
-      .description('Set dynamic meta on a node: KEY=VALUE ... (KEY= with nothing removes a static key until unset)')
+      .description('Set dynamic meta on a node: KEY=VALUE ... (KEY= with nothing removes the key, a static one too, until set again)')
       .argument('[pairs...]', 'KEY=VALUE pairs')
       .option('--node-id <id>', 'the node (ID or unique prefix); default: the only node')
       .option('--unset <keys>', 'comma-separated dynamic keys to forget (they return to their static value, if any)'),
@@ -38,20 +34,14 @@ export function addNodeMetaCommands(node: Command, ctx: CommandContext): void {
 }
 
 /** The node named by --node-id, or the only node of the cluster. */
-async function targetNode(s: ApiSession, opts: Record<string, unknown>): Promise<Node> {
+async function targetNode(s: ApiSession, opts: Record<string, unknown>): Promise<Api.Node> {
   let id = opts['nodeId'] as string | undefined;
   if (!id) {
-    const { body: nodes } = await s.api.get<Node[]>(KINDS.node.listPath);
+    const { body: nodes } = await s.api.get<Api.NodeListStub[]>(KINDS.node.listPath);
     if (nodes.length !== 1) throw new UsageError(`the cluster has ${nodes.length} nodes; name one with --node-id`);
-    id = (nodes[0] as Node).id;
-  } else id = await s.api.resolve(KINDS.node, id);
-  return (await s.api.get<Node>(KINDS.node.getPath(id))).body;
-}
-
-function agentOf(s: ApiSession, node: Node, opts: Record<string, unknown>): ApiClient {
-  if (!node.httpAddr) throw new UsageError(`node ${node.name} (${shortId(node.id)}) reports no HTTP address; is its agent running?`);
-  const token = tokenOf(opts);
-  return new ApiClient({ address: node.httpAddr, signal: s.signal, answerTimeoutMs: s.api.answerTimeoutMs, ...(token ? { token } : {}) });
+    id = (nodes[0] as Api.NodeListStub).ID;
+  } else id = await resolveNode(s, id);
+  return (await s.api.get<Api.Node>(KINDS.node.getPath(id))).body;
 }
 
 async function apply(s: ApiSession, args: string[], opts: Record<string, unknown>): Promise<void> {
@@ -70,29 +60,30 @@ async function apply(s: ApiSession, args: string[], opts: Record<string, unknown
     .filter(Boolean);
   if (pairs.length === 0 && unset.length === 0) throw new UsageError('give KEY=VALUE pairs to set, or --unset KEYS');
   const node = await targetNode(s, opts);
-  const { body } = await agentOf(s, node, opts).request<MetaView>('PUT', '/v1/client/metadata', { body: { meta: set, unset } });
-  if (s.out.json) return s.out.document(body);
-  s.out.line(`Node "${node.name}" (${shortId(node.id)}) meta updated`);
-  printMeta(s, body);
+  const body: Api.NodeMetaApplyRequest = { NodeID: node.ID, Meta: set, BerthUnset: unset };
+  const { body: answer } = await nodeAgentAt(s, node, tokenOf(opts)).request<Api.NodeMetaResponse>('POST', '/v1/client/metadata', { body });
+  if (s.out.json) return s.out.document(answer);
+  s.out.line(`Node "${node.Name}" (${shortId(node.ID)}) meta updated`);
+  printMeta(s, answer);
 }
 
 async function read(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {
   const node = await targetNode(s, opts);
-  const { body } = await agentOf(s, node, opts).get<MetaView>('/v1/client/metadata');
+  const { body } = await nodeAgentAt(s, node, tokenOf(opts)).get<Api.NodeMetaResponse>('/v1/client/metadata', { node_id: node.ID });
   if (s.out.json) return s.out.document(body);
   printMeta(s, body);
 }
 
-function printMeta(s: ApiSession, v: MetaView): void {
-  const section = (title: string, m: Record<string, string | null>): void => {
+/** As Nomad's `node meta read`: all, dynamic (`<unset>` for a removed key) and static meta. */
+function printMeta(s: ApiSession, v: Api.NodeMetaResponse): void {
+  const section = (title: string, m: Record<string, string | null>, first = false): void => {
+    if (!first) s.out.line();
     s.out.line(s.style.bold(title));
-    const keys = Object.keys(m).sort();
-    if (keys.length === 0) s.out.line('  (none)');
-    for (const k of keys) s.out.line(`  ${k} = ${m[k] === null ? '(removed)' : m[k]}`);
+    for (const line of formatKV(Object.keys(m).sort().map((k) => [k, m[k] ?? '<unset>']))) s.out.line(line);
   };
-  section('All Meta', v.meta);
-  section('Dynamic Meta', v.dynamic);
-  section('Static Meta', v.static);
+  section('All Meta', v.Meta ?? {}, true);
+  section('Dynamic Meta', v.Dynamic ?? {});
+  section('Static Meta', v.Static ?? {});
 }
 
 /** Nomad's `alloc status -verbose` placement metrics: what was looked at, what filtered, the best scores. */

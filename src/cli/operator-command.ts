@@ -2,13 +2,15 @@
 // state, offline, straight against its store (the SQLite file in a data
 // dir, or an etcd prefix), in Berth's own snapshot format. A snapshot saved
 // from one kind of store restores into the other: that is how a single
-// server's SQLite state moves into etcd.
+// server's SQLite state moves into etcd. `operator scheduler` and `operator
+// metrics` go through the API (operator-api-commands.ts).
 
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import type * as ServerModule from '../server/index.js';
 import type { CommandContext } from './command-context.js';
+import { addOperatorApiCommands } from './operator-api-commands.js';
 import { Output } from './output.js';
 import { UsageError } from './usage-error.js';
 
@@ -26,7 +28,7 @@ const ETCD_URL = /^https?:\/\/[^\s/]+$/;
 
 /** Builds `berth operator`. */
 export function operatorCommand(ctx: CommandContext): Command {
-  const operator = new Command('operator').description('Cluster operations: backup and restore of the server state');
+  const operator = new Command('operator').description("Cluster operations: backup and restore of the server state, the scheduler's configuration, metrics");
   const snapshot = new Command('snapshot').description("Save the server state to a file, or restore it from one");
   const storeOptions = (cmd: Command): Command =>
     cmd
@@ -89,6 +91,7 @@ Exit codes:
   2    bad usage (no store or two stores named)`,
   );
   operator.addCommand(snapshot);
+  addOperatorApiCommands(operator, ctx);
   return operator;
 }
 

@@ -4,6 +4,7 @@
 // details cannot make berth print it.
 
 import { REDACTED } from '../lib/index.js';
+import { renderTemplate } from './go-template.js';
 
 /** Where the CLI writes. Tests and main pass their own. */
 export interface CliIo {
@@ -77,10 +78,14 @@ export class Output {
   readonly #io: CliIo;
   readonly #redactor: Redactor;
 
-  constructor(io: CliIo, redactor: Redactor, json: boolean) {
+  readonly #template: string | undefined;
+
+  /** With `template` (Nomad's `-t`), a document is printed through that Go template instead of as JSON. */
+  constructor(io: CliIo, redactor: Redactor, json: boolean, template?: string) {
     this.#io = io;
     this.#redactor = redactor;
-    this.json = json;
+    this.json = json || template !== undefined;
+    this.#template = template;
   }
 
   /** One line of human text on stdout. */
@@ -95,6 +100,11 @@ export class Output {
 
   /** One JSON document on stdout. SecretMap and VolumeCapability redact themselves. */
   document(value: unknown): void {
+    if (this.#template !== undefined) {
+      // The template sees the document as JSON has it (SecretMap and VolumeCapability redacted).
+      this.line(renderTemplate(this.#template, JSON.parse(JSON.stringify(value)) as unknown));
+      return;
+    }
     this.#io.stdout(this.#redactor.apply(`${JSON.stringify(value, null, 2)}\n`));
   }
 

@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import type * as CsiModule from '../csi/index.js';
 import { BerthError, createLogger, describeError } from '../lib/index.js';
 import type * as HostpathModule from '../csi-plugins/index.js';
-import { addPluginStatus } from './cluster-commands.js';
+import { addPluginStatus } from './plugin-status-command.js';
 import type { CommandContext } from './csi-command.js';
 import { PLUGIN_EXIT_CODES_HELP } from './exit-codes.js';
 import { UsageError } from './usage-error.js';

@@ -50,7 +50,7 @@ export const COMMANDS: readonly TopCommand[] = [
     load: async (ctx) => (await import('./server-command.js')).serverCommand(ctx),
   },
   { name: 'service', term: 'service', description: "List, inspect and delete service registrations (Nomad's native service discovery)", load: async (ctx) => (await import('./service-command.js')).serviceCommand(ctx) },
-  { name: 'node', term: 'node', description: 'Inspect client nodes', load: async (ctx) => (await import('./cluster-commands.js')).nodeCommand(ctx) },
+  { name: 'node', term: 'node', description: 'Inspect client nodes, drain them, set their eligibility and meta', load: async (ctx) => (await import('./cluster-commands.js')).nodeCommand(ctx) },
   {
     name: 'volume',
     term: 'volume',
@@ -66,7 +66,7 @@ export const COMMANDS: readonly TopCommand[] = [
   {
     name: 'system',
     term: 'system',
-    description: 'Cluster maintenance: garbage collection',
+    description: 'Cluster maintenance: garbage collection, job summary reconciliation',
     load: async (ctx) => (await import('./system-command.js')).systemCommand(ctx),
   },
   { name: 'eval', term: 'eval', description: "Inspect the scheduler's evaluations", load: async (ctx) => (await import('./eval-command.js')).evalCommand(ctx) },
@@ -75,7 +75,7 @@ export const COMMANDS: readonly TopCommand[] = [
   {
     name: 'operator',
     term: 'operator',
-    description: 'Cluster operations: backup and restore of the server state',
+    description: "Cluster operations: backup and restore of the server state, the scheduler's configuration, metrics",
     load: async (ctx) => (await import('./operator-command.js')).operatorCommand(ctx),
   },
   {

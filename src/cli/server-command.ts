@@ -1,24 +1,11 @@
 // `berth server members`: the servers of the cluster, their addresses, which
-// one leads and whether each is alive, as any server sees them.
+// one leads and whether each is alive, as any server sees them
+// (GET /v1/agent/members, as Nomad's `server members`).
 
 import { Command } from 'commander';
+import type { ServerMembers } from '../api/index.js';
 import { age, apiAction, apiCommand, elapsed, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
-
-interface Member {
-  id: string;
-  address: string;
-  leader: boolean;
-  status: 'alive' | 'left' | 'failed';
-  startedAt: number;
-  failedAt?: number;
-}
-
-interface MembersAnswer {
-  leader: string | null;
-  servers: Member[];
-  warning?: string;
-}
 
 /** Builds `berth server`. */
 export function serverCommand(ctx: CommandContext): Command {
@@ -31,19 +18,19 @@ export function serverCommand(ctx: CommandContext): Command {
 }
 
 async function members(s: ApiSession): Promise<void> {
-  const { body } = await s.api.get<MembersAnswer>('/v1/operator/members');
+  const { body } = await s.api.get<ServerMembers>('/v1/agent/members');
   if (s.out.json) return s.out.document(body);
   s.out.table(
     ['Name', 'Address', 'Leader', 'Status', 'Up', 'Failed Since'],
-    body.servers.map((m) => [
-      m.id,
-      m.address,
-      m.leader ? 'true' : 'false',
-      s.style.status(m.status),
-      m.status === 'alive' && m.startedAt ? elapsed(m.startedAt) : '-',
-      m.status === 'failed' ? (m.failedAt ? `${timestamp(m.failedAt)} (${age(m.failedAt)})` : 'unknown') : '-',
+    body.Members.map((m) => [
+      m.Name,
+      `${m.Addr.includes(':') ? `[${m.Addr}]` : m.Addr}:${m.Port}`,
+      m.Leader ? 'true' : 'false',
+      s.style.status(m.Status),
+      m.Status === 'alive' && m.StartedAt ? elapsed(m.StartedAt) : '-',
+      m.Status === 'failed' ? (m.FailedAt ? `${timestamp(m.FailedAt)} (${age(m.FailedAt)})` : 'unknown') : '-',
     ]),
   );
-  if (body.warning) s.out.warn(`Warning: ${body.warning}`);
-  else if (!body.leader) s.out.warn('Warning: no leader right now; writes are refused until one is elected');
+  if (body.Warning) s.out.warn(`Warning: ${body.Warning}`);
+  else if (!body.Members.some((m) => m.Leader)) s.out.warn('Warning: no leader right now; writes are refused until one is elected');
 }

@@ -3,17 +3,11 @@
 
 import type { Command } from 'commander';
 import { Command as Cmd } from 'commander';
-import type { Allocation, CheckResult, ServiceRegistration } from '../structs/index.js';
+import type * as api from '../api/index.js';
+import type { ServiceRegistration, ServiceRegistrationListStub } from '../api/index.js';
 import { KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
-
-interface ServiceSummary {
-  namespace: string;
-  serviceName: string;
-  tags: string[];
-  instances: number;
-}
 
 /** Builds `berth service`. */
 export function serviceCommand(ctx: CommandContext): Command {
@@ -21,7 +15,7 @@ export function serviceCommand(ctx: CommandContext): Command {
   apiCommand(
     service
       .command('list')
-      .description('List the services that have healthy instances, with their tags')
+      .description('List the services that have healthy instances, with their tags, per namespace')
       .option('--include-unhealthy', 'also services whose instances all fail their checks'),
     ['service list', 'service list --include-unhealthy', 'service list -n "*" --json'],
   ).action(apiAction(ctx, serviceList));
@@ -46,11 +40,11 @@ export function serviceCommand(ctx: CommandContext): Command {
 }
 
 async function serviceList(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {
-  const { body } = await s.api.get<ServiceSummary[]>('/v1/services', { namespace: s.namespace, ...(opts['includeUnhealthy'] ? { include_unhealthy: 'true' } : {}) });
+  const { body } = await s.api.get<ServiceRegistrationListStub[]>('/v1/services', { namespace: s.namespace, ...(opts['includeUnhealthy'] ? { include_unhealthy: 'true' } : {}) });
   if (s.out.json) return s.out.document(body);
   s.out.table(
-    ['Service Name', 'Namespace', 'Instances', 'Tags'],
-    body.map((x) => [x.serviceName, x.namespace, String(x.instances), x.tags.length ? `[${x.tags.join(',')}]` : '']),
+    ['Service Name', 'Namespace', 'Tags'],
+    body.flatMap((ns) => ns.Services.map((x) => [x.ServiceName, ns.Namespace, x.Tags.length ? `[${x.Tags.join(',')}]` : ''])),
   );
 }
 
@@ -64,16 +58,16 @@ async function serviceInfo(s: ApiSession, [name]: string[], opts: Record<string,
   if (s.out.json) return s.out.document(body);
   s.out.table(
     ['Job ID', 'Address', 'Tags', 'Node ID', 'Alloc ID'],
-    body.map((r) => [r.jobId, `${r.address.includes(':') ? `[${r.address}]` : r.address}:${r.port}`, r.tags.length ? `[${r.tags.join(',')}]` : '', shortId(r.nodeId), shortId(r.allocId)]),
+    body.map((r) => [r.JobID, `${r.Address.includes(':') ? `[${r.Address}]` : r.Address}:${r.Port}`, r.Tags.length ? `[${r.Tags.join(',')}]` : '', shortId(r.NodeID), shortId(r.AllocID)]),
   );
-  if (body.length) s.out.line(`Registration IDs: ${body.map((r) => r.id).join(', ')}`);
+  if (body.length) s.out.line(`Registration IDs: ${body.map((r) => r.ID).join(', ')}`);
 }
 
 async function serviceDelete(s: ApiSession, [name, id]: string[]): Promise<void> {
-  const { body } = await s.api.request<{ index: number }>('DELETE', `/v1/service/${encodeURIComponent(name as string)}/${encodeURIComponent(id as string)}`, {
+  const { index } = await s.api.request<undefined>('DELETE', `/v1/service/${encodeURIComponent(name as string)}/${encodeURIComponent(id as string)}`, {
     query: { namespace: s.namespace },
   });
-  if (s.out.json) return s.out.document(body);
+  if (s.out.json) return s.out.document({ Index: index });
   s.out.line(`Deleted registration ${id} of service "${name}"`);
 }
 
@@ -84,19 +78,19 @@ export function addAllocChecks(alloc: Command, ctx: CommandContext): void {
     ['alloc checks 3f2a9c1b', 'alloc checks 3f2a --json'],
   ).action(
     apiAction(ctx, async (s, [idArg]) => {
-      const id = await s.api.resolve(KINDS.allocation, idArg as string);
-      const { body: a } = await s.api.get<Allocation>(KINDS.allocation.getPath(id));
-      if (s.out.json) return s.out.document(a.checks ?? {});
-      printChecks(s, a.checks);
+      const id = await s.api.resolve(KINDS.allocation, idArg as string, { namespace: '*' });
+      const { body } = await s.api.get<api.AllocCheckStatuses>(`/v1/allocation/${encodeURIComponent(id)}/checks`);
+      if (s.out.json) return s.out.document(body);
+      printChecks(s, body);
     }),
   );
 }
 
-/** The checks table (`alloc checks`, and the section of `alloc status`). */
-export function printChecks(s: ApiSession, checks: Record<string, CheckResult> | undefined): void {
-  const rows = Object.values(checks ?? {}).sort((a, b) => (a.service + a.name < b.service + b.name ? -1 : 1));
+/** The checks table (`alloc checks`, and the section of `alloc status`): Nomad's statuses (success, failure, pending; Berth's warning). */
+export function printChecks(s: ApiSession, checks: api.AllocCheckStatuses | undefined): void {
+  const rows = Object.values(checks ?? {}).sort((a, b) => (a.Service + a.Check < b.Service + b.Check ? -1 : 1));
   s.out.table(
     ['Service', 'Check', 'Task', 'Status', 'Output', 'Updated'],
-    rows.map((c) => [c.service, c.name, c.task ?? '', s.style.status(c.status), c.output, c.at ? age(c.at) : '']),
+    rows.map((c) => [c.Service, c.Check, c.Task, s.style.status(c.Status), c.Output, c.Timestamp ? age(c.Timestamp * 1000) : '']),
   );
 }

@@ -37,7 +37,7 @@ describe("Nomad's one-dash flags reach commander as --flags", () => {
       assert.ok(err instanceof UsageError);
       assert.equal(
         err.message,
-        'unknown option "-frobnicate" for "berth job run"; its options (with one dash or two): -detach, -check-index, -var, -var-file, -address, -retry-for, -client-timeout, -token, -json, -namespace (see berth job run --help)',
+        'unknown option "-frobnicate" for "berth job run"; its options (with one dash or two): -detach, -check-index, -output, -var, -var-file, -address, -retry-for, -client-timeout, -token, -json, -namespace, -json-output, -template (see berth job run --help)',
       );
       return true;
     });

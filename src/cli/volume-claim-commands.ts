@@ -1,15 +1,16 @@
-// `berth volume claim list|delete` and the plugin's own view of a volume
-// for `volume status --verbose` (ListVolumes with its published nodes).
+// `berth volume claim list|delete`, over Berth's claim routes
+// (`/v1/volumes/csi/claims`, `DELETE /v1/volume/csi/:id/claim/:alloc`;
+// shapes in src/api/csi-berth.ts): Nomad keeps claims out of its API.
 
 import { Command } from 'commander';
-import type { ListedVolume } from '../csi/index.js';
-import type { VolumeClaim } from '../structs/index.js';
+import type { VolumeClaimDeleteResponse, VolumeClaimListStub } from '../api/index.js';
 import { KINDS } from './api-client.js';
-import { apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
+import { apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
+import { goTimestamp } from './plugin-status-command.js';
 import { UsageError } from './usage-error.js';
 
-type ListedClaim = VolumeClaim & { jobId: string; allocClientStatus: string; allocDesiredStatus: string };
+const CLAIMS_PATH = '/v1/volumes/csi/claims';
 
 /** Adds `claim list` and `claim delete` to `berth volume`. */
 export function addVolumeClaimCommands(volume: Command, ctx: CommandContext): void {
@@ -35,7 +36,7 @@ export function addVolumeClaimCommands(volume: Command, ctx: CommandContext): vo
 }
 
 async function claimList(s: ApiSession, _args: string[], opts: Record<string, unknown>): Promise<void> {
-  const { body } = await s.api.get<ListedClaim[]>('/v1/volumes/claims', {
+  const { body } = await s.api.get<VolumeClaimListStub[]>(CLAIMS_PATH, {
     namespace: s.namespace,
     job: opts['job'] as string | undefined,
     volume: opts['volume'] as string | undefined,
@@ -43,53 +44,35 @@ async function claimList(s: ApiSession, _args: string[], opts: Record<string, un
   if (s.out.json) return s.out.document(body);
   s.out.table(
     ['Volume ID', 'Alloc ID', 'Job ID', 'Node ID', 'Mode', 'State', 'Controller Publish', 'Alloc Status', 'Since'],
-    body.map((c) => [c.volumeId, shortId(c.allocId), c.jobId || '-', shortId(c.nodeId), c.mode, s.style.status(c.state), c.controllerPublish, c.allocClientStatus, timestamp(c.claimTime)]),
+    body.map((c) => [
+      c.VolumeID,
+      shortId(c.AllocationID),
+      c.JobID || '-',
+      shortId(c.NodeID),
+      c.Mode,
+      s.style.status(c.State),
+      c.ControllerPublish,
+      c.AllocClientStatus,
+      goTimestamp(c.ClaimTime),
+    ]),
   );
 }
 
 async function claimDelete(s: ApiSession, [volArg, allocArg]: string[], opts: Record<string, unknown>): Promise<void> {
   const volumeId = await s.api.resolve(KINDS.volume, volArg as string, { namespace: s.namespace });
-  const { body: claims } = await s.api.get<ListedClaim[]>('/v1/volumes/claims', { namespace: s.namespace, volume: volumeId });
-  const matches = claims.filter((c) => c.allocId.startsWith(allocArg as string));
+  const { body: claims } = await s.api.get<VolumeClaimListStub[]>(CLAIMS_PATH, { namespace: s.namespace, volume: volumeId });
+  const matches = claims.filter((c) => c.AllocationID.startsWith(allocArg as string));
   if (matches.length !== 1) {
     const which = matches.length === 0 ? 'no claim' : `${matches.length} claims`;
     throw new UsageError(`volume ${volumeId} has ${which} by an allocation starting with "${allocArg}"; \`berth volume claim list -volume ${volumeId}\` lists them`);
   }
-  const c = matches[0] as ListedClaim;
-  const { body } = await s.api.request<{ stoppedAllocation?: string }>(
+  const c = matches[0] as VolumeClaimListStub;
+  const { body } = await s.api.request<VolumeClaimDeleteResponse>(
     'DELETE',
-    `/v1/volume/csi/${encodeURIComponent(volumeId)}/claim/${encodeURIComponent(c.allocId)}`,
+    `${KINDS.volume.getPath(volumeId)}/claim/${encodeURIComponent(c.AllocationID)}`,
     { query: { namespace: s.namespace, ...(opts['force'] ? { force: 'true' } : {}) } },
   );
   if (s.out.json) return s.out.document(body);
-  if (body.stoppedAllocation) s.out.line(`Stopped allocation "${shortId(body.stoppedAllocation)}"`);
-  s.out.line(`Released the claim of allocation "${shortId(c.allocId)}" on volume "${volumeId}" (node ${shortId(c.nodeId)})`);
-}
-
-/**
- * `volume status --verbose`: the plugin's own ListVolumes entry for the
- * volume and the nodes it says the volume is published to. Prints why when
- * the plugin cannot list volumes.
- */
-export async function printPluginView(s: ApiSession, volume: { pluginId: string; externalId: string }): Promise<void> {
-  s.out.line();
-  s.out.line(s.style.bold('Plugin View (ListVolumes)'));
-  let listed: ListedVolume[];
-  try {
-    listed = (await s.api.get<ListedVolume[]>(`/v1/plugin/csi/${encodeURIComponent(volume.pluginId)}/volumes`)).body;
-  } catch (err) {
-    s.out.line(`unavailable: ${err instanceof Error ? err.message : String(err)}`);
-    return;
-  }
-  const mine = listed.find((l) => l.volume.volumeId === volume.externalId);
-  if (!mine) {
-    s.out.line(`plugin ${volume.pluginId} does not list volume ${volume.externalId}`);
-    return;
-  }
-  s.out.fields([
-    ['Volume ID', mine.volume.volumeId],
-    ['Capacity', String(mine.volume.capacityBytes ?? 0)],
-    ['Published Nodes', mine.publishedNodeIds ? (mine.publishedNodeIds.length ? mine.publishedNodeIds : 'none') : 'not reported (no LIST_VOLUMES_PUBLISHED_NODES)'],
-    ['Condition', mine.condition ? `${mine.condition.abnormal ? 'abnormal' : 'healthy'}${mine.condition.message ? `: ${mine.condition.message}` : ''}` : undefined],
-  ]);
+  if (body.StoppedAllocation) s.out.line(`Stopped allocation "${shortId(body.StoppedAllocation)}"`);
+  s.out.line(`Released the claim of allocation "${shortId(c.AllocationID)}" on volume "${volumeId}" (node ${shortId(c.NodeID)})`);
 }

@@ -2,6 +2,7 @@
 // attributes, CSI plugins). Private to src/client (the Client's registration
 // asks it before each register and heartbeat).
 
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { describeError, type Clock } from '../lib/index.js';
 import type { DriverInfo, NodeFingerprint } from '../structs/index.js';
@@ -66,6 +67,8 @@ export class NodeFingerprinter {
         'kernel.version': os.release(),
         'cpu.arch': os.arch(),
         'unique.hostname': os.hostname(),
+        'cpu.numcores': String(cpus.length),
+        ...osRelease(),
         ...driverAttributes(this.#driverInfo),
         ...opts.attributes,
       },
@@ -83,6 +86,28 @@ export class NodeFingerprinter {
   get last(): NodeFingerprint | undefined {
     return this.#last;
   }
+}
+
+let osAttributes: Record<string, string> | undefined;
+
+/**
+ * `os.name` and `os.version` as Nomad's host fingerprint reports them (the
+ * distribution's ID and VERSION_ID from /etc/os-release; the platform when
+ * there is none). Read once per process.
+ */
+function osRelease(): Record<string, string> {
+  if (osAttributes) return osAttributes;
+  const fields: Record<string, string> = {};
+  try {
+    for (const line of readFileSync('/etc/os-release', 'utf8').split('\n')) {
+      const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+      if (m) fields[m[1] as string] = (m[2] as string).replace(/^"(.*)"$/, '$1');
+    }
+  } catch {
+    // No os-release (not Linux, or a minimal image): the platform's name is all there is.
+  }
+  osAttributes = { 'os.name': fields['ID'] || os.platform(), ...(fields['VERSION_ID'] ? { 'os.version': fields['VERSION_ID'] } : {}) };
+  return osAttributes;
 }
 
 /** Node attributes from the drivers' fingerprints: `driver.<name>` for each healthy driver and what external drivers report. */

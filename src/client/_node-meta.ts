@@ -53,6 +53,8 @@ export class NodeMeta {
    */
   apply(set: Readonly<Record<string, string | null>>, unset: readonly string[]): NodeMetaView {
     const next = { ...this.#dynamic, ...set };
+    // As Nomad keeps it: a null is remembered only where it hides a static key.
+    for (const [k, v] of Object.entries(set)) if (v === null && !Object.hasOwn(this.#static, k)) delete next[k];
     for (const k of unset) delete next[k];
     this.#bucket?.put(DYNAMIC_KEY, next);
     this.#dynamic = next;

@@ -10,7 +10,7 @@ export { detectCgroups } from './cgroups/index.js';
 export { ChrootCache, DEFAULT_CHROOT_ENV } from './allocdir/index.js';
 export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
 export { AllocRunner } from './allocrunner/index.js';
-export { readTaskLogs, followTaskLogs, LogsError, type LogStream, type TaskLogsLocation } from './logs/index.js';
+export { readTaskLogs, followTaskLogs, listLogFiles, checkLogsEnabled, LogsError, type LogStream, type TaskLogsLocation, type LogFile } from './logs/index.js';
 export {
   DriverManager,
   discoverDriverPlugins,

@@ -29,6 +29,9 @@ describe('node meta', () => {
 
     // Unsetting a dynamic key returns it to its static value.
     assert.deepEqual(meta.apply({}, ['rack', 'zone']).meta, { rack: 'r1', zone: 'a', tier: 'gold' });
+    // A null removes a dynamic key outright, as Nomad's does: nothing of it is left to remember.
+    const removed = meta.apply({ tier: null }, []);
+    assert.deepEqual([removed.meta, removed.dynamic], [{ rack: 'r1', zone: 'a' }, {}]);
     store.close();
   });
 });

@@ -17,3 +17,4 @@ export {
 } from './version-constraint.js';
 export { compileFilter, FilterSyntaxError, type RowFilter } from './filter-expression.js';
 export { MemoryReclaimer, fullGc, lowMemoryGc, processSampler, type LoadSample, type MemoryReclaimerOptions } from './memory-reclaimer.js';
+export { jsonObjects } from './json-values.js';

@@ -1,7 +1,7 @@
 // The Berth server: state, nodes, plugins, volumes and claims, jobs and
 // placement, served over the HTTP API. `Server` builds and runs them all.
 export { Server, ServerError, type ServerOptions, type ServerState, type ServerAddress } from './server.js';
-export type { ApiToken, Role } from './http/index.js';
+export { registerMetricsRoute, type AgentInfo, type ApiToken, type Role } from './http/index.js';
 export type { ServerMetrics } from './metrics/index.js';
 export {
   SqliteStateStore,

@@ -14,7 +14,7 @@ import {
   type LifecycleState,
   type Logger,
 } from '../lib/index.js';
-import { buildApi, RequestsInFlight, type ApiToken } from './http/index.js';
+import { buildApi, RequestsInFlight, type AgentInfo, type ApiToken } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
@@ -68,6 +68,8 @@ export interface ServerOptions {
   cluster?: ServerClusterOptions;
   /** Volume health and drift (src/server/volumehealth). */
   volumeHealth?: ServerVolumeHealthOptions;
+  /** What /v1/agent/self and /v1/agent/health say of the agent running this server (its version, datacenter, client). */
+  agent?: AgentInfo;
 }
 
 export interface ServerVolumeHealthOptions {
@@ -222,7 +224,7 @@ export class Server {
   }
 
   /**
-   * The Prometheus registry served at GET /metrics, one per Server; an agent
+   * The Prometheus registry served at GET /v1/metrics, one per Server; an agent
    * embedding the server may register its own metrics on it (e.g.
    * csiCallMetrics). Throws unless started.
    */
@@ -310,6 +312,7 @@ export class Server {
         leadership: () => this.#leadership,
         ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
         ...(this.#opts.routes ? { extraRoutes: this.#opts.routes } : {}),
+        ...(this.#opts.agent ? { agent: this.#opts.agent } : {}),
       });
       const host = this.#opts.bindAddress ?? '127.0.0.1';
       await this.#api.listen({ host, port: this.#opts.port ?? 0 });

@@ -35,6 +35,8 @@ import { JsonSyntaxError, parseJsonWithPositions, type TextPosition } from './_j
  */
 export interface JobFileOptions extends VariableInputs {
   allowFS?: boolean;
+  /** Read the file as this format whatever its name (Nomad's `job run -json`); default: fileFormat's guess. */
+  format?: FileFormat;
   baseDir?: string;
 }
 
@@ -86,6 +88,12 @@ export interface JobFile {
   format: FileFormat;
   /** What was read but has no effect (Nomad's JSON: defaults Berth has no setting for), one `file:line:col: ...` line each. */
   notes: string[];
+  /**
+   * Problems found later (a server refused the job: a volume it does not
+   * know), at canonical paths of this job, as a SpecFileError that names
+   * each one at its place in the file. Pure.
+   */
+  problemsAt(problems: readonly JobProblem[]): SpecFileError;
 }
 
 /** A parsed volume file: the checked spec, and the canonical JSON to submit. */
@@ -113,14 +121,15 @@ interface Located {
  * rejects with SpecFileError. Submits nothing, reads nothing from disk.
  */
 export async function parseJobFile(file: string, text: string, opts: JobFileOptions = {}): Promise<JobFile> {
-  const format = fileFormat(file, text);
+  const format = opts.format ?? fileFormat(file, text);
   const located = format === 'hcl' ? fromHcl(file, text, 'job', opts) : fromJson(file, text, 'job');
   try {
     const job = parseJobSpec(located.input);
     // A task's config is checked against its driver's schema now, not found wrong on a node later.
     const configProblems = jobTaskConfigProblems(job);
     if (configProblems.length) throw new JobValidationError(configProblems);
-    return { job, input: located.input as Record<string, unknown>, format, notes: located.notes ?? [] };
+    const problemsAt = (problems: readonly JobProblem[]): SpecFileError => new SpecFileError(sortProblems(problems.map((p) => atPath(file, located, p.path, p.message))));
+    return { job, input: located.input as Record<string, unknown>, format, notes: located.notes ?? [], problemsAt };
   } catch (err) {
     if (err instanceof JobValidationError) {
       // Schema and driver-config problems are shown together, not one round after the other.

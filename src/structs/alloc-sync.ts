@@ -49,7 +49,7 @@ export interface AllocPullRequest {
  * The answer of a pull: the allocations asked for that are still on the
  * node (one missing was deleted meanwhile), each one's alloc modify index
  * (see AllocIndexesAnswer), and the current job of each, once per job and
- * only when the node does not hold that version. `X-Berth-Index` is the
+ * only when the node does not hold that version. `X-Nomad-Index` is the
  * state's allocation index, never below the `minIndex` asked for.
  */
 export interface AllocPullAnswer {

@@ -77,6 +77,8 @@ export interface Allocation {
   network?: AllocNetworkStatus;
   /** Why the scheduler chose the node (Nomad's AllocMetric): `alloc status --verbose`. */
   metrics?: AllocMetric;
+  /** The evaluation that placed this allocation (absent on allocations placed before it was recorded). */
+  evalId?: string;
   /** The deployment that placed this allocation (a rolling update of its job's version). */
   deploymentId?: string;
   /**

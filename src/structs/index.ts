@@ -1,8 +1,8 @@
 // The structs layer: plain types shared by the client and the server, which
 // never import each other and talk over the wire.
 export type { CsiPluginType, CsiPluginReport, NodeEvent } from './csi-plugin-report.js';
-export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, HostNetwork, SchedulingEligibility, DrainStrategy, DrainMetadata } from './node.js';
-export { isEligible, isNetworkMode, supportsNetworkMode } from './node.js';
+export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkMode, HostNetwork, SchedulingEligibility, DrainStrategy, DrainMetadata, NodeHistoryEvent } from './node.js';
+export { isEligible, isNetworkMode, supportsNetworkMode, withNodeEvent, MAX_NODE_EVENTS } from './node.js';
 export type { AllocFileInfo } from './alloc-file.js';
 export {
   isClientTerminal,
@@ -65,6 +65,7 @@ export {
 export {
   publicVolume,
   publicClaim,
+  redactMap,
   nodeClaimAnswer,
   modeAllows,
   type NodeClaimVolume,
@@ -198,3 +199,4 @@ export {
   type DeploymentGroupState,
   type JobVersion,
 } from './deployment.js';
+export { SCHEDULER_CONFIG_ID, DEFAULT_SCHEDULER_CONFIG, type SchedulerConfig, type SchedulerAlgorithmName } from './scheduler-config.js';

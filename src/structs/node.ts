@@ -117,12 +117,41 @@ export interface DrainMetadata {
   updatedAt: number;
   /** What the drainer last did or waits for, in the operator's words. */
   message: string;
+  /** What the operator sent with the drain (`node drain -m`, `-meta`; Nomad's DrainMetadata.Meta). */
+  meta?: Record<string, string>;
+}
+
+/**
+ * A change of the node as the servers saw it (Nomad's NodeEvent): it
+ * registered, missed its heartbeats, came back, was drained or marked
+ * (in)eligible. A node keeps its last MAX_NODE_EVENTS.
+ */
+export interface NodeHistoryEvent {
+  /** Milliseconds since the epoch (server clock). */
+  at: number;
+  /** Nomad's subsystems: `Cluster`, `Drain`, `Driver`, `Heartbeat`, `Scheduler`, `Storage`. */
+  subsystem: string;
+  message: string;
+  details?: Record<string, string>;
+  /** The store index of the write that recorded it. */
+  createIndex: number;
+}
+
+/** How many events a node keeps (Nomad keeps 10). */
+export const MAX_NODE_EVENTS = 10;
+
+/** The node with `event` recorded at `index` (its oldest events dropped past MAX_NODE_EVENTS). Pure. */
+export function withNodeEvent<T extends Pick<Node, 'events'>>(node: T, event: Omit<NodeHistoryEvent, 'createIndex'>, index: number): T {
+  const events = [...(node.events ?? []), { ...event, createIndex: index }];
+  return { ...node, events: events.slice(-MAX_NODE_EVENTS) };
 }
 
 export interface Node extends NodeFingerprint {
   id: string;
   status: NodeStatus;
   statusDescription: string;
+  /** Milliseconds since the epoch (server clock) of the last status change; absent on nodes stored before it existed. */
+  statusUpdatedAt?: number;
   /** Milliseconds since the epoch (server clock) of the last heartbeat. */
   lastHeartbeat: number;
   /**
@@ -136,6 +165,8 @@ export interface Node extends NodeFingerprint {
   /** Set while the node drains; null or absent otherwise. */
   drainStrategy?: DrainStrategy | null;
   lastDrain?: DrainMetadata;
+  /** The node's last changes, oldest first (withNodeEvent). */
+  events?: NodeHistoryEvent[];
   createIndex: number;
   modifyIndex: number;
 }

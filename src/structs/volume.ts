@@ -62,7 +62,12 @@ export type PublicVolume = Omit<Volume, 'secrets'> & { secretNames: string[] };
 const REDACTED = '[REDACTED]';
 const SECRET_KEY_PATTERN = /(secret|token|password|passwd|credential|private[-_]?key|api[-_]?key|auth)/i;
 
-function redactMap(map: Record<string, string>): Record<string, string> {
+/**
+ * The map with every value whose key looks like a credential (secret, token,
+ * password, key...) shown as [REDACTED]. Pure; for context and parameter
+ * maps, which plugins sometimes fill with credentials.
+ */
+export function redactMap(map: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, SECRET_KEY_PATTERN.test(k) ? REDACTED : v]));
 }
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readlinkSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation } from '../../src/structs/index.js';
+import type { AllocationListStub } from '../../src/api/index.js';
 import { cleanupUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, tempDir } from './_agent.js';
 
@@ -84,9 +84,9 @@ describe('a node agent under kill -9', () => {
     cleanupUnder(dir);
   });
 
-  const alloc = async (): Promise<Allocation | undefined> => {
-    const list = await agent!.get<Allocation[]>('/v1/job/adopt/allocations').catch(() => []);
-    return list.find((a) => a.desiredStatus === 'run');
+  const alloc = async (): Promise<AllocationListStub | undefined> => {
+    const list = await agent!.get<AllocationListStub[]>('/v1/job/adopt/allocations').catch(() => []);
+    return list.find((a) => a.DesiredStatus === 'run');
   };
 
   it('an agent SIGKILLed right after its task was spawned adopts that task when it comes back', async () => {
@@ -101,12 +101,12 @@ describe('a node agent under kill -9', () => {
     agent = await devAgent(dataDir).ready(true);
     const adopted = await until('the allocation to run its adopted task', async () => {
       const a = await alloc();
-      return a?.clientStatus === 'running' && a.taskStates['worker']?.state === 'running' ? a : undefined;
+      return a?.ClientStatus === 'running' && a.TaskStates?.['worker']?.State === 'running' ? a : undefined;
     });
     assert.deepEqual(pidsWith(MARKER), orphan, 'the same process, adopted rather than started again');
     assert.equal(executorsUnder(dataDir).length, 1, 'one executor for the one running task');
     assert.ok(
-      adopted.taskStates['worker']?.events.some((e) => /Reattached/.test(e.message)),
+      adopted.TaskStates?.['worker']?.Events?.some((e) => /Reattached/.test(e.DisplayMessage)),
       'the task events say it was reattached',
     );
   });
@@ -119,7 +119,7 @@ describe('a node agent under kill -9', () => {
     await until('the task to be restarted under a new executor', async () => {
       const a = await alloc();
       const [now] = pidsWith(MARKER);
-      return a?.clientStatus === 'running' && a.taskStates['worker']?.state === 'running' && now !== undefined && now !== before;
+      return a?.ClientStatus === 'running' && a.TaskStates?.['worker']?.State === 'running' && now !== undefined && now !== before;
     });
     assert.equal(pidsWith(MARKER).length, 1, 'the old task process is gone; one runs');
     assert.ok(!pidsWith(MARKER).includes(before), 'the orphaned process was killed');
@@ -128,8 +128,8 @@ describe('a node agent under kill -9', () => {
     assert.ok(!executors.includes(executor));
     const a = await alloc();
     assert.ok(
-      a!.taskStates['worker']!.events.some((e) => /executor was lost/.test(e.message)),
-      `the task events tell why it restarted: ${JSON.stringify(a!.taskStates['worker']!.events.map((e) => e.message))}`,
+      a!.TaskStates!['worker']!.Events!.some((e) => /executor was lost/.test(e.DisplayMessage)),
+      `the task events tell why it restarted: ${JSON.stringify(a!.TaskStates!['worker']!.Events!.map((e) => e.DisplayMessage))}`,
     );
   });
 

@@ -16,7 +16,9 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node, VolumeClaim } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, StreamFrame } from '../../src/api/index.js';
+import { jsonObjects } from '../../src/lib/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -100,11 +102,11 @@ describe('allocation commands on a dev agent', () => {
   before(async () => {
     dir = await tempDir('bao-');
     agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
-    nodeId = (await agent.get<Node[]>('/v1/nodes'))[0]!.id;
+    nodeId = (await agent.get<Api.NodeListStub[]>('/v1/nodes'))[0]!.ID;
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin healthy', async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     }, 90_000);
     ok(await agent.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
     writeFileSync(path.join(dir, 'ops.hcl'), JOB);
@@ -122,8 +124,8 @@ describe('allocation commands on a dev agent', () => {
   });
 
   it('reads the allocation directory and never outside it; signals, restarts with the volume mounted, stops', async () => {
-    const alloc = await until('the task running', async () => (await agent.get<Allocation[]>('/v1/job/ops/allocations')).find((a) => a.clientStatus === 'running'));
-    const id = alloc.id.slice(0, 8);
+    const alloc = await until('the task running', async () => (await agent.get<AllocationListStub[]>('/v1/job/ops/allocations')).find((a) => a.ClientStatus === 'running'));
+    const id = alloc.ID.slice(0, 8);
     await until('the task set up its links', async () => /up ->/.test((await agent.cli(['alloc', 'fs', id, 't/local'])).stdout));
 
     const root = ok(await agent.cli(['alloc', 'fs', id]), 'alloc fs /');
@@ -142,47 +144,50 @@ describe('allocation commands on a dev agent', () => {
     assert.notEqual(secret.code, 0);
     assert.match(secret.stderr, /secrets directory is not allowed/);
 
-    // Following a file: what the task appends after the read started arrives.
+    // Following a file: what the task appends after the read started arrives, in Nomad's frames.
     const abort = new AbortController();
-    const res = await fetch(`${agent.addr}/v1/client/fs/stream/${alloc.id}?path=t/local/ticks&origin=end&offset=0&follow=true`, {
-      headers: { authorization: `Bearer ${agent.token}` },
+    const res = await fetch(`${agent.addr}/v1/client/fs/stream/${alloc.ID}?path=t/local/ticks&origin=end&offset=0&follow=true`, {
+      headers: { 'X-Nomad-Token': agent.token },
       signal: abort.signal,
     });
     assert.equal(res.status, 200);
-    const reader = res.body!.getReader();
-    const { value } = await reader.read();
-    assert.match(Buffer.from(value!).toString(), /tick/);
+    for await (const frame of jsonObjects(res.body as unknown as AsyncIterable<Uint8Array>)) {
+      const data = (frame as StreamFrame).Data;
+      if (!data) continue;
+      assert.match(Buffer.from(data, 'base64').toString(), /tick/);
+      break;
+    }
     abort.abort();
 
     ok(await agent.cli(['alloc', 'signal', '-s', 'SIGHUP', id]), 'alloc signal');
     await until('the task saw SIGHUP', async () => /HUP/.test((await agent.cli(['alloc', 'fs', id, 't/local/signals'])).stdout));
 
-    const dataMounts = (): string[] => mountsUnder(path.join(dir, 'a')).filter((m) => m.includes(alloc.id) && m.endsWith('/t/local/data'));
+    const dataMounts = (): string[] => mountsUnder(path.join(dir, 'a')).filter((m) => m.includes(alloc.ID) && m.endsWith('/t/local/data'));
     const before = dataMounts();
     assert.equal(before.length, 1, `the volume is mounted in the task: ${mountsUnder(dir).join(', ')}`);
-    const claimBefore = (await agent.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/shared-data')).claims.find((c) => c.allocId === alloc.id);
+    const claimBefore = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).BerthClaims.find((c) => c.AllocationID === alloc.ID);
     ok(await agent.cli(['alloc', 'restart', id]), 'alloc restart');
     await until('the task started again', async () => /^start \d+\nstart \d+\n$/.test((await agent.cli(['alloc', 'fs', id, 't/local/data/starts'])).stdout));
     assert.deepEqual(dataMounts(), before, 'the volume stayed mounted');
-    const claimAfter = (await agent.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/shared-data')).claims.find((c) => c.allocId === alloc.id);
-    assert.equal(claimAfter?.claimTime, claimBefore?.claimTime, 'the same claim');
-    const restarted = await agent.get<Allocation>(`/v1/allocation/${alloc.id}`);
-    assert.equal(restarted.clientStatus, 'running');
-    assert.ok(restarted.taskStates['t']!.events.some((e) => /Restart requested/.test(e.message)), 'the restart is in the task events');
+    const claimAfter = (await agent.get<CSIVolume>('/v1/volume/csi/shared-data')).BerthClaims.find((c) => c.AllocationID === alloc.ID);
+    assert.equal(claimAfter?.ClaimTime, claimBefore?.ClaimTime, 'the same claim');
+    const restarted = await agent.get<Allocation>(`/v1/allocation/${alloc.ID}`);
+    assert.equal(restarted.ClientStatus, 'running');
+    assert.ok(restarted.TaskStates!['t']!.Events!.some((e) => /Restart requested/.test(e.Message)), 'the restart is in the task events');
 
     const stop = ok(await agent.cli(['alloc', 'stop', id]), 'alloc stop');
     assert.match(stop.stdout, /marked for migration/);
     const replacement = await until('a replacement running', async () =>
-      (await agent.get<Allocation[]>('/v1/job/ops/allocations')).find((a) => a.id !== alloc.id && a.clientStatus === 'running'),
+      (await agent.get<AllocationListStub[]>('/v1/job/ops/allocations')).find((a) => a.ID !== alloc.ID && a.ClientStatus === 'running'),
     );
-    assert.equal(replacement.previousAllocation, alloc.id);
-    assert.equal((await agent.get<Allocation>(`/v1/allocation/${alloc.id}`)).desiredStatus, 'stop');
+    assert.equal((await agent.get<Allocation>(`/v1/allocation/${replacement.ID}`)).PreviousAllocation, alloc.ID);
+    assert.equal((await agent.get<Allocation>(`/v1/allocation/${alloc.ID}`)).DesiredStatus, 'stop');
 
     const claims = ok(await agent.cli(['volume', 'claim', 'list', '-job', 'ops']), 'volume claim list');
-    assert.match(claims.stdout, new RegExp(replacement.id.slice(0, 8)));
+    assert.match(claims.stdout, new RegExp(replacement.ID.slice(0, 8)));
     const verbose = ok(await agent.cli(['volume', 'status', '--verbose', 'shared-data']), 'volume status --verbose');
     assert.match(verbose.stdout, /Plugin View \(ListVolumes\)/);
-    const refused = await agent.cli(['volume', 'claim', 'delete', 'shared-data', replacement.id.slice(0, 8)]);
+    const refused = await agent.cli(['volume', 'claim', 'delete', 'shared-data', replacement.ID.slice(0, 8)]);
     assert.notEqual(refused.code, 0, 'a running allocation keeps its claim');
     assert.match(refused.stderr, /stop it first, or delete the claim with force/);
   });
@@ -190,24 +195,24 @@ describe('allocation commands on a dev agent', () => {
   it('job restart restarts every allocation in batches, in place; -reschedule replaces them', async () => {
     writeFileSync(path.join(dir, 'many.hcl'), MANY);
     ok(await agent.cli(['job', 'run', path.join(dir, 'many.hcl')]), 'job run many');
-    const running = async (): Promise<Allocation[]> =>
-      (await agent.get<Allocation[]>('/v1/job/many/allocations')).filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running');
+    const running = async (): Promise<AllocationListStub[]> =>
+      (await agent.get<AllocationListStub[]>('/v1/job/many/allocations')).filter((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running');
     const first = await until('three allocations running', async () => ((await running()).length === 3 ? running() : undefined));
-    const ids = first.map((a) => a.id).sort();
+    const ids = first.map((a) => a.ID).sort();
 
     const r = ok(await agent.cli(['job', 'restart', 'many', '-batch-size', '2', '-yes']), 'job restart');
     assert.match(r.stdout, /==> .*: Restarting 3 allocations/);
     assert.match(r.stdout, /Restarting 1st batch of 2 allocations/);
     assert.match(r.stdout, /Restarting 2nd batch of 1 allocations/);
-    for (const a of first) assert.match(r.stdout, new RegExp(`Restarting running tasks in allocation "${a.id.slice(0, 8)}" for group "g"`));
+    for (const a of first) assert.match(r.stdout, new RegExp(`Restarting running tasks in allocation "${a.ID.slice(0, 8)}" for group "g"`));
     assert.match(r.stdout, /Job restarted successfully!/);
     // The command returned once each task ran again: the same allocations, each task restarted once, started anew.
     const after = await running();
-    assert.deepEqual(after.map((a) => a.id).sort(), ids, 'the same allocations');
+    assert.deepEqual(after.map((a) => a.ID).sort(), ids, 'the same allocations');
     for (const a of after) {
-      const was = first.find((f) => f.id === a.id)!.taskStates['t']!;
-      assert.equal(a.taskStates['t']!.restarts, was.restarts + 1, `allocation ${a.id} restarted once`);
-      assert.ok(a.taskStates['t']!.startedAt > was.startedAt, `allocation ${a.id} started again`);
+      const was = first.find((f) => f.ID === a.ID)!.TaskStates!['t']!;
+      assert.equal(a.TaskStates!['t']!.Restarts, was.Restarts + 1, `allocation ${a.ID} restarted once`);
+      assert.ok(Date.parse(a.TaskStates!['t']!.StartedAt) > Date.parse(was.StartedAt), `allocation ${a.ID} started again`);
     }
 
     const none = ok(await agent.cli(['job', 'restart', 'many', '-group', 'nosuch', '-verbose']), 'job restart -group nosuch');
@@ -216,35 +221,36 @@ describe('allocation commands on a dev agent', () => {
 
     // --json: the progress on stderr, one document on stdout.
     const re = ok(await agent.cli(['job', 'restart', 'many', '-reschedule', '-batch-size', '2', '-batch-wait', '1s', '-yes', '--json']), 'job restart -reschedule');
-    for (const a of first) assert.match(re.stderr, new RegExp(`Rescheduling allocation "${a.id.slice(0, 8)}" for group "g"`));
+    for (const a of first) assert.match(re.stderr, new RegExp(`Rescheduling allocation "${a.ID.slice(0, 8)}" for group "g"`));
     assert.match(re.stderr, /Waiting 1s before restarting the next batch/);
     const doc = JSON.parse(re.stdout) as { jobId: string; allocations: string[]; rescheduled: boolean };
     assert.deepEqual({ ...doc, allocations: [...doc.allocations].sort() }, { jobId: 'many', allocations: ids, rescheduled: true });
     const replaced = await running();
     assert.equal(replaced.length, 3);
-    assert.deepEqual(replaced.map((a) => a.previousAllocation).sort(), ids, 'each allocation replaced by a new one');
-    for (const id of ids) assert.equal((await agent.get<Allocation>(`/v1/allocation/${id}`)).desiredStatus, 'stop');
+    const previous = await Promise.all(replaced.map(async (a) => (await agent.get<Allocation>(`/v1/allocation/${a.ID}`)).PreviousAllocation));
+    assert.deepEqual(previous.sort(), ids, 'each allocation replaced by a new one');
+    for (const id of ids) assert.equal((await agent.get<Allocation>(`/v1/allocation/${id}`)).DesiredStatus, 'stop');
   });
 
   it('job restart -task stops at the first allocation that fails and names it (no terminal: -on-error ask acts as fail)', async () => {
     writeFileSync(path.join(dir, 'once.hcl'), ONCE);
     ok(await agent.cli(['job', 'run', path.join(dir, 'once.hcl')]), 'job run once');
     const allocs = await until('two allocations running', async () => {
-      const list = (await agent.get<Allocation[]>('/v1/job/once/allocations')).filter((a) => a.clientStatus === 'running');
+      const list = (await agent.get<AllocationListStub[]>('/v1/job/once/allocations')).filter((a) => a.ClientStatus === 'running');
       return list.length === 2 ? list : undefined;
     });
     const r = await agent.cli(['job', 'restart', 'once', '-task', 'setup']);
     assert.equal(r.code, 1, `${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /Stopping job restart due to error/);
-    const failed = allocs.filter((a) => r.stderr.includes(`Error restarting allocation "${a.id.slice(0, 8)}"`));
+    const failed = allocs.filter((a) => r.stderr.includes(`Error restarting allocation "${a.ID.slice(0, 8)}"`));
     assert.equal(failed.length, 1, `one allocation named: ${r.stderr}`);
     assert.match(r.stderr, /task "setup" is not running/);
     const other = allocs.find((a) => a !== failed[0])!;
-    assert.doesNotMatch(r.stdout, new RegExp(other.id.slice(0, 8)), 'the second batch was not started');
+    assert.doesNotMatch(r.stdout, new RegExp(other.ID.slice(0, 8)), 'the second batch was not started');
     for (const a of allocs) {
-      const now = await agent.get<Allocation>(`/v1/allocation/${a.id}`);
-      assert.equal(now.clientStatus, 'running');
-      assert.equal(now.taskStates['t']!.restarts, 0, 'only the named task was asked for');
+      const now = await agent.get<Allocation>(`/v1/allocation/${a.ID}`);
+      assert.equal(now.ClientStatus, 'running');
+      assert.equal(now.TaskStates!['t']!.Restarts, 0, 'only the named task was asked for');
     }
   });
 });

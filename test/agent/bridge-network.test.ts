@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, ServiceRegistration } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub, PortMapping, ServiceRegistration } from '../../src/api/index.js';
 import { cleanupUnder, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, tempDir, type Result } from './_agent.js';
 
@@ -98,13 +98,19 @@ describe('bridge networking on a dev agent', () => {
   const start = async (): Promise<AgentUnderTest> =>
     new AgentUnderTest(['agent', '--dev', '--data-dir', dataDir, '--port', '0', '--config', path.join(dir, 'agent.hcl')]).ready(true);
 
-  /** The job's allocations once both run and report their addresses. */
+  /** An allocation's own address (on the bridge). */
+  const address = (a: Allocation): string | undefined => a.NetworkStatus?.Address;
+  /** The allocation's port "http" as the scheduler gave it. */
+  const httpPort = (a: Allocation): PortMapping | undefined => a.AllocatedResources?.Shared.Ports?.find((p) => p.Label === 'http');
+
+  /** The job's allocations (in full) once both run and report their addresses. */
   const running = (): Promise<Allocation[]> =>
     until(
       'both allocations to run with a bridge address',
       async () => {
-        const list = (await agent!.get<Allocation[]>('/v1/job/web/allocations').catch(() => [])).filter((a) => a.desiredStatus === 'run');
-        return list.length === 2 && list.every((a) => a.clientStatus === 'running' && a.network?.address) ? list : undefined;
+        const stubs = (await agent!.get<AllocationListStub[]>('/v1/job/web/allocations').catch(() => [])).filter((a) => a.DesiredStatus === 'run');
+        const list = await Promise.all(stubs.map((a) => agent!.get<Allocation>(`/v1/allocation/${a.ID}`)));
+        return list.length === 2 && list.every((a) => a.ClientStatus === 'running' && address(a)) ? list : undefined;
       },
       120_000,
     );
@@ -120,24 +126,24 @@ describe('bridge networking on a dev agent', () => {
   /** Each allocation answers at its own address on port 80 and through its mapped host port on loopback, its environment naming its address. */
   const answers = async (allocs: Allocation[]): Promise<void> => {
     for (const a of allocs) {
-      const address = a.network?.address as string;
-      const http = a.ports?.find((p) => p.label === 'http');
-      assert.ok(http && http.to === 80 && http.value > 0 && http.value !== 80, `the scheduler gave ${a.id} a host port mapped to 80: ${JSON.stringify(a.ports)}`);
-      assert.equal(http.hostIp, '127.0.0.1', "a dev agent's node address is loopback, so portmap's DNAT is bound to it");
-      const inside = await ask(`allocation ${a.id} to answer at ${address}:80`, `http://${address}:80/`);
-      assert.deepEqual(inside, { id: a.id, ip: address, addr: `${address}:80`, port: '80', hostPort: String(http.value) }, 'each allocation answers from its own namespace, its env naming its own address');
-      const mapped = await ask(`allocation ${a.id} to answer at its host port 127.0.0.1:${http.value}`, `http://127.0.0.1:${http.value}/`);
-      assert.equal(mapped.id, a.id, 'the host port reaches port 80 in the allocation\'s namespace');
+      const own = address(a) as string;
+      const http = httpPort(a);
+      assert.ok(http && http.To === 80 && http.Value > 0 && http.Value !== 80, `the scheduler gave ${a.ID} a host port mapped to 80: ${JSON.stringify(a.AllocatedResources?.Shared.Ports)}`);
+      assert.equal(http.HostIP, '127.0.0.1', "a dev agent's node address is loopback, so portmap's DNAT is bound to it");
+      const inside = await ask(`allocation ${a.ID} to answer at ${own}:80`, `http://${own}:80/`);
+      assert.deepEqual(inside, { id: a.ID, ip: own, addr: `${own}:80`, port: '80', hostPort: String(http.Value) }, 'each allocation answers from its own namespace, its env naming its own address');
+      const mapped = await ask(`allocation ${a.ID} to answer at its host port 127.0.0.1:${http.Value}`, `http://127.0.0.1:${http.Value}/`);
+      assert.equal(mapped.id, a.ID, 'the host port reaches port 80 in the allocation\'s namespace');
     }
   };
 
   /** The alloc-mode service at each allocation's own address and port 80; the host-mode one at its host address and port. */
   const registered = async (allocs: Allocation[]): Promise<void> => {
-    const want = (f: (a: Allocation) => [string, number]) => allocs.map((a) => [a.id, ...f(a)]).sort();
-    const have = (regs: ServiceRegistration[]) => regs.map((r) => [r.allocId, r.address, r.port]).sort();
-    const hostPort = (a: Allocation) => a.ports?.find((p) => p.label === 'http') as NonNullable<Allocation['ports']>[number];
-    const inside = want((a) => [a.network?.address as string, 80]);
-    const host = want((a) => [hostPort(a).hostIp, hostPort(a).value]);
+    const want = (f: (a: Allocation) => [string, number]) => allocs.map((a) => [a.ID, ...f(a)]).sort();
+    const have = (regs: ServiceRegistration[]) => regs.map((r) => [r.AllocID, r.Address, r.Port]).sort();
+    const hostPort = (a: Allocation) => httpPort(a) as PortMapping;
+    const inside = want((a) => [address(a) as string, 80]);
+    const host = want((a) => [hostPort(a).HostIP, hostPort(a).Value]);
     await until('both services of both allocations to be registered', async () => {
       const [i, h] = await Promise.all([agent!.get<ServiceRegistration[]>('/v1/service/web-inside'), agent!.get<ServiceRegistration[]>('/v1/service/web-host')]).catch(() => [[], []]);
       return i.length === 2 && h.length === 2 ? true : undefined;
@@ -151,12 +157,12 @@ describe('bridge networking on a dev agent', () => {
 
   const stopAndCheckClean = async (allocs: Allocation[], veths: string[]): Promise<void> => {
     ok(await agent!.cli(['job', 'stop', 'web']), 'job stop');
-    const ids = allocs.map((a) => a.id);
+    const ids = allocs.map((a) => a.ID);
     await until(
       'the allocations to finish and their networks to be torn down',
       async () => {
-        const list = await agent!.get<Allocation[]>('/v1/job/web/allocations');
-        return list.every((a) => a.clientStatus !== 'running' && a.clientStatus !== 'pending') && leftovers(ids, veths).length === 0 && records().length === 0;
+        const list = await agent!.get<AllocationListStub[]>('/v1/job/web/allocations');
+        return list.every((a) => a.ClientStatus !== 'running' && a.ClientStatus !== 'pending') && leftovers(ids, veths).length === 0 && records().length === 0;
       },
       120_000,
     ).catch((err: unknown) => {
@@ -182,14 +188,14 @@ describe('bridge networking on a dev agent', () => {
     ok(await agent!.cli(['job', 'run', '--detach', path.join(dir, 'web.hcl')]), 'job run');
     const allocs = await running();
     const [a, b] = allocs as [Allocation, Allocation];
-    assert.notEqual(a.network?.address, b.network?.address);
+    assert.notEqual(address(a), address(b));
     for (const x of allocs) {
-      assert.equal(x.network?.mode, 'bridge');
-      assert.equal(x.network?.interface, 'eth0');
-      assert.ok(x.network?.address?.startsWith(`${NET}.`), `${x.network?.address} is in the test's subnet`);
+      assert.equal(x.AllocatedResources?.Shared.Networks?.[0]?.Mode, 'bridge');
+      assert.equal(x.NetworkStatus?.InterfaceName, 'eth0');
+      assert.ok(address(x)?.startsWith(`${NET}.`), `${address(x)} is in the test's subnet`);
     }
-    const status = ok(await agent!.cli(['alloc', 'status', a.id]), 'alloc status').stdout;
-    assert.match(status, new RegExp(`Network\\s+bridge, address ${a.network?.address?.replace(/\./g, '\\.')} \\(eth0\\)`));
+    const status = ok(await agent!.cli(['alloc', 'status', a.ID]), 'alloc status').stdout;
+    assert.match(status, new RegExp(`Network\\s+bridge, address ${address(a)?.replace(/\./g, '\\.')} \\(eth0\\)`));
     await answers(allocs);
     await registered(allocs);
     const veths = bridgeVeths();
@@ -207,8 +213,8 @@ describe('bridge networking on a dev agent', () => {
     agent = await start();
     const again = await running();
     assert.deepEqual(
-      again.map((a) => [a.id, a.network?.address]).sort(),
-      allocs.map((a) => [a.id, a.network?.address]).sort(),
+      again.map((a) => [a.ID, address(a)]).sort(),
+      allocs.map((a) => [a.ID, address(a)]).sort(),
       'the same allocations, at the same addresses',
     );
     await answers(again);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation } from '../../src/structs/index.js';
+import type { AllocationListStub } from '../../src/api/index.js';
 import { cleanupUnder, mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, tempDir } from './_agent.js';
 
@@ -47,8 +47,8 @@ describe('client garbage collection on a dev agent', () => {
     cleanupUnder(dir);
   });
 
-  const allocOf = async (jobId: string): Promise<Allocation> => {
-    const [a] = await agent!.get<Allocation[]>(`/v1/job/${jobId}/allocations`);
+  const allocOf = async (jobId: string): Promise<AllocationListStub> => {
+    const [a] = await agent!.get<AllocationListStub[]>(`/v1/job/${jobId}/allocations`);
     return a!;
   };
 
@@ -57,23 +57,23 @@ describe('client garbage collection on a dev agent', () => {
     assert.equal((await agent!.cli(['job', 'run', '--detach', path.join(dir, 'once.hcl')])).code, 0);
     const once = await until('the batch allocation to complete', async () => {
       const a = await allocOf('once');
-      return a?.clientStatus === 'complete' ? a : undefined;
+      return a?.ClientStatus === 'complete' ? a : undefined;
     });
     const keep = await allocOf('keep');
-    const onceDir = path.join(allocRoot, once.id);
+    const onceDir = path.join(allocRoot, once.ID);
     await until('the finished allocation cleaned up (postrun) but kept', () => existsSync(onceDir));
     assert.ok(mountsUnder(onceDir).length > 0, 'its secrets tmpfs is still mounted before collection');
 
     const res = await fetch(`${agent!.addr}/v1/client/gc`, { method: 'POST', headers: { authorization: `Bearer ${agent!.token}` } });
     assert.equal(res.status, 200, await res.clone().text());
     const body = (await res.json()) as { collected: string[] };
-    assert.deepEqual(body.collected, [once.id]);
+    assert.deepEqual(body.collected, [once.ID]);
 
     assert.equal(existsSync(onceDir), false, 'its directory is gone');
     assert.deepEqual(mountsUnder(onceDir), [], 'its secrets tmpfs is unmounted');
-    assert.ok(existsSync(path.join(allocRoot, keep.id)), 'the running allocation keeps its directory');
+    assert.ok(existsSync(path.join(allocRoot, keep.ID)), 'the running allocation keeps its directory');
     assert.equal(pidsWith(MARKER).length, 1, 'and its task');
-    assert.equal((await allocOf('once')).clientStatus, 'complete', 'the server still lists it as it was');
+    assert.equal((await allocOf('once')).ClientStatus, 'complete', 'the server still lists it as it was');
 
     const again = await fetch(`${agent!.addr}/v1/client/gc`, { method: 'POST', headers: { authorization: `Bearer ${agent!.token}` } });
     assert.deepEqual(((await again.json()) as { collected: string[] }).collected, [], 'safe to repeat');

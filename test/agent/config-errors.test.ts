@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { AllocationListStub } from '../../src/api/index.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
 describe('config errors on a real node', () => {
@@ -32,7 +33,7 @@ describe('config errors on a real node', () => {
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /failed: Failed tasks: t \(driver raw_exec failed to start the task: task t: command "\/nonexistent\/berth-missing-program" does not exist/);
     assert.doesNotMatch(r.stdout, /allocations? running/);
-    const allocs = await agent.get<Array<{ taskStates: Record<string, { restarts: number }> }>>('/v1/job/missing/allocations');
-    assert.equal(allocs[0]?.taskStates['t']?.restarts, 0, 'not retried');
+    const allocs = await agent.get<AllocationListStub[]>('/v1/job/missing/allocations');
+    assert.equal(allocs[0]?.TaskStates?.['t']?.Restarts, 0, 'not retried');
   });
 });

@@ -1,7 +1,7 @@
 // `berth agent --dev` as a user runs it: the real binary as a child process,
 // the examples' hostpath plugin job, a volume created through its
 // controller, workloads writing and reading it back, `alloc logs` and
-// `alloc exec` (pipes and a pty), one /metrics page, and Ctrl-C leaving
+// `alloc exec` (pipes and a pty), one /v1/metrics page, and Ctrl-C leaving
 // nothing mounted and no task running.
 
 import assert from 'node:assert/strict';
@@ -10,7 +10,8 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pty from 'node-pty';
-import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { AllocationListStub, CSIPlugin } from '../../src/api/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { BERTH, BerthProcess, EXAMPLES, REPO, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -92,42 +93,48 @@ describe('berth agent --dev', () => {
     assert.equal(statSync(path.join(dataDir, 'agent.env')).mode & 0o777, 0o600);
     const anonymous = await fetch(`${agent.addr}/v1/jobs`);
     assert.equal(anonymous.status, 401);
-    const [node] = await agent.get<Node[]>('/v1/nodes');
+    const [node] = await agent.get<Api.NodeListStub[]>('/v1/nodes');
     assert.ok(node, 'the dev agent registered its own client node');
-    nodeId = node.id;
-    assert.equal(node.httpAddr, agent.addr, 'the node reports the shared listener for logs and exec');
+    nodeId = node.ID;
+    const full = await agent.get<Api.Node>(`/v1/node/${nodeId}`);
+    assert.equal(`http://${full.HTTPAddr}`, agent.addr, 'the node reports the shared listener for logs and exec');
   });
 
   it("runs the examples' hostpath plugin (which finds berth on its PATH), a volume created through it, and writer/reader jobs", async () => {
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin to be healthy', async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     }, 60_000);
     ok(await agent.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'writer.hcl')]), 'job run writer');
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'reader.hcl')]), 'job run reader');
-    const [reader] = await agent.get<Allocation[]>('/v1/job/reader/allocations');
-    const logs = ok(await agent.cli(['alloc', 'logs', reader!.id.slice(0, 8)]), 'alloc logs reader');
+    const [reader] = await agent.get<AllocationListStub[]>('/v1/job/reader/allocations');
+    const logs = ok(await agent.cli(['alloc', 'logs', reader!.ID.slice(0, 8)]), 'alloc logs reader');
     assert.match(logs.stdout, /written by [0-9a-f-]{36}/, 'the reader printed what the writer left in the volume');
   });
 
-  it('alloc logs prints a task\'s stdout or stderr, --tail N lines, and -f follows new output', async () => {
+  it('alloc logs prints a task\'s stdout or stderr, -tail -n N lines (or -c bytes), and -f follows new output', async () => {
     const file = path.join(dir, 'ticker.hcl');
     writeFileSync(file, TICKER_HCL);
     ok(await agent.cli(['job', 'run', file]), 'job run ticker');
-    const [alloc] = await agent.get<Allocation[]>('/v1/job/ticker/allocations');
-    ticker = alloc!.id;
+    const [alloc] = await agent.get<AllocationListStub[]>('/v1/job/ticker/allocations');
+    ticker = alloc!.ID;
     await until('the ticker to print a few lines', async () => lines((await agent.cli(['alloc', 'logs', ticker, 'tick'])).stdout).length >= 3);
 
     const all = ok(await agent.cli(['alloc', 'logs', ticker, 'tick']), 'alloc logs');
     assert.ok(lines(all.stdout).every((l) => /^tick \d+$/.test(l)), all.stdout);
-    const tail = ok(await agent.cli(['alloc', 'logs', '--tail', '2', ticker, 'tick']), 'alloc logs --tail');
+    const tail = ok(await agent.cli(['alloc', 'logs', '-tail', '-n', '2', ticker, 'tick']), 'alloc logs -tail -n 2');
     assert.equal(lines(tail.stdout).length, 2, tail.stdout);
-    const errs = ok(await agent.cli(['alloc', 'logs', '--stderr', '--tail', '1', ticker, 'tick']), 'alloc logs --stderr');
+    const errs = ok(await agent.cli(['alloc', 'logs', '-stderr', '-tail', '-n', '1', ticker, 'tick']), 'alloc logs -stderr');
     assert.match(errs.stdout, /^err \d+\n$/);
+    const bytes = ok(await agent.cli(['alloc', 'logs', '-tail', '-c', '3', ticker, 'tick']), 'alloc logs -tail -c 3');
+    // The last 3 bytes of "tick N\n": " N\n" while N is one digit, then its last two digits.
+    assert.match(bytes.stdout, /^(?: \d|\d\d)\n$/, 'the last 3 bytes');
+    const ten = lines(ok(await agent.cli(['alloc', 'logs', '-tail', ticker, 'tick']), 'alloc logs -tail').stdout);
+    assert.ok(ten.length >= 3 && ten.length <= 10, `-tail alone: at most 10 lines: ${ten.join('|')}`);
 
-    const follow = new BerthProcess(['alloc', 'logs', '-f', '--tail', '1', ticker, 'tick'], { env: { BERTH_ADDR: agent.addr, BERTH_TOKEN: agent.token } });
+    const follow = new BerthProcess(['alloc', 'logs', '-f', '-tail', '-n', '1', ticker, 'tick'], { env: { BERTH_ADDR: agent.addr, BERTH_TOKEN: agent.token } });
     const first = await until('the first followed line', () => lines(follow.stdout)[0]);
     const n = Number(/^tick (\d+)$/.exec(first)?.[1]);
     await until('lines written after the follow began', () => lines(follow.stdout).some((l) => l === `tick ${n + 2}`));
@@ -193,8 +200,8 @@ describe('berth agent --dev', () => {
     }
   });
 
-  it('serves one /metrics with plugin health, claims, allocations and the agent\'s CSI calls', async () => {
-    const res = await fetch(`${agent.addr}/metrics`, { headers: { authorization: `Bearer ${agent.token}` } });
+  it('serves one /v1/metrics with plugin health, claims, allocations and the agent\'s CSI calls', async () => {
+    const res = await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } });
     assert.equal(res.status, 200);
     const text = await res.text();
     assert.match(text, /^berth_plugin_nodes_healthy\{plugin="hostpath"\} 1$/m);

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { JobSummary } from '../../src/api/index.js';
 import { AgentRun, berth, cleanEnv, ok, type BerthResult } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
 import { startEtcd, type EtcdCluster } from '../support/etcd.js';
@@ -41,8 +42,9 @@ describe('a server on etcd', () => {
     return agent;
   };
   const jobIds = async (agent: AgentRun): Promise<string[]> => {
+    // Nomad's `job status -json`: one JobJson per job, its Summary naming it.
     const out = ok(await agent.cli(['job', 'status', '--json']), 'job status');
-    return (JSON.parse(out) as Array<{ id: string }>).map((j) => j.id).sort();
+    return (JSON.parse(out) as Array<{ Summary: JobSummary }>).map((j) => j.Summary.JobID).sort();
   };
   const cli = (args: string[]): Promise<BerthResult> => berth(args, { env: cleanEnv() });
 

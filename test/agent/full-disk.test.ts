@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -88,43 +88,43 @@ describe('a full data disk on a client', () => {
     const s = statfsSync(disk);
     return s.bavail * s.bsize;
   };
-  const running = async (job: string): Promise<Allocation> =>
-    until(`${job} running`, async () => (await server.get<Allocation[]>(`/v1/job/${job}/allocations`)).find((a) => a.clientStatus === 'running'), 60_000);
+  const running = async (job: string): Promise<Api.AllocationListStub> =>
+    until(`${job} running`, async () => (await server.get<Api.AllocationListStub[]>(`/v1/job/${job}/allocations`)).find((a) => a.ClientStatus === 'running'), 60_000);
 
   it('job stop and GC work on a full disk, and SIGINT stops what it says it stops', async () => {
-    await until('the client ready', async () => (await server.get<Node[]>('/v1/nodes')).some((n) => n.status === 'ready'), 60_000);
+    await until('the client ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).some((n) => n.Status === 'ready'), 60_000);
     writeFileSync(path.join(dir, 'fill1.hcl'), filler('fill1'));
     ok(await server.cli(['job', 'run', '--detach', path.join(dir, 'fill1.hcl')]), 'job run fill1');
     const first = await running('fill1');
     // Full: the task's dd was refused. (The agent may then give up its 4 MiB reserve to write.)
-    await until('the disk full', () => filled(first.id) || undefined, 60_000);
+    await until('the disk full', () => filled(first.ID) || undefined, 60_000);
     assert.ok(freeBytes() < 6 * 1024 * 1024, `the disk is full but for the agent's reserve (free ${freeBytes()} bytes)`);
 
     ok(await server.cli(['job', 'stop', 'fill1']), 'job stop on a full disk');
-    await until('the stopped allocation reported complete', async () => (await server.get<Allocation>(`/v1/allocation/${first.id}`)).clientStatus === 'complete', 60_000).catch(
+    await until('the stopped allocation reported complete', async () => (await server.get<Api.Allocation>(`/v1/allocation/${first.ID}`)).ClientStatus === 'complete', 60_000).catch(
       async (err: unknown) => {
-        const a = await server.get<Allocation>(`/v1/allocation/${first.id}`);
-        throw new Error(`${String(err)}: ${JSON.stringify({ clientStatus: a.clientStatus, desired: a.desiredStatus, desc: a.clientDescription })}\n${client.stderr.slice(-3000)}`);
+        const a = await server.get<Api.Allocation>(`/v1/allocation/${first.ID}`);
+        throw new Error(`${String(err)}: ${JSON.stringify({ clientStatus: a.ClientStatus, desired: a.DesiredStatus, desc: a.ClientDescription })}\n${client.stderr.slice(-3000)}`);
       },
     );
     assert.equal(pidsWith(MARKER).length, 0, 'the filler is gone');
 
     const res = await fetch(`${client.addr}/v1/client/gc`, { method: 'POST', headers: { authorization: `Bearer ${MGMT}` } });
     assert.equal(res.status, 200, await res.clone().text());
-    assert.deepEqual(((await res.json()) as { collected: string[] }).collected, [first.id]);
+    assert.deepEqual(((await res.json()) as { collected: string[] }).collected, [first.ID]);
     assert.ok(freeBytes() > 16 * 1024 * 1024, `GC freed the space (free now ${freeBytes()} bytes)`);
 
     // Full again, with the filler running: SIGINT stops it, or says it could not.
     writeFileSync(path.join(dir, 'fill2.hcl'), filler('fill2'));
     ok(await server.cli(['job', 'run', '--detach', path.join(dir, 'fill2.hcl')]), 'job run fill2');
     const second = await running('fill2');
-    await until('the disk full again', () => filled(second.id) || undefined, 60_000);
+    await until('the disk full again', () => filled(second.ID) || undefined, 60_000);
     const exit = await client.stop('SIGINT', 120_000);
     console.log(`SIGINT on a full disk: exit ${exit.code}`);
     if (exit.code === 0) {
       assert.equal(pidsWith(MARKER).length, 0, `a clean exit, so the filler is stopped: ${exit.stderr.slice(-2000)}`);
     } else {
-      assert.match(exit.stderr, new RegExp(second.id.slice(0, 8)), `a failed stop names the allocation it could not stop: ${exit.stderr.slice(-2000)}`);
+      assert.match(exit.stderr, new RegExp(second.ID.slice(0, 8)), `a failed stop names the allocation it could not stop: ${exit.stderr.slice(-2000)}`);
     }
   });
 });

@@ -5,11 +5,11 @@
 // `alloc status` shows the "Resources Updated" event and the task's usage.
 
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation } from '../../src/structs/index.js';
-import { until } from '../support/runtime-cluster.js';
+import type { AllocResourceUsage, Allocation, AllocationListStub } from '../../src/api/index.js';
+import { pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
 const MARKER = `in-place-${process.pid}`;
@@ -31,8 +31,21 @@ job "resize" {
 }
 `;
 
-interface Stats {
-  tasks: Record<string, { source: string; pids: number[] }>;
+/** The task's processes on the host: its shell (its command line names MARKER) and the shell's children. */
+function taskPids(): number[] {
+  const shells = pidsWith(MARKER);
+  const children = readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+        return shells.includes(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [...shells, ...children].sort((a, b) => a - b);
 }
 
 /** The v1 memory cgroup directory of a host pid (from /proc/<pid>/cgroup). */
@@ -66,48 +79,50 @@ describe('in-place resource updates through the dev agent', () => {
     writeFileSync(file, jobHcl(64));
     const first = await agent.cli(['job', 'run', file]);
     assert.equal(first.code, 0, first.stderr + first.stdout);
-    const [alloc] = await agent.get<Allocation[]>('/v1/job/resize/allocations');
+    const [alloc] = await agent.get<AllocationListStub[]>('/v1/job/resize/allocations');
     assert.ok(alloc);
-    const before = await until('the sleeper and its shell in the stats', async () => {
-      const t = (await agent.get<Stats>(`/v1/client/allocation/${alloc.id}/stats`)).tasks['sleeper'];
-      return t && t.pids.length >= 2 ? t : undefined;
+    const before = await until('the sleeper and its shell running', () => {
+      const pids = taskPids();
+      return pids.length >= 2 ? pids : undefined;
     }, 30_000);
-    assert.equal(before.source, 'cgroup');
-    const cgroup = memoryCgroupOf(before.pids[before.pids.length - 1]!);
+    const usage = await until('the sleeper in the stats', async () => (await agent.get<AllocResourceUsage>(`/v1/client/allocation/${alloc.ID}/stats`)).Tasks?.['sleeper']?.ResourceUsage ?? undefined, 30_000);
+    assert.deepEqual(usage.MemoryStats?.Measured, ['RSS', 'Cache', 'Usage', 'Max Usage'], "measured from the task's cgroup");
+    const cgroup = memoryCgroupOf(before[before.length - 1]!);
     assert.equal(Number(readFileSync(path.join(cgroup, 'memory.limit_in_bytes'), 'utf8')), 64 * MiB);
 
     writeFileSync(file, jobHcl(96));
     const second = await agent.cli(['job', 'run', file]);
     assert.equal(second.code, 0, second.stderr + second.stdout);
-    assert.match(second.stdout, new RegExp(`Allocation "${alloc.id.slice(0, 8)}" updated in place`));
+    assert.match(second.stdout, new RegExp(`Allocation "${alloc.ID.slice(0, 8)}" updated in place`));
     assert.match(second.stdout, /1 allocation updated in place/);
 
-    const allocs = await agent.get<Allocation[]>('/v1/job/resize/allocations');
+    const allocs = await agent.get<AllocationListStub[]>('/v1/job/resize/allocations');
+    const full = await Promise.all(allocs.map((a) => agent.get<Allocation>(`/v1/allocation/${a.ID}`)));
     assert.deepEqual(
-      allocs.map((a) => [a.id, a.desiredStatus, a.jobVersion, a.resources?.memoryMb]),
-      [[alloc.id, 'run', 1, 96]],
+      full.map((a) => [a.ID, a.DesiredStatus, a.Job?.Version, a.AllocatedResources?.Tasks?.['sleeper']?.Memory.MemoryMB]),
+      [[alloc.ID, 'run', 1, 96]],
     );
     await until('the cgroup to hold the new limit', () => Number(readFileSync(path.join(cgroup, 'memory.limit_in_bytes'), 'utf8')) === 96 * MiB || undefined, 30_000);
-    const after = (await agent.get<Stats>(`/v1/client/allocation/${alloc.id}/stats`)).tasks['sleeper'];
-    assert.deepEqual(after?.pids, before.pids, 'the task kept running: same processes');
+    assert.deepEqual(taskPids(), before, 'the task kept running: same processes');
 
     const events = await until('the Resources Updated event', async () => {
-      const a = await agent.get<Allocation>(`/v1/allocation/${alloc.id}`);
-      const e = a.taskStates['sleeper']?.events.find((ev) => ev.type === 'Resources Updated');
-      return e ? a.taskStates['sleeper']!.events : undefined;
+      const a = await agent.get<Allocation>(`/v1/allocation/${alloc.ID}`);
+      const e = a.TaskStates?.['sleeper']?.Events?.find((ev) => ev.Type === 'Resources Updated');
+      return e ? a.TaskStates!['sleeper']!.Events! : undefined;
     }, 30_000);
-    assert.match(events.find((e) => e.type === 'Resources Updated')!.message, /in place: memory 96 MB/);
-    assert.equal(events.filter((e) => e.type === 'Started').length, 1, 'started once, never restarted');
+    assert.match(events.find((e) => e.Type === 'Resources Updated')!.DisplayMessage, /in place: memory 96 MB/);
+    assert.equal(events.filter((e) => e.Type === 'Started').length, 1, 'started once, never restarted');
 
-    const status = await agent.cli(['alloc', 'status', alloc.id]);
+    const status = await agent.cli(['alloc', 'status', alloc.ID]);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /Resources Updated/);
     assert.match(status.stdout, /^Resource usage$/m);
-    assert.match(status.stdout, /^Memory \(RSS\)\s+Cache\s+Max Usage\s+CPU User\s+CPU System\s+Throttled Periods\s+Pids\s+Source$/m);
-    assert.match(status.stdout, /MiB\s+.*\s+cgroup$/m);
-    const json = JSON.parse((await agent.cli(['alloc', 'status', alloc.id, '--json'])).stdout) as Allocation & {
-      resourceUsage: { tasks: Record<string, { pids: number[] }> };
-    };
-    assert.ok((json.resourceUsage.tasks['sleeper']?.pids.length ?? 0) >= 2, JSON.stringify(json.resourceUsage));
+    assert.match(status.stdout, /^Memory \(RSS\)\s+Cache\s+Max Usage\s+CPU\s+Throttled Periods\s+Measured$/m);
+    assert.match(status.stdout, /MiB\s+.*\s+RSS, Cache, Usage, Max Usage$/m);
+    // --json: Nomad's Allocation, at the new size, with the event.
+    const json = JSON.parse((await agent.cli(['alloc', 'status', alloc.ID, '--json'])).stdout) as Allocation;
+    assert.equal(json.ID, alloc.ID);
+    assert.equal(json.AllocatedResources?.Tasks?.['sleeper']?.Memory.MemoryMB, 96);
+    assert.ok(json.TaskStates?.['sleeper']?.Events?.some((e) => e.Type === 'Resources Updated'), JSON.stringify(json.TaskStates));
   });
 });

@@ -18,7 +18,8 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, Evaluation } from '../../src/api/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
@@ -33,12 +34,13 @@ function ok(r: Result, what: string): Result {
 
 const WRITER = volumeWriterScript(1);
 
-interface StoreEvent {
-  index: number;
-  topic: string;
-  key: string;
-  op: 'put' | 'delete';
-  payload?: Record<string, unknown>;
+/** One change of the event stream (Nomad's Event); an Allocation event's payload is Nomad's Allocation (src/api EVENT_PAYLOADS). */
+interface StreamEvent {
+  Index: number;
+  Topic: string;
+  Type: string;
+  Key: string;
+  Payload: { Allocation?: Allocation };
 }
 
 describe('node drain of a single-writer volume', () => {
@@ -87,18 +89,18 @@ describe('node drain of a single-writer volume', () => {
   });
 
   it('moves the writer off the node: claim released before the replacement claims, plugin stopped last, nothing left mounted', async () => {
-    await until('both clients ready', async () => (await server.get<Node[]>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
+    await until('both clients ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).filter((n) => n.Status === 'ready').length === 2);
     const plugin = path.join(dir, 'plugin.hcl');
     const pluginJob = (generation: number): string => sharedHostpathPluginHcl(dir, ['d1', 'd2'], generation);
     const healthy = async (generation: number): Promise<void> => {
       await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
-        const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-        const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-        const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
-        const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
+        const p = await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+        const allocs = await server.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations');
+        const { Version: version } = await server.get<Api.Job>('/v1/job/hostpath-plugin');
+        const current = allocs.filter((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running' && a.JobVersion === version);
         // The previous generation gone too: an old instance still serving would not know the volume.
-        const old = allocs.filter((a) => a.jobVersion !== version && (a.clientStatus === 'running' || a.clientStatus === 'pending'));
-        return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2 && old.length === 0;
+        const old = allocs.filter((a) => a.JobVersion !== version && (a.ClientStatus === 'running' || a.ClientStatus === 'pending'));
+        return p !== undefined && p.NodesHealthy === 2 && p.ControllersHealthy === 2 && current.length === 2 && old.length === 0;
       }, 90_000);
     };
     writeFileSync(plugin, pluginJob(1));
@@ -118,82 +120,83 @@ describe('node drain of a single-writer volume', () => {
       `job "writer" {\n  migrate {\n    max_parallel = 1\n    health_check = "task_states"\n    min_healthy_time = "1s"\n  }\n  group "w" {\n    volume "data" {\n      type = "csi"\n      source = "ledger"\n      access_mode = "single-node-writer"\n      attachment_mode = "file-system"\n    }\n    task "write" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sh"\n        args = ["-c", ${JSON.stringify(WRITER)}]\n      }\n      volume_mount {\n        volume = "data"\n        destination = "/data"\n      }\n    }\n  }\n}\n`,
     );
     ok(await server.cli(['job', 'run', job]), 'job run writer');
-    const first = await until('the writer running', async () => (await server.get<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.clientStatus === 'running'));
+    const first = await until('the writer running', async () => (await server.get<AllocationListStub[]>('/v1/job/writer/allocations')).find((a) => a.ClientStatus === 'running'));
     const log = path.join(dir, 'hp');
-    await until('the writer writing', () => writerLines(log).some((l) => l.alloc === first.id) || undefined, 30_000);
-    const nodes = await server.get<Node[]>('/v1/nodes');
-    const drained = nodes.find((n) => n.id === first.nodeId)!;
-    const other = nodes.find((n) => n.id !== first.nodeId)!;
+    await until('the writer writing', () => writerLines(log).some((l) => l.alloc === first.ID) || undefined, 30_000);
+    const nodes = await server.get<Api.NodeListStub[]>('/v1/nodes');
+    const drained = nodes.find((n) => n.ID === first.NodeID)!;
+    const other = nodes.find((n) => n.ID !== first.NodeID)!;
 
-    const drain = ok(await server.cli(['node', 'drain', '-enable', '-yes', '-deadline', '5m', drained.id], { timeoutMs: 180_000 }), 'node drain');
+    const drain = ok(await server.cli(['node', 'drain', '-enable', '-yes', '-deadline', '5m', drained.ID], { timeoutMs: 180_000 }), 'node drain');
     assert.match(drain.stdout, /Ctrl-C to stop monitoring: will not cancel the node drain/);
-    assert.match(drain.stdout, new RegExp(`Alloc "${first.id}" marked for migration`));
+    assert.match(drain.stdout, new RegExp(`Alloc "${first.ID}" marked for migration`));
     assert.match(drain.stdout, /Drain complete for node/);
 
-    const node = await server.get<Node>(`/v1/node/${drained.id}`);
-    assert.equal(node.drainStrategy ?? null, null, 'the drain ended');
-    assert.equal(node.schedulingEligibility, 'ineligible', 'a drained node stays ineligible');
-    assert.equal(node.lastDrain?.status, 'complete');
+    const node = await server.get<Api.Node>(`/v1/node/${drained.ID}`);
+    assert.equal(node.DrainStrategy, null, 'the drain ended');
+    assert.equal(node.SchedulingEligibility, 'ineligible', 'a drained node stays ineligible');
+    assert.equal(node.LastDrain?.Status, 'complete');
+    assert.deepEqual(node.Events?.slice(-2).map((e) => e.Message), ['Node drain strategy set', 'Node drain complete']);
 
     const second = await until('the replacement running on the other node', async () =>
-      (await server.get<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.id !== first.id && a.clientStatus === 'running'),
+      (await server.get<AllocationListStub[]>('/v1/job/writer/allocations')).find((a) => a.ID !== first.ID && a.ClientStatus === 'running'),
     );
-    assert.equal(second.nodeId, other.id);
-    assert.equal(second.previousAllocation, first.id);
-    await until('lines from the replacement', () => writerLines(log).some((l) => l.alloc === second.id) || undefined, 30_000);
+    assert.equal(second.NodeID, other.ID);
+    assert.equal((await server.get<Allocation>(`/v1/allocation/${second.ID}`)).PreviousAllocation, first.ID);
+    await until('lines from the replacement', () => writerLines(log).some((l) => l.alloc === second.ID) || undefined, 30_000);
 
     // Claim events in store order: the old claim is deleted before the replacement's is first written.
-    const events = await eventsOf(server, ['claim', 'allocation']);
-    const oldClaimGone = events.find((e) => e.topic === 'claim' && e.op === 'delete' && e.key.endsWith(`/${first.id}`));
-    const newClaim = events.find((e) => e.topic === 'claim' && e.op === 'put' && e.key.endsWith(`/${second.id}`));
-    assert.ok(oldClaimGone && newClaim, `both claim events seen: ${JSON.stringify(events.filter((e) => e.topic === 'claim').map((e) => [e.index, e.op, e.key]))}`);
-    assert.ok(oldClaimGone.index < newClaim.index, `old claim released (index ${oldClaimGone.index}) before the new one was taken (index ${newClaim.index})`);
+    const events = await eventsOf(server, ['claim', 'Allocation']);
+    const oldClaimGone = events.find((e) => e.Topic === 'claim' && e.Type === 'ClaimDeleted' && e.Key.endsWith(`/${first.ID}`));
+    const newClaim = events.find((e) => e.Topic === 'claim' && e.Type === 'ClaimUpserted' && e.Key.endsWith(`/${second.ID}`));
+    assert.ok(oldClaimGone && newClaim, `both claim events seen: ${JSON.stringify(events.filter((e) => e.Topic === 'claim').map((e) => [e.Index, e.Type, e.Key]))}`);
+    assert.ok(oldClaimGone.Index < newClaim.Index, `old claim released (index ${oldClaimGone.Index}) before the new one was taken (index ${newClaim.Index})`);
 
-    // The plugin on the drained node was told to stop only after the old claim was released.
-    const pluginStop = events.find(
-      (e) => e.topic === 'allocation' && e.op === 'put' && e.payload?.['jobId'] === 'hostpath-plugin' && e.payload['nodeId'] === drained.id && e.payload['desiredStatus'] === 'stop' &&
-        (e.payload['desiredTransition'] as { migrate?: boolean } | undefined)?.migrate === true,
-    );
+    // The plugin on the drained node was told to stop only after the old claim was released
+    // (the Allocation payload is Nomad's Allocation, as GET /v1/allocation/:id answers it).
+    const pluginStop = events.find((e) => {
+      const a = e.Payload.Allocation;
+      if (e.Topic !== 'Allocation' || e.Type === 'AllocationDeleted' || !a) return false;
+      return a.JobID === 'hostpath-plugin' && a.NodeID === drained.ID && a.DesiredStatus === 'stop' && a.DesiredTransition?.Migrate === true;
+    });
     assert.ok(pluginStop, 'the plugin allocation on the drained node was stopped by the drain');
-    assert.ok(pluginStop.index > oldClaimGone.index, `plugin stopped at index ${pluginStop.index}, after the claim release at ${oldClaimGone.index}`);
-    const pluginAllocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-    assert.ok(pluginAllocs.some((a) => a.nodeId === other.id && a.desiredStatus === 'run' && a.clientStatus === 'running'), 'the plugin still serves the other node');
+    assert.ok(pluginStop.Index > oldClaimGone.Index, `plugin stopped at index ${pluginStop.Index}, after the claim release at ${oldClaimGone.Index}`);
+    const pluginAllocs = await server.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations');
+    assert.ok(pluginAllocs.some((a) => a.NodeID === other.ID && a.DesiredStatus === 'run' && a.ClientStatus === 'running'), 'the plugin still serves the other node');
 
     // What may stay until garbage collection: stopped allocations' secrets tmpfs and the plugin's
     // mount root. No staging, no publish, no task bind of the volume.
-    const left = mountsUnder(path.join(dir, drained.name)).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
+    const left = mountsUnder(path.join(dir, drained.Name)).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
     assert.deepEqual(left, [], 'no volume stays mounted on the drained node');
 
     const lines = writerLines(log);
-    const lastOld = Math.max(...lines.filter((l) => l.alloc === first.id).map((l) => l.at));
-    const firstNew = Math.min(...lines.filter((l) => l.alloc === second.id).map((l) => l.at));
+    const lastOld = Math.max(...lines.filter((l) => l.alloc === first.ID).map((l) => l.at));
+    const firstNew = Math.min(...lines.filter((l) => l.alloc === second.ID).map((l) => l.at));
     assert.ok(lastOld < firstNew, `no two writers: the old writer's last line (${lastOld}) precedes the new one's first (${firstNew})`);
 
     // An ineligible node takes nothing new, and placement says why.
-    ok(await server.cli(['node', 'eligibility', '-disable', other.id]), 'node eligibility -disable');
+    ok(await server.cli(['node', 'eligibility', '-disable', other.ID]), 'node eligibility -disable');
     const probe = path.join(dir, 'probe.hcl');
     writeFileSync(probe, `job "probe" {\n  group "p" {\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sleep"\n        args = ["300"]\n      }\n    }\n  }\n}\n`);
     await server.cli(['job', 'run', '--detach', probe]);
-    const blocked = await until('the probe blocked', async () =>
-      (await server.get<Array<{ status: string; blockedReason: string }>>('/v1/job/probe/evaluations')).find((e) => e.status === 'blocked'),
-    );
-    assert.match(blocked.blockedReason, /2 nodes were ineligible/);
-    ok(await server.cli(['node', 'eligibility', '-enable', other.id]), 'node eligibility -enable');
-    const placed = await until('the probe placed on the eligible node', async () => (await server.get<Allocation[]>('/v1/job/probe/allocations')).find((a) => a.clientStatus === 'running'));
-    assert.equal(placed.nodeId, other.id);
-    const cancel = ok(await server.cli(['node', 'drain', '-disable', drained.id]), 'node drain -disable');
+    const blocked = await until('the probe blocked', async () => (await server.get<Evaluation[]>('/v1/job/probe/evaluations')).find((e) => e.Status === 'blocked'));
+    assert.equal(blocked.FailedTGAllocs?.['p']?.ConstraintFiltered?.['were ineligible (node is ineligible: draining or marked ineligible)'], 2, JSON.stringify(blocked));
+    ok(await server.cli(['node', 'eligibility', '-enable', other.ID]), 'node eligibility -enable');
+    const placed = await until('the probe placed on the eligible node', async () => (await server.get<AllocationListStub[]>('/v1/job/probe/allocations')).find((a) => a.ClientStatus === 'running'));
+    assert.equal(placed.NodeID, other.ID);
+    const cancel = ok(await server.cli(['node', 'drain', '-disable', drained.ID]), 'node drain -disable');
     assert.match(cancel.stdout, /drain strategy unset/);
-    assert.equal((await server.get<Node>(`/v1/node/${drained.id}`)).schedulingEligibility, 'eligible');
+    assert.equal((await server.get<Api.Node>(`/v1/node/${drained.ID}`)).SchedulingEligibility, 'eligible');
   });
 });
 
-async function eventsOf(agent: AgentUnderTest, topics: string[]): Promise<StoreEvent[]> {
+/** Every change of `topics` the server keeps, in every namespace, oldest first. */
+async function eventsOf(agent: AgentUnderTest, topics: string[]): Promise<StreamEvent[]> {
   const q = topics.map((t) => `topic=${t}`).join('&');
-  const res = await fetch(`${agent.addr}/v1/event/stream?${q}&index=0&until=now`, { headers: { authorization: `Bearer ${agent.token}` } });
+  const res = await fetch(`${agent.addr}/v1/event/stream?${q}&index=0&namespace=*&until=now`, { headers: { authorization: `Bearer ${agent.token}` } });
   const text = await res.text();
   return text
     .split('\n')
     .filter((l) => l.trim() && l !== '{}')
-    .map((l) => JSON.parse(l) as StoreEvent)
-    .filter((e) => typeof e.index === 'number');
+    .flatMap((l) => (JSON.parse(l) as { Events: StreamEvent[] }).Events);
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, TaskState } from '../../src/structs/index.js';
+import { GO_ZERO_TIME, type Allocation, type AllocationListStub, type TaskEvent, type TaskState } from '../../src/api/index.js';
 import { killProcessesUnder } from '../support/agent-run.js';
 import { until } from '../support/runtime-cluster.js';
 import { REPO, startAgent, tempDir, type AgentUnderTest } from './_agent.js';
@@ -47,9 +47,9 @@ describe('Nomad-style job files on a dev agent', () => {
 
   async function allocOf(job: string, want: (a: Allocation) => boolean, what: string, ms = 90_000): Promise<Allocation> {
     return until(what, async () => {
-      const list = await agent.get<Allocation[]>(`/v1/job/${job}/allocations`);
+      const list = await agent.get<AllocationListStub[]>(`/v1/job/${job}/allocations`);
       for (const a of list) {
-        const full = await agent.get<Allocation>(`/v1/allocation/${a.id}`);
+        const full = await agent.get<Allocation>(`/v1/allocation/${a.ID}`);
         if (want(full)) return full;
       }
       return undefined;
@@ -59,32 +59,39 @@ describe('Nomad-style job files on a dev agent', () => {
   /** The allocation's shared directory on the host (`NOMAD_ALLOC_DIR` of a raw_exec task). */
   const sharedDir = (allocId: string): string => path.join(dir, 'a', 'client', 'alloc', allocId, 'alloc');
   const task = (a: Allocation, name: string): TaskState => {
-    const t = a.taskStates?.[name];
-    assert.ok(t, `no task state for ${name}: ${JSON.stringify(a.taskStates)}`);
+    const t = a.TaskStates?.[name];
+    assert.ok(t, `no task state for ${name}: ${JSON.stringify(a.TaskStates)}`);
     return t;
+  };
+  const events = (t: TaskState): TaskEvent[] => t.Events ?? [];
+  /** A task state's time (RFC 3339) in milliseconds; fails on Go's zero time. */
+  const ms = (t: string, what: string): number => {
+    assert.notEqual(t, GO_ZERO_TIME, `${what} is set`);
+    return Date.parse(t);
   };
 
   it('gives a task Nomad\'s environment and interpolates its env and args at run time', async () => {
     await run('env.hcl');
-    const alloc = await allocOf('envdump', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the env dump to finish');
-    assert.equal(alloc.clientStatus, 'complete', JSON.stringify(alloc.taskStates));
+    const alloc = await allocOf('envdump', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the env dump to finish');
+    assert.equal(alloc.ClientStatus, 'complete', JSON.stringify(alloc.TaskStates));
     const env = Object.fromEntries(
-      readFileSync(path.join(sharedDir(alloc.id), 'env.txt'), 'utf8')
+      readFileSync(path.join(sharedDir(alloc.ID), 'env.txt'), 'utf8')
         .split('\n')
         .filter((l) => l.includes('='))
         .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
     );
-    const nodes = await agent.get<Array<{ id: string; name: string; datacenter: string }>>('/v1/nodes');
-    const node = nodes.find((n) => n.id === alloc.nodeId);
+    const nodes = await agent.get<Array<{ ID: string; Name: string; Datacenter: string }>>('/v1/nodes');
+    const found = nodes.find((n) => n.ID === alloc.NodeID);
+    const node = found && { id: found.ID, name: found.Name, datacenter: found.Datacenter };
     assert.ok(node);
     const expected: Record<string, string> = {
-      NOMAD_ALLOC_ID: alloc.id,
-      NOMAD_SHORT_ALLOC_ID: alloc.id.slice(0, 8),
+      NOMAD_ALLOC_ID: alloc.ID,
+      NOMAD_SHORT_ALLOC_ID: alloc.ID.slice(0, 8),
       NOMAD_ALLOC_NAME: 'envdump.g[0]',
       NOMAD_ALLOC_INDEX: '0',
-      NOMAD_ALLOC_DIR: sharedDir(alloc.id),
-      NOMAD_TASK_DIR: path.join(dir, 'a', 'client', 'alloc', alloc.id, 'dump', 'local'),
-      NOMAD_SECRETS_DIR: path.join(dir, 'a', 'client', 'alloc', alloc.id, 'dump', 'secrets'),
+      NOMAD_ALLOC_DIR: sharedDir(alloc.ID),
+      NOMAD_TASK_DIR: path.join(dir, 'a', 'client', 'alloc', alloc.ID, 'dump', 'local'),
+      NOMAD_SECRETS_DIR: path.join(dir, 'a', 'client', 'alloc', alloc.ID, 'dump', 'secrets'),
       NOMAD_JOB_ID: 'envdump',
       NOMAD_JOB_NAME: 'envdump',
       NOMAD_GROUP_NAME: 'g',
@@ -100,82 +107,82 @@ describe('Nomad-style job files on a dev agent', () => {
       NOMAD_META_TEAM: 'storage',
       NOMAD_META_tier: 'group',
       NOMAD_META_build: 'b42',
-      BERTH_ALLOC_ID: alloc.id,
+      BERTH_ALLOC_ID: alloc.ID,
       BERTH_NODE_ID: node.id,
-      DATA_DIR: `${sharedDir(alloc.id)}/data`,
+      DATA_DIR: `${sharedDir(alloc.ID)}/data`,
       WHERE: `${node.name}@${node.datacenter}`,
     };
     for (const [k, v] of Object.entries(expected)) assert.equal(env[k], v, `${k} in the task's environment`);
-    const args = readFileSync(path.join(sharedDir(alloc.id), 'args.txt'), 'utf8').trimEnd().split('\n');
+    const args = readFileSync(path.join(sharedDir(alloc.ID), 'args.txt'), 'utf8').trimEnd().split('\n');
     assert.deepEqual(args, ['envdump', node.id, 'linux', 'r7', 'fast', 'dump', '${NOMAD_PORT_http}']);
-    const unresolved = task(alloc, 'dump').events.find((e) => e.type === 'Interpolation Unresolved');
-    assert.match(unresolved?.message ?? '', /\$\{NOMAD_PORT_http\}/);
+    const unresolved = events(task(alloc, 'dump')).find((e) => e.Type === 'Interpolation Unresolved');
+    assert.match(unresolved?.Message ?? '', /\$\{NOMAD_PORT_http\}/);
   });
 
   it('makes a group of a task written directly under the job (JSON), named after the task', async () => {
     await run('solo.json');
-    const alloc = await allocOf('solo', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the solo task to finish');
-    assert.equal(alloc.taskGroup, 'only');
-    assert.equal(readFileSync(path.join(sharedDir(alloc.id), 'who.txt'), 'utf8').trim(), 'only/only/ops');
+    const alloc = await allocOf('solo', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the solo task to finish');
+    assert.equal(alloc.TaskGroup, 'only');
+    assert.equal(readFileSync(path.join(sharedDir(alloc.ID), 'who.txt'), 'utf8').trim(), 'only/only/ops');
   });
 
   it('runs lifecycle tasks in order: prestart to completion, then main with its sidecar, poststart, then poststop', async () => {
     await run('lifecycle.hcl');
-    const alloc = await allocOf('order', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the lifecycle job to finish');
-    assert.equal(alloc.clientStatus, 'complete', alloc.clientDescription);
-    const order = readFileSync(path.join(sharedDir(alloc.id), 'order.txt'), 'utf8').trim().split('\n');
+    const alloc = await allocOf('order', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the lifecycle job to finish');
+    assert.equal(alloc.ClientStatus, 'complete', alloc.ClientDescription);
+    const order = readFileSync(path.join(sharedDir(alloc.ID), 'order.txt'), 'utf8').trim().split('\n');
     assert.ok(order.indexOf('init') >= 0 && order.indexOf('init') < order.indexOf('main'), order.join(','));
     assert.equal(order.at(-1), 'cleanup', order.join(','));
     assert.ok(order.includes('side'), order.join(','));
-    assert.equal(readFileSync(path.join(sharedDir(alloc.id), 'post.txt'), 'utf8').trim(), 'post');
+    assert.equal(readFileSync(path.join(sharedDir(alloc.ID), 'post.txt'), 'utf8').trim(), 'post');
     const [init, side, main, post, cleanup] = ['init', 'side', 'main', 'post', 'cleanup'].map((n) => task(alloc, n));
-    assert.ok(init!.finishedAt! <= main!.startedAt!, 'main started after init completed');
-    assert.ok(post!.startedAt! >= main!.startedAt!, 'poststart after main started');
-    assert.ok(side!.finishedAt! >= main!.finishedAt!, 'the sidecar stopped once main had');
-    assert.ok(cleanup!.startedAt! >= main!.finishedAt!, 'poststop after main stopped');
-    assert.ok(main!.events.some((e) => e.type === 'Lifecycle Waiting'), 'main said it waited for init');
-    for (const t of [init, main, post, cleanup]) assert.equal(t!.failed, false);
+    assert.ok(ms(init!.FinishedAt, 'init finished') <= ms(main!.StartedAt, 'main started'), 'main started after init completed');
+    assert.ok(ms(post!.StartedAt, 'post started') >= ms(main!.StartedAt, 'main started'), 'poststart after main started');
+    assert.ok(ms(side!.FinishedAt, 'side finished') >= ms(main!.FinishedAt, 'main finished'), 'the sidecar stopped once main had');
+    assert.ok(ms(cleanup!.StartedAt, 'cleanup started') >= ms(main!.FinishedAt, 'main finished'), 'poststop after main stopped');
+    assert.ok(events(main!).some((e) => e.Type === 'Lifecycle Waiting'), 'main said it waited for init');
+    for (const t of [init, main, post, cleanup]) assert.equal(t!.Failed, false);
   });
 
   it('does not restart a prestart task that succeeded in a service job, and runs poststop when the job is stopped', async () => {
     await run('lifecycle-service.json');
-    const running = await allocOf('svc-order', (a) => a.taskStates?.['main']?.state === 'running', 'main to run');
-    assert.equal(task(running, 'init').state, 'dead');
-    assert.equal(task(running, 'init').restarts, 0);
-    assert.equal(task(running, 'cleanup').state, 'pending');
+    const running = await allocOf('svc-order', (a) => a.TaskStates?.['main']?.State === 'running', 'main to run');
+    assert.equal(task(running, 'init').State, 'dead');
+    assert.equal(task(running, 'init').Restarts, 0);
+    assert.equal(task(running, 'cleanup').State, 'pending');
     const stop = await agent.cli(['job', 'stop', 'svc-order']);
     assert.equal(stop.code, 0, stop.stderr);
-    const done = await allocOf('svc-order', (a) => ['complete', 'failed'].includes(a.clientStatus) && a.taskStates?.['cleanup']?.state === 'dead', 'the stopped allocation to finish');
-    assert.deepEqual(readFileSync(path.join(sharedDir(done.id), 'order.txt'), 'utf8').trim().split('\n'), ['init', 'main', 'cleanup']);
+    const done = await allocOf('svc-order', (a) => ['complete', 'failed'].includes(a.ClientStatus) && a.TaskStates?.['cleanup']?.State === 'dead', 'the stopped allocation to finish');
+    assert.deepEqual(readFileSync(path.join(sharedDir(done.ID), 'order.txt'), 'utf8').trim().split('\n'), ['init', 'main', 'cleanup']);
   });
 
   it('stops a task with its kill_signal after its shutdown_delay', async () => {
     await run('signals.hcl');
-    const alloc = await allocOf('signals', (a) => a.taskStates?.['trap']?.state === 'running', 'the trap task to run');
-    await until('the task to have set its traps', () => existsSync(path.join(sharedDir(alloc.id), 'ready.txt')));
+    const alloc = await allocOf('signals', (a) => a.TaskStates?.['trap']?.State === 'running', 'the trap task to run');
+    await until('the task to have set its traps', () => existsSync(path.join(sharedDir(alloc.ID), 'ready.txt')));
     assert.equal((await agent.cli(['job', 'stop', 'signals'])).code, 0);
-    const done = await allocOf('signals', (a) => a.taskStates?.['trap']?.state === 'dead', 'the trap task to stop');
-    assert.equal(readFileSync(path.join(sharedDir(alloc.id), 'signal.txt'), 'utf8').trim(), 'INT');
-    const types = task(done, 'trap').events.map((e) => e.type);
+    const done = await allocOf('signals', (a) => a.TaskStates?.['trap']?.State === 'dead', 'the trap task to stop');
+    assert.equal(readFileSync(path.join(sharedDir(alloc.ID), 'signal.txt'), 'utf8').trim(), 'INT');
+    const types = events(task(done, 'trap')).map((e) => e.Type);
     assert.ok(types.indexOf('Waiting for shutdown delay') > types.indexOf('Killing'), types.join(','));
   });
 
   it('kills a task that runs past its max_run_duration and does not restart it', async () => {
     await run('max-run.hcl');
-    const alloc = await allocOf('overrun', (a) => a.clientStatus === 'failed' || a.clientStatus === 'complete', 'the overrunning task to end');
-    assert.equal(alloc.clientStatus, 'failed');
+    const alloc = await allocOf('overrun', (a) => a.ClientStatus === 'failed' || a.ClientStatus === 'complete', 'the overrunning task to end');
+    assert.equal(alloc.ClientStatus, 'failed');
     const t = task(alloc, 'sleepy');
-    assert.equal(t.restarts, 0);
-    assert.ok(t.events.some((e) => e.type === 'Max Run Duration Exceeded'), t.events.map((e) => e.type).join(','));
-    assert.match(alloc.clientDescription, /max_run_duration of 2s/);
+    assert.equal(t.Restarts, 0);
+    assert.ok(events(t).some((e) => e.Type === 'Max Run Duration Exceeded'), events(t).map((e) => e.Type).join(','));
+    assert.match(alloc.ClientDescription, /max_run_duration of 2s/);
   });
 
   it('runs a task as its `user` under raw_exec and exec', async () => {
     await run('user.hcl');
-    const alloc = await allocOf('as-nobody', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the tasks run as nobody to finish');
-    assert.equal(alloc.clientStatus, 'complete', `${alloc.clientDescription} ${JSON.stringify(alloc.taskStates)}`);
+    const alloc = await allocOf('as-nobody', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the tasks run as nobody to finish');
+    assert.equal(alloc.ClientStatus, 'complete', `${alloc.ClientDescription} ${JSON.stringify(alloc.TaskStates)}`);
     for (const name of ['raw', 'jailed']) {
-      const uid = readFileSync(path.join(dir, 'a', 'client', 'alloc', alloc.id, name, 'local', 'uid.txt'), 'utf8').trim();
+      const uid = readFileSync(path.join(dir, 'a', 'client', 'alloc', alloc.ID, name, 'local', 'uid.txt'), 'utf8').trim();
       assert.equal(uid, '65534', `${name} ran as nobody`);
     }
   });
@@ -187,16 +194,16 @@ describe('Nomad-style job files on a dev agent', () => {
       const r = await agent.cli(['plugin', 'status', 'hostpath-ns']);
       return r.code === 0 && /Nodes Healthy\s+1\b/.test(r.stdout) ? r : undefined;
     }, 120_000);
-    const nodes = await agent.get<Array<{ id: string }>>('/v1/nodes');
-    assert.ok(existsSync(path.join(data, nodes[0]!.id)), `the plugin got the node ID through \${node.unique.id}: ${existsSync(data) ? readdirSync(data).join(',') : 'no data dir'}`);
+    const nodes = await agent.get<Array<{ ID: string }>>('/v1/nodes');
+    assert.ok(existsSync(path.join(data, nodes[0]!.ID)), `the plugin got the node ID through \${node.unique.id}: ${existsSync(data) ? readdirSync(data).join(',') : 'no data dir'}`);
     const create = await agent.cli(['volume', 'create', path.join(CORPUS, 'csi-volume.hcl')]);
     assert.equal(create.code, 0, create.stderr);
     await run('csi-consumer.hcl');
-    const alloc = await allocOf('ns-consumer', (a) => a.clientStatus === 'complete' || a.clientStatus === 'failed', 'the consumer to finish', 120_000);
-    assert.equal(alloc.clientStatus, 'complete', `${alloc.clientDescription} ${JSON.stringify(alloc.taskStates?.['write']?.events.map((e) => e.message))}`);
+    const alloc = await allocOf('ns-consumer', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the consumer to finish', 120_000);
+    assert.equal(alloc.ClientStatus, 'complete', `${alloc.ClientDescription} ${JSON.stringify(alloc.TaskStates?.['write']?.Events?.map((e) => e.Message))}`);
     const written = readdirSync(data, { recursive: true }).map(String).filter((f) => f.endsWith('hello.txt'));
     assert.equal(written.length, 1, `hello.txt in the volume: ${written.join(', ')}`);
-    assert.equal(readFileSync(path.join(data, written[0]!), 'utf8').trim(), `hello-from-${alloc.id.slice(0, 8)}`);
+    assert.equal(readFileSync(path.join(data, written[0]!), 'utf8').trim(), `hello-from-${alloc.ID.slice(0, 8)}`);
   });
 
   it('refuses the blocks Berth does not have by name, at their line', async () => {

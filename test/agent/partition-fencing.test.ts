@@ -17,7 +17,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node, VolumeClaim } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
 import { BERTH, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -94,7 +95,7 @@ for (const publish of [true, false]) {
     });
 
     it('never lets two writers write: the old one stops on its own before the replacement gets the claim', async () => {
-      await until('both clients ready', async () => (await server.get<Node[]>('/v1/nodes')).filter((n) => n.status === 'ready').length === 2);
+      await until('both clients ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).filter((n) => n.Status === 'ready').length === 2);
       // Storage both nodes reach: one data dir and one plugin node ID for both instances, but
       // each node's own records (its allocations live under <dir>/f1 or <dir>/f2). The plugin is
       // run again once the volume exists, so that both controllers load it from disk.
@@ -105,14 +106,14 @@ for (const publish of [true, false]) {
         `job "hostpath-plugin" {\n  type = "system"\n  group "plugin" {\n    task "plugin" {\n      driver = "raw_exec"\n      env {\n        GENERATION = "${generation}"\n      }\n      config {\n        command = "/bin/sh"\n        args    = ["-c", ${JSON.stringify(`${nodeOf}exec ${process.execPath} ${BERTH} ${args.join(' ')}`)}]\n      }\n      csi_plugin {\n        id        = "hostpath"\n        type      = "monolith"\n        mount_dir = "/csi"\n      }\n    }\n  }\n}\n`;
       const healthy = async (generation: number): Promise<void> => {
         await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
-          const p = await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-          const allocs = await server.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-          const { version } = await server.get<{ version: number }>('/v1/job/hostpath-plugin');
-          const current = allocs.filter((a) => a.desiredStatus === 'run' && a.clientStatus === 'running' && a.jobVersion === version);
+          const p = await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+          const allocs = await server.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations');
+          const { Version: version } = await server.get<{ Version: number }>('/v1/job/hostpath-plugin');
+          const current = allocs.filter((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running' && a.JobVersion === version);
           // The instances in service must be this generation's (an older one may still be registered and healthy for a moment).
-          const ids = new Set(current.map((a) => a.id));
-          const served = p ? [...Object.values(p.nodes), ...Object.values(p.controllers)] : [];
-          return p !== undefined && p.nodesHealthy === 2 && p.controllersHealthy === 2 && current.length === 2 && served.every((i) => i.healthy && ids.has(i.allocId));
+          const ids = new Set(current.map((a) => a.ID));
+          const served = p ? [...Object.values(p.Nodes ?? {}), ...Object.values(p.Controllers ?? {})] : [];
+          return p !== undefined && p.NodesHealthy === 2 && p.ControllersHealthy === 2 && current.length === 2 && served.every((i) => i.Healthy && ids.has(i.AllocID));
         }, 90_000);
       };
       writeFileSync(plugin, pluginJob(1));
@@ -131,40 +132,40 @@ for (const publish of [true, false]) {
       );
       ok(await server.cli(['job', 'run', job]), 'job run writer');
       const first = await until('the writer running', async () =>
-        (await server.get<Allocation[]>('/v1/job/fenced-writer/allocations')).find((a) => a.clientStatus === 'running'),
+        (await server.get<AllocationListStub[]>('/v1/job/fenced-writer/allocations')).find((a) => a.ClientStatus === 'running'),
       );
       const log = path.join(dir, 'hp');
-      const nodes = await server.get<Node[]>('/v1/nodes');
-      const frozenName = nodes.find((n) => n.id === first.nodeId)!.name;
+      const nodes = await server.get<Api.NodeListStub[]>('/v1/nodes');
+      const frozenName = nodes.find((n) => n.ID === first.NodeID)!.Name;
       stopped = clients[frozenName === 'f1' ? 0 : 1]!;
 
       // The node goes silent: its agent is frozen (its executors and the writer are not).
       stopped.child.kill('SIGSTOP');
-      await until('the node marked down', async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.id === first.nodeId)?.status === 'down', 30_000);
-      const claims = await server.get<{ claims: VolumeClaim[] }>('/v1/volume/csi/fenced');
-      const held = claims.claims.find((c) => c.allocId === first.id);
-      assert.ok(held?.fencedUntil, `the old writer's claim is fenced: ${JSON.stringify(claims.claims)}`);
+      await until('the node marked down', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.ID === first.NodeID)?.Status === 'down', 30_000);
+      const claims = await server.get<CSIVolume>('/v1/volume/csi/fenced');
+      const held = claims.BerthClaims.find((c) => c.AllocationID === first.ID);
+      assert.ok(held?.FencedUntil, `the old writer's claim is fenced: ${JSON.stringify(claims.BerthClaims)}`);
       const status = ok(await server.cli(['volume', 'status', 'fenced']), 'volume status');
       assert.match(status.stdout, /held until .*stop after disconnect 3 s/);
       const second = await until(
         'the replacement writing',
-        async () => (await server.get<Allocation[]>('/v1/job/fenced-writer/allocations')).find((a) => a.id !== first.id && a.clientStatus === 'running'),
+        async () => (await server.get<AllocationListStub[]>('/v1/job/fenced-writer/allocations')).find((a) => a.ID !== first.ID && a.ClientStatus === 'running'),
         60_000,
       ).catch(async (err: unknown) => {
         const seen = await Promise.all(['/v1/job/fenced-writer/allocations', '/v1/volume/csi/fenced', '/v1/job/fenced-writer/evaluations', '/v1/nodes'].map((p) => server.get(p).catch((e: unknown) => String(e))));
         throw new Error(`${String(err)}\n${JSON.stringify(seen, null, 1).slice(0, 12_000)}`);
       });
       // Let the replacement write, then the old node comes back.
-      await until('lines from the replacement', () => linesOf(log).some((l) => l.alloc === second.id) || undefined, 30_000);
+      await until('lines from the replacement', () => linesOf(log).some((l) => l.alloc === second.ID) || undefined, 30_000);
       stopped.child.kill('SIGCONT');
       await until('the old allocation reported finished', async () => {
-        const a = await server.get<Allocation>(`/v1/allocation/${first.id}`);
-        return a.clientStatus !== 'running' && a.clientStatus !== 'pending' && a.clientStatus !== 'lost';
+        const a = await server.get<Allocation>(`/v1/allocation/${first.ID}`);
+        return a.ClientStatus !== 'running' && a.ClientStatus !== 'pending' && a.ClientStatus !== 'lost';
       }, 60_000).catch(() => undefined);
 
       const lines = linesOf(log);
-      const lastOld = Math.max(...lines.filter((l) => l.alloc === first.id).map((l) => l.at));
-      const firstNew = Math.min(...lines.filter((l) => l.alloc === second.id).map((l) => l.at));
+      const lastOld = Math.max(...lines.filter((l) => l.alloc === first.ID).map((l) => l.at));
+      const firstNew = Math.min(...lines.filter((l) => l.alloc === second.ID).map((l) => l.at));
       assert.ok(Number.isFinite(lastOld) && Number.isFinite(firstNew), 'both writers wrote');
       const overlapMs = Math.max(0, (lastOld - firstNew) / 1e6);
       console.log(`overlap of two writers (${publish ? 'with' : 'without'} ControllerPublish): ${overlapMs} ms`);

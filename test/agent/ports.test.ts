@@ -11,7 +11,7 @@ import { writeFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Evaluation } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub, Evaluation } from '../../src/api/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -80,27 +80,30 @@ describe('ports through the dev agent', () => {
     writeFileSync(file, job('web', `      port "http" {}\n      port "admin" {\n        static = ${base + 2}\n      }`));
     const run = await agent.cli(['job', 'run', file]);
     assert.equal(run.code, 0, run.stderr + run.stdout);
-    const [alloc] = await agent.get<Allocation[]>('/v1/job/web/allocations');
-    assert.ok(alloc?.ports, 'the allocation has ports');
-    const http = alloc.ports.find((p) => p.label === 'http');
-    assert.ok(http && http.value >= base && http.value <= base + 1, JSON.stringify(alloc.ports));
-    assert.deepEqual(alloc.ports.find((p) => p.label === 'admin'), { label: 'admin', value: base + 2, to: base + 2, hostIp: '127.0.0.1' });
-    assert.equal(http.hostIp, '127.0.0.1', 'a dev agent\'s node is its loopback');
+    const [stub] = await agent.get<AllocationListStub[]>('/v1/job/web/allocations');
+    assert.ok(stub, 'the job has an allocation');
+    const alloc = await agent.get<Allocation>(`/v1/allocation/${stub.ID}`);
+    const ports = alloc.AllocatedResources?.Shared.Ports;
+    assert.ok(ports, 'the allocation has ports');
+    const http = ports.find((p) => p.Label === 'http');
+    assert.ok(http && http.Value >= base && http.Value <= base + 1, JSON.stringify(ports));
+    assert.deepEqual(ports.find((p) => p.Label === 'admin'), { Label: 'admin', Value: base + 2, To: base + 2, HostIP: '127.0.0.1' });
+    assert.equal(http.HostIP, '127.0.0.1', 'a dev agent\'s node is its loopback');
 
     const answer = await until('the task to answer on its port', async () => {
       try {
-        const res = await fetch(`http://127.0.0.1:${http.value}/`);
+        const res = await fetch(`http://127.0.0.1:${http.Value}/`);
         return (await res.json()) as { addr: string; hostPort: string; admin: string };
       } catch {
         return undefined;
       }
     }, 60_000);
-    assert.deepEqual(answer, { addr: `127.0.0.1:${http.value}`, hostPort: String(http.value), admin: String(base + 2) });
+    assert.deepEqual(answer, { addr: `127.0.0.1:${http.Value}`, hostPort: String(http.Value), admin: String(base + 2) });
 
-    const status = await agent.cli(['alloc', 'status', alloc.id]);
+    const status = await agent.cli(['alloc', 'status', alloc.ID]);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /Allocation Addresses/);
-    assert.match(status.stdout, new RegExp(`http\\s+127\\.0\\.0\\.1:${http.value}\\b`));
+    assert.match(status.stdout, new RegExp(`http\\s+127\\.0\\.0\\.1:${http.Value}\\b`));
     assert.match(status.stdout, new RegExp(`admin\\s+127\\.0\\.0\\.1:${base + 2}\\b`));
   });
 
@@ -109,11 +112,12 @@ describe('ports through the dev agent', () => {
     writeFileSync(file, job('clash', `      port "admin" {\n        static = ${base + 2}\n      }`, '/bin/sleep', '["1000"]'));
     const run = await agent.cli(['job', 'run', file]);
     const said = run.stdout + run.stderr;
-    assert.match(said, new RegExp(`1 node exhausted network: reserved port collision admin=${base + 2}`), said);
+    assert.match(said, new RegExp(`Dimension "network: reserved port collision admin=${base + 2}" exhausted on 1 node`), said);
     assert.notEqual(run.code, 0, 'job run fails when nothing could be placed');
-    assert.equal((await agent.get<Allocation[]>('/v1/job/clash/allocations')).length, 0);
+    assert.equal((await agent.get<AllocationListStub[]>('/v1/job/clash/allocations')).length, 0);
     const evals = await agent.get<Evaluation[]>('/v1/job/clash/evaluations');
-    assert.ok(evals.some((e) => e.status === 'blocked' && e.blockedReason.includes(`reserved port collision admin=${base + 2}`)), JSON.stringify(evals));
+    const dimensions = (e: Evaluation): string[] => Object.values(e.FailedTGAllocs ?? {}).flatMap((m) => Object.keys(m.DimensionExhausted ?? {}));
+    assert.ok(evals.some((e) => e.Status === 'blocked' && dimensions(e).includes(`network: reserved port collision admin=${base + 2}`)), JSON.stringify(evals));
     const status = await agent.cli(['job', 'status', 'clash']);
     assert.match(status.stdout + status.stderr, new RegExp(`reserved port collision admin=${base + 2}`));
   });
@@ -123,7 +127,7 @@ describe('ports through the dev agent', () => {
     writeFileSync(file, job('greedy', '      port "a" {}\n      port "b" {}', '/bin/sleep', '["1000"]'));
     const run = await agent.cli(['job', 'run', file]);
     assert.notEqual(run.code, 0);
-    assert.match(run.stdout + run.stderr, /1 node exhausted network: dynamic port selection failed/);
-    assert.equal((await agent.get<Allocation[]>('/v1/job/greedy/allocations')).length, 0);
+    assert.match(run.stdout + run.stderr, /Dimension "network: dynamic port selection failed" exhausted on 1 node/);
+    assert.equal((await agent.get<AllocationListStub[]>('/v1/job/greedy/allocations')).length, 0);
   });
 });

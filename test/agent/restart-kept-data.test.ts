@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin } from '../../src/api/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -26,8 +26,8 @@ async function pluginHealthy(agent: AgentUnderTest): Promise<void> {
   await until(
     'the hostpath plugin to be healthy',
     async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p !== undefined && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p !== undefined && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     },
     60_000,
   );
@@ -54,17 +54,17 @@ describe('a dev agent restarted with its kept --data-dir', () => {
     agent = await startAgent(['--dev', '--data-dir', dataDir, '--port', '0']).ready(true);
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await pluginHealthy(agent);
-    const [first] = await agent.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-    nodeIds.push(first!.nodeId);
+    const [first] = await agent.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations');
+    nodeIds.push(first!.NodeID);
     const stopped = await agent.stop('SIGINT');
     assert.equal(stopped.code, 0, stopped.stderr);
 
     agent = await startAgent(['--dev', '--data-dir', dataDir, '--port', '0']).ready(true);
     await pluginHealthy(agent);
-    const allocs = await agent.get<Allocation[]>('/v1/job/hostpath-plugin/allocations');
-    const live = allocs.filter((a) => a.desiredStatus === 'run' && (a.clientStatus === 'running' || a.clientStatus === 'pending'));
-    assert.equal(live.length, 1, `one live plugin allocation: ${JSON.stringify(allocs.map((a) => [a.desiredStatus, a.clientStatus]))}`);
-    assert.notEqual(live[0]!.id, first!.id, 'a new allocation replaced the one the drain finished');
+    const allocs = await agent.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations');
+    const live = allocs.filter((a) => a.DesiredStatus === 'run' && (a.ClientStatus === 'running' || a.ClientStatus === 'pending'));
+    assert.equal(live.length, 1, `one live plugin allocation: ${JSON.stringify(allocs.map((a) => [a.DesiredStatus, a.ClientStatus]))}`);
+    assert.notEqual(live[0]!.ID, first!.ID, 'a new allocation replaced the one the drain finished');
 
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin again');
   });

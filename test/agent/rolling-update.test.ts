@@ -12,13 +12,20 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Deployment, VolumeClaim } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin, CSIVolume, Deployment, Job, VolumeClaimState } from '../../src/api/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
 function ok(r: Result, what: string): Result {
   assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return r;
+}
+
+/** The allocation's index in its group, from its name (`roll.g[2]`), as Nomad's api.Allocation.Index() reads it. */
+function indexOf(a: AllocationListStub): number {
+  const m = /\[(\d+)\]$/.exec(a.Name);
+  assert.ok(m, `an allocation name with an index: ${a.Name}`);
+  return Number(m[1]);
 }
 
 const volumeHcl = (i: number): string => `
@@ -84,21 +91,21 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
   let agent: AgentUnderTest;
   let nodeId = '';
 
-  const live = async (): Promise<Allocation[]> =>
-    (await agent.get<Allocation[]>('/v1/job/roll/allocations')).filter((a) => a.desiredStatus === 'run').sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-  const claimsOf = async (i: number): Promise<VolumeClaim[]> => (await agent.get<{ claims: VolumeClaim[] }>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).claims;
+  const live = async (): Promise<AllocationListStub[]> =>
+    (await agent.get<AllocationListStub[]>('/v1/job/roll/allocations')).filter((a) => a.DesiredStatus === 'run').sort((a, b) => indexOf(a) - indexOf(b));
+  const claimsOf = async (i: number): Promise<VolumeClaimState[]> => (await agent.get<CSIVolume>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).BerthClaims;
   const latestDeployment = async (): Promise<Deployment | null> => agent.get<Deployment | null>('/v1/job/roll/deployment');
   const settled = (version: number) =>
     until(`the deployment of job version ${version} to succeed`, async () => {
       const d = await latestDeployment();
-      if (d?.jobVersion === version && d.status === 'failed') throw new Error(`deployment failed: ${d.statusDescription}`);
-      return d?.jobVersion === version && d.status === 'successful' ? d : undefined;
+      if (d?.JobVersion === version && d.Status === 'failed') throw new Error(`deployment failed: ${d.StatusDescription}`);
+      return d?.JobVersion === version && d.Status === 'successful' ? d : undefined;
     }, 180_000);
   /** The volume's log as the allocation's task printed it on start. */
-  const logOf = async (a: Allocation): Promise<string[]> =>
-    until(`the log of ${a.id}`, async () => {
-      const out = (await agent.cli(['alloc', 'logs', a.id])).stdout.trim().split('\n');
-      return out.at(-1)?.endsWith(a.id) ? out : undefined;
+  const logOf = async (a: AllocationListStub): Promise<string[]> =>
+    until(`the log of ${a.ID}`, async () => {
+      const out = (await agent.cli(['alloc', 'logs', a.ID])).stdout.trim().split('\n');
+      return out.at(-1)?.endsWith(a.ID) ? out : undefined;
     }, 60_000);
   const write = (v: number, opts?: { canary?: number; fails?: boolean }): string => {
     const file = path.join(dir, `roll-${v}.hcl`);
@@ -111,10 +118,10 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until('the hostpath plugin to be healthy', async () => {
-      const p = await agent.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-      return p && p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+      return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     }, 60_000);
-    nodeId = (await agent.get<Allocation[]>('/v1/job/hostpath-plugin/allocations'))[0]?.nodeId ?? '';
+    nodeId = (await agent.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations'))[0]?.NodeID ?? '';
     for (let i = 0; i < 3; i++) {
       const file = path.join(dir, `vol-${i}.hcl`);
       writeFileSync(file, volumeHcl(i));
@@ -135,8 +142,8 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     assert.match(run.stdout, /Monitoring deployment/);
     assert.match(run.stdout, /Deployment "[0-9a-f]{8}" successful/);
     const allocs = await live();
-    assert.deepEqual(allocs.map((a) => a.index), [0, 1, 2]);
-    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id]);
+    assert.deepEqual(allocs.map(indexOf), [0, 1, 2]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.ID]);
   });
 
   it('a canary replaces the first allocation and waits for promotion; then each claim moves to its replacement in order', async () => {
@@ -144,26 +151,27 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     ok(await agent.cli(['job', 'run', '--detach', write(2, { canary: 1 })]), 'job run v2');
     const d = await until('a healthy canary', async () => {
       const dep = await latestDeployment();
-      return dep?.jobVersion === 1 && dep.taskGroups['g']?.healthyAllocs === 1 ? dep : undefined;
+      return dep?.JobVersion === 1 && dep.TaskGroups?.['g']?.HealthyAllocs === 1 ? dep : undefined;
     }, 120_000);
     const during = await live();
-    assert.deepEqual(during.map((a) => [a.index, a.jobVersion, a.deploymentStatus?.canary ?? false]), [[0, 1, true], [1, 0, false], [2, 0, false]]);
-    assert.equal(d.status, 'running');
-    assert.match(ok(await agent.cli(['deployment', 'status', d.id]), 'deployment status').stdout, /^g\s+false\s+3\s+1\s+1\s+1\s+0/m);
-    ok(await agent.cli(['deployment', 'promote', d.id.slice(0, 8)]), 'deployment promote');
+    assert.deepEqual(during.map((a) => [indexOf(a), a.JobVersion, a.DeploymentStatus?.Canary ?? false]), [[0, 1, true], [1, 0, false], [2, 0, false]]);
+    assert.equal(d.Status, 'running');
+    // Task Group, Auto Revert, Promoted, Desired, Canaries, Placed, Healthy, Unhealthy, Progress Deadline.
+    assert.match(ok(await agent.cli(['deployment', 'status', d.ID]), 'deployment status').stdout, /^g\s+true\s+false\s+3\s+1\s+1\s+1\s+0\s+\d{4}-/m);
+    ok(await agent.cli(['deployment', 'promote', '--detach', d.ID.slice(0, 8)]), 'deployment promote');
     await settled(1);
 
     const after = await live();
     // Replaced in index order, each replacement created after its predecessor's replacement was healthy.
-    assert.deepEqual(after.map((a) => a.jobVersion), [1, 1, 1]);
-    const created = [...after].sort((a, b) => a.createIndex - b.createIndex).map((a) => a.index);
+    assert.deepEqual(after.map((a) => a.JobVersion), [1, 1, 1]);
+    const created = [...after].sort((a, b) => a.CreateIndex - b.CreateIndex).map(indexOf);
     assert.deepEqual(created, [0, 1, 2]);
     for (const [i, a] of after.entries()) {
-      assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id], `roll[${i}] is claimed by its replacement only`);
+      assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.ID], `roll[${i}] is claimed by its replacement only`);
       const log = await logOf(a);
-      const prev = before[i] as Allocation;
+      const prev = before[i] as AllocationListStub;
       // The predecessor wrote its stop line before the replacement started: never two writers.
-      assert.deepEqual(log.slice(-3), [`start v1 ${prev.id}`, `stop ${prev.id}`, `start v2 ${a.id}`]);
+      assert.deepEqual(log.slice(-3), [`start v1 ${prev.ID}`, `stop ${prev.ID}`, `start v2 ${a.ID}`]);
     }
   });
 
@@ -174,17 +182,17 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     // The revert is version 3, the spec of version 1 (VERSION=2).
     await settled(3);
     const allocs = await live();
-    const job = await agent.get<{ version: number; groups: Array<{ tasks: Array<{ env: Record<string, string> }> }> }>('/v1/job/roll');
-    assert.equal(job.version, 3);
-    assert.equal(job.groups[0]?.tasks[0]?.env['VERSION'], '2');
-    assert.deepEqual(allocs.map((a) => a.jobVersion), [3, 3, 3]);
-    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.allocId), [a.id]);
-    const log0 = await logOf(allocs[0] as Allocation);
+    const job = await agent.get<Job>('/v1/job/roll');
+    assert.equal(job.Version, 3);
+    assert.equal(job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['VERSION'], '2');
+    assert.deepEqual(allocs.map((a) => a.JobVersion), [3, 3, 3]);
+    for (const [i, a] of allocs.entries()) assert.deepEqual((await claimsOf(i)).map((c) => c.AllocationID), [a.ID]);
+    const log0 = await logOf(allocs[0] as AllocationListStub);
     assert.match(log0.at(-2) ?? '', /^(start v3 |stop )/, 'the failed v3 allocation (or the last v2 one) wrote before the revert started');
     assert.equal(log0.filter((l) => l.startsWith('start v3')).length, 1, 'max_parallel = 1: one failing allocation, no more');
     const history = ok(await agent.cli(['job', 'history', '-p', 'roll']), 'job history');
-    assert.match(history.stdout, /Version\s+3[\s\S]*Stable\s+true/);
-    assert.match(history.stdout, /~ groups\[0\]\.tasks\[0\]\.env\.VERSION: "3" => "2"/);
+    assert.match(history.stdout, /Version\s+= 3[\s\S]*Stable\s+= true/);
+    assert.match(history.stdout, /\+\/- Env\[VERSION\]: "3" => "2"/);
   });
 
   it('nothing leaks: a purge releases every claim and unmounts every volume', async () => {

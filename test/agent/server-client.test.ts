@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -59,11 +59,12 @@ describe('berth agent --server and --client with config files', () => {
 
   it('the client joins the server and reports its own listener as the node address', async () => {
     assert.notEqual(client.addr, server.addr);
-    const node = await until('the client node to be ready', async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'x2-client-1' && n.status === 'ready'));
-    assert.equal(node.httpAddr, client.addr);
-    assert.equal(node.drivers['raw_exec']?.detected, true, 'raw_exec enabled by the config');
+    const stub = await until('the client node to be ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'x2-client-1' && n.Status === 'ready'));
+    const node = await server.get<Api.Node>(`/v1/node/${stub.ID}`);
+    assert.equal(`http://${node.HTTPAddr}`, client.addr);
+    assert.equal(node.Drivers?.['raw_exec']?.Detected, true, 'raw_exec enabled by the config');
     const status = ok(await server.cli(['node', 'status']), 'node status');
-    assert.match(status.stdout, /x2-client-1\s+dc1\s+\S*raw_exec\S*\s+-\s+ready/);
+    assert.match(status.stdout, /\sdc1\s+x2-client-1\s+<none>\s+false\s+eligible\s+ready$/m);
   });
 
   it('runs a job there; alloc logs and alloc exec reach the task through the client agent', async () => {
@@ -73,23 +74,23 @@ describe('berth agent --server and --client with config files', () => {
       `job "hello" {\n  group "g" {\n    task "hi" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/sh"\n        args    = ["-c", "echo hello from $BERTH_TASK_NAME; while true; do sleep 1; done # ${MARKER}"]\n      }\n    }\n  }\n}\n`,
     );
     ok(await server.cli(['job', 'run', job]), 'job run');
-    const [alloc] = await server.get<Allocation[]>('/v1/job/hello/allocations');
-    await until('the task to print', async () => (await server.cli(['alloc', 'logs', alloc!.id])).stdout === 'hello from hi\n');
-    const exec = await server.cli(['alloc', 'exec', alloc!.id, '--', 'sh', '-c', 'echo "$BERTH_ALLOC_ID"; exit 3']);
+    const [alloc] = await server.get<Api.AllocationListStub[]>('/v1/job/hello/allocations');
+    await until('the task to print', async () => (await server.cli(['alloc', 'logs', alloc!.ID])).stdout === 'hello from hi\n');
+    const exec = await server.cli(['alloc', 'exec', alloc!.ID, '--', 'sh', '-c', 'echo "$BERTH_ALLOC_ID"; exit 3']);
     assert.equal(exec.code, 3, exec.stderr);
-    assert.equal(exec.stdout, `${alloc!.id}\n`);
-    const berth = await server.cli(['alloc', 'exec', alloc!.id, '--', 'sh', '-c', 'berth --version']);
+    assert.equal(exec.stdout, `${alloc!.ID}\n`);
+    const berth = await server.cli(['alloc', 'exec', alloc!.ID, '--', 'sh', '-c', 'berth --version']);
     assert.equal(berth.code, 0, `a client agent's task has berth on its PATH (as a dev agent's has): ${berth.stderr}`);
     assert.match(berth.stdout, /^\d+\.\d+\.\d+/);
-    const reader = await server.cli(['alloc', 'exec', alloc!.id, 'true'], { token: READER });
+    const reader = await server.cli(['alloc', 'exec', alloc!.ID, 'true'], { token: READER });
     assert.equal(reader.code, 5, 'a read-only token may not exec');
     assert.match(reader.stderr, /^error: permission denied/);
   });
 
-  it("the client's listener takes the cluster's tokens (asking the server) and serves its own /metrics", async () => {
-    assert.equal((await fetch(`${client.addr}/metrics`)).status, 401);
-    assert.equal((await fetch(`${client.addr}/metrics`, { headers: { authorization: 'Bearer not-a-token-of-this-cluster' } })).status, 401);
-    const res = await fetch(`${client.addr}/metrics`, { headers: { authorization: `Bearer ${READER}` } });
+  it("the client's listener takes the cluster's tokens (asking the server) and serves its own /v1/metrics", async () => {
+    assert.equal((await fetch(`${client.addr}/v1/metrics?format=prometheus`)).status, 401);
+    assert.equal((await fetch(`${client.addr}/v1/metrics?format=prometheus`, { headers: { authorization: 'Bearer not-a-token-of-this-cluster' } })).status, 401);
+    const res = await fetch(`${client.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${READER}` } });
     assert.equal(res.status, 200);
     const text = await res.text();
     assert.match(text, /^berth_client_allocations\{status="running"\} 1$/m);
@@ -108,11 +109,13 @@ describe('berth agent --server and --client with config files', () => {
     client = await startAgent(['--client', '--server-address', server.addr, '--config', path.join(dir, 'client.json')]).ready(false);
     client.token = MGMT;
     await until('the node to report the new listener', async () => {
-      const node = (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'x2-client-1');
-      return node?.status === 'ready' && node.httpAddr === client.addr && node.httpAddr !== oldAddr;
+      const stub = (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'x2-client-1');
+      const node = stub && (await server.get<Api.Node>(`/v1/node/${stub.ID}`));
+      const addr = node ? `http://${node.HTTPAddr}` : '';
+      return node?.Status === 'ready' && addr === client.addr && addr !== oldAddr;
     });
-    const [alloc] = await server.get<Allocation[]>('/v1/job/hello/allocations');
-    await until('the reattached task to serve its logs', async () => (await server.cli(['alloc', 'logs', alloc!.id])).stdout === 'hello from hi\n');
+    const [alloc] = await server.get<Api.AllocationListStub[]>('/v1/job/hello/allocations');
+    await until('the reattached task to serve its logs', async () => (await server.cli(['alloc', 'logs', alloc!.ID])).stdout === 'hello from hi\n');
     assert.deepEqual(pidsWith(MARKER), before, 'the same process');
   });
 

@@ -10,7 +10,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, ServiceRegistration } from '../../src/structs/index.js';
+import type { AllocCheckStatuses, Allocation, AllocationListStub, ServiceRegistration } from '../../src/api/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -75,10 +75,10 @@ describe('services and checks through the dev agent', () => {
   const instances = (q = ''): Promise<ServiceRegistration[]> => agent.get<ServiceRegistration[]>(`/v1/service/echo-api${q}`);
   async function allocOf(job: string): Promise<Allocation> {
     const [a] = await until(`an allocation of ${job}`, async () => {
-      const list = await agent.get<Allocation[]>(`/v1/job/${job}/allocations`);
+      const list = await agent.get<AllocationListStub[]>(`/v1/job/${job}/allocations`);
       return list.length ? list : undefined;
     }, 60_000);
-    return agent.get<Allocation>(`/v1/allocation/${(a as Allocation).id}`);
+    return agent.get<Allocation>(`/v1/allocation/${(a as AllocationListStub).ID}`);
   }
   async function logs(allocId: string, task: string): Promise<string> {
     const res = await agent.cli(['alloc', 'logs', allocId, task]);
@@ -114,12 +114,12 @@ job "echo" {
       const list = await instances();
       return list.length ? list : undefined;
     }, 60_000);
-    assert.equal(reg?.address, '127.0.0.1');
-    assert.equal(reg?.port, port);
-    assert.deepEqual(reg?.tags, ['v1']);
+    assert.equal(reg?.Address, '127.0.0.1');
+    assert.equal(reg?.Port, port);
+    assert.deepEqual(reg?.Tags, ['v1']);
     const list = await agent.cli(['service', 'list']);
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /echo-api\s+default\s+1\s+\[v1\]/);
+    assert.match(list.stdout, /echo-api\s+default\s+\[v1\]/);
 
     await run('front', `
 job "front" {
@@ -142,7 +142,7 @@ job "front" {
 `);
     const front = await allocOf('front');
     const out = await until('the client reached the server', async () => {
-      const text = await logs(front.id, 'cli');
+      const text = await logs(front.ID, 'cli');
       return text.includes('answer=') ? text : undefined;
     }, 60_000);
     assert.match(out, new RegExp(`upstream=127\\.0\\.0\\.1:${port}`));
@@ -153,27 +153,27 @@ job "front" {
     writeFileSync(down, '');
     const srv = await allocOf('echo');
     const critical = await until('the check is critical', async () => {
-      const a = await agent.get<Allocation>(`/v1/allocation/${srv.id}`);
-      const c = Object.values(a.checks ?? {})[0];
-      return c?.status === 'critical' ? c : undefined;
+      const checks = await agent.get<AllocCheckStatuses>(`/v1/allocation/${srv.ID}/checks`);
+      const c = Object.values(checks)[0];
+      return c?.Status === 'failure' ? c : undefined; // Nomad's name for a critical check
     }, 60_000);
-    assert.equal(critical.service, 'echo-api');
-    assert.match(critical.output, /503/);
+    assert.equal(critical.Service, 'echo-api');
+    assert.match(critical.Output, /503/);
     assert.deepEqual(await instances(), []);
     assert.equal((await instances('?include_unhealthy=true')).length, 1, 'the registration stays, unhealthy');
-    const checks = await agent.cli(['alloc', 'checks', srv.id]);
-    assert.match(checks.stdout, /echo-api\s+service: "echo-api" check\s+critical/);
+    const checks = await agent.cli(['alloc', 'checks', srv.ID]);
+    assert.match(checks.stdout, /echo-api\s+service: "echo-api" check\s+failure/);
     const list = await agent.cli(['service', 'list']);
     assert.doesNotMatch(list.stdout, /echo-api/);
 
     const front = await allocOf('front');
     const restarted = await until('the client task restarted for its template', async () => {
-      const a = await agent.get<Allocation>(`/v1/allocation/${front.id}`);
-      return (a.taskStates['cli']?.restarts ?? 0) >= 1 ? a : undefined;
+      const a = await agent.get<Allocation>(`/v1/allocation/${front.ID}`);
+      return (a.TaskStates?.['cli']?.Restarts ?? 0) >= 1 ? a : undefined;
     }, 60_000);
-    assert.match((restarted.taskStates['cli']?.events ?? []).map((e) => e.message).join('\n'), /upstream\.txt/);
+    assert.match((restarted.TaskStates?.['cli']?.Events ?? []).map((e) => e.Message).join('\n'), /upstream\.txt/);
     const text = await until('the client printed the empty rendering', async () => {
-      const t = await logs(front.id, 'cli');
+      const t = await logs(front.ID, 'cli');
       return /^upstream=$/m.test(t) ? t : undefined;
     }, 60_000);
     assert.match(text, /^upstream=$/m);

@@ -18,7 +18,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import { cleanupUnder, hostpathPluginJob, hostpathVolumeHcl, mountsUnder, pidsWith, rawExecJob, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
 
@@ -70,10 +71,10 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     client = await startAgent(['--client', '--server-address', server.addr, '--config', path.join(dir, 'c1.json')]).ready(false);
     return client;
   };
-  const nodeStatus = async (): Promise<string | undefined> => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'c1')?.status;
-  const nodesHealthy = async (): Promise<number> => (await server.get<CsiPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined))?.nodesHealthy ?? 0;
+  const nodeStatus = async (): Promise<string | undefined> => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'c1')?.Status;
+  const nodesHealthy = async (): Promise<number> => (await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined))?.NodesHealthy ?? 0;
   const claimsOf = async (allocId: string): Promise<unknown[]> =>
-    ((await server.get<{ claims?: Array<{ allocId: string }> }>('/v1/volume/csi/kept')).claims ?? []).filter((c) => c.allocId === allocId);
+    (await server.get<CSIVolume>('/v1/volume/csi/kept')).BerthClaims.filter((c) => c.AllocationID === allocId);
   const published = (allocId: string): string[] => mountsUnder(clientDir).filter((m) => m.includes(`/per-alloc/${allocId}/`));
   const staged = (): string[] => mountsUnder(clientDir).filter((m) => m.includes('/staging/'));
   const hp = (): string => path.join(dir, 'hp');
@@ -92,45 +93,45 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     await until('the plugin healthy', async () => (await nodesHealthy()) === 1, 60_000);
     ok(await server.cli(['volume', 'create', file('vol.hcl', hostpathVolumeHcl('kept'))]), 'volume create');
     ok(await server.cli(['job', 'run', file('user.json', { job: rawExecJob('user', 'kept', WRITER) })]), 'job run user');
-    const [alloc] = await server.get<Allocation[]>('/v1/job/user/allocations');
-    assert.ok(alloc && published(alloc.id).length === 1, 'the volume is published for the workload');
+    const [alloc] = await server.get<AllocationListStub[]>('/v1/job/user/allocations');
+    assert.ok(alloc && published(alloc.ID).length === 1, 'the volume is published for the workload');
 
     // The plugin goes first, then the workload: nothing on the node can unpublish its volume now.
     ok(await server.cli(['job', 'stop', 'hostpath-plugin']), 'job stop hostpath-plugin');
     await until('the plugin gone from the node', async () => (await nodesHealthy()) === 0, 60_000);
     ok(await server.cli(['job', 'stop', 'user']), 'job stop user');
-    await until('the workload stopped', async () => (await server.get<Allocation>(`/v1/allocation/${alloc.id}`)).clientStatus === 'complete');
+    await until('the workload stopped', async () => (await server.get<Allocation>(`/v1/allocation/${alloc.ID}`)).ClientStatus === 'complete');
 
     const stopped = await (client as AgentUnderTest).stop('SIGINT');
     assert.equal(stopped.code, 1, stopped.stdout + stopped.stderr);
     assert.match(
       stopped.stdout,
       new RegExp(
-        `allocation ${alloc.id} \\(job user\\): volume "kept" stays mounted and claimed: no instance of its node plugin "hostpath" runs on this node; ` +
+        `allocation ${alloc.ID} \\(job user\\): volume "kept" stays mounted and claimed: no instance of its node plugin "hostpath" runs on this node; ` +
           'the agent unmounts and releases it when it starts again and the plugin runs',
       ),
     );
     assert.match(stopped.stderr, /error: the drain did not finish: 1 allocation\(s\) not stopped or released/);
-    assert.equal(published(alloc.id).length, 1, 'the volume is left as it was, for the next start');
-    assert.equal((await claimsOf(alloc.id)).length, 1, 'and so is its claim');
+    assert.equal(published(alloc.ID).length, 1, 'the volume is left as it was, for the next start');
+    assert.equal((await claimsOf(alloc.ID)).length, 1, 'and so is its claim');
 
     // Started again; once the plugin runs again, the kept volume is unmounted and its claim released.
     await startClient();
     ok(await server.cli(['job', 'run', pluginFile()]), 'job run hostpath-plugin again');
-    await until('the volume unmounted and its claim released', async () => published(alloc.id).length === 0 && (await claimsOf(alloc.id)).length === 0, 120_000);
+    await until('the volume unmounted and its claim released', async () => published(alloc.ID).length === 0 && (await claimsOf(alloc.ID)).length === 0, 120_000);
     assert.deepEqual(staged(), [], 'unstaged too');
     // The volume can be claimed again.
     ok(await server.cli(['job', 'run', file('next.json', { job: rawExecJob('next', 'kept', MARKED_WRITER) })]), 'job run next');
   });
 
   it("waits for the plugin's new allocation to serve, unmounts through it the volume of a workload the server dropped, then stops it: exit 0", async () => {
-    const [next] = await server.get<Allocation[]>('/v1/job/next/allocations');
-    assert.ok(next && published(next.id).length === 1, 'the second workload has the volume');
+    const [next] = await server.get<AllocationListStub[]>('/v1/job/next/allocations');
+    assert.ok(next && published(next.ID).length === 1, 'the second workload has the volume');
     // The agent stops leaving its tasks running (its executor stops the writer a second later), and the node
     // is marked down: the server releases the workload's claim once its fence ends; the plugin's process dies meanwhile.
     ok(await (client as AgentUnderTest).stop('SIGTERM'), 'SIGTERM of the client');
     await until('the node down', async () => (await nodeStatus()) === 'down', 60_000);
-    await until("the workload's claim released by the server", async () => (await claimsOf(next.id)).length === 0, 60_000);
+    await until("the workload's claim released by the server", async () => (await claimsOf(next.ID)).length === 0, 60_000);
     for (const pid of pidsWith(`--data-dir ${hp()}`)) process.kill(pid, 'SIGKILL');
     // Its job is purged (the allocation goes with it), and the plugin job gets a new version whose
     // task waits for a file before it starts the plugin.
@@ -152,7 +153,7 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     const stopped = await c.exited;
     assert.equal(stopped.code, 0, stopped.stdout + stopped.stderr);
     assert.match(stopped.stdout, /==> Berth agent stopped\n/);
-    assert.deepEqual(published(next.id), [], 'unpublished through the new plugin allocation before it was stopped');
+    assert.deepEqual(published(next.ID), [], 'unpublished through the new plugin allocation before it was stopped');
     assert.deepEqual(staged(), [], 'unstaged too');
   });
 });

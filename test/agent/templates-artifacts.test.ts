@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub } from '../../src/api/index.js';
 import { until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -37,9 +37,9 @@ describe('templates and artifacts through the dev agent', () => {
 
   async function allocOf(job: string, ok: (a: Allocation) => boolean, what: string): Promise<Allocation> {
     return until(what, async () => {
-      const [a] = await agent.get<Allocation[]>(`/v1/job/${job}/allocations`);
+      const [a] = await agent.get<AllocationListStub[]>(`/v1/job/${job}/allocations`);
       if (!a) return undefined;
-      const full = await agent.get<Allocation>(`/v1/allocation/${a.id}`);
+      const full = await agent.get<Allocation>(`/v1/allocation/${a.ID}`);
       return ok(full) ? full : undefined;
     }, 60_000);
   }
@@ -70,7 +70,7 @@ job "${id}" {
 }
 `;
 
-  const events = (a: Allocation, task: string): string => (a.taskStates?.[task]?.events ?? []).map((e) => `${e.type}: ${e.message}`).join('\n');
+  const events = (a: Allocation, task: string): string => (a.TaskStates?.[task]?.Events ?? []).map((e) => `${e.Type}: ${e.Message}`).join('\n');
 
   it('renders a template before the task starts, with NOMAD_* values, where the task reads it as local/app.conf, and an env = true template reaches the task env', async () => {
     await run('render', `
@@ -101,23 +101,23 @@ EOH
   }
 }
 `);
-    const a = await allocOf('render', (x) => x.clientStatus === 'complete' || x.clientStatus === 'failed', 'the render job to finish');
-    assert.equal(a.clientStatus, 'complete', events(a, 'show'));
-    assert.equal(await logs(a.id, 'show'), `alloc=${a.id} w0=a w1=b\ngreeting=hello-SHOW\n`);
+    const a = await allocOf('render', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the render job to finish');
+    assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
+    assert.equal(await logs(a.ID, 'show'), `alloc=${a.ID} w0=a w1=b\ngreeting=hello-SHOW\n`);
   });
 
   it('renders a changed source again and restarts the task (change_mode restart)', async () => {
     const src = path.join(dir, 'restart.tpl');
     writeFileSync(src, 'version=1 task={{ env "NOMAD_TASK_NAME" }}\n');
     await run('tplrestart', watchedJob('tplrestart', 'cat \\"$BERTH_TASK_DIR/app.conf\\"; exec sleep 1000', src, 'change_mode = "restart"\n        splay       = "100ms"'));
-    const first = await allocOf('tplrestart', (x) => x.clientStatus === 'running', 'the task to run');
-    assert.equal(await logs(first.id, 'web'), 'version=1 task=web\n');
+    const first = await allocOf('tplrestart', (x) => x.ClientStatus === 'running', 'the task to run');
+    assert.equal(await logs(first.ID, 'web'), 'version=1 task=web\n');
     writeFileSync(src, 'version=2 task={{ env "NOMAD_TASK_NAME" }}\n');
-    const restarted = await allocOf('tplrestart', (x) => x.taskStates?.['web']?.restarts === 1 && x.taskStates['web'].state === 'running', 'the task to restart');
+    const restarted = await allocOf('tplrestart', (x) => x.TaskStates?.['web']?.Restarts === 1 && x.TaskStates['web'].State === 'running', 'the task to restart');
     assert.match(events(restarted, 'web'), /Template Rendered: Template "local\/app.conf" rendered again/);
     assert.match(events(restarted, 'web'), /Restart Signaled: Restart requested: template "local\/app.conf" changed/);
-    await until('the restarted task to print the new rendering', async () => ((await logs(first.id, 'web')).includes('version=2') ? true : undefined), 30_000);
-    assert.equal(await logs(first.id, 'web'), 'version=1 task=web\nversion=2 task=web\n');
+    await until('the restarted task to print the new rendering', async () => ((await logs(first.ID, 'web')).includes('version=2') ? true : undefined), 30_000);
+    assert.equal(await logs(first.ID, 'web'), 'version=1 task=web\nversion=2 task=web\n');
     assert.equal((await agent.cli(['job', 'stop', 'tplrestart'])).code, 0);
   });
 
@@ -129,12 +129,12 @@ EOH
       'tplsignal',
       watchedJob('tplsignal', `trap 'cp \\"$BERTH_TASK_DIR/app.conf\\" ${marker}' HUP; echo ready; while :; do sleep 0.2; done`, src, 'change_mode   = "signal"\n        change_signal = "SIGHUP"\n        splay         = "0s"'),
     );
-    const a = await allocOf('tplsignal', (x) => x.clientStatus === 'running', 'the task to run');
-    await until('the task to set its trap', async () => ((await logs(a.id, 'web')).includes('ready') ? true : undefined), 30_000);
+    const a = await allocOf('tplsignal', (x) => x.ClientStatus === 'running', 'the task to run');
+    await until('the task to set its trap', async () => ((await logs(a.ID, 'web')).includes('ready') ? true : undefined), 30_000);
     writeFileSync(src, 'level=debug\n');
     await until('the task to see SIGHUP', () => (existsSync(marker) && readFileSync(marker, 'utf8') === 'level=debug\n' ? true : undefined), 30_000);
     const after = await allocOf('tplsignal', (x) => /Signaling/.test(events(x, 'web')), 'the Signaling event');
-    assert.equal(after.taskStates?.['web']?.restarts, 0, 'signalled, not restarted');
+    assert.equal(after.TaskStates?.['web']?.Restarts, 0, 'signalled, not restarted');
     assert.match(events(after, 'web'), /Signaling: Task being sent SIGHUP: template "local\/app.conf" changed/);
     assert.equal((await agent.cli(['job', 'stop', 'tplsignal'])).code, 0);
   });
@@ -167,9 +167,9 @@ job "artifact" {
   }
 }
 `);
-    const a = await allocOf('artifact', (x) => x.clientStatus === 'complete' || x.clientStatus === 'failed', 'the artifact job to finish');
-    assert.equal(a.clientStatus, 'complete', events(a, 'show'));
-    assert.equal(await logs(a.id, 'show'), 'answer=42\nanswer=42\n');
+    const a = await allocOf('artifact', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the artifact job to finish');
+    assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
+    assert.equal(await logs(a.ID, 'show'), 'answer=42\nanswer=42\n');
   });
 
   it('refuses a remote artifact and a template it cannot render, naming them, and does not start the task', async () => {
@@ -191,12 +191,12 @@ ${block}
 `;
     await run('remotefetch', job('remotefetch', '      artifact {\n        source = "https://releases.example.com/app.tar.gz"\n      }'));
     await run('badtpl', job('badtpl', '      template {\n        data        = "line one\\n{{ key \\"service/config\\" }}"\n        destination = "local/bad.conf"\n      }'));
-    const fetch = await allocOf('remotefetch', (x) => x.taskStates?.['remotefetch']?.state === 'dead', 'the artifact task to fail');
-    const render = await allocOf('badtpl', (x) => x.taskStates?.['badtpl']?.state === 'dead', 'the template task to fail');
+    const fetch = await allocOf('remotefetch', (x) => x.TaskStates?.['remotefetch']?.State === 'dead', 'the artifact task to fail');
+    const render = await allocOf('badtpl', (x) => x.TaskStates?.['badtpl']?.State === 'dead', 'the template task to fail');
     assert.match(events(fetch, 'remotefetch'), /artifact source https:\/\/releases\.example\.com\/app\.tar\.gz: Berth fetches artifacts only from local paths and file:\/\/ URLs/);
     assert.match(events(render, 'badtpl'), /template "local\/bad\.conf": template: local\/bad\.conf:2:4: function "key" reads from Consul, which Berth does not have/);
     for (const [a, task] of [[fetch, 'remotefetch'], [render, 'badtpl']] as const) {
-      assert.equal(a.taskStates?.[task]?.failed, true);
+      assert.equal(a.TaskStates?.[task]?.Failed, true);
       assert.doesNotMatch(events(a, task), /^Started:/m, `${task} never started`);
     }
   });

@@ -42,7 +42,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Allocation } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
 import { mountsUnder, type AgentRun, type BerthResult } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
 import { alive, checkLines, scanProcesses } from './_checks.js';
@@ -140,11 +140,6 @@ export function planCycles(seed: number, cycles: number, clusters: readonly Clus
 
 const TERMINAL = new Set(['complete', 'failed', 'lost']);
 
-interface VolumeView {
-  externalId: string;
-  claims: Array<{ allocId: string; mode: string; state: string; nodeId: string }>;
-}
-
 // ---------------------------------------------------------------- the run
 
 /** Runs the chaos plan and returns what it saw; never throws for a violation (only for a broken harness). */
@@ -232,8 +227,8 @@ function must(r: BerthResult, what: string): void {
 }
 
 async function pluginHealthy(cluster: Cluster): Promise<boolean> {
-  const p = await cluster.get<{ controllersHealthy: number; nodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => undefined);
-  return !!p && p.controllersHealthy >= 1 && p.nodesHealthy >= 1;
+  const p = await cluster.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+  return !!p && p.ControllersHealthy >= 1 && p.NodesHealthy >= 1;
 }
 
 /**
@@ -263,15 +258,15 @@ async function settle(cluster: Cluster, writer: boolean, ms: number): Promise<st
 /** What a wedged cluster looks like: its allocations and its plugin, for the report. */
 async function describeState(cluster: Cluster): Promise<string> {
   try {
-    const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
-    const plugin = await cluster.get<{ controllersHealthy: number; controllersExpected?: number; nodesHealthy: number; nodesExpected?: number }>('/v1/plugin/csi/hostpath');
+    const allocs = (await cluster.get<AllocationListStub[]>('/v1/allocations')) ?? [];
+    const plugin = await cluster.get<CSIPlugin>('/v1/plugin/csi/hostpath');
     const rows = allocs.map(
       (a) =>
-        `      alloc ${a.id.slice(0, 8)} ${a.jobId} v${a.jobVersion} desired ${a.desiredStatus} client ${a.clientStatus} (${a.clientDescription}); tasks ${Object.entries(a.taskStates ?? {})
-          .map(([n, t]) => `${n}=${t.state}${t.events.length ? ` last "${t.events.at(-1)?.message ?? ''}"` : ''}`)
+        `      alloc ${a.ID.slice(0, 8)} ${a.JobID} v${a.JobVersion} desired ${a.DesiredStatus} client ${a.ClientStatus} (${a.ClientDescription}); tasks ${Object.entries(a.TaskStates ?? {})
+          .map(([n, t]) => `${n}=${t.State}${t.Events?.length ? ` last "${t.Events.at(-1)?.DisplayMessage ?? ''}"` : ''}`)
           .join(', ')}`,
     );
-    return [`      plugin hostpath: controllers ${plugin?.controllersHealthy ?? '?'} healthy, nodes ${plugin?.nodesHealthy ?? '?'} healthy`, ...rows].join('\n');
+    return [`      plugin hostpath: controllers ${plugin?.ControllersHealthy ?? '?'} healthy, nodes ${plugin?.NodesHealthy ?? '?'} healthy`, ...rows].join('\n');
   } catch (err) {
     return `      (the API did not answer: ${(err as Error).message})`;
   }
@@ -279,31 +274,31 @@ async function describeState(cluster: Cluster): Promise<string> {
 
 async function unsettled(cluster: Cluster, writer: boolean): Promise<string | undefined> {
   if (!(await pluginHealthy(cluster))) return 'the hostpath plugin is not healthy';
-  const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
-  const nodes = (await cluster.get<Array<{ id: string; status: string }>>('/v1/nodes')) ?? [];
-  const down = nodes.filter((n) => n.status !== 'ready');
-  if (down.length) return `node ${down.map((n) => `${n.id.slice(0, 8)} ${n.status}`).join(', ')}`;
+  const allocs = (await cluster.get<AllocationListStub[]>('/v1/allocations')) ?? [];
+  const nodes = (await cluster.get<Array<{ ID: string; Status: string }>>('/v1/nodes')) ?? [];
+  const down = nodes.filter((n) => n.Status !== 'ready');
+  if (down.length) return `node ${down.map((n) => `${n.ID.slice(0, 8)} ${n.Status}`).join(', ')}`;
   for (const a of allocs) {
-    const terminal = TERMINAL.has(a.clientStatus);
+    const terminal = TERMINAL.has(a.ClientStatus);
     // A terminal allocation may keep desired "run" once replaced; the live counts below say whether it was.
-    if (!terminal && a.clientStatus !== 'running') return `allocation ${a.id.slice(0, 8)} (${a.jobId}) is ${a.clientStatus}: ${a.clientDescription}`;
-    if (a.desiredStatus !== 'run' && !terminal) return `allocation ${a.id.slice(0, 8)} (${a.jobId}) desired ${a.desiredStatus} is still ${a.clientStatus}`;
-    if (a.clientStatus === 'running') {
-      const dead = Object.entries(a.taskStates ?? {}).filter(([, t]) => t.state !== 'running');
-      if (dead.length) return `allocation ${a.id.slice(0, 8)} (${a.jobId}) is running but task ${dead[0]![0]} is ${dead[0]![1].state}`;
+    if (!terminal && a.ClientStatus !== 'running') return `allocation ${a.ID.slice(0, 8)} (${a.JobID}) is ${a.ClientStatus}: ${a.ClientDescription}`;
+    if (a.DesiredStatus !== 'run' && !terminal) return `allocation ${a.ID.slice(0, 8)} (${a.JobID}) desired ${a.DesiredStatus} is still ${a.ClientStatus}`;
+    if (a.ClientStatus === 'running') {
+      const dead = Object.entries(a.TaskStates ?? {}).filter(([, t]) => t.State !== 'running');
+      if (dead.length) return `allocation ${a.ID.slice(0, 8)} (${a.JobID}) is running but task ${dead[0]![0]} is ${dead[0]![1].State}`;
     }
   }
-  const live = (job: string): Allocation[] => allocs.filter((a) => a.jobId === job && !TERMINAL.has(a.clientStatus));
+  const live = (job: string): AllocationListStub[] => allocs.filter((a) => a.JobID === job && !TERMINAL.has(a.ClientStatus));
   const plugin = live(PLUGIN_JOB);
   if (plugin.length !== 1) return `${plugin.length} live plugin allocations`;
-  const pluginJob = await cluster.get<{ version: number }>(`/v1/job/${PLUGIN_JOB}`);
-  if (pluginJob && plugin[0]!.jobVersion !== pluginJob.version) return `the plugin allocation is at version ${plugin[0]!.jobVersion}, its job at ${pluginJob.version}`;
+  const pluginJob = await cluster.get<{ Version: number }>(`/v1/job/${PLUGIN_JOB}`);
+  if (pluginJob && plugin[0]!.JobVersion !== pluginJob.Version) return `the plugin allocation is at version ${plugin[0]!.JobVersion}, its job at ${pluginJob.Version}`;
   const writers = live(WRITER_JOB);
   if (writers.length !== (writer ? 1 : 0)) return `${writers.length} live writer allocations (want ${writer ? 1 : 0})`;
-  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
+  const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
   if (!vol) return 'the volume is gone';
-  const claims = vol.claims.map((c) => `${c.allocId.slice(0, 8)}:${c.mode}:${c.state}`).sort();
-  const want = writers.map((a) => `${a.id.slice(0, 8)}:write:taken`);
+  const claims = vol.BerthClaims.map((c) => `${c.AllocationID.slice(0, 8)}:${c.Mode}:${c.State}`).sort();
+  const want = writers.map((a) => `${a.ID.slice(0, 8)}:write:taken`);
   if (claims.join(',') !== want.join(',')) return `volume claims [${claims.join(', ')}], want [${want.join(', ')}]`;
   return undefined;
 }
@@ -363,8 +358,8 @@ async function runCycle(cluster: Cluster, plan: CyclePlan, settleMs: number): Pr
         'the writer adopted',
         async () => {
           const a = await cluster.get<Allocation>(`/v1/allocation/${writerBefore.allocId}`).catch(() => undefined);
-          const nodes = (await cluster.get<Array<{ status: string }>>('/v1/nodes').catch(() => undefined)) ?? [];
-          return a?.clientStatus === 'running' && nodes.length > 0 && nodes.every((n) => n.status === 'ready') && alive(writerBefore.pid);
+          const nodes = (await cluster.get<Array<{ Status: string }>>('/v1/nodes').catch(() => undefined)) ?? [];
+          return a?.ClientStatus === 'running' && nodes.length > 0 && nodes.every((n) => n.Status === 'ready') && alive(writerBefore.pid);
         },
         { timeoutMs: 60_000, intervalMs: 20 },
       ).then(
@@ -402,14 +397,16 @@ async function runCycle(cluster: Cluster, plan: CyclePlan, settleMs: number): Pr
 /** The invariants of a settled cluster: claims, mounts, processes. */
 async function inspect(cluster: Cluster): Promise<string[]> {
   const problems: string[] = [];
-  const allocs = (await cluster.get<Allocation[]>('/v1/allocations')) ?? [];
-  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
-  const writes = vol?.claims.filter((c) => c.mode === 'write') ?? [];
-  if (writes.length > 1) problems.push(`${writes.length} write claims on ${VOLUME_ID}: ${writes.map((c) => `${c.allocId.slice(0, 8)} ${c.state}`).join(', ')}`);
+  const allocs = (await cluster.get<AllocationListStub[]>('/v1/allocations')) ?? [];
+  const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
+  const writes = vol?.BerthClaims.filter((c) => c.Mode === 'write') ?? [];
+  if (writes.length > 1) problems.push(`${writes.length} write claims on ${VOLUME_ID}: ${writes.map((c) => `${c.AllocationID.slice(0, 8)} ${c.State}`).join(', ')}`);
 
-  const byId = new Map(allocs.map((a) => [a.id, a]));
-  const running = allocs.filter((a) => a.clientStatus === 'running');
-  problems.push(...checkMounts(cluster, byId, running, allocs.some((a) => a.jobId === PLUGIN_JOB && !TERMINAL.has(a.clientStatus))));
+  const byId = new Map(allocs.map((a) => [a.ID, a]));
+  const running = allocs.filter((a) => a.ClientStatus === 'running');
+  // The list's stubs do not name the CSI volumes an allocation uses: the full allocation (Berth's CSIVolumes) does.
+  const full = (await Promise.all(running.map((a) => cluster.get<Allocation>(`/v1/allocation/${a.ID}`)))).filter((a): a is Allocation => a !== undefined);
+  problems.push(...checkMounts(cluster, byId, full, allocs.some((a) => a.JobID === PLUGIN_JOB && !TERMINAL.has(a.ClientStatus))));
 
   const { tasks, executors } = scanProcesses(cluster.root);
   const execPids = new Set(executors.map((e) => e.pid));
@@ -417,11 +414,11 @@ async function inspect(cluster: Cluster): Promise<string[]> {
   for (const t of tasks) {
     const id = t.env['BERTH_ALLOC_ID'] ?? '';
     const a = byId.get(id);
-    if (!a || a.clientStatus !== 'running') problems.push(`task process ${t.pid} (${t.cmd.slice(0, 80)}) of allocation ${id.slice(0, 8)}, which the API shows ${a ? `${a.clientStatus} (desired ${a.desiredStatus})` : 'not at all'}`);
-    else if (!taskPids.has(t.ppid) && !execPids.has(t.ppid)) problems.push(`task process ${t.pid} of allocation ${id.slice(0, 8)} (${a.jobId}) runs without its executor (parent ${t.ppid})`);
+    if (!a || a.ClientStatus !== 'running') problems.push(`task process ${t.pid} (${t.cmd.slice(0, 80)}) of allocation ${id.slice(0, 8)}, which the API shows ${a ? `${a.ClientStatus} (desired ${a.DesiredStatus})` : 'not at all'}`);
+    else if (!taskPids.has(t.ppid) && !execPids.has(t.ppid)) problems.push(`task process ${t.pid} of allocation ${id.slice(0, 8)} (${a.JobID}) runs without its executor (parent ${t.ppid})`);
   }
   for (const a of running) {
-    if (!tasks.some((t) => t.env['BERTH_ALLOC_ID'] === a.id)) problems.push(`allocation ${a.id.slice(0, 8)} (${a.jobId}) is running in the API but has no task process`);
+    if (!tasks.some((t) => t.env['BERTH_ALLOC_ID'] === a.ID)) problems.push(`allocation ${a.ID.slice(0, 8)} (${a.JobID}) is running in the API but has no task process`);
   }
   return problems;
 }
@@ -432,15 +429,15 @@ async function inspect(cluster: Cluster): Promise<string[]> {
  * a publish mount and the task's bind; a secrets tmpfs per task of a known
  * allocation; the plugin's mount dir while the plugin job runs.
  */
-function checkMounts(cluster: Cluster, byId: Map<string, Allocation>, running: Allocation[], pluginLive: boolean): string[] {
+function checkMounts(cluster: Cluster, byId: Map<string, AllocationListStub>, running: Allocation[], pluginLive: boolean): string[] {
   const problems: string[] = [];
   const client = path.join(cluster.nodeDir, 'client');
   const want = new Set<string>();
   for (const a of running) {
-    for (const v of a.csiVolumes ?? []) {
-      want.add(`staging ${v.pluginId} ${v.volumeId}`);
-      want.add(`publish ${v.pluginId} ${a.id} ${v.volumeId}`);
-      for (const t of Object.keys(a.taskStates ?? {})) want.add(`bind ${a.id} ${t}`);
+    for (const v of a.CSIVolumes ?? []) {
+      want.add(`staging ${v.PluginID} ${v.VolumeID}`);
+      want.add(`publish ${v.PluginID} ${a.ID} ${v.VolumeID}`);
+      for (const t of Object.keys(a.TaskStates ?? {})) want.add(`bind ${a.ID} ${t}`);
     }
   }
   const have: string[] = [];
@@ -472,9 +469,9 @@ function checkMounts(cluster: Cluster, byId: Map<string, Allocation>, running: A
 
 /** The writer's file in the volume: its rules, and (when it should run) that the running writer's lines arrive. */
 async function checkWriterFile(cluster: Cluster, from: number, writer: boolean): Promise<{ lines: number; problems: string[]; twoWriters: number }> {
-  const vol = await cluster.get<VolumeView>(`/v1/volume/csi/${VOLUME_ID}`);
+  const vol = await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME_ID}`);
   if (!vol) return { lines: from, problems: ['the volume is gone from the API'], twoWriters: 0 };
-  const file = path.join(cluster.hostpathDir, 'volumes', vol.externalId, 'counter');
+  const file = path.join(cluster.hostpathDir, 'volumes', vol.ExternalID, 'counter');
   const read = (): string => {
     try {
       return readFileSync(file, 'utf8');

@@ -116,10 +116,10 @@ export async function startCluster(opts: { heartbeatTtlMs?: number } = {}): Prom
 
 /** Reports every allocation of `nodeId` that wants to run as `status` (what a node agent does once tasks start). */
 export async function reportAllocations(cluster: Cluster, nodeId: string, status: 'running' | 'complete' | 'failed', filter: (a: Allocation) => boolean = () => true): Promise<Allocation[]> {
-  const { body } = await cluster.call<Allocation[]>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
+  const { body } = await cluster.call<Allocation[]>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node });
   const mine = body.filter((a) => a.desiredStatus === 'run' && a.clientStatus !== status && filter(a));
   if (mine.length) {
-    await cluster.call('POST', `/v1/node/${nodeId}/allocations`, {
+    await cluster.call('POST', `/v1/internal/node/${nodeId}/allocations`, {
       token: TOKENS.node,
       body: { allocations: mine.map((a) => ({ id: a.id, clientStatus: status, clientDescription: status === 'failed' ? 'task exited 1' : '' })) },
     });

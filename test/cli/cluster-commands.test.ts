@@ -2,17 +2,20 @@
 // its deploy monitor, job/alloc/node/plugin/volume status as tables and JSON,
 // short ID prefixes, file errors that submit nothing, secrets never printed,
 // one clear line and a meaningful exit code for unreachable agents and bad
-// tokens, --help with examples, the event stream, and /metrics.
+// tokens, --help with examples, the event stream, and /v1/metrics.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Job, Node } from '../../src/structs/index.js';
+import type * as api from '../../src/api/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, Node } from '../../src/structs/index.js';
 import { json, startBerth } from './_berth.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 import { eventually } from '../support/eventually.js';
+import { registration } from '../support/nomad-jobs.js';
 
 const SECRET = 'vol-secret-value-7f3a9c';
 const FLAG = 'password=mount-flag-secret-41b2';
@@ -141,9 +144,9 @@ describe('berth CLI against a real server', () => {
     assert.equal(missing.code, 2);
     assert.match(oneLine(missing.stderr), /no such file/);
 
-    const jobs = await c.call<Job[]>('GET', '/v1/jobs');
+    const jobs = await c.call<api.JobListStub[]>('GET', '/v1/jobs');
     assert.deepEqual(jobs.body, [], 'the server saw no job');
-    const vols = await c.call<unknown[]>('GET', '/v1/volumes');
+    const vols = await c.call<unknown[]>('GET', '/v1/volumes?type=csi');
     assert.deepEqual(vols.body, [], 'the server saw no volume');
   });
 
@@ -169,11 +172,13 @@ describe('berth CLI against a real server', () => {
     assert.match(status.stdout, /^Secrets\s+password \(hidden\)$/m);
     assert.match(status.stdout, /^Mount Flags\s+\[REDACTED\]$/m);
     const asJson = await c.cli(['volume', 'status', 'shared', '--json']);
-    const doc = json<{ id: string; secretNames: string[] }>(asJson);
-    assert.deepEqual(doc.secretNames, ['password']);
+    const doc = json<api.CSIVolume>(asJson);
+    assert.deepEqual(doc.BerthSecretNames, ['password']);
+    assert.equal(doc.Secrets, null);
     const list = await c.cli(['volume', 'status']);
     assert.match(list.stdout, /^ID\s+Name\s+Plugin ID\s+Schedulable\s+Claims\s+Access Mode$/m);
-    assert.match(list.stdout, /^shared\s+shared\s+hp\s+true\s+0\s+single-node-writer$/m);
+    // Access Mode is that of the volume's current claims, as Nomad's: none yet.
+    assert.match(list.stdout, /^shared\s+shared\s+hp\s+true\s+0\s+-$/m);
     for (const out of [reg, status, asJson, list]) {
       assert.doesNotMatch(out.stdout + out.stderr, new RegExp(`${SECRET}|${FLAG}`));
     }
@@ -207,9 +212,9 @@ describe('berth CLI against a real server', () => {
 
     const status = await c.cli(['job', 'status', 'ap']);
     assert.equal(status.code, 0, status.stderr);
-    assert.match(status.stdout, /^ID\s+app$/m);
-    assert.match(status.stdout, /^Task Group\s+Count\s+Pending\s+Running\s+Complete\s+Failed\s+Lost$/m);
-    assert.match(status.stdout, /^main\s+1\s+0\s+1\s+0\s+0\s+0$/m);
+    assert.match(status.stdout, /^ID\s+= app$/m);
+    assert.match(status.stdout, /^Task Group\s+Queued\s+Starting\s+Running\s+Failed\s+Complete\s+Lost$/m);
+    assert.match(status.stdout, /^main\s+0\s+0\s+1\s+0\s+0\s+0$/m);
     assert.match(status.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+main\\s+\\d+\\s+run\\s+running`, 'm'));
 
     const alloc = await c.cli(['alloc', 'status', allocId.slice(0, 6)]);
@@ -218,21 +223,48 @@ describe('berth CLI against a real server', () => {
     assert.match(alloc.stdout, /^Client Status\s+running$/m);
     // This node is played by the test and has no HTTP address: the status prints, with why usage is missing.
     assert.match(alloc.stdout, /^usage unavailable: node cli-node-1 \(\w{8}\) reports no HTTP address; is its agent running\?$/m);
-    const allocJson = json<Allocation>(await c.cli(['alloc', 'status', allocId, '--json']));
-    assert.equal(allocJson.id, allocId);
-    assert.match((allocJson as Allocation & { resourceUsage: { unavailable: string } }).resourceUsage.unavailable, /reports no HTTP address/);
+    // Nomad's `alloc status -json`: the allocation as GET /v1/allocation/:id answers it.
+    const allocJson = json<api.Allocation>(await c.cli(['alloc', 'status', allocId, '--json']));
+    assert.equal(allocJson.ID, allocId);
+    assert.equal(allocJson.ClientStatus, 'running');
+    // Nomad's -t: the same document through a Go template.
+    const templated = await c.cli(['alloc', 'status', '-t', '{{.ID}} {{.ClientStatus}} {{.TaskGroup}}', allocId]);
+    assert.equal(templated.code, 0, templated.stderr);
+    assert.equal(templated.stdout.trim(), `${allocId} running main`);
 
+    // Nomad's layout: ID, Node Pool, DC, Name, Class, Drain, Eligibility, Status; an empty cell is <none>.
     const nodes = await c.cli(['node', 'status']);
-    // The test's node heartbeats over HTTP but opens no node connection: the server cannot call it.
-    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+cli-node-1\\s+dc1\\s+raw_exec\\s+hp\\s+ready\\s+not connected\\s+eligible\\s+false$`, 'm'));
+    assert.equal(nodes.code, 0, nodes.stderr);
+    assert.match(nodes.stdout, /^ID\s+Node Pool\s+DC\s+Name\s+Class\s+Drain\s+Eligibility\s+Status$/m);
+    assert.match(nodes.stdout, new RegExp(`^${node.id.slice(0, 8)}\\s+default\\s+dc1\\s+cli-node-1\\s+<none>\\s+false\\s+eligible\\s+ready$`, 'm'));
+    // -verbose: full IDs, the address and version, and (Berth's) whether the leader can call the node:
+    // the test's node heartbeats over HTTP but opens no node connection.
+    const verbose = await c.cli(['node', 'status', '-verbose']);
+    assert.match(verbose.stdout, new RegExp(`^${node.id}\\s+default\\s+dc1\\s+cli-node-1\\s+<none>\\s+<none>\\s+<none>\\s+false\\s+eligible\\s+ready\\s+not connected$`, 'm'));
+    assert.equal((await c.cli(['node', 'status', '-quiet'])).stdout, `${node.id}\n`);
+    assert.match((await c.cli(['node', 'status', '-filter', 'Status == "down"'])).stdout, /^No nodes registered$/m);
+    const badFilter = await c.cli(['node', 'status', '-filter', 'Status ==']);
+    assert.notEqual(badFilter.code, 0);
+    assert.match(badFilter.stderr, /filter/);
+
     const one = await c.cli(['node', 'status', node.id.slice(0, 5)]);
     assert.equal(one.code, 0, one.stderr);
-    assert.match(one.stdout, /^Leader Link\s+not connected$/m);
-    assert.match(one.stdout, /^hp\s+node\s+hostpath\.csi\.berth\.dev\s+1\.0\.0\s+true/m);
-    assert.match(one.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+app\\s+main\\s+run\\s+running`, 'm'));
-    const nodeJson = json<{ node: Node; allocations: Allocation[] }>(await c.cli(['node', 'status', node.id, '--json']));
-    assert.equal(nodeJson.node.id, node.id);
-    assert.equal(nodeJson.allocations.length, 1);
+    assert.match(one.stdout, new RegExp(`^ID\\s+= ${node.id}$`, 'm'));
+    assert.match(one.stdout, /^Drain\s+= false$/m);
+    assert.match(one.stdout, /^CSI Drivers\s+= hp$/m);
+    assert.match(one.stdout, /^Driver Status\s+= raw_exec$/m);
+    assert.match(one.stdout, /^Leader Link\s+= not connected$/m);
+    assert.match(one.stdout, /^Node Events\n.*\n.*Cluster\s+Node registered$/m);
+    assert.match(one.stdout, /^Allocated Resources\nCPU\s+Memory\s+Disk\s+Alloc Count\n\d+\/4000 MHz\s+\S+ \w+\/4\.0 GiB\s+0 B\/0 B\s+1$/m);
+    assert.match(one.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+main\\s+\\d+\\s+run\\s+running`, 'm'));
+    const detailed = await c.cli(['node', 'status', '-verbose', node.id]);
+    assert.match(detailed.stdout, /^hp\s+node\s+hostpath\.csi\.berth\.dev\s+1\.0\.0\s+true/m);
+    assert.match(detailed.stdout, /^raw_exec\s+true\s+true\s+<none>\s+\S+$/m);
+    const ambiguous = await c.cli(['node', 'status', 'x']);
+    assert.match(ambiguous.stderr, /at least two characters/);
+    const nodeJson = json<Api.Node>(await c.cli(['node', 'status', node.id, '--json']));
+    assert.equal(nodeJson.ID, node.id, "-json prints Nomad's Node");
+    assert.equal(nodeJson.Name, 'cli-node-1');
   });
 
   it('plugin status shows healthy/expected controllers and nodes, provider and version', async () => {
@@ -245,8 +277,8 @@ describe('berth CLI against a real server', () => {
     assert.match(one.stdout, /^Provider\s+hostpath\.csi\.berth\.dev$/m);
     assert.match(one.stdout, /^Version\s+1\.0\.0$/m);
     assert.match(one.stdout, /^Nodes Healthy\s+1$/m);
-    const doc = json<{ id: string; nodesHealthy: number }>(await c.cli(['plugin', 'status', 'hp', '--json']));
-    assert.deepEqual([doc.id, doc.nodesHealthy], ['hp', 1]);
+    const doc = json<api.CSIPlugin>(await c.cli(['plugin', 'status', 'hp', '--json']));
+    assert.deepEqual([doc.ID, doc.NodesHealthy], ['hp', 1]);
   });
 
   it('prefixes: unique resolves, ambiguous lists the matches, unknown says so', async () => {
@@ -260,21 +292,24 @@ describe('berth CLI against a real server', () => {
     assert.match(ambiguous.stderr, /^error: prefix "alpha" matches 2 jobs; give more of the ID\n\s+alpha-one\n\s+alpha-two\n$/);
     const unique = await c.cli(['job', 'status', 'alpha-t']);
     assert.equal(unique.code, 0, unique.stderr);
-    assert.match(unique.stdout, /^ID\s+alpha-two$/m);
+    assert.match(unique.stdout, /^ID\s+= alpha-two$/m);
     const unknown = await c.cli(['alloc', 'status', 'ffffffff']);
     assert.equal(unknown.code, 6);
     assert.equal(oneLine(unknown.stderr), 'error: no allocation with ID or prefix "ffffffff"');
     const unknownJson = await c.cli(['volume', 'status', 'nothing-here', '--json']);
     assert.equal(unknownJson.code, 6);
     assert.equal(json<{ error: { code: string } }>(unknownJson).error.code, 'NOT_FOUND');
-    const jobs = json<Job[]>(await c.cli(['job', 'status', '--json']));
-    assert.deepEqual(jobs.map((j) => j.id).sort(), ['alpha-one', 'alpha-two', 'app']);
+    // Nomad's `job status -json`: each job's summary, allocations, latest deployment and evaluations.
+    const jobs = json<Array<{ Summary: api.JobSummary }>>(await c.cli(['job', 'status', '--json']));
+    assert.deepEqual(jobs.map((j) => j.Summary.JobID).sort(), ['alpha-one', 'alpha-two', 'app']);
+    const template = await c.cli(['job', 'status', '-t', '{{range .}}{{.Summary.JobID}} {{end}}']);
+    assert.equal(template.stdout.trim(), 'alpha-one alpha-two app');
   });
 
-  it('/metrics, readable with a read-only token, has plugin health, claims, allocations and nodes', async () => {
-    const [alloc] = (await c.call<Allocation[]>('GET', '/v1/job/app/allocations')).body;
-    await c.call('POST', '/v1/volume/csi/shared/claim', { token: TOKENS.node, body: { allocId: alloc!.id, mode: 'write' } });
-    const res = await fetch(`${c.url}/metrics`, { headers: { authorization: `Bearer ${TOKENS.readOnly}` } });
+  it('/v1/metrics, readable with a read-only token, has plugin health, claims, allocations and nodes', async () => {
+    const [alloc] = (await c.call<api.AllocationListStub[]>('GET', '/v1/job/app/allocations')).body;
+    await c.call('POST', '/v1/volume/csi/shared/claim', { token: TOKENS.node, body: { allocId: alloc!.ID, mode: 'write' } });
+    const res = await fetch(`${c.url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${TOKENS.readOnly}` } });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
     const text = await res.text();
@@ -285,38 +320,43 @@ describe('berth CLI against a real server', () => {
     assert.match(text, /^berth_allocations\{client_status="running"\} 1$/m);
     assert.match(text, /^berth_nodes\{status="ready"\} 1$/m);
     assert.doesNotMatch(text, new RegExp(SECRET));
-    const anonymous = await fetch(`${c.url}/metrics`);
+    const anonymous = await fetch(`${c.url}/v1/metrics?format=prometheus`);
     assert.equal(anonymous.status, 401);
 
     const shown = await c.cli(['volume', 'status', 'shared']);
-    assert.match(shown.stdout, new RegExp(`^${alloc!.id.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+write\\s+single-node-writer\\s+taken`, 'm'));
+    assert.match(shown.stdout, new RegExp(`^${alloc!.ID.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+write\\s+single-node-writer\\s+taken`, 'm'));
   });
 
   it('event stream prints changes as they happen and stops cleanly on SIGINT', async () => {
-    const stream = startBerth(['event', 'stream', '--topic', 'job', '--json'], { env: { BERTH_ADDR: c.url, BERTH_TOKEN: TOKENS.management } });
+    const stream = startBerth(['event', 'stream', '--topic', 'Job', '--json'], { env: { BERTH_ADDR: c.url, BERTH_TOKEN: TOKENS.management } });
     // The stream starts at "now": keep changing until a line shows up.
     let i = 0;
     await eventually('a job event on the stream', async () => {
-      if (stream.stdout.includes('"topic":"job"')) return true;
-      await c.call('POST', '/v1/jobs', { body: { job: { id: `ev-${i++}`, type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec' }] }] } } });
+      if (stream.stdout.includes('"Topic":"Job"')) return true;
+      await c.call('PUT', '/v1/jobs', { body: registration({ id: `ev-${i++}`, type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] }) });
       return false;
     }, { intervalMs: 100 });
     stream.child.kill('SIGINT');
     const res = await stream.exited;
     assert.equal(res.code, 0, res.stderr);
-    const first = JSON.parse(res.stdout.trim().split('\n')[0] as string) as { topic: string; op: string };
-    assert.equal(first.topic, 'job');
+    // One frame a line, as the API streams them (the heartbeats left out).
+    const first = JSON.parse(res.stdout.trim().split('\n')[0] as string) as { Index: number; Events: Array<{ Topic: string; Type: string }> };
+    assert.equal(first.Events[0]?.Topic, 'Job');
+    assert.equal(first.Events[0]?.Type, 'JobRegistered');
   });
 
   it('event stream --index 0 --until-now prints the history up to now and ends by itself', async () => {
-    await c.call('POST', '/v1/jobs', { body: { job: { id: 'history-1', type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec' }] }] } } });
-    const jobs = await c.call('GET', '/v1/jobs');
-    const ids = (jobs.body as Array<{ id: string }>).map((j) => j.id);
+    await c.call('PUT', '/v1/jobs', { body: registration({ id: 'history-1', type: 'batch', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] }) });
+    const jobs = await c.call<api.JobListStub[]>('GET', '/v1/jobs');
+    const ids = jobs.body.map((j) => j.ID);
     assert.ok(ids.includes('history-1'));
-    const res = await c.cli(['event', 'stream', '--topic', 'job', '--index', '0', '--until-now', '--json']);
+    const res = await c.cli(['event', 'stream', '--topic', 'Job', '--index', '0', '--until-now', '--json']);
     assert.equal(res.code, 0, res.stderr);
-    const keys = res.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { topic: string; key: string }).key);
-    for (const id of ids) assert.ok(keys.some((k) => k.includes(id)), `no event of job ${id} in:\n${res.stdout}`);
+    const keys = res.stdout.split('\n').filter(Boolean).flatMap((l) => (JSON.parse(l) as { Events: Array<{ Key: string }> }).Events.map((e) => e.Key));
+    for (const id of ids) assert.ok(keys.includes(id), `no event of job ${id} in:\n${res.stdout}`);
+    // For people: a line per change.
+    const table = await c.cli(['event', 'stream', '--topic', 'Job:history-1', '--index', '0', '--until-now']);
+    assert.match(table.stdout, /^\s*\d+\s+Job\s+JobRegistered\s+default\/history-1$/m);
     const bad = await c.cli(['event', 'stream', '--until-now', '--index', 'x']);
     assert.equal(bad.code, 2);
   });
@@ -326,7 +366,7 @@ describe('berth CLI against a real server', () => {
     assert.equal(stop.code, 0, stop.stderr);
     assert.match(stop.stdout, /==> Job "app" stopped/);
     const status = await c.cli(['job', 'status', 'app']);
-    assert.match(status.stdout, /^Status\s+dead \(stopped\)$/m);
+    assert.match(status.stdout, /^Status\s+= dead \(stopped\)$/m);
     const purge = await c.cli(['job', 'stop', '--purge', 'alpha-one', '--json']);
     assert.equal(purge.code, 0, purge.stderr);
     assert.equal(json<{ purged: boolean }>(purge).purged, true);

@@ -7,8 +7,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as nomad from '../../src/api/index.js';
+import type { Node } from '../../src/structs/index.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
+import { nomadJob } from '../support/nomad-jobs.js';
 
 let c: Cluster;
 let node: Node;
@@ -105,34 +107,36 @@ describe('berth volume with oversized fields', () => {
     assert.notEqual(big.code, 0);
     assert.match(big.stderr, /secrets hold 5003 bytes; the CSI limit is 4096/);
     assert.ok(!(big.stderr + big.stdout).includes(secret), 'the secret is not shown');
-    const api = await c.call<{ code: string; details: { field: string } }>('PUT', '/v1/volume/csi/v1', {
+    const api = await c.call<string>('PUT', '/v1/volume/csi/v1', {
       allowError: true,
-      body: { pluginId: 'hostpath', externalId: 'x'.repeat(300), capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] },
+      body: { Volumes: [{ ID: 'v1', PluginID: 'hostpath', ExternalID: 'x'.repeat(300), RequestedCapabilities: [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }] }] },
     });
     assert.equal(api.status, 400);
-    assert.equal(api.body.details.field, 'externalId');
+    assert.match(api.text, /externalId is 300 bytes; the CSI limit is 128/);
   });
 });
 
 describe('the API with hostile bodies', () => {
   it('a body nested 10,000 deep is 400 with the position; an oversized one is 413 naming the limit; __proto__ is 400', async () => {
     const post = (body: string): Promise<Response> =>
-      fetch(`${c.url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer cli-mgmt-token-0123456789`, 'content-type': 'application/json', accept: 'application/json' }, body });
-    const deep = await post(`{"job": ${'['.repeat(10_000)}${']'.repeat(10_000)}}`);
+      fetch(`${c.url}/v1/jobs`, { method: 'PUT', headers: { authorization: `Bearer cli-mgmt-token-0123456789`, 'content-type': 'application/json', accept: 'application/json' }, body });
+    const deep = await post(`{"Job": ${'['.repeat(10_000)}${']'.repeat(10_000)}}`);
     assert.equal(deep.status, 400);
     assert.match(((await deep.json()) as { message: string }).message, /^request body: nesting deeper than 64 at line 1 col \d+$/);
-    const big = await post(JSON.stringify({ job: { id: 'x', pad: 'x'.repeat(5 * 1024 * 1024) } }));
+    const big = await post(JSON.stringify({ Job: { ID: 'x', Meta: { pad: 'x'.repeat(5 * 1024 * 1024) } } }));
     assert.equal(big.status, 413);
     assert.equal(((await big.json()) as { message: string }).message, 'request body too large (limit 4194304 bytes)');
-    const proto = await post('{"job": {"id": "web", "__proto__": {"type": "system"}, "groups": []}}');
+    const proto = await post('{"Job": {"ID": "web", "__proto__": {"Type": "system"}, "TaskGroups": []}}');
     assert.equal(proto.status, 400);
     for (const count of [10_000_000, 1_000_000_000_000]) {
-      const huge = await post(JSON.stringify({ job: { id: 'web', groups: [{ name: 'g', count, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] } }));
+      const job = nomadJob({ id: 'web', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] });
+      (job.TaskGroups?.[0] as nomad.TaskGroup).Count = count;
+      const huge = await post(JSON.stringify({ Job: job }));
       assert.equal(huge.status, 400);
-      assert.match(((await huge.json()) as { message: string }).message, /groups\[0\]\.count: count is at most 1000 per group/);
+      assert.match(((await huge.json()) as { message: string }).message, /Job\.TaskGroups\[0\]\.Count: count is at most 1000 per group/);
     }
-    const { body } = await c.call<Array<{ id: string }>>('GET', '/v1/jobs');
-    assert.deepEqual(body.filter((j) => j.id === 'x' || j.id === 'web'), [], 'nothing was registered');
+    const { body } = await c.call<nomad.JobListStub[]>('GET', '/v1/jobs');
+    assert.deepEqual(body.filter((j) => j.ID === 'x' || j.ID === 'web'), [], 'nothing was registered');
   });
 });
 
@@ -146,14 +150,14 @@ describe('berth volume detach under a live writer', () => {
     });
     const run = await c.cli(['job', 'run', '--detach', file('writer.json', job)]);
     assert.equal(run.code, 0, run.stderr);
-    const [alloc] = (await c.call<Allocation[]>('GET', '/v1/job/writer/allocations')).body;
-    await c.call('POST', '/v1/volume/csi/held/claim', { token: TOKENS.node, body: { allocId: alloc!.id, mode: 'write' } });
+    const [alloc] = (await c.call<nomad.AllocationListStub[]>('GET', '/v1/job/writer/allocations')).body;
+    await c.call('POST', '/v1/volume/csi/held/claim', { token: TOKENS.node, body: { allocId: alloc!.ID, mode: 'write' } });
     await reportAllocations(c, node.id, 'running');
     const r = await c.cli(['volume', 'detach', 'held', node.id.slice(0, 8)]);
     assert.notEqual(r.code, 0, r.stdout);
-    assert.match(r.stderr, new RegExp(`volume held is in use on node ${node.id} by allocation ${alloc!.id} \\(job writer, running\\); stop it first, or detach with force`));
-    const { body } = await c.call<{ claims: Array<{ state: string }> }>('GET', '/v1/volume/csi/held');
-    assert.deepEqual(body.claims.map((cl) => cl.state), ['taken']);
+    assert.match(r.stderr, new RegExp(`volume held is in use on node ${node.id} by allocation ${alloc!.ID} \\(job writer, running\\); stop it first, or detach with force`));
+    const { body } = await c.call<nomad.CSIVolume>('GET', '/v1/volume/csi/held');
+    assert.deepEqual(body.BerthClaims.map((cl) => cl.State), ['taken']);
     const help = await c.cli(['volume', 'detach', '--help']);
     assert.match(help.stdout, /--force/);
   });

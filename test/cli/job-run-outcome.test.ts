@@ -16,7 +16,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub } from '../../src/api/index.js';
+import type { Node } from '../../src/structs/index.js';
 import { startBerth, type BerthProcess } from './_berth.js';
 import { reportAllocations, startCluster, TOKENS, type Cluster } from './_cluster.js';
 import { eventually } from '../support/eventually.js';
@@ -53,11 +54,11 @@ async function live(name: string): Promise<Node> {
   return node;
 }
 
-const allocsOf = async (jobId: string): Promise<Allocation[]> => (await c.call<Allocation[]>('GET', `/v1/job/${jobId}/allocations`)).body;
+const allocsOf = async (jobId: string): Promise<AllocationListStub[]> => (await c.call<AllocationListStub[]>('GET', `/v1/job/${jobId}/allocations`)).body;
 
 /** The job's allocation on `nodeId` once it is placed there (job run then follows it). */
-const placedOn = (jobId: string, nodeId: string, what: string): Promise<Allocation> =>
-  eventually(what, async () => (await allocsOf(jobId)).find((a) => a.nodeId === nodeId && a.desiredStatus === 'run'));
+const placedOn = (jobId: string, nodeId: string, what: string): Promise<AllocationListStub> =>
+  eventually(what, async () => (await allocsOf(jobId)).find((a) => a.NodeID === nodeId && a.DesiredStatus === 'run'));
 
 const short = (id: string): string => id.slice(0, 8);
 
@@ -82,7 +83,7 @@ describe('job run when allocations cannot run where they were placed', () => {
     beating.delete(node.id);
     const res = await proc.exited;
     assert.equal(res.code, 1, res.stdout + res.stderr);
-    const id = short(alloc.id);
+    const id = short(alloc.ID);
     assert.match(res.stdout, new RegExp(`Allocation "${id}" status changed: "pending" -> "lost" \\(node is down\\)`));
     assert.match(res.stdout, new RegExp(`==> Allocation "${id}" of group "web" lost: node "gone-1" \\(${short(node.id)}\\) is down: missed heartbeats for \\d+ s`));
     assert.match(res.stdout, /Task group "web" \(failed to place 1 allocation\):\n\s+\* 1 node was down\n/);
@@ -98,14 +99,14 @@ describe('job run when allocations cannot run where they were placed', () => {
     const second = await live('moved-2');
     beating.delete(first.id);
     const replacement = await placedOn('moved', second.id, 'the replacement placed on moved-2');
-    assert.equal(replacement.previousAllocation, lost.id);
+    assert.equal((await c.call<Allocation>('GET', `/v1/allocation/${replacement.ID}`)).body.PreviousAllocation, lost.ID);
     // Act as moved-2's agent: its tasks start.
     await reportAllocations(c, second.id, 'running', (a) => a.jobId === 'moved');
     const res = await proc.exited;
     assert.equal(res.code, 0, res.stdout + res.stderr);
-    assert.match(res.stdout, new RegExp(`==> Allocation "${short(lost.id)}" of group "api" lost: node "moved-1" \\(${short(first.id)}\\) is down`));
-    assert.match(res.stdout, new RegExp(`Allocation "${short(replacement.id)}" created: node "${short(second.id)}", group "api" \\(replaces lost allocation "${short(lost.id)}"\\)`));
-    assert.match(res.stdout, new RegExp(`Allocation "${short(replacement.id)}" status changed: "pending" -> "running"`));
+    assert.match(res.stdout, new RegExp(`==> Allocation "${short(lost.ID)}" of group "api" lost: node "moved-1" \\(${short(first.id)}\\) is down`));
+    assert.match(res.stdout, new RegExp(`Allocation "${short(replacement.ID)}" created: node "${short(second.id)}", group "api" \\(replaces lost allocation "${short(lost.ID)}"\\)`));
+    assert.match(res.stdout, new RegExp(`Allocation "${short(replacement.ID)}" status changed: "pending" -> "running"`));
     assert.match(res.stdout, /==> 1 allocation running \(1 lost and replaced\)\n/);
   });
 
@@ -121,6 +122,6 @@ describe('job run when allocations cannot run where they were placed', () => {
     assert.match(res.stdout, /Task group "db" \(failed to place 1 allocation\):/);
     assert.match(res.stdout, /==> 1 allocation running\n/);
     assert.match(res.stdout, /is still blocked: not every allocation could be placed/);
-    assert.match(res.stderr, /^error: placement failed: group "db": 1 allocation not placed: .*1 node exhausted/m);
+    assert.match(res.stderr, /^error: placement failed: group "db": 1 allocation not placed: .*Resources exhausted on 1 node; Dimension "(cpu|memory)" exhausted on 1 node/m);
   });
 });

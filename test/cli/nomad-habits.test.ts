@@ -2,7 +2,7 @@
 // binary: one-dash flags and NOMAD_* variables, the run/status aliases, the
 // files `job init` and `volume init` write (run and created as written, the
 // volume through the hostpath plugin, read from stdin), Nomad's API job JSON
-// posted to /v1/jobs, `job validate`'s driver warning, a dispatched job whose
+// put to /v1/jobs, `job run -output`, `job validate`'s driver warning, a dispatched job whose
 // task reads its payload file, a forced periodic launch, version, and shell
 // completion scripts that their shells parse.
 
@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Job } from '../../src/structs/index.js';
+import type * as api from '../../src/api/index.js';
 import { AgentRun, berth, cleanEnv, freePort, killProcessesUnder, mountsUnder, ok, REPO, runProcess, until, type BerthResult } from '../support/agent-run.js';
 
 let agent: AgentRun;
@@ -23,8 +23,12 @@ function nomadUser(args: readonly string[], opts: { input?: string; env?: Record
   return berth(args, { env, cwd: work, timeoutMs: 120_000, ...(opts.input !== undefined ? { input: opts.input } : {}) });
 }
 
-async function jobJson(id: string): Promise<{ job: Job; allocations: Allocation[] }> {
-  return JSON.parse(ok(await nomadUser(['job', 'status', '-json', id]), `job status ${id}`)) as { job: Job; allocations: Allocation[] };
+/** The job (`job inspect -json`) and its allocations (`job status -json`, Nomad's list of one job's summary, allocations...). */
+async function jobJson(id: string): Promise<{ job: api.Job; allocations: api.AllocationListStub[] }> {
+  const job = JSON.parse(ok(await nomadUser(['job', 'inspect', '-json', id]), `job inspect ${id}`)) as api.Job;
+  const [status] = JSON.parse(ok(await nomadUser(['job', 'status', '-json', id]), `job status ${id}`)) as Array<{ Summary: api.JobSummary; Allocations: api.AllocationListStub[] }>;
+  assert.equal(status?.Summary.JobID, id);
+  return { job, allocations: status?.Allocations ?? [] };
 }
 
 before(async () => {
@@ -69,10 +73,14 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     // The JSON form is the same job: the agent keeps it as it is.
     ok(await nomadUser(['job', 'run', '-detach', 'example.nomad.json']), 'job run example.nomad.json');
     const { job, allocations } = await jobJson('example');
-    assert.equal(job.version, 0);
-    assert.equal(allocations.filter((a) => a.clientStatus === 'running').length, 1);
-    const inspected = JSON.parse(ok(await nomadUser(['job', 'inspect', 'example']), 'job inspect')) as { job: Job };
-    assert.equal(inspected.job.groups[0]?.tasks[0]?.env['GREETING'], 'hello from berth');
+    assert.equal(job.Version, 0);
+    assert.equal(allocations.filter((a) => a.ClientStatus === 'running').length, 1);
+    const inspected = JSON.parse(ok(await nomadUser(['job', 'inspect', 'example']), 'job inspect')) as { Job: api.Job };
+    assert.equal(inspected.Job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['GREETING'], 'hello from berth');
+    // Nomad's -output: the registration a user pipes to curl, as `job inspect` prints the job.
+    const output = JSON.parse(ok(await nomadUser(['job', 'run', '-output', 'example.nomad.hcl']), 'job run -output')) as { Job: api.Job };
+    assert.equal(output.Job.ID, 'example');
+    assert.equal(output.Job.TaskGroups?.[0]?.Tasks?.[0]?.Env?.['GREETING'], 'hello from berth');
     writeFileSync(path.join(work, 'inspected.json'), JSON.stringify(inspected));
     ok(await nomadUser(['job', 'validate', 'inspected.json']), 'job validate of job inspect output');
     const { readFileSync } = await import('node:fs');
@@ -90,15 +98,14 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
       },
     };
     const post = (b: unknown): Promise<Response> =>
-      fetch(`${agent.addr}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(b) });
+      fetch(`${agent.addr}/v1/jobs`, { method: 'PUT', headers: { 'x-nomad-token': agent.token, 'content-type': 'application/json' }, body: JSON.stringify(b) });
     const res = await post(body);
     assert.equal(res.status, 200, await res.clone().text());
-    await until('the API job completes', async () => (await jobJson('api-json')).allocations.some((a) => a.clientStatus === 'complete') || undefined);
+    assert.ok(((await res.clone().json()) as api.JobRegisterResponse).EvalID);
+    await until('the API job completes', async () => (await jobJson('api-json')).allocations.some((a) => a.ClientStatus === 'complete') || undefined);
     const refused = await post({ Job: { ...body.Job, ID: 'api-vault', TaskGroups: [{ ...body.Job.TaskGroups[0], Tasks: [{ ...body.Job.TaskGroups[0]!.Tasks[0], Vault: { Policies: ['x'] } }] }] } });
     assert.equal(refused.status, 400);
-    const envelope = (await refused.json()) as { code: string; message: string };
-    assert.equal(envelope.code, 'INVALID');
-    assert.equal(envelope.message, 'job is invalid: Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"');
+    assert.equal(await refused.text(), 'job is invalid: Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"');
   });
 
   it("job validate warns when no node can run the job's driver, naming the nodes' drivers", async () => {
@@ -142,13 +149,13 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     const out = ok(await nomadUser(['job', 'dispatch', '-meta', 'who=ops', 'echo', 'payload.txt']), 'job dispatch');
     const child = /^Dispatched Job ID = (echo\/dispatch-\d+-[0-9a-f]{8})$/m.exec(out)?.[1];
     assert.ok(child, out);
-    const done = await until('the dispatched child completes', async () => (await jobJson(child)).allocations.find((a) => a.clientStatus === 'complete') ?? undefined);
-    assert.equal((await jobJson(child)).job.meta?.['who'], 'ops');
-    assert.equal(ok(await nomadUser(['alloc', 'logs', done.id]), 'alloc logs'), 'payload from a file\n');
+    const done = await until('the dispatched child completes', async () => (await jobJson(child)).allocations.find((a) => a.ClientStatus === 'complete') ?? undefined);
+    assert.equal((await jobJson(child)).job.Meta?.['who'], 'ops');
+    assert.equal(ok(await nomadUser(['alloc', 'logs', done.ID]), 'alloc logs'), 'payload from a file\n');
     const piped = ok(await nomadUser(['job', 'dispatch', '-meta', 'who=ci', '-id-prefix-template', 'ci', 'echo', '-'], { input: 'from stdin' }), 'job dispatch -');
     const second = /^Dispatched Job ID = (echo\/dispatch-ci-\d+-[0-9a-f]{8})$/m.exec(piped)?.[1] as string;
-    const done2 = await until('the second child completes', async () => (await jobJson(second)).allocations.find((a) => a.clientStatus === 'complete') ?? undefined);
-    assert.equal(ok(await nomadUser(['alloc', 'logs', done2.id]), 'alloc logs'), 'from stdin');
+    const done2 = await until('the second child completes', async () => (await jobJson(second)).allocations.find((a) => a.ClientStatus === 'complete') ?? undefined);
+    assert.equal(ok(await nomadUser(['alloc', 'logs', done2.ID]), 'alloc logs'), 'from stdin');
   });
 
   it('launches a periodic job by force; the child runs and the parent places nothing', async () => {
@@ -160,9 +167,9 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     const forced = ok(await nomadUser(['job', 'periodic', 'force', 'nightly']), 'periodic force');
     const child = /launched "(nightly\/periodic-\d+)"/.exec(forced)?.[1] as string;
     assert.ok(child, forced);
-    await until('the periodic child completes', async () => (await jobJson(child)).allocations.some((a) => a.clientStatus === 'complete') || undefined);
+    await until('the periodic child completes', async () => (await jobJson(child)).allocations.some((a) => a.ClientStatus === 'complete') || undefined);
     const parent = await jobJson('nightly');
-    assert.equal(parent.job.status, 'running');
+    assert.equal(parent.job.Status, 'running');
     assert.deepEqual(parent.allocations, []);
   });
 
@@ -170,18 +177,18 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
     ok(await nomadUser(['job', 'run', '-detach', path.join(REPO, 'examples', 'hostpath-plugin.hcl')]), 'hostpath plugin job');
     await until('the hostpath plugin is healthy', async () => {
       const r = await nomadUser(['plugin', 'status', '-json', 'hostpath']);
-      return r.code === 0 && (JSON.parse(r.stdout) as { nodesHealthy?: number }).nodesHealthy === 1 ? true : undefined;
+      return r.code === 0 && (JSON.parse(r.stdout) as { NodesHealthy?: number }).NodesHealthy === 1 ? true : undefined;
     });
     ok(await nomadUser(['volume', 'init']), 'volume init');
     ok(await nomadUser(['volume', 'init', '-json']), 'volume init -json');
     const { readFileSync } = await import('node:fs');
     const created = ok(await nomadUser(['volume', 'create', '-'], { input: readFileSync(path.join(work, 'volume.hcl'), 'utf8') }), 'volume create -');
     assert.match(created, /^==> Volume "example-volume" created \(external ID \S+, plugin hostpath\)$/m);
-    const vol = JSON.parse(ok(await nomadUser(['volume', 'status', '-json', 'example-volume']), 'volume status')) as { context: Record<string, string>; capabilities: unknown[] };
+    const vol = JSON.parse(ok(await nomadUser(['volume', 'status', '-json', 'example-volume']), 'volume status')) as api.CSIVolume;
     // The context the file gave, with the plugin's own.
-    assert.equal(vol.context['owner'], 'example');
-    assert.ok(Object.keys(vol.context).length > 1, JSON.stringify(vol.context));
-    assert.equal(vol.capabilities.length, 2);
+    assert.equal(vol.Context?.['owner'], 'example');
+    assert.ok(Object.keys(vol.Context ?? {}).length > 1, JSON.stringify(vol.Context));
+    assert.equal(vol.RequestedCapabilities?.length, 2);
     const json = readFileSync(path.join(work, 'volume.json'), 'utf8').replaceAll('example-volume', 'example-volume-json');
     ok(await nomadUser(['volume', 'create', '-'], { input: json }), 'volume create - (JSON)');
   });

@@ -98,8 +98,8 @@ describe('the CLI with every server listed, across a leader SIGKILL and a leader
     assert.ok(landed.length >= 8, `only ${landed.length} jobs were registered`);
     const leader = await cluster.leader();
     for (const id of landed) {
-      const evals = await cluster.read<Array<{ triggeredBy: string }>>(`/v1/job/${id}/evaluations`, leader);
-      assert.equal(evals.filter((e) => e.triggeredBy === 'job-register').length, 1, `job ${id} registered once`);
+      const evals = await cluster.read<Array<{ TriggeredBy: string }>>(`/v1/job/${id}/evaluations`, leader);
+      assert.equal(evals.filter((e) => e.TriggeredBy === 'job-register').length, 1, `job ${id} registered once`);
     }
     const notes = runs.filter((r) => /earlier submission/.test(r.result.stderr)).map((r) => r.result.stderr.split('\n').find((l) => /earlier submission/.test(l)));
     if (notes.length) t.diagnostic(`checked submissions: ${notes.join(' | ')}`);

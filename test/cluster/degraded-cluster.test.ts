@@ -24,11 +24,12 @@ import { Cluster, type ServerProc } from '../support/process-cluster.js';
 /** Appends "<pid> <counter> <ns since epoch>" every 100 ms: a restart shows as a new pid, a stall as a gap. */
 const COUNTER = 'i=0; while true; do i=$((i+1)); echo "$$ $i $(date +%s%N)" >> "$BERTH_TASK_DIR/data/counter"; sleep 0.1; done';
 
+/** What the test reads of a row of `GET /v1/job/:id/allocations` (Nomad's AllocationListStub). */
 interface AllocRow {
-  id: string;
-  clientStatus: string;
-  desiredStatus: string;
-  taskStates?: Record<string, { restarts?: number; events?: Array<{ type: string; message: string }> }>;
+  ID: string;
+  ClientStatus: string;
+  DesiredStatus: string;
+  TaskStates: Record<string, { Restarts: number; Events: Array<{ Type: string; Message: string; DisplayMessage: string }> | null }> | null;
 }
 
 const cluster = new Cluster();
@@ -53,10 +54,10 @@ function job(id: string, volume: string | undefined, script: string): string {
 }
 
 const allocs = (jobId: string, via?: ServerProc): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${jobId}/allocations`, via);
-const claimsOf = async (volume: string, via?: ServerProc): Promise<unknown[]> => (await cluster.read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`, via)).claims;
+const claimsOf = async (volume: string, via?: ServerProc): Promise<unknown[]> => (await cluster.read<{ BerthClaims: unknown[] }>(`/v1/volume/csi/${volume}`, via)).BerthClaims;
 
 async function running(jobId: string, via?: ServerProc): Promise<AllocRow> {
-  return until(`job ${jobId} running`, async () => (await allocs(jobId, via).catch(() => [])).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'));
+  return until(`job ${jobId} running`, async () => (await allocs(jobId, via).catch(() => [])).find((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running'));
 }
 
 /** The writer's counter file, through its mount on node 1. */
@@ -83,16 +84,16 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
   let writer: AllocRow;
 
   it('a single-node-writer volume is written by a workload; another volume is held by a job to stop later', async () => {
-    await until('the node ready', async () => (await cluster.read<Array<{ status: string }>>('/v1/nodes')).some((n) => n.status === 'ready'));
+    await until('the node ready', async () => (await cluster.read<Array<{ Status: string }>>('/v1/nodes')).some((n) => n.Status === 'ready'));
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', cluster.writeJson('plugin.json', perNodeHostpathPluginJob({ dir: cluster.dir, nodeIdPrefix: 'dg-' }))]), 'job run plugin');
-    await until('the plugin healthy', async () => (await cluster.read<{ nodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ nodesHealthy: 0 }))).nodesHealthy === 1);
+    await until('the plugin healthy', async () => (await cluster.read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath').catch(() => ({ NodesHealthy: 0 }))).NodesHealthy === 1);
     for (const v of ['vol-w', 'vol-s']) ok(await leader.run.cli(['volume', 'create', volumeFile(v)]), `volume create ${v}`);
     ok(await leader.run.cli(['job', 'run', '--detach', job('counter', 'vol-w', COUNTER)]), 'job run counter');
     ok(await leader.run.cli(['job', 'run', '--detach', job('stopme', 'vol-s', 'exec sleep 600')]), 'job run stopme');
     writer = await running('counter');
     await running('stopme');
-    await until('the counter counts', () => counterLines(writer.id).length > 5);
+    await until('the counter counts', () => counterLines(writer.ID).length > 5);
     assert.equal((await claimsOf('vol-s')).length, 1);
   });
 
@@ -115,7 +116,7 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
       await until('the stopped job released its claim', async () => (await claimsOf('vol-s', next)).length === 0);
       t.diagnostic(`the claim was released ${Date.now() - pausedAt} ms after the SIGSTOP`);
       const link = await until('the node connected to the new leader', async () => {
-        const st = await next.run.cli(['node', 'status'], { addr: next.url });
+        const st = await next.run.cli(['node', 'status', '-verbose'], { addr: next.url });
         return /\bready\s+connected\b/.test(st.stdout) ? st.stdout : undefined;
       });
       assert.match(link, /Leader Link/);
@@ -126,11 +127,11 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
     }
     await until('the resumed server follows', async () => (await cluster.status(paused))?.isLeader === false);
     assert.equal((await allocs('during')).length, 1, 'placed once');
-    assert.equal((await running('counter')).id, writer.id, 'the writer kept its allocation');
+    assert.equal((await running('counter')).ID, writer.ID, 'the writer kept its allocation');
   });
 
   it('two etcd members down for two fencing windows: the writer is never fenced, restarted or replaced', async (t) => {
-    const lines = counterLines(writer.id);
+    const lines = counterLines(writer.ID);
     const pid = (lines.at(-1) as { pid: string }).pid;
     const stopped = cluster.etcd.members.slice(0, 2);
     for (const m of stopped) await m.kill();
@@ -141,21 +142,21 @@ describe('a degraded cluster: a frozen leader, lost etcd quorum', { timeout: 300
       return r.code !== 0 && /STORE_UNAVAILABLE|state store/.test(r.stderr);
     });
     // 120 counter lines (12 s or more at 10 a second) is over two fencing windows: a fenced writer stops counting long before.
-    const from = counterLines(writer.id).length;
-    await until('the writer counted through two fencing windows without quorum', () => counterLines(writer.id).length > from + 120, 60_000);
+    const from = counterLines(writer.ID).length;
+    await until('the writer counted through two fencing windows without quorum', () => counterLines(writer.ID).length > from + 120, 60_000);
     t.diagnostic(`quorum lost for ${Date.now() - lostAt} ms`);
     for (const m of stopped) await m.start();
     await cluster.leader();
     const now = await running('counter');
-    assert.equal(now.id, writer.id, 'the same allocation runs');
-    const after = counterLines(writer.id);
+    assert.equal(now.ID, writer.ID, 'the same allocation runs');
+    const after = counterLines(writer.ID);
     if (after.length < lines.length) {
       const log = readFileSync(path.join(cluster.dir, 'n1', 'agent.log'), 'utf8').split('\n').filter((l) => /"level":(40|50)/.test(l)).slice(-30);
       assert.fail(`the counter file is gone: mounts ${JSON.stringify(mountsUnder(path.join(cluster.dir, 'n1')))}\n${log.join('\n')}`);
     }
     assert.deepEqual([...new Set(after.slice(lines.length - 1).map((l) => l.pid))], [pid], 'one writer process all along (never restarted)');
-    const events = Object.values(now.taskStates ?? {}).flatMap((s) => s.events ?? []);
-    assert.equal(events.filter((e) => /fenc/i.test(`${e.type} ${e.message}`)).length, 0, `no fencing event: ${JSON.stringify(events)}`);
+    const events = Object.values(now.TaskStates ?? {}).flatMap((s) => s.Events ?? []);
+    assert.equal(events.filter((e) => /fenc/i.test(`${e.Type} ${e.Message} ${e.DisplayMessage}`)).length, 0, `no fencing event: ${JSON.stringify(events)}`);
     assert.equal((await allocs('counter')).length, 1, 'no replacement was placed');
     t.diagnostic(`the writer's longest pause between two lines: ${longestGap(after.slice(lines.length - 1))} s`);
   });

@@ -20,6 +20,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { CSIPlugin, CSIVolume, VolumeClaimState } from '../../src/api/index.js';
 import { mountsUnder, ok, REPO, until } from '../support/agent-run.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 import { Cluster, type ServerProc } from '../support/process-cluster.js';
@@ -27,17 +28,19 @@ import { TS_LOADER } from '../support/ts-loader.js';
 
 const WRITER = 'echo "hello from $BERTH_ALLOC_ID" > "$BERTH_TASK_DIR/data/hello.txt" && exec sleep 600';
 
+/** What the test reads of a row of `GET /v1/nodes` (Nomad's NodeListStub). */
 interface NodeRow {
-  id: string;
-  name: string;
-  status: string;
-  modifyIndex: number;
+  ID: string;
+  Name: string;
+  Status: string;
+  ModifyIndex: number;
 }
+/** What the test reads of a row of `GET /v1/job/:id/allocations` (Nomad's AllocationListStub). */
 interface AllocRow {
-  id: string;
-  nodeId: string;
-  clientStatus: string;
-  desiredStatus: string;
+  ID: string;
+  NodeID: string;
+  ClientStatus: string;
+  DesiredStatus: string;
 }
 
 const cluster = new Cluster();
@@ -146,15 +149,15 @@ async function killLeader(): Promise<{ old: ServerProc; next: ServerProc }> {
 
 const nodes = (): Promise<NodeRow[]> => cluster.read<NodeRow[]>('/v1/nodes');
 const allocs = (job: string): Promise<AllocRow[]> => cluster.read<AllocRow[]>(`/v1/job/${job}/allocations`);
-const claimsOf = async (volume: string): Promise<unknown[]> => (await cluster.read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
+const claimsOf = async (volume: string): Promise<VolumeClaimState[]> => (await cluster.read<CSIVolume>(`/v1/volume/csi/${volume}`)).BerthClaims;
 
 async function running(job: string): Promise<AllocRow> {
   try {
-    return await until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'), 60_000);
+    return await until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running'), 60_000);
   } catch (err) {
     const via = cluster.live()[0] as ServerProc;
     const list = await allocs(job).catch(() => []);
-    const details = await Promise.all(list.map(async (a) => (await via.run.cli(['alloc', 'status', a.id], { addr: via.url })).stdout));
+    const details = await Promise.all(list.map(async (a) => (await via.run.cli(['alloc', 'status', a.ID], { addr: via.url })).stdout));
     const volumes = await via.run.cli(['volume', 'status'], { addr: via.url });
     throw new Error(`${(err as Error).message}\n${details.join('\n')}\n${volumes.stdout}\nfake n1: ${JSON.stringify(fakeState('n1'))}`, { cause: err });
   }
@@ -176,23 +179,23 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
   let workload: AllocRow;
 
   it('a single-node-writer volume is in use by a workload on node 1', async () => {
-    await until('two ready nodes', async () => (await nodes()).filter((n) => n.status === 'ready').length === 2);
+    await until('two ready nodes', async () => (await nodes()).filter((n) => n.Status === 'ready').length === 2);
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', pluginJob()]), 'job run plugin');
     await until('the plugin healthy on both nodes', async () => {
-      const p = await cluster.read<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/hostpath');
-      return p.nodesHealthy === 2 && p.controllersHealthy === 2;
+      const p = await cluster.read<CSIPlugin>('/v1/plugin/csi/hostpath');
+      return p.NodesHealthy === 2 && p.ControllersHealthy === 2;
     });
     // Through a follower: it forwards the writes to the leader.
     const follower = cluster.live().find((s) => s !== leader) as ServerProc;
     ok(await follower.run.cli(['volume', 'create', volumeFile('vol-1', 'cl-n1')], { addr: follower.url }), 'volume create');
     ok(await follower.run.cli(['job', 'run', '--detach', workloadJob('w1', 'vol-1', WRITER)], { addr: follower.url }), 'job run w1');
     workload = await running('w1');
-    mount = await until('the volume mounted', () => mountsUnder(path.join(cluster.dir, 'n1')).find((m) => m.includes(workload.id) && m.endsWith('/data')));
-    await until('the workload wrote its file', () => readFileSync(path.join(mount, 'hello.txt'), 'utf8').includes(workload.id));
+    mount = await until('the volume mounted', () => mountsUnder(path.join(cluster.dir, 'n1')).find((m) => m.includes(workload.ID) && m.endsWith('/data')));
+    await until('the workload wrote its file', () => readFileSync(path.join(mount, 'hello.txt'), 'utf8').includes(workload.ID));
     assert.equal((await claimsOf('vol-1')).length, 1);
     const members = ok(await follower.run.cli(['server', 'members'], { addr: follower.url }), 'server members');
-    assert.match(members, new RegExp(`${leader.name}\\s+${leader.url.replace(/\./g, '\\.')}\\s+true\\s+alive`));
+    assert.match(members, new RegExp(`${leader.name}\\s+${new URL(leader.url).host.replace(/\./g, '\\.')}\\s+true\\s+alive`));
     assert.equal(members.split('\n').filter((l) => /\balive\b/.test(l)).length, 3);
   });
 
@@ -212,13 +215,13 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     // The nodes reconnect to the new leader; none was marked down by the change.
     await until('both nodes connected to the new leader', async () => (await cluster.status(next))?.index !== undefined && (await nodeConnections(next)) === 2);
     const afterNodes = await nodes();
-    for (const n of before) assert.equal(afterNodes.find((m) => m.id === n.id)?.status, 'ready', `${n.name} stayed ready`);
+    for (const n of before) assert.equal(afterNodes.find((m) => m.ID === n.ID)?.Status, 'ready', `${n.Name} stayed ready`);
     assert.equal((await allocs('during')).length, 1, 'placed once');
     assert.ok(placed);
     const w = await running('w1');
-    assert.equal(w.id, workload.id, 'the same allocation runs');
+    assert.equal(w.ID, workload.ID, 'the same allocation runs');
     assert.ok(mountsUnder(path.join(cluster.dir, 'n1')).includes(mount), 'its mount is still there');
-    assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.id));
+    assert.match(readFileSync(path.join(mount, 'hello.txt'), 'utf8'), new RegExp(workload.ID));
     assert.equal((await claimsOf('vol-1')).length, 1, 'one claim, not two');
     // The killed server shows as failed, with since when; the others' uptime reads as a duration.
     const members = await until('the killed server listed as failed since a time', async () => {
@@ -236,17 +239,17 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const leader = await cluster.leader();
     ok(await leader.run.cli(['job', 'run', fakePluginJob()], { addr: leader.url }), 'job run fake-plugin');
     await until('the fake plugin healthy on both nodes', async () => {
-      const p = await cluster.read<{ nodesHealthy: number; controllersHealthy: number }>('/v1/plugin/csi/fake').catch(() => undefined);
-      return p && p.nodesHealthy === 2 && p.controllersHealthy === 2;
+      const p = await cluster.read<CSIPlugin>('/v1/plugin/csi/fake').catch(() => undefined);
+      return p && p.NodesHealthy === 2 && p.ControllersHealthy === 2;
     });
     ok(await leader.run.cli(['volume', 'create', fakeVolumeFile('vol-f', 'n1')], { addr: leader.url }), 'volume create vol-f');
     ok(await leader.run.cli(['job', 'run', '--detach', workloadJob('mc', 'vol-f', 'exec sleep 600')], { addr: leader.url }), 'job run mc');
     await until('ControllerPublish in flight on node 1', () => (fakeState('n1')?.calls['ControllerPublishVolume'] ?? 0) >= 1);
     const { old } = await killLeader();
     const alloc = await running('mc');
-    const claims = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
-    if (claims.length !== 1) await explainClaims('vol-f', claims, alloc.id);
-    assert.deepEqual(claims.map((c) => c.allocId), [alloc.id], 'one claim, by the running allocation');
+    const claims = await claimsOf('vol-f');
+    if (claims.length !== 1) await explainClaims('vol-f', claims, alloc.ID);
+    assert.deepEqual(claims.map((c) => c.AllocationID), [alloc.ID], 'one claim, by the running allocation');
     const st = fakeState('n1') as FakeState;
     assert.ok((st.calls['ControllerPublishVolume'] ?? 0) >= 2, 'the new leader published again');
     assert.deepEqual(Object.values(st.controllerPublished).map((n) => n.length), [1], 'the volume is published to one node, once');
@@ -277,9 +280,9 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const next = await cluster.leader();
     ok(await next.run.cli(['job', 'run', '--detach', workloadJob('mc2', 'vol-f', 'exec sleep 600')], { addr: next.url }), 'job run mc2');
     const again = await running('mc2');
-    const claimsNow = (await claimsOf('vol-f')) as Array<{ allocId: string }>;
-    if (claimsNow.length !== 1) await explainClaims('vol-f', claimsNow, again.id);
-    assert.deepEqual(((await claimsOf('vol-f')) as Array<{ allocId: string }>).map((c) => c.allocId), [again.id]);
+    const claimsNow = await claimsOf('vol-f');
+    if (claimsNow.length !== 1) await explainClaims('vol-f', claimsNow, again.ID);
+    assert.deepEqual((await claimsOf('vol-f')).map((c) => c.AllocationID), [again.ID]);
   });
 
   it('a leader paused with SIGSTOP and resumed after another leads writes nothing', async () => {
@@ -302,8 +305,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     assert.equal((await cluster.status(next))?.isLeader, true, 'the new leader still leads');
     const after = await nodes();
     for (const n of before) {
-      const m = after.find((x) => x.id === n.id);
-      assert.equal(m?.status, 'ready', `${n.name} is still ready`);
+      const m = after.find((x) => x.ID === n.ID);
+      assert.equal(m?.Status, 'ready', `${n.Name} is still ready`);
     }
     await until('the nodes connected to the leader', async () => (await nodeConnections(next)) === 2);
   });
@@ -337,8 +340,8 @@ describe('three servers on etcd, two client agents', { timeout: 240_000 }, () =>
     const back = await cluster.leader();
     await cliUntilOk(() => back, ['job', 'run', '--detach', workloadJob('quorum-back', undefined, 'exec sleep 600')]);
     await running('quorum-back');
-    for (const job of ['w1', 'during', 'one-down']) assert.equal((await allocs(job)).filter((a) => a.desiredStatus === 'run').length, 1, `${job} kept its one allocation`);
-    assert.equal((await running('w1')).id, workload.id);
+    for (const job of ['w1', 'during', 'one-down']) assert.equal((await allocs(job)).filter((a) => a.DesiredStatus === 'run').length, 1, `${job} kept its one allocation`);
+    assert.equal((await running('w1')).ID, workload.ID);
     assert.equal((await claimsOf('vol-1')).length, 1);
   });
 });
@@ -375,10 +378,5 @@ async function etcdRaftLeader(): Promise<string> {
 }
 
 async function nodeConnections(s: ServerProc): Promise<number | undefined> {
-  try {
-    const res = await fetch(`${s.url}/v1/status`, { headers: { authorization: `Bearer ${cluster.nodeToken}` } });
-    return ((await res.json()) as { connectedNodes: number }).connectedNodes;
-  } catch {
-    return undefined;
-  }
+  return (await cluster.status(s))?.connectedNodes;
 }

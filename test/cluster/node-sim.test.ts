@@ -19,8 +19,10 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, CsiPlugin } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin, CSIVolumeListStub, VolumeClaimListStub } from '../../src/api/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { SIM_PLUGIN, SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../support/node-sim/index.js';
+import { registration } from '../support/nomad-jobs.js';
 
 const NODES = 100;
 let c: SimCluster;
@@ -33,64 +35,68 @@ after(async () => {
   await c?.close();
 });
 
-function terminal(a: Allocation): boolean {
-  return a.clientStatus === 'complete' || a.clientStatus === 'failed' || a.clientStatus === 'lost';
+function terminal(a: AllocationListStub): boolean {
+  return a.ClientStatus === 'complete' || a.ClientStatus === 'failed' || a.ClientStatus === 'lost';
 }
 
 describe('a hundred simulated nodes on three servers over etcd', () => {
   it('registers every node, with its CSI node plugin, connected to the leader', async () => {
     const nodes = await c.nodes();
     assert.equal(nodes.length, NODES);
-    assert.ok(nodes.every((n) => n.status === 'ready'));
+    assert.ok(nodes.every((n) => n.Status === 'ready'));
     const leader = await c.allOnLeader();
     assert.equal(c.fleet.connectedCount(leader.url), NODES);
-    const plugin = (await c.call<CsiPlugin>('GET', `/v1/plugin/csi/${SIM_PLUGIN}`)).body;
-    assert.equal(plugin.nodesHealthy, NODES);
-    assert.equal(plugin.controllersHealthy, 1);
+    const plugin = (await c.call<CSIPlugin>('GET', `/v1/plugin/csi/${SIM_PLUGIN}`)).body;
+    assert.equal(plugin.NodesHealthy, NODES);
+    assert.equal(plugin.ControllersHealthy, 1);
   });
 
   it('places a 300-allocation batch job and gets every allocation reported complete, each run once where it was placed', async () => {
-    await c.callRetrying('POST', '/v1/jobs', { job: simBatchJob('sim-batch', 300) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simBatchJob('sim-batch', 300)));
     const allocs = await c.waitAllocs('sim-batch', (l) => l.length === 300 && l.every(terminal));
-    assert.ok(allocs.every((a) => a.clientStatus === 'complete'), 'every allocation completed');
-    assert.equal(new Set(allocs.map((a) => a.name)).size, 300, 'one allocation per name');
-    for (const a of allocs) assert.deepEqual(c.fleet.started.get(a.id), [a.nodeId], `${a.name} ran once, on its node`);
+    assert.ok(allocs.every((a) => a.ClientStatus === 'complete'), 'every allocation completed');
+    assert.equal(new Set(allocs.map((a) => a.Name)).size, 300, 'one allocation per name');
+    for (const a of allocs) assert.deepEqual(c.fleet.started.get(a.ID), [a.NodeID], `${a.Name} ran once, on its node`);
   });
 
   it('claims, publishes, releases and unpublishes 20 CSI volumes through the simulated controller', async () => {
     for (let i = 0; i < 20; i++) {
-      await c.callRetrying('POST', `/v1/volume/csi/${encodeURIComponent(`sv[${i}]`)}/create`, {
-        pluginId: SIM_PLUGIN,
-        name: `sv-${i}`,
-        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-      });
+      const id = `sv[${i}]`;
+      await c.callRetrying(
+        'PUT',
+        `/v1/volume/csi/${encodeURIComponent(id)}/create`,
+        volumeRequest(id, { pluginId: SIM_PLUGIN, name: `sv-${i}`, capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+      );
     }
-    await c.callRetrying('POST', '/v1/jobs', { job: simVolumeJob('sim-csi', 'sv', 20) });
+    await c.callRetrying('PUT', '/v1/jobs', registration(simVolumeJob('sim-csi', 'sv', 20)));
     // Every index ends with one complete allocation. On a loaded machine a leader may change while a
     // claim is being published; its allocation may then fail and be replaced (a batch job reschedules).
-    const allocs = await c.waitAllocs('sim-csi', (l) => l.every(terminal) && new Set(l.filter((a) => a.clientStatus === 'complete').map((a) => a.name)).size === 20, {
+    const allocs = await c.waitAllocs('sim-csi', (l) => l.every(terminal) && new Set(l.filter((a) => a.ClientStatus === 'complete').map((a) => a.Name)).size === 20, {
       signal: AbortSignal.timeout(300_000),
     });
-    const complete = allocs.filter((a) => a.clientStatus === 'complete');
-    assert.equal(complete.length, 20, `one complete allocation per index; the others: ${allocs.filter((a) => a.clientStatus !== 'complete').map((a) => `${a.name}: ${a.clientDescription}`).join('; ')}`);
+    const complete = allocs.filter((a) => a.ClientStatus === 'complete');
+    assert.equal(complete.length, 20, `one complete allocation per index; the others: ${allocs.filter((a) => a.ClientStatus !== 'complete').map((a) => `${a.Name}: ${a.ClientDescription}`).join('; ')}`);
+    // Every claim released (a claim stays, in its release state, until its volume is unpublished everywhere).
     let index = 0;
-    let volumes: Array<{ id: string; externalId: string; claims: unknown[] }> = [];
+    let claims: VolumeClaimListStub[] = [];
     const until = Date.now() + 300_000;
     for (;;) {
-      const r = await c.call<typeof volumes>('GET', `/v1/volumes${index ? `?index=${index}&wait=5s` : ''}`);
-      volumes = r.body;
-      if (volumes.length === 20 && volumes.every((v) => v.claims.length === 0)) break;
-      assert.ok(Date.now() < until, `claims left after 300 s: ${JSON.stringify(volumes.filter((v) => v.claims.length > 0))}`);
+      const r = await c.call<VolumeClaimListStub[]>('GET', `/v1/volumes/csi/claims${index ? `?index=${index}&wait=5s` : ''}`);
+      claims = r.body;
+      if (claims.length === 0) break;
+      assert.ok(Date.now() < until, `claims left after 300 s: ${JSON.stringify(claims)}`);
       index = r.index;
     }
+    const volumes = (await c.call<CSIVolumeListStub[]>('GET', '/v1/volumes?type=csi')).body;
+    assert.equal(volumes.length, 20);
     const fake = c.fake!;
     // Each volume published to the node its complete allocation ran on (the plugin's node ID of that simulated node).
     const nodeOf = new Map(c.fleet.nodes.map((n, i) => [n.nodeId, `sim-ext-${i}`]));
     const published = fake.callsTo('ControllerPublishVolume');
     const lastPublish = new Map(published.map((p) => [String(p.request['volumeId']), String(p.request['nodeId'])]));
     for (const a of complete) {
-      const v = volumes.find((x) => x.id === `sv[${a.name?.match(/\[(\d+)\]$/)?.[1]}]`);
-      assert.equal(lastPublish.get(v?.externalId ?? ''), nodeOf.get(a.nodeId), `${a.name}'s volume was published to its node`);
+      const v = volumes.find((x) => x.ID === `sv[${a.Name?.match(/\[(\d+)\]$/)?.[1]}]`);
+      assert.equal(lastPublish.get(v?.ExternalID ?? ''), nodeOf.get(a.NodeID), `${a.Name}'s volume was published to its node`);
     }
     // Nothing stays attached: every publish is followed by an unpublish of that volume from that node.
     const signal = AbortSignal.timeout(120_000);
@@ -107,8 +113,8 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
   });
 
   it('survives a leader SIGKILL: every node reconnects to the new leader, none is marked down, no allocation is lost or run twice', async () => {
-    await c.callRetrying('POST', '/v1/jobs', { job: simServiceJob('sim-svc', 50) });
-    const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.clientStatus === 'running'));
+    await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('sim-svc', 50)));
+    const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.ClientStatus === 'running'));
     const leader = await c.leader();
     const heartbeats = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
     await leader.run.stop('SIGKILL');
@@ -118,11 +124,11 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (heartbeats[i] ?? 0) + 3));
     const nodes = await c.nodes(next);
     assert.equal(nodes.length, NODES);
-    const down = nodes.filter((n) => n.status !== 'ready' || n.statusDescription !== 'registered');
-    assert.deepEqual(down.map((n) => `${n.name}: ${n.status} (${n.statusDescription})`), [], 'no node was marked down, even for a moment');
-    const after = (await c.call<Allocation[]>('GET', '/v1/job/sim-svc/allocations', undefined, next)).body;
-    assert.deepEqual(after.map((a) => a.id).sort(), before.map((a) => a.id).sort(), 'the same allocations');
-    assert.ok(after.every((a) => a.clientStatus === 'running' && a.desiredStatus === 'run'));
+    const down = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered');
+    assert.deepEqual(down.map((n) => `${n.Name}: ${n.Status} (${n.StatusDescription})`), [], 'no node was marked down, even for a moment');
+    const after = (await c.call<AllocationListStub[]>('GET', '/v1/job/sim-svc/allocations', undefined, next)).body;
+    assert.deepEqual(after.map((a) => a.ID).sort(), before.map((a) => a.ID).sort(), 'the same allocations');
+    assert.ok(after.every((a) => a.ClientStatus === 'running' && a.DesiredStatus === 'run'));
     assert.deepEqual(c.fleet.doubled(), [], 'no allocation ran twice');
   });
 });

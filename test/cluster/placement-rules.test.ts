@@ -16,7 +16,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/index.js';
-import type { Allocation, Evaluation, JobPlan, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Evaluation, JobPlanResponse } from '../../src/api/index.js';
+import { nomadJob, registration } from '../support/nomad-jobs.js';
 import { AgentProcess, cleanupUnder, TestServer, TOKENS, until } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brt-place-');
@@ -50,18 +52,19 @@ function job(id: string, count: number, rules: Record<string, unknown> = {}, gro
 
 const nameOf = (nodeId: string): string => Object.entries(ids).find(([, id]) => id === nodeId)?.[0] ?? nodeId;
 
-async function plan(spec: Record<string, unknown>): Promise<JobPlan> {
-  return server.ok<JobPlan>('PUT', `/v1/job/${String(spec['id'])}/plan`, { job: spec });
+async function plan(spec: Record<string, unknown>): Promise<JobPlanResponse> {
+  return server.ok<JobPlanResponse>('PUT', `/v1/job/${String(spec['id'])}/plan`, { Job: nomadJob(spec), Diff: true });
 }
 
 /** Runs the job; returns its evaluation and the node names of its live allocations, sorted. */
-async function run(spec: Record<string, unknown>): Promise<{ evaluation: Evaluation; nodes: string[]; allocs: Allocation[] }> {
+async function run(spec: Record<string, unknown>): Promise<{ evaluation: Evaluation; nodes: string[]; allocs: Api.Allocation[] }> {
   const evaluation = await server.submit(spec);
-  const allocs = (await server.ok<Allocation[]>('GET', `/v1/job/${String(spec['id'])}/allocations`)).filter((a) => a.desiredStatus === 'run');
-  return { evaluation, allocs, nodes: allocs.map((a) => nameOf(a.nodeId)).sort() };
+  const stubs = (await server.ok<Api.AllocationListStub[]>('GET', `/v1/job/${String(spec['id'])}/allocations`)).filter((a) => a.DesiredStatus === 'run');
+  const allocs = await Promise.all(stubs.map((a) => server.ok<Api.Allocation>('GET', `/v1/allocation/${a.ID}`)));
+  return { evaluation, allocs, nodes: allocs.map((a) => nameOf(a.NodeID)).sort() };
 }
 
-const plannedNodes = (p: JobPlan): string[] => p.placements.map((x) => x.nodeName).sort();
+const plannedNodes = (p: JobPlanResponse): string[] => (p.BerthPlacements ?? []).map((x) => x.NodeName).sort();
 
 async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -96,27 +99,29 @@ after(async () => {
 describe('constraints, affinity and spread on three real nodes', { timeout: 300_000 }, () => {
   it("reports each node's datacenter, class and meta to the server", async () => {
     const nodes = await until('three ready nodes with their meta', async () => {
-      const list = await server.ok<Node[]>('GET', '/v1/nodes');
-      return list.length === 3 && list.every((n) => n.status === 'ready' && n.meta?.['rack']) ? list : undefined;
+      const list = await server.ok<Api.NodeListStub[]>('GET', '/v1/nodes');
+      if (list.length !== 3 || !list.every((n) => n.Status === 'ready')) return undefined;
+      const full = await Promise.all(list.map((n) => server.ok<Api.Node>('GET', `/v1/node/${n.ID}`)));
+      return full.every((n) => n.Meta?.['rack']) ? full : undefined;
     }, 60_000);
-    for (const n of nodes) ids[n.name] = n.id;
-    const web1 = nodes.find((n) => n.name === 'web-1');
-    assert.equal(web1?.nodeClass, 'fast');
-    assert.equal(web1?.datacenter, 'dc1');
-    assert.deepEqual(web1?.meta, NODES[0]!.meta);
+    for (const n of nodes) ids[n.Name] = n.ID;
+    const web1 = nodes.find((n) => n.Name === 'web-1');
+    assert.equal(web1?.NodeClass, 'fast');
+    assert.equal(web1?.Datacenter, 'dc1');
+    assert.deepEqual(web1?.Meta, NODES[0]!.meta);
   });
 
   it('a constraint with distinct_hosts places one allocation on each matching node, and plan showed exactly that', async () => {
     const spec = job('racked', 2, { constraints: [{ attribute: '${meta.rack}', value: 'r1' }, { distinctHosts: true }] });
     const p = await plan(spec);
-    assert.equal(p.diff.type, 'Added');
-    assert.equal(p.jobModifyIndex, 0);
+    assert.equal(p.Diff?.Type, 'Added');
+    assert.equal(p.JobModifyIndex, 0);
     assert.deepEqual(plannedNodes(p), ['web-1', 'web-2']);
     const r = await run(spec);
-    assert.equal(r.evaluation.status, 'complete');
+    assert.equal(r.evaluation.Status, 'complete');
     assert.deepEqual(r.nodes, plannedNodes(p), 'job run placed what job plan showed');
-    const metrics = r.allocs[0]!.metrics;
-    assert.equal(metrics?.constraintFiltered['${meta.rack} = r1'], 1, 'the placement metrics say web-3 was filtered by the rack constraint');
+    const metrics = r.allocs[0]!.Metrics;
+    assert.equal(metrics?.ConstraintFiltered?.['${meta.rack} = r1'], 1, 'the placement metrics say web-3 was filtered by the rack constraint');
   });
 
   it('an affinity picks the preferred class; a negative one avoids a rack', async () => {
@@ -125,7 +130,7 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
     assert.deepEqual(plannedNodes(p), ['web-1']);
     const r = await run(prefer);
     assert.deepEqual(r.nodes, ['web-1']);
-    assert.equal(r.allocs[0]!.metrics?.scoreMetaData[0]?.scores['node-affinity'], 1);
+    assert.equal(r.allocs[0]!.Metrics?.ScoreMetaData?.[0]?.Scores?.['node-affinity'], 1);
 
     const avoid = job('avoid-r1', 1, { affinities: [{ attribute: '${meta.rack}', value: 'r1', weight: -100 }] });
     assert.deepEqual(plannedNodes(await plan(avoid)), ['web-3']);
@@ -158,15 +163,15 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
   it('a placement nothing satisfies names its constraint and the nodes it filtered, in plan and in the evaluation', async () => {
     const spec = job('nowhere', 1, {}, { constraints: [{ attribute: '${meta.rack}', value: 'r9' }] });
     const p = await plan(spec);
-    assert.equal(p.placements.length, 0);
-    assert.equal(p.failedPlacements['g']?.reasons['Constraint "${meta.rack} = r9"'], 3);
+    assert.equal(p.BerthPlacements?.length, 0);
+    assert.equal(p.FailedTGAllocs?.['g']?.ConstraintFiltered?.['${meta.rack} = r9'], 3);
     const { evaluation } = await run(spec);
-    assert.equal(evaluation.status, 'blocked');
-    assert.match(evaluation.blockedReason, /Constraint "\$\{meta\.rack\} = r9" filtered 3 nodes/);
+    assert.equal(evaluation.Status, 'blocked');
+    assert.deepEqual(evaluation.FailedTGAllocs?.['g']?.ConstraintFiltered, { '${meta.rack} = r9': 3 });
     const status = await cli('job', 'status', 'nowhere');
-    assert.match(status.out, /Placement Failure[\s\S]*Constraint "\$\{meta\.rack\} = r9" filtered 3 nodes/);
-    const evals = await cli('eval', 'status', evaluation.id);
-    assert.match(evals.out, /Constraint "\$\{meta\.rack\} = r9" filtered 3 nodes/);
+    assert.match(status.out, /Placement Failure[\s\S]*Constraint "\$\{meta\.rack\} = r9": 3 nodes excluded by filter/);
+    const evals = await cli('eval', 'status', evaluation.ID);
+    assert.match(evals.out, /Failed Placements\nTask Group "g" \(failed to place 1 allocation\):\n( {2}\* .*\n)* {2}\* Constraint "\$\{meta\.rack\} = r9": 3 nodes excluded by filter\n/);
   });
 
   it('job plan exits 0 with nothing to change and 1 with changes; run -check-index refuses a stale index', async () => {
@@ -182,13 +187,13 @@ describe('constraints, affinity and spread on three real nodes', { timeout: 300_
     assert.equal(changed.code, 1, changed.out + changed.err);
     assert.match(changed.out, /\+\/- Job: "racked"/);
     assert.match(changed.out, /\+\/- Count: "2" => "3"/);
-    assert.match(changed.out, /Constraint "distinct_hosts" filtered 2 nodes/, 'a third allocation has no host left');
+    assert.match(changed.out, /\* Constraint "distinct_hosts": 2 nodes excluded by filter/, 'a third allocation has no host left');
 
     // Someone else changes the job between the plan and the run: the run is refused.
-    await server.ok('POST', '/v1/jobs', { job: job('racked', 1, { constraints: [{ attribute: '${meta.rack}', value: 'r1' }] }) });
-    const stale = await server.call('POST', '/v1/jobs', { job: job('racked', 3), checkIndex: index });
+    await server.register(job('racked', 1, { constraints: [{ attribute: '${meta.rack}', value: 'r1' }] }));
+    const stale = await server.call('PUT', '/v1/jobs', registration(job('racked', 3), { checkIndex: index }));
     assert.equal(stale.status, 409, stale.text);
-    assert.match(stale.text, /changed since the plan/);
+    assert.match(stale.text, /^Enforcing job modify index \d+: job exists with conflicting job modify index: \d+$/);
     const bad = await cli('job', 'plan', path.join(dir, 'missing.hcl'));
     assert.equal(bad.code, 255);
   });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
+import type { ServerMembers } from '../../src/api/index.js';
 import { Server } from '../../src/server/index.js';
 import { startEtcd, type EtcdCluster } from '../support/etcd.js';
 import { eventually } from '../support/eventually.js';
@@ -53,18 +54,16 @@ describe('several servers on one etcd', () => {
 
   const leaderOf = (): Server | undefined => servers.find((s) => s.state === 'running' && s.leadership.isLeader);
 
-  it('elect one leader that every server names in `members`', async () => {
+  it('elect one leader that every server names in /v1/agent/members and /v1/status/leader', async () => {
     const leader = await eventually('a leader', leaderOf);
     for (const s of servers) {
-      const { status, body } = await call<{ leader: string; servers: Array<{ id: string; address: string; leader: boolean; status: string }> }>(
-        s.address!.url,
-        'GET',
-        '/v1/operator/members',
-      );
+      const { status, body } = await call<ServerMembers>(s.address!.url, 'GET', '/v1/agent/members');
       assert.equal(status, 200);
-      assert.equal(body.leader, leader.address!.url);
+      assert.equal(body.ServerName, s.leadership.self.id);
+      assert.equal((await call<string>(s.address!.url, 'GET', '/v1/status/leader')).body, new URL(leader.address!.url).host);
+      assert.deepEqual((await call<string[]>(s.address!.url, 'GET', '/v1/status/peers')).body.length, 3);
       assert.deepEqual(
-        body.servers.map((m) => [m.id, m.leader, m.status]).sort(),
+        body.Members.map((m) => [m.Name, m.Leader, m.Status]).sort(),
         [
           ['s1', leader.leadership.self.id === 's1', 'alive'],
           ['s2', leader.leadership.self.id === 's2', 'alive'],
@@ -102,7 +101,7 @@ describe('several servers on one etcd', () => {
       assert.ok(reg.status === 200 || reg.status === 503, `HTTP ${reg.status}`);
       return reg.status === 200;
     });
-    const members = await call<{ servers: Array<{ id: string }> }>(next.address!.url, 'GET', '/v1/operator/members');
-    assert.equal(members.body.servers.length, 2, 'the stopped server left the member list');
+    const members = await call<ServerMembers>(next.address!.url, 'GET', '/v1/agent/members');
+    assert.equal(members.body.Members.length, 2, 'the stopped server left the member list');
   });
 });

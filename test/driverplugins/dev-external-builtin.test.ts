@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { EXAMPLES, startAgent, tempDir, type AgentUnderTest } from '../agent/_agent.js';
 
@@ -34,9 +34,11 @@ describe('a dev agent running its raw_exec out of process (driver.raw_exec.mode 
   });
 
   it('reports raw_exec as an external driver served by `berth driver serve raw_exec`', async () => {
-    const node = await until('raw_exec from the plugin, healthy', async () => (await agent.get<Node[]>('/v1/nodes')).find((n) => n.drivers['raw_exec']?.external && n.drivers['raw_exec'].healthy));
-    nodeId = node.id;
-    assert.equal(node.drivers['exec']?.external, undefined, 'exec stays in process');
+    const node = await until('raw_exec from the plugin, healthy', async () =>
+      (await agent.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Drivers?.['raw_exec']?.BerthExternal && n.Drivers['raw_exec'].Healthy),
+    );
+    nodeId = node.ID;
+    assert.equal(node.Drivers?.['exec']?.BerthExternal, undefined, 'exec stays in process');
     assert.ok(pidsWith('driver serve raw_exec').length > 0);
   });
 

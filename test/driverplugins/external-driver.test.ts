@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
 import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { BERTH, EXAMPLES, startAgent, tempDir, type AgentUnderTest, type Result } from '../agent/_agent.js';
 
@@ -116,16 +116,18 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const allocOf = async (job: string): Promise<Allocation> =>
-    until(`an allocation of ${job}`, async () => (await server.get<Allocation[]>(`/v1/job/${job}/allocations`)).find((a) => a.desiredStatus === 'run'));
+  const allocOf = async (job: string): Promise<Api.AllocationListStub> =>
+    until(`an allocation of ${job}`, async () => (await server.get<Api.AllocationListStub[]>(`/v1/job/${job}/allocations`)).find((a) => a.DesiredStatus === 'run'));
 
   it('the node reports raw_exec from the plugin: external, healthy, with the plugin’s attributes', async () => {
-    const node = await until('the node with a healthy external raw_exec', async () =>
-      (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'dp-client' && n.status === 'ready' && n.drivers['raw_exec']?.healthy && n.drivers['raw_exec']?.external),
+    const stub = await until('the node with a healthy external raw_exec', async () =>
+      (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'dp-client' && n.Status === 'ready' && n.Drivers?.['raw_exec']?.Healthy && n.Drivers['raw_exec'].BerthExternal),
     );
-    assert.equal(node.attributes['driver.raw_exec'], 'true', 'the plugin’s own attribute');
-    assert.equal(node.attributes['driver.raw_exec.cgroups'] !== undefined, true);
-    assert.ok(node.drivers['raw_exec']?.taskConfigSchema, 'the TaskConfigSchema reaches the server');
+    const node = await server.get<Api.Node>(`/v1/node/${stub.ID}`);
+    assert.equal(node.Attributes?.['driver.raw_exec'], 'true', 'the plugin’s own attribute');
+    assert.equal(node.Attributes?.['driver.raw_exec.cgroups'] !== undefined, true);
+    assert.equal(node.Drivers?.['raw_exec']?.Attributes?.['driver.raw_exec.cgroups'] !== undefined, true, 'and in the driver’s own attributes');
+    // The TaskConfigSchema reaches the server: the next test's validation refuses a config by it.
   });
 
   it('a task config the driver schema refuses is rejected by job validate, naming the field', async () => {
@@ -144,15 +146,15 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     ok(await server.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
     ok(await server.cli(['job', 'run', path.join(EXAMPLES, 'writer.hcl')]), 'job run writer');
     const writer = await allocOf('writer');
-    await until('the writer to complete', async () => (await server.get<Allocation>(`/v1/allocation/${writer.id}`)).clientStatus === 'complete', 120_000);
+    await until('the writer to complete', async () => (await server.get<Api.Allocation>(`/v1/allocation/${writer.ID}`)).ClientStatus === 'complete', 120_000);
     ok(await server.cli(['job', 'stop', 'writer']), 'job stop writer');
     ok(await server.cli(['job', 'run', path.join(EXAMPLES, 'reader.hcl')]), 'job run reader');
     const reader = await allocOf('reader');
     const logs = await until('the reader to print what the writer wrote', async () => {
-      const out = (await server.cli(['alloc', 'logs', reader.id, 'read'])).stdout;
+      const out = (await server.cli(['alloc', 'logs', reader.ID, 'read'])).stdout;
       return out.includes('written by') ? out : undefined;
     }, 120_000);
-    assert.match(logs, new RegExp(`written by ${writer.id}`));
+    assert.match(logs, new RegExp(`written by ${writer.ID}`));
   });
 
   it('alloc exec reaches a task through the plugin; a kill -9 of the plugin is survived and the task keeps running', async () => {
@@ -160,8 +162,8 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     writeFileSync(sleeper, SLEEPER);
     ok(await server.cli(['job', 'run', sleeper]), 'job run sleeper');
     const alloc = await allocOf('sleeper');
-    await until('the sleeper to run', async () => (await server.get<Allocation>(`/v1/allocation/${alloc.id}`)).clientStatus === 'running');
-    const exec = await server.cli(['alloc', 'exec', alloc.id, '--', 'sh', '-c', 'echo "in $BERTH_TASK_NAME"; exit 4']);
+    await until('the sleeper to run', async () => (await server.get<Api.Allocation>(`/v1/allocation/${alloc.ID}`)).ClientStatus === 'running');
+    const exec = await server.cli(['alloc', 'exec', alloc.ID, '--', 'sh', '-c', 'echo "in $BERTH_TASK_NAME"; exit 4']);
     assert.equal(exec.code, 4, exec.stderr);
     assert.equal(exec.stdout, 'in sleep\n');
     const [taskPid] = pidsWith(MARKER);
@@ -172,12 +174,12 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     for (const pid of plugins) process.kill(pid, 'SIGKILL');
     await until('the plugin to run again', () => pidsWith('driver serve raw_exec').some((p) => !plugins.includes(p)));
     const again = await until('alloc exec to work through the restarted plugin', async () => {
-      const r = await server.cli(['alloc', 'exec', alloc.id, '--', 'echo', 'back']);
+      const r = await server.cli(['alloc', 'exec', alloc.ID, '--', 'echo', 'back']);
       return r.code === 0 ? r : undefined;
     }, 120_000);
     assert.equal(again.stdout, 'back\n');
     assert.deepEqual(pidsWith(MARKER), [taskPid], 'the same task process, never restarted');
-    assert.equal((await server.get<Allocation>(`/v1/allocation/${alloc.id}`)).clientStatus, 'running');
+    assert.equal((await server.get<Api.Allocation>(`/v1/allocation/${alloc.ID}`)).ClientStatus, 'running');
   });
 
   it('a client agent restart recovers the external driver’s task from its persisted handle', async () => {
@@ -187,12 +189,12 @@ describe('a job on an external driver plugin (berth driver serve raw_exec from p
     assert.deepEqual(pidsWith(MARKER), [taskPid], 'the task outlives the agent');
     client = await startClient();
     const exec = await until('alloc exec to work after the restart', async () => {
-      const r = await server.cli(['alloc', 'exec', alloc.id, '--', 'echo', 'recovered']);
+      const r = await server.cli(['alloc', 'exec', alloc.ID, '--', 'echo', 'recovered']);
       return r.code === 0 ? r : undefined;
       // The agent's start, the plugin's launch and the task's recovery: past 30 s on a loaded machine.
     }, 120_000);
     assert.equal(exec.stdout, 'recovered\n');
     assert.deepEqual(pidsWith(MARKER), [taskPid], 'recovered, not restarted');
-    assert.equal((await server.get<Allocation>(`/v1/allocation/${alloc.id}`)).clientStatus, 'running');
+    assert.equal((await server.get<Api.Allocation>(`/v1/allocation/${alloc.ID}`)).ClientStatus, 'running');
   });
 });

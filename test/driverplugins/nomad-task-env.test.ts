@@ -18,7 +18,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync,
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
 import { tsPlugin } from '../support/plugin-fixtures.js';
 import { cleanupUnder, mountsUnder, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, BERTH, EXAMPLES, REPO, startAgent, tempDir, type Result } from '../agent/_agent.js';
@@ -125,13 +125,17 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     c.token = MGMT;
     return c;
   };
-  const allocOf = async (job: string): Promise<Allocation> =>
-    until(`an allocation of ${job}`, async () => (await server.get<Allocation[]>(`/v1/job/${job}/allocations`)).find((a) => a.desiredStatus === 'run'));
+  const allocOf = async (job: string): Promise<Api.AllocationListStub> =>
+    until(`an allocation of ${job}`, async () => (await server.get<Api.AllocationListStub[]>(`/v1/job/${job}/allocations`)).find((a) => a.DesiredStatus === 'run'));
   const allocDirOf = (id: string): string => path.join(clientData, 'client', 'alloc', id);
   // An agent prints its address once registered, before its plugin drivers are launched and
   // fingerprinted; a job run before that finds no healthy driver (seen on a loaded machine).
-  const driverHealthy = (name: string): Promise<Node> =>
-    until(`the ${name} driver healthy on the node`, async () => (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'nte-client' && n.status === 'ready' && n.drivers[name]?.healthy), 120_000);
+  const driverHealthy = (name: string): Promise<Api.NodeListStub> =>
+    until(
+      `the ${name} driver healthy on the node`,
+      async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'nte-client' && n.Status === 'ready' && n.Drivers?.[name]?.Healthy),
+      120_000,
+    );
 
   before(async () => {
     dir = await tempDir('nte-');
@@ -183,13 +187,13 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     ok(await server.cli(['job', 'run', path.join(dir, 'probe.hcl')]), 'job run probe');
     const alloc = await allocOf('probe');
     const done = await until('the probe to complete', async () => {
-      const a = await server.get<Allocation>(`/v1/allocation/${alloc.id}`);
-      if (a.clientStatus === 'failed') throw new Error(`the probe failed: ${JSON.stringify(a.taskStates)}`);
-      return a.clientStatus === 'complete' ? a : undefined;
+      const a = await server.get<Api.Allocation>(`/v1/allocation/${alloc.ID}`);
+      if (a.ClientStatus === 'failed') throw new Error(`the probe failed: ${JSON.stringify(a.TaskStates)}`);
+      return a.ClientStatus === 'complete' ? a : undefined;
     }, 120_000);
-    assert.equal(done.clientStatus, 'complete');
+    assert.equal(done.ClientStatus, 'complete');
 
-    const allocDir = allocDirOf(alloc.id);
+    const allocDir = allocDirOf(alloc.ID);
     const taskDir = path.join(allocDir, 'probe');
     const root = readFileSync(path.join(taskDir, 'local', 'root.txt'), 'utf8').split('\n');
     for (const d of ['alloc', 'bin', 'data', 'etc', 'local', 'proc', 'secrets', 'tmp', 'usr']) assert.ok(root.includes(d), `/${d} inside the chroot (ls / gave ${root.join(' ')})`);
@@ -204,7 +208,7 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     // Output: written by the driver into the host's FIFOs, rotated into the log files by the host's log monitor.
     assert.ok(lstatSync(path.join(allocDir, 'alloc', 'logs', '.probe.stdout.fifo')).isFIFO(), 'StdoutPath is a FIFO');
     const logs = await until('alloc logs to show the output', async () => {
-      const r = await server.cli(['alloc', 'logs', alloc.id, 'probe']);
+      const r = await server.cli(['alloc', 'logs', alloc.ID, 'probe']);
       return r.stdout.includes('to-stdout') ? r.stdout : undefined;
     });
     assert.match(logs, /to-stdout/);
@@ -215,15 +219,15 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
 
   it('the driver got every field of Nomad’s TaskConfig, as a Nomad client fills it', async () => {
     const alloc = await allocOf('probe');
-    const node = (await server.get<Node[]>('/v1/nodes')).find((n) => n.name === 'nte-client') as Node;
+    const node = (await server.get<Api.NodeListStub[]>('/v1/nodes')).find((n) => n.Name === 'nte-client') as Api.NodeListStub;
     const rec = JSON.parse(readFileSync(path.join(records, 'probe.0.json'), 'utf8')) as Record<string, unknown> & {
       env: Record<string, string>;
       resources: { allocated: Record<string, unknown>; linux: Record<string, unknown> };
       mounts: Array<Record<string, unknown>>;
     };
-    const allocDir = allocDirOf(alloc.id);
-    assert.equal(rec['id'], `${alloc.id}.probe.1`, 'ID');
-    assert.equal(rec['allocId'], alloc.id, 'AllocID');
+    const allocDir = allocDirOf(alloc.ID);
+    assert.equal(rec['id'], `${alloc.ID}.probe.1`, 'ID');
+    assert.equal(rec['allocId'], alloc.ID, 'AllocID');
     assert.equal(rec['jobName'], 'probe', 'JobName');
     assert.equal(rec['jobId'], 'probe', 'JobID');
     assert.equal(rec['taskGroupName'], 'g', 'TaskGroupName');
@@ -231,13 +235,13 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     assert.equal(rec['namespace'], 'default', 'Namespace');
     assert.equal(rec['parentJobId'], '', 'ParentJobID (no parent)');
     assert.equal(rec['nodeName'], 'nte-client', 'NodeName');
-    assert.equal(rec['nodeId'], node.id, 'NodeID');
+    assert.equal(rec['nodeId'], node.ID, 'NodeID');
     assert.equal(rec['user'], 'root', 'User');
     assert.equal(rec['allocDir'], allocDir, 'AllocDir');
     assert.equal(rec['stdoutPath'], path.join(allocDir, 'alloc', 'logs', '.probe.stdout.fifo'), 'StdoutPath');
     assert.equal(rec['stderrPath'], path.join(allocDir, 'alloc', 'logs', '.probe.stderr.fifo'), 'StderrPath');
     assert.equal(rec.env['GREETING'], 'hello', 'Env: the task’s env');
-    assert.equal(rec.env['BERTH_ALLOC_ID'], alloc.id, 'Env: the runtime variables');
+    assert.equal(rec.env['BERTH_ALLOC_ID'], alloc.ID, 'Env: the runtime variables');
     assert.equal(rec.env['BERTH_TASK_DIR'], '/local', 'Env: paths inside the chroot');
     assert.deepEqual(rec['deviceEnv'], {}, 'DeviceEnv (no device reserved)');
     assert.deepEqual(rec['devices'], [], 'Devices (no device reserved)');
@@ -248,7 +252,7 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     assert.equal(rec.resources.linux['memoryLimitBytes'], 96 * 1024 * 1024, 'LinuxResources memory limit');
     assert.ok((rec.resources.linux['percentTicks'] as number) > 0, 'LinuxResources percent ticks');
     const cgroup = rec.resources.linux['cpusetCgroupPath'] as string;
-    assert.ok(cgroup.endsWith(`${alloc.id}.probe`), `the cgroup Berth made for the task (${cgroup})`);
+    assert.ok(cgroup.endsWith(`${alloc.ID}.probe`), `the cgroup Berth made for the task (${cgroup})`);
     assert.equal(rec['cgroupJoined'], cgroup, 'the driver’s executor joined it');
     assert.equal(rec.mounts.length, 1, 'Mounts');
     const [m] = rec.mounts;
@@ -264,11 +268,11 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     ok(await server.cli(['job', 'run', path.join(dir, 'served.hcl')]), 'job run served');
     const alloc = await allocOf('served');
     const logs = await until('alloc logs of the served exec task', async () => {
-      const r = await server.cli(['alloc', 'logs', alloc.id, 'served']);
+      const r = await server.cli(['alloc', 'logs', alloc.ID, 'served']);
       return r.stdout.includes('served-says-hi') ? r.stdout : undefined;
     }, 120_000);
     assert.match(logs, /served-says-hi\n\/local\n/);
-    assert.ok(lstatSync(path.join(allocDirOf(alloc.id), 'alloc', 'logs', '.served.stdout.fifo')).isFIFO());
+    assert.ok(lstatSync(path.join(allocDirOf(alloc.ID), 'alloc', 'logs', '.served.stdout.fifo')).isFIFO());
     ok(await server.cli(['job', 'stop', 'served']), 'job stop served');
   });
 
@@ -286,22 +290,22 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
     const submitted = server.cli(['job', 'run', path.join(dir, 'halfway.hcl')]);
     const killed = await dying.exited;
     assert.equal(killed.signal, 'SIGKILL', 'the agent killed itself half-way through the chroot');
-    const [first] = await server.get<Allocation[]>('/v1/job/halfway/allocations');
+    const [first] = await server.get<Api.AllocationListStub[]>('/v1/job/halfway/allocations');
     assert.ok(first, 'the allocation the agent was building');
-    const firstDir = path.join(allocDirOf(first.id), 'halfway');
+    const firstDir = path.join(allocDirOf(first.ID), 'halfway');
     const half = mountsUnder(firstDir);
     assert.ok(half.includes(path.join(firstDir, 'alloc')), `alloc/ was bound: ${half.join(' ')}`);
     assert.ok(!half.includes(path.join(firstDir, 'usr')), 'the chroot was not finished');
     client = await startClient();
     // The restarted agent finishes that chroot (the allocation restored), or, if the server gave up on the node meanwhile, builds a new one.
     const running = await until('a halfway task to run in a finished chroot', async () => {
-      for (const a of await server.get<Allocation[]>('/v1/job/halfway/allocations')) {
-        const f = path.join(allocDirOf(a.id), 'halfway', 'local', 'root.txt');
-        if (a.clientStatus === 'running' && existsSync(f) && readFileSync(f, 'utf8').includes('usr')) return a;
+      for (const a of await server.get<Api.AllocationListStub[]>('/v1/job/halfway/allocations')) {
+        const f = path.join(allocDirOf(a.ID), 'halfway', 'local', 'root.txt');
+        if (a.ClientStatus === 'running' && existsSync(f) && readFileSync(f, 'utf8').includes('usr')) return a;
       }
       return undefined;
     }, 120_000);
-    const taskDir = path.join(allocDirOf(running.id), 'halfway');
+    const taskDir = path.join(allocDirOf(running.ID), 'halfway');
     assert.match(readFileSync(path.join(taskDir, 'local', 'root.txt'), 'utf8'), /^bin$/m);
     const full = mountsUnder(taskDir);
     assert.equal(new Set(full).size, full.length, `nothing mounted twice: ${full.join(' ')}`);

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIVolume } from '../../src/api/index.js';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 
 const dir = mkdtempSync('/tmp/bfence-');
@@ -138,20 +138,20 @@ after(async () => {
 });
 
 describe('a client that loses its server stops its single-writer task', { timeout: 180_000 }, () => {
-  let writer: Allocation;
+  let writer: AllocationListStub;
   let target = '';
 
   it('runs the writer on a single-node-writer hostpath volume; the node reports its fencing window', async () => {
-    const node = await until('the node ready', async () => (await read<Array<{ id: string; status: string }>>('/v1/nodes')).find((n) => n.status === 'ready'));
-    assert.equal((await read<{ stopAfterDisconnectMs?: number }>(`/v1/node/${node.id}`)).stopAfterDisconnectMs, 3_000, 'the server knows the window');
+    const node = await until('the node ready', async () => (await read<Array<{ ID: string; Status: string }>>('/v1/nodes')).find((n) => n.Status === 'ready'));
+    assert.equal((await read<{ BerthStopAfterServerDisconnect?: number }>(`/v1/node/${node.ID}`)).BerthStopAfterServerDisconnect, 3_000 * 1e6, 'the server knows the window');
     ok(await server.cli(['job', 'run', PLUGIN_JOB()]), 'job run plugin');
-    await until('the plugin healthy', async () => (await read<{ nodesHealthy: number }>('/v1/plugin/csi/hostpath')).nodesHealthy === 1);
+    await until('the plugin healthy', async () => (await read<{ NodesHealthy: number }>('/v1/plugin/csi/hostpath')).NodesHealthy === 1);
     const vol = path.join(dir, 'vol.hcl');
     writeFileSync(vol, `id = "fenced-vol"\nname = "fenced-vol"\ntype = "csi"\nplugin_id = "hostpath"\ncapacity_min = "1MiB"\ncapability {\n  access_mode = "single-node-writer"\n  attachment_mode = "file-system"\n}\n`);
     ok(await server.cli(['volume', 'create', vol]), 'volume create');
     ok(await server.cli(['job', 'run', '--detach', WRITER_JOB()]), 'job run writer');
-    writer = await until('the writer running', async () => (await read<Allocation[]>('/v1/job/writer/allocations')).find((a) => a.clientStatus === 'running'));
-    target = await until('the volume mounted for the writer', () => mountsUnder(path.join(dir, 'n1')).find((m) => m.includes(writer.id) && m.endsWith('/data')));
+    writer = await until('the writer running', async () => (await read<AllocationListStub[]>('/v1/job/writer/allocations')).find((a) => a.ClientStatus === 'running'));
+    target = await until('the volume mounted for the writer', () => mountsUnder(path.join(dir, 'n1')).find((m) => m.includes(writer.ID) && m.endsWith('/data')));
     await until('the writer writing', () => readFileSync(path.join(target, 'log'), 'utf8').split('\n').length > 5);
   });
 
@@ -162,7 +162,7 @@ describe('a client that loses its server stops its single-writer task', { timeou
     assert.equal(killed.signal, 'SIGKILL');
     await until('the writer to be stopped', () => pidsWith(MARKER).length === 0, 30_000);
     // What is left of the allocation is its secrets tmpfs (until garbage collection); the volume's publish and bind are gone.
-    const volumeMounts = (): string[] => mountsUnder(path.join(dir, 'n1')).filter((m) => m.includes(writer.id) && !m.endsWith('/secrets'));
+    const volumeMounts = (): string[] => mountsUnder(path.join(dir, 'n1')).filter((m) => m.includes(writer.ID) && !m.endsWith('/secrets'));
     await until('the volume unmounted on the node', () => volumeMounts().length === 0, 30_000).catch((err: unknown) => {
       throw new Error(`${(err as Error).message}: ${volumeMounts().join(', ')}`);
     });
@@ -171,8 +171,8 @@ describe('a client that loses its server stops its single-writer task', { timeou
     const log = readdirSync(path.join(dir, 'hp'), { recursive: true, encoding: 'utf8' }).find((f) => path.basename(f) === 'log');
     assert.ok(log, 'the writer log is in the volume, on the plugin side');
     const lines = readFileSync(path.join(dir, 'hp', log), 'utf8').trim().split('\n');
-    assert.equal(lines.at(-1), `${writer.id} bye`, 'the writer got SIGTERM and its grace to finish');
-    assert.ok(lines.includes(`${writer.id} late 10`));
+    assert.equal(lines.at(-1), `${writer.ID} bye`, 'the writer got SIGTERM and its grace to finish');
+    assert.ok(lines.includes(`${writer.ID} late 10`));
   });
 
   it('the server comes back and learns the allocation failed, fenced, and its claim is released', async () => {
@@ -180,11 +180,11 @@ describe('a client that loses its server stops its single-writer task', { timeou
     await server.start();
     server.token = MGMT;
     const failed = await until('the fenced allocation reported', async () => {
-      const a = (await read<Allocation[]>('/v1/job/writer/allocations')).find((x) => x.id === writer.id);
-      return a?.clientStatus === 'failed' ? a : undefined;
+      const a = (await read<AllocationListStub[]>('/v1/job/writer/allocations')).find((x) => x.ID === writer.ID);
+      return a?.ClientStatus === 'failed' ? a : undefined;
     });
-    const events = failed.taskStates['main']?.events ?? [];
-    assert.ok(events.some((e) => e.type === 'Fenced' && /stop_after_server_disconnect/.test(e.message)), JSON.stringify(events.map((e) => e.type)));
-    await until('the claim released', async () => ((await read<{ claims: Array<{ allocId: string }> }>('/v1/volume/csi/fenced-vol')).claims ?? []).every((c) => c.allocId !== writer.id));
+    const events = failed.TaskStates?.['main']?.Events ?? [];
+    assert.ok(events.some((e) => e.Type === 'Fenced' && /stop_after_server_disconnect/.test(e.DisplayMessage)), JSON.stringify(events.map((e) => e.Type)));
+    await until('the claim released', async () => (await read<CSIVolume>('/v1/volume/csi/fenced-vol')).BerthClaims.every((c) => c.AllocationID !== writer.ID));
   });
 });

@@ -23,6 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { AllocationListStub, CSIPlugin, CSIVolume, VolumeClaimState } from '../../src/api/index.js';
 import { AgentRun, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
 
@@ -34,18 +35,14 @@ let server: AgentRun;
 const clients: AgentRun[] = [];
 let serverPort = 0;
 
+/** What the test reads of a row of `GET /v1/nodes` (Nomad's NodeListStub). */
 interface NodeRow {
-  id: string;
-  name: string;
-  status: string;
+  ID: string;
+  Name: string;
+  Status: string;
 }
-interface AllocRow {
-  id: string;
-  nodeId: string;
-  clientStatus: string;
-  desiredStatus: string;
-  createIndex: number;
-}
+/** A row of `GET /v1/job/:id/allocations` (Nomad's AllocationListStub). */
+type AllocRow = AllocationListStub;
 
 function pidsWith(needle: string): number[] {
   const out: number[] = [];
@@ -76,23 +73,23 @@ async function allocs(job: string): Promise<AllocRow[]> {
   return read<AllocRow[]>(`/v1/job/${job}/allocations`);
 }
 
-async function pluginStatus(): Promise<{ nodesHealthy: number; controllersHealthy: number }> {
+async function pluginStatus(): Promise<CSIPlugin> {
   return read('/v1/plugin/csi/hostpath');
 }
 
 async function running(job: string): Promise<AllocRow> {
   try {
-    return await until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.desiredStatus === 'run' && a.clientStatus === 'running'), 45_000);
+    return await until(`job ${job} running`, async () => (await allocs(job)).find((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running'), 45_000);
   } catch (err) {
     const status = await server.cli(['job', 'status', job]);
     const alloc = (await allocs(job).catch(() => []))[0];
-    const detail = alloc ? (await server.cli(['alloc', 'status', alloc.id])).stdout : '';
+    const detail = alloc ? (await server.cli(['alloc', 'status', alloc.ID])).stdout : '';
     throw new Error(`${(err as Error).message}\n${status.stdout}${status.stderr}\n${detail}`);
   }
 }
 
-async function claimsOf(volume: string): Promise<unknown[]> {
-  return (await read<{ claims: unknown[] }>(`/v1/volume/csi/${volume}`)).claims;
+async function claimsOf(volume: string): Promise<VolumeClaimState[]> {
+  return (await read<CSIVolume>(`/v1/volume/csi/${volume}`)).BerthClaims;
 }
 
 function writeJson(name: string, value: unknown): string {
@@ -201,12 +198,12 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
   it('both client agents join the server', async () => {
     const ready = await until('two ready nodes', async () => {
       const list = await nodes();
-      return list.filter((n) => n.status === 'ready').length === 2 ? list : undefined;
+      return list.filter((n) => n.Status === 'ready').length === 2 ? list : undefined;
     });
-    nodeIds = Object.fromEntries(ready.map((n) => [n.name, n.id])) as typeof nodeIds;
+    nodeIds = Object.fromEntries(ready.map((n) => [n.Name, n.ID])) as typeof nodeIds;
     const table = ok(await server.cli(['node', 'status']), 'node status');
-    assert.match(table, /mn-node-1\s+dc1\s+\S*raw_exec\S*\s/);
-    assert.match(table, /mn-node-2\s+dc1\s+\S*raw_exec\S*\s/);
+    assert.match(table, /\sdc1\s+mn-node-1\s+<none>\s+false\s+eligible\s+ready$/m);
+    assert.match(table, /\sdc1\s+mn-node-2\s+<none>\s+false\s+eligible\s+ready$/m);
     assert.deepEqual(Object.keys(nodeIds).sort(), ['mn-node-1', 'mn-node-2']);
   });
 
@@ -214,9 +211,9 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     ok(await server.cli(['job', 'run', pluginJob()]), 'job run plugin');
     const plugin = await until('the plugin healthy on both nodes', async () => {
       const p = await pluginStatus();
-      return p.nodesHealthy === 2 && p.controllersHealthy === 2 ? p : undefined;
+      return p.NodesHealthy === 2 && p.ControllersHealthy === 2 ? p : undefined;
     });
-    assert.equal(plugin.nodesHealthy, 2);
+    assert.equal(plugin.NodesHealthy, 2);
     assert.match(ok(await server.cli(['plugin', 'status']), 'plugin status'), /hostpath\s+hostpath\.csi\.berth\.dev\s+2\/2\s+2\/2/);
     baseline = mountsUnder(dir);
   });
@@ -232,21 +229,21 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     ok(await server.cli(['job', 'run', '--detach', workloadJob('w2', 'vol-n2', 'service', WRITER)]), 'job run w2');
     const w1 = await running('w1');
     const w2 = await running('w2');
-    assert.equal(w1.nodeId, nodeIds['mn-node-1'], 'vol-n1 is only reachable on node 1');
-    assert.equal(w2.nodeId, nodeIds['mn-node-2'], 'vol-n2 is only reachable on node 2');
+    assert.equal(w1.NodeID, nodeIds['mn-node-1'], 'vol-n1 is only reachable on node 1');
+    assert.equal(w2.NodeID, nodeIds['mn-node-2'], 'vol-n2 is only reachable on node 2');
     for (const [a, n] of [
       [w1, 'n1'],
       [w2, 'n2'],
     ] as const) {
-      const target = await until(`the volume mounted for ${a.id}`, () => mountsUnder(path.join(dir, n)).find((m) => m.includes(a.id) && m.endsWith('/data')));
-      mounted.set(a.id, target);
-      await until(`${a.id} wrote its file`, () => readFileSync(path.join(target, 'hello.txt'), 'utf8').includes(a.id));
+      const target = await until(`the volume mounted for ${a.ID}`, () => mountsUnder(path.join(dir, n)).find((m) => m.includes(a.ID) && m.endsWith('/data')));
+      mounted.set(a.ID, target);
+      await until(`${a.ID} wrote its file`, () => readFileSync(path.join(target, 'hello.txt'), 'utf8').includes(a.ID));
     }
     // Each claim was attached by its own node's controller (ControllerPublish to the node inside the volume's topology).
     for (const vol of ['vol-n1', 'vol-n2']) {
-      const claims = (await claimsOf(vol)) as Array<{ controllerPublish: string }>;
+      const claims = await claimsOf(vol);
       assert.equal(claims.length, 1);
-      assert.equal(claims[0]!.controllerPublish, 'published', `${vol} was published by its controller`);
+      assert.equal(claims[0]!.ControllerPublish, 'published', `${vol} was published by its controller`);
     }
   });
 
@@ -256,17 +253,17 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     const killed = await c1.stop('SIGKILL');
     assert.equal(killed.signal, 'SIGKILL');
     // While the agent is down, the workload and its mount stay.
-    assert.ok(mountsUnder(path.join(dir, 'n1')).includes(mounted.get(before1.id) as string));
+    assert.ok(mountsUnder(path.join(dir, 'n1')).includes(mounted.get(before1.ID) as string));
     await c1.start();
-    await until('node 1 ready again', async () => (await nodes()).find((n) => n.name === 'mn-node-1' && n.status === 'ready'));
+    await until('node 1 ready again', async () => (await nodes()).find((n) => n.Name === 'mn-node-1' && n.Status === 'ready'));
     const after1 = await running('w1');
-    if (after1.id !== before1.id) {
+    if (after1.ID !== before1.ID) {
       // Say why it was replaced: the old allocation's status and the node's events tell (node down, a failed restore...).
-      const old = (await server.cli(['alloc', 'status', before1.id])).stdout;
+      const old = (await server.cli(['alloc', 'status', before1.ID])).stdout;
       const node = (await server.cli(['node', 'status', nodeIds['mn-node-1'] as string])).stdout;
-      assert.fail(`the same allocation runs: ${before1.id} was replaced by ${after1.id}\n${old}\n${node}`);
+      assert.fail(`the same allocation runs: ${before1.ID} was replaced by ${after1.ID}\n${old}\n${node}`);
     }
-    assert.ok(mountsUnder(path.join(dir, 'n1')).includes(mounted.get(before1.id) as string));
+    assert.ok(mountsUnder(path.join(dir, 'n1')).includes(mounted.get(before1.ID) as string));
     assert.equal((await claimsOf('vol-n1')).length, 1, 'still one claim');
   });
 
@@ -274,10 +271,10 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
     const stopped = await server.stop('SIGINT');
     assert.equal(stopped.code, 0);
     await server.start();
-    await until('two ready nodes after the server restart', async () => (await nodes()).filter((n) => n.status === 'ready').length === 2);
+    await until('two ready nodes after the server restart', async () => (await nodes()).filter((n) => n.Status === 'ready').length === 2);
     await until('the plugin healthy after the server restart', async () => {
       const p = await pluginStatus();
-      return p.nodesHealthy === 2 && p.controllersHealthy === 2;
+      return p.NodesHealthy === 2 && p.ControllersHealthy === 2;
     });
     for (const job of ['w1', 'w2']) await running(job);
     assert.equal((await claimsOf('vol-n1')).length, 1);
@@ -296,11 +293,11 @@ describe('one server and two client agents', { timeout: 240_000 }, () => {
   it('each volume is claimable again and holds what was written', async () => {
     const reader = 'cat "$BERTH_TASK_DIR/data/hello.txt"';
     ok(await server.cli(['job', 'run', workloadJob('r1', 'vol-n1', 'batch', reader)]), 'job run r1');
-    const done = await until('r1 complete', async () => (await allocs('r1')).find((a) => a.clientStatus === 'complete' || a.clientStatus === 'failed'));
-    assert.equal(done.clientStatus, 'complete');
-    assert.equal(done.nodeId, nodeIds['mn-node-1']);
+    const done = await until('r1 complete', async () => (await allocs('r1')).find((a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed'));
+    assert.equal(done.ClientStatus, 'complete');
+    assert.equal(done.NodeID, nodeIds['mn-node-1']);
     const writer = [...mounted.keys()][0] as string;
-    const logs = await server.cli(['alloc', 'logs', done.id, 'main']);
+    const logs = await server.cli(['alloc', 'logs', done.ID, 'main']);
     assert.equal(ok(logs, 'alloc logs r1').trim(), `hello from ${writer}`);
     ok(await server.cli(['job', 'stop', 'r1']), 'job stop r1');
     await until('the reader claim released', async () => (await claimsOf('vol-n1')).length === 0);

@@ -147,7 +147,7 @@ describe('quick start (npm run demo)', { timeout: 200_000 }, () => {
     assert.doesNotMatch(volumes, /change-me/);
     assert.match(volumes, /Claims\n\(none\)/);
     // The history is the whole stream up to now, not what a timer let through.
-    assert.match(volumes, /\$ berth event stream --topic claim --index 0 --until-now --json/);
+    assert.match(volumes, /\$ berth event stream --topic claim:shared-data --index 0 --until-now --json/);
     const writerAlloc = /Allocation "([0-9a-f]{8})" created/.exec(section('Run a job that writes'))?.[1] as string;
     const readerAlloc = /Allocation "([0-9a-f]{8})" created/.exec(section('Run a job that reads'))?.[1] as string;
     // Each claim was taken, then released (a delete), in that order.

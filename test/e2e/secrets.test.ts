@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { AllocationListStub } from '../../src/api/index.js';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until, type BerthResult } from '../support/agent-run.js';
 
 const dir = mkdtempSync('/tmp/bsec-');
@@ -101,8 +102,8 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
     };
     ok(await cli(['job', 'run', writeFile('plugin.json', JSON.stringify(plugin))]), 'job run plugin');
     await until('the plugin healthy', async () => {
-      const p = JSON.parse((await cli(['plugin', 'status', 'hostpath', '--json'])).stdout) as { controllersHealthy?: number; nodesHealthy?: number };
-      return p.controllersHealthy === 1 && p.nodesHealthy === 1;
+      const p = JSON.parse((await cli(['plugin', 'status', 'hostpath', '--json'])).stdout) as { ControllersHealthy?: number; NodesHealthy?: number };
+      return p.ControllersHealthy === 1 && p.NodesHealthy === 1;
     });
     const volume = writeFile(
       'volume.hcl',
@@ -130,17 +131,18 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
     };
     ok(await cli(['job', 'run', writeFile('user.json', JSON.stringify(job))]), 'job run user');
     const alloc = await until('the workload complete', async () => {
-      const st = JSON.parse((await cli(['job', 'status', 'user', '--json'])).stdout) as { allocations: Array<{ id: string; clientStatus: string }> };
-      return st.allocations.find((a) => a.clientStatus === 'complete');
+      // Nomad's `job status -json`: a list of one job, its allocations as AllocationListStub.
+      const [st] = JSON.parse((await cli(['job', 'status', 'user', '--json'])).stdout) as Array<{ Allocations: AllocationListStub[] }>;
+      return st?.Allocations.find((a) => a.ClientStatus === 'complete');
     });
     // Every read a user can make, as text and as JSON.
     for (const args of [
       ['volume', 'status'],
       ['volume', 'status', 'secret-vol'],
       ['job', 'status', 'user'],
-      ['alloc', 'status', alloc.id],
-      ['alloc', 'logs', alloc.id],
-      ['alloc', 'logs', '--stderr', alloc.id],
+      ['alloc', 'status', alloc.ID],
+      ['alloc', 'logs', alloc.ID],
+      ['alloc', 'logs', '--stderr', alloc.ID],
       ['plugin', 'status', 'hostpath'],
       ['node', 'status'],
     ]) {
@@ -148,24 +150,24 @@ describe('secrets in a volume file', { timeout: 150_000 }, () => {
       ok(await cli([...args, '--json']), `${args.join(' ')} --json`);
     }
     // The raw API, as any script would read it, while the volume exists and was claimed.
-    for (const p of ['/v1/volumes', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.id}`, '/v1/plugins', '/v1/plugin/csi/hostpath', '/v1/nodes', '/metrics']) {
+    for (const p of ['/v1/volumes?type=csi', '/v1/volume/csi/secret-vol', '/v1/jobs', '/v1/job/user', '/v1/allocations', `/v1/allocation/${alloc.ID}`, '/v1/plugins?type=csi', '/v1/plugin/csi/hostpath', '/v1/volumes/csi/claims', '/v1/volumes/external?plugin_id=hostpath', '/v1/nodes', '/v1/metrics', '/v1/metrics?format=prometheus', '/v1/agent/self', '/v1/acl/token/self']) {
       const res = await fetch(agent.addr + p, { headers: { authorization: `Bearer ${agent.token}` } });
       const text = await res.text();
       assert.equal(res.status, 200, `GET ${p}: ${text}`);
       printed.push(`GET ${p}\n${text}`);
     }
     ok(await cli(['job', 'stop', 'user']), 'job stop');
-    await until('the claim released', async () => (JSON.parse((await cli(['volume', 'status', 'secret-vol', '--json'])).stdout) as { claims: unknown[] }).claims.length === 0);
+    await until('the claim released', async () => (JSON.parse((await cli(['volume', 'status', 'secret-vol', '--json'])).stdout) as { BerthClaims: unknown[] }).BerthClaims.length === 0);
     ok(await cli(['volume', 'delete', 'secret-vol']), 'volume delete');
   });
 
   it('the secret is in no CLI output, API read, event or agent file', async () => {
     // The whole event history (the stream follows until Ctrl-C).
-    const events = spawnSync('timeout', ['-s', 'INT', '3', process.execPath, BERTH, 'event', 'stream', '--index', '0', '--json'], {
+    const events = spawnSync('timeout', ['-s', 'INT', '3', process.execPath, BERTH, 'event', 'stream', '-n', '*', '--index', '0', '--json'], {
       env: { ...process.env, BERTH_ADDR: agent.addr, BERTH_TOKEN: agent.token },
       encoding: 'utf8',
     });
-    assert.match(events.stdout, /"topic":"volume"/, 'the event history holds the volume');
+    assert.match(events.stdout, /"Topic":"CSIVolume"/, 'the event history holds the volume');
     printed.push(events.stdout, events.stderr);
     const leaks = printed.filter((text) => text.includes(SECRET));
     assert.deepEqual(leaks, []);

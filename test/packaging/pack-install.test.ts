@@ -119,26 +119,27 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
 
       await cli(['job', 'run', tryPlugin]);
       await until('the hostpath plugin to be healthy', async () => {
-        const p = JSON.parse(await cli(['plugin', 'status', 'hostpath', '--json'])) as { controllersHealthy: number; nodesHealthy: number };
-        return p.controllersHealthy >= 1 && p.nodesHealthy >= 1;
+        const p = JSON.parse(await cli(['plugin', 'status', 'hostpath', '--json'])) as { ControllersHealthy: number; NodesHealthy: number };
+        return p.ControllersHealthy >= 1 && p.NodesHealthy >= 1;
       });
       await cli(['volume', 'create', path.join(examples, 'volume.hcl')]);
       assert.match(await cli(['job', 'run', path.join(examples, 'writer.hcl')]), /complete|running/);
       await until('the writer to complete', async () => {
-        const j = JSON.parse(await cli(['job', 'status', 'writer', '--json'])) as { allocations: Array<{ clientStatus: string }> };
-        if (j.allocations.some((a) => a.clientStatus === 'failed')) throw new Error('the writer failed');
-        return j.allocations.some((a) => a.clientStatus === 'complete');
+        // Nomad's `job status -json`: a list of one job's summary, allocations, deployment and evaluations.
+        const [j] = JSON.parse(await cli(['job', 'status', 'writer', '--json'])) as Array<{ Allocations: Array<{ ClientStatus: string }> }>;
+        if (j!.Allocations.some((a) => a.ClientStatus === 'failed')) throw new Error('the writer failed');
+        return j!.Allocations.some((a) => a.ClientStatus === 'complete');
       });
       await cli(['job', 'stop', 'writer']);
       await until('the writer\'s claim to be released', async () => {
-        const v = JSON.parse(await cli(['volume', 'status', 'shared-data', '--json'])) as { claims?: unknown[]; readAllocs?: unknown; writeAllocs?: unknown };
-        return (v.claims ?? []).length === 0;
+        const v = JSON.parse(await cli(['volume', 'status', 'shared-data', '--json'])) as { BerthClaims: unknown[] };
+        return v.BerthClaims.length === 0;
       });
       await cli(['volume', 'delete', 'shared-data']);
       // examples/hostpath-plugin.hcl keeps volumes under /var/lib/berth/hostpath/<node ID>;
       // this run's node is new, and its directory now holds no volume.
-      const nodes = JSON.parse(await cli(['node', 'status', '--json'])) as Array<{ id: string }>;
-      for (const n of nodes) hostpathDirs.push(path.join('/var/lib/berth/hostpath', n.id));
+      const nodes = JSON.parse(await cli(['node', 'status', '--json'])) as Array<{ ID: string }>;
+      for (const n of nodes) hostpathDirs.push(path.join('/var/lib/berth/hostpath', n.ID));
     } finally {
       agent.kill('SIGINT');
       assert.equal(await exited, 0, `the installed agent's exit on SIGINT\n${errOut.slice(-4000)}`);

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
+import type { AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { AgentProcess, cleanupUnder, hostpathPluginJob, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brx-');
@@ -16,16 +17,16 @@ const hpData = path.join(dir, 'hpdata');
 let server: TestServer;
 let agent: AgentProcess;
 
-async function finished(jobId: string): Promise<Allocation> {
+async function finished(jobId: string): Promise<AllocationListStub> {
   return until(
     `job ${jobId} to finish`,
-    async () => (await server.ok<Allocation[]>('GET', `/v1/job/${jobId}/allocations`)).find((a) => a.clientStatus === 'complete' || a.clientStatus === 'failed'),
+    async () => (await server.ok<AllocationListStub[]>('GET', `/v1/job/${jobId}/allocations`)).find((a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed'),
     60_000,
   );
 }
 
-function trail(a: Allocation): string {
-  return JSON.stringify(Object.values(a.taskStates).flatMap((t) => t.events.slice(-4).map((e) => e.message)));
+function trail(a: AllocationListStub): string {
+  return JSON.stringify(Object.values(a.TaskStates ?? {}).flatMap((t) => (t.Events ?? []).slice(-4).map((e) => e.DisplayMessage || e.Message)));
 }
 
 before(async () => {
@@ -45,29 +46,29 @@ after(async () => {
 
 describe('hostpath plugin as an exec task, exec workloads', { timeout: 120_000 }, () => {
   it('serves volumes from its chroot: written by one exec workload, read back by another', async () => {
-    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'exec', dataDir: hpData }) });
+    await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'exec', dataDir: hpData }));
     await until(
       'the plugin to be healthy',
       async () => {
-        const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-        return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+        const p = await server.call<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
+        return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
       },
       60_000,
     );
-    await server.ok('POST', '/v1/volume/csi/xdata/create', {
-      pluginId: 'hostpath',
-      name: 'xdata',
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-    });
+    await server.ok(
+      'PUT',
+      '/v1/volume/csi/xdata/create',
+      volumeRequest('xdata', { pluginId: 'hostpath', name: 'xdata', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+    );
     const token = `exec-${process.pid}-${Date.now()}`;
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }) });
+    await server.register(volumeJob({ id: 'xwriter', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `echo ${token} > /data/hello.txt` }));
     const w = await finished('xwriter');
-    assert.equal(w.clientStatus, 'complete', trail(w));
-    await until('the writer claim to be released', async () => (await server.ok<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/xdata')).claims.length === 0, 30_000);
+    assert.equal(w.ClientStatus, 'complete', trail(w));
+    await until('the writer claim to be released', async () => (await server.ok<CSIVolume>('GET', '/v1/volume/csi/xdata')).BerthClaims.length === 0, 30_000);
 
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }) });
+    await server.register(volumeJob({ id: 'xreader', type: 'batch', driver: 'exec', volumeId: 'xdata', script: `grep -qx ${token} /data/hello.txt` }));
     const r = await finished('xreader');
-    assert.equal(r.clientStatus, 'complete', `the reader found the writer's file: ${trail(r)}`);
+    assert.equal(r.ClientStatus, 'complete', `the reader found the writer's file: ${trail(r)}`);
     // The file lives in the plugin's data directory on the host, under the volume's directory.
     // (Searched file by file: the plugin may be rewriting its own state files meanwhile.)
     const found = readdirSync(hpData, { recursive: true, encoding: 'utf8' })

@@ -10,7 +10,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, VolumeClaim } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { AgentProcess, alive, cleanupUnder, hostpathPluginJob, mountsUnder, REPO, TestServer, until, volumeJob } from '../support/runtime-cluster.js';
 
 const dir = mkdtempSync('/tmp/brs-');
@@ -70,27 +71,31 @@ after(async () => {
 
 describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }, () => {
   it('acts on no empty or stale list: the workload keeps its process, mounts and only claim', async () => {
-    await server.ok('POST', '/v1/jobs', { job: hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }) });
+    await server.register(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: hpData }));
     await until('the plugin to be healthy', async () => {
-      const p = await server.call<{ nodesHealthy: number; controllersHealthy: number }>('GET', '/v1/plugin/csi/hostpath');
-      return p.status === 200 && p.body.nodesHealthy === 1 && p.body.controllersHealthy === 1;
+      const p = await server.call<CSIPlugin>('GET', '/v1/plugin/csi/hostpath');
+      return p.status === 200 && p.body.NodesHealthy === 1 && p.body.ControllersHealthy === 1;
     }, 60_000);
-    await server.ok('POST', '/v1/volume/csi/db/create', { pluginId: 'hostpath', name: 'db', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] });
+    await server.ok(
+      'PUT',
+      '/v1/volume/csi/db/create',
+      volumeRequest('db', { pluginId: 'hostpath', name: 'db', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] }),
+    );
     // The server's state before the workload existed: what a stale server would come back with.
     await server.stop();
     copyState(serverDir, snapshotDir);
     await server.start();
 
     const script = 'D="$BERTH_TASK_DIR/data"; echo $$ > "$D/pid"; while true; do date +%s%N >> "$D/ticks"; sleep 0.1; done';
-    await server.ok('POST', '/v1/jobs', { job: volumeJob({ id: 'db', type: 'service', volumeId: 'db', script }) });
-    const alloc = await until('the workload to run', async () => (await server.ok<Allocation[]>('GET', '/v1/job/db/allocations')).find((a) => a.clientStatus === 'running'), 60_000);
-    const pidFile = path.join(agentDir, 'alloc', alloc.id, 'main', 'local', 'data', 'pid');
+    await server.register(volumeJob({ id: 'db', type: 'service', volumeId: 'db', script }));
+    const alloc = await until('the workload to run', async () => (await server.ok<AllocationListStub[]>('GET', '/v1/job/db/allocations')).find((a) => a.ClientStatus === 'running'), 60_000);
+    const pidFile = path.join(agentDir, 'alloc', alloc.ID, 'main', 'local', 'data', 'pid');
     const pid = Number(await until('the workload pid', () => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim() : undefined)));
-    const mounts = mountsUnder(agentDir).filter((m) => m.includes(alloc.id));
+    const mounts = mountsUnder(agentDir).filter((m) => m.includes(alloc.ID));
     assert.ok(mounts.length > 0);
     // The agent has written down a list index that knows the workload: the stale server's
     // state (from before the job) is then older than anything the agent acted on.
-    await until('the agent to record a list index that knows the workload', () => recordedAllocIndex() >= alloc.createIndex);
+    await until('the agent to record a list index that knows the workload', () => recordedAllocIndex() >= alloc.CreateIndex);
 
     // The agent and the server die together; the agent comes back first.
     await agent.kill();
@@ -103,7 +108,7 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     // it act, and anything it did on its own would be logged before these lines.
     await until('the agent to start and fail to reach the server twice', () => logged(offset, 'client started') === 1 && logged(offset, 'registration failed') >= 2);
     assert.ok(alive(pid), 'the workload kept running with no server');
-    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts, 'its mounts stay with no server');
+    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.ID)), mounts, 'its mounts stay with no server');
     assert.deepEqual(destructiveSince(offset), [], 'nothing destructive before the server answers');
 
     // A server with stale state (it never heard of the workload) answers: the agent does not obey it.
@@ -114,7 +119,7 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     // which it refuses again: the handling of the first refusal is over, and nothing was done.
     await until('the agent to refuse the stale list twice', () => logged(offset, 'the server sent an allocation list older than one already seen') >= 2, 30_000);
     assert.ok(alive(pid), 'a stale list does not stop the workload');
-    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
+    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.ID)), mounts);
     assert.deepEqual(destructiveSince(offset), []);
     await stale.stop();
 
@@ -122,16 +127,16 @@ describe('agent restarted before its server (scenario 19)', { timeout: 120_000 }
     offset = agent.log().length;
     await server.start(server.port);
     await until('the agent to get the real list', () => agent.log().slice(offset).includes('first allocation list from the server') || agent.log().slice(offset).includes('volumes reconciled'), 30_000);
-    await until('the workload to be reported running', async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.id}`)).clientStatus === 'running');
+    await until('the workload to be reported running', async () => (await server.ok<Allocation>('GET', `/v1/allocation/${alloc.ID}`)).ClientStatus === 'running');
     // The window closes when the one step the real list sets off that could unmount, the volume
     // reconcile after the first list, has finished (successfully or not).
     await until('the volume reconcile after the first list to finish', () => logged(offset, 'volumes reconciled with the server') + logged(offset, 'reconciling volumes failed') > 0, 30_000);
     assert.ok(alive(pid), 'the workload is the same process');
-    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.id)), mounts);
-    const claims = (await server.ok<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/db')).claims;
+    assert.deepEqual(mountsUnder(agentDir).filter((m) => m.includes(alloc.ID)), mounts);
+    const claims = (await server.ok<CSIVolume>('GET', '/v1/volume/csi/db')).BerthClaims;
     assert.deepEqual(
-      claims.map((c) => [c.allocId, c.mode, c.state]),
-      [[alloc.id, 'write', 'taken']],
+      claims.map((c) => [c.AllocationID, c.Mode, c.State]),
+      [[alloc.ID, 'write', 'taken']],
     );
     assert.deepEqual(destructiveSince(offset), []);
   });

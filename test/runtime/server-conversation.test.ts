@@ -13,7 +13,10 @@ import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { systemClock, type SecretMap } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { Allocation, Node, NodeFingerprint, VolumeClaim } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse } from '../../src/api/index.js';
+import type { NodeFingerprint } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { CsiManager } from '../../src/client/csimanager/index.js';
 import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';
 import {
@@ -29,6 +32,7 @@ import {
 } from '../../src/client/serverconn/index.js';
 import { SqliteClientStateStore } from '../../src/client/state/index.js';
 import { eventually } from '../support/eventually.js';
+import { registration as jobRegistration } from '../support/nomad-jobs.js';
 
 const MGMT = 'mgmt-token-serverconn';
 const NODE_TOKEN = 'node-token-serverconn';
@@ -120,9 +124,9 @@ describe('the node conversation with a real server', () => {
     registration = new NodeRegistration({ api, nodeId: NODE_ID, fingerprint, heartbeatIntervalMs: 3_600_000 });
     registration.start();
     await registration.waitRegistered();
-    const first = await http<Node>('GET', `/v1/node/${NODE_ID}`);
+    const first = await http<Api.Node>('GET', `/v1/node/${NODE_ID}`);
     assert.equal(first.status, 200, first.text);
-    assert.deepEqual(first.body.csiNodePlugins, {});
+    assert.deepEqual(first.body.CSINodePlugins, {});
 
     // The plugin's task starts after the agent: registered, fingerprinted, reported healthy.
     await plugin.start();
@@ -130,14 +134,14 @@ describe('the node conversation with a real server', () => {
       registry.register({ type, name: 'fake', version: '1.0.0', socketPath: plugin.socketPath, allocId: 'plugin-alloc-1', options: { mountRoot: path.join(dir, 'mnt') } });
     }
     const node = await eventually('the plugin health on the server', async () => {
-      const n = (await http<Node>('GET', `/v1/node/${NODE_ID}`)).body;
-      return n.csiNodePlugins['fake']?.healthy && n.csiControllerPlugins['fake']?.healthy ? n : undefined;
+      const n = (await http<Api.Node>('GET', `/v1/node/${NODE_ID}`)).body;
+      return n.CSINodePlugins?.['fake']?.Healthy && n.CSIControllerPlugins?.['fake']?.Healthy ? n : undefined;
     });
-    assert.equal(node.csiNodePlugins['fake']?.fingerprint?.node?.info.nodeId, 'ext-node-a');
+    assert.equal(node.CSINodePlugins?.['fake']?.NodeInfo?.ID, 'ext-node-a');
     assert.equal(registration.counts.registrations, 1);
     const plugins = await eventually('the plugin to be derived', async () => {
-      const list = (await http<Array<{ id: string; controllersHealthy: number; nodesHealthy: number }>>('GET', '/v1/plugins')).body;
-      return list.find((p) => p.id === 'fake' && p.controllersHealthy === 1 && p.nodesHealthy === 1);
+      const list = (await http<CSIPluginListStub[]>('GET', '/v1/plugins?type=csi')).body;
+      return list.find((p) => p.ID === 'fake' && p.ControllersHealthy === 1 && p.NodesHealthy === 1);
     });
     assert.ok(plugins);
   });
@@ -149,15 +153,20 @@ describe('the node conversation with a real server', () => {
     await connection.waitConnected();
     await eventually('the server to see the connection', () => server.connections.connected(NODE_ID));
 
-    const created = await http<{ id: string; externalId: string }>('POST', '/v1/volume/csi/data/create', {
-      pluginId: 'fake',
-      name: 'data',
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-      capacityMinBytes: 1024 * 1024,
-      mountOptions: { fsType: 'ext4', mountFlags: ['nosuid'] },
-      secrets: { password: 'claim-s3cret' },
-    });
+    const created = await http<CSIVolumeCreateResponse>(
+      'PUT',
+      '/v1/volume/csi/data/create',
+      volumeRequest('data', {
+        pluginId: 'fake',
+        name: 'data',
+        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
+        capacityMinBytes: 1024 * 1024,
+        mountOptions: { fsType: 'ext4', mountFlags: ['nosuid'] },
+        secrets: { password: 'claim-s3cret' },
+      }),
+    );
     assert.equal(created.status, 200, created.text);
+    const externalId = created.body.Volumes?.[0]?.ExternalID ?? '';
     assert.equal(plugin.callsTo('CreateVolume').length, 1, 'CreateVolume reached the plugin through the node');
 
     // A final code from the plugin comes back as CSI_<CODE>, final.
@@ -166,7 +175,7 @@ describe('the node conversation with a real server', () => {
     await assert.rejects(
       server.connections.call(NODE_ID, 'csi.controller.publish', {
         pluginId: 'fake',
-        volumeId: created.body.externalId,
+        volumeId: externalId,
         nodeId: 'ext-node-a',
         capability,
         readonly: false,
@@ -183,7 +192,7 @@ describe('the node conversation with a real server', () => {
     const page = await server.connections.call(NODE_ID, 'csi.controller.listVolumes', { pluginId: 'fake' });
     assert.deepEqual(
       page.entries.map((e) => e.volume.volumeId),
-      [created.body.externalId],
+      [externalId],
     );
   });
 
@@ -194,8 +203,7 @@ describe('the node conversation with a real server', () => {
     await watcher.waitFirstList();
     assert.deepEqual(lists[0]?.allocs, []);
 
-    const job = await http('POST', '/v1/jobs', {
-      job: {
+    const job = await http('PUT', '/v1/jobs', jobRegistration({
         id: 'db',
         groups: [
           {
@@ -204,8 +212,7 @@ describe('the node conversation with a real server', () => {
             tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
           },
         ],
-      },
-    });
+    }));
     assert.equal(job.status, 200, job.text);
     // The blocking read wakes with the new allocation and its job.
     const alloc = await eventually('the allocation to reach the node', () => lists.at(-1)?.allocs[0]);
@@ -247,16 +254,16 @@ describe('the node conversation with a real server', () => {
     const taskStates = { pg: { state: 'running' as const, failed: false, restarts: 0, startedAt: Date.now(), finishedAt: 0, events: [] } };
     reporter.report({ id: alloc.id, clientStatus: 'running', clientDescription: 'tasks are running', taskStates });
     await reporter.flush();
-    const running = (await http<Allocation>('GET', `/v1/allocation/${alloc.id}`)).body;
-    assert.equal(running.clientStatus, 'running');
-    assert.equal(running.taskStates['pg']?.state, 'running');
+    const running = (await http<Api.Allocation>('GET', `/v1/allocation/${alloc.id}`)).body;
+    assert.equal(running.ClientStatus, 'running');
+    assert.equal(running.TaskStates?.['pg']?.State, 'running');
 
     // The allocation completes: the claim watcher asks the node to detach (NodeUnpublish, NodeUnstage) then unpublishes.
     plugin.clearCalls();
     reporter.report({ id: alloc.id, clientStatus: 'complete', clientDescription: 'done', taskStates });
     await eventually('the claim to be released', async () => {
-      const v = await http<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data');
-      return v.body.claims.length === 0 ? true : undefined;
+      const v = await http<CSIVolume>('GET', '/v1/volume/csi/data');
+      return v.body.BerthClaims.length === 0 ? true : undefined;
     });
     assert.equal(plugin.callsTo('NodeUnpublishVolume').length, 1);
     assert.equal(plugin.callsTo('NodeUnstageVolume').length, 1);
@@ -281,7 +288,7 @@ describe('the node conversation with a real server', () => {
 
   it("a node detach that meets the allocation's own teardown answers only once the NodeUnstage is done (rule: NodeUnstage before ControllerUnpublish)", async () => {
     const vm = csi.volumeManagerFor('fake');
-    const volume = { id: 'data', namespace: 'default', externalId: (await http<{ externalId: string }>('GET', '/v1/volume/csi/data')).body.externalId };
+    const volume = { id: 'data', namespace: 'default', externalId: (await http<CSIVolume>('GET', '/v1/volume/csi/data')).body.ExternalID };
     const usage = { readOnly: false, accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
     await vm.mountVolume(volume, 'alloc-race', usage, {});
     plugin.clearCalls();
@@ -318,7 +325,7 @@ describe('the node conversation with a real server', () => {
     registration.pushFingerprint();
     await eventually('a heartbeat to the new server', () => registration.counts.heartbeats > 0);
     // The watch resumes: a new job's allocation arrives.
-    const job = await http('POST', '/v1/jobs', { job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 'srv', driver: 'exec' }] }] } });
+    const job = await http('PUT', '/v1/jobs', jobRegistration({ id: 'web', groups: [{ name: 'web', tasks: [{ name: 'srv', driver: 'exec' }] }] }));
     assert.equal(job.status, 200, job.text);
     await eventually('the new allocation', () => lists.at(-1)?.allocs.find((a) => a.jobId === 'web'));
     assert.ok(watcher.lists > before.lists);
@@ -332,7 +339,7 @@ describe('the node conversation with a real server', () => {
     reporter.report({ id: web.id, clientStatus: 'running', clientDescription: 'serving', taskStates: { srv: state } });
     await reporter.flush();
     assert.equal(reporter.counts.sent, before + 1, 'only the known allocation was sent');
-    assert.equal((await http<Allocation>('GET', `/v1/allocation/${web.id}`)).body.clientDescription, 'serving');
+    assert.equal((await http<Api.Allocation>('GET', `/v1/allocation/${web.id}`)).body.ClientDescription, 'serving');
   });
 
   it('registers again, under the same node ID, with a server that forgot the node', async () => {
@@ -343,9 +350,9 @@ describe('the node conversation with a real server', () => {
     await startServer(port);
     registration.pushFingerprint();
     await eventually('a new registration', () => registration.counts.registrations > regs);
-    const node = await http<Node>('GET', `/v1/node/${NODE_ID}`);
+    const node = await http<Api.Node>('GET', `/v1/node/${NODE_ID}`);
     assert.equal(node.status, 200, node.text);
-    assert.equal(node.body.csiNodePlugins['fake']?.healthy, true, 'with its plugins in the fingerprint');
+    assert.equal(node.body.CSINodePlugins?.['fake']?.Healthy, true, 'with its plugins in the fingerprint');
     await eventually('the node connection to come back', () => server.connections.connected(NODE_ID));
   });
 });

@@ -4,7 +4,7 @@
 // unix socket that can be told to call a volume abnormal, to keep a
 // publication after ControllerUnpublish, or to fail one.
 // - an abnormal condition from the node plugin reaches `volume status`, the
-//   event stream, /metrics and the allocation's task events (the collector's
+//   event stream, /v1/metrics and the allocation's task events (the collector's
 //   onCondition), and so does its recovery;
 // - a controller's ControllerGetVolume condition is asked for a volume
 //   published nowhere;
@@ -21,9 +21,12 @@ import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../support/csi-fake/index.js';
 import { berth, cleanEnv } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
+import { registration as jobRegistration } from '../support/nomad-jobs.js';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { DriftReport, NodeFingerprint, NodeVolumeUsage, SourcedCondition, VolumeClaim, VolumeStatsReport } from '../../src/structs/index.js';
+import type { CSIPluginListStub, CSIVolume, CSIVolumeCreateResponse, DriftReport, VolumeConditionEvent, VolumeUsageHistory } from '../../src/api/index.js';
+import type { NodeFingerprint, VolumeStatsReport } from '../../src/structs/index.js';
+import { volumeRequest } from '../support/csi-api.js';
 import { CsiManager } from '../../src/client/csimanager/index.js';
 import { PluginRegistry } from '../../src/client/dynamicplugins/index.js';
 import { AllocWatcher, HttpVolumeClaimer, NodeConnection, NodeRegistration, NodeRpcHandler, ServerApi, type NodeAllocation } from '../../src/client/serverconn/index.js';
@@ -40,7 +43,6 @@ const TOKENS: ApiToken[] = [
 const NODE_ID = 'node-h';
 const usage = { readOnly: false, accessMode: 'single-node-writer', attachmentMode: 'file-system' } as const;
 
-type VolumeRead = { id: string; externalId: string; claims: VolumeClaim[]; usage: NodeVolumeUsage[]; condition: { abnormal: boolean; message: string; sources: SourcedCondition[] } | null };
 
 let dir: string;
 let server: Server;
@@ -70,9 +72,9 @@ async function http<T>(method: string, p: string, body?: unknown): Promise<{ sta
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, text };
 }
 
-const volume = async (id: string): Promise<VolumeRead> => (await http<VolumeRead>('GET', `/v1/volume/csi/${id}`)).body;
+const volume = async (id: string): Promise<CSIVolume> => (await http<CSIVolume>('GET', `/v1/volume/csi/${id}`)).body;
 const cli = (args: string[]) => berth(args, { env: cleanEnv({ BERTH_ADDR: url, BERTH_TOKEN: MGMT }) });
-const metrics = async (): Promise<string> => (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${MGMT}` } })).text();
+const metrics = async (): Promise<string> => (await fetch(`${url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${MGMT}` } })).text();
 
 function fingerprint(): NodeFingerprint {
   const reports = csi.pluginReports();
@@ -123,8 +125,8 @@ before(async () => {
   connection.start();
   await connection.waitConnected();
   await eventually('the plugin to be healthy on the server', async () => {
-    const list = (await http<Array<{ id: string; controllersHealthy: number; nodesHealthy: number }>>('GET', '/v1/plugins')).body;
-    return list.find((p) => p.id === 'fake' && p.controllersHealthy === 1 && p.nodesHealthy === 1);
+    const list = (await http<CSIPluginListStub[]>('GET', '/v1/plugins?type=csi')).body;
+    return list.find((p) => p.ID === 'fake' && p.ControllersHealthy === 1 && p.NodesHealthy === 1);
   });
   await eventually('the server to see the connection', () => server.connections.connected(NODE_ID));
   collector = new VolumeStatsCollector({
@@ -140,21 +142,19 @@ before(async () => {
   await collector.start();
 
   for (const id of ['data', 'idle']) {
-    const created = await http<{ externalId: string }>('POST', `/v1/volume/csi/${id}/create`, {
-      pluginId: 'fake',
-      name: id,
-      capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-      capacityMinBytes: 64 * 1024 * 1024,
-    });
+    const created = await http<CSIVolumeCreateResponse>(
+      'PUT',
+      `/v1/volume/csi/${id}/create`,
+      volumeRequest(id, { pluginId: 'fake', name: id, capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }], capacityMinBytes: 64 * 1024 * 1024 }),
+    );
     assert.equal(created.status, 200, created.text);
-    if (id === 'data') dataExt = created.body.externalId;
-    else idleExt = created.body.externalId;
+    if (id === 'data') dataExt = created.body.Volumes?.[0]?.ExternalID ?? '';
+    else idleExt = created.body.Volumes?.[0]?.ExternalID ?? '';
   }
   // A job using `data`, its allocation claimed and mounted as the CSI hook would.
   watcher = new AllocWatcher({ api, nodeId: NODE_ID, waitMs: 30_000, onAllocations: (allocs) => void lists.push(allocs) });
   watcher.start();
-  const job = await http('POST', '/v1/jobs', {
-    job: {
+  const job = await http('PUT', '/v1/jobs', jobRegistration({
       id: 'db',
       groups: [
         {
@@ -163,8 +163,7 @@ before(async () => {
           tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
         },
       ],
-    },
-  });
+  }));
   assert.equal(job.status, 200, job.text);
   alloc = await eventually('the allocation to reach the node', () => lists.at(-1)?.[0]);
   const claimed = await new HttpVolumeClaimer({ api }).claim({ namespace: 'default', volumeId: 'data', allocId: alloc.id, mode: 'write' }, {});
@@ -189,42 +188,46 @@ describe('volume health and drift with an injected fault', () => {
   it('the node reports usage of the published volume, on an interval', async () => {
     const v = await eventually('a usage report', async () => {
       const r = await volume('data');
-      return r.usage.length ? r : undefined;
+      return r.BerthUsage.length ? r : undefined;
     });
-    assert.equal(v.usage[0]?.nodeId, NODE_ID);
-    assert.equal(v.usage[0]?.bytes?.total, 64 * 1024 * 1024);
-    assert.deepEqual(v.condition && [v.condition.abnormal, v.condition.message], [false, 'healthy']);
+    assert.equal(v.BerthUsage[0]?.NodeID, NODE_ID);
+    assert.equal(v.BerthUsage[0]?.Bytes?.Total, 64 * 1024 * 1024);
+    assert.deepEqual(v.BerthCondition && [v.BerthCondition.Abnormal, v.BerthCondition.Message], [false, 'healthy']);
     const calls = plugin.callsTo('NodeGetVolumeStats').length;
     await eventually('more calls, on the interval', () => plugin.callsTo('NodeGetVolumeStats').length >= calls + 2);
     assert.equal(plugin.maxConcurrentPerVolume(dataExt) <= 1, true, 'never two calls in flight for one volume');
-    const history = (await http<{ samples: unknown[] }>('GET', '/v1/volume/csi/data/usage')).body;
-    assert.ok(history.samples.length >= 2);
+    const history = (await http<VolumeUsageHistory>('GET', '/v1/volume/csi/data/usage')).body;
+    assert.ok(history.Samples.length >= 2);
   });
 
-  it('an abnormal condition from the plugin reaches volume status, the event stream, /metrics and the task events; so does its recovery', async () => {
+  it('an abnormal condition from the plugin reaches volume status, the event stream, /v1/metrics and the task events; so does its recovery', async () => {
     const from = server.store.latestIndex();
     plugin.setVolumeCondition(dataExt, { abnormal: true, message: 'disk reports I/O errors' });
     const v = await eventually('the abnormal condition on the server', async () => {
       const r = await volume('data');
-      return r.condition?.abnormal ? r : undefined;
+      return r.BerthCondition?.Abnormal ? r : undefined;
     });
-    assert.equal(v.condition?.message, 'disk reports I/O errors');
-    assert.deepEqual(v.condition?.sources.map((s) => [s.source, s.nodeId, s.abnormal]), [['node', NODE_ID, true]]);
+    assert.equal(v.BerthCondition?.Message, 'disk reports I/O errors');
+    assert.deepEqual(v.BerthCondition?.Sources.map((s) => [s.Source, s.NodeID, s.Abnormal]), [['node', NODE_ID, true]]);
 
     const status = await cli(['volume', 'status', 'data']);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /Condition\s+abnormal: disk reports I\/O errors \(node node-h, /);
 
-    const stream = await http<never>('GET', `/v1/event/stream?topic=volume-condition&index=${from}&until=now`);
-    const events = stream.text.split('\n').filter((l) => l.startsWith('{"')).map((l) => JSON.parse(l) as { topic: string; op: string; payload: { volumeId: string; abnormal: boolean; message: string } });
-    assert.ok(events.some((e) => e.topic === 'volume-condition' && e.payload.volumeId === 'data' && e.payload.abnormal && e.payload.message === 'disk reports I/O errors'), stream.text);
+    const stream = await http<never>('GET', `/v1/event/stream?topic=volume-condition&index=${from + 1}&until=now`);
+    type ConditionEvent = { Topic: string; Type: string; Payload: { VolumeCondition: VolumeConditionEvent } };
+    const events = stream.text.split('\n').filter((l) => l.startsWith('{"')).flatMap((l) => (JSON.parse(l) as { Events: ConditionEvent[] }).Events);
+    assert.ok(
+      events.some((e) => e.Topic === 'volume-condition' && e.Payload.VolumeCondition.VolumeID === 'data' && e.Payload.VolumeCondition.Abnormal && e.Payload.VolumeCondition.Message === 'disk reports I/O errors'),
+      stream.text,
+    );
 
     assert.match(await metrics(), /^berth_volume_abnormal\{namespace="default",volume="data",plugin="fake"\} 1$/m);
     const told = await eventually('the task event of the allocation', () => conditionEvents.find((e) => e.report.condition?.abnormal));
     assert.deepEqual(told.report.allocIds, [alloc.id]);
 
     plugin.setVolumeCondition(dataExt, undefined);
-    await eventually('the volume normal again', async () => ((await volume('data')).condition?.abnormal === false ? true : undefined));
+    await eventually('the volume normal again', async () => ((await volume('data')).BerthCondition?.Abnormal === false ? true : undefined));
     await eventually('the recovery told to the allocation', () => conditionEvents.find((e) => e.report.condition?.abnormal === false));
     assert.match(await metrics(), /^berth_volume_abnormal\{namespace="default",volume="data",plugin="fake"\} 0$/m);
   });
@@ -234,10 +237,10 @@ describe('volume health and drift with an injected fault', () => {
     plugin.setVolumeCondition(idleExt, { abnormal: true, message: 'replica lost' });
     const v = await eventually('the controller condition', async () => {
       const r = await volume('idle');
-      return r.condition?.abnormal ? r : undefined;
+      return r.BerthCondition?.Abnormal ? r : undefined;
     });
-    assert.deepEqual(v.condition?.sources.map((s) => [s.source, s.message]), [['controller', 'replica lost']]);
-    assert.deepEqual(v.usage, [], 'no node has it, so no usage');
+    assert.deepEqual(v.BerthCondition?.Sources.map((s) => [s.Source, s.Message]), [['controller', 'replica lost']]);
+    assert.deepEqual(v.BerthUsage, [], 'no node has it, so no usage');
     const asked = plugin.callsTo('ControllerGetVolume').map((c) => c.request['volumeId']);
     assert.ok(asked.length > 0 && asked.every((id) => id === idleExt), `the published volume is left to its node; asked about ${asked.join(', ')}`);
     plugin.setVolumeCondition(idleExt, undefined);
@@ -248,19 +251,19 @@ describe('volume health and drift with an injected fault', () => {
     plugin.answerNext('ControllerUnpublishVolume', {});
     const update = await api.updateAllocations(NODE_ID, [{ id: alloc.id, clientStatus: 'complete', clientDescription: 'done', taskStates: {} }]);
     assert.ok(update.index > 0);
-    await eventually('the claim to be released', async () => ((await volume('data')).claims.length === 0 ? true : undefined));
+    await eventually('the claim to be released', async () => ((await volume('data')).BerthClaims.length === 0 ? true : undefined));
     assert.deepEqual([...(plugin.controllerPublished.get(dataExt) ?? [])], ['ext-node-h'], 'the fake still reports it published');
 
     const found = (await http<DriftReport>('GET', '/v1/volumes/doctor')).body;
     assert.deepEqual(
-      found.findings.map((f) => [f.kind, f.volumeId, f.nodeId, f.externalNodeId, f.fixable]),
+      found.Findings.map((f) => [f.Kind, f.VolumeID, f.NodeID, f.ExternalNodeID, f.Fixable]),
       [['stale-controller-publication', 'data', NODE_ID, 'ext-node-h', true]],
     );
-    assert.match(found.findings[0]!.repair, /^berth volume doctor --fix data/);
-    assert.deepEqual(found.errors, []);
+    assert.match(found.Findings[0]!.Repair, /^berth volume doctor --fix data/);
+    assert.deepEqual(found.Errors, []);
     // The drift loop reports it too: the API the UI badge reads, and the metric.
     await eventually('the drift loop to report it', async () =>
-      (await http<DriftReport>('GET', '/v1/volumes/drift')).body.findings.some((f) => f.kind === 'stale-controller-publication') ? true : undefined,
+      (await http<DriftReport>('GET', '/v1/volumes/drift')).body.Findings.some((f) => f.Kind === 'stale-controller-publication') ? true : undefined,
     );
     await eventually('the drift metric', async () => (/^berth_volume_drift\{kind="stale-controller-publication"\} 1$/m.test(await metrics()) ? true : undefined));
 
@@ -271,10 +274,10 @@ describe('volume health and drift with an injected fault', () => {
     const fixed = await cli(['volume', 'doctor', '--fix', '--json']);
     assert.equal(fixed.code, 0, fixed.stderr);
     const report = JSON.parse(fixed.stdout) as DriftReport;
-    assert.equal(report.fixed?.length, 1);
+    assert.equal(report.Fixed.length, 1);
     assert.equal(plugin.controllerPublished.get(dataExt)?.size ?? 0, 0, 'ControllerUnpublish was sent and done');
-    assert.deepEqual((await http<DriftReport>('GET', '/v1/volumes/doctor')).body.findings, []);
-    await eventually('the drift loop to see the books equal', async () => ((await http<DriftReport>('GET', '/v1/volumes/drift')).body.findings.length === 0 ? true : undefined));
+    assert.deepEqual((await http<DriftReport>('GET', '/v1/volumes/doctor')).body.Findings, []);
+    await eventually('the drift loop to see the books equal', async () => ((await http<DriftReport>('GET', '/v1/volumes/drift')).body.Findings.length === 0 ? true : undefined));
   });
 
   it('finds a claim left without its allocation whose release is stuck; --fix releases it once the controller answers', async () => {
@@ -301,20 +304,20 @@ describe('volume health and drift with an injected fault', () => {
         claimTime: Date.now(),
       }),
     );
-    await eventually('the release to fail once', async () => ((await volume('idle')).claims[0]?.releaseAttempts ?? 0) >= 1 ? true : undefined);
+    await eventually('the release to fail once', async () => ((await volume('idle')).BerthClaims[0]?.ReleaseAttempts ?? 0) >= 1 ? true : undefined);
     const found = await eventually('the doctor to report the claim', async () => {
       const r = (await http<DriftReport>('GET', '/v1/volumes/doctor?volume=idle')).body;
-      return r.findings.length ? r : undefined;
+      return r.Findings.length ? r : undefined;
     });
-    assert.deepEqual(found.findings.map((f) => [f.kind, f.volumeId, f.allocId, f.nodeId]), [['claim-without-allocation', 'idle', 'ghost-alloc', NODE_ID]]);
-    assert.match(found.findings[0]!.message, /allocation ghost-alloc no longer exists; its release is stuck at node-detached \(.*storage array busy/);
-    assert.equal(found.findings[0]!.repair, `berth volume detach idle ${NODE_ID}`);
+    assert.deepEqual(found.Findings.map((f) => [f.Kind, f.VolumeID, f.AllocID, f.NodeID]), [['claim-without-allocation', 'idle', 'ghost-alloc', NODE_ID]]);
+    assert.match(found.Findings[0]!.Message, /allocation ghost-alloc no longer exists; its release is stuck at node-detached \(.*storage array busy/);
+    assert.equal(found.Findings[0]!.Repair, `berth volume detach idle ${NODE_ID}`);
 
     plugin.clearScript();
     const fixed = (await http<DriftReport>('POST', '/v1/volumes/doctor?volume=idle')).body;
-    assert.deepEqual(fixed.fixFailed ?? [], []);
-    assert.deepEqual((await volume('idle')).claims, [], 'the claim is gone (released by --fix, or by the claim watcher first)');
-    assert.deepEqual((await http<DriftReport>('GET', '/v1/volumes/doctor')).body.findings, [], 'the books are equal');
+    assert.deepEqual(fixed.FixFailed, []);
+    assert.deepEqual((await volume('idle')).BerthClaims, [], 'the claim is gone (released by --fix, or by the claim watcher first)');
+    assert.deepEqual((await http<DriftReport>('GET', '/v1/volumes/doctor')).body.Findings, [], 'the books are equal');
   });
 
   it('refuses a malformed stats report, naming the field', async () => {

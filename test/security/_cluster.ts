@@ -45,7 +45,7 @@ export class SecurityCluster {
     );
     this.client = await new AgentRun(['--client', '--server-address', this.server.addr, '--config', path.join(this.root, 'client.json'), '--log-level', 'debug']).start();
     this.client.token = MGMT;
-    await until('the client node ready', async () => ((await this.get<Array<{ status: string }>>('/v1/nodes')).body ?? []).some((n) => n.status === 'ready'));
+    await until('the client node ready', async () => ((await this.get<Array<{ Status: string }>>('/v1/nodes')).body ?? []).some((n) => n.Status === 'ready'));
     return this;
   }
 
@@ -54,8 +54,8 @@ export class SecurityCluster {
     const r = await this.cli(['job', 'run', this.file('plugin.json', JSON.stringify(hostpathPluginJob({ id: 'hostpath-plugin', driver: 'raw_exec', dataDir: this.hostpathDir })))]);
     if (r.code !== 0) throw new Error(`job run plugin: ${r.stderr}${r.stdout}`);
     await until('the hostpath plugin healthy', async () => {
-      const p = (await this.get<{ controllersHealthy: number; nodesHealthy: number }>('/v1/plugin/csi/hostpath')).body;
-      return !!p && p.controllersHealthy >= 1 && p.nodesHealthy >= 1;
+      const p = (await this.get<{ ControllersHealthy: number; NodesHealthy: number }>('/v1/plugin/csi/hostpath')).body;
+      return !!p && p.ControllersHealthy >= 1 && p.NodesHealthy >= 1;
     });
   }
 
@@ -97,9 +97,10 @@ export class SecurityCluster {
   /** The IDs and modify indexes of every job, allocation, volume and evaluation: what "nothing changed" compares. */
   async state(): Promise<string> {
     const rows: string[] = [];
-    for (const p of ['/v1/jobs', '/v1/allocations', '/v1/volumes', '/v1/evaluations']) {
-      const list = (await this.get<Array<{ id: string; modifyIndex?: number }>>(p)).body ?? [];
-      rows.push(`${p}: ${list.map((o) => `${o.id}@${o.modifyIndex ?? ''}`).sort().join(' ')}`);
+    for (const p of ['/v1/jobs', '/v1/allocations', '/v1/volumes?type=csi', '/v1/evaluations']) {
+      // Berth's own shapes (camelCase) or Nomad's (PascalCase), as each family's routes answer.
+      const list = (await this.get<Array<{ id?: string; ID?: string; modifyIndex?: number; ModifyIndex?: number }>>(p)).body ?? [];
+      rows.push(`${p}: ${list.map((o) => `${o.ID ?? o.id ?? ''}@${o.ModifyIndex ?? o.modifyIndex ?? ''}`).sort().join(' ')}`);
     }
     return rows.join('\n');
   }
@@ -112,7 +113,7 @@ export class SecurityCluster {
   async revive(): Promise<string | undefined> {
     if (this.server.running) {
       // A server that no longer answers (say, deep in garbage collection) counts as dead.
-      const answers = await fetch(`${this.server.addr}/v1/status`, { headers: { authorization: `Bearer ${MGMT}` }, signal: AbortSignal.timeout(15_000) }).then(
+      const answers = await fetch(`${this.server.addr}/v1/status/leader`, { headers: { authorization: `Bearer ${MGMT}` }, signal: AbortSignal.timeout(15_000) }).then(
         (r) => r.status < 500,
         () => false,
       );
@@ -131,7 +132,7 @@ export class SecurityCluster {
       await this.client.start();
       this.client.token = MGMT;
     }
-    await until('the client node ready again', async () => ((await this.get<Array<{ status: string }>>('/v1/nodes')).body ?? []).some((n) => n.status === 'ready'));
+    await until('the client node ready again', async () => ((await this.get<Array<{ Status: string }>>('/v1/nodes')).body ?? []).some((n) => n.Status === 'ready'));
     return note;
   }
 

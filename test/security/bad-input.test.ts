@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import type { BerthResult } from '../support/agent-run.js';
 import { until } from '../support/agent-run.js';
 import { MGMT, READER, SecurityCluster } from './_cluster.js';
+import { registration } from '../support/nomad-jobs.js';
 
 let c: SecurityCluster;
 /** The cluster's jobs, allocations, volumes and evaluations before the hostile input. */
@@ -77,7 +78,7 @@ before(async () => {
   await c.runPlugin();
   const sleeper = JSON.stringify({ id: 'sleeper', type: 'service', groups: [{ name: 'g', tasks: [task({ config: { command: '/bin/sh', args: ['-c', 'echo ready; exec sleep 3600'] } })] }] });
   assert.equal((await c.cli(['job', 'run', c.file('sleeper.json', sleeper)])).code, 0, c.printed.at(-1));
-  sleeperAlloc = ((await c.get<Array<{ id: string }>>('/v1/job/sleeper/allocations')).body ?? [])[0]?.id ?? '';
+  sleeperAlloc = ((await c.get<Array<{ ID: string }>>('/v1/job/sleeper/allocations')).body ?? [])[0]?.ID ?? '';
   await until('the sleeper logged', async () => (await c.cli(['alloc', 'logs', sleeperAlloc])).stdout === 'ready\n');
   baseline = await c.state();
 });
@@ -176,6 +177,7 @@ describe('hostile volume files', { timeout: 300_000 }, () => {
 
 describe('hostile API calls', { timeout: 300_000 }, () => {
   const job = { id: 'api-job', type: 'batch', groups: [{ name: 'g', tasks: [task()] }] };
+  const body = (spec: Record<string, unknown>): string => JSON.stringify(registration(spec));
 
   async function api(method: string, p: string, opts: { token?: string | null; body?: string; base?: string }, want: { status: number; message: RegExp }): Promise<void> {
     const send = (): Promise<{ status: number; text: string }> => c.request(method, p, opts).catch((err: Error) => ({ status: 0, text: `no answer: ${err.message}`, body: undefined }));
@@ -191,9 +193,9 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
 
   it('no token, a wrong token and a read-only token writing are refused', async () => {
     await api('GET', '/v1/jobs', { token: null }, { status: 401, message: /token/i });
-    await api('POST', '/v1/jobs', { token: null, body: JSON.stringify({ job }) }, { status: 401, message: /token/i });
-    await api('POST', '/v1/jobs', { token: 'not-a-known-token-0123456789', body: JSON.stringify({ job }) }, { status: 401, message: /token/i });
-    await api('POST', '/v1/jobs', { token: READER, body: JSON.stringify({ job }) }, { status: 403, message: /read|permission|role|forbidden/i });
+    await api('PUT', '/v1/jobs', { token: null, body: body(job) }, { status: 401, message: /token/i });
+    await api('PUT', '/v1/jobs', { token: 'not-a-known-token-0123456789', body: body(job) }, { status: 401, message: /token/i });
+    await api('PUT', '/v1/jobs', { token: READER, body: body(job) }, { status: 403, message: /read|permission|role|forbidden/i });
     await api('DELETE', '/v1/job/sleeper', { token: READER }, { status: 403, message: /read|permission|role|forbidden/i });
     await api('GET', '/v1/jobs', { token: READER }, { status: 200, message: /sleeper/ });
     const cli = await c.cli(['job', 'run', c.file('api-job.json', JSON.stringify(job))], { token: READER });
@@ -203,31 +205,39 @@ describe('hostile API calls', { timeout: 300_000 }, () => {
   });
 
   it('invalid and oversized bodies are refused naming the problem', async () => {
-    await api('POST', '/v1/jobs', { body: 'this is not json' }, { status: 400, message: /json|body/i });
-    await api('POST', '/v1/jobs', { body: '{}' }, { status: 400, message: /\bid\b|groups/i });
-    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: 'nope' } }) }, { status: 400, message: /groups/ });
-    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, env: 'x'.repeat(6 * 1024 * 1024) } }) }, { status: 413, message: /too large/i });
-    await api('PUT', '/v1/volume/csi/api-vol', { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', externalId: 'e'.repeat(300), capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] } }) }, { status: 400, message: /externalId/ });
+    await api('PUT', '/v1/jobs', { body: 'this is not json' }, { status: 400, message: /json|body/i });
+    await api('PUT', '/v1/jobs', { body: '{}' }, { status: 400, message: /^Job must be specified$/ });
+    await api('PUT', '/v1/jobs', { body: JSON.stringify({ Job: { ...registration(job).Job, TaskGroups: 'nope' } }) }, { status: 400, message: /TaskGroups/ });
+    await api('PUT', '/v1/jobs', { body: JSON.stringify({ Job: { ...registration(job).Job, Meta: { pad: 'x'.repeat(6 * 1024 * 1024) } } }) }, { status: 413, message: /too large/i });
+    const capability = [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }];
     await api(
-      'POST',
+      'PUT',
+      '/v1/volume/csi/api-vol',
+      { body: JSON.stringify({ Volumes: [{ ID: 'api-vol', Name: 'api-vol', PluginID: 'hostpath', ExternalID: 'e'.repeat(300), RequestedCapabilities: capability }] }) },
+      { status: 400, message: /externalId/ },
+    );
+    await api(
+      'PUT',
       '/v1/volume/csi/api-vol/create',
-      { body: JSON.stringify({ volume: { id: 'api-vol', name: 'api-vol', pluginId: 'hostpath', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }], secrets: { big: 's'.repeat(5000) } } }) },
+      { body: JSON.stringify({ Volumes: [{ ID: 'api-vol', Name: 'api-vol', PluginID: 'hostpath', RequestedCapabilities: capability, Secrets: { big: 's'.repeat(5000) } }] }) },
       { status: 400, message: /secrets/ },
     );
     // Fastify refuses it today, but as "Body is not valid JSON": the answer should name the key.
-    await api('POST', '/v1/jobs', { body: `{"job":{"id":"api-proto","__proto__":{"x":1},"groups":[{"name":"g","tasks":[${JSON.stringify(task())}]}]}}` }, { status: 400, message: /__proto__/ });
+    await api('PUT', '/v1/jobs', { body: `{"Job":{"ID":"api-proto","__proto__":{"x":1},"TaskGroups":[]}}` }, { status: 400, message: /__proto__/ });
     // Last: today it runs the server out of memory (issue 12, finding 10).
-    await api('POST', '/v1/jobs', { body: JSON.stringify({ job: { ...job, groups: [{ name: 'g', count: 1e12, tasks: [task()] }] } }) }, { status: 400, message: /count/ });
+    const huge = registration(job);
+    (huge.Job.TaskGroups![0] as { Count: number | null }).Count = 1e12;
+    await api('PUT', '/v1/jobs', { body: JSON.stringify(huge) }, { status: 400, message: /Count/ });
   });
 
   it('paths that climb out of an allocation in the log and fs routes are refused', async () => {
     await c.revive(); // an earlier case may have brought the server down (reported there)
     const base = c.client.addr;
     for (const p of [
-      `/v1/client/allocation/${sleeperAlloc}/logs?task=../../../../../../etc/passwd`,
-      `/v1/client/allocation/${sleeperAlloc}/logs?task=t/../../../../../../etc&type=passwd`,
-      `/v1/client/allocation/${sleeperAlloc}/logs?task=..%2F..%2F..%2F..%2Fetc%2Fpasswd`,
-      `/v1/client/allocation/..%2F..%2F..%2Fetc/logs?task=t`,
+      `/v1/client/fs/logs/${sleeperAlloc}?task=../../../../../../etc/passwd&type=stdout`,
+      `/v1/client/fs/logs/${sleeperAlloc}?task=t/../../../../../../etc&type=passwd`,
+      `/v1/client/fs/logs/${sleeperAlloc}?task=..%2F..%2F..%2F..%2Fetc%2Fpasswd&type=stdout`,
+      `/v1/client/fs/logs/..%2F..%2F..%2Fetc?task=t&type=stdout`,
       `/v1/client/fs/cat/${sleeperAlloc}?path=../../../../../../etc/passwd`,
       `/v1/client/fs/ls/${sleeperAlloc}?path=../../../../../..`,
     ]) {
@@ -246,27 +256,27 @@ describe('200 concurrent job submissions', { timeout: 600_000 }, () => {
     await c.revive(); // an earlier case may have brought the server down (reported there)
     const N = 200;
     const bodies = Array.from({ length: N }, (_, i) =>
-      JSON.stringify({ job: { id: `burst-${i}`, type: 'batch', groups: [{ name: 'g', restart: { attempts: 0, mode: 'fail' }, tasks: [task({ resources: { cpuMhz: 1, memoryMb: 8 } })] }] } }),
+      JSON.stringify(registration({ id: `burst-${i}`, type: 'batch', groups: [{ name: 'g', restart: { attempts: 0, mode: 'fail' }, tasks: [task({ resources: { cpuMhz: 1, memoryMb: 8 } })] }] })),
     );
-    const answers = await Promise.all(bodies.map((body) => fetch(`${c.server.addr}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${MGMT}`, 'content-type': 'application/json' }, body }).then(async (r) => `${r.status} ${r.status === 200 ? '' : await r.text()}`)));
+    const answers = await Promise.all(bodies.map((body) => fetch(`${c.server.addr}/v1/jobs`, { method: 'PUT', headers: { 'x-nomad-token': MGMT, 'content-type': 'application/json' }, body }).then(async (r) => `${r.status} ${r.status === 200 ? '' : await r.text()}`)));
     assert.deepEqual(answers.filter((a) => !a.startsWith('200')), [], 'every submission accepted');
     let seen = '';
     await until(
       `all ${N} jobs placed and run`,
       async () => {
-        const allocs = ((await c.get<Array<{ jobId: string; clientStatus: string; clientDescription: string }>>('/v1/allocations')).body ?? []).filter((a) => a.jobId.startsWith('burst-'));
+        const allocs = ((await c.get<Array<{ JobID: string; ClientStatus: string; ClientDescription: string }>>('/v1/allocations')).body ?? []).filter((a) => a.JobID.startsWith('burst-'));
         const by = new Map<string, number>();
-        for (const a of allocs) by.set(a.clientStatus, (by.get(a.clientStatus) ?? 0) + 1);
-        const failed = allocs.filter((a) => a.clientStatus === 'failed' || a.clientStatus === 'lost');
-        const placed = new Set(allocs.map((a) => a.jobId));
+        for (const a of allocs) by.set(a.ClientStatus, (by.get(a.ClientStatus) ?? 0) + 1);
+        const failed = allocs.filter((a) => a.ClientStatus === 'failed' || a.ClientStatus === 'lost');
+        const placed = new Set(allocs.map((a) => a.JobID));
         const unplaced = Array.from({ length: N }, (_, i) => `burst-${i}`).filter((id) => !placed.has(id));
-        seen = `${allocs.length} allocations: ${[...by].map(([k, v]) => `${v} ${k}`).join(', ')}${failed.length ? `; first failure: ${failed[0]?.clientDescription}` : ''}${unplaced.length ? `; ${unplaced.length} jobs never placed (${unplaced.slice(0, 5).join(', ')}...)` : ''}`;
-        return new Set(allocs.filter((a) => a.clientStatus === 'complete').map((a) => a.jobId)).size === N;
+        seen = `${allocs.length} allocations: ${[...by].map(([k, v]) => `${v} ${k}`).join(', ')}${failed.length ? `; first failure: ${failed[0]?.ClientDescription}` : ''}${unplaced.length ? `; ${unplaced.length} jobs never placed (${unplaced.slice(0, 5).join(', ')}...)` : ''}`;
+        return new Set(allocs.filter((a) => a.ClientStatus === 'complete').map((a) => a.JobID)).size === N;
       },
       300_000,
     ).catch(async (err: Error) => {
       const first = /jobs never placed \((burst-\d+)/.exec(seen)?.[1];
-      const evals = first ? ((await c.get<Array<{ status: string; statusDescription: string; failedPlacements: unknown }>>(`/v1/job/${first}/evaluations`)).body ?? []) : [];
+      const evals = first ? ((await c.get<Array<{ Status: string; StatusDescription: string; FailedTGAllocs: unknown }>>(`/v1/job/${first}/evaluations`)).body ?? []) : [];
       assert.fail(`${err.message}; ${seen}${first ? `; ${first}'s evaluations: ${JSON.stringify(evals).slice(0, 800)}` : ''}`);
     });
   });

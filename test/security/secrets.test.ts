@@ -50,54 +50,59 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
       ],
     };
     assert.equal((await c.cli(['job', 'run', c.file('user.json', JSON.stringify(job))])).code, 0, c.printed.at(-1));
-    const [alloc] = (await c.get<Array<{ id: string; nodeId: string }>>('/v1/job/sec-user/allocations')).body ?? [];
+    const [alloc] = (await c.get<Array<{ ID: string; NodeID: string }>>('/v1/job/sec-user/allocations')).body ?? [];
     assert.ok(alloc, 'the job was placed');
-    await until('the claim released', async () => ((await c.get<{ claims: unknown[] }>('/v1/volume/csi/sec-vol')).body?.claims ?? [1]).length === 0);
+    await until('the claim released', async () => ((await c.get<{ BerthClaims: unknown[] }>('/v1/volume/csi/sec-vol')).body?.BerthClaims ?? [1]).length === 0);
 
     // Every read a user can make, as text and as JSON, with both tokens.
     for (const args of [
       ['volume', 'status'],
       ['volume', 'status', 'sec-vol'],
       ['job', 'status', 'sec-user'],
-      ['alloc', 'status', alloc.id],
-      ['alloc', 'logs', alloc.id],
-      ['alloc', 'logs', '--stderr', alloc.id],
+      ['alloc', 'status', alloc.ID],
+      ['alloc', 'logs', alloc.ID],
+      ['alloc', 'logs', '--stderr', alloc.ID],
       ['plugin', 'status', 'hostpath'],
       ['node', 'status'],
-      ['node', 'status', alloc.nodeId],
+      ['node', 'status', alloc.NodeID],
     ]) {
       assert.equal((await c.cli(args)).code, 0, c.printed.at(-1));
       assert.equal((await c.cli([...args, '--json'])).code, 0, c.printed.at(-1));
       await c.cli(args, { token: READER });
     }
     for (const p of [
-      '/v1/volumes',
+      '/v1/volumes?type=csi',
       '/v1/volume/csi/sec-vol',
-      '/v1/volumes/snapshot?pluginId=hostpath',
+      '/v1/volumes/snapshot?plugin_id=hostpath',
+      '/v1/volumes/csi/claims',
+      '/v1/volume/csi/sec-vol/usage',
       '/v1/jobs',
       '/v1/job/sec-user',
       '/v1/allocations',
-      `/v1/allocation/${alloc.id}`,
+      `/v1/allocation/${alloc.ID}`,
       '/v1/evaluations',
-      '/v1/plugins',
+      '/v1/plugins?type=csi',
       '/v1/plugin/csi/hostpath',
-      '/v1/plugin/csi/hostpath/volumes',
+      '/v1/volumes/external?plugin_id=hostpath',
       '/v1/nodes',
-      `/v1/node/${alloc.nodeId}`,
-      `/v1/node/${alloc.nodeId}/allocations`,
-      '/metrics',
+      `/v1/node/${alloc.NodeID}`,
+      `/v1/node/${alloc.NodeID}/allocations`,
+      '/v1/metrics',
+      '/v1/metrics?format=prometheus',
+      '/v1/agent/self',
+      '/v1/acl/token/self',
     ]) {
       const r = await c.get(p);
       assert.equal(r.status, 200, `GET ${p}: ${r.text}`);
     }
-    for (const p of ['/metrics', `/v1/client/allocation/${alloc.id}/logs?task=main&type=stdout`]) {
+    for (const p of ['/v1/metrics?format=prometheus', `/v1/client/fs/logs/${alloc.ID}?task=main&type=stdout`]) {
       const r = await c.request('GET', p, { base: c.client.addr });
       assert.equal(r.status, 200, `client GET ${p}: ${r.text}`);
     }
 
     const snapshotId = (JSON.parse(snap.stdout || '{}') as { snapshot?: { id?: string }; id?: string }).snapshot?.id ?? (JSON.parse(snap.stdout || '{}') as { id?: string }).id;
     if (snapshotId) await c.cli(['volume', 'snapshot', 'delete', '--plugin', 'hostpath', snapshotId]);
-    await c.cli(['volume', 'detach', 'sec-vol', alloc.nodeId]);
+    await c.cli(['volume', 'detach', 'sec-vol', alloc.NodeID]);
     assert.equal((await c.cli(['job', 'stop', '--purge', 'sec-user'])).code, 0, c.printed.at(-1));
     assert.equal((await c.cli(['volume', 'delete', 'sec-vol'])).code, 0, c.printed.at(-1));
   });
@@ -111,7 +116,7 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
     const r3 = await c.cli(['volume', 'create', bad]);
     assert.equal(r3.code, 2, r3.stderr);
     assert.match(r3.stderr, /bad\.hcl:\d+:\d+: /);
-    assert.deepEqual((await c.get<unknown[]>('/v1/volumes')).body, [], 'nothing was registered');
+    assert.deepEqual((await c.get<unknown[]>('/v1/volumes?type=csi')).body, [], 'nothing was registered');
     const reg = c.file('bad-ext.hcl', volumeFile('sec-ext', `external_id = "${'e'.repeat(300)}"\n`));
     const r2 = await c.cli(['volume', 'register', reg]);
     assert.notEqual(r2.code, 0, 'a 300-byte external_id is refused');
@@ -120,9 +125,9 @@ describe('a volume secret stays secret', { timeout: 240_000 }, () => {
 
   it('is in no output, answer, event, log or file (the state database excepted)', async () => {
     // The whole event history.
-    const ev = await c.cli(['event', 'stream', '--index', '0', '--until-now', '--json']);
+    const ev = await c.cli(['event', 'stream', '-n', '*', '--index', '0', '--until-now', '--json']);
     assert.equal(ev.code, 0, ev.stderr);
-    assert.match(ev.stdout, /"topic":"volume"/, 'the event history holds the volume');
+    assert.match(ev.stdout, /"Topic":"CSIVolume"/, 'the event history holds the volume');
     const leaks = c.printed.filter((t) => t.includes(SECRET)).map((t) => t.slice(0, 300));
     assert.deepEqual(leaks, [], 'CLI outputs and API answers');
     assert.ok(c.printed.length > 60, `${c.printed.length} outputs checked`);

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, type Clock, type Logger } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { Evaluation, Job } from '../../src/structs/index.js';
+import type * as api from '../../src/api/index.js';
+import type { Evaluation } from '../../src/api/index.js';
+import { registration } from '../support/nomad-jobs.js';
 
 export const TOKENS = {
   management: 'mgmt-token-0123456789',
@@ -35,12 +37,13 @@ export interface Harness {
   /** An API call; errors come as `{ code, message, details }` (the harness accepts JSON) unless `accept` says otherwise. */
   call<T = unknown>(method: string, path: string, opts?: { body?: unknown; token?: string | null; accept?: string | null }): Promise<Answer<T>>;
   /**
-   * POSTs a job (`POST /v1/jobs`, or `path`) and, when it was accepted,
-   * follows its evaluation with blocking reads until the scheduler ran it (as
-   * `job run` does: the API answers before scheduling). The answer's
-   * `evaluation` is the evaluation as it ended.
+   * Registers a job given as a canonical spec (`{ job: spec }`, as Nomad's
+   * Job JSON: PUT /v1/jobs, or `path`) and, when it was accepted, follows
+   * its evaluation with blocking reads until the scheduler ran it (as `job
+   * run` does: the API answers before scheduling). The answer is the
+   * JobRegisterResponse with `evaluation`, the evaluation as it ended.
    */
-  submit<T = { evaluation: Evaluation; job: Job }>(body: unknown, opts?: { path?: string; token?: string | null }): Promise<Answer<T>>;
+  submit(body: { job: Record<string, unknown> }, opts?: { path?: string; token?: string | null }): Promise<Answer<api.JobRegisterResponse & { evaluation?: Evaluation }>>;
   /** The evaluation once it left `pending`, waited for with blocking reads. */
   settled(evalId: string): Promise<Evaluation>;
   close(): Promise<void>;
@@ -81,18 +84,18 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
       }
       return { status: res.status, body: body as T, headers: res.headers, text };
     },
-    async submit<T>(body: unknown, o: { path?: string; token?: string | null } = {}): Promise<Answer<T>> {
-      const res = await h.call<{ evaluation?: Evaluation }>('POST', o.path ?? '/v1/jobs', { body, ...(o.token !== undefined ? { token: o.token } : {}) });
-      if (res.status !== 200 || !res.body.evaluation) return res as Answer<T>;
-      return { ...res, body: { ...res.body, evaluation: await h.settled(res.body.evaluation.id) } as T };
+    async submit(body: { job: Record<string, unknown> }, o: { path?: string; token?: string | null } = {}) {
+      const res = await h.call<api.JobRegisterResponse>('PUT', o.path ?? '/v1/jobs', { body: registration(body.job), ...(o.token !== undefined ? { token: o.token } : {}) });
+      if (res.status !== 200 || !res.body.EvalID) return res;
+      return { ...res, body: { ...res.body, evaluation: await h.settled(res.body.EvalID) } };
     },
     async settled(evalId: string): Promise<Evaluation> {
       let index = 0;
       for (;;) {
         const res = await h.call<Evaluation>('GET', `/v1/evaluation/${evalId}${index ? `?index=${index}&wait=30s` : ''}`);
         if (res.status !== 200) throw new Error(`evaluation ${evalId}: ${res.status} ${res.text}`);
-        if (res.body.status !== 'pending') return res.body;
-        index = Number(res.headers.get('x-berth-index'));
+        if (res.body.Status !== 'pending') return res.body;
+        index = Number(res.headers.get('x-nomad-index'));
       }
     },
     async close() {

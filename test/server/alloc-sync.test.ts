@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { AllocWatcher, ServerApi, type AllocUpdate, type NodeAllocation } from '../../src/client/serverconn/index.js';
 import type { Allocation, Job, Node } from '../../src/structs/index.js';
 import { eventually } from '../support/eventually.js';
+import { registration } from '../support/nomad-jobs.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 
 let h: Harness;
@@ -30,7 +31,7 @@ function updateAfter(seen: number): Promise<AllocUpdate> {
 
 /** Reports a client status (written once the call returns). */
 async function report(ids: readonly string[], clientStatus: string): Promise<void> {
-  const res = await h.call<{ index: number }>('POST', `/v1/node/${nodeId}/allocations`, {
+  const res = await h.call<{ index: number }>('POST', `/v1/internal/node/${nodeId}/allocations`, {
     token: TOKENS.node,
     body: { allocations: ids.map((id) => ({ id, clientStatus })) },
   });
@@ -60,7 +61,7 @@ describe('incremental allocation sync', () => {
     // Three new allocations of one job: one pull, the job sent once.
     let seen = updates.length;
     let counts = watcher.counts;
-    assert.equal((await h.call('POST', '/v1/jobs', { body: webJob(100) })).status, 200);
+    assert.equal((await h.call('PUT', '/v1/jobs', { body: registration(webJob(100).job) })).status, 200);
     let u = await updateAfter(seen);
     assert.equal(u.changed.length, 3);
     assert.deepEqual(u.removed, []);
@@ -76,7 +77,7 @@ describe('incremental allocation sync', () => {
 
     // A new job version updated in place: the three allocations again, the job once more, in the one
     // read the job's write ended (had the reports ended one, the first change would be empty).
-    assert.equal((await h.call('POST', '/v1/jobs', { body: webJob(200) })).status, 200);
+    assert.equal((await h.call('PUT', '/v1/jobs', { body: registration(webJob(200).job) })).status, 200);
     u = await updateAfter(seen);
     assert.deepEqual(u.changed.map((a) => a.id).sort(), [...ids].sort());
     assert.ok(u.changed.every((a) => a.jobVersion === 1 && a.job?.version === 1 && a.job.groups[0]!.tasks[0]!.resources.cpuMhz === 200));
@@ -106,7 +107,7 @@ describe('incremental allocation sync', () => {
     assert.equal(u.current.has(stopped), false);
 
     // What the node holds is the server's whole list, field for field but for its own reports.
-    const whole = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
+    const whole = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node });
     assert.deepEqual([...u.current.keys()], whole.body.map((a) => a.id));
     for (const a of whole.body) {
       const mine = u.current.get(a.id) as NodeAllocation;

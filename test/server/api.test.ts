@@ -4,11 +4,14 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Allocation, Evaluation, Job, Node } from '../../src/structs/index.js';
+import type * as nomad from '../../src/api/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { Allocation, Job, Node } from '../../src/structs/index.js';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/lib/index.js';
+import { nomadJob, registration } from '../support/nomad-jobs.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 
 let h: Harness;
@@ -32,7 +35,7 @@ describe('HTTP API', () => {
     assert.equal((await h.call('GET', '/v1/jobs', { token: 'wrong-token-xxxxxxxx' })).status, 401);
 
     assert.equal((await h.call('GET', '/v1/jobs', { token: TOKENS.readOnly })).status, 200);
-    const roWrite = await h.call('POST', '/v1/jobs', { token: TOKENS.readOnly, body: webJob() });
+    const roWrite = await h.call('PUT', '/v1/jobs', { token: TOKENS.readOnly, body: registration(webJob().job) });
     assert.equal(roWrite.status, 403);
     assert.equal((roWrite.body as { code: string }).code, 'FORBIDDEN');
     assert.equal((await h.call('GET', '/v1/jobs', { token: TOKENS.node })).status, 403, 'node tokens read only their own endpoints');
@@ -41,14 +44,15 @@ describe('HTTP API', () => {
   });
 
   it('answers validation errors with 400 and every problem with its path', async () => {
-    const res = await h.call<{ code: string; message: string; details: { problems: Array<{ path: string }> } }>('POST', '/v1/jobs', {
-      body: { job: { id: 'bad', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec', volumeMounts: [{ volume: 'x', destination: 'rel' }] }] }] } },
-    });
+    const bad = nomadJob({ id: 'bad', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] });
+    (bad.TaskGroups![0]!.Tasks![0] as nomad.Task).VolumeMounts = [{ Volume: 'x', Destination: 'rel' } as nomad.VolumeMount];
+    const res = await h.call<{ code: string; message: string; details: { problems: Array<{ path: string }> } }>('PUT', '/v1/jobs', { body: { Job: bad } });
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'INVALID');
+    // Each at its path in the body, in Nomad's names.
     assert.deepEqual(res.body.details.problems.map((p) => p.path).sort(), [
-      'groups[0].tasks[0].volumeMounts[0].destination',
-      'groups[0].tasks[0].volumeMounts[0].volume',
+      'Job.TaskGroups[0].Tasks[0].VolumeMounts[0].Destination',
+      'Job.TaskGroups[0].Tasks[0].VolumeMounts[0].Volume',
     ]);
     const malformed = await fetch(h.url + '/v1/jobs', {
       method: 'POST',
@@ -63,37 +67,35 @@ describe('HTTP API', () => {
     assert.equal(reg.status, 200);
     const nodeId = reg.body.node.id;
 
-    const res = await h.call<{ evaluation: Evaluation; evalId: string; job: Job }>('POST', '/v1/jobs', { body: webJob(2) });
+    const res = await h.call<nomad.JobRegisterResponse>('PUT', '/v1/jobs', { body: registration(webJob(2).job) });
     assert.equal(res.status, 200);
     // The answer comes once the job and its evaluation are durable; the scheduler runs after.
-    assert.equal(res.body.evaluation.status, 'pending');
-    assert.equal(res.body.evalId, res.body.evaluation.id);
-    const evaluation = await h.settled(res.body.evalId);
-    assert.equal(evaluation.status, 'complete');
-    assert.equal(evaluation.placed, 2);
+    const evaluation = await h.settled(res.body.EvalID);
+    assert.equal(evaluation.Status, 'complete');
+    assert.equal(evaluation.BerthPlaced, 2);
 
-    const allocs = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node });
+    const allocs = await h.call<Array<Allocation & { job?: Job }>>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node });
     assert.equal(allocs.status, 200);
     assert.equal(allocs.body.length, 2);
     assert.equal(allocs.body[0]!.job?.id, 'web', 'the node gets the job with its allocations');
-    const index = Number(allocs.headers.get('x-berth-index'));
+    const index = Number(allocs.headers.get('x-nomad-index'));
     assert.ok(index > 0);
 
     // A blocking read returns when the node's report changes the allocations.
-    const waiting = h.call<Allocation[]>('GET', `/v1/job/web/allocations?index=${index}&wait=20s`, { token: TOKENS.readOnly });
-    const report = await h.call('POST', `/v1/node/${nodeId}/allocations`, {
+    const waiting = h.call<nomad.AllocationListStub[]>('GET', `/v1/job/web/allocations?index=${index}&wait=20s`, { token: TOKENS.readOnly });
+    const report = await h.call('POST', `/v1/internal/node/${nodeId}/allocations`, {
       token: TOKENS.node,
       body: { allocations: allocs.body.map((a) => ({ id: a.id, clientStatus: 'running' })) },
     });
     assert.equal(report.status, 200);
     const woke = await waiting;
-    assert.ok(Number(woke.headers.get('x-berth-index')) > index);
-    assert.ok(woke.body.every((a) => a.clientStatus === 'running'));
-    assert.equal((await h.call<Job>('GET', '/v1/job/web')).body.status, 'running');
+    assert.ok(Number(woke.headers.get('x-nomad-index')) > index);
+    assert.ok(woke.body.every((a) => a.ClientStatus === 'running'));
+    assert.equal((await h.call<nomad.Job>('GET', '/v1/job/web')).body.Status, 'running');
 
     // A node may not report another node's allocation.
     const other = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n2') } });
-    const foreign = await h.call('POST', `/v1/node/${other.body.node.id}/allocations`, {
+    const foreign = await h.call('POST', `/v1/internal/node/${other.body.node.id}/allocations`, {
       token: TOKENS.node,
       body: { allocations: [{ id: allocs.body[0]!.id, clientStatus: 'failed' }] },
     });
@@ -101,14 +103,14 @@ describe('HTTP API', () => {
   });
 
   it("wakes a node's blocking read of its allocations for its own allocations only", async () => {
-    const web = (await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body;
-    const busy = web[0]!.nodeId;
-    const nodes = (await h.call<Node[]>('GET', '/v1/nodes')).body;
-    const quiet = nodes.find((n) => !web.some((a) => a.nodeId === n.id))!.id;
-    const start = Number((await h.call('GET', `/v1/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-berth-index'));
+    const web = (await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations')).body;
+    const busy = web[0]!.NodeID;
+    const nodes = (await h.call<Api.NodeListStub[]>('GET', '/v1/nodes')).body;
+    const quiet = nodes.find((n) => !web.some((a) => a.NodeID === n.ID))!.ID;
+    const start = Number((await h.call('GET', `/v1/internal/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-nomad-index'));
     const gone = new AbortController();
     let quietAnswered = false;
-    const quietRead = fetch(`${h.url}/v1/node/${quiet}/allocations?index=${start}&wait=60s`, {
+    const quietRead = fetch(`${h.url}/v1/internal/node/${quiet}/allocations?index=${start}&wait=60s`, {
       headers: { authorization: `Bearer ${TOKENS.node}` },
       signal: gone.signal,
     }).then(
@@ -116,12 +118,12 @@ describe('HTTP API', () => {
       () => undefined,
     );
     for (const clientStatus of ['pending', 'running'] as const) {
-      const before = Number((await h.call('GET', `/v1/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-berth-index'));
-      const waiting = h.call<Allocation[]>('GET', `/v1/node/${busy}/allocations?index=${before}&wait=60s`, { token: TOKENS.node });
-      await h.call('POST', `/v1/node/${busy}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: web[0]!.id, clientStatus }] } });
+      const before = Number((await h.call('GET', `/v1/internal/node/${busy}/allocations`, { token: TOKENS.node })).headers.get('x-nomad-index'));
+      const waiting = h.call<Allocation[]>('GET', `/v1/internal/node/${busy}/allocations?index=${before}&wait=60s`, { token: TOKENS.node });
+      await h.call('POST', `/v1/internal/node/${busy}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: web[0]!.ID, clientStatus }] } });
       const woke = await waiting;
-      assert.ok(Number(woke.headers.get('x-berth-index')) > before, 'the busy node is woken by a change of its allocation');
-      assert.equal(woke.body.find((a) => a.id === web[0]!.id)?.clientStatus, clientStatus);
+      assert.ok(Number(woke.headers.get('x-nomad-index')) > before, 'the busy node is woken by a change of its allocation');
+      assert.equal(woke.body.find((a) => a.id === web[0]!.ID)?.clientStatus, clientStatus);
     }
     assert.equal(quietAnswered, false, "two writes to another node's allocations did not answer the quiet node's read");
     gone.abort();
@@ -130,28 +132,27 @@ describe('HTTP API', () => {
 
   it('blocking query with a wait returns the current index when nothing changes', async () => {
     const first = await h.call('GET', '/v1/evaluations');
-    const index = Number(first.headers.get('x-berth-index'));
+    const index = Number(first.headers.get('x-nomad-index'));
     const again = await h.call('GET', `/v1/evaluations?index=${index}&wait=50ms`);
     assert.equal(again.status, 200);
-    assert.equal(Number(again.headers.get('x-berth-index')), index);
+    assert.equal(Number(again.headers.get('x-nomad-index')), index);
     assert.equal((await h.call('GET', '/v1/evaluations?index=-1')).status, 400);
   });
 
-  it('streams changes as NDJSON, filtered by topic', async () => {
-    const start = Number((await h.call('GET', '/v1/jobs')).headers.get('x-berth-index'));
+  it("streams a job's changes as Nomad's frames, filtered by topic", async () => {
+    const start = h.server.store.latestIndex() + 1;
     const ac = new AbortController();
-    const res = await fetch(`${h.url}/v1/event/stream?topic=job&topic=evaluation&index=${start}`, {
-      headers: { authorization: `Bearer ${TOKENS.readOnly}` },
+    const res = await fetch(`${h.url}/v1/event/stream?topic=Job&topic=Evaluation&index=${start}`, {
+      headers: { 'X-Nomad-Token': TOKENS.readOnly },
       signal: ac.signal,
     });
     assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type') ?? '', /ndjson/);
-    await h.call('POST', '/v1/jobs', { body: { job: { id: 'batch1', type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] } } });
-    const seen: Array<{ topic: string; op: string; payload: { id?: string; jobId?: string } }> = [];
+    await h.call('PUT', '/v1/jobs', { body: registration({ id: 'batch1', type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'exec' }] }] }) });
+    const seen: Array<{ Topic: string; Type: string; Key: string }> = [];
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     let buf = '';
-    while (!(seen.some((e) => e.topic === 'job' && e.payload.id === 'batch1') && seen.some((e) => e.topic === 'evaluation'))) {
+    while (!(seen.some((e) => e.Topic === 'Job' && e.Key === 'batch1') && seen.some((e) => e.Topic === 'Evaluation'))) {
       const { value, done } = await reader.read();
       if (done) break;
       buf += decoder.decode(value, { stream: true });
@@ -159,34 +160,36 @@ describe('HTTP API', () => {
       while ((nl = buf.indexOf('\n')) >= 0) {
         const l = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        const ev = JSON.parse(l) as (typeof seen)[number];
-        if (ev.topic) seen.push(ev);
+        const frame = JSON.parse(l) as { Index?: number; Events?: typeof seen };
+        seen.push(...(frame.Events ?? []));
       }
     }
     ac.abort();
     assert.ok(seen.length > 0);
-    assert.ok(seen.every((e) => e.topic === 'job' || e.topic === 'evaluation'), 'only the asked topics');
+    assert.ok(seen.every((e) => e.Topic === 'Job' || e.Topic === 'Evaluation'), 'only the asked topics');
+    assert.equal(seen.find((e) => e.Topic === 'Job')?.Type, 'JobRegistered');
     assert.equal((await h.call('GET', '/v1/event/stream?topic=weather', { token: TOKENS.readOnly })).status, 400);
   });
 
   it('validates without registering, and updates a job by its path', async () => {
-    const ok = await h.call<{ valid: boolean }>('POST', '/v1/validate/job', { body: webJob(1) });
+    const ok = await h.call<nomad.JobValidateResponse>('POST', '/v1/validate/job', { body: registration(webJob(1).job) });
     assert.equal(ok.status, 200);
-    assert.equal(ok.body.valid, true);
-    const missingVolume = await h.call<{ details: { problems: Array<{ path: string; message: string }> } }>('POST', '/v1/validate/job', {
-      body: { job: { id: 'v', groups: [{ name: 'g', volumes: { d: { type: 'csi', source: 'nope' } }, tasks: [{ name: 't', driver: 'exec' }] }] } },
+    assert.equal(ok.body.Error, '');
+    // Nomad answers a job with problems 200, listing them.
+    const missingVolume = await h.call<nomad.JobValidateResponse>('POST', '/v1/validate/job', {
+      body: registration({ id: 'v', groups: [{ name: 'g', volumes: { d: { type: 'csi', source: 'nope' } }, tasks: [{ name: 't', driver: 'exec' }] }] }),
     });
-    assert.equal(missingVolume.status, 400);
-    assert.equal(missingVolume.body.details.problems[0]!.path, 'groups[0].volumes.d.source');
+    assert.equal(missingVolume.status, 200);
+    assert.match(missingVolume.body.ValidationErrors?.[0] ?? '', /^Job\.TaskGroups\[0\]\.Volumes\.d\.Source: /);
     assert.equal((await h.call('GET', '/v1/job/v')).status, 404, 'validation registers nothing');
 
-    const mismatch = await h.call('POST', '/v1/job/other', { body: webJob(3) });
+    const mismatch = await h.call('POST', '/v1/job/other', { body: registration(webJob(3).job) });
     assert.equal(mismatch.status, 400);
     const scaled = await h.submit(webJob(3), { path: '/v1/job/web' });
     assert.equal(scaled.status, 200);
-    assert.equal(scaled.body.evaluation.placed, 1);
-    assert.equal(scaled.body.job.groups[0]!.count, 3);
-    assert.equal((await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.desiredStatus === 'run').length, 3);
+    assert.equal(scaled.body.evaluation?.BerthPlaced, 1);
+    assert.equal((await h.call<nomad.Job>('GET', '/v1/job/web')).body.TaskGroups?.[0]?.Count, 3);
+    assert.equal((await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations')).body.filter((a) => a.DesiredStatus === 'run').length, 3);
   });
 
   it('refuses a second job running a CSI plugin ID another job runs, and says which', async () => {
@@ -197,13 +200,13 @@ describe('HTTP API', () => {
         groups: [{ name: 'p', tasks: [{ name: 'p', driver: 'exec', csiPlugin: { id: 'dup-plugin', type: 'node', mountDir: '/csi' }, resources: { cpuMhz: 10, memoryMb: 16 } }] }],
       },
     });
-    assert.equal((await h.call('POST', '/v1/jobs', { body: pluginJob('plugin-a') })).status, 200);
-    assert.equal((await h.call('POST', '/v1/jobs', { body: pluginJob('plugin-a') })).status, 200, 'the same job again is an update');
-    const second = await h.call<{ code: string; details: { problems: Array<{ path: string; message: string }> } }>('POST', '/v1/jobs', { body: pluginJob('plugin-b') });
+    assert.equal((await h.call('PUT', '/v1/jobs', { body: registration(pluginJob('plugin-a').job) })).status, 200);
+    assert.equal((await h.call('PUT', '/v1/jobs', { body: registration(pluginJob('plugin-a').job) })).status, 200, 'the same job again is an update');
+    const second = await h.call<{ code: string; details: { problems: Array<{ path: string; message: string }> } }>('PUT', '/v1/jobs', { body: registration(pluginJob('plugin-b').job) });
     assert.equal(second.status, 400);
     assert.deepEqual(second.body.details.problems, [
       {
-        path: 'groups[0].tasks[0].csiPlugin.id',
+        path: 'Job.TaskGroups[0].Tasks[0].CSIPluginConfig.ID',
         message: 'CSI plugin "dup-plugin" is already run by job "default/plugin-a": one job runs a plugin ID (stop that job, or give this plugin another ID)',
       },
     ]);
@@ -212,25 +215,25 @@ describe('HTTP API', () => {
 
   it('stops and purges a job (a DELETE with Content-Type: application/json and no body is taken, as Nomad takes it)', async () => {
     const res = await fetch(`${h.url}/v1/job/web`, { method: 'DELETE', headers: { authorization: `Bearer ${TOKENS.management}`, 'content-type': 'application/json' } });
-    const stop = { status: res.status, body: (await res.json()) as { evaluation: Evaluation } };
+    const stop = { status: res.status, body: (await res.json()) as nomad.JobDeregisterResponse };
     assert.equal(stop.status, 200, JSON.stringify(stop.body));
-    assert.equal(stop.body.evaluation.stopped, 3);
-    const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
-    assert.ok(allocs.body.every((a) => a.desiredStatus === 'stop'));
+    assert.equal((await h.settled(stop.body.EvalID)).BerthStopped, 3);
+    const allocs = await h.call<nomad.AllocationListStub[]>('GET', '/v1/job/web/allocations');
+    assert.ok(allocs.body.every((a) => a.DesiredStatus === 'stop'));
     assert.equal((await h.call('DELETE', '/v1/job/web?purge=true')).status, 200);
-    const gone = await h.call<{ code: string }>('GET', '/v1/job/web');
+    const gone = await h.call('GET', '/v1/job/web', { accept: null });
     assert.equal(gone.status, 404);
-    assert.equal(gone.body.code, 'NOT_FOUND');
+    assert.equal(gone.text, 'job not found', "Nomad's words, as plain text");
   });
 
   it('collects garbage now on PUT /v1/system/gc, for management tokens only, and says what it collected', async () => {
     assert.equal((await h.call('PUT', '/v1/system/gc', { token: TOKENS.readOnly })).status, 403);
-    const gc = await h.call<{ allocations: string[]; evaluations: string[]; jobs: string[]; index: number }>('PUT', '/v1/system/gc');
+    const gc = await h.call<{ Allocations: string[]; Evaluations: string[]; Jobs: string[]; Index: number }>('PUT', '/v1/system/gc');
     assert.equal(gc.status, 200);
-    assert.ok(Array.isArray(gc.body.allocations) && Array.isArray(gc.body.evaluations) && Array.isArray(gc.body.jobs));
-    assert.ok(gc.body.evaluations.length > 0, 'the finished evaluations of the jobs above');
-    const evals = await h.call<Evaluation[]>('GET', '/v1/evaluations');
-    assert.ok(evals.body.every((e) => e.status === 'blocked' || e.status === 'pending'), 'no finished evaluation is left');
+    assert.ok(Array.isArray(gc.body.Allocations) && Array.isArray(gc.body.Evaluations) && Array.isArray(gc.body.Jobs));
+    assert.ok(gc.body.Evaluations.length > 0, 'the finished evaluations of the jobs above');
+    const evals = await h.call<nomad.Evaluation[]>('GET', '/v1/evaluations');
+    assert.ok(evals.body.every((e) => e.Status === 'blocked' || e.Status === 'pending'), 'no finished evaluation is left');
   });
 });
 
@@ -281,7 +284,7 @@ describe('HTTP API logs', () => {
     const quiet = await startServer({ logger: createLogger({ level: 'debug', destination: logs }) });
     try {
       const { headers } = await quiet.call('GET', '/v1/jobs');
-      const index = Number(headers.get('x-berth-index'));
+      const index = Number(headers.get('x-nomad-index'));
       const read = request(`${quiet.url}/v1/jobs?index=${index}&wait=60s`, { headers: { authorization: `Bearer ${TOKENS.management}` } });
       read.on('error', () => undefined);
       await new Promise<void>((resolve) => read.end(resolve));

@@ -12,13 +12,15 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
+import { EVENT_PAYLOADS, Events, type CSIPluginListStub, type CSIVolume, type CSIVolumeCreateResponse, type JobRegisterResponse } from '../../src/api/index.js';
 import { FakePlugin } from '../support/csi-fake/index.js';
+import { registration } from '../support/nomad-jobs.js';
 import { createLogger, systemClock } from '../../src/lib/index.js';
-import type { NodeConnections } from '../../src/server/noderpc/index.js';
-import { FakeNodeAgent } from '../support/node-agent-fake/index.js';
-import type { Allocation, Evaluation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
+import { FakeNodeAgent, socketBridge } from '../support/node-agent-fake/index.js';
+import type { Allocation, NodeRpcRequest, VolumeClaim } from '../../src/structs/index.js';
 import { startServer, TOKENS, type Answer, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
+import { assertShape } from '../support/strict-schema.js';
 
 const SECRET = 'hunter2-very-secret';
 const FLAG = `password=${SECRET}`;
@@ -38,20 +40,6 @@ let plugin: FakePlugin;
 let agent: FakeNodeAgent;
 let ws: WebSocket;
 
-/** The node side of the connection: hands the agent's answers to the WebSocket. */
-function socketBridge(socket: () => WebSocket): { connections: NodeConnections; deliver: (msg: NodeRpcRequest) => void } {
-  let transport: { send(msg: NodeRpcRequest): void } | undefined;
-  const connections = {
-    attach: (_nodeId: string, t: { send(msg: NodeRpcRequest): void }) => {
-      transport = t;
-    },
-    detach: () => {
-      transport = undefined;
-    },
-    receive: (_nodeId: string, answer: unknown) => socket().send(JSON.stringify(answer)),
-  } as unknown as NodeConnections;
-  return { connections, deliver: (msg) => transport?.send(msg) };
-}
 
 async function call<T>(method: string, path: string, opts: { body?: unknown; token?: string | null } = {}): Promise<Answer<T>> {
   const res = await h.call<T>(method, path, opts);
@@ -86,7 +74,9 @@ before(async () => {
     ws.once('error', reject);
   });
   agent.connect();
-  await eventually('the node connection', async () => ((await call<{ connectedNodes: number }>('GET', '/v1/status')).body.connectedNodes === 1 ? true : undefined));
+  await eventually('the node connection', async () =>
+    (await call<{ stats: Record<string, Record<string, string>> }>('GET', '/v1/agent/self')).body.stats['berth']?.['connected_nodes'] === '1' ? true : undefined,
+  );
 });
 
 after(async () => {
@@ -111,35 +101,39 @@ describe('server with a fake node agent over the real HTTP API', () => {
 
   it('creates a volume through the controller on the node, places a job, claims and releases it', async () => {
     const plugins = await eventually('the plugin to be derived', async () => {
-      const p = await call<Array<{ id: string; nodesHealthy: number; controllersHealthy: number }>>('GET', '/v1/plugins', { token: TOKENS.readOnly });
-      return p.body.find((x) => x.id === 'fake' && x.nodesHealthy === 1 && x.controllersHealthy === 1);
+      const p = await call<CSIPluginListStub[]>('GET', '/v1/plugins?type=csi', { token: TOKENS.readOnly });
+      return p.body.find((x) => x.ID === 'fake' && x.NodesHealthy === 1 && x.ControllersHealthy === 1);
     });
     assert.ok(plugins);
 
-    const created = await call<{ id: string; externalId: string; secretNames: string[] }>('POST', '/v1/volume/csi/data/create', {
+    const created = await call<CSIVolumeCreateResponse>('PUT', '/v1/volume/csi/data/create', {
       body: {
-        pluginId: 'fake',
-        name: 'data',
-        capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-        mountOptions: { fsType: 'ext4', mountFlags: [FLAG] },
-        secrets: { password: SECRET },
-        capacityMinBytes: 1024 * 1024,
+        Volumes: [
+          {
+            ID: 'data',
+            PluginID: 'fake',
+            Name: 'data',
+            RequestedCapabilities: [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }],
+            MountOptions: { FSType: 'ext4', MountFlags: [FLAG] },
+            Secrets: { password: SECRET },
+            RequestedCapacityMin: 1024 * 1024,
+          },
+        ],
       },
     });
     assert.equal(created.status, 200, created.text);
-    assert.deepEqual(created.body.secretNames, ['password']);
+    assert.deepEqual(created.body.Volumes?.[0]?.BerthSecretNames, ['password']);
     assert.equal(plugin.callsTo('CreateVolume').length, 1);
 
     // Registering a volume the plugin does not have fails with the plugin's answer, as an error envelope.
-    const missing = await call<{ code: string }>('PUT', '/v1/volume/csi/ghost', {
-      body: { pluginId: 'fake', externalId: 'no-such-volume', capabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }] },
+    const missing = await call<string>('PUT', '/v1/volume/csi/ghost', {
+      body: { Volumes: [{ ID: 'ghost', PluginID: 'fake', ExternalID: 'no-such-volume', RequestedCapabilities: [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }] }] },
     });
     assert.ok(missing.status >= 400 && missing.status < 500, missing.text);
-    assert.equal(typeof missing.body.code, 'string');
+    assert.ok(missing.text.length > 0, 'the error in plain text');
 
-    const job = await call<{ evaluation: Evaluation }>('POST', '/v1/jobs', {
-      body: {
-        job: {
+    const job = await call<JobRegisterResponse>('PUT', '/v1/jobs', {
+      body: registration({
           id: 'db',
           groups: [
             {
@@ -148,16 +142,15 @@ describe('server with a fake node agent over the real HTTP API', () => {
               tasks: [{ name: 'pg', driver: 'exec', volumeMounts: [{ volume: 'data', destination: '/data' }] }],
             },
           ],
-        },
-      },
+      }),
     });
     assert.equal(job.status, 200, job.text);
-    assert.equal((await h.settled(job.body.evaluation.id)).status, 'complete');
+    assert.equal((await h.settled(job.body.EvalID)).Status, 'complete');
     // The node itself gets the job's mount flags (it mounts with them); nobody else does.
-    const allocs = await h.call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.node });
+    const allocs = await h.call<Allocation[]>('GET', '/v1/internal/node/node-1/allocations', { token: TOKENS.node });
     assert.equal(allocs.body.length, 1);
     assert.ok(allocs.text.includes(FLAG));
-    const asReader = await call<Allocation[]>('GET', '/v1/node/node-1/allocations', { token: TOKENS.readOnly });
+    const asReader = await call<Allocation[]>('GET', '/v1/internal/node/node-1/allocations', { token: TOKENS.readOnly });
     assert.ok(!asReader.text.includes(FLAG) && asReader.text.includes('[REDACTED]'));
     const alloc = allocs.body[0]!;
 
@@ -172,14 +165,14 @@ describe('server with a fake node agent over the real HTTP API', () => {
     const second = await call<{ code: string }>('POST', '/v1/volume/csi/data/claim', { token: TOKENS.node, body: { allocId: 'other-alloc', mode: 'write' } });
     assert.ok(second.status === 409 || second.status === 404, second.text);
 
-    const volume = await call<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
-    assert.equal(volume.body.claims.length, 1);
+    const volume = await call<CSIVolume>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
+    assert.equal(volume.body.BerthClaims.length, 1);
 
     // The allocation finishes: the claim watcher releases the claim (node detach, then ControllerUnpublish).
-    await call('POST', '/v1/node/node-1/allocations', { token: TOKENS.node, body: { allocations: [{ id: alloc.id, clientStatus: 'complete' }] } });
+    await call('POST', '/v1/internal/node/node-1/allocations', { token: TOKENS.node, body: { allocations: [{ id: alloc.id, clientStatus: 'complete' }] } });
     await eventually('the claim to be released', async () => {
-      const v = await call<{ claims: VolumeClaim[] }>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
-      return v.body.claims.length === 0 ? true : undefined;
+      const v = await call<CSIVolume>('GET', '/v1/volume/csi/data', { token: TOKENS.readOnly });
+      return v.body.BerthClaims.length === 0 ? true : undefined;
     });
     assert.equal(plugin.callsTo('ControllerUnpublishVolume').length, 1);
     assert.ok(agent.callsOf('csi.node.detach').length >= 1, 'the node was asked to unpublish and unstage');
@@ -191,23 +184,19 @@ describe('server with a fake node agent over the real HTTP API', () => {
   });
 
   it('never shows a secret or mount flag in a response, an event or a log line', async () => {
-    // Everything the event stream holds, from the beginning.
-    const ac = new AbortController();
-    const res = await fetch(`${h.url}/v1/event/stream?index=0`, { headers: { authorization: `Bearer ${TOKENS.readOnly}` }, signal: ac.signal });
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let text = '';
-    // The stream sends `{}` once it has caught up and is idle.
-    while (!text.includes('{}\n')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
+    // Everything the event stream holds, from the beginning, in every namespace.
+    const res = await fetch(`${h.url}/v1/event/stream?index=0&namespace=*&until=now`, { headers: { authorization: `Bearer ${TOKENS.readOnly}` } });
+    const text = await res.text();
+    assert.match(text, /"Topic":"CSIVolume"/);
+    assert.match(text, /"Topic":"claim"/);
+    // Each event's payload in its topic's shape (strict), as the routes answer it.
+    for (const line of text.split('\n').filter((l) => l.trim() && l !== '{}')) {
+      for (const ev of assertShape(Events, JSON.parse(line), 'frame').Events) {
+        assertShape(EVENT_PAYLOADS[ev.Topic as keyof typeof EVENT_PAYLOADS], ev.Payload, `${ev.Topic} ${ev.Type} payload`);
+      }
     }
-    ac.abort();
-    assert.match(text, /"topic":"volume"/);
-    assert.match(text, /"topic":"claim"/);
     seen.push(text);
-    for (const path of ['/v1/jobs', '/v1/job/db', '/v1/volumes', '/v1/nodes', '/v1/plugins', '/v1/allocations', '/v1/evaluations']) {
+    for (const path of ['/v1/jobs', '/v1/job/db', '/v1/volumes?type=csi', '/v1/nodes', '/v1/plugins?type=csi', '/v1/plugin/csi/fake', '/v1/allocations', '/v1/evaluations']) {
       await call('GET', path, { token: TOKENS.readOnly });
     }
     const all = seen.join('\n');

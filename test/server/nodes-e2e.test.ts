@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/lib/index.js';
-import type { Allocation, Node } from '../../src/structs/index.js';
+import type * as Api from '../../src/api/index.js';
+import type { AllocationListStub } from '../../src/api/index.js';
+import type { Node } from '../../src/structs/index.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
 
@@ -25,8 +27,8 @@ async function register(name: string): Promise<string> {
   return res.body.node.id;
 }
 
-async function allocsOf(jobId: string): Promise<Allocation[]> {
-  return (await h.call<Allocation[]>('GET', `/v1/job/${jobId}/allocations`)).body;
+async function allocsOf(jobId: string): Promise<AllocationListStub[]> {
+  return (await h.call<AllocationListStub[]>('GET', `/v1/job/${jobId}/allocations`)).body;
 }
 
 describe('nodes joining and going down', () => {
@@ -40,11 +42,11 @@ describe('nodes joining and going down', () => {
         groups: [{ name: 'plugin', tasks: [{ name: 'plugin', driver: 'exec', csiPlugin: { id: 'fake', type: 'monolith', mountDir: '/csi' } }] }],
       },
     });
-    assert.equal(plugin.body.evaluation.placed, 2);
+    assert.equal(plugin.body.evaluation?.BerthPlaced, 2);
     const web = await h.submit({ job: { id: 'web', groups: [{ name: 'web', tasks: [{ name: 't', driver: 'exec' }] }] } });
-    assert.equal(web.body.evaluation.placed, 1);
+    assert.equal(web.body.evaluation?.BerthPlaced, 1);
     const [first] = await allocsOf('web');
-    const doomed = first!.nodeId;
+    const doomed = first!.NodeID;
     const survivor = doomed === n1 ? n2 : n1;
 
     // Only the survivor keeps heartbeating; the other misses the TTL.
@@ -52,23 +54,25 @@ describe('nodes joining and going down', () => {
     assert.equal((await h.call('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
     await clock.advance(15_000);
     const down = await eventually('the node to be marked down', async () => {
-      const n = await h.call<Node>('GET', `/v1/node/${doomed}`);
-      return n.body.status === 'down' ? n.body : undefined;
+      const n = await h.call<Api.Node>('GET', `/v1/node/${doomed}`);
+      return n.body.Status === 'down' ? n.body : undefined;
     });
-    assert.match(down.statusDescription, /heartbeat/);
+    assert.match(down.StatusDescription, /heartbeat/);
+    assert.equal(down.Events?.at(-1)?.Message, 'Node heartbeat missed');
 
-    const replacement = await eventually('the replacement', async () => (await allocsOf('web')).find((a) => a.previousAllocation === first!.id));
-    assert.equal(replacement.nodeId, survivor);
-    const lost = (await allocsOf('web')).find((a) => a.id === first!.id)!;
-    assert.equal(lost.clientStatus, 'lost');
-    assert.equal(lost.desiredStatus, 'stop');
-    const onDoomed = (await allocsOf('plugin-fake')).find((a) => a.nodeId === doomed)!;
-    assert.equal(onDoomed.clientStatus, 'lost', 'system allocations on the down node are lost, not moved');
+    const replacementId = await eventually('the replacement', async () => (await allocsOf('web')).find((a) => a.ID === first!.ID)?.NextAllocation || undefined);
+    const replacement = (await allocsOf('web')).find((a) => a.ID === replacementId)!;
+    assert.equal(replacement.NodeID, survivor);
+    const lost = (await allocsOf('web')).find((a) => a.ID === first!.ID)!;
+    assert.equal(lost.ClientStatus, 'lost');
+    assert.equal(lost.DesiredStatus, 'stop');
+    const onDoomed = (await allocsOf('plugin-fake')).find((a) => a.NodeID === doomed)!;
+    assert.equal(onDoomed.ClientStatus, 'lost', 'system allocations on the down node are lost, not moved');
 
     // A node that joins gets the system job.
     const n3 = await register('n3');
-    await eventually('the plugin on the new node', async () => (await allocsOf('plugin-fake')).find((a) => a.nodeId === n3));
-    const live = (await allocsOf('plugin-fake')).filter((a) => a.desiredStatus === 'run');
-    assert.deepEqual(live.map((a) => a.nodeId).sort(), [survivor, n3].sort());
+    await eventually('the plugin on the new node', async () => (await allocsOf('plugin-fake')).find((a) => a.NodeID === n3));
+    const live = (await allocsOf('plugin-fake')).filter((a) => a.DesiredStatus === 'run');
+    assert.deepEqual(live.map((a) => a.NodeID).sort(), [survivor, n3].sort());
   });
 });

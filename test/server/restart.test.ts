@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ManualClock } from '../../src/lib/index.js';
 import { Server } from '../../src/server/index.js';
-import type { Allocation, Evaluation, Node } from '../../src/structs/index.js';
+import type { Allocation, AllocationListStub, Evaluation } from '../../src/api/index.js';
+import type { Node } from '../../src/structs/index.js';
 import { API_TOKENS, fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
 import { eventually } from '../support/eventually.js';
 
@@ -29,16 +30,16 @@ describe('server restart over the same state', () => {
       const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n1') } });
       nodeId = reg.body.node.id;
       const web = await h.submit({ job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } });
-      assert.equal(web.body.evaluation.placed, 1);
+      assert.equal(web.body.evaluation?.BerthPlaced, 1);
       const needsDocker = await h.submit({ job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] } });
-      assert.equal(needsDocker.body.evaluation.status, 'blocked');
-      assert.deepEqual(needsDocker.body.evaluation.failedPlacements['g']!.reasons, { 'lacked the driver "docker"': 1 });
-      blockedEval = needsDocker.body.evaluation.id;
+      assert.equal(needsDocker.body.evaluation?.Status, 'blocked');
+      assert.deepEqual(needsDocker.body.evaluation?.FailedTGAllocs?.['g']?.ConstraintFiltered, { 'lacked the driver "docker"': 1 });
+      blockedEval = needsDocker.body.EvalID;
 
-      const allocs = await h.call<Allocation[]>('GET', '/v1/job/web/allocations');
-      failedId = allocs.body[0]!.id;
-      await h.call('POST', `/v1/node/${nodeId}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: failedId, clientStatus: 'failed' }] } });
-      indexBefore = Number((await h.call('GET', '/v1/allocations')).headers.get('x-berth-index'));
+      const allocs = await h.call<AllocationListStub[]>('GET', '/v1/job/web/allocations');
+      failedId = allocs.body[0]!.ID;
+      await h.call('POST', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node, body: { allocations: [{ id: failedId, clientStatus: 'failed' }] } });
+      indexBefore = Number((await h.call('GET', '/v1/allocations')).headers.get('x-nomad-index'));
     } finally {
       await h.server.stop();
       await h.server.stop(); // safe twice
@@ -47,10 +48,10 @@ describe('server restart over the same state', () => {
 
     h = await startServer({ dir, clock, heartbeatTtlMs: 600_000 });
     try {
-      const jobs = await h.call<Array<{ id: string }>>('GET', '/v1/jobs');
-      assert.deepEqual(jobs.body.map((j) => j.id).sort(), ['dock', 'web']);
+      const jobs = await h.call<Array<{ ID: string }>>('GET', '/v1/jobs');
+      assert.deepEqual(jobs.body.map((j) => j.ID).sort(), ['dock', 'web']);
       const failed = await h.call<Allocation>(`GET`, `/v1/allocation/${failedId}`);
-      assert.equal(failed.body.clientStatus, 'failed');
+      assert.equal(failed.body.ClientStatus, 'failed');
 
       // The node heartbeats to the new server; a node with docker joins: the blocked evaluation places.
       assert.equal((await h.call('POST', `/v1/node/${nodeId}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
@@ -60,19 +61,21 @@ describe('server restart over the same state', () => {
       await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: docker } });
       const done = await eventually('the blocked evaluation to place', async () => {
         const e = await h.call<Evaluation>('GET', `/v1/evaluation/${blockedEval}`);
-        return e.body.status === 'complete' ? e.body : undefined;
+        return e.body.Status === 'complete' ? e.body : undefined;
       });
-      assert.equal(done.placed, 1);
+      assert.equal(done.BerthPlaced, 1);
 
       // The failed allocation is rescheduled once its delay has passed on the clock.
       await clock.advance(60_000);
-      const replacement = await eventually(
+      const next = await eventually(
         'the reschedule',
-        async () => (await h.call<Allocation[]>('GET', '/v1/job/web/allocations')).body.find((a) => a.previousAllocation === failedId),
+        async () => (await h.call<Allocation>('GET', `/v1/allocation/${failedId}`)).body.NextAllocation || undefined,
         { between: () => clock.advance(0) },
       );
-      assert.equal(replacement.rescheduleAttempts, 1);
-      const indexAfter = Number((await h.call('GET', '/v1/allocations')).headers.get('x-berth-index'));
+      const replacement = (await h.call<Allocation>('GET', `/v1/allocation/${next}`)).body;
+      assert.equal(replacement.PreviousAllocation, failedId);
+      assert.deepEqual(replacement.RescheduleTracker?.Events?.map((e) => e.PrevAllocID), [failedId], 'one reschedule attempt');
+      const indexAfter = Number((await h.call('GET', '/v1/allocations')).headers.get('x-nomad-index'));
       assert.ok(indexAfter > indexBefore, 'the index keeps growing across restarts');
     } finally {
       await h.server.stop();

@@ -36,10 +36,15 @@ export interface ClusterOptions {
   serverNodeArgs?: readonly string[];
 }
 
+/** What a server says of itself (GET /v1/agent/self). */
 interface StatusAnswer {
+  /** Its store index. */
   index: number;
+  /** The leader's URL as it knows it (http://host:port); null while none is known. */
   leader: string | null;
   isLeader: boolean;
+  /** The node connections it holds (the leader holds them all). */
+  connectedNodes: number;
 }
 
 /** Every process of a test cluster, with helpers to read its state. */
@@ -150,8 +155,16 @@ log_level = "debug"
 
   async status(s: ServerProc): Promise<StatusAnswer | undefined> {
     try {
-      const res = await fetch(`${s.url}/v1/status`, { headers: { authorization: `Bearer ${this.nodeToken}` }, signal: AbortSignal.timeout(2_000) });
-      return res.ok ? ((await res.json()) as StatusAnswer) : undefined;
+      const res = await fetch(`${s.url}/v1/agent/self`, { headers: { authorization: `Bearer ${this.mgmt}` }, signal: AbortSignal.timeout(2_000) });
+      if (!res.ok) return undefined;
+      const { stats } = (await res.json()) as { stats: Record<string, Record<string, string>> };
+      const leaderAddr = stats['nomad']?.['leader_addr'];
+      return {
+        index: Number(stats['raft']?.['applied_index'] ?? 0),
+        leader: leaderAddr ? `http://${leaderAddr}` : null,
+        isLeader: stats['nomad']?.['leader'] === 'true',
+        connectedNodes: Number(stats['berth']?.['connected_nodes'] ?? 0),
+      };
     } catch {
       return undefined;
     }

@@ -9,8 +9,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { systemClock } from '../../src/lib/index.js';
 import { Server, type ApiToken } from '../../src/server/index.js';
-import type { Evaluation } from '../../src/structs/index.js';
+import type { Evaluation, JobRegisterResponse } from '../../src/api/index.js';
 import { eventually, type NotYet } from './eventually.js';
+import { registration } from './nomad-jobs.js';
 import { TS_LOADER } from './ts-loader.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
@@ -72,20 +73,26 @@ export class TestServer {
   }
 
   /**
-   * Registers `job` (POST /v1/jobs, which answers before scheduling) and
-   * resolves with its evaluation once the scheduler ran it, followed with
-   * blocking reads as `job run` follows it. Throws unless the POST answers 200.
+   * Registers `job`, a canonical spec, as Nomad's Job JSON (PUT /v1/jobs,
+   * which answers before scheduling). Throws unless it answers 200.
+   */
+  async register(job: Record<string, unknown>): Promise<JobRegisterResponse> {
+    return this.ok<JobRegisterResponse>('PUT', '/v1/jobs', registration(job));
+  }
+
+  /**
+   * Registers `job` (register) and resolves with its evaluation once the
+   * scheduler ran it, followed with blocking reads as `job run` follows it.
    */
   async submit(job: Record<string, unknown>): Promise<Evaluation> {
-    let evaluation = (await this.ok<{ evaluation: Evaluation }>('POST', '/v1/jobs', { job })).evaluation;
+    const id = (await this.register(job)).EvalID;
     let index = 0;
-    while (evaluation.status === 'pending') {
-      const a = await this.call<Evaluation>('GET', `/v1/evaluation/${evaluation.id}${index ? `?index=${index}&wait=30s` : ''}`);
-      if (a.status !== 200) throw new Error(`evaluation ${evaluation.id}: HTTP ${a.status}: ${a.text}`);
-      evaluation = a.body;
-      index = evaluation.modifyIndex;
+    for (;;) {
+      const a = await this.call<Evaluation>('GET', `/v1/evaluation/${id}${index ? `?index=${index}&wait=30s` : ''}`);
+      if (a.status !== 200) throw new Error(`evaluation ${id}: HTTP ${a.status}: ${a.text}`);
+      if (a.body.Status !== 'pending') return a.body;
+      index = a.body.ModifyIndex;
     }
-    return evaluation;
   }
 }
 

@@ -85,13 +85,13 @@ export class UiCluster {
       'the hostpath plugin to be healthy',
       async () => {
         const res = await fetch(`${this.agent.addr}/v1/plugin/csi/hostpath`, { headers: { Authorization: `Bearer ${this.agent.token}` } });
-        const p = res.ok ? ((await res.json()) as { nodesHealthy: number; controllersHealthy: number }) : undefined;
-        return !!p && p.nodesHealthy >= 1 && p.controllersHealthy >= 1;
+        const p = res.ok ? ((await res.json()) as { NodesHealthy: number; ControllersHealthy: number }) : undefined;
+        return !!p && p.NodesHealthy >= 1 && p.ControllersHealthy >= 1;
       },
       120_000,
     );
     await this.createVolume(this.volume);
-    this.nodeId = (await this.get<Array<{ id: string }>>('/v1/nodes'))[0]!.id;
+    this.nodeId = (await this.get<Array<{ ID: string }>>('/v1/nodes'))[0]!.ID;
     return this;
   }
 
@@ -121,10 +121,10 @@ export class UiCluster {
   async runJob(id: string, opts: { volume?: string; writeMiB?: number } = {}): Promise<string> {
     this.#jobs.add(id);
     ok(await this.agent.cli(['job', 'run', this.#file(`${id}.hcl`, volumeJob(id, opts.volume ?? this.volume, opts.writeMiB))], { timeoutMs: 120_000 }), `berth job run ${id}`);
-    const allocs = await this.get<Array<{ id: string; clientStatus: string }>>(`/v1/job/${id}/allocations`);
-    const running = allocs.find((a) => a.clientStatus === 'running');
+    const allocs = await this.get<Array<{ ID: string; ClientStatus: string }>>(`/v1/job/${id}/allocations`);
+    const running = allocs.find((a) => a.ClientStatus === 'running');
     assert.ok(running, `job ${id} has a running allocation: ${JSON.stringify(allocs)}`);
-    return running.id;
+    return running.ID;
   }
 
   /** Stops job `id` with the CLI (which waits until its allocations stopped). */

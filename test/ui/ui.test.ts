@@ -16,6 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIPluginListStub, CSIVolume, NodeListStub, VolumeUsageHistory } from '../../src/api/index.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { mountsUnder, until } from '../support/agent-run.js';
 import { UiCluster } from '../support/ui-cluster.js';
@@ -85,7 +86,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await login(page, cluster.agent.token);
     assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.token')), cluster.agent.token);
     const nodes = await apiGet<unknown[]>('/v1/nodes');
-    const plugins = await apiGet<Array<{ id: string }>>('/v1/plugins');
+    const plugins = await apiGet<CSIPluginListStub[]>('/v1/plugins?type=csi');
     const overview = await mainText();
     assert.match(overview, new RegExp(`Nodes \\(${nodes.length}\\)`));
     assert.match(overview, new RegExp(`CSI plugins \\(${plugins.length}\\)`));
@@ -100,24 +101,24 @@ describe('the web UI', { timeout: 400_000 }, () => {
 
   it('the volume page shows a claim appear and be released live, with the claim history', async () => {
     await open(page, `/ui/volumes/default/${VOLUME}`, new RegExp(`Volume ${VOLUME}`));
-    const v = await apiGet<{ capacityBytes: number; secretNames: string[] }>(`/v1/volume/csi/${VOLUME}`);
+    const v = await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`);
     let text = await mainText();
     assert.match(text, /Capacity\s+10 MiB/);
-    assert.equal(v.capacityBytes, 10 * 1024 * 1024);
+    assert.equal(v.Capacity, 10 * 1024 * 1024);
     assert.match(text, /Secrets\s+token \(hidden\)/);
     assert.match(text, /single-node-writer/);
     assert.match(text, new RegExp(`topology\\.hostpath\\.csi\\.berth\\.dev/node\\s+${cluster.nodeId}`));
     assert.match(text, /Claims \(0\)/);
     // Usage comes from the nodes that have the volume published: none yet.
-    assert.deepEqual((await apiGet<{ usage: unknown[] }>(`/v1/volume/csi/${VOLUME}`)).usage, []);
+    assert.deepEqual((await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthUsage, []);
     assert.match(text, /No usage reported/);
     // Mark this document: a reload would drop the mark.
     await page.evaluate(() => ((window as unknown as { berthMark: number }).berthMark = 42));
 
     const allocId = await cluster.runJob('ui-work', { writeMiB: WRITE_MIB });
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ timeout: 60_000 });
-    const claims = (await apiGet<{ claims: Array<{ allocId: string; mode: string; state: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims;
-    assert.deepEqual(claims.map((c) => [c.allocId, c.mode, c.state]), [[allocId, 'write', 'taken']]);
+    const claims = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims;
+    assert.deepEqual(claims.map((c) => [c.AllocationID, c.Mode, c.State]), [[allocId, 'write', 'taken']]);
     text = await mainText();
     assert.match(text, /Claims \(1\)/);
     assert.match(text, new RegExp(`${allocId.slice(0, 8)}\\s+${cluster.nodeId.slice(0, 8)}\\s+write\\s+single-node-writer, file-system\\s+taken`));
@@ -125,10 +126,10 @@ describe('the web UI', { timeout: 400_000 }, () => {
     // The node reports the usage of the volume's directory every second; the open page shows what the API says.
     const shown = page.locator('[data-usage-bytes]');
     await until('the page to show the written usage', async () => Number((await shown.getAttribute('data-usage-bytes').catch(() => null)) ?? 0) >= WRITE_MIB * MiB);
-    const usage = (await apiGet<{ usage: Array<{ nodeId: string; bytes: { used: number; total: number } }> }>(`/v1/volume/csi/${VOLUME}`)).usage;
+    const usage = (await apiGet<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthUsage;
     assert.equal(usage.length, 1);
-    const { used, total } = usage[0]!.bytes;
-    assert.equal(usage[0]!.nodeId, cluster.nodeId);
+    const { Used: used, Total: total } = usage[0]!.Bytes!;
+    assert.equal(usage[0]!.NodeID, cluster.nodeId);
     assert.ok(used >= WRITE_MIB * MiB && used < (WRITE_MIB + 1) * MiB, `the API reports ${used} bytes used`);
     assert.equal(total, 10 * MiB);
     assert.equal(Number(await shown.getAttribute('data-usage-bytes')), used);
@@ -136,7 +137,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const usageText = await shown.innerText();
     assert.match(usageText, new RegExp(`^${WRITE_MIB}\\.\\d MiB used of 10 MiB \\(${((used / total) * 100).toFixed(1).replace('.', '\\.')}%\\)(, \\d+ of \\d+ inodes)? on node ${cluster.nodeId.slice(0, 8)}`));
     assert.equal(Number(await page.getByRole('meter', { name: 'bytes used' }).getAttribute('aria-valuenow')), (used / total) * 100);
-    assert.match(await page.locator('[data-condition]').innerText(), /Condition: normal/);
+    assert.match(await page.locator('[data-condition]').innerText(), /^Condition: normal$/);
     // The chart: the usage history the API keeps, drawn once there are two reports.
     const chart = page.locator('figure.chart');
     await chart.waitFor({ timeout: 60_000 });
@@ -144,19 +145,19 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.ok(points >= 2, `the chart has ${points} points`);
     assert.equal((await chart.locator('polyline').getAttribute('points'))!.trim().split(/\s+/).length, points);
     assert.match(await chart.innerText(), new RegExp(`${WRITE_MIB}\\.\\d MiB used now, of 10 MiB; ${points} reports since`));
-    const samples = (await apiGet<{ samples: unknown[] }>(`/v1/volume/csi/${VOLUME}/usage`)).samples;
+    const samples = (await apiGet<VolumeUsageHistory>(`/v1/volume/csi/${VOLUME}/usage`)).Samples;
     assert.ok(samples.length >= points, `the API keeps ${samples.length} samples, the chart drew ${points}`);
     await shot(page, 'volume');
 
     await cluster.stopJob('ui-work');
     await page.locator('[data-section="claims"]').getByText('No claims').waitFor({ timeout: 60_000 });
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 42, 'the page was not reloaded');
-    // The history: this claim taken, then released (the row deleted).
+    // The history: this claim taken (its first event), then released (the claim deleted).
     const history = page.locator('[data-section="history"]');
     await history.getByText('released').first().waitFor();
     const hist = await history.innerText();
-    assert.match(hist, new RegExp(`put\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
-    assert.match(hist, new RegExp(`delete\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
+    assert.match(hist, new RegExp(`claimed\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
+    assert.match(hist, new RegExp(`released\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
     await assertNoSecret(page, 'volume page');
   });
 
@@ -181,31 +182,51 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.match(text, /Started\s+Task started by driver raw_exec/);
     await shot(page, 'allocation');
 
+    // The list shows what Nomad's node rows carry (the node's CSI plugins are on its own page, below).
     await open(page, '/ui/nodes', /^Nodes$/);
-    assert.match(await mainText(), new RegExp(`${cluster.nodeId.slice(0, 8)}\\s+\\S+\\s+dc1\\s+ready\\s+hostpath`));
+    const nodeRow = (await apiGet<NodeListStub[]>('/v1/nodes')).find((n) => n.ID === cluster.nodeId)!;
+    const drivers = Object.entries(nodeRow.Drivers ?? {}).filter(([, d]) => d.Detected && d.Healthy).map(([name]) => name);
+    assert.ok(drivers.includes('raw_exec'), `the API reports raw_exec on the node: ${drivers.join(', ')}`);
+    const running = (await apiGet<AllocationListStub[]>('/v1/allocations')).filter((a) => a.NodeID === cluster.nodeId && a.ClientStatus === 'running').length;
+    assert.match(
+      await mainText(),
+      new RegExp(`${cluster.nodeId.slice(0, 8)}\\s+${nodeRow.Name}\\s+dc1\\s+ready\\s+eligible\\s+${drivers.join(', ')}\\s+${running}`),
+    );
     await shot(page, 'nodes');
 
-    const node = await apiGet<{ csiNodePlugins: Record<string, { healthReason: string }> }>(`/v1/node/${cluster.nodeId}`);
+    const node = await apiGet<{ CSINodePlugins: Record<string, { HealthDescription: string }> }>(`/v1/node/${cluster.nodeId}`);
     await open(page, `/ui/nodes/${cluster.nodeId}`, /^Node /);
     text = await mainText();
     assert.match(text, /raw_exec\s+yes\s+healthy\s+ready/);
-    assert.match(text, new RegExp(`hostpath\\s+node\\s+healthy\\s+${node.csiNodePlugins['hostpath']!.healthReason}`));
+    assert.match(text, new RegExp(`hostpath\\s+node\\s+healthy\\s+${node.CSINodePlugins['hostpath']!.HealthDescription}`));
     assert.match(text, new RegExp(`hostpath\\s+controller\\s+healthy`));
     assert.ok(text.includes(allocId.slice(0, 8)), 'the node lists the allocation');
     await shot(page, 'node');
 
     await open(page, '/ui/plugins', /^CSI plugins$/);
-    assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev 0\.1\.0\s+healthy\s+1\/1\s+1\/1\s+1/);
+    // Nomad's plugin rows name the provider without its version (the plugin's page shows it, below).
+    assert.match(await mainText(), /hostpath\s+hostpath\.csi\.berth\.dev\s+healthy\s+1\/1\s+1\/1\s+1/);
     await shot(page, 'plugins');
 
-    const plugin = await apiGet<{ controllersHealthy: number; controllersExpected: number; nodesHealthy: number; nodesExpected: number; nodeCapabilities: string[] }>(
-      '/v1/plugin/csi/hostpath',
-    );
+    const plugin = await apiGet<CSIPlugin>('/v1/plugin/csi/hostpath');
+    const nodeInfo = Object.values(plugin.Nodes ?? {})[0]?.NodeInfo;
+    const nodeCapabilities = (
+      [
+        ['STAGE_UNSTAGE_VOLUME', nodeInfo?.RequiresNodeStageVolume],
+        ['GET_VOLUME_STATS', nodeInfo?.SupportsStats],
+        ['EXPAND_VOLUME', nodeInfo?.SupportsExpand],
+        ['VOLUME_CONDITION', nodeInfo?.SupportsCondition],
+      ] as const
+    )
+      .filter(([, on]) => on)
+      .map(([name]) => name);
     await open(page, '/ui/plugins/hostpath', /CSI plugin hostpath/);
-    assert.equal(await page.locator('[data-fact="controllers"]').innerText(), `${plugin.controllersHealthy}/${plugin.controllersExpected}`);
-    assert.equal(await page.locator('[data-fact="nodes"]').innerText(), `${plugin.nodesHealthy}/${plugin.nodesExpected}`);
+    assert.equal(await page.locator('[data-fact="controllers"]').innerText(), `${plugin.ControllersHealthy}/${plugin.ControllersExpected}`);
+    assert.equal(await page.locator('[data-fact="nodes"]').innerText(), `${plugin.NodesHealthy}/${plugin.NodesExpected}`);
     text = await mainText();
-    for (const cap of plugin.nodeCapabilities) assert.ok(text.includes(cap), `capability ${cap} shown`);
+    assert.equal(`${plugin.Provider} ${plugin.Version}`, 'hostpath.csi.berth.dev 0.1.0');
+    assert.match(text, /Provider\s+hostpath\.csi\.berth\.dev 0\.1\.0/);
+    for (const cap of nodeCapabilities) assert.ok(text.includes(cap), `capability ${cap} shown`);
     assert.match(text, /probe answered ready/);
     assert.match(text, new RegExp(`${VOLUME}\\s+default\\s+yes\\s+1`));
     await shot(page, 'plugin');
@@ -241,9 +262,9 @@ describe('the web UI', { timeout: 400_000 }, () => {
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Stop job' }).click();
     await page.getByRole('status').filter({ hasText: /^Stopped: 1 allocation finished\.$/ }).waitFor({ timeout: 120_000 });
-    const allocs = await apiGet<Array<{ clientStatus: string; desiredStatus: string }>>('/v1/job/ui-stop-me/allocations');
-    assert.deepEqual(allocs.map((a) => a.desiredStatus), ['stop']);
-    assert.notEqual(allocs[0]!.clientStatus, 'running');
+    const allocs = await apiGet<Array<{ ClientStatus: string; DesiredStatus: string }>>('/v1/job/ui-stop-me/allocations');
+    assert.deepEqual(allocs.map((a) => a.DesiredStatus), ['stop']);
+    assert.notEqual(allocs[0]!.ClientStatus, 'running');
     await shot(page, 'job-stopped');
   });
 
@@ -255,16 +276,16 @@ describe('the web UI', { timeout: 400_000 }, () => {
     page.once('dialog', (d) => void d.accept());
     await panel.getByRole('button', { name: 'Detach', exact: true }).click();
     await panel.getByRole('alert').filter({ hasText: `is in use on node ${cluster.nodeId} by allocation ${allocId}` }).waitFor();
-    assert.equal((await cluster.get<{ claims: unknown[] }>(`/v1/volume/csi/${VOLUME}`)).claims.length, 1, 'the refused detach changed nothing');
+    assert.equal((await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims.length, 1, 'the refused detach changed nothing');
 
     page.once('dialog', (d) => void d.accept());
     await panel.getByRole('button', { name: 'Force detach' }).click();
     await panel.getByRole('status').filter({ hasText: new RegExp(`^Detached from node ${cluster.nodeId.slice(0, 8)}\\. Stopped allocation ${allocId.slice(0, 8)}\\.$`) }).waitFor({ timeout: 120_000 });
     // The status comes from the action's own read; the page's table follows on the same change.
     await page.locator(`[data-claim="${allocId}"]`).waitFor({ state: 'detached' });
-    const alloc = await cluster.get<{ desiredStatus: string }>(`/v1/allocation/${allocId}`);
-    assert.equal(alloc.desiredStatus, 'stop');
-    assert.ok(!(await cluster.get<{ claims: Array<{ allocId: string }> }>(`/v1/volume/csi/${VOLUME}`)).claims.some((c) => c.allocId === allocId));
+    const alloc = await cluster.get<Allocation>(`/v1/allocation/${allocId}`);
+    assert.equal(alloc.DesiredStatus, 'stop');
+    assert.ok(!(await cluster.get<CSIVolume>(`/v1/volume/csi/${VOLUME}`)).BerthClaims.some((c) => c.AllocationID === allocId));
     await shot(page, 'volume-detached');
   });
 
@@ -284,10 +305,10 @@ describe('the web UI', { timeout: 400_000 }, () => {
 
     const condition = page.locator('[data-condition="abnormal"]');
     await condition.waitFor({ timeout: 60_000 });
-    const api = (await apiGet<{ condition: { abnormal: boolean; message: string } }>(`/v1/volume/csi/${sick}`)).condition;
-    assert.equal(api.abnormal, true);
-    assert.match(api.message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
-    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.message}`);
+    const api = (await apiGet<CSIVolume>(`/v1/volume/csi/${sick}`)).BerthCondition;
+    assert.equal(api?.Abnormal, true);
+    assert.match(api.Message, new RegExp(`the volume's directory ${path.dirname(blob)} has vanished from the node`));
+    assert.equal(await condition.innerText(), `Condition: abnormal: ${api.Message}`);
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), new RegExp(`^Volume ${sick}\\s+abnormal: the volume`));
     assert.equal(await page.evaluate(() => (window as unknown as { berthMark?: number }).berthMark), 43, 'the page was not reloaded');
     await shot(page, 'volume-abnormal');
@@ -301,7 +322,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
   it('no API answer the browser received carries a secret', async () => {
     const bodies = await Promise.all(apiBodies);
     assert.ok(bodies.length > 50, `the browser read the API (${bodies.length} answers)`);
-    assert.ok(bodies.some((b) => b.includes('"secretNames"')), 'volume reads were among them');
+    assert.ok(bodies.some((b) => b.includes('"BerthSecretNames"')), 'volume reads were among them');
     for (const b of bodies) assert.ok(!b.includes(cluster.secret), 'an API answer carried the volume secret');
   });
 

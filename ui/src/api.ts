@@ -8,6 +8,29 @@
 // simply absent and the pages say "no usage reported". Their names are in
 // HEALTH_FIELDS and the `usage*`/`condition*`/`drift*` functions only.
 
+import type {
+  AllocationListStub,
+  Allocation as NomadAllocation,
+  CSIPlugin,
+  CSIPluginListStub,
+  CSIVolume,
+  CSIVolumeListStub,
+  Evaluation as NomadEvaluation,
+  Job as NomadJob,
+  JobListStub,
+  AllocationMetric,
+  VolumeClaimListStub,
+  VolumeClaimState,
+  NodeVolumeUsage,
+  VolumeCondition as NomadVolumeCondition,
+  VolumeUsageHistory,
+  DriftFinding,
+  ACLToken,
+  NodeListStub,
+  Node as NomadNode,
+  CSIInfo,
+} from '../../src/api/index.js';
+
 const TOKEN_KEY = 'berth.token';
 
 /** A refused or failed API call: the API's `{ code, message }`, with the HTTP status. */
@@ -40,14 +63,16 @@ function headers(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 async function fail(res: Response): Promise<never> {
-  let code = `HTTP_${res.status}`;
+  let code = res.headers.get('X-Berth-Error-Code') ?? `HTTP_${res.status}`;
   let message = res.statusText || `HTTP ${res.status}`;
+  const text = await res.text().catch(() => '');
   try {
-    const body = (await res.json()) as { code?: string; message?: string };
+    const body = JSON.parse(text) as { code?: string; message?: string };
     if (body.code) code = body.code;
     if (body.message) message = body.message;
   } catch {
-    // Not JSON: keep the status line.
+    // Not JSON (Nomad's plain-text error): the text is the message.
+    if (text.trim()) message = text.trim();
   }
   throw new ApiError(res.status, code, message);
 }
@@ -57,6 +82,13 @@ export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T>
   const res = await fetch(path, { headers: headers(), ...(signal ? { signal } : {}) });
   if (!res.ok) return fail(res);
   return (await res.json()) as T;
+}
+
+/** GET a JSON document with the index it is at (`X-Nomad-Index`). Throws ApiError for any non-2xx answer. */
+export async function getIndexed<T>(path: string): Promise<{ body: T; index: number }> {
+  const res = await fetch(path, { headers: headers() });
+  if (!res.ok) return fail(res);
+  return { body: (await res.json()) as T, index: Number(res.headers.get('X-Nomad-Index') ?? '0') || 0 };
 }
 
 /** A change (POST/PUT/DELETE). Throws ApiError for any non-2xx answer. */
@@ -71,79 +103,31 @@ export async function sendJson<T>(method: 'POST' | 'PUT' | 'DELETE', path: strin
 const enc = encodeURIComponent;
 
 // ---- shapes ---------------------------------------------------------------
+// The API's shapes are Nomad's, defined once in src/api (schemas the server
+// answers in and the tests check); the UI imports their types only.
 
-export type Role = 'management' | 'read-only' | 'node';
-export interface Caller {
-  name: string;
-  role: Role;
-}
 
-export interface HealthReport {
-  healthy: boolean;
-  healthReason: string;
-  allocId?: string;
-  nodeId?: string;
-  provider?: string;
-  version?: string;
-  updatedAt?: number;
-}
+export type Job = NomadJob;
+export type JobStub = JobListStub;
+export type Allocation = NomadAllocation;
+export type AllocStub = AllocationListStub;
+export type Evaluation = NomadEvaluation;
+export type PlacementFailure = AllocationMetric;
+export type Volume = CSIVolume;
+export type VolumeStub = CSIVolumeListStub;
+export type Plugin = CSIPlugin;
+export type PluginStub = CSIPluginListStub;
+export type Claim = VolumeClaimState;
+/** A claim as the `claim` topic's events carry it (`Payload.Claim`): the claim with its volume and its allocation's job and status. */
+export type ClaimEvent = VolumeClaimListStub;
+export type Node = NomadNode;
+export type NodeStub = NodeListStub;
+export type HealthReport = CSIInfo;
+export type Caller = ACLToken;
+export type VolumeCondition = NomadVolumeCondition;
+export type Drift = DriftFinding;
 
-export interface Node {
-  id: string;
-  name: string;
-  datacenter: string;
-  httpAddr: string;
-  status: string;
-  statusDescription: string;
-  lastHeartbeat: number;
-  resources: { cpuMhz: number; memoryMb: number };
-  attributes: Record<string, string>;
-  drivers: Record<string, { detected: boolean; healthy: boolean; healthReason: string }>;
-  csiControllerPlugins: Record<string, HealthReport>;
-  csiNodePlugins: Record<string, HealthReport>;
-}
-
-export interface PluginInstance extends HealthReport {
-  nodeId: string;
-  externalNodeId?: string;
-  maxVolumes?: number;
-  topology?: Record<string, string>;
-}
-
-export interface Plugin {
-  id: string;
-  provider: string;
-  version: string;
-  controllerRequired: boolean;
-  controllerCapabilities: string[];
-  nodeCapabilities: string[];
-  controllers: Record<string, PluginInstance>;
-  nodes: Record<string, PluginInstance>;
-  controllersHealthy: number;
-  controllersExpected: number;
-  nodesHealthy: number;
-  nodesExpected: number;
-  allocations: Array<{ allocId: string; nodeId: string; jobId: string; namespace: string; type: string; desiredStatus: string; clientStatus: string }>;
-}
-
-export interface Claim {
-  namespace: string;
-  volumeId: string;
-  allocId: string;
-  nodeId: string;
-  mode: 'read' | 'write';
-  accessMode: string;
-  attachmentMode: string;
-  /** taken, or a release step (releasing, ...). */
-  state: string;
-  controllerPublish: string;
-  releaseReason: string;
-  releaseAttempts: number;
-  lastError: string;
-  claimTime: number;
-}
-
-/** One usage report of a volume (from NodeGetVolumeStats), as the volume health work names it. */
+/** One usage report of a volume (from NodeGetVolumeStats), in the UI's units: bytes, inodes, ms. */
 export interface VolumeUsage {
   bytesTotal?: number;
   bytesUsed?: number;
@@ -155,136 +139,75 @@ export interface VolumeUsage {
   reportedAt?: number;
 }
 
-/** The plugin's VOLUME_CONDITION. */
-export interface VolumeCondition {
-  abnormal: boolean;
-  message: string;
+/** Berth's role of a token: `management`, else the role Berth gives a client token as its one policy (`read-only`, `node`). */
+export function roleOf(caller: Caller): string {
+  return caller.Type === 'management' ? 'management' : (caller.Policies?.[0] ?? 'client');
 }
 
-export interface Volume {
-  id: string;
-  namespace: string;
-  name: string;
-  externalId: string;
-  pluginId: string;
-  provider: string;
-  capacityMinBytes?: number;
-  capacityMaxBytes?: number;
-  capacityBytes?: number;
-  capabilities: Array<{ accessMode: string; attachmentMode: string }>;
-  parameters?: Record<string, string>;
-  accessibleTopology?: Array<Record<string, string>>;
-  secretNames?: string[];
-  schedulable: boolean;
-  claims: Claim[];
-  createIndex: number;
-  modifyIndex: number;
+/** Whether a token may change things: Nomad's `management` type. */
+export function canWrite(caller: Caller | undefined): boolean {
+  return caller?.Type === 'management';
 }
 
-export interface TaskEvent {
-  at: number;
-  type: string;
-  message: string;
-  details: Record<string, string>;
+/** A time in Nomad's nanoseconds since the epoch, as the UI's milliseconds (undefined for 0). */
+export function fromNs(ns: number | undefined | null): number | undefined {
+  return ns ? Math.floor(ns / 1e6) : undefined;
 }
 
-export interface Allocation {
-  id: string;
-  namespace: string;
-  jobId: string;
-  taskGroup: string;
-  name?: string;
-  nodeId: string;
-  csiVolumes?: Array<{ volumeId: string; pluginId: string; readOnly: boolean }>;
-  desiredStatus: string;
-  desiredDescription: string;
-  clientStatus: string;
-  clientDescription: string;
-  taskStates: Record<string, { state: string; failed: boolean; restarts: number; startedAt: number; finishedAt: number; events: TaskEvent[] }>;
-  createTime: number;
-  modifyTime: number;
-}
-
-export interface JobGroup {
-  name: string;
-  count: number;
-  volumes?: Record<string, { type: string; source: string; accessMode?: string; attachmentMode?: string; readOnly?: boolean }>;
-  tasks: Array<{ name: string; driver: string; resources?: { cpuMhz: number; memoryMb: number }; csiPlugin?: { id: string; type: string } }>;
-}
-
-export interface Job {
-  id: string;
-  namespace: string;
-  type: string;
-  priority: number;
-  status: string;
-  stop: boolean;
-  version: number;
-  datacenters: string[];
-  groups: JobGroup[];
-  submitTime: number;
-}
-
-export interface PlacementFailure {
-  unplaced: number;
-  nodesEvaluated: number;
-  nodesFiltered: number;
-  nodesExhausted: number;
-  reasons: Record<string, number>;
-}
-
-export interface Evaluation {
-  id: string;
-  jobId: string;
-  triggeredBy: string;
-  status: string;
-  statusDescription: string;
-  blockedReason: string;
-  failedPlacements: Record<string, PlacementFailure>;
-  placed: number;
-  stopped: number;
-  createTime: number;
-}
-
-/** One line of the event stream. */
-export interface StreamEvent {
-  index: number;
-  topic: string;
-  key: string;
-  op: 'put' | 'delete';
-  payload?: unknown;
+/** A Go time (RFC 3339) as milliseconds; undefined for Go's zero time or none. */
+export function fromGoTime(t: string | undefined | null): number | undefined {
+  if (!t || t.startsWith('0001-01-01')) return undefined;
+  const ms = Date.parse(t);
+  return Number.isNaN(ms) ? undefined : ms;
 }
 
 // ---- reads ----------------------------------------------------------------
 
 export const api = {
-  self: () => getJson<Caller>('/v1/token/self'),
-  status: () => getJson<{ index: number; connectedNodes: number }>('/v1/status'),
-  nodes: () => getJson<Node[]>('/v1/nodes'),
+  self: () => getJson<Caller>('/v1/acl/token/self'),
+  nodes: () => getJson<NodeStub[]>('/v1/nodes'),
   node: (id: string) => getJson<Node>(`/v1/node/${enc(id)}`),
   nodeAllocations: (id: string) => getJson<Allocation[]>(`/v1/node/${enc(id)}/allocations`),
-  plugins: () => getJson<Plugin[]>('/v1/plugins'),
+  plugins: () => getJson<PluginStub[]>('/v1/plugins?type=csi'),
   plugin: (id: string) => getJson<Plugin>(`/v1/plugin/csi/${enc(id)}`),
-  volumes: () => getJson<Volume[]>('/v1/volumes'),
+  volumes: () => getJson<VolumeStub[]>('/v1/volumes?type=csi&namespace=*'),
   volume: (ns: string, id: string) => getJson<Volume>(`/v1/volume/csi/${enc(id)}?namespace=${enc(ns)}`),
-  jobs: () => getJson<Job[]>('/v1/jobs?namespace=*'),
+  /**
+   * Every volume in full (each list row read again by its ID): Nomad's list
+   * rows carry neither the capacity nor Berth's usage and condition. A volume
+   * deleted between the two reads is left out.
+   */
+  async volumesInFull(stubs?: VolumeStub[]): Promise<Volume[]> {
+    const rows = stubs ?? (await api.volumes());
+    const all = await Promise.all(rows.map((v) => api.volume(v.Namespace, v.ID).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) return undefined;
+      throw err;
+    })));
+    return all.filter((v): v is Volume => v !== undefined);
+  },
+  jobs: () => getJson<JobStub[]>('/v1/jobs?namespace=*'),
   job: (ns: string, id: string) => getJson<Job>(`/v1/job/${enc(id)}?namespace=${enc(ns)}`),
-  jobAllocations: (ns: string, id: string) => getJson<Allocation[]>(`/v1/job/${enc(id)}/allocations?namespace=${enc(ns)}`),
+  jobAllocations: (ns: string, id: string) => getJson<AllocStub[]>(`/v1/job/${enc(id)}/allocations?all=true&namespace=${enc(ns)}`),
   jobEvaluations: (ns: string, id: string) => getJson<Evaluation[]>(`/v1/job/${enc(id)}/evaluations?namespace=${enc(ns)}`),
-  allocations: () => getJson<Allocation[]>('/v1/allocations'),
+  allocations: () => getJson<AllocStub[]>('/v1/allocations?namespace=*'),
   allocation: (id: string) => getJson<Allocation>(`/v1/allocation/${enc(id)}`),
   /**
-   * The last `lines` lines of a task's stdout or stderr. Served by the agent
-   * that runs the allocation (the dev agent serves its own); management tokens only.
+   * The last `bytes` of a task's stdout or stderr, as plain text (Nomad's
+   * logs route with `origin=end` and `plain=true`). Served by the agent that
+   * runs the allocation (the dev agent serves its own); management tokens only.
    */
-  async logTail(allocId: string, task: string, type: 'stdout' | 'stderr', lines = 50): Promise<string> {
-    const res = await fetch(`/v1/client/allocation/${enc(allocId)}/logs?task=${enc(task)}&type=${type}&lines=${lines}`, { headers: headers() });
+  async logTail(allocId: string, task: string, type: 'stdout' | 'stderr', bytes = 16 * 1024): Promise<string> {
+    const q = `task=${enc(task)}&type=${type}&origin=end&offset=${bytes}&plain=true`;
+    const res = await fetch(`/v1/client/fs/logs/${enc(allocId)}?${q}`, { headers: headers() });
     if (!res.ok) return fail(res);
-    return res.text();
+    const text = await res.text();
+    // The tail starts mid-line: drop the partial first line unless the whole log fit.
+    const cut = text.length >= bytes ? text.indexOf('\n') : -1;
+    return cut >= 0 ? text.slice(cut + 1) : text;
   },
-  /** Every change of the topics up to now, from `index` on: the history a script reads with `--until-now`. */
+  /** Every change of the topics (`Topic` or `Topic:key`) up to now, from `index` on, in every namespace: the history a script reads with `--until-now`. */
   async history(topics: string[], index: number): Promise<StreamEvent[]> {
-    const q = [...topics.map((t) => `topic=${enc(t)}`), `index=${index}`, 'until=now'].join('&');
+    const q = [...topics.map((t) => `topic=${enc(t)}`), `index=${index}`, 'namespace=*', 'until=now'].join('&');
     const res = await fetch(`/v1/event/stream?${q}`, { headers: headers() });
     if (!res.ok) return fail(res);
     return parseLines(await res.text());
@@ -294,135 +217,122 @@ export const api = {
 // ---- actions (management tokens; the API refuses others) -------------------
 
 export const actions = {
-  stopJob: (ns: string, id: string) => sendJson<{ evalId: string; index: number }>('DELETE', `/v1/job/${enc(id)}?namespace=${enc(ns)}`),
+  stopJob: (ns: string, id: string) => sendJson<{ EvalID: string; Index: number }>('DELETE', `/v1/job/${enc(id)}?namespace=${enc(ns)}`),
   detachVolume: (ns: string, id: string, nodeId: string, force: boolean) =>
-    sendJson<{ detached: string; nodeId: string; stoppedAllocations?: string[]; warning?: string }>(
-      'POST',
+    sendJson<{ StoppedAllocations: string[]; Warnings: string }>(
+      'DELETE',
       `/v1/volume/csi/${enc(id)}/detach?namespace=${enc(ns)}&node=${enc(nodeId)}${force ? '&force=true' : ''}`,
     ),
 };
 
-// ---- volume health (fields of the volume health work) ---------------------
+// ---- volume health (Berth's additions to the CSI API) ---------------------
 
 /**
- * Where the volume health work puts its data (docs/architecture.md section 8):
- * a volume's `usage` is a list, one entry per node
- * (`{ nodeId, bytes?: {available,total,used}, inodes?: {...}, reportedAt }`),
- * its `condition` `{ abnormal, message, sources }` or null.
+ * Where Berth's volume health lives: a volume's `BerthUsage` (the latest
+ * report per node) and `BerthCondition` (the plugin's VOLUME_CONDITION) are
+ * Berth's fields beside Nomad's CSIVolume (a list row carries neither); the usage over time and the drift findings are Berth's
+ * own routes beside Nomad's.
  */
 export const HEALTH_FIELDS = {
-  /** On a volume: the latest report per node. */
-  usage: 'usage',
-  /** On a volume: the plugin's condition. */
-  condition: 'condition',
-  /** Usage over time: GET, answers `{ samples: [{ at, nodeId, bytesUsed, bytesTotal, inodesUsed, inodesTotal }] }`. */
+  /** Usage over time: GET, answers VolumeUsageHistory `{ Latest, Samples: [{ At, NodeID, BytesUsed, ... }] }`. */
   usageHistoryPath: (ns: string, id: string) => `/v1/volume/csi/${enc(id)}/usage?namespace=${enc(ns)}`,
-  /** The drift loop's latest differences about the volume: GET, answers `{ differences: Drift[], checkedAt }`. */
+  /** The drift loop's latest differences about the volume: GET, answers VolumeDrift `{ Differences, CheckedAt }`. */
   driftPath: (ns: string, id: string) => `/v1/volume/csi/${enc(id)}/drift?namespace=${enc(ns)}`,
   /** Event stream topics whose changes may carry new usage, condition or drift of a volume. */
-  topics: ['volume', 'volume-condition', 'drift'],
+  topics: ['CSIVolume', 'volume-condition', 'drift'],
 } as const;
 
-/** Endpoints this server answered 404 for: not asked again in this tab (a server without volume health). */
-const missing = new Set<string>();
-
-async function unlessMissing<T>(kind: string, read: () => Promise<T>): Promise<T | undefined> {
-  if (missing.has(kind)) return undefined;
-  try {
-    return await read();
-  } catch (err) {
-    // "no route": this server has no such endpoint (a missing volume is a 404 too, but says so).
-    if (err instanceof ApiError && err.status === 404 && err.message.startsWith('no route')) {
-      missing.add(kind);
-      return undefined;
-    }
-    throw err;
-  }
-}
-
-/** One difference `volume doctor` found, with the command that repairs it. */
-export interface Drift {
-  kind: string;
-  message?: string;
-  volumeId?: string;
-  nodeId?: string;
-  repair?: string;
-}
-
-function field<T>(v: object, name: string): T | undefined {
-  return (v as Record<string, unknown>)[name] as T | undefined;
-}
-
-interface UsageFigures {
-  available: number;
-  total: number;
-  used: number;
+function usageOf(u: NodeVolumeUsage): VolumeUsage {
+  const at = fromGoTime(u.ReportedAt);
+  return {
+    node: u.NodeID,
+    ...(at !== undefined ? { reportedAt: at } : {}),
+    ...(u.Bytes ? { bytesTotal: u.Bytes.Total, bytesUsed: u.Bytes.Used, bytesAvailable: u.Bytes.Available } : {}),
+    ...(u.Inodes ? { inodesTotal: u.Inodes.Total, inodesUsed: u.Inodes.Used, inodesAvailable: u.Inodes.Available } : {}),
+  };
 }
 
 /** The volume's latest usage reports (one per node), or [] when none was reported. */
 export function volumeUsage(v: Volume): VolumeUsage[] {
-  const list = field<Array<{ nodeId: string; bytes?: UsageFigures; inodes?: UsageFigures; reportedAt: number }>>(v, HEALTH_FIELDS.usage);
-  if (!Array.isArray(list)) return [];
-  return list.map((u) => ({
-    node: u.nodeId,
-    reportedAt: u.reportedAt,
-    ...(u.bytes ? { bytesTotal: u.bytes.total, bytesUsed: u.bytes.used, bytesAvailable: u.bytes.available } : {}),
-    ...(u.inodes ? { inodesTotal: u.inodes.total, inodesUsed: u.inodes.used, inodesAvailable: u.inodes.available } : {}),
-  }));
+  return (v.BerthUsage ?? []).map(usageOf);
 }
 
 /** The plugin's condition of the volume, or undefined when none was reported. */
 export function volumeCondition(v: Volume): VolumeCondition | undefined {
-  const c = field<VolumeCondition>(v, HEALTH_FIELDS.condition);
-  return c && typeof c === 'object' && typeof c.abnormal === 'boolean' ? c : undefined;
+  return v.BerthCondition ?? undefined;
 }
 
-function listOf<T>(body: unknown, key: string): T[] {
-  if (Array.isArray(body)) return body as T[];
-  const inner = body && typeof body === 'object' ? (body as Record<string, unknown>)[key] : undefined;
-  return Array.isArray(inner) ? (inner as T[]) : [];
+/** Usage reports over time, oldest first. */
+export async function usageHistory(ns: string, id: string): Promise<VolumeUsage[]> {
+  const body = await getJson<VolumeUsageHistory>(HEALTH_FIELDS.usageHistoryPath(ns, id));
+  return body.Samples.map((s) => {
+    const at = fromGoTime(s.At);
+    return {
+      node: s.NodeID,
+      ...(at !== undefined ? { reportedAt: at } : {}),
+      ...(s.BytesUsed !== null ? { bytesUsed: s.BytesUsed } : {}),
+      ...(s.BytesTotal !== null ? { bytesTotal: s.BytesTotal } : {}),
+      ...(s.InodesUsed !== null ? { inodesUsed: s.InodesUsed } : {}),
+      ...(s.InodesTotal !== null ? { inodesTotal: s.InodesTotal } : {}),
+    };
+  }).sort((a, b) => (a.reportedAt ?? 0) - (b.reportedAt ?? 0));
 }
 
-/** Usage reports over time, oldest first; undefined when this server has no such endpoint. */
-export async function usageHistory(ns: string, id: string): Promise<VolumeUsage[] | undefined> {
-  const body = await unlessMissing('usage-history', () => getJson(HEALTH_FIELDS.usageHistoryPath(ns, id)));
-  if (body === undefined) return undefined;
-  const samples = listOf<{ at: number; nodeId: string; bytesUsed?: number; bytesTotal?: number; inodesUsed?: number; inodesTotal?: number }>(body, 'samples');
-  return samples
-    .map(({ at, nodeId, ...figures }) => ({ ...figures, node: nodeId, reportedAt: at }))
-    .sort((a, b) => (a.reportedAt ?? 0) - (b.reportedAt ?? 0));
-}
-
-/** The differences `volume doctor` last found for the volume; undefined when this server has no such endpoint. */
-export async function volumeDrift(ns: string, id: string): Promise<Drift[] | undefined> {
-  const body = await unlessMissing('drift', () => getJson(HEALTH_FIELDS.driftPath(ns, id)));
-  return body === undefined ? undefined : listOf<Drift>(body, 'differences');
+/** The differences `volume doctor` last found for the volume. */
+export async function volumeDrift(ns: string, id: string): Promise<Drift[]> {
+  const body = await getJson<{ Differences: Drift[] }>(HEALTH_FIELDS.driftPath(ns, id));
+  return body.Differences;
 }
 
 // ---- the event stream -----------------------------------------------------
 
+/** One event of the stream, as Nomad's `api.Event`: its payload under Nomad's key (`Job`, `Allocation`, ...). */
+export interface StreamEvent {
+  Topic: string;
+  Type: string;
+  Key: string;
+  Namespace: string;
+  Index: number;
+  Payload: Record<string, unknown>;
+}
+
+/** The events of a stream's text: one JSON frame a line, `{ Index, Events: [...] }`, or `{}` (a heartbeat). */
 function parseLines(text: string): StreamEvent[] {
   const out: StreamEvent[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
-    const ev = JSON.parse(line) as Partial<StreamEvent>;
-    if (typeof ev.index === 'number' && ev.topic) out.push(ev as StreamEvent);
+    const frame = JSON.parse(line) as { Index?: number; Events?: Array<Partial<StreamEvent>> };
+    for (const ev of frame.Events ?? []) {
+      if (typeof ev.Index === 'number' && ev.Topic) out.push({ Type: '', Key: '', Namespace: '', Payload: {}, ...ev } as StreamEvent);
+    }
   }
   return out;
 }
 
 /**
+ * Whether an event's topic is one a page named: pages name topics in the
+ * UI's words (job, allocation, node, plugin, volume, claim...), the stream
+ * in Nomad's (Job, Allocation, Node, CSIPlugin, CSIVolume) or Berth's own
+ * (claim, volume-condition, drift). Pure.
+ */
+export function topicMatches(pageTopics: readonly string[], topic: string): boolean {
+  const t = topic.toLowerCase().replace(/^csi/, '');
+  return pageTopics.some((p) => p === t || (p === 'node' && t === 'nodedrain'));
+}
+
+/**
  * Follows `GET /v1/event/stream` (every topic) from `index` (the latest when
- * undefined), calling `onEvent` per change, until `signal` fires or the
+ * undefined), calling `onEvent` per event, until `signal` fires or the
  * stream ends. Resolves with the last index seen; rejects with ApiError on a
  * refused request and with the network's error when the stream breaks.
  */
 export async function followEvents(onEvent: (ev: StreamEvent) => void, opts: { index?: number; signal: AbortSignal; onOpen?: () => void }): Promise<number | undefined> {
-  const q = opts.index === undefined ? '' : `?index=${opts.index}`;
+  // Nomad's `index` is the first index to send: the one after the last seen.
+  const q = opts.index === undefined ? '?namespace=*' : `?namespace=*&index=${opts.index + 1}`;
   const res = await fetch(`/v1/event/stream${q}`, { headers: headers(), signal: opts.signal, cache: 'no-store' });
   if (!res.ok) return fail(res);
   opts.onOpen?.();
-  let last = opts.index ?? Number(res.headers.get('X-Berth-Index') ?? '0');
+  let last = opts.index ?? Number(res.headers.get('X-Nomad-Index') ?? '0');
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   for (;;) {
@@ -434,7 +344,7 @@ export async function followEvents(onEvent: (ev: StreamEvent) => void, opts: { i
     const ready = buf.slice(0, cut);
     buf = buf.slice(cut + 1);
     for (const ev of parseLines(ready)) {
-      last = ev.index;
+      last = ev.Index;
       onEvent(ev);
     }
   }

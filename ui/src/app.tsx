@@ -3,7 +3,7 @@
 
 import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
-import { api, ApiError, saveToken, savedToken, type Caller } from './api';
+import { api, ApiError, roleOf, saveToken, savedToken, type Caller } from './api';
 import { hub, useStreamState } from './live';
 import { SessionContext } from './session';
 import { AllocationPage } from './pages/allocation';
@@ -45,8 +45,8 @@ function Header({ who, onLogout }: { who: Caller; onLogout: () => void }) {
       </nav>
       <span class="who">
         <span class={`dot ${stream}`} title={`event stream: ${stream}`} data-stream={stream} aria-label={`event stream ${stream}`} />
-        <span data-role={who.role}>
-          {who.name} ({who.role})
+        <span data-role={roleOf(who)}>
+          {who.Name} ({roleOf(who)})
         </span>
         {savedToken() ? (
           <button type="button" class="link" onClick={onLogout}>

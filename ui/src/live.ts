@@ -4,7 +4,7 @@
 // page shows a change well within a second of the store's commit.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, followEvents, type StreamEvent } from './api';
+import { ApiError, followEvents, topicMatches, type StreamEvent } from './api';
 
 type Listener = (ev: StreamEvent) => void;
 
@@ -95,8 +95,8 @@ export interface Loaded<T> {
 
 /**
  * Loads `load()` now, and again whenever a change of one of `topics` (event
- * stream topic names: node, plugin, volume, claim, allocation, job,
- * evaluation) arrives; `key` names what is loaded (a new key loads afresh).
+ * stream topic names: Node, CSIPlugin, CSIVolume, claim, Allocation, Job,
+ * Evaluation, ...) arrives; `key` names what is loaded (a new key loads afresh).
  * `everyMs` also loads again at that period, for data that changes without
  * an event (volume usage is kept in the server's memory, not the store).
  * Keeps the last good data while a reload fails.
@@ -133,7 +133,7 @@ export function useLive<T>(key: string, topics: readonly string[], load: () => P
     void run();
     const every = opts.everyMs ? setInterval(() => void run(), opts.everyMs) : undefined;
     const unsubscribe = hub.subscribe((ev) => {
-      if (!topics.includes(ev.topic)) return;
+      if (!topicMatches(topics, ev.Topic)) return;
       clearTimeout(pending);
       pending = setTimeout(() => void run(), 30);
     });
@@ -197,7 +197,7 @@ export function watchUntil(topics: readonly string[], check: () => Promise<strin
       }
     };
     const unsubscribe = hub.subscribe((ev) => {
-      if (topics.includes(ev.topic)) void run();
+      if (topicMatches(topics, ev.Topic)) void run();
     });
     const timer = setTimeout(() => finish(() => reject(new Error('no outcome within 2 minutes; the page keeps showing the live state'))), timeoutMs);
     void run();

@@ -1,13 +1,13 @@
-// Who is logged in, for every page: the caller's token name and role. Action
+// Who is logged in, for every page: the caller's token name and type (Nomad's ACL token: management, or client with Berth's role as its policy). Action
 // buttons show for management tokens only (the API refuses others anyway).
 
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import type { Caller } from './api';
+import { canWrite, type Caller } from './api';
 
 export const SessionContext = createContext<Caller | undefined>(undefined);
 
 /** True when the logged-in token may make changes (stop a job, detach a volume). */
 export function useCanWrite(): boolean {
-  return useContext(SessionContext)?.role === 'management';
+  return canWrite(useContext(SessionContext));
 }

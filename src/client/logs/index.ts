@@ -3,6 +3,7 @@ export {
   readTaskLogs,
   followTaskLogs,
   listLogFiles,
+  checkLogsEnabled,
   LogsError,
   type LogStream,
   type LogsErrorCode,

@@ -33,7 +33,8 @@ export interface LogFile {
   size: number;
 }
 
-function checkEnabled(loc: TaskLogsLocation): void {
+/** Throws LogsError LOGS_DISABLED when log collection is off for the task. */
+export function checkLogsEnabled(loc: TaskLogsLocation): void {
   if (loc.disabled || existsSync(join(loc.dir, `.${loc.taskName}.logs-disabled`))) {
     throw new LogsError('LOGS_DISABLED', 'log collection is disabled for this task');
   }
@@ -79,7 +80,7 @@ async function readRange(path: string, from: number, to: number): Promise<Buffer
  * ("log collection is disabled for this task") or LOGS_NOT_FOUND.
  */
 export async function readTaskLogs(loc: TaskLogsLocation, opts: { tail?: number } = {}): Promise<Buffer> {
-  checkEnabled(loc);
+  checkLogsEnabled(loc);
   const files = await listLogFiles(loc);
   if (files.length === 0 && !existsSync(loc.dir)) throw new LogsError('LOGS_NOT_FOUND', `no logs for task ${loc.taskName}`);
   return readSnapshot(files, opts.tail);
@@ -109,7 +110,7 @@ export async function* followTaskLogs(
   loc: TaskLogsLocation,
   opts: { signal: AbortSignal; tail?: number; pollMs?: number; clock?: Clock },
 ): AsyncGenerator<Buffer> {
-  checkEnabled(loc);
+  checkLogsEnabled(loc);
   const clock = opts.clock ?? systemClock;
   const pollMs = opts.pollMs ?? 200;
   // Read the initial part from the same listing the follow starts from, so nothing falls between.

@@ -16,7 +16,7 @@ import { ServerApi } from './server-api.js';
 const NODE = 'node-1';
 const FAST = { maxAttempts: Infinity, initialDelayMs: 5, maxDelayMs: 20, multiplier: 2, jitter: 0 };
 
-/** One scripted answer: status, X-Berth-Index, body. */
+/** One scripted answer: status, X-Nomad-Index, body. */
 interface Answer {
   status?: number;
   index: number;
@@ -64,7 +64,7 @@ class ScriptedServer {
       const queue = this.#queues.get(route) ?? [];
       const next = queue.length > 1 ? queue.shift() : queue[0];
       if (next && (after === null || next.index !== Number(after))) {
-        res.writeHead(next.status ?? 200, { 'content-type': 'application/json', 'x-berth-index': String(next.index) });
+        res.writeHead(next.status ?? 200, { 'content-type': 'application/json', 'x-nomad-index': String(next.index) });
         res.end(JSON.stringify(next.body));
         return;
       }

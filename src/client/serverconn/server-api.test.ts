@@ -72,7 +72,7 @@ describe('ServerApi with several servers', () => {
       await api.heartbeat('n1', undefined);
       await api.allocations('n1');
       assert.deepEqual(leader.got, ['POST /v1/node/n1/heartbeat'], 'the second heartbeat went straight to the leader');
-      assert.deepEqual(follower.got, ['POST /v1/node/n1/heartbeat', 'GET /v1/node/n1/allocations'], 'reads stay on the follower');
+      assert.deepEqual(follower.got, ['POST /v1/node/n1/heartbeat', 'GET /v1/internal/node/n1/allocations'], 'reads stay on the follower');
     } finally {
       api.close();
     }
@@ -129,7 +129,7 @@ describe('ServerApi with several servers', () => {
       await assert.rejects(report, (e: unknown) => e instanceof ServerConnError && e.retryable && /abandoned: the leader http:\/\/127\.0\.0\.1:\d+ stopped answering/.test(e.message));
       assert.equal(api.leader, undefined);
       await api.updateAllocations('n1', []);
-      assert.deepEqual(naming.got.at(-1), 'POST /v1/node/n1/allocations', 'the retry went through the follower');
+      assert.deepEqual(naming.got.at(-1), 'POST /v1/internal/node/n1/allocations', 'the retry went through the follower');
     } finally {
       api.close();
       await closeAll(frozen, naming);

@@ -5,6 +5,7 @@
 // Bodies are never logged (claims and jobs carry secrets).
 
 import http from 'node:http';
+import type { ServiceRegistration as NomadServiceRegistration, ServiceRegistrationListStub } from '../../api/index.js';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
 import type { AllocIndexesAnswer, AllocPullAnswer, AllocPullRequest, Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
 
@@ -206,7 +207,7 @@ export class ServerApi {
   }
 
   /**
-   * GET /v1/node/:id/allocations: the whole list, each allocation with its
+   * GET /v1/internal/node/:id/allocations: the whole list, each allocation with its
    * job (what servers older than the incremental sync serve). With `index`,
    * blocks on the server until the allocations pass it or `waitMs` runs out
    * (plus a few seconds' grace; a server silent past that counts as hung).
@@ -215,7 +216,7 @@ export class ServerApi {
    * index to send next time.
    */
   async allocations(nodeId: string, opts: BlockingOptions = {}): Promise<{ index: number; allocations: NodeAllocation[] }> {
-    const { body, index } = await this.#blockingGet(`/v1/node/${enc(nodeId)}/allocations`, new URLSearchParams(), opts);
+    const { body, index } = await this.#blockingGet(`/v1/internal/node/${enc(nodeId)}/allocations`, new URLSearchParams(), opts);
     if (!Array.isArray(body)) throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation list is not a list', { retryable: true });
     return { index, allocations: body as NodeAllocation[] };
   }
@@ -262,19 +263,20 @@ export class ServerApi {
     const q = new URLSearchParams({ namespace: opts.namespace ?? 'default' });
     if (opts.tag) q.set('tag', opts.tag);
     const { body, index } = await this.#blockingGet(`/v1/service/${enc(name)}`, q, opts);
-    return { index, instances: body as ServiceRegistration[] };
+    return { index, instances: ((body ?? []) as NomadServiceRegistration[]).map(storedRegistration) };
   }
 
   /** GET /v1/services: the service names that have healthy instances. */
   async serviceList(opts: { namespace?: string } & BlockingOptions = {}): Promise<{ index: number; services: Array<{ namespace: string; serviceName: string; tags: string[] }> }> {
     const q = new URLSearchParams({ namespace: opts.namespace ?? 'default' });
     const { body, index } = await this.#blockingGet('/v1/services', q, opts);
-    return { index, services: body as Array<{ namespace: string; serviceName: string; tags: string[] }> };
+    const services = ((body ?? []) as ServiceRegistrationListStub[]).flatMap((ns) => ns.Services.map((s) => ({ namespace: ns.Namespace, serviceName: s.ServiceName, tags: s.Tags ?? [] })));
+    return { index, services };
   }
 
-  /** POST /v1/node/:id/allocations: status updates, applied all or none. */
+  /** POST /v1/internal/node/:id/allocations: status updates, applied all or none. */
   async updateAllocations(nodeId: string, updates: readonly AllocStatusReport[], opts: { signal?: AbortSignal } = {}): Promise<{ index: number }> {
-    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/allocations`, { allocations: updates }, opts.signal);
+    const { body } = await this.#call('POST', `/v1/internal/node/${enc(nodeId)}/allocations`, { allocations: updates }, opts.signal);
     return body as { index: number };
   }
 
@@ -429,7 +431,7 @@ export class ServerApi {
           finish();
           this.#answers++;
           for (const c of chunks) this.#bytes += c.length;
-          const index = res.headers['x-berth-index'];
+          const index = res.headers['x-nomad-index'] ?? res.headers['x-berth-index'];
           const leader = res.headers['x-berth-leader'];
           resolve({
             status: res.statusCode ?? 0,
@@ -451,4 +453,23 @@ function enc(s: string): string {
 /** The path without its query (which may name volumes): enough to say which call failed. */
 function routeOf(path: string): string {
   return path.split('?')[0] ?? path;
+}
+
+/** A registration as Nomad's API answers it, as the node's templates read it. */
+function storedRegistration(r: NomadServiceRegistration): ServiceRegistration {
+  return {
+    id: r.ID,
+    serviceName: r.ServiceName,
+    namespace: r.Namespace,
+    nodeId: r.NodeID,
+    datacenter: r.Datacenter,
+    jobId: r.JobID,
+    allocId: r.AllocID,
+    tags: r.Tags ?? [],
+    meta: r.Meta ?? {},
+    address: r.Address,
+    port: r.Port,
+    createIndex: r.CreateIndex,
+    modifyIndex: r.ModifyIndex,
+  };
 }

@@ -4,10 +4,10 @@
 // the job is evaluated (a revert or scale registers the job anew).
 
 import { systemClock, BerthError, type Clock, type Logger } from '../../lib/index.js';
-import { isActiveDeployment, specOfJob, type Deployment, type Job } from '../../structs/index.js';
+import { isActiveDeployment, specOfJob, type Deployment, type JobVersion } from '../../structs/index.js';
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
 import { jobVersions } from './deployment-plan.js';
-import type { DeploymentJobs } from './deployment-watcher.js';
+import type { DeploymentJobs, JobRegistration } from './deployment-watcher.js';
 
 export type DeploymentErrorCode = 'NOT_FOUND' | 'CONFLICT' | 'INVALID';
 
@@ -17,6 +17,18 @@ export class DeploymentError extends BerthError {
     super(code, message);
   }
 }
+
+/** What a change to a deployment did: the deployment as written, the index, the evaluation it made and the version an auto-revert registered. */
+export interface DeploymentChange {
+  deployment: Deployment;
+  index: number;
+  evalId?: string;
+  evalIndex?: number;
+  revertedTo?: number;
+}
+
+/** What the job service's evaluate answers (DeploymentJobs types it loosely). */
+type EvaluateOutcome = { index?: number; evaluation?: { id: string; createIndex: number } };
 
 export interface DeploymentServiceOptions {
   store: StateStore;
@@ -38,17 +50,34 @@ export class DeploymentService {
     this.#log = opts.logger.child({ component: 'deployments' });
   }
 
-  /** Runs `change` on the active deployment `id` and evaluates its job. Throws NOT_FOUND, CONFLICT (not active). */
-  async #change(id: string, change: (d: Deployment, txn: WriteTxn) => Deployment): Promise<{ deployment: Deployment; index: number }> {
+  /**
+   * Runs `change` on the active deployment `id` and evaluates its job; with
+   * `revertTo` set by `change`, registers that kept version again (an
+   * auto-revert). Throws NOT_FOUND, CONFLICT (not active).
+   */
+  async #change(id: string, change: (d: Deployment, txn: WriteTxn, revert: (v: JobVersion) => void) => Deployment): Promise<DeploymentChange> {
     const now = this.#clock.now();
+    let revertTo: JobVersion | undefined;
     const { result } = await this.#store.write((txn) => {
+      revertTo = undefined;
       const d = txn.get('deployments', rowKey(id));
       if (!d) throw new DeploymentError('NOT_FOUND', `deployment "${id}" not found`);
       if (!isActiveDeployment(d)) throw new DeploymentError('CONFLICT', `deployment "${id}" is ${d.status}; only a running or paused deployment can change`);
-      return txn.put('deployments', { ...change(d, txn), modifyTime: now });
+      return txn.put('deployments', { ...change(d, txn, (v) => (revertTo = v)), modifyTime: now });
     });
-    const out = (await this.#jobs.evaluate(result.namespace, result.jobId, { trigger: 'deployment-watcher', always: true })) as { index?: number };
-    return { deployment: result, index: out.index ?? this.#store.latestIndex() };
+    const out = (await this.#jobs.evaluate(result.namespace, result.jobId, { trigger: 'deployment-watcher', always: true })) as EvaluateOutcome;
+    const made: DeploymentChange = { deployment: result, index: out.index ?? this.#store.latestIndex() };
+    if (out.evaluation) Object.assign(made, { evalId: out.evaluation.id, evalIndex: out.evaluation.createIndex });
+    if (!revertTo) return made;
+    // As Nomad's answer names the evaluation that rolls the job back: the revert's registration's.
+    const reverted = await this.#jobs.register(specOfJob(revertTo.job));
+    return { ...made, evalId: reverted.evaluation.id, evalIndex: reverted.evaluation.createIndex, index: Math.max(made.index, reverted.index), revertedTo: revertTo.version };
+  }
+
+  /** The latest stable version before `d`'s to go back to when one of its groups has auto_revert, if any. */
+  #revertTarget(d: Deployment, txn: WriteTxn): JobVersion | undefined {
+    if (!Object.values(d.taskGroups).some((s) => s.autoRevert)) return undefined;
+    return jobVersions(txn, d.namespace, d.jobId).find((v) => v.stable && v.version < d.jobVersion);
   }
 
   /**
@@ -56,7 +85,7 @@ export class DeploymentService {
    * goes on past them. Throws CONFLICT when a group has no canaries to
    * promote or some are not healthy yet. Safe to repeat? No: promoting twice is refused.
    */
-  promote(id: string, groups: readonly string[] = []): Promise<{ deployment: Deployment; index: number }> {
+  promote(id: string, groups: readonly string[] = []): Promise<DeploymentChange> {
     return this.#change(id, (d, txn) => {
       const taskGroups = structuredClone(d.taskGroups);
       const names = groups.length ? groups : Object.keys(taskGroups).filter((g) => (taskGroups[g]?.desiredCanaries ?? 0) > 0);
@@ -77,7 +106,7 @@ export class DeploymentService {
   }
 
   /** Pauses (`pause`) or resumes the deployment: a paused one replaces nothing more. Safe to repeat. */
-  pause(id: string, pause: boolean): Promise<{ deployment: Deployment; index: number }> {
+  pause(id: string, pause: boolean): Promise<DeploymentChange> {
     return this.#change(id, (d) => ({
       ...d,
       status: pause ? 'paused' : 'running',
@@ -89,25 +118,50 @@ export class DeploymentService {
    * Fails the deployment at an operator's request; with auto_revert the job
    * goes back to its latest stable version. Throws NOT_FOUND, CONFLICT.
    */
-  async fail(id: string): Promise<{ deployment: Deployment; index: number; revertedTo?: number }> {
-    let revert: { version: number; job: Job } | undefined;
-    const out = await this.#change(id, (d, txn) => {
-      const autoRevert = Object.values(d.taskGroups).some((s) => s.autoRevert);
-      const stable = autoRevert ? jobVersions(txn, d.namespace, d.jobId).find((v) => v.stable && v.version < d.jobVersion) : undefined;
-      revert = stable ? { version: stable.version, job: stable.job } : undefined;
+  fail(id: string): Promise<DeploymentChange> {
+    return this.#change(id, (d, txn, revert) => {
+      const stable = this.#revertTarget(d, txn);
+      if (stable) revert(stable);
       const suffix = stable ? ` - rolling back to job version ${stable.version}` : '';
       return { ...d, status: 'failed', statusDescription: `Deployment marked as failed${suffix}` };
     });
-    if (!revert) return out;
-    await this.#jobs.register(specOfJob(revert.job));
-    return { ...out, revertedTo: revert.version };
+  }
+
+  /**
+   * Sets the health of allocations of the deployment by hand (Nomad's
+   * allocation-health): a healthy one counts as progress, an unhealthy one
+   * fails the deployment (and, with auto_revert, reverts the job). Throws
+   * INVALID for no allocation or one not of this deployment, NOT_FOUND for
+   * an unknown allocation, and as `promote` for the deployment. Safe to repeat.
+   */
+  setAllocHealth(id: string, healthy: readonly string[], unhealthy: readonly string[]): Promise<DeploymentChange> {
+    if (healthy.length + unhealthy.length === 0) throw new DeploymentError('INVALID', 'name at least one healthy or unhealthy allocation');
+    const now = this.#clock.now();
+    return this.#change(id, (d, txn, revert) => {
+      const taskGroups = structuredClone(d.taskGroups);
+      const marks: Array<[string, boolean]> = [...healthy.map((a): [string, boolean] => [a, true]), ...unhealthy.map((a): [string, boolean] => [a, false])];
+      for (const [allocId, isHealthy] of marks) {
+        const a = txn.get('allocations', rowKey(allocId));
+        if (!a) throw new DeploymentError('NOT_FOUND', `allocation "${allocId}" not found`);
+        if (a.deploymentId !== id) throw new DeploymentError('INVALID', `allocation "${allocId}" is not part of deployment "${id}"`);
+        txn.put('allocations', { ...a, deploymentStatus: { ...(a.deploymentStatus ?? { canary: false }), healthy: isHealthy, timestamp: now }, modifyTime: now });
+        const state = taskGroups[a.taskGroup];
+        if (isHealthy && state && state.progressDeadlineMs > 0) state.requireProgressBy = now + state.progressDeadlineMs;
+      }
+      this.#log.info({ deploymentId: id, healthy: healthy.length, unhealthy: unhealthy.length }, 'deployment allocation health set');
+      if (unhealthy.length === 0) return { ...d, taskGroups };
+      const stable = this.#revertTarget(d, txn);
+      if (stable) revert(stable);
+      const suffix = stable ? ` - rolling back to job version ${stable.version}` : '';
+      return { ...d, taskGroups, status: 'failed', statusDescription: `Failed due to unhealthy allocations${suffix}` };
+    });
   }
 
   /**
    * Registers the job's kept `version` again (as a new version). Throws
    * NOT_FOUND for an unknown job or version.
    */
-  async revert(namespace: string, jobId: string, version: number): Promise<{ job: Job }> {
+  async revert(namespace: string, jobId: string, version: number): Promise<JobRegistration> {
     const snap = this.#store.snapshot();
     if (!snap.get('jobs', rowKey(namespace, jobId))) throw new DeploymentError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
     const kept = jobVersions(snap, namespace, jobId).find((v) => v.version === version);
@@ -117,7 +171,7 @@ export class DeploymentService {
   }
 
   /** Sets `group`'s count and registers the job. Throws NOT_FOUND (job or group), INVALID (count). */
-  async scale(namespace: string, jobId: string, group: string, count: number): Promise<{ job: Job }> {
+  async scale(namespace: string, jobId: string, group: string, count: number): Promise<JobRegistration> {
     if (!Number.isInteger(count) || count < 0) throw new DeploymentError('INVALID', `count must be a whole number of at least 0, not ${count}`);
     const job = this.#store.snapshot().get('jobs', rowKey(namespace, jobId));
     if (!job) throw new DeploymentError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);

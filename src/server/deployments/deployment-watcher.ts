@@ -9,14 +9,22 @@
 // injectable clock.
 
 import { AbortedError, describeError, Lifecycle, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
-import { isActiveDeployment, rolls, specOfJob, type Deployment, type Job, type JobSpec } from '../../structs/index.js';
+import { isActiveDeployment, rolls, specOfJob, type Deployment, type Evaluation, type Job, type JobSpec } from '../../structs/index.js';
 import { rowKey, untilChangeOr, type DataTable, type StateStore, type WriteTxn } from '../state/index.js';
 import { judgeHealth } from './alloc-health.js';
 import { jobVersions, sameSpec } from './deployment-plan.js';
 
 /** What the watcher needs of the job service. */
+/** A registration's outcome: the job, its evaluation, and the index of the write. */
+export interface JobRegistration {
+  job: Job;
+  evaluation: Evaluation;
+  index: number;
+}
+
 export interface DeploymentJobs {
-  register(spec: unknown): Promise<{ job: Job }>;
+  /** Registers the job again; resolves with the registration (JobService.register's answer). */
+  register(spec: unknown): Promise<JobRegistration>;
   evaluate(namespace: string, jobId: string, opts: { trigger: 'deployment-watcher'; always?: boolean }): Promise<unknown>;
 }
 

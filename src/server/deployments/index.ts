@@ -4,6 +4,6 @@
 // reverts; the service answers the API (promote, fail, pause, resume, job
 // versions, revert, scale).
 export { currentDeployment, recordRollout, revertsToStable, sameSpec, recordJobVersion, jobVersions, jobDeployments, getDeployment } from './deployment-plan.js';
-export { DeploymentWatcher, advanceDeployment, type DeploymentJobs, type DeploymentWatcherOptions } from './deployment-watcher.js';
+export { DeploymentWatcher, advanceDeployment, type DeploymentJobs, type DeploymentWatcherOptions, type JobRegistration } from './deployment-watcher.js';
 export { judgeHealth, type HealthVerdict } from './alloc-health.js';
-export { DeploymentService, DeploymentError, type DeploymentErrorCode, type DeploymentServiceOptions } from './deployment-service.js';
+export { DeploymentService, DeploymentError, type DeploymentChange, type DeploymentErrorCode, type DeploymentServiceOptions } from './deployment-service.js';

@@ -2,7 +2,7 @@
 // or ineligible. Each is one store write; the drainer (leader) does the rest.
 
 import { BerthError, type ApiOutcomeCode } from '../../lib/index.js';
-import type { DrainStrategy, Node } from '../../structs/index.js';
+import { withNodeEvent, type DrainStrategy, type Node } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
 
 /** A drain or eligibility request refused. Codes: NOT_FOUND (unknown node), INVALID (bad request), CONFLICT (not allowed now). */
@@ -18,10 +18,11 @@ export interface DrainSpec {
 /**
  * Starts a drain of `nodeId` (or changes the drain in progress: its
  * deadline counts from now): the node becomes ineligible and the drainer
- * starts moving its allocations. Safe to repeat. Throws DrainError
- * NOT_FOUND for an unknown node, INVALID for a malformed spec.
+ * starts moving its allocations. `meta` is what the operator sent with it
+ * (Nomad's drain Meta). Safe to repeat. Throws DrainError NOT_FOUND for an
+ * unknown node, INVALID for a malformed spec.
  */
-export async function startDrain(store: StateStore, nodeId: string, spec: DrainSpec, now: number): Promise<{ node: Node; index: number }> {
+export async function startDrain(store: StateStore, nodeId: string, spec: DrainSpec, now: number, meta?: Record<string, string>): Promise<{ node: Node; index: number }> {
   if (!Number.isFinite(spec.deadlineMs)) throw new DrainError('INVALID', 'the drain deadline must be a number of milliseconds');
   const { index, result } = await store.write((txn) => {
     const node = txn.get('nodes', rowKey(nodeId));
@@ -32,12 +33,14 @@ export async function startDrain(store: StateStore, nodeId: string, spec: DrainS
       ignoreSystemJobs: spec.ignoreSystemJobs,
       startedAt: node.drainStrategy?.startedAt ?? now,
     };
-    return txn.put('nodes', {
+    const next: Node = {
       ...node,
       schedulingEligibility: 'ineligible',
       drainStrategy: strategy,
-      lastDrain: { status: 'draining', startedAt: strategy.startedAt, updatedAt: now, message: 'drain started' },
-    });
+      lastDrain: { status: 'draining', startedAt: strategy.startedAt, updatedAt: now, message: 'drain started', ...(meta ? { meta } : {}) },
+    };
+    const message = node.drainStrategy ? 'Node drain strategy updated' : 'Node drain strategy set';
+    return txn.put('nodes', withNodeEvent(next, { at: now, subsystem: 'Drain', message }, txn.writeIndex));
   });
   return { node: result, index };
 }
@@ -46,14 +49,23 @@ export async function startDrain(store: StateStore, nodeId: string, spec: DrainS
  * Cancels the drain of `nodeId`: allocations already moved stay moved; the
  * node becomes eligible again unless `markEligible` is false (Nomad's
  * -keep-ineligible). A node not draining only has its eligibility set.
- * Safe to repeat. Throws DrainError NOT_FOUND for an unknown node.
+ * `meta` replaces the last drain's (Nomad's CLI sends the old one with a
+ * `cancel_message`). Safe to repeat. Throws DrainError NOT_FOUND for an
+ * unknown node.
  */
-export async function cancelDrain(store: StateStore, nodeId: string, markEligible: boolean, now: number): Promise<{ node: Node; index: number }> {
+export async function cancelDrain(store: StateStore, nodeId: string, markEligible: boolean, now: number, meta?: Record<string, string>): Promise<{ node: Node; index: number }> {
   const { index, result } = await store.write((txn) => {
     const node = txn.get('nodes', rowKey(nodeId));
     if (!node) throw new DrainError('NOT_FOUND', `node "${nodeId}" not found`);
-    const next: Node = { ...node, drainStrategy: null, schedulingEligibility: markEligible ? 'eligible' : 'ineligible' };
-    if (node.drainStrategy) next.lastDrain = { status: 'canceled', startedAt: node.drainStrategy.startedAt, updatedAt: now, message: 'drain canceled by the operator' };
+    let next: Node = { ...node, drainStrategy: null, schedulingEligibility: markEligible ? 'eligible' : 'ineligible' };
+    if (node.drainStrategy) {
+      const canceled = { status: 'canceled' as const, startedAt: node.drainStrategy.startedAt, updatedAt: now, message: 'drain canceled by the operator' };
+      const kept = meta ?? node.lastDrain?.meta;
+      next.lastDrain = kept ? { ...canceled, meta: kept } : canceled;
+      next = withNodeEvent(next, { at: now, subsystem: 'Drain', message: 'Node drain disabled' }, txn.writeIndex);
+    } else if ((node.schedulingEligibility ?? 'eligible') !== next.schedulingEligibility) {
+      next = withNodeEvent(next, eligibilityEvent(markEligible, now), txn.writeIndex);
+    }
     return txn.put('nodes', next);
   });
   return { node: result, index };
@@ -64,7 +76,7 @@ export async function cancelDrain(store: StateStore, nodeId: string, markEligibl
  * keeps running). Refused with DrainError CONFLICT when making a draining
  * node eligible: cancel the drain first, as Nomad does. Safe to repeat.
  */
-export async function setEligibility(store: StateStore, nodeId: string, eligible: boolean): Promise<{ node: Node; index: number }> {
+export async function setEligibility(store: StateStore, nodeId: string, eligible: boolean, now: number): Promise<{ node: Node; index: number }> {
   const { index, result } = await store.write((txn) => {
     const node = txn.get('nodes', rowKey(nodeId));
     if (!node) throw new DrainError('NOT_FOUND', `node "${nodeId}" not found`);
@@ -73,7 +85,11 @@ export async function setEligibility(store: StateStore, nodeId: string, eligible
     }
     const want = eligible ? 'eligible' : 'ineligible';
     if ((node.schedulingEligibility ?? 'eligible') === want) return node;
-    return txn.put('nodes', { ...node, schedulingEligibility: want });
+    return txn.put('nodes', withNodeEvent({ ...node, schedulingEligibility: want }, eligibilityEvent(eligible, now), txn.writeIndex));
   });
   return { node: result, index };
+}
+
+function eligibilityEvent(eligible: boolean, now: number): { at: number; subsystem: string; message: string } {
+  return { at: now, subsystem: 'Cluster', message: eligible ? 'Node marked as eligible for scheduling' : 'Node marked as ineligible for scheduling' };
 }

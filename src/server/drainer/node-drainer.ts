@@ -8,7 +8,7 @@
 // drain when the node is empty and its claims are released.
 
 import { AbortedError, describeError, Lifecycle, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
-import type { Job } from '../../structs/index.js';
+import { withNodeEvent, type Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, untilChangeOr, type DataTable, type StateStore } from '../state/index.js';
 import { decideDrain, jobKey, type DrainDecision } from './drain-decisions.js';
 
@@ -121,7 +121,8 @@ export class NodeDrainer {
       const lastDrain = node.lastDrain ?? { status: 'draining' as const, startedAt: node.drainStrategy.startedAt, updatedAt: now, message: '' };
       if (decision.done) {
         // Nomad leaves a drained node ineligible: the operator makes it eligible again when its maintenance is over.
-        txn.put('nodes', { ...node, drainStrategy: null, schedulingEligibility: 'ineligible', lastDrain: { ...lastDrain, status: 'complete', updatedAt: now, message: decision.message } });
+        const drained = { ...node, drainStrategy: null, schedulingEligibility: 'ineligible' as const, lastDrain: { ...lastDrain, status: 'complete' as const, updatedAt: now, message: decision.message } };
+        txn.put('nodes', withNodeEvent(drained, { at: now, subsystem: 'Drain', message: 'Node drain complete' }, txn.writeIndex));
       } else if (lastDrain.message !== decision.message) {
         txn.put('nodes', { ...node, lastDrain: { ...lastDrain, updatedAt: now, message: decision.message } });
       }

@@ -88,5 +88,8 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
     const v = e[key];
     if (typeof v === 'string' || typeof v === 'boolean') details[key] = v;
   }
-  return { status: statusForCode(err.code), body: { code: err.code, message: err.message, details } };
+  // An error that carries its own status (the node agent's client routes, served here in dev mode) keeps it.
+  const own = e['httpStatus'];
+  const status = typeof own === 'number' && own >= 400 && own < 600 ? own : statusForCode(err.code);
+  return { status, body: { code: err.code, message: err.message, details } };
 }

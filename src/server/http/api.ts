@@ -12,14 +12,22 @@ import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
+import { registerAgentRoutes } from './agent-routes.js';
+import { registerAllocRoutes } from './alloc-routes.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerDrainRoutes } from './drain-routes.js';
+import { registerEvalRoutes } from './eval-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
+import { registerMetricsRoute } from './metrics-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
+import { registerCsiSnapshotRoutes } from './csi-snapshot-routes.js';
+import { registerPluginRoutes } from './plugin-routes.js';
+import { registerOperatorRoutes } from './operator-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { registerVolumeClaimRoutes } from './volume-claim-routes.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerVolumeHealthRoutes } from './volume-health-routes.js';
 import type { ApiDeps, RouteContext } from './route-context.js';
@@ -30,10 +38,18 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Who may call the route; `public` needs no token (only the web UI's static files, which hold no cluster data). */
     access?: Access | 'public';
+    /** A WebSocket route that reads Nomad's handshake message (`ws_handshake=true`) and calls `req.authorizeHandshake` before anything else. */
+    wsHandshake?: boolean;
   }
   interface FastifyRequest {
     /** The caller, set once the token is checked. */
     caller?: { name: string; role: string };
+    /**
+     * Set instead of `caller` on a WebSocket opened with `ws_handshake=true`
+     * and no token header: checks the token of its handshake message for the
+     * route's access and sets `caller`. Rejects as a bad token does.
+     */
+    authorizeHandshake?: (token: string) => Promise<void>;
   }
 }
 
@@ -93,6 +109,13 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     }
     if (access === 'public') return;
     const nomadToken = req.headers['x-nomad-token'];
+    // A browser's WebSocket cannot carry a token header: with ws_handshake its first message does (the route checks it).
+    if (req.routeOptions.config.wsHandshake && !nomadToken && !req.headers.authorization && isHandshakeUpgrade(req)) {
+      req.authorizeHandshake = async (token) => {
+        req.caller = tokens.authorize(undefined, access, token);
+      };
+      return;
+    }
     req.caller = tokens.authorize(req.headers.authorization, access, typeof nomadToken === 'string' ? nomadToken : undefined);
   });
 
@@ -147,36 +170,26 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   };
   registerLeaderForwarding(app, ctx);
   registerClusterRoutes(app, ctx);
+  registerAgentRoutes(app, ctx);
+  registerOperatorRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerEvalRoutes(app, ctx);
+  registerAllocRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerNodeRoutes(app, ctx);
   registerDrainRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
+  registerVolumeClaimRoutes(app, ctx);
+  registerCsiSnapshotRoutes(app, ctx);
+  registerPluginRoutes(app, ctx);
   registerVolumeHealthRoutes(app, ctx);
   registerServiceRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 
-  const metrics = deps.metrics;
-  if (metrics) {
-    app.get('/metrics', { config: { access: 'read' } }, async (_req, reply) => {
-      const { contentType, body } = await metrics.scrape();
-      return reply.header('Content-Type', contentType).send(body);
-    });
-  }
+  if (deps.metrics) registerMetricsRoute(app, deps.metrics.registry);
 
   await deps.extraRoutes?.(app);
 
-  // Who the caller's token is (its name and role, never the secret): the web UI shows actions to management tokens only.
-  app.get('/v1/token/self', { config: { access: 'node-read' } }, async (req) => ({ name: req.caller?.name, role: req.caller?.role }));
-
-  app.get('/v1/status', { config: { access: 'node-read' } }, async () => {
-    const leadership = deps.leadership?.();
-    return {
-      index: deps.store.latestIndex(),
-      connectedNodes: deps.connections.connectedNodes().length,
-      ...(leadership ? { leader: leadership.leader?.address ?? null, isLeader: leadership.isLeader } : {}),
-    };
-  });
   return app;
 }
 
@@ -191,6 +204,12 @@ function sendError(req: FastifyRequest, reply: FastifyReply, status: number, bod
   void reply.header('X-Berth-Error-Code', body.code);
   if (wantsJson(req.headers.accept)) return reply.status(status).send(body);
   return reply.status(status).type('text/plain; charset=utf-8').send(body.message);
+}
+
+/** A WebSocket upgrade whose token comes in its first message (Nomad's `ws_handshake=true`). */
+function isHandshakeUpgrade(req: FastifyRequest): boolean {
+  const q = (req.query ?? {}) as Record<string, unknown>;
+  return String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' && ['1', 't', 'true', 'TRUE', 'True'].includes(String(q['ws_handshake'] ?? ''));
 }
 
 function wantsJson(accept: string | undefined): boolean {

@@ -1,123 +1,123 @@
-// Deployments and job versions over HTTP (Nomad's /v1/deployments,
-// /v1/deployment/..., /v1/job/:id/deployments, versions, revert, scale).
+// Deployments over HTTP, as Nomad's (command/agent/deployment_endpoint.go):
+// `GET /v1/deployments` (namespace, prefix, filter, paging, blocking),
+// `/v1/deployment/:id`, `/v1/job/:id/deployments` (`all`) and
+// `/v1/job/:id/deployment`, in Nomad's Deployment shape; promote, fail,
+// pause and allocation-health (PUT or POST, as Nomad's client sends PUT),
+// answering a DeploymentUpdateResponse. A job's versions, revert and scale
+// are the jobs family's (job-version-routes.ts).
 
-import type { FastifyInstance } from 'fastify';
-import { publicJob } from '../../structs/index.js';
-import { jobDeployments, jobVersions } from '../deployments/index.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import {
+  DeploymentAllocHealthRequest,
+  DeploymentFailRequest,
+  DeploymentPauseRequest,
+  DeploymentPromoteRequest,
+  type Deployment,
+  type DeploymentUpdateResponse,
+} from '../../api/index.js';
+import type { Deployment as BerthDeployment } from '../../structs/index.js';
+import type { DeploymentChange } from '../deployments/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
-import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
+import { createIndexToken, nomadListOrder } from './create-order.js';
+import { deployedVersion, deploymentOut, deploymentUpdateOut } from './deployment-shapes.js';
+import { inNamespace, listPage, nomadRead, setIndexHeaders } from './nomad-read.js';
+import { objectBody, type RouteContext } from './route-context.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
-export function registerDeploymentRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
-  const { store } = deps;
+/**
+ * A write's body read with its schema, as Nomad's handlers decode it: an
+ * object whose `DeploymentID`, when `idRequired`, is given and is the path's.
+ * Throws ApiError INVALID naming what is wrong.
+ */
+function requestOf<S extends z.ZodType<{ DeploymentID?: string | undefined }>>(schema: S, body: unknown, id: string, idRequired: boolean): z.infer<S> {
+  if ((body === undefined || body === null) && !idRequired) return schema.parse({}) as z.infer<S>;
+  const parsed = schema.safeParse(objectBody(body));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join('.') ?? '';
+    throw new ApiError('INVALID', `request body: ${field ? `${field}: ` : ''}${issue?.message ?? 'invalid'}`, { field });
+  }
+  const deploymentId = parsed.data.DeploymentID;
+  if (idRequired && !deploymentId) throw new ApiError('INVALID', 'DeploymentID must be specified', { field: 'DeploymentID' });
+  if (deploymentId && deploymentId !== id) throw new ApiError('INVALID', 'Deployment ID does not match', { field: 'DeploymentID' });
+  return parsed.data;
+}
+
+export function registerDeploymentRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { deps } = ctx;
   const service = (): NonNullable<typeof deps.deployments> => {
     if (!deps.deployments) throw new ApiError('UNAVAILABLE', 'deployments are not served here');
     return deps.deployments;
   };
+  const answer = (reply: FastifyReply, change: DeploymentChange): DeploymentUpdateResponse => {
+    setIndexHeaders(ctx, reply, change.index);
+    return deploymentUpdateOut(change);
+  };
 
   app.get<{ Querystring: Query }>('/v1/deployments', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const prefix = req.query['prefix'] ?? '';
-    const { index, result } = await blockingRead(store, ['deployments'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap
-        .list('deployments', { filter: (d) => (ns === '*' || d.namespace === ns) && d.id.startsWith(prefix) })
-        .sort((a, b) => b.createIndex - a.createIndex),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
+    const rows = await nomadRead(ctx, req, reply, ['deployments'], (snap, opts) => {
+      const keep = inNamespace(opts.namespace);
+      const list = snap.list('deployments', { filter: (d: BerthDeployment) => keep(d) && d.id.startsWith(opts.prefix) });
+      return nomadListOrder(list, opts.prefix !== '').map((d) => deploymentOut(d, deployedVersion(snap, d)));
+    });
+    return listPage(rows, req, reply, req.query['prefix'] ? undefined : createIndexToken);
   });
 
   app.get<{ Params: Params; Querystring: Query }>('/v1/deployment/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['deployments'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('deployments', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `deployment "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
+    const out = await nomadRead(ctx, req, reply, ['deployments'], (snap): Deployment | undefined => {
+      const d = snap.get('deployments', rowKey(req.params.id));
+      return d && deploymentOut(d, deployedVersion(snap, d));
+    });
+    if (!out) throw new ApiError('NOT_FOUND', `deployment "${req.params.id}" not found`);
+    return out;
   });
 
-  app.get<{ Params: Params; Querystring: Query }>('/v1/deployment/allocations/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('allocations', { filter: (a) => a.deploymentId === req.params.id }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
+  // The job's deployments, oldest first; without `all=true` only those of the job as it exists now (not of
+  // an earlier job of the same ID, stopped and purged).
   app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/deployments', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['deployments'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      jobDeployments(snap, ns, req.params.id),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
+    const all = req.query['all'] === 'true';
+    const rows = await nomadRead(ctx, req, reply, ['deployments', 'jobs'], (snap, opts) => {
+      const job = snap.get('jobs', rowKey(opts.namespace, req.params.id));
+      const list = snap.list('deployments', {
+        filter: (d: BerthDeployment) => d.namespace === opts.namespace && d.jobId === req.params.id && (all || !job || d.jobCreateIndex === job.createIndex),
+      });
+      return nomadListOrder(list, false).map((d) => deploymentOut(d, deployedVersion(snap, d)));
+    });
+    return listPage(rows, req, reply, createIndexToken);
   });
 
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/deployment', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['deployments'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      jobDeployments(snap, ns, req.params.id)[0] ?? null,
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
+  // The job's latest deployment, or null.
+  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/deployment', { config: { access: 'read' } }, async (req, reply) =>
+    nomadRead(ctx, req, reply, ['deployments'], (snap, opts): Deployment | null => {
+      const list = snap.list('deployments', { filter: (d: BerthDeployment) => d.namespace === opts.namespace && d.jobId === req.params.id });
+      const latest = nomadListOrder(list, false).at(-1);
+      return latest ? deploymentOut(latest, deployedVersion(snap, latest)) : null;
+    }),
+  );
 
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/versions', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['jobVersions'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      jobVersions(snap, ns, req.params.id),
-    );
-    if (result.length === 0) throw new ApiError('NOT_FOUND', `job "${req.params.id}" not found in namespace "${ns}"`);
-    reply.header('X-Berth-Index', String(index));
-    return { versions: result.map((v) => ({ ...v, job: publicJob(v.job) })) };
+  const write = (path: string, handler: (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) => Promise<DeploymentUpdateResponse>): void => {
+    app.put<{ Params: Params }>(path, { config: { access: 'write' } }, handler);
+    app.post<{ Params: Params }>(path, { config: { access: 'write' } }, handler);
+  };
+  write('/v1/deployment/promote/:id', async (req, reply) => {
+    const body = requestOf(DeploymentPromoteRequest, req.body, req.params.id, true);
+    // `All`, or no group named: every group with canaries.
+    return answer(reply, await service().promote(req.params.id, body.All ? [] : (body.Groups ?? [])));
   });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/revert', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const version = body['version'] ?? body['JobVersion'];
-    if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
-      throw new ApiError('INVALID', 'version must be a job version number (see `berth job history`)', { field: 'version' });
-    }
-    const { job } = await service().revert(namespaceOf(req.query), req.params.id, version);
-    return { job };
+  write('/v1/deployment/fail/:id', async (req, reply) => {
+    requestOf(DeploymentFailRequest, req.body, req.params.id, false);
+    return answer(reply, await service().fail(req.params.id));
   });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/scale', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const target = body['Target'] && typeof body['Target'] === 'object' ? (body['Target'] as Record<string, unknown>) : {};
-    const group = body['group'] ?? target['Group'];
-    const count = body['count'] ?? body['Count'];
-    if (typeof group !== 'string' || group === '') throw new ApiError('INVALID', 'group must name a task group', { field: 'group' });
-    if (typeof count !== 'number') throw new ApiError('INVALID', 'count must be a number', { field: 'count' });
-    const { job } = await service().scale(namespaceOf(req.query), req.params.id, group, count);
-    return { job };
+  write('/v1/deployment/pause/:id', async (req, reply) => {
+    const body = requestOf(DeploymentPauseRequest, req.body, req.params.id, true);
+    return answer(reply, await service().pause(req.params.id, body.Pause ?? false));
   });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/promote', { config: { access: 'write' } }, async (req) => {
-    const ns = namespaceOf(req.query);
-    const latest = jobDeployments(store.snapshot(), ns, req.params.id)[0];
-    if (!latest) throw new ApiError('NOT_FOUND', `job "${req.params.id}" has no deployment`);
-    return service().promote(latest.id, groupsOf(req.body));
+  write('/v1/deployment/allocation-health/:id', async (req, reply) => {
+    const body = requestOf(DeploymentAllocHealthRequest, req.body, req.params.id, true);
+    return answer(reply, await service().setAllocHealth(req.params.id, body.HealthyAllocationIDs ?? [], body.UnhealthyAllocationIDs ?? []));
   });
-
-  app.post<{ Params: Params }>('/v1/deployment/promote/:id', { config: { access: 'write' } }, async (req) => service().promote(req.params.id, groupsOf(req.body)));
-  app.post<{ Params: Params }>('/v1/deployment/fail/:id', { config: { access: 'write' } }, async (req) => service().fail(req.params.id));
-  app.post<{ Params: Params }>('/v1/deployment/pause/:id', { config: { access: 'write' } }, async (req) => {
-    const body = req.body === undefined || req.body === null ? {} : objectBody(req.body);
-    return service().pause(req.params.id, (body['pause'] ?? body['Pause'] ?? true) !== false);
-  });
-}
-
-/** `{ groups: [...] }` (or Nomad's `Groups`), empty for all. */
-function groupsOf(body: unknown): string[] {
-  if (body === undefined || body === null) return [];
-  const obj = objectBody(body);
-  const groups = obj['groups'] ?? obj['Groups'];
-  if (groups === undefined || groups === null) return [];
-  if (!Array.isArray(groups) || groups.some((g) => typeof g !== 'string')) throw new ApiError('INVALID', 'groups must be a list of group names', { field: 'groups' });
-  return groups as string[];
 }

@@ -1,107 +1,130 @@
-// Operating on nodes and claims: drain and eligibility (Nomad's
-// PUT /v1/node/:id/drain and /eligibility, in Nomad's body shapes as well as
-// Berth's), and the claims of volumes (list; delete one claim).
+// Operating on nodes (Nomad's node writes): drain and eligibility
+// (`POST`/`PUT /v1/node/:id/drain` and `/eligibility`), purge and
+// evaluate, in Nomad's bodies and answers. The claims of volumes are in
+// volume-claim-routes.ts.
 
-import type { FastifyInstance } from 'fastify';
-import { isClientTerminal, publicClaim, type VolumeClaim } from '../../structs/index.js';
-import { anySignal, systemClock } from '../../lib/index.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { z } from 'zod';
+import * as Api from '../../api/index.js';
+import { systemClock } from '../../lib/index.js';
 import { cancelDrain, setEligibility, startDrain, type DrainSpec } from '../drainer/index.js';
-import { keyPrefix, rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
-import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
+import { setIndexHeaders } from './nomad-read.js';
+import { type RouteContext } from './route-context.js';
+import { rowKey } from '../state/index.js';
+type Params = { id: string };
 
-type Query = Record<string, string | undefined>;
-
-/** Nanoseconds in Nomad's bodies, milliseconds in Berth's (`deadlineMs`). */
-function drainSpecOf(body: Record<string, unknown>): DrainSpec | undefined {
-  const raw = body['DrainSpec'] ?? body['drainSpec'];
-  if (raw === null || raw === undefined) return undefined;
-  const spec = objectBody(raw, 'DrainSpec');
-  const ms = spec['deadlineMs'];
-  const ns = spec['Deadline'];
-  let deadlineMs: number;
-  if (typeof ms === 'number') deadlineMs = ms;
-  else if (typeof ns === 'number') deadlineMs = ns < 0 ? -1 : Math.round(ns / 1e6);
-  else if (ms === undefined && ns === undefined) deadlineMs = 3_600_000;
-  else throw new ApiError('INVALID', 'DrainSpec.Deadline must be a number (nanoseconds; -1 forces, 0 means none)', { field: 'DrainSpec.Deadline' });
-  const ignore = spec['IgnoreSystemJobs'] ?? spec['ignoreSystemJobs'] ?? false;
-  if (typeof ignore !== 'boolean') throw new ApiError('INVALID', 'DrainSpec.IgnoreSystemJobs must be true or false', { field: 'DrainSpec.IgnoreSystemJobs' });
-  return { deadlineMs, ignoreSystemJobs: ignore };
+/** A request body read with its API schema (unknown fields ignored, as Go's decoder does). Throws ApiError INVALID naming the field. */
+function bodyOf<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const parsed = schema.safeParse(body ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue?.path.join('.') ?? '';
+  throw new ApiError('INVALID', `${field ? `${field}: ` : ''}${issue?.message ?? 'malformed request body'}`, field ? { field } : {});
 }
 
-export function registerDrainRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
-  const { store, volumes, jobs } = deps;
+/** Nomad's Deadline (nanoseconds; negative forces, 0 means none) as the drainer's milliseconds. */
+function drainSpecOf(spec: { Deadline: number; IgnoreSystemJobs?: boolean | undefined }): DrainSpec {
+  const ns = spec.Deadline;
+  return { deadlineMs: ns < 0 ? -1 : Math.round(ns / 1e6), ignoreSystemJobs: spec.IgnoreSystemJobs ?? false };
+}
+
+export function registerDrainRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { deps } = ctx;
+  const { store, jobs } = deps;
   const clock = deps.clock ?? systemClock;
 
-  // Body: { DrainSpec: { Deadline (ns), IgnoreSystemJobs } | null, MarkEligible } as Nomad's API takes it.
-  app.put<{ Params: { id: string } }>('/v1/node/:id/drain', { config: { access: 'write' } }, async (req, reply) => {
-    const body = objectBody(req.body ?? {});
-    const spec = drainSpecOf(body);
-    const markEligible = body['MarkEligible'] ?? body['markEligible'] ?? false;
-    if (typeof markEligible !== 'boolean') throw new ApiError('INVALID', 'MarkEligible must be true or false', { field: 'MarkEligible' });
-    const out = spec ? await startDrain(store, req.params.id, spec, clock.now()) : await cancelDrain(store, req.params.id, markEligible, clock.now());
-    reply.header('X-Berth-Index', String(out.index));
-    return { NodeModifyIndex: out.index, node: out.node };
-  });
+  /** A node write's answer: its index in the headers and in Nomad's response fields. */
+  const written = (reply: FastifyReply, index: number, nodeModifyIndex: number, evalIds: string[] = [], evalIndex = 0): Api.NodeDrainUpdateResponse => {
+    setIndexHeaders(ctx, reply, index);
+    return { NodeModifyIndex: nodeModifyIndex, EvalIDs: evalIds, EvalCreateIndex: evalIndex, Index: index };
+  };
 
-  // Body: { Eligibility: "eligible" | "ineligible" }.
-  app.put<{ Params: { id: string } }>('/v1/node/:id/eligibility', { config: { access: 'write' } }, async (req, reply) => {
-    const body = objectBody(req.body ?? {});
-    const want = body['Eligibility'] ?? body['eligibility'];
-    if (want !== 'eligible' && want !== 'ineligible') {
-      throw new ApiError('INVALID', 'Eligibility must be "eligible" or "ineligible"', { field: 'Eligibility' });
+  /**
+   * Evaluates every job with an allocation meant to run on the node, and
+   * every system job (Nomad's node evaluations), each recorded as an
+   * evaluation triggered by the node. Resolves with their IDs and the
+   * index of the last.
+   */
+  const evaluateNode = async (nodeId: string, jobsOf: { namespace: string; jobId: string }[]): Promise<{ ids: string[]; index: number }> => {
+    const ids: string[] = [];
+    let index = 0;
+    for (const { namespace, jobId } of jobsOf) {
+      const out = await jobs.evaluate(namespace, jobId, { trigger: 'node-update', always: true, nodeId });
+      if (out.evaluation) ids.push(out.evaluation.id);
+      index = Math.max(index, out.index);
     }
-    const out = await setEligibility(store, req.params.id, want === 'eligible');
-    reply.header('X-Berth-Index', String(out.index));
-    return { NodeModifyIndex: out.index, node: out.node };
-  });
+    return { ids, index };
+  };
+  const jobsOfNode = (nodeId: string): { namespace: string; jobId: string }[] => {
+    const snap = store.snapshot();
+    const keys = new Map<string, { namespace: string; jobId: string }>();
+    for (const j of snap.list('jobs', { filter: (j) => j.type === 'system' && !j.stop })) keys.set(rowKey(j.namespace, j.id), { namespace: j.namespace, jobId: j.id });
+    for (const a of snap.list('allocations', { filter: (a) => a.nodeId === nodeId && a.desiredStatus === 'run' })) {
+      keys.set(rowKey(a.namespace, a.jobId), { namespace: a.namespace, jobId: a.jobId });
+    }
+    return [...keys.values()];
+  };
 
-  // Every claim, or those of one job (?job=) or one volume (?volume=), each with its allocation's job and status.
-  app.get<{ Querystring: Query }>('/v1/volumes/claims', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const job = req.query['job'];
-    const volume = req.query['volume'];
-    const { index, result } = await blockingRead(store, ['claims', 'allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap
-        .list('claims', { ...(ns !== '*' ? { prefix: volume ? keyPrefix(ns, volume) : keyPrefix(ns) } : {}) })
-        .filter((c) => !volume || c.volumeId === volume)
-        .map((c) => {
-          const a = snap.get('allocations', rowKey(c.allocId));
-          return { ...publicClaim(c), jobId: a?.jobId ?? '', allocClientStatus: a?.clientStatus ?? 'gone', allocDesiredStatus: a?.desiredStatus ?? 'gone' };
-        })
-        .filter((c) => !job || c.jobId === job),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
+  // Body: Nomad's NodeUpdateDrainRequest, { DrainSpec: { Deadline (ns), IgnoreSystemJobs } | null, MarkEligible, Meta }.
+  // A null DrainSpec cancels the drain. The drainer (leader) moves the allocations; the answer names no evaluation.
+  const drain = async (req: { params: Params; body: unknown }, reply: FastifyReply): Promise<Api.NodeDrainUpdateResponse> => {
+    const body = bodyOf(Api.NodeUpdateDrainRequest, req.body);
+    const meta = body.Meta ?? undefined;
+    const out = body.DrainSpec
+      ? await startDrain(store, req.params.id, drainSpecOf(body.DrainSpec), clock.now(), meta)
+      : await cancelDrain(store, req.params.id, body.MarkEligible ?? false, clock.now(), meta);
+    return written(reply, out.index, out.node.modifyIndex);
+  };
+  app.post<{ Params: Params }>('/v1/node/:id/drain', { config: { access: 'write' } }, drain);
+  app.put<{ Params: Params }>('/v1/node/:id/drain', { config: { access: 'write' } }, drain);
 
-  // Releases one claim (NodeUnpublish, NodeUnstage, ControllerUnpublish), as Nomad's claim GC does for a
-  // finished allocation. Refused while the allocation runs, unless ?force=true: then it is stopped first.
-  app.delete<{ Params: { id: string; alloc: string }; Querystring: Query }>(
-    '/v1/volume/csi/:id/claim/:alloc',
-    { config: { access: 'write' } },
-    async (req, reply) => {
-      const ns = namespaceOf(req.query);
-      const key = rowKey(ns, req.params.id, req.params.alloc);
-      const claim = store.snapshot().get('claims', key) as VolumeClaim | undefined;
-      if (!claim) throw new ApiError('NOT_FOUND', `volume ${req.params.id} has no claim by allocation ${req.params.alloc}`);
-      const force = req.query['force'] === 'true' || req.query['force'] === '1';
-      const alloc = store.snapshot().get('allocations', rowKey(claim.allocId));
-      let stopped = false;
-      if (alloc && !isClientTerminal(alloc.clientStatus)) {
-        if (!force) {
-          throw new ApiError('CONFLICT', `allocation ${alloc.id} (job ${alloc.jobId}) is ${alloc.clientStatus} and uses the volume; stop it first, or delete the claim with force (which stops it)`);
-        }
-        await jobs.stopAllocation(alloc.id);
-        stopped = true;
-        // Released by the claim watcher once the allocation is terminal; wait for that.
-      }
-      const signal = anySignal([signalOf(req, reply), AbortSignal.timeout(300_000)]);
-      if (!stopped) await volumes.releaseByKey(key, 'claim delete requested', signal);
-      let seen = store.latestIndex();
-      while (store.snapshot().get('claims', key)) seen = await store.blockUntil(['claims'], seen, { signal });
-      return { deleted: { volumeId: claim.volumeId, allocId: claim.allocId, nodeId: claim.nodeId }, stoppedAllocation: stopped ? claim.allocId : undefined };
-    },
-  );
+  // Body: { Eligibility: "eligible" | "ineligible" }. A draining node cannot be made eligible (409).
+  const eligibility = async (req: { params: Params; body: unknown }, reply: FastifyReply): Promise<Api.NodeEligibilityUpdateResponse> => {
+    const body = bodyOf(Api.NodeUpdateEligibilityRequest, req.body);
+    const out = await setEligibility(store, req.params.id, body.Eligibility === 'eligible', clock.now());
+    return written(reply, out.index, out.node.modifyIndex);
+  };
+  app.post<{ Params: Params }>('/v1/node/:id/eligibility', { config: { access: 'write' } }, eligibility);
+  app.put<{ Params: Params }>('/v1/node/:id/eligibility', { config: { access: 'write' } }, eligibility);
+
+  // Removes the node from the cluster's state (a live agent registers again); its jobs are evaluated.
+  const purge = async (req: { params: Params }, reply: FastifyReply): Promise<Api.NodeUpdateResponse> => {
+    const affected = jobsOfNode(req.params.id);
+    const { index } = await deps.nodes.purge(req.params.id);
+    const evals = await evaluateNode(req.params.id, affected);
+    return nodeUpdateResponse(written(reply, Math.max(index, evals.index), index, evals.ids, evals.index));
+  };
+  app.post<{ Params: Params }>('/v1/node/:id/purge', { config: { access: 'write' } }, purge);
+  app.put<{ Params: Params }>('/v1/node/:id/purge', { config: { access: 'write' } }, purge);
+
+  // Evaluates the node's jobs now (Nomad's force-evaluate).
+  const evaluate = async (req: { params: Params }, reply: FastifyReply): Promise<Api.NodeUpdateResponse> => {
+    const node = store.snapshot().get('nodes', rowKey(req.params.id));
+    if (!node) throw new ApiError('NOT_FOUND', 'node not found', { nodeId: req.params.id });
+    const evals = await evaluateNode(node.id, jobsOfNode(node.id));
+    return nodeUpdateResponse(written(reply, Math.max(evals.index, node.modifyIndex), node.modifyIndex, evals.ids, evals.index));
+  };
+  app.post<{ Params: Params }>('/v1/node/:id/evaluate', { config: { access: 'write' } }, evaluate);
+  app.put<{ Params: Params }>('/v1/node/:id/evaluate', { config: { access: 'write' } }, evaluate);
+}
+
+/** Nomad's structs.NodeUpdateResponse for an operator's write: the node fields a registering agent reads are zero. */
+function nodeUpdateResponse(w: Api.NodeDrainUpdateResponse): Api.NodeUpdateResponse {
+  return {
+    HeartbeatTTL: 0,
+    EvalIDs: w.EvalIDs,
+    EvalCreateIndex: w.EvalCreateIndex,
+    NodeModifyIndex: w.NodeModifyIndex,
+    Features: 0,
+    LeaderRPCAddr: '',
+    NumNodes: 0,
+    Servers: null,
+    SchedulingEligibility: '',
+    SignedIdentity: null,
+    Index: w.Index,
+    LastContact: 0,
+    KnownLeader: true,
+    NextToken: '',
+  };
 }

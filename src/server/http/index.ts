@@ -6,6 +6,6 @@ export type { ApiDeps } from './route-context.js';
 export { TokenTable, ROLES, type ApiToken, type Role, type Access } from './auth.js';
 export { ApiError, toErrorResponse, statusForCode, type ErrorBody } from './api-error.js';
 export { parseBlockingQuery, blockingRead, DEFAULT_WAIT_MS, MAX_WAIT_MS, type BlockingQuery } from './blocking.js';
-export { EVENT_TOPICS, parseTopics } from './event-routes.js';
 export { FORWARDED_HEADER, LEADER_HEADER } from './leader-forward.js';
-export type { MembersAnswer } from './cluster-routes.js';
+export { registerMetricsRoute } from './metrics-routes.js';
+export type { AgentInfo } from './route-context.js';

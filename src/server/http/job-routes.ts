@@ -1,220 +1,246 @@
-// Jobs, allocations and evaluations over HTTP.
+// The jobs route family, Nomad's (command/agent/job_endpoint.go): list,
+// register, parse, read, stop, plan, validate, evaluate and summary,
+// answering in Nomad's shapes (src/api/jobs.ts); dispatch and periodic
+// force are in job-child-routes.ts, versions, revert and scale in
+// job-version-routes.ts. A request's Job
+// is Nomad's Job JSON, read with nomadJobToSpec (a field Berth lacks is
+// refused by name at its Nomad path). Allocations: alloc-routes.ts;
+// evaluations: eval-routes.ts.
 
-import type { FastifyInstance } from 'fastify';
-import { isNomadJobJson, nomadJobToSpec, parseJobSpec, publicJob, JobValidationError, type Allocation, type Evaluation, type Job } from '../../structs/index.js';
-import { problemsAgainstState } from '../jobs/index.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type * as api from '../../api/index.js';
+import {
+  atNomadPaths,
+  JobValidationError,
+  jobModifyIndex,
+  jobToNomad,
+  nextLaunch,
+  nomadJobToSpec,
+  parseJobSpec,
+  publicJob,
+  specOfJob,
+  specToNomadJob,
+  type JobPlan,
+  type JobProblem,
+  type JobSpec,
+} from '../../structs/index.js';
+import { jobSummaryIn, problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
+import { objectBody, type RouteContext } from './route-context.js';
+import { registerJobChildRoutes } from './job-child-routes.js';
+import { JobListCache } from './job-list-cache.js';
+import { planResponse } from './job-plan-shapes.js';
+import { registerJobVersionRoutes } from './job-version-routes.js';
+import { boolParam, queryMeta } from './job-params.js';
+import { listPage, nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
-function inNamespace(ns: string): (row: { namespace: string }) => boolean {
-  return ns === '*' ? () => true : (row) => row.namespace === ns;
+
+const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * The namespace a job write is for, as Nomad's namespaceForJob picks it:
+ * the query's, then the body's WriteRequest, then the job's own, then default.
+ */
+function jobNamespace(req: FastifyRequest, body: Record<string, unknown>, job: Record<string, unknown>): string {
+  const query = req.query as Query;
+  for (const v of [query['namespace'], body['Namespace'], job['Namespace']]) if (typeof v === 'string' && v !== '') return v;
+  return 'default';
 }
 
-function withPrefix(query: Query): (row: { id: string }) => boolean {
-  const prefix = query['prefix'] ?? '';
-  return (row) => row.id.startsWith(prefix);
-}
-
-/** A job sent back to a user: mount flags redacted. */
-function jobOut(job: Job): Job {
-  return publicJob(job);
+/** A job read from Nomad's Job JSON, and where each of its canonical paths came from. */
+interface ReadJob {
+  spec: JobSpec;
+  /** Canonical path -> Nomad path in the request body (`Job.TaskGroups[0].Count`). */
+  origins: Map<string, string>;
 }
 
 /**
- * The body of a job registration: `{ job: spec }`, the spec itself, or
- * Nomad's API form (`{"Job": {...}}`, PascalCase), translated; a Nomad field
- * Berth does not support is refused by name.
+ * Nomad's Job JSON -> Berth's checked spec in `namespace`. Throws
+ * JobValidationError (400) listing every problem at its Nomad path: a field
+ * Berth does not support, or the spec's own problems.
  */
-function specFrom(body: unknown): unknown {
-  const obj = objectBody(body);
-  if (isNomadJobJson(obj)) {
-    const t = nomadJobToSpec(obj);
-    if (t.problems.length) throw new JobValidationError(t.problems);
-    return t.input;
+export function specOfNomadJob(job: Record<string, unknown>, namespace: string): ReadJob {
+  // Read as the body holds it, so that paths name the field in the body: `Job.TaskGroups[0].Count`.
+  const t = nomadJobToSpec({ Job: job });
+  if (t.problems.length) throw new JobValidationError(t.problems);
+  try {
+    return { spec: parseJobSpec({ ...t.input, namespace }), origins: t.origins };
+  } catch (err) {
+    throw nomadPathsOf(err, t.origins);
   }
-  return 'job' in obj && obj['job'] && typeof obj['job'] === 'object' ? obj['job'] : obj;
 }
 
-/** Nomad's `EnforceIndex` + `JobModifyIndex` (or Berth's `checkIndex`): register only if the job is still at that index. */
-function checkIndexOf(body: unknown): { checkIndex?: number } {
-  const obj = objectBody(body);
-  const raw = obj['checkIndex'] ?? (obj['EnforceIndex'] ? (obj['JobModifyIndex'] ?? 0) : undefined);
-  if (raw === undefined) return {};
-  if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw new ApiError('INVALID', 'checkIndex must be a job modify index (a whole number, 0 for a new job)', { field: 'checkIndex' });
-  return { checkIndex: raw };
+/** A JobValidationError with its problems at their Nomad paths (what the state refused: unknown volumes, a plugin ID taken); anything else as it is. */
+function nomadPathsOf(err: unknown, origins: Map<string, string>): unknown {
+  return err instanceof JobValidationError ? new JobValidationError(atNomadPaths({ origins }, err.problems)) : err;
 }
 
-export function registerJobRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
+/** The `Job` of a request body; ApiError INVALID (Nomad's words) when there is none or it has no ID, or not the path's. */
+function requestJob(body: Record<string, unknown>, idFromPath: string | undefined, words: { noId: string; mismatch: string }): Record<string, unknown> {
+  const job = body['Job'];
+  if (!isObj(job)) throw new ApiError('INVALID', 'Job must be specified', { field: 'Job' });
+  if (typeof job['ID'] !== 'string' || job['ID'] === '') throw new ApiError('INVALID', words.noId, { field: 'Job.ID' });
+  if (idFromPath !== undefined && job['ID'] !== idFromPath) throw new ApiError('INVALID', words.mismatch, { field: 'Job.ID' });
+  return job;
+}
+
+export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { deps } = ctx;
   const { store, jobs } = deps;
 
+  // GET /v1/jobs: every job of the namespace (`*`: all) as a JobListStub with its summary.
+  const lists = new JobListCache();
   app.get<{ Querystring: Query }>('/v1/jobs', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['jobs'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('jobs', { filter: (j) => inNamespace(ns)(j) && withPrefix(req.query)(j) }).map(jobOut),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
+    const meta = boolParam(req.query, 'meta') ?? false;
+    const list = await nomadRead(ctx, req, reply, ['jobs', 'allocations'], (snap, opts) => lists.list(snap, opts.namespace, opts.prefix, meta));
+    const q = queryOptions(req.query);
+    // The whole list, as counted: its JSON is made once for every reader of the same state.
+    if (q.filter === undefined && q.perPage === undefined && q.nextToken === undefined && !q.reverse) {
+      void reply.type('application/json; charset=utf-8');
+      return list.json();
+    }
+    return listPage(list.rows, req, reply);
   });
 
-  const register = async (body: unknown, idFromPath?: string): Promise<Record<string, unknown>> => {
-    const spec = specFrom(body);
-    if (idFromPath !== undefined && (spec as Record<string, unknown>)['id'] !== idFromPath) {
-      throw new ApiError('INVALID', `the job's id must match the path ("${idFromPath}")`, { field: 'id' });
+  // PUT/POST /v1/jobs and /v1/job/:id: Nomad's JobRegisterRequest -> JobRegisterResponse.
+  const register = async (req: FastifyRequest, reply: FastifyReply, idFromPath?: string): Promise<api.JobRegisterResponse> => {
+    const body = objectBody(req.body);
+    const job = requestJob(body, idFromPath, { noId: "Job ID hasn't been provided", mismatch: 'Job ID does not match name' });
+    const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
+    let checkIndex: number | undefined;
+    if (body['EnforceIndex'] === true) {
+      const raw = body['JobModifyIndex'] ?? 0;
+      if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw new ApiError('INVALID', 'JobModifyIndex must be a job modify index (a whole number, 0 for a new job)', { field: 'JobModifyIndex' });
+      checkIndex = raw;
     }
-    const { job, evaluation, index } = await jobs.register(spec, checkIndexOf(body));
-    return { job: jobOut(job), evaluation, evalId: evaluation.id, index };
+    const out = await jobs.register(spec, checkIndex === undefined ? {} : { checkIndex }).catch((err: unknown) => {
+      throw nomadPathsOf(err, origins);
+    });
+    setIndexHeaders(ctx, reply, out.index);
+    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
   };
+  for (const method of ['put', 'post'] as const) {
+    app[method]('/v1/jobs', { config: { access: 'write' } }, (req, reply) => register(req, reply));
+    app[method]<{ Params: Params }>('/v1/job/:id', { config: { access: 'write' } }, (req, reply) => register(req, reply, req.params.id));
+  }
 
-  app.post('/v1/jobs', { config: { access: 'write' } }, async (req, reply) => {
-    const out = await register(req.body);
-    reply.header('X-Berth-Index', String(out['index']));
-    return out;
-  });
-
-  app.post<{ Params: Params }>('/v1/job/:id', { config: { access: 'write' } }, async (req, reply) => {
-    const out = await register(req.body, req.params.id);
-    reply.header('X-Berth-Index', String(out['index']));
-    return out;
-  });
-
-  // Nomad's job plan: what registering the job would do, computed and thrown away.
-  const plan = async (req: { body: unknown; params: Params }): Promise<unknown> => {
-    const spec = specFrom(req.body);
-    if ((spec as Record<string, unknown>)['id'] !== req.params.id) {
-      throw new ApiError('INVALID', `the job's id must match the path ("${req.params.id}")`, { field: 'id' });
+  // PUT/POST /v1/jobs/parse: an HCL job file -> Nomad's Job JSON, through Berth's job file pipeline (no file functions, no environment).
+  const parse = async (req: FastifyRequest): Promise<api.Job> => {
+    const body = objectBody(req.body);
+    const hcl = body['JobHCL'];
+    if (typeof hcl !== 'string' || hcl === '') throw new ApiError('INVALID', 'Job spec is empty', { field: 'JobHCL' });
+    const variables = typeof body['Variables'] === 'string' && body['Variables'] !== '' ? [{ file: 'variables.hcl', text: body['Variables'] }] : [];
+    const { parseJobFile, SpecFileError } = await import('../../spec-files/index.js');
+    try {
+      const parsed = await parseJobFile('input.hcl', hcl, { vars: [], varFiles: variables, env: {}, allowFS: false });
+      return specToNomadJob(publicJob(parsed.job), { canonicalize: body['Canonicalize'] === true });
+    } catch (err) {
+      if (err instanceof SpecFileError) {
+        throw new ApiError('INVALID', `Failed to parse job: ${err.problems.map((p) => `${p.file}:${p.line}:${p.column}: ${p.field ? `${p.field}: ` : ''}${p.message}`).join('; ')}`, { problems: err.problems });
+      }
+      throw err;
     }
-    return jobs.plan(spec);
+  };
+  app.put('/v1/jobs/parse', { config: { access: 'read' } }, parse);
+  app.post('/v1/jobs/parse', { config: { access: 'read' } }, parse);
+
+  // GET /v1/job/:id: the job as Nomad's Job.
+  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id', { config: { access: 'read' } }, async (req, reply) => {
+    const found = await nomadRead(ctx, req, reply, ['jobs'], (snap, opts) => {
+      const job = snap.get('jobs', rowKey(opts.namespace, req.params.id));
+      if (!job) return undefined;
+      const kept = snap.get('jobVersions', rowKey(job.namespace, job.id, String(job.version).padStart(10, '0')));
+      return jobToNomad(job, { stable: kept?.stable ?? false });
+    });
+    if (!found) throw new ApiError('NOT_FOUND', 'job not found');
+    return found;
+  });
+
+  // DELETE /v1/job/:id (`purge`): JobDeregisterResponse.
+  app.delete<{ Params: Params; Querystring: Query }>('/v1/job/:id', { config: { access: 'write' } }, async (req, reply): Promise<api.JobDeregisterResponse> => {
+    const purge = boolParam(req.query, 'purge') ?? false;
+    boolParam(req.query, 'global');
+    const out = await jobs.stop(queryOptions(req.query).namespace, req.params.id, { purge });
+    setIndexHeaders(ctx, reply, out.index);
+    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: out.index, VolumeEvalID: '', VolumeEvalIndex: 0, ...queryMeta(out.index) };
+  });
+
+  // PUT/POST /v1/job/:id/plan: what registering the job would do, computed and thrown away.
+  const plan = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply): Promise<api.JobPlanResponse> => {
+    const body = objectBody(req.body);
+    const job = requestJob(body, req.params.id, { noId: 'Job must have a valid ID', mismatch: 'Job ID does not match' });
+    const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
+    const snap = store.snapshot();
+    const prev = snap.get('jobs', rowKey(spec.namespace, spec.id));
+    let result: JobPlan;
+    try {
+      result = jobs.plan(spec);
+    } catch (err) {
+      throw nomadPathsOf(err, origins);
+    }
+    const p = spec.periodic;
+    const next = p?.enabled ? nextLaunch([...(p.cron ? [p.cron] : []), ...(p.crons ?? [])], p.timeZone, Date.now()) : undefined;
+    setIndexHeaders(ctx, reply, snap.index);
+    // Both sides as the same writer writes them, so the diff shows what changed and nothing of the writing.
+    const planned = (j: JobSpec): api.Job => specToNomadJob(publicJob(j), { canonicalize: true });
+    return planResponse(result, prev ? planned(specOfJob(prev)) : undefined, planned(spec), {
+      withDiff: body['Diff'] !== false,
+      index: snap.index,
+      ...(next !== undefined ? { nextLaunch: next } : {}),
+    });
   };
   app.put<{ Params: Params }>('/v1/job/:id/plan', { config: { access: 'write' } }, plan);
   app.post<{ Params: Params }>('/v1/job/:id/plan', { config: { access: 'write' } }, plan);
 
-  app.post('/v1/validate/job', { config: { access: 'write' } }, async (req) => {
-    const spec = parseJobSpec(specFrom(req.body));
-    const problems = problemsAgainstState(spec, store.snapshot());
-    if (problems.length) throw new JobValidationError(problems);
-    return { valid: true, job: publicJob(spec) };
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['jobs'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('jobs', rowKey(ns, req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `job "${req.params.id}" not found in namespace "${ns}"`);
-    reply.header('X-Berth-Index', String(index));
-    return jobOut(result);
-  });
-
-  app.delete<{ Params: Params; Querystring: Query }>('/v1/job/:id', { config: { access: 'write' } }, async (req, reply) => {
-    const purge = req.query['purge'] === 'true' || req.query['purge'] === '1';
-    const { evaluation, index } = await jobs.stop(namespaceOf(req.query), req.params.id, { purge });
-    reply.header('X-Berth-Index', String(index));
-    return { evaluation, evalId: evaluation.id, index };
-  });
-
-  // Launch a periodic job now, whatever its schedule (Nomad's periodic force).
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/periodic/force', { config: { access: 'write' } }, async (req, reply) => {
-    const out = await jobs.launchPeriodic(namespaceOf(req.query), req.params.id, { force: true });
-    reply.header('X-Berth-Index', String(out.index));
-    if ('skipped' in out) throw new ApiError('CONFLICT', `no launch: ${out.skipped}`);
-    return { job: jobOut(out.job), jobId: out.job.id, evaluation: out.evaluation, evalId: out.evaluation.id, index: out.index };
-  });
-
-  // Dispatch a parameterized job: `{ payload (base64), meta, idPrefixTemplate }`, or Nomad's `{ Payload, Meta, IdPrefixTemplate }`.
-  app.post<{ Params: Params; Querystring: Query }>('/v1/job/:id/dispatch', { config: { access: 'write' } }, async (req, reply) => {
-    const body = req.body === undefined ? {} : objectBody(req.body);
-    const payload = body['payload'] ?? body['Payload'];
-    const meta = body['meta'] ?? body['Meta'];
-    const template = body['idPrefixTemplate'] ?? body['IdPrefixTemplate'];
-    if (payload !== undefined && payload !== null && (typeof payload !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(payload))) {
-      throw new ApiError('INVALID', 'payload must be base64', { field: 'payload' });
+  // PUT/POST /v1/validate/job: 200 with the problems listed (Nomad's JobValidateResponse), not an error.
+  const validate = async (req: FastifyRequest): Promise<api.JobValidateResponse> => {
+    const body = objectBody(req.body);
+    const job = body['Job'];
+    if (!isObj(job)) throw new ApiError('INVALID', 'Job must be specified', { field: 'Job' });
+    let problems: JobProblem[] = [];
+    try {
+      const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
+      problems = atNomadPaths({ origins }, problemsAgainstState(spec, store.snapshot()));
+    } catch (err) {
+      if (!(err instanceof JobValidationError)) throw err;
+      problems = err.problems;
     }
-    if (meta !== undefined && meta !== null && (typeof meta !== 'object' || Array.isArray(meta) || Object.values(meta).some((v) => typeof v !== 'string'))) {
-      throw new ApiError('INVALID', 'meta must map strings to strings', { field: 'meta' });
+    const errors = problems.map((p) => (p.path ? `${p.path}: ${p.message}` : p.message));
+    return {
+      DriverConfigValidated: true,
+      ValidationErrors: errors.length ? errors : null,
+      Error: errors.length ? `${errors.length} error${errors.length === 1 ? '' : 's'} occurred:\n${errors.map((e) => `\t* ${e}`).join('\n')}\n\n` : '',
+      Warnings: '',
+    };
+  };
+  app.put('/v1/validate/job', { config: { access: 'write' } }, validate);
+  app.post('/v1/validate/job', { config: { access: 'write' } }, validate);
+
+  // PUT/POST /v1/job/:id/evaluate: a new evaluation of the job now (JobRegisterResponse).
+  const evaluate = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply): Promise<api.JobRegisterResponse> => {
+    const body = req.body === undefined || req.body === null || req.body === '' ? {} : objectBody(req.body);
+    if (Object.keys(body).length) {
+      if (typeof body['JobID'] !== 'string' || body['JobID'] === '') throw new ApiError('INVALID', 'Job ID must be specified', { field: 'JobID' });
+      if (body['JobID'] !== req.params.id) throw new ApiError('INVALID', 'JobID not same as job name', { field: 'JobID' });
     }
-    if (template !== undefined && template !== null && template !== '' && typeof template !== 'string') throw new ApiError('INVALID', 'idPrefixTemplate must be a string', { field: 'idPrefixTemplate' });
-    const out = await jobs.dispatch(namespaceOf(req.query), req.params.id, {
-      ...(typeof payload === 'string' && payload ? { payload: Buffer.from(payload, 'base64') } : {}),
-      ...(meta ? { meta: meta as Record<string, string> } : {}),
-      ...(typeof template === 'string' && template ? { idPrefixTemplate: template } : {}),
-    });
-    reply.header('X-Berth-Index', String(out.index));
-    return { job: jobOut(out.job), dispatchedJobId: out.job.id, evaluation: out.evaluation, evalId: out.evaluation.id, index: out.index };
+    const out = await jobs.forceEvaluate(queryOptions(req.query as Query).namespace, req.params.id);
+    setIndexHeaders(ctx, reply, out.index);
+    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
+  };
+  app.put<{ Params: Params }>('/v1/job/:id/evaluate', { config: { access: 'write' } }, evaluate);
+  app.post<{ Params: Params }>('/v1/job/:id/evaluate', { config: { access: 'write' } }, evaluate);
+
+  // GET /v1/job/:id/summary: the job's allocations per group by state (JobSummary).
+  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/summary', { config: { access: 'read' } }, async (req, reply) => {
+    const found = await nomadRead(ctx, req, reply, ['jobs', 'allocations'], (snap, opts) => jobSummaryIn(snap, opts.namespace, req.params.id));
+    if (!found) throw new ApiError('NOT_FOUND', 'job not found');
+    return found;
   });
 
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/allocations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('allocations', { filter: (a) => a.jobId === req.params.id && inNamespace(ns)(a) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/job/:id/evaluations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('evaluations', { filter: (e) => e.jobId === req.params.id && inNamespace(ns)(e) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Querystring: Query }>('/v1/allocations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('allocations', { filter: (a: Allocation) => inNamespace(ns)(a) && withPrefix(req.query)(a) }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/allocation/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['allocations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('allocations', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `allocation "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.post<{ Params: Params }>('/v1/allocation/:id/stop', { config: { access: 'write' } }, async (req, reply) => {
-    const out = await jobs.stopAllocation(req.params.id);
-    reply.header('X-Berth-Index', String(out.index));
-    return out;
-  });
-
-  app.get<{ Querystring: Query }>('/v1/evaluations', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = req.query['namespace'] ? namespaceOf(req.query) : '*';
-    const status = req.query['status'];
-    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('evaluations', {
-        filter: (e: Evaluation) => inNamespace(ns)(e) && withPrefix(req.query)(e) && (!status || e.status === status),
-      }),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/evaluation/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['evaluations'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('evaluations', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `evaluation "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  // Garbage collection now, regardless of the age and count limits (berth system gc); management only.
-  app.put('/v1/system/gc', { config: { access: 'write' } }, async (_req, reply) => {
-    if (!deps.gc) throw new ApiError('UNAVAILABLE', 'this server runs no garbage collector');
-    const out = await deps.gc.collect({ force: true });
-    reply.header('X-Berth-Index', String(out.index));
-    return out;
-  });
+  registerJobChildRoutes(app, ctx);
+  registerJobVersionRoutes(app, ctx);
 }

@@ -17,7 +17,16 @@ export const FORWARDED_HEADER = 'x-berth-forwarded';
 export const LEADER_HEADER = 'x-berth-leader';
 
 /** Routes that each server answers itself, whoever leads (the allocation pull is a read sent as a POST). */
-const LOCAL = new Set(['/v1/operator/members', '/v1/status', '/v1/node/:id/allocations/pull']);
+const LOCAL = new Set([
+  '/v1/agent/members',
+  '/v1/agent/self',
+  '/v1/agent/health',
+  '/v1/status/leader',
+  '/v1/status/peers',
+  '/v1/regions',
+  '/v1/acl/token/self',
+  '/v1/node/:id/allocations/pull',
+]);
 
 const FORWARD_TIMEOUT_MS = 60_000;
 /** How often a forward in flight checks that its leader still leads. */

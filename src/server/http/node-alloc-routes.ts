@@ -1,4 +1,5 @@
-// The node's incremental allocation sync (structs/alloc-sync.ts), as
+// The node agent's allocation routes (Berth's internal protocol, as Nomad's
+// RPC is). The incremental allocation sync (structs/alloc-sync.ts), as
 // Nomad's client does it: a blocking GET /v1/node/:id/allocation-indexes
 // answers each allocation's ID and alloc modify index; POST
 // /v1/node/:id/allocations/pull sends the allocations the node asks for,
@@ -19,9 +20,11 @@ import {
   type HeldJob,
   type Job,
 } from '../../structs/index.js';
+import type { AllocationUpdate } from '../jobs/index.js';
 import { rowKey, type StateReader, type StateStore } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { blockingReadOf, parseBlockingQuery, type BlockingQuery } from './blocking.js';
+import { setIndexHeaders } from './nomad-read.js';
 import { objectBody, type RouteContext } from './route-context.js';
 
 type Params = { id: string };
@@ -168,10 +171,60 @@ function serverFieldsDigest(a: Allocation): string {
   return createHash('sha1').update(JSON.stringify(server)).digest('base64');
 }
 
-/** Registers the two routes of the incremental sync. */
-export function registerNodeAllocRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
-  const { store } = deps;
+/**
+ * Registers the node agent's allocation routes, Berth's internal protocol:
+ * the two of the incremental sync, the whole list (what a node falls back
+ * to) and the node's status reports. The last two live under
+ * /v1/internal/...: Nomad's GET /v1/node/:id/allocations is the public list
+ * (alloc-routes.ts).
+ */
+export function registerNodeAllocRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { deps, signalOf } = ctx;
+  const { store, jobs: jobService } = deps;
   const indexes = new AllocModifyIndexes();
+
+  // The node's allocations, each with its job, as a blocking read (a node of this build syncs
+  // incrementally instead, below). Only the node itself gets the job's mount flags
+  // (it mounts with them); readers see them redacted, as everywhere.
+  app.get<{ Params: Params; Querystring: Record<string, string | undefined> }>(
+    '/v1/internal/node/:id/allocations',
+    { config: { access: 'node-read' } },
+    async (req, reply) => {
+      const forNode = req.caller?.role === 'node';
+      const { index, result } = await readNodeAllocations(store, req.params.id, parseBlockingQuery(req.query), signalOf(req, reply), (allocs, snap) => {
+        const jobsById = new Map<string, Job | undefined>();
+        return allocs.map((a) => {
+          const key = rowKey(a.namespace, a.jobId);
+          if (!jobsById.has(key)) {
+            const job = snap.get('jobs', key);
+            jobsById.set(key, job && !forNode ? publicJob(job) : job);
+          }
+          const job = jobsById.get(key);
+          return job ? { ...a, job } : a;
+        });
+      });
+      if (!result) throw new ApiError('NOT_FOUND', `node "${req.params.id}" not found`);
+      setIndexHeaders(ctx, reply, index);
+      return result;
+    },
+  );
+
+  // The node's status reports of its allocations, applied all or none.
+  app.post<{ Params: Params }>('/v1/internal/node/:id/allocations', { config: { access: 'node' } }, async (req, reply) => {
+    const body = objectBody(req.body);
+    const list = body['allocations'];
+    if (!Array.isArray(list)) throw new ApiError('INVALID', 'allocations must be a list', { field: 'allocations' });
+    const updates: AllocationUpdate[] = list.map((u, i) => {
+      const o = objectBody(u, `allocations[${i}]`);
+      if (typeof o['id'] !== 'string' || typeof o['clientStatus'] !== 'string') {
+        throw new ApiError('INVALID', `allocations[${i}] needs an id and a clientStatus`, { field: `allocations[${i}]` });
+      }
+      return o as unknown as AllocationUpdate;
+    });
+    const { index } = await jobService.updateAllocations(req.params.id, updates);
+    setIndexHeaders(ctx, reply, index);
+    return { index };
+  });
 
   app.get<{ Params: Params; Querystring: Record<string, string | undefined> }>(
     '/v1/node/:id/allocation-indexes',
@@ -196,7 +249,7 @@ export function registerNodeAllocRoutes(app: FastifyInstance, { deps, signalOf }
           continue;
         }
         indexes.sent(nodeId, index);
-        reply.header('X-Berth-Index', String(index));
+        setIndexHeaders(ctx, reply, index);
         return { allocations: result.indexes };
       }
     },
@@ -230,7 +283,7 @@ export function registerNodeAllocRoutes(app: FastifyInstance, { deps, signalOf }
       const job = snap.get('jobs', key);
       if (job && !heldJobs.some((h) => isHeldJob(h, job))) jobs.push(forNode ? job : publicJob(job));
     }
-    reply.header('X-Berth-Index', String(index));
+    setIndexHeaders(ctx, reply, index);
     return { allocations, allocModifyIndex: indexes.record(nodeId, allocations), jobs };
   });
 }

@@ -1,55 +1,61 @@
-// Nodes and plugins over HTTP, including the node agent's own endpoints:
-// register, heartbeat, its allocations (blocking), allocation status updates
-// and the node connection (a WebSocket carrying server-to-node calls).
+// Nodes over HTTP (the CSI plugins they run: plugin-routes.ts): Nomad's node reads (`GET /v1/nodes`,
+// `GET /v1/node/:id`, in Nomad's shapes: node-shapes.ts), and the node
+// agent's own endpoints, Berth's internal protocol as Nomad's RPC is
+// Nomad's: register, heartbeat, its allocations (blocking), allocation
+// status updates and the node connection (a WebSocket carrying
+// server-to-node calls).
 
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import { describeError } from '../../lib/index.js';
-import { publicJob, type Job, type NodeFingerprint } from '../../structs/index.js';
-import type { AllocationUpdate } from '../jobs/index.js';
+import type { NodeFingerprint } from '../../structs/index.js';
 import type { NodeTransport } from '../noderpc/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
-import { readNodeAllocations, registerNodeAllocRoutes } from './node-alloc-routes.js';
+import { registerNodeAllocRoutes } from './node-alloc-routes.js';
+import { nodeOf, nodeStubOf, type NodeLink } from './node-shapes.js';
+import { listPage, nomadRead } from './nomad-read.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
-export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
+export function registerNodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { deps, signalOf } = ctx;
   // `deps.nodes` is read per request: each leader term has its own node service.
-  const { store, jobs, connections } = deps;
+  const { store, connections } = deps;
   const log = deps.logger.child({ component: 'http-node' });
 
   /**
-   * A node as answered: with `leaderConnected` (whether its node connection
-   * is open to this server) when this server leads, the only one that knows;
-   * a follower leaves it out. A node may heartbeat through any server and be
-   * `ready` while the leader cannot call it (no controller call then).
+   * What this server knows of the node beyond its row: when it last heard
+   * from it, and whether the node's connection is open to it when it leads
+   * (only the leader knows: a follower leaves it out). A node may heartbeat
+   * through any server and be `ready` while the leader cannot call it (no
+   * controller call then).
    */
-  const withLink = <T extends { id: string }>(node: T): T & { leaderConnected?: boolean } => {
+  const linkOf = (nodeId: string): NodeLink => {
+    const heard = deps.nodes.lastHeartbeat(nodeId);
+    const link: NodeLink = heard === undefined ? {} : { lastHeartbeat: heard };
     const leadership = deps.leadership?.();
-    if (leadership && !leadership.isLeader) return node;
-    return { ...node, leaderConnected: connections.connected(node.id) };
+    if (leadership && !leadership.isLeader) return link;
+    return { ...link, leaderConnected: connections.connected(nodeId) };
   };
 
+  // Nomad's node list: `prefix` on the ID, `resources=true` and `os=true` for more of each row,
+  // filter and paging over the rows as answered, sorted by ID.
   app.get<{ Querystring: Query }>('/v1/nodes', { config: { access: 'read' } }, async (req, reply) => {
-    const prefix = req.query['prefix'] ?? '';
-    const { index, result } = await blockingRead(store, ['nodes'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('nodes', { filter: (n) => n.id.startsWith(prefix) }),
+    const fields = { resources: req.query['resources'] === 'true', os: req.query['os'] === 'true' };
+    const rows = await nomadRead(ctx, req, reply, ['nodes'], (snap, opts) =>
+      snap.list('nodes', { filter: (n) => n.id.startsWith(opts.prefix) }).map((n) => nodeStubOf(n, fields, linkOf(n.id))),
     );
-    reply.header('X-Berth-Index', String(index));
-    return result.map(withLink);
+    return listPage(rows, req, reply);
   });
 
+  // One node by its full ID (Nomad's CLI resolves a prefix through the list first).
   app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id', { config: { access: 'node-read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['nodes'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('nodes', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `node "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return withLink(result);
+    const node = await nomadRead(ctx, req, reply, ['nodes'], (snap) => snap.get('nodes', rowKey(req.params.id)));
+    if (!node) throw new ApiError('NOT_FOUND', 'node not found', { nodeId: req.params.id });
+    return nodeOf(node, linkOf(node.id));
   });
 
   app.post('/v1/node/register', { config: { access: 'node' } }, async (req, reply) => {
@@ -58,7 +64,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     const id = typeof body['id'] === 'string' ? body['id'] : undefined;
     const nodes = deps.nodes;
     const node = await nodes.register(fingerprint, id ? { id } : {});
-    reply.header('X-Berth-Index', String(node.modifyIndex));
+    reply.header('X-Nomad-Index', String(node.modifyIndex));
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
@@ -70,44 +76,7 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
-  // The node's allocations, each with its job, as a blocking read (a node of this build syncs
-  // incrementally instead: node-alloc-routes.ts). Only the node itself gets the job's mount flags
-  // (it mounts with them); readers see them redacted, as everywhere.
-  app.get<{ Params: Params; Querystring: Query }>('/v1/node/:id/allocations', { config: { access: 'node-read' } }, async (req, reply) => {
-    const forNode = req.caller?.role === 'node';
-    const { index, result } = await readNodeAllocations(store, req.params.id, parseBlockingQuery(req.query), signalOf(req, reply), (allocs, snap) => {
-      const jobsById = new Map<string, Job | undefined>();
-      return allocs.map((a) => {
-        const key = rowKey(a.namespace, a.jobId);
-        if (!jobsById.has(key)) {
-          const job = snap.get('jobs', key);
-          jobsById.set(key, job && !forNode ? publicJob(job) : job);
-        }
-        const job = jobsById.get(key);
-        return job ? { ...a, job } : a;
-      });
-    });
-    if (!result) throw new ApiError('NOT_FOUND', `node "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
   registerNodeAllocRoutes(app, { deps, signalOf });
-
-  app.post<{ Params: Params }>('/v1/node/:id/allocations', { config: { access: 'node' } }, async (req, reply) => {
-    const body = objectBody(req.body);
-    const list = body['allocations'];
-    if (!Array.isArray(list)) throw new ApiError('INVALID', 'allocations must be a list', { field: 'allocations' });
-    const updates: AllocationUpdate[] = list.map((u, i) => {
-      const o = objectBody(u, `allocations[${i}]`);
-      if (typeof o['id'] !== 'string' || typeof o['clientStatus'] !== 'string') {
-        throw new ApiError('INVALID', `allocations[${i}] needs an id and a clientStatus`, { field: `allocations[${i}]` });
-      }
-      return o as unknown as AllocationUpdate;
-    });
-    const { index } = await jobs.updateAllocations(req.params.id, updates);
-    reply.header('X-Berth-Index', String(index));
-    return { index };
-  });
 
   // The node connection: server-to-node calls travel over a socket the agent opened.
   app.get<{ Querystring: Query }>('/v1/node/connect', { config: { access: 'node' }, websocket: true }, (socket: WebSocket, req) => {
@@ -138,22 +107,5 @@ export function registerNodeRoutes(app: FastifyInstance, { deps, signalOf }: Rou
       connections.detach(nodeId, transport);
       log.info({ nodeId }, 'node disconnected');
     });
-  });
-
-  app.get<{ Querystring: Query }>('/v1/plugins', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.list('plugins'),
-    );
-    reply.header('X-Berth-Index', String(index));
-    return result;
-  });
-
-  app.get<{ Params: Params; Querystring: Query }>('/v1/plugin/csi/:id', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      snap.get('plugins', rowKey(req.params.id)),
-    );
-    if (!result) throw new ApiError('NOT_FOUND', `plugin "${req.params.id}" not found`);
-    reply.header('X-Berth-Index', String(index));
-    return result;
   });
 }

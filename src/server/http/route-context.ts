@@ -37,7 +37,7 @@ export interface ApiDeps {
   logger: Logger;
   /** The server's clock (drain deadlines); default the system clock. */
   clock?: Clock;
-  /** Served at GET /metrics (read access) when given. */
+  /** Served at GET /v1/metrics (read access: JSON, or the Prometheus text with `?format=prometheus`) when given. */
   metrics?: ServerMetrics;
   /** Largest accepted request body. Default 4 MiB. */
   bodyLimit?: number;
@@ -49,8 +49,34 @@ export interface ApiDeps {
    * refused with the leader's address. Without it the server always leads.
    */
   leadership?: () => Leadership | undefined;
+  /** What /v1/agent/self and /v1/agent/health tell of the agent running this server; without it, a bare server's defaults. */
+  agent?: AgentInfo;
   /** More routes on the same listener (the dev agent's /v1/client/...); each must declare `config.access`. */
   extraRoutes?: (app: FastifyInstance) => void | Promise<void>;
+}
+
+/**
+ * The agent that runs the server, as Nomad's agent endpoints describe it.
+ * The agent layer fills it in (it knows its config and its client); every
+ * field has a default for a server run alone (tests).
+ */
+export interface AgentInfo {
+  /** Berth's release (package.json's version). Default `unknown`. */
+  version?: string;
+  /** The datacenter the agent names (its client's). Default `dc1`. */
+  datacenter?: string;
+  /** The agent's name. Default the host name. */
+  nodeName?: string;
+  /** The agent's data dir. Default ''. */
+  dataDir?: string;
+  /** Whether it is a dev agent (server and client in one process, throwaway state). */
+  devMode?: boolean;
+  /**
+   * The agent's own client (a dev agent's), read at every request:
+   * Nomad's `client` stats (`node_id`, `known_servers`, `num_allocations`)
+   * and its health. Undefined when the agent runs no client.
+   */
+  client?: () => { stats: Record<string, string>; ok: boolean; message: string } | undefined;
 }
 
 /** What each route module gets. */

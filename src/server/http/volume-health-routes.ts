@@ -1,20 +1,23 @@
-// Volume health and drift over HTTP:
-//   POST /v1/node/:id/volume-stats     (node)  a node's NodeGetVolumeStats reports
-//   GET  /v1/volume/csi/:id/usage      (read)  the volume's usage history and latest usage per node
-//   GET  /v1/volumes/drift             (read)  the drift leader loop's latest report
-//   GET  /v1/volume/csi/:id/drift      (read)  that report's differences about one volume (the UI's badge)
-//   GET  /v1/volumes/doctor            (read)  compare the books now (?volume=&namespace=), repairing nothing
-//   POST /v1/volumes/doctor            (write) compare and repair what is safe (?volume=&namespace=)
+// Volume health and drift over HTTP, Berth's additions to Nomad's API
+// (shapes in src/api/csi-berth.ts; paths Nomad does not use):
+//   POST /v1/node/:id/volume-stats     (node)  a node's NodeGetVolumeStats reports (Berth's node protocol)
+//   GET  /v1/volume/csi/:id/usage      (read)  VolumeUsageHistory: the usage history and latest usage per node
+//   GET  /v1/volumes/drift             (read)  DriftReport: the drift leader loop's latest (blocking)
+//   GET  /v1/volume/csi/:id/drift      (read)  VolumeDrift: that report's differences about one volume (blocking)
+//   GET  /v1/volumes/doctor            (read)  DriftReport: compare the books now (?volume=&namespace=), repairing nothing
+//   POST /v1/volumes/doctor            (write) DriftReport: compare and repair what is safe (?volume=&namespace=)
 // The health service and the doctor are optional deps: without them these
 // routes answer NOT_FOUND naming what is missing.
 
 import type { FastifyInstance } from 'fastify';
-import type { DriftReport, VolumeStatsReport } from '../../structs/index.js';
+import type { DriftReport, VolumeDrift, VolumeUsageHistory } from '../../api/index.js';
+import type { VolumeStatsReport } from '../../structs/index.js';
 import { rowKey } from '../state/index.js';
 import { DRIFT_ROW_ID } from '../volumehealth/index.js';
 import { ApiError } from './api-error.js';
+import { driftFinding, driftReport, nodeVolumeUsage, volumeUsageSample } from './csi-berth-shapes.js';
+import { nomadRead, setIndexHeaders } from './nomad-read.js';
 import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
@@ -49,7 +52,8 @@ function checkReport(raw: unknown, i: number): VolumeStatsReport {
   return { allocIds: [], ...r } as unknown as VolumeStatsReport;
 }
 
-export function registerVolumeHealthRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
+export function registerVolumeHealthRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { deps, signalOf } = ctx;
   const { store } = deps;
   const health = () => {
     if (!deps.health) throw new ApiError('NOT_FOUND', 'this server does not keep volume health');
@@ -75,38 +79,44 @@ export function registerVolumeHealthRoutes(app: FastifyInstance, { deps, signalO
     return health().report(req.params.id, list.map(checkReport));
   });
 
-  app.get<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/usage', { config: { access: 'read' } }, async (req) => {
+  app.get<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/usage', { config: { access: 'read' } }, async (req, reply): Promise<VolumeUsageHistory> => {
     const ns = namespaceOf(req.query);
     if (!store.snapshot().get('volumes', rowKey(ns, req.params.id))) throw new ApiError('NOT_FOUND', `volume "${req.params.id}" not found in namespace "${ns}"`);
     const h = health();
-    return { namespace: ns, volumeId: req.params.id, latest: h.view(ns, req.params.id).usage, samples: h.history(ns, req.params.id) };
+    setIndexHeaders(ctx, reply, store.latestIndex());
+    return {
+      Namespace: ns,
+      VolumeID: req.params.id,
+      Latest: h.view(ns, req.params.id).usage.map(nodeVolumeUsage),
+      Samples: h.history(ns, req.params.id).map(volumeUsageSample),
+    };
   });
 
-  app.get<{ Querystring: Query }>('/v1/volumes/drift', { config: { access: 'read' } }, async (req, reply) => {
-    const { index, result } = await blockingRead(store, ['drift'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => snap.get('drift', DRIFT_ROW_ID));
-    reply.header('X-Berth-Index', String(index));
-    if (!result) return { checkedAt: 0, findings: [], errors: [] } satisfies DriftReport;
-    const { id: _id, createIndex: _c, modifyIndex: _m, ...report } = result;
-    return report;
+  app.get<{ Querystring: Query }>('/v1/volumes/drift', { config: { access: 'read' } }, async (req, reply): Promise<DriftReport> => {
+    const row = await nomadRead(ctx, req, reply, ['drift'], (snap) => snap.get('drift', DRIFT_ROW_ID));
+    return driftReport(row ?? { checkedAt: 0, findings: [], errors: [] });
   });
 
-  app.get<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/drift', { config: { access: 'read' } }, async (req, reply) => {
+  app.get<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/drift', { config: { access: 'read' } }, async (req, reply): Promise<VolumeDrift> => {
     const ns = namespaceOf(req.query);
     if (!store.snapshot().get('volumes', rowKey(ns, req.params.id))) throw new ApiError('NOT_FOUND', `volume "${req.params.id}" not found in namespace "${ns}"`);
-    const { index, result } = await blockingRead(store, ['drift'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => snap.get('drift', DRIFT_ROW_ID));
-    reply.header('X-Berth-Index', String(index));
-    const differences = (result?.findings ?? []).filter((f) => f.volumeId === req.params.id && (f.namespace ?? ns) === ns);
-    return { namespace: ns, volumeId: req.params.id, checkedAt: result?.checkedAt ?? 0, differences };
+    const row = await nomadRead(ctx, req, reply, ['drift'], (snap) => snap.get('drift', DRIFT_ROW_ID));
+    const differences = (row?.findings ?? []).filter((f) => f.volumeId === req.params.id && (f.namespace ?? ns) === ns);
+    return { Namespace: ns, VolumeID: req.params.id, CheckedAt: driftReport(row ?? { checkedAt: 0, findings: [], errors: [] }).CheckedAt, Differences: differences.map(driftFinding) };
   });
 
-  app.get<{ Querystring: Query }>('/v1/volumes/doctor', { config: { access: 'read' } }, async (req, reply) => {
+  app.get<{ Querystring: Query }>('/v1/volumes/doctor', { config: { access: 'read' } }, async (req, reply): Promise<DriftReport> => {
     const scope = scopeOf(req.query);
-    return doctor().run({ ...(scope ? { scope } : {}), signal: signalOf(req, reply) });
+    const report = await doctor().run({ ...(scope ? { scope } : {}), signal: signalOf(req, reply) });
+    setIndexHeaders(ctx, reply, store.latestIndex());
+    return driftReport(report);
   });
 
   // A repair is not aborted when its client goes away: each step is idempotent, and half a repair is still progress.
-  app.post<{ Querystring: Query }>('/v1/volumes/doctor', { config: { access: 'write' } }, async (req) => {
+  app.post<{ Querystring: Query }>('/v1/volumes/doctor', { config: { access: 'write' } }, async (req, reply): Promise<DriftReport> => {
     const scope = scopeOf(req.query);
-    return doctor().run({ ...(scope ? { scope } : {}), fix: true });
+    const report = await doctor().run({ ...(scope ? { scope } : {}), fix: true });
+    setIndexHeaders(ctx, reply, store.latestIndex());
+    return driftReport(report);
   });
 }

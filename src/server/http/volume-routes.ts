@@ -1,166 +1,144 @@
-// CSI volumes, claims and snapshots over HTTP. Every read is the volume
-// service's public view (no secrets, mount flags redacted): secrets are
-// write-only. Changes go through the volume service; a change is not aborted
-// when its client goes away (the service checkpoints its steps).
+// CSI volumes over HTTP, Nomad's routes and shapes (src/api/csi.ts):
+//   GET    /v1/volumes?type=csi            CSIVolumeListStub[] (prefix, namespace `*`, plugin_id, node_id, filter, paging, blocking)
+//   PUT    /v1/volumes                     register (Nomad takes POST too), as PUT /v1/volume/csi/:id
+//   GET    /v1/volume/csi/:id              CSIVolume (blocking)
+//   PUT    /v1/volume/csi/:id              register `{Volumes: [CSIVolume]}` -> CSIVolumeRegisterResponse
+//   DELETE /v1/volume/csi/:id              deregister (`force`)
+//   PUT    /v1/volume/csi/:id/create       create through the controller -> CSIVolumeCreateResponse (POST too)
+//   DELETE /v1/volume/csi/:id/delete       delete through the controller, and deregister
+//   DELETE /v1/volume/csi/:id/detach       release the claims on `node` (Berth: POST too; `force` stops their allocations first)
+//   POST   /v1/volume/csi/:id/expand       Berth: grow through the controller -> CSIVolume
+// Reads are the volume service's public view: secrets are write-only and
+// never in an answer. Changes go through the volume service; a change is
+// not aborted when its client goes away (the service checkpoints its steps).
 
-import type { FastifyInstance } from 'fastify';
-import { isNomadVolumeJson, nomadVolumeToSpec, parseVolumeSpec, VolumeSpecValidationError } from '../../structs/index.js';
-import type { ClaimRequest } from '../volumes/index.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CSIVolumeExpandRequest, type CSIVolumeCreateResponse, type CSIVolumeDetachResponse, type CSIVolumeListStub } from '../../api/index.js';
+import { parseVolumeSpec } from '../../structs/index.js';
+import type { VolumeView } from '../volumes/index.js';
 import { ApiError } from './api-error.js';
-import { namespaceOf, objectBody, type RouteContext } from './route-context.js';
-import { blockingRead, parseBlockingQuery } from './blocking.js';
+import { boolQuery, submittedVolume, writeNamespace } from './csi-request.js';
+import { csiVolume, csiVolumeListStub } from './csi-shapes.js';
+import { listPage, nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
+import type { RouteContext } from './route-context.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
-function stringField(body: Record<string, unknown>, field: string): string {
-  const v = body[field];
-  if (typeof v !== 'string' || v === '') throw new ApiError('INVALID', `${field} is required`, { field });
-  return v;
-}
+/** Nomad's paging token of a volume: `<namespace>.<id>`. */
+const volumeToken = (v: { Namespace: string; ID: string }): string => `${v.Namespace}.${v.ID}`;
 
-/**
- * The volume of a register or create body: `{ volume: spec }`, the spec
- * itself, or Nomad's API form (`{"Volumes": [CSIVolume]}`, PascalCase),
- * translated; a Nomad field Berth does not support is refused by name.
- */
-function volumeSpecFrom(raw: unknown): Record<string, unknown> {
-  const body = objectBody(raw);
-  if (isNomadVolumeJson(body)) {
-    const t = nomadVolumeToSpec(body);
-    if (t.problems.length) throw new VolumeSpecValidationError(t.problems);
-    return t.input;
-  }
-  return (body['volume'] && typeof body['volume'] === 'object' ? body['volume'] : body) as Record<string, unknown>;
-}
-
-export function registerVolumeRoutes(app: FastifyInstance, { deps, signalOf }: RouteContext): void {
+export function registerVolumeRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { deps } = ctx;
   const { store, volumes } = deps;
 
+  /** A write's answer, as Nomad's register and create answer: the volume, and the query meta in the body too. */
+  const written = (reply: FastifyReply, view: VolumeView): CSIVolumeCreateResponse => {
+    const index = store.latestIndex();
+    setIndexHeaders(ctx, reply, index);
+    const snap = store.snapshot();
+    const health = deps.health?.view(view.namespace, view.id, snap);
+    return { Volumes: [csiVolume(view, snap, health)], Warnings: '', Index: index, LastContact: 0, KnownLeader: true, NextToken: '' };
+  };
+
   app.get<{ Querystring: Query }>('/v1/volumes', { config: { access: 'read' } }, async (req, reply) => {
-    const ns = req.query['namespace'] ? namespaceOf(req.query) : undefined;
-    const pluginId = req.query['pluginId'];
-    const prefix = req.query['prefix'] ?? '';
-    const { index, result } = await blockingRead(store, ['volumes', 'claims', 'plugins'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) =>
-      volumes.list({ ...(ns && ns !== '*' ? { namespace: ns } : {}), ...(pluginId ? { pluginId } : {}) }, snap).filter((v) => v.id.startsWith(prefix)),
+    const type = req.query['type'];
+    // As Nomad: no type lists nothing; Berth has no host volumes; another type is not a route.
+    if (type === undefined) return [];
+    if (type === 'host') {
+      setIndexHeaders(ctx, reply, store.latestIndex());
+      return [];
+    }
+    if (type !== 'csi') throw new ApiError('NOT_FOUND', `no volumes of type "${type}"`);
+    const pluginId = req.query['plugin_id'];
+    const nodeId = req.query['node_id'];
+    const rows = await nomadRead(ctx, req, reply, ['volumes', 'claims', 'plugins'], (snap, opts): CSIVolumeListStub[] =>
+      volumes
+        .list({ ...(opts.namespace !== '*' ? { namespace: opts.namespace } : {}), ...(pluginId ? { pluginId } : {}) }, snap)
+        .filter((v) => v.id.startsWith(opts.prefix) && (!nodeId || v.claims.some((c) => c.nodeId === nodeId)))
+        .map((v) => csiVolumeListStub(v, snap))
+        .sort((a, b) => (volumeToken(a) < volumeToken(b) ? -1 : volumeToken(a) > volumeToken(b) ? 1 : 0)),
     );
-    reply.header('X-Berth-Index', String(index));
-    return result;
+    return listPage(rows, req, reply, volumeToken);
   });
 
-  // With the volume health service: `usage` (latest per node) and `condition` (or null) are added.
+  // With the volume health service: `Usage` (latest per node) and `Condition` carry what nodes and controllers report.
   app.get<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id', { config: { access: 'node-read' } }, async (req, reply) => {
-    const ns = namespaceOf(req.query);
-    const { index, result } = await blockingRead(store, ['volumes', 'claims', 'plugins', 'volumeConditions'], parseBlockingQuery(req.query), signalOf(req, reply), (snap) => {
-      const v = volumes.get(ns, req.params.id, snap);
-      return v && deps.health ? { ...v, ...deps.health.view(ns, req.params.id, snap) } : v;
+    const result = await nomadRead(ctx, req, reply, ['volumes', 'claims', 'plugins', 'volumeConditions'], (snap, opts) => {
+      const v = volumes.get(opts.namespace, req.params.id, snap);
+      return v && csiVolume(v, snap, deps.health?.view(opts.namespace, req.params.id, snap));
     });
-    if (!result) throw new ApiError('NOT_FOUND', `volume "${req.params.id}" not found in namespace "${ns}"`);
-    reply.header('X-Berth-Index', String(index));
+    if (!result) throw new ApiError('NOT_FOUND', `volume "${req.params.id}" not found in namespace "${queryOptions(req.query).namespace}"`);
     return result;
   });
 
   // Register an existing volume (validated through the plugin's controller when it has one).
-  app.put<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id', { config: { access: 'write' } }, async (req) => {
-    const spec = volumeSpecFrom(req.body);
-    if (spec['id'] !== undefined && spec['id'] !== req.params.id) {
-      throw new ApiError('INVALID', `the volume's id must match the path ("${req.params.id}")`, { field: 'id' });
-    }
-    // The same schema as volume files; the service adds the checks that need state and the plugin.
-    const parsed = parseVolumeSpec({ namespace: namespaceOf(req.query), ...spec, id: req.params.id }, 'register');
-    return volumes.register(parsed);
-  });
+  const register = async (req: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply, pathId?: string): Promise<CSIVolumeCreateResponse> => {
+    // The same checks as volume files; the service adds those that need state and the plugin.
+    const parsed = parseVolumeSpec(submittedVolume(req.body, req.query, pathId), 'register');
+    return written(reply, await volumes.register(parsed));
+  };
+  app.put<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id', { config: { access: 'write' } }, async (req, reply) => register(req, reply, req.params.id));
+  for (const method of ['PUT', 'POST'] as const) {
+    app.route<{ Querystring: Query }>({ method, url: '/v1/volumes', config: { access: 'write' }, handler: async (req, reply) => register(req, reply) });
+  }
 
   app.delete<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id', { config: { access: 'write' } }, async (req, reply) => {
-    const force = req.query['force'] === 'true' || req.query['force'] === '1';
-    await volumes.deregister(namespaceOf(req.query), req.params.id, { force });
-    return reply.status(200).send({ deregistered: req.params.id });
+    const force = boolQuery(req.query, 'force');
+    await volumes.deregister(writeNamespace(req.query), req.params.id, { force });
+    setIndexHeaders(ctx, reply, store.latestIndex());
+    return reply.send();
   });
 
-  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/create', { config: { access: 'write' } }, async (req) => {
-    const spec = volumeSpecFrom(req.body);
-    if (spec['id'] !== undefined && spec['id'] !== req.params.id) {
-      throw new ApiError('INVALID', `the volume's id must match the path ("${req.params.id}")`, { field: 'id' });
-    }
-    const parsed = parseVolumeSpec({ namespace: namespaceOf(req.query), ...spec, id: req.params.id }, 'create');
-    return volumes.create(parsed);
+  for (const method of ['PUT', 'POST'] as const) {
+    app.route<{ Params: Params; Querystring: Query }>({
+      method,
+      url: '/v1/volume/csi/:id/create',
+      config: { access: 'write' },
+      handler: async (req, reply) => {
+        const parsed = parseVolumeSpec(submittedVolume(req.body, req.query, req.params.id), 'create');
+        return written(reply, await volumes.create(parsed));
+      },
+    });
+  }
+
+  app.delete<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/delete', { config: { access: 'write' } }, async (req, reply) => {
+    await volumes.delete(writeNamespace(req.query), req.params.id);
+    setIndexHeaders(ctx, reply, store.latestIndex());
+    return reply.send();
   });
 
-  app.delete<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/delete', { config: { access: 'write' } }, async (req) => {
-    await volumes.delete(namespaceOf(req.query), req.params.id);
-    return { deleted: req.params.id };
-  });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/detach', { config: { access: 'write' } }, async (req) => {
-    const nodeId = req.query['node'] ?? req.query['nodeId'];
-    if (!nodeId) throw new ApiError('INVALID', 'node is required (?node=<node id>)', { field: 'node' });
+  const detach = async (req: FastifyRequest<{ Params: Params; Querystring: Query }>, reply: FastifyReply): Promise<CSIVolumeDetachResponse> => {
+    const nodeId = req.query['node'];
+    if (!nodeId) throw new ApiError('INVALID', 'detach requires node ID', { field: 'node' });
+    const ns = writeNamespace(req.query);
     // Refused while allocations use the volume on the node, unless forced: then they are stopped first.
-    const force = req.query['force'] === 'true' || req.query['force'] === '1';
+    const force = boolQuery(req.query, 'force');
     // Detaching overrides a fence: the silent node's writer may still run.
-    const fenced = volumes.claims({ namespace: namespaceOf(req.query), volumeId: req.params.id, nodeId }).filter((c) => c.state === 'taken' && c.fencedUntil);
-    const { stoppedAllocations } = await volumes.detach(namespaceOf(req.query), req.params.id, nodeId, {
+    const fenced = volumes.claims({ namespace: ns, volumeId: req.params.id, nodeId }).filter((c) => c.state === 'taken' && c.fencedUntil);
+    const { stoppedAllocations } = await volumes.detach(ns, req.params.id, nodeId, {
       force,
       stopAllocation: (allocId) => deps.jobs.stopAllocation(allocId),
     });
-    if (fenced.length === 0) return { detached: req.params.id, nodeId, stoppedAllocations };
-    const warning = `released the write claim of allocation ${fenced.map((c) => c.allocId).join(', ')} before its fence ended: if node ${nodeId} still runs that writer, two writers may now use the volume`;
-    return { detached: req.params.id, nodeId, stoppedAllocations, warning };
-  });
+    setIndexHeaders(ctx, reply, store.latestIndex());
+    const warning = fenced.length
+      ? `released the write claim of allocation ${fenced.map((c) => c.allocId).join(', ')} before its fence ended: if node ${nodeId} still runs that writer, two writers may now use the volume`
+      : '';
+    return { StoppedAllocations: stoppedAllocations, Warnings: warning };
+  };
+  app.delete<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/detach', { config: { access: 'write' } }, detach);
+  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/detach', { config: { access: 'write' } }, detach);
 
-  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/expand', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const range: { requiredBytes: number; limitBytes?: number } = { requiredBytes: body['requiredBytes'] as number };
-    if (body['limitBytes'] !== undefined) range.limitBytes = body['limitBytes'] as number;
-    return volumes.expand(namespaceOf(req.query), req.params.id, range);
-  });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/snapshot', { config: { access: 'write' } }, async (req) => {
-    const body = objectBody(req.body);
-    const parameters = body['parameters'] as Record<string, string> | undefined;
-    return volumes.createSnapshot(namespaceOf(req.query), req.params.id, stringField(body, 'name'), parameters ? { parameters } : {});
-  });
-
-  app.get<{ Querystring: Query }>('/v1/volumes/snapshot', { config: { access: 'read' } }, async (req, reply) => {
-    const pluginId = req.query['pluginId'];
-    if (!pluginId) throw new ApiError('INVALID', 'pluginId is required', { field: 'pluginId' });
-    const volumeId = req.query['volumeId'];
-    return volumes.listSnapshots(pluginId, {
-      namespace: namespaceOf(req.query),
-      ...(volumeId ? { volumeId } : {}),
-      signal: signalOf(req, reply),
-    });
-  });
-
-  app.delete<{ Querystring: Query }>('/v1/volumes/snapshot', { config: { access: 'write' } }, async (req) => {
-    const pluginId = req.query['pluginId'];
-    const snapshotId = req.query['snapshotId'];
-    if (!pluginId || !snapshotId) throw new ApiError('INVALID', 'pluginId and snapshotId are required', { field: pluginId ? 'snapshotId' : 'pluginId' });
-    const body = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
-    const secrets = body['secrets'] as Record<string, string> | undefined;
-    const { verified } = await volumes.deleteSnapshot(pluginId, snapshotId, secrets ? { secrets } : {});
-    return { deleted: snapshotId, verified };
-  });
-
-  app.get<{ Params: Params }>('/v1/plugin/csi/:id/volumes', { config: { access: 'read' } }, async (req, reply) => {
-    return volumes.listPluginVolumes(req.params.id, { signal: signalOf(req, reply) });
-  });
-
-  // The node agent claims a volume for an allocation before mounting it, and releases it after.
-  // The answer carries what NodeStage/NodePublish need, secrets included: node role only.
-  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/claim', { config: { access: 'node' } }, async (req) => {
-    const body = objectBody(req.body);
-    const mode = body['mode'];
-    if (mode !== 'read' && mode !== 'write') throw new ApiError('INVALID', 'mode must be "read" or "write"', { field: 'mode' });
-    const claim: ClaimRequest = { namespace: namespaceOf(req.query), volumeId: req.params.id, allocId: stringField(body, 'allocId'), mode };
-    if (typeof body['accessMode'] === 'string') claim.accessMode = body['accessMode'];
-    if (typeof body['attachmentMode'] === 'string') claim.attachmentMode = body['attachmentMode'];
-    return volumes.claimForNode(claim);
-  });
-
-  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/release', { config: { access: 'node' } }, async (req) => {
-    const body = objectBody(req.body);
-    const allocId = stringField(body, 'allocId');
-    await volumes.release(namespaceOf(req.query), req.params.id, allocId, { reason: 'released by the node' });
-    return { released: req.params.id, allocId };
+  app.post<{ Params: Params; Querystring: Query }>('/v1/volume/csi/:id/expand', { config: { access: 'write' } }, async (req, reply) => {
+    const body = CSIVolumeExpandRequest.safeParse(req.body);
+    if (!body.success) {
+      const field = body.error.issues[0]?.path.join('.') || 'RequiredBytes';
+      throw new ApiError('INVALID', `${field}: ${body.error.issues[0]?.message ?? 'invalid'} (the body is {"RequiredBytes": <bytes>, "LimitBytes": <bytes>})`, { field });
+    }
+    const range = { requiredBytes: body.data.RequiredBytes, ...(body.data.LimitBytes ? { limitBytes: body.data.LimitBytes } : {}) };
+    const view = await volumes.expand(writeNamespace(req.query), req.params.id, range);
+    setIndexHeaders(ctx, reply, store.latestIndex());
+    const snap = store.snapshot();
+    return csiVolume(view, snap, deps.health?.view(view.namespace, view.id, snap));
   });
 }

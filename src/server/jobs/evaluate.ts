@@ -5,10 +5,12 @@
 
 import { randomUUID } from 'node:crypto';
 import {
+  DEFAULT_SCHEDULER_CONFIG,
   describePlacementFailure,
   launchesChildren,
   isClientTerminal,
   pluginSchedulable,
+  SCHEDULER_CONFIG_ID,
   volumeIdFor,
   type Allocation,
   type EvalTrigger,
@@ -282,6 +284,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     const volumes = placementVolumes(txn, job, live);
     const usage = usageForNamespace(nodeUsage(txn, live), namespace);
     const nodesById = new Map(nodes.map((n) => [n.id, n]));
+    const algorithm = txn.get('schedulerConfig', SCHEDULER_CONFIG_ID)?.algorithm ?? DEFAULT_SCHEDULER_CONFIG.algorithm;
 
     if (job.type === 'system') {
       const sys = reconcileSystem(job, allocs, nodes, { usage });
@@ -292,7 +295,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         const group = job.groups.find((g) => g.name === miss.group);
         const node = nodesById.get(miss.nodeId) as Node;
         if (!group) continue;
-        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job });
+        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job, algorithm });
         const p = r.placements[0];
         if (p) {
           const req: PlaceRequest = { group: group.name, index: 0, rescheduleAttempts: 0 };
@@ -334,6 +337,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
             volumes,
             job,
             existing,
+            algorithm,
           });
           for (const p of r.placements) {
             const alloc = newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn);
@@ -362,6 +366,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
 
   const failed = Object.keys(failures).length > 0;
   const existing = opts.evalId ? txn.get('evaluations', rowKey(opts.evalId)) : undefined;
+  const evalId = existing?.id ?? randomUUID();
   // Re-checking a blocked evaluation that still cannot place anything changes nothing.
   if (!opts.always && stops.length === 0 && placed.length === 0 && inPlace.length === 0 && (!existing || existing.status === 'blocked')) {
     return followUpAt === undefined ? {} : { followUpAt };
@@ -392,7 +397,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const written = placed.slice(0, fits);
   if (job) recordRollout(txn, job, requests, written, opts.now);
   for (const a of written) {
-    const stored = txn.put('allocations', a);
+    const stored = txn.put('allocations', { ...a, evalId });
     after.set(stored.id, stored);
   }
   // Same allocation, new job version and resources: its node applies them to the running tasks.
@@ -404,7 +409,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       const a = byId.get(u.allocId);
       const group = job?.groups.find((g) => g.name === u.group);
       if (!a || !job || !group) continue;
-      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), modifyTime: opts.now }));
+      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now }));
     }
   }
   const more = cut || stopped < stops.length || written.length < placed.length || updated < inPlace.length;
@@ -421,7 +426,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   // An evaluation written in parts counts what every part did.
   const sofar = existing?.status === 'pending' ? existing : undefined;
   const evaluation: RowInput<'evaluations'> = {
-    id: existing?.id ?? randomUUID(),
+    id: evalId,
     namespace,
     jobId,
     type: job?.type ?? existing?.type ?? 'service',

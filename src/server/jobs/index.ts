@@ -7,6 +7,7 @@ export type { DispatchRequest } from './child-jobs.js';
 export { EvalWorker, type EvalWorkerOptions } from './eval-worker.js';
 export { problemsAgainstState } from './validate-job.js';
 export { jobStatusOf } from './evaluate.js';
+export { jobSummaryIn, jobSummariesIn, queuedAllocations } from './job-summary.js';
 export {
   GarbageCollector,
   collectGarbage,

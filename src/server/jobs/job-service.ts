@@ -10,7 +10,7 @@
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { isClientTerminal, jobModifyIndex, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan, type JobSpec } from '../../structs/index.js';
 import { rowKey, ScratchTxn, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
-import { describePlan, registerIn } from './register-job.js';
+import { describePlan, putPendingEvaluation, registerIn } from './register-job.js';
 import { evaluateJob, jobAllocations } from './evaluate.js';
 import { isCollectable } from './garbage-collector.js';
 import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChildJob, type DispatchRequest } from './child-jobs.js';
@@ -72,9 +72,7 @@ export class JobService {
       apply: (txn, { spec, now, checkIndex }) => {
         if (checkIndex !== undefined) {
           const current = jobModifyIndex(txn.get('jobs', rowKey(spec.namespace, spec.id)));
-          if (current !== checkIndex) {
-            throw new JobError('CONFLICT', `job "${spec.id}" changed since the plan: its job modify index is ${current}, not ${checkIndex}; plan it again`);
-          }
+          if (current !== checkIndex) throw new JobError('CONFLICT', enforceIndexMessage(checkIndex, current));
         }
         return registerIn(txn, spec, now, 'later');
       },
@@ -138,6 +136,27 @@ export class JobService {
     });
     this.#log.info({ jobId, namespace, purge: Boolean(opts.purge) }, 'job stopped');
     return { evaluation: result, index };
+  }
+
+  /**
+   * Asks for the job to be evaluated again now (Nomad's job evaluate): one
+   * pending evaluation, triggered as a registration, written and answered
+   * once durable; the evaluation worker runs it. Throws JobError NOT_FOUND
+   * (`job not found`, Nomad's words), or INVALID for a periodic or
+   * parameterized job (it launches children and places nothing itself).
+   * Each call writes a new evaluation.
+   */
+  async forceEvaluate(namespace: string, jobId: string): Promise<RegisterResult> {
+    const now = this.#clock.now();
+    const { index, result } = await this.#store.write((txn) => {
+      const job = txn.get('jobs', rowKey(namespace, jobId));
+      if (!job) throw new JobError('NOT_FOUND', 'job not found');
+      if (job.periodic) throw new JobError('INVALID', "can't evaluate periodic job");
+      if (job.parameterized) throw new JobError('INVALID', "can't evaluate parameterized job");
+      return { job, evaluation: putPendingEvaluation(txn, job, 'job-register', now) };
+    });
+    this.#log.info({ jobId, namespace, evalId: result.evaluation.id }, 'job evaluation forced');
+    return { ...result, index };
   }
 
   /**
@@ -314,6 +333,18 @@ export class JobService {
     });
     return result ? { evaluation: result, index } : { index };
   }
+}
+
+/**
+ * Why a registration with `EnforceIndex` was refused, in Nomad's words (its
+ * CLI recognizes the prefix `Enforcing job modify index` and says to plan
+ * again): `current` is the job's modify index now, 0 when there is no job.
+ */
+function enforceIndexMessage(wanted: number, current: number): string {
+  const prefix = `Enforcing job modify index ${wanted}`;
+  if (wanted === 0) return `${prefix}: job already exists`;
+  if (current === 0) return `${prefix}: job does not exist`;
+  return `${prefix}: job exists with conflicting job modify index: ${current}`;
 }
 
 /** The pending evaluations in `reader`, oldest first. */

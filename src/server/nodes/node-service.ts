@@ -9,9 +9,9 @@ import {
   type LifecycleState,
   type Logger,
 } from '../../lib/index.js';
-import type { CsiPluginReport, Node, NodeFingerprint } from '../../structs/index.js';
+import { withNodeEvent, type CsiPluginReport, type Node, type NodeFingerprint } from '../../structs/index.js';
 import { updatePlugins } from '../plugins/index.js';
-import { rowKey, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
+import { rowKey, StateStoreError, type RowInput, type StateStore, type WriteTxn } from '../state/index.js';
 import { portFingerprint } from './_port-fingerprint.js';
 import { NodeError } from './errors.js';
 
@@ -184,17 +184,21 @@ export class NodeService {
     const { result } = await this.#store.write((txn) => {
       // An agent restart keeps what the operator set: eligibility and a drain in progress.
       const prev = txn.get('nodes', rowKey(id));
-      const node = txn.put('nodes', {
+      const registered: RowInput<'nodes'> = {
         id,
         ...fingerprintOf(fingerprint),
         ...(prev?.schedulingEligibility ? { schedulingEligibility: prev.schedulingEligibility } : {}),
         ...(prev?.drainStrategy ? { drainStrategy: prev.drainStrategy } : {}),
         ...(prev?.lastDrain ? { lastDrain: prev.lastDrain } : {}),
+        ...(prev?.events ? { events: prev.events } : {}),
         status: 'ready',
         statusDescription: 'registered',
+        statusUpdatedAt: prev?.status === 'ready' ? (prev.statusUpdatedAt ?? now) : now,
         lastHeartbeat: now,
         registerIndex: txn.writeIndex,
-      });
+      };
+      const event = { at: now, subsystem: 'Cluster', message: prev ? 'Node re-registered' : 'Node registered' };
+      const node = txn.put('nodes', withNodeEvent(registered, event, txn.writeIndex));
       updatePluginsFor(txn, prev, node, id);
       return node;
     });
@@ -223,13 +227,16 @@ export class NodeService {
       this.#seen(nodeId, now);
       const changed = fingerprint !== undefined && fingerprintKey(fingerprint) !== fingerprintKey(node);
       if (node.status === 'ready' && !changed) return node;
-      const next = txn.put('nodes', {
+      const revived = node.status !== 'ready';
+      const updated: Node = {
         ...node,
         ...(fingerprint ? fingerprintOf(fingerprint) : {}),
         status: 'ready',
-        statusDescription: node.status === 'ready' ? node.statusDescription : 'heartbeat received',
+        statusDescription: revived ? 'heartbeat received' : node.statusDescription,
+        ...(revived ? { statusUpdatedAt: now } : {}),
         lastHeartbeat: now,
-      });
+      };
+      const next = txn.put('nodes', revived ? withNodeEvent(updated, { at: now, subsystem: 'Cluster', message: 'Node reregistered by heartbeat' }, txn.writeIndex) : updated);
       updatePluginsFor(txn, node, next);
       return next;
     });
@@ -245,11 +252,44 @@ export class NodeService {
   #markDown(txn: WriteTxn, nodeId: string, reason: string): void {
     const node = txn.get('nodes', rowKey(nodeId));
     if (!node || node.status === 'down') return;
-    txn.put('nodes', { ...node, status: 'down', statusDescription: reason, lastHeartbeat: this.#lastSeen.get(nodeId) ?? node.lastHeartbeat });
+    const now = this.#clock.now();
+    const down: Node = { ...node, status: 'down', statusDescription: reason, statusUpdatedAt: now, lastHeartbeat: this.#lastSeen.get(nodeId) ?? node.lastHeartbeat };
+    txn.put('nodes', withNodeEvent(down, { at: now, subsystem: 'Cluster', message: 'Node heartbeat missed', details: { reason } }, txn.writeIndex));
     updatePlugins(txn);
     this.#lastSeen.delete(nodeId);
     this.#deadline.delete(nodeId);
     this.#logger.warn({ nodeId, reason }, 'node down');
+  }
+
+  /**
+   * Removes a node from the cluster's state (Nomad's node purge): its row
+   * goes, and with it the node's place in the plugin counts; the evaluation
+   * worker finds its allocations lost. A node agent still running
+   * registers again at its next heartbeat. Resolves with the node as it was
+   * and the index of the write. Throws NodeError NOT_FOUND for an unknown
+   * node; not safe to repeat for that reason.
+   */
+  async purge(nodeId: string): Promise<{ node: Node; index: number }> {
+    const { index, result } = await this.#store.write((txn) => {
+      const node = txn.get('nodes', rowKey(nodeId));
+      if (!node) throw new NodeError('NOT_FOUND', `node "${nodeId}" not found`);
+      txn.delete('nodes', rowKey(nodeId));
+      updatePluginsFor(txn, node, { ...node, csiControllerPlugins: {}, csiNodePlugins: {} });
+      return node;
+    });
+    this.#lastSeen.delete(nodeId);
+    this.#deadline.delete(nodeId);
+    this.#logger.info({ nodeId, name: result.name }, 'node purged');
+    return { node: result, index };
+  }
+
+  /**
+   * When this server last heard from the node (ms since the epoch), or
+   * undefined when it has not since it started: heartbeats that change
+   * nothing are not written, so the stored node's lastHeartbeat lags.
+   */
+  lastHeartbeat(nodeId: string): number | undefined {
+    return this.#lastSeen.get(nodeId);
   }
 
   get(nodeId: string): Node | undefined {

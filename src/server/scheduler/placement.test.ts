@@ -19,7 +19,7 @@ function volume(id: string, extra: Partial<PlacementVolume> = {}): PlacementVolu
 const csiGroup = (extra: Record<string, unknown> = {}): TaskGroup =>
   group({ volumes: { data: { type: 'csi', source: 'vol', ...extra } } }, { volumeMounts: [{ volume: 'data', destination: '/data' }] });
 
-function place(g: TaskGroup, nodes: Node[], opts: { indexes?: number[]; volumes?: PlacementVolume[]; usage?: Map<string, NodeUsage> } = {}) {
+function place(g: TaskGroup, nodes: Node[], opts: { indexes?: number[]; volumes?: PlacementVolume[]; usage?: Map<string, NodeUsage>; algorithm?: 'binpack' | 'spread' } = {}) {
   return placeGroup({
     jobId: 'j',
     datacenters: ['*'],
@@ -28,6 +28,7 @@ function place(g: TaskGroup, nodes: Node[], opts: { indexes?: number[]; volumes?
     nodes,
     usage: opts.usage ?? new Map(),
     volumes: new Map((opts.volumes ?? []).map((v) => [v.id, v])),
+    ...(opts.algorithm ? { algorithm: opts.algorithm } : {}),
   });
 }
 
@@ -89,6 +90,16 @@ describe('placement', () => {
     const usage = new Map([['b', { ...emptyUsage(), cpuMhz: 500, memoryMb: 500 }]]);
     const r = place(group(), [testNode('a'), testNode('b'), testNode('c')], { usage });
     assert.equal(r.placements[0]!.nodeId, 'b');
+  });
+
+  it("with the scheduler configuration's spread algorithm, prefers the emptiest node", () => {
+    const usage = new Map([
+      ['a', { ...emptyUsage(), cpuMhz: 300, memoryMb: 300 }],
+      ['b', { ...emptyUsage(), cpuMhz: 500, memoryMb: 500 }],
+    ]);
+    const r = place(group(), [testNode('a'), testNode('b'), testNode('c')], { usage, algorithm: 'spread' });
+    assert.equal(r.placements[0]!.nodeId, 'c');
+    assert.equal(place(group(), [testNode('a'), testNode('b'), testNode('c')], { usage, algorithm: 'binpack' }).placements[0]!.nodeId, 'b');
   });
 
   it('does not place past the plugin max volumes per node (scenario 10)', () => {

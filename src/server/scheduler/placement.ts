@@ -5,7 +5,7 @@
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
-import { claimConflicts, isEligible, supportsNetworkMode, volumeIdFor, type AllocatedPort, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type TaskGroup } from '../../structs/index.js';
+import { claimConflicts, isEligible, supportsNetworkMode, volumeIdFor, type AllocatedPort, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type SchedulerAlgorithmName, type TaskGroup } from '../../structs/index.js';
 import { assignPorts, holdPorts, portsReason, type PortCache, type PortUsage } from './ports.js';
 import { AffinityScorer } from './affinity.js';
 import { failedConstraint, failedDistinct, hasCountingRules, placementRules, PlacementCounts, type PlacementRules } from './constraints.js';
@@ -71,6 +71,8 @@ export interface PlaceGroupInput {
   job?: Pick<JobSpec, 'constraints' | 'affinities' | 'spreads'>;
   /** The job's allocations that stay (and ones placed earlier in the same evaluation), for distinct_* and spread. */
   existing?: ReadonlyArray<{ nodeId: string; group: string }>;
+  /** The scheduler configuration's algorithm: `binpack` (default) prefers the fullest node that fits, `spread` the emptiest. */
+  algorithm?: SchedulerAlgorithmName;
 }
 
 export interface Placement {
@@ -230,6 +232,7 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   const { group, nodes, usage, jobId } = input;
   const replacing = input.replacing ?? new Set<string>();
   const need = groupResources(group);
+  const spreadFit = input.algorithm === 'spread';
   // Claims added by this run are tallied here so the caller's volumes stay as read.
   const tallies = new Map<string, ClaimTally>();
   const volumeOf = (id: string): ClaimTally | undefined => {
@@ -381,7 +384,8 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
         continue;
       }
       // Scores as plain numbers: this loop runs nodes x allocations times.
-      const binpack = binpackScore(node, used, need);
+      const fill = binpackScore(node, used, need);
+      const binpack = spreadFit ? 1 - fill : fill;
       const collisions = used.jobAllocs.get(jobId) ?? 0;
       const anti = collisions > 0 ? -Math.min(1, (collisions + 1) / Math.max(1, group.count)) : 0;
       const aff = affinityOf.get(node.id) ?? 0;

@@ -27,13 +27,14 @@ import type {
   Evaluation,
   Job,
   Node,
+  SchedulerConfig,
   ServiceRegistration,
   Volume,
   VolumeClaim,
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'schedulerConfig', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -72,6 +73,8 @@ export interface TableRows {
   deployments: Deployment;
   /** Past job versions, by namespace + job ID + zero-padded version. */
   jobVersions: JobVersion;
+  /** The scheduler's configuration (one row, `config`), absent until first set. */
+  schedulerConfig: SchedulerConfig;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { CsiClient } from '../../../src/csi/index.js';
-import type { Allocation, Node } from '../../../src/structs/index.js';
+import type { AllocationListStub, NodeListStub } from '../../../src/api/index.js';
 import { FakePlugin } from '../csi-fake/index.js';
 import { Cluster as ProcessCluster, type ServerProc } from '../process-cluster.js';
 import { SimFleet } from './sim-fleet.js';
@@ -101,12 +101,13 @@ export class SimCluster {
     const s = via ?? (this.processes.live()[0] as ServerProc);
     const res = await fetch(s.url + p, {
       method,
-      headers: { authorization: `Bearer ${this.processes.mgmt}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      // Errors as JSON: whether one may be retried is in its details.
+      headers: { authorization: `Bearer ${this.processes.mgmt}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${p} on ${s.name}: ${res.status} ${text.slice(0, 500)}`);
-    return { index: Number(res.headers.get('x-berth-index') ?? 0), body: JSON.parse(text) as T };
+    return { index: Number(res.headers.get('x-nomad-index') ?? res.headers.get('x-berth-index') ?? 0), body: (text === '' ? undefined : JSON.parse(text)) as T };
   }
 
   /**
@@ -131,21 +132,22 @@ export class SimCluster {
    * them with blocking queries (each answer comes when they changed; with
    * `pollMs`, at most one read per that many ms).
    */
-  async waitAllocs(jobId: string, done: (allocs: Allocation[]) => boolean, opts: { signal?: AbortSignal; pollMs?: number } = {}): Promise<Allocation[]> {
+  async waitAllocs(jobId: string, done: (allocs: AllocationListStub[]) => boolean, opts: { signal?: AbortSignal; pollMs?: number } = {}): Promise<AllocationListStub[]> {
     let index = 0;
     for (let first = true; ; first = false) {
       if (opts.signal?.aborted) throw new Error(`job ${jobId}: the allocations did not get there in time`);
       // A bench reading thousands of allocations must not answer every write with the whole list: at most one read per `pollMs`.
       if (!first && opts.pollMs) await new Promise((r) => setTimeout(r, opts.pollMs));
       const q = index ? `?index=${index}&wait=5s` : '';
-      const { index: next, body } = await this.call<Allocation[]>('GET', `/v1/job/${encodeURIComponent(jobId)}/allocations${q}`);
+      const { index: next, body } = await this.call<AllocationListStub[]>('GET', `/v1/job/${encodeURIComponent(jobId)}/allocations${q}`);
       if (done(body)) return body;
       index = next;
     }
   }
 
-  nodes(via?: ServerProc): Promise<Node[]> {
-    return this.call<Node[]>('GET', '/v1/nodes', undefined, via).then((r) => r.body);
+  /** The nodes as `GET /v1/nodes` lists them (Nomad's NodeListStub). */
+  nodes(via?: ServerProc): Promise<NodeListStub[]> {
+    return this.call<NodeListStub[]>('GET', '/v1/nodes', undefined, via).then((r) => r.body);
   }
 
   /** CPU seconds (user + system) the server's process used so far. */

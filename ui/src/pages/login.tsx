@@ -1,5 +1,5 @@
 // The login form: takes an API token, checks it against the API
-// (GET /v1/token/self) and keeps it in this tab's session storage.
+// (GET /v1/acl/token/self) and keeps it in this tab's session storage.
 
 import { useState } from 'preact/hooks';
 import { api, ApiError, saveToken, type Caller } from '../api';

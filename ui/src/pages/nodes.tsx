@@ -2,13 +2,13 @@
 // and its allocations.
 
 import { useRoute } from 'preact-iso';
-import { api, type HealthReport } from '../api';
+import { api, fromGoTime, type HealthReport } from '../api';
 import { Badge, Facts, Healthy, Loading, Section, Table, ago, short } from '../components';
 import { useLive } from '../live';
 import { AllocationTable } from './jobs';
 
 export function NodesPage() {
-  const { data, error } = useLive('nodes', ['node', 'allocation'], async () => {
+  const { data, error } = useLive('nodes', ['Node', 'Allocation'], async () => {
     const [nodes, allocs] = await Promise.all([api.nodes(), api.allocations()]);
     return { nodes, allocs };
   });
@@ -18,37 +18,44 @@ export function NodesPage() {
       <h1>Nodes</h1>
       <Table
         label="nodes"
-        head={['Node', 'Name', 'Datacenter', 'Status', 'CSI plugins', 'Running allocations', 'Last heartbeat']}
+        head={['Node', 'Name', 'Datacenter', 'Status', 'Eligibility', 'Drivers', 'Running allocations']}
         empty="No node has registered."
         rows={data.nodes.map((n) => [
-          <a href={`/ui/nodes/${n.id}`}>{short(n.id)}</a>,
-          n.name,
-          n.datacenter,
-          <Badge value={n.status} />,
-          [...new Set([...Object.keys(n.csiNodePlugins ?? {}), ...Object.keys(n.csiControllerPlugins ?? {})])].join(', ') || '-',
-          String(data.allocs.filter((a) => a.nodeId === n.id && a.clientStatus === 'running').length),
-          ago(n.lastHeartbeat),
+          <a href={`/ui/nodes/${n.ID}`}>{short(n.ID)}</a>,
+          n.Name,
+          n.Datacenter,
+          <Badge value={n.Drain ? 'draining' : n.Status} label={n.Drain ? `${n.Status}, draining` : n.Status} />,
+          n.SchedulingEligibility,
+          Object.entries(n.Drivers ?? {})
+            .filter(([, d]) => d.Detected && d.Healthy)
+            .map(([name]) => name)
+            .join(', ') || '-',
+          String(data.allocs.filter((a) => a.NodeID === n.ID && a.ClientStatus === 'running').length),
         ])}
       />
     </main>
   );
 }
 
-function pluginRows(kind: string, reports: Record<string, HealthReport>) {
-  return Object.entries(reports ?? {}).map(([id, r]) => [
-    <a href={`/ui/plugins/${encodeURIComponent(id)}`}>{id}</a>,
-    kind,
-    <Healthy healthy={r.healthy} />,
-    <span data-health-reason>{r.healthReason}</span>,
-    r.provider ? `${r.provider} ${r.version ?? ''}` : '-',
-    r.allocId ? <a href={`/ui/allocations/${r.allocId}`}>{short(r.allocId)}</a> : '-',
-  ]);
+function pluginRows(kind: string, reports: Record<string, HealthReport> | null) {
+  return Object.entries(reports ?? {}).map(([id, r]) => {
+    const provider = (r as { Provider?: string; ProviderVersion?: string }).Provider;
+    const version = (r as { ProviderVersion?: string }).ProviderVersion;
+    return [
+      <a href={`/ui/plugins/${encodeURIComponent(id)}`}>{id}</a>,
+      kind,
+      <Healthy healthy={r.Healthy} />,
+      <span data-health-reason>{r.HealthDescription}</span>,
+      provider ? `${provider} ${version ?? ''}` : '-',
+      r.AllocID ? <a href={`/ui/allocations/${r.AllocID}`}>{short(r.AllocID)}</a> : '-',
+    ];
+  });
 }
 
 export function NodePage() {
   const { params } = useRoute();
   const id = params['id'] ?? '';
-  const { data, error } = useLive(`node/${id}`, ['node', 'allocation'], async () => {
+  const { data, error } = useLive(`node/${id}`, ['Node', 'Allocation'], async () => {
     const [node, allocs] = await Promise.all([api.node(id), api.nodeAllocations(id)]);
     return { node, allocs };
   });
@@ -57,16 +64,17 @@ export function NodePage() {
   return (
     <main id="main">
       <h1>
-        Node {node.name} <Badge value={node.status} />
+        Node {node.Name} <Badge value={node.Status} />
       </h1>
       <Facts
         items={[
-          ['ID', <code>{node.id}</code>],
-          ['Datacenter', node.datacenter],
-          ['Status', `${node.status} (${node.statusDescription})`],
-          ['Address', node.httpAddr],
-          ['Resources', `${node.resources.cpuMhz} MHz, ${node.resources.memoryMb} MB`],
-          ['Last heartbeat', ago(node.lastHeartbeat)],
+          ['ID', <code>{node.ID}</code>],
+          ['Datacenter', node.Datacenter],
+          ['Status', `${node.Status}${node.StatusDescription ? ` (${node.StatusDescription})` : ''}`],
+          ['Eligibility', `${node.SchedulingEligibility}${node.Drain ? ', draining' : ''}`],
+          ['Address', node.HTTPAddr],
+          ['Resources', node.NodeResources ? `${node.NodeResources.Cpu.CpuShares} MHz, ${node.NodeResources.Memory.MemoryMB} MB` : '-'],
+          ['Last heartbeat', ago(fromGoTime(node.BerthLastHeartbeat))],
         ]}
       />
       <Section title="Drivers" id="drivers">
@@ -74,7 +82,7 @@ export function NodePage() {
           label="drivers"
           head={['Driver', 'Detected', 'Health', 'Reason']}
           empty="No drivers."
-          rows={Object.entries(node.drivers ?? {}).map(([name, d]) => [name, d.detected ? 'yes' : 'no', <Healthy healthy={d.healthy} />, d.healthReason])}
+          rows={Object.entries(node.Drivers ?? {}).map(([name, d]) => [name, d.Detected ? 'yes' : 'no', <Healthy healthy={d.Healthy} />, d.HealthDescription])}
         />
       </Section>
       <Section title="CSI plugins" id="plugins">
@@ -82,14 +90,14 @@ export function NodePage() {
           label="CSI plugins on the node"
           head={['Plugin', 'Service', 'Health', 'Reason', 'Provider', 'Allocation']}
           empty="No CSI plugin runs on this node."
-          rows={[...pluginRows('controller', node.csiControllerPlugins), ...pluginRows('node', node.csiNodePlugins)]}
+          rows={[...pluginRows('controller', node.CSIControllerPlugins), ...pluginRows('node', node.CSINodePlugins)]}
         />
       </Section>
       <Section title="Allocations" id="allocations">
         <AllocationTable allocs={allocs} label="allocations on the node" />
       </Section>
       <Section title="Attributes" id="attributes">
-        <Table label="attributes" head={['Attribute', 'Value']} empty="None." rows={Object.entries(node.attributes ?? {}).map(([k, v]) => [k, v])} />
+        <Table label="attributes" head={['Attribute', 'Value']} empty="None." rows={Object.entries(node.Attributes ?? {}).map(([k, v]) => [k, v])} />
       </Section>
     </main>
   );

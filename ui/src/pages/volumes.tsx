@@ -4,7 +4,7 @@
 
 import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { actions, api, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type Volume } from '../api';
+import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type ClaimEvent, type StreamEvent, type Volume } from '../api';
 import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
 import { useLive, watchUntil } from '../live';
 import { useCanWrite } from '../session';
@@ -18,14 +18,46 @@ function usageCell(v: Volume) {
 function conditionBadge(v: Volume) {
   const c = volumeCondition(v);
   if (!c) return <span class="muted">-</span>;
-  return <Badge value={c.abnormal ? 'abnormal' : 'healthy'} label={c.abnormal ? `abnormal: ${c.message}` : 'normal'} />;
+  return <Badge value={c.Abnormal ? 'abnormal' : 'healthy'} label={c.Abnormal ? `abnormal: ${c.Message}` : 'normal'} />;
+}
+
+/** The claim an event of the claim topic carries (VolumeClaimListStub), if any; read defensively (fields may be missing). */
+function claimOf(e: StreamEvent): Partial<ClaimEvent> | undefined {
+  const c = e.Payload['Claim'];
+  return c && typeof c === 'object' ? (c as Partial<ClaimEvent>) : undefined;
+}
+
+/**
+ * A claim event's change in plain words: the allocation's first claim event
+ * `claimed`, a later change of it `updated`, its removal (`ClaimDeleted`, or a
+ * claim gone free) `released`.
+ */
+function claimChange(released: boolean, first: boolean): string {
+  if (released) return 'released';
+  return first ? 'claimed' : 'updated';
+}
+
+/** The claim history's rows, newest first (`history` is oldest first), each event with its change in plain words. */
+function claimHistoryRows(history: readonly StreamEvent[]) {
+  const seen = new Set<string>();
+  return history
+    .map((e) => {
+      const c = claimOf(e) ?? {};
+      const alloc = c.AllocationID ?? e.Key.split('/').pop() ?? '';
+      const released = /delete|release/i.test(e.Type) || c.State === 'free';
+      const first = !seen.has(alloc);
+      seen.add(alloc);
+      if (released) seen.delete(alloc);
+      return [String(e.Index), claimChange(released, first), <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.Mode ?? '-', released ? 'released' : (c.State ?? '-'), c.ControllerPublish ?? '-'];
+    })
+    .reverse();
 }
 
 /** Usage changes without an event on the stream: the volume pages read it again this often. */
 const USAGE_REFRESH_MS = 5_000;
 
 export function VolumesPage() {
-  const { data, error } = useLive('volumes', ['volume', 'claim', 'plugin', ...HEALTH_FIELDS.topics], () => api.volumes(), { everyMs: USAGE_REFRESH_MS });
+  const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumesInFull(), { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   return (
     <main id="main">
@@ -35,12 +67,12 @@ export function VolumesPage() {
         head={['Volume', 'Namespace', 'Plugin', 'Schedulable', 'Claims', 'Capacity', 'Usage', 'Condition']}
         empty="No CSI volume registered. Create one with berth volume create <file>."
         rows={data.map((v) => [
-          <a href={`/ui/volumes/${encodeURIComponent(v.namespace)}/${encodeURIComponent(v.id)}`}>{v.id}</a>,
-          v.namespace,
-          <a href={`/ui/plugins/${encodeURIComponent(v.pluginId)}`}>{v.pluginId}</a>,
-          v.schedulable ? 'yes' : 'no',
-          <span data-claims={v.id}>{v.claims.length}</span>,
-          bytes(v.capacityBytes),
+          <a href={`/ui/volumes/${encodeURIComponent(v.Namespace)}/${encodeURIComponent(v.ID)}`}>{v.ID}</a>,
+          v.Namespace,
+          <a href={`/ui/plugins/${encodeURIComponent(v.PluginID)}`}>{v.PluginID}</a>,
+          v.Schedulable ? 'yes' : 'no',
+          <span data-claims={v.ID}>{v.BerthClaims.length}</span>,
+          bytes(v.Capacity),
           usageCell(v),
           conditionBadge(v),
         ])}
@@ -58,28 +90,29 @@ export function VolumesPage() {
  */
 function DetachButton({ v, nodeId, force }: { v: Volume; nodeId: string; force: boolean }) {
   const run = async (progress: (m: string) => void): Promise<string> => {
-    const before = new Set(v.claims.filter((c) => c.nodeId === nodeId).map((c) => c.allocId));
+    const before = new Set(v.BerthClaims.filter((c) => c.NodeID === nodeId).map((c) => c.AllocationID));
     progress(force ? `Stopping the allocations on node ${short(nodeId)}, then detaching…` : `Detaching from node ${short(nodeId)}…`);
-    const out = await actions.detachVolume(v.namespace, v.id, nodeId, force);
+    const out = await actions.detachVolume(v.Namespace, v.ID, nodeId, force);
     const detached = await watchUntil(['claim', 'volume'], async () => {
-      const now = await api.volume(v.namespace, v.id);
-      const left = now.claims.filter((c) => c.nodeId === nodeId && before.has(c.allocId));
+      const now = await api.volume(v.Namespace, v.ID);
+      const left = now.BerthClaims.filter((c) => c.NodeID === nodeId && before.has(c.AllocationID));
       if (left.length === 0) return `Detached from node ${short(nodeId)}.`;
-      progress(`Detaching: ${left.length} claim${left.length === 1 ? '' : 's'} on node ${short(nodeId)} still releasing (${left.map((c) => c.state).join(', ')})…`);
+      progress(`Detaching: ${left.length} claim${left.length === 1 ? '' : 's'} on node ${short(nodeId)} still releasing (${left.map((c) => c.State).join(', ')})…`);
       return undefined;
     });
-    const stopped = out.stoppedAllocations?.length ? ` Stopped allocation${out.stoppedAllocations.length === 1 ? '' : 's'} ${out.stoppedAllocations.map(short).join(', ')}.` : '';
-    return `${detached}${stopped}${out.warning ? ` ${out.warning}` : ''}`;
+    const stoppedIds = out.StoppedAllocations ?? [];
+    const stopped = stoppedIds.length ? ` Stopped allocation${stoppedIds.length === 1 ? '' : 's'} ${stoppedIds.map(short).join(', ')}.` : '';
+    return `${detached}${stopped}${out.Warnings ? ` ${out.Warnings}` : ''}`;
   };
   return force ? (
     <ActionButton
       label="Force detach"
       danger
-      confirm={`Stop every allocation on node ${short(nodeId)} that uses volume ${v.id}, then detach it?`}
+      confirm={`Stop every allocation on node ${short(nodeId)} that uses volume ${v.ID}, then detach it?`}
       run={run}
     />
   ) : (
-    <ActionButton label="Detach" confirm={`Detach volume ${v.id} from node ${short(nodeId)}? The API refuses while an allocation there uses it.`} run={run} />
+    <ActionButton label="Detach" confirm={`Detach volume ${v.ID} from node ${short(nodeId)}? The API refuses while an allocation there uses it.`} run={run} />
   );
 }
 
@@ -89,19 +122,19 @@ function ClaimTable({ v }: { v: Volume }) {
       label="claims"
       head={['Allocation', 'Node', 'Mode', 'Access', 'State', 'Controller', 'Release', 'Claimed']}
       empty="No claims: no allocation uses this volume."
-      rows={v.claims.map((c: Claim) => {
-        const release = c.state === 'taken' ? '-' : `${c.releaseReason || 'releasing'}${c.releaseAttempts ? ` (attempt ${c.releaseAttempts})` : ''}${c.lastError ? `: ${c.lastError}` : ''}`;
+      rows={v.BerthClaims.map((c: Claim) => {
+        const release = c.State === 'taken' ? '-' : `${c.ReleaseReason || 'releasing'}${c.ReleaseAttempts ? ` (attempt ${c.ReleaseAttempts})` : ''}${c.LastError ? `: ${c.LastError}` : ''}`;
         return [
-          <a href={`/ui/allocations/${c.allocId}`} data-claim={c.allocId}>
-            {short(c.allocId)}
+          <a href={`/ui/allocations/${c.AllocationID}`} data-claim={c.AllocationID}>
+            {short(c.AllocationID)}
           </a>,
-          <a href={`/ui/nodes/${c.nodeId}`}>{short(c.nodeId)}</a>,
-          c.mode,
-          `${c.accessMode}, ${c.attachmentMode}`,
-          <Badge value={c.state} />,
-          c.controllerPublish,
+          <a href={`/ui/nodes/${c.NodeID}`}>{short(c.NodeID)}</a>,
+          c.Mode,
+          `${c.AccessMode}, ${c.AttachmentMode}`,
+          <Badge value={c.State} />,
+          c.ControllerPublish,
           release,
-          time(c.claimTime),
+          time(fromGoTime(c.ClaimTime)),
         ];
       })}
     />
@@ -115,7 +148,7 @@ function ClaimTable({ v }: { v: Volume }) {
  */
 function DetachPanel({ v }: { v: Volume }) {
   const seen = useRef<string[]>([]);
-  for (const c of v.claims) if (!seen.current.includes(c.nodeId)) seen.current.push(c.nodeId);
+  for (const c of v.BerthClaims) if (!seen.current.includes(c.NodeID)) seen.current.push(c.NodeID);
   if (seen.current.length === 0) return null;
   return (
     <Section title="Detach" id="detach">
@@ -125,7 +158,7 @@ function DetachPanel({ v }: { v: Volume }) {
         empty=""
         rows={seen.current.map((nodeId) => [
           <a href={`/ui/nodes/${nodeId}`}>{short(nodeId)}</a>,
-          String(v.claims.filter((c) => c.nodeId === nodeId).length),
+          String(v.BerthClaims.filter((c) => c.NodeID === nodeId).length),
           <span class="action-group" data-detach={nodeId}>
             <DetachButton v={v} nodeId={nodeId} force={false} />
             <DetachButton v={v} nodeId={nodeId} force />
@@ -141,14 +174,14 @@ export function VolumePage() {
   const ns = params['ns'] ?? 'default';
   const id = params['id'] ?? '';
   const canWrite = useCanWrite();
-  const { data, error } = useLive(`volume/${ns}/${id}`, ['volume', 'claim', 'plugin', ...HEALTH_FIELDS.topics], async () => {
+  const { data, error } = useLive(`volume/${ns}/${id}`, ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], async () => {
     const [volume, history, usage, drift] = await Promise.all([
       api.volume(ns, id),
       api.history([`claim:${id}`], 0),
       usageHistory(ns, id),
       volumeDrift(ns, id),
     ]);
-    return { volume, history: history.filter((e) => e.key.split('/').map(decodeURIComponent)[1] === id), usage, drift };
+    return { volume, history: history.filter((e) => claimOf(e)?.VolumeID === id || e.Key.split('/').map(decodeURIComponent).includes(id)), usage, drift };
   }, { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
   const { volume: v, history, usage, drift } = data;
@@ -157,20 +190,20 @@ export function VolumePage() {
   return (
     <main id="main">
       <h1>
-        Volume {v.name || v.id} {condition ? conditionBadge(v) : null}{' '}
+        Volume {v.Name || v.ID} {condition ? conditionBadge(v) : null}{' '}
         {drift && drift.length > 0 ? <Badge value="drift" label={`drift: ${drift.length}`} /> : null}
       </h1>
       <Facts
         items={[
-          ['ID', v.id],
-          ['Namespace', v.namespace],
-          ['External ID', <code>{v.externalId}</code>],
-          ['Plugin', <a href={`/ui/plugins/${encodeURIComponent(v.pluginId)}`}>{v.pluginId}</a>],
-          ['Provider', v.provider],
-          ['Schedulable', v.schedulable ? 'yes' : 'no'],
-          ['Capacity', <span data-fact="capacity">{bytes(v.capacityBytes)}</span>],
-          ['Requested', `${bytes(v.capacityMinBytes)} to ${bytes(v.capacityMaxBytes)}`],
-          ['Secrets', v.secretNames?.length ? v.secretNames.map((s) => `${s} (hidden)`).join(', ') : 'none'],
+          ['ID', v.ID],
+          ['Namespace', v.Namespace],
+          ['External ID', <code>{v.ExternalID}</code>],
+          ['Plugin', <a href={`/ui/plugins/${encodeURIComponent(v.PluginID)}`}>{v.PluginID}</a>],
+          ['Provider', v.Provider],
+          ['Schedulable', v.Schedulable ? 'yes' : 'no'],
+          ['Capacity', <span data-fact="capacity">{bytes(v.Capacity)}</span>],
+          ['Requested', `${bytes(v.RequestedCapacityMin)} to ${bytes(v.RequestedCapacityMax)}`],
+          ['Secrets', v.BerthSecretNames.length ? v.BerthSecretNames.map((s) => `${s} (hidden)`).join(', ') : 'none'],
         ]}
       />
       <Section title="Usage and condition" id="usage">
@@ -182,15 +215,15 @@ export function VolumePage() {
           reports.map((u) => <UsageBar usage={u} />)
         )}
         {condition ? (
-          <p data-condition={condition.abnormal ? 'abnormal' : 'normal'}>
-            Condition: {condition.abnormal ? <Badge value="abnormal" label={`abnormal: ${condition.message}`} /> : <Badge value="healthy" label="normal" />}
+          <p data-condition={condition.Abnormal ? 'abnormal' : 'normal'}>
+            Condition: {condition.Abnormal ? <Badge value="abnormal" label={`abnormal: ${condition.Message}`} /> : <Badge value="healthy" label="normal" />}
           </p>
         ) : (
           <p class="muted">No condition reported.</p>
         )}
         {usage ? <UsageChart points={usage} /> : null}
       </Section>
-      <Section title={`Claims (${v.claims.length})`} id="claims">
+      <Section title={`Claims (${v.BerthClaims.length})`} id="claims">
         <ClaimTable v={v} />
       </Section>
       {canWrite ? <DetachPanel v={v} /> : null}
@@ -200,19 +233,19 @@ export function VolumePage() {
             label="drift"
             head={['Difference', 'Node', 'Repair']}
             empty=""
-            rows={drift.map((d) => [d.message ?? d.kind, short(d.nodeId), d.repair ? <code>{d.repair}</code> : '-'])}
+            rows={drift.map((d) => [d.Message || d.Kind, short(d.NodeID), d.Repair ? <code>{d.Repair}</code> : '-'])}
           />
         </Section>
       ) : null}
       <Section title="Capabilities" id="capabilities">
-        <Table label="capabilities" head={['Access mode', 'Attachment']} empty="None." rows={v.capabilities.map((c) => [c.accessMode, c.attachmentMode])} />
+        <Table label="capabilities" head={['Access mode', 'Attachment']} empty="None." rows={(v.RequestedCapabilities ?? []).map((c) => [c.AccessMode, c.AttachmentMode])} />
       </Section>
       <Section title="Topology" id="topology">
         <Table
           label="topology"
           head={['Segment', 'Value']}
           empty="Accessible from every node."
-          rows={(v.accessibleTopology ?? []).flatMap((t) => Object.entries(t).map(([k, val]) => [k, val]))}
+          rows={(v.Topologies ?? []).flatMap((t) => Object.entries(t?.Segments ?? {}).map(([k, val]) => [k, val]))}
         />
       </Section>
       <Section title="Claim history" id="history">
@@ -220,11 +253,7 @@ export function VolumePage() {
           label="claim history"
           head={['Index', 'Change', 'Allocation', 'Mode', 'State', 'Controller']}
           empty="No claim has been taken yet."
-          rows={[...history].reverse().map((e) => {
-            const c = (e.payload ?? {}) as Partial<Claim>;
-            const alloc = e.key.split('/').pop() ?? '';
-            return [String(e.index), e.op, <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.mode ?? '-', e.op === 'delete' ? 'released' : (c.state ?? '-'), c.controllerPublish ?? '-'];
-          })}
+          rows={claimHistoryRows(history)}
         />
       </Section>
     </main>
