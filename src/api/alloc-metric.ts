@@ -7,8 +7,8 @@
 // Berth fills `ConstraintFiltered` as Nomad does, with each constraint's text
 // (`${meta.rack} = r9`) and with its own filter reasons, each worded to read
 // after "N nodes" (`lacked a healthy node plugin for hostpath`, `were down`):
-// Nomad's own reasons ("missing drivers") sit in the same map.
-// `isPlacementReason` tells the two apart for a reader that words them.
+// Nomad's own reasons ("missing drivers") sit in the same map (the CLI's
+// placement-failures.ts tells the two apart to word them).
 
 import { z } from 'zod';
 import { Resources } from './resources.js';
@@ -54,12 +54,3 @@ export const AllocationMetric = z.strictObject({
   ScoreMetaData: list(NodeScoreMeta),
 });
 export type AllocationMetric = z.infer<typeof AllocationMetric>;
-
-/**
- * Whether a `ConstraintFiltered` key is one of Berth's filter reasons (worded
- * to follow "N nodes": "were down", "lacked the driver \"docker\"") rather
- * than a constraint's text. Pure.
- */
-export function isPlacementReason(key: string): boolean {
-  return /^(were|was|lacked|had|could|did|found|reached|exhausted) /.test(key);
-}

@@ -4,7 +4,17 @@
 // ("2 nodes lacked a healthy node plugin for hostpath"); constraints,
 // classes and dimensions in Nomad's words. Pure.
 
-import { isPlacementReason, type AllocationMetric, type Evaluation } from '../api/index.js';
+import type { AllocationMetric, Evaluation } from '../api/index.js';
+
+/**
+ * Whether a `ConstraintFiltered` key is one of Berth's filter reasons (worded
+ * to follow "N nodes": "were down", "lacked the driver \"docker\"") rather
+ * than a constraint's text. Here, not in src/api, so that a CLI command loads
+ * no schema code. Pure.
+ */
+export function isPlacementReason(key: string): boolean {
+  return /^(were|was|lacked|had|could|did|found|reached|exhausted) /.test(key);
+}
 
 const nodes = (n: number): string => `${n} node${n === 1 ? '' : 's'}`;
 
