@@ -6,27 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { testAllocation } from '../../../test/support/server-rows.js';
 import type { Allocation } from '../../structs/index.js';
 import { SqliteStateStore, type RowInput } from '../state/index.js';
 import { blockingReadOf } from './blocking.js';
 
 function alloc(id: string, nodeId: string, clientStatus: Allocation['clientStatus'] = 'pending'): RowInput<'allocations'> {
-  return {
-    id,
-    namespace: 'default',
-    jobId: 'j',
-    jobVersion: 1,
-    taskGroup: 'g',
-    nodeId,
-    desiredStatus: 'run',
-    desiredDescription: '',
-    clientStatus,
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createTime: 0,
-    modifyTime: 0,
-  };
+  return testAllocation(id, nodeId, { jobId: 'j', clientStatus });
 }
 
 const nodeIdOf = (row: unknown): string | undefined => (row as { nodeId?: string } | null)?.nodeId;

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { testAllocation } from '../../../test/support/server-rows.js';
 import { parseJobSpec, type Allocation } from '../../structs/index.js';
 import { SqliteStateStore, rowKey, type RowInput, type WriteTxn } from '../state/index.js';
 import { JobListCache } from './job-list-cache.js';
@@ -17,22 +18,7 @@ function putJob(txn: WriteTxn, id: string, extra: Record<string, unknown> = {}, 
 }
 
 function alloc(id: string, jobId: string, clientStatus: Allocation['clientStatus']): RowInput<'allocations'> {
-  return {
-    id,
-    namespace: 'default',
-    jobId,
-    jobVersion: 0,
-    taskGroup: 'g',
-    nodeId: 'n',
-    desiredStatus: 'run',
-    desiredDescription: '',
-    clientStatus,
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createTime: 0,
-    modifyTime: 0,
-  };
+  return testAllocation(id, 'n', { jobId, jobVersion: 0, clientStatus });
 }
 
 describe('the kept list of GET /v1/jobs', () => {
