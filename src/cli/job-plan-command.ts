@@ -10,7 +10,6 @@ import type * as api from '../api/index.js';
 import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import type { CommandContext } from './command-context.js';
 import { describeFailure } from './exit-codes.js';
-import { renderTemplate } from './go-template.js';
 import { formatDryRun, formatJobDiff, planExitCode } from './job-diff-output.js';
 import type { fileJobJson, fileNamespace, loadStructs, readJobFile, sendJobFile, variableOptions } from './job-command.js';
 
@@ -69,8 +68,7 @@ async function plan(ctx: CommandContext, tools: JobFileTools, s: ApiSession, [fi
     s.api.request<api.JobPlanResponse>('PUT', `/v1/job/${encodeURIComponent(parsed.job.id)}/plan`, { query: { namespace }, body: { Job: job, Diff: opts['diff'] !== false } }),
   );
   s.signal.throwIfAborted();
-  if (typeof opts['template'] === 'string') s.out.line(renderTemplate(opts['template'], body));
-  else if (s.out.json) s.out.document(body);
+  if (s.out.json) s.out.document(body); // -json-output, or -t through the Output's template
   else for (const line of renderPlan(body, parsed.job.type, file === '-' ? '<stdin>' : (file as string), Boolean(opts['verbose']))) s.out.line(line);
   ctx.state.exitCode = planExitCode(body) === 1 ? PLAN_EXIT.CHANGES : PLAN_EXIT.NO_CHANGE;
 }

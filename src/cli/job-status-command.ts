@@ -12,7 +12,6 @@ import { KINDS } from './api-client.js';
 import { age, apiAction, apiCommand, shortId, timestamp, type ApiSession } from './api-command.js';
 import type { CommandContext } from './command-context.js';
 import { printJobEvaluations } from './eval-command.js';
-import { renderTemplate } from './go-template.js';
 import { formatKV, msOfNanos, statusString, typeString } from './job-json.js';
 
 /** One job in `job status -json`, as Nomad's JobJson. */
@@ -60,26 +59,11 @@ async function jobJson(s: ApiSession, namespace: string, id: string): Promise<Jo
   return { Summary: summary.body, Allocations: allocations.body, LatestDeployment: deployment.body, Evaluations: evaluations.body };
 }
 
-/** Prints `-json` or `-t` output when asked for; true when it did. */
-function printed(s: ApiSession, opts: Record<string, unknown>, data: unknown): boolean {
-  if (typeof opts['template'] === 'string') {
-    s.out.line(renderTemplate(opts['template'], data));
-    return true;
-  }
-  if (s.out.json) {
-    s.out.document(data);
-    return true;
-  }
-  return false;
-}
-
 async function jobStatus(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
   if (!idArg) {
     const { body: jobs } = await s.api.get<api.JobListStub[]>(KINDS.job.listPath, { namespace: s.namespace });
-    if (s.out.json || typeof opts['template'] === 'string') {
-      printed(s, opts, await Promise.all(jobs.map((j) => jobJson(s, j.Namespace ?? s.namespace, j.ID))));
-      return;
-    }
+    // -json, or -t: the Output formats the document with the template.
+    if (s.out.json) return s.out.document(await Promise.all(jobs.map((j) => jobJson(s, j.Namespace ?? s.namespace, j.ID))));
     if (jobs.length === 0) return s.out.line('No running jobs');
     const all = s.namespace === '*';
     s.out.table(
@@ -89,10 +73,7 @@ async function jobStatus(s: ApiSession, [idArg]: string[], opts: Record<string, 
     return;
   }
   const id = await s.api.resolve(KINDS.job, idArg, { namespace: s.namespace });
-  if (s.out.json || typeof opts['template'] === 'string') {
-    printed(s, opts, [await jobJson(s, s.namespace, id)]);
-    return;
-  }
+  if (s.out.json) return s.out.document([await jobJson(s, s.namespace, id)]);
   const short = (x: string): string => (opts['verbose'] ? x : shortId(x));
   const { body: job } = await s.api.get<api.Job>(KINDS.job.getPath(id), { namespace: s.namespace });
   const periodic = job.Periodic !== null && job.Periodic !== undefined;
@@ -150,10 +131,10 @@ async function printChildren(s: ApiSession, id: string, summary: api.JobSummary,
   else s.out.table(['ID', 'Launch Time', 'Status'], children.map((j) => [j.ID, timestamp(msOfNanos(j.SubmitTime)), s.style.status(statusString(j.Status, j.Stop))]));
 }
 
-async function inspectJob(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
+async function inspectJob(s: ApiSession, [idArg]: string[]): Promise<void> {
   const id = await s.api.resolve(KINDS.job, idArg as string, { namespace: s.namespace });
   const { body: job } = await s.api.get<api.Job>(KINDS.job.getPath(id), { namespace: s.namespace });
-  if (printed(s, opts, job)) return;
+  if (s.out.json) return s.out.document(job);
   // Nomad prints the body `job run -json` (and PUT /v1/jobs) takes back, with its four-space indent.
   s.out.line(JSON.stringify({ Job: job }, null, 4));
 }

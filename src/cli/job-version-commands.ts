@@ -9,7 +9,6 @@ import { apiAction, apiCommand, timestamp } from './api-command.js';
 import type { CommandContext } from './command-context.js';
 import { formatJobDiff } from './job-diff-output.js';
 import { formatKV, msOfNanos } from './job-json.js';
-import { renderTemplate } from './go-template.js';
 import { UsageError } from './usage-error.js';
 
 /** Adds `history`, `revert` and `scale` to `berth job`. */
@@ -36,8 +35,8 @@ export function addJobVersionCommands(job: Command, ctx: CommandContext): void {
         versions = versions.filter((v) => v.job.Version === wanted);
         if (!versions.length) throw new UsageError(`job "${id}" has no version ${String(opts['version'])} (see \`berth job history ${id}\`)`);
       }
+      // -json, or -t: the Output formats the document with the template.
       if (s.out.json) return s.out.document(versions.map((v) => v.job));
-      if (typeof opts['template'] === 'string') return s.out.line(renderTemplate(opts['template'], versions.map((v) => v.job)));
       versions.forEach((v, i) => {
         if (i > 0) s.out.line();
         if (opts['full']) return s.out.line(JSON.stringify(v.job, null, 4));
