@@ -155,6 +155,8 @@ export class AllocRunner {
           ...(fenceAfterMs ? { fenceAfterMs } : {}),
           namespace: opts.job.namespace,
           networkNamespacePath: () => this.#record.network?.path,
+          networkMode: group.network.mode,
+          networkLabels: () => this.#record.network?.labels,
           logger: this.#logger,
           clock: this.#clock,
         }),

@@ -29,7 +29,7 @@ export function taskEnvBuilder(
     task,
     node,
     ...(network ? { network } : {}),
-    ...taskEnvDirs(taskDir, driver.capabilities.fsIsolation === 'chroot'),
+    ...taskEnvDirs(taskDir, driver.capabilities.fsIsolation),
   });
 }
 

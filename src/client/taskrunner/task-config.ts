@@ -23,6 +23,9 @@ export interface RunnerTaskConfigInput {
   /** The job's namespace, for an external plugin's TaskConfig. */
   namespace?: string;
   networkNamespacePath?: () => string | undefined;
+  /** The group's network mode; default `host`. */
+  networkMode?: string;
+  networkLabels?: () => Record<string, string> | undefined;
 }
 
 /**
@@ -63,13 +66,18 @@ export function runnerTaskConfig(i: RunnerTaskConfigInput): { cfg: RunnerTaskCon
     // External plugins get the whole config, expanded, and decode it against their schema.
     ...(own ? { driverConfig: config, jobId: alloc.jobId, jobName: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId, namespace: i.namespace ?? 'default' } : {}),
   };
+  // Every driver learns the allocation's network: a container driver publishes the ports and joins the namespace itself.
+  cfg.networkMode = i.networkMode ?? 'host';
+  cfg.ports = (alloc.ports ?? []).map((p) => ({ label: p.label, value: p.value, to: p.to, hostIp: p.hostIp }));
   const netns = i.networkNamespacePath?.();
   if (netns) cfg.networkNamespacePath = netns;
+  const labels = i.networkLabels?.();
+  if (netns && labels && Object.keys(labels).length) cfg.networkLabels = { ...labels };
   return { cfg, unresolved: taskEnv.unresolved([task.config, task.env]) };
 }
 
 /** The environment of a task runner given no builder: what the allocation and the task say, no node attributes. */
-export function defaultTaskEnv(opts: { alloc: Allocation; task: Task; taskDir: TaskDir }, chroot: boolean): TaskEnvBuilder {
+export function defaultTaskEnv(opts: { alloc: Allocation; task: Task; taskDir: TaskDir }, fsIsolation: RunnerDriver['capabilities']['fsIsolation']): TaskEnvBuilder {
   const { alloc, task } = opts;
   return new TaskEnvBuilder({
     alloc,
@@ -77,7 +85,7 @@ export function defaultTaskEnv(opts: { alloc: Allocation; task: Task; taskDir: T
     group: { name: alloc.taskGroup },
     task,
     node: { id: alloc.nodeId, name: '', datacenter: '', attributes: {}, meta: {} },
-    ...taskEnvDirs(opts.taskDir, chroot),
+    ...taskEnvDirs(opts.taskDir, fsIsolation),
   });
 }
 

@@ -55,6 +55,10 @@ export interface TaskRunnerOptions {
   namespace?: string;
   /** Path of the group's network namespace, when the group has one. */
   networkNamespacePath?: () => string | undefined;
+  /** The group's network mode (default `host`). */
+  networkMode?: string;
+  /** The labels the driver that made the group's namespace gave it (see RunnerTaskConfig.networkLabels). */
+  networkLabels?: () => Record<string, string> | undefined;
   logger?: Logger;
   clock?: Clock;
 }
