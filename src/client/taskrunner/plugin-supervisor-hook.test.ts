@@ -39,8 +39,8 @@ const driver = (fsIsolation: 'none' | 'chroot' | 'image'): RunnerDriver => ({
   destroyTask: async () => undefined,
 });
 
-/** The mounts and env prestart gives a `type` plugin task of a driver with `fsIsolation`. */
-async function prestart(fsIsolation: 'none' | 'chroot' | 'image', csiPlugin: Record<string, unknown>): Promise<{ hook: PluginSupervisorHook; mounts: TaskMount[]; env: Record<string, string> }> {
+/** The mounts and env prestart gives a plugin task of a driver with `fsIsolation`. */
+async function prestart(fsIsolation: 'none' | 'chroot' | 'image', csiPlugin: { id: string; type: 'controller' | 'node' | 'monolith'; mountDir?: string; stagePublishBaseDir?: string }): Promise<{ hook: PluginSupervisorHook; mounts: TaskMount[]; env: Record<string, string> }> {
   const job = makeJob({
     id: 'plugin',
     groups: [{ name: 'nodes', tasks: [{ name: 'plugin', driver: 'docker', config: { image: 'hostpath:1' }, csiPlugin }] }],
