@@ -16,7 +16,7 @@ function dockerJob(config: Record<string, unknown>): JobSpec {
 
 /** A node with a healthy docker driver; `privileged` as the driver reports it (Nomad's plugin: the attribute only when allowed). */
 function dockerNode(id: string, privileged: string | undefined, where: 'driver' | 'node' = 'driver'): Node {
-  const attrs = privileged === undefined ? {} : { 'driver.docker.privileged.enabled': privileged };
+  const attrs: Record<string, string> = privileged === undefined ? {} : { 'driver.docker.privileged.enabled': privileged };
   return testNode(id, {
     drivers: { docker: { detected: true, healthy: true, healthReason: 'healthy', networkModes: ['host', 'bridge', 'none', 'cni/*'], ...(where === 'driver' ? { attributes: attrs } : {}) } },
     attributes: where === 'node' ? { 'driver.docker': '1', ...attrs } : { 'driver.docker': '1' },
