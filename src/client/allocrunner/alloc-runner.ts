@@ -29,7 +29,7 @@ import { NetworkHook } from './network-hook.js';
 import { runPrerunStages, type PrerunStage } from './prerun-stages.js';
 import { singleWriterVolumes } from './single-writer.js';
 import { isEphemeral, lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
-import { missingDriver, taskEnvBuilder, withReason } from './task-setup.js';
+import { missingDriver, taskEnvBuilder, taskPorts, withReason } from './task-setup.js';
 import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
 
 export type { AllocRunnerOptions, AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
@@ -156,6 +156,7 @@ export class AllocRunner {
           namespace: opts.job.namespace,
           networkNamespacePath: () => this.#record.network?.path,
           networkMode: group.network.mode,
+          ports: () => taskPorts(this.#record.alloc, group, driver),
           networkLabels: () => this.#record.network?.labels,
           logger: this.#logger,
           clock: this.#clock,

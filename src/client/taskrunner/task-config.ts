@@ -25,6 +25,8 @@ export interface RunnerTaskConfigInput {
   networkNamespacePath?: () => string | undefined;
   /** The group's network mode; default `host`. */
   networkMode?: string;
+  /** The allocation's ports as the driver is to publish them; default the allocation's. */
+  ports?: () => RunnerTaskConfig['ports'];
   networkLabels?: () => Record<string, string> | undefined;
 }
 
@@ -68,7 +70,7 @@ export function runnerTaskConfig(i: RunnerTaskConfigInput): { cfg: RunnerTaskCon
   };
   // Every driver learns the allocation's network: a container driver publishes the ports and joins the namespace itself.
   cfg.networkMode = i.networkMode ?? 'host';
-  cfg.ports = (alloc.ports ?? []).map((p) => ({ label: p.label, value: p.value, to: p.to, hostIp: p.hostIp }));
+  cfg.ports = (i.ports?.() ?? alloc.ports ?? []).map((p) => ({ label: p.label, value: p.value, to: p.to, hostIp: p.hostIp }));
   const netns = i.networkNamespacePath?.();
   if (netns) cfg.networkNamespacePath = netns;
   const labels = i.networkLabels?.();

@@ -57,6 +57,8 @@ export interface TaskRunnerOptions {
   networkNamespacePath?: () => string | undefined;
   /** The group's network mode (default `host`). */
   networkMode?: string;
+  /** The allocation's ports as the driver is to publish them (see taskPorts of the allocation runner); default the allocation's. */
+  ports?: () => Array<{ label: string; value: number; to: number; hostIp: string }>;
   /** The labels the driver that made the group's namespace gave it (see RunnerTaskConfig.networkLabels). */
   networkLabels?: () => Record<string, string> | undefined;
   logger?: Logger;
