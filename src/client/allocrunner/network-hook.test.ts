@@ -82,7 +82,13 @@ async function runOnInitiatingDriver(mode: 'none' | 'bridge'): Promise<void> {
     });
     assert.equal(seen, `net:[${statSync(nsPath).ino}]`, 'the task runs in the driver’s namespace');
     const started = plugin.started[0];
-    assert.deepEqual(started?.networkIsolation, { mode: 'group', path: nsPath, labels: { docker_sandbox_container_id: `pause-mi-${alloc.id.slice(0, 8)}` } }, 'StartTask names the namespace with the labels CreateNetwork gave it');
+    const sandbox = `pause-mi-${alloc.id.slice(0, 8)}`;
+    const address = r.status().network?.address;
+    assert.deepEqual(
+      started?.networkIsolation,
+      { mode: 'group', path: nsPath, labels: { docker_sandbox_container_id: sandbox }, ...(address ? { hostsConfig: { hostname: sandbox.slice(0, 12), address } } : {}) },
+      'StartTask names the namespace with the labels CreateNetwork gave it (and, attached to the bridge, its hosts entry)',
+    );
     assert.deepEqual(started?.resources?.ports, [{ label: 'http', value: 24001, to: 8080, hostIp: '127.0.0.1' }], 'and carries the allocation’s ports, as Nomad’s Resources.Ports');
     const network = r.status().network;
     if (mode === 'bridge') {

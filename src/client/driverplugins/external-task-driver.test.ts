@@ -92,13 +92,18 @@ describe('the TaskConfig an external container driver is given', () => {
       taskConfig('alloc-1', {
         networkNamespacePath: net.path,
         networkMode: 'bridge',
+        networkAddress: '172.26.64.2',
         ports: [{ label: 'http', value: 27544, to: 8080, hostIp: '127.0.0.1' }],
       }),
     );
     const cfg = started[0]!;
     assert.equal(cfg.env['PATH'], undefined, 'the image’s PATH applies');
     assert.deepEqual(cfg.resources?.ports, [{ label: 'http', value: 27544, to: 8080, hostIp: '127.0.0.1' }]);
-    assert.deepEqual(cfg.networkIsolation, { mode: 'group', path: net.path, labels: { docker_sandbox_container_id: 'pause-alloc-1' } }, 'the task joins the pause container by its label');
+    assert.deepEqual(
+      cfg.networkIsolation,
+      { mode: 'group', path: net.path, labels: { docker_sandbox_container_id: 'pause-alloc-1' }, hostsConfig: { hostname: 'pause-alloc-', address: '172.26.64.2' } },
+      'the task joins the pause container by its label; /etc/hosts gets the pause container’s hostname and the allocation’s address, as Nomad’s network hook sets them',
+    );
     assert.equal(cfg.mounts[0]?.propagationMode, 'bidirectional');
   });
 

@@ -100,7 +100,30 @@ export type NetworkedTaskConfig = TaskConfig & {
   networkMode?: string;
   ports?: Array<{ label: string; value: number; to: number; hostIp: string }>;
   networkLabels?: Record<string, string>;
+  networkAddress?: string;
 };
+
+/** The label Nomad's docker driver puts on the namespace of its pause container: the container's ID. */
+const DOCKER_SANDBOX_LABEL = 'docker_sandbox_container_id';
+
+/**
+ * Nomad's NetworkIsolationSpec of the group's namespace for a task. As
+ * Nomad's network hook, a namespace a docker driver made (its pause
+ * container's, by the label) gets HostsConfig once the agent attached it:
+ * the pause container's hostname (its short ID) and the allocation's
+ * address, which docker writes into the task's /etc/hosts.
+ */
+function isolationSpec(cfg: NetworkedTaskConfig, known: NetworkIsolationSpec | undefined): NetworkIsolationSpec | undefined {
+  if (!cfg.networkNamespacePath) return undefined;
+  const labels = { ...(cfg.networkLabels ?? known?.labels) };
+  const sandbox = labels[DOCKER_SANDBOX_LABEL];
+  return {
+    mode: 'group',
+    path: cfg.networkNamespacePath,
+    labels,
+    ...(sandbox && cfg.networkAddress ? { hostsConfig: { hostname: sandbox.slice(0, 12), address: cfg.networkAddress } } : {}),
+  };
+}
 
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n as number, name]));
 
@@ -323,7 +346,7 @@ export class ExternalTaskDriver implements TaskDriver {
       stdoutPath,
       stderrPath,
       allocId: cfg.allocId,
-      ...(cfg.networkNamespacePath ? { networkIsolation: { mode: 'group' as const, path: cfg.networkNamespacePath, labels: { ...(cfg.networkLabels ?? this.#networks.get(cfg.allocId)?.labels) } } } : {}),
+      ...(cfg.networkNamespacePath ? { networkIsolation: isolationSpec(cfg, this.#networks.get(cfg.allocId)) } : {}),
     };
   }
 

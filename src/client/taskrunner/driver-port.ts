@@ -47,6 +47,8 @@ export interface RunnerTaskConfig {
    * kept with the allocation so starts after an agent restart have them too.
    */
   networkLabels?: Record<string, string>;
+  /** The allocation's address in that namespace (bridge, CNI), once attached. */
+  networkAddress?: string;
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
   resources: RunnerTaskResources;

@@ -7,6 +7,7 @@ import type { TaskDir } from '../allocdir/index.js';
 import { TaskEnvBuilder, taskEnvDirs, type TaskEnv } from '../taskenv/index.js';
 import type { RunnerDriver, RunnerTaskConfig, RunnerTaskResources, TaskMount } from './driver-port.js';
 import { TaskRunnerError } from './task-runner-error.js';
+import type { TaskRunnerOptions } from './task-runner-options.js';
 
 export interface RunnerTaskConfigInput {
   alloc: Allocation;
@@ -22,12 +23,11 @@ export interface RunnerTaskConfigInput {
   fenceAfterMs?: number;
   /** The job's namespace, for an external plugin's TaskConfig. */
   namespace?: string;
-  networkNamespacePath?: () => string | undefined;
+  network?: TaskRunnerOptions['network'];
   /** The group's network mode; default `host`. */
   networkMode?: string;
   /** The allocation's ports as the driver is to publish them; default the allocation's. */
   ports?: () => RunnerTaskConfig['ports'];
-  networkLabels?: () => Record<string, string> | undefined;
 }
 
 /**
@@ -71,10 +71,12 @@ export function runnerTaskConfig(i: RunnerTaskConfigInput): { cfg: RunnerTaskCon
   // Every driver learns the allocation's network: a container driver publishes the ports and joins the namespace itself.
   cfg.networkMode = i.networkMode ?? 'host';
   cfg.ports = (i.ports?.() ?? alloc.ports ?? []).map((p) => ({ label: p.label, value: p.value, to: p.to, hostIp: p.hostIp }));
-  const netns = i.networkNamespacePath?.();
-  if (netns) cfg.networkNamespacePath = netns;
-  const labels = i.networkLabels?.();
-  if (netns && labels && Object.keys(labels).length) cfg.networkLabels = { ...labels };
+  const net = i.network?.();
+  if (net?.path) {
+    cfg.networkNamespacePath = net.path;
+    if (net.labels && Object.keys(net.labels).length) cfg.networkLabels = { ...net.labels };
+    if (net.address) cfg.networkAddress = net.address;
+  }
   return { cfg, unresolved: taskEnv.unresolved([task.config, task.env]) };
 }
 
