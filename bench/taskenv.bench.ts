@@ -22,7 +22,7 @@ export default async function taskenv(): Promise<Record<string, unknown>> {
     group: { name: 'g', meta },
     task: { name: 't', env, meta, resources: { cpuMhz: 100, memoryMb: 300 } },
     node: { id: 'node-1', name: 'box', datacenter: 'dc1', attributes, meta: { rack: 'r1' } },
-    ...taskEnvDirs({ sharedDir: '/a/alloc', localDir: '/a/t/local', secretsDir: '/a/t/secrets' }, true),
+    ...taskEnvDirs({ sharedDir: '/a/alloc', localDir: '/a/t/local', secretsDir: '/a/t/secrets' }, 'chroot'),
   });
   const config = {
     command: '${NOMAD_TASK_DIR}/run',

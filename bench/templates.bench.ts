@@ -82,7 +82,7 @@ export default async function templates(dir: string): Promise<Record<string, unk
     group: { name: 'g' },
     task: { name: 'web', env: TASK_ENV, meta: {}, resources: { cpuMhz: 100, memoryMb: 64 } },
     node: { id: 'node1', name: 'node1', datacenter: 'dc1', attributes: {}, meta: {} },
-    ...taskEnvDirs(taskDir, false),
+    ...taskEnvDirs(taskDir, 'none'),
   }).build();
   const cycles: bigint[] = [];
   for (let i = 0; i < 500; i++) {

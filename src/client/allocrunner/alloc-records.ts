@@ -35,7 +35,8 @@ export interface AllocRunnerRecord {
   /** Set when prerun failed: why the allocation failed. */
   failure?: string;
   /** The group's network namespace; `driver` names the driver that made it (a driver that must initiate the network). */
-  network?: { path: string; driver?: string; mode?: string; address?: string; interface?: string };
+  /** `labels`: what the driver that made the namespace said of it (see RunnerDriver.createNetwork). */
+  network?: { path: string; driver?: string; mode?: string; address?: string; interface?: string; labels?: Record<string, string> };
   /** CSI volumes by group volume name. */
   csi: Record<string, CsiVolumeRecord>;
   /** Bind mounts the runner made into task directories (drivers without mount support). */

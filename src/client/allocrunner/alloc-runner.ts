@@ -29,7 +29,7 @@ import { NetworkHook } from './network-hook.js';
 import { runPrerunStages, type PrerunStage } from './prerun-stages.js';
 import { singleWriterVolumes } from './single-writer.js';
 import { isEphemeral, lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
-import { missingDriver, taskEnvBuilder, withReason } from './task-setup.js';
+import { missingDriver, taskEnvBuilder, taskPorts, withReason } from './task-setup.js';
 import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
 
 export type { AllocRunnerOptions, AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
@@ -154,7 +154,9 @@ export class AllocRunner {
           ...(shutdownDelay ? { shutdownDelayMs: durationMs(shutdownDelay) } : {}),
           ...(fenceAfterMs ? { fenceAfterMs } : {}),
           namespace: opts.job.namespace,
-          networkNamespacePath: () => this.#record.network?.path,
+          network: () => this.#record.network,
+          networkMode: group.network.mode,
+          ports: () => taskPorts(this.#record.alloc, group, driver),
           logger: this.#logger,
           clock: this.#clock,
         }),

@@ -12,7 +12,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { silentLogger } from '../../lib/index.js';
-import { encodeMsgpack, decodeMsgpack, type Capabilities, type CreateNetworkResult, type NetworkIsolationSpec } from '../../plugins/index.js';
+import { encodeMsgpack, decodeMsgpack, type Capabilities, type CreateNetworkResult, type NetworkIsolationSpec, type StartTaskResult, type TaskConfig as PluginTaskConfig } from '../../plugins/index.js';
 import { BuiltinDriverPlugin, ExternalTaskDriver } from '../driverplugins/index.js';
 import { EXECUTOR_PATH, type TaskDriver } from '../drivers/index.js';
 import { NetworkManager } from '../network/index.js';
@@ -22,18 +22,25 @@ import { eventually, makeAlloc, makeJob, Node } from '../../../test/support/clie
 /** raw_exec as a plugin that must initiate the group's network, with a real namespace. */
 class NetworkInitiatingPlugin extends BuiltinDriverPlugin {
   readonly calls: string[] = [];
+  /** The TaskConfigs StartTask was given, as Nomad's docker driver reads them. */
+  readonly started: PluginTaskConfig[] = [];
   override async capabilities(): Promise<Capabilities> {
     return { ...(await super.capabilities()), mustInitiateNetwork: true, netIsolationModes: ['host', 'group'] };
   }
+  // Labelled as Nomad's docker driver labels its pause container's namespace: tasks join it by that label.
   override async createNetwork(allocId: string): Promise<CreateNetworkResult> {
     const name = `mi-${allocId.slice(0, 8)}`;
     execFileSync('ip', ['netns', 'add', name]);
     this.calls.push(`create ${allocId}`);
-    return { spec: { mode: 'group', path: `/var/run/netns/${name}`, labels: {} }, created: true };
+    return { spec: { mode: 'group', path: `/var/run/netns/${name}`, labels: { docker_sandbox_container_id: `pause-${name}` } }, created: true };
   }
   override async destroyNetwork(allocId: string, spec: NetworkIsolationSpec | undefined): Promise<void> {
     execFileSync('ip', ['netns', 'del', path.basename(spec?.path ?? '')]);
-    this.calls.push(`destroy ${allocId}`);
+    this.calls.push(`destroy ${allocId} ${spec?.labels['docker_sandbox_container_id'] ?? '(no label)'}`);
+  }
+  override async startTask(cfg: PluginTaskConfig): Promise<StartTaskResult> {
+    this.started.push(cfg);
+    return super.startTask(cfg);
   }
 }
 
@@ -63,7 +70,7 @@ async function runOnInitiatingDriver(mode: 'none' | 'bridge'): Promise<void> {
       id: 'netinit',
       groups: [{ name: 'g', network: { mode }, tasks: [{ name: 'main', driver: 'netinit', config: { command: '/bin/sh', args: ['-c', script] } }] }],
     });
-    const alloc = makeAlloc(job);
+    const alloc = makeAlloc(job, { ports: [{ label: 'http', value: 24001, to: 8080, hostIp: '127.0.0.1' }] });
     const r = node.runner(alloc, job);
     await r.run();
     assert.deepEqual(plugin.calls, [`create ${alloc.id}`], 'the driver made the namespace, not the agent');
@@ -74,6 +81,15 @@ async function runOnInitiatingDriver(mode: 'none' | 'bridge'): Promise<void> {
       return existsSync(f) && readFileSync(f, 'utf8').trim() ? readFileSync(f, 'utf8').trim() : undefined;
     });
     assert.equal(seen, `net:[${statSync(nsPath).ino}]`, 'the task runs in the driver’s namespace');
+    const started = plugin.started[0];
+    const sandbox = `pause-mi-${alloc.id.slice(0, 8)}`;
+    const address = r.status().network?.address;
+    assert.deepEqual(
+      started?.networkIsolation,
+      { mode: 'group', path: nsPath, labels: { docker_sandbox_container_id: sandbox }, ...(address ? { hostsConfig: { hostname: sandbox.slice(0, 12), address } } : {}) },
+      'StartTask names the namespace with the labels CreateNetwork gave it (and, attached to the bridge, its hosts entry)',
+    );
+    assert.deepEqual(started?.resources?.ports, [{ label: 'http', value: 24001, to: 8080, hostIp: '127.0.0.1' }], 'and carries the allocation’s ports, as Nomad’s Resources.Ports');
     const network = r.status().network;
     if (mode === 'bridge') {
       assert.equal(network?.mode, 'bridge');
@@ -85,7 +101,7 @@ async function runOnInitiatingDriver(mode: 'none' | 'bridge'): Promise<void> {
     }
     r.update({ ...alloc, desiredStatus: 'stop' });
     await eventually('DestroyNetwork once the allocation stopped', () => plugin.calls.length === 2);
-    assert.deepEqual(plugin.calls, [`create ${alloc.id}`, `destroy ${alloc.id}`]);
+    assert.deepEqual(plugin.calls, [`create ${alloc.id}`, `destroy ${alloc.id} pause-mi-${alloc.id.slice(0, 8)}`], 'DestroyNetwork gets the labels back');
     assert.equal(existsSync(nsPath), false, 'DestroyNetwork removed it');
     if (mode === 'bridge') {
       const left = execFileSync('iptables-save', { encoding: 'utf8' }).split('\n').filter((l) => l.includes(alloc.id) || l.includes(`${NET}.`));

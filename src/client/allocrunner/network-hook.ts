@@ -39,11 +39,13 @@ export class NetworkHook implements AllocHook {
     const req = { mode, ports: ctx.alloc.ports ?? [] };
     const initiator = ctx.group.tasks.map((t) => this.#drivers.get(t.driver)).find((d) => d?.capabilities.mustInitiateNetwork && d.createNetwork);
     if (initiator?.createNetwork) {
-      const { path } = await initiator.createNetwork(ctx.alloc.id, ctx.alloc.id.slice(0, 8));
+      const made = await initiator.createNetwork(ctx.alloc.id, ctx.alloc.id.slice(0, 8));
+      const { path } = made;
+      const labels = made.labels && Object.keys(made.labels).length ? { labels: { ...made.labels } } : {};
       // Written down first: postrun must hand the namespace back to the driver even if attaching fails.
-      ctx.record.network = { path, driver: initiator.name, mode };
+      ctx.record.network = { path, driver: initiator.name, mode, ...labels };
       ctx.save();
-      if (mode !== 'none') ctx.record.network = { ...(await this.#network.create(ctx.alloc.id, req, { netnsPath: path })), path, driver: initiator.name };
+      if (mode !== 'none') ctx.record.network = { ...(await this.#network.create(ctx.alloc.id, req, { netnsPath: path })), path, driver: initiator.name, ...labels };
     } else {
       ctx.record.network = await this.#network.create(ctx.alloc.id, req);
     }
@@ -54,11 +56,11 @@ export class NetworkHook implements AllocHook {
 
   async postrun(ctx: AllocHookContext): Promise<void> {
     if (!ctx.record.network) return;
-    const { driver, mode, path } = ctx.record.network;
+    const { driver, mode, path, labels } = ctx.record.network;
     const initiator = driver ? this.#drivers.get(driver) : undefined;
     if (initiator?.destroyNetwork) {
       if (mode && mode !== 'none') await this.#network.destroy(ctx.alloc.id);
-      await initiator.destroyNetwork(ctx.alloc.id, path);
+      await initiator.destroyNetwork(ctx.alloc.id, path, labels);
     } else {
       await this.#network.destroy(ctx.alloc.id);
     }

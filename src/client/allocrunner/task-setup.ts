@@ -2,7 +2,7 @@
 // task's environment (client/taskenv) from the allocation, the job, the group
 // and the node; and the stand-in for a driver the node does not have.
 
-import type { Job, TaskGroup, Task, TaskState, Allocation } from '../../structs/index.js';
+import type { Job, TaskGroup, Task, TaskState, Allocation, AllocatedPort } from '../../structs/index.js';
 import type { TaskDir } from '../allocdir/index.js';
 import { TaskEnvBuilder, taskEnvDirs, type TaskEnvNetwork, type TaskEnvNode } from '../taskenv/index.js';
 import type { RunnerDriver } from '../taskrunner/index.js';
@@ -23,13 +23,31 @@ export function taskEnvBuilder(
 ): TaskEnvBuilder {
   const node: TaskEnvNode = o.node ?? { id: o.alloc.nodeId, name: '', datacenter: '', attributes: {}, meta: {} };
   return new TaskEnvBuilder({
-    alloc: { ...o.alloc, namespace: o.job.namespace },
+    alloc: { ...o.alloc, namespace: o.job.namespace, ports: taskPorts(o.alloc, group, driver) },
     job: o.job,
     group,
     task,
     node,
     ...(network ? { network } : {}),
-    ...taskEnvDirs(taskDir, driver.capabilities.fsIsolation === 'chroot'),
+    ...taskEnvDirs(taskDir, driver.capabilities.fsIsolation),
+  });
+}
+
+/**
+ * The allocation's ports as a task of `driver` sees them. The scheduler
+ * gives a host-mode port `to` = its host port: right for a task on the
+ * host's network. A container driver (`fsIsolation: image`) publishes
+ * each port on its own bridge, host port -> the group's `to` (Nomad keeps
+ * `to` in every mode), so its task listens on `to` (NOMAD_PORT_<label>)
+ * and the driver maps the host port to it. Pure.
+ */
+export function taskPorts(alloc: Pick<Allocation, 'ports'>, group: TaskGroup, driver: RunnerDriver): AllocatedPort[] {
+  const ports = alloc.ports ?? [];
+  if (group.network.mode !== 'host' || driver.capabilities.fsIsolation !== 'image') return [...ports];
+  const wanted = new Map(group.network.ports.map((p) => [p.label, p.to]));
+  return ports.map((p) => {
+    const to = wanted.get(p.label);
+    return to !== undefined && to > 0 ? { ...p, to } : p;
   });
 }
 

@@ -236,7 +236,7 @@ describe('driver plugin manager', () => {
       })(d, { decodeTaskConfig: jsonCodec.decode });
     const driver = await started();
     assert.equal(driver.capabilities.mustInitiateNetwork, true);
-    assert.deepEqual(await driver.createNetwork('alloc-9', 'alloc-9'), { path: '/var/run/netns/alloc-9' });
+    assert.deepEqual(await driver.createNetwork('alloc-9', 'alloc-9'), { path: '/var/run/netns/alloc-9', labels: {} });
     await driver.destroyNetwork('alloc-9', '/var/run/netns/alloc-9');
     assert.deepEqual(calls, ['create alloc-9', 'destroy alloc-9 /var/run/netns/alloc-9']);
   });

@@ -431,10 +431,18 @@ export class DriverManager {
     }));
   }
 
-  /** Stops every plugin (tasks keep running; a later agent recovers them). Safe twice. */
+  /**
+   * Stops every plugin (tasks keep running; a later agent recovers them).
+   * The log monitor stays for tasks that keep running; when the drivers
+   * hold none (an agent that stopped its allocations, a dev agent's
+   * Ctrl-C), it is stopped too, so nothing of the agent is left. Safe twice.
+   */
   async stop(): Promise<void> {
     if (this.#stop.signal.aborted) return;
     this.#stop.abort();
     await Promise.all(this.#instances.map((i) => i.stop()));
+    const held = this.#instances.reduce((n, i) => n + (i.driver?.taskIds().length ?? 0), 0);
+    if (held === 0) this.logmon.stop();
+    else this.#log.info({ tasks: held }, 'the log monitor keeps collecting the output of tasks left running');
   }
 }

@@ -91,6 +91,40 @@ export interface ExternalTaskDriverOptions {
   now?: () => number;
 }
 
+/**
+ * The TaskConfig fields of the allocation's network the task runner fills
+ * for every driver (RunnerTaskConfig): the group's mode, the allocation's
+ * ports and what CreateNetwork labelled the namespace with.
+ */
+export type NetworkedTaskConfig = TaskConfig & {
+  networkMode?: string;
+  ports?: Array<{ label: string; value: number; to: number; hostIp: string }>;
+  networkLabels?: Record<string, string>;
+  networkAddress?: string;
+};
+
+/** The label Nomad's docker driver puts on the namespace of its pause container: the container's ID. */
+const DOCKER_SANDBOX_LABEL = 'docker_sandbox_container_id';
+
+/**
+ * Nomad's NetworkIsolationSpec of the group's namespace for a task. As
+ * Nomad's network hook, a namespace a docker driver made (its pause
+ * container's, by the label) gets HostsConfig once the agent attached it:
+ * the pause container's hostname (its short ID) and the allocation's
+ * address, which docker writes into the task's /etc/hosts.
+ */
+function isolationSpec(cfg: NetworkedTaskConfig, known: NetworkIsolationSpec | undefined): NetworkIsolationSpec | undefined {
+  if (!cfg.networkNamespacePath) return undefined;
+  const labels = { ...(cfg.networkLabels ?? known?.labels) };
+  const sandbox = labels[DOCKER_SANDBOX_LABEL];
+  return {
+    mode: 'group',
+    path: cfg.networkNamespacePath,
+    labels,
+    ...(sandbox && cfg.networkAddress ? { hostsConfig: { hostname: sandbox.slice(0, 12), address: cfg.networkAddress } } : {}),
+  };
+}
+
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n as number, name]));
 
 /** Berth's capabilities from a plugin's (Nomad's `group` isolation is a namespace made for the group: Berth's none, bridge and cni networks). */
@@ -224,7 +258,7 @@ export class ExternalTaskDriver implements TaskDriver {
     throw new DriverError(code, `${what}: ${describeError(err)}`, { cause: err });
   }
 
-  async startTask(cfg: TaskConfig, opts: { signal?: AbortSignal } = {}): Promise<AnyTaskHandle> {
+  async startTask(cfg: NetworkedTaskConfig, opts: { signal?: AbortSignal } = {}): Promise<AnyTaskHandle> {
     const plugin = this.#plugin();
     if (this.#tasks.has(cfg.id)) throw new DriverError('DRIVER_TASK_EXISTS', `task ${cfg.id} already exists`);
     if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
@@ -258,9 +292,13 @@ export class ExternalTaskDriver implements TaskDriver {
   /**
    * Nomad's TaskConfig for a Berth task, every field as a Nomad client fills
    * it: the log FIFOs held by the host's log monitor before StartTask (as the
-   * protocol promises), the task's cgroup, the node's share of CPU.
+   * protocol promises), the task's cgroup, the node's share of CPU, the
+   * allocation's ports (Resources.Ports, what docker's `ports = [...]`
+   * publishes) and the group's namespace with the labels CreateNetwork gave
+   * it (docker joins its pause container by them). An image driver's task
+   * gets no PATH of ours: the image's own applies.
    */
-  async #pluginConfig(cfg: TaskConfig, cgroup: TaskCgroup | undefined): Promise<PluginTaskConfig> {
+  async #pluginConfig(cfg: NetworkedTaskConfig, cgroup: TaskCgroup | undefined): Promise<PluginTaskConfig> {
     let stdoutPath = '';
     let stderrPath = '';
     if (!cfg.logs.disabled && !this.#pluginCapabilities.disableLogCollection) {
@@ -284,7 +322,7 @@ export class ExternalTaskDriver implements TaskDriver {
       namespace: cfg.namespace ?? 'default',
       nodeName: this.#o.node.name,
       nodeId: cfg.nodeId ?? '',
-      env: cfg.env['PATH'] === undefined && this.#o.defaultPath ? { ...cfg.env, PATH: this.#o.defaultPath } : cfg.env,
+      env: cfg.env['PATH'] === undefined && this.#o.defaultPath && this.#capabilities.fsIsolation !== 'image' ? { ...cfg.env, PATH: this.#o.defaultPath } : cfg.env,
       deviceEnv: cfg.deviceEnv ?? {},
       resources: {
         allocated: { cpuShares: cfg.resources.cpuMhz, memoryMb: cfg.resources.memoryMb, memoryMaxMb: cfg.resources.memoryMaxMb ?? 0, networks: [] },
@@ -298,7 +336,7 @@ export class ExternalTaskDriver implements TaskDriver {
           cpusetCgroupPath: cgroupPath,
           percentTicks: nodeMhz > 0 ? Math.min(1, cfg.resources.cpuMhz / nodeMhz) : 0,
         },
-        ports: [],
+        ports: (cfg.ports ?? []).map((p) => ({ label: p.label, value: p.value, to: p.to, hostIp: p.hostIp })),
       },
       devices: (cfg.devices ?? []).map((d) => ({ taskPath: d.taskPath, hostPath: d.hostPath, permissions: d.permissions })),
       mounts: cfg.mounts.map((m) => ({ taskPath: m.destination, hostPath: m.source, readonly: m.readOnly, propagationMode: m.propagation, selinuxLabel: '', requestName: m.volume ?? '' })),
@@ -308,7 +346,7 @@ export class ExternalTaskDriver implements TaskDriver {
       stdoutPath,
       stderrPath,
       allocId: cfg.allocId,
-      ...(cfg.networkNamespacePath ? { networkIsolation: { mode: 'group' as const, path: cfg.networkNamespacePath, labels: {} } } : {}),
+      ...(cfg.networkNamespacePath ? { networkIsolation: isolationSpec(cfg, this.#networks.get(cfg.allocId)) } : {}),
     };
   }
 
@@ -492,20 +530,20 @@ export class ExternalTaskDriver implements TaskDriver {
    * MustInitiateNetwork): the group's namespace, made by the driver.
    * Throws DRIVER_NETWORK_UNSUPPORTED for other drivers, DRIVER_SHUT_DOWN without a plugin.
    */
-  async createNetwork(allocId: string, hostname: string): Promise<{ path: string }> {
+  async createNetwork(allocId: string, hostname: string): Promise<{ path: string; labels: Record<string, string> }> {
     if (!this.#pluginCapabilities.mustInitiateNetwork) throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.name} does not create networks`);
     try {
       const r = await this.#plugin().createNetwork(allocId, { hostname });
       this.#networks.set(allocId, r.spec);
-      return { path: r.spec.path };
+      return { path: r.spec.path, labels: { ...r.spec.labels } };
     } catch (err) {
       this.#fail(err, 'DRIVER_EXECUTOR_FAILED', `creating the network of allocation ${allocId}`);
     }
   }
 
-  /** DestroyNetwork on the plugin, with the spec CreateNetwork gave (or one rebuilt from the path after an agent restart). */
-  async destroyNetwork(allocId: string, nsPath: string): Promise<void> {
-    const spec = this.#networks.get(allocId) ?? { mode: 'group' as const, path: nsPath, labels: {} };
+  /** DestroyNetwork on the plugin, with the spec CreateNetwork gave (or one rebuilt from the path and labels the allocation kept, after an agent restart). */
+  async destroyNetwork(allocId: string, nsPath: string, labels: Record<string, string> = {}): Promise<void> {
+    const spec = this.#networks.get(allocId) ?? { mode: 'group' as const, path: nsPath, labels: { ...labels } };
     try {
       await this.#plugin().destroyNetwork(allocId, spec);
     } catch (err) {

@@ -8,7 +8,7 @@
 // a message, not a process start.
 
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -44,8 +44,10 @@ export function logFifos(t: Pick<LogMonitorTarget, 'dir' | 'taskName'>): LogFifo
 /**
  * The node's log monitor, seen from the host. `add` and `remove` start the
  * monitor process when it is not running (one start, shared by concurrent
- * callers). It needs no stop: it outlives the agent, lets go of a task whose
- * FIFOs are removed, and exits once idle for a minute.
+ * callers). It outlives an agent whose tasks keep running, lets go of a
+ * task whose FIFOs are removed, and exits once idle for a minute; stop()
+ * ends it at once, for an agent that leaves no task behind (a dev agent's
+ * Ctrl-C).
  */
 export class LogMonitor {
   readonly socketPath: string;
@@ -89,6 +91,24 @@ export class LogMonitor {
   async remove(t: Pick<LogMonitorTarget, 'dir' | 'taskName'>): Promise<void> {
     if (!existsSync(this.socketPath)) return;
     await this.#request({ op: 'remove', fifo: logFifos(t).stdoutPath }, false).catch(() => undefined);
+  }
+
+  /**
+   * Ends the monitor process, whichever agent started it: its socket is
+   * removed and the process serving it (found by its command line, which
+   * names the socket) gets SIGTERM. Only for when no task's output flows
+   * through it any more. Never throws.
+   */
+  stop(): void {
+    const pids = processesServing(this.#script, this.socketPath);
+    rmSync(this.socketPath, { force: true });
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
   }
 
   async #request(msg: unknown, start = true): Promise<void> {
@@ -143,4 +163,25 @@ export class LogMonitor {
     });
     return this.#starting;
   }
+}
+
+/** The pids of processes started as `node <script> <socketPath>` (the log monitor of that socket), from /proc. */
+function processesServing(script: string, socketPath: string): number[] {
+  const out: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const argv = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (argv.length === 3 && argv[1] === script && argv[2] === socketPath) out.push(Number(e));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
 }

@@ -4,7 +4,7 @@ import { TaskEnvBuilder, taskEnvDirs } from './index.js';
 
 const ALLOC_ID = '5b1f0c6e-1111-2222-3333-444455556666';
 
-function builder(over: { taskEnv?: Record<string, string>; chroot?: boolean } = {}): TaskEnvBuilder {
+function builder(over: { taskEnv?: Record<string, string>; fs?: 'none' | 'chroot' | 'image' } = {}): TaskEnvBuilder {
   const td = { sharedDir: '/srv/a/x/alloc', localDir: '/srv/a/x/web/local', secretsDir: '/srv/a/x/web/secrets' };
   return new TaskEnvBuilder({
     alloc: { id: ALLOC_ID, jobId: 'shop', taskGroup: 'front', index: 2, namespace: 'default' },
@@ -12,7 +12,7 @@ function builder(over: { taskEnv?: Record<string, string>; chroot?: boolean } = 
     group: { name: 'front', meta: { tier: 'group' } },
     task: { name: 'web', env: over.taskEnv ?? {}, meta: { 'build-id': '42' }, resources: { cpuMhz: 250, memoryMb: 128, memoryMaxMb: 256 } },
     node: { id: 'node-1', name: 'box', datacenter: 'eu1', nodeClass: 'fast', attributes: { 'kernel.name': 'linux' }, meta: { rack: 'r7' } },
-    ...taskEnvDirs(td, over.chroot ?? false),
+    ...taskEnvDirs(td, over.fs ?? 'none'),
   });
 }
 
@@ -39,7 +39,7 @@ describe('TaskEnv: the environment a task sees', () => {
   });
 
   it('gives a chrooted task the paths it sees, and the agent the host paths', () => {
-    const env = builder({ chroot: true }).build();
+    const env = builder({ fs: 'chroot' }).build();
     assert.equal(env.env['NOMAD_ALLOC_DIR'], '/alloc');
     assert.equal(env.env['NOMAD_SECRETS_DIR'], '/secrets');
     assert.deepEqual(env.clientPath('${NOMAD_ALLOC_DIR}/conf/app.ini'), { path: '/srv/a/x/alloc/conf/app.ini', escapes: false });
@@ -47,6 +47,16 @@ describe('TaskEnv: the environment a task sees', () => {
     assert.equal(env.clientPath('../../../etc/passwd').escapes, true);
     assert.deepEqual(env.clientPath('/local/app.ini'), { path: '/srv/a/x/web/local/app.ini', escapes: false }, 'a path as the task sees it is taken under its directory');
     assert.deepEqual(env.clientPath('/etc/app.ini', false), { path: '/etc/app.ini', escapes: true });
+  });
+
+  it('gives a task of an image driver (a container) /alloc, /local and /secrets, and templates the host paths', () => {
+    const env = builder({ fs: 'image', taskEnv: { CONF: '${NOMAD_TASK_DIR}/app.ini' } }).build();
+    assert.equal(env.env['NOMAD_ALLOC_DIR'], '/alloc');
+    assert.equal(env.env['NOMAD_TASK_DIR'], '/local');
+    assert.equal(env.env['NOMAD_SECRETS_DIR'], '/secrets');
+    assert.equal(env.env['CONF'], '/local/app.ini');
+    assert.equal(env.env['PATH'], undefined, 'no PATH of the host: the image\'s own applies');
+    assert.deepEqual(env.clientPath('${NOMAD_TASK_DIR}/app.ini'), { path: '/srv/a/x/web/local/app.ini', escapes: false }, 'a template renders to the host path');
   });
 
   it('interpolates the task\'s env against the rest, lets it override NOMAD_* but never BERTH_*', () => {
@@ -88,7 +98,7 @@ describe('TaskEnv: the environment a task sees', () => {
         group: { name: 'front' },
         task: { name: 'web', env: { LISTEN: ':${NOMAD_PORT_http}' }, resources: { cpuMhz: 100, memoryMb: 64 } },
         node: { id: 'n', name: 'n', datacenter: 'dc1', attributes: {}, meta: {} },
-        ...taskEnvDirs(td, false),
+        ...taskEnvDirs(td, 'none'),
       });
     const host = make().build();
     assert.equal(host.env['NOMAD_PORT_http'], '23456');

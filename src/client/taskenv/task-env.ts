@@ -292,11 +292,13 @@ function deep(value: unknown, fn: (s: string) => string): unknown {
 }
 
 /**
- * A task's directories for its environment: as the task sees them (`/alloc`,
- * `/local`, `/secrets` under a driver that chroots it; the host paths
- * otherwise) and on the host. Pure.
+ * A task's directories for its environment: as the task sees them and on
+ * the host. As Nomad's task_dir hook sets them: a driver with no file
+ * system isolation gets the host paths; one that isolates (`chroot`: exec's
+ * chroot; `image`: a container) gets `/alloc`, `/local` and `/secrets`,
+ * where it binds them. Pure.
  */
-export function taskEnvDirs(td: { sharedDir: string; localDir: string; secretsDir: string }, chroot: boolean): { taskDirs: TaskEnvDirs; hostDirs: TaskEnvDirs } {
+export function taskEnvDirs(td: { sharedDir: string; localDir: string; secretsDir: string }, fsIsolation: 'none' | 'chroot' | 'image'): { taskDirs: TaskEnvDirs; hostDirs: TaskEnvDirs } {
   const hostDirs = { alloc: td.sharedDir, local: td.localDir, secrets: td.secretsDir };
-  return { taskDirs: chroot ? { alloc: '/alloc', local: '/local', secrets: '/secrets' } : hostDirs, hostDirs };
+  return { taskDirs: fsIsolation === 'none' ? hostDirs : { alloc: '/alloc', local: '/local', secrets: '/secrets' }, hostDirs };
 }

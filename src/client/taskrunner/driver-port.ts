@@ -27,7 +27,28 @@ export interface RunnerTaskConfig {
   allocDir: string;
   secretsDir: string;
   mounts: TaskMount[];
+  /**
+   * The group's network namespace, for every group mode that has one (none,
+   * bridge, cni/*): made by the agent, or by the driver when it must
+   * initiate the network. Absent in host mode.
+   */
   networkNamespacePath?: string;
+  /** The group's network mode (`host`, `bridge`, `none`, `cni/<name>`). */
+  networkMode?: string;
+  /**
+   * The allocation's ports (its group `network {}`): the host port `value`
+   * on `hostIp`, mapped to `to` inside the allocation's namespace. A driver
+   * that publishes ports itself (docker's `ports = ["http"]`) reads them here.
+   */
+  ports?: RunnerPort[];
+  /**
+   * What the driver's createNetwork said of the namespace besides its path
+   * (Nomad's NetworkIsolationSpec labels, e.g. docker's pause container ID),
+   * kept with the allocation so starts after an agent restart have them too.
+   */
+  networkLabels?: Record<string, string>;
+  /** The allocation's address in that namespace (bridge, CNI), once attached. */
+  networkAddress?: string;
   logs: { disabled: boolean; dir: string; maxFiles: number; maxFileSizeMb: number };
   killTimeoutMs: number;
   resources: RunnerTaskResources;
@@ -47,6 +68,14 @@ export interface RunnerTaskConfig {
   /** Devices reserved for the task and their environment (Nomad's device plugins; Berth reserves none yet). */
   devices?: Array<{ taskPath: string; hostPath: string; permissions: string }>;
   deviceEnv?: Record<string, string>;
+}
+
+/** One of the allocation's ports, as Nomad's AllocatedPortMapping. */
+export interface RunnerPort {
+  label: string;
+  value: number;
+  to: number;
+  hostIp: string;
 }
 
 /** A task's resources as the driver enforces them (see TaskResources of the drivers). */
@@ -98,10 +127,12 @@ export interface RunnerDriver {
   /**
    * Only drivers whose capabilities say mustInitiateNetwork (external plugins,
    * Nomad's CreateNetwork/DestroyNetwork): the driver makes the group's
-   * network namespace instead of the agent.
+   * network namespace instead of the agent. `labels`: what the driver needs
+   * to find the namespace again (handed back to destroyNetwork and to every
+   * start as RunnerTaskConfig.networkLabels).
    */
-  createNetwork?(allocId: string, hostname: string): Promise<{ path: string }>;
-  destroyNetwork?(allocId: string, path: string): Promise<void>;
+  createNetwork?(allocId: string, hostname: string): Promise<{ path: string; labels?: Record<string, string> }>;
+  destroyNetwork?(allocId: string, path: string, labels?: Record<string, string>): Promise<void>;
   /** Applies new resources to the running task (its cgroup); false where it cannot. */
   updateTaskResources?(taskId: string, resources: RunnerTaskResources): Promise<boolean>;
 }

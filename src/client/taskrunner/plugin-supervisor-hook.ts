@@ -14,12 +14,18 @@ import { durationMs, type Allocation, type CsiPluginType, type Task } from '../.
 import { isMountPoint, mount } from '../allocdir/index.js';
 import { safeName } from '../csimanager/index.js';
 import type { PluginRegistration, PluginRegistry } from '../dynamicplugins/index.js';
-import type { RunnerDriver } from './driver-port.js';
+import type { RunnerDriver, TaskMount } from './driver-port.js';
 import { TASK_EVENTS } from './task-events.js';
 import type { PrestartRequest, TaskHook, TaskHookContext, TaskRunner } from './task-runner.js';
 
 /** Longest path a unix socket may have (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
+
+/** Adds `m` unless the same mount is already there (Nomad's ensureMountpointInserted). */
+function insertMount(mounts: TaskMount[], m: TaskMount): void {
+  const same = (o: TaskMount): boolean => o.source === m.source && o.destination === m.destination && o.readOnly === m.readOnly && o.propagation === m.propagation;
+  if (!mounts.some(same)) mounts.push(m);
+}
 
 /** Where a plugin allocation's socket and the plugin's mount root live on the host. */
 export function pluginPaths(pluginDirRoot: string, pluginId: string, allocId: string): { socketDir: string; socketPath: string; mountRoot: string } {
@@ -54,7 +60,9 @@ export class PluginSupervisorHook implements TaskHook {
   readonly #socketDir: string;
   readonly #types: CsiPluginType[];
   readonly #healthTimeoutMs: number;
-  readonly #chroot: boolean;
+  /** The plugin runs in its own file system (exec's chroot, a container): it gets binds and sees its own paths. */
+  readonly #isolated: boolean;
+  readonly #image: boolean;
   #lastHealthy: boolean | undefined;
 
   constructor(opts: PluginSupervisorHookOptions) {
@@ -67,20 +75,29 @@ export class PluginSupervisorHook implements TaskHook {
     this.mountRoot = paths.mountRoot;
     this.#types = p.type === 'monolith' ? ['csi-controller', 'csi-node'] : p.type === 'node' ? ['csi-node'] : ['csi-controller'];
     this.#healthTimeoutMs = durationMs(p.healthTimeout);
-    this.#chroot = opts.driver.capabilities.fsIsolation === 'chroot';
+    this.#isolated = opts.driver.capabilities.fsIsolation !== 'none';
+    this.#image = opts.driver.capabilities.fsIsolation === 'image';
   }
 
-  /** The mount root as the plugin sees it: its own path inside a chroot, the host path otherwise. */
+  /**
+   * The mount root as the plugin sees it: its own path inside a chroot or a
+   * container (`stage_publish_base_dir`, default `<mount_dir>/mounts`), the
+   * host path otherwise. The CSI manager maps staging and publish paths
+   * between the two.
+   */
   get pluginMountRoot(): string {
     const p = this.#o.task.csiPlugin;
-    return this.#chroot ? (p.stagePublishBaseDir ?? path.join(p.mountDir, 'mounts')) : this.mountRoot;
+    return this.#isolated ? (p.stagePublishBaseDir ?? path.join(p.mountDir, 'mounts')) : this.mountRoot;
   }
 
   /**
    * Makes the socket directory and the mount root (a shared mount, so the
    * plugin's mounts propagate out of its task), removes a stale socket, binds
-   * both into a chrooted task with bidirectional propagation for the mount
-   * root, and sets CSI_ENDPOINT. Throws when the socket path is too long.
+   * both into an isolated task (chroot or container: the socket directory at
+   * `mount_dir`, the mount root with bidirectional propagation; a container
+   * also gets the host's /dev, as Nomad gives node plugins, which mount
+   * devices), and sets CSI_ENDPOINT as the plugin sees it. Throws when the
+   * socket path is too long.
    */
   async prestart(req: PrestartRequest): Promise<void> {
     if (Buffer.byteLength(this.socketPath) > MAX_SOCKET_PATH) {
@@ -92,9 +109,11 @@ export class PluginSupervisorHook implements TaskHook {
     await mount(['--make-rshared', this.mountRoot]);
     await rm(this.socketPath, { force: true });
     const p = this.#o.task.csiPlugin;
-    if (this.#chroot) {
-      req.mounts.push({ source: this.#socketDir, destination: p.mountDir, readOnly: false, propagation: 'private' });
-      req.mounts.push({ source: this.mountRoot, destination: this.pluginMountRoot, readOnly: false, propagation: 'bidirectional' });
+    if (this.#isolated) {
+      insertMount(req.mounts, { source: this.#socketDir, destination: p.mountDir, readOnly: false, propagation: 'private' });
+      insertMount(req.mounts, { source: this.mountRoot, destination: this.pluginMountRoot, readOnly: false, propagation: 'bidirectional' });
+      // exec's chroot has its own /dev; a container has a minimal one without the block devices a node plugin mounts.
+      if (this.#image && p.type !== 'controller') insertMount(req.mounts, { source: '/dev', destination: '/dev', readOnly: false, propagation: 'private' });
       req.env['CSI_ENDPOINT'] = `unix://${path.join(p.mountDir, 'csi.sock')}`;
     } else {
       req.env['CSI_ENDPOINT'] = `unix://${this.socketPath}`;

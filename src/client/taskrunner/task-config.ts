@@ -7,6 +7,7 @@ import type { TaskDir } from '../allocdir/index.js';
 import { TaskEnvBuilder, taskEnvDirs, type TaskEnv } from '../taskenv/index.js';
 import type { RunnerDriver, RunnerTaskConfig, RunnerTaskResources, TaskMount } from './driver-port.js';
 import { TaskRunnerError } from './task-runner-error.js';
+import type { TaskRunnerOptions } from './task-runner-options.js';
 
 export interface RunnerTaskConfigInput {
   alloc: Allocation;
@@ -22,7 +23,11 @@ export interface RunnerTaskConfigInput {
   fenceAfterMs?: number;
   /** The job's namespace, for an external plugin's TaskConfig. */
   namespace?: string;
-  networkNamespacePath?: () => string | undefined;
+  network?: TaskRunnerOptions['network'];
+  /** The group's network mode; default `host`. */
+  networkMode?: string;
+  /** The allocation's ports as the driver is to publish them; default the allocation's. */
+  ports?: () => RunnerTaskConfig['ports'];
 }
 
 /**
@@ -63,13 +68,20 @@ export function runnerTaskConfig(i: RunnerTaskConfigInput): { cfg: RunnerTaskCon
     // External plugins get the whole config, expanded, and decode it against their schema.
     ...(own ? { driverConfig: config, jobId: alloc.jobId, jobName: alloc.jobId, groupName: alloc.taskGroup, nodeId: alloc.nodeId, namespace: i.namespace ?? 'default' } : {}),
   };
-  const netns = i.networkNamespacePath?.();
-  if (netns) cfg.networkNamespacePath = netns;
+  // Every driver learns the allocation's network: a container driver publishes the ports and joins the namespace itself.
+  cfg.networkMode = i.networkMode ?? 'host';
+  cfg.ports = (i.ports?.() ?? alloc.ports ?? []).map((p) => ({ label: p.label, value: p.value, to: p.to, hostIp: p.hostIp }));
+  const net = i.network?.();
+  if (net?.path) {
+    cfg.networkNamespacePath = net.path;
+    if (net.labels && Object.keys(net.labels).length) cfg.networkLabels = { ...net.labels };
+    if (net.address) cfg.networkAddress = net.address;
+  }
   return { cfg, unresolved: taskEnv.unresolved([task.config, task.env]) };
 }
 
 /** The environment of a task runner given no builder: what the allocation and the task say, no node attributes. */
-export function defaultTaskEnv(opts: { alloc: Allocation; task: Task; taskDir: TaskDir }, chroot: boolean): TaskEnvBuilder {
+export function defaultTaskEnv(opts: { alloc: Allocation; task: Task; taskDir: TaskDir }, fsIsolation: RunnerDriver['capabilities']['fsIsolation']): TaskEnvBuilder {
   const { alloc, task } = opts;
   return new TaskEnvBuilder({
     alloc,
@@ -77,7 +89,7 @@ export function defaultTaskEnv(opts: { alloc: Allocation; task: Task; taskDir: T
     group: { name: alloc.taskGroup },
     task,
     node: { id: alloc.nodeId, name: '', datacenter: '', attributes: {}, meta: {} },
-    ...taskEnvDirs(opts.taskDir, chroot),
+    ...taskEnvDirs(opts.taskDir, fsIsolation),
   });
 }
 

@@ -53,8 +53,16 @@ export interface TaskRunnerOptions {
   fenceAfterMs?: number;
   /** The job's namespace (told to external driver plugins). */
   namespace?: string;
-  /** Path of the group's network namespace, when the group has one. */
-  networkNamespacePath?: () => string | undefined;
+  /**
+   * The group's network namespace, when the group has one: its path, the
+   * labels the driver that made it gave it (RunnerTaskConfig.networkLabels)
+   * and the allocation's address in it.
+   */
+  network?: () => { path: string; labels?: Record<string, string>; address?: string } | undefined;
+  /** The group's network mode (default `host`). */
+  networkMode?: string;
+  /** The allocation's ports as the driver is to publish them (see taskPorts of the allocation runner); default the allocation's. */
+  ports?: () => Array<{ label: string; value: number; to: number; hostIp: string }>;
   logger?: Logger;
   clock?: Clock;
 }

@@ -80,7 +80,7 @@ export class TaskRunner {
     const saved = this.#bucket.get(this.#key);
     this.#record = saved ?? { state: newTaskState(this.#clock.now()), attempt: 0, restart: { count: 0, windowStart: undefined } };
     this.#tracker = new RestartTracker(opts.restartPolicy, opts.jobType, this.#clock, this.#record.restart, { ephemeral: opts.ephemeral === true });
-    this.#env = opts.taskEnv ?? defaultTaskEnv(opts, this.driver.capabilities.fsIsolation === 'chroot');
+    this.#env = opts.taskEnv ?? defaultTaskEnv(opts, this.driver.capabilities.fsIsolation);
     this.#runEnv = this.#env.build({}, this.#task);
     // Written with the next write that must land (the task's handle, before its spawn), or at the end of this turn.
     if (!saved) this.#bucket.putSoon(this.#key, this.#record);

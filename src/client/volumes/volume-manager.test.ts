@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { inspect } from 'node:util';
@@ -318,7 +318,11 @@ describe('VolumeManager with the fake plugin', () => {
   });
 
   it('sends the paths as the plugin sees them and creates the directories where the host sees them', async () => {
-    const vm = await h.manager({ pluginMountRoot: '/csi' });
+    // The fake mounts nothing; the mount table says what a plugin whose mount root propagates would leave on the host.
+    const mountInfoPath = path.join(h.dir, 'mountinfo');
+    writeFileSync(mountInfoPath, '');
+    const vm = await h.manager({ pluginMountRoot: '/csi', mountInfoPath });
+    writeFileSync(mountInfoPath, `900 30 0:99 / ${path.join(vm.paths.root, 'per-alloc/a1/vol-1/rw-file-system-single-node-writer')} rw shared:9 - ext4 /dev/vda rw\n`);
     const { source } = await vm.mountVolume(vol, 'a1', RW);
     const stage = h.fake.callsTo('NodeStageVolume')[0]!.request;
     const publish = h.fake.callsTo('NodePublishVolume')[0]!.request;
@@ -330,6 +334,18 @@ describe('VolumeManager with the fake plugin', () => {
     await vm.unmountVolume(vol, 'a1', RW);
     assert.equal(h.fake.callsTo('NodeUnstageVolume')[0]!.request['stagingTargetPath'], stage['stagingTargetPath']);
     assert.equal(h.fake.callsTo('NodeUnpublishVolume')[0]!.request['targetPath'], publish['targetPath']);
+  });
+
+  it('refuses a publish of a plugin in its own file system that left nothing mounted on the host, and undoes it', async () => {
+    const mountInfoPath = path.join(h.dir, 'mountinfo');
+    writeFileSync(mountInfoPath, '');
+    const vm = await h.manager({ pluginMountRoot: '/csi/mounts', mountInfoPath });
+    await assert.rejects(vm.mountVolume(vol, 'a1', RW), (err: unknown) => {
+      isClientVolumeError('CLIENT_VOLUME_MOUNT_FAILED')(err);
+      assert.match((err as Error).message, /published it at \/csi\/mounts\/per-alloc\/a1\/vol-1\/rw-file-system-single-node-writer in its own file system, but nothing is mounted at .* on the host: its mount root does not propagate back/);
+      return true;
+    });
+    assert.deepEqual(rpcs(h).filter((r) => r.startsWith('Node') && r !== 'NodeGetCapabilities'), ['NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume'], 'the publish and its staging are undone');
   });
 
   it('leaves an uncertain publication that needs secrets to the caller after a restart, without tearing it down', async () => {

@@ -224,6 +224,7 @@ export class VolumeManager {
         if (spec.staged) await this.#steps.stage(spec, signal, log);
         try {
           await this.#steps.publish(spec, signal, log);
+          await this.#checkPropagated(spec, signal, log);
         } catch (err) {
           if (err instanceof ClientVolumeError && err.code === 'CLIENT_VOLUME_MOUNT_FAILED' && spec.staged) {
             // The publish did not happen; a staging nobody uses is undone now rather than left to reconcile.
@@ -318,6 +319,26 @@ export class VolumeManager {
     if (!this.#getCapabilities().includes(cap)) {
       throw new ClientVolumeError('CLIENT_VOLUME_NOT_SUPPORTED', `plugin ${this.pluginId} does not support ${what} (no ${cap} capability)`);
     }
+  }
+
+  /**
+   * A plugin in its own file system (a container, a chroot) mounts at its
+   * own view of the mount root; the mount reaches the host only if the
+   * root is bound into it with bidirectional propagation. Without it the
+   * task would be given the bare target directory and write beside the
+   * volume, so a publish that left nothing mounted at the host target is
+   * undone (NodeUnpublish) and refused with CLIENT_VOLUME_MOUNT_FAILED.
+   */
+  async #checkPropagated(spec: PublishSpec, signal: AbortSignal, log: Logger): Promise<void> {
+    if (spec.target.plugin === spec.target.host) return;
+    const table = await MountTable.read(this.#mountInfoPath);
+    if (table.has(spec.target.host)) return;
+    await this.#steps.unpublish(spec.publishKey, signal, log).catch((e: unknown) => log.warn({ err: describeError(e) }, 'could not unpublish a publication that did not reach the host'));
+    throw new ClientVolumeError(
+      'CLIENT_VOLUME_MOUNT_FAILED',
+      `volume ${spec.volumeId}: plugin ${this.pluginId} published it at ${spec.target.plugin} in its own file system, but nothing is mounted at ${spec.target.host} on the host: ` +
+        `its mount root does not propagate back (its task driver must bind ${this.#pluginMountRoot ?? spec.target.plugin} with bidirectional propagation)`,
+    );
   }
 
   #publishedOrThrow(spec: PublishSpec): PublishRecord {

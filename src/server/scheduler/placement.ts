@@ -8,6 +8,7 @@ import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
 import { claimConflicts, isEligible, supportsNetworkMode, volumeIdFor, type AllocatedPort, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type SchedulerAlgorithmName, type TaskGroup } from '../../structs/index.js';
 import { assignPorts, holdPorts, portsReason, type PortCache, type PortUsage } from './ports.js';
 import { AffinityScorer } from './affinity.js';
+import { driverConfigReason } from './driver-features.js';
 import { failedConstraint, failedDistinct, hasCountingRules, placementRules, PlacementCounts, type PlacementRules } from './constraints.js';
 import { emptyMetric, MetricRecorder, normalizedScore, type NodeScores } from './placement-metrics.js';
 import { SpreadScorer } from './spread.js';
@@ -171,6 +172,8 @@ function staticReason(node: Node, datacenters: readonly string[], group: TaskGro
     if (!supportsNetworkMode(driver.networkModes, group.network.mode)) {
       return `lacked network mode "${group.network.mode}" in driver "${task.driver}"`;
     }
+    const refused = driverConfigReason(node, task, driver);
+    if (refused !== undefined) return refused;
   }
   for (const pluginId of pluginIds) {
     if (!node.csiNodePlugins[pluginId]?.healthy) return `lacked a healthy node plugin for ${pluginId}`;

@@ -1,0 +1,66 @@
+// The node's log monitor as an agent uses it: a task's output written into
+// its FIFO lands in the task's log file; once the agent holds no task any
+// more, stop() ends the monitor process, so an agent that stopped its
+// allocations (a dev agent's Ctrl-C) leaves no process behind.
+import assert from 'node:assert/strict';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { EXECUTOR_PATH } from '../drivers/index.js';
+import { eventually } from '../../../test/support/eventually.js';
+import { LogMonitor } from './index.js';
+
+const root = mkdtempSync(path.join(tmpdir(), 'blm-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+/** The processes whose command line names `socketPath` (the monitor serving it). */
+function monitorPids(socketPath: string): number[] {
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        return readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').includes(socketPath);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** The process is gone, or dead and waiting for its parent (this test started it) to reap it. */
+function ended(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[2] === 'Z';
+  } catch {
+    return true;
+  }
+}
+
+describe('the log monitor', () => {
+  it('collects a task’s output from its FIFO, and stop() ends the process once no task is left', async () => {
+    const socketPath = path.join(root, 'logmon.sock');
+    const monitor = new LogMonitor({ socketPath, script: EXECUTOR_PATH });
+    const dir = path.join(root, 'alloc', 'logs');
+    const fifos = await monitor.add({ dir, taskName: 'web', maxFiles: 2, maxFileSizeMb: 1 });
+    const [pid, ...others] = monitorPids(socketPath);
+    assert.ok(pid, 'one monitor process serves the socket');
+    assert.deepEqual(others, []);
+    const fd = openSync(fifos.stdoutPath, 'w');
+    writeSync(fd, 'hello from the container\n');
+    closeSync(fd);
+    const logFile = path.join(dir, 'web.stdout.0');
+    await eventually('the line in web.stdout.0', () => existsSync(logFile) && readFileSync(logFile, 'utf8').includes('hello from the container'));
+
+    await monitor.remove({ dir, taskName: 'web' });
+    monitor.stop();
+    assert.equal(existsSync(socketPath), false, 'its socket is removed');
+    await eventually('the monitor process to end', () => ended(pid));
+  });
+
+  it('stop() with no monitor running does nothing', () => {
+    const monitor = new LogMonitor({ socketPath: path.join(root, 'none.sock'), script: EXECUTOR_PATH });
+    monitor.stop();
+    assert.equal(existsSync(path.join(root, 'none.sock')), false);
+  });
+});
