@@ -17,6 +17,7 @@ import {
   parseVolumeSpec,
   taskConfigProblems,
   VolumeSpecValidationError,
+  withConvertedTaskConfigs,
   type JobProblem,
   type JobSpec,
   type NomadTranslation,
@@ -124,7 +125,7 @@ export async function parseJobFile(file: string, text: string, opts: JobFileOpti
   const format = opts.format ?? fileFormat(file, text);
   const located = format === 'hcl' ? fromHcl(file, text, 'job', opts) : fromJson(file, text, 'job');
   try {
-    const job = parseJobSpec(located.input);
+    const job = withConvertedTaskConfigs(parseJobSpec(located.input, { hclConversions: true }));
     // A task's config is checked against its driver's schema now, not found wrong on a node later.
     const configProblems = jobTaskConfigProblems(job);
     if (configProblems.length) throw new JobValidationError(configProblems);
@@ -168,7 +169,7 @@ export async function parseVolumeFile(file: string, text: string, purpose: 'regi
   const format = fileFormat(file, text);
   const located = format === 'hcl' ? fromHcl(file, text, 'volume', {}) : fromJson(file, text, 'volume');
   try {
-    const volume = parseVolumeSpec(located.input, purpose);
+    const volume = parseVolumeSpec(located.input, purpose, { hclConversions: true });
     const notes = [...(located.notes ?? [])];
     if (purpose === 'register') {
       for (const [field, written] of [['snapshotId', 'snapshot_id'], ['cloneId', 'clone_id']] as const) {

@@ -131,6 +131,7 @@ export {
 export {
   taskConfigProblems,
   jobTaskConfigProblems,
+  withConvertedTaskConfigs,
   BUILTIN_DRIVER_CONFIG_SCHEMAS,
   type DriverConfigSchema,
 } from './task-config.js';

@@ -8,6 +8,7 @@ import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from 
 import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { DURATION, durationMs } from './duration.js';
+import { parseWithHclConversions } from './hcl-conversions.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
@@ -530,8 +531,10 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
  * Parses and checks a submitted job spec, applying defaults. Pure; throws a
  * JobValidationError listing every problem (field paths, no values) when the
  * spec is malformed. Server-managed fields of a stored job are ignored.
+ * `hclConversions`: primitives convert as HCL converts them (a job file's
+ * `cpu = "500"`); Nomad's API decodes JSON strictly, so its routes do not ask.
  */
-export function parseJobSpec(input: unknown): JobSpec {
+export function parseJobSpec(input: unknown, opts: { hclConversions?: boolean } = {}): JobSpec {
   let candidate = input;
   let fromTask = new Map<number, number>();
   if (candidate && typeof candidate === 'object' && !Array.isArray(candidate)) {
@@ -539,7 +542,7 @@ export function parseJobSpec(input: unknown): JobSpec {
     for (const key of SERVER_JOB_FIELDS) delete copy[key];
     ({ input: candidate, fromTask } = implicitGroups(copy));
   }
-  const result = jobSpecSchema.safeParse(candidate);
+  const result = opts.hclConversions ? parseWithHclConversions(jobSpecSchema, candidate).result : jobSpecSchema.safeParse(candidate);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => ({ path: formatPath(implicitGroupPath(issue.path, fromTask)), message: describeIssue(issue) }));
   throw new JobValidationError(problems);
