@@ -130,7 +130,8 @@ export async function parseJobFile(file: string, text: string, opts: JobFileOpti
     const configProblems = jobTaskConfigProblems(job);
     if (configProblems.length) throw new JobValidationError(configProblems);
     const problemsAt = (problems: readonly JobProblem[]): SpecFileError => new SpecFileError(sortProblems(problems.map((p) => atPath(file, located, p.path, p.message))));
-    return { job, input: located.input as Record<string, unknown>, format, notes: located.notes ?? [], problemsAt };
+    const notes = [...(located.notes ?? []), ...deprecatedDiskNotes(file, located)];
+    return { job, input: located.input as Record<string, unknown>, format, notes, problemsAt };
   } catch (err) {
     if (err instanceof JobValidationError) {
       // Schema and driver-config problems are shown together, not one round after the other.
@@ -151,6 +152,22 @@ function rawConfigProblems(input: unknown): JobProblem[] {
     g.tasks.forEach((t: { driver?: unknown; config?: unknown }, ti) => {
       if (typeof t?.driver !== 'string') return;
       for (const p of taskConfigProblems(t.driver, t.config)) out.push({ path: `groups[${gi}].tasks[${ti}].${p.path}`, message: p.message });
+    });
+  });
+  return out;
+}
+
+// A task's `resources { disk }`: Nomad accepts it, warns that it is deprecated and ignores it.
+function deprecatedDiskNotes(file: string, located: Located): string[] {
+  const out: string[] = [];
+  const groups = (located.input as { groups?: unknown })?.groups;
+  if (!Array.isArray(groups)) return out;
+  groups.forEach((g: { tasks?: unknown }, gi) => {
+    if (!Array.isArray(g?.tasks)) return;
+    g.tasks.forEach((t: { resources?: { disk?: unknown } }, ti) => {
+      if (t?.resources?.disk === undefined) return;
+      const pos = located.locate(`groups[${gi}].tasks[${ti}].resources.disk`);
+      out.push(`${pos ? `${file}:${pos.line}:${pos.column}` : file}: resources.disk: deprecated and ignored, as Nomad does (the group's ephemeral_disk sizes the disk)`);
     });
   });
   return out;

@@ -35,6 +35,9 @@ const duration = z
 const taskPath = (what: string) => z.string().regex(/^(\/|\$\{)/, `${what} must be an absolute path (it may start with a run-time value such as \${NOMAD_ALLOC_DIR})`);
 const stringMap = z.record(z.string(), z.string());
 
+/** A task's `resources { disk }`, deprecated in Nomad (the group's ephemeral_disk sizes the disk): accepted and dropped, as Nomad does; job files note it. */
+const deprecatedDisk: Record<string, z.ZodType<undefined>> = { disk: z.number().int().min(0).optional().transform(() => undefined) };
+
 const restartSchema = z.strictObject({
   attempts: z.number().int().min(0).default(2),
   interval: duration.default('30m'),
@@ -183,6 +186,7 @@ const taskSchema = z.strictObject({
       pidsMax: z.number().int().min(1).optional(),
       /** Place the task only on a node that enforces limits with cgroups (false when absent). */
       memoryEnforced: z.boolean().optional(),
+      ...deprecatedDisk,
       ...refused('device'),
       ...legacyTaskNetwork,
     })
