@@ -8,7 +8,7 @@
 // reported at the user's line instead of filtering every node.
 
 import { z } from 'zod';
-import { parseVersionConstraint } from '../lib/index.js';
+import { compileRe2, parseVersionConstraint } from '../lib/index.js';
 
 /** Every operator Nomad's constraint and affinity blocks take (with its aliases). */
 export const CONSTRAINT_OPERATORS = [
@@ -123,9 +123,9 @@ function checkRule(raw: RawRule, ctx: z.RefinementCtx, affinity: boolean): void 
   }
   if (operator === 'regexp') {
     try {
-      new RegExp(value);
+      compileRe2(value);
     } catch (err) {
-      ctx.addIssue({ code: 'custom', path: [field], message: `is not a valid regular expression: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}` });
+      ctx.addIssue({ code: 'custom', path: [field], message: `is not a valid regular expression (RE2, as Nomad's): ${(err as Error).message}` });
     }
   }
   if (operator === 'version' || operator === 'semver') {

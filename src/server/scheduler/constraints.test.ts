@@ -55,6 +55,11 @@ describe('constraint operators (Nomad feasible.go)', () => {
     assert.equal(holds('${node.unique.name}', 'regexp', 'b-'), true);
   });
 
+  it('regexp means what RE2 means, as in Nomad: flag groups and \\A work', () => {
+    assert.equal(holds('${node.unique.name}', 'regexp', '(?i)^WEB-'), true, 'RE2 flag group');
+    assert.equal(holds('${node.unique.name}', 'regexp', '\\Aweb-'), true, 'RE2 \\A anchor');
+  });
+
   it('set_contains(_all) needs every listed value, set_contains_any one of them', () => {
     assert.equal(holds('${meta.tags}', 'set_contains', 'ssd,gpu'), true);
     assert.equal(holds('${meta.tags}', 'set_contains_all', 'ssd, nvme'), true);
@@ -96,9 +101,11 @@ describe('constraint blocks in a job', () => {
     ]);
   });
 
-  it('refuses an unknown operator, a bad regexp, a bad version and an unknown target, at the field', () => {
+  it('refuses an unknown operator, a bad regexp (lookaround and backreferences too, as RE2 does), a bad version and an unknown target, at the field', () => {
     assert.throws(spec({ attribute: '${meta.a}', operator: '~=', value: 'x' }), /constraints\[0\]\.operator: unknown operator "~="/);
     assert.throws(spec({ attribute: '${meta.a}', operator: 'regexp', value: '(' }), /constraints\[0\]\.value: is not a valid regular expression/);
+    assert.throws(spec({ attribute: '${meta.a}', operator: 'regexp', value: 'a(?=b)' }), /constraints\[0\]\.value: is not a valid regular expression \(RE2, as Nomad's\): invalid or unsupported Perl syntax: `\(\?=`/);
+    assert.throws(spec({ attribute: '${meta.a}', operator: 'regexp', value: '(a)\\1' }), /is not a valid regular expression/);
     assert.throws(spec({ attribute: '${meta.a}', version: '>= x.y' }), /constraints\[0\]\.version: the version constraint ">= x.y" has "x.y"/);
     assert.throws(spec({ attribute: '${meta.a}', semver: '>= 1.2' }), /not a semantic version/);
     assert.throws(spec({ attribute: '${nod.class}', value: 'x' }), /constraints\[0\]\.attribute: "\$\{nod.class\}" is not a node attribute/);
