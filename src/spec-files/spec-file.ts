@@ -17,6 +17,7 @@ import {
   parseVolumeSpec,
   taskConfigProblems,
   VolumeSpecValidationError,
+  unknownTarget,
   withConvertedTaskConfigs,
   type JobProblem,
   type JobSpec,
@@ -130,7 +131,7 @@ export async function parseJobFile(file: string, text: string, opts: JobFileOpti
     const configProblems = jobTaskConfigProblems(job);
     if (configProblems.length) throw new JobValidationError(configProblems);
     const problemsAt = (problems: readonly JobProblem[]): SpecFileError => new SpecFileError(sortProblems(problems.map((p) => atPath(file, located, p.path, p.message))));
-    const notes = [...(located.notes ?? []), ...deprecatedDiskNotes(file, located)];
+    const notes = [...(located.notes ?? []), ...deprecatedDiskNotes(file, located), ...unknownTargetNotes(file, located)];
     return { job, input: located.input as Record<string, unknown>, format, notes, problemsAt };
   } catch (err) {
     if (err instanceof JobValidationError) {
@@ -170,6 +171,36 @@ function deprecatedDiskNotes(file: string, located: Located): string[] {
       out.push(`${pos ? `${file}:${pos.line}:${pos.column}` : file}: resources.disk: deprecated and ignored, as Nomad does (the group's ephemeral_disk sizes the disk)`);
     });
   });
+  return out;
+}
+
+// Rules whose target names nothing a node has: Nomad registers such a job and it stays blocked; the file's author hears why.
+function unknownTargetNotes(file: string, located: Located): string[] {
+  const out: string[] = [];
+  const visit = (holder: unknown, at: string): void => {
+    if (!holder || typeof holder !== 'object') return;
+    for (const kind of ['constraints', 'affinities'] as const) {
+      const rules = (holder as Record<string, unknown>)[kind];
+      if (!Array.isArray(rules)) continue;
+      rules.forEach((rule: { attribute?: unknown; value?: unknown }, i) => {
+        const target = rule && typeof rule === 'object' ? unknownTarget(rule) : undefined;
+        if (!target) return;
+        const field = rule.attribute === target ? 'attribute' : 'value';
+        const pos = located.locate(`${at}${kind}[${i}].${field}`);
+        out.push(
+          `${pos ? `${file}:${pos.line}:${pos.column}` : file}: ${kind === 'constraints' ? 'constraint' : 'affinity'}.${field}: "${target}" is no node attribute (use \${attr.<name>}, \${meta.<key>}, \${node.datacenter}, \${node.class}, \${node.unique.name} or \${node.unique.id}); no node has it, so ${kind === 'constraints' ? 'the job stays blocked until it is fixed' : 'the affinity never applies'}, as in Nomad`,
+        );
+      });
+    }
+  };
+  visit(located.input, '');
+  const groups = (located.input as { groups?: unknown })?.groups;
+  if (Array.isArray(groups)) {
+    groups.forEach((g: { tasks?: unknown }, gi) => {
+      visit(g, `groups[${gi}].`);
+      if (Array.isArray(g?.tasks)) g.tasks.forEach((t: unknown, ti) => visit(t, `groups[${gi}].tasks[${ti}].`));
+    });
+  }
   return out;
 }
 
