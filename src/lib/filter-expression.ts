@@ -18,6 +18,8 @@
 // or a string's text; a selector that names nothing matches neither `==` nor
 // `contains` (and so matches their negations) and is empty.
 
+import { compileRe2, type Re2 } from './re2.js';
+
 /** A compiled filter: true when the row matches. Never throws. */
 export type RowFilter = (row: unknown) => boolean;
 
@@ -84,7 +86,7 @@ type Node =
   | { t: 'not'; e: Node }
   | { t: 'eq' | 'ne'; sel: string[]; v: string }
   | { t: 'empty'; sel: string[]; neg: boolean }
-  | { t: 'in' | 'contains' | 'matches'; sel: string[]; v: string; neg: boolean; re?: RegExp };
+  | { t: 'in' | 'contains' | 'matches'; sel: string[]; v: string; neg: boolean; re?: Re2 };
 
 class Parser {
   #i = 0;
@@ -174,9 +176,9 @@ class Parser {
     const kw = this.#expect('an operator (==, !=, is empty, contains, matches, in)', (x) => this.#isWord(x, 'contains') || this.#isWord(x, 'matches'));
     const v = this.value();
     if (kw.text === 'matches') {
-      let re: RegExp;
+      let re: Re2;
       try {
-        re = new RegExp(v);
+        re = compileRe2(v);
       } catch (err) {
         throw new FilterSyntaxError(`invalid regular expression "${v}": ${(err as Error).message}`);
       }
@@ -266,7 +268,7 @@ function evaluate(n: Node, row: unknown): boolean {
     }
     case 'matches': {
       const f = lookup(row, n.sel);
-      return (typeof f === 'string' && (n.re as RegExp).test(f)) !== n.neg;
+      return (typeof f === 'string' && (n.re as Re2).test(f)) !== n.neg;
     }
   }
 }

@@ -18,3 +18,4 @@ export {
 export { compileFilter, FilterSyntaxError, type RowFilter } from './filter-expression.js';
 export { MemoryReclaimer, fullGc, lowMemoryGc, processSampler, type LoadSample, type MemoryReclaimerOptions } from './memory-reclaimer.js';
 export { jsonObjects } from './json-values.js';
+export { compileRe2, Re2SyntaxError, type Re2 } from './re2.js';

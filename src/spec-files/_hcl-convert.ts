@@ -12,8 +12,12 @@ export type Body = Readonly<Record<string, Field>>;
 export type Field =
   /** An attribute, renamed. */
   | { t: 'attr'; to: string }
-  /** A block that may appear once -> an object. */
-  | { t: 'block'; to: string; body: Body; post?: (obj: Record<string, unknown>) => unknown }
+  /**
+   * A block that may appear once -> an object. With `concat`, repeating it
+   * is allowed and the lists its `post` makes are joined (Nomad reads every
+   * `required { topology {} }` block of a volume's topology_request).
+   */
+  | { t: 'block'; to: string; body: Body; post?: (obj: Record<string, unknown>) => unknown; concat?: boolean }
   /** A repeatable block -> a list of objects. */
   | { t: 'blocks'; to: string; body: Body }
   /** A labelled block -> a list of objects with the label under `labelAs`. */
@@ -154,6 +158,7 @@ const TASK: Body = {
       cores: attr('cores'),
       pids: attr('pidsMax'),
       memory_enforced: attr('memoryEnforced'),
+      disk: attr('disk'),
       device: { t: 'blocks', to: 'device', body: {} },
       // Nomad's deprecated task network: refused by name (structs' legacyTaskNetwork).
       network: { t: 'blocks', to: 'network', body: {} },
@@ -265,8 +270,8 @@ export const VOLUME_BODY: Body = {
     t: 'block',
     to: 'topologyRequest',
     body: {
-      required: { t: 'block', to: 'required', body: TOPOLOGY_LIST, post: topologies },
-      preferred: { t: 'block', to: 'preferred', body: TOPOLOGY_LIST, post: topologies },
+      required: { t: 'block', to: 'required', body: TOPOLOGY_LIST, post: topologies, concat: true },
+      preferred: { t: 'block', to: 'preferred', body: TOPOLOGY_LIST, post: topologies, concat: true },
     },
   },
 };
@@ -328,6 +333,13 @@ export function convertBody(
       }
       case 'block': {
         const list = Array.isArray(value) ? value : [value];
+        if (field.concat && field.post && list.length > 1) {
+          // Each block converted at its own steps; the joined list is the field's (`volume init -json` writes one block per topology).
+          const inner = here(field.to);
+          const parts = list.map((item, n) => (isObject(item) ? field.post!(recurse(item, field.body, { path: inner.path, steps: [...at.steps, { name: key, nth: n }] })) : item));
+          out[field.to] = parts.every(Array.isArray) ? parts.flat() : parts[0];
+          break;
+        }
         if (list.length > 1) problems.push({ steps: [...at.steps, { name: key, nth: 1 }], field: formatPath([...at.path, field.to]), message: `block "${key}" may appear only once` });
         const first = list[0];
         const inner = here(field.to);

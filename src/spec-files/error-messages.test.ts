@@ -162,7 +162,7 @@ const CASES: [string, string, string][] = [
   ],
   [
     "command wrong type",
-    "job \"web\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = 42\n      }\n    }\n  }\n}\n",
+    "job \"web\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config {\n        command = [\"/bin/true\"]\n      }\n    }\n  }\n}\n",
     "web.hcl:6:9: config.command: must be a string (driver raw_exec)",
   ],
   [

@@ -259,6 +259,27 @@ describe("Nomad's volume forms", () => {
     assert.match(problems[0] as string, /^6:6 capabilities\[1\]\.accessMode: must be one of "single-node-writer", /);
   });
 
+  it("reads topology lists as `volume init -json` writes them (one required block per topology)", async () => {
+    const json = JSON.stringify({
+      id: 'v',
+      plugin_id: 'p',
+      capability: [{ access_mode: 'single-node-writer', attachment_mode: 'file-system' }],
+      topology_request: {
+        preferred: [{ topology: { segments: { rack: 'R1' } } }],
+        required: [{ topology: { segments: { rack: 'R1' } } }, { topology: { segments: { rack: 'R2', zone: 'us-east-1a' } } }],
+      },
+    }, null, 2);
+    const { volume } = await parseVolumeFile('volume.json', json, 'create');
+    assert.deepEqual(volume.topologyRequest, { required: [{ rack: 'R1' }, { rack: 'R2', zone: 'us-east-1a' }], preferred: [{ rack: 'R1' }] });
+  });
+
+  it('accepts a task\'s deprecated resources { disk } and drops it with a note, as Nomad does', async () => {
+    const text = 'job "web" {\n  group "g" {\n    task "t" {\n      driver = "raw_exec"\n      config {\n        command = "/bin/true"\n      }\n      resources {\n        cpu  = 100\n        disk = 300\n      }\n    }\n  }\n}\n';
+    const { job, notes } = await parseJobFile('web.hcl', text);
+    assert.equal(JSON.stringify(job.groups[0]!.tasks[0]!.resources).includes('disk'), false, 'not stored');
+    assert.deepEqual(notes, ["web.hcl:10:9: resources.disk: deprecated and ignored, as Nomad does (the group's ephemeral_disk sizes the disk)"]);
+  });
+
   it('takes the legacy top-level access_mode and attachment_mode', async () => {
     const text = 'id = "v"\nplugin_id = "p"\naccess_mode = "multi-node-reader-only"\nattachment_mode = "file-system"\n';
     const { volume } = await parseVolumeFile('v.hcl', text, 'create');

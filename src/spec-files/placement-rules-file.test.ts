@@ -84,4 +84,11 @@ describe('placement rules in job files', () => {
     assert.match(found.find((p) => p.includes('regular'))!, /^20:\d+ \S*affinity\.value: is not a valid regular expression/);
     assert.match(found.find((p) => p.includes('operator'))!, /^28:\d+ \S*constraint\.operator: unknown operator "~="/);
   });
+
+  it('registers a rule on a target no node has, with a note at its line (Nomad leaves such a job blocked)', async () => {
+    const text = HCL.replace('attribute = "${attr.kernel.version}"', 'attribute = "${atr.kernel.version}"');
+    const { notes } = await parseJobFile('web.hcl', text);
+    assert.equal(notes.length, 1, notes.join('\n'));
+    assert.match(notes[0]!, /^web\.hcl:3:5: constraint\.attribute: "\$\{atr\.kernel\.version\}" is no node attribute .*the job stays blocked until it is fixed, as in Nomad$/);
+  });
 });

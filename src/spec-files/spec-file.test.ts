@@ -325,7 +325,7 @@ topology_request {
     assert.equal(cap?.line, 6);
     const message = new SpecFileError(problems).message;
     assert.doesNotMatch(message, /s3cr3t|hunter2/);
-    const unknownSecret = await problemsOf(parseVolumeFile('db.hcl', volume.replace('api_token = "s3cr3t-value-000"', 'api_token = 42'), 'register'));
+    const unknownSecret = await problemsOf(parseVolumeFile('db.hcl', volume.replace('api_token = "s3cr3t-value-000"', 'api_token = ["s3cr3t-value-000"]'), 'register'));
     assert.doesNotMatch(new SpecFileError(unknownSecret).message, /s3cr3t/);
     assert.equal(unknownSecret[0]!.line, 24);
   });

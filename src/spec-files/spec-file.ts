@@ -17,6 +17,8 @@ import {
   parseVolumeSpec,
   taskConfigProblems,
   VolumeSpecValidationError,
+  unknownTarget,
+  withConvertedTaskConfigs,
   type JobProblem,
   type JobSpec,
   type NomadTranslation,
@@ -124,12 +126,13 @@ export async function parseJobFile(file: string, text: string, opts: JobFileOpti
   const format = opts.format ?? fileFormat(file, text);
   const located = format === 'hcl' ? fromHcl(file, text, 'job', opts) : fromJson(file, text, 'job');
   try {
-    const job = parseJobSpec(located.input);
+    const job = withConvertedTaskConfigs(parseJobSpec(located.input, { hclConversions: true }));
     // A task's config is checked against its driver's schema now, not found wrong on a node later.
     const configProblems = jobTaskConfigProblems(job);
     if (configProblems.length) throw new JobValidationError(configProblems);
     const problemsAt = (problems: readonly JobProblem[]): SpecFileError => new SpecFileError(sortProblems(problems.map((p) => atPath(file, located, p.path, p.message))));
-    return { job, input: located.input as Record<string, unknown>, format, notes: located.notes ?? [], problemsAt };
+    const notes = [...(located.notes ?? []), ...deprecatedDiskNotes(file, located), ...unknownTargetNotes(file, located)];
+    return { job, input: located.input as Record<string, unknown>, format, notes, problemsAt };
   } catch (err) {
     if (err instanceof JobValidationError) {
       // Schema and driver-config problems are shown together, not one round after the other.
@@ -155,6 +158,52 @@ function rawConfigProblems(input: unknown): JobProblem[] {
   return out;
 }
 
+// A task's `resources { disk }`: Nomad accepts it, warns that it is deprecated and ignores it.
+function deprecatedDiskNotes(file: string, located: Located): string[] {
+  const out: string[] = [];
+  const groups = (located.input as { groups?: unknown })?.groups;
+  if (!Array.isArray(groups)) return out;
+  groups.forEach((g: { tasks?: unknown }, gi) => {
+    if (!Array.isArray(g?.tasks)) return;
+    g.tasks.forEach((t: { resources?: { disk?: unknown } }, ti) => {
+      if (t?.resources?.disk === undefined) return;
+      const pos = located.locate(`groups[${gi}].tasks[${ti}].resources.disk`);
+      out.push(`${pos ? `${file}:${pos.line}:${pos.column}` : file}: resources.disk: deprecated and ignored, as Nomad does (the group's ephemeral_disk sizes the disk)`);
+    });
+  });
+  return out;
+}
+
+// Rules whose target names nothing a node has: Nomad registers such a job and it stays blocked; the file's author hears why.
+function unknownTargetNotes(file: string, located: Located): string[] {
+  const out: string[] = [];
+  const visit = (holder: unknown, at: string): void => {
+    if (!holder || typeof holder !== 'object') return;
+    for (const kind of ['constraints', 'affinities'] as const) {
+      const rules = (holder as Record<string, unknown>)[kind];
+      if (!Array.isArray(rules)) continue;
+      rules.forEach((rule: { attribute?: unknown; value?: unknown }, i) => {
+        const target = rule && typeof rule === 'object' ? unknownTarget(rule) : undefined;
+        if (!target) return;
+        const field = rule.attribute === target ? 'attribute' : 'value';
+        const pos = located.locate(`${at}${kind}[${i}].${field}`);
+        out.push(
+          `${pos ? `${file}:${pos.line}:${pos.column}` : file}: ${kind === 'constraints' ? 'constraint' : 'affinity'}.${field}: "${target}" is no node attribute (use \${attr.<name>}, \${meta.<key>}, \${node.datacenter}, \${node.class}, \${node.unique.name} or \${node.unique.id}); no node has it, so ${kind === 'constraints' ? 'the job stays blocked until it is fixed' : 'the affinity never applies'}, as in Nomad`,
+        );
+      });
+    }
+  };
+  visit(located.input, '');
+  const groups = (located.input as { groups?: unknown })?.groups;
+  if (Array.isArray(groups)) {
+    groups.forEach((g: { tasks?: unknown }, gi) => {
+      visit(g, `groups[${gi}].`);
+      if (Array.isArray(g?.tasks)) g.tasks.forEach((t: unknown, ti) => visit(t, `groups[${gi}].tasks[${ti}].`));
+    });
+  }
+  return out;
+}
+
 function sortProblems(list: FileProblem[]): FileProblem[] {
   return [...list].sort((a, b) => (a.file === b.file ? a.line - b.line || a.column - b.column : a.file < b.file ? -1 : 1));
 }
@@ -168,7 +217,7 @@ export async function parseVolumeFile(file: string, text: string, purpose: 'regi
   const format = fileFormat(file, text);
   const located = format === 'hcl' ? fromHcl(file, text, 'volume', {}) : fromJson(file, text, 'volume');
   try {
-    const volume = parseVolumeSpec(located.input, purpose);
+    const volume = parseVolumeSpec(located.input, purpose, { hclConversions: true });
     const notes = [...(located.notes ?? [])];
     if (purpose === 'register') {
       for (const [field, written] of [['snapshotId', 'snapshot_id'], ['cloneId', 'clone_id']] as const) {

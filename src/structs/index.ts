@@ -131,6 +131,7 @@ export {
 export {
   taskConfigProblems,
   jobTaskConfigProblems,
+  withConvertedTaskConfigs,
   BUILTIN_DRIVER_CONFIG_SCHEMAS,
   type DriverConfigSchema,
 } from './task-config.js';
@@ -177,6 +178,7 @@ export { parsePortList, portEnvKey, DEFAULT_MIN_DYNAMIC_PORT, DEFAULT_MAX_DYNAMI
 export {
   CONSTRAINT_OPERATORS,
   describeConstraint,
+  unknownTarget,
   type Constraint,
   type Affinity,
   type Spread,

@@ -8,6 +8,7 @@ import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from 
 import { BerthError } from '../lib/index.js';
 import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { DURATION, durationMs } from './duration.js';
+import { parseWithHclConversions } from './hcl-conversions.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
@@ -33,6 +34,9 @@ const duration = z
 /** An absolute path, or one that starts with a run-time `${...}` (such as `${NOMAD_ALLOC_DIR}/data`) the client expands. */
 const taskPath = (what: string) => z.string().regex(/^(\/|\$\{)/, `${what} must be an absolute path (it may start with a run-time value such as \${NOMAD_ALLOC_DIR})`);
 const stringMap = z.record(z.string(), z.string());
+
+/** A task's `resources { disk }`, deprecated in Nomad (the group's ephemeral_disk sizes the disk): accepted and dropped, as Nomad does; job files note it. */
+const deprecatedDisk: Record<string, z.ZodType<undefined>> = { disk: z.number().int().min(0).optional().transform(() => undefined) };
 
 const restartSchema = z.strictObject({
   attempts: z.number().int().min(0).default(2),
@@ -182,6 +186,7 @@ const taskSchema = z.strictObject({
       pidsMax: z.number().int().min(1).optional(),
       /** Place the task only on a node that enforces limits with cgroups (false when absent). */
       memoryEnforced: z.boolean().optional(),
+      ...deprecatedDisk,
       ...refused('device'),
       ...legacyTaskNetwork,
     })
@@ -530,8 +535,10 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
  * Parses and checks a submitted job spec, applying defaults. Pure; throws a
  * JobValidationError listing every problem (field paths, no values) when the
  * spec is malformed. Server-managed fields of a stored job are ignored.
+ * `hclConversions`: primitives convert as HCL converts them (a job file's
+ * `cpu = "500"`); Nomad's API decodes JSON strictly, so its routes do not ask.
  */
-export function parseJobSpec(input: unknown): JobSpec {
+export function parseJobSpec(input: unknown, opts: { hclConversions?: boolean } = {}): JobSpec {
   let candidate = input;
   let fromTask = new Map<number, number>();
   if (candidate && typeof candidate === 'object' && !Array.isArray(candidate)) {
@@ -539,7 +546,7 @@ export function parseJobSpec(input: unknown): JobSpec {
     for (const key of SERVER_JOB_FIELDS) delete copy[key];
     ({ input: candidate, fromTask } = implicitGroups(copy));
   }
-  const result = jobSpecSchema.safeParse(candidate);
+  const result = opts.hclConversions ? parseWithHclConversions(jobSpecSchema, candidate).result : jobSpecSchema.safeParse(candidate);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => ({ path: formatPath(implicitGroupPath(issue.path, fromTask)), message: describeIssue(issue) }));
   throw new JobValidationError(problems);

@@ -8,7 +8,7 @@
 // reported at the user's line instead of filtering every node.
 
 import { z } from 'zod';
-import { parseVersionConstraint } from '../lib/index.js';
+import { compileRe2, parseVersionConstraint } from '../lib/index.js';
 
 /** Every operator Nomad's constraint and affinity blocks take (with its aliases). */
 export const CONSTRAINT_OPERATORS = [
@@ -69,6 +69,15 @@ const SHORTHAND_OPERATOR: Record<(typeof SHORTHANDS)[number], string> = {
 /** Targets a rule may interpolate: node fields, `attr.*` and `meta.*`. */
 const TARGET = /^\$\{(node\.(unique\.id|unique\.name|datacenter|class|region|pool)|attr\..+|meta\..+)\}$/;
 
+/**
+ * The `${...}` target of a rule's attribute or value that names nothing a
+ * node has (a typo such as `${nod.class}`), or undefined. Pure.
+ */
+export function unknownTarget(raw: { attribute?: unknown; value?: unknown }): string | undefined {
+  for (const t of [raw.attribute, raw.value]) if (typeof t === 'string' && t.startsWith('${') && !TARGET.test(t)) return t;
+  return undefined;
+}
+
 const scalar = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 
 const ruleFields = {
@@ -100,17 +109,10 @@ function checkRule(raw: RawRule, ctx: z.RefinementCtx, affinity: boolean): void 
     return;
   }
   const attribute = operator === 'distinct_property' && raw['distinctProperty'] !== undefined ? raw['distinctProperty'] : raw['attribute'];
-  const attrField = operator === 'distinct_property' && raw['distinctProperty'] !== undefined ? 'distinctProperty' : 'attribute';
   if (operator !== 'distinct_hosts' && !attribute) {
     ctx.addIssue({ code: 'custom', path: ['attribute'], message: `operator "${operator}" needs an attribute such as "\${meta.rack}"` });
   }
-  if (attribute && attribute.startsWith('${') && !TARGET.test(attribute)) {
-    ctx.addIssue({
-      code: 'custom',
-      path: [attrField],
-      message: `"${attribute}" is not a node attribute; use \${attr.<name>}, \${meta.<key>}, \${node.datacenter}, \${node.class}, \${node.unique.name}, \${node.unique.id} or \${node.region}`,
-    });
-  }
+  // An unknown target (`${nod.class}`) is no error, as in Nomad: no node has it, so the rule holds nowhere and the job stays blocked. Job files note it (unknownTarget).
   if (NO_VALUE.has(operator) || operator === 'distinct_property') {
     if (operator === 'distinct_property' && value !== '' && !/^[1-9]\d*$/.test(value)) {
       ctx.addIssue({ code: 'custom', path: ['value'], message: 'distinct_property takes as value how many allocations may share a value (a positive integer)' });
@@ -123,9 +125,9 @@ function checkRule(raw: RawRule, ctx: z.RefinementCtx, affinity: boolean): void 
   }
   if (operator === 'regexp') {
     try {
-      new RegExp(value);
+      compileRe2(value);
     } catch (err) {
-      ctx.addIssue({ code: 'custom', path: [field], message: `is not a valid regular expression: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}` });
+      ctx.addIssue({ code: 'custom', path: [field], message: `is not a valid regular expression (RE2, as Nomad's): ${(err as Error).message}` });
     }
   }
   if (operator === 'version' || operator === 'semver') {

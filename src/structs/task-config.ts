@@ -6,6 +6,7 @@
 // run them) are passed in as `extra` schemas by the caller that knows them.
 
 import { z } from 'zod';
+import { parseWithHclConversions } from './hcl-conversions.js';
 import type { JobProblem, JobSpec } from './job.js';
 
 /** A driver's config schema: a zod schema whose issues name the config field. */
@@ -57,4 +58,26 @@ export function jobTaskConfigProblems(spec: JobSpec, extra: Readonly<Record<stri
     }),
   );
   return problems;
+}
+
+/**
+ * The job with each task's `config` converted as HCL converts primitives
+ * (`privileged = "true"`, `shm_size = "64"`) where its driver's schema is
+ * known; a config that does not parse even so is kept as written, for
+ * jobTaskConfigProblems to report. Pure.
+ */
+export function withConvertedTaskConfigs(spec: JobSpec, extra: Readonly<Record<string, DriverConfigSchema>> = {}): JobSpec {
+  let changed = false;
+  const groups = spec.groups.map((group) => {
+    const tasks = group.tasks.map((task) => {
+      const schema = Object.hasOwn(extra, task.driver) ? extra[task.driver] : Object.hasOwn(BUILTIN_DRIVER_CONFIG_SCHEMAS, task.driver) ? BUILTIN_DRIVER_CONFIG_SCHEMAS[task.driver] : undefined;
+      if (!schema) return task;
+      const { result, input } = parseWithHclConversions(schema, task.config ?? {});
+      if (!result.success || input === task.config) return task;
+      changed = true;
+      return { ...task, config: input as typeof task.config };
+    });
+    return tasks.some((t, i) => t !== group.tasks[i]) ? { ...group, tasks } : group;
+  });
+  return changed ? { ...spec, groups } : spec;
 }

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, type Topology } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
 import { formatPath, VOLUME_ID, VOLUME_ID_RULE, type JobProblem } from './job.js';
+import { parseWithHclConversions } from './hcl-conversions.js';
 
 const SIZE = /^\s*(\d+)(?:\.(\d+))?\s*([a-z]*)\s*$/i;
 const SIZE_UNITS: Readonly<Record<string, number>> = {
@@ -165,17 +166,22 @@ export class VolumeSpecValidationError extends BerthError {
   }
 }
 
+export interface ParseVolumeOptions {
+  /** Primitives convert as HCL converts them (a volume file's `parameters { size = 10 }`); Nomad's API decodes JSON strictly. */
+  hclConversions?: boolean;
+}
+
 /**
  * Parses and checks a volume spec. `purpose` `register` needs `externalId`
  * and ignores a content source (snapshotId, cloneId), as Nomad does;
  * `create` refuses `externalId`. Pure; throws
  * VolumeSpecValidationError listing every problem (paths, no values).
  */
-export function parseVolumeSpec(input: unknown, purpose: 'register'): VolumeSpec & { externalId: string };
-export function parseVolumeSpec(input: unknown, purpose: 'create'): VolumeSpec;
-export function parseVolumeSpec(input: unknown, purpose: 'register' | 'create'): VolumeSpec;
-export function parseVolumeSpec(input: unknown, purpose: 'register' | 'create'): VolumeSpec {
-  const result = volumeSpecSchema.safeParse(input);
+export function parseVolumeSpec(input: unknown, purpose: 'register', opts?: ParseVolumeOptions): VolumeSpec & { externalId: string };
+export function parseVolumeSpec(input: unknown, purpose: 'create', opts?: ParseVolumeOptions): VolumeSpec;
+export function parseVolumeSpec(input: unknown, purpose: 'register' | 'create', opts?: ParseVolumeOptions): VolumeSpec;
+export function parseVolumeSpec(input: unknown, purpose: 'register' | 'create', opts: ParseVolumeOptions = {}): VolumeSpec {
+  const result = opts.hclConversions ? parseWithHclConversions(volumeSpecSchema, input).result : volumeSpecSchema.safeParse(input);
   if (!result.success) {
     throw new VolumeSpecValidationError(result.error.issues.map((issue) => ({ path: formatPath(issue.path), message: describeIssue(issue) })));
   }

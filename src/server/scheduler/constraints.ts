@@ -5,7 +5,7 @@
 // already placed, so they are checked for every placement against counts the
 // caller keeps up to date. Pure functions over plain inputs.
 
-import { parseVersionConstraint, versionSatisfies, type VersionConstraint } from '../../lib/index.js';
+import { compileRe2, parseVersionConstraint, versionSatisfies, type Re2, type VersionConstraint } from '../../lib/index.js';
 import { describeConstraint, type Affinity, type Constraint, type JobSpec, type Node, type Spread, type TaskGroup } from '../../structs/index.js';
 
 /** The rules that apply to one task group: the job's, the group's and its tasks'. */
@@ -66,11 +66,11 @@ const setOf = (s: string): string[] => s.split(',').map((v) => v.trim());
  */
 export function compileRule(c: Constraint): (node: Node) => boolean {
   const { operator: op } = c;
-  let regexp: RegExp | undefined;
+  let regexp: Re2 | undefined;
   let version: VersionConstraint | undefined;
   if (op === 'regexp') {
     try {
-      regexp = new RegExp(c.value);
+      regexp = compileRe2(c.value);
     } catch {
       return () => false;
     }
@@ -104,7 +104,7 @@ export function compileRule(c: Constraint): (node: Node) => boolean {
       case '>=':
         return ordered(op, l, r);
       case 'regexp':
-        return (regexp as RegExp).test(l);
+        return (regexp as Re2).test(l);
       case 'version':
       case 'semver':
         return versionSatisfies(version as VersionConstraint, l);
