@@ -167,7 +167,7 @@ async function allocStatus(s: ApiSession, [idArg]: string[], opts: Record<string
   if (ports.length) {
     s.out.line();
     s.out.line(s.style.bold('Allocation Addresses'));
-    s.out.table(['Label', 'Address'], ports.map((p) => [p.Label, `${p.HostIP.includes(':') ? `[${p.HostIP}]` : p.HostIP}:${p.Value}${p.To !== p.Value ? ` -> ${p.To}` : ''}`]));
+    s.out.table(['Label', 'Address'], ports.map((p) => [p.Label, `${p.HostIP.includes(':') ? `[${p.HostIP}]` : p.HostIP}:${p.Value}${p.To > 0 && p.To !== p.Value ? ` -> ${p.To}` : ''}`]));
   }
   if (opts['verbose'] && a.Metrics) printPlacementMetrics(s, placementMetric(a.Metrics), (nodeId) => (nodeId === a.NodeID ? '(chosen)' : ''));
   if (a.CSIVolumes?.length) {

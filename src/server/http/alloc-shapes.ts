@@ -311,13 +311,25 @@ function groupResources(a: Allocation, group: TaskGroup | undefined): api.Resour
   };
 }
 
+/**
+ * A port's To as Nomad reports it: the `to` the job wrote (-1: the host
+ * port; none: 0), in every network mode. Berth's own record says where the
+ * task listens (the host port in host mode, for drivers without a port map),
+ * which is not what Nomad's API says.
+ */
+function nomadTo(p: NonNullable<Allocation['ports']>[number], group: TaskGroup | undefined): number {
+  if (!group) return p.to;
+  const to = group.network.ports.find((q) => q.label === p.label)?.to;
+  return to === undefined ? 0 : to === -1 ? p.value : to;
+}
+
 /** The group network with the allocation's ports: static ones as reserved, the others as dynamic. */
 function groupNetworks(a: Allocation, group: TaskGroup | undefined): api.NetworkResource[] | null {
   const mode = group?.network.mode ?? a.network?.mode;
   if (!mode && !a.ports?.length) return null;
   const statics = new Set((group?.network.ports ?? []).filter((p) => p.static !== undefined).map((p) => p.label));
   const hostNetworks = new Map((group?.network.ports ?? []).map((p) => [p.label, p.hostNetwork ?? 'default']));
-  const port = (p: NonNullable<Allocation['ports']>[number]): api.Port => ({ Label: p.label, Value: p.value, To: p.to, HostNetwork: hostNetworks.get(p.label) ?? 'default', IgnoreCollision: false });
+  const port = (p: NonNullable<Allocation['ports']>[number]): api.Port => ({ Label: p.label, Value: p.value, To: nomadTo(p, group), HostNetwork: hostNetworks.get(p.label) ?? 'default', IgnoreCollision: false });
   const dns = group?.network.dns;
   return [
     {
@@ -348,7 +360,7 @@ function allocatedResources(a: Allocation, group: TaskGroup | undefined): api.Al
     Shared: {
       DiskMB: diskMb(group),
       Networks: groupNetworks(a, group),
-      Ports: a.ports?.length ? a.ports.map((p) => ({ Label: p.label, Value: p.value, To: p.to, HostIP: p.hostIp })) : null,
+      Ports: a.ports?.length ? a.ports.map((p) => ({ Label: p.label, Value: p.value, To: nomadTo(p, group), HostIP: p.hostIp })) : null,
     },
   };
 }
