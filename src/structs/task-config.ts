@@ -6,6 +6,7 @@
 // run them) are passed in as `extra` schemas by the caller that knows them.
 
 import { z } from 'zod';
+import { DOCKER_TASK_CONFIG_SCHEMA } from './docker-config.js';
 import type { JobProblem, JobSpec } from './job.js';
 
 /** A driver's config schema: a zod schema whose issues name the config field. */
@@ -28,6 +29,7 @@ const processConfig = z.looseObject(
 export const BUILTIN_DRIVER_CONFIG_SCHEMAS: Readonly<Record<string, DriverConfigSchema>> = {
   raw_exec: processConfig,
   exec: processConfig,
+  docker: DOCKER_TASK_CONFIG_SCHEMA,
 };
 
 /**
