@@ -27,6 +27,8 @@ export function createDrivers(opts: {
   spareExecutor?: boolean;
   /** The agent's `plugin "docker" { config {} }`; a wrong one throws DriverError naming the field. */
   dockerConfig?: Record<string, unknown>;
+  /** `file:line:col` of a path in that block (`config.volumes.enabled`), for its problems. */
+  locateDockerConfig?: (configPath: string) => string | undefined;
 }): Map<string, TaskDriver> {
   let cgroups = opts.cgroups;
   if (cgroups === undefined) {
@@ -52,6 +54,7 @@ export function createDrivers(opts: {
       new DockerDriver({
         stateDir: join(opts.stateDir, 'docker'),
         ...(opts.dockerConfig ? { pluginConfig: opts.dockerConfig } : {}),
+        ...(opts.locateDockerConfig ? { locate: opts.locateDockerConfig } : {}),
         ...(opts.logger ? { logger: opts.logger } : {}),
         ...(opts.clock ? { clock: opts.clock } : {}),
       }),

@@ -139,13 +139,13 @@ function pullError(ref: string, err: unknown): DriverError {
 export class ImageCollector {
   readonly #users = new Map<string, Set<string>>();
   readonly #pending = new Map<string, AbortController>();
-  readonly #docker: Dockerode;
+  readonly #docker: () => Promise<Dockerode>;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #enabled: boolean;
   readonly #delayMs: number;
 
-  constructor(o: { docker: Dockerode; clock: Clock; logger: Logger; enabled: boolean; delayMs: number }) {
+  constructor(o: { docker: () => Promise<Dockerode>; clock: Clock; logger: Logger; enabled: boolean; delayMs: number }) {
     this.#docker = o.docker;
     this.#clock = o.clock;
     this.#log = o.logger;
@@ -174,7 +174,7 @@ export class ImageCollector {
       async () => {
         this.#pending.delete(imageId);
         try {
-          await this.#docker.getImage(imageId).remove();
+          await (await this.#docker()).getImage(imageId).remove();
           this.#log.info({ image: imageId }, 'unused image removed (gc.image)');
         } catch (err) {
           this.#log.debug({ image: imageId, err: (err as Error).message }, 'unused image not removed');

@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
-import Dockerode from 'dockerode';
+import { request } from 'node:http';
+import type Dockerode from 'dockerode';
 import { AbortedError, silentLogger, systemClock, type Clock, type Logger } from '../../../lib/index.js';
 import { DOCKER_PLUGIN_CONFIG_SCHEMA, DOCKER_TASK_CONFIG_SCHEMA, type DockerPluginConfig, type DriverInfo } from '../../../structs/index.js';
 import { DriverError } from '../driver-error.js';
@@ -49,6 +50,8 @@ export interface DockerTaskHandle extends ForeignTaskHandle {
 export interface DockerDriverOptions {
   /** The agent's `plugin "docker" { config {} }` as written (checked here; throws its problems). */
   pluginConfig?: Record<string, unknown>;
+  /** `file:line:col` of a path in the agent's config (`config.volumes.enabled`), to place the plugin config's problems. */
+  locate?: (configPath: string) => string | undefined;
   /** Where log positions are kept across agent restarts; also names this agent's containers (io.berth.driver). */
   stateDir: string;
   logger?: Logger;
@@ -90,7 +93,8 @@ export class DockerDriver implements TaskDriver {
   };
   readonly config: DockerPluginConfig;
   readonly endpoint: string;
-  readonly #docker: Dockerode;
+  readonly #socketPath: string;
+  #docker: Promise<Dockerode> | undefined;
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #stateDir: string;
@@ -103,17 +107,27 @@ export class DockerDriver implements TaskDriver {
   constructor(opts: DockerDriverOptions) {
     const parsed = DOCKER_PLUGIN_CONFIG_SCHEMA.safeParse(opts.pluginConfig ?? {});
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((i) => `config.${i.path.map(String).join('.')}: ${i.message}`).join('; ');
-      throw new DriverError('DRIVER_START_FAILED', `plugin "docker": ${problems}`, { recoverable: false });
+      const problems = parsed.error.issues.map((i) => {
+        const at = ['config', ...i.path.map(String)].join('.');
+        const where = opts.locate?.(at);
+        return `${where ? `${where}: ` : ''}${at}: ${i.message}`;
+      });
+      throw new DriverError('DRIVER_START_FAILED', `plugin "docker": ${problems.join('; ')}`, { recoverable: false });
     }
     this.config = parsed.data;
     this.endpoint = dockerEndpoint(this.config);
-    this.#docker = new Dockerode({ socketPath: this.endpoint.slice('unix://'.length) });
+    this.#socketPath = this.endpoint.slice('unix://'.length);
     this.#log = (opts.logger ?? silentLogger()).child({ component: 'driver', driver: 'docker' });
     this.#clock = opts.clock ?? systemClock;
     this.#stateDir = opts.stateDir;
     this.#owner = createHash('sha256').update(opts.stateDir).digest('hex').slice(0, 12);
-    this.#images = new ImageCollector({ docker: this.#docker, clock: this.#clock, logger: this.#log, enabled: this.config.gc.image, delayMs: this.config.gc.imageDelayMs });
+    this.#images = new ImageCollector({ docker: () => this.#api(), clock: this.#clock, logger: this.#log, enabled: this.config.gc.image, delayMs: this.config.gc.imageDelayMs });
+  }
+
+  /** The Engine API client, loaded on first use (dockerode takes a few hundred ms to load). */
+  #api(): Promise<Dockerode> {
+    this.#docker ??= import('dockerode').then((m) => new m.default({ socketPath: this.#socketPath }));
+    return this.#docker;
   }
 
   get cgroups(): 'v1' | 'v2' | 'none' {
@@ -124,13 +138,11 @@ export class DockerDriver implements TaskDriver {
   async fingerprint(): Promise<DriverInfo> {
     const base = { detected: true, networkModes: [...this.capabilities.networkModes], mustInitiateNetwork: true };
     try {
-      const signal = AbortSignal.timeout(5_000);
-      // dockerode's types predate its abortSignal option.
-      const api = this.#docker as unknown as {
-        version(o: object): Promise<{ Version: string }>;
-        info(o: object): Promise<{ CgroupVersion?: string; Runtimes?: Record<string, unknown> }>;
-      };
-      const [version, info] = await Promise.all([api.version({ abortSignal: signal }), api.info({ abortSignal: signal })]);
+      // Plain HTTP, not dockerode: an agent whose tasks never use docker does not load the client library.
+      const [version, info] = await Promise.all([
+        engineGet<{ Version: string }>(this.#socketPath, '/version'),
+        engineGet<{ CgroupVersion?: string; Runtimes?: Record<string, unknown> }>(this.#socketPath, '/info'),
+      ]);
       this.#cgroups = info.CgroupVersion === '2' ? 'v2' : 'v1';
       return {
         ...base,
@@ -162,8 +174,8 @@ export class DockerDriver implements TaskDriver {
     }
     const config = parsed.data;
     const event = (message: string): void => opts.onEvent?.({ type: 'Driver', message, details: { image: imageReference(config.image) } });
-    const imageId = await this.#call(`task ${cfg.taskName}`, () =>
-      ensureImage(this.#docker, config.image, this.#clock, {
+    const imageId = await this.#call(`task ${cfg.taskName}`, async () =>
+      ensureImage(await this.#api(), config.image, this.#clock, {
         ...(config.auth ? { auth: config.auth } : {}),
         forcePull: config.force_pull ?? false,
         activityTimeoutMs: this.config.pullActivityTimeoutMs,
@@ -190,9 +202,9 @@ export class DockerDriver implements TaskDriver {
     this.#images.acquire(imageId, cfg.id);
     try {
       if (opts.signal?.aborted) throw new AbortedError('task start aborted', { cause: opts.signal.reason });
-      await this.#docker.getContainer(container).start();
+      await (await this.#api()).getContainer(container).start();
     } catch (err) {
-      await this.#docker.getContainer(container).remove({ force: true, v: true }).catch(() => undefined);
+      await (await this.#api()).getContainer(container).remove({ force: true, v: true }).catch(() => undefined);
       this.#images.release(imageId, cfg.id);
       if (err instanceof AbortedError) throw err;
       const msg = dockerMessage(err);
@@ -206,11 +218,11 @@ export class DockerDriver implements TaskDriver {
   async #create(cfg: TaskConfig, spec: ReturnType<typeof containerSpec>): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return (await this.#docker.createContainer(spec)).id;
+        return (await (await this.#api()).createContainer(spec)).id;
       } catch (err) {
         if ((err as { statusCode?: number }).statusCode === 409 && attempt === 0) {
           this.#log.info({ task: cfg.taskName, container: spec.name }, 'removing a container left by an earlier start');
-          await this.#docker.getContainer(spec.name ?? '').remove({ force: true, v: true }).catch(() => undefined);
+          await (await this.#api()).getContainer(spec.name ?? '').remove({ force: true, v: true }).catch(() => undefined);
           continue;
         }
         const msg = dockerMessage(err);
@@ -226,7 +238,7 @@ export class DockerDriver implements TaskDriver {
     this.#tasks.set(handle.taskId, rec);
     mkdirSync(this.#stateDir, { recursive: true });
     const collector = new LogCollector({
-      docker: this.#docker,
+      docker: await this.#api(),
       containerId: handle.containerId,
       taskName: handle.taskName,
       logs: handle.logs,
@@ -247,7 +259,7 @@ export class DockerDriver implements TaskDriver {
 
   // Waits for the container to stop, through dockerd restarts; a container removed behind the driver's back ends the task.
   async #waitExit(rec: TaskRecord): Promise<ExitResult> {
-    const c = this.#docker.getContainer(rec.handle.containerId);
+    const c = (await this.#api()).getContainer(rec.handle.containerId);
     for (;;) {
       try {
         await c.wait({ condition: 'not-running', abortSignal: this.#stopping.signal } as object);
@@ -277,13 +289,13 @@ export class DockerDriver implements TaskDriver {
     if (this.#tasks.has(h.taskId)) return h;
     let state;
     try {
-      state = (await this.#docker.getContainer(h.containerId).inspect()).State;
+      state = (await (await this.#api()).getContainer(h.containerId).inspect()).State;
     } catch (err) {
       const gone = (err as { statusCode?: number }).statusCode === 404;
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${h.taskName}: ${gone ? `its container ${h.containerId.slice(0, 12)} is gone` : `docker cannot be asked: ${dockerMessage(err)}`}`, { cause: err });
     }
     // Created but never started: the agent died between create and start.
-    if (state.Status === 'created') await this.#docker.getContainer(h.containerId).start();
+    if (state.Status === 'created') await (await this.#api()).getContainer(h.containerId).start();
     this.#images.acquire(h.imageId, h.taskId);
     await this.#adopt(h);
     return h;
@@ -307,7 +319,7 @@ export class DockerDriver implements TaskDriver {
   async stopTask(taskId: string, opts: { timeoutMs: number; signal?: string }): Promise<void> {
     const rec = this.#task(taskId);
     if (rec.exit) return;
-    const c = this.#docker.getContainer(rec.handle.containerId);
+    const c = (await this.#api()).getContainer(rec.handle.containerId);
     try {
       if (!opts.signal || opts.signal === 'SIGTERM') {
         // docker's stop: the image's StopSignal (SIGTERM by default), SIGKILL after t seconds.
@@ -329,7 +341,7 @@ export class DockerDriver implements TaskDriver {
     const rec = this.#tasks.get(taskId);
     if (!rec) return;
     if (!rec.exit && !opts.force) throw new DriverError('DRIVER_TASK_RUNNING', `task ${rec.handle.taskName} is still running`);
-    const c = this.#docker.getContainer(rec.handle.containerId);
+    const c = (await this.#api()).getContainer(rec.handle.containerId);
     if (!rec.exit) await c.kill({ signal: 'SIGKILL' }).catch(() => undefined);
     rec.collector?.stop();
     if (this.config.gc.container) {
@@ -360,12 +372,12 @@ export class DockerDriver implements TaskDriver {
     const rec = this.#task(taskId);
     if (!(signal in osConstants.signals)) throw new DriverError('DRIVER_INVALID_SIGNAL', `unknown signal ${signal}`);
     if (rec.exit) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
-    await this.#call(`task ${rec.handle.taskName}`, () => this.#docker.getContainer(rec.handle.containerId).kill({ signal }));
+    await this.#call(`task ${rec.handle.taskName}`, async () => (await this.#api()).getContainer(rec.handle.containerId).kill({ signal }));
   }
 
   async taskStats(taskId: string): Promise<TaskResourceUsage> {
     const rec = this.#task(taskId);
-    const { usage, mark } = await this.#call(`task ${rec.handle.taskName}`, () => containerStats(this.#docker, rec.handle.containerId, this.#clock.now(), rec.lastCpu));
+    const { usage, mark } = await this.#call(`task ${rec.handle.taskName}`, async () => containerStats(await this.#api(), rec.handle.containerId, this.#clock.now(), rec.lastCpu));
     rec.lastCpu = mark;
     return usage;
   }
@@ -374,7 +386,7 @@ export class DockerDriver implements TaskDriver {
     const rec = this.#task(taskId);
     const memory = (resources.memoryMaxMb && resources.memoryMaxMb > resources.memoryMb ? resources.memoryMaxMb : resources.memoryMb) * 1024 * 1024;
     try {
-      await this.#docker.getContainer(rec.handle.containerId).update({ Memory: memory, MemorySwap: memory, CpuShares: Math.max(2, Math.round(resources.cpuMhz)) });
+      await (await this.#api()).getContainer(rec.handle.containerId).update({ Memory: memory, MemorySwap: memory, CpuShares: Math.max(2, Math.round(resources.cpuMhz)) });
       return true;
     } catch {
       return false;
@@ -389,7 +401,7 @@ export class DockerDriver implements TaskDriver {
   async reapOrphans(keep: ReadonlySet<string>): Promise<string[]> {
     const removed: string[] = [];
     try {
-      const list = await this.#docker.listContainers({ all: true, filters: { label: [`${LABEL.owner}=${this.#owner}`] } });
+      const list = await (await this.#api()).listContainers({ all: true, filters: { label: [`${LABEL.owner}=${this.#owner}`] } });
       const tracked = new Set([...this.#tasks.values()].map((r) => r.handle.containerId));
       const keptAllocs = new Set([...keep].map((k) => k.slice(0, k.indexOf('.'))));
       for (const c of list) {
@@ -397,7 +409,7 @@ export class DockerDriver implements TaskDriver {
         const name = c.Labels[INFRA_LABEL] ? `${alloc}.<network>` : `${alloc}.${c.Labels[LABEL.taskName] ?? ''}`;
         const orphan = c.Labels[INFRA_LABEL] ? !keptAllocs.has(alloc) : !keep.has(name) && !tracked.has(c.Id);
         if (!orphan) continue;
-        await this.#docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
+        await (await this.#api()).getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
         this.#log.info({ container: c.Id.slice(0, 12), task: name }, 'removed a container no task owns');
         removed.push(name);
       }
@@ -410,7 +422,7 @@ export class DockerDriver implements TaskDriver {
   async execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }> {
     const rec = this.#task(taskId);
     if (rec.exit) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
-    return execInContainer(this.#docker, rec.handle.containerId, opts).catch((err: unknown) => {
+    return execInContainer(await this.#api(), rec.handle.containerId, opts).catch((err: unknown) => {
       if (err instanceof AbortedError) throw err;
       throw new DriverError('DRIVER_EXECUTOR_FAILED', `task ${rec.handle.taskName}: docker exec failed: ${dockerMessage(err)}`, { cause: err });
     });
@@ -426,11 +438,11 @@ export class DockerDriver implements TaskDriver {
     const name = pauseContainerName(allocId);
     const infra = imageReference(this.config.infraImage);
     return this.#call(`allocation ${allocId.slice(0, 8)} network`, async () => {
-      let c = this.#docker.getContainer(name);
+      let c = (await this.#api()).getContainer(name);
       let info = await c.inspect().catch((err: { statusCode?: number }) => (err.statusCode === 404 ? undefined : Promise.reject(err)));
       if (!info) {
-        await ensureImage(this.#docker, infra, this.#clock, { forcePull: false, activityTimeoutMs: this.config.pullActivityTimeoutMs });
-        c = await this.#docker.createContainer({
+        await ensureImage(await this.#api(), infra, this.#clock, { forcePull: false, activityTimeoutMs: this.config.pullActivityTimeoutMs });
+        c = await (await this.#api()).createContainer({
           name,
           Image: infra,
           Hostname: hostname,
@@ -452,7 +464,7 @@ export class DockerDriver implements TaskDriver {
   /** Removes the allocation's pause container. Safe to repeat. */
   async destroyNetwork(allocId: string): Promise<void> {
     this.#alive();
-    await this.#docker
+    await (await this.#api())
       .getContainer(pauseContainerName(allocId))
       .remove({ force: true })
       .catch((err: { statusCode?: number }) => {
@@ -462,7 +474,7 @@ export class DockerDriver implements TaskDriver {
 
   async #pauseContainer(allocId: string): Promise<string> {
     try {
-      return (await this.#docker.getContainer(pauseContainerName(allocId)).inspect()).Id;
+      return (await (await this.#api()).getContainer(pauseContainerName(allocId)).inspect()).Id;
     } catch (err) {
       throw new DriverError('DRIVER_START_FAILED', `allocation ${allocId.slice(0, 8)}: its network's pause container is missing: ${dockerMessage(err)}`, { cause: err });
     }
@@ -497,6 +509,28 @@ export class DockerDriver implements TaskDriver {
       throw new DriverError('DRIVER_EXECUTOR_FAILED', `${what}: docker: ${dockerMessage(err)}`, { cause: err });
     }
   }
+}
+
+/** One GET of the Engine API on its unix socket, as JSON; rejects on an error status or after 5 s. */
+function engineGet<T>(socketPath: string, apiPath: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path: apiPath, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        if ((res.statusCode ?? 500) >= 300) return reject(new Error(`${apiPath}: HTTP ${res.statusCode}: ${body.trim()}`));
+        try {
+          resolve(JSON.parse(body) as T);
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** Docker's own words for a failed call (its JSON `message`), else the error's. */
