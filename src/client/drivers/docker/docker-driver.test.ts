@@ -5,52 +5,21 @@
 // does) and pushed to the registry, so tasks name it as users name theirs.
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, copyFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import Dockerode from 'dockerode';
-import * as tar from 'tar';
 import { type DriverError } from '../driver-error.js';
 import type { TaskConfig } from '../task-driver.js';
 import { DockerDriver, type DockerTaskHandle } from './docker-driver.js';
+import { busyboxImage, importBusybox } from '../../../../test/support/busybox-image.js';
 
 const HOST = process.env['BERTH_TEST_DOCKER_HOST'];
 const REGISTRY = process.env['BERTH_TEST_DOCKER_REGISTRY'];
 const skip = HOST && REGISTRY ? undefined : 'no docker rig (BERTH_TEST_DOCKER_HOST/BERTH_TEST_DOCKER_REGISTRY; scripts/run-tests.mjs starts one)';
-const LOCAL_IMAGE = 'berth-driver-test/busybox:1';
-
-// A small local stand-in for the rig's image builder (test/support/docker.ts): busybox-static with its applet links, PATH in the image config.
-async function importBusybox(docker: Dockerode, repo: string, cmd: string[]): Promise<void> {
-  const root = mkdtempSync(path.join(tmpdir(), 'bb-root-'));
-  try {
-    mkdirSync(path.join(root, 'bin'));
-    copyFileSync('/bin/busybox', path.join(root, 'bin/busybox'));
-    for (const applet of execFileSync('/bin/busybox', ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
-      if (applet !== 'busybox') symlinkSync('busybox', path.join(root, 'bin', applet));
-    }
-    for (const d of ['tmp', 'etc', 'proc', 'sys', 'dev', 'www']) mkdirSync(path.join(root, d));
-    writeFileSync(path.join(root, 'etc/passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n');
-    const archive = tar.create({ cwd: root, portable: true }, readdirSync(root)) as unknown as NodeJS.ReadableStream;
-    const res = (await docker.importImage(archive as never, { repo, tag: '1', changes: ['ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin', `CMD ${JSON.stringify(cmd)}`] } as never)) as unknown as NodeJS.ReadableStream;
-    await new Promise((resolve, reject) => docker.modem.followProgress(res, (e: Error | null) => (e ? reject(e) : resolve(undefined))));
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-}
-
-/** The busybox image, pushed to the registry: what tasks name. */
-async function busyboxImage(docker: Dockerode): Promise<string> {
-  const image = `${REGISTRY}/berth-driver-test/busybox:1`;
-  await importBusybox(docker, 'berth-driver-test/busybox', ['sh']);
-  await docker.getImage(LOCAL_IMAGE).tag({ repo: `${REGISTRY}/berth-driver-test/busybox`, tag: '1' });
-  const push = (await docker.getImage(image).push({ authconfig: { serveraddress: REGISTRY } } as never)) as unknown as NodeJS.ReadableStream;
-  await new Promise((resolve, reject) => docker.modem.followProgress(push, (e: Error | null) => (e ? reject(e) : resolve(undefined))));
-  return image;
-}
 
 function until<T>(what: string, f: () => T | undefined | Promise<T | undefined>, ms = 10_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -123,7 +92,7 @@ describe('docker driver', { skip }, () => {
 
   before(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'berth-docker-'));
-    image = await busyboxImage(docker);
+    image = await busyboxImage(docker, REGISTRY ?? '');
   });
 
   after(async () => {
