@@ -96,6 +96,11 @@ export async function execInContainer(docker: Dockerode, containerId: string, op
       resolve();
     });
   });
-  const info = await exec.inspect();
-  return { exitCode: info.ExitCode ?? -1 };
+  // dockerd may close the stream a moment before it records the exit: asked until it has.
+  for (let i = 0; ; i++) {
+    const info = await exec.inspect();
+    if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) return { exitCode: info.ExitCode };
+    if (i >= 250) return { exitCode: -1 };
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

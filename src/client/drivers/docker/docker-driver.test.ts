@@ -14,6 +14,8 @@ import { after, before, describe, test } from 'node:test';
 import Dockerode from 'dockerode';
 import { type DriverError } from '../driver-error.js';
 import type { TaskConfig } from '../task-driver.js';
+import { ManualClock, silentLogger } from '../../../lib/index.js';
+import { ImageCollector } from './_images.js';
 import { DockerDriver, type DockerTaskHandle } from './docker-driver.js';
 import { busyboxImage, importBusybox } from '../../../../test/support/busybox-image.js';
 
@@ -214,7 +216,7 @@ describe('docker driver', { skip }, () => {
   test('after an agent restart the task is recovered by its handle, its log resumed without repeating lines; containers no task owns are reaped', async () => {
     const stateDir = path.join(work, 'restart-state');
     const first = newDriver({}, stateDir);
-    const cfg = task({ command: 'sh', args: ['-c', 'i=0; while [ $i -lt 40 ]; do echo line-$i; i=$((i+1)); sleep 0.05; done; cat /local/go; echo end'] });
+    const cfg = task({ command: 'sh', args: ['-c', 'i=0; while [ $i -lt 40 ]; do echo line-$i; i=$((i+1)); sleep 0.05; done; while [ ! -f /local/go ]; do sleep 0.05; done; cat /local/go; echo end'] });
     const orphan = task({ command: 'sleep', args: ['600'] });
     const handle = (await first.startTask(cfg)) as DockerTaskHandle;
     await first.startTask(orphan);
@@ -252,5 +254,27 @@ describe('docker driver', { skip }, () => {
     await driver.destroyNetwork(cfg.allocId);
     await driver.destroyNetwork(cfg.allocId);
     assert.deepEqual(await containersOf(cfg.allocId), []);
+  });
+
+  test('gc.image: an image no task uses is removed image_delay after the last one let go, unless taken up again', async () => {
+    await importBusybox(docker, 'berth-driver-test/gc', ['sh']);
+    const id = (await docker.getImage('berth-driver-test/gc:1').inspect()).Id;
+    const present = async (): Promise<boolean> => docker.getImage(id).inspect().then(() => true, () => false);
+    const clock = new ManualClock(0);
+    const gc = new ImageCollector({ docker: async () => docker, clock, logger: silentLogger(), enabled: true, delayMs: 180_000 });
+    gc.acquire(id, 't1');
+    gc.acquire(id, 't2');
+    gc.release(id, 't1');
+    await clock.advance(180_000);
+    assert.equal(await present(), true, 'another task still uses it');
+    gc.release(id, 't2');
+    await clock.advance(179_000);
+    gc.acquire(id, 't3');
+    await clock.advance(10_000);
+    assert.equal(await present(), true, 'taken up again before the delay ran out');
+    gc.release(id, 't3');
+    await clock.advance(180_000);
+    await until('the image removed', async () => !(await present()) || undefined);
+    gc.stop();
   });
 });

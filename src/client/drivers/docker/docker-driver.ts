@@ -62,7 +62,9 @@ interface TaskRecord {
   handle: DockerTaskHandle;
   exit?: ExitResult & { finishedAt: number };
   exited: Promise<ExitResult>;
-  collector?: LogCollector;
+  collector: LogCollector;
+  /** Resolves once the container's log was followed to its end (or could not be followed). */
+  logsDone: Promise<unknown>;
   lastCpu?: CpuMark;
 }
 
@@ -233,9 +235,6 @@ export class DockerDriver implements TaskDriver {
 
   /** Tracks a started container: its exit (waited on) and its log (followed). */
   async #adopt(handle: DockerTaskHandle): Promise<void> {
-    const rec: TaskRecord = { handle, exited: Promise.resolve({ exitCode: 0, signal: null, oomKilled: false, message: '' }) };
-    rec.exited = this.#waitExit(rec);
-    this.#tasks.set(handle.taskId, rec);
     mkdirSync(this.#stateDir, { recursive: true });
     const collector = new LogCollector({
       docker: await this.#api(),
@@ -245,12 +244,16 @@ export class DockerDriver implements TaskDriver {
       positionFile: this.#positionFile(handle.taskId),
       logger: this.#log,
     });
-    try {
-      await collector.start();
-      rec.collector = collector;
-    } catch (err) {
-      this.#log.warn({ task: handle.taskName, err: dockerMessage(err) }, 'cannot follow the container log (its log driver cannot be read back?)');
-    }
+    // The exit is reported once the log is written to its end: a task that printed and exited at once must not look silent.
+    const started = collector.start();
+    const logsDone = started.then(
+      () => collector.done,
+      (err: unknown) => this.#log.warn({ task: handle.taskName, err: dockerMessage(err) }, 'cannot follow the container log (its log driver cannot be read back?)'),
+    );
+    const rec: TaskRecord = { handle, collector, logsDone, exited: Promise.resolve({ exitCode: 0, signal: null, oomKilled: false, message: '' }) };
+    rec.exited = this.#waitExit(rec);
+    this.#tasks.set(handle.taskId, rec);
+    await started.catch(() => undefined);
   }
 
   #positionFile(taskId: string): string {
@@ -267,14 +270,14 @@ export class DockerDriver implements TaskDriver {
         if (s.Running) continue;
         const exit = { exitCode: s.ExitCode, signal: null, oomKilled: s.OOMKilled, message: s.OOMKilled ? 'OOM killed' : `exited with code ${s.ExitCode}${s.Error ? `: ${s.Error}` : ''}` };
         rec.exit = { ...exit, finishedAt: Date.parse(s.FinishedAt) || this.#clock.now() };
-        await rec.collector?.done;
+        await rec.logsDone;
         return exit;
       } catch (err) {
         if (this.#stopping.signal.aborted) return new Promise<ExitResult>(() => undefined);
         if ((err as { statusCode?: number }).statusCode === 404) {
           const exit = { exitCode: -1, signal: 'SIGKILL', oomKilled: false, message: 'the container was removed outside the agent' };
           rec.exit = { ...exit, finishedAt: this.#clock.now() };
-          rec.collector?.stop();
+          rec.collector.stop();
           return exit;
         }
         await this.#clock.sleep(DOCKER_GONE_RETRY_MS, this.#stopping.signal).catch(() => undefined);
@@ -343,7 +346,7 @@ export class DockerDriver implements TaskDriver {
     if (!rec.exit && !opts.force) throw new DriverError('DRIVER_TASK_RUNNING', `task ${rec.handle.taskName} is still running`);
     const c = (await this.#api()).getContainer(rec.handle.containerId);
     if (!rec.exit) await c.kill({ signal: 'SIGKILL' }).catch(() => undefined);
-    rec.collector?.stop();
+    rec.collector.stop();
     if (this.config.gc.container) {
       try {
         await c.remove({ force: true, v: true });
@@ -485,7 +488,7 @@ export class DockerDriver implements TaskDriver {
     if (this.#stopping.signal.aborted) return;
     this.#stopping.abort();
     this.#images.stop();
-    for (const rec of this.#tasks.values()) rec.collector?.stop();
+    for (const rec of this.#tasks.values()) rec.collector.stop();
     this.#tasks.clear();
   }
 
