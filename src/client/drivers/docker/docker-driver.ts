@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
-import { request } from 'node:http';
 import type Dockerode from 'dockerode';
 import { AbortedError, silentLogger, systemClock, type Clock, type Logger } from '../../../lib/index.js';
 import { DOCKER_PLUGIN_CONFIG_SCHEMA, DOCKER_TASK_CONFIG_SCHEMA, type DockerPluginConfig, type DriverInfo } from '../../../structs/index.js';
@@ -32,6 +31,7 @@ import type {
 import { containerSpec, LABEL, pauseContainerName } from './_container-spec.js';
 import { ensureImage, ImageCollector, imageReference } from './_images.js';
 import { LogCollector } from './_log-collector.js';
+import { dockerMessage, engineGet } from './_engine.js';
 import { containerStats, execInContainer, type CpuMark } from './_task-io.js';
 
 /** What the task runner persists for a docker task: its container. */
@@ -512,32 +512,4 @@ export class DockerDriver implements TaskDriver {
       throw new DriverError('DRIVER_EXECUTOR_FAILED', `${what}: docker: ${dockerMessage(err)}`, { cause: err });
     }
   }
-}
-
-/** One GET of the Engine API on its unix socket, as JSON; rejects on an error status or after 5 s. */
-function engineGet<T>(socketPath: string, apiPath: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const req = request({ socketPath, path: apiPath, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => {
-        if ((res.statusCode ?? 500) >= 300) return reject(new Error(`${apiPath}: HTTP ${res.statusCode}: ${body.trim()}`));
-        try {
-          resolve(JSON.parse(body) as T);
-        } catch (err) {
-          reject(err as Error);
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Docker's own words for a failed call (its JSON `message`), else the error's. */
-export function dockerMessage(err: unknown): string {
-  const e = err as { json?: { message?: string }; reason?: string; message?: string };
-  return (e.json?.message ?? e.message ?? String(err)).trim();
 }
