@@ -37,6 +37,7 @@ export const EXTERNAL = [
   'better-sqlite3', // native addon
   'node-pty', // native addon
   'etcd3', // reads its proto/*.proto next to itself at load
+  'dockerode', // its ssh transport (ssh2) loads optional native addons (cpu-features, sshcrypto.node)
 ];
 
 const next = `${root}dist.next-${process.pid}`;

@@ -163,7 +163,7 @@ describe('agent config files', () => {
   });
 
   it('refuses an unknown client option and a token file that cannot be read', async () => {
-    assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.docker.enable" = true\n  }\n}\n'), /client\.options\.driver\.docker\.enable: unknown option/);
+    assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.java.enable" = true\n  }\n}\n'), /client\.options\.driver\.java\.enable: unknown option/);
     await assert.rejects(parseAgentConfig(path.join(dir, 'x.hcl'), 'tokens {\n  node_file = "missing.tokens"\n}\n'), (err: unknown) => {
       assert.ok(err instanceof AgentConfigError);
       assert.equal(err.code, 'CONFIG_UNREADABLE');

@@ -100,7 +100,7 @@ const duration = z.string().regex(DURATION, 'must be a duration such as "500ms",
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"');
 const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters'));
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable', 'driver.raw_exec.mode', 'driver.exec.mode'];
+const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable', 'driver.docker.enable', 'driver.raw_exec.mode', 'driver.exec.mode', 'driver.docker.mode'];
 const DRIVER_MODES = ['in-process', 'external'] as const;
 
 const portNumber = z.number().int().min(1, 'must be a port between 1 and 65535').max(65535, 'must be a port between 1 and 65535');
@@ -265,7 +265,7 @@ export interface AgentConfig {
     chrootEnv?: Record<string, string>;
     /** Host directories that artifact and template sources may read (file_roots); unset: none ('/' in dev mode). */
     fileRoots?: string[];
-    drivers: { raw_exec?: boolean; exec?: boolean };
+    drivers: { raw_exec?: boolean; exec?: boolean; docker?: boolean };
     /** Garbage collection of finished allocations: gc_interval, gc_max_age, gc_max_allocs, gc_disk_usage_threshold. */
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
     /** stop_after_server_disconnect: see Client's stopAfterServerDisconnectMs. */
@@ -285,7 +285,7 @@ export interface AgentConfig {
       hostNetworks?: Record<string, { cidr?: string; interface?: string; reservedPorts?: number[] }>;
     };
     /** Whether Berth's own drivers run inside the agent (default) or as plugins (`berth driver serve <name>`). */
-    driverModes?: { raw_exec?: DriverMode; exec?: DriverMode };
+    driverModes?: { raw_exec?: DriverMode; exec?: DriverMode; docker?: DriverMode };
   };
   csi: {
     probeIntervalMs?: number;
@@ -392,6 +392,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
   };
   const rawExecMode = mode(raw.client?.options?.['driver.raw_exec.mode'], 'driver.raw_exec.mode');
   const execMode = mode(raw.client?.options?.['driver.exec.mode'], 'driver.exec.mode');
+  const dockerMode = mode(raw.client?.options?.['driver.docker.mode'], 'driver.docker.mode');
   const locateAt = locateIn;
   const base = path.dirname(path.resolve(file));
   const abs = (p: string | undefined): string | undefined => (p === undefined ? undefined : path.resolve(base, p));
@@ -470,8 +471,11 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       drivers: {
         ...(truthy(c.options?.['driver.raw_exec.enable']) !== undefined ? { raw_exec: truthy(c.options?.['driver.raw_exec.enable']) as boolean } : {}),
         ...(truthy(c.options?.['driver.exec.enable']) !== undefined ? { exec: truthy(c.options?.['driver.exec.enable']) as boolean } : {}),
+        ...(truthy(c.options?.['driver.docker.enable']) !== undefined ? { docker: truthy(c.options?.['driver.docker.enable']) as boolean } : {}),
       },
-      ...(rawExecMode || execMode ? { driverModes: { ...(rawExecMode ? { raw_exec: rawExecMode } : {}), ...(execMode ? { exec: execMode } : {}) } } : {}),
+      ...(rawExecMode || execMode || dockerMode
+        ? { driverModes: { ...(rawExecMode ? { raw_exec: rawExecMode } : {}), ...(execMode ? { exec: execMode } : {}), ...(dockerMode ? { docker: dockerMode } : {}) } }
+        : {}),
     },
     csi: {
       ...(raw.csi?.probeInterval ? { probeIntervalMs: durationMs(raw.csi.probeInterval) } : {}),

@@ -6,7 +6,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { Gauge, Registry } from 'prom-client';
@@ -239,7 +239,8 @@ export class Agent {
     const clientDir = path.join(dataDir, 'client');
     // Dev and client agents alike give tasks `berth` (the README's hostpath plugin job runs `berth plugin hostpath`).
     const shimDirs = this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
-    const drivers = mode === 'dev' ? { raw_exec: true, exec: true } : { exec: true, raw_exec: false, ...config.client.drivers };
+    // docker is on by default, as in Nomad: without a reachable dockerd it fingerprints unhealthy and nothing is placed on it.
+    const drivers = mode === 'dev' ? { raw_exec: true, exec: true, docker: true, ...config.client.drivers } : { exec: true, raw_exec: false, docker: true, ...config.client.drivers };
     const nodeName = config.client.nodeName ?? hostname();
     const plugins = agentDriverPlugins({
       config,
@@ -288,9 +289,21 @@ export class Agent {
       csi: config.csi,
       ...(config.csi.volumeStatsIntervalMs ? { volumeStats: { intervalMs: config.csi.volumeStatsIntervalMs } } : {}),
       createDrivers: (c) => {
-        const built = createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock, tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR, spareExecutor: config.client.spareExecutor ?? true, ...killAfterTaskStart() });
+        // A `docker` executable in plugin_dir (Nomad's own driver) replaces the built-in and takes the block's config.
+        const external = config.pluginDir !== undefined && existsSync(path.join(config.pluginDir, 'docker'));
+        const dockerConfig = external ? undefined : config.plugins?.['docker']?.config;
+        const built = createDrivers({
+          stateDir: path.join(c.dataDir, 'd'),
+          logger: c.logger,
+          clock: c.clock,
+          tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
+          spareExecutor: config.client.spareExecutor ?? true,
+          ...(dockerConfig ? { dockerConfig, locateDockerConfig: (p: string) => config.locatePlugin?.('docker', p) } : {}),
+          ...killAfterTaskStart(),
+        });
         for (const [name, d] of built) {
-          const driver = shimDirs.length ? withPathDirs(d, shimDirs) : d;
+          // An image's own PATH applies inside a container: the host's `berth` shim is no use there.
+          const driver = shimDirs.length && d.capabilities.fsIsolation !== 'image' ? withPathDirs(d, shimDirs) : d;
           built.set(name, driver);
           if (drivers[name as keyof typeof drivers]) this.#drivers.set(name, driver);
         }

@@ -23,6 +23,9 @@ export interface AgentDriverPluginsOptions {
   onChange: () => void;
 }
 
+/** Built-in drivers configured by a `plugin "<name>"` block of their own (Nomad's docker driver is configured so). */
+const BUILTIN_CONFIGURED: readonly string[] = ['docker'];
+
 /** The wire launcher: go-plugin handshake, health, then Nomad's base and driver services. */
 export const launchOverGrpc: DriverPluginLauncher = async (entry, opts) => {
   const { driver, process: proc } = await launchDriverPlugin({ path: entry.file, args: entry.args, logger: opts.logger, signal: opts.signal });
@@ -48,10 +51,11 @@ export function agentDriverPlugins(o: AgentDriverPluginsOptions, launch: DriverP
   if (o.config.pluginDir) {
     const found = discoverDriverPlugins(o.config.pluginDir, blocks, o.config.locatePlugin);
     if (found.error) log.error({ pluginDir: o.config.pluginDir, err: found.error }, 'plugin_dir cannot be read; no driver plugins from it');
-    for (const name of found.unmatched) log.warn({ plugin: name, pluginDir: o.config.pluginDir }, 'a plugin block names no executable of plugin_dir');
+    // `plugin "docker"` configures the built-in docker driver when no executable of that name replaces it.
+    for (const name of found.unmatched) if (!BUILTIN_CONFIGURED.includes(name)) log.warn({ plugin: name, pluginDir: o.config.pluginDir }, 'a plugin block names no executable of plugin_dir');
     entries.push(...found.entries);
   } else {
-    for (const name of Object.keys(blocks)) log.warn({ plugin: name }, 'a plugin block without plugin_dir is ignored');
+    for (const name of Object.keys(blocks)) if (!BUILTIN_CONFIGURED.includes(name)) log.warn({ plugin: name }, 'a plugin block without plugin_dir is ignored');
   }
   for (const [name, mode] of Object.entries(o.config.client.driverModes ?? {})) {
     if (mode !== 'external') continue;
@@ -59,10 +63,14 @@ export function agentDriverPlugins(o: AgentDriverPluginsOptions, launch: DriverP
       log.error({ driver: name }, 'cannot run a built-in driver out of process: the berth executable is unknown');
       continue;
     }
+    const block = blocks[name];
     entries.push({
       name: `berth-${name}`,
       file: process.execPath,
       args: [o.berthBin, 'driver', 'serve', name, '--state-dir', o.stateDir],
+      // The built-in's own `plugin "<name>" { config {} }` (docker's endpoint, allow_privileged, ...) goes with it out of process.
+      ...(block?.config ? { config: block.config } : {}),
+      ...(block?.config && o.config.locatePlugin ? { locate: (p: string) => o.config.locatePlugin?.(name, p) } : {}),
     });
   }
   if (entries.length === 0) return undefined;

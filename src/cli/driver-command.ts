@@ -8,14 +8,14 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
-import { BuiltinDriverPlugin, createDrivers, type TaskDriver } from '../client/index.js';
+import { BuiltinDriverPlugin, createDrivers, DOCKER_CONFIG_SPEC, DOCKER_TASK_CONFIG_SPEC, DockerDriver, type TaskDriver } from '../client/index.js';
 import { createLogger, describeError, type Logger } from '../lib/index.js';
 import * as Plugins from '../plugins/index.js';
 import type { CommandContext } from './command-context.js';
 import { UsageError } from './usage-error.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const BUILTIN = ['raw_exec', 'exec'] as const;
+const BUILTIN = ['raw_exec', 'exec', 'docker'] as const;
 
 // Static imports on purpose: this file is loaded only for `driver` and
 // `driver-plugin`, and the bundler then keeps only the parts of the client
@@ -29,10 +29,10 @@ interface ServeOptions {
 
 /** Builds `berth driver` (serve). */
 export function driverCommand(ctx: CommandContext): Command {
-  const driver = new Command('driver').description("Serve Berth's own task drivers (raw_exec, exec) as external driver plugins");
+  const driver = new Command('driver').description("Serve Berth's own task drivers (raw_exec, exec, docker) as external driver plugins");
   driver
     .command('serve')
-    .description("Serve a built-in driver (raw_exec or exec) over Nomad's driver plugin protocol; an agent launches it")
+    .description("Serve a built-in driver (raw_exec, exec or docker) over Nomad's driver plugin protocol; an agent launches it")
     .argument('<driver>', `the driver to serve: ${BUILTIN.join(' or ')}`)
     .option('--state-dir <dir>', "where the tasks' executor state lives: the same dir across plugin restarts lets a new plugin recover the tasks (default: <tmp>/berth-driver)")
     .addOption(new Option('--log-level <level>', 'log level (JSON lines on stderr, which the agent copies into its log)').choices(LOG_LEVELS).default('info'))
@@ -65,7 +65,17 @@ async function serveBuiltin(ctx: CommandContext, name: string, opts: ServeOption
   const drivers = createDrivers({ stateDir, logger });
   const chosen = drivers.get(name) as TaskDriver;
   for (const [other, d] of drivers) if (other !== name) await d.shutdown();
-  const impl = new BuiltinDriverPlugin(chosen, { decodeTaskConfig: decodeMsgpack });
+  const impl = new BuiltinDriverPlugin(chosen, {
+    decodeTaskConfig: decodeMsgpack,
+    // docker is configured by the agent's `plugin "docker" { config {} }`, which SetConfig brings.
+    ...(name === 'docker'
+      ? {
+          configSchema: DOCKER_CONFIG_SPEC,
+          taskConfigSchema: DOCKER_TASK_CONFIG_SPEC,
+          configure: (config: Record<string, unknown>) => new DockerDriver({ stateDir: path.join(stateDir, 'docker'), pluginConfig: config, logger }),
+        }
+      : {}),
+  });
   const server = await serveDriverPlugin(impl, { logger });
   const log = logger.child({ component: 'driver-serve', driver: name });
   log.info({ socket: server.socketPath, stateDir }, 'serving driver plugin');

@@ -84,7 +84,7 @@ export interface ClientOptions {
   /** The node's meta, for `${meta.<key>}`. */
   meta?: Record<string, string>;
   /** Which drivers run; `raw_exec` has no isolation and is opt-in. Default { exec: true, raw_exec: false }. */
-  drivers?: { raw_exec?: boolean; exec?: boolean };
+  drivers?: { raw_exec?: boolean; exec?: boolean; docker?: boolean };
   /** Builds the task drivers by name (only the enabled ones are used). Default: the raw_exec and exec drivers, state under `<dataDir>/d`. */
   createDrivers?: (ctx: { logger: Logger; clock: Clock; dataDir: string }) => Map<string, TaskDriver>;
   /**

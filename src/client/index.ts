@@ -8,13 +8,15 @@ export { Client, ClientError, type ClientOptions, type ClientState, type AllocRu
 export { DEFAULT_GC_LIMITS, type GcLimits } from './gc/index.js';
 export { detectCgroups } from './cgroups/index.js';
 export { ChrootCache, DEFAULT_CHROOT_ENV } from './allocdir/index.js';
-export { createDrivers, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
+export { createDrivers, DockerDriver, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
 export { AllocRunner } from './allocrunner/index.js';
 export { readTaskLogs, followTaskLogs, listLogFiles, checkLogsEnabled, LogsError, type LogStream, type TaskLogsLocation, type LogFile } from './logs/index.js';
 export {
   DriverManager,
   discoverDriverPlugins,
   BuiltinDriverPlugin,
+  DOCKER_CONFIG_SPEC,
+  DOCKER_TASK_CONFIG_SPEC,
   type DriverPluginEntry,
   type DriverPluginLauncher,
   type LaunchedDriverPlugin,

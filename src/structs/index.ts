@@ -135,6 +135,14 @@ export {
   BUILTIN_DRIVER_CONFIG_SCHEMAS,
   type DriverConfigSchema,
 } from './task-config.js';
+export {
+  DOCKER_TASK_CONFIG_SCHEMA,
+  DOCKER_PLUGIN_CONFIG_SCHEMA,
+  DOCKER_DEFAULT_ALLOW_CAPS,
+  type DockerTaskConfig,
+  type DockerMount,
+  type DockerPluginConfig,
+} from './docker-config.js';
 export { atNomadPaths, fromNomadPaths, nanosToDuration, type NomadTranslation } from './nomad-table.js';
 export { nomadVolumeToSpec, isNomadVolumeJson } from './nomad-json.js';
 // Nomad's Job JSON <-> the canonical job spec (both ways, by one table), and a stored job as Nomad's answers.

@@ -6,6 +6,7 @@
 // run them) are passed in as `extra` schemas by the caller that knows them.
 
 import { z } from 'zod';
+import { DOCKER_TASK_CONFIG_SCHEMA } from './docker-config.js';
 import { parseWithHclConversions } from './hcl-conversions.js';
 import type { JobProblem, JobSpec } from './job.js';
 
@@ -29,6 +30,7 @@ const processConfig = z.looseObject(
 export const BUILTIN_DRIVER_CONFIG_SCHEMAS: Readonly<Record<string, DriverConfigSchema>> = {
   raw_exec: processConfig,
   exec: processConfig,
+  docker: DOCKER_TASK_CONFIG_SCHEMA,
 };
 
 /**

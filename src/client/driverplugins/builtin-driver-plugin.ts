@@ -1,8 +1,10 @@
-// Berth's own raw_exec/exec driver seen as a task-driver plugin: what
-// `berth driver serve raw_exec|exec` serves over Nomad's driver protocol, so
-// the host side is exercised against a second implementation and users can
-// run the built-ins out of process. The task's `config {}` is Berth's
-// (command, args); the driver state in the handle is Berth's TaskHandle JSON.
+// Berth's own raw_exec/exec/docker driver seen as a task-driver plugin: what
+// `berth driver serve raw_exec|exec|docker` serves over Nomad's driver
+// protocol, so the host side is exercised against a second implementation
+// and users can run the built-ins out of process. The task's `config {}` is
+// Berth's (command, args) or, for a driver that reads its own config
+// (docker), that driver's; the driver state in the handle is the driver's
+// handle JSON.
 
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
@@ -21,6 +23,7 @@ import {
   type Fingerprint,
   type NetworkCreateRequest,
   type NetworkIsolationSpec,
+  type PluginConfig,
   type PluginInfo,
   type Spec,
   type StartTaskResult,
@@ -31,7 +34,8 @@ import {
   type TaskResourceUsage as PluginTaskResourceUsage,
   type TaskStatus as PluginTaskStatus,
 } from '../../plugins/index.js';
-import { DriverError, type ExitResult, type TaskConfig, type TaskDriver, type TaskHandle, type TaskMount } from '../drivers/index.js';
+import { DriverError, type AnyTaskHandle, type ExitResult, type TaskConfig, type TaskDriver, type TaskMount } from '../drivers/index.js';
+import { withoutNulls } from './docker-specs.js';
 
 /** The task config schema of Berth's drivers: `command` (required) and `args`. */
 export const BUILTIN_TASK_CONFIG_SCHEMA: Spec = hclspec.object({
@@ -73,6 +77,15 @@ export interface BuiltinDriverPluginOptions {
   /** Decodes StartTask's msgpack task config (go-cty msgpack) to plain JSON. */
   decodeTaskConfig: (bytes: Uint8Array) => unknown;
   version?: string;
+  /** The driver's plugin config schema (default: none) and task config schema (default: command and args). */
+  configSchema?: Spec;
+  taskConfigSchema?: Spec;
+  /**
+   * Builds the driver from SetConfig's plugin config (plain JSON, nulls
+   * dropped), replacing the one given to the constructor; throws the
+   * driver's error for a wrong config. Absent: the config is ignored.
+   */
+  configure?: (config: Record<string, unknown>) => TaskDriver;
 }
 
 /**
@@ -80,7 +93,7 @@ export interface BuiltinDriverPluginOptions {
  * driver's: every task is the driver's. Calls throw the driver's DriverError.
  */
 export class BuiltinDriverPlugin implements DriverPlugin {
-  readonly #driver: TaskDriver;
+  #driver: TaskDriver;
   readonly #o: BuiltinDriverPluginOptions;
   #configured = false;
 
@@ -94,10 +107,17 @@ export class BuiltinDriverPlugin implements DriverPlugin {
   }
 
   async configSchema(): Promise<Spec> {
-    return BUILTIN_CONFIG_SCHEMA;
+    return this.#o.configSchema ?? BUILTIN_CONFIG_SCHEMA;
   }
 
-  async setConfig(): Promise<void> {
+  async setConfig(config?: PluginConfig): Promise<void> {
+    if (this.#o.configure) {
+      const raw = config?.pluginConfig.length ? withoutNulls(this.#o.decodeTaskConfig(config.pluginConfig)) : {};
+      const next = this.#o.configure((raw ?? {}) as Record<string, unknown>);
+      const previous = this.#driver;
+      this.#driver = next;
+      if (previous !== next) await previous.shutdown();
+    }
     this.#configured = true;
   }
 
@@ -107,7 +127,7 @@ export class BuiltinDriverPlugin implements DriverPlugin {
   }
 
   async taskConfigSchema(): Promise<Spec> {
-    return BUILTIN_TASK_CONFIG_SCHEMA;
+    return this.#o.taskConfigSchema ?? BUILTIN_TASK_CONFIG_SCHEMA;
   }
 
   async capabilities(): Promise<Capabilities> {
@@ -129,8 +149,10 @@ export class BuiltinDriverPlugin implements DriverPlugin {
     const signal = opts.signal;
     while (!signal?.aborted) {
       const info = await this.#driver.fingerprint();
+      // The driver's own attributes (docker: version, privileged.enabled), "true" as the bool Nomad reports.
+      const own = Object.fromEntries(Object.entries(info.attributes ?? {}).map(([k, v]) => [k, v === 'true' ? { bool: true } : { string: v }]));
       yield {
-        attributes: { [`driver.${this.#driver.name}`]: { bool: true }, [`driver.${this.#driver.name}.cgroups`]: { string: info.cgroups ?? 'none' } },
+        attributes: { ...own, [`driver.${this.#driver.name}`]: { bool: true }, [`driver.${this.#driver.name}.cgroups`]: { string: info.cgroups ?? 'none' } },
         health: !info.detected ? 'undetected' : info.healthy ? 'healthy' : 'unhealthy',
         healthDescription: info.healthy ? 'Healthy' : info.healthReason,
       };
@@ -148,9 +170,10 @@ export class BuiltinDriverPlugin implements DriverPlugin {
 
   async startTask(cfg: PluginTaskConfig): Promise<StartTaskResult> {
     const decoded = (cfg.msgpackDriverConfig.length ? this.#o.decodeTaskConfig(cfg.msgpackDriverConfig) : {}) as Record<string, unknown> | null;
-    const command = decoded?.['command'];
-    const args = decoded?.['args'] ?? [];
-    if (typeof command !== 'string' || command === '') throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.command must be a non-empty string`, { recoverable: false });
+    const own = this.#driver.takesDriverConfig === true;
+    const command = own ? '' : decoded?.['command'];
+    const args = own ? [] : (decoded?.['args'] ?? []);
+    if (typeof command !== 'string' || (command === '' && !own)) throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.command must be a non-empty string`, { recoverable: false });
     if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new DriverError('DRIVER_START_FAILED', `task ${cfg.name}: config.args must be a list of strings`, { recoverable: false });
     const taskRoot = path.join(cfg.allocDir, cfg.name);
     const allocated = cfg.resources?.allocated;
@@ -166,7 +189,9 @@ export class BuiltinDriverPlugin implements DriverPlugin {
       allocDir: cfg.allocDir,
       secretsDir: path.join(taskRoot, 'secrets'),
       mounts: cfg.mounts.map((m) => ({ source: m.hostPath, destination: m.taskPath, readOnly: m.readonly, propagation: fromPropagation(m.propagationMode) })),
-      ...(cfg.networkIsolation?.path ? { networkNamespacePath: cfg.networkIsolation.path } : {}),
+      ...(cfg.networkIsolation?.path ? { networkNamespacePath: cfg.networkIsolation.path, networkMode: 'group' } : {}),
+      ...(cfg.resources?.ports.length ? { ports: cfg.resources.ports.map((p) => ({ label: p.label, value: p.value, to: p.to, hostIp: p.hostIp })) } : {}),
+      ...(own ? { driverConfig: withoutNulls(decoded ?? {}) as Record<string, unknown>, jobId: cfg.jobId, jobName: cfg.jobName, groupName: cfg.taskGroupName, namespace: cfg.namespace, nodeId: cfg.nodeId } : {}),
       // The host's FIFOs (its log monitor rotates), as any Nomad driver writes them.
       logs: {
         disabled: !cfg.stdoutPath,
@@ -184,7 +209,7 @@ export class BuiltinDriverPlugin implements DriverPlugin {
         ...(linux && linux.cpuQuota > 0 && linux.cpuPeriod > 0 ? { cores: linux.cpuQuota / linux.cpuPeriod } : {}),
       },
     };
-    const handle = await this.#driver.startTask(berth);
+    const handle = await this.#driver.startTask(berth, { onEvent: (e) => this.#emit({ taskId: cfg.id, taskName: cfg.name, allocId: cfg.allocId, timestamp: new Date(), message: e.message, annotations: e.details ?? {} }) });
     return { handle: { version: 1, config: cfg, state: 'running', driverState: Buffer.from(JSON.stringify(handle)) } };
   }
 
@@ -251,17 +276,38 @@ export class BuiltinDriverPlugin implements DriverPlugin {
     }
   }
 
-  /** Berth's drivers emit no events of their own: the stream stays open until aborted. */
+  /** The driver's events (docker: image pulls) as they happen, until aborted. */
   taskEvents(opts: StreamOptions = {}): AsyncIterable<TaskEvent> {
     const signal = opts.signal;
+    const queue: TaskEvent[] = [];
+    let wake: (() => void) | undefined;
+    const listener = (e: TaskEvent): void => {
+      queue.push(e);
+      wake?.();
+    };
+    this.#listeners.add(listener);
+    const stop = (): void => {
+      this.#listeners.delete(listener);
+      wake?.();
+    };
+    signal?.addEventListener('abort', stop, { once: true });
     return {
       [Symbol.asyncIterator]: () => ({
         next: async (): Promise<IteratorResult<TaskEvent>> => {
-          if (signal && !signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          while (queue.length === 0 && signal && !signal.aborted) await new Promise<void>((resolve) => (wake = resolve));
+          const value = queue.shift();
+          if (value) return { done: false, value };
+          this.#listeners.delete(listener);
           return { done: true, value: undefined };
         },
       }),
     };
+  }
+
+  readonly #listeners = new Set<(e: TaskEvent) => void>();
+
+  #emit(e: TaskEvent): void {
+    for (const l of this.#listeners) l(e);
   }
 
   async signalTask(taskId: string, signal: string): Promise<void> {
@@ -301,18 +347,21 @@ export class BuiltinDriverPlugin implements DriverPlugin {
     return { exitCode: r.exitCode, signal: 0, oomKilled: false };
   }
 
-  /** Berth's drivers join the network the agent made; they never initiate one. */
-  async createNetwork(_allocId: string, _request: NetworkCreateRequest): Promise<CreateNetworkResult> {
-    throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
+  /** The driver's own network (docker's pause container); Berth's other drivers join the one the agent made. */
+  async createNetwork(allocId: string, request: NetworkCreateRequest): Promise<CreateNetworkResult> {
+    if (!this.#driver.createNetwork) throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
+    const { path: nsPath } = await this.#driver.createNetwork(allocId, request.hostname);
+    return { spec: { mode: 'group', path: nsPath, labels: {} }, created: true };
   }
 
-  async destroyNetwork(_allocId: string, _spec: NetworkIsolationSpec | undefined): Promise<void> {
-    throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
+  async destroyNetwork(allocId: string, spec: NetworkIsolationSpec | undefined): Promise<void> {
+    if (!this.#driver.destroyNetwork) throw new DriverError('DRIVER_NETWORK_UNSUPPORTED', `driver ${this.#driver.name} does not create networks`);
+    await this.#driver.destroyNetwork(allocId, spec?.path ?? '');
   }
 
-  #berthHandle(handle: PluginTaskHandle): TaskHandle {
+  #berthHandle(handle: PluginTaskHandle): AnyTaskHandle {
     try {
-      return JSON.parse(Buffer.from(handle.driverState).toString('utf8')) as TaskHandle;
+      return JSON.parse(Buffer.from(handle.driverState).toString('utf8')) as AnyTaskHandle;
     } catch (err) {
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${handle.config.id}: the handle's driver state is not a ${this.#driver.name} handle`, { cause: err });
     }

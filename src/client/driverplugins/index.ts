@@ -11,5 +11,6 @@ export {
   type ConfigEncoder,
 } from './driver-manager.js';
 export { ExternalTaskDriver, berthCapabilities, type DriverPluginSlot, type ExternalTaskDriverOptions } from './external-task-driver.js';
+export { DOCKER_CONFIG_SPEC, DOCKER_TASK_CONFIG_SPEC } from './docker-specs.js';
 export { BuiltinDriverPlugin, BUILTIN_TASK_CONFIG_SCHEMA, BUILTIN_CONFIG_SCHEMA, signalNumber, type BuiltinDriverPluginOptions } from './builtin-driver-plugin.js';
 export { PluginStartError, DriverManagerError, isPluginShutDown, startErrorOf, type DriverManagerErrorCode } from './plugin-errors.js';

@@ -2,12 +2,13 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Clock, Logger } from '../../lib/index.js';
 import { detectCgroups, type Cgroups } from '../cgroups/index.js';
+import { DockerDriver } from './docker/index.js';
 import { ExecDriver } from './exec-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskConfig, TaskDriver } from './task-driver.js';
 
 /**
- * Berth's drivers by name ('raw_exec', 'exec'), their executor state under
+ * Berth's drivers by name ('raw_exec', 'exec', 'docker'), their state under
  * `stateDir/<driver>`. Keep stateDir short: control sockets live below it.
  * `cgroups` is the hierarchy tasks are put in; left out, it is detected here
  * (once, logged) with the parent group `berth/<hash of stateDir>`; null
@@ -24,6 +25,10 @@ export function createDrivers(opts: {
   tasksPerExecutor?: number;
   /** Keep a spare shared executor per driver in use (ExecutorDriverOptions.spareExecutor). */
   spareExecutor?: boolean;
+  /** The agent's `plugin "docker" { config {} }`; a wrong one throws DriverError naming the field. */
+  dockerConfig?: Record<string, unknown>;
+  /** `file:line:col` of a path in that block (`config.volumes.enabled`), for its problems. */
+  locateDockerConfig?: (configPath: string) => string | undefined;
 }): Map<string, TaskDriver> {
   let cgroups = opts.cgroups;
   if (cgroups === undefined) {
@@ -44,5 +49,15 @@ export function createDrivers(opts: {
   return new Map<string, TaskDriver>([
     ['raw_exec', new RawExecDriver({ ...common, stateDir: join(opts.stateDir, 'raw_exec') })],
     ['exec', new ExecDriver({ ...common, stateDir: join(opts.stateDir, 'exec') })],
+    [
+      'docker',
+      new DockerDriver({
+        stateDir: join(opts.stateDir, 'docker'),
+        ...(opts.dockerConfig ? { pluginConfig: opts.dockerConfig } : {}),
+        ...(opts.locateDockerConfig ? { locate: opts.locateDockerConfig } : {}),
+        ...(opts.logger ? { logger: opts.logger } : {}),
+        ...(opts.clock ? { clock: opts.clock } : {}),
+      }),
+    ],
   ]);
 }

@@ -1,5 +1,5 @@
 // Task drivers: raw_exec and exec, each task under a detached executor process
-// that outlives the agent.
+// that outlives the agent; docker, each task a container of the node's dockerd.
 export type {
   TaskDriver,
   TaskConfig,
@@ -24,3 +24,4 @@ export { ExecutorDriver, EXECUTOR_PATH, type ExecutorDriverOptions } from './exe
 export { RawExecDriver } from './raw-exec-driver.js';
 export { ExecDriver } from './exec-driver.js';
 export { createDrivers } from './create-drivers.js';
+export { DockerDriver, dockerEndpoint, DOCKER_LABELS, type DockerDriverOptions, type DockerTaskHandle } from './docker/index.js';

@@ -47,6 +47,10 @@ export interface TaskConfig {
   mounts: TaskMount[];
   /** A network namespace to run in (group network mode `none`), e.g. from NetworkManager.create. */
   networkNamespacePath?: string;
+  /** The group's network mode ('host', 'none', 'bridge', 'cni/<name>'); absent: host. */
+  networkMode?: string;
+  /** The allocation's ports (group `network { port "label" {} }`): `value` on the host at hostIp, `to` inside the task (0: same as value). */
+  ports?: Array<{ label: string; value: number; to: number; hostIp: string }>;
   logs: TaskLogConfig;
   /** Default grace between the stop signal and SIGKILL. */
   killTimeoutMs: number;
@@ -133,7 +137,13 @@ export interface StartTaskOptions {
    * agent killed during the start, recoverTask(thatHandle) finds the
    * executor and adopts its task (or kills what it left). Must not throw.
    */
-  onSpawned?: (handle: TaskHandle) => void;
+  onSpawned?: (handle: AnyTaskHandle) => void;
+  /**
+   * What the driver does meanwhile, in words for the task's events (Nomad's
+   * driver events, type 'Driver': an image being pulled and its progress).
+   * Must not throw.
+   */
+  onEvent?: (event: { type: string; message: string; details?: Record<string, string> }) => void;
 }
 
 /**
@@ -246,6 +256,8 @@ export interface DriverCapabilities {
 export interface TaskDriver {
   readonly name: string;
   readonly capabilities: DriverCapabilities;
+  /** True for a driver that reads the task's `config {}` itself (TaskConfig.driverConfig): `command` is then not required. */
+  readonly takesDriverConfig?: boolean;
   /** The cgroup hierarchy tasks are put in: 'v1', 'v2', or 'none' (limits are not enforced). */
   readonly cgroups: 'v1' | 'v2' | 'none';
   /** Whether the driver can run here. Never throws. */
@@ -304,6 +316,15 @@ export interface TaskDriver {
   renewLeases?(): void;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
   execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }>;
+  /**
+   * Only drivers whose capabilities say mustInitiateNetwork (Nomad's
+   * CreateNetwork): makes the allocation's network namespace and resolves
+   * with its path, which the agent's network manager then attaches. Safe to
+   * repeat (an agent restart): the namespace made before is returned.
+   */
+  createNetwork?(allocId: string, hostname: string): Promise<{ path: string }>;
+  /** Removes what createNetwork made. Safe to repeat. */
+  destroyNetwork?(allocId: string, path: string): Promise<void>;
   /** Stops watching tasks (they keep running). Safe twice. */
   shutdown(): Promise<void>;
 }

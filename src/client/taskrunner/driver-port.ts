@@ -116,7 +116,15 @@ export interface RunnerDriver {
   readonly takesDriverConfig?: boolean;
   readonly capabilities: RunnerDriverCapabilities;
   /** onSpawned: see TaskDriver's StartTaskOptions (a handle to persist before the task can run). */
-  startTask(cfg: RunnerTaskConfig, opts?: { signal?: AbortSignal; onSpawned?: (handle: RunnerTaskHandle) => void }): Promise<RunnerTaskHandle>;
+  startTask(
+    cfg: RunnerTaskConfig,
+    opts?: {
+      signal?: AbortSignal;
+      onSpawned?: (handle: RunnerTaskHandle) => void;
+      /** Driver events for the task's event trail (TaskDriver's StartTaskOptions.onEvent). */
+      onEvent?: (event: { type: string; message: string; details?: Record<string, string> }) => void;
+    },
+  ): Promise<RunnerTaskHandle>;
   /** Resolves with the completed handle where the driver completes one (persist it). */
   recoverTask(handle: RunnerTaskHandle): Promise<RunnerTaskHandle | void>;
   waitTask(taskId: string, opts?: { signal?: AbortSignal }): Promise<RunnerExitResult>;

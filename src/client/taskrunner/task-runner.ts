@@ -452,6 +452,8 @@ export class TaskRunner {
           this.#persist();
           recordedAtSpawn = true;
         },
+        // What the driver does meanwhile (docker: the image pull and its progress), as Nomad's 'Driver' events.
+        onEvent: (e) => this.#eventSoon(e.type, e.message, e.details ?? {}),
       });
     } catch (err) {
       if (this.#record.taskId === cfg.id) {
