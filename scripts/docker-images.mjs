@@ -46,6 +46,8 @@ async function importRootfs(host, rootfs, ref, changes) {
 
 /** A minimal root filesystem: busybox and its applet links in /bin, /etc/passwd and /etc/group, /tmp. */
 function busyboxRootfs(dir) {
+  // Debian's dynamic `busybox` package also installs /bin/busybox; it would not run without its libc in the image.
+  if (sharedLibraries(BUSYBOX).length > 0) throw new Error(`${BUSYBOX} is dynamically linked; install busybox-static (node scripts/ensure-docker.mjs)`);
   for (const d of ['bin', 'etc', 'tmp', 'root', 'usr/bin', 'sbin', 'proc', 'sys', 'dev']) mkdirSync(join(dir, d), { recursive: true });
   copyFileSync(BUSYBOX, join(dir, 'bin', 'busybox'));
   // The links point at /bin/busybox, where it sits in the image.

@@ -311,11 +311,17 @@ export async function startDockerRig({ dir, detached = false, timeoutMs = 60_000
     ]);
     const pong = await pingDocker(socketPath);
     if (pong !== 'OK') throw new Error(`dockerd at ${socketPath} answered /_ping with ${JSON.stringify(pong)}`);
-    if (!detached) { dockerd.child.stdout.unref?.(); }
     const info = { dir, socketPath, host: `unix://${socketPath}`, registry, sharedDir, bridge: bridge.name, subnet: bridge.cidr,
       dockerdPid: state.dockerdPid, registryPid: state.registryPid, droppedCapabilities: missing };
     writeFileSync(join(dir, 'rig.json'), `${JSON.stringify(info, null, 2)}\n`);
-    return { ...info, stop: () => stopRig(state) };
+    const unref = () => {
+      for (const c of [dockerd.child, reg.child]) {
+        c.unref();
+        c.stdout?.unref?.();
+        c.stderr?.unref?.();
+      }
+    };
+    return { ...info, stop: () => stopRig(state), unref };
   } catch (err) {
     await stopRig(state).catch(() => {});
     throw err;
