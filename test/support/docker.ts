@@ -147,6 +147,15 @@ export function listContainers(rig: TestDocker, label?: string): Promise<Contain
   return dockerApi<ContainerSummary[]>(rig, 'GET', `/containers/json?all=1${filters}`);
 }
 
+/**
+ * Containers whose name contains `name` (dockerd's name filter matches a
+ * substring): Nomad names a task's container `<task>-<alloc ID>` and the
+ * pause container of a group network `nomad_init_<alloc ID>`.
+ */
+export function containersNamed(rig: TestDocker, name: string): Promise<ContainerSummary[]> {
+  return dockerApi<ContainerSummary[]>(rig, 'GET', `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ name: [name] }))}`);
+}
+
 /** Containers Nomad's docker driver (and Berth's) labels with the allocation they belong to. */
 export const ALLOC_LABEL = 'com.hashicorp.nomad.alloc_id';
 
