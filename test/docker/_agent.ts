@@ -10,8 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Allocation, AllocationListStub, Node, NodeListStub } from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, Evaluation, Node, NodeListStub } from '../../src/api/index.js';
 import { AgentRun, killProcessesUnder, mountsUnder, ok, until } from '../support/agent-run.js';
+import { eventually, type NotYet } from '../support/eventually.js';
 import { ALLOC_LABEL, containersNamed, dockerApi, listContainers, PAUSE_IMAGE, testImage, type TestDocker } from '../support/docker.js';
 
 export { ok, until };
@@ -44,6 +45,19 @@ plugin "docker" {
   }
 }
 ${o.extraConfig ?? ''}`;
+}
+
+/**
+ * until() that gives up at once when the probe calls `fail(why)`: a job that
+ * cannot be placed or an allocation that failed will not come right by waiting.
+ */
+export function untilOr<T>(what: string, probe: (fail: (why: string) => undefined) => Promise<T | NotYet>, ms = 120_000): Promise<Exclude<T, NotYet>> {
+  const stop = new AbortController();
+  const fail = (why: string): undefined => {
+    stop.abort(new Error(why));
+    return undefined;
+  };
+  return eventually(what, () => probe(fail), { timeoutMs: ms, intervalMs: 200, signal: stop.signal });
 }
 
 /** A dev agent with the docker plugin configured, its directory and the API. */
@@ -124,13 +138,27 @@ export class DockerAgent {
     return [...list].sort((a, b) => b.CreateIndex - a.CreateIndex);
   }
 
+  /**
+   * Throws with the evaluation's reasons when the job has no allocation and
+   * its scheduler could not place it (a missing driver, a constraint): no
+   * point waiting for an allocation then.
+   */
+  async #unplaced(job: string): Promise<string | undefined> {
+    if ((await this.allocs(job)).length > 0) return undefined;
+    const evals = await this.get<Evaluation[]>(`/v1/job/${encodeURIComponent(job)}/evaluations`);
+    const failed = evals.find((e) => e.FailedTGAllocs && Object.keys(e.FailedTGAllocs).length > 0);
+    return failed ? `job ${job} could not be placed: ${JSON.stringify(failed.FailedTGAllocs)}` : undefined;
+  }
+
   /** Waits until the job's newest allocation has client status `status` (failing early on `failed` unless asked for). */
   async allocWith(job: string, status: string, ms = 120_000): Promise<Allocation> {
-    const stub = await until(`an allocation of ${job} to be ${status}`, async () => {
+    const stub = await untilOr(`an allocation of ${job} to be ${status}`, async (fail) => {
+      const unplaced = await this.#unplaced(job);
+      if (unplaced) return fail(unplaced);
       const [a] = await this.allocs(job);
       if (a && a.ClientStatus === 'failed' && status !== 'failed') {
         const full = await this.get<Allocation>(`/v1/allocation/${a.ID}`);
-        throw new Error(`allocation ${a.ID} of ${job} failed: ${JSON.stringify(full.TaskStates)}`);
+        return fail(`allocation ${a.ID} of ${job} failed: ${JSON.stringify(full.TaskStates)}`);
       }
       return a?.ClientStatus === status ? a : undefined;
     }, ms);
@@ -144,9 +172,13 @@ export class DockerAgent {
     return String(r.body);
   }
 
-  /** Waits until the hostpath plugin `id` has `n` healthy controllers and nodes. */
-  async pluginHealthy(id: string, ms = 120_000): Promise<void> {
-    await until(`CSI plugin ${id} to be healthy`, async () => {
+  /** Waits until CSI plugin `id` (run by job `job`) has a healthy controller and node. */
+  async pluginHealthy(id: string, job = 'hostpath-plugin', ms = 120_000): Promise<void> {
+    await untilOr(`CSI plugin ${id} to be healthy`, async (fail) => {
+      const unplaced = await this.#unplaced(job);
+      if (unplaced) return fail(unplaced);
+      const [a] = await this.allocs(job);
+      if (a?.ClientStatus === 'failed') return fail(`the plugin allocation ${a.ID} failed: ${JSON.stringify(a.TaskStates)}`);
       const r = await this.call<{ ControllersHealthy: number; NodesHealthy: number }>('GET', `/v1/plugin/csi/${id}`);
       return r.status === 200 && r.body.ControllersHealthy >= 1 && r.body.NodesHealthy >= 1;
     }, ms);
