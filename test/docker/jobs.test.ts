@@ -171,6 +171,7 @@ describe('docker job files on a dev agent', { skip, timeout: 600_000 }, () => {
   });
 
   it('the task sees /alloc, /local, /secrets, NOMAD_* and the image PATH, not the agent\'s', async () => {
+    assert.ok(inside, 'the allocation of job "inside" runs (the first step)');
     const env = await until('the task to write its environment', async () => {
       const text = await cat(inside.ID, 'alloc/env.txt');
       return text.includes('PATH=') ? text : undefined;
@@ -188,6 +189,7 @@ describe('docker job files on a dev agent', { skip, timeout: 600_000 }, () => {
   });
 
   it('publishes a port in the default network mode on 127.0.0.1 and serves the template rendered into local/', async () => {
+    assert.ok(inside, 'the allocation of job "inside" runs (the first step)');
     const http = inside.AllocatedResources?.Shared.Ports?.find((p: PortMapping) => p.Label === 'http');
     assert.ok(http && http.To === 8080 && http.Value > 0, JSON.stringify(inside.AllocatedResources?.Shared.Ports));
     const bindings = container.HostConfig.PortBindings?.['8080/tcp'];
