@@ -124,8 +124,11 @@ export async function buildPluginImage(host, ref = 'berth-hostpath:dev', { root 
     // (package.json "dependencies") and what they need. node_modules may be a
     // symlink (a worktree's); cp follows it to the real tree.
     const modules = join(root, 'node_modules');
+    // Native addons ship their C/C++ sources and prebuilt binaries for other
+    // platforms (node-pty, better-sqlite3: ~80 MB); the image needs neither.
+    const needed = (src) => !/\/node_modules\/(better-sqlite3|node-pty)\/(src|deps|third_party)(\/|$)|\/prebuilds\/(?!linux-x64)[^/]+(\/|$)/.test(src);
     for (const name of productionModules(root)) {
-      cpSync(join(modules, name), join(app, 'node_modules', name), { recursive: true, dereference: true });
+      cpSync(join(modules, name), join(app, 'node_modules', name), { recursive: true, dereference: true, filter: needed });
     }
     symlinkSync('/opt/berth/bin/berth.js', join(dir, 'usr', 'local', 'bin', 'berth'));
     return importRootfs(host, dir, ref, [

@@ -378,10 +378,24 @@ function shimsUnder(dir) {
 //   node scripts/docker-rig.mjs start DIR [ENV_FILE]   starts it (detached), builds and pushes
 //                                                      busybox:1.35 and the pause image, writes
 //                                                      DOCKER_HOST= / REGISTRY= to ENV_FILE
+//   node scripts/docker-rig.mjs plugin-image DIR [TAG] [--push]
+//                                                      builds Berth's hostpath plugin image from
+//                                                      this checkout's dist/ as TAG (default
+//                                                      berth/hostpath-plugin:dev); --push also
+//                                                      pushes it to the rig's registry, same path
 //   node scripts/docker-rig.mjs stop DIR               stops it and removes DIR
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [cmd, dir, envFile] = process.argv.slice(2);
   try {
+    if (cmd === 'plugin-image' && dir) {
+      const info = JSON.parse(readFileSync(join(resolve(dir), 'rig.json'), 'utf8'));
+      const { buildPluginImage: build, tagAndPush: push } = await import('./docker-images.mjs');
+      const args = process.argv.slice(4);
+      const tag = args.find((a) => !a.startsWith('--')) ?? 'berth/hostpath-plugin:dev';
+      await build(info.host, tag);
+      console.log(args.includes('--push') ? await push(info.host, tag, `${info.registry}/${tag}`) : tag);
+      process.exit(0);
+    }
     if (cmd === 'start' && dir) {
       const rig = await startDockerRig({ dir, detached: true });
       const { buildBusyboxImage: busybox, buildPauseImage: pause, tagAndPush: push } = await import('./docker-images.mjs');
