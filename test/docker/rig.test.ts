@@ -4,13 +4,16 @@
 // capabilities runc asks for; the rig's runtime wrapper drops them), a mount
 // made inside a container under an `:rshared` bind appears on the host (what
 // a CSI node plugin in a container does for every volume it publishes), and
-// an image pushed to the rig's registry is pulled back by name.
+// an image pushed to the rig's registry is pulled back by name. And Berth's
+// hostpath plugin image serves CSI on the socket in its `/csi` bind, its
+// stage and publish mounts reaching the host.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { berth, cleanEnv } from '../support/agent-run.js';
 import {
   containerLogs, dockerApi, dockerCall, dockerRig, dockerSkip, forgetLocalImage, testImage, waitForContainerOutput, type TestDocker,
 } from '../support/docker.js';
@@ -94,5 +97,54 @@ test('an image pushed to the rig registry is pulled back by its registry name', 
     assert.equal((await containerLogs(rig, id)).stdout.trim(), '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
   } finally {
     await dockerApi(rig, 'DELETE', `/containers/${id}?force=1`);
+  }
+});
+
+test('the Berth plugin image serves CSI on its socket, and its mounts reach the host', { skip }, async () => {
+  const rig = await dockerRig();
+  const image = await testImage(rig, 'plugin');
+  const source = join(rig.sharedDir, `plugin-${process.pid}`);
+  mkdirSync(source, { recursive: true });
+  const id = await run(rig, {
+    Image: image,
+    Cmd: ['--endpoint=unix:///csi/csi.sock', '--node-id=rig-test', '--data-dir=/var/lib/berth/hostpath'],
+    HostConfig: {
+      Privileged: true,
+      Mounts: [
+        { Type: 'bind', Source: source, Target: '/csi', BindOptions: { Propagation: 'rshared' } },
+        { Type: 'bind', Source: '/dev', Target: '/dev' },
+      ],
+    },
+  });
+  const csi = (...args: string[]) => berth(['csi', '--endpoint', `unix://${join(source, 'csi.sock')}`, '--json', ...args], { env: cleanEnv() });
+  try {
+    await waitForContainerOutput(rig, id, /hostpath plugin started/);
+    const probe = await csi('probe');
+    assert.equal(probe.code, 0, probe.stderr);
+    const created = await csi('create-volume', 'v1');
+    assert.equal(created.code, 0, created.stderr);
+    const volumeId = (JSON.parse(created.stdout) as { volumeId: string }).volumeId;
+    // Stage and publish from inside the container (the paths are the plugin's), then look from the host.
+    const inside = async (...args: string[]): Promise<void> => {
+      const exec = await dockerApi<{ Id: string }>(rig, 'POST', `/containers/${id}/exec`, {
+        Cmd: ['node', '/opt/berth/bin/berth.js', 'csi', '--endpoint', 'unix:///csi/csi.sock', ...args], AttachStdout: true, AttachStderr: true,
+      });
+      await dockerApi(rig, 'POST', `/exec/${exec.Id}/start`, { Detach: false });
+      const { ExitCode } = await dockerApi<{ ExitCode: number }>(rig, 'GET', `/exec/${exec.Id}/json`);
+      assert.equal(ExitCode, 0, `berth csi ${args.join(' ')} in the plugin container`);
+    };
+    await inside('stage', volumeId, '--staging-path', '/csi/staging/v1', '--access-mode', 'single-node-writer');
+    await inside('publish', volumeId, '--staging-path', '/csi/staging/v1', '--target-path', '/csi/per-alloc/a1/v1', '--access-mode', 'single-node-writer');
+    writeFileSync(join(source, 'per-alloc', 'a1', 'v1', 'from-host.txt'), 'hello\n');
+    assert.ok(readFileSync('/proc/self/mountinfo', 'utf8').includes(` ${join(source, 'per-alloc', 'a1', 'v1')} `), 'the publish mount is on the host');
+    await inside('unpublish', volumeId, '--target-path', '/csi/per-alloc/a1/v1');
+    await inside('unstage', volumeId, '--staging-path', '/csi/staging/v1');
+    assert.ok(!readFileSync('/proc/self/mountinfo', 'utf8').includes(source), 'unpublish and unstage removed the mounts from the host too');
+  } finally {
+    await dockerApi(rig, 'DELETE', `/containers/${id}?force=1`);
+    for (const m of readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4] ?? '').filter((p) => p.startsWith(source)).reverse()) {
+      spawnSync('umount', ['-l', m]);
+    }
+    rmSync(source, { recursive: true, force: true });
   }
 });
