@@ -30,9 +30,15 @@ export interface DockerAgentOptions {
   extraConfig?: string;
 }
 
-/** The agent config a Nomad user writes for the docker driver, pointed at the rig. */
+/**
+ * The agent config a Nomad user writes for the docker driver, pointed at the
+ * rig. BERTH_TEST_DOCKER_PLUGIN_DIR names a plugin_dir holding an external
+ * `docker` driver (Nomad's own, built as a plugin) to run the same scenarios
+ * against, for comparison; unset, Berth's built-in driver serves.
+ */
 export function dockerAgentConfig(rig: TestDocker, o: DockerAgentOptions = {}): string {
-  return `
+  const pluginDir = process.env['BERTH_TEST_DOCKER_PLUGIN_DIR'];
+  return `${pluginDir ? `plugin_dir = "${pluginDir}"\n` : ''}
 plugin "docker" {
   config {
     endpoint         = "${o.endpoint ?? rig.host}"

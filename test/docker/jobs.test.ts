@@ -190,8 +190,9 @@ describe('docker job files on a dev agent', { skip, timeout: 600_000 }, () => {
 
   it('publishes a port in the default network mode on 127.0.0.1 and serves the template rendered into local/', async () => {
     assert.ok(inside, 'the allocation of job "inside" runs (the first step)');
+    // The allocation's host port (in host mode Berth's API shows it as To too; the container side is the group's `to`).
     const http = inside.AllocatedResources?.Shared.Ports?.find((p: PortMapping) => p.Label === 'http');
-    assert.ok(http && http.To === 8080 && http.Value > 0, JSON.stringify(inside.AllocatedResources?.Shared.Ports));
+    assert.ok(http && http.Value > 0, JSON.stringify(inside.AllocatedResources?.Shared.Ports));
     const bindings = container.HostConfig.PortBindings?.['8080/tcp'];
     assert.deepEqual(bindings, [{ HostIp: http.HostIP, HostPort: String(http.Value) }], 'docker publishes the allocation\'s host port to `to`');
     const body = await until(`the task to answer on 127.0.0.1:${http.Value}`, async () => {
