@@ -120,7 +120,7 @@ describe('the docker driver as the node reports it', { skip, timeout: 300_000 },
   });
 
   it('reports Nomad\'s driver.docker attributes while dockerd answers', async () => {
-    const { ServerVersion } = await dockerApi<{ ServerVersion: string }>({ host: own.host, socketPath: own.socketPath, registry: own.registry, sharedDir: own.sharedDir }, 'GET', '/version');
+    const { Version: ServerVersion } = await dockerApi<{ Version: string }>({ host: own.host, socketPath: own.socketPath, registry: own.registry, sharedDir: own.sharedDir }, 'GET', '/version');
     const drv = await until('the docker driver to be detected and healthy', async () => {
       const d = (await agent.node()).Drivers?.['docker'];
       return d?.Detected && d.Healthy ? d : undefined;
