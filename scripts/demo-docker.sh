@@ -128,7 +128,13 @@ wait_for() {
 }
 
 plugin_healthy() {
-  local doc
+  local doc placed
+  # A plugin job the scheduler cannot place (no healthy docker driver on the node) will not come right by waiting.
+  placed="$(berth job status hostpath-plugin --json 2>/dev/null | json '(j[0]?.Allocations ?? []).length')" || placed=""
+  if [[ "$placed" == 0 ]] && berth eval list --job hostpath-plugin --json 2>/dev/null | json 'j.some((e) => Object.keys(e.FailedTGAllocs ?? {}).length > 0)' | grep -q true; then
+    berth job status hostpath-plugin >&2
+    fail "the plugin job cannot be placed"
+  fi
   doc="$(berth plugin status hostpath --json 2>/dev/null)" || return 1
   [[ "$(json 'j.ControllersHealthy >= 1 && j.NodesHealthy >= 1' <<<"$doc")" == true ]]
 }
