@@ -7,7 +7,7 @@
 // healthy docker driver reports of itself: Nomad's driver.docker.* attributes.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Evaluation } from '../../src/api/index.js';
@@ -110,6 +110,7 @@ describe('the docker driver as the node reports it', { skip, timeout: 300_000 },
   let agent: DockerAgent;
 
   before(async () => {
+    mkdirSync(path.join(REPO, '.tmp'), { recursive: true });
     own = await startDockerRig({ dir: mkdtempSync(path.join(REPO, '.tmp', 'docker-own-')) });
     agent = await new DockerAgent({ host: own.host, socketPath: own.socketPath, registry: own.registry, sharedDir: own.sharedDir }).start();
   });

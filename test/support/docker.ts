@@ -15,7 +15,7 @@
 //   });
 
 import { request } from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   buildBusyboxImage, buildPauseImage, buildPluginImage, dockerUnavailable, PAUSE_IMAGE, startDockerRig, tagAndPush,
@@ -56,6 +56,7 @@ async function openRig(): Promise<TestDocker> {
   if (host && registry && sharedDir) return { host, socketPath: host.replace(/^unix:\/\//, ''), registry, sharedDir };
   const why = dockerSkip();
   if (why) throw new Error(why);
+  mkdirSync(join(REPO, '.tmp'), { recursive: true });
   const rig = await startDockerRig({ dir: mkdtempSync(join(REPO, '.tmp', 'docker-rig-')) });
   // Let the test process end when its tests are done, then stop the rig
   // (beforeExit may fire again after stop's own work: once is enough).
