@@ -216,8 +216,11 @@ describe('the storage story with docker tasks and a docker CSI plugin', { skip, 
   /** No container of these allocations, and no mount whose path names them. */
   async function assertNothingLeftOf(ids: string[], when: string): Promise<void> {
     await until(`no container of ${ids.join(', ')} ${when}`, async () => (await containersOf(rig, ids)).length === 0);
-    const mounts = readFileSync('/proc/self/mountinfo', 'utf8');
-    for (const id of ids) assert.ok(!mounts.includes(id), `a mount of allocation ${id} is left ${when}`);
+    const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+    for (const id of ids) {
+      const left = mounts.filter((l) => l.includes(id)).map((l) => l.split(' ')[4]);
+      assert.deepEqual(left, [], `mounts of allocation ${id} are left ${when}`);
+    }
   }
 
   it('after kill -9 of the agent and a restart the plugin container is reattached and serves a new reader', async () => {
