@@ -152,45 +152,20 @@ function mountsUnder(dir) {
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-/** Resolves once `child`'s output (stdout+stderr, collected in `log`) matches `re`; rejects when it exits or `ms` passes. */
-function waitForOutput(child, logRef, re, what, ms) {
-  return new Promise((res, rej) => {
-    const timer = setTimeout(() => done(new Error(`${what} did not start within ${ms} ms:\n${logRef.text.slice(-3000)}`)), ms);
-    const check = () => { if (re.test(logRef.text)) done(); };
-    const exit = (code, sig) => done(new Error(`${what} exited (${code ?? sig}) before it was ready:\n${logRef.text.slice(-3000)}`));
-    function done(err) {
-      clearTimeout(timer);
-      child.stdout?.off('data', check);
-      child.stderr?.off('data', check);
-      child.off('exit', exit);
-      if (err) rej(err); else res();
-    }
-    child.stdout?.on('data', check);
-    child.stderr?.on('data', check);
-    child.on('exit', exit);
-    check();
-  });
-}
-
-/** Spawns `cmd` in its own process group (a Ctrl-C to the tests must not kill it mid-run: stop() does), output to `logFile` and kept in memory. */
-function startDaemon(cmd, args, logFile, detached) {
+/**
+ * Spawns `cmd` in its own process group (a Ctrl-C to the tests must not kill
+ * it mid-run: stop() does), its output straight into `logFile`: never a pipe,
+ * which a parent blocked in spawnSync (scripts/run-tests.mjs) would not drain,
+ * and dockerd would stall writing its log.
+ */
+function startDaemon(cmd, args, logFile) {
   const fd = openSync(logFile, 'a');
-  const child = spawn(cmd, args, { detached: true, stdio: detached ? ['ignore', fd, fd] : ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, { detached: true, stdio: ['ignore', fd, fd] });
   closeSync(fd);
-  const log = { text: '' };
-  if (!detached) {
-    const keep = (chunk) => {
-      log.text += chunk.toString();
-      if (log.text.length > 200_000) log.text = log.text.slice(-100_000);
-      writeFileSync(logFile, chunk, { flag: 'a' });
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-  }
-  return { child, log };
+  return { child };
 }
 
-/** Waits for a detached daemon's log file to match `re` by watching the file (the daemon writes straight to it). */
+/** Waits for a daemon's log file to match `re`, watching the file (the daemon writes straight to it). */
 async function waitForLogFile(child, logFile, re, what, ms) {
   const { watch } = await import('node:fs');
   return new Promise((res, rej) => {
@@ -286,7 +261,7 @@ export async function startDockerRig({ dir, detached = false, timeoutMs = 60_000
       `--cgroup-parent=/${bridge.name}`,
       `--add-runtime=berth-runc=${wrapper}`, '--default-runtime=berth-runc',
     ];
-    const dockerd = startDaemon(DOCKERD, dockerdArgs, join(dir, 'dockerd.log'), detached);
+    const dockerd = startDaemon(DOCKERD, dockerdArgs, join(dir, 'dockerd.log'));
     state.dockerdPid = dockerd.child.pid;
     state.dockerd = dockerd.child;
 
@@ -299,28 +274,25 @@ export async function startDockerRig({ dir, detached = false, timeoutMs = 60_000
       `http: { addr: "${registry}" }`,
       '',
     ].join('\n'));
-    const reg = startDaemon(REGISTRY_BIN, ['serve', join(dir, 'registry.yml')], join(dir, 'registry.log'), detached);
+    const reg = startDaemon(REGISTRY_BIN, ['serve', join(dir, 'registry.yml')], join(dir, 'registry.log'));
     state.registryPid = reg.child.pid;
     state.registryChild = reg.child;
+    /** Lets this process exit while both run. */
+    const unref = () => {
+      dockerd.child.unref();
+      reg.child.unref();
+    };
 
-    const wait = detached ? (d, f, re, what) => waitForLogFile(d.child, f, re, what, timeoutMs)
-      : (d, _f, re, what) => waitForOutput(d.child, d.log, re, what, timeoutMs);
     await Promise.all([
-      wait(dockerd, join(dir, 'dockerd.log'), /API listen on/, 'dockerd'),
-      wait(reg, join(dir, 'registry.log'), /listening on/, 'docker-registry'),
+      waitForLogFile(dockerd.child, join(dir, 'dockerd.log'), /API listen on/, 'dockerd', timeoutMs),
+      waitForLogFile(reg.child, join(dir, 'registry.log'), /listening on/, 'docker-registry', timeoutMs),
     ]);
+    if (detached) unref();
     const pong = await pingDocker(socketPath);
     if (pong !== 'OK') throw new Error(`dockerd at ${socketPath} answered /_ping with ${JSON.stringify(pong)}`);
     const info = { dir, socketPath, host: `unix://${socketPath}`, registry, sharedDir, bridge: bridge.name, subnet: bridge.cidr,
       dockerdPid: state.dockerdPid, registryPid: state.registryPid, droppedCapabilities: missing };
     writeFileSync(join(dir, 'rig.json'), `${JSON.stringify(info, null, 2)}\n`);
-    const unref = () => {
-      for (const c of [dockerd.child, reg.child]) {
-        c.unref();
-        c.stdout?.unref?.();
-        c.stderr?.unref?.();
-      }
-    };
     return { ...info, stop: () => stopRig(state), unref };
   } catch (err) {
     await stopRig(state).catch(() => {});
