@@ -111,6 +111,12 @@ const boundaryPolicies = [
     from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
     allow: { to: [...DOORS, { element: { type: 'gen' } }] },
   },
+  // The docker rig is plain ESM in scripts/ because scripts/run-tests.mjs and
+  // scripts/demo-docker.sh start it too; the test kit and bench use it from there.
+  {
+    from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
+    allow: { to: { element: { type: 'scripts', fileInternalPath: ['docker-rig.mjs', 'docker-rig.d.mts'] } } },
+  },
   // The web UI imports only itself (and its npm packages), and the API's shapes through src/api's door: nothing else of src/ or test/.
   { from: { element: { type: 'ui' } }, allow: { to: [{ element: { type: 'ui' } }, { element: door('api') }] } },
   // Tests beside the code (src/**/*.test.ts) may use the test kit.

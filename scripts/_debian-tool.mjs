@@ -11,11 +11,12 @@ import { spawnSync } from 'node:child_process';
  * program is missing and cannot be installed (not root, no apt-get, or
  * `overrideVar` set in the environment: the user chose the path).
  * `aptEnv` is added to apt-get's environment; `afterInstall` runs once after
- * a successful install.
+ * a successful install. `versionArgs` replaces `--version` for programs
+ * without it (busybox answers `--help`).
  */
-export function ensureDebianTool({ bin, pkg, overrideVar, why, aptEnv = {}, afterInstall = () => {} }) {
+export function ensureDebianTool({ bin, pkg, overrideVar, why, aptEnv = {}, afterInstall = () => {}, versionArgs = ['--version'] }) {
   const installed = () => {
-    const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+    const r = spawnSync(bin, versionArgs, { encoding: 'utf8' });
     // Some programs (the CNI plugins) print their version on stderr.
     return r.status === 0 ? (r.stdout.trim() || r.stderr.trim() || bin).split('\n')[0] : undefined;
   };
@@ -37,7 +38,7 @@ export function ensureDebianTool({ bin, pkg, overrideVar, why, aptEnv = {}, afte
   if (!apt(install) && !(apt(['update']) && apt(install))) throw new Error(`apt-get could not install ${pkg}; install it by hand (apt-get install ${pkg})`);
   afterInstall();
   const now = installed();
-  if (!now) throw new Error(`${pkg} was installed but \`${bin} --version\` still fails`);
+  if (!now) throw new Error(`${pkg} was installed but \`${bin} ${versionArgs.join(" ")}\` still fails`);
   console.error(`installed ${now}`);
   return now;
 }

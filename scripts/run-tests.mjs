@@ -14,11 +14,20 @@
 // tests drive a real headless browser: scripts/ensure-chromium.mjs installs
 // Debian's chromium the same way, scripts/ensure-shells.mjs zsh and fish
 // for the shell-completion tests, and scripts/ensure-cni.mjs the CNI plugins
-// and iptables for the bridge network tests.
+// and iptables for the bridge network tests. The container tests need Docker:
+// scripts/ensure-docker.mjs installs Debian's docker.io, docker-registry and
+// busybox-static, and this script starts ONE private dockerd and registry
+// (scripts/docker-rig.mjs, under .tmp/) for the whole run, exports it to the
+// test processes (BERTH_TEST_DOCKER_HOST, _REGISTRY, _SHARED_DIR; see
+// test/support/docker.ts) and stops it at the end, also when the tests fail or
+// are interrupted. Where a private dockerd cannot run (not root) the container
+// tests skip and say why.
 import { spawnSync } from 'node:child_process';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { mkdtempSync, mkdirSync } from 'node:fs';
 import { findFiles, transpileAll } from './transpile-tests.mjs';
+import { dockerUnavailable, startDockerRig } from './docker-rig.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -28,7 +37,7 @@ const find = (dir) => findFiles(dir, (name) => name.endsWith('.test.ts')).map((p
 const etcd = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-etcd.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 if (etcd.status !== 0) process.exit(etcd.status ?? 1);
 
-for (const script of ['ensure-chromium.mjs', 'ensure-shells.mjs', 'ensure-cni.mjs']) {
+for (const script of ['ensure-chromium.mjs', 'ensure-shells.mjs', 'ensure-cni.mjs', 'ensure-docker.mjs']) {
   const ensured = spawnSync(process.execPath, [join(root, 'scripts', script)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   if (ensured.status !== 0) process.exit(ensured.status ?? 1);
 }
@@ -55,5 +64,29 @@ const extra = process.argv.slice(2);
 const args = extra.length === 0
   ? ['--import', loader, join(root, 'scripts', 'test-runner.mjs'), ...files]
   : ['--import', loader, '--test', `--test-concurrency=${concurrency}`, ...extra, ...files];
-const run = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
-process.exit(run.status ?? 1);
+
+// The suite's one docker rig. A Ctrl-C reaches the test processes (same process
+// group) and ends the run; this process ignores it so that it still stops the rig.
+let rig;
+const noDocker = dockerUnavailable();
+if (noDocker) {
+  console.error(`run-tests: the container tests will skip: ${noDocker}`);
+} else {
+  mkdirSync(join(root, '.tmp'), { recursive: true });
+  rig = await startDockerRig({ dir: mkdtempSync(join(root, '.tmp', 'docker-rig-')) });
+  rig.unref();
+}
+const env = rig
+  ? { ...process.env, BERTH_TEST_DOCKER_HOST: rig.host, BERTH_TEST_DOCKER_REGISTRY: rig.registry, BERTH_TEST_DOCKER_SHARED_DIR: rig.sharedDir }
+  : process.env;
+const ignore = () => {};
+process.on('SIGINT', ignore);
+process.on('SIGTERM', ignore);
+let status = 1;
+try {
+  const run = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env });
+  status = run.status ?? 1;
+} finally {
+  await rig?.stop();
+}
+process.exit(status);
