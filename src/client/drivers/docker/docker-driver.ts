@@ -28,8 +28,9 @@ import type {
   TaskResources,
   TaskStatus,
 } from '../task-driver.js';
-import { containerSpec, LABEL, pauseContainerName } from './_container-spec.js';
+import { containerSpec, LABEL } from './_container-spec.js';
 import { ensureImage, ImageCollector, imageReference } from './_images.js';
+import { ensurePauseContainer, INFRA_LABEL, pauseContainerId, removePauseContainer } from './_pause-network.js';
 import { LogCollector } from './_log-collector.js';
 import { dockerMessage, engineGet } from './_engine.js';
 import { containerStats, execInContainer, type CpuMark } from './_task-io.js';
@@ -68,7 +69,6 @@ interface TaskRecord {
   lastCpu?: CpuMark;
 }
 
-const INFRA_LABEL = 'io.berth.infra';
 const DOCKER_GONE_RETRY_MS = 1_000;
 
 /** The Engine API endpoint: the config's, else DOCKER_HOST, else docker's default socket. */
@@ -185,7 +185,7 @@ export class DockerDriver implements TaskDriver {
         ...(opts.signal ? { signal: opts.signal } : {}),
       }),
     );
-    const pause = !config.network_mode && cfg.networkNamespacePath ? await this.#pauseContainer(cfg.allocId) : undefined;
+    const pause = !config.network_mode && cfg.networkNamespacePath ? await pauseContainerId(await this.#api(), cfg.allocId) : undefined;
     const spec = containerSpec({ cfg, config, plugin: this.config, owner: this.#owner, ...(pause ? { pauseContainerId: pause } : {}) });
     const container = await this.#create(cfg, spec);
     const handle: DockerTaskHandle = {
@@ -438,49 +438,14 @@ export class DockerDriver implements TaskDriver {
    */
   async createNetwork(allocId: string, hostname: string): Promise<{ path: string }> {
     this.#alive();
-    const name = pauseContainerName(allocId);
-    const infra = imageReference(this.config.infraImage);
-    return this.#call(`allocation ${allocId.slice(0, 8)} network`, async () => {
-      let c = (await this.#api()).getContainer(name);
-      let info = await c.inspect().catch((err: { statusCode?: number }) => (err.statusCode === 404 ? undefined : Promise.reject(err)));
-      if (!info) {
-        await ensureImage(await this.#api(), infra, this.#clock, { forcePull: false, activityTimeoutMs: this.config.pullActivityTimeoutMs });
-        c = await (await this.#api()).createContainer({
-          name,
-          Image: infra,
-          Hostname: hostname,
-          Labels: { [LABEL.allocId]: allocId, [LABEL.owner]: this.#owner, [INFRA_LABEL]: 'true' },
-          HostConfig: { NetworkMode: 'none', RestartPolicy: { Name: '', MaximumRetryCount: 0 } },
-        });
-        info = await c.inspect();
-      }
-      if (!info.State.Running) {
-        await c.start();
-        info = await c.inspect();
-      }
-      const sandbox = info.NetworkSettings.SandboxKey;
-      if (!sandbox) throw new Error(`pause container ${name} has no network namespace`);
-      return { path: sandbox };
-    });
+    const o = { allocId, hostname, infraImage: this.config.infraImage, owner: this.#owner, clock: this.#clock, pullActivityTimeoutMs: this.config.pullActivityTimeoutMs };
+    return { path: await this.#call(`allocation ${allocId.slice(0, 8)} network`, async () => ensurePauseContainer(await this.#api(), o)) };
   }
 
   /** Removes the allocation's pause container. Safe to repeat. */
   async destroyNetwork(allocId: string): Promise<void> {
     this.#alive();
-    await (await this.#api())
-      .getContainer(pauseContainerName(allocId))
-      .remove({ force: true })
-      .catch((err: { statusCode?: number }) => {
-        if (err.statusCode !== 404) throw new DriverError('DRIVER_EXECUTOR_FAILED', `allocation ${allocId.slice(0, 8)}: docker could not remove the pause container: ${dockerMessage(err)}`, { cause: err });
-      });
-  }
-
-  async #pauseContainer(allocId: string): Promise<string> {
-    try {
-      return (await (await this.#api()).getContainer(pauseContainerName(allocId)).inspect()).Id;
-    } catch (err) {
-      throw new DriverError('DRIVER_START_FAILED', `allocation ${allocId.slice(0, 8)}: its network's pause container is missing: ${dockerMessage(err)}`, { cause: err });
-    }
+    await removePauseContainer(await this.#api(), allocId);
   }
 
   /** Stops following logs and exits (containers keep running). Safe twice. */
