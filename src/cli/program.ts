@@ -87,7 +87,7 @@ export const COMMANDS: readonly TopCommand[] = [
   {
     name: 'driver',
     term: 'driver',
-    description: "Serve Berth's own task drivers (raw_exec, exec) as external driver plugins",
+    description: "Serve Berth's own task drivers (raw_exec, exec, docker) as external driver plugins",
     load: async (ctx) => (await import('./driver-command.js')).driverCommand(ctx),
   },
   {

@@ -16,8 +16,8 @@ describe('taskConfigProblems', () => {
   });
 
   it('a driver with no known schema is not checked; a schema passed in (an external driver) is', () => {
-    assert.deepEqual(taskConfigProblems('docker', {}), []);
-    const extra = { docker: z.looseObject({ image: z.string({ error: 'is required' }) }) };
-    assert.deepEqual(taskConfigProblems('docker', {}, extra), [{ path: 'config.image', message: 'is required (driver docker)' }]);
+    assert.deepEqual(taskConfigProblems('podman', {}), []);
+    const extra = { podman: z.looseObject({ image: z.string({ error: 'is required' }) }) };
+    assert.deepEqual(taskConfigProblems('podman', {}, extra), [{ path: 'config.image', message: 'is required (driver podman)' }]);
   });
 });

@@ -88,7 +88,7 @@ describe('berth with hostile files', () => {
 describe('berth with jobs nobody can run', () => {
   it('a system job nobody can run exits 1, as the same service job does', async () => {
     for (const type of ['service', 'system']) {
-      const r = await c.cli(['job', 'run', file(`${type}.json`, JSON.stringify({ id: `nowhere-${type}`, type, groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] }))]);
+      const r = await c.cli(['job', 'run', file(`${type}.json`, JSON.stringify({ id: `nowhere-${type}`, type, groups: [{ name: 'g', tasks: [{ name: 't', driver: 'podman' }] }] }))]);
       assert.equal(r.code, 1, `${type}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, /placement failed/, type);
     }

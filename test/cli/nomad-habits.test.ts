@@ -109,10 +109,10 @@ describe("a Nomad user's habits, on a dev agent", { timeout: 600_000 }, () => {
   });
 
   it("job validate warns when no node can run the job's driver, naming the nodes' drivers", async () => {
-    writeFileSync(path.join(work, 'docker.hcl'), 'job "d" {\n  group "g" {\n    task "t" {\n      driver = "docker"\n      config {\n        image = "redis:7"\n      }\n    }\n  }\n}\n');
-    const r = await nomadUser(['job', 'validate', 'docker.hcl']);
+    writeFileSync(path.join(work, 'podman.hcl'), 'job "d" {\n  group "g" {\n    task "t" {\n      driver = "podman"\n      config {\n        image = "redis:7"\n      }\n    }\n  }\n}\n');
+    const r = await nomadUser(['job', 'validate', 'podman.hcl']);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /^Warning: no ready node can run driver "docker" \(the nodes' healthy drivers: [a-z_, ]*raw_exec[a-z_, ]*\); the job would not be placed$/m);
+    assert.match(r.stderr, /^Warning: no ready node can run driver "podman" \(the nodes' healthy drivers: [a-z_, ]*raw_exec[a-z_, ]*\); the job would not be placed$/m);
   });
 
   it('dispatches a parameterized job: the task reads its payload from local/, meta is checked', async () => {

@@ -99,13 +99,13 @@ describe('evaluations (Nomad /v1/evaluations, /v1/evaluation/:id, /v1/job/:id/ev
   });
 
   it('explains a placement failure in FailedTGAllocs, as an AllocationMetric', async () => {
-    [blocked] = (await run('needs-docker', nomadJob('needs-docker', { count: 3, driver: 'docker' }))) as [Evaluation];
+    [blocked] = (await run('needs-podman', nomadJob('needs-podman', { count: 3, driver: 'podman' }))) as [Evaluation];
     assert.equal(blocked.Status, 'blocked');
     const m = blocked.FailedTGAllocs?.['web'];
     assert.ok(m, JSON.stringify(blocked));
     assert.equal(m.CoalescedFailures, 2, 'three allocations failed alike: one metric and two coalesced');
     assert.equal(m.NodesEvaluated, 1);
-    assert.deepEqual(m.ConstraintFiltered, { 'lacked the driver "docker"': 1 });
+    assert.deepEqual(m.ConstraintFiltered, { 'lacked the driver "podman"': 1 });
     assert.deepEqual(blocked.QueuedAllocations, { web: 3 });
   });
 

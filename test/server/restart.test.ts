@@ -31,10 +31,10 @@ describe('server restart over the same state', () => {
       nodeId = reg.body.node.id;
       const web = await h.submit({ job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } });
       assert.equal(web.body.evaluation?.BerthPlaced, 1);
-      const needsDocker = await h.submit({ job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'docker' }] }] } });
-      assert.equal(needsDocker.body.evaluation?.Status, 'blocked');
-      assert.deepEqual(needsDocker.body.evaluation?.FailedTGAllocs?.['g']?.ConstraintFiltered, { 'lacked the driver "docker"': 1 });
-      blockedEval = needsDocker.body.EvalID;
+      const needsPodman = await h.submit({ job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'podman' }] }] } });
+      assert.equal(needsPodman.body.evaluation?.Status, 'blocked');
+      assert.deepEqual(needsPodman.body.evaluation?.FailedTGAllocs?.['g']?.ConstraintFiltered, { 'lacked the driver "podman"': 1 });
+      blockedEval = needsPodman.body.EvalID;
 
       const allocs = await h.call<AllocationListStub[]>('GET', '/v1/job/web/allocations');
       failedId = allocs.body[0]!.ID;
@@ -53,12 +53,12 @@ describe('server restart over the same state', () => {
       const failed = await h.call<Allocation>(`GET`, `/v1/allocation/${failedId}`);
       assert.equal(failed.body.ClientStatus, 'failed');
 
-      // The node heartbeats to the new server; a node with docker joins: the blocked evaluation places.
+      // The node heartbeats to the new server; a node with podman joins: the blocked evaluation places.
       assert.equal((await h.call('POST', `/v1/node/${nodeId}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
-      const docker = fingerprint('n2', {
-        drivers: { docker: { detected: true, healthy: true, healthReason: '', networkModes: ['host'] } },
+      const podman = fingerprint('n2', {
+        drivers: { podman: { detected: true, healthy: true, healthReason: '', networkModes: ['host'] } },
       });
-      await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: docker } });
+      await h.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: podman } });
       const done = await eventually('the blocked evaluation to place', async () => {
         const e = await h.call<Evaluation>('GET', `/v1/evaluation/${blockedEval}`);
         return e.body.Status === 'complete' ? e.body : undefined;

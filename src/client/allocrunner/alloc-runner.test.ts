@@ -153,11 +153,11 @@ describe('AllocRunner', () => {
     const node = new Node();
     t.after(() => node.cleanup());
     await node.start();
-    const job = makeJob({ id: 'nodriver', groups: [{ name: 'g', tasks: [{ name: 'main', driver: 'docker', config: { command: '/bin/true' } }] }] });
+    const job = makeJob({ id: 'nodriver', groups: [{ name: 'g', tasks: [{ name: 'main', driver: 'podman', config: { command: '/bin/true' } }] }] });
     const r = node.runner(makeAlloc(job), job);
     await r.run();
     assert.equal(r.status().clientStatus, 'failed');
-    assert.match(r.status().clientDescription, /task driver "docker" is not available on this node/);
+    assert.match(r.status().clientDescription, /task driver "podman" is not available on this node/);
   });
 
   it('host volumes: the named host path is bound into the task (read-only when asked) and unbound in postrun', async (t) => {
