@@ -61,8 +61,7 @@ export async function execInContainer(docker: Dockerode, containerId: string, op
   const tty = opts.tty ?? false;
   const exec = await docker.getContainer(containerId).exec({ Cmd: opts.command, AttachStdin: true, AttachStdout: true, AttachStderr: !tty, Tty: tty });
   const stream = (await exec.start({ hijack: true, stdin: true, Tty: tty })) as NodeJS.ReadWriteStream & { destroy(): void };
-  const size = opts.size ?? { cols: 80, rows: 24 };
-  if (tty) await exec.resize({ h: size.rows, w: size.cols }).catch(() => undefined);
+  // Listeners first: the hijacked stream flows at once, and a short command's output and end may come before any await returns.
   const ended = new Promise<void>((resolve) => {
     stream.on('end', resolve);
     stream.on('close', resolve);
@@ -70,6 +69,8 @@ export async function execInContainer(docker: Dockerode, containerId: string, op
   });
   if (tty) stream.on('data', (c: Buffer) => opts.stdout.write(c));
   else docker.modem.demuxStream(stream, opts.stdout, opts.stderr ?? opts.stdout);
+  const size = opts.size ?? { cols: 80, rows: 24 };
+  if (tty) await exec.resize({ h: size.rows, w: size.cols }).catch(() => undefined);
   const feeding = (async (): Promise<void> => {
     try {
       for await (const chunk of opts.stdin ?? []) stream.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk));
