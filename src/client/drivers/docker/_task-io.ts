@@ -74,8 +74,12 @@ export async function execInContainer(docker: Dockerode, containerId: string, op
   const feeding = (async (): Promise<void> => {
     try {
       for await (const chunk of opts.stdin ?? []) stream.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk));
-      // The end of stdin: half-close, so that `cat` and shells see EOF.
-      (stream as unknown as { end(): void }).end();
+      // The end of stdin: half-close, so that `cat` and shells see EOF. Not
+      // with a TTY: dockerd then closes the terminal's output too, and what the
+      // command has yet to print is lost. A terminal's end of input is Ctrl-D,
+      // sent when the caller's stdin ended; with no stdin at all, nothing.
+      if (!tty) (stream as unknown as { end(): void }).end();
+      else if (opts.stdin) stream.write('\x04');
     } catch {
       // The session went away.
     }

@@ -198,9 +198,15 @@ describe('docker driver', { skip }, () => {
 
     let out = '';
     const sink = new Writable({ write: (c: Buffer, _e, cb) => ((out += c.toString()), cb()) });
-    const r = await driver.execTaskStreaming(cfg.id, { command: ['sh', '-c', 'tty; exit 7'], tty: true, stdout: sink, size: { cols: 100, rows: 30 } });
+    // Printed after a pause: the terminal's output must outlast a caller that gave no stdin.
+    const r = await driver.execTaskStreaming(cfg.id, { command: ['sh', '-c', 'sleep 0.3; tty; exit 7'], tty: true, stdout: sink, size: { cols: 100, rows: 30 } });
     assert.equal(r.exitCode, 7);
     assert.match(out, /\/dev\/pts\/\d+/);
+    // A TTY session's stdin ends as a terminal's does, with Ctrl-D: `cat` reads its line, then ends.
+    let typed = '';
+    const rt = await driver.execTaskStreaming(cfg.id, { command: ['sh', '-c', 'sleep 0.3; cat; echo done-$?'], tty: true, stdin: ['hello\n'], stdout: new Writable({ write: (c: Buffer, _e, cb) => ((typed += c.toString()), cb()) }) });
+    assert.equal(rt.exitCode, 0);
+    assert.match(typed, /hello\r?\n(.|\n)*done-0/);
     let piped = '';
     const r2 = await driver.execTaskStreaming(cfg.id, { command: ['cat'], stdin: ['through ', 'stdin'], stdout: new Writable({ write: (c: Buffer, _e, cb) => ((piped += c.toString()), cb()) }) });
     assert.equal(r2.exitCode, 0);
