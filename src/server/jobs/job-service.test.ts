@@ -249,6 +249,12 @@ describe('job service', () => {
     assert.equal(changed.evaluation.stopped, 3);
     assert.equal(changed.evaluation.placed, 3);
 
+    // The job's meta reaches every task's environment (NOMAD_META_*): a change of it replaces them, as Nomad does.
+    const metaChanged = await register({ ...spec, meta: { gen: '1' }, groups: [{ ...spec.groups[0], count: 3, tasks: [{ name: 't', driver: 'exec', env: { A: '1' } }] }] });
+    assert.equal(metaChanged.job.version, 3);
+    assert.equal(metaChanged.evaluation.stopped, 3);
+    assert.equal(metaChanged.evaluation.placed, 3);
+
     const stopped = await jobs.stop('default', 'web');
     assert.equal(stopped.evaluation.stopped, 3);
     const snap = store.snapshot();

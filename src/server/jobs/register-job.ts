@@ -27,16 +27,23 @@ import { problemsAgainstState } from './validate-job.js';
 /** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
 const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;
 
-/** A group without what changes neither its allocations nor their tasks: its count, and with `resources` its tasks' resource values. */
-function comparable(group: TaskGroup, withoutResources: boolean): unknown {
-  if (!withoutResources) return { ...group, count: 0 };
+/**
+ * A group without what changes neither its allocations nor their tasks: its
+ * count, and with `resources` its tasks' resource values. Each task carries
+ * the meta it sees (the job's, under the group's, under its own): a change of
+ * the job's meta reaches the tasks' environment and replaces them, as
+ * Nomad's tasksUpdated decides with the combined task meta.
+ */
+function comparable(group: TaskGroup, withoutResources: boolean, jobMeta: Record<string, string> | undefined): unknown {
   return {
     ...group,
     count: 0,
     tasks: group.tasks.map((t) => {
+      const seen = { ...t, combinedMeta: { ...jobMeta, ...group.meta, ...t.meta } };
+      if (!withoutResources) return seen;
       const resources: Record<string, unknown> = { ...t.resources };
       for (const f of IN_PLACE_RESOURCE_FIELDS) delete resources[f];
-      return { ...t, resources };
+      return { ...seen, resources };
     }),
   };
 }
@@ -89,9 +96,9 @@ export function registerIn(txn: WriteTxn, spec: JobSpec, now: number, schedule: 
       // A count change alone scales; a change of tasks' resource values alone updates
       // the allocations in place where they fit; any other change replaces them.
       const prevGroup = prev.groupVersions[g.name] ?? prev.version;
-      groupVersions[g.name] = old && sameSpec(comparable(old, true), comparable(g, true)) ? prevGroup : version;
+      groupVersions[g.name] = old && sameSpec(comparable(old, true, prev.meta), comparable(g, true, spec.meta)) ? prevGroup : version;
       groupResourceVersions[g.name] =
-        old && sameSpec(comparable(old, false), comparable(g, false)) ? (prev.groupResourceVersions?.[g.name] ?? prevGroup) : version;
+        old && sameSpec(comparable(old, false, prev.meta), comparable(g, false, spec.meta)) ? (prev.groupResourceVersions?.[g.name] ?? prevGroup) : version;
     }
   } else {
     for (const g of spec.groups) groupVersions[g.name] = groupResourceVersions[g.name] = 0;
