@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentRun, freePort, type BerthResult } from '../support/agent-run.js';
 import { hostpathPluginJob } from '../support/runtime-cluster.js';
+import type { WebPart } from './_web.js';
 
 export type ClusterKind = 'dev' | 'pair';
 
@@ -23,10 +24,14 @@ export class Cluster {
   readonly hostpathDir: string;
   readonly agents = new Map<'agent' | 'server' | 'client', AgentRun>();
   pluginGen = 0;
+  /** The web workload, when this run has it; `webWanted` is whether its job should run. */
+  readonly web: WebPart | undefined;
+  webWanted = true;
 
-  constructor(kind: ClusterKind, root: string) {
+  constructor(kind: ClusterKind, root: string, web?: WebPart) {
     this.kind = kind;
     this.root = root;
+    this.web = web;
     this.nodeDir = path.join(root, kind === 'dev' ? 'agent' : 'client');
     this.hostpathDir = path.join(root, 'hp');
   }
@@ -38,7 +43,8 @@ export class Cluster {
   async start(): Promise<void> {
     const port = await freePort();
     if (this.kind === 'dev') {
-      this.agents.set('agent', await new AgentRun(['--dev', '--data-dir', this.nodeDir, '--port', String(port)]).start());
+      const config = this.web ? ['--config', this.file('agent.hcl', this.web.agentConfig())] : [];
+      this.agents.set('agent', await new AgentRun(['--dev', '--data-dir', this.nodeDir, '--port', String(port), ...config]).start());
       return;
     }
     writeFileSync(path.join(this.root, 'nodes.tokens'), `${NODE_TOKEN}\n`);
@@ -52,9 +58,15 @@ export class Cluster {
     writeFileSync(
       path.join(this.root, 'client.json'),
       JSON.stringify({
+        ...this.web?.agentConfigJson(),
         data_dir: this.nodeDir,
         ports: { http: 0 },
-        client: { node_name: 'chaos-client', token: NODE_TOKEN, options: { 'driver.raw_exec.enable': true } },
+        client: {
+          node_name: 'chaos-client',
+          token: NODE_TOKEN,
+          options: { 'driver.raw_exec.enable': true },
+          ...(this.web?.agentConfigJson()['client'] as Record<string, unknown> | undefined),
+        },
         csi: { probe_interval: '1s' },
       }),
     );
@@ -91,6 +103,10 @@ export class Cluster {
 
   pluginFile(): string {
     return this.file('plugin.json', JSON.stringify(hostpathPluginJob({ id: PLUGIN_JOB, driver: 'raw_exec', dataDir: this.hostpathDir, env: { CHAOS_GEN: String(this.pluginGen) } })));
+  }
+
+  webFile(): string {
+    return this.file('web.hcl', (this.web as WebPart).jobFile());
   }
 
   writerFile(): string {

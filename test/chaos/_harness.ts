@@ -10,7 +10,7 @@
 // test/chaos/chaos-short.test.ts runs a few cycles of the same kit in `npm
 // test`.
 //
-// What runs: a cluster (a `berth agent --dev`, or a `berth agent --server`
+// What runs (the web workload beside it is _web.ts's): a cluster (a `berth agent --dev`, or a `berth agent --server`
 // plus a `berth agent --client` on a fixed server port), the hostpath plugin as a
 // system job, one single-node-writer volume, and a service job whose task
 // appends `<alloc> <pid> <n>` to a file in the volume every 100 ms. A cycle
@@ -47,26 +47,14 @@ import { mountsUnder, type AgentRun, type BerthResult } from '../support/agent-r
 import { eventually } from '../support/eventually.js';
 import { alive, checkLines, scanProcesses } from './_checks.js';
 import { Cluster, PLUGIN_JOB, VOLUME_ID, WRITER_JOB, type ClusterKind } from './_cluster.js';
+import { planCycles, type CyclePlan } from './_plan.js';
+import type { ChaosReport, Violation } from './_report.js';
+import { WEB_JOB, WebPart, webCleanUp, webLeaks, webSkip, webUnsettled } from './_web.js';
 
 export { checkLines, scanProcesses } from './_checks.js';
 export type { ClusterKind } from './_cluster.js';
-
-export type Phase = 'steady' | 'job-run' | 'job-stop' | 'plugin-update';
-export type Victim = 'agent' | 'server' | 'client' | 'plugin' | 'executor';
-
-/** One cycle, decided by the seed alone before anything runs. */
-export interface CyclePlan {
-  index: number;
-  cluster: ClusterKind;
-  phase: Phase;
-  victim: Victim;
-  /** How long after the phase's command starts the victim is SIGKILLed. */
-  delayMs: number;
-  /** Which executor dies when there are several (a fraction of their count). */
-  pick: number;
-  /** Whether the writer job should run once the cycle is over. */
-  writerAfter: boolean;
-}
+export { planCycles, prng, type CyclePlan, type Phase, type Victim } from './_plan.js';
+export { formatReport, type ChaosReport, type Violation } from './_report.js';
 
 export interface ChaosOptions {
   seed: number;
@@ -74,68 +62,9 @@ export interface ChaosOptions {
   clusters: readonly ClusterKind[];
   /** How long a cluster may take to settle after a cycle before it counts as wedged. */
   settleMs?: number;
+  /** Run the web workload (_web.ts) beside the writer. Default: when the CNI plugins are installed. */
+  web?: boolean;
   log?: (line: string) => void;
-}
-
-export interface Violation {
-  cycle: number | 'setup' | 'final';
-  cluster: ClusterKind;
-  what: string;
-}
-
-export interface ChaosReport {
-  seed: number;
-  cycles: number;
-  cyclesRun: number;
-  cleanCycles: number;
-  durationMs: number;
-  /** SIGKILLed agent (dev) or client restarted in steady state -> back, its tasks kept, in ms. */
-  adoptionMs: number[];
-  wedged: number;
-  twoWriters: number;
-  linesChecked: number;
-  violations: Violation[];
-}
-
-
-/** A small seeded PRNG (mulberry32): the same seed gives the same numbers in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const VICTIMS: Record<ClusterKind, Victim[]> = { dev: ['agent', 'plugin', 'executor'], pair: ['server', 'client', 'plugin', 'executor'] };
-const MAX_DELAY: Record<Phase, number> = { steady: 2000, 'job-run': 1500, 'job-stop': 1000, 'plugin-update': 2000 };
-
-/**
- * The whole run's plan from `seed`: cycles split evenly over `clusters` (in
- * that order); victims taken in a shuffled round so that every one is hit;
- * phases chosen from what the writer's state allows. Pure.
- */
-export function planCycles(seed: number, cycles: number, clusters: readonly ClusterKind[]): CyclePlan[] {
-  const rnd = prng(seed);
-  const plans: CyclePlan[] = [];
-  clusters.forEach((cluster, ci) => {
-    const n = Math.floor(cycles / clusters.length) + (ci < cycles % clusters.length ? 1 : 0);
-    let writer = true;
-    let round: Victim[] = [];
-    for (let i = 0; i < n; i++) {
-      if (round.length === 0) round = [...VICTIMS[cluster]].sort(() => rnd() - 0.5);
-      const victim = round.shift() as Victim;
-      const choices: Phase[] = writer ? ['steady', 'steady', 'job-stop', 'plugin-update'] : ['job-run', 'job-run', 'plugin-update', 'steady'];
-      const phase = choices[Math.floor(rnd() * choices.length)] as Phase;
-      const writerAfter: boolean = phase === 'job-stop' ? false : phase === 'job-run' ? true : writer;
-      plans.push({ index: plans.length + 1, cluster, phase, victim, delayMs: Math.floor(rnd() * MAX_DELAY[phase]), pick: rnd(), writerAfter });
-      writer = writerAfter;
-    }
-  });
-  return plans;
 }
 
 const TERMINAL = new Set(['complete', 'failed', 'lost']);
@@ -146,14 +75,15 @@ const TERMINAL = new Set(['complete', 'failed', 'lost']);
 export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const settleMs = opts.settleMs ?? 90_000;
-  const plans = planCycles(opts.seed, opts.cycles, opts.clusters);
+  const web = opts.web ?? !webSkip();
+  const plans = planCycles(opts.seed, opts.cycles, opts.clusters, web);
   const t0 = performance.now();
   const report: ChaosReport = { seed: opts.seed, cycles: opts.cycles, cyclesRun: 0, cleanCycles: 0, durationMs: 0, adoptionMs: [], wedged: 0, twoWriters: 0, linesChecked: 0, violations: [] };
-  log(`chaos: seed ${opts.seed}, ${opts.cycles} cycles over ${opts.clusters.join(' + ')} (replay: CHAOS_SEED=${opts.seed} CHAOS_CYCLES=${opts.cycles} CHAOS_CLUSTERS=${opts.clusters.join(',')} npm run chaos)`);
+  log(`chaos: seed ${opts.seed}, ${opts.cycles} cycles over ${opts.clusters.join(' + ')}${web ? ', with the web workload' : ''} (replay: CHAOS_SEED=${opts.seed} CHAOS_CYCLES=${opts.cycles} CHAOS_CLUSTERS=${opts.clusters.join(',')} npm run chaos)`);
 
   for (const kind of opts.clusters) {
     const root = mkdtempSync(path.join(tmpdir(), `bch${kind[0]}-`));
-    const cluster = new Cluster(kind, root);
+    const cluster = new Cluster(kind, root, web ? await WebPart.open(`${kind[0]}${(process.pid % 4096).toString(36)}`) : undefined);
     let linesFrom = 0;
     // A problem that outlives its cycle (an orphan stays an orphan) is listed once; it still spoils every cycle it is seen in.
     const listed = new Set<string>();
@@ -201,6 +131,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     } finally {
       await cluster.kill();
       cleanUp(root);
+      if (cluster.web) webCleanUp(cluster.web);
     }
   }
   report.durationMs = performance.now() - t0;
@@ -218,6 +149,7 @@ async function setUp(cluster: Cluster): Promise<void> {
   );
   must(await cluster.cli(['volume', 'create', vol]), 'volume create');
   must(await cluster.cli(['job', 'run', cluster.writerFile()]), 'job run (writer)');
+  if (cluster.web) must(await cluster.cli(['job', 'run', '--detach', cluster.webFile()]), 'job run (web)');
   const settled = await settle(cluster, true, 60_000);
   if (settled) throw new Error(`the cluster did not settle after setup: ${settled}`);
 }
@@ -300,6 +232,7 @@ async function unsettled(cluster: Cluster, writer: boolean): Promise<string | un
   const claims = vol.BerthClaims.map((c) => `${c.AllocationID.slice(0, 8)}:${c.Mode}:${c.State}`).sort();
   const want = writers.map((a) => `${a.ID.slice(0, 8)}:write:taken`);
   if (claims.join(',') !== want.join(',')) return `volume claims [${claims.join(', ')}], want [${want.join(', ')}]`;
+  if (cluster.web) return webUnsettled(cluster.web, cluster.webWanted, (p) => cluster.get(p), allocs, cluster.nodeDir);
   return undefined;
 }
 
@@ -329,6 +262,10 @@ async function runCycle(cluster: Cluster, plan: CyclePlan, settleMs: number): Pr
   if (plan.phase === 'plugin-update') {
     cluster.pluginGen++;
     action = cluster.cli(['job', 'run', cluster.pluginFile()]);
+  }
+  if (plan.phase === 'web-update' && cluster.web) {
+    cluster.web.gen++;
+    action = cluster.cli(['job', 'run', '--detach', cluster.webFile()]);
   }
   // The random instant: a plain timer is the point here (the kill lands wherever the system is).
   await sleep(plan.delayMs);
@@ -376,6 +313,7 @@ async function runCycle(cluster: Cluster, plan: CyclePlan, settleMs: number): Pr
   const resubmits: Array<[string, string[]]> = [
     ['job run (plugin)', ['job', 'run', '--detach', cluster.pluginFile()]],
     plan.writerAfter ? ['job run (writer)', ['job', 'run', '--detach', cluster.writerFile()]] : ['job stop (writer)', ['job', 'stop', WRITER_JOB]],
+    ...(cluster.web ? [['job run (web)', ['job', 'run', '--detach', cluster.webFile()]] as [string, string[]]] : []),
   ];
   for (const [what, args] of resubmits) {
     const r = await cluster.cli(args);
@@ -415,12 +353,24 @@ async function inspect(cluster: Cluster): Promise<string[]> {
     const id = t.env['BERTH_ALLOC_ID'] ?? '';
     const a = byId.get(id);
     if (!a || a.ClientStatus !== 'running') problems.push(`task process ${t.pid} (${t.cmd.slice(0, 80)}) of allocation ${id.slice(0, 8)}, which the API shows ${a ? `${a.ClientStatus} (desired ${a.DesiredStatus})` : 'not at all'}`);
-    else if (!taskPids.has(t.ppid) && !execPids.has(t.ppid)) problems.push(`task process ${t.pid} of allocation ${id.slice(0, 8)} (${a.JobID}) runs without its executor (parent ${t.ppid})`);
+    else if (!taskPids.has(t.ppid) && !execPids.has(t.ppid) && !inContainer(a)) problems.push(`task process ${t.pid} of allocation ${id.slice(0, 8)} (${a.JobID}) runs without its executor (parent ${t.ppid})`);
   }
   for (const a of running) {
-    if (!tasks.some((t) => t.env['BERTH_ALLOC_ID'] === a.ID)) problems.push(`allocation ${a.ID.slice(0, 8)} (${a.JobID}) is running in the API but has no task process`);
+    if (!inContainer(a) && !tasks.some((t) => t.env['BERTH_ALLOC_ID'] === a.ID)) problems.push(`allocation ${a.ID.slice(0, 8)} (${a.JobID}) is running in the API but has no task process`);
+  }
+  if (cluster.web) {
+    // A stopped allocation's network and container go as it stops: given a moment, nothing of them may stay.
+    const part = cluster.web;
+    let leaks: string[] = [];
+    await eventually('no leaked network or container', async () => (leaks = await webLeaks(part, full)).length === 0, { timeoutMs: 15_000, intervalMs: 250 }).catch(() => undefined);
+    problems.push(...leaks);
   }
   return problems;
+}
+
+/** A container's processes live under dockerd's shim, not under an executor. */
+function inContainer(a: AllocationListStub): boolean {
+  return a.JobID === WEB_JOB && a.TaskGroup === 'box';
 }
 
 /**
@@ -499,6 +449,11 @@ async function checkWriterFile(cluster: Cluster, from: number, writer: boolean):
 /** Stops both jobs, drains the agents and checks that nothing is left. */
 async function finalStop(cluster: Cluster, settleMs: number): Promise<string[]> {
   const problems: string[] = [];
+  if (cluster.web) {
+    cluster.webWanted = false;
+    const w = await cluster.cli(['job', 'stop', WEB_JOB]);
+    if (w.code !== 0) problems.push(`job stop (web) exited ${w.code}: ${w.stderr.trim()}`);
+  }
   const r = await cluster.cli(['job', 'stop', WRITER_JOB]);
   if (r.code !== 0) problems.push(`job stop (writer) exited ${r.code}: ${r.stderr.trim()}`);
   const wedged = await settle(cluster, false, settleMs);
@@ -510,6 +465,7 @@ async function finalStop(cluster: Cluster, settleMs: number): Promise<string[]> 
   if (left.length) problems.push(`still mounted after the final stop: ${left.join(', ')}`);
   const { tasks, executors } = scanProcesses(cluster.root);
   for (const t of [...tasks, ...executors]) problems.push(`process ${t.pid} left after the final stop: ${t.cmd.slice(0, 120)}`);
+  if (cluster.web) problems.push(...(await webLeaks(cluster.web, [])).map((l) => `after the final stop: ${l}`));
   return problems;
 }
 
@@ -525,32 +481,4 @@ function cleanUp(root: string): void {
   }
   for (const m of mountsUnder(root).reverse()) spawnSync('umount', ['-l', m]);
   rmSync(root, { recursive: true, force: true });
-}
-
-function p50(xs: number[]): number | undefined {
-  if (xs.length === 0) return undefined;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)];
-}
-
-/** The figures of issue 12 this run measures, and every violation, as text. */
-export function formatReport(r: ChaosReport): string {
-  const ms = (x: number | undefined): string => (x === undefined ? 'n/a' : x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${Math.round(x)} ms`);
-  const rows = [
-    ['measure', 'this run', 'goal'],
-    ['cycles without a leaked claim / mount / orphan process / lost line', `${r.cleanCycles} of ${r.cyclesRun}${r.cyclesRun < r.cycles ? ` (${r.cycles} planned)` : ''}`, `${r.cycles} of ${r.cycles}`],
-    ['a SIGKILLed agent back with its tasks adopted, p50', `${ms(p50(r.adoptionMs))} (n=${r.adoptionMs.length}, max ${ms(r.adoptionMs.length ? Math.max(...r.adoptionMs) : undefined)})`, '< 1 s'],
-    ['a wedged job (no convergence after a resubmit)', String(r.wedged), 'none'],
-    ['two live writers seen in the writer file', String(r.twoWriters), '0'],
-  ];
-  const w = [0, 1, 2].map((i) => Math.max(...rows.map((row) => (row[i] as string).length)));
-  const table = rows.map((row, i) => `| ${row.map((c, j) => c.padEnd(w[j] as number)).join(' | ')} |${i === 0 ? `\n|${w.map((n) => '-'.repeat(n + 2)).join('|')}|` : ''}`).join('\n');
-  const lines = [
-    `chaos: seed ${r.seed}, ${r.cyclesRun} of ${r.cycles} cycles in ${(r.durationMs / 1000).toFixed(0)} s, ${r.linesChecked} writer lines checked`,
-    table,
-    r.violations.length ? `${r.violations.length} violation(s):` : 'no violations',
-    ...r.violations.map((v) => `  [${v.cluster} cycle ${v.cycle}] ${v.what}`),
-    `replay: CHAOS_SEED=${r.seed} CHAOS_CYCLES=${r.cycles} npm run chaos`,
-  ];
-  return lines.join('\n');
 }
