@@ -64,6 +64,14 @@ function printDeployment(s: ApiSession, d: Deployment, verbose: boolean): void {
   s.out.table(headers, rows);
 }
 
+/** Deployments as Nomad's formatDeployments lays them out. */
+export function printDeploymentList(s: ApiSession, deployments: readonly Deployment[], verbose: boolean): void {
+  s.out.table(
+    ['ID', 'Job ID', 'Job Version', 'Status', 'Description'],
+    deployments.map((d) => [verbose ? d.ID : shortId(d.ID), d.JobID, String(d.JobVersion), s.style.status(d.Status), d.StatusDescription]),
+  );
+}
+
 /** Builds `berth deployment`. */
 export function deploymentCommand(ctx: CommandContext): Command {
   const cmd = new Command('deployment').description('Follow and steer rolling updates');
@@ -75,10 +83,7 @@ export function deploymentCommand(ctx: CommandContext): Command {
       const deployments = [...body].sort((a, b) => b.CreateIndex - a.CreateIndex);
       if (s.out.json) return s.out.document(deployments);
       if (deployments.length === 0) return s.out.line('No deployments found');
-      s.out.table(
-        ['ID', 'Job ID', 'Job Version', 'Status', 'Description'],
-        deployments.map((d) => [opts['verbose'] ? d.ID : shortId(d.ID), d.JobID, String(d.JobVersion), s.style.status(d.Status), d.StatusDescription]),
-      );
+      printDeploymentList(s, deployments, Boolean(opts['verbose']));
     }),
   );
 

@@ -16,6 +16,7 @@ import type { CommandContext } from './csi-command.js';
 import { addJobVersionCommands as addJobPromote, monitorDeployment } from './deployment-command.js';
 import { addJobInit } from './init-command.js';
 import { nomadJobOf } from './job-json.js';
+import { addJobAllocsCommands } from './job-allocs-commands.js';
 import { addJobLaunchCommands } from './job-launch-commands.js';
 import { addJobPlan } from './job-plan-command.js';
 import { addJobRestart } from './job-restart-command.js';
@@ -170,6 +171,7 @@ export function jobCommand(ctx: CommandContext): Command {
   ).action(act(runJob));
 
   addJobStatus(job, ctx);
+  addJobAllocsCommands(job, ctx);
 
   apiCommand(
     job

@@ -139,6 +139,49 @@ describe("the job commands on Nomad's API", () => {
     assert.match(bad.stderr, /can't revert to current version/);
   });
 
+  it('job allocs and job deployments list one job\'s in Nomad\'s columns; job eval -force-reschedule replaces a failed allocation its policy gave up on', async () => {
+    const crash = write(
+      'crash.hcl',
+      webHcl('x').replace('job "web"', 'job "crash"').replace('group "web" {', 'group "web" {\n    reschedule {\n      attempts  = 0\n      unlimited = false\n    }'),
+    );
+    assert.equal((await c.cli(['job', 'run', '-detach', crash])).code, 0);
+    const failed = await eventually('the allocation reported failed', async () => {
+      const done = await reportAllocations(c, node.id, 'failed', (a) => a.jobId === 'crash');
+      return done.length ? done : undefined;
+    }, { intervalMs: 50 });
+    const listed = await c.cli(['job', 'allocs', 'crash']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^ID\s+Node ID\s+Task Group\s+Version\s+Desired\s+Status\s+Created\s+Modified$/m);
+    assert.match(listed.stdout, new RegExp(`^${failed[0]!.id.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+web\\s+0\\s+run\\s+failed\\s`, 'm'));
+    // The policy has no attempts: a plain evaluation leaves it failed; a forced reschedule replaces it now.
+    const plain = await c.cli(['job', 'eval', '-detach', 'crash']);
+    assert.match(plain.stdout, /^Created eval ID: "[0-9a-f]{8}"$/m);
+    const forced = await c.cli(['job', 'eval', '-force-reschedule', 'crash']);
+    assert.match(forced.stdout, /Monitoring evaluation "[0-9a-f]{8}"/);
+    const verbose = JSON.parse((await c.cli(['job', 'allocs', '-json', 'crash'])).stdout) as api.AllocationListStub[];
+    assert.equal(verbose.length, 2, 'the failed allocation and its replacement');
+    const replacement = verbose.find((a) => a.ID !== failed[0]!.id);
+    assert.equal(replacement?.DesiredStatus, 'run');
+    assert.equal(verbose.find((a) => a.ID === failed[0]!.id)?.DesiredStatus, 'stop');
+
+    const none = await c.cli(['job', 'deployments', 'crash']);
+    assert.equal(none.code, 0, none.stderr);
+    assert.equal(none.stdout.trim(), 'Job "crash" has no deployments');
+    const rolling = write('roll.hcl', webHcl('r').replace('job "web"', 'job "roll"').replace('group "web" {', 'group "web" {\n    update {\n      max_parallel = 1\n    }'));
+    assert.equal((await c.cli(['job', 'run', '-detach', rolling])).code, 0);
+    const deps = await eventually('the deployment listed', async () => {
+      const r = await c.cli(['job', 'deployments', 'roll']);
+      return r.code === 0 && /^[0-9a-f]{8}\s+roll\s+0\s+running\s/m.test(r.stdout) ? r : undefined;
+    }, { intervalMs: 100 });
+    assert.match(deps.stdout, /^ID\s+Job ID\s+Job Version\s+Status\s+Description$/m);
+    const latest = JSON.parse((await c.cli(['job', 'deployments', '-latest', '-json', 'roll'])).stdout) as api.Deployment;
+    assert.equal(latest.JobID, 'roll');
+    const unknown = await c.cli(['job', 'allocs', 'nope']);
+    assert.equal(unknown.code, 6, 'the not-found exit code');
+    assert.match(unknown.stderr, /nope/);
+    await assert.rejects(c.call('PUT', '/v1/job/crash/evaluate', { body: { JobID: 'crash', EvalOptions: { ForceReschedule: 'yes' } } }), /400 .*EvalOptions.ForceReschedule must be true or false/);
+  });
+
   it('a problem the server finds is named at its line in the job file, in run, plan and validate', async () => {
     const file = write('ghost.hcl', `job "ghost" {
   group "g" {

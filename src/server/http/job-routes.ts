@@ -227,7 +227,12 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
       if (typeof body['JobID'] !== 'string' || body['JobID'] === '') throw new ApiError('INVALID', 'Job ID must be specified', { field: 'JobID' });
       if (body['JobID'] !== req.params.id) throw new ApiError('INVALID', 'JobID not same as job name', { field: 'JobID' });
     }
-    const out = await jobs.forceEvaluate(queryOptions(req.query as Query).namespace, req.params.id);
+    // Nomad's api.EvalOptions: {"EvalOptions": {"ForceReschedule": true}}.
+    const evalOptions = body['EvalOptions'];
+    if (evalOptions !== undefined && evalOptions !== null && (typeof evalOptions !== 'object' || Array.isArray(evalOptions))) throw new ApiError('INVALID', 'EvalOptions must be an object', { field: 'EvalOptions' });
+    const force = (evalOptions as Record<string, unknown> | null | undefined)?.['ForceReschedule'];
+    if (force !== undefined && typeof force !== 'boolean') throw new ApiError('INVALID', 'EvalOptions.ForceReschedule must be true or false', { field: 'EvalOptions.ForceReschedule' });
+    const out = await jobs.forceEvaluate(queryOptions(req.query as Query).namespace, req.params.id, { forceReschedule: force === true });
     setIndexHeaders(ctx, reply, out.index);
     return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
   };

@@ -146,16 +146,24 @@ export class JobService {
    * parameterized job (it launches children and places nothing itself).
    * Each call writes a new evaluation.
    */
-  async forceEvaluate(namespace: string, jobId: string): Promise<RegisterResult> {
+  async forceEvaluate(namespace: string, jobId: string, opts: { forceReschedule?: boolean } = {}): Promise<RegisterResult> {
     const now = this.#clock.now();
     const { index, result } = await this.#store.write((txn) => {
       const job = txn.get('jobs', rowKey(namespace, jobId));
       if (!job) throw new JobError('NOT_FOUND', 'job not found');
       if (job.periodic) throw new JobError('INVALID', "can't evaluate periodic job");
       if (job.parameterized) throw new JobError('INVALID', "can't evaluate parameterized job");
+      // `job eval -force-reschedule`: the failed allocations not yet replaced are rescheduled now,
+      // whatever their policy's attempts and delay say (Nomad's DesiredTransition.ForceReschedule).
+      if (opts.forceReschedule) {
+        for (const a of txn.list('allocations')) {
+          if (a.namespace !== namespace || a.jobId !== jobId || a.clientStatus !== 'failed' || a.desiredStatus !== 'run') continue;
+          txn.put('allocations', { ...a, desiredTransition: { ...a.desiredTransition, forceReschedule: true }, modifyTime: now });
+        }
+      }
       return { job, evaluation: putPendingEvaluation(txn, job, 'job-register', now) };
     });
-    this.#log.info({ jobId, namespace, evalId: result.evaluation.id }, 'job evaluation forced');
+    this.#log.info({ jobId, namespace, evalId: result.evaluation.id, forceReschedule: opts.forceReschedule ?? false }, 'job evaluation forced');
     return { ...result, index };
   }
 

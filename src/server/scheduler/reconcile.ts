@@ -206,11 +206,13 @@ function reconcileGroup(
     if (alloc.clientStatus === 'failed' || (alloc.clientStatus === 'complete' && job.type === 'service')) {
       const failed = alloc.clientStatus === 'failed';
       const policy = group.reschedule;
+      // An operator's `job eval -force-reschedule` overrides the policy's attempts and delay.
+      const forced = failed && alloc.desiredTransition?.forceReschedule === true;
       // Out of attempts within the policy's interval: it stays failed.
-      if (failed && !policy.unlimited && reschedulesWithin(alloc, byId, now - durationMs(policy.interval)) >= policy.attempts) continue;
+      if (failed && !forced && !policy.unlimited && reschedulesWithin(alloc, byId, now - durationMs(policy.interval)) >= policy.attempts) continue;
       // The wait grows with each reschedule by the policy's delay function (constant, exponential, fibonacci).
       const wait = rescheduleDelayMs(policy.delayFunction ?? 'constant', durationMs(policy.delay), durationMs(policy.maxDelay ?? '1h'), alloc.rescheduleAttempts + 1);
-      const at = failed ? alloc.modifyTime + wait : now;
+      const at = failed && !forced ? alloc.modifyTime + wait : now;
       if (at > now) {
         result.followUpAt = Math.min(result.followUpAt ?? at, at);
         continue;
