@@ -166,6 +166,8 @@ const taskSchema = z.strictObject({
   maxRunDuration: duration.optional(),
   /** The user the task runs as (name or uid); absent: the agent's user. */
   user: z.string().min(1, 'user must name a user').optional(),
+  /** The group's leader: once it is dead for good, its siblings are stopped; a stop of the group kills it first (Nomad's `leader`). */
+  leader: z.boolean().optional(),
   ...refused('vault', 'consul', 'identity', 'scaling', 'csiPlugins'),
   /** Registered while the task runs (Nomad's native service discovery). */
   services: z.array(serviceSchema).optional(),
@@ -319,6 +321,10 @@ export const jobSpecSchema = z
       }
       servicePortProblems(group, gi, ctx);
       const seenTasks = new Set<string>();
+      const leaders = group.tasks.filter((t) => t.leader);
+      if (leaders.length > 1) {
+        ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks', group.tasks.indexOf(leaders[1]!), 'leader'], message: `only one task may be marked as leader (tasks ${leaders.map((t) => `"${t.name}"`).join(', ')} are)` });
+      }
       if (group.tasks.every((t) => t.lifecycle)) {
         ctx.addIssue({ code: 'custom', path: ['groups', gi, 'tasks'], message: `group "${group.name}" needs at least one main task (a task without a lifecycle block)` });
       }

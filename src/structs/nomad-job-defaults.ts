@@ -80,6 +80,7 @@ export function nomadJobDefaults(job: Obj, mode: DefaultsMode): void {
     for (const service of objects(group['Services'])) serviceDefaults(service, defaultServiceName(jobName, groupName, undefined), mode);
     for (const task of objects(group['Tasks'])) {
       implied(task, 'KillTimeout', 5 * SECOND, mode);
+      implied(task, 'Leader', false, mode);
       implied(task, 'RestartPolicy', isObject(group['RestartPolicy']) ? group['RestartPolicy'] : null, mode);
       if (isObject(task['Resources'])) implied(task['Resources'], 'Cores', 0, mode);
       for (const mount of objects(task['VolumeMounts'])) implied(mount, 'SELinuxLabel', '', mode);

@@ -289,7 +289,7 @@ const TASK: TableOf<NomadTask> = {
   Identities: unsupported('workload identities'),
   Secrets: unsupported('secret blocks'),
   Kind: DEFAULTED,
-  Leader: unsupported('leader tasks'),
+  Leader: attr('leader'),
   ScalingPolicies: unsupported('scaling policies'),
   Schedule: unsupported('task schedules'),
   Actions: unsupported('task actions'),

@@ -177,6 +177,25 @@ describe('Nomad-style job files on a dev agent', () => {
     assert.match(alloc.ClientDescription, /max_run_duration of 2s/);
   });
 
+  it('stops the other tasks once the leader task is dead, and refuses two leaders in a group at the second', async () => {
+    await run('leader.hcl');
+    const alloc = await allocOf('leader', (a) => a.ClientStatus === 'failed' || a.ClientStatus === 'complete', 'the leader group to end');
+    assert.equal(alloc.ClientStatus, 'complete', JSON.stringify(alloc.TaskStates));
+    assert.equal(readFileSync(path.join(sharedDir(alloc.ID), 'leader.txt'), 'utf8'), 'led\n');
+    const follower = task(alloc, 'follower');
+    assert.equal(follower.State, 'dead');
+    assert.equal(follower.Failed, false);
+    assert.ok(events(follower).some((e) => e.Type === 'Leader Task Dead' && e.DisplayMessage === 'Leader Task in Group dead'), events(follower).map((e) => e.Type).join(','));
+    // The follower was stopped, not left to sleep its ten minutes.
+    assert.ok(ms(follower.FinishedAt, 'FinishedAt') - ms(task(alloc, 'leader').FinishedAt, 'FinishedAt') < 60_000);
+
+    const two = readFileSync(path.join(CORPUS, 'leader.hcl'), 'utf8').replace('driver = "raw_exec"\n      config {\n        command = "/bin/sleep"', 'driver = "raw_exec"\n      leader = true\n      config {\n        command = "/bin/sleep"');
+    writeFileSync(path.join(dir, 'two-leaders.hcl'), two);
+    const r = await agent.cli(['job', 'run', '--detach', path.join(dir, 'two-leaders.hcl')]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /two-leaders\.hcl:17:\d+: .*only one task may be marked as leader \(tasks "leader", "follower" are\)/);
+  });
+
   it('runs a task as its `user` under raw_exec and exec', async () => {
     await run('user.hcl');
     const alloc = await allocOf('as-nobody', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the tasks run as nobody to finish');

@@ -185,7 +185,7 @@ export class AllocRunner {
     this.#postrunHooks = [new VolumeBindsHook(this.#logger), this.#csiHook, hostVolumes, network];
     this.#destroyHooks = [allocDir];
     this.#lifecycle = new TaskLifecycle({
-      tasks: group.tasks.map((t) => ({ runner: this.#tasks.get(t.name) as TaskRunner, role: lifecycleRole(t) })),
+      tasks: group.tasks.map((t) => ({ runner: this.#tasks.get(t.name) as TaskRunner, role: lifecycleRole(t), leader: t.leader === true })),
       logger: this.#logger,
       mayAct: () => this.#state !== 'shutdown' && this.#state !== 'destroyed',
     });
@@ -498,11 +498,11 @@ export class AllocRunner {
       this.#held = false;
       this.#stopAbort.abort();
       await this.#running?.catch(() => undefined);
-      await Promise.all([...this.#tasks.values()].filter((t) => !this.#lifecycle.isPoststop(t.name)).map((t) => t.kill(reason)));
+      await this.#lifecycle.kill(reason, { poststop: false });
       // Poststop tasks run once the others stopped, if the allocation got as far as running its tasks.
       if (this.#lifecycle.hasPoststop && this.#state !== 'shutdown') {
         if (this.#record.phase === 'running' && !this.#record.failure) await this.#lifecycle.poststop();
-        await Promise.all([...this.#tasks.values()].map((t) => t.kill(reason)));
+        await this.#lifecycle.kill(reason, { poststop: true });
       }
       if (this.#state !== 'shutdown') await this.#runPostrun();
     })();

@@ -51,4 +51,33 @@ describe('TaskLifecycle', () => {
     await eventually('the allocation completes', () => second.status().clientStatus === 'complete', 60_000);
     assert.deepEqual(readFileSync(path.join(shared, 'order'), 'utf8').trim().split('\n'), ['main', 'cleanup']);
   });
+
+  it('a stop of the allocation kills the leader task before its siblings', async (t) => {
+    const node = new Node();
+    t.after(() => node.cleanup());
+    await node.start();
+    // Each task notes its SIGTERM, the leader after a pause: killed together, the follower would note first.
+    const noting = (name: string, pause = 0): string => `trap 'sleep ${pause}; echo ${name} >> "\${NOMAD_ALLOC_DIR}/order"; exit 0' TERM; while :; do sleep 0.1; done`;
+    const job = makeJob({
+      id: 'lead',
+      type: 'service',
+      groups: [
+        {
+          name: 'g',
+          tasks: [
+            { name: 'follower', driver: 'raw_exec', config: { command: '/bin/sh', args: ['-c', noting('follower')] } },
+            { name: 'leader', driver: 'raw_exec', leader: true, config: { command: '/bin/sh', args: ['-c', noting('leader', 0.5)] } },
+          ],
+        },
+      ],
+    });
+    const alloc = makeAlloc(job);
+    const runner = node.runner(alloc, job);
+    await runner.run();
+    const shared = runner.allocDir.sharedDir;
+    await eventually('both tasks run', () => runner.status().taskStates['leader']?.state === 'running' && runner.status().taskStates['follower']?.state === 'running', 30_000);
+    runner.update({ ...alloc, desiredStatus: 'stop' });
+    await eventually('both tasks stopped', () => existsSync(path.join(shared, 'order')) && readFileSync(path.join(shared, 'order'), 'utf8').trim().split('\n').length === 2, 60_000);
+    assert.deepEqual(readFileSync(path.join(shared, 'order'), 'utf8').trim().split('\n'), ['leader', 'follower']);
+  });
 });

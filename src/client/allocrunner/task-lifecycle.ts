@@ -3,7 +3,8 @@
 // every prestart task that is not a sidecar has completed successfully;
 // prestart sidecars run beside the main tasks; poststart tasks once the main
 // tasks run; when every main task has stopped, the sidecars are stopped and
-// the poststop tasks run.
+// the poststop tasks run. A group's `leader` task, once dead for good, stops
+// its siblings; a stop of the allocation kills the leader first.
 
 import { describeError, type Logger } from '../../lib/index.js';
 import type { Task } from '../../structs/index.js';
@@ -27,6 +28,8 @@ export function isEphemeral(task: Pick<Task, 'lifecycle'>): boolean {
 export interface LifecycleTask {
   runner: TaskRunner;
   role: LifecycleRole;
+  /** The group's leader (`leader = true`): at most one. */
+  leader?: boolean;
 }
 
 export interface TaskLifecycleOptions {
@@ -59,6 +62,7 @@ export class TaskLifecycle {
   readonly #o: TaskLifecycleOptions;
   #poststop: Promise<void> | undefined;
   #watchingMain = false;
+  #killing = false;
 
   constructor(opts: TaskLifecycleOptions) {
     this.#o = opts;
@@ -123,9 +127,29 @@ export class TaskLifecycle {
     return this.#poststop;
   }
 
+  /**
+   * Kills the tasks for a stop of the allocation, the leader first (as
+   * Nomad's killTasks), then the others; poststop tasks only with
+   * `poststop`. Resolves once they are dead.
+   */
+  async kill(reason: string, opts: { poststop: boolean }): Promise<void> {
+    this.#killing = true;
+    const targets = this.#o.tasks.filter((t) => opts.poststop || t.role !== 'poststop');
+    const leader = targets.find((t) => t.leader);
+    if (leader) await leader.runner.kill(reason);
+    await Promise.all(targets.filter((t) => t !== leader).map((t) => t.runner.kill(reason)));
+  }
+
   #watchMain(): void {
     if (this.#watchingMain) return;
     this.#watchingMain = true;
+    const leader = this.#o.tasks.find((t) => t.leader);
+    void leader?.runner.done.then(async () => {
+      if (this.#killing || !this.#o.mayAct()) return;
+      const others = this.#o.tasks.filter((t) => t !== leader && t.role !== 'poststop' && t.runner.view().state !== 'dead');
+      for (const t of others) t.runner.event(TASK_EVENTS.leaderDead, 'Leader Task in Group dead');
+      await Promise.all(others.map((t) => t.runner.kill(`leader task "${leader.runner.name}" is dead`)));
+    });
     void Promise.all(this.#with('main').map((t) => t.runner.done)).then(() => {
       if (this.#o.mayAct()) void this.poststop();
     });

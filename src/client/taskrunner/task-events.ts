@@ -42,6 +42,8 @@ export const TASK_EVENTS = {
   waitingShutdownDelay: 'Waiting for shutdown delay',
   /** A `${...}` in the task's spec named nothing known and was left as written. */
   interpolationUnresolved: 'Interpolation Unresolved',
+  /** The group's leader task is dead for good: this task is stopped (Nomad's TaskLeaderDead). */
+  leaderDead: 'Leader Task Dead',
   /** A lifecycle task waits for its turn (main tasks wait for prestart tasks; poststop tasks for the main tasks). */
   lifecycleWaiting: 'Lifecycle Waiting',
 } as const;
