@@ -248,6 +248,8 @@ const groupSchema = z.strictObject({
   meta: metaSchema.optional(),
   /** Nomad's group shutdown_delay: the default of its tasks'. */
   shutdownDelay: duration.optional(),
+  /** Batch jobs: the allocation is stopped (and completes) once it has run this long since it was created. */
+  maxRunDuration: duration.optional(),
   ephemeralDisk: ephemeralDiskSchema.optional(),
   constraints: constraintsSchema,
   affinities: affinitiesSchema,
@@ -320,6 +322,10 @@ export const jobSpecSchema = z
         }
       }
       servicePortProblems(group, gi, ctx);
+      if (group.maxRunDuration !== undefined) {
+        if (durationMs(group.maxRunDuration) <= 0) ctx.addIssue({ code: 'custom', path: ['groups', gi, 'maxRunDuration'], message: 'max_run_duration must be greater than zero' });
+        if (job.type !== 'batch') ctx.addIssue({ code: 'custom', path: ['groups', gi, 'maxRunDuration'], message: `job type "${job.type}" does not allow max_run_duration (batch jobs only)` });
+      }
       const seenTasks = new Set<string>();
       const leaders = group.tasks.filter((t) => t.leader);
       if (leaders.length > 1) {

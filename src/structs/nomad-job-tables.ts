@@ -304,6 +304,7 @@ export const GROUP: TableOf<NomadGroup> = {
   Volumes: { to: 'volumes', byName: GROUP_VOLUME },
   Meta: attr('meta'),
   ShutdownDelay: attr('shutdownDelay', duration),
+  MaxRunDuration: attr('maxRunDuration', duration),
   // A list of at most one, and Berth's `network`: nomad-job.ts converts it.
   Networks: CUSTOM,
   EphemeralDisk: { to: 'ephemeralDisk', obj: EPHEMERAL_DISK },
@@ -313,7 +314,6 @@ export const GROUP: TableOf<NomadGroup> = {
   Affinities: AFFINITIES,
   Spreads: SPREADS,
   Services: { to: 'services', list: SERVICE },
-  MaxRunDuration: unsupported('max_run_duration on a group (Berth takes it on each task)'),
   Scaling: unsupported('scaling'),
   Consul: unsupported('Consul'),
   StopAfterClientDisconnect: unsupported('stop_after_client_disconnect'),

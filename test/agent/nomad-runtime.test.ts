@@ -196,6 +196,20 @@ describe('Nomad-style job files on a dev agent', () => {
     assert.match(r.stderr, /two-leaders\.hcl:17:\d+: .*only one task may be marked as leader \(tasks "leader", "follower" are\)/);
   });
 
+  it("stops a batch group at its max_run_duration, completing it without its poststop task; refuses it on a service job", async () => {
+    await run('group-max-run.hcl');
+    const alloc = await allocOf('capped', (a) => a.ClientStatus === 'failed' || a.ClientStatus === 'complete', 'the capped group to end');
+    assert.equal(alloc.ClientStatus, 'complete', JSON.stringify(alloc.TaskStates));
+    assert.equal(alloc.ClientDescription, 'allocation exceeded max_run_duration');
+    assert.equal(task(alloc, 'work').Failed, false);
+    assert.equal(existsSync(path.join(sharedDir(alloc.ID), 'after.txt')), false, 'the poststop task was skipped');
+    const service = readFileSync(path.join(CORPUS, 'group-max-run.hcl'), 'utf8').replace('type = "batch"', 'type = "service"');
+    writeFileSync(path.join(dir, 'service-capped.hcl'), service);
+    const r = await agent.cli(['job', 'run', '--detach', path.join(dir, 'service-capped.hcl')]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /service-capped\.hcl:7:\d+: .*job type "service" does not allow max_run_duration/);
+  });
+
   it('runs a task as its `user` under raw_exec and exec', async () => {
     await run('user.hcl');
     const alloc = await allocOf('as-nobody', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the tasks run as nobody to finish');

@@ -34,6 +34,8 @@ export interface AllocRunnerRecord {
   phase: AllocPhase;
   /** Set when prerun failed: why the allocation failed. */
   failure?: string;
+  /** Set when the group's max_run_duration stopped it (it completes then). */
+  maxRunExceeded?: boolean;
   /** The group's network namespace; `driver` names the driver that made it (a driver that must initiate the network). */
   /** `labels`: what the driver that made the namespace said of it (see RunnerDriver.createNetwork). */
   network?: { path: string; driver?: string; mode?: string; address?: string; interface?: string; labels?: Record<string, string> };

@@ -25,6 +25,7 @@ import type { AllocRunnerOptions } from './alloc-runner-options.js';
 import { CsiHook } from './csi-hook.js';
 import { DispatchPayloadHook } from './dispatch-payload-hook.js';
 import { HostVolumeHook } from './host-volume-hook.js';
+import { armMaxRunDuration, MAX_RUN_EXCEEDED, maxRunDeadline } from './max-run-duration.js';
 import { NetworkHook } from './network-hook.js';
 import { runPrerunStages, type PrerunStage } from './prerun-stages.js';
 import { singleWriterVolumes } from './single-writer.js';
@@ -187,7 +188,7 @@ export class AllocRunner {
     this.#lifecycle = new TaskLifecycle({
       tasks: group.tasks.map((t) => ({ runner: this.#tasks.get(t.name) as TaskRunner, role: lifecycleRole(t), leader: t.leader === true })),
       logger: this.#logger,
-      mayAct: () => this.#state !== 'shutdown' && this.#state !== 'destroyed',
+      mayAct: () => this.#state !== 'shutdown' && this.#state !== 'destroyed' && !this.#record.maxRunExceeded,
     });
   }
 
@@ -370,6 +371,9 @@ export class AllocRunner {
     if (this.#record.failure) {
       clientStatus = 'failed';
       clientDescription = `Failed to set up the allocation: ${this.#record.failure}`;
+    } else if (this.#record.maxRunExceeded && states.every((s) => s.state === 'dead')) {
+      clientStatus = 'complete';
+      clientDescription = MAX_RUN_EXCEEDED;
     } else if (states.length && states.every((s) => s.state === 'dead')) {
       const failed = Object.entries(taskStates).filter(([, s]) => s.failed).map(([n]) => n);
       clientStatus = failed.length ? 'failed' : 'complete';
@@ -501,7 +505,7 @@ export class AllocRunner {
       await this.#lifecycle.kill(reason, { poststop: false });
       // Poststop tasks run once the others stopped, if the allocation got as far as running its tasks.
       if (this.#lifecycle.hasPoststop && this.#state !== 'shutdown') {
-        if (this.#record.phase === 'running' && !this.#record.failure) await this.#lifecycle.poststop();
+        if (this.#record.phase === 'running' && !this.#record.failure && !this.#record.maxRunExceeded) await this.#lifecycle.poststop();
         await this.#lifecycle.kill(reason, { poststop: true });
       }
       if (this.#state !== 'shutdown') await this.#runPostrun();
@@ -510,6 +514,13 @@ export class AllocRunner {
   }
 
   #watchTasks(): void {
+    armMaxRunDuration(maxRunDeadline(this.#record.alloc, this.#group), this.#clock, AbortSignal.any([this.#stopAbort.signal, this.#shutdownAbort.signal]), () => {
+      if (this.#record.phase !== 'running' || [...this.#tasks.values()].every((t) => t.view().state === 'dead')) return;
+      this.#record.maxRunExceeded = true;
+      this.#save();
+      this.#logger.info({ maxRunDuration: this.#group.maxRunDuration }, MAX_RUN_EXCEEDED);
+      void this.#stop(MAX_RUN_EXCEEDED);
+    });
     for (const t of this.#tasks.values()) {
       void t.done.then(() => {
         const st = t.state();
