@@ -82,7 +82,7 @@ export {
   SidecarTask,
 } from './job-services.js';
 export { Task, TaskGroup } from './job-tasks.js';
-export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, TaskGroupScaleStatus } from './scaling.js';
+export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, ScalingPolicyListStub, TaskGroupScaleStatus } from './scaling.js';
 export { DesiredUpdates, FieldDiff, JobDiff, ObjectDiff, PlanAnnotations, TaskDiff, TaskGroupDiff } from './job-plan.js';
 export {
   BerthPlannedPlacement,

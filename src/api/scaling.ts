@@ -52,3 +52,14 @@ export const JobScaleStatusResponse = z.strictObject({
   TaskGroups: map(TaskGroupScaleStatus),
 });
 export type JobScaleStatusResponse = z.infer<typeof JobScaleStatusResponse>;
+
+/** A row of GET /v1/scaling/policies. */
+export const ScalingPolicyListStub = z.strictObject({
+  ID: z.string(),
+  Enabled: z.boolean(),
+  Type: z.string(),
+  Target: stringMap,
+  CreateIndex: uint,
+  ModifyIndex: uint,
+});
+export type ScalingPolicyListStub = z.infer<typeof ScalingPolicyListStub>;

@@ -69,6 +69,12 @@ export const COMMANDS: readonly TopCommand[] = [
     description: 'Cluster maintenance: garbage collection, job summary reconciliation',
     load: async (ctx) => (await import('./system-command.js')).systemCommand(ctx),
   },
+  {
+    name: 'scaling',
+    term: 'scaling',
+    description: "Inspect the groups' scaling policies (min and max of their counts, the autoscaler's policy)",
+    load: async (ctx) => (await import('./scaling-command.js')).scalingCommand(ctx),
+  },
   { name: 'eval', term: 'eval', description: "Inspect the scheduler's evaluations", load: async (ctx) => (await import('./eval-command.js')).evalCommand(ctx) },
   { name: 'deployment', term: 'deployment', description: 'Follow and steer rolling updates', load: async (ctx) => (await import('./deployment-command.js')).deploymentCommand(ctx) },
   { name: 'event', term: 'event', description: 'Follow changes in the cluster', load: async (ctx) => (await import('./cluster-commands.js')).eventCommand(ctx) },

@@ -208,6 +208,8 @@ const GROUP: Body = {
   max_run_duration: attr('maxRunDuration'),
   ephemeral_disk: { t: 'block', to: 'ephemeralDisk', body: { size: attr('size'), sticky: attr('sticky'), migrate: attr('migrate') } },
   ...REFUSED_BLOCKS,
+  // After the refused blocks: a group's scaling block is Nomad's horizontal policy (a task's stays refused).
+  scaling: { t: 'block', to: 'scaling', body: { enabled: attr('enabled'), min: attr('min'), max: attr('max'), policy: map('policy') } },
   migrate: MIGRATE,
   service: { t: 'blocks', to: 'services', body: SERVICE },
   constraint: CONSTRAINT,

@@ -239,6 +239,19 @@ const parameterizedSchema = z.strictObject({
   metaOptional: z.array(z.string().min(1)).default([]),
 });
 
+/**
+ * Nomad's group `scaling` block (horizontal): the bounds `job scale` keeps
+ * the group's count within, listed at /v1/scaling/policies; `policy` is the
+ * autoscaler's, kept as written.
+ */
+const scalingSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Absent: the group's count when the job is registered (Nomad's Canonicalize). */
+  min: z.number().int().min(0, 'scaling min must not be negative').optional(),
+  max: z.number({ error: 'scaling max must be set (a whole number)' }).int().min(0, 'scaling max must not be negative'),
+  policy: z.record(z.string(), z.unknown()).optional(),
+});
+
 const groupSchema = z.strictObject({
   name: name('group name'),
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
@@ -254,7 +267,8 @@ const groupSchema = z.strictObject({
   constraints: constraintsSchema,
   affinities: affinitiesSchema,
   spreads: spreadsSchema,
-  ...refused('vault', 'consul', 'scaling', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  ...refused('vault', 'consul', 'disconnect', 'maxClientDisconnect', 'stopAfterClientDisconnect'),
+  scaling: scalingSchema.optional(),
   migrate: migrateSchema.optional(),
   /** Registered while the allocation's tasks run (Nomad's native service discovery). */
   services: z.array(serviceSchema).optional(),
@@ -326,6 +340,13 @@ export const jobSpecSchema = z
         if (durationMs(group.maxRunDuration) <= 0) ctx.addIssue({ code: 'custom', path: ['groups', gi, 'maxRunDuration'], message: 'max_run_duration must be greater than zero' });
         if (job.type !== 'batch') ctx.addIssue({ code: 'custom', path: ['groups', gi, 'maxRunDuration'], message: `job type "${job.type}" does not allow max_run_duration (batch jobs only)` });
       }
+      if (group.scaling) {
+        const min = group.scaling.min ?? group.count;
+        const at = ['groups', gi, 'scaling'];
+        if (min > group.scaling.max) ctx.addIssue({ code: 'custom', path: [...at, 'max'], message: `scaling max (${group.scaling.max}) must not be less than min (${min})` });
+        else if (group.count < min) ctx.addIssue({ code: 'custom', path: ['groups', gi, 'count'], message: `task group count (${group.count}) must not be less than the scaling policy's min (${min})` });
+        else if (group.count > group.scaling.max) ctx.addIssue({ code: 'custom', path: ['groups', gi, 'count'], message: `task group count (${group.count}) must not be greater than the scaling policy's max (${group.scaling.max})` });
+      }
       const seenTasks = new Set<string>();
       const leaders = group.tasks.filter((t) => t.leader);
       if (leaders.length > 1) {
@@ -380,7 +401,14 @@ export const jobSpecSchema = z
       }
     });
   })
-  .transform(canonicalUpdates);
+  .transform(canonicalUpdates)
+  .transform(canonicalScaling);
+
+/** A scaling block's min, when left out, is the group's count at registration (Nomad's Canonicalize). Idempotent. */
+function canonicalScaling<J extends { groups: Array<{ count: number; scaling?: { min?: number | undefined } | undefined }> }>(job: J): J {
+  if (!job.groups.some((g) => g.scaling && g.scaling.min === undefined)) return job;
+  return { ...job, groups: job.groups.map((g) => (g.scaling && g.scaling.min === undefined ? { ...g, scaling: { ...g.scaling, min: g.count } } : g)) };
+}
 
 /**
  * The job's update block merged into each group's (Nomad's Job.Canonicalize):

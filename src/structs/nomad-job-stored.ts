@@ -6,6 +6,7 @@
 import type { Job as NomadJob, JobListStub, JobSummary, TaskGroupSummary } from '../api/index.js';
 import type { Allocation } from './allocation.js';
 import { jobModifyIndex, publicJob, specOfJob, type Job, type JobStatus } from './job.js';
+import { scalingPolicyOf } from './scaling-policy.js';
 import { specToNomadJob } from './nomad-job.js';
 
 const NS_PER_MS = 1_000_000;
@@ -26,6 +27,10 @@ export interface StoredJobOptions {
  */
 export function jobToNomad(job: Job, opts: StoredJobOptions = {}): NomadJob {
   const out = specToNomadJob(publicJob(specOfJob(job)), { canonicalize: true });
+  (out.TaskGroups ?? []).forEach((g, i) => {
+    const group = job.groups[i];
+    if (g.Scaling && group) g.Scaling = scalingPolicyOf(job, group) ?? g.Scaling;
+  });
   return {
     ...out,
     Stop: job.stop,

@@ -19,6 +19,7 @@ import type {
   ReschedulePolicy as NomadReschedule,
   Resources,
   RestartPolicy as NomadRestart,
+  ScalingPolicy as NomadScaling,
   Service,
   ServiceCheck,
   Spread as NomadSpread,
@@ -294,6 +295,19 @@ const TASK: TableOf<NomadTask> = {
   Schedule: unsupported('task schedules'),
   Actions: unsupported('task actions'),
 };
+/** A group's horizontal scaling policy; what the server derives (ID, target, type, indexes) is filled in on the way out (nomad-job-stored.ts). */
+const SCALING: TableOf<NomadScaling> = {
+  Min: attr('min'),
+  Max: attr('max'),
+  Policy: attr('policy'),
+  Enabled: attr('enabled'),
+  Type: onlyValue('horizontal', 'a group\'s scaling policy is "horizontal"'),
+  ID: DEFAULTED,
+  Namespace: DEFAULTED,
+  Target: DEFAULTED,
+  CreateIndex: DEFAULTED,
+  ModifyIndex: DEFAULTED,
+};
 const EPHEMERAL_DISK: TableOf<EphemeralDisk> = { SizeMB: attr('size'), Sticky: attr('sticky'), Migrate: attr('migrate') };
 export const GROUP: TableOf<NomadGroup> = {
   Name: attr('name'),
@@ -314,7 +328,7 @@ export const GROUP: TableOf<NomadGroup> = {
   Affinities: AFFINITIES,
   Spreads: SPREADS,
   Services: { to: 'services', list: SERVICE },
-  Scaling: unsupported('scaling'),
+  Scaling: { to: 'scaling', obj: SCALING },
   Consul: unsupported('Consul'),
   StopAfterClientDisconnect: unsupported('stop_after_client_disconnect'),
   MaxClientDisconnect: unsupported('max_client_disconnect'),

@@ -55,7 +55,6 @@ describe('reading Nomad job JSON', () => {
     job.Multiregion = part({ Strategy: { MaxParallel: 1, OnFailure: '' }, Regions: [] });
     job.Reschedule = part({ Attempts: 1 });
     job.NodePool = 'gpu';
-    group.Scaling = part({ Min: 1, Max: 3 });
     group.Volumes!['data']!.Sticky = true;
     group.Services![0]!.Connect = part({ Native: true });
     group.Services![0]!.Checks![0]!.GRPCService = 'health';
@@ -70,7 +69,6 @@ describe('reading Nomad job JSON', () => {
         'Job.Multiregion: Berth does not support multiregion jobs; remove "Multiregion"',
         'Job.NodePool: Berth has no node pools; leave NodePool out (or "default")',
         'Job.Reschedule: Berth does not support a reschedule block on the job (give it to each group); remove "Reschedule"',
-        'Job.TaskGroups[0].Scaling: Berth does not support scaling; remove "Scaling"',
         'Job.TaskGroups[0].Services[0].Checks[0].GRPCService: Berth does not support grpc checks; remove "GRPCService"',
         'Job.TaskGroups[0].Services[0].Connect: Berth does not support Consul Connect; remove "Connect"',
         'Job.TaskGroups[0].Tasks[0].Frobnicate: unknown field "Frobnicate" (not part of Nomad\'s job or volume JSON that Berth reads)',

@@ -11,6 +11,7 @@ import { Job as NomadJob, NetworkResource, type TaskGroup as NomadGroup } from '
 import { formatPath, type JobSpec } from './job.js';
 import { nomadJobDefaults } from './nomad-job-defaults.js';
 import { JOB, NETWORK } from './nomad-job-tables.js';
+import { HORIZONTAL } from './scaling-policy.js';
 import { isEmpty, isObject, readNomad, readObject, writeObject, type NomadTranslation, type Translation } from './nomad-table.js';
 
 /** True for Nomad's API job JSON: a `Job` object, or a job object with PascalCase `ID` and `TaskGroups`. */
@@ -103,6 +104,7 @@ export function specToNomadJob(spec: JobSpec, opts: NomadJobOptions = {}): Nomad
   (job.TaskGroups ?? []).forEach((group: NomadGroup, i) => {
     const network = spec.groups[i]?.network;
     if (network) group.Networks = [writeNetwork(network)];
+    if (group.Scaling) group.Scaling.Type = HORIZONTAL;
   });
   if (opts.canonicalize) nomadJobDefaults(job as unknown as Record<string, unknown>, 'fill');
   return job;

@@ -210,6 +210,38 @@ describe('Nomad-style job files on a dev agent', () => {
     assert.match(r.stderr, /service-capped\.hcl:7:\d+: .*job type "service" does not allow max_run_duration/);
   });
 
+  it("keeps a group's scaling block: listed as Nomad's policy, and job scale refused outside its min and max", async () => {
+    await run('scaling.hcl');
+    const policies = await agent.get<Array<{ ID: string; Enabled: boolean; Type: string; Target: Record<string, string> }>>('/v1/scaling/policies?job=scaled');
+    assert.equal(policies.length, 1);
+    assert.deepEqual(policies[0]!.Target, { Namespace: 'default', Job: 'scaled', Group: 'web' });
+    assert.equal(policies[0]!.Type, 'horizontal');
+    const policy = await agent.get<{ Min: number; Max: number; Policy: Record<string, unknown> }>(`/v1/scaling/policy/${policies[0]!.ID}`);
+    assert.equal(policy.Min, 2, 'min left out is the count at registration');
+    assert.equal(policy.Max, 4);
+    const listed = await agent.cli(['scaling', 'policy', 'list']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, new RegExp(`^${policies[0]!.ID.slice(0, 8)}\\s+true\\s+horizontal\\s+Namespace:default,Job:scaled,Group:web$`, 'm'));
+    const info = await agent.cli(['scaling', 'policy', 'info', policies[0]!.ID.slice(0, 6)]);
+    assert.match(info.stdout, /^Min\s+= 2\nMax\s+= 4$/m);
+    assert.match(info.stdout, /"cooldown": "1m"/);
+    const job = await agent.get<{ TaskGroups: Array<{ Scaling: { ID: string; Min: number } }> }>('/v1/job/scaled');
+    assert.equal(job.TaskGroups[0]!.Scaling.ID, policies[0]!.ID);
+
+    const tooMany = await agent.cli(['job', 'scale', 'scaled', 'web', '5']);
+    assert.notEqual(tooMany.code, 0);
+    assert.match(tooMany.stderr, /group count was greater than scaling policy maximum: 5 > 4/);
+    const tooFew = await agent.cli(['job', 'scale', 'scaled', 'web', '1']);
+    assert.match(tooFew.stderr, /group count was less than scaling policy minimum: 1 < 2/);
+    const ok = await agent.cli(['job', 'scale', 'scaled', 'web', '3']);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal((await agent.get<{ TaskGroups: Array<{ Count: number }> }>('/v1/job/scaled')).TaskGroups[0]!.Count, 3);
+    // The same file sent again is the same job: min stays the count it was registered with.
+    await run('scaling.hcl');
+    assert.equal((await agent.get<{ Min: number }>(`/v1/scaling/policy/${policies[0]!.ID}`)).Min, 2);
+    assert.equal((await agent.cli(['job', 'stop', '-purge', 'scaled'])).code, 0);
+  });
+
   it('runs a task as its `user` under raw_exec and exec', async () => {
     await run('user.hcl');
     const alloc = await allocOf('as-nobody', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the tasks run as nobody to finish');

@@ -4,7 +4,7 @@
 // the job is evaluated (a revert or scale registers the job anew).
 
 import { systemClock, BerthError, type Clock, type Logger } from '../../lib/index.js';
-import { isActiveDeployment, specOfJob, type Deployment, type JobVersion } from '../../structs/index.js';
+import { isActiveDeployment, scalingBoundsProblem, specOfJob, type Deployment, type JobVersion } from '../../structs/index.js';
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
 import { jobVersions } from './deployment-plan.js';
 import type { DeploymentJobs, JobRegistration } from './deployment-watcher.js';
@@ -175,9 +175,13 @@ export class DeploymentService {
     if (!Number.isInteger(count) || count < 0) throw new DeploymentError('INVALID', `count must be a whole number of at least 0, not ${count}`);
     const job = this.#store.snapshot().get('jobs', rowKey(namespace, jobId));
     if (!job) throw new DeploymentError('NOT_FOUND', `job "${jobId}" not found in namespace "${namespace}"`);
-    if (!job.groups.some((g) => g.name === group)) {
+    const target = job.groups.find((g) => g.name === group);
+    if (!target) {
       throw new DeploymentError('NOT_FOUND', `job "${jobId}" has no group "${group}" (it has ${job.groups.map((g) => `"${g.name}"`).join(', ')})`);
     }
+    // The group's scaling block bounds its count (Nomad's Job.Scale).
+    const outOfBounds = scalingBoundsProblem(target, count);
+    if (outOfBounds) throw new DeploymentError('INVALID', outOfBounds);
     const spec = specOfJob(job);
     return this.#jobs.register({ ...spec, groups: spec.groups.map((g) => (g.name === group ? { ...g, count } : g)) });
   }

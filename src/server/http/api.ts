@@ -28,6 +28,7 @@ import { registerPluginRoutes } from './plugin-routes.js';
 import { registerOperatorRoutes } from './operator-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerVolumeClaimRoutes } from './volume-claim-routes.js';
+import { registerScalingRoutes } from './scaling-routes.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerVolumeHealthRoutes } from './volume-health-routes.js';
 import type { ApiDeps, RouteContext } from './route-context.js';
@@ -184,6 +185,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerPluginRoutes(app, ctx);
   registerVolumeHealthRoutes(app, ctx);
   registerServiceRoutes(app, ctx);
+  registerScalingRoutes(app, ctx);
   registerEventRoutes(app, ctx);
 
   if (deps.metrics) registerMetricsRoute(app, deps.metrics.registry);
