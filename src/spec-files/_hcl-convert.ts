@@ -112,6 +112,7 @@ const GROUP_VOLUME: Body = {
   attachment_mode: attr('attachmentMode'),
   read_only: attr('readOnly'),
   per_alloc: attr('perAlloc'),
+  sticky: attr('sticky'),
   mount_options: { t: 'block', to: 'mountOptions', body: MOUNT_OPTIONS },
 };
 const TEMPLATE: Body = {
