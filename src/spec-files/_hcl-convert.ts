@@ -259,6 +259,12 @@ export const VOLUME_BODY: Body = {
   capacity_max: attr('capacityMax'),
   snapshot_id: attr('snapshotId'),
   clone_id: attr('cloneId'),
+  // Dynamic host volumes (type = "host").
+  node_id: attr('nodeId'),
+  node_pool: attr('nodePool'),
+  host_path: attr('hostPath'),
+  capacity: attr('capacity'),
+  constraint: CONSTRAINT,
   capability: { t: 'blocks', to: 'capabilities', body: { access_mode: attr('accessMode'), attachment_mode: attr('attachmentMode') } },
   // Nomad's legacy single capability at the top level.
   access_mode: attr('accessMode'),

@@ -21,6 +21,7 @@ export {
   type HostVolumeState,
   type NodeHostVolume,
 } from './host-volume.js';
+export { hostVolumeSpecSchema, parseHostVolumeSpec, type HostVolumeSpec } from './host-volume-spec.js';
 export {
   isClientTerminal,
   type AllocDesiredStatus,

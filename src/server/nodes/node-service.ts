@@ -73,6 +73,7 @@ function fingerprintKey(fp: NodeFingerprint): string {
     s: fp.stopAfterDisconnectMs,
     k: fp.killTimeoutMs,
     p: portFingerprint(fp),
+    hv: fp.hostVolumes,
   });
 }
 
@@ -115,8 +116,20 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
     csiNodePlugins: fp.csiNodePlugins,
     ...(typeof fp.stopAfterDisconnectMs === 'number' && fp.stopAfterDisconnectMs >= 0 ? { stopAfterDisconnectMs: fp.stopAfterDisconnectMs } : {}),
     ...(typeof fp.killTimeoutMs === 'number' && fp.killTimeoutMs >= 0 ? { killTimeoutMs: fp.killTimeoutMs } : {}),
+    ...(fp.hostVolumes && typeof fp.hostVolumes === 'object' ? { hostVolumes: hostVolumesOf(fp.hostVolumes) } : {}),
     ...portFingerprint(fp),
   };
+}
+
+/** The node's host volumes, each with the fields a host volume has (static ones with id ''). */
+function hostVolumesOf(v: Record<string, unknown>): NonNullable<NodeFingerprint['hostVolumes']> {
+  const out: NonNullable<NodeFingerprint['hostVolumes']> = {};
+  for (const [name, raw] of Object.entries(v)) {
+    const hv = raw as Record<string, unknown> | null;
+    if (!hv || typeof hv.path !== 'string') continue;
+    out[name] = { path: hv.path, readOnly: hv.readOnly === true, id: typeof hv.id === 'string' ? hv.id : '' };
+  }
+  return out;
 }
 
 /**
