@@ -183,12 +183,42 @@ describe('dynamic host volumes (Nomad 1.10) on a dev agent', { timeout: 300_000 
     assert.notEqual(badParam.code, 0);
     assert.match(badParam.stderr, /unknown mkdir parameter: "colour"/);
 
+    const again = await agent.cli(['volume', 'create', path.join(root, 'mkdir.hcl')]);
+    assert.notEqual(again.code, 0, 'a second volume "data" on the one node');
+    assert.match(again.stderr, /could not place volume "data": no node meets constraints: 1 nodes had existing volume/);
+
     const badFile = await agent.cli(['volume', 'create', write('bad-mode.hcl', 'name = "z"\ntype = "host"\ncapability {\n  access_mode = "multi-node-multi-writer"\n  attachment_mode = "file-system"\n}\n')]);
     assert.notEqual(badFile.code, 0);
     assert.match(badFile.stderr, /bad-mode\.hcl:4:3: capability\.access_mode: access_mode must be one of single-node-reader-only/);
 
     assert.equal((await hostVolumes()).length, count, 'no volume was recorded');
     assert.deepEqual(readdirSync(path.join(root, 'volumes')).sort(), dirs, 'no directory was left by the refused creates');
+  });
+
+  it('registers an existing directory on a node as a volume a job writes into, and forgets it on delete (the directory stays)', async () => {
+    const existing = path.join(root, 'existing');
+    mkdirSync(existing);
+    const nodeId = (await byName('data')).NodeID;
+    const missing = await agent.cli(['volume', 'register', write('reg-missing.hcl', `name = "reg"\ntype = "host"\nnode_id = "${nodeId}"\nhost_path = "${existing}-nope"\n`)]);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /could not verify host path for "reg"/);
+    const noNode = await agent.cli(['volume', 'register', write('reg-nonode.hcl', `name = "reg"\ntype = "host"\nhost_path = "${existing}"\n`)]);
+    assert.notEqual(noNode.code, 0);
+    assert.match(noNode.stderr, /Node ID is required for registering/);
+
+    const out = ok(await agent.cli(['volume', 'register', write('reg.hcl', `name = "reg"\ntype = "host"\nnode_id = "${nodeId}"\nhost_path = "${existing}"\n`)]), 'volume register reg.hcl');
+    assert.match(out, /^Registered host volume reg with ID [0-9a-f-]{36}$/m);
+    const vol = await until('the registered volume ready', async () => {
+      const v = await byName('reg');
+      return v.State === 'ready' ? v : false;
+    });
+    assert.equal(vol.HostPath, existing);
+    assert.equal(vol.PluginID, '');
+    ok(await agent.cli(['job', 'run', write('reg-writer.hcl', jobFile('reg-writer', 'reg', 'echo reg > /srv/r.txt', 'batch'))]), 'job run reg-writer');
+    await until('the task wrote into the registered directory', () => existsSync(path.join(existing, 'r.txt')));
+    ok(await agent.cli(['volume', 'delete', '--type', 'host', 'reg']), 'volume delete reg');
+    assert.equal((await hostVolumes()).some((v) => v.Name === 'reg'), false);
+    assert.ok(existsSync(path.join(existing, 'r.txt')), 'a registered volume\'s directory is the operator\'s: delete leaves it');
   });
 
   it('refuses to delete a volume a running allocation uses, then deletes it through its plugin once the job stopped', async () => {
