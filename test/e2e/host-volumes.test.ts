@@ -7,7 +7,7 @@
 // changed.
 
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -155,6 +155,29 @@ describe('dynamic host volumes (Nomad 1.10) on a dev agent', { timeout: 300_000 
     const vol = await byName('data');
     ok(await agent.cli(['job', 'run', write('writer2.hcl', jobFile('writer2', 'data', 'echo again > /srv/again.txt', 'batch'))]), 'job run writer2');
     await until('the task wrote after the restart', () => existsSync(path.join(vol.HostPath, 'again.txt')));
+  });
+
+  it('shows a volume whose plugin is gone after a restart as unavailable, places nothing on it, and is ready again once the plugin is back', async () => {
+    const plugin = path.join(pluginDir, 'ext-dir');
+    const aside = path.join(root, 'ext-dir.aside');
+    renameSync(plugin, aside);
+    await agent.stop('SIGKILL');
+    killProcessesUnder(dataDir);
+    await startAgent();
+    await until('ext unavailable, data ready', async () => {
+      const vols = await hostVolumes();
+      return vols.find((v) => v.Name === 'ext')?.State === 'unavailable' && vols.find((v) => v.Name === 'data')?.State === 'ready';
+    });
+    const r = await agent.cli(['job', 'run', write('on-unavailable.hcl', jobFile('on-unavailable', 'ext', 'true', 'batch'))]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stdout + r.stderr, /Constraint "missing compatible host volumes": 1 node excluded by filter/);
+    ok(await agent.cli(['job', 'stop', '-purge', 'on-unavailable']), 'job stop on-unavailable');
+
+    renameSync(aside, plugin);
+    await agent.stop('SIGKILL');
+    killProcessesUnder(dataDir);
+    await startAgent();
+    await until('ext ready again', async () => (await hostVolumes()).find((v) => v.Name === 'ext')?.State === 'ready');
   });
 
   it('places a job only where its host volume is: an unknown name is not placed, with Nomad\'s reason', async () => {
