@@ -12,6 +12,7 @@ import { ManualClock, silentLogger } from '../../lib/index.js';
 import type { HostVolume, Node } from '../../structs/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { JobService } from '../jobs/index.js';
+import { NodeService } from '../nodes/index.js';
 import { HOST_VOLUMES_REASON } from '../scheduler/index.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { hostVolumeCheckerFor } from './scheduling.js';
@@ -95,5 +96,17 @@ describe('sticky dynamic host volumes (Nomad TaskGroupHostVolumeClaim)', () => {
     const loose = { ...job.groups[0]!, volumes: { d: { ...job.groups[0]!.volumes['d']!, sticky: false } } };
     const free = hostVolumeCheckerFor(snap, job, loose, [], nodes)!;
     assert.equal(free.reason(nodes.get('n1')!), undefined);
+  });
+
+  it('forgets a purged node\'s host volumes and their sticky claims', async () => {
+    await store.write((txn) => {
+      txn.put('nodes', withVolume('n2', 'v2'));
+      txn.put('hostVolumes', volume('v2', 'n2'));
+      txn.put('hostVolumes', volume('v3', 'n3'));
+      txn.put('hostVolumeClaims', { id: 'c', namespace: 'default', jobId: 'db', taskGroup: 'g', allocId: 'a', volumeId: 'v2', volumeName: 'data' });
+    });
+    await new NodeService({ store, clock: new ManualClock(1_000_000) }).purge('n2');
+    assert.deepEqual(store.snapshot().list('hostVolumes').map((v) => v.id), ['v3']);
+    assert.equal(store.snapshot().list('hostVolumeClaims').length, 0);
   });
 });
