@@ -56,6 +56,8 @@ const CONFIG_BODY: HclBody = {
       token: attr('token'),
       token_file: attr('tokenFile'),
       host_volume: { t: 'labeledMap', to: 'hostVolumes', body: { path: attr('path') } },
+      host_volumes_dir: attr('hostVolumesDir'),
+      host_volume_plugin_dir: attr('hostVolumePluginDir'),
       file_roots: attr('fileRoots'),
       options: { t: 'map', to: 'options' },
       chroot_env: { t: 'map', to: 'chrootEnv' },
@@ -160,6 +162,8 @@ const configSchema = z.strictObject({
       token: z.string().min(8, 'a token has at least 8 characters').optional(),
       tokenFile: z.string().min(1).optional(),
       hostVolumes: z.record(z.string(), z.strictObject({ path: z.string().startsWith('/', 'must be an absolute path') })).optional(),
+      hostVolumesDir: z.string().startsWith('/', 'must be an absolute path').optional(),
+      hostVolumePluginDir: z.string().startsWith('/', 'must be an absolute path').optional(),
       fileRoots: z.array(z.string().startsWith('/', 'must be an absolute path')).optional(),
       options: z
         .record(z.string(), z.union([z.boolean(), z.string(), z.number()]))
@@ -261,6 +265,10 @@ export interface AgentConfig {
     /** The node-role token the client presents to the server. */
     token?: string;
     hostVolumes: Record<string, string>;
+    /** host_volumes_dir: where host volume plugins put dynamic host volumes (default <client data dir>/host_volumes). */
+    hostVolumesDir?: string;
+    /** host_volume_plugin_dir: external host volume plugins (default <client data dir>/host_volume_plugins). */
+    hostVolumePluginDir?: string;
     /** chroot_env: host path -> path in the task directory, for chroot drivers (Nomad's default map when absent). */
     chrootEnv?: Record<string, string>;
     /** Host directories that artifact and template sources may read (file_roots); unset: none ('/' in dev mode). */
@@ -441,6 +449,8 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(c.servers ? { servers: [...new Set([...c.servers, ...(c.serverAddress ? [c.serverAddress] : [])])] } : {}),
       ...(clientToken ? { token: clientToken } : {}),
       hostVolumes: Object.fromEntries(Object.entries(c.hostVolumes ?? {}).map(([name, v]) => [name, v.path])),
+      ...(c.hostVolumesDir ? { hostVolumesDir: c.hostVolumesDir } : {}),
+      ...(c.hostVolumePluginDir ? { hostVolumePluginDir: c.hostVolumePluginDir } : {}),
       ...(c.chrootEnv ? { chrootEnv: c.chrootEnv } : {}),
       ...(c.fileRoots ? { fileRoots: c.fileRoots } : {}),
       ...(c.gcInterval || c.gcMaxAge || c.gcMaxAllocs !== undefined || c.gcDiskUsageThreshold !== undefined

@@ -273,6 +273,8 @@ export class Agent {
       ...(config.client.meta ? { meta: config.client.meta } : {}),
       drivers,
       hostVolumes: config.client.hostVolumes,
+      ...(config.client.hostVolumesDir ? { hostVolumesDir: config.client.hostVolumesDir } : {}),
+      ...(config.client.hostVolumePluginDir ? { hostVolumePluginDir: config.client.hostVolumePluginDir } : {}),
       ...(config.client.chrootEnv ? { chrootEnv: config.client.chrootEnv } : {}),
       ...killInChrootBuild(),
       // A dev agent trusts its user with the whole machine; other agents read only the roots their config names.

@@ -149,6 +149,18 @@ export {
   CSIPlugin,
   CSIPluginListStub,
 } from './csi.js';
+// Dynamic host volumes (Nomad 1.10).
+export {
+  HostVolume,
+  HostVolumeStub,
+  HostVolumeState,
+  HostVolumeCapability,
+  HostVolumeSubmission,
+  HostVolumeCreateRequest,
+  HostVolumeCreateResponse,
+  type HostVolumeRegisterRequest,
+  type HostVolumeRegisterResponse,
+} from './host-volumes.js';
 // Berth's additions to the CSI API (usage, condition, claims, drift, doctor).
 export {
   UsageFigures,

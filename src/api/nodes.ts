@@ -67,7 +67,7 @@ export const DriverInfo = z.strictObject({
 });
 export type DriverInfo = z.infer<typeof DriverInfo>;
 
-/** api.HostVolumeInfo: a client host volume (Berth's nodes have none yet). */
+/** api.HostVolumeInfo: a client host volume, static (ID '') or dynamic. */
 export const HostVolumeInfo = z.strictObject({ Path: z.string(), ReadOnly: z.boolean(), ID: z.string() });
 export type HostVolumeInfo = z.infer<typeof HostVolumeInfo>;
 

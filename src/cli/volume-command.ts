@@ -17,6 +17,8 @@ import { addVolumeDoctorCommands } from './volume-doctor-command.js';
 import { addVolumeSnapshotCommands } from './volume-snapshot-commands.js';
 import { addVolumeStatusCommands } from './volume-status-command.js';
 import { volumeSubmission } from './volume-submission.js';
+import { deleteHostVolume, submitHostVolume } from './host-volume-commands.js';
+import { UsageError } from './usage-error.js';
 import { humanSize, parseSize } from './values.js';
 
 /** Builds `berth volume`. */
@@ -35,10 +37,13 @@ export function volumeCommand(ctx: CommandContext): Command {
   apiCommand(
     volume
       .command('create')
-      .description('Create a volume through the plugin\'s controller (CreateVolume; snapshot_id or clone_id as its content source), then register it')
-      .argument('<file>', 'volume file: .hcl or .json, or - for stdin'),
+      .description(
+        'Create a volume through the plugin\'s controller (CreateVolume; snapshot_id or clone_id as its content source), then register it; with type = "host", a dynamic host volume made by a node\'s host volume plugin',
+      )
+      .argument('<file>', 'volume file: .hcl or .json, or - for stdin')
+      .option('--detach', 'dynamic host volumes: return at once instead of waiting until the volume is ready'),
     ['volume create examples/volume.hcl', 'berth volume init && berth volume create volume.hcl', 'cat volume.hcl | berth volume create -'],
-  ).action(act((s, [file]) => submit(s, file as string, 'create')));
+  ).action(act((s, [file], opts) => submit(s, file as string, 'create', Boolean(opts?.['detach']))));
 
   apiCommand(
     volume
@@ -50,8 +55,13 @@ export function volumeCommand(ctx: CommandContext): Command {
   ).action(act(deregister));
 
   apiCommand(
-    volume.command('delete').description('Delete a volume through the plugin\'s controller (DeleteVolume) and deregister it').argument('<id>', 'volume ID or a unique prefix'),
-    ['volume delete shared-data'],
+    volume
+      .command('delete')
+      .description('Delete a volume through the plugin\'s controller (DeleteVolume) and deregister it; --type host: a dynamic host volume, through its node\'s plugin')
+      .argument('<id>', 'volume ID or a unique prefix (host volumes: or name)')
+      .option('--type <type>', 'csi or host', 'csi')
+      .option('--force', 'dynamic host volumes: forget the volume even when its node cannot be asked'),
+    ['volume delete shared-data', 'volume delete --type host 02eb1d8e'],
   ).action(act(deleteVolume));
 
   addVolumeStatusCommands(volume, ctx);
@@ -84,10 +94,15 @@ export function volumeCommand(ctx: CommandContext): Command {
   return volume;
 }
 
-/** Reads the volume file, checks it here, and sends it in Nomad's `{"Volumes": [...]}` request. */
-async function submit(s: ApiSession, file: string, purpose: 'register' | 'create'): Promise<void> {
-  const { parseVolumeFile } = await loadSpecFiles();
-  const parsed = await parseVolumeFile(specFileName(file), await readSpecFile(file), purpose);
+/** Reads the volume file, checks it here, and sends it in Nomad's `{"Volumes": [...]}` request (a host volume in Nomad's host volume request). */
+async function submit(s: ApiSession, file: string, purpose: 'register' | 'create', detach = false): Promise<void> {
+  const { parseVolumeFile, parseHostVolumeFile, volumeFileType } = await loadSpecFiles();
+  const text = await readSpecFile(file);
+  if ((await volumeFileType(specFileName(file), text)) === 'host') {
+    const host = await parseHostVolumeFile(specFileName(file), text, purpose);
+    return submitHostVolume(s, host.volume, purpose, { detach });
+  }
+  const parsed = await parseVolumeFile(specFileName(file), text, purpose);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
   const id = parsed.volume.id;
   const ns = parsed.volume.namespace ?? s.namespace;
@@ -107,7 +122,11 @@ async function deregister(s: ApiSession, [idArg]: string[], opts: Record<string,
   s.out.line(`==> Volume "${id}" deregistered`);
 }
 
-async function deleteVolume(s: ApiSession, [idArg]: string[]): Promise<void> {
+async function deleteVolume(s: ApiSession, [idArg]: string[], opts: Record<string, unknown> = {}): Promise<void> {
+  const type = String(opts['type'] ?? 'csi');
+  if (type === 'host') return deleteHostVolume(s, idArg as string, Boolean(opts['force']));
+  if (type !== 'csi') throw new UsageError(`--type must be "csi" or "host", not "${type}"`);
+  if (opts['force']) throw new UsageError('--force applies to dynamic host volumes only (--type host)');
   const id = await s.api.resolve(KINDS.volume, idArg as string, { namespace: s.namespace });
   await s.api.request('DELETE', `${KINDS.volume.getPath(id)}/delete`, { query: { namespace: s.namespace } });
   if (s.out.json) return s.out.document({ deleted: id });

@@ -4,7 +4,9 @@
 // API with Berth's additions (src/api/csi.ts, csi-berth.ts).
 
 import type { Command } from 'commander';
-import type { CSIVolume, CSIVolumeListExternalResponse, CSIVolumeListStub, NodeVolumeUsage, VolumeCondition, VolumeUsageHistory } from '../api/index.js';
+import type { CSIVolume, CSIVolumeListExternalResponse, CSIVolumeListStub, HostVolumeStub, NodeVolumeUsage, VolumeCondition, VolumeUsageHistory } from '../api/index.js';
+import { HOST_VOLUME_LIST_PATH, listHostVolumes, showHostVolume } from './host-volume-commands.js';
+import { UsageError } from './usage-error.js';
 import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
@@ -19,8 +21,10 @@ export function addVolumeStatusCommands(volume: Command, ctx: CommandContext): v
       .command('status')
       .description('List volumes, or show one with its capabilities and claims (secrets never shown)')
       .argument('[id]', 'volume ID or a unique prefix')
-      .option('--verbose', "also the plugin's own view (ListVolumes): the nodes it says the volume is published to"),
-    ['volume status', 'volume status shared-data', 'volume status --verbose shared-data', 'volume status shared --json'],
+      .option('--verbose', "also the plugin's own view (ListVolumes): the nodes it says the volume is published to")
+      .option('--type <type>', 'csi or host (dynamic host volumes); default both')
+      .option('--node <id>', 'dynamic host volumes: only those on this node'),
+    ['volume status', 'volume status shared-data', 'volume status --verbose shared-data', 'volume status shared --json', 'volume status --type host'],
   ).action(apiAction(ctx, volumeStatus));
 
   apiCommand(
@@ -33,6 +37,30 @@ export function addVolumeStatusCommands(volume: Command, ctx: CommandContext): v
 }
 
 async function volumeStatus(s: ApiSession, [idArg]: string[], opts: Record<string, unknown> = {}): Promise<void> {
+  const type = opts['type'] === undefined ? '' : String(opts['type']);
+  if (type !== '' && type !== 'csi' && type !== 'host') throw new UsageError(`--type must be "csi" or "host", not "${type}"`);
+  const nodeId = opts['node'] === undefined ? undefined : String(opts['node']);
+  if (nodeId !== undefined && type !== 'host') throw new UsageError('--node can only be used with --type host');
+  if (type === 'host') {
+    if (idArg) {
+      await showHostVolume(s, idArg, true);
+      return;
+    }
+    const vols = await listHostVolumes(s, { heading: false, ...(nodeId ? { nodeId } : {}) });
+    if (s.out.json) s.out.document(vols);
+    return;
+  }
+  // Without --type: a host volume of that ID or name first, then CSI volumes (as Nomad).
+  if (idArg && type === '' && (await showHostVolume(s, idArg, false))) return;
+  if (!idArg && type === '' && !s.out.json) {
+    // Host volumes beside CSI ones, each under its title, when there are any (the CSI table alone otherwise).
+    const { body: hosts } = await s.api.get<HostVolumeStub[]>(HOST_VOLUME_LIST_PATH, { namespace: s.namespace });
+    if (hosts.length) {
+      await listHostVolumes(s, { heading: true });
+      s.out.line();
+      s.out.line(s.style.bold('Container Storage Interface'));
+    }
+  }
   if (!idArg) {
     const { body: vols } = await s.api.get<CSIVolumeListStub[]>(KINDS.volume.listPath, { namespace: s.namespace });
     if (s.out.json) return s.out.document(vols);

@@ -27,6 +27,8 @@ export interface RunnerParts {
   catalog: ServiceCatalog | undefined;
   chroot: ChrootCache | undefined;
   onStatus: AllocRunnerOptions['onStatus'];
+  /** The node's dynamic host volumes, by name -> path (they join the static ones). */
+  dynamicHostVolumes: Record<string, string>;
   /** The node's attributes as last fingerprinted, and its merged meta. */
   attributes: Record<string, string>;
   meta: Record<string, string>;
@@ -51,7 +53,7 @@ export function allocRunnerOptions(opts: ClientOptions, parts: RunnerParts, allo
     allocDirRoot: opts.allocDirRoot ?? path.join(dataDir, 'alloc'),
     ...(parts.chroot ? { chroot: parts.chroot } : {}),
     pluginDirRoot: opts.pluginDirRoot ?? path.join(dataDir, 'p'),
-    ...(opts.hostVolumes ? { hostVolumes: opts.hostVolumes } : {}),
+    hostVolumes: { ...opts.hostVolumes, ...parts.dynamicHostVolumes },
     node: {
       id: alloc.nodeId,
       name: opts.nodeName,

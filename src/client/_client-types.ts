@@ -101,6 +101,10 @@ export interface ClientOptions {
   /** Fault injection for the test suites (never set in production): called when a task's chroot is half mounted. */
   chrootHalfBuilt?: (taskDir: string) => void;
   hostVolumes?: Record<string, string>;
+  /** Where host volume plugins put dynamic host volumes (client `host_volumes_dir`); default <dataDir>/host_volumes. */
+  hostVolumesDir?: string;
+  /** Where external host volume plugins live (client `host_volume_plugin_dir`); default <dataDir>/host_volume_plugins. */
+  hostVolumePluginDir?: string;
   /** Host directories artifact and template sources may read; default any. */
   fileRoots?: readonly string[];
   attributes?: Record<string, string>;

@@ -9,17 +9,20 @@ import type { DriverInfo, NodeFingerprint } from '../structs/index.js';
 import type { ClientOptions } from './_client-types.js';
 import { networkFingerprint } from './_network-fingerprint.js';
 import type { CsiManager } from './csimanager/index.js';
+import type { HostVolumeManager } from './hostvolumes/index.js';
 import type { TaskDriver } from './drivers/index.js';
 
 export interface FingerprinterDeps {
   /** The enabled drivers (the map may fill after construction). */
   drivers: Map<string, TaskDriver>;
   clock: Clock;
-  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'nodeClass' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs' | 'network'>;
+  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'nodeClass' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs' | 'network' | 'hostVolumes'>;
   /** The node's meta now (static config merged with dynamic `node meta apply`). */
   meta?: () => Record<string, string>;
   /** The CSI manager, once started. */
   csi: () => CsiManager | undefined;
+  /** The host volume manager, once started: dynamic host volumes and plugin versions. */
+  hostVolumes?: () => HostVolumeManager | undefined;
 }
 
 /** Builds the node's fingerprint; drivers are asked at most every 30 s unless forced. */
@@ -53,6 +56,8 @@ export class NodeFingerprinter {
     const opts = this.#deps.opts;
     const reports = this.#deps.csi()?.pluginReports() ?? { controller: {}, node: {} };
     const cpus = os.cpus();
+    const hostVolumes = this.#deps.hostVolumes?.();
+    const staticVolumes = Object.fromEntries(Object.entries(opts.hostVolumes ?? {}).map(([name, p]) => [name, { path: p, readOnly: false, id: '' }]));
     this.#last = {
       name: opts.nodeName,
       datacenter: opts.datacenter ?? 'dc1',
@@ -70,12 +75,15 @@ export class NodeFingerprinter {
         'cpu.numcores': String(cpus.length),
         ...osRelease(),
         ...driverAttributes(this.#driverInfo),
+        ...hostVolumes?.pluginAttributes(),
         ...opts.attributes,
       },
       ...(opts.nodeClass ? { nodeClass: opts.nodeClass } : {}),
       meta: this.#deps.meta?.() ?? {},
       csiControllerPlugins: reports.controller,
       csiNodePlugins: reports.node,
+      // Dynamic ones win over a static volume of the same name, as Nomad's.
+      hostVolumes: { ...staticVolumes, ...hostVolumes?.volumes() },
       ...(opts.stopAfterServerDisconnectMs ? { stopAfterDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),
       ...networkFingerprint(opts.network),
     };

@@ -34,6 +34,7 @@ import { CsiManager } from './csimanager/index.js';
 import { AllocGarbageCollector } from './gc/index.js';
 import { createDrivers, type TaskDriver } from './drivers/index.js';
 import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js';
+import { HostVolumeManager } from './hostvolumes/index.js';
 import { NetworkManager } from './network/index.js';
 import {
   AllocWatcher,
@@ -105,6 +106,7 @@ export class Client {
   #csi: CsiManager | undefined;
   readonly #drivers = new Map<string, TaskDriver>();
   readonly #fingerprinter: NodeFingerprinter;
+  #hostVolumes: HostVolumeManager | undefined;
   readonly #meta: NodeMeta;
   #network: NetworkManager | undefined;
   #chroot: ChrootCache | undefined;
@@ -132,7 +134,7 @@ export class Client {
     this.#log = this.#root.child({ component: 'client' });
     this.#life = new Lifecycle({ logger: this.#log });
     this.#meta = new NodeMeta(opts.meta ?? {});
-    this.#fingerprinter = new NodeFingerprinter({ drivers: this.#drivers, clock: this.#clock, opts, csi: () => this.#csi, meta: () => this.#meta.merged() });
+    this.#fingerprinter = new NodeFingerprinter({ drivers: this.#drivers, clock: this.#clock, opts, csi: () => this.#csi, meta: () => this.#meta.merged(), hostVolumes: () => this.#hostVolumes });
   }
 
   get state(): ClientState {
@@ -245,6 +247,16 @@ export class Client {
           : {}),
       });
       await this.#csi.start();
+      // Dynamic host volumes are restored before allocations are, which may use them.
+      this.#hostVolumes = new HostVolumeManager({
+        store,
+        volumesDir: this.#opts.hostVolumesDir ?? path.join(dataDir, 'host_volumes'),
+        pluginDir: this.#opts.hostVolumePluginDir ?? path.join(dataDir, 'host_volume_plugins'),
+        onChange: () => this.#registration?.pushFingerprint(),
+        logger: this.#root,
+        clock: this.#clock,
+      });
+      await this.#hostVolumes.start();
 
       const enabled: Record<string, boolean | undefined> = { exec: true, raw_exec: false, ...this.#opts.drivers };
       const built = (this.#opts.createDrivers ?? ((c) => createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock })))({
@@ -327,7 +339,7 @@ export class Client {
         clock: this.#clock,
         logger: this.#root,
       });
-      const handler = new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root });
+      const handler = new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root, hostVolumes: this.#hostVolumes });
       this.#connection = new NodeConnection({
         address: this.#opts.servers,
         authHeader: this.#api.authHeader(),
@@ -467,6 +479,7 @@ export class Client {
           network: this.#network as NetworkManager,
           claimer: this.#claimer as HttpVolumeClaimer,
           onStatus: (u) => this.#onStatus(u),
+          dynamicHostVolumes: Object.fromEntries(Object.entries(this.#hostVolumes?.volumes() ?? {}).map(([name, v]) => [name, v.path])),
           store: this.#store as ClientStateStore,
           catalog: this.#catalog,
           chroot: this.#chroot,

@@ -18,6 +18,7 @@ import { buildApi, RequestsInFlight, type AgentInfo, type ApiToken } from './htt
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
+import { HostVolumeService } from './hostvolumes/index.js';
 import { createEtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
@@ -134,6 +135,7 @@ export class Server {
   #ownsStore = false;
   #connections: NodeConnections | undefined;
   #volumes: VolumeService | undefined;
+  #hostVolumes: HostVolumeService | undefined;
   #router: ControllerRouter | undefined;
   #health: VolumeHealthService | undefined;
   #doctor: VolumeDoctor | undefined;
@@ -281,6 +283,14 @@ export class Server {
         clock,
         logger: root,
       });
+      this.#hostVolumes = new HostVolumeService({
+        store,
+        callNode: (nodeId, method, params, o) => connections.call(nodeId, method, params, o),
+        connected: (nodeId) => connections.connected(nodeId),
+        clock,
+        logger: root,
+        callTimeoutMs,
+      });
       this.#jobs = new JobService({ store, clock, logger: root, registrationLinger: () => this.#inFlight.burstLinger() });
       this.#metrics = new ServerMetrics({ store, health: this.#health });
       this.#term = this.#newTerm();
@@ -302,6 +312,7 @@ export class Server {
           return (self.#term as LeaderTerm).gc;
         },
         volumes: this.#volumes,
+        hostVolumes: this.#hostVolumes,
         health: this.#health,
         doctor: this.#doctor,
         connections: this.#connections,

@@ -112,6 +112,7 @@ const GROUP_VOLUME: Body = {
   attachment_mode: attr('attachmentMode'),
   read_only: attr('readOnly'),
   per_alloc: attr('perAlloc'),
+  sticky: attr('sticky'),
   mount_options: { t: 'block', to: 'mountOptions', body: MOUNT_OPTIONS },
 };
 const TEMPLATE: Body = {
@@ -262,6 +263,12 @@ export const VOLUME_BODY: Body = {
   capacity_max: attr('capacityMax'),
   snapshot_id: attr('snapshotId'),
   clone_id: attr('cloneId'),
+  // Dynamic host volumes (type = "host").
+  node_id: attr('nodeId'),
+  node_pool: attr('nodePool'),
+  host_path: attr('hostPath'),
+  capacity: attr('capacity'),
+  constraint: CONSTRAINT,
   capability: { t: 'blocks', to: 'capabilities', body: { access_mode: attr('accessMode'), attachment_mode: attr('attachmentMode') } },
   // Nomad's legacy single capability at the top level.
   access_mode: attr('accessMode'),

@@ -4,6 +4,9 @@
 export {
   parseJobFile,
   parseVolumeFile,
+  parseHostVolumeFile,
+  volumeFileType,
+  type HostVolumeFile,
   parseSpecText,
   type SpecProblem,
   type HclBody,

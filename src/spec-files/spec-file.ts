@@ -13,6 +13,7 @@ import {
   nestingProblem,
   nomadJobToSpec,
   nomadVolumeToSpec,
+  parseHostVolumeSpec,
   parseJobSpec,
   parseVolumeSpec,
   taskConfigProblems,
@@ -20,6 +21,7 @@ import {
   unknownTarget,
   withConvertedTaskConfigs,
   type JobProblem,
+  type HostVolumeSpec,
   type JobSpec,
   type NomadTranslation,
   type VolumeSpec,
@@ -227,6 +229,36 @@ export async function parseVolumeFile(file: string, text: string, purpose: 'regi
       }
     }
     return { volume, input: located.input as Record<string, unknown>, format, notes };
+  } catch (err) {
+    if (err instanceof VolumeSpecValidationError) throw new SpecFileError(sortProblems(err.problems.map((p) => atPath(file, located, p.path, p.message))));
+    throw err;
+  }
+}
+
+/** The `type` a volume file declares ('csi' when it names none). Rejects with SpecFileError when the file does not parse. */
+export async function volumeFileType(file: string, text: string): Promise<string> {
+  const format = fileFormat(file, text);
+  const located = format === 'hcl' ? fromHcl(file, text, 'volume', {}) : fromJson(file, text, 'volume');
+  const type = (located.input as Record<string, unknown> | undefined)?.['type'];
+  return typeof type === 'string' ? type : 'csi';
+}
+
+/** A parsed dynamic host volume file (`type = "host"`). */
+export interface HostVolumeFile {
+  volume: HostVolumeSpec;
+  format: FileFormat;
+}
+
+/**
+ * Parses and checks a dynamic host volume file (HCL or JSON, Nomad's) for
+ * `volume create` or `volume register`. Rejects with SpecFileError naming
+ * each problem at its line.
+ */
+export async function parseHostVolumeFile(file: string, text: string, purpose: 'register' | 'create'): Promise<HostVolumeFile> {
+  const format = fileFormat(file, text);
+  const located = format === 'hcl' ? fromHcl(file, text, 'volume', {}) : fromJson(file, text, 'volume');
+  try {
+    return { volume: parseHostVolumeSpec(located.input, purpose, { hclConversions: true }), format };
   } catch (err) {
     if (err instanceof VolumeSpecValidationError) throw new SpecFileError(sortProblems(err.problems.map((p) => atPath(file, located, p.path, p.message))));
     throw err;

@@ -5,6 +5,24 @@ export type { NodeStatus, DriverInfo, Resources, NodeFingerprint, Node, NetworkM
 export { isEligible, isNetworkMode, supportsNetworkMode, withNodeEvent, MAX_NODE_EVENTS } from './node.js';
 export type { AllocFileInfo } from './alloc-file.js';
 export {
+  HOST_VOLUME_ACCESS_MODES,
+  HOST_VOLUME_ATTACHMENT_MODES,
+  MKDIR_PLUGIN_ID,
+  MKDIR_PLUGIN_VERSION,
+  hostVolumePluginAttribute,
+  hostVolumeState,
+  requestedHostAccess,
+  type HostVolume,
+  type HostVolumeAccessMode,
+  type HostVolumeAttachmentMode,
+  type HostVolumeCapability,
+  type HostVolumeClaim,
+  type HostVolumeConstraint,
+  type HostVolumeState,
+  type NodeHostVolume,
+} from './host-volume.js';
+export { hostVolumeSpecSchema, parseHostVolumeSpec, type HostVolumeSpec } from './host-volume-spec.js';
+export {
   isClientTerminal,
   type AllocDesiredStatus,
   type AllocClientStatus,
@@ -186,6 +204,7 @@ export {
 export { parsePortList, portEnvKey, DEFAULT_MIN_DYNAMIC_PORT, DEFAULT_MAX_DYNAMIC_PORT, MAX_PORT, PORT_LABEL } from './network-spec.js';
 export {
   CONSTRAINT_OPERATORS,
+  constraintsSchema,
   describeConstraint,
   unknownTarget,
   type Constraint,

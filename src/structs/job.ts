@@ -79,6 +79,8 @@ const volumeSchema = z.strictObject({
   attachmentMode: z.enum(ATTACHMENT_MODES).default('file-system'),
   readOnly: z.boolean().default(false),
   perAlloc: z.boolean().default(false),
+  /** Host volumes: the group stays with the dynamic host volume its first allocation used (Nomad's sticky). */
+  sticky: z.boolean().optional(),
   mountOptions: z
     .strictObject({
       fsType: z.string().default(''),
@@ -330,6 +332,9 @@ export const jobSpecSchema = z
         }
         if (vol.attachmentMode === 'block-device' && vol.mountOptions) {
           ctx.addIssue({ code: 'custom', path: [...path, 'mountOptions'], message: 'a block-device volume takes no mount options' });
+        }
+        if (vol.type === 'csi' && vol.sticky) {
+          ctx.addIssue({ code: 'custom', path: [...path, 'sticky'], message: 'sticky applies to host volumes only' });
         }
         if (vol.type === 'host' && vol.perAlloc) {
           ctx.addIssue({ code: 'custom', path: [...path, 'perAlloc'], message: 'perAlloc applies to csi volumes only' });

@@ -176,6 +176,35 @@ export interface NodeRpcMethods {
     params: { path: string };
     result: { alreadyDone: boolean };
   };
+  /**
+   * Nomad's ClientHostVolume.Create: the node's host volume plugin
+   * `pluginId` makes the volume (idempotent: a volume it already made is
+   * answered again), the node records it and reports it in its fingerprint.
+   */
+  'hostvolume.create': {
+    params: HostVolumeCallParams & { pluginId: string; capacityMinBytes: number; capacityMaxBytes: number };
+    result: { hostPath: string; capacityBytes: number };
+  };
+  /** Nomad's ClientHostVolume.Register: an existing path on the node recorded as the volume. */
+  'hostvolume.register': {
+    params: HostVolumeCallParams & { hostPath: string };
+    result: Record<string, never>;
+  };
+  /** Nomad's ClientHostVolume.Delete: the plugin deletes it (none for a registered one), the node forgets it. */
+  'hostvolume.delete': {
+    params: HostVolumeCallParams & { pluginId: string; hostPath: string };
+    result: Record<string, never>;
+  };
+}
+
+/** What every host volume call names. */
+export interface HostVolumeCallParams {
+  id: string;
+  name: string;
+  namespace: string;
+  nodeId: string;
+  nodePool: string;
+  parameters: Record<string, string>;
 }
 
 export type NodeRpcMethod = keyof NodeRpcMethods;
@@ -199,6 +228,9 @@ export const NODE_RPC_METHODS: readonly NodeRpcMethod[] = [
   'csi.node.expand',
   'csi.node.inventory',
   'csi.node.unmountStray',
+  'hostvolume.create',
+  'hostvolume.register',
+  'hostvolume.delete',
 ];
 
 /** A failed call, as the node answers it. */

@@ -1,6 +1,7 @@
 // A client node as the server knows it: what it runs and what it can take.
 
 import type { CsiPluginReport } from './csi-plugin-report.js';
+import type { NodeHostVolume } from './host-volume.js';
 
 export type NodeStatus = 'initializing' | 'ready' | 'down';
 
@@ -69,6 +70,13 @@ export interface NodeFingerprint {
   csiControllerPlugins: Record<string, CsiPluginReport>;
   /** CSI node plugin instances on the node, by plugin ID. */
   csiNodePlugins: Record<string, CsiPluginReport>;
+  /**
+   * Host volumes on the node, by name (Nomad's Node.HostVolumes): its static
+   * `host_volume` blocks (id '') and the dynamic host volumes its plugins
+   * made or it registered. Absent (an older agent): the scheduler does not
+   * check static host volumes on it.
+   */
+  hostVolumes?: Record<string, NodeHostVolume>;
   /**
    * The client's `stop_after_server_disconnect` in milliseconds: once it has
    * reached no server for this long, the node stops (SIGTERM, then SIGKILL

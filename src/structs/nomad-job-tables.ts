@@ -111,7 +111,7 @@ const GROUP_VOLUME: TableOf<VolumeRequest> = {
   AttachmentMode: attr('attachmentMode'),
   MountOptions: { to: 'mountOptions', obj: MOUNT_OPTIONS },
   PerAlloc: attr('perAlloc'),
-  Sticky: unsupported('sticky volumes'),
+  Sticky: attr('sticky', { in: (v) => (v === false ? undefined : v), out: (v) => v ?? false }),
 };
 /** Nomad's Port: `Value` is the static port (0 in DynamicPorts), `To` the mapped one (0: unset). */
 const PORT: TableOf<Port> = {

@@ -55,7 +55,6 @@ describe('reading Nomad job JSON', () => {
     job.Multiregion = part({ Strategy: { MaxParallel: 1, OnFailure: '' }, Regions: [] });
     job.Reschedule = part({ Attempts: 1 });
     job.NodePool = 'gpu';
-    group.Volumes!['data']!.Sticky = true;
     group.Services![0]!.Connect = part({ Native: true });
     group.Services![0]!.Checks![0]!.GRPCService = 'health';
     task.Vault = part({ Policies: ['db'] });
@@ -75,7 +74,6 @@ describe('reading Nomad job JSON', () => {
         'Job.TaskGroups[0].Tasks[0].Resources.Devices: Berth does not support devices; remove "Devices"',
         'Job.TaskGroups[0].Tasks[0].RestartPolicy: Berth does not support a restart block on a task (give it to the group); remove "RestartPolicy"',
         'Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"',
-        'Job.TaskGroups[0].Volumes.data.Sticky: Berth does not support sticky volumes; remove "Sticky"',
       ],
     );
   });

@@ -15,6 +15,7 @@ import type {
   CSIPluginListStub,
   CSIVolume,
   CSIVolumeListStub,
+  HostVolumeStub as NomadHostVolumeStub,
   Evaluation as NomadEvaluation,
   Job as NomadJob,
   JobListStub,
@@ -115,6 +116,8 @@ export type Evaluation = NomadEvaluation;
 export type PlacementFailure = AllocationMetric;
 export type Volume = CSIVolume;
 export type VolumeStub = CSIVolumeListStub;
+/** A dynamic host volume in the list (Nomad 1.10's HostVolumeStub). */
+export type HostVolumeStub = NomadHostVolumeStub;
 export type Plugin = CSIPlugin;
 export type PluginStub = CSIPluginListStub;
 export type Claim = VolumeClaimState;
@@ -171,6 +174,7 @@ export const api = {
   plugins: () => getJson<PluginStub[]>('/v1/plugins?type=csi'),
   plugin: (id: string) => getJson<Plugin>(`/v1/plugin/csi/${enc(id)}`),
   volumes: () => getJson<VolumeStub[]>('/v1/volumes?type=csi&namespace=*'),
+  hostVolumes: () => getJson<HostVolumeStub[]>('/v1/volumes?type=host&namespace=*'),
   volume: (ns: string, id: string) => getJson<Volume>(`/v1/volume/csi/${enc(id)}?namespace=${enc(ns)}`),
   /**
    * Every volume in full (each list row read again by its ID): Nomad's list

@@ -9,6 +9,8 @@ import { anySignal, BerthError, describeError, SecretMap, silentLogger, type Log
 import type {
   CsiPluginType,
   NodeRpcMethod,
+  NodeRpcParams,
+  NodeRpcResult,
   NodeRpcRequest,
   NodeRpcResponse,
 } from '../../structs/index.js';
@@ -42,9 +44,18 @@ export interface NodeRpcHandlerOptions {
   logger?: Logger;
   /** How long a controller call waits for a registered plugin's first fingerprint. Default 10 s. */
   pluginWaitMs?: number;
+  /** The node's dynamic host volumes (the `hostvolume.*` calls); absent: those calls are refused. */
+  hostVolumes?: HostVolumeCalls | undefined;
 }
 
-export type NodeRpcHandlerErrorCode = 'CSI_PLUGIN_NOT_FOUND' | 'CSI_PLUGIN_UNHEALTHY' | 'CLIENT_VOLUME_NOT_MOUNTED';
+/** What the `hostvolume.*` calls need (HostVolumeManager has it). */
+export interface HostVolumeCalls {
+  create(p: NodeRpcParams<'hostvolume.create'>, opts: { signal?: AbortSignal }): Promise<NodeRpcResult<'hostvolume.create'>>;
+  register(p: NodeRpcParams<'hostvolume.register'>): Promise<void>;
+  delete(p: NodeRpcParams<'hostvolume.delete'>, opts: { signal?: AbortSignal }): Promise<void>;
+}
+
+export type NodeRpcHandlerErrorCode = 'CSI_PLUGIN_NOT_FOUND' | 'CSI_PLUGIN_UNHEALTHY' | 'CLIENT_VOLUME_NOT_MOUNTED' | 'CLIENT_HOST_VOLUMES_UNAVAILABLE';
 
 /** A call this node cannot serve (plugin not here or not ready, nothing mounted). */
 export class NodeRpcHandlerError extends BerthError<NodeRpcHandlerErrorCode> {
@@ -71,8 +82,10 @@ export class NodeRpcHandler {
   readonly #logger: Logger;
   readonly #pluginWaitMs: number;
   readonly #handlers: Handlers;
+  readonly #hostVolumes: HostVolumeCalls | undefined;
 
   constructor(opts: NodeRpcHandlerOptions) {
+    this.#hostVolumes = opts.hostVolumes;
     this.#csi = opts.csi;
     this.#recorded = new RecordedVolumes(opts.store);
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'node-rpc' });
@@ -114,6 +127,11 @@ export class NodeRpcHandler {
     return client;
   }
 
+  #hostVolumeCalls(): HostVolumeCalls {
+    if (!this.#hostVolumes) throw new NodeRpcHandlerError('CLIENT_HOST_VOLUMES_UNAVAILABLE', 'this node does not serve dynamic host volumes', { retryable: false });
+    return this.#hostVolumes;
+  }
+
   #makeHandlers(): Handlers {
     return {
       // Controller calls: the shared node-rpc <-> CSI translation, on the serving controller instance.
@@ -147,6 +165,15 @@ export class NodeRpcHandler {
         });
       },
       'csi.node.inventory': async () => takeMountInventory(this.#recorded, this.#csi.mountRoots?.() ?? []),
+      'hostvolume.create': async (p, s) => this.#hostVolumeCalls().create(p, { signal: s }),
+      'hostvolume.register': async (p) => {
+        await this.#hostVolumeCalls().register(p);
+        return {};
+      },
+      'hostvolume.delete': async (p, s) => {
+        await this.#hostVolumeCalls().delete(p, { signal: s });
+        return {};
+      },
       'csi.node.unmountStray': async (p) => {
         const result = await unmountStray(this.#recorded, this.#csi.mountRoots?.() ?? [], p.path);
         this.#logger.warn({ path: p.path, alreadyDone: result.alreadyDone }, 'unmounted a mount no record names (volume doctor)');

@@ -27,6 +27,7 @@ import { registerCsiSnapshotRoutes } from './csi-snapshot-routes.js';
 import { registerPluginRoutes } from './plugin-routes.js';
 import { registerOperatorRoutes } from './operator-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { registerHostVolumeRoutes } from './host-volume-routes.js';
 import { registerVolumeClaimRoutes } from './volume-claim-routes.js';
 import { registerScalingRoutes } from './scaling-routes.js';
 import { registerServiceRoutes } from './service-routes.js';
@@ -180,6 +181,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerNodeRoutes(app, ctx);
   registerDrainRoutes(app, ctx);
   registerVolumeRoutes(app, ctx);
+  registerHostVolumeRoutes(app, ctx);
   registerVolumeClaimRoutes(app, ctx);
   registerCsiSnapshotRoutes(app, ctx);
   registerPluginRoutes(app, ctx);

@@ -75,7 +75,7 @@ export function nodeOf(n: Node, link: NodeLink = {}): Api.Node {
     StatusUpdatedAt: Math.floor((n.statusUpdatedAt ?? n.lastHeartbeat) / 1000),
     Events: (n.events ?? []).map(nodeEventOf),
     Drivers: driversOf(n),
-    HostVolumes: {},
+    HostVolumes: hostVolumesOf(n),
     GCVolumesOnNodeGC: false,
     HostNetworks: hostNetworksOf(n),
     CSIControllerPlugins: csiInfos(n.csiControllerPlugins),
@@ -112,7 +112,7 @@ export function nodeStubOf(n: Node, fields: StubFields = {}, link: NodeLink = {}
     Status: n.status,
     StatusDescription: n.statusDescription,
     Drivers: driversOf(n),
-    HostVolumes: {},
+    HostVolumes: hostVolumesOf(n),
     LastDrain: n.lastDrain ? drainMetadataOf(n.lastDrain) : null,
     CreateIndex: n.createIndex,
     ModifyIndex: n.modifyIndex,
@@ -292,4 +292,9 @@ export function portRanges(ports: readonly number[]): string {
     i = j + 1;
   }
   return parts.join(',');
+}
+
+/** api.HostVolumeInfo by name: the node's static and dynamic host volumes (ID '' for a static one). */
+function hostVolumesOf(n: Node): Record<string, { Path: string; ReadOnly: boolean; ID: string }> {
+  return Object.fromEntries(Object.entries(n.hostVolumes ?? {}).map(([name, v]) => [name, { Path: v.path, ReadOnly: v.readOnly, ID: v.id }]));
 }

@@ -12,6 +12,7 @@ import type { NodeConnections } from '../noderpc/index.js';
 import type { NodeService } from '../nodes/index.js';
 import type { StateStore } from '../state/index.js';
 import type { VolumeService } from '../volumes/index.js';
+import type { HostVolumeService } from '../hostvolumes/index.js';
 import type { VolumeDoctor, VolumeHealthService } from '../volumehealth/index.js';
 import { ApiError } from './api-error.js';
 import type { ApiToken } from './auth.js';
@@ -28,6 +29,8 @@ export interface ApiDeps {
   gc?: GarbageCollector;
   nodes: NodeService;
   volumes: VolumeService;
+  /** Dynamic host volumes: serves /v1/volume/host/* and GET /v1/volumes?type=host when given. */
+  hostVolumes?: HostVolumeService;
   /** Volume usage and conditions: serves the node's stats reports and adds `usage`/`condition` to volume reads when given. */
   health?: VolumeHealthService;
   /** Serves /v1/volumes/doctor when given. */

@@ -19,6 +19,7 @@ import type { VolumeView } from '../volumes/index.js';
 import { ApiError } from './api-error.js';
 import { boolQuery, submittedVolume, writeNamespace } from './csi-request.js';
 import { csiVolume, csiVolumeListStub } from './csi-shapes.js';
+import { hostVolumeList } from './host-volume-routes.js';
 import { listPage, nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
 import type { RouteContext } from './route-context.js';
 
@@ -43,9 +44,10 @@ export function registerVolumeRoutes(app: FastifyInstance, ctx: RouteContext): v
 
   app.get<{ Querystring: Query }>('/v1/volumes', { config: { access: 'read' } }, async (req, reply) => {
     const type = req.query['type'];
-    // As Nomad: no type lists nothing; Berth has no host volumes; another type is not a route.
+    // As Nomad: no type lists nothing; another type is not a route.
     if (type === undefined) return [];
     if (type === 'host') {
+      if (deps.hostVolumes) return hostVolumeList(ctx, deps.hostVolumes, req, reply);
       setIndexHeaders(ctx, reply, store.latestIndex());
       return [];
     }

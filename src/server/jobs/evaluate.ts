@@ -38,6 +38,7 @@ import {
   type StopDecision,
 } from '../scheduler/index.js';
 import { currentDeployment, recordRollout, revertsToStable } from '../deployments/index.js';
+import { hostVolumeCheckerFor, recordStickyClaims } from '../hostvolumes/index.js';
 import { keyPrefix, rowKey, type RowInput, type StateReader, type WriteTxn } from '../state/index.js';
 
 export interface EvaluateOptions {
@@ -209,6 +210,12 @@ function usageForNamespace(usage: Map<string, NodeUsage>, namespace: string): Ma
   return out;
 }
 
+/** The live allocations that this evaluation's stops leave. */
+function liveAfterStops(live: readonly Allocation[], stops: readonly StopDecision[]): Allocation[] {
+  const stopping = new Set(stops.map((s) => s.allocId));
+  return live.filter((a) => !stopping.has(a.id));
+}
+
 /** Gives back the host ports of the allocations this evaluation stops, so that their replacements may take them. */
 function releaseStopped(usage: Map<string, NodeUsage>, stops: readonly StopDecision[], allocs: readonly Allocation[]): void {
   const byId = new Map(allocs.map((a) => [a.id, a]));
@@ -295,7 +302,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
         const group = job.groups.find((g) => g.name === miss.group);
         const node = nodesById.get(miss.nodeId) as Node;
         if (!group) continue;
-        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job, algorithm });
+        const staying = liveAfterStops(live, stops);
+        const hostVolumes = hostVolumeCheckerFor(txn, job, group, staying, nodesById);
+        const r = placeGroup({ jobId, datacenters: job.datacenters, group, indexes: [0], nodes: [node], usage, volumes, job, algorithm, ...(hostVolumes ? { hostVolumes } : {}) });
         const p = r.placements[0];
         if (p) {
           const req: PlaceRequest = { group: group.name, index: 0, rescheduleAttempts: 0 };
@@ -320,7 +329,10 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       const jobAllocById = new Map(allocs.map((a) => [a.id, a]));
       let left = room.forPlacements(stops.map((st) => jobAllocById.get(st.allocId)));
       let rowBytes = 0;
+      const staying = liveAfterStops(live, stops);
       for (const group of job.groups) {
+        // One checker per group for the whole evaluation: it counts what this evaluation places.
+        const hostVolumes = hostVolumeCheckerFor(txn, job, group, staying, nodesById);
         let reqs = plan.place.filter((p) => p.group === group.name);
         const byIndex = new Map(reqs.map((q) => [q.index, q]));
         // One placement at least when nothing else would be written: every write makes progress.
@@ -338,6 +350,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
             job,
             existing,
             algorithm,
+            ...(hostVolumes ? { hostVolumes } : {}),
           });
           for (const p of r.placements) {
             const alloc = newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn);
@@ -399,6 +412,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   for (const a of written) {
     const stored = txn.put('allocations', { ...a, evalId });
     after.set(stored.id, stored);
+    if (job) recordStickyClaims(txn, job, stored);
   }
   // Same allocation, new job version and resources: its node applies them to the running tasks.
   let updated = 0;

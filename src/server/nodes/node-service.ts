@@ -73,6 +73,7 @@ function fingerprintKey(fp: NodeFingerprint): string {
     s: fp.stopAfterDisconnectMs,
     k: fp.killTimeoutMs,
     p: portFingerprint(fp),
+    hv: fp.hostVolumes,
   });
 }
 
@@ -115,8 +116,20 @@ function fingerprintOf(fp: NodeFingerprint): NodeFingerprint {
     csiNodePlugins: fp.csiNodePlugins,
     ...(typeof fp.stopAfterDisconnectMs === 'number' && fp.stopAfterDisconnectMs >= 0 ? { stopAfterDisconnectMs: fp.stopAfterDisconnectMs } : {}),
     ...(typeof fp.killTimeoutMs === 'number' && fp.killTimeoutMs >= 0 ? { killTimeoutMs: fp.killTimeoutMs } : {}),
+    ...(fp.hostVolumes && typeof fp.hostVolumes === 'object' ? { hostVolumes: hostVolumesOf(fp.hostVolumes) } : {}),
     ...portFingerprint(fp),
   };
+}
+
+/** The node's host volumes, each with the fields a host volume has (static ones with id ''). */
+function hostVolumesOf(v: Record<string, unknown>): NonNullable<NodeFingerprint['hostVolumes']> {
+  const out: NonNullable<NodeFingerprint['hostVolumes']> = {};
+  for (const [name, raw] of Object.entries(v)) {
+    const hv = raw as Record<string, unknown> | null;
+    if (!hv || typeof hv.path !== 'string') continue;
+    out[name] = { path: hv.path, readOnly: hv.readOnly === true, id: typeof hv.id === 'string' ? hv.id : '' };
+  }
+  return out;
 }
 
 /**
@@ -263,7 +276,8 @@ export class NodeService {
 
   /**
    * Removes a node from the cluster's state (Nomad's node purge): its row
-   * goes, and with it the node's place in the plugin counts; the evaluation
+   * goes, and with it the node's place in the plugin counts and its dynamic
+   * host volumes (their data stays on the machine); the evaluation
    * worker finds its allocations lost. A node agent still running
    * registers again at its next heartbeat. Resolves with the node as it was
    * and the index of the write. Throws NodeError NOT_FOUND for an unknown
@@ -275,6 +289,11 @@ export class NodeService {
       if (!node) throw new NodeError('NOT_FOUND', `node "${nodeId}" not found`);
       txn.delete('nodes', rowKey(nodeId));
       updatePluginsFor(txn, node, { ...node, csiControllerPlugins: {}, csiNodePlugins: {} });
+      // Its dynamic host volumes go with it, and their sticky claims (Nomad's deleteHostVolumesOnNode).
+      for (const v of txn.list('hostVolumes', { filter: (v) => v.nodeId === nodeId })) {
+        txn.delete('hostVolumes', rowKey(v.namespace, v.id));
+        for (const c of txn.list('hostVolumeClaims', { filter: (c) => c.volumeId === v.id })) txn.delete('hostVolumeClaims', rowKey(c.namespace, c.jobId, c.taskGroup, c.volumeId));
+      }
       return node;
     });
     this.#lastSeen.delete(nodeId);

@@ -26,3 +26,5 @@ export {
   type InPlaceUpdate,
 } from './reconcile.js';
 export { rolloutBudget, type RolloutBudget } from './rollout.js';
+export { HostVolumeChecker, HOST_VOLUMES_REASON, type HostVolumeUse, type HostVolumeCheckerInput } from './host-volumes.js';
+export { compileRule } from './constraints.js';

@@ -11,6 +11,7 @@ import { AffinityScorer } from './affinity.js';
 import { driverConfigReason } from './driver-features.js';
 import { failedConstraint, failedDistinct, hasCountingRules, placementRules, PlacementCounts, type PlacementRules } from './constraints.js';
 import { emptyMetric, MetricRecorder, normalizedScore, type NodeScores } from './placement-metrics.js';
+import type { HostVolumeChecker } from './host-volumes.js';
 import { SpreadScorer } from './spread.js';
 
 /** A CSI volume as placement needs to know it. */
@@ -74,6 +75,8 @@ export interface PlaceGroupInput {
   existing?: ReadonlyArray<{ nodeId: string; group: string }>;
   /** The scheduler configuration's algorithm: `binpack` (default) prefers the fullest node that fits, `spread` the emptiest. */
   algorithm?: SchedulerAlgorithmName;
+  /** The group's host volumes (host-volumes.ts); absent: not checked. */
+  hostVolumes?: HostVolumeChecker;
 }
 
 export interface Placement {
@@ -335,6 +338,13 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
         filtered++;
         continue;
       }
+      const hostVolumes = input.hostVolumes?.reason(node);
+      if (hostVolumes !== undefined) {
+        note(constraintReason(hostVolumes));
+        recorder.filtered(node, hostVolumes);
+        filtered++;
+        continue;
+      }
       for (const { need: n, volume, tally: t } of vols) {
         if (!volume || !t) reason = `could not use volume ${n.volumeId}, which is not registered`;
         else if (!volume.schedulable) reason = `could not use volume ${volume.id}, whose plugin has no healthy instances`;
@@ -435,6 +445,7 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
     used.cpuMhz += need.cpuMhz;
     used.memoryMb += need.memoryMb;
     used.jobAllocs.set(jobId, (used.jobAllocs.get(jobId) ?? 0) + 1);
+    input.hostVolumes?.placed(node.id, node);
     for (const { need: n, volume, tally: t } of vols) {
       if (!volume || !t) continue;
       const set = used.volumes.get(volume.pluginId) ?? new Set<string>();

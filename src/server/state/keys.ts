@@ -21,6 +21,7 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
   switch (table) {
     case 'jobs':
     case 'volumes':
+    case 'hostVolumes':
       return rowKey(String(r['namespace']), String(r['id']));
     case 'volumeConditions':
       return rowKey(String(r['namespace']), String(r['volumeId']));
@@ -28,6 +29,8 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
       return rowKey(String(r['namespace']), String(r['serviceName']), String(r['id']));
     case 'jobVersions':
       return rowKey(String(r['namespace']), String(r['jobId']), String(r['version']).padStart(10, '0'));
+    case 'hostVolumeClaims':
+      return rowKey(String(r['namespace']), String(r['jobId']), String(r['taskGroup']), String(r['volumeId']));
     case 'claims':
       return rowKey(String(r['namespace']), String(r['volumeId']), String(r['allocId']));
     default:

@@ -25,6 +25,8 @@ import type {
   JobVersion,
   VolumeConditionRow,
   Evaluation,
+  HostVolume,
+  HostVolumeClaim,
   Job,
   Node,
   SchedulerConfig,
@@ -34,7 +36,7 @@ import type {
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'schedulerConfig', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'schedulerConfig', 'hostVolumes', 'hostVolumeClaims', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -75,6 +77,10 @@ export interface TableRows {
   jobVersions: JobVersion;
   /** The scheduler's configuration (one row, `config`), absent until first set. */
   schedulerConfig: SchedulerConfig;
+  /** Dynamic host volumes (src/server/hostvolumes), by namespace + ID. */
+  hostVolumes: HostVolume;
+  /** Sticky host volume claims of task groups, by namespace + job + group + volume ID. */
+  hostVolumeClaims: HostVolumeClaim;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];

@@ -202,6 +202,16 @@ export class FakeNodeAgent {
       // This agent mounts nothing and keeps no records: its books and its kernel always agree.
       'csi.node.inventory': async () => ({ records: [], strayMounts: [] }),
       'csi.node.unmountStray': async () => ({ alreadyDone: true }),
+      // This agent has no host volume plugins.
+      'hostvolume.create': async () => {
+        throw Object.assign(new Error('this node does not serve dynamic host volumes'), { code: 'CLIENT_HOST_VOLUMES_UNAVAILABLE' });
+      },
+      'hostvolume.register': async () => {
+        throw Object.assign(new Error('this node does not serve dynamic host volumes'), { code: 'CLIENT_HOST_VOLUMES_UNAVAILABLE' });
+      },
+      'hostvolume.delete': async () => {
+        throw Object.assign(new Error('this node does not serve dynamic host volumes'), { code: 'CLIENT_HOST_VOLUMES_UNAVAILABLE' });
+      },
     };
   }
 }

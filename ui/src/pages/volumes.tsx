@@ -56,6 +56,30 @@ function claimHistoryRows(history: readonly StreamEvent[]) {
 /** Usage changes without an event on the stream: the volume pages read it again this often. */
 const USAGE_REFRESH_MS = 5_000;
 
+/** Dynamic host volumes beside the CSI ones (their changes are not on the event stream: read again with the usage). */
+function HostVolumesSection() {
+  const { data } = useLive('host-volumes', ['Node', 'Allocation'], () => api.hostVolumes(), { everyMs: USAGE_REFRESH_MS });
+  if (!data?.length) return null;
+  return (
+    <Section title="Dynamic host volumes" id="host-volumes">
+      <Table
+        label="host volumes"
+        empty="No dynamic host volume. Create one with a volume file of type host."
+        head={['Volume', 'Type', 'ID', 'Namespace', 'Plugin', 'Node', 'State']}
+        rows={data.map((v) => [
+          v.Name,
+          'host',
+          short(v.ID),
+          v.Namespace,
+          v.PluginID || '-',
+          <a href={`/ui/nodes/${encodeURIComponent(v.NodeID)}`}>{short(v.NodeID)}</a>,
+          <Badge value={v.State === 'ready' ? 'healthy' : v.State === 'pending' ? 'pending' : 'abnormal'} label={v.State} />,
+        ])}
+      />
+    </Section>
+  );
+}
+
 export function VolumesPage() {
   const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumesInFull(), { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
@@ -77,6 +101,7 @@ export function VolumesPage() {
           conditionBadge(v),
         ])}
       />
+      <HostVolumesSection />
     </main>
   );
 }
