@@ -107,6 +107,10 @@ export const VolumeClaimState = z.strictObject({
    */
   FencedUntil: z.string().nullable(),
   FenceReason: z.string(),
+  /** True once an operator forced the release (`volume detach -force`): the node unmounts what its plugin refuses to. */
+  BerthReleaseForced: z.boolean(),
+  /** What the node unmounted itself in the plugin's place during the release ("" when nothing). */
+  BerthReleaseOverride: z.string(),
   CreateIndex: int.nonnegative(),
   ModifyIndex: int.nonnegative(),
 });

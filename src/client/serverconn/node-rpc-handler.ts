@@ -13,7 +13,7 @@ import type {
   NodeRpcResponse,
 } from '../../structs/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { RecordedVolumes, takeMountInventory, unmountStray, type MountableVolume, type PluginMountRoot, type VolumeUsage } from '../volumes/index.js';
+import { RecordedVolumes, takeMountInventory, unmountStray, type MountableVolume, type PluginMountRoot, type UnmountReport, type VolumeUsage } from '../volumes/index.js';
 import { controllerCallHandlers, errorAnswer, type NodeRpcHandlers } from './controller-calls.js';
 
 /** What the handler needs of the CSI manager (CsiManager has it all). */
@@ -22,7 +22,7 @@ export interface CsiPluginSource {
   managerForPlugin(id: string, opts: { signal?: AbortSignal; type?: CsiPluginType }): Promise<{ client: CsiClient | undefined }>;
   /** The volume manager of node plugin `id`; throws when no healthy instance serves it. */
   volumeManagerFor(id: string): {
-    unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: { signal?: AbortSignal }): Promise<void>;
+    unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: { signal?: AbortSignal; force?: boolean }): Promise<UnmountReport>;
     expand(
       volume: MountableVolume,
       allocId: string,
@@ -128,12 +128,14 @@ export class NodeRpcHandler {
         // Nothing recorded: nothing of this allocation is mounted here (never was, or already torn down).
         if (recs.length === 0 && orphans.length === 0) return { alreadyDone: true };
         const vm = this.#csi.volumeManagerFor(p.pluginId);
+        const force = p.force === true;
+        const unmountedByAgent: UnmountReport['unmountedByAgent'] = [];
         for (const rec of recs) {
-          await vm.unmountVolume(rec.volume, rec.allocId, rec.usage, { signal: s });
+          unmountedByAgent.push(...(await vm.unmountVolume(rec.volume, rec.allocId, rec.usage, { signal: s, force })).unmountedByAgent);
         }
         // Serialized behind whatever holds the volume now; unstages only if still unused then.
-        for (const st of orphans) await vm.unmountVolume(st.volume, p.allocId, st.usage, { signal: s });
-        return { alreadyDone: false };
+        for (const st of orphans) unmountedByAgent.push(...(await vm.unmountVolume(st.volume, p.allocId, st.usage, { signal: s, force })).unmountedByAgent);
+        return { alreadyDone: false, ...(unmountedByAgent.length > 0 ? { unmountedByAgent } : {}) };
       },
       'csi.node.expand': async (p, s) => {
         const rec = this.#recorded.publications({ pluginId: p.pluginId, namespace: p.namespace, volumeId: p.berthVolumeId })[0];

@@ -71,6 +71,11 @@ export class ClaimRelease {
     });
   }
 
+  /** Resolves once no release of this claim runs in this process (whatever its outcome). Never rejects. */
+  async settled(key: string): Promise<void> {
+    await this.#releasing.get(key)?.catch(() => undefined);
+  }
+
   /** Whether a release of this claim is running in this process. */
   releasing(key: string): boolean {
     return this.#releasing.has(key);
@@ -150,6 +155,19 @@ export class ClaimRelease {
     return result;
   }
 
+  /**
+   * Writes what the node unmounted in the plugin's place onto the claim (a
+   * claim event carries it: the claim's history), before the claim moves on.
+   */
+  async #recordOverride(key: string, done: ReadonlyArray<{ op: string; path: string; reason: string; pluginError: string }>): Promise<void> {
+    const words = done.map((d) => `the agent unmounted ${d.path} itself (${d.op}, ${d.reason === 'forced' ? 'forced by an operator' : "the volume's source vanished"}); the plugin said: ${d.pluginError}`).join('; ');
+    await this.#deps.store.write((txn) => {
+      const cur = txn.get('claims', key);
+      if (cur) txn.put('claims', { ...cur, releaseOverride: cur.releaseOverride ? `${cur.releaseOverride}; ${words}` : words });
+    });
+    this.#deps.logger.warn({ claim: key, unmountedByAgent: done }, 'claim release: the node unmounted in the plugin\'s place');
+  }
+
   /** Runs one step of the release; true when the claim is free. */
   async #step(key: string, claim: VolumeClaim, reason: string, signal: AbortSignal | undefined): Promise<boolean> {
     const snap = this.#deps.store.snapshot();
@@ -162,7 +180,7 @@ export class ClaimRelease {
       case 'unpublishing': {
         const node = snap.get('nodes', rowKey(claim.nodeId));
         if (node && node.status !== 'down') {
-          await this.#deps.connections.call(
+          const answer = await this.#deps.connections.call(
             claim.nodeId,
             'csi.node.detach',
             {
@@ -173,9 +191,11 @@ export class ClaimRelease {
               allocId: claim.allocId,
               accessMode: claim.accessMode,
               attachmentMode: claim.attachmentMode,
+              ...(claim.releaseForced ? { force: true } : {}),
             },
             { timeoutMs: this.#deps.callTimeoutMs, ...(signal ? { signal } : {}) },
           );
+          if (answer.unmountedByAgent?.length) await this.#recordOverride(key, answer.unmountedByAgent);
         }
         // A down node is skipped: its agent cleans up its own mounts when it restarts.
         // With no ControllerPublish to undo, node-detached and controller-detached
