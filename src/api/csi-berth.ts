@@ -177,7 +177,7 @@ export const VolumeUsageHistory = z.strictObject({
 export type VolumeUsageHistory = z.infer<typeof VolumeUsageHistory>;
 
 /** The kinds of difference between Berth's books and what plugins and kernels say. */
-export const DriftKind = z.enum(['claim-without-allocation', 'stale-controller-publication', 'mount-without-record', 'record-without-mount', 'unknown-plugin-volume']);
+export const DriftKind = z.enum(['claim-without-allocation', 'stale-controller-publication', 'mount-without-record', 'record-without-mount', 'unknown-plugin-volume', 'plugin-not-checked']);
 export type DriftKind = z.infer<typeof DriftKind>;
 
 /** One difference. IDs that do not apply are "". */

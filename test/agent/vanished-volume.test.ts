@@ -183,4 +183,60 @@ describe('a release that always ends, on a dev agent', () => {
     assert.ok(override, 'a claim event carries the override');
     assert.match(override.BerthReleaseOverride, new RegExp(`the agent unmounted ${target.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} itself \\(unpublish, forced by an operator\\); the plugin said: .*not touching it`));
   });
+
+  it('volume doctor: a stray mount under one volume is in `volume doctor <id>`; a stopped plugin is a finding; exit codes 0 and 1 (2: test/runtime/volume-health-faults.test.ts)', async () => {
+    const file = path.join(dir, 'checked.hcl');
+    writeFileSync(file, volumeHcl('checked'));
+    ok(await agent.cli(['volume', 'create', file]), 'volume create checked');
+    const alloc = await runWith('checker', 'checked');
+    const clean = await agent.cli(['volume', 'doctor', 'checked']);
+    assert.equal(clean.code, 0, `clean: ${clean.stdout}${clean.stderr}`);
+
+    // A mount behind Berth's back in this volume's per-allocation directory.
+    const publication = mountsUnder(dir).find((m) => m.includes('/per-alloc/') && m.includes(alloc.ID));
+    assert.ok(publication);
+    const stray = path.join(publication.slice(0, publication.indexOf('/per-alloc/')), 'per-alloc', 'no-such-alloc', 'checked', 'stray');
+    spawnSync('mkdir', ['-p', stray, path.join(dir, 'stray-src')]);
+    assert.equal(spawnSync('mount', ['--bind', path.join(dir, 'stray-src'), stray]).status, 0);
+    const one = await agent.cli(['volume', 'doctor', '--json', 'checked']);
+    assert.equal(one.code, 1, 'differences: exit 1');
+    assert.deepEqual(
+      (JSON.parse(one.stdout) as Api.DriftReport).Findings.map((f) => [f.Kind, f.Path]),
+      [['mount-without-record', stray]],
+      'the per-volume doctor keeps the stray mount under that volume',
+    );
+    const fixed = await agent.cli(['volume', 'doctor', '--fix', 'checked']);
+    assert.equal(fixed.code, 0, `all repaired: exit 0\n${fixed.stdout}${fixed.stderr}`);
+
+    // The plugin stopped while the node holds its volume: the doctor says what it could not check.
+    ok(await agent.cli(['job', 'stop', 'hostpath-plugin']), 'job stop hostpath-plugin');
+    const report = await until(
+      'the doctor to see the plugin gone',
+      async () => {
+        const r = await agent.cli(['volume', 'doctor', '--json']);
+        const rep = JSON.parse(r.stdout) as Api.DriftReport;
+        return rep.Findings.some((f) => f.Kind === 'plugin-not-checked' && f.NodeID === nodeId) ? { r, rep } : undefined;
+      },
+      60_000,
+    );
+    assert.equal(report.r.code, 1);
+    const onNode = report.rep.Findings.find((f) => f.Kind === 'plugin-not-checked' && f.NodeID === nodeId)!;
+    assert.equal(onNode.Message.startsWith(`plugin hostpath not running on node ${nodeId}: not checked`), true, onNode.Message);
+    const words = await agent.cli(['volume', 'doctor']);
+    assert.equal(words.code, 1);
+    assert.match(words.stdout, /plugin-not-checked/);
+
+    // Back to a clean state for the agent's stop.
+    ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
+    await until(
+      'the hostpath plugin to be healthy again',
+      async () => {
+        const p = await agent.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
+        return p && p.ControllersHealthy === 1 && p.NodesHealthy === 1;
+      },
+      90_000,
+    );
+    ok(await agent.cli(['job', 'stop', 'checker']), 'job stop checker');
+    await until('the claim to be released', async () => ((await claimsOf('checked')).length === 0 ? true : undefined), 30_000);
+  });
 });
