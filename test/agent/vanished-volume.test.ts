@@ -101,9 +101,15 @@ describe('a release that always ends, on a dev agent', () => {
     });
   };
 
+  const metrics = async (): Promise<string> =>
+    (await fetch(`${agent.addr}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${agent.token}` } })).text();
+
   before(async () => {
     dir = await tempDir('bvv-');
-    agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0']).ready(true);
+    const config = path.join(dir, 'agent.hcl');
+    // Stats every second, so the usage gauges are there to watch (and to see cleared).
+    writeFileSync(config, 'csi {\n  volume_stats_interval = "1s"\n  drift_interval = "1h"\n}\n');
+    agent = await startAgent(['--dev', '--data-dir', path.join(dir, 'a'), '--port', '0', '--config', config]).ready(true);
     const [node] = await agent.get<Api.NodeListStub[]>('/v1/nodes');
     nodeId = node!.ID;
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
@@ -131,7 +137,22 @@ describe('a release that always ends, on a dev agent', () => {
     const alloc = await runWith('vanisher', 'gone');
     assert.ok(leftFor(alloc.ID, 'gone').length >= 2, `the publication and the staging are mounted: ${mountsUnder(dir).join(', ')}`);
 
+    const used = /^berth_volume_used_bytes\{namespace="default",volume="gone",plugin="hostpath"\} \d+$/m;
+    await until('the usage gauge of the volume', async () => (used.test(await metrics()) ? true : undefined), 30_000);
+
     rmSync(await volumeDirOf('gone'), { recursive: true, force: true });
+    // Its condition turns abnormal, and its usage gauges stop (before: they kept their last values).
+    const after = await until(
+      'the abnormal condition in the metrics',
+      async () => {
+        const m = await metrics();
+        return /^berth_volume_abnormal\{namespace="default",volume="gone",plugin="hostpath"\} 1$/m.test(m) ? m : undefined;
+      },
+      30_000,
+    );
+    await until('the usage gauges to clear', async () => (used.test(await metrics()) ? undefined : true), 10_000).catch(() => assert.doesNotMatch(after, used));
+    assert.deepEqual((await agent.get<Api.CSIVolume>('/v1/volume/csi/gone')).BerthUsage, [], 'volume status shows no stale usage');
+
     ok(await agent.cli(['job', 'stop', 'vanisher']), 'job stop');
     // Before: the plugin refused NodeUnpublish ("not touching it") and the claim stayed unpublishing for ever.
     await until('the claim to be released', async () => ((await claimsOf('gone')).length === 0 ? true : undefined), 30_000);
