@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { VolumeStatsReport } from '../../structs/index.js';
 import { VolumeUsageBook } from './usage-book.js';
 
-const report = (extra: object) => ({ namespace: 'default', volumeId: 'data', pluginId: 'hostpath', reportedAt: 1, ...extra });
+const report = (extra: Partial<VolumeStatsReport>): VolumeStatsReport => ({ namespace: 'default', volumeId: 'data', pluginId: 'hostpath', allocIds: ['a1'], reportedAt: 1, ...extra });
 
 describe('volume usage book', () => {
   it('a report with no figures (a vanished volume: only its abnormal condition) clears that node\'s last figures; the history stays', () => {
