@@ -247,7 +247,21 @@ describe('a release that always ends, on a dev agent', () => {
     assert.equal(words.code, 1);
     assert.match(words.stdout, /plugin-not-checked/);
 
-    // Back to a clean state for the agent's stop.
+    // With no plugin to unpublish it, the stopped writer's claim cannot be released; a forced detach
+    // has the node unmount it itself.
+    ok(await agent.cli(['job', 'stop', 'checker']), 'job stop checker');
+    await until('the allocation to stop', async () => ((await agent.get<Api.Allocation>(`/v1/allocation/${alloc.ID}`)).ClientStatus === 'complete' ? true : undefined), 60_000);
+    assert.equal((await claimsOf('checked')).length, 1, 'the claim is held: no plugin to release it');
+    const forced = await agent.cli(['volume', 'detach', '--force', 'checked', nodeId], { timeoutMs: 120_000 });
+    ok(forced, 'volume detach --force without a plugin');
+    assert.deepEqual(await claimsOf('checked'), []);
+    assert.deepEqual(
+      leftFor(alloc.ID, 'checked').filter((m) => !m.endsWith('/secrets')),
+      [],
+      'the node unmounted the publication and the staging itself',
+    );
+
+    // Back to a running plugin for the agent's stop.
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'hostpath-plugin.hcl')]), 'job run hostpath-plugin');
     await until(
       'the hostpath plugin to be healthy again',
@@ -257,7 +271,5 @@ describe('a release that always ends, on a dev agent', () => {
       },
       90_000,
     );
-    ok(await agent.cli(['job', 'stop', 'checker']), 'job stop checker');
-    await until('the claim to be released', async () => ((await claimsOf('checked')).length === 0 ? true : undefined), 30_000);
   });
 });

@@ -30,6 +30,8 @@ export interface CsiPluginSource {
       opts: { capacityRange: { requiredBytes?: number; limitBytes?: number }; secrets?: SecretMap; signal?: AbortSignal },
     ): Promise<{ capacityBytes: number }>;
   };
+  /** The volume manager of node plugin `id` even when no instance serves it (a forced detach); throws when it has none. */
+  volumeManagerForTeardown?(id: string): ReturnType<CsiPluginSource['volumeManagerFor']>;
   pluginReports(): { controller: Record<string, unknown>; node: Record<string, unknown> };
   /** Each node plugin's mount root on this host, for the mount inventory. Absent: no plugin mounts here. */
   mountRoots?(): PluginMountRoot[];
@@ -127,8 +129,15 @@ export class NodeRpcHandler {
         this.#logger.debug({ pluginId: p.pluginId, volumeId: p.berthVolumeId, allocId: p.allocId, publications: recs.length, stagings: orphans.length }, 'node detach');
         // Nothing recorded: nothing of this allocation is mounted here (never was, or already torn down).
         if (recs.length === 0 && orphans.length === 0) return { alreadyDone: true };
-        const vm = this.#csi.volumeManagerFor(p.pluginId);
         const force = p.force === true;
+        let vm: ReturnType<CsiPluginSource['volumeManagerFor']>;
+        try {
+          vm = this.#csi.volumeManagerFor(p.pluginId);
+        } catch (err) {
+          // Forced: no serving plugin does not stop the agent from unmounting itself.
+          if (!force || !this.#csi.volumeManagerForTeardown) throw err;
+          vm = this.#csi.volumeManagerForTeardown(p.pluginId);
+        }
         const unmountedByAgent: UnmountReport['unmountedByAgent'] = [];
         for (const rec of recs) {
           unmountedByAgent.push(...(await vm.unmountVolume(rec.volume, rec.allocId, rec.usage, { signal: s, force })).unmountedByAgent);

@@ -294,10 +294,20 @@ export class StepRunner {
       : { ...(prev as R), op: row.op, state: 'pending', updatedAt: this.#o.clock.now() };
     slot.put(key, rec);
     let failure: StepFailure | undefined;
-    try {
-      await this.#call(signal, (client, callOpts) => row.call(client, rec, spec, callOpts));
-    } catch (err) {
-      failure = asFailure(err);
+    // Forced, with no instance serving: nothing to retry for; the agent takes over at once.
+    if (takeover?.force) {
+      try {
+        this.#o.getClient();
+      } catch (err) {
+        failure = new StepFailure(err, false);
+      }
+    }
+    if (!failure) {
+      try {
+        await this.#call(signal, (client, callOpts) => row.call(client, rec, spec, callOpts));
+      } catch (err) {
+        failure = asFailure(err);
+      }
     }
     // A release always ends: a negation the plugin will not do, the agent does when nothing
     // the plugin could do would bring the mount back (its source vanished) or an operator forces it.
