@@ -151,12 +151,16 @@ describe('volume health and drift on a dev agent', () => {
     assert.equal(spawnSync('mount', ['--bind', source, stray]).status, 0);
     planted.push(stray);
 
-    const found = JSON.parse(ok(await agent.cli(['volume', 'doctor', '--json']), 'volume doctor').stdout) as DriftReport;
+    const foundRun = await agent.cli(['volume', 'doctor', '--json']);
+    assert.equal(foundRun.code, 1, `a difference found: exit 1\n${foundRun.stderr}${foundRun.stdout}`);
+    const found = JSON.parse(foundRun.stdout) as DriftReport;
     assert.deepEqual(
       found.Findings.map((f) => [f.Kind, f.NodeID, f.Path, f.Fixable]),
       [['mount-without-record', nodeId, stray, true]],
     );
-    const words = ok(await agent.cli(['volume', 'doctor']), 'volume doctor').stdout;
+    const wordsRun = await agent.cli(['volume', 'doctor']);
+    assert.equal(wordsRun.code, 1);
+    const words = wordsRun.stdout;
     assert.match(words, /1 difference:/);
     assert.match(words, new RegExp(`repair: berth volume doctor --fix  \\(unmounts it on the node\\), or umount ${stray}`));
 
