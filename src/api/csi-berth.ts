@@ -107,6 +107,10 @@ export const VolumeClaimState = z.strictObject({
    */
   FencedUntil: z.string().nullable(),
   FenceReason: z.string(),
+  /** True once an operator forced the release (`volume detach -force`): the node unmounts what its plugin refuses to. */
+  BerthReleaseForced: z.boolean(),
+  /** What the node unmounted itself in the plugin's place during the release ("" when nothing). */
+  BerthReleaseOverride: z.string(),
   CreateIndex: int.nonnegative(),
   ModifyIndex: int.nonnegative(),
 });
@@ -173,7 +177,7 @@ export const VolumeUsageHistory = z.strictObject({
 export type VolumeUsageHistory = z.infer<typeof VolumeUsageHistory>;
 
 /** The kinds of difference between Berth's books and what plugins and kernels say. */
-export const DriftKind = z.enum(['claim-without-allocation', 'stale-controller-publication', 'mount-without-record', 'record-without-mount', 'unknown-plugin-volume']);
+export const DriftKind = z.enum(['claim-without-allocation', 'stale-controller-publication', 'mount-without-record', 'record-without-mount', 'unknown-plugin-volume', 'plugin-not-checked']);
 export type DriftKind = z.infer<typeof DriftKind>;
 
 /** One difference. IDs that do not apply are "". */

@@ -56,6 +56,11 @@ async function claimList(s: ApiSession, _args: string[], opts: Record<string, un
       goTimestamp(c.ClaimTime),
     ]),
   );
+  // A release an operator forced, or one the node finished in its plugin's place, says so.
+  for (const c of body) {
+    if (c.BerthReleaseForced) s.out.line(`Claim of allocation ${shortId(c.AllocationID)} on volume ${c.VolumeID}: release forced by an operator`);
+    if (c.BerthReleaseOverride) s.out.line(`Claim of allocation ${shortId(c.AllocationID)} on volume ${c.VolumeID}: ${c.BerthReleaseOverride}`);
+  }
 }
 
 async function claimDelete(s: ApiSession, [volArg, allocArg]: string[], opts: Record<string, unknown>): Promise<void> {

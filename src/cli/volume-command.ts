@@ -76,7 +76,7 @@ export function volumeCommand(ctx: CommandContext): Command {
       )
       .argument('<volume>', 'volume ID or a unique prefix')
       .argument('<node>', 'node ID or a unique prefix')
-      .option('--force', 'stop the allocations that use the volume on the node first, wait until they stopped, then detach'),
+      .option('--force', 'stop the allocations that use the volume on the node first, wait until they stopped, then detach; a step the plugin refuses, the node does itself (it unmounts the paths, and the claim\'s history says so)'),
     ['volume detach shared-data 9c1e2f3a', 'volume detach --force shared-data 9c1e2f3a'],
   ).action(act(detach));
 

@@ -16,12 +16,14 @@ export function addVolumeDoctorCommands(volume: Command, ctx: CommandContext): v
     volume
       .command('doctor')
       .description(
-        "Compare Berth's claims and registrations with what the plugins' controllers and the nodes' kernels say, and list every difference with the command that repairs it. --fix repairs what is safe (never a volume an allocation uses)",
+        "Compare Berth's claims and registrations with what the plugins' controllers and the nodes' kernels say, and list every difference with the command that repairs it. --fix repairs what is safe (never a volume an allocation uses). A plugin it could not ask is a difference. Exits 0 when clean, 1 when differences remain, 2 when a repair failed",
       )
       .argument('[id]', 'only this volume (ID or a unique prefix)')
       .option('--fix', 'repair what is safe: release claims whose allocation is gone, unpublish what no claim stands behind, unmount mounts no record names'),
     ['volume doctor', 'volume doctor shared-data', 'volume doctor --fix', 'volume doctor --json'],
-  ).action(apiAction(ctx, doctor));
+  ).action(apiAction(ctx, async (s, args, opts) => {
+    ctx.state.exitCode = doctorExitCode(await doctor(s, args, opts));
+  }));
 
   apiCommand(
     volume
@@ -31,7 +33,21 @@ export function addVolumeDoctorCommands(volume: Command, ctx: CommandContext): v
   ).action(apiAction(ctx, drift));
 }
 
-async function doctor(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<void> {
+/** `volume doctor`'s exit codes: nothing left to do, differences (or sources not asked) remain, a repair failed. */
+export const DOCTOR_EXIT = { CLEAN: 0, DIFFERENCES: 1, FIX_FAILED: 2 } as const;
+
+/**
+ * The exit code of a report: 2 when a repair failed, 1 when a difference
+ * is left unrepaired or a source could not be asked, else 0. Pure.
+ */
+export function doctorExitCode(r: DriftReport): number {
+  if (r.FixFailed.length > 0) return DOCTOR_EXIT.FIX_FAILED;
+  const fixed = new Set(r.Fixed.map((f) => JSON.stringify(f)));
+  const left = r.Findings.filter((f) => !fixed.has(JSON.stringify(f)));
+  return left.length > 0 || r.Errors.length > 0 ? DOCTOR_EXIT.DIFFERENCES : DOCTOR_EXIT.CLEAN;
+}
+
+async function doctor(s: ApiSession, [idArg]: string[], opts: Record<string, unknown>): Promise<DriftReport> {
   const id = idArg ? await s.api.resolve(KINDS.volume, idArg, { namespace: s.namespace }) : undefined;
   const query = id ? { volume: id, namespace: s.namespace } : {};
   const fix = Boolean(opts['fix']);
@@ -39,8 +55,9 @@ async function doctor(s: ApiSession, [idArg]: string[], opts: Record<string, unk
   const { body: r } = fix
     ? await s.api.request<DriftReport>('POST', '/v1/volumes/doctor', { query })
     : await s.api.get<DriftReport>('/v1/volumes/doctor', query);
-  if (s.out.json) return s.out.document(r);
-  printReport(s, r, fix);
+  if (s.out.json) s.out.document(r);
+  else printReport(s, r, fix);
+  return r;
 }
 
 async function drift(s: ApiSession): Promise<void> {

@@ -141,8 +141,20 @@ export interface NodeRpcMethods {
       allocId: string;
       accessMode: AccessMode;
       attachmentMode: AttachmentMode;
+      /**
+       * An operator's forced detach: a step the plugin refuses is done by the
+       * agent itself (umount -l of every layer), and reported in `unmountedByAgent`.
+       */
+      force?: boolean;
     };
-    result: { alreadyDone: boolean };
+    /**
+     * `unmountedByAgent`: paths the agent unmounted itself after the plugin
+     * refused (a forced detach, or a volume whose source vanished), with why.
+     */
+    result: {
+      alreadyDone: boolean;
+      unmountedByAgent?: Array<{ op: 'unpublish' | 'unstage'; path: string; reason: 'source-vanished' | 'forced'; pluginError: string; layers: number }>;
+    };
   };
   /** NodeExpandVolume on the node where the volume is mounted (the agent knows the paths). */
   'csi.node.expand': {

@@ -90,7 +90,9 @@ export type DriftKind =
   /** A node's staging or publish record whose path is not mounted. */
   | 'record-without-mount'
   /** A volume the plugin's controller lists that no Berth volume registers. */
-  | 'unknown-plugin-volume';
+  | 'unknown-plugin-volume'
+  /** A plugin the doctor could not ask (not running on a node that holds its volumes, or no controller): what it would have said was not checked. */
+  | 'plugin-not-checked';
 
 export const DRIFT_KINDS: readonly DriftKind[] = [
   'claim-without-allocation',
@@ -98,6 +100,7 @@ export const DRIFT_KINDS: readonly DriftKind[] = [
   'mount-without-record',
   'record-without-mount',
   'unknown-plugin-volume',
+  'plugin-not-checked',
 ];
 
 /** One difference between Berth's books and what a plugin or a node's kernel says. */

@@ -144,6 +144,17 @@ export interface VolumeClaim {
    */
   fencedUntil?: number;
   fenceReason?: string;
+  /**
+   * Set by an operator's forced detach: the node unmounts itself what the
+   * plugin refuses to, so the release ends (docs/csi-rules.md).
+   */
+  releaseForced?: boolean;
+  /**
+   * What the node did in the plugin's place during the release, in words
+   * ("the agent unmounted /path (forced): plugin said ..."); kept on the row
+   * so the claim's history (its events) shows the override.
+   */
+  releaseOverride?: string;
   createIndex: number;
   modifyIndex: number;
 }

@@ -268,7 +268,7 @@ describe('volume health and drift with an injected fault', () => {
     await eventually('the drift metric', async () => (/^berth_volume_drift\{kind="stale-controller-publication"\} 1$/m.test(await metrics()) ? true : undefined));
 
     const cliOut = await cli(['volume', 'doctor', 'data']);
-    assert.equal(cliOut.code, 0, cliOut.stderr);
+    assert.equal(cliOut.code, 1, `differences found: exit 1\n${cliOut.stderr}`);
     assert.match(cliOut.stdout, /stale-controller-publication\n\s+the controller of fake still reports volume data published to node node-h, where Berth holds no claim of it\n\s+repair: berth volume doctor --fix data/);
 
     const fixed = await cli(['volume', 'doctor', '--fix', '--json']);
@@ -312,6 +312,11 @@ describe('volume health and drift with an injected fault', () => {
     assert.deepEqual(found.Findings.map((f) => [f.Kind, f.VolumeID, f.AllocID, f.NodeID]), [['claim-without-allocation', 'idle', 'ghost-alloc', NODE_ID]]);
     assert.match(found.Findings[0]!.Message, /allocation ghost-alloc no longer exists; its release is stuck at node-detached \(.*storage array busy/);
     assert.equal(found.Findings[0]!.Repair, `berth volume detach idle ${NODE_ID}`);
+
+    // A repair that fails (the controller still refuses): exit 2.
+    const failing = await cli(['volume', 'doctor', '--fix', 'idle']);
+    assert.equal(failing.code, 2, `a repair failed: exit 2\n${failing.stdout}${failing.stderr}`);
+    assert.match(failing.stdout, /\[fix failed\]/);
 
     plugin.clearScript();
     const fixed = (await http<DriftReport>('POST', '/v1/volumes/doctor?volume=idle')).body;

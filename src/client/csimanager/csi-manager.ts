@@ -250,6 +250,21 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     return entry.vm;
   }
 
+  /**
+   * The volume manager of node plugin `id` even while no healthy instance
+   * serves it: for an operator's forced detach, whose steps the agent does
+   * itself when the plugin cannot (docs/csi-rules.md, a release always ends).
+   * Does not block. Throws CsiManagerError CSI_PLUGIN_NOT_FOUND when the
+   * plugin never had a volume manager here, CSI_PLUGIN_UNHEALTHY while its
+   * records are still loading.
+   */
+  volumeManagerForTeardown(id: string): VM {
+    const entry = this.#volumeManagers.get(id);
+    if (!entry?.vm) throw new CsiManagerError('CSI_PLUGIN_NOT_FOUND', id, `CSI plugin "${id}" has no volume manager on this node`);
+    if (!entry.ready) throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', id, `CSI plugin "${id}" is not ready: its volume manager is still loading its records`);
+    return entry.vm;
+  }
+
   /** The node capabilities of the instance serving node plugin `pluginId` ([] before its first fingerprint, or when none runs). */
   nodeCapabilities(pluginId: string): NodeCapability[] {
     return this.#servingNodeCapabilities(pluginId);

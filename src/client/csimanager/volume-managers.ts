@@ -3,14 +3,14 @@
 // wait for a node plugin, then get its volume manager. CsiManager has both;
 // callers depend on this, so a fake can stand in.
 
-import type { MountableVolume, MountVolumeOptions, VolumeUsage } from '../volumes/index.js';
+import type { MountableVolume, MountVolumeOptions, UnmountReport, VolumeUsage } from '../volumes/index.js';
 
 /** What an allocation needs of a node plugin's volume manager (Nomad's csimanager.VolumeManager). */
 export interface VolumeMounter {
   /** See VolumeManager.mountVolume. */
   mountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: MountVolumeOptions): Promise<{ source: string }>;
   /** See VolumeManager.unmountVolume. */
-  unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: { signal?: AbortSignal }): Promise<void>;
+  unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: { signal?: AbortSignal; force?: boolean }): Promise<UnmountReport>;
 }
 
 export interface PluginWaitOptions {

@@ -15,7 +15,7 @@ import type {
   NodeRpcResponse,
 } from '../../structs/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { RecordedVolumes, takeMountInventory, unmountStray, type MountableVolume, type PluginMountRoot, type VolumeUsage } from '../volumes/index.js';
+import { RecordedVolumes, takeMountInventory, unmountStray, type MountableVolume, type PluginMountRoot, type UnmountReport, type VolumeUsage } from '../volumes/index.js';
 import { controllerCallHandlers, errorAnswer, type NodeRpcHandlers } from './controller-calls.js';
 
 /** What the handler needs of the CSI manager (CsiManager has it all). */
@@ -24,7 +24,7 @@ export interface CsiPluginSource {
   managerForPlugin(id: string, opts: { signal?: AbortSignal; type?: CsiPluginType }): Promise<{ client: CsiClient | undefined }>;
   /** The volume manager of node plugin `id`; throws when no healthy instance serves it. */
   volumeManagerFor(id: string): {
-    unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: { signal?: AbortSignal }): Promise<void>;
+    unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts?: { signal?: AbortSignal; force?: boolean }): Promise<UnmountReport>;
     expand(
       volume: MountableVolume,
       allocId: string,
@@ -32,6 +32,8 @@ export interface CsiPluginSource {
       opts: { capacityRange: { requiredBytes?: number; limitBytes?: number }; secrets?: SecretMap; signal?: AbortSignal },
     ): Promise<{ capacityBytes: number }>;
   };
+  /** The volume manager of node plugin `id` even when no instance serves it (a forced detach); throws when it has none. */
+  volumeManagerForTeardown?(id: string): ReturnType<CsiPluginSource['volumeManagerFor']>;
   pluginReports(): { controller: Record<string, unknown>; node: Record<string, unknown> };
   /** Each node plugin's mount root on this host, for the mount inventory. Absent: no plugin mounts here. */
   mountRoots?(): PluginMountRoot[];
@@ -145,13 +147,22 @@ export class NodeRpcHandler {
         this.#logger.debug({ pluginId: p.pluginId, volumeId: p.berthVolumeId, allocId: p.allocId, publications: recs.length, stagings: orphans.length }, 'node detach');
         // Nothing recorded: nothing of this allocation is mounted here (never was, or already torn down).
         if (recs.length === 0 && orphans.length === 0) return { alreadyDone: true };
-        const vm = this.#csi.volumeManagerFor(p.pluginId);
+        const force = p.force === true;
+        let vm: ReturnType<CsiPluginSource['volumeManagerFor']>;
+        try {
+          vm = this.#csi.volumeManagerFor(p.pluginId);
+        } catch (err) {
+          // Forced: no serving plugin does not stop the agent from unmounting itself.
+          if (!force || !this.#csi.volumeManagerForTeardown) throw err;
+          vm = this.#csi.volumeManagerForTeardown(p.pluginId);
+        }
+        const unmountedByAgent: UnmountReport['unmountedByAgent'] = [];
         for (const rec of recs) {
-          await vm.unmountVolume(rec.volume, rec.allocId, rec.usage, { signal: s });
+          unmountedByAgent.push(...(await vm.unmountVolume(rec.volume, rec.allocId, rec.usage, { signal: s, force })).unmountedByAgent);
         }
         // Serialized behind whatever holds the volume now; unstages only if still unused then.
-        for (const st of orphans) await vm.unmountVolume(st.volume, p.allocId, st.usage, { signal: s });
-        return { alreadyDone: false };
+        for (const st of orphans) unmountedByAgent.push(...(await vm.unmountVolume(st.volume, p.allocId, st.usage, { signal: s, force })).unmountedByAgent);
+        return { alreadyDone: false, ...(unmountedByAgent.length > 0 ? { unmountedByAgent } : {}) };
       },
       'csi.node.expand': async (p, s) => {
         const rec = this.#recorded.publications({ pluginId: p.pluginId, namespace: p.namespace, volumeId: p.berthVolumeId })[0];

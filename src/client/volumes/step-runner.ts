@@ -24,6 +24,7 @@ import {
   type Clock,
   type Logger,
 } from '../../lib/index.js';
+import { sourceVanished, unmountEveryLayer, type AgentUnmount, type AgentUnmountReason, type Takeover } from './agent-unmount.js';
 import { removeEmptyDirs } from './empty-dirs.js';
 import type { MountPaths } from './mount-paths.js';
 import type { PublishSpec, StepSpec } from './step-spec.js';
@@ -260,14 +261,18 @@ export class StepRunner {
     await this.#run(STEP_TABLE.publish, this.#slots.publications, spec.publishKey, spec, signal, log);
   }
 
-  /** NodeUnpublish of a recorded publication, if any. */
-  async unpublish(key: string, signal: AbortSignal, log: Logger): Promise<void> {
-    await this.#run(STEP_TABLE.unpublish, this.#slots.publications, key, undefined, signal, log);
+  /**
+   * NodeUnpublish of a recorded publication, if any. When the plugin refuses
+   * and the target's source has vanished (or `takeover.force`), the agent
+   * unmounts it itself and the step is done (see takeOver).
+   */
+  async unpublish(key: string, signal: AbortSignal, log: Logger, takeover?: Takeover): Promise<void> {
+    await this.#run(STEP_TABLE.unpublish, this.#slots.publications, key, undefined, signal, log, takeover);
   }
 
-  /** NodeUnstage of a recorded staging that no publication uses. Resolves true when it unstaged. */
-  unstageIfUnused(key: string, signal: AbortSignal, log: Logger): Promise<boolean> {
-    return this.#run(STEP_TABLE.unstage, this.#slots.stages, key, undefined, signal, log);
+  /** NodeUnstage of a recorded staging that no publication uses, as `unpublish`. Resolves true when it unstaged. */
+  unstageIfUnused(key: string, signal: AbortSignal, log: Logger, takeover?: Takeover): Promise<boolean> {
+    return this.#run(STEP_TABLE.unstage, this.#slots.stages, key, undefined, signal, log, takeover);
   }
 
   /** The skeleton every step shares. Resolves false when the step was not needed. */
@@ -278,6 +283,7 @@ export class StepRunner {
     spec: PublishSpec | undefined,
     signal: AbortSignal,
     log: Logger,
+    takeover?: Takeover,
   ): Promise<boolean> {
     const prev = slot.get(key);
     if (!row.needed(prev, () => this.#o.records.usersOf(key))) return false;
@@ -288,11 +294,25 @@ export class StepRunner {
       : { ...(prev as R), op: row.op, state: 'pending', updatedAt: this.#o.clock.now() };
     slot.put(key, rec);
     let failure: StepFailure | undefined;
-    try {
-      await this.#call(signal, (client, callOpts) => row.call(client, rec, spec, callOpts));
-    } catch (err) {
-      failure = asFailure(err);
+    // Forced, with no instance serving: nothing to retry for; the agent takes over at once.
+    if (takeover?.force) {
+      try {
+        this.#o.getClient();
+      } catch (err) {
+        failure = new StepFailure(err, false);
+      }
     }
+    if (!failure) {
+      try {
+        await this.#call(signal, (client, callOpts) => row.call(client, rec, spec, callOpts));
+      } catch (err) {
+        failure = asFailure(err);
+      }
+    }
+    // A release always ends: a negation the plugin will not do, the agent does when nothing
+    // the plugin could do would bring the mount back (its source vanished) or an operator forces it.
+    const taken = failure && row.undoes && !signal.aborted ? await this.#takeOver(row.op as 'unpublish' | 'unstage', row.path(rec), failure, takeover, log) : undefined;
+    if (taken) failure = undefined;
     const result: StepResult = !failure ? 'ok' : failure.uncertain ? 'uncertain' : 'final';
     const outcome = stepOutcome(row.undoes, result, prev !== undefined);
     const where = { [row.pathField]: row.path(rec) };
@@ -320,6 +340,32 @@ export class StepRunner {
     log.warn({ ...where, err: describeError(failure.cause) }, mayHaveHappened ? `volume ${row.op} is uncertain` : `volume ${row.op} failed`);
     const code = outcome === 'uncertain' ? row.uncertainCode : row.failedCode;
     throw stepError(code, `${row.subject(rec)} ${mayHaveHappened ? 'may or may not have happened' : 'failed'}`, failure.cause);
+  }
+
+  /**
+   * Unmounts `hostPath` in the agent after the plugin refused its negation
+   * step, when its source vanished or `takeover.force`; resolves with what
+   * it did (also pushed to `takeover.done`), or undefined when the refusal
+   * stands. A failing umount leaves the refusal standing (logged).
+   */
+  async #takeOver(op: 'unpublish' | 'unstage', hostPath: string, failure: StepFailure, takeover: Takeover | undefined, log: Logger): Promise<AgentUnmount | undefined> {
+    let reason: AgentUnmountReason | undefined;
+    try {
+      if (await sourceVanished(hostPath)) reason = 'source-vanished';
+      else if (takeover?.force) reason = 'forced';
+      if (!reason) return undefined;
+      const layers = await unmountEveryLayer(hostPath);
+      const done: AgentUnmount = { op, path: hostPath, reason, pluginError: describeError(failure.cause), layers };
+      takeover?.done.push(done);
+      log.warn(
+        { path: hostPath, reason, layers, pluginError: done.pluginError },
+        reason === 'forced' ? `plugin refused to ${op}; unmounted by the agent (forced by an operator)` : `plugin refused to ${op} a volume whose source vanished; unmounted by the agent`,
+      );
+      return done;
+    } catch (err) {
+      log.warn({ path: hostPath, reason, err: describeError(err) }, `the agent could not unmount after the plugin refused to ${op}`);
+      return undefined;
+    }
   }
 
   /**

@@ -25,6 +25,7 @@ import {
   type SecretMap,
 } from '../../lib/index.js';
 import type { ClientStateStore } from '../state/index.js';
+import type { Takeover } from './agent-unmount.js';
 import { KeyedLock } from './keyed-lock.js';
 import { MountPaths, type VolumeUsage } from './mount-paths.js';
 import { MountTable } from './mount-table.js';
@@ -33,7 +34,7 @@ import { publishSpec, type PublishSpec } from './step-spec.js';
 import { StepRunner } from './step-runner.js';
 import { ClientVolumeError } from './client-volume-error.js';
 import { VolumeRecords, type PublishRecord } from './volume-records.js';
-import type { MountableVolume, MountVolumeOptions, ReconcileReport, VolumeAllocPair } from './volume-types.js';
+import type { MountableVolume, MountVolumeOptions, ReconcileReport, UnmountReport, VolumeAllocPair } from './volume-types.js';
 
 export interface VolumeManagerOptions {
   pluginId: string;
@@ -245,17 +246,25 @@ export class VolumeManager {
    * negation), then NodeUnstage when no other allocation uses the staging.
    * Needs no secrets. NOT_FOUND from the plugin counts as done. Safe to
    * repeat; a volume never published here (or whose publish failed with a
-   * final code) sends nothing. Throws ClientVolumeError VOLUME_UNMOUNT_FAILED
-   * (the record stays for a retry), AbortedError when `signal` fired first.
+   * final code) sends nothing.
+   *
+   * A release always ends: when the plugin refuses a step whose path shows a
+   * volume whose source vanished, or any step with `force` (an operator's
+   * forced detach), the agent unmounts the path itself (umount -l of every
+   * layer) and the step is done; the result lists what it so unmounted.
+   * Throws ClientVolumeError VOLUME_UNMOUNT_FAILED (the record stays for a
+   * retry), AbortedError when `signal` fired first.
    */
-  unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: { signal?: AbortSignal } = {}): Promise<void> {
+  unmountVolume(volume: MountableVolume, allocId: string, usage: VolumeUsage, opts: { signal?: AbortSignal; force?: boolean } = {}): Promise<UnmountReport> {
     return this.#run(opts.signal, async (signal) => {
       const spec = this.#publishSpec(volume, allocId, usage, {});
+      const takeover: Takeover = { force: opts.force === true, done: [] };
       await this.#locks.with(spec.externalId, signal, async () => {
         const log = this.#logger.child({ volumeId: spec.volumeId, allocId });
-        await this.#steps.unpublish(spec.publishKey, signal, log);
-        await this.#steps.unstageIfUnused(spec.stageKey, signal, log);
+        await this.#steps.unpublish(spec.publishKey, signal, log, takeover);
+        await this.#steps.unstageIfUnused(spec.stageKey, signal, log, takeover);
       });
+      return { unmountedByAgent: takeover.done };
     });
   }
 

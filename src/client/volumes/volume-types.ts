@@ -4,6 +4,7 @@
 // importing the manager.
 
 import type { SecretMap } from '../../lib/index.js';
+import type { AgentUnmount } from './agent-unmount.js';
 
 /** The volume a call is about, as the node knows it. */
 export interface MountableVolume {
@@ -50,4 +51,9 @@ export interface ReconcileReport {
   failed: Array<{ volumeId: string; allocId?: string; code: string; message: string }>;
   /** Empty, unmounted directories left by earlier runs that were removed. */
   removedDirs: number;
+}
+
+/** What unmountVolume did beyond the plugin's calls: the paths the agent unmounted itself after the plugin refused (docs/csi-rules.md). */
+export interface UnmountReport {
+  unmountedByAgent: AgentUnmount[];
 }

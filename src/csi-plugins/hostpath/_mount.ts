@@ -97,7 +97,27 @@ export async function mountStateOf(p: string, volumeDir: string): Promise<MountS
   if (volume && here.dev === volume.dev && here.ino === volume.ino) {
     return { kind: 'ours', readonly: top.options.includes('ro'), depth: stack.length };
   }
+  // The volume directory was removed while mounted (a disk pulled, an admin's rm -rf): the
+  // kernel still shows the bind's source, marked deleted, and the mounted directory has no
+  // links. Still this volume's mount, so an unpublish or unstage can undo it (CSI: a target
+  // whose volume is gone is unmounted, and the call succeeds).
+  if (!volume && here.nlink === 0n && isVanishedSourceOf(top.root, volumeDir)) {
+    return { kind: 'ours', readonly: top.options.includes('ro'), depth: stack.length };
+  }
   return { kind: 'other' };
+}
+
+/**
+ * True when a mountinfo `root` is `volumeDir` after its removal: the kernel
+ * appends `//deleted`, and shows the path relative to its filesystem, so the
+ * tail is compared (the directory name is a plugin-generated UUID). Pure.
+ */
+export function isVanishedSourceOf(root: string, volumeDir: string): boolean {
+  const suffix = '//deleted';
+  if (!root.endsWith(suffix)) return false;
+  const was = root.slice(0, -suffix.length);
+  const name = volumeDir.split('/').filter(Boolean).pop() ?? '';
+  return name !== '' && (was === volumeDir || was.endsWith(`/${name}`));
 }
 
 async function statOrUndefined(p: string): Promise<Awaited<ReturnType<typeof stat>> | undefined> {

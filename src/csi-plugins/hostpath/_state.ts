@@ -6,6 +6,11 @@
 // file, so a controller instance and a node instance may share one data
 // directory. Every write is atomic: temp file, fsync, rename, fsync dir (the
 // node file's rename is not fsynced: see #writeNow).
+// Several instances (nodes) may share one data directory, and so the
+// controller file: each keeps it as a cache (_merge.ts) that every call
+// refreshes from the file when the file changed, and every write is a
+// read-merge-write under a lock file beside it (_lock.ts withFileLock), so no
+// instance's records are lost to another's stale copy.
 // Two instances of one node plugin run on one node while a plugin job is
 // updated (the old one serves until the new one is healthy), so the node's
 // records may change under an instance: it reads a volume's record from the
@@ -13,9 +18,11 @@
 // file's records (what it did not change, it leaves as the file has it).
 
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../lib/index.js';
+import { withFileLock } from './_lock.js';
+import { SyncedRecords } from './_merge.js';
 import { isErrno } from './_mount.js';
 
 const FORMAT_VERSION = 1;
@@ -99,8 +106,10 @@ export const NODE_STATE_FILE = 'node-state.json';
  * Callers mutate the maps and records, then call `persist()`.
  */
 export class StateStore {
-  readonly volumes = new Map<string, VolumeRecord>();
-  readonly snapshots = new Map<string, SnapshotRecord>();
+  readonly #volumes = new SyncedRecords<VolumeRecord>((v) => ({ ...v, published: [...(v.published ?? [])] }));
+  readonly #snapshots = new SyncedRecords<SnapshotRecord>((s) => ({ ...s }));
+  /** The controller file as last read or written (inode, size, mtime), to skip re-reading an unchanged file. */
+  #controllerStamp = '';
   readonly nodeVolumes = new Map<string, NodeVolumeRecord>();
   /** Each node record as last read from or written to the node file (its JSON), to tell our changes from another instance's. */
   readonly #nodeSynced = new Map<string, string>();
@@ -121,6 +130,16 @@ export class StateStore {
     this.#nodeId = opts.nodeId;
   }
 
+  /** The volumes (controller role): this instance's cache of the shared file; call refresh() first. */
+  get volumes(): Map<string, VolumeRecord> {
+    return this.#volumes.map;
+  }
+
+  /** The snapshots, as `volumes`. */
+  get snapshots(): Map<string, SnapshotRecord> {
+    return this.#snapshots.map;
+  }
+
   get controllerFile(): string {
     return path.join(this.#dir, CONTROLLER_STATE_FILE);
   }
@@ -131,14 +150,7 @@ export class StateStore {
 
   /** Loads the owned files (missing files mean empty). Throws BerthError('HOSTPATH_STATE_CORRUPT') on unreadable JSON. */
   async load(): Promise<void> {
-    if (this.#ownsController) {
-      const file = await readJson<ControllerFile>(this.controllerFile);
-      if (file) {
-        for (const v of file.volumes) this.volumes.set(v.id, { ...v, published: [...(v.published ?? [])] });
-        for (const s of file.snapshots) this.snapshots.set(s.id, s);
-        this.#nextSeq = file.nextSeq;
-      }
-    }
+    if (this.#ownsController) await this.refresh();
     if (this.#ownsNode) {
       const file = await readJson<NodeFile>(this.nodeFile);
       if (file && file.nodeId !== this.#nodeId) {
@@ -149,6 +161,23 @@ export class StateStore {
       }
       for (const n of file?.volumes ?? []) this.#adopt(n);
     }
+  }
+
+  /**
+   * Takes what other instances wrote to the controller file since this one
+   * last read or wrote it (records this instance changed and has not written
+   * yet stay as they are). Cheap when the file did not change (one stat).
+   * Call at the start of every call. Throws on unreadable files.
+   */
+  async refresh(): Promise<void> {
+    if (!this.#ownsController) return;
+    const stamp = await fileStamp(this.controllerFile);
+    if (stamp === this.#controllerStamp) return;
+    const file = await readJson<ControllerFile>(this.controllerFile);
+    this.#volumes.adopt(file?.volumes ?? []);
+    this.#snapshots.adopt(file?.snapshots ?? []);
+    this.#nextSeq = Math.max(this.#nextSeq, file?.nextSeq ?? 1);
+    this.#controllerStamp = stamp;
   }
 
   #adopt(n: NodeVolumeRecord): void {
@@ -183,7 +212,10 @@ export class StateStore {
 
   /** The volume record, from memory when this instance is the controller, else from the controller's file. */
   async findVolume(id: string): Promise<VolumeRecord | undefined> {
-    if (this.#ownsController) return this.volumes.get(id);
+    if (this.#ownsController) {
+      await this.refresh();
+      return this.volumes.get(id);
+    }
     const file = await readJson<ControllerFile>(this.controllerFile);
     return file?.volumes.find((v) => v.id === id);
   }
@@ -217,18 +249,34 @@ export class StateStore {
 
   async #writeNow(which: 'controller' | 'node' | 'both'): Promise<void> {
     if (this.#ownsController && which !== 'node') {
-      const file: ControllerFile = {
-        version: FORMAT_VERSION,
-        nextSeq: this.#nextSeq,
-        volumes: [...this.volumes.values()],
-        snapshots: [...this.snapshots.values()],
-      };
-      await writeAtomic(this.controllerFile, JSON.stringify(file, null, 1));
+      await withFileLock(`${this.controllerFile}.lock`, async () => {
+        // What the file holds now (another instance may have written it), with our changes over it.
+        const onFile = await readJson<ControllerFile>(this.controllerFile);
+        this.#nextSeq = Math.max(this.#nextSeq, onFile?.nextSeq ?? 1);
+        const before = { volumes: this.#volumes.snapshot(), snapshots: this.#snapshots.snapshot() };
+        const file: ControllerFile = {
+          version: FORMAT_VERSION,
+          nextSeq: 0,
+          volumes: this.#volumes.merge(onFile?.volumes ?? [], () => this.nextSeq()),
+          snapshots: this.#snapshots.merge(onFile?.snapshots ?? [], () => this.nextSeq()),
+        };
+        file.nextSeq = this.#nextSeq;
+        await writeAtomic(this.controllerFile, JSON.stringify(file, null, 1));
+        this.#controllerStamp = await fileStamp(this.controllerFile);
+        this.#volumes.adopt(file.volumes, before.volumes);
+        this.#snapshots.adopt(file.snapshots, before.snapshots);
+      });
     }
     if (this.#ownsNode && which !== 'controller') {
       // Our changes over the file's records: another instance's changes to other volumes stay.
       const before = new Map(this.#nodeSynced);
       const dirty = [...new Set([...this.nodeVolumes.keys(), ...before.keys()])].filter((id) => nodeJson(this.nodeVolumes.get(id)) !== before.get(id));
+      await withFileLock(`${this.nodeFile}.lock`, () => this.#writeNode(before, dirty));
+    }
+  }
+
+  async #writeNode(before: Map<string, string>, dirty: string[]): Promise<void> {
+    {
       const merged = new Map<string, NodeVolumeRecord>();
       for (const n of (await readJson<NodeFile>(this.nodeFile).catch(() => undefined))?.volumes ?? []) merged.set(n.volumeId, n);
       for (const id of dirty) {
@@ -251,6 +299,17 @@ export class StateStore {
       this.#nodeSynced.clear();
       for (const n of merged.values()) this.#nodeSynced.set(n.volumeId, JSON.stringify(n));
     }
+  }
+}
+
+/** Identifies one version of a file (an atomic write renames a new inode over it); '' when there is none. */
+async function fileStamp(file: string): Promise<string> {
+  try {
+    const s = await stat(file, { bigint: true });
+    return `${s.ino}:${s.size}:${s.mtimeNs}`;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return '';
+    throw err;
   }
 }
 

@@ -253,6 +253,46 @@ describe('HostpathPlugin', () => {
     });
   });
 
+  describe('a volume whose directory vanished', () => {
+    it('unpublishes and unstages as success (the spec: a target that is gone is done), leaving no mount and no record', async () => {
+      const p = await start();
+      const c = clients(p.endpoint);
+      const vol = (await c.controller.createVolume({ name: 'v', volumeCapabilities: [cap] })).volume?.volumeId ?? '';
+      const staging = path.join(root, 'stage');
+      const target = path.join(root, 'pub', 'target');
+      await mkdir(staging);
+      await mkdir(path.dirname(target));
+      await c.node.nodeStageVolume({ volumeId: vol, stagingTargetPath: staging, volumeCapability: cap });
+      await c.node.nodePublishVolume({ volumeId: vol, stagingTargetPath: staging, targetPath: target, volumeCapability: cap, readonly: false });
+      // An admin's rm -rf of the volume's directory while it is published.
+      await rm(path.join(root, 'data', 'volumes', vol), { recursive: true });
+      const stats = await c.node.nodeGetVolumeStats({ volumeId: vol, volumePath: target });
+      assert.equal(stats.volumeCondition?.abnormal, true);
+      // Before: FAILED_PRECONDITION "... not touching it", for ever.
+      assert.equal(await codeOf(c.node.nodeUnpublishVolume({ volumeId: vol, targetPath: target })), Status.OK);
+      assert.equal(await codeOf(c.node.nodeUnpublishVolume({ volumeId: vol, targetPath: target })), Status.OK, 'and again');
+      assert.equal(await codeOf(c.node.nodeUnstageVolume({ volumeId: vol, stagingTargetPath: staging })), Status.OK);
+      assert.equal((await readMountInfo()).filter((m) => m.mountPoint.startsWith(root)).length, 0);
+      assert.ok(!existsSync(target), 'the target directory NodePublish made is gone');
+      const nodeState = JSON.parse(await readFile(path.join(root, 'data', 'node-state.json'), 'utf8')) as { volumes: unknown[] };
+      assert.deepEqual(nodeState.volumes, []);
+    });
+
+    it('still refuses a target where something else is mounted', async () => {
+      const p = await start();
+      const c = clients(p.endpoint);
+      const vol = (await c.controller.createVolume({ name: 'v', volumeCapabilities: [cap] })).volume?.volumeId ?? '';
+      await rm(path.join(root, 'data', 'volumes', vol), { recursive: true });
+      const other = path.join(root, 'other');
+      const target = path.join(root, 'target');
+      await mkdir(other);
+      await mkdir(target);
+      await bindMount(other, target);
+      assert.equal(await codeOf(c.node.nodeUnpublishVolume({ volumeId: vol, targetPath: target })), Status.FAILED_PRECONDITION);
+      assert.equal((await readMountInfo()).filter((m) => m.mountPoint === target).length, 1);
+    });
+  });
+
   describe('errors and logs', () => {
     it('never logs secrets or mount flags, and logs as component hostpath', async () => {
       const lines: string[] = [];

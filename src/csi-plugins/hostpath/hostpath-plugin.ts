@@ -161,7 +161,7 @@ export class HostpathPlugin {
         reservations: { bytes: 0 },
         logger: this.#logger,
       };
-      const server = createServer().use(this.#errorMiddleware());
+      const server = createServer().use(this.#errorMiddleware()).use(refreshMiddleware(store));
       server.add(IdentityDefinition, this.#identity(controller));
       if (controller) server.add(ControllerDefinition, createControllerService(ctx));
       if (node) server.add(NodeDefinition, createNodeService(ctx));
@@ -228,4 +228,16 @@ export class HostpathPlugin {
       }
     };
   }
+}
+
+/**
+ * Before every call, takes what other instances sharing the data directory
+ * wrote to the controller file (one stat when nothing changed), so no call
+ * acts on a stale copy: a volume created through another node is found.
+ */
+function refreshMiddleware(store: StateStore) {
+  return async function* refresh<Req, Res>(call: ServerMiddlewareCall<Req, Res>, context: CallContext) {
+    await store.refresh();
+    return yield* call.next(call.request, context);
+  };
 }

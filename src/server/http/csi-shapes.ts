@@ -52,6 +52,8 @@ export function volumeClaimState(c: VolumeClaim): VolumeClaimState {
     ClaimTime: goTime(c.claimTime),
     FencedUntil: c.fencedUntil ? goTime(c.fencedUntil) : null,
     FenceReason: c.fenceReason ?? '',
+    BerthReleaseForced: c.releaseForced === true,
+    BerthReleaseOverride: c.releaseOverride ?? '',
     CreateIndex: c.createIndex,
     ModifyIndex: c.modifyIndex,
   };

@@ -114,4 +114,41 @@ describe('compareBooks', () => {
       ['stale-controller-publication', 'logs'],
     ]);
   });
+
+  it('for one volume, its stray mounts too (in its staging or per-allocation directories), and not another volume\'s', () => {
+    const findings = compareBooks({
+      snap: store.snapshot(),
+      scope: { namespace: 'default', volumeId: 'logs' },
+      listed: new Map(),
+      inventories: new Map([
+        [
+          'n1',
+          {
+            records: [],
+            strayMounts: [
+              { pluginId: 'fake', path: '/csi/per-alloc/x/logs/u' },
+              { pluginId: 'fake', path: '/csi/staging/default/logs/u' },
+              { pluginId: 'fake', path: '/csi/staging/other-ns/logs/u' },
+              { pluginId: 'fake', path: '/csi/per-alloc/x/data/u' },
+            ],
+          },
+        ],
+      ]),
+    });
+    assert.deepEqual(
+      findings.filter((f) => f.kind === 'mount-without-record').map((f) => f.path),
+      ['/csi/per-alloc/x/logs/u', '/csi/staging/default/logs/u'],
+    );
+  });
+
+  it('what could not be asked is a finding, never a silent gap', () => {
+    const findings = compareBooks({
+      snap: store.snapshot(),
+      listed: new Map(),
+      inventories: new Map(),
+      unchecked: [{ pluginId: 'fake', nodeId: 'n1', message: 'plugin fake not running on node n1: not checked', repair: 'start it' }],
+    });
+    const f = findings.find((x) => x.kind === 'plugin-not-checked');
+    assert.deepEqual(f && [f.pluginId, f.nodeId, f.message, f.fixable], ['fake', 'n1', 'plugin fake not running on node n1: not checked', false]);
+  });
 });

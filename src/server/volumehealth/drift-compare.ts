@@ -4,6 +4,7 @@
 // gathered, so each kind of difference can be shown by a test that writes
 // the inputs by hand.
 
+import { createHash } from 'node:crypto';
 import type { ListedVolume } from '../../csi/index.js';
 import { isClientTerminal, type DriftFinding, type NodeMountInventory, type Volume } from '../../structs/index.js';
 import { keyPrefix, rowKey, type StateReader } from '../state/index.js';
@@ -18,6 +19,39 @@ export interface BooksInput {
   inventories: ReadonlyMap<string, NodeMountInventory>;
   /** True for a claim whose release runs in this server right now: not drift, work in progress. */
   releasing?: (claimKey: string) => boolean;
+  /** What could not be asked: each becomes a `plugin-not-checked` finding (the doctor is never silently partial). */
+  unchecked?: ReadonlyArray<{ pluginId: string; nodeId?: string; message: string; repair: string }>;
+}
+
+/**
+ * The directory name a node gives an ID in its mount layout (the client's
+ * `pathKey`, client/volumes/mount-paths.ts: bytes outside [A-Za-z0-9_.-] and a
+ * leading dot become %XX; over 100 bytes, %h and the SHA-256). Pure.
+ */
+function layoutKey(id: string): string {
+  let out = '';
+  for (const byte of Buffer.from(id, 'utf8')) {
+    const ch = String.fromCharCode(byte);
+    const safe = byte < 0x80 && /[A-Za-z0-9_.-]/.test(ch) && !(out === '' && ch === '.');
+    out += safe ? ch : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    if (out.length > 100) return `%h${createHash('sha256').update(id, 'utf8').digest('hex')}`;
+  }
+  return out;
+}
+
+/**
+ * Whether a stray mount's path lies in one volume's directories of the
+ * node's layout: `.../staging/<namespace>/<volume>/<usage>` or
+ * `.../per-alloc/<allocation>/<volume>/<usage>`. Pure.
+ */
+function strayOfVolume(p: string, scope: { namespace: string; volumeId: string }): boolean {
+  const parts = p.split('/');
+  const vol = layoutKey(scope.volumeId);
+  for (let i = parts.length - 4; i >= 0; i--) {
+    if (parts[i] === 'staging' && parts[i + 1] === layoutKey(scope.namespace) && parts[i + 2] === vol) return true;
+    if (parts[i] === 'per-alloc' && parts[i + 2] === vol) return true;
+  }
+  return false;
 }
 
 /** `-namespace=x ` for a namespace other than default. */
@@ -103,7 +137,7 @@ export function compareBooks(input: BooksInput): DriftFinding[] {
   // 3. and 4. Each node's records against its kernel.
   for (const [nodeId, inv] of input.inventories) {
     for (const m of inv.strayMounts) {
-      if (scope) continue;
+      if (scope && !strayOfVolume(m.path, scope)) continue;
       out.push({
         kind: 'mount-without-record',
         pluginId: m.pluginId,
@@ -131,6 +165,18 @@ export function compareBooks(input: BooksInput): DriftFinding[] {
         fixable: false,
       });
     }
+  }
+
+  // 5. What could not be asked: a finding, so a partial check never reads as a clean one.
+  for (const u of input.unchecked ?? []) {
+    out.push({
+      kind: 'plugin-not-checked',
+      pluginId: u.pluginId,
+      ...(u.nodeId ? { nodeId: u.nodeId } : {}),
+      message: u.message,
+      repair: u.repair,
+      fixable: false,
+    });
   }
 
   const order = (f: DriftFinding): string => [f.kind, f.namespace ?? '', f.volumeId ?? f.externalVolumeId ?? '', f.nodeId ?? '', f.allocId ?? '', f.path ?? ''].join('\u0000');

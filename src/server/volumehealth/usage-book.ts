@@ -33,9 +33,18 @@ export class VolumeUsageBook {
     this.#historySize = Math.max(1, opts.historySize ?? DEFAULT_USAGE_HISTORY);
   }
 
-  /** Records one node's report; a report without usage figures changes nothing. */
+  /**
+   * Records one node's report. A report without usage figures (the plugin
+   * answered, but could measure nothing: a volume whose directory vanished
+   * reports only its abnormal condition) forgets that node's last figures,
+   * so the gauges and `volume status` stop showing values that are no longer
+   * true; the history keeps what was measured.
+   */
   record(nodeId: string, r: VolumeStatsReport): void {
-    if (!r.bytes && !r.inodes) return;
+    if (!r.bytes && !r.inodes) {
+      this.forgetNode(r.namespace, r.volumeId, nodeId);
+      return;
+    }
     const key = rowKey(r.namespace, r.volumeId);
     let entry = this.#volumes.get(key);
     if (!entry) {

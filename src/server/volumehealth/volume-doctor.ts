@@ -11,7 +11,7 @@ import type { ListedVolume } from '../../csi/index.js';
 import { describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import type { DriftCheckError, DriftFinding, DriftReport, NodeMountInventory, NodeRpcMethod, NodeRpcParams, NodeRpcResult } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
-import { compareBooks } from './drift-compare.js';
+import { compareBooks, type BooksInput } from './drift-compare.js';
 
 /** What the doctor needs of the volume service (VolumeService has it). */
 export interface DoctorVolumes {
@@ -81,16 +81,57 @@ export class VolumeDoctor {
       }
     }
 
+    const unchecked: NonNullable<BooksInput['unchecked']>[number][] = [];
+    // The plugins whose volumes are in question, and the nodes that hold claims of each.
+    const volumesOf = new Map<string, number>();
+    for (const v of snap.list('volumes')) {
+      if (scope && (v.namespace !== scope.namespace || v.id !== scope.volumeId)) continue;
+      volumesOf.set(v.pluginId, (volumesOf.get(v.pluginId) ?? 0) + 1);
+    }
+    const claimedOn = new Map<string, Set<string>>();
+    for (const c of snap.list('claims')) {
+      if (scope && (c.namespace !== scope.namespace || c.volumeId !== scope.volumeId)) continue;
+      const nodes = claimedOn.get(c.nodeId) ?? new Set<string>();
+      nodes.add(c.pluginId);
+      claimedOn.set(c.nodeId, nodes);
+    }
+    for (const [pluginId] of volumesOf) {
+      const p = snap.get('plugins', rowKey(pluginId));
+      if (!p) {
+        unchecked.push({ pluginId, message: `plugin ${pluginId} is not running anywhere: its volumes were not checked`, repair: `run plugin ${pluginId}'s job, then berth volume doctor again` });
+      } else if (p.controllerRequired && Object.keys(p.controllers).length === 0) {
+        unchecked.push({
+          pluginId,
+          message: `plugin ${pluginId} has no running controller: its volumes' publications were not checked`,
+          repair: `run plugin ${pluginId}'s controller, then berth volume doctor again`,
+        });
+      }
+    }
+
     const inventories = new Map<string, NodeMountInventory>();
     for (const n of snap.list('nodes')) {
-      if (n.status === 'down' || Object.keys(n.csiNodePlugins).length === 0) continue;
-      if (scopedPlugin && !(scopedPlugin in n.csiNodePlugins)) continue;
+      const claimed = claimedOn.get(n.id) ?? new Set<string>();
+      if (n.status === 'down' || (Object.keys(n.csiNodePlugins).length === 0 && claimed.size === 0)) continue;
+      if (scopedPlugin && !(scopedPlugin in n.csiNodePlugins) && !claimed.has(scopedPlugin)) continue;
       if (!this.#o.calls.connected(n.id)) {
         errors.push({ source: `node ${n.id}`, message: 'not connected to this server; its mounts were not checked' });
         continue;
       }
       try {
-        inventories.set(n.id, await this.#o.calls.callNode(n.id, 'csi.node.inventory', {}, signalOpt));
+        const inv = await this.#o.calls.callNode(n.id, 'csi.node.inventory', {}, signalOpt);
+        inventories.set(n.id, inv);
+        // A plugin the node holds claims or records of, but does not run healthy: nobody asked it.
+        const held = new Set([...claimed, ...inv.records.filter((r) => !scope || (r.namespace === scope.namespace && r.volumeId === scope.volumeId)).map((r) => r.pluginId)]);
+        for (const pluginId of [...held].sort()) {
+          if (scopedPlugin && pluginId !== scopedPlugin) continue;
+          if (n.csiNodePlugins[pluginId]?.healthy) continue;
+          unchecked.push({
+            pluginId,
+            nodeId: n.id,
+            message: `plugin ${pluginId} not running on node ${n.id}: not checked (the node holds its volumes, and their mounts there were not compared with the plugin)`,
+            repair: `start plugin ${pluginId} on node ${n.id} (its plugin job), then berth volume doctor again`,
+          });
+        }
       } catch (err) {
         opts.signal?.throwIfAborted();
         errors.push({ source: `node ${n.id}`, message: `could not report its mounts: ${describeError(err)}` });
@@ -104,6 +145,7 @@ export class VolumeDoctor {
       listed,
       inventories,
       releasing: (key) => this.#o.volumes.releasing(key),
+      unchecked,
     });
     const report: DriftReport = { checkedAt: this.#clock.now(), ...(scope ? scope : {}), findings, errors };
     if (!opts.fix) return report;

@@ -71,6 +71,11 @@ export class ClaimRelease {
     });
   }
 
+  /** Resolves once no release of this claim runs in this process (whatever its outcome). Never rejects. */
+  async settled(key: string): Promise<void> {
+    await this.#releasing.get(key)?.catch(() => undefined);
+  }
+
   /** Whether a release of this claim is running in this process. */
   releasing(key: string): boolean {
     return this.#releasing.has(key);
@@ -150,6 +155,22 @@ export class ClaimRelease {
     return result;
   }
 
+  /**
+   * Writes what the node unmounted in the plugin's place onto the claim (a
+   * claim event carries it: the claim's history), before the claim moves on.
+   */
+  async #recordOverride(key: string, done: ReadonlyArray<{ op: string; path: string; reason: string; pluginError: string }>, extra?: string): Promise<void> {
+    const words = [
+      ...done.map((d) => `the agent unmounted ${d.path} itself (${d.op}, ${d.reason === 'forced' ? 'forced by an operator' : "the volume's source vanished"}); the plugin said: ${d.pluginError}`),
+      ...(extra ? [extra] : []),
+    ].join('; ');
+    await this.#deps.store.write((txn) => {
+      const cur = txn.get('claims', key);
+      if (cur) txn.put('claims', { ...cur, releaseOverride: cur.releaseOverride ? `${cur.releaseOverride}; ${words}` : words });
+    });
+    this.#deps.logger.warn({ claim: key, unmountedByAgent: done, override: extra }, 'claim release: done in the plugin\'s place');
+  }
+
   /** Runs one step of the release; true when the claim is free. */
   async #step(key: string, claim: VolumeClaim, reason: string, signal: AbortSignal | undefined): Promise<boolean> {
     const snap = this.#deps.store.snapshot();
@@ -162,7 +183,7 @@ export class ClaimRelease {
       case 'unpublishing': {
         const node = snap.get('nodes', rowKey(claim.nodeId));
         if (node && node.status !== 'down') {
-          await this.#deps.connections.call(
+          const answer = await this.#deps.connections.call(
             claim.nodeId,
             'csi.node.detach',
             {
@@ -173,9 +194,11 @@ export class ClaimRelease {
               allocId: claim.allocId,
               accessMode: claim.accessMode,
               attachmentMode: claim.attachmentMode,
+              ...(claim.releaseForced ? { force: true } : {}),
             },
             { timeoutMs: this.#deps.callTimeoutMs, ...(signal ? { signal } : {}) },
           );
+          if (answer.unmountedByAgent?.length) await this.#recordOverride(key, answer.unmountedByAgent);
         }
         // A down node is skipped: its agent cleans up its own mounts when it restarts.
         // With no ControllerPublish to undo, node-detached and controller-detached
@@ -192,14 +215,22 @@ export class ClaimRelease {
           .list('claims', { prefix: keyPrefix(claim.namespace, claim.volumeId) })
           .some((c) => c.allocId !== claim.allocId && c.nodeId === claim.nodeId && (c.state === 'taken' || c.state === 'unpublishing'));
         if (claim.controllerPublish !== 'none' && !stillAttached) {
-          await this.#deps.perVolume.run(rowKey(claim.namespace, claim.volumeId), () =>
-            this.#deps.router.call(
-              pluginId,
-              'csi.controller.unpublish',
-              { pluginId, volumeId: externalVolumeId, nodeId: claim.externalNodeId, secrets: volume?.secrets ?? {} },
-              { topology: volume ? whereItLives(volume) : [], ...(signal ? { signal } : {}) },
-            ),
-          );
+          try {
+            await this.#deps.perVolume.run(rowKey(claim.namespace, claim.volumeId), () =>
+              this.#deps.router.call(
+                pluginId,
+                'csi.controller.unpublish',
+                { pluginId, volumeId: externalVolumeId, nodeId: claim.externalNodeId, secrets: volume?.secrets ?? {} },
+                { topology: volume ? whereItLives(volume) : [], ...(signal ? { signal } : {}) },
+              ),
+            );
+          } catch (err) {
+            // Forced by an operator: the release ends even without a controller to answer. What it leaves
+            // (the plugin's record of the publication) is said on the claim, and `volume doctor` finds and
+            // undoes it (ControllerUnpublish is idempotent) once the controller runs.
+            if (!claim.releaseForced || signal?.aborted) throw err;
+            await this.#recordOverride(key, [], `ControllerUnpublishVolume to node ${claim.externalNodeId} was not done (${describeError(err)}); released anyway (forced by an operator); volume doctor finds the publication once the controller runs`);
+          }
         }
         await this.#advance(key, 'node-detached', { state: 'controller-detached' });
         return false;

@@ -212,12 +212,28 @@ export class VolumeService {
       for (const id of stopped) await opts.stopAllocation(id);
       await this.#untilTerminal(stopped, opts.stopWaitMs ?? 300_000, opts.signal);
     }
-    const results = await Promise.allSettled(
-      claims.map((c) => this.#release.releaseByKey(rowKey(namespace, volumeId, c.allocId), `detach from node ${nodeId} requested`, opts.signal)),
-    );
+    const keys = claims.map((c) => rowKey(namespace, volumeId, c.allocId));
+    if (opts.force) await this.#forceRelease(keys, nodeId);
+    const results = await Promise.allSettled(keys.map((key) => this.#release.releaseByKey(key, `detach from node ${nodeId} requested${opts.force ? ' (forced)' : ''}`, opts.signal)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
     return { stoppedAllocations: stopped };
+  }
+
+  /**
+   * Marks the claims forced (the node then unmounts itself what its plugin
+   * refuses to; the claim's events show it), and lets a release already
+   * running without force end first, so the next run carries the force.
+   */
+  async #forceRelease(keys: readonly string[], nodeId: string): Promise<void> {
+    await this.#store.write((txn) => {
+      for (const key of keys) {
+        const cur = txn.get('claims', key);
+        if (cur && !cur.releaseForced) txn.put('claims', { ...cur, releaseForced: true });
+      }
+    });
+    this.#logger.warn({ nodeId, claims: keys }, 'forced detach: the node will unmount what its plugin refuses to');
+    await Promise.all(keys.map((key) => this.#release.settled(key)));
   }
 
   /** Waits until each allocation is terminal (or gone), woken by allocation writes only; UNAVAILABLE after `waitMs`. */
