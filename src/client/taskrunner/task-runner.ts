@@ -536,9 +536,11 @@ export class TaskRunner {
       await hook.stop(ctx).catch((err: unknown) => this.#logger.error({ hook: hook.name, err: describeError(err) }, 'stop hook failed'));
     }
     const s = this.#record.state;
+    // A task that had ended (before an agent restart, say) keeps the time it really finished.
+    const ended = s.state === 'dead' && s.finishedAt > 0;
     s.state = 'dead';
     if (this.#killFailed) s.failed = true;
-    s.finishedAt = this.#clock.now();
+    if (!ended) s.finishedAt = this.#clock.now();
     this.#record.handle = undefined;
     this.#record.taskId = undefined;
     this.#changed();
