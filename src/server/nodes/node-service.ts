@@ -276,7 +276,7 @@ export class NodeService {
       txn.delete('nodes', rowKey(nodeId));
       updatePluginsFor(txn, node, { ...node, csiControllerPlugins: {}, csiNodePlugins: {} });
       return node;
-    });
+    }, { freesSpace: true });
     this.#lastSeen.delete(nodeId);
     this.#deadline.delete(nodeId);
     this.#logger.info({ nodeId, name: result.name }, 'node purged');
