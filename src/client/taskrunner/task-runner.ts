@@ -355,7 +355,12 @@ export class TaskRunner {
         if (exit.fenced) {
           // Not restarted: the servers may have handed its volume to a replacement meanwhile.
           this.#record.state.failed = true;
-          this.event(TASK_EVENTS.fenced, `Task stopped on the node: ${exit.message ?? 'its lease ran out'}`, details);
+          this.event(
+            TASK_EVENTS.fenced,
+            `Task stopped on the node: ${exit.message ?? 'its lease ran out'}. Not restarted here (the servers may have handed its volume on); ` +
+              'the servers place a replacement as soon as they hear from this node again',
+            details,
+          );
           break;
         }
         if (exit.oomKilled) {
