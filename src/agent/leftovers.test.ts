@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -35,7 +35,17 @@ describe('leftBehind', () => {
     const left = leftBehind(dir);
     assert.deepEqual(left.processes.map((p) => p.pid).sort(), [byCwd.pid, byArg.pid].sort());
     assert.deepEqual(left.mounts, [staging], 'the staging mount, not the data dir own mount');
-    const lines = describeLeftBehind(left);
+    assert.deepEqual(left.namespaces, []);
+    // A network record whose namespace still exists is named.
+    mkdirSync(path.join(dir, 'client', 'network'), { recursive: true });
+    const ns = `bleft${process.pid}`;
+    assert.equal(spawnSync('ip', ['netns', 'add', ns]).status, 0);
+    t.after(() => spawnSync('ip', ['netns', 'delete', ns]));
+    writeFileSync(path.join(dir, 'client', 'network', `${ns}.json`), JSON.stringify({ allocId: 'a1', path: `/var/run/netns/${ns}`, ownNetns: true, mode: 'bridge' }));
+    writeFileSync(path.join(dir, 'client', 'network', 'gone.json'), JSON.stringify({ allocId: 'a2', path: '/var/run/netns/bleft-gone', ownNetns: true, mode: 'bridge' }));
+    assert.deepEqual(leftBehind(dir).namespaces, [`/var/run/netns/${ns}`]);
+    const lines = describeLeftBehind(leftBehind(dir));
+    assert.ok(lines.includes(`network namespace /var/run/netns/${ns}`), lines.join('\n'));
     assert.ok(lines.includes(`process ${byArg.pid}: sh -c sleep 601; : ${path.join(dir, 'client', 'd', 'logmon.sock')}`), lines.join('\n'));
     assert.ok(lines.includes(`mount ${staging}`));
   });

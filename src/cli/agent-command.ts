@@ -234,7 +234,7 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
  * SIGTERM, an executor leaving after its task) had two seconds to do so:
  * read again every 100 ms until nothing is left or the time is up.
  */
-async function settledLeftovers<T extends { processes: unknown[]; mounts: unknown[] }>(read: () => T): Promise<T> {
+async function settledLeftovers<T extends { processes: unknown[] }>(read: () => T): Promise<T> {
   const deadline = Date.now() + 2_000;
   let left = read();
   while (left.processes.length > 0 && Date.now() < deadline) {
