@@ -65,6 +65,7 @@ describe('NetworkManager', () => {
       await assert.rejects(noCni.create(a, { mode: 'bridge' }), (e: Error & { code?: string }) => e.code === 'NETWORK_CREATE_FAILED' && /CNI plugin "\w+" not found/.test(e.message));
       assert.equal(existsSync(noCni.pathFor(a)), false, 'the namespace of the failed set-up is gone at once');
       assert.deepEqual(readdirSync(stateDir), [], 'and so is its record');
+      assert.ok(!execFileSync('iptables-save', [], { encoding: 'utf8' }).includes(noCni.bridge.name), 'and the bridge forwarding rule made before ADD');
       await noCni.destroy(a);
       assert.equal(existsSync(noCni.pathFor(a)), false);
     } finally {
