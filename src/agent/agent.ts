@@ -5,7 +5,6 @@
 // stop in reverse.
 
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -19,6 +18,7 @@ import type { AgentConfig } from './agent-config.js';
 import { agentDriverPlugins } from './driver-plugins.js';
 import { ClientListener, type TokenVerdict } from './client-listener.js';
 import { registerClientRoutes } from './client-routes.js';
+import { devTokens } from './dev-tokens.js';
 import { registerUiRoutes } from './ui-routes.js';
 import { withPathDirs, writeBerthShim } from './path-driver.js';
 
@@ -65,10 +65,6 @@ const DEFAULT_TASKS_PER_EXECUTOR = 32;
  * stopped its single-writer tasks by about then. "0s" turns fencing off.
  */
 export const DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS = 30_000;
-
-function tokenSecret(): string {
-  return randomBytes(18).toString('base64url');
-}
 
 /**
  * A Berth agent. `start()` resolves once every part runs (rejects with
@@ -153,8 +149,8 @@ export class Agent {
     let managementToken: string | undefined;
     let nodeToken: string | undefined;
     if (mode === 'dev') {
-      managementToken = tokenSecret();
-      nodeToken = tokenSecret();
+      // Kept in the data dir: a restart on the same data dir keeps the UI and BERTH_TOKEN logged in.
+      ({ management: managementToken, node: nodeToken } = devTokens(dataDir));
       tokens.push({ name: 'dev-management', secret: managementToken, role: 'management' }, { name: 'dev-node', secret: nodeToken, role: 'node' });
     }
     if (!tokens.some((t) => t.role === 'management')) {

@@ -90,10 +90,15 @@ type ExecRequest = FastifyRequest<{ Params: { id: string }; Querystring: Record<
 /** Registers the exec route (management role). The app must have @fastify/websocket registered. Sessions end when `closing` fires. */
 export function registerAllocExecRoute(app: FastifyInstance, deps: ClientRoutesDeps, closing: AbortSignal): void {
   const log = deps.logger.child({ component: 'client-http' });
-  app.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
-    '/v1/client/allocation/:id/exec',
-    { websocket: true, config: { access: 'write', wsHandshake: true } },
-    (socket: WebSocket, req: ExecRequest) => {
+  app.route<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>({
+      method: 'GET',
+      url: '/v1/client/allocation/:id/exec',
+      config: { access: 'write', wsHandshake: true },
+      // A plain GET (no Upgrade): Nomad answers 400 with gorilla's reason; @fastify/websocket's default is an empty 404.
+      handler: async () => {
+        throw new ClientRouteError(400, 'INVALID', "websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header (exec runs over a WebSocket)");
+      },
+      wsHandler: (socket: WebSocket, req: ExecRequest) => {
       const stdin = new FrameQueue<Buffer>();
       const resize = new FrameQueue<{ cols: number; rows: number }>();
       const abort = new AbortController();
@@ -179,6 +184,6 @@ export function registerAllocExecRoute(app: FastifyInstance, deps: ClientRoutesD
           fail(1011, err instanceof Error ? err.message : String(err));
         }
       })();
-    },
-  );
+      },
+  });
 }

@@ -1,5 +1,6 @@
 // The agent layer: a Berth process's composition root (server and/or client,
 // their listeners, the agent config file). The CLI's `berth agent` uses it.
+export { leftBehind, describeLeftBehind, type LeftBehind, type LeftProcess } from './leftovers.js';
 export { Agent, AgentError, mountsUnder, type AgentMode, type AgentOptions, type AgentAddress } from './agent.js';
 export { loadAgentConfig, parseAgentConfig, emptyAgentConfig, AgentConfigError, ETCD_URL, type AgentConfig } from './agent-config.js';
 export { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';

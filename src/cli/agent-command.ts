@@ -126,7 +126,7 @@ function portOf(text: string | undefined): number | undefined {
 const loadAgentModule = (): Promise<typeof AgentModule> => import('../agent/index.js');
 
 async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
-  const { Agent, emptyAgentConfig, mountsUnder, ETCD_URL } = await loadAgentModule();
+  const { Agent, emptyAgentConfig, mountsUnder, leftBehind, describeLeftBehind, ETCD_URL } = await loadAgentModule();
   const mode = modeOf(flags);
   const port = portOf(flags.port);
   if (flags.serverAddress?.length && mode !== 'client') throw new UsageError('--server-address is for --client');
@@ -172,10 +172,13 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
 
   const agent = new Agent({ mode, config, dataDir, logger, berthBin: BERTH_BIN, version: berthVersion(), ...(port !== undefined ? { port } : {}) });
   let stopped = false;
+  let left: string[] = [];
   const cleanup = async (drain: boolean): Promise<void> => {
     if (stopped) return;
     stopped = true;
     await agent.stop({ drain });
+    // Read before a temporary data dir goes: what of it still runs or is mounted.
+    left = describeLeftBehind(await settledLeftovers(() => leftBehind(dataDir)));
     if (temporary) removeDataDir(ctx, dataDir, mountsUnder);
   };
   try {
@@ -203,13 +206,42 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   say(`==> Caught ${received}; ${drain ? 'stopping every allocation and releasing its volumes' : 'stopping the agent, leaving tasks running'}`);
   await cleanup(drain);
   const problems = agent.client?.drainProblems ?? [];
-  if (problems.length) {
+  if (!drain && left.length) {
+    // SIGTERM leaves tasks running by design: say which processes (and mounts) stay, for whoever looks.
+    say(`==> Left running by design (a restarted agent reattaches to them): ${left.length} process(es)/mount(s) of ${dataDir}:`);
+    for (const l of left) say(`    ${l}`);
+  }
+  if (drain && (problems.length || left.length)) {
     // Never a clean stop that was not made: an operator draining the node must know what still runs or holds a volume.
-    say(`==> Berth agent stopped, but ${problems.length} allocation(s) could not be stopped or released (their tasks may still run and their volumes stay mounted and claimed):`);
-    for (const p of problems) say(`    ${p}`);
-    throw new BerthError('AGENT_DRAIN_INCOMPLETE', `the drain did not finish: ${problems.length} allocation(s) not stopped or released (see above)`);
+    if (problems.length) {
+      say(`==> Berth agent stopped, but ${problems.length} allocation(s) could not be stopped or released (their tasks may still run and their volumes stay mounted and claimed):`);
+      for (const p of problems) say(`    ${p}`);
+    }
+    if (left.length) {
+      say(`==> Berth agent stopped, but it left ${left.length} process(es)/mount(s) of ${dataDir} behind:`);
+      for (const l of left) say(`    ${l}`);
+    }
+    throw new BerthError(
+      'AGENT_DRAIN_INCOMPLETE',
+      `the drain did not finish: ${problems.length} allocation(s) not stopped or released, ${left.length} process(es)/mount(s) left (see above)`,
+    );
   }
   say('==> Berth agent stopped');
+}
+
+/**
+ * What is left once processes that were told to end (a log monitor's
+ * SIGTERM, an executor leaving after its task) had two seconds to do so:
+ * read again every 100 ms until nothing is left or the time is up.
+ */
+async function settledLeftovers<T extends { processes: unknown[] }>(read: () => T): Promise<T> {
+  const deadline = Date.now() + 2_000;
+  let left = read();
+  while (left.processes.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    left = read();
+  }
+  return left;
 }
 
 async function loadConfig(file: string): Promise<AgentConfig> {

@@ -8,6 +8,7 @@ import { describeError, type Clock } from '../lib/index.js';
 import type { DriverInfo, NodeFingerprint } from '../structs/index.js';
 import type { ClientOptions } from './_client-types.js';
 import { networkFingerprint } from './_network-fingerprint.js';
+import { DEFAULT_CNI_CONFIG_DIR, DEFAULT_CNI_PATH, networkModesOf } from './network/index.js';
 import type { CsiManager } from './csimanager/index.js';
 import type { HostVolumeManager } from './hostvolumes/index.js';
 import type { TaskDriver } from './drivers/index.js';
@@ -16,7 +17,7 @@ export interface FingerprinterDeps {
   /** The enabled drivers (the map may fill after construction). */
   drivers: Map<string, TaskDriver>;
   clock: Clock;
-  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'nodeClass' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs' | 'network' | 'hostVolumes'>;
+  opts: Pick<ClientOptions, 'nodeName' | 'datacenter' | 'nodeClass' | 'httpAddr' | 'attributes' | 'stopAfterServerDisconnectMs' | 'network' | 'hostVolumes' | 'groupNetworks'>;
   /** The node's meta now (static config merged with dynamic `node meta apply`). */
   meta?: () => Record<string, string>;
   /** The CSI manager, once started. */
@@ -86,6 +87,10 @@ export class NodeFingerprinter {
       hostVolumes: { ...staticVolumes, ...hostVolumes?.volumes() },
       ...(opts.stopAfterServerDisconnectMs ? { stopAfterDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),
       ...networkFingerprint(opts.network),
+      networkModes: networkModesOf({
+        cniPath: opts.groupNetworks?.cniPath?.length ? opts.groupNetworks.cniPath : DEFAULT_CNI_PATH,
+        cniConfigDir: opts.groupNetworks?.cniConfigDir ?? DEFAULT_CNI_CONFIG_DIR,
+      }),
     };
     return this.#last;
   }

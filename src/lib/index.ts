@@ -2,7 +2,7 @@
 export { BerthError, AbortedError, throwIfAborted, describeError, type ApiOutcomeCode } from './errors.js';
 export { systemClock, ManualClock, type Clock } from './clock.js';
 export { retry, backoffDelay, defaultBackoff, BACKOFF, type BackoffPolicy, type RetryOptions } from './retry.js';
-export { anySignal, linkSignals, WAIT_ENDED, type LinkedSignal } from './linked-signal.js';
+export { anySignal, linkSignals, SignalFanout, WAIT_ENDED, type LinkedSignal } from './linked-signal.js';
 export { Lifecycle, LifecycleError, type LifecycleErrorCode, type LifecycleOptions, type LifecycleState } from './lifecycle.js';
 export { SecretMap, SecretList, REDACTED, looksSecret, redactSecretLookingValues } from './redact.js';
 export { createLogger, silentLogger, REDACT_PATHS, type Logger, type LoggerConfig } from './logger.js';

@@ -61,3 +61,43 @@ export function anySignal(sources: readonly AbortSignal[]): AbortSignal {
  * once it no longer waits on it.
  */
 export const WAIT_ENDED: Error = Object.freeze(new Error('the wait ended'));
+
+/**
+ * Hands out signals that abort when `source` does, through one 'abort'
+ * listener on `source` for all of them. A component whose stop signal every
+ * running task's wait listened to directly had one listener per task, and
+ * Node warned of a leak (MaxListenersExceededWarning) past ten tasks; with
+ * this, its stop signal has one listener however many waits are in flight.
+ */
+export class SignalFanout {
+  readonly #source: AbortSignal;
+  readonly #children = new Set<AbortController>();
+
+  constructor(source: AbortSignal) {
+    this.#source = source;
+    source.addEventListener(
+      'abort',
+      () => {
+        for (const c of this.#children) c.abort(source.reason);
+        this.#children.clear();
+      },
+      { once: true },
+    );
+  }
+
+  /**
+   * Runs `work` with a signal that aborts when the source does, and lets go
+   * of it after. With the source already aborted, the signal is aborted
+   * from the start. Rethrows what `work` throws.
+   */
+  async run<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ac = new AbortController();
+    if (this.#source.aborted) ac.abort(this.#source.reason);
+    else this.#children.add(ac);
+    try {
+      return await work(ac.signal);
+    } finally {
+      this.#children.delete(ac);
+    }
+  }
+}

@@ -97,6 +97,13 @@ export interface NodeFingerprint {
   maxDynamicPort?: number;
   /** The client's named host networks (host_network "name"), with the address fingerprinted for each. */
   hostNetworks?: Record<string, HostNetwork>;
+  /**
+   * The group network modes the node can set up (Nomad's NodeResources
+   * networks): host, none, bridge (when the CNI plugins it needs are in
+   * cni_path), cni/<name> (each network in cni_config_dir). Absent: an
+   * older agent that does not say; the scheduler then does not check.
+   */
+  networkModes?: string[];
   /** How long (ms) the agent gives a task between its stop signal and SIGKILL; absent: 5 s (the client default). */
   killTimeoutMs?: number;
 }

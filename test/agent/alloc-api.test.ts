@@ -280,6 +280,13 @@ describe('the allocation API in Nomad shapes (contract)', () => {
     assert.equal(refused, 401, 'no token: refused before the upgrade');
   });
 
+  it('answers a plain GET of the exec route (no WebSocket) 400 with the reason, as Nomad does, not an empty 404', async () => {
+    const plain = await call(`/v1/client/allocation/${first}/exec?task=t&command=${encodeURIComponent('["ls"]')}`);
+    assert.equal(plain.status, 400, plain.text);
+    assert.match(plain.text, /not using the websocket protocol/);
+    assert.equal((await call(`/v1/client/allocation/${first}/exec?task=t`, { token: null })).status, 401, 'the token is checked first');
+  });
+
   it('signals a task and stops an allocation (AllocStopResponse), whose replacement the stopped one names', async () => {
     assert.deepEqual((await read(api.GenericResponse, `/v1/client/allocation/${first}/signal`, { method: 'POST', body: { Task: 't', Signal: 'SIGHUP' } })).body, { Index: 0 });
     await until('the Signaling event', async () => (await read(api.Allocation, `/v1/allocation/${first}`)).body.TaskStates?.['t']?.Events?.some((e) => e.Type === 'Signaling' && e.TaskSignal === 'SIGHUP'));

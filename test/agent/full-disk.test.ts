@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
@@ -125,6 +125,98 @@ describe('a full data disk on a client', () => {
       assert.equal(pidsWith(MARKER).length, 0, `a clean exit, so the filler is stopped: ${exit.stderr.slice(-2000)}`);
     } else {
       assert.match(exit.stderr, new RegExp(second.ID.slice(0, 8)), `a failed stop names the allocation it could not stop: ${exit.stderr.slice(-2000)}`);
+    }
+  });
+});
+
+/** Writes zeros into `file` until the disk refuses (ENOSPC), down to 512-byte pieces. */
+function fillUp(file: string): void {
+  const fd = openSync(file, 'a');
+  try {
+    for (const size of [64 * 1024, 4096, 512]) {
+      const chunk = Buffer.alloc(size);
+      for (;;) {
+        try {
+          writeSync(fd, chunk);
+        } catch (err) {
+          if ((err as { code?: string }).code === 'ENOSPC') break;
+          throw err;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+describe('a full data disk on a dev agent (server and client on the one disk)', () => {
+  let dir = '';
+  let disk = '';
+  let mounted = false;
+  let agent: AgentUnderTest | undefined;
+  const marker = `${MARKER}-dev`;
+
+  before(async () => {
+    dir = await tempDir('bx38-');
+    disk = path.join(dir, 'data');
+    mkdirSync(disk);
+    const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=32m', 'berth-full-dev', disk]);
+    assert.equal(m.status, 0, `mount tmpfs: ${m.stderr.toString()}`);
+    mounted = true;
+    agent = await startAgent(['--dev', '--data-dir', disk, '--port', '0']).ready(true);
+  });
+
+  after(async () => {
+    await agent?.stop('SIGINT').catch(() => undefined);
+    for (const pid of pidsWith(marker)) spawnSync('kill', ['-9', String(pid)]);
+    for (const m of mountsUnder(disk).reverse()) spawnSync('umount', ['-l', m]);
+    if (mounted) spawnSync('umount', ['-l', disk]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const filled = (allocId: string): boolean =>
+    spawnSync('find', [disk, '-path', `*${allocId}*`, '-name', 'full'], { encoding: 'utf8' }).stdout.trim() !== '';
+
+  it('job stop works on the full disk (the server state spends its reserve), and SIGINT names every process and mount it left', async () => {
+    const a = agent!;
+    writeFileSync(path.join(dir, 'filler.hcl'), filler('filler').replace(MARKER, marker));
+    ok(await a.cli(['job', 'run', '--detach', path.join(dir, 'filler.hcl')]), 'job run filler');
+    const alloc = await until('filler running', async () => (await a.get<Api.AllocationListStub[]>('/v1/job/filler/allocations')).find((x) => x.ClientStatus === 'running'), 60_000);
+    await until('the disk full', () => filled(alloc.ID) || undefined, 60_000);
+    // Whatever room the agent's own writes left meanwhile (the client's reserve spent on a record) is taken too.
+    fillUp(path.join(disk, 'more-fill'));
+    const stop = await a.cli(['job', 'stop', 'filler']);
+    assert.equal(stop.code, 0, `job stop on a full disk: ${stop.stderr}${stop.stdout}`);
+    await until('the filler stopped', async () => (await a.get<Api.Allocation>(`/v1/allocation/${alloc.ID}`)).ClientStatus === 'complete', 60_000);
+    assert.equal(pidsWith(marker).length, 0, 'the filler is gone');
+    rmSync(path.join(disk, 'more-fill'));
+
+    // Full again with a second filler running; SIGINT stops it, or names everything it left.
+    writeFileSync(path.join(dir, 'filler2.hcl'), filler('filler2').replace(MARKER, marker));
+    const res = await fetch(`${a.addr}/v1/client/gc`, { method: 'POST', headers: { authorization: `Bearer ${a.token}` } });
+    assert.equal(res.status, 200, await res.text());
+    ok(await a.cli(['job', 'run', '--detach', path.join(dir, 'filler2.hcl')]), 'job run filler2');
+    const second = await until('filler2 running', async () => (await a.get<Api.AllocationListStub[]>('/v1/job/filler2/allocations')).find((x) => x.ClientStatus === 'running'), 60_000);
+    await until('the disk full again', () => filled(second.ID) || undefined, 60_000);
+    const exit = await a.stop('SIGINT', 120_000);
+    agent = undefined;
+    // What is left of the data dir now, as the test sees it: every one of these must have been named.
+    const leftPids = readdirSync('/proc')
+      .filter((e) => /^\d+$/.test(e) && Number(e) !== process.pid)
+      .filter((e) => {
+        try {
+          return readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(disk);
+        } catch {
+          return false;
+        }
+      });
+    const leftMounts = mountsUnder(disk).filter((m) => m !== disk);
+    console.log(`SIGINT on a full disk: exit ${exit.code}; left ${leftPids.length} process(es), ${leftMounts.length} mount(s)`);
+    if (exit.code === 0) {
+      assert.deepEqual([leftPids, leftMounts], [[], []], `a clean exit leaves nothing: ${exit.stdout.slice(-2000)}`);
+    } else {
+      for (const pid of leftPids) assert.match(exit.stdout, new RegExp(`process ${pid}:`), `process ${pid} left and not named: ${exit.stdout.slice(-3000)}`);
+      for (const m of leftMounts) assert.ok(exit.stdout.includes(`mount ${m}`), `mount ${m} left and not named: ${exit.stdout.slice(-3000)}`);
     }
   });
 });

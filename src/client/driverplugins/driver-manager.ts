@@ -440,9 +440,23 @@ export class DriverManager {
   async stop(): Promise<void> {
     if (this.#stop.signal.aborted) return;
     this.#stop.abort();
-    await Promise.all(this.#instances.map((i) => i.stop()));
-    const held = this.#instances.reduce((n, i) => n + (i.driver?.taskIds().length ?? 0), 0);
-    if (held === 0) this.logmon.stop();
-    else this.#log.info({ tasks: held }, 'the log monitor keeps collecting the output of tasks left running');
+    // Counted before the plugins go: only a task whose process still runs has output left to collect
+    // (an exited task not yet destroyed, or one whose destroy failed, has none).
+    const held = this.#instances.reduce((n, i) => n + (i.driver?.taskIds().filter((id) => runs(i.driver, id)).length ?? 0), 0);
+    try {
+      await Promise.all(this.#instances.map((i) => i.stop()));
+    } finally {
+      if (held === 0) this.logmon.stop();
+      else this.#log.info({ tasks: held }, 'the log monitor keeps collecting the output of tasks left running');
+    }
+  }
+}
+
+/** Whether the driver's task `id` still runs (an unknown state counts as running: its output may still flow). */
+function runs(driver: { inspectTask(id: string): { state: string } } | undefined, id: string): boolean {
+  try {
+    return driver?.inspectTask(id).state !== 'exited';
+  } catch {
+    return true;
   }
 }

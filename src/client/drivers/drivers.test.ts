@@ -46,6 +46,23 @@ for (const [kind, make] of KINDS) {
       assert.equal((await driver.waitTask('alloc-1/web/0')).exitCode, 3);
     });
 
+    it('waits on and stops twelve tasks at once without a MaxListenersExceededWarning (one listener on its stop signal, not one per task)', async () => {
+      const warnings: string[] = [];
+      const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+      process.on('warning', onWarning);
+      try {
+        const cfgs = Array.from({ length: 12 }, (_, i) => h.config(`t${i}`, 'while :; do sleep 0.05; done'));
+        for (const cfg of cfgs) await h.start(driver, cfg);
+        const waits = cfgs.map((cfg) => driver.waitTask(cfg.id));
+        await Promise.all(cfgs.map((cfg) => driver.stopTask(cfg.id, { timeoutMs: 5_000 })));
+        await Promise.all(waits);
+        await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+        assert.deepEqual(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')), []);
+      } finally {
+        process.off('warning', onWarning);
+      }
+    });
+
     it('stops a task with its signal: a task that handles SIGTERM exits on its own', async () => {
       const cfg = h.config('web', 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done');
       await h.start(driver, cfg);

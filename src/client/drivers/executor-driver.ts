@@ -8,7 +8,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AbortedError, linkSignals, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
+import { AbortedError, linkSignals, SignalFanout, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
 import { DriverError } from './driver-error.js';
@@ -83,6 +83,8 @@ export abstract class ExecutorDriver implements TaskDriver {
   readonly #clock: Clock;
   readonly #tasks = new Map<string, TaskRecord>();
   readonly #stopping = new AbortController();
+  /** Waits and calls end with #stopping through this: one listener on it, however many tasks run. */
+  readonly #untilStopping = new SignalFanout(this.#stopping.signal);
   readonly #execs: ExecSessions = new Set();
   readonly #cgroups: Cgroups | null;
   readonly #afterTaskStarted: ((cfg: TaskConfig) => void) | undefined;
@@ -285,7 +287,7 @@ export abstract class ExecutorDriver implements TaskDriver {
       if (started) return { ...saved, ...started };
       if (readExitRecord(saved)) return saved;
       if (!this.#executorAlive(saved) || this.#clock.now() >= deadline) break;
-      await this.#clock.sleep(20, this.#stopping.signal);
+      await this.#untilStopping.run((signal) => this.#clock.sleep(20, signal));
     }
     // A shared executor runs other tasks too: it never got (or lost) this one, and stays.
     if (!saved.sharedExecutor && isAlive(saved.executorPid, saved.executorStartTicks)) killPid(saved.executorPid, 'SIGKILL');
@@ -296,14 +298,18 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<ExitResult> {
     const rec = this.#record(taskId);
-    const link = opts.signal ? linkSignals([opts.signal, this.#stopping.signal]) : undefined;
     try {
-      return await this.#waitExit(rec, link?.signal ?? this.#stopping.signal);
+      return await this.#untilStopping.run(async (stopping) => {
+        const link = opts.signal ? linkSignals([opts.signal, stopping]) : undefined;
+        try {
+          return await this.#waitExit(rec, link?.signal ?? stopping);
+        } finally {
+          link?.unlink();
+        }
+      });
     } catch (err) {
       if (this.#stopping.signal.aborted) throw this.#shutDownError();
       throw err;
-    } finally {
-      link?.unlink();
     }
   }
 
@@ -357,7 +363,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (rec.exit) return;
     const signal = opts.signal ?? 'SIGTERM';
     try {
-      const answer = await askExecutor(rec.handle.socketPath, { op: 'stop', signal, timeoutMs: opts.timeoutMs }, this.#stopping.signal);
+      const answer = await this.#untilStopping.run((stopping) => askExecutor(rec.handle.socketPath, { op: 'stop', signal, timeoutMs: opts.timeoutMs }, stopping));
       if (answer.exit) rec.exit = answer.exit;
     } catch (err) {
       if (this.#stopping.signal.aborted) throw this.#shutDownError();
@@ -367,7 +373,7 @@ export abstract class ExecutorDriver implements TaskDriver {
         killGroup(rec.handle.taskPid, signal);
         const deadline = this.#clock.now() + opts.timeoutMs;
         while (isAlive(rec.handle.taskPid, rec.handle.taskStartTicks) && this.#clock.now() < deadline) {
-          await this.#clock.sleep(50, this.#stopping.signal);
+          await this.#untilStopping.run((stopping) => this.#clock.sleep(50, stopping));
         }
         killGroup(rec.handle.taskPid, 'SIGKILL');
       }
@@ -424,7 +430,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (rec.exit) throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} has exited`);
     let answer: ExecutorAnswer;
     try {
-      answer = await askExecutor(rec.handle.socketPath, { op: 'signal', signal }, this.#stopping.signal);
+      answer = await this.#untilStopping.run((stopping) => askExecutor(rec.handle.socketPath, { op: 'signal', signal }, stopping));
     } catch (err) {
       if (this.#stopping.signal.aborted) throw this.#shutDownError();
       if (!(err instanceof ExecutorUnavailable)) throw err;

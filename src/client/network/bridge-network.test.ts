@@ -8,10 +8,11 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { eventually } from '../../../test/support/eventually.js';
 import { adminChainName, NetworkManager, type AllocPort } from './index.js';
 
 const tag = (process.pid % 100000).toString(36);
@@ -131,6 +132,61 @@ describe('bridge networks on real CNI plugins', () => {
     sa.kill('SIGKILL');
     await manager.destroy(a);
     assert.deepEqual(leftovers([a, b], hostVeths), []);
+  });
+
+  it('an agent SIGKILLed while portmap runs its ADD: the successor sets the network up again, and after destroy nothing of the first address is left', { timeout: 60_000 }, async () => {
+    const [a, b] = allocs as [string, string];
+    // The real plugins, but portmap behind a wrapper that blocks on a fifo during ADD: the fault injector.
+    const bin = path.join(dir, 'cni-bin');
+    const fifo = path.join(dir, 'portmap.block');
+    const started = path.join(dir, 'portmap.started');
+    execFileSync('mkdir', ['-p', bin]);
+    for (const f of readdirSync('/usr/lib/cni')) if (f !== 'portmap') symlinkSync(path.join('/usr/lib/cni', f), path.join(bin, f));
+    writeFileSync(
+      path.join(bin, 'portmap'),
+      `#!/bin/sh\nif [ "$CNI_COMMAND" = ADD ] && [ -p ${fifo} ]; then echo $$ > ${started}.tmp; mv ${started}.tmp ${started}; cat ${fifo} > /dev/null; fi\nexec /usr/lib/cni/portmap\n`,
+      { mode: 0o755 },
+    );
+    execFileSync('mkfifo', [fifo]);
+    const opts = { prefix: 'bnt-', stateDir: path.join(dir, 'state'), bridge: { name: BRIDGE, subnet: SUBNET }, cniConfigDir: path.join(dir, 'cni'), cniPath: [bin] };
+    const agent = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { NetworkManager } from ${JSON.stringify(path.resolve('src/client/network/index.ts'))};\n` +
+          `await new NetworkManager(${JSON.stringify(opts)}).create(${JSON.stringify(a)}, { mode: 'bridge', ports: [${JSON.stringify(port(0))}] });`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const wrapperPid = await eventually('portmap to be running its ADD', () => (existsSync(started) ? Number(readFileSync(started, 'utf8')) : undefined), 30_000);
+    const firstAddress = (sh('ls', [`/var/lib/cni/networks/${BRIDGE}`]).split('\n').find((f) => f.startsWith(NET)) as string).trim();
+    assert.ok(iptablesMentions(firstAddress), 'the firewall plugin made its rules for the first address');
+    agent.kill('SIGKILL');
+    // The plugin outlives the agent, as a real plugin process does, and finishes its ADD on its own.
+    writeFileSync(fifo, 'go');
+    await eventually('the orphaned portmap to finish', () => {
+      try {
+        process.kill(wrapperPid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    rmSync(fifo);
+    // The restarted agent: the allocation is live, its network is set up again.
+    manager = new NetworkManager(opts);
+    await manager.restore(new Set([a, b]));
+    // Another allocation started meanwhile: the address after the first is taken, so the set-up again gets a new one.
+    await manager.create(b, { mode: 'bridge', ports: [port(1)] });
+    const again = await manager.create(a, { mode: 'bridge', ports: [port(0)] });
+    assert.notEqual(again.address, firstAddress);
+    await manager.destroy(a);
+    await manager.destroy(b);
+    assert.ok(!iptablesMentions(`${firstAddress}/32`), `no rule names the first address ${firstAddress}: ${sh('iptables-save', []).split('\n').filter((l) => l.includes(firstAddress)).join('\n')}`);
+    assert.deepEqual(leftovers([a, b], []), []);
   });
 
   it('attaches a user network from cni_config_dir with mode cni/<name>, and says which names exist when one is missing', async () => {

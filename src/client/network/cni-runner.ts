@@ -81,14 +81,17 @@ export class CniRunner {
   /**
    * ADD: attaches the namespace to the network, plugin by plugin, each given
    * the previous one's result. Returns the last result. Throws CniError; what
-   * the plugins before a failure made is left for the caller's del().
+   * the plugins before a failure made is left for the caller's del(), with
+   * the result so far, which `onStep` is given after each plugin (and
+   * awaited before the next one runs: a caller writes it down there).
    */
-  async add(conf: CniConfList, att: CniAttachment, opts: { signal?: AbortSignal } = {}): Promise<CniResult> {
+  async add(conf: CniConfList, att: CniAttachment, opts: { signal?: AbortSignal; onStep?: (resultSoFar: CniResult) => Promise<void> } = {}): Promise<CniResult> {
     let prev: CniResult | undefined;
     for (const plugin of conf.plugins) {
       const out = await this.#exec('ADD', conf, plugin, att, prev, opts.signal);
       if (!out) throw new CniError('NETWORK_CNI_PLUGIN_FAILED', `CNI plugin ${plugin.type} (network ${conf.name}) returned no result for ADD`);
       prev = out;
+      await opts.onStep?.(out);
     }
     if (!prev) throw new CniError('NETWORK_CNI_BAD_CONFIG', `CNI network ${conf.name} has no plugins`);
     return prev;
@@ -97,7 +100,8 @@ export class CniRunner {
   /**
    * DEL: detaches, plugins in reverse order. Safe to repeat and on an
    * attachment half made or whose namespace is gone: every plugin runs even
-   * when one fails, and the first failure is thrown (CniError) at the end.
+   * when one fails, and the first failure is thrown (CniError) at the end. A
+   * plugin that is not installed made nothing to undo: skipped, no failure.
    */
   async del(conf: CniConfList, att: CniAttachment, prevResult: CniResult | undefined, opts: { signal?: AbortSignal } = {}): Promise<void> {
     let first: unknown;
@@ -105,6 +109,7 @@ export class CniRunner {
       try {
         await this.#exec('DEL', conf, plugin, att, prevResult, opts.signal);
       } catch (err) {
+        if (err instanceof CniError && err.code === 'NETWORK_CNI_PLUGIN_NOT_FOUND') continue;
         first ??= err;
       }
     }

@@ -3,7 +3,9 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { NetworkManager } from './network-manager.js';
 
@@ -52,5 +54,24 @@ describe('NetworkManager', () => {
     assert.equal(network.exists(a), false);
     assert.equal(network.exists(b), true);
     await network.destroy('never-made');
+  });
+
+  it('a bridge network whose CNI plugins are missing fails and leaves no namespace, now nor after destroy', async () => {
+    const empty = mkdtempSync(path.join(tmpdir(), 'r1nm-cni-'));
+    const stateDir = mkdtempSync(path.join(tmpdir(), 'r1nm-state-'));
+    const noCni = new NetworkManager({ prefix: 'r1nx-', cniPath: [empty], stateDir, bridge: { name: `r1nx${process.pid % 10000}`, subnet: '10.231.7.0/24' } });
+    const a = `a-${process.pid}-nocni`;
+    try {
+      await assert.rejects(noCni.create(a, { mode: 'bridge' }), (e: Error & { code?: string }) => e.code === 'NETWORK_CREATE_FAILED' && /CNI plugin "\w+" not found/.test(e.message));
+      assert.equal(existsSync(noCni.pathFor(a)), false, 'the namespace of the failed set-up is gone at once');
+      assert.deepEqual(readdirSync(stateDir), [], 'and so is its record');
+      assert.ok(!execFileSync('iptables-save', [], { encoding: 'utf8' }).includes(noCni.bridge.name), 'and the bridge forwarding rule made before ADD');
+      await noCni.destroy(a);
+      assert.equal(existsSync(noCni.pathFor(a)), false);
+    } finally {
+      if (existsSync(noCni.pathFor(a))) execFileSync('ip', ['netns', 'delete', noCni.nameFor(a)]);
+      rmSync(empty, { recursive: true, force: true });
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 });

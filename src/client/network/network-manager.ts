@@ -79,6 +79,13 @@ interface Attachment {
   capabilityArgs?: Record<string, unknown>;
   /** The ADD result, once ADD succeeded. */
   result?: CniResult;
+  /**
+   * The result of the last plugin of ADD that finished, written down before
+   * the next one runs: a crash in the middle of ADD (an agent SIGKILLed in
+   * portmap) leaves what the plugins before made, and DEL needs their result
+   * (the address IPAM gave, which the firewall plugin's rules name) to undo it.
+   */
+  partial?: CniResult;
 }
 
 /** Creates and removes per-allocation networks. Needs root and iproute2 (and for bridge/cni: iptables and the CNI plugins). */
@@ -219,7 +226,13 @@ export class NetworkManager {
         await ensureForwardingRule(att.bridge);
         this.#forwarding.add(att.bridge.name);
       }
-      att.result = await this.#cni.add(conf, this.#cniAttachment(att));
+      att.result = await this.#cni.add(conf, this.#cniAttachment(att), {
+        onStep: async (result) => {
+          att.partial = result;
+          await this.#save(att);
+        },
+      });
+      delete att.partial;
     };
     if (att.bridge) await this.#serial(`net:${att.bridge.name}`, add);
     else await add();
@@ -227,17 +240,24 @@ export class NetworkManager {
   }
 
   async #detach(att: Attachment): Promise<void> {
+    // The namespace goes even when DEL fails: its record stays, and DEL is tried again with it
+    // (by destroy, or restore after a restart), as the spec lets DEL run on a namespace that is gone.
+    let delFailed: unknown;
     if (att.conf) {
       const conf = att.conf;
       const del = async (): Promise<void> => {
-        await this.#cni.del(conf, this.#cniAttachment(att), att.result);
+        await this.#cni.del(conf, this.#cniAttachment(att), att.result ?? att.partial);
         if (att.bridge && !(await hasLeases(att.bridge.name))) {
           this.#forwarding.delete(att.bridge.name);
           await sweepBridge(att.bridge);
         }
       };
-      if (att.bridge) await this.#serial(`net:${att.bridge.name}`, del);
-      else await del();
+      try {
+        if (att.bridge) await this.#serial(`net:${att.bridge.name}`, del);
+        else await del();
+      } catch (err) {
+        delFailed = err;
+      }
     }
     if (att.ownNetns && existsSync(att.path)) {
       try {
@@ -246,6 +266,7 @@ export class NetworkManager {
         if (existsSync(att.path)) throw err;
       }
     }
+    if (delFailed) throw delFailed;
     this.#attachments.delete(att.allocId);
     if (this.#stateDir) await rm(this.#fileFor(att.allocId), { force: true });
     if (att.conf || att.ownNetns) this.#logger.info({ allocId: att.allocId, mode: att.mode }, 'allocation network removed');

@@ -187,6 +187,21 @@ describe('TaskRunner', () => {
     await tr.kill('done');
   });
 
+  it('a task that had finished keeps its Finished time when it is killed after an agent restart (its allocation stopped then)', async (t) => {
+    const s = await setup(t, ['true'], {}, 'batch');
+    const clock = new ManualClock(1_000_000);
+    const tr = s.make({ clock });
+    await tr.start();
+    await tr.done;
+    const finishedAt = tr.state().finishedAt;
+    assert.equal(tr.state().state, 'dead');
+    await clock.advance(60_000); // the agent restarts a minute later
+    const again = s.make({ clock });
+    assert.equal(await again.restore(), 'dead');
+    await again.kill('the allocation was stopped');
+    assert.equal(again.state().finishedAt, finishedAt, 'the real Finished time, not the restart time');
+  });
+
   it('after an agent restart, reattaches to the running task (same pid, no new start); a lost one waits for resume()', async (t) => {
     const s = await setup(t, ['sleep', '600'], { restart: { attempts: 1, interval: '1m', delay: '0s', mode: 'fail' } });
     const tr = s.make();

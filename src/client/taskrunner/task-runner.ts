@@ -355,7 +355,12 @@ export class TaskRunner {
         if (exit.fenced) {
           // Not restarted: the servers may have handed its volume to a replacement meanwhile.
           this.#record.state.failed = true;
-          this.event(TASK_EVENTS.fenced, `Task stopped on the node: ${exit.message ?? 'its lease ran out'}`, details);
+          this.event(
+            TASK_EVENTS.fenced,
+            `Task stopped on the node: ${exit.message ?? 'its lease ran out'}. Not restarted here (the servers may have handed its volume on); ` +
+              'the servers place a replacement as soon as they hear from this node again',
+            details,
+          );
           break;
         }
         if (exit.oomKilled) {
@@ -536,9 +541,11 @@ export class TaskRunner {
       await hook.stop(ctx).catch((err: unknown) => this.#logger.error({ hook: hook.name, err: describeError(err) }, 'stop hook failed'));
     }
     const s = this.#record.state;
+    // A task that had ended (before an agent restart, say) keeps the time it really finished.
+    const ended = s.state === 'dead' && s.finishedAt > 0;
     s.state = 'dead';
     if (this.#killFailed) s.failed = true;
-    s.finishedAt = this.#clock.now();
+    if (!ended) s.finishedAt = this.#clock.now();
     this.#record.handle = undefined;
     this.#record.taskId = undefined;
     this.#changed();

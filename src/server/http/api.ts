@@ -136,7 +136,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     if (status === 413) {
       body.message = `request body too large (limit ${bodyLimit} bytes)`;
       body.details = { ...body.details, limit: bodyLimit };
-      await drainRefusedBody(req.raw, 4 * bodyLimit);
+      await drainRefusedBody(req.raw, REFUSED_BODY_LINGER_MS);
       void reply.header('connection', 'close');
     }
     // A blocking read or stream is aborted only by its client going away or the server closing: no failure.
@@ -225,25 +225,31 @@ function describe(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
+/** How long a refused body is read and discarded before its connection is cut. */
+const REFUSED_BODY_LINGER_MS = 30_000;
+
 /**
- * Reads and discards the rest of a body refused as too large, up to `max`
- * bytes, and resolves once it is read: the 413 goes out after the whole body
- * arrived, so a client still writing it reads the answer instead of a
- * connection reset (the connection closes after the answer, and the kernel
- * resets a socket closed with unread data). Past `max` the socket is
- * destroyed: the refusal never buys unbounded reading.
+ * Reads and discards the rest of a body refused as too large and resolves
+ * once it is read: the 413 goes out after the whole body arrived, so a
+ * client still writing it reads the answer instead of a connection reset
+ * (the connection closes after the answer, and the kernel resets a socket
+ * closed with unread data). Nothing read is kept, so a body of any size
+ * costs no memory; the refusal is bounded in time instead (`lingerMs`, as a
+ * web server's lingering close is): past it the socket is destroyed.
  */
-function drainRefusedBody(raw: IncomingMessage, max: number): Promise<void> {
+function drainRefusedBody(raw: IncomingMessage, lingerMs: number): Promise<void> {
   if (raw.complete || raw.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
-    let seen = 0;
-    raw.on('data', (chunk: Buffer) => {
-      seen += chunk.length;
-      if (seen > max) raw.socket.destroy();
-    });
-    raw.once('end', () => resolve());
-    raw.once('close', () => resolve());
-    raw.once('error', () => resolve());
+    const cut = setTimeout(() => raw.socket.destroy(), lingerMs);
+    cut.unref();
+    const done = (): void => {
+      clearTimeout(cut);
+      resolve();
+    };
+    raw.on('data', () => undefined);
+    raw.once('end', done);
+    raw.once('close', done);
+    raw.once('error', done);
     raw.resume();
   });
 }

@@ -223,24 +223,13 @@ export function csiInfoOf(r: CsiPluginReport): Api.CSIInfo {
   return info;
 }
 
-/** The node's own network: its address, as Nomad's host network fingerprint reports it. */
+/** The node's own network (its address, as Nomad's host network fingerprint reports it), then each bridge / cni/<name> mode it can set up (Nomad's bridge and cni fingerprints). */
 function networksOf(n: Node): Api.NetworkResource[] {
   const ip = n.networkAddress;
-  if (!ip) return [];
-  return [
-    {
-      Mode: 'host',
-      Device: '',
-      CIDR: `${ip}/${ip.includes(':') ? 128 : 32}`,
-      IP: ip,
-      DNS: null,
-      ReservedPorts: null,
-      DynamicPorts: null,
-      Hostname: '',
-      MBits: 0,
-      CNI: null,
-    },
-  ];
+  const blank = { Device: '', CIDR: '', IP: '', DNS: null, ReservedPorts: null, DynamicPorts: null, Hostname: '', MBits: 0, CNI: null };
+  const modes = (n.networkModes ?? []).filter((m) => m === 'bridge' || m.startsWith('cni/')).map((m) => ({ ...blank, Mode: m }));
+  if (!ip) return modes;
+  return [{ ...blank, Mode: 'host', CIDR: `${ip}/${ip.includes(':') ? 128 : 32}`, IP: ip }, ...modes];
 }
 
 function nodeResources(n: Node): Api.NodeResources {

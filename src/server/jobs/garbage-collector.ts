@@ -144,7 +144,7 @@ export class GarbageCollector {
    */
   async collect(opts: { force?: boolean } = {}): Promise<GcResult> {
     const now = this.#clock.now();
-    const { index, result } = await this.#store.write((txn) => collectGarbage(txn, now, this.#limits, opts.force ?? false));
+    const { index, result } = await this.#store.write((txn) => collectGarbage(txn, now, this.#limits, opts.force ?? false), { freesSpace: true });
     const total = result.allocations.length + result.evaluations.length + result.jobs.length;
     if (total > 0) {
       this.#log.info({ allocations: result.allocations.length, evaluations: result.evaluations.length, jobs: result.jobs.length, force: Boolean(opts.force) }, 'garbage collected');

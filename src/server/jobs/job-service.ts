@@ -133,7 +133,7 @@ export class JobService {
       // Allocations already stopped go with the purged job; the others once they stop (the garbage collector).
       if (opts.purge) for (const a of jobAllocations(txn, namespace, jobId)) if (isCollectable(txn, a)) txn.delete('allocations', rowKey(a.id));
       return evaluation;
-    });
+    }, { freesSpace: true });
     this.#log.info({ jobId, namespace, purge: Boolean(opts.purge) }, 'job stopped');
     return { evaluation: result, index };
   }

@@ -1,10 +1,10 @@
-// The port fields of a node's fingerprint as the server keeps them: only
+// The port and network fields of a node's fingerprint as the server keeps them: only
 // well-formed values from the wire (a port list of integers in range, a
 // range with min <= max, host networks with string addresses). Pure.
 
 import { MAX_PORT, type HostNetwork, type NodeFingerprint } from '../../structs/index.js';
 
-type PortFields = Pick<NodeFingerprint, 'networkAddress' | 'reservedPorts' | 'minDynamicPort' | 'maxDynamicPort' | 'hostNetworks'>;
+type PortFields = Pick<NodeFingerprint, 'networkAddress' | 'reservedPorts' | 'minDynamicPort' | 'maxDynamicPort' | 'hostNetworks' | 'networkModes'>;
 
 const isPort = (p: unknown): p is number => typeof p === 'number' && Number.isInteger(p) && p >= 1 && p <= MAX_PORT;
 const portList = (v: unknown): number[] | undefined => (Array.isArray(v) && v.every(isPort) ? [...v] : undefined);
@@ -32,5 +32,6 @@ export function portFingerprint(fp: NodeFingerprint): PortFields {
     }
     if (Object.keys(networks).length) out.hostNetworks = networks;
   }
+  if (Array.isArray(fp.networkModes) && fp.networkModes.every((m) => typeof m === 'string')) out.networkModes = [...fp.networkModes];
   return out;
 }

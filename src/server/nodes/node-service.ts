@@ -295,7 +295,7 @@ export class NodeService {
         for (const c of txn.list('hostVolumeClaims', { filter: (c) => c.volumeId === v.id })) txn.delete('hostVolumeClaims', rowKey(c.namespace, c.jobId, c.taskGroup, c.volumeId));
       }
       return node;
-    });
+    }, { freesSpace: true });
     this.#lastSeen.delete(nodeId);
     this.#deadline.delete(nodeId);
     this.#logger.info({ nodeId, name: result.name }, 'node purged');

@@ -4,6 +4,7 @@
 // without a store. First feasibility (can the node run it at all?), then a
 // bin-packing score among the feasible nodes, as Nomad's scheduler does.
 
+import { missingNetworkReason } from './network-feasibility.js';
 import type { AccessMode, AttachmentMode, Topology } from '../../csi/index.js';
 import { claimConflicts, isEligible, supportsNetworkMode, volumeIdFor, type AllocatedPort, type AllocMetric, type ClaimHolder, type JobSpec, type Node, type PlacementFailure, type SchedulerAlgorithmName, type TaskGroup } from '../../structs/index.js';
 import { assignPorts, holdPorts, portsReason, type PortCache, type PortUsage } from './ports.js';
@@ -165,6 +166,8 @@ function staticReason(node: Node, datacenters: readonly string[], group: TaskGro
   if (!matchesDatacenter(datacenters, node.datacenter)) return 'were in another datacenter';
   const constraint = failedConstraint(rules, node);
   if (constraint !== undefined) return constraintReason(constraint);
+  const network = missingNetworkReason(node, group.network.mode);
+  if (network !== undefined) return network;
   for (const task of group.tasks) {
     const driver = node.drivers[task.driver];
     if (!driver || !driver.detected) return `lacked the driver "${task.driver}"`;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseJobSpec, type Allocation, type Job, type Node } from '../../structs/index.js';
 import { emptyUsage, type NodeUsage } from './placement.js';
-import { reconcile, reconcileSystem } from './reconcile.js';
+import { FENCED_DESCRIPTION, reconcile, reconcileSystem } from './reconcile.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 
 function job(spec: Record<string, unknown> = {}, extra: Partial<Job> = {}): Job {
@@ -92,6 +92,15 @@ describe('reconcile', () => {
     const later = reconcile(job(), [alloc(0), alloc(1), first, second, third], up, now + 3_000_000);
     assert.equal(later.place.length, 1);
     assert.equal(later.place[0]!.rescheduleAttempts, 3);
+  });
+
+  it('replaces at once, without a reschedule delay or attempt, an allocation whose task its node stopped by fencing (the node lost its servers)', () => {
+    const fencedState = { state: 'dead' as const, failed: true, restarts: 0, startedAt: 1, finishedAt: 2, events: [{ at: 2, type: 'Fenced', message: 'Task stopped on the node', details: {} }] };
+    const fenced = alloc(2, { clientStatus: 'failed', modifyTime: 1000, taskStates: { t: fencedState } });
+    const r = reconcile(job(), [alloc(0), alloc(1), fenced], up, 1001);
+    assert.deepEqual(r.place, [{ group: 'g', index: 2, previousAllocation: fenced.id, rescheduleAttempts: 0 }]);
+    assert.deepEqual(r.stop, [{ allocId: fenced.id, description: FENCED_DESCRIPTION, lost: false }]);
+    assert.equal(r.followUpAt, undefined);
   });
 
   it('waits longer before each reschedule under an exponential delay function, up to max_delay', () => {

@@ -131,6 +131,17 @@ export function reconcile(
   return result;
 }
 
+/** The stop description of an allocation replaced because its node stopped its task by fencing. */
+export const FENCED_DESCRIPTION = 'replaced at once: its node stopped its task after losing the servers (fencing)';
+
+/** The task event a node records when it stops a task by fencing (the client's TASK_EVENTS.fenced). */
+const FENCED_EVENT = 'Fenced';
+
+/** Whether the allocation ended because its node stopped a task by fencing (stop_after_server_disconnect). */
+function stoppedByFencing(alloc: Allocation): boolean {
+  return Object.values(alloc.taskStates).some((t) => t.events.some((e) => e.type === FENCED_EVENT));
+}
+
 /**
  * How many reschedules led to `alloc` since `since` (ms since the epoch):
  * the allocations of its chain (itself and those it replaced) that a
@@ -201,6 +212,13 @@ function reconcileGroup(
     if (alloc.clientStatus === 'failed' && isReplaceableTerminal(job, alloc, nodes)) {
       result.stop.push({ allocId: alloc.id, description: 'placed again after the job was resubmitted or its node restarted', lost: false });
       result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: 0 });
+      continue;
+    }
+    if (alloc.clientStatus === 'failed' && stoppedByFencing(alloc)) {
+      // Not a failure of the task: its node lost the servers and stopped it so that no two writers run.
+      // Replaced now, as a lost allocation is, without a reschedule delay or attempt.
+      result.stop.push({ allocId: alloc.id, description: FENCED_DESCRIPTION, lost: false });
+      result.place.push({ group: group.name, index, previousAllocation: alloc.id, rescheduleAttempts: alloc.rescheduleAttempts });
       continue;
     }
     if (alloc.clientStatus === 'failed' || (alloc.clientStatus === 'complete' && job.type === 'service')) {

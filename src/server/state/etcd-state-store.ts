@@ -4,7 +4,7 @@ import { StateStoreError } from './errors.js';
 import { etcdFailFast } from './etcd-client-options.js';
 import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Row } from './_store-view.js';
-import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
+import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
 import { decodeRow, isTooLarge, isUnavailable, unavailable, watchedRow, type SentRows, MAX_TXN_OPS, nestOps, prefixEnd, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
@@ -393,7 +393,8 @@ export class EtcdStateStore implements StateStore {
     return new View(this.#index, this.#maps(), new Map(this.#tableIndexes), this.#events, this.#historyStart);
   }
 
-  write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
+  /** `_opts`: etcd keeps no headroom of Berth's (its own quota is the operator's). */
+  write<R>(fn: (txn: WriteTxn) => R, _opts?: WriteOptions): Promise<{ index: number; result: R }> {
     if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
     if (this.#writing) return Promise.reject(new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write'));
     return new Promise((resolve, reject) => {

@@ -1,9 +1,11 @@
 import Database from 'better-sqlite3';
+import { closeSync, existsSync, openSync, renameSync, rmSync, statfsSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Change, type Row } from './_store-view.js';
-import { DATA_TABLES, TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteTxn } from './state-store.js';
+import { DATA_TABLES, TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
 
 /** The schema this code writes. A file with a higher user_version was written by a newer Berth. */
@@ -12,8 +14,26 @@ const DEFAULT_EVENT_HISTORY = 10_000;
 /** How many writes pass between trims of the persisted event history. */
 const TRIM_EVERY_WRITES = 512;
 
+/** The reserve's default size: room for the writes of many stops and collections. */
+export const DEFAULT_STATE_HEADROOM_BYTES = 4 * 1024 * 1024;
+/** While the reserve is spent, the store tries to make it again every this many writes. */
+const HEADROOM_CHECK_EVERY_WRITES = 16;
+
+/** True for SQLite's and the kernel's "no space left" errors. */
+function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === 'SQLITE_FULL' || code === 'ENOSPC' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR') && /ENOSPC|no space|disk is full/i.test(String((err as Error).message)));
+}
+
 export interface SqliteStateStoreOptions {
   logger?: Logger;
+  /**
+   * The reserve file kept beside the state file (`<path>.reserve`; default
+   * 4 MiB, 0 for none): a write that frees space (WriteOptions.freesSpace)
+   * and finds the disk full deletes it and tries again, as the client's
+   * state store does. It is made again once the disk has room for it twice.
+   */
+  headroomBytes?: number;
   /** How many events are kept for the event stream. Default 10,000. */
   eventHistory?: number;
 }
@@ -54,6 +74,8 @@ export class SqliteStateStore implements StateStore {
   #writing = false;
   #closed = false;
   #writesSinceTrim = 0;
+  readonly #headroom: { path: string; bytes: number };
+  #writesSinceHeadroomCheck = 0;
   readonly #stmt: {
     putRow: Database.Statement<[string, string, string]>;
     deleteRow: Database.Statement<[string, string]>;
@@ -68,6 +90,7 @@ export class SqliteStateStore implements StateStore {
     this.#db = db;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'state-store' });
     this.#eventHistory = Math.max(1, opts.eventHistory ?? DEFAULT_EVENT_HISTORY);
+    this.#headroom = { path: `${path}.reserve`, bytes: Math.max(0, opts.headroomBytes ?? DEFAULT_STATE_HEADROOM_BYTES) };
     for (const t of DATA_TABLES) this.#tables.set(t, { rows: new Map(), shared: false });
     this.#stmt = {
       putRow: db.prepare('INSERT INTO rows (tbl, key, body) VALUES (?, ?, ?) ON CONFLICT (tbl, key) DO UPDATE SET body = excluded.body'),
@@ -134,6 +157,7 @@ export class SqliteStateStore implements StateStore {
       }
       const store = new SqliteStateStore(path, db, opts);
       store.#load();
+      store.restoreHeadroom();
       return store;
     } catch (err) {
       db?.close();
@@ -203,9 +227,43 @@ export class SqliteStateStore implements StateStore {
     return new View(this.#index, this.#maps(), new Map(this.#tableIndexes), this.#events);
   }
 
-  write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }> {
+  /** True while the reserve file is in place (or none is kept). */
+  get hasHeadroom(): boolean {
+    return this.#headroom.bytes === 0 || existsSync(this.#headroom.path);
+  }
+
+  /**
+   * Makes the reserve file again when it is missing and the disk has room
+   * for it twice over (so that making it does not take back the room a
+   * freeing write just got). Returns whether it is in place. Never throws.
+   */
+  restoreHeadroom(): boolean {
+    const { path, bytes } = this.#headroom;
+    if (bytes === 0 || existsSync(path)) return true;
+    const tmp = `${path}.tmp`;
     try {
-      return Promise.resolve(this.writeNow(fn));
+      const fs = statfsSync(dirname(path));
+      if (fs.bavail * fs.bsize < 2 * bytes) return false;
+      const fd = openSync(tmp, 'w', 0o600);
+      try {
+        const chunk = Buffer.alloc(Math.min(bytes, 1024 * 1024));
+        for (let done = 0; done < bytes; ) done += writeSync(fd, chunk, 0, Math.min(chunk.length, bytes - done));
+      } finally {
+        closeSync(fd);
+      }
+      // Renamed only once whole: a half-written reserve would promise room it does not hold.
+      renameSync(tmp, path);
+      this.#logger.info({ path, bytes }, 'state headroom reserved');
+      return true;
+    } catch {
+      rmSync(tmp, { force: true });
+      return false;
+    }
+  }
+
+  write<R>(fn: (txn: WriteTxn) => R, opts: WriteOptions = {}): Promise<{ index: number; result: R }> {
+    try {
+      return Promise.resolve(this.writeNow(fn, opts));
     } catch (err) {
       return Promise.reject(err as Error);
     }
@@ -216,7 +274,7 @@ export class SqliteStateStore implements StateStore {
    * SQLite-only: for tools and tests that fill a store before anything runs
    * (seeding, restore); server code goes through `write`.
    */
-  writeNow<R>(fn: (txn: WriteTxn) => R): { index: number; result: R } {
+  writeNow<R>(fn: (txn: WriteTxn) => R, opts: WriteOptions = {}): { index: number; result: R } {
     this.#assertOpen();
     if (this.#writing) throw new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write');
     const txn = new Txn(this.#index + 1, this.#index, this.#maps(), this.#tableIndexes, this.#events);
@@ -245,11 +303,7 @@ export class SqliteStateStore implements StateStore {
       }),
     );
     const touched: TableName[] = [...new Set(changes.map((c) => c.table)), 'events'];
-    try {
-      this.#commit(changes, events, index, touched);
-    } catch (err) {
-      throw new StateStoreError('STORE_IO', `state write failed: ${describeError(err)}`, { cause: err });
-    }
+    this.#commitWithHeadroom(() => this.#commit(changes, events, index, touched), opts.freesSpace === true);
 
     for (const c of changes) {
       const state = this.#tables.get(c.table)!;
@@ -267,6 +321,36 @@ export class SqliteStateStore implements StateStore {
     return { index, result };
   }
 
+  /**
+   * Commits; a write that frees space and finds the disk full spends the
+   * reserve and tries once more. While the reserve is spent, every few
+   * writes (and after each freeing one) it is made again if there is room.
+   * Throws StateStoreError STORE_DISK_FULL or STORE_IO; nothing is applied then.
+   */
+  #commitWithHeadroom(commit: () => void, freesSpace: boolean): void {
+    try {
+      try {
+        commit();
+      } catch (err) {
+        if (!isDiskFull(err)) throw err;
+        if (!freesSpace || this.#headroom.bytes === 0 || !existsSync(this.#headroom.path)) {
+          throw new StateStoreError('STORE_DISK_FULL', `state write failed: the disk of ${this.path} is full (${describeError(err)}); free space there`, { cause: err });
+        }
+        this.#logger.warn({ path: this.#headroom.path }, 'the disk is full: the state headroom is spent on a write that frees space');
+        rmSync(this.#headroom.path, { force: true });
+        commit();
+      }
+    } catch (err) {
+      if (err instanceof StateStoreError) throw err;
+      if (isDiskFull(err)) throw new StateStoreError('STORE_DISK_FULL', `state write failed: the disk of ${this.path} is full even after spending the reserved headroom (${describeError(err)})`, { cause: err });
+      throw new StateStoreError('STORE_IO', `state write failed: ${describeError(err)}`, { cause: err });
+    }
+    if (this.#headroom.bytes > 0 && (freesSpace || ++this.#writesSinceHeadroomCheck >= HEADROOM_CHECK_EVERY_WRITES)) {
+      this.#writesSinceHeadroomCheck = 0;
+      if (!existsSync(this.#headroom.path)) this.restoreHeadroom();
+    }
+  }
+
   #appendEvents(events: StoreEvent[]): void {
     this.#events.push(...events);
     const excess = this.#events.length - this.#eventHistory;
@@ -275,7 +359,14 @@ export class SqliteStateStore implements StateStore {
     if (++this.#writesSinceTrim >= TRIM_EVERY_WRITES) {
       this.#writesSinceTrim = 0;
       const oldest = this.#events[0]?.index;
-      if (oldest !== undefined) this.#stmt.trimEvents.run(oldest);
+      // A trim is housekeeping: on a full disk it waits for the next round.
+      if (oldest !== undefined) {
+        try {
+          this.#stmt.trimEvents.run(oldest);
+        } catch (err) {
+          this.#logger.warn({ err: describeError(err) }, 'trimming the event history failed');
+        }
+      }
     }
   }
 

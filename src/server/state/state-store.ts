@@ -149,6 +149,17 @@ export interface BlockOptions {
   timeoutMs?: number;
 }
 
+/** How a write may be committed. */
+export interface WriteOptions {
+  /**
+   * The write frees space (a job stop, a collection, a deregistration): on a
+   * full disk the store may spend its reserved headroom on it, so that what
+   * frees the disk is never refused for lack of it. Stores without a reserve
+   * ignore it.
+   */
+  freesSpace?: boolean;
+}
+
 export interface StateStore {
   /**
    * Runs `fn` as one all-or-nothing transaction. `fn` itself is synchronous
@@ -165,9 +176,11 @@ export interface StateStore {
    * called from inside another write, STORE_UNAVAILABLE when the store cannot
    * commit (e.g. etcd without quorum; nothing was applied), STORE_FENCED
    * when a fenced writer lost its right to write, STORE_TOO_LARGE when its
-   * changes are more than one etcd transaction takes (see `bytesLeft`).
+   * changes are more than one etcd transaction takes (see `bytesLeft`),
+   * STORE_DISK_FULL when the disk has no room for it (with `freesSpace`,
+   * only once the reserved headroom is spent too).
    */
-  write<R>(fn: (txn: WriteTxn) => R): Promise<{ index: number; result: R }>;
+  write<R>(fn: (txn: WriteTxn) => R, opts?: WriteOptions): Promise<{ index: number; result: R }>;
   /** A consistent read view at the latest index. Cheap; safe to hold across awaits. */
   snapshot(): StateReader;
   /** The latest index (0 for an empty store). */

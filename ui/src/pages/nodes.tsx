@@ -55,10 +55,16 @@ function pluginRows(kind: string, reports: Record<string, HealthReport> | null) 
 export function NodePage() {
   const { params } = useRoute();
   const id = params['id'] ?? '';
-  const { data, error } = useLive(`node/${id}`, ['Node', 'Allocation'], async () => {
-    const [node, allocs] = await Promise.all([api.node(id), api.nodeAllocations(id)]);
-    return { node, allocs };
-  });
+  // Heartbeats that change nothing are no events: read again now and then, so "Last heartbeat" stays true.
+  const { data, error } = useLive(
+    `node/${id}`,
+    ['Node', 'Allocation'],
+    async () => {
+      const [node, allocs] = await Promise.all([api.node(id), api.nodeAllocations(id)]);
+      return { node, allocs };
+    },
+    { everyMs: 10_000 },
+  );
   if (!data) return <main id="main"><Loading error={error} /></main>;
   const { node, allocs } = data;
   return (
