@@ -1,6 +1,7 @@
 // The lib layer: helpers with no knowledge of CSI, nodes or servers.
 export { BerthError, AbortedError, throwIfAborted, describeError, type ApiOutcomeCode } from './errors.js';
 export { systemClock, ManualClock, type Clock } from './clock.js';
+export { DiskReserve } from './disk-reserve.js';
 export { retry, backoffDelay, defaultBackoff, BACKOFF, type BackoffPolicy, type RetryOptions } from './retry.js';
 export { anySignal, linkSignals, SignalFanout, WAIT_ENDED, type LinkedSignal } from './linked-signal.js';
 export { Lifecycle, LifecycleError, type LifecycleErrorCode, type LifecycleOptions, type LifecycleState } from './lifecycle.js';

@@ -16,8 +16,9 @@
 // by restoreHeadroom() once space was freed.
 
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { DiskReserve } from '../../lib/index.js';
 import { type Bucket, type ClientStateStore, ClientStateError } from './client-state-store.js';
 
 /** The schema version this Berth writes; a file with a larger one is refused. */
@@ -48,7 +49,7 @@ export class SqliteClientStateStore implements ClientStateStore {
   readonly #put: Statement<[string, string, string]>;
   readonly #delete: Statement<[string, string]>;
   readonly #buckets = new Map<string, Bucket<unknown>>();
-  readonly #headroom: { path: string; bytes: number };
+  readonly #headroom: DiskReserve;
   /** Records given to putSoon and not yet written, by bucket and key: the latest value of each. */
   readonly #soon = new Map<string, { bucket: string; key: string; value: unknown }>();
   #soonTimer: NodeJS.Immediate | undefined;
@@ -57,7 +58,7 @@ export class SqliteClientStateStore implements ClientStateStore {
   private constructor(path: string, db: Db, headroomBytes: number) {
     this.path = path;
     this.#db = db;
-    this.#headroom = { path: join(dirname(path), HEADROOM_FILE), bytes: headroomBytes };
+    this.#headroom = new DiskReserve(join(dirname(path), HEADROOM_FILE), headroomBytes);
     this.#get = db.prepare('SELECT value FROM records WHERE bucket = ? AND key = ?');
     this.#list = db.prepare('SELECT key, value FROM records WHERE bucket = ? ORDER BY key');
     // Keys are compared as text; `key >= prefix AND key < prefix || U+10FFFF`
@@ -133,7 +134,7 @@ export class SqliteClientStateStore implements ClientStateStore {
 
   /** True while the reserve file is in place. */
   get hasHeadroom(): boolean {
-    return this.#headroom.bytes === 0 || existsSync(this.#headroom.path);
+    return this.#headroom.inPlace;
   }
 
   /**
@@ -142,24 +143,7 @@ export class SqliteClientStateStore implements ClientStateStore {
    * it is in place. Never throws: a disk still full leaves it missing.
    */
   restoreHeadroom(): boolean {
-    const { path, bytes } = this.#headroom;
-    if (bytes === 0 || existsSync(path)) return true;
-    const tmp = `${path}.tmp`;
-    try {
-      const fd = openSync(tmp, 'w', 0o600);
-      try {
-        const chunk = Buffer.alloc(Math.min(bytes, 1024 * 1024));
-        for (let done = 0; done < bytes; ) done += writeSync(fd, chunk, 0, Math.min(chunk.length, bytes - done));
-      } finally {
-        closeSync(fd);
-      }
-      // Renamed only once whole: a half-written reserve would promise room it does not hold.
-      renameSync(tmp, path);
-      return true;
-    } catch {
-      rmSync(tmp, { force: true });
-      return false;
-    }
+    return this.#headroom.restore();
   }
 
   /**
@@ -171,9 +155,7 @@ export class SqliteClientStateStore implements ClientStateStore {
       return write();
     } catch (err) {
       if (!isDiskFull(err)) throw err;
-      const hadReserve = this.#headroom.bytes > 0 && existsSync(this.#headroom.path);
-      if (!hadReserve) throw this.#diskFull(err, 'the reserved headroom is already used');
-      rmSync(this.#headroom.path, { force: true });
+      if (!this.#headroom.spend()) throw this.#diskFull(err, 'the reserved headroom is already used');
       try {
         return write();
       } catch (again) {

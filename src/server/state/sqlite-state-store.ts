@@ -1,7 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, openSync, renameSync, rmSync, statfsSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { describeError, silentLogger, type Logger } from '../../lib/index.js';
+import { describeError, DiskReserve, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { publicRow } from './keys.js';
 import { deepFreeze, Txn, View, type Change, type Row } from './_store-view.js';
@@ -74,7 +72,7 @@ export class SqliteStateStore implements StateStore {
   #writing = false;
   #closed = false;
   #writesSinceTrim = 0;
-  readonly #headroom: { path: string; bytes: number };
+  readonly #headroom: DiskReserve;
   #writesSinceHeadroomCheck = 0;
   readonly #stmt: {
     putRow: Database.Statement<[string, string, string]>;
@@ -90,7 +88,7 @@ export class SqliteStateStore implements StateStore {
     this.#db = db;
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'state-store' });
     this.#eventHistory = Math.max(1, opts.eventHistory ?? DEFAULT_EVENT_HISTORY);
-    this.#headroom = { path: `${path}.reserve`, bytes: Math.max(0, opts.headroomBytes ?? DEFAULT_STATE_HEADROOM_BYTES) };
+    this.#headroom = new DiskReserve(`${path}.reserve`, opts.headroomBytes ?? DEFAULT_STATE_HEADROOM_BYTES);
     for (const t of DATA_TABLES) this.#tables.set(t, { rows: new Map(), shared: false });
     this.#stmt = {
       putRow: db.prepare('INSERT INTO rows (tbl, key, body) VALUES (?, ?, ?) ON CONFLICT (tbl, key) DO UPDATE SET body = excluded.body'),
@@ -229,7 +227,7 @@ export class SqliteStateStore implements StateStore {
 
   /** True while the reserve file is in place (or none is kept). */
   get hasHeadroom(): boolean {
-    return this.#headroom.bytes === 0 || existsSync(this.#headroom.path);
+    return this.#headroom.inPlace;
   }
 
   /**
@@ -238,27 +236,10 @@ export class SqliteStateStore implements StateStore {
    * freeing write just got). Returns whether it is in place. Never throws.
    */
   restoreHeadroom(): boolean {
-    const { path, bytes } = this.#headroom;
-    if (bytes === 0 || existsSync(path)) return true;
-    const tmp = `${path}.tmp`;
-    try {
-      const fs = statfsSync(dirname(path));
-      if (fs.bavail * fs.bsize < 2 * bytes) return false;
-      const fd = openSync(tmp, 'w', 0o600);
-      try {
-        const chunk = Buffer.alloc(Math.min(bytes, 1024 * 1024));
-        for (let done = 0; done < bytes; ) done += writeSync(fd, chunk, 0, Math.min(chunk.length, bytes - done));
-      } finally {
-        closeSync(fd);
-      }
-      // Renamed only once whole: a half-written reserve would promise room it does not hold.
-      renameSync(tmp, path);
-      this.#logger.info({ path, bytes }, 'state headroom reserved');
-      return true;
-    } catch {
-      rmSync(tmp, { force: true });
-      return false;
-    }
+    if (this.#headroom.inPlace) return true;
+    const made = this.#headroom.restore({ spareFactor: 2 });
+    if (made) this.#logger.info({ path: this.#headroom.path, bytes: this.#headroom.bytes }, 'state headroom reserved');
+    return made;
   }
 
   write<R>(fn: (txn: WriteTxn) => R, opts: WriteOptions = {}): Promise<{ index: number; result: R }> {
@@ -333,11 +314,10 @@ export class SqliteStateStore implements StateStore {
         commit();
       } catch (err) {
         if (!isDiskFull(err)) throw err;
-        if (!freesSpace || this.#headroom.bytes === 0 || !existsSync(this.#headroom.path)) {
+        if (!freesSpace || !this.#headroom.spend()) {
           throw new StateStoreError('STORE_DISK_FULL', `state write failed: the disk of ${this.path} is full (${describeError(err)}); free space there`, { cause: err });
         }
         this.#logger.warn({ path: this.#headroom.path }, 'the disk is full: the state headroom is spent on a write that frees space');
-        rmSync(this.#headroom.path, { force: true });
         commit();
       }
     } catch (err) {
@@ -347,7 +327,7 @@ export class SqliteStateStore implements StateStore {
     }
     if (this.#headroom.bytes > 0 && (freesSpace || ++this.#writesSinceHeadroomCheck >= HEADROOM_CHECK_EVERY_WRITES)) {
       this.#writesSinceHeadroomCheck = 0;
-      if (!existsSync(this.#headroom.path)) this.restoreHeadroom();
+      this.restoreHeadroom();
     }
   }
 
