@@ -7,7 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { fillDisk } from '../support/fill-disk.js';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
@@ -129,25 +130,6 @@ describe('a full data disk on a client', () => {
   });
 });
 
-/** Writes zeros into `file` until the disk refuses (ENOSPC), down to 512-byte pieces. */
-function fillUp(file: string): void {
-  const fd = openSync(file, 'a');
-  try {
-    for (const size of [64 * 1024, 4096, 512]) {
-      const chunk = Buffer.alloc(size);
-      for (;;) {
-        try {
-          writeSync(fd, chunk);
-        } catch (err) {
-          if ((err as { code?: string }).code === 'ENOSPC') break;
-          throw err;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
 
 describe('a full data disk on a dev agent (server and client on the one disk)', () => {
   let dir = '';
@@ -184,7 +166,7 @@ describe('a full data disk on a dev agent (server and client on the one disk)', 
     const alloc = await until('filler running', async () => (await a.get<Api.AllocationListStub[]>('/v1/job/filler/allocations')).find((x) => x.ClientStatus === 'running'), 60_000);
     await until('the disk full', () => filled(alloc.ID) || undefined, 60_000);
     // Whatever room the agent's own writes left meanwhile (the client's reserve spent on a record) is taken too.
-    fillUp(path.join(disk, 'more-fill'));
+    fillDisk(path.join(disk, 'more-fill'));
     const stop = await a.cli(['job', 'stop', 'filler']);
     assert.equal(stop.code, 0, `job stop on a full disk: ${stop.stderr}${stop.stdout}`);
     await until('the filler stopped', async () => (await a.get<Api.Allocation>(`/v1/allocation/${alloc.ID}`)).ClientStatus === 'complete', 60_000);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { fillDisk } from '../../../test/support/fill-disk.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -156,31 +157,6 @@ describe('SqliteClientStateStore on a full disk', () => {
     rmSync(disk, { recursive: true, force: true });
   });
 
-  /** Writes zeros into `file` until the disk refuses (ENOSPC). */
-  function fill(file: string): void {
-    const fd = openSync(file, 'a');
-    try {
-      const chunk = Buffer.alloc(64 * 1024);
-      for (;;) {
-        try {
-          writeSync(fd, chunk);
-        } catch (err) {
-          if ((err as { code?: string }).code === 'ENOSPC') break;
-          throw err;
-        }
-      }
-      for (;;) {
-        try {
-          writeSync(fd, chunk, 0, 512);
-        } catch (err) {
-          if ((err as { code?: string }).code === 'ENOSPC') return;
-          throw err;
-        }
-      }
-    } finally {
-      closeSync(fd);
-    }
-  }
 
   it('a task filling the data dir still leaves room to record a stop: the reserve goes, the record lands; with no reserve left, STATE_DISK_FULL', () => {
     const path = join(disk, 'client', 'client.db');
@@ -188,12 +164,12 @@ describe('SqliteClientStateStore on a full disk', () => {
     assert.ok(existsSync(join(disk, 'client', HEADROOM_FILE)), 'the reserve is made at open');
     assert.ok(s.hasHeadroom);
     s.bucket('allocs').put('a0', { state: 'running' });
-    fill(join(disk, 'task-data'));
+    fillDisk(join(disk, 'task-data'));
     const big = 'x'.repeat(200 * 1024);
     s.bucket('allocs').put('a1', { state: 'stopped', note: big });
     assert.equal(s.hasHeadroom, false, 'the reserve was given up for the write');
     assert.equal(s.bucket<{ state: string }>('allocs').get('a1')?.state, 'stopped');
-    fill(join(disk, 'task-data'));
+    fillDisk(join(disk, 'task-data'));
     assert.throws(
       () => s.bucket('allocs').put('a2', { state: 'stopped', note: big }),
       (e: unknown) => e instanceof ClientStateError && e.code === 'STATE_DISK_FULL' && /disk is full/.test(e.message),

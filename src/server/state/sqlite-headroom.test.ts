@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { fillDisk } from '../../../test/support/fill-disk.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -29,25 +30,6 @@ function node(id: string, pad = ''): RowInput<'nodes'> {
   } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
 }
 
-/** Writes zeros into `file` until the disk refuses (ENOSPC). */
-function fill(file: string): void {
-  const fd = openSync(file, 'a');
-  try {
-    for (const size of [64 * 1024, 4096, 512]) {
-      const chunk = Buffer.alloc(size);
-      for (;;) {
-        try {
-          writeSync(fd, chunk);
-        } catch (err) {
-          if ((err as { code?: string }).code === 'ENOSPC') break;
-          throw err;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
 
 describe('SqliteStateStore on a full disk', () => {
   const disk = mkdtempSync(join(tmpdir(), 'berth-sstate-full-'));
@@ -67,7 +49,7 @@ describe('SqliteStateStore on a full disk', () => {
     const store = SqliteStateStore.open(path, { headroomBytes: 1024 * 1024 });
     assert.ok(existsSync(`${path}.reserve`), 'the reserve is made at open');
     await store.write((txn) => txn.put('nodes', node('n1')));
-    fill(join(disk, 'task-data'));
+    fillDisk(join(disk, 'task-data'));
     const big = 'x'.repeat(256 * 1024);
     await assert.rejects(
       store.write((txn) => txn.put('nodes', node('n2', big))),
