@@ -6,7 +6,7 @@
 // chain, the shared CNI chains when they hold nothing, the IPAM directory).
 
 import { execFile } from 'node:child_process';
-import { readdir, rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { adminChainName, IPAM_DATA_DIR, type BridgeSettings } from './cni-config.js';
 
@@ -113,4 +113,66 @@ export async function sweepBridge(s: BridgeSettings): Promise<void> {
     await dropChain('nat', 'CNI-HOSTPORT-MASQ', ['POSTROUTING'], true);
     await dropChain('nat', 'CNI-HOSTPORT-SETMARK', [], true);
   }
+}
+
+/**
+ * After an allocation's CNI DEL: removes what the plugins left of it, found
+ * by its container ID and its addresses. IPAM leases that name the
+ * allocation, and CNI rules (filter and nat) that name it in their comment or
+ * match one of its addresses; a CNI chain such a rule jumped to goes once it
+ * is empty. Only what names this allocation is touched, so another agent's
+ * networks on the host are safe. Returns what it removed (empty when DEL
+ * left nothing). Best effort; never throws.
+ */
+export async function sweepAllocation(network: string, containerId: string, addresses: readonly string[]): Promise<string[]> {
+  const removed: string[] = [];
+  const ips = new Set(addresses);
+  const dir = path.join(IPAM_DATA_DIR, network);
+  let leases: string[] = [];
+  try {
+    leases = (await readdir(dir)).filter((f) => /[.:]/.test(f) && /^[0-9a-f.:]+$/i.test(f));
+  } catch {
+    // No IPAM directory: nothing leased.
+  }
+  for (const lease of leases) {
+    let owner = '';
+    try {
+      owner = (await readFile(path.join(dir, lease), 'utf8')).split(/\r?\n/)[0]?.trim() ?? '';
+    } catch {
+      continue;
+    }
+    if (owner !== containerId) continue;
+    ips.add(lease);
+    await rm(path.join(dir, lease), { force: true });
+    removed.push(`IPAM lease ${network}/${lease}`);
+  }
+  const names = (rule: string): boolean =>
+    rule.includes(`id: "${containerId}"`) || [...ips].some((ip) => rule.includes(` -d ${ip}/32 `) || rule.includes(` -s ${ip}/32 `) || rule.endsWith(` -d ${ip}/32`) || rule.endsWith(` -s ${ip}/32`));
+  for (const table of ['filter', 'nat']) {
+    let rules: string[];
+    try {
+      rules = (await run('iptables', ['-w', '-t', table, '-S'])).split('\n').filter((l) => l.startsWith('-A '));
+    } catch {
+      continue;
+    }
+    const emptied = new Set<string>();
+    for (const rule of rules) {
+      const chain = rule.split(' ')[1];
+      if (!chain || !names(rule) || !(chain.startsWith('CNI-') || / -j CNI-/.test(rule))) continue;
+      if (await ok('iptables', ['-w', '-t', table, ...splitRule(rule.replace(/^-A /, '-D '))])) {
+        removed.push(`iptables -t ${table} ${rule}`);
+        const target = / -j (CNI-\S+)$/.exec(rule)?.[1];
+        if (target && !['CNI-FORWARD', 'CNI-HOSTPORT-DNAT', 'CNI-HOSTPORT-MASQ', 'CNI-HOSTPORT-SETMARK'].includes(target)) emptied.add(target);
+      }
+    }
+    // The allocation's own chains (the bridge plugin's masquerade chain, portmap's per-container DNAT chain) once nothing is left in them.
+    for (const chain of emptied) {
+      const left = await rulesOf(table, chain);
+      if (left && left.every((r) => names(r))) {
+        await dropChain(table, chain, [], true);
+        removed.push(`iptables -t ${table} chain ${chain}`);
+      }
+    }
+  }
+  return removed;
 }

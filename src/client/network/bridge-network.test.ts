@@ -189,6 +189,24 @@ describe('bridge networks on real CNI plugins', () => {
     assert.deepEqual(leftovers([a, b], []), []);
   });
 
+  it('after a restart, what CNI DEL leaves of a gone allocation (a stray rule for its address, a lease in its name) is found and removed; the live one keeps its own', async () => {
+    const [a, b] = allocs as [string, string];
+    const [na, nb] = await Promise.all([manager.create(a, { mode: 'bridge', ports: [port(0)] }), manager.create(b, { mode: 'bridge', ports: [port(1)] })]);
+    const ip = nb.address as string;
+    // Leftovers DEL does not know of: a second forwarding rule for b's address (the firewall plugin removes one),
+    // and a lease host-local holds for b on another address (as a cut ADD, retried elsewhere, leaves one).
+    sh('iptables', ['-w', '-t', 'filter', '-A', 'CNI-FORWARD', '-d', `${ip}/32`, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT']);
+    const stray = `${NET}.250`;
+    writeFileSync(`/var/lib/cni/networks/${BRIDGE}/${stray}`, `${b}\neth0`);
+    manager = newManager();
+    assert.deepEqual(await manager.restore(new Set([a])), { adopted: [a], removed: [b] });
+    assert.ok(!iptablesMentions(`${ip}/32`), `no rule for the gone allocation's address: ${sh('iptables-save', []).split('\n').filter((r) => r.includes(ip)).join('; ')}`);
+    assert.ok(!existsSync(`/var/lib/cni/networks/${BRIDGE}/${stray}`), "the lease in the gone allocation's name is removed");
+    assert.ok(iptablesMentions(`${na.address as string}/32`), 'the live allocation keeps its rules');
+    await manager.destroy(a);
+    assert.deepEqual(leftovers([a, b], []), []);
+  });
+
   it('attaches a user network from cni_config_dir with mode cni/<name>, and says which names exist when one is missing', async () => {
     const c = allocs[2] as string;
     const cniDir = path.join(dir, 'cni');

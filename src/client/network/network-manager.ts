@@ -15,7 +15,7 @@ import path from 'node:path';
 import { BerthError, describeError, type Logger, silentLogger } from '../../lib/index.js';
 import { bridgeConfList, DEFAULT_BRIDGE, loadUserConfList, portMappings, validateBridgeSettings, type AllocPort, type BridgeSettings } from './cni-config.js';
 import { CniRunner, type CniConfList, type CniResult } from './cni-runner.js';
-import { ensureForwardingRule, hasLeases, run, sweepBridge } from './_host.js';
+import { ensureForwardingRule, hasLeases, run, sweepAllocation, sweepBridge } from './_host.js';
 
 /** Where iproute2 keeps named network namespaces. */
 export const NETNS_RUN_DIR = '/var/run/netns';
@@ -246,7 +246,12 @@ export class NetworkManager {
     if (att.conf) {
       const conf = att.conf;
       const del = async (): Promise<void> => {
-        await this.#cni.del(conf, this.#cniAttachment(att), att.result ?? att.partial);
+        const prev = att.result ?? att.partial;
+        await this.#cni.del(conf, this.#cniAttachment(att), prev);
+        // What DEL left of this allocation (a plugin cut by a crash, a result never recorded): found by its ID and addresses.
+        const addresses = (prev?.ips ?? []).map((ip) => ip.address.split('/')[0] as string);
+        const left = await sweepAllocation(conf.name, att.allocId, addresses);
+        if (left.length) this.#logger.warn({ allocId: att.allocId, removed: left }, 'removed what CNI DEL left of the allocation');
         if (att.bridge && !(await hasLeases(att.bridge.name))) {
           this.#forwarding.delete(att.bridge.name);
           await sweepBridge(att.bridge);
