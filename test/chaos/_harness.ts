@@ -131,7 +131,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     } finally {
       await cluster.kill();
       cleanUp(root);
-      if (cluster.web) webCleanUp(cluster.web);
+      if (cluster.web) await webCleanUp(cluster.web);
     }
   }
   report.durationMs = performance.now() - t0;

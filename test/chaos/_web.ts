@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Allocation, AllocationListStub, Deployment, ServiceRegistration } from '../../src/api/index.js';
+import { adminChainName, sweepAllocation } from '../../src/client/network/index.js';
 import { ALLOC_LABEL, dockerApi, dockerRig, dockerSkip, PAUSE_IMAGE, testImage, type TestDocker } from '../support/docker.js';
 
 export const WEB_JOB = 'chaos-web';
@@ -51,6 +52,8 @@ export class WebPart {
   static async open(tag: string): Promise<WebPart> {
     if (dockerSkip()) return new WebPart(tag, undefined, undefined);
     const rig = await dockerRig();
+    // The group network's pause container: built here, or dockerd would try to pull Nomad's infra_image from outside.
+    await testImage(rig, 'pause');
     return new WebPart(tag, rig, await testImage(rig, 'busybox'));
   }
 
@@ -268,9 +271,20 @@ export async function webLeaks(part: WebPart, running: Allocation[]): Promise<st
   return leaks;
 }
 
-/** Removes what a broken run may have left of the workload's network: namespaces, the bridge, its leases. */
-export function webCleanUp(part: WebPart): void {
-  for (const id of part.seen) sh('ip', ['netns', 'delete', netnsOf(id)]);
+/**
+ * Removes what a broken run (agents SIGKILLed, no teardown) may have left of
+ * the workload's network: each allocation's rules, chains and leases (the
+ * agent's own sweep), namespaces, the admin chain, the bridge, its leases.
+ */
+export async function webCleanUp(part: WebPart): Promise<void> {
+  for (const id of part.seen) {
+    await sweepAllocation(part.bridge, id, []);
+    sh('ip', ['netns', 'delete', netnsOf(id)]);
+  }
+  const admin = adminChainName(part.bridge);
+  sh('iptables', ['-w', '-t', 'filter', '-D', 'CNI-FORWARD', '-m', 'comment', '--comment', 'CNI firewall plugin admin overrides', '-j', admin]);
+  sh('iptables', ['-w', '-t', 'filter', '-F', admin]);
+  sh('iptables', ['-w', '-t', 'filter', '-X', admin]);
   sh('ip', ['link', 'delete', part.bridge]);
   sh('rm', ['-rf', `/var/lib/cni/networks/${part.bridge}`]);
 }

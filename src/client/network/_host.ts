@@ -115,12 +115,15 @@ export async function sweepBridge(s: BridgeSettings): Promise<void> {
   }
 }
 
+/** The CNI plugins' chains every container shares: never dropped for one. */
+const SHARED_CHAINS = ['CNI-FORWARD', 'CNI-HOSTPORT-DNAT', 'CNI-HOSTPORT-MASQ', 'CNI-HOSTPORT-SETMARK'];
+
 /**
  * After an allocation's CNI DEL: removes what the plugins left of it, found
  * by its container ID and its addresses. IPAM leases that name the
- * allocation, and CNI rules (filter and nat) that name it in their comment or
- * match one of its addresses; a CNI chain such a rule jumped to goes once it
- * is empty. Only what names this allocation is touched, so another agent's
+ * allocation, CNI rules (filter and nat) that name it in their comment or
+ * match one of its addresses, and the chains of its own that a rule naming it
+ * jumped to. Only what names this allocation is touched, so another agent's
  * networks on the host are safe. Returns what it removed (empty when DEL
  * left nothing). Best effort; never throws.
  */
@@ -146,8 +149,11 @@ export async function sweepAllocation(network: string, containerId: string, addr
     await rm(path.join(dir, lease), { force: true });
     removed.push(`IPAM lease ${network}/${lease}`);
   }
-  const names = (rule: string): boolean =>
-    rule.includes(`id: "${containerId}"`) || [...ips].some((ip) => rule.includes(` -d ${ip}/32 `) || rule.includes(` -s ${ip}/32 `) || rule.endsWith(` -d ${ip}/32`) || rule.endsWith(` -s ${ip}/32`));
+  // The plugins' comments name the container (`iptables -S` prints their quotes escaped).
+  const namesId = (rule: string): boolean => rule.includes(`id: \\"${containerId}\\"`) || rule.includes(`id: "${containerId}"`);
+  const namesIp = (rule: string): boolean =>
+    [...ips].some((ip) => rule.includes(` -d ${ip}/32 `) || rule.includes(` -s ${ip}/32 `) || rule.endsWith(` -d ${ip}/32`) || rule.endsWith(` -s ${ip}/32`) || rule.includes(`--to-destination ${ip}:`));
+  const names = (rule: string): boolean => namesId(rule) || namesIp(rule);
   for (const table of ['filter', 'nat']) {
     let rules: string[];
     try {
@@ -155,23 +161,22 @@ export async function sweepAllocation(network: string, containerId: string, addr
     } catch {
       continue;
     }
-    const emptied = new Set<string>();
+    const own = new Set<string>();
     for (const rule of rules) {
       const chain = rule.split(' ')[1];
       if (!chain || !names(rule) || !(chain.startsWith('CNI-') || / -j CNI-/.test(rule))) continue;
       if (await ok('iptables', ['-w', '-t', table, ...splitRule(rule.replace(/^-A /, '-D '))])) {
         removed.push(`iptables -t ${table} ${rule}`);
+        // A jump that names the container leads to a chain of its own (named after its ID by the plugin).
         const target = / -j (CNI-\S+)$/.exec(rule)?.[1];
-        if (target && !['CNI-FORWARD', 'CNI-HOSTPORT-DNAT', 'CNI-HOSTPORT-MASQ', 'CNI-HOSTPORT-SETMARK'].includes(target)) emptied.add(target);
+        if (target && namesId(rule) && !SHARED_CHAINS.includes(target)) own.add(target);
       }
     }
-    // The allocation's own chains (the bridge plugin's masquerade chain, portmap's per-container DNAT chain) once nothing is left in them.
-    for (const chain of emptied) {
-      const left = await rulesOf(table, chain);
-      if (left && left.every((r) => names(r))) {
-        await dropChain(table, chain, [], true);
-        removed.push(`iptables -t ${table} chain ${chain}`);
-      }
+    // The allocation's own chains (the bridge plugin's masquerade chain, portmap's per-container DNAT chain), unhooked above.
+    for (const chain of own) {
+      if ((await rulesOf(table, chain)) === undefined) continue;
+      await dropChain(table, chain, [], true);
+      removed.push(`iptables -t ${table} chain ${chain}`);
     }
   }
   return removed;

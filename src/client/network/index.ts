@@ -15,3 +15,4 @@ export {
 export { DEFAULT_BRIDGE, adminChainName, bridgeConfList, portMappings, type AllocPort, type BridgeSettings, type PortMapping } from './cni-config.js';
 export { CniRunner, CniError, type CniConfList, type CniResult, type CniErrorCode } from './cni-runner.js';
 export { networkModesOf, cniPluginsIn, cniNetworksIn, BRIDGE_CNI_PLUGINS } from './cni-fingerprint.js';
+export { sweepAllocation } from './_host.js';
