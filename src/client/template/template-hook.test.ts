@@ -8,13 +8,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { ManualClock } from '../../lib/index.js';
-import { parseJobSpec, type Allocation, type TaskTemplate } from '../../structs/index.js';
+import { parseJobSpec, type Allocation, type ServiceRegistration, type TaskTemplate } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import { SqliteClientStateStore } from '../state/index.js';
 import { TaskRunner } from '../taskrunner/index.js';
 import { ProcessDriver } from '../../../test/support/process-driver.js';
 import { eventually } from '../../../test/support/eventually.js';
 import { TemplateHook } from './index.js';
+import { ServiceCatalog } from './service-catalog.js';
 
 interface Setup {
   dir: string;
@@ -27,7 +28,7 @@ interface Setup {
   events: () => string[];
 }
 
-async function setup(t: TestContext, command: string[], templates: (source: string) => Record<string, unknown>[], firstSource = '', fileRoots?: string[]): Promise<Setup> {
+async function setup(t: TestContext, command: string[], templates: (source: string) => Record<string, unknown>[], firstSource = '', fileRoots?: string[], services?: ServiceCatalog): Promise<Setup> {
   const dir = mkdtempSync(path.join(tmpdir(), 'btpl-'));
   const source = path.join(dir, 'app.tpl');
   writeFileSync(source, firstSource);
@@ -41,7 +42,7 @@ async function setup(t: TestContext, command: string[], templates: (source: stri
   const clock = new ManualClock(Date.UTC(2024, 0, 1));
   const taskDir = allocDir.task('main');
   const make = (): TaskRunner => {
-    const hook = new TemplateHook({ templates: task.templates as TaskTemplate[], taskDir, allocDir: allocDir.dir, fileRoots, clock, splayPick: (max) => max / 2 });
+    const hook = new TemplateHook({ templates: task.templates as TaskTemplate[], taskDir, allocDir: allocDir.dir, fileRoots, clock, splayPick: (max) => max / 2, services, namespace: 'default' });
     return new TaskRunner({
       alloc, task, jobType: job.type, restartPolicy: job.groups[0]!.restart, driver, taskDir, allocDir: allocDir.dir, store,
       hooks: [hook], onChange: () => undefined, killTimeoutMs: 2_000, clock,
@@ -177,5 +178,43 @@ describe('TemplateHook', () => {
     await s.clock.advance(1000);
     await eventually('the restart', () => back.state().restarts === 1 && back.state().state === 'running');
     assert.equal(readFileSync(s.dest, 'utf8'), 'v=2\n');
+  });
+
+  it("after an agent restart, acts on a service's instances that changed while the agent was down", async (t) => {
+    // The server's side of GET /v1/service/:name: its instances, and a blocking read that answers once they change.
+    let index = 1;
+    let ports = [8001];
+    let changed = (): void => undefined;
+    const registration = (port: number): ServiceRegistration => ({
+      id: `r${port}`, serviceName: 'api', namespace: 'default', nodeId: 'node-7', datacenter: 'dc1', jobId: 'api', allocId: `a${port}`,
+      tags: [], meta: {}, address: '127.0.0.1', port, createIndex: 1, modifyIndex: index,
+    });
+    const catalog = new ServiceCatalog({
+      fetchInstances: async (_name, q) => {
+        if (q.index !== undefined && q.index >= index) {
+          await new Promise<void>((resolve) => {
+            changed = resolve;
+            q.signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+        }
+        return { index, instances: ports.map(registration) };
+      },
+      fetchNames: async () => ({ index: 1, services: [] }),
+    });
+    t.after(() => catalog.stop());
+    const s = await setup(t, ['sleep', '1000'], () => [{ data: '{{ range nomadService "api" }}{{ .Port }} {{ end }}', destination: 'local/app.conf', changeMode: 'noop' }], '', undefined, catalog);
+    await s.runner.start();
+    assert.equal(readFileSync(s.dest, 'utf8'), '8001 ');
+    s.runner.detach();
+    ports = [8001, 8002];
+    index = 2;
+    changed();
+    await eventually('the catalog to see the change', () => catalog.version('default\0api\0')?.includes('8002') === true);
+    const back = s.again();
+    assert.equal(await back.restore(), 'running');
+    back.resume();
+    await s.clock.waitForSleepers(1);
+    await s.clock.advance(1000);
+    await eventually('the template rendered again', () => readFileSync(s.dest, 'utf8') === '8001 8002 ');
   });
 });

@@ -37,6 +37,9 @@ export interface TemplateHookOptions {
   namespace?: string;
 }
 
+/** A service version no catalog answers: the first check after an agent restart renders again. */
+const STALE = '\0stale';
+
 /** One template, resolved for a run of the task. */
 interface Prepared {
   spec: TaskTemplate;
@@ -87,10 +90,13 @@ export class TemplateHook implements TaskHook {
       this.#prepared = this.#o.templates.map((spec) => this.#prepare(spec, ctx.taskEnv));
       for (const t of this.#prepared) {
         t.last = await readFile(t.dest, 'utf8').catch(() => undefined);
-        // The inputs are unknown: render once to learn them. A source changed while the agent was
-        // down renders differently: its inputs are marked stale so that the first check acts on it.
+        // The inputs are unknown: render once to learn them. A source or a service that changed while
+        // the agent was down renders differently: its inputs are marked stale so that the first check acts on it.
         const text = await this.#render(t, ctx.taskEnv, ctx.signal).catch(() => undefined);
-        if (text !== undefined && text !== t.last) for (const file of t.inputs.keys()) t.inputs.set(file, undefined);
+        if (text !== undefined && text !== t.last) {
+          for (const file of t.inputs.keys()) t.inputs.set(file, undefined);
+          for (const key of t.services.keys()) t.services.set(key, STALE);
+        }
       }
     }
     if (this.#prepared.some((t) => t.inputs.size > 0 || t.services.size > 0)) void this.#watch(ctx);
