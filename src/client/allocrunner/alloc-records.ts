@@ -38,7 +38,8 @@ export interface AllocRunnerRecord {
   maxRunExceeded?: boolean;
   /** The group's network namespace; `driver` names the driver that made it (a driver that must initiate the network). */
   /** `labels`: what the driver that made the namespace said of it (see RunnerDriver.createNetwork). */
-  network?: { path: string; driver?: string; mode?: string; address?: string; interface?: string; labels?: Record<string, string> };
+  /** `attached`: the agent attached a driver's namespace (false or absent while it has not yet). */
+  network?: { path: string; driver?: string; mode?: string; address?: string; interface?: string; labels?: Record<string, string>; attached?: boolean };
   /** CSI volumes by group volume name. */
   csi: Record<string, CsiVolumeRecord>;
   /** Bind mounts the runner made into task directories (drivers without mount support). */

@@ -18,6 +18,9 @@ import { EXECUTOR_PATH, type TaskDriver } from '../drivers/index.js';
 import { NetworkManager } from '../network/index.js';
 import { LogMonitor } from '../logmon/index.js';
 import { eventually, makeAlloc, makeJob, Node } from '../../../test/support/client-allocrunner.js';
+import type { AllocHookContext } from './alloc-hook.js';
+import type { AllocRunnerRecord } from './alloc-records.js';
+import { NetworkHook } from './network-hook.js';
 
 /** raw_exec as a plugin that must initiate the group's network, with a real namespace. */
 class NetworkInitiatingPlugin extends BuiltinDriverPlugin {
@@ -121,5 +124,29 @@ describe('the network hook and MustInitiateNetwork', () => {
 
   it('in bridge mode the agent attaches the driver’s namespace with CNI, and detaches it before DestroyNetwork', async () => {
     await runOnInitiatingDriver('bridge');
+  });
+
+  it('a driver’s namespace written down but not attached (the agent died in between) is attached by the next prerun, with its address recorded', async () => {
+    const manager = new NetworkManager({ prefix: 'bnh-', bridge: { name: BRIDGE, subnet: `${NET}.0/24` } });
+    const job = makeJob({ id: 'half', groups: [{ name: 'g', network: { mode: 'bridge' }, tasks: [{ name: 'main', driver: 'netinit', config: {} }] }] });
+    const alloc = makeAlloc(job);
+    const name = `mi-${alloc.id.slice(0, 8)}`;
+    execFileSync('ip', ['netns', 'add', name]);
+    // What the first agent saved before it died: the driver's namespace, not yet attached.
+    const record = { network: { path: `/var/run/netns/${name}`, driver: 'netinit', mode: 'bridge' } } as unknown as AllocRunnerRecord;
+    const ctx = { alloc, job, group: job.groups[0], signal: new AbortController().signal, logger: silentLogger(), record, save: () => undefined, event: () => undefined, volumes: new Map() } as unknown as AllocHookContext;
+    const hook = new NetworkHook(manager, new Map());
+    try {
+      await hook.prerun(ctx);
+      const address = record.network?.address ?? '';
+      assert.ok(address.startsWith(`${NET}.`), `the address is recorded (${JSON.stringify(record.network)})`);
+      const inside = execFileSync('ip', ['netns', 'exec', name, 'ip', '-o', '-4', 'addr', 'show'], { encoding: 'utf8' });
+      assert.match(inside, new RegExp(`eth0\\s+inet ${address.replace(/\./g, '\\.')}/24`), 'the namespace is attached to the bridge');
+      await hook.prerun(ctx);
+      assert.equal(record.network?.address, address, 'a recorded attachment is kept as it is');
+    } finally {
+      await manager.destroy(alloc.id).catch(() => undefined);
+      execFileSync('ip', ['netns', 'del', name]);
+    }
   });
 });

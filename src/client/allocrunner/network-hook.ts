@@ -21,7 +21,8 @@ export class NetworkHook implements AllocHook {
   /**
    * Throws ALLOC_NETWORK_UNSUPPORTED when a task's driver cannot join the
    * group's network mode, or the network manager's NetworkError. A network
-   * already recorded (an agent restart) is kept as it is.
+   * already recorded (an agent restart) is kept as it is, but for a driver's
+   * namespace that the agent had not finished attaching.
    */
   async prerun(ctx: AllocHookContext): Promise<void> {
     const mode = ctx.group.network.mode;
@@ -35,8 +36,18 @@ export class NetworkHook implements AllocHook {
         );
       }
     }
-    if (ctx.record.network) return;
     const req = { mode, ports: ctx.alloc.ports ?? [] };
+    const recorded = ctx.record.network;
+    if (recorded) {
+      // A namespace a driver made, written down before the agent attached it: an agent that died
+      // in between left it unattached, or attached without the address in the record. Attaching
+      // again is safe (the network manager hands back an attachment it has).
+      if (!recorded.driver || recorded.attached || recorded.address !== undefined || mode === 'none') return;
+      const { path, driver, labels } = recorded;
+      ctx.record.network = { ...(await this.#network.create(ctx.alloc.id, req, { netnsPath: path })), path, driver, attached: true, ...(labels ? { labels } : {}) };
+      ctx.save();
+      return;
+    }
     const initiator = ctx.group.tasks.map((t) => this.#drivers.get(t.driver)).find((d) => d?.capabilities.mustInitiateNetwork && d.createNetwork);
     if (initiator?.createNetwork) {
       const made = await initiator.createNetwork(ctx.alloc.id, ctx.alloc.id.slice(0, 8));
@@ -45,7 +56,7 @@ export class NetworkHook implements AllocHook {
       // Written down first: postrun must hand the namespace back to the driver even if attaching fails.
       ctx.record.network = { path, driver: initiator.name, mode, ...labels };
       ctx.save();
-      if (mode !== 'none') ctx.record.network = { ...(await this.#network.create(ctx.alloc.id, req, { netnsPath: path })), path, driver: initiator.name, ...labels };
+      if (mode !== 'none') ctx.record.network = { ...(await this.#network.create(ctx.alloc.id, req, { netnsPath: path })), path, driver: initiator.name, attached: true, ...labels };
     } else {
       ctx.record.network = await this.#network.create(ctx.alloc.id, req);
     }
