@@ -163,7 +163,10 @@ describe('a full data disk on a dev agent (server and client on the one disk)', 
     const a = agent!;
     writeFileSync(path.join(dir, 'filler.hcl'), filler('filler').replace(MARKER, marker));
     ok(await a.cli(['job', 'run', '--detach', path.join(dir, 'filler.hcl')]), 'job run filler');
-    const alloc = await until('filler running', async () => (await a.get<Api.AllocationListStub[]>('/v1/job/filler/allocations')).find((x) => x.ClientStatus === 'running'), 60_000);
+    // Placed is enough: the filler may fill the shared disk before the server can record it running
+    // (a status write is not one that frees space, so it gets no reserve).
+    const placed = (x: Api.AllocationListStub): boolean => x.ClientStatus === 'running' || x.ClientStatus === 'pending';
+    const alloc = await until('filler placed', async () => (await a.get<Api.AllocationListStub[]>('/v1/job/filler/allocations')).find(placed), 60_000);
     await until('the disk full', () => filled(alloc.ID) || undefined, 60_000);
     // Whatever room the agent's own writes left meanwhile (the client's reserve spent on a record) is taken too.
     fillDisk(path.join(disk, 'more-fill'));
@@ -178,7 +181,7 @@ describe('a full data disk on a dev agent (server and client on the one disk)', 
     const res = await fetch(`${a.addr}/v1/client/gc`, { method: 'POST', headers: { authorization: `Bearer ${a.token}` } });
     assert.equal(res.status, 200, await res.text());
     ok(await a.cli(['job', 'run', '--detach', path.join(dir, 'filler2.hcl')]), 'job run filler2');
-    const second = await until('filler2 running', async () => (await a.get<Api.AllocationListStub[]>('/v1/job/filler2/allocations')).find((x) => x.ClientStatus === 'running'), 60_000);
+    const second = await until('filler2 placed', async () => (await a.get<Api.AllocationListStub[]>('/v1/job/filler2/allocations')).find(placed), 60_000);
     await until('the disk full again', () => filled(second.ID) || undefined, 60_000);
     const exit = await a.stop('SIGINT', 120_000);
     agent = undefined;
