@@ -13,7 +13,7 @@
 // - `workers`: N Node worker threads of the bench's own process. Each is a
 //   V8 isolate whose wake-up and first request cost milliseconds of CPU, so
 //   their floor against the same bare server is ~0.9 s (p50): figures taken
-//   with them (the README's first and second passes) sit on that floor.
+//   with them (docs/benchmarks.md's first and second passes) sit on that floor.
 // BENCH_SUBMIT_HARNESS=pthreads|threads|workers picks one.
 
 import { spawn, spawnSync } from 'node:child_process';

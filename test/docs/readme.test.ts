@@ -8,7 +8,8 @@
 // - every command in the README's shell blocks is run by a test: read from
 //   the files that run them (.ci/run, which CI runs; the quick-start test and
 //   the script it runs), not from a copy kept here;
-// - every HCL block in the README is an example file as it is in examples/;
+// - every HCL block in the README is an example file as it is in examples/,
+//   and its list of job-language functions is the guide's;
 // - the root holds only the files and folders it should, and stray command
 //   output there (`s.out`, `x.log`) is ignored by git.
 
@@ -182,6 +183,14 @@ describe('README', () => {
     const run = commandsRun();
     const stray = commands.filter((c) => !run.has(c));
     assert.deepEqual(stray, [], `README commands no test runs (known: ${[...run.keys()].join('; ')})`);
+  });
+
+  it('lists the same job-language functions as the Coming from Nomad guide', () => {
+    // src/hcl/hcl.test.ts checks the README's list against the engine; this keeps the guide's copy the same.
+    const item = (text: string): string | undefined => /^- \*\*Functions\*\*[^\n]*\n((?: {2}[^\n]*\n)+)/m.exec(text)?.[1];
+    const listed = item(readme);
+    assert.ok(listed, 'the README lists the functions (the HCL engine points there for them)');
+    assert.equal(item(read('docs/guide/coming-from-nomad.md')), listed);
   });
 
   it('shows example files as they are in examples/', () => {
