@@ -14,7 +14,7 @@ import { Registry } from 'prom-client';
 import { registerClientRoutes, registerUiRoutes } from '../../src/agent/index.js';
 import { silentLogger } from '../../src/lib/index.js';
 import { buildApi, type ApiDeps } from '../../src/server/index.js';
-import { cell, code, generatedNote, table } from './markdown.js';
+import { anchor, cell, code, generatedNote, table } from './markdown.js';
 import { routeNotes, type RouteNote } from './route-notes.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -110,6 +110,9 @@ const byMethod = (a: string, b: string): number => METHOD_ORDER.indexOf(a) - MET
 
 type Group = 'nomad' | 'berth' | 'ui';
 
+/** `src/server/http/job-routes.ts` -> `job-routes`. */
+const moduleName = (file: string): string => (file.split('/').pop() ?? file).replace(/\.ts$/, '');
+
 function groupOf(url: string): Group {
   if (!url.startsWith('/v1/')) return 'ui';
   return BERTH_ADDITIONS.some((p) => p.test(url.replace(/:[A-Za-z_]+/g, (m) => (m === ':alloc' ? m : ':id')))) ? 'berth' : 'nomad';
@@ -118,7 +121,7 @@ function groupOf(url: string): Group {
 /** The Markdown of docs/reference/http-api.md. */
 export async function httpApiReference(): Promise<string> {
   const routes = await registeredRoutes();
-  const notes = routeNotes(root, ['src/server/http', 'src/agent']);
+  const sources = routeNotes(root, ['src/server/http', 'src/agent']);
   for (const p of BERTH_ADDITIONS) {
     if (!routes.some((r) => groupOf(r.url) === 'berth' && p.test(r.url.replace(/:[A-Za-z_]+/g, (m) => (m === ':alloc' ? m : ':id'))))) {
       throw new Error(`gen-reference: BERTH_ADDITIONS entry ${p} matches no route; remove it`);
@@ -130,8 +133,13 @@ export async function httpApiReference(): Promise<string> {
       .filter((r) => groupOf(r.url) === group)
       .flatMap((r) => {
         const byNote = new Map<string, { methods: string[]; note: RouteNote }>();
+        // What the sources say of every method at this path, whatever its token.
+        const said = routes.filter((o) => o.url === r.url).flatMap((o) => o.methods.map((m) => sources.note(m, o.url)));
         for (const m of r.methods) {
-          const note = notes(m, r.url);
+          let note = sources.note(m, r.url);
+          // A method the sources do not describe shares the words of one that says it takes that method too ("POST too").
+          const sibling = note.description ? undefined : said.find((n) => n.description && new RegExp(`\\b${m}\\b`).test(n.description));
+          if (sibling?.description) note = { ...note, description: sibling.description };
           const k = JSON.stringify(note);
           const entry = byNote.get(k) ?? { methods: [], note };
           entry.methods.push(m);
@@ -144,9 +152,11 @@ export async function httpApiReference(): Promise<string> {
           cell(note.description ?? ''),
           note.takes ? code(note.takes) : '',
           note.returns ? code(note.returns) : '',
+          note.module ? `[${moduleName(note.module)}](#${anchor(moduleName(note.module))})` : '',
         ]);
       });
-  const headers = ['method', 'path', 'token', 'what it does', 'takes (query, body)', 'returns'];
+  const headers = ['method', 'path', 'token', 'what it does', 'takes (query, body)', 'returns', 'module'];
+  const modules = [...sources.headers].filter(([file]) => routes.some((r) => r.methods.some((m) => sources.note(m, r.url).module === file)));
   const count = (g: Group): number => routes.filter((r) => groupOf(r.url) === g).length;
   return [
     generatedNote('the routes the API registers (src/server/http, src/agent) and their modules\' comments and types'),
@@ -154,7 +164,7 @@ export async function httpApiReference(): Promise<string> {
     "Every route Berth's agent serves, as its API registers them. Berth's API is Nomad's `/v1` HTTP API (its paths, methods and PascalCase shapes, src/api); [docs/nomad-api.md](../nomad-api.md) says how that is checked with Nomad's own CLI. Shapes named `Berth...` and the routes under [Berth additions](#berth-additions) are Berth's own.\n",
     '- A GET also answers HEAD. Reads take Nomad\'s blocking-query (`index`, `wait`), `namespace`, `prefix`, `filter`, `per_page` and `next_token` parameters where Nomad\'s do.',
     '- **token**: the role a token needs (`X-Nomad-Token: <secret>` or `Authorization: Bearer <secret>`): `read` is a read-only or management token, `management` a management token, `node` a client node\'s token; `anyone` needs none.',
-    '- **what it does**, **takes** and **returns** are the route module\'s own comment and declared types (`api.X` is the shape `X` of src/api); an empty cell means the module declares none.',
+    '- **what it does**, **takes** and **returns** are the route module\'s own comment and declared types (`api.X` is the shape `X` of src/api); an empty cell means the module says nothing of that route alone: its **module**\'s header, under [Route modules](#route-modules), says what its routes share.',
     '- Errors answer Nomad\'s plain text, or `{ code, message, details }` to a caller that accepts JSON.\n',
     `## Nomad's API\n`,
     `${count('nomad')} routes at Nomad's paths.\n`,
@@ -164,5 +174,8 @@ export async function httpApiReference(): Promise<string> {
     table(headers, rows('berth')),
     '## Web UI\n',
     table(headers, rows('ui')),
+    '## Route modules\n',
+    "What each module that registers routes says of them as a whole (its header comment): the query parameters, bodies and answers its routes share.\n",
+    ...modules.flatMap(([file, text]) => [`### ${moduleName(file)}\n`, `${code(file)}:\n`, '```text\n' + text + '\n```\n']),
   ].join('\n');
 }

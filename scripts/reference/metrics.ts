@@ -3,7 +3,7 @@
 // agent's, filled by the same functions the agent calls. Metrics are read
 // with getMetricsAsArray(), which collects nothing: no value is computed.
 
-import { Registry, type Metric } from 'prom-client';
+import { Registry } from 'prom-client';
 import { registerAllocationGauge, registerReclaimGauge, registerTaskMetrics } from '../../src/agent/index.js';
 import { csiCallMetrics } from '../../src/csi/index.js';
 import { ServerMetrics } from '../../src/server/index.js';
@@ -37,7 +37,7 @@ export async function metricsReference(): Promise<string> {
 
   const rows = new Map<string, Row>();
   const add = (registry: Registry, where: string): void => {
-    for (const m of registry.getMetricsAsArray() as (Metric & { name: string; help: string; type: string; labelNames?: readonly string[] })[]) {
+    for (const m of registry.getMetricsAsArray() as unknown as { name: string; help: string; type: string; labelNames?: readonly string[] }[]) {
       // prom-client's own process and Node.js metrics are listed apart, by prefix.
       if (!m.name.startsWith('berth_')) continue;
       const row = rows.get(m.name) ?? { name: m.name, type: String(m.type), labels: [...(m.labelNames ?? [])], help: m.help, where: new Set<string>() };
@@ -48,7 +48,7 @@ export async function metricsReference(): Promise<string> {
   add(server.registry, 'server');
   add(dev.registry, 'dev');
   add(client, 'client');
-  const defaults = [...new Set(server.registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name).filter((n) => !n.startsWith('berth_')).map((n) => `${n.split('_')[0]}_*`))].sort();
+  const defaults = [...new Set(server.registry.getMetricsAsArray().map((m) => m.name).filter((n) => !n.startsWith('berth_')).map((n) => `${n.split('_')[0]}_*`))].sort();
 
   const sorted = [...rows.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
   return [

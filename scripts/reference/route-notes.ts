@@ -11,6 +11,8 @@ import ts from 'typescript';
 
 /** What the sources say of one route (method and path as fastify registers them). */
 export interface RouteNote {
+  /** The module that registers it, from the root (`src/server/http/job-routes.ts`). */
+  module?: string;
   description?: string;
   takes?: string;
   returns?: string;
@@ -52,8 +54,8 @@ function commentBlocks(text: string): string[] {
   return blocks;
 }
 
-/** Route -> description, from comment lines that name routes. */
-function namedInComments(lines: string[], into: Map<string, string>): void {
+/** Route -> descriptions, from comment lines that name routes (a path's query, `?type=csi`, leads its description). */
+function namedInComments(lines: string[], into: Map<string, string[]>): void {
   for (let i = 0; i < lines.length; i++) {
     const m = NAMED.exec(lines[i] as string);
     if (!m) continue;
@@ -61,7 +63,15 @@ function namedInComments(lines: string[], into: Map<string, string>): void {
     let text = rest;
     // Prose (`// GET /v1/x: ...`) may go on over the next lines; a table row (`//   GET ...`) is one line.
     if (indent.length <= 1) for (let j = i + 1; j < lines.length && !ANY_NAMED.test(lines[j] as string); j++) text += ` ${lines[j]}`;
-    for (const path of paths.split(/,\s*| and | or /)) for (const method of methods.split('/')) if (!into.has(key(method, path))) into.set(key(method, path), clean(text));
+    for (const path of paths.split(/,\s*| and | or /)) {
+      const query = path.includes('?') ? `\`?${(path.split('?')[1] ?? '').replace(/:$/, '')}\`: ` : '';
+      for (const method of methods.split('/')) {
+        const said = into.get(key(method, path)) ?? [];
+        const description = query + clean(text).replace(/[.;]$/, '');
+        if (!said.includes(description)) said.push(description);
+        into.set(key(method, path), said);
+      }
+    }
   }
 }
 
@@ -81,8 +91,14 @@ function typeMembers(node: ts.TypeNode | undefined, names: readonly string[], sr
   return out;
 }
 
+interface Registration {
+  path: string | RegExp;
+  methods: string[];
+  note: RouteNote;
+}
+
 /** Route modules' registrations: path (or a pattern for a computed one) -> what they declare. */
-function registrations(file: string, text: string, out: { path: string | RegExp; methods: string[]; note: RouteNote }[]): void {
+function registrations(file: string, text: string, out: Registration[]): void {
   const src = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
   const functions = new Map<string, ts.ArrowFunction | ts.FunctionExpression | ts.FunctionDeclaration>();
   const leading = (node: ts.Node): string => {
@@ -127,7 +143,7 @@ function registrations(file: string, text: string, out: { path: string | RegExp;
         const declared = fn?.type ? fn.type.getText(src).replace(/^Promise<(.*)>$/s, '$1').replace(/\s+/g, ' ') : undefined;
         const ret = declared === 'FastifyReply' ? undefined : declared;
         const description = leading(node) || fnComment;
-        out.push({ path, methods, note: { ...(description ? { description } : {}), ...(takes.length ? { takes: takes.join('; ') } : {}), ...(ret ? { returns: ret } : {}) } });
+        out.push({ path, methods, note: { module: file, ...(description ? { description } : {}), ...(takes.length ? { takes: takes.join('; ') } : {}), ...(ret ? { returns: ret } : {}) } });
       }
     }
     ts.forEachChild(node, visit);
@@ -135,24 +151,43 @@ function registrations(file: string, text: string, out: { path: string | RegExp;
   visit(src);
 }
 
+/** What route-notes read of the route modules under some folders. */
+export interface RouteSources {
+  /** What the sources say of one route, as fastify registered it. */
+  note(method: string, path: string): RouteNote;
+  /** Each route module's header comment (its lines, without the comment markers), by its path from the root. */
+  headers: ReadonlyMap<string, string>;
+}
+
 /** The notes of every route the modules under `dirs` (relative to `root`) register or name. */
-export function routeNotes(root: string, dirs: readonly string[]): (method: string, path: string) => RouteNote {
-  const named = new Map<string, string>();
-  const regs: { path: string | RegExp; methods: string[]; note: RouteNote }[] = [];
+export function routeNotes(root: string, dirs: readonly string[]): RouteSources {
+  const named = new Map<string, string[]>();
+  const regs: Registration[] = [];
+  const texts = new Map<string, string>();
+  const headers = new Map<string, string>();
   for (const dir of dirs) {
     for (const name of readdirSync(join(root, dir)).sort()) {
       if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
+      const file = `${dir}/${name}`;
       const text = readFileSync(join(root, dir, name), 'utf8');
       const before = regs.length;
-      registrations(join(dir, name), text, regs);
+      registrations(file, text, regs);
       // Only a module that registers routes speaks for them (a cache's header may name the route it serves).
-      if (regs.length > before) for (const block of commentBlocks(text)) namedInComments(commentLines(block), named);
+      if (regs.length === before) continue;
+      texts.set(file, text);
+      const blocks = commentBlocks(text);
+      for (const block of blocks) namedInComments(commentLines(block), named);
+      const head = /^\s*\/\//.test(text) ? text.split('\n').filter((_l, i, all) => all.slice(0, i + 1).every((x) => /^\s*\/\//.test(x))) : [];
+      if (head.length) headers.set(file, head.map((l) => l.replace(/^\s*\/\/ ?/, '').trimEnd()).join('\n'));
     }
   }
-  return (method, path) => {
+  const note = (method: string, path: string): RouteNote => {
     const matches = regs.filter((r) => (typeof r.path === 'string' ? r.path === path : r.path.test(path)) && (r.methods.length === 0 || r.methods.includes(method)));
     const reg = matches[0]?.note ?? {};
-    const description = named.get(key(method, path)) ?? reg.description;
-    return { ...reg, ...(description ? { description } : {}) };
+    // A path given to a helper (`write('/v1/deployment/promote/:id', ...)`): its module is the one that names it.
+    const module = reg.module ?? [...texts].find(([, t]) => t.includes(`'${path}'`) || t.includes(`\`${path}\``))?.[0];
+    const description = named.get(key(method, path))?.join('; ') ?? reg.description;
+    return { ...reg, ...(module ? { module } : {}), ...(description ? { description } : {}) };
   };
+  return { note, headers };
 }
