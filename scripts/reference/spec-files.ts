@@ -9,11 +9,9 @@ import { JOB_BODY, VOLUME_BODY, type SpecBody, type SpecField } from '../../src/
 import { hostVolumeSpecSchema, jobSpecSchema, volumeSpecSchema } from '../../src/structs/index.js';
 import { anchor, cell, code, generatedNote, table } from './markdown.js';
 
-/** The parts of a zod 4 schema this page reads (`schema._zod.def` and a number's bounds). */
+/** The parts of a zod 4 schema this page reads (`schema._zod.def`, a number's format). */
 interface Zod {
   _zod: { def: ZodDef };
-  minValue?: number | null;
-  maxValue?: number | null;
   format?: string | null;
 }
 interface ZodDef {
@@ -29,6 +27,7 @@ interface ZodDef {
   entries?: Record<string, string | number>;
   values?: unknown[];
   getter?: () => Zod;
+  checks?: { _zod: { def: { check: string; value?: unknown; inclusive?: boolean; pattern?: RegExp } } }[];
 }
 
 interface Described {
@@ -59,12 +58,18 @@ function describe(schema: Zod | undefined, name = ''): Described {
       // z.preprocess(f, s) is pipe(transform, s): what is written is what s takes; x.transform(f) is pipe(x, transform).
       const inner = def.in?._zod.def.type === 'transform' ? def.out : def.in;
       const d = describe(inner, name);
-      return name.endsWith('Ms') && d.type.startsWith('integer') ? { ...d, type: 'duration ("10s"), or milliseconds' } : d;
+      return name.endsWith('Ms') && d.type.startsWith('integer') ? { ...d, type: 'duration ("30s", "1h30m"), or milliseconds' } : d;
     }
-    case 'string':
-      return { type: 'string', required: true };
+    case 'string': {
+      // A pattern that takes "30s" and "1h30m" and nothing else of these is a duration.
+      const patterns = (def.checks ?? []).map(({ _zod: { def: c } }) => c.pattern).filter((p): p is RegExp => p instanceof RegExp);
+      const isDuration = patterns.length > 0 && patterns.every((p) => p.test('30s') && p.test('1h30m') && !p.test('/x') && !p.test('30'));
+      return { type: isDuration ? 'duration ("30s", "1h30m")' : 'string', required: true };
+    }
     case 'number': {
-      const bounds = [schema.minValue != null && Number.isFinite(schema.minValue) ? `≥ ${schema.minValue}` : '', schema.maxValue != null && Number.isFinite(schema.maxValue) && schema.maxValue < Number.MAX_SAFE_INTEGER ? `≤ ${schema.maxValue}` : ''].filter(Boolean);
+      const bounds = (def.checks ?? []).flatMap(({ _zod: { def: c } }) =>
+        c.check === 'greater_than' ? [`${c.inclusive ? '≥' : '>'} ${String(c.value)}`] : c.check === 'less_than' ? [`${c.inclusive ? '≤' : '<'} ${String(c.value)}`] : [],
+      );
       const kind = schema.format === 'safeint' || schema.format === 'int32' ? 'integer' : 'number';
       return { type: bounds.length ? `${kind} (${bounds.join(', ')})` : kind, required: true };
     }
@@ -157,7 +162,8 @@ function sections(body: SpecBody, path: string[], objects: (Zod | undefined)[], 
       KIND[field.t],
       cell(type),
       ...(columns.length > 1 ? perSchema : [first?.required && field.t === 'attr' ? 'yes' : '']),
-      code(defaultText(first?.default, field.to)),
+      // A block's default is its fields' defaults, listed in its own table.
+      field.t === 'attr' || field.t === 'map' ? code(defaultText(first?.default, field.to)) : '',
       code(field.to),
     ]);
   }
