@@ -424,7 +424,7 @@ function clientFacts(client: Client | undefined): { stats: Record<string, string
 }
 
 /** `berth_agent_memory_reclaims`: the full GCs the agent's memory reclaimer ran (read at scrape time). */
-function registerReclaimGauge(registry: Registry, reclaimer: MemoryReclaimer): void {
+export function registerReclaimGauge(registry: Registry, reclaimer: MemoryReclaimer): void {
   new Gauge({
     name: 'berth_agent_memory_reclaims',
     help: 'Full, compacting GCs the agent ran to give back memory after a burst of work',
@@ -436,7 +436,7 @@ function registerReclaimGauge(registry: Registry, reclaimer: MemoryReclaimer): v
 }
 
 /** `berth_client_allocations{status}`, read from the client at scrape time. */
-function registerAllocationGauge(registry: Registry, client: () => Client | undefined): void {
+export function registerAllocationGauge(registry: Registry, client: () => Client | undefined): void {
   new Gauge({
     name: 'berth_client_allocations',
     help: 'Allocations this node agent runs, by client status',

@@ -6,3 +6,7 @@ export { loadAgentConfig, parseAgentConfig, emptyAgentConfig, AgentConfigError, 
 export { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
 export { ClientListener, type ClientListenerOptions, type TokenVerdict } from './client-listener.js';
 export { agentDriverPlugins, launchOverGrpc } from './driver-plugins.js';
+/** The agent's own routes and metrics, registered alone (scripts/gen-reference.ts lists them). */
+export { registerUiRoutes } from './ui-routes.js';
+export { registerReclaimGauge, registerAllocationGauge } from './agent.js';
+export { registerTaskMetrics } from './task-metrics.js';

@@ -19,3 +19,5 @@ export {
   type JobFileOptions,
   type VolumeFile,
 } from './spec-file.js';
+/** The tables of the job and volume files' blocks and attributes (scripts/gen-reference.ts documents them). */
+export { JOB_BODY, VOLUME_BODY, type Body as SpecBody, type Field as SpecField } from './_hcl-convert.js';
