@@ -130,7 +130,7 @@ const TEMPLATE: Body = {
   env: attr('env'),
   error_on_missing_key: attr('errorOnMissingKey'),
 };
-const ARTIFACT: Body = { source: attr('source'), destination: attr('destination'), mode: attr('mode'), options: map('options') };
+const ARTIFACT: Body = { source: attr('source'), destination: attr('destination'), mode: attr('mode'), options: map('options'), headers: map('headers') };
 const TASK: Body = {
   driver: attr('driver'),
   config: map('config'),

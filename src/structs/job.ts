@@ -141,12 +141,14 @@ const templateSchema = z
 
 /** An `artifact` block: files fetched into the task's directory before it starts (Nomad's artifact). */
 const artifactSchema = z.strictObject({
-  /** A path on the node or a file:// URL; archives (.tar, .tar.gz, .tgz, .zip) are unpacked. */
+  /** A path on the node, a file:// or http(s):// URL, or a git repository (git::URL); archives (.tar, .tar.gz, .tgz, .zip) are unpacked. */
   source: z.string().min(1, 'source must name a file or directory'),
   destination: z.string().min(1).default('local/'),
   mode: z.enum(['any', 'file', 'dir']).default('any'),
-  /** go-getter options; Berth reads `archive` (false: do not unpack). */
+  /** go-getter options: `archive`, `checksum`, `filename`; `ref` and `depth` for git. */
   options: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()]).transform((v) => String(v))).default({}),
+  /** HTTP headers sent with an http(s) download (interpolated). */
+  headers: stringMap.default({}),
 });
 
 const taskSchema = z.strictObject({

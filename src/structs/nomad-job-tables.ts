@@ -256,7 +256,7 @@ const ARTIFACT: TableOf<TaskArtifact> = {
   RelativeDest: attr('destination'),
   GetterOptions: attr('options'),
   GetterMode: attr('mode'),
-  GetterHeaders: unsupported('artifact headers'),
+  GetterHeaders: attr('headers'),
   GetterInsecure: DEFAULTED,
   Chown: unsupported('artifact chown'),
 };
