@@ -64,7 +64,8 @@ export function apiCommand(cmd: Command, examples: readonly string[], opts: { js
     const short = cmd.options.some((o) => o.short === '-t') ? '' : '-t, ';
     cmd.option(`${short}--template <template>`, 'format the JSON document (what --json prints) with a Go template, as Nomad\'s -t');
   }
-  const lines = examples.map((e) => `  $ berth ${e}`).join('\n');
+  // An example is a berth command line, or a whole pipeline that feeds berth (`cat f | berth ...`).
+  const lines = examples.map((e) => (/\|\s*berth /.test(e) ? `  $ ${e}` : `  $ berth ${e}`)).join('\n');
   cmd.addHelpText('after', `\nExamples:\n${lines}\n\n${API_EXIT_CODES_HELP}`);
   return cmd;
 }

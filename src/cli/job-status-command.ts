@@ -89,6 +89,9 @@ async function jobStatus(s: ApiSession, [idArg]: string[], opts: Record<string, 
     ['Status', s.style.status(statusString(job.Status ?? '', job.Stop))],
     ['Periodic', String(periodic)],
     ['Parameterized', String(parameterized)],
+    // The job's `ui` block, as the web UI shows it.
+    ...(job.UI?.Description ? [['Description', job.UI.Description.trim().split('\n')[0] ?? ''] as [string, string]] : []),
+    ...(job.UI?.Links ?? []).map((l) => [`Link "${l.Label}"`, l.URL] as [string, string]),
   ]))
     s.out.line(line);
   if (opts['short']) return;

@@ -42,7 +42,7 @@ export function volumeCommand(ctx: CommandContext): Command {
       )
       .argument('<file>', 'volume file: .hcl or .json, or - for stdin')
       .option('--detach', 'dynamic host volumes: return at once instead of waiting until the volume is ready'),
-    ['volume create examples/volume.hcl', 'berth volume init && berth volume create volume.hcl', 'cat volume.hcl | berth volume create -'],
+    ['volume create examples/volume.hcl', 'volume init && berth volume create volume.hcl', 'cat volume.hcl | berth volume create -'],
   ).action(act((s, [file], opts) => submit(s, file as string, 'create', Boolean(opts?.['detach']))));
 
   apiCommand(

@@ -130,7 +130,7 @@ const TEMPLATE: Body = {
   env: attr('env'),
   error_on_missing_key: attr('errorOnMissingKey'),
 };
-const ARTIFACT: Body = { source: attr('source'), destination: attr('destination'), mode: attr('mode'), options: map('options') };
+const ARTIFACT: Body = { source: attr('source'), destination: attr('destination'), mode: attr('mode'), options: map('options'), headers: map('headers') };
 const TASK: Body = {
   driver: attr('driver'),
   config: map('config'),
@@ -242,6 +242,7 @@ export const JOB_BODY: Body = {
     body: { cron: attr('cron'), crons: attr('crons'), prohibit_overlap: attr('prohibitOverlap'), time_zone: attr('timeZone'), enabled: attr('enabled') },
   },
   parameterized: { t: 'block', to: 'parameterized', body: { payload: attr('payload'), meta_required: attr('metaRequired'), meta_optional: attr('metaOptional') } },
+  ui: { t: 'block', to: 'ui', body: { description: attr('description'), link: { t: 'blocks', to: 'links', body: { label: attr('label'), url: attr('url') } } } },
   /** A task directly under the job: Nomad's implicit group, named after the task (structs' implicitGroups). */
   task: { t: 'labeled', to: 'tasks', labelAs: 'name', body: TASK },
 };

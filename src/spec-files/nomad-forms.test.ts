@@ -213,7 +213,7 @@ describe("Nomad's API job JSON", () => {
     assert.equal(server!.templates.length, 1);
     assert.equal(server!.templates[0]!.destination, 'local/app.conf');
     assert.equal(server!.templates[0]!.splay, '5s');
-    assert.deepEqual(server!.artifacts, [{ source: '/srv/app.tgz', destination: 'local/', mode: 'any', options: {} }]);
+    assert.deepEqual(server!.artifacts, [{ source: '/srv/app.tgz', destination: 'local/', mode: 'any', options: {}, headers: {} }]);
     assert.deepEqual(setup!.lifecycle, { hook: 'prestart', sidecar: false });
   });
 });

@@ -345,6 +345,9 @@ describe('template and artifact blocks', () => {
         options {
           archive = false
         }
+        headers {
+          X-Token = "abc"
+        }
       }
       template {
         data          = <<EOH
@@ -365,7 +368,7 @@ EOH
 `;
     const { job } = await parseJobFile('web.hcl', text);
     const task = job.groups[0]!.tasks[0]!;
-    assert.deepEqual(task.artifacts, [{ source: '/srv/app.tar.gz', destination: 'local/', mode: 'any', options: { archive: 'false' } }]);
+    assert.deepEqual(task.artifacts, [{ source: '/srv/app.tar.gz', destination: 'local/', mode: 'any', options: { archive: 'false' }, headers: { 'X-Token': 'abc' } }]);
     assert.deepEqual(task.templates, [
       {
         data: 'port={{ env "NOMAD_PORT_http" }}\n',

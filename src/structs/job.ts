@@ -141,12 +141,14 @@ const templateSchema = z
 
 /** An `artifact` block: files fetched into the task's directory before it starts (Nomad's artifact). */
 const artifactSchema = z.strictObject({
-  /** A path on the node or a file:// URL; archives (.tar, .tar.gz, .tgz, .zip) are unpacked. */
+  /** A path on the node, a file:// or http(s):// URL, or a git repository (git::URL); archives (.tar, .tar.gz, .tgz, .zip) are unpacked. */
   source: z.string().min(1, 'source must name a file or directory'),
   destination: z.string().min(1).default('local/'),
   mode: z.enum(['any', 'file', 'dir']).default('any'),
-  /** go-getter options; Berth reads `archive` (false: do not unpack). */
+  /** go-getter options: `archive`, `checksum`, `filename`; `ref` and `depth` for git. */
   options: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()]).transform((v) => String(v))).default({}),
+  /** HTTP headers sent with an http(s) download (interpolated). */
+  headers: stringMap.default({}),
 });
 
 const taskSchema = z.strictObject({
@@ -246,6 +248,12 @@ const parameterizedSchema = z.strictObject({
  * the group's count within, listed at /v1/scaling/policies; `policy` is the
  * autoscaler's, kept as written.
  */
+/** A job's `ui` block: a description (Markdown in Nomad's UI) and links shown with the job. */
+const uiSchema = z.strictObject({
+  description: z.string().default(''),
+  links: z.array(z.strictObject({ label: z.string().min(1, 'a link needs a label'), url: z.string().min(1, 'a link needs a url') })).default([]),
+});
+
 const scalingSchema = z.strictObject({
   enabled: z.boolean().default(true),
   /** Absent: the group's count when the job is registered (Nomad's Canonicalize). */
@@ -305,6 +313,8 @@ export const jobSpecSchema = z
     periodic: periodicSchema.optional(),
     /** A parameterized job runs nothing itself: `berth job dispatch` launches children with a payload and meta. */
     parameterized: parameterizedSchema.optional(),
+    /** Nomad's `ui` block: what the web UI shows on the job's page (no effect on what runs). */
+    ui: uiSchema.optional(),
   })
   .superRefine((job, ctx) => {
     if (job.periodic && job.parameterized) ctx.addIssue({ code: 'custom', path: ['periodic'], message: 'a job is periodic or parameterized, not both' });

@@ -10,6 +10,8 @@ import type {
   DNSConfig,
   EphemeralDisk,
   Job as NomadJob,
+  JobUIConfig as NomadJobUI,
+  JobUILink as NomadJobUILink,
   LogConfig,
   MigrateStrategy as NomadMigrate,
   NetworkResource,
@@ -256,7 +258,7 @@ const ARTIFACT: TableOf<TaskArtifact> = {
   RelativeDest: attr('destination'),
   GetterOptions: attr('options'),
   GetterMode: attr('mode'),
-  GetterHeaders: unsupported('artifact headers'),
+  GetterHeaders: attr('headers'),
   GetterInsecure: DEFAULTED,
   Chown: unsupported('artifact chown'),
 };
@@ -353,6 +355,11 @@ const SERVER_FIELDS = [
   'ConsulToken', 'VaultToken', 'Tags',
 ] as const;
 
+const UI: TableOf<NomadJobUI> = {
+  Description: attr('description'),
+  Links: { to: 'links', list: { Label: attr('label'), URL: attr('url') } satisfies TableOf<NomadJobUILink> },
+};
+
 /** The job object of Nomad's `{"Job": {...}}`. */
 export const JOB: TableOf<NomadJob> = {
   ID: attr('id'),
@@ -372,7 +379,7 @@ export const JOB: TableOf<NomadJob> = {
   Spreads: SPREADS,
   Migrate: { to: 'migrate', obj: MIGRATE },
   AllAtOnce: DEFAULTED,
-  UI: DEFAULTED,
+  UI: { to: 'ui', obj: UI },
   NodePool: onlyValue('default', 'Berth has no node pools; leave NodePool out (or "default")'),
   Reschedule: unsupported('a reschedule block on the job (give it to each group)'),
   Multiregion: unsupported('multiregion jobs'),

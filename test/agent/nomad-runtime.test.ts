@@ -242,6 +242,30 @@ describe('Nomad-style job files on a dev agent', () => {
     assert.equal((await agent.cli(['job', 'stop', '-purge', 'scaled'])).code, 0);
   });
 
+  it("keeps a job's ui block: in the API as Nomad's UI, in job status, and a change to it restarts nothing", async () => {
+    await run('ui.hcl');
+    const job = await agent.get<{ UI: { Description: string; Links: Array<{ Label: string; URL: string }> } }>('/v1/job/described');
+    assert.deepEqual(job.UI, {
+      Description: "The team's **web** front end.\nSecond line.",
+      Links: [
+        { Label: 'Runbook', URL: 'https://runbooks.example.com/web' },
+        { Label: 'Dashboard', URL: 'https://grafana.example.com/d/web' },
+      ],
+    });
+    const status = await agent.cli(['job', 'status', '-short', 'described']);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^Description\s+= The team's \*\*web\*\* front end\.$/m);
+    assert.match(status.stdout, /^Link "Runbook"\s+= https:\/\/runbooks\.example\.com\/web$/m);
+    const first = await allocOf('described', (a) => a.ClientStatus === 'running', 'the described job to run');
+    await run('ui-changed.hcl', readFileSync(path.join(CORPUS, 'ui.hcl'), 'utf8').replace('Second line.', 'Changed.'));
+    const changed = await agent.get<{ Version: number; UI: { Description: string } }>('/v1/job/described');
+    assert.equal(changed.Version, 1);
+    assert.match(changed.UI.Description, /Changed\.$/);
+    const allocs = await agent.get<Array<{ ID: string; DesiredStatus: string }>>('/v1/job/described/allocations');
+    assert.deepEqual(allocs.map((a) => [a.ID, a.DesiredStatus]), [[first.ID, 'run']], 'the running allocation was kept');
+    assert.equal((await agent.cli(['job', 'stop', '-purge', 'described'])).code, 0);
+  });
+
   it('runs a task as its `user` under raw_exec and exec', async () => {
     await run('user.hcl');
     const alloc = await allocOf('as-nobody', (a) => a.ClientStatus === 'complete' || a.ClientStatus === 'failed', 'the tasks run as nobody to finish');

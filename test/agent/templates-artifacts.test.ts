@@ -2,12 +2,17 @@
 // `berth agent --dev`: a template rendered before the task starts (and the
 // task reading it), an `env = true` template reaching the task's environment,
 // a changed source rendered again and the task restarted or signalled, a
-// local tar.gz unpacked into local/, a remote artifact and a template error
-// failing the task with a message that names them.
+// local tar.gz unpacked into local/, an http download (from a server on
+// loopback, with a header and a checksum) and a git clone (of a repository on
+// this machine), a getter Berth lacks and a template error failing the task
+// with a message that names them.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, AllocationListStub } from '../../src/api/index.js';
@@ -172,7 +177,71 @@ job "artifact" {
     assert.equal(await logs(a.ID, 'show'), 'answer=42\nanswer=42\n');
   });
 
-  it('refuses a remote artifact and a template it cannot render, naming them, and does not start the task', async () => {
+  it('downloads over http with the job\'s headers and checksum, and clones a git repository at a ref', async () => {
+    const archive = path.join(dir, 'site.tar.gz');
+    mkdirSync(path.join(dir, 'site'), { recursive: true });
+    writeFileSync(path.join(dir, 'site', 'index.html'), 'hello from http\n');
+    execFileSync('tar', ['czf', archive, '-C', path.join(dir, 'site'), 'index.html']);
+    const body = readFileSync(archive);
+    const asked: string[] = [];
+    const server = createServer((req, res) => {
+      asked.push(`${req.url} ${req.headers['x-alloc'] ?? ''}`);
+      if (req.url === '/site.tar.gz' && req.headers['x-alloc']) res.writeHead(200).end(body);
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const repo = path.join(dir, 'repo');
+    const git = (...args: string[]): string => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+    mkdirSync(repo);
+    git('init', '--quiet', '--initial-branch=main');
+    writeFileSync(path.join(repo, 'release'), 'one\n');
+    git('add', '.');
+    git('commit', '--quiet', '-m', 'one');
+    git('tag', 'v1');
+    writeFileSync(path.join(repo, 'release'), 'two\n');
+    git('commit', '--quiet', '-am', 'two');
+    try {
+      await run('remote', `
+job "remote" {
+  type = "batch"
+  group "g" {
+    task "show" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "cat \\"$BERTH_TASK_DIR/index.html\\" \\"$BERTH_TASK_DIR/repo/release\\""]
+      }
+      artifact {
+        source = "http://127.0.0.1:${(server.address() as AddressInfo).port}/site.tar.gz"
+        options {
+          checksum = "sha256:${createHash('sha256').update(body).digest('hex')}"
+        }
+        headers {
+          X-Alloc = "\${NOMAD_ALLOC_ID}"
+        }
+      }
+      artifact {
+        source      = "git::file://${repo}"
+        destination = "local/repo"
+        options {
+          ref = "v1"
+        }
+      }
+    }
+  }
+}
+`);
+      const a = await allocOf('remote', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the remote artifact job to finish');
+      assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
+      assert.equal(await logs(a.ID, 'show'), 'hello from http\none\n');
+      // The header carried the allocation's own ID, interpolated as Nomad does.
+      assert.deepEqual(asked, [`/site.tar.gz ${a.ID}`]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('refuses a getter Berth lacks and a template it cannot render, naming them, and does not start the task', async () => {
     // One job each: in one allocation the first task to fail would kill its sibling (as Nomad does) before it says why.
     const job = (id: string, block: string): string => `
 job "${id}" {
@@ -189,11 +258,11 @@ ${block}
   }
 }
 `;
-    await run('remotefetch', job('remotefetch', '      artifact {\n        source = "https://releases.example.com/app.tar.gz"\n      }'));
+    await run('remotefetch', job('remotefetch', '      artifact {\n        source = "s3::https://s3.amazonaws.com/bucket/app.tar.gz"\n      }'));
     await run('badtpl', job('badtpl', '      template {\n        data        = "line one\\n{{ key \\"service/config\\" }}"\n        destination = "local/bad.conf"\n      }'));
     const fetch = await allocOf('remotefetch', (x) => x.TaskStates?.['remotefetch']?.State === 'dead', 'the artifact task to fail');
     const render = await allocOf('badtpl', (x) => x.TaskStates?.['badtpl']?.State === 'dead', 'the template task to fail');
-    assert.match(events(fetch, 'remotefetch'), /artifact source https:\/\/releases\.example\.com\/app\.tar\.gz: Berth fetches artifacts only from local paths and file:\/\/ URLs/);
+    assert.match(events(fetch, 'remotefetch'), /artifact source s3::https:\/\/s3\.amazonaws\.com\/bucket\/app\.tar\.gz: Berth does not fetch from s3; fetch it with an http\(s\) URL, git or a local path/);
     assert.match(events(render, 'badtpl'), /template "local\/bad\.conf": template: local\/bad\.conf:2:4: function "key" reads from Consul, which Berth does not have/);
     for (const [a, task] of [[fetch, 'remotefetch'], [render, 'badtpl']] as const) {
       assert.equal(a.TaskStates?.[task]?.Failed, true);

@@ -87,11 +87,15 @@ describe('berth CLI against a real server', () => {
     const top = await c.cli(['--help']);
     assert.equal(top.code, 0);
     assert.match(top.stdout, /Examples:/);
-    for (const cmd of [['job', 'run'], ['job', 'status'], ['volume', 'register'], ['volume', 'snapshot', 'list'], ['plugin', 'status'], ['node', 'status'], ['event', 'stream'], ['alloc', 'status']]) {
+    for (const cmd of [['job', 'run'], ['job', 'status'], ['volume', 'register'], ['volume', 'create'], ['job', 'dispatch'], ['volume', 'snapshot', 'list'], ['plugin', 'status'], ['node', 'status'], ['event', 'stream'], ['alloc', 'status']]) {
       const res = await c.cli([...cmd, '--help']);
       assert.equal(res.code, 0, cmd.join(' '));
       assert.match(res.stdout, /Examples:\n\s+\$ berth /, cmd.join(' '));
       assert.match(res.stdout, /Exit codes:/, cmd.join(' '));
+      // Every example is a line a shell runs: berth itself, or a pipeline into it (never `berth cat ...`).
+      for (const example of res.stdout.split('\n').filter((l) => l.trim().startsWith('$ '))) {
+        assert.match(example, /^\s+\$ (berth (?!berth |cat |echo )|\S.*\| berth )/, `${cmd.join(' ')}: ${example}`);
+      }
     }
   });
 

@@ -1,5 +1,5 @@
-// Test fixtures for the scheduler's tests and the placement benchmark: nodes as a fingerprint makes them.
-import type { Node } from '../../src/structs/index.js';
+// Test fixtures for the scheduler's tests and the placement benchmark: nodes as a fingerprint makes them, and dynamic host volumes.
+import type { HostVolume, Node } from '../../src/structs/index.js';
 
 /** A ready node with the exec driver (host and none networks), 1000 MHz / 1000 MB, and optionally a CSI node plugin. */
 export function testNode(id: string, opts: Partial<Node> & { plugin?: { id: string; healthy?: boolean; max?: number; zone?: string } } = {}): Node {
@@ -44,3 +44,26 @@ export function testNode(id: string, opts: Partial<Node> & { plugin?: { id: stri
   };
 }
 
+/** A ready dynamic host volume named `data` on `nodeId`, as the scheduler tests place against. */
+export function testHostVolume(id: string, nodeId: string, accessMode: HostVolume['requestedCapabilities'][number]['accessMode'] = 'single-node-writer'): HostVolume {
+  return {
+    namespace: 'default',
+    id,
+    name: 'data',
+    pluginId: 'mkdir',
+    nodeId,
+    nodePool: 'default',
+    constraints: [],
+    requestedCapacityMinBytes: 0,
+    requestedCapacityMaxBytes: 0,
+    capacityBytes: 0,
+    requestedCapabilities: [{ accessMode, attachmentMode: 'file-system' }],
+    parameters: {},
+    hostPath: `/v/${id}`,
+    state: 'ready',
+    createTime: 0,
+    modifyTime: 0,
+    createIndex: 1,
+    modifyIndex: 1,
+  };
+}

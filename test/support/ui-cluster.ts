@@ -21,6 +21,17 @@ export function volumeJob(id: string, volume: string, writeMiB = 0): string {
   const write = writeMiB > 0 ? `head -c ${writeMiB * 1024 * 1024} /dev/urandom > \\"$BERTH_TASK_DIR/data/blob-${id}\\" && sync && ` : '';
   return `job "${id}" {
   type = "service"
+  ui {
+    description = "Job ${id}, run by the UI tests"
+    link {
+      label = "Runbook"
+      url   = "https://runbooks.example.com/${id}"
+    }
+    link {
+      label = "Not a link"
+      url   = "javascript:alert(1)"
+    }
+  }
   group "app" {
     volume "data" {
       type            = "csi"

@@ -172,6 +172,11 @@ describe('the web UI', { timeout: 400_000 }, () => {
     let text = await mainText();
     assert.match(text, /app\s+1\s+work \(raw_exec\)\s+data: ui-data\s+1 running/);
     assert.match(text, /Every allocation this evaluation wanted was placed/);
+    // The job's `ui` block: its description, an http(s) link as a link, anything else as text only.
+    assert.match(text, /Job ui-stop-me, run by the UI tests/);
+    assert.equal(await page.getByRole('link', { name: 'Runbook' }).getAttribute('href'), 'https://runbooks.example.com/ui-stop-me');
+    assert.equal(await page.getByRole('link', { name: 'Not a link' }).count(), 0);
+    assert.match(text, /Not a link: javascript:alert\(1\)/);
     await shot(page, 'job');
 
     await open(page, `/ui/allocations/${allocId}`, new RegExp(`Allocation ${allocId.slice(0, 8)}`));

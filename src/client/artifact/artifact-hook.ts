@@ -1,12 +1,18 @@
 // The artifact hook (Nomad's taskrunner artifact hook): before the task's
 // first start, fetches each `artifact` block into the task directory, in
-// order, so that templates (which run after it) can read what it brought.
+// order (a local path, an http(s) download or a git clone), so that
+// templates (which run after it) can read what it brought.
 
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describeError } from '../../lib/index.js';
 import type { TaskArtifact } from '../../structs/index.js';
 import { mayReadHostPath, outsideRootsMessage, reallyInside, type TaskDir } from '../allocdir/index.js';
 import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskHook, type TaskHookContext } from '../taskrunner/index.js';
-import { ArtifactError, fetchArtifact, localArtifactPath } from './fetch-artifact.js';
+import { ArtifactError } from './artifact-error.js';
+import { readArtifactSource, type ArtifactSource } from './artifact-source.js';
+import { fetchArtifact } from './fetch-artifact.js';
+import { fetchRemote } from './fetch-remote.js';
 
 export interface ArtifactHookOptions {
   artifacts: readonly TaskArtifact[];
@@ -29,8 +35,9 @@ export class ArtifactHook implements TaskHook {
 
   /**
    * Throws TaskRunnerError TASK_BAD_CONFIG (not recoverable) for a source
-   * Berth never fetches or a destination outside the allocation, and
-   * ArtifactError TASK_ARTIFACT_FAILED for one that failed this time.
+   * or option Berth never fetches or a destination outside the allocation,
+   * and ArtifactError TASK_ARTIFACT_FAILED (recoverable: the restart policy
+   * retries, as Nomad's does) for one that failed this time.
    */
   async prestart(req: PrestartRequest, ctx: TaskHookContext): Promise<void> {
     if (this.#fetched || this.#o.artifacts.length === 0) return;
@@ -42,18 +49,36 @@ export class ArtifactHook implements TaskHook {
       if (escapes || !(await reallyInside(dest, this.#o.allocDir))) {
         throw new TaskRunnerError('TASK_BAD_CONFIG', `artifact source ${a.source}: destination ${a.destination} escapes the allocation directory`, { recoverable: false });
       }
-      let src: string;
+      const interpolated = (m: Readonly<Record<string, string>>): Record<string, string> => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, req.taskEnv.interpolate(v)]));
+      let plan: ArtifactSource;
       try {
-        src = localArtifactPath(source, this.#o.taskDir.dir);
+        plan = readArtifactSource(source, interpolated(a.options), this.#o.taskDir.dir);
       } catch (err) {
         throw new TaskRunnerError('TASK_BAD_CONFIG', describeError(err), { cause: err, recoverable: !(err instanceof ArtifactError) });
       }
-      if (!(await mayReadHostPath(src, this.#o.allocDir, this.#o.fileRoots))) {
+      // A local source, or a git repository on this node's disk, reads the host: file_roots decide.
+      const hostPath = plan.kind === 'local' ? plan.path : plan.kind === 'git' ? localRepository(plan.url) : undefined;
+      if (hostPath !== undefined && !(await mayReadHostPath(hostPath, this.#o.allocDir, this.#o.fileRoots))) {
         throw new TaskRunnerError('TASK_BAD_CONFIG', `artifact source ${a.source}: ${outsideRootsMessage(this.#o.fileRoots ?? [])}`, { recoverable: false });
       }
-      const unpack = !['false', '0'].includes(a.options['archive'] ?? 'true');
-      await fetchArtifact(src, dest, { mode: a.mode, unpack, label: a.source });
+      if (plan.kind === 'local') {
+        await fetchArtifact(plan.path, dest, { mode: a.mode, archive: plan.archive, checksum: plan.checksum, label: a.source });
+      } else {
+        const scratchDir = path.join(this.#o.allocDir, '.artifacts');
+        try {
+          await fetchRemote(plan, dest, { mode: a.mode, label: a.source, headers: interpolated(a.headers), scratchDir, signal: ctx.signal });
+        } catch (err) {
+          if (err instanceof ArtifactError && err.code === 'TASK_ARTIFACT_UNSUPPORTED') throw new TaskRunnerError('TASK_BAD_CONFIG', err.message, { cause: err, recoverable: false });
+          throw err;
+        }
+      }
     }
     this.#fetched = true;
   }
+}
+
+/** The path of a git repository given as a file:// URL or an absolute path; undefined for a remote one. */
+function localRepository(url: string): string | undefined {
+  if (/^file:\/\//i.test(url)) return fileURLToPath(url);
+  return url.startsWith('/') ? url : undefined;
 }

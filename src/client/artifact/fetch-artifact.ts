@@ -1,58 +1,43 @@
-// Fetching one artifact from the node's filesystem (a path or a file:// URL)
-// into the task directory, unpacking .tar, .tar.gz/.tgz and .zip archives
-// as go-getter does. Berth's nodes fetch nothing over a network.
+// Placing one fetched artifact (a file or directory on the node: a local
+// source, or what an http(s) download wrote) into the task directory,
+// checking its checksum and unpacking .tar, .tar.gz/.tgz and .zip archives
+// as go-getter does.
 
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { copyFile, cp, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
 import * as tar from 'tar';
 import yauzl from 'yauzl';
-import { BerthError } from '../../lib/index.js';
+import { ArtifactError } from './artifact-error.js';
+import { archiveKind, type ArchiveKind, type Checksum } from './artifact-source.js';
 
-export type ArtifactErrorCode = 'TASK_ARTIFACT_UNSUPPORTED' | 'TASK_ARTIFACT_FAILED';
-
-/** An artifact that cannot be fetched. UNSUPPORTED: a source Berth never fetches (remote). */
-export class ArtifactError extends BerthError<ArtifactErrorCode> {}
-
-const ARCHIVES: [RegExp, 'tar' | 'tgz' | 'zip'][] = [
-  [/\.(tar\.gz|tgz)$/i, 'tgz'],
-  [/\.tar$/i, 'tar'],
-  [/\.zip$/i, 'zip'],
-];
-
-/**
- * The local path an artifact source names, relative paths taken from
- * `baseDir`. Throws ArtifactError TASK_ARTIFACT_UNSUPPORTED for a remote
- * source (http(s)://, git::, s3::, ...). Pure.
- */
-export function localArtifactPath(source: string, baseDir: string): string {
-  const forced = /^([a-z0-9]+)::/i.exec(source);
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source);
-  if (forced || (scheme && scheme[1]?.toLowerCase() !== 'file') || /^[\w.-]+@[\w.-]+:/.test(source)) {
-    throw new ArtifactError('TASK_ARTIFACT_UNSUPPORTED', `artifact source ${source}: Berth fetches artifacts only from local paths and file:// URLs`);
-  }
-  return scheme ? fileURLToPath(source) : path.resolve(baseDir, source);
-}
-
-/** What kind of archive a path names, by its extension; undefined for none. */
-export function archiveKind(file: string): 'tar' | 'tgz' | 'zip' | undefined {
-  return ARCHIVES.find(([re]) => re.test(file))?.[1];
+export interface PlaceOptions {
+  mode: 'any' | 'file' | 'dir';
+  /** The kind to unpack a file as; false: never; undefined: by its name. */
+  archive: ArchiveKind | false | undefined;
+  checksum?: Checksum | undefined;
+  /** The source as the job wrote it, for messages. */
+  label: string;
+  /** The file's name in mode any (default: the source's own). */
+  name?: string | undefined;
 }
 
 /**
  * Copies or unpacks `src` to `dest`. mode any: a directory's contents or an
  * archive's go into the directory `dest`, another file into it under its
- * own name; file: `dest` is the file written; dir: `src` must be a directory
- * or an archive. Overwrites what is there. Throws ArtifactError.
+ * own name (or `name`); file: `dest` is the file written; dir: `src` must be
+ * a directory or an archive. Overwrites what is there. Throws ArtifactError
+ * TASK_ARTIFACT_FAILED (a wrong checksum too, before anything is written).
  */
-export async function fetchArtifact(src: string, dest: string, opts: { mode: 'any' | 'file' | 'dir'; unpack: boolean; label: string }): Promise<void> {
+export async function fetchArtifact(src: string, dest: string, opts: PlaceOptions): Promise<void> {
   const fail = (what: string, cause?: unknown): never => {
     throw new ArtifactError('TASK_ARTIFACT_FAILED', `artifact source ${opts.label}: ${what}`, { cause });
   };
   const info = await stat(src).catch((err: unknown) => fail(`${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : String(err)} (${src})`, err));
-  const kind = opts.unpack && info.isFile() ? archiveKind(src) : undefined;
+  if (opts.checksum && info.isFile()) await verifyChecksum(src, opts.checksum, opts.label);
+  const kind = opts.archive === false || !info.isFile() ? undefined : (opts.archive ?? archiveKind(opts.name ?? src));
   if (opts.mode === 'file' && info.isDirectory()) fail('mode "file" but the source is a directory');
   if (opts.mode === 'dir' && info.isFile() && !kind) fail('mode "dir" but the source is a file and not an archive');
   try {
@@ -69,7 +54,7 @@ export async function fetchArtifact(src: string, dest: string, opts: { mode: 'an
       else await tar.x({ file: src, cwd: dest, gzip: kind === 'tgz' ? true : undefined, strict: true });
     } else {
       await mkdir(dest, { recursive: true });
-      await copyFile(src, path.join(dest, path.basename(src)));
+      await copyFile(src, path.join(dest, opts.name ?? path.basename(src)));
     }
   } catch (err) {
     if (err instanceof ArtifactError) throw err;
@@ -104,4 +89,14 @@ async function unzip(file: string, dest: string): Promise<void> {
     });
     zip.readEntry();
   });
+}
+
+/** Throws ArtifactError TASK_ARTIFACT_FAILED unless `file`'s digest is `want`'s (go-getter's words). */
+export async function verifyChecksum(file: string, want: Checksum, label: string): Promise<void> {
+  const hash = createHash(want.algorithm);
+  await pipeline(createReadStream(file), hash);
+  const got = hash.digest('hex');
+  if (got !== want.hex) {
+    throw new ArtifactError('TASK_ARTIFACT_FAILED', `artifact source ${label}: checksums did not match: expected ${want.algorithm}:${want.hex}, got ${want.algorithm}:${got}`);
+  }
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ManualClock, silentLogger } from '../../lib/index.js';
 import type { HostVolume, Node } from '../../structs/index.js';
-import { testNode } from '../../../test/support/scheduler-nodes.js';
+import { testHostVolume, testNode } from '../../../test/support/scheduler-nodes.js';
 import { JobService } from '../jobs/index.js';
 import { NodeService } from '../nodes/index.js';
 import { HOST_VOLUMES_REASON } from '../scheduler/index.js';
@@ -21,26 +21,7 @@ let dir: string;
 let store: SqliteStateStore;
 let jobs: JobService;
 
-const volume = (id: string, nodeId: string): HostVolume => ({
-  namespace: 'default',
-  id,
-  name: 'data',
-  pluginId: 'mkdir',
-  nodeId,
-  nodePool: 'default',
-  constraints: [],
-  requestedCapacityMinBytes: 0,
-  requestedCapacityMaxBytes: 0,
-  capacityBytes: 0,
-  requestedCapabilities: [{ accessMode: 'single-node-writer', attachmentMode: 'file-system' }],
-  parameters: {},
-  hostPath: `/v/${id}`,
-  state: 'ready',
-  createTime: 0,
-  modifyTime: 0,
-  createIndex: 0,
-  modifyIndex: 0,
-});
+const volume = (id: string, nodeId: string): HostVolume => testHostVolume(id, nodeId);
 const withVolume = (id: string, volumeId: string | undefined): Node => testNode(id, { hostVolumes: volumeId ? { data: { path: `/v/${volumeId}`, readOnly: false, id: volumeId } } : {} });
 
 beforeEach(() => {

@@ -26,28 +26,17 @@ export function hostVolumeStub(v: HostVolumeView): api.HostVolumeStub {
   };
 }
 
-/** api.HostVolume, its allocations shaped from `snap`. */
+/** api.HostVolume: the stub's fields and the rest, its allocations shaped from `snap`. */
 export function hostVolume(v: HostVolumeView, snap: StateReader): api.HostVolume {
   const shaper = new AllocShaper(snap);
   return {
-    Namespace: v.namespace,
-    ID: v.id,
-    Name: v.name,
-    PluginID: v.pluginId,
-    NodePool: v.nodePool,
-    NodeID: v.nodeId,
+    ...hostVolumeStub(v),
     ...(v.constraints.length ? { Constraints: v.constraints.map((c) => ({ LTarget: c.attribute, RTarget: c.value, Operand: c.operator })) } : {}),
     RequestedCapacityMinBytes: v.requestedCapacityMinBytes,
     RequestedCapacityMaxBytes: v.requestedCapacityMaxBytes,
-    CapacityBytes: v.capacityBytes,
     RequestedCapabilities: v.requestedCapabilities.map((c) => ({ AttachmentMode: c.attachmentMode, AccessMode: c.accessMode })),
     ...(Object.keys(v.parameters).length ? { Parameters: { ...v.parameters } } : {}),
     HostPath: v.hostPath,
-    State: v.state,
-    CreateIndex: v.createIndex,
-    CreateTime: v.createTime,
-    ModifyIndex: v.modifyIndex,
-    ModifyTime: v.modifyTime,
     ...(v.allocations.length ? { Allocations: v.allocations.map((a) => shaper.stub(a)) } : {}),
   };
 }

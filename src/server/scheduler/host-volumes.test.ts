@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describePlacementFailure, parseJobSpec, type HostVolume, type Node, type TaskGroup } from '../../structs/index.js';
-import { testNode } from '../../../test/support/scheduler-nodes.js';
+import { testHostVolume, testNode } from '../../../test/support/scheduler-nodes.js';
 import { HostVolumeChecker, type HostVolumeUse } from './host-volumes.js';
 import { placeGroup } from './placement.js';
 
@@ -20,28 +20,7 @@ function group(volume: Record<string, unknown>): TaskGroup {
   return job.groups[0]!;
 }
 
-function hostVolume(id: string, nodeId: string, accessMode: HostVolume['requestedCapabilities'][number]['accessMode'] = 'single-node-writer'): HostVolume {
-  return {
-    namespace: 'default',
-    id,
-    name: 'data',
-    pluginId: 'mkdir',
-    nodeId,
-    nodePool: 'default',
-    constraints: [],
-    requestedCapacityMinBytes: 0,
-    requestedCapacityMaxBytes: 0,
-    capacityBytes: 0,
-    requestedCapabilities: [{ accessMode, attachmentMode: 'file-system' }],
-    parameters: {},
-    hostPath: `/v/${id}`,
-    state: 'ready',
-    createTime: 0,
-    modifyTime: 0,
-    createIndex: 1,
-    modifyIndex: 1,
-  };
-}
+const hostVolume = testHostVolume;
 
 const withVolume = (id: string, volId: string): Node => testNode(id, { hostVolumes: { data: { path: `/v/${volId}`, readOnly: false, id: volId } } });
 

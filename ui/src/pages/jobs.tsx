@@ -141,6 +141,19 @@ export function JobPage() {
           />
         </div>
       ) : null}
+      {job.UI?.Description || job.UI?.Links?.length ? (
+        // The job's `ui` block. The description is shown as written (not rendered as Markdown); only http(s) links are links.
+        <section class="job-ui" aria-label="about this job">
+          {job.UI.Description ? <p class="job-description">{job.UI.Description}</p> : null}
+          {job.UI.Links?.length ? (
+            <ul class="job-links">
+              {job.UI.Links.map((l) => (
+                <li>{/^https?:\/\//i.test(l.URL) ? <a href={l.URL} rel="noopener noreferrer" target="_blank">{l.Label}</a> : `${l.Label}: ${l.URL}`}</li>
+              ))}
+            </ul>
+          ) : null}
+        </section>
+      ) : null}
       <Facts
         items={[
           ['Namespace', job.Namespace ?? 'default'],
