@@ -81,16 +81,21 @@ export function cycleComponents(roots) {
   const edges = (f) => readNode(f)?.imports.map((i) => i.target) ?? [];
   for (const root of roots) {
     if (index.has(root)) continue;
+    const visit = (/** @type {string} */ f) => {
+      index.set(f, next);
+      low.set(f, next++);
+      stack.push(f);
+      onStack.add(f);
+      return { file: f, out: edges(f), i: 0 };
+    };
     /** @type {{ file: string, out: string[], i: number }[]} */
-    const work = [{ file: root, out: edges(root), i: 0 }];
-    index.set(root, next), low.set(root, next++), stack.push(root), onStack.add(root);
+    const work = [visit(root)];
     while (work.length > 0) {
       const top = work[work.length - 1];
       if (top.i < top.out.length) {
         const to = top.out[top.i++];
         if (!index.has(to)) {
-          index.set(to, next), low.set(to, next++), stack.push(to), onStack.add(to);
-          work.push({ file: to, out: edges(to), i: 0 });
+          work.push(visit(to));
         } else if (onStack.has(to)) {
           low.set(top.file, Math.min(low.get(top.file) ?? 0, index.get(to) ?? 0));
         }
