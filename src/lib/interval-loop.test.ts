@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { ManualClock } from './clock.js';
 import { IntervalLoop } from './interval-loop.js';
 import { createLogger } from './logger.js';
 
-/** A logger whose lines land in `lines`. */
+/** A logger at info whose records land in `lines` (pino writes one JSON line per record). */
 function capturingLogger(): { logger: ReturnType<typeof createLogger>; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-      cb();
-    },
-  });
-  return { logger: createLogger({ level: 'info', destination }), lines };
+  return { logger: createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } }), lines };
 }
 
 /** Lets the loop's promise callbacks run (no clock time passes). */
