@@ -2,15 +2,18 @@
 import js from '@eslint/js';
 import boundaries from 'eslint-plugin-boundaries';
 import importPlugin from 'eslint-plugin-import';
+import berth from './scripts/lint-no-cycle.mjs';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 // ---------------------------------------------------------------------------
 // Boundaries (STYLE.md "The house"), checked by eslint-plugin-boundaries on the
 // resolved file of every import/export (so `src/server/plugins` is never
-// mistaken for `src/csi-plugins`), and cycles by eslint-plugin-import's
-// no-cycle. Both run in `npm run lint`, hence in `npm test`;
-// test/layering.test.ts plants violations and shows they fail.
+// mistaken for `src/csi-plugins`), and import circles by our own
+// `berth/no-cycle` (scripts/lint-no-cycle.mjs: eslint-plugin-import's
+// no-cycle skips type-only imports, and a circle through types is a circle).
+// Both run in `npm run lint`, hence in `npm test`; test/layering.test.ts
+// plants violations and shows they fail.
 //
 // Elements:
 //   layer  src/<layer>/          a top folder of src: lib, csi, structs, client, ...
@@ -137,7 +140,7 @@ export default tseslint.config(
   },
   {
     files: ['**/*.ts', '**/*.tsx', '**/*.mjs'],
-    plugins: { boundaries, import: importPlugin },
+    plugins: { boundaries, import: importPlugin, berth },
     settings: {
       'import/resolver': { typescript: true, node: true },
       'boundaries/root-path': import.meta.dirname,
@@ -159,7 +162,8 @@ export default tseslint.config(
         },
       ],
       'boundaries/no-unknown-files': 'error',
-      'import/no-cycle': ['error', { ignoreExternal: true }],
+      // Every import counts, `import type` and import() included (see scripts/lint-no-cycle.mjs).
+      'berth/no-cycle': 'error',
     },
   },
   {

@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 
 // The boundaries of STYLE.md (layers, doors, generated code, test kits, no
-// cycles) are checked by eslint.config.js (eslint-plugin-boundaries and
-// import/no-cycle), which `npm test` runs. This plants violations in a copy
+// cycles) are checked by eslint.config.js (eslint-plugin-boundaries and our
+// berth/no-cycle, scripts/lint-no-cycle.mjs), which `npm test` runs. This plants violations in a copy
 // of the tree and shows the checker fails on each, so a config change cannot
 // silently switch a rule off.
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -49,9 +49,18 @@ const PLANTED: Record<string, string> = {
   // The web UI is a client of the HTTP API: it imports only itself, never src/.
   'ui/src/bad-server.ts': "import { ApiError } from '../../src/server/index.js';\nexport const x = ApiError;\n",
   'ui/src/ok-own.ts': "import { ApiError } from './api';\nexport const x = ApiError;\n",
-  // No cycles.
+  // No cycles...
   'src/lib/bad-cycle-a.ts': "import { b } from './bad-cycle-b.js';\nexport const a = (): number => b() + 1;\n",
   'src/lib/bad-cycle-b.ts': "import { a } from './bad-cycle-a.js';\nexport const b = (): number => (a.length > 9 ? a() : 0);\n",
+  // ...type-only imports included (eslint-plugin-import's no-cycle let these through)...
+  'src/lib/bad-type-cycle-a.ts': "import type { B } from './bad-type-cycle-b.js';\nexport interface A { b?: B }\n",
+  'src/lib/bad-type-cycle-b.ts': "import type { A } from './bad-type-cycle-a.js';\nexport interface B { a?: A }\n",
+  // ...inline `type` specifiers and type re-exports, round three files...
+  'src/lib/bad-inline-cycle-a.ts': "import { type B } from './bad-inline-cycle-b.js';\nexport interface A { b?: B }\n",
+  'src/lib/bad-inline-cycle-b.ts': "export type { C as B } from './bad-inline-cycle-c.js';\n",
+  'src/lib/bad-inline-cycle-c.ts': "import type { A } from './bad-inline-cycle-a.js';\nexport interface C { a?: A }\n",
+  // ...and a one-way type import is no circle.
+  'src/lib/ok-type-one-way.ts': "import type { A } from './bad-type-cycle-a.js';\nexport const x = (a: A): boolean => a.b === undefined;\n",
 };
 
 describe('boundary checker', () => {
@@ -60,24 +69,18 @@ describe('boundary checker', () => {
 
   before(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'berth-layering-'));
-    for (const p of ['src', 'test/support', 'test/agent', 'ui/src', 'ui/tsconfig.json', 'eslint.config.js', 'tsconfig.json', 'package.json']) {
+    for (const p of ['src', 'test/support', 'test/agent', 'ui/src', 'ui/tsconfig.json', 'eslint.config.js', 'scripts/lint-no-cycle.mjs', 'tsconfig.json', 'package.json']) {
       cpSync(path.join(REPO, p), path.join(root, p), { recursive: true });
     }
     mkdirSync(path.join(root, 'bench'), { recursive: true });
     symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
     for (const [file, text] of Object.entries(PLANTED)) writeFileSync(path.join(root, file), text);
-    // import/no-cycle walks the whole import graph of each file it checks (most of src/ for a
-    // file that imports a layer's door: seconds of CPU per file), so it runs only on the files
-    // planted to show it; every other rule runs on every planted file.
-    const cycles = Object.keys(PLANTED).filter((f) => f.includes('-cycle-'));
-    const others = Object.keys(PLANTED).filter((f) => !cycles.includes(f));
-    const results = [
-      ...(await new ESLint({ cwd: root, ruleFilter: ({ ruleId }) => ruleId !== 'import/no-cycle' }).lintFiles(others)),
-      ...(await new ESLint({ cwd: root }).lintFiles(cycles)),
-    ];
+    // berth/no-cycle reads the import graph once per run (TypeScript's reading of imports), so every
+    // rule runs on every planted file.
+    const results = await new ESLint({ cwd: root }).lintFiles(Object.keys(PLANTED));
     for (const result of results) {
       const rel = path.relative(root, result.filePath);
-      problems.set(rel, result.messages.filter((m) => m.ruleId?.startsWith('boundaries/') || m.ruleId === 'import/no-cycle' || m.fatal).map((m) => `${m.ruleId}: ${m.message}`));
+      problems.set(rel, result.messages.filter((m) => m.ruleId?.startsWith('boundaries/') || m.ruleId === 'berth/no-cycle' || m.fatal).map((m) => `${m.ruleId}: ${m.message}`));
     }
   });
 
@@ -95,7 +98,12 @@ describe('boundary checker', () => {
     });
   }
 
-  it('names a cycle as a cycle', () => {
-    assert.match((problems.get('src/lib/bad-cycle-a.ts') ?? []).join('\n'), /import\/no-cycle/);
+  it('names a cycle as a cycle, with its way round', () => {
+    assert.match((problems.get('src/lib/bad-cycle-a.ts') ?? []).join('\n'), /berth\/no-cycle: Import circle: src\/lib\/bad-cycle-a\.ts -> src\/lib\/bad-cycle-b\.ts -> src\/lib\/bad-cycle-a\.ts/);
+    assert.match((problems.get('src/lib/bad-type-cycle-b.ts') ?? []).join('\n'), /berth\/no-cycle: Import circle: src\/lib\/bad-type-cycle-b\.ts -> src\/lib\/bad-type-cycle-a\.ts -> src\/lib\/bad-type-cycle-b\.ts/);
+    assert.match(
+      (problems.get('src/lib/bad-inline-cycle-a.ts') ?? []).join('\n'),
+      /berth\/no-cycle: Import circle: src\/lib\/bad-inline-cycle-a\.ts -> src\/lib\/bad-inline-cycle-b\.ts -> src\/lib\/bad-inline-cycle-c\.ts -> src\/lib\/bad-inline-cycle-a\.ts/,
+    );
   });
 });

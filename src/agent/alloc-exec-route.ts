@@ -15,8 +15,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import * as api from '../api/index.js';
 import { describeError } from '../lib/index.js';
-import { asRouteError, ClientRouteError, runnerOf, taskOf } from './client-route-error.js';
-import type { ClientRoutesDeps } from './client-routes.js';
+import { runnerOf, taskOf, type ClientRoutesDeps } from './client-route-deps.js';
+import { asRouteError, ClientRouteError } from './client-route-error.js';
 
 /**
  * A one-at-a-time async queue: push() items, end() it; iterating yields

@@ -11,8 +11,8 @@ import { checkLogsEnabled, listLogFiles, type LogStream, type TaskLogsLocation }
 import { describeError, type Logger } from '../lib/index.js';
 import { streamFile, streamLogs, type AtEof } from './alloc-stream.js';
 import { listDir, openInside, statPath } from './alloc-fs.js';
-import { asRouteError, ClientRouteError, runnerOf, taskOf } from './client-route-error.js';
-import type { ClientRoutesDeps } from './client-routes.js';
+import { runnerOf, taskOf, type ClientRoutesDeps } from './client-route-deps.js';
+import { asRouteError, ClientRouteError } from './client-route-error.js';
 import { StreamFramer } from './stream-framer.js';
 
 type FsQuery = Record<string, string | undefined>;

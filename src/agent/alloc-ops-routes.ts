@@ -7,8 +7,8 @@ import { cpus } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type * as api from '../api/index.js';
 import type { TaskResourceUsage } from '../client/index.js';
-import { asRouteError, ClientRouteError, readyClient, runnerOf } from './client-route-error.js';
-import type { ClientRoutesDeps } from './client-routes.js';
+import { readyClient, runnerOf, type ClientRoutesDeps } from './client-route-deps.js';
+import { asRouteError, ClientRouteError } from './client-route-error.js';
 import { runningTaskUsage } from './task-metrics.js';
 
 /** A JSON body's string field, or undefined. */

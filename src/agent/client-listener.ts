@@ -11,7 +11,8 @@ import type { Registry } from 'prom-client';
 import { describeError, Lifecycle, type LifecycleState, type Logger } from '../lib/index.js';
 import { registerMetricsRoute } from '../server/index.js';
 import { ClientRouteError } from './client-route-error.js';
-import { registerClientRoutes, type ClientRoutesDeps } from './client-routes.js';
+import type { ClientRoutesDeps } from './client-route-deps.js';
+import { registerClientRoutes } from './client-routes.js';
 
 /** The server's word on a token: may it use `access` ('write' needs the management role)? */
 export type TokenVerdict = 'ok' | 'unauthenticated' | 'forbidden' | 'unreachable';

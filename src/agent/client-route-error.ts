@@ -2,12 +2,12 @@
 // (Nomad's plain-text message, `{ code, message, details }` to a caller that
 // accepts JSON): they throw a ClientRouteError carrying its HTTP status, and
 // whichever listener serves them (the client listener, or the server's in
-// dev mode) words it. Errors of the parts the routes call become one here.
+// dev mode) words it. Errors of the parts the routes call become one here;
+// client-route-deps.ts finds what a route names or answers 404/503.
 
-import { AllocRunner, LogsError, type Client } from '../client/index.js';
+import { LogsError } from '../client/index.js';
 import { BerthError } from '../lib/index.js';
 import { AllocFsError } from './alloc-fs.js';
-import type { ClientRoutesDeps } from './client-routes.js';
 
 /** A refused client call: `httpStatus` is the answer's status, `code` Berth's stable code. */
 export class ClientRouteError extends BerthError<string> {
@@ -32,33 +32,4 @@ export function asRouteError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && code.startsWith('DRIVER_')) return new ClientRouteError(400, code, (err as Error).message, { cause: err });
   return err;
-}
-
-/** The running Client. Throws ClientRouteError 503 CLIENT_NOT_READY before it runs. */
-export function readyClient(deps: ClientRoutesDeps): Client {
-  const client = deps.client();
-  if (!client || client.state !== 'running') throw new ClientRouteError(503, 'CLIENT_NOT_READY', 'the node agent is not running yet');
-  return client;
-}
-
-/** The runner of an allocation on this node. Throws ClientRouteError 404 (Nomad's "Unknown allocation") or 503. */
-export function runnerOf(deps: ClientRoutesDeps, allocId: string): AllocRunner {
-  const runner = readyClient(deps).runner(allocId);
-  if (!(runner instanceof AllocRunner)) throw new ClientRouteError(404, 'NOT_FOUND', `Unknown allocation "${allocId}"`);
-  return runner;
-}
-
-/**
- * The task a request names, or the allocation's only task when it names
- * none. Throws ClientRouteError 400 for an unknown task (Nomad's words) or a
- * missing name when there are several.
- */
-export function taskOf(runner: AllocRunner, allocId: string, task: string | undefined): string {
-  const names = Object.keys(runner.taskIds());
-  if (task) {
-    if (!names.includes(task)) throw new ClientRouteError(400, 'INVALID', `unknown task name "${task}" (allocation ${allocId} runs: ${names.join(', ')})`);
-    return task;
-  }
-  if (names.length !== 1) throw new ClientRouteError(400, 'INVALID', `must provide task name: allocation ${allocId} runs several tasks (${names.join(', ')})`);
-  return names[0] as string;
 }

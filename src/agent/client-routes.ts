@@ -7,20 +7,13 @@
 // and worded by the listener.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Client, TaskDriver } from '../client/index.js';
+import type { Client } from '../client/index.js';
 import { NodeMetaApplyRequest, type NodeMetaResponse } from '../api/index.js';
-import type { Logger } from '../lib/index.js';
 import { registerAllocExecRoute } from './alloc-exec-route.js';
 import { registerAllocFsRoutes } from './alloc-fs-routes.js';
 import { registerAllocOpsRoutes } from './alloc-ops-routes.js';
-import { ClientRouteError, readyClient } from './client-route-error.js';
-
-/** What the routes read: the running Client (undefined until it started) and its drivers. */
-export interface ClientRoutesDeps {
-  client(): Client | undefined;
-  drivers: ReadonlyMap<string, TaskDriver>;
-  logger: Logger;
-}
+import { readyClient, type ClientRoutesDeps } from './client-route-deps.js';
+import { ClientRouteError } from './client-route-error.js';
 
 const META_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 

@@ -11,24 +11,13 @@ import { apiAction, apiCommand, type ApiSession } from './api-command.js';
 import type { CommandContext } from './command-context.js';
 import { describeFailure } from './exit-codes.js';
 import { formatDryRun, formatJobDiff, planExitCode } from './job-diff-output.js';
-import type { fileJobJson, fileNamespace, loadStructs, readJobFile, sendJobFile, variableOptions } from './job-command.js';
+import { fileJobJson, fileNamespace, readJobFile, sendJobFile, variableOptions } from './spec-file-input.js';
 
 /** Nomad's plan exit codes. */
 export const PLAN_EXIT = { NO_CHANGE: 0, CHANGES: 1, ERROR: 255 } as const;
 
-/** What `plan` shares with `job run` (passed in: job-command.ts registers this file). */
-export interface JobFileTools {
-  readJobFile: typeof readJobFile;
-  loadStructs: typeof loadStructs;
-  variableOptions: typeof variableOptions;
-  fileNamespace: typeof fileNamespace;
-  fileJobJson: typeof fileJobJson;
-  sendJobFile: typeof sendJobFile;
-}
-
 /** Adds `plan` to `berth job`. */
-export function addJobPlan(job: Command, ctx: CommandContext, tools: JobFileTools): void {
-  const { variableOptions } = tools;
+export function addJobPlan(job: Command, ctx: CommandContext): void {
   apiCommand(
     variableOptions(
       job
@@ -45,7 +34,7 @@ export function addJobPlan(job: Command, ctx: CommandContext, tools: JobFileTool
     { jsonInput: true },
   ).action(async (...params: unknown[]) => {
     try {
-      await apiAction(ctx, (session, args, opts) => plan(ctx, tools, session, args, opts))(...params);
+      await apiAction(ctx, (session, args, opts) => plan(ctx, session, args, opts))(...params);
     } catch (err) {
       // Nomad's plan exits 255 on any error, so 1 can mean "changes".
       const failure = describeFailure(err, ctx.state);
@@ -55,16 +44,16 @@ export function addJobPlan(job: Command, ctx: CommandContext, tools: JobFileTool
   });
 }
 
-async function plan(ctx: CommandContext, tools: JobFileTools, s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
-  const parsed = await tools.readJobFile(file as string, opts);
+async function plan(ctx: CommandContext, s: ApiSession, [file]: string[], opts: Record<string, unknown>): Promise<void> {
+  const parsed = await readJobFile(file as string, opts);
   for (const note of parsed.notes) s.out.warn(`Warning: ${note}`);
-  const namespace = tools.fileNamespace(parsed, s);
-  const job = await tools.fileJobJson(parsed, namespace);
+  const namespace = fileNamespace(parsed, s);
+  const job = await fileJobJson(parsed, namespace);
   if (opts['output']) {
     s.out.line(JSON.stringify({ Job: job, Diff: opts['diff'] !== false }, null, 4));
     return;
   }
-  const { body } = await tools.sendJobFile(parsed, job, () =>
+  const { body } = await sendJobFile(parsed, job, () =>
     s.api.request<api.JobPlanResponse>('PUT', `/v1/job/${encodeURIComponent(parsed.job.id)}/plan`, { query: { namespace }, body: { Job: job, Diff: opts['diff'] !== false } }),
   );
   s.signal.throwIfAborted();

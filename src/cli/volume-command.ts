@@ -11,7 +11,7 @@ import { KINDS } from './api-client.js';
 import { apiAction, apiCommand, shortId, type ApiSession } from './api-command.js';
 import type { CommandContext } from './csi-command.js';
 import { addVolumeInit } from './init-command.js';
-import { loadSpecFiles, readSpecFile, specFileName } from './job-command.js';
+import { loadSpecFiles, readSpecFile, specFileName } from './spec-file-input.js';
 import { addVolumeClaimCommands } from './volume-claim-commands.js';
 import { addVolumeDoctorCommands } from './volume-doctor-command.js';
 import { addVolumeSnapshotCommands } from './volume-snapshot-commands.js';

@@ -1,11 +1,10 @@
 // The node agent's composition root (Nomad's client.Client): opens the
 // client state, the plugin registry, the CSI manager and the task drivers,
-// restores the allocation runners of a previous run, registers the node with
-// the server, heartbeats, answers the server's calls over the node
-// connection, watches the node's allocations and runs one allocation runner
-// for each, reporting their status back.
+// restores the allocation runners of a previous run, links the node to the
+// servers (_server-link.ts: registration and heartbeats, the node connection
+// that answers their calls, the watch of the node's allocations) and runs one
+// allocation runner for each allocation, reporting their status back.
 
-import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
@@ -37,16 +36,17 @@ import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js
 import { HostVolumeManager } from './hostvolumes/index.js';
 import { NetworkManager } from './network/index.js';
 import {
-  AllocWatcher,
   HttpVolumeClaimer,
-  NodeConnection,
-  NodeRegistration,
   NodeRpcHandler,
   ServerApi,
   StatusReporter,
   type AllocUpdate,
+  type AllocWatcher,
+  type NodeConnection,
+  type NodeRegistration,
 } from './serverconn/index.js';
-import { SqliteClientStateStore, type Bucket, type ClientStateStore } from './state/index.js';
+import { SqliteClientStateStore, type ClientStateStore } from './state/index.js';
+import { loadNode, noteAllocIndex, serverLink, startServerLink, type NodeRecord } from './_server-link.js';
 import { NodeFingerprinter } from './_fingerprint.js';
 import { NODE_META_BUCKET, NodeMeta, type NodeMetaView } from './_node-meta.js';
 import { volumeStatsCollector } from './_volume-stats.js';
@@ -56,20 +56,12 @@ import { applyAllocList } from './_alloc-list.js';
 import { collectAlloc, diskUsagePercent, gcCandidates, GC_BUCKET } from './_alloc-gc.js';
 import { drainRunners } from './_drain.js';
 import { ownedTasks, reconcileVolumes, restoreRunners } from './_restore.js';
-import { allocRunnerOptions, heartbeatIntervalMs } from './_alloc-runner-options.js';
+import { allocRunnerOptions } from './_alloc-runner-options.js';
 import type { VolumeStatsCollector } from './volumestats/index.js';
 
 import { ClientError, type AllocRunnerHandle, type ClientOptions, type ClientState, type RunnerEntry } from './_client-types.js';
 
 export { ClientError, type AllocRunnerHandle, type ClientErrorCode, type ClientOptions, type ClientState } from './_client-types.js';
-
-interface NodeRecord {
-  id: string;
-  /** Index of the last allocation list acted on: a list older than this is stale. */
-  allocIndex: number;
-}
-
-const AGENT_BUCKET = 'agent';
 
 /**
  * The node agent. Lifecycle: `start()` opens the state and every part,
@@ -221,7 +213,7 @@ export class Client {
       mkdirSync(dataDir, { recursive: true });
       const store = SqliteClientStateStore.open(path.join(dataDir, 'client.db'));
       this.#store = store;
-      this.#node = this.#loadNode(store.bucket<NodeRecord>(AGENT_BUCKET));
+      this.#node = loadNode(store);
       this.#meta.load(store.bucket(NODE_META_BUCKET));
       this.#log.info({ nodeId: this.#node.id, dataDir }, 'client starting');
 
@@ -317,18 +309,6 @@ export class Client {
       this.#gc.start();
 
       const nodeId = this.#node.id;
-      this.#registration = new NodeRegistration({
-        api: this.#api,
-        nodeId,
-        fingerprint: () => this.#fingerprinter.fingerprint(),
-        clock: this.#clock,
-        logger: this.#root,
-        ...(heartbeatIntervalMs(this.#opts) !== undefined ? { heartbeatIntervalMs: heartbeatIntervalMs(this.#opts) } : {}),
-        // A server answered: fenced tasks may keep running for another stop_after_server_disconnect.
-        onContact: () => {
-          for (const d of this.#drivers.values()) d.renewLeases?.();
-        },
-      });
       this.#volumeStats = volumeStatsCollector({
         opts: this.#opts,
         store,
@@ -339,36 +319,23 @@ export class Client {
         clock: this.#clock,
         logger: this.#root,
       });
-      const handler = new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root, hostVolumes: this.#hostVolumes });
-      this.#connection = new NodeConnection({
-        address: this.#opts.servers,
-        authHeader: this.#api.authHeader(),
-        nodeId: () => nodeId,
-        handle: (req, o) => handler.handle(req, o),
-        // A silent leader is left well within the node's heartbeat TTL, so that controller calls move with it.
-        livenessMs: () => Math.min(5_000, Math.floor((this.#registration?.ttlMs ?? 30_000) / 4)),
-        clock: this.#clock,
-        logger: this.#root,
-      });
-      this.#watcher = new AllocWatcher({
+      const link = serverLink({
+        opts: this.#opts,
         api: this.#api,
         nodeId,
         minIndex: this.#node.allocIndex,
-        onAllocations: (_allocs, index, update) => this.#onAllocations(update, index),
+        fingerprint: () => this.#fingerprinter.fingerprint(),
+        // A server answered: fenced tasks may keep running for another stop_after_server_disconnect.
+        onContact: () => {
+          for (const d of this.#drivers.values()) d.renewLeases?.();
+        },
+        handler: new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root, hostVolumes: this.#hostVolumes }),
+        onAllocations: (update, index) => this.#onAllocations(update, index),
         clock: this.#clock,
         logger: this.#root,
-        ...(this.#opts.allocWaitMs !== undefined ? { waitMs: this.#opts.allocWaitMs } : {}),
       });
-      this.#registration.start();
-      // The connection and the watch need the node registered (the server refuses unknown nodes).
-      this.#track(
-        this.#registration.waitRegistered().then(() => {
-          if (this.#stopping.signal.aborted) return;
-          this.#connection?.start();
-          this.#watcher?.start();
-          return this.#volumeStats?.start();
-        }),
-      );
+      ({ registration: this.#registration, connection: this.#connection, watcher: this.#watcher } = link);
+      this.#track(startServerLink(link, this.#stopping.signal, () => this.#volumeStats?.start()));
       this.#log.info({ nodeId, restored: this.#runners.size, drivers: [...this.#drivers.keys()] }, 'client started');
     } catch (err) {
       this.#log.error({ err: describeError(err) }, 'client failed to start');
@@ -391,14 +358,6 @@ export class Client {
   }
 
   // ---- allocations -------------------------------------------------------------------
-
-  #loadNode(bucket: Bucket<NodeRecord>): NodeRecord {
-    const rec = bucket.get('node');
-    if (rec) return rec;
-    const fresh: NodeRecord = { id: randomUUID(), allocIndex: 0 };
-    bucket.put('node', fresh);
-    return fresh;
-  }
 
   /** The CSI call observer for plugin `p` (one for all plugins, or one per plugin name). */
   #observerFor(p: RegisteredPlugin): CsiCallObserver {
@@ -530,9 +489,7 @@ export class Client {
       this.#collected.delete(allocId);
       store.bucket<true>(GC_BUCKET).delete(allocId);
     }
-    const node = this.#node as NodeRecord;
-    node.allocIndex = index;
-    store.bucket<NodeRecord>(AGENT_BUCKET).put('node', node);
+    noteAllocIndex(store, this.#node as NodeRecord, index);
     if (!this.#serverListReceived) {
       this.#serverListReceived = true;
       this.#log.info({ allocations: update.current.size, index }, 'first allocation list from the server');

@@ -4,6 +4,7 @@ export { systemClock, ManualClock, type Clock } from './clock.js';
 export { DiskReserve } from './disk-reserve.js';
 export { retry, backoffDelay, defaultBackoff, BACKOFF, type BackoffPolicy, type RetryOptions } from './retry.js';
 export { anySignal, linkSignals, SignalFanout, WAIT_ENDED, type LinkedSignal } from './linked-signal.js';
+export { IntervalLoop, type IntervalLoopOptions } from './interval-loop.js';
 export { Lifecycle, LifecycleError, type LifecycleErrorCode, type LifecycleOptions, type LifecycleState } from './lifecycle.js';
 export { SecretMap, SecretList, REDACTED, looksSecret, redactSecretLookingValues } from './redact.js';
 export { createLogger, silentLogger, REDACT_PATHS, type Logger, type LoggerConfig } from './logger.js';

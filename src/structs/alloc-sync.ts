@@ -5,7 +5,7 @@
 // when it does not hold that version of it.
 
 import type { Allocation } from './allocation.js';
-import type { Job } from './job.js';
+import type { Job } from './stored-job.js';
 
 /**
  * The fields of an allocation that only its node's status reports change

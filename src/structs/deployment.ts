@@ -4,7 +4,7 @@
 // deployment watcher (src/server/deployments) judges their health, promotes
 // canaries, fails it on a deadline and reverts the job when asked to.
 
-import type { Job } from './job.js';
+import type { Job } from './stored-job.js';
 
 export const DEPLOYMENT_STATUSES = ['running', 'paused', 'failed', 'successful', 'cancelled'] as const;
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];

@@ -5,7 +5,7 @@
 // the API's HostVolume the same way (src/server/hostvolumes).
 
 import { z } from 'zod';
-import { formatPath, type JobProblem } from './job.js';
+import { formatPath, type JobProblem } from './job-parse.js';
 import { HOST_VOLUME_ACCESS_MODES, HOST_VOLUME_ATTACHMENT_MODES, type HostVolumeCapability, type HostVolumeConstraint } from './host-volume.js';
 import { parseWithHclConversions } from './hcl-conversions.js';
 import { constraintsSchema } from './placement-rules.js';

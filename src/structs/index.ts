@@ -36,22 +36,12 @@ export {
   jobSpecSchema,
   migrateSchema,
   type MigrateStrategy,
-  parseJobSpec,
-  publicJob,
-  specOfJob,
-  jobModifyIndex,
   durationMs,
-  formatPath,
   volumeIsReadOnly,
   volumeIdFor,
-  JobValidationError,
-  SERVER_JOB_FIELDS,
   type JobSpec,
   type JobSpecInput,
-  type Job,
-  type JobStatus,
   type JobType,
-  type JobProblem,
   type TaskGroup,
   type Task,
   type GroupVolume,
@@ -64,6 +54,20 @@ export {
   type GroupNetwork,
   type NetworkPort,
 } from './job.js';
+export {
+  parseJobSpec,
+  formatPath,
+  JobValidationError,
+  type JobProblem,
+} from './job-parse.js';
+export {
+  publicJob,
+  specOfJob,
+  jobModifyIndex,
+  SERVER_JOB_FIELDS,
+  type Job,
+  type JobStatus,
+} from './stored-job.js';
 export { rescheduleDelayMs, unsupportedMessage, LIFECYCLE_HOOKS, DELAY_FUNCTIONS, KILL_SIGNALS, type LifecycleHook, type DelayFunction } from './job-blocks.js';
 export {
   describePlacementFailure,

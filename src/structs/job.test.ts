@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { durationMs, JobValidationError, parseJobSpec } from './job.js';
+import { JobValidationError, parseJobSpec } from './job-parse.js';
+import { durationMs } from './job.js';
 
 function spec(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {

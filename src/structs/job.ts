@@ -1,20 +1,21 @@
 // A job: what a user asks Berth to run, in its canonical JSON form (a later
 // issue parses HCL into this same shape). The zod schema is the one place the
 // shape, its defaults and its field-level rules live; the server adds the
-// checks that need its state (known plugins, registered volumes).
+// checks that need its state (known plugins, registered volumes). Its
+// canonical transforms are in job-canonical.ts, parsing with problems at
+// field paths in job-parse.ts, the job as the server stores it in stored-job.ts.
 
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
-import { BerthError } from '../lib/index.js';
-import { DELAY_FUNCTIONS, ephemeralDiskSchema, implicitGroupPath, implicitGroups, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
+import { DELAY_FUNCTIONS, ephemeralDiskSchema, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { DURATION, durationMs } from './duration.js';
-import { parseWithHclConversions } from './hcl-conversions.js';
+import { canonicalScaling, canonicalUpdates } from './job-canonical.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
 import { serviceSchema, type ServiceSpec } from './service-spec.js';
 import { affinitiesSchema, constraintsSchema, spreadsSchema } from './placement-rules.js';
-import { mergeUpdate, updateInputSchema, updateProblems, type UpdateInput, type UpdateStrategy } from './update-strategy.js';
+import { mergeUpdate, updateInputSchema, updateProblems } from './update-strategy.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -419,29 +420,6 @@ export const jobSpecSchema = z
   .transform(canonicalUpdates)
   .transform(canonicalScaling);
 
-/** A scaling block's min, when left out, is the group's count at registration (Nomad's Canonicalize). Idempotent. */
-function canonicalScaling<J extends { groups: Array<{ count: number; scaling?: { min?: number | undefined } | undefined }> }>(job: J): J {
-  if (!job.groups.some((g) => g.scaling && g.scaling.min === undefined)) return job;
-  return { ...job, groups: job.groups.map((g) => (g.scaling && g.scaling.min === undefined ? { ...g, scaling: { ...g.scaling, min: g.count } } : g)) };
-}
-
-/**
- * The job's update block merged into each group's (Nomad's Job.Canonicalize):
- * a group's own fields win, the job's fill the rest, Nomad's defaults what
- * neither gives. Idempotent, so a stored job parses to itself.
- */
-function canonicalUpdates<J extends { update?: UpdateInput | undefined; groups: Array<{ update?: UpdateInput | undefined }> }>(
-  job: J,
-): Omit<J, 'update' | 'groups'> & { update?: UpdateStrategy; groups: Array<Omit<J['groups'][number], 'update'> & { update?: UpdateStrategy }> } {
-  type Out = ReturnType<typeof canonicalUpdates<J>>;
-  const { update, groups, ...rest } = job;
-  const out = {
-    ...rest,
-    groups: groups.map(({ update: own, ...g }) => (own || update ? { ...g, update: mergeUpdate(update, own) } : g)),
-  } as Out;
-  return update ? { ...out, update: mergeUpdate(update) } : out;
-}
-
 export type JobSpec = z.output<typeof jobSpecSchema>;
 export type JobSpecInput = z.input<typeof jobSpecSchema>;
 export type TaskGroup = JobSpec['groups'][number];
@@ -482,156 +460,4 @@ export function volumeIsReadOnly(vol: { readOnly: boolean; accessMode: AccessMod
 /** The CSI volume ID a group volume means for the allocation with `allocIndex` (Nomad's per_alloc naming). */
 export function volumeIdFor(vol: GroupVolume, allocIndex: number): string {
   return vol.perAlloc ? `${vol.source}[${allocIndex}]` : vol.source;
-}
-
-export type JobStatus = 'pending' | 'running' | 'dead';
-
-/** A job as the server stores it: the spec plus what the server manages. */
-export interface Job extends JobSpec {
-  /** True once the job was stopped; its allocations are told to stop. */
-  stop: boolean;
-  status: JobStatus;
-  /** Increases by one on every spec change (not on stop/start alone). */
-  version: number;
-  /**
-   * The job version at which each group's spec last changed other than in its
-   * count or its tasks' resource values; allocations older than this are replaced.
-   */
-  groupVersions: Record<string, number>;
-  /**
-   * The job version at which each group's tasks' resource values (memory,
-   * memory_max, cpu, cores, pids) last changed; a live allocation older than
-   * this but not than `groupVersions` is updated in place when the new
-   * resources fit on its node. Absent on jobs stored before it existed (then
-   * `groupVersions` stands for it).
-   */
-  groupResourceVersions?: Record<string, number>;
-  /** Milliseconds since the epoch. */
-  submitTime: number;
-  /**
-   * The store index of the latest registration (a resubmission of an
-   * unchanged spec included). A terminal allocation created before it may be
-   * placed again: a resubmission is how an operator says "run this now".
-   * Absent on jobs stored before it existed.
-   */
-  submitIndex?: number;
-  createIndex: number;
-  modifyIndex: number;
-  /** A child of a periodic or parameterized job: that job's ID. */
-  parentId?: string;
-  /** A child launched by `job dispatch`. */
-  dispatched?: boolean;
-  /** The dispatch payload, base64 (a child of a parameterized job only). */
-  payload?: string;
-}
-
-/** Fields of a stored job that a submitted spec may carry (a read sent back) and that are ignored. */
-export const SERVER_JOB_FIELDS = [
-  'stop',
-  'status',
-  'version',
-  'groupVersions',
-  'groupResourceVersions',
-  'submitTime',
-  'submitIndex',
-  'createIndex',
-  'modifyIndex',
-  'parentId',
-  'dispatched',
-  'payload',
-] as const;
-
-/**
- * A job's modify index as Nomad's JobModifyIndex means it (what `job run
- * -check-index` compares): the index of its latest registration; 0 for no
- * job. Pure.
- */
-export function jobModifyIndex(job: Job | undefined): number {
-  return job ? (job.submitIndex ?? job.modifyIndex) : 0;
-}
-
-/** The spec of a stored job: the server's fields dropped. Pure. */
-export function specOfJob(job: Job): JobSpec {
-  const { stop: _s, status: _st, version: _v, groupVersions: _g, groupResourceVersions: _r, submitTime: _t, submitIndex: _si, createIndex: _c, modifyIndex: _m, ...spec } = job;
-  return spec;
-}
-
-/** One problem with a job spec: where (e.g. `groups[0].tasks[1].volumeMounts[0].propagationMode`) and what. */
-export interface JobProblem {
-  path: string;
-  message: string;
-}
-
-/**
- * A job spec that cannot be accepted. `problems` lists every problem found,
- * each naming its field; the message joins them. Never carries a secret: only
- * field paths and rule descriptions, never submitted values.
- */
-export class JobValidationError extends BerthError {
-  readonly problems: JobProblem[];
-
-  constructor(problems: JobProblem[]) {
-    super('INVALID', `job is invalid: ${problems.map((p) => (p.path ? `${p.path}: ${p.message}` : p.message)).join('; ')}`);
-    this.problems = problems;
-  }
-}
-
-/** `['groups', 0, 'tasks', 1, 'name']` -> `groups[0].tasks[1].name`. */
-export function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else out += out ? `.${String(key)}` : String(key);
-  }
-  return out;
-}
-
-/**
- * Parses and checks a submitted job spec, applying defaults. Pure; throws a
- * JobValidationError listing every problem (field paths, no values) when the
- * spec is malformed. Server-managed fields of a stored job are ignored.
- * `hclConversions`: primitives convert as HCL converts them (a job file's
- * `cpu = "500"`); Nomad's API decodes JSON strictly, so its routes do not ask.
- */
-export function parseJobSpec(input: unknown, opts: { hclConversions?: boolean } = {}): JobSpec {
-  let candidate = input;
-  let fromTask = new Map<number, number>();
-  if (candidate && typeof candidate === 'object' && !Array.isArray(candidate)) {
-    const copy: Record<string, unknown> = { ...(candidate as Record<string, unknown>) };
-    for (const key of SERVER_JOB_FIELDS) delete copy[key];
-    ({ input: candidate, fromTask } = implicitGroups(copy));
-  }
-  const result = opts.hclConversions ? parseWithHclConversions(jobSpecSchema, candidate).result : jobSpecSchema.safeParse(candidate);
-  if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => ({ path: formatPath(implicitGroupPath(issue.path, fromTask)), message: describeIssue(issue) }));
-  throw new JobValidationError(problems);
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  // zod's default messages for these can quote the submitted input; keep field names only.
-  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-  if (issue.code === 'invalid_value') return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
-  if (issue.code === 'invalid_type') return `expected ${issue.expected}`;
-  return issue.message;
-}
-
-const REDACTED_FLAG = '[REDACTED]';
-
-/**
- * The public view of a job, for every read and event: each group volume's
- * mount flags (which may carry credentials) shown as [REDACTED]. Pure.
- */
-export function publicJob<J extends JobSpec>(job: J): J {
-  let changed = false;
-  const groups = job.groups.map((g) => {
-    const volumes: Record<string, GroupVolume> = {};
-    for (const [name, vol] of Object.entries(g.volumes)) {
-      if (vol.mountOptions?.mountFlags.length) {
-        changed = true;
-        volumes[name] = { ...vol, mountOptions: { ...vol.mountOptions, mountFlags: vol.mountOptions.mountFlags.map(() => REDACTED_FLAG) } };
-      } else volumes[name] = vol;
-    }
-    return { ...g, volumes };
-  });
-  return changed ? { ...job, groups } : job;
 }

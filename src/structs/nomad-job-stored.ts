@@ -5,7 +5,7 @@
 
 import type { Job as NomadJob, JobListStub, JobSummary, TaskGroupSummary } from '../api/index.js';
 import type { Allocation } from './allocation.js';
-import { jobModifyIndex, publicJob, specOfJob, type Job, type JobStatus } from './job.js';
+import { jobModifyIndex, publicJob, specOfJob, type Job, type JobStatus } from './stored-job.js';
 import { scalingPolicyOf } from './scaling-policy.js';
 import { specToNomadJob } from './nomad-job.js';
 

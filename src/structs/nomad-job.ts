@@ -8,7 +8,8 @@
 // HTTP API (request bodies, answers).
 
 import { Job as NomadJob, NetworkResource, type TaskGroup as NomadGroup } from '../api/index.js';
-import { formatPath, type JobSpec } from './job.js';
+import { formatPath } from './job-parse.js';
+import type { JobSpec } from './job.js';
 import { nomadJobDefaults } from './nomad-job-defaults.js';
 import { JOB, NETWORK } from './nomad-job-tables.js';
 import { HORIZONTAL } from './scaling-policy.js';

@@ -15,7 +15,7 @@
 // field's zero value from the one place Nomad's shape is written down.
 
 import type { z } from 'zod';
-import { formatPath, type JobProblem } from './job.js';
+import { formatPath, type JobProblem } from './job-parse.js';
 
 /** What a translation gives: the canonical input, where each of its paths came from, and what was refused or ignored. */
 export interface NomadTranslation {

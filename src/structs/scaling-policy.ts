@@ -6,7 +6,8 @@
 
 import { createHash } from 'node:crypto';
 import type { ScalingPolicy, ScalingPolicyListStub } from '../api/index.js';
-import type { Job, TaskGroup } from './job.js';
+import type { TaskGroup } from './job.js';
+import type { Job } from './stored-job.js';
 
 /** The only policy type a group's block makes. */
 export const HORIZONTAL = 'horizontal';

@@ -8,7 +8,8 @@
 import { z } from 'zod';
 import { DOCKER_TASK_CONFIG_SCHEMA } from './docker-config.js';
 import { parseWithHclConversions } from './hcl-conversions.js';
-import type { JobProblem, JobSpec } from './job.js';
+import type { JobProblem } from './job-parse.js';
+import type { JobSpec } from './job.js';
 
 /** A driver's config schema: a zod schema whose issues name the config field. */
 export type DriverConfigSchema = z.ZodType;

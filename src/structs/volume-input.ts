@@ -11,7 +11,8 @@
 
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, MAX_MAP_BYTES, MAX_REPEATED_STRING_BYTES, MAX_STRING_BYTES } from '../csi/index.js';
-import { formatPath, VOLUME_ID, VOLUME_ID_RULE } from './job.js';
+import { formatPath } from './job-parse.js';
+import { VOLUME_ID, VOLUME_ID_RULE } from './job.js';
 
 function isPlainObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);

@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, type Topology } from '../csi/index.js';
 import { BerthError } from '../lib/index.js';
-import { formatPath, VOLUME_ID, VOLUME_ID_RULE, type JobProblem } from './job.js';
+import { formatPath, type JobProblem } from './job-parse.js';
+import { VOLUME_ID, VOLUME_ID_RULE } from './job.js';
 import { parseWithHclConversions } from './hcl-conversions.js';
 
 const SIZE = /^\s*(\d+)(?:\.(\d+))?\s*([a-z]*)\s*$/i;

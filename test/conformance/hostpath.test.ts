@@ -3,6 +3,8 @@
 // mounted, that readonly is really read-only, that teardown leaves nothing,
 // that state survives a restart, and that hostile IDs and paths never reach
 // outside the plugin's data directory.
+// One thing past 500 lines: one plugin's checks on disk (mounts, a restart,
+// hostile input), each group sharing one plugin instance and data directory.
 
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, statSync } from 'node:fs';

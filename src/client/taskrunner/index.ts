@@ -19,6 +19,7 @@ export {
   type TaskRunnerRecord,
   type TaskHook,
   type TaskHookContext,
+  type TaskLifecycle,
   type PrestartRequest,
   type RestoreResult,
 } from './task-runner.js';

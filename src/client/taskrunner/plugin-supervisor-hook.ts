@@ -16,7 +16,7 @@ import { safeName } from '../csimanager/index.js';
 import type { PluginRegistration, PluginRegistry } from '../dynamicplugins/index.js';
 import type { RunnerDriver, TaskMount } from './driver-port.js';
 import { TASK_EVENTS } from './task-events.js';
-import type { PrestartRequest, TaskHook, TaskHookContext, TaskRunner } from './task-runner.js';
+import type { PrestartRequest, TaskHook, TaskHookContext, TaskLifecycle } from './task-hook.js';
 
 /** Longest path a unix socket may have (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
@@ -137,7 +137,7 @@ export class PluginSupervisorHook implements TaskHook {
   }
 
   /** Records a health change the CSI manager observed, once per change. */
-  noteHealth(runner: TaskRunner, healthy: boolean, reason: string): void {
+  noteHealth(runner: TaskLifecycle, healthy: boolean, reason: string): void {
     if (this.#lastHealthy === healthy) return;
     this.#lastHealthy = healthy;
     if (healthy) runner.event(TASK_EVENTS.pluginHealthy, `CSI plugin "${this.pluginId}" is healthy`, { plugin: this.pluginId });
@@ -171,7 +171,7 @@ export class PluginSupervisorHook implements TaskHook {
     }
   }
 
-  async #supervise(runner: TaskRunner, signal: AbortSignal, recovered: boolean): Promise<void> {
+  async #supervise(runner: TaskLifecycle, signal: AbortSignal, recovered: boolean): Promise<void> {
     const client = this.#o.dial ? this.#o.dial(this.socketPath) : new CsiClient({ endpoint: `unix://${this.socketPath}`, logger: this.#o.logger, clock: this.#o.clock });
     const began = this.#o.clock.now();
     let reported = false;
@@ -224,7 +224,7 @@ export class PluginSupervisorHook implements TaskHook {
     }
   }
 
-  #deregister(runner: TaskRunner, why: string): void {
+  #deregister(runner: TaskLifecycle, why: string): void {
     let n = 0;
     for (const type of this.#types) if (this.#o.registry.deregister(type, this.pluginId, this.#o.alloc.id)) n += 1;
     this.#lastHealthy = undefined;

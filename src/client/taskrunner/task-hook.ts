@@ -1,10 +1,11 @@
 // What a task hook is and sees (Nomad's taskrunner interfaces): the phases
-// a hook may implement, what prestart hooks may add to a start, and the
-// context of a run of the task.
+// a hook may implement, what prestart hooks may add to a start, the context
+// of a run of the task, and what a hook may do to its task (Nomad's
+// interfaces.TaskLifecycle and EventEmitter), which the task runner
+// implements: hooks know that much of it, not the runner itself.
 
 import type { TaskEnv } from '../taskenv/index.js';
 import type { RunnerExitResult, TaskMount } from './driver-port.js';
-import type { TaskRunner } from './task-runner.js';
 
 /** What prestart hooks may add to the task before it starts. */
 export interface PrestartRequest {
@@ -18,9 +19,19 @@ export interface PrestartRequest {
   taskEnv: TaskEnv;
 }
 
+/** What a hook may do to its task (the task runner implements it). */
+export interface TaskLifecycle {
+  /** Stops the running task and starts it again, not counted by the restart policy; resolves once the stop was sent; no-op when it does not run. */
+  restart(reason: string): Promise<void>;
+  /** Sends `signal` (SIGHUP) to the running task; no-op when it does not run; rejects when the driver cannot signal or refuses. */
+  signal(signal: string, reason: string): Promise<void>;
+  /** Records a task event on the task's trail (persisted). Details must carry no secret. */
+  event(type: string, message: string, details?: Record<string, string>): void;
+}
+
 /** What a hook sees of its task. */
 export interface TaskHookContext {
-  readonly runner: TaskRunner;
+  readonly runner: TaskLifecycle;
   /** Fires when this run of the task ends (it exited, was killed, or the agent let go of it). */
   readonly signal: AbortSignal;
   /**

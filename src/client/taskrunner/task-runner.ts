@@ -11,11 +11,11 @@ import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle
 import { RestartTracker } from './restart-tracker.js';
 import { defaultTaskEnv, runnerResources, runnerTaskConfig } from './task-config.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
-import type { TaskHookContext, PrestartRequest } from './task-hook.js';
+import type { TaskHookContext, TaskLifecycle, PrestartRequest } from './task-hook.js';
 import { TaskRunnerError } from './task-runner-error.js';
 
 export { TaskRunnerError, type TaskRunnerErrorCode } from './task-runner-error.js';
-export type { PrestartRequest, TaskHook, TaskHookContext } from './task-hook.js';
+export type { PrestartRequest, TaskHook, TaskHookContext, TaskLifecycle } from './task-hook.js';
 import { TASK_RUNNERS_BUCKET, type TaskRunnerOptions, type TaskRunnerRecord } from './task-runner-options.js';
 export { TASK_RUNNERS_BUCKET, type TaskRunnerOptions, type TaskRunnerRecord } from './task-runner-options.js';
 
@@ -38,7 +38,7 @@ function deferred(): Deferred {
  * while the agent was down, `resume()`), then `kill()` or `detach()`. The
  * state is written to the client state store before every `onChange`.
  */
-export class TaskRunner {
+export class TaskRunner implements TaskLifecycle {
   readonly name: string;
   readonly driver: RunnerDriver;
   readonly #opts: TaskRunnerOptions;

@@ -5,7 +5,7 @@
 // change of condition also goes to the allocations using the volume, as a
 // task event (`onCondition`).
 
-import { AbortedError, anySignal, describeError, Lifecycle, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
+import { AbortedError, anySignal, describeError, IntervalLoop, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { NodeCapability, VolumeStats } from '../../csi/index.js';
 import type { UsageFigures, VolumeConditionReport, VolumeStatsReport } from '../../structs/index.js';
 import type { RecordedPublication, RecordedVolumes } from '../volumes/index.js';
@@ -61,7 +61,7 @@ function figures(stats: VolumeStats, unit: 'BYTES' | 'INODES'): UsageFigures | u
 }
 
 /**
- * Lifecycle (lib Lifecycle): start() returns once the loop runs; stop() is
+ * Lifecycle (lib IntervalLoop): start() returns once the loop runs; stop() is
  * safe twice, aborts the calls in flight and waits for them. `counts` says
  * how many calls, failures and batches were made (bench and tests).
  */
@@ -69,7 +69,7 @@ export class VolumeStatsCollector {
   readonly #o: VolumeStatsCollectorOptions;
   readonly #clock: Clock;
   readonly #log: Logger;
-  readonly #life: Lifecycle;
+  readonly #loop: IntervalLoop;
   readonly #intervalMs: number;
   readonly #jitter: number;
   readonly #scanMs: number;
@@ -80,24 +80,25 @@ export class VolumeStatsCollector {
   #sendAt: number | undefined;
   readonly #batchDelayMs: number;
   #sending = false;
-  /** Wakes the loop early (a call finished, so a batch may go). */
-  #wake: (() => void) | undefined;
+  /** When the records are read next (clock ms). */
+  #nextScan = 0;
   readonly counts = { calls: 0, failures: 0, batches: 0, reports: 0 };
 
   constructor(opts: VolumeStatsCollectorOptions) {
     this.#o = opts;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger()).child({ component: 'volume-stats' });
-    this.#life = new Lifecycle({ logger: this.#log });
     this.#intervalMs = Math.max(1, opts.intervalMs ?? 60_000);
     this.#jitter = Math.min(0.5, Math.max(0, opts.jitter ?? 0.1));
     this.#scanMs = Math.min(this.#intervalMs, opts.scanIntervalMs ?? 5000);
     this.#random = opts.random ?? Math.random;
     this.#batchDelayMs = Math.max(0, opts.batchDelayMs ?? 1000);
+    // The first round at once; each round says how long until the next thing is due.
+    this.#loop = new IntervalLoop({ clock: this.#clock, logger: this.#log, intervalMs: this.#scanMs, firstDelayMs: 0, step: (signal) => this.#round(signal) });
   }
 
   get state(): LifecycleState {
-    return this.#life.state;
+    return this.#loop.state;
   }
 
   /** The volumes followed now (one per plugin, namespace and volume). */
@@ -106,39 +107,26 @@ export class VolumeStatsCollector {
   }
 
   start(): Promise<void> {
-    return this.#life.start((signal) => {
-      void this.#life.track(this.#run(signal));
-    });
+    return this.#loop.start();
   }
 
   stop(): Promise<void> {
-    return this.#life.stop();
+    return this.#loop.stop();
   }
 
-  async #run(signal: AbortSignal): Promise<void> {
-    let nextScan = 0;
-    while (!signal.aborted) {
-      const now = this.#clock.now();
-      if (now >= nextScan) {
-        this.#scan(now);
-        nextScan = now + this.#scanMs;
-      }
-      for (const t of this.#tracked.values()) {
-        if (!t.inFlight && t.dueAt <= now) this.#collect(t, signal);
-      }
-      if (this.#sendAt !== undefined && this.#sendAt <= now && !this.#sending) void this.#life.track(this.#flush(signal));
-      const due = Math.min(nextScan, this.#sending ? Infinity : (this.#sendAt ?? Infinity), ...[...this.#tracked.values()].filter((t) => !t.inFlight).map((t) => t.dueAt));
-      const woken = new Promise<void>((resolve) => (this.#wake = resolve));
-      const tick = new AbortController();
-      try {
-        await Promise.race([this.#clock.sleep(Math.max(1, due - this.#clock.now()), AbortSignal.any([signal, tick.signal])), woken]);
-      } catch {
-        if (signal.aborted) return;
-      } finally {
-        tick.abort();
-        this.#wake = undefined;
-      }
+  /** One round: the scan when due, the calls due, a batch when due. Returns the wait until the next of them (a finished call wakes the loop sooner). */
+  #round(signal: AbortSignal): number {
+    const now = this.#clock.now();
+    if (now >= this.#nextScan) {
+      this.#scan(now);
+      this.#nextScan = now + this.#scanMs;
     }
+    for (const t of this.#tracked.values()) {
+      if (!t.inFlight && t.dueAt <= now) this.#collect(t, signal);
+    }
+    if (this.#sendAt !== undefined && this.#sendAt <= now && !this.#sending) void this.#loop.track(this.#flush(signal));
+    const due = Math.min(this.#nextScan, this.#sending ? Infinity : (this.#sendAt ?? Infinity), ...[...this.#tracked.values()].filter((t) => !t.inFlight).map((t) => t.dueAt));
+    return Math.max(1, due - this.#clock.now());
   }
 
   /** Follows the publications recorded now: one per volume (any of its allocations' targets will do). */
@@ -170,7 +158,7 @@ export class VolumeStatsCollector {
     t.dueAt = this.#clock.now() + Math.round(this.#intervalMs * spread);
     if (!this.#o.csi.nodeCapabilities(t.pub.pluginId).includes('GET_VOLUME_STATS')) return;
     t.inFlight = true;
-    void this.#life.track(
+    void this.#loop.track(
       (async () => {
         const { pub } = t;
         const namespace = pub.volume.namespace ?? 'default';
@@ -203,7 +191,7 @@ export class VolumeStatsCollector {
           this.#log.debug({ pluginId: pub.pluginId, volumeId: pub.volume.id, err: describeError(err) }, 'NodeGetVolumeStats failed');
         } finally {
           t.inFlight = false;
-          this.#wake?.();
+          this.#loop.wake();
         }
       })(),
     );
@@ -239,7 +227,7 @@ export class VolumeStatsCollector {
       }
     } finally {
       this.#sending = false;
-      this.#wake?.();
+      this.#loop.wake();
     }
   }
 }

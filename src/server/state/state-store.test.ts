@@ -1,3 +1,7 @@
+// The StateStore contract, the same cases on both stores (SQLite and etcd),
+// and the SQLite store's own file. One thing past 500 lines: one contract's
+// tests, each case run on both stores so that they cannot drift apart.
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

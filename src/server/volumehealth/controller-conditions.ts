@@ -4,10 +4,9 @@
 // through the controller router, and the condition it answers goes to the
 // health service. Published volumes are left to their nodes' stats.
 
-import { describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import { describeError, IntervalLoop, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
 import type { NodeRpcParams, NodeRpcResult } from '../../structs/index.js';
 import { keyPrefix, rowKey, type StateStore } from '../state/index.js';
-import { PeriodicLoop } from './_periodic.js';
 import type { VolumeHealthService } from './volume-health-service.js';
 
 /** What the loop needs of the controller router (ControllerRouter has it). */
@@ -27,21 +26,37 @@ export interface ControllerConditionsOptions {
 }
 
 /**
- * Lifecycle as PeriodicLoop's: start() returns once the loop runs (its first
+ * Lifecycle as IntervalLoop's: start() returns once the loop runs (its first
  * round after one interval), stop() is safe twice and waits for the round in
  * flight. `checkNow()` runs one round at once (tests, operators); it never
  * throws for a plugin's failure (logged, the next round tries again).
  */
-export class ControllerConditions extends PeriodicLoop {
+export class ControllerConditions {
   readonly #opts: ControllerConditionsOptions;
+  readonly #log: Logger;
+  readonly #loop: IntervalLoop;
 
   constructor(opts: ControllerConditionsOptions) {
-    super({ clock: opts.clock ?? systemClock, logger: (opts.logger ?? silentLogger()).child({ component: 'controller-conditions' }), intervalMs: opts.intervalMs ?? 60_000 });
     this.#opts = opts;
+    this.#log = (opts.logger ?? silentLogger()).child({ component: 'controller-conditions' });
+    this.#loop = new IntervalLoop({
+      clock: opts.clock ?? systemClock,
+      logger: this.#log,
+      intervalMs: opts.intervalMs ?? 60_000,
+      step: async (signal) => void (await this.checkNow({ signal })),
+    });
   }
 
-  protected async step(signal: AbortSignal): Promise<void> {
-    await this.checkNow({ signal });
+  get state(): LifecycleState {
+    return this.#loop.state;
+  }
+
+  start(): Promise<void> {
+    return this.#loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** One round: resolves with how many volumes were asked. */
@@ -62,7 +77,7 @@ export class ControllerConditions extends PeriodicLoop {
         if (got.condition) await this.#opts.health.controllerCondition(v.namespace, v.id, v.pluginId, controller, got.condition);
       } catch (err) {
         if (opts.signal?.aborted) break;
-        this.log.info({ volumeId: v.id, namespace: v.namespace, pluginId: v.pluginId, err: describeError(err) }, 'ControllerGetVolume failed');
+        this.#log.info({ volumeId: v.id, namespace: v.namespace, pluginId: v.pluginId, err: describeError(err) }, 'ControllerGetVolume failed');
       }
     }
     return asked;

@@ -2,6 +2,8 @@
 // attached to which node and what is staged and published where. Spec-like
 // and idempotent; it never touches the filesystem. Every method either
 // returns the answer or throws a nice-grpc ServerError.
+// One thing past 500 lines: one storage system's state machine (the CSI
+// spec's volume lifecycle), whose rules read best side by side.
 
 import { ServerError, Status } from 'nice-grpc';
 import type { Clock } from '../../../src/lib/index.js';

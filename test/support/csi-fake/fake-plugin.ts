@@ -2,6 +2,9 @@
 // unix socket serving Identity, Controller, Node and GroupController from an
 // in-memory model. It records every call, and can be told what to answer
 // next or which fault to inject (STYLE.md: fakes, not mocks).
+// One thing past 500 lines: the plugin's server (its lifecycle, the scripting
+// API tests call, one short handler per RPC over the model); the call log is
+// _call-log.ts, the script _script.ts, the storage model _model.ts.
 
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -23,6 +26,7 @@ import {
   type IdentityServiceImplementation,
   type NodeServiceImplementation,
 } from '../../../src/gen/csi/v1/csi.js';
+import { CallLog } from './_call-log.js';
 import { FakeModel, grpcError, type FakeSnapshot, type FakeVolume } from './_model.js';
 import { recordedCallToJson, redactRequest } from './_record.js';
 import { CallScript, type ScriptStep } from './_script.js';
@@ -41,11 +45,6 @@ import { acceptsConnections, untilAborted, within } from './_wait.js';
 
 export type { FakeSnapshot, FakeVolume } from './_model.js';
 export type { FakePluginOptions, RecordedCall, WaitForCallOptions } from './_options.js';
-
-interface Waiter {
-  count: number;
-  resolve: (call: RecordedCall) => void;
-}
 
 /**
  * A CSI plugin that lives in this process. Lifecycle: `start()` listens,
@@ -68,9 +67,7 @@ export class FakePlugin {
   readonly #script = new CallScript();
   #probeNotReady = 0;
 
-  #calls: RecordedCall[] = [];
-  #callsByRpc = new Map<CsiRpc, RecordedCall[]>();
-  readonly #waiters = new Map<CsiRpc, Set<Waiter>>();
+  readonly #log = new CallLog();
   readonly #inFlight = new Map<string, number>();
   readonly #maxInFlight = new Map<string, number>();
   /** Deadline (epoch ms) of each request message, noted by the interceptor before the handler runs. */
@@ -226,18 +223,17 @@ export class FakePlugin {
 
   /** Every call since the last clearCalls()/reset(), in arrival order. A live view: do not modify. */
   get calls(): readonly RecordedCall[] {
-    return this.#calls;
+    return this.#log.calls;
   }
 
   /** The calls to `rpc`, in arrival order (a copy). */
   callsTo(rpc: CsiRpc): RecordedCall[] {
-    return [...(this.#callsByRpc.get(rpc) ?? [])];
+    return this.#log.callsTo(rpc);
   }
 
   /** Forgets recorded calls; waitForCall counts start again from zero. */
   clearCalls(): void {
-    this.#calls = [];
-    this.#callsByRpc = new Map();
+    this.#log.clear();
   }
 
   /**
@@ -247,47 +243,7 @@ export class FakePlugin {
    * FAKE_CSI_WAIT_ABORTED when `signal` fires.
    */
   waitForCall(rpc: CsiRpc, opts: WaitForCallOptions = {}): Promise<RecordedCall> {
-    const count = opts.count ?? 1;
-    const timeoutMs = opts.timeoutMs ?? 5000;
-    if (!Number.isInteger(count) || count < 1) {
-      return Promise.reject(new BerthError('FAKE_CSI_BAD_WAIT', `count must be a positive integer, got ${count}`));
-    }
-    const seen = this.#callsByRpc.get(rpc);
-    const already = seen?.[count - 1];
-    if (already) return Promise.resolve(already);
-    const { signal } = opts;
-    if (signal?.aborted) {
-      return Promise.reject(new BerthError('FAKE_CSI_WAIT_ABORTED', `waiting for ${rpc} was aborted`, { cause: signal.reason }));
-    }
-    return new Promise<RecordedCall>((resolve, reject) => {
-      let waiters = this.#waiters.get(rpc);
-      if (!waiters) this.#waiters.set(rpc, (waiters = new Set()));
-      const set = waiters;
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        set.delete(waiter);
-        if (set.size === 0 && this.#waiters.get(rpc) === set) this.#waiters.delete(rpc);
-      };
-      const waiter: Waiter = {
-        count,
-        resolve: (call) => {
-          done();
-          resolve(call);
-        },
-      };
-      const timer = setTimeout(() => {
-        const have = this.#callsByRpc.get(rpc)?.length ?? 0;
-        done();
-        reject(new BerthError('FAKE_CSI_WAIT_TIMEOUT', `call ${count} to ${rpc} did not arrive within ${timeoutMs} ms (saw ${have})`));
-      }, timeoutMs);
-      const onAbort = (): void => {
-        done();
-        reject(new BerthError('FAKE_CSI_WAIT_ABORTED', `waiting for ${rpc} was aborted`, { cause: signal?.reason }));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      set.add(waiter);
-    });
+    return this.#log.waitFor(rpc, opts);
   }
 
   #record(rpc: CsiRpc, request: object): void {
@@ -295,15 +251,7 @@ export class FakePlugin {
     const deadline = this.#deadlines.get(request);
     if (deadline !== undefined) call.deadline = deadline - Date.now();
     Object.defineProperty(call, 'toJSON', { value: recordedCallToJson, enumerable: false });
-    this.#calls.push(call);
-    const forRpc = this.#callsByRpc.get(rpc);
-    if (forRpc) forRpc.push(call);
-    else this.#callsByRpc.set(rpc, [call]);
-    const waiters = this.#waiters.get(rpc);
-    if (waiters) {
-      const n = forRpc?.length ?? 1;
-      for (const w of [...waiters]) if (w.count === n) w.resolve(call);
-    }
+    this.#log.add(call);
   }
 
   // ---- scripting ----------------------------------------------------------

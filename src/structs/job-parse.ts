@@ -1,0 +1,69 @@
+// Parsing a submitted job spec: the schema's answer turned into problems
+// at field paths (`groups[0].tasks[1].name`), worded without the submitted
+// values, in a JobValidationError.
+
+import type { z } from 'zod';
+import { BerthError } from '../lib/index.js';
+import { parseWithHclConversions } from './hcl-conversions.js';
+import { implicitGroupPath, implicitGroups } from './job-blocks.js';
+import { jobSpecSchema, type JobSpec } from './job.js';
+import { SERVER_JOB_FIELDS } from './stored-job.js';
+
+/** One problem with a job spec: where (e.g. `groups[0].tasks[1].volumeMounts[0].propagationMode`) and what. */
+export interface JobProblem {
+  path: string;
+  message: string;
+}
+
+/**
+ * A job spec that cannot be accepted. `problems` lists every problem found,
+ * each naming its field; the message joins them. Never carries a secret: only
+ * field paths and rule descriptions, never submitted values.
+ */
+export class JobValidationError extends BerthError {
+  readonly problems: JobProblem[];
+
+  constructor(problems: JobProblem[]) {
+    super('INVALID', `job is invalid: ${problems.map((p) => (p.path ? `${p.path}: ${p.message}` : p.message)).join('; ')}`);
+    this.problems = problems;
+  }
+}
+
+/** `['groups', 0, 'tasks', 1, 'name']` -> `groups[0].tasks[1].name`. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out ? `.${String(key)}` : String(key);
+  }
+  return out;
+}
+
+/**
+ * Parses and checks a submitted job spec, applying defaults. Pure; throws a
+ * JobValidationError listing every problem (field paths, no values) when the
+ * spec is malformed. Server-managed fields of a stored job are ignored.
+ * `hclConversions`: primitives convert as HCL converts them (a job file's
+ * `cpu = "500"`); Nomad's API decodes JSON strictly, so its routes do not ask.
+ */
+export function parseJobSpec(input: unknown, opts: { hclConversions?: boolean } = {}): JobSpec {
+  let candidate = input;
+  let fromTask = new Map<number, number>();
+  if (candidate && typeof candidate === 'object' && !Array.isArray(candidate)) {
+    const copy: Record<string, unknown> = { ...(candidate as Record<string, unknown>) };
+    for (const key of SERVER_JOB_FIELDS) delete copy[key];
+    ({ input: candidate, fromTask } = implicitGroups(copy));
+  }
+  const result = opts.hclConversions ? parseWithHclConversions(jobSpecSchema, candidate).result : jobSpecSchema.safeParse(candidate);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => ({ path: formatPath(implicitGroupPath(issue.path, fromTask)), message: describeIssue(issue) }));
+  throw new JobValidationError(problems);
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  // zod's default messages for these can quote the submitted input; keep field names only.
+  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'invalid_value') return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (issue.code === 'invalid_type') return `expected ${issue.expected}`;
+  return issue.message;
+}
