@@ -5,10 +5,11 @@
 // answer.
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentRun, freePort, mountsUnder, until } from './agent-run.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
+import { killProcessesNaming } from './procs.js';
 
 export interface ServerProc {
   name: string;
@@ -212,27 +213,8 @@ log_level = "debug"
       }),
     );
     await this.etcd?.close();
-    for (const pid of pidsWith(this.dir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+    killProcessesNaming(this.dir);
     for (const m of mountsUnder(this.dir).reverse()) spawnSync('umount', ['-l', m]);
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-function pidsWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) out.push(Number(entry));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
 }
