@@ -56,8 +56,9 @@ const loader = pathToFileURL(join(root, 'scripts', 'test-loader.mjs')).href;
 // revert, a leader SIGKILL mid-release, a partition) missed their deadlines in one run
 // out of one. BERTH_TEST_CONCURRENCY overrides the number (4 is faster on an idle
 // machine; 1 to debug). Without extra arguments scripts/test-runner.mjs runs the files,
-// longest first; with them (a name pattern, a reporter...) Node's own runner does, in
-// name order.
+// longest first, and the unit tests known as short in a lane of their own beside those two
+// (BERTH_TEST_LIGHT_CONCURRENCY, 1; see that file); with them (a name pattern, a
+// reporter...) Node's own runner does, in name order.
 const concurrency = Number(process.env['BERTH_TEST_CONCURRENCY'] ?? 2);
 const files = [...find(join(root, 'src')), ...find(join(root, 'test'))].sort();
 const extra = process.argv.slice(2);

@@ -6,10 +6,11 @@
 // running allocation has exactly one executor. Real agent, real processes.
 
 import assert from 'node:assert/strict';
-import { readdirSync, readlinkSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AllocationListStub } from '../../src/api/index.js';
+import { executorsUnder } from '../support/procs.js';
 import { cleanupUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { AgentUnderTest, tempDir } from './_agent.js';
 
@@ -36,25 +37,11 @@ job "adopt" {
 `;
 
 /**
- * Executor processes whose working directory (their state dir) is under
- * `dir` and that run a task (have a child): the agent's spare executors,
- * started ahead of need, run none.
+ * The executors under `dir` that run a task (test/support/procs.ts): the
+ * agent's spare executors, started ahead of need, run none.
  */
-function executorsUnder(dir: string): number[] {
-  const executors: number[] = [];
-  const parents = new Set<number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parents.add(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('executor.mjs')) continue;
-      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(`${dir}/`)) executors.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return executors.filter((pid) => parents.has(pid));
+function runningExecutors(dir: string): number[] {
+  return executorsUnder(dir, { running: true }).map((p) => p.pid);
 }
 
 function devAgent(dataDir: string, env: Record<string, string> = {}): AgentUnderTest {
@@ -104,7 +91,7 @@ describe('a node agent under kill -9', () => {
       return a?.ClientStatus === 'running' && a.TaskStates?.['worker']?.State === 'running' ? a : undefined;
     });
     assert.deepEqual(pidsWith(MARKER), orphan, 'the same process, adopted rather than started again');
-    assert.equal(executorsUnder(dataDir).length, 1, 'one executor for the one running task');
+    assert.equal(runningExecutors(dataDir).length, 1, 'one executor for the one running task');
     assert.ok(
       adopted.TaskStates?.['worker']?.Events?.some((e) => /Reattached/.test(e.DisplayMessage)),
       'the task events say it was reattached',
@@ -112,7 +99,7 @@ describe('a node agent under kill -9', () => {
   });
 
   it("a task's executor SIGKILLed is noticed: the task is killed with it and restarted, one executor per running task", async () => {
-    const [executor] = executorsUnder(dataDir);
+    const [executor] = runningExecutors(dataDir);
     const [before] = pidsWith(MARKER);
     assert.ok(executor && before);
     process.kill(executor, 'SIGKILL');
@@ -123,7 +110,7 @@ describe('a node agent under kill -9', () => {
     });
     assert.equal(pidsWith(MARKER).length, 1, 'the old task process is gone; one runs');
     assert.ok(!pidsWith(MARKER).includes(before), 'the orphaned process was killed');
-    const executors = executorsUnder(dataDir);
+    const executors = runningExecutors(dataDir);
     assert.equal(executors.length, 1, 'one executor for the one running allocation');
     assert.ok(!executors.includes(executor));
     const a = await alloc();
@@ -136,6 +123,6 @@ describe('a node agent under kill -9', () => {
   it('job stop then stops the adopted task and its executor', async () => {
     const stop = await agent!.cli(['job', 'stop', 'adopt']);
     assert.equal(stop.code, 0, stop.stderr);
-    await until('the task and its executor to be gone', () => pidsWith(MARKER).length === 0 && executorsUnder(dataDir).length === 0);
+    await until('the task and its executor to be gone', () => pidsWith(MARKER).length === 0 && runningExecutors(dataDir).length === 0);
   });
 });

@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { fillDisk } from '../support/fill-disk.js';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -186,15 +186,7 @@ describe('a full data disk on a dev agent (server and client on the one disk)', 
     const exit = await a.stop('SIGINT', 120_000);
     agent = undefined;
     // What is left of the data dir now, as the test sees it: every one of these must have been named.
-    const leftPids = readdirSync('/proc')
-      .filter((e) => /^\d+$/.test(e) && Number(e) !== process.pid)
-      .filter((e) => {
-        try {
-          return readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(disk);
-        } catch {
-          return false;
-        }
-      });
+    const leftPids = pidsWith(disk).filter((pid) => pid !== process.pid);
     const leftMounts = mountsUnder(disk).filter((m) => m !== disk);
     console.log(`SIGINT on a full disk: exit ${exit.code}; left ${leftPids.length} process(es), ${leftMounts.length} mount(s)`);
     if (exit.code === 0) {

@@ -5,10 +5,11 @@
 // `alloc status` shows the "Resources Updated" event and the task's usage.
 
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AllocResourceUsage, Allocation, AllocationListStub } from '../../src/api/index.js';
+import { processes } from '../support/procs.js';
 import { pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -34,17 +35,9 @@ job "resize" {
 /** The task's processes on the host: its shell (its command line names MARKER) and the shell's children. */
 function taskPids(): number[] {
   const shells = pidsWith(MARKER);
-  const children = readdirSync('/proc')
-    .filter((e) => /^\d+$/.test(e))
-    .filter((e) => {
-      try {
-        const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-        return shells.includes(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+  const children = processes()
+    .filter((p) => shells.includes(p.ppid))
+    .map((p) => p.pid);
   return [...shells, ...children].sort((a, b) => a - b);
 }
 

@@ -14,20 +14,17 @@
 //     ineligible; `node eligibility -enable` and `node drain -disable` undo it.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
-import type { Allocation, AllocationListStub, CSIPlugin, Evaluation } from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, Evaluation } from '../../src/api/index.js';
+import type { BerthResult } from '../support/agent-run.js';
+import { Cluster } from '../support/process-cluster.js';
 import { mountsUnder, until } from '../support/runtime-cluster.js';
-import { sharedHostpathPluginHcl, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
-import { startAgent, tempDir, type AgentUnderTest, type Result } from './_agent.js';
+import { sharedHostpathPluginHcl, sharedPluginHealthy, singleWriterVolumeHcl, volumeWriterScript, writerLines } from '../support/shared-hostpath.js';
 
-const MGMT = 'dr-mgmt-token-0123456789';
-const NODE = 'dr-node-token-0123456789';
-
-function ok(r: Result, what: string): Result {
+function ok(r: BerthResult, what: string): BerthResult {
   assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return r;
 }
@@ -44,65 +41,34 @@ interface StreamEvent {
 }
 
 describe('node drain of a single-writer volume', () => {
-  let dir = '';
-  let server: AgentUnderTest;
-  const clients: AgentUnderTest[] = [];
+  const cluster = new Cluster();
+  const dir = cluster.dir;
+  const server = {
+    get: <T>(p: string): Promise<T> => cluster.read<T>(p),
+    cli: (args: readonly string[], opts: { timeoutMs?: number } = {}): Promise<BerthResult> => cluster.servers[0]!.run.cli(args, opts),
+  };
 
+  // A server on its own store and two clients, started at once (test/support/process-cluster.ts).
   before(async () => {
-    dir = await tempDir('bdr-');
-    writeFileSync(path.join(dir, 'nodes.tokens'), `${NODE}\n`);
-    writeFileSync(
-      path.join(dir, 'server.hcl'),
-      `data_dir = "server-data"\nports {\n  http = 0\n}\ntokens {\n  management = ["${MGMT}"]\n  node_file  = "nodes.tokens"\n}\n`,
-    );
-    server = await startAgent(['--server', '--config', path.join(dir, 'server.hcl')]).ready(false);
-    server.token = MGMT;
-    // Both clients start at once (each agent's start is a second or more of CPU).
-    clients.push(
-      ...(await Promise.all(
-        ['d1', 'd2'].map(async (name) => {
-          const config = path.join(dir, `${name}.json`);
-          writeFileSync(
-            config,
-            JSON.stringify({ data_dir: path.join(dir, name), ports: { http: 0 }, client: { node_name: name, token: NODE, options: { 'driver.raw_exec.enable': true } }, csi: { probe_interval: '1s' } }),
-          );
-          const c = await startAgent(['--client', '--server-address', server.addr, '--config', config]).ready(false);
-          c.token = MGMT;
-          return c;
-        }),
-      )),
-    );
+    await cluster.start({ etcdMembers: 0, clients: 2 });
   });
 
   after(async () => {
-    for (const job of ['writer', 'probe']) await server?.cli(['job', 'stop', '--purge', job]).catch(() => undefined);
+    for (const job of ['writer', 'probe']) await server.cli(['job', 'stop', '--purge', job]).catch(() => undefined);
     // The plugin unmounts the writer's volume: stopped together, a node may stop its plugin
     // first, and the writer's volume then waits for a plugin that is not coming (the agent's
     // drain would keep it for a next start). So the plugin goes once nothing of the volume is mounted (a wait that gives up
     // quietly: after a failure the plugin is stopped regardless).
-    if (dir !== '') await until("the writer's volume unmounted", () => !mountsUnder(dir).some((m) => m.includes('/ledger/')), 60_000).catch(() => undefined);
-    await server?.cli(['job', 'stop', '--purge', 'hostpath-plugin']).catch(() => undefined);
-    for (const c of clients) await c.stop('SIGINT').catch(() => undefined);
-    await server?.stop('SIGINT').catch(() => undefined);
-    for (const m of mountsUnder(dir)) spawnSync('umount', ['-l', m]);
-    rmSync(dir, { recursive: true, force: true });
+    await until("the writer's volume unmounted", () => !mountsUnder(dir).some((m) => m.includes('/ledger/')), 60_000).catch(() => undefined);
+    await server.cli(['job', 'stop', '--purge', 'hostpath-plugin']).catch(() => undefined);
+    await cluster.close();
   });
 
   it('moves the writer off the node: claim released before the replacement claims, plugin stopped last, nothing left mounted', async () => {
     await until('both clients ready', async () => (await server.get<Api.NodeListStub[]>('/v1/nodes')).filter((n) => n.Status === 'ready').length === 2);
     const plugin = path.join(dir, 'plugin.hcl');
-    const pluginJob = (generation: number): string => sharedHostpathPluginHcl(dir, ['d1', 'd2'], generation);
-    const healthy = async (generation: number): Promise<void> => {
-      await until(`the plugin (generation ${generation}) healthy on both nodes`, async () => {
-        const p = await server.get<CSIPlugin>('/v1/plugin/csi/hostpath').catch(() => undefined);
-        const allocs = await server.get<AllocationListStub[]>('/v1/job/hostpath-plugin/allocations');
-        const { Version: version } = await server.get<Api.Job>('/v1/job/hostpath-plugin');
-        const current = allocs.filter((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running' && a.JobVersion === version);
-        // The previous generation gone too: an old instance still serving would not know the volume.
-        const old = allocs.filter((a) => a.JobVersion !== version && (a.ClientStatus === 'running' || a.ClientStatus === 'pending'));
-        return p !== undefined && p.NodesHealthy === 2 && p.ControllersHealthy === 2 && current.length === 2 && old.length === 0;
-      }, 90_000);
-    };
+    const pluginJob = (generation: number): string => sharedHostpathPluginHcl(dir, ['n1', 'n2'], generation);
+    const healthy = (generation: number): Promise<void> => sharedPluginHealthy(server.get, 2, generation);
     writeFileSync(plugin, pluginJob(1));
     ok(await server.cli(['job', 'run', plugin]), 'job run plugin');
     await healthy(1);
@@ -143,7 +109,7 @@ describe('node drain of a single-writer volume', () => {
     await until('lines from the replacement', () => writerLines(log).some((l) => l.alloc === second.ID) || undefined, 30_000);
 
     // Claim events in store order: the old claim is deleted before the replacement's is first written.
-    const events = await eventsOf(server, ['claim', 'Allocation']);
+    const events = await eventsOf(cluster, ['claim', 'Allocation']);
     const oldClaimGone = events.find((e) => e.Topic === 'claim' && e.Type === 'ClaimDeleted' && e.Key.endsWith(`/${first.ID}`));
     const newClaim = events.find((e) => e.Topic === 'claim' && e.Type === 'ClaimUpserted' && e.Key.endsWith(`/${second.ID}`));
     assert.ok(oldClaimGone && newClaim, `both claim events seen: ${JSON.stringify(events.filter((e) => e.Topic === 'claim').map((e) => [e.Index, e.Type, e.Key]))}`);
@@ -163,7 +129,7 @@ describe('node drain of a single-writer volume', () => {
 
     // What may stay until garbage collection: stopped allocations' secrets tmpfs and the plugin's
     // mount root. No staging, no publish, no task bind of the volume.
-    const left = mountsUnder(path.join(dir, drained.Name)).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
+    const left = mountsUnder(cluster.clientDirs[cluster.clientNames.indexOf(drained.Name)]!).filter((m) => !m.endsWith('/secrets') && !m.endsWith('/p/hostpath/mounts'));
     assert.deepEqual(left, [], 'no volume stays mounted on the drained node');
 
     const lines = writerLines(log);
@@ -188,9 +154,9 @@ describe('node drain of a single-writer volume', () => {
 });
 
 /** Every change of `topics` the server keeps, in every namespace, oldest first. */
-async function eventsOf(agent: AgentUnderTest, topics: string[]): Promise<StreamEvent[]> {
+async function eventsOf(cluster: Cluster, topics: string[]): Promise<StreamEvent[]> {
   const q = topics.map((t) => `topic=${t}`).join('&');
-  const res = await fetch(`${agent.addr}/v1/event/stream?${q}&index=0&namespace=*&until=now`, { headers: { authorization: `Bearer ${agent.token}` } });
+  const res = await fetch(`${cluster.servers[0]!.url}/v1/event/stream?${q}&index=0&namespace=*&until=now`, { headers: { authorization: `Bearer ${cluster.mgmt}` } });
   const text = await res.text();
   return text
     .split('\n')

@@ -9,6 +9,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as Api from '../../src/api/index.js';
+import { parentOf } from '../support/procs.js';
 import { pidsWith, until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -21,16 +22,6 @@ function cgroupProcs(pid: number): number[] {
   const v2 = lines.map((l) => /^0::(.*)$/.exec(l)).find((m) => m);
   const dir = v1 ? path.join('/sys/fs/cgroup/memory', v1[2]!) : path.join(existsSync('/sys/fs/cgroup/cgroup.controllers') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/unified', v2?.[1] ?? '/');
   return readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-}
-
-/** The parent of process `pid` (0 once it is gone). */
-function parentOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return 0;
-  }
 }
 
 /** Whether `pid` is `root` or one of its descendants. */

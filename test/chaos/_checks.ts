@@ -2,47 +2,19 @@
 // processes of a run (from /proc) and the writer's file. Private to
 // test/chaos (see _harness.ts).
 
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { executorsUnder, processes, tasksUnder, type Proc } from '../support/procs.js';
 
-export interface Proc {
-  pid: number;
-  ppid: number;
-  cmd: string;
-  cwd: string;
-  env: Record<string, string>;
-}
-
-function readProc(pid: number): Proc | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-    const cwd = readlinkSync(`/proc/${pid}/cwd`);
-    const env: Record<string, string> = {};
-    for (const kv of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
-      const eq = kv.indexOf('=');
-      if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1);
-    }
-    return { pid, ppid, cmd, cwd, env };
-  } catch {
-    return undefined; // gone, or a kernel thread
-  }
-}
+export type { Proc } from '../support/procs.js';
 
 /**
  * The Berth task processes of this run (their BERTH_TASK_DIR lies under
- * `root`) and the executors (executor.mjs running in a state dir under `root`).
+ * `root`) and the executors (executor.mjs running in a state dir under
+ * `root`), from one scan of /proc (test/support/procs.ts).
  */
 export function scanProcesses(root: string): { tasks: Proc[]; executors: Proc[] } {
-  const tasks: Proc[] = [];
-  const executors: Proc[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    const p = readProc(Number(entry));
-    if (!p) continue;
-    if ((p.env['BERTH_TASK_DIR'] ?? '').startsWith(`${root}/`)) tasks.push(p);
-    else if (p.cmd.includes('executor.mjs') && p.cwd.startsWith(`${root}/`)) executors.push(p);
-  }
+  const procs = processes();
+  const tasks = tasksUnder(root, { procs });
+  const executors = executorsUnder(root, { procs }).filter((e) => !tasks.includes(e));
   return { tasks, executors };
 }
 

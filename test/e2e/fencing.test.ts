@@ -14,6 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AllocationListStub, CSIVolume } from '../../src/api/index.js';
 import { AgentRun, BERTH, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
+import { pidsWith } from '../support/procs.js';
 
 const dir = mkdtempSync('/tmp/bfence-');
 const MGMT = `fe-mgmt-${process.pid}-0123456789`;
@@ -23,19 +24,6 @@ const MARKER = `fe-writer-${process.pid}`;
 let server: AgentRun;
 let client: AgentRun;
 let serverConfig = '';
-
-function pidsWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(needle)) out.push(Number(entry));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
 
 async function read<T>(p: string): Promise<T> {
   const res = await fetch(server.addr + p, { headers: { authorization: `Bearer ${MGMT}` } });

@@ -20,12 +20,13 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AllocationListStub, CSIPlugin, CSIVolume, VolumeClaimState } from '../../src/api/index.js';
 import { AgentRun, freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 import { hostpathVolumeHcl, perNodeHostpathPluginJob, rawExecJob } from '../support/runtime-cluster.js';
+import { pidsWith } from '../support/procs.js';
 
 const dir = mkdtempSync('/tmp/bmn-');
 const MGMT = `mn-mgmt-${process.pid}-0123456789`;
@@ -43,19 +44,6 @@ interface NodeRow {
 }
 /** A row of `GET /v1/job/:id/allocations` (Nomad's AllocationListStub). */
 type AllocRow = AllocationListStub;
-
-function pidsWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) out.push(Number(entry));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
 
 /** A read of the server's API (polling through the CLI would cost a process start per poll). */
 async function read<T>(p: string): Promise<T> {

@@ -11,9 +11,10 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { cleanEnv, freePort, mountsUnder, REPO } from '../support/agent-run.js';
+import { pidsWith } from '../support/procs.js';
 
 let hostpathDir = '';
 
@@ -42,20 +43,6 @@ function split(out: string): Map<string, string> {
 function section(prefix: string): string {
   for (const [h, body] of sections) if (h.startsWith(prefix)) return body;
   assert.fail(`the demo printed no "${prefix}" step; output:\n${run.out}`);
-}
-
-/** Processes whose command line mentions `needle`. */
-function pidsWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) out.push(Number(entry));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
 }
 
 before(async () => {

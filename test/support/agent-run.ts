@@ -4,7 +4,6 @@
 // is left mounted or running.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { eventually, type NotYet } from './eventually.js';
@@ -153,36 +152,7 @@ export function ok(r: BerthResult, what: string): string {
   return r.stdout;
 }
 
-/** Mount points (from /proc/self/mountinfo) at or under `root`. */
-export function mountsUnder(root: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' ')[4] ?? '')
-    .filter((p) => p === root || p.startsWith(`${root}/`));
-}
-
-/**
- * SIGKILLs every process whose working directory is at or under `root`
- * (task executors and tasks an agent killed with SIGKILL left running: their
- * cwd is their task directory) and returns their pids. For a kit's final
- * clean-up, after its agents are gone. Never throws.
- */
-export function killProcessesUnder(root: string): number[] {
-  const killed: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    try {
-      const cwd = readlinkSync(`/proc/${pid}/cwd`).replace(/ \(deleted\)$/, '');
-      if (cwd !== root && !cwd.startsWith(`${root}/`)) continue;
-      process.kill(pid, 'SIGKILL');
-      killed.push(pid);
-    } catch {
-      // Gone meanwhile, or not ours to read.
-    }
-  }
-  return killed;
-}
+export { killProcessesUnder, mountsUnder } from './procs.js';
 
 /** The one wait of the tests (test/support/eventually.ts), polling every 200 ms for up to `ms` (60 s). */
 export function until<T>(what: string, fn: () => T | Promise<T>, ms = 60_000): Promise<Exclude<T, NotYet>> {

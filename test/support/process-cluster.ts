@@ -1,14 +1,17 @@
-// A Berth cluster of real processes for the failover scenarios
-// (test/cluster) and the bench (bench/cluster.bench.ts): a real etcd (one or three members), several `berth agent --server`
-// sharing it, and client agents given every server's address. Nothing is
-// waited on by sleeping: each step waits for what the processes print or
-// answer.
+// A Berth cluster of real processes for the multi-node scenarios: the
+// failover ones (test/cluster) and the bench (bench/cluster.bench.ts) run a
+// real etcd (one or three members) and several `berth agent --server` sharing
+// it; the node ones (test/agent/node-drain, partition-fencing) one server on its
+// own store (etcdMembers: 0). Client agents are given every server's address.
+// Nothing is waited on by sleeping: each step waits for what the processes
+// print or answer.
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentRun, freePort, mountsUnder, until } from './agent-run.js';
 import { startEtcd, type EtcdCluster } from './etcd.js';
+import { killProcessesNaming } from './procs.js';
 
 export interface ServerProc {
   name: string;
@@ -17,6 +20,7 @@ export interface ServerProc {
 }
 
 export interface ClusterOptions {
+  /** etcd's members (1 or 3); 0 for no etcd: one server (`servers` 1) keeps its state in its data dir. Default 1. */
   etcdMembers?: number;
   servers?: number;
   clients?: number;
@@ -55,6 +59,10 @@ export class Cluster {
   etcd!: EtcdCluster;
   readonly servers: ServerProc[] = [];
   readonly clients: AgentRun[] = [];
+  /** Each client's data dir (`<dir>/n1`, `<dir>/n2`...), beside `clients`. */
+  readonly clientDirs: string[] = [];
+  /** Each client's node name (`cl-node-1`...), beside `clients`. */
+  readonly clientNames: string[] = [];
   leaseTtl = '3s';
 
   constructor(opts: { nodeToken?: string } = {}) {
@@ -68,9 +76,21 @@ export class Cluster {
    * at once (each start is a second or more of mostly CPU; none waits on another).
    */
   async start(opts: ClusterOptions = {}): Promise<this> {
-    this.etcd = await startEtcd({ members: opts.etcdMembers ?? 1, ...(opts.etcdMaxRequestBytes ? { maxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
+    const members = opts.etcdMembers ?? 1;
+    if (members > 0) this.etcd = await startEtcd({ members, ...(opts.etcdMaxRequestBytes ? { maxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
+    if (members === 0 && (opts.servers ?? 1) !== 1) throw new Error('without etcd a cluster has one server');
+    const store = (): string =>
+      members === 0
+        ? ''
+        : `  lease_ttl = "${opts.leaseTtl ?? '3s'}"
+  store {
+    etcd {
+      endpoints = [${this.etcd.endpoints.map((e) => `"${e}"`).join(', ')}]
+${opts.etcdWriteTimeout ? `      write_timeout = "${opts.etcdWriteTimeout}"\n` : ''}    }
+  }
+`;
     const ports: number[] = [];
-    for (let i = 0; i < (opts.servers ?? 3); i++) ports.push(await freePort());
+    for (let i = 0; i < (opts.servers ?? (members === 0 ? 1 : 3)); i++) ports.push(await freePort());
     this.leaseTtl = opts.leaseTtl ?? '3s';
     const urls = ports.map((p) => `http://127.0.0.1:${p}`);
     const startServer = async (i: number): Promise<ServerProc> => {
@@ -89,14 +109,8 @@ tokens {
 }
 server {
   name      = "${name}"
-  lease_ttl = "${opts.leaseTtl ?? '3s'}"
   heartbeat_ttl = "${opts.heartbeatTtl ?? '5s'}"
-  store {
-    etcd {
-      endpoints = [${this.etcd.endpoints.map((e) => `"${e}"`).join(', ')}]
-${opts.etcdWriteTimeout ? `      write_timeout = "${opts.etcdWriteTimeout}"\n` : ''}    }
-  }
-}
+${store()}}
 log_level = "${opts.serverLogLevel ?? 'debug'}"
 `,
       );
@@ -133,6 +147,8 @@ log_level = "debug"
       const c = new AgentRun(['--client', '--config', config]);
       await c.start();
       c.token = this.mgmt;
+      this.clientDirs[i] = path.join(this.dir, n);
+      this.clientNames[i] = `cl-node-${i + 1}`;
       return c;
     };
     if (ports.length > 0) this.servers.push(await startServer(0));
@@ -212,27 +228,8 @@ log_level = "debug"
       }),
     );
     await this.etcd?.close();
-    for (const pid of pidsWith(this.dir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+    killProcessesNaming(this.dir);
     for (const m of mountsUnder(this.dir).reverse()) spawnSync('umount', ['-l', m]);
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-function pidsWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) out.push(Number(entry));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
 }

@@ -3,7 +3,7 @@
 // run real tasks, the real hostpath plugin and real mounts.
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { Server, type ApiToken } from '../../src/server/index.js';
 import type { Evaluation, JobRegisterResponse } from '../../src/api/index.js';
 import { eventually, type NotYet } from './eventually.js';
 import { registration } from './nomad-jobs.js';
+import { killProcessesNaming, mountsUnder } from './procs.js';
 import { TS_LOADER } from './ts-loader.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
@@ -201,27 +202,13 @@ export function until<T>(what: string, fn: () => T | Promise<T>, ms = 30_000): P
   return eventually(what, fn, { timeoutMs: ms, intervalMs: 50 });
 }
 
-/** Mount points (from /proc/self/mountinfo) under `root`. */
-export function mountsUnder(root: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' ')[4] ?? '')
-    .filter((p) => p === root || p.startsWith(`${root}/`));
-}
-
 /**
  * A test's last word on `dir`: kills every process whose command line names
  * it, unmounts everything below it (deepest first) and removes it. Never
  * throws: what is already gone is fine.
  */
 export function cleanupUnder(dir: string): void {
-  for (const pid of pidsWith(dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  killProcessesNaming(dir);
   for (const m of mountsUnder(dir).reverse()) {
     try {
       execFileSync('umount', ['-l', m]);
@@ -232,20 +219,7 @@ export function cleanupUnder(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** PIDs of processes whose command line contains `needle`. */
-export function pidsWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmd.includes(needle)) out.push(Number(entry));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+export { mountsUnder, pidsWith } from './procs.js';
 
 export function alive(pid: number): boolean {
   try {
