@@ -3,35 +3,28 @@
 // network, host volumes beside CSI volumes: prerun-stages.ts), then tasks;
 // once every task ended (or the allocation is stopped) runs postrun in
 // reverse (volume binds, CSI unmount and release, network); destroy removes
-// the allocation directory. Status goes to `onStatus` as it changes.
+// the allocation directory. Status goes to `onStatus` as it changes. Which
+// hooks and task runners it has is wired in alloc-runner-hooks.ts.
 
-import { describeError, silentLogger, systemClock, type BackoffPolicy, type Clock, type Logger } from '../../lib/index.js';
-import { durationMs, type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
+import { describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import { type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
-import { TaskDirHook } from './task-dir-hook.js';
-import { ArtifactHook } from '../artifact/index.js';
 import type { Bucket } from '../state/index.js';
-import { TemplateHook } from '../template/index.js';
 import {
   forgetTaskRunner,
-  PluginSupervisorHook,
+  type PluginSupervisorHook,
   TASK_EVENTS,
-  TaskRunner,
-  type TaskHook,
+  type TaskRunner,
 } from '../taskrunner/index.js';
 import { AllocRunnerError, type AllocHook, type AllocHookContext, type ResolvedVolume } from './alloc-hook.js';
 import { ALLOC_RUNNERS_BUCKET, jobWithoutMountFlags, type AllocRunnerRecord } from './alloc-records.js';
 import type { AllocRunnerOptions } from './alloc-runner-options.js';
-import { CsiHook } from './csi-hook.js';
-import { DispatchPayloadHook } from './dispatch-payload-hook.js';
-import { HostVolumeHook } from './host-volume-hook.js';
+import { allocHooks, allocRunnerBackoff, wireTaskRunners } from './alloc-runner-hooks.js';
+import { type CsiHook } from './csi-hook.js';
 import { armMaxRunDuration, MAX_RUN_EXCEEDED, maxRunDeadline } from './max-run-duration.js';
-import { NetworkHook } from './network-hook.js';
 import { runPrerunStages, type PrerunStage } from './prerun-stages.js';
-import { singleWriterVolumes } from './single-writer.js';
-import { isEphemeral, lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
-import { missingDriver, taskEnvBuilder, taskPorts, withReason } from './task-setup.js';
-import { VolumeBindsHook, VolumeMountsTaskHook } from './volume-mounts-hook.js';
+import { lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
+import { withReason } from './task-setup.js';
 
 export type { AllocRunnerOptions, AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
 import type { AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
@@ -98,93 +91,16 @@ export class AllocRunner {
     else this.#saveSoon();
     if (this.#record.phase === 'done') this.#cleanedUp();
     this.#allocDir = new AllocDir({ root: opts.allocDirRoot, allocId: this.id, ...(opts.chroot ? { chroot: opts.chroot } : {}), logger: this.#logger });
-    const backoff: BackoffPolicy = {
-      maxAttempts: Infinity,
-      initialDelayMs: opts.retry?.initialDelayMs ?? 500,
-      maxDelayMs: opts.retry?.maxDelayMs ?? 15_000,
-      multiplier: 2,
-      jitter: 0.2,
-    };
-
-    const fenceAfterMs = opts.stopAfterServerDisconnectMs && singleWriterVolumes(group, opts.alloc.index ?? 0).length > 0 ? opts.stopAfterServerDisconnectMs : undefined;
-    for (const task of group.tasks) {
-      const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
-      const taskDir = this.#allocDir.task(task.name);
-      const env = taskEnvBuilder(opts, group, task, taskDir, driver, () => this.#record.network);
-      const hooks: TaskHook[] = [
-        new TaskDirHook({ allocDir: this.#allocDir, task: task.name, driver, logger: this.#logger }),
-        // Nomad's order: the payload is in local/ before volumes, artifacts and templates.
-        ...(task.dispatchPayload && opts.job.payload ? [new DispatchPayloadHook({ file: task.dispatchPayload.file, payload: opts.job.payload, taskDir })] : []),
-        new VolumeMountsTaskHook({ task, driver, taskDir, volumes: this.#volumes, record: this.#record, save: () => this.#save() }),
-        // Artifacts before templates: a template's source may be a fetched file.
-        new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots }),
-        new TemplateHook({ templates: task.templates, taskDir, allocDir: this.#allocDir.dir, fileRoots: opts.fileRoots, clock: this.#clock, logger: this.#logger.child({ task: task.name }), services: opts.serviceCatalog, namespace: opts.alloc.namespace }),
-      ];
-      const shutdownDelay = task.shutdownDelay ?? group.shutdownDelay;
-      if (task.csiPlugin) {
-        const supervisor = new PluginSupervisorHook({
-          alloc: opts.alloc,
-          // Its fields may use run-time `${...}` (the node's ID in a mount dir, say).
-          task: { ...task, csiPlugin: env.build().interpolateAll(task.csiPlugin) },
-          driver,
-          registry: opts.registry,
-          pluginDirRoot: opts.pluginDirRoot,
-          clock: this.#clock,
-          logger: this.#logger.child({ task: task.name, plugin: task.csiPlugin.id }),
-          backoff: { ...backoff, initialDelayMs: Math.min(backoff.initialDelayMs, 100), maxDelayMs: Math.min(backoff.maxDelayMs, 2_000) },
-        });
-        this.#supervisors.set(task.name, supervisor);
-        hooks.push(supervisor);
-      }
-      this.#tasks.set(
-        task.name,
-        new TaskRunner({
-          alloc: opts.alloc,
-          task,
-          jobType: opts.job.type,
-          restartPolicy: group.restart,
-          driver,
-          taskDir,
-          allocDir: this.#allocDir.dir,
-          store: opts.store,
-          hooks,
-          onChange: () => this.#taskChanged(),
-          killTimeoutMs: opts.killTimeoutMs ?? 5_000,
-          taskEnv: env,
-          ephemeral: isEphemeral(task),
-          ...(shutdownDelay ? { shutdownDelayMs: durationMs(shutdownDelay) } : {}),
-          ...(fenceAfterMs ? { fenceAfterMs } : {}),
-          namespace: opts.job.namespace,
-          network: () => this.#record.network,
-          networkMode: group.network.mode,
-          ports: () => taskPorts(this.#record.alloc, group, driver),
-          logger: this.#logger,
-          clock: this.#clock,
-        }),
-      );
-    }
-
-    const drivers: AllocHook = {
-      name: 'task-drivers',
-      prerun: async () => {
-        for (const task of group.tasks) {
-          if (!opts.drivers.has(task.driver)) {
-            throw new AllocRunnerError('ALLOC_DRIVER_MISSING', `task "${task.name}": task driver "${task.driver}" is not available on this node`);
-          }
-        }
-      },
-    };
-    const allocDir: AllocHook = {
-      name: 'alloc-dir',
-      prerun: () => this.#allocDir.build(group.tasks.map((t) => t.name)),
-      destroy: () => this.#allocDir.destroy(),
-    };
-    this.#csiHook = new CsiHook({ csiManager: opts.csiManager, claimer: opts.claimer, clock: this.#clock, logger: this.#logger, backoff });
-    const network = new NetworkHook(opts.network, opts.drivers);
-    const hostVolumes = new HostVolumeHook(opts.hostVolumes ?? {});
-    this.#prerunStages = [[[drivers]], [[allocDir, network, hostVolumes], [this.#csiHook]]];
-    this.#postrunHooks = [new VolumeBindsHook(this.#logger), this.#csiHook, hostVolumes, network];
-    this.#destroyHooks = [allocDir];
+    const wiring = { opts, group, allocDir: this.#allocDir, record: this.#record, clock: this.#clock, logger: this.#logger, backoff: allocRunnerBackoff(opts) };
+    wireTaskRunners({
+      ...wiring,
+      volumes: this.#volumes,
+      save: () => this.#save(),
+      taskChanged: () => this.#taskChanged(),
+      tasks: this.#tasks,
+      supervisors: this.#supervisors,
+    });
+    ({ csiHook: this.#csiHook, prerunStages: this.#prerunStages, postrunHooks: this.#postrunHooks, destroyHooks: this.#destroyHooks } = allocHooks(wiring));
     this.#lifecycle = new TaskLifecycle({
       tasks: group.tasks.map((t) => ({ runner: this.#tasks.get(t.name) as TaskRunner, role: lifecycleRole(t), leader: t.leader === true })),
       logger: this.#logger,
