@@ -1,6 +1,7 @@
 // What raw_exec and exec share: each task runs under a detached executor
 // process (executor.mjs) that outlives the agent; the driver talks to it over
-// its unix socket and reads the kernel's /proc for liveness and stats.
+// its unix socket and reads the kernel's /proc for liveness and stats (a lost
+// or half-started executor: _executor-loss.ts; a task's usage: _task-stats.ts).
 
 import { createHash } from 'node:crypto';
 import { existsSync, utimesSync } from 'node:fs';
@@ -15,8 +16,10 @@ import { DriverError } from './driver-error.js';
 import { commandProblem } from './_command-path.js';
 import { runAsUser } from './_task-user.js';
 import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
-import { ExecutorHosts, readExitRecord, readStartedRecord, spawnExecutor, type StartReport } from './_executor-hosts.js';
-import { environOf, isAlive, kernelUnits, processTree, readStat } from './_proc.js';
+import { ExecutorHosts, readExitRecord, spawnExecutor, type StartReport } from './_executor-hosts.js';
+import { completeSpawnedHandle, executorAlive, lostExecutorExit } from './_executor-loss.js';
+import { environOf, isAlive, readStat } from './_proc.js';
+import { taskUsage } from './_task-stats.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
 import { cgroupLimits, checkMounts, killGroup, killPid, publicExit } from './_host.js';
 import type {
@@ -36,7 +39,6 @@ import type {
 export const EXECUTOR_PATH = fileURLToPath(new URL('./executor.mjs', import.meta.url));
 /** Longest unix socket path Linux takes (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
-const ORPHAN_POLL_MS = 250;
 
 export { isRoot, missingTools } from './_host.js';
 
@@ -64,9 +66,6 @@ export interface ExecutorDriverOptions {
   /** Shared executors only: keep one with room started ahead of need, from the first fingerprint on (the agent's drivers do). */
   spareExecutor?: boolean;
 }
-
-/** How long recoverTask waits for an executor that was still starting its task when the agent died. */
-const START_WAIT_MS = 15_000;
 
 interface TaskRecord {
   handle: TaskHandle;
@@ -241,17 +240,6 @@ export abstract class ExecutorDriver implements TaskDriver {
     return answer;
   }
 
-  /**
-   * Whether the task's executor still runs it: its own process alive, or
-   * (shared) the shared process alive and the task's socket not yet removed
-   * (it goes once the exit is recorded) or the task not yet reported started.
-   */
-  #executorAlive(handle: TaskHandle): boolean {
-    if (!isAlive(handle.executorPid, handle.executorStartTicks)) return false;
-    if (!handle.sharedExecutor) return true;
-    return existsSync(handle.socketPath) || !existsSync(join(handle.stateDir, 'started.json'));
-  }
-
   async recoverTask(saved: TaskHandle): Promise<TaskHandle> {
     this.#alive();
     const known = this.#tasks.get(saved.taskId);
@@ -259,11 +247,11 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (saved.version !== 1 || saved.driver !== this.name || !saved.stateDir || !saved.socketPath) {
       throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskId}: the handle is not a ${this.name} handle`);
     }
-    const handle = saved.taskPid ? { ...saved } : await this.#completeSpawnedHandle(saved);
+    const handle = saved.taskPid ? { ...saved } : await completeSpawnedHandle(saved, this.#clock, this.#untilStopping, (rec) => this.#killCgroup(rec));
     const recorded = readExitRecord(handle);
     if (recorded) {
       this.#tasks.set(handle.taskId, { handle, exit: recorded });
-    } else if (this.#executorAlive(handle) || isAlive(handle.taskPid, handle.taskStartTicks)) {
+    } else if (executorAlive(handle) || isAlive(handle.taskPid, handle.taskStartTicks)) {
       this.#tasks.set(handle.taskId, { handle });
       if (handle.sharedExecutor) this.#hosts?.adopt({ pid: handle.executorPid, startTicks: handle.executorStartTicks, socketPath: handle.sharedExecutor.socketPath });
     } else {
@@ -271,29 +259,6 @@ export abstract class ExecutorDriver implements TaskDriver {
     }
     this.logger.info({ taskId: handle.taskId, task: handle.taskName, exited: Boolean(recorded) }, 'task recovered');
     return { ...handle };
-  }
-
-  /**
-   * A handle recorded at spawn (no task pid yet: the agent died while the
-   * executor was starting the task): fills in the pids from the executor's
-   * started.json, waiting while the executor still runs without one. When
-   * the executor is gone and never wrote it, whatever it may have left in
-   * the task's cgroup is killed and DRIVER_TASK_NOT_RECOVERABLE thrown.
-   */
-  async #completeSpawnedHandle(saved: TaskHandle): Promise<TaskHandle> {
-    const deadline = this.#clock.now() + START_WAIT_MS;
-    for (;;) {
-      const started = readStartedRecord(saved);
-      if (started) return { ...saved, ...started };
-      if (readExitRecord(saved)) return saved;
-      if (!this.#executorAlive(saved) || this.#clock.now() >= deadline) break;
-      await this.#untilStopping.run((signal) => this.#clock.sleep(20, signal));
-    }
-    // A shared executor runs other tasks too: it never got (or lost) this one, and stays.
-    if (!saved.sharedExecutor && isAlive(saved.executorPid, saved.executorStartTicks)) killPid(saved.executorPid, 'SIGKILL');
-    await this.#killCgroup({ handle: saved });
-    await rm(saved.stateDir, { recursive: true, force: true });
-    throw new DriverError('DRIVER_TASK_NOT_RECOVERABLE', `task ${saved.taskName}: its executor ended before it reported the task started`);
   }
 
   async waitTask(taskId: string, opts: { signal?: AbortSignal } = {}): Promise<ExitResult> {
@@ -330,30 +295,12 @@ export abstract class ExecutorDriver implements TaskDriver {
         rec.exit = recorded;
         break;
       }
-      if (this.#executorAlive(rec.handle)) {
+      if (executorAlive(rec.handle)) {
         // Between the socket closing and exit.json landing, or the socket not up yet.
         await this.#clock.sleep(20, signal);
         continue;
       }
-      // The executor is gone without a record (SIGKILLed): nothing captures the task's output or will
-      // record its exit. The task goes with it (group and cgroup) and is reported dead, so that the
-      // restart policy starts it again under a new executor.
-      const wasRunning = isAlive(rec.handle.taskPid, rec.handle.taskStartTicks);
-      if (wasRunning) {
-        this.logger.warn({ taskId: rec.handle.taskId, task: rec.handle.taskName, pid: rec.handle.taskPid }, 'task executor lost; killing the task');
-        killGroup(rec.handle.taskPid, 'SIGKILL');
-      }
-      await this.#killCgroup(rec);
-      for (let i = 0; i < 250 && isAlive(rec.handle.taskPid, rec.handle.taskStartTicks); i++) await this.#clock.sleep(ORPHAN_POLL_MS / 10, signal);
-      rec.exit = {
-        exitCode: -1,
-        signal: wasRunning ? 'SIGKILL' : null,
-        oomKilled: false,
-        message: wasRunning
-          ? "the task's executor was lost (killed); the task was killed with it"
-          : 'the task ended while its executor was gone; its exit status is unknown',
-        finishedAt: this.#clock.now(),
-      };
+      rec.exit = await lostExecutorExit(rec.handle, this.#clock, this.logger, (r) => this.#killCgroup(r), signal);
     }
     return publicExit(rec.exit);
   }
@@ -448,45 +395,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (rec.exit || !isAlive(rec.handle.taskPid, rec.handle.taskStartTicks)) {
       throw new DriverError('DRIVER_TASK_NOT_RUNNING', `task ${rec.handle.taskName} is not running`);
     }
-    const now = this.#clock.now();
-    const percentSince = (totalMs: number): number => {
-      const prev = rec.lastCpu;
-      const percent = prev && now > prev.at ? Math.max(0, ((totalMs - prev.totalMs) / (now - prev.at)) * 100) : 0;
-      rec.lastCpu = { totalMs, at: now };
-      return percent;
-    };
-    if (rec.handle.cgroup && this.#cgroups) {
-      const st = this.#cgroups.stats(rec.handle.cgroup);
-      if (st.pids.length > 0) {
-        return {
-          timestamp: now,
-          source: 'cgroup',
-          cpu: { ...st.cpu, percent: percentSince(st.cpu.totalMs) },
-          memory: st.memory,
-          pids: st.pids,
-        };
-      }
-    }
-    const { clkTck, pageSize } = kernelUnits();
-    const tree = processTree(rec.handle.taskPid);
-    let user = 0;
-    let sys = 0;
-    let rss = 0;
-    for (const p of tree) {
-      user += p.utimeTicks;
-      sys += p.stimeTicks;
-      rss += p.rssPages;
-    }
-    const userMs = (user * 1000) / clkTck;
-    const systemMs = (sys * 1000) / clkTck;
-    const totalMs = userMs + systemMs;
-    return {
-      timestamp: now,
-      source: 'proc',
-      cpu: { userMs, systemMs, totalMs, percent: percentSince(totalMs), throttledPeriods: 0, throttledMs: 0 },
-      memory: { rssBytes: rss * pageSize, cacheBytes: 0, usageBytes: rss * pageSize, maxUsageBytes: 0 },
-      pids: tree.map((p) => p.pid),
-    };
+    return taskUsage(rec, this.#cgroups, this.#clock.now());
   }
 
   async updateTaskResources(taskId: string, resources: TaskResources): Promise<boolean> {
@@ -582,7 +491,7 @@ export abstract class ExecutorDriver implements TaskDriver {
   }
 
   #running(rec: TaskRecord): boolean {
-    return isAlive(rec.handle.taskPid, rec.handle.taskStartTicks) || this.#executorAlive(rec.handle);
+    return isAlive(rec.handle.taskPid, rec.handle.taskStartTicks) || executorAlive(rec.handle);
   }
 
   #alive(): void {

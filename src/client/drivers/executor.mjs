@@ -38,6 +38,9 @@
 // socket); executor-spawn.mjs (how the task is started: raw_exec, exec's
 // namespaces and root, its cgroup); executor-logs.mjs (rotated log files, log
 // monitor mode). Each is copied into dist beside it.
+// One thing past 500 lines: one task's life under its executor (start, lease,
+// kill, exit record, control socket) with the /proc and cgroup steps it takes
+// on the way; the modes, the spawn and the logs are apart (above).
 
 import fs from 'node:fs';
 import net from 'node:net';

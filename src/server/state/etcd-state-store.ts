@@ -1,24 +1,19 @@
-import { Etcd3, type IKeyValue, type IRequestOp, type ICompare, type IWatchResponse, type Watcher } from 'etcd3';
+import { Etcd3, type IRequestOp, type ICompare } from 'etcd3';
 import { describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { etcdFailFast } from './etcd-client-options.js';
-import { publicRow } from './keys.js';
-import { deepFreeze, Txn, View, type Row } from './_store-view.js';
-import { DATA_TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
-import { TableWaiters } from './_table-waiters.js';
-import { decodeRow, isTooLarge, isUnavailable, unavailable, watchedRow, type SentRows, MAX_TXN_OPS, nestOps, prefixEnd, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
+import { Txn, View, type Row } from './_store-view.js';
+import { type BlockOptions, type DataTable, type StateReader, type StateStore, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
+import { isTooLarge, isUnavailable, unavailable, type SentRows, MAX_TXN_OPS, nestOps, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
+import { ETCD_SCHEMA_VERSION, EtcdReplica } from './_etcd-replica.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
 
 export type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
+export { ETCD_SCHEMA_VERSION } from './_etcd-replica.js';
 
-/** The layout version this code writes under `<prefix>/schema`. */
-export const ETCD_SCHEMA_VERSION = 1;
 const DEFAULT_EVENT_HISTORY = 10_000;
 const DEFAULT_WRITE_TIMEOUT_MS = 5_000;
 const DEFAULT_MAX_ATTEMPTS = 64;
-/** How many revisions of etcd history this store lets accumulate before it compacts up to its oldest kept event. */
-const COMPACT_EVERY = 10_000;
-const RANGE_PAGE = 1_000;
 /** At most this many queued writes go into one Txn. */
 const MAX_BATCH_WRITES = 256;
 /** A batch of queued writes stops growing past this many changes and reads. */
@@ -32,13 +27,6 @@ interface PendingWrite {
   reject: (err: unknown) => void;
 }
 
-interface TableState {
-  rows: Map<string, Row>;
-  /** Mod revision of each row (what a write compares). */
-  revs: Map<string, number>;
-  shared: boolean;
-}
-
 /**
  * The StateStore on etcd v3, for several servers sharing one state. Keys
  * under `prefix`: `rows/<table>/<key>` (the row as JSON, secrets included,
@@ -47,7 +35,8 @@ interface TableState {
  * write touching the table puts: its mod revision is the table index), `index` (put by every write:
  * its mod revision is the store index) and `schema`.
  *
- * Reads are served from an in-memory replica of the prefix, loaded by a
+ * Reads are served from an in-memory replica of the prefix (EtcdReplica,
+ * _etcd-replica.ts), loaded by a
  * Range at one revision and kept current by a Watch from the next, so
  * snapshots, blocking reads and the event stream are synchronous and
  * event-driven. The index is the etcd revision: monotonic, but not
@@ -72,35 +61,20 @@ export class EtcdStateStore implements StateStore {
   readonly prefix: string;
   readonly #client: Etcd3;
   readonly #logger: Logger;
-  readonly #eventHistory: number;
   readonly #writeTimeoutMs: number;
   readonly #maxAttempts: number;
   readonly #maxTxnBytes: number;
   readonly #fence: (() => StoreFence | undefined) | undefined;
-  readonly #tables = new Map<DataTable, TableState>();
-  readonly #blocked = new TableWaiters();
-  /** The index of the last write that touched each table (owned by #blocked). */
-  readonly #tableIndexes = this.#blocked.indexes;
-  readonly #revisionWaiters = new Set<{ revision: number; resolve: () => void; reject: (err: Error) => void }>();
-  #events: StoreEvent[] = [];
-  #historyStart = 0;
-  #index = 0;
-  #watcher: Watcher | undefined;
-  #watchConnected = false;
+  /** The rows, indexes and events as this server has seen them. */
+  readonly #replica: EtcdReplica;
   #lastWriteFailed = false;
   #writing = false;
   readonly #pending: PendingWrite[] = [];
   #committing = false;
-  #closed = false;
-  #lastCompact = 0;
-  #reloading: Promise<void> | undefined;
-  /** The rows of the Txn in flight, as sent: the watch brings them back (see watchedRow). */
-  #sent: SentRows | undefined;
 
   private constructor(opts: EtcdStateStoreOptions) {
     this.prefix = (opts.prefix ?? '/berth').replace(/\/+$/, '');
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'state-store', store: 'etcd' });
-    this.#eventHistory = Math.max(1, opts.eventHistory ?? DEFAULT_EVENT_HISTORY);
     this.#writeTimeoutMs = opts.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
     this.#maxAttempts = Math.max(1, opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
     this.#maxTxnBytes = Math.max(64 * 1024, opts.maxTxnBytes ?? DEFAULT_MAX_TXN_BYTES);
@@ -110,7 +84,13 @@ export class EtcdStateStore implements StateStore {
       dialTimeout: this.#writeTimeoutMs,
       ...etcdFailFast,
     });
-    for (const t of DATA_TABLES) this.#tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
+    this.#replica = new EtcdReplica({
+      client: this.#client,
+      prefix: this.prefix,
+      logger: this.#logger,
+      eventHistory: Math.max(1, opts.eventHistory ?? DEFAULT_EVENT_HISTORY),
+      writeTimeoutMs: this.#writeTimeoutMs,
+    });
   }
 
   /**
@@ -123,12 +103,12 @@ export class EtcdStateStore implements StateStore {
     if (opts.endpoints.length === 0) throw new StateStoreError('STORE_UNAVAILABLE', 'no etcd endpoints given');
     const store = new EtcdStateStore(opts);
     try {
-      await store.#load();
+      await store.#replica.load();
     } catch (err) {
       store.#client.close();
       throw err;
     }
-    store.#logger.info({ endpoints: opts.endpoints, prefix: store.prefix, index: store.#index }, 'state loaded');
+    store.#logger.info({ endpoints: opts.endpoints, prefix: store.prefix, index: store.#replica.index }, 'state loaded');
     return store;
   }
 
@@ -140,233 +120,8 @@ export class EtcdStateStore implements StateStore {
     return this.#key('rows', table, key);
   }
 
-  #callOptions(deadlineMs = this.#writeTimeoutMs): { deadline: Date } {
-    return { deadline: new Date(Date.now() + deadlineMs) };
-  }
-
-  /**
-   * Runs one etcd call, again on (likely) another endpoint while etcd answers
-   * "unavailable" (a dead member, a member without leader), until `deadline`.
-   * A retried Txn cannot apply twice unseen: if the first one was applied,
-   * the compares of the retry fail and the write runs again on the new state.
-   */
-  async #retrying<T>(deadline: number, call: (left: number) => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await call(Math.max(1, deadline - Date.now()));
-      } catch (err) {
-        const pause = 25 * 2 ** Math.min(attempt, 4);
-        if (!isUnavailable(err) || this.#closed || Date.now() + pause >= deadline) throw err;
-        await new Promise((r) => setTimeout(r, pause));
-      }
-    }
-  }
-
-  /** Range of the whole prefix at one revision (paged), then a watch from the next. */
-  async #load(): Promise<void> {
-    const start = Buffer.from(`${this.prefix}/`);
-    const end = prefixEnd(start);
-    let revision = 0;
-    let from = start;
-    const kvs: IKeyValue[] = [];
-    const deadline = Date.now() + this.#writeTimeoutMs;
-    try {
-      for (;;) {
-        const page = { key: from, range_end: end, limit: RANGE_PAGE, ...(revision ? { revision } : {}) };
-        const res = await this.#retrying(deadline, (left) => this.#client.kv.range(page, this.#callOptions(left)));
-        if (!revision) revision = Number(res.header.revision);
-        kvs.push(...res.kvs);
-        if (!res.more || res.kvs.length === 0) break;
-        from = Buffer.concat([res.kvs[res.kvs.length - 1]!.key, Buffer.from([0])]);
-      }
-    } catch (err) {
-      throw unavailable(`loading state from etcd`, err);
-    }
-    const tables = new Map<DataTable, TableState>();
-    for (const t of DATA_TABLES) tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
-    const tableIndexes = new Map<TableName, number>();
-    let index = 0;
-    const rowsPrefix = `${this.prefix}/rows/`;
-    const tablesPrefix = `${this.prefix}/tables/`;
-    for (const kv of kvs) {
-      const key = kv.key.toString();
-      if (key === `${this.prefix}/schema`) {
-        const version = Number(kv.value.toString());
-        if (version > ETCD_SCHEMA_VERSION) {
-          throw new StateStoreError('STORE_VERSION', `etcd prefix ${this.prefix} has layout version ${version}, newer than this Berth understands (${ETCD_SCHEMA_VERSION}); upgrade Berth`);
-        }
-      } else if (key === `${this.prefix}/index`) {
-        index = Number(kv.mod_revision);
-      } else if (key.startsWith(tablesPrefix)) {
-        tableIndexes.set(key.slice(tablesPrefix.length) as TableName, Number(kv.mod_revision));
-      } else if (key.startsWith(rowsPrefix)) {
-        const rest = key.slice(rowsPrefix.length);
-        const slash = rest.indexOf('/');
-        const state = tables.get(rest.slice(0, slash) as DataTable);
-        if (!state) continue;
-        const rowKey = rest.slice(slash + 1);
-        state.rows.set(rowKey, decodeRow(kv, key));
-        state.revs.set(rowKey, Number(kv.mod_revision));
-      }
-    }
-    tableIndexes.set('events', index);
-    for (const [t, s] of tables) this.#tables.set(t, s);
-    this.#tableIndexes.clear();
-    for (const [t, i] of tableIndexes) this.#tableIndexes.set(t, i);
-    // A reload (after compaction) keeps the events it has; a first load starts the history here.
-    if (this.#events.length === 0) this.#historyStart = index + 1;
-    const before = this.#index;
-    this.#index = Math.max(this.#index, index);
-    await this.#watch(revision + 1);
-    if (before !== 0) this.#wakeAll();
-  }
-
-  async #watch(fromRevision: number): Promise<void> {
-    const old = this.#watcher;
-    this.#watcher = undefined;
-    if (old) void old.cancel().catch(() => undefined);
-    const watcher = this.#client.watch().prefix(`${this.prefix}/`).startRevision(String(fromRevision)).watcher();
-    this.#watcher = watcher;
-    watcher.on('data', (res: IWatchResponse) => {
-      if (this.#watcher === watcher) this.#apply(res);
-    });
-    watcher.on('connected', () => {
-      if (this.#watcher !== watcher) return;
-      if (!this.#watchConnected) this.#logger.info({ index: this.#index }, 'state watch connected');
-      this.#watchConnected = true;
-    });
-    watcher.on('disconnected', (err: Error) => {
-      if (this.#watcher !== watcher) return;
-      if (this.#watchConnected) this.#logger.warn({ err: describeError(err) }, 'state watch disconnected; reads may be stale until it resumes');
-      this.#watchConnected = false;
-    });
-    watcher.on('error', (err: Error) => {
-      if (this.#watcher !== watcher || this.#closed) return;
-      // A cancelled watch (its start revision was compacted): load the state again.
-      this.#watchConnected = false;
-      this.#logger.warn({ err: describeError(err) }, 'state watch cancelled; reloading the state');
-      this.#reload();
-    });
-    const connected = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(unavailable('starting the state watch', new Error('no answer'))), this.#writeTimeoutMs);
-      watcher.once('connected', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      watcher.once('error', (err: Error) => {
-        clearTimeout(timer);
-        reject(unavailable('starting the state watch', err));
-      });
-    });
-    await connected;
-  }
-
-  #reload(): void {
-    if (this.#reloading || this.#closed) return;
-    this.#reloading = (async () => {
-      for (let attempt = 0; !this.#closed; attempt++) {
-        try {
-          await this.#load();
-          return;
-        } catch (err) {
-          this.#logger.warn({ err: describeError(err), attempt }, 'state reload failed; retrying');
-          await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** attempt)).unref());
-        }
-      }
-    })().finally(() => (this.#reloading = undefined));
-  }
-
-  /** Applies one watch response: every revision in it, in order, each as one write. */
-  #apply(res: IWatchResponse): void {
-    if (this.#closed) return;
-    const rowsPrefix = `${this.prefix}/rows/`;
-    const tablesPrefix = `${this.prefix}/tables/`;
-    let i = 0;
-    const evs = res.events;
-    while (i < evs.length) {
-      const revision = Number(evs[i]!.kv.mod_revision);
-      const touched = new Set<TableName>();
-      const events: StoreEvent[] = [];
-      let isWrite = false;
-      for (; i < evs.length && Number(evs[i]!.kv.mod_revision) === revision; i++) {
-        const ev = evs[i]!;
-        const key = ev.kv.key.toString();
-        if (key === `${this.prefix}/index`) {
-          isWrite = true;
-        } else if (key.startsWith(tablesPrefix)) {
-          touched.add(key.slice(tablesPrefix.length) as TableName);
-        } else if (key.startsWith(rowsPrefix)) {
-          const rest = key.slice(rowsPrefix.length);
-          const slash = rest.indexOf('/');
-          const table = rest.slice(0, slash) as DataTable;
-          const state = this.#tables.get(table);
-          if (!state) continue;
-          const rowKey = rest.slice(slash + 1);
-          if (state.shared) {
-            state.rows = new Map(state.rows);
-            state.revs = new Map(state.revs);
-            state.shared = false;
-          }
-          if (ev.type === 'Put') {
-            let row: Row;
-            try {
-              row = watchedRow(ev.kv, key, this.#sent);
-            } catch (err) {
-              this.#logger.error({ err: describeError(err), key }, 'skipping an unreadable row');
-              continue;
-            }
-            state.rows.set(rowKey, row);
-            state.revs.set(rowKey, revision);
-            events.push(deepFreeze({ index: revision, seq: events.length, topic: table, key: rowKey, op: 'put' as const, row: publicRow(table, row) }));
-          } else {
-            const before = state.rows.get(rowKey);
-            state.rows.delete(rowKey);
-            state.revs.delete(rowKey);
-            events.push(deepFreeze({ index: revision, seq: events.length, topic: table, key: rowKey, op: 'delete' as const, row: publicRow(table, before ?? null) }));
-          }
-        }
-      }
-      if (!isWrite && touched.size === 0 && events.length === 0) continue;
-      touched.add('events');
-      for (const t of touched) this.#tableIndexes.set(t, revision);
-      this.#index = Math.max(this.#index, revision);
-      this.#appendEvents(events);
-      this.#blocked.wake([...touched], revision);
-    }
-    this.#settleRevisionWaiters();
-  }
-
-  #appendEvents(events: StoreEvent[]): void {
-    if (events.length === 0) return;
-    this.#events.push(...events);
-    const excess = this.#events.length - this.#eventHistory;
-    if (excess > this.#eventHistory / 4) this.#events.splice(0, excess);
-    const oldest = this.#events[0]!.index;
-    if (oldest - this.#lastCompact > COMPACT_EVERY) {
-      this.#lastCompact = oldest;
-      // Another server may have compacted further already: that is fine.
-      this.#client.kv.compact({ revision: oldest - 1 }, this.#callOptions()).catch(() => undefined);
-    }
-  }
-
-  #settleRevisionWaiters(): void {
-    for (const w of this.#revisionWaiters) {
-      if (this.#index >= w.revision) {
-        this.#revisionWaiters.delete(w);
-        w.resolve();
-      }
-    }
-  }
-
-  /** Resolves once the replica has applied `revision`; rejects when the store closes. */
-  #caughtUp(revision: number): Promise<void> {
-    if (this.#index >= revision) return Promise.resolve();
-    if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
-    return new Promise((resolve, reject) => this.#revisionWaiters.add({ revision, resolve, reject }));
-  }
-
   get closed(): boolean {
-    return this.#closed;
+    return this.#replica.closed;
   }
 
   /**
@@ -374,28 +129,28 @@ export class EtcdStateStore implements StateStore {
    * or the last write could not reach a quorum. Cleared when both recover.
    */
   get stale(): boolean {
-    return !this.#watchConnected || this.#lastWriteFailed;
+    return !this.#replica.watchConnected || this.#lastWriteFailed;
   }
 
   latestIndex(): number {
-    return this.#index;
+    return this.#replica.index;
   }
 
   #maps(): Map<DataTable, ReadonlyMap<string, Row>> {
     const maps = new Map<DataTable, ReadonlyMap<string, Row>>();
-    for (const [t, s] of this.#tables) maps.set(t, s.rows);
+    for (const [t, s] of this.#replica.tables) maps.set(t, s.rows);
     return maps;
   }
 
   snapshot(): StateReader {
     this.#assertOpen();
-    for (const s of this.#tables.values()) s.shared = true;
-    return new View(this.#index, this.#maps(), new Map(this.#tableIndexes), this.#events, this.#historyStart);
+    for (const s of this.#replica.tables.values()) s.shared = true;
+    return new View(this.#replica.index, this.#maps(), new Map(this.#replica.tableIndexes), this.#replica.events, this.#replica.historyStart);
   }
 
   /** `_opts`: etcd keeps no headroom of Berth's (its own quota is the operator's). */
   write<R>(fn: (txn: WriteTxn) => R, _opts?: WriteOptions): Promise<{ index: number; result: R }> {
-    if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
+    if (this.#replica.closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
     if (this.#writing) return Promise.reject(new StateStoreError('STORE_NESTED_WRITE', 'a state write was started inside another write'));
     return new Promise((resolve, reject) => {
       this.#pending.push({ fn: fn as (txn: WriteTxn) => unknown, resolve: resolve as PendingWrite['resolve'], reject });
@@ -425,20 +180,20 @@ export class EtcdStateStore implements StateStore {
       for (const w of writes) w.reject(err);
     };
     for (let attempt = 1; ; attempt++) {
-      if (this.#closed) return fail(new StateStoreError('STORE_CLOSED', 'the state store was closed'), batch);
+      if (this.#replica.closed) return fail(new StateStoreError('STORE_CLOSED', 'the state store was closed'), batch);
       const keyReads = new Map<string, { table: DataTable; key: string; rev: number }>();
       const tableReads = new Map<DataTable, number>();
       const base = this.#maps();
-      for (const s of this.#tables.values()) s.shared = true;
+      for (const s of this.#replica.tables.values()) s.shared = true;
       const revsAt = new Map<DataTable, ReadonlyMap<string, number>>();
-      for (const [t, s] of this.#tables) revsAt.set(t, s.revs);
-      const tableIndexes = new Map(this.#tableIndexes);
+      for (const [t, s] of this.#replica.tables) revsAt.set(t, s.revs);
+      const tableIndexes = new Map(this.#replica.tableIndexes);
       const txn = new Txn(
-        this.#index + 1,
-        this.#index,
+        this.#replica.index + 1,
+        this.#replica.index,
         base,
         tableIndexes,
-        this.#events,
+        this.#replica.events,
         (table, key) => {
           if (key === undefined) tableReads.set(table, tableIndexes.get(table) ?? 0);
           else {
@@ -446,7 +201,7 @@ export class EtcdStateStore implements StateStore {
             if (!keyReads.has(id)) keyReads.set(id, { table, key, rev: revsAt.get(table)?.get(key) ?? 0 });
           }
         },
-        this.#historyStart,
+        this.#replica.historyStart,
         this.#maxTxnBytes,
       );
       // Each write runs on the changes of the ones before it; one that throws leaves no change behind.
@@ -486,7 +241,7 @@ export class EtcdStateStore implements StateStore {
           else o.w.reject(o.error as Error);
         }
       };
-      if (txn.changes.size === 0) return settle(this.#index);
+      if (txn.changes.size === 0) return settle(this.#replica.index);
 
       if (keyReads.size + tableReads.size > TXN_LEVEL_OPS - 1) {
         // Too many keys to compare one by one: compare their tables' markers (any change to the table moves it).
@@ -529,11 +284,11 @@ export class EtcdStateStore implements StateStore {
       const left = deadline - Date.now();
       if (left <= 0) return fail(unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);
       let res;
-      this.#sent = sent;
+      this.#replica.sent = sent;
       try {
-        res = await this.#retrying(deadline, (ms) => this.#client.kv.txn({ compare, success, failure }, this.#callOptions(Math.min(ms, left))));
+        res = await this.#replica.retrying(deadline, (ms) => this.#client.kv.txn({ compare, success, failure }, this.#replica.callOptions(Math.min(ms, left))));
       } catch (err) {
-        this.#sent = undefined;
+        this.#replica.sent = undefined;
         if (!this.#lastWriteFailed) this.#logger.warn({ err: describeError(err) }, 'state write failed: etcd unavailable');
         this.#lastWriteFailed = true;
         if (isUnavailable(err)) return fail(unavailable('committing a write', err), batch);
@@ -544,15 +299,15 @@ export class EtcdStateStore implements StateStore {
       if (res.succeeded) {
         const index = Number(res.header.revision);
         try {
-          await this.#caughtUp(index);
+          await this.#replica.caughtUp(index);
         } catch (err) {
           return fail(err as Error, batch);
         } finally {
-          this.#sent = undefined;
+          this.#replica.sent = undefined;
         }
         return settle(index);
       }
-      this.#sent = undefined;
+      this.#replica.sent = undefined;
       if (fence) {
         const kv = res.responses[1]?.response_range?.kvs[0];
         if (!kv || kv.create_revision !== String(fence.createRevision)) {
@@ -564,38 +319,26 @@ export class EtcdStateStore implements StateStore {
       }
       const latest = Number(res.responses[0]?.response_range?.kvs[0]?.mod_revision ?? 0);
       try {
-        await this.#caughtUp(latest);
+        await this.#replica.caughtUp(latest);
       } catch (err) {
         return fail(err as Error, batch);
       }
     }
   }
 
-  /** After a reload: wake every waiter whose tables moved. */
-  #wakeAll(): void {
-    this.#blocked.wakeAll();
-    this.#settleRevisionWaiters();
-  }
-
   blockUntil(tables: readonly TableName[], afterIndex: number, opts: BlockOptions = {}): Promise<number> {
-    if (this.#closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
-    return this.#blocked.block(tables, afterIndex, opts);
+    if (this.#replica.closed) return Promise.reject(new StateStoreError('STORE_CLOSED', 'the state store is closed'));
+    return this.#replica.blocked.block(tables, afterIndex, opts);
   }
 
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#blocked.closeAll();
-    for (const w of this.#revisionWaiters) w.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
+    if (this.#replica.closed) return;
+    this.#replica.close();
     for (const w of this.#pending.splice(0)) w.reject(new StateStoreError('STORE_CLOSED', 'the state store was closed'));
-    this.#revisionWaiters.clear();
-    const watcher = this.#watcher;
-    this.#watcher = undefined;
-    void (watcher ? watcher.cancel().catch(() => undefined) : Promise.resolve()).finally(() => this.#client.close());
     this.#logger.info({ prefix: this.prefix }, 'state closed');
   }
 
   #assertOpen(): void {
-    if (this.#closed) throw new StateStoreError('STORE_CLOSED', 'the state store is closed');
+    if (this.#replica.closed) throw new StateStoreError('STORE_CLOSED', 'the state store is closed');
   }
 }
