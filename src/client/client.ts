@@ -3,7 +3,8 @@
 // restores the allocation runners of a previous run, links the node to the
 // servers (_server-link.ts: registration and heartbeats, the node connection
 // that answers their calls, the watch of the node's allocations) and runs one
-// allocation runner for each allocation, reporting their status back.
+// allocation runner for each allocation, reporting their status back (the
+// allocation sync, _alloc-sync.ts: the runners made, the server's list acted on).
 
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -19,15 +20,8 @@ import {
 } from '../lib/index.js';
 import {
   isClientTerminal,
-  type Allocation,
-  type Job,
   type NodeEvent,
 } from '../structs/index.js';
-import {
-  AllocRunner,
-  type AllocRunnerOptions,
-  type AllocStatusUpdate,
-} from './allocrunner/index.js';
 import { ChrootCache } from './allocdir/index.js';
 import { CsiManager } from './csimanager/index.js';
 import { AllocGarbageCollector } from './gc/index.js';
@@ -40,23 +34,21 @@ import {
   NodeRpcHandler,
   ServerApi,
   StatusReporter,
-  type AllocUpdate,
   type AllocWatcher,
   type NodeConnection,
   type NodeRegistration,
 } from './serverconn/index.js';
 import { SqliteClientStateStore, type ClientStateStore } from './state/index.js';
-import { loadNode, noteAllocIndex, serverLink, startServerLink, type NodeRecord } from './_server-link.js';
+import { loadNode, serverLink, startServerLink, type NodeRecord } from './_server-link.js';
 import { NodeFingerprinter } from './_fingerprint.js';
 import { NODE_META_BUCKET, NodeMeta, type NodeMetaView } from './_node-meta.js';
 import { volumeStatsCollector } from './_volume-stats.js';
 import { ServiceChecks } from './_service-checks.js';
 import { ServiceCatalog } from './template/index.js';
-import { applyAllocList } from './_alloc-list.js';
+import { AllocSync } from './_alloc-sync.js';
 import { collectAlloc, diskUsagePercent, gcCandidates, GC_BUCKET } from './_alloc-gc.js';
 import { drainRunners } from './_drain.js';
-import { ownedTasks, reconcileVolumes, restoreRunners } from './_restore.js';
-import { allocRunnerOptions } from './_alloc-runner-options.js';
+import { ownedTasks, restoreRunners } from './_restore.js';
 import type { VolumeStatsCollector } from './volumestats/index.js';
 
 import { ClientError, type AllocRunnerHandle, type ClientOptions, type ClientState, type RunnerEntry } from './_client-types.js';
@@ -111,7 +103,7 @@ export class Client {
   #checks: ServiceChecks | undefined;
   #catalog: ServiceCatalog | undefined;
   #node: NodeRecord | undefined;
-  #serverListReceived = false;
+  #sync: AllocSync | undefined;
   readonly #drainProblems: string[] = [];
   #gc: AllocGarbageCollector | undefined;
   #volumeStats: VolumeStatsCollector | undefined;
@@ -141,7 +133,7 @@ export class Client {
 
   /** Whether the server's allocation list has been received since start. */
   get serverListReceived(): boolean {
-    return this.#serverListReceived;
+    return this.#sync?.serverListReceived ?? false;
   }
 
   /** The IDs of the allocations with a runner now. */
@@ -293,6 +285,32 @@ export class Client {
         logger: this.#root,
       });
 
+      this.#sync = new AllocSync({
+        opts: this.#opts,
+        runners: this.#runners,
+        leaving: this.#leaving,
+        collected: this.#collected,
+        statusListeners: this.#statusListeners,
+        store,
+        node: this.#node,
+        drivers: this.#drivers,
+        registry: this.#registry,
+        csiManager: this.#csi,
+        network: this.#network,
+        claimer: this.#claimer,
+        hostVolumes: this.#hostVolumes,
+        catalog: this.#catalog,
+        chroot: this.#chroot,
+        fingerprinter: this.#fingerprinter,
+        meta: this.#meta,
+        checks: this.#checks,
+        reporter: this.#reporter,
+        clock: this.#clock,
+        root: this.#root,
+        log: this.#log,
+        signal: this.#stopping.signal,
+        track: (p) => this.#track(p),
+      });
       await this.#restoreRunners(store);
       // Networks of allocations that ended while the agent was down are detached; running ones re-adopted.
       await this.#network.restore(new Set([...this.#runners.values()].filter((e) => !isClientTerminal(e.runner.status().clientStatus)).map((e) => e.alloc.id)));
@@ -330,7 +348,7 @@ export class Client {
           for (const d of this.#drivers.values()) d.renewLeases?.();
         },
         handler: new NodeRpcHandler({ csi: this.#csi, store, logger: this.#root, hostVolumes: this.#hostVolumes }),
-        onAllocations: (update, index) => this.#onAllocations(update, index),
+        onAllocations: (update, index) => (this.#sync as AllocSync).onAllocations(update, index),
         clock: this.#clock,
         logger: this.#root,
       });
@@ -423,90 +441,8 @@ export class Client {
 
   /** Recreates the runners of a previous run (from their own records) and reattaches their tasks; tears nothing down. */
   async #restoreRunners(store: ClientStateStore): Promise<void> {
-    await restoreRunners(store, (alloc, job) => this.#newRunner(alloc, job), this.#log);
-  }
-
-  #newRunner(alloc: Allocation, job: Job): RunnerEntry {
-    const create = this.#opts.createAllocRunner ?? ((o: AllocRunnerOptions) => new AllocRunner(o));
-    const runner = create(
-      allocRunnerOptions(
-        this.#opts,
-        {
-          drivers: this.#drivers,
-          registry: this.#registry as PluginRegistry,
-          csiManager: this.#csi as CsiManager,
-          network: this.#network as NetworkManager,
-          claimer: this.#claimer as HttpVolumeClaimer,
-          onStatus: (u) => this.#onStatus(u),
-          dynamicHostVolumes: Object.fromEntries(Object.entries(this.#hostVolumes?.volumes() ?? {}).map(([name, v]) => [name, v.path])),
-          store: this.#store as ClientStateStore,
-          catalog: this.#catalog,
-          chroot: this.#chroot,
-          attributes: this.#fingerprinter.last?.attributes ?? this.#opts.attributes ?? {},
-          meta: this.#meta.merged(),
-          logger: this.#root,
-          clock: this.#clock,
-        },
-        alloc,
-        job,
-      ),
-    );
-    const entry: RunnerEntry = { alloc, job, runner, started: Promise.resolve(), awaitingServer: false };
-    this.#runners.set(alloc.id, entry);
-    return entry;
-  }
-
-  #onStatus(u: AllocStatusUpdate): void {
-    const base = { id: u.allocId, clientStatus: u.clientStatus, clientDescription: u.clientDescription, taskStates: u.taskStates };
-    const report = this.#checks ? this.#checks.statusChanged(u) : base;
-    this.#reporter?.report({ ...report, ...(u.network ? { network: u.network } : {}) });
-    for (const l of this.#statusListeners) l();
-  }
-
-  /** A change of the server's list: the authority on what runs here. Runs one change at a time (AllocWatcher). */
-  async #onAllocations(update: AllocUpdate, index: number): Promise<void> {
-    if (this.#stopping.signal.aborted) return;
-    const store = this.#store as ClientStateStore;
-    applyAllocList(
-      {
-        runners: this.#runners,
-        leaving: this.#leaving,
-        collected: this.#collected,
-        newRunner: (alloc, job) => this.#newRunner(alloc, job),
-        reporter: this.#reporter,
-        registry: this.#registry as PluginRegistry,
-        clock: this.#clock,
-        log: this.#log,
-        handoverTimeoutMs: this.#opts.handoverTimeoutMs ?? 60_000,
-        signal: this.#stopping.signal,
-        track: (p) => this.#track(p),
-      },
-      update,
-    );
-    // Collected allocations the server has forgotten too need no tombstone any more.
-    for (const allocId of [...this.#collected]) {
-      if (update.current.has(allocId)) continue;
-      this.#collected.delete(allocId);
-      store.bucket<true>(GC_BUCKET).delete(allocId);
-    }
-    noteAllocIndex(store, this.#node as NodeRecord, index);
-    if (!this.#serverListReceived) {
-      this.#serverListReceived = true;
-      this.#log.info({ allocations: update.current.size, index }, 'first allocation list from the server');
-      this.#track(this.#reconcileVolumes());
-    }
-  }
-
-  /** After the first server list: the CSI volumes reconciled with it (see reconcileVolumes). */
-  async #reconcileVolumes(): Promise<void> {
-    await reconcileVolumes({
-      store: this.#store as ClientStateStore,
-      csiManager: this.#csi as CsiManager,
-      runners: this.#runners,
-      signal: this.#stopping.signal,
-      root: this.#root,
-      log: this.#log,
-    });
+    const sync = this.#sync as AllocSync;
+    await restoreRunners(store, (alloc, job) => sync.newRunner(alloc, job), this.#log);
   }
 
   // ---- teardown ----------------------------------------------------------------------

@@ -5,6 +5,9 @@
 // reverse (volume binds, CSI unmount and release, network); destroy removes
 // the allocation directory. Status goes to `onStatus` as it changes. Which
 // hooks and task runners it has is wired in alloc-runner-hooks.ts.
+// One thing past 500 lines: one allocation's lifecycle (run, restore, update,
+// stop, destroy) over one state, and what other parts ask of it (status,
+// mounts, events, its tasks); its wiring, records and stages are apart.
 
 import { describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';

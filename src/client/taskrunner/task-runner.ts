@@ -1,18 +1,20 @@
 // The task runner: runs one task of an allocation through its driver, with
 // hooks around each start (prestart / poststart / exited / stop), the group's
 // restart policy, and a persisted task state with its event trail (Nomad's
-// client/allocrunner/taskrunner).
+// client/allocrunner/taskrunner). One start of the task (prestart hooks, the
+// driver's start, poststart hooks) is in task-start.ts.
 
-import { AbortedError, BerthError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type Task, type TaskState } from '../../structs/index.js';
 import type { TaskEnv, TaskEnvBuilder } from '../taskenv/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
-import type { RunnerDriver, RunnerExitResult, RunnerTaskConfig, RunnerTaskHandle } from './driver-port.js';
+import type { RunnerDriver, RunnerExitResult } from './driver-port.js';
 import { RestartTracker } from './restart-tracker.js';
-import { defaultTaskEnv, runnerResources, runnerTaskConfig } from './task-config.js';
+import { defaultTaskEnv, runnerResources } from './task-config.js';
 import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
-import type { TaskHookContext, TaskLifecycle, PrestartRequest } from './task-hook.js';
+import type { TaskHookContext, TaskLifecycle } from './task-hook.js';
 import { TaskRunnerError } from './task-runner-error.js';
+import { poststart, startOnce, type TaskStartPort } from './task-start.js';
 
 export { TaskRunnerError, type TaskRunnerErrorCode } from './task-runner-error.js';
 export type { PrestartRequest, TaskHook, TaskHookContext, TaskLifecycle } from './task-hook.js';
@@ -299,7 +301,7 @@ export class TaskRunner implements TaskLifecycle {
           const ctx = this.#hookContext();
           if (!recovered) {
             try {
-              await this.#startOnce(ctx);
+              await startOnce(this.#startPort(), ctx);
             } catch (err) {
               this.#runAbort.abort();
               this.#firstStart.resolve();
@@ -317,7 +319,7 @@ export class TaskRunner implements TaskLifecycle {
             }
           }
           this.#firstStart.resolve();
-          await this.#poststart(ctx, recovered);
+          await poststart(this.#startPort(), ctx, recovered);
           recovered = false;
           overran = this.#watchRunDuration(ctx.signal);
           const taskId = this.#record.taskId as string;
@@ -427,89 +429,37 @@ export class TaskRunner implements TaskLifecycle {
     return flag;
   }
 
-  async #startOnce(ctx: TaskHookContext): Promise<void> {
-    const req: PrestartRequest = { env: {}, mounts: [], taskEnv: this.#env.build({}, this.#task) };
-    this.#record.state.state = 'pending';
-    this.#eventSoon(TASK_EVENTS.settingUp, 'Building the task directory and running prestart hooks');
-    const signal = AbortSignal.any([this.#killAbort.signal, ctx.signal]);
-    for (const hook of this.#opts.hooks) {
-      if (!hook.prestart) continue;
-      req.taskEnv = this.#env.build(req.env, this.#task);
-      try {
-        await hook.prestart(req, { ...this.#hookContext(), signal });
-      } catch (err) {
-        if (err instanceof BerthError && err.code !== 'ABORTED') throw err;
-        throw new TaskRunnerError('TASK_BAD_CONFIG', `prestart hook ${hook.name} failed: ${describeError(err)}`, { cause: err });
-      }
-      if (this.killing) throw new AbortedError('the task was killed while it was being set up');
-    }
-    this.#runEnv = this.#env.build(req.env, this.#task);
-    const cfg = this.#taskConfig(req, this.#runEnv);
-    let handle: RunnerTaskHandle;
-    let recordedAtSpawn = false;
-    try {
-      handle = await this.driver.startTask(cfg, {
-        signal,
-        // Recorded before the task can run: an agent killed during the start finds and adopts it (restore()).
-        onSpawned: (spawned) => {
-          this.#record.handle = spawned;
-          this.#record.taskId = cfg.id;
-          this.#persist();
-          recordedAtSpawn = true;
-        },
-        // What the driver does meanwhile (docker: the image pull and its progress), as Nomad's 'Driver' events.
-        onEvent: (e) => this.#eventSoon(e.type, e.message, e.details ?? {}),
-      });
-    } catch (err) {
-      if (this.#record.taskId === cfg.id) {
-        this.#record.handle = undefined;
-        this.#record.taskId = undefined;
-        this.#persist();
-      }
-      throw new TaskRunnerError('TASK_DRIVER_FAILED', `driver ${this.driver.name} failed to start the task: ${describeError(err)}`, {
-        cause: err,
-        recoverable: (err as { recoverable?: unknown }).recoverable !== false,
-      });
-    }
-    this.#record.handle = handle;
-    this.#record.taskId = cfg.id;
-    this.#record.state.state = 'running';
-    this.#record.state.startedAt = this.#clock.now();
-    const started = `Task started by driver ${this.driver.name}`;
-    // With a handle put before the spawn (onSpawned), what a crash loses from here restore() makes good;
-    // a driver without onSpawned (an external plugin) gives its handle only now, and it must land.
-    if (recordedAtSpawn) this.#eventSoon(TASK_EVENTS.started, started, { attempt: String(this.#record.attempt) });
-    else this.event(TASK_EVENTS.started, started, { attempt: String(this.#record.attempt) });
-    // A kill that arrived while the driver was starting the task stops it now.
-    if (this.killing) await this.#stopProcess();
-  }
-
-  async #poststart(ctx: TaskHookContext, recovered: boolean): Promise<void> {
-    for (const hook of this.#opts.hooks) {
-      if (!hook.poststart) continue;
-      await hook.poststart({ ...ctx, recovered }).catch((err: unknown) => {
-        this.#logger.error({ hook: hook.name, err: describeError(err) }, 'poststart hook failed');
-        this.event(TASK_EVENTS.setupFailure, `poststart hook ${hook.name} failed: ${describeError(err)}`);
-      });
-    }
-  }
-
-  #taskConfig(req: PrestartRequest, taskEnv: TaskEnv): RunnerTaskConfig {
-    const task = this.#task;
-    const { cfg, unresolved } = runnerTaskConfig({
-      ...this.#opts,
-      task,
+  /** What a start (task-start.ts) reads and calls of this runner. */
+  #startPort(): TaskStartPort {
+    const task = (): Task => this.#task;
+    const killing = (): boolean => this.killing;
+    const killTimeoutMs = (): number => this.#killTimeoutMs;
+    return {
+      opts: this.#opts,
+      get task() {
+        return task();
+      },
       driver: this.driver,
-      attempt: this.#record.attempt + 1,
-      taskEnv,
-      mounts: req.mounts,
-      killTimeoutMs: this.#killTimeoutMs,
-    });
-    this.#record.attempt += 1;
-    if (unresolved.length && this.#record.attempt === 1) {
-      this.event(TASK_EVENTS.interpolationUnresolved, `Left as written (no such run-time value): ${unresolved.join(', ')}`, { references: unresolved.join(' ') });
-    }
-    return cfg;
+      record: this.#record,
+      env: this.#env,
+      clock: this.#clock,
+      logger: this.#logger,
+      killSignal: this.#killAbort.signal,
+      get killing() {
+        return killing();
+      },
+      get killTimeoutMs() {
+        return killTimeoutMs();
+      },
+      setRunEnv: (env) => {
+        this.#runEnv = env;
+      },
+      hookContext: () => this.#hookContext(),
+      event: (type, message, details) => this.event(type, message, details),
+      eventSoon: (type, message, details) => this.#eventSoon(type, message, details),
+      persist: () => this.#persist(),
+      stopProcess: () => this.#stopProcess(),
+    };
   }
 
   async #stopProcess(): Promise<void> {
