@@ -28,6 +28,7 @@ import { ServiceReaper } from './services/index.js';
 import { openEtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 import { ControllerConditions, DriftWatcher, VolumeDoctor, VolumeHealthService } from './volumehealth/index.js';
+import { LeaderTerm } from './leader-term.js';
 
 export interface ServerOptions {
   /** Directory for the state file (`state.db`); created when missing. One of this, `etcd` or `store`. */
@@ -451,82 +452,5 @@ export class Server {
     await step('connections', () => this.#connections?.closeAll());
     if (this.#ownsStore) await step('store', () => this.#store?.close());
     this.#address = undefined;
-  }
-}
-
-/** The loops one leader term runs, started together and stopped in reverse. */
-class LeaderTerm {
-  readonly nodes: NodeService;
-  readonly #plugins: PluginService;
-  readonly #claimWatcher: ClaimWatcher;
-  readonly #worker: EvalWorker;
-  readonly gc: GarbageCollector;
-  readonly #periodic: PeriodicDispatcher;
-  readonly #deployments: DeploymentWatcher;
-  readonly #drainer: NodeDrainer;
-  readonly #conditions: ControllerConditions;
-  readonly #drift: DriftWatcher;
-  readonly #services: ServiceReaper;
-  started = false;
-
-  constructor(parts: {
-    nodes: NodeService;
-    plugins: PluginService;
-    claimWatcher: ClaimWatcher;
-    worker: EvalWorker;
-    gc: GarbageCollector;
-    drainer: NodeDrainer;
-    periodic: PeriodicDispatcher;
-    deployments: DeploymentWatcher;
-    conditions: ControllerConditions;
-    drift: DriftWatcher;
-    services: ServiceReaper;
-  }) {
-    this.nodes = parts.nodes;
-    this.#plugins = parts.plugins;
-    this.#claimWatcher = parts.claimWatcher;
-    this.#worker = parts.worker;
-    this.gc = parts.gc;
-    this.#periodic = parts.periodic;
-    this.#deployments = parts.deployments;
-    this.#drainer = parts.drainer;
-    this.#conditions = parts.conditions;
-    this.#drift = parts.drift;
-    this.#services = parts.services;
-  }
-
-  /**
-   * Starts plugin derivation, node TTLs, the claim watcher (resuming
-   * releases), the evaluation worker, the garbage collector, the periodic
-   * dispatcher, the deployment watcher, the controller condition loop and the drift watcher.
-   */
-  async start(): Promise<void> {
-    this.started = true;
-    await this.#plugins.start();
-    await this.nodes.start();
-    await this.#claimWatcher.start();
-    await this.#worker.start();
-    await this.gc.start();
-    await this.#periodic.start();
-    await this.#deployments.start();
-    await this.#drainer.start();
-    await this.#conditions.start();
-    await this.#drift.start();
-    await this.#services.start();
-  }
-
-  /** Stops them in reverse and waits for in-flight work. Safe twice. */
-  async stop(): Promise<void> {
-    await this.#services.stop();
-    await this.#drift.stop();
-    await this.#conditions.stop();
-    await this.#drainer.stop();
-    await this.#deployments.stop();
-    await this.#periodic.stop();
-    await this.gc.stop();
-    await this.#worker.stop();
-    await this.#claimWatcher.stop();
-    await this.nodes.stop();
-    await this.#plugins.stop();
   }
 }

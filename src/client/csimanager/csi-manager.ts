@@ -1,10 +1,9 @@
 // The CSI manager: follows the plugin registry, runs one instance manager per
 // (type, plugin name), reports every change of health or fingerprint to the
 // node, and keeps one volume manager per node plugin (Nomad's
-// client/pluginmanager/csimanager).
+// client/pluginmanager/csimanager; the volume managers' table is in
+// node-volume-managers.ts).
 
-import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { CsiClient, type NodeCapability } from '../../csi/index.js';
 import {
   BACKOFF,
@@ -22,9 +21,10 @@ import {
 import type { CsiPluginReport, CsiPluginType, NodeEvent } from '../../structs/index.js';
 import type { PluginEvent, RegisteredPlugin, SubscribeOptions } from '../dynamicplugins/index.js';
 import type { ClientStateStore } from '../state/index.js';
-import { VolumeManager, type VolumeManagerOptions } from '../volumes/index.js';
+import type { VolumeManager } from '../volumes/index.js';
 import { CsiManagerError } from './errors.js';
 import { InstanceManager, type InstanceChange } from './instance-manager.js';
+import { NodeVolumeManagers, type ManagedVolumeManager, type VolumeManagerParams } from './node-volume-managers.js';
 import type { PluginWaitOptions } from './volume-managers.js';
 
 /** What the CSI manager needs of the plugin registry (PluginRegistry has it all). */
@@ -35,26 +35,6 @@ export interface PluginSource {
   registrations(type: CsiPluginType, name: string): RegisteredPlugin[];
   /** Every change from now on, in order, until the signal fires. */
   subscribe(opts: SubscribeOptions): AsyncIterable<PluginEvent>;
-}
-
-/**
- * What the CSI manager gives a node plugin's volume manager when it builds
- * one. Its `getClient` throws CsiManagerError (CSI_PLUGIN_NOT_FOUND,
- * CSI_PLUGIN_UNHEALTHY) when no healthy instance serves, so that no volume
- * call is sent to an unhealthy plugin; `getCapabilities` is [] before the
- * first fingerprint.
- */
-export type VolumeManagerParams = Pick<
-  VolumeManagerOptions,
-  'pluginId' | 'getClient' | 'store' | 'mountRoot' | 'pluginMountRoot' | 'getCapabilities' | 'logger' | 'clock'
->;
-
-/** The lifecycle the CSI manager drives on a volume manager. */
-export interface ManagedVolumeManager {
-  /** Loads records; must not tear anything down. */
-  start(): Promise<void>;
-  /** Waits for in-flight calls; safe twice. */
-  stop(): Promise<void>;
 }
 
 export interface CsiManagerOptions<VM extends ManagedVolumeManager = VolumeManager> {
@@ -106,15 +86,6 @@ interface Slot {
   lastReport: string;
 }
 
-interface VolumeManagerEntry<VM> {
-  vm: VM | undefined;
-  starting: Promise<void>;
-  ready: boolean;
-  error: unknown;
-  /** The plugin's mount root on this host, resolved. */
-  mountRoot?: string;
-}
-
 const slotKey = (type: CsiPluginType, name: string): string => `${type}/${name}`;
 
 /**
@@ -134,7 +105,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #slots = new Map<string, Slot>();
-  readonly #volumeManagers = new Map<string, VolumeManagerEntry<VM>>();
+  readonly #volumeManagers: NodeVolumeManagers<VM>;
   readonly #retiring = new Set<Promise<void>>();
   readonly #changeListeners = new Set<() => void>();
   readonly #life: Lifecycle;
@@ -146,6 +117,16 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     this.#life = new Lifecycle({
       logger: this.#logger,
       refuse: () => new CsiManagerError('CSI_MANAGER_STOPPED', '', 'the CSI manager was stopped and cannot start again'),
+    });
+    this.#volumeManagers = new NodeVolumeManagers<VM>({
+      store: opts.store,
+      createVolumeManager: opts.createVolumeManager,
+      csiRoot: opts.csiRoot,
+      logger: this.#logger,
+      clock: this.#clock,
+      servingClient: (name) => this.#servingClient(name),
+      servingNodeCapabilities: (name) => this.#servingNodeCapabilities(name),
+      onReady: () => this.#notify(),
     });
   }
 
@@ -189,10 +170,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     await Promise.allSettled([
       ...instances.map((i) => i.stop()),
       ...this.#retiring,
-      ...[...this.#volumeManagers.values()].map(async (e) => {
-        await e.starting;
-        await e.vm?.stop();
-      }),
+      ...this.#volumeManagers.stopAll(),
     ]);
   }
 
@@ -259,10 +237,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
    * records are still loading.
    */
   volumeManagerForTeardown(id: string): VM {
-    const entry = this.#volumeManagers.get(id);
-    if (!entry?.vm) throw new CsiManagerError('CSI_PLUGIN_NOT_FOUND', id, `CSI plugin "${id}" has no volume manager on this node`);
-    if (!entry.ready) throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', id, `CSI plugin "${id}" is not ready: its volume manager is still loading its records`);
-    return entry.vm;
+    return this.#volumeManagers.forTeardown(id);
   }
 
   /** The node capabilities of the instance serving node plugin `pluginId` ([] before its first fingerprint, or when none runs). */
@@ -272,7 +247,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
 
   /** Each node plugin's mount root on this host (under it, its stagings and publications), for the mount inventory. */
   mountRoots(): Array<{ pluginId: string; root: string }> {
-    return [...this.#volumeManagers].flatMap(([pluginId, e]) => (e.mountRoot ? [{ pluginId, root: e.mountRoot }] : []));
+    return this.#volumeManagers.mountRoots();
   }
 
   /** The current report of every plugin, by type and plugin ID, for a node fingerprint. */
@@ -353,7 +328,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     const slot: Slot = { type: plugin.type, name: plugin.name, current: this.#instance(plugin), previous: undefined, lastReport: '' };
     this.#slots.set(key, slot);
     this.#logger.info({ type: plugin.type, plugin: plugin.name, allocId: plugin.allocId, why }, 'plugin instance added');
-    if (plugin.type === 'csi-node') this.#ensureVolumeManager(plugin);
+    if (plugin.type === 'csi-node') this.#volumeManagers.ensure(plugin);
     this.#event(slot, slot.current, `CSI ${plugin.type} plugin "${plugin.name}" registered by allocation ${plugin.allocId}`);
     this.#pushReport(slot);
     slot.current.start();
@@ -524,47 +499,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     });
   }
 
-  // ---- volume managers ------------------------------------------------------
-
-  #ensureVolumeManager(plugin: RegisteredPlugin): void {
-    if (this.#volumeManagers.has(plugin.name)) return;
-    const mountRoot = plugin.options.mountRoot ?? (this.#opts.csiRoot ? path.join(this.#opts.csiRoot, 'node', safeName(plugin.name)) : undefined);
-    const entry: VolumeManagerEntry<VM> = { vm: undefined, starting: Promise.resolve(), ready: false, error: undefined, ...(mountRoot ? { mountRoot: path.resolve(mountRoot) } : {}) };
-    this.#volumeManagers.set(plugin.name, entry);
-    if (!mountRoot) {
-      this.#logger.warn({ plugin: plugin.name }, 'node plugin registration names no mount root; it cannot mount volumes');
-      return;
-    }
-    const name = plugin.name;
-    const params: VolumeManagerParams = {
-      pluginId: name,
-      getClient: () => this.#servingClient(name),
-      store: this.#opts.store,
-      mountRoot,
-      getCapabilities: () => this.#servingNodeCapabilities(name),
-      logger: this.#logger,
-      clock: this.#clock,
-    };
-    if (plugin.options.pluginMountRoot) params.pluginMountRoot = plugin.options.pluginMountRoot;
-    try {
-      entry.vm = this.#opts.createVolumeManager ? this.#opts.createVolumeManager(params) : (new VolumeManager(params) as unknown as VM);
-    } catch (err) {
-      entry.error = err;
-      this.#logger.error({ plugin: name, err: describeError(err) }, 'cannot create the volume manager');
-      return;
-    }
-    const vm = entry.vm;
-    entry.starting = vm.start().then(
-      () => {
-        entry.ready = true;
-        this.#notify();
-      },
-      (err: unknown) => {
-        entry.error = err;
-        this.#logger.error({ plugin: name, err: describeError(err) }, 'volume manager failed to start');
-      },
-    );
-  }
+  // ---- what the volume managers ask of the serving instance ------------------
 
   #servingClient(name: string): CsiClient {
     const slot = this.#slots.get(slotKey('csi-node', name));
@@ -584,11 +519,3 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   }
 }
 
-/** A plugin name made safe as one path component: escaped, or hashed when that is not enough. */
-export function safeName(name: string): string {
-  const escaped = name.replace(/[^A-Za-z0-9_.-]/g, (c) => `%${c.codePointAt(0)!.toString(16).padStart(2, '0')}`);
-  if (escaped === '' || escaped === '.' || escaped === '..' || escaped.length > 120) {
-    return `h-${createHash('sha256').update(name).digest('hex').slice(0, 32)}`;
-  }
-  return escaped;
-}

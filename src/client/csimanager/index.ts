@@ -2,13 +2,11 @@
 // and one volume manager per node plugin.
 export {
   CsiManager,
-  safeName,
   type CsiManagerOptions,
   type CsiManagerState,
   type PluginSource,
-  type VolumeManagerParams,
-  type ManagedVolumeManager,
 } from './csi-manager.js';
+export { safeName, type VolumeManagerParams, type ManagedVolumeManager } from './node-volume-managers.js';
 export { InstanceManager, type InstanceChange, type InstanceState, type InstanceManagerOptions } from './instance-manager.js';
 export type { VolumeManagers, VolumeMounter, PluginWaitOptions } from './volume-managers.js';
 export { CsiManagerError, type CsiManagerErrorCode } from './errors.js';

@@ -10,7 +10,8 @@ export {
   type LaunchedDriverPlugin,
   type ConfigEncoder,
 } from './driver-manager.js';
-export { ExternalTaskDriver, berthCapabilities, type DriverPluginSlot, type ExternalTaskDriverOptions } from './external-task-driver.js';
+export { ExternalTaskDriver, type DriverPluginSlot, type ExternalTaskDriverOptions } from './external-task-driver.js';
+export { berthCapabilities } from './plugin-task-shapes.js';
 export { DOCKER_CONFIG_SPEC, DOCKER_TASK_CONFIG_SPEC } from './docker-specs.js';
 export { BuiltinDriverPlugin, BUILTIN_TASK_CONFIG_SCHEMA, BUILTIN_CONFIG_SCHEMA, signalNumber, type BuiltinDriverPluginOptions } from './builtin-driver-plugin.js';
 export { PluginStartError, DriverManagerError, isPluginShutDown, startErrorOf, type DriverManagerErrorCode } from './plugin-errors.js';
