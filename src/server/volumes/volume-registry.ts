@@ -1,7 +1,6 @@
 import { checkValidation, listAllPages, type CsiSnapshot, type ListedVolume } from '../../csi/index.js';
 import { describeError, type Logger } from '../../lib/index.js';
 import {
-  checkVolumeInput,
   pluginSchedulable,
   publicClaim,
   publicVolume,
@@ -18,7 +17,6 @@ import {
   type VolumeCreation,
   type VolumeRegistration,
 } from '../../structs/index.js';
-import type { z } from 'zod';
 import type { NodeConnections } from '../noderpc/index.js';
 import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
 import type { ClaimRelease } from './claim-release.js';
@@ -26,6 +24,7 @@ import { ControllerCallError, type ControllerRouter } from './controller-router.
 import { VolumeError } from './errors.js';
 import { capabilityOf, capabilityWire } from './_wire.js';
 import { whereItLives } from './_volume-topology.js';
+import { draftOf, parse, refuseSecondOwner, type VolumeDraft } from './_volume-draft.js';
 
 /** A volume as every read shows it: no secrets, plus what is derived. */
 export type VolumeView = PublicVolume & {
@@ -46,57 +45,6 @@ export interface VolumeRegistryOptions {
   logger: Logger;
   /** Deadline of one server-to-node call. */
   callTimeoutMs: number;
-}
-
-type VolumeDraft = Omit<Volume, 'createIndex' | 'modifyIndex'>;
-
-/** Parses `input` with one of the structs' volume input schemas; throws VolumeError INVALID naming the first bad field. */
-function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  const checked = checkVolumeInput(schema, input);
-  if (checked.ok) return checked.value;
-  const { field, message } = checked.problem;
-  throw new VolumeError('INVALID', message, field ? { field } : {});
-}
-
-/** A draft volume row from a checked registration or creation (no provider, capacity or topology from the plugin yet). */
-function draftOf(input: z.output<typeof volumeCreationSchema>, externalId: string): VolumeDraft {
-  const topo = input.topologyRequest;
-  return {
-    id: input.id,
-    namespace: input.namespace ?? 'default',
-    name: input.name ?? input.id,
-    externalId,
-    pluginId: input.pluginId,
-    provider: '',
-    capacityMinBytes: input.capacityMinBytes ?? 0,
-    capacityMaxBytes: input.capacityMaxBytes ?? 0,
-    capacityBytes: 0,
-    capabilities: input.capabilities.map((c) => ({ accessMode: c.accessMode, attachmentMode: c.attachmentMode })),
-    mountOptions: { fsType: input.mountOptions?.fsType ?? '', mountFlags: [...(input.mountOptions?.mountFlags ?? [])] },
-    secrets: { ...input.secrets },
-    parameters: { ...input.parameters },
-    context: { ...input.context },
-    ...(topo ? { topologyRequest: { required: topo.required ?? [], preferred: topo.preferred ?? [] } } : {}),
-    accessibleTopology: [],
-  };
-}
-
-/**
- * Throws CONFLICT, naming the owner, when another Berth volume (any
- * namespace) has the plugin volume `externalId` of the draft's plugin: one
- * plugin volume, one Berth volume. Runs inside the write that adds the row.
- */
-function refuseSecondOwner(txn: StateReader, draft: VolumeDraft, externalId: string, field: string): void {
-  const owner = txn.list('volumes', {
-    filter: (v: Volume) => v.pluginId === draft.pluginId && v.externalId === externalId && !(v.namespace === draft.namespace && v.id === draft.id),
-  })[0];
-  if (owner) {
-    throw new VolumeError(
-      'CONFLICT',
-      `plugin ${draft.pluginId}'s volume "${externalId}" is already registered as volume ${owner.id} (namespace ${owner.namespace}); a plugin volume belongs to one Berth volume`,
-      { field },
-    );
-  }
 }
 
 /** `1.0 GiB`, for messages. */
