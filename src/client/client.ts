@@ -5,6 +5,8 @@
 // that answers their calls, the watch of the node's allocations) and runs one
 // allocation runner for each allocation, reporting their status back (the
 // allocation sync, _alloc-sync.ts: the runners made, the server's list acted on).
+// One thing past 500 lines: the composition root, which builds each part from the
+// agent's options in order and tears them down in reverse.
 
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';

@@ -3,6 +3,8 @@
 // node, and keeps one volume manager per node plugin (Nomad's
 // client/pluginmanager/csimanager; the volume managers' table is in
 // node-volume-managers.ts).
+// One thing past 500 lines: following the registry and keeping the instances, their
+// reports and events in step, which share one table of plugins.
 
 import { CsiClient, type NodeCapability } from '../../csi/index.js';
 import {

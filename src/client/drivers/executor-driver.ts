@@ -2,6 +2,8 @@
 // process (executor.mjs) that outlives the agent; the driver talks to it over
 // its unix socket and reads the kernel's /proc for liveness and stats (a lost
 // or half-started executor: _executor-loss.ts; a task's usage: _task-stats.ts).
+// One thing past 500 lines: the TaskDriver contract over one executor protocol (start,
+// recover, wait, stop, destroy, signal, exec, leases), each call a few lines of it.
 
 import { createHash } from 'node:crypto';
 import { existsSync, utimesSync } from 'node:fs';

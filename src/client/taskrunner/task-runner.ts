@@ -3,6 +3,8 @@
 // restart policy, and a persisted task state with its event trail (Nomad's
 // client/allocrunner/taskrunner). One start of the task (prestart hooks, the
 // driver's start, poststart hooks) is in task-start.ts.
+// One thing past 500 lines: one task's run loop over its persisted state (wait, exit,
+// restart decision, kill and stop paths share that state and its event trail).
 
 import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type Task, type TaskState } from '../../structs/index.js';
