@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, AllocationListStub } from '../../src/api/index.js';
+import { gitRepo } from '../support/git-repo.js';
 import { until } from '../support/runtime-cluster.js';
 import { startAgent, tempDir, type AgentUnderTest } from './_agent.js';
 
@@ -191,15 +192,7 @@ job "artifact" {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const repo = path.join(dir, 'repo');
-    const git = (...args: string[]): string => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
-    mkdirSync(repo);
-    git('init', '--quiet', '--initial-branch=main');
-    writeFileSync(path.join(repo, 'release'), 'one\n');
-    git('add', '.');
-    git('commit', '--quiet', '-m', 'one');
-    git('tag', 'v1');
-    writeFileSync(path.join(repo, 'release'), 'two\n');
-    git('commit', '--quiet', '-am', 'two');
+    gitRepo(repo, [{ files: { release: 'one\n' }, tag: 'v1' }, { files: { release: 'two\n' } }]);
     try {
       await run('remote', `
 job "remote" {

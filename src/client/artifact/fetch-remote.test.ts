@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { gitRepo } from '../../../test/support/git-repo.js';
 import { fetchRemote, readArtifactSource, type ArtifactError } from './index.js';
 
 // Artifacts over a network as go-getter fetches them: http(s) from a server on
@@ -93,19 +94,9 @@ describe('artifacts over http and git', () => {
 
   describe('git', () => {
     let repo = '';
-    const git = (...args: string[]): string => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } }).trim();
     before(() => {
       repo = path.join(dir, 'repo');
-      mkdirSync(repo);
-      git('init', '--quiet', '--initial-branch=main');
-      writeFileSync(path.join(repo, 'version'), 'v1\n');
-      git('add', '.');
-      git('commit', '--quiet', '-m', 'one');
-      git('tag', 'v1');
-      writeFileSync(path.join(repo, 'version'), 'v2\n');
-      writeFileSync(path.join(repo, 'added'), 'x\n');
-      git('add', '.');
-      git('commit', '--quiet', '-m', 'two');
+      gitRepo(repo, [{ files: { version: 'v1\n' }, tag: 'v1' }, { files: { version: 'v2\n', added: 'x\n' } }]);
     });
 
     it('clones the default branch, a ref, and a shallow ref', async () => {
