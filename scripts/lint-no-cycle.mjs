@@ -177,10 +177,17 @@ export const noCycle = {
 
 export default { rules: { 'no-cycle': noCycle } };
 
-// `node scripts/lint-no-cycle.mjs [files...]` lists every circle reachable from the files (default: src/).
+// `node scripts/lint-no-cycle.mjs [files or directories...]` lists every circle reachable from them (default: src/).
 if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
-  const roots = (args.length > 0 ? args : ts.sys.readDirectory('src', ['.ts', '.mts', '.mjs'])).map((f) => path.resolve(f));
+  const missing = args.filter((a) => !ts.sys.fileExists(a) && !ts.sys.directoryExists(a));
+  if (missing.length > 0) {
+    console.error(`lint-no-cycle: no such file or directory: ${missing.join(', ')}`);
+    process.exit(2);
+  }
+  // A directory stands for the TypeScript and module files below it.
+  const files = (args.length > 0 ? args : ['src']).flatMap((a) => (ts.sys.directoryExists(a) ? ts.sys.readDirectory(a, ['.ts', '.mts', '.mjs']) : [a]));
+  const roots = files.map((f) => path.resolve(f));
   const component = cycleComponents(roots);
   /** @type {Map<number, string[]>} */ const groups = new Map();
   for (const [f, c] of component) groups.set(c, [...(groups.get(c) ?? []), path.relative(process.cwd(), f)]);
