@@ -49,10 +49,9 @@ export class ArtifactHook implements TaskHook {
       if (escapes || !(await reallyInside(dest, this.#o.allocDir))) {
         throw new TaskRunnerError('TASK_BAD_CONFIG', `artifact source ${a.source}: destination ${a.destination} escapes the allocation directory`, { recoverable: false });
       }
-      const interpolated = (m: Readonly<Record<string, string>>): Record<string, string> => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, req.taskEnv.interpolate(v)]));
       let plan: ArtifactSource;
       try {
-        plan = readArtifactSource(source, interpolated(a.options), this.#o.taskDir.dir);
+        plan = readArtifactSource(source, req.taskEnv.interpolateAll(a.options), this.#o.taskDir.dir);
       } catch (err) {
         throw new TaskRunnerError('TASK_BAD_CONFIG', describeError(err), { cause: err, recoverable: !(err instanceof ArtifactError) });
       }
@@ -66,7 +65,7 @@ export class ArtifactHook implements TaskHook {
       } else {
         const scratchDir = path.join(this.#o.allocDir, '.artifacts');
         try {
-          await fetchRemote(plan, dest, { mode: a.mode, label: a.source, headers: interpolated(a.headers), scratchDir, signal: ctx.signal });
+          await fetchRemote(plan, dest, { mode: a.mode, label: a.source, headers: req.taskEnv.interpolateAll(a.headers), scratchDir, signal: ctx.signal });
         } catch (err) {
           if (err instanceof ArtifactError && err.code === 'TASK_ARTIFACT_UNSUPPORTED') throw new TaskRunnerError('TASK_BAD_CONFIG', err.message, { cause: err, recoverable: false });
           throw err;
