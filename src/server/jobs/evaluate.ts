@@ -409,24 +409,27 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   // Placements may rely on what the stops free: none until every stop is written.
   const fits = stopped < stops.length ? 0 : room.fitting(placed, stopped === 0 && inPlace.length === 0);
   const written = placed.slice(0, fits);
-  if (job) recordRollout(txn, job, requests, written, opts.now);
+  // Same allocation, new job version (and resources): its node applies them to the running tasks.
+  // Only once every placement and stop is written, and what fits after them (at least one).
+  const updating: Allocation[] = [];
+  let updated = 0;
+  if (job && fits === placed.length && stopped === stops.length) {
+    for (const u of inPlace) {
+      const a = byId.get(u.allocId);
+      const group = job.groups.find((g) => g.name === u.group);
+      if (a && group) updating.push({ ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now });
+    }
+    const all = updating.length;
+    updating.splice(Math.max(1, room.fitting([...written, ...updating], false) - written.length));
+    updated = updating.length === all ? inPlace.length : updating.length;
+  }
+  if (job) recordRollout(txn, job, requests, written, updating, opts.now);
   for (const a of written) {
     const stored = txn.put('allocations', { ...a, evalId });
     after.set(stored.id, stored);
     if (job) recordStickyClaims(txn, job, stored);
   }
-  // Same allocation, new job version and resources: its node applies them to the running tasks.
-  let updated = 0;
-  if (fits === placed.length && stopped === stops.length) {
-    for (const u of inPlace) {
-      if (updated > 0 && room.full()) break;
-      updated++;
-      const a = byId.get(u.allocId);
-      const group = job?.groups.find((g) => g.name === u.group);
-      if (!a || !job || !group) continue;
-      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now }));
-    }
-  }
+  for (const a of updating) after.set(a.id, txn.put('allocations', a));
   const more = cut || stopped < stops.length || written.length < placed.length || updated < inPlace.length;
 
   if (job) {
