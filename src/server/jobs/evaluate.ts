@@ -55,6 +55,14 @@ export interface EvaluateOptions {
   always: boolean;
   /** An existing evaluation (pending or blocked) to complete instead of creating a new one. */
   evalId?: string;
+  /**
+   * A dry run (`job plan`): the volume claims of the allocations this
+   * evaluation stops count as free, as they will be when the run's
+   * replacements are placed (the run's evaluation waits, blocked, for their
+   * release and is retried then). Not for lost allocations: their silent
+   * node's claims are held until it is heard from or fenced.
+   */
+  plan?: boolean;
 }
 
 export interface EvaluateOutcome {
@@ -331,6 +339,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       let left = room.forPlacements(stops.map((st) => jobAllocById.get(st.allocId)));
       let rowBytes = 0;
       const staying = liveAfterStops(live, stops);
+      const replacing = opts.plan ? new Set(stops.filter((st) => !st.lost).map((st) => st.allocId)) : undefined;
       for (const group of job.groups) {
         // One checker per group for the whole evaluation: it counts what this evaluation places.
         const hostVolumes = hostVolumeCheckerFor(txn, job, group, staying, nodesById);
@@ -352,6 +361,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
             existing,
             algorithm,
             ...(hostVolumes ? { hostVolumes } : {}),
+            ...(replacing ? { replacing } : {}),
           });
           for (const p of r.placements) {
             const alloc = newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn);
