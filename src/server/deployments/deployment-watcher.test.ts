@@ -271,6 +271,11 @@ describe('rolling updates', () => {
     await settle();
     await deployments.revert('default', 'web', 0);
     assert.equal(store.snapshot().get('jobs', rowKey('default', 'web'))?.groups[0]?.tasks[0]?.env['VERSION'], '1');
+    await jobs.evaluatePending();
+    // As Nomad's Job.Scale: not while a deployment of the job is active.
+    await assert.rejects(deployments.scale('default', 'web', 'g', 5), /job scaling blocked due to active deployment/);
+    await settle();
+    assert.equal(latest().status, 'successful', latest().statusDescription);
     await deployments.scale('default', 'web', 'g', 5);
     await jobs.evaluatePending();
     assert.equal(live().length, 5);
