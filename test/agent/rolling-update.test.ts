@@ -4,8 +4,12 @@
 // allocation's task appends "start"/"stop" lines to a log in its volume, so
 // the log proves the predecessor stopped (and let its claim go) before the
 // replacement started: never two writers. A canary waits for
-// `deployment promote`; a failing version is auto-reverted and the old
-// version takes its claims back; a purge leaves no claim and no mount.
+// `deployment promote` (and `job plan` shows it placed, as the run places
+// it, not a false "no free write claim"); a failing version is auto-reverted
+// and the old version takes its claims back; a purge leaves no claim and no
+// mount. Beside it, a job without volumes is scaled up and down (`job scale`,
+// and a count edited for `job run`): each count change is a deployment that
+// finishes, replaces nothing, and lets `job restart` run.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -94,10 +98,10 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
   const live = async (): Promise<AllocationListStub[]> =>
     (await agent.get<AllocationListStub[]>('/v1/job/roll/allocations')).filter((a) => a.DesiredStatus === 'run').sort((a, b) => indexOf(a) - indexOf(b));
   const claimsOf = async (i: number): Promise<VolumeClaimState[]> => (await agent.get<CSIVolume>(`/v1/volume/csi/${encodeURIComponent(`roll[${i}]`)}`)).BerthClaims;
-  const latestDeployment = async (): Promise<Deployment | null> => agent.get<Deployment | null>('/v1/job/roll/deployment');
-  const settled = (version: number) =>
-    until(`the deployment of job version ${version} to succeed`, async () => {
-      const d = await latestDeployment();
+  const latestDeployment = async (job = 'roll'): Promise<Deployment | null> => agent.get<Deployment | null>(`/v1/job/${job}/deployment`);
+  const settled = (version: number, job = 'roll') =>
+    until(`the deployment of job ${job} version ${version} to succeed`, async () => {
+      const d = await latestDeployment(job);
       if (d?.JobVersion === version && d.Status === 'failed') throw new Error(`deployment failed: ${d.StatusDescription}`);
       return d?.JobVersion === version && d.Status === 'successful' ? d : undefined;
     }, 180_000);
@@ -148,6 +152,13 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
 
   it('a canary replaces the first allocation and waits for promotion; then each claim moves to its replacement in order', async () => {
     const before = await live();
+    // The plan places the canary where the run will: its predecessor's claim of roll[0] is freed by the same update.
+    const plan = await agent.cli(['job', 'plan', write(2, { canary: 1 })]);
+    assert.equal(plan.code, 1, `job plan exits 1 for changes: ${plan.stderr}${plan.stdout}`);
+    assert.doesNotMatch(plan.stdout, /Failed to place|no free write claim/);
+    assert.match(plan.stdout, /^- All tasks successfully allocated\.$/m);
+    assert.match(plan.stdout, new RegExp(`^- Place roll\\.g\\[0\\] on node "[^"]+" \\(${nodeId.slice(0, 8)}\\)$`, 'm'));
+    assert.match(plan.stdout, /^- Stop roll\.g\[0\]: replaced by a canary$/m);
     ok(await agent.cli(['job', 'run', '--detach', write(2, { canary: 1 })]), 'job run v2');
     const d = await until('a healthy canary', async () => {
       const dep = await latestDeployment();
@@ -155,6 +166,7 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     }, 120_000);
     const during = await live();
     assert.deepEqual(during.map((a) => [indexOf(a), a.JobVersion, a.DeploymentStatus?.Canary ?? false]), [[0, 1, true], [1, 0, false], [2, 0, false]]);
+    assert.equal(during[0]?.NodeID, nodeId, 'placed on the node the plan named');
     assert.equal(d.Status, 'running');
     // Task Group, Auto Revert, Promoted, Desired, Canaries, Placed, Healthy, Unhealthy, Progress Deadline.
     assert.match(ok(await agent.cli(['deployment', 'status', d.ID]), 'deployment status').stdout, /^g\s+true\s+false\s+3\s+1\s+1\s+1\s+0\s+\d{4}-/m);
@@ -193,6 +205,60 @@ describe('a rolling update with per-alloc volumes through the dev agent', () => 
     const history = ok(await agent.cli(['job', 'history', '-p', 'roll']), 'job history');
     assert.match(history.stdout, /Version\s+= 3[\s\S]*Stable\s+= true/);
     assert.match(history.stdout, /\+\/- Env\[VERSION\]: "3" => "2"/);
+  });
+
+  it('a count change on a job with an update block is a deployment that finishes, replaces nothing, and lets job restart run', async () => {
+    const growHcl = (count: number): string => `
+job "grow" {
+  update {
+    max_parallel      = 1
+    min_healthy_time  = "1s"
+    healthy_deadline  = "30s"
+    progress_deadline = "1m"
+  }
+  group "g" {
+    count = ${count}
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "while true; do sleep 0.2; done"]
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`;
+    const file = path.join(dir, 'grow.hcl');
+    writeFileSync(file, growHcl(1));
+    ok(await agent.cli(['job', 'run', file]), 'job run grow');
+    const running = async (): Promise<AllocationListStub[]> =>
+      (await agent.get<AllocationListStub[]>('/v1/job/grow/allocations')).filter((a) => a.DesiredStatus === 'run').sort((a, b) => indexOf(a) - indexOf(b));
+    const [first] = await running();
+    assert.ok(first);
+
+    ok(await agent.cli(['job', 'scale', 'grow', 'g', '3']), 'job scale up');
+    const up = await settled(1, 'grow');
+    // Task Group, Desired, Placed, Healthy, Unhealthy, Progress Deadline: the running allocation joined it.
+    assert.match(ok(await agent.cli(['deployment', 'status', up.ID]), 'deployment status').stdout, /^g\s+3\s+3\s+3\s+0\s+\d{4}-/m);
+    const grown = await running();
+    assert.deepEqual(grown.map((a) => [indexOf(a), a.JobVersion]), [[0, 1], [1, 1], [2, 1]]);
+    assert.equal(grown[0]?.ID, first.ID, 'the first allocation keeps running: a count change replaces nothing');
+
+    // A count edited in the job file: job run follows the deployment to its end.
+    writeFileSync(file, growHcl(2));
+    const run = ok(await agent.cli(['job', 'run', file]), 'job run count 2');
+    assert.match(run.stdout, /Deployment "[0-9a-f]{8}" successful/);
+    ok(await agent.cli(['job', 'scale', 'grow', 'g', '1']), 'job scale down');
+    await settled(3, 'grow');
+    assert.deepEqual((await running()).map((a) => a.ID), [first.ID]);
+
+    const restart = ok(await agent.cli(['job', 'restart', 'grow', '-yes']), 'job restart after the count changes');
+    assert.match(restart.stdout, /Job restarted successfully!/);
+    ok(await agent.cli(['job', 'stop', '--purge', 'grow']), 'job stop grow');
   });
 
   it('nothing leaks: a purge releases every claim and unmounts every volume', async () => {

@@ -150,9 +150,11 @@ describe("the jobs routes answer in Nomad's shapes", () => {
     assert.equal(body.Diff?.Type, 'Edited');
     const group = body.Diff?.TaskGroups?.[0];
     assert.equal(group?.Name, 'web');
-    assert.deepEqual(group?.Fields?.find((f) => f.Name === 'Count'), { Type: 'Edited', Name: 'Count', Old: '2', New: '3', Annotations: null });
+    assert.deepEqual(group?.Fields?.find((f) => f.Name === 'Count'), { Type: 'Edited', Name: 'Count', Old: '2', New: '3', Annotations: ['forces create'] });
     assert.equal(body.Annotations?.DesiredTGUpdates?.['web']?.Place, 1);
-    assert.equal(body.Annotations?.DesiredTGUpdates?.['web']?.Ignore, 2);
+    // The two running allocations are kept: they take the new version in place, as Nomad's plan says.
+    assert.equal(body.Annotations?.DesiredTGUpdates?.['web']?.InPlaceUpdate, 2);
+    assert.equal(body.Annotations?.DesiredTGUpdates?.['web']?.Stop, 0);
     assert.equal(body.BerthPlacements?.length, 1);
     assert.equal(body.FailedTGAllocs, null);
     const { body: job } = await ok(api.Job, 'GET', '/v1/job/web');

@@ -3,7 +3,8 @@
 // runs, unrestarted, for min_healthy_time; with "checks" its service checks
 // (Allocation.checks, reported by the client) must all pass as well for that
 // long; "manual" is never decided here. Not healthy by healthy_deadline
-// (from the allocation's creation), a failed task or a stopped allocation:
+// (from the allocation's creation, or from when an in-place update made it
+// join a later deployment), a failed task or a stopped allocation:
 // unhealthy.
 
 import { isClientTerminal, type Allocation, type TaskGroup, type UpdateStrategy } from '../../structs/index.js';
@@ -36,7 +37,8 @@ export function judgeHealth(alloc: Allocation, group: TaskGroup, update: UpdateS
   for (const [name, t] of Object.entries(alloc.taskStates)) {
     if (t.failed) return { healthy: false, reason: `task "${name}" failed` };
   }
-  const deadline = alloc.createTime + update.healthyDeadlineMs;
+  // From when it joined its deployment: its creation, or an in-place update that joined a later one.
+  const deadline = Math.max(alloc.createTime, alloc.deploymentStatus?.timestamp ?? 0) + update.healthyDeadlineMs;
   const undecided = (recheckAt: number, passing?: number): HealthVerdict => {
     if (now >= deadline) return { healthy: false, reason: `not healthy by its healthy_deadline (${update.healthyDeadlineMs / 1000} s)` };
     return passing === undefined ? { recheckAt: Math.min(recheckAt, deadline) } : { recheckAt: Math.min(recheckAt, deadline), checksPassingSince: passing };

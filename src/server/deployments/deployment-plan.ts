@@ -61,18 +61,24 @@ function groupState(group: Job['groups'][number], canaries: boolean, now: number
 
 /**
  * Inside the evaluation's write: ties the allocations it is about to put
- * (`placed`, changed in place) to the deployment of the job's version,
- * creating that deployment when a rolling group asks for placements
- * (`requests`, placed or not yet: a replacement may wait for its
- * predecessor's volume claim) and none exists, and cancelling older active
- * deployments of the job. Returns the deployment (as put) or undefined when
- * the job does not roll. Safe to repeat: with nothing asked it changes nothing.
+ * (`placed`, and `updated`: live ones that take the job's version in place)
+ * to the deployment of the job's version, creating that deployment when a
+ * rolling group asks for placements (`requests`, placed or not yet: a
+ * replacement may wait for its predecessor's volume claim) or updates
+ * allocations in place, and none exists; older active deployments of the job
+ * are cancelled then. As Nomad's reconciler, the deployment's desired total is
+ * the group's count, and an allocation updated in place (a count change keeps
+ * the others running) joins it with its health to be judged again, so a scale
+ * up or down finishes once the group's allocations are healthy. Returns the
+ * deployment (as put) or undefined when the job does not roll. Safe to
+ * repeat: with nothing asked it changes nothing.
  */
 export function recordRollout(
   txn: WriteTxn,
   job: Job,
   requests: ReadonlyArray<{ group: string; canary?: boolean }>,
   placed: Array<RowInput<'allocations'>>,
+  updated: Array<RowInput<'allocations'>>,
   now: number,
 ): Deployment | undefined {
   if (job.type !== 'service' || job.stop) return undefined;
@@ -80,7 +86,9 @@ export function recordRollout(
   const ours = placed.filter((a) => rolling.has(a.taskGroup));
   const asked = requests.filter((r) => rolling.has(r.group));
   let deployment = currentDeployment(txn, job);
-  if (asked.length === 0 && ours.length === 0) return deployment;
+  // In place, joining: those not in this deployment yet (Nomad's: a new deployment resets their health).
+  const joining = updated.filter((a) => rolling.has(a.taskGroup) && (!deployment || a.deploymentId !== deployment.id));
+  if (asked.length === 0 && ours.length === 0 && joining.length === 0) return deployment;
   if (!deployment) {
     const taskGroups: Record<string, DeploymentGroupState> = {};
     for (const g of rolling.values()) {
@@ -104,7 +112,7 @@ export function recordRollout(
     };
     deployment = txn.put('deployments', row);
   }
-  if (!isActiveDeployment(deployment) || ours.length === 0) return deployment;
+  if (!isActiveDeployment(deployment) || ours.length + joining.length === 0) return deployment;
   const taskGroups = structuredClone(deployment.taskGroups);
   for (const a of ours) {
     const state = taskGroups[a.taskGroup];
@@ -113,6 +121,14 @@ export function recordRollout(
     a.deploymentStatus ??= { canary: false, timestamp: now };
     state.placedAllocs++;
     if (a.deploymentStatus.canary) state.placedCanaries.push(a.id);
+  }
+  for (const a of joining) {
+    const state = taskGroups[a.taskGroup];
+    if (!state) continue;
+    a.deploymentId = deployment.id;
+    // Its health is judged anew, with its healthy_deadline from now (alloc-health).
+    a.deploymentStatus = { canary: false, timestamp: now };
+    state.placedAllocs++;
   }
   return txn.put('deployments', { ...deployment, taskGroups, modifyTime: now });
 }

@@ -6,7 +6,7 @@
 import { systemClock, BerthError, type Clock, type Logger } from '../../lib/index.js';
 import { isActiveDeployment, scalingBoundsProblem, specOfJob, type Deployment, type JobVersion } from '../../structs/index.js';
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
-import { jobVersions } from './deployment-plan.js';
+import { jobDeployments, jobVersions } from './deployment-plan.js';
 import type { DeploymentJobs, JobRegistration } from './deployment-watcher.js';
 
 export type DeploymentErrorCode = 'NOT_FOUND' | 'CONFLICT' | 'INVALID';
@@ -170,7 +170,12 @@ export class DeploymentService {
     return this.#jobs.register(specOfJob(kept.job));
   }
 
-  /** Sets `group`'s count and registers the job. Throws NOT_FOUND (job or group), INVALID (count). */
+  /**
+   * Sets `group`'s count and registers the job. Throws NOT_FOUND (job or
+   * group), INVALID (count, or a deployment of the job still active: Nomad's
+   * Job.Scale refuses then with "job scaling blocked due to active
+   * deployment"; a count edited for `job run` is a new version that cancels it).
+   */
   async scale(namespace: string, jobId: string, group: string, count: number): Promise<JobRegistration> {
     if (!Number.isInteger(count) || count < 0) throw new DeploymentError('INVALID', `count must be a whole number of at least 0, not ${count}`);
     const job = this.#store.snapshot().get('jobs', rowKey(namespace, jobId));
@@ -182,6 +187,10 @@ export class DeploymentService {
     // The group's scaling block bounds its count (Nomad's Job.Scale).
     const outOfBounds = scalingBoundsProblem(target, count);
     if (outOfBounds) throw new DeploymentError('INVALID', outOfBounds);
+    const latest = jobDeployments(this.#store.snapshot(), namespace, jobId)[0];
+    if (latest && isActiveDeployment(latest) && latest.jobCreateIndex === job.createIndex) {
+      throw new DeploymentError('INVALID', 'job scaling blocked due to active deployment');
+    }
     const spec = specOfJob(job);
     return this.#jobs.register({ ...spec, groups: spec.groups.map((g) => (g.name === group ? { ...g, count } : g)) });
   }

@@ -222,6 +222,48 @@ describe('rolling updates', () => {
     assert.equal(versionsOf(live()), '1,0,0', 'a failed deployment replaces nothing more');
   });
 
+  it('a count change rolls inside a deployment of the new count: nothing is replaced, and it finishes once the group is healthy', async () => {
+    await register(spec('1', {}, 1));
+    await settle();
+    const [first] = live();
+    assert.equal(latest().status, 'successful');
+
+    await deployments.scale('default', 'web', 'g', 3);
+    await jobs.evaluatePending();
+    const up = latest();
+    assert.deepEqual([up.jobVersion, up.status, up.taskGroups['g']?.desiredTotal, up.taskGroups['g']?.placedAllocs], [1, 'running', 3, 3]);
+    assert.equal(versionsOf(live()), '1,1,1', 'the running allocation takes the new version in place');
+    assert.equal(live().find((a) => a.index === 0)?.id, first?.id);
+    await settle();
+    const upDone = latest();
+    assert.equal(upDone.status, 'successful', upDone.statusDescription);
+    assert.equal(upDone.taskGroups['g']?.healthyAllocs, 3);
+    assert.equal(jobVersions(store.snapshot(), 'default', 'web')[0]?.stable, true);
+
+    await deployments.scale('default', 'web', 'g', 1);
+    await jobs.evaluatePending();
+    const down = latest();
+    assert.deepEqual([down.jobVersion, down.taskGroups['g']?.desiredTotal, down.taskGroups['g']?.placedAllocs], [2, 1, 1]);
+    assert.deepEqual(live().map((a) => a.id), [first?.id], 'scaled down to the first allocation, which keeps running');
+    await settle();
+    assert.equal(latest().status, 'successful', latest().statusDescription);
+    assert.equal(latest().taskGroups['g']?.healthyAllocs, 1);
+  });
+
+  it("an allocation that joins a count change's deployment has its healthy_deadline from then, not from its creation", async () => {
+    await register(spec('1', {}, 1));
+    // Its node never reports it: the first deployment fails at healthy_deadline (10 s).
+    await clock.advance(10_000);
+    await watcher.tick();
+    assert.equal(latest().status, 'failed');
+    await deployments.scale('default', 'web', 'g', 2);
+    await jobs.evaluatePending();
+    await watcher.tick();
+    assert.equal(latest().status, 'running', latest().statusDescription);
+    await settle();
+    assert.equal(latest().status, 'successful', latest().statusDescription);
+  });
+
   it('job revert and job scale register the job anew', async () => {
     await register(spec('1', { maxParallel: 3 }));
     await settle();
@@ -229,6 +271,11 @@ describe('rolling updates', () => {
     await settle();
     await deployments.revert('default', 'web', 0);
     assert.equal(store.snapshot().get('jobs', rowKey('default', 'web'))?.groups[0]?.tasks[0]?.env['VERSION'], '1');
+    await jobs.evaluatePending();
+    // As Nomad's Job.Scale: not while a deployment of the job is active.
+    await assert.rejects(deployments.scale('default', 'web', 'g', 5), /job scaling blocked due to active deployment/);
+    await settle();
+    assert.equal(latest().status, 'successful', latest().statusDescription);
     await deployments.scale('default', 'web', 'g', 5);
     await jobs.evaluatePending();
     assert.equal(live().length, 5);

@@ -153,8 +153,18 @@ function diffTask(name: string, old: Named | undefined, now: Named | undefined, 
   return { Type: type, Name: name, Fields: orNull(fields), Objects: orNull(objects), Annotations: type === 'Edited' && annotation ? [annotation] : null };
 }
 
+/** A count going up forces a create, going down a destroy (Nomad's annotateCountChange). */
+function annotateCount(fields: api.FieldDiff[]): void {
+  const count = fields.find((f) => f.Name === 'Count');
+  if (!count) return;
+  const [was, is] = [Number(count.Old || 0), Number(count.New || 0)];
+  if (was !== is) count.Annotations = [was < is ? 'forces create' : 'forces destroy'];
+}
+
 function diffGroup(name: string, old: Named | undefined, now: Named | undefined, updates: Record<string, number> | undefined): api.TaskGroupDiff {
   const { fields, objects } = diffParts(old, now, GROUP_SKIP);
+  // A plan's diff (with the scheduler's updates) is annotated, as Nomad's; a version's diff is not.
+  if (updates) annotateCount(fields);
   const oldTasks = byName(old?.['Tasks']);
   const newTasks = byName(now?.['Tasks']);
   // What Berth's scheduler would do to the group's allocations for a task change, as Nomad annotates it.

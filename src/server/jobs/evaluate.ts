@@ -55,6 +55,14 @@ export interface EvaluateOptions {
   always: boolean;
   /** An existing evaluation (pending or blocked) to complete instead of creating a new one. */
   evalId?: string;
+  /**
+   * A dry run (`job plan`): the volume claims of the allocations this
+   * evaluation stops count as free, as they will be when the run's
+   * replacements are placed (the run's evaluation waits, blocked, for their
+   * release and is retried then). Not for lost allocations: their silent
+   * node's claims are held until it is heard from or fenced.
+   */
+  plan?: boolean;
 }
 
 export interface EvaluateOutcome {
@@ -331,6 +339,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       let left = room.forPlacements(stops.map((st) => jobAllocById.get(st.allocId)));
       let rowBytes = 0;
       const staying = liveAfterStops(live, stops);
+      const replacing = opts.plan ? new Set(stops.filter((st) => !st.lost).map((st) => st.allocId)) : undefined;
       for (const group of job.groups) {
         // One checker per group for the whole evaluation: it counts what this evaluation places.
         const hostVolumes = hostVolumeCheckerFor(txn, job, group, staying, nodesById);
@@ -352,6 +361,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
             existing,
             algorithm,
             ...(hostVolumes ? { hostVolumes } : {}),
+            ...(replacing ? { replacing } : {}),
           });
           for (const p of r.placements) {
             const alloc = newAllocation(job, byIndex.get(p.index) as PlaceRequest, p, opts.now, txn);
@@ -409,24 +419,27 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   // Placements may rely on what the stops free: none until every stop is written.
   const fits = stopped < stops.length ? 0 : room.fitting(placed, stopped === 0 && inPlace.length === 0);
   const written = placed.slice(0, fits);
-  if (job) recordRollout(txn, job, requests, written, opts.now);
+  // Same allocation, new job version (and resources): its node applies them to the running tasks.
+  // Only once every placement and stop is written, and what fits after them (at least one).
+  const updating: Allocation[] = [];
+  let updated = 0;
+  if (job && fits === placed.length && stopped === stops.length) {
+    for (const u of inPlace) {
+      const a = byId.get(u.allocId);
+      const group = job.groups.find((g) => g.name === u.group);
+      if (a && group) updating.push({ ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now });
+    }
+    const all = updating.length;
+    updating.splice(Math.max(1, room.fitting([...written, ...updating], false) - written.length));
+    updated = updating.length === all ? inPlace.length : updating.length;
+  }
+  if (job) recordRollout(txn, job, requests, written, updating, opts.now);
   for (const a of written) {
     const stored = txn.put('allocations', { ...a, evalId });
     after.set(stored.id, stored);
     if (job) recordStickyClaims(txn, job, stored);
   }
-  // Same allocation, new job version and resources: its node applies them to the running tasks.
-  let updated = 0;
-  if (fits === placed.length && stopped === stops.length) {
-    for (const u of inPlace) {
-      if (updated > 0 && room.full()) break;
-      updated++;
-      const a = byId.get(u.allocId);
-      const group = job?.groups.find((g) => g.name === u.group);
-      if (!a || !job || !group) continue;
-      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now }));
-    }
-  }
+  for (const a of updating) after.set(a.id, txn.put('allocations', a));
   const more = cut || stopped < stops.length || written.length < placed.length || updated < inPlace.length;
 
   if (job) {

@@ -76,7 +76,8 @@ export function putPendingEvaluation(txn: WriteTxn, job: Pick<Job, 'namespace' |
 
 /**
  * Registers (or updates) `spec` inside `txn` with its evaluation: evaluated
- * in the same transaction when `schedule` is `now` (a plan), left pending for
+ * in the same transaction when `schedule` is `now` (a plan: placed as the run
+ * will place it, see EvaluateOptions.plan), left pending for
  * the evaluation worker when `later` (a registration). Throws
  * JobValidationError when the spec names volumes or plugins the state
  * cannot serve; nothing is written then.
@@ -116,7 +117,7 @@ export function registerIn(txn: WriteTxn, spec: JobSpec, now: number, schedule: 
   });
   recordJobVersion(txn, job);
   if (schedule === 'later') return { job, evaluation: putPendingEvaluation(txn, job, 'job-register', now) };
-  const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true });
+  const outcome = evaluateJob(txn, spec.namespace, spec.id, { trigger: 'job-register', now, always: true, plan: true });
   return { job: txn.get('jobs', rowKey(job.namespace, job.id)) as Job, evaluation: outcome.evaluation as Evaluation };
 }
 

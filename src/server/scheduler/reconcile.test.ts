@@ -119,7 +119,8 @@ describe('reconcile', () => {
     assert.equal(changed.place.length, 3);
     assert.ok(changed.place.every((p) => p.previousAllocation));
     const unchanged = reconcile(job({}, { version: 2, groupVersions: { g: 1 } }), allocs, up, 0);
-    assert.deepEqual(unchanged, { stop: [], place: [], inPlace: [] });
+    // Nothing stops: each takes the job's new version in place (Nomad's in-place update).
+    assert.deepEqual(unchanged, { stop: [], place: [], inPlace: allocs.map((a) => ({ allocId: a.id, group: 'g' })) });
   });
 
   it('leaves a finished batch allocation alone', () => {

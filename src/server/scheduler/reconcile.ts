@@ -3,7 +3,8 @@
 // allocations to stop and which indexes to place (new, replacements of lost or
 // outdated ones, reschedules of failed ones when the reschedule policy allows
 // and its delay has passed), and which to update in place (only their tasks'
-// resource values changed and the new values fit on their node). Placement
+// resource values changed and the new values fit on their node, or nothing of
+// their group changed but the job's version did). Placement
 // then picks nodes for the rest.
 
 import {
@@ -37,7 +38,7 @@ export interface PlaceRequest {
   canary?: boolean;
 }
 
-/** A live allocation that takes its group's new resources without a stop. */
+/** A live allocation that takes the job's new version (and its group's new resources) without a stop. */
 export interface InPlaceUpdate {
   allocId: string;
   group: string;
@@ -250,6 +251,10 @@ function reconcileGroup(
         continue;
       }
       outdated.push(alloc);
+    } else if (isLive(alloc) && alloc.jobVersion < job.version) {
+      // Its group is unchanged (a count change, a change elsewhere in the job): it takes the new
+      // version as it runs, and joins the version's deployment (Nomad's in-place update).
+      result.inPlace.push({ allocId: alloc.id, group: group.name });
     }
   }
   // Under an update block, only as many as the rollout allows now, lowest index first.
