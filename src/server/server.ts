@@ -19,6 +19,7 @@ import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
 import { HostVolumeService } from './hostvolumes/index.js';
+import { NamespaceService } from './namespaces/index.js';
 import { createEtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
@@ -312,6 +313,7 @@ export class Server {
         get gc() {
           return (self.#term as LeaderTerm).gc;
         },
+        namespaces: new NamespaceService({ store, logger: root }),
         volumes: this.#volumes,
         hostVolumes: this.#hostVolumes,
         health: this.#health,
