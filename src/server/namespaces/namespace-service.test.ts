@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { ManualClock, silentLogger } from '../../lib/index.js';
 import { testVolume } from '../../../test/support/server-rows.js';
 import { startEtcd, type EtcdCluster } from '../../../test/support/etcd.js';
+import { HostVolumeService } from '../hostvolumes/index.js';
 import { JobService } from '../jobs/index.js';
 import { openEtcdStateStore, rowKey, SqliteStateStore, type StateStore } from '../state/index.js';
 import { NamespaceError, NamespaceService, namespaceIn, namespacesIn } from './index.js';
@@ -97,6 +98,22 @@ function contract(open: () => Promise<{ store: StateStore; close: () => Promise<
     await namespaces.delete('busy');
     assert.equal(namespaceIn(store.snapshot(), 'busy'), undefined);
     assert.ok(store.snapshot().get('jobs', rowKey('busy', 'web')), 'the dead job stays readable, as in Nomad');
+  });
+
+  it('refuses a host volume in a namespace that does not exist, before any node is asked', async () => {
+    const asked: string[] = [];
+    const hostVolumes = new HostVolumeService({
+      store,
+      callNode: async (nodeId) => {
+        asked.push(nodeId);
+        throw new Error('no node should be asked');
+      },
+      connected: () => true,
+      logger: silentLogger(),
+    });
+    assert.match(await refusal(() => hostVolumes.create({ namespace: 'nowhere', name: 'scratch' }), 'INVALID'), /^host volume [0-9a-f-]{36} is in nonexistent namespace nowhere$/);
+    assert.deepEqual(asked, []);
+    assert.deepEqual(store.snapshot().list('hostVolumes'), []);
   });
 
   it('refuses a job (and its plan) in a namespace that does not exist, in Nomad\'s words, and takes it once the namespace is made', async () => {

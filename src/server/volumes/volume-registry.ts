@@ -183,6 +183,8 @@ export class VolumeRegistry {
     const checked = parse(volumeRegistrationSchema, input);
     const draft = draftOf(checked, checked.externalId);
     const plugin = this.#plugin(draft.pluginId);
+    // Refused before the plugin is asked; checked again in the write, where a namespace deleted meanwhile shows.
+    requireNamespace(this.#deps.store.snapshot(), draft.namespace, unknownNamespace(draft));
     if (Object.keys(plugin.controllers).length > 0) await this.#validate(draft, opts.signal);
     const { result } = await this.#deps.store.write((txn) => {
       requireNamespace(txn, draft.namespace, unknownNamespace(draft));
