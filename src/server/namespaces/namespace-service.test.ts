@@ -28,7 +28,7 @@ async function refusal(fn: () => Promise<unknown>, code: string): Promise<string
 
 const names = (store: StateStore, prefix?: string): string[] => namespacesIn(store.snapshot(), prefix).map((n) => n.name);
 
-/** The contract, on whichever store `open` makes. */
+/** The contract, on whichever store `open` makes (the tests run in order, each on what the ones before left). */
 function contract(open: () => Promise<{ store: StateStore; close: () => Promise<void> | void }>): void {
   let store: StateStore;
   let close: () => Promise<void> | void;
@@ -38,6 +38,26 @@ function contract(open: () => Promise<{ store: StateStore; close: () => Promise<
     namespaces = new NamespaceService({ store, logger: silentLogger() });
   });
   after(() => close());
+
+  it('makes objects of the namespaces a state from before namespaces holds jobs, volumes and services in, once', async () => {
+    await store.write((txn) => {
+      txn.put('volumes', testVolume('single-node-writer', 'file-system', { id: 'old-v', namespace: 'legacy' }));
+      txn.put('volumes', testVolume('single-node-writer', 'file-system', { id: 'old-d', namespace: 'default' }));
+    });
+    assert.deepEqual(names(store), ['default'], 'not listed before');
+    assert.deepEqual(await namespaces.adoptInUse(), ['legacy']);
+    assert.deepEqual(names(store), ['default', 'legacy']);
+    assert.equal(await refusal(() => namespaces.delete('legacy'), 'IN_USE'), 'namespace "legacy" has volumes associated with it in regions: [global]');
+    await store.write((txn) => {
+      txn.delete('volumes', rowKey('legacy', 'old-v'));
+      txn.delete('volumes', rowKey('default', 'old-d'));
+    });
+    await namespaces.delete('legacy');
+    await store.write((txn) => void txn.put('volumes', testVolume('single-node-writer', 'file-system', { id: 'stray', namespace: 'legacy' })));
+    assert.deepEqual(await namespaces.adoptInUse(), [], 'once namespaces are objects, never again');
+    assert.deepEqual(names(store), ['default']);
+    await store.write((txn) => void txn.delete('volumes', rowKey('legacy', 'stray')));
+  });
 
   it('has default from the start, at index 1, with Nomad\'s description; it can be described but never deleted', async () => {
     const def = namespaceIn(store.snapshot(), 'default');

@@ -4,6 +4,7 @@
 import type { Logger } from '../../lib/index.js';
 import { DEFAULT_NAMESPACE, isClientTerminal, namespaceProblems } from '../../structs/index.js';
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
+import { namespaceExists } from './namespace-reads.js';
 import { NamespaceError } from './errors.js';
 
 /** Berth has one region; Nomad's refusals name the regions that hold objects. */
@@ -65,7 +66,31 @@ export class NamespaceService {
     this.#log.info({ namespace: name }, 'namespace deleted');
     return { index };
   }
+
+  /**
+   * On a state written by a Berth that had no namespace objects (it took
+   * any namespace: the namespaces table was never written), creates in one
+   * write the namespaces its jobs, volumes or services are in, so that what
+   * it ran stays listed, deletable and registrable as in any other
+   * namespace. Once the table was written, does nothing: a namespace deleted
+   * with dead jobs left in it stays deleted. Resolves with the names
+   * created. Safe to repeat, and to run on several servers.
+   */
+  async adoptInUse(): Promise<string[]> {
+    const { result } = await this.#store.write((txn) => {
+      if (txn.tableIndex('namespaces') > 0) return [];
+      const missing = new Set<string>();
+      for (const table of NAMESPACED) for (const row of txn.list(table)) if (!namespaceExists(txn, row.namespace)) missing.add(row.namespace);
+      for (const name of missing) txn.put('namespaces', { name, description: '', meta: {} });
+      return [...missing].sort();
+    });
+    if (result.length) this.#log.info({ namespaces: result }, 'namespaces in use made objects');
+    return result;
+  }
 }
+
+/** The tables whose rows name a namespace that a state written before namespaces were objects may hold. */
+const NAMESPACED = ['jobs', 'volumes', 'hostVolumes', 'services'] as const;
 
 /** What keeps the namespace from being deleted, one refusal per kind of object, in Nomad's words (empty: nothing). */
 function holdings(txn: WriteTxn, name: string): string[] {
