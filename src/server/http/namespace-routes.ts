@@ -1,13 +1,14 @@
 // Nomad's namespace endpoints (command/agent/namespace_endpoint.go):
-//   GET    /v1/namespaces              (read)  Namespace[]: `prefix`, blocking queries on the namespaces table
-//   GET    /v1/namespace/:name         (read)  Namespace, or 404 `Namespace not found`
-//   PUT    /v1/namespace[/:name]       (write) create or update (POST too); empty answer, X-Nomad-Index
-//   DELETE /v1/namespace/:name         (write) refused while it holds jobs, allocations or volumes
+//   GET      /v1/namespaces        (read)  every namespace, sorted by name: `prefix`, blocking queries on the namespaces table
+//   GET      /v1/namespace/:name   (read)  one namespace, or 404 `Namespace not found`
+//   PUT/POST /v1/namespace/:name   (write) create or update it from the body (api.Namespace, whose Name must be the path's); an empty answer with X-Nomad-Index
+//   PUT/POST /v1/namespace         (write) create or update the namespace the body names (api.Namespace); an empty answer with X-Nomad-Index
+//   DELETE   /v1/namespace/:name   (write) delete it; refused while it holds jobs that are not dead, running allocations or volumes, and for default
 // Namespace changes are not on the event stream: Nomad has no topic for them.
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { NamespaceWriteRequest, type Namespace as ApiNamespace } from '../../api/index.js';
-import type { Namespace } from '../../structs/index.js';
+import { NamespaceWriteRequest, type Namespace } from '../../api/index.js';
+import type { Namespace as NamespaceRow } from '../../structs/index.js';
 import { NamespaceService, namespaceIn, namespacesIn, type NamespaceInput } from '../namespaces/index.js';
 import { ApiError } from './api-error.js';
 import { listPage, nomadRead, setIndexHeaders } from './nomad-read.js';
@@ -16,7 +17,7 @@ import { objectBody, type RouteContext } from './route-context.js';
 const TABLES = ['namespaces'] as const;
 
 /** A stored namespace in Nomad's shape. */
-export function namespaceOut(n: Namespace): ApiNamespace {
+export function namespaceOut(n: NamespaceRow): Namespace {
   return {
     Name: n.name,
     Description: n.description,
@@ -59,12 +60,12 @@ export function registerNamespaceRoutes(app: FastifyInstance, ctx: RouteContext)
     return reply.send();
   };
 
-  app.get('/v1/namespaces', { config: { access: 'read' } }, async (req, reply) => {
+  app.get('/v1/namespaces', { config: { access: 'read' } }, async (req, reply): Promise<Namespace[]> => {
     const list = await nomadRead(ctx, req, reply, TABLES, (snap, opts) => namespacesIn(snap, opts.prefix).map(namespaceOut));
     return listPage(list, req, reply, (n) => n.Name);
   });
 
-  app.get<{ Params: { name: string } }>('/v1/namespace/:name', { config: { access: 'read' } }, async (req, reply) => {
+  app.get<{ Params: { name: string } }>('/v1/namespace/:name', { config: { access: 'read' } }, async (req, reply): Promise<Namespace> => {
     const found = await nomadRead(ctx, req, reply, TABLES, (snap) => namespaceIn(snap, req.params.name));
     if (!found) throw new ApiError('NOT_FOUND', 'Namespace not found');
     return namespaceOut(found);
