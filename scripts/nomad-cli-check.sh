@@ -407,6 +407,13 @@ if has_command "operator scheduler get-config" "added in Nomad 1.4; 1.1.2's CLI 
   check operator scheduler get-config --expect 'Scheduler Algorithm'
 fi
 
+# --- namespaces ------------------------------------------------------------------
+
+check namespace apply -description "made by nomad-cli-check" nscheck --expect 'Successfully applied namespace "nscheck"'
+check namespace list --expect 'nscheck +made by nomad-cli-check'
+check namespace status nscheck --expect 'Description = made by nomad-cli-check'
+check namespace delete nscheck --expect 'Successfully deleted namespace "nscheck"'
+
 # --- a service job, its allocation, its deployment ------------------------------
 
 EVAL_ID=""

@@ -194,7 +194,7 @@ export {
   StatusPeers,
   Regions,
 } from './agent.js';
-export { NamespaceCapabilities, NamespaceClusterConfiguration, Namespace } from './namespaces.js';
+export { NamespaceCapabilities, NamespaceClusterConfiguration, Namespace, NamespaceWriteRequest } from './namespaces.js';
 export { ACLTokenRoleLink, ACLToken } from './acl.js';
 export {
   PreemptionConfig,

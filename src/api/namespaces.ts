@@ -1,7 +1,8 @@
-// Namespaces, as Nomad's `api` package reads them (api/namespace.go):
-// `GET /v1/namespaces` and `GET /v1/namespace/:name`. Berth has no namespace
-// objects: a namespace exists while a job, volume or service is in it, and
-// `default` always does; the blocks Nomad Enterprise configures are null.
+// Namespaces, as Nomad's `api` package reads and writes them (api/namespace.go):
+// `GET /v1/namespaces`, `GET /v1/namespace/:name`, `PUT`/`POST
+// /v1/namespace[/:name]` and `DELETE /v1/namespace/:name`. `default` always
+// exists; the blocks Nomad Enterprise configures (quotas, capabilities,
+// node pool, Vault and Consul configuration) are null.
 
 import { z } from 'zod';
 
@@ -22,10 +23,7 @@ export const NamespaceClusterConfiguration = z.object({
 });
 export type NamespaceClusterConfiguration = z.infer<typeof NamespaceClusterConfiguration>;
 
-/**
- * api.Namespace. `CreateIndex` and `ModifyIndex` are the index at which the
- * first object of the namespace was created (1 for `default`).
- */
+/** api.Namespace. `default` has `CreateIndex` 1, as Nomad creates it at its first index. `Meta` is null when empty. */
 export const Namespace = z.object({
   Name: z.string(),
   Description: z.string(),
@@ -39,3 +37,21 @@ export const Namespace = z.object({
   ModifyIndex: z.number().int(),
 });
 export type Namespace = z.infer<typeof Namespace>;
+
+/**
+ * The body of `PUT`/`POST /v1/namespace[/:name]`: api.Namespace as a client
+ * sends it. Its `Name` must be the path's when the path names one. `Quota`
+ * other than '' and Enterprise blocks other than null are refused; the
+ * indexes and Nomad's `Hash` a client may send back are ignored.
+ */
+export const NamespaceWriteRequest = z.object({
+  Name: z.string().optional(),
+  Description: z.string().optional(),
+  Quota: z.string().optional(),
+  Meta: z.record(z.string(), z.string()).nullable().optional(),
+  Capabilities: NamespaceCapabilities.nullable().optional(),
+  NodePoolConfiguration: NamespaceClusterConfiguration.nullable().optional(),
+  VaultConfiguration: NamespaceClusterConfiguration.nullable().optional(),
+  ConsulConfiguration: NamespaceClusterConfiguration.nullable().optional(),
+});
+export type NamespaceWriteRequest = z.infer<typeof NamespaceWriteRequest>;

@@ -50,6 +50,7 @@ export const COMMANDS: readonly TopCommand[] = [
     load: async (ctx) => (await import('./server-command.js')).serverCommand(ctx),
   },
   { name: 'service', term: 'service', description: "List, inspect and delete service registrations (Nomad's native service discovery)", load: async (ctx) => (await import('./service-command.js')).serviceCommand(ctx) },
+  { name: 'namespace', term: 'namespace', description: 'Create, list, inspect and delete namespaces', load: async (ctx) => (await import('./namespace-command.js')).namespaceCommand(ctx) },
   { name: 'node', term: 'node', description: 'Inspect client nodes, drain them, set their eligibility and meta', load: async (ctx) => (await import('./cluster-commands.js')).nodeCommand(ctx) },
   {
     name: 'volume',

@@ -19,6 +19,7 @@ import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
 import { HostVolumeService } from './hostvolumes/index.js';
+import { NamespaceService } from './namespaces/index.js';
 import { createEtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
@@ -141,6 +142,7 @@ export class Server {
   #health: VolumeHealthService | undefined;
   #doctor: VolumeDoctor | undefined;
   #jobs: JobService | undefined;
+  #namespaces: NamespaceService | undefined;
   /** The loops of the current (or next) leader term; replaced after every term. */
   #term: LeaderTerm | undefined;
   #leadership: Leadership | undefined;
@@ -293,6 +295,7 @@ export class Server {
         callTimeoutMs,
       });
       this.#jobs = new JobService({ store, clock, logger: root, registrationLinger: () => this.#inFlight.burstLinger() });
+      this.#namespaces = new NamespaceService({ store, logger: root });
       this.#metrics = new ServerMetrics({ store, health: this.#health });
       this.#term = this.#newTerm();
 
@@ -312,6 +315,7 @@ export class Server {
         get gc() {
           return (self.#term as LeaderTerm).gc;
         },
+        namespaces: this.#namespaces,
         volumes: this.#volumes,
         hostVolumes: this.#hostVolumes,
         health: this.#health,
@@ -417,6 +421,8 @@ export class Server {
       if (leading) {
         if (term.started) return;
         this.#log.info('starting the leader loops');
+        // A state from before namespaces were objects keeps its namespaces (see NamespaceService.adoptInUse).
+        await this.#namespaces?.adoptInUse().catch((err: unknown) => this.#log.warn({ err: describeError(err) }, 'could not make the namespaces in use objects'));
         try {
           await term.start();
         } catch (err) {

@@ -234,3 +234,13 @@ export {
   type JobVersion,
 } from './deployment.js';
 export { SCHEDULER_CONFIG_ID, DEFAULT_SCHEDULER_CONFIG, type SchedulerConfig, type SchedulerAlgorithmName } from './scheduler-config.js';
+export {
+  ALL_NAMESPACES,
+  DEFAULT_NAMESPACE,
+  DEFAULT_NAMESPACE_DESCRIPTION,
+  DEFAULT_NAMESPACE_ROW,
+  MAX_NAMESPACE_DESCRIPTION,
+  NAMESPACE_NAME_PATTERN,
+  namespaceProblems,
+  type Namespace,
+} from './namespace.js';

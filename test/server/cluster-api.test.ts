@@ -130,7 +130,7 @@ describe('status, regions, agent', () => {
 });
 
 describe('namespaces and the token', () => {
-  it('/v1/namespaces lists default and the namespaces in use; /v1/namespace/:name reads one; blocking queries wake on a new one', async () => {
+  it('/v1/namespaces lists default and the namespaces created; /v1/namespace/:name reads one; blocking queries wake on a new one', async () => {
     // Not the store's first write: a blocking read at index 1 (the least an answer names) would miss that one.
     await h.server.store.write((txn) => txn.put('volumes', testVolume('single-node-writer', 'file-system', { id: 'v-default' })));
     const first = await nomadGet('/v1/namespaces');
@@ -140,7 +140,9 @@ describe('namespaces and the token', () => {
     assert.equal(before[0]!.Description, 'Default shared namespace');
     const index = Number(first.headers.get('x-nomad-index'));
     const woke = nomadGet(`/v1/namespaces?index=${index}&wait=20s`);
-    const { index: written } = await h.server.store.write((txn) => txn.put('volumes', testVolume('single-node-writer', 'file-system', { id: 'v-prod', namespace: 'prod' })));
+    const put = await fetch(`${h.url}/v1/namespace/prod`, { method: 'PUT', headers: { 'X-Nomad-Token': TOKENS.management }, body: JSON.stringify({ Name: 'prod' }) });
+    assert.equal(put.status, 200, await put.clone().text());
+    const written = Number(put.headers.get('x-nomad-index'));
     const after = await woke;
     assert.ok(Number(after.headers.get('x-nomad-index')) >= written);
     const list = assertShape(z.array(Namespace), after.body);

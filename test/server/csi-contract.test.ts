@@ -198,6 +198,16 @@ describe("Nomad's CSI API", () => {
     assert.equal(plugin.callsTo('DeleteVolume').length, 1);
   });
 
+  it("refuses to create or register a volume in a namespace that does not exist, in Nomad's words, before asking the plugin", async () => {
+    const creates = plugin.callsTo('CreateVolume').length;
+    const made = await call('PUT', '/v1/volume/csi/lost/create?namespace=nope', { body: volumeRequest('lost') });
+    assert.deepEqual([made.status, made.text], [400, 'volume lost is in nonexistent namespace nope']);
+    assert.equal(plugin.callsTo('CreateVolume').length, creates, 'no plugin volume made for it');
+    const registered = await call('PUT', '/v1/volume/csi/lost', { body: { Volumes: [{ ID: 'lost', Namespace: 'nope', ExternalID: 'x', PluginID: 'fake', RequestedCapabilities: [{ AccessMode: 'single-node-writer', AttachmentMode: 'file-system' }] }] } });
+    assert.deepEqual([registered.status, registered.text], [400, 'volume lost is in nonexistent namespace nope']);
+    assert.equal((await call('GET', '/v1/volume/csi/lost?namespace=nope')).status, 404);
+  });
+
   it('lists volumes with prefix, namespace, plugin_id, filter and paging', async () => {
     await read(CSIVolumeCreateResponse, 'PUT', '/v1/volume/csi/data2/create', volumeRequest('data2'));
     assert.deepEqual((await call('GET', '/v1/volumes')).body, [], 'no type: nothing, as Nomad');

@@ -100,6 +100,7 @@ describe("the jobs routes answer in Nomad's shapes", () => {
     for (const id of ['api-a', 'api-b', 'api-c']) {
       await ok(api.JobRegisterResponse, 'PUT', '/v1/jobs', { Job: nomadJob({ id, meta: { team: id === 'api-b' ? 'blue' : 'red' }, groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'exec' }] }] }) });
     }
+    assert.equal((await h.call('PUT', '/v1/namespace/other', { body: { Name: 'other' } })).status, 200, 'a job goes only into a namespace that exists');
     await ok(api.JobRegisterResponse, 'PUT', '/v1/jobs?namespace=other', { Job: nomadJob({ id: 'api-other', groups: [{ name: 'g', count: 0, tasks: [{ name: 't', driver: 'exec' }] }] }) });
     const list = z.array(api.JobListStub);
     const all = await ok(list, 'GET', '/v1/jobs');

@@ -26,6 +26,7 @@ import {
   type NodeRpcParams,
   type NodeRpcResult,
 } from '../../structs/index.js';
+import { requireNamespace } from '../namespaces/index.js';
 import { compileRule } from '../scheduler/index.js';
 import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
 import { HostVolumeError } from './errors.js';
@@ -85,6 +86,11 @@ export interface HostVolumeServiceOptions {
   callTimeoutMs?: number;
   /** How long create and register wait for the node's fingerprint to show the volume; default 10 s. */
   readyWaitMs?: number;
+}
+
+/** Nomad's refusal of a host volume in a namespace that does not exist. */
+function unknownNamespace(vol: HostVolume): string {
+  return `host volume ${vol.id} is in nonexistent namespace ${vol.namespace}`;
 }
 
 export class HostVolumeService {
@@ -273,6 +279,7 @@ export class HostVolumeService {
       createIndex: existing?.createIndex ?? 0,
       modifyIndex: existing?.modifyIndex ?? 0,
     };
+    requireNamespace(snap, namespace, unknownNamespace(vol));
     return { vol, existing };
   }
 
@@ -311,7 +318,11 @@ export class HostVolumeService {
   /** Writes the volume (pending), waits a little for its node to report it, then writes it ready. */
   async #record(vol: HostVolume): Promise<HostVolumeView> {
     const key = rowKey(vol.namespace, vol.id);
-    await this.#store.write((txn) => void txn.put('hostVolumes', { ...vol, state: 'pending' }));
+    await this.#store.write((txn) => {
+      // Checked again in the write: a namespace deleted meanwhile keeps the row out.
+      requireNamespace(txn, vol.namespace, unknownNamespace(vol));
+      txn.put('hostVolumes', { ...vol, state: 'pending' });
+    });
     const deadline = this.#clock.now() + (this.#o.readyWaitMs ?? READY_WAIT_MS);
     let index = 0;
     for (;;) {

@@ -22,6 +22,7 @@ import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
 import { registerMetricsRoute } from './metrics-routes.js';
+import { registerNamespaceRoutes } from './namespace-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
 import { registerCsiSnapshotRoutes } from './csi-snapshot-routes.js';
 import { registerPluginRoutes } from './plugin-routes.js';
@@ -172,6 +173,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   };
   registerLeaderForwarding(app, ctx);
   registerClusterRoutes(app, ctx);
+  registerNamespaceRoutes(app, ctx);
   registerAgentRoutes(app, ctx);
   registerOperatorRoutes(app, ctx);
   registerJobRoutes(app, ctx);

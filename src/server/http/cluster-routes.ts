@@ -1,22 +1,17 @@
 // The cluster as Nomad's agent and status endpoints describe it:
 // `GET /v1/status/leader`, `GET /v1/status/peers`, `GET /v1/agent/members`,
-// `GET /v1/regions`, `GET /v1/namespaces`, `GET /v1/namespace/:name`,
-// `GET /v1/acl/token/self` and the operator's view of the servers
+// `GET /v1/regions`, `GET /v1/acl/token/self` and the operator's view of the servers
 // (`GET /v1/operator/raft/configuration`, `/v1/operator/autopilot/configuration`). Each server answers from its own view (followers
 // too); none of these is forwarded to the leader.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AutopilotConfiguration, Namespace, RaftConfiguration, ServerMembers, StatusLeader, StatusPeers } from '../../api/index.js';
+import type { AutopilotConfiguration, RaftConfiguration, ServerMembers, StatusLeader, StatusPeers } from '../../api/index.js';
 import { describeError } from '../../lib/index.js';
 import type { Leadership, ServerMember } from '../leader/index.js';
-import type { StateReader } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { agentFacts, memberShape, namespaceShape, REGION, serverAddress, tokenShape } from './cluster-shapes.js';
-import { listPage, nomadRead, setIndexHeaders } from './nomad-read.js';
+import { agentFacts, memberShape, REGION, serverAddress, tokenShape } from './cluster-shapes.js';
+import { setIndexHeaders } from './nomad-read.js';
 import type { RouteContext } from './route-context.js';
-
-/** The tables whose rows make a namespace exist. */
-const NAMESPACED: readonly ('jobs' | 'volumes' | 'services')[] = ['jobs', 'volumes', 'services'];
 
 /**
  * The servers as this one knows them, and a warning when the list could not
@@ -31,18 +26,6 @@ export async function knownMembers(leadership: Leadership | undefined, signal: A
     const self: ServerMember = { ...leadership.self, leader: leadership.isLeader, status: 'alive', startedAt: 0 };
     return { members: [self], warning: `the member list is unavailable: ${describeError(err)}` };
   }
-}
-
-/** Every namespace in use (jobs, volumes, services) and `default`, with the index its first object was created at, sorted by name. */
-export function namespacesIn(snap: StateReader): Namespace[] {
-  const created = new Map<string, number>([['default', 1]]);
-  for (const table of NAMESPACED) {
-    for (const row of snap.list(table)) {
-      const at = created.get(row.namespace);
-      if (at === undefined || row.createIndex < at) created.set(row.namespace, row.createIndex);
-    }
-  }
-  return [...created.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, at]) => namespaceShape(name, at));
 }
 
 export function registerClusterRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -119,17 +102,6 @@ export function registerClusterRoutes(app: FastifyInstance, ctx: RouteContext): 
       Members: members.map((m) => memberShape(m, f)),
       ...(warning ? { Warning: warning } : {}),
     };
-  });
-
-  app.get('/v1/namespaces', { config: { access: 'read' } }, async (req, reply) => {
-    const list = await nomadRead(ctx, req, reply, NAMESPACED, (snap, opts) => namespacesIn(snap).filter((n) => n.Name.startsWith(opts.prefix)));
-    return listPage(list, req, reply, (n) => n.Name);
-  });
-
-  app.get<{ Params: { name: string } }>('/v1/namespace/:name', { config: { access: 'read' } }, async (req, reply) => {
-    const found = await nomadRead(ctx, req, reply, NAMESPACED, (snap) => namespacesIn(snap).find((n) => n.Name === req.params.name));
-    if (!found) throw new ApiError('NOT_FOUND', 'Namespace not found');
-    return found;
   });
 
   // Any token may read itself; the answer never carries its secret.

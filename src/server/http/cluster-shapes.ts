@@ -1,9 +1,9 @@
-// Berth's servers, tokens and namespaces in Nomad's shapes (src/api): what
+// Berth's servers and tokens in Nomad's shapes (src/api): what
 // the cluster routes answer. Pure functions.
 
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ACLToken, AgentMember, AgentVersion, Namespace } from '../../api/index.js';
+import type { ACLToken, AgentMember, AgentVersion } from '../../api/index.js';
 import type { ServerMember } from '../leader/index.js';
 import type { AgentInfo } from './route-context.js';
 
@@ -79,21 +79,5 @@ export function tokenShape(caller: { name: string; role: string }): ACLToken {
     CreateTime: ZERO_TIME,
     CreateIndex: 0,
     ModifyIndex: 0,
-  };
-}
-
-/** An implicit namespace as Nomad's Namespace, created at `createIndex`. */
-export function namespaceShape(name: string, createIndex: number): Namespace {
-  return {
-    Name: name,
-    Description: name === 'default' ? 'Default shared namespace' : '',
-    Quota: '',
-    Capabilities: null,
-    NodePoolConfiguration: null,
-    VaultConfiguration: null,
-    ConsulConfiguration: null,
-    Meta: null,
-    CreateIndex: createIndex,
-    ModifyIndex: createIndex,
   };
 }

@@ -15,7 +15,7 @@ import { EvalLinks, evaluationOut } from './evaluation-shapes.js';
 import { nodeOf } from './node-shapes.js';
 import { registrationShape } from './service-shapes.js';
 
-/** The tables whose changes the stream carries, by topic. The others (past job versions, the scheduler's configuration) are not streamed. */
+/** The tables whose changes the stream carries, by topic. The others (past job versions, the scheduler's configuration, namespaces: Nomad has no topic for them) are not streamed. */
 export const TOPIC_TABLES = {
   Job: 'jobs',
   Allocation: 'allocations',

@@ -9,6 +9,7 @@ import type { GarbageCollector, JobService } from '../jobs/index.js';
 import type { Leadership } from '../leader/index.js';
 import type { ServerMetrics } from '../metrics/index.js';
 import type { NodeConnections } from '../noderpc/index.js';
+import type { NamespaceService } from '../namespaces/index.js';
 import type { NodeService } from '../nodes/index.js';
 import type { StateStore } from '../state/index.js';
 import type { VolumeService } from '../volumes/index.js';
@@ -28,6 +29,8 @@ export interface ApiDeps {
   /** Serves PUT /v1/system/gc when given. */
   gc?: GarbageCollector;
   nodes: NodeService;
+  /** Serves the namespace writes; without it the routes make their own on `store`. */
+  namespaces?: NamespaceService;
   volumes: VolumeService;
   /** Dynamic host volumes: serves /v1/volume/host/* and GET /v1/volumes?type=host when given. */
   hostVolumes?: HostVolumeService;

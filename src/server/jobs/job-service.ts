@@ -17,6 +17,7 @@ import { checkDispatch, dispatchChildId, liveChildren, periodicChildId, putChild
 import { JobError } from './job-errors.js';
 import { AllocStatusWriter, type AllocationUpdate } from './alloc-status-writer.js';
 import { GroupCommit } from './group-commit.js';
+import { requireNamespace } from '../namespaces/index.js';
 
 export { JobError };
 export type { AllocationUpdate };
@@ -52,6 +53,11 @@ export const DEFAULT_EVAL_BATCH = 32;
 /** A periodic launch: the child job and its evaluation, or why nothing was launched. */
 export type LaunchResult = { job: Job; evaluation: Evaluation; index: number } | { skipped: string; index: number };
 
+/** Nomad's refusal of a job in a namespace that does not exist. */
+function unknownNamespace(spec: JobSpec): string {
+  return `job ${JSON.stringify(spec.id)} is in nonexistent namespace ${JSON.stringify(spec.namespace)}`;
+}
+
 export class JobService {
   readonly #store: StateStore;
   readonly #clock: Clock;
@@ -70,6 +76,7 @@ export class JobService {
       store: this.#store,
       keyOf: ({ spec }) => rowKey(spec.namespace, spec.id),
       apply: (txn, { spec, now, checkIndex }) => {
+        requireNamespace(txn, spec.namespace, unknownNamespace(spec));
         if (checkIndex !== undefined) {
           const current = jobModifyIndex(txn.get('jobs', rowKey(spec.namespace, spec.id)));
           if (current !== checkIndex) throw new JobError('CONFLICT', enforceIndexMessage(checkIndex, current));
@@ -87,7 +94,8 @@ export class JobService {
    * never lost: a restarted leader runs what it finds pending). A stopped
    * job registered again runs again. Throws JobValidationError
    * (code INVALID) listing every problem, with field paths, when the spec is
-   * malformed or names volumes/plugins/access modes the server cannot serve.
+   * malformed or names volumes/plugins/access modes the server cannot serve,
+   * NamespaceError INVALID when its namespace does not exist.
    * Safe to repeat (an unchanged spec keeps its version). With
    * `checkIndex`, throws JobError CONFLICT unless the job's modify index
    * (`jobModifyIndex`; 0 for a new job) is still that (`job run -check-index`).
@@ -111,6 +119,7 @@ export class JobService {
   plan(input: unknown): JobPlan {
     const spec = parseJobSpec(input);
     const txn = new ScratchTxn(this.#store.snapshot());
+    requireNamespace(txn, spec.namespace, unknownNamespace(spec));
     const prev = txn.get('jobs', rowKey(spec.namespace, spec.id));
     const { evaluation } = registerIn(txn, spec, this.#clock.now(), 'now');
     return describePlan(txn, prev, spec, evaluation);

@@ -15,7 +15,7 @@ export function keyPrefix(...parts: string[]): string {
   return rowKey(...parts) + '/';
 }
 
-/** Keys of each table: nodes/plugins/allocations/evaluations by ID; jobs and volumes by namespace + ID; volume conditions by namespace + volume ID; services by namespace + service name + registration ID; claims by namespace + volume + allocation. */
+/** Keys of each table: nodes/plugins/allocations/evaluations by ID; jobs and volumes by namespace + ID; volume conditions by namespace + volume ID; services by namespace + service name + registration ID; claims by namespace + volume + allocation; namespaces by name. */
 export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'createIndex' | 'modifyIndex'>): string {
   const r = row as Record<string, unknown>;
   switch (table) {
@@ -33,6 +33,8 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
       return rowKey(String(r['namespace']), String(r['jobId']), String(r['taskGroup']), String(r['volumeId']));
     case 'claims':
       return rowKey(String(r['namespace']), String(r['volumeId']), String(r['allocId']));
+    case 'namespaces':
+      return rowKey(String(r['name']));
     default:
       return rowKey(String(r['id']));
   }

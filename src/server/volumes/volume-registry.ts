@@ -22,6 +22,7 @@ import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/i
 import type { ClaimRelease } from './claim-release.js';
 import { ControllerCallError, type ControllerRouter } from './controller-router.js';
 import { VolumeError } from './errors.js';
+import { requireNamespace } from '../namespaces/index.js';
 import { capabilityOf, capabilityWire } from './_wire.js';
 import { whereItLives } from './_volume-topology.js';
 import { draftOf, parse, refuseSecondOwner, type VolumeDraft } from './_volume-draft.js';
@@ -72,6 +73,11 @@ function staleToken(err: unknown): boolean {
  * ControllerCallError, a VolumeError) with a stable code; a bad input is
  * INVALID with the offending `field`.
  */
+/** Nomad's refusal of a volume in a namespace that does not exist. */
+function unknownNamespace(v: VolumeDraft): string {
+  return `volume ${v.id} is in nonexistent namespace ${v.namespace}`;
+}
+
 export class VolumeRegistry {
   readonly #deps: VolumeRegistryOptions;
 
@@ -177,8 +183,11 @@ export class VolumeRegistry {
     const checked = parse(volumeRegistrationSchema, input);
     const draft = draftOf(checked, checked.externalId);
     const plugin = this.#plugin(draft.pluginId);
+    // Refused before the plugin is asked; checked again in the write, where a namespace deleted meanwhile shows.
+    requireNamespace(this.#deps.store.snapshot(), draft.namespace, unknownNamespace(draft));
     if (Object.keys(plugin.controllers).length > 0) await this.#validate(draft, opts.signal);
     const { result } = await this.#deps.store.write((txn) => {
+      requireNamespace(txn, draft.namespace, unknownNamespace(draft));
       const existing = txn.get('volumes', rowKey(draft.namespace, draft.id));
       if (existing && (existing.pluginId !== draft.pluginId || existing.externalId !== draft.externalId)) {
         throw new VolumeError('CONFLICT', `volume ${draft.id} is already registered with another plugin or external ID`);
@@ -269,6 +278,7 @@ export class VolumeRegistry {
     const plugin = this.#plugin(draft.pluginId);
     this.#needController(plugin, 'CREATE_DELETE_VOLUME', 'create volumes');
     const snap = this.#deps.store.snapshot();
+    requireNamespace(snap, draft.namespace, unknownNamespace(draft));
     if (snap.get('volumes', rowKey(draft.namespace, draft.id))) {
       throw new VolumeError('CONFLICT', `volume ${draft.id} already exists in namespace ${draft.namespace}`);
     }
@@ -302,6 +312,7 @@ export class VolumeRegistry {
     );
     // If the plugin handed back a volume another Berth volume has, it is that one's: refused, and not deleted.
     const { result } = await this.#deps.store.write((txn) => {
+      requireNamespace(txn, draft.namespace, unknownNamespace(draft));
       refuseSecondOwner(txn, draft, volume.volumeId, 'name');
       return txn.put('volumes', {
         ...draft,
