@@ -211,6 +211,22 @@ function usageForNamespace(usage: Map<string, NodeUsage>, namespace: string): Ma
   return out;
 }
 
+/**
+ * The job's kept versions by number (of this job, not of a purged one of
+ * the same ID), read once each: the reconciler compares an allocation with
+ * the spec of the version it runs.
+ */
+function keptVersions(reader: StateReader, job: Job): (version: number) => Job | undefined {
+  const seen = new Map<number, Job | undefined>();
+  return (version) => {
+    if (seen.has(version)) return seen.get(version);
+    const kept = reader.get('jobVersions', rowKey(job.namespace, job.id, String(version).padStart(10, '0')))?.job;
+    const found = kept && kept.createIndex === job.createIndex ? kept : undefined;
+    seen.set(version, found);
+    return found;
+  };
+}
+
 /** The live allocations that this evaluation's stops leave. */
 function liveAfterStops(live: readonly Allocation[], stops: readonly StopDecision[]): Allocation[] {
   const stopping = new Set(stops.map((s) => s.allocId));
@@ -294,8 +310,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     const nodesById = new Map(nodes.map((n) => [n.id, n]));
     const algorithm = txn.get('schedulerConfig', SCHEDULER_CONFIG_ID)?.algorithm ?? DEFAULT_SCHEDULER_CONFIG.algorithm;
 
+    const jobAt = keptVersions(txn, job);
     if (job.type === 'system') {
-      const sys = reconcileSystem(job, allocs, nodes, { usage });
+      const sys = reconcileSystem(job, allocs, nodes, { usage, jobAt });
       stops = sys.stop;
       inPlace = sys.inPlace;
       releaseStopped(usage, stops, allocs);
@@ -315,7 +332,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       }
     } else {
       const deployment = currentDeployment(txn, job);
-      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, ...(deployment ? { deployment } : {}), ...(revertsToStable(txn, job) ? { noCanaries: true } : {}) });
+      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, jobAt, ...(deployment ? { deployment } : {}), ...(revertsToStable(txn, job) ? { noCanaries: true } : {}) });
       stops = plan.stop;
       inPlace = plan.inPlace;
       requests = plan.place;
