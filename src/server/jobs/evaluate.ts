@@ -10,6 +10,7 @@ import {
   launchesChildren,
   isClientTerminal,
   pluginSchedulable,
+  rolls,
   SCHEDULER_CONFIG_ID,
   volumeIdFor,
   type Allocation,
@@ -426,25 +427,19 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   // Placements may rely on what the stops free: none until every stop is written.
   const fits = stopped < stops.length ? 0 : room.fitting(placed, stopped === 0 && inPlace.length === 0);
   const written = placed.slice(0, fits);
-  if (job) recordRollout(txn, job, requests, written, opts.now);
+  // Same allocation, new job version (and resources): its node applies them to the running tasks. Written
+  // once every placement is; in a rolling group it joins the version's deployment anew (Nomad's in-place update).
+  const toUpdate = fits === placed.length && stopped === stops.length && job ? inPlaceRows(job, inPlace, byId, evalId, opts.now) : [];
+  const updatedRows = toUpdate.slice(0, Math.max(0, room.fitting([...written, ...toUpdate], stopped === 0 && written.length === 0) - written.length));
+  const updated = updatedRows.length;
+  if (job) recordRollout(txn, job, requests, [...written, ...updatedRows], opts.now);
   for (const a of written) {
     const stored = txn.put('allocations', { ...a, evalId });
     after.set(stored.id, stored);
     if (job) recordStickyClaims(txn, job, stored);
   }
-  // Same allocation, new job version and resources: its node applies them to the running tasks.
-  let updated = 0;
-  if (fits === placed.length && stopped === stops.length) {
-    for (const u of inPlace) {
-      if (updated > 0 && room.full()) break;
-      updated++;
-      const a = byId.get(u.allocId);
-      const group = job?.groups.find((g) => g.name === u.group);
-      if (!a || !job || !group) continue;
-      after.set(a.id, txn.put('allocations', { ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now }));
-    }
-  }
-  const more = cut || stopped < stops.length || written.length < placed.length || updated < inPlace.length;
+  for (const row of updatedRows) after.set(row.id, txn.put('allocations', row));
+  const more = cut || stopped < stops.length || written.length < placed.length || updated < toUpdate.length;
 
   if (job) {
     const status = jobStatusOf(job, [...after.values()]);
@@ -486,6 +481,27 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   if (existing?.createIndex) evaluation.createIndex = existing.createIndex;
   const stored = txn.put('evaluations', evaluation);
   return { evaluation: stored, ...(followUpAt === undefined ? {} : { followUpAt }), ...(more ? { more: true as const } : {}) };
+}
+
+/**
+ * The rows of the allocations updated in place to `job`'s version. In a
+ * rolling group each leaves its old deployment (recordRollout ties it to
+ * the version's one and its health is judged again).
+ */
+function inPlaceRows(job: Job, inPlace: readonly InPlaceUpdate[], byId: ReadonlyMap<string, Allocation>, evalId: string, now: number): Allocation[] {
+  const rows: Allocation[] = [];
+  for (const u of inPlace) {
+    const a = byId.get(u.allocId);
+    const group = job.groups.find((g) => g.name === u.group);
+    if (!a || !group) continue;
+    const row: Allocation = { ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: now };
+    if (rolls(group.update) && job.type === 'service') {
+      delete row.deploymentId;
+      delete row.deploymentStatus;
+    }
+    rows.push(row);
+  }
+  return rows;
 }
 
 function mergeFailure(into: Record<string, PlacementFailure>, group: string, f: PlacementFailure): void {
