@@ -490,11 +490,13 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
  */
 function inPlaceRows(job: Job, inPlace: readonly InPlaceUpdate[], byId: ReadonlyMap<string, Allocation>, evalId: string, now: number): Allocation[] {
   const rows: Allocation[] = [];
+  const groups = new Map(job.groups.map((g) => [g.name, { group: g, resources: Object.freeze(groupResources(g)) }]));
   for (const u of inPlace) {
     const a = byId.get(u.allocId);
-    const group = job.groups.find((g) => g.name === u.group);
-    if (!a || !group) continue;
-    const row: Allocation = { ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: now };
+    const g = groups.get(u.group);
+    if (!a || !g) continue;
+    const { group, resources } = g;
+    const row: Allocation = { ...a, jobVersion: job.version, resources, evalId, modifyTime: now };
     if (rolls(group.update) && job.type === 'service') {
       delete row.deploymentId;
       delete row.deploymentStatus;
