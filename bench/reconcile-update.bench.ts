@@ -34,10 +34,15 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)] ?? 0;
 }
 
-function timed(fn: () => void): number {
+/** Wall time in ms; with `cpu`, the process's CPU time is pushed too (less swayed by other load on a shared machine). */
+function timed(fn: () => void, cpu?: number[]): number {
+  const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   fn();
-  return Number(process.hrtime.bigint() - t0) / 1e6;
+  const wall = Number(process.hrtime.bigint() - t0) / 1e6;
+  const c = process.cpuUsage(c0);
+  cpu?.push((c.user + c.system) / 1000);
+  return wall;
 }
 
 export default async function reconcileUpdate(dir: string): Promise<Record<string, unknown>> {
@@ -52,13 +57,14 @@ export default async function reconcileUpdate(dir: string): Promise<Record<strin
     if (placed !== ALLOCS) throw new Error(`placed ${placed} of ${ALLOCS}`);
 
     const planMs: number[] = [];
+    const planCpuMs: number[] = [];
     let outcome = '';
     for (let r = 0; r < ROUNDS; r++) {
       planMs.push(
         timed(() => {
           const plan = jobs.plan(spec(true));
           outcome = `${plan.inPlaceUpdates} in-place, ${plan.stops.length} stops, ${plan.placements.length} placements`;
-        }),
+        }, planCpuMs),
       );
     }
 
@@ -73,11 +79,12 @@ export default async function reconcileUpdate(dir: string): Promise<Record<strin
     for (let r = 0; r < ROUNDS; r++) reconcileMs.push(timed(() => reconcile(job, allocs, nodes, Date.now(), { jobAt: (v) => kept.get(v) })));
 
     const plan = round(median(planMs));
+    const planCpu = round(median(planCpuMs));
     const alone = round(median(reconcileMs));
     const load = loadavg().map((l) => round(l, 2)).join(' ');
-    console.log(`job plan of a constraint change, ${ALLOCS} allocations over ${NODES} nodes (${outcome}): ${plan} ms (p50 of ${ROUNDS}; goal < 50 ms)`);
+    console.log(`job plan of a constraint change, ${ALLOCS} allocations over ${NODES} nodes (${outcome}): ${plan} ms, CPU ${planCpu} ms (p50 of ${ROUNDS}; goal < 50 ms)`);
     console.log(`reconcile alone, same change: ${alone} ms (p50 of ${ROUNDS}); load average ${load}`);
-    return { nodes: NODES, allocs: ALLOCS, rounds: ROUNDS, planP50Ms: plan, reconcileP50Ms: alone, outcome, goalMs: 50, loadAverage: load };
+    return { nodes: NODES, allocs: ALLOCS, rounds: ROUNDS, planP50Ms: plan, planCpuP50Ms: planCpu, reconcileP50Ms: alone, outcome, goalMs: 50, loadAverage: load };
   } finally {
     store.close();
   }
