@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { ManualClock } from '../../lib/index.js';
 import { parseJobSpec, type Allocation, type Job, type Node } from '../../structs/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
+import { testAllocation } from '../../../test/support/server-rows.js';
 import { emptyUsage } from './placement.js';
 import { reconcile, reconcileSystem } from './reconcile.js';
 
@@ -41,27 +42,7 @@ function versions(...specs: Array<Record<string, unknown>>): { job: Job; jobAt: 
 let seq = 0;
 function alloc(index: number, nodeId: string, jobVersion: number, extra: Partial<Allocation> = {}): Allocation {
   seq++;
-  return {
-    id: `a${seq}`,
-    namespace: 'default',
-    jobId: 'shop',
-    jobVersion,
-    taskGroup: 'web',
-    index,
-    nodeId,
-    resources: { cpuMhz: 100, memoryMb: 300 },
-    desiredStatus: 'run',
-    desiredDescription: '',
-    clientStatus: 'running',
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createIndex: seq,
-    modifyIndex: seq,
-    createTime: 0,
-    modifyTime: 0,
-    ...extra,
-  };
+  return testAllocation(`a${seq}`, nodeId, { jobId: 'shop', taskGroup: 'web', index, jobVersion, resources: { cpuMhz: 100, memoryMb: 300 }, createIndex: seq, modifyIndex: seq, ...extra });
 }
 
 const byId = (...list: Node[]): Map<string, Node> => new Map(list.map((n) => [n.id, n]));
