@@ -153,7 +153,7 @@ describe("the jobs routes answer in Nomad's shapes", () => {
     assert.equal(group?.Name, 'web');
     assert.deepEqual(group?.Fields?.find((f) => f.Name === 'Count'), { Type: 'Edited', Name: 'Count', Old: '2', New: '3', Annotations: ['forces create'] });
     assert.equal(body.Annotations?.DesiredTGUpdates?.['web']?.Place, 1);
-    // The two running allocations are kept: they take the new version in place, as Nomad's plan says.
+    // A count change replaces nothing: the two running allocations take the new version in place (Nomad's "1 create, 2 in-place update").
     assert.equal(body.Annotations?.DesiredTGUpdates?.['web']?.InPlaceUpdate, 2);
     assert.equal(body.Annotations?.DesiredTGUpdates?.['web']?.Stop, 0);
     assert.equal(body.BerthPlacements?.length, 1);

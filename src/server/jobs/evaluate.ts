@@ -219,6 +219,22 @@ function usageForNamespace(usage: Map<string, NodeUsage>, namespace: string): Ma
   return out;
 }
 
+/**
+ * The job's kept versions by number (of this job, not of a purged one of
+ * the same ID), read once each: the reconciler compares an allocation with
+ * the spec of the version it runs.
+ */
+function keptVersions(reader: StateReader, job: Job): (version: number) => Job | undefined {
+  const seen = new Map<number, Job | undefined>();
+  return (version) => {
+    if (seen.has(version)) return seen.get(version);
+    const kept = reader.get('jobVersions', rowKey(job.namespace, job.id, String(version).padStart(10, '0')))?.job;
+    const found = kept && kept.createIndex === job.createIndex ? kept : undefined;
+    seen.set(version, found);
+    return found;
+  };
+}
+
 /** The live allocations that this evaluation's stops leave. */
 function liveAfterStops(live: readonly Allocation[], stops: readonly StopDecision[]): Allocation[] {
   const stopping = new Set(stops.map((s) => s.allocId));
@@ -302,8 +318,9 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     const nodesById = new Map(nodes.map((n) => [n.id, n]));
     const algorithm = txn.get('schedulerConfig', SCHEDULER_CONFIG_ID)?.algorithm ?? DEFAULT_SCHEDULER_CONFIG.algorithm;
 
+    const jobAt = keptVersions(txn, job);
     if (job.type === 'system') {
-      const sys = reconcileSystem(job, allocs, nodes, { usage });
+      const sys = reconcileSystem(job, allocs, nodes, { usage, jobAt });
       stops = sys.stop;
       inPlace = sys.inPlace;
       releaseStopped(usage, stops, allocs);
@@ -323,7 +340,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       }
     } else {
       const deployment = currentDeployment(txn, job);
-      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, ...(deployment ? { deployment } : {}), ...(revertsToStable(txn, job) ? { noCanaries: true } : {}) });
+      const plan = reconcile(job, allocs, nodesById, opts.now, { usage, jobAt, ...(deployment ? { deployment } : {}), ...(revertsToStable(txn, job) ? { noCanaries: true } : {}) });
       stops = plan.stop;
       inPlace = plan.inPlace;
       requests = plan.place;
@@ -419,28 +436,19 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   // Placements may rely on what the stops free: none until every stop is written.
   const fits = stopped < stops.length ? 0 : room.fitting(placed, stopped === 0 && inPlace.length === 0);
   const written = placed.slice(0, fits);
-  // Same allocation, new job version (and resources): its node applies them to the running tasks.
-  // Only once every placement and stop is written, and what fits after them (at least one).
-  const updating: Allocation[] = [];
-  let updated = 0;
-  if (job && fits === placed.length && stopped === stops.length) {
-    for (const u of inPlace) {
-      const a = byId.get(u.allocId);
-      const group = job.groups.find((g) => g.name === u.group);
-      if (a && group) updating.push({ ...a, jobVersion: job.version, resources: groupResources(group), evalId, modifyTime: opts.now });
-    }
-    const all = updating.length;
-    updating.splice(Math.max(1, room.fitting([...written, ...updating], false) - written.length));
-    updated = updating.length === all ? inPlace.length : updating.length;
-  }
-  if (job) recordRollout(txn, job, requests, written, updating, opts.now);
+  // Same allocation, new job version (and resources): its node applies them to the running tasks. Written
+  // once every placement is; in a rolling group it joins the version's deployment anew, its health judged again (Nomad's in-place update).
+  const toUpdate = fits === placed.length && stopped === stops.length && job ? inPlaceRows(job, inPlace, byId, evalId, opts.now) : [];
+  const updatedRows = toUpdate.slice(0, Math.max(0, room.fitting([...written, ...toUpdate], stopped === 0 && written.length === 0) - written.length));
+  const updated = updatedRows.length;
+  if (job) recordRollout(txn, job, requests, written, updatedRows, opts.now);
   for (const a of written) {
     const stored = txn.put('allocations', { ...a, evalId });
     after.set(stored.id, stored);
     if (job) recordStickyClaims(txn, job, stored);
   }
-  for (const a of updating) after.set(a.id, txn.put('allocations', a));
-  const more = cut || stopped < stops.length || written.length < placed.length || updated < inPlace.length;
+  for (const row of updatedRows) after.set(row.id, txn.put('allocations', row));
+  const more = cut || stopped < stops.length || written.length < placed.length || updated < toUpdate.length;
 
   if (job) {
     const status = jobStatusOf(job, [...after.values()]);
@@ -482,6 +490,23 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   if (existing?.createIndex) evaluation.createIndex = existing.createIndex;
   const stored = txn.put('evaluations', evaluation);
   return { evaluation: stored, ...(followUpAt === undefined ? {} : { followUpAt }), ...(more ? { more: true as const } : {}) };
+}
+
+/**
+ * The rows of the allocations updated in place to `job`'s version. In a
+ * rolling group recordRollout ties each to the version's deployment, its
+ * health judged again.
+ */
+function inPlaceRows(job: Job, inPlace: readonly InPlaceUpdate[], byId: ReadonlyMap<string, Allocation>, evalId: string, now: number): Allocation[] {
+  const rows: Allocation[] = [];
+  const groups = new Map(job.groups.map((g) => [g.name, { resources: Object.freeze(groupResources(g)) }]));
+  for (const u of inPlace) {
+    const a = byId.get(u.allocId);
+    const g = groups.get(u.group);
+    if (!a || !g) continue;
+    rows.push({ ...a, jobVersion: job.version, resources: g.resources, evalId, modifyTime: now });
+  }
+  return rows;
 }
 
 function mergeFailure(into: Record<string, PlacementFailure>, group: string, f: PlacementFailure): void {

@@ -7,6 +7,7 @@ import { ManualClock, silentLogger } from '../../lib/index.js';
 import { JobValidationError, type CsiPlugin, type Volume } from '../../structs/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { NodeService } from '../nodes/index.js';
+import { DeploymentService } from '../deployments/index.js';
 import { rowKey, SqliteStateStore } from '../state/index.js';
 import { EvalWorker } from './eval-worker.js';
 import { JobService } from './job-service.js';
@@ -264,6 +265,77 @@ describe('job service', () => {
     await jobs.stop('default', 'web', { purge: true });
     assert.equal(store.snapshot().get('jobs', rowKey('default', 'web')), undefined);
     await assert.rejects(() => jobs.stop('default', 'web'), { code: 'NOT_FOUND' });
+  });
+
+  it('moves allocations off nodes that no longer satisfy a changed constraint, keeps the others in place, and the plan says so first', async () => {
+    store.writeNow((txn) => {
+      for (const [id, kernel] of [['n1', 'linux'], ['n2', 'linux'], ['n3', 'freebsd'], ['n4', 'linux']] as const) {
+        txn.put('nodes', testNode(id, { attributes: { 'kernel.name': kernel } }));
+      }
+    });
+    const spec = (constraints: unknown[]) => ({
+      id: 'web',
+      constraints,
+      groups: [{ name: 'g', count: 3, constraints: [{ operator: 'distinct_hosts', value: 'true' }], tasks: [{ name: 't', driver: 'exec' }] }],
+    });
+    await register(spec([{ attribute: '${node.unique.name}', operator: 'regexp', value: '^n[123]$' }]));
+    const before = store.snapshot().list('allocations');
+    assert.deepEqual(before.map((a) => a.nodeId).sort(), ['n1', 'n2', 'n3']);
+    const onN3 = before.find((a) => a.nodeId === 'n3')!;
+
+    const linux = spec([{ attribute: '${attr.kernel.name}', value: 'linux' }]);
+    const plan = jobs.plan(linux);
+    assert.deepEqual(plan.stops.map((s) => [s.allocId, s.description]), [[onN3.id, 'job updated: its node no longer satisfies constraint "${attr.kernel.name} = linux"']]);
+    assert.deepEqual(plan.placements.map((p) => p.nodeId), ['n4']);
+    assert.equal(plan.inPlaceUpdates, 2);
+    assert.deepEqual(plan.diff.groups[0]?.updates, { create: 1, destroy: 1, 'in-place update': 2 });
+
+    const run = await register(linux);
+    assert.deepEqual([run.evaluation.stopped, run.evaluation.placed, run.evaluation.updatedInPlace], [1, 1, 2]);
+    const after = store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' });
+    assert.deepEqual(after.map((a) => a.nodeId).sort(), ['n1', 'n2', 'n4']);
+    // The two that still fit are the same allocations, now at the new version.
+    for (const a of before.filter((x) => x.id !== onN3.id)) assert.equal(after.find((x) => x.id === a.id)?.jobVersion, 1);
+    assert.equal(store.snapshot().get('allocations', rowKey(onN3.id))!.desiredStatus, 'stop');
+
+    // A datacenter the job no longer names moves its allocations the same way.
+    store.writeNow((txn) => txn.put('nodes', { ...testNode('n5', { attributes: { 'kernel.name': 'linux' } }), datacenter: 'dc2' }));
+    const moved = await register({ ...linux, datacenters: ['dc2', 'dc1'] });
+    assert.deepEqual([moved.evaluation.stopped, moved.evaluation.placed], [0, 0]);
+    const dc2 = await register({ ...linux, groups: [{ ...linux.groups[0], count: 1 }], datacenters: ['dc2'] });
+    assert.equal(dc2.evaluation.placed, 1);
+    assert.deepEqual(store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' }).map((a) => a.nodeId), ['n5']);
+  });
+
+  it('a revert replaces only the allocations whose spec differs from the version reverted to', async () => {
+    store.writeNow((txn) => {
+      txn.put('nodes', testNode('n1'));
+      txn.put('nodes', testNode('n2'));
+    });
+    const deployments = new DeploymentService({ store, jobs, clock, logger: silentLogger() });
+    const update = { maxParallel: 1, healthCheck: 'task_states', minHealthyTimeMs: '1s', healthyDeadlineMs: '10s', progressDeadlineMs: '1m' };
+    const spec = (v: string) => ({ id: 'web', groups: [{ name: 'g', count: 3, update, tasks: [{ name: 't', driver: 'exec', env: { V: v } }] }] });
+    await register(spec('1'));
+    const first = store.snapshot().list('allocations');
+    // Version 1 changes the task's env and rolls one allocation at a time: one runs it, two still run version 0.
+    await register(spec('2'));
+    const live = () => store.snapshot().list('allocations', { filter: (a) => a.desiredStatus === 'run' });
+    const v1 = live().filter((a) => a.jobVersion === 1);
+    assert.equal(v1.length, 1);
+
+    // The plan of the revert, then the revert: the allocation of version 1 is replaced, the two of version 0 kept.
+    const plan = jobs.plan(spec('1'));
+    assert.deepEqual(plan.stops.map((s) => s.allocId), [v1[0]!.id]);
+    assert.deepEqual(plan.diff.groups[0]?.updates, { create: 1, destroy: 1, 'in-place update': 2 });
+    const back = await deployments.revert('default', 'web', 0);
+    await jobs.evaluatePending();
+    const ev = store.snapshot().get('evaluations', rowKey(back.evaluation.id))!;
+    assert.deepEqual([ev.stopped, ev.placed, ev.updatedInPlace], [1, 1, 2]);
+    const now = live();
+    assert.equal(now.length, 3);
+    assert.ok(now.every((a) => a.jobVersion === 2));
+    assert.deepEqual(first.filter((a) => now.some((n) => n.id === a.id)).length, 2, 'two of the first allocations still run');
+    assert.equal(store.snapshot().get('allocations', rowKey(v1[0]!.id))!.desiredStatus, 'stop');
   });
 
   it('keeps the newer state when an older status report of an allocation arrives after it (a slow request overtaken)', async () => {

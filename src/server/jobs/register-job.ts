@@ -16,37 +16,13 @@ import {
   type Job,
   type JobPlan,
   type JobSpec,
-  type TaskGroup,
 } from '../../structs/index.js';
 import { recordJobVersion, sameSpec } from '../deployments/index.js';
+import { groupChange } from '../scheduler/index.js';
 import { rowKey, type ScratchTxn, type WriteTxn } from '../state/index.js';
 import { evaluateJob } from './evaluate.js';
 import { diffJobs } from './job-diff.js';
 import { problemsAgainstState } from './validate-job.js';
-
-/** The resource values an allocation's tasks can take in place (cgroup limits); other resource fields replace it. */
-const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;
-
-/**
- * A group without what changes neither its allocations nor their tasks: its
- * count, and with `resources` its tasks' resource values. Each task carries
- * the meta it sees (the job's, under the group's, under its own): a change of
- * the job's meta reaches the tasks' environment and replaces them, as
- * Nomad's tasksUpdated decides with the combined task meta.
- */
-function comparable(group: TaskGroup, withoutResources: boolean, jobMeta: Record<string, string> | undefined): unknown {
-  return {
-    ...group,
-    count: 0,
-    tasks: group.tasks.map((t) => {
-      const seen = { ...t, combinedMeta: { ...jobMeta, ...group.meta, ...t.meta } };
-      if (!withoutResources) return seen;
-      const resources: Record<string, unknown> = { ...t.resources };
-      for (const f of IN_PLACE_RESOURCE_FIELDS) delete resources[f];
-      return { ...seen, resources };
-    }),
-  };
-}
 
 /**
  * Puts a pending evaluation of `job` inside `txn`: the scheduler's work,
@@ -93,13 +69,13 @@ export function registerIn(txn: WriteTxn, spec: JobSpec, now: number, schedule: 
     const changed = !sameSpec(specOfJob(prev), spec);
     version = changed ? prev.version + 1 : prev.version;
     for (const g of spec.groups) {
-      const old = prev.groups.find((p) => p.name === g.name);
-      // A count change alone scales; a change of tasks' resource values alone updates
-      // the allocations in place where they fit; any other change replaces them.
+      // What the group's tasks see decides (scheduler's groupChange, Nomad's tasksUpdated): a change of it
+      // replaces the allocations, of resource values alone updates them in place where they fit, of
+      // anything else (count, constraints, update...) updates them in place where their node still fits.
       const prevGroup = prev.groupVersions[g.name] ?? prev.version;
-      groupVersions[g.name] = old && sameSpec(comparable(old, true, prev.meta), comparable(g, true, spec.meta)) ? prevGroup : version;
-      groupResourceVersions[g.name] =
-        old && sameSpec(comparable(old, false, prev.meta), comparable(g, false, spec.meta)) ? (prev.groupResourceVersions?.[g.name] ?? prevGroup) : version;
+      const change = groupChange(prev, spec, g.name);
+      groupVersions[g.name] = change === 'destructive' ? version : prevGroup;
+      groupResourceVersions[g.name] = change === 'same' ? (prev.groupResourceVersions?.[g.name] ?? prevGroup) : version;
     }
   } else {
     for (const g of spec.groups) groupVersions[g.name] = groupResourceVersions[g.name] = 0;

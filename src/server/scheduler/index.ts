@@ -19,12 +19,14 @@ export {
   isLive,
   isReplaceableTerminal,
   MIGRATE_DESCRIPTION,
+  UPDATED_DESCRIPTION,
   type StopDecision,
   type PlaceRequest,
   type ReconcileResult,
   type ReconcileOptions,
   type InPlaceUpdate,
 } from './reconcile.js';
+export { groupChange, NodeFit, type GroupChange, type GroupSource } from './task-updates.js';
 export { rolloutBudget, type RolloutBudget } from './rollout.js';
 export { HostVolumeChecker, HOST_VOLUMES_REASON, type HostVolumeUse, type HostVolumeCheckerInput } from './host-volumes.js';
 export { compileRule } from './constraints.js';

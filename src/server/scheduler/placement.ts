@@ -141,7 +141,8 @@ function volumeNeeds(group: TaskGroup, index: number): VolumeNeed[] {
   return needs;
 }
 
-function matchesDatacenter(patterns: readonly string[], dc: string): boolean {
+/** Whether datacenter `dc` is one the job's `datacenters` name (`*` and trailing-`*` patterns). Pure. */
+export function matchesDatacenter(patterns: readonly string[], dc: string): boolean {
   return patterns.some((p) => p === '*' || p === dc || (p.endsWith('*') && dc.startsWith(p.slice(0, -1))));
 }
 

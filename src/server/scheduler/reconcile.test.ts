@@ -118,8 +118,8 @@ describe('reconcile', () => {
     const changed = reconcile(job({}, { version: 2, groupVersions: { g: 2 } }), allocs, up, 0);
     assert.equal(changed.place.length, 3);
     assert.ok(changed.place.every((p) => p.previousAllocation));
+    // Not replaced: brought to the new version in place (Nomad's in-place update), their node still fitting.
     const unchanged = reconcile(job({}, { version: 2, groupVersions: { g: 1 } }), allocs, up, 0);
-    // Nothing stops: each takes the job's new version in place (Nomad's in-place update).
     assert.deepEqual(unchanged, { stop: [], place: [], inPlace: allocs.map((a) => ({ allocId: a.id, group: 'g' })) });
   });
 

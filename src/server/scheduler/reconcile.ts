@@ -2,10 +2,13 @@
 // Pure: given the job, its allocations and the nodes, it says which
 // allocations to stop and which indexes to place (new, replacements of lost or
 // outdated ones, reschedules of failed ones when the reschedule policy allows
-// and its delay has passed), and which to update in place (only their tasks'
-// resource values changed and the new values fit on their node, or nothing of
-// their group changed but the job's version did). Placement
-// then picks nodes for the rest.
+// and its delay has passed), and which to update in place to the job's
+// version. An allocation of an older version is compared with the spec it
+// runs (task-updates.ts, Nomad's tasksUpdated): a change its tasks see
+// replaces it; any other (count, constraints, update, another group...) is an
+// in-place update where its node still satisfies the job, a replacement where
+// it no longer does; new resource values are applied in place where they fit.
+// Placement then picks nodes for the rest.
 
 import {
   durationMs,
@@ -20,6 +23,7 @@ import {
 } from '../../structs/index.js';
 import { emptyUsage, fitsInPlace, groupResources, type NodeUsage } from './placement.js';
 import { rolloutBudget } from './rollout.js';
+import { groupChange, NodeFit, type GroupChange, type GroupSource } from './task-updates.js';
 
 export interface StopDecision {
   allocId: string;
@@ -60,6 +64,14 @@ export interface ReconcileOptions {
   deployment?: Deployment;
   /** The job's version reverts to a stable spec: its rollout places no canaries (deployments' revertsToStable). */
   noCanaries?: boolean;
+  /**
+   * The job as it was at an earlier version (its kept version), to compare
+   * an allocation with the spec it runs: a revert then keeps the
+   * allocations that run the reverted-to spec. Absent, or undefined for a
+   * version not kept: the job's group versions decide (`groupVersions`,
+   * `groupResourceVersions`).
+   */
+  jobAt?: (version: number) => GroupSource | undefined;
 }
 
 export interface ReconcileResult {
@@ -170,6 +182,64 @@ function updatesInPlace(alloc: Allocation, group: TaskGroup, nodes: ReadonlyMap<
   return fitsInPlace(node, used, alloc.resources, groupResources(group));
 }
 
+/** The stop description of an allocation replaced because its group changed (a destructive update). */
+export const UPDATED_DESCRIPTION = 'job updated';
+
+/**
+ * How one group's live allocations of older versions reach the job's
+ * version (Nomad's genericAllocUpdateFn): `in-place`, or the stop
+ * description of a destructive update. Decisions per version are cached:
+ * a thousand allocations of one version are compared once.
+ */
+class GroupUpdates {
+  readonly #changes = new Map<number, GroupChange>();
+  #fit: NodeFit | undefined;
+
+  constructor(
+    private readonly job: Job,
+    private readonly group: TaskGroup,
+    private readonly nodes: ReadonlyMap<string, Node>,
+    private readonly opts: ReconcileOptions,
+  ) {}
+
+  #change(version: number): GroupChange {
+    let change = this.#changes.get(version);
+    if (change) return change;
+    const before = this.opts.jobAt?.(version);
+    if (before) change = groupChange(before, this.job, this.group.name);
+    else {
+      const groupVersion = this.job.groupVersions[this.group.name] ?? this.job.version;
+      const resourceVersion = this.job.groupResourceVersions?.[this.group.name] ?? groupVersion;
+      change = version < groupVersion ? 'destructive' : version < resourceVersion ? 'resources' : 'same';
+    }
+    this.#changes.set(version, change);
+    return change;
+  }
+
+  /**
+   * Undefined for an allocation of the job's version (nothing to do);
+   * `misfit` when its node no longer satisfies the job. Counts a resource
+   * change made in place in `opts.usage`.
+   */
+  decide(alloc: Allocation): 'in-place' | { stop: string; misfit?: true } | undefined {
+    if (alloc.jobVersion >= this.job.version) return undefined;
+    const change = this.#change(alloc.jobVersion);
+    if (change === 'destructive') return { stop: UPDATED_DESCRIPTION };
+    const node = this.nodes.get(alloc.nodeId);
+    if (!node) return { stop: UPDATED_DESCRIPTION };
+    const misfit = (this.#fit ??= new NodeFit(this.job, this.group)).misfit(node);
+    if (misfit) return { stop: misfit, misfit: true };
+    if (change === 'resources' && !sameResources(alloc.resources, groupResources(this.group)) && !updatesInPlace(alloc, this.group, this.nodes, this.opts)) {
+      return { stop: UPDATED_DESCRIPTION };
+    }
+    return 'in-place';
+  }
+}
+
+function sameResources(a: { cpuMhz: number; memoryMb: number } | undefined, b: { cpuMhz: number; memoryMb: number }): boolean {
+  return a?.cpuMhz === b.cpuMhz && a.memoryMb === b.memoryMb;
+}
+
 function reconcileGroup(
   job: Job,
   group: TaskGroup,
@@ -180,12 +250,12 @@ function reconcileGroup(
   opts: ReconcileOptions,
   result: ReconcileResult,
 ): void {
-  const groupVersion = job.groupVersions[group.name] ?? job.version;
-  const resourceVersion = job.groupResourceVersions?.[group.name] ?? groupVersion;
+  const updates = new GroupUpdates(job, group, nodes, opts);
   // Index -> the allocation holding it (live, done, or failed and waiting).
   const held = new Map<number, Allocation>();
-  // Live allocations of an older version that must be replaced (stopped, then placed anew).
+  // Live allocations of an older version that must be replaced (stopped, then placed anew), with why.
   const outdated: Allocation[] = [];
+  const why = new Map<string, string>();
   const byAge = [...allocs].sort((a, b) => a.createIndex - b.createIndex);
   for (const alloc of byAge) {
     const index = alloc.index ?? 0;
@@ -245,23 +315,18 @@ function reconcileGroup(
       });
       continue;
     }
-    if (isLive(alloc) && alloc.jobVersion < resourceVersion) {
-      if (alloc.jobVersion >= groupVersion && updatesInPlace(alloc, group, nodes, opts)) {
-        result.inPlace.push({ allocId: alloc.id, group: group.name });
-        continue;
-      }
+    const update = isLive(alloc) ? updates.decide(alloc) : undefined;
+    if (update === 'in-place') result.inPlace.push({ allocId: alloc.id, group: group.name });
+    else if (update) {
       outdated.push(alloc);
-    } else if (isLive(alloc) && alloc.jobVersion < job.version) {
-      // Its group is unchanged (a count change, a change elsewhere in the job): it takes the new
-      // version as it runs, and joins the version's deployment (Nomad's in-place update).
-      result.inPlace.push({ allocId: alloc.id, group: group.name });
+      why.set(alloc.id, update.stop);
     }
   }
   // Under an update block, only as many as the rollout allows now, lowest index first.
   const running = new Set(allocs.filter((a) => !isClientTerminal(a.clientStatus) && (a.index ?? 0) < group.count).map((a) => a.index ?? 0));
   const budget = rolloutBudget(group, allocs, group.count - running.size, outdated.length, opts.deployment, opts.noCanaries);
   for (const alloc of outdated.sort((a, b) => (a.index ?? 0) - (b.index ?? 0)).slice(0, budget.limit)) {
-    result.stop.push({ allocId: alloc.id, description: budget.canary ? 'replaced by a canary' : 'job updated', lost: false });
+    result.stop.push({ allocId: alloc.id, description: budget.canary ? 'replaced by a canary' : (why.get(alloc.id) ?? UPDATED_DESCRIPTION), lost: false });
     const req: PlaceRequest = { group: group.name, index: alloc.index ?? 0, previousAllocation: alloc.id, rescheduleAttempts: 0 };
     if (budget.canary) req.canary = true;
     result.place.push(req);
@@ -304,8 +369,7 @@ export function reconcileSystem(
   const missing: Array<{ group: string; nodeId: string; previousAllocation?: string }> = [];
   if (job.stop) return { stop, missing, inPlace };
   for (const group of job.groups) {
-    const groupVersion = job.groupVersions[group.name] ?? job.version;
-    const resourceVersion = job.groupResourceVersions?.[group.name] ?? groupVersion;
+    const updates = new GroupUpdates(job, group, byId, opts);
     const onNode = new Map<string, Allocation>();
     for (const a of allocs) {
       // A failed or finished allocation keeps its node: system jobs are not rescheduled.
@@ -343,13 +407,14 @@ export function reconcileSystem(
       else if (isReplaceableTerminal(job, current, byId)) {
         stop.push({ allocId: current.id, description: 'placed again after the job was resubmitted or its node restarted', lost: false });
         missing.push({ group: group.name, nodeId: node.id, previousAllocation: current.id });
-      } else if (isLive(current) && current.jobVersion < resourceVersion) {
-        if (current.jobVersion >= groupVersion && updatesInPlace(current, group, byId, opts)) {
-          inPlace.push({ allocId: current.id, group: group.name });
-          continue;
+      } else if (isLive(current)) {
+        const update = updates.decide(current);
+        if (update === 'in-place') inPlace.push({ allocId: current.id, group: group.name });
+        else if (update) {
+          stop.push({ allocId: current.id, description: update.stop, lost: false });
+          // A node that no longer satisfies the job takes no new allocation of it.
+          if (!update.misfit) missing.push({ group: group.name, nodeId: node.id, previousAllocation: current.id });
         }
-        stop.push({ allocId: current.id, description: 'job updated', lost: false });
-        missing.push({ group: group.name, nodeId: node.id, previousAllocation: current.id });
       }
     }
   }

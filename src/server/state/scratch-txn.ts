@@ -4,6 +4,7 @@
 // shows is what the run would do at that index.
 
 import { keyOf } from './keys.js';
+import { deepFreeze } from './_store-view.js';
 import type { DataTable, ListOptions, RowInput, StateReader, StoreEvent, TableName, TableRow, WriteTxn } from './state-store.js';
 
 /** A write transaction over `base` whose changes are only ever seen by itself. */
@@ -65,10 +66,14 @@ export class ScratchTxn implements WriteTxn {
 
   put<T extends DataTable>(table: T, input: RowInput<T>): TableRow<T> {
     const key = keyOf(table, input);
-    const current = this.get(table, key);
-    const row = Object.freeze({ ...structuredClone(input), createIndex: current?.createIndex ?? this.writeIndex, modifyIndex: this.writeIndex }) as TableRow<T>;
-    this.#changes.set(`${table}\0${key}`, { table, key, row });
-    return row;
+    const at = `${table}\0${key}`;
+    const change = this.#changes.get(at);
+    const current = (change ? change.row : this.#base.get(table, key)) as TableRow<T> | null | undefined;
+    const row = detached(input);
+    row['createIndex'] = current?.createIndex ?? this.writeIndex;
+    row['modifyIndex'] = this.writeIndex;
+    this.#changes.set(at, { table, key, row: deepFreeze(row) });
+    return row as unknown as TableRow<T>;
   }
 
   delete(table: DataTable, key: string): boolean {
@@ -85,4 +90,19 @@ export class ScratchTxn implements WriteTxn {
     }
     return out;
   }
+}
+
+/**
+ * A copy of `input` the caller's later changes cannot reach. Frozen parts are
+ * shared, not cloned: rows read from a store, and rows this transaction put,
+ * are deep-frozen, and a plan that updates a thousand allocations in place
+ * puts a thousand rows made of their parts.
+ */
+function detached(input: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(input)) {
+    const v = (input as Record<string, unknown>)[k];
+    out[k] = v !== null && typeof v === 'object' && !Object.isFrozen(v) ? structuredClone(v) : v;
+  }
+  return out;
 }
