@@ -48,6 +48,7 @@ export {
   type VolumeMount,
   type TaskTemplate,
   type TaskArtifact,
+  type TaskIdentity,
   type RestartPolicy,
   type ReschedulePolicy,
   type TaskLifecycle,
@@ -234,3 +235,16 @@ export {
   type JobVersion,
 } from './deployment.js';
 export { SCHEDULER_CONFIG_ID, DEFAULT_SCHEDULER_CONFIG, type SchedulerConfig, type SchedulerAlgorithmName } from './scheduler-config.js';
+export {
+  DEFAULT_IDENTITY_AUD,
+  DEFAULT_IDENTITY_FILE,
+  DEFAULT_IDENTITY_NAME,
+  IDENTITY_ENV,
+  identityEnv,
+  identityFile,
+  type IdentityRejection,
+  type IdentityRequest,
+  type IdentitySignAnswer,
+  type SignedIdentity,
+  type WorkloadIdentitySpec,
+} from './workload-identity.js';
