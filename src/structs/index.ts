@@ -248,3 +248,4 @@ export {
   type SignedIdentity,
   type WorkloadIdentitySpec,
 } from './workload-identity.js';
+export { ROOT_KEY_ALGORITHM, publicRootKey, type Jwk, type RootKey } from './root-key.js';

@@ -29,6 +29,7 @@ import type {
   HostVolumeClaim,
   Job,
   Node,
+  RootKey,
   SchedulerConfig,
   ServiceRegistration,
   Volume,
@@ -36,7 +37,7 @@ import type {
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'schedulerConfig', 'hostVolumes', 'hostVolumeClaims', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'schedulerConfig', 'hostVolumes', 'hostVolumeClaims', 'rootKeys', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -81,6 +82,8 @@ export interface TableRows {
   hostVolumes: HostVolume;
   /** Sticky host volume claims of task groups, by namespace + job + group + volume ID. */
   hostVolumeClaims: HostVolumeClaim;
+  /** The keys workload identities are signed with (src/server/identity), by key ID. */
+  rootKeys: RootKey;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];
