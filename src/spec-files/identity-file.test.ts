@@ -4,7 +4,9 @@
 // written, with its line (HCL) or its Nomad path (JSON), in Nomad's words.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { parseJobFile } from './spec-file.js';
 
 const job = (blocks: string): string => `job "j" {
@@ -31,25 +33,12 @@ async function errorOf(name: string, text: string): Promise<string> {
 }
 
 describe('identity blocks in job files', () => {
-  it('reads the default and named identities from HCL and from Nomad JSON into the same job', async () => {
-    const hcl = await parseJobFile(
-      'j.hcl',
-      job(`      identity {
-        env  = true
-        file = true
-      }
-      identity {
-        name          = "vault"
-        aud           = ["vault.io"]
-        ttl           = "1h"
-        file          = true
-        change_mode   = "signal"
-        change_signal = "hup"
-      }`),
-    );
+  it('reads the default and named identities of the corpus file and of Nomad JSON into the same job', async () => {
+    const corpus = fileURLToPath(new URL('../../test/nomad-corpus/identity.hcl', import.meta.url));
+    const hcl = await parseJobFile(corpus, readFileSync(corpus, 'utf8'));
     const ids = hcl.job.groups[0]?.tasks[0]?.identities;
     assert.deepEqual(ids, [
-      { name: 'vault', aud: ['vault.io'], env: false, file: true, ttl: '1h', changeMode: 'signal', changeSignal: 'SIGHUP' },
+      { name: 'vault', aud: ['vault.io'], env: true, file: true, ttl: '1h', changeMode: 'signal', changeSignal: 'SIGHUP' },
       { name: 'default', aud: ['nomadproject.io'], env: true, file: true },
     ]);
     const json = await parseJobFile(
@@ -66,7 +55,7 @@ describe('identity blocks in job files', () => {
                   Driver: 'raw_exec',
                   Config: { command: '/bin/true' },
                   Identity: { Name: 'default', Audience: ['nomadproject.io'], Env: true, File: true, TTL: 0 },
-                  Identities: [{ Name: 'vault', Audience: ['vault.io'], File: true, TTL: 3_600_000_000_000, ChangeMode: 'signal', ChangeSignal: 'SIGHUP' }],
+                  Identities: [{ Name: 'vault', Audience: ['vault.io'], Env: true, File: true, TTL: 3_600_000_000_000, ChangeMode: 'signal', ChangeSignal: 'SIGHUP' }],
                 },
               ],
             },
