@@ -36,6 +36,7 @@ export const CONFIG_BODY: HclBody = {
       name: attr('name'),
       advertise_address: attr('advertiseAddress'),
       lease_ttl: attr('leaseTtl'),
+      oidc_issuer: attr('oidcIssuer'),
       store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix'), write_timeout: attr('writeTimeout') } } } },
     },
   },
@@ -134,6 +135,8 @@ export const configSchema = z.strictObject({
       name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-"').optional(),
       advertiseAddress: httpUrl.optional(),
       leaseTtl: duration.optional(),
+      /** Nomad's oidc_issuer: the `iss` of workload identities, and what OIDC discovery names. */
+      oidcIssuer: httpUrl.optional(),
       store: z
         .strictObject({
           etcd: z

@@ -32,6 +32,8 @@ export interface AgentConfig {
     advertiseAddress?: string;
     /** How long a dead leader keeps the cluster leaderless. Default 3 s. */
     leaseTtlMs?: number;
+    /** The `iss` of workload identities and the issuer /.well-known/openid-configuration names (Nomad's oidc_issuer); without it that endpoint answers 404. */
+    oidcIssuer?: string;
     /**
      * Keep the state in etcd instead of <data_dir>/server/state.db. write_timeout: how long a
      * change (and the start) waits for etcd before STORE_UNAVAILABLE; default 5 s.
@@ -224,6 +226,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(raw.server?.name ? { name: raw.server.name } : {}),
       ...(raw.server?.advertiseAddress ? { advertiseAddress: raw.server.advertiseAddress } : {}),
       ...(raw.server?.leaseTtl ? { leaseTtlMs: durationMs(raw.server.leaseTtl) } : {}),
+      ...(raw.server?.oidcIssuer ? { oidcIssuer: raw.server.oidcIssuer } : {}),
       ...(raw.server?.store?.etcd ? { etcd: etcdSettings(raw.server.store.etcd) } : {}),
     },
     client: {

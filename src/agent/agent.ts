@@ -165,6 +165,7 @@ export class Agent {
       port,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
       ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
+      ...(config.server.oidcIssuer ? { oidcIssuer: config.server.oidcIssuer } : {}),
       ...(config.server.name || config.server.advertiseAddress || config.server.leaseTtlMs
         ? {
             cluster: {

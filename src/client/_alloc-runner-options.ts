@@ -4,7 +4,7 @@
 
 import path from 'node:path';
 import type { Clock, Logger } from '../lib/index.js';
-import type { Allocation, Job } from '../structs/index.js';
+import type { Allocation, IdentityRequest, IdentitySignAnswer, Job } from '../structs/index.js';
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import type { ChrootCache } from './allocdir/index.js';
 import type { CsiManager } from './csimanager/index.js';
@@ -25,6 +25,8 @@ export interface RunnerParts {
   claimer: HttpVolumeClaimer;
   store: ClientStateStore;
   catalog: ServiceCatalog | undefined;
+  /** Signs workload identities of a node's allocation on the server (ServerApi.signIdentities). */
+  signIdentities: ((nodeId: string, allocId: string, requests: IdentityRequest[], signal: AbortSignal) => Promise<IdentitySignAnswer>) | undefined;
   chroot: ChrootCache | undefined;
   onStatus: AllocRunnerOptions['onStatus'];
   /** The node's dynamic host volumes, by name -> path (they join the static ones). */
@@ -50,6 +52,7 @@ export function allocRunnerOptions(opts: ClientOptions, parts: RunnerParts, allo
     onStatus: parts.onStatus,
     store: parts.store,
     ...(parts.catalog ? { serviceCatalog: parts.catalog } : {}),
+    ...(parts.signIdentities ? { signIdentities: bindSigner(parts.signIdentities, alloc) } : {}),
     allocDirRoot: opts.allocDirRoot ?? path.join(dataDir, 'alloc'),
     ...(parts.chroot ? { chroot: parts.chroot } : {}),
     pluginDirRoot: opts.pluginDirRoot ?? path.join(dataDir, 'p'),
@@ -70,6 +73,11 @@ export function allocRunnerOptions(opts: ClientOptions, parts: RunnerParts, allo
     ...(opts.killTimeoutMs !== undefined ? { killTimeoutMs: opts.killTimeoutMs } : {}),
     ...(opts.stopAfterServerDisconnectMs ? { stopAfterServerDisconnectMs: opts.stopAfterServerDisconnectMs } : {}),
   };
+}
+
+/** The signer of one allocation's identities. */
+function bindSigner(sign: NonNullable<RunnerParts['signIdentities']>, alloc: Allocation): NonNullable<AllocRunnerOptions['signIdentities']> {
+  return (requests, signal) => sign(alloc.nodeId, alloc.id, requests, signal);
 }
 
 /** The heartbeat interval asked for, shortened so that fencing leases are renewed at least three times per window. */

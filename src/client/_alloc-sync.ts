@@ -25,7 +25,7 @@ import type { ServiceChecks } from './_service-checks.js';
 import { applyAllocList } from './_alloc-list.js';
 import { GC_BUCKET } from './_alloc-gc.js';
 import { reconcileVolumes } from './_restore.js';
-import { allocRunnerOptions } from './_alloc-runner-options.js';
+import { allocRunnerOptions, type RunnerParts } from './_alloc-runner-options.js';
 import type { ClientOptions, RunnerEntry } from './_client-types.js';
 
 /** What the sync needs of the Client: its started parts and the maps of runners it shares with it. */
@@ -46,6 +46,7 @@ export interface AllocSyncDeps {
   claimer: HttpVolumeClaimer;
   hostVolumes: HostVolumeManager | undefined;
   catalog: ServiceCatalog | undefined;
+  signIdentities: RunnerParts['signIdentities'];
   chroot: ChrootCache | undefined;
   fingerprinter: NodeFingerprinter;
   meta: NodeMeta;
@@ -89,6 +90,7 @@ export class AllocSync {
           dynamicHostVolumes: Object.fromEntries(Object.entries(this.#d.hostVolumes?.volumes() ?? {}).map(([name, v]) => [name, v.path])),
           store: this.#d.store,
           catalog: this.#d.catalog,
+          signIdentities: this.#d.signIdentities,
           chroot: this.#d.chroot,
           attributes: this.#d.fingerprinter.last?.attributes ?? this.#d.opts.attributes ?? {},
           meta: this.#d.meta.merged(),

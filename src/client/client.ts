@@ -302,6 +302,7 @@ export class Client {
         claimer: this.#claimer,
         hostVolumes: this.#hostVolumes,
         catalog: this.#catalog,
+        signIdentities: (nodeId, allocId, requests, signal) => api.signIdentities(nodeId, allocId, requests, { signal }),
         chroot: this.#chroot,
         fingerprinter: this.#fingerprinter,
         meta: this.#meta,

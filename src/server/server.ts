@@ -20,6 +20,7 @@ import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './
 import { NodeDrainer } from './drainer/index.js';
 import { HostVolumeService } from './hostvolumes/index.js';
 import { NamespaceService } from './namespaces/index.js';
+import { WorkloadIdentities } from './identity/index.js';
 import { createEtcdLeadership, SoloLeadership, type Fence, type Leadership } from './leader/index.js';
 import { ServerMetrics } from './metrics/index.js';
 import { NodeConnections } from './noderpc/index.js';
@@ -52,6 +53,8 @@ export interface ServerOptions {
   nodeCallTimeoutMs?: number;
   /** Idle event streams send a `{}` line this often. Default 10 s. */
   eventHeartbeatMs?: number;
+  /** The `iss` of workload identities and the issuer of /.well-known/openid-configuration (Nomad's oidc_issuer); without it that endpoint answers 404. */
+  oidcIssuer?: string;
   /**
    * More routes served by the API listener (an agent running server and
    * client in one process serves the client's /v1/client/... there). Each
@@ -321,6 +324,7 @@ export class Server {
         health: this.#health,
         doctor: this.#doctor,
         connections: this.#connections,
+        identities: new WorkloadIdentities({ store, clock, logger: root, issuer: this.#opts.oidcIssuer }),
         tokens: this.#opts.tokens,
         logger: root,
         clock: this.#clock,

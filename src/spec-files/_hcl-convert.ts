@@ -130,6 +130,18 @@ const TEMPLATE: Body = {
   env: attr('env'),
   error_on_missing_key: attr('errorOnMissingKey'),
 };
+const IDENTITY: Body = {
+  name: attr('name'),
+  aud: attr('aud'),
+  env: attr('env'),
+  file: attr('file'),
+  filepath: attr('filepath'),
+  ttl: attr('ttl'),
+  change_mode: attr('changeMode'),
+  change_signal: attr('changeSignal'),
+  extra_claims: attr('extraClaims'),
+  service_name: attr('serviceName'),
+};
 const ARTIFACT: Body = { source: attr('source'), destination: attr('destination'), mode: attr('mode'), options: map('options'), headers: map('headers') };
 const TASK: Body = {
   driver: attr('driver'),
@@ -143,7 +155,7 @@ const TASK: Body = {
   user: attr('user'),
   leader: attr('leader'),
   lifecycle: { t: 'block', to: 'lifecycle', body: { hook: attr('hook'), sidecar: attr('sidecar') } },
-  identity: { t: 'blocks', to: 'identity', body: {} },
+  identity: { t: 'blocks', to: 'identities', body: IDENTITY },
   ...REFUSED_BLOCKS,
   service: { t: 'blocks', to: 'services', body: SERVICE },
   constraint: CONSTRAINT,

@@ -234,6 +234,19 @@ job "kitchen" {
       shutdown_delay   = "1s"
       max_run_duration = "1h"
       user             = "nobody"
+      identity {
+        file     = true
+        filepath = "local/nomad.jwt"
+      }
+      identity {
+        name          = "vault_default"
+        aud           = ["vault.io", "other"]
+        ttl           = "30m"
+        env           = true
+        change_mode   = "signal"
+        change_signal = "SIGUSR1"
+        extra_claims  = ["team"]
+      }
       constraint {
         attribute = "\${meta.rack}"
         operator  = "regexp"

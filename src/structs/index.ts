@@ -48,6 +48,7 @@ export {
   type VolumeMount,
   type TaskTemplate,
   type TaskArtifact,
+  type TaskIdentity,
   type RestartPolicy,
   type ReschedulePolicy,
   type TaskLifecycle,
@@ -244,3 +245,17 @@ export {
   namespaceProblems,
   type Namespace,
 } from './namespace.js';
+export {
+  DEFAULT_IDENTITY_AUD,
+  DEFAULT_IDENTITY_FILE,
+  DEFAULT_IDENTITY_NAME,
+  IDENTITY_ENV,
+  identityEnv,
+  identityFile,
+  type IdentityRejection,
+  type IdentityRequest,
+  type IdentitySignAnswer,
+  type SignedIdentity,
+  type WorkloadIdentitySpec,
+} from './workload-identity.js';
+export { ROOT_KEY_ALGORITHM, publicRootKey, type Jwk, type RootKey } from './root-key.js';

@@ -66,7 +66,6 @@ const UNSUPPORTED: Record<string, { block: string; why: string; later?: boolean 
   connect: { block: 'connect', why: 'Berth has no Consul Connect service mesh' },
   scaling: { block: 'scaling', why: 'Berth has no autoscaler; set the group count' },
   device: { block: 'device', why: 'Berth schedules no devices (GPUs and the like)' },
-  identity: { block: 'identity', why: 'Berth issues no workload identities' },
   multiregion: { block: 'multiregion', why: 'Berth runs one region' },
   csiPlugins: { block: 'csi_plugin', why: 'a task has at most one csi_plugin block' },
   disconnect: { block: 'disconnect', why: 'Berth has no disconnected-client policy; see the agent\'s stop_after_server_disconnect' },

@@ -15,6 +15,7 @@ import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
 import { serviceSchema, type ServiceSpec } from './service-spec.js';
 import { affinitiesSchema, constraintsSchema, spreadsSchema } from './placement-rules.js';
+import { workloadIdentitiesSchema } from './workload-identity.js';
 import { mergeUpdate, updateInputSchema, updateProblems } from './update-strategy.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -173,7 +174,9 @@ const taskSchema = z.strictObject({
   user: z.string().min(1, 'user must name a user').optional(),
   /** The group's leader: once it is dead for good, its siblings are stopped; a stop of the group kills it first (Nomad's `leader`). */
   leader: z.boolean().optional(),
-  ...refused('vault', 'consul', 'identity', 'scaling', 'csiPlugins'),
+  /** Workload identities the server signs for the task (Nomad's `identity` blocks), written to its secrets dir and env as each asks. */
+  identities: workloadIdentitiesSchema,
+  ...refused('vault', 'consul', 'scaling', 'csiPlugins'),
   /** Registered while the task runs (Nomad's native service discovery). */
   services: z.array(serviceSchema).optional(),
   /** Where the task's group may run / prefers to run (merged with the group's and the job's). */
@@ -428,6 +431,7 @@ export type GroupVolume = TaskGroup['volumes'][string];
 export type VolumeMount = Task['volumeMounts'][number];
 export type TaskTemplate = Task['templates'][number];
 export type TaskArtifact = Task['artifacts'][number];
+export type TaskIdentity = Task['identities'][number];
 export type RestartPolicy = TaskGroup['restart'];
 export type ReschedulePolicy = TaskGroup['reschedule'];
 export type TaskLifecycle = NonNullable<Task['lifecycle']>;

@@ -13,7 +13,7 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import { defaultServiceName } from './service-spec.js';
-import { isObject } from './nomad-table.js';
+import { isEmpty, isObject } from './nomad-table.js';
 
 /** `fill`: set each default where the field is unset. `clear`: unset each field that holds exactly its default. */
 export type DefaultsMode = 'fill' | 'clear';
@@ -39,6 +39,27 @@ const SERVER_ZEROS: ReadonlyArray<[string, unknown]> = [
   ['ModifyIndex', 0],
   ['JobModifyIndex', 0],
 ];
+
+/** The default identity Nomad's Task.Canonicalize gives a task without one. */
+const DEFAULT_IDENTITY = {
+  Name: 'default',
+  Audience: ['nomadproject.io'],
+  ChangeMode: '',
+  ChangeSignal: '',
+  Env: false,
+  File: false,
+  Filepath: '',
+  ServiceName: '',
+  TTL: 0,
+  ExtraClaims: null,
+};
+
+/** A default identity that is neither in the env nor in a file (its audience is always Nomad's). */
+function isUnexposedDefault(id: Obj): boolean {
+  const named = id['Name'];
+  if (named !== undefined && named !== null && named !== '' && named !== 'default') return false;
+  return ['ChangeMode', 'ChangeSignal', 'Env', 'File', 'Filepath', 'ServiceName', 'TTL', 'ExtraClaims'].every((k) => isEmpty(id[k]));
+}
 
 const unset = (v: unknown): boolean => v === null || v === undefined || v === '';
 
@@ -80,6 +101,9 @@ export function nomadJobDefaults(job: Obj, mode: DefaultsMode): void {
     for (const service of objects(group['Services'])) serviceDefaults(service, defaultServiceName(jobName, groupName, undefined), mode);
     for (const task of objects(group['Tasks'])) {
       implied(task, 'KillTimeout', 5 * SECOND, mode);
+      // Nomad gives every task its default identity; one that asks for nothing is no identity block to Berth.
+      if (mode === 'fill') implied(task, 'Identity', DEFAULT_IDENTITY, mode);
+      else if (isObject(task['Identity']) && isUnexposedDefault(task['Identity'])) task['Identity'] = null;
       implied(task, 'Leader', false, mode);
       implied(task, 'RestartPolicy', isObject(group['RestartPolicy']) ? group['RestartPolicy'] : null, mode);
       if (isObject(task['Resources'])) implied(task['Resources'], 'Cores', 0, mode);

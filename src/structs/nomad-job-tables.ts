@@ -36,6 +36,7 @@ import type {
   VolumeMount as NomadVolumeMount,
   VolumeRequest,
   DispatchPayloadConfig,
+  WorkloadIdentity,
 } from '../api/index.js';
 import {
   attr,
@@ -185,7 +186,7 @@ const SERVICE: TableOf<Service> = {
   CanaryMeta: unsupported('canary meta'),
   TaggedAddresses: unsupported('tagged addresses'),
   Connect: unsupported('Consul Connect'),
-  Identity: unsupported('workload identities'),
+  Identity: unsupported('service identities (they are for Consul)'),
   Weights: unsupported('service weights (Consul)'),
   Kind: unsupported('service kinds (Consul)'),
   Cluster: DEFAULTED,
@@ -262,6 +263,19 @@ const ARTIFACT: TableOf<TaskArtifact> = {
   GetterInsecure: DEFAULTED,
   Chown: unsupported('artifact chown'),
 };
+/** A task's `identity` block; Nomad keeps the default one in Task.Identity and the named ones in Task.Identities (nomad-job.ts splits and joins them). */
+export const IDENTITY: TableOf<WorkloadIdentity> = {
+  Name: attr('name'),
+  Audience: attr('aud'),
+  ChangeMode: attr('changeMode'),
+  ChangeSignal: attr('changeSignal'),
+  Env: attr('env'),
+  File: attr('file'),
+  Filepath: attr('filepath'),
+  ServiceName: attr('serviceName'),
+  TTL: attr('ttl', durationOrUnset),
+  ExtraClaims: attr('extraClaims'),
+};
 const TASK: TableOf<NomadTask> = {
   Name: attr('name'),
   Driver: attr('driver'),
@@ -288,8 +302,9 @@ const TASK: TableOf<NomadTask> = {
   RestartPolicy: unsupported('a restart block on a task (give it to the group)'),
   Vault: unsupported('Vault'),
   Consul: unsupported('Consul'),
-  Identity: unsupported('workload identities'),
-  Identities: unsupported('workload identities'),
+  // Berth's one `identities` list, split and joined by nomad-job.ts.
+  Identity: CUSTOM,
+  Identities: CUSTOM,
   Secrets: unsupported('secret blocks'),
   Kind: DEFAULTED,
   Leader: attr('leader'),

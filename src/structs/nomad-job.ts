@@ -7,12 +7,13 @@
 // server answers it. Used by the CLI (job files, what it sends) and by the
 // HTTP API (request bodies, answers).
 
-import { Job as NomadJob, NetworkResource, type TaskGroup as NomadGroup } from '../api/index.js';
+import { Job as NomadJob, NetworkResource, WorkloadIdentity, type TaskGroup as NomadGroup } from '../api/index.js';
 import { formatPath } from './job-parse.js';
 import type { JobSpec } from './job.js';
 import { nomadJobDefaults } from './nomad-job-defaults.js';
-import { JOB, NETWORK } from './nomad-job-tables.js';
+import { IDENTITY, JOB, NETWORK } from './nomad-job-tables.js';
 import { HORIZONTAL } from './scaling-policy.js';
+import { DEFAULT_IDENTITY_NAME } from './workload-identity.js';
 import { isEmpty, isObject, readNomad, readObject, writeObject, type NomadTranslation, type Translation } from './nomad-table.js';
 
 /** True for Nomad's API job JSON: a `Job` object, or a job object with PascalCase `ID` and `TaskGroups`. */
@@ -51,7 +52,36 @@ export function nomadJobToSpec(doc: Record<string, unknown>): NomadTranslation {
     const group = (out.input['groups'] as Array<Record<string, unknown>>)[gi];
     if (group && isObject(nets[0])) group['network'] = joinPorts(readObject(nets[0], NETWORK, { canon, nomad: [...at, 0] }, t), canon, out.origins);
   });
+  groups.forEach((g, gi) => {
+    const tasks = isObject(g) && Array.isArray(g['Tasks']) ? g['Tasks'] : [];
+    tasks.forEach((task, ti) => {
+      const into = ((out.input['groups'] as Array<Record<string, unknown>> | undefined)?.[gi]?.['tasks'] as Array<Record<string, unknown>> | undefined)?.[ti];
+      if (isObject(task) && into) readIdentities(task, into, { canon: ['groups', gi, 'tasks', ti, 'identities'], nomad: [...prefix, 'TaskGroups', gi, 'Tasks', ti] }, out);
+    });
+  });
   return out;
+}
+
+/**
+ * A Nomad task's Identities (the named ones) and Identity (the default one,
+ * after them) -> Berth's one `identities` list, in the order the job spec
+ * keeps them (identitiesSchema puts the default last).
+ */
+function readIdentities(task: Record<string, unknown>, into: Record<string, unknown>, at: { canon: PropertyKey[]; nomad: PropertyKey[] }, out: NomadTranslation): void {
+  const t: Translation = { origins: out.origins, problems: out.problems, ignored: out.ignored };
+  const list: unknown[] = [];
+  const read = (raw: unknown, nomad: PropertyKey[]): void => {
+    const canon = [...at.canon, list.length];
+    out.origins.set(formatPath(canon), formatPath(nomad));
+    list.push(isObject(raw) ? readObject(raw, IDENTITY, { canon, nomad }, t) : raw);
+  };
+  const named = task['Identities'];
+  if (Array.isArray(named)) named.forEach((raw, i) => read(raw, [...at.nomad, 'Identities', i]));
+  else if (!isEmpty(named)) read(named, [...at.nomad, 'Identities']);
+  if (!isEmpty(task['Identity'])) read(task['Identity'], [...at.nomad, 'Identity']);
+  if (list.length === 0) return;
+  out.origins.set(formatPath(at.canon), formatPath([...at.nomad, task['Identities'] ? 'Identities' : 'Identity']));
+  into['identities'] = list;
 }
 
 /**
@@ -106,6 +136,14 @@ export function specToNomadJob(spec: JobSpec, opts: NomadJobOptions = {}): Nomad
     const network = spec.groups[i]?.network;
     if (network) group.Networks = [writeNetwork(network)];
     if (group.Scaling) group.Scaling.Type = HORIZONTAL;
+    (group.Tasks ?? []).forEach((task, ti) => {
+      const ids = spec.groups[i]?.tasks[ti]?.identities ?? [];
+      const write = (id: (typeof ids)[number]): WorkloadIdentity => writeObject(id as unknown as Record<string, unknown>, IDENTITY, WorkloadIdentity) as WorkloadIdentity;
+      const byDefault = ids.find((id) => id.name === DEFAULT_IDENTITY_NAME);
+      const named = ids.filter((id) => id.name !== DEFAULT_IDENTITY_NAME);
+      task.Identity = byDefault ? write(byDefault) : null;
+      task.Identities = named.length ? named.map(write) : null;
+    });
   });
   if (opts.canonicalize) nomadJobDefaults(job as unknown as Record<string, unknown>, 'fill');
   return job;

@@ -5,11 +5,12 @@
 // postrun and destroy hooks. AllocRunner runs them; this file says which.
 
 import type { BackoffPolicy, Clock, Logger } from '../../lib/index.js';
-import { durationMs, type TaskGroup } from '../../structs/index.js';
-import type { AllocDir } from '../allocdir/index.js';
+import { durationMs, type Task, type TaskGroup } from '../../structs/index.js';
+import type { AllocDir, TaskDir } from '../allocdir/index.js';
 import { ArtifactHook } from '../artifact/index.js';
 import { TemplateHook } from '../template/index.js';
-import { PluginSupervisorHook, TaskRunner, type TaskHook } from '../taskrunner/index.js';
+import { taskUserIds } from '../drivers/index.js';
+import { IdentityError, IdentityHook, PluginSupervisorHook, TaskRunner, type TaskHook } from '../taskrunner/index.js';
 import { AllocRunnerError, type AllocHook, type ResolvedVolume } from './alloc-hook.js';
 import type { AllocRunnerRecord } from './alloc-records.js';
 import type { AllocRunnerOptions } from './alloc-runner-options.js';
@@ -63,6 +64,8 @@ export function wireTaskRunners(w: Wiring & {
     const env = taskEnvBuilder(opts, group, task, taskDir, driver, () => record.network);
     const hooks: TaskHook[] = [
       new TaskDirHook({ allocDir: allocDir, task: task.name, driver, logger: logger }),
+      // Nomad's order: the tokens are in secrets/ and the env before artifacts and templates run.
+      ...(task.identities.length ? [identityHook(opts, task, taskDir, clock, logger)] : []),
       // Nomad's order: the payload is in local/ before volumes, artifacts and templates.
       ...(task.dispatchPayload && opts.job.payload ? [new DispatchPayloadHook({ file: task.dispatchPayload.file, payload: opts.job.payload, taskDir })] : []),
       new VolumeMountsTaskHook({ task, driver, taskDir, volumes: volumes, record: record, save: () => save() }),
@@ -113,6 +116,20 @@ export function wireTaskRunners(w: Wiring & {
       }),
     );
   }
+}
+
+/** The identity hook of a task with `identity` blocks; without a signer (no server), its start fails saying so. */
+function identityHook(opts: AllocRunnerOptions, task: Task, taskDir: TaskDir, clock: Clock, logger: Logger): IdentityHook {
+  const user = task.user;
+  return new IdentityHook({
+    task: task.name,
+    identities: task.identities,
+    taskDir,
+    sign: opts.signIdentities ?? (() => Promise.reject(new IdentityError('TASK_IDENTITY_FAILED', 'this node has no server to sign workload identities'))),
+    ...(user ? { owner: () => taskUserIds(user) } : {}),
+    clock,
+    logger: logger.child({ task: task.name }),
+  });
 }
 
 /** The allocation's hooks: prerun stages, postrun and destroy hooks, and the CSI hook among them. */

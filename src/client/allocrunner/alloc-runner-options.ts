@@ -1,7 +1,7 @@
 // The allocation runner's dependencies, passed in by the node agent (R3's Client).
 
 import type { Clock, Logger } from '../../lib/index.js';
-import type { AllocClientStatus, Allocation, AllocNetworkStatus, Job, TaskState } from '../../structs/index.js';
+import type { AllocClientStatus, Allocation, AllocNetworkStatus, IdentityRequest, IdentitySignAnswer, Job, TaskState } from '../../structs/index.js';
 import type { ChrootCache } from '../allocdir/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
@@ -42,6 +42,11 @@ export interface AllocRunnerOptions {
    * the allocation's own directory (the agent's client.file_roots); default any.
    */
   fileRoots?: readonly string[];
+  /**
+   * Asks the server to sign workload identities of this allocation's tasks
+   * (their `identity` blocks). Absent: a task with identities fails to start.
+   */
+  signIdentities?: (requests: IdentityRequest[], signal: AbortSignal) => Promise<IdentitySignAnswer>;
   /** The node's service catalog, for templates' nomadService. */
   serviceCatalog?: ServiceCatalog;
   logger?: Logger;

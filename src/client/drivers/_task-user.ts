@@ -35,6 +35,16 @@ function idOf(flag: '-u' | '-g', user: string): number | undefined {
   }
 }
 
+/** uid and gid of `user` (a name, or a uid) on this node; undefined when it has none. Blocks briefly (reads /etc/passwd; runs `id` for a user not listed there). */
+export function taskUserIds(user: string): { uid: number; gid: number } | undefined {
+  // /etc/passwd first: `id` (users from NSS sources too) is a fork of the agent, twice.
+  const local = fromPasswd(user);
+  const uid = local ? local.uid : idOf('-u', user);
+  const gid = local ? local.gid : idOf('-g', user);
+  if (uid === undefined || gid === undefined || !Number.isInteger(uid) || !Number.isInteger(gid)) return undefined;
+  return { uid, gid };
+}
+
 /**
  * The command and args that run `command` as `user`, with `dirs` (the task's
  * local and secrets directories) owned by it. Blocks briefly (reads
@@ -43,13 +53,9 @@ function idOf(flag: '-u' | '-g', user: string): number | undefined {
  * no such user.
  */
 export function runAsUser(user: string, command: string, args: string[], taskName: string, dirs: string[]): { command: string; args: string[] } {
-  // /etc/passwd first: `id` (users from NSS sources too) is a fork of the agent, twice.
-  const local = fromPasswd(user);
-  const uid = local ? local.uid : idOf('-u', user);
-  const gid = local ? local.gid : idOf('-g', user);
-  if (uid === undefined || gid === undefined || !Number.isInteger(uid) || !Number.isInteger(gid)) {
-    throw new DriverError('DRIVER_START_FAILED', `task ${taskName}: user "${user}" does not exist on this node`, { recoverable: false });
-  }
+  const ids = taskUserIds(user);
+  if (!ids) throw new DriverError('DRIVER_START_FAILED', `task ${taskName}: user "${user}" does not exist on this node`, { recoverable: false });
+  const { uid, gid } = ids;
   for (const dir of dirs) if (existsSync(dir)) chownSync(dir, uid, gid);
   const groups = /^\d+$/.test(user) ? ['--clear-groups'] : ['--init-groups'];
   return { command: SETPRIV, args: [`--reuid=${uid}`, `--regid=${gid}`, ...groups, '--', command, ...args] };

@@ -20,6 +20,7 @@ export type {
 } from './task-driver.js';
 export { GROUP_NETWORK_MODES } from './task-driver.js';
 export { DriverError, type DriverErrorCode } from './driver-error.js';
+export { taskUserIds } from './_task-user.js';
 export { ExecutorDriver, EXECUTOR_PATH, type ExecutorDriverOptions } from './executor-driver.js';
 export { RawExecDriver } from './raw-exec-driver.js';
 export { ExecDriver } from './exec-driver.js';

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { ServiceRegistration as NomadServiceRegistration, ServiceRegistrationListStub } from '../../api/index.js';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
-import type { AllocIndexesAnswer, AllocPullAnswer, AllocPullRequest, Allocation, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
+import type { AllocIndexesAnswer, AllocPullAnswer, AllocPullRequest, Allocation, IdentityRequest, IdentitySignAnswer, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
 
 export type ServerConnErrorCode =
   /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
@@ -300,6 +300,21 @@ export class ServerApi {
   async release(req: { namespace: string; volumeId: string; allocId: string }, opts: { signal?: AbortSignal } = {}): Promise<void> {
     const path = `/v1/volume/csi/${enc(req.volumeId)}/release?namespace=${enc(req.namespace)}`;
     await this.#call('POST', path, { allocId: req.allocId }, opts.signal);
+  }
+
+  /**
+   * POST /v1/node/:id/identities: the server signs the named workload
+   * identities of tasks of `allocId` (Nomad's Alloc.SignIdentities); what it
+   * cannot sign comes back as rejections with Nomad's reasons. Sent to the
+   * leader (its first signing makes the key). Safe to repeat (fresh tokens).
+   */
+  async signIdentities(nodeId: string, allocId: string, identities: readonly IdentityRequest[], opts: { signal?: AbortSignal } = {}): Promise<IdentitySignAnswer> {
+    const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/identities`, { allocId, identities }, opts.signal);
+    const answer = body as Partial<IdentitySignAnswer> | undefined;
+    if (!Array.isArray(answer?.signed) || !Array.isArray(answer.rejections)) {
+      throw new ServerConnError('SERVER_BAD_ANSWER', 'the identity answer lacks its signed identities or rejections', { retryable: true });
+    }
+    return { signed: answer.signed, rejections: answer.rejections };
   }
 
   /** POST /v1/node/:id/volume-stats: the usage and condition of the node's published volumes. */

@@ -25,6 +25,7 @@ export {
 } from './task-runner.js';
 export { RestartTracker, type RestartDecision, type RestartTrackerState, type TaskOutcome } from './restart-tracker.js';
 export { TASK_EVENTS, MAX_TASK_EVENTS, newTaskState, appendEvent, describeExit, type TaskEventType } from './task-events.js';
+export { IdentityHook, IdentityError, renewDelayMs, type IdentityHookOptions, type IdentitySigner } from './identity-hook.js';
 export {
   PluginSupervisorHook,
   pluginPaths,

@@ -29,6 +29,7 @@ import { registerPluginRoutes } from './plugin-routes.js';
 import { registerOperatorRoutes } from './operator-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerHostVolumeRoutes } from './host-volume-routes.js';
+import { registerIdentityRoutes } from './identity-routes.js';
 import { registerVolumeClaimRoutes } from './volume-claim-routes.js';
 import { registerScalingRoutes } from './scaling-routes.js';
 import { registerServiceRoutes } from './service-routes.js';
@@ -190,6 +191,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerVolumeHealthRoutes(app, ctx);
   registerServiceRoutes(app, ctx);
   registerScalingRoutes(app, ctx);
+  if (deps.identities) registerIdentityRoutes(app, ctx, deps.identities);
   registerEventRoutes(app, ctx);
 
   if (deps.metrics) registerMetricsRoute(app, deps.metrics.registry);

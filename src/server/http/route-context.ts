@@ -14,6 +14,7 @@ import type { NodeService } from '../nodes/index.js';
 import type { StateStore } from '../state/index.js';
 import type { VolumeService } from '../volumes/index.js';
 import type { HostVolumeService } from '../hostvolumes/index.js';
+import type { WorkloadIdentities } from '../identity/index.js';
 import type { VolumeDoctor, VolumeHealthService } from '../volumehealth/index.js';
 import { ApiError } from './api-error.js';
 import type { ApiToken } from './auth.js';
@@ -39,6 +40,8 @@ export interface ApiDeps {
   /** Serves /v1/volumes/doctor when given. */
   doctor?: VolumeDoctor;
   connections: NodeConnections;
+  /** Workload identities: serves /.well-known/jwks.json, /.well-known/openid-configuration and the node's signing requests when given. */
+  identities?: WorkloadIdentities;
   tokens: readonly ApiToken[];
   logger: Logger;
   /** The server's clock (drain deadlines); default the system clock. */

@@ -1,4 +1,4 @@
-import { publicClaim, publicJob, publicVolume } from '../../structs/index.js';
+import { publicClaim, publicJob, publicRootKey, publicVolume } from '../../structs/index.js';
 import type { DataTable, TableRow } from './state-store.js';
 
 /**
@@ -40,8 +40,9 @@ export function keyOf<T extends DataTable>(table: T, row: Omit<TableRow<T>, 'cre
   }
 }
 
-/** What events carry of a row: volumes without secrets, claims with credential-looking context redacted, jobs (and past job versions) without mount flags. */
+/** What events carry of a row: root keys without their private half, volumes without secrets, claims with credential-looking context redacted, jobs (and past job versions) without mount flags. */
 export function publicRow(table: DataTable, row: unknown): unknown {
+  if (table === 'rootKeys' && row) return publicRootKey(row as TableRow<'rootKeys'>);
   if (table === 'volumes') return publicVolume(row as TableRow<'volumes'>);
   if (table === 'claims') return publicClaim(row as TableRow<'claims'>);
   if (table === 'jobs') return publicJob(row as TableRow<'jobs'>);

@@ -30,6 +30,7 @@ import type {
   HostVolumeClaim,
   Job,
   Node,
+  RootKey,
   SchedulerConfig,
   ServiceRegistration,
   Volume,
@@ -37,7 +38,7 @@ import type {
 } from '../../structs/index.js';
 
 /** Every table, in a fixed order. */
-export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'schedulerConfig', 'hostVolumes', 'hostVolumeClaims', 'namespaces', 'events'] as const;
+export const TABLES = ['nodes', 'plugins', 'volumes', 'claims', 'jobs', 'allocations', 'evaluations', 'volumeConditions', 'drift', 'services', 'deployments', 'jobVersions', 'schedulerConfig', 'hostVolumes', 'hostVolumeClaims', 'namespaces', 'rootKeys', 'events'] as const;
 export type TableName = (typeof TABLES)[number];
 /** The tables rows are put into; `events` is written by the store itself. */
 export type DataTable = Exclude<TableName, 'events'>;
@@ -84,6 +85,8 @@ export interface TableRows {
   hostVolumeClaims: HostVolumeClaim;
   /** Namespaces (src/server/namespaces), by name; `default` is implied until it is changed. */
   namespaces: Namespace;
+  /** The keys workload identities are signed with (src/server/identity), by key ID. */
+  rootKeys: RootKey;
   events: StoreEvent;
 }
 export type TableRow<T extends TableName> = TableRows[T];
