@@ -48,12 +48,21 @@ export {
   type VolumeMount,
   type TaskTemplate,
   type TaskArtifact,
-  type RestartPolicy,
-  type ReschedulePolicy,
   type TaskLifecycle,
   type GroupNetwork,
   type NetworkPort,
 } from './job.js';
+export {
+  defaultReschedulePolicy,
+  defaultRestartPolicy,
+  groupReschedulePolicy,
+  groupRestartPolicy,
+  rescheduleProblems,
+  type RescheduleInput,
+  type ReschedulePolicy,
+  type RestartInput,
+  type RestartPolicy,
+} from './restart-policy.js';
 export {
   parseJobSpec,
   formatPath,

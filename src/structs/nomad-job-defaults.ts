@@ -76,6 +76,7 @@ export function nomadJobDefaults(job: Obj, mode: DefaultsMode): void {
   for (const group of objects(job['TaskGroups'])) {
     const groupName = text(group['Name']) ?? '';
     implied(group, 'EphemeralDisk', DEFAULT_EPHEMERAL_DISK, mode);
+    if (isObject(group['RestartPolicy'])) implied(group['RestartPolicy'], 'RenderTemplates', false, mode);
     implied(group, 'Migrate', isObject(job['Migrate']) ? job['Migrate'] : type === 'service' ? DEFAULT_MIGRATE : null, mode);
     for (const service of objects(group['Services'])) serviceDefaults(service, defaultServiceName(jobName, groupName, undefined), mode);
     for (const task of objects(group['Tasks'])) {

@@ -229,6 +229,8 @@ export class AllocRunner {
    */
   async #updateResources(job: Job): Promise<void> {
     const group = job.groups.find((g) => g.name === this.#record.alloc.taskGroup);
+    // The group's restart policy is taken in place too (Nomad's task runner updates its restart tracker).
+    if (group) for (const runner of this.#tasks.values()) runner.setRestartPolicy(group.restart);
     for (const task of group?.tasks ?? []) {
       const runner = this.#tasks.get(task.name);
       if (!runner || JSON.stringify(runner.task.resources) === JSON.stringify(task.resources)) continue;

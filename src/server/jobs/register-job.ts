@@ -29,7 +29,9 @@ const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 
 
 /**
  * A group without what changes neither its allocations nor their tasks: its
- * count, and with `resources` its tasks' resource values. Each task carries
+ * count, and with `withoutResources` its tasks' resource values and its
+ * restart and reschedule policies (Nomad's tasksUpdated looks at neither:
+ * the allocations take them in place). Each task carries
  * the meta it sees (the job's, under the group's, under its own): a change of
  * the job's meta reaches the tasks' environment and replaces them, as
  * Nomad's tasksUpdated decides with the combined task meta.
@@ -38,6 +40,7 @@ function comparable(group: TaskGroup, withoutResources: boolean, jobMeta: Record
   return {
     ...group,
     count: 0,
+    ...(withoutResources ? { restart: undefined, reschedule: undefined } : {}),
     tasks: group.tasks.map((t) => {
       const seen = { ...t, combinedMeta: { ...jobMeta, ...group.meta, ...t.meta } };
       if (!withoutResources) return seen;
