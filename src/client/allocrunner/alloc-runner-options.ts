@@ -2,6 +2,7 @@
 
 import type { Clock, Logger } from '../../lib/index.js';
 import type { AllocClientStatus, Allocation, AllocNetworkStatus, Job, TaskState } from '../../structs/index.js';
+import type { ArtifactLimits } from '../artifact/index.js';
 import type { ChrootCache } from '../allocdir/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
@@ -42,6 +43,8 @@ export interface AllocRunnerOptions {
    * the allocation's own directory (the agent's client.file_roots); default any.
    */
   fileRoots?: readonly string[];
+  /** The client's `artifact` block (default Nomad's limits). */
+  artifactLimits?: ArtifactLimits;
   /** The node's service catalog, for templates' nomadService. */
   serviceCatalog?: ServiceCatalog;
   logger?: Logger;

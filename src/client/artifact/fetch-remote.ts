@@ -72,7 +72,7 @@ async function fetchHttp(source: Extract<ArtifactSource, { kind: 'http' }>, dest
   try {
     const res = await fetch(source.url, { headers: { ...opts.headers }, redirect: 'follow', signal: AbortSignal.any([timeout, ...(opts.signal ? [opts.signal] : [])]) });
     if (!res.ok || !res.body) fail(`bad response code: ${res.status}`);
-    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), maxBytes(limits.httpMaxBytes), createWriteStream(file));
+    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), maxBytes(limits.httpMaxBytes, opts.label), createWriteStream(file));
   } catch (err) {
     if (err instanceof ArtifactError) throw err;
     if (timeout.aborted) fail(`download did not finish within the client's http_read_timeout (${limits.httpReadTimeoutMs / 1000} s)`, err);
@@ -89,12 +89,12 @@ async function fetchHttp(source: Extract<ArtifactSource, { kind: 'http' }>, dest
 }
 
 /** Fails the download once its body passes the client's http_max_size (0: no limit). */
-function maxBytes(limit: number): Transform {
+function maxBytes(limit: number, label: string): Transform {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _enc, done) {
       seen += chunk.length;
-      if (limit > 0 && seen > limit) return done(new ArtifactError('TASK_ARTIFACT_FAILED', `the response body is larger than the client's http_max_size (${limit} bytes)`));
+      if (limit > 0 && seen > limit) return done(new ArtifactError('TASK_ARTIFACT_FAILED', `artifact source ${label}: the response body is larger than the client's http_max_size (${limit} bytes)`));
       done(null, chunk);
     },
   });
