@@ -4,6 +4,7 @@
 // through them into an AgentConfig.
 
 import { z } from 'zod';
+import { parseBytes } from '../client/index.js';
 import type { HclBody } from '../spec-files/index.js';
 import { DEFAULT_MAX_DYNAMIC_PORT, DEFAULT_MIN_DYNAMIC_PORT, parsePortList } from '../structs/index.js';
 
@@ -56,6 +57,17 @@ export const CONFIG_BODY: HclBody = {
       host_volumes_dir: attr('hostVolumesDir'),
       host_volume_plugin_dir: attr('hostVolumePluginDir'),
       file_roots: attr('fileRoots'),
+      artifact: {
+        t: 'block',
+        to: 'artifact',
+        body: {
+          http_read_timeout: attr('httpReadTimeout'),
+          http_max_size: attr('httpMaxSize'),
+          git_timeout: attr('gitTimeout'),
+          decompression_size_limit: attr('decompressionSizeLimit'),
+          decompression_file_count_limit: attr('decompressionFileCountLimit'),
+        },
+      },
       options: { t: 'map', to: 'options' },
       chroot_env: { t: 'map', to: 'chrootEnv' },
       gc_interval: attr('gcInterval'),
@@ -97,6 +109,16 @@ const ETCD_URL_MESSAGE = 'must be an etcd client URL such as "http://127.0.0.1:2
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"');
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"');
+/** A byte size as Nomad's agent config writes one ("100GB", "512MiB"); 0 for no limit. */
+const byteSize = z.string().refine((s) => parseBytes(s) !== undefined, 'must be a size such as "100GB", "512MiB" or "4096"');
+/** Nomad's client `artifact` block (the timeouts and limits Berth applies; default Nomad's). */
+const artifactSchema = z.strictObject({
+  httpReadTimeout: duration.refine((d) => !/^0+(\.0+)?(ms|s|m|h)$/.test(d), 'http_read_timeout must be > 0').optional(),
+  httpMaxSize: byteSize.optional(),
+  gitTimeout: duration.refine((d) => !/^0+(\.0+)?(ms|s|m|h)$/.test(d), 'git_timeout must be > 0').optional(),
+  decompressionSizeLimit: byteSize.optional(),
+  decompressionFileCountLimit: z.number().int().min(0, 'decompression_file_count_limit must be >= 0').optional(),
+});
 const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters'));
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable', 'driver.docker.enable', 'driver.raw_exec.mode', 'driver.exec.mode', 'driver.docker.mode'];
@@ -164,6 +186,7 @@ export const configSchema = z.strictObject({
       hostVolumesDir: z.string().startsWith('/', 'must be an absolute path').optional(),
       hostVolumePluginDir: z.string().startsWith('/', 'must be an absolute path').optional(),
       fileRoots: z.array(z.string().startsWith('/', 'must be an absolute path')).optional(),
+      artifact: artifactSchema.optional(),
       options: z
         .record(z.string(), z.union([z.boolean(), z.string(), z.number()]))
         .superRefine((opts, ctx) => {

@@ -142,6 +142,16 @@ describe('agent config files', () => {
     assert.match(await problemOf('a.hcl', 'client {\n  gc_disk_usage_threshold = 120\n}\n'), /^a\.hcl:2:3: client\.gc_disk_usage_threshold: must be at most 100$/);
   });
 
+  it("reads the client's artifact block (Nomad's defaults for what it leaves out) and names a bad size at its line", async () => {
+    const hcl = 'client {\n  artifact {\n    http_read_timeout = "5m"\n    http_max_size = "1GiB"\n    decompression_file_count_limit = 100\n  }\n}\n';
+    const want = { httpReadTimeoutMs: 300_000, httpMaxBytes: 2 ** 30, gitTimeoutMs: 1_800_000, decompressionSizeLimit: 100e9, decompressionFileCountLimit: 100 };
+    assert.deepEqual((await parseAgentConfig('a.hcl', hcl)).client.artifact, want);
+    const json = { client: { artifact: { http_read_timeout: '5m', http_max_size: '1GiB', decompression_file_count_limit: 100 } } };
+    assert.deepEqual((await parseAgentConfig('a.json', JSON.stringify(json))).client.artifact, want);
+    assert.match(await problemOf('a.hcl', 'client {\n  artifact {\n    decompression_size_limit = "lots"\n  }\n}\n'), /^a\.hcl:3:5: client\.artifact\.decompression_size_limit: must be a size such as "100GB", "512MiB" or "4096"$/);
+    assert.match(await problemOf('a.hcl', 'client {\n  artifact {\n    git_timeout = "0s"\n  }\n}\n'), /^a\.hcl:3:5: client\.artifact\.git_timeout: git_timeout must be > 0$/);
+  });
+
   it('reads the executor settings (HCL and JSON alike) and names a spare_executor that is not a bool at its line', async () => {
     const want = { hostVolumes: {}, drivers: {}, tasksPerExecutor: 8, spareExecutor: false };
     assert.deepEqual((await parseAgentConfig('a.hcl', 'client {\n  tasks_per_executor = 8\n  spare_executor = false\n}\n')).client, want);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { BerthError } from '../lib/index.js';
 import { fileFormat, parseSpecText, type SpecProblem } from '../spec-files/index.js';
+import { DEFAULT_ARTIFACT_LIMITS, parseBytes, type ArtifactLimits } from '../client/index.js';
 import { durationMs, formatPath } from '../structs/index.js';
 import { CONFIG_BODY, configSchema, DRIVER_MODES, type LOG_LEVELS, type RawConfig } from './agent-config-schema.js';
 
@@ -61,6 +62,8 @@ export interface AgentConfig {
     chrootEnv?: Record<string, string>;
     /** Host directories that artifact and template sources may read (file_roots); unset: none ('/' in dev mode). */
     fileRoots?: string[];
+    /** The `artifact` block: artifact fetch timeouts and limits, Nomad's defaults for what it leaves out. */
+    artifact?: ArtifactLimits;
     drivers: { raw_exec?: boolean; exec?: boolean; docker?: boolean };
     /** Garbage collection of finished allocations: gc_interval, gc_max_age, gc_max_allocs, gc_disk_usage_threshold. */
     gc?: { intervalMs?: number; maxAgeMs?: number; maxAllocs?: number; diskUsageThreshold?: number };
@@ -242,6 +245,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(c.hostVolumePluginDir ? { hostVolumePluginDir: c.hostVolumePluginDir } : {}),
       ...(c.chrootEnv ? { chrootEnv: c.chrootEnv } : {}),
       ...(c.fileRoots ? { fileRoots: c.fileRoots } : {}),
+      ...(c.artifact ? { artifact: artifactLimits(c.artifact) } : {}),
       ...(c.gcInterval || c.gcMaxAge || c.gcMaxAllocs !== undefined || c.gcDiskUsageThreshold !== undefined
         ? {
             gc: {
@@ -330,3 +334,15 @@ export async function loadAgentConfig(file: string): Promise<AgentConfig> {
 }
 
 
+
+/** The client's artifact block over Nomad's defaults. */
+function artifactLimits(a: NonNullable<NonNullable<RawConfig['client']>['artifact']>): ArtifactLimits {
+  const d = DEFAULT_ARTIFACT_LIMITS;
+  return {
+    httpReadTimeoutMs: a.httpReadTimeout ? durationMs(a.httpReadTimeout) : d.httpReadTimeoutMs,
+    httpMaxBytes: a.httpMaxSize ? (parseBytes(a.httpMaxSize) ?? d.httpMaxBytes) : d.httpMaxBytes,
+    gitTimeoutMs: a.gitTimeout ? durationMs(a.gitTimeout) : d.gitTimeoutMs,
+    decompressionSizeLimit: a.decompressionSizeLimit ? (parseBytes(a.decompressionSizeLimit) ?? d.decompressionSizeLimit) : d.decompressionSizeLimit,
+    decompressionFileCountLimit: a.decompressionFileCountLimit ?? d.decompressionFileCountLimit,
+  };
+}

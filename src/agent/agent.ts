@@ -276,6 +276,7 @@ export class Agent {
       ...killInChrootBuild(),
       // A dev agent trusts its user with the whole machine; other agents read only the roots their config names.
       fileRoots: config.client.fileRoots ?? (mode === 'dev' ? ['/'] : []),
+      ...(config.client.artifact ? { artifactLimits: config.client.artifact } : {}),
       ...(config.client.gc ? { gc: config.client.gc } : {}),
       // A dev agent's node is its loopback, as Nomad's -dev: its ports are reached on 127.0.0.1.
       ...(config.client.groupNetworks ? { groupNetworks: config.client.groupNetworks } : {}),

@@ -67,6 +67,7 @@ export function allocRunnerOptions(opts: ClientOptions, parts: RunnerParts, allo
       meta: parts.meta,
     },
     ...(opts.fileRoots ? { fileRoots: opts.fileRoots } : {}),
+    ...(opts.artifactLimits ? { artifactLimits: opts.artifactLimits } : {}),
     logger: parts.logger,
     clock: parts.clock,
     ...(opts.retry ? { retry: opts.retry } : {}),

@@ -7,6 +7,7 @@ import { BerthError, type Clock, type LifecycleState, type Logger } from '../lib
 import type { Allocation, AllocClientStatus, CsiPluginType, Job, NodeEvent, TaskState } from '../structs/index.js';
 import type { ClientNetworkOptions } from './_network-fingerprint.js';
 import type { AllocRunnerOptions } from './allocrunner/index.js';
+import type { ArtifactLimits } from './artifact/index.js';
 import type { TaskDriver } from './drivers/index.js';
 import type { RegisteredPlugin } from './dynamicplugins/index.js';
 import type { GcLimits } from './gc/index.js';
@@ -107,6 +108,8 @@ export interface ClientOptions {
   hostVolumePluginDir?: string;
   /** Host directories artifact and template sources may read; default any. */
   fileRoots?: readonly string[];
+  /** The client's `artifact` block: timeouts and limits of artifact fetches (default Nomad's). */
+  artifactLimits?: ArtifactLimits;
   attributes?: Record<string, string>;
   /** The address services on numeric host ports are registered with; default the node's `unique.network.ip-address`, else 127.0.0.1. */
   serviceAddress?: string;

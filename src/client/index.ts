@@ -6,6 +6,7 @@
 // files, the tests and the benchmarks use.
 export { Client, ClientError, type ClientOptions, type ClientState, type AllocRunnerHandle } from './client.js';
 export { DEFAULT_GC_LIMITS, type GcLimits } from './gc/index.js';
+export { DEFAULT_ARTIFACT_LIMITS, parseBytes, type ArtifactLimits } from './artifact/index.js';
 export { detectCgroups } from './cgroups/index.js';
 export { ChrootCache, DEFAULT_CHROOT_ENV } from './allocdir/index.js';
 export { createDrivers, DockerDriver, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';

@@ -247,6 +247,7 @@ export const JOB_BODY: Body = {
   spread: SPREAD,
   update: { t: 'block', to: 'update', body: UPDATE },
   migrate: MIGRATE,
+  reschedule: { t: 'block', to: 'reschedule', body: RESCHEDULE },
   group: { t: 'labeled', to: 'groups', labelAs: 'name', body: GROUP },
   periodic: {
     t: 'block',

@@ -201,8 +201,8 @@ describe("Nomad's API job JSON", () => {
     group.Tasks.push({ Name: 'setup', Driver: 'raw_exec', Config: { command: '/bin/true' }, Lifecycle: { Hook: 'prestart', Sidecar: false } });
     const parsed = await parseJobFile('web.json', JSON.stringify(doc, null, 2));
     const g = parsed.job.groups[0]!;
-    assert.equal(g.reschedule.delayFunction, 'exponential');
-    assert.equal(g.reschedule.maxDelay, '10m');
+    assert.equal(g.reschedule?.delayFunction, 'exponential');
+    assert.equal(g.reschedule?.maxDelay, '10m');
     assert.equal(g.shutdownDelay, '2s');
     const [server, setup] = g.tasks;
     assert.equal(server!.user, 'nobody');

@@ -80,6 +80,7 @@ describe('job files', () => {
     }
     reschedule {
       attempts  = 1
+      interval  = "1h"
       unlimited = false
     }
   }
@@ -143,6 +144,21 @@ describe('job files', () => {
     assert.equal(problems[0]!.line, 3);
     assert.ok(problems[0]!.column > 0);
     assert.equal(problems[0]!.message, 'malformed HCL: Invalid expression: Expected the start of an expression, but found a newline.');
+  });
+
+  it("a service job's reschedule block with attempts alone is refused as Nomad refuses it, at its line; with unlimited = false and an interval it is taken", async () => {
+    const file = (body: string) =>
+      ['job "x" {', '  group "g" {', '    reschedule {', body, '    }', '    task "t" {', '      driver = "raw_exec"', '      config {', '        command = "/bin/true"', '      }', '    }', '  }', '}'].join('\n');
+    const problems = await problemsOf(parseJobFile('x.hcl', file('      attempts = 3')));
+    assert.deepEqual(
+      problems.map((p) => `${p.line}: ${p.field}: ${p.message}`),
+      [
+        '4: reschedule.attempts: Interval must be a non zero value if Attempts > 0',
+        '4: reschedule.attempts: Reschedule Policy with Attempts = 3, Interval = 0s, and Unlimited = true is ambiguous; If Attempts >0, Unlimited cannot also be set to true (set unlimited = false with attempts and an interval, or leave attempts out)',
+      ],
+    );
+    const taken = await parseJobFile('x.hcl', file('      attempts  = 3\n      interval  = "1h"\n      unlimited = false'));
+    assert.deepEqual(taken.job.groups[0]!.reschedule, { attempts: 3, interval: '1h', delay: '30s', unlimited: false, delayFunction: 'exponential', maxDelay: '1h' });
   });
 
   it('a schema violation in HCL points at the offending attribute, block or unknown field', async () => {

@@ -49,12 +49,21 @@ export {
   type TaskTemplate,
   type TaskArtifact,
   type TaskIdentity,
-  type RestartPolicy,
-  type ReschedulePolicy,
   type TaskLifecycle,
   type GroupNetwork,
   type NetworkPort,
 } from './job.js';
+export {
+  defaultReschedulePolicy,
+  defaultRestartPolicy,
+  groupReschedulePolicy,
+  groupRestartPolicy,
+  rescheduleProblems,
+  type RescheduleInput,
+  type ReschedulePolicy,
+  type RestartInput,
+  type RestartPolicy,
+} from './restart-policy.js';
 export {
   parseJobSpec,
   formatPath,

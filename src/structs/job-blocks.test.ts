@@ -21,7 +21,7 @@ describe('Nomad job blocks in the job schema', () => {
     assert.deepEqual(job.meta, { n: '3', on: 'true' });
     assert.equal(job.groups[0]!.tasks[0]!.killSignal, 'SIGINT');
     assert.equal(job.groups[0]!.tasks[0]!.csiPlugin?.mountDir, '/csi');
-    assert.equal(job.groups[0]!.reschedule.delayFunction, 'constant');
+    assert.equal(job.groups[0]!.reschedule?.delayFunction, 'exponential');
   });
 
   it('makes a group of each task written under the job, and reports its problems at the path the user wrote', () => {

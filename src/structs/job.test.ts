@@ -39,7 +39,7 @@ describe('job spec', () => {
     assert.equal(group.count, 1);
     assert.equal(group.network.mode, 'host');
     assert.equal(group.restart.mode, 'fail');
-    assert.equal(group.reschedule.unlimited, false);
+    assert.equal(group.reschedule?.unlimited, true, "a service job's groups are rescheduled without limit (Nomad's default)");
     const task = group.tasks[0]!;
     assert.deepEqual(task.resources, { cpuMhz: 100, memoryMb: 300 });
     assert.equal(task.logs.disabled, false);

@@ -7,12 +7,13 @@
 
 import { z } from 'zod';
 import { ACCESS_MODES, ATTACHMENT_MODES, isReadOnlyMode, type AccessMode } from '../csi/index.js';
-import { DELAY_FUNCTIONS, ephemeralDiskSchema, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
+import { ephemeralDiskSchema, killSignalSchema, lifecycleSchema, metaSchema, refused } from './job-blocks.js';
 import { DURATION, durationMs } from './duration.js';
-import { canonicalScaling, canonicalUpdates } from './job-canonical.js';
+import { canonicalPolicies, canonicalScaling, canonicalUpdates } from './job-canonical.js';
 import { MAX_GROUP_COUNT, MAX_JOB_COUNT } from './limits.js';
 import { legacyTaskNetwork, networkSchema } from './network-spec.js';
 import { cronProblem } from './periodic.js';
+import { groupReschedulePolicy, rescheduleInputSchema, rescheduleProblems, restartInputSchema } from './restart-policy.js';
 import { serviceSchema, type ServiceSpec } from './service-spec.js';
 import { affinitiesSchema, constraintsSchema, spreadsSchema } from './placement-rules.js';
 import { workloadIdentitiesSchema } from './workload-identity.js';
@@ -39,23 +40,6 @@ const stringMap = z.record(z.string(), z.string());
 
 /** A task's `resources { disk }`, deprecated in Nomad (the group's ephemeral_disk sizes the disk): accepted and dropped, as Nomad does; job files note it. */
 const deprecatedDisk: Record<string, z.ZodType<undefined>> = { disk: z.number().int().min(0).optional().transform(() => undefined) };
-
-const restartSchema = z.strictObject({
-  attempts: z.number().int().min(0).default(2),
-  interval: duration.default('30m'),
-  delay: duration.default('15s'),
-  mode: z.enum(['fail', 'delay']).default('fail'),
-});
-
-const rescheduleSchema = z.strictObject({
-  attempts: z.number().int().min(0).default(2),
-  interval: duration.default('1h'),
-  delay: duration.default('30s'),
-  unlimited: z.boolean().default(false),
-  /** How the wait grows from one reschedule to the next (rescheduleDelayMs), capped at maxDelay. */
-  delayFunction: z.enum(DELAY_FUNCTIONS).default('constant'),
-  maxDelay: duration.default('1h'),
-});
 
 /** A duration as milliseconds: a number, or a duration string ("10s") read as its milliseconds. */
 const durationAsMs = z.preprocess((v) => (typeof v === 'string' && DURATION.test(v) ? durationMs(v) : v), z.number().int().min(0));
@@ -269,8 +253,10 @@ const scalingSchema = z.strictObject({
 const groupSchema = z.strictObject({
   name: name('group name'),
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
-  restart: restartSchema.prefault({}),
-  reschedule: rescheduleSchema.prefault({}),
+  /** Input: the fields the block gives; output: over the job type's default (Nomad's Canonicalize, restart-policy.ts). */
+  restart: restartInputSchema.optional(),
+  /** Input: the fields the block gives; output: over the job's block and the type's default; absent for system jobs. */
+  reschedule: rescheduleInputSchema.optional(),
   network: networkSchema.prefault({}),
   meta: metaSchema.optional(),
   /** Nomad's group shutdown_delay: the default of its tasks'. */
@@ -312,6 +298,8 @@ export const jobSpecSchema = z
     ...refused('vault', 'consul', 'multiregion'),
     update: updateInputSchema.optional(),
     migrate: migrateSchema.optional(),
+    /** Nomad's job-level reschedule block: what each group's own block leaves out (kept as written). */
+    reschedule: rescheduleInputSchema.optional(),
     groups: z.array(groupSchema).min(1, 'a job needs at least one group'),
     /** A periodic job launches a child job `<id>/periodic-<unix>` on its schedule; it runs nothing itself. */
     periodic: periodicSchema.optional(),
@@ -355,6 +343,7 @@ export const jobSpecSchema = z
         }
       }
       servicePortProblems(group, gi, ctx);
+      reschedulePolicyProblems(job, group, gi, ctx);
       if (group.maxRunDuration !== undefined) {
         if (durationMs(group.maxRunDuration) <= 0) ctx.addIssue({ code: 'custom', path: ['groups', gi, 'maxRunDuration'], message: 'max_run_duration must be greater than zero' });
         if (job.type !== 'batch') ctx.addIssue({ code: 'custom', path: ['groups', gi, 'maxRunDuration'], message: `job type "${job.type}" does not allow max_run_duration (batch jobs only)` });
@@ -421,7 +410,8 @@ export const jobSpecSchema = z
     });
   })
   .transform(canonicalUpdates)
-  .transform(canonicalScaling);
+  .transform(canonicalScaling)
+  .transform(canonicalPolicies);
 
 export type JobSpec = z.output<typeof jobSpecSchema>;
 export type JobSpecInput = z.input<typeof jobSpecSchema>;
@@ -432,12 +422,31 @@ export type VolumeMount = Task['volumeMounts'][number];
 export type TaskTemplate = Task['templates'][number];
 export type TaskArtifact = Task['artifacts'][number];
 export type TaskIdentity = Task['identities'][number];
-export type RestartPolicy = TaskGroup['restart'];
-export type ReschedulePolicy = TaskGroup['reschedule'];
 export type TaskLifecycle = NonNullable<Task['lifecycle']>;
 export type GroupNetwork = TaskGroup['network'];
 export type NetworkPort = GroupNetwork['ports'][number];
 export type JobType = JobSpec['type'];
+
+/**
+ * A group's reschedule policy as Nomad's Validate takes it (merged over the
+ * job's block and the type's default), each problem at the block that set
+ * the field, else at the group's block, else at the job's.
+ */
+function reschedulePolicyProblems(job: { type: 'service' | 'batch' | 'system'; reschedule?: z.output<typeof rescheduleInputSchema> | undefined }, group: { reschedule?: z.output<typeof rescheduleInputSchema> | undefined }, gi: number, ctx: z.RefinementCtx): void {
+  const groupAt = ['groups', gi, 'reschedule'];
+  if (job.type === 'system') {
+    if (group.reschedule) ctx.addIssue({ code: 'custom', path: groupAt, message: 'system jobs take no reschedule block (they are never rescheduled)' });
+    if (job.reschedule && gi === 0) ctx.addIssue({ code: 'custom', path: ['reschedule'], message: 'system jobs take no reschedule block (they are never rescheduled)' });
+    return;
+  }
+  const policy = groupReschedulePolicy(job.type, job.reschedule, group.reschedule);
+  if (!policy) return;
+  type Field = keyof z.output<typeof rescheduleInputSchema>;
+  const written = (f: Field): PropertyKey[] | undefined =>
+    group.reschedule?.[f] !== undefined ? [...groupAt, f] : job.reschedule?.[f] !== undefined ? ['reschedule', f] : undefined;
+  // A field that came from the type's default is pointed at through the attempts that made it matter.
+  for (const p of rescheduleProblems(policy)) ctx.addIssue({ code: 'custom', path: written(p.field) ?? written('attempts') ?? groupAt, message: p.message });
+}
 
 /** A service's or check's port that is a label must be one of the group network's port labels. */
 function servicePortProblems(group: { name: string; network: object; services?: ServiceSpec[] | undefined; tasks: Array<{ services?: ServiceSpec[] | undefined }> }, gi: number, ctx: z.RefinementCtx): void {

@@ -97,6 +97,9 @@ export function nomadJobDefaults(job: Obj, mode: DefaultsMode): void {
   for (const group of objects(job['TaskGroups'])) {
     const groupName = text(group['Name']) ?? '';
     implied(group, 'EphemeralDisk', DEFAULT_EPHEMERAL_DISK, mode);
+    // Filled before the tasks take the group's policy, cleared after they gave theirs back.
+    const renderTemplates = (): void => void (isObject(group['RestartPolicy']) && implied(group['RestartPolicy'], 'RenderTemplates', false, mode));
+    if (mode === 'fill') renderTemplates();
     implied(group, 'Migrate', isObject(job['Migrate']) ? job['Migrate'] : type === 'service' ? DEFAULT_MIGRATE : null, mode);
     for (const service of objects(group['Services'])) serviceDefaults(service, defaultServiceName(jobName, groupName, undefined), mode);
     for (const task of objects(group['Tasks'])) {
@@ -117,6 +120,7 @@ export function nomadJobDefaults(job: Obj, mode: DefaultsMode): void {
       const taskName = text(task['Name']) ?? '';
       for (const service of objects(task['Services'])) serviceDefaults(service, defaultServiceName(jobName, groupName, taskName), mode);
     }
+    if (mode === 'clear') renderTemplates();
   }
 }
 

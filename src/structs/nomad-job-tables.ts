@@ -396,7 +396,7 @@ export const JOB: TableOf<NomadJob> = {
   AllAtOnce: DEFAULTED,
   UI: { to: 'ui', obj: UI },
   NodePool: onlyValue('default', 'Berth has no node pools; leave NodePool out (or "default")'),
-  Reschedule: unsupported('a reschedule block on the job (give it to each group)'),
+  Reschedule: { to: 'reschedule', obj: RESCHEDULE },
   Multiregion: unsupported('multiregion jobs'),
   Vault: unsupported('Vault'),
   Consul: unsupported('Consul'),

@@ -54,7 +54,6 @@ describe('reading Nomad job JSON', () => {
     const group = job.TaskGroups![0]!;
     const task = group.Tasks![0]!;
     job.Multiregion = part({ Strategy: { MaxParallel: 1, OnFailure: '' }, Regions: [] });
-    job.Reschedule = part({ Attempts: 1 });
     job.NodePool = 'gpu';
     group.Services![0]!.Connect = part({ Native: true });
     group.Services![0]!.Checks![0]!.GRPCService = 'health';
@@ -68,7 +67,6 @@ describe('reading Nomad job JSON', () => {
       [
         'Job.Multiregion: Berth does not support multiregion jobs; remove "Multiregion"',
         'Job.NodePool: Berth has no node pools; leave NodePool out (or "default")',
-        'Job.Reschedule: Berth does not support a reschedule block on the job (give it to each group); remove "Reschedule"',
         'Job.TaskGroups[0].Services[0].Checks[0].GRPCService: Berth does not support grpc checks; remove "GRPCService"',
         'Job.TaskGroups[0].Services[0].Connect: Berth does not support Consul Connect; remove "Connect"',
         'Job.TaskGroups[0].Tasks[0].Frobnicate: unknown field "Frobnicate" (not part of Nomad\'s job or volume JSON that Berth reads)',
@@ -77,6 +75,28 @@ describe('reading Nomad job JSON', () => {
         'Job.TaskGroups[0].Tasks[0].Vault: Berth does not support Vault; remove "Vault"',
       ],
     );
+  });
+
+  it("reads the job's Reschedule block under each group's, and reports an ambiguous one at its Nomad path", () => {
+    const job = nomadJob();
+    job.Type = 'batch';
+    job.Reschedule = part({ Attempts: 4, Delay: 10_000_000_000 });
+    job.TaskGroups![0]!.ReschedulePolicy = null;
+    const read = nomadJobToSpec({ Job: job });
+    assert.deepEqual(read.problems, []);
+    assert.deepEqual(parseJobSpec(read.input).groups[0]!.reschedule, { attempts: 4, interval: '24h', delay: '10s', unlimited: false, delayFunction: 'constant', maxDelay: '0s' });
+    job.Reschedule = part({ Attempts: 4, Unlimited: true });
+    const ambiguous = nomadJobToSpec({ Job: job });
+    const err = (() => {
+      try {
+        parseJobSpec(ambiguous.input);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    assert.ok(err instanceof JobValidationError);
+    assert.deepEqual(atNomadPaths(ambiguous, err.problems).map((p) => p.path), ['Job.Reschedule.Unlimited']);
   });
 
   it("reports the job's own checks at the Nomad path of the field that failed", () => {

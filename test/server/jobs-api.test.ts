@@ -69,6 +69,30 @@ describe("the jobs routes answer in Nomad's shapes", () => {
     await runAll();
   });
 
+  it("GET /v1/job/:id shows the restart and reschedule policies filled with the job type's defaults, as Nomad's canonical job does", async () => {
+    const H = 3_600_000_000_000;
+    const S = 1_000_000_000;
+    const bare = (id: string, type: string, group: Record<string, unknown> = {}) => ({
+      Job: { ID: id, Type: type, TaskGroups: [{ Name: 'g', ...group, Tasks: [{ Name: 't', Driver: 'exec', Config: { command: '/bin/true' } }] }] },
+    });
+    await ok(api.JobRegisterResponse, 'PUT', '/v1/jobs', bare('defaults-batch', 'batch', { RestartPolicy: { Attempts: 5 } }));
+    const batch = (await ok(api.Job, 'GET', '/v1/job/defaults-batch')).body.TaskGroups![0]!;
+    assert.deepEqual(batch.RestartPolicy, { Attempts: 5, Interval: 24 * H, Delay: 15 * S, Mode: 'fail', RenderTemplates: false });
+    assert.deepEqual(batch.ReschedulePolicy, { Attempts: 1, Interval: 24 * H, Delay: 5 * S, DelayFunction: 'constant', MaxDelay: 0, Unlimited: false });
+    await ok(api.JobRegisterResponse, 'PUT', '/v1/jobs', bare('defaults-service', 'service'));
+    const service = (await ok(api.Job, 'GET', '/v1/job/defaults-service')).body.TaskGroups![0]!;
+    assert.deepEqual(service.RestartPolicy, { Attempts: 2, Interval: H / 2, Delay: 15 * S, Mode: 'fail', RenderTemplates: false });
+    assert.deepEqual(service.ReschedulePolicy, { Attempts: 0, Interval: 0, Delay: 30 * S, DelayFunction: 'exponential', MaxDelay: H, Unlimited: true });
+    await ok(api.JobRegisterResponse, 'PUT', '/v1/jobs', bare('defaults-system', 'system'));
+    assert.equal((await ok(api.Job, 'GET', '/v1/job/defaults-system')).body.TaskGroups![0]!.ReschedulePolicy ?? null, null, 'a system job is never rescheduled');
+    // A service job's attempts over the unlimited default is ambiguous (Nomad refuses it too).
+    const ambiguous = await refused('PUT', '/v1/jobs', bare('ambiguous', 'service', { ReschedulePolicy: { Attempts: 3, Interval: H } }));
+    assert.equal(ambiguous.status, 400);
+    assert.match(ambiguous.text, /Job\.TaskGroups\[0\]\.ReschedulePolicy\.Attempts: Reschedule Policy with Attempts = 3, Interval = 1h0m0s, and Unlimited = true is ambiguous/);
+    assert.equal((await h.call('GET', '/v1/job/ambiguous')).status, 404, 'a refused job is not registered');
+    for (const id of ['defaults-batch', 'defaults-service', 'defaults-system']) assert.equal((await h.call('DELETE', `/v1/job/${id}?purge=true`)).status, 200);
+  });
+
   it("refuses malformed registrations in Nomad's words, and a Berth-unsupported field by its Nomad path", async () => {
     assert.deepEqual(await refused('PUT', '/v1/jobs', { job: { id: 'x' } }), { status: 400, text: 'Job must be specified' });
     assert.deepEqual(await refused('PUT', '/v1/jobs', { Job: { TaskGroups: [] } }), { status: 400, text: "Job ID hasn't been provided" });

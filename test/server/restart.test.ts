@@ -29,7 +29,7 @@ describe('server restart over the same state', () => {
     try {
       const reg = await h.call<{ node: Node }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('n1') } });
       nodeId = reg.body.node.id;
-      const web = await h.submit({ job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, delay: '1m' }, tasks: [{ name: 't', driver: 'exec' }] }] } });
+      const web = await h.submit({ job: { id: 'web', groups: [{ name: 'g', reschedule: { attempts: 3, interval: '1h', unlimited: false, delay: '1m', delayFunction: 'constant' }, tasks: [{ name: 't', driver: 'exec' }] }] } });
       assert.equal(web.body.evaluation?.BerthPlaced, 1);
       const needsPodman = await h.submit({ job: { id: 'dock', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'podman' }] }] } });
       assert.equal(needsPodman.body.evaluation?.Status, 'blocked');

@@ -70,7 +70,7 @@ export function wireTaskRunners(w: Wiring & {
       ...(task.dispatchPayload && opts.job.payload ? [new DispatchPayloadHook({ file: task.dispatchPayload.file, payload: opts.job.payload, taskDir })] : []),
       new VolumeMountsTaskHook({ task, driver, taskDir, volumes: volumes, record: record, save: () => save() }),
       // Artifacts before templates: a template's source may be a fetched file.
-      new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: allocDir.dir, fileRoots: opts.fileRoots }),
+      new ArtifactHook({ artifacts: task.artifacts, taskDir, allocDir: allocDir.dir, fileRoots: opts.fileRoots, limits: opts.artifactLimits }),
       new TemplateHook({ templates: task.templates, taskDir, allocDir: allocDir.dir, fileRoots: opts.fileRoots, clock: clock, logger: logger.child({ task: task.name }), services: opts.serviceCatalog, namespace: opts.alloc.namespace }),
     ];
     const shutdownDelay = task.shutdownDelay ?? group.shutdownDelay;

@@ -2,6 +2,7 @@
 
 import type { Clock, Logger } from '../../lib/index.js';
 import type { AllocClientStatus, Allocation, AllocNetworkStatus, IdentityRequest, IdentitySignAnswer, Job, TaskState } from '../../structs/index.js';
+import type { ArtifactLimits } from '../artifact/index.js';
 import type { ChrootCache } from '../allocdir/index.js';
 import type { CsiManager } from '../csimanager/index.js';
 import type { PluginRegistry } from '../dynamicplugins/index.js';
@@ -47,6 +48,8 @@ export interface AllocRunnerOptions {
    * (their `identity` blocks). Absent: a task with identities fails to start.
    */
   signIdentities?: (requests: IdentityRequest[], signal: AbortSignal) => Promise<IdentitySignAnswer>;
+  /** The client's `artifact` block (default Nomad's limits). */
+  artifactLimits?: ArtifactLimits;
   /** The node's service catalog, for templates' nomadService. */
   serviceCatalog?: ServiceCatalog;
   logger?: Logger;

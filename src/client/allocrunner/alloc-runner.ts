@@ -189,7 +189,7 @@ export class AllocRunner {
   update(alloc: Allocation, job?: Job): void {
     const before = this.#record.alloc;
     this.#record.alloc = alloc;
-    // The server moved the allocation to a new job version without a stop: only its tasks' resources changed.
+    // The server moved the allocation to a new job version without a stop: what changed its tasks take as they run (resources, the restart policy).
     const inPlace = job && alloc.desiredStatus === 'run' && alloc.jobVersion > before.jobVersion && alloc.jobVersion === job.version;
     if (inPlace) this.#record.job = jobWithoutMountFlags(job);
     this.#save();
@@ -229,6 +229,8 @@ export class AllocRunner {
    */
   async #updateResources(job: Job): Promise<void> {
     const group = job.groups.find((g) => g.name === this.#record.alloc.taskGroup);
+    // The group's restart policy is taken in place too (Nomad's task runner updates its restart tracker).
+    if (group) for (const runner of this.#tasks.values()) runner.setRestartPolicy(group.restart);
     for (const task of group?.tasks ?? []) {
       const runner = this.#tasks.get(task.name);
       if (!runner || JSON.stringify(runner.task.resources) === JSON.stringify(task.resources)) continue;

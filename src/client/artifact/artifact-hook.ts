@@ -10,7 +10,9 @@ import type { TaskArtifact } from '../../structs/index.js';
 import { mayReadHostPath, outsideRootsMessage, reallyInside, type TaskDir } from '../allocdir/index.js';
 import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskHook, type TaskHookContext } from '../taskrunner/index.js';
 import { ArtifactError } from './artifact-error.js';
+import { DEFAULT_ARTIFACT_LIMITS, type ArtifactLimits } from './artifact-limits.js';
 import { readArtifactSource, type ArtifactSource } from './artifact-source.js';
+import { resolveChecksum } from './checksum-file.js';
 import { fetchArtifact } from './fetch-artifact.js';
 import { fetchRemote } from './fetch-remote.js';
 
@@ -21,6 +23,8 @@ export interface ArtifactHookOptions {
   allocDir: string;
   /** Host directories sources may read besides the allocation's (undefined: any). */
   fileRoots?: readonly string[] | undefined;
+  /** The client's `artifact` block (default Nomad's limits). */
+  limits?: ArtifactLimits | undefined;
 }
 
 /** Fetches a task's artifacts once per task runner (a restart keeps what was fetched, as Nomad does). */
@@ -60,16 +64,22 @@ export class ArtifactHook implements TaskHook {
       if (hostPath !== undefined && !(await mayReadHostPath(hostPath, this.#o.allocDir, this.#o.fileRoots))) {
         throw new TaskRunnerError('TASK_BAD_CONFIG', `artifact source ${a.source}: ${outsideRootsMessage(this.#o.fileRoots ?? [])}`, { recoverable: false });
       }
-      if (plan.kind === 'local') {
-        await fetchArtifact(plan.path, dest, { mode: a.mode, archive: plan.archive, checksum: plan.checksum, label: a.source });
-      } else {
-        const scratchDir = path.join(this.#o.allocDir, '.artifacts');
-        try {
-          await fetchRemote(plan, dest, { mode: a.mode, label: a.source, headers: req.taskEnv.interpolateAll(a.headers), scratchDir, signal: ctx.signal });
-        } catch (err) {
-          if (err instanceof ArtifactError && err.code === 'TASK_ARTIFACT_UNSUPPORTED') throw new TaskRunnerError('TASK_BAD_CONFIG', err.message, { cause: err, recoverable: false });
-          throw err;
+      const limits = this.#o.limits ?? DEFAULT_ARTIFACT_LIMITS;
+      const headers = req.taskEnv.interpolateAll(a.headers);
+      const mayReadHost = (file: string): Promise<boolean> => mayReadHostPath(file, this.#o.allocDir, this.#o.fileRoots);
+      try {
+        if (plan.kind === 'local') {
+          const checksumOpts = { label: a.source, headers, readTimeoutMs: limits.httpReadTimeoutMs, maxBytes: limits.httpMaxBytes, mayReadHost, signal: ctx.signal };
+          const checksum = await resolveChecksum(plan.checksum, plan.path, checksumOpts);
+          const unpack = { sizeLimit: limits.decompressionSizeLimit, fileCountLimit: limits.decompressionFileCountLimit };
+          await fetchArtifact(plan.path, dest, { mode: a.mode, archive: plan.archive, checksum, label: a.source, limits: unpack });
+        } else {
+          const scratchDir = path.join(this.#o.allocDir, '.artifacts');
+          await fetchRemote(plan, dest, { mode: a.mode, label: a.source, headers, scratchDir, signal: ctx.signal, limits, mayReadHost });
         }
+      } catch (err) {
+        if (err instanceof ArtifactError && err.code === 'TASK_ARTIFACT_UNSUPPORTED') throw new TaskRunnerError('TASK_BAD_CONFIG', err.message, { cause: err, recoverable: false });
+        throw err;
       }
     }
     this.#fetched = true;

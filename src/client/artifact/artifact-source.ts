@@ -8,24 +8,47 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ArtifactError } from './artifact-error.js';
 
-export type ArchiveKind = 'tar' | 'tgz' | 'zip';
+/** An archive (tar, possibly compressed, or zip) or a single compressed file (gz, bz2, xz, zst). */
+export type ArchiveKind = 'tar' | 'tgz' | 'tbz2' | 'txz' | 'tzst' | 'zip' | 'gz' | 'bz2' | 'xz' | 'zst';
 
-const ARCHIVES: [RegExp, ArchiveKind][] = [
-  [/\.(tar\.gz|tgz)$/i, 'tgz'],
-  [/\.tar$/i, 'tar'],
-  [/\.zip$/i, 'zip'],
-];
-/** go-getter's `archive=` names for the kinds Berth unpacks. */
-const ARCHIVE_NAMES: Record<string, ArchiveKind> = { tar: 'tar', 'tar.gz': 'tgz', tgz: 'tgz', zip: 'zip' };
+/** go-getter's decompressors by the name `archive=` and the file's extension use. */
+const ARCHIVE_NAMES: Record<string, ArchiveKind> = {
+  tar: 'tar',
+  'tar.gz': 'tgz',
+  tgz: 'tgz',
+  'tar.bz2': 'tbz2',
+  tbz2: 'tbz2',
+  'tar.xz': 'txz',
+  txz: 'txz',
+  'tar.zst': 'tzst',
+  tzst: 'tzst',
+  zip: 'zip',
+  gz: 'gz',
+  bz2: 'bz2',
+  xz: 'xz',
+  zst: 'zst',
+};
 
-/** What kind of archive a path names, by its extension; undefined for none. */
+/** What kind of archive a path names by its extension, the longest that matches (as go-getter picks); undefined for none. */
 export function archiveKind(file: string): ArchiveKind | undefined {
-  return ARCHIVES.find(([re]) => re.test(file))?.[1];
+  const lower = file.toLowerCase();
+  let best: string | undefined;
+  for (const ext of Object.keys(ARCHIVE_NAMES)) if (lower.endsWith(`.${ext}`) && ext.length > (best?.length ?? 0)) best = ext;
+  return best === undefined ? undefined : ARCHIVE_NAMES[best];
 }
 
-/** A checksum the fetched file must have (go-getter's `checksum = "type:value"`). */
-export interface Checksum {
-  algorithm: 'md5' | 'sha1' | 'sha256' | 'sha512';
+export type ChecksumAlgorithm = 'md5' | 'sha1' | 'sha256' | 'sha512';
+
+/**
+ * A checksum the fetched file must have: go-getter's `checksum =
+ * "type:value"` (or a bare value, its type by its length), or `file:URL`,
+ * a checksum file (GNU or BSD style) read before the download for the line
+ * of the source's file name.
+ */
+export type Checksum = Digest | { file: string };
+/** A digest the file must have. */
+export interface Digest {
+  algorithm: ChecksumAlgorithm;
   hex: string;
 }
 
@@ -33,16 +56,17 @@ export interface Checksum {
 export type ArtifactSource =
   | { kind: 'local'; path: string; archive: ArchiveKind | false | undefined; checksum: Checksum | undefined }
   | { kind: 'http'; url: URL; archive: ArchiveKind | false | undefined; checksum: Checksum | undefined; filename: string | undefined }
-  | { kind: 'git'; url: string; ref: string | undefined; depth: number | undefined };
+  | { kind: 'git'; url: string; ref: string | undefined; depth: number | undefined; sshKey: Buffer | undefined };
 
-const HEX_LENGTHS: Record<number, Checksum['algorithm']> = { 32: 'md5', 40: 'sha1', 64: 'sha256', 128: 'sha512' };
+const HEX_LENGTHS: Record<number, ChecksumAlgorithm> = { 32: 'md5', 40: 'sha1', 64: 'sha256', 128: 'sha512' };
 const GETTERS_NOT_HERE = ['s3', 'gcs', 'hg'];
 
 /**
  * Reads `source` (already interpolated) and `options` into how to fetch it;
  * relative paths are taken from `baseDir`. Throws ArtifactError
  * TASK_ARTIFACT_UNSUPPORTED for a source or option Berth cannot fetch (s3,
- * gcs, hg, an unknown scheme, an ssh key) or a malformed option.
+ * gcs, hg, an unknown scheme) or a malformed option (an `sshkey` that is not
+ * a base64-encoded private key).
  */
 export function readArtifactSource(source: string, options: Readonly<Record<string, string>>, baseDir: string): ArtifactSource {
   const refuse = (what: string): never => {
@@ -84,14 +108,14 @@ export function readArtifactSource(source: string, options: Readonly<Record<stri
   if (forced === 'git' || scheme === 'ssh') {
     const ref = take('ref');
     const depthText = take('depth');
-    if (take('sshkey') !== undefined) refuse('option sshkey: Berth does not take ssh keys in a job; give the node an ssh key for this host');
+    const sshKey = readSshKey(take('sshkey'), refuse);
     let depth: number | undefined;
     if (depthText !== undefined) {
       depth = Number(depthText);
       if (!Number.isInteger(depth) || depth < 0) refuse(`option depth: "${depthText}" is not a whole number`);
     }
-    if (query.size > 0) refuse(`option ${[...query.keys()].sort().join(', ')}: not an option of a git source (ref, depth)`);
-    return { kind: 'git', url: base, ref: ref || undefined, depth: depth || undefined };
+    if (query.size > 0) refuse(`option ${[...query.keys()].sort().join(', ')}: not an option of a git source (ref, depth, sshkey)`);
+    return { kind: 'git', url: base, ref: ref || undefined, depth: depth || undefined, sshKey };
   }
 
   const archive = readArchive(take('archive'), refuse);
@@ -123,11 +147,36 @@ function readArchive(value: string | undefined, refuse: (what: string) => never)
 function readChecksum(value: string | undefined, refuse: (what: string) => never): Checksum | undefined {
   if (value === undefined || value === '') return undefined;
   const colon = value.indexOf(':');
-  const hex = (colon >= 0 ? value.slice(colon + 1) : value).toLowerCase();
-  if (!/^[0-9a-f]+$/.test(hex)) refuse(`option checksum: "${value}" is not a hexadecimal digest (a checksum file URL is not supported)`);
-  const named = colon >= 0 ? value.slice(0, colon).toLowerCase() : HEX_LENGTHS[hex.length];
-  if (named !== 'md5' && named !== 'sha1' && named !== 'sha256' && named !== 'sha512') {
-    return refuse(`option checksum: unknown checksum type in "${value}" (md5, sha1, sha256 or sha512)`);
+  if (colon >= 0 && value.slice(0, colon).toLowerCase() === 'file') {
+    const file = value.slice(colon + 1);
+    if (!/^(https?:\/\/|file:\/\/|\/)/i.test(file)) refuse(`option checksum: "${value}": a checksum file is an http(s):// or file:// URL or an absolute path`);
+    return { file };
   }
+  const parsed = parseDigest(colon >= 0 ? value.slice(0, colon) : undefined, colon >= 0 ? value.slice(colon + 1) : value);
+  return typeof parsed === 'string' ? refuse(`option checksum: ${parsed} in "${value}"`) : parsed;
+}
+
+/**
+ * A digest in hex with its type, named or (undefined) guessed from its
+ * length, as go-getter reads one; a string saying what is wrong otherwise.
+ * Pure.
+ */
+export function parseDigest(type: string | undefined, value: string): Digest | string {
+  const hex = value.toLowerCase();
+  if (!/^[0-9a-f]+$/.test(hex) || hex.length % 2 !== 0) return 'not a hexadecimal digest';
+  const named = type !== undefined ? type.toLowerCase() : HEX_LENGTHS[hex.length];
+  if (named !== 'md5' && named !== 'sha1' && named !== 'sha256' && named !== 'sha512') return 'unknown checksum type (md5, sha1, sha256 or sha512)';
   return { algorithm: named, hex };
+}
+
+/** go-getter's `sshkey`: a private key, base64-encoded (`base64 -w0 < id_ed25519`). */
+function readSshKey(value: string | undefined, refuse: (what: string) => never): Buffer | undefined {
+  if (value === undefined || value === '') return undefined;
+  const compact = value.replace(/\s+/g, '');
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(compact) && compact.length % 4 === 0 ? Buffer.from(compact, 'base64') : undefined;
+  if (!key) return refuse('option sshkey: not base64 (give the private key base64-encoded, e.g. the output of `base64 -w0 ~/.ssh/id_ed25519`)');
+  if (!/^-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(key.toString('latin1').trimStart())) {
+    return refuse('option sshkey: the decoded text is not a private key (it should start with "-----BEGIN ... PRIVATE KEY-----")');
+  }
+  return key;
 }

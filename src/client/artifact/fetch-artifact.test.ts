@@ -88,21 +88,25 @@ with zipfile.ZipFile(sys.argv[3], 'w') as z:
       assert.equal(http.url.href, 'https://example.com/a/b.bin?x=1');
       assert.deepEqual([http.archive, http.checksum, http.filename], [false, { algorithm: 'sha256', hex: 'ab'.repeat(32) }, 'c.bin']);
     }
-    assert.deepEqual(readArtifactSource('git::https://example.com/x/y.git?ref=v1', { depth: '1' }, '/t'), { kind: 'git', url: 'https://example.com/x/y.git', ref: 'v1', depth: 1 });
-    assert.deepEqual(readArtifactSource('github.com/x/y', {}, '/t'), { kind: 'git', url: 'https://github.com/x/y.git', ref: undefined, depth: undefined });
-    assert.deepEqual(readArtifactSource('git@github.com:x/y.git', {}, '/t'), { kind: 'git', url: 'git@github.com:x/y.git', ref: undefined, depth: undefined });
-    // A bare digest's type comes from its length.
+    assert.deepEqual(readArtifactSource('git::https://example.com/x/y.git?ref=v1', { depth: '1' }, '/t'), { kind: 'git', url: 'https://example.com/x/y.git', ref: 'v1', depth: 1, sshKey: undefined });
+    assert.deepEqual(readArtifactSource('github.com/x/y', {}, '/t'), { kind: 'git', url: 'https://github.com/x/y.git', ref: undefined, depth: undefined, sshKey: undefined });
+    assert.deepEqual(readArtifactSource('git@github.com:x/y.git', {}, '/t'), { kind: 'git', url: 'git@github.com:x/y.git', ref: undefined, depth: undefined, sshKey: undefined });
+    // A bare digest's type comes from its length; a checksum file is read before the download.
     const md5 = readArtifactSource('/a', { checksum: 'd41d8cd98f00b204e9800998ecf8427e' }, '/t');
-    assert.equal(md5.kind === 'local' && md5.checksum?.algorithm, 'md5');
+    assert.deepEqual(md5.kind === 'local' && md5.checksum, { algorithm: 'md5', hex: 'd41d8cd98f00b204e9800998ecf8427e' });
+    const sums = readArtifactSource('https://example.com/a.tgz', { checksum: 'file:https://example.com/SHA256SUMS' }, '/t');
+    assert.deepEqual(sums.kind === 'http' && sums.checksum, { file: 'https://example.com/SHA256SUMS' });
     const refused: [string, Record<string, string>, string][] = [
       ['s3::https://s3.amazonaws.com/b/k', {}, 'Berth does not fetch from s3; fetch it with an http(s) URL, git or a local path'],
       ['gcs::https://x/y', {}, 'Berth does not fetch from gcs; fetch it with an http(s) URL, git or a local path'],
       ['ftp://example.com/a', {}, 'Berth does not fetch ftp:// URLs; use http(s), git or a local path'],
-      ['git::https://example.com/x.git', { sshkey: 'a2V5' }, 'option sshkey: Berth does not take ssh keys in a job; give the node an ssh key for this host'],
+      ['git::https://example.com/x.git', { sshkey: 'not base64!' }, 'option sshkey: not base64 (give the private key base64-encoded, e.g. the output of `base64 -w0 ~/.ssh/id_ed25519`)'],
+      ['git::https://example.com/x.git', { sshkey: 'a2V5' }, 'option sshkey: the decoded text is not a private key (it should start with "-----BEGIN ... PRIVATE KEY-----")'],
       ['git::https://example.com/x.git', { depth: 'two' }, 'option depth: "two" is not a whole number'],
-      ['git::https://example.com/x.git', { checksum: 'md5:00' }, 'option checksum: not an option of a git source (ref, depth)'],
-      ['https://example.com/a.tgz', { archive: 'rar' }, 'option archive: Berth unpacks tar, tar.gz, tgz, zip, not "rar"'],
-      ['https://example.com/a.tgz', { checksum: 'crc32:abcd' }, 'option checksum: unknown checksum type in "crc32:abcd" (md5, sha1, sha256 or sha512)'],
+      ['git::https://example.com/x.git', { checksum: 'md5:00' }, 'option checksum: not an option of a git source (ref, depth, sshkey)'],
+      ['https://example.com/a.tgz', { archive: 'rar' }, 'option archive: Berth unpacks tar, tar.gz, tgz, tar.bz2, tbz2, tar.xz, txz, tar.zst, tzst, zip, gz, bz2, xz, zst, not "rar"'],
+      ['https://example.com/a.tgz', { checksum: 'crc32:abcd' }, 'option checksum: unknown checksum type (md5, sha1, sha256 or sha512) in "crc32:abcd"'],
+      ['https://example.com/a.tgz', { checksum: 'file:SHA256SUMS' }, 'option checksum: "file:SHA256SUMS": a checksum file is an http(s):// or file:// URL or an absolute path'],
     ];
     for (const [source, options, message] of refused) {
       assert.throws(() => readArtifactSource(source, options, '/task'), (e: ArtifactError) => e.code === 'TASK_ARTIFACT_UNSUPPORTED' && e.message === `artifact source ${source}: ${message}`, source);
@@ -113,7 +117,7 @@ with zipfile.ZipFile(sys.argv[3], 'w') as z:
     const file = path.join(content, 'conf', 'a.txt');
     const good = readArtifactSource(file, { checksum: `sha256:${createHash('sha256').update('A\n').digest('hex')}` }, '/');
     const bad = readArtifactSource(file, { checksum: 'sha1:' + '0'.repeat(40) }, '/');
-    assert.ok(good.kind === 'local' && bad.kind === 'local');
+    assert.ok(good.kind === 'local' && bad.kind === 'local' && good.checksum && !('file' in good.checksum) && bad.checksum && !('file' in bad.checksum));
     const dest = fresh('sum');
     await fetchArtifact(file, dest, { mode: 'any', archive: undefined, checksum: good.checksum, label: 'a.txt' });
     assert.deepEqual(tree(dest), ['a.txt']);

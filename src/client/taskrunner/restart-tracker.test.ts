@@ -18,6 +18,16 @@ describe('RestartTracker', async () => {
     assert.match(d.reason, /exceeded the 2 restarts allowed within 1m/);
   });
 
+  it('a policy taken in place weighs later exits with the restarts already counted', () => {
+    const clock = new ManualClock(1_000);
+    const t = new RestartTracker(policy, 'batch', clock);
+    assert.equal(t.next({ exitCode: 1 }).kind, 'restart');
+    const wider = t.withPolicy({ ...policy, attempts: 3, delay: '1s' });
+    assert.deepEqual(wider.next({ exitCode: 1 }), { kind: 'restart', delayMs: 1_000, reason: 'restart 2 of 3 allowed within 1m' });
+    assert.equal(wider.next({ exitCode: 1 }).kind, 'restart');
+    assert.equal(wider.next({ exitCode: 1 }).kind, 'fail');
+  });
+
   it('starts counting again once the interval has passed', async () => {
     const clock = new ManualClock();
     const t = new RestartTracker(policy, 'service', clock);

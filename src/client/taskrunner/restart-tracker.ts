@@ -55,6 +55,11 @@ export class RestartTracker {
     this.#state = state ? { ...state } : { count: 0, windowStart: undefined };
   }
 
+  /** A tracker with `policy` that keeps this one's job type, clock, count and interval. Pure. */
+  withPolicy(policy: RestartPolicy): RestartTracker {
+    return new RestartTracker(policy, this.#jobType, this.#clock, this.#state, { ephemeral: this.#ephemeral });
+  }
+
   get state(): RestartTrackerState {
     return { ...this.#state };
   }

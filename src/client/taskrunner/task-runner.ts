@@ -7,7 +7,7 @@
 // restart decision, kill and stop paths share that state and its event trail).
 
 import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
-import { durationMs, type Task, type TaskState } from '../../structs/index.js';
+import { durationMs, type RestartPolicy, type Task, type TaskState } from '../../structs/index.js';
 import type { TaskEnv, TaskEnvBuilder } from '../taskenv/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
 import type { RunnerDriver, RunnerExitResult } from './driver-port.js';
@@ -50,7 +50,7 @@ export class TaskRunner implements TaskLifecycle {
   readonly #clock: Clock;
   readonly #bucket: Bucket<TaskRunnerRecord>;
   readonly #key: string;
-  readonly #tracker: RestartTracker;
+  #tracker: RestartTracker;
   #record: TaskRunnerRecord;
   readonly #killAbort = new AbortController();
   readonly #detachAbort = new AbortController();
@@ -109,6 +109,11 @@ export class TaskRunner implements TaskLifecycle {
     const ok = await this.driver.updateTaskResources(taskId, runnerResources(resources)).catch(() => false);
     if (ok) this.#logger.info({ memoryMb: resources.memoryMb, cpuMhz: resources.cpuMhz }, 'task resources updated in place');
     return ok;
+  }
+
+  /** A job update changed the group's restart policy: later exits are weighed by it, with the restarts counted so far. Never throws. */
+  setRestartPolicy(policy: RestartPolicy): void {
+    this.#tracker = this.#tracker.withPolicy(policy);
   }
 
   /** A copy of the task state (to keep or hand out). */

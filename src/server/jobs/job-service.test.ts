@@ -141,6 +141,19 @@ describe('job service', () => {
     assert.equal(store.snapshot().get('allocations', rowKey(current[0]!.id))!.desiredStatus, 'stop');
   });
 
+  it('takes a change of the restart or reschedule policy alone in place, as Nomad does (its tasksUpdated looks at neither)', async () => {
+    store.writeNow((txn) => txn.put('nodes', testNode('n1')));
+    const web = (group: Record<string, unknown>) => ({ id: 'web', groups: [{ name: 'g', ...group, tasks: [{ name: 't', driver: 'exec' }] }] });
+    await register(web({}));
+    const [first] = store.snapshot().list('allocations');
+    const restart = await register(web({ restart: { attempts: 7 } }));
+    assert.deepEqual([restart.job.version, restart.evaluation.updatedInPlace, restart.evaluation.placed, restart.evaluation.stopped], [1, 1, 0, 0]);
+    const reschedule = await register(web({ restart: { attempts: 7 }, reschedule: { delay: '1m' } }));
+    assert.deepEqual([reschedule.job.version, reschedule.evaluation.updatedInPlace, reschedule.evaluation.placed, reschedule.evaluation.stopped], [2, 1, 0, 0]);
+    const [same] = store.snapshot().list('allocations');
+    assert.deepEqual([same!.id, same!.jobVersion, same!.desiredStatus], [first!.id, 2, 'run']);
+  });
+
   it('places a CSI job only on the node with a healthy node plugin, and says why not elsewhere', async () => {
     seed();
     const { job, evaluation } = await register(csiJob());
@@ -362,7 +375,7 @@ describe('job service', () => {
     const worker = new EvalWorker({ store, jobs, clock, logger: silentLogger() });
     worker.start();
     try {
-      await register({ id: 'w', groups: [{ name: 'g', reschedule: { attempts: 1, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }] });
+      await register({ id: 'w', groups: [{ name: 'g', reschedule: { attempts: 1, interval: '1h', unlimited: false, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }] });
       const [alloc] = store.snapshot().list('allocations');
       await jobs.updateAllocations(alloc!.nodeId, [{ id: alloc!.id, clientStatus: 'failed', clientDescription: 'exit 1' }]);
       await clock.waitForSleepers(1);

@@ -8,7 +8,7 @@ import { testNode } from '../../../test/support/scheduler-nodes.js';
 function job(spec: Record<string, unknown> = {}, extra: Partial<Job> = {}): Job {
   const s = parseJobSpec({
     id: 'web',
-    groups: [{ name: 'g', count: 3, reschedule: { attempts: 2, delay: '30s' }, tasks: [{ name: 't', driver: 'exec' }] }],
+    groups: [{ name: 'g', count: 3, reschedule: { attempts: 2, interval: '1h', unlimited: false, delay: '30s', delayFunction: 'constant' }, tasks: [{ name: 't', driver: 'exec' }] }],
     ...spec,
   });
   return { ...s, stop: false, status: 'running', version: 1, groupVersions: { g: 1 }, submitTime: 0, createIndex: 1, modifyIndex: 1, ...extra };
@@ -81,7 +81,7 @@ describe('reconcile', () => {
     assert.deepEqual(due.place, [{ group: 'g', index: 2, previousAllocation: failed.id, rescheduleAttempts: 1 }]);
     assert.equal(due.stop[0]!.allocId, failed.id);
 
-    // Two reschedules within the interval (1h by default) use up the 2 attempts.
+    // Two reschedules within the interval (1h) use up the 2 attempts.
     const now = 10 ** 9;
     const first = alloc(2, { clientStatus: 'failed', desiredStatus: 'stop', createTime: now - 7_200_000 });
     const second = alloc(2, { clientStatus: 'failed', desiredStatus: 'stop', rescheduleAttempts: 1, previousAllocation: first.id, createTime: now - 600_000 });
@@ -104,7 +104,7 @@ describe('reconcile', () => {
   });
 
   it('waits longer before each reschedule under an exponential delay function, up to max_delay', () => {
-    const spec = { groups: [{ name: 'g', count: 1, reschedule: { attempts: 10, delay: '30s', delayFunction: 'exponential', maxDelay: '100s' }, tasks: [{ name: 't', driver: 'exec' }] }] };
+    const spec = { groups: [{ name: 'g', count: 1, reschedule: { attempts: 10, interval: '1h', unlimited: false, delay: '30s', delayFunction: 'exponential', maxDelay: '100s' }, tasks: [{ name: 't', driver: 'exec' }] }] };
     // The third reschedule of index 0 (two happened before): 30 s doubled twice, 120 s, capped at 100 s.
     const failed = alloc(0, { clientStatus: 'failed', rescheduleAttempts: 2, modifyTime: 1000 });
     const early = reconcile(job(spec), [failed], up, 1000 + 99_999);

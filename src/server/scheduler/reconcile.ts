@@ -295,6 +295,7 @@ function reconcileGroup(
     if (alloc.clientStatus === 'failed' || (alloc.clientStatus === 'complete' && job.type === 'service')) {
       const failed = alloc.clientStatus === 'failed';
       const policy = group.reschedule;
+      if (!policy) continue; // only a system job's groups have none, and they are not reconciled here
       // An operator's `job eval -force-reschedule` overrides the policy's attempts and delay.
       const forced = failed && alloc.desiredTransition?.forceReschedule === true;
       // Out of attempts within the policy's interval: it stays failed.

@@ -42,7 +42,7 @@ describe('groupChange (Nomad\'s tasksUpdated)', () => {
     ['the job\'s meta', (s) => (s['meta'] = { team: 'b' }), 'destructive'],
     ['a task added', (_s, g) => (g['tasks'] = [...(g['tasks'] as unknown[]), { name: 'side', driver: 'exec' }]), 'destructive'],
     ['the group network', (_s, g) => (g['network'] = { ports: [{ label: 'http' }] }), 'destructive'],
-    ['the restart policy (applied by the client only at a start)', (_s, g) => (g['restart'] = { attempts: 9 }), 'destructive'],
+    ['the restart policy (the client gives it to the running tasks)', (_s, g) => (g['restart'] = { attempts: 9 }), 'same'],
   ];
   for (const [what, edit, expected] of cases) {
     it(`a change of ${what} is ${expected === 'same' ? 'an in-place update' : expected === 'resources' ? 'a resource update in place' : 'destructive'}`, () => {

@@ -28,12 +28,13 @@ export type GroupSource = Pick<JobSpec, 'meta' | 'groups'>;
 export const IN_PLACE_RESOURCE_FIELDS = ['cpuMhz', 'memoryMb', 'memoryMaxMb', 'cores', 'pidsMax'] as const;
 
 /**
- * Group fields only the scheduler reads: Nomad's tasksUpdated leaves them
- * out. (Nomad also updates services, restart, kill and log settings in
- * place; Berth's client applies only resources to running tasks, so those
- * still replace.)
+ * Group fields the running tasks do not see, or take in place: Nomad's
+ * tasksUpdated leaves them out. The restart policy is one: the client gives
+ * it to the running tasks' restart trackers. (Nomad also updates services,
+ * kill and log settings in place; Berth's client applies only resources and
+ * the restart policy to running tasks, so those still replace.)
  */
-const SCHEDULING_GROUP_FIELDS = ['name', 'count', 'meta', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'reschedule', 'scaling'] as const;
+const SCHEDULING_GROUP_FIELDS = ['name', 'count', 'meta', 'constraints', 'affinities', 'spreads', 'update', 'migrate', 'reschedule', 'restart', 'scaling'] as const;
 const SCHEDULING_TASK_FIELDS = ['meta', 'constraints', 'affinities'] as const;
 
 /** JSON-equal values compare equal whatever their keys' order; undefined fields are absent. */
