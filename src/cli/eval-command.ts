@@ -107,7 +107,7 @@ async function status(s: ApiSession, [idArg]: string[], opts: Record<string, unk
  * placement failures could not place, while one of the job's evaluations is
  * blocked (Nomad's "Placement Failure"), and the latest evaluations.
  */
-export async function printJobEvaluations(s: ApiSession, jobId: string): Promise<void> {
+export async function printJobEvaluations(s: ApiSession, jobId: string, opts: { all?: boolean; fullIds?: boolean } = {}): Promise<void> {
   const { body } = await s.api.get<Evaluation[]>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace: s.namespace });
   const evals = [...body].sort((a, b) => b.CreateIndex - a.CreateIndex);
   if (evals.length === 0) return;
@@ -118,9 +118,10 @@ export async function printJobEvaluations(s: ApiSession, jobId: string): Promise
     for (const line of failedPlacementLines(failed)) s.out.line(line);
   }
   s.out.line();
-  s.out.line(s.style.bold('Latest Evaluations'));
+  // `-evals` (or `-verbose`): every evaluation of the job, as Nomad's "Evaluations"; otherwise the last three.
+  s.out.line(s.style.bold(opts.all ? 'Evaluations' : 'Latest Evaluations'));
   s.out.table(
     ['ID', 'Priority', 'Triggered By', 'Status', 'Placement Failures'],
-    evals.slice(0, 3).map((e) => [shortId(e.ID), String(e.Priority), e.TriggeredBy, s.style.status(e.Status), failureStatus(e)]),
+    (opts.all ? evals : evals.slice(0, 3)).map((e) => [opts.fullIds ? e.ID : shortId(e.ID), String(e.Priority), e.TriggeredBy, s.style.status(e.Status), failureStatus(e)]),
   );
 }

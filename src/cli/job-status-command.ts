@@ -31,10 +31,11 @@ export function addJobStatus(job: Command, ctx: CommandContext): void {
       .description('List jobs, or show one job with its summary and allocations')
       .argument('[id]', 'job ID or a unique prefix')
       .option('--short', 'only the job, not its summary and allocations')
-      .option('--verbose', 'full IDs')
+      .option('--verbose', 'full IDs, and every evaluation of the job')
+      .option('--evals', 'every evaluation of the job, not only the last three')
       .option('--all-allocs', "also the allocations of the job's earlier instances (a job purged and run again)")
       .option('-t, --template <template>', "format Nomad's JSON with a Go template (as -json prints it)"),
-    ['job status', 'job status writer', 'job status -verbose wri', 'job status -json writer', "job status -t '{{range .}}{{.Summary.JobID}}{{end}}'"],
+    ['job status', 'job status writer', 'job status -verbose wri', 'job status -evals writer', 'job status -json writer', "job status -t '{{range .}}{{.Summary.JobID}}{{end}}'"],
   ).action(act(jobStatus));
 
   apiCommand(
@@ -106,7 +107,7 @@ async function jobStatus(s: ApiSession, [idArg]: string[], opts: Record<string, 
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([g, c]) => [g, String(c.Queued), String(c.Starting), String(c.Running), String(c.Failed), String(c.Complete), String(c.Lost)]),
   );
-  await printJobEvaluations(s, id);
+  await printJobEvaluations(s, id, { all: Boolean(opts['evals'] || opts['verbose']), fullIds: Boolean(opts['verbose']) });
   const { body: allocs } = await s.api.get<api.AllocationListStub[]>(`${KINDS.job.getPath(id)}/allocations`, { namespace: s.namespace, ...(opts['allAllocs'] ? { all: true } : {}) });
   s.out.line();
   s.out.line(s.style.bold('Allocations'));

@@ -220,6 +220,17 @@ describe('berth CLI against a real server', () => {
     assert.match(status.stdout, /^Task Group\s+Queued\s+Starting\s+Running\s+Failed\s+Complete\s+Lost$/m);
     assert.match(status.stdout, /^main\s+0\s+0\s+1\s+0\s+0\s+0$/m);
     assert.match(status.stdout, new RegExp(`^${allocId.slice(0, 8)}\\s+${node.id.slice(0, 8)}\\s+main\\s+\\d+\\s+run\\s+running`, 'm'));
+    assert.match(status.stdout, /^Latest Evaluations$/m);
+    // Nomad's `job status -evals`: every evaluation of the job under "Evaluations"; -verbose with full IDs.
+    const evals = json<Array<{ Evaluations: api.Evaluation[] }>>(await c.cli(['job', 'status', '--json', 'app']))[0]?.Evaluations ?? [];
+    assert.ok(evals.length >= 1);
+    const withEvals = await c.cli(['job', 'status', '-evals', 'app']);
+    assert.equal(withEvals.code, 0, withEvals.stderr);
+    assert.match(withEvals.stdout, /^Evaluations$/m);
+    assert.match(withEvals.stdout, /^ID\s+Priority\s+Triggered By\s+Status\s+Placement Failures$/m);
+    for (const e of evals) assert.match(withEvals.stdout, new RegExp(`^${e.ID.slice(0, 8)}\\s+50\\s+${e.TriggeredBy}\\s+${e.Status}\\s+false$`, 'm'));
+    const verboseStatus = await c.cli(['job', 'status', '-verbose', 'app']);
+    for (const e of evals) assert.match(verboseStatus.stdout, new RegExp(`^${e.ID}\\s+50\\s`, 'm'));
 
     const alloc = await c.cli(['alloc', 'status', allocId.slice(0, 6)]);
     assert.equal(alloc.code, 0, alloc.stderr);
