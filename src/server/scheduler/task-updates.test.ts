@@ -30,7 +30,7 @@ describe('groupChange (Nomad\'s tasksUpdated)', () => {
     ['group affinities and spreads', (_s, g) => Object.assign(g, { affinities: [{ attribute: '${node.datacenter}', value: 'dc1' }], spreads: [{ attribute: '${node.datacenter}' }] }), 'same'],
     ['task constraints', (_s, _g, t) => (t['constraints'] = [{ attribute: '${attr.kernel.name}', value: 'linux' }]), 'same'],
     ['update block', (_s, g) => (g['update'] = { maxParallel: 2 }), 'same'],
-    ['reschedule and migrate', (_s, g) => Object.assign(g, { reschedule: { attempts: 5 }, migrate: { maxParallel: 2 } }), 'same'],
+    ['reschedule and migrate', (_s, g) => Object.assign(g, { reschedule: { attempts: 5, interval: '1h', unlimited: false }, migrate: { maxParallel: 2 } }), 'same'],
     ['priority', (s) => (s['priority'] = 80), 'same'],
     ['the meta of another group', (s) => ((s['groups'] as Array<Record<string, unknown>>)[1]!['meta'] = { x: '1' }), 'same'],
     ['group meta its task overrides', (_s, g, t) => Object.assign(g, { meta: { tier: 'back' } }, void (t['meta'] = { tier: 'front' })), 'same'],
