@@ -9,15 +9,20 @@ import { SessionContext } from './session';
 import { AllocationPage } from './pages/allocation';
 import { JobPage, JobsPage } from './pages/jobs';
 import { Login } from './pages/login';
-import { NodePage, NodesPage } from './pages/nodes';
+import { NodePage } from './pages/node';
+import { NodesPage } from './pages/nodes';
 import { Overview } from './pages/overview';
 import { PluginPage, PluginsPage } from './pages/plugins';
+import { ServicePage, ServicesPage } from './pages/services';
+import { TopologyPage } from './pages/topology';
 import { VolumePage, VolumesPage } from './pages/volumes';
 
 const NAV: Array<[string, string]> = [
   ['/ui/', 'Overview'],
   ['/ui/jobs', 'Jobs'],
   ['/ui/nodes', 'Nodes'],
+  ['/ui/topology', 'Topology'],
+  ['/ui/services', 'Services'],
   ['/ui/plugins', 'CSI plugins'],
   ['/ui/volumes', 'Volumes'],
 ];
@@ -113,6 +118,9 @@ export function App() {
           <Route path="/ui/allocations/:id" component={AllocationPage} />
           <Route path="/ui/nodes" component={NodesPage} />
           <Route path="/ui/nodes/:id" component={NodePage} />
+          <Route path="/ui/topology" component={TopologyPage} />
+          <Route path="/ui/services" component={ServicesPage} />
+          <Route path="/ui/services/:ns/:name" component={ServicePage} />
           <Route path="/ui/plugins" component={PluginsPage} />
           <Route path="/ui/plugins/:id" component={PluginPage} />
           <Route path="/ui/volumes" component={VolumesPage} />

@@ -51,7 +51,7 @@ function capabilities(instances: Record<string, HealthReport> | null, kind: 'con
 }
 
 export function PluginsPage() {
-  const { data, error } = useLive('plugins', ['CSIPlugin', 'CSIVolume'], async () => {
+  const { data, error } = useLive('plugins', ['plugin', 'volume'], async () => {
     const [plugins, volumes] = await Promise.all([api.plugins(), api.volumes()]);
     return { plugins, volumes };
   });
@@ -100,7 +100,7 @@ function Instances({ kind, instances }: { kind: string; instances: Record<string
 export function PluginPage() {
   const { params } = useRoute();
   const id = params['id'] ?? '';
-  const { data, error } = useLive(`plugin/${id}`, ['CSIPlugin', 'CSIVolume', 'claim', 'Allocation'], async () => {
+  const { data, error } = useLive(`plugin/${id}`, ['plugin', 'volume', 'claim', 'allocation'], async () => {
     const [plugin, volumes] = await Promise.all([api.plugin(id), api.volumes()]);
     return { plugin, volumes: volumes.filter((v) => v.PluginID === id) };
   });
