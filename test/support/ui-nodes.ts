@@ -3,7 +3,8 @@
 // hostpath plugin) whose node also has meta, a host volume, a host network and
 // a CNI network configured, and jobs of known sizes: a web server whose
 // native service's http check passes, beside a second service whose tcp check
-// fails (nothing listens on its port), and a worker that only sleeps.
+// fails (nothing listens on its port), and a worker that only sleeps
+// and is slow to stop.
 
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { UiCluster } from './ui-cluster.js';
 export const NODE_FIXTURE = { meta: { rack: 'r7', role: 'ui-test' }, hostVolume: 'scratch', hostNetwork: 'loopback', cniNetwork: 'uinet' } as const;
 
 /** A job of `cpu` MHz and `memory` MB whose one task runs `args` with node (raw_exec). */
-function nodeTaskJob(id: string, opts: { cpu: number; memory: number; script: string; services?: string }): string {
+function nodeTaskJob(id: string, opts: { cpu: number; memory: number; script: string; services?: string; killTimeout?: string }): string {
   return `job "${id}" {
   type = "service"
   group "app" {
@@ -26,7 +27,7 @@ function nodeTaskJob(id: string, opts: { cpu: number; memory: number; script: st
 ${opts.services ?? ''}
     task "main" {
       driver = "raw_exec"
-      config {
+${opts.killTimeout ? `      kill_timeout = "${opts.killTimeout}"\n` : ''}      config {
         command = "${process.execPath}"
         args    = ["-e", ${JSON.stringify(opts.script)}]
       }
@@ -42,7 +43,11 @@ ${opts.services ?? ''}
 
 /** The web job: serves HTTP on `port`; service `<id>` checks it over http (passes), service `<id>-admin` over tcp on `deadPort` (fails). */
 export function webJob(id: string, port: number, deadPort: number): string {
-  const services = `    service {
+  // A failing check keeps the allocation unhealthy, which would hold a drain until its deadline: migrate on task states.
+  const services = `    migrate {
+      health_check = "task_states"
+    }
+    service {
       name     = "${id}"
       provider = "nomad"
       port     = "${port}"
@@ -71,9 +76,13 @@ export function webJob(id: string, port: number, deadPort: number): string {
   return nodeTaskJob(id, { cpu: 500, memory: 2048, script, services });
 }
 
-/** A worker of 250 MHz and 1 GiB that only sleeps. */
+/**
+ * A worker of 250 MHz and 1 GiB that only sleeps and, when told to stop,
+ * takes its kill_timeout (15s) to go: a drain has it left to move meanwhile.
+ */
 export function workerJob(id: string): string {
-  return nodeTaskJob(id, { cpu: 250, memory: 1024, script: 'setInterval(() => {}, 1e6)' });
+  const script = "for (const s of ['SIGINT', 'SIGTERM']) process.on(s, () => console.log('asked to stop: ' + s)); setInterval(() => {}, 1e6)";
+  return nodeTaskJob(id, { cpu: 250, memory: 1024, script, killTimeout: '15s' });
 }
 
 /** The UI cluster with the node fixture, and the node pages' jobs. */

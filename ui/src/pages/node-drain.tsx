@@ -13,10 +13,20 @@ import { useCanWrite } from '../session';
 
 const TERMINAL = new Set(['complete', 'failed', 'lost']);
 
-/** The allocations the node's drain still has to move: placed to run, not finished (system ones unless ignored). */
+/**
+ * The allocations the node's drain still has to move off: those not
+ * finished on the node (stopping ones too: they still run there), but system
+ * jobs' when the drain leaves them.
+ */
 export function leftToMigrate(node: Node, allocs: Allocation[]): Allocation[] {
   const ignoreSystem = node.DrainStrategy?.IgnoreSystemJobs ?? false;
-  return allocs.filter((a) => a.DesiredStatus === 'run' && !TERMINAL.has(a.ClientStatus) && !(ignoreSystem && a.Job?.Type === 'system'));
+  return allocs.filter((a) => !TERMINAL.has(a.ClientStatus) && !(ignoreSystem && a.Job?.Type === 'system'));
+}
+
+/** Where an allocation left to move is: stopping, marked for migration, or waiting its turn. */
+function migration(a: Allocation): string {
+  if (a.DesiredStatus !== 'run') return 'stopping';
+  return a.DesiredTransition?.Migrate ? 'marked to migrate' : 'waiting its turn';
 }
 
 function errorText(err: unknown): string {
@@ -157,18 +167,18 @@ export function DrainProgress({ node, allocs }: { node: Node; allocs: Allocation
         {spec.IgnoreSystemJobs ? ' System jobs are left running.' : ''}
       </p>
       <p class="muted">
-        Started {time(fromGoTime(spec.StartedAt))}.{last?.BerthMessage ? ` Drainer: ${last.BerthMessage}` : ''}
-        {last?.Meta?.['message'] ? ` Message: ${last.Meta['message']}` : ''}
+        Started {time(fromGoTime(spec.StartedAt))}.{last?.BerthMessage ? ` Drainer: ${last.BerthMessage}.` : ''}
       </p>
+      {last?.Meta?.['message'] ? <p>Message: {last.Meta['message']}</p> : null}
       <Table
         label="allocations left to migrate"
-        head={['Allocation', 'Job', 'Status', 'Migrating']}
+        head={['Allocation', 'Job', 'Status', 'Migration']}
         empty="Nothing left to move."
         rows={left.map((a) => [
           <a href={`/ui/allocations/${a.ID}`}>{short(a.ID)}</a>,
           a.JobID,
           a.ClientStatus,
-          a.DesiredTransition?.Migrate ? 'yes' : 'waiting',
+          <span data-migration={a.ID}>{migration(a)}</span>,
         ])}
       />
     </Section>

@@ -35,7 +35,7 @@ export function NodesPage() {
             <span data-drivers title={Object.entries(n.Drivers ?? {}).map(([k, d]) => `${k}: ${d.HealthDescription}`).join('\n')}>
               {`${drivers.filter((d) => d.Healthy).length}/${drivers.length}`}
             </span>,
-            <span data-allocs>{String(held.length)}</span>,
+            <span data-allocs={held.length}>{String(held.length)}</span>,
             <NodeMeters node={n} used={sumAllocated(held)} only="cpu" />,
             <NodeMeters node={n} used={sumAllocated(held)} only="mem" />,
           ];
