@@ -94,8 +94,15 @@ describe('the web UI: nodes, topology and services', { timeout: 400_000 }, () =>
     await row.locator(`[data-allocs="${held.length}"]`).waitFor();
     const text = await row.innerText();
     assert.match(text, new RegExp(`${node.Name}\\s+${node.Datacenter}\\s+${node.Status}\\s+${node.SchedulingEligibility}`));
-    const detected = Object.values(node.Drivers ?? {}).filter((d) => d.Detected);
-    assert.equal(await row.locator('[data-drivers]').innerText(), `${detected.filter((d) => d.Healthy).length}/${detected.length}`);
+    // Drivers: the healthy ones by name (raw_exec, which the tests' jobs use, among them), and how many are not.
+    const detected = Object.entries(node.Drivers ?? {}).filter(([, d]) => d.Detected);
+    const healthyDrivers = detected.filter(([, d]) => d.Healthy).map(([name]) => name).sort();
+    assert.ok(healthyDrivers.includes('raw_exec'), `the API reports raw_exec healthy on the node: ${healthyDrivers.join(', ')}`);
+    const drivers = row.locator('[data-drivers]');
+    assert.equal(await drivers.getAttribute('data-drivers'), `${healthyDrivers.length}/${detected.length}`);
+    assert.match(await drivers.innerText(), new RegExp(`^${healthyDrivers.join(', ')}`));
+    const running = held.filter((a) => a.ClientStatus === 'running').length;
+    assert.equal(running, held.length, 'every allocation on the node runs');
     const cap = capacityOf(node);
     const used = held.reduce((s, a) => ({ cpu: s.cpu + reserved(a).cpu, mem: s.mem + reserved(a).mem }), { cpu: 0, mem: 0 });
     // The web job reserves 500 MHz and 2 GiB, the worker 250 MHz and 1 GiB, the plugin its own.
@@ -276,8 +283,9 @@ describe('the web UI: nodes, topology and services', { timeout: 400_000 }, () =>
         await phone.locator('main table, main .topo-node').first().waitFor();
         const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         assert.ok(overflow <= 0, `${p} overflows the phone's width by ${overflow}px`);
+        if (p === '/ui/topology') await shot(phone, 'topology-phone');
+        if (p.startsWith('/ui/nodes/')) await shot(phone, 'node-phone');
       }
-      await shot(phone, 'node-phone');
     } finally {
       await ctx.close();
     }
