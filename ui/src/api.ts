@@ -320,8 +320,13 @@ function parseLines(text: string): StreamEvent[] {
  * (claim, volume-condition, drift). Pure.
  */
 export function topicMatches(pageTopics: readonly string[], topic: string): boolean {
-  const t = topic.toLowerCase().replace(/^csi/, '');
-  return pageTopics.some((p) => p === t || (p === 'node' && t === 'nodedrain'));
+  const word = (name: string): string => name.toLowerCase().replace(/^csi/, '');
+  const t = word(topic);
+  // A page may name a topic in Nomad's words too (`Job`, `CSIVolume`): compared in the UI's.
+  return pageTopics.some((raw) => {
+    const p = word(raw);
+    return p === t || (p === 'node' && t === 'nodedrain');
+  });
 }
 
 /**
