@@ -149,7 +149,7 @@ export function DrainProgress({ node, allocs }: { node: Node; allocs: Allocation
       <Section title="Drain" id="drain">
         <p data-drain-status={last.Status} role="status">
           Last drain {last.Status}{at ? ` at ${time(at)}` : ''}.
-          {last.BerthMessage ? ` ${last.BerthMessage}` : ''}
+          {last.BerthMessage && last.BerthMessage !== `drain ${last.Status}` ? ` ${last.BerthMessage}.` : ''}
         </p>
         {last.Meta?.['message'] ? <p>Message: {last.Meta['message']}</p> : null}
       </Section>

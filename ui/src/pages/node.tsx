@@ -75,7 +75,8 @@ export function NodePage() {
           ['Last heartbeat', ago(fromGoTime(node.BerthLastHeartbeat))],
         ]}
       />
-      <DrainControls node={node} />
+      {/* A new drain state starts the controls afresh (the last action's word belongs to the old one). */}
+      <DrainControls key={node.Drain ? 'draining' : 'idle'} node={node} />
       <DrainProgress node={node} allocs={allocs} />
       <Section title="Meta" id="meta">
         <Table label="node meta" head={['Key', 'Value']} empty="No meta." rows={Object.entries(node.Meta ?? {}).sort().map(([k, v]) => [<code>{k}</code>, v])} />
