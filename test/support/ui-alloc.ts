@@ -5,20 +5,7 @@
 // holds some memory, says when it gets SIGHUP or SIGUSR1, and keeps running.
 
 import { writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-
-/** A TCP port free on loopback now. */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** How much memory the main task holds (touched, so resident). */
 export const HOLD_MIB = 24;

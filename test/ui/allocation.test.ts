@@ -18,9 +18,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Locator, Page } from 'playwright-core';
 import type { AllocCheckStatuses, Allocation, AllocationListStub, AllocResourceUsage, CSIVolume } from '../../src/api/index.js';
-import { mountsUnder, ok, until } from '../support/agent-run.js';
+import { freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 import { launchBrowser, shot } from '../support/browser.js';
-import { freeLoopbackPort, HOLD_MIB, lifecycleJob } from '../support/ui-alloc.js';
+import { HOLD_MIB, lifecycleJob } from '../support/ui-alloc.js';
 import { UiCluster } from '../support/ui-cluster.js';
 
 const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-alloc-'), { volume: 'ua-data' });
@@ -81,7 +81,7 @@ async function clickAndConfirm(p: Page, button: Locator, says: RegExp): Promise<
 
 before(async () => {
   await cluster.start();
-  staticPort = await freeLoopbackPort();
+  staticPort = await freePort();
   const file = path.join(cluster.dir, `${JOB}.hcl`);
   writeFileSync(file, lifecycleJob(cluster.dir, JOB, staticPort));
   ok(await cluster.agent.cli(['job', 'run', file], { timeoutMs: 120_000 }), `berth job run ${JOB}`);
