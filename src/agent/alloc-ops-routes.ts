@@ -1,7 +1,8 @@
 // The node agent's allocation operations in Nomad's paths and shapes:
 // restart and signal a task (the allocation's volumes stay mounted: only the
 // task process is replaced or signalled), and the resource usage of its
-// running tasks (AllocResourceUsage, from their cgroups).
+// running tasks (AllocResourceUsage, from their cgroups) and the latest
+// results of its service checks (Nomad 1.4's AllocCheckStatuses).
 
 import { cpus } from 'node:os';
 import type { FastifyInstance } from 'fastify';
@@ -9,6 +10,7 @@ import type * as api from '../api/index.js';
 import type { TaskResourceUsage } from '../client/index.js';
 import { readyClient, runnerOf, type ClientRoutesDeps } from './client-route-deps.js';
 import { asRouteError, ClientRouteError } from './client-route-error.js';
+import { checkStatuses } from '../server/index.js';
 import { runningTaskUsage } from './task-metrics.js';
 
 /** A JSON body's string field, or undefined. */
@@ -68,7 +70,7 @@ function sumUsage(all: readonly api.ResourceUsage[]): api.ResourceUsage {
   };
 }
 
-/** Registers restart and signal (management role) and stats (read). */
+/** Registers restart and signal (management role), stats and checks (read). */
 export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesDeps): void {
   const log = deps.logger.child({ component: 'client-http' });
 
@@ -139,6 +141,17 @@ export function registerAllocOpsRoutes(app: FastifyInstance, deps: ClientRoutesD
       }
       const usages = Object.values(tasks).map((t) => t.ResourceUsage as api.ResourceUsage);
       return { ResourceUsage: sumUsage(usages), Tasks: tasks, Timestamp: (at || Date.now()) * 1_000_000 };
+    },
+  );
+
+  // The latest result of each of the allocation's service checks, from this node's check runner
+  // (Nomad's client checks route; the server's /v1/allocation/:id/checks answers what the node reported).
+  app.get<{ Params: { id: string } }>(
+    '/v1/client/allocation/:id/checks',
+    { config: { access: 'read' } },
+    async (req): Promise<api.AllocCheckStatuses> => {
+      const runner = runnerOf(deps, req.params.id);
+      return checkStatuses(readyClient(deps).checkResults(req.params.id), runner.alloc.taskGroup);
     },
   );
 }

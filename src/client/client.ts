@@ -22,6 +22,7 @@ import {
 } from '../lib/index.js';
 import {
   isClientTerminal,
+  type CheckResult,
   type NodeEvent,
 } from '../structs/index.js';
 import { ChrootCache } from './allocdir/index.js';
@@ -146,6 +147,11 @@ export class Client {
   /** The runner of an allocation, if this agent runs it. */
   runner(allocId: string): AllocRunnerHandle | undefined {
     return this.#runners.get(allocId)?.runner;
+  }
+
+  /** The latest result of each service check of an allocation this agent runs, by check ID (empty when none). */
+  checkResults(allocId: string): Record<string, CheckResult> {
+    return this.#checks?.runner.results(allocId) ?? {};
   }
 
   /** The parts, for tests and the agent command. Throws before start. */

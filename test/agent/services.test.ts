@@ -159,6 +159,12 @@ job "front" {
     }, 60_000);
     assert.equal(critical.Service, 'echo-api');
     assert.match(critical.Output, /503/);
+    // Nomad 1.4's client route answers the same result from the node that runs the check.
+    const onNode = Object.values(await agent.get<AllocCheckStatuses>(`/v1/client/allocation/${srv.ID}/checks`));
+    assert.deepEqual(onNode.map((c) => [c.ID, c.Service, c.Group, c.Mode, c.Status]), [[critical.ID, 'echo-api', 'srv', 'healthiness', 'failure']]);
+    assert.match(onNode[0]!.Output, /503/);
+    const unknown = await fetch(`${agent.addr}/v1/client/allocation/00000000-0000-0000-0000-000000000000/checks`, { headers: { Authorization: `Bearer ${agent.token}` } });
+    assert.equal(unknown.status, 404);
     assert.deepEqual(await instances(), []);
     assert.equal((await instances('?include_unhealthy=true')).length, 1, 'the registration stays, unhealthy');
     const checks = await agent.cli(['alloc', 'checks', srv.ID]);

@@ -315,9 +315,10 @@ function parseLines(text: string): StreamEvent[] {
 
 /**
  * Whether an event's topic is one a page named: pages name topics in the
- * UI's words (job, allocation, node, plugin, volume, claim...), the stream
- * in Nomad's (Job, Allocation, Node, CSIPlugin, CSIVolume) or Berth's own
- * (claim, volume-condition, drift). Pure.
+ * UI's words (job, allocation, node, plugin, volume, claim...) or in Nomad's
+ * spelling, the stream in Nomad's (Job, Allocation, Node, CSIPlugin,
+ * CSIVolume) or Berth's own (claim, volume-condition, drift); case and a
+ * `CSI` prefix do not count. Pure.
  */
 export function topicMatches(pageTopics: readonly string[], topic: string): boolean {
   const word = (name: string): string => name.toLowerCase().replace(/^csi/, '');

@@ -7,10 +7,10 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type * as api from '../../api/index.js';
-import type { Allocation, CheckResult } from '../../structs/index.js';
+import type { Allocation } from '../../structs/index.js';
 import { rowKey, type StateReader } from '../state/index.js';
 import { ApiError } from './api-error.js';
-import { AllocShaper, DEFAULT_STUB_FIELDS, type StubFields } from './alloc-shapes.js';
+import { AllocShaper, checkStatuses, DEFAULT_STUB_FIELDS, type StubFields } from './alloc-shapes.js';
 import { createIndexToken, normalizeNextToken } from './create-order.js';
 import { inNamespace, listPage, nomadRead, setIndexHeaders } from './nomad-read.js';
 import type { RouteContext } from './route-context.js';
@@ -38,28 +38,6 @@ function stubFields(query: Query): StubFields {
     resources: boolParam(query, 'resources') ?? DEFAULT_STUB_FIELDS.resources,
     taskStates: boolParam(query, 'task_states') ?? DEFAULT_STUB_FIELDS.taskStates,
   };
-}
-
-const CHECK_STATUS: Record<string, string> = { passing: 'success', critical: 'failure' };
-
-/** The allocation's checks as Nomad's AllocCheckStatuses (Berth's `warning` keeps its name; Nomad has none). */
-function checkStatuses(a: Allocation): api.AllocCheckStatuses {
-  const out: api.AllocCheckStatuses = {};
-  for (const [id, c] of Object.entries<CheckResult>(a.checks ?? {})) {
-    out[id] = {
-      ID: id,
-      Check: c.name,
-      Group: a.taskGroup,
-      Mode: 'healthiness',
-      Output: c.output,
-      Service: c.service,
-      Task: c.task ?? '',
-      Status: CHECK_STATUS[c.status] ?? c.status,
-      StatusCode: 0,
-      Timestamp: Math.floor(c.at / 1000),
-    };
-  }
-  return out;
 }
 
 export function registerAllocRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -94,7 +72,7 @@ export function registerAllocRoutes(app: FastifyInstance, ctx: RouteContext): vo
   app.get<{ Params: Params; Querystring: Query }>('/v1/allocation/:id/checks', { config: { access: 'read' } }, async (req, reply) => {
     const out = await nomadRead(ctx, req, reply, ['allocations'], (snap) => {
       const a = snap.get('allocations', rowKey(req.params.id));
-      return a && checkStatuses(a);
+      return a && checkStatuses(a.checks, a.taskGroup);
     });
     if (!out) throw new ApiError('NOT_FOUND', 'allocation not found');
     return out;

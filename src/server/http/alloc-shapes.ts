@@ -7,7 +7,7 @@
 // (RescheduleTracker).
 
 import * as api from '../../api/index.js';
-import { jobToNomad, type Allocation, type Job, type Node, type TaskGroup, type TaskState } from '../../structs/index.js';
+import { jobToNomad, type Allocation, type CheckResult, type Job, type Node, type TaskGroup, type TaskState } from '../../structs/index.js';
 import { rowKey, type StateReader } from '../state/index.js';
 import { allocMetricOut } from './alloc-metric-shapes.js';
 
@@ -363,4 +363,30 @@ function allocatedResources(a: Allocation, group: TaskGroup | undefined): api.Al
       Ports: a.ports?.length ? a.ports.map((p) => ({ Label: p.label, Value: p.value, To: nomadTo(p, group), HostIP: p.hostIp })) : null,
     },
   };
+}
+
+const CHECK_STATUS: Record<string, string> = { passing: 'success', critical: 'failure' };
+
+/**
+ * An allocation's latest check results (`checks`, by check ID) as Nomad's
+ * AllocCheckStatuses; `group` is the allocation's task group. Berth's
+ * `warning` keeps its name (Nomad has none). Pure.
+ */
+export function checkStatuses(checks: Readonly<Record<string, CheckResult>> | undefined, group: string): api.AllocCheckStatuses {
+  const out: api.AllocCheckStatuses = {};
+  for (const [id, c] of Object.entries(checks ?? {})) {
+    out[id] = {
+      ID: id,
+      Check: c.name,
+      Group: group,
+      Mode: 'healthiness',
+      Output: c.output,
+      Service: c.service,
+      Task: c.task ?? '',
+      Status: CHECK_STATUS[c.status] ?? c.status,
+      StatusCode: 0,
+      Timestamp: Math.floor(c.at / 1000),
+    };
+  }
+  return out;
 }

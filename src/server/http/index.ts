@@ -8,4 +8,5 @@ export { ApiError, toErrorResponse, statusForCode, type ErrorBody } from './api-
 export { parseBlockingQuery, blockingRead, DEFAULT_WAIT_MS, MAX_WAIT_MS, type BlockingQuery } from './blocking.js';
 export { FORWARDED_HEADER, LEADER_HEADER } from './leader-forward.js';
 export { registerMetricsRoute } from './metrics-routes.js';
+export { checkStatuses } from './alloc-shapes.js';
 export type { AgentInfo } from './route-context.js';
