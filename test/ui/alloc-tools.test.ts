@@ -171,6 +171,22 @@ describe("an allocation's tools in the web UI", { timeout: 300_000 }, () => {
     await page.keyboard.press('Enter');
     await until('berth-42 in the terminal', async () => (await rows.innerText()).includes('berth-42') || undefined);
     await shot(page, 'alloc-exec');
+
+    // The shell sees the terminal's size, and its new size when the window narrows.
+    let asked = 0;
+    const ttySize = async (): Promise<[number, number]> => {
+      const tag = `size${++asked}`;
+      await page.keyboard.type(`echo ${tag}-$(stty size | tr " " x)`);
+      await page.keyboard.press('Enter');
+      const m = await until(`${tag} in the terminal`, async () => new RegExp(`${tag}-(\\d+)x(\\d+)`).exec(await rows.innerText()) ?? undefined);
+      return [Number(m[1]), Number(m[2])];
+    };
+    const wide = await ttySize();
+    assert.equal(wide[0], await rows.locator(':scope > div').count(), 'the tty has the rows the terminal shows');
+    await page.setViewportSize({ width: 700, height: 800 });
+    await until('the tty to narrow with the window', async () => ((await ttySize())[1] < wide[1]) || undefined);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
     await page.keyboard.type('exit 3');
     await page.keyboard.press('Enter');
     const status = page.locator('[data-exec-phase="exited"]');
@@ -209,6 +225,13 @@ describe("an allocation's tools in the web UI", { timeout: 300_000 }, () => {
     assert.equal(await p.getByRole('button', { name: 'Connect' }).count(), 0);
     assert.equal(await p.getByRole('navigation', { name: 'Allocation tools' }).getByRole('link', { name: 'Exec' }).count(), 0);
     assert.equal(await p.locator('[data-terminal]').count(), 0);
+    // Its logs page says what the API answers it.
+    const logs = await cluster.fetch(`/v1/client/fs/logs/${allocId}?task=talk&type=stdout&origin=end&offset=300&plain=true`, cluster.readOnlyToken);
+    const said = (await logs.text()).trim();
+    await open(p, `/ui/allocations/${allocId}/logs?task=talk`, 'Logs of task talk');
+    assert.equal(logs.status, 200, `the API lets a read-only token read logs: ${said}`);
+    await until('stdout lines for the reader', async () => numbers(await stdoutPane(p).innerText(), 'out').length >= 1 || undefined);
+    await shot(p, 'alloc-logs-read-only');
     await reader.close();
 
     // The API refuses the read-only token's exec, in Nomad's browser handshake as with the header.
