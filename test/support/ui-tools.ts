@@ -1,8 +1,9 @@
 // What the allocation tools' UI test (logs, files, exec) looks at: a real dev
 // agent (its own process, a read-only token beside its management one)
-// running a raw_exec job whose task prints a numbered line on stdout every
+// running a raw_exec job of two tasks: `talk` prints a numbered line on stdout every
 // ~200 ms (and every fifth one on stderr too) and first writes files into
-// its local directory: a note, a binary file and a large one.
+// its local directory: a note, a binary file and a large one; `side` prints
+// `side N` every second.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -13,7 +14,7 @@ import { AgentRun, freePort, killProcessesUnder, mountsUnder, ok } from './agent
 /** The text the task writes into local/note.txt before it starts talking. */
 export const NOTE = 'a note the task wrote for the file browser';
 
-/** A service job whose task `talk` writes local/note.txt, blob.bin (2 KiB of zeros) and big.txt (`seq 1 30000`), then prints `out N` every ~200 ms (and `err N` on stderr every fifth). */
+/** A service job whose task `talk` writes local/note.txt, blob.bin (2 KiB of zeros) and big.txt (`seq 1 30000`), then prints `out N` every ~200 ms (and `err N` on stderr every fifth), beside a task `side` printing `side N` each second. */
 export function talkingJob(id: string): string {
   const script = [
     `printf '%s\\n' '${NOTE}' > \\"$NOMAD_TASK_DIR/note.txt\\"`,
@@ -38,6 +39,17 @@ export function talkingJob(id: string): string {
       resources {
         cpu    = 50
         memory = 32
+      }
+    }
+    task "side" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "i=0; while true; do i=$((i+1)); echo side $i; sleep 1; done"]
+      }
+      resources {
+        cpu    = 20
+        memory = 16
       }
     }
   }

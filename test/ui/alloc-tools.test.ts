@@ -114,6 +114,15 @@ describe("an allocation's tools in the web UI", { timeout: 300_000 }, () => {
     assert.ok(numbers(errText, 'err').every((n) => n % 5 === 0), errText);
     assert.equal(await page.getByRole('tab', { name: 'stderr' }).getAttribute('aria-selected'), 'true');
     await shot(page, 'alloc-logs-stderr');
+
+    // The task chooser follows the other task's logs.
+    await page.getByRole('tab', { name: 'stdout' }).click();
+    await page.getByLabel('Task').selectOption('side');
+    await page.getByRole('heading', { level: 1, name: 'Logs of task side' }).waitFor();
+    assert.match(page.url(), /[?&]task=side\b/);
+    const side = page.getByLabel('stdout of side', { exact: true });
+    await until('side lines in its pane', async () => /^side \d+$/m.test(await side.innerText()) || undefined);
+    assert.deepEqual(numbers(await side.innerText(), 'out'), [], 'no line of talk in the pane of side');
   });
 
   it('browses the allocation directory as the API lists it and shows a file the task wrote', async () => {

@@ -15,6 +15,9 @@ import { Loading } from '../components';
 import { useCanWrite } from '../session';
 import { TaskChooser, ToolsNav, useAllocation, useChosenTask } from './alloc-tools-nav';
 
+/** How often an idle session sends Nomad's heartbeat frame. */
+const HEARTBEAT_MS = 10_000;
+
 type SessionState =
   | { phase: 'loading' | 'connecting' | 'open' }
   | { phase: 'exited'; exitCode: number }
@@ -74,10 +77,16 @@ function TerminalSession({ allocId, task, command, onState }: { allocId: string;
         if (frame.out) term.write(frame.out);
         if (frame.exitCode !== undefined) exitCode = frame.exitCode;
       };
+      // Nomad's UI sends an empty frame every 10 s so that nothing between drops an idle session.
+      const heartbeat = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send('{}'), HEARTBEAT_MS);
+      cleanups.push(() => clearInterval(heartbeat));
       ws.onclose = (e) => {
+        clearInterval(heartbeat);
         if (disposed) return;
         term.options.disableStdin = true;
-        report.current(exitCode !== undefined ? { phase: 'exited', exitCode } : { phase: 'closed', reason: e.reason || `the connection closed (code ${e.code})` });
+        const end: SessionState = exitCode !== undefined ? { phase: 'exited', exitCode } : { phase: 'closed', reason: e.reason || `the connection closed (code ${e.code})` };
+        term.write(`\r\n\x1b[90m${end.phase === 'exited' ? `exited with code ${end.exitCode}` : end.reason}; the connection has closed.\x1b[0m\r\n`);
+        report.current(end);
       };
       const send = (frame: string): void => {
         if (ws.readyState === WebSocket.OPEN) ws.send(frame);
