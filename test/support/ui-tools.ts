@@ -3,7 +3,8 @@
 // running a raw_exec job of two tasks: `talk` prints a numbered line on stdout every
 // ~200 ms (and every fifth one on stderr too) and first writes files into
 // its local directory: a note, a binary file and a large one; `side` prints
-// `side N` every second.
+// `side N` every second; `burst` prints 100,000 lines at once when told to
+// (a file local/go in its directory, which the test writes: burstNow()).
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -14,7 +15,10 @@ import { AgentRun, freePort, killProcessesUnder, mountsUnder, ok } from './agent
 /** The text the task writes into local/note.txt before it starts talking. */
 export const NOTE = 'a note the task wrote for the file browser';
 
-/** A service job whose task `talk` writes local/note.txt, blob.bin (2 KiB of zeros) and big.txt (`seq 1 30000`), then prints `out N` every ~200 ms (and `err N` on stderr every fifth), beside a task `side` printing `side N` each second. */
+/** The lines task `burst` prints at once (`seq 1 N`, about 570 KiB) once its local/go file exists. */
+export const BURST_LINES = 100_000;
+
+/** A service job whose task `talk` writes local/note.txt, blob.bin (2 KiB of zeros) and big.txt (`seq 1 30000`), then prints `out N` every ~200 ms (and `err N` on stderr every fifth), beside a task `side` printing `side N` each second and a task `burst` (BURST_LINES). */
 export function talkingJob(id: string): string {
   const script = [
     `printf '%s\\n' '${NOTE}' > \\"$NOMAD_TASK_DIR/note.txt\\"`,
@@ -39,6 +43,17 @@ export function talkingJob(id: string): string {
       resources {
         cpu    = 50
         memory = 32
+      }
+    }
+    task "burst" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "until [ -e \\"$NOMAD_TASK_DIR/go\\" ]; do sleep 0.2; done; seq 1 ${BURST_LINES}; exec sleep 600"]
+      }
+      resources {
+        cpu    = 20
+        memory = 16
       }
     }
     task "side" {
@@ -102,6 +117,13 @@ export class ToolsCluster {
     const running = allocs.find((a) => a.ClientStatus === 'running');
     assert.ok(running, `job ${id} has a running allocation: ${JSON.stringify(allocs)}`);
     return running.ID;
+  }
+
+  /** Tells task `burst` of the allocation to print its lines: writes its local/go file. */
+  burstNow(allocId: string): void {
+    const found = spawnSync('find', [this.dir, '-maxdepth', '8', '-type', 'd', '-path', `*/${allocId}/burst/local`], { encoding: 'utf8' }).stdout.trim().split('\n')[0];
+    assert.ok(found, `the local directory of task burst of ${allocId} under ${this.dir}`);
+    writeFileSync(path.join(found, 'go'), '');
   }
 
   /** Stops the jobs and the agent (SIGINT) and removes what is left. Never throws. */

@@ -18,7 +18,7 @@ import { WebSocket } from 'ws';
 import type { AllocFileInfo } from '../../src/api/index.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { until } from '../support/agent-run.js';
-import { NOTE, ToolsCluster } from '../support/ui-tools.js';
+import { BURST_LINES, NOTE, ToolsCluster } from '../support/ui-tools.js';
 
 const cluster = new ToolsCluster(mkdtempSync('/tmp/berth-ui-tools-'));
 let browser: Browser;
@@ -123,6 +123,18 @@ describe("an allocation's tools in the web UI", { timeout: 300_000 }, () => {
     const side = page.getByLabel('stdout of side', { exact: true });
     await until('side lines in its pane', async () => /^side \d+$/m.test(await side.innerText()) || undefined);
     assert.deepEqual(numbers(await side.innerText(), 'out'), [], 'no line of talk in the pane of side');
+
+    // A burst of output: the page keeps its last 256 KiB, from a line's start, every line of it.
+    await page.getByLabel('Task').selectOption('burst');
+    const burst = page.getByLabel('stdout of burst', { exact: true });
+    await page.getByText('(no stdout yet)').waitFor();
+    cluster.burstNow(allocId);
+    await until('the burst to show', async () => (await burst.innerText()).trimEnd().endsWith(`\n${BURST_LINES}`) || undefined);
+    const kept = (await burst.textContent()) ?? '';
+    assert.ok(kept.length <= 256 * 1024, `${kept.length} characters kept`);
+    const lines = kept.trimEnd().split('\n').map(Number);
+    assert.ok(lines.length > 10_000, `${lines.length} lines kept`);
+    assert.deepEqual(lines, Array.from({ length: lines.length }, (_, i) => BURST_LINES - lines.length + 1 + i), 'whole lines, in order, none lost');
   });
 
   it('browses the allocation directory as the API lists it and shows a file the task wrote', async () => {
