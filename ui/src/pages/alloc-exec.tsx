@@ -10,6 +10,7 @@
 import '@xterm/xterm/css/xterm.css';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
+import type { Allocation } from '../api';
 import { execFrames, execHandshake, execUrl } from '../api-alloc-tools';
 import { Loading } from '../components';
 import { useCanWrite } from '../session';
@@ -44,7 +45,7 @@ function describe(state: SessionState, command: string): string {
 }
 
 /** One exec session: the terminal, the socket, and their lifetime (ends when unmounted). */
-function TerminalSession({ allocId, task, command, onState }: { allocId: string; task: string; command: string[]; onState: (s: SessionState) => void }) {
+function TerminalSession({ allocId, task, command, notHere, onState }: { allocId: string; task: string; command: string[]; notHere: string; onState: (s: SessionState) => void }) {
   const box = useRef<HTMLDivElement>(null);
   const report = useRef(onState);
   report.current = onState;
@@ -66,7 +67,9 @@ function TerminalSession({ allocId, task, command, onState }: { allocId: string;
       cleanups.push(() => ws.close(1000));
       let exitCode: number | undefined;
       report.current({ phase: 'connecting' });
+      let opened = false;
       ws.onopen = () => {
+        opened = true;
         ws.send(execHandshake());
         ws.send(execFrames.resize(term.cols, term.rows));
         report.current({ phase: 'open' });
@@ -84,7 +87,11 @@ function TerminalSession({ allocId, task, command, onState }: { allocId: string;
         clearInterval(heartbeat);
         if (disposed) return;
         term.options.disableStdin = true;
-        const end: SessionState = exitCode !== undefined ? { phase: 'exited', exitCode } : { phase: 'closed', reason: e.reason || `the connection closed (code ${e.code})` };
+        // A socket refused before it opened has no reason (the browser hides the answer): most likely this agent does not run the allocation.
+        const reason = /^Unknown allocation/.test(e.reason)
+          ? `this agent does not run the allocation; ${notHere}`
+          : e.reason || (opened ? `the connection closed (code ${e.code})` : `this agent did not open the session; ${notHere}`);
+        const end: SessionState = exitCode !== undefined ? { phase: 'exited', exitCode } : { phase: 'closed', reason };
         term.write(`\r\n\x1b[90m${end.phase === 'exited' ? `exited with code ${end.exitCode}` : end.reason}; the connection has closed.\x1b[0m\r\n`);
         report.current(end);
       };
@@ -110,7 +117,12 @@ function TerminalSession({ allocId, task, command, onState }: { allocId: string;
   return <div class="terminal-box" ref={box} data-terminal={task} />;
 }
 
-function ExecView({ alloc }: { alloc: NonNullable<ReturnType<typeof useAllocation>['data']> }) {
+/** Where the allocation runs, and the CLI command that reaches it from a shell. */
+function whereItRuns(alloc: Allocation, task: string, command: string[]): string {
+  return `the allocation runs on node ${alloc.NodeName || alloc.NodeID.slice(0, 8)}, whose own agent serves exec. From a shell: berth alloc exec -task ${task} ${alloc.ID} ${command.join(' ')}`;
+}
+
+function ExecView({ alloc }: { alloc: Allocation }) {
   const task = useChosenTask(alloc);
   const [line, setLine] = useState('/bin/sh');
   const [session, setSession] = useState<{ command: string[]; n: number } | undefined>();
@@ -150,7 +162,7 @@ function ExecView({ alloc }: { alloc: NonNullable<ReturnType<typeof useAllocatio
           {describe(state, session.command.join(' '))}
         </p>
       ) : null}
-      {session ? <TerminalSession key={session.n} allocId={alloc.ID} task={task} command={session.command} onState={setState} /> : null}
+      {session ? <TerminalSession key={session.n} allocId={alloc.ID} task={task} command={session.command} notHere={whereItRuns(alloc, task, session.command)} onState={setState} /> : null}
     </main>
   );
 }

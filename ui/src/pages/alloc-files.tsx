@@ -9,7 +9,7 @@ import { useRoute } from 'preact-iso';
 import { catPath, fetchFile, listDir, looksLikeText, readHead, statPath, type FileInfo } from '../api-alloc-tools';
 import { bytes, Facts, Loading, Table, time } from '../components';
 import { useLive } from '../live';
-import { ToolsNav, useAllocation } from './alloc-tools-nav';
+import { toolError, ToolsNav, useAllocation } from './alloc-tools-nav';
 
 /** How much of a file the page shows. */
 export const HEAD_BYTES = 64 * 1024;
@@ -148,7 +148,7 @@ export function AllocFilesPage() {
       <h1>Files {path}</h1>
       <Breadcrumbs allocId={id} segments={segments} />
       {!data ? (
-        error ? <p class="error" role="alert">Files unavailable: {error.message}</p> : <p class="loading">Loading…</p>
+        error ? <p class="error" role="alert">Files unavailable: {toolError(error, alloc, `berth alloc fs ${alloc.ID} ${path}`)}</p> : <p class="loading">Loading…</p>
       ) : data.kind === 'dir' ? (
         <Listing allocId={id} segments={segments} entries={data.entries} />
       ) : (

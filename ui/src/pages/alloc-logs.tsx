@@ -7,10 +7,10 @@
 
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { ApiError } from '../api';
+import { ApiError, type Allocation } from '../api';
 import { followLogs, type LogType } from '../api-alloc-tools';
 import { Loading } from '../components';
-import { TaskChooser, ToolsNav, useAllocation, useChosenTask } from './alloc-tools-nav';
+import { TaskChooser, toolError, ToolsNav, useAllocation, useChosenTask } from './alloc-tools-nav';
 
 /** How much output the page keeps (the last of it), in characters. */
 export const MAX_CHARS = 256 * 1024;
@@ -28,7 +28,7 @@ export function keepLast(text: string, max: number): string {
 type StreamStatus = 'connecting' | 'following' | 'ended' | 'refused';
 
 /** The output of one log stream, followed while mounted. Paused: kept aside, shown on resume. */
-function useFollowedLog(allocId: string, task: string, type: LogType, paused: boolean) {
+function useFollowedLog(allocId: string, task: string, type: LogType, paused: boolean, describeError: (err: Error) => string) {
   const [text, setText] = useState('');
   const [status, setStatus] = useState<StreamStatus>('connecting');
   const [error, setError] = useState<string | undefined>();
@@ -65,7 +65,7 @@ function useFollowedLog(allocId: string, task: string, type: LogType, paused: bo
       (err: unknown) => {
         if (stop.signal.aborted) return;
         setStatus(err instanceof ApiError ? 'refused' : 'ended');
-        setError(err instanceof Error ? err.message : String(err));
+        setError(err instanceof Error ? describeError(err) : String(err));
       },
     );
     return () => stop.abort();
@@ -74,8 +74,9 @@ function useFollowedLog(allocId: string, task: string, type: LogType, paused: bo
   return { text, status, error, retry: () => setAttempt((n) => n + 1) };
 }
 
-function LogPane({ allocId, task, type, paused }: { allocId: string; task: string; type: LogType; paused: boolean }) {
-  const { text, status, error, retry } = useFollowedLog(allocId, task, type, paused);
+function LogPane({ alloc, task, type, paused }: { alloc: Allocation; task: string; type: LogType; paused: boolean }) {
+  const describeError = (err: Error): string => toolError(err, alloc, `berth alloc logs -f${type === 'stderr' ? ' -stderr' : ''} ${alloc.ID} ${task}`);
+  const { text, status, error, retry } = useFollowedLog(alloc.ID, task, type, paused, describeError);
   const pre = useRef<HTMLPreElement>(null);
   const [atBottom, setAtBottom] = useState(true);
 
@@ -140,7 +141,7 @@ export function AllocLogsPage() {
 }
 
 function LogsView({ alloc, type, setType, paused, setPaused }: {
-  alloc: NonNullable<ReturnType<typeof useAllocation>['data']>;
+  alloc: Allocation;
   type: LogType;
   setType: (t: LogType) => void;
   paused: boolean;
@@ -180,7 +181,7 @@ function LogsView({ alloc, type, setType, paused, setPaused }: {
           {paused ? 'Resume' : 'Pause'}
         </button>
       </div>
-      {task ? <LogPane key={`${task}/${type}`} allocId={alloc.ID} task={task} type={type} paused={paused} /> : <p class="empty">This allocation has no task.</p>}
+      {task ? <LogPane key={`${task}/${type}`} alloc={alloc} task={task} type={type} paused={paused} /> : <p class="empty">This allocation has no task.</p>}
     </main>
   );
 }

@@ -2,7 +2,7 @@
 // to the allocation, links between the tools, and the task chooser.
 
 import { useLocation } from 'preact-iso';
-import { api, type Allocation } from '../api';
+import { api, ApiError, type Allocation } from '../api';
 import { short } from '../components';
 import { useLive } from '../live';
 import { useCanWrite } from '../session';
@@ -78,4 +78,16 @@ export function TaskChooser({ alloc, tool, task, disabled }: { alloc: Allocation
       </select>
     </label>
   );
+}
+
+/**
+ * Why a tool failed, in the user's words: the API's message, and when this
+ * agent does not run the allocation (the client routes are served by the
+ * node's own agent; a dev agent serves its own), where it runs and the
+ * command that reaches it from a shell.
+ */
+export function toolError(err: Error, alloc: Allocation, cli: string): string {
+  const elsewhere = err instanceof ApiError && err.status === 404 && /^(no route |Unknown allocation)/.test(err.message);
+  if (!elsewhere) return err.message;
+  return `this agent does not run the allocation (node ${alloc.NodeName || short(alloc.NodeID)} does; its own agent serves it). From a shell: ${cli}`;
 }
