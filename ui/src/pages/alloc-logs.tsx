@@ -111,6 +111,7 @@ function LogPane({ alloc, task, type, paused }: { alloc: Allocation; task: strin
         {status === 'refused' && <span class="error" role="alert">Logs unavailable: {error}</span>}
       </p>
       <pre
+        hidden={status === 'refused'}
         ref={pre}
         class={`logs log-view${type === 'stderr' ? ' err' : ''}`}
         tabIndex={0}
