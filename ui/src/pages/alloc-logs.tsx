@@ -51,15 +51,16 @@ function useFollowedLog(allocId: string, task: string, type: LogType, paused: bo
     held.current = '';
     setStatus('connecting');
     setError(undefined);
+    const add = (chunk: string): void => {
+      if (pausedNow.current) held.current = keepLast(held.current + chunk, MAX_CHARS);
+      else setText((t) => keepLast(t + chunk, MAX_CHARS));
+    };
     followLogs(allocId, task, type, {
       tailBytes: TAIL_BYTES,
       signal: stop.signal,
       onOpen: () => setStatus('following'),
-      onText: (chunk) => {
-        if (pausedNow.current) held.current = keepLast(held.current + chunk, MAX_CHARS);
-        else setText((t) => keepLast(t + chunk, MAX_CHARS));
-      },
-      onEvent: (ev) => setText((t) => keepLast(`${t}\n[${ev}]\n`, MAX_CHARS)),
+      onText: add,
+      onEvent: (ev) => add(`\n[${ev}]\n`),
     }).then(
       () => !stop.signal.aborted && setStatus('ended'),
       (err: unknown) => {
@@ -80,18 +81,32 @@ function LogPane({ alloc, task, type, paused }: { alloc: Allocation; task: strin
   const pre = useRef<HTMLPreElement>(null);
   const [atBottom, setAtBottom] = useState(true);
 
+  // Where the pane last put itself at the bottom: a reader who scrolled up from
+  // there before the scroll event arrived is not pulled back down by new text.
+  const placed = useRef({ top: 0, height: 0 });
+  const place = (el: HTMLPreElement): void => {
+    el.scrollTop = el.scrollHeight;
+    placed.current = { top: el.scrollTop, height: el.scrollHeight };
+  };
+
   useLayoutEffect(() => {
     const el = pre.current;
-    if (el && atBottom) el.scrollTop = el.scrollHeight;
+    if (!el || !atBottom) return;
+    const movedUp = el.scrollTop < placed.current.top - 8 && el.scrollHeight >= placed.current.height;
+    if (movedUp) setAtBottom(false);
+    else place(el);
   }, [text, atBottom]);
 
   const onScroll = (): void => {
     const el = pre.current;
-    if (el) setAtBottom(el.scrollHeight - el.scrollTop - el.clientHeight < 8);
+    if (!el) return;
+    const bottom = el.scrollHeight - el.scrollTop - el.clientHeight < 8;
+    if (bottom) placed.current = { top: el.scrollTop, height: el.scrollHeight };
+    setAtBottom(bottom);
   };
   const toBottom = (): void => {
     const el = pre.current;
-    if (el) el.scrollTop = el.scrollHeight;
+    if (el) place(el);
     setAtBottom(true);
   };
 
