@@ -1,5 +1,6 @@
 // Builds the web UI (ui/src) into a folder of static files: index.html, one
-// JS and one CSS bundle with content-hashed names under assets/, and a .gz of
+// JS and one CSS bundle with content-hashed names under assets/ (and the chunks
+// the pages load on demand), and a .gz of
 // each beside it (the agent sends those to browsers that accept gzip).
 // esbuild, the bundler that builds Berth itself, does it in well under a
 // second; scripts/build.mjs calls buildUi() so `npm ci` (prepare) builds the
@@ -23,6 +24,9 @@ export async function buildUi(outDir) {
     entryPoints: { app: 'src/main.tsx' },
     outdir: path.join(outDir, 'assets'),
     entryNames: '[name]-[hash]',
+    // Split: a page's heavy library loaded with import() (the exec page's terminal) is a chunk of its own, fetched when used.
+    splitting: true,
+    chunkNames: 'chunk-[name]-[hash]',
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -35,15 +39,16 @@ export async function buildUi(outDir) {
     metafile: true,
     logLevel: 'warning',
   });
-  const outputs = Object.keys(result.metafile.outputs).map((f) => path.relative(outDir, path.resolve(here, f)));
-  const js = outputs.find((f) => f.endsWith('.js'));
+  const rel = (f) => path.relative(outDir, path.resolve(here, f));
+  const outputs = Object.keys(result.metafile.outputs).map(rel);
+  const js = Object.entries(result.metafile.outputs).filter(([, o]) => o.entryPoint).map(([f]) => rel(f)).find((f) => f.endsWith('.js'));
   const css = outputs.find((f) => f.endsWith('.css'));
   if (!js || !css) throw new Error(`ui build: expected one JS and one CSS bundle, got ${outputs.join(', ')}`);
   const html = readFileSync(path.join(here, 'index.html'), 'utf8')
     .replace('<!--css-->', `<link rel="stylesheet" href="/ui/${css}">`)
     .replace('<!--js-->', `<script type="module" src="/ui/${js}"></script>`);
   writeFileSync(path.join(outDir, 'index.html'), html);
-  const files = ['index.html', js, css];
+  const files = ['index.html', ...outputs];
   for (const f of files) writeFileSync(path.join(outDir, `${f}.gz`), gzipSync(readFileSync(path.join(outDir, f)), { level: 9 }));
   return [...files, ...files.map((f) => `${f}.gz`)];
 }

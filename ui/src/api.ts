@@ -57,13 +57,15 @@ export function saveToken(token: string): void {
   else sessionStorage.removeItem(TOKEN_KEY);
 }
 
-function headers(extra: Record<string, string> = {}): Record<string, string> {
+/** The request headers: Accept JSON, the saved token as X-Nomad-Token, and `extra`. */
+export function headers(extra: Record<string, string> = {}): Record<string, string> {
   const token = savedToken();
   const withAccept = { Accept: 'application/json', ...extra };
   return token ? { ...withAccept, 'X-Nomad-Token': token } : withAccept;
 }
 
-async function fail(res: Response): Promise<never> {
+/** Throws the ApiError of a non-2xx answer (its `{ code, message }`, or Nomad's plain-text error). */
+export async function fail(res: Response): Promise<never> {
   let code = res.headers.get('X-Berth-Error-Code') ?? `HTTP_${res.status}`;
   let message = res.statusText || `HTTP ${res.status}`;
   const text = await res.text().catch(() => '');

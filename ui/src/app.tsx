@@ -7,6 +7,9 @@ import { api, ApiError, roleOf, saveToken, savedToken, type Caller } from './api
 import { hub, useStreamState } from './live';
 import { SessionContext } from './session';
 import { AllocationPage } from './pages/allocation';
+import { AllocExecPage } from './pages/alloc-exec';
+import { AllocFilesPage } from './pages/alloc-files';
+import { AllocLogsPage } from './pages/alloc-logs';
 import { JobPage, JobsPage } from './pages/jobs';
 import { Login } from './pages/login';
 import { NodePage } from './pages/node';
@@ -116,6 +119,9 @@ export function App() {
           <Route path="/ui/jobs" component={JobsPage} />
           <Route path="/ui/jobs/:ns/:id" component={JobPage} />
           <Route path="/ui/allocations/:id" component={AllocationPage} />
+          <Route path="/ui/allocations/:id/logs" component={AllocLogsPage} />
+          <Route path="/ui/allocations/:id/fs/:path*" component={AllocFilesPage} />
+          <Route path="/ui/allocations/:id/exec" component={AllocExecPage} />
           <Route path="/ui/nodes" component={NodesPage} />
           <Route path="/ui/nodes/:id" component={NodePage} />
           <Route path="/ui/topology" component={TopologyPage} />
