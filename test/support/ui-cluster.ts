@@ -72,10 +72,13 @@ export class UiCluster {
   nodeId = '';
   readonly #jobs = new Set<string>();
   readonly #volumes = new Set<string>();
+  readonly #csiConfig: string;
 
-  constructor(dir: string, opts: { volume?: string } = {}) {
+  /** `csiConfig`: more lines of the agent's `csi` block (e.g. `drift_interval = "2s"`). */
+  constructor(dir: string, opts: { volume?: string; csiConfig?: string } = {}) {
     this.dir = dir;
     this.volume = opts.volume ?? 'ui-data';
+    this.#csiConfig = opts.csiConfig ? `  ${opts.csiConfig}\n` : '';
     this.readOnlyToken = `ui-reader-${process.pid}-token`;
     this.secret = `ui-secret-${process.pid}-d41c`;
   }
@@ -88,7 +91,7 @@ export class UiCluster {
 
   /** Starts the agent, the plugin (waits until healthy) and creates the volume. */
   async start(): Promise<this> {
-    const cfg = this.#file('agent.hcl', `tokens {\n  read_only = ["${this.readOnlyToken}"]\n}\ncsi {\n  volume_stats_interval = "1s"\n}\n`);
+    const cfg = this.#file('agent.hcl', `tokens {\n  read_only = ["${this.readOnlyToken}"]\n}\ncsi {\n  volume_stats_interval = "1s"\n${this.#csiConfig}}\n`);
     this.agent = new AgentRun(['--dev', '--data-dir', path.join(this.dir, 'agent'), '--port', String(await freePort()), '--config', cfg]);
     await this.agent.start();
     ok(await this.agent.cli(['job', 'run', `${REPO}/examples/hostpath-plugin.hcl`], { timeoutMs: 120_000 }), 'run the hostpath plugin');

@@ -7,6 +7,7 @@ import { api, ApiError, roleOf, saveToken, savedToken, type Caller } from './api
 import { hub, useStreamState } from './live';
 import { SessionContext } from './session';
 import { AllocationPage } from './pages/allocation';
+import { DoctorPage } from './pages/doctor';
 import { JobPage, JobsPage } from './pages/jobs';
 import { Login } from './pages/login';
 import { NodePage, NodesPage } from './pages/nodes';
@@ -116,6 +117,7 @@ export function App() {
           <Route path="/ui/plugins" component={PluginsPage} />
           <Route path="/ui/plugins/:id" component={PluginPage} />
           <Route path="/ui/volumes" component={VolumesPage} />
+          <Route path="/ui/volumes/doctor" component={DoctorPage} />
           <Route path="/ui/volumes/:ns/:id" component={VolumePage} />
           <Route default component={NotFound} />
         </Router>
