@@ -108,10 +108,10 @@ describe('storage in the web UI', { timeout: 600_000 }, () => {
     await until('two usage reports on the chart', async () => Number(await chart.getAttribute('data-points').catch(() => '0')) >= 2, 60_000);
     assert.equal(await chart.getAttribute('role'), 'img');
     assert.equal(await chart.getAttribute('aria-label'), 'bytes used');
-    const yTicks = await chart.locator('text.tick.y').allInnerTexts();
+    const yTicks = await chart.locator('text.tick.y').allTextContents();
     assert.ok(yTicks.length >= 3 && yTicks.every((t) => /^\d+(\.\d)? (B|KiB|MiB|GiB)$/.test(t)), `y ticks: ${yTicks.join(' | ')}`);
     assert.ok(yTicks.some((t) => t.endsWith('MiB')), `a tick in MiB: ${yTicks.join(' | ')}`);
-    const xTicks = await chart.locator('text.tick.x').allInnerTexts();
+    const xTicks = await chart.locator('text.tick.x').allTextContents();
     assert.ok(xTicks.length >= 2 && xTicks.every((t) => /^\d\d:\d\d(:\d\d)?$/.test(t)), `x ticks: ${xTicks.join(' | ')}`);
     // Used and capacity: a legend names both.
     assert.match(await page.locator('[data-section="usage"] .legend').innerText(), /used: 2(\.\d)? MiB\s+capacity: 10 MiB/);
@@ -212,7 +212,12 @@ describe('storage in the web UI', { timeout: 600_000 }, () => {
       void d.accept();
     });
     await findings.getByRole('button', { name: 'Repair 1 safe difference' }).click();
-    await page.getByRole('status').filter({ hasText: /^Repaired 1 difference\.$/ }).waitFor({ timeout: 60_000 });
+    // The button's last word: what was repaired, or the API's refusal.
+    const outcome = await until('the repair to end', async () => {
+      const t = await page.locator('[data-repair]').innerText();
+      return /Repaired \d|\(\w+\)$/.test(t) || (await page.locator('[data-repair] [role="alert"]').count()) > 0 ? t : undefined;
+    }, 60_000);
+    assert.match(outcome, /Repaired 1 difference\.$/);
     assert.match(await page.locator('[data-section="repaired"]').innerText(), new RegExp(`has a mount at ${stray}`));
     await page.locator('[data-section="findings"] [data-all-clear]').waitFor();
     assert.deepEqual((await cluster.get<DriftReport>('/v1/volumes/doctor')).Findings, []);

@@ -144,7 +144,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const points = Number(await chart.getAttribute('data-points'));
     assert.equal((await chart.locator('polyline').first().getAttribute('points'))!.trim().split(/\s+/).length, points);
     assert.match((await chart.getAttribute('data-last'))!, new RegExp(`^${WRITE_MIB}(\\.\\d)? MiB$`));
-    assert.ok((await chart.locator('text.tick.y').allInnerTexts()).some((t) => t.endsWith(' MiB')), 'the y axis is in MiB');
+    assert.ok((await chart.locator('text.tick.y').allTextContents()).some((t) => t.endsWith(' MiB')), 'the y axis is in MiB');
     assert.match(await page.locator('[data-section="usage"] .legend').innerText(), /capacity: 10 MiB/);
     const samples = (await apiGet<VolumeUsageHistory>(`/v1/volume/csi/${VOLUME}/usage`)).Samples;
     assert.ok(samples.length >= points, `the API keeps ${samples.length} samples, the chart drew ${points}`);

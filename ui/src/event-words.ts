@@ -57,7 +57,9 @@ export function eventLink(ev: StreamEvent): string | undefined {
 
 /** The object an event is about, as an operator names it: `namespace/key` for a namespaced object, its key otherwise (nodes, plugins). */
 export function eventObject(ev: StreamEvent): string {
-  return ev.Namespace ? `${ev.Namespace}/${ev.Key}` : ev.Key;
+  // An allocation's UUID shortened to its first 8 characters, as the pages show it.
+  const key = ev.Key.split('/').map((k) => (/^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(k) ? k.slice(0, 8) : k)).join('/');
+  return ev.Namespace ? `${ev.Namespace}/${key}` : key;
 }
 
 type Said = { words: string; tone: Change['tone'] } | { hidden: string } | undefined;

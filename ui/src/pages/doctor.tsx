@@ -114,16 +114,18 @@ export function DoctorPage() {
       {error ? <p class="error" role="alert">{error.message}</p> : null}
       <Section title={`Differences (${report.Findings.length})`} id="findings">
         {report.Findings.length === 0 ? (
-          <p class="ok" data-all-clear>
+          <p class="ok" data-all-clear key="all-clear">
             All clear: the books match what the plugins and the nodes say.
           </p>
         ) : (
-          <FindingTable findings={report.Findings} label="differences" empty="" />
+          <FindingTable findings={report.Findings} label="differences" empty="" key="findings" />
         )}
-        {canWrite && fixable.length > 0 ? (
-          <p class="actions" data-repair>
+        {/* Kept after a repair (disabled when nothing is left), so its outcome stays in view; keyed so that Preact keeps its state when the findings above turn into "all clear". */}
+        {canWrite && (fixable.length > 0 || repaired) ? (
+          <p class="actions" data-repair key="repair">
             <ActionButton
-              label={`Repair ${fixable.length} safe difference${fixable.length === 1 ? '' : 's'}`}
+              {...(fixable.length === 0 ? { disabledReason: 'Nothing left that the doctor can repair.' } : {})}
+              label={fixable.length ? `Repair ${fixable.length} safe difference${fixable.length === 1 ? '' : 's'}` : 'Repair safe differences'}
               confirm={`Repair these ${fixable.length} difference${fixable.length === 1 ? '' : 's'}?\n\n${fixable.map((f) => `- ${f.Message}`).join('\n')}\n\nOnly repairs that cannot lose data are made (volume doctor --fix).`}
               run={repair}
             />

@@ -55,6 +55,7 @@ export function DetachPanel({ v }: { v: Volume }) {
     <Section title="Detach" id="detach">
       <Table
         label="detach from a node"
+        cards
         head={['Node', 'Claims now', 'Action']}
         empty=""
         rows={seen.current.map((nodeId) => [

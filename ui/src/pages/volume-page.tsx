@@ -35,6 +35,7 @@ function ClaimTable({ v }: { v: Volume }) {
   return (
     <Table
       label="claims"
+      cards
       head={['Allocation', 'Node', 'Mode', 'Access', 'State', 'Controller', 'Release', 'Claimed']}
       empty="No claims: no allocation uses this volume."
       rows={v.BerthClaims.map((c: Claim) => {
@@ -118,6 +119,7 @@ export function VolumePage() {
         <Section title="Drift" id="drift">
           <Table
             label="drift"
+            cards
             head={['Difference', 'What', 'Node', 'Repair']}
             empty=""
             rows={drift.map((d) => [FINDING_WORDS[d.Kind] ?? d.Kind, d.Message, d.NodeID ? short(d.NodeID) : '-', d.Repair ? <code>{d.Repair}</code> : '-'])}
@@ -141,6 +143,7 @@ export function VolumePage() {
       <Section title="Claim history" id="history">
         <Table
           label="claim history"
+          cards
           head={['Index', 'What happened', 'Allocation', 'Node', 'Mode', 'Details']}
           empty="No claim has been taken yet."
           rows={claimHistory(history).map((r) => [
