@@ -20,6 +20,7 @@ import type { CSIVolume, CSIVolumeListStub, DriftReport } from '../../src/api/in
 import { mountsUnder, until } from '../support/agent-run.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { UiCluster } from '../support/ui-cluster.js';
+import { loginAs, openPage } from '../support/ui-pages.js';
 
 const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-storage-'), { volume: 'st-data', csiConfig: 'drift_interval = "2s"' });
 const VOLUME = cluster.volume;
@@ -30,17 +31,8 @@ let page: Page;
 let workAlloc = '';
 const planted: string[] = [];
 
-async function open(p: Page, urlPath: string, heading: RegExp): Promise<void> {
-  await p.goto(`${cluster.agent.addr}${urlPath}`);
-  await p.getByRole('heading', { level: 1, name: heading }).waitFor();
-}
-
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
-}
+const open = (p: Page, urlPath: string, heading: RegExp): Promise<void> => openPage(p, cluster.agent.addr, urlPath, heading);
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
 const listRow = async (id: string): Promise<CSIVolumeListStub | undefined> =>
   (await cluster.get<CSIVolumeListStub[]>('/v1/volumes?type=csi&namespace=*')).find((v) => v.ID === id);

@@ -20,6 +20,7 @@ import type { Allocation, AllocationListStub, CSIPlugin, CSIPluginListStub, CSIV
 import { launchBrowser, shot } from '../support/browser.js';
 import { mountsUnder, until } from '../support/agent-run.js';
 import { UiCluster } from '../support/ui-cluster.js';
+import { loginAs, openPage } from '../support/ui-pages.js';
 
 const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-'));
 const VOLUME = cluster.volume;
@@ -39,17 +40,8 @@ async function mainText(p: Page = page): Promise<string> {
 }
 
 /** Opens a UI path and waits until its page has loaded its data (its heading shows). */
-async function open(p: Page, urlPath: string, heading: RegExp): Promise<void> {
-  await p.goto(`${cluster.agent.addr}${urlPath}`);
-  await p.getByRole('heading', { level: 1, name: heading }).waitFor();
-}
-
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
-}
+const open = (p: Page, urlPath: string, heading: RegExp): Promise<void> => openPage(p, cluster.agent.addr, urlPath, heading);
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
 /** No secret in what the page shows or holds in its DOM. */
 async function assertNoSecret(p: Page, where: string): Promise<void> {

@@ -5,7 +5,7 @@
 // the overview counts.
 
 import type { CSIVolumeListStub, DriftReport, Evaluation } from '../../src/api/index.js';
-import { fromGoTime, getIndexed, getJson, sendJson, type VolumeUsage } from './api';
+import { getIndexed, getJson, sendJson } from './api';
 
 export type VolumeRow = CSIVolumeListStub;
 export type DoctorReport = DriftReport;
@@ -22,19 +22,6 @@ export const storageApi = {
   /** The evaluations waiting for room (`blocked`), in every namespace. */
   blockedEvaluations: () => getJson<Evaluation[]>('/v1/evaluations?namespace=*&status=blocked'),
 };
-
-/** A list row's latest usage reports, one per node, in the UI's units. */
-export function rowUsage(v: VolumeRow): VolumeUsage[] {
-  return v.BerthUsage.map((u) => {
-    const at = fromGoTime(u.ReportedAt);
-    return {
-      node: u.NodeID,
-      ...(at !== undefined ? { reportedAt: at } : {}),
-      ...(u.Bytes ? { bytesTotal: u.Bytes.Total, bytesUsed: u.Bytes.Used, bytesAvailable: u.Bytes.Available } : {}),
-      ...(u.Inodes ? { inodesTotal: u.Inodes.Total, inodesUsed: u.Inodes.Used, inodesAvailable: u.Inodes.Available } : {}),
-    };
-  });
-}
 
 /** Why a volume row needs a look, in words (empty when nothing is wrong): abnormal, drifting, claims stuck releasing. */
 export function rowTrouble(v: VolumeRow): string[] {

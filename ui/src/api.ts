@@ -243,8 +243,8 @@ function usageOf(u: NodeVolumeUsage): VolumeUsage {
   };
 }
 
-/** The volume's latest usage reports (one per node), or [] when none was reported. */
-export function volumeUsage(v: Volume): VolumeUsage[] {
+/** The volume's (or a volume list row's) latest usage reports (one per node), or [] when none was reported. */
+export function volumeUsage(v: Pick<Volume, 'BerthUsage'>): VolumeUsage[] {
   return (v.BerthUsage ?? []).map(usageOf);
 }
 

@@ -3,8 +3,8 @@
 // extras), abnormal and drifting volumes flagged first; then the dynamic
 // host volumes. A volume's own page is volume-page.tsx.
 
-import { api } from '../api';
-import { rowTrouble, rowUsage, storageApi, type VolumeRow } from '../api-storage';
+import { api, volumeUsage } from '../api';
+import { rowTrouble, storageApi, type VolumeRow } from '../api-storage';
 import { Badge, Loading, Section, Table, bytes, short } from '../components';
 import { useLive } from '../live';
 import { ConditionBadge, USAGE_REFRESH_MS } from './volume-page';
@@ -30,7 +30,7 @@ function claimsCell(v: VolumeRow) {
 
 /** The latest usage, summed over the nodes that report it, as a small bar and words. */
 function usageCell(v: VolumeRow) {
-  const reports = rowUsage(v).filter((u) => u.bytesUsed !== undefined);
+  const reports = volumeUsage(v).filter((u) => u.bytesUsed !== undefined);
   if (reports.length === 0) return <span class="muted" data-usage-bytes="">not reported</span>;
   const used = Math.max(...reports.map((u) => u.bytesUsed!));
   const total = Math.max(...reports.map((u) => u.bytesTotal ?? 0)) || v.BerthCapacity;
