@@ -302,13 +302,19 @@ function parseLines(text: string): StreamEvent[] {
 
 /**
  * Whether an event's topic is one a page named: pages name topics in the
- * UI's words (job, allocation, node, plugin, volume, claim...), the stream
- * in Nomad's (Job, Allocation, Node, CSIPlugin, CSIVolume) or Berth's own
- * (claim, volume-condition, drift). Pure.
+ * UI's words (job, allocation, node, plugin, volume, claim...) or the
+ * stream's, the stream in Nomad's (Job, Allocation, Node, CSIPlugin,
+ * CSIVolume) or Berth's own (claim, volume-condition, drift); case and a
+ * `CSI` prefix do not matter. Pure.
  */
 export function topicMatches(pageTopics: readonly string[], topic: string): boolean {
-  const t = topic.toLowerCase().replace(/^csi/, '');
-  return pageTopics.some((p) => p === t || (p === 'node' && t === 'nodedrain'));
+  // Either side may be in either words: `Job` and `job`, `CSIVolume` and `volume` are one topic.
+  const norm = (x: string): string => x.toLowerCase().replace(/^csi/, '');
+  const t = norm(topic);
+  return pageTopics.some((page) => {
+    const p = norm(page);
+    return p === t || (p === 'node' && t === 'nodedrain');
+  });
 }
 
 /**
