@@ -164,6 +164,16 @@ export const CSIVolumeListStub = z.strictObject({
   ModifyIndex: int.nonnegative(),
   CreateTime: int,
   ModifyTime: int,
+  /** Berth: bytes, as the plugin last reported (Nomad's list has no capacity); 0 when unknown. */
+  BerthCapacity: int,
+  /** Berth: the claims being released (unpublishing, detached on the node or the controller), not yet free; CurrentReaders/Writers count the taken ones. */
+  BerthClaimsReleasing: int.nonnegative(),
+  /** Berth: the latest usage per node, as CSIVolume's BerthUsage; empty until one reports. */
+  BerthUsage: z.array(NodeVolumeUsage),
+  /** Berth: the volume's condition, as CSIVolume's BerthCondition; null when its plugin reports none. */
+  BerthCondition: VolumeCondition.nullable(),
+  /** Berth: how many differences about the volume the drift loop's latest comparison found (GET /v1/volume/csi/:id/drift lists them). */
+  BerthDriftFindings: int.nonnegative(),
 });
 export type CSIVolumeListStub = z.infer<typeof CSIVolumeListStub>;
 

@@ -74,11 +74,14 @@ export class UiCluster {
   readonly #volumes = new Set<string>();
   /** More agent configuration (HCL), appended to the cluster's. */
   readonly #agentConfig: string;
+  readonly #csiConfig: string;
 
-  constructor(dir: string, opts: { volume?: string; agentConfig?: string } = {}) {
+  /** `agentConfig`: more agent configuration (HCL); `csiConfig`: more lines of the agent's `csi` block (e.g. `drift_interval = "2s"`). */
+  constructor(dir: string, opts: { volume?: string; agentConfig?: string; csiConfig?: string } = {}) {
     this.dir = dir;
     this.#agentConfig = opts.agentConfig ?? '';
     this.volume = opts.volume ?? 'ui-data';
+    this.#csiConfig = opts.csiConfig ? `  ${opts.csiConfig}\n` : '';
     this.readOnlyToken = `ui-reader-${process.pid}-token`;
     this.secret = `ui-secret-${process.pid}-d41c`;
   }
@@ -91,7 +94,7 @@ export class UiCluster {
 
   /** Starts the agent, the plugin (waits until healthy) and creates the volume. */
   async start(): Promise<this> {
-    const cfg = this.#file('agent.hcl', `tokens {\n  read_only = ["${this.readOnlyToken}"]\n}\ncsi {\n  volume_stats_interval = "1s"\n}\n${this.#agentConfig}`);
+    const cfg = this.#file('agent.hcl', `tokens {\n  read_only = ["${this.readOnlyToken}"]\n}\ncsi {\n  volume_stats_interval = "1s"\n${this.#csiConfig}}\n${this.#agentConfig}`);
     this.agent = new AgentRun(['--dev', '--data-dir', path.join(this.dir, 'agent'), '--port', String(await freePort()), '--config', cfg]);
     await this.agent.start();
     ok(await this.agent.cli(['job', 'run', `${REPO}/examples/hostpath-plugin.hcl`], { timeoutMs: 120_000 }), 'run the hostpath plugin');

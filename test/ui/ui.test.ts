@@ -4,7 +4,7 @@
 // workload with a volume. A user logs in with the agent's token, opens every
 // page and sees what the API says; watches a claim appear and be released on
 // the open volume page without a reload, with the usage the workload wrote
-// (the numbers the API reports, a chart of it over time); sees a volume whose
+// (the numbers the API reports, a chart of it over time with axes); sees a volume whose
 // directory vanished turn abnormal, with the plugin's message, without a
 // reload; stops a job from the UI and sees its progress; a read-only token sees no action button and the API refuses the
 // action anyway; no secret is ever shown; pages work on a phone-sized screen
@@ -20,6 +20,7 @@ import type { Allocation, CSIPlugin, CSIPluginListStub, CSIVolume, NodeListStub,
 import { launchBrowser, shot } from '../support/browser.js';
 import { mountsUnder, until } from '../support/agent-run.js';
 import { UiCluster } from '../support/ui-cluster.js';
+import { loginAs, openPage } from '../support/ui-pages.js';
 
 const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-'));
 const VOLUME = cluster.volume;
@@ -39,17 +40,8 @@ async function mainText(p: Page = page): Promise<string> {
 }
 
 /** Opens a UI path and waits until its page has loaded its data (its heading shows). */
-async function open(p: Page, urlPath: string, heading: RegExp): Promise<void> {
-  await p.goto(`${cluster.agent.addr}${urlPath}`);
-  await p.getByRole('heading', { level: 1, name: heading }).waitFor();
-}
-
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
-}
+const open = (p: Page, urlPath: string, heading: RegExp): Promise<void> => openPage(p, cluster.agent.addr, urlPath, heading);
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
 /** No secret in what the page shows or holds in its DOM. */
 async function assertNoSecret(p: Page, where: string): Promise<void> {
@@ -138,13 +130,14 @@ describe('the web UI', { timeout: 400_000 }, () => {
     assert.match(usageText, new RegExp(`^${WRITE_MIB}\\.\\d MiB used of 10 MiB \\(${((used / total) * 100).toFixed(1).replace('.', '\\.')}%\\)(, \\d+ of \\d+ inodes)? on node ${cluster.nodeId.slice(0, 8)}`));
     assert.equal(Number(await page.getByRole('meter', { name: 'bytes used' }).getAttribute('aria-valuenow')), (used / total) * 100);
     assert.match(await page.locator('[data-condition]').innerText(), /^Condition: normal$/);
-    // The chart: the usage history the API keeps, drawn once there are two reports.
-    const chart = page.locator('figure.chart');
-    await chart.waitFor({ timeout: 60_000 });
+    // The chart: the usage history the API keeps, drawn once there are two reports, with axes in bytes.
+    const chart = page.locator('svg[data-chart="bytes used"]');
+    await until('two reports on the chart', async () => Number(await chart.getAttribute('data-points').catch(() => '0')) >= 2, 60_000);
     const points = Number(await chart.getAttribute('data-points'));
-    assert.ok(points >= 2, `the chart has ${points} points`);
-    assert.equal((await chart.locator('polyline').getAttribute('points'))!.trim().split(/\s+/).length, points);
-    assert.match(await chart.innerText(), new RegExp(`${WRITE_MIB}\\.\\d MiB used now, of 10 MiB; ${points} reports since`));
+    assert.equal((await chart.locator('polyline').first().getAttribute('points'))!.trim().split(/\s+/).length, points);
+    assert.match((await chart.getAttribute('data-last'))!, new RegExp(`^${WRITE_MIB}(\\.\\d)? MiB$`));
+    assert.ok((await chart.locator('text.tick.y').allTextContents()).some((t) => t.endsWith(' MiB')), 'the y axis is in MiB');
+    assert.match(await page.locator('[data-section="usage"] .legend').innerText(), /capacity: 10 MiB/);
     const samples = (await apiGet<VolumeUsageHistory>(`/v1/volume/csi/${VOLUME}/usage`)).Samples;
     assert.ok(samples.length >= points, `the API keeps ${samples.length} samples, the chart drew ${points}`);
     await shot(page, 'volume');
@@ -156,8 +149,8 @@ describe('the web UI', { timeout: 400_000 }, () => {
     const history = page.locator('[data-section="history"]');
     await history.getByText('released').first().waitFor();
     const hist = await history.innerText();
-    assert.match(hist, new RegExp(`claimed\\s+${allocId.slice(0, 8)}\\s+write\\s+taken`));
-    assert.match(hist, new RegExp(`released\\s+${allocId.slice(0, 8)}\\s+write\\s+released`));
+    assert.match(hist, new RegExp(`claimed\\s+${allocId.slice(0, 8)}\\s+${cluster.nodeId.slice(0, 8)}\\s+write\\s+for writing`));
+    assert.match(hist, new RegExp(`released\\s+${allocId.slice(0, 8)}\\s+${cluster.nodeId.slice(0, 8)}\\s+write\\s+reason: `));
     await assertNoSecret(page, 'volume page');
   });
 
@@ -230,7 +223,7 @@ describe('the web UI', { timeout: 400_000 }, () => {
     await shot(page, 'plugin');
 
     await open(page, '/ui/volumes', /^Volumes$/);
-    assert.match(await mainText(), new RegExp(`${VOLUME}\\s+default\\s+hostpath\\s+yes\\s+1\\s+10 MiB`));
+    assert.match(await mainText(), new RegExp(`${VOLUME}\\s+default\\s+hostpath\\s+yes\\s+1 writer\\s+10 MiB`));
     await shot(page, 'volumes');
     await assertNoSecret(page, 'volumes');
   });

@@ -178,19 +178,6 @@ export const api = {
   volumes: () => getJson<VolumeStub[]>('/v1/volumes?type=csi&namespace=*'),
   hostVolumes: () => getJson<HostVolumeStub[]>('/v1/volumes?type=host&namespace=*'),
   volume: (ns: string, id: string) => getJson<Volume>(`/v1/volume/csi/${enc(id)}?namespace=${enc(ns)}`),
-  /**
-   * Every volume in full (each list row read again by its ID): Nomad's list
-   * rows carry neither the capacity nor Berth's usage and condition. A volume
-   * deleted between the two reads is left out.
-   */
-  async volumesInFull(stubs?: VolumeStub[]): Promise<Volume[]> {
-    const rows = stubs ?? (await api.volumes());
-    const all = await Promise.all(rows.map((v) => api.volume(v.Namespace, v.ID).catch((err: unknown) => {
-      if (err instanceof ApiError && err.status === 404) return undefined;
-      throw err;
-    })));
-    return all.filter((v): v is Volume => v !== undefined);
-  },
   jobs: () => getJson<JobStub[]>('/v1/jobs?namespace=*'),
   job: (ns: string, id: string) => getJson<Job>(`/v1/job/${enc(id)}?namespace=${enc(ns)}`),
   jobAllocations: (ns: string, id: string) => getJson<AllocStub[]>(`/v1/job/${enc(id)}/allocations?all=true&namespace=${enc(ns)}`),
@@ -258,8 +245,8 @@ function usageOf(u: NodeVolumeUsage): VolumeUsage {
   };
 }
 
-/** The volume's latest usage reports (one per node), or [] when none was reported. */
-export function volumeUsage(v: Volume): VolumeUsage[] {
+/** The volume's (or a volume list row's) latest usage reports (one per node), or [] when none was reported. */
+export function volumeUsage(v: Pick<Volume, 'BerthUsage'>): VolumeUsage[] {
   return (v.BerthUsage ?? []).map(usageOf);
 }
 

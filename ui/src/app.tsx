@@ -10,6 +10,7 @@ import { AllocationPage } from './pages/allocation';
 import { AllocExecPage } from './pages/alloc-exec';
 import { AllocFilesPage } from './pages/alloc-files';
 import { AllocLogsPage } from './pages/alloc-logs';
+import { DoctorPage } from './pages/doctor';
 import { JobPage, JobsPage } from './pages/jobs';
 import { Login } from './pages/login';
 import { NodePage } from './pages/node';
@@ -130,6 +131,7 @@ export function App() {
           <Route path="/ui/plugins" component={PluginsPage} />
           <Route path="/ui/plugins/:id" component={PluginPage} />
           <Route path="/ui/volumes" component={VolumesPage} />
+          <Route path="/ui/volumes/doctor" component={DoctorPage} />
           <Route path="/ui/volumes/:ns/:id" component={VolumePage} />
           <Route default component={NotFound} />
         </Router>

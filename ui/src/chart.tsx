@@ -129,8 +129,9 @@ function useWidth(fallback: number): [{ current: HTMLDivElement | null }, number
 
 /**
  * A line chart of `series` over time. The SVG carries `role="img"`,
- * `aria-label={label}`, `data-chart={label}` and `data-last` (the first
- * series' last value, formatted as displayed); each legend entry carries
+ * `aria-label={label}`, `data-chart={label}`, `data-last` (the first
+ * series' last value, formatted as displayed) and `data-points` (the first
+ * series' number of points); each legend entry carries
  * `data-series` and its own `data-last`. Series with no points are listed in
  * the legend as "no data"; with no point at all the chart says so.
  */
@@ -180,7 +181,7 @@ export function TimeChart({ series, unit, label, height = 180 }: { series: Chart
           aria-label={label}
           data-chart={label}
           data-last={last ?? ''}
-          data-points={all.length}
+          data-points={drawn[0]?.points.length ?? 0}
         >
           <g class="grid-lines">
             {yTicks.map((v, i) => (

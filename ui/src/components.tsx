@@ -1,5 +1,5 @@
-// Small pieces the pages share: formatting, tables, badges, the usage bar and
-// chart, and the action button that shows its progress.
+// Small pieces the pages share: formatting, tables, badges, the usage bar,
+// and the action button that shows its progress (charts: chart.tsx).
 
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
@@ -36,9 +36,13 @@ export function time(ms: number | undefined): string {
 }
 
 const GOOD = new Set(['running', 'ready', 'complete', 'healthy', 'taken', 'published', 'live', 'true', 'mounted', 'run']);
-const BAD = new Set(['failed', 'lost', 'down', 'unhealthy', 'abnormal', 'refused', 'dead', 'blocked', 'false', 'drift']);
+const BAD = new Set(['failed', 'lost', 'down', 'unhealthy', 'abnormal', 'refused', 'blocked', 'false', 'drift']);
 
-/** A coloured word: green for good states, red for bad, grey otherwise. */
+/**
+ * A coloured word: green for good states, red for bad, grey otherwise. A
+ * `dead` job is grey: it ended (its allocations say whether well); `failed`
+ * is red.
+ */
 export function Badge({ value, label }: { value: string; label?: string }) {
   const tone = GOOD.has(value) ? 'good' : BAD.has(value) ? 'bad' : 'neutral';
   return <span class={`badge ${tone}`}>{label ?? value}</span>;
@@ -57,11 +61,23 @@ export function Section({ title, children, id }: { title: string; children: Comp
   );
 }
 
-/** A table that scrolls sideways on a narrow screen. `empty` shows when there are no rows. */
-export function Table({ head, rows, empty, label }: { head: string[]; rows: ComponentChildren[][]; empty: string; label: string }) {
+/**
+ * A table that scrolls sideways within its own box on a narrow screen, or
+ * with `cards` turns into one card per row there (each cell labelled with
+ * its column). `empty` shows when there are no rows; `rowClass` names a
+ * row's class (e.g. `flag` for a row that needs a look).
+ */
+export function Table({ head, rows, empty, label, cards, rowClass }: {
+  head: string[];
+  rows: ComponentChildren[][];
+  empty: string;
+  label: string;
+  cards?: boolean;
+  rowClass?: (index: number) => string | undefined;
+}) {
   if (rows.length === 0) return <p class="empty">{empty}</p>;
   return (
-    <div class="table-wrap" tabIndex={0} role="region" aria-label={label}>
+    <div class={cards ? 'table-wrap cards' : 'table-wrap'} tabIndex={0} role="region" aria-label={label}>
       <table>
         <thead>
           <tr>
@@ -71,10 +87,10 @@ export function Table({ head, rows, empty, label }: { head: string[]; rows: Comp
           </tr>
         </thead>
         <tbody>
-          {rows.map((r) => (
-            <tr>
-              {r.map((c) => (
-                <td>{c}</td>
+          {rows.map((r, i) => (
+            <tr class={rowClass?.(i)}>
+              {r.map((c, j) => (
+                <td data-label={head[j]}>{c}</td>
               ))}
             </tr>
           ))}
@@ -121,28 +137,6 @@ export function UsageBar({ usage }: { usage: VolumeUsage }) {
         {usage.reportedAt ? `, reported ${ago(usage.reportedAt)}` : ''}
       </span>
     </div>
-  );
-}
-
-/** Bytes used over time as a small line chart (SVG, no library). */
-export function UsageChart({ points }: { points: VolumeUsage[] }) {
-  const pts = points.filter((p) => p.reportedAt !== undefined && p.bytesUsed !== undefined);
-  if (pts.length < 2) return <p class="empty">Not enough usage reports for a chart yet.</p>;
-  const w = 600;
-  const h = 120;
-  const t0 = pts[0]!.reportedAt!;
-  const t1 = pts[pts.length - 1]!.reportedAt!;
-  const max = Math.max(...pts.map((p) => p.bytesTotal ?? p.bytesUsed!), 1);
-  const xy = pts.map((p) => `${(((p.reportedAt! - t0) / Math.max(1, t1 - t0)) * w).toFixed(1)},${(h - (p.bytesUsed! / max) * h).toFixed(1)}`);
-  return (
-    <figure class="chart" data-points={pts.length}>
-      <svg viewBox={`0 0 ${w} ${h}`} preserveAspectRatio="none" role="img" aria-label={`bytes used from ${time(t0)} to ${time(t1)}`}>
-        <polyline points={xy.join(' ')} fill="none" stroke="currentColor" stroke-width="2" vector-effect="non-scaling-stroke" />
-      </svg>
-      <figcaption>
-        {bytes(pts[pts.length - 1]!.bytesUsed)} used now, of {bytes(max)}; {pts.length} reports since {time(t0)}
-      </figcaption>
-    </figure>
   );
 }
 

@@ -147,8 +147,12 @@ export function csiVolume(v: VolumeView, snap: StateReader, health?: VolumeHealt
   };
 }
 
-/** A volume's public view -> one row of Nomad's volume list. */
-export function csiVolumeListStub(v: VolumeView, snap: StateReader): CSIVolumeListStub {
+/**
+ * A volume's public view -> one row of Nomad's volume list, with Berth's
+ * capacity, releasing claims, usage and condition (`health`, as csiVolume)
+ * and the drift loop's count of differences about it (`driftFindings`).
+ */
+export function csiVolumeListStub(v: VolumeView, snap: StateReader, health?: VolumeHealthView, driftFindings = 0): CSIVolumeListStub {
   const plugin = snap.get('plugins', rowKey(v.pluginId));
   return {
     ID: v.id,
@@ -168,6 +172,11 @@ export function csiVolumeListStub(v: VolumeView, snap: StateReader): CSIVolumeLi
     ModifyIndex: v.modifyIndex,
     CreateTime: 0,
     ModifyTime: 0,
+    BerthCapacity: v.capacityBytes,
+    BerthClaimsReleasing: v.claims.filter((c) => c.state !== 'taken' && c.state !== 'free').length,
+    BerthUsage: (health?.usage ?? []).map(nodeVolumeUsage),
+    BerthCondition: health?.condition ? volumeCondition(health.condition) : null,
+    BerthDriftFindings: driftFindings,
   };
 }
 

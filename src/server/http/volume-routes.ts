@@ -1,5 +1,6 @@
 // CSI volumes over HTTP, Nomad's routes and shapes (src/api/csi.ts):
-//   GET    /v1/volumes?type=csi            CSIVolumeListStub[] (prefix, namespace `*`, plugin_id, node_id, filter, paging, blocking)
+//   GET    /v1/volumes?type=csi            CSIVolumeListStub[] (prefix, namespace `*`, plugin_id, node_id, filter, paging, blocking),
+//                                           with Berth's capacity, releasing claims, usage, condition and drift count
 //   PUT    /v1/volumes                     register (Nomad takes POST too), as PUT /v1/volume/csi/:id
 //   GET    /v1/volume/csi/:id              CSIVolume (blocking)
 //   PUT    /v1/volume/csi/:id              register `{Volumes: [CSIVolume]}` -> CSIVolumeRegisterResponse
@@ -16,6 +17,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CSIVolumeExpandRequest, type CSIVolumeCreateResponse, type CSIVolumeDetachResponse, type CSIVolumeListStub } from '../../api/index.js';
 import { parseVolumeSpec } from '../../structs/index.js';
 import type { VolumeView } from '../volumes/index.js';
+import { DRIFT_ROW_ID } from '../volumehealth/index.js';
 import { ApiError } from './api-error.js';
 import { boolQuery, submittedVolume, writeNamespace } from './csi-request.js';
 import { csiVolume, csiVolumeListStub } from './csi-shapes.js';
@@ -54,13 +56,19 @@ export function registerVolumeRoutes(app: FastifyInstance, ctx: RouteContext): v
     if (type !== 'csi') throw new ApiError('NOT_FOUND', `no volumes of type "${type}"`);
     const pluginId = req.query['plugin_id'];
     const nodeId = req.query['node_id'];
-    const rows = await nomadRead(ctx, req, reply, ['volumes', 'claims', 'plugins'], (snap, opts): CSIVolumeListStub[] =>
-      volumes
+    // Berth's extras on each row: its usage and condition (the health service) and the drift loop's count of differences about it.
+    const rows = await nomadRead(ctx, req, reply, ['volumes', 'claims', 'plugins', 'volumeConditions', 'drift'], (snap, opts): CSIVolumeListStub[] => {
+      const drift = new Map<string, number>();
+      for (const f of snap.get('drift', DRIFT_ROW_ID)?.findings ?? []) {
+        if (f.volumeId) drift.set(`${f.namespace ?? ''}\0${f.volumeId}`, (drift.get(`${f.namespace ?? ''}\0${f.volumeId}`) ?? 0) + 1);
+      }
+      const driftOf = (v: VolumeView): number => (drift.get(`${v.namespace}\0${v.id}`) ?? 0) + (drift.get(`\0${v.id}`) ?? 0);
+      return volumes
         .list({ ...(opts.namespace !== '*' ? { namespace: opts.namespace } : {}), ...(pluginId ? { pluginId } : {}) }, snap)
         .filter((v) => v.id.startsWith(opts.prefix) && (!nodeId || v.claims.some((c) => c.nodeId === nodeId)))
-        .map((v) => csiVolumeListStub(v, snap))
-        .sort((a, b) => (volumeToken(a) < volumeToken(b) ? -1 : volumeToken(a) > volumeToken(b) ? 1 : 0)),
-    );
+        .map((v) => csiVolumeListStub(v, snap, deps.health?.view(v.namespace, v.id, snap), driftOf(v)))
+        .sort((a, b) => (volumeToken(a) < volumeToken(b) ? -1 : volumeToken(a) > volumeToken(b) ? 1 : 0));
+    });
     return listPage(rows, req, reply, volumeToken);
   });
 

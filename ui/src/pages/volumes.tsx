@@ -1,60 +1,69 @@
-// Volumes, and a volume: capabilities, capacity, usage and condition (with a
-// chart of usage over time), claims with their release state, the claim
-// history from the event stream, topology, drift, and detaching.
+// The volumes: every CSI volume with its claims, capacity, usage, condition
+// and drift at a glance (one read of the list: its rows carry Berth's
+// extras), abnormal and drifting volumes flagged first; then the dynamic
+// host volumes. A volume's own page is volume-page.tsx.
 
-import { useRef } from 'preact/hooks';
-import { useRoute } from 'preact-iso';
-import { actions, api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type ClaimEvent, type StreamEvent, type Volume } from '../api';
-import { ActionButton, Badge, Facts, Loading, Section, Table, UsageBar, UsageChart, bytes, short, time } from '../components';
-import { useLive, watchUntil } from '../live';
-import { useCanWrite } from '../session';
+import { api, volumeUsage } from '../api';
+import { rowTrouble, storageApi, type VolumeRow } from '../api-storage';
+import { Badge, Loading, Section, Table, bytes, short } from '../components';
+import { useLive } from '../live';
+import { ConditionBadge, USAGE_REFRESH_MS } from './volume-page';
 
-function usageCell(v: Volume) {
-  const u = volumeUsage(v)[0];
-  if (!u) return <span class="muted">no usage reported</span>;
-  return u.bytesTotal ? `${bytes(u.bytesUsed)} / ${bytes(u.bytesTotal)}` : bytes(u.bytesUsed);
+export { VolumePage } from './volume-page';
+
+/** Topics whose changes may change a row: the volume, its claims, its plugin, its condition, the drift check. */
+const LIST_TOPICS = ['CSIVolume', 'claim', 'CSIPlugin', 'volume-condition', 'drift'];
+
+function plural(n: number, one: string): string {
+  return `${n} ${one}${n === 1 ? '' : 's'}`;
 }
 
-function conditionBadge(v: Volume) {
-  const c = volumeCondition(v);
-  if (!c) return <span class="muted">-</span>;
-  return <Badge value={c.Abnormal ? 'abnormal' : 'healthy'} label={c.Abnormal ? `abnormal: ${c.Message}` : 'normal'} />;
+/** Claims in words: "1 writer", "2 readers, 1 releasing", "none". */
+function claimsCell(v: VolumeRow) {
+  const parts = [
+    v.CurrentWriters ? plural(v.CurrentWriters, 'writer') : '',
+    v.CurrentReaders ? plural(v.CurrentReaders, 'reader') : '',
+    v.BerthClaimsReleasing ? `${v.BerthClaimsReleasing} releasing` : '',
+  ].filter(Boolean);
+  return <span data-claims={v.ID} data-count={v.CurrentWriters + v.CurrentReaders + v.BerthClaimsReleasing}>{parts.join(', ') || 'none'}</span>;
 }
 
-/** The claim an event of the claim topic carries (VolumeClaimListStub), if any; read defensively (fields may be missing). */
-function claimOf(e: StreamEvent): Partial<ClaimEvent> | undefined {
-  const c = e.Payload['Claim'];
-  return c && typeof c === 'object' ? (c as Partial<ClaimEvent>) : undefined;
+/** The latest usage, summed over the nodes that report it, as a small bar and words. */
+function usageCell(v: VolumeRow) {
+  const reports = volumeUsage(v).filter((u) => u.bytesUsed !== undefined);
+  if (reports.length === 0) return <span class="muted" data-usage-bytes="">not reported</span>;
+  const used = Math.max(...reports.map((u) => u.bytesUsed!));
+  const total = Math.max(...reports.map((u) => u.bytesTotal ?? 0)) || v.BerthCapacity;
+  const pct = total ? Math.min(100, (used / total) * 100) : undefined;
+  return (
+    <span class="mini-usage" data-usage-bytes={used} data-usage-total={total}>
+      <span class="bar mini" aria-hidden="true">
+        <span style={{ width: `${pct ?? 0}%` }} class={pct !== undefined && pct > 90 ? 'full' : ''} />
+      </span>
+      {bytes(used)}
+      {total ? ` of ${bytes(total)} (${pct!.toFixed(0)}%)` : ''}
+    </span>
+  );
 }
 
-/**
- * A claim event's change in plain words: the allocation's first claim event
- * `claimed`, a later change of it `updated`, its removal (`ClaimDeleted`, or a
- * claim gone free) `released`.
- */
-function claimChange(released: boolean, first: boolean): string {
-  if (released) return 'released';
-  return first ? 'claimed' : 'updated';
+function conditionCell(v: VolumeRow) {
+  const c = v.BerthCondition;
+  if (!c) return <span class="muted" data-condition="none">not reported</span>;
+  return (
+    <span data-condition={c.Abnormal ? 'abnormal' : 'normal'}>
+      <ConditionBadge abnormal={c.Abnormal} message={c.Message} />
+    </span>
+  );
 }
 
-/** The claim history's rows, newest first (`history` is oldest first), each event with its change in plain words. */
-function claimHistoryRows(history: readonly StreamEvent[]) {
-  const seen = new Set<string>();
-  return history
-    .map((e) => {
-      const c = claimOf(e) ?? {};
-      const alloc = c.AllocationID ?? e.Key.split('/').pop() ?? '';
-      const released = /delete|release/i.test(e.Type) || c.State === 'free';
-      const first = !seen.has(alloc);
-      seen.add(alloc);
-      if (released) seen.delete(alloc);
-      return [String(e.Index), claimChange(released, first), <a href={`/ui/allocations/${alloc}`}>{short(alloc)}</a>, c.Mode ?? '-', released ? 'released' : (c.State ?? '-'), c.ControllerPublish ?? '-'];
-    })
-    .reverse();
+function driftCell(v: VolumeRow) {
+  if (v.BerthDriftFindings === 0) return <span class="muted" data-drift="0">none</span>;
+  return (
+    <a href="/ui/volumes/doctor" data-drift={v.BerthDriftFindings}>
+      <Badge value="drift" label={plural(v.BerthDriftFindings, 'difference')} />
+    </a>
+  );
 }
-
-/** Usage changes without an event on the stream: the volume pages read it again this often. */
-const USAGE_REFRESH_MS = 5_000;
 
 /** Dynamic host volumes beside the CSI ones (their changes are not on the event stream: read again with the usage). */
 function HostVolumesSection() {
@@ -64,6 +73,7 @@ function HostVolumesSection() {
     <Section title="Dynamic host volumes" id="host-volumes">
       <Table
         label="host volumes"
+        cards
         empty="No dynamic host volume. Create one with a volume file of type host."
         head={['Volume', 'Type', 'ID', 'Namespace', 'Plugin', 'Node', 'State']}
         rows={data.map((v) => [
@@ -80,207 +90,55 @@ function HostVolumesSection() {
   );
 }
 
+const volumeHref = (v: { Namespace: string; ID: string }): string => `/ui/volumes/${encodeURIComponent(v.Namespace)}/${encodeURIComponent(v.ID)}`;
+
 export function VolumesPage() {
-  const { data, error } = useLive('volumes', ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], () => api.volumesInFull(), { everyMs: USAGE_REFRESH_MS });
+  const { data, error } = useLive('volumes', LIST_TOPICS, async () => (await storageApi.volumeList()).body, { everyMs: USAGE_REFRESH_MS });
   if (!data) return <main id="main"><Loading error={error} /></main>;
+  // Volumes that need a look come first, in the list's order otherwise.
+  const rows = [...data].sort((a, b) => Number(rowTrouble(b).length > 0) - Number(rowTrouble(a).length > 0));
+  const flagged = rows.filter((v) => rowTrouble(v).length > 0);
+  const claimed = data.filter((v) => v.CurrentReaders + v.CurrentWriters > 0).length;
   return (
     <main id="main">
       <h1>Volumes</h1>
+      <p class="summary" data-summary="volumes">
+        {plural(data.length, 'CSI volume')}, {claimed} claimed.{' '}
+        {flagged.length === 0 ? (
+          <span class="ok">None abnormal or drifting.</span>
+        ) : (
+          <strong class="error">{plural(flagged.length, 'volume')} need a look.</strong>
+        )}{' '}
+        <a href="/ui/volumes/doctor">Volume doctor</a>
+      </p>
+      {flagged.length > 0 ? (
+        <ul class="trouble" aria-label="volumes that need a look">
+          {flagged.map((v) => (
+            <li data-flagged={v.ID}>
+              <a href={volumeHref(v)}>{v.ID}</a>: {rowTrouble(v).join('; ')}
+            </li>
+          ))}
+        </ul>
+      ) : null}
       <Table
         label="volumes"
-        head={['Volume', 'Namespace', 'Plugin', 'Schedulable', 'Claims', 'Capacity', 'Usage', 'Condition']}
+        cards
+        rowClass={(i) => (rowTrouble(rows[i]!).length > 0 ? 'flag' : undefined)}
+        head={['Volume', 'Namespace', 'Plugin', 'Schedulable', 'Claims', 'Capacity', 'Usage', 'Condition', 'Drift']}
         empty="No CSI volume registered. Create one with berth volume create <file>."
-        rows={data.map((v) => [
-          <a href={`/ui/volumes/${encodeURIComponent(v.Namespace)}/${encodeURIComponent(v.ID)}`}>{v.ID}</a>,
+        rows={rows.map((v) => [
+          <a href={volumeHref(v)}>{v.ID}</a>,
           v.Namespace,
           <a href={`/ui/plugins/${encodeURIComponent(v.PluginID)}`}>{v.PluginID}</a>,
           v.Schedulable ? 'yes' : 'no',
-          <span data-claims={v.ID}>{v.BerthClaims.length}</span>,
-          bytes(v.Capacity),
+          claimsCell(v),
+          bytes(v.BerthCapacity),
           usageCell(v),
-          conditionBadge(v),
+          conditionCell(v),
+          driftCell(v),
         ])}
       />
       <HostVolumesSection />
-    </main>
-  );
-}
-
-/**
- * Detach (ControllerUnpublish and the node's unpublish/unstage of every claim
- * on the node); the API refuses while an allocation there uses the volume.
- * Force stops those allocations first. Progress follows the claims that were
- * there when it was asked until each is released (a replacement allocation
- * may claim the volume anew: that is a new claim).
- */
-function DetachButton({ v, nodeId, force }: { v: Volume; nodeId: string; force: boolean }) {
-  const run = async (progress: (m: string) => void): Promise<string> => {
-    const before = new Set(v.BerthClaims.filter((c) => c.NodeID === nodeId).map((c) => c.AllocationID));
-    progress(force ? `Stopping the allocations on node ${short(nodeId)}, then detaching…` : `Detaching from node ${short(nodeId)}…`);
-    const out = await actions.detachVolume(v.Namespace, v.ID, nodeId, force);
-    const detached = await watchUntil(['claim', 'volume'], async () => {
-      const now = await api.volume(v.Namespace, v.ID);
-      const left = now.BerthClaims.filter((c) => c.NodeID === nodeId && before.has(c.AllocationID));
-      if (left.length === 0) return `Detached from node ${short(nodeId)}.`;
-      progress(`Detaching: ${left.length} claim${left.length === 1 ? '' : 's'} on node ${short(nodeId)} still releasing (${left.map((c) => c.State).join(', ')})…`);
-      return undefined;
-    });
-    const stoppedIds = out.StoppedAllocations ?? [];
-    const stopped = stoppedIds.length ? ` Stopped allocation${stoppedIds.length === 1 ? '' : 's'} ${stoppedIds.map(short).join(', ')}.` : '';
-    return `${detached}${stopped}${out.Warnings ? ` ${out.Warnings}` : ''}`;
-  };
-  return force ? (
-    <ActionButton
-      label="Force detach"
-      danger
-      confirm={`Stop every allocation on node ${short(nodeId)} that uses volume ${v.ID}, then detach it?`}
-      run={run}
-    />
-  ) : (
-    <ActionButton label="Detach" confirm={`Detach volume ${v.ID} from node ${short(nodeId)}? The API refuses while an allocation there uses it.`} run={run} />
-  );
-}
-
-function ClaimTable({ v }: { v: Volume }) {
-  return (
-    <Table
-      label="claims"
-      head={['Allocation', 'Node', 'Mode', 'Access', 'State', 'Controller', 'Release', 'Claimed']}
-      empty="No claims: no allocation uses this volume."
-      rows={v.BerthClaims.map((c: Claim) => {
-        const release = c.State === 'taken' ? '-' : `${c.ReleaseReason || 'releasing'}${c.ReleaseAttempts ? ` (attempt ${c.ReleaseAttempts})` : ''}${c.LastError ? `: ${c.LastError}` : ''}`;
-        return [
-          <a href={`/ui/allocations/${c.AllocationID}`} data-claim={c.AllocationID}>
-            {short(c.AllocationID)}
-          </a>,
-          <a href={`/ui/nodes/${c.NodeID}`}>{short(c.NodeID)}</a>,
-          c.Mode,
-          `${c.AccessMode}, ${c.AttachmentMode}`,
-          <Badge value={c.State} />,
-          c.ControllerPublish,
-          release,
-          time(fromGoTime(c.ClaimTime)),
-        ];
-      })}
-    />
-  );
-}
-
-/**
- * Detach buttons per node. Every node that held a claim while the page was
- * open keeps its row, so a detach's progress and outcome stay in view after
- * its claims are gone.
- */
-function DetachPanel({ v }: { v: Volume }) {
-  const seen = useRef<string[]>([]);
-  for (const c of v.BerthClaims) if (!seen.current.includes(c.NodeID)) seen.current.push(c.NodeID);
-  if (seen.current.length === 0) return null;
-  return (
-    <Section title="Detach" id="detach">
-      <Table
-        label="detach from a node"
-        head={['Node', 'Claims now', 'Action']}
-        empty=""
-        rows={seen.current.map((nodeId) => [
-          <a href={`/ui/nodes/${nodeId}`}>{short(nodeId)}</a>,
-          String(v.BerthClaims.filter((c) => c.NodeID === nodeId).length),
-          <span class="action-group" data-detach={nodeId}>
-            <DetachButton v={v} nodeId={nodeId} force={false} />
-            <DetachButton v={v} nodeId={nodeId} force />
-          </span>,
-        ])}
-      />
-    </Section>
-  );
-}
-
-export function VolumePage() {
-  const { params } = useRoute();
-  const ns = params['ns'] ?? 'default';
-  const id = params['id'] ?? '';
-  const canWrite = useCanWrite();
-  const { data, error } = useLive(`volume/${ns}/${id}`, ['CSIVolume', 'claim', 'CSIPlugin', ...HEALTH_FIELDS.topics], async () => {
-    const [volume, history, usage, drift] = await Promise.all([
-      api.volume(ns, id),
-      api.history([`claim:${id}`], 0),
-      usageHistory(ns, id),
-      volumeDrift(ns, id),
-    ]);
-    return { volume, history: history.filter((e) => claimOf(e)?.VolumeID === id || e.Key.split('/').map(decodeURIComponent).includes(id)), usage, drift };
-  }, { everyMs: USAGE_REFRESH_MS });
-  if (!data) return <main id="main"><Loading error={error} /></main>;
-  const { volume: v, history, usage, drift } = data;
-  const reports = volumeUsage(v);
-  const condition = volumeCondition(v);
-  return (
-    <main id="main">
-      <h1>
-        Volume {v.Name || v.ID} {condition ? conditionBadge(v) : null}{' '}
-        {drift && drift.length > 0 ? <Badge value="drift" label={`drift: ${drift.length}`} /> : null}
-      </h1>
-      <Facts
-        items={[
-          ['ID', v.ID],
-          ['Namespace', v.Namespace],
-          ['External ID', <code>{v.ExternalID}</code>],
-          ['Plugin', <a href={`/ui/plugins/${encodeURIComponent(v.PluginID)}`}>{v.PluginID}</a>],
-          ['Provider', v.Provider],
-          ['Schedulable', v.Schedulable ? 'yes' : 'no'],
-          ['Capacity', <span data-fact="capacity">{bytes(v.Capacity)}</span>],
-          ['Requested', `${bytes(v.RequestedCapacityMin)} to ${bytes(v.RequestedCapacityMax)}`],
-          ['Secrets', v.BerthSecretNames.length ? v.BerthSecretNames.map((s) => `${s} (hidden)`).join(', ') : 'none'],
-        ]}
-      />
-      <Section title="Usage and condition" id="usage">
-        {reports.length === 0 ? (
-          <p class="muted" data-usage="none">
-            No usage reported.
-          </p>
-        ) : (
-          reports.map((u) => <UsageBar usage={u} />)
-        )}
-        {condition ? (
-          <p data-condition={condition.Abnormal ? 'abnormal' : 'normal'}>
-            Condition: {condition.Abnormal ? <Badge value="abnormal" label={`abnormal: ${condition.Message}`} /> : <Badge value="healthy" label="normal" />}
-          </p>
-        ) : (
-          <p class="muted">No condition reported.</p>
-        )}
-        {usage ? <UsageChart points={usage} /> : null}
-      </Section>
-      <Section title={`Claims (${v.BerthClaims.length})`} id="claims">
-        <ClaimTable v={v} />
-      </Section>
-      {canWrite ? <DetachPanel v={v} /> : null}
-      {drift && drift.length > 0 ? (
-        <Section title="Drift" id="drift">
-          <Table
-            label="drift"
-            head={['Difference', 'Node', 'Repair']}
-            empty=""
-            rows={drift.map((d) => [d.Message || d.Kind, short(d.NodeID), d.Repair ? <code>{d.Repair}</code> : '-'])}
-          />
-        </Section>
-      ) : null}
-      <Section title="Capabilities" id="capabilities">
-        <Table label="capabilities" head={['Access mode', 'Attachment']} empty="None." rows={(v.RequestedCapabilities ?? []).map((c) => [c.AccessMode, c.AttachmentMode])} />
-      </Section>
-      <Section title="Topology" id="topology">
-        <Table
-          label="topology"
-          head={['Segment', 'Value']}
-          empty="Accessible from every node."
-          rows={(v.Topologies ?? []).flatMap((t) => Object.entries(t?.Segments ?? {}).map(([k, val]) => [k, val]))}
-        />
-      </Section>
-      <Section title="Claim history" id="history">
-        <Table
-          label="claim history"
-          head={['Index', 'Change', 'Allocation', 'Mode', 'State', 'Controller']}
-          empty="No claim has been taken yet."
-          rows={claimHistoryRows(history)}
-        />
-      </Section>
     </main>
   );
 }
