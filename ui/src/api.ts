@@ -320,8 +320,12 @@ function parseLines(text: string): StreamEvent[] {
  * (claim, volume-condition, drift). Pure.
  */
 export function topicMatches(pageTopics: readonly string[], topic: string): boolean {
-  const t = topic.toLowerCase().replace(/^csi/, '');
-  return pageTopics.some((p) => p === t || (p === 'node' && t === 'nodedrain'));
+  const norm = (x: string): string => x.toLowerCase().replace(/^csi/, '');
+  const t = norm(topic);
+  return pageTopics.some((page) => {
+    const p = norm(page);
+    return p === t || (p === 'node' && t === 'nodedrain');
+  });
 }
 
 /**

@@ -7,7 +7,7 @@ import { api, ApiError, roleOf, saveToken, savedToken, type Caller } from './api
 import { hub, useStreamState } from './live';
 import { SessionContext } from './session';
 import { AllocationPage } from './pages/allocation';
-import { JobPage, JobsPage } from './pages/jobs';
+import { JobPage, JobsPage, JobVersionsPage } from './pages/jobs';
 import { Login } from './pages/login';
 import { NodePage, NodesPage } from './pages/nodes';
 import { Overview } from './pages/overview';
@@ -110,6 +110,7 @@ export function App() {
           <Route path="/ui/" component={Overview} />
           <Route path="/ui/jobs" component={JobsPage} />
           <Route path="/ui/jobs/:ns/:id" component={JobPage} />
+          <Route path="/ui/jobs/:ns/:id/versions" component={JobVersionsPage} />
           <Route path="/ui/allocations/:id" component={AllocationPage} />
           <Route path="/ui/nodes" component={NodesPage} />
           <Route path="/ui/nodes/:id" component={NodePage} />
