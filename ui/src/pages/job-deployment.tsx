@@ -32,6 +32,14 @@ export function DeploymentSection({ deployment: d, allocs, canWrite, ns, id }: {
   const canaries = allocs.filter((a) => canaryIds.has(a.ID));
   const unhealthyCanaries = canaries.filter((a) => allocHealth(a) !== 'healthy').length;
   const canariesShort = groups.some(([, g]) => (g.PlacedCanaries?.length ?? 0) < g.DesiredCanaries);
+  const hasCanaries = groups.some(([, g]) => g.DesiredCanaries > 0);
+  const promoteBlocked = !active
+    ? `the deployment is ${d.Status}`
+    : !needsPromotion
+      ? 'the canaries are promoted'
+      : canariesShort || unhealthyCanaries > 0
+        ? 'the canaries are not all healthy yet'
+        : undefined;
   const inPlace = updatedInPlace(d, allocs);
   const placedNew = groups.reduce((n, [, g]) => n + g.PlacedAllocs, 0) - inPlace.length;
 
@@ -73,17 +81,24 @@ export function DeploymentSection({ deployment: d, allocs, canWrite, ns, id }: {
             : 'The canaries are healthy: promote them to roll the new version out to the rest, or fail the deployment.'}
         </p>
       ) : null}
-      {canWrite && active ? (
-        <div class="actions">
-          {needsPromotion ? (
+      {canWrite ? (
+        // Kept while the deployment is shown (disabled once it ended), so an action's outcome stays in view.
+        <div class="actions" key={d.ID}>
+          {hasCanaries ? (
             <ActionButton
               label="Promote"
               confirm={`Promote the canaries of deployment ${short(d.ID)}? Version ${d.JobVersion} then replaces the other allocations.`}
               run={promote}
-              {...(canariesShort || unhealthyCanaries > 0 ? { disabledReason: 'the canaries are not all healthy yet' } : {})}
+              {...(promoteBlocked ? { disabledReason: promoteBlocked } : {})}
             />
           ) : null}
-          <ActionButton label="Fail" danger confirm={`Fail deployment ${short(d.ID)}? Nothing more of version ${d.JobVersion} is placed.`} run={fail} />
+          <ActionButton
+            label="Fail"
+            danger
+            confirm={`Fail deployment ${short(d.ID)}? Nothing more of version ${d.JobVersion} is placed.`}
+            run={fail}
+            {...(active ? {} : { disabledReason: `the deployment is ${d.Status}` })}
+          />
         </div>
       ) : null}
       <Table

@@ -84,7 +84,7 @@ export function EvaluationList({ evals }: { evals: Evaluation[] }) {
             ago(fromNs(e.CreateTime)),
             <span data-eval-placement={e.ID}>
               {e.Status === 'blocked'
-                ? `Blocked: waiting to place ${queued.map(([g, n]) => `${n} of ${g}`).join(', ') || 'what an earlier evaluation could not'}.`
+                ? `Blocked: waiting to place ${queued.map(([g, n]) => `${n} of ${g}`).join(', ') || 'what an earlier evaluation could not'}${failures.length ? `. ${failures.join('; ')}` : ''}.`
                 : failures.length
                   ? failures.join('; ')
                   : e.Status === 'complete'

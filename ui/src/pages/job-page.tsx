@@ -4,6 +4,7 @@
 // Versions. Live: reloads on changes of the job, its allocations,
 // evaluations and deployments.
 
+import { useRef } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { actions, fromNs } from '../api';
 import { jobActions, jobHref, jobsApi, type AllocStub } from '../api-jobs';
@@ -46,6 +47,9 @@ export function JobPage() {
     const [job, allocs, evals, deployment] = await Promise.all([jobsApi.job(ns, id), jobsApi.allocations(ns, id), jobsApi.evaluations(ns, id), jobsApi.deployment(ns, id)]);
     return { job, allocs, evals, deployment };
   });
+  // Start shows once the job was seen stopped, and stays (disabled) after it started, with its outcome.
+  const startShown = useRef(false);
+  if (data?.job.Stop) startShown.current = true;
   if (!data) return <main id="main"><Loading error={error} /></main>;
   const { job, allocs, evals, deployment } = data;
   const stop = async (progress: (m: string) => void): Promise<string> => {
@@ -93,7 +97,14 @@ export function JobPage() {
               run={stop}
               {...(job.Stop ? { disabledReason: 'the job is stopped' } : {})}
             />
-            {job.Stop ? <ActionButton label="Start job" confirm={`Start job ${job.ID} again? It is registered as it is, no longer stopped.`} run={start} /> : null}
+            {startShown.current ? (
+              <ActionButton
+                label="Start job"
+                confirm={`Start job ${job.ID} again? It is registered as it is, no longer stopped.`}
+                run={start}
+                {...(job.Stop ? {} : { disabledReason: 'the job is not stopped' })}
+              />
+            ) : null}
           </>
         ) : null}
       </div>

@@ -40,7 +40,7 @@ export function JobVersionsPage() {
         const diff = data.Diffs?.[i];
         const count = changeCount(diff);
         return (
-          <section class="card job-version" data-version={n} aria-labelledby={`version-${n}`}>
+          <section key={n} class="card job-version" data-version={n} aria-labelledby={`version-${n}`}>
             <div class="version-head">
               <h2 id={`version-${n}`}>Version #{n}</h2>
               {n === current ? <Badge value="live" label="current" /> : null}
