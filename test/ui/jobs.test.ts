@@ -343,4 +343,35 @@ describe('the jobs pages of the web UI', { timeout: 900_000 }, () => {
     }
     await ctx.close();
   });
+
+  it('a long list: one read of /v1/jobs and no allocation read; the first hundred rows drawn, the search over all', async () => {
+    // Parameterized jobs place nothing until dispatched: quick to register in bulk.
+    const ids = Array.from({ length: 120 }, (_, i) => `bulk-${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < ids.length; i += 20) {
+      await Promise.all(ids.slice(i, i + 20).map(async (id) => {
+        const job = { ID: id, Name: id, Type: 'batch', ParameterizedJob: { Payload: 'optional' }, TaskGroups: [{ Name: 'g', Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/true' } }] }] };
+        const res = await cluster.send('POST', '/v1/jobs', { Job: job });
+        assert.equal(res.status, 200, res.text);
+      }));
+    }
+    const total = (await apiGet<JobListStub[]>('/v1/jobs?namespace=*')).length;
+    const reads: string[] = [];
+    const onRequest = (r: { url(): string }): void => {
+      const u = new URL(r.url());
+      if (u.pathname.startsWith('/v1/') && u.pathname !== '/v1/event/stream' && u.pathname !== '/v1/acl/token/self') reads.push(`${u.pathname}${u.search}`);
+    };
+    page.on('request', onRequest);
+    await open(page, '/ui/jobs', /^Jobs$/);
+    await page.locator('[data-job-count]').filter({ hasText: `${total} jobs; the first 100 shown` }).waitFor();
+    assert.equal((await jobRows()).length, 100);
+    // Live updates read the same list again; nothing else is read.
+    assert.deepEqual([...new Set(reads)], ['/v1/jobs?namespace=*'], 'the list is one read');
+    await page.getByRole('button', { name: `Show ${Math.min(100, total - 100)} more` }).click();
+    assert.equal((await jobRows()).length, Math.min(200, total));
+    await page.getByRole('searchbox').fill('bulk-11');
+    await until('the search to narrow the list', async () => (await jobRows()).length === 10);
+    assert.deepEqual((await jobRows()).map((r) => r[0]), ids.filter((id) => id.startsWith('bulk-11')));
+    page.off('request', onRequest);
+    assert.ok(!reads.some((r) => r.includes('allocation')), `no allocation read: ${reads.join(' ')}`);
+  });
 });
