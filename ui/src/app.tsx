@@ -11,7 +11,7 @@ import { AllocExecPage } from './pages/alloc-exec';
 import { AllocFilesPage } from './pages/alloc-files';
 import { AllocLogsPage } from './pages/alloc-logs';
 import { DoctorPage } from './pages/doctor';
-import { JobPage, JobsPage } from './pages/jobs';
+import { JobPage, JobsPage, JobVersionsPage } from './pages/jobs';
 import { Login } from './pages/login';
 import { NodePage } from './pages/node';
 import { NodesPage } from './pages/nodes';
@@ -119,6 +119,7 @@ export function App() {
           <Route path="/ui/" component={Overview} />
           <Route path="/ui/jobs" component={JobsPage} />
           <Route path="/ui/jobs/:ns/:id" component={JobPage} />
+          <Route path="/ui/jobs/:ns/:id/versions" component={JobVersionsPage} />
           <Route path="/ui/allocations/:id" component={AllocationPage} />
           <Route path="/ui/allocations/:id/logs" component={AllocLogsPage} />
           <Route path="/ui/allocations/:id/fs/:path*" component={AllocFilesPage} />
