@@ -15,6 +15,9 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** The longest delay setTimeout keeps (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The real clock: Date.now and ordinary timers. */
 export const systemClock: Clock = {
   now: () => Date.now(),
@@ -28,10 +31,18 @@ export const systemClock: Clock = {
         clearTimeout(timer);
         reject(new AbortedError('sleep aborted', { cause: signal?.reason }));
       };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
+      // Node fires a timer of more than MAX_TIMER_MS at once: a longer sleep
+      // waits in steps of at most that (a periodic job a month away).
+      let timer: ReturnType<typeof setTimeout>;
+      const arm = (left: number): void => {
+        const step = Math.min(Math.max(0, left), MAX_TIMER_MS);
+        timer = setTimeout(() => {
+          if (left > step) return arm(left - step);
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        }, step);
+      };
+      arm(ms);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   },
