@@ -8,11 +8,13 @@ import { hub, useStreamState } from './live';
 import { SessionContext } from './session';
 import { AllocationPage } from './pages/allocation';
 import { JobPage, JobsPage } from './pages/jobs';
+import { EditJobPage, NewJobPage } from './pages/job-editor';
 import { Login } from './pages/login';
 import { NodePage, NodesPage } from './pages/nodes';
 import { Overview } from './pages/overview';
 import { PluginPage, PluginsPage } from './pages/plugins';
 import { VolumePage, VolumesPage } from './pages/volumes';
+import { SearchBox } from './search';
 
 const NAV: Array<[string, string]> = [
   ['/ui/', 'Overview'],
@@ -43,6 +45,7 @@ function Header({ who, onLogout }: { who: Caller; onLogout: () => void }) {
           );
         })}
       </nav>
+      <SearchBox />
       <span class="who">
         <span class={`dot ${stream}`} title={`event stream: ${stream}`} data-stream={stream} aria-label={`event stream ${stream}`} />
         <span data-role={roleOf(who)}>
@@ -109,7 +112,9 @@ export function App() {
           <Route path="/ui" component={Overview} />
           <Route path="/ui/" component={Overview} />
           <Route path="/ui/jobs" component={JobsPage} />
+          <Route path="/ui/jobs/new" component={NewJobPage} />
           <Route path="/ui/jobs/:ns/:id" component={JobPage} />
+          <Route path="/ui/jobs/:ns/:id/edit" component={EditJobPage} />
           <Route path="/ui/allocations/:id" component={AllocationPage} />
           <Route path="/ui/nodes" component={NodesPage} />
           <Route path="/ui/nodes/:id" component={NodePage} />
