@@ -145,9 +145,9 @@ async function watchForJobRows(page: Page, n: number): Promise<void> {
   await page.evaluate((want) => {
     const w = window as unknown as { jobRowsAt?: number; jobRowsSeen?: number };
     delete w.jobRowsAt;
-    const count = (): number => document.querySelectorAll('main a[href^="/ui/jobs/"]:not([href$="/new"]):not([href$="/edit"])').length;
     const obs = new MutationObserver(() => {
-      const c = count();
+      // Inline (no named helper): the function is sent to the page as its source.
+      const c = document.querySelectorAll('main a[href^="/ui/jobs/"]:not([href$="/new"]):not([href$="/edit"])').length;
       w.jobRowsSeen = c;
       if (c >= want) {
         w.jobRowsAt = performance.now();
@@ -259,9 +259,8 @@ export default async function uiBench(dir: string): Promise<Record<string, unkno
     await page.addInitScript((want) => {
       document.addEventListener('DOMContentLoaded', () => {
         const w = window as unknown as { jobRowsAt?: number; jobRowsSeen?: number };
-        const count = (): number => document.querySelectorAll('main a[href^="/ui/jobs/"]:not([href$="/new"]):not([href$="/edit"])').length;
         const obs = new MutationObserver(() => {
-          const c = count();
+          const c = document.querySelectorAll('main a[href^="/ui/jobs/"]:not([href$="/new"]):not([href$="/edit"])').length;
           w.jobRowsSeen = c;
           if (c >= want && w.jobRowsAt === undefined) {
             w.jobRowsAt = performance.now();

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../lib/index.js';
 import { Server } from '../index.js';
-import { testPlugin, testVolume } from '../../../test/support/server-rows.js';
+import { testFingerprint as fingerprint, testPlugin, testVolume } from '../../../test/support/server-rows.js';
 import { assertShape } from '../../../test/support/strict-schema.js';
 
 const TOKENS = { management: 'search-mgmt-0123456789', readOnly: 'search-read-0123456789', node: 'search-node-0123456789' } as const;
@@ -48,19 +48,6 @@ async function call<T = unknown>(method: string, path: string, o: { body?: unkno
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, text, headers: res.headers };
 }
 
-/** A node fingerprint with the exec driver. */
-function fingerprint(name: string): Record<string, unknown> {
-  return {
-    name,
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', 'none'] } },
-    resources: { cpuMhz: 4000, memoryMb: 4096 },
-    attributes: {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {},
-  };
-}
 
 /** Registers a job (Nomad's Job JSON) whose one group runs nothing (count 0). */
 async function register(id: string, name = id, command = '/usr/bin/webserve', task = 'nginx-task'): Promise<void> {
