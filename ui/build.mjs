@@ -15,8 +15,13 @@ import { build } from 'esbuild';
 
 const here = new URL('.', import.meta.url).pathname;
 
-/** Builds the UI into `outDir` (emptied first). Resolves with the files written, relative to it. */
-export async function buildUi(outDir) {
+/**
+ * Builds the UI into `outDir` (emptied first). Resolves with the files
+ * written, relative to it. `opts.onMetafile` receives esbuild's metafile
+ * (what each input adds to each output: bench/ui.bench.ts reports the
+ * shares).
+ */
+export async function buildUi(outDir, opts = {}) {
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(path.join(outDir, 'assets'), { recursive: true });
   const result = await build({
@@ -39,6 +44,7 @@ export async function buildUi(outDir) {
     metafile: true,
     logLevel: 'warning',
   });
+  opts.onMetafile?.(result.metafile);
   const rel = (f) => path.relative(outDir, path.resolve(here, f));
   const outputs = Object.keys(result.metafile.outputs).map(rel);
   const js = Object.entries(result.metafile.outputs).filter(([, o]) => o.entryPoint).map(([f]) => rel(f)).find((f) => f.endsWith('.js'));

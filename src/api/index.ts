@@ -84,6 +84,8 @@ export {
 export { Task, TaskGroup } from './job-tasks.js';
 export { JobScaleStatusResponse, ScalingEvent, ScalingPolicy, ScalingPolicyListStub, TaskGroupScaleStatus } from './scaling.js';
 export { DesiredUpdates, FieldDiff, JobDiff, ObjectDiff, PlanAnnotations, TaskDiff, TaskGroupDiff } from './job-plan.js';
+// Search (src/api/search.ts): Nomad's prefix and fuzzy search.
+export { FuzzyMatch, FuzzySearchRequest, FuzzySearchResponse, SearchContext, SearchRequest, SearchResponse } from './search.js';
 export {
   BerthPlannedPlacement,
   BerthPlannedStop,

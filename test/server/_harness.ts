@@ -106,17 +106,5 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
   return h;
 }
 
-/** A node fingerprint with the exec driver and, optionally, CSI plugin reports. */
-export function fingerprint(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    name,
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', 'none'] } },
-    resources: { cpuMhz: 4000, memoryMb: 4096 },
-    attributes: {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {},
-    ...extra,
-  };
-}
+/** A node fingerprint with the exec driver and, optionally, CSI plugin reports (test/support/server-rows.ts). */
+export { testFingerprint as fingerprint } from '../support/server-rows.js';

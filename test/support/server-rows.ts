@@ -109,3 +109,18 @@ export function testClaim(allocId: string, nodeId: string, extra: Partial<Volume
     ...extra,
   };
 }
+
+/** A node fingerprint (what a node registers with) with the exec driver and, optionally, CSI plugin reports. */
+export function testFingerprint(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name,
+    datacenter: 'dc1',
+    httpAddr: '',
+    drivers: { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', 'none'] } },
+    resources: { cpuMhz: 4000, memoryMb: 4096 },
+    attributes: {},
+    csiControllerPlugins: {},
+    csiNodePlugins: {},
+    ...extra,
+  };
+}

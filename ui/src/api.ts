@@ -95,8 +95,8 @@ export async function getIndexed<T>(path: string): Promise<{ body: T; index: num
 }
 
 /** A change (POST/PUT/DELETE). Throws ApiError for any non-2xx answer. */
-export async function sendJson<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }) };
+export async function sendJson<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const init: RequestInit = { method, headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...(signal ? { signal } : {}) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const res = await fetch(path, init);
   if (!res.ok) return fail(res);

@@ -12,6 +12,7 @@ import { AllocFilesPage } from './pages/alloc-files';
 import { AllocLogsPage } from './pages/alloc-logs';
 import { DoctorPage } from './pages/doctor';
 import { JobPage, JobsPage, JobVersionsPage } from './pages/jobs';
+import { EditJobPage, NewJobPage } from './pages/job-editor';
 import { Login } from './pages/login';
 import { NodePage } from './pages/node';
 import { NodesPage } from './pages/nodes';
@@ -20,6 +21,7 @@ import { PluginPage, PluginsPage } from './pages/plugins';
 import { ServicePage, ServicesPage } from './pages/services';
 import { TopologyPage } from './pages/topology';
 import { VolumePage, VolumesPage } from './pages/volumes';
+import { SearchBox } from './search';
 
 const NAV: Array<[string, string]> = [
   ['/ui/', 'Overview'],
@@ -52,6 +54,7 @@ function Header({ who, onLogout }: { who: Caller; onLogout: () => void }) {
           );
         })}
       </nav>
+      <SearchBox />
       <span class="who">
         <span class={`dot ${stream}`} title={`event stream: ${stream}`} data-stream={stream} aria-label={`event stream ${stream}`} />
         <span data-role={roleOf(who)}>
@@ -118,8 +121,10 @@ export function App() {
           <Route path="/ui" component={Overview} />
           <Route path="/ui/" component={Overview} />
           <Route path="/ui/jobs" component={JobsPage} />
+          <Route path="/ui/jobs/new" component={NewJobPage} />
           <Route path="/ui/jobs/:ns/:id" component={JobPage} />
           <Route path="/ui/jobs/:ns/:id/versions" component={JobVersionsPage} />
+          <Route path="/ui/jobs/:ns/:id/edit" component={EditJobPage} />
           <Route path="/ui/allocations/:id" component={AllocationPage} />
           <Route path="/ui/allocations/:id/logs" component={AllocLogsPage} />
           <Route path="/ui/allocations/:id/fs/:path*" component={AllocFilesPage} />

@@ -32,6 +32,7 @@ import { registerHostVolumeRoutes } from './host-volume-routes.js';
 import { registerIdentityRoutes } from './identity-routes.js';
 import { registerVolumeClaimRoutes } from './volume-claim-routes.js';
 import { registerScalingRoutes } from './scaling-routes.js';
+import { registerSearchRoutes } from './search-routes.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerVolumeHealthRoutes } from './volume-health-routes.js';
 import type { ApiDeps, RouteContext } from './route-context.js';
@@ -191,6 +192,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerVolumeHealthRoutes(app, ctx);
   registerServiceRoutes(app, ctx);
   registerScalingRoutes(app, ctx);
+  registerSearchRoutes(app, ctx);
   if (deps.identities) registerIdentityRoutes(app, ctx, deps.identities);
   registerEventRoutes(app, ctx);
 
