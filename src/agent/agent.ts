@@ -187,7 +187,9 @@ export class Agent {
         devMode: mode === 'dev',
         ...(mode === 'dev' ? { client: () => clientFacts(this.#client) } : {}),
       },
-      // The web UI on every server's listener; the client's logs/exec routes too in dev mode.
+      // The web UI on every server's listener; the client's logs/exec routes too in dev mode (a server
+      // agent forwards them to the allocation's node, as a dev agent does those of other nodes' allocations).
+      ...(mode === 'dev' ? { localClient: { nodeId: () => (this.#client?.state === 'running' ? this.#client.nodeId : undefined) } } : {}),
       routes: async (app) => {
         await registerUiRoutes(app);
         if (mode === 'dev') registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root });
