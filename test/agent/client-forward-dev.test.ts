@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import WebSocket from 'ws';
 import { AgentRun, freePort, killProcessesUnder, mountsUnder, ok, until } from '../support/agent-run.js';
 
 const dir = mkdtempSync('/tmp/bfwd-');
@@ -90,5 +91,28 @@ describe("a dev agent forwards another node's allocation routes", { timeout: 180
     const ls = await get(`/v1/client/fs/ls/${allocId}?path=/t`);
     assert.equal(ls.status, 200, ls.text);
     assert.ok((JSON.parse(ls.text) as Array<{ Name: string }>).some((f) => f.Name === 'local'), ls.text);
+  });
+
+  it("runs a command in that allocation over the dev agent's exec WebSocket (a browser's handshake token)", async () => {
+    const url = new URL(`${dev.addr.replace(/^http/, 'ws')}/v1/client/allocation/${allocId}/exec`);
+    url.searchParams.set('task', 't');
+    url.searchParams.set('command', JSON.stringify(['/bin/sh', '-c', 'echo "on $NOMAD_ALLOC_ID"']));
+    url.searchParams.set('ws_handshake', 'true');
+    const { out, last, code } = await new Promise<{ out: string; last: unknown; code: number }>((resolve, reject) => {
+      const ws = new WebSocket(url);
+      let text = '';
+      let end: unknown;
+      ws.on('open', () => ws.send(JSON.stringify({ version: 1, auth_token: dev.token })));
+      ws.on('message', (m: Buffer) => {
+        const f = JSON.parse(m.toString()) as { stdout?: { data?: string }; exited?: boolean };
+        if (f.stdout?.data) text += Buffer.from(f.stdout.data, 'base64').toString();
+        if (f.exited) end = f;
+      });
+      ws.on('close', (c) => resolve({ out: text, last: end, code: c }));
+      ws.on('error', reject);
+    });
+    assert.equal(out, `on ${allocId}\n`);
+    assert.deepEqual(last, { exited: true, result: { exit_code: 0 } });
+    assert.equal(code, 1000);
   });
 });

@@ -6,7 +6,8 @@
 // direct call), streams are piped as they come, exec's WebSocket is relayed
 // both ways. A request forwarded once is never forwarded again (the header of
 // leader-forward.ts). A dev agent serves its own allocations itself
-// (`deps.localClient`); the others are forwarded from it too, exec excepted.
+// (`deps.localClient`) and forwards the others' too: the HTTP routes here, exec
+// through `execRelay`, which its own exec route calls first.
 
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
@@ -17,7 +18,10 @@ import type { Allocation, Node } from '../../structs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { FORWARDED_HEADER } from './leader-forward.js';
-import type { RouteContext } from './route-context.js';
+import type { ApiDeps, RouteContext } from './route-context.js';
+
+/** What finding an allocation's node and relaying to it read. */
+type ForwardDeps = Pick<ApiDeps, 'store' | 'localClient' | 'logger'>;
 
 /** The HTTP routes forwarded (each as the node agent declares it); exec is the WebSocket one below. */
 const HTTP_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PUT'; url: string; access: 'read' | 'write' }> = [
@@ -65,11 +69,11 @@ function unreachable(target: Pick<Target, 'nodeName' | 'nodeId'>, why: string): 
  * Throws ApiError 404 (Nomad's "Unknown allocation"), or 502 when its node
  * is gone, down or has no HTTP address, or the request was forwarded already.
  */
-function targetOf(ctx: RouteContext, req: FastifyRequest, allocId: string): Target | undefined {
-  const snap = ctx.deps.store.snapshot();
+function targetOf(deps: ForwardDeps, req: FastifyRequest, allocId: string): Target | undefined {
+  const snap = deps.store.snapshot();
   const alloc = snap.get('allocations', rowKey(allocId)) as Allocation | undefined;
   if (!alloc) throw new ApiError('NOT_FOUND', `Unknown allocation "${allocId}"`);
-  if (alloc.nodeId === ctx.deps.localClient?.nodeId()) return undefined;
+  if (alloc.nodeId === deps.localClient?.nodeId()) return undefined;
   const node = snap.get('nodes', rowKey(alloc.nodeId)) as Node | undefined;
   const target = { nodeName: node?.name ?? alloc.nodeId, nodeId: alloc.nodeId, url: node ? agentUrl(node) : '' };
   if (!node) throw unreachable(target, 'the node is no longer registered');
@@ -137,8 +141,8 @@ function closeReason(message: string): string {
  * `ws_handshake` the token is in the first frame: it is checked here first,
  * then sent on as the node's first frame (the node checks it too).
  */
-function relayExec(ctx: RouteContext, socket: WebSocket, req: FastifyRequest<{ Params: { id: string } }>): void {
-  const log = ctx.deps.logger.child({ component: 'http-client-forward' });
+function relayExec(deps: ForwardDeps, socket: WebSocket, req: FastifyRequest<{ Params: { id: string } }>): void {
+  const log = deps.logger.child({ component: 'http-client-forward' });
   const fail = (code: number, message: string): void => {
     if (socket.readyState === socket.OPEN) socket.close(code, closeReason(message));
   };
@@ -148,7 +152,7 @@ function relayExec(ctx: RouteContext, socket: WebSocket, req: FastifyRequest<{ P
   const open = (): void => {
     let target: Target | undefined;
     try {
-      target = targetOf(ctx, req, req.params.id);
+      target = targetOf(deps, req, req.params.id);
     } catch (err) {
       return fail(err instanceof ApiError && err.code === 'NOT_FOUND' ? 1008 : 1011, (err as Error).message);
     }
@@ -206,10 +210,24 @@ function relayExec(ctx: RouteContext, socket: WebSocket, req: FastifyRequest<{ P
 }
 
 /**
+ * For a dev agent's own exec route: a function that takes the session (and
+ * answers true) when the allocation runs on another node, relaying it to
+ * that node's agent; false when it runs here (or is unknown: the route says so).
+ */
+export function execRelay(deps: ForwardDeps): (socket: WebSocket, req: FastifyRequest<{ Params: { id: string } }>) => boolean {
+  return (socket, req) => {
+    const alloc = deps.store.snapshot().get('allocations', rowKey(req.params.id));
+    if (!alloc || alloc.nodeId === deps.localClient?.nodeId()) return false;
+    relayExec(deps, socket, req);
+    return true;
+  };
+}
+
+/**
  * Registers the forwarding. Without `deps.localClient` (a server agent) it
  * declares the routes themselves; with one (a dev agent, whose own client
  * routes are on this listener) a hook sends on the HTTP requests naming an
- * allocation of another node.
+ * allocation of another node (its exec route calls `execRelay`).
  */
 export function registerClientForwarding(app: FastifyInstance, ctx: RouteContext): void {
   const local = ctx.deps.localClient;
@@ -217,7 +235,7 @@ export function registerClientForwarding(app: FastifyInstance, ctx: RouteContext
     app.addHook('preHandler', async (req, reply) => {
       const url = req.routeOptions.url;
       if (url === undefined || !FORWARDED_URLS.has(url)) return;
-      const target = targetOf(ctx, req, (req.params as { id: string }).id);
+      const target = targetOf(ctx.deps, req, (req.params as { id: string }).id);
       if (target) await forwardHttp(ctx, req, reply, target);
     });
     return;
@@ -227,7 +245,7 @@ export function registerClientForwarding(app: FastifyInstance, ctx: RouteContext
       method: r.method,
       url: r.url,
       config: { access: r.access },
-      handler: async (req, reply) => forwardHttp(ctx, req, reply, targetOf(ctx, req, req.params.id) as Target),
+      handler: async (req, reply) => forwardHttp(ctx, req, reply, targetOf(ctx.deps, req, req.params.id) as Target),
     });
   }
   app.route<{ Params: { id: string } }>({
@@ -237,6 +255,6 @@ export function registerClientForwarding(app: FastifyInstance, ctx: RouteContext
     handler: async () => {
       throw new ApiError('INVALID', "websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header (exec runs over a WebSocket)");
     },
-    wsHandler: (socket, req) => relayExec(ctx, socket, req),
+    wsHandler: (socket, req) => relayExec(ctx.deps, socket, req),
   });
 }
