@@ -4,15 +4,13 @@
 // client agent, real processes; every call here goes to the SERVER's address.
 
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import * as api from '../../src/api/index.js';
 import { jsonObjects } from '../../src/lib/index.js';
-import { ok, until } from '../support/agent-run.js';
+import { until } from '../support/agent-run.js';
 import { Cluster } from '../support/process-cluster.js';
-import { NOTE, talkingJob } from '../support/ui-tools.js';
+import { NOTE, startTalkerCluster } from '../support/ui-tools.js';
 
 const cluster = new Cluster();
 let allocId = '';
@@ -67,13 +65,7 @@ function exec(query: Record<string, string>, headers: Record<string, string>, se
 const stdout = (frames: api.ExecStreamingOutput[]): string => frames.map((f) => (f.stdout?.data ? Buffer.from(f.stdout.data, 'base64').toString() : '')).join('');
 
 before(async () => {
-  await cluster.start({ etcdMembers: 0, clients: 1 });
-  const file = path.join(cluster.dir, 'talker.hcl');
-  writeFileSync(file, talkingJob('talker'));
-  ok(await server().run.cli(['job', 'run', file], { timeoutMs: 120_000 }), 'job run talker');
-  const allocs = await cluster.read<Array<{ ID: string; ClientStatus: string }>>('/v1/job/talker/allocations');
-  allocId = allocs.find((a) => a.ClientStatus === 'running')?.ID ?? '';
-  assert.ok(allocId, JSON.stringify(allocs));
+  allocId = await startTalkerCluster(cluster);
 });
 
 after(async () => {

@@ -7,14 +7,12 @@
 // reaches it from a shell, and that command is the one the CLI runs.
 
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, shot } from '../support/browser.js';
 import { ok, until } from '../support/agent-run.js';
 import { Cluster } from '../support/process-cluster.js';
-import { NOTE, talkingJob } from '../support/ui-tools.js';
+import { NOTE, startTalkerCluster } from '../support/ui-tools.js';
 
 const cluster = new Cluster();
 let browser: Browser;
@@ -23,13 +21,7 @@ let allocId = '';
 const server = () => cluster.servers[0]!;
 
 before(async () => {
-  await cluster.start({ etcdMembers: 0, clients: 1 });
-  const file = path.join(cluster.dir, 'talker.hcl');
-  writeFileSync(file, talkingJob('talker'));
-  ok(await server().run.cli(['job', 'run', file], { timeoutMs: 120_000 }), 'job run talker');
-  const allocs = await cluster.read<Array<{ ID: string; ClientStatus: string }>>('/v1/job/talker/allocations');
-  allocId = allocs.find((a) => a.ClientStatus === 'running')?.ID ?? '';
-  assert.ok(allocId, JSON.stringify(allocs));
+  allocId = await startTalkerCluster(cluster);
   browser = await launchBrowser();
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   await page.goto(`${server().url}/ui/`);

@@ -184,7 +184,9 @@ function relayExec(deps: ForwardDeps, socket: WebSocket, req: FastifyRequest<{ P
     });
     up.on('error', (err) => {
       log.debug({ node: t.nodeId, err: describeError(err) }, 'exec relay to the node agent failed');
-      fail(1011, unreachable(t, `its agent at ${t.url} cannot be reached: ${describeError(err)}`).message);
+      // A close reason holds 123 bytes: the system's code (ECONNREFUSED) rather than its sentence.
+      const code = (err as { code?: unknown }).code;
+      fail(1011, unreachable(t, `its agent at ${t.url} cannot be reached (${typeof code === 'string' ? code : describeError(err)})`).message);
     });
   };
   socket.on('message', (data: Buffer) => {
