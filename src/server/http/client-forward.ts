@@ -9,8 +9,8 @@
 // (`deps.localClient`) and forwards the others' too: the HTTP routes here, exec
 // through `execRelay`, which its own exec route calls first.
 
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WebSocket } from 'ws';
 import { describeError } from '../../lib/index.js';
@@ -34,7 +34,7 @@ const FORWARDED_URLS = new Set(HTTP_ROUTES.map((r) => r.url));
 
 /** Request headers sent on: the caller's token in either header, and how it reads answers. */
 const REQUEST_HEADERS = ['authorization', 'x-nomad-token', 'content-type', 'accept'];
-/** Answer headers not copied back: hop-by-hop ones, and the length of a body fetch may have decoded. */
+/** Answer headers not copied back: hop-by-hop ones, and the length (the body is streamed on, chunked). */
 const SKIPPED_ANSWER_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding']);
 /** How long the node agent has to answer (a followed stream then runs as long as the caller stays). */
 const CONNECT_TIMEOUT_MS = 15_000;
@@ -93,39 +93,48 @@ function forwardHeaders(req: FastifyRequest): Record<string, string> {
   return headers;
 }
 
-/** Sends an HTTP request on to the node agent and answers with its answer, the body piped as it comes. */
+/**
+ * Sends an HTTP request on to the node agent and answers with its answer, the
+ * body piped as it comes. node:http, not fetch: a followed stream may stay
+ * idle for long (plain logs have no heartbeat), and fetch cuts a body idle 5 minutes.
+ */
 async function forwardHttp(ctx: RouteContext, req: FastifyRequest, reply: FastifyReply, target: Target): Promise<FastifyReply> {
   const gone = ctx.signalOf(req, reply);
-  const connect = AbortSignal.timeout(CONNECT_TIMEOUT_MS);
-  const abort = new AbortController();
-  const onConnectTimeout = (): void => abort.abort(connect.reason);
-  connect.addEventListener('abort', onConnectTimeout, { once: true });
-  gone.addEventListener('abort', () => abort.abort(gone.reason), { once: true });
-  const hasBody = req.body !== undefined && req.body !== null;
-  let res: Response;
+  const body = req.body === undefined || req.body === null ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
+  const url = new URL(req.url, target.url);
+  let timedOut = false;
+  let res: IncomingMessage;
   try {
-    res = await fetch(`${target.url}${req.url}`, {
-      method: req.method,
-      headers: forwardHeaders(req),
-      ...(hasBody ? { body: typeof req.body === 'string' ? req.body : JSON.stringify(req.body) } : {}),
-      signal: abort.signal,
+    res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const headers = { ...forwardHeaders(req), ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) };
+      const out = send(url, { method: req.method, headers, signal: gone });
+      const timer = setTimeout(() => {
+        timedOut = true;
+        out.destroy(new Error('no answer'));
+      }, CONNECT_TIMEOUT_MS);
+      out.once('response', (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      });
+      out.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      out.end(body);
     });
   } catch (err) {
     if (gone.aborted) return reply;
-    const why = connect.aborted ? `its agent at ${target.url} did not answer within ${CONNECT_TIMEOUT_MS / 1000} s` : `its agent at ${target.url} cannot be reached: ${describeError((err as { cause?: unknown }).cause ?? err)}`;
+    const why = timedOut ? `its agent at ${target.url} did not answer within ${CONNECT_TIMEOUT_MS / 1000} s` : `its agent at ${target.url} cannot be reached: ${describeError(err)}`;
     throw unreachable(target, why);
-  } finally {
-    connect.removeEventListener('abort', onConnectTimeout);
   }
-  reply.status(res.status);
-  res.headers.forEach((v, k) => {
-    if (!SKIPPED_ANSWER_HEADERS.has(k)) void reply.header(k, v);
-  });
-  if (!res.body) return reply.send();
-  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+  reply.status(res.statusCode ?? 502);
+  for (const [k, v] of Object.entries(res.headers)) {
+    if (v !== undefined && !SKIPPED_ANSWER_HEADERS.has(k)) void reply.header(k, v);
+  }
   // The node going away mid-stream ends the answer; the caller sees the stream end.
-  body.on('error', () => reply.raw.destroy());
-  return reply.send(body);
+  res.on('error', () => reply.raw.destroy());
+  return reply.send(res);
 }
 
 /** A WebSocket close reason fits in 123 bytes. */
