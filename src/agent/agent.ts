@@ -13,7 +13,7 @@ import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, Lifecycle, MemoryReclaimer, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
-import { Server, type ApiToken } from '../server/index.js';
+import { execRelay, Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
 import { agentDriverPlugins } from './driver-plugins.js';
 import { ClientListener, type TokenVerdict } from './client-listener.js';
@@ -156,6 +156,8 @@ export class Agent {
     if (!tokens.some((t) => t.role === 'management')) {
       throw new AgentError('AGENT_CONFIG', 'a server needs at least one management token (tokens { management = [...] } or management_file)');
     }
+    // A dev agent's own node: its allocations are served here, other nodes' forwarded to their agents.
+    const localClient = { nodeId: () => (this.#client?.state === 'running' ? this.#client.nodeId : undefined) };
     // Metrics and client routes are on the server's listener in dev mode; the client comes later.
     this.#server = new Server({
       dataDir: path.join(dataDir, 'server'),
@@ -187,10 +189,16 @@ export class Agent {
         devMode: mode === 'dev',
         ...(mode === 'dev' ? { client: () => clientFacts(this.#client) } : {}),
       },
-      // The web UI on every server's listener; the client's logs/exec routes too in dev mode.
+      // The web UI on every server's listener; the client's logs/exec routes too in dev mode (a server
+      // agent forwards them to the allocation's node, as a dev agent does those of other nodes' allocations).
+      ...(mode === 'dev' ? { localClient } : {}),
       routes: async (app) => {
         await registerUiRoutes(app);
-        if (mode === 'dev') registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root });
+        if (mode === 'dev') {
+          const server = this.#server as Server;
+          const relayExec = execRelay({ get store() { return server.store; }, localClient, logger: root });
+          registerClientRoutes(app, { client: () => this.#client, drivers: this.#drivers, logger: root, relayExec });
+        }
       },
     });
     const address = await this.#server.start();

@@ -99,6 +99,8 @@ export function registerAllocExecRoute(app: FastifyInstance, deps: ClientRoutesD
         throw new ClientRouteError(400, 'INVALID', "websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header (exec runs over a WebSocket)");
       },
       wsHandler: (socket: WebSocket, req: ExecRequest) => {
+      // A dev agent relays the session of another node's allocation to that node's agent.
+      if (deps.relayExec?.(socket, req)) return;
       const stdin = new FrameQueue<Buffer>();
       const resize = new FrameQueue<{ cols: number; rows: number }>();
       const abort = new AbortController();

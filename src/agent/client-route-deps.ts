@@ -3,6 +3,8 @@
 // route finds what a request names in it: the running Client, an
 // allocation's runner, a task; each refusal is a ClientRouteError.
 
+import type { FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
 import { AllocRunner, type Client, type TaskDriver } from '../client/index.js';
 import type { Logger } from '../lib/index.js';
 import { ClientRouteError } from './client-route-error.js';
@@ -12,6 +14,12 @@ export interface ClientRoutesDeps {
   client(): Client | undefined;
   drivers: ReadonlyMap<string, TaskDriver>;
   logger: Logger;
+  /**
+   * Takes an exec session (true) whose allocation runs on another node: a dev
+   * agent relays it to that node's agent (the server's execRelay). Without it
+   * every session is this node's.
+   */
+  relayExec?: (socket: WebSocket, req: FastifyRequest<{ Params: { id: string } }>) => boolean;
 }
 
 /** The running Client. Throws ClientRouteError 503 CLIENT_NOT_READY before it runs. */

@@ -63,6 +63,8 @@ export interface ServerOptions {
    * 'public' for files that need no token (the web UI's).
    */
   routes?: (app: FastifyInstance) => void | Promise<void>;
+  /** The agent's own client, when `routes` serve its /v1/client/... (see ApiDeps.localClient). */
+  localClient?: { nodeId(): string | undefined };
   /**
    * How this server takes part in the election of a cluster's leader. A
    * server on etcd (`etcd`) always elects, with these settings or the
@@ -332,6 +334,7 @@ export class Server {
         leadership: () => this.#leadership,
         ...(this.#opts.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: this.#opts.eventHeartbeatMs } : {}),
         ...(this.#opts.routes ? { extraRoutes: this.#opts.routes } : {}),
+        ...(this.#opts.localClient ? { localClient: this.#opts.localClient } : {}),
         ...(this.#opts.agent ? { agent: this.#opts.agent } : {}),
       });
       const host = this.#opts.bindAddress ?? '127.0.0.1';

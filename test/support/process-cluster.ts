@@ -56,6 +56,8 @@ export class Cluster {
   readonly dir: string;
   readonly mgmt: string;
   readonly nodeToken: string;
+  /** A read-only token the servers know. */
+  readonly readOnly: string;
   etcd!: EtcdCluster;
   readonly servers: ServerProc[] = [];
   readonly clients: AgentRun[] = [];
@@ -68,6 +70,7 @@ export class Cluster {
   constructor(opts: { nodeToken?: string } = {}) {
     this.dir = mkdtempSync('/tmp/bcl-');
     this.mgmt = `cl-mgmt-${process.pid}-0123456789`;
+    this.readOnly = `cl-ro-${process.pid}-0123456789`;
     this.nodeToken = opts.nodeToken ?? `cl-node-${process.pid}-0123456789`;
   }
 
@@ -105,6 +108,7 @@ ports {
 }
 tokens {
   management = ["${this.mgmt}"]
+  read_only  = ["${this.readOnly}"]
   node       = ["${this.nodeToken}"]
 }
 server {

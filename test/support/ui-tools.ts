@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentRun, freePort, killProcessesUnder, mountsUnder, ok } from './agent-run.js';
+import type { Cluster } from './process-cluster.js';
 
 /** The text the task writes into local/note.txt before it starts talking. */
 export const NOTE = 'a note the task wrote for the file browser';
@@ -70,6 +71,19 @@ export function talkingJob(id: string): string {
   }
 }
 `;
+}
+
+/** Starts `cluster` as one server (no etcd) and one client agent, runs talkingJob('talker') through the server, and answers its running allocation's ID. */
+export async function startTalkerCluster(cluster: Cluster): Promise<string> {
+  await cluster.start({ etcdMembers: 0, clients: 1 });
+  const server = cluster.servers[0] as Cluster['servers'][number];
+  const file = path.join(cluster.dir, 'talker.hcl');
+  writeFileSync(file, talkingJob('talker'));
+  ok(await server.run.cli(['job', 'run', file], { timeoutMs: 120_000 }), 'job run talker');
+  const allocs = await cluster.read<Array<{ ID: string; ClientStatus: string }>>('/v1/job/talker/allocations');
+  const allocId = allocs.find((a) => a.ClientStatus === 'running')?.ID ?? '';
+  assert.ok(allocId, JSON.stringify(allocs));
+  return allocId;
 }
 
 export class ToolsCluster {

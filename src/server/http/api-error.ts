@@ -5,10 +5,10 @@
 import { BerthError, type ApiOutcomeCode } from '../../lib/index.js';
 
 /** An error raised by the API layer itself (bad query, missing token, wrong role). */
-export class ApiError extends BerthError<ApiOutcomeCode | 'NODE_UNREACHABLE'> {
+export class ApiError extends BerthError<ApiOutcomeCode | 'NODE_UNREACHABLE' | 'NODE_AGENT_UNREACHABLE'> {
   readonly details: Record<string, unknown>;
 
-  constructor(code: ApiOutcomeCode | 'NODE_UNREACHABLE', message: string, details: Record<string, unknown> = {}) {
+  constructor(code: ApiOutcomeCode | 'NODE_UNREACHABLE' | 'NODE_AGENT_UNREACHABLE', message: string, details: Record<string, unknown> = {}) {
     super(code, message);
     this.details = details;
   }
@@ -41,6 +41,8 @@ const STATUS_BY_CODE: Record<string, number> = {
   UNAVAILABLE: 503,
   ABORTED: 503,
   NODE_UNREACHABLE: 503,
+  /** A /v1/client/ request forwarded to the allocation's node agent found no answer there (a bad gateway). */
+  NODE_AGENT_UNREACHABLE: 502,
   NODE_TIMEOUT: 503,
   STORE_CLOSED: 503,
   STORE_UNAVAILABLE: 503,

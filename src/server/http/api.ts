@@ -14,6 +14,7 @@ import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerAgentRoutes } from './agent-routes.js';
 import { registerAllocRoutes } from './alloc-routes.js';
+import { registerClientForwarding } from './client-forward.js';
 import { registerClusterRoutes } from './cluster-routes.js';
 import { registerDeploymentRoutes } from './deployment-routes.js';
 import { registerDrainRoutes } from './drain-routes.js';
@@ -195,6 +196,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   registerSearchRoutes(app, ctx);
   if (deps.identities) registerIdentityRoutes(app, ctx, deps.identities);
   registerEventRoutes(app, ctx);
+  registerClientForwarding(app, ctx);
 
   if (deps.metrics) registerMetricsRoute(app, deps.metrics.registry);
 

@@ -7,6 +7,7 @@ export { TokenTable, ROLES, type ApiToken, type Role, type Access } from './auth
 export { ApiError, toErrorResponse, statusForCode, type ErrorBody } from './api-error.js';
 export { parseBlockingQuery, blockingRead, DEFAULT_WAIT_MS, MAX_WAIT_MS, type BlockingQuery } from './blocking.js';
 export { FORWARDED_HEADER, LEADER_HEADER } from './leader-forward.js';
+export { execRelay } from './client-forward.js';
 export { registerMetricsRoute } from './metrics-routes.js';
 export { checkStatuses } from './alloc-shapes.js';
 export type { AgentInfo } from './route-context.js';

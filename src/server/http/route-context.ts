@@ -60,6 +60,12 @@ export interface ApiDeps {
   leadership?: () => Leadership | undefined;
   /** What /v1/agent/self and /v1/agent/health tell of the agent running this server; without it, a bare server's defaults. */
   agent?: AgentInfo;
+  /**
+   * The agent's own client when it serves /v1/client/... itself (a dev
+   * agent): its node's allocations are answered there, the others' forwarded.
+   * Without it the server forwards every allocation's client routes to its node.
+   */
+  localClient?: { nodeId(): string | undefined };
   /** More routes on the same listener (the dev agent's /v1/client/...); each must declare `config.access`. */
   extraRoutes?: (app: FastifyInstance) => void | Promise<void>;
 }

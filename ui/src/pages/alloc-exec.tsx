@@ -45,7 +45,7 @@ function describe(state: SessionState, command: string): string {
 }
 
 /** One exec session: the terminal, the socket, and their lifetime (ends when unmounted). */
-function TerminalSession({ allocId, task, command, notHere, onState }: { allocId: string; task: string; command: string[]; notHere: string; onState: (s: SessionState) => void }) {
+function TerminalSession({ allocId, task, command, cli, onState }: { allocId: string; task: string; command: string[]; cli: string; onState: (s: SessionState) => void }) {
   const box = useRef<HTMLDivElement>(null);
   const report = useRef(onState);
   report.current = onState;
@@ -87,10 +87,11 @@ function TerminalSession({ allocId, task, command, notHere, onState }: { allocId
         clearInterval(heartbeat);
         if (disposed) return;
         term.options.disableStdin = true;
-        // A socket refused before it opened has no reason (the browser hides the answer): most likely this agent does not run the allocation.
-        const reason = /^Unknown allocation/.test(e.reason)
-          ? `this agent does not run the allocation; ${notHere}`
-          : e.reason || (opened ? `the connection closed (code ${e.code})` : `this agent did not open the session; ${notHere}`);
+        // The agent relays the session to the allocation's node; when it cannot reach it, its reason names the node.
+        // A socket refused before it opened has no reason (the browser hides the answer).
+        const reason = /^node .* runs this allocation, but /.test(e.reason)
+          ? `${e.reason}. From a shell that reaches the node: ${cli}`
+          : e.reason || (opened ? `the connection closed (code ${e.code})` : 'the agent did not open the session (is it reachable?)');
         const end: SessionState = exitCode !== undefined ? { phase: 'exited', exitCode } : { phase: 'closed', reason };
         term.write(`\r\n\x1b[90m${end.phase === 'exited' ? `exited with code ${end.exitCode}` : end.reason}; the connection has closed.\x1b[0m\r\n`);
         report.current(end);
@@ -112,14 +113,14 @@ function TerminalSession({ allocId, task, command, notHere, onState }: { allocId
       disposed = true;
       for (const c of cleanups.reverse()) c();
     };
-  }, [allocId, task, command]);
+  }, [allocId, task, command, cli]);
 
   return <div class="terminal-box" ref={box} data-terminal={task} />;
 }
 
-/** Where the allocation runs, and the CLI command that reaches it from a shell. */
-function whereItRuns(alloc: Allocation, task: string, command: string[]): string {
-  return `the allocation runs on node ${alloc.NodeName || alloc.NodeID.slice(0, 8)}, whose own agent serves exec. From a shell: berth alloc exec -task ${task} ${alloc.ID} ${command.join(' ')}`;
+/** The CLI command that runs the same session from a shell (offered when the node's agent cannot be reached through this one). */
+function execCommandLine(alloc: Allocation, task: string, command: string[]): string {
+  return `berth alloc exec -task ${task} ${alloc.ID} ${command.join(' ')}`;
 }
 
 function ExecView({ alloc }: { alloc: Allocation }) {
@@ -162,7 +163,7 @@ function ExecView({ alloc }: { alloc: Allocation }) {
           {describe(state, session.command.join(' '))}
         </p>
       ) : null}
-      {session ? <TerminalSession key={session.n} allocId={alloc.ID} task={task} command={session.command} notHere={whereItRuns(alloc, task, session.command)} onState={setState} /> : null}
+      {session ? <TerminalSession key={session.n} allocId={alloc.ID} task={task} command={session.command} cli={execCommandLine(alloc, task, session.command)} onState={setState} /> : null}
     </main>
   );
 }

@@ -148,7 +148,7 @@ export function AllocFilesPage() {
       <h1>Files {path}</h1>
       <Breadcrumbs allocId={id} segments={segments} />
       {!data ? (
-        error ? <p class="error" role="alert">Files unavailable: {toolError(error, alloc, `berth alloc fs ${alloc.ID} ${path}`)}</p> : <p class="loading">Loading…</p>
+        error ? <p class="error" role="alert">Files unavailable: {toolError(error, `berth alloc fs ${alloc.ID} ${path}`)}</p> : <p class="loading">Loading…</p>
       ) : data.kind === 'dir' ? (
         <Listing allocId={id} segments={segments} entries={data.entries} />
       ) : (

@@ -76,7 +76,7 @@ function useFollowedLog(allocId: string, task: string, type: LogType, paused: bo
 }
 
 function LogPane({ alloc, task, type, paused }: { alloc: Allocation; task: string; type: LogType; paused: boolean }) {
-  const describeError = (err: Error): string => toolError(err, alloc, `berth alloc logs -f${type === 'stderr' ? ' -stderr' : ''} ${alloc.ID} ${task}`);
+  const describeError = (err: Error): string => toolError(err, `berth alloc logs -f${type === 'stderr' ? ' -stderr' : ''} ${alloc.ID} ${task}`);
   const { text, status, error, retry } = useFollowedLog(alloc.ID, task, type, paused, describeError);
   const pre = useRef<HTMLPreElement>(null);
   const [atBottom, setAtBottom] = useState(true);

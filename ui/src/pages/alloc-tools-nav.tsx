@@ -81,13 +81,12 @@ export function TaskChooser({ alloc, tool, task, disabled }: { alloc: Allocation
 }
 
 /**
- * Why a tool failed, in the user's words: the API's message, and when this
- * agent does not run the allocation (the client routes are served by the
- * node's own agent; a dev agent serves its own), where it runs and the
- * command that reaches it from a shell.
+ * Why a tool failed, in the user's words: the API's message. The agent
+ * serving the UI forwards the allocation's client routes to the node that
+ * runs it; when that node's agent cannot be reached (502, the message names
+ * the node and why), the command that reaches it from a shell is added.
  */
-export function toolError(err: Error, alloc: Allocation, cli: string): string {
-  const elsewhere = err instanceof ApiError && err.status === 404 && /^(no route |Unknown allocation)/.test(err.message);
-  if (!elsewhere) return err.message;
-  return `this agent does not run the allocation (node ${alloc.NodeName || short(alloc.NodeID)} does; its own agent serves it). From a shell: ${cli}`;
+export function toolError(err: Error, cli: string): string {
+  const unreachable = err instanceof ApiError && err.status === 502;
+  return unreachable ? `${err.message}. From a shell that reaches the node: ${cli}` : err.message;
 }
