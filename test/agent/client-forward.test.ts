@@ -73,7 +73,7 @@ after(async () => {
 });
 
 describe("a server agent forwards the allocation's client routes to its node's agent", { timeout: 240_000 }, () => {
-  it('logs, plain and followed; fs ls and cat; stats', async () => {
+  it('logs, plain and followed; fs ls and cat; stats and checks', async () => {
     const plain = await until('the task to have printed', async () => {
       const r = await call(`/v1/client/fs/logs/${allocId}?task=talk&type=stdout&plain=true`);
       assert.equal(r.status, 200, r.text);
@@ -98,6 +98,10 @@ describe("a server agent forwards the allocation's client routes to its node's a
     assert.equal(stats.status, 200, stats.text);
     const usage = JSON.parse(stats.text) as api.AllocResourceUsage;
     assert.ok(usage.Tasks?.['talk']?.ResourceUsage?.MemoryStats, stats.text);
+    // The node's check results: the job has no service check, so none (not the server's 404).
+    const checks = await call(`/v1/client/allocation/${allocId}/checks`);
+    assert.equal(checks.status, 200, checks.text);
+    assert.deepEqual(JSON.parse(checks.text), {});
   });
 
   it('restarts a task through the server; a read-only token may read but not restart', async () => {

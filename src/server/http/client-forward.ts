@@ -1,5 +1,5 @@
 // Nomad's servers answer the allocation-scoped client routes (/v1/client/fs/...,
-// /v1/client/allocation/:id/{stats,restart,signal,exec}) for any allocation by
+// /v1/client/allocation/:id/{stats,checks,restart,signal,exec}) for any allocation by
 // sending them to the node that runs it; Nomad does it over its RPC, Berth over
 // HTTP, to the node agent's HTTPAddr (where `berth alloc logs` reaches it). The
 // caller's token goes along (the node agent checks it again, as it does for a
@@ -26,7 +26,7 @@ type ForwardDeps = Pick<ApiDeps, 'store' | 'localClient' | 'logger'>;
 /** The HTTP routes forwarded (each as the node agent declares it); exec is the WebSocket one below. */
 const HTTP_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PUT'; url: string; access: 'read' | 'write' }> = [
   ...['ls', 'stat', 'cat', 'readat', 'stream', 'logs'].map((k) => ({ method: 'GET' as const, url: `/v1/client/fs/${k}/:id`, access: 'read' as const })),
-  { method: 'GET', url: '/v1/client/allocation/:id/stats', access: 'read' },
+  ...['stats', 'checks'].map((k) => ({ method: 'GET' as const, url: `/v1/client/allocation/:id/${k}`, access: 'read' as const })),
   ...(['POST', 'PUT'] as const).flatMap((method) => ['restart', 'signal'].map((op) => ({ method, url: `/v1/client/allocation/:id/${op}`, access: 'write' as const }))),
 ];
 const EXEC_ROUTE = '/v1/client/allocation/:id/exec';
