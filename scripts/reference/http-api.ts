@@ -81,6 +81,8 @@ async function registeredRoutes(): Promise<Route[]> {
       health: never,
       doctor: never,
       metrics: { registry: new Registry() } as never,
+      // As a dev agent: its own client routes below (a server agent declares the same paths to forward them).
+      localClient: { nodeId: () => undefined },
       extraRoutes: async (app) => {
         await registerUiRoutes(app);
         registerClientRoutes(app, { client: () => undefined, drivers: new Map(), logger });
