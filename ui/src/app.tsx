@@ -2,7 +2,7 @@
 // tab's event stream, and routes /ui/... paths to the pages.
 
 import { useEffect, useState } from 'preact/hooks';
-import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
+import { LocationProvider, Route, Router, useLocation } from 'preact-iso/router';
 import { api, ApiError, roleOf, saveToken, savedToken, type Caller } from './api';
 import { hub, useStreamState } from './live';
 import { SessionContext } from './session';

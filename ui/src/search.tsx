@@ -5,7 +5,7 @@
 // Escape closes (a combobox with a listbox, as ARIA's pattern).
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useLocation } from 'preact-iso';
+import { useLocation } from 'preact-iso/router';
 import { fuzzySearch, prefixSearch, type FuzzySearchResponse, type SearchResponse } from './api-editor';
 import './search.css';
 

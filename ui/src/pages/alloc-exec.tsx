@@ -9,7 +9,7 @@
 
 import '@xterm/xterm/css/xterm.css';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import type { Allocation } from '../api';
 import { execFrames, execHandshake, execUrl } from '../api-alloc-tools';
 import { Loading } from '../components';

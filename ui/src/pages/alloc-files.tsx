@@ -5,7 +5,7 @@
 // from fs/cat with the tab's token.
 
 import { useState } from 'preact/hooks';
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { catPath, fetchFile, listDir, looksLikeText, readHead, statPath, type FileInfo } from '../api-alloc-tools';
 import { bytes, Facts, Loading, Table, time } from '../components';
 import { useLive } from '../live';

@@ -6,7 +6,7 @@
 // resumes it), and keeps only the last MAX_CHARS of output in the page.
 
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { useLocation, useRoute } from 'preact-iso';
+import { useLocation, useRoute } from 'preact-iso/router';
 import { ApiError, type Allocation } from '../api';
 import { followLogs, type LogType } from '../api-alloc-tools';
 import { Loading } from '../components';

@@ -1,7 +1,7 @@
 // What the allocation's tool pages (logs, files, exec) share: the way back
 // to the allocation, links between the tools, and the task chooser.
 
-import { useLocation } from 'preact-iso';
+import { useLocation } from 'preact-iso/router';
 import { api, ApiError, type Allocation } from '../api';
 import { short } from '../components';
 import { useLive } from '../live';

@@ -4,7 +4,7 @@
 // with the state of each claim and mount, and each task with its lifecycle,
 // events, tools (logs, files, exec) and the end of its logs.
 
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { api, fromNs, type Allocation } from '../api';
 import { Badge, Facts, Loading, short, time } from '../components';
 import { useLive } from '../live';

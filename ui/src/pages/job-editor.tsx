@@ -6,7 +6,7 @@
 // read-only token gets no editor (and the API refuses it anyway).
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useLocation, useRoute } from 'preact-iso';
+import { useLocation, useRoute } from 'preact-iso/router';
 import { ApiError, type Job } from '../api';
 import { detectFormat, loadJobSource, parseJob, planJob, runJob, type JobFormat, type JobPlanResponse, type JobSource } from '../api-editor';
 import { Loading, Section } from '../components';

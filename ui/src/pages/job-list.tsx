@@ -3,7 +3,7 @@
 // and filters kept in the URL's query so a link or a reload keeps them.
 
 import { useState } from 'preact/hooks';
-import { useLocation } from 'preact-iso';
+import { useLocation } from 'preact-iso/router';
 import { fromNs } from '../api';
 import { jobHref, jobsApi } from '../api-jobs';
 import { Badge, Loading, Table, ago } from '../components';

@@ -5,7 +5,7 @@
 // evaluations and deployments.
 
 import { useRef } from 'preact/hooks';
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { actions, fromNs } from '../api';
 import { jobActions, jobHref, jobsApi, type AllocStub } from '../api-jobs';
 import { ActionButton, Badge, Facts, Loading, Section, Table, ago, short, time } from '../components';

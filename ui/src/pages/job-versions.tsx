@@ -3,7 +3,7 @@
 // before it as Nomad's UI shows them; Revert registers an older version again
 // (PUT /v1/job/:id/revert, refused if the job changed meanwhile).
 
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { fromNs } from '../api';
 import { jobActions, jobHref, jobsApi } from '../api-jobs';
 import { ActionButton, Badge, Loading, time } from '../components';

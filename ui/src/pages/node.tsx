@@ -5,7 +5,7 @@
 // its allocations, events and attributes. All of it from GET /v1/node/:id
 // and the node's allocations.
 
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { fromGoTime, fromNs, type HealthReport, type Node } from '../api';
 import { allocated, holdsResources, megabytes, nodesApi, sumAllocated } from '../api-nodes';
 import { Badge, Facts, Healthy, Loading, Section, Table, ago, short, time } from '../components';

@@ -1,7 +1,7 @@
 // CSI plugins, and a plugin: controllers and nodes healthy against expected,
 // capabilities, each instance with its health reason, its allocations and volumes.
 
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { api, fromGoTime, fromNs, type HealthReport, type PluginStub } from '../api';
 import { Badge, Facts, Healthy, Loading, Section, Table, ago, short } from '../components';
 import { useLive } from '../live';

@@ -4,7 +4,7 @@
 // results. Healthy is what the API serves by default (Berth leaves out an
 // instance whose checks are critical or pending); `include_unhealthy` adds the rest.
 
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { servicesApi, type CheckStatus, type ServiceInstance } from '../api-nodes';
 import { Badge, Facts, Loading, Section, Table, ago, short } from '../components';
 import { useLive } from '../live';

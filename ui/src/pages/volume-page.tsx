@@ -3,7 +3,7 @@
 // history in words (claimed, published, release started, released, with the
 // reason), topology, drift, and detaching (writers only).
 
-import { useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso/router';
 import { api, fromGoTime, HEALTH_FIELDS, usageHistory, volumeCondition, volumeDrift, volumeUsage, type Claim, type Volume, type VolumeUsage } from '../api';
 import { TimeChart, type ChartSeries } from '../chart';
 import { Badge, Facts, Loading, Section, Table, UsageBar, bytes, short, time } from '../components';
