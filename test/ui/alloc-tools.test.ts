@@ -17,6 +17,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { WebSocket } from 'ws';
 import type { AllocFileInfo } from '../../src/api/index.js';
 import { launchBrowser, shot } from '../support/browser.js';
+import { loginAs, openPage } from '../support/ui-pages.js';
 import { until } from '../support/agent-run.js';
 import { BURST_LINES, NOTE, ToolsCluster } from '../support/ui-tools.js';
 
@@ -26,17 +27,9 @@ let ctx: BrowserContext;
 let page: Page;
 let allocId = '';
 
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
-}
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
-async function open(p: Page, urlPath: string, heading: RegExp | string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}${urlPath}`);
-  await p.getByRole('heading', { level: 1, name: heading }).waitFor();
-}
+const open = (p: Page, urlPath: string, heading: RegExp | string): Promise<void> => openPage(p, cluster.agent.addr, urlPath, heading);
 
 /** The numbers N of the `<word> N` lines in `text`, in order. */
 function numbers(text: string, word: 'out' | 'err'): number[] {

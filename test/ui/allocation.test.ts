@@ -22,6 +22,7 @@ import { freePort, mountsUnder, ok, until } from '../support/agent-run.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { HOLD_MIB, lifecycleJob } from '../support/ui-alloc.js';
 import { UiCluster } from '../support/ui-cluster.js';
+import { loginAs } from '../support/ui-pages.js';
 
 const cluster = new UiCluster(mkdtempSync('/tmp/berth-ui-alloc-'), { volume: 'ua-data' });
 const JOB = 'ua-web';
@@ -35,12 +36,7 @@ const pageStats: AllocResourceUsage[] = [];
 
 const apiGet = <T>(p: string): Promise<T> => cluster.get<T>(p);
 
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
-}
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
 async function openAlloc(p: Page, id: string): Promise<void> {
   await p.goto(`${cluster.agent.addr}/ui/allocations/${id}`);

@@ -17,6 +17,7 @@ import type { AllocationListStub, Job, JobPlanResponse, NodeListStub } from '../
 import { until } from '../support/agent-run.js';
 import { launchBrowser, shot } from '../support/browser.js';
 import { UiCluster } from '../support/ui-cluster.js';
+import { loginAs } from '../support/ui-pages.js';
 
 const cluster = new UiCluster(mkdtempSync('/tmp/berth-uiedit-'), { volume: 'editor-vol' });
 let browser: Browser;
@@ -66,12 +67,7 @@ async function send<T>(method: string, p: string, body: unknown, token = cluster
   return { status: res.status, body: parsed as T, text };
 }
 
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
-}
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
 /** The allocations of a job the API reports running. */
 async function running(id: string): Promise<AllocationListStub[]> {

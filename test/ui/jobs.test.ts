@@ -17,6 +17,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { AllocationListStub, Deployment, Evaluation, Job, JobListStub, JobVersionsResponse } from '../../src/api/index.js';
 import { until } from '../support/agent-run.js';
 import { launchBrowser, shot } from '../support/browser.js';
+import { loginAs, openPage } from '../support/ui-pages.js';
 import { batchJob, canaryJob, JobsCluster, rollingJob, unplaceableJob } from '../support/ui-jobs.js';
 
 const cluster = new JobsCluster(mkdtempSync('/tmp/berth-ui-jobs-'));
@@ -25,17 +26,9 @@ let page: Page;
 
 const apiGet = <T>(p: string): Promise<T> => cluster.get<T>(p);
 
-async function open(p: Page, urlPath: string, heading: RegExp): Promise<void> {
-  await p.goto(`${cluster.agent.addr}${urlPath}`);
-  await p.getByRole('heading', { level: 1, name: heading }).waitFor({ timeout: 60_000 });
-}
+const open = (p: Page, urlPath: string, heading: RegExp | string): Promise<void> => openPage(p, cluster.agent.addr, urlPath, heading);
 
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor({ timeout: 60_000 });
-}
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
 const mainText = (p: Page = page): Promise<string> => p.locator('main').innerText();
 const esc = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import type { AllocationListStub, AllocCheckStatuses, Evaluation, Node, NodeListStub, ServiceRegistration } from '../../src/api/index.js';
 import { launchBrowser, shot } from '../support/browser.js';
+import { loginAs, openPage } from '../support/ui-pages.js';
 import { until } from '../support/agent-run.js';
 import { NODE_FIXTURE, NodesCluster, workerJob } from '../support/ui-nodes.js';
 
@@ -32,17 +33,9 @@ async function mainText(p: Page = page): Promise<string> {
   return p.locator('main').innerText();
 }
 
-async function open(p: Page, urlPath: string, heading: RegExp): Promise<void> {
-  await p.goto(`${cluster.agent.addr}${urlPath}`);
-  await p.getByRole('heading', { level: 1, name: heading }).waitFor();
-}
+const open = (p: Page, urlPath: string, heading: RegExp | string): Promise<void> => openPage(p, cluster.agent.addr, urlPath, heading);
 
-async function login(p: Page, token: string): Promise<void> {
-  await p.goto(`${cluster.agent.addr}/ui/`);
-  await p.getByLabel('API token').fill(token);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { level: 1, name: 'Cluster overview' }).waitFor();
-}
+const login = (p: Page, token: string): Promise<void> => loginAs(p, cluster.agent.addr, token);
 
 /** What the node can give allocations, as the API says: its resources less what it keeps back. */
 function capacityOf(n: NodeListStub): { cpu: number; mem: number } {
