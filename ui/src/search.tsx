@@ -170,7 +170,8 @@ export function SearchBox() {
           setOpen(true);
         }}
         onFocus={() => setOpen(true)}
-        onBlur={() => setTimeout(() => setOpen(false), 150)}
+        // Closed a moment after the focus leaves (a click on a hit lands first), unless it came back meanwhile.
+        onBlur={() => setTimeout(() => document.activeElement !== input.current && setOpen(false), 150)}
         onKeyDown={onKeyDown}
       />
       {show ? (
