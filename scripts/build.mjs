@@ -45,7 +45,8 @@ rmSync(next, { recursive: true, force: true });
 mkdirSync(next, { recursive: true });
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { main: 'src/main.ts' },
+  // The API's front worker threads load their own entry (src/server/http/api-workers/pool.ts finds it as ./api-worker.js).
+  entryPoints: { main: 'src/main.ts', 'api-worker': 'src/server/http/api-workers/worker-main.ts' },
   outdir: next,
   bundle: true,
   splitting: true,

@@ -38,6 +38,7 @@ export const CONFIG_BODY: HclBody = {
       advertise_address: attr('advertiseAddress'),
       lease_ttl: attr('leaseTtl'),
       oidc_issuer: attr('oidcIssuer'),
+      api_workers: attr('apiWorkers'),
       store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix'), write_timeout: attr('writeTimeout') } } } },
     },
   },
@@ -159,6 +160,8 @@ export const configSchema = z.strictObject({
       leaseTtl: duration.optional(),
       /** Nomad's oidc_issuer: the `iss` of workload identities, and what OIDC discovery names. */
       oidcIssuer: httpUrl.optional(),
+      /** HTTP front workers (threads) beside the main thread; 0: the main thread serves the API alone. */
+      apiWorkers: z.number().int('must be a whole number').min(0, 'must be 0 or more (0: the main thread serves the API alone)').max(64, 'must be at most 64').optional(),
       store: z
         .strictObject({
           etcd: z

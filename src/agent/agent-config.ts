@@ -35,6 +35,8 @@ export interface AgentConfig {
     leaseTtlMs?: number;
     /** The `iss` of workload identities and the issuer /.well-known/openid-configuration names (Nomad's oidc_issuer); without it that endpoint answers 404. */
     oidcIssuer?: string;
+    /** HTTP front workers (threads) in front of the main thread; 0: the main thread serves the API alone. Default min(cores, 4). */
+    apiWorkers?: number;
     /**
      * Keep the state in etcd instead of <data_dir>/server/state.db. write_timeout: how long a
      * change (and the start) waits for etcd before STORE_UNAVAILABLE; default 5 s.
@@ -230,6 +232,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(raw.server?.advertiseAddress ? { advertiseAddress: raw.server.advertiseAddress } : {}),
       ...(raw.server?.leaseTtl ? { leaseTtlMs: durationMs(raw.server.leaseTtl) } : {}),
       ...(raw.server?.oidcIssuer ? { oidcIssuer: raw.server.oidcIssuer } : {}),
+      ...(raw.server?.apiWorkers !== undefined ? { apiWorkers: raw.server.apiWorkers } : {}),
       ...(raw.server?.store?.etcd ? { etcd: etcdSettings(raw.server.store.etcd) } : {}),
     },
     client: {

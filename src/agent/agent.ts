@@ -13,7 +13,7 @@ import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, Lifecycle, MemoryReclaimer, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
-import { execRelay, Server, type ApiToken } from '../server/index.js';
+import { defaultApiWorkers, execRelay, Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
 import { agentDriverPlugins } from './driver-plugins.js';
 import { ClientListener, type TokenVerdict } from './client-listener.js';
@@ -165,6 +165,7 @@ export class Agent {
       tokens,
       bindAddress,
       port,
+      apiWorkers: config.server.apiWorkers ?? defaultApiWorkers(),
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
       ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
       ...(config.server.oidcIssuer ? { oidcIssuer: config.server.oidcIssuer } : {}),

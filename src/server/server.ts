@@ -14,7 +14,7 @@ import {
   type LifecycleState,
   type Logger,
 } from '../lib/index.js';
-import { buildApi, RequestsInFlight, type AgentInfo, type ApiToken } from './http/index.js';
+import { ApiWorkers, buildApi, RequestsInFlight, type AgentInfo, type ApiDeps, type ApiToken } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
@@ -47,6 +47,13 @@ export interface ServerOptions {
   bindAddress?: string;
   /** Default 0: an ephemeral port (see the address start() returns). */
   port?: number;
+  /**
+   * HTTP front workers (worker threads) accepting on the API's address
+   * beside the main thread: they serve job registrations up to the store
+   * write and relay every other request to the main thread's API
+   * (src/server/http/api-workers). Default 0: the main thread alone.
+   */
+  apiWorkers?: number;
   /** A node silent for this long is marked down. Default 30 s. */
   heartbeatTtlMs?: number;
   /** Deadline of one server-to-node call (controller publish, node detach...). Default 60 s. */
@@ -154,6 +161,7 @@ export class Server {
   /** Term changes run one after another. */
   #termChange: Promise<void> = Promise.resolve();
   #api: FastifyInstance | undefined;
+  #apiWorkers: ApiWorkers | undefined;
   /** The API's write requests being served: the evaluation worker runs when there are none. */
   readonly #inFlight = new RequestsInFlight();
   #metrics: ServerMetrics | undefined;
@@ -243,6 +251,11 @@ export class Server {
     return this.#metrics;
   }
 
+  /** The API's front workers; undefined when it has none (`apiWorkers` 0) or is not started. */
+  get apiWorkers(): ApiWorkers | undefined {
+    return this.#apiWorkers;
+  }
+
   /** Requests the API began since the start, of every kind (nodes' heartbeats too): the agent's measure of its traffic. */
   get requestsBegun(): number {
     return this.#inFlight.begun;
@@ -307,7 +320,7 @@ export class Server {
       const termNodes = (): NodeService => (this.#term as LeaderTerm).nodes;
       // eslint-disable-next-line @typescript-eslint/no-this-alias -- getters below read the current term
       const self = this;
-      this.#api = await buildApi({
+      const deps: ApiDeps = {
         store,
         jobs: this.#jobs,
         inFlight: this.#inFlight,
@@ -336,9 +349,14 @@ export class Server {
         ...(this.#opts.routes ? { extraRoutes: this.#opts.routes } : {}),
         ...(this.#opts.localClient ? { localClient: this.#opts.localClient } : {}),
         ...(this.#opts.agent ? { agent: this.#opts.agent } : {}),
-      });
+      };
+      this.#api = await buildApi(deps);
       const host = this.#opts.bindAddress ?? '127.0.0.1';
       await this.#api.listen({ host, port: this.#opts.port ?? 0 });
+      if (this.#opts.apiWorkers) {
+        this.#apiWorkers = new ApiWorkers({ deps, app: this.#api, count: this.#opts.apiWorkers, ...(this.#opts.dataDir ? { dataDir: this.#opts.dataDir } : {}), logger: root });
+        await this.#apiWorkers.start();
+      }
       const addr = this.#api.server.address();
       const port = typeof addr === 'object' && addr ? addr.port : (this.#opts.port ?? 0);
       const urlHost = host.includes(':') ? `[${host}]` : host;
@@ -457,6 +475,8 @@ export class Server {
         this.#log.warn({ what, err: describeError(err) }, 'error while stopping');
       }
     };
+    // The workers first: they relay to the API, which ends the blocking reads and streams they carry.
+    await step('api workers', () => this.#apiWorkers?.close());
     await step('http', () => this.#api?.close());
     // Stepping down stops the term's loops (listeners run before stop() returns).
     await step('leadership', () => this.#leadership?.stop());

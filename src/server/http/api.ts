@@ -11,6 +11,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
+import { errorAnswer } from './api-workers/index.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerAgentRoutes } from './agent-routes.js';
 import { registerAllocRoutes } from './alloc-routes.js';
@@ -213,19 +214,15 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
  * problem's line, the node) a client needs to say more.
  */
 function sendError(req: FastifyRequest, reply: FastifyReply, status: number, body: ErrorBody): FastifyReply {
-  void reply.header('X-Berth-Error-Code', body.code);
-  if (wantsJson(req.headers.accept)) return reply.status(status).send(body);
-  return reply.status(status).type('text/plain; charset=utf-8').send(body.message);
+  const a = errorAnswer(req.headers.accept, status, body);
+  for (let i = 0; i + 1 < a.headers.length; i += 2) void reply.header(a.headers[i] as string, a.headers[i + 1]);
+  return reply.status(status).type(a.type).send(a.payload);
 }
 
 /** A WebSocket upgrade whose token comes in its first message (Nomad's `ws_handshake=true`). */
 function isHandshakeUpgrade(req: FastifyRequest): boolean {
   const q = (req.query ?? {}) as Record<string, unknown>;
   return String(req.headers.upgrade ?? '').toLowerCase() === 'websocket' && ['1', 't', 'true', 'TRUE', 'True'].includes(String(q['ws_handshake'] ?? ''));
-}
-
-function wantsJson(accept: string | undefined): boolean {
-  return accept !== undefined && /\bapplication\/json\b/i.test(accept);
 }
 
 /** A log-safe description of an unexpected error: its class and message, never request data. */

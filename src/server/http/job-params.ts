@@ -2,6 +2,8 @@
 // flag read as Go's strconv.ParseBool reads it, and the QueryMeta Nomad's
 // server writes into a write's answer.
 
+import type { JobRegisterResponse } from '../../api/index.js';
+import { jobModifyIndex, type Job } from '../../structs/index.js';
 import { ApiError } from './api-error.js';
 
 type Query = Record<string, string | undefined>;
@@ -22,3 +24,8 @@ export const queryMeta = (index: number): { Index: number; LastContact: number; 
   KnownLeader: true,
   NextToken: '',
 });
+
+/** PUT/POST /v1/jobs's JobRegisterResponse for a registration written at `out.index`. */
+export function registerResponse(out: { index: number; evaluation: { id: string; createIndex: number }; job: Job }): JobRegisterResponse {
+  return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
+}

@@ -15,8 +15,6 @@ import {
   jobModifyIndex,
   jobToNomad,
   nextLaunch,
-  nomadJobToSpec,
-  parseJobSpec,
   publicJob,
   specOfJob,
   specToNomadJob,
@@ -28,65 +26,19 @@ import { jobSummaryIn, problemsAgainstState } from '../jobs/index.js';
 import { rowKey } from '../state/index.js';
 import { ApiError } from './api-error.js';
 import { objectBody, type RouteContext } from './route-context.js';
+import { isObj, jobNamespace, nomadPathsOf, readRegistration, requestJob, specOfNomadJob } from './job-register-input.js';
+
+export { specOfNomadJob };
 import { registerJobChildRoutes } from './job-child-routes.js';
 import { JobListCache } from './job-list-cache.js';
 import { planResponse } from './job-plan-shapes.js';
 import { registerJobVersionRoutes } from './job-version-routes.js';
-import { boolParam, queryMeta } from './job-params.js';
+import { boolParam, queryMeta, registerResponse } from './job-params.js';
 import { listPage, nomadRead, queryOptions, setIndexHeaders } from './nomad-read.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
 
-
-const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
-
-/**
- * The namespace a job write is for, as Nomad's namespaceForJob picks it:
- * the query's, then the body's WriteRequest, then the job's own, then default.
- */
-function jobNamespace(req: FastifyRequest, body: Record<string, unknown>, job: Record<string, unknown>): string {
-  const query = req.query as Query;
-  for (const v of [query['namespace'], body['Namespace'], job['Namespace']]) if (typeof v === 'string' && v !== '') return v;
-  return 'default';
-}
-
-/** A job read from Nomad's Job JSON, and where each of its canonical paths came from. */
-interface ReadJob {
-  spec: JobSpec;
-  /** Canonical path -> Nomad path in the request body (`Job.TaskGroups[0].Count`). */
-  origins: Map<string, string>;
-}
-
-/**
- * Nomad's Job JSON -> Berth's checked spec in `namespace`. Throws
- * JobValidationError (400) listing every problem at its Nomad path: a field
- * Berth does not support, or the spec's own problems.
- */
-export function specOfNomadJob(job: Record<string, unknown>, namespace: string): ReadJob {
-  // Read as the body holds it, so that paths name the field in the body: `Job.TaskGroups[0].Count`.
-  const t = nomadJobToSpec({ Job: job });
-  if (t.problems.length) throw new JobValidationError(t.problems);
-  try {
-    return { spec: parseJobSpec({ ...t.input, namespace }), origins: t.origins };
-  } catch (err) {
-    throw nomadPathsOf(err, t.origins);
-  }
-}
-
-/** A JobValidationError with its problems at their Nomad paths (what the state refused: unknown volumes, a plugin ID taken); anything else as it is. */
-function nomadPathsOf(err: unknown, origins: Map<string, string>): unknown {
-  return err instanceof JobValidationError ? new JobValidationError(atNomadPaths({ origins }, err.problems)) : err;
-}
-
-/** The `Job` of a request body; ApiError INVALID (Nomad's words) when there is none or it has no ID, or not the path's. */
-function requestJob(body: Record<string, unknown>, idFromPath: string | undefined, words: { noId: string; mismatch: string }): Record<string, unknown> {
-  const job = body['Job'];
-  if (!isObj(job)) throw new ApiError('INVALID', 'Job must be specified', { field: 'Job' });
-  if (typeof job['ID'] !== 'string' || job['ID'] === '') throw new ApiError('INVALID', words.noId, { field: 'Job.ID' });
-  if (idFromPath !== undefined && job['ID'] !== idFromPath) throw new ApiError('INVALID', words.mismatch, { field: 'Job.ID' });
-  return job;
-}
 
 export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { deps } = ctx;
@@ -108,20 +60,12 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
 
   // PUT/POST /v1/jobs and /v1/job/:id: Nomad's JobRegisterRequest -> JobRegisterResponse.
   const register = async (req: FastifyRequest, reply: FastifyReply, idFromPath?: string): Promise<api.JobRegisterResponse> => {
-    const body = objectBody(req.body);
-    const job = requestJob(body, idFromPath, { noId: "Job ID hasn't been provided", mismatch: 'Job ID does not match name' });
-    const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
-    let checkIndex: number | undefined;
-    if (body['EnforceIndex'] === true) {
-      const raw = body['JobModifyIndex'] ?? 0;
-      if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw new ApiError('INVALID', 'JobModifyIndex must be a job modify index (a whole number, 0 for a new job)', { field: 'JobModifyIndex' });
-      checkIndex = raw;
-    }
+    const { spec, origins, checkIndex } = readRegistration(req.body, req.query as Query, idFromPath);
     const out = await jobs.register(spec, checkIndex === undefined ? {} : { checkIndex }).catch((err: unknown) => {
       throw nomadPathsOf(err, origins);
     });
     setIndexHeaders(ctx, reply, out.index);
-    return { EvalID: out.evaluation.id, EvalCreateIndex: out.evaluation.createIndex, JobModifyIndex: jobModifyIndex(out.job), Warnings: '', ...queryMeta(out.index) };
+    return registerResponse(out);
   };
   for (const method of ['put', 'post'] as const) {
     app[method]('/v1/jobs', { config: { access: 'write' } }, (req, reply) => register(req, reply));
@@ -173,7 +117,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
   const plan = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply): Promise<api.JobPlanResponse> => {
     const body = objectBody(req.body);
     const job = requestJob(body, req.params.id, { noId: 'Job must have a valid ID', mismatch: 'Job ID does not match' });
-    const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
+    const { spec, origins } = specOfNomadJob(job, jobNamespace(req.query as Query, body, job));
     const snap = store.snapshot();
     const prev = snap.get('jobs', rowKey(spec.namespace, spec.id));
     let result: JobPlan;
@@ -203,7 +147,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     if (!isObj(job)) throw new ApiError('INVALID', 'Job must be specified', { field: 'Job' });
     let problems: JobProblem[] = [];
     try {
-      const { spec, origins } = specOfNomadJob(job, jobNamespace(req, body, job));
+      const { spec, origins } = specOfNomadJob(job, jobNamespace(req.query as Query, body, job));
       problems = atNomadPaths({ origins }, problemsAgainstState(spec, store.snapshot()));
     } catch (err) {
       if (!(err instanceof JobValidationError)) throw err;

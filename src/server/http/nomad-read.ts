@@ -62,11 +62,15 @@ export function inNamespace(ns: string): (row: { namespace: string }) => boolean
  * (0 on the leader itself and on a solo server).
  */
 export function setIndexHeaders(ctx: RouteContext, reply: FastifyReply, index: number): void {
-  const leadership = ctx.deps.leadership?.();
+  const h = indexHeaders(ctx.deps, index);
+  for (let i = 0; i + 1 < h.length; i += 2) void reply.header(h[i] as string, h[i + 1]);
+}
+
+/** The index headers of an answer at `index` (name, value, ...; lowercase, as fastify writes them). */
+export function indexHeaders(deps: Pick<RouteContext['deps'], 'leadership'>, index: number): string[] {
+  const leadership = deps.leadership?.();
   const knownLeader = leadership === undefined || leadership.leader !== undefined;
-  void reply.header('X-Nomad-Index', String(Math.max(1, index)));
-  void reply.header('X-Nomad-KnownLeader', knownLeader ? 'true' : 'false');
-  void reply.header('X-Nomad-LastContact', '0');
+  return ['x-nomad-index', String(Math.max(1, index)), 'x-nomad-knownleader', knownLeader ? 'true' : 'false', 'x-nomad-lastcontact', '0'];
 }
 
 /**

@@ -1,0 +1,135 @@
+// The worker's fast path: PUT/POST /v1/jobs and /v1/job/:id. The worker
+// authenticates the caller, reads the body with fastify's limit, parses the
+// JSON and reads Nomad's Job into Berth's checked spec (zod) off the main
+// thread; main only writes it (JobService.register: the registrations that
+// reach main in one turn share a store write) and says what to answer.
+// Anything the route would refuse (a bad token, a body too large, bad JSON,
+// a job that does not check) is relayed to main's fastify with the body
+// read so far, so every refusal is main's own, word for word; so is a
+// registration on a follower (main says "relay": fastify forwards it).
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { nestingProblem } from '../../../structs/index.js';
+import type { TokenTable } from '../auth.js';
+import { readRegistration, type Registration } from '../job-register-input.js';
+import { writeAnswer } from './answers.js';
+import type { FromWorker, ToWorker } from './protocol.js';
+import type { Relay } from './relay.js';
+
+/** Whether fastify's JSON parser (secure-json-parse) might read the body differently from JSON.parse: prototype keys, escapes that could spell them, a BOM. */
+const MAYBE_PROTO = /__proto__|constructor|prototype|\\u00[5-7]|^\uFEFF/i;
+/** A job ID that needs no decoding in a path (fastify decodes the others; those are relayed). */
+const PLAIN_ID = /^[A-Za-z0-9._~-]+$/;
+
+/** The registration route of a request, or undefined when it is not one. */
+export function registrationRoute(method: string | undefined, url: string | undefined): { route: string; id?: string } | undefined {
+  if ((method !== 'PUT' && method !== 'POST') || !url) return undefined;
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (path === '/v1/jobs') return { route: '/v1/jobs' };
+  if (!path.startsWith('/v1/job/')) return undefined;
+  const id = path.slice('/v1/job/'.length);
+  return PLAIN_ID.test(id) ? { route: '/v1/job/:id', id } : undefined;
+}
+
+export class FastRegister {
+  readonly #post: (m: FromWorker) => void;
+  readonly #tokens: TokenTable;
+  readonly #bodyLimit: number;
+  readonly #relay: Relay;
+  readonly #waiting = new Map<number, (m: ToWorker) => void>();
+  #next = 1;
+
+  constructor(opts: { post: (m: FromWorker) => void; tokens: TokenTable; bodyLimit: number; relay: Relay }) {
+    this.#post = opts.post;
+    this.#tokens = opts.tokens;
+    this.#bodyLimit = opts.bodyLimit;
+    this.#relay = opts.relay;
+  }
+
+  /** Registrations handed to main and not answered yet. */
+  get waiting(): number {
+    return this.#waiting.size;
+  }
+
+  /** Main's answer to registration `m.id`. */
+  answered(m: ToWorker): void {
+    if (m.t !== 'answer' && m.t !== 'relay') return;
+    const w = this.#waiting.get(m.id);
+    this.#waiting.delete(m.id);
+    w?.(m);
+  }
+
+  /** Serves one registration request (see the file comment). */
+  serve(req: IncomingMessage, res: ServerResponse, at: { route: string; id?: string }): void {
+    const id = this.#next++;
+    const began = performance.now();
+    let caller: string | undefined;
+    let served = false;
+    // A write request in flight from its headers until its answer closed, as api.ts's onRequest hook counts it.
+    this.#post({ t: 'enter', id });
+    res.once('close', () => {
+      this.#post({
+        t: 'leave',
+        id,
+        ...(served ? { log: { method: req.method ?? '', route: at.route, status: res.statusCode, ...(caller ? { caller } : {}), ms: Math.round(performance.now() - began) } } : {}),
+      });
+    });
+    try {
+      const token = req.headers['x-nomad-token'];
+      caller = this.#tokens.authorize(req.headers.authorization, 'write', typeof token === 'string' ? token : undefined).name;
+    } catch {
+      return this.#relay.request(req, res);
+    }
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (!(length <= this.#bodyLimit)) return this.#relay.request(req, res);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let handedOver = false;
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size <= this.#bodyLimit) return;
+      // Too large: main's fastify refuses it as it does (413, the rest of the body drained).
+      handedOver = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.pause();
+      this.#relay.request(req, res, chunks);
+    };
+    const onEnd = (): void => {
+      if (handedOver) return;
+      const reg = this.#read(Buffer.concat(chunks).toString('utf8'), req.url ?? '', at.id);
+      if (!reg) return this.#relay.request(req, res, chunks);
+      this.#waiting.set(id, (m) => {
+        if (m.t === 'relay') return this.#relay.request(req, res, chunks);
+        if (m.t !== 'answer') return;
+        served = true;
+        writeAnswer(res, m.answer);
+      });
+      try {
+        this.#post({ t: 'register', id, reg, ...(req.headers.accept !== undefined ? { accept: req.headers.accept } : {}) });
+      } catch {
+        // Something in the spec main cannot be sent (never expected): main's fastify reads it again.
+        this.#waiting.delete(id);
+        this.#relay.request(req, res, chunks);
+      }
+    };
+    req.on('data', onData);
+    req.once('end', onEnd);
+  }
+
+  /** The registration, or undefined when main's fastify must answer it (it refuses it, or reads it differently). */
+  #read(body: string, url: string, id: string | undefined): Registration | undefined {
+    if (body.trim() === '' || MAYBE_PROTO.test(body) || nestingProblem(body)) return undefined;
+    const q = url.indexOf('?');
+    const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+    const ns = params.getAll('namespace');
+    if (ns.length > 1) return undefined;
+    try {
+      return readRegistration(JSON.parse(body), ns.length ? { namespace: ns[0] } : {}, id);
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,257 @@
+// The API's front workers, main's side. Main (the one writer: it owns the
+// state store, the scheduler and, in a dev agent, the client) keeps its
+// fastify listener; N worker threads accept on the same socket beside it.
+// A worker serves job registrations up to the store write, which it hands
+// to main (registered here: JobService.register, so registrations that
+// arrive in one turn share a write), and relays every other request to
+// main's fastify over an internal unix socket (0600, in the server's data
+// dir) whose connections main's HTTP server takes as its own. Blocking
+// reads and event streams are main's, so they stay exact.
+//
+// A worker tells main when a write request it serves begins and ends, so
+// RequestsInFlight (the evaluation worker's wait for a quiet API) and the
+// request log count it. A worker that dies is logged and replaced; what it
+// had in flight is no longer counted.
+
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { FastifyInstance } from 'fastify';
+import { describeError, type Logger } from '../../../lib/index.js';
+import { MAX_REQUEST_BODY_BYTES } from '../../../structs/index.js';
+import { toErrorResponse } from '../api-error.js';
+import { nomadPathsOf, type Registration } from '../job-register-input.js';
+import { registerResponse } from '../job-params.js';
+import { indexHeaders } from '../nomad-read.js';
+import type { ApiDeps } from '../route-context.js';
+import { errorAnswer, JSON_TYPE, type Answer } from './answers.js';
+import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+
+/** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
+const MAX_SOCKET_PATH = 100;
+/** A dead worker is replaced after this long, doubled after each death in a row, up to RESTART_MAX_MS. */
+const RESTART_MIN_MS = 100;
+const RESTART_MAX_MS = 10_000;
+/** How long close() waits for a worker to finish what it serves before ending it. */
+const CLOSE_WAIT_MS = 6_000;
+
+export interface ApiWorkersOptions {
+  /** The services the fast path needs (the store's staleness, jobs, who leads, the tokens, the request count). */
+  deps: Pick<ApiDeps, 'jobs' | 'store' | 'inFlight' | 'leadership' | 'tokens' | 'bodyLimit'>;
+  /** Main's API (listening): the workers accept on its socket and relay to it. */
+  app: FastifyInstance;
+  /** How many workers. */
+  count: number;
+  /** Where the internal socket goes (`<dir>/run/api.sock`); a temp dir when absent or too long. */
+  dataDir?: string;
+  logger: Logger;
+}
+
+interface Slot {
+  worker: Worker | undefined;
+  /** Write requests the worker began and has not ended (released if it dies). */
+  open: Set<number>;
+  ready: boolean;
+  failures: number;
+  restart?: NodeJS.Timeout;
+}
+
+/** The pool: start() after the API listens, close() before it closes. */
+export class ApiWorkers {
+  readonly #opts: ApiWorkersOptions;
+  readonly #log: Logger;
+  readonly #slots: Slot[] = [];
+  #internal: net.Server | undefined;
+  #socketPath = '';
+  #tempDir: string | undefined;
+  #setup: WorkerSetup | undefined;
+  #closing = false;
+  #readyWaiters: Array<() => void> = [];
+
+  constructor(opts: ApiWorkersOptions) {
+    this.#opts = opts;
+    this.#log = opts.logger.child({ component: 'api-workers' });
+  }
+
+  /** Workers accepting now. */
+  get ready(): number {
+    return this.#slots.filter((s) => s.ready).length;
+  }
+
+  /** The worker threads' IDs (a test ends one to see it replaced). */
+  get threadIds(): number[] {
+    return this.#slots.flatMap((s) => (s.worker ? [s.worker.threadId] : []));
+  }
+
+  /** Opens the internal socket and starts the workers; does not wait for them (see whenReady). */
+  async start(): Promise<void> {
+    const { app } = this.#opts;
+    const fd = (app.server as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0) throw new Error('the API listener has no socket to share with its workers');
+    this.#socketPath = this.#socketPathFor(this.#opts.dataDir);
+    rmSync(this.#socketPath, { force: true });
+    // Main's HTTP server serves the relayed connections as its own (fastify's hooks, timeouts, close).
+    const internal = net.createServer((socket) => app.server.emit('connection', socket));
+    await new Promise<void>((resolve, reject) => {
+      internal.once('error', reject);
+      internal.listen(this.#socketPath, () => {
+        internal.off('error', reject);
+        resolve();
+      });
+    });
+    chmodSync(this.#socketPath, 0o600);
+    this.#internal = internal;
+    this.#setup = { listenFd: fd, relaySocket: this.#socketPath, tokens: this.#opts.deps.tokens, bodyLimit: this.#opts.deps.bodyLimit ?? MAX_REQUEST_BODY_BYTES };
+    for (let i = 0; i < this.#opts.count; i++) {
+      const slot: Slot = { worker: undefined, open: new Set(), ready: false, failures: 0 };
+      this.#slots.push(slot);
+      this.#spawn(slot);
+    }
+  }
+
+  /** Resolves once every worker accepts (or `timeoutMs` passed). */
+  async whenReady(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.ready < this.#slots.length && Date.now() < deadline && !this.#closing) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        this.#readyWaiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Stops the workers (each stops accepting and finishes its registrations) and closes the internal socket. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(
+      this.#slots.map(async (slot) => {
+        clearTimeout(slot.restart);
+        const w = slot.worker;
+        if (!w) return;
+        const closed = new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, CLOSE_WAIT_MS);
+          w.on('message', (m: FromWorker) => {
+            if (m.t === 'closed') {
+              clearTimeout(t);
+              resolve();
+            }
+          });
+          w.once('exit', () => {
+            clearTimeout(t);
+            resolve();
+          });
+        });
+        w.postMessage({ t: 'close' } satisfies ToWorker);
+        await closed;
+        await w.terminate();
+      }),
+    );
+    // Not waited for: the connections it took are main's HTTP server's, which closes them with the API.
+    this.#internal?.close();
+    rmSync(this.#socketPath, { force: true });
+    if (this.#tempDir) rmSync(this.#tempDir, { recursive: true, force: true });
+  }
+
+  #socketPathFor(dataDir: string | undefined): string {
+    const wanted = dataDir ? join(dataDir, 'run', 'api.sock') : undefined;
+    if (wanted && wanted.length <= MAX_SOCKET_PATH) {
+      mkdirSync(dirname(wanted), { recursive: true, mode: 0o700 });
+      return wanted;
+    }
+    this.#tempDir = mkdtempSync(join(tmpdir(), 'berth-api-'));
+    return join(this.#tempDir, 'api.sock');
+  }
+
+  #spawn(slot: Slot): void {
+    const [entry, opts] = workerEntry();
+    const w = new Worker(entry, { ...opts, workerData: this.#setup });
+    slot.worker = w;
+    slot.ready = false;
+    w.unref();
+    w.on('message', (m: FromWorker) => this.#onMessage(slot, w, m));
+    w.once('error', (err) => this.#log.error({ thread: w.threadId, err: describeError(err) }, 'an API worker failed'));
+    w.once('exit', (code) => {
+      this.#release(slot);
+      if (slot.worker === w) slot.worker = undefined;
+      slot.ready = false;
+      if (this.#closing) return;
+      slot.failures++;
+      const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (slot.failures - 1));
+      this.#log.warn({ thread: w.threadId, code, restartInMs: delay }, 'an API worker ended; starting another');
+      slot.restart = setTimeout(() => {
+        if (!this.#closing) this.#spawn(slot);
+      }, delay);
+      slot.restart.unref();
+    });
+  }
+
+  /** A dead worker's write requests are no longer in flight. */
+  #release(slot: Slot): void {
+    for (const _ of slot.open) this.#opts.deps.inFlight?.leave();
+    slot.open.clear();
+  }
+
+  #onMessage(slot: Slot, w: Worker, m: FromWorker): void {
+    const inFlight = this.#opts.deps.inFlight;
+    switch (m.t) {
+      case 'enter':
+        inFlight?.began();
+        inFlight?.enter();
+        slot.open.add(m.id);
+        return;
+      case 'leave':
+        if (slot.open.delete(m.id)) inFlight?.leave();
+        if (m.log) this.#opts.logger.child({ component: 'http' }).debug({ ...m.log, worker: w.threadId }, 'request');
+        return;
+      case 'register':
+        this.#register(m.reg, m.accept).then(
+          (answer) => w.postMessage((answer ? { t: 'answer', id: m.id, answer } : { t: 'relay', id: m.id }) satisfies ToWorker),
+          () => w.postMessage({ t: 'relay', id: m.id } satisfies ToWorker),
+        );
+        return;
+      case 'ready':
+        slot.ready = true;
+        slot.failures = 0;
+        this.#log.debug({ thread: w.threadId }, 'API worker accepting');
+        for (const r of this.#readyWaiters.splice(0)) r();
+        return;
+      case 'failed':
+        this.#log.warn({ thread: w.threadId, err: m.error }, 'an API worker could not listen; main serves without it');
+        void w.terminate();
+        return;
+      case 'closed':
+        return;
+    }
+  }
+
+  /** Writes a registration; the answer as job-routes.ts's register gives it, or undefined: serve it the usual way. */
+  async #register(reg: Registration, accept: string | undefined): Promise<Answer | undefined> {
+    const { deps } = this.#opts;
+    const leadership = deps.leadership?.();
+    // A follower forwards writes to the leader (leader-forward.ts): main's fastify does it.
+    if (leadership && !leadership.isLeader) return undefined;
+    const pre = deps.store.stale ? ['x-berth-stale', 'true'] : [];
+    try {
+      const out = await deps.jobs.register(reg.spec, reg.checkIndex === undefined ? {} : { checkIndex: reg.checkIndex });
+      return { status: 200, headers: [...pre, ...indexHeaders(deps, out.index)], type: JSON_TYPE, payload: JSON.stringify(registerResponse(out)) };
+    } catch (err) {
+      const { status, body } = toErrorResponse(nomadPathsOf(err, reg.origins));
+      if (status >= 500) this.#opts.logger.child({ component: 'http' }).error({ method: 'PUT', route: '/v1/jobs', code: body.code, err: describeError(err) }, 'request failed');
+      return errorAnswer(accept, status, body, pre);
+    }
+  }
+}
+
+/** The worker's entry: the TypeScript file under tsx (tests), the bundle's api-worker.js once built. */
+function workerEntry(): [string | URL, { eval?: boolean }] {
+  if (!import.meta.url.endsWith('.ts')) return [new URL('./api-worker.js', import.meta.url), {}];
+  // A worker thread does not inherit tsx's loader: it registers it, then loads the entry.
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const entry = new URL('./worker-main.ts', import.meta.url).href;
+  return [`const { register } = await import(${JSON.stringify(tsx)}); register(); await import(${JSON.stringify(entry)});`, { eval: true }];
+}

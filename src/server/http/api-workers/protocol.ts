@@ -1,0 +1,54 @@
+// The messages between the main thread (the one writer: it owns the state
+// store) and the API's front workers. A worker tells main when a write
+// request it serves begins and ends (RequestsInFlight, the request log) and
+// hands it each registration it read; main answers with the outcome, or
+// asks the worker to serve the request the usual way (relayed to main's
+// fastify), e.g. on a follower, which forwards writes to the leader.
+
+import type { Answer } from './answers.js';
+import type { ApiToken } from '../auth.js';
+import type { Registration } from '../job-register-input.js';
+
+/** What a worker is started with. */
+export interface WorkerSetup {
+  /** The fd of main's listening socket (the API's address); the worker listens on its own duplicate. */
+  listenFd: number;
+  /** main's internal unix socket: where the worker relays what it does not serve itself. */
+  relaySocket: string;
+  /** The API's tokens: fixed for the server's life (the agent reads them once at start). */
+  tokens: readonly ApiToken[];
+  /** Largest accepted request body (fastify's bodyLimit). */
+  bodyLimit: number;
+}
+
+/** Worker -> main. */
+export type FromWorker =
+  /** The worker is accepting on the API's address. */
+  | { t: 'ready' }
+  /** The worker could not listen (why, for the log); main keeps serving alone. */
+  | { t: 'failed'; error: string }
+  /** A write request the worker may serve itself began (RequestsInFlight.enter). */
+  | { t: 'enter'; id: number }
+  /** It ended; `log` when the worker answered it (the request log's fields). */
+  | { t: 'leave'; id: number; log?: RequestLog }
+  /** A registration read and checked: main writes it. */
+  | { t: 'register'; id: number; reg: Registration; accept?: string }
+  /** The worker stopped accepting and finished what it served itself. */
+  | { t: 'closed' };
+
+/** Main -> worker. */
+export type ToWorker =
+  /** The answer to a registration, as main's fastify would have written it. */
+  | { t: 'answer'; id: number; answer: Answer }
+  /** Serve it the usual way (relay to main's fastify): e.g. this server does not lead. */
+  | { t: 'relay'; id: number }
+  | { t: 'close' };
+
+/** The request log's fields (api.ts's onResponse hook). */
+export interface RequestLog {
+  method: string;
+  route: string;
+  status: number;
+  caller?: string;
+  ms: number;
+}

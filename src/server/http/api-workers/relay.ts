@@ -1,0 +1,84 @@
+// The worker's relay: a request the worker does not serve itself goes to
+// main's fastify over main's internal unix socket (a keep-alive pool), and
+// the answer comes back as main wrote it, streamed both ways without
+// buffering (event streams, log streams, blocking reads held open). A
+// WebSocket upgrade is relayed byte for byte once its head is sent on.
+// Main serves everything it always served; the worker only carries bytes.
+
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import net, { type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { sendErrorAnswer } from './answers.js';
+
+/** Hop-by-hop request headers: the relay's own connection to main has its own. */
+const REQUEST_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'te']);
+/** Hop-by-hop answer headers: the worker's connection to the caller decides these (Node frames the body). */
+const ANSWER_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
+
+export class Relay {
+  readonly #socketPath: string;
+  readonly #agent: http.Agent;
+
+  constructor(socketPath: string) {
+    this.#socketPath = socketPath;
+    this.#agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
+  }
+
+  /**
+   * Sends `req` on to main and its answer back to `res`. `head` is what of
+   * the body the worker already read (all of it when `req` ended).
+   */
+  request(req: IncomingMessage, res: ServerResponse, head: readonly Buffer[] = []): void {
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !REQUEST_HOP.has(k)) headers[k] = v;
+    const up = http.request({ agent: this.#agent, socketPath: this.#socketPath, method: req.method, path: req.url, headers });
+    up.on('response', (answer) => {
+      const raw: string[] = [];
+      for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) {
+        const name = answer.rawHeaders[i] as string;
+        const lower = name.toLowerCase();
+        if (!ANSWER_HOP.has(lower) || (lower === 'connection' && /\bclose\b/i.test(answer.rawHeaders[i + 1] as string))) raw.push(name, answer.rawHeaders[i + 1] as string);
+      }
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, raw);
+      // A stream's head goes out at once (an event stream may say nothing for seconds).
+      if (answer.headers['content-length'] === undefined) res.flushHeaders();
+      answer.pipe(res);
+      answer.once('aborted', () => res.destroy());
+      answer.once('error', () => res.destroy());
+    });
+    up.on('error', (err) => {
+      if (!res.headersSent) sendErrorAnswer(req, res, 503, { code: 'UNAVAILABLE', message: `the API's main thread did not answer: ${err.message}`, details: {} });
+      else res.destroy();
+    });
+    // The caller went away: so does the relayed request (main's blocking read or stream ends).
+    res.once('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
+    for (const chunk of head) up.write(chunk);
+    if (req.complete) up.end();
+    else req.pipe(up);
+  }
+
+  /** Relays a WebSocket (or any) upgrade: its head, then bytes both ways until either side closes. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const up: Socket = net.connect(this.#socketPath);
+    const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`];
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    up.write(`${lines.join('\r\n')}\r\n\r\n`);
+    if (head.length) up.write(head);
+    socket.pipe(up);
+    up.pipe(socket);
+    const end = (): void => {
+      socket.destroy();
+      up.destroy();
+    };
+    up.once('error', end);
+    up.once('close', end);
+    socket.once('error', end);
+    socket.once('close', end);
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}

@@ -1,0 +1,62 @@
+// A front worker of the API (a worker thread): accepts on the API's address
+// beside main and its siblings (each on its own copy of the listening
+// socket, listen-dup.ts), serves job registrations itself up to the store
+// write (fast-register.ts) and relays everything else to main's fastify
+// (relay.ts). Its HTTP server keeps fastify's timeouts, so a connection
+// lives as long here as on main.
+
+import http from 'node:http';
+import { parentPort, workerData } from 'node:worker_threads';
+import { TokenTable } from '../auth.js';
+import { FastRegister, registrationRoute } from './fast-register.js';
+import { listenOnDuplicate } from './listen-dup.js';
+import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+import { Relay } from './relay.js';
+import { sendErrorAnswer } from './answers.js';
+
+/** fastify's defaults, which main's listener has. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+/** How long a closing worker waits for main's answers to the registrations it handed over. */
+const CLOSE_WAIT_MS = 5_000;
+
+const port = parentPort;
+if (!port) throw new Error('worker-main.ts runs as a worker thread');
+const setup = workerData as WorkerSetup;
+const post = (m: FromWorker): void => port.postMessage(m);
+const relay = new Relay(setup.relaySocket);
+const fast = new FastRegister({ post, tokens: new TokenTable(setup.tokens), bodyLimit: setup.bodyLimit, relay });
+
+const server = http.createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requestTimeout: 0 }, (req, res) => {
+  try {
+    const at = registrationRoute(req.method, req.url);
+    if (at) fast.serve(req, res, at);
+    else relay.request(req, res);
+  } catch (err) {
+    // Never expected: answered in Nomad's words rather than losing the request with the thread.
+    if (!res.headersSent) sendErrorAnswer(req, res, 500, { code: 'INTERNAL', message: 'internal server error', details: {} });
+    else res.destroy();
+    console.error(`api worker: ${err instanceof Error ? err.stack : String(err)}`);
+  }
+});
+server.on('upgrade', (req, socket, head: Buffer) => relay.upgrade(req, socket, head));
+
+port.on('message', (m: ToWorker) => {
+  if (m.t === 'close') void close();
+  else fast.answered(m);
+});
+
+async function close(): Promise<void> {
+  server.close();
+  server.closeIdleConnections();
+  const deadline = Date.now() + CLOSE_WAIT_MS;
+  while (fast.waiting > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  // What is left is relayed (blocking reads, streams): main's fastify ends those as it closes.
+  server.closeAllConnections();
+  relay.close();
+  post({ t: 'closed' });
+}
+
+listenOnDuplicate(server, setup.listenFd).then(
+  () => post({ t: 'ready' }),
+  (err: unknown) => post({ t: 'failed', error: err instanceof Error ? err.message : String(err) }),
+);
