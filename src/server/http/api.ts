@@ -11,7 +11,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
-import { errorAnswer } from './api-workers/index.js';
+import { errorAnswer, relayedBy } from './api-workers/index.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerAgentRoutes } from './agent-routes.js';
 import { registerAllocRoutes } from './alloc-routes.js';
@@ -128,7 +128,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
 
   app.addHook('onResponse', async (req, reply) => {
     log.debug(
-      { method: req.method, route: req.routeOptions.url ?? 'unknown', status: reply.statusCode, caller: req.caller?.name, ms: Math.round(reply.elapsedTime) },
+      { method: req.method, route: req.routeOptions.url ?? 'unknown', status: reply.statusCode, caller: req.caller?.name, ms: Math.round(reply.elapsedTime), worker: relayedBy(req.raw.socket, req.headers) },
       'request',
     );
   });

@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os';
 
 export { ApiWorkers, type ApiWorkersOptions } from './pool.js';
 export { errorAnswer } from './answers.js';
+export { relayedBy } from './relayed.js';
 
 /** The default number of front workers: one per core, at most 4 (more add threads without adding cores to the one writer). */
 export function defaultApiWorkers(): number {

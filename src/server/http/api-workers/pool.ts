@@ -28,6 +28,7 @@ import { indexHeaders } from '../nomad-read.js';
 import type { ApiDeps } from '../route-context.js';
 import { errorAnswer, JSON_TYPE, type Answer } from './answers.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+import { markInternal } from './relayed.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
 const MAX_SOCKET_PATH = 100;
@@ -85,6 +86,11 @@ export class ApiWorkers {
     return this.#slots.flatMap((s) => (s.worker ? [s.worker.threadId] : []));
   }
 
+  /** Ends worker `threadId` as a crash would (its connections cut, the thread gone): tests inject that fault with it. */
+  async crash(threadId: number): Promise<void> {
+    await this.#slots.find((s) => s.worker?.threadId === threadId)?.worker?.terminate();
+  }
+
   /** Opens the internal socket and starts the workers; does not wait for them (see whenReady). */
   async start(): Promise<void> {
     const { app } = this.#opts;
@@ -93,7 +99,10 @@ export class ApiWorkers {
     this.#socketPath = this.#socketPathFor(this.#opts.dataDir);
     rmSync(this.#socketPath, { force: true });
     // Main's HTTP server serves the relayed connections as its own (fastify's hooks, timeouts, close).
-    const internal = net.createServer((socket) => app.server.emit('connection', socket));
+    const internal = net.createServer((socket) => {
+      markInternal(socket);
+      app.server.emit('connection', socket);
+    });
     await new Promise<void>((resolve, reject) => {
       internal.once('error', reject);
       internal.listen(this.#socketPath, () => {
@@ -206,7 +215,7 @@ export class ApiWorkers {
         return;
       case 'leave':
         if (slot.open.delete(m.id)) inFlight?.leave();
-        if (m.log) this.#opts.logger.child({ component: 'http' }).debug({ ...m.log, worker: w.threadId }, 'request');
+        if (m.log) this.#opts.logger.child({ component: 'http' }).debug({ ...m.log, worker: w.threadId, fastPath: true }, 'request');
         return;
       case 'register':
         this.#register(m.reg, m.accept).then(

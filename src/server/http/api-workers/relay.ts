@@ -8,7 +8,9 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { threadId } from 'node:worker_threads';
 import { sendErrorAnswer } from './answers.js';
+import { RELAYED_BY_HEADER } from './relayed.js';
 
 /** Hop-by-hop request headers: the relay's own connection to main has its own. */
 const REQUEST_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'te']);
@@ -31,6 +33,7 @@ export class Relay {
   request(req: IncomingMessage, res: ServerResponse, head: readonly Buffer[] = []): void {
     const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !REQUEST_HOP.has(k)) headers[k] = v;
+    headers[RELAYED_BY_HEADER] = String(threadId);
     const up = http.request({ agent: this.#agent, socketPath: this.#socketPath, method: req.method, path: req.url, headers });
     up.on('response', (answer) => {
       const raw: string[] = [];
@@ -63,7 +66,8 @@ export class Relay {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const up: Socket = net.connect(this.#socketPath);
     const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`];
-    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).toLowerCase() !== RELAYED_BY_HEADER) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    lines.push(`${RELAYED_BY_HEADER}: ${threadId}`);
     up.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (head.length) up.write(head);
     socket.pipe(up);

@@ -1,0 +1,212 @@
+// The API's front workers (src/server/http/api-workers): a server with
+// workers answers as one without them, whichever thread took the
+// connection. Each request here is matched to the request log's line for it
+// (the log names the worker that served or relayed it), so each case is
+// checked on the path it names. Real servers on real sockets.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createLogger } from '../../src/lib/index.js';
+import { Server } from '../../src/server/index.js';
+
+const TOKEN = 'management-secret';
+const READER = 'read-only-secret';
+const tokens = [
+  { name: 'ops', secret: TOKEN, role: 'management' as const },
+  { name: 'reader', secret: READER, role: 'read-only' as const },
+];
+
+interface LogLine {
+  msg?: string;
+  route?: string;
+  worker?: number;
+  fastPath?: boolean;
+}
+
+/** A server whose request log the test reads. */
+class Served {
+  readonly lines: LogLine[] = [];
+  readonly dir = mkdtempSync(join(tmpdir(), 'berth-apiw-'));
+  readonly server: Server;
+  url = '';
+
+  constructor(apiWorkers: number) {
+    const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void this.lines.push(JSON.parse(s) as LogLine) } });
+    this.server = new Server({ dataDir: this.dir, tokens, apiWorkers, logger });
+  }
+
+  async start(): Promise<void> {
+    this.url = (await this.server.start()).url;
+    await this.server.apiWorkers?.whenReady(120_000);
+  }
+
+  async stop(): Promise<void> {
+    await this.server.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  requests(): LogLine[] {
+    return this.lines.filter((l) => l.msg === 'request');
+  }
+
+  /** Sends a request on a connection of its own; resolves with the answer and the log line of it. */
+  async send(method: string, path: string, opts: { token?: string; body?: string; accept?: string } = {}): Promise<{ answer: Answer; line: LogLine }> {
+    const before = this.requests().length;
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers: { connection: 'close', ...(opts.token ? { 'x-nomad-token': opts.token } : {}), ...(opts.accept ? { accept: opts.accept } : {}) },
+      ...(opts.body !== undefined ? { body: opts.body } : {}),
+    });
+    const answer = { status: res.status, headers: headersOf(res), body: await res.text() };
+    const deadline = Date.now() + 30_000;
+    while (this.requests().length <= before) {
+      if (Date.now() > deadline) throw new Error(`no request log line for ${method} ${path}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return { answer, line: this.requests()[before] as LogLine };
+  }
+
+  /** Sends the request until a worker took it (`fast`: served it itself; else relayed it). */
+  async viaWorker(method: string, path: string, opts: { token?: string; body?: (i: number) => string; accept?: string; fast: boolean }): Promise<Answer> {
+    for (let i = 0; i < 200; i++) {
+      const { answer, line } = await this.send(method, path, { ...opts, ...(opts.body ? { body: opts.body(i) } : {}) });
+      if (line.worker !== undefined && (line.fastPath === true) === opts.fast) return answer;
+    }
+    throw new Error(`no worker took ${method} ${path} in 200 tries`);
+  }
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function headersOf(res: Response): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of res.headers) if (k !== 'date') out[k] = v;
+  return out;
+}
+
+const jobBody = (id: string, extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({
+    Job: { ID: id, Name: id, Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'g', Count: 1, Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/sleep', args: ['60'] } }] }] },
+    ...extra,
+  });
+
+const withWorkers = new Served(2);
+const alone = new Served(0);
+
+before(async () => {
+  await Promise.all([withWorkers.start(), alone.start()]);
+});
+after(async () => {
+  await Promise.all([withWorkers.stop(), alone.stop()]);
+});
+
+describe('API front workers', () => {
+  it('answer a registration a worker served as the main thread does', async () => {
+    const viaWorker = await withWorkers.viaWorker('PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`fast-${i}`), fast: true });
+    const { answer: onMain, line } = await alone.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody('main') });
+    assert.equal(line.worker, undefined, 'a server without workers serves on its main thread');
+    assert.equal(viaWorker.status, 200);
+    assert.deepEqual(Object.keys(viaWorker.headers).sort(), Object.keys(onMain.headers).sort());
+    for (const h of ['content-type', 'x-nomad-knownleader', 'x-nomad-lastcontact', 'connection']) assert.equal(viaWorker.headers[h], onMain.headers[h], h);
+    const a = JSON.parse(viaWorker.body) as Record<string, unknown>;
+    const b = JSON.parse(onMain.body) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(a), Object.keys(b));
+    assert.equal(String(a['Index']), viaWorker.headers['x-nomad-index']);
+    assert.equal(a['JobModifyIndex'], a['Index']);
+    assert.equal(a['EvalCreateIndex'], a['Index']);
+    assert.deepEqual({ ...a, EvalID: '', Index: 0, JobModifyIndex: 0, EvalCreateIndex: 0 }, { ...b, EvalID: '', Index: 0, JobModifyIndex: 0, EvalCreateIndex: 0 });
+    assert.equal(viaWorker.headers['content-length'], String(Buffer.byteLength(viaWorker.body)));
+  });
+
+  it('answer refusals through a worker word for word as the main thread does', async () => {
+    const cases: Array<{ what: string; token?: string; body: string; accept?: string; fast: boolean }> = [
+      { what: 'no token', body: jobBody('x'), fast: false },
+      { what: 'a read-only token', token: READER, body: jobBody('x'), fast: false },
+      { what: 'bad JSON', token: TOKEN, body: '{"Job": ', fast: false },
+      { what: 'bad JSON, as JSON', token: TOKEN, body: '{"Job": ', accept: 'application/json', fast: false },
+      { what: 'a Nomad validation error', token: TOKEN, body: jobBody('bad', {}).replace('"Count":1', '"Count":-3'), accept: 'application/json', fast: false },
+      { what: 'a field Berth lacks', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":1,"Spreads":7'), fast: false },
+      { what: 'an EnforceIndex conflict', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), fast: true },
+      { what: 'an EnforceIndex conflict, as JSON', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), accept: 'application/json', fast: true },
+    ];
+    for (const c of cases) {
+      const viaWorker = await withWorkers.viaWorker('PUT', '/v1/jobs', { ...(c.token ? { token: c.token } : {}), body: () => c.body, ...(c.accept ? { accept: c.accept } : {}), fast: c.fast });
+      const { answer: onMain } = await alone.send('PUT', '/v1/jobs', { ...(c.token ? { token: c.token } : {}), body: c.body, ...(c.accept ? { accept: c.accept } : {}) });
+      assert.ok(viaWorker.status >= 400, `${c.what}: refused (${viaWorker.status} ${viaWorker.body})`);
+      assert.deepEqual(viaWorker, onMain, c.what);
+    }
+  });
+
+  it('wake a blocking read held open on main with a registration a worker served, at its index', async () => {
+    for (let i = 0; i < 200; i++) {
+      const list = await fetch(`${withWorkers.url}/v1/jobs`, { headers: { 'x-nomad-token': TOKEN } });
+      const index = Number(list.headers.get('x-nomad-index'));
+      await list.text();
+      const held = fetch(`${withWorkers.url}/v1/jobs?index=${index}&wait=5m`, { headers: { 'x-nomad-token': TOKEN } });
+      const id = `woken-${i}`;
+      const { answer, line } = await withWorkers.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody(id) });
+      const woken = await Promise.race([held, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the blocking read was not woken')), 60_000))]);
+      const jobs = (await woken.json()) as Array<{ ID: string }>;
+      assert.ok(Number(woken.headers.get('x-nomad-index')) > index);
+      if (!line.fastPath) continue;
+      const registered = (JSON.parse(answer.body) as { Index: number }).Index;
+      // The read answered once the store passed its index: at the registration's write or a later one.
+      if (!jobs.some((j) => j.ID === id)) {
+        assert.ok(Number(woken.headers.get('x-nomad-index')) < registered, 'a read at or past the write lists the job');
+        continue;
+      }
+      assert.ok(Number(woken.headers.get('x-nomad-index')) >= registered);
+      return;
+    }
+    assert.fail('no registration through a worker woke the read');
+  });
+
+  it('stream the events of registrations workers served, in index order', async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${withWorkers.url}/v1/event/stream?topic=Job`, { headers: { 'x-nomad-token': TOKEN }, signal: ac.signal });
+    const reader = res.body!.getReader();
+    const ids: string[] = [];
+    for (let i = 0; ids.length < 3 && i < 200; i++) {
+      const { line } = await withWorkers.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody(`streamed-${i}`) });
+      if (line.fastPath) ids.push(`streamed-${i}`);
+    }
+    assert.equal(ids.length, 3);
+    const seen: Array<{ id: string; index: number }> = [];
+    let text = '';
+    const deadline = Date.now() + 60_000;
+    while (!ids.every((id) => seen.some((s) => s.id === id)) && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += Buffer.from(value).toString();
+      let nl: number;
+      while ((nl = text.indexOf('\n')) >= 0) {
+        const frame = JSON.parse(text.slice(0, nl) || '{}') as { Index?: number; Events?: Array<{ Type: string; Key: string; Index: number }> };
+        text = text.slice(nl + 1);
+        for (const e of frame.Events ?? []) if (e.Type === 'JobRegistered' && e.Key.startsWith('streamed-')) seen.push({ id: e.Key, index: e.Index });
+      }
+    }
+    ac.abort();
+    for (const id of ids) assert.ok(seen.some((s) => s.id === id), `the stream has ${id}'s registration`);
+    const indexes = seen.map((s) => s.index);
+    assert.deepEqual(indexes, [...indexes].sort((x, y) => x - y), 'events in index order');
+  });
+
+  it('replace a worker that ended, and keep answering', async () => {
+    const pool = withWorkers.server.apiWorkers!;
+    const [first] = pool.threadIds;
+    await pool.crash(first as number);
+    const deadline = Date.now() + 120_000;
+    while ((pool.ready < 2 || pool.threadIds.includes(first as number)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(pool.ready, 2);
+    assert.ok(!pool.threadIds.includes(first as number));
+    const answer = await withWorkers.viaWorker('PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`after-crash-${i}`), fast: true });
+    assert.equal(answer.status, 200);
+  });
+});
