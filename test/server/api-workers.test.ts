@@ -72,7 +72,8 @@ class Served {
   /** Sends the request until a worker took it (`fast`: served it itself; else relayed it). */
   async viaWorker(method: string, path: string, opts: { token?: string; body?: (i: number) => string; accept?: string; fast: boolean }): Promise<Answer> {
     for (let i = 0; i < 200; i++) {
-      const { answer, line } = await this.send(method, path, { ...opts, ...(opts.body ? { body: opts.body(i) } : {}) });
+      const { body, fast: _fast, ...rest } = opts;
+      const { answer, line } = await this.send(method, path, { ...rest, ...(body ? { body: body(i) } : {}) });
       if (line.worker !== undefined && (line.fastPath === true) === opts.fast) return answer;
     }
     throw new Error(`no worker took ${method} ${path} in 200 tries`);

@@ -233,6 +233,9 @@ export class ApiWorkers {
         this.#log.warn({ thread: w.threadId, err: m.error }, 'an API worker could not listen; main serves without it');
         void w.terminate();
         return;
+      case 'fault':
+        this.#log.error({ thread: w.threadId, err: m.error }, 'request failed in an API worker');
+        return;
       case 'closed':
         return;
     }

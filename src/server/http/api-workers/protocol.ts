@@ -33,6 +33,8 @@ export type FromWorker =
   | { t: 'leave'; id: number; log?: RequestLog }
   /** A registration read and checked: main writes it. */
   | { t: 'register'; id: number; reg: Registration; accept?: string }
+  /** A request failed in the worker (answered 500): main logs it. */
+  | { t: 'fault'; error: string }
   /** The worker stopped accepting and finished what it served itself. */
   | { t: 'closed' };
 

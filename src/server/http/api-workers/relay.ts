@@ -23,7 +23,7 @@ export class Relay {
 
   constructor(socketPath: string) {
     this.#socketPath = socketPath;
-    this.#agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
+    this.#agent = new http.Agent({ keepAlive: true, maxFreeSockets: 8 });
   }
 
   /**

@@ -35,7 +35,7 @@ const server = http.createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requ
     // Never expected: answered in Nomad's words rather than losing the request with the thread.
     if (!res.headersSent) sendErrorAnswer(req, res, 500, { code: 'INTERNAL', message: 'internal server error', details: {} });
     else res.destroy();
-    console.error(`api worker: ${err instanceof Error ? err.stack : String(err)}`);
+    post({ t: 'fault', error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
   }
 });
 server.on('upgrade', (req, socket, head: Buffer) => relay.upgrade(req, socket, head));
