@@ -161,7 +161,7 @@ export const configSchema = z.strictObject({
       /** Nomad's oidc_issuer: the `iss` of workload identities, and what OIDC discovery names. */
       oidcIssuer: httpUrl.optional(),
       /** HTTP front workers (threads) beside the main thread; 0: the main thread serves the API alone. */
-      apiWorkers: z.number().int('must be a whole number').min(0, 'must be 0 or more (0: the main thread serves the API alone)').max(64, 'must be at most 64').optional(),
+      apiWorkers: z.number().int().min(0, 'must be 0 or more (0: the main thread serves the API alone)').max(64, 'must be at most 64').optional(),
       store: z
         .strictObject({
           etcd: z

@@ -172,6 +172,16 @@ describe('agent config files', () => {
     );
   });
 
+  it('reads api_workers (HCL and JSON alike) and names a bad value at its line', async () => {
+    assert.equal((await parseAgentConfig('a.hcl', 'server {\n  api_workers = 3\n}\n')).server.apiWorkers, 3);
+    assert.equal((await parseAgentConfig('a.json', JSON.stringify({ server: { api_workers: 0 } }))).server.apiWorkers, 0);
+    assert.equal((await parseAgentConfig('a.hcl', 'server {}\n')).server.apiWorkers, undefined);
+    assert.match(await problemOf('a.hcl', 'server {\n  api_workers = -1\n}\n'), /^a\.hcl:2:3: server\.api_workers: must be 0 or more \(0: the main thread serves the API alone\)$/);
+    assert.match(await problemOf('a.hcl', 'server {\n  api_workers = 1.5\n}\n'), /^a\.hcl:2:3: server\.api_workers: expected a whole number$/);
+    assert.match(await problemOf('a.hcl', 'server {\n\n  api_workers = "four"\n}\n'), /^a\.hcl:3:3: server\.api_workers: expected a number$/);
+    assert.match(await problemOf('a.hcl', 'server {\n  api_workers = 100\n}\n'), /^a\.hcl:2:3: server\.api_workers: must be at most 64$/);
+  });
+
   it('refuses an unknown client option and a token file that cannot be read', async () => {
     assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.java.enable" = true\n  }\n}\n'), /client\.options\.driver\.java\.enable: unknown option/);
     await assert.rejects(parseAgentConfig(path.join(dir, 'x.hcl'), 'tokens {\n  node_file = "missing.tokens"\n}\n'), (err: unknown) => {
