@@ -11,3 +11,4 @@ export { execRelay } from './client-forward.js';
 export { registerMetricsRoute } from './metrics-routes.js';
 export { checkStatuses } from './alloc-shapes.js';
 export type { AgentInfo } from './route-context.js';
+export { NO_SCHEMA_COMPILERS } from './schema-compilers.js';
