@@ -250,7 +250,7 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
 
   let phaseFigures: { phase: string; ms: number }[] | undefined;
   if (PHASES) {
-    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug' });
+    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}) });
     if (LOG) writeFileSync(LOG, s.log ?? '');
     phaseFigures = phases(s.log ?? '').map((p) => ({ phase: p.phase, ms: round(p.ms) }));
     console.log(`start phases (one start at --log-level debug, ms since the process began; first answer at ${round(s.answerMs)} ms from spawn):`);
