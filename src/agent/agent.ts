@@ -21,6 +21,7 @@ import { registerClientRoutes } from './client-routes.js';
 import { devTokens } from './dev-tokens.js';
 import { registerUiRoutes } from './ui-routes.js';
 import { withPathDirs, writeBerthShim } from './path-driver.js';
+import { startPhase } from './start-phases.js';
 
 export type AgentMode = 'dev' | 'server' | 'client';
 
@@ -159,6 +160,7 @@ export class Agent {
     // A dev agent's own node: its allocations are served here, other nodes' forwarded to their agents.
     const localClient = { nodeId: () => (this.#client?.state === 'running' ? this.#client.nodeId : undefined) };
     // Metrics and client routes are on the server's listener in dev mode; the client comes later.
+    startPhase(this.#log, 'server starting');
     this.#server = new Server({
       dataDir: path.join(dataDir, 'server'),
       logger: root,
@@ -194,6 +196,8 @@ export class Agent {
       // agent forwards them to the allocation's node, as a dev agent does those of other nodes' allocations).
       ...(mode === 'dev' ? { localClient } : {}),
       routes: async (app) => {
+        startPhase(this.#log, 'server API routes registered');
+        app.addHook('onListen', async () => startPhase(this.#log, 'listening'));
         await registerUiRoutes(app);
         if (mode === 'dev') {
           const server = this.#server as Server;
@@ -204,13 +208,16 @@ export class Agent {
     });
     const address = await this.#server.start();
     this.#log.info({ address: address.url, mode }, 'server part started');
+    startPhase(this.#log, 'server started');
     if (mode === 'server') return { url: address.url };
 
     const metrics = csiCallMetrics(this.#server.metrics.registry);
     registerTaskMetrics(this.#server.metrics.registry, () => this.#client, this.#drivers);
     this.#client = this.#buildClient(root, address.url, nodeToken as string, address.url, (name) => metrics.observer(name));
+    startPhase(this.#log, 'client starting');
     await this.#client.start();
     this.#log.info({ nodeId: this.#client.nodeId }, 'client part started');
+    startPhase(this.#log, 'client started');
     return { url: address.url, ...(managementToken ? { managementToken } : {}) };
   }
 

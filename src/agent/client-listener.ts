@@ -9,7 +9,7 @@ import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { describeError, Lifecycle, type LifecycleState, type Logger } from '../lib/index.js';
-import { registerMetricsRoute } from '../server/index.js';
+import { NO_SCHEMA_COMPILERS, registerMetricsRoute } from '../server/index.js';
 import { ClientRouteError } from './client-route-error.js';
 import type { ClientRoutesDeps } from './client-route-deps.js';
 import { registerClientRoutes } from './client-routes.js';
@@ -101,7 +101,7 @@ export class ClientListener {
     const opts = this.#opts;
     const management = opts.tokens.management.map(digest);
     const readers = opts.tokens.readOnly.map(digest);
-    const app = Fastify({ logger: false });
+    const app = Fastify({ logger: false, schemaController: NO_SCHEMA_COMPILERS });
     this.#app = app;
     await app.register(websocket);
     const remembered = new Map<string, number>();

@@ -11,3 +11,4 @@ export { agentDriverPlugins, launchOverGrpc } from './driver-plugins.js';
 export { registerUiRoutes } from './ui-routes.js';
 export { registerReclaimGauge, registerAllocationGauge } from './agent.js';
 export { registerTaskMetrics } from './task-metrics.js';
+export { startPhase } from './start-phases.js';

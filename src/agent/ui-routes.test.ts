@@ -46,6 +46,19 @@ describe('the web UI files at /ui', () => {
     assert.match(String(gz.headers['content-type']), /javascript/);
   });
 
+  it('serves every one of the first requests at once (its file server loads at the first) and the routes beside it meanwhile', async () => {
+    const a = await app(path.join(dir, 'ui'));
+    a.get('/v1/ping', async () => 'pong');
+    const urls = ['/ui/', '/ui/assets/app-ABC.js', '/ui/jobs', '/ui/assets/app-ABC.js', '/ui/nodes/x'];
+    const [ping, ...answers] = await Promise.all([a.inject({ url: '/v1/ping' }), ...urls.map((url) => a.inject({ url }))]);
+    assert.equal(ping!.body, 'pong');
+    answers.forEach((res, i) => {
+      assert.equal(res.statusCode, 200, urls[i]);
+      assert.equal(res.body, urls[i]!.includes('assets') ? 'console.log("berth ui")' : INDEX, urls[i]);
+    });
+    await a.close();
+  });
+
   it('never serves a file outside its folder', async () => {
     const a = await app(path.join(dir, 'ui'));
     for (const url of ['/ui/../secret.txt', '/ui/%2e%2e/secret.txt', '/ui/assets/..%2f..%2fsecret.txt']) {

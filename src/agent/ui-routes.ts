@@ -3,13 +3,16 @@
 // builds ui/ into dist/ui, with a .gz beside each); nothing is fetched or
 // built at run time. Deep links (/ui/volumes/x) get index.html, whose script
 // routes them. The files hold no cluster data, so they need no token
-// (access 'public'); the page asks for one before it reads the API.
+// (access 'public'); the page asks for one before it reads the API. The file
+// server (@fastify/static, with its send and mime modules) loads on the first
+// request under /ui, not at the agent's start: an agent that is never browsed
+// never parses it.
 
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { NO_SCHEMA_COMPILERS } from '../server/index.js';
 
 /**
  * Where the built UI is: dist/ui next to the running bundle, or the
@@ -57,12 +60,33 @@ export async function registerUiRoutes(app: FastifyInstance, opts: { dir?: strin
     return;
   }
   const root = path.resolve(dir);
-  await app.register(async (scope) => {
-    await scope.register(fastifyStatic, { root, serve: false, preCompressed: true, dotfiles: 'deny' });
-    scope.get<{ Params: { '*': string } }>('/ui/*', publicRoute, async (req, reply) => {
-      const file = fileUnder(root, req.params['*']);
-      if (!file || file === 'index.html') return sendIndex(reply);
-      return reply.sendFile(file, { maxAge: 365 * 24 * 3600 * 1000, immutable: true });
+  let files: Promise<FastifyInstance> | undefined;
+  app.addHook('onClose', async () => void (await files?.catch(() => undefined))?.close());
+  app.get('/ui/*', publicRoute, async (req, reply) => {
+    files ??= fileServer(root);
+    const server = await files.catch((err: unknown) => {
+      files = undefined; // the next request tries again
+      throw err;
     });
+    // Answered by the file server's own routing, on the same request and response.
+    reply.hijack();
+    server.routing(req.raw, reply.raw);
   });
+}
+
+/**
+ * The /ui/* file server, built at the first request under /ui: its own
+ * fastify instance (never listening) with @fastify/static, loaded then.
+ */
+async function fileServer(root: string): Promise<FastifyInstance> {
+  const { default: fastifyStatic } = await import('@fastify/static');
+  const server = Fastify({ logger: false, schemaController: NO_SCHEMA_COMPILERS });
+  await server.register(fastifyStatic, { root, serve: false, preCompressed: true, dotfiles: 'deny' });
+  server.get<{ Params: { '*': string } }>('/ui/*', async (req, reply) => {
+    const file = fileUnder(root, req.params['*']);
+    if (!file || file === 'index.html') return sendIndex(reply);
+    return reply.sendFile(file, { maxAge: 365 * 24 * 3600 * 1000, immutable: true });
+  });
+  await server.ready();
+  return server;
 }

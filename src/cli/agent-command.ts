@@ -126,7 +126,8 @@ function portOf(text: string | undefined): number | undefined {
 const loadAgentModule = (): Promise<typeof AgentModule> => import('../agent/index.js');
 
 async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
-  const { Agent, emptyAgentConfig, mountsUnder, leftBehind, describeLeftBehind, ETCD_URL } = await loadAgentModule();
+  const { Agent, emptyAgentConfig, mountsUnder, leftBehind, describeLeftBehind, ETCD_URL, startPhase } = await loadAgentModule();
+  const evaluated = performance.now();
   const mode = modeOf(flags);
   const port = portOf(flags.port);
   if (flags.serverAddress?.length && mode !== 'client') throw new UsageError('--server-address is for --client');
@@ -165,6 +166,8 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   logStream.on('error', () => undefined);
   const logger = createLogger({ level: flags.logLevel ?? config.logLevel ?? 'info', destination: logStream });
 
+  startPhase(logger, 'agent modules evaluated', evaluated);
+  startPhase(logger, 'config read, log opened');
   const say = (line: string): void => ctx.io.stdout(`${line}\n`);
   say(`==> Starting Berth agent (${mode === 'dev' ? 'dev mode: server and client in one process' : mode})`);
   say(`    Data dir: ${dataDir}${temporary ? ' (temporary, removed on exit)' : ''}`);
@@ -192,6 +195,7 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
     const lines = [`BERTH_ADDR=${addr.url}`, ...(addr.managementToken ? [`BERTH_TOKEN=${addr.managementToken}`] : [])];
     if (mode === 'dev') writeFileSync(path.join(dataDir, 'agent.env'), `${lines.join('\n')}\n`, { mode: 0o600 });
     for (const line of lines) say(line);
+    startPhase(logger, 'ready lines printed');
   } catch (err) {
     await cleanup(false);
     throw err;

@@ -37,6 +37,7 @@ import { registerScalingRoutes } from './scaling-routes.js';
 import { registerSearchRoutes } from './search-routes.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerVolumeHealthRoutes } from './volume-health-routes.js';
+import { NO_SCHEMA_COMPILERS } from './schema-compilers.js';
 import type { ApiDeps, RouteContext } from './route-context.js';
 
 export type { ApiDeps };
@@ -72,7 +73,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const log = deps.logger.child({ component: 'http' });
   const tokens = new TokenTable(deps.tokens);
   const bodyLimit = deps.bodyLimit ?? MAX_REQUEST_BODY_BYTES;
-  const app = Fastify({ logger: false, bodyLimit, return503OnClosing: true });
+  const app = Fastify({ logger: false, bodyLimit, return503OnClosing: true, schemaController: NO_SCHEMA_COMPILERS });
   // JSON bodies nested deeper than MAX_NESTING_DEPTH are refused with the
   // place, before parsing (the validators and the store's serializer recurse).
   // The default parser still refuses `__proto__` and `constructor.prototype` keys.

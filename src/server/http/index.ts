@@ -12,3 +12,4 @@ export { registerMetricsRoute } from './metrics-routes.js';
 export { checkStatuses } from './alloc-shapes.js';
 export type { AgentInfo } from './route-context.js';
 export { ApiWorkers, defaultApiWorkers } from './api-workers/index.js';
+export { NO_SCHEMA_COMPILERS } from './schema-compilers.js';

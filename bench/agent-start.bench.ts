@@ -1,0 +1,262 @@
+// A dev agent's start as its user sees it (section `agent-start`, issue 40):
+// the built `bin/berth.js agent --dev` in its own process (as
+// test/support/agent-run.ts starts it), clocked from the spawn to
+//   - the first answered API call: GET /v1/jobs with the management token,
+//     polled every BENCH_AGENT_START_POLL_MS (3) ms over a new connection
+//     each (what a user's first `berth` command would see; the data dir is
+//     seeded with the dev tokens, as an agent restarted on it keeps them, so
+//     the token is known before the agent prints it);
+//   - the agent's ready lines (BERTH_ADDR/BERTH_TOKEN printed);
+//   - a first job running as the API lists it: one raw_exec /bin/sleep task,
+//     submitted the moment the API answers;
+// then jobs 2..BENCH_AGENT_START_JOBS (6), one after another, each clocked
+// from its submit to its allocation running (the "hundredth" job), against
+// the first's own submit -> running. BENCH_AGENT_START_RUNS (10) starts;
+// p50/p99 of each; a bare `node -e 0` start in the same run for the ratio;
+// the agent's CPU time (utime + stime, /proc/<pid>/stat) at its first answer
+// and at its first job running, which the shared machine's load bends far
+// less than the wall clock; the load average before and after.
+//
+// Knobs: BENCH_AGENT_START_CPU_PROF=dir runs each agent under `node
+// --cpu-prof` writing its profile there; BENCH_AGENT_START_PHASES=0 skips the
+// extra start at `--log-level debug` whose log gives the agent's own start
+// phases (ms since the process began: module evaluation, server store and
+// routes, listening, client start, first fingerprint, ...);
+// BENCH_AGENT_START_LOG=file copies that start's debug log there (every step
+// of the first and later jobs on the agent's clock);
+// BENCH_AGENT_START_NODE_ARGS='--flag ...' passes node flags to the agent;
+// BENCH_AGENT_START_BERTH=path/to/bin/berth.js runs another build (an older
+// commit's, built in its own copy) to compare two builds in the same minute.
+// `node scripts/build.mjs` first (the bench runs dist/).
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BERTH, cleanEnv, freePort } from '../test/support/agent-run.js';
+import { registration } from '../test/support/nomad-jobs.js';
+import { round } from './_stats.js';
+
+const BERTH_JS = process.env['BENCH_AGENT_START_BERTH'] ?? BERTH;
+const RUNS = Number(process.env['BENCH_AGENT_START_RUNS'] ?? 10);
+const JOBS = Math.max(2, Number(process.env['BENCH_AGENT_START_JOBS'] ?? 6));
+const POLL_MS = Number(process.env['BENCH_AGENT_START_POLL_MS'] ?? 3);
+const CPU_PROF = process.env['BENCH_AGENT_START_CPU_PROF'];
+const PHASES = process.env['BENCH_AGENT_START_PHASES'] !== '0';
+const LOG = process.env['BENCH_AGENT_START_LOG'];
+const NODE_ARGS = (process.env['BENCH_AGENT_START_NODE_ARGS'] ?? '').split(/\s+/).filter(Boolean);
+const TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
+
+function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
+}
+
+const stats = (xs: readonly number[]): { p50: number; p99: number } => ({ p50: round(quantile(xs, 0.5)), p99: round(quantile(xs, 0.99)) });
+
+/** utime + stime of a process, ms (0 once gone). */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+const now = (): number => performance.now();
+
+/** One HTTP call on a new connection: the status and body, or undefined when nothing answers (not listening yet). */
+function call(port: number, token: string, method: string, path: string, body?: string): Promise<{ status: number; body: string } | undefined> {
+  return new Promise((resolve) => {
+    const req = request(
+      { host: '127.0.0.1', port, method, path, agent: false, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', () => resolve(undefined));
+      },
+    );
+    req.on('error', () => resolve(undefined));
+    req.end(body);
+  });
+}
+
+function job(id: string): string {
+  return JSON.stringify(
+    registration({
+      id,
+      type: 'service',
+      groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 5, memoryMb: 10 } }] }],
+    }),
+  );
+}
+
+/** Submits job `id` and polls its allocations until one runs; resolves with the wall time of the submit and of the running. */
+async function runJob(port: number, token: string, id: string, gone: () => boolean): Promise<{ submitted: number; running: number }> {
+  const submitted = now();
+  const r = await call(port, token, 'PUT', '/v1/jobs', job(id));
+  if (r?.status !== 200) throw new Error(`PUT /v1/jobs ${id}: ${r ? `${r.status} ${r.body}` : 'no answer'}`);
+  const deadline = submitted + 60_000;
+  for (;;) {
+    if (gone()) throw new Error('the agent exited');
+    const a = await call(port, token, 'GET', `/v1/job/${id}/allocations`);
+    if (a?.status === 200 && (JSON.parse(a.body) as { ClientStatus: string }[]).some((x) => x.ClientStatus === 'running')) return { submitted, running: now() };
+    if (now() > deadline) throw new Error(`job ${id} not running within 60 s: ${a?.body ?? 'no answer'}`);
+    await sleep(POLL_MS);
+  }
+}
+
+interface Start {
+  answerMs: number;
+  readyMs: number;
+  firstRunningMs: number;
+  firstJobMs: number;
+  laterJobMs: number[];
+  cpuAtAnswerMs: number;
+  cpuAtFirstRunningMs: number;
+  /** The agent's CPU for each of jobs 2..N, from the last one running to this one running. */
+  cpuPerLaterJobMs: number;
+  log?: string;
+}
+
+/** One start of `berth agent --dev` in `dataDir`, its first and later jobs, then a SIGINT stop. */
+async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: string[] } = {}): Promise<Start> {
+  const token = 'benchagentstartmanagement0';
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(join(dataDir, 'dev-tokens.json'), JSON.stringify({ management: token, node: 'benchagentstartnode000000' }), { mode: 0o600 });
+  const port = await freePort();
+  const args = [...NODE_ARGS, ...(opts.nodeArgs ?? []), BERTH_JS, 'agent', '--dev', '--port', String(port), '--data-dir', dataDir, ...(opts.logLevel ? ['--log-level', opts.logLevel] : [])];
+  const t0 = now();
+  const child: ChildProcess = spawn(process.execPath, args, { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let readyAt = 0;
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    if (!readyAt && /^BERTH_TOKEN=/m.test(out)) readyAt = now();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise((r) => child.once('exit', r));
+  const gone = (): boolean => child.exitCode !== null || child.signalCode !== null;
+  try {
+    let answeredAt = 0;
+    while (!answeredAt) {
+      if (gone()) throw new Error(`the agent exited before answering\n${out}\n${err}`);
+      const r = await call(port, token, 'GET', '/v1/jobs');
+      if (r?.status === 200) answeredAt = now();
+      else if (r) throw new Error(`GET /v1/jobs: ${r.status} ${r.body}`);
+      else if (now() - t0 > 60_000) throw new Error(`no answer within 60 s\n${out}\n${err}`);
+      else await sleep(POLL_MS);
+    }
+    const cpuAtAnswerMs = cpuMs(child.pid!);
+    const first = await runJob(port, token, 'first', gone);
+    const cpuAtFirstRunningMs = cpuMs(child.pid!);
+    const laterJobMs: number[] = [];
+    for (let i = 2; i <= JOBS; i++) {
+      const j = await runJob(port, token, `job-${i}`, gone);
+      laterJobMs.push(j.running - j.submitted);
+    }
+    const cpuPerLaterJobMs = (cpuMs(child.pid!) - cpuAtFirstRunningMs) / (JOBS - 1);
+    while (!readyAt && !gone()) await sleep(5);
+    return {
+      answerMs: answeredAt - t0,
+      readyMs: readyAt - t0,
+      firstRunningMs: first.running - t0,
+      firstJobMs: first.running - first.submitted,
+      laterJobMs,
+      cpuAtAnswerMs,
+      cpuAtFirstRunningMs,
+      cpuPerLaterJobMs,
+      ...(opts.logLevel ? { log: readFileSync(join(dataDir, 'agent.log'), 'utf8') } : {}),
+    };
+  } finally {
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** spawn -> exit of `node -e 0`, ms. */
+async function bareNode(): Promise<number> {
+  const t0 = now();
+  await new Promise((r) => spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }).once('exit', r));
+  return now() - t0;
+}
+
+/** The agent's own start phases (debug log lines `start phase`), ms since its process began. */
+function phases(log: string): { phase: string; ms: number }[] {
+  const out: { phase: string; ms: number }[] = [];
+  for (const line of log.split('\n')) {
+    if (!line.includes('"start phase"')) continue;
+    try {
+      const rec = JSON.parse(line) as { phase?: string; ms?: number };
+      if (rec.phase !== undefined && rec.ms !== undefined) out.push({ phase: rec.phase, ms: rec.ms });
+    } catch {
+      // not a JSON line
+    }
+  }
+  return out;
+}
+
+export default async function agentStartBench(dir: string): Promise<Record<string, unknown>> {
+  const loadBefore = load();
+  console.log(`${BERTH_JS}; load average before: ${loadBefore}`);
+  await bareNode();
+  const bare: number[] = [];
+  for (let i = 0; i < 5; i++) bare.push(await bareNode());
+  const bareMs = round(quantile(bare, 0.5));
+  console.log(`node -e 0: p50 ${bareMs} ms`);
+
+  if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
+  const starts: Start[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const s = await oneStart(join(dir, `run-${i}`), CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {});
+    starts.push(s);
+    console.log(
+      `start ${i + 1}: first answer ${round(s.answerMs)} ms (cpu ${round(s.cpuAtAnswerMs)} ms), ready lines ${round(s.readyMs)} ms, ` +
+        `first job running ${round(s.firstRunningMs)} ms (its submit -> running ${round(s.firstJobMs)} ms, cpu ${round(s.cpuAtFirstRunningMs)} ms), ` +
+        `jobs 2..${JOBS}: ${s.laterJobMs.map((x) => round(x)).join(', ')} ms  [load ${load()}]`,
+    );
+  }
+  const figures = {
+    runs: RUNS,
+    bareNodeMs: bareMs,
+    firstAnswerMs: stats(starts.map((s) => s.answerMs)),
+    readyLinesMs: stats(starts.map((s) => s.readyMs)),
+    firstJobRunningMs: stats(starts.map((s) => s.firstRunningMs)),
+    firstJobSubmitToRunningMs: stats(starts.map((s) => s.firstJobMs)),
+    laterJobSubmitToRunningMs: stats(starts.flatMap((s) => s.laterJobMs)),
+    cpuAtFirstAnswerMs: stats(starts.map((s) => s.cpuAtAnswerMs)),
+    cpuAtFirstJobRunningMs: stats(starts.map((s) => s.cpuAtFirstRunningMs)),
+    cpuFirstJobMs: stats(starts.map((s) => s.cpuAtFirstRunningMs - s.cpuAtAnswerMs)),
+    cpuPerLaterJobMs: stats(starts.map((s) => s.cpuPerLaterJobMs)),
+    loadBefore,
+    loadAfter: load(),
+  };
+  const ratio = (ms: number): string => `${round(ms / bareMs, 1)}x bare node`;
+  console.log(`spawn -> first API answer: p50 ${figures.firstAnswerMs.p50} ms (${ratio(figures.firstAnswerMs.p50)}), p99 ${figures.firstAnswerMs.p99} ms; agent CPU by then p50 ${figures.cpuAtFirstAnswerMs.p50} ms`);
+  console.log(`spawn -> ready lines printed: p50 ${figures.readyLinesMs.p50} ms, p99 ${figures.readyLinesMs.p99} ms`);
+  console.log(`spawn -> first job running: p50 ${figures.firstJobRunningMs.p50} ms, p99 ${figures.firstJobRunningMs.p99} ms; agent CPU by then p50 ${figures.cpuAtFirstJobRunningMs.p50} ms`);
+  console.log(`submit -> running: first job p50 ${figures.firstJobSubmitToRunningMs.p50} ms (p99 ${figures.firstJobSubmitToRunningMs.p99}), jobs 2..${JOBS} p50 ${figures.laterJobSubmitToRunningMs.p50} ms (p99 ${figures.laterJobSubmitToRunningMs.p99})`);
+  console.log(`agent CPU per job (submit and poll until running): first job p50 ${figures.cpuFirstJobMs.p50} ms, jobs 2..${JOBS} p50 ${figures.cpuPerLaterJobMs.p50} ms`);
+  console.log(`load average after: ${figures.loadAfter}`);
+
+  let phaseFigures: { phase: string; ms: number }[] | undefined;
+  if (PHASES) {
+    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}) });
+    if (LOG) writeFileSync(LOG, s.log ?? '');
+    phaseFigures = phases(s.log ?? '').map((p) => ({ phase: p.phase, ms: round(p.ms) }));
+    console.log(`start phases (one start at --log-level debug, ms since the process began; first answer at ${round(s.answerMs)} ms from spawn):`);
+    for (const p of phaseFigures) console.log(`  ${String(p.ms).padStart(7)}  ${p.phase}`);
+  }
+  if (LOG) console.log(`the debug log of that start in ${LOG}`);
+  if (CPU_PROF) console.log(`CPU profiles of the agents in ${CPU_PROF}`);
+  return { ...figures, ...(phaseFigures ? { phases: phaseFigures } : {}) };
+}

@@ -1,0 +1,11 @@
+// The agent's own start phases, for whoever profiles a start (bench
+// `agent-start`): each a debug log line `start phase` with the phase's name
+// and `ms`, the time since the process began (performance.now()), so a
+// start reads as a timeline in the agent's log at `--log-level debug`.
+
+import type { Logger } from '../lib/index.js';
+
+/** Logs that the agent reached `phase` (at debug level), `at` ms since the process began (default now). */
+export function startPhase(log: Logger, phase: string, at = performance.now()): void {
+  log.debug({ phase, ms: Math.round(at * 10) / 10 }, 'start phase');
+}

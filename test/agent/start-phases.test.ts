@@ -1,0 +1,36 @@
+// A dev agent's start, as whoever profiles it reads it (issue 40, bench
+// `agent-start`): at --log-level debug its log tells each start phase with
+// the time since its process began, in the order the start takes them; the
+// API listens before the client part starts.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { AgentRun, freePort } from '../support/agent-run.js';
+
+describe('berth agent --dev --log-level debug', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bsp-'));
+  let agent: AgentRun | undefined;
+  after(async () => {
+    await agent?.stop('SIGINT');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('logs its start phases in order, each with the ms since the process began', async () => {
+    agent = await new AgentRun(['--dev', '--data-dir', path.join(dir, 'a'), '--port', String(await freePort()), '--log-level', 'debug']).start();
+    const res = await fetch(`${agent.addr}/v1/jobs`, { headers: { authorization: `Bearer ${agent.token}` } });
+    assert.equal(res.status, 200, await res.text());
+    const phases = readFileSync(path.join(dir, 'a', 'agent.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"start phase"'))
+      .map((l) => JSON.parse(l) as { phase: string; ms: number });
+    assert.deepEqual(
+      phases.map((p) => p.phase),
+      ['agent modules evaluated', 'config read, log opened', 'server starting', 'server API routes registered', 'listening', 'server started', 'client starting', 'client started', 'ready lines printed'],
+    );
+    for (let i = 1; i < phases.length; i++) assert.ok(phases[i]!.ms >= phases[i - 1]!.ms, `${phases[i]!.phase} (${phases[i]!.ms} ms) comes after ${phases[i - 1]!.phase} (${phases[i - 1]!.ms} ms)`);
+    assert.ok(phases[0]!.ms > 0);
+  });
+});
