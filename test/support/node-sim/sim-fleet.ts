@@ -5,12 +5,15 @@
 
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import type { Logger } from '../../../src/lib/index.js';
+import { performance } from 'node:perf_hooks';
 import { SimNode, type SimRecorder } from './sim-node.js';
 
 export interface SimFleetOptions {
   servers: readonly string[];
   token: string;
   count: number;
+  /** The index of the first node (its ID and name): a fleet may be one shard of a larger one. Default 0. */
+  first?: number;
   /** Node names are `<prefix>-<n>`. Default 'sim'. */
   prefix?: string;
   taskRunMs?: number;
@@ -18,6 +21,8 @@ export interface SimFleetOptions {
   /** Every node reports this CSI node plugin; the first `controllers` nodes (default 1) also run its controller. */
   csi?: { pluginId: string; fingerprint: PluginFingerprint; controller: CsiClient; controllers?: number };
   logger?: Logger;
+  /** Also told of every heartbeat, start and finish as it is recorded (a shard in a worker thread passes them on). */
+  tap?: SimRecorder;
 }
 
 /** The node ID of simulated node `i` (a UUID, as agents make). */
@@ -45,10 +50,17 @@ export class SimFleet {
   constructor(opts: SimFleetOptions) {
     const recorder: SimRecorder = {
       heartbeat: (ms) => this.#heartbeats.push(ms),
-      started: (allocId, nodeId) => push(this.#started, allocId, nodeId),
-      finished: (allocId, nodeId) => push(this.#finished, allocId, nodeId),
+      started: (allocId, nodeId) => {
+        push(this.#started, allocId, nodeId);
+        opts.tap?.started(allocId, nodeId);
+      },
+      finished: (allocId, nodeId) => {
+        push(this.#finished, allocId, nodeId);
+        opts.tap?.finished(allocId, nodeId);
+      },
     };
-    for (let i = 0; i < opts.count; i++) {
+    const first = opts.first ?? 0;
+    for (let i = first; i < first + opts.count; i++) {
       // Each node lists the servers from a different one, as agents spread their first choice.
       const servers = opts.servers.map((_s, k) => opts.servers[(i + k) % opts.servers.length] as string);
       const csi = opts.csi;
@@ -91,6 +103,11 @@ export class SimFleet {
     return this.until(() => this.nodes.every((n) => n.connection.connected && (server === undefined || n.connection.server === server)), signal);
   }
 
+  /** Each node's successful heartbeats (and registrations) so far, in node order. */
+  heartbeatCounts(): number[] {
+    return this.nodes.map((n) => n.registration.counts.heartbeats);
+  }
+
   /** How many nodes hold an open node connection (to `server` when given). */
   connectedCount(server?: string): number {
     return this.nodes.filter((n) => n.connection.connected && (server === undefined || n.connection.server === server)).length;
@@ -129,6 +146,12 @@ export class SimFleet {
     return sum;
   }
 
+  /** This thread's event-loop idle and active time (ms) so far: the simulator's own load, beside every figure. */
+  loopTotals(): Array<{ idle: number; active: number }> {
+    const { idle, active } = performance.eventLoopUtilization();
+    return [{ idle, active }];
+  }
+
   /** Allocations started more than once (by one node or by several): what must never happen. */
   doubled(): string[] {
     return [...this.#started].filter(([, nodes]) => nodes.length > 1).map(([id]) => id);
@@ -147,7 +170,8 @@ export class SimFleet {
   }
 }
 
-function push(map: Map<string, string[]>, key: string, value: string): void {
+/** Appends `value` to `key`'s list. */
+export function push(map: Map<string, string[]>, key: string, value: string): void {
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);
