@@ -51,7 +51,10 @@ describe('nodes joining and going down', () => {
 
     // Only the survivor keeps heartbeating; the other misses the TTL.
     await clock.advance(20_000);
-    assert.equal((await h.call('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
+    const beat = await h.call<Record<string, unknown>>('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} });
+    assert.equal(beat.status, 200);
+    // As Nomad's Node.UpdateStatus: the TTL, not the node row (the whole cluster's heartbeats reach the leader).
+    assert.deepEqual(beat.body, { heartbeatTtlMs: 30_000 });
     await clock.advance(15_000);
     const down = await eventually('the node to be marked down', async () => {
       const n = await h.call<Api.Node>('GET', `/v1/node/${doomed}`);
