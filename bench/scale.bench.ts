@@ -14,8 +14,8 @@
 //      node) claimed and released by a 1,000-allocation batch job.
 // SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it (or grow it:
 // SCALE_NODES=5000); SCALE_SIM_THREADS spreads the simulated nodes over that many
-// worker threads (default one per 1,500 nodes above 1,500; 0 keeps them in the
-// bench's thread); SCALE_LEASE_TTL sets the
+// worker threads (default one per 1,500 nodes, at most 4, above 1,500; 0 keeps them
+// in the bench's thread); SCALE_DEADLINE_S also bounds the registration; SCALE_LEASE_TTL sets the
 // servers' lease TTL (default 5s). SCALE_SCENARIOS=2,4 runs only those (the
 // nodes register whatever it says). etcd runs at its default request limit
 // (--max-request-bytes 1.5 MiB) unless SCALE_ETCD_MAX_REQUEST_MIB says otherwise.
@@ -47,8 +47,8 @@ const LEASE_TTL = process.env['SCALE_LEASE_TTL'] ?? '5s';
 const ETCD_MAX_REQUEST_MIB = process.env['SCALE_ETCD_MAX_REQUEST_MIB'] ? Number(process.env['SCALE_ETCD_MAX_REQUEST_MIB']) : undefined;
 /** How long one scenario may take before the bench gives up on it (printing how far it got). */
 const SCENARIO_DEADLINE_S = Number(process.env['SCALE_DEADLINE_S'] ?? 300);
-/** Worker threads the simulated nodes run in (0: the bench's own thread); default one thread per 1,500 nodes beyond the first 1,500, so the simulator is not what a figure measures. */
-const SIM_THREADS = process.env['SCALE_SIM_THREADS'] !== undefined ? Number(process.env['SCALE_SIM_THREADS']) : NODES > 1500 ? Math.ceil(NODES / 1500) : 0;
+/** Worker threads the simulated nodes run in (0: the bench's own thread); default one per 1,500 nodes (at most 4) above 1,500, so the simulator is not what a figure measures. */
+const SIM_THREADS = process.env['SCALE_SIM_THREADS'] !== undefined ? Number(process.env['SCALE_SIM_THREADS']) : NODES > 1500 ? Math.min(4, Math.ceil(NODES / 1500)) : 0;
 const SCENARIOS = new Set((process.env['SCALE_SCENARIOS'] ?? '1,2,3,4').split(',').map(Number));
 
 /** The machine's load averages (1, 5 min), printed beside every figure: the machine is shared. */
@@ -77,7 +77,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     threads: SIM_THREADS,
     ...(ETCD_MAX_REQUEST_MIB ? { etcdMaxRequestBytes: ETCD_MAX_REQUEST_MIB * 2 ** 20 } : {}),
     ...(CPU_PROF ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] } : {}),
-  });
+  }, AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000));
   try {
     if (CPU_PROF) console.log(`  CPU profiles in ${CPU_PROF}: ${c.processes.servers.map((s) => `${s.name} pid ${s.run.child?.pid}`).join(', ')}`);
     out['registerAllMs'] = round(performance.now() - t0);

@@ -55,8 +55,12 @@ export class SimCluster {
     this.processes = new ProcessCluster();
   }
 
-  /** Starts etcd, the servers, (the plugin,) and the fleet; resolves once every node is registered and connected to the leader. */
-  static async start(opts: SimClusterOptions): Promise<SimCluster> {
+  /**
+   * Starts etcd, the servers, (the plugin,) and the fleet; resolves once every
+   * node is registered and connected to the leader. `signal` gives up (closing
+   * everything), with how many nodes got there.
+   */
+  static async start(opts: SimClusterOptions, signal?: AbortSignal): Promise<SimCluster> {
     const c = new SimCluster();
     try {
       await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.serverNodeArgs ? { serverNodeArgs: opts.serverNodeArgs } : {}), ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
@@ -80,8 +84,10 @@ export class SimCluster {
         c.fleet = c.#local;
       }
       c.fleet.start();
-      await c.fleet.waitRegistered();
-      await c.allOnLeader();
+      await c.fleet.waitRegistered(signal).catch((err: unknown) => {
+        throw signal?.aborted ? new Error(`registering: ${c.fleet.registeredCount()} of ${opts.nodes} nodes registered when the deadline passed`) : err;
+      });
+      await c.allOnLeader(signal);
       return c;
     } catch (err) {
       await c.close();
@@ -93,8 +99,9 @@ export class SimCluster {
    * Resolves with the leader once every node's connection is open to it. A
    * leader that changes meanwhile (a loaded machine) is asked for again.
    */
-  async allOnLeader(): Promise<ServerProc> {
+  async allOnLeader(signal?: AbortSignal): Promise<ServerProc> {
     for (;;) {
+      if (signal?.aborted) throw new Error(`connecting to the leader: ${this.fleet.connectedCount()} of the nodes connected when the deadline passed`);
       const leader = await this.leader();
       try {
         await this.fleet.waitConnected(leader.url, AbortSignal.timeout(15_000));

@@ -108,6 +108,11 @@ export class SimFleet {
     return this.nodes.map((n) => n.registration.counts.heartbeats);
   }
 
+  /** How many nodes are registered. */
+  registeredCount(): number {
+    return this.nodes.filter((n) => n.registration.registered).length;
+  }
+
   /** How many nodes hold an open node connection (to `server` when given). */
   connectedCount(server?: string): number {
     return this.nodes.filter((n) => n.connection.connected && (server === undefined || n.connection.server === server)).length;

@@ -16,7 +16,7 @@ const WORKER = new URL('./sim-thread-worker.ts', import.meta.url);
 /** What the scale scenarios ask of a fleet, in one thread or several. */
 export type Fleet = Pick<
   SimFleet,
-  'start' | 'waitRegistered' | 'waitConnected' | 'connectedCount' | 'takeHeartbeats' | 'heartbeatCounts' | 'started' | 'finished' | 'syncCounts' | 'doubled' | 'until' | 'stop' | 'loopTotals'
+  'start' | 'waitRegistered' | 'registeredCount' | 'waitConnected' | 'connectedCount' | 'takeHeartbeats' | 'heartbeatCounts' | 'started' | 'finished' | 'syncCounts' | 'doubled' | 'until' | 'stop' | 'loopTotals'
 >;
 
 type SyncCounts = ReturnType<SimFleet['syncCounts']>;
@@ -128,6 +128,12 @@ export class ThreadedFleet implements Fleet {
   waitConnected(server?: string, signal?: AbortSignal): Promise<void> {
     const want = server === undefined ? -2 : this.#opts.servers.indexOf(server);
     return this.until(() => this.#each((flags, s) => (flags & 2) !== 0 && (want === -2 || s === want)), signal);
+  }
+
+  registeredCount(): number {
+    let n = 0;
+    for (const s of this.#shards) if (s.last) for (const f of s.last.flags) if ((f & 1) !== 0) n++;
+    return n;
   }
 
   connectedCount(server?: string): number {
