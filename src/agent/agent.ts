@@ -166,6 +166,7 @@ export class Agent {
       bindAddress,
       port,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
+      ...(config.server.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: config.server.maxHeartbeatsPerSecond } : {}),
       ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
       ...(config.server.oidcIssuer ? { oidcIssuer: config.server.oidcIssuer } : {}),
       ...(config.server.name || config.server.advertiseAddress || config.server.leaseTtlMs

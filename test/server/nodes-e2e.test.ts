@@ -79,3 +79,19 @@ describe('nodes joining and going down', () => {
     assert.deepEqual(live.map((a) => a.NodeID).sort(), [survivor, n3].sort());
   });
 });
+
+describe('the heartbeat TTL of a server with max_heartbeats_per_second', () => {
+  it('gives nodes a TTL long enough that all of them stay under the rate, at registration and with every heartbeat', async () => {
+    const slow = await startServer({ heartbeatTtlMs: 10_000, maxHeartbeatsPerSecond: 0.1 });
+    try {
+      const reg = await slow.call<{ node: Node; heartbeatTtlMs: number }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('r1') } });
+      // One node heartbeating every third of its TTL at 0.1 a second: 30 s.
+      assert.equal(reg.body.heartbeatTtlMs, 30_000);
+      await slow.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('r2') } });
+      const beat = await slow.call<{ heartbeatTtlMs: number }>('POST', `/v1/node/${reg.body.node.id}/heartbeat`, { token: TOKENS.node, body: {} });
+      assert.deepEqual(beat.body, { heartbeatTtlMs: 60_000 }, 'two nodes: twice as long');
+    } finally {
+      await slow.close();
+    }
+  });
+});
