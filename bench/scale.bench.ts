@@ -15,7 +15,8 @@
 // SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it (or grow it:
 // SCALE_NODES=5000); SCALE_SIM_THREADS spreads the simulated nodes over that many
 // worker threads (default one per 1,500 nodes, at most 4, above 1,500; 0 keeps them
-// in the bench's thread); SCALE_DEADLINE_S also bounds the registration; SCALE_LEASE_TTL sets the
+// in the bench's thread); SCALE_START_RATE starts that many nodes a second (default
+// all at once up to 1,500 nodes, else 250: a fleet booting, not 5,000 at once); SCALE_DEADLINE_S also bounds the registration; SCALE_LEASE_TTL sets the
 // servers' lease TTL (default 5s). SCALE_SCENARIOS=2,4 runs only those (the
 // nodes register whatever it says). etcd runs at its default request limit
 // (--max-request-bytes 1.5 MiB) unless SCALE_ETCD_MAX_REQUEST_MIB says otherwise.
@@ -49,6 +50,8 @@ const ETCD_MAX_REQUEST_MIB = process.env['SCALE_ETCD_MAX_REQUEST_MIB'] ? Number(
 const SCENARIO_DEADLINE_S = Number(process.env['SCALE_DEADLINE_S'] ?? 300);
 /** Worker threads the simulated nodes run in (0: the bench's own thread); default one per 1,500 nodes (at most 4) above 1,500, so the simulator is not what a figure measures. */
 const SIM_THREADS = process.env['SCALE_SIM_THREADS'] !== undefined ? Number(process.env['SCALE_SIM_THREADS']) : NODES > 1500 ? Math.min(4, Math.ceil(NODES / 1500)) : 0;
+/** Simulated nodes started a second (machines booting); 0: all at once (a cluster-wide restart). Default 0 up to 1,500 nodes, else 250. */
+const START_RATE = process.env['SCALE_START_RATE'] !== undefined ? Number(process.env['SCALE_START_RATE']) : NODES > 1500 ? 250 : 0;
 const SCENARIOS = new Set((process.env['SCALE_SCENARIOS'] ?? '1,2,3,4').split(',').map(Number));
 
 /** The machine's load averages (1, 5 min), printed beside every figure: the machine is shared. */
@@ -67,7 +70,7 @@ function terminal(a: Allocation): boolean {
 }
 
 export default async function scaleBench(): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = { nodes: NODES, simThreads: SIM_THREADS, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
+  const out: Record<string, unknown> = { nodes: NODES, simThreads: SIM_THREADS, startPerSecond: START_RATE, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
   const t0 = performance.now();
   const c = await SimCluster.start({
     nodes: NODES,
@@ -75,13 +78,15 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     leaseTtl: LEASE_TTL,
     csi: VOLUMES > 0 && SCENARIOS.has(4),
     threads: SIM_THREADS,
+    ...(START_RATE > 0 ? { startPerSecond: START_RATE } : {}),
+    progress: (registered, connected) => console.log(`    +${round((performance.now() - t0) / 1000)} s: ${registered} nodes registered, ${connected} connected; ${load()}`),
     ...(ETCD_MAX_REQUEST_MIB ? { etcdMaxRequestBytes: ETCD_MAX_REQUEST_MIB * 2 ** 20 } : {}),
     ...(CPU_PROF ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] } : {}),
   }, AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000));
   try {
     if (CPU_PROF) console.log(`  CPU profiles in ${CPU_PROF}: ${c.processes.servers.map((s) => `${s.name} pid ${s.run.child?.pid}`).join(', ')}`);
     out['registerAllMs'] = round(performance.now() - t0);
-    console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started`);
+    console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started (${START_RATE ? `${START_RATE} started a second` : 'all started at once'}; ${SIM_THREADS || 'no'} sim threads)`);
 
     if (VOLUMES > 0 && SCENARIOS.has(4)) {
       const plugin = await fetch(`${(await c.leader()).url}/v1/plugin/csi/simcsi`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });

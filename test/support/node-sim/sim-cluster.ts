@@ -36,6 +36,10 @@ export interface SimClusterOptions {
    * (`nodes()`). Default 0.
    */
   threads?: number;
+  /** Nodes started a second (SimFleetOptions.startPerSecond); unset: all at once. */
+  startPerSecond?: number;
+  /** Told every 10 s, until every node is on the leader, how many are registered and connected. */
+  progress?: (registered: number, connected: number) => void;
 }
 
 /** Answers of the API that carry an index. */
@@ -76,6 +80,7 @@ export class SimCluster {
         token: c.processes.nodeToken,
         count: opts.nodes,
         ...(opts.taskRunMs !== undefined ? { taskRunMs: opts.taskRunMs } : {}),
+        ...(opts.startPerSecond ? { startPerSecond: opts.startPerSecond } : {}),
       };
       if (opts.threads) {
         c.fleet = new ThreadedFleet({ ...common, threads: opts.threads, ...(csi ? { csi: { pluginId: csi.pluginId, fingerprint: csi.fingerprint, endpoint: csi.endpoint } } : {}) });
@@ -84,10 +89,16 @@ export class SimCluster {
         c.fleet = c.#local;
       }
       c.fleet.start();
-      await c.fleet.waitRegistered(signal).catch((err: unknown) => {
-        throw signal?.aborted ? new Error(`registering: ${c.fleet.registeredCount()} of ${opts.nodes} nodes registered when the deadline passed`) : err;
-      });
-      await c.allOnLeader(signal);
+      const progress = opts.progress;
+      const ticker = progress ? setInterval(() => progress(c.fleet.registeredCount(), c.fleet.connectedCount()), 10_000) : undefined;
+      try {
+        await c.fleet.waitRegistered(signal).catch((err: unknown) => {
+          throw signal?.aborted ? new Error(`registering: ${c.fleet.registeredCount()} of ${opts.nodes} nodes registered when the deadline passed`) : err;
+        });
+        await c.allOnLeader(signal);
+      } finally {
+        clearInterval(ticker);
+      }
       return c;
     } catch (err) {
       await c.close();

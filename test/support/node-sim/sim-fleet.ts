@@ -21,6 +21,11 @@ export interface SimFleetOptions {
   /** Every node reports this CSI node plugin; the first `controllers` nodes (default 1) also run its controller. */
   csi?: { pluginId: string; fingerprint: PluginFingerprint; controller: CsiClient; controllers?: number };
   logger?: Logger;
+  /**
+   * Nodes started a second (a fleet coming up, as machines boot), spread
+   * evenly; unset: all at once (a cluster-wide restart, the worst storm).
+   */
+  startPerSecond?: number;
   /** Also told of every heartbeat, start and finish as it is recorded (a shard in a worker thread passes them on). */
   tap?: SimRecorder;
 }
@@ -48,6 +53,7 @@ export class SimFleet {
   readonly #finished = new Map<string, string[]>();
 
   constructor(opts: SimFleetOptions) {
+    this.#startPerSecond = opts.startPerSecond;
     const recorder: SimRecorder = {
       heartbeat: (ms) => this.#heartbeats.push(ms),
       started: (allocId, nodeId) => {
@@ -90,8 +96,25 @@ export class SimFleet {
   }
 
   start(): void {
-    for (const n of this.nodes) n.start();
+    const rate = this.#startPerSecond;
+    if (!rate) {
+      for (const n of this.nodes) n.start();
+      return;
+    }
+    // Every 100 ms, the nodes whose turn came.
+    const t0 = performance.now();
+    let next = 0;
+    const step = (): void => {
+      const due = Math.min(this.nodes.length, Math.floor(((performance.now() - t0) / 1000) * rate) + 1);
+      for (; next < due; next++) this.nodes[next]?.start();
+      if (next < this.nodes.length && !this.#stopped) this.#starter = setTimeout(step, 100);
+    };
+    step();
   }
+
+  readonly #startPerSecond: number | undefined;
+  #starter: NodeJS.Timeout | undefined;
+  #stopped = false;
 
   /** Resolves once every node is registered. */
   waitRegistered(signal?: AbortSignal): Promise<void> {
@@ -171,6 +194,8 @@ export class SimFleet {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#starter);
     await Promise.all(this.nodes.map((n) => n.stop()));
   }
 }

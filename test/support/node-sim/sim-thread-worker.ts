@@ -26,6 +26,7 @@ const fleet = new SimFleet({
   first: init.first,
   ...(init.taskRunMs !== undefined ? { taskRunMs: init.taskRunMs } : {}),
   ...(init.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: init.heartbeatIntervalMs } : {}),
+  ...(init.startPerSecond ? { startPerSecond: init.startPerSecond } : {}),
   ...(init.csi
     ? { csi: { pluginId: init.csi.pluginId, fingerprint: init.csi.fingerprint, controller: controller as CsiClient, ...(init.csi.controllers !== undefined ? { controllers: init.csi.controllers - init.first } : {}) } }
     : {}),

@@ -29,6 +29,7 @@ export interface ShardInit {
   count: number;
   taskRunMs?: number;
   heartbeatIntervalMs?: number;
+  startPerSecond?: number;
   /** The plugin every node reports; the shard opens its own client to the controller at `endpoint` when it holds a controller node. */
   csi?: { pluginId: string; fingerprint: PluginFingerprint; endpoint: string; controllers?: number };
 }
@@ -87,6 +88,8 @@ export class ThreadedFleet implements Fleet {
         count: Math.min(per, count - first),
         ...(this.#opts.taskRunMs !== undefined ? { taskRunMs: this.#opts.taskRunMs } : {}),
         ...(this.#opts.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: this.#opts.heartbeatIntervalMs } : {}),
+        // Each thread starts its share of the fleet's rate.
+        ...(this.#opts.startPerSecond ? { startPerSecond: this.#opts.startPerSecond / Math.ceil(count / per) } : {}),
         ...(this.#opts.csi ? { csi: this.#opts.csi } : {}),
       };
       // The worker's TypeScript is loaded through tsx, registered in the worker itself (a loader registered here does not reach it).
