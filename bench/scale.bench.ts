@@ -12,7 +12,11 @@
 //      marked down and no allocation was lost or run twice;
 //   4. 1,000 CSI volumes (a fake plugin's controller, served by one simulated
 //      node) claimed and released by a 1,000-allocation batch job.
-// SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it; SCALE_LEASE_TTL sets the
+// SCALE_NODES, SCALE_ALLOCS, SCALE_VOLUMES, SCALE_REST_S shrink it (or grow it:
+// SCALE_NODES=5000); SCALE_SIM_THREADS spreads the simulated nodes over that many
+// worker threads (default one per 1,500 nodes, at most 4, above 1,500; 0 keeps them
+// in the bench's thread); SCALE_START_RATE starts that many nodes a second (default
+// all at once up to 1,500 nodes, else 250: a fleet booting, not 5,000 at once); SCALE_DEADLINE_S also bounds the registration; SCALE_LEASE_TTL sets the
 // servers' lease TTL (default 5s). SCALE_SCENARIOS=2,4 runs only those (the
 // nodes register whatever it says). etcd runs at its default request limit
 // (--max-request-bytes 1.5 MiB) unless SCALE_ETCD_MAX_REQUEST_MIB says otherwise.
@@ -44,6 +48,10 @@ const LEASE_TTL = process.env['SCALE_LEASE_TTL'] ?? '5s';
 const ETCD_MAX_REQUEST_MIB = process.env['SCALE_ETCD_MAX_REQUEST_MIB'] ? Number(process.env['SCALE_ETCD_MAX_REQUEST_MIB']) : undefined;
 /** How long one scenario may take before the bench gives up on it (printing how far it got). */
 const SCENARIO_DEADLINE_S = Number(process.env['SCALE_DEADLINE_S'] ?? 300);
+/** Worker threads the simulated nodes run in (0: the bench's own thread); default one per 1,500 nodes (at most 4) above 1,500, so the simulator is not what a figure measures. */
+const SIM_THREADS = process.env['SCALE_SIM_THREADS'] !== undefined ? Number(process.env['SCALE_SIM_THREADS']) : NODES > 1500 ? Math.min(4, Math.ceil(NODES / 1500)) : 0;
+/** Simulated nodes started a second (machines booting); 0: all at once (a cluster-wide restart). Default 0 up to 1,500 nodes, else 250. */
+const START_RATE = process.env['SCALE_START_RATE'] !== undefined ? Number(process.env['SCALE_START_RATE']) : NODES > 1500 ? 250 : 0;
 const SCENARIOS = new Set((process.env['SCALE_SCENARIOS'] ?? '1,2,3,4').split(',').map(Number));
 
 /** The machine's load averages (1, 5 min), printed beside every figure: the machine is shared. */
@@ -62,20 +70,23 @@ function terminal(a: Allocation): boolean {
 }
 
 export default async function scaleBench(): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = { nodes: NODES, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
+  const out: Record<string, unknown> = { nodes: NODES, simThreads: SIM_THREADS, startPerSecond: START_RATE, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
   const t0 = performance.now();
   const c = await SimCluster.start({
     nodes: NODES,
     heartbeatTtl: '20s',
     leaseTtl: LEASE_TTL,
     csi: VOLUMES > 0 && SCENARIOS.has(4),
+    threads: SIM_THREADS,
+    ...(START_RATE > 0 ? { startPerSecond: START_RATE } : {}),
+    progress: (registered, connected) => console.log(`    +${round((performance.now() - t0) / 1000)} s: ${registered} nodes registered, ${connected} connected; ${load()}`),
     ...(ETCD_MAX_REQUEST_MIB ? { etcdMaxRequestBytes: ETCD_MAX_REQUEST_MIB * 2 ** 20 } : {}),
     ...(CPU_PROF ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] } : {}),
-  });
+  }, AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000));
   try {
     if (CPU_PROF) console.log(`  CPU profiles in ${CPU_PROF}: ${c.processes.servers.map((s) => `${s.name} pid ${s.run.child?.pid}`).join(', ')}`);
     out['registerAllMs'] = round(performance.now() - t0);
-    console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started`);
+    console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started (${START_RATE ? `${START_RATE} started a second` : 'all started at once'}; ${SIM_THREADS || 'no'} sim threads)`);
 
     if (VOLUMES > 0 && SCENARIOS.has(4)) {
       const plugin = await fetch(`${(await c.leader()).url}/v1/plugin/csi/simcsi`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } });
@@ -121,12 +132,18 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   const followers = c.processes.servers.filter((s) => s !== leader);
   const cpu0 = c.cpuSeconds(leader);
   const fcpu0 = followers.map((s) => c.cpuSeconds(s));
-  const elu0 = performance.eventLoopUtilization();
+  const loop0 = c.fleet.loopTotals();
+  const simCpu0 = process.cpuUsage();
   const load0 = loadavg()[0] ?? 0;
   await new Promise((r) => setTimeout(r, REST_S * 1000));
   const cpu = (c.cpuSeconds(leader) - cpu0) / REST_S;
   const fcpu = followers.map((s, i) => (c.cpuSeconds(s) - (fcpu0[i] ?? 0)) / REST_S);
-  const simBusy = performance.eventLoopUtilization(elu0).utilization;
+  // The simulator's own load: each of its threads' event-loop use (busiest first: a busy loop delays the round trips it times), and its CPU.
+  const simLoops = c.fleet.loopTotals().map((l, i) => {
+    const active = l.active - (loop0[i]?.active ?? 0);
+    return active / Math.max(1, active + l.idle - (loop0[i]?.idle ?? 0));
+  }).sort((a, b) => b - a);
+  const simCpu = process.cpuUsage(simCpu0);
   const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
   const reclaims = await Promise.all(c.processes.servers.map(async (s, i) => (await reclaimsOf(c, s)) - (reclaims0[i] ?? 0)));
   out['memoryReclaimsAtRest'] = reclaims;
@@ -137,10 +154,11 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   // The load-independent figure: the leader's CPU per heartbeat (the whole cluster's heartbeats reach it, directly or forwarded).
   out['leaderCpuMsPerHeartbeat'] = hb.length ? round((cpu * REST_S * 1000) / hb.length, 3) : 0;
   out['followerCpuAtRestPct'] = fcpu.map((f) => round(f * 100));
-  out['simulatorLoopBusyPct'] = round(simBusy * 100);
+  out['simulatorLoopBusyPct'] = simLoops.map((u) => round(u * 100));
+  out['simulatorCpuPct'] = round(((simCpu.user + simCpu.system) / 1e6 / REST_S) * 100);
   out['loadAtRest'] = [round(load0), round(loadavg()[0] ?? 0)];
   console.log(
-    `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 25), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop busy ${out['simulatorLoopBusyPct']} %; memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
+    `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 50), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop${simLoops.length > 1 ? 's' : ''} busy ${simLoops.map((u) => `${round(u * 100)} %`).join(', ')} (${SIM_THREADS || 'no'} worker threads; its CPU ${out['simulatorCpuPct']} % of a core); memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
   );
 }
 
@@ -304,7 +322,7 @@ async function failover(c: SimCluster, out: Record<string, unknown>): Promise<vo
   await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('scale-svc', svcCount)));
   const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.ClientStatus === 'running'), { pollMs: 500 });
   const leader = await c.leader();
-  const hbBefore = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
+  const hbBefore = c.fleet.heartbeatCounts();
   const killedAt = performance.now();
   await leader.run.stop('SIGKILL');
   const elected = await c.leader();
@@ -318,7 +336,7 @@ async function failover(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const next = await c.allOnLeader().finally(() => clearInterval(sampler));
   const reconnectMs = performance.now() - killedAt;
   // Every node heartbeated three more times (a full TTL at TTL/3 intervals) past the kill.
-  await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (hbBefore[i] ?? 0) + 3));
+  await c.fleet.until(() => c.fleet.heartbeatCounts().every((n, i) => n >= (hbBefore[i] ?? 0) + 3));
   const nodes = await c.nodes(next);
   const markedDown = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered').length;
   const after = (await c.call<Allocation[]>('GET', '/v1/job/scale-svc/allocations', undefined, next)).body;

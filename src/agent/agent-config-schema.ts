@@ -37,6 +37,7 @@ export const CONFIG_BODY: HclBody = {
       name: attr('name'),
       advertise_address: attr('advertiseAddress'),
       lease_ttl: attr('leaseTtl'),
+      max_heartbeats_per_second: attr('maxHeartbeatsPerSecond'),
       oidc_issuer: attr('oidcIssuer'),
       api_workers: attr('apiWorkers'),
       store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix'), write_timeout: attr('writeTimeout') } } } },
@@ -158,6 +159,8 @@ export const configSchema = z.strictObject({
       name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-"').optional(),
       advertiseAddress: httpUrl.optional(),
       leaseTtl: duration.optional(),
+      /** Nomad's max_heartbeats_per_second: the heartbeat TTL grows with the node count so that all nodes send at most this many a second. */
+      maxHeartbeatsPerSecond: z.number().positive('must be a number of heartbeats a second above 0, e.g. 100').optional(),
       /** Nomad's oidc_issuer: the `iss` of workload identities, and what OIDC discovery names. */
       oidcIssuer: httpUrl.optional(),
       /** HTTP front workers (threads) beside the main thread; 0: the main thread serves the API alone. */

@@ -182,6 +182,13 @@ describe('agent config files', () => {
     assert.match(await problemOf('a.hcl', 'server {\n  api_workers = 100\n}\n'), /^a\.hcl:2:3: server\.api_workers: must be at most 64$/);
   });
 
+  it('reads max_heartbeats_per_second (Nomad\'s), and names a rate that is not above 0 at its line', async () => {
+    assert.equal((await parseAgentConfig('a.hcl', 'server {\n  max_heartbeats_per_second = 50\n}\n')).server.maxHeartbeatsPerSecond, 50);
+    assert.equal((await parseAgentConfig('a.json', JSON.stringify({ server: { max_heartbeats_per_second: 12.5 } }))).server.maxHeartbeatsPerSecond, 12.5);
+    assert.equal((await parseAgentConfig('a.hcl', 'server {\n  heartbeat_ttl = "30s"\n}\n')).server.maxHeartbeatsPerSecond, undefined);
+    assert.match(await problemOf('a.hcl', 'server {\n  max_heartbeats_per_second = 0\n}\n'), /^a\.hcl:2:3: server\.max_heartbeats_per_second: must be a number of heartbeats a second above 0, e\.g\. 100$/);
+  });
+
   it('refuses an unknown client option and a token file that cannot be read', async () => {
     assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.java.enable" = true\n  }\n}\n'), /client\.options\.driver\.java\.enable: unknown option/);
     await assert.rejects(parseAgentConfig(path.join(dir, 'x.hcl'), 'tokens {\n  node_file = "missing.tokens"\n}\n'), (err: unknown) => {

@@ -33,6 +33,8 @@ export interface AgentConfig {
     advertiseAddress?: string;
     /** How long a dead leader keeps the cluster leaderless. Default 3 s. */
     leaseTtlMs?: number;
+    /** The heartbeats a second all nodes may send the leader in all (the TTL grows with the node count). Default 100. */
+    maxHeartbeatsPerSecond?: number;
     /** The `iss` of workload identities and the issuer /.well-known/openid-configuration names (Nomad's oidc_issuer); without it that endpoint answers 404. */
     oidcIssuer?: string;
     /** HTTP front workers (threads) in front of the main thread; 0: the main thread serves the API alone. Default min(cores, 4). */
@@ -231,6 +233,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(raw.server?.name ? { name: raw.server.name } : {}),
       ...(raw.server?.advertiseAddress ? { advertiseAddress: raw.server.advertiseAddress } : {}),
       ...(raw.server?.leaseTtl ? { leaseTtlMs: durationMs(raw.server.leaseTtl) } : {}),
+      ...(raw.server?.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: raw.server.maxHeartbeatsPerSecond } : {}),
       ...(raw.server?.oidcIssuer ? { oidcIssuer: raw.server.oidcIssuer } : {}),
       ...(raw.server?.apiWorkers !== undefined ? { apiWorkers: raw.server.apiWorkers } : {}),
       ...(raw.server?.store?.etcd ? { etcd: etcdSettings(raw.server.store.etcd) } : {}),

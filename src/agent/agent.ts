@@ -169,6 +169,7 @@ export class Agent {
       port,
       apiWorkers: config.server.apiWorkers ?? defaultApiWorkers(),
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
+      ...(config.server.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: config.server.maxHeartbeatsPerSecond } : {}),
       ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
       ...(config.server.oidcIssuer ? { oidcIssuer: config.server.oidcIssuer } : {}),
       ...(config.server.name || config.server.advertiseAddress || config.server.leaseTtlMs

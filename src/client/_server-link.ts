@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock, Logger } from '../lib/index.js';
 import type { ClientOptions } from './_client-types.js';
 import { heartbeatIntervalMs } from './_alloc-runner-options.js';
-import { AllocWatcher, NodeConnection, NodeRegistration, type AllocUpdate, type NodeRpcHandler, type ServerApi } from './serverconn/index.js';
+import { AllocWatcher, connectionLivenessMs, NodeConnection, NodeRegistration, type AllocUpdate, type NodeRpcHandler, type ServerApi } from './serverconn/index.js';
 import type { ClientStateStore } from './state/index.js';
 
 /** The node's own record in the client state. */
@@ -77,7 +77,7 @@ export function serverLink(deps: {
     nodeId: () => nodeId,
     handle: (req, o) => deps.handler.handle(req, o),
     // A silent leader is left well within the node's heartbeat TTL, so that controller calls move with it.
-    livenessMs: () => Math.min(5_000, Math.floor(registration.ttlMs / 4)),
+    livenessMs: () => connectionLivenessMs(registration.ttlMs),
     clock,
     logger,
   });

@@ -56,6 +56,8 @@ export interface ServerOptions {
   apiWorkers?: number;
   /** A node silent for this long is marked down. Default 30 s. */
   heartbeatTtlMs?: number;
+  /** The heartbeat rate the leader aims at over all nodes (their TTL grows with their number). Default 100. */
+  maxHeartbeatsPerSecond?: number;
   /** Deadline of one server-to-node call (controller publish, node detach...). Default 60 s. */
   nodeCallTimeoutMs?: number;
   /** Idle event streams send a `{}` line this often. Default 10 s. */
@@ -406,6 +408,7 @@ export class Server {
         clock,
         logger: root,
         ...(this.#opts.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: this.#opts.heartbeatTtlMs } : {}),
+        ...(this.#opts.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: this.#opts.maxHeartbeatsPerSecond } : {}),
       }),
       plugins: new PluginService({ store, logger: root }),
       claimWatcher: new ClaimWatcher({ store, volumes: this.#volumes as VolumeService, clock, logger: root }),

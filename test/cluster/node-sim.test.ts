@@ -91,7 +91,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     assert.equal(volumes.length, 20);
     const fake = c.fake!;
     // Each volume published to the node its complete allocation ran on (the plugin's node ID of that simulated node).
-    const nodeOf = new Map(c.fleet.nodes.map((n, i) => [n.nodeId, `sim-ext-${i}`]));
+    const nodeOf = new Map(c.simNodes.map((n, i) => [n.nodeId, `sim-ext-${i}`]));
     const published = fake.callsTo('ControllerPublishVolume');
     const lastPublish = new Map(published.map((p) => [String(p.request['volumeId']), String(p.request['nodeId'])]));
     for (const a of complete) {
@@ -116,12 +116,12 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('sim-svc', 50)));
     const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.ClientStatus === 'running'));
     const leader = await c.leader();
-    const heartbeats = c.fleet.nodes.map((n) => n.registration.counts.heartbeats);
+    const heartbeats = c.fleet.heartbeatCounts();
     await leader.run.stop('SIGKILL');
     const next = await c.allOnLeader();
     assert.notEqual(next.name, leader.name);
     // A full TTL of heartbeats (one every third of it) from every node after the kill.
-    await c.fleet.until(() => c.fleet.nodes.every((n, i) => n.registration.counts.heartbeats >= (heartbeats[i] ?? 0) + 3));
+    await c.fleet.until(() => c.fleet.heartbeatCounts().every((n, i) => n >= (heartbeats[i] ?? 0) + 3));
     const nodes = await c.nodes(next);
     assert.equal(nodes.length, NODES);
     const down = nodes.filter((n) => n.Status !== 'ready' || n.StatusDescription !== 'registered');

@@ -49,7 +49,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startServer(opts: { clock?: Clock; dir?: string; heartbeatTtlMs?: number; logger?: Logger } = {}): Promise<Harness> {
+export async function startServer(opts: { clock?: Clock; dir?: string; heartbeatTtlMs?: number; maxHeartbeatsPerSecond?: number; logger?: Logger } = {}): Promise<Harness> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'berth-srv-'));
   const clock = opts.clock ?? new ManualClock(1_700_000_000_000);
   const server = new Server({
@@ -57,6 +57,7 @@ export async function startServer(opts: { clock?: Clock; dir?: string; heartbeat
     clock,
     tokens: API_TOKENS,
     heartbeatTtlMs: opts.heartbeatTtlMs ?? 30_000,
+    ...(opts.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: opts.maxHeartbeatsPerSecond } : {}),
     eventHeartbeatMs: 200,
     nodeCallTimeoutMs: 10_000,
     ...(opts.logger ? { logger: opts.logger } : {}),

@@ -51,7 +51,10 @@ describe('nodes joining and going down', () => {
 
     // Only the survivor keeps heartbeating; the other misses the TTL.
     await clock.advance(20_000);
-    assert.equal((await h.call('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} })).status, 200);
+    const beat = await h.call<Record<string, unknown>>('POST', `/v1/node/${survivor}/heartbeat`, { token: TOKENS.node, body: {} });
+    assert.equal(beat.status, 200);
+    // As Nomad's Node.UpdateStatus: the TTL, not the node row (the whole cluster's heartbeats reach the leader).
+    assert.deepEqual(beat.body, { heartbeatTtlMs: 30_000 });
     await clock.advance(15_000);
     const down = await eventually('the node to be marked down', async () => {
       const n = await h.call<Api.Node>('GET', `/v1/node/${doomed}`);
@@ -74,5 +77,21 @@ describe('nodes joining and going down', () => {
     await eventually('the plugin on the new node', async () => (await allocsOf('plugin-fake')).find((a) => a.NodeID === n3));
     const live = (await allocsOf('plugin-fake')).filter((a) => a.DesiredStatus === 'run');
     assert.deepEqual(live.map((a) => a.NodeID).sort(), [survivor, n3].sort());
+  });
+});
+
+describe('the heartbeat TTL of a server with max_heartbeats_per_second', () => {
+  it('gives nodes a TTL long enough that all of them stay under the rate, at registration and with every heartbeat', async () => {
+    const slow = await startServer({ heartbeatTtlMs: 10_000, maxHeartbeatsPerSecond: 0.1 });
+    try {
+      const reg = await slow.call<{ node: Node; heartbeatTtlMs: number }>('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('r1') } });
+      // One node heartbeating every third of its TTL at 0.1 a second: 30 s.
+      assert.equal(reg.body.heartbeatTtlMs, 30_000);
+      await slow.call('POST', '/v1/node/register', { token: TOKENS.node, body: { fingerprint: fingerprint('r2') } });
+      const beat = await slow.call<{ heartbeatTtlMs: number }>('POST', `/v1/node/${reg.body.node.id}/heartbeat`, { token: TOKENS.node, body: {} });
+      assert.deepEqual(beat.body, { heartbeatTtlMs: 60_000 }, 'two nodes: twice as long');
+    } finally {
+      await slow.close();
+    }
   });
 });

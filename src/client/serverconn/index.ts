@@ -23,4 +23,4 @@ export {
   type ControllerRpcMethod,
   type NodeRpcHandlers,
 } from './controller-calls.js';
-export { NodeConnection, type NodeConnectionOptions, type NodeConnectionState } from './node-connection.js';
+export { NodeConnection, connectionLivenessMs, type NodeConnectionOptions, type NodeConnectionState } from './node-connection.js';

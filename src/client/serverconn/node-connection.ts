@@ -51,6 +51,18 @@ export interface NodeConnectionOptions {
 export type NodeConnectionState = LifecycleState;
 
 const DEFAULT_LIVENESS_MS = 5_000;
+
+/**
+ * How often a node pings the server on its node connection, for a heartbeat
+ * TTL: a quarter of it up to 5 s, and a tenth of it beyond 50 s. The servers
+ * give a large cluster a TTL that grows with its size (max_heartbeats_per_second),
+ * so the pings reaching the leader stay bounded as the heartbeats do (about
+ * 3.3 times the heartbeat rate) instead of growing with the node count, and
+ * a silent server is still left within a fifth of the TTL. Pure.
+ */
+export function connectionLivenessMs(heartbeatTtlMs: number): number {
+  return Math.max(Math.min(DEFAULT_LIVENESS_MS, Math.floor(heartbeatTtlMs / 4)), Math.floor(heartbeatTtlMs / 10));
+}
 /**
  * After an open socket closes (the leader died or stepped down), the next
  * attempt waits a random time up to this: a thousand nodes that lost the

@@ -201,9 +201,9 @@ export class ServerApi {
     nodeId: string,
     fingerprint: NodeFingerprint | undefined,
     opts: { signal?: AbortSignal; timeoutMs?: number } = {},
-  ): Promise<{ node: Node; heartbeatTtlMs: number }> {
+  ): Promise<{ heartbeatTtlMs: number }> {
     const { body } = await this.#call('POST', `/v1/node/${enc(nodeId)}/heartbeat`, fingerprint ? { fingerprint } : {}, opts.signal, opts.timeoutMs);
-    return body as { node: Node; heartbeatTtlMs: number };
+    return body as { heartbeatTtlMs: number };
   }
 
   /**

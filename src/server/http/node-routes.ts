@@ -72,8 +72,10 @@ export function registerNodeRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const body = req.body === undefined || req.body === null ? {} : objectBody(req.body);
     const fp = body['fingerprint'];
     const nodes = deps.nodes;
-    const node = await nodes.heartbeat(req.params.id, fp ? (objectBody(fp, 'fingerprint') as unknown as NodeFingerprint) : undefined);
-    return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
+    await nodes.heartbeat(req.params.id, fp ? (objectBody(fp, 'fingerprint') as unknown as NodeFingerprint) : undefined);
+    // As Nomad's Node.UpdateStatus answers: the TTL, not the node (the whole cluster's heartbeats reach the
+    // leader; serializing every node row into them was most of a heartbeat's answer, and the agent reads only the TTL).
+    return { heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
   registerNodeAllocRoutes(app, { deps, signalOf });

@@ -6,4 +6,5 @@
 // (test/cluster/node-sim.test.ts) and the scale bench (bench/scale.bench.ts).
 export { SimNode, type SimNodeOptions, type SimRecorder, type SimCsiOptions } from './sim-node.js';
 export { SimFleet, simNodeId, simExternalNodeId, type SimFleetOptions } from './sim-fleet.js';
+export { ThreadedFleet, type Fleet, type ThreadedFleetOptions } from './sim-threads.js';
 export { SimCluster, SIM_PLUGIN, simBatchJob, simServiceJob, simVolumeJob, type SimClusterOptions } from './sim-cluster.js';

@@ -7,11 +7,12 @@
 
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
-import { CsiClient } from '../../../src/csi/index.js';
+import { CsiClient, type PluginFingerprint } from '../../../src/csi/index.js';
 import type { AllocationListStub, NodeListStub } from '../../../src/api/index.js';
 import { FakePlugin } from '../csi-fake/index.js';
 import { Cluster as ProcessCluster, type ServerProc } from '../process-cluster.js';
 import { SimFleet } from './sim-fleet.js';
+import { ThreadedFleet, type Fleet } from './sim-threads.js';
 
 export const SIM_PLUGIN = 'simcsi';
 
@@ -29,6 +30,16 @@ export interface SimClusterOptions {
   etcdMaxRequestBytes?: number;
   /** Flags for each server's node process (e.g. `--cpu-prof`). */
   serverNodeArgs?: readonly string[];
+  /**
+   * Worker threads the simulated nodes are spread over (sim-threads.ts);
+   * 0: every node in this thread, where a test may reach each SimNode
+   * (`nodes()`). Default 0.
+   */
+  threads?: number;
+  /** Nodes started a second (SimFleetOptions.startPerSecond); unset: all at once. */
+  startPerSecond?: number;
+  /** Told every 10 s, until every node is on the leader, how many are registered and connected. */
+  progress?: (registered: number, connected: number) => void;
 }
 
 /** Answers of the API that carry an index. */
@@ -39,36 +50,55 @@ interface Indexed<T> {
 
 export class SimCluster {
   readonly processes: ProcessCluster;
-  fleet!: SimFleet;
+  fleet!: Fleet;
   fake: FakePlugin | undefined;
   #csiClient: CsiClient | undefined;
+  #local: SimFleet | undefined;
 
   private constructor() {
     this.processes = new ProcessCluster();
   }
 
-  /** Starts etcd, the servers, (the plugin,) and the fleet; resolves once every node is registered and connected to the leader. */
-  static async start(opts: SimClusterOptions): Promise<SimCluster> {
+  /**
+   * Starts etcd, the servers, (the plugin,) and the fleet; resolves once every
+   * node is registered and connected to the leader. `signal` gives up (closing
+   * everything), with how many nodes got there.
+   */
+  static async start(opts: SimClusterOptions, signal?: AbortSignal): Promise<SimCluster> {
     const c = new SimCluster();
     try {
       await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.serverNodeArgs ? { serverNodeArgs: opts.serverNodeArgs } : {}), ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
-      let csi: ConstructorParameters<typeof SimFleet>[0]['csi'];
+      let csi: { pluginId: string; fingerprint: PluginFingerprint; endpoint: string; controller: CsiClient } | undefined;
       if (opts.csi) {
         c.fake = new FakePlugin({ socketPath: path.join(c.processes.dir, 'simcsi.sock'), nodeId: 'sim-ext-0', acceptsNode: (id) => id.startsWith('sim-ext-') });
         await c.fake.start();
         c.#csiClient = new CsiClient({ endpoint: c.fake.endpoint });
-        csi = { pluginId: SIM_PLUGIN, fingerprint: await c.#csiClient.fingerprint({ node: true }), controller: c.#csiClient };
+        csi = { pluginId: SIM_PLUGIN, fingerprint: await c.#csiClient.fingerprint({ node: true }), endpoint: c.fake.endpoint, controller: c.#csiClient };
       }
-      c.fleet = new SimFleet({
+      const common = {
         servers: c.processes.servers.map((s) => s.url),
         token: c.processes.nodeToken,
         count: opts.nodes,
         ...(opts.taskRunMs !== undefined ? { taskRunMs: opts.taskRunMs } : {}),
-        ...(csi ? { csi } : {}),
-      });
+        ...(opts.startPerSecond ? { startPerSecond: opts.startPerSecond } : {}),
+      };
+      if (opts.threads) {
+        c.fleet = new ThreadedFleet({ ...common, threads: opts.threads, ...(csi ? { csi: { pluginId: csi.pluginId, fingerprint: csi.fingerprint, endpoint: csi.endpoint } } : {}) });
+      } else {
+        c.#local = new SimFleet({ ...common, ...(csi ? { csi: { pluginId: csi.pluginId, fingerprint: csi.fingerprint, controller: csi.controller } } : {}) });
+        c.fleet = c.#local;
+      }
       c.fleet.start();
-      await c.fleet.waitRegistered();
-      await c.allOnLeader();
+      const progress = opts.progress;
+      const ticker = progress ? setInterval(() => progress(c.fleet.registeredCount(), c.fleet.connectedCount()), 10_000) : undefined;
+      try {
+        await c.fleet.waitRegistered(signal).catch((err: unknown) => {
+          throw signal?.aborted ? new Error(`registering: ${c.fleet.registeredCount()} of ${opts.nodes} nodes registered when the deadline passed`) : err;
+        });
+        await c.allOnLeader(signal);
+      } finally {
+        clearInterval(ticker);
+      }
       return c;
     } catch (err) {
       await c.close();
@@ -80,8 +110,9 @@ export class SimCluster {
    * Resolves with the leader once every node's connection is open to it. A
    * leader that changes meanwhile (a loaded machine) is asked for again.
    */
-  async allOnLeader(): Promise<ServerProc> {
+  async allOnLeader(signal?: AbortSignal): Promise<ServerProc> {
     for (;;) {
+      if (signal?.aborted) throw new Error(`connecting to the leader: ${this.fleet.connectedCount()} of the nodes connected when the deadline passed`);
       const leader = await this.leader();
       try {
         await this.fleet.waitConnected(leader.url, AbortSignal.timeout(15_000));
@@ -90,6 +121,12 @@ export class SimCluster {
         // Not all there yet, or the leader moved: ask who leads now.
       }
     }
+  }
+
+  /** The simulated nodes themselves, for a test that reaches into one; only a fleet in this thread (`threads` 0) has them. */
+  get simNodes(): SimFleet['nodes'] {
+    if (!this.#local) throw new Error('the simulated nodes run in worker threads: only their mirrored state is here');
+    return this.#local.nodes;
   }
 
   leader(ms?: number): Promise<ServerProc> {

@@ -5,12 +5,15 @@
 
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import type { Logger } from '../../../src/lib/index.js';
+import { performance } from 'node:perf_hooks';
 import { SimNode, type SimRecorder } from './sim-node.js';
 
 export interface SimFleetOptions {
   servers: readonly string[];
   token: string;
   count: number;
+  /** The index of the first node (its ID and name): a fleet may be one shard of a larger one. Default 0. */
+  first?: number;
   /** Node names are `<prefix>-<n>`. Default 'sim'. */
   prefix?: string;
   taskRunMs?: number;
@@ -18,6 +21,13 @@ export interface SimFleetOptions {
   /** Every node reports this CSI node plugin; the first `controllers` nodes (default 1) also run its controller. */
   csi?: { pluginId: string; fingerprint: PluginFingerprint; controller: CsiClient; controllers?: number };
   logger?: Logger;
+  /**
+   * Nodes started a second (a fleet coming up, as machines boot), spread
+   * evenly; unset: all at once (a cluster-wide restart, the worst storm).
+   */
+  startPerSecond?: number;
+  /** Also told of every heartbeat, start and finish as it is recorded (a shard in a worker thread passes them on). */
+  tap?: SimRecorder;
 }
 
 /** The node ID of simulated node `i` (a UUID, as agents make). */
@@ -43,12 +53,20 @@ export class SimFleet {
   readonly #finished = new Map<string, string[]>();
 
   constructor(opts: SimFleetOptions) {
+    this.#startPerSecond = opts.startPerSecond;
     const recorder: SimRecorder = {
       heartbeat: (ms) => this.#heartbeats.push(ms),
-      started: (allocId, nodeId) => push(this.#started, allocId, nodeId),
-      finished: (allocId, nodeId) => push(this.#finished, allocId, nodeId),
+      started: (allocId, nodeId) => {
+        push(this.#started, allocId, nodeId);
+        opts.tap?.started(allocId, nodeId);
+      },
+      finished: (allocId, nodeId) => {
+        push(this.#finished, allocId, nodeId);
+        opts.tap?.finished(allocId, nodeId);
+      },
     };
-    for (let i = 0; i < opts.count; i++) {
+    const first = opts.first ?? 0;
+    for (let i = first; i < first + opts.count; i++) {
       // Each node lists the servers from a different one, as agents spread their first choice.
       const servers = opts.servers.map((_s, k) => opts.servers[(i + k) % opts.servers.length] as string);
       const csi = opts.csi;
@@ -78,8 +96,25 @@ export class SimFleet {
   }
 
   start(): void {
-    for (const n of this.nodes) n.start();
+    const rate = this.#startPerSecond;
+    if (!rate) {
+      for (const n of this.nodes) n.start();
+      return;
+    }
+    // Every 100 ms, the nodes whose turn came.
+    const t0 = performance.now();
+    let next = 0;
+    const step = (): void => {
+      const due = Math.min(this.nodes.length, Math.floor(((performance.now() - t0) / 1000) * rate) + 1);
+      for (; next < due; next++) this.nodes[next]?.start();
+      if (next < this.nodes.length && !this.#stopped) this.#starter = setTimeout(step, 100);
+    };
+    step();
   }
+
+  readonly #startPerSecond: number | undefined;
+  #starter: NodeJS.Timeout | undefined;
+  #stopped = false;
 
   /** Resolves once every node is registered. */
   waitRegistered(signal?: AbortSignal): Promise<void> {
@@ -89,6 +124,16 @@ export class SimFleet {
   /** Resolves once every node's connection is open (to `server` when given). */
   waitConnected(server?: string, signal?: AbortSignal): Promise<void> {
     return this.until(() => this.nodes.every((n) => n.connection.connected && (server === undefined || n.connection.server === server)), signal);
+  }
+
+  /** Each node's successful heartbeats (and registrations) so far, in node order. */
+  heartbeatCounts(): number[] {
+    return this.nodes.map((n) => n.registration.counts.heartbeats);
+  }
+
+  /** How many nodes are registered. */
+  registeredCount(): number {
+    return this.nodes.filter((n) => n.registration.registered).length;
   }
 
   /** How many nodes hold an open node connection (to `server` when given). */
@@ -129,6 +174,12 @@ export class SimFleet {
     return sum;
   }
 
+  /** This thread's event-loop idle and active time (ms) so far: the simulator's own load, beside every figure. */
+  loopTotals(): Array<{ idle: number; active: number }> {
+    const { idle, active } = performance.eventLoopUtilization();
+    return [{ idle, active }];
+  }
+
   /** Allocations started more than once (by one node or by several): what must never happen. */
   doubled(): string[] {
     return [...this.#started].filter(([, nodes]) => nodes.length > 1).map(([id]) => id);
@@ -143,11 +194,14 @@ export class SimFleet {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#starter);
     await Promise.all(this.nodes.map((n) => n.stop()));
   }
 }
 
-function push(map: Map<string, string[]>, key: string, value: string): void {
+/** Appends `value` to `key`'s list. */
+export function push(map: Map<string, string[]>, key: string, value: string): void {
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);

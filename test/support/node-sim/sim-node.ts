@@ -11,7 +11,7 @@
 // (controller calls through the agent's own translation to the real
 // controller plugin; node detach as done, since nothing was mounted).
 
-import { controllerCallHandlers, errorAnswer, NodeConnection, NodeRegistration, ServerApi, ServerConnError, StatusReporter, AllocWatcher, type AllocUpdate, type AllocWatcherCounts, type NodeAllocation, type NodeRpcHandlers } from '../../../src/client/serverconn/index.js';
+import { connectionLivenessMs, controllerCallHandlers, errorAnswer, NodeConnection, NodeRegistration, ServerApi, ServerConnError, StatusReporter, AllocWatcher, type AllocUpdate, type AllocWatcherCounts, type NodeAllocation, type NodeRpcHandlers } from '../../../src/client/serverconn/index.js';
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import { BACKOFF, backoffDelay, silentLogger, systemClock, type Logger } from '../../../src/lib/index.js';
 import type { CsiPluginReport, NodeFingerprint, NodeRpcMethod, NodeRpcRequest, NodeRpcResponse, TaskState } from '../../../src/structs/index.js';
@@ -109,7 +109,7 @@ export class SimNode {
       authHeader: this.api.authHeader(),
       nodeId: () => opts.nodeId,
       handle: (req, o) => this.#handle(req, o.signal),
-      livenessMs: () => Math.min(5_000, Math.floor(this.registration.ttlMs / 4)),
+      livenessMs: () => connectionLivenessMs(this.registration.ttlMs),
       logger,
     });
   }

@@ -1,0 +1,71 @@
+// One shard of a threaded fleet (sim-threads.ts): a SimFleet of its own
+// nodes in a worker thread, which reports what the main thread mirrors every
+// 100 ms (the nodes' flags, the heartbeat round trips, the allocations
+// started and finished since the last report, the sync counts, its own
+// event-loop use) and stops when told.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import { CsiClient } from '../../../src/csi/index.js';
+import { SimFleet } from './sim-fleet.js';
+import type { ShardInit, ShardReport } from './sim-threads.js';
+
+const init = workerData as ShardInit;
+const port = parentPort;
+if (!port) throw new Error('sim-thread-worker runs in a worker thread');
+
+const controller = init.csi && init.first < (init.csi.controllers ?? 1) ? new CsiClient({ endpoint: init.csi.endpoint }) : undefined;
+// What the fleet recorded since the last report.
+let started: Array<[string, string]> = [];
+let finished: Array<[string, string]> = [];
+const fleet = new SimFleet({
+  tap: { heartbeat: () => undefined, started: (a, n) => started.push([a, n]), finished: (a, n) => finished.push([a, n]) },
+  servers: init.servers,
+  token: init.token,
+  count: init.count,
+  first: init.first,
+  ...(init.taskRunMs !== undefined ? { taskRunMs: init.taskRunMs } : {}),
+  ...(init.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: init.heartbeatIntervalMs } : {}),
+  ...(init.startPerSecond ? { startPerSecond: init.startPerSecond } : {}),
+  ...(init.csi
+    ? { csi: { pluginId: init.csi.pluginId, fingerprint: init.csi.fingerprint, controller: controller as CsiClient, ...(init.csi.controllers !== undefined ? { controllers: init.csi.controllers - init.first } : {}) } }
+    : {}),
+});
+
+let elu = performance.eventLoopUtilization();
+
+function report(): ShardReport {
+  const serverIndex = new Int8Array(fleet.nodes.length);
+  const flags = new Uint8Array(fleet.nodes.length);
+  fleet.nodes.forEach((n, i) => {
+    flags[i] = (n.registration.registered ? 1 : 0) | (n.connection.connected ? 2 : 0);
+    serverIndex[i] = n.connection.server === undefined ? -1 : init.servers.indexOf(n.connection.server);
+  });
+  const now = performance.eventLoopUtilization();
+  const busy = performance.eventLoopUtilization(now, elu);
+  elu = now;
+  const out = {
+    flags,
+    serverIndex,
+    heartbeatCounts: fleet.heartbeatCounts(),
+    heartbeats: fleet.takeHeartbeats(),
+    started,
+    finished,
+    sync: fleet.syncCounts(),
+    loop: { idle: busy.idle, active: busy.active },
+  };
+  started = [];
+  finished = [];
+  return out;
+}
+
+const timer = setInterval(() => port.postMessage(report()), 100);
+port.on('message', (msg: 'stop') => {
+  if (msg !== 'stop') return;
+  clearInterval(timer);
+  void fleet.stop().finally(() => {
+    controller?.close();
+    port.postMessage({ ...report(), stopped: true });
+  });
+});
+fleet.start();
