@@ -4,6 +4,7 @@
 // accepted job's allocation runs. The same code measures both sides, so the
 // figures printed beside each other are taken the same way.
 
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { round } from './_stats.js';
@@ -138,4 +139,27 @@ export async function runBurst(harness: SubmitterKind, target: BurstTarget, bodi
 /** The placed/running timeline as one line. */
 export function formatProgress(progress: ReadonlyArray<[number, number, number]>): string {
   return progress.map(([t, p, r]) => `${t} ${p}/${r}`).join(', ');
+}
+
+/**
+ * Processes whose command line names the executor script and whose parent
+ * is `agentPid`; `busy`: those that run a task (have a child), not the
+ * spares the agent keeps started ahead of need.
+ */
+export function executorsOf(agentPid: number, busy = false): number[] {
+  const out: number[] = [];
+  const parents = new Set<number>();
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.add(ppid);
+      if (ppid !== agentPid) continue;
+      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('executor')) out.push(Number(e));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return busy ? out.filter((pid) => parents.has(pid)) : out;
 }

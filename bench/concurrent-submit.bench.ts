@@ -65,7 +65,7 @@ import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { startNomadDev } from './_nomad-dev.js';
 import { round } from './_stats.js';
-import { formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
+import { executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst, type SubmitterKind } from './_submitters.js';
 import type { AllocationListStub } from '../src/api/index.js';
 
@@ -104,29 +104,6 @@ function cpuMs(pid: number): number {
 function rssMiB(pid: number): number {
   const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   return round(kb / 1024);
-}
-
-/**
- * Processes whose command line names the executor script and whose parent
- * is `agentPid`; `busy`: those that run a task (have a child), not the
- * spares the agent keeps started ahead of need.
- */
-function executorsOf(agentPid: number, busy = false): number[] {
-  const out: number[] = [];
-  const parents = new Set<number>();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.add(ppid);
-      if (ppid !== agentPid) continue;
-      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('executor')) out.push(Number(e));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return busy ? out.filter((pid) => parents.has(pid)) : out;
 }
 
 /**
