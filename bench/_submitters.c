@@ -2,8 +2,11 @@
 // of its own (plain blocking sockets, HTTP/1.1, connection: close).
 // stdin: "host port path token\n", then N lines (one body each), then an
 // empty line. It prints "ready" once every thread waits at the gate, reads
-// "go", and prints one JSON array of {start,end,status,text} (epoch ms).
+// "go", and prints one JSON array of {start,end,status,text} (epoch ms;
+// a failure has status 0, end 0 and text the call that failed with its
+// strerror: "connect: ...", "write: ...", "read: Connection reset by peer").
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -34,19 +37,25 @@ static void *submit(void *arg) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
   inet_pton(AF_INET, host, &a.sin_addr);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { snprintf(j->err, sizeof j->err, "connect failed"); j->status = 0; if (fd >= 0) close(fd); return NULL; }
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { snprintf(j->err, sizeof j->err, "connect: %s", strerror(errno)); j->status = 0; if (fd >= 0) close(fd); return NULL; }
   int one = 1; setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   size_t blen = strlen(j->body);
   size_t cap = blen + 2048; char *req = malloc(cap);
   int n = snprintf(req, cap, "PUT %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", path, host, port, token, blen, j->body);
-  for (int off = 0; off < n;) { ssize_t w = write(fd, req + off, n - off); if (w <= 0) { snprintf(j->err, sizeof j->err, "write failed"); close(fd); free(req); return NULL; } off += w; }
+  for (int off = 0; off < n;) { ssize_t w = write(fd, req + off, n - off); if (w <= 0) { snprintf(j->err, sizeof j->err, "write: %s", w < 0 ? strerror(errno) : "closed"); close(fd); free(req); return NULL; } off += w; }
   free(req);
   char buf[4096]; size_t got = 0; ssize_t r;
   char head[64] = {0};
   while ((r = read(fd, buf, sizeof buf)) > 0) { if (got < sizeof head - 1) { size_t c = sizeof head - 1 - got; memcpy(head + got, buf, (size_t)r < c ? (size_t)r : c); } got += r; }
+  int read_errno = r < 0 ? errno : 0;
   j->end = now_ms();
   close(fd);
-  if (sscanf(head, "HTTP/1.%*d %d", &j->status) != 1) { j->status = 0; snprintf(j->err, sizeof j->err, "no HTTP status in the answer"); }
+  if (sscanf(head, "HTTP/1.%*d %d", &j->status) != 1) {
+    j->status = 0;
+    j->end = 0;
+    if (read_errno) snprintf(j->err, sizeof j->err, "read: %s", strerror(read_errno));
+    else snprintf(j->err, sizeof j->err, "no HTTP status in the answer (%zu bytes, connection closed)", got);
+  }
   return NULL;
 }
 

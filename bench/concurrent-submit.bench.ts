@@ -41,11 +41,21 @@
 // threads' ~70 ms cold and 20-45 ms warm (the bare server's own: accepting
 // and answering 200 connections on one event loop): the harness is printed
 // beside each figure.
+//
+// NOMAD_BIN=/path/to/nomad also sends the same burst (the same harness, the
+// same request bodies: Nomad JSON jobs in datacenter dc1) to a Nomad dev
+// agent in the same run, right after Berth's (bench/_nomad-dev.ts: free
+// ports, raw_exec enabled, no per-client connection limit, its data in the
+// bench's directory; stopped with every task it started), polls its
+// /v1/allocations the same way (bench/_submit-burst.ts measures both sides)
+// and prints both side by side: submit p50/p99/max, all answered, all
+// running, connections reset and other errors, each agent's CPU, the load
+// before and during each side. BENCH_SUBMIT_RUNS=n repeats the pair n times
+// and prints each run (the memory figures are the first run's alone).
 
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
@@ -53,25 +63,23 @@ import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
+import { startNomadDev } from './_nomad-dev.js';
 import { round } from './_stats.js';
-import { describeSubmitters, startSubmitters, submitterKind, type Burst } from './_submitters.js';
+import { executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
+import { describeSubmitters, startSubmitters, submitterKind, type Burst, type SubmitterKind } from './_submitters.js';
 import type { AllocationListStub } from '../src/api/index.js';
-
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
-}
 
 const JOBS = Number(process.env['BENCH_SUBMIT_JOBS'] ?? 200);
 
 /** The burst's request bodies, one Nomad JSON job each (Nomad's JobRegisterRequest): burst-0 .. burst-(JOBS-1). */
 const bodies = (): string[] => Array.from({ length: JOBS }, (_, i) => JSON.stringify(registration(job(`burst-${i}`))));
-const POLL_MS = 200;
 
+// datacenters dc1 (both dev agents' node's): Nomad 1.1.2 knows no wildcard datacenter, and the same bytes go to both.
 function job(id: string): Record<string, unknown> {
   return {
     id,
     type: 'service',
+    datacenters: ['dc1'],
     groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 5, memoryMb: 10 } }] }],
   };
 }
@@ -100,29 +108,6 @@ function rssMiB(pid: number): number {
 }
 
 /**
- * Processes whose command line names the executor script and whose parent
- * is `agentPid`; `busy`: those that run a task (have a child), not the
- * spares the agent keeps started ahead of need.
- */
-function executorsOf(agentPid: number, busy = false): number[] {
-  const out: number[] = [];
-  const parents = new Set<number>();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.add(ppid);
-      if (ppid !== agentPid) continue;
-      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('executor')) out.push(Number(e));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return busy ? out.filter((pid) => parents.has(pid)) : out;
-}
-
-/**
  * DELETE `url` over a connection of its own that closes after the answer,
  * as `berth job stop` would: a burst of fetch() calls would leave the agent
  * holding 200 idle keep-alive connections (and their memory) for the
@@ -136,8 +121,6 @@ function stopAndPurge(url: string, authorization: string): Promise<void> {
     req.on('error', reject).end();
   });
 }
-
-const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 // A server that parses each body and answers at once, in a process of its own: what the harness alone costs.
 const BARE_SERVER = `
@@ -192,15 +175,15 @@ async function harnessFloor(): Promise<{ cold: Floor; warm: Floor }> {
   }
 }
 
-export default async function bench(dir: string): Promise<Record<string, unknown>> {
-  const harness = submitterKind();
-  console.log(`  harness: ${describeSubmitters(harness)}, one thread and connection a job`);
-  const floor = process.env['BENCH_SUBMIT_FLOOR'] === '1' ? await harnessFloor() : undefined;
-  for (const [when, f] of Object.entries(floor ?? {})) {
-    console.log(`  harness floor (a bare node:http server answering at once, ${when}): submit p50 ${f.p50} ms, p99 ${f.p99} ms, max ${f.max} ms; all answered after ${f.allAnsweredMs} ms (load ${f.load})`);
-  }
+/**
+ * One burst against a Berth dev agent (or, BENCH_SUBMIT_SPLIT=1, a server
+ * and a client agent) in `dir`: its figures, printed as they come, and the
+ * burst's own (for the side-by-side table). `memory`: also stop, purge and
+ * collect every job and take the agent's memory figures (the first run only).
+ */
+async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): Promise<{ figures: Record<string, unknown>; burst: BurstFigures }> {
   const agentDir = join(dir, 'agent');
-  mkdirSync(agentDir);
+  mkdirSync(agentDir, { recursive: true });
   const prof = process.env['BENCH_SUBMIT_CPU_PROF'];
   const snapshots = process.env['BENCH_SUBMIT_HEAP_SNAPSHOTS'];
   const perExecutor = process.env['BENCH_SUBMIT_TASKS_PER_EXECUTOR'];
@@ -262,52 +245,29 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       return f && readFileSync(join(snapshots, f), 'utf8').trimEnd().endsWith('}') ? f : undefined;
     }, { timeoutMs: 120_000, intervalMs: 1000 });
   };
-  let burst: Burst | undefined;
   try {
     await sleep(2000);
     const idleRssMiB = rssMiB(agentPid);
     // The agent's start is a burst too: its memory reclaimer gives back what the start committed in its first quiet interval.
     // Under --cpu-prof the profiler's own work keeps the agent from ever looking quiet: no reclaim to wait for.
-    if (!prof) await eventually('the start reclaimed', async () => (await memoryNow()).reclaims >= 1 || undefined, { timeoutMs: 60_000, intervalMs: 500 });
+    if (memory && !prof) await eventually('the start reclaimed', async () => (await memoryNow()).reclaims >= 1 || undefined, { timeoutMs: 60_000, intervalMs: 500 });
     await sleep(1000);
     const settledIdleRssMiB = rssMiB(agentPid);
     const idleMemory = await memoryNow();
     await heapSnapshot();
-    const loadBefore = load();
 
-    burst = startSubmitters(harness, `${agent.addr}/v1/jobs`, agent.token, bodies());
-    await burst.ready;
-    await loopDelay();
-    const cpu0 = { agent: cpuMs(agentPid), main: cpuMs(agentPid, true), node: clientAgent ? cpuMs(nodePid) : 0 };
-    const t0 = burst.release();
-
-    let allRunningMs = 0;
-    let cpuRunning = { agent: 0, node: 0 };
-    /** Each poll: [s since the release, burst allocations placed, running]. */
-    const progress: Array<[number, number, number]> = [];
-    const polled = (async () => {
-      for (;;) {
-        const list = await allocs();
-        const placed = list.filter((a) => a.JobID.startsWith('burst-') && a.DesiredStatus === 'run');
-        const running = placed.filter((a) => a.ClientStatus === 'running').length;
-        progress.push([round((performance.timeOrigin + performance.now() - t0) / 1000, 2), placed.length, running]);
-        if (running === JOBS) {
-          allRunningMs = performance.timeOrigin + performance.now() - t0;
-          cpuRunning = { agent: cpuMs(agentPid) - cpu0.agent, node: clientAgent ? cpuMs(nodePid) - cpu0.node : 0 };
-          return;
-        }
-        if (performance.timeOrigin + performance.now() - t0 > 300_000) throw new Error(`after 300 s only ${running} of ${JOBS} allocations run`);
-        await sleep(POLL_MS);
-      }
-    })();
-    const submitted = await burst.results;
-    const cpuAnswered = { agent: cpuMs(agentPid) - cpu0.agent, main: cpuMs(agentPid, true) - cpu0.main, node: clientAgent ? cpuMs(nodePid) - cpu0.node : 0 };
-    const failed = submitted.filter((s) => s.status !== 200);
-    if (failed.length) throw new Error(`${failed.length} submissions failed, e.g. ${failed[0]!.status} ${failed[0]!.text}`);
-    const latencies = submitted.map((s) => s.end - s.start);
-    const allAnsweredMs = Math.max(...submitted.map((s) => s.end)) - t0;
-    await polled;
-    const loadDuring = load();
+    const b = await runBurst(
+      harness,
+      {
+        addr: agent.addr,
+        token: agent.token,
+        allocs,
+        cpu: () => ({ agent: cpuMs(agentPid), main: cpuMs(agentPid, true), ...(clientAgent ? { node: cpuMs(nodePid) } : {}) }),
+        beforeRelease: async () => void (await loopDelay()),
+      },
+      bodies(),
+      { prefix: 'burst-' },
+    );
     const delay = await loopDelay();
     // How the scheduler took the burst: evaluations by trigger and status, and how many store writes placed the allocations.
     const evals = (await (await fetch(`${agent.addr}/v1/evaluations?namespace=*`, { headers })).json()) as Array<{ TriggeredBy: string; Status: string; JobID: string }>;
@@ -316,18 +276,15 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const placementWrites = new Set(
       (await allocs()).filter((a) => a.JobID.startsWith('burst-')).map((a) => a.CreateIndex),
     ).size;
-    await burst.close();
+    const cpuAnswered = { agent: b.cpuAnswered['agent'] ?? 0, main: b.cpuAnswered['main'] ?? 0, node: b.cpuAnswered['node'] ?? 0 };
+    const cpuRunning = { agent: b.cpuRunning['agent'] ?? 0, node: b.cpuRunning['node'] ?? 0 };
 
     const executors = executorsOf(nodePid);
     const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
-    const submit = { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies) };
-    console.log(
-      `  ${JOBS} PUT /v1/jobs (Nomad JSON jobs), one thread and connection each: submit p50 ${round(submit.p50)} ms, p99 ${round(submit.p99)} ms, max ${round(submit.max)} ms; all answered after ${round(allAnsweredMs)} ms; all running after ${round(allRunningMs)} ms (load ${loadBefore} -> ${loadDuring})`,
-    );
+    printBurst('Berth', b);
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
     const perJob = (ms: number): number => round(ms / JOBS, 2);
     if (logFile) copyFileSync(join(agentDir, 'agent.log'), logFile);
-    console.log(`  placed / running as the API listed them, by seconds after the release: ${progress.map(([t, p, r]) => `${t} ${p}/${r}`).join(', ')}`);
     console.log(
       `  ${split ? 'server agent' : 'agent'} CPU: ${round(cpuAnswered.agent)} ms until all answered (${perJob(cpuAnswered.agent)} ms a job; main thread ${perJob(cpuAnswered.main)} ms a job), ${round(cpuRunning.agent)} ms until all running (${perJob(cpuRunning.agent)} ms a job)` +
         (split ? `; client agent CPU: ${round(cpuAnswered.node)} ms until all answered, ${round(cpuRunning.node)} ms until all running (${perJob(cpuRunning.node)} ms a job)` : ''),
@@ -342,6 +299,17 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     );
     await eventually('every allocation collected', async () => (await allocs()).length === 0 || undefined, { timeoutMs: 180_000, intervalMs: 500 });
     await eventually('every executor that ran a task gone', () => executorsOf(nodePid, true).length === 0 || undefined, { timeoutMs: 120_000, intervalMs: 500 });
+    const figures: Record<string, unknown> = {
+      ...burstFigures(b),
+      ...(split ? { split: true } : {}),
+      agentCpuMs: { answered: round(cpuAnswered.agent), running: round(cpuRunning.agent), ...(split ? { clientAnswered: round(cpuAnswered.node), clientRunning: round(cpuRunning.node) } : {}) },
+      eventLoopDelayMs: delay,
+      evaluations: evalCounts,
+      placementWrites,
+      executors: executors.length,
+      executorsPssMiB,
+    };
+    if (!memory) return { figures, burst: b };
     await sleep(5000);
     const afterRssMiB = rssMiB(agentPid);
     console.log(`  agent RSS: idle ${idleRssMiB} MiB, ${JOBS} running ${busyRssMiB} MiB, all collected ${afterRssMiB} MiB (+${round(((afterRssMiB - idleRssMiB) / idleRssMiB) * 100)} %)`);
@@ -365,30 +333,115 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const probe = process.env['BENCH_SUBMIT_MALLOC_PROBE'] ? mallocProbe(agentPid, dir) : undefined;
     if (probe) console.log(`    glibc malloc held ${probe.freeHeldMiB} MiB free in ${probe.arenas} arenas; after malloc_trim(0) the agent's RSS is ${probe.rssAfterTrimMiB} MiB`);
     return {
-      jobs: JOBS,
-      harness,
-      ...(floor ? { harnessFloorMs: floor } : {}),
-      ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
-      submitP50Ms: round(submit.p50),
-      submitP99Ms: round(submit.p99),
-      submitMaxMs: round(submit.max),
-      allAnsweredMs: round(allAnsweredMs),
-      allRunningMs: round(allRunningMs),
-      ...(split ? { split: true } : {}),
-      agentCpuMs: { answered: round(cpuAnswered.agent), running: round(cpuRunning.agent), ...(split ? { clientAnswered: round(cpuAnswered.node), clientRunning: round(cpuRunning.node) } : {}) },
-      eventLoopDelayMs: delay,
-      evaluations: evalCounts,
-      placementWrites,
-      executors: executors.length,
-      executorsPssMiB,
-      agentRssMiB: { idle: idleRssMiB, idleReclaimed: settledIdleRssMiB, running: busyRssMiB, collected: afterRssMiB, collectedPlus25s: settledRssMiB },
-      agentMemoryKiB: { idle: idleMemory, running: busyMemory, collected: afterMemory, collectedPlus25s: settledMemory },
-      ...(probe ? { mallocProbe: probe } : {}),
-      load: { before: loadBefore, during: loadDuring },
+      figures: {
+        ...figures,
+        ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
+        agentRssMiB: { idle: idleRssMiB, idleReclaimed: settledIdleRssMiB, running: busyRssMiB, collected: afterRssMiB, collectedPlus25s: settledRssMiB },
+        agentMemoryKiB: { idle: idleMemory, running: busyMemory, collected: afterMemory, collectedPlus25s: settledMemory },
+        ...(probe ? { mallocProbe: probe } : {}),
+      },
+      burst: b,
     };
   } finally {
-    await burst?.close();
     await clientAgent?.stop('SIGINT');
     await agent.stop('SIGINT');
   }
+}
+
+/** A burst's figures as results.json keeps them. */
+function burstFigures(b: BurstFigures): Record<string, unknown> {
+  return {
+    submitP50Ms: b.submit.p50,
+    submitP99Ms: b.submit.p99,
+    submitMaxMs: b.submit.max,
+    allAnsweredMs: b.allAnsweredMs,
+    allRunningMs: b.allRunningMs,
+    accepted: b.accepted,
+    resets: b.resets,
+    errors: b.errors,
+    load: b.load,
+  };
+}
+
+/** A burst's figures as lines, the same for each side. */
+function printBurst(side: string, b: BurstFigures): void {
+  console.log(
+    `  ${side}: ${JOBS} PUT /v1/jobs (Nomad JSON jobs), one thread and connection each: submit p50 ${b.submit.p50} ms, p99 ${b.submit.p99} ms, max ${b.submit.max} ms; all answered after ${b.allAnsweredMs} ms; all running after ${b.allRunningMs} ms (load ${b.load.before} -> ${b.load.during})`,
+  );
+  if (b.resets || b.errors) console.log(`  ${side}: ${b.accepted} of ${JOBS} accepted; ${b.resets} connections reset, ${b.errors} other errors (${b.failureSamples.join('; ')})`);
+  console.log(`  ${side}: placed / running as the API listed them, by seconds after the release: ${formatProgress(b.progress)}`);
+}
+
+/**
+ * The same burst (same harness, same bodies) against a Nomad dev agent
+ * (bench/_nomad-dev.ts) in `dir`, polled the same way; its agent's CPU (the
+ * `nomad agent` process; its executors and tasks are other processes, as
+ * Berth's are) beside. Nothing of it is left running.
+ */
+async function nomadRun(bin: string, dir: string, harness: SubmitterKind): Promise<{ figures: Record<string, unknown>; burst: BurstFigures }> {
+  const nomad = await startNomadDev(bin, dir);
+  try {
+    const b = await runBurst(
+      harness,
+      {
+        addr: nomad.addr,
+        token: '',
+        allocs: async () => (await (await fetch(`${nomad.addr}/v1/allocations`)).json()) as AllocationListStub[],
+        cpu: () => ({ agent: cpuMs(nomad.pid) }),
+      },
+      bodies(),
+      { prefix: 'burst-', timeoutMs: 600_000 },
+    );
+    printBurst('Nomad', b);
+    const perJob = (ms: number | undefined): number => round((ms ?? 0) / JOBS, 2);
+    console.log(`  Nomad agent CPU: ${b.cpuAnswered['agent']} ms until all answered (${perJob(b.cpuAnswered['agent'])} ms a job), ${b.cpuRunning['agent']} ms until all running (${perJob(b.cpuRunning['agent'])} ms a job)`);
+    return { figures: { ...burstFigures(b), agentCpuMs: { answered: b.cpuAnswered['agent'], running: b.cpuRunning['agent'] } }, burst: b };
+  } finally {
+    await nomad.stop();
+  }
+}
+
+/** Berth and Nomad of one run, one row a figure. */
+function printSideBySide(run: number, runs: number, berth: BurstFigures, nomad: BurstFigures): void {
+  const rows: Array<[string, (b: BurstFigures) => string]> = [
+    ['submit p50 / p99 / max (ms)', (b) => `${b.submit.p50} / ${b.submit.p99} / ${b.submit.max}`],
+    ['all answered (ms)', (b) => `${b.allAnsweredMs}`],
+    ['all running (ms)', (b) => `${b.allRunningMs}`],
+    ['accepted; resets; other errors', (b) => `${b.accepted}; ${b.resets}; ${b.errors}`],
+    ['agent CPU until all running, a job (ms)', (b) => `${round((b.cpuRunning['agent'] ?? 0) / JOBS, 2)}`],
+    ['load before -> during', (b) => `${b.load.before} -> ${b.load.during}`],
+  ];
+  const w = Math.max(...rows.map(([k]) => k.length));
+  const cw = Math.max(...rows.map(([, f]) => f(berth).length), 'Berth'.length);
+  console.log(`  run ${run} of ${runs}, ${JOBS} jobs, same client and jobs:`);
+  console.log(`    ${''.padEnd(w)}  ${'Berth'.padEnd(cw)}  Nomad`);
+  for (const [k, f] of rows) console.log(`    ${k.padEnd(w)}  ${f(berth).padEnd(cw)}  ${f(nomad)}`);
+}
+
+export default async function bench(dir: string): Promise<Record<string, unknown>> {
+  const harness = submitterKind();
+  const nomadBin = process.env['NOMAD_BIN'];
+  const runs = Number(process.env['BENCH_SUBMIT_RUNS'] ?? 1);
+  if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_SUBMIT_RUNS must be a whole number of runs, 1 or more, not "${process.env['BENCH_SUBMIT_RUNS']}"`);
+  console.log(`  harness: ${describeSubmitters(harness)}, one thread and connection a job${nomadBin ? `; Berth, then Nomad (${nomadBin}) in each run` : ''}`);
+  const floor = process.env['BENCH_SUBMIT_FLOOR'] === '1' ? await harnessFloor() : undefined;
+  for (const [when, f] of Object.entries(floor ?? {})) {
+    console.log(`  harness floor (a bare node:http server answering at once, ${when}): submit p50 ${f.p50} ms, p99 ${f.p99} ms, max ${f.max} ms; all answered after ${f.allAnsweredMs} ms (load ${f.load})`);
+  }
+  const all: Array<{ berth: Record<string, unknown>; nomad?: Record<string, unknown> }> = [];
+  for (let run = 1; run <= runs; run++) {
+    if (runs > 1) console.log(`  -- run ${run} of ${runs}`);
+    const berth = await berthRun(join(dir, `berth-${run}`), harness, run === 1);
+    const nomad = nomadBin ? await nomadRun(nomadBin, join(dir, `nomad-${run}`), harness) : undefined;
+    if (nomad) printSideBySide(run, runs, berth.burst, nomad.burst);
+    all.push({ berth: berth.figures, ...(nomad ? { nomad: nomad.figures } : {}) });
+  }
+  return {
+    jobs: JOBS,
+    harness,
+    ...(floor ? { harnessFloorMs: floor } : {}),
+    // The first run's Berth figures as before (the memory figures are the first run's alone).
+    ...all[0]!.berth,
+    ...(all.length > 1 || nomadBin ? { runs: all } : {}),
+  };
 }

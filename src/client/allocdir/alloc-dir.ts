@@ -61,7 +61,8 @@ export class AllocDir {
   /** `<root>/<allocId>`. */
   readonly dir: string;
   readonly sharedDir: string;
-  readonly #logger: Logger;
+  readonly #parentLogger: Logger;
+  #childLogger: Logger | undefined;
   readonly #chroot: ChrootCache | undefined;
 
   /** `chroot`: the node's chroot cache, used for tasks of chroot drivers (without it they get no chroot). */
@@ -74,7 +75,16 @@ export class AllocDir {
     this.dir = path.join(opts.root, opts.allocId);
     this.sharedDir = path.join(this.dir, 'alloc');
     this.#chroot = opts.chroot;
-    this.#logger = (opts.logger ?? silentLogger()).child({ component: 'alloc-dir', allocId: opts.allocId });
+    this.#parentLogger = opts.logger ?? silentLogger();
+  }
+
+  /**
+   * Its logger, made on first use: it only ever warns, and a child logger
+   * costs its making (a burst of 200 allocations made 200 for nothing).
+   */
+  get #logger(): Logger {
+    this.#childLogger ??= this.#parentLogger.child({ component: 'alloc-dir', allocId: this.allocId });
+    return this.#childLogger;
   }
 
   /** The directories of task `name` (nothing is created). */
