@@ -69,7 +69,16 @@ function terminal(a: Allocation): boolean {
   return a.ClientStatus === 'complete' || a.ClientStatus === 'failed' || a.ClientStatus === 'lost';
 }
 
+/** The open-file limit this process (and the servers it starts) runs under, from /proc/self/limits. */
+function openFileLimit(): number {
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  return m?.[1] === 'unlimited' ? Infinity : Number(m?.[1] ?? Infinity);
+}
+
 export default async function scaleBench(): Promise<Record<string, unknown>> {
+  // Measured at 300 nodes: about 3 sockets a node in the simulator and 3 in the leader, more while connections move.
+  const fds = openFileLimit();
+  if (fds < 4 * NODES + 1000) console.log(`  warning: open files limited to ${fds} (ulimit -n); ${NODES} nodes need about ${4 * NODES + 1000} in the simulator and in the leader`);
   const out: Record<string, unknown> = { nodes: NODES, simThreads: SIM_THREADS, startPerSecond: START_RATE, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
   const t0 = performance.now();
   const c = await SimCluster.start({
