@@ -31,7 +31,7 @@ import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/su
 import type { AllocationListStub as Allocation } from '../src/api/index.js';
 import { performance } from 'node:perf_hooks';
 import { loadavg } from 'node:os';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { round } from './_stats.js';
 import { registration } from '../test/support/nomad-jobs.js';
@@ -171,6 +171,50 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   );
 }
 
+/** CPU seconds (user + system) of `pid` so far; 0 once it is gone. */
+function pidCpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // After "pid (comm) ": utime is field 11, stime 12, in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pids of this process's etcd children (the cluster's members). */
+function etcdPids(): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (comm === 'etcd' && ppid === process.pid) out.push(Number(d));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
+
+/** This process's CPU seconds so far (the node simulator and the bench's own polling). */
+function selfCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** When a sampled count first reached each share of `total` (ms since the start), as "10% 1.2 s, ...". */
+function marks(samples: ReadonlyArray<{ ms: number; n: number }>, total: number): string {
+  return [0.01, 0.1, 0.5, 0.9, 1]
+    .map((share) => {
+      const hit = samples.find((s) => s.n >= Math.ceil(share * total));
+      return `${Math.round(share * 100)}% ${hit ? `${round(hit.ms / 1000, 2)} s` : '-'}`;
+    })
+    .join(', ');
+}
+
 /**
  * Scenario 2: a batch job of ALLOCS allocations placed (in parts, each one
  * store write under etcd's request limit), run by the simulated nodes and
@@ -181,6 +225,9 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const leader = await c.leader();
   const cpu0 = c.cpuSeconds(leader);
   const servers0 = c.processes.servers.map((s) => c.cpuSeconds(s));
+  const etcds = etcdPids();
+  const etcd0 = etcds.map(pidCpuSeconds);
+  const self0 = selfCpuSeconds();
   const t = performance.now();
   const syncBefore = c.fleet.syncCounts();
   const signal = AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000);
@@ -188,6 +235,10 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   // quarter of a second would cost the servers more than placing them.
   let placedNow = 0;
   let status = '';
+  // The placed count at each poll, and the simulator's finished count every 50 ms: the phases' timeline.
+  const placedAt: Array<{ ms: number; n: number }> = [];
+  const ranAt: Array<{ ms: number; n: number }> = [];
+  const sampler = setInterval(() => ranAt.push({ ms: performance.now() - t, n: c.fleet.finished.size }), 50);
   const progress = setInterval(() => {
     console.log(`    +${round((performance.now() - t) / 1000)} s: ${placedNow} placed, ${c.fleet.finished.size} run by the nodes, job ${status}; ${load()}`);
   }, 5_000);
@@ -196,6 +247,7 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
       if (signal.aborted) throw new Error(`scale-batch: not there after ${SCENARIO_DEADLINE_S} s (${placedNow} placed, ${c.fleet.finished.size} run, job ${status})`);
       const evals = await c.call<Array<{ BerthPlaced: number }>>('GET', '/v1/job/scale-batch/evaluations');
       placedNow = evals.body.reduce((n, e) => n + e.BerthPlaced, 0);
+      placedAt.push({ ms: performance.now() - t, n: placedNow });
       status = (await c.call<{ Status: string }>('GET', '/v1/job/scale-batch')).body.Status;
       if (!done()) await new Promise((r) => setTimeout(r, 250));
     }
@@ -212,7 +264,11 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
     ms = performance.now() - t;
   } finally {
     clearInterval(progress);
+    clearInterval(sampler);
   }
+  const etcdCpu = etcds.reduce((n, pid, i) => n + pidCpuSeconds(pid) - (etcd0[i] ?? 0), 0);
+  const selfCpu = selfCpuSeconds() - self0;
+  const followersCpu = c.processes.servers.reduce((n, s, i) => (s === leader ? n : n + c.cpuSeconds(s) - (servers0[i] ?? 0)), 0);
   const allocs = (await c.call<Allocation[]>('GET', '/v1/job/scale-batch/allocations')).body;
   const indexes = new Set(allocs.map((a) => a.Name));
   const cpu = c.cpuSeconds(leader) - cpu0;
@@ -232,10 +288,22 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   // The load-independent figure: the leader's CPU per allocation placed and reported complete.
   out['batchLeaderCpuMsPerAlloc'] = round((cpu * 1000) / ALLOCS, 3);
   out['batchServersCpuS'] = round(serversCpu, 2);
+  // Where the machine's CPU went meanwhile, per allocation: the leader, the other servers, etcd's members, this process (the simulated nodes).
+  out['batchCpuMsPerAlloc'] = {
+    leader: round((cpu * 1000) / ALLOCS, 3),
+    followers: round((followersCpu * 1000) / ALLOCS, 3),
+    etcd: round((etcdCpu * 1000) / ALLOCS, 3),
+    simulator: round((selfCpu * 1000) / ALLOCS, 3),
+  };
   out['batchLoad'] = load();
   console.log(
     `  batch job of ${ALLOCS}: submitted in ${round(submitted)} ms, placed in ${round(placedMs)} ms (${out['batchPlacementWrites']} writes), all run by the nodes in ${round(ran)} ms, all complete on the servers (the job dead) in ${round(ms)} ms (goal < 20000; the complete reports in ${out['batchCompleteWrites']} writes); ${allocs.length} allocations stored, ${indexes.size} distinct indexes, ${complete} complete; run twice: ${c.fleet.doubled().length}; leader CPU ${out['batchLeaderCpuS']} s (${out['batchLeaderCpuMsPerAlloc']} ms per allocation), all servers ${out['batchServersCpuS']} s; ${load()}`,
   );
+  const perAlloc = out['batchCpuMsPerAlloc'] as Record<string, number>;
+  console.log(
+    `  CPU meanwhile: leader ${round(cpu, 2)} s, the other servers ${round(followersCpu, 2)} s, etcd (${etcds.length} members) ${round(etcdCpu, 2)} s, the simulator ${round(selfCpu, 2)} s; per allocation ${Object.entries(perAlloc).map(([k, v]) => `${k} ${v}`).join(', ')} ms (all ${round(Object.values(perAlloc).reduce((a, b) => a + b, 0), 3)} ms)`,
+  );
+  console.log(`  placed (as the evaluation counts it): ${marks(placedAt, ALLOCS)}; run by the nodes: ${marks(ranAt, ALLOCS)}`);
   const sync = c.fleet.syncCounts();
   console.log(
     `  the nodes' allocation sync meanwhile: ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,

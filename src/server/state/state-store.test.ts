@@ -110,11 +110,15 @@ for (const kind of KINDS) {
         assert.equal(snap.tableIndex('nodes'), first.index);
         assert.equal(snap.tableIndex('volumes'), 0);
 
-        const second = await store.write((txn) => txn.put('nodes', { ...node('a', 'renamed') }));
+        const drivers = { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', 'none'] } };
+        const second = await store.write((txn) => txn.put('nodes', { ...node('a', 'renamed'), drivers }));
         assert.ok(second.index > first.index);
         const a = store.snapshot().get('nodes', 'a')!;
         assert.deepEqual([a.createIndex, a.modifyIndex, a.name], [first.index, second.index, 'renamed']);
-        assert.ok(Object.isFrozen(a));
+        // Frozen all the way down: objects in objects, arrays in them.
+        assert.ok(Object.isFrozen(a) && Object.isFrozen(a.resources) && Object.isFrozen(a.drivers['exec']) && Object.isFrozen(a.drivers['exec']?.networkModes));
+        assert.throws(() => (a.drivers['exec']?.networkModes as string[]).push('bridge'), TypeError);
+        assert.deepEqual(a.drivers['exec']?.networkModes, ['host', 'none']);
 
         const noop = await store.write((txn) => txn.get('nodes', 'a')?.name);
         assert.deepEqual(noop, { index: second.index, result: 'renamed' });
