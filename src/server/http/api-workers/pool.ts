@@ -112,7 +112,7 @@ export class ApiWorkers {
     });
     chmodSync(this.#socketPath, 0o600);
     this.#internal = internal;
-    this.#setup = { listenFd: fd, relaySocket: this.#socketPath, tokens: this.#opts.deps.tokens, bodyLimit: this.#opts.deps.bodyLimit ?? MAX_REQUEST_BODY_BYTES };
+    this.#setup = { listenFd: fd, relaySocket: this.#socketPath, tokens: this.#opts.deps.tokens, bodyLimit: this.#opts.deps.bodyLimit ?? MAX_REQUEST_BODY_BYTES, traceRelays: this.#log.isLevelEnabled('trace') };
     for (let i = 0; i < this.#opts.count; i++) {
       const slot: Slot = { worker: undefined, open: new Set(), ready: false, failures: 0 };
       this.#slots.push(slot);
@@ -232,6 +232,9 @@ export class ApiWorkers {
       case 'failed':
         this.#log.warn({ thread: w.threadId, err: m.error }, 'an API worker could not listen; main serves without it');
         void w.terminate();
+        return;
+      case 'relayed':
+        this.#log.trace({ method: m.method, path: m.path, status: m.status, upgrade: m.upgrade, worker: w.threadId }, 'relayed');
         return;
       case 'fault':
         this.#log.error({ thread: w.threadId, err: m.error }, 'request failed in an API worker');

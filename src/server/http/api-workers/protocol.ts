@@ -19,6 +19,8 @@ export interface WorkerSetup {
   tokens: readonly ApiToken[];
   /** Largest accepted request body (fastify's bodyLimit). */
   bodyLimit: number;
+  /** Tell main of every relayed request once it ended (the log is at trace level). */
+  traceRelays: boolean;
 }
 
 /** Worker -> main. */
@@ -33,6 +35,8 @@ export type FromWorker =
   | { t: 'leave'; id: number; log?: RequestLog }
   /** A registration read and checked: main writes it. */
   | { t: 'register'; id: number; reg: Registration; accept?: string }
+  /** A relayed request ended (traceRelays): main logs it at trace level (a stream main hijacked has no request line). */
+  | { t: 'relayed'; method: string; path: string; status: number; upgrade: boolean }
   /** A request failed in the worker (answered 500): main logs it. */
   | { t: 'fault'; error: string }
   /** The worker stopped accepting and finished what it served itself. */

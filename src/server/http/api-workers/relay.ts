@@ -21,8 +21,12 @@ export class Relay {
   readonly #socketPath: string;
   readonly #agent: http.Agent;
 
-  constructor(socketPath: string) {
+  readonly #ended: ((m: { method: string; path: string; status: number; upgrade: boolean }) => void) | undefined;
+
+  /** `ended`: told of each relayed request once it ended (a trace for the log). */
+  constructor(socketPath: string, ended?: (m: { method: string; path: string; status: number; upgrade: boolean }) => void) {
     this.#socketPath = socketPath;
+    this.#ended = ended;
     this.#agent = new http.Agent({ keepAlive: true, maxFreeSockets: 8 });
   }
 
@@ -56,6 +60,7 @@ export class Relay {
     // The caller went away: so does the relayed request (main's blocking read or stream ends).
     res.once('close', () => {
       if (!res.writableFinished) up.destroy();
+      this.#ended?.({ method: req.method ?? '', path: pathOf(req.url), status: res.statusCode, upgrade: false });
     });
     for (const chunk of head) up.write(chunk);
     if (req.complete) up.end();
@@ -72,9 +77,12 @@ export class Relay {
     if (head.length) up.write(head);
     socket.pipe(up);
     up.pipe(socket);
+    let ended = false;
     const end = (): void => {
       socket.destroy();
       up.destroy();
+      if (!ended) this.#ended?.({ method: req.method ?? '', path: pathOf(req.url), status: 101, upgrade: true });
+      ended = true;
     };
     up.once('error', end);
     up.once('close', end);
@@ -85,4 +93,9 @@ export class Relay {
   close(): void {
     this.#agent.destroy();
   }
+}
+
+/** A URL's path: the log never gets a query (a token may be in it). */
+function pathOf(url: string | undefined): string {
+  return (url ?? '').split('?')[0] ?? '';
 }

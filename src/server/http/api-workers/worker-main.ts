@@ -23,7 +23,7 @@ const port = parentPort;
 if (!port) throw new Error('worker-main.ts runs as a worker thread');
 const setup = workerData as WorkerSetup;
 const post = (m: FromWorker): void => port.postMessage(m);
-const relay = new Relay(setup.relaySocket);
+const relay = new Relay(setup.relaySocket, setup.traceRelays ? (m) => post({ t: 'relayed', ...m }) : undefined);
 const fast = new FastRegister({ post, tokens: new TokenTable(setup.tokens), bodyLimit: setup.bodyLimit, relay });
 
 const server = http.createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requestTimeout: 0 }, (req, res) => {
