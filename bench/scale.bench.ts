@@ -291,7 +291,9 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
     evaluationDone: sinceMs(Math.max(...evalRows.map((e) => e.ModifyTime))),
     lastReportApplied: sinceMs(modified.at(-1) ?? 0),
   };
-  console.log(`  by the servers' clock (ms after the PUT): ${Object.entries(out['batchServerTimeline'] as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  // Each part's compute start (its allocations share one CreateTime): the next part starts once the one before is written.
+  const parts = [...new Set(created)].map(sinceMs);
+  console.log(`  by the servers' clock (ms after the PUT): ${Object.entries(out['batchServerTimeline'] as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', ')}; each part computed from ${parts.join(', ')} ms`);
   const sync = c.fleet.syncCounts();
   console.log(
     `  the nodes' allocation sync meanwhile: ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
