@@ -229,6 +229,7 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const etcd0 = etcds.map(pidCpuSeconds);
   const self0 = selfCpuSeconds();
   const t = performance.now();
+  const wall0 = Date.now();
   const syncBefore = c.fleet.syncCounts();
   const signal = AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000);
   // Watched through the job's evaluation and status (small answers): reading 10,000 allocations every
@@ -304,6 +305,22 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
     `  CPU meanwhile: leader ${round(cpu, 2)} s, the other servers ${round(followersCpu, 2)} s, etcd (${etcds.length} members) ${round(etcdCpu, 2)} s, the simulator ${round(selfCpu, 2)} s; per allocation ${Object.entries(perAlloc).map(([k, v]) => `${k} ${v}`).join(', ')} ms (all ${round(Object.values(perAlloc).reduce((a, b) => a + b, 0), 3)} ms)`,
   );
   console.log(`  placed (as the evaluation counts it): ${marks(placedAt, ALLOCS)}; run by the nodes: ${marks(ranAt, ALLOCS)}`);
+  // The same phases by the servers' own clock (the rows' times: CreateTime when a part was computed, ModifyTime
+  // when the last report was applied), so that the bench's polling and its simulator's loop are not in them.
+  const evalRows = (await c.call<Array<{ CreateTime: number; ModifyTime: number }>>('GET', '/v1/job/scale-batch/evaluations')).body;
+  const sinceMs = (ns: number): number => round(ns / 1e6 - wall0);
+  const created = allocs.map((a) => a.CreateTime).sort((x, y) => x - y);
+  const modified = allocs.map((a) => a.ModifyTime).sort((x, y) => x - y);
+  out['batchServerTimeline'] = {
+    evaluationCreated: sinceMs(Math.min(...evalRows.map((e) => e.CreateTime))),
+    firstPlaced: sinceMs(created[0] ?? 0),
+    lastPlaced: sinceMs(created.at(-1) ?? 0),
+    evaluationDone: sinceMs(Math.max(...evalRows.map((e) => e.ModifyTime))),
+    lastReportApplied: sinceMs(modified.at(-1) ?? 0),
+  };
+  // Each part's compute start (its allocations share one CreateTime): the next part starts once the one before is written.
+  const parts = [...new Set(created)].map(sinceMs);
+  console.log(`  by the servers' clock (ms after the PUT): ${Object.entries(out['batchServerTimeline'] as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', ')}; each part computed from ${parts.join(', ')} ms`);
   const sync = c.fleet.syncCounts();
   console.log(
     `  the nodes' allocation sync meanwhile: ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
