@@ -25,6 +25,8 @@
 // BENCH_AGENT_START_FIRST_JOB=ready submits the first job only once the
 // agent printed its ready lines (its client part is up: what the first job
 // itself costs, without the client's start) instead of at the first answer;
+// BENCH_AGENT_START_FIRST_JOB_IDLE_MS=n (with =ready) waits n ms more, as a
+// user would before a first `job run` (the agent warms a job's path once idle);
 // BENCH_AGENT_START_LOG=file copies that start's debug log there (every step
 // of the first and later jobs on the agent's clock);
 // BENCH_AGENT_START_NODE_ARGS='--flag ...' passes node flags to the agent;
@@ -50,6 +52,8 @@ const CPU_PROF = process.env['BENCH_AGENT_START_CPU_PROF'];
 const PHASES = process.env['BENCH_AGENT_START_PHASES'] !== '0';
 const LOG = process.env['BENCH_AGENT_START_LOG'];
 const FIRST_JOB_AT_READY = process.env['BENCH_AGENT_START_FIRST_JOB'] === 'ready';
+const FIRST_JOB_IDLE_MS = Number(process.env['BENCH_AGENT_START_FIRST_JOB_IDLE_MS'] ?? '0');
+if (!Number.isFinite(FIRST_JOB_IDLE_MS) || FIRST_JOB_IDLE_MS < 0) throw new Error('BENCH_AGENT_START_FIRST_JOB_IDLE_MS must be a number of ms (0 or more)');
 const NODE_ARGS = (process.env['BENCH_AGENT_START_NODE_ARGS'] ?? '').split(/\s+/).filter(Boolean);
 const TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 
@@ -162,6 +166,7 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
     }
     const cpuAtAnswerMs = cpuMs(child.pid!);
     while (FIRST_JOB_AT_READY && !readyAt && !gone()) await sleep(POLL_MS);
+    if (FIRST_JOB_AT_READY && FIRST_JOB_IDLE_MS > 0) await sleep(FIRST_JOB_IDLE_MS);
     const cpuAtSubmitMs = cpuMs(child.pid!);
     const first = await runJob(port, token, 'first', gone);
     const cpuAtFirstRunningMs = cpuMs(child.pid!);

@@ -12,3 +12,4 @@ export { registerMetricsRoute } from './metrics-routes.js';
 export { checkStatuses } from './alloc-shapes.js';
 export type { AgentInfo } from './route-context.js';
 export { NO_SCHEMA_COMPILERS } from './schema-compilers.js';
+export { warmJobPath } from './warm-job-path.js';
