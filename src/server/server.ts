@@ -14,7 +14,7 @@ import {
   type LifecycleState,
   type Logger,
 } from '../lib/index.js';
-import { ApiWorkers, buildApi, RequestsInFlight, type AgentInfo, type ApiDeps, type ApiToken } from './http/index.js';
+import { ApiWorkers, buildApi, RequestsInFlight, warmJobPath, type AgentInfo, type ApiDeps, type ApiToken } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
@@ -261,6 +261,16 @@ export class Server {
   /** Requests the API began since the start, of every kind (nodes' heartbeats too): the agent's measure of its traffic. */
   get requestsBegun(): number {
     return this.#inFlight.begun;
+  }
+
+  /**
+   * Runs a sample job's registration path (read, checked, planned in a scratch
+   * transaction, shaped) and throws it all away, so that the first job a user
+   * submits finds that code compiled. Writes nothing. Call it while idle.
+   */
+  warmJobPath(): void {
+    if (!this.#jobs || !this.#store) throw new ServerError('SERVER_STATE', 'the server is not started');
+    warmJobPath(this.#jobs, this.#store.snapshot().index);
   }
 
   /** Starts everything; resolves with the HTTP address. See the class comment. */

@@ -13,3 +13,4 @@ export { checkStatuses } from './alloc-shapes.js';
 export type { AgentInfo } from './route-context.js';
 export { ApiWorkers, defaultApiWorkers } from './api-workers/index.js';
 export { NO_SCHEMA_COMPILERS } from './schema-compilers.js';
+export { warmJobPath } from './warm-job-path.js';
