@@ -73,6 +73,27 @@ describe('SqliteClientStateStore', () => {
     again.close();
   });
 
+  it('putLanded: the records of one turn are in the file together when each promise resolves, not before', async () => {
+    const path = fresh();
+    const s = SqliteClientStateStore.open(path);
+    const b = s.bucket<{ pid: number }>('tasks');
+    const other = new Database(path, { readonly: true });
+    const onDisk = (): string[] => (other.prepare("SELECT key FROM records WHERE bucket = 'tasks' ORDER BY key").all() as Array<{ key: string }>).map((r) => r.key);
+    const seen: string[][] = [];
+    const landed = ['t1', 't2', 't3'].map((k, i) => b.putLanded(k, { pid: i + 1 }).then(() => seen.push(onDisk())));
+    assert.deepEqual(onDisk(), [], 'not written in the turn of the calls');
+    assert.deepEqual(b.get('t2'), { pid: 2 }, 'reads see it at once');
+    await Promise.all(landed);
+    assert.deepEqual(seen, [['t1', 't2', 't3'], ['t1', 't2', 't3'], ['t1', 't2', 't3']], 'each resolved with all three durable');
+    // Carried by an earlier put of the same turn: resolves with that commit.
+    const viaPut = b.putLanded('t4', { pid: 4 });
+    b.put('t5', { pid: 5 });
+    assert.deepEqual(onDisk(), ['t1', 't2', 't3', 't4', 't5']);
+    await viaPut;
+    other.close();
+    s.close();
+  });
+
   it('putSoon: a process killed in the same turn loses the record, unless a put came after it', () => {
     const path = fresh();
     const script = (key: string, then: string): string => `
