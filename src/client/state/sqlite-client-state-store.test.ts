@@ -50,7 +50,7 @@ describe('SqliteClientStateStore', () => {
     const b = s.bucket<{ n: number }>('tasks');
     // Another connection sees only what was committed to the file.
     const other = new Database(path, { readonly: true });
-    const onDisk = (): string[] => (other.prepare("SELECT key FROM records WHERE bucket = 'tasks' ORDER BY key").all() as Array<{ key: string }>).map((r) => r.key);
+    const onDisk = (): string[] => tasksOnDisk(other);
     b.putSoon('a/1', { n: 1 });
     b.putSoon('a/1', { n: 2 });
     b.putSoon('b/1', { n: 3 });
@@ -78,7 +78,7 @@ describe('SqliteClientStateStore', () => {
     const s = SqliteClientStateStore.open(path);
     const b = s.bucket<{ pid: number }>('tasks');
     const other = new Database(path, { readonly: true });
-    const onDisk = (): string[] => (other.prepare("SELECT key FROM records WHERE bucket = 'tasks' ORDER BY key").all() as Array<{ key: string }>).map((r) => r.key);
+    const onDisk = (): string[] => tasksOnDisk(other);
     const seen: string[][] = [];
     const landed = ['t1', 't2', 't3'].map((k, i) => b.putLanded(k, { pid: i + 1 }).then(() => seen.push(onDisk())));
     assert.deepEqual(onDisk(), [], 'not written in the turn of the calls');
@@ -207,3 +207,8 @@ describe('SqliteClientStateStore on a full disk', () => {
     again.close();
   });
 });
+
+/** The keys of bucket 'tasks' committed to the file, as another connection sees them. */
+function tasksOnDisk(other: Database.Database): string[] {
+  return (other.prepare("SELECT key FROM records WHERE bucket = 'tasks' ORDER BY key").all() as Array<{ key: string }>).map((r) => r.key);
+}
