@@ -54,6 +54,15 @@ export interface BurstFigures {
 
 export const POLL_MS = 200;
 
+/** CPU time (user + system) a process used so far, ms. */
+export function cpuMs(pid: number, mainThread = false): number {
+  // `mainThread`: that thread alone (the API's front workers are threads of their own; BENCH_SUBMIT_API_WORKERS).
+  const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * (1000 / 100);
+}
+
+
 export const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 const now = (): number => performance.timeOrigin + performance.now();

@@ -65,7 +65,7 @@ import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { startNomadDev } from './_nomad-dev.js';
 import { round } from './_stats.js';
-import { executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
+import { cpuMs, executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst, type SubmitterKind } from './_submitters.js';
 import type { AllocationListStub } from '../src/api/index.js';
 
@@ -92,14 +92,6 @@ function pssKiB(pid: number): number {
   } catch {
     return 0;
   }
-}
-
-/** CPU time (user + system) a process used so far, ms. */
-function cpuMs(pid: number, mainThread = false): number {
-  // The main thread alone (the API's front workers are threads of their own; BENCH_SUBMIT_API_WORKERS, issue 40).
-  const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * (1000 / 100);
 }
 
 function rssMiB(pid: number): number {

@@ -26,14 +26,14 @@
 // least.
 
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { registration } from '../test/support/nomad-jobs.js';
 import { round } from './_stats.js';
-import { executorsOf, formatProgress, load, quantile } from './_submit-burst.js';
+import { cpuMs, executorsOf, formatProgress, load, quantile } from './_submit-burst.js';
 import type { AllocationListStub } from '../src/api/index.js';
 
 const N = Number(process.env['BENCH_NODE_BURST_ALLOCS'] ?? 200);
@@ -44,13 +44,6 @@ function job(id: string): Record<string, unknown> {
     type: 'service',
     groups: [{ name: 'g', count: N, tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 5, memoryMb: 10 } }] }],
   };
-}
-
-/** CPU time (user + system) a process used so far, ms. */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * (1000 / 100);
 }
 
 const now = (): number => performance.timeOrigin + performance.now();

@@ -159,12 +159,13 @@ export class ExecutorHosts {
   /**
    * Starts one task on a shared executor with room (starting a new one when
    * none has), calling `onPlaced` once the executor is known and before it is
-   * asked (persist the handle there). Resolves with the executor's start
+   * asked (persist the handle there; a promise it returns is waited for, and
+   * its rejection fails the start). Resolves with the executor's start
    * report and where it ran; a start refused because the executor was
    * exiting, or that never reached it, is retried on another. On abort it
    * rejects at once and a task that still starts is killed.
    */
-  async start(config: unknown, onPlaced: (place: HostPlace) => void, signal?: AbortSignal): Promise<{ report: StartReport; place: HostPlace }> {
+  async start(config: unknown, onPlaced: (place: HostPlace) => void | Promise<void>, signal?: AbortSignal): Promise<{ report: StartReport; place: HostPlace }> {
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw new AbortedError('task start aborted', { cause: signal.reason });
       const host = this.#pick();
@@ -177,7 +178,16 @@ export class ExecutorHosts {
         if (attempt < 2) continue;
         return { report: { ok: false, error: `the executor did not start: ${(err as Error).message}` }, place: { pid: 0, startTicks: 0, socketPath: host.socketPath } };
       }
-      onPlaced(place);
+      try {
+        await onPlaced(place);
+      } catch (err) {
+        host.tasks--;
+        throw err;
+      }
+      if (signal?.aborted) {
+        host.tasks--;
+        throw new AbortedError('task start aborted', { cause: signal.reason });
+      }
       const asked = askExecutor(host.socketPath, { op: 'start', config });
       let report: StartReport;
       try {

@@ -224,7 +224,10 @@ export abstract class ExecutorDriver implements TaskDriver {
           handle.executorPid = place.pid;
           handle.executorStartTicks = place.startTicks;
           handle.sharedExecutor = { socketPath: place.socketPath };
+          // Nothing of the task runs before it is asked for: its handle may land with the others of this turn.
+          if (opts.onSpawning) return opts.onSpawning({ ...handle });
           opts.onSpawned?.({ ...handle });
+          return undefined;
         },
         opts.signal,
       );

@@ -139,6 +139,14 @@ export interface StartTaskOptions {
    */
   onSpawned?: (handle: AnyTaskHandle) => void;
   /**
+   * Called instead of onSpawned by a driver that can wait before anything of
+   * the task runs (a shared executor: the task is not asked for yet), with
+   * the same handle; the driver starts the task only once the promise
+   * resolves (the handle is durable then: it may land in one commit with the
+   * other handles of this turn), and fails the start when it rejects.
+   */
+  onSpawning?: (handle: AnyTaskHandle) => Promise<void>;
+  /**
    * What the driver does meanwhile, in words for the task's events (Nomad's
    * driver events, type 'Driver': an image being pulled and its progress).
    * Must not throw.

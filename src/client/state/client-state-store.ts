@@ -29,6 +29,14 @@ export interface Bucket<T> {
    * side effect (a task's handle before its spawn: put that).
    */
   putSoon(key: string, value: T): void;
+  /**
+   * As putSoon, and resolves once the record is durable: with the commit at
+   * the end of this turn (or an earlier write's, which carries it), one for
+   * every record held meanwhile; rejects when that commit failed. For a record
+   * that must land before a side effect which can wait for it (task handles
+   * put before their spawns in one turn: one commit for all, not one each).
+   */
+  putLanded(key: string, value: T): Promise<void>;
   /** Removes the record; returns whether one was there. Safe to repeat. */
   delete(key: string): boolean;
 }

@@ -50,7 +50,7 @@ describe('SqliteClientStateStore', () => {
     const b = s.bucket<{ n: number }>('tasks');
     // Another connection sees only what was committed to the file.
     const other = new Database(path, { readonly: true });
-    const onDisk = (): string[] => (other.prepare("SELECT key FROM records WHERE bucket = 'tasks' ORDER BY key").all() as Array<{ key: string }>).map((r) => r.key);
+    const onDisk = (): string[] => tasksOnDisk(other);
     b.putSoon('a/1', { n: 1 });
     b.putSoon('a/1', { n: 2 });
     b.putSoon('b/1', { n: 3 });
@@ -71,6 +71,27 @@ describe('SqliteClientStateStore', () => {
     assert.deepEqual(again.bucket('tasks').list().map((r) => r.key), ['a/1', 'b/1', 'c/1', 'd/1']);
     assert.deepEqual(again.bucket('tasks').get('a/1'), { n: 2 }, 'the last value of several putSoon calls');
     again.close();
+  });
+
+  it('putLanded: the records of one turn are in the file together when each promise resolves, not before', async () => {
+    const path = fresh();
+    const s = SqliteClientStateStore.open(path);
+    const b = s.bucket<{ pid: number }>('tasks');
+    const other = new Database(path, { readonly: true });
+    const onDisk = (): string[] => tasksOnDisk(other);
+    const seen: string[][] = [];
+    const landed = ['t1', 't2', 't3'].map((k, i) => b.putLanded(k, { pid: i + 1 }).then(() => seen.push(onDisk())));
+    assert.deepEqual(onDisk(), [], 'not written in the turn of the calls');
+    assert.deepEqual(b.get('t2'), { pid: 2 }, 'reads see it at once');
+    await Promise.all(landed);
+    assert.deepEqual(seen, [['t1', 't2', 't3'], ['t1', 't2', 't3'], ['t1', 't2', 't3']], 'each resolved with all three durable');
+    // Carried by an earlier put of the same turn: resolves with that commit.
+    const viaPut = b.putLanded('t4', { pid: 4 });
+    b.put('t5', { pid: 5 });
+    assert.deepEqual(onDisk(), ['t1', 't2', 't3', 't4', 't5']);
+    await viaPut;
+    other.close();
+    s.close();
   });
 
   it('putSoon: a process killed in the same turn loses the record, unless a put came after it', () => {
@@ -186,3 +207,8 @@ describe('SqliteClientStateStore on a full disk', () => {
     again.close();
   });
 });
+
+/** The keys of bucket 'tasks' committed to the file, as another connection sees them. */
+function tasksOnDisk(other: Database.Database): string[] {
+  return (other.prepare("SELECT key FROM records WHERE bucket = 'tasks' ORDER BY key").all() as Array<{ key: string }>).map((r) => r.key);
+}

@@ -51,7 +51,7 @@ export class SqliteClientStateStore implements ClientStateStore {
   readonly #buckets = new Map<string, Bucket<unknown>>();
   readonly #headroom: DiskReserve;
   /** Records given to putSoon and not yet written, by bucket and key: the latest value of each. */
-  readonly #soon = new Map<string, { bucket: string; key: string; value: unknown }>();
+  readonly #soon = new Map<string, Held>();
   #soonTimer: NodeJS.Immediate | undefined;
   #closed = false;
 
@@ -190,17 +190,24 @@ export class SqliteClientStateStore implements ClientStateStore {
     if (this.#soon.size === 0) return this.#writing(write);
     const held = [...this.#soon];
     this.#soon.clear();
+    let result: R;
     try {
-      return this.#writing(() =>
+      result = this.#writing(() =>
         this.#db.transaction(() => {
           for (const [, r] of held) this.#put.run(r.bucket, r.key, JSON.stringify(r.value));
           return write();
         })(),
       );
     } catch (err) {
-      for (const [id, r] of held) if (!this.#soon.has(id)) this.#soon.set(id, r);
+      for (const [id, r] of held) {
+        // Whoever waits on a record's landing learns now that it did not land (and does not act on it).
+        for (const w of r.waiting?.splice(0) ?? []) w.reject(err);
+        if (!this.#soon.has(id)) this.#soon.set(id, r);
+      }
       throw err;
     }
+    for (const [, r] of held) for (const w of r.waiting ?? []) w.resolve();
+    return result;
   }
 
   /** The end of the turn after a putSoon: writes what is held, in one commit. */
@@ -234,6 +241,19 @@ export class SqliteClientStateStore implements ClientStateStore {
     }
   }
 
+  /** Holds a record for the end of the turn (or the next write), replacing what was held for its key. */
+  #hold(bucket: string, key: string, value: unknown): Held {
+    this.#open();
+    const id = soonId(bucket, key);
+    const before = this.#soon.get(id);
+    this.#soon.delete(id);
+    // Who waited on the value it replaces learns of the landing of this one, which carries theirs.
+    const held: Held = { bucket, key, value, ...(before?.waiting ? { waiting: before.waiting } : {}) };
+    this.#soon.set(id, held);
+    this.#soonTimer ??= setImmediate(() => this.#writeSoon());
+    return held;
+  }
+
   #makeBucket<T>(name: string): Bucket<T> {
     const rows = (rs: Array<{ key: string; value: string }>): Array<{ key: string; value: T }> =>
       rs.map((r) => ({ key: r.key, value: this.#parse<T>(name, r.key, r.value) }));
@@ -261,11 +281,11 @@ export class SqliteClientStateStore implements ClientStateStore {
         this.#withSoon(() => this.#put.run(name, key, JSON.stringify(value)));
       },
       putSoon: (key, value) => {
-        this.#open();
-        const id = soonId(name, key);
-        this.#soon.delete(id);
-        this.#soon.set(id, { bucket: name, key, value });
-        this.#soonTimer ??= setImmediate(() => this.#writeSoon());
+        this.#hold(name, key, value);
+      },
+      putLanded: (key, value) => {
+        const held = this.#hold(name, key, value);
+        return new Promise<void>((resolve, reject) => (held.waiting ??= []).push({ resolve, reject }));
       },
       delete: (key) => {
         this.#open();
@@ -274,6 +294,14 @@ export class SqliteClientStateStore implements ClientStateStore {
       },
     };
   }
+}
+
+/** A record held by putSoon or putLanded, with who waits on its commit (putLanded). */
+interface Held {
+  bucket: string;
+  key: string;
+  value: unknown;
+  waiting?: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
 }
 
 /** The key of a record held by putSoon. */

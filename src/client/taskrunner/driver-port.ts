@@ -121,6 +121,8 @@ export interface RunnerDriver {
     opts?: {
       signal?: AbortSignal;
       onSpawned?: (handle: RunnerTaskHandle) => void;
+      /** TaskDriver's StartTaskOptions.onSpawning: the handle lands before the task is asked for. */
+      onSpawning?: (handle: RunnerTaskHandle) => Promise<void>;
       /** Driver events for the task's event trail (TaskDriver's StartTaskOptions.onEvent). */
       onEvent?: (event: { type: string; message: string; details?: Record<string, string> }) => void;
     },

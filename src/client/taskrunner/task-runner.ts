@@ -465,6 +465,7 @@ export class TaskRunner implements TaskLifecycle {
       event: (type, message, details) => this.event(type, message, details),
       eventSoon: (type, message, details) => this.#eventSoon(type, message, details),
       persist: () => this.#persist(),
+      persistLanded: () => this.#bucket.putLanded(this.#key, this.#record),
       stopProcess: () => this.#stopProcess(),
     };
   }

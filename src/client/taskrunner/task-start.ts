@@ -34,6 +34,8 @@ export interface TaskStartPort {
   event(type: string, message: string, details?: Record<string, string>): void;
   eventSoon(type: string, message: string, details?: Record<string, string>): void;
   persist(): void;
+  /** The record put with the others of this turn (one commit); resolves once it is durable. */
+  persistLanded(): Promise<void>;
   stopProcess(): Promise<void>;
 }
 
@@ -67,6 +69,13 @@ export async function startOnce(p: TaskStartPort, ctx: TaskHookContext): Promise
         p.record.taskId = cfg.id;
         p.persist();
         recordedAtSpawn = true;
+      },
+      // The same, where the driver can wait for it before the task is asked for: one commit for the handles of this turn.
+      onSpawning: (spawned) => {
+        p.record.handle = spawned;
+        p.record.taskId = cfg.id;
+        recordedAtSpawn = true;
+        return p.persistLanded();
       },
       // What the driver does meanwhile (docker: the image pull and its progress), as Nomad's 'Driver' events.
       onEvent: (e) => p.eventSoon(e.type, e.message, e.details ?? {}),
