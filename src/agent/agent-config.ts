@@ -37,7 +37,7 @@ export interface AgentConfig {
     maxHeartbeatsPerSecond?: number;
     /** The `iss` of workload identities and the issuer /.well-known/openid-configuration names (Nomad's oidc_issuer); without it that endpoint answers 404. */
     oidcIssuer?: string;
-    /** HTTP front workers (threads) in front of the main thread; 0: the main thread serves the API alone. Default min(cores, 4). */
+    /** HTTP front workers (threads) in front of the main thread; 0: the main thread serves the API alone. Default 0 (opt-in: see docs/guide/running-a-cluster.md). */
     apiWorkers?: number;
     /**
      * Keep the state in etcd instead of <data_dir>/server/state.db. write_timeout: how long a

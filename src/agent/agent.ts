@@ -13,7 +13,7 @@ import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { BerthError, Lifecycle, MemoryReclaimer, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
-import { defaultApiWorkers, execRelay, Server, type ApiToken } from '../server/index.js';
+import { execRelay, Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
 import { agentDriverPlugins } from './driver-plugins.js';
 import { ClientListener, type TokenVerdict } from './client-listener.js';
@@ -167,7 +167,7 @@ export class Agent {
       tokens,
       bindAddress,
       port,
-      apiWorkers: config.server.apiWorkers ?? defaultApiWorkers(),
+      apiWorkers: config.server.apiWorkers ?? 0,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
       ...(config.server.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: config.server.maxHeartbeatsPerSecond } : {}),
       ...(config.server.etcd ? { etcd: config.server.etcd } : {}),

@@ -1,4 +1,4 @@
-// A dev agent's API through its front workers (the default, min(cores, 4)):
+// A dev agent's API through its front workers (`server { api_workers = 2 }`):
 // a task's logs, followed and whole, and an exec WebSocket, each checked on a
 // request a worker relayed (the agent's request log names the worker); and a
 // dev agent with `server { api_workers = 0 }` serving on its main thread
@@ -13,7 +13,8 @@ import WebSocket from 'ws';
 import { AgentRun, killProcessesUnder, mountsUnder, ok, until } from '../support/agent-run.js';
 
 const dir = mkdtempSync('/tmp/bapiw-');
-const dev = new AgentRun(['--dev', '--data-dir', path.join(dir, 'dev'), '--port', '0', '--log-level', 'trace']);
+const dev = new AgentRun(['--dev', '--data-dir', path.join(dir, 'dev'), '--port', '0', '--log-level', 'trace', '--config', path.join(dir, 'workers.hcl')]);
+writeFileSync(path.join(dir, 'workers.hcl'), 'server {\n  api_workers = 2\n}\n');
 writeFileSync(path.join(dir, 'alone.hcl'), 'server {\n  api_workers = 0\n}\n');
 const alone = new AgentRun(['--dev', '--data-dir', path.join(dir, 'alone'), '--port', '0', '--log-level', 'debug', '--config', path.join(dir, 'alone.hcl')]);
 let allocId = '';
