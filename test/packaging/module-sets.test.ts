@@ -1,7 +1,7 @@
 // Each berth command loads only what it uses (issue 10): the real compiled
 // `bin/berth.js`, run with a hook that records every module the process
-// loads. Modules bundled into dist/ are known by the `// <path>` line esbuild
-// writes above each one; packages left in node_modules by their own path.
+// loads. Modules bundled into dist/ are known by the `sources` of each
+// chunk's source map; packages left in node_modules by their own path.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -36,7 +36,9 @@ function modulesIn(files: readonly string[]): Pick<Loaded, 'sources' | 'packages
     const pkg = packageOf(file);
     if (pkg) packages.add(pkg);
     if (!file.startsWith(path.join(REPO, 'dist') + '/') || !file.endsWith('.js')) continue;
-    for (const [, bundled] of readFileSync(file, 'utf8').matchAll(/^\/\/ ((?:src|node_modules)\/\S+)$/gm)) {
+    // The build is minified (no `// <path>` lines left): the chunk's source map names what went into it.
+    const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
+    for (const bundled of map.sources.map((s) => s.replace(/^(\.\.\/)+/, ''))) {
       const inner = packageOf(bundled as string);
       if (inner) packages.add(inner);
       else sources.add(bundled as string);
