@@ -21,6 +21,7 @@ const tokens = [
 
 interface LogLine {
   msg?: string;
+  method?: string;
   route?: string;
   worker?: number;
   fastPath?: boolean;
@@ -61,12 +62,14 @@ class Served {
       ...(opts.body !== undefined ? { body: opts.body } : {}),
     });
     const answer = { status: res.status, headers: headersOf(res), body: await res.text() };
+    // Other requests (a blocking read this one woke) may log first: take the first new line of this method.
+    const mine = (): LogLine | undefined => this.requests().slice(before).find((l) => l.method === method);
     const deadline = Date.now() + 30_000;
-    while (this.requests().length <= before) {
+    while (!mine()) {
       if (Date.now() > deadline) throw new Error(`no request log line for ${method} ${path}`);
       await new Promise((r) => setTimeout(r, 5));
     }
-    return { answer, line: this.requests()[before] as LogLine };
+    return { answer, line: mine() as LogLine };
   }
 
   /** Sends the request until a worker took it (`fast`: served it itself; else relayed it). */
