@@ -105,7 +105,8 @@ export class ApiWorkers {
     });
     await new Promise<void>((resolve, reject) => {
       internal.once('error', reject);
-      internal.listen(this.#socketPath, () => {
+      // A deep backlog: while main runs something long, relayed connections wait here (workers also retry a full one).
+      internal.listen({ path: this.#socketPath, backlog: 4096 }, () => {
         internal.off('error', reject);
         resolve();
       });

@@ -6,11 +6,12 @@
 // Main serves everything it always served; the worker only carries bytes.
 
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import net, { type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { threadId } from 'node:worker_threads';
 import { sendErrorAnswer } from './answers.js';
 import { RELAYED_BY_HEADER } from './relayed.js';
+import { connectUnix, UnixRelayAgent } from './unix-connect.js';
 
 /** Hop-by-hop request headers: the relay's own connection to main has its own. */
 const REQUEST_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'te']);
@@ -27,7 +28,7 @@ export class Relay {
   constructor(socketPath: string, ended?: (m: { method: string; path: string; status: number; upgrade: boolean }) => void) {
     this.#socketPath = socketPath;
     this.#ended = ended;
-    this.#agent = new http.Agent({ keepAlive: true, maxFreeSockets: 8 });
+    this.#agent = new UnixRelayAgent(socketPath);
   }
 
   /**
@@ -69,7 +70,18 @@ export class Relay {
 
   /** Relays a WebSocket (or any) upgrade: its head, then bytes both ways until either side closes. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const up: Socket = net.connect(this.#socketPath);
+    socket.pause();
+    connectUnix(this.#socketPath, (err, up) => {
+      if (err || !up) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        this.#ended?.({ method: req.method ?? '', path: pathOf(req.url), status: 503, upgrade: true });
+        return;
+      }
+      this.#joinUpgrade(req, socket, head, up);
+    });
+  }
+
+  #joinUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, up: Socket): void {
     const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`];
     for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).toLowerCase() !== RELAYED_BY_HEADER) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
     lines.push(`${RELAYED_BY_HEADER}: ${threadId}`);
@@ -77,6 +89,7 @@ export class Relay {
     if (head.length) up.write(head);
     socket.pipe(up);
     up.pipe(socket);
+    socket.resume();
     let ended = false;
     const end = (): void => {
       socket.destroy();
