@@ -13,23 +13,7 @@ import { publicJob, specToNomadJob } from '../../structs/index.js';
 import type { JobService } from '../jobs/index.js';
 import { planResponse } from './job-plan-shapes.js';
 import { specOfNomadJob } from './job-routes.js';
-
-/** A job as `berth job run` sends one: a group of one raw_exec task. */
-function sampleJob(): Record<string, unknown> {
-  return {
-    ID: 'berth-warm-up',
-    Name: 'berth-warm-up',
-    Type: 'service',
-    Datacenters: ['dc1'],
-    TaskGroups: [
-      {
-        Name: 'g',
-        Count: 1,
-        Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/true' }, Resources: { CPU: 5, MemoryMB: 10 } }],
-      },
-    ],
-  };
-}
+import { sampleJob } from './warm-sample-job.js';
 
 /** Plans the sample job in the default namespace and shapes the answer, then drops it all; returns the answer (for a test). */
 export function warmJobPath(jobs: JobService, index: number): api.JobPlanResponse {

@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { nestingProblem } from '../../../structs/index.js';
 import type { TokenTable } from '../auth.js';
 import { readRegistration, type Registration } from '../job-register-input.js';
+import { sampleJob } from '../warm-sample-job.js';
 import { writeAnswer } from './answers.js';
 import type { FromWorker, ToWorker } from './protocol.js';
 import type { Relay } from './relay.js';
@@ -117,6 +118,15 @@ export class FastRegister {
     };
     req.on('data', onData);
     req.once('end', onEnd);
+  }
+
+  /**
+   * Runs a sample registration through what a request's does here (parse, read and check, the
+   * copy to main) without sending it, so a worker's first registration runs compiled code too.
+   */
+  warm(): void {
+    const reg = this.#read(JSON.stringify({ Job: sampleJob() }), '/v1/jobs', undefined);
+    if (reg) structuredClone({ t: 'register', id: 0, reg });
   }
 
   /** The registration, or undefined when main's fastify must answer it (it refuses it, or reads it differently). */

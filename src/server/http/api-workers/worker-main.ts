@@ -57,6 +57,9 @@ async function close(): Promise<void> {
 }
 
 listenOnDuplicate(server, setup.listenFd).then(
-  () => post({ t: 'ready' }),
+  () => {
+    fast.warm();
+    post({ t: 'ready' });
+  },
   (err: unknown) => post({ t: 'failed', error: err instanceof Error ? err.message : String(err) }),
 );
