@@ -2,9 +2,10 @@
 // the whole CLI in one CommonJS bundle too (dist/agent-bundle-<hash>.cjs,
 // named in dist/warm-start.json); this loads it through a V8 code cache
 // (src/warm-start/), so a start skips compiling what the cache holds. Without
-// a bundle (a build without one, BERTH_WARM_START=0) or if it fails to load,
-// the agent starts from the ES modules as every other command does; the
-// agent's debug log says which way it went and why (`warm start`).
+// a bundle (a build without one), with BERTH_WARM_START=0 or node
+// --enable-source-maps, or if the bundle fails to load, the agent starts from
+// the ES modules as every other command does; the agent's debug log says
+// which way it went and why (`warm start`).
 
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +23,9 @@ async function fromModules(reason: string): Promise<void> {
 
 function bundleName(): string | { problem: string } {
   if (process.env['BERTH_WARM_START'] === '0') return { problem: 'BERTH_WARM_START=0' };
+  // Node maps stack traces through the source maps of the files its own loaders read, never a vm.Script's:
+  // whoever asked for traces that name src/ gets the ES modules.
+  if (process.sourceMapsEnabled) return { problem: 'source maps enabled (--enable-source-maps): stack traces map to src/ only from the ES modules' };
   try {
     const { bundle } = JSON.parse(readFileSync(here('warm-start.json'), 'utf8')) as { bundle?: unknown };
     return typeof bundle === 'string' && /^agent-bundle-\w+\.cjs$/.test(bundle) ? bundle : { problem: 'warm-start.json names no bundle' };

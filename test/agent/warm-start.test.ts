@@ -2,7 +2,7 @@
 // issue 40): the first start in a fresh cache dir compiles the agent's
 // bundle and writes the cache once idle; the next start takes it. Either
 // way, and when the cache is torn, made by another Node (V8 refuses it) or
-// the warm start is turned off (the ES modules), the agent answers its API
+// the warm start is turned off or source maps are on (the ES modules), the agent answers its API
 // and runs a job as it always did, and its debug log says which way it
 // loaded and why (`warm start`).
 
@@ -36,9 +36,9 @@ function logLines(dataDir: string, msg: string): Record<string, unknown>[] {
 }
 
 /** Starts a dev agent (cache dir `cacheHome`, `env` added), runs a raw_exec job to running, stops it; returns its `warm start` line and data dir. */
-async function startAndRunJob(env: Record<string, string> = {}, opts: { waitForCache?: boolean } = {}): Promise<{ warm: Record<string, unknown>; dataDir: string }> {
+async function startAndRunJob(env: Record<string, string> = {}, opts: { waitForCache?: boolean; nodeArgs?: string[] } = {}): Promise<{ warm: Record<string, unknown>; dataDir: string }> {
   const dataDir = path.join(dir, `agent-${++runs}`);
-  agent = await new AgentRun(['--dev', '--data-dir', dataDir, '--port', String(await freePort()), '--log-level', 'debug'], { env: { XDG_CACHE_HOME: cacheHome, ...env } }).start();
+  agent = await new AgentRun(['--dev', '--data-dir', dataDir, '--port', String(await freePort()), '--log-level', 'debug'], { env: { XDG_CACHE_HOME: cacheHome, ...env }, nodeArgs: opts.nodeArgs ?? [] }).start();
   const headers = { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' };
   const spec = { id: 'warm', type: 'service', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/sleep', args: ['3600'] }, resources: { cpuMhz: 5, memoryMb: 10 } }] }] };
   const put = await fetch(`${agent.addr}/v1/jobs`, { method: 'PUT', headers, body: JSON.stringify(registration(spec)) });
@@ -98,5 +98,11 @@ describe('berth agent through its code cache', () => {
     const { warm } = await startAndRunJob({ BERTH_WARM_START: '0' });
     assert.equal(warm['path'], 'modules');
     assert.match(String(warm['reason']), /BERTH_WARM_START=0/);
+  });
+
+  it('under node --enable-source-maps it starts from the ES modules (stack traces then name src/)', async () => {
+    const { warm } = await startAndRunJob({}, { nodeArgs: ['--enable-source-maps'] });
+    assert.equal(warm['path'], 'modules');
+    assert.match(String(warm['reason']), /source maps/);
   });
 });
