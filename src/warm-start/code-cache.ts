@@ -5,7 +5,7 @@
 // running process once it has compiled what it needs (saveCache), so it holds
 // the functions a start and a first job ran, not only the top level.
 
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Script } from 'node:vm';
@@ -64,11 +64,32 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
         // Written aside and renamed: another agent starting meanwhile reads the old file or the new, never half of one.
         writeFileSync(tmp, seal(script.createCachedData()), { mode: 0o600 });
         renameSync(tmp, cacheFile);
-        return `wrote ${cacheFile}`;
+        return `wrote ${cacheFile}${dropOlderBuilds(cacheFile)}`;
       } catch (err) {
         rmSync(tmp, { force: true });
         return `could not write ${cacheFile}: ${(err as Error).message}`;
       }
     },
   };
+}
+
+/**
+ * Removes the caches of other builds made by this same Node (same name after the bundle's hash): each
+ * build leaves one, and only the running build's is of use. Other Nodes' caches stay. Never throws.
+ */
+function dropOlderBuilds(cacheFile: string): string {
+  const dir = path.dirname(cacheFile);
+  const name = path.basename(cacheFile);
+  const sameNode = name.slice(name.indexOf('-', 'agent-bundle-'.length));
+  let dropped = 0;
+  try {
+    for (const f of readdirSync(dir)) {
+      if (f === name || !f.startsWith('agent-bundle-') || !f.endsWith(sameNode)) continue;
+      rmSync(path.join(dir, f), { force: true });
+      dropped += 1;
+    }
+  } catch {
+    // a cache dir we cannot list: nothing to tidy
+  }
+  return dropped ? `; removed ${dropped} cache(s) of older builds` : '';
 }

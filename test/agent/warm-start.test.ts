@@ -7,12 +7,12 @@
 // loaded and why (`warm start`).
 
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { seal } from '../../src/warm-start/index.js';
-import { AgentRun, freePort, until } from '../support/agent-run.js';
+import { cacheFileFor, seal } from '../../src/warm-start/index.js';
+import { AgentRun, freePort, REPO, until } from '../support/agent-run.js';
 import { registration } from '../support/nomad-jobs.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'bws-'));
@@ -63,12 +63,16 @@ describe('berth agent through its code cache', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('compiles its bundle on a first start, runs a job, and leaves a code cache', async () => {
+  it('compiles its bundle on a first start, runs a job, and leaves a code cache (in place of an older build\'s)', async () => {
+    const name = path.basename(cacheFileFor(JSON.parse(readFileSync(path.join(REPO, 'dist', 'warm-start.json'), 'utf8')).bundle as string));
+    const older = path.join(cacheHome, 'berth', name.replace(/^agent-bundle-\w+-/, 'agent-bundle-OLDERBUILD-'));
+    mkdirSync(path.dirname(older), { recursive: true });
+    writeFileSync(older, 'a cache of an older build');
     const { warm, dataDir } = await startAndRunJob({}, { waitForCache: true });
     assert.equal(warm['path'], 'compiled');
     assert.match(String(warm['reason']), /no cache yet/);
     assert.match(String(logLines(dataDir, 'warm start cache')[0]!['result']), /^wrote /);
-    assert.equal(cacheFiles().length, 1, 'one cache file');
+    assert.deepEqual(cacheFiles(), [name], 'the cache of this build alone');
   });
 
   it('takes that cache on the next start, and runs a job as well', async () => {
