@@ -30,6 +30,11 @@
 // BENCH_AGENT_START_LOG=file copies that start's debug log there (every step
 // of the first and later jobs on the agent's clock);
 // BENCH_AGENT_START_NODE_ARGS='--flag ...' passes node flags to the agent;
+// The agent starts through its V8 code cache (src/warm-start/), kept in
+// <bench dir>/code-cache (XDG_CACHE_HOME): one start at --log-level debug
+// before the measured ones makes it (and says which path each start took:
+// its `warm start` log line); BENCH_AGENT_START_CODE_CACHE=cold gives each
+// measured start an empty cache dir instead (a first start after install).
 // BENCH_AGENT_START_BERTH=path/to/bin/berth.js runs another build (an older
 // commit's, built in its own copy) to compare two builds in the same minute.
 // `node scripts/build.mjs` first (the bench runs dist/).
@@ -54,6 +59,7 @@ const LOG = process.env['BENCH_AGENT_START_LOG'];
 const FIRST_JOB_AT_READY = process.env['BENCH_AGENT_START_FIRST_JOB'] === 'ready';
 const FIRST_JOB_IDLE_MS = Number(process.env['BENCH_AGENT_START_FIRST_JOB_IDLE_MS'] ?? '0');
 if (!Number.isFinite(FIRST_JOB_IDLE_MS) || FIRST_JOB_IDLE_MS < 0) throw new Error('BENCH_AGENT_START_FIRST_JOB_IDLE_MS must be a number of ms (0 or more)');
+const COLD = process.env['BENCH_AGENT_START_CODE_CACHE'] === 'cold';
 const NODE_ARGS = (process.env['BENCH_AGENT_START_NODE_ARGS'] ?? '').split(/\s+/).filter(Boolean);
 const TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 
@@ -136,14 +142,14 @@ interface Start {
 }
 
 /** One start of `berth agent --dev` in `dataDir`, its first and later jobs, then a SIGINT stop. */
-async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: string[] } = {}): Promise<Start> {
+async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: string[]; cacheHome?: string } = {}): Promise<Start> {
   const token = 'benchagentstartmanagement0';
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(join(dataDir, 'dev-tokens.json'), JSON.stringify({ management: token, node: 'benchagentstartnode000000' }), { mode: 0o600 });
   const port = await freePort();
   const args = [...NODE_ARGS, ...(opts.nodeArgs ?? []), BERTH_JS, 'agent', '--dev', '--port', String(port), '--data-dir', dataDir, ...(opts.logLevel ? ['--log-level', opts.logLevel] : [])];
   const t0 = now();
-  const child: ChildProcess = spawn(process.execPath, args, { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, args, { env: cleanEnv(opts.cacheHome ? { XDG_CACHE_HOME: opts.cacheHome } : {}), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   let readyAt = 0;
@@ -204,6 +210,14 @@ async function bareNode(): Promise<number> {
   return now() - t0;
 }
 
+/** How the agent's code was loaded (its debug log line `warm start`, src/warm-start/), or why it says nothing of it. */
+function warmStartOf(log: string): string {
+  const line = log.split('\n').find((l) => l.includes('"warm start"'));
+  if (!line) return 'no `warm start` line (a build without src/warm-start/)';
+  const rec = JSON.parse(line) as { path?: string; reason?: string };
+  return `${rec.path}: ${rec.reason}`;
+}
+
 /** The agent's own start phases (debug log lines `start phase`), ms since its process began. */
 function phases(log: string): { phase: string; ms: number }[] {
   const out: { phase: string; ms: number }[] = [];
@@ -229,9 +243,13 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
   console.log(`node -e 0: p50 ${bareMs} ms`);
 
   if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
+  const cacheHome = join(dir, 'code-cache');
+  const priming = await oneStart(join(dir, 'priming'), { logLevel: 'debug', cacheHome });
+  console.log(`priming start (${warmStartOf(priming.log ?? '')}): first answer ${round(priming.answerMs)} ms (cpu ${round(priming.cpuAtAnswerMs)} ms), first job running ${round(priming.firstRunningMs)} ms (cpu ${round(priming.cpuAtFirstRunningMs)} ms)`);
+  console.log(COLD ? 'measured starts: each with an empty code cache dir (cold)' : `measured starts: with the code cache the priming start left in ${cacheHome}`);
   const starts: Start[] = [];
   for (let i = 0; i < RUNS; i++) {
-    const s = await oneStart(join(dir, `run-${i}`), CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {});
+    const s = await oneStart(join(dir, `run-${i}`), { cacheHome: COLD ? join(dir, `code-cache-${i}`) : cacheHome, ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}) });
     starts.push(s);
     console.log(
       `start ${i + 1}: first answer ${round(s.answerMs)} ms (cpu ${round(s.cpuAtAnswerMs)} ms), ready lines ${round(s.readyMs)} ms, ` +
@@ -264,13 +282,13 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
 
   let phaseFigures: { phase: string; ms: number }[] | undefined;
   if (PHASES) {
-    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}) });
+    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', cacheHome: COLD ? join(dir, 'code-cache-phases') : cacheHome, ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}) });
     if (LOG) writeFileSync(LOG, s.log ?? '');
     phaseFigures = phases(s.log ?? '').map((p) => ({ phase: p.phase, ms: round(p.ms) }));
-    console.log(`start phases (one start at --log-level debug, ms since the process began; first answer at ${round(s.answerMs)} ms from spawn):`);
+    console.log(`start phases (one start at --log-level debug, ms since the process began; first answer at ${round(s.answerMs)} ms from spawn; ${warmStartOf(s.log ?? '')}):`);
     for (const p of phaseFigures) console.log(`  ${String(p.ms).padStart(7)}  ${p.phase}`);
   }
   if (LOG) console.log(`the debug log of that start in ${LOG}`);
   if (CPU_PROF) console.log(`CPU profiles of the agents in ${CPU_PROF}`);
-  return { ...figures, ...(phaseFigures ? { phases: phaseFigures } : {}) };
+  return { ...figures, warmStart: warmStartOf(priming.log ?? ''), coldCache: COLD, ...(phaseFigures ? { phases: phaseFigures } : {}) };
 }

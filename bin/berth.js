@@ -9,4 +9,5 @@ if (!existsSync(main)) {
   process.stderr.write('berth: dist/main.js is missing; build it with `npm run build` (or run the sources: `npm run berth -- <args>`)\n');
   process.exit(1);
 }
-await import(main.href);
+// `berth agent` starts through a V8 code cache of its code (dist/warm-start.js, src/warm-start/).
+await import(process.argv[2] === 'agent' ? new URL('../dist/warm-start.js', import.meta.url).href : main.href);

@@ -21,6 +21,11 @@
 // written. Chunk names carry a hash of their content, so the same sources
 // give the same files.
 //
+// `berth agent` starts from a second build of the same sources: the whole
+// CLI in one CommonJS file (agent-bundle-<hash>.cjs, named in
+// warm-start.json), which src/warm-start/ compiles through a V8 code cache
+// (Node 20 gives a code cache only to a vm.Script, never to an ES module).
+//
 // The web UI (ui/, its own sources and build) goes to dist/ui, where the
 // agent serves it at /ui.
 //
@@ -53,7 +58,7 @@ mkdirSync(next, { recursive: true });
 const result = await build({
   absWorkingDir: root,
   // The API's front worker threads load their own entry (src/server/http/api-workers/pool.ts finds it as ./api-worker.js).
-  entryPoints: { main: 'src/main.ts', 'api-worker': 'src/server/http/api-workers/worker-main.ts' },
+  entryPoints: { main: 'src/main.ts', 'api-worker': 'src/server/http/api-workers/worker-main.ts', 'warm-start': 'src/agent-main.ts' },
   outdir: next,
   bundle: true,
   splitting: true,
@@ -76,6 +81,34 @@ const result = await build({
   metafile: process.argv.includes('--metafile'),
   logLevel: 'warning',
 });
+// The agent's one-file CommonJS bundle (see above). Same sources and options, but: import.meta.url is the
+// bundle's own file URL (it sits in dist/ beside the chunks, so paths found from it are the same), and
+// import() of a package left in node_modules becomes require() (a vm.Script has no ES module loader).
+const agentBundle = await build({
+  absWorkingDir: root,
+  entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
+  entryNames: '[name]-[hash]',
+  outdir: next,
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  supported: { 'dynamic-import': false },
+  external: [...EXTERNAL, ...NEVER_LOADED],
+  keepNames: true,
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: 'linked',
+  // import.meta.resolve serves only the TypeScript sources (api-workers/pool.ts under tsx): never reached here.
+  define: { 'import.meta.url': '__berthImportMetaUrl', 'import.meta.resolve': '__berthNoImportMetaResolve' },
+  banner: { js: "var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  metafile: true,
+  logLevel: 'warning',
+});
+const bundleFile = Object.keys(agentBundle.metafile.outputs).find((f) => f.endsWith('.cjs'));
+if (!bundleFile) throw new Error('build: the agent bundle is missing');
+writeFileSync(`${next}/warm-start.json`, `${JSON.stringify({ bundle: bundleFile.split('/').pop() })}\n`);
 // Scripts the agent starts as their own processes (plain ESM, no bundling): the executor (with the
 // modules it imports) and the mount helper.
 for (const f of readdirSync(`${root}src/client/drivers`)) if (f.endsWith('.mjs')) copyFileSync(`${root}src/client/drivers/${f}`, `${next}/${f}`);

@@ -37,6 +37,12 @@ export interface AgentOptions {
   port?: number;
   /** Berth's release, as /v1/agent/self tells it. Default `unknown`. */
   version?: string;
+  /**
+   * Called once when the started agent is first idle (a dev agent: after it warmed its job path), the
+   * moment the code a start and a first job run has been compiled: `berth agent` saves its code cache
+   * then (src/warm-start/). Runs on the event loop; what it throws is logged and ignored.
+   */
+  onWarm?: () => void;
 }
 
 /** What a started agent tells its user. */
@@ -125,6 +131,7 @@ export class Agent {
         const registry = this.#server?.metrics.registry ?? this.#clientRegistry;
         if (registry) registerReclaimGauge(registry, reclaimer);
         await reclaimer.start();
+        if (this.#opts.mode !== 'dev') this.#whenIdle(() => undefined);
       } catch (err) {
         await this.#teardown({});
         if (err instanceof AgentError) throw err;
@@ -229,7 +236,7 @@ export class Agent {
    * submits then costs what the later ones do. Off the start's critical path.
    */
   #warmJobPath(): void {
-    setTimeout(() => {
+    this.#whenIdle(() => {
       const server = this.#server;
       if (server?.state !== 'running') return;
       const began = process.cpuUsage();
@@ -239,6 +246,19 @@ export class Agent {
         this.#log.debug({ cpuMs: Math.round((cpu.user + cpu.system) / 1000) }, 'job path warmed');
       } catch (err) {
         this.#log.debug({ err }, 'job path warm-up failed');
+      }
+    });
+  }
+
+  /** Runs `work` once the event loop is free (never holding the process open), then tells opts.onWarm. */
+  #whenIdle(work: () => void): void {
+    setTimeout(() => {
+      work();
+      if (this.#life.state !== 'running' && this.#life.state !== 'starting') return;
+      try {
+        this.#opts.onWarm?.();
+      } catch (err) {
+        this.#log.debug({ err }, 'onWarm failed');
       }
     }, 0).unref();
   }

@@ -167,6 +167,9 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   logStream.on('error', () => undefined);
   const logger = createLogger({ level: flags.logLevel ?? config.logLevel ?? 'info', destination: logStream });
 
+  const warm = ctx.warmStart;
+  // Which way this process's code was loaded (src/warm-start/), and why: a start slower than it should be says so here.
+  if (warm) logger.debug({ path: warm.path, reason: warm.reason }, 'warm start');
   startPhase(logger, 'agent modules evaluated', evaluated);
   startPhase(logger, 'config read, log opened');
   const say = (line: string): void => ctx.io.stdout(`${line}\n`);
@@ -174,7 +177,10 @@ async function runAgent(ctx: CommandContext, flags: AgentFlags): Promise<void> {
   say(`    Data dir: ${dataDir}${temporary ? ' (temporary, removed on exit)' : ''}`);
   say(`    Log file: ${logFile}`);
 
-  const agent = new Agent({ mode, config, dataDir, logger, berthBin: BERTH_BIN, version: berthVersion(), ...(port !== undefined ? { port } : {}) });
+  const agent = new Agent({ mode, config, dataDir, logger, berthBin: BERTH_BIN, version: berthVersion(),
+    ...(port !== undefined ? { port } : {}),
+    ...(warm ? { onWarm: () => logger.debug({ result: warm.saveCache() }, 'warm start cache') } : {}),
+  });
   let stopped = false;
   let left: string[] = [];
   const cleanup = async (drain: boolean): Promise<void> => {

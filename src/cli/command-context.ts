@@ -20,4 +20,20 @@ export interface CommandContext {
   /** Fires on SIGINT/SIGTERM (main owns the signal handlers). */
   signal: AbortSignal;
   state: RunState;
+  /** How this process's code was loaded (src/warm-start/), when a warm start loaded it: the agent logs it and saves the cache. */
+  warmStart?: WarmStart;
+}
+
+/**
+ * What the warm-start loader (src/warm-start/) tells the command it loaded:
+ * which path ran and why, and how to save a code cache once the process has
+ * compiled what a start and a first job use.
+ */
+export interface WarmStart {
+  /** `code-cache` (the bundle compiled with a cache V8 accepted), `compiled` (the bundle compiled without one), ... */
+  path: string;
+  /** Why that path: the cache file, or why it was absent, rejected or unreadable. */
+  reason: string;
+  /** Writes the code cache of what has been compiled so far, if this start has none worth keeping. Never throws; safe to repeat (writes once); returns what it did. */
+  saveCache(): string;
 }

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Help } from 'commander';
 import type { CommandContext, RunState } from './csi-command.js';
+import type { WarmStart } from './command-context.js';
 import { describeFailure, EXIT } from './exit-codes.js';
 import { Output, processIo, Redactor, type CliIo } from './output.js';
 import { packageFile } from './package-file.js';
@@ -131,6 +132,8 @@ export interface RunOptions {
   io?: CliIo;
   /** Fires on SIGINT/SIGTERM: long-running commands stop and return 0, calls are cancelled. */
   signal?: AbortSignal;
+  /** How the process's code was loaded, when src/warm-start/ loaded it (`berth agent`). */
+  warmStart?: WarmStart;
 }
 
 /** `parent`'s subcommand `name`, taken out of it to stand at the top level as an alias. */
@@ -164,6 +167,7 @@ export async function buildProgram(ctx: Partial<CommandContext> = {}, opts: { on
     redactor: ctx.redactor ?? new Redactor([]),
     signal: ctx.signal ?? new AbortController().signal,
     state: ctx.state ?? {},
+    ...(ctx.warmStart ? { warmStart: ctx.warmStart } : {}),
   };
   const listed = new Map<Command, string>();
   const program = new Command('berth')
@@ -240,7 +244,7 @@ export async function runCli(argv: readonly string[], opts: RunOptions = {}): Pr
   try {
     // Only the command being run is built (and its modules loaded); the rest
     // are listed by name, as `berth --help` shows them.
-    const program = await buildProgram({ io, redactor, signal, state }, { only: invokedCommand(argv) ?? '' });
+    const program = await buildProgram({ io, redactor, signal, state, ...(opts.warmStart ? { warmStart: opts.warmStart } : {}) }, { only: invokedCommand(argv) ?? '' });
     await program.parseAsync(normalizeFlags(program, argv), { from: 'user' });
     return state.exitCode ?? EXIT.OK;
   } catch (err) {

@@ -73,14 +73,16 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
 
   it('ships compiled code, the executor, examples and proto, and no tests, benchmarks, fakes or sources', async () => {
     const files = ok(await run('tar', ['tzf', tarball], { cwd: work }), 'tar').split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
-    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/executor.mjs', 'dist/executor-spawn.mjs', 'dist/executor-logs.mjs', 'dist/mount-helper.mjs', 'dist/mount-table.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
+    // `berth agent`'s warm start (src/warm-start/): its entry, and the one-file bundle warm-start.json names.
+    const agentBundle = `dist/${(JSON.parse(readFileSync(path.join(installed, 'dist', 'warm-start.json'), 'utf8')) as { bundle: string }).bundle}`;
+    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/warm-start.js', 'dist/warm-start.json', agentBundle, 'dist/executor.mjs', 'dist/executor-spawn.mjs', 'dist/executor-logs.mjs', 'dist/mount-helper.mjs', 'dist/mount-table.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
       assert.ok(files.includes(needed), `the tarball lacks ${needed}`);
     }
     const unwanted = files.filter((f) => /^(src|test|bench|scripts)\//.test(f) || /\.test\.|\.bench\.|\.ts$/.test(f));
     assert.deepEqual(unwanted, []);
     // Nothing of the test kits that still live in src/ was bundled.
     // The server side's chunks (the web UI's, built apart from ui/src, carry no source map).
-    const bundled = files.filter((f) => f.startsWith('dist/') && !f.startsWith('dist/ui/') && f.endsWith('.js'));
+    const bundled = files.filter((f) => f.startsWith('dist/') && !f.startsWith('dist/ui/') && (f.endsWith('.js') || f.endsWith('.cjs')));
     const sources = new Set<string>();
     // The build is minified (no `// src/...` comments left): each chunk's shipped source map names what went into it.
     for (const f of bundled) {

@@ -88,16 +88,20 @@ export class AgentRun {
   /** Flags for node itself, before the berth script (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
   readonly nodeArgs: readonly string[];
 
-  constructor(args: readonly string[], opts: { nodeArgs?: readonly string[] } = {}) {
+  /** Variables added to the agent's (clean) environment. */
+  readonly env: Record<string, string>;
+
+  constructor(args: readonly string[], opts: { nodeArgs?: readonly string[]; env?: Record<string, string> } = {}) {
     this.args = args;
     this.nodeArgs = opts.nodeArgs ?? [];
+    this.env = opts.env ?? {};
   }
 
   async start(opts: { needToken?: boolean; timeoutMs?: number } = {}): Promise<this> {
     this.stdout = '';
     this.stderr = '';
     this.addr = '';
-    const child = spawn(process.execPath, [...this.nodeArgs, BERTH, 'agent', ...this.args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...this.nodeArgs, BERTH, 'agent', ...this.args], { env: cleanEnv(this.env), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));

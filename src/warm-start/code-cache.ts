@@ -1,0 +1,95 @@
+// Loads a one-file CommonJS bundle the way Node's require would, but through
+// a vm.Script given a V8 code cache: V8 then skips parsing and compiling what
+// the cache holds (Node 20 takes a cache only for a vm.Script, not for an ES
+// module, and has no module compile cache). The cache is taken from the
+// running process once it has compiled what it needs (saveCache), so it holds
+// the functions a start and a first job ran, not only the top level.
+
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { Script } from 'node:vm';
+import { seal, unseal } from './cache-file.js';
+
+/** What loading a bundle did, for the agent's log. */
+export interface CodeCacheLoad {
+  /** The bundle's module.exports. */
+  exports: Record<string, unknown>;
+  /** `code-cache`: V8 took the cache; `compiled`: compiled from source (no cache, or one it could not use). */
+  path: 'code-cache' | 'compiled';
+  reason: string;
+  /** Writes the cache of what is compiled by now, unless V8 took one at load; once. Never throws; says what it did. */
+  saveCache(): string;
+}
+
+/**
+ * Compiles and runs the CommonJS file `bundle` (its `require` resolves from its
+ * own directory), with the cache in `cacheFile` when that is sound. Blocks
+ * (reads both files). Throws only what the bundle's own top level throws, or
+ * when the bundle cannot be read; a missing, stale or corrupt cache only
+ * means a compile from source, said in `reason`.
+ */
+export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheLoad {
+  const source = readFileSync(bundle, 'utf8');
+  let cached: Buffer | undefined;
+  let problem: string;
+  try {
+    const sealed = unseal(readFileSync(cacheFile));
+    if ('data' in sealed) cached = sealed.data;
+    problem = 'problem' in sealed ? `cache ${cacheFile}: ${sealed.problem}` : '';
+  } catch (err) {
+    problem = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `no cache yet (${cacheFile})` : `cache ${cacheFile} unreadable: ${(err as Error).message}`;
+  }
+  // The wrapper Node's own CommonJS loader puts around a module.
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: bundle,
+    ...(cached ? { cachedData: cached } : {}),
+  });
+  const accepted = cached !== undefined && script.cachedDataRejected === false;
+  if (cached && !accepted) problem = `cache ${cacheFile} rejected by V8 (made by another Node, V8 flags or bundle)`;
+  const module = { exports: {} as Record<string, unknown> };
+  (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
+
+  let saved = accepted;
+  return {
+    exports: module.exports,
+    path: accepted ? 'code-cache' : 'compiled',
+    reason: accepted ? `cache ${cacheFile}` : problem,
+    saveCache(): string {
+      if (saved) return accepted ? 'kept the cache V8 took' : 'already written';
+      saved = true;
+      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      try {
+        mkdirSync(path.dirname(cacheFile), { recursive: true, mode: 0o700 });
+        // Written aside and renamed: another agent starting meanwhile reads the old file or the new, never half of one.
+        writeFileSync(tmp, seal(script.createCachedData()), { mode: 0o600 });
+        renameSync(tmp, cacheFile);
+        return `wrote ${cacheFile}${dropOlderBuilds(cacheFile)}`;
+      } catch (err) {
+        rmSync(tmp, { force: true });
+        return `could not write ${cacheFile}: ${(err as Error).message}`;
+      }
+    },
+  };
+}
+
+/**
+ * Removes the caches of other builds made by this same Node (same name after the bundle's hash): each
+ * build leaves one, and only the running build's is of use. Other Nodes' caches stay. Never throws.
+ */
+function dropOlderBuilds(cacheFile: string): string {
+  const dir = path.dirname(cacheFile);
+  const name = path.basename(cacheFile);
+  const sameNode = name.slice(name.indexOf('-', 'agent-bundle-'.length));
+  let dropped = 0;
+  try {
+    for (const f of readdirSync(dir)) {
+      if (f === name || !f.startsWith('agent-bundle-') || !f.endsWith(sameNode)) continue;
+      rmSync(path.join(dir, f), { force: true });
+      dropped += 1;
+    }
+  } catch {
+    // a cache dir we cannot list: nothing to tidy
+  }
+  return dropped ? `; removed ${dropped} cache(s) of older builds` : '';
+}
