@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../../../test/support/csi-fake/index.js';
 import { ManualClock } from '../../lib/index.js';
-import { parseJobSpec, type Allocation, type Job } from '../../structs/index.js';
+import { parseJobSpec, withNodeInstances, type Allocation, type Job } from '../../structs/index.js';
 import { FakeNodeAgent } from '../../../test/support/node-agent-fake/index.js';
 import { NodeConnections } from '../noderpc/index.js';
 import { PluginService } from '../plugins/index.js';
@@ -99,7 +99,7 @@ describe('nodes and plugins', () => {
       assert.equal(nodes.list().length, 2);
       // A node that brings the plugin is counted at once.
       await nodes.register({ ...(await agentB.fingerprint()), name: 'b' }, { id: 'node-b' });
-      assert.deepEqual(Object.keys(store.snapshot().get('plugins', rowKey('fake'))!.nodes).sort(), ['node-a', 'node-b']);
+      assert.deepEqual(Object.keys(new PluginService({ store }).get('fake')!.nodes).sort(), ['node-a', 'node-b']);
     } finally {
       store.close();
     }
@@ -120,7 +120,7 @@ describe('nodes and plugins', () => {
       assert.equal(nodes.get('node-a')!.status, 'down');
       assert.match(nodes.get('node-a')!.statusDescription, /missed heartbeats/);
       assert.equal(nodes.get('node-b')!.status, 'ready', 'node-b heartbeated in time');
-      const p = store.snapshot().get('plugins', rowKey('fake'))!;
+      const p = withNodeInstances(store.snapshot().get('plugins', rowKey('fake'))!, store.snapshot().list('nodes'));
       assert.equal(p.controllersHealthy, 0, 'the only controller was on the down node');
       assert.equal(p.nodes['node-a']!.healthy, false);
       assert.match(p.nodes['node-a']!.healthReason, /down/);
