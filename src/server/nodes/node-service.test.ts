@@ -9,7 +9,7 @@ import { parseJobSpec, withNodeInstances, type Allocation, type Job } from '../.
 import { FakeNodeAgent } from '../../../test/support/node-agent-fake/index.js';
 import { NodeConnections } from '../noderpc/index.js';
 import { PluginService } from '../plugins/index.js';
-import { rowKey, SqliteStateStore, type RowInput } from '../state/index.js';
+import { rowKey, SqliteStateStore, StateStoreError, type RowInput } from '../state/index.js';
 import { NodeError, NodeService } from './index.js';
 
 describe('nodes and plugins', () => {
@@ -176,6 +176,58 @@ describe('nodes and plugins', () => {
       await nodes.stop();
     } finally {
       store.close();
+    }
+  });
+
+  it('forgets a node whose registration the store refused: the TTL watcher writes nothing while every registered node heartbeats, and still marks a silent one down', async () => {
+    const sqlite = SqliteStateStore.open(join(dir, 'refused.db'));
+    // The store as a leader stepping down sees it: one registration refused, every write counted.
+    let refuse = false;
+    let writes = 0;
+    const store = new Proxy(sqlite, {
+      get(target, key) {
+        if (key === 'write') {
+          return (...args: Parameters<typeof sqlite.write>) => {
+            writes++;
+            if (refuse) return Promise.reject(new StateStoreError('STORE_FENCED', 'this server lost its right to write'));
+            return target.write(...args);
+          };
+        }
+        const v: unknown = Reflect.get(target, key, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const clock = new ManualClock(0);
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    try {
+      await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      refuse = true;
+      await assert.rejects(nodes.register({ ...(await agentB.fingerprint()), name: 'x' }, { id: 'node-x' }), { code: 'STORE_FENCED' });
+      refuse = false;
+      assert.equal(nodes.lastHeartbeat('node-x'), undefined, 'the server never heard of node-x as registered');
+      await nodes.start();
+      await clock.waitForSleepers(1);
+      // 30 s of heartbeats every 3 s from both nodes: nothing overdue, nothing to write.
+      writes = 0;
+      for (let i = 0; i < 10; i++) {
+        await clock.advance(3_000);
+        await nodes.heartbeat('node-a');
+        await nodes.heartbeat('node-b');
+      }
+      assert.equal(writes, 0, 'no write while no registered node is overdue');
+      // node-b goes silent: marked down once its TTL passes.
+      for (let i = 0; i < 4; i++) {
+        await clock.advance(3_000);
+        await nodes.heartbeat('node-a');
+      }
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-b')!.status, 'down');
+      assert.equal(nodes.get('node-a')!.status, 'ready');
+      assert.equal(nodes.get('node-x'), undefined);
+    } finally {
+      await nodes.stop();
+      sqlite.close();
     }
   });
 

@@ -174,7 +174,7 @@ export class NodeService {
     const id = opts.id ?? randomUUID();
     const now = this.#clock.now();
     this.#seen(id, now);
-    const { result } = await this.#store.write((txn) => {
+    const written = this.#store.write((txn) => {
       // An agent restart keeps what the operator set: eligibility and a drain in progress.
       const prev = txn.get('nodes', rowKey(id));
       const registered: RowInput<'nodes'> = {
@@ -195,6 +195,15 @@ export class NodeService {
       updatePluginsForNode(txn, prev, node, { clearExhausted: true });
       return node;
     });
+    let result: Node;
+    try {
+      ({ result } = await written);
+    } catch (err) {
+      // Not registered (a leader stepping down, etcd without quorum): no deadline for a node the store
+      // does not hold, or the TTL watcher would find it overdue at every turn and never mark it down.
+      if (!this.#store.snapshot().get('nodes', rowKey(id))) this.#forget(id);
+      throw err;
+    }
     this.#logger.info({ nodeId: id, name: fingerprint.name }, 'node registered');
     return result;
   }
@@ -305,25 +314,40 @@ export class NodeService {
     return seen !== undefined && seen !== node.lastHeartbeat ? { ...node, lastHeartbeat: seen } : node;
   }
 
-  /** Marks down every node whose TTL has passed; returns their IDs. */
+  /**
+   * Marks down every node whose TTL has passed; returns their IDs. Reads only
+   * the overdue nodes (none: no write at all), so a check costs a pass over
+   * the deadlines, not a sorted list of every node inside a write; a deadline
+   * whose node the store does not hold (or holds down) is dropped.
+   */
   async expire(): Promise<string[]> {
     const now = this.#clock.now();
-    const expired: string[] = [];
-    await this.#store.write((txn) => {
-      for (const node of txn.list('nodes', { filter: (n) => n.status !== 'down' })) {
-        const deadline = this.#deadline.get(node.id);
-        if (deadline === undefined) {
-          this.#seen(node.id, now);
+    const overdue: string[] = [];
+    for (const [id, deadline] of this.#deadline) if (now > deadline) overdue.push(id);
+    if (overdue.length === 0) return [];
+    const { result } = await this.#store.write((txn) => {
+      const expired: string[] = [];
+      for (const id of overdue) {
+        const node = txn.get('nodes', rowKey(id));
+        if (!node || node.status === 'down') {
+          this.#forget(id);
           continue;
         }
-        if (now > deadline) {
-          const seen = this.#lastSeen.get(node.id) ?? node.lastHeartbeat;
-          this.#markDown(txn, node.id, `missed heartbeats for ${Math.round((now - seen) / 1000)} s`);
-          expired.push(node.id);
-        }
+        // A heartbeat may have come in meanwhile.
+        if (!(now > (this.#deadline.get(id) ?? Infinity))) continue;
+        const seen = this.#lastSeen.get(id) ?? node.lastHeartbeat;
+        this.#markDown(txn, id, `missed heartbeats for ${Math.round((now - seen) / 1000)} s`);
+        expired.push(id);
       }
+      return expired;
     });
-    return expired;
+    return result;
+  }
+
+  /** Drops what this server knows of a node's heartbeats (a node that is not, or no longer, registered). */
+  #forget(nodeId: string): void {
+    this.#lastSeen.delete(nodeId);
+    this.#deadline.delete(nodeId);
   }
 
   start(): Promise<void> {
