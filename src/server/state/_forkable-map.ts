@@ -35,9 +35,9 @@ export class ForkableMap<V> implements ReadonlyMap<string, V> {
 
   /** A copy sharing every bucket with this map; O(256). */
   fork(): ForkableMap<V> {
-    const copy = Object.create(ForkableMap.prototype) as ForkableMap<V>;
+    const copy = new ForkableMap<V>();
     copy.#buckets = [...this.#buckets];
-    copy.#owned = new Array<boolean>(BUCKETS).fill(false);
+    copy.#owned.fill(false);
     copy.#size = this.#size;
     this.#owned.fill(false);
     return copy;
