@@ -113,7 +113,6 @@ function seed(txn: WriteTxn, list: readonly Node[]): void {
     controllerCapabilities: [],
     nodeCapabilities: [],
     controllers: {},
-    nodes: {},
     controllersHealthy: 0,
     controllersExpected: 0,
     nodesHealthy: healthy,

@@ -114,8 +114,12 @@ export {
 } from './volume.js';
 export {
   csiNodeEligibility,
+  csiPluginInstance,
+  instanceOf as csiInstanceOf,
+  withNodeInstances,
   pluginSchedulable,
   type CsiPlugin,
+  type CsiPluginRow,
   type CsiPluginInstance,
   type CsiPluginAllocation,
   type CsiPluginExhaustion,

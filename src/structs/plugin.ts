@@ -3,6 +3,8 @@
 // an allocation changes.
 
 import type { ControllerCapability, NodeCapability, Topology } from '../csi/index.js';
+import type { CsiPluginReport } from './csi-plugin-report.js';
+import type { Node } from './node.js';
 
 /**
  * One instance of a plugin on one node, as that node last reported it. The
@@ -57,6 +59,7 @@ export interface CsiPlugin {
   nodeCapabilities: NodeCapability[];
   /** By Berth node ID. */
   controllers: Record<string, CsiPluginInstance>;
+  /** By Berth node ID. Not stored: derived from the node rows when read (see CsiPluginRow). */
   nodes: Record<string, CsiPluginInstance>;
   controllersHealthy: number;
   /** From the desired counts of the jobs that run the plugin (system jobs: their live allocations). */
@@ -72,6 +75,60 @@ export interface CsiPlugin {
   exhaustedNodes: Record<string, CsiPluginExhaustion>;
   createIndex: number;
   modifyIndex: number;
+}
+
+/**
+ * A plugin as the state store keeps it: everything but its node instances.
+ * Those are derived from the node rows when read (csiPluginInstance), so
+ * that a node's registration writes a row of constant size (the counts),
+ * not one that lists every node: with the node map stored, 5,000 nodes
+ * registering wrote O(n²) bytes and the row passed etcd's request limit
+ * near 4,400 nodes. Controllers are few and stay in the row.
+ */
+export type CsiPluginRow = Omit<CsiPlugin, 'nodes'>;
+
+/**
+ * The instance of plugin `pluginId` that `node` runs (`kind`), as the
+ * plugin row would list it, or undefined when the node does not report
+ * it. Pure; cheap.
+ */
+export function csiPluginInstance(node: Node | undefined, pluginId: string, kind: 'controller' | 'node'): CsiPluginInstance | undefined {
+  const rep = kind === 'node' ? node?.csiNodePlugins[pluginId] : node?.csiControllerPlugins[pluginId];
+  return node && rep ? instanceOf(node, rep, kind) : undefined;
+}
+
+/** A node's report of a plugin -> the instance the plugin lists (unhealthy while the node is down). Pure. */
+export function instanceOf(node: Pick<Node, 'id' | 'status'>, rep: CsiPluginReport, kind: 'controller' | 'node'): CsiPluginInstance {
+  const nodeDown = node.status === 'down';
+  const info = rep.fingerprint?.node?.info;
+  return {
+    nodeId: node.id,
+    allocId: rep.allocId,
+    healthy: rep.healthy && !nodeDown,
+    healthReason: nodeDown ? `node ${node.id} is down` : rep.healthReason,
+    provider: rep.provider,
+    version: rep.version,
+    externalNodeId: kind === 'node' ? (info?.nodeId ?? '') : '',
+    maxVolumes: kind === 'node' ? (info?.maxVolumesPerNode ?? 0) : 0,
+    ...(kind === 'node' && info?.accessibleTopology ? { topology: info.accessibleTopology } : {}),
+    updatedAt: rep.updatedAt,
+  };
+}
+
+/**
+ * The stored row with its node instances, from `nodes` (every node row, in
+ * any order; listed by node ID). O(nodes): for reads that show the whole
+ * plugin, not for placement.
+ */
+export function withNodeInstances(row: CsiPluginRow, nodes: Iterable<Node>): CsiPlugin {
+  const found: CsiPluginInstance[] = [];
+  for (const n of nodes) {
+    const rep = n.csiNodePlugins[row.id];
+    if (rep) found.push(instanceOf(n, rep, 'node'));
+  }
+  found.sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+  const { createIndex, modifyIndex, ...rest } = row;
+  return { ...rest, nodes: Object.fromEntries(found.map((i) => [i.nodeId, i])), createIndex, modifyIndex };
 }
 
 /**
@@ -100,7 +157,7 @@ export function csiNodeEligibility(
  * Whether volumes of the plugin can be used at all: a healthy node instance
  * exists, and a healthy controller when claims need ControllerPublish.
  */
-export function pluginSchedulable(plugin: CsiPlugin | undefined): boolean {
+export function pluginSchedulable(plugin: CsiPluginRow | undefined): boolean {
   if (!plugin || plugin.nodesHealthy === 0) return false;
   return !plugin.controllerRequired || plugin.controllersHealthy > 0;
 }

@@ -22,7 +22,7 @@ import type {
   VolumeClaimState,
 } from '../../api/index.js';
 import type { ControllerCapability, CsiSnapshot, ListedVolume, PluginFingerprint, Topology } from '../../csi/index.js';
-import { redactMap, type CsiPlugin, type CsiPluginInstance, type CsiPluginReport, type VolumeClaim } from '../../structs/index.js';
+import { redactMap, withNodeInstances, type CsiPluginRow, type CsiPluginInstance, type CsiPluginReport, type VolumeClaim } from '../../structs/index.js';
 import { rowKey, type StateReader } from '../state/index.js';
 import type { VolumeView } from '../volumes/index.js';
 import type { VolumeHealthView } from '../volumehealth/index.js';
@@ -74,7 +74,7 @@ export function volumeClaimListStub(c: VolumeClaim, snap: StateReader): VolumeCl
 }
 
 /** The plugin-derived fields a volume and its stub carry (zero when no node runs the plugin). */
-function pluginFields(plugin: CsiPlugin | undefined) {
+function pluginFields(plugin: CsiPluginRow | undefined) {
   return {
     ControllerRequired: plugin?.controllerRequired ?? false,
     ControllersHealthy: plugin?.controllersHealthy ?? 0,
@@ -199,7 +199,7 @@ function controllerInfo(capabilities: readonly ControllerCapability[]): CSIContr
   return Object.fromEntries(CONTROLLER_FLAGS.map(([flag, cap]) => [flag, capabilities.includes(cap)])) as CSIControllerInfo;
 }
 
-function nodeInfo(inst: CsiPluginInstance, fp: PluginFingerprint | undefined, fallback: CsiPlugin['nodeCapabilities']): CSINodeInfo {
+function nodeInfo(inst: CsiPluginInstance, fp: PluginFingerprint | undefined, fallback: CsiPluginRow['nodeCapabilities']): CSINodeInfo {
   const caps = fp?.node?.capabilities ?? fallback;
   const topology = inst.topology ?? fp?.node?.info.accessibleTopology;
   return {
@@ -214,7 +214,7 @@ function nodeInfo(inst: CsiPluginInstance, fp: PluginFingerprint | undefined, fa
 }
 
 /** One instance -> CSIInfo, reading the instance's full fingerprint from its node's row. */
-function csiInfo(plugin: CsiPlugin, inst: CsiPluginInstance, kind: 'controller' | 'node', snap: StateReader): CSIInfo {
+function csiInfo(plugin: CsiPluginRow, inst: CsiPluginInstance, kind: 'controller' | 'node', snap: StateReader): CSIInfo {
   const node = snap.get('nodes', rowKey(inst.nodeId));
   const report: CsiPluginReport | undefined = kind === 'controller' ? node?.csiControllerPlugins?.[plugin.id] : node?.csiNodePlugins?.[plugin.id];
   const fp = report?.fingerprint;
@@ -235,21 +235,25 @@ function csiInfo(plugin: CsiPlugin, inst: CsiPluginInstance, kind: 'controller' 
   return info;
 }
 
-function instances(plugin: CsiPlugin, kind: 'controller' | 'node', snap: StateReader): Record<string, CSIInfo> {
-  const map = kind === 'controller' ? plugin.controllers : plugin.nodes;
+function instances(plugin: CsiPluginRow, map: Record<string, CsiPluginInstance>, kind: 'controller' | 'node', snap: StateReader): Record<string, CSIInfo> {
   return Object.fromEntries(Object.entries(map).map(([nodeId, inst]) => [nodeId, csiInfo(plugin, inst, kind, snap)]));
 }
 
-/** A plugin row -> Nomad's CSIPlugin, its allocations as list stubs, with Berth's nodes at their volume limit. */
-export function csiPlugin(plugin: CsiPlugin, snap: StateReader): CSIPlugin {
+/**
+ * A plugin row -> Nomad's CSIPlugin, its allocations as list stubs, with
+ * Berth's nodes at their volume limit. Its node instances are read from the
+ * node rows (the plugin row does not keep them): O(nodes).
+ */
+export function csiPlugin(plugin: CsiPluginRow, snap: StateReader): CSIPlugin {
   const shaper = new AllocShaper(snap);
+  const { nodes } = withNodeInstances(plugin, snap.list('nodes'));
   return {
     ID: plugin.id,
     Provider: plugin.provider,
     Version: plugin.version,
     ControllerRequired: plugin.controllerRequired,
-    Controllers: instances(plugin, 'controller', snap),
-    Nodes: instances(plugin, 'node', snap),
+    Controllers: instances(plugin, plugin.controllers, 'controller', snap),
+    Nodes: instances(plugin, nodes, 'node', snap),
     Allocations: plugin.allocations
       .map((a) => snap.get('allocations', rowKey(a.allocId)))
       .filter((a) => a !== undefined)
@@ -267,7 +271,7 @@ export function csiPlugin(plugin: CsiPlugin, snap: StateReader): CSIPlugin {
 }
 
 /** A plugin row -> one row of Nomad's plugin list. */
-export function csiPluginListStub(plugin: CsiPlugin): CSIPluginListStub {
+export function csiPluginListStub(plugin: CsiPluginRow): CSIPluginListStub {
   return {
     ID: plugin.id,
     Provider: plugin.provider,

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakePlugin } from '../../../test/support/csi-fake/index.js';
 import { ManualClock } from '../../lib/index.js';
-import { parseJobSpec, type Allocation, type Job } from '../../structs/index.js';
+import { parseJobSpec, withNodeInstances, type Allocation, type Job } from '../../structs/index.js';
 import { FakeNodeAgent } from '../../../test/support/node-agent-fake/index.js';
 import { NodeConnections } from '../noderpc/index.js';
 import { PluginService } from '../plugins/index.js';
-import { rowKey, SqliteStateStore, type RowInput } from '../state/index.js';
+import { rowKey, SqliteStateStore, StateStoreError, type RowInput } from '../state/index.js';
 import { NodeError, NodeService } from './index.js';
 
 describe('nodes and plugins', () => {
@@ -99,7 +99,7 @@ describe('nodes and plugins', () => {
       assert.equal(nodes.list().length, 2);
       // A node that brings the plugin is counted at once.
       await nodes.register({ ...(await agentB.fingerprint()), name: 'b' }, { id: 'node-b' });
-      assert.deepEqual(Object.keys(store.snapshot().get('plugins', rowKey('fake'))!.nodes).sort(), ['node-a', 'node-b']);
+      assert.deepEqual(Object.keys(new PluginService({ store }).get('fake')!.nodes).sort(), ['node-a', 'node-b']);
     } finally {
       store.close();
     }
@@ -120,7 +120,7 @@ describe('nodes and plugins', () => {
       assert.equal(nodes.get('node-a')!.status, 'down');
       assert.match(nodes.get('node-a')!.statusDescription, /missed heartbeats/);
       assert.equal(nodes.get('node-b')!.status, 'ready', 'node-b heartbeated in time');
-      const p = store.snapshot().get('plugins', rowKey('fake'))!;
+      const p = withNodeInstances(store.snapshot().get('plugins', rowKey('fake'))!, store.snapshot().list('nodes'));
       assert.equal(p.controllersHealthy, 0, 'the only controller was on the down node');
       assert.equal(p.nodes['node-a']!.healthy, false);
       assert.match(p.nodes['node-a']!.healthReason, /down/);
@@ -176,6 +176,58 @@ describe('nodes and plugins', () => {
       await nodes.stop();
     } finally {
       store.close();
+    }
+  });
+
+  it('forgets a node whose registration the store refused: the TTL watcher writes nothing while every registered node heartbeats, and still marks a silent one down', async () => {
+    const sqlite = SqliteStateStore.open(join(dir, 'refused.db'));
+    // The store as a leader stepping down sees it: one registration refused, every write counted.
+    let refuse = false;
+    let writes = 0;
+    const store = new Proxy(sqlite, {
+      get(target, key) {
+        if (key === 'write') {
+          return (...args: Parameters<typeof sqlite.write>) => {
+            writes++;
+            if (refuse) return Promise.reject(new StateStoreError('STORE_FENCED', 'this server lost its right to write'));
+            return target.write(...args);
+          };
+        }
+        const v: unknown = Reflect.get(target, key, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const clock = new ManualClock(0);
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    try {
+      await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
+      refuse = true;
+      await assert.rejects(nodes.register({ ...(await agentB.fingerprint()), name: 'x' }, { id: 'node-x' }), { code: 'STORE_FENCED' });
+      refuse = false;
+      assert.equal(nodes.lastHeartbeat('node-x'), undefined, 'the server never heard of node-x as registered');
+      await nodes.start();
+      await clock.waitForSleepers(1);
+      // 30 s of heartbeats every 3 s from both nodes: nothing overdue, nothing to write.
+      writes = 0;
+      for (let i = 0; i < 10; i++) {
+        await clock.advance(3_000);
+        await nodes.heartbeat('node-a');
+        await nodes.heartbeat('node-b');
+      }
+      assert.equal(writes, 0, 'no write while no registered node is overdue');
+      // node-b goes silent: marked down once its TTL passes.
+      for (let i = 0; i < 4; i++) {
+        await clock.advance(3_000);
+        await nodes.heartbeat('node-a');
+      }
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-b')!.status, 'down');
+      assert.equal(nodes.get('node-a')!.status, 'ready');
+      assert.equal(nodes.get('node-x'), undefined);
+    } finally {
+      await nodes.stop();
+      sqlite.close();
     }
   });
 

@@ -10,7 +10,7 @@ import {
   type Logger,
 } from '../../lib/index.js';
 import { withNodeEvent, type CsiPluginReport, type Node, type NodeFingerprint } from '../../structs/index.js';
-import { updatePlugins } from '../plugins/index.js';
+import { updatePluginsForNode } from '../plugins/index.js';
 import { rowKey, StateStoreError, type RowInput, type StateStore, type WriteTxn } from '../state/index.js';
 import { portFingerprint } from './_port-fingerprint.js';
 import { NodeError } from './errors.js';
@@ -75,26 +75,6 @@ function fingerprintKey(fp: NodeFingerprint): string {
     p: portFingerprint(fp),
     hv: fp.hostVolumes,
   });
-}
-
-/** What of a node the plugin rows are derived from: its plugin reports, and whether it is down. */
-function pluginInputs(node: Pick<Node, 'status' | 'csiControllerPlugins' | 'csiNodePlugins'>): string {
-  return JSON.stringify([node.status === 'down', node.csiControllerPlugins, node.csiNodePlugins]);
-}
-
-/**
- * Recomputes the plugin rows after a node write, unless nothing they are
- * derived from changed (a thousand nodes registering must not each recompute
- * every plugin over every node). `clearExhausted` forces it when the node is
- * marked exhausted somewhere.
- */
-function updatePluginsFor(txn: WriteTxn, prev: Node | undefined, next: Node, clearExhausted?: string): void {
-  const exhausted = clearExhausted !== undefined && txn.list('plugins').some((p) => p.exhaustedNodes[clearExhausted] !== undefined);
-  // A node no plugin row mentions, before or after, changes none of them, whatever its status.
-  const none = (n: Node | undefined): boolean => !n || (Object.keys(n.csiControllerPlugins).length === 0 && Object.keys(n.csiNodePlugins).length === 0);
-  const unchanged = (none(prev) && none(next)) || (prev !== undefined && pluginInputs(prev) === pluginInputs(next));
-  if (!exhausted && unchanged) return;
-  updatePlugins(txn, clearExhausted !== undefined ? { clearExhausted: [clearExhausted] } : {});
 }
 
 /** Keeps only string values (a node's meta as it reported it). */
@@ -194,7 +174,7 @@ export class NodeService {
     const id = opts.id ?? randomUUID();
     const now = this.#clock.now();
     this.#seen(id, now);
-    const { result } = await this.#store.write((txn) => {
+    const written = this.#store.write((txn) => {
       // An agent restart keeps what the operator set: eligibility and a drain in progress.
       const prev = txn.get('nodes', rowKey(id));
       const registered: RowInput<'nodes'> = {
@@ -212,9 +192,18 @@ export class NodeService {
       };
       const event = { at: now, subsystem: 'Cluster', message: prev ? 'Node re-registered' : 'Node registered' };
       const node = txn.put('nodes', withNodeEvent(registered, event, txn.writeIndex));
-      updatePluginsFor(txn, prev, node, id);
+      updatePluginsForNode(txn, prev, node, { clearExhausted: true });
       return node;
     });
+    let result: Node;
+    try {
+      ({ result } = await written);
+    } catch (err) {
+      // Not registered (a leader stepping down, etcd without quorum): no deadline for a node the store
+      // does not hold, or the TTL watcher would find it overdue at every turn and never mark it down.
+      if (!this.#store.snapshot().get('nodes', rowKey(id))) this.#forget(id);
+      throw err;
+    }
     this.#logger.info({ nodeId: id, name: fingerprint.name }, 'node registered');
     return result;
   }
@@ -250,7 +239,7 @@ export class NodeService {
         lastHeartbeat: now,
       };
       const next = txn.put('nodes', revived ? withNodeEvent(updated, { at: now, subsystem: 'Cluster', message: 'Node reregistered by heartbeat' }, txn.writeIndex) : updated);
-      updatePluginsFor(txn, node, next);
+      updatePluginsForNode(txn, node, next);
       return next;
     });
     if (result.status === 'ready' && result.lastHeartbeat !== now) return { ...result, lastHeartbeat: now };
@@ -267,8 +256,8 @@ export class NodeService {
     if (!node || node.status === 'down') return;
     const now = this.#clock.now();
     const down: Node = { ...node, status: 'down', statusDescription: reason, statusUpdatedAt: now, lastHeartbeat: this.#lastSeen.get(nodeId) ?? node.lastHeartbeat };
-    txn.put('nodes', withNodeEvent(down, { at: now, subsystem: 'Cluster', message: 'Node heartbeat missed', details: { reason } }, txn.writeIndex));
-    updatePlugins(txn);
+    const written = txn.put('nodes', withNodeEvent(down, { at: now, subsystem: 'Cluster', message: 'Node heartbeat missed', details: { reason } }, txn.writeIndex));
+    updatePluginsForNode(txn, node, written);
     this.#lastSeen.delete(nodeId);
     this.#deadline.delete(nodeId);
     this.#logger.warn({ nodeId, reason }, 'node down');
@@ -288,7 +277,7 @@ export class NodeService {
       const node = txn.get('nodes', rowKey(nodeId));
       if (!node) throw new NodeError('NOT_FOUND', `node "${nodeId}" not found`);
       txn.delete('nodes', rowKey(nodeId));
-      updatePluginsFor(txn, node, { ...node, csiControllerPlugins: {}, csiNodePlugins: {} });
+      updatePluginsForNode(txn, node, undefined);
       // Its dynamic host volumes go with it, and their sticky claims (Nomad's deleteHostVolumesOnNode).
       for (const v of txn.list('hostVolumes', { filter: (v) => v.nodeId === nodeId })) {
         txn.delete('hostVolumes', rowKey(v.namespace, v.id));
@@ -325,25 +314,40 @@ export class NodeService {
     return seen !== undefined && seen !== node.lastHeartbeat ? { ...node, lastHeartbeat: seen } : node;
   }
 
-  /** Marks down every node whose TTL has passed; returns their IDs. */
+  /**
+   * Marks down every node whose TTL has passed; returns their IDs. Reads only
+   * the overdue nodes (none: no write at all), so a check costs a pass over
+   * the deadlines, not a sorted list of every node inside a write; a deadline
+   * whose node the store does not hold (or holds down) is dropped.
+   */
   async expire(): Promise<string[]> {
     const now = this.#clock.now();
-    const expired: string[] = [];
-    await this.#store.write((txn) => {
-      for (const node of txn.list('nodes', { filter: (n) => n.status !== 'down' })) {
-        const deadline = this.#deadline.get(node.id);
-        if (deadline === undefined) {
-          this.#seen(node.id, now);
+    const overdue: string[] = [];
+    for (const [id, deadline] of this.#deadline) if (now > deadline) overdue.push(id);
+    if (overdue.length === 0) return [];
+    const { result } = await this.#store.write((txn) => {
+      const expired: string[] = [];
+      for (const id of overdue) {
+        const node = txn.get('nodes', rowKey(id));
+        if (!node || node.status === 'down') {
+          this.#forget(id);
           continue;
         }
-        if (now > deadline) {
-          const seen = this.#lastSeen.get(node.id) ?? node.lastHeartbeat;
-          this.#markDown(txn, node.id, `missed heartbeats for ${Math.round((now - seen) / 1000)} s`);
-          expired.push(node.id);
-        }
+        // A heartbeat may have come in meanwhile.
+        if (!(now > (this.#deadline.get(id) ?? Infinity))) continue;
+        const seen = this.#lastSeen.get(id) ?? node.lastHeartbeat;
+        this.#markDown(txn, id, `missed heartbeats for ${Math.round((now - seen) / 1000)} s`);
+        expired.push(id);
       }
+      return expired;
     });
-    return expired;
+    return result;
+  }
+
+  /** Drops what this server knows of a node's heartbeats (a node that is not, or no longer, registered). */
+  #forget(nodeId: string): void {
+    this.#lastSeen.delete(nodeId);
+    this.#deadline.delete(nodeId);
   }
 
   start(): Promise<void> {

@@ -1,27 +1,10 @@
-import { isClientTerminal, type CsiPlugin, type CsiPluginInstance, type CsiPluginReport, type Job, type Node } from '../../structs/index.js';
+import { csiInstanceOf as instanceOf, isClientTerminal, type CsiPluginInstance, type CsiPluginRow, type Job, type Node } from '../../structs/index.js';
 import { rowKey, type StateReader, type WriteTxn } from '../state/index.js';
 
-type PluginDraft = Omit<CsiPlugin, 'createIndex' | 'modifyIndex'>;
+type PluginDraft = Omit<CsiPluginRow, 'createIndex' | 'modifyIndex'>;
 
 /** A task's csi_plugin block, as the job JSON carries it. */
 type PluginTask = { csiPlugin?: { id: string; type: 'controller' | 'node' | 'monolith' } };
-
-function instanceOf(node: Node, rep: CsiPluginReport, kind: 'controller' | 'node'): CsiPluginInstance {
-  const nodeDown = node.status === 'down';
-  const info = rep.fingerprint?.node?.info;
-  return {
-    nodeId: node.id,
-    allocId: rep.allocId,
-    healthy: rep.healthy && !nodeDown,
-    healthReason: nodeDown ? `node ${node.id} is down` : rep.healthReason,
-    provider: rep.provider,
-    version: rep.version,
-    externalNodeId: kind === 'node' ? (info?.nodeId ?? '') : '',
-    maxVolumes: kind === 'node' ? (info?.maxVolumesPerNode ?? 0) : 0,
-    ...(kind === 'node' && info?.accessibleTopology ? { topology: info.accessibleTopology } : {}),
-    updatedAt: rep.updatedAt,
-  };
-}
 
 function sameContent(a: object, b: object): boolean {
   const strip = (r: object): string => {
@@ -54,7 +37,6 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
         controllerCapabilities: [],
         nodeCapabilities: [],
         controllers: {},
-        nodes: {},
         controllersHealthy: 0,
         controllersExpected: 0,
         nodesHealthy: 0,
@@ -67,6 +49,8 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
     return p;
   };
 
+  // Nodes that run each plugin (its node instances are not stored: they are read from the node rows).
+  const running = new Map<string, Set<string>>();
   for (const node of [...nodes].sort((a, b) => (a.id < b.id ? -1 : 1))) {
     for (const [kind, reports] of [
       ['controller', node.csiControllerPlugins],
@@ -76,7 +60,12 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
         const p = draft(pluginId);
         const inst = instanceOf(node, rep, kind);
         if (kind === 'controller') p.controllers[node.id] = inst;
-        else p.nodes[node.id] = inst;
+        else {
+          if (inst.healthy) p.nodesHealthy++;
+          let set = running.get(pluginId);
+          if (!set) running.set(pluginId, (set = new Set()));
+          set.add(node.id);
+        }
         if (rep.provider && (!p.provider || inst.healthy)) {
           p.provider = rep.provider;
           p.version = rep.version;
@@ -137,12 +126,12 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
   for (const p of out.values()) {
     const controllers = Object.values(p.controllers);
     p.controllersHealthy = controllers.filter((c) => c.healthy).length;
-    p.nodesHealthy = Object.values(p.nodes).filter((n) => n.healthy).length;
     p.controllerRequired = p.controllerCapabilities.includes('PUBLISH_UNPUBLISH_VOLUME');
     p.controllerCapabilities.sort();
     p.nodeCapabilities.sort();
     // Exhaustion only matters while the node still runs the plugin.
-    for (const n of Object.keys(p.exhaustedNodes)) if (!p.nodes[n]) delete p.exhaustedNodes[n];
+    const on = running.get(p.id);
+    for (const n of Object.keys(p.exhaustedNodes)) if (!on?.has(n)) delete p.exhaustedNodes[n];
   }
   return out;
 }
@@ -155,10 +144,12 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
  */
 export function updatePlugins(txn: WriteTxn, opts: { clearExhausted?: readonly string[] } = {}): void {
   const next = computePlugins(txn, opts);
+  const withNodes = new Set<string>();
+  for (const n of txn.list('nodes')) for (const id of Object.keys(n.csiNodePlugins)) withNodes.add(id);
   for (const [id, p] of next) {
     const empty =
       Object.keys(p.controllers).length === 0 &&
-      Object.keys(p.nodes).length === 0 &&
+      !withNodes.has(id) &&
       p.allocations.length === 0 &&
       p.controllersExpected === 0 &&
       p.nodesExpected === 0;
@@ -170,6 +161,51 @@ export function updatePlugins(txn: WriteTxn, opts: { clearExhausted?: readonly s
     if (!existing || !sameContent(existing, p)) txn.put('plugins', p);
   }
   for (const existing of txn.list('plugins')) if (!next.has(existing.id)) txn.delete('plugins', rowKey(existing.id));
+}
+
+/**
+ * Brings the plugin rows up to date after one node's write (`prev` -> `next`;
+ * undefined: absent), in the same transaction. The common case (a node
+ * registering, heartbeating or going down with plugins the row already
+ * knows) adjusts only the counts of the plugins that node runs: no pass over
+ * the other nodes, and a row of constant size written. Anything the counts
+ * cannot follow (a controller, a new plugin, a node that stops running one,
+ * capabilities or a provider the row does not show) recomputes every plugin
+ * (updatePlugins). `clearExhausted`: forget the node's volume exhaustion
+ * (it registered again). Synchronous; safe to repeat.
+ */
+export function updatePluginsForNode(txn: WriteTxn, prev: Node | undefined, next: Node | undefined, opts: { clearExhausted?: boolean } = {}): void {
+  const node = next ?? prev;
+  if (!node) return;
+  const clear = opts.clearExhausted === true;
+  const full = (): void => updatePlugins(txn, clear ? { clearExhausted: [node.id] } : {});
+  const ctl = (n: Node | undefined): string => (n && Object.keys(n.csiControllerPlugins).length > 0 ? JSON.stringify([n.status === 'down', n.csiControllerPlugins]) : '');
+  if (ctl(prev) !== ctl(next)) return full();
+  const ids = new Set([...Object.keys(prev?.csiNodePlugins ?? {}), ...Object.keys(next?.csiNodePlugins ?? {})]);
+  const updates: CsiPluginRow[] = [];
+  for (const id of ids) {
+    const before = prev?.csiNodePlugins[id] && instanceOf(prev, prev.csiNodePlugins[id], 'node');
+    const after = next?.csiNodePlugins[id] && instanceOf(next, next.csiNodePlugins[id], 'node');
+    const row = txn.get('plugins', rowKey(id));
+    if (!row || !after) return full();
+    const beforeCaps = prev?.csiNodePlugins[id]?.fingerprint?.node?.capabilities ?? [];
+    const afterCaps = next?.csiNodePlugins[id]?.fingerprint?.node?.capabilities ?? [];
+    // A capability only this node had may leave the union; a provider other than the row's may change which one shows.
+    if (beforeCaps.some((c) => !afterCaps.includes(c))) return full();
+    const sameProvider = (i: CsiPluginInstance | undefined): boolean => !i?.provider || (i.provider === row.provider && i.version === row.version);
+    if (!sameProvider(before) || !sameProvider(after) || (!row.provider && after.provider)) return full();
+    const nodeCapabilities = [...row.nodeCapabilities];
+    for (const c of afterCaps) if (!nodeCapabilities.includes(c)) nodeCapabilities.push(c);
+    nodeCapabilities.sort();
+    const { [node.id]: _gone, ...otherExhausted } = row.exhaustedNodes;
+    updates.push({
+      ...row,
+      nodeCapabilities,
+      nodesHealthy: row.nodesHealthy + (after.healthy ? 1 : 0) - (before?.healthy ? 1 : 0),
+      exhaustedNodes: clear ? otherExhausted : row.exhaustedNodes,
+    });
+  }
+  for (const u of updates) if (!sameContent(txn.get('plugins', rowKey(u.id))!, u)) txn.put('plugins', u);
 }
 
 /**

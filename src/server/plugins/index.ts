@@ -1,3 +1,3 @@
 // CSI plugins derived from node fingerprints and the jobs that run them.
 export { PluginService, type PluginServiceOptions, type ServiceState } from './plugin-service.js';
-export { computePlugins, updatePlugins, markNodeExhausted, clearNodeExhausted } from './derive.js';
+export { computePlugins, updatePlugins, updatePluginsForNode, markNodeExhausted, clearNodeExhausted } from './derive.js';

@@ -1,5 +1,5 @@
 import { AbortedError, describeError, Lifecycle, silentLogger, type LifecycleState, type Logger } from '../../lib/index.js';
-import type { CsiPlugin, Job } from '../../structs/index.js';
+import { withNodeInstances, type CsiPlugin, type Job } from '../../structs/index.js';
 import { rowKey, StateStoreError, type StateStore, type StoreEvent } from '../state/index.js';
 import { updatePlugins } from './derive.js';
 
@@ -32,12 +32,18 @@ export class PluginService {
     return this.#life.state;
   }
 
+  /** The plugin with its node instances (read from the node rows: O(nodes)). */
   get(pluginId: string): CsiPlugin | undefined {
-    return this.#store.snapshot().get('plugins', rowKey(pluginId));
+    const snap = this.#store.snapshot();
+    const row = snap.get('plugins', rowKey(pluginId));
+    return row && withNodeInstances(row, snap.list('nodes'));
   }
 
+  /** Every plugin with its node instances (O(plugins x nodes)). */
   list(): CsiPlugin[] {
-    return this.#store.snapshot().list('plugins');
+    const snap = this.#store.snapshot();
+    const nodes = snap.list('nodes');
+    return snap.list('plugins').map((row) => withNodeInstances(row, nodes));
   }
 
   /** Keys (namespace, job ID) of the jobs that ran a plugin task at the last recompute. */

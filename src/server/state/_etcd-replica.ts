@@ -5,6 +5,7 @@
 // oldest kept event. The store (etcd-state-store.ts) reads it and commits
 // its Txns against it. Private to src/server/state.
 
+import { ForkableMap } from './_forkable-map.js';
 import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import { describeError, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
@@ -21,9 +22,9 @@ const COMPACT_EVERY = 10_000;
 const RANGE_PAGE = 1_000;
 
 export interface TableState {
-  rows: Map<string, Row>;
+  rows: ForkableMap<Row>;
   /** Mod revision of each row (what a write compares). */
-  revs: Map<string, number>;
+  revs: ForkableMap<number>;
   shared: boolean;
 }
 
@@ -67,7 +68,7 @@ export class EtcdReplica {
     this.#logger = opts.logger;
     this.#eventHistory = opts.eventHistory;
     this.#writeTimeoutMs = opts.writeTimeoutMs;
-    for (const t of DATA_TABLES) this.tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
+    for (const t of DATA_TABLES) this.tables.set(t, { rows: new ForkableMap(), revs: new ForkableMap(), shared: false });
   }
 
   get index(): number {
@@ -133,7 +134,7 @@ export class EtcdReplica {
       throw unavailable(`loading state from etcd`, err);
     }
     const tables = new Map<DataTable, TableState>();
-    for (const t of DATA_TABLES) tables.set(t, { rows: new Map(), revs: new Map(), shared: false });
+    for (const t of DATA_TABLES) tables.set(t, { rows: new ForkableMap(), revs: new ForkableMap(), shared: false });
     const tableIndexes = new Map<TableName, number>();
     let index = 0;
     const rowsPrefix = `${this.prefix}/rows/`;
@@ -253,8 +254,9 @@ export class EtcdReplica {
           if (!state) continue;
           const rowKey = rest.slice(slash + 1);
           if (state.shared) {
-            state.rows = new Map(state.rows);
-            state.revs = new Map(state.revs);
+            // A snapshot holds the current maps: change forks of them (a bucket copied per change, not the table).
+            state.rows = state.rows.fork();
+            state.revs = state.revs.fork();
             state.shared = false;
           }
           if (ev.type === 'Put') {

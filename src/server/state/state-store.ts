@@ -19,7 +19,7 @@
 
 import type {
   Allocation,
-  CsiPlugin,
+  CsiPluginRow,
   Deployment,
   DriftRow,
   JobVersion,
@@ -61,7 +61,7 @@ export interface StoreEvent {
 /** The row type of each table. */
 export interface TableRows {
   nodes: Node;
-  plugins: CsiPlugin;
+  plugins: CsiPluginRow;
   volumes: Volume;
   claims: VolumeClaim;
   jobs: Job;

@@ -12,6 +12,7 @@ import type { ListedVolume } from '../../csi/index.js';
 import type { NodeMountInventory } from '../../structs/index.js';
 import { SqliteStateStore } from '../state/index.js';
 import { testAllocation, testClaim, testPlugin, testVolume } from '../../../test/support/server-rows.js';
+import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { compareBooks } from './drift-compare.js';
 
 const listed = (ext: string, publishedNodeIds?: string[]): ListedVolume => ({
@@ -29,6 +30,8 @@ describe('compareBooks', () => {
     store = SqliteStateStore.open(path.join(dir, 'state.db'));
     await store.write((txn) => {
       txn.put('plugins', testPlugin({ controller: true, extra: { controllerCapabilities: ['PUBLISH_UNPUBLISH_VOLUME', 'LIST_VOLUMES', 'LIST_VOLUMES_PUBLISHED_NODES'] } }));
+      // The plugin row lists no node instances: they are read from the nodes (ext-n1, ext-n2).
+      for (const n of ['n1', 'n2']) txn.put('nodes', testNode(n, { plugin: { id: 'fake' } }));
       txn.put('volumes', testVolume());
       txn.put('volumes', testVolume('single-node-writer', 'file-system', { id: 'logs', name: 'logs', externalId: 'ext-logs' }));
       txn.put('allocations', testAllocation('live', 'n1'));

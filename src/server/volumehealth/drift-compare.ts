@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import type { ListedVolume } from '../../csi/index.js';
-import { isClientTerminal, type DriftFinding, type NodeMountInventory, type Volume } from '../../structs/index.js';
+import { csiPluginInstance, isClientTerminal, type DriftFinding, type NodeMountInventory, type Volume } from '../../structs/index.js';
 import { keyPrefix, rowKey, type StateReader } from '../state/index.js';
 
 export interface BooksInput {
@@ -97,7 +97,11 @@ export function compareBooks(input: BooksInput): DriftFinding[] {
   for (const [pluginId, listed] of input.listed) {
     const plugin = snap.get('plugins', rowKey(pluginId));
     const reportsNodes = plugin?.controllerCapabilities.includes('LIST_VOLUMES_PUBLISHED_NODES') ?? false;
-    const nodeOfExternal = new Map(Object.values(plugin?.nodes ?? {}).map((n) => [n.externalNodeId, n.nodeId]));
+    const nodeOfExternal = new Map<string, string>();
+    if (plugin) for (const n of snap.list('nodes')) {
+      const inst = csiPluginInstance(n, pluginId, 'node');
+      if (inst) nodeOfExternal.set(inst.externalNodeId, inst.nodeId);
+    }
     for (const entry of listed) {
       const ext = entry.volume.volumeId;
       const v = volumesByExternal.get(`${pluginId}\u0000${ext}`);

@@ -32,7 +32,7 @@ export interface AdmissionState {
   volume: Volume | undefined;
   /** The claiming allocation, if it exists. */
   allocation: Allocation | undefined;
-  /** The volume's plugin, if any node runs it. */
+  /** The volume's plugin, if any node runs it; its `nodes` hold at most the allocation's node. */
   plugin: CsiPlugin | undefined;
   /** Every claim of the volume not yet free (being released counts), the allocation's own included. */
   volumeClaims: readonly VolumeClaim[];

@@ -1,5 +1,5 @@
 import { AbortedError, describeError, type Clock, type Logger } from '../../lib/index.js';
-import { nodeClaimAnswer, type NodeClaimAnswer, type VolumeClaim } from '../../structs/index.js';
+import { csiPluginInstance, nodeClaimAnswer, type NodeClaimAnswer, type VolumeClaim } from '../../structs/index.js';
 // Spelled from src/: the lint's layer rule reads a bare '../plugins' as src/plugins.
 import { markNodeExhausted } from '../plugins/index.js';
 import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
@@ -56,11 +56,13 @@ export function admissionState(reader: StateReader, req: ClaimRequest, now: numb
   const allocation = reader.get('allocations', rowKey(req.allocId));
   const plugin = volume && reader.get('plugins', rowKey(volume.pluginId));
   const nodeId = allocation?.nodeId;
-  const limited = volume !== undefined && nodeId !== undefined && (plugin?.nodes[nodeId]?.maxVolumes ?? 0) > 0;
+  // The plugin with the one node instance admission reads (the row keeps none; see CsiPluginRow).
+  const nodePlugin = plugin && nodeId !== undefined ? csiPluginInstance(reader.get('nodes', rowKey(nodeId)), plugin.id, 'node') : undefined;
+  const limited = volume !== undefined && nodeId !== undefined && (nodePlugin?.maxVolumes ?? 0) > 0;
   return {
     volume,
     allocation,
-    plugin,
+    plugin: plugin && { ...plugin, nodes: nodePlugin && nodeId !== undefined ? { [nodeId]: nodePlugin } : {} },
     volumeClaims: reader.list('claims', { prefix: keyPrefix(namespace, req.volumeId) }),
     pluginClaimsOnNode: limited ? reader.list('claims', { filter: (c) => c.nodeId === nodeId && c.pluginId === volume.pluginId }) : [],
     now,

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { CsiClient, VolumeCapability } from '../../csi/index.js';
-import { csiNodeEligibility } from '../../structs/index.js';
+import { csiNodeEligibility, withNodeInstances } from '../../structs/index.js';
 import { rowKey } from '../state/index.js';
 import { VolumeError } from './index.js';
 import { Cluster } from '../../../test/support/server-cluster.js';
@@ -70,7 +70,8 @@ describe('volumes with a controller', () => {
     c.volumes.register({ id, externalId, pluginId: 'fake', capabilities: [fsCap()], ...extra });
 
   it('the plugin is derived with its controllers, and needs ControllerPublish', () => {
-    const p = c.store.snapshot().get('plugins', rowKey('fake'))!;
+    const snap = c.store.snapshot();
+    const p = withNodeInstances(snap.get('plugins', rowKey('fake'))!, snap.list('nodes'));
     assert.deepEqual(Object.keys(p.controllers).sort(), ['ctrl-1', 'ctrl-2']);
     assert.deepEqual(Object.keys(p.nodes), ['node-w']);
     assert.equal(p.controllerRequired, true);
@@ -193,7 +194,8 @@ describe('volumes with a controller', () => {
     for (const node of ['ctrl-1', 'ctrl-2']) c.fake(node).failNext('ControllerPublishVolume', 'RESOURCE_EXHAUSTED', 'node has too many volumes attached');
     const unpublishes = c.fake('ctrl-1').callsTo('ControllerUnpublishVolume').length + c.fake('ctrl-2').callsTo('ControllerUnpublishVolume').length;
     await assert.rejects(c.volumes.claim({ volumeId: 'valid', allocId: 'w4', mode: 'write' }), code('EXHAUSTED', /too many volumes/));
-    const plugin = c.store.snapshot().get('plugins', rowKey('fake'))!;
+    const snap = c.store.snapshot();
+    const plugin = withNodeInstances(snap.get('plugins', rowKey('fake'))!, snap.list('nodes'));
     assert.ok(plugin.exhaustedNodes['node-w'], 'recorded for placement');
     assert.deepEqual(csiNodeEligibility(plugin, 'node-w', 0), { eligible: false, reason: 'reached the volume limit of fake' });
     await c.until(() => c.claimRow('valid', 'w4') === undefined, ['claims'], 'the uncertain claim to be released');

@@ -10,7 +10,7 @@ import {
   volumeCreationSchema,
   volumeExpansionSchema,
   volumeRegistrationSchema,
-  type CsiPlugin,
+  type CsiPluginRow,
   type PublicVolume,
   type Volume,
   type VolumeClaim,
@@ -144,7 +144,7 @@ export class VolumeRegistry {
     return v;
   }
 
-  #plugin(pluginId: string): CsiPlugin {
+  #plugin(pluginId: string): CsiPluginRow {
     const plugin = this.#deps.store.snapshot().get('plugins', rowKey(pluginId));
     if (!plugin) throw new VolumeError('INVALID', `unknown plugin "${pluginId}": no node runs it`, { field: 'pluginId' });
     return plugin;
@@ -156,7 +156,7 @@ export class VolumeRegistry {
    * nobody to ask which capabilities it has), INVALID when its controller
    * does not advertise `capability`.
    */
-  #needController(plugin: CsiPlugin, capability: string, what: string): void {
+  #needController(plugin: CsiPluginRow, capability: string, what: string): void {
     if (Object.keys(plugin.controllers).length === 0) {
       throw new VolumeError('UNAVAILABLE', `plugin ${plugin.id} has no running controller; it cannot ${what} until one runs`, { retryable: true, field: 'pluginId' });
     }
