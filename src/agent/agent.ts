@@ -8,10 +8,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { Gauge, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
+import { registerAllocationGauge, registerReclaimGauge } from './agent-gauges.js';
 import { BerthError, Lifecycle, MemoryReclaimer, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
 import { execRelay, Server, type ApiToken } from '../server/index.js';
 import type { AgentConfig } from './agent-config.js';
@@ -481,35 +482,4 @@ function clientFacts(client: Client | undefined): { stats: Record<string, string
     ok: running,
     message: running ? 'ok' : `client is ${client.state}`,
   };
-}
-
-/** `berth_agent_memory_reclaims`: the full GCs the agent's memory reclaimer ran (read at scrape time). */
-export function registerReclaimGauge(registry: Registry, reclaimer: MemoryReclaimer): void {
-  new Gauge({
-    name: 'berth_agent_memory_reclaims',
-    help: 'Full, compacting GCs the agent ran to give back memory after a burst of work',
-    registers: [registry],
-    collect() {
-      this.set(reclaimer.reclaims);
-    },
-  });
-}
-
-/** `berth_client_allocations{status}`, read from the client at scrape time. */
-export function registerAllocationGauge(registry: Registry, client: () => Client | undefined): void {
-  new Gauge({
-    name: 'berth_client_allocations',
-    help: 'Allocations this node agent runs, by client status',
-    labelNames: ['status'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      const c = client();
-      if (!c) return;
-      for (const id of c.allocIds()) {
-        const status = c.runner(id)?.status().clientStatus ?? 'unknown';
-        this.inc({ status });
-      }
-    },
-  });
 }

@@ -9,6 +9,6 @@ export { ClientListener, type ClientListenerOptions, type TokenVerdict } from '.
 export { agentDriverPlugins, launchOverGrpc } from './driver-plugins.js';
 /** The agent's own routes and metrics, registered alone (scripts/gen-reference.ts lists them). */
 export { registerUiRoutes } from './ui-routes.js';
-export { registerReclaimGauge, registerAllocationGauge } from './agent.js';
+export { registerReclaimGauge, registerAllocationGauge } from './agent-gauges.js';
 export { registerTaskMetrics } from './task-metrics.js';
 export { startPhase } from './start-phases.js';
