@@ -78,6 +78,24 @@ describe('streaming files and logs', () => {
     assert.equal(Buffer.concat(chunks).toString(), 'c\ndef\n');
   });
 
+  it('reads a log without follow as it was when listed: what the task writes meanwhile is not sent', async () => {
+    writeFileSync(path.join(logs, 'web.stdout.0'), 'tick 1\ntick 2\n');
+    const framer = new StreamFramer({ plain: true });
+    const chunks: Buffer[] = [];
+    framer.output.on('data', (d: Buffer) => chunks.push(d));
+    const loc = { dir: logs, taskName: 'web', stream: 'stdout' as const };
+    // The task writes a line after each listing (the file's size), before the read.
+    let tick = 3;
+    const list = async (): Promise<Awaited<ReturnType<typeof listLogFiles>>> => {
+      const listed = await listLogFiles(loc);
+      appendFileSync(path.join(logs, 'web.stdout.0'), `tick ${tick++}\n`);
+      return listed;
+    };
+    await streamLogs({ root, dir: logs, list }, framer, { follow: false, offset: 3, origin: 'end', signal: new AbortController().signal });
+    framer.end();
+    assert.match(Buffer.concat(chunks).toString(), /^ \d\n$/, 'the last 3 bytes of the log as listed, and nothing after');
+  });
+
   it('says when a followed file is truncated (and reads it again from the start) or deleted (and ends)', async () => {
     const file = path.join(root, 'alloc', 'out');
     writeFileSync(file, 'first\n');

@@ -186,10 +186,15 @@ export async function streamLogs(source: LogSource, framer: StreamFramer, opts: 
     if (!opts.follow && f.index > lastIndex) return;
     const last = !opts.follow && f.index === lastIndex;
     const atEof: AtEof = async () => (last || (await nextExists(f.index)) ? 'stop' : opts.follow ? 'wait' : 'stop');
+    // Without follow the answer is the log as it was when asked: what the task writes meanwhile is not sent
+    // (`-tail -c 3` prints three bytes, not three and the line that came after).
+    const asListed = last ? f.size - from : 0;
+    if (last && asListed <= 0) return;
     let end: FileStreamEnd;
     try {
       end = await streamFile(source.root, relative(source.root, f.path), relative(source.root, f.path), framer, {
         offset: from,
+        ...(asListed > 0 ? { limit: asListed } : {}),
         atEof,
         signal: opts.signal,
         ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
