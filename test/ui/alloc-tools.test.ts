@@ -91,7 +91,8 @@ describe("an allocation's tools in the web UI", { timeout: 300_000 }, () => {
     assert.ok(from >= 0, 'the lines shown before the pause are still there');
     assert.deepEqual(shown.slice(from), Array.from({ length: shown.length - from }, (_, i) => held[0]! + i), 'every line, none lost nor repeated');
 
-    // Scrolled up, the pane stops following and offers to scroll to the bottom.
+    // Scrolled up, the pane stops following and offers to scroll to the bottom (once it holds more than it shows).
+    await until('more lines than the pane shows', () => stdoutPane().evaluate((el) => el.scrollHeight > el.clientHeight + 8 || undefined));
     await stdoutPane().evaluate((el) => (el.scrollTop = 0));
     await page.getByRole('button', { name: 'Scroll to bottom' }).click();
     await until('the pane at its bottom again', () =>
