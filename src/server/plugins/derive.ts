@@ -20,6 +20,11 @@ function sameContent(a: object, b: object): boolean {
  * carried over from the current rows, except for nodes in `clearExhausted`.
  */
 export function computePlugins(state: StateReader, opts: { clearExhausted?: readonly string[] } = {}): Map<string, PluginDraft> {
+  return derivePlugins(state, opts).plugins;
+}
+
+/** computePlugins, with the nodes that run each plugin as a node plugin (what updatePlugins needs to drop an empty row). */
+function derivePlugins(state: StateReader, opts: { clearExhausted?: readonly string[] }): { plugins: Map<string, PluginDraft>; running: Map<string, Set<string>> } {
   const nodes = state.list('nodes');
   const jobs = new Map(state.list('jobs').map((j) => [rowKey(j.namespace, j.id), j]));
   const out = new Map<string, PluginDraft>();
@@ -133,7 +138,7 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
     const on = running.get(p.id);
     for (const n of Object.keys(p.exhaustedNodes)) if (!on?.has(n)) delete p.exhaustedNodes[n];
   }
-  return out;
+  return { plugins: out, running };
 }
 
 /**
@@ -143,13 +148,11 @@ export function computePlugins(state: StateReader, opts: { clearExhausted?: read
  * allocations. Synchronous; safe to repeat (a second call changes nothing).
  */
 export function updatePlugins(txn: WriteTxn, opts: { clearExhausted?: readonly string[] } = {}): void {
-  const next = computePlugins(txn, opts);
-  const withNodes = new Set<string>();
-  for (const n of txn.list('nodes')) for (const id of Object.keys(n.csiNodePlugins)) withNodes.add(id);
+  const { plugins: next, running } = derivePlugins(txn, opts);
   for (const [id, p] of next) {
     const empty =
       Object.keys(p.controllers).length === 0 &&
-      !withNodes.has(id) &&
+      !running.has(id) &&
       p.allocations.length === 0 &&
       p.controllersExpected === 0 &&
       p.nodesExpected === 0;
