@@ -64,18 +64,27 @@ export function processes(): Proc[] {
   return out;
 }
 
-/** The pids of the processes whose command line (arguments joined by spaces) contains `needle`. */
-export function pidsWith(needle: string): number[] {
-  const out: number[] = [];
+/**
+ * The pids of the processes whose command line (arguments joined by spaces)
+ * contains `needle`, without those whose parent's does too: a shell running
+ * `sleep` forks a copy of itself that holds the shell's command line until it
+ * execs, and that copy is not another task. `all: true` keeps them (for
+ * killing everything).
+ */
+export function pidsWith(needle: string, opts: { all?: boolean } = {}): number[] {
+  const parents = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(needle)) out.push(Number(entry));
+      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(needle)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {
       /* gone */
     }
   }
-  return out;
+  return [...parents.keys()].filter((pid) => opts.all || !parents.has(parents.get(pid)!));
 }
 
 /** Whether `dir` is `root` or lies below it. */
@@ -139,7 +148,7 @@ export function mountsUnder(root: string): string[] {
 /** SIGKILLs every process whose command line names `needle` (a test's directory); never throws. */
 export function killProcessesNaming(needle: string): number[] {
   const killed: number[] = [];
-  for (const pid of pidsWith(needle)) {
+  for (const pid of pidsWith(needle, { all: true })) {
     if (pid === process.pid) continue;
     try {
       process.kill(pid, 'SIGKILL');

@@ -232,6 +232,8 @@ describe('the jobs pages of the web UI', { timeout: 900_000 }, () => {
     await section.getByRole('status').filter({ hasText: /^Failed by hand: deployment failed/ }).waitFor({ timeout: 120_000 });
     const after = await apiGet<Deployment>(`/v1/deployment/${d.ID}`);
     assert.equal(after.Status, 'failed');
+    // The page follows the deployment live: the row turns failed when its update arrives.
+    await section.locator('[data-deployment-status="failed"]').waitFor({ timeout: 60_000 });
     assert.match(await section.innerText(), new RegExp(`Description\\s+${esc(after.StatusDescription)}`));
   });
 

@@ -81,11 +81,24 @@ export function valueTicks(unit: ChartUnit, min: number, max: number, want = 4):
 
 const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800].map((s) => s * 1000);
 
-/** X-axis ticks: round times (every 10 s, 1 min, 1 h...) within [t0, t1], about `want` of them. Pure. */
+/**
+ * X-axis ticks: round times (every 10 s, 1 min, 1 h...) within [t0, t1],
+ * about `want` of them, and never fewer than two when the span holds two
+ * whole seconds: a step that would leave one tick gives way to the next
+ * smaller one. Pure.
+ */
 export function timeTicks(t0: number, t1: number, want = 5): number[] {
   const span = Math.max(1, t1 - t0);
-  const step = TIME_STEPS.find((s) => span / s <= want) ?? TIME_STEPS[TIME_STEPS.length - 1]!;
-  // Round in local time for steps of an hour or more (a tick at 00:00, not at the UTC offset).
+  let i = TIME_STEPS.findIndex((s) => span / s <= want);
+  if (i < 0) i = TIME_STEPS.length - 1;
+  let ticks = ticksEvery(t0, t1, TIME_STEPS[i]!);
+  while (ticks.length < 2 && i > 0) ticks = ticksEvery(t0, t1, TIME_STEPS[--i]!);
+  return ticks;
+}
+
+/** The multiples of `step` within [t0, t1], at most 20; rounded in local time for steps of an hour or more. Pure. */
+function ticksEvery(t0: number, t1: number, step: number): number[] {
+  // A tick at 00:00 local time, not at the UTC offset.
   const offset = step >= 3_600_000 ? new Date(t0).getTimezoneOffset() * 60_000 : 0;
   const first = Math.ceil((t0 - offset) / step) * step + offset;
   const ticks: number[] = [];
@@ -148,7 +161,8 @@ export function TimeChart({ series, unit, label, height = 180 }: { series: Chart
   let t0 = Math.min(...all.map((p) => p.t));
   let t1 = Math.max(...all.map((p) => p.t));
   if (all.length === 0) t0 = t1 = Date.now();
-  if (t1 - t0 < 1000) {
+  // Under two seconds no two whole seconds need fall within: widen to a minute.
+  if (t1 - t0 < 2000) {
     t0 -= 30_000;
     t1 += 30_000;
   }
