@@ -1,10 +1,10 @@
-// The UI chart's time axis (ui/src/chart.tsx): whatever the span of the
+// The UI chart's time axis (ui/src/chart-scale.ts): whatever the span of the
 // points and the width of the box, a reader gets at least two labelled times
 // to read the axis by, at round seconds, minutes or hours.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { timeTicks } from '../../ui/src/chart.tsx';
+import { timeTicks } from '../../ui/src/chart-scale.js';
 
 const at = (hms: string): number => Date.parse(`2026-11-30T${hms}Z`);
 const iso = (ts: number[]): string[] => ts.map((t) => new Date(t).toISOString().slice(11, 19));
