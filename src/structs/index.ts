@@ -66,6 +66,7 @@ export {
 } from './restart-policy.js';
 export {
   parseJobSpec,
+  checkedJobSpec,
   formatPath,
   JobValidationError,
   type JobProblem,

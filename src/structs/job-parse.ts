@@ -39,6 +39,20 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   return out;
 }
 
+/** The specs parseJobSpec returned (fresh objects of its own), which checkedJobSpec need not check again. */
+const checkedSpecs = new WeakSet<object>();
+
+/**
+ * `input` as a checked spec: the very object parseJobSpec returned is taken
+ * as it is (an API registration reads and checks its body once, then hands
+ * the spec on), anything else is parsed. A caller that changes a checked spec
+ * in place must hand on a copy (`{ ...spec }` is checked again).
+ */
+export function checkedJobSpec(input: unknown): JobSpec {
+  if (input !== null && typeof input === 'object' && checkedSpecs.has(input)) return input as JobSpec;
+  return parseJobSpec(input);
+}
+
 /**
  * Parses and checks a submitted job spec, applying defaults. Pure; throws a
  * JobValidationError listing every problem (field paths, no values) when the
@@ -55,7 +69,10 @@ export function parseJobSpec(input: unknown, opts: { hclConversions?: boolean } 
     ({ input: candidate, fromTask } = implicitGroups(copy));
   }
   const result = opts.hclConversions ? parseWithHclConversions(jobSpecSchema, candidate).result : jobSpecSchema.safeParse(candidate);
-  if (result.success) return result.data;
+  if (result.success) {
+    checkedSpecs.add(result.data);
+    return result.data;
+  }
   const problems = result.error.issues.map((issue) => ({ path: formatPath(implicitGroupPath(issue.path, fromTask)), message: describeIssue(issue) }));
   throw new JobValidationError(problems);
 }

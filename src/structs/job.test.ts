@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { JobValidationError, parseJobSpec } from './job-parse.js';
+import { checkedJobSpec, JobValidationError, parseJobSpec } from './job-parse.js';
 import { durationMs } from './job.js';
 
 function spec(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -29,6 +29,16 @@ function problemsOf(input: unknown): Array<{ path: string; message: string }> {
 }
 
 describe('job spec', () => {
+  it('checks a spec once: what parseJobSpec returned is taken as it is, anything else (a copy among them) is checked again', () => {
+    const parsed = parseJobSpec(spec());
+    assert.equal(checkedJobSpec(parsed), parsed);
+    const copy = { ...parsed, groups: [{ ...parsed.groups[0]!, count: -1 }] };
+    assert.throws(() => checkedJobSpec(copy), (err) => err instanceof JobValidationError && err.problems.some((p) => p.path === 'groups[0].count'));
+    const plain = checkedJobSpec(spec());
+    assert.notEqual(plain, parsed);
+    assert.deepEqual(plain, parsed);
+  });
+
   it('fills sane defaults', () => {
     const job = parseJobSpec(spec());
     assert.equal(job.namespace, 'default');

@@ -8,7 +8,7 @@
 // when it was too large for one write: the worker writes the rest).
 
 import { systemClock, type Clock, type Logger } from '../../lib/index.js';
-import { isClientTerminal, jobModifyIndex, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan, type JobSpec } from '../../structs/index.js';
+import { isClientTerminal, jobModifyIndex, checkedJobSpec, parseJobSpec, type EvalTrigger, type Evaluation, type Job, type JobPlan, type JobSpec } from '../../structs/index.js';
 import { rowKey, ScratchTxn, StateStoreError, type StateStore, type WriteTxn } from '../state/index.js';
 import { describePlan, putPendingEvaluation, registerIn } from './register-job.js';
 import { evaluateJob, jobAllocations } from './evaluate.js';
@@ -101,10 +101,11 @@ export class JobService {
    * (`jobModifyIndex`; 0 for a new job) is still that (`job run -check-index`).
    * Registrations made in the same turn of the event loop are written
    * together (GroupCommit): up to DEFAULT_MAX_BATCH in one store write,
-   * answered with that write's index.
+   * answered with that write's index. A spec parseJobSpec returned is
+   * taken as checked (checkedJobSpec), anything else is parsed here.
    */
   async register(input: unknown, opts: { checkIndex?: number } = {}): Promise<RegisterResult> {
-    const spec = parseJobSpec(input);
+    const spec = checkedJobSpec(input);
     const { index, result } = await this.#registrations.submit({ spec, now: this.#clock.now(), ...opts });
     this.#log.info({ jobId: spec.id, namespace: spec.namespace, evalId: result.evaluation.id, status: result.evaluation.status }, 'job registered');
     return { ...result, index };

@@ -101,7 +101,8 @@ export class SqliteStateStore implements StateStore {
         if (c.json === null) this.#stmt.deleteRow.run(c.table, c.key);
         else this.#stmt.putRow.run(c.table, c.key, c.json);
       }
-      for (const e of events) this.#stmt.putEvent.run(e.index, e.seq, e.topic, e.key, e.op, JSON.stringify(e.row));
+      // An event whose row is the change's own (a table with nothing private to strip) reuses the row's JSON.
+      for (const e of events) this.#stmt.putEvent.run(e.index, e.seq, e.topic, e.key, e.op, (e.row === changes[e.seq]?.row ? changes[e.seq]!.json : null) ?? JSON.stringify(e.row));
       // The store index and every touched table's index, in one statement (meta keys `index`, `table:<name>`).
       this.#setIndexes(touched.length).run(index, ...touched.flatMap((t) => [`table:${t}`, index]));
     });
