@@ -153,6 +153,20 @@ describe('AllocWatcher (incremental sync)', () => {
     assert.equal(watcher.lists, 4);
   });
 
+  it('names every job it holds when it pulls a new allocation, and gives it the held job when the server sends none', async () => {
+    const seen = await startWatcher();
+    server.script('GET indexes', { index: 10, body: { allocations: { a: 10 } } });
+    server.script('POST pull', { index: 10, body: { allocations: [alloc('a', 10)], allocModifyIndex: { a: 10 }, jobs: [job(0)] } });
+    await changes(seen, 0);
+    // Only c is new (a is unchanged): the node still says it holds web@0, and the server, seeing that, sends no job.
+    server.script('POST pull', { index: 12, body: { allocations: [alloc('c', 12)], allocModifyIndex: { c: 12 }, jobs: [] } });
+    server.script('GET indexes', { index: 12, body: { allocations: { a: 10, c: 12 } } });
+    await changes(seen, 1);
+    const pull = server.requests.filter(isPull)[1]!.body as { ids: string[]; heldJobs: unknown[] };
+    assert.deepEqual(pull, { ids: ['c'], minIndex: 12, heldJobs: [{ namespace: 'default', id: 'web', createIndex: 3, version: 0 }] });
+    assert.deepEqual(seen[1]!.update.changed.map((a) => [a.id, a.job?.version]), [['c', 0]], 'c runs the job the node held');
+  });
+
   it('hands on no list older than one seen: a stale indexes answer, or a pull answered from older state', async () => {
     const seen = await startWatcher({ minIndex: 20 });
     // A server behind what the agent acted on before its restart (it never heard of a): ignored.

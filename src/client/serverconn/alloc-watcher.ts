@@ -3,9 +3,10 @@
 // answers each allocation's ID and alloc modify index, which the node's own
 // status reports leave alone; the watcher then pulls only the allocations
 // whose index differs from the one it holds (POST .../allocations/pull, one
-// request per thousand), with each job once and only when it does not hold
-// that version. Every change goes to the agent, in order, one at a time, as
-// what changed and what the server lists now. A list older than one already
+// request per thousand), naming every job it holds, so that each job comes
+// once and only when it does not hold that version. Every change goes to
+// the agent, in order, one at a time, as what changed and what the server
+// lists now. A list older than one already
 // seen (a server that came back with stale state) is never handed on. A
 // server older than this agent (no such route) is read the old way: the
 // whole list, each allocation with its job.
@@ -245,21 +246,28 @@ export class AllocWatcher {
     }
     const removed = [...this.#held.keys()].filter((id) => !(id in indexes));
     const changed: NodeAllocation[] = [];
+    // Every job the node holds (with any of its allocations), newest version of each: the server sends a
+    // job again only when it is not one of these, so a new allocation of a job the node runs already comes
+    // without it (a thousand nodes each pulling a 10,000-allocation job in a few parts were sent the job
+    // with every part: nearly half of what they downloaded).
+    const heldJobs = new Map<string, Job>();
+    for (const h of this.#held.values()) {
+      const job = h.alloc.job;
+      if (!job) continue;
+      const key = `${job.namespace}\u0000${job.id}`;
+      const other = heldJobs.get(key);
+      if (!other || other.createIndex < job.createIndex || (other.createIndex === job.createIndex && other.version < job.version)) heldJobs.set(key, job);
+    }
     for (let at = 0; at < wanted.length; at += ALLOC_PULL_MAX) {
       const ids = wanted.slice(at, at + ALLOC_PULL_MAX);
-      // The jobs of allocations held already: sent again only when their version changed.
-      const heldJobs = new Map<string, Job>();
-      for (const id of ids) {
-        const job = this.#held.get(id)?.alloc.job;
-        if (job) heldJobs.set(`${job.namespace}\u0000${job.id}`, job);
-      }
       const answer = await this.#opts.api.pullAllocations(this.#opts.nodeId, { ids, minIndex: index, heldJobs: [...heldJobs.values()].map(heldJobOf) }, { signal });
       this.#counts.pulls++;
       this.#counts.allocations += answer.allocations.length;
       this.#counts.jobs += answer.jobs.length;
       if (answer.index < index) return undefined;
-      const jobs = new Map(heldJobs);
-      for (const job of answer.jobs) jobs.set(`${job.namespace}\u0000${job.id}`, job);
+      // A job the answer brings replaces the one held, for the parts that follow too.
+      for (const job of answer.jobs) heldJobs.set(`${job.namespace}\u0000${job.id}`, job);
+      const jobs = heldJobs;
       for (const alloc of answer.allocations) {
         const job = jobs.get(`${alloc.namespace}\u0000${alloc.jobId}`);
         const item: NodeAllocation = job ? { ...alloc, job } : alloc;

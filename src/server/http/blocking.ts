@@ -98,19 +98,21 @@ export async function blockingReadOf<T>(
   return blockingRead(store, [table], { waitMs: 0 }, signal, read);
 }
 
-/** Per store, the keys the writes after an index touched, up to the latest snapshot's index: shared by the readers one write woke. */
+/** Per store, the keys the writes after an index touched, up to the table's index: shared by the readers one write woke. */
 const touchedAt = new WeakMap<StateStore, { table: DataTable; key: RowScope['key']; index: number; after: Map<number, Set<string | undefined>> }>();
 
 /**
  * The scope keys of the rows of `table` that the writes in (`after`,
  * snap.index] put or deleted: one pass over those events for the hundreds of
  * readers (a thousand nodes' watches) that one write wakes, instead of one
- * pass each.
+ * pass each. Kept while the table's index stays (writes to other tables, such
+ * as heartbeats, add none of its events).
  */
 function touchedKeys(store: StateStore, snap: StateReader, table: DataTable, key: RowScope['key'], after: number): Set<string | undefined> {
   let cached = touchedAt.get(store);
-  if (!cached || cached.index !== snap.index || cached.table !== table || cached.key !== key) {
-    touchedAt.set(store, (cached = { table, key, index: snap.index, after: new Map() }));
+  const index = snap.tableIndex(table);
+  if (!cached || cached.index !== index || cached.table !== table || cached.key !== key) {
+    touchedAt.set(store, (cached = { table, key, index, after: new Map() }));
   }
   let keys = cached.after.get(after);
   if (!keys) {

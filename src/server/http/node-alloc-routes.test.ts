@@ -1,13 +1,20 @@
 // AllocModifyIndexes: which number a node is told for each allocation. The
 // node's own reports keep it; a server change moves it; the same number
 // always means the same server fields, even when a field changes and
-// changes back between two answers.
+// changes back between two answers. And a node's allocation read, on a
+// real SQLite store: the nodes' reads share one grouping of the table,
+// kept current from the store's events, never made again by a write.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { Allocation } from '../../structs/index.js';
 import { testAllocation } from '../../../test/support/server-rows.js';
-import { AllocModifyIndexes } from './node-alloc-routes.js';
+import { testNode } from '../../../test/support/scheduler-nodes.js';
+import { SqliteStateStore, type StateReader, type StateStore } from '../state/index.js';
+import { AllocModifyIndexes, readNodeAllocations } from './node-alloc-routes.js';
 
 /** Version `modifyIndex` of allocation a1 on n1, pending, with `change`. */
 function version(modifyIndex: number, change: Partial<Allocation> = {}): Allocation {
@@ -62,5 +69,55 @@ describe('AllocModifyIndexes', () => {
     assert.equal(indexes.answer('n1', [version(8, { ...running, desiredStatus: 'stop' }), testAllocation('a2', 'n1', { modifyIndex: 9 })], 8).news, true, 'a new allocation');
     indexes.sent('n1', 9);
     assert.equal(indexes.answer('n1', [version(8, { ...running, desiredStatus: 'stop' })], 9).news, true, 'an allocation gone');
+  });
+});
+
+describe("a node's allocation read", () => {
+  it('groups the allocations table once, not again for writes to other tables (heartbeats) or to the allocations', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-node-allocs-'));
+    const sqlite = SqliteStateStore.open(join(dir, 'state.db'));
+    // The same store, counting the reads that visit every allocation.
+    let scans = 0;
+    const counting = (snap: StateReader): StateReader =>
+      new Proxy(snap, {
+        get(target, prop) {
+          if (prop === 'list') return (table: string, opts?: object) => (table === 'allocations' && scans++, target.list(table as 'allocations', opts));
+          const v: unknown = Reflect.get(target, prop, target);
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+    const store = new Proxy(sqlite, {
+      get(target, prop) {
+        if (prop === 'snapshot') return () => counting(target.snapshot());
+        const v: unknown = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as unknown as StateStore;
+    const nodes = ['n0', 'n1', 'n2', 'n3'];
+    const readAll = (): Promise<string[][]> =>
+      Promise.all(nodes.map(async (n) => (await readNodeAllocations(store, n, { waitMs: 0 }, AbortSignal.timeout(10_000), (allocs) => allocs.map((a) => a.id))).result ?? []));
+    try {
+      await sqlite.write((txn) => {
+        for (const n of nodes) txn.put('nodes', testNode(n));
+        for (let i = 0; i < 40; i++) txn.put('allocations', testAllocation(`a${String(i).padStart(2, '0')}`, `n${i % 4}`));
+      });
+      const first = await readAll();
+      assert.deepEqual(first[1], ['a01', 'a05', 'a09', 'a13', 'a17', 'a21', 'a25', 'a29', 'a33', 'a37']);
+      assert.equal(scans, 1, 'the four reads share one grouping');
+      // Heartbeats: writes to the nodes table only.
+      for (let i = 0; i < 5; i++) {
+        await sqlite.write((txn) => void txn.put('nodes', testNode(nodes[i % 4]!, { statusDescription: `heartbeat ${i}` })));
+        assert.deepEqual(await readAll(), first);
+      }
+      assert.equal(scans, 1, 'writes to other tables do not group the allocations again');
+      await sqlite.write((txn) => void txn.put('allocations', testAllocation('a40', 'n0')));
+      const after = await readAll();
+      assert.deepEqual(after[0], [...first[0]!, 'a40']);
+      assert.deepEqual(after.slice(1), first.slice(1));
+      assert.equal(scans, 1, 'a write to the allocations is applied from its events');
+    } finally {
+      sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

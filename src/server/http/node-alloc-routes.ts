@@ -22,6 +22,7 @@ import {
 } from '../../structs/index.js';
 import type { AllocationUpdate } from '../jobs/index.js';
 import { rowKey, type StateReader, type StateStore } from '../state/index.js';
+import { AllocationsByNode } from './allocations-by-node.js';
 import { ApiError } from './api-error.js';
 import { blockingReadOf, parseBlockingQuery, type BlockingQuery } from './blocking.js';
 import { setIndexHeaders } from './nomad-read.js';
@@ -56,31 +57,14 @@ function nodeIdOf(row: unknown): string | undefined {
   return typeof id === 'string' ? id : undefined;
 }
 
-/** Per store, every node's allocations at one index: grouped in one pass that all the nodes one write woke share. */
-const byNodeAt = new WeakMap<StateStore, { index: number; byNode: Map<string, Allocation[]> }>();
+/** Per store, each node's allocations, kept current from its event history (allocations-by-node.ts). */
+const byNodeOf = new WeakMap<StateStore, AllocationsByNode>();
 
-/**
- * The allocations on `nodeId` in `snap` (sorted by ID, as a list is), from
- * one grouping of the table per store index instead of a scan of every
- * allocation per node (1,000 nodes x 10,000 allocations after each write).
- */
+/** The allocations on `nodeId` in `snap`, sorted by ID, as a list is. */
 function allocationsOfNode(store: StateStore, snap: StateReader, nodeId: string): Allocation[] {
-  let cached = byNodeAt.get(store);
-  if (cached?.index !== snap.index) {
-    const byNode = new Map<string, Allocation[]>();
-    // A filter that keeps nothing visits every row without sorting the whole table; each node's few are sorted after.
-    snap.list('allocations', {
-      filter: (a) => {
-        const list = byNode.get(a.nodeId);
-        if (list) list.push(a);
-        else byNode.set(a.nodeId, [a]);
-        return false;
-      },
-    });
-    for (const list of byNode.values()) list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    byNodeAt.set(store, (cached = { index: snap.index, byNode }));
-  }
-  return [...(cached.byNode.get(nodeId) ?? [])];
+  let byNode = byNodeOf.get(store);
+  if (!byNode) byNodeOf.set(store, (byNode = new AllocationsByNode()));
+  return byNode.of(snap, nodeId);
 }
 
 interface Seen {
