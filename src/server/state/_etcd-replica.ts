@@ -51,7 +51,7 @@ export class EtcdReplica {
   /** The index of the last write that touched each table (owned by blocked). */
   readonly tableIndexes = this.blocked.indexes;
   readonly #revisionWaiters = new Set<{ revision: number; resolve: () => void; reject: (err: Error) => void }>();
-  readonly #events: StoreEvent[] = [];
+  #events: StoreEvent[] = [];
   #historyStart = 0;
   #index = 0;
   #watcher: Watcher | undefined;
@@ -164,8 +164,12 @@ export class EtcdReplica {
     for (const [t, s] of tables) this.tables.set(t, s);
     this.tableIndexes.clear();
     for (const [t, i] of tableIndexes) this.tableIndexes.set(t, i);
-    // A reload (after compaction) keeps the events it has; a first load starts the history here.
-    if (this.#events.length === 0) this.#historyStart = index + 1;
+    // The history starts here, on a first load and on a reload alike: a reload follows a watch
+    // that missed revisions (compacted away), whose events are unknown, so the events kept from
+    // before would tell a reader who follows the history (a cache kept current from it, the event
+    // stream) that nothing happened in between. A new array: snapshots taken before keep theirs.
+    this.#events = [];
+    this.#historyStart = index + 1;
     const before = this.#index;
     this.#index = Math.max(this.#index, index);
     await this.#watch(revision + 1);
