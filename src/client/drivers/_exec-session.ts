@@ -11,9 +11,10 @@ import type { ExecOptions } from './task-driver.js';
 /** The sessions running now: each is killed when the driver shuts down. */
 export type ExecSessions = Set<{ kill(): void }>;
 
-// node-pty (a native addon) loads with the first terminal session, not with the agent.
+// node-pty (a native addon) loads with the first terminal session, not with the agent. It is CommonJS marked
+// __esModule: whether its functions are on `default` depends on who imports it (Node, tsx, the CommonJS bundle).
 let loaded: Promise<typeof NodePty> | undefined;
-const nodePty = (): Promise<typeof NodePty> => (loaded ??= import('node-pty').then((m) => m.default));
+const nodePty = (): Promise<typeof NodePty> => (loaded ??= import('node-pty').then((m): typeof NodePty => (m as { default?: typeof NodePty }).default ?? m));
 
 /** Runs the command on a new terminal of the caller's size, following its resizes; resolves with its exit code. */
 export async function execTty(sessions: ExecSessions, file: string, args: string[], env: Record<string, string>, cwd: string, opts: ExecOptions): Promise<{ exitCode: number }> {
