@@ -30,7 +30,8 @@
 // agent serves it at /ui.
 //
 // Usage: node scripts/build.mjs [--metafile]   (about a second)
-import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { isAscii } from 'node:buffer';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { buildUi } from '../ui/build.mjs';
 
@@ -51,6 +52,12 @@ export const EXTERNAL = [
  * (src/server/http/schema-compilers.ts), so fastify never requires these.
  */
 const NEVER_LOADED = ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler'];
+
+/**
+ * CommonJS's wrapper, as src/warm-start/code-cache.ts (CJS_WRAPPER) compiles a bundle that does not start with
+ * it; the two must be the same text (test/agent/warm-start.test.ts sees the agent fall back to its modules if not).
+ */
+const CJS_WRAPPER = '(function (exports, require, module, __filename, __dirname) {';
 
 const next = `${root}dist.next-${process.pid}`;
 rmSync(next, { recursive: true, force: true });
@@ -102,12 +109,25 @@ const agentBundle = await build({
   sourcemap: 'linked',
   // import.meta.resolve serves only the TypeScript sources (api-workers/pool.ts under tsx): never reached here.
   define: { 'import.meta.url': '__berthImportMetaUrl', 'import.meta.resolve': '__berthNoImportMetaResolve' },
-  banner: { js: "var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  // The file is CommonJS's wrapper function around the code, as src/warm-start compiles it: the loader then hands
+  // V8 the file's text as it is, not a 5 MB copy with the wrapper added (Node's own require would see a function
+  // expression and run nothing; only src/warm-start loads this file).
+  banner: { js: `${CJS_WRAPPER}var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
+  footer: { js: '\n})' },
+  // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
+  legalComments: 'linked',
   metafile: true,
   logLevel: 'warning',
 });
 const bundleFile = Object.keys(agentBundle.metafile.outputs).find((f) => f.endsWith('.cjs'));
 if (!bundleFile) throw new Error('build: the agent bundle is missing');
+// The loader reads an ASCII bundle as Latin-1 (a copy of the bytes), several times cheaper than decoding UTF-8;
+// esbuild escapes strings, but a regular expression keeps its characters: write them as \uXXXX.
+const bundleBytes = readFileSync(`${root}${bundleFile}`);
+if (!isAscii(bundleBytes)) {
+  const at = bundleBytes.findIndex((b) => b > 0x7f);
+  throw new Error(`build: the agent bundle must be ASCII; found a byte 0x${bundleBytes[at].toString(16)} at offset ${at}: ...${bundleBytes.subarray(Math.max(0, at - 60), at + 20).toString('utf8')}... (write it as \\uXXXX in the source)`);
+}
 writeFileSync(`${next}/warm-start.json`, `${JSON.stringify({ bundle: bundleFile.split('/').pop() })}\n`);
 // Scripts the agent starts as their own processes (plain ESM, no bundling): the executor (with the
 // modules it imports) and the mount helper.

@@ -7,5 +7,7 @@ import type { Logger } from '../lib/index.js';
 
 /** Logs that the agent reached `phase` (at debug level), `at` ms since the process began (default now). */
 export function startPhase(log: Logger, phase: string, at = performance.now()): void {
-  log.debug({ phase, ms: Math.round(at * 10) / 10 }, 'start phase');
+  if (!log.isLevelEnabled('debug')) return;
+  const cpu = process.cpuUsage();
+  log.debug({ phase, ms: Math.round(at * 10) / 10, cpuMs: Math.round((cpu.user + cpu.system) / 1000) }, 'start phase');
 }

@@ -155,11 +155,12 @@ export type DockerMount = NonNullable<DockerTaskConfig['mount']>[number];
 /** Go's duration strings ("5m", "1h30m", "250ms") as milliseconds. */
 const goDuration = z
   .string({ error: 'must be a duration such as "5m"' })
-  .regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, { error: 'must be a duration such as "5m" or "90s"' })
+  // µ as \u00b5: the agent's bundle stays ASCII, which it reads fastest (scripts/build.mjs).
+  .regex(/^(\d+(\.\d+)?(ns|us|\u00b5s|ms|s|m|h))+$/, { error: 'must be a duration such as "5m" or "90s"' })
   .transform((s) => {
-    const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+    const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, '\u00b5s': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
     let ms = 0;
-    for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(m[1]) * (unit[m[2] as string] ?? 0);
+    for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ns|us|\u00b5s|ms|s|m|h)/g)) ms += Number(m[1]) * (unit[m[2] as string] ?? 0);
     return Math.round(ms);
   });
 

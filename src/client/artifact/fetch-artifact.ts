@@ -11,7 +11,8 @@ import { pipeline } from 'node:stream/promises';
 import { ArtifactError } from './artifact-error.js';
 import { DEFAULT_ARTIFACT_LIMITS } from './artifact-limits.js';
 import { archiveKind, type ArchiveKind, type Digest } from './artifact-source.js';
-import { decompressFile, untar, unzip, type Compression, type UnpackLimits } from './decompress.js';
+import type * as Unpackers from './decompress.js';
+import type { Compression, UnpackLimits } from './decompress.js';
 
 export interface PlaceOptions {
   mode: 'any' | 'file' | 'dir';
@@ -34,6 +35,10 @@ const SINGLE_FILE: Partial<Record<ArchiveKind, { c: Compression; words: string }
   xz: { c: 'xz', words: 'xz' },
   zst: { c: 'zst', words: 'zstd' },
 };
+
+// The unpackers and their libraries (tar, zip, bzip2, xz, zstd) load with the first archive, not with the agent.
+let loaded: Promise<typeof Unpackers> | undefined;
+const unpackers = (): Promise<typeof Unpackers> => (loaded ??= import('./decompress.js'));
 
 /**
  * Copies or unpacks `src` to `dest`. mode any: a directory's contents or an
@@ -65,14 +70,14 @@ export async function fetchArtifact(src: string, dest: string, opts: PlaceOption
       await mkdir(dest, { recursive: true });
       await cp(src, dest, { recursive: true, force: true });
     } else if (single) {
-      await decompressFile(src, dest, single.c, limits);
+      await (await unpackers()).decompressFile(src, dest, single.c, limits);
     } else if (opts.mode === 'file') {
       await mkdir(path.dirname(dest), { recursive: true });
       await copyFile(src, dest);
     } else if (kind === 'zip') {
-      await unzip(src, dest, limits);
+      await (await unpackers()).unzip(src, dest, limits);
     } else if (kind) {
-      await untar(src, dest, TAR_COMPRESSION[kind] ?? undefined, limits);
+      await (await unpackers()).untar(src, dest, TAR_COMPRESSION[kind] ?? undefined, limits);
     } else {
       await mkdir(dest, { recursive: true });
       await copyFile(src, path.join(dest, opts.name ?? path.basename(src)));

@@ -3,7 +3,7 @@
 
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import pty from 'node-pty';
+import type * as NodePty from 'node-pty';
 import { AbortedError } from '../../lib/index.js';
 import { DriverError } from './driver-error.js';
 import type { ExecOptions } from './task-driver.js';
@@ -11,8 +11,15 @@ import type { ExecOptions } from './task-driver.js';
 /** The sessions running now: each is killed when the driver shuts down. */
 export type ExecSessions = Set<{ kill(): void }>;
 
+// node-pty (a native addon) loads with the first terminal session, not with the agent. It is CommonJS marked
+// __esModule: whether its functions are on `default` depends on who imports it (Node, tsx, the CommonJS bundle).
+let loaded: Promise<typeof NodePty> | undefined;
+const nodePty = (): Promise<typeof NodePty> => (loaded ??= import('node-pty').then((m): typeof NodePty => (m as { default?: typeof NodePty }).default ?? m));
+
 /** Runs the command on a new terminal of the caller's size, following its resizes; resolves with its exit code. */
-export function execTty(sessions: ExecSessions, file: string, args: string[], env: Record<string, string>, cwd: string, opts: ExecOptions): Promise<{ exitCode: number }> {
+export async function execTty(sessions: ExecSessions, file: string, args: string[], env: Record<string, string>, cwd: string, opts: ExecOptions): Promise<{ exitCode: number }> {
+  const pty = await nodePty();
+  if (opts.signal?.aborted) throw new AbortedError('exec aborted', { cause: opts.signal.reason });
   return new Promise((resolve, reject) => {
     const term = pty.spawn(file, args, { name: 'xterm-256color', cols: opts.size?.cols ?? 80, rows: opts.size?.rows ?? 24, cwd, env });
     const session = { kill: () => term.kill('SIGKILL') };
