@@ -118,8 +118,13 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     // Started again; once the plugin runs again, the kept volume is unmounted and its claim released.
     await startClient();
     ok(await server.cli(['job', 'run', pluginFile()]), 'job run hostpath-plugin again');
-    await until('the volume unmounted and its claim released', async () => published(alloc.ID).length === 0 && (await claimsOf(alloc.ID)).length === 0, 120_000);
-    assert.deepEqual(staged(), [], 'unstaged too');
+    // On a loaded machine the server may have marked the stopped node down meanwhile and released the
+    // claim itself (no controller publishes here); the node then unstages after: wait for all three.
+    await until(
+      'the volume unpublished, unstaged and its claim released',
+      async () => published(alloc.ID).length === 0 && staged().length === 0 && (await claimsOf(alloc.ID)).length === 0,
+      120_000,
+    );
     // The volume can be claimed again.
     ok(await server.cli(['job', 'run', file('next.json', { job: rawExecJob('next', 'kept', MARKED_WRITER) })]), 'job run next');
   });
