@@ -97,6 +97,10 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
   try {
     if (CPU_PROF) console.log(`  CPU profiles in ${CPU_PROF}: ${c.processes.servers.map((s) => `${s.name} pid ${s.run.child?.pid}`).join(', ')}`);
     out['registerAllMs'] = round(performance.now() - t0);
+    // The servers' CPU from their start to every node registered and connected (their start, some 5 s each, included).
+    const leaderNow = await c.leader();
+    out['serverCpuToRegisteredS'] = c.processes.servers.map((s) => round(c.cpuSeconds(s), 1));
+    console.log(`  servers' CPU from their start to all registered: ${c.processes.servers.map((s) => `${s.name}${s === leaderNow ? ' (leader)' : ''} ${round(c.cpuSeconds(s), 1)} s`).join(', ')}; ${load()}`);
     console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started (${START_RATE ? `${START_RATE} started a second` : 'all started at once'}; ${SIM_THREADS || 'no'} sim threads)`);
 
     if (VOLUMES > 0 && SCENARIOS.has(4)) {
@@ -191,6 +195,9 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
     return active / Math.max(1, active + l.idle - (loop0[i]?.idle ?? 0));
   }).sort((a, b) => b - a);
   const simCpu = process.cpuUsage(simCpu0);
+  // The simulator threads' own event-loop delay over the window (each thread's longest in each 100 ms; 5 ms resolution, included).
+  const simDelays = c.fleet.loopTotals().flatMap((l, i) => l.delays.slice(loop0[i]?.delays.length ?? 0)).sort((a, b) => a - b);
+  out['simulatorLoopDelayMs'] = { windows: simDelays.length, p50: round(percentile(simDelays, 50), 1), p99: round(percentile(simDelays, 99), 1), max: round(simDelays.at(-1) ?? 0, 1), over50: simDelays.filter((d) => d > 50).length };
   const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
   const prom = await promText(c, leader);
   const reclaims = await Promise.all(c.processes.servers.map(async (s, i) => (await reclaimsOf(c, s)) - (reclaims0[i] ?? 0)));
@@ -224,6 +231,7 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   console.log(
     `  leader's own view at rest: event-loop delay p50 ${(out['leaderLoopDelayMs'] as { p50: number }).p50} ms, p99 ${(out['leaderLoopDelayMs'] as { p99: number }).p99} ms, max ${(out['leaderLoopDelayMs'] as { max: number }).max} ms; GC ${JSON.stringify(out['leaderGc'])}${out['leaderGcTraced'] ? ` (traced: ${JSON.stringify(out['leaderGcTraced'])})` : ''}; heartbeats answered ${JSON.stringify(out['leaderHeartbeatHandling'])} (request read to answer sent)`,
   );
+  console.log(`  the simulator threads' event-loop delay at rest (longest of each thread's 100 ms windows): ${JSON.stringify(out['simulatorLoopDelayMs'])}`);
   console.log(
     `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 50), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop${simLoops.length > 1 ? 's' : ''} busy ${simLoops.map((u) => `${round(u * 100)} %`).join(', ')} (${SIM_THREADS || 'no'} worker threads; its CPU ${out['simulatorCpuPct']} % of a core); memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
   );

@@ -5,7 +5,7 @@
 // event-loop use) and stops when told.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { CsiClient } from '../../../src/csi/index.js';
 import { SimFleet } from './sim-fleet.js';
 import type { ShardInit, ShardReport } from './sim-threads.js';
@@ -33,6 +33,9 @@ const fleet = new SimFleet({
 });
 
 let elu = performance.eventLoopUtilization();
+// This thread's event-loop delay: a heartbeat's answer that arrives while the loop is busy waits that long before it is timed.
+const delay = monitorEventLoopDelay({ resolution: 5 });
+delay.enable();
 
 function report(): ShardReport {
   const serverIndex = new Int8Array(fleet.nodes.length);
@@ -52,8 +55,9 @@ function report(): ShardReport {
     started,
     finished,
     sync: fleet.syncCounts(),
-    loop: { idle: busy.idle, active: busy.active },
+    loop: { idle: busy.idle, active: busy.active, maxDelayMs: delay.max / 1e6 },
   };
+  delay.reset();
   started = [];
   finished = [];
   return out;
