@@ -127,6 +127,9 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       return existsSync(file) ? readFileSync(file, 'utf8') : '';
     });
     console.log(`  leadership lost (by server): ${c.processes.servers.map((s, i) => `${s.name} ${(logs[i]?.match(/no longer leading/g) ?? []).length}`).join(', ')}; nodes marked down (by server): ${c.processes.servers.map((s, i) => `${s.name} ${(logs[i]?.match(/"msg":"node down"/g) ?? []).length}`).join(', ')}`);
+    // What the simulated nodes saw fail (threaded fleets count their nodes' warnings).
+    const warned = 'warningCounts' in c.fleet ? [...(c.fleet as { warningCounts(): Map<string, number> }).warningCounts()].sort((a, b) => b[1] - a[1]).slice(0, 8) : [];
+    if (warned.length) console.log(`  the simulated nodes' warnings during the run: ${warned.map(([k, n]) => `${n} × ${k}`).join('; ')}`);
     if (CPU_PROF) c.processes.servers.forEach((s, i) => writeFileSync(path.join(CPU_PROF, `${s.name}.log`), logs[i] ?? ''));
     await c.close();
   }
@@ -175,9 +178,17 @@ function bucketPercentile(before: Map<number, number>, after: Map<number, number
 /** Scenario 1: every node heartbeating, REST_S seconds with nothing else to do. */
 async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void> {
   const leader = await c.leader();
-  const reclaims0 = await Promise.all(c.processes.servers.map((s) => reclaimsOf(c, s)));
   // The leader's own view over the window: its event-loop delay (this scrape starts the percentiles anew), its GC pauses, its time per heartbeat.
+  // Being the first scrape, it also tells the same from the leader's start through the registrations.
   const prom0 = await promText(c, leader);
+  const reclaims0 = await Promise.all(c.processes.servers.map((s) => reclaimsOf(c, s)));
+  const hbStart = buckets(prom0, 'berth_node_heartbeat_seconds');
+  const hbStartN = hbStart.get(Infinity) ?? 0;
+  out['leaderDuringRegistration'] = {
+    loopDelayMs: { p99: round(sample(prom0, 'nodejs_eventloop_lag_p99_seconds') * 1000, 1), max: round(sample(prom0, 'nodejs_eventloop_lag_max_seconds') * 1000, 1) },
+    heartbeatsAnswered: { count: hbStartN, meanMs: hbStartN ? round((sample(prom0, 'berth_node_heartbeat_seconds_sum') * 1000) / hbStartN, 2) : 0, p99UnderMs: round(bucketPercentile(new Map(), hbStart, 99) * 1000, 1), over1s: hbStartN - (hbStart.get(1) ?? 0) },
+  };
+  console.log(`  the leader from its start through the registrations: ${JSON.stringify(out['leaderDuringRegistration'])}`);
   const stdout0 = leader.run.stdout.length;
   c.fleet.takeHeartbeats();
   const followers = c.processes.servers.filter((s) => s !== leader);

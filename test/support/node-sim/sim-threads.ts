@@ -45,6 +45,8 @@ export interface ShardReport {
   sync: SyncCounts;
   /** Event-loop idle and active ms since the last report, and the longest event-loop delay (ms) in that time. */
   loop: { idle: number; active: number; maxDelayMs: number };
+  /** The nodes' warnings since the last report, counted by message and error. */
+  warnings: Array<[string, number]>;
   stopped?: true;
 }
 
@@ -70,6 +72,7 @@ export class ThreadedFleet implements Fleet {
   readonly #opts: ThreadedFleetOptions;
   readonly #shards: Shard[] = [];
   #heartbeats: number[] = [];
+  readonly #warnings = new Map<string, number>();
   readonly #started = new Map<string, string[]>();
   readonly #finished = new Map<string, string[]>();
 
@@ -110,6 +113,7 @@ export class ThreadedFleet implements Fleet {
     shard.loop.idle += r.loop.idle;
     shard.loop.active += r.loop.active;
     shard.loop.delays.push(r.loop.maxDelayMs);
+    for (const [k, n] of r.warnings) this.#warnings.set(k, (this.#warnings.get(k) ?? 0) + n);
     for (const ms of r.heartbeats) this.#heartbeats.push(ms);
     for (const [id, node] of r.started) push(this.#started, id, node);
     for (const [id, node] of r.finished) push(this.#finished, id, node);
@@ -178,6 +182,11 @@ export class ThreadedFleet implements Fleet {
 
   doubled(): string[] {
     return [...this.#started].filter(([, nodes]) => nodes.length > 1).map(([id]) => id);
+  }
+
+  /** The nodes' warnings so far (a failed heartbeat or registration, and why), counted by message and error. */
+  warningCounts(): Map<string, number> {
+    return new Map(this.#warnings);
   }
 
   /** Each thread's event-loop idle and active time (ms) so far, and the longest event-loop delay of each of its reports (one a 100 ms) so far. */
