@@ -52,6 +52,8 @@ const SCENARIO_DEADLINE_S = Number(process.env['SCALE_DEADLINE_S'] ?? 300);
 const SIM_THREADS = process.env['SCALE_SIM_THREADS'] !== undefined ? Number(process.env['SCALE_SIM_THREADS']) : NODES > 1500 ? Math.min(4, Math.ceil(NODES / 1500)) : 0;
 /** Simulated nodes started a second (machines booting); 0: all at once (a cluster-wide restart). Default 0 up to 1,500 nodes, else 250. */
 const START_RATE = process.env['SCALE_START_RATE'] !== undefined ? Number(process.env['SCALE_START_RATE']) : NODES > 1500 ? 250 : 0;
+/** More node options for the servers, space-separated (e.g. `--trace-gc`: the leader's GC pauses at rest are then listed). */
+const SERVER_NODE_ARGS = (process.env['SCALE_SERVER_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
 const SCENARIOS = new Set((process.env['SCALE_SCENARIOS'] ?? '1,2,3,4').split(',').map(Number));
 
 /** The machine's load averages (1, 5 min), printed beside every figure: the machine is shared. */
@@ -90,11 +92,15 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     ...(START_RATE > 0 ? { startPerSecond: START_RATE } : {}),
     progress: (registered, connected) => console.log(`    +${round((performance.now() - t0) / 1000)} s: ${registered} nodes registered, ${connected} connected; ${load()}`),
     ...(ETCD_MAX_REQUEST_MIB ? { etcdMaxRequestBytes: ETCD_MAX_REQUEST_MIB * 2 ** 20 } : {}),
-    ...(CPU_PROF ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] } : {}),
+    ...(CPU_PROF || SERVER_NODE_ARGS.length ? { serverNodeArgs: [...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : []), ...SERVER_NODE_ARGS] } : {}),
   }, AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000));
   try {
     if (CPU_PROF) console.log(`  CPU profiles in ${CPU_PROF}: ${c.processes.servers.map((s) => `${s.name} pid ${s.run.child?.pid}`).join(', ')}`);
     out['registerAllMs'] = round(performance.now() - t0);
+    // The servers' CPU from their start to every node registered and connected (their start, some 5 s each, included).
+    const leaderNow = await c.leader();
+    out['serverCpuToRegisteredS'] = c.processes.servers.map((s) => round(c.cpuSeconds(s), 1));
+    console.log(`  servers' CPU from their start to all registered: ${c.processes.servers.map((s) => `${s.name}${s === leaderNow ? ' (leader)' : ''} ${round(c.cpuSeconds(s), 1)} s`).join(', ')}; ${load()}`);
     console.log(`  ${NODES} nodes registered and connected to the leader ${round((performance.now() - t0) / 1000)} s after the cluster started (${START_RATE ? `${START_RATE} started a second` : 'all started at once'}; ${SIM_THREADS || 'no'} sim threads)`);
 
     if (VOLUMES > 0 && SCENARIOS.has(4)) {
@@ -120,7 +126,10 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
       const file = path.join(c.processes.dir, s.name, 'agent.log');
       return existsSync(file) ? readFileSync(file, 'utf8') : '';
     });
-    console.log(`  leadership lost (by server): ${c.processes.servers.map((s, i) => `${s.name} ${(logs[i]?.match(/no longer leading/g) ?? []).length}`).join(', ')}`);
+    console.log(`  leadership lost (by server): ${c.processes.servers.map((s, i) => `${s.name} ${(logs[i]?.match(/no longer leading/g) ?? []).length}`).join(', ')}; nodes marked down (by server): ${c.processes.servers.map((s, i) => `${s.name} ${(logs[i]?.match(/"msg":"node down"/g) ?? []).length}`).join(', ')}`);
+    // What the simulated nodes saw fail (threaded fleets count their nodes' warnings).
+    const warned = 'warningCounts' in c.fleet ? [...(c.fleet as { warningCounts(): Map<string, number> }).warningCounts()].sort((a, b) => b[1] - a[1]).slice(0, 8) : [];
+    if (warned.length) console.log(`  the simulated nodes' warnings during the run: ${warned.map(([k, n]) => `${n} × ${k}`).join('; ')}`);
     if (CPU_PROF) c.processes.servers.forEach((s, i) => writeFileSync(path.join(CPU_PROF, `${s.name}.log`), logs[i] ?? ''));
     await c.close();
   }
@@ -133,10 +142,54 @@ async function reclaimsOf(c: SimCluster, s: SimCluster['processes']['servers'][n
   return Number(/^berth_agent_memory_reclaims (\d+)/m.exec(await res.text())?.[1] ?? NaN);
 }
 
+/** A server's Prometheus text (its event-loop delay percentiles cover the time since the previous scrape, which this one starts anew). */
+async function promText(c: SimCluster, s: SimCluster['processes']['servers'][number]): Promise<string> {
+  return (await fetch(`${s.url}/v1/metrics?format=prometheus`, { headers: { authorization: `Bearer ${c.processes.mgmt}` } })).text();
+}
+
+/** The value of one sample line (`name{labels} value`), NaN when absent. */
+function sample(text: string, name: string, labels = ''): number {
+  const esc = (x: string): string => x.replace(/[{}"\\]/g, (ch) => `\\${ch}`);
+  return Number(new RegExp(`^${esc(name)}${labels ? esc(`{${labels}}`) : ''} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+}
+
+/** A histogram's cumulative bucket counts (le -> count) over all label sets whose labels end with `le`. */
+function buckets(text: string, name: string, filter = ''): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
+    const labels = m[1] ?? '';
+    const bound = /le="([^"]+)"/.exec(labels)?.[1];
+    if (bound === undefined || (filter && !labels.includes(filter))) continue;
+    const le = bound === '+Inf' ? Infinity : Number(bound);
+    out.set(le, (out.get(le) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/** The bound of the bucket holding the q-th percentile of the observations between two scrapes' cumulative buckets. */
+function bucketPercentile(before: Map<number, number>, after: Map<number, number>, q: number): number {
+  const les = [...after.keys()].sort((a, b) => a - b);
+  const total = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
+  if (total <= 0) return 0;
+  for (const le of les) if ((after.get(le) ?? 0) - (before.get(le) ?? 0) >= (q / 100) * total) return le;
+  return Infinity;
+}
+
 /** Scenario 1: every node heartbeating, REST_S seconds with nothing else to do. */
 async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void> {
   const leader = await c.leader();
+  // The leader's own view over the window: its event-loop delay (this scrape starts the percentiles anew), its GC pauses, its time per heartbeat.
+  // Being the first scrape, it also tells the same from the leader's start through the registrations.
+  const prom0 = await promText(c, leader);
   const reclaims0 = await Promise.all(c.processes.servers.map((s) => reclaimsOf(c, s)));
+  const hbStart = buckets(prom0, 'berth_node_heartbeat_seconds');
+  const hbStartN = hbStart.get(Infinity) ?? 0;
+  out['leaderDuringRegistration'] = {
+    loopDelayMs: { p99: round(sample(prom0, 'nodejs_eventloop_lag_p99_seconds') * 1000, 1), max: round(sample(prom0, 'nodejs_eventloop_lag_max_seconds') * 1000, 1) },
+    heartbeatsAnswered: { count: hbStartN, meanMs: hbStartN ? round((sample(prom0, 'berth_node_heartbeat_seconds_sum') * 1000) / hbStartN, 2) : 0, p99UnderMs: round(bucketPercentile(new Map(), hbStart, 99) * 1000, 1), over1s: hbStartN - (hbStart.get(1) ?? 0) },
+  };
+  console.log(`  the leader from its start through the registrations: ${JSON.stringify(out['leaderDuringRegistration'])}`);
+  const stdout0 = leader.run.stdout.length;
   c.fleet.takeHeartbeats();
   const followers = c.processes.servers.filter((s) => s !== leader);
   const cpu0 = c.cpuSeconds(leader);
@@ -153,8 +206,28 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
     return active / Math.max(1, active + l.idle - (loop0[i]?.idle ?? 0));
   }).sort((a, b) => b - a);
   const simCpu = process.cpuUsage(simCpu0);
+  // The simulator threads' own event-loop delay over the window (each thread's longest in each 100 ms; 5 ms resolution, included).
+  const simDelays = c.fleet.loopTotals().flatMap((l, i) => l.delays.slice(loop0[i]?.delays.length ?? 0)).sort((a, b) => a - b);
+  out['simulatorLoopDelayMs'] = { windows: simDelays.length, p50: round(percentile(simDelays, 50), 1), p99: round(percentile(simDelays, 99), 1), max: round(simDelays.at(-1) ?? 0, 1), over50: simDelays.filter((d) => d > 50).length };
   const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
+  const prom = await promText(c, leader);
   const reclaims = await Promise.all(c.processes.servers.map(async (s, i) => (await reclaimsOf(c, s)) - (reclaims0[i] ?? 0)));
+  const ms = (x: number): number => round(x * 1000, 2);
+  out['leaderLoopDelayMs'] = { p50: ms(sample(prom, 'nodejs_eventloop_lag_p50_seconds')), p99: ms(sample(prom, 'nodejs_eventloop_lag_p99_seconds')), max: ms(sample(prom, 'nodejs_eventloop_lag_max_seconds')) };
+  const gc = (t: string): { n: number; s: number } => ({ n: sample(t, 'nodejs_gc_duration_seconds_count', 'kind="major"') + sample(t, 'nodejs_gc_duration_seconds_count', 'kind="minor"'), s: sample(t, 'nodejs_gc_duration_seconds_sum', 'kind="major"') + sample(t, 'nodejs_gc_duration_seconds_sum', 'kind="minor"') });
+  const gcLong = (t: string): number => { const b = buckets(t, 'nodejs_gc_duration_seconds'); return (b.get(Infinity) ?? 0) - (b.get(0.01) ?? 0); };
+  out['leaderGc'] = { count: gc(prom).n - gc(prom0).n, ms: ms(gc(prom).s - gc(prom0).s), over10ms: gcLong(prom) - gcLong(prom0), majorMs: ms(sample(prom, 'nodejs_gc_duration_seconds_sum', 'kind="major"') - sample(prom0, 'nodejs_gc_duration_seconds_sum', 'kind="major"')) };
+  // With --trace-gc: the leader's longest GC pauses in the window (V8's own line: "..., 12.3 / 0.0 ms ...").
+  const traced = leader.run.stdout.slice(stdout0).split('\n').filter((l) => /Scavenge|Mark-Compact|Mark-sweep/i.test(l));
+  if (traced.length) {
+    const pauses = traced.map((l) => ({ ms: Number(/MB, ([\d.]+) \//.exec(l)?.[1] ?? 0), kind: /(Scavenge|Mark-Compact|Mark-sweep)/i.exec(l)?.[1] ?? '?' })).sort((a, b) => b.ms - a.ms);
+    out['leaderGcTraced'] = { count: pauses.length, totalMs: round(pauses.reduce((n, p) => n + p.ms, 0)), longest: pauses.slice(0, 5).map((p) => `${p.kind} ${p.ms} ms`) };
+  }
+  const hb0 = buckets(prom0, 'berth_node_heartbeat_seconds');
+  const hb1 = buckets(prom, 'berth_node_heartbeat_seconds');
+  const handled = (hb1.get(Infinity) ?? 0) - (hb0.get(Infinity) ?? 0);
+  const handledS = sample(prom, 'berth_node_heartbeat_seconds_sum') - sample(prom0, 'berth_node_heartbeat_seconds_sum');
+  out['leaderHeartbeatHandling'] = { count: handled, meanMs: handled ? round((handledS * 1000) / handled, 3) : 0, p50UnderMs: ms(bucketPercentile(hb0, hb1, 50)), p99UnderMs: ms(bucketPercentile(hb0, hb1, 99)) };
   out['memoryReclaimsAtRest'] = reclaims;
   out['heartbeatP50Ms'] = round(percentile(hb, 50));
   out['heartbeatP99Ms'] = round(percentile(hb, 99));
@@ -166,6 +239,10 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   out['simulatorLoopBusyPct'] = simLoops.map((u) => round(u * 100));
   out['simulatorCpuPct'] = round(((simCpu.user + simCpu.system) / 1e6 / REST_S) * 100);
   out['loadAtRest'] = [round(load0), round(loadavg()[0] ?? 0)];
+  console.log(
+    `  leader's own view at rest: event-loop delay p50 ${(out['leaderLoopDelayMs'] as { p50: number }).p50} ms, p99 ${(out['leaderLoopDelayMs'] as { p99: number }).p99} ms, max ${(out['leaderLoopDelayMs'] as { max: number }).max} ms; GC ${JSON.stringify(out['leaderGc'])}${out['leaderGcTraced'] ? ` (traced: ${JSON.stringify(out['leaderGcTraced'])})` : ''}; heartbeats answered ${JSON.stringify(out['leaderHeartbeatHandling'])} (request read to answer sent)`,
+  );
+  console.log(`  the simulator threads' event-loop delay at rest (longest of each thread's 100 ms windows): ${JSON.stringify(out['simulatorLoopDelayMs'])}`);
   console.log(
     `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 50), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop${simLoops.length > 1 ? 's' : ''} busy ${simLoops.map((u) => `${round(u * 100)} %`).join(', ')} (${SIM_THREADS || 'no'} worker threads; its CPU ${out['simulatorCpuPct']} % of a core); memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
   );

@@ -8,8 +8,8 @@
 // drain when the node is empty and its claims are released.
 
 import { AbortedError, describeError, Lifecycle, silentLogger, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
-import { withNodeEvent, type Job } from '../../structs/index.js';
-import { rowKey, StateStoreError, untilChangeOr, type DataTable, type StateStore } from '../state/index.js';
+import { withNodeEvent, type Job, type Node } from '../../structs/index.js';
+import { rowKey, StateStoreError, untilChangeOr, type DataTable, type StateReader, type StateStore } from '../state/index.js';
 import { decideDrain, jobKey, type DrainDecision } from './drain-decisions.js';
 
 /** What the drainer needs of the job service: evaluating a job at once. */
@@ -39,6 +39,14 @@ export class NodeDrainer {
   readonly #life: Lifecycle;
   /** Whether the last pass found a node draining (else the loop waits on node changes only). */
   #draining = false;
+  /**
+   * The keys of the nodes with a drain strategy as of the view at
+   * `#drainingAt` (0: not known yet), kept up to date from the nodes' change
+   * events: a pass reads the nodes written since, not every node (with 5,000
+   * nodes registering, each registration woke a pass that went over them all).
+   */
+  readonly #drainingKeys = new Set<string>();
+  #drainingAt = 0;
 
   constructor(opts: NodeDrainerOptions) {
     this.#store = opts.store;
@@ -87,7 +95,7 @@ export class NodeDrainer {
    */
   async pass(): Promise<number | undefined> {
     const snap = this.#store.snapshot();
-    const draining = snap.list('nodes', { filter: (n) => !!n.drainStrategy });
+    const draining = this.#drainingNodes(snap);
     this.#draining = draining.length > 0;
     if (draining.length === 0) return undefined;
     const now = this.#clock.now();
@@ -104,6 +112,31 @@ export class NodeDrainer {
       await this.#apply(node.id, decision, now);
     }
     return recheckAt;
+  }
+
+  /**
+   * The nodes of `snap` with a drain strategy, by key. Follows the node
+   * events written since the last call; reads every node only the first time
+   * and when the store's event history no longer reaches back that far.
+   */
+  #drainingNodes(snap: StateReader): Node[] {
+    const oldest = snap.oldestEventIndex;
+    if (this.#drainingAt === 0 || oldest <= 0 || oldest > this.#drainingAt + 1) {
+      this.#drainingKeys.clear();
+      for (const n of snap.list('nodes', { filter: (n) => !!n.drainStrategy })) this.#drainingKeys.add(rowKey(n.id));
+    } else {
+      for (const e of snap.events(this.#drainingAt, { topics: ['nodes'] })) {
+        if (snap.get('nodes', e.key)?.drainStrategy) this.#drainingKeys.add(e.key);
+        else this.#drainingKeys.delete(e.key);
+      }
+    }
+    this.#drainingAt = snap.index;
+    const out: Node[] = [];
+    for (const key of [...this.#drainingKeys].sort()) {
+      const node = snap.get('nodes', key);
+      if (node) out.push(node);
+    }
+    return out;
   }
 
   async #apply(nodeId: string, decision: DrainDecision, now: number): Promise<void> {

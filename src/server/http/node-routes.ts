@@ -68,7 +68,11 @@ export function registerNodeRoutes(app: FastifyInstance, ctx: RouteContext): voi
     return { node, heartbeatTtlMs: nodes.heartbeatTtlMs };
   });
 
-  app.post<{ Params: Params }>('/v1/node/:id/heartbeat', { config: { access: 'node' } }, async (req) => {
+  const heartbeatSeconds = deps.metrics?.heartbeatSeconds;
+  app.post<{ Params: Params }>('/v1/node/:id/heartbeat', {
+    config: { access: 'node' },
+    ...(heartbeatSeconds ? { onResponse: async (_req: unknown, reply: { elapsedTime: number }) => heartbeatSeconds.observe(reply.elapsedTime / 1000) } : {}),
+  }, async (req) => {
     const body = req.body === undefined || req.body === null ? {} : objectBody(req.body);
     const fp = body['fingerprint'];
     const nodes = deps.nodes;

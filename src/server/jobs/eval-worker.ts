@@ -17,7 +17,7 @@
 
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { AbortedError, describeError, Lifecycle, linkSignals, WAIT_ENDED, systemClock, type Clock, type LifecycleState, type Logger } from '../../lib/index.js';
-import { isClientTerminal, type Allocation, type Evaluation, type Node } from '../../structs/index.js';
+import { isClientTerminal, type Allocation, type Evaluation, type Job, type Node } from '../../structs/index.js';
 import { rowKey, type DataTable, type StateStore, type StoreEvent } from '../state/index.js';
 import { DEFAULT_EVAL_BATCH, type JobService } from './job-service.js';
 
@@ -186,6 +186,23 @@ export class EvalWorker {
     const snap = this.#store.snapshot();
     const due = new Map<string, { trigger: 'node-update' | 'alloc-failure' | 'blocked-retry'; nodeId?: string }>();
     let retryBlocked = false;
+    // Read once for all the node events (a registration storm's writes carry hundreds of nodes; a read for
+    // each one went over every job and allocation): the system jobs, and the live allocations by node.
+    let systemJobs: Job[] | undefined;
+    let allocsByNode: Map<string, Allocation[]> | undefined;
+    const nodeJobs = (nodeId: string): { system: Job[]; allocs: Allocation[] } => {
+      if (!systemJobs || !allocsByNode) {
+        systemJobs = snap.list('jobs', { filter: (j) => j.type === 'system' && !j.stop });
+        const ids = new Set(events.filter((ev) => ev.topic === 'nodes').map((ev) => (ev.row as Node).id));
+        allocsByNode = new Map();
+        for (const a of snap.list('allocations', { filter: (a) => a.desiredStatus === 'run' && ids.has(a.nodeId) })) {
+          const list = allocsByNode.get(a.nodeId) ?? [];
+          list.push(a);
+          allocsByNode.set(a.nodeId, list);
+        }
+      }
+      return { system: systemJobs, allocs: allocsByNode.get(nodeId) ?? [] };
+    };
     for (const ev of events) {
       if (ev.topic === 'nodes') {
         const node = ev.op === 'put' ? (ev.row as Node) : undefined;
@@ -194,10 +211,11 @@ export class EvalWorker {
         if (sig) this.#nodeSigs.set(ev.key, sig);
         else this.#nodeSigs.delete(ev.key);
         const nodeId = node?.id ?? (ev.row as Node).id;
-        for (const j of snap.list('jobs', { filter: (j) => j.type === 'system' && !j.stop })) {
+        const { system, allocs } = nodeJobs(nodeId);
+        for (const j of system) {
           due.set(`${j.namespace}\0${j.id}`, { trigger: 'node-update', nodeId });
         }
-        for (const a of snap.list('allocations', { filter: (a) => a.nodeId === nodeId && a.desiredStatus === 'run' })) {
+        for (const a of allocs) {
           due.set(`${a.namespace}\0${a.jobId}`, { trigger: 'node-update', nodeId });
         }
         retryBlocked = true;

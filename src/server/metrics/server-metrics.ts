@@ -3,7 +3,7 @@
 // by one Server (never prom-client's global registry, so that two servers in
 // one process, as in tests, do not share or collide).
 
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { DRIFT_KINDS, type AllocClientStatus, type ClaimMode, type ClaimState, type NodeStatus } from '../../structs/index.js';
 import { rowKey, type StateStore } from '../state/index.js';
 import { DRIFT_ROW_ID, type VolumeHealthService } from '../volumehealth/index.js';
@@ -29,6 +29,10 @@ export interface ServerMetricsOptions {
  *   `berth_volume_abnormal{namespace,volume,plugin}` (1 while the plugin
  *   reports the volume abnormal),
  * - `berth_volume_drift{kind}` (differences the drift loop last found),
+ * - `berth_node_heartbeat_seconds`: how long this server took to answer a
+ *   node's heartbeat, from the request read to the answer sent (the node's
+ *   round trip less this is time spent in sockets and queued behind the
+ *   server's event loop),
  * - prom-client's process and Node.js metrics (`process_resident_memory_bytes`,
  *   `nodejs_eventloop_lag_p99_seconds` and the other event loop delay
  *   percentiles since the previous scrape, heap, GC).
@@ -37,6 +41,8 @@ export interface ServerMetricsOptions {
  */
 export class ServerMetrics {
   readonly registry = new Registry();
+  /** Observed by the heartbeat route: seconds from a heartbeat request read to its answer sent. */
+  readonly heartbeatSeconds: Histogram;
   readonly #store: StateStore;
 
   constructor(opts: ServerMetricsOptions) {
@@ -44,6 +50,12 @@ export class ServerMetrics {
     const store = this.#store;
     const reg = [this.registry];
     collectDefaultMetrics({ register: this.registry });
+    this.heartbeatSeconds = new Histogram({
+      name: 'berth_node_heartbeat_seconds',
+      help: "Time this server took to answer a node's heartbeat, from the request read to the answer sent",
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: reg,
+    });
     const pluginGauge = (name: string, help: string, pick: (p: { controllersHealthy: number; controllersExpected: number; nodesHealthy: number; nodesExpected: number }) => number): void => {
       new Gauge({
         name,

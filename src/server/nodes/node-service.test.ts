@@ -231,6 +231,45 @@ describe('nodes and plugins', () => {
     }
   });
 
+  it('starts a new node\'s TTL when its registration is committed, not while the write waits behind others (a registration storm)', async () => {
+    const sqlite = SqliteStateStore.open(join(dir, 'queued.db'));
+    // The store as a leader busy with a storm of registrations sees it: a write waits for the group commits ahead of it.
+    let hold: Promise<void> | undefined;
+    const store = new Proxy(sqlite, {
+      get(target, key) {
+        if (key === 'write') {
+          return async (...args: Parameters<typeof sqlite.write>) => {
+            await hold;
+            return target.write(...args);
+          };
+        }
+        const v: unknown = Reflect.get(target, key, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const clock = new ManualClock(0);
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    try {
+      let release!: () => void;
+      hold = new Promise<void>((r) => (release = r));
+      const registering = nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      // The registration waits 9 s in the queue; the node gets its answer only then and heartbeats a third of a TTL later.
+      await clock.advance(9_000);
+      release();
+      await registering;
+      await clock.advance(5_000);
+      assert.deepEqual(await nodes.expire(), [], 'node-a is within its TTL counted from its registration\'s answer');
+      assert.equal(nodes.get('node-a')!.status, 'ready');
+      // Silent for a whole TTL after its answer: down.
+      await clock.advance(5_001);
+      assert.deepEqual(await nodes.expire(), ['node-a']);
+      assert.equal(nodes.get('node-a')!.status, 'down');
+    } finally {
+      await nodes.stop();
+      sqlite.close();
+    }
+  });
+
   it('gives nodes a longer TTL as the cluster grows, so that their heartbeats stay under the rate the leader aims at', async () => {
     const store = SqliteStateStore.open(join(dir, 'scaled.db'));
     const clock = new ManualClock(0);

@@ -167,14 +167,20 @@ export class NodeService {
   /**
    * Registers a node (or re-registers it after an agent restart): stores the
    * fingerprint, marks it ready, clears any volume exhaustion recorded for it.
-   * Without `id` a new ID is made. Safe to repeat.
+   * Without `id` a new ID is made. Safe to repeat. The node's TTL starts when
+   * the write is committed, as Nomad's Node.Register resets the heartbeat
+   * timer after its Raft apply: the node starts its heartbeat clock when it
+   * gets the answer, so time spent queued behind other writes (a registration
+   * storm's group commits) must not count against it. A registration the
+   * store refuses leaves no deadline behind.
    */
   async register(fingerprint: NodeFingerprint, opts: { id?: string } = {}): Promise<Node> {
     this.#check(fingerprint);
     const id = opts.id ?? randomUUID();
     const now = this.#clock.now();
-    this.#seen(id, now);
-    const written = this.#store.write((txn) => {
+    // A node this server already watches (an agent restarting) is alive: its old deadline must not pass while this write waits.
+    if (this.#deadline.has(id)) this.#seen(id, now);
+    const { result } = await this.#store.write((txn) => {
       // An agent restart keeps what the operator set: eligibility and a drain in progress.
       const prev = txn.get('nodes', rowKey(id));
       const registered: RowInput<'nodes'> = {
@@ -195,15 +201,7 @@ export class NodeService {
       updatePluginsForNode(txn, prev, node, { clearExhausted: true });
       return node;
     });
-    let result: Node;
-    try {
-      ({ result } = await written);
-    } catch (err) {
-      // Not registered (a leader stepping down, etcd without quorum): no deadline for a node the store
-      // does not hold, or the TTL watcher would find it overdue at every turn and never mark it down.
-      if (!this.#store.snapshot().get('nodes', rowKey(id))) this.#forget(id);
-      throw err;
-    }
+    this.#seen(id, this.#clock.now());
     this.#logger.info({ nodeId: id, name: fingerprint.name }, 'node registered');
     return result;
   }

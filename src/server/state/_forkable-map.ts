@@ -79,7 +79,9 @@ export class ForkableMap<V> implements ReadonlyMap<string, V> {
   }
 
   *entries(): MapIterator<[string, V]> {
-    for (const b of this.#buckets) yield* b.entries();
+    // An empty table (no jobs, no allocations in a cluster of idle nodes) is listed at every node change: skip its 256 buckets.
+    if (this.#size === 0) return;
+    for (const b of this.#buckets) if (b.size > 0) yield* b.entries();
   }
 
   *keys(): MapIterator<string> {

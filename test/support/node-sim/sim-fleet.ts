@@ -175,9 +175,9 @@ export class SimFleet {
   }
 
   /** This thread's event-loop idle and active time (ms) so far: the simulator's own load, beside every figure. */
-  loopTotals(): Array<{ idle: number; active: number }> {
+  loopTotals(): Array<{ idle: number; active: number; delays: readonly number[] }> {
     const { idle, active } = performance.eventLoopUtilization();
-    return [{ idle, active }];
+    return [{ idle, active, delays: [] }];
   }
 
   /** Allocations started more than once (by one node or by several): what must never happen. */

@@ -5,8 +5,9 @@
 // event-loop use) and stops when told.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { CsiClient } from '../../../src/csi/index.js';
+import { createLogger } from '../../../src/lib/index.js';
 import { SimFleet } from './sim-fleet.js';
 import type { ShardInit, ShardReport } from './sim-threads.js';
 
@@ -18,7 +19,25 @@ const controller = init.csi && init.first < (init.csi.controllers ?? 1) ? new Cs
 // What the fleet recorded since the last report.
 let started: Array<[string, string]> = [];
 let finished: Array<[string, string]> = [];
+// The nodes' warnings (a heartbeat or registration that failed, and why), counted by message and error: what a node saw when the leader marked it down.
+let warnings = new Map<string, number>();
+const logger = createLogger({
+  level: 'warn',
+  destination: {
+    write(line: string): void {
+      try {
+        const l = JSON.parse(line) as { msg?: string; err?: unknown };
+        const why = typeof l.err === 'string' ? l.err.replace(/[0-9a-f-]{36}/g, 'ID').replace(/\d+/g, 'N').slice(0, 90) : '';
+        const key = `${l.msg ?? '?'}: ${why}`;
+        warnings.set(key, (warnings.get(key) ?? 0) + 1);
+      } catch {
+        // Not a log line.
+      }
+    },
+  },
+});
 const fleet = new SimFleet({
+  logger,
   tap: { heartbeat: () => undefined, started: (a, n) => started.push([a, n]), finished: (a, n) => finished.push([a, n]) },
   servers: init.servers,
   token: init.token,
@@ -33,6 +52,9 @@ const fleet = new SimFleet({
 });
 
 let elu = performance.eventLoopUtilization();
+// This thread's event-loop delay: a heartbeat's answer that arrives while the loop is busy waits that long before it is timed.
+const delay = monitorEventLoopDelay({ resolution: 5 });
+delay.enable();
 
 function report(): ShardReport {
   const serverIndex = new Int8Array(fleet.nodes.length);
@@ -52,8 +74,11 @@ function report(): ShardReport {
     started,
     finished,
     sync: fleet.syncCounts(),
-    loop: { idle: busy.idle, active: busy.active },
+    loop: { idle: busy.idle, active: busy.active, maxDelayMs: delay.max / 1e6 },
+    warnings: [...warnings],
   };
+  warnings = new Map();
+  delay.reset();
   started = [];
   finished = [];
   return out;

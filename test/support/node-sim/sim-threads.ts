@@ -43,7 +43,10 @@ export interface ShardReport {
   started: Array<[string, string]>;
   finished: Array<[string, string]>;
   sync: SyncCounts;
-  loop: { idle: number; active: number };
+  /** Event-loop idle and active ms since the last report, and the longest event-loop delay (ms) in that time. */
+  loop: { idle: number; active: number; maxDelayMs: number };
+  /** The nodes' warnings since the last report, counted by message and error. */
+  warnings: Array<[string, number]>;
   stopped?: true;
 }
 
@@ -55,7 +58,7 @@ export interface ThreadedFleetOptions extends Omit<SimFleetOptions, 'csi' | 'log
 interface Shard {
   worker: Worker;
   last?: ShardReport;
-  loop: { idle: number; active: number };
+  loop: { idle: number; active: number; delays: number[] };
   stopped?: () => void;
   failed?: Error;
 }
@@ -69,6 +72,7 @@ export class ThreadedFleet implements Fleet {
   readonly #opts: ThreadedFleetOptions;
   readonly #shards: Shard[] = [];
   #heartbeats: number[] = [];
+  readonly #warnings = new Map<string, number>();
   readonly #started = new Map<string, string[]>();
   readonly #finished = new Map<string, string[]>();
 
@@ -94,7 +98,7 @@ export class ThreadedFleet implements Fleet {
       };
       // The worker's TypeScript is loaded through tsx, registered in the worker itself (a loader registered here does not reach it).
       const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(WORKER.href)}); });`;
-      const shard: Shard = { worker: new Worker(boot, { eval: true, workerData: init }), loop: { idle: 0, active: 0 } };
+      const shard: Shard = { worker: new Worker(boot, { eval: true, workerData: init }), loop: { idle: 0, active: 0, delays: [] } };
       shard.worker.on('message', (r: ShardReport) => this.#merge(shard, r));
       shard.worker.on('error', (err) => {
         shard.failed = err;
@@ -106,7 +110,10 @@ export class ThreadedFleet implements Fleet {
 
   #merge(shard: Shard, r: ShardReport): void {
     shard.last = r;
-    shard.loop = { idle: shard.loop.idle + r.loop.idle, active: shard.loop.active + r.loop.active };
+    shard.loop.idle += r.loop.idle;
+    shard.loop.active += r.loop.active;
+    shard.loop.delays.push(r.loop.maxDelayMs);
+    for (const [k, n] of r.warnings) this.#warnings.set(k, (this.#warnings.get(k) ?? 0) + n);
     for (const ms of r.heartbeats) this.#heartbeats.push(ms);
     for (const [id, node] of r.started) push(this.#started, id, node);
     for (const [id, node] of r.finished) push(this.#finished, id, node);
@@ -177,9 +184,14 @@ export class ThreadedFleet implements Fleet {
     return [...this.#started].filter(([, nodes]) => nodes.length > 1).map(([id]) => id);
   }
 
-  /** Each thread's event-loop idle and active time (ms) so far. */
-  loopTotals(): Array<{ idle: number; active: number }> {
-    return this.#shards.map((s) => ({ ...s.loop }));
+  /** The nodes' warnings so far (a failed heartbeat or registration, and why), counted by message and error. */
+  warningCounts(): Map<string, number> {
+    return new Map(this.#warnings);
+  }
+
+  /** Each thread's event-loop idle and active time (ms) so far, and the longest event-loop delay of each of its reports (one a 100 ms) so far. */
+  loopTotals(): Array<{ idle: number; active: number; delays: readonly number[] }> {
+    return this.#shards.map((s) => ({ idle: s.loop.idle, active: s.loop.active, delays: [...s.loop.delays] }));
   }
 
   async until(check: () => boolean, signal?: AbortSignal): Promise<void> {
