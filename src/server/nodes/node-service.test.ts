@@ -12,6 +12,17 @@ import { PluginService } from '../plugins/index.js';
 import { rowKey, SqliteStateStore, StateStoreError, type RowInput } from '../state/index.js';
 import { NodeError, NodeService } from './index.js';
 
+/** `store` with its writes going through `wrap` (which calls `write` to make the store's own write), the rest as it is. */
+function withWrite(store: SqliteStateStore, wrap: (write: () => ReturnType<SqliteStateStore['write']>) => ReturnType<SqliteStateStore['write']>): SqliteStateStore {
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'write') return (...args: Parameters<SqliteStateStore['write']>) => wrap(() => target.write(...args));
+      const v: unknown = Reflect.get(target, key, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
 describe('nodes and plugins', () => {
   let dir: string;
   let pluginA: FakePlugin;
@@ -184,18 +195,10 @@ describe('nodes and plugins', () => {
     // The store as a leader stepping down sees it: one registration refused, every write counted.
     let refuse = false;
     let writes = 0;
-    const store = new Proxy(sqlite, {
-      get(target, key) {
-        if (key === 'write') {
-          return (...args: Parameters<typeof sqlite.write>) => {
-            writes++;
-            if (refuse) return Promise.reject(new StateStoreError('STORE_FENCED', 'this server lost its right to write'));
-            return target.write(...args);
-          };
-        }
-        const v: unknown = Reflect.get(target, key, target);
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
+    const store = withWrite(sqlite, (write) => {
+      writes++;
+      if (refuse) return Promise.reject(new StateStoreError('STORE_FENCED', 'this server lost its right to write'));
+      return write();
     });
     const clock = new ManualClock(0);
     const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
@@ -235,17 +238,9 @@ describe('nodes and plugins', () => {
     const sqlite = SqliteStateStore.open(join(dir, 'queued.db'));
     // The store as a leader busy with a storm of registrations sees it: a write waits for the group commits ahead of it.
     let hold: Promise<void> | undefined;
-    const store = new Proxy(sqlite, {
-      get(target, key) {
-        if (key === 'write') {
-          return async (...args: Parameters<typeof sqlite.write>) => {
-            await hold;
-            return target.write(...args);
-          };
-        }
-        const v: unknown = Reflect.get(target, key, target);
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
+    const store = withWrite(sqlite, async (write) => {
+      await hold;
+      return write();
     });
     const clock = new ManualClock(0);
     const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
