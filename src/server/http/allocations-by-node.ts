@@ -38,10 +38,10 @@ export class AllocationsByNode {
   }
 
   #catchUp(snap: StateReader, index: number): void {
-    // Complete only when an event at or before the index held is still kept: the history is trimmed
-    // by count, which may cut one write's events in two.
+    // The history reaches back when its oldest write is at most the one after the index held (a store
+    // trims whole writes, so that write's events are all there).
     const oldest = snap.oldestEventIndex;
-    if (this.#index >= 0 && oldest > 0 && oldest <= this.#index) {
+    if (this.#index >= 0 && oldest > 0 && oldest <= this.#index + 1) {
       for (const e of snap.events(this.#index, { topics: ['allocations'] })) {
         if (e.index > index) break;
         const nodeId = e.op === 'put' ? (e.row as Allocation | null)?.nodeId : undefined;

@@ -10,7 +10,7 @@ import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import { describeError, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { publicRow } from './keys.js';
-import { deepFreeze, type Row } from './_store-view.js';
+import { deepFreeze, trimEventHistory, type Row } from './_store-view.js';
 import { DATA_TABLES, type DataTable, type StoreEvent, type TableName } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
 import { decodeRow, isUnavailable, unavailable, watchedRow, type SentRows, prefixEnd } from './_etcd-txn.js';
@@ -295,8 +295,7 @@ export class EtcdReplica {
   #appendEvents(events: StoreEvent[]): void {
     if (events.length === 0) return;
     this.#events.push(...events);
-    const excess = this.#events.length - this.#eventHistory;
-    if (excess > this.#eventHistory / 4) this.#events.splice(0, excess);
+    trimEventHistory(this.#events, this.#eventHistory);
     const oldest = this.#events[0]!.index;
     if (oldest - this.#lastCompact > COMPACT_EVERY) {
       this.#lastCompact = oldest;

@@ -41,6 +41,25 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/**
+ * Drops the oldest of `events` (sorted by index) once they pass `limit` by a
+ * quarter (in batches, so a steady stream of writes does not shift the array
+ * every time), whole writes at a time: the events of one write are all kept
+ * or all dropped, so the write at the oldest index kept is complete and a
+ * reader at the index just before it misses nothing. A write with more events
+ * than the limit is kept whole.
+ */
+export function trimEventHistory(events: StoreEvent[], limit: number): void {
+  const excess = events.length - limit;
+  if (excess <= limit / 4) return;
+  const boundary = events[excess - 1]!.index;
+  let cut = excess;
+  while (cut < events.length && events[cut]!.index === boundary) cut++;
+  // The newest write alone passes the limit: keep it whole, drop what is before it.
+  if (cut === events.length) while (cut > 0 && events[cut - 1]!.index === boundary) cut--;
+  events.splice(0, cut);
+}
+
 /** Index of the first event with index > after (events are sorted by index). */
 export function firstAfter(events: readonly StoreEvent[], after: number): number {
   let lo = 0;

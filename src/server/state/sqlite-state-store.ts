@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { describeError, DiskReserve, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { publicRow } from './keys.js';
-import { deepFreeze, Txn, View, type Change, type Row } from './_store-view.js';
+import { deepFreeze, trimEventHistory, Txn, View, type Change, type Row } from './_store-view.js';
 import { DATA_TABLES, TABLES, type BlockOptions, type DataTable, type StateReader, type StateStore, type StoreEvent, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
 
@@ -334,9 +334,7 @@ export class SqliteStateStore implements StateStore {
 
   #appendEvents(events: StoreEvent[]): void {
     this.#events.push(...events);
-    const excess = this.#events.length - this.#eventHistory;
-    // Trim in batches so a steady stream of writes does not shift the array every time.
-    if (excess > this.#eventHistory / 4) this.#events.splice(0, excess);
+    trimEventHistory(this.#events, this.#eventHistory);
     if (++this.#writesSinceTrim >= TRIM_EVERY_WRITES) {
       this.#writesSinceTrim = 0;
       const oldest = this.#events[0]?.index;

@@ -279,6 +279,26 @@ for (const kind of KINDS) {
       }
     });
 
+    it('trims its history a whole write at a time: the oldest write kept has every one of its events', async () => {
+      const store = await kind.open('history-writes', { eventHistory: 4 });
+      try {
+        const writes = new Map<number, number>();
+        for (let i = 0; i < 12; i++) {
+          const { index } = await store.write((txn) => {
+            for (let j = 0; j < 3; j++) txn.put('nodes', node(`w${i}-${j}`));
+          });
+          writes.set(index, 3);
+          const snap = store.snapshot();
+          const oldest = snap.oldestEventIndex;
+          // A reader at the index just before the oldest kept follows the history from there: nothing of that write is missing.
+          const kept = snap.events(oldest - 1).filter((e) => e.index === oldest);
+          assert.equal(kept.length, writes.get(oldest), `write ${oldest}: ${kept.length} of its ${writes.get(oldest)} events kept (after write ${i})`);
+        }
+      } finally {
+        store.close();
+      }
+    });
+
     it('blockUntil wakes on a write to a watched table, ignores other tables, times out and aborts', async () => {
       const store = await kind.open('block');
       try {
