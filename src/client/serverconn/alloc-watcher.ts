@@ -267,9 +267,8 @@ export class AllocWatcher {
       if (answer.index < index) return undefined;
       // A job the answer brings replaces the one held, for the parts that follow too.
       for (const job of answer.jobs) heldJobs.set(`${job.namespace}\u0000${job.id}`, job);
-      const jobs = heldJobs;
       for (const alloc of answer.allocations) {
-        const job = jobs.get(`${alloc.namespace}\u0000${alloc.jobId}`);
+        const job = heldJobs.get(`${alloc.namespace}\u0000${alloc.jobId}`);
         const item: NodeAllocation = job ? { ...alloc, job } : alloc;
         held.set(alloc.id, { alloc: item, allocModifyIndex: answer.allocModifyIndex[alloc.id] ?? alloc.modifyIndex });
         changed.push(item);
