@@ -42,7 +42,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume } from '../../src/api/index.js';
+import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, Deployment } from '../../src/api/index.js';
 import { mountsUnder, type AgentRun, type BerthResult } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
 import { alive, checkLines, scanProcesses } from './_checks.js';
@@ -194,11 +194,13 @@ async function describeState(cluster: Cluster): Promise<string> {
     const plugin = await cluster.get<CSIPlugin>('/v1/plugin/csi/hostpath');
     const rows = allocs.map(
       (a) =>
-        `      alloc ${a.ID.slice(0, 8)} ${a.JobID} v${a.JobVersion} desired ${a.DesiredStatus} client ${a.ClientStatus} (${a.ClientDescription}); tasks ${Object.entries(a.TaskStates ?? {})
+        `      alloc ${a.ID.slice(0, 8)} ${a.JobID} v${a.JobVersion} desired ${a.DesiredStatus} client ${a.ClientStatus} (${a.ClientDescription})${a.DeploymentStatus ? `; healthy ${String(a.DeploymentStatus.Healthy)}` : ''}; tasks ${Object.entries(a.TaskStates ?? {})
           .map(([n, t]) => `${n}=${t.State}${t.Events?.length ? ` last "${t.Events.at(-1)?.DisplayMessage ?? ''}"` : ''}`)
           .join(', ')}`,
     );
-    return [`      plugin hostpath: controllers ${plugin?.ControllersHealthy ?? '?'} healthy, nodes ${plugin?.NodesHealthy ?? '?'} healthy`, ...rows].join('\n');
+    const deployments = (await cluster.get<Deployment[]>('/v1/deployments')) ?? [];
+    const deploymentRows = deployments.map((d) => `      deployment ${d.ID.slice(0, 8)} ${d.JobID} v${d.JobVersion} ${d.Status} (${d.StatusDescription}); ${Object.entries(d.TaskGroups ?? {}).map(([g, s]) => `${g}: placed ${s.PlacedAllocs}, healthy ${s.HealthyAllocs}, unhealthy ${s.UnhealthyAllocs}, desired ${s.DesiredTotal}`).join('; ')}`);
+    return [`      plugin hostpath: controllers ${plugin?.ControllersHealthy ?? '?'} healthy, nodes ${plugin?.NodesHealthy ?? '?'} healthy`, ...rows, ...deploymentRows].join('\n');
   } catch (err) {
     return `      (the API did not answer: ${(err as Error).message})`;
   }

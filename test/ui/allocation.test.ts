@@ -64,6 +64,13 @@ async function events(task: string, type: string): Promise<number> {
   return (a.TaskStates?.[task]?.Events ?? []).filter((e) => e.Type === type).length;
 }
 
+/** How many times the main task has said it is listening (its signal handlers are set by then), as the API's log says. */
+async function mainStarts(): Promise<number> {
+  const res = await fetch(`${cluster.agent.addr}/v1/client/fs/logs/${allocId}?task=main&type=stdout&plain=true`, { headers: { Authorization: `Bearer ${cluster.agent.token}` } });
+  assert.equal(res.status, 200);
+  return (await res.text()).split('\n').filter((l) => l.startsWith('listening on ')).length;
+}
+
 /** Clicks `button`, which must ask to confirm in words that match `says`; accepts. */
 async function clickAndConfirm(p: Page, button: Locator, says: RegExp): Promise<void> {
   const dialog = p.waitForEvent('dialog');
@@ -176,6 +183,7 @@ describe('the allocation page', { timeout: 400_000 }, () => {
     const main = page.locator('[data-section="task-main"]');
     const restartsBefore = (await apiGet<Allocation>(`/v1/allocation/${allocId}`)).TaskStates!['main']!.Restarts;
     const signaledBefore = await events('main', 'Restart Signaled');
+    const startsBefore = await mainStarts();
     await clickAndConfirm(page, main.getByRole('button', { name: 'Restart task' }), /Restart task main/);
     await main.getByRole('status').filter({ hasText: /^Restarted main\.$/ }).waitFor({ timeout: 60_000 });
     assert.equal(await events('main', 'Restart Signaled'), signaledBefore + 1);
@@ -185,6 +193,8 @@ describe('the allocation page', { timeout: 400_000 }, () => {
     }, 60_000);
     await page.locator(`[data-restarts="main"]`).filter({ hasText: String(after.TaskStates!['main']!.Restarts) }).waitFor();
     await main.getByRole('region', { name: 'events of task main' }).getByText('Restart Signaled').first().waitFor();
+    // Running is not ready: the new process handles signals once it says it listens (before that, Node's own SIGUSR1 opens its inspector).
+    await until('main to listen again', async () => (await mainStarts()) > startsBefore, 60_000);
 
     // A signal chosen from the list: the task's event, and the task saw it.
     const signalingBefore = await events('main', 'Signaling');
