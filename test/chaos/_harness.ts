@@ -187,6 +187,13 @@ async function settle(cluster: Cluster, writer: boolean, ms: number): Promise<st
   }
 }
 
+/** An unhealthy allocation's last task events, oldest first: why its deployment judged it so. */
+function unhealthyEvents(a: AllocationListStub): string {
+  return Object.entries(a.TaskStates ?? {})
+    .flatMap(([n, t]) => (t.Events ?? []).slice(-6).map((e) => `        ${n}: ${new Date(e.Time / 1e6).toISOString().slice(11, 23)} ${e.Type}: ${e.DisplayMessage}`))
+    .join('\n');
+}
+
 /** What a wedged cluster looks like: its allocations and its plugin, for the report. */
 async function describeState(cluster: Cluster): Promise<string> {
   try {
@@ -196,7 +203,7 @@ async function describeState(cluster: Cluster): Promise<string> {
       (a) =>
         `      alloc ${a.ID.slice(0, 8)} ${a.JobID} v${a.JobVersion} desired ${a.DesiredStatus} client ${a.ClientStatus} (${a.ClientDescription})${a.DeploymentStatus ? `; healthy ${String(a.DeploymentStatus.Healthy)}` : ''}; tasks ${Object.entries(a.TaskStates ?? {})
           .map(([n, t]) => `${n}=${t.State}${t.Events?.length ? ` last "${t.Events.at(-1)?.DisplayMessage ?? ''}"` : ''}`)
-          .join(', ')}`,
+          .join(', ')}${a.DeploymentStatus?.Healthy === false ? `\n${unhealthyEvents(a)}` : ''}`,
     );
     const deployments = (await cluster.get<Deployment[]>('/v1/deployments')) ?? [];
     const deploymentRows = deployments.map((d) => `      deployment ${d.ID.slice(0, 8)} ${d.JobID} v${d.JobVersion} ${d.Status} (${d.StatusDescription}); ${Object.entries(d.TaskGroups ?? {}).map(([g, s]) => `${g}: placed ${s.PlacedAllocs}, healthy ${s.HealthyAllocs}, unhealthy ${s.UnhealthyAllocs}, desired ${s.DesiredTotal}`).join('; ')}`);

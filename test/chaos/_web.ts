@@ -117,8 +117,10 @@ export class WebPart {
     max_parallel      = 1
     health_check      = "checks"
     min_healthy_time  = "500ms"
-    healthy_deadline  = "30s"
-    progress_deadline = "45s"
+    # Generous, as Nomad's defaults are (5m, 10m): on a loaded machine a slow start must not fail the rollout for
+    # good (a failed deployment is not retried by a resubmit); a stuck one still fails to settle in the harness's time.
+    healthy_deadline  = "3m"
+    progress_deadline = "5m"
   }
   group "web" {
     count = ${WEB_COUNT}

@@ -76,13 +76,18 @@ async function clientReports(failing: (a: Allocation) => boolean = () => false):
   }
 }
 
-/** The clients report, the health time passes, the watcher looks; what it registered (a revert) is scheduled, as the evaluation worker would. */
-async function settle(failing?: (a: Allocation) => boolean): Promise<void> {
-  await clientReports(failing);
-  await watcher.tick();
-  await clock.advance(1_000);
+/** The watcher looks once; the evaluations it left pending (a rollout's next step, a revert) run, as the evaluation worker runs them. */
+async function pass(): Promise<void> {
   await watcher.tick();
   await jobs.evaluatePending();
+}
+
+/** The clients report, the health time passes, the watcher looks. */
+async function settle(failing?: (a: Allocation) => boolean): Promise<void> {
+  await clientReports(failing);
+  await pass();
+  await clock.advance(1_000);
+  await pass();
 }
 
 const versionsOf = (allocs: Allocation[]): string => allocs.sort((a, b) => (a.index ?? 0) - (b.index ?? 0)).map((a) => a.jobVersion).join(',');
@@ -101,13 +106,13 @@ describe('rolling updates', () => {
     // One at a time: index 0 first, the others still on version 0.
     assert.equal(versionsOf(live()), '1,0,0');
     await clientReports();
-    await watcher.tick();
+    await pass();
     assert.equal(versionsOf(live()), '1,0,0', 'not healthy for min_healthy_time yet: nothing more is replaced');
     await clock.advance(999);
-    await watcher.tick();
+    await pass();
     assert.equal(versionsOf(live()), '1,0,0');
     await clock.advance(1);
-    await watcher.tick();
+    await pass();
     assert.equal(versionsOf(live()), '1,1,0');
     await settle();
     assert.equal(versionsOf(live()), '1,1,1');
@@ -119,6 +124,26 @@ describe('rolling updates', () => {
     // Each replacement names its predecessor.
     const byId = new Map(store.snapshot().list('allocations').map((a) => [a.id, a]));
     for (const a of live()) assert.equal(byId.get(a.previousAllocation ?? '')?.index, a.index);
+  });
+
+  it("writes a verdict with the evaluation it asks for: a leader that dies right after leaves the rollout's next step pending, not lost", async () => {
+    await register(spec('1'));
+    await settle();
+    await register(spec('2'));
+    await clientReports();
+    await clock.advance(1_000);
+    // The watcher's write, and no more: the leader dies before any evaluation runs.
+    await watcher.tick();
+    const snap = store.snapshot();
+    const healthy = live().find((a) => a.jobVersion === 1)!;
+    assert.equal(healthy.deploymentStatus?.healthy, true);
+    const pending = snap.list('evaluations', { filter: (e) => e.status === 'pending' && e.jobId === 'web' });
+    assert.deepEqual(pending.map((e) => e.triggeredBy), ['deployment-watcher']);
+    assert.equal(pending[0]!.createIndex, healthy.modifyIndex, 'written in the verdict\'s own write');
+    assert.equal(versionsOf(live()), '1,0,0');
+    // Whoever leads next runs what is pending: the rollout goes on.
+    await jobs.evaluatePending();
+    assert.equal(versionsOf(live()), '1,1,0');
   });
 
   it('places a canary in place of the first allocation and waits for promotion; promote rolls the rest', async () => {
@@ -161,6 +186,7 @@ describe('rolling updates', () => {
     assert.equal(after.statusDescription, 'Failed due to unhealthy allocations - rolling back to job version 0');
     const job = store.snapshot().get('jobs', rowKey('default', 'web'));
     assert.equal(job?.version, 2);
+    assert.equal(job?.modifyIndex, after.modifyIndex, 'the revert is registered in the write that fails the deployment');
     assert.equal(job?.groups[0]?.tasks[0]?.env['VERSION'], '1');
     // The reverted version rolls out like any other, one at a time, until every allocation runs it.
     for (let i = 0; i < 4 && latest().status === 'running'; i++) await settle();
@@ -215,9 +241,9 @@ describe('rolling updates', () => {
     assert.equal(latest().status, 'paused');
     await deployments.pause(d.id, false);
     // The new allocation never starts running.
-    await watcher.tick();
+    await pass();
     await clock.advance(10_000);
-    await watcher.tick();
+    await pass();
     const after = latest();
     assert.equal(after.status, 'failed');
     assert.equal(after.statusDescription, 'Failed due to unhealthy allocations');
@@ -256,11 +282,11 @@ describe('rolling updates', () => {
     await register(spec('1', {}, 1));
     // Its node never reports it: the first deployment fails at healthy_deadline (10 s).
     await clock.advance(10_000);
-    await watcher.tick();
+    await pass();
     assert.equal(latest().status, 'failed');
     await deployments.scale('default', 'web', 'g', 2);
     await jobs.evaluatePending();
-    await watcher.tick();
+    await pass();
     assert.equal(latest().status, 'running', latest().statusDescription);
     await settle();
     assert.equal(latest().status, 'successful', latest().statusDescription);

@@ -26,6 +26,13 @@ export interface DeploymentJobs {
   /** Registers the job again; resolves with the registration (JobService.register's answer). */
   register(spec: unknown): Promise<JobRegistration>;
   evaluate(namespace: string, jobId: string, opts: { trigger: 'deployment-watcher'; always?: boolean }): Promise<unknown>;
+  /** Inside `txn`: a pending evaluation of `job` for the evaluation worker (JobService.pendEvaluation). */
+  pendEvaluation(txn: WriteTxn, job: Job, trigger: 'deployment-watcher', now: number): Evaluation;
+  /**
+   * Inside `txn`: registers `spec` with a pending evaluation (JobService.registerIn).
+   * Throws, having written nothing, when the state cannot serve the spec.
+   */
+  registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Job; evaluation: Evaluation };
 }
 
 export interface DeploymentWatcherOptions {
@@ -37,11 +44,11 @@ export interface DeploymentWatcherOptions {
 
 const TOPICS: readonly DataTable[] = ['allocations', 'deployments', 'jobs'];
 
-/** What one pass over a deployment decided, applied after its write. */
+/** What one pass over a deployment decided. */
 interface Outcome {
-  /** Evaluate the job: a verdict or a promotion may let the rollout go on. */
+  /** The job was evaluated (a pending evaluation written): a verdict or a promotion may let the rollout go on. */
   evaluate: boolean;
-  /** Register this spec: the auto-revert. */
+  /** The job was registered again at this stable version: the auto-revert. */
   revertTo?: { version: number; spec: JobSpec };
   /** The earliest time a verdict is due. */
   nextAt?: number;
@@ -49,9 +56,14 @@ interface Outcome {
 
 /**
  * Inside a write: advances deployment `id` at `now`. `memory` keeps, per
- * allocation, since when its checks pass. Safe to repeat.
+ * allocation, since when its checks pass. Safe to repeat. What the verdicts
+ * ask for (the job's next evaluation, the auto-revert's registration) is
+ * written in the same transaction, as Nomad's watcher sends them in the same
+ * Raft entry: a leader that dies after the verdict cannot leave the rollout
+ * waiting for an evaluation nobody will make (a repeated pass skips an
+ * allocation whose health is already decided).
  */
-export function advanceDeployment(txn: WriteTxn, id: string, now: number, memory: Map<string, number>): Outcome {
+export function advanceDeployment(txn: WriteTxn, id: string, now: number, memory: Map<string, number>, jobs: Pick<DeploymentJobs, 'pendEvaluation' | 'registerIn'>): Outcome {
   const d = txn.get('deployments', rowKey(id));
   if (!d || !isActiveDeployment(d)) return { evaluate: false };
   const job = txn.get('jobs', rowKey(d.namespace, d.jobId));
@@ -111,9 +123,17 @@ export function advanceDeployment(txn: WriteTxn, id: string, now: number, memory
   if (unhealthyReason || missedDeadline) {
     next = { ...next, status: 'failed', statusDescription: unhealthyReason ? 'Failed due to unhealthy allocations' : 'Failed due to progress deadline' };
     const plan = revertPlan(txn, d, job, next);
-    if (plan.revertTo) out.revertTo = plan.revertTo;
-    if (plan.revertTo) next.statusDescription += ` - rolling back to job version ${plan.revertTo.version}`;
-    else if (plan.sameSpecAs !== undefined) next.statusDescription += ` - not rolling back to stable job version ${plan.sameSpecAs}: the job has the same spec`;
+    if (plan.revertTo) {
+      // The deployment row is written below, after the revert's registration: its own put must win.
+      try {
+        jobs.registerIn(txn, plan.revertTo.spec, now);
+        out.revertTo = plan.revertTo;
+        out.evaluate = false;
+        next.statusDescription += ` - rolling back to job version ${plan.revertTo.version}`;
+      } catch (err) {
+        next.statusDescription += ` - could not roll back to job version ${plan.revertTo.version}: ${describeError(err)}`;
+      }
+    } else if (plan.sameSpecAs !== undefined) next.statusDescription += ` - not rolling back to stable job version ${plan.sameSpecAs}: the job has the same spec`;
     else if (Object.values(taskGroups).some((s) => s.autoRevert)) next.statusDescription += ' - no stable job version to auto revert to';
     out.nextAt = undefined;
   } else if (done) {
@@ -123,6 +143,7 @@ export function advanceDeployment(txn: WriteTxn, id: string, now: number, memory
     if (version) txn.put('jobVersions', { ...version, stable: true });
     out.nextAt = undefined;
   }
+  if (out.evaluate) jobs.pendEvaluation(txn, job, 'deployment-watcher', now);
   if (JSON.stringify(next) !== JSON.stringify(d)) txn.put('deployments', { ...next, modifyTime: now });
   return out;
 }
@@ -178,9 +199,10 @@ export class DeploymentWatcher {
   }
 
   /**
-   * One pass over every active deployment at the clock's now; applies the
-   * evaluations and reverts it decided. Returns when the next verdict is due
-   * (undefined: only news from the store can change anything). Safe to
+   * One pass over every active deployment at the clock's now; each one's
+   * verdicts are written with the evaluations and reverts they ask for
+   * (pending, for the evaluation worker). Returns when the next verdict is
+   * due (undefined: only news from the store can change anything). Safe to
    * repeat; never throws for one deployment's failure (it is logged).
    */
   async tick(): Promise<number | undefined> {
@@ -189,14 +211,9 @@ export class DeploymentWatcher {
     for (const d of active) {
       try {
         const now = this.#clock.now();
-        const { result } = await this.#store.write((txn) => advanceDeployment(txn, d.id, now, this.#memory));
+        const { result } = await this.#store.write((txn) => advanceDeployment(txn, d.id, now, this.#memory, this.#jobs));
         if (result.nextAt !== undefined) nextAt = Math.min(nextAt ?? result.nextAt, result.nextAt);
-        if (result.revertTo) {
-          this.#log.info({ deploymentId: d.id, jobId: d.jobId, version: result.revertTo.version }, 'deployment failed; reverting the job');
-          await this.#jobs.register(result.revertTo.spec);
-        } else if (result.evaluate) {
-          await this.#jobs.evaluate(d.namespace, d.jobId, { trigger: 'deployment-watcher', always: true });
-        }
+        if (result.revertTo) this.#log.info({ deploymentId: d.id, jobId: d.jobId, version: result.revertTo.version }, 'deployment failed; reverting the job');
       } catch (err) {
         this.#log.error({ deploymentId: d.id, err: describeError(err) }, 'deployment pass failed');
       }

@@ -246,6 +246,20 @@ export class JobService {
    * delayed reschedule is due. An evaluation too large for one write writes
    * its first part and is left pending: the evaluation worker completes it.
    */
+  /** Inside `txn`: a pending evaluation of `job` for the evaluation worker, durable with the change that asks for it. */
+  pendEvaluation(txn: WriteTxn, job: Job, trigger: EvalTrigger, now: number): Evaluation {
+    return putPendingEvaluation(txn, job, trigger, now);
+  }
+
+  /**
+   * Inside `txn`: registers `spec` (a checked spec, such as a stored
+   * version's) with a pending evaluation. Throws JobValidationError, having
+   * written nothing, when the state cannot serve it.
+   */
+  registerIn(txn: WriteTxn, spec: JobSpec, now: number): { job: Job; evaluation: Evaluation } {
+    return registerIn(txn, spec, now, 'later');
+  }
+
   async evaluate(
     namespace: string,
     jobId: string,
