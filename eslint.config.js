@@ -112,6 +112,11 @@ const boundaryPolicies = [
   { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'layer', fileInternalPath: 'index.ts' } } } },
   // scripts/build.mjs builds the web UI with the UI's own build file.
   { from: { element: { type: 'scripts' } }, allow: { to: { element: { type: 'ui', fileInternalPath: ['build.mjs', 'build.d.mts'] } } } },
+  // scripts/build.mjs writes the agent's bundle inside the CommonJS wrapper src/warm-start knows it by: one plain-ESM source for both.
+  {
+    from: { element: { type: 'scripts' } },
+    allow: { to: { element: { type: 'layer', captured: { layer: 'warm-start' }, fileInternalPath: ['cjs-wrapper.mjs', 'cjs-wrapper.d.mts'] } } },
+  },
   // bench/ui.bench.ts builds the UI once more to report each package's share of the bundle.
   { from: { element: { type: 'bench' } }, allow: { to: { element: { type: 'ui', fileInternalPath: ['build.mjs', 'build.d.mts'] } } } },
   {

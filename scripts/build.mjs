@@ -34,6 +34,9 @@ import { isAscii } from 'node:buffer';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { buildUi } from '../ui/build.mjs';
+// CommonJS's wrapper, as src/warm-start/code-cache.ts compiles a bundle that does not start with it: one source for
+// both, since they must be the same text (test/agent/warm-start.test.ts sees the agent fall back to its modules if not).
+import { CJS_WRAPPER, CJS_WRAPPER_END } from '../src/warm-start/cjs-wrapper.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = `${root}dist`;
@@ -52,12 +55,6 @@ export const EXTERNAL = [
  * (src/server/http/schema-compilers.ts), so fastify never requires these.
  */
 const NEVER_LOADED = ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler'];
-
-/**
- * CommonJS's wrapper, as src/warm-start/code-cache.ts (CJS_WRAPPER) compiles a bundle that does not start with
- * it; the two must be the same text (test/agent/warm-start.test.ts sees the agent fall back to its modules if not).
- */
-const CJS_WRAPPER = '(function (exports, require, module, __filename, __dirname) {';
 
 const next = `${root}dist.next-${process.pid}`;
 rmSync(next, { recursive: true, force: true });
@@ -113,7 +110,7 @@ const agentBundle = await build({
   // V8 the file's text as it is, not a 5 MB copy with the wrapper added (Node's own require would see a function
   // expression and run nothing; only src/warm-start loads this file).
   banner: { js: `${CJS_WRAPPER}var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
-  footer: { js: '\n})' },
+  footer: { js: CJS_WRAPPER_END },
   // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
   legalComments: 'linked',
   metafile: true,

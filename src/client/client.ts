@@ -4,8 +4,9 @@
 // servers (_server-link.ts: registration and heartbeats, the node connection
 // that answers their calls, the watch of the node's allocations) and runs one
 // allocation runner for each allocation, reporting their status back (the
-// allocation sync, _alloc-sync.ts: the runners made, the server's list acted on).
-// One thing past 500 lines: the composition root, which builds each part from the
+// allocation sync, _alloc-sync.ts: the runners made, the server's list acted on;
+// the task drivers it opens, _task-drivers.ts).
+// One thing, near 500 lines: the composition root, which builds each part from the
 // agent's options in order and tears them down in reverse.
 
 import { mkdirSync } from 'node:fs';
@@ -28,7 +29,7 @@ import {
 import { ChrootCache } from './allocdir/index.js';
 import { CsiManager } from './csimanager/index.js';
 import { AllocGarbageCollector } from './gc/index.js';
-import { createDrivers, type TaskDriver } from './drivers/index.js';
+import type { TaskDriver } from './drivers/index.js';
 import { PluginRegistry, type RegisteredPlugin } from './dynamicplugins/index.js';
 import { HostVolumeManager } from './hostvolumes/index.js';
 import { NetworkManager } from './network/index.js';
@@ -51,6 +52,7 @@ import { ServiceCatalog } from './template/index.js';
 import { AllocSync } from './_alloc-sync.js';
 import { collectAlloc, diskUsagePercent, gcCandidates, GC_BUCKET } from './_alloc-gc.js';
 import { drainRunners } from './_drain.js';
+import { openTaskDrivers } from './_task-drivers.js';
 import { ownedTasks, restoreRunners } from './_restore.js';
 import type { VolumeStatsCollector } from './volumestats/index.js';
 
@@ -250,17 +252,7 @@ export class Client {
       });
       await this.#hostVolumes.start();
 
-      const enabled: Record<string, boolean | undefined> = { exec: true, raw_exec: false, ...this.#opts.drivers };
-      const built = (this.#opts.createDrivers ?? ((c) => createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock })))({
-        logger: this.#root,
-        clock: this.#clock,
-        dataDir,
-      });
-      for (const [name, driver] of built) {
-        if (enabled[name]) this.#drivers.set(name, driver);
-        else await driver.shutdown();
-      }
-      await this.#startExternalDrivers();
+      await openTaskDrivers({ opts: this.#opts, drivers: this.#drivers, runners: this.#runners, dataDir, root: this.#root, log: this.#log, clock: this.#clock });
       await this.#fingerprinter.refreshDriverInfo(true);
       this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
       this.#network = new NetworkManager({
@@ -424,22 +416,6 @@ export class Client {
     const view = this.#meta.apply(set, unset);
     this.#registration?.pushFingerprint();
     return view;
-  }
-
-  /** Starts the driver plugins; their drivers join (or replace) the built-ins, their task events go to the task's runner. */
-  async #startExternalDrivers(): Promise<void> {
-    const ext = this.#opts.externalDrivers;
-    if (!ext) return;
-    await ext.start();
-    for (const [name, driver] of ext.drivers()) {
-      const builtIn = this.#drivers.get(name);
-      if (builtIn) {
-        this.#log.info({ driver: name }, 'an external driver plugin replaces the built-in driver');
-        await builtIn.shutdown();
-      }
-      this.#drivers.set(name, driver);
-      driver.onTaskEvent?.((ev) => this.#runners.get(ev.allocId)?.runner.driverEvent?.(ev.taskName, ev.message, { ...ev.annotations }));
-    }
   }
 
   /** Kills what is left in the cgroups of tasks no restored runner owns (the drivers share one cgroup parent). */

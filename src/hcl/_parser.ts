@@ -2,15 +2,16 @@
 // blocks; expressions by HCL's operator precedence (|| < && < == != <
 // comparisons < + - < * / %, unary ! and - above them, ?: lowest);
 // templates with their %{if}/%{for} directives, `~` strip markers and `<<-`
-// indentation stripping applied here, so the evaluator sees plain parts.
+// indentation stripping applied at parse time, so the evaluator sees plain parts.
 // The first syntax error ends the parse: it is the one the user must fix.
-// One thing past 500 lines: a recursive-descent parser of one grammar, each
-// production calling the next (the scanner and template text are apart).
+// A recursive-descent parser of one grammar, each production calling the
+// next; templates are read by _template-parser.ts (hclsyntax's
+// parser_template.go), the scanner and template text are apart too.
 
-import type { Attribute, Block, Body, Expr, TemplatePart } from './ast.js';
+import type { Attribute, Block, Body, Expr } from './ast.js';
 import { error, spanning, type Diagnostic, type Range } from './diagnostics.js';
 import { scan, type Token } from './_scanner.js';
-import { applyStrips, flushIndent, type Flat } from './_template-text.js';
+import { template, type TemplateCursor } from './_template-parser.js';
 
 /** Parse options. `lenient` takes what HCL v1 took (Nomad reads volume specs so): blocks on one line, quoted names, `key { }` and `key = { }` alike. */
 export interface ParseOptions {
@@ -73,7 +74,7 @@ export function parseTemplate(file: string, text: string): { expr?: Expr; diagno
   }
 }
 
-class Parser {
+class Parser implements TemplateCursor {
   private i = 0;
   private depth = 0;
   constructor(
@@ -81,22 +82,27 @@ class Parser {
     private readonly opts: ParseOptions,
   ) {}
 
-  private peek(newlines: boolean): Token {
+  peek(newlines: boolean): Token {
     if (!newlines) while (this.tokens[this.i]?.kind === 'newline') this.i++;
     return this.tokens[this.i] as Token;
   }
 
-  private next(newlines: boolean): Token {
+  next(newlines: boolean): Token {
     const t = this.peek(newlines);
     if (t.kind !== 'eof') this.i++;
     return t;
+  }
+
+  /** Steps back over the token just read (TemplateCursor). */
+  unread(): void {
+    this.i--;
   }
 
   skipNewlines(): void {
     while (this.tokens[this.i]?.kind === 'newline') this.i++;
   }
 
-  private fail(summary: string, detail: string, at: Range): never {
+  fail(summary: string, detail: string, at: Range): never {
     throw new SyntaxFailure(error(summary, detail, at));
   }
 
@@ -335,9 +341,9 @@ class Parser {
         return { kind: 'paren', expr, range: spanning(t.range, close.range) };
       }
       case 'oquote':
-        return this.template(t, 'cquote');
+        return template(this, t, 'cquote');
       case 'oheredoc':
-        return this.template(t, 'cheredoc');
+        return template(this, t, 'cheredoc');
       case '[':
         return this.tuple(t);
       case '{':
@@ -375,7 +381,7 @@ class Parser {
   }
 
   // `for k, v in coll :` -> the names and the collection.
-  private forIntro(): { keyVar?: string; valueVar: string; collection: Expr } {
+  forIntro(): { keyVar?: string; valueVar: string; collection: Expr } {
     this.next(false);
     const first = this.expect('ident', 'Invalid "for" expression', 'A "for" needs a name for its value: for v in ...');
     let keyVar: string | undefined;
@@ -457,112 +463,6 @@ class Parser {
   }
 
   templateBody(open: Token): Expr {
-    return this.template(open, 'cheredoc');
-  }
-
-  private template(open: Token, closeKind: 'cquote' | 'cheredoc'): Expr {
-    const flat: Flat[] = [];
-    let close: Token;
-    for (;;) {
-      const t = this.next(true);
-      if (t.kind === closeKind) {
-        close = t;
-        break;
-      }
-      if (t.kind === 'lit') flat.push({ t: 'lit', value: t.text, range: t.range, lineStart: !!t.lineStart });
-      else if (t.kind === 'interp') {
-        const stripL = this.strip();
-        const expr = this.expression(false);
-        const stripR = this.strip();
-        const end = this.expect('}', 'Unclosed template interpolation', 'Expected a closing brace to end the interpolation expression.');
-        flat.push({ t: 'interp', expr, stripL, stripR, range: spanning(t.range, end.range) });
-      } else if (t.kind === 'control') flat.push(this.directive(t));
-      else this.fail('Unterminated template string', 'No closing marker was found for the string.', t.range);
-    }
-    if (open.flush) flushIndent(flat);
-    applyStrips(flat);
-    const range = spanning(open.range, close.range);
-    let k = 0;
-    const parts = this.templateParts(flat, () => k, (v) => (k = v), undefined);
-    if (parts.length === 1 && flat.length === 1 && flat[0]?.t === 'interp') return { kind: 'wrap', expr: parts[0] as Expr, range };
-    return { kind: 'template', parts, range, ...(closeKind === 'cheredoc' ? { heredoc: true } : {}) };
-  }
-
-  private strip(): boolean {
-    if (this.peek(false).kind === '~') {
-      this.next(false);
-      return true;
-    }
-    return false;
-  }
-
-  private directive(open: Token): Flat {
-    const stripL = this.strip();
-    const word = this.next(false);
-    const base = { stripL, range: open.range };
-    const finish = (f: Omit<Flat & { t: 'ctl' }, 'stripR' | 'stripL' | 'range' | 't'>): Flat => {
-      const stripR = this.strip();
-      const end = this.expect('}', 'Unclosed template directive', 'Expected a closing brace to end the directive.');
-      return { t: 'ctl', ...f, ...base, stripR, range: spanning(open.range, end.range) };
-    };
-    if (word.kind === 'ident') {
-      switch (word.text) {
-        case 'if':
-          return finish({ word: 'if', expr: this.expression(false) });
-        case 'else':
-          return finish({ word: 'else' });
-        case 'endif':
-          return finish({ word: 'endif' });
-        case 'endfor':
-          return finish({ word: 'endfor' });
-        case 'for': {
-          this.i--;
-          const intro = this.forIntro();
-          return finish({ word: 'for', expr: intro.collection, ...(intro.keyVar !== undefined ? { keyVar: intro.keyVar } : {}), valueVar: intro.valueVar });
-        }
-      }
-    }
-    return this.fail('Invalid template directive', 'A template directive keyword ("if", "for", etc) is expected at the beginning of a %{ sequence.', word.range);
-  }
-
-  // Flat parts -> a tree, up to `until` (else/endif or endfor).
-  private templateParts(flat: Flat[], at: () => number, set: (k: number) => void, until: 'if' | 'for' | undefined): TemplatePart[] {
-    const out: TemplatePart[] = [];
-    while (at() < flat.length) {
-      const f = flat[at()] as Flat;
-      if (f.t === 'lit') {
-        if (f.value) out.push({ kind: 'literal', value: f.value, range: f.range });
-        set(at() + 1);
-      } else if (f.t === 'interp') {
-        out.push(f.expr);
-        set(at() + 1);
-      } else if (f.word === 'if') {
-        set(at() + 1);
-        const then = this.templateParts(flat, at, set, 'if');
-        let otherwise: TemplatePart[] = [];
-        if ((flat[at()] as Flat & { word?: string })?.word === 'else') {
-          set(at() + 1);
-          otherwise = this.templateParts(flat, at, set, 'if');
-          if ((flat[at()] as Flat & { word?: string })?.word === 'else') this.fail('Unexpected "else" directive', 'An "if" takes one "else".', (flat[at()] as Flat).range);
-        }
-        const end = flat[at()] as Flat | undefined;
-        if (!end || end.t !== 'ctl' || end.word !== 'endif') this.fail('Unterminated template directive', 'This "if" has no matching %{ endif }.', f.range);
-        set(at() + 1);
-        out.push({ kind: 'tif', condition: f.expr as Expr, then, else: otherwise, range: spanning(f.range, end.range) });
-      } else if (f.word === 'for') {
-        set(at() + 1);
-        const body = this.templateParts(flat, at, set, 'for');
-        const end = flat[at()] as Flat | undefined;
-        if (!end || end.t !== 'ctl' || end.word !== 'endfor') this.fail('Unterminated template directive', 'This "for" has no matching %{ endfor }.', f.range);
-        set(at() + 1);
-        out.push({ kind: 'tfor', ...(f.keyVar !== undefined ? { keyVar: f.keyVar } : {}), valueVar: f.valueVar as string, collection: f.expr as Expr, body, range: spanning(f.range, end.range) });
-      } else {
-        const closes = (until === 'if' && (f.word === 'else' || f.word === 'endif')) || (until === 'for' && f.word === 'endfor');
-        if (closes) return out;
-        this.fail(`Unexpected "${f.word}" directive`, `There is no open ${f.word === 'endfor' ? '"for"' : '"if"'} directive for this to close.`, f.range);
-      }
-    }
-    if (until) return out;
-    return out;
+    return template(this, open, 'cheredoc');
   }
 }

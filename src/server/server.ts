@@ -1,5 +1,6 @@
 // The server's composition root: builds every service from options, starts
-// them in order, serves the HTTP API, and stops them in reverse.
+// them in order, serves the HTTP API, and stops them in reverse. Its options,
+// state and address are in server-options.ts.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,10 +12,9 @@ import {
   silentLogger,
   systemClock,
   type Clock,
-  type LifecycleState,
   type Logger,
 } from '../lib/index.js';
-import { ApiWorkers, buildApi, RequestsInFlight, warmJobPath, type AgentInfo, type ApiDeps, type ApiToken } from './http/index.js';
+import { ApiWorkers, buildApi, RequestsInFlight, warmJobPath, type ApiDeps } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
@@ -27,96 +27,13 @@ import { NodeConnections } from './noderpc/index.js';
 import { NodeService } from './nodes/index.js';
 import { PluginService } from './plugins/index.js';
 import { ServiceReaper } from './services/index.js';
-import { openEtcdStateStore, SqliteStateStore, type EtcdStateStoreOptions, type StateStore } from './state/index.js';
+import { openEtcdStateStore, SqliteStateStore, type StateStore } from './state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from './volumes/index.js';
 import { ControllerConditions, DriftWatcher, VolumeDoctor, VolumeHealthService } from './volumehealth/index.js';
 import { LeaderTerm } from './leader-term.js';
+import type { ServerAddress, ServerOptions, ServerState } from './server-options.js';
 
-export interface ServerOptions {
-  /** Directory for the state file (`state.db`); created when missing. One of this, `etcd` or `store`. */
-  dataDir?: string;
-  /** Keep the state in etcd (several servers share it) instead of a file in `dataDir`. */
-  etcd?: Omit<EtcdStateStoreOptions, 'logger'>;
-  /** A store to use instead of opening one (the server then does not close it). */
-  store?: StateStore;
-  clock?: Clock;
-  logger?: Logger;
-  /** Accepted bearer tokens with their roles. At least one is required. */
-  tokens: readonly ApiToken[];
-  /** Default 127.0.0.1. */
-  bindAddress?: string;
-  /** Default 0: an ephemeral port (see the address start() returns). */
-  port?: number;
-  /**
-   * HTTP front workers (worker threads) accepting on the API's address
-   * beside the main thread: they serve job registrations up to the store
-   * write and relay every other request to the main thread's API
-   * (src/server/http/api-workers). Default 0: the main thread alone.
-   */
-  apiWorkers?: number;
-  /** A node silent for this long is marked down. Default 30 s. */
-  heartbeatTtlMs?: number;
-  /** The heartbeat rate the leader aims at over all nodes (their TTL grows with their number). Default 100. */
-  maxHeartbeatsPerSecond?: number;
-  /** Deadline of one server-to-node call (controller publish, node detach...). Default 60 s. */
-  nodeCallTimeoutMs?: number;
-  /** Idle event streams send a `{}` line this often. Default 10 s. */
-  eventHeartbeatMs?: number;
-  /** The `iss` of workload identities and the issuer of /.well-known/openid-configuration (Nomad's oidc_issuer); without it that endpoint answers 404. */
-  oidcIssuer?: string;
-  /**
-   * More routes served by the API listener (an agent running server and
-   * client in one process serves the client's /v1/client/... there). Each
-   * route declares `config: { access }` ('read' | 'write' | 'node' |
-   * 'node-read'), checked against `tokens` like the API's own routes, or
-   * 'public' for files that need no token (the web UI's).
-   */
-  routes?: (app: FastifyInstance) => void | Promise<void>;
-  /** The agent's own client, when `routes` serve its /v1/client/... (see ApiDeps.localClient). */
-  localClient?: { nodeId(): string | undefined };
-  /**
-   * How this server takes part in the election of a cluster's leader. A
-   * server on etcd (`etcd`) always elects, with these settings or the
-   * defaults; one on SQLite leads alone. Only the leader runs the
-   * evaluation worker, the claim watcher, node TTLs and controller calls,
-   * and holds the node connections; followers serve reads and forward
-   * writes to it.
-   */
-  cluster?: ServerClusterOptions;
-  /** Volume health and drift (src/server/volumehealth). */
-  volumeHealth?: ServerVolumeHealthOptions;
-  /** What /v1/agent/self and /v1/agent/health say of the agent running this server (its version, datacenter, client). */
-  agent?: AgentInfo;
-}
-
-export interface ServerVolumeHealthOptions {
-  /** How often the leader asks controllers (GET_VOLUME + VOLUME_CONDITION) about unpublished volumes. Default 60 s. */
-  controllerIntervalMs?: number;
-  /** How often the leader compares the books (volume doctor, reporting only). Default 5 min. */
-  driftIntervalMs?: number;
-  /** Usage samples kept per volume. Default 60. */
-  usageHistory?: number;
-}
-
-export interface ServerClusterOptions {
-  /** etcd client URLs of the election. Default: `etcd.endpoints`. */
-  endpoints?: readonly string[];
-  /** This server's ID in `berth server members`. Default: a random UUID per start. */
-  serverId?: string;
-  /** The URL other servers and clients reach this one at. Default: the listening address. */
-  advertiseAddress?: string;
-  /** How long a dead leader keeps the cluster leaderless, in seconds. Default 3. */
-  leaseTtlSeconds?: number;
-}
-
-export type ServerState = LifecycleState;
-
-export interface ServerAddress {
-  host: string;
-  port: number;
-  /** `http://host:port`. */
-  url: string;
-}
+export type { ServerAddress, ServerClusterOptions, ServerOptions, ServerState, ServerVolumeHealthOptions } from './server-options.js';
 
 /**
  * SERVER_START: the server failed to start; SERVER_STATE: it was used in the

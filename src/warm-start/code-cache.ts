@@ -11,9 +11,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Script } from 'node:vm';
 import { seal, unseal } from './cache-file.js';
-
-/** Node's CommonJS wrapper (scripts/build.mjs writes the agent's bundle inside the same text). */
-const CJS_WRAPPER = '(function (exports, require, module, __filename, __dirname) {';
+// Node's CommonJS wrapper; scripts/build.mjs writes the agent's bundle inside the same text (one source for both).
+import { CJS_WRAPPER, CJS_WRAPPER_END } from './cjs-wrapper.mjs';
 
 /** What loading a bundle did, for the agent's log. */
 export interface CodeCacheLoad {
@@ -49,7 +48,7 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
   }
   // The wrapper Node's own CommonJS loader puts around a module.
   // The build writes the bundle inside the wrapper already; adding it here would copy the whole text once more.
-  const script = new Script(source.startsWith(CJS_WRAPPER) ? source : `${CJS_WRAPPER}${source}\n})`, {
+  const script = new Script(source.startsWith(CJS_WRAPPER) ? source : `${CJS_WRAPPER}${source}${CJS_WRAPPER_END}`, {
     filename: bundle,
     ...(cached ? { cachedData: cached } : {}),
   });

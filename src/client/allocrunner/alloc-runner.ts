@@ -5,12 +5,14 @@
 // reverse (volume binds, CSI unmount and release, network); destroy removes
 // the allocation directory. Status goes to `onStatus` as it changes. Which
 // hooks and task runners it has is wired in alloc-runner-hooks.ts.
-// One thing past 500 lines: one allocation's lifecycle (run, restore, update,
+// One thing, near 500 lines: one allocation's lifecycle (run, restore, update,
 // stop, destroy) over one state, and what other parts ask of it (status,
-// mounts, events, its tasks); its wiring, records and stages are apart.
+// mounts, events, its tasks); its wiring, records and stages are apart, as
+// are the status derived from its tasks (alloc-status.ts) and a new job
+// version taken in place (in-place-update.ts).
 
 import { describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
-import { type AllocClientStatus, type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
+import { type Allocation, type CsiPluginType, type Job, type NodeEvent, type TaskGroup, type TaskState } from '../../structs/index.js';
 import { AllocDir } from '../allocdir/index.js';
 import type { Bucket } from '../state/index.js';
 import {
@@ -27,7 +29,8 @@ import { type CsiHook } from './csi-hook.js';
 import { armMaxRunDuration, MAX_RUN_EXCEEDED, maxRunDeadline } from './max-run-duration.js';
 import { runPrerunStages, type PrerunStage } from './prerun-stages.js';
 import { lifecycleRole, TaskLifecycle } from './task-lifecycle.js';
-import { withReason } from './task-setup.js';
+import { allocStatus } from './alloc-status.js';
+import { updateInPlace } from './in-place-update.js';
 
 export type { AllocRunnerOptions, AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
 import type { AllocRunnerStatus, WantedMount } from './alloc-runner-options.js';
@@ -193,7 +196,7 @@ export class AllocRunner {
     const inPlace = job && alloc.desiredStatus === 'run' && alloc.jobVersion > before.jobVersion && alloc.jobVersion === job.version;
     if (inPlace) this.#record.job = jobWithoutMountFlags(job);
     this.#save();
-    if (inPlace) void this.#updateResources(job);
+    if (inPlace) void updateInPlace(job, this.#record.alloc.taskGroup, this.#tasks, this.#logger);
     if (alloc.desiredStatus !== 'run') {
       void this.#stop(`allocation ${alloc.desiredStatus === 'evict' ? 'evicted' : 'stopped'}${alloc.desiredDescription ? `: ${alloc.desiredDescription}` : ''}`);
       return;
@@ -219,33 +222,6 @@ export class AllocRunner {
   /** An event an external driver reported about one of this allocation's tasks ("Driver" event). Never throws. */
   driverEvent(taskName: string, message: string, details: Record<string, string> = {}): void {
     this.#tasks.get(taskName)?.event('Driver', message, details);
-  }
-
-  /**
-   * Applies the resources of `job`'s version of the group to every task whose
-   * resources changed (live in its cgroup where the driver and kernel allow,
-   * at its next start otherwise), with a "Resources Updated" task event.
-   * Never throws.
-   */
-  async #updateResources(job: Job): Promise<void> {
-    const group = job.groups.find((g) => g.name === this.#record.alloc.taskGroup);
-    // The group's restart policy is taken in place too (Nomad's task runner updates its restart tracker).
-    if (group) for (const runner of this.#tasks.values()) runner.setRestartPolicy(group.restart);
-    for (const task of group?.tasks ?? []) {
-      const runner = this.#tasks.get(task.name);
-      if (!runner || JSON.stringify(runner.task.resources) === JSON.stringify(task.resources)) continue;
-      const live = await runner.updateResources(task.resources);
-      const r = task.resources;
-      const what = [`memory ${r.memoryMb} MB`, r.memoryMaxMb ? `memory max ${r.memoryMaxMb} MB` : '', `cpu ${r.cpuMhz} MHz`, r.cores ? `cores ${r.cores}` : '', r.pidsMax ? `pids ${r.pidsMax}` : '']
-        .filter(Boolean)
-        .join(', ');
-      runner.event(
-        TASK_EVENTS.resourcesUpdated,
-        live ? `Resources updated in place: ${what}` : `Resources updated: ${what} (applied at the next start)`,
-        { memoryMb: String(r.memoryMb), cpuMhz: String(r.cpuMhz), live: String(live) },
-      );
-      this.#logger.info({ task: task.name, live, memoryMb: r.memoryMb, cpuMhz: r.cpuMhz }, 'task resources updated');
-    }
   }
 
   /**
@@ -286,29 +262,7 @@ export class AllocRunner {
   status(): AllocRunnerStatus {
     const taskStates: Record<string, TaskState> = {};
     for (const [name, t] of this.#tasks) taskStates[name] = t.view() as TaskState;
-    const states = Object.values(taskStates);
-    let clientStatus: AllocClientStatus;
-    let clientDescription: string;
-    if (this.#record.failure) {
-      clientStatus = 'failed';
-      clientDescription = `Failed to set up the allocation: ${this.#record.failure}`;
-    } else if (this.#record.maxRunExceeded && states.every((s) => s.state === 'dead')) {
-      clientStatus = 'complete';
-      clientDescription = MAX_RUN_EXCEEDED;
-    } else if (states.length && states.every((s) => s.state === 'dead')) {
-      const failed = Object.entries(taskStates).filter(([, s]) => s.failed).map(([n]) => n);
-      clientStatus = failed.length ? 'failed' : 'complete';
-      clientDescription = failed.length ? `Failed tasks: ${failed.map((n) => withReason(n, taskStates[n])).join(', ')}` : 'All tasks have completed';
-    } else if (states.some((s) => s.state === 'running')) {
-      clientStatus = 'running';
-      clientDescription = 'Tasks are running';
-    } else {
-      clientStatus = 'pending';
-      clientDescription = this.#record.phase === 'prerun' ? 'Setting up the allocation' : 'No tasks have started';
-    }
-    const net = this.#record.network;
-    const network = net?.mode ? { network: { mode: net.mode, ...(net.address ? { address: net.address } : {}), ...(net.interface ? { interface: net.interface } : {}) } } : {};
-    return { clientStatus, clientDescription, taskStates, ...network };
+    return allocStatus(this.#record, taskStates);
   }
 
   /**

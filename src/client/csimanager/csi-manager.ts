@@ -2,8 +2,9 @@
 // (type, plugin name), reports every change of health or fingerprint to the
 // node, and keeps one volume manager per node plugin (Nomad's
 // client/pluginmanager/csimanager; the volume managers' table is in
-// node-volume-managers.ts).
-// One thing past 500 lines: following the registry and keeping the instances, their
+// node-volume-managers.ts; a slot of the table, which instance serves it and
+// what the node is told of it, in plugin-slot.ts).
+// One thing, near 500 lines: following the registry and keeping the instances, their
 // reports and events in step, which share one table of plugins.
 
 import { CsiClient, type NodeCapability } from '../../csi/index.js';
@@ -28,6 +29,7 @@ import { CsiManagerError } from './errors.js';
 import { InstanceManager, type InstanceChange } from './instance-manager.js';
 import { NodeVolumeManagers, type ManagedVolumeManager, type VolumeManagerParams } from './node-volume-managers.js';
 import type { PluginWaitOptions } from './volume-managers.js';
+import { eventDetails, pluginReport, servingInstance, slotKey, type Slot } from './plugin-slot.js';
 
 /** What the CSI manager needs of the plugin registry (PluginRegistry has it all). */
 export interface PluginSource {
@@ -76,19 +78,6 @@ export interface CsiManagerOptions<VM extends ManagedVolumeManager = VolumeManag
 }
 
 export type CsiManagerState = LifecycleState;
-
-interface Slot {
-  type: CsiPluginType;
-  name: string;
-  /** The instance of the serving registration. */
-  current: InstanceManager;
-  /** The instance it replaced, still serving until `current` is healthy. */
-  previous: InstanceManager | undefined;
-  /** The last report pushed, without its time, to push only changes. */
-  lastReport: string;
-}
-
-const slotKey = (type: CsiPluginType, name: string): string => `${type}/${name}`;
 
 /**
  * Runs the node's CSI plugin instances. `start()` returns once it follows
@@ -192,7 +181,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
         throw new CsiManagerError('CSI_MANAGER_STOPPED', id, `the CSI manager stopped while waiting for ${type} plugin "${id}"`);
       }
       const slot = this.#slots.get(slotKey(type, id));
-      const instance = slot && this.#serving(slot);
+      const instance = slot && servingInstance(slot);
       if (instance?.fingerprint) return instance;
       if (!waited) opts.onWaiting?.();
       await this.#nextChange(opts.signal);
@@ -215,7 +204,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   volumeManagerFor(id: string): VM {
     const slot = this.#slots.get(slotKey('csi-node', id));
     if (!slot) throw new CsiManagerError('CSI_PLUGIN_NOT_FOUND', id, `CSI plugin "${id}" not found: no csi-node registration of it on this node`);
-    const instance = this.#serving(slot);
+    const instance = servingInstance(slot);
     if (!instance.healthy) throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', id, `CSI plugin "${id}" is not healthy: ${instance.healthReason}`);
     const entry = this.#volumeManagers.get(id);
     if (!entry?.vm) {
@@ -256,7 +245,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   pluginReports(): { controller: Record<string, CsiPluginReport>; node: Record<string, CsiPluginReport> } {
     const out = { controller: {} as Record<string, CsiPluginReport>, node: {} as Record<string, CsiPluginReport> };
     for (const slot of this.#slots.values()) {
-      out[slot.type === 'csi-node' ? 'node' : 'controller'][slot.name] = this.#report(slot);
+      out[slot.type === 'csi-node' ? 'node' : 'controller'][slot.name] = pluginReport(slot, this.#clock.now());
     }
     return out;
   }
@@ -420,31 +409,8 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     this.#notify();
   }
 
-  /** The instance that serves a slot now: the current one, unless only the one it replaces is healthy. */
-  #serving(slot: Slot): InstanceManager {
-    if (!slot.current.healthy && slot.previous?.healthy) return slot.previous;
-    return slot.current;
-  }
-
-  #report(slot: Slot): CsiPluginReport {
-    const instance = this.#serving(slot);
-    const fp = instance.fingerprint;
-    const report: CsiPluginReport = {
-      pluginId: slot.name,
-      type: slot.type,
-      allocId: instance.plugin.allocId,
-      healthy: instance.healthy,
-      healthReason: instance.healthReason,
-      provider: fp?.info.name ?? '',
-      version: fp?.info.vendorVersion ?? '',
-      updatedAt: this.#clock.now(),
-    };
-    if (fp) report.fingerprint = fp;
-    return report;
-  }
-
   #pushReport(slot: Slot): void {
-    const report = this.#report(slot);
+    const report = pluginReport(slot, this.#clock.now());
     const { updatedAt: _, ...content } = report;
     const json = JSON.stringify(content);
     if (json === slot.lastReport) return;
@@ -461,18 +427,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
   }
 
   #event(slot: Slot, instance: InstanceManager, message: string): void {
-    const fp = instance.fingerprint;
-    const details: Record<string, string> = {
-      plugin: slot.name,
-      type: slot.type,
-      allocId: instance.plugin.allocId,
-      healthy: String(instance.healthy),
-      reason: instance.healthReason,
-    };
-    if (fp) {
-      details['provider'] = fp.info.name;
-      details['version'] = fp.info.vendorVersion;
-    }
+    const details = eventDetails(slot, instance);
     try {
       this.#opts.emitNodeEvent({ at: this.#clock.now(), subsystem: 'csi', message, details });
     } catch (err) {
@@ -508,7 +463,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
     if (!slot) throw new CsiManagerError('CSI_PLUGIN_NOT_FOUND', name, `CSI plugin "${name}" not found: no csi-node registration of it on this node`);
     // No volume call goes to an instance that is not healthy, even through a
     // volume manager handed out earlier: its attempt is not sent, and retried later.
-    const instance = this.#serving(slot);
+    const instance = servingInstance(slot);
     if (!instance.client || !instance.healthy) {
       throw new CsiManagerError('CSI_PLUGIN_UNHEALTHY', name, `CSI plugin "${name}" is not healthy: ${instance.healthReason}`);
     }
@@ -517,7 +472,7 @@ export class CsiManager<VM extends ManagedVolumeManager = VolumeManager> {
 
   #servingNodeCapabilities(name: string): NodeCapability[] {
     const slot = this.#slots.get(slotKey('csi-node', name));
-    return slot ? [...(this.#serving(slot).fingerprint?.node?.capabilities ?? [])] : [];
+    return slot ? [...(servingInstance(slot).fingerprint?.node?.capabilities ?? [])] : [];
   }
 }
 

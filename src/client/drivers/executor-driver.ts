@@ -1,8 +1,9 @@
 // What raw_exec and exec share: each task runs under a detached executor
 // process (executor.mjs) that outlives the agent; the driver talks to it over
 // its unix socket and reads the kernel's /proc for liveness and stats (a lost
-// or half-started executor: _executor-loss.ts; a task's usage: _task-stats.ts).
-// One thing past 500 lines: the TaskDriver contract over one executor protocol (start,
+// or half-started executor: _executor-loss.ts; a task's usage: _task-stats.ts;
+// the executor's config and the task's handle a start writes: _executor-config.ts).
+// One thing, near 500 lines: the TaskDriver contract over one executor protocol (start,
 // recover, wait, stop, destroy, signal, exec, leases), each call a few lines of it.
 
 import { createHash } from 'node:crypto';
@@ -24,6 +25,7 @@ import { environOf, isAlive, readStat } from './_proc.js';
 import { taskUsage } from './_task-stats.js';
 import { execPipes, execTty, type ExecSessions } from './_exec-session.js';
 import { cgroupLimits, checkMounts, killGroup, killPid, publicExit } from './_host.js';
+import { executorConfig, newTaskHandle } from './_executor-config.js';
 import type {
   DriverCapabilities,
   ExecOptions,
@@ -153,49 +155,9 @@ export abstract class ExecutorDriver implements TaskDriver {
     const leaseFile = cfg.fence ? join(stateDir, 'lease') : undefined;
     if (leaseFile) await writeFile(leaseFile, '');
     const run = cfg.user ? runAsUser(cfg.user, cfg.command, cfg.args, cfg.taskName, [cfg.taskDir, cfg.secretsDir]) : cfg;
-    const config = {
-      mode: this.name,
-      taskId: cfg.id,
-      taskName: cfg.taskName,
-      command: run.command,
-      args: run.args,
-      env: cfg.env,
-      taskDir: cfg.taskDir,
-      allocDir: cfg.allocDir,
-      secretsDir: cfg.secretsDir,
-      mounts: cfg.mounts,
-      networkNamespacePath: cfg.networkNamespacePath,
-      logs: {
-        disabled: cfg.logs.disabled,
-        dir: cfg.logs.dir,
-        maxFiles: cfg.logs.maxFiles,
-        maxFileBytes: Math.round(cfg.logs.maxFileSizeMb * 1024 * 1024),
-        ...(cfg.logs.fifos ? { fifos: cfg.logs.fifos } : {}),
-      },
-      stateDir,
-      socketPath,
-      ...(cgroup ? { cgroup } : {}),
-      ...(leaseFile && cfg.fence ? { lease: { file: leaseFile, ms: cfg.fence.afterMs, killTimeoutMs: cfg.killTimeoutMs } } : {}),
-    };
-    const handle: TaskHandle = {
-      version: 1,
-      driver: this.name,
-      taskId: cfg.id,
-      allocId: cfg.allocId,
-      taskName: cfg.taskName,
-      executorPid: 0,
-      executorStartTicks: 0,
-      taskPid: 0,
-      taskStartTicks: 0,
-      stateDir,
-      socketPath,
-      taskDir: cfg.taskDir,
-      ...(cfg.networkNamespacePath ? { networkNamespacePath: cfg.networkNamespacePath } : {}),
-      logs: { disabled: cfg.logs.disabled, dir: cfg.logs.dir },
-      ...(cgroup ? { cgroup } : {}),
-      ...(leaseFile ? { leaseFile } : {}),
-      startedAt: this.#clock.now(),
-    };
+    const place = { stateDir, socketPath, cgroup, leaseFile };
+    const config = executorConfig(this.name, cfg, run, place);
+    const handle = newTaskHandle(this.name, cfg, place, this.#clock.now());
     const answer = await this.#startExecutor(config, handle, opts);
     if (!answer.ok) {
       await rm(stateDir, { recursive: true, force: true });

@@ -2,21 +2,24 @@
 // hooks around each start (prestart / poststart / exited / stop), the group's
 // restart policy, and a persisted task state with its event trail (Nomad's
 // client/allocrunner/taskrunner). One start of the task (prestart hooks, the
-// driver's start, poststart hooks) is in task-start.ts.
-// One thing past 500 lines: one task's run loop over its persisted state (wait, exit,
-// restart decision, kill and stop paths share that state and its event trail).
+// driver's start, poststart hooks) is in task-start.ts; how a run ends and
+// what follows (max_run_duration, what an exit means, whether the task
+// starts again) is in task-exit.ts.
+// One thing, near 500 lines: one task's run loop over its persisted state (wait, exit,
+// kill and stop paths share that state and its event trail).
 
-import { AbortedError, describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
+import { describeError, silentLogger, systemClock, type Clock, type Logger } from '../../lib/index.js';
 import { durationMs, type RestartPolicy, type Task, type TaskState } from '../../structs/index.js';
 import type { TaskEnv, TaskEnvBuilder } from '../taskenv/index.js';
 import type { Bucket, ClientStateStore } from '../state/index.js';
 import type { RunnerDriver, RunnerExitResult } from './driver-port.js';
 import { RestartTracker } from './restart-tracker.js';
 import { defaultTaskEnv, runnerResources } from './task-config.js';
-import { appendEvent, describeExit, newTaskState, TASK_EVENTS } from './task-events.js';
+import { appendEvent, newTaskState, TASK_EVENTS } from './task-events.js';
 import type { TaskHookContext, TaskLifecycle } from './task-hook.js';
 import { TaskRunnerError } from './task-runner-error.js';
 import { poststart, startOnce, type TaskStartPort } from './task-start.js';
+import { afterExit, applyRestartDecision, watchRunDuration, type TaskExitPort } from './task-exit.js';
 
 export { TaskRunnerError, type TaskRunnerErrorCode } from './task-runner-error.js';
 export type { PrestartRequest, TaskHook, TaskHookContext, TaskLifecycle } from './task-hook.js';
@@ -321,14 +324,14 @@ export class TaskRunner implements TaskLifecycle {
                 this.event(TASK_EVENTS.notRestarting, `Not restarting: ${err.message} (not recoverable: a configuration error a retry cannot fix)`);
                 break;
               }
-              if (!(await this.#afterExit(this.#tracker.next({ exitCode: -1, startError: true })))) break;
+              if (!(await applyRestartDecision(this.#exitPort(), this.#tracker.next({ exitCode: -1, startError: true })))) break;
               continue;
             }
           }
           this.#firstStart.resolve();
           await poststart(this.#startPort(), ctx, recovered);
           recovered = false;
-          overran = this.#watchRunDuration(ctx.signal);
+          overran = watchRunDuration(this.#exitPort(), ctx.signal);
           const taskId = this.#record.taskId as string;
           try {
             exit = await this.driver.waitTask(taskId, { signal: this.#detachAbort.signal });
@@ -350,90 +353,12 @@ export class TaskRunner implements TaskLifecycle {
           await this.#resumed.promise;
           if (this.#detachAbort.signal.aborted) return;
         }
-        const details: Record<string, string> = { exitCode: String(exit.exitCode) };
-        if (exit.signal) details['signal'] = String(exit.signal);
-        if (this.killing) {
-          this.event(TASK_EVENTS.killed, `Task killed: ${this.#killReason} (${describeExit(exit)})`, details);
-          break;
-        }
-        if (overran?.value) {
-          this.#record.state.failed = true;
-          this.event(TASK_EVENTS.notRestarting, `Not restarting: the task ran past its max_run_duration of ${this.#task.maxRunDuration}`, details);
-          break;
-        }
-        if (exit.fenced) {
-          // Not restarted: the servers may have handed its volume to a replacement meanwhile.
-          this.#record.state.failed = true;
-          this.event(
-            TASK_EVENTS.fenced,
-            `Task stopped on the node: ${exit.message ?? 'its lease ran out'}. Not restarted here (the servers may have handed its volume on); ` +
-              'the servers place a replacement as soon as they hear from this node again',
-            details,
-          );
-          break;
-        }
-        if (exit.oomKilled) {
-          const limit = this.task.resources.memoryMaxMb ?? this.task.resources.memoryMb;
-          this.event(TASK_EVENTS.oomKilled, `OOM Killed: the task went past its memory limit of ${limit} MB`, { memoryLimitMb: String(limit) });
-        }
-        this.event(TASK_EVENTS.terminated, `Task exited: ${describeExit(exit)}`, details);
-        if (this.#restartReason !== undefined) {
-          const reason = this.#restartReason;
-          this.#restartReason = undefined;
-          this.#record.state.restarts += 1;
-          this.#record.state.state = 'pending';
-          this.event(TASK_EVENTS.restarting, `Task restarting: ${reason}`);
-          continue;
-        }
-        const decision = this.#tracker.next({ exitCode: exit.exitCode, signal: exit.signal });
-        if (!(await this.#afterExit(decision))) break;
+        if (!(await afterExit(this.#exitPort(), exit, overran))) break;
       }
     } finally {
       this.#firstStart.resolve();
       if (!this.#detachAbort.signal.aborted) await this.#finish();
     }
-  }
-
-  /** Applies a restart decision; returns whether to start again. */
-  async #afterExit(decision: ReturnType<RestartTracker['next']>): Promise<boolean> {
-    this.#record.restart = this.#tracker.state;
-    if (decision.kind === 'complete') {
-      this.#persist();
-      return false;
-    }
-    if (decision.kind === 'fail') {
-      this.#record.state.failed = true;
-      this.event(TASK_EVENTS.notRestarting, `Not restarting: ${decision.reason}`);
-      return false;
-    }
-    this.#record.state.restarts += 1;
-    this.#record.state.state = 'pending';
-    this.event(TASK_EVENTS.restarting, `Task restarting in ${decision.delayMs} ms: ${decision.reason}`, { delayMs: String(decision.delayMs) });
-    try {
-      await this.#clock.sleep(decision.delayMs, AbortSignal.any([this.#killAbort.signal, this.#detachAbort.signal]));
-    } catch (err) {
-      if (err instanceof AbortedError) return false;
-      throw err;
-    }
-    return !this.killing;
-  }
-
-  /** With a max_run_duration: kills this run once it ran that long (from its start, across agent restarts); the flag says whether it did. */
-  #watchRunDuration(signal: AbortSignal): { value: boolean } | undefined {
-    const max = this.#task.maxRunDuration;
-    if (!max) return undefined;
-    const flag = { value: false };
-    const ranMs = this.#clock.now() - (this.#record.state.startedAt ?? this.#clock.now());
-    void this.#clock.sleep(Math.max(0, durationMs(max) - ranMs), signal).then(
-      async () => {
-        if (signal.aborted || this.killing) return;
-        flag.value = true;
-        this.event(TASK_EVENTS.maxRunDurationExceeded, `The task ran for its max_run_duration of ${max}; stopping it`, { maxRunDuration: max });
-        await this.#stopProcess();
-      },
-      () => undefined,
-    );
-    return flag;
   }
 
   /** What a start (task-start.ts) reads and calls of this runner. */
@@ -466,6 +391,40 @@ export class TaskRunner implements TaskLifecycle {
       eventSoon: (type, message, details) => this.#eventSoon(type, message, details),
       persist: () => this.#persist(),
       persistLanded: () => this.#bucket.putLanded(this.#key, this.#record),
+      stopProcess: () => this.#stopProcess(),
+    };
+  }
+
+  /** What an exit's handling (task-exit.ts) reads and calls of this runner. */
+  #exitPort(): TaskExitPort {
+    const task = (): Task => this.#task;
+    const tracker = (): RestartTracker => this.#tracker;
+    const killing = (): boolean => this.killing;
+    const killReason = (): string => this.#killReason;
+    return {
+      get task() {
+        return task();
+      },
+      record: this.#record,
+      clock: this.#clock,
+      get tracker() {
+        return tracker();
+      },
+      get killing() {
+        return killing();
+      },
+      get killReason() {
+        return killReason();
+      },
+      killSignal: this.#killAbort.signal,
+      detachSignal: this.#detachAbort.signal,
+      takeRestartReason: () => {
+        const reason = this.#restartReason;
+        this.#restartReason = undefined;
+        return reason;
+      },
+      event: (type, message, details) => this.event(type, message, details),
+      persist: () => this.#persist(),
       stopProcess: () => this.#stopProcess(),
     };
   }

@@ -1,16 +1,18 @@
-import { checkValidation, listAllPages, type CsiSnapshot, type ListedVolume } from '../../csi/index.js';
+// The volume registry: the volumes the server knows, read with their claims
+// (no secrets), registered, created, deleted, expanded and deregistered,
+// through the plugin's controller where the operation needs it. A plugin's
+// snapshots and its own list of volumes are apart (plugin-snapshots.ts);
+// VolumeService (volume-service.ts) is the door over both.
+
+import { checkValidation } from '../../csi/index.js';
 import { describeError, type Logger } from '../../lib/index.js';
 import {
   pluginSchedulable,
   publicClaim,
   publicVolume,
-  snapshotCreationSchema,
-  snapshotDeletionSchema,
-  snapshotListingSchema,
   volumeCreationSchema,
   volumeExpansionSchema,
   volumeRegistrationSchema,
-  type CsiPluginRow,
   type PublicVolume,
   type Volume,
   type VolumeClaim,
@@ -20,12 +22,13 @@ import {
 import type { NodeConnections } from '../noderpc/index.js';
 import { keyPrefix, rowKey, type StateReader, type StateStore } from '../state/index.js';
 import type { ClaimRelease } from './claim-release.js';
-import { ControllerCallError, type ControllerRouter } from './controller-router.js';
+import type { ControllerRouter } from './controller-router.js';
 import { VolumeError } from './errors.js';
 import { requireNamespace } from '../namespaces/index.js';
 import { capabilityOf, capabilityWire } from './_wire.js';
 import { whereItLives } from './_volume-topology.js';
 import { draftOf, parse, refuseSecondOwner, type VolumeDraft } from './_volume-draft.js';
+import { needController, pluginRow, volumeRow } from './_volume-rows.js';
 
 /** A volume as every read shows it: no secrets, plus what is derived. */
 export type VolumeView = PublicVolume & {
@@ -60,15 +63,10 @@ function sizeWords(bytes: number): string {
   return u === 0 ? `${n} bytes` : `${n.toFixed(1)} ${units[u]}`;
 }
 
-/** ABORTED on a routed list means a stale paging token: the listing starts again. */
-function staleToken(err: unknown): boolean {
-  return err instanceof ControllerCallError && err.lastCode === 'CSI_ABORTED';
-}
-
 /**
  * The volumes the server knows and their controller operations: reads (the
  * public view, no secrets), registration validated through the plugin's
- * controller, create/delete, snapshots, expansion, and deregistration.
+ * controller, create/delete, expansion, and deregistration.
  * Every async method takes an AbortSignal and throws VolumeError (or
  * ControllerCallError, a VolumeError) with a stable code; a bad input is
  * INVALID with the offending `field`.
@@ -138,33 +136,6 @@ export class VolumeRegistry {
     return view;
   }
 
-  #volume(namespace: string, id: string): Volume {
-    const v = this.#deps.store.snapshot().get('volumes', rowKey(namespace, id));
-    if (!v) throw new VolumeError('NOT_FOUND', `volume ${id} does not exist in namespace ${namespace}`);
-    return v;
-  }
-
-  #plugin(pluginId: string): CsiPluginRow {
-    const plugin = this.#deps.store.snapshot().get('plugins', rowKey(pluginId));
-    if (!plugin) throw new VolumeError('INVALID', `unknown plugin "${pluginId}": no node runs it`, { field: 'pluginId' });
-    return plugin;
-  }
-
-  /**
-   * Throws unless the plugin's controller can do `what`: UNAVAILABLE
-   * (retryable) when no controller instance of it runs at all (there is
-   * nobody to ask which capabilities it has), INVALID when its controller
-   * does not advertise `capability`.
-   */
-  #needController(plugin: CsiPluginRow, capability: string, what: string): void {
-    if (Object.keys(plugin.controllers).length === 0) {
-      throw new VolumeError('UNAVAILABLE', `plugin ${plugin.id} has no running controller; it cannot ${what} until one runs`, { retryable: true, field: 'pluginId' });
-    }
-    if (!plugin.controllerCapabilities.includes(capability as never)) {
-      throw new VolumeError('INVALID', `plugin ${plugin.id} cannot ${what} (its controller does not advertise ${capability})`, { field: 'pluginId' });
-    }
-  }
-
   // ---- registration ---------------------------------------------------------------
 
   /**
@@ -182,7 +153,7 @@ export class VolumeRegistry {
   async register(input: VolumeRegistration, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
     const checked = parse(volumeRegistrationSchema, input);
     const draft = draftOf(checked, checked.externalId);
-    const plugin = this.#plugin(draft.pluginId);
+    const plugin = pluginRow(this.#deps.store, draft.pluginId);
     // Refused before the plugin is asked; checked again in the write, where a namespace deleted meanwhile shows.
     requireNamespace(this.#deps.store.snapshot(), draft.namespace, unknownNamespace(draft));
     if (Object.keys(plugin.controllers).length > 0) await this.#validate(draft, opts.signal);
@@ -275,8 +246,8 @@ export class VolumeRegistry {
   async create(input: VolumeCreation, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
     const checked = parse(volumeCreationSchema, input);
     const draft = draftOf(checked, '');
-    const plugin = this.#plugin(draft.pluginId);
-    this.#needController(plugin, 'CREATE_DELETE_VOLUME', 'create volumes');
+    const plugin = pluginRow(this.#deps.store, draft.pluginId);
+    needController(plugin, 'CREATE_DELETE_VOLUME', 'create volumes');
     const snap = this.#deps.store.snapshot();
     requireNamespace(snap, draft.namespace, unknownNamespace(draft));
     if (snap.get('volumes', rowKey(draft.namespace, draft.id))) {
@@ -334,11 +305,11 @@ export class VolumeRegistry {
    * as done) and forgets it. Refuses with CONFLICT while claims exist.
    */
   async delete(namespace: string, id: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    const v = this.#volume(namespace, id);
+    const v = volumeRow(this.#deps.store, namespace, id);
     if (this.#deps.store.snapshot().list('claims', { prefix: keyPrefix(namespace, id) }).length > 0) {
       throw new VolumeError('CONFLICT', `volume ${id} has claims; it cannot be deleted`, { retryable: true });
     }
-    this.#needController(this.#plugin(v.pluginId), 'CREATE_DELETE_VOLUME', 'delete volumes');
+    needController(pluginRow(this.#deps.store, v.pluginId), 'CREATE_DELETE_VOLUME', 'delete volumes');
     await this.#deps.router.call(
       v.pluginId,
       'csi.controller.delete',
@@ -350,91 +321,6 @@ export class VolumeRegistry {
       txn.delete('volumeConditions', rowKey(namespace, id));
     });
     this.#deps.logger.info({ volumeId: id, namespace }, 'volume deleted');
-  }
-
-  /** CreateSnapshot of a registered volume, with the volume's secrets. INVALID names a bad `name` or `parameters`. */
-  async createSnapshot(
-    namespace: string,
-    volumeId: string,
-    name: string,
-    opts: { parameters?: Record<string, string>; signal?: AbortSignal } = {},
-  ): Promise<CsiSnapshot> {
-    const v = this.#volume(namespace, volumeId);
-    this.#needController(this.#plugin(v.pluginId), 'CREATE_DELETE_SNAPSHOT', 'snapshot volumes');
-    const req = parse(snapshotCreationSchema, { name, parameters: opts.parameters });
-    const { snapshot } = await this.#deps.router.call(
-      v.pluginId,
-      'csi.controller.createSnapshot',
-      { pluginId: v.pluginId, sourceVolumeId: v.externalId, name: req.name, parameters: { ...req.parameters }, secrets: v.secrets },
-      { topology: whereItLives(v), ...(opts.signal ? { signal: opts.signal } : {}) },
-    );
-    return snapshot;
-  }
-
-  /**
-   * DeleteSnapshot of the snapshot with exactly this ID. When the plugin can
-   * list snapshots, the snapshot is first looked up by its ID: an ID it
-   * does not know (a prefix, a typo) is NOT_FOUND and nothing is deleted.
-   * When it cannot list, a NOT_FOUND answer to DeleteSnapshot is NOT_FOUND
-   * too (a plugin that answers OK for an unknown ID cannot be told apart:
-   * `verified` is false then). INVALID names a bad `snapshotId` or `secrets`.
-   */
-  async deleteSnapshot(
-    pluginId: string,
-    snapshotId: string,
-    opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {},
-  ): Promise<{ snapshotId: string; verified: boolean }> {
-    const plugin = this.#plugin(pluginId);
-    this.#needController(plugin, 'CREATE_DELETE_SNAPSHOT', 'delete snapshots');
-    const req = parse(snapshotDeletionSchema, { snapshotId, secrets: opts.secrets });
-    const secrets = { ...req.secrets };
-    const signal = opts.signal ? { signal: opts.signal } : {};
-    const notFound = (): VolumeError =>
-      new VolumeError('NOT_FOUND', `plugin ${pluginId} has no snapshot with ID "${req.snapshotId}" (give the exact ID; see volume snapshot list)`, {
-        field: 'snapshotId',
-      });
-    const verified = plugin.controllerCapabilities.includes('LIST_SNAPSHOTS');
-    if (verified) {
-      const page = await this.#deps.router.call(pluginId, 'csi.controller.listSnapshots', { pluginId, snapshotId: req.snapshotId, secrets }, signal);
-      if (!page.entries.some((snap) => snap.snapshotId === req.snapshotId)) throw notFound();
-    }
-    const { alreadyDone } = await this.#deps.router.call(pluginId, 'csi.controller.deleteSnapshot', { pluginId, snapshotId: req.snapshotId, secrets }, signal);
-    if (alreadyDone && !verified) throw notFound();
-    this.#deps.logger.info({ pluginId, snapshotId: req.snapshotId }, 'snapshot deleted');
-    return { snapshotId: req.snapshotId, verified };
-  }
-
-  /**
-   * Every snapshot the plugin lists (all pages), optionally of one
-   * registered volume (sent with the volume's secrets; else with `secrets`).
-   */
-  async listSnapshots(
-    pluginId: string,
-    opts: { namespace?: string; volumeId?: string; secrets?: Record<string, string>; signal?: AbortSignal } = {},
-  ): Promise<CsiSnapshot[]> {
-    this.#needController(this.#plugin(pluginId), 'LIST_SNAPSHOTS', 'list snapshots');
-    const source = opts.volumeId ? this.#volume(opts.namespace ?? 'default', opts.volumeId) : undefined;
-    const secrets = source?.secrets ?? { ...parse(snapshotListingSchema, { secrets: opts.secrets }).secrets };
-    return listAllPages(
-      (startingToken) =>
-        this.#deps.router.call(
-          pluginId,
-          'csi.controller.listSnapshots',
-          { pluginId, ...(source ? { sourceVolumeId: source.externalId } : {}), ...(startingToken ? { startingToken } : {}), secrets },
-          opts.signal ? { signal: opts.signal } : {},
-        ),
-      { staleToken },
-    );
-  }
-
-  /** Every volume the plugin itself lists (ListVolumes, all pages). */
-  async listPluginVolumes(pluginId: string, opts: { signal?: AbortSignal } = {}): Promise<ListedVolume[]> {
-    this.#needController(this.#plugin(pluginId), 'LIST_VOLUMES', 'list volumes');
-    return listAllPages(
-      (startingToken) =>
-        this.#deps.router.call(pluginId, 'csi.controller.listVolumes', { pluginId, ...(startingToken ? { startingToken } : {}) }, opts.signal ? { signal: opts.signal } : {}),
-      { staleToken },
-    );
   }
 
   /**
@@ -453,7 +339,7 @@ export class VolumeRegistry {
     range: { requiredBytes: number; limitBytes?: number },
     opts: { signal?: AbortSignal } = {},
   ): Promise<VolumeView> {
-    const v = this.#volume(namespace, id);
+    const v = volumeRow(this.#deps.store, namespace, id);
     const checked = parse(volumeExpansionSchema, range);
     if (v.capacityBytes > 0 && checked.requiredBytes <= v.capacityBytes) {
       throw new VolumeError(
@@ -471,7 +357,7 @@ export class VolumeRegistry {
     }
     const limitBytes = Math.min(...[checked.limitBytes, v.capacityMaxBytes].filter((n): n is number => typeof n === 'number' && n > 0));
     const capacityRange = { requiredBytes: checked.requiredBytes, ...(Number.isFinite(limitBytes) ? { limitBytes } : {}) };
-    this.#needController(this.#plugin(v.pluginId), 'EXPAND_VOLUME', 'expand volumes');
+    needController(pluginRow(this.#deps.store, v.pluginId), 'EXPAND_VOLUME', 'expand volumes');
     const cap = v.capabilities[0] ? capabilityWire(v, v.capabilities[0]) : undefined;
     const res = await this.#deps.router.call(
       v.pluginId,

@@ -19,6 +19,7 @@ import type { ControllerRouter } from './controller-router.js';
 import { VolumeError } from './errors.js';
 import { KeyedSerial } from './_serial.js';
 import { VolumeRegistry, type VolumeView } from './volume-registry.js';
+import { PluginSnapshots } from './plugin-snapshots.js';
 
 export interface VolumeServiceOptions {
   store: StateStore;
@@ -33,9 +34,11 @@ export interface VolumeServiceOptions {
 
 /**
  * CSI volumes and their claims, as the HTTP API and the claim watcher use
- * them: one door over the three parts that own the work.
+ * them: one door over the parts that own the work.
  * - VolumeRegistry: reads, registration (validated through the plugin's
- *   controller), create/delete/snapshot/expand through the controller.
+ *   controller), create/delete/expand through the controller.
+ * - PluginSnapshots: a plugin's snapshots and its own list of volumes,
+ *   through its controller.
  * - ClaimTaker: claims as `admitClaim` decides them (per access mode), with
  *   ControllerPublish routed to a healthy controller.
  * - ClaimRelease: the checkpointed release state machine (taken ->
@@ -48,6 +51,7 @@ export interface VolumeServiceOptions {
  */
 export class VolumeService {
   readonly #registry: VolumeRegistry;
+  readonly #snapshots: PluginSnapshots;
   readonly #taker: ClaimTaker;
   readonly #release: ClaimRelease;
   readonly #store: StateStore;
@@ -65,6 +69,7 @@ export class VolumeService {
     this.#release = new ClaimRelease({ store, connections, router, logger, callTimeoutMs, perVolume, publishing, clock: opts.clock ?? systemClock });
     this.#taker = new ClaimTaker({ store, router, release: this.#release, clock: opts.clock ?? systemClock, logger, perVolume, publishing });
     this.#registry = new VolumeRegistry({ store, connections, router, release: this.#release, logger, callTimeoutMs });
+    this.#snapshots = new PluginSnapshots({ store, router, logger });
   }
 
   // ---- reads (VolumeRegistry) ---------------------------------------------------
@@ -106,36 +111,38 @@ export class VolumeService {
     return this.#registry.delete(namespace, id, opts);
   }
 
-  /** See VolumeRegistry.createSnapshot. */
-  createSnapshot(namespace: string, volumeId: string, name: string, opts: { parameters?: Record<string, string>; signal?: AbortSignal } = {}): Promise<CsiSnapshot> {
-    return this.#registry.createSnapshot(namespace, volumeId, name, opts);
+  /** See VolumeRegistry.expand. */
+  expand(namespace: string, id: string, range: { requiredBytes: number; limitBytes?: number }, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
+    return this.#registry.expand(namespace, id, range, opts);
   }
 
-  /** See VolumeRegistry.deleteSnapshot: NOT_FOUND unless a snapshot with exactly this ID exists. */
+  // ---- snapshots and the plugin's own volumes (PluginSnapshots) -------------------
+
+  /** See PluginSnapshots.createSnapshot. */
+  createSnapshot(namespace: string, volumeId: string, name: string, opts: { parameters?: Record<string, string>; signal?: AbortSignal } = {}): Promise<CsiSnapshot> {
+    return this.#snapshots.createSnapshot(namespace, volumeId, name, opts);
+  }
+
+  /** See PluginSnapshots.deleteSnapshot: NOT_FOUND unless a snapshot with exactly this ID exists. */
   deleteSnapshot(
     pluginId: string,
     snapshotId: string,
     opts: { secrets?: Record<string, string>; signal?: AbortSignal } = {},
   ): Promise<{ snapshotId: string; verified: boolean }> {
-    return this.#registry.deleteSnapshot(pluginId, snapshotId, opts);
+    return this.#snapshots.deleteSnapshot(pluginId, snapshotId, opts);
   }
 
-  /** See VolumeRegistry.listSnapshots. */
+  /** See PluginSnapshots.listSnapshots. */
   listSnapshots(
     pluginId: string,
     opts: { namespace?: string; volumeId?: string; secrets?: Record<string, string>; signal?: AbortSignal } = {},
   ): Promise<CsiSnapshot[]> {
-    return this.#registry.listSnapshots(pluginId, opts);
+    return this.#snapshots.listSnapshots(pluginId, opts);
   }
 
-  /** See VolumeRegistry.listPluginVolumes. */
+  /** See PluginSnapshots.listPluginVolumes. */
   listPluginVolumes(pluginId: string, opts: { signal?: AbortSignal } = {}): Promise<ListedVolume[]> {
-    return this.#registry.listPluginVolumes(pluginId, opts);
-  }
-
-  /** See VolumeRegistry.expand. */
-  expand(namespace: string, id: string, range: { requiredBytes: number; limitBytes?: number }, opts: { signal?: AbortSignal } = {}): Promise<VolumeView> {
-    return this.#registry.expand(namespace, id, range, opts);
+    return this.#snapshots.listPluginVolumes(pluginId, opts);
   }
 
   // ---- claims (ClaimTaker) ------------------------------------------------------
