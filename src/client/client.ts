@@ -239,6 +239,7 @@ export class Client {
           : {}),
       });
       await this.#csi.start();
+      await nextTurn();
       // Dynamic host volumes are restored before allocations are, which may use them.
       this.#hostVolumes = new HostVolumeManager({
         store,
@@ -249,6 +250,7 @@ export class Client {
         clock: this.#clock,
       });
       await this.#hostVolumes.start();
+      await nextTurn();
 
       const enabled: Record<string, boolean | undefined> = { exec: true, raw_exec: false, ...this.#opts.drivers };
       const built = (this.#opts.createDrivers ?? ((c) => createDrivers({ stateDir: path.join(c.dataDir, 'd'), logger: c.logger, clock: c.clock })))({
@@ -260,8 +262,10 @@ export class Client {
         if (enabled[name]) this.#drivers.set(name, driver);
         else await driver.shutdown();
       }
+      await nextTurn();
       await this.#startExternalDrivers();
       await this.#fingerprinter.refreshDriverInfo(true);
+      await nextTurn();
       this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
       this.#network = new NetworkManager({
         logger: this.#root,
@@ -320,6 +324,7 @@ export class Client {
         signal: this.#stopping.signal,
         track: (p) => this.#track(p),
       });
+      await nextTurn();
       await this.#restoreRunners(store);
       // Networks of allocations that ended while the agent was down are detached; running ones re-adopted.
       await this.#network.restore(new Set([...this.#runners.values()].filter((e) => !isClientTerminal(e.runner.status().clientStatus)).map((e) => e.alloc.id)));
@@ -512,4 +517,13 @@ export class Client {
     await step('server api', () => this.#api?.close());
     await step('state store', () => this.#store?.close());
   }
+}
+
+/**
+ * Resolves after the event loop's next turn (I/O first, then this): the client's start gives way between its
+ * steps, so a dev agent's API, listening already, answers requests that came meanwhile without waiting for
+ * the whole start.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
