@@ -1,0 +1,29 @@
+// nice-grpc (and @grpc/grpc-js under it, which loads node:http2 and node:tls)
+// is loaded by the first plugin this process launches or serves, not with the
+// plugins layer: an agent without external plugins never needs it, and its
+// start no longer pays for loading it (about 25 ms of CPU).
+
+import type * as NiceGrpc from 'nice-grpc';
+
+let loaded: typeof NiceGrpc | undefined;
+
+/** nice-grpc, loaded on the first call. Safe to repeat; rejects only if the package cannot be loaded. */
+export async function loadNiceGrpc(): Promise<typeof NiceGrpc> {
+  loaded ??= await import('nice-grpc');
+  return loaded;
+}
+
+/**
+ * nice-grpc once loadNiceGrpc() has run. For code that runs only after a plugin
+ * was launched or served (a channel or server exists, so it was loaded): throws
+ * an Error naming the caller's mistake otherwise. Does not block.
+ */
+export function niceGrpc(): typeof NiceGrpc {
+  if (!loaded) throw new Error('nice-grpc used before loadNiceGrpc(): no plugin was launched or served');
+  return loaded;
+}
+
+/** nice-grpc if it was loaded, else undefined: an error can be one of its classes only once it is. Pure. */
+export function loadedNiceGrpc(): typeof NiceGrpc | undefined {
+  return loaded;
+}
