@@ -3,13 +3,19 @@
 // plugins layer: an agent without external plugins never needs it, and its
 // start no longer pays for loading it (about 25 ms of CPU).
 
-import type * as NiceGrpc from 'nice-grpc';
+import type * as NiceGrpcNamespace from 'nice-grpc';
 
-let loaded: typeof NiceGrpc | undefined;
+/** nice-grpc's exports (its CommonJS module.exports). */
+type NiceGrpc = (typeof NiceGrpcNamespace)['default'];
+
+let loaded: NiceGrpc | undefined;
 
 /** nice-grpc, loaded on the first call. Safe to repeat; rejects only if the package cannot be loaded. */
-export async function loadNiceGrpc(): Promise<typeof NiceGrpc> {
-  loaded ??= await import('nice-grpc');
+export async function loadNiceGrpc(): Promise<NiceGrpc> {
+  // CommonJS: its exports are on `default` where the import is the ES build's chunk (which has no others),
+  // on `default` and the namespace alike in the CommonJS bundle and under Node's own loader.
+  const m = await import('nice-grpc');
+  loaded ??= m.default ?? m;
   return loaded;
 }
 
@@ -18,12 +24,12 @@ export async function loadNiceGrpc(): Promise<typeof NiceGrpc> {
  * was launched or served (a channel or server exists, so it was loaded): throws
  * an Error naming the caller's mistake otherwise. Does not block.
  */
-export function niceGrpc(): typeof NiceGrpc {
+export function niceGrpc(): NiceGrpc {
   if (!loaded) throw new Error('nice-grpc used before loadNiceGrpc(): no plugin was launched or served');
   return loaded;
 }
 
 /** nice-grpc if it was loaded, else undefined: an error can be one of its classes only once it is. Pure. */
-export function loadedNiceGrpc(): typeof NiceGrpc | undefined {
+export function loadedNiceGrpc(): NiceGrpc | undefined {
   return loaded;
 }
