@@ -241,6 +241,7 @@ export class Client {
           : {}),
       });
       await this.#csi.start();
+      await nextTurn();
       // Dynamic host volumes are restored before allocations are, which may use them.
       this.#hostVolumes = new HostVolumeManager({
         store,
@@ -251,9 +252,12 @@ export class Client {
         clock: this.#clock,
       });
       await this.#hostVolumes.start();
+      await nextTurn();
 
       await openTaskDrivers({ opts: this.#opts, drivers: this.#drivers, runners: this.#runners, dataDir, root: this.#root, log: this.#log, clock: this.#clock });
+      await nextTurn();
       await this.#fingerprinter.refreshDriverInfo(true);
+      await nextTurn();
       this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
       this.#network = new NetworkManager({
         logger: this.#root,
@@ -312,6 +316,7 @@ export class Client {
         signal: this.#stopping.signal,
         track: (p) => this.#track(p),
       });
+      await nextTurn();
       await this.#restoreRunners(store);
       // Networks of allocations that ended while the agent was down are detached; running ones re-adopted.
       await this.#network.restore(new Set([...this.#runners.values()].filter((e) => !isClientTerminal(e.runner.status().clientStatus)).map((e) => e.alloc.id)));
@@ -488,4 +493,13 @@ export class Client {
     await step('server api', () => this.#api?.close());
     await step('state store', () => this.#store?.close());
   }
+}
+
+/**
+ * Resolves after the event loop's next turn (I/O first, then this): the client's start gives way between its
+ * steps, so a dev agent's API, listening already, answers requests that came meanwhile without waiting for
+ * the whole start.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

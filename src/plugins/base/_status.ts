@@ -1,9 +1,10 @@
 // gRPC statuses <-> Berth's plugin call errors, including the
 // RecoverableError detail Nomad's drivers put in `grpc-status-details-bin`.
-import { ClientError, type Metadata, ServerError, Status } from 'nice-grpc';
+import type { Metadata, ServerError } from 'nice-grpc';
 import { Status as RpcStatus } from '../../gen/google/rpc/status.js';
 import { RecoverableError } from '../../gen/nomad/plugins/shared/structs/proto/recoverable_error.js';
 import { AbortedError } from '../../lib/index.js';
+import { loadedNiceGrpc, niceGrpc } from '../goplugin/index.js';
 import { DriverPluginError } from './errors.js';
 
 const DETAILS = 'grpc-status-details-bin';
@@ -30,9 +31,12 @@ export function callError(plugin: string, rpc: string, err: unknown, ctx: { shut
   if (err instanceof DriverPluginError || err instanceof AbortedError) return err;
   if (ctx.shutDown) return shutdownError(plugin, rpc, err);
   if (ctx.callerSignal?.aborted) return new AbortedError(`${rpc} on plugin ${plugin} aborted`, { cause: ctx.callerSignal.reason });
-  if (!(err instanceof ClientError)) return new DriverPluginError('DRIVER_PLUGIN_FAILED', `plugin ${plugin}: ${rpc}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  // A ClientError exists only once nice-grpc was loaded (by the launch of a plugin).
+  const grpc = loadedNiceGrpc();
+  if (!grpc || !(err instanceof grpc.ClientError)) return new DriverPluginError('DRIVER_PLUGIN_FAILED', `plugin ${plugin}: ${rpc}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   const recoverable = recoverableFromTrailer(ctx.trailer);
   const opts = { cause: err, ...(recoverable !== undefined ? { recoverable } : {}) };
+  const { Status } = grpc;
   switch (err.code) {
     case Status.UNAVAILABLE:
       return shutdownError(plugin, rpc, err);
@@ -62,14 +66,16 @@ export function shutdownError(plugin: string, rpc: string, cause?: unknown): Dri
  * the rest -> UNKNOWN with the message.
  */
 export function toServerError(err: unknown, trailer: Metadata, opts: { recoverableDetail?: boolean } = {}): ServerError {
-  if (err instanceof ServerError) return err;
+  // Runs in served implementations: servePlugin loaded nice-grpc.
+  const { ServerError: GrpcServerError, Status } = niceGrpc();
+  if (err instanceof GrpcServerError) return err;
   const e = err as { code?: unknown; message?: unknown; recoverable?: unknown };
   const message = typeof e?.message === 'string' ? e.message : String(err);
   const code = typeof e?.code === 'string' ? e.code : '';
-  if (code === 'ABORTED') return new ServerError(Status.CANCELLED, message);
-  if (code.endsWith('TASK_NOT_FOUND')) return new ServerError(Status.NOT_FOUND, message);
-  if (code.endsWith('UNSUPPORTED')) return new ServerError(Status.UNIMPLEMENTED, message);
-  if (code.endsWith('INVALID')) return new ServerError(Status.INVALID_ARGUMENT, message);
+  if (code === 'ABORTED') return new GrpcServerError(Status.CANCELLED, message);
+  if (code.endsWith('TASK_NOT_FOUND')) return new GrpcServerError(Status.NOT_FOUND, message);
+  if (code.endsWith('UNSUPPORTED')) return new GrpcServerError(Status.UNIMPLEMENTED, message);
+  if (code.endsWith('INVALID')) return new GrpcServerError(Status.INVALID_ARGUMENT, message);
   if (opts.recoverableDetail && typeof e?.recoverable === 'boolean') {
     const detail = RpcStatus.encode({
       code: Status.FAILED_PRECONDITION,
@@ -77,7 +83,7 @@ export function toServerError(err: unknown, trailer: Metadata, opts: { recoverab
       details: [{ typeUrl: RECOVERABLE_TYPE, value: Buffer.from(RecoverableError.encode({ recoverable: e.recoverable }).finish()) }],
     }).finish();
     trailer.set(DETAILS, Buffer.from(detail));
-    return new ServerError(Status.FAILED_PRECONDITION, message);
+    return new GrpcServerError(Status.FAILED_PRECONDITION, message);
   }
-  return new ServerError(Status.UNKNOWN, message);
+  return new GrpcServerError(Status.UNKNOWN, message);
 }

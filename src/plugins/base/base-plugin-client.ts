@@ -1,5 +1,6 @@
-import { createClient, type Client } from 'nice-grpc';
+import type { Client } from 'nice-grpc';
 import { BasePluginDefinition, PluginType as PbPluginType } from '../../gen/nomad/plugins/base/proto/base.js';
+import { niceGrpc } from '../goplugin/index.js';
 import { type Spec, specFromProto } from '../hclspec/index.js';
 import { type BasePlugin, type CallOptions, type PluginConfig, type PluginInfo, type PluginType } from './base-plugin.js';
 import { type PluginConnection } from './connection.js';
@@ -17,7 +18,8 @@ export class BasePluginClient implements BasePlugin {
 
   constructor(conn: PluginConnection) {
     this.#conn = conn;
-    this.#client = createClient(BasePluginDefinition, conn.channel);
+    // A connection exists only once its plugin was launched, which loaded nice-grpc.
+    this.#client = niceGrpc().createClient(BasePluginDefinition, conn.channel);
   }
 
   async pluginInfo(opts?: CallOptions): Promise<PluginInfo> {

@@ -1,4 +1,4 @@
-import { type Metadata } from 'nice-grpc';
+import type { Metadata } from 'nice-grpc';
 import { PluginType as PbPluginType, type BasePluginServiceImplementation } from '../../gen/nomad/plugins/base/proto/base.js';
 import { specToProto } from '../hclspec/index.js';
 import { type BasePlugin, type PluginType } from './base-plugin.js';

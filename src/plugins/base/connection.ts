@@ -1,4 +1,4 @@
-import { type Channel, type Metadata } from 'nice-grpc';
+import type { Channel, Metadata } from 'nice-grpc';
 import { type CallOptions } from './base-plugin.js';
 import { callError, shutdownError } from './_status.js';
 import { linkSignals } from '../../lib/index.js';

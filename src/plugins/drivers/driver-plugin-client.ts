@@ -1,8 +1,8 @@
-import { createClient, type Channel, type Client } from 'nice-grpc';
+import type { Channel, Client } from 'nice-grpc';
 import { DriverDefinition, StartTaskResponse_Result, type ExecTaskStreamingRequest } from '../../gen/nomad/plugins/drivers/proto/driver.js';
 import { silentLogger, type Logger } from '../../lib/index.js';
 import { BasePluginClient, DRIVER_API_VERSION, DriverPluginError, PluginConnection, type CallOptions, type PluginConfig, type PluginInfo } from '../base/index.js';
-import { launchPlugin, NOMAD_HANDSHAKE, type LaunchOptions, type PluginProcess } from '../goplugin/index.js';
+import { launchPlugin, niceGrpc, NOMAD_HANDSHAKE, type LaunchOptions, type PluginProcess } from '../goplugin/index.js';
 import { type Spec, specFromProto } from '../hclspec/index.js';
 import * as c from './_convert.js';
 import { AsyncQueue } from './_queue.js';
@@ -34,7 +34,8 @@ export class DriverPluginClient implements t.DriverPlugin {
     this.plugin = opts.plugin;
     this.#conn = new PluginConnection({ channel: opts.channel, plugin: opts.plugin, exited: opts.exited });
     this.#base = new BasePluginClient(this.#conn);
-    this.#client = createClient(DriverDefinition, opts.channel);
+    // A channel exists only once its plugin was launched, which loaded nice-grpc.
+    this.#client = niceGrpc().createClient(DriverDefinition, opts.channel);
   }
 
   /** True once the plugin is known to be gone. */

@@ -1,4 +1,4 @@
-import { type Metadata } from 'nice-grpc';
+import type { Metadata } from 'nice-grpc';
 import { BasePluginDefinition } from '../../gen/nomad/plugins/base/proto/base.js';
 import { DriverDefinition, type DriverServiceImplementation, type ExecTaskStreamingResponse } from '../../gen/nomad/plugins/drivers/proto/driver.js';
 import { silentLogger, type Logger } from '../../lib/index.js';

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { createChannel, createClient, ClientError, Status, type Channel } from 'nice-grpc';
+import type { Channel } from 'nice-grpc';
 import { AbortedError, anySignal, silentLogger, type Logger } from '../../lib/index.js';
 import { HealthDefinition, HealthCheckResponse_ServingStatus, type HealthCheckResponse, type HealthClient } from '../../gen/grpc/health/v1/health.js';
 import { GRPCControllerDefinition } from '../../gen/goplugin/internal/plugin/grpc_controller.js';
 import { GRPCStdioDefinition, StdioData_Channel } from '../../gen/goplugin/internal/plugin/grpc_stdio.js';
 import { GoPluginError } from './errors.js';
+import { loadNiceGrpc, niceGrpc } from './grpc-module.js';
 import { CORE_PROTOCOL_VERSION, handshakeEnv, type Handshake, type HandshakeLine } from './handshake.js';
 
 /** How a plugin process ended. */
@@ -256,6 +257,7 @@ export class PluginProcess {
   /** @internal dials the socket and checks health; starts the stdio stream. */
   async connect(hs: HandshakeLine, deadline: AbortSignal, signal: AbortSignal | undefined, timeoutMs: number, onStdio: LaunchOptions['onStdio']): Promise<void> {
     this.#appVersion = hs.appVersion;
+    const { createChannel, createClient } = await loadNiceGrpc();
     this.#channel = createChannel(`unix://${hs.address}`, undefined, { 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.enable_retries': 0 });
     const health = createClient(HealthDefinition, this.#channel);
     const exitedEarly = this.#afterDrain().then(() => {
@@ -288,6 +290,7 @@ export class PluginProcess {
       try {
         return await health.check({ service: 'plugin' }, { signal: deadline });
       } catch (err) {
+        const { ClientError, Status } = niceGrpc();
         if (!(err instanceof ClientError && err.code === Status.UNAVAILABLE) || !this.running || deadline.aborted) throw err;
       }
       await new Promise<void>((resolve) => {
@@ -301,6 +304,7 @@ export class PluginProcess {
   }
 
   async #streamStdio(onStdio: LaunchOptions['onStdio']): Promise<void> {
+    const { createClient, ClientError, Status } = niceGrpc();
     const stdio = createClient(GRPCStdioDefinition, this.channel);
     const stop = new AbortController();
     void this.exited.then(() => stop.abort());
@@ -335,6 +339,7 @@ export class PluginProcess {
 
   async #doShutdown(graceMs: number): Promise<void> {
     if (this.running && this.#channel) {
+      const { createClient, ClientError, Status } = niceGrpc();
       const controller = createClient(GRPCControllerDefinition, this.#channel);
       const grace = AbortSignal.timeout(graceMs);
       try {

@@ -1,13 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createServer, ServerError, Status, type Server } from 'nice-grpc';
+import type { Server } from 'nice-grpc';
 import { silentLogger, type Logger } from '../../lib/index.js';
 import { HealthDefinition, HealthCheckResponse_ServingStatus, type HealthServiceImplementation } from '../../gen/grpc/health/v1/health.js';
 import { GRPCControllerDefinition } from '../../gen/goplugin/internal/plugin/grpc_controller.js';
 import { GRPCStdioDefinition, StdioData_Channel, type StdioData } from '../../gen/goplugin/internal/plugin/grpc_stdio.js';
 import { GRPCBrokerDefinition } from '../../gen/goplugin/internal/plugin/grpc_broker.js';
 import { GoPluginError } from './errors.js';
+import { loadNiceGrpc } from './grpc-module.js';
 import { formatHandshakeLine, NOT_A_PLUGIN_MESSAGE, type Handshake } from './handshake.js';
 
 export interface ServeOptions {
@@ -58,6 +59,7 @@ export async function servePlugin(opts: ServeOptions): Promise<PluginServer> {
 
   const dir = mkdtempSync(path.join(env.PLUGIN_UNIX_SOCKET_DIR || tmpdir(), 'plugin'));
   const socketPath = path.join(dir, 'plugin.sock');
+  const { createServer, ServerError, Status } = await loadNiceGrpc();
   const server = createServer();
   const stdioSubscribers = new Set<(d: StdioData) => void>();
   const stopping = new AbortController();

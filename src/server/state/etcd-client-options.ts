@@ -7,7 +7,16 @@
 // grows to 120 s, so a server could stay cut off that long after etcd came
 // back), and so is a watch stream.
 
-import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { createRequire } from 'node:module';
+import type * as Grpc from '@grpc/grpc-js';
+
+/**
+ * @grpc/grpc-js, loaded at the first etcd call: the state layer's door is loaded by every server, and a server
+ * without etcd (every dev agent) then never loads gRPC (node:http2 and the rest) at its start. Berth's own
+ * copy, as when this was a static import (etcd3 keeps a copy of its own; interceptors need only its shape).
+ */
+let grpc: typeof Grpc | undefined;
+const grpcOfEtcd3 = (): typeof Grpc => (grpc ??= createRequire(import.meta.url)('@grpc/grpc-js') as typeof Grpc);
 
 /** A pass-through cockatiel policy. */
 const passThrough = {
@@ -23,8 +32,8 @@ const passThrough = {
  * call fails at once instead of at its deadline, and a watch is cancelled
  * (so its owner knows its view may be stale) instead of idling.
  */
-const requireLeader: Interceptor = (options, nextCall) =>
-  new InterceptingCall(nextCall(options), {
+const requireLeader: Grpc.Interceptor = (options, nextCall) =>
+  new (grpcOfEtcd3().InterceptingCall)(nextCall(options), {
     start: (metadata, listener, next) => {
       metadata.set('hasleader', 'true');
       next(metadata, listener);
