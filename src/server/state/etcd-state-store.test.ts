@@ -209,6 +209,16 @@ describe('the etcd state store shared by several servers', () => {
         reloaded.close();
       }
 
+      // A part written without its row (by a writer other than this store's): the row changes with it, with an event.
+      const rescored = { ...METRICS, nodesEvaluated: 9 };
+      const put = await raw.put('/parts/parts/allocations/metrics/a1').value(JSON.stringify(rescored));
+      const lone = Number(put.header.revision);
+      for (const store of [a, b]) {
+        await eventually('the lone part is applied', () => store.latestIndex() >= lone);
+        assert.deepEqual([store.snapshot().get('allocations', 'a1')?.metrics, store.snapshot().get('allocations', 'a1')?.modifyIndex], [rescored, lone]);
+        assert.deepEqual(store.snapshot().events(lone - 1).map((e) => [e.key, (e.row as Allocation).metrics?.nodesEvaluated]), [['a1', 9]]);
+      }
+
       // Metrics taken off the row go from etcd too; a deleted row takes its metrics with it.
       const { metrics: _m, ...bare } = a.snapshot().get('allocations', 'a1')!;
       const cleared = await a.write((txn) => txn.put('allocations', bare));
