@@ -31,7 +31,7 @@ import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/su
 import type { AllocationListStub as Allocation } from '../src/api/index.js';
 import { performance } from 'node:perf_hooks';
 import { loadavg } from 'node:os';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { round } from './_stats.js';
 import { registration } from '../test/support/nomad-jobs.js';
@@ -82,6 +82,9 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
   const fds = openFileLimit();
   if (fds < 4 * NODES + 1000) console.log(`  warning: open files limited to ${fds} (ulimit -n); ${NODES} nodes need about ${4 * NODES + 1000} in the simulator and in the leader`);
   const out: Record<string, unknown> = { nodes: NODES, simThreads: SIM_THREADS, startPerSecond: START_RATE, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
+  // Node makes the profile directory only when a server exits: the logs written beside the profiles need it
+  // before then (without it the bench threw before closing the cluster and left its servers and etcd running).
+  if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
   const t0 = performance.now();
   const c = await SimCluster.start({
     nodes: NODES,

@@ -47,7 +47,8 @@ export interface AllocPullRequest {
 
 /**
  * The answer of a pull: the allocations asked for that are still on the
- * node (one missing was deleted meanwhile), each one's alloc modify index
+ * node (one missing was deleted meanwhile), without their placement
+ * `metrics` (no node reads them), each one's alloc modify index
  * (see AllocIndexesAnswer), and the current job of each, once per job and
  * only when the node does not hold that version. `X-Nomad-Index` is the
  * state's allocation index, never below the `minIndex` asked for.

@@ -130,6 +130,20 @@ describe('incremental allocation sync', () => {
     assert.equal(reader.status, 200);
     assert.equal(reader.body.jobs.length, 1, 'a reader may pull too (one job for all allocations)');
   });
+
+  it("sends the node its allocations without their placement metrics, which the allocation's API still answers", async () => {
+    const seen = updates.length;
+    assert.equal((await h.call('PUT', '/v1/jobs', { body: registration({ id: 'scored', type: 'batch', groups: [{ name: 'g', count: 1, tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 10, memoryMb: 16 } }] }] }) })).status, 200);
+    const u = await updateAfter(seen);
+    const pulled = u.changed.find((a) => a.jobId === 'scored');
+    assert.ok(pulled, 'the new allocation was pulled');
+    assert.equal('metrics' in pulled, false, 'pulled without metrics');
+    const whole = await h.call<Allocation[]>('GET', `/v1/internal/node/${nodeId}/allocations`, { token: TOKENS.node });
+    assert.ok(whole.body.length > 0 && whole.body.every((a) => !('metrics' in a)), 'the whole list has none either');
+    const shown = await h.call<{ Metrics: { NodesEvaluated: number; ScoreMetaData: Array<{ NodeID: string }> } | null }>('GET', `/v1/allocation/${pulled.id}`);
+    assert.equal(shown.body.Metrics?.NodesEvaluated, 1);
+    assert.deepEqual(shown.body.Metrics?.ScoreMetaData.map((s) => s.NodeID), [nodeId]);
+  });
 });
 
 function delta(before: { pulls: number; allocations: number; jobs: number }): { pulls: number; allocations: number; jobs: number } {

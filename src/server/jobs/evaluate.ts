@@ -72,19 +72,16 @@ export interface EvaluateOutcome {
 }
 
 /**
- * The job's allocations, in no order (its callers need none): a filter that
- * keeps nothing visits every row without sorting what it keeps, ten thousand
+ * The job's allocations, in no order (its callers need none): ten thousand
  * of them for a large batch job, once per batch of status reports.
  */
 export function jobAllocations(reader: StateReader, namespace: string, jobId: string): Allocation[] {
-  const out: Allocation[] = [];
-  reader.list('allocations', {
-    filter: (a) => {
-      if (a.jobId === jobId && a.namespace === namespace) out.push(a);
-      return false;
-    },
-  });
-  return out;
+  return reader.list('allocations', { unordered: true, filter: (a) => a.jobId === jobId && a.namespace === namespace });
+}
+
+/** By ID, as a list sorted by key has them (allocation IDs are UUIDs: their keys are the IDs). */
+function byAllocId(a: Allocation, b: Allocation): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 /** pending (nothing runs yet), running, or dead (stopped or finished, nothing live). */
@@ -168,9 +165,10 @@ function newAllocation(job: Job, req: PlaceRequest, placement: Placement, now: n
  */
 export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opts: EvaluateOptions): EvaluateOutcome {
   const job = txn.get('jobs', rowKey(namespace, jobId));
-  // One pass over the allocations serves the job's own, the live ones and the usage.
-  const everyAlloc = txn.list('allocations');
-  const allocs = everyAlloc.filter((a) => a.jobId === jobId && a.namespace === namespace);
+  // One pass over the allocations serves the job's own, the live ones and the usage; only the job's
+  // own are sorted (reconcile breaks ties in their order), not every allocation, once per part of a plan.
+  const everyAlloc = txn.list('allocations', { unordered: true });
+  const allocs = everyAlloc.filter((a) => a.jobId === jobId && a.namespace === namespace).sort(byAllocId);
   let stops: StopDecision[] = [];
   let inPlace: InPlaceUpdate[] = [];
   let requests: PlaceRequest[] = [];

@@ -13,7 +13,8 @@ import { publicRow } from './keys.js';
 import { deepFreeze, trimEventHistory, type Row } from './_store-view.js';
 import { DATA_TABLES, type DataTable, type StoreEvent, type TableName } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
-import { decodeRow, isUnavailable, unavailable, watchedRow, type SentRows, prefixEnd } from './_etcd-txn.js';
+import { decodeJson, decodeRow, isUnavailable, unavailable, watchedRow, type SentRows, prefixEnd } from './_etcd-txn.js';
+import { detachedField, parsePartKey } from './_etcd-row-parts.js';
 
 /** The layout version this code writes under `<prefix>/schema`. */
 export const ETCD_SCHEMA_VERSION = 1;
@@ -52,6 +53,8 @@ export class EtcdReplica {
   readonly tableIndexes = this.blocked.indexes;
   readonly #revisionWaiters = new Set<{ revision: number; resolve: () => void; reject: (err: Error) => void }>();
   #events: StoreEvent[] = [];
+  /** Per table, the row keys whose detached part (_etcd-row-parts.ts) has a key in etcd: what the writer need not send again. */
+  #parts = new Map<DataTable, Set<string>>();
   #historyStart = 0;
   #index = 0;
   #watcher: Watcher | undefined;
@@ -89,6 +92,17 @@ export class EtcdReplica {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Whether etcd holds a part of row `key` of `table` apart (_etcd-row-parts.ts); the row then carries it as that key has it. */
+  holdsPart(table: DataTable, key: string): boolean {
+    return this.#parts.get(table)?.has(key) ?? false;
+  }
+
+  #heldParts(table: DataTable): Set<string> {
+    let held = this.#parts.get(table);
+    if (!held) this.#parts.set(table, (held = new Set()));
+    return held;
   }
 
   callOptions(deadlineMs = this.#writeTimeoutMs): { deadline: Date } {
@@ -139,6 +153,15 @@ export class EtcdReplica {
     let index = 0;
     const rowsPrefix = `${this.prefix}/rows/`;
     const tablesPrefix = `${this.prefix}/tables/`;
+    const partsPrefix = `${this.prefix}/parts/`;
+    // Rows' detached parts first, by table and row key: each row takes its own back.
+    const parts = new Map<string, IKeyValue>();
+    for (const kv of kvs) {
+      const key = kv.key.toString();
+      const p = key.startsWith(partsPrefix) ? parsePartKey(key.slice(partsPrefix.length)) : undefined;
+      if (p) parts.set(`${p.table}\u0000${p.key}`, kv);
+    }
+    const held = new Map<DataTable, Set<string>>();
     for (const kv of kvs) {
       const key = kv.key.toString();
       if (key === `${this.prefix}/schema`) {
@@ -155,11 +178,20 @@ export class EtcdReplica {
         const slash = rest.indexOf('/');
         const state = tables.get(rest.slice(0, slash) as DataTable);
         if (!state) continue;
+        const table = rest.slice(0, slash) as DataTable;
         const rowKey = rest.slice(slash + 1);
-        state.rows.set(rowKey, decodeRow(kv, key));
+        const field = detachedField(table);
+        const part = field === undefined ? undefined : parts.get(`${table}\u0000${rowKey}`);
+        if (part) {
+          let set = held.get(table);
+          if (!set) held.set(table, (set = new Set()));
+          set.add(rowKey);
+        }
+        state.rows.set(rowKey, decodeRow(kv, key, part ? { field: field as string, value: () => decodeJson(part, part.key.toString()) } : undefined));
         state.revs.set(rowKey, Number(kv.mod_revision));
       }
     }
+    this.#parts = held;
     tableIndexes.set('events', index);
     for (const [t, s] of tables) this.tables.set(t, s);
     this.tableIndexes.clear();
@@ -236,14 +268,25 @@ export class EtcdReplica {
     if (this.#closed) return;
     const rowsPrefix = `${this.prefix}/rows/`;
     const tablesPrefix = `${this.prefix}/tables/`;
+    const partsPrefix = `${this.prefix}/parts/`;
     let i = 0;
     const evs = res.events;
     while (i < evs.length) {
       const revision = Number(evs[i]!.kv.mod_revision);
+      let end = i;
+      while (end < evs.length && Number(evs[end]!.kv.mod_revision) === revision) end++;
       const touched = new Set<TableName>();
       const events: StoreEvent[] = [];
       let isWrite = false;
-      for (; i < evs.length && Number(evs[i]!.kv.mod_revision) === revision; i++) {
+      // The rows' detached parts this revision put (their key-value) or deleted (null), by table and row key.
+      const parts = new Map<string, { table: DataTable; field: string; key: string; kv: IKeyValue | null }>();
+      for (let j = i; j < end; j++) {
+        const ev = evs[j]!;
+        const key = ev.kv.key.toString();
+        const p = key.startsWith(partsPrefix) ? parsePartKey(key.slice(partsPrefix.length)) : undefined;
+        if (p) parts.set(`${p.table}\u0000${p.key}`, { ...p, kv: ev.type === 'Put' ? ev.kv : null });
+      }
+      for (; i < end; i++) {
         const ev = evs[i]!;
         const key = ev.kv.key.toString();
         if (key === `${this.prefix}/index`) {
@@ -254,19 +297,19 @@ export class EtcdReplica {
           const rest = key.slice(rowsPrefix.length);
           const slash = rest.indexOf('/');
           const table = rest.slice(0, slash) as DataTable;
-          const state = this.tables.get(table);
+          const state = this.#writable(table);
           if (!state) continue;
           const rowKey = rest.slice(slash + 1);
-          if (state.shared) {
-            // A snapshot holds the current maps: change forks of them (a bucket copied per change, not the table).
-            state.rows = state.rows.fork();
-            state.revs = state.revs.fork();
-            state.shared = false;
-          }
+          const field = detachedField(table);
+          const id = `${table}\u0000${rowKey}`;
           if (ev.type === 'Put') {
             let row: Row;
             try {
-              row = watchedRow(ev.kv, key, this.sent);
+              // A row whose part did not change this revision keeps the one it had.
+              const changed = parts.get(id);
+              const before = state.rows.get(rowKey);
+              const part = field === undefined ? undefined : { field, value: () => (changed ? (changed.kv ? decodeJson(changed.kv, changed.kv.key.toString()) : undefined) : this.holdsPart(table, rowKey) ? before?.[field] : undefined) };
+              row = watchedRow(ev.kv, key, this.sent, part);
             } catch (err) {
               this.#logger.error({ err: describeError(err), key }, 'skipping an unreadable row');
               continue;
@@ -278,10 +321,19 @@ export class EtcdReplica {
             const before = state.rows.get(rowKey);
             state.rows.delete(rowKey);
             state.revs.delete(rowKey);
+            if (field !== undefined) this.#heldParts(table).delete(rowKey);
             events.push(deepFreeze({ index: revision, seq: events.length, topic: table, key: rowKey, op: 'delete' as const, row: publicRow(table, before ?? null) }));
+          }
+          const p = parts.get(id);
+          if (p) {
+            parts.delete(id);
+            if (p.kv && ev.type === 'Put') this.#heldParts(table).add(rowKey);
+            else this.#heldParts(table).delete(rowKey);
           }
         }
       }
+      // A part changed without its row (this store's writer always writes them together): the row changes with it.
+      for (const p of parts.values()) this.#applyLonePart(p, revision, events, touched);
       if (!isWrite && touched.size === 0 && events.length === 0) continue;
       touched.add('events');
       for (const t of touched) this.tableIndexes.set(t, revision);
@@ -290,6 +342,38 @@ export class EtcdReplica {
       this.blocked.wake([...touched], revision);
     }
     this.#settleRevisionWaiters();
+  }
+
+  /** `table`'s state, ready to change: a snapshot holds the current maps, so change forks of them (a bucket copied per change, not the table). */
+  #writable(table: DataTable): TableState | undefined {
+    const state = this.tables.get(table);
+    if (state?.shared) {
+      state.rows = state.rows.fork();
+      state.revs = state.revs.fork();
+      state.shared = false;
+    }
+    return state;
+  }
+
+  /** A row's part put or deleted at `revision` with no change of the row's own key: the row as it is with that part. */
+  #applyLonePart(p: { table: DataTable; field: string; key: string; kv: IKeyValue | null }, revision: number, events: StoreEvent[], touched: Set<TableName>): void {
+    if (p.kv) this.#heldParts(p.table).add(p.key);
+    else this.#heldParts(p.table).delete(p.key);
+    const state = this.#writable(p.table);
+    const before = state?.rows.get(p.key);
+    if (!state || !before) return;
+    let value: unknown;
+    try {
+      value = p.kv ? decodeJson(p.kv, p.kv.key.toString()) : undefined;
+    } catch (err) {
+      this.#logger.error({ err: describeError(err), key: p.key }, 'skipping an unreadable row part');
+      return;
+    }
+    const { [p.field]: _old, ...rest } = before;
+    const row = deepFreeze({ ...rest, ...(value === undefined ? {} : { [p.field]: value }), modifyIndex: revision }) as Row;
+    state.rows.set(p.key, row);
+    touched.add(p.table);
+    events.push(deepFreeze({ index: revision, seq: events.length, topic: p.table, key: p.key, op: 'put' as const, row: publicRow(p.table, row) }));
   }
 
   #appendEvents(events: StoreEvent[]): void {

@@ -91,15 +91,27 @@ export function tooLarge(cause: unknown, changes: number, bytes: number): StateS
   );
 }
 
-/** A row as the replica keeps it: the key's JSON, frozen, with its create and mod revisions as indexes. Throws STORE_CORRUPT. */
-export function decodeRow(kv: IKeyValue, what: string): Row {
-  let body: Record<string, unknown>;
+/**
+ * A row as the replica keeps it: the key's JSON, frozen, with its create and
+ * mod revisions as indexes. `part` is asked for the row's detached part
+ * (_etcd-row-parts.ts) when the JSON leaves `field` out. Throws STORE_CORRUPT.
+ */
+export function decodeRow(kv: IKeyValue, what: string, part?: { field: string; value: () => unknown }): Row {
+  const body = decodeJson(kv, what) as Record<string, unknown>;
+  if (part && !Object.hasOwn(body, part.field)) {
+    const value = part.value();
+    if (value !== undefined) body[part.field] = value;
+  }
+  return deepFreeze({ ...body, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
+}
+
+/** A key's value as JSON. Throws STORE_CORRUPT. */
+export function decodeJson(kv: IKeyValue, what: string): unknown {
   try {
-    body = JSON.parse(kv.value.toString()) as Record<string, unknown>;
+    return JSON.parse(kv.value.toString()) as unknown;
   } catch (err) {
     throw new StateStoreError('STORE_CORRUPT', `etcd key ${what} is not valid JSON`, { cause: err });
   }
-  return deepFreeze({ ...body, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
 }
 
 /** The rows of one Txn, by etcd key, with the value sent for each. */
@@ -109,11 +121,11 @@ export type SentRows = Map<string, { value: Buffer; row: Row }>;
  * The row of a Put the watch brought: when it is the value this server sent
  * (`sent`: the rows of its Txn in flight), the row it built from that JSON,
  * with the key's revisions as indexes (no parse, no deep freeze: a leader
- * would otherwise decode every row it wrote a second time); else decodeRow.
- * Throws STORE_CORRUPT.
+ * would otherwise decode every row it wrote a second time); else decodeRow,
+ * with `part` (see there). Throws STORE_CORRUPT.
  */
-export function watchedRow(kv: IKeyValue, key: string, sent: SentRows | undefined): Row {
+export function watchedRow(kv: IKeyValue, key: string, sent: SentRows | undefined, part?: { field: string; value: () => unknown }): Row {
   const mine = sent?.get(key);
   if (mine && mine.value.equals(kv.value)) return Object.freeze({ ...mine.row, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
-  return decodeRow(kv, key);
+  return decodeRow(kv, key, part);
 }

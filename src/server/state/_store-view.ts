@@ -112,14 +112,28 @@ export class View implements StateReader {
   }
 }
 
-export function collect<R>(entries: Iterable<[string, unknown]>, opts: ListOptions<R>): R[] {
+/**
+ * The rows of `entries` that `opts` picks, sorted by key unless
+ * `opts.unordered`. `overlay` (a write's own changes: the row, or null for a
+ * delete) replaces the entries of its keys.
+ */
+export function collect<R>(entries: Iterable<[string, unknown]>, opts: ListOptions<R>, overlay?: ReadonlyMap<string, unknown>): R[] {
+  const { prefix, filter } = opts;
   const picked: Array<[string, R]> = [];
   for (const [key, row] of entries) {
-    if (opts.prefix !== undefined && !key.startsWith(opts.prefix)) continue;
-    if (opts.filter && !opts.filter(row as R)) continue;
+    if (overlay?.has(key)) continue;
+    if (prefix !== undefined && !key.startsWith(prefix)) continue;
+    if (filter && !filter(row as R)) continue;
     picked.push([key, row as R]);
   }
-  picked.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  if (overlay) {
+    for (const [key, row] of overlay) {
+      if (row === null || (prefix !== undefined && !key.startsWith(prefix))) continue;
+      if (filter && !filter(row as R)) continue;
+      picked.push([key, row as R]);
+    }
+  }
+  if (!opts.unordered) picked.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   return picked.map(([, r]) => r);
 }
 
@@ -179,15 +193,10 @@ export class Txn extends View implements WriteTxn {
   override list<T extends DataTable>(table: T, opts: ListOptions<TableRow<T>> = {}): TableRow<T>[] {
     this.onRead?.(table, undefined);
     const committed = this.tables.get(table) ?? new Map<string, Row>();
-    const mine = new Map<string, Row | null>();
-    for (const c of this.changes.values()) if (c.table === table) mine.set(c.key, c.row);
-    if (mine.size === 0) return collect(committed.entries(), opts);
+    let mine: Map<string, Row | null> | undefined;
+    for (const c of this.changes.values()) if (c.table === table) (mine ??= new Map()).set(c.key, c.row);
     // The committed rows this write did not change, then its own puts: no copy of the whole table.
-    function* merged(): Iterable<[string, unknown]> {
-      for (const e of committed) if (!mine.has(e[0])) yield e;
-      for (const [k, row] of mine) if (row) yield [k, row];
-    }
-    return collect(merged(), opts);
+    return collect(committed.entries(), opts, mine);
   }
 
   put<T extends DataTable>(table: T, input: RowInput<T>): TableRow<T> {

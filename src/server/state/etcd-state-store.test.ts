@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
-import type { Node } from '../../structs/index.js';
+import type { AllocMetric, Allocation, Node } from '../../structs/index.js';
 import { openEtcdStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { eventually } from '../../../test/support/eventually.js';
 import { startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/support/etcd.js';
@@ -25,6 +25,37 @@ function node(id: string, status: Node['status'] = 'ready'): RowInput<'nodes'> {
     statusDescription: '',
     lastHeartbeat: 0,
   } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
+}
+
+const METRICS: AllocMetric = {
+  nodesEvaluated: 3,
+  nodesFiltered: 0,
+  nodesAvailable: { dc1: 3 },
+  classFiltered: {},
+  constraintFiltered: {},
+  nodesExhausted: 0,
+  dimensionExhausted: {},
+  scoreMetaData: [{ nodeId: 'n1', scores: { binpack: 0.25, 'job-anti-affinity': -0.5 }, normScore: -0.125 }],
+};
+
+function allocation(id: string): RowInput<'allocations'> {
+  return {
+    id,
+    namespace: 'default',
+    jobId: 'j',
+    jobVersion: 0,
+    taskGroup: 'g',
+    nodeId: 'n1',
+    metrics: METRICS,
+    desiredStatus: 'run',
+    desiredDescription: '',
+    clientStatus: 'pending',
+    clientDescription: '',
+    taskStates: {},
+    rescheduleAttempts: 0,
+    createTime: 1,
+    modifyTime: 1,
+  } satisfies Omit<Allocation, 'createIndex' | 'modifyIndex'>;
 }
 
 const isCode = (code: string) => (e: unknown) => e instanceof StateStoreError && e.code === code;
@@ -135,6 +166,74 @@ describe('the etcd state store shared by several servers', () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+
+  it("sends an allocation's placement metrics through etcd once: its status updates rewrite the row without them, and every server, a reloaded one too, reads the whole row", async () => {
+    const raw = new Etcd3({ hosts: etcd.endpoints });
+    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/parts' });
+    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/parts' });
+    const stored = async (key: string) => (await raw.get(`/parts/${key}`).exec()).kvs[0];
+    try {
+      const placed = await a.write((txn) => txn.put('allocations', allocation('a1')));
+      const row = await stored('rows/allocations/a1');
+      assert.ok(row && !('metrics' in JSON.parse(row.value.toString())), 'the row is stored without its metrics');
+      const part = await stored('parts/allocations/metrics/a1');
+      assert.deepEqual(JSON.parse(part?.value.toString() ?? 'null'), METRICS);
+
+      // The node reports the allocation running, then complete: two writes of the row, none of the metrics.
+      let last = placed.index;
+      for (const clientStatus of ['running', 'complete'] as const) {
+        const current = a.snapshot().get('allocations', 'a1')!;
+        last = (await a.write((txn) => txn.put('allocations', { ...current, clientStatus }))).index;
+      }
+      assert.equal((await stored('rows/allocations/a1'))?.mod_revision, String(last));
+      assert.equal((await stored('parts/allocations/metrics/a1'))?.mod_revision, String(placed.index), 'the metrics were not written again');
+
+      await eventually('b has the last update', () => b.latestIndex() >= last);
+      const reloaded = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/parts' });
+      try {
+        for (const [who, store] of [['writer', a], ['follower', b], ['reloaded', reloaded]] as const) {
+          const got = store.snapshot().get('allocations', 'a1');
+          assert.deepEqual([got?.clientStatus, got?.metrics, got?.modifyIndex], ['complete', METRICS, last], who);
+        }
+        // The follower's events carry whole rows, as the writer's do.
+        for (const store of [a, b]) {
+          assert.deepEqual(store.snapshot().events(placed.index - 1, { topics: ['allocations'] }).map((e) => [(e.row as Allocation).clientStatus, (e.row as Allocation).metrics]), [
+            ['pending', METRICS],
+            ['running', METRICS],
+            ['complete', METRICS],
+          ]);
+        }
+      } finally {
+        reloaded.close();
+      }
+
+      // A part written without its row (by a writer other than this store's): the row changes with it, with an event.
+      const rescored = { ...METRICS, nodesEvaluated: 9 };
+      const put = await raw.put('/parts/parts/allocations/metrics/a1').value(JSON.stringify(rescored));
+      const lone = Number(put.header.revision);
+      for (const store of [a, b]) {
+        await eventually('the lone part is applied', () => store.latestIndex() >= lone);
+        assert.deepEqual([store.snapshot().get('allocations', 'a1')?.metrics, store.snapshot().get('allocations', 'a1')?.modifyIndex], [rescored, lone]);
+        assert.deepEqual(store.snapshot().events(lone - 1).map((e) => [e.key, (e.row as Allocation).metrics?.nodesEvaluated]), [['a1', 9]]);
+      }
+
+      // Metrics taken off the row go from etcd too; a deleted row takes its metrics with it.
+      const { metrics: _m, ...bare } = a.snapshot().get('allocations', 'a1')!;
+      const cleared = await a.write((txn) => txn.put('allocations', bare));
+      assert.equal(await stored('parts/allocations/metrics/a1'), undefined);
+      await eventually('b sees the row without metrics', () => b.latestIndex() >= cleared.index);
+      assert.equal(b.snapshot().get('allocations', 'a1')?.metrics, undefined);
+      await a.write((txn) => txn.put('allocations', allocation('a2')));
+      const gone = await a.write((txn) => txn.delete('allocations', 'a2'));
+      assert.equal(await stored('parts/allocations/metrics/a2'), undefined);
+      await eventually('b sees the delete', () => b.latestIndex() >= gone.index);
+      assert.equal(b.snapshot().get('allocations', 'a2'), undefined);
+    } finally {
+      a.close();
+      b.close();
+      raw.close();
     }
   });
 

@@ -6,6 +6,7 @@ import { Txn, View, type Row } from './_store-view.js';
 import { type BlockOptions, type DataTable, type StateReader, type StateStore, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
 import { isTooLarge, isUnavailable, unavailable, type SentRows, MAX_TXN_OPS, nestOps, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
 import { ETCD_SCHEMA_VERSION, EtcdReplica } from './_etcd-replica.js';
+import { detachedField, partKey, sameJsonData } from './_etcd-row-parts.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
 
 export type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
@@ -31,7 +32,10 @@ interface PendingWrite {
  * The StateStore on etcd v3, for several servers sharing one state. Keys
  * under `prefix`: `rows/<table>/<key>` (the row as JSON, secrets included,
  * as SQLite keeps it; createIndex/modifyIndex are the key's create and mod
- * revisions, whatever the JSON says), `tables/<table>` (a marker every
+ * revisions, whatever the JSON says), `parts/<table>/<field>/<key>` (a
+ * row's part written apart, only when it changes: an allocation's placement
+ * metrics, see _etcd-row-parts.ts; the row's own JSON then leaves it out),
+ * `tables/<table>` (a marker every
  * write touching the table puts: its mod revision is the table index), `index` (put by every write:
  * its mod revision is the store index) and `schema`.
  *
@@ -258,15 +262,23 @@ export class EtcdStateStore implements StateStore {
       const sent: SentRows = new Map();
       for (const c of txn.changes.values()) {
         touched.add(c.table);
+        // A part kept under a key of its own (_etcd-row-parts.ts) is written when it changes, with its row.
+        const field = detachedField(c.table);
+        const held = field !== undefined && this.#replica.holdsPart(c.table, c.key);
+        const part = field === undefined ? undefined : c.row?.[field];
         if (c.row) {
           // The JSON the write made (its createIndex and modifyIndex are ignored when read: the key's revisions are).
           const key = this.#rowKey(c.table, c.key);
-          const value = Buffer.from(c.json ?? JSON.stringify(c.row));
+          const value = Buffer.from(part === undefined ? (c.json ?? JSON.stringify(c.row)) : JSON.stringify({ ...c.row, [field as string]: undefined }));
           success.push({ request_put: { key, value } });
           sent.set(key.toString(), { value, row: c.row });
         } else {
           success.push({ request_delete_range: { key: this.#rowKey(c.table, c.key) } });
         }
+        if (field === undefined) continue;
+        const at = Buffer.from(partKey(this.prefix, c.table, field, c.key));
+        if (part !== undefined && !(held && sameJsonData(c.before?.[field], part))) success.push({ request_put: { key: at, value: Buffer.from(JSON.stringify(part)) } });
+        else if (part === undefined && held) success.push({ request_delete_range: { key: at } });
       }
       for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('index'), value: Buffer.alloc(0) } });

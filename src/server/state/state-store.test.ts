@@ -169,11 +169,17 @@ for (const kind of KINDS) {
           txn.delete('nodes', 'a');
           txn.put('nodes', node('c'));
           assert.deepEqual(txn.list('nodes').map((n) => n.id), ['b', 'c']);
+          // Unordered, filtered and by prefix: the same rows, the write's own changes counted once.
+          txn.put('nodes', { ...node('b'), name: 'b2' });
+          assert.deepEqual(txn.list('nodes', { unordered: true }).map((n) => `${n.id}:${n.name}`).sort(), ['b:b2', 'c:c']);
+          assert.deepEqual(txn.list('nodes', { unordered: true, filter: (n) => n.name !== 'c' }).map((n) => n.id), ['b']);
+          assert.deepEqual(txn.list('nodes', { prefix: 'c' }).map((n) => n.id), ['c']);
           assert.equal(txn.get('nodes', 'a'), undefined);
         });
         assert.deepEqual(before.list('nodes').map((n) => n.id), ['a', 'b']);
         assert.equal(before.index, first.index);
         assert.deepEqual(store.snapshot().list('nodes').map((n) => n.id), ['b', 'c']);
+        assert.deepEqual(store.snapshot().list('nodes', { unordered: true }).map((n) => n.id).sort(), ['b', 'c']);
       } finally {
         store.close();
       }

@@ -99,6 +99,12 @@ export interface ListOptions<R> {
   /** Only keys starting with this (see `rowKey` for how keys are built). */
   prefix?: string;
   filter?: (row: R) => boolean;
+  /**
+   * The rows in no particular order: no sort by key, for a caller that needs
+   * none over a large table (an evaluation's usage of every node from ten
+   * thousand allocations, once per part of its plan).
+   */
+  unordered?: boolean;
 }
 
 /**
