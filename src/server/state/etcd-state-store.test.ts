@@ -9,6 +9,7 @@ import type { AllocMetric, Allocation, Node } from '../../structs/index.js';
 import { openEtcdStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { eventually } from '../../../test/support/eventually.js';
 import { startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/support/etcd.js';
+import { testAllocation } from '../../../test/support/server-rows.js';
 
 function node(id: string, status: Node['status'] = 'ready'): RowInput<'nodes'> {
   return {
@@ -38,24 +39,10 @@ const METRICS: AllocMetric = {
   scoreMetaData: [{ nodeId: 'n1', scores: { binpack: 0.25, 'job-anti-affinity': -0.5 }, normScore: -0.125 }],
 };
 
+/** A pending allocation of job `j` on n1, with placement metrics. */
 function allocation(id: string): RowInput<'allocations'> {
-  return {
-    id,
-    namespace: 'default',
-    jobId: 'j',
-    jobVersion: 0,
-    taskGroup: 'g',
-    nodeId: 'n1',
-    metrics: METRICS,
-    desiredStatus: 'run',
-    desiredDescription: '',
-    clientStatus: 'pending',
-    clientDescription: '',
-    taskStates: {},
-    rescheduleAttempts: 0,
-    createTime: 1,
-    modifyTime: 1,
-  } satisfies Omit<Allocation, 'createIndex' | 'modifyIndex'>;
+  const { createIndex: _c, modifyIndex: _m, ...row } = testAllocation(id, 'n1', { jobId: 'j', jobVersion: 0, metrics: METRICS, clientStatus: 'pending', createTime: 1, modifyTime: 1 });
+  return row;
 }
 
 const isCode = (code: string) => (e: unknown) => e instanceof StateStoreError && e.code === code;
