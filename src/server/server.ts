@@ -180,6 +180,11 @@ export class Server {
     return this.#inFlight.begun;
   }
 
+  /** Users' write requests (registrations, stops) being served now: what the agent's idle work gives way to. */
+  get userWritesInFlight(): number {
+    return this.#inFlight.count;
+  }
+
   /**
    * Runs a sample job's registration path (read, checked, planned in a scratch
    * transaction, shaped) and throws it all away, so that the first job a user

@@ -140,55 +140,65 @@ export const unsetIfZero: Conv = { in: (v) => (v === 0 ? undefined : v), out: (v
 // ---------------------------------------------------------------------------
 // Reading: Nomad JSON -> canonical input.
 
-/** Walks one Nomad object by its table; `at` are the canonical and Nomad paths of the object. */
+/** Notes that the canonical `path` came from `nomad` in the Nomad object. */
+function record(t: Translation, path: PropertyKey[], nomad: PropertyKey[]): void {
+  t.origins.set(formatPath(path), formatPath(nomad));
+}
+
+/**
+ * Walks one Nomad object by its table; `at` are the canonical and Nomad paths of the object.
+ * A job's Nomad JSON is mostly null and "" (Nomad writes every field it has): those are
+ * passed over before any path is made, and a field's printed path is made only when a
+ * problem, an ignored field or a conversion needs it (this runs for every field of every
+ * registration).
+ */
 export function readObject(raw: Record<string, unknown>, table: Table, at: { canon: PropertyKey[]; nomad: PropertyKey[] }, t: Translation): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) {
-    const nomadPath = [...at.nomad, key];
-    const where = formatPath(nomadPath);
+  for (const key of Object.keys(raw)) {
+    const value = raw[key];
+    // Nomad writes null and "" for what was left unset: nothing to read, refuse or ignore (all of them empty).
+    if (value === null || value === undefined || value === '') continue;
     const rule = Object.hasOwn(table, key) ? table[key] : undefined;
     if (!rule) {
-      if (!isEmpty(value)) t.problems.push({ path: where, message: `unknown field "${key}" (not part of Nomad's job or volume JSON that Berth reads)` });
+      if (!isEmpty(value)) t.problems.push({ path: formatPath([...at.nomad, key]), message: `unknown field "${key}" (not part of Nomad's job or volume JSON that Berth reads)` });
       continue;
     }
     if ('drop' in rule || 'key' in rule || 'custom' in rule) continue;
     if ('defaulted' in rule) {
-      if (!isEmpty(value)) t.ignored.push(where);
+      if (!isEmpty(value)) t.ignored.push(formatPath([...at.nomad, key]));
       continue;
     }
     if ('unsupported' in rule) {
-      if (!isEmpty(value)) t.problems.push({ path: where, message: `Berth does not support ${rule.unsupported}; remove "${key}"` });
+      if (!isEmpty(value)) t.problems.push({ path: formatPath([...at.nomad, key]), message: `Berth does not support ${rule.unsupported}; remove "${key}"` });
       continue;
     }
-    // Nomad writes null and "" for what was left unset.
-    if (value === null || value === undefined || value === '') continue;
+    const nomadPath = [...at.nomad, key];
     const canon = [...at.canon, rule.to];
-    const record = (path: PropertyKey[], nomad: PropertyKey[]): void => void t.origins.set(formatPath(path), formatPath(nomad));
     if ('obj' in rule) {
-      record(canon, nomadPath);
+      record(t, canon, nomadPath);
       out[rule.to] = isObject(value) ? readObject(value, rule.obj, { canon, nomad: nomadPath }, t) : value;
     } else if ('list' in rule) {
-      record(canon, nomadPath);
+      record(t, canon, nomadPath);
       out[rule.to] = Array.isArray(value)
         ? value.map((item, i) => {
-            record([...canon, i], [...nomadPath, i]);
+            record(t, [...canon, i], [...nomadPath, i]);
             return isObject(item) ? readObject(item, rule.list, { canon: [...canon, i], nomad: [...nomadPath, i] }, t) : item;
           })
         : value;
     } else if ('byName' in rule) {
-      record(canon, nomadPath);
+      record(t, canon, nomadPath);
       out[rule.to] = isObject(value)
         ? Object.fromEntries(
             Object.entries(value).map(([name, item]) => {
-              record([...canon, name], [...nomadPath, name]);
+              record(t, [...canon, name], [...nomadPath, name]);
               return [name, isObject(item) ? readObject(item, rule.byName, { canon: [...canon, name], nomad: [...nomadPath, name] }, t) : item];
             }),
           )
         : value;
     } else {
-      const converted = rule.conv ? rule.conv.in(value, where, t, raw) : value;
+      const converted = rule.conv ? rule.conv.in(value, formatPath(nomadPath), t, raw) : value;
       if (rule.to && converted !== undefined) {
-        record(canon, nomadPath);
+        record(t, canon, nomadPath);
         out[rule.to] = converted;
       }
     }

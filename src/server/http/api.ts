@@ -7,6 +7,7 @@
 
 import websocket from '@fastify/websocket';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
@@ -100,7 +101,26 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(websocket, { options: { maxPayload: 16 * 1024 * 1024 } });
 
   const inFlight = deps.inFlight;
-  app.addHook('onRequest', async (req, reply) => {
+  // Each connection counts as a request on its way from its accept to its first request (FRESH_CONNECTION_MS).
+  const fresh = new WeakMap<Socket, () => void>();
+  if (inFlight) {
+    app.server.on('connection', (socket: Socket) => {
+      const settle = inFlight.connectionOpened();
+      fresh.set(socket, settle);
+      socket.once('close', settle);
+    });
+  }
+  // A callback hook (an async one costs every request a promise and a turn of microtasks).
+  app.addHook('onRequest', (req, reply, done) => {
+    try {
+      admit(req, reply);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    done();
+  });
+  const admit = (req: FastifyRequest, reply: FastifyReply): void => {
     const access = req.routeOptions.config.access;
     inFlight?.began();
     // Users' writes only: a node's own (heartbeats, status reports, claims) are a steady stream in a large
@@ -108,6 +128,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     if (inFlight && req.method !== 'GET' && req.method !== 'HEAD' && access !== 'node') {
       inFlight.enter();
       reply.raw.once('close', () => inFlight.leave());
+    }
+    const settle = fresh.get(req.raw.socket);
+    if (settle) {
+      fresh.delete(req.raw.socket);
+      settle();
     }
     // Reads come from the store's last view; when it lost etcd that view may be behind.
     if (deps.store.stale) reply.header('X-Berth-Stale', 'true');
@@ -125,13 +150,17 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       return;
     }
     req.caller = tokens.authorize(req.headers.authorization, access, typeof nomadToken === 'string' ? nomadToken : undefined);
-  });
+  };
 
-  app.addHook('onResponse', async (req, reply) => {
-    log.debug(
-      { method: req.method, route: req.routeOptions.url ?? 'unknown', status: reply.statusCode, caller: req.caller?.name, ms: Math.round(reply.elapsedTime), worker: relayedBy(req.raw.socket, req.headers) },
-      'request',
-    );
+  // A callback hook, and the line's fields made only when it is written: every answer passes here.
+  app.addHook('onResponse', (req, reply, done) => {
+    if (log.isLevelEnabled('debug')) {
+      log.debug(
+        { method: req.method, route: req.routeOptions.url ?? 'unknown', status: reply.statusCode, caller: req.caller?.name, ms: Math.round(reply.elapsedTime), worker: relayedBy(req.raw.socket, req.headers) },
+        'request',
+      );
+    }
+    done();
   });
 
   // Closing the API ends blocking reads and event streams, so close() does not wait on them.

@@ -46,6 +46,21 @@ describe('token roles', () => {
     }
   });
 
+  it('answers a token used again as the first time (each role its own access), and a near miss of a known one stays 401', () => {
+    const t = new TokenTable([
+      { name: 'ops', secret: 'management-secret', role: 'management' },
+      { name: 'viewer', secret: 'read-only-secret', role: 'read-only' },
+    ]);
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(t.authorize('Bearer management-secret', 'write'), { name: 'ops', role: 'management' });
+      assert.deepEqual(t.authorize(undefined, 'read', 'read-only-secret'), { name: 'viewer', role: 'read-only' });
+      assert.throws(() => t.authorize('Bearer read-only-secret', 'write'), (err) => toErrorResponse(err).status === 403);
+      for (const near of ['management-secreT', 'management-secret-', 'management-secre', 'read-only-secret ']) {
+        assert.throws(() => t.authorize(undefined, 'read', near.endsWith(' ') ? `${near}x` : near), (err) => toErrorResponse(err).status === 401, near);
+      }
+    }
+  });
+
   it('refuses short tokens and unknown roles at configuration', () => {
     assert.throws(() => new TokenTable([{ name: 'x', secret: 'short', role: 'management' }]), /too short/);
     assert.throws(() => new TokenTable([{ name: 'x', secret: 'long-enough-secret', role: 'root' as Role }]), /unknown role/);

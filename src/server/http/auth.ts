@@ -32,9 +32,18 @@ function digest(s: string): Buffer {
   return createHash('sha256').update(s).digest();
 }
 
-/** The token table: looks tokens up in constant time per entry. */
+/**
+ * The token table: looks tokens up in constant time per entry. A secret found
+ * once is remembered (the table is fixed at construction: tokens come from
+ * the configuration and are never revoked while it lives), so a known caller
+ * costs a map lookup instead of a SHA-256 and a comparison per entry. Only
+ * known secrets are kept, so the memory is bounded by the table; an unknown
+ * one always takes the digest path. A hit answers sooner than a miss, which
+ * tells a caller only what the answer's status already does.
+ */
 export class TokenTable {
   readonly #entries: Array<{ digest: Buffer; name: string; role: Role }>;
+  readonly #known = new Map<string, Readonly<{ name: string; role: Role }>>();
 
   constructor(tokens: readonly ApiToken[]) {
     for (const t of tokens) {
@@ -45,10 +54,13 @@ export class TokenTable {
   }
 
   /** The token's name and role, or undefined for an unknown secret. */
-  lookup(secret: string): { name: string; role: Role } | undefined {
+  lookup(secret: string): Readonly<{ name: string; role: Role }> | undefined {
+    const known = this.#known.get(secret);
+    if (known) return known;
     const d = digest(secret);
-    let found: { name: string; role: Role } | undefined;
-    for (const e of this.#entries) if (timingSafeEqual(e.digest, d)) found = { name: e.name, role: e.role };
+    let found: Readonly<{ name: string; role: Role }> | undefined;
+    for (const e of this.#entries) if (timingSafeEqual(e.digest, d)) found = Object.freeze({ name: e.name, role: e.role });
+    if (found) this.#known.set(secret, found);
     return found;
   }
 
@@ -58,7 +70,7 @@ export class TokenTable {
    * throws ApiError UNAUTHENTICATED (401) for a missing/unknown token,
    * FORBIDDEN (403) for a known token whose role lacks the access.
    */
-  authorize(header: string | undefined, access: Access, nomadToken?: string): { name: string; role: Role } {
+  authorize(header: string | undefined, access: Access, nomadToken?: string): Readonly<{ name: string; role: Role }> {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     const secret = nomadToken?.trim() || m?.[1];
     if (!secret) throw new ApiError('UNAUTHENTICATED', 'a token is required (X-Nomad-Token: <token>, or Authorization: Bearer <token>)');

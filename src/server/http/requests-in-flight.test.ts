@@ -1,10 +1,11 @@
 // RequestsInFlight on a manual clock: when the API counts as quiet for the
-// scheduler, for a lone request and for a burst.
+// scheduler, for a lone request, for a burst, and with a connection whose
+// request has not come yet.
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ManualClock } from '../../lib/index.js';
-import { BURST_LINGER_MS, BURST_SETTLE_MS, RequestsInFlight } from './requests-in-flight.js';
+import { BURST_LINGER_MS, BURST_SETTLE_MS, FRESH_CONNECTION_MS, RequestsInFlight } from './requests-in-flight.js';
 
 /** Whether `p` has settled after a few turns of the event loop. */
 async function settled(p: Promise<void>): Promise<boolean> {
@@ -84,5 +85,40 @@ describe('RequestsInFlight', () => {
     inFlight.leave();
     await clock.advance(BURST_SETTLE_MS);
     assert.equal(inFlight.burstLinger(), undefined, 'the burst is over once none came for BURST_SETTLE_MS');
+  });
+
+  it('a connection accepted before its request is a request on its way: not quiet until the request came and went', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    const settle = inFlight.connectionOpened();
+    const quiet = inFlight.whenQuiet();
+    await clock.advance(BURST_SETTLE_MS * 3);
+    assert.equal(await settled(quiet), false, 'connected, nothing sent yet: not quiet, however long the gap');
+    inFlight.enter(); // its request began (the API calls enter, then settles the connection)
+    settle();
+    settle(); // safe twice
+    assert.equal(await settled(quiet), false, 'its request is being served');
+    inFlight.leave();
+    assert.equal(await settled(quiet), true, 'a lone request ended: quiet at once');
+  });
+
+  it('a connection that never sends holds quiet FRESH_CONNECTION_MS at most; one that closes, no longer', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    inFlight.connectionOpened();
+    const quiet = inFlight.whenQuiet();
+    await clock.advance(FRESH_CONNECTION_MS - 1);
+    assert.equal(await settled(quiet), false);
+    await clock.advance(1);
+    assert.equal(await settled(quiet), true, 'given up on after FRESH_CONNECTION_MS');
+    const closed = inFlight.connectionOpened();
+    const again = inFlight.whenQuiet();
+    assert.equal(await settled(again), false);
+    closed(); // the client hung up without a request
+    assert.equal(await settled(again), true);
+    await clock.advance(FRESH_CONNECTION_MS); // its expiry, already settled, counts nothing twice
+    assert.equal(await settled(inFlight.whenQuiet()), true);
+    inFlight.connectionOpened();
+    assert.equal(await settled(inFlight.whenQuiet()), false, 'the count is not thrown off by the double settle');
   });
 });

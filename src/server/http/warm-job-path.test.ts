@@ -40,4 +40,13 @@ describe('warmJobPath', () => {
     for (const table of ['jobs', 'evaluations', 'allocations', 'jobVersions', 'deployments'] as const) assert.deepEqual(after.list(table), [], table);
     assert.deepEqual(store.snapshot().events(0), eventsBefore);
   });
+
+  it('leaves no trace however many rounds the agent runs while idle', () => {
+    const before = store.snapshot();
+    for (let round = 0; round < 50; round++) warmJobPath(jobs, before.index);
+    const after = store.snapshot();
+    assert.equal(after.index, before.index);
+    for (const table of ['jobs', 'evaluations', 'allocations', 'jobVersions', 'deployments'] as const) assert.deepEqual(after.list(table), [], table);
+    assert.deepEqual(store.snapshot().events(0), before.events(0));
+  });
 });
