@@ -4,6 +4,7 @@
 // Prints every cycle, then the figures and the violations; exits 1 on any
 // violation.
 
+import { closeDockerRig } from '../support/docker.js';
 import { formatReport, runChaos, type ClusterKind } from './_harness.js';
 
 const seed = process.env['CHAOS_SEED'] ? Number(process.env['CHAOS_SEED']) : Math.floor(Math.random() * 2 ** 31);
@@ -15,4 +16,5 @@ if (!Number.isInteger(seed) || !Number.isInteger(cycles) || cycles < 1 || cluste
 }
 const report = await runChaos({ seed, cycles, clusters });
 process.stdout.write(`\n${formatReport(report)}\n`);
+await closeDockerRig();
 process.exit(report.violations.length ? 1 : 0);

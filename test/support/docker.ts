@@ -42,6 +42,17 @@ export function dockerSkip(): string | undefined {
 }
 
 let rigPromise: Promise<TestDocker> | undefined;
+/** Stops the rig this process started (none when it uses the suite's). */
+let stopOwnRig: (() => Promise<void>) | undefined;
+
+/**
+ * Stops the rig this process started, if any; safe twice. For a script that
+ * ends with process.exit(), which skips the beforeExit that stops it
+ * otherwise (`npm run chaos` left a dockerd and its registry behind each run).
+ */
+export async function closeDockerRig(): Promise<void> {
+  await stopOwnRig?.();
+}
 
 /** The suite's rig (from the environment), or one started for this process on first call and stopped when it is done. */
 export function dockerRig(): Promise<TestDocker> {
@@ -63,6 +74,7 @@ async function openRig(): Promise<TestDocker> {
   rig.unref();
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => (stopping ??= rig.stop());
+  stopOwnRig = stop;
   process.on('beforeExit', () => void stop());
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => void stop().finally(() => process.exit(130)));
