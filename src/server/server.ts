@@ -180,9 +180,9 @@ export class Server {
     return this.#inFlight.begun;
   }
 
-  /** Users' write requests (registrations, stops) being served now: what the agent's idle work gives way to. */
-  get userWritesInFlight(): number {
-    return this.#inFlight.count;
+  /** Users' write requests (registrations, stops) begun since the start, served or not: what the agent's idle work gives way to. */
+  get userWritesSeen(): number {
+    return this.#inFlight.entered;
   }
 
   /**

@@ -27,6 +27,18 @@ describe('RequestsInFlight', () => {
     assert.equal(await settled(quiet), true, 'quiet once it ended, the clock not moved');
   });
 
+  it('counts the write requests begun since the start, ended or not (what the warm-up stops for good at)', () => {
+    const inFlight = new RequestsInFlight({ clock: new ManualClock(1_000) });
+    assert.deepEqual([inFlight.entered, inFlight.count], [0, 0]);
+    inFlight.enter();
+    inFlight.enter();
+    inFlight.leave();
+    assert.deepEqual([inFlight.entered, inFlight.count], [2, 1]);
+    inFlight.leave();
+    inFlight.began();
+    assert.deepEqual([inFlight.entered, inFlight.count], [2, 0], 'a request of another kind is not a write');
+  });
+
   it('a burst (requests one after another, a few ms apart): quiet only once none began or ended for BURST_SETTLE_MS', async () => {
     const clock = new ManualClock(1_000);
     const inFlight = new RequestsInFlight({ clock });

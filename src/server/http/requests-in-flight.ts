@@ -58,6 +58,7 @@ export class RequestsInFlight {
   /** The latest request overlapped another or began within BURST_SETTLE_MS of the one before it. */
   #burst = false;
   #begun = 0;
+  #entered = 0;
 
   constructor(opts: { clock?: Clock } = {}) {
     this.#clock = opts.clock ?? systemClock;
@@ -66,6 +67,11 @@ export class RequestsInFlight {
   /** Write requests being served now. */
   get count(): number {
     return this.#count;
+  }
+
+  /** Write requests begun since the start, ended or not. */
+  get entered(): number {
+    return this.#entered;
   }
 
   /**
@@ -86,6 +92,7 @@ export class RequestsInFlight {
   enter(): void {
     const now = this.#clock.now();
     this.#count++;
+    this.#entered++;
     // Whether this one is part of a burst: served beside another, or begun soon after the last one came or went.
     this.#burst = this.#count > 1 || now - this.#lastActivity < BURST_SETTLE_MS;
     this.#lastActivity = now;
