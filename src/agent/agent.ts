@@ -23,6 +23,7 @@ import { devTokens } from './dev-tokens.js';
 import { registerUiRoutes } from './ui-routes.js';
 import { withPathDirs, writeBerthShim } from './path-driver.js';
 import { startPhase } from './start-phases.js';
+import { warmJobPath } from './job-path-warmup.js';
 
 export type AgentMode = 'dev' | 'server' | 'client';
 
@@ -68,16 +69,6 @@ const DEFAULT_PORT = 4646;
  */
 const DEFAULT_TASKS_PER_EXECUTOR = 32;
 
-/**
- * Rounds of the job path's warm-up after the first (one a turn of the event
- * loop, while no user's write is in flight), and the CPU they may take in
- * all. One round compiles the path to bytecode; V8 optimizes a function only
- * after it ran many times, so a first burst of registrations ran in the
- * interpreter: in process, 200 registrations after one round cost 1.2-1.5 ms
- * each, after 300 rounds 0.6-0.8 ms.
- */
-const WARM_ROUNDS = 300;
-const WARM_CPU_BUDGET_MS = 1500;
 /**
  * A client agent's default `stop_after_server_disconnect`: as long as the
  * server's default heartbeat TTL, so that a node the server marks down has
@@ -238,57 +229,9 @@ export class Agent {
     await this.#client.start();
     this.#log.info({ nodeId: this.#client.nodeId }, 'client part started');
     startPhase(this.#log, 'client started');
-    this.#warmJobPath();
+    // Once idle: the job path warmed (job-path-warmup.ts), so the first job a user submits costs what the later ones do.
+    this.#whenIdle(() => warmJobPath(this.#server, this.#log));
     return { url: address.url, ...(managementToken ? { managementToken } : {}) };
-  }
-
-  /**
-   * Once the agent is up and idle, runs a sample job's registration path in the
-   * server without writing anything (Server.warmJobPath): the first job a user
-   * submits then costs what the later ones do. Off the start's critical path.
-   */
-  #warmJobPath(): void {
-    this.#whenIdle(() => {
-      const server = this.#server;
-      if (server?.state !== 'running') return;
-      const began = process.cpuUsage();
-      try {
-        server.warmJobPath();
-        const cpu = process.cpuUsage(began);
-        this.#log.debug({ cpuMs: Math.round((cpu.user + cpu.system) / 1000) }, 'job path warmed');
-        this.#warmMore(server, 1, process.cpuUsage());
-      } catch (err) {
-        this.#log.debug({ err }, 'job path warm-up failed');
-      }
-    });
-  }
-
-  /**
-   * Runs the job path's warm-up again, a round a turn of the event loop (so a
-   * request never waits behind more than one), until WARM_ROUNDS, the CPU
-   * budget, or a user's write request, begun now or ever since the start: the
-   * requests then have the loop, and the warm-up does not come back (a first
-   * job submitted during the start would otherwise be placed and started
-   * beside it: 273 -> 537 ms from submit to running, CPU 930 -> 1,240 ms by
-   * then, in the agent-start bench). Never holds the process open.
-   */
-  #warmMore(server: Server, rounds: number, began: NodeJS.CpuUsage): void {
-    setImmediate(() => {
-      const cpu = process.cpuUsage(began);
-      const cpuMs = Math.round((cpu.user + cpu.system) / 1000);
-      const stop = server.state !== 'running' || server.userWritesSeen > 0 || rounds >= WARM_ROUNDS || cpuMs >= WARM_CPU_BUDGET_MS;
-      if (stop) {
-        this.#log.debug({ rounds, cpuMs }, 'job path warm-up ended');
-        return;
-      }
-      try {
-        server.warmJobPath();
-      } catch (err) {
-        this.#log.debug({ err }, 'job path warm-up failed');
-        return;
-      }
-      this.#warmMore(server, rounds + 1, began);
-    }).unref();
   }
 
   /** Runs `work` once the event loop is free (never holding the process open), then tells opts.onWarm. */
