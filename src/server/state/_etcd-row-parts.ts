@@ -31,29 +31,3 @@ export function parsePartKey(rest: string): { table: DataTable; field: string; k
   const field = rest.slice(a + 1, b);
   return DETACHED[table] === field ? { table, field, key: rest.slice(b + 1) } : undefined;
 }
-
-/**
- * Whether two values of JSON data (plain objects, arrays, strings, numbers,
- * booleans, null) hold the same data, key order aside. Pure; allocates
- * nothing, so the writer may ask it of every row it commits.
- */
-export function sameJsonData(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJsonData(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  let n = 0;
-  for (const k in x) {
-    if (!Object.hasOwn(x, k)) continue;
-    n++;
-    if (!Object.hasOwn(y, k) || !sameJsonData(x[k], y[k])) return false;
-  }
-  for (const k in y) if (Object.hasOwn(y, k)) n--;
-  return n === 0;
-}

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Etcd3, type IRequestOp, type ICompare } from 'etcd3';
 import { describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
@@ -6,7 +7,7 @@ import { Txn, View, type Row } from './_store-view.js';
 import { type BlockOptions, type DataTable, type StateReader, type StateStore, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
 import { isTooLarge, isUnavailable, unavailable, type SentRows, MAX_TXN_OPS, nestOps, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
 import { ETCD_SCHEMA_VERSION, EtcdReplica } from './_etcd-replica.js';
-import { detachedField, partKey, sameJsonData } from './_etcd-row-parts.js';
+import { detachedField, partKey } from './_etcd-row-parts.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
 
 export type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
@@ -277,7 +278,7 @@ export class EtcdStateStore implements StateStore {
         }
         if (field === undefined) continue;
         const at = Buffer.from(partKey(this.prefix, c.table, field, c.key));
-        if (part !== undefined && !(held && sameJsonData(c.before?.[field], part))) success.push({ request_put: { key: at, value: Buffer.from(JSON.stringify(part)) } });
+        if (part !== undefined && !(held && isDeepStrictEqual(c.before?.[field], part))) success.push({ request_put: { key: at, value: Buffer.from(JSON.stringify(part)) } });
         else if (part === undefined && held) success.push({ request_delete_range: { key: at } });
       }
       for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
