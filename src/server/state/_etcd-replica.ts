@@ -100,9 +100,7 @@ export class EtcdReplica {
   }
 
   #heldParts(table: DataTable): Set<string> {
-    let held = this.#parts.get(table);
-    if (!held) this.#parts.set(table, (held = new Set()));
-    return held;
+    return partKeysOf(this.#parts, table);
   }
 
   callOptions(deadlineMs = this.#writeTimeoutMs): { deadline: Date } {
@@ -182,11 +180,7 @@ export class EtcdReplica {
         const rowKey = rest.slice(slash + 1);
         const field = detachedField(table);
         const part = field === undefined ? undefined : parts.get(`${table}\u0000${rowKey}`);
-        if (part) {
-          let set = held.get(table);
-          if (!set) held.set(table, (set = new Set()));
-          set.add(rowKey);
-        }
+        if (part) partKeysOf(held, table).add(rowKey);
         state.rows.set(rowKey, decodeRow(kv, key, part ? { field: field as string, value: () => decodeJson(part, part.key.toString()) } : undefined));
         state.revs.set(rowKey, Number(kv.mod_revision));
       }
@@ -420,4 +414,11 @@ export class EtcdReplica {
     this.#watcher = undefined;
     void (watcher ? watcher.cancel().catch(() => undefined) : Promise.resolve()).finally(() => this.#client.close());
   }
+}
+
+/** The row keys of `table` whose part etcd holds apart, in `parts` (made on first use). */
+function partKeysOf(parts: Map<DataTable, Set<string>>, table: DataTable): Set<string> {
+  let keys = parts.get(table);
+  if (!keys) parts.set(table, (keys = new Set()));
+  return keys;
 }
