@@ -10,6 +10,9 @@
 // agent's options in order and tears them down in reverse.
 
 import { mkdirSync } from 'node:fs';
+// The client's start gives way between its steps (a turn of the event loop: I/O first), so a dev agent's API,
+// listening already, answers requests that came meanwhile without waiting for the whole start.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import path from 'node:path';
 import { CsiClient, type CsiCallObserver } from '../csi/index.js';
 import {
@@ -493,13 +496,4 @@ export class Client {
     await step('server api', () => this.#api?.close());
     await step('state store', () => this.#store?.close());
   }
-}
-
-/**
- * Resolves after the event loop's next turn (I/O first, then this): the client's start gives way between its
- * steps, so a dev agent's API, listening already, answers requests that came meanwhile without waiting for
- * the whole start.
- */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
