@@ -34,6 +34,7 @@ export const CONFIG_BODY: HclBody = {
     to: 'server',
     body: {
       heartbeat_ttl: attr('heartbeatTtl'),
+      heartbeat_grace: attr('heartbeatGrace'),
       name: attr('name'),
       advertise_address: attr('advertiseAddress'),
       lease_ttl: attr('leaseTtl'),
@@ -156,6 +157,8 @@ export const configSchema = z.strictObject({
   server: z
     .strictObject({
       heartbeatTtl: duration.optional(),
+      /** Nomad's heartbeat_grace: how late past its TTL a node's heartbeat may come before the node is marked down. */
+      heartbeatGrace: duration.optional(),
       name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-"').optional(),
       advertiseAddress: httpUrl.optional(),
       leaseTtl: duration.optional(),

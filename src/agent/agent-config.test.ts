@@ -189,6 +189,13 @@ describe('agent config files', () => {
     assert.match(await problemOf('a.hcl', 'server {\n  max_heartbeats_per_second = 0\n}\n'), /^a\.hcl:2:3: server\.max_heartbeats_per_second: must be a number of heartbeats a second above 0, e\.g\. 100$/);
   });
 
+  it('reads heartbeat_grace (Nomad\'s), "0s" included, and names one that is not a duration at its line', async () => {
+    assert.equal((await parseAgentConfig('a.hcl', 'server {\n  heartbeat_grace = "15s"\n}\n')).server.heartbeatGraceMs, 15_000);
+    assert.equal((await parseAgentConfig('a.json', JSON.stringify({ server: { heartbeat_grace: '0s' } }))).server.heartbeatGraceMs, 0);
+    assert.equal((await parseAgentConfig('a.hcl', 'server {\n  heartbeat_ttl = "30s"\n}\n')).server.heartbeatGraceMs, undefined);
+    assert.match(await problemOf('a.hcl', 'server {\n\n  heartbeat_grace = "soon"\n}\n'), /^a\.hcl:3:3: server\.heartbeat_grace: must be a duration such as "500ms", "30s" or "5m"$/);
+  });
+
   it('refuses an unknown client option and a token file that cannot be read', async () => {
     assert.match(await problemOf('agent.hcl', 'client {\n  options = {\n    "driver.java.enable" = true\n  }\n}\n'), /client\.options\.driver\.java\.enable: unknown option/);
     await assert.rejects(parseAgentConfig(path.join(dir, 'x.hcl'), 'tokens {\n  node_file = "missing.tokens"\n}\n'), (err: unknown) => {

@@ -27,6 +27,8 @@ export interface AgentConfig {
   tokens: { management: string[]; readOnly: string[]; node: string[] };
   server: {
     heartbeatTtlMs?: number;
+    /** Time a heartbeat may come late past the TTL before its node is marked down (Nomad's heartbeat_grace). Default 10 s. */
+    heartbeatGraceMs?: number;
     /** This server's name in `berth server members` (a cluster of servers on etcd). */
     name?: string;
     /** The URL other servers and clients reach this one at; default: the bind address and port. */
@@ -230,6 +232,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
     },
     server: {
       ...(raw.server?.heartbeatTtl ? { heartbeatTtlMs: durationMs(raw.server.heartbeatTtl) } : {}),
+      ...(raw.server?.heartbeatGrace !== undefined ? { heartbeatGraceMs: durationMs(raw.server.heartbeatGrace) } : {}),
       ...(raw.server?.name ? { name: raw.server.name } : {}),
       ...(raw.server?.advertiseAddress ? { advertiseAddress: raw.server.advertiseAddress } : {}),
       ...(raw.server?.leaseTtl ? { leaseTtlMs: durationMs(raw.server.leaseTtl) } : {}),

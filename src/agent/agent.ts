@@ -71,8 +71,9 @@ const DEFAULT_TASKS_PER_EXECUTOR = 32;
 
 /**
  * A client agent's default `stop_after_server_disconnect`: as long as the
- * server's default heartbeat TTL, so that a node the server marks down has
- * stopped its single-writer tasks by about then. "0s" turns fencing off.
+ * server's default heartbeat TTL, so that a node the server marks down (the
+ * TTL and its grace) has stopped its single-writer tasks by then. "0s" turns
+ * fencing off.
  */
 export const DEFAULT_STOP_AFTER_SERVER_DISCONNECT_MS = 30_000;
 
@@ -179,6 +180,7 @@ export class Agent {
       port,
       apiWorkers: config.server.apiWorkers ?? 0,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
+      ...(config.server.heartbeatGraceMs !== undefined ? { heartbeatGraceMs: config.server.heartbeatGraceMs } : {}),
       ...(config.server.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: config.server.maxHeartbeatsPerSecond } : {}),
       ...(config.server.etcd ? { etcd: config.server.etcd } : {}),
       ...(config.server.oidcIssuer ? { oidcIssuer: config.server.oidcIssuer } : {}),

@@ -73,6 +73,7 @@ Config file (HCL; JSON with the same names also works):
   }
   server {
     heartbeat_ttl = "30s"
+    heartbeat_grace = "10s"           # how late a heartbeat may come before its node is marked down
     max_heartbeats_per_second = 100   # all nodes' heartbeats a second: the TTL grows to keep to it
     store { etcd { endpoints = ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]  prefix = "/berth"  write_timeout = "5s" } }
   }                               # no store block: the state is <data_dir>/server/state.db

@@ -32,6 +32,8 @@ export interface ServerOptions {
   apiWorkers?: number;
   /** A node silent for this long is marked down. Default 30 s. */
   heartbeatTtlMs?: number;
+  /** Time a heartbeat may come late past the TTL before its node is marked down (Nomad's heartbeat_grace). Default 10 s. */
+  heartbeatGraceMs?: number;
   /** The heartbeat rate the leader aims at over all nodes (their TTL grows with their number). Default 100. */
   maxHeartbeatsPerSecond?: number;
   /** Deadline of one server-to-node call (controller publish, node detach...). Default 60 s. */

@@ -340,6 +340,7 @@ export class Server {
         clock,
         logger: root,
         ...(this.#opts.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: this.#opts.heartbeatTtlMs } : {}),
+        ...(this.#opts.heartbeatGraceMs !== undefined ? { heartbeatGraceMs: this.#opts.heartbeatGraceMs } : {}),
         ...(this.#opts.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: this.#opts.maxHeartbeatsPerSecond } : {}),
       }),
       plugins: new PluginService({ store, logger: root }),

@@ -47,7 +47,7 @@ describe('Ctrl-C of a client agent whose workload holds a volume no plugin serve
     writeFileSync(path.join(dir, 'nodes.tokens'), `${NODE}\n`);
     writeFileSync(
       path.join(dir, 'server.hcl'),
-      `data_dir = "server-data"\nports {\n  http = 0\n}\nserver {\n  heartbeat_ttl = "3s"\n}\ntokens {\n  management = ["${MGMT}"]\n  node_file  = "nodes.tokens"\n}\n`,
+      `data_dir = "server-data"\nports {\n  http = 0\n}\nserver {\n  heartbeat_ttl = "3s"\n  heartbeat_grace = "1s"\n}\ntokens {\n  management = ["${MGMT}"]\n  node_file  = "nodes.tokens"\n}\n`,
     );
     writeFileSync(
       path.join(dir, 'c1.json'),

@@ -44,7 +44,7 @@ export interface Cluster {
  */
 export async function startCluster(opts: { heartbeatTtlMs?: number } = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-cli-'));
-  const server = new Server({ dataDir: dir, tokens: API_TOKENS, eventHeartbeatMs: 200, nodeCallTimeoutMs: 5_000, heartbeatTtlMs: opts.heartbeatTtlMs ?? 60 * 60_000 });
+  const server = new Server({ dataDir: dir, tokens: API_TOKENS, eventHeartbeatMs: 200, nodeCallTimeoutMs: 5_000, heartbeatTtlMs: opts.heartbeatTtlMs ?? 60 * 60_000, heartbeatGraceMs: 1_000 });
   const { url } = await server.start();
   const call: Cluster['call'] = async (method, path, o = {}) => {
     const headers: Record<string, string> = { authorization: `Bearer ${o.token ?? TOKENS.management}`, accept: 'application/json' };

@@ -97,7 +97,7 @@ before(async () => {
   serverConfig = path.join(dir, 'server.hcl');
   writeFileSync(
     serverConfig,
-    `data_dir  = "${dir}/server"\nbind_addr = "127.0.0.1"\nports {\n  http = ${port}\n}\nserver {\n  heartbeat_ttl = "3s"\n}\ntokens {\n  management = ["${MGMT}"]\n  node       = ["${NODE}"]\n}\n`,
+    `data_dir  = "${dir}/server"\nbind_addr = "127.0.0.1"\nports {\n  http = ${port}\n}\nserver {\n  heartbeat_ttl = "3s"\n  heartbeat_grace = "1s"\n}\ntokens {\n  management = ["${MGMT}"]\n  node       = ["${NODE}"]\n}\n`,
   );
   server = new AgentRun(['--server', '--config', serverConfig]);
   await server.start();

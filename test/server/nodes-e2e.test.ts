@@ -55,7 +55,10 @@ describe('nodes joining and going down', () => {
     assert.equal(beat.status, 200);
     // As Nomad's Node.UpdateStatus: the TTL, not the node row (the whole cluster's heartbeats reach the leader).
     assert.deepEqual(beat.body, { heartbeatTtlMs: 30_000 });
+    // 35 s of silence: past the TTL, but within the 10 s of grace after it (Nomad's heartbeat_grace).
     await clock.advance(15_000);
+    assert.equal((await h.call<Api.Node>('GET', `/v1/node/${doomed}`)).body.Status, 'ready');
+    await clock.advance(6_000);
     const down = await eventually('the node to be marked down', async () => {
       const n = await h.call<Api.Node>('GET', `/v1/node/${doomed}`);
       return n.body.Status === 'down' ? n.body : undefined;

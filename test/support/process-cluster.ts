@@ -26,8 +26,10 @@ export interface ClusterOptions {
   clients?: number;
   /** The servers' lease TTL (how long a dead leader is waited for). Default "3s". */
   leaseTtl?: string;
-  /** Silent nodes are marked down after this. Default "5s". */
+  /** Silent nodes are marked down after this and the grace. Default "5s". */
   heartbeatTtl?: string;
+  /** How late past the TTL a heartbeat may come (the servers' heartbeat_grace). Default "1s": tests wait for nodes marked down; the agent's own default is 10 s. */
+  heartbeatGrace?: string;
   /** The clients' stop_after_server_disconnect (fencing window); the agent's default when unset. */
   stopAfterServerDisconnect?: string;
   /** The servers' etcd write_timeout (how long a change waits for etcd before STORE_UNAVAILABLE); the agent's default (5 s) when unset. */
@@ -114,6 +116,7 @@ tokens {
 server {
   name      = "${name}"
   heartbeat_ttl = "${opts.heartbeatTtl ?? '5s'}"
+  heartbeat_grace = "${opts.heartbeatGrace ?? '1s'}"
 ${store()}}
 log_level = "${opts.serverLogLevel ?? 'debug'}"
 `,

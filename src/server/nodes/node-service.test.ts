@@ -119,7 +119,7 @@ describe('nodes and plugins', () => {
   it('marks a node down when it misses its heartbeat TTL, its plugin instances unhealthy, and brings it back on a heartbeat', async () => {
     const store = SqliteStateStore.open(join(dir, 'ttl.db'));
     const clock = new ManualClock(0);
-    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, heartbeatGraceMs: 0 });
     try {
       await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
       await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
@@ -146,10 +146,36 @@ describe('nodes and plugins', () => {
     }
   });
 
+  it('marks a node down only once its heartbeat is later than its TTL and the grace after it (Nomad\'s heartbeat_grace, 10 s by default)', async () => {
+    const store = SqliteStateStore.open(join(dir, 'grace.db'));
+    const clock = new ManualClock(0);
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    try {
+      const reg = await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
+      assert.equal(nodes.heartbeatTtlMs, 10_000, 'the node is told its TTL, not the grace');
+      assert.equal(reg.status, 'ready');
+      await nodes.start();
+      await clock.waitForSleepers(1);
+      await clock.advance(15_000);
+      assert.equal(nodes.get('node-a')!.status, 'ready', 'a heartbeat 5 s late is within the grace');
+      // It comes late, and the clock starts again from it.
+      await nodes.heartbeat('node-a');
+      await clock.advance(19_000);
+      assert.equal(nodes.get('node-a')!.status, 'ready');
+      await clock.advance(2_000);
+      await clock.waitForSleepers(1);
+      assert.equal(nodes.get('node-a')!.status, 'down');
+      assert.match(nodes.get('node-a')!.statusDescription, /missed heartbeats for 2\d s/);
+    } finally {
+      await nodes.stop();
+      store.close();
+    }
+  });
+
   it('gives every node a fresh deadline, instead of marking it down, when the server itself stalled past the TTL', async () => {
     const store = SqliteStateStore.open(join(dir, 'stall.db'));
     const clock = new ManualClock(0);
-    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, heartbeatGraceMs: 0 });
     try {
       await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
       await nodes.start();
@@ -172,10 +198,10 @@ describe('nodes and plugins', () => {
     const store = SqliteStateStore.open(join(dir, 'fresh.db'));
     const clock = new ManualClock(0);
     try {
-      await new NodeService({ store, clock, heartbeatTtlMs: 10_000 }).register(await agentA.fingerprint(), { id: 'node-a' });
+      await new NodeService({ store, clock, heartbeatTtlMs: 10_000, heartbeatGraceMs: 0 }).register(await agentA.fingerprint(), { id: 'node-a' });
       // A server starts (or is elected) an hour later over the same state.
       await clock.jump(3_600_000);
-      const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+      const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, heartbeatGraceMs: 0 });
       await nodes.start();
       await clock.waitForSleepers(1);
       await clock.advance(19_000);
@@ -201,7 +227,7 @@ describe('nodes and plugins', () => {
       return write();
     });
     const clock = new ManualClock(0);
-    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, heartbeatGraceMs: 0 });
     try {
       await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
       await nodes.register(await agentB.fingerprint(), { id: 'node-b' });
@@ -243,7 +269,7 @@ describe('nodes and plugins', () => {
       return write();
     });
     const clock = new ManualClock(0);
-    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000 });
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, heartbeatGraceMs: 0 });
     try {
       let release!: () => void;
       hold = new Promise<void>((r) => (release = r));
@@ -269,7 +295,7 @@ describe('nodes and plugins', () => {
     const store = SqliteStateStore.open(join(dir, 'scaled.db'));
     const clock = new ManualClock(0);
     // Half a heartbeat a second in all: two nodes heartbeating every third of their TTL need 12 s.
-    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, maxHeartbeatsPerSecond: 0.5 });
+    const nodes = new NodeService({ store, clock, heartbeatTtlMs: 10_000, heartbeatGraceMs: 0, maxHeartbeatsPerSecond: 0.5 });
     try {
       await nodes.register(await agentA.fingerprint(), { id: 'node-a' });
       assert.equal(nodes.heartbeatTtlMs, 10_000, 'one node: the configured TTL');

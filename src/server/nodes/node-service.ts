@@ -32,9 +32,16 @@ export interface NodeServiceOptions {
    */
   maxHeartbeatsPerSecond?: number;
   /**
+   * Time a node's heartbeat may come late past its TTL before the node is
+   * marked down (Nomad's heartbeat_grace): the TTL told the node is the
+   * interval it keeps, the grace absorbs a slow network, a busy leader, a
+   * heartbeat retried through another server. Default 10 s, as Nomad's.
+   */
+  heartbeatGraceMs?: number;
+  /**
    * The deadline every node gets when this service starts (a new leader, a
    * restarted server): time for a whole cluster to find the new leader.
-   * Default twice the TTL then given.
+   * Default twice the TTL then given, plus the grace.
    */
   failoverTtlMs?: number;
 }
@@ -43,6 +50,7 @@ export type NodeServiceState = LifecycleState;
 
 const DEFAULT_TTL_MS = 30_000;
 const DEFAULT_MAX_HEARTBEATS_PER_SECOND = 100;
+const DEFAULT_HEARTBEAT_GRACE_MS = 10_000;
 
 /**
  * The heartbeat TTL for `nodes` nodes: at least `minTtlMs`, and long enough
@@ -132,6 +140,7 @@ export class NodeService {
   readonly #logger: Logger;
   readonly #ttl: number;
   readonly #maxRate: number;
+  readonly #grace: number;
   readonly #failoverTtl: number | undefined;
   /** When each node (not down) last heartbeated, as this server saw it. */
   readonly #lastSeen = new Map<string, number>();
@@ -145,6 +154,7 @@ export class NodeService {
     this.#logger = (opts.logger ?? silentLogger()).child({ component: 'nodes' });
     this.#ttl = opts.heartbeatTtlMs ?? DEFAULT_TTL_MS;
     this.#maxRate = opts.maxHeartbeatsPerSecond ?? DEFAULT_MAX_HEARTBEATS_PER_SECOND;
+    this.#grace = opts.heartbeatGraceMs ?? DEFAULT_HEARTBEAT_GRACE_MS;
     this.#failoverTtl = opts.failoverTtlMs;
     this.#life = new Lifecycle({ logger: this.#logger });
   }
@@ -158,10 +168,10 @@ export class NodeService {
     return scaledHeartbeatTtl(this.#ttl, this.#maxRate, Math.max(this.#lastSeen.size, this.#deadline.size));
   }
 
-  /** Records that `nodeId` was heard from at `now`: its TTL starts again. */
+  /** Records that `nodeId` was heard from at `now`: its TTL (and the grace after it) starts again. */
   #seen(nodeId: string, now: number): void {
     this.#lastSeen.set(nodeId, now);
-    this.#deadline.set(nodeId, now + this.heartbeatTtlMs);
+    this.#deadline.set(nodeId, now + this.heartbeatTtlMs + this.#grace);
   }
 
   /**
@@ -358,7 +368,7 @@ export class NodeService {
     for (const node of live) if (!this.#lastSeen.has(node.id)) this.#lastSeen.set(node.id, node.lastHeartbeat);
     // Heartbeats sent to the previous leader are not known here, and the whole cluster is finding
     // this server now: every node gets the failover TTL, at least twice the TTL it was given.
-    const failoverTtl = this.#failoverTtl ?? 2 * scaledHeartbeatTtl(this.#ttl, this.#maxRate, live.length);
+    const failoverTtl = this.#failoverTtl ?? 2 * scaledHeartbeatTtl(this.#ttl, this.#maxRate, live.length) + this.#grace;
     for (const node of live) if (!this.#deadline.has(node.id)) this.#deadline.set(node.id, now + failoverTtl);
     void this.#life.track((async () => {
       while (!signal.aborted) {
@@ -388,7 +398,7 @@ export class NodeService {
   #refreshDeadlines(why: string): void {
     const now = this.#clock.now();
     const ids = this.#store.snapshot().list('nodes', { filter: (n) => n.status !== 'down' }).map((n) => n.id);
-    const ttl = this.heartbeatTtlMs;
+    const ttl = this.heartbeatTtlMs + this.#grace;
     for (const id of ids) this.#deadline.set(id, now + ttl);
     this.#logger.warn({ nodes: ids.length, reason: why }, 'fresh heartbeat deadline for every node');
   }

@@ -20,6 +20,8 @@ export interface SimClusterOptions {
   nodes: number;
   /** The servers' heartbeat TTL, e.g. "20s". */
   heartbeatTtl: string;
+  /** The servers' heartbeat_grace. Default "10s", the agent's own (Nomad's). */
+  heartbeatGrace?: string;
   /** The servers' lease TTL. Default "3s". */
   leaseTtl?: string;
   /** How long a simulated batch task runs. Default 0. */
@@ -67,7 +69,7 @@ export class SimCluster {
   static async start(opts: SimClusterOptions, signal?: AbortSignal): Promise<SimCluster> {
     const c = new SimCluster();
     try {
-      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.serverNodeArgs ? { serverNodeArgs: opts.serverNodeArgs } : {}), ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
+      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, heartbeatGrace: opts.heartbeatGrace ?? '10s', leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.serverNodeArgs ? { serverNodeArgs: opts.serverNodeArgs } : {}), ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
       let csi: { pluginId: string; fingerprint: PluginFingerprint; endpoint: string; controller: CsiClient } | undefined;
       if (opts.csi) {
         c.fake = new FakePlugin({ socketPath: path.join(c.processes.dir, 'simcsi.sock'), nodeId: 'sim-ext-0', acceptsNode: (id) => id.startsWith('sim-ext-') });
