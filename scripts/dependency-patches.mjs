@@ -1,10 +1,14 @@
 // Edits the build makes to a few bundled dependencies (scripts/build.mjs), for
 // the agent's start (issue 40): each one leaves what the code does as it was
-// and only changes when work is done. Work that a code cache cannot hold:
-// find-my-way compiles a function with `new Function` for every static node of
-// the route tree and two for every route (about 940 compiles at a dev agent's
-// start). Closures that do the same are compiled once, into the agent's V8
-// code cache (src/warm-start/).
+// and only changes when work is done. Two kinds:
+//
+//   - work that a code cache cannot hold: find-my-way compiles a function with
+//     `new Function` for every static node of the route tree and two for every
+//     route (about 940 compiles at a dev agent's start). Closures that do the
+//     same are compiled once, into the agent's V8 code cache (src/warm-start/).
+//   - Node built-ins loaded at a module's top level for a use the agent makes
+//     rarely or never (TLS, HTTP/2: about 12-15 ms of CPU at each start), now
+//     required at their first use.
 //
 // Only dist/ is built with these; the sources under tsx (the tests) run the
 // packages as published, which do the same. Each edit names the exact text it
@@ -89,6 +93,38 @@ export const DEPENDENCY_PATCHES = [
       },
     ],
   },
+  {
+    file: 'fastify/lib/server.js',
+    why: 'node:https and node:http2 (with TLS) were loaded at the top for an https or http2 server, which Berth never asks for, and node:dns for binding "localhost" to several addresses',
+    edits: [
+      { find: `const https = require('node:https')\n`, replace: `const https = { createServer: (...args) => require('node:https').createServer(...args) }\n` },
+      {
+        find: `const http2 = require('node:http2')\n`,
+        replace: `const http2 = { createServer: (...args) => require('node:http2').createServer(...args), createSecureServer: (...args) => require('node:http2').createSecureServer(...args) }\n`,
+      },
+      { find: `const dns = require('node:dns')\n`, replace: `const dns = { lookup: (...args) => require('node:dns').lookup(...args) }\n` },
+    ],
+    members: { https: ['createServer'], http2: ['createServer', 'createSecureServer'], dns: ['lookup'] },
+  },
+  {
+    file: 'ws/lib/websocket.js',
+    why: 'node:https and node:tls were loaded at the top for a wss:// client connection, which Berth never opens (its exec relay dials the node over http)',
+    edits: [
+      { find: `const https = require('https');\n`, replace: `const https = { get request() { return require('https').request; } };\n` },
+      { find: `const tls = require('tls');\n`, replace: `const tls = { connect: (...args) => require('tls').connect(...args) };\n` },
+    ],
+    members: { https: ['request'], tls: ['connect'] },
+  },
+  {
+    file: 'prom-client/index.js',
+    why: 'the Pushgateway client (node:https, node:http, zlib) was loaded at the top; Berth never pushes metrics',
+    edits: [
+      {
+        find: `exports.Pushgateway = require('./lib/pushgateway');\n`,
+        replace: `Object.defineProperty(exports, 'Pushgateway', { configurable: true, enumerable: true, get: () => require('./lib/pushgateway') });\n`,
+      },
+    ],
+  },
 ];
 
 /** Where a patched file sits in a path esbuild loads (node_modules/<file>, any depth). */
@@ -136,7 +172,7 @@ export function dependencyPatches() {
     plugin: {
       name: 'berth-dependency-patches',
       setup(build) {
-        build.onLoad({ filter: /[\\/]node_modules[\\/]find-my-way[\\/].*\.js$/ }, (args) => {
+        build.onLoad({ filter: /[\\/]node_modules[\\/](find-my-way|fastify|ws|prom-client)[\\/].*\.js$/ }, (args) => {
           const patch = fileOf(args.path);
           if (!patch) return undefined;
           applied.add(patch.file);
