@@ -108,7 +108,7 @@ export const DEPENDENCY_PATCHES = [
   },
   {
     file: 'ws/lib/websocket.js',
-    why: 'node:https and node:tls were loaded at the top for a wss:// client connection, which Berth never opens (its exec relay dials the node over http)',
+    why: "node:https and node:tls were loaded at the top for a wss:// client connection, which Berth opens only when the exec relay dials a node whose address is https (they load then)",
     edits: [
       { find: `const https = require('https');\n`, replace: `const https = { get request() { return require('https').request; } };\n` },
       { find: `const tls = require('tls');\n`, replace: `const tls = { connect: (...args) => require('tls').connect(...args) };\n` },
