@@ -26,6 +26,10 @@
 // warm-start.json), which src/warm-start/ compiles through a V8 code cache
 // (Node 20 gives a code cache only to a vm.Script, never to an ES module).
 //
+// A few bundled packages are edited on their way in (scripts/dependency-patches.mjs):
+// what they do is unchanged, only when (work a code cache cannot hold, built-ins
+// loaded at first use instead of at the agent's start).
+//
 // The web UI (ui/, its own sources and build) goes to dist/ui, where the
 // agent serves it at /ui.
 //
@@ -37,6 +41,8 @@ import { buildUi } from '../ui/build.mjs';
 // CommonJS's wrapper, as src/warm-start/code-cache.ts compiles a bundle that does not start with it: one source for
 // both, since they must be the same text (test/agent/warm-start.test.ts sees the agent fall back to its modules if not).
 import { CJS_WRAPPER, CJS_WRAPPER_END } from '../src/warm-start/cjs-wrapper.mjs';
+// Edits to a few bundled packages that change when work is done, not what is done (the agent's start).
+import { dependencyPatches } from './dependency-patches.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = `${root}dist`;
@@ -59,6 +65,7 @@ const NEVER_LOADED = ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-com
 const next = `${root}dist.next-${process.pid}`;
 rmSync(next, { recursive: true, force: true });
 mkdirSync(next, { recursive: true });
+const mainPatches = dependencyPatches();
 const result = await build({
   absWorkingDir: root,
   // The API's front worker threads load their own entry (src/server/http/api-workers/pool.ts finds it as ./api-worker.js).
@@ -83,11 +90,14 @@ const result = await build({
   // Bundled CommonJS packages (grpc-js, fastify, ...) call require().
   banner: { js: "import { createRequire as __berthCreateRequire } from 'node:module'; const require = __berthCreateRequire(import.meta.url);" },
   metafile: process.argv.includes('--metafile'),
+  plugins: [mainPatches.plugin],
   logLevel: 'warning',
 });
+mainPatches.checkApplied();
 // The agent's one-file CommonJS bundle (see above). Same sources and options, but: import.meta.url is the
 // bundle's own file URL (it sits in dist/ beside the chunks, so paths found from it are the same), and
 // import() of a package left in node_modules becomes require() (a vm.Script has no ES module loader).
+const bundlePatches = dependencyPatches();
 const agentBundle = await build({
   absWorkingDir: root,
   entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
@@ -114,8 +124,10 @@ const agentBundle = await build({
   // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
   legalComments: 'linked',
   metafile: true,
+  plugins: [bundlePatches.plugin],
   logLevel: 'warning',
 });
+bundlePatches.checkApplied();
 const bundleFile = Object.keys(agentBundle.metafile.outputs).find((f) => f.endsWith('.cjs'));
 if (!bundleFile) throw new Error('build: the agent bundle is missing');
 // The loader reads an ASCII bundle as Latin-1 (a copy of the bytes), several times cheaper than decoding UTF-8;

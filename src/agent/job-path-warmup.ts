@@ -20,11 +20,19 @@ const WARM_CPU_BUDGET_MS = 1500;
 
 /**
  * Runs the first round now (the caller waits for the agent to be idle), then
- * schedules the others. Never throws; a round that fails ends the warm-up
- * (logged at debug). Off the start's critical path.
+ * schedules the others. Nothing runs once a user's write has come since the
+ * start: that write (a first job submitted while the agent started) ran the
+ * path itself, and a round would only add its CPU to that job's way to
+ * running (the agent-start bench submits at the first answer, before the
+ * client is up). Never throws; a round that fails ends the warm-up (logged
+ * at debug). Off the start's critical path.
  */
 export function warmJobPath(server: Server | undefined, log: Logger): void {
   if (server?.state !== 'running') return;
+  if (server.userWritesSeen > 0) {
+    log.debug({ userWrites: server.userWritesSeen }, 'job path warm-up skipped: a user write came first');
+    return;
+  }
   const began = process.cpuUsage();
   try {
     server.warmJobPath();

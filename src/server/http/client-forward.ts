@@ -10,7 +10,6 @@
 // through `execRelay`, which its own exec route calls first.
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WebSocket } from 'ws';
 import { describeError } from '../../lib/index.js';
@@ -104,9 +103,10 @@ async function forwardHttp(ctx: RouteContext, req: FastifyRequest, reply: Fastif
   const url = new URL(req.url, target.url);
   let timedOut = false;
   let res: IncomingMessage;
+  // node:https (with TLS) loads with the first https node address, not at every agent's start: a node's HTTPAddr is plain http unless its operator put TLS in front.
+  const send = url.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
   try {
     res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
       const headers = { ...forwardHeaders(req), ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) };
       const out = send(url, { method: req.method, headers, signal: gone });
       const timer = setTimeout(() => {
