@@ -129,7 +129,7 @@ writeFileSync(`${next}/warm-start.json`, `${JSON.stringify({ bundle: bundleFile.
 // Scripts the agent starts as their own processes (plain ESM, no bundling): the executor (with the
 // modules it imports) and the mount helper.
 for (const f of readdirSync(`${root}src/client/drivers`)) if (f.endsWith('.mjs')) copyFileSync(`${root}src/client/drivers/${f}`, `${next}/${f}`);
-for (const f of ['mount-helper.mjs', 'mount-table.mjs']) copyFileSync(`${root}src/client/allocdir/${f}`, `${next}/${f}`);
+for (const f of ['mount-helper.mjs', 'mount-table.mjs', '_tmpfs-mounter.mjs']) copyFileSync(`${root}src/client/allocdir/${f}`, `${next}/${f}`);
 if (result.metafile) writeFileSync(`${next}/meta.json`, JSON.stringify(result.metafile));
 await buildUi(`${next}/ui`);
 

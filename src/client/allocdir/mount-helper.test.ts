@@ -69,6 +69,29 @@ describe('the mount helper', () => {
     assert.deepEqual(r, { unmounted: 1, left: [] });
   });
 
+  it('mounts a tmpfs by mount(2) with no process started for it, and by mount(8) once that way is lost: each directory mounted once, with its options', async () => {
+    const c = path.join(root, 'c');
+    const d = path.join(root, 'd');
+    mkdirSync(c);
+    mkdirSync(d);
+    const secrets = (dir: string): { op: 'mount'; args: string[]; unlessOwnFs: string } => ({ op: 'mount', args: ['-t', 'tmpfs', '-o', 'size=1m,mode=0777,noexec,nosuid,nodev', 'tmpfs', dir], unlessOwnFs: dir });
+    assert.deepEqual(await helper.request(secrets(c)), { mounted: true });
+    // The one process serving mount(2) for the helper: stopped, it holds the next request; killed, it is lost.
+    const kids = readFileSync(`/proc/${helper.pid}/task/${helper.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    const mounter = kids.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('perl'));
+    assert.ok(mounter, `a mount(2) process under the helper (children: ${kids.join(', ')})`);
+    process.kill(mounter, 'SIGSTOP');
+    const held = helper.request(secrets(d));
+    process.kill(mounter, 'SIGKILL');
+    assert.deepEqual(await held, { mounted: true });
+    for (const dir of [c, d]) {
+      assert.equal(mountsAt(dir), 1, `${dir} mounted once`);
+      const line = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.split(' ')[4] === dir) ?? '';
+      for (const flag of ['noexec', 'nosuid', 'nodev']) assert.match(line.split(' ')[5] ?? '', new RegExp(flag), `${dir} is ${flag}`);
+      assert.match(line.split(' - ')[1] ?? '', /^tmpfs tmpfs rw,size=1024k,mode=777/, `${dir}: ${line}`);
+    }
+  });
+
   it('is replaced when it dies: a safe request is asked again, an unsafe one fails clearly', async () => {
     const b = path.join(root, 'b');
     mkdirSync(b);
