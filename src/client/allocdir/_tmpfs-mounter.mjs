@@ -27,10 +27,19 @@ const FLAGS = /** @type {Record<string, number>} */ ({ ro: 1, nosuid: 2, nodev: 
 /** tmpfs options mount(8) hands to the kernel as they are (the file system's own data). */
 const TMPFS_DATA = new Set(['size', 'mode', 'uid', 'gid', 'nr_inodes', 'nr_blocks']);
 
-/** Reads lines `source\ttarget\tfstype\tflags\tdata`; answers `0` or `<errno> <message>` for each, in order. */
-const PERL = `$| = 1; my $nr = shift @ARGV;
-while (my $l = <STDIN>) { chomp $l; my ($s, $t, $f, $fl, $d) = split /\\t/, $l, -1;
-  my $r = syscall($nr, $s, $t, $f, $fl + 0, $d); print $r == 0 ? "0\\n" : ($! + 0) . " $!\\n"; }`;
+/** umount2(2)'s number by Node's name of the architecture. */
+const SYS_UMOUNT2 = /** @type {Record<string, number>} */ ({ x64: 166, arm64: 39, riscv64: 39, loong64: 39 });
+
+/**
+ * Reads lines `m\tsource\ttarget\tfstype\tflags\tdata` (mount(2)) and
+ * `u\ttarget\tflags` (umount2(2)); answers `0` or `<errno> <message>` for
+ * each, in order.
+ */
+const PERL = `$| = 1; my ($mnt, $umnt) = @ARGV;
+while (my $l = <STDIN>) { chomp $l; my ($op, @a) = split /\\t/, $l, -1; my $r;
+  if ($op eq 'm') { my ($s, $t, $f, $fl, $d) = @a; $r = syscall($mnt, $s, $t, $f, $fl + 0, $d); }
+  else { my ($t, $fl) = @a; $r = syscall($umnt, $t, $fl + 0); }
+  print $r == 0 ? "0\\n" : ($! + 0) . " $!\\n"; }`;
 
 /**
  * What mount(2) is asked for `args` (mount(8)'s: `-t tmpfs -o OPTIONS SOURCE
@@ -69,7 +78,7 @@ export class TmpfsMounter {
 
   /** Whether mount(2) can be called this way here (the perl process may still fail to start: mount then rejects). */
   static available() {
-    return process.platform === 'linux' && arch() in SYS_MOUNT;
+    return process.platform === 'linux' && arch() in SYS_MOUNT && arch() in SYS_UMOUNT2;
   }
 
   /**
@@ -81,7 +90,24 @@ export class TmpfsMounter {
     const child = this.#child ?? this.#start();
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject });
-      child.stdin?.write(`${m.source}\t${m.target}\ttmpfs\t${m.flags}\t${m.data}\n`);
+      child.stdin?.write(`m\t${m.source}\t${m.target}\ttmpfs\t${m.flags}\t${m.data}\n`);
+    });
+  }
+
+  /**
+   * umount2(2) of `target` (a mount point as the kernel's table names it),
+   * detached (MNT_DETACH, as `umount -l`) when `lazy`: resolves as mount()
+   * does, rejects when the process cannot serve.
+   * @param {string} target @param {{ lazy?: boolean }} [opts]
+   * @returns {Promise<string | undefined>}
+   */
+  unmount(target, opts = {}) {
+    if (this.#broken) return Promise.reject(new Error('the tmpfs mounter is not available'));
+    if (/[\t\n]/.test(target)) return Promise.reject(new Error('a mount point with a tab or newline in its path'));
+    const child = this.#child ?? this.#start();
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject });
+      child.stdin?.write(`u\t${target}\t${opts.lazy ? 2 : 0}\n`);
     });
   }
 
@@ -92,7 +118,7 @@ export class TmpfsMounter {
   }
 
   #start() {
-    const child = spawn('perl', ['-e', PERL, String(SYS_MOUNT[arch()])], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn('perl', ['-e', PERL, String(SYS_MOUNT[arch()]), String(SYS_UMOUNT2[arch()])], { stdio: ['pipe', 'pipe', 'ignore'] });
     this.#child = child;
     child.stdin?.on('error', () => undefined);
     createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) }).on('line', (line) => {

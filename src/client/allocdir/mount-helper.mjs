@@ -28,8 +28,9 @@
 // CPU, most of it the fork of a Node process; from a shell, 2.7 ms (9-10 ms
 // on a later, slower machine). A tmpfs mount safe to repeat (unlessOwnFs)
 // goes to mount(2) instead, through one long-lived process (_tmpfs-mounter.mjs),
-// with no process started for it: well under a millisecond; where that
-// cannot run, mount(8) as above.
+// with no process started for it: well under a millisecond; and every
+// unmount to umount2(2) through the same process; where that cannot run,
+// mount(8) and umount(8) as above.
 // It exits when stdin closes (the agent stopped or died) once the requests
 // it holds are answered; mounts it made stay, as mount(8)'s would.
 
@@ -57,6 +58,26 @@ function run(file, args) {
   });
 }
 
+/**
+ * Unmounts `target` (detached when `lazy`, as umount -l): by umount2(2) through
+ * the tmpfs mounter, where it runs (no process started), else umount(8).
+ * Rejects when it failed.
+ * @param {string} target @param {boolean} lazy
+ */
+async function umount(target, lazy) {
+  if (tmpfs) {
+    const outcome = await tmpfs.unmount(target, { lazy }).then(
+      (why) => ({ why }),
+      () => undefined,
+    );
+    if (outcome) {
+      if (outcome.why === undefined) return;
+      throw new Error(`umount ${target}: ${outcome.why}`);
+    }
+  }
+  await run('umount', lazy ? ['-l', target] : [target]);
+}
+
 /** @param {string} root @param {string[]} keep */
 async function unmountUnder(root, keep) {
   const kept = keep.map((k) => {
@@ -73,11 +94,11 @@ async function unmountUnder(root, keep) {
     const next = ours().find((m) => !failed.has(m));
     if (!next) break;
     try {
-      await run('umount', [next]);
+      await umount(next, false);
       unmounted += 1;
     } catch {
       // Busy: detach it; one that cannot even be detached is reported as left.
-      await run('umount', ['-l', next]).then(
+      await umount(next, true).then(
         () => (unmounted += 1),
         () => failed.add(next),
       );

@@ -4,6 +4,8 @@
 // again when that is safe, and fails clearly when it is not.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -89,6 +91,20 @@ describe('the mount helper', () => {
       const line = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.split(' ')[4] === dir) ?? '';
       for (const flag of ['noexec', 'nosuid', 'nodev']) assert.match(line.split(' ')[5] ?? '', new RegExp(flag), `${dir} is ${flag}`);
       assert.match(line.split(' - ')[1] ?? '', /^tmpfs tmpfs rw,size=1024k,mode=777/, `${dir}: ${line}`);
+    }
+  });
+
+  it('detaches a mount that is busy (a process works in it): nothing is left mounted', async () => {
+    const busy = path.join(root, 'busy');
+    mkdirSync(busy);
+    await helper.request(tmpfs(busy));
+    const holder = spawn('sleep', ['30'], { cwd: busy, stdio: 'ignore' });
+    await once(holder, 'spawn');
+    try {
+      assert.deepEqual(await helper.request({ op: 'unmount', root: busy }), { unmounted: 1, left: [] });
+      assert.equal(mountsAt(busy), 0);
+    } finally {
+      holder.kill('SIGKILL');
     }
   });
 
