@@ -8,7 +8,7 @@
 // their own code stay in node_modules (EXTERNAL). The executor (executor*.mjs)
 // and the mount helper, hand-written scripts the client starts as their own
 // processes, are copied next to the chunks (dist/ is flat), where the code
-// that starts them finds them (`./executor.mjs`, `./mount-helper.mjs`).
+// that starts them finds them (`./executor.mjs`, `./mount-helper.mjs` and the `./_tmpfs-mounter.mjs` it imports).
 //
 // Test kits that live in src/ (fakes, harnesses) are never reachable from
 // src/main.ts, so they are not in dist/; test/packaging checks the tarball.
