@@ -76,6 +76,11 @@ export class TmpfsMounter {
   #waiting = [];
   #broken = false;
 
+  /** Whether the process was found missing or died: it is not started again (mount(8) serves from then on). */
+  get broken() {
+    return this.#broken;
+  }
+
   /** Whether mount(2) can be called this way here (the perl process may still fail to start: mount then rejects). */
   static available() {
     return process.platform === 'linux' && arch() in SYS_MOUNT && arch() in SYS_UMOUNT2;

@@ -294,7 +294,8 @@ lines.on('line', (line) => {
   } catch {
     return;
   }
-  const m = tmpfs && req.op === 'mount' && req.unlessOwnFs ? translate(req.args) : undefined;
+  // Once the mounter is lost, mount(8) through the queue as before (a burst's mounts to one shell).
+  const m = tmpfs && !tmpfs.broken && req.op === 'mount' && req.unlessOwnFs ? translate(req.args) : undefined;
   if (m) {
     // Not queued: mount(2) takes no process, and a burst's mounts would otherwise wait behind the tools running.
     direct++;

@@ -47,7 +47,7 @@ describe('the mount helper', () => {
     });
   });
 
-  it('answers each of many mounts asked at once (those queued go to one shell): each directory mounted once, a failure told to its own asker', async () => {
+  it('answers each of many mounts asked at once (tmpfs ones by mount(2), the others queued to one shell): each directory mounted once, a failure told to its own asker', async () => {
     const dirs = Array.from({ length: 24 }, (_, i) => path.join(root, `many-${i}`));
     for (const d of dirs) mkdirSync(d);
     const asked = [
@@ -71,6 +71,20 @@ describe('the mount helper', () => {
     assert.deepEqual(r, { unmounted: 1, left: [] });
   });
 
+  it('detaches a mount that is busy (a process works in it): nothing is left mounted', async () => {
+    const busy = path.join(root, 'busy');
+    mkdirSync(busy);
+    await helper.request(tmpfs(busy));
+    const holder = spawn('sleep', ['30'], { cwd: busy, stdio: 'ignore' });
+    await once(holder, 'spawn');
+    try {
+      assert.deepEqual(await helper.request({ op: 'unmount', root: busy }), { unmounted: 1, left: [] });
+      assert.equal(mountsAt(busy), 0);
+    } finally {
+      holder.kill('SIGKILL');
+    }
+  });
+
   it('mounts a tmpfs by mount(2) with no process started for it, and by mount(8) once that way is lost: each directory mounted once, with its options', async () => {
     const c = path.join(root, 'c');
     const d = path.join(root, 'd');
@@ -91,20 +105,6 @@ describe('the mount helper', () => {
       const line = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.split(' ')[4] === dir) ?? '';
       for (const flag of ['noexec', 'nosuid', 'nodev']) assert.match(line.split(' ')[5] ?? '', new RegExp(flag), `${dir} is ${flag}`);
       assert.match(line.split(' - ')[1] ?? '', /^tmpfs tmpfs rw,size=1024k,mode=777/, `${dir}: ${line}`);
-    }
-  });
-
-  it('detaches a mount that is busy (a process works in it): nothing is left mounted', async () => {
-    const busy = path.join(root, 'busy');
-    mkdirSync(busy);
-    await helper.request(tmpfs(busy));
-    const holder = spawn('sleep', ['30'], { cwd: busy, stdio: 'ignore' });
-    await once(holder, 'spawn');
-    try {
-      assert.deepEqual(await helper.request({ op: 'unmount', root: busy }), { unmounted: 1, left: [] });
-      assert.equal(mountsAt(busy), 0);
-    } finally {
-      holder.kill('SIGKILL');
     }
   });
 
