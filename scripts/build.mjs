@@ -8,7 +8,7 @@
 // their own code stay in node_modules (EXTERNAL). The executor (executor*.mjs)
 // and the mount helper, hand-written scripts the client starts as their own
 // processes, are copied next to the chunks (dist/ is flat), where the code
-// that starts them finds them (`./executor.mjs`, `./mount-helper.mjs`).
+// that starts them finds them (`./executor.mjs`, `./mount-helper.mjs` and the `./_tmpfs-mounter.mjs` it imports).
 //
 // Test kits that live in src/ (fakes, harnesses) are never reachable from
 // src/main.ts, so they are not in dist/; test/packaging checks the tarball.
@@ -141,7 +141,7 @@ writeFileSync(`${next}/warm-start.json`, `${JSON.stringify({ bundle: bundleFile.
 // Scripts the agent starts as their own processes (plain ESM, no bundling): the executor (with the
 // modules it imports) and the mount helper.
 for (const f of readdirSync(`${root}src/client/drivers`)) if (f.endsWith('.mjs')) copyFileSync(`${root}src/client/drivers/${f}`, `${next}/${f}`);
-for (const f of ['mount-helper.mjs', 'mount-table.mjs']) copyFileSync(`${root}src/client/allocdir/${f}`, `${next}/${f}`);
+for (const f of ['mount-helper.mjs', 'mount-table.mjs', '_tmpfs-mounter.mjs']) copyFileSync(`${root}src/client/allocdir/${f}`, `${next}/${f}`);
 if (result.metafile) writeFileSync(`${next}/meta.json`, JSON.stringify(result.metafile));
 await buildUi(`${next}/ui`);
 

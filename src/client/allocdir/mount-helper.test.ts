@@ -4,6 +4,8 @@
 // again when that is safe, and fails clearly when it is not.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -45,7 +47,7 @@ describe('the mount helper', () => {
     });
   });
 
-  it('answers each of many mounts asked at once (those queued go to one shell): each directory mounted once, a failure told to its own asker', async () => {
+  it('answers each of many mounts asked at once (tmpfs ones by mount(2), the others queued to one shell): each directory mounted once, a failure told to its own asker', async () => {
     const dirs = Array.from({ length: 24 }, (_, i) => path.join(root, `many-${i}`));
     for (const d of dirs) mkdirSync(d);
     const asked = [
@@ -67,6 +69,43 @@ describe('the mount helper', () => {
     assert.ok(failed.status === 'rejected' && failed.reason instanceof MountHelperError && failed.reason.code === 'ALLOC_MOUNT_FAILED' && /missing-too/.test(failed.reason.message), String(failed.status === 'rejected' ? failed.reason : ''));
     const r = await helper.request<{ unmounted: number; left: string[] }>({ op: 'unmount', root: path.join(root, 'many-0') });
     assert.deepEqual(r, { unmounted: 1, left: [] });
+  });
+
+  it('detaches a mount that is busy (a process works in it): nothing is left mounted', async () => {
+    const busy = path.join(root, 'busy');
+    mkdirSync(busy);
+    await helper.request(tmpfs(busy));
+    const holder = spawn('sleep', ['30'], { cwd: busy, stdio: 'ignore' });
+    await once(holder, 'spawn');
+    try {
+      assert.deepEqual(await helper.request({ op: 'unmount', root: busy }), { unmounted: 1, left: [] });
+      assert.equal(mountsAt(busy), 0);
+    } finally {
+      holder.kill('SIGKILL');
+    }
+  });
+
+  it('mounts a tmpfs by mount(2) with no process started for it, and by mount(8) once that way is lost: each directory mounted once, with its options', async () => {
+    const c = path.join(root, 'c');
+    const d = path.join(root, 'd');
+    mkdirSync(c);
+    mkdirSync(d);
+    const secrets = (dir: string): { op: 'mount'; args: string[]; unlessOwnFs: string } => ({ op: 'mount', args: ['-t', 'tmpfs', '-o', 'size=1m,mode=0777,noexec,nosuid,nodev', 'tmpfs', dir], unlessOwnFs: dir });
+    assert.deepEqual(await helper.request(secrets(c)), { mounted: true });
+    // The one process serving mount(2) for the helper: stopped, it holds the next request; killed, it is lost.
+    const kids = readFileSync(`/proc/${helper.pid}/task/${helper.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    const mounter = kids.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('perl'));
+    assert.ok(mounter, `a mount(2) process under the helper (children: ${kids.join(', ')})`);
+    process.kill(mounter, 'SIGSTOP');
+    const held = helper.request(secrets(d));
+    process.kill(mounter, 'SIGKILL');
+    assert.deepEqual(await held, { mounted: true });
+    for (const dir of [c, d]) {
+      assert.equal(mountsAt(dir), 1, `${dir} mounted once`);
+      const line = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.split(' ')[4] === dir) ?? '';
+      for (const flag of ['noexec', 'nosuid', 'nodev']) assert.match(line.split(' ')[5] ?? '', new RegExp(flag), `${dir} is ${flag}`);
+      assert.match(line.split(' - ')[1] ?? '', /^tmpfs tmpfs rw,size=1024k,mode=777/, `${dir}: ${line}`);
+    }
   });
 
   it('is replaced when it dies: a safe request is asked again, an unsafe one fails clearly', async () => {
