@@ -11,9 +11,9 @@ import { ManualClock, silentLogger } from '../../lib/index.js';
 import type { Evaluation } from '../../structs/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { eventually, nextTurn } from '../../../test/support/eventually.js';
-import { rowKey, SqliteStateStore } from '../state/index.js';
+import { rowKey, SqliteStateStore, StateStoreError } from '../state/index.js';
 import { RequestsInFlight } from '../http/index.js';
-import { EvalWorker, MAX_DEFER_MS } from './eval-worker.js';
+import { EvalWorker, MAX_DEFER_MS, PENDING_RETRY_MS } from './eval-worker.js';
 import { JobService } from './job-service.js';
 
 let dir: string;
@@ -118,6 +118,19 @@ describe('evaluation worker: registrations are scheduled after they answer', () 
     await clock.advance(MAX_DEFER_MS);
     await eventually('scheduled after MAX_DEFER_MS although a request is still served', () => evaluation(second.evaluation.id)?.status === 'complete');
     inFlight.leave();
+  });
+
+  it('a pass that fails (the store could not take the write in time) is run again a moment later, with no other change to wake it', async () => {
+    const registered = await jobs.register(job('retried'));
+    let failures = 1;
+    const flaky = Object.create(jobs) as JobService;
+    flaky.evaluatePending = (opts) => (failures-- > 0 ? Promise.reject(new StateStoreError('STORE_UNAVAILABLE', 'etcd did not answer in time')) : jobs.evaluatePending(opts));
+    worker = new EvalWorker({ store, jobs: flaky, clock, logger: silentLogger() });
+    await worker.start();
+    assert.equal(evaluation(registered.evaluation.id)?.status, 'pending', 'the first pass failed');
+    await clock.advance(PENDING_RETRY_MS);
+    const done = await eventually('the evaluation completes', () => (evaluation(registered.evaluation.id)?.status === 'complete' ? evaluation(registered.evaluation.id) : undefined));
+    assert.equal(done.placed, 1);
   });
 
   it('a crash between the registration and its scheduling leaves a pending evaluation that the restarted server runs', async () => {

@@ -46,6 +46,9 @@ export interface EvalWorkerOptions {
  */
 export const MAX_DEFER_MS = 1000;
 
+/** How long after a failed pass (etcd unavailable, a write that timed out) the pending evaluations are run again. */
+export const PENDING_RETRY_MS = 1000;
+
 const TOPICS: readonly DataTable[] = ['nodes', 'allocations', 'claims', 'plugins', 'jobs', 'evaluations'];
 
 /** What about a node matters to placement: a change here re-evaluates. */
@@ -69,6 +72,8 @@ export class EvalWorker {
   #lastIndex = 0;
   readonly #batch: number;
   readonly #quiet: (() => Promise<void>) | undefined;
+  /** A retry of the pending evaluations is scheduled (#retryPendingLater). */
+  #pendingRetry = false;
 
   constructor(opts: EvalWorkerOptions) {
     this.#store = opts.store;
@@ -172,13 +177,33 @@ export class EvalWorker {
         pass = await this.#jobs.evaluatePending({ max: this.#batch });
       } catch (err) {
         if (this.#store.closed) return;
-        this.#log.error({ err: describeError(err) }, 'running pending evaluations failed; retrying on the next change');
+        this.#log.error({ err: describeError(err), retryMs: PENDING_RETRY_MS }, 'running pending evaluations failed; retrying');
+        this.#retryPendingLater();
         return;
       }
       for (const [key, at] of pass.followUps) this.#schedule(key, at);
       if (pass.evaluations.length) this.#log.debug({ evaluated: pass.evaluations.length, remaining: pass.remaining }, 'pending evaluations run');
       if (pass.remaining === 0 || pass.evaluations.length === 0) return;
     }
+  }
+
+  /**
+   * Runs the pending evaluations again after PENDING_RETRY_MS (once, however
+   * many passes failed meanwhile). A failed pass leaves its evaluations
+   * pending, and no change announces them again: only a new pending
+   * evaluation wakes #runPending, so a large plan cut off by a write etcd
+   * could not take in time waited for the next registration.
+   */
+  #retryPendingLater(): void {
+    if (this.#pendingRetry) return;
+    this.#pendingRetry = true;
+    this.#clock.sleep(PENDING_RETRY_MS, this.#life.signal).then(
+      () => {
+        this.#pendingRetry = false;
+        void this.#life.track(this.#runPending());
+      },
+      () => undefined,
+    );
   }
 
   async #handle(events: readonly StoreEvent[]): Promise<void> {

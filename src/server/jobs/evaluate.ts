@@ -97,6 +97,21 @@ export function jobStatusOf(job: Job, allocs: readonly Allocation[]): JobStatus 
 }
 
 /**
+ * jobStatusOf the job's allocations as a write leaves them: `allocs` with
+ * `written` (the rows it put, by ID) in their place. A live row written
+ * decides it without a pass over the others (each part of a large plan
+ * places live allocations).
+ */
+function jobStatusAfter(job: Job, allocs: readonly Allocation[], written: ReadonlyMap<string, Allocation>): JobStatus {
+  for (const a of written.values()) if (isLive(a)) return 'running';
+  if (written.size === 0) return jobStatusOf(job, allocs);
+  const rows = allocs.map((a) => written.get(a.id) ?? a);
+  const known = new Set(allocs.map((a) => a.id));
+  for (const [id, a] of written) if (!known.has(id)) rows.push(a);
+  return jobStatusOf(job, rows);
+}
+
+/**
  * The job's kept versions by number (of this job, not of a purged one of
  * the same ID), read once each: the reconciler compares an allocation with
  * the spec of the version it runs.
@@ -112,8 +127,9 @@ function keptVersions(reader: StateReader, job: Job): (version: number) => Job |
   };
 }
 
-/** The live allocations that this evaluation's stops leave. */
-function liveAfterStops(live: readonly Allocation[], stops: readonly StopDecision[]): Allocation[] {
+/** The live allocations that this evaluation's stops leave (`live` itself when it stops none). */
+function liveAfterStops(live: readonly Allocation[], stops: readonly StopDecision[]): readonly Allocation[] {
+  if (stops.length === 0) return live;
   const stopping = new Set(stops.map((s) => s.allocId));
   return live.filter((a) => !stopping.has(a.id));
 }
@@ -221,8 +237,8 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
       // Under a write size limit, only what fits is placed now (the rest by the next write):
       // placing a part at a time, sized by the rows placed so far.
       const room = new PlanRoom(txn, job);
-      const jobAllocById = new Map(allocs.map((a) => [a.id, a]));
-      let left = room.forPlacements(stops.map((st) => jobAllocById.get(st.allocId)));
+      const jobAllocById = stops.length > 0 ? new Map(allocs.map((a) => [a.id, a])) : undefined;
+      let left = room.forPlacements(stops.map((st) => jobAllocById?.get(st.allocId)));
       let rowBytes = 0;
       const staying = liveAfterStops(live, stops);
       const replacing = opts.plan ? new Set(stops.filter((st) => !st.lost).map((st) => st.allocId)) : undefined;
@@ -282,9 +298,10 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
     return followUpAt === undefined ? {} : { followUpAt };
   }
 
-  const byId = new Map(allocs.map((a) => [a.id, a]));
-  // The job's allocations as this evaluation leaves them, for its status.
-  const after = new Map(byId);
+  // The job's allocations by ID, for the stops and in-place updates (a part of a large plan has neither).
+  const byId = stops.length > 0 || inPlace.length > 0 ? new Map(allocs.map((a) => [a.id, a])) : new Map<string, Allocation>();
+  // The rows this evaluation writes for the job's allocations, for its status.
+  const after = new Map<string, Allocation>();
   // A store with a transaction size limit gets what fits; the rest is left to the next write of the
   // same evaluation, which reconciles again (a crash in between leaves it pending, and allocations
   // already placed count: nothing is placed twice).
@@ -320,7 +337,7 @@ export function evaluateJob(txn: WriteTxn, namespace: string, jobId: string, opt
   const more = cut || stopped < stops.length || written.length < placed.length || updated < toUpdate.length;
 
   if (job) {
-    const status = jobStatusOf(job, [...after.values()]);
+    const status = jobStatusAfter(job, allocs, after);
     if (status !== job.status) txn.put('jobs', { ...job, status });
   }
 

@@ -123,6 +123,8 @@ export function usageForNamespace(usage: Map<string, NodeUsage>, namespace: stri
 
 /** Gives back the host ports of the allocations this evaluation stops, so that their replacements may take them. */
 export function releaseStopped(usage: Map<string, NodeUsage>, stops: readonly StopDecision[], allocs: readonly Allocation[]): void {
+  // Each part of a large plan stops nothing: no map of the job's ten thousand allocations for it.
+  if (stops.length === 0) return;
   const byId = new Map(allocs.map((a) => [a.id, a]));
   for (const s of stops) {
     const a = byId.get(s.allocId);

@@ -11,9 +11,18 @@ export interface Change {
   key: string;
   /** The row after the write; null for a delete. */
   row: Row | null;
+  /** The row's JSON as the store writes it: without the part it keeps apart (`part`), if any. */
   json: string | null;
   /** The committed row before the write. */
   before: Row | undefined;
+  /**
+   * The row's part the store keeps apart (Txn's `detached`), when the row
+   * has one: its field, and its JSON when the write gave the part another
+   * value than the committed row's; undefined when the row carries the
+   * committed row's own part (the same object: a status report spreads the
+   * stored row), which need not be sent again.
+   */
+  part?: { field: string; json: string | undefined };
 }
 
 /**
@@ -143,9 +152,9 @@ export interface Savepoint {
   bytes: number;
 }
 
-/** The bytes a change adds to a write: its key and its row's JSON. */
+/** The bytes a change adds to a write: its key, its row's JSON and its part's when that is sent. */
 function changeBytes(c: Change): number {
-  return c.table.length + c.key.length + (c.json?.length ?? 0);
+  return c.table.length + c.key.length + (c.json?.length ?? 0) + (c.part?.json?.length ?? 0);
 }
 
 export class Txn extends View implements WriteTxn {
@@ -164,6 +173,8 @@ export class Txn extends View implements WriteTxn {
     historyStart = 0,
     /** How many bytes of changes one commit may carry (undefined: no limit). */
     private readonly budget?: number,
+    /** The field of a table's rows the store keeps apart (the etcd store's placement metrics): left out of the row's JSON. */
+    private readonly detached?: (table: DataTable) => string | undefined,
   ) {
     super(latest, tables, tableIndexes, eventLog, historyStart);
   }
@@ -205,10 +216,26 @@ export class Txn extends View implements WriteTxn {
     const pending = this.changes.get(id);
     const before = pending ? pending.before : this.#committed(table, key);
     const current = pending ? (pending.row ?? undefined) : before;
-    const stamped = { ...input, createIndex: current?.createIndex ?? this.writeIndex, modifyIndex: this.writeIndex };
-    const json = JSON.stringify(stamped);
-    const row = deepFreeze(JSON.parse(json) as Row);
-    this.#set(id, { table, key, row, json, before });
+    const createIndex = current?.createIndex ?? this.writeIndex;
+    const field = this.detached?.(table);
+    const value = field === undefined ? undefined : (input as Record<string, unknown>)[field];
+    if (field === undefined || value === undefined) {
+      const json = JSON.stringify({ ...input, createIndex, modifyIndex: this.writeIndex });
+      const row = deepFreeze(JSON.parse(json) as Row);
+      this.#set(id, { table, key, row, json, before });
+      return row as unknown as TableRow<T>;
+    }
+    // The part apart: the row's JSON leaves it out, and a part the row already had (the same
+    // object, frozen and read from JSON when it was stored) is neither serialized, parsed nor
+    // compared again; the row carries it as it is.
+    const { [field]: _part, ...rest } = input as Record<string, unknown>;
+    const json = JSON.stringify({ ...rest, createIndex, modifyIndex: this.writeIndex });
+    const kept = current?.[field] === value;
+    const partJson = kept ? (pending ? pending.part?.json : undefined) : JSON.stringify(value);
+    const body = JSON.parse(json) as Row;
+    body[field] = kept ? value : (JSON.parse(partJson as string) as unknown);
+    const row = deepFreeze(body);
+    this.#set(id, { table, key, row, json, before, part: { field, json: partJson } });
     return row as unknown as TableRow<T>;
   }
 

@@ -169,13 +169,28 @@ describe('the etcd state store shared by several servers', () => {
       assert.deepEqual(JSON.parse(part?.value.toString() ?? 'null'), METRICS);
 
       // The node reports the allocation running, then complete: two writes of the row, none of the metrics.
+      // The write counts what it sends (the row without them: more reports fit in one Txn), and the row
+      // it returns carries the stored metrics themselves, not a copy made through JSON.
       let last = placed.index;
       for (const clientStatus of ['running', 'complete'] as const) {
         const current = a.snapshot().get('allocations', 'a1')!;
-        last = (await a.write((txn) => txn.put('allocations', { ...current, clientStatus }))).index;
+        let spent = 0;
+        last = (
+          await a.write((txn) => {
+            const left = txn.bytesLeft!;
+            const put = txn.put('allocations', { ...current, clientStatus });
+            assert.equal(put.metrics, current.metrics, 'the same metrics object');
+            spent = left - txn.bytesLeft!;
+          })
+        ).index;
+        assert.equal(spent, 'allocations'.length + 'a1'.length + (await stored('rows/allocations/a1'))!.value.length, 'the bytes counted are the bytes sent');
       }
       assert.equal((await stored('rows/allocations/a1'))?.mod_revision, String(last));
       assert.equal((await stored('parts/allocations/metrics/a1'))?.mod_revision, String(placed.index), 'the metrics were not written again');
+      // Equal metrics rebuilt by the writer (not the stored object) are not written again either.
+      const copied = await a.write((txn) => txn.put('allocations', { ...a.snapshot().get('allocations', 'a1')!, metrics: structuredClone(METRICS) }));
+      assert.equal((await stored('parts/allocations/metrics/a1'))?.mod_revision, String(placed.index));
+      last = copied.index;
 
       await eventually('b has the last update', () => b.latestIndex() >= last);
       const reloaded = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/parts' });
@@ -189,6 +204,7 @@ describe('the etcd state store shared by several servers', () => {
           assert.deepEqual(store.snapshot().events(placed.index - 1, { topics: ['allocations'] }).map((e) => [(e.row as Allocation).clientStatus, (e.row as Allocation).metrics]), [
             ['pending', METRICS],
             ['running', METRICS],
+            ['complete', METRICS],
             ['complete', METRICS],
           ]);
         }
@@ -205,6 +221,14 @@ describe('the etcd state store shared by several servers', () => {
         assert.deepEqual([store.snapshot().get('allocations', 'a1')?.metrics, store.snapshot().get('allocations', 'a1')?.modifyIndex], [rescored, lone]);
         assert.deepEqual(store.snapshot().events(lone - 1).map((e) => [e.key, (e.row as Allocation).metrics?.nodesEvaluated]), [['a1', 9]]);
       }
+
+      // A row an older server stored whole (its metrics inside): the next write moves them under their own key.
+      const whole = await raw.put('/parts/rows/allocations/a3').value(JSON.stringify(allocation('a3')));
+      await eventually('a reads the whole row', () => a.latestIndex() >= Number(whole.header.revision));
+      assert.deepEqual(a.snapshot().get('allocations', 'a3')?.metrics, METRICS);
+      await a.write((txn) => txn.put('allocations', { ...a.snapshot().get('allocations', 'a3')!, clientStatus: 'running' }));
+      assert.ok(!('metrics' in JSON.parse((await stored('rows/allocations/a3'))!.value.toString())), 'the row is stored without its metrics');
+      assert.deepEqual(JSON.parse((await stored('parts/allocations/metrics/a3'))?.value.toString() ?? 'null'), METRICS);
 
       // Metrics taken off the row go from etcd too; a deleted row takes its metrics with it.
       const { metrics: _m, ...bare } = a.snapshot().get('allocations', 'a1')!;

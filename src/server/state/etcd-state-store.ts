@@ -208,6 +208,7 @@ export class EtcdStateStore implements StateStore {
         },
         this.#replica.historyStart,
         this.#maxTxnBytes,
+        detachedField,
       );
       // Each write runs on the changes of the ones before it; one that throws leaves no change behind.
       const outcomes: Array<{ w: PendingWrite; ok: true; result: unknown } | { w: PendingWrite; ok: false; error: unknown }> = [];
@@ -263,23 +264,29 @@ export class EtcdStateStore implements StateStore {
       const sent: SentRows = new Map();
       for (const c of txn.changes.values()) {
         touched.add(c.table);
-        // A part kept under a key of its own (_etcd-row-parts.ts) is written when it changes, with its row.
-        const field = detachedField(c.table);
-        const held = field !== undefined && this.#replica.holdsPart(c.table, c.key);
-        const part = field === undefined ? undefined : c.row?.[field];
         if (c.row) {
-          // The JSON the write made (its createIndex and modifyIndex are ignored when read: the key's revisions are).
+          // The JSON the write made, without the part kept apart (its createIndex and modifyIndex are ignored when read: the key's revisions are).
           const key = this.#rowKey(c.table, c.key);
-          const value = Buffer.from(part === undefined ? (c.json ?? JSON.stringify(c.row)) : JSON.stringify({ ...c.row, [field as string]: undefined }));
+          const value = Buffer.from(c.json ?? JSON.stringify(c.row));
           success.push({ request_put: { key, value } });
           sent.set(key.toString(), { value, row: c.row });
         } else {
           success.push({ request_delete_range: { key: this.#rowKey(c.table, c.key) } });
         }
+        // A part kept under a key of its own (_etcd-row-parts.ts) is written when it changes, with its row.
+        const field = detachedField(c.table);
         if (field === undefined) continue;
+        const held = this.#replica.holdsPart(c.table, c.key);
+        const part = c.row?.[field];
         const at = Buffer.from(partKey(this.prefix, c.table, field, c.key));
-        if (part !== undefined && !(held && isDeepStrictEqual(c.before?.[field], part))) success.push({ request_put: { key: at, value: Buffer.from(JSON.stringify(part)) } });
-        else if (part === undefined && held) success.push({ request_delete_range: { key: at } });
+        if (part !== undefined) {
+          // The write's JSON of the part, when it gave the row a part other than the committed one (then compared: a
+          // rebuilt but equal part is not sent again); none when the row carries the committed part, sent only if
+          // etcd does not hold it yet (a row an older server wrote whole).
+          const json = c.part?.json;
+          const unchanged = held && (json === undefined || isDeepStrictEqual(c.before?.[field], part));
+          if (!unchanged) success.push({ request_put: { key: at, value: Buffer.from(json ?? JSON.stringify(part)) } });
+        } else if (held) success.push({ request_delete_range: { key: at } });
       }
       for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
       success.push({ request_put: { key: this.#key('index'), value: Buffer.alloc(0) } });
