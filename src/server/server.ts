@@ -187,13 +187,13 @@ export class Server {
 
   /**
    * Resolves once the API serves no user's write request and, after a burst
-   * of them, none began or ended for a moment (the wait the evaluation
-   * worker makes before each batch; RequestsInFlight.whenQuiet); at once
-   * when none is in flight. Never rejects; waits as long as writes keep
-   * coming, so a caller bounds it.
+   * of them, none began or ended for `settleMs` (default the 20 ms the
+   * evaluation worker waits before each batch; RequestsInFlight.whenQuiet);
+   * at once when none is in flight and the last came alone. Never rejects;
+   * waits as long as writes keep coming, so a caller bounds it.
    */
-  whenWritesQuiet(): Promise<void> {
-    return this.#inFlight.whenQuiet();
+  whenWritesQuiet(settleMs?: number): Promise<void> {
+    return this.#inFlight.whenQuiet(settleMs);
   }
 
   /**

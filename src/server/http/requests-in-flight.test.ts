@@ -153,4 +153,22 @@ describe('RequestsInFlight', () => {
     await clock.advance(1);
     assert.equal(await settled(quiet), true, 'the third given up on FRESH_CONNECTION_MS after its accept');
   });
+
+  it('a longer settle asked for after a burst (the dev agent task starts); a lone request still waits for nothing', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    inFlight.enter();
+    inFlight.enter();
+    inFlight.leave();
+    inFlight.leave();
+    const quiet = inFlight.whenQuiet(200);
+    await clock.advance(BURST_SETTLE_MS);
+    assert.equal(await settled(quiet), false, 'the scheduler would go now; the starts wait on');
+    await clock.advance(200 - BURST_SETTLE_MS);
+    assert.equal(await settled(quiet), true);
+    await clock.advance(1_000);
+    inFlight.enter();
+    inFlight.leave();
+    assert.equal(await settled(inFlight.whenQuiet(200)), true, 'after a lone request: at once');
+  });
 });

@@ -178,13 +178,14 @@ export class RequestsInFlight {
   /**
    * Resolves once no write request is in flight and no fresh connection is
    * open (at once when none is and none came lately) and, after a burst,
-   * none has begun or ended for BURST_SETTLE_MS. Never rejects; a caller
-   * that must not wait forever races it with its own deadline.
+   * none has begun or ended for `settleMs` (BURST_SETTLE_MS unless told; a
+   * lone request never waits it). Never rejects; a caller that must not
+   * wait forever races it with its own deadline.
    */
-  async whenQuiet(): Promise<void> {
+  async whenQuiet(settleMs = BURST_SETTLE_MS): Promise<void> {
     for (;;) {
       while (this.#count > 0 || this.#fresh.size > 0) await new Promise<void>((resolve) => this.#waiters.push(resolve));
-      const left = this.#burst ? this.#lastActivity + BURST_SETTLE_MS - this.#clock.now() : 0;
+      const left = this.#burst ? this.#lastActivity + settleMs - this.#clock.now() : 0;
       if (left <= 0) break;
       await this.#clock.sleep(left);
     }
