@@ -24,6 +24,7 @@ import { registerUiRoutes } from './ui-routes.js';
 import { withPathDirs, writeBerthShim } from './path-driver.js';
 import { startPhase } from './start-phases.js';
 import { warmJobPath } from './job-path-warmup.js';
+import { holdStartsWhileBusy, START_SETTLE_MS } from './task-start-hold.js';
 
 export type AgentMode = 'dev' | 'server' | 'client';
 
@@ -330,6 +331,8 @@ export class Agent {
       logger: root,
       httpAddr,
       csiObserver: observer,
+      // A dev agent's client shares the API's event loop: new allocations start once a burst of submissions is answered.
+      ...(mode === 'dev' && this.#server ? { holdStarts: holdStartsWhileBusy(() => (this.#server as Server).whenWritesQuiet(START_SETTLE_MS)) } : {}),
       csi: config.csi,
       ...(config.csi.volumeStatsIntervalMs ? { volumeStats: { intervalMs: config.csi.volumeStatsIntervalMs } } : {}),
       createDrivers: (c) => {

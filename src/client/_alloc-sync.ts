@@ -117,6 +117,11 @@ export class AllocSync {
   async onAllocations(update: AllocUpdate, index: number): Promise<void> {
     if (this.#d.signal.aborted) return;
     const store = this.#d.store;
+    const hold = this.#d.opts.holdStarts;
+    if (hold && update.changed.some((a) => a.desiredStatus === 'run' && !this.#d.runners.has(a.id) && !this.#d.collected.has(a.id))) {
+      await hold(this.#d.signal);
+      if (this.#d.signal.aborted) return;
+    }
     applyAllocList(
       {
         runners: this.#d.runners,

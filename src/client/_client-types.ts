@@ -165,6 +165,16 @@ export interface ClientOptions {
   network?: ClientNetworkOptions;
   /** Garbage collection of finished allocations (client { gc_* }). Default DEFAULT_GC_LIMITS. */
   gc?: Partial<GcLimits>;
+  /**
+   * Asked before the runners of new allocations are made and started; the
+   * promise holds them until it settles (stops and updates of known ones are
+   * not held). A dev agent passes the wait for its API to be quiet (bounded):
+   * its client shares the event loop with the API, and 200 task starts (8-11
+   * ms of the loop each) begun while a burst of submissions was still being
+   * answered held the rest of the burst for seconds. Must settle, and soon
+   * once `signal` (the client stopping) aborts. Default: nothing held.
+   */
+  holdStarts?: (signal: AbortSignal) => Promise<void>;
 }
 
 export type ClientState = LifecycleState;

@@ -186,6 +186,17 @@ export class Server {
   }
 
   /**
+   * Resolves once the API serves no user's write request and, after a burst
+   * of them, none began or ended for `settleMs` (default the 20 ms the
+   * evaluation worker waits before each batch; RequestsInFlight.whenQuiet);
+   * at once when none is in flight and the last came alone. Never rejects;
+   * waits as long as writes keep coming, so a caller bounds it.
+   */
+  whenWritesQuiet(settleMs?: number): Promise<void> {
+    return this.#inFlight.whenQuiet(settleMs);
+  }
+
+  /**
    * Runs a sample job's registration path (read, checked, planned in a scratch
    * transaction, shaped) and throws it all away, so that the first job a user
    * submits finds that code compiled. Writes nothing. Call it while idle.

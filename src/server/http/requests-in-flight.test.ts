@@ -133,4 +133,42 @@ describe('RequestsInFlight', () => {
     inFlight.connectionOpened();
     assert.equal(await settled(inFlight.whenQuiet()), false, 'the count is not thrown off by the double settle');
   });
+
+  it('connections accepted at different times each hold quiet their own FRESH_CONNECTION_MS (one timer for all)', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    const first = inFlight.connectionOpened();
+    await clock.advance(100);
+    inFlight.connectionOpened();
+    await clock.advance(200);
+    inFlight.connectionOpened();
+    first(); // the oldest sent its request and was served: the timer armed for it finds nothing due
+    const quiet = inFlight.whenQuiet();
+    await clock.advance(FRESH_CONNECTION_MS - 300);
+    assert.equal(await settled(quiet), false, 'the first expiry time passed, two still fresh');
+    await clock.advance(100);
+    assert.equal(await settled(quiet), false, 'the second is given up on, the third is still fresh');
+    await clock.advance(199);
+    assert.equal(await settled(quiet), false);
+    await clock.advance(1);
+    assert.equal(await settled(quiet), true, 'the third given up on FRESH_CONNECTION_MS after its accept');
+  });
+
+  it('a longer settle asked for after a burst (the dev agent task starts); a lone request still waits for nothing', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    inFlight.enter();
+    inFlight.enter();
+    inFlight.leave();
+    inFlight.leave();
+    const quiet = inFlight.whenQuiet(200);
+    await clock.advance(BURST_SETTLE_MS);
+    assert.equal(await settled(quiet), false, 'the scheduler would go now; the starts wait on');
+    await clock.advance(200 - BURST_SETTLE_MS);
+    assert.equal(await settled(quiet), true);
+    await clock.advance(1_000);
+    inFlight.enter();
+    inFlight.leave();
+    assert.equal(await settled(inFlight.whenQuiet(200)), true, 'after a lone request: at once');
+  });
 });

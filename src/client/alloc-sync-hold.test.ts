@@ -1,0 +1,157 @@
+// The client's holdStarts (a dev agent's: while its API answers a burst of
+// submissions): new allocations get their runners only once the hold lets
+// go; a change that only stops a known allocation is not held; a client that
+// stops while held starts nothing.
+import { strict as assert } from 'node:assert';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { silentLogger, systemClock } from '../lib/index.js';
+import type { Allocation, Job } from '../structs/index.js';
+import { makeAlloc, makeJob } from '../../test/support/client-allocrunner.js';
+import type { AllocRunnerOptions } from './allocrunner/index.js';
+import { SqliteClientStateStore } from './state/index.js';
+import type { AllocUpdate } from './serverconn/index.js';
+import { AllocSync, type AllocSyncDeps } from './_alloc-sync.js';
+import type { AllocRunnerHandle, RunnerEntry } from './_client-types.js';
+
+/** A runner that records what the sync asked of it (the parts of AllocRunnerHandle the sync calls here). */
+class RecordingRunner {
+  readonly calls: string[] = [];
+  constructor(readonly allocId: string) {}
+  async run(): Promise<void> {
+    this.calls.push('run');
+  }
+  async restore(): Promise<void> {
+    this.calls.push('restore');
+  }
+  update(alloc: Allocation): void {
+    this.calls.push(`update:${alloc.desiredStatus}`);
+  }
+  async destroy(): Promise<void> {
+    this.calls.push('destroy');
+  }
+  async shutdown(): Promise<void> {
+    this.calls.push('shutdown');
+  }
+  status(): ReturnType<AllocRunnerHandle['status']> {
+    return { clientStatus: 'pending', clientDescription: '', taskStates: {} };
+  }
+}
+
+/** A hold the test lets go of by hand, counting how often it was asked. */
+function manualHold(): { hold: (signal: AbortSignal) => Promise<void>; release: () => void; asked: () => number } {
+  let asked = 0;
+  let release = (): void => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  return {
+    hold: (signal) => {
+      asked++;
+      return Promise.race([gate, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
+    },
+    release: () => release(),
+    asked: () => asked,
+  };
+}
+
+describe('AllocSync holdStarts', () => {
+  let dir: string;
+  let store: SqliteClientStateStore;
+  let job: Job;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'berth-hold-'));
+    store = SqliteClientStateStore.open(path.join(dir, 'state.db'), { headroomBytes: 0 });
+    job = makeJob({ id: 'web', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] });
+  });
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function sync(hold: (signal: AbortSignal) => Promise<void>, stopping = new AbortController()): { sync: AllocSync; runners: Map<string, RunnerEntry>; made: RecordingRunner[] } {
+    const made: RecordingRunner[] = [];
+    const runners = new Map<string, RunnerEntry>();
+    const deps = {
+      opts: {
+        dataDir: dir,
+        servers: 'http://127.0.0.1:1',
+        token: 't',
+        nodeName: 'n',
+        holdStarts: hold,
+        createAllocRunner: (o: AllocRunnerOptions) => {
+          const r = new RecordingRunner(o.alloc.id);
+          made.push(r);
+          return r as unknown as AllocRunnerHandle;
+        },
+      },
+      runners,
+      leaving: new Map(),
+      collected: new Set(),
+      statusListeners: new Set(),
+      store,
+      node: { id: 'node-1', allocIndex: 0 },
+      drivers: new Map(),
+      hostVolumes: undefined,
+      catalog: undefined,
+      signIdentities: undefined,
+      chroot: undefined,
+      fingerprinter: { last: undefined },
+      meta: { merged: () => ({}) },
+      checks: undefined,
+      reporter: undefined,
+      clock: systemClock,
+      root: silentLogger(),
+      log: silentLogger(),
+      signal: stopping.signal,
+      track: () => undefined,
+    } as unknown as AllocSyncDeps;
+    return { sync: new AllocSync(deps), runners, made };
+  }
+
+  const change = (changed: Allocation[], current: Allocation[] = changed): AllocUpdate => ({
+    changed: changed.map((a) => ({ ...a, job })),
+    removed: [],
+    current: new Map(current.map((a) => [a.id, { ...a, job }])),
+  });
+
+  it('a new allocation gets its runner, and runs, only once the hold lets go', async () => {
+    const h = manualHold();
+    const { sync: s, made } = sync(h.hold);
+    const alloc = makeAlloc(job);
+    const applied = s.onAllocations(change([alloc]), 10);
+    for (let i = 0; i < 5; i++) await nextTurn();
+    assert.equal(h.asked(), 1);
+    assert.equal(made.length, 0, 'no runner while held');
+    h.release();
+    await applied;
+    await nextTurn();
+    assert.deepEqual(made.map((r) => [r.allocId, r.calls]), [[alloc.id, ['run']]]);
+  });
+
+  it('a change that only stops a known allocation is not held', async () => {
+    const first = manualHold();
+    first.release();
+    const stopping = new AbortController();
+    const { sync: s, made } = sync(first.hold, stopping);
+    const alloc = makeAlloc(job);
+    await s.onAllocations(change([alloc]), 10);
+    assert.equal(first.asked(), 1);
+    const stopped = { ...alloc, desiredStatus: 'stop' as const, modifyIndex: 11 };
+    await s.onAllocations(change([stopped]), 11);
+    assert.equal(first.asked(), 1, 'not asked again for a known allocation');
+    assert.deepEqual(made[0]?.calls, ['run', 'update:stop']);
+  });
+
+  it('a client that stops while held starts nothing', async () => {
+    const h = manualHold();
+    const stopping = new AbortController();
+    const { sync: s, made } = sync(h.hold, stopping);
+    const applied = s.onAllocations(change([makeAlloc(job)]), 10);
+    await nextTurn();
+    stopping.abort();
+    await applied;
+    assert.equal(made.length, 0);
+  });
+});
