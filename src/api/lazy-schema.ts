@@ -17,6 +17,13 @@
 // registry by one and look it up by the other; Berth attaches no zod metadata
 // (`.describe()`, `.meta()`, registries) to its schemas.
 
+let buildCount = 0;
+
+/** How many lazy schemas this process has built so far (a test checks that loading Berth's modules builds none). */
+export function lazySchemasBuilt(): number {
+  return buildCount;
+}
+
 /**
  * A stand-in for the schema `build` returns, built the first time it is read.
  * Never blocks; `build` runs once (again only if it threw, the error going to
@@ -25,7 +32,7 @@
  */
 export function lazySchema<T extends object>(build: () => T): T {
   let built: T | undefined;
-  const schema = (): T => (built ??= build());
+  const schema = (): T => (built ??= (buildCount++, build()));
   return new Proxy({} as T, {
     get: (_, key) => Reflect.get(schema(), key),
     has: (_, key) => Reflect.has(schema(), key),
