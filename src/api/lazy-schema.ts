@@ -11,8 +11,8 @@
 // prototype question goes to the built schema, so it is typed, parses, and
 // answers `instanceof` as the schema does. A parent built from it keeps the
 // stand-in in its shape; zod reaches the child through one more trap per read,
-// which costs less than a microsecond a parse (measured in
-// docs/architecture.md's "Schemas" section). Identity differs: the stand-in and
+// which left a job registration's parse as it was (docs/architecture.md,
+// section 15, "Built on first use"). Identity differs: the stand-in and
 // the schema it builds are two objects, so nothing may key a WeakMap or a zod
 // registry by one and look it up by the other; Berth attaches no zod metadata
 // (`.describe()`, `.meta()`, registries) to its schemas.
