@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseBytes } from '../client/index.js';
 import type { HclBody } from '../spec-files/index.js';
 import { DEFAULT_MAX_DYNAMIC_PORT, DEFAULT_MIN_DYNAMIC_PORT, parsePortList } from '../structs/index.js';
+import { lazySchema } from '../api/index.js';
 
 const attr = (to: string) => ({ t: 'attr', to }) as const;
 
@@ -110,35 +111,35 @@ export const CONFIG_BODY: HclBody = {
 export const ETCD_URL = /^https?:\/\/[^\s/]+$/;
 const ETCD_URL_MESSAGE = 'must be an etcd client URL such as "http://127.0.0.1:2379"';
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
-const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"');
-const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"');
+const duration = lazySchema(() => z.string().regex(DURATION, 'must be a duration such as "500ms", "30s" or "5m"'));
+const httpUrl = lazySchema(() => z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// URL such as "http://127.0.0.1:4646"'));
 /** A byte size as Nomad's agent config writes one ("100GB", "512MiB"); 0 for no limit. */
-const byteSize = z.string().refine((s) => parseBytes(s) !== undefined, 'must be a size such as "100GB", "512MiB" or "4096"');
+const byteSize = lazySchema(() => z.string().refine((s) => parseBytes(s) !== undefined, 'must be a size such as "100GB", "512MiB" or "4096"'));
 /** Nomad's client `artifact` block (the timeouts and limits Berth applies; default Nomad's). */
-const artifactSchema = z.strictObject({
+const artifactSchema = lazySchema(() => z.strictObject({
   httpReadTimeout: duration.refine((d) => !/^0+(\.0+)?(ms|s|m|h)$/.test(d), 'http_read_timeout must be > 0').optional(),
   httpMaxSize: byteSize.optional(),
   gitTimeout: duration.refine((d) => !/^0+(\.0+)?(ms|s|m|h)$/.test(d), 'git_timeout must be > 0').optional(),
   decompressionSizeLimit: byteSize.optional(),
   decompressionFileCountLimit: z.number().int().min(0, 'decompression_file_count_limit must be >= 0').optional(),
-});
-const tokenList = z.array(z.string().min(8, 'a token has at least 8 characters'));
+}));
+const tokenList = lazySchema(() => z.array(z.string().min(8, 'a token has at least 8 characters')));
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const KNOWN_OPTIONS = ['driver.raw_exec.enable', 'driver.exec.enable', 'driver.docker.enable', 'driver.raw_exec.mode', 'driver.exec.mode', 'driver.docker.mode'];
 export const DRIVER_MODES = ['in-process', 'external'] as const;
 
-const portNumber = z.number().int().min(1, 'must be a port between 1 and 65535').max(65535, 'must be a port between 1 and 65535');
+const portNumber = lazySchema(() => z.number().int().min(1, 'must be a port between 1 and 65535').max(65535, 'must be a port between 1 and 65535'));
 /** Nomad's "22,80,8500-8600" -> the ports. */
-const portList = z.string().transform((text, ctx) => {
+const portList = lazySchema(() => z.string().transform((text, ctx) => {
   try {
     return parsePortList(text);
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: `${(err as Error).message}; write ports and ranges such as "22,80,8500-8600"` });
     return z.NEVER;
   }
-});
+}));
 
-export const configSchema = z.strictObject({
+export const configSchema = lazySchema(() => z.strictObject({
   dataDir: z.string().min(1).optional(),
   bindAddr: z.string().min(1).optional(),
   logLevel: z.enum(LOG_LEVELS).optional(),
@@ -256,6 +257,6 @@ export const configSchema = z.strictObject({
       }),
     )
     .optional(),
-});
+}));
 
 export type RawConfig = z.infer<typeof configSchema>;

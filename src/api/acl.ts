@@ -3,9 +3,10 @@
 // /v1/acl/token/self` tells a caller which token it sent, never its secret.
 
 import { z } from 'zod';
+import { lazySchema } from './lazy-schema.js';
 
 /** api.ACLTokenRoleLink. */
-export const ACLTokenRoleLink = z.object({ ID: z.string(), Name: z.string() });
+export const ACLTokenRoleLink = lazySchema(() => z.object({ ID: z.string(), Name: z.string() }));
 export type ACLTokenRoleLink = z.infer<typeof ACLTokenRoleLink>;
 
 /**
@@ -16,7 +17,7 @@ export type ACLTokenRoleLink = z.infer<typeof ACLTokenRoleLink>;
  * with the Berth role (`read-only` or `node`) as its one policy. Times are
  * RFC 3339; a configured token has no creation time (Go's zero time).
  */
-export const ACLToken = z.object({
+export const ACLToken = lazySchema(() => z.object({
   AccessorID: z.string(),
   SecretID: z.string(),
   Name: z.string(),
@@ -29,5 +30,5 @@ export const ACLToken = z.object({
   ExpirationTTL: z.number().optional(),
   CreateIndex: z.number().int(),
   ModifyIndex: z.number().int(),
-});
+}));
 export type ACLToken = z.infer<typeof ACLToken>;

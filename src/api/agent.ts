@@ -5,6 +5,7 @@
 // api/regions.go).
 
 import { z } from 'zod';
+import { lazySchema } from './lazy-schema.js';
 
 /**
  * One server of the cluster (api.AgentMember). Nomad fills it from serf;
@@ -13,7 +14,7 @@ import { z } from 'zod';
  * `Tags` carry what Nomad's CLI reads (`region`, `dc`, `port`, `build`,
  * `role`, `id`). Status is serf's word: `alive`, `left` or `failed`.
  */
-export const AgentMember = z.object({
+export const AgentMember = lazySchema(() => z.object({
   Name: z.string(),
   Addr: z.string(),
   Port: z.number().int(),
@@ -31,32 +32,32 @@ export const AgentMember = z.object({
   StartedAt: z.number().int(),
   /** Berth's: for a `failed` server, when a server saw its lease end (ms since the epoch); absent otherwise or when none saw it. */
   FailedAt: z.number().int().optional(),
-});
+}));
 export type AgentMember = z.infer<typeof AgentMember>;
 
 /** `GET /v1/agent/members` (api.ServerMembers): the answering server's name, region and datacenter, and every server. */
-export const ServerMembers = z.object({
+export const ServerMembers = lazySchema(() => z.object({
   ServerName: z.string(),
   ServerRegion: z.string(),
   ServerDC: z.string(),
   Members: z.array(AgentMember),
   /** Berth's: set when the member list could not be read (etcd unreachable); `Members` then holds the answering server only. */
   Warning: z.string().optional(),
-});
+}));
 export type ServerMembers = z.infer<typeof ServerMembers>;
 
 /** Nomad's version block (version.VersionInfo) in the agent's config. */
-export const AgentVersion = z.object({
+export const AgentVersion = lazySchema(() => z.object({
   /** RFC 3339; the zero time when unknown. */
   BuildDate: z.string(),
   Revision: z.string(),
   Version: z.string(),
   VersionPrerelease: z.string(),
   VersionMetadata: z.string(),
-});
+}));
 export type AgentVersion = z.infer<typeof AgentVersion>;
 
-const AddressTriple = z.object({ HTTP: z.string(), RPC: z.string(), Serf: z.string() });
+const AddressTriple = lazySchema(() => z.object({ HTTP: z.string(), RPC: z.string(), Serf: z.string() }));
 
 /**
  * The part of Nomad's agent config (command/agent/config.go, encoded as Go
@@ -65,7 +66,7 @@ const AddressTriple = z.object({ HTTP: z.string(), RPC: z.string(), Serf: z.stri
  * Server/Client.Enabled, the ports). Nomad's api types it as a
  * `map[string]any`, so a field absent here reads as its zero value.
  */
-export const AgentConfig = z.object({
+export const AgentConfig = lazySchema(() => z.object({
   Region: z.string(),
   Datacenter: z.string(),
   NodeName: z.string(),
@@ -83,7 +84,7 @@ export const AgentConfig = z.object({
   /** ShowCLIHints is off: Nomad's CLI hints link to Nomad's web UI paths, not Berth's. */
   UI: z.object({ Enabled: z.boolean(), ShowCLIHints: z.boolean() }),
   Version: AgentVersion,
-});
+}));
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
 /**
@@ -92,15 +93,15 @@ export type AgentConfig = z.infer<typeof AgentConfig>;
  * server, `client` when the agent runs a client; Berth's own section
  * `berth` holds `connected_nodes`, the node connections this server holds).
  */
-export const AgentSelf = z.object({
+export const AgentSelf = lazySchema(() => z.object({
   config: AgentConfig,
   member: AgentMember,
   stats: z.record(z.string(), z.record(z.string(), z.string())),
-});
+}));
 export type AgentSelf = z.infer<typeof AgentSelf>;
 
 /** One part's health (api.AgentHealth); Nomad omits an empty message. */
-export const AgentHealth = z.object({ ok: z.boolean(), message: z.string().optional() });
+export const AgentHealth = lazySchema(() => z.object({ ok: z.boolean(), message: z.string().optional() }));
 export type AgentHealth = z.infer<typeof AgentHealth>;
 
 /**
@@ -108,17 +109,17 @@ export type AgentHealth = z.infer<typeof AgentHealth>;
  * agent, `client` on an agent that runs a client; the answer is 500 (with
  * this body) when a part asked for is not ok.
  */
-export const AgentHealthResponse = z.object({ client: AgentHealth.optional(), server: AgentHealth.optional() });
+export const AgentHealthResponse = lazySchema(() => z.object({ client: AgentHealth.optional(), server: AgentHealth.optional() }));
 export type AgentHealthResponse = z.infer<typeof AgentHealthResponse>;
 
 /** `GET /v1/status/leader`: the leader's `host:port`, `""` while none is known. */
-export const StatusLeader = z.string();
+export const StatusLeader = lazySchema(() => z.string());
 export type StatusLeader = z.infer<typeof StatusLeader>;
 
 /** `GET /v1/status/peers`: each server's `host:port` (alive and failed ones; not those that left). */
-export const StatusPeers = z.array(z.string());
+export const StatusPeers = lazySchema(() => z.array(z.string()));
 export type StatusPeers = z.infer<typeof StatusPeers>;
 
 /** `GET /v1/regions`: the regions known; Berth has one, `global`. */
-export const Regions = z.array(z.string());
+export const Regions = lazySchema(() => z.array(z.string()));
 export type Regions = z.infer<typeof Regions>;

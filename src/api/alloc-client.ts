@@ -6,9 +6,10 @@
 
 import { z } from 'zod';
 import { int, int64, list, map, ptr, uint } from './_go.js';
+import { lazySchema } from './lazy-schema.js';
 
 /** api.MemoryStats, in bytes; `Measured` names the fields the node measured. */
-export const MemoryStats = z.strictObject({
+export const MemoryStats = lazySchema(() => z.strictObject({
   RSS: uint,
   Cache: uint,
   Swap: uint,
@@ -17,7 +18,7 @@ export const MemoryStats = z.strictObject({
   KernelUsage: uint,
   KernelMaxUsage: uint,
   Measured: list(z.string()),
-});
+}));
 export type MemoryStats = z.infer<typeof MemoryStats>;
 
 /**
@@ -25,7 +26,7 @@ export type MemoryStats = z.infer<typeof MemoryStats>;
  * previous sample, TotalTicks the MHz used, Percent the share of one core;
  * ThrottledTime in nanoseconds.
  */
-export const CpuStats = z.strictObject({
+export const CpuStats = lazySchema(() => z.strictObject({
   SystemMode: z.number(),
   UserMode: z.number(),
   TotalTicks: z.number(),
@@ -33,11 +34,11 @@ export const CpuStats = z.strictObject({
   ThrottledTime: int64,
   Percent: z.number(),
   Measured: list(z.string()),
-});
+}));
 export type CpuStats = z.infer<typeof CpuStats>;
 
 /** api.StatValue. */
-export const StatValue = z.strictObject({
+export const StatValue = lazySchema(() => z.strictObject({
   FloatNumeratorVal: z.number().optional(),
   FloatDenominatorVal: z.number().optional(),
   IntNumeratorVal: int64.optional(),
@@ -46,22 +47,22 @@ export const StatValue = z.strictObject({
   BoolVal: z.boolean().optional(),
   Unit: z.string().optional(),
   Desc: z.string().optional(),
-});
+}));
 
 /** api.StatObject: nested statistics. */
 export interface StatObject {
   Nested: Record<string, StatObject> | null;
   Attributes: Record<string, z.infer<typeof StatValue>> | null;
 }
-export const StatObject: z.ZodType<StatObject> = z.lazy(() =>
+export const StatObject: z.ZodType<StatObject> = lazySchema(() => z.lazy(() =>
   z.strictObject({
     Nested: map(StatObject),
     Attributes: map(StatValue),
   }),
-);
+));
 
 /** api.DeviceGroupStats: Berth reports none (it schedules no devices). */
-export const DeviceGroupStats = z.strictObject({
+export const DeviceGroupStats = lazySchema(() => z.strictObject({
   Vendor: z.string(),
   Type: z.string(),
   Name: z.string(),
@@ -71,32 +72,32 @@ export const DeviceGroupStats = z.strictObject({
       z.strictObject({ Summary: ptr(StatValue), Stats: ptr(StatObject), Timestamp: z.string() }),
     )
     .nullable(),
-});
+}));
 
 /** api.ResourceUsage. */
-export const ResourceUsage = z.strictObject({
+export const ResourceUsage = lazySchema(() => z.strictObject({
   MemoryStats: ptr(MemoryStats),
   CpuStats: ptr(CpuStats),
   DeviceStats: list(DeviceGroupStats),
-});
+}));
 export type ResourceUsage = z.infer<typeof ResourceUsage>;
 
 /** api.TaskResourceUsage: a task's usage; `Pids` by process ID (Berth: null, the task's total only). */
-export const TaskResourceUsage = z.strictObject({
+export const TaskResourceUsage = lazySchema(() => z.strictObject({
   ResourceUsage: ptr(ResourceUsage),
   /** Nanoseconds since the epoch. */
   Timestamp: int64,
   Pids: map(ResourceUsage),
-});
+}));
 export type TaskResourceUsage = z.infer<typeof TaskResourceUsage>;
 
 /** api.AllocResourceUsage (GET /v1/client/allocation/:id/stats): the running tasks' usage and their sum. */
-export const AllocResourceUsage = z.strictObject({
+export const AllocResourceUsage = lazySchema(() => z.strictObject({
   ResourceUsage: ptr(ResourceUsage),
   Tasks: map(TaskResourceUsage),
   /** Nanoseconds since the epoch. */
   Timestamp: int64,
-});
+}));
 export type AllocResourceUsage = z.infer<typeof AllocResourceUsage>;
 
 /**
@@ -104,7 +105,7 @@ export type AllocResourceUsage = z.infer<typeof AllocResourceUsage>;
  * prints it (`drwxr-xr-x`, `Lrwxrwxrwx`), `ModTime` RFC 3339; `ContentType`
  * only from stat, as Nomad's client sets it.
  */
-export const AllocFileInfo = z.strictObject({
+export const AllocFileInfo = lazySchema(() => z.strictObject({
   Name: z.string(),
   IsDir: z.boolean(),
   Size: int,
@@ -113,7 +114,7 @@ export const AllocFileInfo = z.strictObject({
   ContentType: z.string().optional(),
   /** Berth's: where a symlink points (ls lists symlinks without following them). */
   LinkTarget: z.string().optional(),
-});
+}));
 export type AllocFileInfo = z.infer<typeof AllocFileInfo>;
 
 /**
@@ -123,56 +124,56 @@ export type AllocFileInfo = z.infer<typeof AllocFileInfo>;
  * `FileEvent` "file deleted" or "file truncated". Every field is omitted
  * when empty, so a heartbeat (sent each second while idle) is `{}`.
  */
-export const StreamFrame = z.strictObject({
+export const StreamFrame = lazySchema(() => z.strictObject({
   Offset: int.optional(),
   Data: z.string().optional(),
   File: z.string().optional(),
   FileEvent: z.string().optional(),
-});
+}));
 export type StreamFrame = z.infer<typeof StreamFrame>;
 
 /** The two events a StreamFrame names. */
 export const FILE_EVENT = { deleted: 'file deleted', truncated: 'file truncated' } as const;
 
 /** api.ExecStreamingIOOperation: base64 data, or the end of the stream. */
-export const ExecStreamingIOOperation = z.strictObject({
+export const ExecStreamingIOOperation = lazySchema(() => z.strictObject({
   data: z.string().optional(),
   close: z.boolean().optional(),
-});
+}));
 export type ExecStreamingIOOperation = z.infer<typeof ExecStreamingIOOperation>;
 
 /** api.TerminalSize. */
-export const TerminalSize = z.strictObject({
+export const TerminalSize = lazySchema(() => z.strictObject({
   height: int.optional(),
   width: int.optional(),
-});
+}));
 export type TerminalSize = z.infer<typeof TerminalSize>;
 
 /** api.ExecStreamingInput: what the exec client sends (at most one field; `{}` is a heartbeat). */
-export const ExecStreamingInput = z.strictObject({
+export const ExecStreamingInput = lazySchema(() => z.strictObject({
   stdin: ExecStreamingIOOperation.optional(),
   tty_size: TerminalSize.optional(),
-});
+}));
 export type ExecStreamingInput = z.infer<typeof ExecStreamingInput>;
 
 /** api.ExecStreamingExitResult. */
-export const ExecStreamingExitResult = z.strictObject({ exit_code: int });
+export const ExecStreamingExitResult = lazySchema(() => z.strictObject({ exit_code: int }));
 
 /** api.ExecStreamingOutput: what the node agent sends; the last frame is `{exited: true, result: {exit_code}}`. */
-export const ExecStreamingOutput = z.strictObject({
+export const ExecStreamingOutput = lazySchema(() => z.strictObject({
   stdout: ExecStreamingIOOperation.optional(),
   stderr: ExecStreamingIOOperation.optional(),
   exited: z.boolean().optional(),
   result: ExecStreamingExitResult.optional(),
-});
+}));
 export type ExecStreamingOutput = z.infer<typeof ExecStreamingOutput>;
 
 /**
  * The first message of a WebSocket opened with `?ws_handshake=true` (a
  * browser cannot set X-Nomad-Token on a WebSocket): version 1 and the token.
  */
-export const WsHandshakeMessage = z.strictObject({
+export const WsHandshakeMessage = lazySchema(() => z.strictObject({
   version: int,
   auth_token: z.string(),
-});
+}));
 export type WsHandshakeMessage = z.infer<typeof WsHandshakeMessage>;

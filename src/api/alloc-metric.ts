@@ -13,19 +13,20 @@
 import { z } from 'zod';
 import { Resources } from './resources.js';
 import { int, list, map, nanos } from './_go.js';
+import { lazySchema } from './lazy-schema.js';
 
 /** A node's scores in the top of one placement (Nomad's NodeScoreMeta). */
-export const NodeScoreMeta = z.strictObject({
+export const NodeScoreMeta = lazySchema(() => z.strictObject({
   NodeID: z.string(),
   /** Scorer name ("binpack", "job-anti-affinity", ...) -> score. */
   Scores: map(z.number()),
   NormScore: z.number(),
-});
+}));
 export type NodeScoreMeta = z.infer<typeof NodeScoreMeta>;
 
-const counts = map(int);
+const counts = lazySchema(() => map(int));
 
-export const AllocationMetric = z.strictObject({
+export const AllocationMetric = lazySchema(() => z.strictObject({
   /** Nodes looked at (Berth: every node of the cluster). */
   NodesEvaluated: int,
   NodesFiltered: int,
@@ -52,5 +53,5 @@ export const AllocationMetric = z.strictObject({
   CoalescedFailures: int,
   /** The best-scored nodes, best first. */
   ScoreMetaData: list(NodeScoreMeta),
-});
+}));
 export type AllocationMetric = z.infer<typeof AllocationMetric>;

@@ -19,32 +19,33 @@ import { z } from 'zod';
 import { AllocationListStub } from './allocations.js';
 import { NodeVolumeUsage, VolumeClaimState, VolumeCondition } from './csi-berth.js';
 import { CSIMountOptions } from './job-task-blocks.js';
+import { lazySchema } from './lazy-schema.js';
 
-const int = z.number().int();
-const stringMap = z.record(z.string(), z.string());
+const int = lazySchema(() => z.number().int());
+const stringMap = lazySchema(() => z.record(z.string(), z.string()));
 
 /**
  * The query meta Nomad's server writes into the body of a write's answer
  * (its `structs.QueryMeta`, embedded in CSIVolumeCreateResponse and the
  * others): Go promotes the embedded fields, so they sit beside `Volumes`.
  */
-const queryMetaFields = {
+const queryMetaFields = () => ({
   Index: int.nonnegative(),
   /** Nanoseconds (a Go time.Duration); 0 on the leader. */
   LastContact: int,
   KnownLeader: z.boolean(),
   NextToken: z.string(),
-};
+});
 
 /** Nomad's WriteRequest fields a Go client may put in a write's body. */
-const writeRequestFields = {
+const writeRequestFields = () => ({
   Region: z.string().optional(),
   Namespace: z.string().optional(),
   SecretID: z.string().optional(),
   IdempotencyToken: z.string().optional(),
-};
+});
 
-export const CSIVolumeAccessMode = z.enum([
+export const CSIVolumeAccessMode = lazySchema(() => z.enum([
   '',
   'single-node-reader-only',
   'single-node-writer',
@@ -54,36 +55,36 @@ export const CSIVolumeAccessMode = z.enum([
   // Berth: CSI's SINGLE_NODE_MULTI_WRITER modes, for plugins that advertise it.
   'single-node-single-writer',
   'single-node-multi-writer',
-]);
+]));
 export type CSIVolumeAccessMode = z.infer<typeof CSIVolumeAccessMode>;
 
-export const CSIVolumeAttachmentMode = z.enum(['', 'block-device', 'file-system']);
+export const CSIVolumeAttachmentMode = lazySchema(() => z.enum(['', 'block-device', 'file-system']));
 export type CSIVolumeAttachmentMode = z.infer<typeof CSIVolumeAttachmentMode>;
 
-export const CSITopology = z.strictObject({ Segments: stringMap.nullable() });
+export const CSITopology = lazySchema(() => z.strictObject({ Segments: stringMap.nullable() }));
 export type CSITopology = z.infer<typeof CSITopology>;
 
-export const CSITopologyRequest = z.strictObject({
+export const CSITopologyRequest = lazySchema(() => z.strictObject({
   Required: z.array(CSITopology).nullable(),
   Preferred: z.array(CSITopology).nullable(),
-});
+}));
 export type CSITopologyRequest = z.infer<typeof CSITopologyRequest>;
 
 // CSIMountOptions (FSType, MountFlags) is the jobs family's (job-task-blocks.ts): a
 // group's volume request carries the same struct. In a volume's answer every mount
 // flag is hidden: `["[REDACTED]"]`, as Nomad's Sanitize writes it.
 
-export const CSIVolumeCapability = z.strictObject({
+export const CSIVolumeCapability = lazySchema(() => z.strictObject({
   AccessMode: CSIVolumeAccessMode,
   AttachmentMode: CSIVolumeAttachmentMode,
-});
+}));
 export type CSIVolumeCapability = z.infer<typeof CSIVolumeCapability>;
 
 /**
  * A volume (`GET /v1/volume/csi/:id`, and each of `Volumes` in the answers
  * to register and create).
  */
-export const CSIVolume = z.strictObject({
+export const CSIVolume = lazySchema(() => z.strictObject({
   ID: z.string(),
   Name: z.string(),
   ExternalID: z.string(),
@@ -137,11 +138,11 @@ export const CSIVolume = z.strictObject({
   BerthUsage: z.array(NodeVolumeUsage),
   /** Berth: the volume's condition (VOLUME_CONDITION), null when its plugin reports none. */
   BerthCondition: VolumeCondition.nullable(),
-});
+}));
 export type CSIVolume = z.infer<typeof CSIVolume>;
 
 /** One row of `GET /v1/volumes?type=csi`. */
-export const CSIVolumeListStub = z.strictObject({
+export const CSIVolumeListStub = lazySchema(() => z.strictObject({
   ID: z.string(),
   Namespace: z.string(),
   Name: z.string(),
@@ -174,7 +175,7 @@ export const CSIVolumeListStub = z.strictObject({
   BerthCondition: VolumeCondition.nullable(),
   /** Berth: how many differences about the volume the drift loop's latest comparison found (GET /v1/volume/csi/:id/drift lists them). */
   BerthDriftFindings: int.nonnegative(),
-});
+}));
 export type CSIVolumeListStub = z.infer<typeof CSIVolumeListStub>;
 
 /**
@@ -182,7 +183,7 @@ export type CSIVolumeListStub = z.infer<typeof CSIVolumeListStub>;
  * decoder zero-fills the missing ones, and the read-only ones are ignored).
  * `Secrets` and `MountOptions.MountFlags` are taken here and never sent back.
  */
-export const CSIVolumeSubmission = z.object({
+export const CSIVolumeSubmission = lazySchema(() => z.object({
   ID: z.string().optional(),
   Name: z.string().optional(),
   ExternalID: z.string().optional(),
@@ -200,23 +201,23 @@ export const CSIVolumeSubmission = z.object({
   RequestedCapabilities: z.array(CSIVolumeCapability).nullable().optional(),
   CloneID: z.string().optional(),
   SnapshotID: z.string().optional(),
-});
+}));
 export type CSIVolumeSubmission = z.infer<typeof CSIVolumeSubmission>;
 
 /** `PUT /v1/volume/csi/:id`: register volumes that exist in the storage provider (Berth takes exactly one). */
-export const CSIVolumeRegisterRequest = z.object({
+export const CSIVolumeRegisterRequest = lazySchema(() => z.object({
   Volumes: z.array(CSIVolumeSubmission),
   PolicyOverride: z.boolean().optional(),
-  ...writeRequestFields,
-});
+  ...writeRequestFields(),
+}));
 export type CSIVolumeRegisterRequest = z.infer<typeof CSIVolumeRegisterRequest>;
 
-export const CSIVolumeRegisterResponse = z.strictObject({
+export const CSIVolumeRegisterResponse = lazySchema(() => z.strictObject({
   Volumes: z.array(CSIVolume).nullable(),
   /** Non-fatal messages ("" when none). */
   Warnings: z.string(),
-  ...queryMetaFields,
-});
+  ...queryMetaFields(),
+}));
 export type CSIVolumeRegisterResponse = z.infer<typeof CSIVolumeRegisterResponse>;
 
 /** `PUT /v1/volume/csi/:id/create`: create volumes through the plugin's controller, then register them (Berth takes exactly one). */
@@ -227,18 +228,18 @@ export const CSIVolumeCreateResponse = CSIVolumeRegisterResponse;
 export type CSIVolumeCreateResponse = CSIVolumeRegisterResponse;
 
 /** Nomad's deregister request (the HTTP route takes the ID in its path and `?force=`). */
-export const CSIVolumeDeregisterRequest = z.object({ VolumeIDs: z.array(z.string()), ...writeRequestFields });
+export const CSIVolumeDeregisterRequest = lazySchema(() => z.object({ VolumeIDs: z.array(z.string()), ...writeRequestFields() }));
 export type CSIVolumeDeregisterRequest = z.infer<typeof CSIVolumeDeregisterRequest>;
 
 /** Nomad's delete request (the HTTP route takes the ID in its path, secrets in `X-Nomad-CSI-Secrets`). */
-export const CSIVolumeDeleteRequest = z.object({ ExternalVolumeID: z.string(), Secrets: stringMap.nullable().optional(), ...writeRequestFields });
+export const CSIVolumeDeleteRequest = lazySchema(() => z.object({ ExternalVolumeID: z.string(), Secrets: stringMap.nullable().optional(), ...writeRequestFields() }));
 export type CSIVolumeDeleteRequest = z.infer<typeof CSIVolumeDeleteRequest>;
 
 /**
  * A snapshot as the storage provider reports it. `Name`, `Secrets` and
  * `Parameters` are used to create one and are never filled in an answer.
  */
-export const CSISnapshot = z.strictObject({
+export const CSISnapshot = lazySchema(() => z.strictObject({
   /** The storage provider's snapshot ID. */
   ID: z.string(),
   /** The storage provider's ID of the snapshotted volume. */
@@ -253,38 +254,38 @@ export const CSISnapshot = z.strictObject({
   Name: z.string(),
   Secrets: stringMap.nullable(),
   Parameters: stringMap.nullable(),
-});
+}));
 export type CSISnapshot = z.infer<typeof CSISnapshot>;
 
 /** One snapshot to create: the Nomad volume (`SourceVolumeID`), a name, and parameters for the plugin. */
-export const CSISnapshotSubmission = z.object({
+export const CSISnapshotSubmission = lazySchema(() => z.object({
   SourceVolumeID: z.string(),
   Name: z.string().optional(),
   PluginID: z.string().optional(),
   Secrets: stringMap.nullable().optional(),
   Parameters: stringMap.nullable().optional(),
-});
+}));
 export type CSISnapshotSubmission = z.infer<typeof CSISnapshotSubmission>;
 
 /** `PUT /v1/volumes/snapshot`. */
-export const CSISnapshotCreateRequest = z.object({ Snapshots: z.array(CSISnapshotSubmission), ...writeRequestFields });
+export const CSISnapshotCreateRequest = lazySchema(() => z.object({ Snapshots: z.array(CSISnapshotSubmission), ...writeRequestFields() }));
 export type CSISnapshotCreateRequest = z.infer<typeof CSISnapshotCreateRequest>;
 
-export const CSISnapshotCreateResponse = z.strictObject({
+export const CSISnapshotCreateResponse = lazySchema(() => z.strictObject({
   Snapshots: z.array(CSISnapshot).nullable(),
-  ...queryMetaFields,
-});
+  ...queryMetaFields(),
+}));
 export type CSISnapshotCreateResponse = z.infer<typeof CSISnapshotCreateResponse>;
 
 /** `GET /v1/volumes/snapshot?plugin_id=`: a page of the plugin's snapshots; `NextToken` names the next page ("" after the last). */
-export const CSISnapshotListResponse = z.strictObject({
+export const CSISnapshotListResponse = lazySchema(() => z.strictObject({
   Snapshots: z.array(CSISnapshot).nullable(),
-  ...queryMetaFields,
-});
+  ...queryMetaFields(),
+}));
 export type CSISnapshotListResponse = z.infer<typeof CSISnapshotListResponse>;
 
 /** The storage provider's view of a volume (its controller's ListVolumes); every ID is the provider's. */
-export const CSIVolumeExternalStub = z.strictObject({
+export const CSIVolumeExternalStub = lazySchema(() => z.strictObject({
   ExternalID: z.string(),
   CapacityBytes: int,
   /** Values whose key looks like a credential are shown as "[REDACTED]". */
@@ -296,18 +297,18 @@ export const CSIVolumeExternalStub = z.strictObject({
   IsAbnormal: z.boolean(),
   /** The plugin's words on the volume's condition. */
   Status: z.string(),
-});
+}));
 export type CSIVolumeExternalStub = z.infer<typeof CSIVolumeExternalStub>;
 
 /** `GET /v1/volumes/external?plugin_id=`. */
-export const CSIVolumeListExternalResponse = z.strictObject({
+export const CSIVolumeListExternalResponse = lazySchema(() => z.strictObject({
   Volumes: z.array(CSIVolumeExternalStub).nullable(),
-  ...queryMetaFields,
-});
+  ...queryMetaFields(),
+}));
 export type CSIVolumeListExternalResponse = z.infer<typeof CSIVolumeListExternalResponse>;
 
 /** What a controller instance can do (its ControllerGetCapabilities). */
-export const CSIControllerInfo = z.strictObject({
+export const CSIControllerInfo = lazySchema(() => z.strictObject({
   SupportsCreateDelete: z.boolean(),
   SupportsAttachDetach: z.boolean(),
   SupportsListVolumes: z.boolean(),
@@ -320,11 +321,11 @@ export const CSIControllerInfo = z.strictObject({
   SupportsListVolumesAttachedNodes: z.boolean(),
   SupportsCondition: z.boolean(),
   SupportsGet: z.boolean(),
-});
+}));
 export type CSIControllerInfo = z.infer<typeof CSIControllerInfo>;
 
 /** What a node instance is and can do (NodeGetInfo, NodeGetCapabilities). */
-export const CSINodeInfo = z.strictObject({
+export const CSINodeInfo = lazySchema(() => z.strictObject({
   /** The plugin's own ID of the node. */
   ID: z.string(),
   /** 0: no limit. */
@@ -334,11 +335,11 @@ export const CSINodeInfo = z.strictObject({
   SupportsStats: z.boolean(),
   SupportsExpand: z.boolean(),
   SupportsCondition: z.boolean(),
-});
+}));
 export type CSINodeInfo = z.infer<typeof CSINodeInfo>;
 
 /** One instance of a plugin on one node, as the node last fingerprinted it. `ControllerInfo` is on controllers only, `NodeInfo` on nodes only. */
-export const CSIInfo = z.strictObject({
+export const CSIInfo = lazySchema(() => z.strictObject({
   PluginID: z.string(),
   AllocID: z.string(),
   Healthy: z.boolean(),
@@ -352,19 +353,19 @@ export const CSIInfo = z.strictObject({
   /** Nomad's server sends these too (structs.CSIInfo); api's struct drops them: GetPluginInfo's name and vendor version. */
   Provider: z.string(),
   ProviderVersion: z.string(),
-});
+}));
 export type CSIInfo = z.infer<typeof CSIInfo>;
 
 /** Berth: a node where the plugin said it can take no more volumes (RESOURCE_EXHAUSTED); placement skips it for the plugin until a claim there is released. */
-export const CSIPluginExhaustion = z.strictObject({
+export const CSIPluginExhaustion = lazySchema(() => z.strictObject({
   /** A Go time (RFC 3339). */
   Since: z.string(),
   Reason: z.string(),
-});
+}));
 export type CSIPluginExhaustion = z.infer<typeof CSIPluginExhaustion>;
 
 /** `GET /v1/plugin/csi/:id`. */
-export const CSIPlugin = z.strictObject({
+export const CSIPlugin = lazySchema(() => z.strictObject({
   ID: z.string(),
   Provider: z.string(),
   Version: z.string(),
@@ -385,11 +386,11 @@ export const CSIPlugin = z.strictObject({
   ModifyTime: int,
   /** Berth: node ID -> why placement treats the node as full for this plugin. */
   BerthExhaustedNodes: z.record(z.string(), CSIPluginExhaustion),
-});
+}));
 export type CSIPlugin = z.infer<typeof CSIPlugin>;
 
 /** One row of `GET /v1/plugins?type=csi`. */
-export const CSIPluginListStub = z.strictObject({
+export const CSIPluginListStub = lazySchema(() => z.strictObject({
   ID: z.string(),
   Provider: z.string(),
   ControllerRequired: z.boolean(),
@@ -399,5 +400,5 @@ export const CSIPluginListStub = z.strictObject({
   NodesExpected: int,
   CreateIndex: int.nonnegative(),
   ModifyIndex: int.nonnegative(),
-});
+}));
 export type CSIPluginListStub = z.infer<typeof CSIPluginListStub>;

@@ -9,11 +9,12 @@
 
 import { z } from 'zod';
 import { int, int64, list, map, nanos, time, uint } from './_go.js';
+import { lazySchema } from './lazy-schema.js';
 
 export const DEPLOYMENT_STATUSES = ['running', 'paused', 'failed', 'successful', 'cancelled', 'pending', 'blocked', 'unblocking'] as const;
 
 /** One task group's progress within a deployment. */
-export const DeploymentState = z.strictObject({
+export const DeploymentState = lazySchema(() => z.strictObject({
   /** The canaries placed so far, by allocation ID. */
   PlacedCanaries: list(z.string()),
   AutoRevert: z.boolean(),
@@ -30,10 +31,10 @@ export const DeploymentState = z.strictObject({
   PlacedAllocs: int,
   HealthyAllocs: int,
   UnhealthyAllocs: int,
-});
+}));
 export type DeploymentState = z.infer<typeof DeploymentState>;
 
-export const Deployment = z.strictObject({
+export const Deployment = lazySchema(() => z.strictObject({
   ID: z.string(),
   Namespace: z.string(),
   JobID: z.string(),
@@ -55,7 +56,7 @@ export const Deployment = z.strictObject({
   ModifyIndex: uint,
   CreateTime: int64,
   ModifyTime: int64,
-});
+}));
 export type Deployment = z.infer<typeof Deployment>;
 
 /**
@@ -63,43 +64,43 @@ export type Deployment = z.infer<typeof Deployment>;
  * it wrote at, and the job version an auto-revert went back to (null when
  * none). `Index` is Nomad's server's WriteMeta, as its HTTP API sends it.
  */
-export const DeploymentUpdateResponse = z.strictObject({
+export const DeploymentUpdateResponse = lazySchema(() => z.strictObject({
   EvalID: z.string(),
   EvalCreateIndex: uint,
   DeploymentModifyIndex: uint,
   RevertedJobVersion: uint.nullable(),
   Index: uint,
-});
+}));
 export type DeploymentUpdateResponse = z.infer<typeof DeploymentUpdateResponse>;
 
 // Requests: Nomad's clients send the WriteRequest fields (Region, Namespace,
 // SecretID) too, so these are not strict; what they do not name is ignored.
 
 /** `POST /v1/deployment/promote/:id`: promote every group's canaries (`All`) or those of `Groups`. */
-export const DeploymentPromoteRequest = z.object({
+export const DeploymentPromoteRequest = lazySchema(() => z.object({
   DeploymentID: z.string(),
   All: z.boolean().optional(),
   Groups: z.array(z.string()).nullable().optional(),
-});
+}));
 export type DeploymentPromoteRequest = z.infer<typeof DeploymentPromoteRequest>;
 
 /** `POST /v1/deployment/pause/:id`: pause (`Pause` true) or resume it. */
-export const DeploymentPauseRequest = z.object({
+export const DeploymentPauseRequest = lazySchema(() => z.object({
   DeploymentID: z.string(),
   Pause: z.boolean().optional(),
-});
+}));
 export type DeploymentPauseRequest = z.infer<typeof DeploymentPauseRequest>;
 
 /** `POST /v1/deployment/fail/:id` (the body is optional; Nomad's client sends it). */
-export const DeploymentFailRequest = z.object({
+export const DeploymentFailRequest = lazySchema(() => z.object({
   DeploymentID: z.string().optional(),
-});
+}));
 export type DeploymentFailRequest = z.infer<typeof DeploymentFailRequest>;
 
 /** `POST /v1/deployment/allocation-health/:id`: set allocations' health by hand (an unhealthy one fails the deployment). */
-export const DeploymentAllocHealthRequest = z.object({
+export const DeploymentAllocHealthRequest = lazySchema(() => z.object({
   DeploymentID: z.string(),
   HealthyAllocationIDs: z.array(z.string()).nullable().optional(),
   UnhealthyAllocationIDs: z.array(z.string()).nullable().optional(),
-});
+}));
 export type DeploymentAllocHealthRequest = z.infer<typeof DeploymentAllocHealthRequest>;

@@ -9,11 +9,12 @@ import { z } from 'zod';
 import { int, int64, list, map, nanos, ptr, time, uint } from './_go.js';
 import { AllocationMetric } from './alloc-metric.js';
 import { PlanAnnotations } from './job-plan.js';
+import { lazySchema } from './lazy-schema.js';
 
 export const EVAL_STATUSES = ['blocked', 'pending', 'complete', 'failed', 'canceled'] as const;
 
 /** An evaluation in brief, as `RelatedEvals` lists them (Nomad's EvaluationStub). */
-export const EvaluationStub = z.strictObject({
+export const EvaluationStub = lazySchema(() => z.strictObject({
   ID: z.string(),
   Priority: int,
   Type: z.string(),
@@ -32,10 +33,10 @@ export const EvaluationStub = z.strictObject({
   ModifyIndex: uint,
   CreateTime: int64,
   ModifyTime: int64,
-});
+}));
 export type EvaluationStub = z.infer<typeof EvaluationStub>;
 
-export const Evaluation = z.strictObject({
+export const Evaluation = lazySchema(() => z.strictObject({
   ID: z.string(),
   Priority: int,
   /** The scheduler: service, batch, system. */
@@ -85,5 +86,5 @@ export const Evaluation = z.strictObject({
   BerthStopped: int,
   /** Berth's: allocations moved to the new job version without a restart (resources changed in place). */
   BerthUpdatedInPlace: int,
-});
+}));
 export type Evaluation = z.infer<typeof Evaluation>;

@@ -13,6 +13,7 @@ import { Evaluation } from './evaluations.js';
 import { Job } from './jobs.js';
 import { Node } from './nodes.js';
 import { ServiceRegistration } from './services.js';
+import { lazySchema } from './lazy-schema.js';
 
 /** Nomad's topics Berth emits events on. */
 export const NOMAD_EVENT_TOPICS = ['Job', 'Allocation', 'Evaluation', 'Deployment', 'Node', 'Service', 'CSIVolume', 'CSIPlugin'] as const;
@@ -25,7 +26,7 @@ export const SILENT_EVENT_TOPICS = ['NodePool', 'ACLToken', 'ACLPolicy', 'ACLRol
  */
 export const BERTH_EVENT_TOPICS = ['claim', 'volume-condition', 'drift'] as const;
 
-export const EventTopic = z.enum([...NOMAD_EVENT_TOPICS, ...SILENT_EVENT_TOPICS, ...BERTH_EVENT_TOPICS]);
+export const EventTopic = lazySchema(() => z.enum([...NOMAD_EVENT_TOPICS, ...SILENT_EVENT_TOPICS, ...BERTH_EVENT_TOPICS]));
 export type EventTopic = z.infer<typeof EventTopic>;
 
 /**
@@ -63,7 +64,7 @@ export const EVENT_TYPES = {
  * outside namespaces (nodes, plugins). `Payload` holds the object under the
  * topic's key (EVENT_PAYLOADS).
  */
-export const Event = z.object({
+export const Event = lazySchema(() => z.object({
   Topic: EventTopic,
   Type: z.string(),
   Key: z.string(),
@@ -71,15 +72,15 @@ export const Event = z.object({
   FilterKeys: z.array(z.string()).nullable(),
   Index: z.number().int(),
   Payload: z.record(z.string(), z.unknown()),
-});
+}));
 export type Event = z.infer<typeof Event>;
 
 /** One frame of the stream (api.Events): the events of one store index. */
-export const Events = z.object({ Index: z.number().int(), Events: z.array(Event) });
+export const Events = lazySchema(() => z.object({ Index: z.number().int(), Events: z.array(Event) }));
 export type Events = z.infer<typeof Events>;
 
 /** The frame a stream sends when it opens and every heartbeat interval while idle. */
-export const EventHeartbeat = z.object({});
+export const EventHeartbeat = lazySchema(() => z.object({}));
 export type EventHeartbeat = z.infer<typeof EventHeartbeat>;
 
 /**
@@ -92,15 +93,15 @@ export type EventHeartbeat = z.infer<typeof EventHeartbeat>;
  * it is of, `Drift` the drift loop's report (`GET /v1/volumes/drift`).
  */
 export const EVENT_PAYLOADS = {
-  Job: z.object({ Job: Job, Deleted: z.boolean().optional() }),
-  Allocation: z.object({ Allocation: Allocation }),
-  Evaluation: z.object({ Evaluation: Evaluation }),
-  Deployment: z.object({ Deployment: Deployment }),
-  Node: z.object({ Node: Node }),
-  Service: z.object({ Service: ServiceRegistration }),
-  CSIVolume: z.object({ Volume: CSIVolume }),
-  CSIPlugin: z.object({ Plugin: CSIPlugin }),
-  claim: z.object({ Claim: VolumeClaimListStub }),
-  'volume-condition': z.object({ VolumeCondition: VolumeConditionEvent }),
-  drift: z.object({ Drift: DriftReport }),
+  Job: lazySchema(() => z.object({ Job: Job, Deleted: z.boolean().optional() })),
+  Allocation: lazySchema(() => z.object({ Allocation: Allocation })),
+  Evaluation: lazySchema(() => z.object({ Evaluation: Evaluation })),
+  Deployment: lazySchema(() => z.object({ Deployment: Deployment })),
+  Node: lazySchema(() => z.object({ Node: Node })),
+  Service: lazySchema(() => z.object({ Service: ServiceRegistration })),
+  CSIVolume: lazySchema(() => z.object({ Volume: CSIVolume })),
+  CSIPlugin: lazySchema(() => z.object({ Plugin: CSIPlugin })),
+  claim: lazySchema(() => z.object({ Claim: VolumeClaimListStub })),
+  'volume-condition': lazySchema(() => z.object({ VolumeCondition: VolumeConditionEvent })),
+  drift: lazySchema(() => z.object({ Drift: DriftReport })),
 } as const;

@@ -10,19 +10,20 @@
 import { z } from 'zod';
 import { AllocationListStub } from './allocations.js';
 import { Constraint } from './constraints.js';
+import { lazySchema } from './lazy-schema.js';
 
-const int = z.number().int();
+const int = lazySchema(() => z.number().int());
 
 /** api.HostVolumeState. */
-export const HostVolumeState = z.enum(['pending', 'ready', 'unavailable']);
+export const HostVolumeState = lazySchema(() => z.enum(['pending', 'ready', 'unavailable']));
 export type HostVolumeState = z.infer<typeof HostVolumeState>;
 
 /** api.HostVolumeCapability. */
-export const HostVolumeCapability = z.strictObject({ AttachmentMode: z.string(), AccessMode: z.string() });
+export const HostVolumeCapability = lazySchema(() => z.strictObject({ AttachmentMode: z.string(), AccessMode: z.string() }));
 export type HostVolumeCapability = z.infer<typeof HostVolumeCapability>;
 
 /** api.HostVolume: one volume (GET /v1/volume/host/:id, and the `Volume` of create and register answers). */
-export const HostVolume = z.strictObject({
+export const HostVolume = lazySchema(() => z.strictObject({
   Namespace: z.string(),
   ID: z.string(),
   Name: z.string(),
@@ -42,11 +43,11 @@ export const HostVolume = z.strictObject({
   ModifyIndex: int,
   ModifyTime: int,
   Allocations: z.array(AllocationListStub).optional(),
-});
+}));
 export type HostVolume = z.infer<typeof HostVolume>;
 
 /** api.HostVolumeStub: a volume in GET /v1/volumes?type=host. */
-export const HostVolumeStub = z.strictObject({
+export const HostVolumeStub = lazySchema(() => z.strictObject({
   Namespace: z.string(),
   ID: z.string(),
   Name: z.string(),
@@ -59,11 +60,11 @@ export const HostVolumeStub = z.strictObject({
   CreateTime: int,
   ModifyIndex: int,
   ModifyTime: int,
-});
+}));
 export type HostVolumeStub = z.infer<typeof HostVolumeStub>;
 
 /** A volume as a create or register request carries it (Go's decoder: every field optional). */
-export const HostVolumeSubmission = z.looseObject({
+export const HostVolumeSubmission = lazySchema(() => z.looseObject({
   Namespace: z.string().optional(),
   ID: z.string().optional(),
   Name: z.string().optional(),
@@ -77,15 +78,15 @@ export const HostVolumeSubmission = z.looseObject({
   RequestedCapabilities: z.array(z.looseObject({ AttachmentMode: z.string().optional(), AccessMode: z.string().optional() })).nullable().optional(),
   Parameters: z.record(z.string(), z.string()).nullable().optional(),
   HostPath: z.string().optional(),
-});
+}));
 export type HostVolumeSubmission = z.infer<typeof HostVolumeSubmission>;
 
 /** api.HostVolumeCreateRequest and api.HostVolumeRegisterRequest. */
-export const HostVolumeCreateRequest = z.looseObject({ Volume: HostVolumeSubmission.nullable().optional(), PolicyOverride: z.boolean().optional() });
+export const HostVolumeCreateRequest = lazySchema(() => z.looseObject({ Volume: HostVolumeSubmission.nullable().optional(), PolicyOverride: z.boolean().optional() }));
 export type HostVolumeCreateRequest = z.infer<typeof HostVolumeCreateRequest>;
 export type HostVolumeRegisterRequest = HostVolumeCreateRequest;
 
 /** api.HostVolumeCreateResponse and api.HostVolumeRegisterResponse (Nomad's server also writes its WriteMeta `Index`). */
-export const HostVolumeCreateResponse = z.strictObject({ Volume: HostVolume, Warnings: z.string(), Index: int });
+export const HostVolumeCreateResponse = lazySchema(() => z.strictObject({ Volume: HostVolume, Warnings: z.string(), Index: int }));
 export type HostVolumeCreateResponse = z.infer<typeof HostVolumeCreateResponse>;
 export type HostVolumeRegisterResponse = HostVolumeCreateResponse;

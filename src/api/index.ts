@@ -9,6 +9,7 @@
 //
 // Each route family has its own file; this door lists what each exports.
 
+export { lazySchema } from './lazy-schema.js';
 export { AllocationMetric, NodeScoreMeta } from './alloc-metric.js';
 export { GO_ZERO_TIME } from './_go.js';
 export { EVAL_STATUSES, Evaluation, EvaluationStub } from './evaluations.js';

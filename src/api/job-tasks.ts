@@ -28,12 +28,13 @@ import { Consul, Service } from './job-services.js';
 import { NetworkResource, Resources } from './resources.js';
 import { ScalingPolicy } from './scaling.js';
 import { anyMap, list, map, nanos, ptr, stringMap } from './_go.js';
+import { lazySchema } from './lazy-schema.js';
 
 /**
  * A task. Nomad's Canonicalize fills Resources, KillTimeout (5s), LogConfig,
  * and RestartPolicy (the group's, merged under the task's own).
  */
-export const Task = z.strictObject({
+export const Task = lazySchema(() => z.strictObject({
   Name: z.string(),
   Driver: z.string(),
   User: z.string(),
@@ -68,7 +69,7 @@ export const Task = z.strictObject({
   Schedule: ptr(TaskSchedule),
   /** Berth's: a run of the task is killed once it has run this long, and fails (a job file's task `max_run_duration`), nanoseconds. */
   BerthMaxRunDuration: nanos.optional(),
-});
+}));
 export type Task = z.infer<typeof Task>;
 
 /**
@@ -76,7 +77,7 @@ export type Task = z.infer<typeof Task>;
  * Update (the job's merged under the group's), ReschedulePolicy and
  * RestartPolicy (the job type's defaults), and Migrate (service jobs).
  */
-export const TaskGroup = z.strictObject({
+export const TaskGroup = lazySchema(() => z.strictObject({
   Name: ptr(z.string()),
   Count: ptr(z.number().int()),
   Constraints: list(Constraint),
@@ -100,5 +101,5 @@ export const TaskGroup = z.strictObject({
   Scaling: ptr(ScalingPolicy),
   Consul: ptr(Consul),
   PreventRescheduleOnLost: ptr(z.boolean()),
-});
+}));
 export type TaskGroup = z.infer<typeof TaskGroup>;

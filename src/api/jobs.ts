@@ -23,73 +23,74 @@ import { JobDiff, PlanAnnotations } from './job-plan.js';
 import { MigrateStrategy, ReschedulePolicy, UpdateStrategy } from './job-task-blocks.js';
 import { TaskGroup } from './job-tasks.js';
 import { bytes, int, int64, list, map, nanos, ptr, stringMap, time, uint } from './_go.js';
+import { lazySchema } from './lazy-schema.js';
 
-export const MultiregionStrategy = z.strictObject({
+export const MultiregionStrategy = lazySchema(() => z.strictObject({
   MaxParallel: ptr(int),
   OnFailure: ptr(z.string()),
-});
+}));
 export type MultiregionStrategy = z.infer<typeof MultiregionStrategy>;
 
-export const MultiregionRegion = z.strictObject({
+export const MultiregionRegion = lazySchema(() => z.strictObject({
   Name: z.string(),
   Count: ptr(int),
   Datacenters: list(z.string()),
   NodePool: z.string(),
   Meta: stringMap,
-});
+}));
 export type MultiregionRegion = z.infer<typeof MultiregionRegion>;
 
-export const Multiregion = z.strictObject({
+export const Multiregion = lazySchema(() => z.strictObject({
   Strategy: ptr(MultiregionStrategy),
   Regions: list(MultiregionRegion),
-});
+}));
 export type Multiregion = z.infer<typeof Multiregion>;
 
 /** A `periodic` block: `Spec` one cron expression, `Specs` several (Canonicalize: Enabled, SpecType "cron", TimeZone "UTC"). */
-export const PeriodicConfig = z.strictObject({
+export const PeriodicConfig = lazySchema(() => z.strictObject({
   Enabled: ptr(z.boolean()),
   Spec: ptr(z.string()),
   Specs: list(z.string()),
   SpecType: ptr(z.string()),
   ProhibitOverlap: ptr(z.boolean()),
   TimeZone: ptr(z.string()),
-});
+}));
 export type PeriodicConfig = z.infer<typeof PeriodicConfig>;
 
 /** A `parameterized` block; Payload "optional", "required" or "forbidden". */
-export const ParameterizedJobConfig = z.strictObject({
+export const ParameterizedJobConfig = lazySchema(() => z.strictObject({
   Payload: z.string(),
   MetaRequired: list(z.string()),
   MetaOptional: list(z.string()),
-});
+}));
 export type ParameterizedJobConfig = z.infer<typeof ParameterizedJobConfig>;
 
 /** The job file a job was registered from (Format "hcl2" or "json"). */
-export const JobSubmission = z.strictObject({
+export const JobSubmission = lazySchema(() => z.strictObject({
   Source: z.string(),
   Format: z.string(),
   VariableFlags: stringMap,
   Variables: z.string(),
-});
+}));
 export type JobSubmission = z.infer<typeof JobSubmission>;
 
-export const JobUILink = z.strictObject({
+export const JobUILink = lazySchema(() => z.strictObject({
   Label: z.string(),
   URL: z.string(),
-});
+}));
 export type JobUILink = z.infer<typeof JobUILink>;
 
-export const JobUIConfig = z.strictObject({
+export const JobUIConfig = lazySchema(() => z.strictObject({
   Description: z.string(),
   Links: list(JobUILink),
-});
+}));
 export type JobUIConfig = z.infer<typeof JobUIConfig>;
 
-export const JobVersionTag = z.strictObject({
+export const JobVersionTag = lazySchema(() => z.strictObject({
   Name: z.string(),
   Description: z.string(),
   TaggedTime: int64,
-});
+}));
 export type JobVersionTag = z.infer<typeof JobVersionTag>;
 
 /**
@@ -99,7 +100,7 @@ export type JobVersionTag = z.infer<typeof JobVersionTag>;
  * Namespace, Priority (50), Region ("global"), Type ("service"), AllAtOnce,
  * Stop and the server's fields' zero values.
  */
-export const Job = z.strictObject({
+export const Job = lazySchema(() => z.strictObject({
   Region: ptr(z.string()),
   Namespace: ptr(z.string()),
   ID: ptr(z.string()),
@@ -139,11 +140,11 @@ export const Job = z.strictObject({
   ModifyIndex: ptr(uint),
   JobModifyIndex: ptr(uint),
   VersionTag: ptr(JobVersionTag),
-});
+}));
 export type Job = z.infer<typeof Job>;
 
 /** One group's allocations by state. */
-export const TaskGroupSummary = z.strictObject({
+export const TaskGroupSummary = lazySchema(() => z.strictObject({
   Queued: int,
   Complete: int,
   Failed: int,
@@ -151,30 +152,30 @@ export const TaskGroupSummary = z.strictObject({
   Starting: int,
   Lost: int,
   Unknown: int,
-});
+}));
 export type TaskGroupSummary = z.infer<typeof TaskGroupSummary>;
 
 /** A periodic or parameterized job's children by status. */
-export const JobChildrenSummary = z.strictObject({
+export const JobChildrenSummary = lazySchema(() => z.strictObject({
   Pending: int,
   Running: int,
   Dead: int,
-});
+}));
 export type JobChildrenSummary = z.infer<typeof JobChildrenSummary>;
 
 /** GET /v1/job/:id/summary, and each JobListStub's JobSummary. */
-export const JobSummary = z.strictObject({
+export const JobSummary = lazySchema(() => z.strictObject({
   JobID: z.string(),
   Namespace: z.string(),
   Summary: map(TaskGroupSummary),
   Children: ptr(JobChildrenSummary),
   CreateIndex: uint,
   ModifyIndex: uint,
-});
+}));
 export type JobSummary = z.infer<typeof JobSummary>;
 
 /** One row of GET /v1/jobs. `Meta` only with `?meta=true`. */
-export const JobListStub = z.strictObject({
+export const JobListStub = lazySchema(() => z.strictObject({
   ID: z.string(),
   ParentID: z.string(),
   Name: z.string(),
@@ -193,37 +194,37 @@ export const JobListStub = z.strictObject({
   JobModifyIndex: uint,
   SubmitTime: int64,
   Meta: z.record(z.string(), z.string()).optional(),
-});
+}));
 export type JobListStub = z.infer<typeof JobListStub>;
 
 /** The QueryMeta Nomad's server writes into a read's (or a register's) answer. */
-const queryMeta = {
+const queryMeta = () => ({
   Index: uint,
   LastContact: nanos,
   KnownLeader: z.boolean(),
   /** Since Nomad 1.2 (paging); Berth writes it, "" when there is no next page. */
   NextToken: z.string(),
-};
+});
 /** The WriteMeta Nomad's server writes into a write's answer. */
 const writeMeta = { Index: uint };
 /** A write request's WriteRequest: Nomad's Go client writes it; the server also takes the query's. */
-const writeRequest = {
+const writeRequest = () => ({
   Region: z.string().optional(),
   Namespace: z.string().optional(),
   SecretID: z.string().optional(),
-};
+});
 
 /** PUT /v1/jobs/parse. */
-export const JobsParseRequest = z.strictObject({
+export const JobsParseRequest = lazySchema(() => z.strictObject({
   JobHCL: z.string(),
   /** HCL2 variables, as the text of a variables file (Nomad 1.5+). */
   Variables: z.string().optional(),
   Canonicalize: z.boolean(),
-});
+}));
 export type JobsParseRequest = z.infer<typeof JobsParseRequest>;
 
 /** PUT /v1/jobs and POST /v1/job/:id. */
-export const JobRegisterRequest = z.strictObject({
+export const JobRegisterRequest = lazySchema(() => z.strictObject({
   Submission: ptr(JobSubmission).optional(),
   Job,
   EnforceIndex: z.boolean().optional(),
@@ -232,71 +233,71 @@ export const JobRegisterRequest = z.strictObject({
   PreserveCounts: z.boolean().optional(),
   PreserveResources: z.boolean().optional(),
   EvalPriority: int.optional(),
-  ...writeRequest,
-});
+  ...writeRequest(),
+}));
 export type JobRegisterRequest = z.infer<typeof JobRegisterRequest>;
 
-export const JobRegisterResponse = z.strictObject({
+export const JobRegisterResponse = lazySchema(() => z.strictObject({
   EvalID: z.string(),
   EvalCreateIndex: uint,
   JobModifyIndex: uint,
   Warnings: z.string(),
-  ...queryMeta,
-});
+  ...queryMeta(),
+}));
 export type JobRegisterResponse = z.infer<typeof JobRegisterResponse>;
 
 /** DELETE /v1/job/:id. */
-export const JobDeregisterResponse = z.strictObject({
+export const JobDeregisterResponse = lazySchema(() => z.strictObject({
   EvalID: z.string(),
   EvalCreateIndex: uint,
   JobModifyIndex: uint,
   VolumeEvalID: z.string(),
   VolumeEvalIndex: uint,
-  ...queryMeta,
-});
+  ...queryMeta(),
+}));
 export type JobDeregisterResponse = z.infer<typeof JobDeregisterResponse>;
 
 /** PUT /v1/validate/job. */
-export const JobValidateRequest = z.strictObject({ Job, ...writeRequest });
+export const JobValidateRequest = lazySchema(() => z.strictObject({ Job, ...writeRequest() }));
 export type JobValidateRequest = z.infer<typeof JobValidateRequest>;
 
-export const JobValidateResponse = z.strictObject({
+export const JobValidateResponse = lazySchema(() => z.strictObject({
   DriverConfigValidated: z.boolean(),
   ValidationErrors: list(z.string()),
   Error: z.string(),
   Warnings: z.string(),
-});
+}));
 export type JobValidateResponse = z.infer<typeof JobValidateResponse>;
 
 /** PUT /v1/job/:id/plan. */
-export const JobPlanRequest = z.strictObject({
+export const JobPlanRequest = lazySchema(() => z.strictObject({
   Job,
   Diff: z.boolean(),
   PolicyOverride: z.boolean(),
-  ...writeRequest,
-});
+  ...writeRequest(),
+}));
 export type JobPlanRequest = z.infer<typeof JobPlanRequest>;
 
 /** Berth's: one allocation a plan would place (its group, index and name, and the node). */
-export const BerthPlannedPlacement = z.strictObject({
+export const BerthPlannedPlacement = lazySchema(() => z.strictObject({
   Group: z.string(),
   Index: int,
   Name: z.string(),
   NodeID: z.string(),
   NodeName: z.string(),
-});
+}));
 export type BerthPlannedPlacement = z.infer<typeof BerthPlannedPlacement>;
 
 /** Berth's: one allocation a plan would stop. */
-export const BerthPlannedStop = z.strictObject({
+export const BerthPlannedStop = lazySchema(() => z.strictObject({
   AllocID: z.string(),
   Group: z.string(),
   Name: z.string(),
   Description: z.string(),
-});
+}));
 export type BerthPlannedStop = z.infer<typeof BerthPlannedStop>;
 
-export const JobPlanResponse = z.strictObject({
+export const JobPlanResponse = lazySchema(() => z.strictObject({
   Annotations: ptr(PlanAnnotations),
   FailedTGAllocs: map(AllocationMetric),
   JobModifyIndex: uint,
@@ -310,70 +311,70 @@ export const JobPlanResponse = z.strictObject({
   BerthPlacements: z.array(BerthPlannedPlacement).optional(),
   /** Berth's: the allocations the dry run would stop, and why. */
   BerthStops: z.array(BerthPlannedStop).optional(),
-});
+}));
 export type JobPlanResponse = z.infer<typeof JobPlanResponse>;
 
 /** PUT /v1/job/:id/dispatch (Payload base64). */
-export const JobDispatchRequest = z.strictObject({
+export const JobDispatchRequest = lazySchema(() => z.strictObject({
   JobID: z.string(),
   Payload: bytes,
   Meta: stringMap,
   IdPrefixTemplate: z.string().optional(),
   Priority: int.optional(),
-});
+}));
 export type JobDispatchRequest = z.infer<typeof JobDispatchRequest>;
 
-export const JobDispatchResponse = z.strictObject({
+export const JobDispatchResponse = lazySchema(() => z.strictObject({
   DispatchedJobID: z.string(),
   EvalID: z.string(),
   EvalCreateIndex: uint,
   JobCreateIndex: uint,
   ...writeMeta,
-});
+}));
 export type JobDispatchResponse = z.infer<typeof JobDispatchResponse>;
 
 /** PUT /v1/job/:id/periodic/force. */
-export const PeriodicForceResponse = z.strictObject({
+export const PeriodicForceResponse = lazySchema(() => z.strictObject({
   EvalID: z.string(),
   EvalCreateIndex: uint,
   ...writeMeta,
-});
+}));
 export type PeriodicForceResponse = z.infer<typeof PeriodicForceResponse>;
 
 /** GET /v1/job/:id/versions (Diffs with `?diffs=true`, null otherwise). */
-export const JobVersionsResponse = z.strictObject({
+export const JobVersionsResponse = lazySchema(() => z.strictObject({
   Versions: list(Job),
   Diffs: list(JobDiff),
-  ...queryMeta,
-});
+  ...queryMeta(),
+}));
 export type JobVersionsResponse = z.infer<typeof JobVersionsResponse>;
 
 /** PUT /v1/job/:id/revert. Answered with a JobRegisterResponse. */
-export const JobRevertRequest = z.strictObject({
+export const JobRevertRequest = lazySchema(() => z.strictObject({
   JobID: z.string(),
   JobVersion: uint,
   EnforcePriorVersion: ptr(uint),
-  ...writeRequest,
-});
+  ...writeRequest(),
+}));
 export type JobRevertRequest = z.infer<typeof JobRevertRequest>;
 
 /** PUT /v1/job/:id/stable. */
-export const JobStabilityRequest = z.strictObject({
+export const JobStabilityRequest = lazySchema(() => z.strictObject({
   JobID: z.string(),
   JobVersion: uint,
   Stable: z.boolean(),
-  ...writeRequest,
-});
+  ...writeRequest(),
+}));
 export type JobStabilityRequest = z.infer<typeof JobStabilityRequest>;
 
 /** Nomad's server writes only its WriteMeta (the api package's JobModifyIndex stays 0). */
-export const JobStabilityResponse = z.strictObject({ ...writeMeta });
+export const JobStabilityResponse = lazySchema(() => z.strictObject({ ...writeMeta }));
 export type JobStabilityResponse = z.infer<typeof JobStabilityResponse>;
 
 /** PUT /v1/job/:id/evaluate. Answered with a JobRegisterResponse. */
-export const JobEvaluateRequest = z.strictObject({
+export const JobEvaluateRequest = lazySchema(() => z.strictObject({
   JobID: z.string(),
   EvalOptions: z.strictObject({ ForceReschedule: z.boolean() }),
-  ...writeRequest,
-});
+  ...writeRequest(),
+}));
 export type JobEvaluateRequest = z.infer<typeof JobEvaluateRequest>;

@@ -5,26 +5,27 @@
 // node pool, Vault and Consul configuration) are null.
 
 import { z } from 'zod';
+import { lazySchema } from './lazy-schema.js';
 
 /** api.NamespaceCapabilities (always null in Berth's answers). */
-export const NamespaceCapabilities = z.object({
+export const NamespaceCapabilities = lazySchema(() => z.object({
   EnabledTaskDrivers: z.array(z.string()).nullable(),
   DisabledTaskDrivers: z.array(z.string()).nullable(),
   EnabledNetworkModes: z.array(z.string()).nullable(),
   DisabledNetworkModes: z.array(z.string()).nullable(),
-});
+}));
 export type NamespaceCapabilities = z.infer<typeof NamespaceCapabilities>;
 
 /** api.NamespaceNodePoolConfiguration, api.NamespaceVaultConfiguration, api.NamespaceConsulConfiguration (always null in Berth's answers). */
-export const NamespaceClusterConfiguration = z.object({
+export const NamespaceClusterConfiguration = lazySchema(() => z.object({
   Default: z.string(),
   Allowed: z.array(z.string()).nullable(),
   Denied: z.array(z.string()).nullable(),
-});
+}));
 export type NamespaceClusterConfiguration = z.infer<typeof NamespaceClusterConfiguration>;
 
 /** api.Namespace. `default` has `CreateIndex` 1, as Nomad creates it at its first index. `Meta` is null when empty. */
-export const Namespace = z.object({
+export const Namespace = lazySchema(() => z.object({
   Name: z.string(),
   Description: z.string(),
   Quota: z.string(),
@@ -35,7 +36,7 @@ export const Namespace = z.object({
   Meta: z.record(z.string(), z.string()).nullable(),
   CreateIndex: z.number().int(),
   ModifyIndex: z.number().int(),
-});
+}));
 export type Namespace = z.infer<typeof Namespace>;
 
 /**
@@ -44,7 +45,7 @@ export type Namespace = z.infer<typeof Namespace>;
  * other than '' and Enterprise blocks other than null are refused; the
  * indexes and Nomad's `Hash` a client may send back are ignored.
  */
-export const NamespaceWriteRequest = z.object({
+export const NamespaceWriteRequest = lazySchema(() => z.object({
   Name: z.string().optional(),
   Description: z.string().optional(),
   Quota: z.string().optional(),
@@ -53,5 +54,5 @@ export const NamespaceWriteRequest = z.object({
   NodePoolConfiguration: NamespaceClusterConfiguration.nullable().optional(),
   VaultConfiguration: NamespaceClusterConfiguration.nullable().optional(),
   ConsulConfiguration: NamespaceClusterConfiguration.nullable().optional(),
-});
+}));
 export type NamespaceWriteRequest = z.infer<typeof NamespaceWriteRequest>;

@@ -5,18 +5,19 @@
 // SystemGcResult (Nomad's answers nothing).
 
 import { z } from 'zod';
+import { lazySchema } from './lazy-schema.js';
 
 /** api.PreemptionConfig: which schedulers may preempt lower-priority allocations. */
-export const PreemptionConfig = z.object({
+export const PreemptionConfig = lazySchema(() => z.object({
   SystemSchedulerEnabled: z.boolean(),
   SysBatchSchedulerEnabled: z.boolean(),
   BatchSchedulerEnabled: z.boolean(),
   ServiceSchedulerEnabled: z.boolean(),
-});
+}));
 export type PreemptionConfig = z.infer<typeof PreemptionConfig>;
 
 /** api.SchedulerAlgorithm. */
-export const SchedulerAlgorithm = z.enum(['binpack', 'spread']);
+export const SchedulerAlgorithm = lazySchema(() => z.enum(['binpack', 'spread']));
 export type SchedulerAlgorithm = z.infer<typeof SchedulerAlgorithm>;
 
 /**
@@ -26,7 +27,7 @@ export type SchedulerAlgorithm = z.infer<typeof SchedulerAlgorithm>;
  * memory, only management tokens register jobs, and its evaluations are
  * never paused).
  */
-export const SchedulerConfiguration = z.object({
+export const SchedulerConfiguration = lazySchema(() => z.object({
   SchedulerAlgorithm: SchedulerAlgorithm,
   PreemptionConfig: PreemptionConfig,
   MemoryOversubscriptionEnabled: z.boolean(),
@@ -35,30 +36,30 @@ export const SchedulerConfiguration = z.object({
   NodeLimitForFeasibilityChecks: z.number().int(),
   CreateIndex: z.number().int(),
   ModifyIndex: z.number().int(),
-});
+}));
 export type SchedulerConfiguration = z.infer<typeof SchedulerConfiguration>;
 
 /** `GET /v1/operator/scheduler/configuration` (api.SchedulerConfigurationResponse, with Nomad's QueryMeta fields). */
-export const SchedulerConfigurationResponse = z.object({
+export const SchedulerConfigurationResponse = lazySchema(() => z.object({
   SchedulerConfig: SchedulerConfiguration,
   Index: z.number().int(),
   /** Nanoseconds (Go's time.Duration); 0: this server's own state. */
   LastContact: z.number().int(),
   KnownLeader: z.boolean(),
   NextToken: z.string(),
-});
+}));
 export type SchedulerConfigurationResponse = z.infer<typeof SchedulerConfigurationResponse>;
 
 /** `PUT`/`POST /v1/operator/scheduler/configuration` (api.SchedulerSetConfigurationResponse): `Updated` is false when a `cas` index did not match. */
-export const SchedulerSetConfigurationResponse = z.object({ Updated: z.boolean(), Index: z.number().int() });
+export const SchedulerSetConfigurationResponse = lazySchema(() => z.object({ Updated: z.boolean(), Index: z.number().int() }));
 export type SchedulerSetConfigurationResponse = z.infer<typeof SchedulerSetConfigurationResponse>;
 
 /** api.GaugeValue: a gauge's latest value. */
-export const GaugeValue = z.object({ Name: z.string(), Value: z.number(), Labels: z.record(z.string(), z.string()) });
+export const GaugeValue = lazySchema(() => z.object({ Name: z.string(), Value: z.number(), Labels: z.record(z.string(), z.string()) }));
 export type GaugeValue = z.infer<typeof GaugeValue>;
 
 /** api.PointValue. */
-export const PointValue = z.object({ Name: z.string(), Points: z.array(z.number()) });
+export const PointValue = lazySchema(() => z.object({ Name: z.string(), Points: z.array(z.number()) }));
 export type PointValue = z.infer<typeof PointValue>;
 
 /**
@@ -66,7 +67,7 @@ export type PointValue = z.infer<typeof PointValue>;
  * histogram or summary (Count observations, Sum of them, Mean Sum/Count).
  * Min, Max, Rate and Stddev are 0: Prometheus' collectors keep no such figures.
  */
-export const SampledValue = z.object({
+export const SampledValue = lazySchema(() => z.object({
   Name: z.string(),
   Count: z.number().int(),
   Rate: z.number(),
@@ -76,7 +77,7 @@ export const SampledValue = z.object({
   Mean: z.number(),
   Stddev: z.number(),
   Labels: z.record(z.string(), z.string()),
-});
+}));
 export type SampledValue = z.infer<typeof SampledValue>;
 
 /**
@@ -85,13 +86,13 @@ export type SampledValue = z.infer<typeof SampledValue>;
  * (`berth_...`, prom-client's `process_...` and `nodejs_...`).
  * Timestamp is Go's time.String() of the moment of the scrape.
  */
-export const MetricsSummary = z.object({
+export const MetricsSummary = lazySchema(() => z.object({
   Timestamp: z.string(),
   Gauges: z.array(GaugeValue),
   Points: z.array(PointValue),
   Counters: z.array(SampledValue),
   Samples: z.array(SampledValue),
-});
+}));
 export type MetricsSummary = z.infer<typeof MetricsSummary>;
 
 /**
@@ -99,16 +100,16 @@ export type MetricsSummary = z.infer<typeof MetricsSummary>;
  * forced collection deleted. `Jobs` holds `namespace/id`; `Index` is the
  * write's store index (the latest index when nothing was deleted).
  */
-export const SystemGcResult = z.object({
+export const SystemGcResult = lazySchema(() => z.object({
   Allocations: z.array(z.string()),
   Evaluations: z.array(z.string()),
   Jobs: z.array(z.string()),
   Index: z.number().int(),
-});
+}));
 export type SystemGcResult = z.infer<typeof SystemGcResult>;
 
 /** api.RaftServer: one server of the cluster as `nomad operator raft list-peers` lists it. */
-export const RaftServer = z.strictObject({
+export const RaftServer = lazySchema(() => z.strictObject({
   ID: z.string(),
   Node: z.string(),
   /** The server's `host:port`. */
@@ -116,7 +117,7 @@ export const RaftServer = z.strictObject({
   Leader: z.boolean(),
   Voter: z.boolean(),
   RaftProtocol: z.string(),
-});
+}));
 export type RaftServer = z.infer<typeof RaftServer>;
 
 /**
@@ -124,10 +125,10 @@ export type RaftServer = z.infer<typeof RaftServer>;
  * servers agree through etcd, not Raft: the servers are its members (every
  * live one a voter, as etcd's members are) and Index the store's latest.
  */
-export const RaftConfiguration = z.strictObject({
+export const RaftConfiguration = lazySchema(() => z.strictObject({
   Servers: z.array(RaftServer),
   Index: z.number().int(),
-});
+}));
 export type RaftConfiguration = z.infer<typeof RaftConfiguration>;
 
 /**
@@ -136,7 +137,7 @@ export type RaftConfiguration = z.infer<typeof RaftConfiguration>;
  * servers run no autopilot (etcd keeps its own membership): the answer is
  * Nomad's defaults, and a PUT is refused.
  */
-export const AutopilotConfiguration = z.strictObject({
+export const AutopilotConfiguration = lazySchema(() => z.strictObject({
   CleanupDeadServers: z.boolean(),
   LastContactThreshold: z.string(),
   MaxTrailingLogs: z.number().int(),
@@ -147,5 +148,5 @@ export const AutopilotConfiguration = z.strictObject({
   EnableCustomUpgrades: z.boolean(),
   CreateIndex: z.number().int(),
   ModifyIndex: z.number().int(),
-});
+}));
 export type AutopilotConfiguration = z.infer<typeof AutopilotConfiguration>;

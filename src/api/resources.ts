@@ -5,31 +5,32 @@
 import { z } from 'zod';
 import { Affinity, Constraint } from './constraints.js';
 import { int, list, ptr, stringMap, uint } from './_go.js';
+import { lazySchema } from './lazy-schema.js';
 
 /** A port: `Value` the static host port (0 in DynamicPorts), `To` the port inside the allocation's network (0: unset, -1: the same). */
-export const Port = z.strictObject({
+export const Port = lazySchema(() => z.strictObject({
   Label: z.string(),
   Value: int,
   To: int,
   HostNetwork: z.string(),
   IgnoreCollision: z.boolean(),
-});
+}));
 export type Port = z.infer<typeof Port>;
 
-export const DNSConfig = z.strictObject({
+export const DNSConfig = lazySchema(() => z.strictObject({
   Servers: list(z.string()),
   Searches: list(z.string()),
   Options: list(z.string()),
-});
+}));
 export type DNSConfig = z.infer<typeof DNSConfig>;
 
-export const CNIConfig = z.strictObject({
+export const CNIConfig = lazySchema(() => z.strictObject({
   Args: stringMap,
-});
+}));
 export type CNIConfig = z.infer<typeof CNIConfig>;
 
 /** A network: a group's `network` block, or (deprecated) a task's. */
-export const NetworkResource = z.strictObject({
+export const NetworkResource = lazySchema(() => z.strictObject({
   Mode: z.string(),
   Device: z.string(),
   CIDR: z.string(),
@@ -40,22 +41,22 @@ export const NetworkResource = z.strictObject({
   Hostname: z.string(),
   MBits: ptr(int),
   CNI: ptr(CNIConfig),
-});
+}));
 export type NetworkResource = z.infer<typeof NetworkResource>;
 
 /** A `device` block: how many of a device (`vendor/type/name`) a task needs. */
-export const RequestedDevice = z.strictObject({
+export const RequestedDevice = lazySchema(() => z.strictObject({
   Name: z.string(),
   Count: ptr(uint),
   Constraints: list(Constraint),
   Affinities: list(Affinity),
-});
+}));
 export type RequestedDevice = z.infer<typeof RequestedDevice>;
 
-export const NUMAResource = z.strictObject({
+export const NUMAResource = lazySchema(() => z.strictObject({
   Affinity: z.string(),
   Devices: list(z.string()),
-});
+}));
 export type NUMAResource = z.infer<typeof NUMAResource>;
 
 /**
@@ -63,7 +64,7 @@ export type NUMAResource = z.infer<typeof NUMAResource>;
  * Cores 0 and MemoryMB 300. The `Berth...` fields are Berth's own, left out
  * when unset.
  */
-export const Resources = z.strictObject({
+export const Resources = lazySchema(() => z.strictObject({
   CPU: ptr(int),
   Cores: ptr(int),
   MemoryMB: ptr(int),
@@ -80,5 +81,5 @@ export const Resources = z.strictObject({
   BerthPidsMax: int.optional(),
   /** Berth's: place the task only on a node that enforces limits with cgroups (a job file's `memory_enforced`). */
   BerthMemoryEnforced: z.boolean().optional(),
-});
+}));
 export type Resources = z.infer<typeof Resources>;

@@ -10,11 +10,12 @@
 // name, with what to do instead; unknown keys are refused as unknown.
 
 import { z } from 'zod';
+import { lazySchema } from '../api/index.js';
 
-const str = z.string({ error: 'must be a string' });
-const bool = z.boolean({ error: 'must be a bool' });
-const strings = z.array(str, { error: 'must be a list of strings' });
-const nonEmpty = str.min(1, { error: 'must not be empty' });
+const str = lazySchema(() => z.string({ error: 'must be a string' }));
+const bool = lazySchema(() => z.boolean({ error: 'must be a bool' }));
+const strings = lazySchema(() => z.array(str, { error: 'must be a list of strings' }));
+const nonEmpty = lazySchema(() => str.min(1, { error: 'must not be empty' }));
 
 /** A block written once (`auth { }`): HCL gives a list of one object, JSON the object. */
 function block<T extends z.ZodType>(inner: T): z.ZodType<z.output<T> | undefined> {
@@ -49,7 +50,7 @@ function fields<S extends z.ZodRawShape>(shape: S, notImplemented: Readonly<Reco
   ) as unknown as z.ZodObject<S, z.core.$loose>;
 }
 
-const mountSchema = fields(
+const mountSchema = lazySchema(() => fields(
   {
       type: z.enum(['bind', 'volume', 'tmpfs'], { error: 'must be "bind", "volume" or "tmpfs"' }).optional(),
       target: nonEmpty.optional(),
@@ -70,16 +71,16 @@ const mountSchema = fields(
 ).superRefine((m, ctx) => {
     if (!m.target) ctx.addIssue({ code: 'custom', path: ['target'], message: 'is required: the path inside the container' });
     if (m.type !== 'tmpfs' && !m.source) ctx.addIssue({ code: 'custom', path: ['source'], message: 'is required for a bind or volume mount' });
-});
+}));
 
-const deviceSchema = z.strictObject(
+const deviceSchema = lazySchema(() => z.strictObject(
   {
     host_path: nonEmpty,
     container_path: str.optional(),
     cgroup_permissions: z.string().regex(/^[rwm]+$/, { error: 'must be letters of "rwm"' }).optional(),
   },
   { error: 'must be a block' },
-);
+));
 
 /** Nomad's keys Berth's driver leaves out, and why: the user learns at submit, not from a task that behaves differently. */
 const TASK_NOT_IMPLEMENTED: Readonly<Record<string, string>> = {
@@ -110,7 +111,7 @@ const TASK_NOT_IMPLEMENTED: Readonly<Record<string, string>> = {
 };
 
 /** A docker task's `config {}` as submitted (snake_case, Nomad's names). */
-export const DOCKER_TASK_CONFIG_SCHEMA = fields(
+export const DOCKER_TASK_CONFIG_SCHEMA = lazySchema(() => fields(
   {
       image: z.string({ error: (iss) => (iss.input === undefined ? 'is required: the image to run, e.g. "redis:7" or "registry.example:5000/app:1.2"' : 'must be a string') }).min(1, { error: 'must not be empty' }),
       command: nonEmpty.optional(),
@@ -146,14 +147,14 @@ export const DOCKER_TASK_CONFIG_SCHEMA = fields(
     for (const [name, value] of Object.entries(c.ulimit ?? {})) {
       if (!/^\d+(:\d+)?$/.test(value)) ctx.addIssue({ code: 'custom', path: ['ulimit', name], message: 'must be "soft" or "soft:hard" (numbers)' });
     }
-});
+}));
 
 /** A docker task's config, parsed: every block a single object or a list, every map merged. */
 export type DockerTaskConfig = z.output<typeof DOCKER_TASK_CONFIG_SCHEMA>;
 export type DockerMount = NonNullable<DockerTaskConfig['mount']>[number];
 
 /** Go's duration strings ("5m", "1h30m", "250ms") as milliseconds. */
-const goDuration = z
+const goDuration = lazySchema(() => z
   .string({ error: 'must be a duration such as "5m"' })
   // µ as \u00b5: the agent's bundle stays ASCII, which it reads fastest (scripts/build.mjs).
   .regex(/^(\d+(\.\d+)?(ns|us|\u00b5s|ms|s|m|h))+$/, { error: 'must be a duration such as "5m" or "90s"' })
@@ -162,7 +163,7 @@ const goDuration = z
     let ms = 0;
     for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ns|us|\u00b5s|ms|s|m|h)/g)) ms += Number(m[1]) * (unit[m[2] as string] ?? 0);
     return Math.round(ms);
-  });
+  }));
 
 const PLUGIN_NOT_IMPLEMENTED: Readonly<Record<string, string>> = {
   auth: 'registry credential helpers are not implemented; give `auth` in the task config',
@@ -181,7 +182,7 @@ export const DOCKER_DEFAULT_ALLOW_CAPS: readonly string[] = [
 ];
 
 /** The agent's `plugin "docker" { config {} }`, with Nomad's defaults filled in. */
-export const DOCKER_PLUGIN_CONFIG_SCHEMA = fields(
+export const DOCKER_PLUGIN_CONFIG_SCHEMA = lazySchema(() => fields(
   {
       endpoint: z.string().regex(/^unix:\/\/\/.+/, { error: 'must be a unix socket address, e.g. "unix:///var/run/docker.sock"' }).optional(),
       allow_privileged: bool.default(false),
@@ -212,7 +213,7 @@ export const DOCKER_PLUGIN_CONFIG_SCHEMA = fields(
     pullActivityTimeoutMs: c.pull_activity_timeout,
     allowCaps: c.allow_caps.map((s) => s.toLowerCase()),
     infraImage: c.infra_image,
-}));
+})));
 
 /** The docker plugin config, parsed (camelCase, defaults filled in). */
 export type DockerPluginConfig = z.output<typeof DOCKER_PLUGIN_CONFIG_SCHEMA>;

@@ -10,14 +10,15 @@ import { HOST_VOLUME_ACCESS_MODES, HOST_VOLUME_ATTACHMENT_MODES, type HostVolume
 import { parseWithHclConversions } from './hcl-conversions.js';
 import { constraintsSchema } from './placement-rules.js';
 import { parseSizeBytes, VolumeSpecValidationError } from './volume-spec.js';
+import { lazySchema } from '../api/index.js';
 
-const size = z.union([
+const size = lazySchema(() => z.union([
   z.number().int().min(0),
   z.string().refine((s) => parseSizeBytes(s) !== undefined, 'must be a size such as "1GiB", "500MiB" or "10GB"'),
-]);
+]));
 
 /** The spec as users write it; unknown fields are refused so that typos surface. */
-export const hostVolumeSpecSchema = z.strictObject({
+export const hostVolumeSpecSchema = lazySchema(() => z.strictObject({
   id: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'id must be a volume ID Nomad gave (a UUID); leave it out to create a new volume').optional(),
   name: z.string({ error: 'name must be set' }).min(1, 'name must be set').max(128),
   namespace: z.string().min(1).optional(),
@@ -39,7 +40,7 @@ export const hostVolumeSpecSchema = z.strictObject({
     .optional(),
   constraints: constraintsSchema,
   parameters: z.record(z.string(), z.string()).optional(),
-});
+}));
 
 /** A checked host volume spec. */
 export interface HostVolumeSpec {

@@ -4,9 +4,10 @@
 // have, or not yet). job.ts assembles them into the job schema.
 
 import { z } from 'zod';
+import { lazySchema } from '../api/index.js';
 
 /** Nomad's `meta`: free keys, values as strings (numbers and booleans written bare become strings, as Nomad does). */
-export const metaSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
+export const metaSchema = lazySchema(() => z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)));
 
 export const LIFECYCLE_HOOKS = ['prestart', 'poststart', 'poststop'] as const;
 export type LifecycleHook = (typeof LIFECYCLE_HOOKS)[number];
@@ -16,21 +17,21 @@ export type LifecycleHook = (typeof LIFECYCLE_HOOKS)[number];
  * (Nomad's task hook coordinator). A prestart task that is not a sidecar
  * must complete before the main tasks start; a sidecar runs beside them.
  */
-export const lifecycleSchema = z.strictObject({
+export const lifecycleSchema = lazySchema(() => z.strictObject({
   hook: z.enum(LIFECYCLE_HOOKS),
   sidecar: z.boolean().default(false),
-});
+}));
 
 /**
  * `ephemeral_disk`: `size` (MB) is accepted and shown but not enforced nor
  * counted by placement; `sticky` and `migrate` (keeping the allocation
  * directory across replacements) are refused while Berth does not do them.
  */
-export const ephemeralDiskSchema = z.strictObject({
+export const ephemeralDiskSchema = lazySchema(() => z.strictObject({
   size: z.number().int().min(1).default(300),
   sticky: z.boolean().default(false).refine((v) => !v, 'Berth does not support ephemeral_disk.sticky yet: a replacement allocation starts with an empty directory'),
   migrate: z.boolean().default(false).refine((v) => !v, 'Berth does not support ephemeral_disk.migrate yet: a replacement allocation starts with an empty directory'),
-});
+}));
 
 export const DELAY_FUNCTIONS = ['constant', 'exponential', 'fibonacci'] as const;
 export type DelayFunction = (typeof DELAY_FUNCTIONS)[number];
@@ -102,10 +103,10 @@ export const KILL_SIGNALS = [
   'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGWINCH', 'SIGIO', 'SIGPWR', 'SIGSYS',
 ] as const;
 
-export const killSignalSchema = z
+export const killSignalSchema = lazySchema(() => z
   .string()
   .transform((s) => (s.toUpperCase().startsWith('SIG') ? s.toUpperCase() : `SIG${s.toUpperCase()}`))
-  .refine((s) => (KILL_SIGNALS as readonly string[]).includes(s), 'must be a signal name such as "SIGTERM", "SIGINT" or "SIGUSR1"');
+  .refine((s) => (KILL_SIGNALS as readonly string[]).includes(s), 'must be a signal name such as "SIGTERM", "SIGINT" or "SIGUSR1"'));
 
 /**
  * Moves the tasks written directly under a job (Nomad's implicit groups)

@@ -18,6 +18,7 @@ import { serviceSchema, type ServiceSpec } from './service-spec.js';
 import { affinitiesSchema, constraintsSchema, spreadsSchema } from './placement-rules.js';
 import { workloadIdentitiesSchema } from './workload-identity.js';
 import { mergeUpdate, updateInputSchema, updateProblems } from './update-strategy.js';
+import { lazySchema } from '../api/index.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
@@ -31,33 +32,33 @@ export { durationMs };
 
 const name = (what: string) =>
   z.string().regex(NAME, `${what} must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`);
-const duration = z
+const duration = lazySchema(() => z
   .string()
-  .regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"');
+  .regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"'));
 /** An absolute path, or one that starts with a run-time `${...}` (such as `${NOMAD_ALLOC_DIR}/data`) the client expands. */
 const taskPath = (what: string) => z.string().regex(/^(\/|\$\{)/, `${what} must be an absolute path (it may start with a run-time value such as \${NOMAD_ALLOC_DIR})`);
-const stringMap = z.record(z.string(), z.string());
+const stringMap = lazySchema(() => z.record(z.string(), z.string()));
 
 /** A task's `resources { disk }`, deprecated in Nomad (the group's ephemeral_disk sizes the disk): accepted and dropped, as Nomad does; job files note it. */
-const deprecatedDisk: Record<string, z.ZodType<undefined>> = { disk: z.number().int().min(0).optional().transform(() => undefined) };
+const deprecatedDisk = (): Record<string, z.ZodType<undefined>> => ({ disk: z.number().int().min(0).optional().transform(() => undefined) });
 
 /** A duration as milliseconds: a number, or a duration string ("10s") read as its milliseconds. */
-const durationAsMs = z.preprocess((v) => (typeof v === 'string' && DURATION.test(v) ? durationMs(v) : v), z.number().int().min(0));
+const durationAsMs = lazySchema(() => z.preprocess((v) => (typeof v === 'string' && DURATION.test(v) ? durationMs(v) : v), z.number().int().min(0)));
 
 /**
  * Nomad's `migrate` block: how a drain moves the group's allocations off a
  * node. Defaults as Nomad's: one at a time, each replacement healthy for
  * 10 s (within 5 min) before the next moves.
  */
-export const migrateSchema = z.strictObject({
+export const migrateSchema = lazySchema(() => z.strictObject({
   maxParallel: z.number().int().min(1, 'max_parallel must be at least 1').default(1),
   healthCheck: z.enum(['checks', 'task_states']).default('checks'),
   minHealthyTimeMs: durationAsMs.default(10_000),
   healthyDeadlineMs: durationAsMs.default(300_000),
-});
+}));
 export type MigrateStrategy = z.output<typeof migrateSchema>;
 
-const volumeSchema = z.strictObject({
+const volumeSchema = lazySchema(() => z.strictObject({
   type: z.enum(['csi', 'host']),
   /** A CSI volume ID (with perAlloc, the prefix of `<source>[<index>]`) or a host volume name. */
   source: z.string().min(1, 'source must name a volume'),
@@ -74,28 +75,28 @@ const volumeSchema = z.strictObject({
       mountFlags: z.array(z.string().min(1, 'mount flags must not be empty')).default([]),
     })
     .optional(),
-});
+}));
 
-const volumeMountSchema = z.strictObject({
+const volumeMountSchema = lazySchema(() => z.strictObject({
   volume: z.string().min(1, 'volume must name a group volume'),
   destination: taskPath('destination'),
   readOnly: z.boolean().default(false),
   propagationMode: z.enum(['private', 'host-to-task', 'bidirectional']).default('private'),
   /** Nomad's `selinux_label`: accepted and ignored (Berth applies no SELinux labels). */
   selinuxLabel: z.string().optional(),
-});
+}));
 
-const csiPluginSchema = z.strictObject({
+const csiPluginSchema = lazySchema(() => z.strictObject({
   id: name('plugin id'),
   type: z.enum(['controller', 'node', 'monolith']),
   /** Where the plugin finds its socket (CSI_ENDPOINT) inside its task; Nomad's default. May use run-time `${...}`. */
   mountDir: taskPath('mountDir').default('/csi'),
   stagePublishBaseDir: taskPath('stagePublishBaseDir').optional(),
   healthTimeout: duration.default('30s'),
-});
+}));
 
 /** A `template` block: a file rendered into the task's directory before it starts (Nomad's template). */
-const templateSchema = z
+const templateSchema = lazySchema(() => z
   .strictObject({
     /** A template file on the node (relative paths are relative to the task directory). */
     source: z.string().min(1, 'source must name a file').optional(),
@@ -123,10 +124,10 @@ const templateSchema = z
     if (t.source === undefined && t.data === undefined) ctx.addIssue({ code: 'custom', path: ['data'], message: 'a template needs data (inline) or source (a file)' });
     if (t.source !== undefined && t.data !== undefined) ctx.addIssue({ code: 'custom', path: ['source'], message: 'a template takes data or source, not both' });
     if (t.changeMode === 'signal' && !t.changeSignal) ctx.addIssue({ code: 'custom', path: ['changeSignal'], message: 'change_mode "signal" needs change_signal, e.g. "SIGHUP"' });
-  });
+  }));
 
 /** An `artifact` block: files fetched into the task's directory before it starts (Nomad's artifact). */
-const artifactSchema = z.strictObject({
+const artifactSchema = lazySchema(() => z.strictObject({
   /** A path on the node, a file:// or http(s):// URL, or a git repository (git::URL); archives (.tar, .tar.gz, .tgz, .zip) are unpacked. */
   source: z.string().min(1, 'source must name a file or directory'),
   destination: z.string().min(1).default('local/'),
@@ -135,9 +136,9 @@ const artifactSchema = z.strictObject({
   options: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()]).transform((v) => String(v))).default({}),
   /** HTTP headers sent with an http(s) download (interpolated). */
   headers: stringMap.default({}),
-});
+}));
 
-const taskSchema = z.strictObject({
+const taskSchema = lazySchema(() => z.strictObject({
   name: name('task name'),
   driver: z.string().min(1, 'driver must be set'),
   config: z.record(z.string(), z.unknown()).default({}),
@@ -180,9 +181,9 @@ const taskSchema = z.strictObject({
       pidsMax: z.number().int().min(1).optional(),
       /** Place the task only on a node that enforces limits with cgroups (false when absent). */
       memoryEnforced: z.boolean().optional(),
-      ...deprecatedDisk,
+      ...deprecatedDisk(),
       ...refused('device'),
-      ...legacyTaskNetwork,
+      ...legacyTaskNetwork(),
     })
     .prefault({})
     .refine((r) => r.memoryMaxMb === undefined || r.memoryMaxMb >= r.memoryMb, { message: 'memoryMaxMb must be at least memoryMb', path: ['memoryMaxMb'] }),
@@ -205,9 +206,9 @@ const taskSchema = z.strictObject({
       maxFileSizeMb: z.number().int().min(1).default(10),
     })
     .prefault({}),
-});
+}));
 
-const periodicSchema = z
+const periodicSchema = lazySchema(() => z
   .strictObject({
     /** One cron expression (Nomad's `cron`); `crons` takes several. */
     cron: z.string().min(1).optional(),
@@ -223,13 +224,13 @@ const periodicSchema = z
       const problem = cronProblem(expr, p.timeZone);
       if (problem) ctx.addIssue({ code: 'custom', path: problem.startsWith('time zone') ? ['timeZone'] : path, message: problem });
     }
-  });
+  }));
 
-const parameterizedSchema = z.strictObject({
+const parameterizedSchema = lazySchema(() => z.strictObject({
   payload: z.enum(['optional', 'required', 'forbidden']).default('optional'),
   metaRequired: z.array(z.string().min(1)).default([]),
   metaOptional: z.array(z.string().min(1)).default([]),
-});
+}));
 
 /**
  * Nomad's group `scaling` block (horizontal): the bounds `job scale` keeps
@@ -237,20 +238,20 @@ const parameterizedSchema = z.strictObject({
  * autoscaler's, kept as written.
  */
 /** A job's `ui` block: a description (Markdown in Nomad's UI) and links shown with the job. */
-const uiSchema = z.strictObject({
+const uiSchema = lazySchema(() => z.strictObject({
   description: z.string().default(''),
   links: z.array(z.strictObject({ label: z.string().min(1, 'a link needs a label'), url: z.string().min(1, 'a link needs a url') })).default([]),
-});
+}));
 
-const scalingSchema = z.strictObject({
+const scalingSchema = lazySchema(() => z.strictObject({
   enabled: z.boolean().default(true),
   /** Absent: the group's count when the job is registered (Nomad's Canonicalize). */
   min: z.number().int().min(0, 'scaling min must not be negative').optional(),
   max: z.number({ error: 'scaling max must be set (a whole number)' }).int().min(0, 'scaling max must not be negative'),
   policy: z.record(z.string(), z.unknown()).optional(),
-});
+}));
 
-const groupSchema = z.strictObject({
+const groupSchema = lazySchema(() => z.strictObject({
   name: name('group name'),
   count: z.number().int().min(0).max(MAX_GROUP_COUNT, `count is at most ${MAX_GROUP_COUNT} per group`).default(1),
   /** Input: the fields the block gives; output: over the job type's default (Nomad's Canonicalize, restart-policy.ts). */
@@ -276,10 +277,10 @@ const groupSchema = z.strictObject({
   update: updateInputSchema.optional(),
   volumes: z.record(z.string().regex(NAME, 'volume names must be 1-128 letters, digits, ".", "_" or "-"'), volumeSchema).default({}),
   tasks: z.array(taskSchema).min(1, 'a group needs at least one task'),
-});
+}));
 
 /** The job spec as users submit it; unknown fields are rejected so that typos surface. */
-export const jobSpecSchema = z
+export const jobSpecSchema = lazySchema(() => z
   .strictObject({
     id: name('job id'),
     namespace: name('namespace').default('default'),
@@ -411,7 +412,7 @@ export const jobSpecSchema = z
   })
   .transform(canonicalUpdates)
   .transform(canonicalScaling)
-  .transform(canonicalPolicies);
+  .transform(canonicalPolicies));
 
 export type JobSpec = z.output<typeof jobSpecSchema>;
 export type JobSpecInput = z.input<typeof jobSpecSchema>;

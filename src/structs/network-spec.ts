@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { BerthError } from '../lib/index.js';
 import { isNetworkMode, type NetworkMode } from './node.js';
+import { lazySchema } from '../api/index.js';
 
 /** The highest port number. */
 export const MAX_PORT = 65535;
@@ -19,7 +20,7 @@ export const MAX_PORT = 65535;
 export const PORT_LABEL = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
 const PORT_LABEL_RULE = 'a port label must be 1-64 letters, digits, "_", "-" or ".", starting with a letter, digit or "_"';
 
-const portSchema = z.strictObject({
+const portSchema = lazySchema(() => z.strictObject({
   label: z.string().regex(PORT_LABEL, PORT_LABEL_RULE),
   /** A fixed host port; absent: a dynamic port from the node's range. */
   static: z.number().int().min(1, 'a static port must be between 1 and 65535').max(MAX_PORT, 'a static port must be between 1 and 65535').optional(),
@@ -27,24 +28,24 @@ const portSchema = z.strictObject({
   to: z.number().int().min(-1, 'to must be -1 (the host port) or a port between 1 and 65535').max(MAX_PORT, 'to must be at most 65535').optional(),
   /** A client `host_network` the port is bound on; absent: the node's default network. */
   hostNetwork: z.string().min(1, 'host_network must name a client host_network').optional(),
-});
+}));
 
-const dnsSchema = z.strictObject({
+const dnsSchema = lazySchema(() => z.strictObject({
   servers: z.array(z.string().min(1)).default([]),
   searches: z.array(z.string().min(1)).default([]),
   options: z.array(z.string().min(1)).default([]),
-});
+}));
 
 /** A group's network mode: host, none, bridge, or a CNI network of the client's cni_config_dir as `cni/<name>`. */
-const networkModeSchema = z.custom<NetworkMode>((v) => typeof v === 'string' && isNetworkMode(v), {
+const networkModeSchema = lazySchema(() => z.custom<NetworkMode>((v) => typeof v === 'string' && isNetworkMode(v), {
   message: 'network mode must be "host", "none", "bridge" or "cni/<name>" (a CNI network in the client\'s cni_config_dir)',
-});
+}));
 
 /**
  * The group `network` block. Checks, with Nomad's rules: each label once,
  * each static port once per host network.
  */
-export const networkSchema = z
+export const networkSchema = lazySchema(() => z
   .strictObject({
     mode: networkModeSchema.default('host'),
     ports: z.array(portSchema).default([]),
@@ -65,13 +66,13 @@ export const networkSchema = z
       if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['ports', i, 'static'], message: `static port ${p.static} is already asked for by port "${other}"` });
       else statics.set(key, p.label);
     });
-  });
+  }));
 
 /**
  * The task-level `resources { network {} }` (Nomad's deprecated task
  * network), refused by name with the way out.
  */
-export const legacyTaskNetwork: Record<string, z.ZodType<undefined>> = {
+export const legacyTaskNetwork = (): Record<string, z.ZodType<undefined>> => ({
   network: z
     .unknown()
     .optional()
@@ -83,7 +84,7 @@ export const legacyTaskNetwork: Record<string, z.ZodType<undefined>> = {
       });
     })
     .transform(() => undefined),
-};
+});
 
 /** Nomad's default dynamic port range. */
 export const DEFAULT_MIN_DYNAMIC_PORT = 20000;

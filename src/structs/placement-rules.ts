@@ -9,6 +9,7 @@
 
 import { z } from 'zod';
 import { compileRe2, parseVersionConstraint } from '../lib/index.js';
+import { lazySchema } from '../api/index.js';
 
 /** Every operator Nomad's constraint and affinity blocks take (with its aliases). */
 export const CONSTRAINT_OPERATORS = [
@@ -78,14 +79,14 @@ export function unknownTarget(raw: { attribute?: unknown; value?: unknown }): st
   return undefined;
 }
 
-const scalar = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+const scalar = lazySchema(() => z.union([z.string(), z.number(), z.boolean()]).transform(String));
 
-const ruleFields = {
+const ruleFields = () => ({
   attribute: z.string().optional(),
   operator: z.string().optional(),
   value: scalar.optional(),
   ...Object.fromEntries(SHORTHANDS.map((k) => [k, scalar.optional()])),
-} as Record<string, z.ZodType<string | undefined>>;
+}) as Record<string, z.ZodType<string | undefined>>;
 
 type RawRule = Record<string, string | undefined>;
 
@@ -156,20 +157,20 @@ function toConstraint(raw: RawRule): Constraint {
 }
 
 /** A `constraint` block. distinct_hosts = false is no constraint: it is dropped by `rulesList`. */
-export const constraintSchema = z
-  .strictObject(ruleFields)
+export const constraintSchema = lazySchema(() => z
+  .strictObject(ruleFields())
   .superRefine((raw, ctx) => checkRule(raw as RawRule, ctx, false))
-  .transform((raw) => ({ ...toConstraint(raw as RawRule), off: (raw as RawRule)['distinctHosts'] === 'false' }));
+  .transform((raw) => ({ ...toConstraint(raw as RawRule), off: (raw as RawRule)['distinctHosts'] === 'false' })));
 
-export const affinitySchema = z
-  .strictObject({ ...ruleFields, weight: z.number().int().min(-100, 'weight must be between -100 and 100').max(100, 'weight must be between -100 and 100').default(50) })
+export const affinitySchema = lazySchema(() => z
+  .strictObject({ ...ruleFields(), weight: z.number().int().min(-100, 'weight must be between -100 and 100').max(100, 'weight must be between -100 and 100').default(50) })
   .superRefine((raw, ctx) => {
     if (raw.weight === 0) ctx.addIssue({ code: 'custom', path: ['weight'], message: 'weight must not be 0 (between -100 and 100)' });
     checkRule(raw as unknown as RawRule, ctx, true);
   })
-  .transform((raw): Affinity => ({ ...toConstraint(raw as unknown as RawRule), weight: raw.weight }));
+  .transform((raw): Affinity => ({ ...toConstraint(raw as unknown as RawRule), weight: raw.weight })));
 
-export const spreadSchema = z
+export const spreadSchema = lazySchema(() => z
   .strictObject({
     attribute: z.string().min(1, 'spread needs an attribute such as "${node.datacenter}"'),
     weight: z.number().int().min(1, 'weight must be between 1 and 100').max(100, 'weight must be between 1 and 100').default(50),
@@ -188,15 +189,15 @@ export const spreadSchema = z
       if (seen.has(t.value)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'value'], message: `duplicate target "${t.value}"` });
       seen.add(t.value);
     });
-  });
+  }));
 
 /** A list of constraints, without the ones switched off (distinct_hosts = false). */
-export const constraintsSchema = z
+export const constraintsSchema = lazySchema(() => z
   .array(constraintSchema)
   .transform((list): Constraint[] => list.filter((c) => !c.off).map(({ off: _off, ...c }) => c))
-  .optional();
-export const affinitiesSchema = z.array(affinitySchema).optional();
-export const spreadsSchema = z.array(spreadSchema).optional();
+  .optional());
+export const affinitiesSchema = lazySchema(() => z.array(affinitySchema).optional());
+export const spreadsSchema = lazySchema(() => z.array(spreadSchema).optional());
 
 /** "${meta.rack} = r1", as Nomad prints a constraint. */
 export function describeConstraint(c: Constraint): string {

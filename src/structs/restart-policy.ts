@@ -10,20 +10,21 @@
 import { z } from 'zod';
 import { DELAY_FUNCTIONS } from './job-blocks.js';
 import { DURATION, durationMs } from './duration.js';
+import { lazySchema } from '../api/index.js';
 
-const duration = z.string().regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"');
+const duration = lazySchema(() => z.string().regex(DURATION, 'must be a duration such as "500ms", "30s", "5m" or "1h30m"'));
 
 /** A `restart` block as written: each field it leaves out comes from the job type's default. */
-export const restartInputSchema = z.strictObject({
+export const restartInputSchema = lazySchema(() => z.strictObject({
   attempts: z.number().int().min(0).optional(),
   interval: duration.optional(),
   delay: duration.optional(),
   mode: z.enum(['fail', 'delay']).optional(),
-});
+}));
 export type RestartInput = z.output<typeof restartInputSchema>;
 
 /** A `reschedule` block as written (on a group or on the job): each field it leaves out comes from the job's, then the type's default. */
-export const rescheduleInputSchema = z.strictObject({
+export const rescheduleInputSchema = lazySchema(() => z.strictObject({
   attempts: z.number().int().min(0).optional(),
   interval: duration.optional(),
   delay: duration.optional(),
@@ -31,7 +32,7 @@ export const rescheduleInputSchema = z.strictObject({
   /** How the wait grows from one reschedule to the next (rescheduleDelayMs), capped at maxDelay. */
   delayFunction: z.enum(DELAY_FUNCTIONS).optional(),
   maxDelay: duration.optional(),
-});
+}));
 export type RescheduleInput = z.output<typeof rescheduleInputSchema>;
 
 /** A group's restart policy, every field filled. */

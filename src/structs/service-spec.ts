@@ -6,9 +6,10 @@
 
 import { z } from 'zod';
 import { metaSchema } from './job-blocks.js';
+import { lazySchema } from '../api/index.js';
 
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
-const durationText = z.string().regex(DURATION, 'must be a duration such as "500ms", "10s" or "1m"');
+const durationText = lazySchema(() => z.string().regex(DURATION, 'must be a duration such as "500ms", "10s" or "1m"'));
 
 function ms(text: string): number {
   const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -18,16 +19,16 @@ function ms(text: string): number {
 }
 
 /** A port: a label of the group's network block, or a number (written bare or as a string). */
-const portRef = z
+const portRef = lazySchema(() => z
   .union([z.string().min(1, 'port must name a port label or give a number'), z.number().int().min(1).max(65535)])
   .transform((p) => String(p))
-  .refine((p) => !/^\d+$/.test(p) || (Number(p) >= 1 && Number(p) <= 65535), 'a numeric port must be 1-65535');
+  .refine((p) => !/^\d+$/.test(p) || (Number(p) >= 1 && Number(p) <= 65535), 'a numeric port must be 1-65535'));
 
 export const CHECK_TYPES = ['http', 'tcp', 'script', 'grpc'] as const;
 export const ADDRESS_MODES = ['auto', 'host', 'alloc', 'driver'] as const;
 export type CheckStatus = 'pending' | 'passing' | 'warning' | 'critical';
 
-const checkRestartSchema = z
+const checkRestartSchema = lazySchema(() => z
   .strictObject({
     /** Restart the task after this many consecutive unhealthy results (0: never). */
     limit: z.number().int().min(0).default(0),
@@ -36,10 +37,10 @@ const checkRestartSchema = z
     /** A warning counts as healthy for the limit. */
     ignoreWarnings: z.boolean().default(false),
   })
-  .transform(({ grace, graceMs, ...r }) => ({ ...r, graceMs: grace !== undefined ? ms(grace) : (graceMs ?? 1000) }));
+  .transform(({ grace, graceMs, ...r }) => ({ ...r, graceMs: grace !== undefined ? ms(grace) : (graceMs ?? 1000) })));
 export type CheckRestart = z.output<typeof checkRestartSchema>;
 
-const checkSchema = z
+const checkSchema = lazySchema(() => z
   .strictObject({
     name: z.string().min(1).optional(),
     type: z.enum(CHECK_TYPES),
@@ -82,13 +83,13 @@ const checkSchema = z
     if (c.intervalMs < 1000) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'interval must be at least "1s"' });
     if (c.timeoutMs <= 0) ctx.addIssue({ code: 'custom', path: ['timeout'], message: 'timeout must be set, e.g. timeout = "2s"' });
     else if (c.intervalMs >= 1000 && c.timeoutMs > c.intervalMs) ctx.addIssue({ code: 'custom', path: ['timeout'], message: 'timeout must not be longer than interval' });
-  });
+  }));
 export type CheckSpec = z.output<typeof checkSchema>;
 
 /** A service name as Nomad takes it: letters, digits and dashes (RFC 1123), or with `${...}` the client fills in. */
 const SERVICE_NAME = /^(?:[A-Za-z0-9-]|\$\{[A-Za-z0-9_.]+\})+$/;
 
-export const serviceSchema = z
+export const serviceSchema = lazySchema(() => z
   .strictObject({
     /** Default: `<job>-<group>` for a group's service, `<job>-<group>-<task>` for a task's. */
     name: z.string().regex(SERVICE_NAME, 'service name must be letters, digits and dashes (it may use ${NOMAD_JOB_NAME} and the like)').optional(),
@@ -121,7 +122,7 @@ export const serviceSchema = z
       names.add(n);
       if (!c.port && !s.port) ctx.addIssue({ code: 'custom', path: ['checks', i, 'port'], message: 'the check needs a port: set port on the service or on the check' });
     });
-  });
+  }));
 export type ServiceSpec = z.output<typeof serviceSchema>;
 
 /**

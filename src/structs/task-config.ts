@@ -10,14 +10,15 @@ import { DOCKER_TASK_CONFIG_SCHEMA } from './docker-config.js';
 import { parseWithHclConversions } from './hcl-conversions.js';
 import type { JobProblem } from './job-parse.js';
 import type { JobSpec } from './job.js';
+import { lazySchema } from '../api/index.js';
 
 /** A driver's config schema: a zod schema whose issues name the config field. */
 export type DriverConfigSchema = z.ZodType;
 
-const argv = z.array(z.string({ error: 'must be a string' }), { error: 'must be a list of strings' });
+const argv = lazySchema(() => z.array(z.string({ error: 'must be a string' }), { error: 'must be a list of strings' }));
 
 /** raw_exec and exec: a command (a path, or a name found on PATH) and its arguments. Other keys are the driver's to ignore. */
-const processConfig = z.looseObject(
+const processConfig = lazySchema(() => z.looseObject(
   {
     command: z
       .string({ error: (iss) => (iss.input === undefined ? 'is required: the program to run (a path, or a name found on PATH)' : 'must be a string') })
@@ -25,7 +26,7 @@ const processConfig = z.looseObject(
     args: argv.optional(),
   },
   { error: 'must be an object' },
-);
+));
 
 /** The config schemas of the drivers built into every Berth node. */
 export const BUILTIN_DRIVER_CONFIG_SCHEMAS: Readonly<Record<string, DriverConfigSchema>> = {

@@ -6,17 +6,18 @@
 
 import { z } from 'zod';
 import { DURATION, durationMs } from './duration.js';
+import { lazySchema } from '../api/index.js';
 
 export const HEALTH_CHECKS = ['checks', 'task_states', 'manual'] as const;
 export type HealthCheck = (typeof HEALTH_CHECKS)[number];
 
-const ms = z.union([
+const ms = lazySchema(() => z.union([
   z.number().int('must be a whole number of milliseconds').min(0, 'must not be negative'),
   z.string().regex(DURATION, 'must be a duration such as "10s", "5m" or "1h30m"').transform((s) => durationMs(s)),
-]);
+]));
 
 /** What a spec may write in an update block: every field optional, merged later. */
-const updateFields = {
+const updateFields = () => ({
   /** How many allocations of a group are replaced at once; 0 turns deployments off. */
   maxParallel: z.number().int().min(0, 'max_parallel must not be negative').optional(),
   healthCheck: z.enum(HEALTH_CHECKS).optional(),
@@ -28,8 +29,8 @@ const updateFields = {
   autoPromote: z.boolean().optional(),
   canary: z.number().int().min(0, 'canary must not be negative').optional(),
   staggerMs: ms.optional(),
-};
-export const updateInputSchema = z.strictObject(updateFields);
+});
+export const updateInputSchema = lazySchema(() => z.strictObject(updateFields()));
 export type UpdateInput = z.output<typeof updateInputSchema>;
 
 /** A group's update strategy, every field set (the CONTRACTS.md shape). */

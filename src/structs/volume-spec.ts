@@ -10,6 +10,7 @@ import { BerthError } from '../lib/index.js';
 import { formatPath, type JobProblem } from './job-parse.js';
 import { VOLUME_ID, VOLUME_ID_RULE } from './job.js';
 import { parseWithHclConversions } from './hcl-conversions.js';
+import { lazySchema } from '../api/index.js';
 
 const SIZE = /^\s*(\d+)(?:\.(\d+))?\s*([a-z]*)\s*$/i;
 const SIZE_UNITS: Readonly<Record<string, number>> = {
@@ -46,20 +47,20 @@ export function parseSizeBytes(text: string): number | undefined {
   return Number.isSafeInteger(bytes) ? bytes : undefined;
 }
 
-const size = z.union([
+const size = lazySchema(() => z.union([
   z.number().int().min(0),
   z.string().refine((s) => parseSizeBytes(s) !== undefined, 'must be a size such as "1GiB", "500MiB" or "10GB"'),
-]);
-const stringMap = z.record(z.string(), z.string());
-const topology = z.record(z.string(), z.string());
+]));
+const stringMap = lazySchema(() => z.record(z.string(), z.string()));
+const topology = lazySchema(() => z.record(z.string(), z.string()));
 
-const capabilitySchema = z.strictObject({
+const capabilitySchema = lazySchema(() => z.strictObject({
   accessMode: z.enum(ACCESS_MODES),
   attachmentMode: z.enum(ATTACHMENT_MODES),
-});
+}));
 
 /** The volume spec as users submit it; unknown fields are rejected so that typos surface. */
-export const volumeSpecSchema = z
+export const volumeSpecSchema = lazySchema(() => z
   .strictObject({
     id: z.string().min(1, 'id must be set').max(136, 'id is at most 128 characters').regex(VOLUME_ID, `id ${VOLUME_ID_RULE}`),
     name: z.string().min(1).max(128).optional(),
@@ -117,7 +118,7 @@ export const volumeSpecSchema = z
     if (v.mountOptions && capabilitiesOf(v).every((c) => c.attachmentMode === 'block-device')) {
       ctx.addIssue({ code: 'custom', path: ['mountOptions'], message: 'mount options apply to file-system volumes only' });
     }
-  });
+  }));
 
 /** The capability blocks and the legacy top-level pair, together. */
 function capabilitiesOf(v: { capabilities?: VolumeSpec['capabilities'] | undefined; accessMode?: VolumeSpec['capabilities'][number]['accessMode'] | undefined; attachmentMode?: VolumeSpec['capabilities'][number]['attachmentMode'] | undefined }): VolumeSpec['capabilities'] {

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { DURATION } from './duration.js';
 import { killSignalSchema } from './job-blocks.js';
+import { lazySchema } from '../api/index.js';
 
 /** The default identity's name (Nomad's WorkloadIdentityDefaultName). */
 export const DEFAULT_IDENTITY_NAME = 'default';
@@ -32,7 +33,7 @@ export function identityEnv(name: string): string {
 }
 
 /** One `identity` block of a task. */
-export const workloadIdentitySchema = z
+export const workloadIdentitySchema = lazySchema(() => z
   .strictObject({
     name: z.string().regex(IDENTITY_NAME, "name must be 1-128 letters, digits, '_' or '-'").default(DEFAULT_IDENTITY_NAME),
     /** The JWT's `aud`; the default identity's is always Nomad's ("nomadproject.io"), as Nomad's Canonicalize sets it. */
@@ -68,7 +69,7 @@ export const workloadIdentitySchema = z
     if (id.changeSignal && id.changeMode !== 'signal') ctx.addIssue({ code: 'custom', path: ['changeSignal'], message: `can only use change_signal = "${id.changeSignal}" with change_mode = "signal"` });
     if (id.ttl !== undefined && id.name === DEFAULT_IDENTITY_NAME) ctx.addIssue({ code: 'custom', path: ['ttl'], message: 'ttl for the default identity is not supported (as in Nomad): give the identity a name' });
     if (id.filepath !== undefined && !id.file) ctx.addIssue({ code: 'custom', path: ['filepath'], message: 'file must be true in order to specify filepath' });
-  });
+  }));
 export type WorkloadIdentitySpec = z.output<typeof workloadIdentitySchema>;
 
 /**
@@ -77,7 +78,7 @@ export type WorkloadIdentitySpec = z.output<typeof workloadIdentitySchema>;
  * dropped when it asks for neither env nor file: Nomad gives every task one
  * anyway, so the block means nothing then.
  */
-export const workloadIdentitiesSchema = z
+export const workloadIdentitiesSchema = lazySchema(() => z
   .array(workloadIdentitySchema)
   .default([])
   .superRefine((ids, ctx) => {
@@ -97,7 +98,7 @@ export const workloadIdentitiesSchema = z
     const named = ids.filter((id) => id.name !== DEFAULT_IDENTITY_NAME);
     const byDefault = ids.find((id) => id.name === DEFAULT_IDENTITY_NAME && (id.env || id.file));
     return byDefault ? [...named, byDefault] : named;
-  });
+  }));
 
 /**
  * What the client asks the server to sign (Nomad's WorkloadIdentityRequest):

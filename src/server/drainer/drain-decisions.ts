@@ -53,7 +53,8 @@ export interface DrainDecision {
   recheckAt?: number;
 }
 
-const DEFAULT_MIGRATE: MigrateStrategy = migrateSchema.parse({});
+// Nomad's defaults, as the schema fills them in; parsed on first use, since the schema is built on first use (src/api/lazy-schema.ts).
+let defaultMigrate: MigrateStrategy | undefined;
 
 export function jobKey(namespace: string, jobId: string): string {
   return `${namespace}\0${jobId}`;
@@ -61,7 +62,7 @@ export function jobKey(namespace: string, jobId: string): string {
 
 /** The migrate strategy that applies to `group`: its own, else its job's, else Nomad's defaults. */
 export function migrateStrategyOf(job: Job, group: TaskGroup): MigrateStrategy {
-  return group.migrate ?? job.migrate ?? DEFAULT_MIGRATE;
+  return group.migrate ?? job.migrate ?? (defaultMigrate ??= migrateSchema.parse({}));
 }
 
 /** True when the strategy's deadline has passed (or the drain is forced). */
