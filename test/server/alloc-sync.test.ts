@@ -131,6 +131,15 @@ describe('incremental allocation sync', () => {
     assert.equal(reader.body.jobs.length, 1, 'a reader may pull too (one job for all allocations)');
   });
 
+  it("does not count a node's pull (a read sent as POST) as a user's write: what waits for the API to be quiet does not wait on it", async () => {
+    const before = h.server.userWritesSeen;
+    const pulled = await h.call<{ jobs: Job[] }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.node, body: { ids: [] } });
+    assert.equal(pulled.status, 200);
+    assert.equal(h.server.userWritesSeen, before, 'a node pulling its allocations is no user write');
+    assert.equal((await h.call('PUT', '/v1/system/gc')).status, 200);
+    assert.equal(h.server.userWritesSeen, before + 1, "a user's write is counted");
+  });
+
   it("sends the node its allocations without their placement metrics, which the allocation's API still answers", async () => {
     const seen = updates.length;
     assert.equal((await h.call('PUT', '/v1/jobs', { body: registration({ id: 'scored', type: 'batch', groups: [{ name: 'g', count: 1, tasks: [{ name: 't', driver: 'exec', resources: { cpuMhz: 10, memoryMb: 16 } }] }] }) })).status, 200);

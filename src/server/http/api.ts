@@ -129,7 +129,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     inFlight?.began();
     // Users' writes only: a node's own (heartbeats, status reports, claims) are a steady stream in a large
     // cluster, and the scheduler waiting for a gap in it held each part of a 10,000-allocation plan a second.
-    if (inFlight && req.method !== 'GET' && req.method !== 'HEAD' && access !== 'node') {
+    // A node's reads sent as POST (its allocation pull, `node-read`) are a node's too: counted as a user's write, the
+    // pull that follows every placement made a lone submission look like a burst to what waits for quiet.
+    if (inFlight && req.method !== 'GET' && req.method !== 'HEAD' && access !== 'node' && access !== 'node-read') {
       inFlight.enter();
       reply.raw.once('close', () => inFlight.leave());
     }
