@@ -2,7 +2,8 @@
 // required field set, overridable. Test and benchmark use only.
 
 import type { AccessMode, AttachmentMode } from '../../src/csi/index.js';
-import type { Allocation, CsiPlugin, CsiPluginInstance, Volume, VolumeClaim } from '../../src/structs/index.js';
+import type { Allocation, CsiPlugin, CsiPluginInstance, Node, Volume, VolumeClaim } from '../../src/structs/index.js';
+import type { RowInput } from '../../src/server/state/index.js';
 
 /** Volume `data` of plugin `fake` (external ID `ext-data`), offering one capability. */
 export function testVolume(accessMode: AccessMode = 'single-node-writer', attachmentMode: AttachmentMode = 'file-system', extra: Partial<Volume> = {}): Volume {
@@ -123,4 +124,23 @@ export function testFingerprint(name: string, extra: Record<string, unknown> = {
     csiNodePlugins: {},
     ...extra,
   };
+}
+
+/** A node row as a store takes it (no indexes): ready, no drivers, no plugins, no attributes; `extra` over it. */
+export function testNodeRow(id: string, extra: Partial<RowInput<'nodes'>> = {}): RowInput<'nodes'> {
+  return {
+    id,
+    name: id,
+    datacenter: 'dc1',
+    httpAddr: '',
+    drivers: {},
+    resources: { cpuMhz: 1000, memoryMb: 1024 },
+    attributes: {},
+    csiControllerPlugins: {},
+    csiNodePlugins: {},
+    status: 'ready',
+    statusDescription: '',
+    lastHeartbeat: 0,
+    ...extra,
+  } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
 }

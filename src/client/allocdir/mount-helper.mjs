@@ -107,6 +107,17 @@ async function unmountUnder(root, keep) {
   return { unmounted, left: ours() };
 }
 
+/**
+ * The answer to request `id` once `work` settles: its result, or its error's message.
+ * @param {unknown} id @param {Promise<unknown>} work
+ */
+function answerOf(id, work) {
+  return work.then(
+    (result) => ({ id, ok: true, result }),
+    (err) => ({ id, ok: false, error: err instanceof Error ? err.message : String(err) }),
+  );
+}
+
 /** @param {any} req @returns {Promise<unknown>} */
 async function handle(req) {
   switch (req.op) {
@@ -265,16 +276,11 @@ function pump() {
         });
       continue;
     }
-    handle(req)
-      .then(
-        (result) => ({ id: req.id, ok: true, result }),
-        (err) => ({ id: req.id, ok: false, error: err instanceof Error ? err.message : String(err) }),
-      )
-      .then((a) => {
-        running--;
-        answer(a);
-        pump();
-      });
+    answerOf(req.id, handle(req)).then((a) => {
+      running--;
+      answer(a);
+      pump();
+    });
   }
   if (closed && running === 0 && direct === 0 && queue.length === 0) {
     tmpfs?.close();
@@ -299,16 +305,11 @@ lines.on('line', (line) => {
   if (m) {
     // Not queued: mount(2) takes no process, and a burst's mounts would otherwise wait behind the tools running.
     direct++;
-    mountTmpfs(req, m)
-      .then(
-        (result) => ({ id: req.id, ok: true, result }),
-        (err) => ({ id: req.id, ok: false, error: err instanceof Error ? err.message : String(err) }),
-      )
-      .then((a) => {
-        direct--;
-        answer(a);
-        pump();
-      });
+    answerOf(req.id, mountTmpfs(req, m)).then((a) => {
+      direct--;
+      answer(a);
+      pump();
+    });
     return;
   }
   queue.push(req);

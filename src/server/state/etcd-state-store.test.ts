@@ -9,24 +9,9 @@ import type { AllocMetric, Allocation, Node } from '../../structs/index.js';
 import { openEtcdStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { eventually } from '../../../test/support/eventually.js';
 import { startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/support/etcd.js';
-import { testAllocation } from '../../../test/support/server-rows.js';
+import { testAllocation, testNodeRow } from '../../../test/support/server-rows.js';
 
-function node(id: string, status: Node['status'] = 'ready'): RowInput<'nodes'> {
-  return {
-    id,
-    name: id,
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: {},
-    resources: { cpuMhz: 1000, memoryMb: 1024 },
-    attributes: {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {},
-    status,
-    statusDescription: '',
-    lastHeartbeat: 0,
-  } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
-}
+const node = (id: string, status: Node['status'] = 'ready'): RowInput<'nodes'> => testNodeRow(id, { status });
 
 const METRICS: AllocMetric = {
   nodesEvaluated: 3,

@@ -9,26 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { eventually } from '../../../test/support/eventually.js';
-import type { Node } from '../../structs/index.js';
+import { testNodeRow } from '../../../test/support/server-rows.js';
 import { CHECKPOINT_AFTER_BYTES } from './sqlite-state-store.js';
 import { rowKey, SqliteStateStore, type RowInput } from './index.js';
 
-function node(id: string, pad: string): RowInput<'nodes'> {
-  return {
-    id,
-    name: id,
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: {},
-    resources: { cpuMhz: 1000, memoryMb: 1024 },
-    attributes: { pad },
-    csiControllerPlugins: {},
-    csiNodePlugins: {},
-    status: 'ready',
-    statusDescription: '',
-    lastHeartbeat: 0,
-  } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
-}
+const node = (id: string, pad: string): RowInput<'nodes'> => testNodeRow(id, { attributes: { pad } });
 
 describe('SqliteStateStore checkpoints', () => {
   const dir = mkdtempSync(join(tmpdir(), 'berth-sstate-ckpt-'));

@@ -7,28 +7,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { fillDisk } from '../../../test/support/fill-disk.js';
+import { testNodeRow } from '../../../test/support/server-rows.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Node } from '../../structs/index.js';
 import { rowKey, SqliteStateStore, StateStoreError, type RowInput } from './index.js';
 
-function node(id: string, pad = ''): RowInput<'nodes'> {
-  return {
-    id,
-    name: id,
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: {},
-    resources: { cpuMhz: 1000, memoryMb: 1024 },
-    attributes: pad ? { pad } : {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {},
-    status: 'ready',
-    statusDescription: '',
-    lastHeartbeat: 0,
-  } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
-}
+const node = (id: string, pad = ''): RowInput<'nodes'> => testNodeRow(id, pad ? { attributes: { pad } } : {});
 
 
 describe('SqliteStateStore on a full disk', () => {

@@ -9,27 +9,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { AbortedError } from '../../lib/index.js';
-import { parseJobSpec, type Node, type Volume } from '../../structs/index.js';
+import { parseJobSpec, type Volume } from '../../structs/index.js';
 import { openEtcdStateStore, keyPrefix, rowKey, SqliteStateStore, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { nextTurn } from '../../../test/support/eventually.js';
 import { startEtcd, type EtcdCluster } from '../../../test/support/etcd.js';
+import { testNodeRow } from '../../../test/support/server-rows.js';
 
-function node(id: string, name = id): RowInput<'nodes'> {
-  return {
-    id,
-    name,
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: {},
-    resources: { cpuMhz: 1000, memoryMb: 1024 },
-    attributes: {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {},
-    status: 'ready',
-    statusDescription: '',
-    lastHeartbeat: 0,
-  } satisfies Omit<Node, 'createIndex' | 'modifyIndex'>;
-}
+const node = (id: string, name = id): RowInput<'nodes'> => testNodeRow(id, { name });
 
 function volume(id: string, secrets: Record<string, string> = {}): RowInput<'volumes'> {
   return {
