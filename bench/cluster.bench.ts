@@ -7,30 +7,18 @@
 // again (it rejoins as a follower) before the next run.
 
 import { Cluster as ProcessCluster, type ServerProc } from '../test/support/process-cluster.js';
+import { testFingerprint } from '../test/support/server-rows.js';
 import { round } from './_stats.js';
 
 const RUNS = 10;
 const NODE_TOKEN = `bench-node-token-${process.pid}`;
-
-function fingerprint(name: string): Record<string, unknown> {
-  return {
-    name,
-    datacenter: 'dc1',
-    httpAddr: '',
-    drivers: {},
-    resources: { cpuMhz: 1000, memoryMb: 1024 },
-    attributes: {},
-    csiControllerPlugins: {},
-    csiNodePlugins: {},
-  };
-}
 
 async function write(s: ServerProc, i: number): Promise<boolean> {
   try {
     const res = await fetch(`${s.url}/v1/node/register`, {
       method: 'POST',
       headers: { authorization: `Bearer ${NODE_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ fingerprint: fingerprint(`bench-node-${i}`) }),
+      body: JSON.stringify({ fingerprint: testFingerprint(`bench-node-${i}`) }),
       signal: AbortSignal.timeout(2_000),
     });
     await res.text();
