@@ -29,7 +29,7 @@ import {
   type CheckResult,
   type NodeEvent,
 } from '../structs/index.js';
-import { ChrootCache } from './allocdir/index.js';
+import { ChrootCache, mountHelper } from './allocdir/index.js';
 import { CsiManager } from './csimanager/index.js';
 import { AllocGarbageCollector } from './gc/index.js';
 import type { TaskDriver } from './drivers/index.js';
@@ -260,6 +260,9 @@ export class Client {
       await openTaskDrivers({ opts: this.#opts, drivers: this.#drivers, runners: this.#runners, dataDir, root: this.#root, log: this.#log, clock: this.#clock });
       await nextTurn();
       await this.#fingerprinter.refreshDriverInfo(true);
+      // Every allocation directory is made through the mount helper: started now (as the drivers' spare executors
+      // are, just above), its Node start overlaps the node's registration instead of delaying its first allocation.
+      mountHelper().warm();
       await nextTurn();
       this.#chroot = new ChrootCache({ cacheDir: path.join(this.#opts.dataDir, 'chroot'), ...(this.#opts.chrootEnv ? { env: this.#opts.chrootEnv } : {}), ...(this.#opts.chrootHalfBuilt ? { halfBuilt: this.#opts.chrootHalfBuilt } : {}), logger: this.#root });
       this.#network = new NetworkManager({

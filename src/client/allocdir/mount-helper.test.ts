@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -122,5 +122,30 @@ describe('the mount helper', () => {
     assert.deepEqual(await safe, { mounted: true });
     assert.notEqual(helper.pid, first);
     assert.equal(mountsAt(b), 1, 'mounted exactly once');
+  });
+
+  it('warmed, runs before any request and answers the first with that process; a process that only warmed it exits on its own', async () => {
+    const warmed = new MountHelper();
+    warmed.warm();
+    const pid = warmed.pid;
+    assert.ok(pid && existsSync(`/proc/${pid}`), 'a helper process runs');
+    warmed.warm();
+    assert.equal(warmed.pid, pid, 'a second warm starts no other');
+    const d = path.join(root, 'warm', 'x');
+    await warmed.request({ op: 'mkdirs', dirs: [[d, 0o750]] });
+    assert.equal(statSync(d).mode & 0o777, 0o750);
+    assert.equal(warmed.pid, pid, 'the first request went to the warmed process');
+    warmed.stop();
+    warmed.warm();
+    assert.equal(warmed.pid, pid, 'no warm after stop');
+
+    // An agent that warmed the helper and then had nothing more to do still exits (the helper holds nothing open).
+    const code = `import { mountHelper } from ${JSON.stringify(new URL('./index.ts', import.meta.url).href)};\nmountHelper().warm();\nconsole.log(mountHelper().pid);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const [exitCode] = (await once(child, 'exit')) as [number | null];
+    assert.equal(exitCode, 0);
+    assert.match(out.trim(), /^\d+$/, 'it had started a helper');
   });
 });
