@@ -3,7 +3,7 @@
 // failed call.
 
 import { statSync } from 'node:fs';
-import { request } from 'node:http';
+import { request, type RequestOptions } from 'node:http';
 
 /**
  * One GET of the Engine API on its unix socket, as JSON; rejects on an error
@@ -15,9 +15,10 @@ export function engineGet<T>(socketPath: string, apiPath: string): Promise<T> {
   // a request. A process's first HTTP requests cost ~25-40 ms of CPU (the docker fingerprint in a dev agent's start).
   if (statSync(socketPath, { throwIfNoEntry: false }) === undefined) return Promise.reject(connectNoEntry(socketPath));
   return new Promise((resolve, reject) => {
-    // servername '' (TLS's name, unused over a unix socket): Node would otherwise test the Host header with
-    // net.isIP, whose IPv6 expression costs ~15 ms of CPU to compile the first time it runs.
-    const req = request({ socketPath, path: apiPath, timeout: 5_000, servername: '' }, (res) => {
+    // servername '' (TLS's name, unused over a unix socket; Node's agent reads it, its types do not list it): Node
+    // would otherwise test the Host header with net.isIP, whose IPv6 expression costs ~15 ms of CPU the first time.
+    const options: RequestOptions & { servername: string } = { socketPath, path: apiPath, timeout: 5_000, servername: '' };
+    const req = request(options, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
