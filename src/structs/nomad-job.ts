@@ -7,10 +7,11 @@
 // server answers it. Used by the CLI (job files, what it sends) and by the
 // HTTP API (request bodies, answers).
 
-import { Job as NomadJob, NetworkResource, WorkloadIdentity, type TaskGroup as NomadGroup } from '../api/index.js';
+import type { Job as NomadJob, NetworkResource, TaskGroup as NomadGroup, WorkloadIdentity } from '../api/index.js';
 import { formatPath } from './job-parse.js';
 import type { JobSpec } from './job.js';
 import { nomadJobDefaults } from './nomad-job-defaults.js';
+import { NOMAD_SHAPES } from './nomad-job-shapes.js';
 import { IDENTITY, JOB, NETWORK } from './nomad-job-tables.js';
 import { HORIZONTAL } from './scaling-policy.js';
 import { DEFAULT_IDENTITY_NAME } from './workload-identity.js';
@@ -131,14 +132,14 @@ export interface NomadJobOptions {
  * order of a group's ports (static ones first).
  */
 export function specToNomadJob(spec: JobSpec, opts: NomadJobOptions = {}): NomadJob {
-  const job = writeObject(spec as unknown as Record<string, unknown>, JOB, NomadJob) as NomadJob;
+  const job = writeObject(spec as unknown as Record<string, unknown>, JOB, NOMAD_SHAPES.Job) as NomadJob;
   (job.TaskGroups ?? []).forEach((group: NomadGroup, i) => {
     const network = spec.groups[i]?.network;
     if (network) group.Networks = [writeNetwork(network)];
     if (group.Scaling) group.Scaling.Type = HORIZONTAL;
     (group.Tasks ?? []).forEach((task, ti) => {
       const ids = spec.groups[i]?.tasks[ti]?.identities ?? [];
-      const write = (id: (typeof ids)[number]): WorkloadIdentity => writeObject(id as unknown as Record<string, unknown>, IDENTITY, WorkloadIdentity) as WorkloadIdentity;
+      const write = (id: (typeof ids)[number]): WorkloadIdentity => writeObject(id as unknown as Record<string, unknown>, IDENTITY, NOMAD_SHAPES.WorkloadIdentity) as WorkloadIdentity;
       const byDefault = ids.find((id) => id.name === DEFAULT_IDENTITY_NAME);
       const named = ids.filter((id) => id.name !== DEFAULT_IDENTITY_NAME);
       task.Identity = byDefault ? write(byDefault) : null;
@@ -153,5 +154,5 @@ export function specToNomadJob(spec: JobSpec, opts: NomadJobOptions = {}): Nomad
 function writeNetwork(network: JobSpec['groups'][number]['network']): NetworkResource {
   const reservedPorts = network.ports.filter((p) => p.static !== undefined);
   const dynamicPorts = network.ports.filter((p) => p.static === undefined);
-  return writeObject({ ...network, reservedPorts, dynamicPorts }, NETWORK, NetworkResource) as NetworkResource;
+  return writeObject({ ...network, reservedPorts, dynamicPorts }, NETWORK, NOMAD_SHAPES.NetworkResource) as NetworkResource;
 }
