@@ -32,11 +32,15 @@ export function isNomadJobJson(doc: unknown): boolean {
  * are the route's to read). A field left out, null or "" is unset; a
  * default Nomad's Canonicalize fills in where Berth means the same by
  * leaving it out is unset too (nomad-job-defaults.ts), so a canonical job
- * reads as the job it was made from. Pure; never throws.
+ * reads as the job it was made from. Never throws. Does not change `doc`,
+ * unless `consume` says the caller gives it up (a request body parsed for
+ * this read): then its job's defaults are cleared in place rather than in
+ * a copy (a registration's copy cost as much as reading its fields).
  */
-export function nomadJobToSpec(doc: Record<string, unknown>): NomadTranslation {
+export function nomadJobToSpec(doc: Record<string, unknown>, opts: { consume?: boolean } = {}): NomadTranslation {
   const wrapped = isObject(doc['Job']);
-  const job = structuredClone(wrapped ? (doc['Job'] as Record<string, unknown>) : doc);
+  const given = wrapped ? (doc['Job'] as Record<string, unknown>) : doc;
+  const job = opts.consume ? given : structuredClone(given);
   const prefix = wrapped ? ['Job'] : [];
   nomadJobDefaults(job, 'clear');
   const out = readNomad(job, JOB, prefix);
