@@ -7,10 +7,11 @@
 // server answers it. Used by the CLI (job files, what it sends) and by the
 // HTTP API (request bodies, answers).
 
-import { Job as NomadJob, NetworkResource, WorkloadIdentity, type TaskGroup as NomadGroup } from '../api/index.js';
+import type { Job as NomadJob, NetworkResource, TaskGroup as NomadGroup, WorkloadIdentity } from '../api/index.js';
 import { formatPath } from './job-parse.js';
 import type { JobSpec } from './job.js';
 import { nomadJobDefaults } from './nomad-job-defaults.js';
+import { NOMAD_SHAPES } from './nomad-job-shapes.js';
 import { IDENTITY, JOB, NETWORK } from './nomad-job-tables.js';
 import { HORIZONTAL } from './scaling-policy.js';
 import { DEFAULT_IDENTITY_NAME } from './workload-identity.js';
@@ -31,11 +32,15 @@ export function isNomadJobJson(doc: unknown): boolean {
  * are the route's to read). A field left out, null or "" is unset; a
  * default Nomad's Canonicalize fills in where Berth means the same by
  * leaving it out is unset too (nomad-job-defaults.ts), so a canonical job
- * reads as the job it was made from. Pure; never throws.
+ * reads as the job it was made from. Never throws. Does not change `doc`,
+ * unless `consume` says the caller gives it up (a request body parsed for
+ * this read): then its job's defaults are cleared in place rather than in
+ * a copy (a registration's copy cost as much as reading its fields).
  */
-export function nomadJobToSpec(doc: Record<string, unknown>): NomadTranslation {
+export function nomadJobToSpec(doc: Record<string, unknown>, opts: { consume?: boolean } = {}): NomadTranslation {
   const wrapped = isObject(doc['Job']);
-  const job = structuredClone(wrapped ? (doc['Job'] as Record<string, unknown>) : doc);
+  const given = wrapped ? (doc['Job'] as Record<string, unknown>) : doc;
+  const job = opts.consume ? given : structuredClone(given);
   const prefix = wrapped ? ['Job'] : [];
   nomadJobDefaults(job, 'clear');
   const out = readNomad(job, JOB, prefix);
@@ -131,14 +136,14 @@ export interface NomadJobOptions {
  * order of a group's ports (static ones first).
  */
 export function specToNomadJob(spec: JobSpec, opts: NomadJobOptions = {}): NomadJob {
-  const job = writeObject(spec as unknown as Record<string, unknown>, JOB, NomadJob) as NomadJob;
+  const job = writeObject(spec as unknown as Record<string, unknown>, JOB, NOMAD_SHAPES.Job) as NomadJob;
   (job.TaskGroups ?? []).forEach((group: NomadGroup, i) => {
     const network = spec.groups[i]?.network;
     if (network) group.Networks = [writeNetwork(network)];
     if (group.Scaling) group.Scaling.Type = HORIZONTAL;
     (group.Tasks ?? []).forEach((task, ti) => {
       const ids = spec.groups[i]?.tasks[ti]?.identities ?? [];
-      const write = (id: (typeof ids)[number]): WorkloadIdentity => writeObject(id as unknown as Record<string, unknown>, IDENTITY, WorkloadIdentity) as WorkloadIdentity;
+      const write = (id: (typeof ids)[number]): WorkloadIdentity => writeObject(id as unknown as Record<string, unknown>, IDENTITY, NOMAD_SHAPES.WorkloadIdentity) as WorkloadIdentity;
       const byDefault = ids.find((id) => id.name === DEFAULT_IDENTITY_NAME);
       const named = ids.filter((id) => id.name !== DEFAULT_IDENTITY_NAME);
       task.Identity = byDefault ? write(byDefault) : null;
@@ -153,5 +158,5 @@ export function specToNomadJob(spec: JobSpec, opts: NomadJobOptions = {}): Nomad
 function writeNetwork(network: JobSpec['groups'][number]['network']): NetworkResource {
   const reservedPorts = network.ports.filter((p) => p.static !== undefined);
   const dynamicPorts = network.ports.filter((p) => p.static === undefined);
-  return writeObject({ ...network, reservedPorts, dynamicPorts }, NETWORK, NetworkResource) as NetworkResource;
+  return writeObject({ ...network, reservedPorts, dynamicPorts }, NETWORK, NOMAD_SHAPES.NetworkResource) as NetworkResource;
 }

@@ -4,17 +4,15 @@
 // (Nomad JSON -> canonical input) and written (canonical spec -> Nomad JSON)
 // by the same row. Reading refuses a field Berth does not support by name
 // at its Nomad path, notes one Nomad fills with a default Berth has no
-// setting for, and drops the server's bookkeeping. Writing walks the API's
-// zod schema (src/api) beside the table, so the answer has every field of
-// Nomad's shape, in Go's order, with Go's zero value where Berth has none.
-//
-// Why structs imports src/api: the converter is shared by the server (its
-// answers) and the CLI (what it sends to PUT /v1/jobs), and both already
-// import src/api; the shapes are plain zod schemas that import nothing of
-// Berth, so structs -> api adds no cycle, and it lets the writer take each
-// field's zero value from the one place Nomad's shape is written down.
+// setting for, and drops the server's bookkeeping. Writing walks a shape
+// beside the table (NomadShape: each field of Nomad's object in Go's order,
+// with Go's zero value where Berth has none), so the answer has every field
+// of Nomad's shape. The shapes are data made from src/api's zod schemas,
+// the one place Nomad's shape is written down, and a test keeps them equal
+// (nomad-job-shapes.test.ts): walking the schemas themselves cost each
+// answer a Proxy trap a field, and the first answer after a start built
+// ~40 lazy schemas.
 
-import type { z } from 'zod';
 import { formatPath, type JobProblem } from './job-parse.js';
 
 /** What a translation gives: the canonical input, where each of its paths came from, and what was refused or ignored. */
@@ -254,80 +252,54 @@ function mapPath(map: ReadonlyMap<string, string>, path: string): string {
 // ---------------------------------------------------------------------------
 // Writing: canonical spec -> Nomad JSON, every field of the API's shape.
 
-type Def = { type: string; innerType?: z.ZodType; element?: z.ZodType; valueType?: z.ZodType; shape?: Record<string, z.ZodType>; getter?: () => z.ZodType };
-const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
+/** A value Go's encoder writes for a field Berth has nothing for: null for a pointer, slice or map; a value type's zero; undefined (left out) for omitempty. */
+export type Zero = null | '' | 0 | false | undefined;
 
-/** The schema inside optional, nullable and lazy wrappers. */
-function bare(s: z.ZodType): z.ZodType {
-  let d = defOf(s);
-  while (d.type === 'optional' || d.type === 'nullable' || d.type === 'lazy') {
-    s = d.type === 'lazy' ? (d.getter as () => z.ZodType)() : (d.innerType as z.ZodType);
-    d = defOf(s);
-  }
-  return s;
-}
-
-/** The fields of an object schema (through its wrappers). */
-export function shapeOf(s: z.ZodType): Record<string, z.ZodType> {
-  return defOf(bare(s)).shape ?? {};
-}
-
-/** The value Go's encoder writes for a field Berth has nothing for: null for a pointer, slice or map; the zero value of a value type; nothing for omitempty. */
-export function zeroOf(s: z.ZodType): unknown {
-  const d = defOf(s);
-  switch (d.type) {
-    case 'optional':
-      return undefined;
-    case 'nullable':
-      return null;
-    case 'string':
-      return '';
-    case 'number':
-      return 0;
-    case 'boolean':
-      return false;
-    case 'array':
-      return [];
-    case 'record':
-      return {};
-    case 'object':
-      return Object.fromEntries(Object.entries(d.shape ?? {}).map(([k, f]) => [k, zeroOf(f)]).filter(([, v]) => v !== undefined));
-    default:
-      return null;
-  }
+/**
+ * One Nomad object's fields as Go writes them: each field in Go's order with
+ * its zero value, and the shape of what a nested field holds (the object, a
+ * list's element, a map's value) where a table descends into it. Data
+ * (nomad-job-shapes.ts, made from src/api's schemas and checked against them
+ * by its test), so that writing a job reads no zod schema.
+ */
+export interface NomadShape {
+  readonly zero: Readonly<Record<string, Zero>>;
+  readonly nested?: Readonly<Record<string, NomadShape>>;
 }
 
 /**
- * Writes one canonical object as the Nomad object of `schema` (an object
- * schema from src/api), field by field in the schema's order: a row's
- * canonical value converted, else the field's zero value. `key` is the
- * object's name in its parent's map. Pure.
+ * Writes one canonical object as the Nomad object of `shape`, field by
+ * field in the shape's order: a row's canonical value converted, else the
+ * field's zero value. `key` is the object's name in its parent's map. Pure.
  */
-export function writeObject(canon: Record<string, unknown>, table: Table, schema: z.ZodType, key?: string): Record<string, unknown> {
+export function writeObject(canon: Record<string, unknown>, table: Table, shape: NomadShape, key?: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [field, fieldSchema] of Object.entries(shapeOf(schema))) {
+  const { zero } = shape;
+  for (const field in zero) {
     const rule = Object.hasOwn(table, field) ? table[field] : undefined;
     let written: unknown;
     if (rule && 'key' in rule) written = key;
     else if (rule && 'to' in rule && rule.to) {
       const value = canon[rule.to];
-      if (value !== undefined) written = writeValue(value, rule, fieldSchema);
+      if (value !== undefined) written = writeValue(value, rule, shape.nested?.[field]);
     }
-    if (written === undefined) written = zeroOf(fieldSchema);
+    if (written === undefined) written = zero[field];
     if (written !== undefined) out[field] = written;
   }
   return out;
 }
 
-function writeValue(value: unknown, rule: Rule, schema: z.ZodType): unknown {
-  if ('obj' in rule) return isObject(value) ? writeObject(value, rule.obj, schema) : undefined;
-  if ('list' in rule) {
-    const element = defOf(bare(schema)).element as z.ZodType;
-    return Array.isArray(value) ? value.map((item) => (isObject(item) ? writeObject(item, rule.list, element) : item)) : undefined;
-  }
+function writeValue(value: unknown, rule: Rule, nested: NomadShape | undefined): unknown {
+  if ('obj' in rule) return isObject(value) ? writeObject(value, rule.obj, nestedShape(nested)) : undefined;
+  if ('list' in rule) return Array.isArray(value) ? value.map((item) => (isObject(item) ? writeObject(item, rule.list, nestedShape(nested)) : item)) : undefined;
   if ('byName' in rule) {
-    const inner = defOf(bare(schema)).valueType as z.ZodType;
-    return isObject(value) ? Object.fromEntries(Object.entries(value).map(([name, item]) => [name, isObject(item) ? writeObject(item, rule.byName, inner, name) : item])) : undefined;
+    return isObject(value) ? Object.fromEntries(Object.entries(value).map(([name, item]) => [name, isObject(item) ? writeObject(item, rule.byName, nestedShape(nested), name) : item])) : undefined;
   }
   return 'conv' in rule && rule.conv ? rule.conv.out(value) : value;
+}
+
+/** The shapes file lists a nested shape for every field a table descends into (its test checks it). */
+function nestedShape(shape: NomadShape | undefined): NomadShape {
+  if (!shape) throw new Error('nomad-job-shapes.ts lacks the shape of a nested Nomad object a table descends into');
+  return shape;
 }

@@ -38,11 +38,13 @@ export interface ReadJob {
 /**
  * Nomad's Job JSON -> Berth's checked spec in `namespace`. Throws
  * JobValidationError (400) listing every problem at its Nomad path: a field
- * Berth does not support, or the spec's own problems.
+ * Berth does not support, or the spec's own problems. With `consume`, `job`
+ * is the caller's to give up (parsed for this read): it is read in place and
+ * left changed (nomadJobToSpec).
  */
-export function specOfNomadJob(job: Record<string, unknown>, namespace: string): ReadJob {
+export function specOfNomadJob(job: Record<string, unknown>, namespace: string, opts: { consume?: boolean } = {}): ReadJob {
   // Read as the body holds it, so that paths name the field in the body: `Job.TaskGroups[0].Count`.
-  const t = nomadJobToSpec({ Job: job });
+  const t = nomadJobToSpec({ Job: job }, opts);
   if (t.problems.length) throw new JobValidationError(t.problems);
   try {
     return { spec: parseJobSpec({ ...t.input, namespace }), origins: t.origins };
@@ -72,13 +74,14 @@ export interface Registration extends ReadJob {
 }
 
 /**
- * Reads Nomad's JobRegisterRequest body. Throws ApiError INVALID or
+ * Reads Nomad's JobRegisterRequest body, a request's own (parsed for it):
+ * its `Job` is read in place and left changed. Throws ApiError INVALID or
  * JobValidationError in Nomad's words, as the route answers them.
  */
 export function readRegistration(rawBody: unknown, query: Query, idFromPath?: string): Registration {
   const body = objectBody(rawBody);
   const job = requestJob(body, idFromPath, { noId: "Job ID hasn't been provided", mismatch: 'Job ID does not match name' });
-  const read = specOfNomadJob(job, jobNamespace(query, body, job));
+  const read = specOfNomadJob(job, jobNamespace(query, body, job), { consume: true });
   if (body['EnforceIndex'] !== true) return read;
   const raw = body['JobModifyIndex'] ?? 0;
   if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) throw new ApiError('INVALID', 'JobModifyIndex must be a job modify index (a whole number, 0 for a new job)', { field: 'JobModifyIndex' });

@@ -16,9 +16,9 @@ export function namespaceIn(snap: StateReader, name: string): Namespace | undefi
   return row ? { ...row, createIndex: DEFAULT_NAMESPACE_ROW.createIndex } : DEFAULT_NAMESPACE_ROW;
 }
 
-/** Whether `name` exists as of `snap`. */
+/** Whether `name` exists as of `snap` (`default` always does). Copies no row: every registration asks it. */
 export function namespaceExists(snap: StateReader, name: string): boolean {
-  return namespaceIn(snap, name) !== undefined;
+  return name === DEFAULT_NAMESPACE || snap.get('namespaces', rowKey(name)) !== undefined;
 }
 
 /** Every namespace whose name starts with `prefix`, sorted by name (as Nomad's index orders them: byte order). */
