@@ -333,7 +333,8 @@ export class EtcdReplica {
       for (const t of touched) this.tableIndexes.set(t, revision);
       this.#index = Math.max(this.#index, revision);
       this.#appendEvents(events);
-      this.blocked.wake([...touched], revision);
+      // With the revision's events: a reader scoped to a few rows sleeps through writes to others.
+      this.blocked.wake([...touched], revision, events);
     }
     this.#settleRevisionWaiters();
   }
