@@ -97,7 +97,7 @@ describe('the allocation status writer', () => {
       await writer.report('n1', [{ id, clientStatus: 'complete', clientDescription: 'done' }]);
       assert.equal(status(), i < ids.length - 1 ? 'running' : 'dead', `after ${id} completed`);
     }
-    // The first report finds a4 (the newest) live and remembers it; a1-a3 need no list; a4's end lists them again.
+    // The first report lists them and remembers a1-a4 live; a1-a3 ending leaves a4: no list; a4's end lists them again.
     assert.equal(lists, 2, 'lists of the allocations: the first report and the last');
   });
 });

@@ -29,8 +29,10 @@ const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'co
 /** A batch stops taking reports when the write has less room left than this (a report's rows with their task events). */
 const REPORT_MARGIN = 64 * 1024;
 
-/** Jobs whose live witness (jobStatusAfterReports) is remembered at most. */
-const MAX_WITNESSES = 10_000;
+/** Live allocations remembered per job (jobStatusAfterReports). */
+const WITNESSES = 16;
+/** Jobs whose live witnesses are remembered at most. */
+const MAX_WITNESSED_JOBS = 10_000;
 
 interface Report {
   nodeId: string;
@@ -53,8 +55,8 @@ export class AllocStatusWriter {
   readonly #clock: Clock;
   #queue: Report[] = [];
   #writing = false;
-  /** Per job (its row key), an allocation that was live when its status was last computed: see jobStatusAfterReports. */
-  readonly #liveWitness = new Map<string, string>();
+  /** Per job (its row key), allocations that were live when its status was last computed: see jobStatusAfterReports. */
+  readonly #liveWitness = new Map<string, readonly string[]>();
   /** Store writes made and reports they carried, for benchmarks and tests. */
   readonly counts = { writes: 0, reports: 0 };
 
@@ -109,7 +111,7 @@ export class AllocStatusWriter {
  * Applies reports in order inside `txn` until the write is full (at least
  * one). Returns, per report applied, undefined or the error that refused it.
  */
-function applyReports(txn: WriteTxn, reports: readonly Report[], now: number, witnesses: Map<string, string>): { outcomes: Array<Error | undefined> } {
+function applyReports(txn: WriteTxn, reports: readonly Report[], now: number, witnesses: Map<string, readonly string[]>): { outcomes: Array<Error | undefined> } {
   const outcomes: Array<Error | undefined> = [];
   /** Jobs where an allocation started or stopped being live: their status may change. */
   const jobs = new Set<string>();
@@ -155,24 +157,28 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number, wi
 
 /**
  * jobStatusOf the job's allocations in `txn`. A job with a live allocation
- * runs, so the allocation found live last time (`witnesses`, by the job's
- * key) is read first: while it is live, no list of the job's allocations
- * (ten thousand of them, once per write of a large job's complete reports)
- * is needed. Otherwise the allocations are listed, and the newest live one
- * (the likeliest to stay live: a job's allocations finish about in the order
- * they were placed) becomes the witness. The same status either way.
+ * runs, so a few allocations found live last time (`witnesses`, by the job's
+ * key) are read first: while one of them is live the job is `running`, and no
+ * list of the job's allocations (ten thousand of them, once per write of a
+ * large job's complete reports) is needed. Otherwise the allocations are
+ * listed and new witnesses taken, spread over the list (its order is the
+ * table's hash order, unrelated to node or placement order, so one node's
+ * report seldom ends them all). The same status either way.
  */
-function jobStatusAfterReports(txn: WriteTxn, job: Job, key: string, witnesses: Map<string, string>): JobStatus {
-  const witnessId = witnesses.get(key);
-  const witness = witnessId === undefined ? undefined : txn.get('allocations', rowKey(witnessId));
-  if (witness && witness.jobId === job.id && witness.namespace === job.namespace && isLive(witness)) return 'running';
+function jobStatusAfterReports(txn: WriteTxn, job: Job, key: string, witnesses: Map<string, readonly string[]>): JobStatus {
+  for (const id of witnesses.get(key) ?? []) {
+    const a = txn.get('allocations', rowKey(id));
+    if (a && a.jobId === job.id && a.namespace === job.namespace && isLive(a)) return 'running';
+  }
   const allocs = jobAllocations(txn, job.namespace, job.id);
-  let newest: Allocation | undefined;
-  for (const a of allocs) if (isLive(a) && (!newest || a.createIndex > newest.createIndex)) newest = a;
-  if (newest) {
+  const live = allocs.filter(isLive);
+  if (live.length > 0) {
+    const step = Math.max(1, Math.floor(live.length / WITNESSES));
+    const ids: string[] = [];
+    for (let i = 0; i < live.length && ids.length < WITNESSES; i += step) ids.push((live[i] as Allocation).id);
     // A hint, not state: dropped wholesale rather than let purged jobs' entries pile up.
-    if (witnesses.size >= MAX_WITNESSES && !witnesses.has(key)) witnesses.clear();
-    witnesses.set(key, newest.id);
+    if (witnesses.size >= MAX_WITNESSED_JOBS && !witnesses.has(key)) witnesses.clear();
+    witnesses.set(key, ids);
   } else witnesses.delete(key);
   return jobStatusOf(job, allocs);
 }
