@@ -86,7 +86,8 @@ export async function blockingReadOf<T>(
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
-      const at = await store.blockUntil([table], seen, { signal, timeoutMs: remaining });
+      // The scope lets a store that can (etcd) leave this reader asleep through writes to other rows.
+      const at = await store.blockUntil([table], seen, { signal, timeoutMs: remaining, scope: { table, key: scope.key, is: scope.is } });
       if (at <= seen) break;
       const snap = store.snapshot();
       const oldest = snap.oldestEventIndex;

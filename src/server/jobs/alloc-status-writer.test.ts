@@ -1,6 +1,7 @@
 // Nodes' status reports on a real SQLite store: a report that repeats what
 // the server holds writes nothing, one that changes any reported field
-// (a description, a task event, a network) writes the row.
+// (a description, a task event, a network) writes the row; a job's status
+// follows its allocations' reports without a list of all of them per write.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,8 +9,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock, silentLogger } from '../../lib/index.js';
 import type { TaskState } from '../../structs/index.js';
+import { testAllocation } from '../../../test/support/server-rows.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
-import { SqliteStateStore } from '../state/index.js';
+import { SqliteStateStore, type StateStore, type WriteTxn } from '../state/index.js';
 import { AllocStatusWriter } from './alloc-status-writer.js';
 import { JobService } from './job-service.js';
 
@@ -57,5 +59,45 @@ describe('the allocation status writer', () => {
     await writer.report('n0', [{ id: alloc.id, clientStatus: 'running', network: { mode: 'host' } }]);
     assert.ok(row().modifyIndex > described.modifyIndex);
     assert.deepEqual(row().network, { mode: 'host' });
+  });
+
+  it("keeps a job running while any allocation is live and ends it with the last, listing its allocations only when the one it saw live ends", async () => {
+    await store.write((txn) => txn.put('nodes', testNode('n1')));
+    const jobs = new JobService({ store, clock: new ManualClock(1_000_000), logger: silentLogger() });
+    await jobs.register({ id: 'five', type: 'batch', groups: [{ name: 'g', count: 5, tasks: [{ name: 't', driver: 'exec', config: { command: '/bin/true' }, resources: { cpuMhz: 10, memoryMb: 10 } }] }] });
+    // Placed one write each (distinct create indexes), running; the job runs.
+    const ids = ['a0', 'a1', 'a2', 'a3', 'a4'];
+    for (const [i, id] of ids.entries()) {
+      await store.write((txn) => txn.put('allocations', testAllocation(id, 'n1', { jobId: 'five', index: i, clientStatus: 'running' })));
+    }
+    await store.write((txn) => txn.put('jobs', { ...txn.get('jobs', 'default/five')!, status: 'running' }));
+    // Every list of the allocations table the writer's writes make.
+    let lists = 0;
+    const counted: StateStore = new Proxy(store, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'write') return typeof v === 'function' ? v.bind(target) : v;
+        return (fn: (txn: WriteTxn) => unknown, opts?: unknown) =>
+          target.write((txn) => {
+            const watched = new Proxy(txn, {
+              get(t, p) {
+                const m = Reflect.get(t, p, t) as unknown;
+                if (p === 'list') return (table: string, o?: unknown) => (table === 'allocations' && lists++, (m as (...a: unknown[]) => unknown).call(t, table, o));
+                return typeof m === 'function' ? m.bind(t) : m;
+              },
+            });
+            return fn(watched);
+          }, opts as never);
+      },
+    });
+    const writer = new AllocStatusWriter({ store: counted, clock: new ManualClock(2_000_000) });
+    const status = () => store.snapshot().get('jobs', 'default/five')!.status;
+    // Oldest first, one report a write: the job runs until the last one completes.
+    for (const [i, id] of ids.entries()) {
+      await writer.report('n1', [{ id, clientStatus: 'complete', clientDescription: 'done' }]);
+      assert.equal(status(), i < ids.length - 1 ? 'running' : 'dead', `after ${id} completed`);
+    }
+    // The first report lists them and remembers a1-a4 live; a1-a3 ending leaves a4: no list; a4's end lists them again.
+    assert.equal(lists, 2, 'lists of the allocations: the first report and the last');
   });
 });

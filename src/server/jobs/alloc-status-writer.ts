@@ -4,7 +4,7 @@
 // batch touched gets its status recomputed once, not once per report.
 
 import { systemClock, type Clock } from '../../lib/index.js';
-import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNetworkStatus, type CheckResult, type ServiceReport, type TaskState } from '../../structs/index.js';
+import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNetworkStatus, type CheckResult, type Job, type JobStatus, type ServiceReport, type TaskState } from '../../structs/index.js';
 import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
 import { isLive } from '../scheduler/index.js';
@@ -29,6 +29,11 @@ const CLIENT_STATUSES: readonly AllocClientStatus[] = ['pending', 'running', 'co
 /** A batch stops taking reports when the write has less room left than this (a report's rows with their task events). */
 const REPORT_MARGIN = 64 * 1024;
 
+/** Live allocations remembered per job (jobStatusAfterReports). */
+const WITNESSES = 16;
+/** Jobs whose live witnesses are remembered at most. */
+const MAX_WITNESSED_JOBS = 10_000;
+
 interface Report {
   nodeId: string;
   updates: readonly AllocationUpdate[];
@@ -50,6 +55,8 @@ export class AllocStatusWriter {
   readonly #clock: Clock;
   #queue: Report[] = [];
   #writing = false;
+  /** Per job (its row key), allocations that were live when its status was last computed: see jobStatusAfterReports. */
+  readonly #liveWitness = new Map<string, readonly string[]>();
   /** Store writes made and reports they carried, for benchmarks and tests. */
   readonly counts = { writes: 0, reports: 0 };
 
@@ -80,7 +87,7 @@ export class AllocStatusWriter {
     this.#queue = [];
     const now = this.#clock.now();
     this.#store
-      .write((txn) => applyReports(txn, batch, now))
+      .write((txn) => applyReports(txn, batch, now, this.#liveWitness))
       .then(
         ({ index, result }) => {
           this.counts.writes++;
@@ -104,7 +111,7 @@ export class AllocStatusWriter {
  * Applies reports in order inside `txn` until the write is full (at least
  * one). Returns, per report applied, undefined or the error that refused it.
  */
-function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): { outcomes: Array<Error | undefined> } {
+function applyReports(txn: WriteTxn, reports: readonly Report[], now: number, witnesses: Map<string, readonly string[]>): { outcomes: Array<Error | undefined> } {
   const outcomes: Array<Error | undefined> = [];
   /** Jobs where an allocation started or stopped being live: their status may change. */
   const jobs = new Set<string>();
@@ -142,10 +149,38 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number): {
   for (const key of jobs) {
     const job = txn.get('jobs', key);
     if (!job) continue;
-    const status = jobStatusOf(job, jobAllocations(txn, job.namespace, job.id));
+    const status = jobStatusAfterReports(txn, job, key, witnesses);
     if (status !== job.status) txn.put('jobs', { ...job, status });
   }
   return { outcomes };
+}
+
+/**
+ * jobStatusOf the job's allocations in `txn`. A job with a live allocation
+ * runs, so a few allocations found live last time (`witnesses`, by the job's
+ * key) are read first: while one of them is live the job is `running`, and no
+ * list of the job's allocations (ten thousand of them, once per write of a
+ * large job's complete reports) is needed. Otherwise the allocations are
+ * listed and new witnesses taken, spread over the list (its order is the
+ * table's hash order, unrelated to node or placement order, so one node's
+ * report seldom ends them all). The same status either way.
+ */
+function jobStatusAfterReports(txn: WriteTxn, job: Job, key: string, witnesses: Map<string, readonly string[]>): JobStatus {
+  for (const id of witnesses.get(key) ?? []) {
+    const a = txn.get('allocations', rowKey(id));
+    if (a && a.jobId === job.id && a.namespace === job.namespace && isLive(a)) return 'running';
+  }
+  const allocs = jobAllocations(txn, job.namespace, job.id);
+  const live = allocs.filter(isLive);
+  if (live.length > 0) {
+    const step = Math.max(1, Math.floor(live.length / WITNESSES));
+    const ids: string[] = [];
+    for (let i = 0; i < live.length && ids.length < WITNESSES; i += step) ids.push((live[i] as Allocation).id);
+    // A hint, not state: dropped wholesale rather than let purged jobs' entries pile up.
+    if (witnesses.size >= MAX_WITNESSED_JOBS && !witnesses.has(key)) witnesses.clear();
+    witnesses.set(key, ids);
+  } else witnesses.delete(key);
+  return jobStatusOf(job, allocs);
 }
 
 /** The fields a report may change (see applyReports). */

@@ -299,10 +299,10 @@ export class EtcdReplica {
           if (ev.type === 'Put') {
             let row: Row;
             try {
-              // A row whose part did not change this revision keeps the one it had.
+              // A row whose part did not change this revision keeps the one it had (looked up only then: a
+              // row's JSON that carries its part, or a part sent with it, needs no lookup of the old row).
               const changed = parts.get(id);
-              const before = state.rows.get(rowKey);
-              const part = field === undefined ? undefined : { field, value: () => (changed ? (changed.kv ? decodeJson(changed.kv, changed.kv.key.toString()) : undefined) : this.holdsPart(table, rowKey) ? before?.[field] : undefined) };
+              const part = field === undefined ? undefined : { field, value: () => (changed ? (changed.kv ? decodeJson(changed.kv, changed.kv.key.toString()) : undefined) : this.holdsPart(table, rowKey) ? state.rows.get(rowKey)?.[field] : undefined) };
               row = watchedRow(ev.kv, key, this.sent, part);
             } catch (err) {
               this.#logger.error({ err: describeError(err), key }, 'skipping an unreadable row');
@@ -333,7 +333,8 @@ export class EtcdReplica {
       for (const t of touched) this.tableIndexes.set(t, revision);
       this.#index = Math.max(this.#index, revision);
       this.#appendEvents(events);
-      this.blocked.wake([...touched], revision);
+      // With the revision's events: a reader scoped to a few rows sleeps through writes to others.
+      this.blocked.wake([...touched], revision, events);
     }
     this.#settleRevisionWaiters();
   }

@@ -97,12 +97,18 @@ export function tooLarge(cause: unknown, changes: number, bytes: number): StateS
  * (_etcd-row-parts.ts) when the JSON leaves `field` out. Throws STORE_CORRUPT.
  */
 export function decodeRow(kv: IKeyValue, what: string, part?: { field: string; value: () => unknown }): Row {
-  const body = decodeJson(kv, what) as Record<string, unknown>;
+  const parsed = decodeJson(kv, what);
+  // Not an object (a damaged key): a row of its own keys, as before (spread).
+  const body = (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : { ...(parsed as object) }) as Record<string, unknown>;
   if (part && !Object.hasOwn(body, part.field)) {
     const value = part.value();
     if (value !== undefined) body[part.field] = value;
   }
-  return deepFreeze({ ...body, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
+  // The parsed object is this row's own: its indexes are set on it, not on a copy (the JSON carries both
+  // keys, as the writer's guess, so they keep their place; a row without them gets them last, as a copy did).
+  body['createIndex'] = Number(kv.create_revision);
+  body['modifyIndex'] = Number(kv.mod_revision);
+  return deepFreeze(body) as Row;
 }
 
 /** A key's value as JSON. Throws STORE_CORRUPT. */

@@ -146,6 +146,34 @@ export function collect<R>(entries: Iterable<[string, unknown]>, opts: ListOptio
   return picked.map(([, r]) => r);
 }
 
+/**
+ * What JSON.parse(json) gives, where `json` is JSON.stringify(shape): the
+ * same keys in the same order with the same values, but a field whose value
+ * is the very object `current` (the row's stored version: parsed from JSON
+ * and frozen) holds under that key is taken as it is, neither parsed nor
+ * frozen again. A status report spreads the stored row and replaces a few
+ * fields: only those are read back from JSON. Without `current` (a new row),
+ * or for a key JSON.parse would treat apart (`__proto__`), the JSON is parsed.
+ */
+function parsedRow(json: string, shape: Record<string, unknown>, current: Row | undefined): Row {
+  if (!current) return JSON.parse(json) as Row;
+  const body: Record<string, unknown> = {};
+  for (const k of Object.keys(shape)) {
+    if (k === '__proto__') return JSON.parse(json) as Row;
+    const v = shape[k];
+    if (typeof v === 'string' || typeof v === 'boolean' || v === null) body[k] = v;
+    // As JSON writes numbers: -0 as 0, NaN and the infinities as null.
+    else if (typeof v === 'number') body[k] = Number.isFinite(v) ? v + 0 : null;
+    else if (typeof v === 'object' && v === current[k] && Object.isFrozen(v)) body[k] = v;
+    else {
+      // An object of its own (or what JSON leaves out: undefined, functions, symbols; toJSON applied).
+      const text = JSON.stringify(v);
+      if (text !== undefined) body[k] = JSON.parse(text) as unknown;
+    }
+  }
+  return body as Row;
+}
+
 /** What a write put or deleted so far, to go back to when a later step of it must not apply (see Txn.savepoint). */
 export interface Savepoint {
   changes: Map<string, Change>;
@@ -220,8 +248,9 @@ export class Txn extends View implements WriteTxn {
     const field = this.detached?.(table);
     const value = field === undefined ? undefined : (input as Record<string, unknown>)[field];
     if (field === undefined || value === undefined) {
-      const json = JSON.stringify({ ...input, createIndex, modifyIndex: this.writeIndex });
-      const row = deepFreeze(JSON.parse(json) as Row);
+      const shape = { ...input, createIndex, modifyIndex: this.writeIndex };
+      const json = JSON.stringify(shape);
+      const row = deepFreeze(parsedRow(json, shape, current));
       this.#set(id, { table, key, row, json, before });
       return row as unknown as TableRow<T>;
     }
@@ -229,10 +258,11 @@ export class Txn extends View implements WriteTxn {
     // object, frozen and read from JSON when it was stored) is neither serialized, parsed nor
     // compared again; the row carries it as it is.
     const { [field]: _part, ...rest } = input as Record<string, unknown>;
-    const json = JSON.stringify({ ...rest, createIndex, modifyIndex: this.writeIndex });
+    const shape = { ...rest, createIndex, modifyIndex: this.writeIndex };
+    const json = JSON.stringify(shape);
     const kept = current?.[field] === value;
     const partJson = kept ? (pending ? pending.part?.json : undefined) : JSON.stringify(value);
-    const body = JSON.parse(json) as Row;
+    const body = parsedRow(json, shape, current);
     body[field] = kept ? value : (JSON.parse(partJson as string) as unknown);
     const row = deepFreeze(body);
     this.#set(id, { table, key, row, json, before, part: { field, json: partJson } });

@@ -3,11 +3,13 @@
 // src/server/state.
 import { AbortedError } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
-import type { BlockOptions, TableName } from './state-store.js';
+import type { BlockOptions, BlockScope, StoreEvent, TableName } from './state-store.js';
 
 interface Waiter {
   tables: readonly TableName[];
   afterIndex: number;
+  /** Woken only by a write whose events touch this scope, when the store gives `wake` them (BlockOptions.scope). */
+  scope: BlockScope | undefined;
   settle: (outcome: { index: number } | { error: Error }) => void;
 }
 
@@ -46,6 +48,7 @@ export class TableWaiters {
       const waiter: Waiter = {
         tables,
         afterIndex,
+        scope: opts.scope && tables.length === 1 && tables[0] === opts.scope.table ? opts.scope : undefined,
         settle: (outcome) => {
           for (const t of tables) this.#waiters.get(t)?.delete(waiter);
           if (timer) clearTimeout(timer);
@@ -64,13 +67,35 @@ export class TableWaiters {
     });
   }
 
-  /** Wakes the readers of `touched` that wait for less than `index`. */
-  wake(touched: readonly TableName[], index: number): void {
+  /**
+   * Wakes the readers of `touched` that wait for less than `index`. With
+   * `events` (every event of the write at `index`), a scoped reader
+   * (BlockOptions.scope) whose scope none of them touches sleeps on: a
+   * thousand nodes blocked on their allocations were each woken, took a
+   * snapshot and blocked again for every write of any node's allocations.
+   */
+  wake(touched: readonly TableName[], index: number, events?: readonly StoreEvent[]): void {
     const due = new Set<Waiter>();
+    // Per scope key function, the scope values this write touched (read once for all its readers).
+    let touchedBy: Map<BlockScope['key'], Set<string | undefined>> | undefined;
+    const touches = (scope: BlockScope): boolean => {
+      touchedBy ??= new Map();
+      let values = touchedBy.get(scope.key);
+      if (!values) {
+        values = new Set();
+        for (const e of events ?? []) if (e.topic === scope.table) values.add(scope.key(e.row));
+        touchedBy.set(scope.key, values);
+      }
+      return values.has(scope.is);
+    };
     for (const t of touched) {
       const set = this.#waiters.get(t);
       if (!set) continue;
-      for (const w of set) if (index > w.afterIndex) due.add(w);
+      for (const w of set) {
+        if (index <= w.afterIndex) continue;
+        if (w.scope && events && !touches(w.scope)) continue;
+        due.add(w);
+      }
     }
     for (const w of due) w.settle({ index: this.highest(w.tables) });
   }

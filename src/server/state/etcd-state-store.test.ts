@@ -118,6 +118,32 @@ describe('the etcd state store shared by several servers', () => {
     }
   });
 
+  it("leaves a reader scoped to one node's allocations asleep through writes of other nodes' allocations, and wakes it for its own (put or delete)", async () => {
+    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/scoped' });
+    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/scoped' });
+    const nodeIdOf = (row: unknown): string | undefined => (row as Allocation | null)?.nodeId;
+    const on = (id: string, nodeId: string): RowInput<'allocations'> => ({ ...allocation(id), nodeId });
+    try {
+      const start = b.latestIndex();
+      let woken = false;
+      const n2 = b.blockUntil(['allocations'], start, { scope: { table: 'allocations', key: nodeIdOf, is: 'n2' } }).then((index) => ((woken = true), index));
+      const unscoped = b.blockUntil(['allocations'], start);
+      const other = await a.write((txn) => txn.put('allocations', on('x1', 'n1')));
+      // b applied n1's write (its unscoped reader woke); n2's reader stayed asleep.
+      assert.equal(await unscoped, other.index);
+      await new Promise((r) => setImmediate(r));
+      assert.equal(woken, false, "a write of n1's allocation does not wake n2's reader");
+      const own = await a.write((txn) => txn.put('allocations', on('x2', 'n2')));
+      assert.equal(await n2, own.index);
+      const again = b.blockUntil(['allocations'], own.index, { scope: { table: 'allocations', key: nodeIdOf, is: 'n2' } });
+      const deleted = await a.write((txn) => txn.delete('allocations', 'x2'));
+      assert.equal(await again, deleted.index, 'the delete of its allocation wakes it');
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
   it('shows the writer the rows it wrote as every other server reads them: the same fields, the revisions as indexes, frozen', async () => {
     const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/own' });
     const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/own' });

@@ -13,6 +13,7 @@ export {
   type StateReader,
   type WriteTxn,
   type BlockOptions,
+  type BlockScope,
   type StateStore,
   type StoreEvent,
 } from './state-store.js';

@@ -114,6 +114,30 @@ for (const kind of KINDS) {
       }
     });
 
+    it('stores what its JSON says for a row that spreads the stored one, keeping the parts it did not change as they are', async () => {
+      const store = await kind.open('spread');
+      try {
+        await store.write((txn) => txn.put('nodes', { ...node('s'), attributes: { 'kernel.name': 'linux' }, meta: { rack: 'r1' } }));
+        const stored = store.snapshot().get('nodes', 's')!;
+        // As a status report builds its row: the stored row spread, a few fields replaced, some of them
+        // values JSON writes otherwise (undefined left out, -0 as 0, NaN as null, a Date as its string).
+        const drivers = { exec: { detected: true, healthy: true, healthReason: '', networkModes: ['host', undefined] } };
+        const input = { ...stored, name: 'renamed', drivers, meta: undefined, nodeClass: undefined, odd: [-0, NaN], when: new Date(0) };
+        const { index, result } = await store.write((txn) => txn.put('nodes', input as unknown as RowInput<'nodes'>));
+        const expected = JSON.parse(JSON.stringify({ ...input, createIndex: stored.createIndex, modifyIndex: index })) as unknown;
+        for (const row of [result, store.snapshot().get('nodes', 's')!]) {
+          assert.deepEqual(row, expected);
+          assert.deepEqual(Object.keys(row), Object.keys(expected as object), 'the keys in JSON order');
+          assert.equal(row.resources, stored.resources, 'an unchanged object is the stored one');
+          assert.equal(row.attributes, stored.attributes);
+          assert.notEqual(row.drivers, drivers, 'a new object is a copy');
+          assert.ok(Object.isFrozen(row) && Object.isFrozen(row.drivers['exec']?.networkModes));
+        }
+      } finally {
+        store.close();
+      }
+    });
+
     it('applies nothing when the write function throws, and refuses async and nested writes', async () => {
       const store = await kind.open('atomic');
       try {

@@ -159,6 +159,22 @@ export interface BlockOptions {
   signal?: AbortSignal;
   /** Resolve with the current index after this long. Default: wait until signalled. */
   timeoutMs?: number;
+  /**
+   * A hint for a reader of a few rows of one table (a node's allocations):
+   * once blocked, it need not be woken by a write that puts or deletes no row
+   * of `table` whose `key(row)` is `is` (for a delete, the row deleted). The
+   * store may honour it (the etcd store does; SQLite wakes on every write to
+   * the table), so the reader still checks what changed when woken. Ignored
+   * when `tables` is not `[table]`.
+   */
+  scope?: BlockScope;
+}
+
+/** See BlockOptions.scope. `key` should be one function shared by the readers of a kind: the store reads each write's rows once per function. */
+export interface BlockScope {
+  table: DataTable;
+  key: (row: unknown) => string | undefined;
+  is: string;
 }
 
 /** How a write may be committed. */
