@@ -94,6 +94,8 @@ export function registerAllocExecRoute(app: FastifyInstance, deps: ClientRoutesD
       method: 'GET',
       url: '/v1/client/allocation/:id/exec',
       config: { access: 'write', wsHandshake: true },
+      // fastify's HEAD route for it, which never upgrades (the API's GET routes answer HEAD themselves).
+      exposeHeadRoute: true,
       // A plain GET (no Upgrade): Nomad answers 400 with gorilla's reason; @fastify/websocket's default is an empty 404.
       handler: async () => {
         throw new ClientRouteError(400, 'INVALID', "websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header (exec runs over a WebSocket)");

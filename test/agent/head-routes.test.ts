@@ -111,4 +111,17 @@ describe('HEAD on a dev agent', () => {
       assert.equal(uiHead.headers['content-type'], uiGet.headers['content-type']);
     }
   });
+
+  it('a WebSocket route: HEAD never upgrades; it answers as the route does without an Upgrade (exec 400, node connect empty 404)', async () => {
+    const exec = await call(agent.addr, 'HEAD', '/v1/client/allocation/no-such-alloc/exec', agent.token);
+    assert.equal(exec.status, 400);
+    assert.equal(exec.headers['x-berth-error-code'], 'INVALID');
+    assert.equal(exec.body.length, 0);
+    const execGet = await call(agent.addr, 'GET', '/v1/client/allocation/no-such-alloc/exec', agent.token);
+    assert.equal(exec.headers['content-length'], String(execGet.body.length));
+    const connect = await call(agent.addr, 'HEAD', '/v1/node/connect', agent.token);
+    assert.equal(connect.status, 404);
+    assert.equal(connect.headers['content-length'], '0');
+    assert.equal(connect.body.length, 0);
+  });
 });

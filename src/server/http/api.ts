@@ -15,6 +15,7 @@ import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
 import { errorAnswer, relayedBy } from './api-workers/index.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerAgentRoutes } from './agent-routes.js';
+import { answerHeadWithGet } from './head-twins.js';
 import { registerAllocRoutes } from './alloc-routes.js';
 import { registerClientForwarding } from './client-forward.js';
 import { registerClusterRoutes } from './cluster-routes.js';
@@ -74,7 +75,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const log = deps.logger.child({ component: 'http' });
   const tokens = new TokenTable(deps.tokens);
   const bodyLimit = deps.bodyLimit ?? MAX_REQUEST_BODY_BYTES;
-  const app = Fastify({ logger: false, bodyLimit, return503OnClosing: true, schemaController: NO_SCHEMA_COMPILERS });
+  // HEAD routes: one route for GET and HEAD, not fastify's twin for each GET (head-twins.ts).
+  const app = Fastify({ logger: false, bodyLimit, return503OnClosing: true, exposeHeadRoutes: false, schemaController: NO_SCHEMA_COMPILERS });
+  answerHeadWithGet(app);
   // JSON bodies nested deeper than MAX_NESTING_DEPTH are refused with the
   // place, before parsing (the validators and the store's serializer recurse).
   // The default parser still refuses `__proto__` and `constructor.prototype` keys.

@@ -267,5 +267,7 @@ export function registerClientForwarding(app: FastifyInstance, ctx: RouteContext
       throw new ApiError('INVALID', "websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header (exec runs over a WebSocket)");
     },
     wsHandler: (socket, req) => relayExec(ctx.deps, socket, req),
+    // fastify's HEAD route for it, which never upgrades (head-twins.ts).
+    exposeHeadRoute: true,
   });
 }

@@ -85,7 +85,7 @@ export function registerNodeRoutes(app: FastifyInstance, ctx: RouteContext): voi
   registerNodeAllocRoutes(app, { deps, signalOf });
 
   // The node connection: server-to-node calls travel over a socket the agent opened.
-  app.get<{ Querystring: Query }>('/v1/node/connect', { config: { access: 'node' }, websocket: true }, (socket: WebSocket, req) => {
+  app.get<{ Querystring: Query }>('/v1/node/connect', { config: { access: 'node' }, websocket: true, exposeHeadRoute: true }, (socket: WebSocket, req) => {
     const nodeId = req.query['nodeId'];
     if (!nodeId || !store.snapshot().get('nodes', rowKey(nodeId))) {
       socket.close(4404, 'unknown node: register first');
