@@ -143,8 +143,9 @@ export interface HostPlace {
 }
 
 /**
- * The shared executors of one driver. Not safe across agents: each driver
- * keeps its own in its own directory. Executors outlive the agent; a new
+ * A set of shared executors, of one driver or of several (createDrivers
+ * gives raw_exec and exec one: a task's config says how it runs). Not safe
+ * across agents: each agent keeps its own in its own directory. Executors outlive the agent; a new
  * agent adopts the ones its recovered tasks run on (adopt()).
  */
 export class ExecutorHosts {

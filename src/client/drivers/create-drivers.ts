@@ -4,6 +4,8 @@ import type { Clock, Logger } from '../../lib/index.js';
 import { detectCgroups, type Cgroups } from '../cgroups/index.js';
 import { DockerDriver } from './docker/index.js';
 import { ExecDriver } from './exec-driver.js';
+import { ExecutorHosts } from './_executor-hosts.js';
+import { EXECUTOR_PATH } from './executor-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskConfig, TaskDriver } from './task-driver.js';
 
@@ -23,7 +25,7 @@ export function createDrivers(opts: {
   afterTaskStarted?: (cfg: TaskConfig) => void;
   /** Tasks per executor process (ExecutorDriverOptions.tasksPerExecutor); default 1, each task its own. */
   tasksPerExecutor?: number;
-  /** Keep a spare shared executor per driver in use (ExecutorDriverOptions.spareExecutor). */
+  /** Keep a spare shared executor, one for raw_exec and exec (ExecutorDriverOptions.spareExecutor). */
   spareExecutor?: boolean;
   /** The agent's `plugin "docker" { config {} }`; a wrong one throws DriverError naming the field. */
   dockerConfig?: Record<string, unknown>;
@@ -38,12 +40,19 @@ export function createDrivers(opts: {
     if (cgroups) log?.info({ version: cgroups.version, controllers: cgroups.controllers }, 'task cgroups enabled');
     else log?.warn('no usable cgroups: task resources are not enforced, stop kills by process group only, and jobs with memory_enforced are not placed here');
   }
+  // One set of shared executors for raw_exec and exec: an executor runs a task as its config says
+  // (mode, isolation, cgroup, user, its own cwd), whichever driver asked, so one spare serves the first
+  // task of either, and an agent's start spawns one Node process for them, not one a driver.
+  const tasksPerExecutor = opts.tasksPerExecutor ?? 1;
+  const executorHosts =
+    tasksPerExecutor > 1
+      ? new ExecutorHosts({ executorPath: EXECUTOR_PATH, dir: join(opts.stateDir, 'executors'), tasksPerExecutor, idleExitMs: 0, spare: opts.spareExecutor ?? false })
+      : undefined;
   const common = {
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.afterTaskStarted ? { afterTaskStarted: opts.afterTaskStarted } : {}),
-    ...(opts.tasksPerExecutor ? { tasksPerExecutor: opts.tasksPerExecutor } : {}),
-    ...(opts.spareExecutor ? { spareExecutor: true } : {}),
+    ...(executorHosts ? { executorHosts } : {}),
     cgroups,
   };
   return new Map<string, TaskDriver>([

@@ -69,6 +69,12 @@ export interface ExecutorDriverOptions {
   sharedExecutorIdleMs?: number;
   /** Shared executors only: keep one with room started ahead of need, from the first fingerprint on (the agent's drivers do). */
   spareExecutor?: boolean;
+  /**
+   * Shared executors kept by the caller for several drivers (createDrivers: raw_exec's and exec's);
+   * `tasksPerExecutor`, `sharedExecutorIdleMs` and `spareExecutor` are then its own. The first of its
+   * drivers to shut down closes it (its spares end; tasks keep running).
+   */
+  executorHosts?: ExecutorHosts;
 }
 
 interface TaskRecord {
@@ -95,7 +101,9 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   constructor(opts: ExecutorDriverOptions) {
     this.#stateDir = opts.stateDir;
-    if ((opts.tasksPerExecutor ?? 1) > 1) {
+    if (opts.executorHosts) {
+      this.#hosts = opts.executorHosts;
+    } else if ((opts.tasksPerExecutor ?? 1) > 1) {
       this.#hosts = new ExecutorHosts({
         executorPath: EXECUTOR_PATH,
         dir: opts.stateDir,

@@ -7,9 +7,11 @@
 
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { readTaskLogs } from '../logs/index.js';
 import { DriverHarness, eventually, running } from '../../../test/support/client-drivers.js';
+import { createDrivers } from './create-drivers.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 
 const LOOP = (name: string): string => `i=0; while :; do echo ${name}-$i; i=$((i+1)); sleep 0.05; done`;
@@ -83,5 +85,34 @@ describe('a spare shared executor', () => {
     const before = await lines();
     await eventually('task d logging with no agent', async () => (await lines()) > before + 2);
     assert.ok(running(handle.executorPid) && running(handle.taskPid), 'the task and the executor it started on outlive the agent');
+  });
+
+  it("an agent's raw_exec and exec share one spare: one executor before any task, and a task of each runs on it", async () => {
+    const stateDir = `${h.stateDir}-both`;
+    const drivers = createDrivers({ stateDir, tasksPerExecutor: 4, spareExecutor: true, cgroups: null });
+    const raw = drivers.get('raw_exec')!;
+    const exec = drivers.get('exec')!;
+    h.drivers.push(raw, exec);
+    const [rawInfo, execInfo] = [await raw.fingerprint(), await exec.fingerprint()];
+    assert.ok(rawInfo.healthy && execInfo.healthy, `both drivers healthy here (raw_exec: ${rawInfo.healthReason}, exec: ${execInfo.healthReason})`);
+    const [spare] = await settled(join(stateDir, 'executors'), 1);
+    assert.deepEqual([...executorsIn(join(stateDir, 'raw_exec')), ...executorsIn(join(stateDir, 'exec'))], [], 'no spare of either driver of its own');
+
+    const a = await h.start(raw, h.config('r', LOOP('r')));
+    const b = await h.start(exec, h.config('e', LOOP('e')));
+    assert.equal(a.executorPid, spare, 'the raw_exec task runs on the spare');
+    assert.equal(b.executorPid, spare, 'the exec task runs on the same executor');
+    for (const t of ['r', 'e']) await eventually(`task ${t} logging`, async () => (await readTaskLogs({ dir: h.logDir, taskName: t, stream: 'stdout' })).includes(`${t}-2`));
+    for (const [d, x] of [[raw, a], [exec, b]] as const) {
+      await d.stopTask(x.taskId, { timeoutMs: 1000, signal: 'SIGKILL' });
+      await d.destroyTask(x.taskId);
+    }
+    const [left] = await eventually('the used executor gone and one spare left', () => {
+      const found = executorsIn(join(stateDir, 'executors'));
+      return found.length === 1 && found[0] !== spare ? found : undefined;
+    });
+    await raw.shutdown();
+    await exec.shutdown();
+    await eventually('the spare gone with the drivers', () => !running(left!));
   });
 });
