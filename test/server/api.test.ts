@@ -298,3 +298,25 @@ describe('HTTP API logs', () => {
     }
   });
 });
+
+describe('HTTP API: stopping with blocked reads', () => {
+  // Without the abort the stop waits out the reads' five minutes: the timeout fails it first.
+  it('answers every blocked read at once when the server stops, however many wait', { timeout: 60_000 }, async () => {
+    const s = await startServer();
+    let stopped = false;
+    try {
+      const index = Number((await s.call('GET', '/v1/evaluations')).headers.get('x-nomad-index'));
+      // Blocked reads of several kinds, each waiting far longer than the test may run.
+      const paths = Array.from({ length: 20 }, (_, i) => (i % 2 ? `/v1/evaluations?index=${index}&wait=5m` : `/v1/jobs?index=${index}&wait=5m`));
+      const reads = paths.map((p) => s.call('GET', p).then((r) => r.status, () => 'closed'));
+      // Each is blocked before the stop: a write after it would answer it.
+      await s.call('GET', `/v1/evaluations?index=${index}&wait=50ms`);
+      await s.close();
+      stopped = true;
+      // Ended, not left to run out their five minutes (the stop waits for requests in flight).
+      assert.equal((await Promise.all(reads)).length, paths.length);
+    } finally {
+      if (!stopped) await s.close();
+    }
+  });
+});

@@ -200,15 +200,23 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     return sendError(req, reply, 404, { code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}`, details: {} });
   });
 
+  // The requests in flight, aborted when the server closes: one listener on `closing` for all of them.
+  // A listener each made every request's add and remove walk the signal's list of listeners (EventTarget
+  // looks for a duplicate), a thousand nodes' blocked reads long: some 0.35 s of a leader's CPU while a
+  // 10,000-allocation job ran.
+  const abortable = new Set<AbortController>();
+  closing.signal.addEventListener('abort', () => {
+    for (const ac of abortable) ac.abort(closing.signal.reason);
+    abortable.clear();
+  }, { once: true });
   const ctx: RouteContext = {
     deps,
     signalOf(_req, reply) {
       const ac = new AbortController();
-      const onClosing = (): void => ac.abort(closing.signal.reason);
-      if (closing.signal.aborted) onClosing();
-      else closing.signal.addEventListener('abort', onClosing, { once: true });
+      if (closing.signal.aborted) ac.abort(closing.signal.reason);
+      else abortable.add(ac);
       reply.raw.once('close', () => {
-        closing.signal.removeEventListener('abort', onClosing);
+        abortable.delete(ac);
         if (!reply.raw.writableFinished) ac.abort(new Error('client went away'));
       });
       return ac.signal;

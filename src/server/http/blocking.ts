@@ -6,6 +6,7 @@
 import { durationMs } from '../../structs/index.js';
 import type { DataTable, StateReader, StateStore, TableName } from '../state/index.js';
 import { ApiError } from './api-error.js';
+import { TouchedKeys } from './touched-keys.js';
 
 /** Default and longest wait of a blocking query. */
 export const DEFAULT_WAIT_MS = 5 * 60_000;
@@ -89,37 +90,23 @@ export async function blockingReadOf<T>(
       // The scope lets a store that can (etcd) leave this reader asleep through writes to other rows.
       const at = await store.blockUntil([table], seen, { signal, timeoutMs: remaining, scope: { table, key: scope.key, is: scope.is } });
       if (at <= seen) break;
-      const snap = store.snapshot();
-      const oldest = snap.oldestEventIndex;
-      const covered = oldest > 0 && oldest <= seen + 1;
-      if (!covered || touchedKeys(store, snap, table, scope.key, seen).has(scope.is)) break;
+      // Touched, or the history no longer reaches back to `seen` (then no one can say): read again.
+      if (touchedKeysOf(store, table, scope.key).touchedAfter(store.snapshot(), seen, scope.is)) break;
       seen = at;
     }
   }
   return blockingRead(store, [table], { waitMs: 0 }, signal, read);
 }
 
-/** Per store, the keys the writes after an index touched, up to the table's index: shared by the readers one write woke. */
-const touchedAt = new WeakMap<StateStore, { table: DataTable; key: RowScope['key']; index: number; after: Map<number, Set<string | undefined>> }>();
+/** Per store, table and key function, the last write under each scope key (touched-keys.ts): shared by every reader. */
+const touchedOf = new WeakMap<StateStore, Map<DataTable, WeakMap<RowScope['key'], TouchedKeys>>>();
 
-/**
- * The scope keys of the rows of `table` that the writes in (`after`,
- * snap.index] put or deleted: one pass over those events for the hundreds of
- * readers (a thousand nodes' watches) that one write wakes, instead of one
- * pass each. Kept while the table's index stays (writes to other tables, such
- * as heartbeats, add none of its events).
- */
-function touchedKeys(store: StateStore, snap: StateReader, table: DataTable, key: RowScope['key'], after: number): Set<string | undefined> {
-  let cached = touchedAt.get(store);
-  const index = snap.tableIndex(table);
-  if (!cached || cached.index !== index || cached.table !== table || cached.key !== key) {
-    touchedAt.set(store, (cached = { table, key, index, after: new Map() }));
-  }
-  let keys = cached.after.get(after);
-  if (!keys) {
-    keys = new Set();
-    for (const e of snap.events(after, { topics: [table] })) keys.add(key(e.row));
-    cached.after.set(after, keys);
-  }
-  return keys;
+function touchedKeysOf(store: StateStore, table: DataTable, key: RowScope['key']): TouchedKeys {
+  let tables = touchedOf.get(store);
+  if (!tables) touchedOf.set(store, (tables = new Map()));
+  let keys = tables.get(table);
+  if (!keys) tables.set(table, (keys = new WeakMap()));
+  let touched = keys.get(key);
+  if (!touched) keys.set(key, (touched = new TouchedKeys(table, key)));
+  return touched;
 }
