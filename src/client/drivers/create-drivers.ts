@@ -4,8 +4,7 @@ import type { Clock, Logger } from '../../lib/index.js';
 import { detectCgroups, type Cgroups } from '../cgroups/index.js';
 import { DockerDriver } from './docker/index.js';
 import { ExecDriver } from './exec-driver.js';
-import { ExecutorHosts } from './_executor-hosts.js';
-import { EXECUTOR_PATH } from './executor-driver.js';
+import { sharedExecutorHosts } from './executor-driver.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskConfig, TaskDriver } from './task-driver.js';
 
@@ -43,11 +42,7 @@ export function createDrivers(opts: {
   // One set of shared executors for raw_exec and exec: an executor runs a task as its config says
   // (mode, isolation, cgroup, user, its own cwd), whichever driver asked, so one spare serves the first
   // task of either, and an agent's start spawns one Node process for them, not one a driver.
-  const tasksPerExecutor = opts.tasksPerExecutor ?? 1;
-  const executorHosts =
-    tasksPerExecutor > 1
-      ? new ExecutorHosts({ executorPath: EXECUTOR_PATH, dir: join(opts.stateDir, 'executors'), tasksPerExecutor, idleExitMs: 0, spare: opts.spareExecutor ?? false })
-      : undefined;
+  const executorHosts = sharedExecutorHosts(join(opts.stateDir, 'executors'), opts);
   const common = {
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),

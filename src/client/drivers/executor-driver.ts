@@ -46,6 +46,19 @@ const MAX_SOCKET_PATH = 107;
 
 export { isRoot, missingTools } from './_host.js';
 
+/**
+ * The shared executors for `tasksPerExecutor` above 1, in `dir` (undefined: each task its own
+ * executor). A driver makes its own; createDrivers makes one for raw_exec and exec together.
+ */
+export function sharedExecutorHosts(
+  dir: string,
+  opts: Pick<ExecutorDriverOptions, 'tasksPerExecutor' | 'sharedExecutorIdleMs' | 'spareExecutor'>,
+): ExecutorHosts | undefined {
+  const tasksPerExecutor = opts.tasksPerExecutor ?? 1;
+  if (tasksPerExecutor <= 1) return undefined;
+  return new ExecutorHosts({ executorPath: EXECUTOR_PATH, dir, tasksPerExecutor, idleExitMs: opts.sharedExecutorIdleMs ?? 0, spare: opts.spareExecutor ?? false });
+}
+
 export interface ExecutorDriverOptions {
   /** Where per-task executor state (control socket, exit.json) lives; short, since socket paths are limited. */
   stateDir: string;
@@ -101,17 +114,7 @@ export abstract class ExecutorDriver implements TaskDriver {
 
   constructor(opts: ExecutorDriverOptions) {
     this.#stateDir = opts.stateDir;
-    if (opts.executorHosts) {
-      this.#hosts = opts.executorHosts;
-    } else if ((opts.tasksPerExecutor ?? 1) > 1) {
-      this.#hosts = new ExecutorHosts({
-        executorPath: EXECUTOR_PATH,
-        dir: opts.stateDir,
-        tasksPerExecutor: opts.tasksPerExecutor ?? 1,
-        idleExitMs: opts.sharedExecutorIdleMs ?? 0,
-        spare: opts.spareExecutor ?? false,
-      });
-    }
+    this.#hosts = opts.executorHosts ?? sharedExecutorHosts(opts.stateDir, opts);
     this.#afterTaskStarted = opts.afterTaskStarted;
     this.#cgroups = opts.cgroups ?? null;
     this.#clock = opts.clock ?? systemClock;

@@ -44,11 +44,16 @@ export class TouchedKeys {
     const index = snap.tableIndex(this.table);
     if (index < this.#index) {
       // A snapshot older than the map (not one a woken reader takes): read its events as they are.
-      return snap.events(after, { topics: [this.table] }).some((e) => this.key(e.row) === is);
+      return this.#scan(snap, after, is);
     }
     if (index > this.#index) this.#catchUp(snap, index);
-    if (this.#from > after + 1) return snap.events(after, { topics: [this.table] }).some((e) => this.key(e.row) === is);
+    if (this.#from > after + 1) return this.#scan(snap, after, is);
     return (this.#last.get(is) ?? 0) > after;
+  }
+
+  /** The answer read from the snapshot's events after `after`, without the map. */
+  #scan(snap: StateReader, after: number, is: string): boolean {
+    return snap.events(after, { topics: [this.table] }).some((e) => this.key(e.row) === is);
   }
 
   #catchUp(snap: StateReader, index: number): void {
