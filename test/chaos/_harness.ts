@@ -42,7 +42,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Allocation, AllocationListStub, CSIPlugin, CSIVolume, Deployment } from '../../src/api/index.js';
+import type { AllocCheckStatuses, Allocation, AllocationListStub, CSIPlugin, CSIVolume, Deployment } from '../../src/api/index.js';
 import { mountsUnder, type AgentRun, type BerthResult } from '../support/agent-run.js';
 import { eventually } from '../support/eventually.js';
 import { alive, checkLines, scanProcesses } from './_checks.js';
@@ -194,17 +194,29 @@ function unhealthyEvents(a: AllocationListStub): string {
     .join('\n');
 }
 
+/** A live allocation whose deployment health is undecided: its service checks and last task events, what its verdict waits on. */
+async function undecidedDetail(cluster: Cluster, a: AllocationListStub): Promise<string> {
+  const checks = (await cluster.get<AllocCheckStatuses>(`/v1/allocation/${a.ID}/checks`)) ?? {};
+  const rows = Object.values(checks).map((c) => `        check ${c.Service}/${c.Check}: ${c.Status} at ${new Date(c.Timestamp * 1000).toISOString().slice(11, 19)}: ${c.Output.slice(0, 200)}`);
+  return [...(rows.length ? rows : ['        no check results reported']), unhealthyEvents(a)].join('\n');
+}
+
 /** What a wedged cluster looks like: its allocations and its plugin, for the report. */
 async function describeState(cluster: Cluster): Promise<string> {
   try {
     const allocs = (await cluster.get<AllocationListStub[]>('/v1/allocations')) ?? [];
     const plugin = await cluster.get<CSIPlugin>('/v1/plugin/csi/hostpath');
-    const rows = allocs.map(
-      (a) =>
-        `      alloc ${a.ID.slice(0, 8)} ${a.JobID} v${a.JobVersion} desired ${a.DesiredStatus} client ${a.ClientStatus} (${a.ClientDescription})${a.DeploymentStatus ? `; healthy ${String(a.DeploymentStatus.Healthy)}` : ''}; tasks ${Object.entries(a.TaskStates ?? {})
+    const rows: string[] = [];
+    for (const a of allocs) {
+      const health = a.DeploymentStatus?.Healthy;
+      const undecided = a.DeploymentStatus && health == null && a.DesiredStatus === 'run' && a.ClientStatus === 'running';
+      const detail = health === false ? `\n${unhealthyEvents(a)}` : undecided ? `\n${await undecidedDetail(cluster, a)}` : '';
+      rows.push(
+        `      alloc ${a.ID.slice(0, 8)} ${a.JobID} v${a.JobVersion} desired ${a.DesiredStatus} client ${a.ClientStatus} (${a.ClientDescription})${a.DeploymentStatus ? `; healthy ${String(health)}` : ''}; tasks ${Object.entries(a.TaskStates ?? {})
           .map(([n, t]) => `${n}=${t.State}${t.Events?.length ? ` last "${t.Events.at(-1)?.DisplayMessage ?? ''}"` : ''}`)
-          .join(', ')}${a.DeploymentStatus?.Healthy === false ? `\n${unhealthyEvents(a)}` : ''}`,
-    );
+          .join(', ')}${detail}`,
+      );
+    }
     const deployments = (await cluster.get<Deployment[]>('/v1/deployments')) ?? [];
     const deploymentRows = deployments.map((d) => `      deployment ${d.ID.slice(0, 8)} ${d.JobID} v${d.JobVersion} ${d.Status} (${d.StatusDescription}); ${Object.entries(d.TaskGroups ?? {}).map(([g, s]) => `${g}: placed ${s.PlacedAllocs}, healthy ${s.HealthyAllocs}, unhealthy ${s.UnhealthyAllocs}, desired ${s.DesiredTotal}`).join('; ')}`);
     return [`      plugin hostpath: controllers ${plugin?.ControllersHealthy ?? '?'} healthy, nodes ${plugin?.NodesHealthy ?? '?'} healthy`, ...rows, ...deploymentRows].join('\n');
