@@ -43,6 +43,8 @@ import { buildUi } from '../ui/build.mjs';
 import { CJS_WRAPPER, CJS_WRAPPER_END } from '../src/warm-start/cjs-wrapper.mjs';
 // Edits to a few bundled packages that change when work is done, not what is done (the agent's start).
 import { dependencyPatches } from './dependency-patches.mjs';
+// Text left out of the bundles where it cannot run (what the agent reads at each start).
+import { agentCommandOnly, zodLocalesEnglishOnly } from './bundle-trims.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = `${root}dist`;
@@ -66,6 +68,7 @@ const next = `${root}dist.next-${process.pid}`;
 rmSync(next, { recursive: true, force: true });
 mkdirSync(next, { recursive: true });
 const mainPatches = dependencyPatches();
+const mainZod = zodLocalesEnglishOnly();
 const result = await build({
   absWorkingDir: root,
   // The API's front worker threads load their own entry (src/server/http/api-workers/pool.ts finds it as ./api-worker.js).
@@ -90,14 +93,17 @@ const result = await build({
   // Bundled CommonJS packages (grpc-js, fastify, ...) call require().
   banner: { js: "import { createRequire as __berthCreateRequire } from 'node:module'; const require = __berthCreateRequire(import.meta.url);" },
   metafile: process.argv.includes('--metafile'),
-  plugins: [mainPatches.plugin],
+  plugins: [mainPatches.plugin, mainZod.plugin],
   logLevel: 'warning',
 });
 mainPatches.checkApplied();
+mainZod.checkApplied();
 // The agent's one-file CommonJS bundle (see above). Same sources and options, but: import.meta.url is the
 // bundle's own file URL (it sits in dist/ beside the chunks, so paths found from it are the same), and
 // import() of a package left in node_modules becomes require() (a vm.Script has no ES module loader).
 const bundlePatches = dependencyPatches();
+const bundleZod = zodLocalesEnglishOnly();
+const bundleAgentOnly = agentCommandOnly();
 const agentBundle = await build({
   absWorkingDir: root,
   entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
@@ -124,10 +130,12 @@ const agentBundle = await build({
   // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
   legalComments: 'linked',
   metafile: true,
-  plugins: [bundlePatches.plugin],
+  plugins: [bundlePatches.plugin, bundleZod.plugin, bundleAgentOnly.plugin],
   logLevel: 'warning',
 });
 bundlePatches.checkApplied();
+bundleZod.checkApplied();
+bundleAgentOnly.checkApplied();
 const bundleFile = Object.keys(agentBundle.metafile.outputs).find((f) => f.endsWith('.cjs'));
 if (!bundleFile) throw new Error('build: the agent bundle is missing');
 // The loader reads an ASCII bundle as Latin-1 (a copy of the bytes), several times cheaper than decoding UTF-8;

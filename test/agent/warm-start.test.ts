@@ -86,7 +86,7 @@ describe('berth agent through its code cache', () => {
     writeFileSync(file, bytes.subarray(0, bytes.length >> 1));
     const { warm } = await startAndRunJob({}, { waitForCache: true });
     assert.equal(warm['path'], 'compiled');
-    assert.match(String(warm['reason']), /checksum mismatch/);
+    assert.match(String(warm['reason']), /mismatch \(torn or corrupt\)/);
     assert.equal((await startAndRunJob()).warm['path'], 'code-cache');
   });
 

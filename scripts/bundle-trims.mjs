@@ -1,0 +1,74 @@
+// Code the build leaves out of what an agent reads at each start (issue 40):
+// V8 is handed the agent bundle's whole text (dist/agent-bundle-<hash>.cjs,
+// src/warm-start/) at every `berth agent`, and reading, copying and touching
+// it costs CPU in proportion to its size (~12 ms a megabyte on the reference
+// machine), whether or not a part of it ever runs. Each trim below leaves
+// out text that cannot run in the build it is applied to, and fails the build
+// when what it expects to trim is no longer there (a stale trim), as
+// scripts/dependency-patches.mjs does for its edits.
+//
+//   - zodLocalesEnglishOnly: zod's `z.locales` namespace bundles its ~60
+//     locales (~300 KB); Berth never reads it (only zod's default, English,
+//     which zod's schemas import directly). `z.locales` keeps `en` alone.
+//   - agentCommandOnly (the agent bundle only): bin/berth.js runs the bundle
+//     for `berth agent` alone, every other command from the ES modules; the
+//     bundle's table of commands (src/cli/program.ts) keeps them listed, but
+//     their modules (~300 KB: the other commands, the hostpath CSI plugin)
+//     are left out: importing one from the bundle rejects, saying so.
+
+import path from 'node:path';
+
+const ZOD_LOCALES_IMPORTERS = /[\\/]node_modules[\\/]zod[\\/]v4[\\/](classic[\\/]external|core[\\/]index)\.js$/;
+
+/** An esbuild plugin: zod's locales namespace holds English alone. `checkApplied()` fails a build in which it trimmed nothing. */
+export function zodLocalesEnglishOnly() {
+  let trimmed = 0;
+  return {
+    checkApplied() {
+      if (!trimmed) throw new Error('bundle trim zodLocalesEnglishOnly: no zod locales import was seen; zod changed: update scripts/bundle-trims.mjs');
+    },
+    plugin: {
+      name: 'berth-zod-locales-english-only',
+      setup(build) {
+        build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) => {
+          if (!ZOD_LOCALES_IMPORTERS.test(args.importer)) return undefined;
+          trimmed++;
+          return { path: path.join(path.dirname(args.importer), '..', 'locales', 'index.js'), namespace: 'berth-zod-locales' };
+        });
+        build.onLoad({ filter: /.*/, namespace: 'berth-zod-locales' }, (args) => ({
+          contents: 'export { default as en } from "./en.js";\n',
+          resolveDir: path.dirname(args.path),
+          loader: 'js',
+        }));
+      },
+    },
+  };
+}
+
+/**
+ * An esbuild plugin for the agent bundle: the dynamic imports of src/cli/program.ts other than the agent
+ * command's resolve to a module that throws. `checkApplied()` fails a build that left none out.
+ */
+export function agentCommandOnly() {
+  const left = [];
+  return {
+    left,
+    checkApplied() {
+      if (!left.length) throw new Error('bundle trim agentCommandOnly: src/cli/program.ts imported no command module; update scripts/bundle-trims.mjs');
+    },
+    plugin: {
+      name: 'berth-agent-command-only',
+      setup(build) {
+        build.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) => {
+          if (args.kind !== 'dynamic-import' || !/[\\/]src[\\/]cli[\\/]program\.ts$/.test(args.importer) || args.path === './agent-command.js') return undefined;
+          left.push(args.path);
+          return { path: args.path, namespace: 'berth-not-in-agent-bundle' };
+        });
+        build.onLoad({ filter: /.*/, namespace: 'berth-not-in-agent-bundle' }, (args) => ({
+          contents: `throw new Error(${JSON.stringify(`src/cli/${args.path.slice(2, -3)}.ts is not in the agent bundle, which runs \`berth agent\` alone (bin/berth.js runs other commands from dist/main.js)`)});\n`,
+          loader: 'js',
+        }));
+      },
+    },
+  };
+}
