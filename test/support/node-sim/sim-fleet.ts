@@ -5,6 +5,7 @@
 
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import type { Logger } from '../../../src/lib/index.js';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { SimNode, type SimRecorder } from './sim-node.js';
 
@@ -159,6 +160,9 @@ export class SimFleet {
   }
 
   /** What the nodes' allocation watches received so far, summed: reads, pulls, allocations, jobs, and every answer's bytes. */
+  /** Resolves at once: this fleet's counts are read live (a threaded fleet's mirror waits for its threads). */
+  async fresh(_signal?: AbortSignal): Promise<void> {}
+
   syncCounts(): { reads: number; pulls: number; allocations: number; jobs: number; answers: number; bytes: number } {
     const sum = { reads: 0, pulls: 0, allocations: 0, jobs: 0, answers: 0, bytes: 0 };
     for (const n of this.nodes) {
@@ -174,10 +178,10 @@ export class SimFleet {
     return sum;
   }
 
-  /** This thread's event-loop idle and active time (ms) so far: the simulator's own load, beside every figure. */
-  loopTotals(): Array<{ idle: number; active: number; delays: readonly number[] }> {
+  /** This thread's event-loop idle and active time (ms) so far, and its time waiting for a CPU: the simulator's own load, beside every figure. */
+  loopTotals(): Array<{ idle: number; active: number; cpuWaitMs: number; delays: readonly number[] }> {
     const { idle, active } = performance.eventLoopUtilization();
-    return [{ idle, active, delays: [] }];
+    return [{ idle, active, cpuWaitMs: threadCpuWaitMs(), delays: [] }];
   }
 
   /** Allocations started more than once (by one node or by several): what must never happen. */
@@ -205,4 +209,17 @@ export function push(map: Map<string, string[]>, key: string, value: string): vo
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);
+}
+
+/**
+ * How long the calling thread has been runnable but not running so far (ms),
+ * from Linux's /proc/thread-self/schedstat; 0 where there is none. A round
+ * trip timed by a thread that waited for a CPU includes that wait.
+ */
+export function threadCpuWaitMs(): number {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6 || 0;
+  } catch {
+    return 0;
+  }
 }
