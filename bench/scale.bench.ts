@@ -225,7 +225,11 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   // The simulator threads' own event-loop delay over the window (each thread's longest in each 100 ms; 5 ms resolution, included).
   const simDelays = c.fleet.loopTotals().flatMap((l, i) => l.delays.slice(loop0[i]?.delays.length ?? 0)).sort((a, b) => a - b);
   out['simulatorLoopDelayMs'] = { windows: simDelays.length, p50: round(percentile(simDelays, 50), 1), p99: round(percentile(simDelays, 99), 1), max: round(simDelays.at(-1) ?? 0, 1), over50: simDelays.filter((d) => d > 50).length };
-  const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
+  const taken = c.fleet.takeHeartbeats();
+  const hb = [...taken.ms].sort((a, b) => a - b);
+  // The same round trips less the CPU wait of the simulator thread that timed each: a floor of the cluster's part (an answer may have come in after the wait).
+  const hbLessSim = taken.ms.map((ms, i) => Math.max(0, ms - (taken.simWaitMs[i] ?? 0))).sort((a, b) => a - b);
+  const simWaited = [...taken.simWaitMs].sort((a, b) => a - b);
   const prom = await promText(c, leader);
   const reclaims = await Promise.all(c.processes.servers.map(async (s, i) => (await reclaimsOf(c, s)) - (reclaims0[i] ?? 0)));
   const ms = (x: number): number => round(x * 1000, 2);
@@ -247,6 +251,8 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   out['memoryReclaimsAtRest'] = reclaims;
   out['heartbeatP50Ms'] = round(percentile(hb, 50));
   out['heartbeatP99Ms'] = round(percentile(hb, 99));
+  out['heartbeatLessSimWaitMs'] = { p50: round(percentile(hbLessSim, 50)), p99: round(percentile(hbLessSim, 99)) };
+  out['simThreadWaitInHeartbeatMs'] = { p50: round(percentile(simWaited, 50)), p99: round(percentile(simWaited, 99)), max: round(simWaited.at(-1) ?? 0) };
   out['heartbeatsPerS'] = round(hb.length / REST_S);
   out['leaderCpuAtRestPct'] = round(cpu * 100);
   // The load-independent figure: the leader's CPU per heartbeat (the whole cluster's heartbeats reach it, directly or forwarded).
@@ -259,6 +265,7 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
     `  leader's own view at rest: event-loop delay p50 ${(out['leaderLoopDelayMs'] as { p50: number }).p50} ms, p99 ${(out['leaderLoopDelayMs'] as { p99: number }).p99} ms, max ${(out['leaderLoopDelayMs'] as { max: number }).max} ms; GC ${JSON.stringify(out['leaderGc'])}${out['leaderGcTraced'] ? ` (traced: ${JSON.stringify(out['leaderGcTraced'])})` : ''}; heartbeats answered ${JSON.stringify(out['leaderHeartbeatHandling'])} (request read to answer sent)`,
   );
   console.log(`  the simulator threads' event-loop delay at rest (longest of each thread's 100 ms windows): ${JSON.stringify(out['simulatorLoopDelayMs'])}`);
+  console.log(`  the timing simulator thread's own CPU wait within each round trip: ${JSON.stringify(out['simThreadWaitInHeartbeatMs'])} ms; round trips less it (a floor of the cluster's part): p50 ${(out['heartbeatLessSimWaitMs'] as { p50: number }).p50} ms, p99 ${(out['heartbeatLessSimWaitMs'] as { p99: number }).p99} ms`);
   console.log(`  waiting for a CPU at rest (runnable, not running; % of the window; main threads of the servers, each simulator thread): ${JSON.stringify(out['cpuWaitAtRestPct'])}${OWN_SESSIONS ? '' : ' (servers in the bench\'s session)'}; ${load()}`);
   console.log(
     `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 50), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop${simLoops.length > 1 ? 's' : ''} busy ${simLoops.map((u) => `${round(u * 100)} %`).join(', ')} (${SIM_THREADS || 'no'} worker threads; its CPU ${out['simulatorCpuPct']} % of a core); memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,

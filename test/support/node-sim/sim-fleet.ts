@@ -5,9 +5,10 @@
 
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import type { Logger } from '../../../src/lib/index.js';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { SimNode, type SimRecorder } from './sim-node.js';
+import { SimNode, threadCpuWaitMs, type SimRecorder } from './sim-node.js';
+
+export { threadCpuWaitMs };
 
 export interface SimFleetOptions {
   servers: readonly string[];
@@ -31,6 +32,12 @@ export interface SimFleetOptions {
   tap?: SimRecorder;
 }
 
+/** Heartbeat round trips (ms), and in the same order how long the thread that timed each waited for a CPU meanwhile. */
+export interface HeartbeatTimes {
+  ms: number[];
+  simWaitMs: number[];
+}
+
 /** The node ID of simulated node `i` (a UUID, as agents make). */
 export function simNodeId(i: number): string {
   return `5151a000-0000-4000-8000-${String(i).padStart(12, '0')}`;
@@ -49,14 +56,17 @@ export function simExternalNodeId(i: number): string {
 export class SimFleet {
   readonly nodes: SimNode[] = [];
   /** Heartbeat round trips (ms) since the last `takeHeartbeats()`. */
-  #heartbeats: number[] = [];
+  #heartbeats: HeartbeatTimes = { ms: [], simWaitMs: [] };
   readonly #started = new Map<string, string[]>();
   readonly #finished = new Map<string, string[]>();
 
   constructor(opts: SimFleetOptions) {
     this.#startPerSecond = opts.startPerSecond;
     const recorder: SimRecorder = {
-      heartbeat: (ms) => this.#heartbeats.push(ms),
+      heartbeat: (ms, simWaitMs) => {
+        this.#heartbeats.ms.push(ms);
+        this.#heartbeats.simWaitMs.push(simWaitMs);
+      },
       started: (allocId, nodeId) => {
         push(this.#started, allocId, nodeId);
         opts.tap?.started(allocId, nodeId);
@@ -142,10 +152,10 @@ export class SimFleet {
     return this.nodes.filter((n) => n.connection.connected && (server === undefined || n.connection.server === server)).length;
   }
 
-  /** The heartbeat round trips recorded since the last call, and starts a new batch. */
-  takeHeartbeats(): number[] {
+  /** The heartbeat round trips recorded since the last call (with the timing thread's CPU wait in each), and starts a new batch. */
+  takeHeartbeats(): HeartbeatTimes {
     const out = this.#heartbeats;
-    this.#heartbeats = [];
+    this.#heartbeats = { ms: [], simWaitMs: [] };
     return out;
   }
 
@@ -211,15 +221,3 @@ export function push(map: Map<string, string[]>, key: string, value: string): vo
   else map.set(key, [value]);
 }
 
-/**
- * How long the calling thread has been runnable but not running so far (ms),
- * from Linux's /proc/thread-self/schedstat; 0 where there is none. A round
- * trip timed by a thread that waited for a CPU includes that wait.
- */
-export function threadCpuWaitMs(): number {
-  try {
-    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6 || 0;
-  } catch {
-    return 0;
-  }
-}

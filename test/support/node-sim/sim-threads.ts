@@ -9,7 +9,7 @@
 
 import { Worker } from 'node:worker_threads';
 import type { PluginFingerprint } from '../../../src/csi/index.js';
-import { push, type SimFleet, type SimFleetOptions } from './sim-fleet.js';
+import { push, type HeartbeatTimes, type SimFleet, type SimFleetOptions } from './sim-fleet.js';
 
 const WORKER = new URL('./sim-thread-worker.ts', import.meta.url);
 
@@ -45,7 +45,7 @@ export interface ShardReport {
   flags: Uint8Array;
   serverIndex: Int8Array;
   heartbeatCounts?: number[];
-  heartbeats: number[];
+  heartbeats: HeartbeatTimes;
   started: Array<[string, string]>;
   finished: Array<[string, string]>;
   sync?: SyncCounts;
@@ -79,7 +79,7 @@ interface Shard {
 export class ThreadedFleet implements Fleet {
   readonly #opts: ThreadedFleetOptions;
   readonly #shards: Shard[] = [];
-  #heartbeats: number[] = [];
+  #heartbeats: HeartbeatTimes = { ms: [], simWaitMs: [] };
   readonly #warnings = new Map<string, number>();
   readonly #started = new Map<string, string[]>();
   readonly #finished = new Map<string, string[]>();
@@ -124,7 +124,8 @@ export class ThreadedFleet implements Fleet {
     shard.loop.cpuWaitMs = r.loop.cpuWaitMs;
     shard.loop.delays.push(r.loop.maxDelayMs);
     for (const [k, n] of r.warnings) this.#warnings.set(k, (this.#warnings.get(k) ?? 0) + n);
-    for (const ms of r.heartbeats) this.#heartbeats.push(ms);
+    for (const ms of r.heartbeats.ms) this.#heartbeats.ms.push(ms);
+    for (const ms of r.heartbeats.simWaitMs) this.#heartbeats.simWaitMs.push(ms);
     for (const [id, node] of r.started) push(this.#started, id, node);
     for (const [id, node] of r.finished) push(this.#finished, id, node);
     if (r.stopped) void shard.worker.terminate();
@@ -166,9 +167,9 @@ export class ThreadedFleet implements Fleet {
     return n;
   }
 
-  takeHeartbeats(): number[] {
+  takeHeartbeats(): HeartbeatTimes {
     const out = this.#heartbeats;
-    this.#heartbeats = [];
+    this.#heartbeats = { ms: [], simWaitMs: [] };
     return out;
   }
 
