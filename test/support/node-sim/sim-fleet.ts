@@ -8,8 +8,6 @@ import type { Logger } from '../../../src/lib/index.js';
 import { performance } from 'node:perf_hooks';
 import { SimNode, threadCpuWaitMs, type SimRecorder } from './sim-node.js';
 
-export { threadCpuWaitMs };
-
 export interface SimFleetOptions {
   servers: readonly string[];
   token: string;
@@ -169,10 +167,10 @@ export class SimFleet {
     return this.#finished;
   }
 
-  /** What the nodes' allocation watches received so far, summed: reads, pulls, allocations, jobs, and every answer's bytes. */
   /** Resolves at once: this fleet's counts are read live (a threaded fleet's mirror waits for its threads). */
   async fresh(_signal?: AbortSignal): Promise<void> {}
 
+  /** What the nodes' allocation watches received so far, summed: reads, pulls, allocations, jobs, and every answer's bytes. */
   syncCounts(): { reads: number; pulls: number; allocations: number; jobs: number; answers: number; bytes: number } {
     const sum = { reads: 0, pulls: 0, allocations: 0, jobs: 0, answers: 0, bytes: 0 };
     for (const n of this.nodes) {
@@ -220,4 +218,3 @@ export function push(map: Map<string, string[]>, key: string, value: string): vo
   if (list) list.push(value);
   else map.set(key, [value]);
 }
-

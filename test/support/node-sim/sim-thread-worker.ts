@@ -8,7 +8,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { CsiClient } from '../../../src/csi/index.js';
 import { createLogger } from '../../../src/lib/index.js';
-import { SimFleet, threadCpuWaitMs } from './sim-fleet.js';
+import { SimFleet } from './sim-fleet.js';
+import { threadCpuWaitMs } from './sim-node.js';
 import type { ShardInit, ShardReport } from './sim-threads.js';
 
 const init = workerData as ShardInit;
