@@ -23,7 +23,12 @@
 // SCALE_FAILOVER=0 skips scenario 3 (so that a
 // profiled leader exits cleanly and writes its profile); SCALE_CPU_PROF=DIR
 // writes each server's CPU profile there (`node --cpu-prof`) when it exits,
-// named with its pid (printed).
+// named with its pid (printed). The servers and etcd members run each in a
+// session of their own (as on machines of their own: Linux's autogroup then
+// does not make them share one CPU share with the simulator's threads);
+// SCALE_OWN_SESSIONS=0 keeps them in the bench's session. At rest the bench
+// prints how long the leader's main thread and the simulator's threads waited
+// for a CPU (runnable, not running): a round trip includes both waits.
 // It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
 
 import { volumeRequest } from '../test/support/csi-api.js';
@@ -54,6 +59,8 @@ const SIM_THREADS = process.env['SCALE_SIM_THREADS'] !== undefined ? Number(proc
 const START_RATE = process.env['SCALE_START_RATE'] !== undefined ? Number(process.env['SCALE_START_RATE']) : NODES > 1500 ? 250 : 0;
 /** More node options for the servers, space-separated (e.g. `--trace-gc`: the leader's GC pauses at rest are then listed). */
 const SERVER_NODE_ARGS = (process.env['SCALE_SERVER_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+/** The servers and etcd in sessions of their own (default), or in the bench's (SCALE_OWN_SESSIONS=0). */
+const OWN_SESSIONS = process.env['SCALE_OWN_SESSIONS'] !== '0';
 const SCENARIOS = new Set((process.env['SCALE_SCENARIOS'] ?? '1,2,3,4').split(',').map(Number));
 
 /** The machine's load averages (1, 5 min), printed beside every figure: the machine is shared. */
@@ -81,7 +88,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
   // Measured at 300 nodes: about 3 sockets a node in the simulator and 3 in the leader, more while connections move.
   const fds = openFileLimit();
   if (fds < 4 * NODES + 1000) console.log(`  warning: open files limited to ${fds} (ulimit -n); ${NODES} nodes need about ${4 * NODES + 1000} in the simulator and in the leader`);
-  const out: Record<string, unknown> = { nodes: NODES, simThreads: SIM_THREADS, startPerSecond: START_RATE, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
+  const out: Record<string, unknown> = { nodes: NODES, simThreads: SIM_THREADS, ownSessions: OWN_SESSIONS, startPerSecond: START_RATE, leaseTtl: LEASE_TTL, etcdMaxRequestMiB: ETCD_MAX_REQUEST_MIB ?? 1.5 };
   // Node makes the profile directory only when a server exits: the logs written beside the profiles need it
   // before then (without it the bench threw before closing the cluster and left its servers and etcd running).
   if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
@@ -92,6 +99,7 @@ export default async function scaleBench(): Promise<Record<string, unknown>> {
     leaseTtl: LEASE_TTL,
     csi: VOLUMES > 0 && SCENARIOS.has(4),
     threads: SIM_THREADS,
+    ownSessions: OWN_SESSIONS,
     ...(START_RATE > 0 ? { startPerSecond: START_RATE } : {}),
     progress: (registered, connected) => console.log(`    +${round((performance.now() - t0) / 1000)} s: ${registered} nodes registered, ${connected} connected; ${load()}`),
     ...(ETCD_MAX_REQUEST_MIB ? { etcdMaxRequestBytes: ETCD_MAX_REQUEST_MIB * 2 ** 20 } : {}),
@@ -198,10 +206,15 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   const cpu0 = c.cpuSeconds(leader);
   const fcpu0 = followers.map((s) => c.cpuSeconds(s));
   const loop0 = c.fleet.loopTotals();
+  const wait0 = c.processes.servers.map((s) => mainThreadCpuWaitMs(s.run.child?.pid));
   const simCpu0 = process.cpuUsage();
   const load0 = loadavg()[0] ?? 0;
   await new Promise((r) => setTimeout(r, REST_S * 1000));
   const cpu = (c.cpuSeconds(leader) - cpu0) / REST_S;
+  // Runnable but not running, as a share of the window: the leader's main thread (each server's) and each simulator thread.
+  const waits = c.processes.servers.map((s, i) => (mainThreadCpuWaitMs(s.run.child?.pid) - (wait0[i] ?? 0)) / (REST_S * 10));
+  const simWaits = c.fleet.loopTotals().map((l, i) => (l.cpuWaitMs - (loop0[i]?.cpuWaitMs ?? 0)) / (REST_S * 10));
+  out['cpuWaitAtRestPct'] = { servers: Object.fromEntries(c.processes.servers.map((s, i) => [`${s.name}${s === leader ? ' (leader)' : ''}`, round(waits[i] ?? 0, 1)])), simulatorThreads: simWaits.map((w) => round(w, 1)) };
   const fcpu = followers.map((s, i) => (c.cpuSeconds(s) - (fcpu0[i] ?? 0)) / REST_S);
   // The simulator's own load: each of its threads' event-loop use (busiest first: a busy loop delays the round trips it times), and its CPU.
   const simLoops = c.fleet.loopTotals().map((l, i) => {
@@ -212,7 +225,11 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   // The simulator threads' own event-loop delay over the window (each thread's longest in each 100 ms; 5 ms resolution, included).
   const simDelays = c.fleet.loopTotals().flatMap((l, i) => l.delays.slice(loop0[i]?.delays.length ?? 0)).sort((a, b) => a - b);
   out['simulatorLoopDelayMs'] = { windows: simDelays.length, p50: round(percentile(simDelays, 50), 1), p99: round(percentile(simDelays, 99), 1), max: round(simDelays.at(-1) ?? 0, 1), over50: simDelays.filter((d) => d > 50).length };
-  const hb = c.fleet.takeHeartbeats().sort((a, b) => a - b);
+  const taken = c.fleet.takeHeartbeats();
+  const hb = [...taken.ms].sort((a, b) => a - b);
+  // The same round trips less the CPU wait of the simulator thread that timed each: a floor of the cluster's part (an answer may have come in after the wait).
+  const hbLessSim = taken.ms.map((ms, i) => Math.max(0, ms - (taken.simWaitMs[i] ?? 0))).sort((a, b) => a - b);
+  const simWaited = [...taken.simWaitMs].sort((a, b) => a - b);
   const prom = await promText(c, leader);
   const reclaims = await Promise.all(c.processes.servers.map(async (s, i) => (await reclaimsOf(c, s)) - (reclaims0[i] ?? 0)));
   const ms = (x: number): number => round(x * 1000, 2);
@@ -234,6 +251,8 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   out['memoryReclaimsAtRest'] = reclaims;
   out['heartbeatP50Ms'] = round(percentile(hb, 50));
   out['heartbeatP99Ms'] = round(percentile(hb, 99));
+  out['heartbeatLessSimWaitMs'] = { p50: round(percentile(hbLessSim, 50)), p99: round(percentile(hbLessSim, 99)) };
+  out['simThreadWaitInHeartbeatMs'] = { p50: round(percentile(simWaited, 50)), p99: round(percentile(simWaited, 99)), max: round(simWaited.at(-1) ?? 0) };
   out['heartbeatsPerS'] = round(hb.length / REST_S);
   out['leaderCpuAtRestPct'] = round(cpu * 100);
   // The load-independent figure: the leader's CPU per heartbeat (the whole cluster's heartbeats reach it, directly or forwarded).
@@ -246,9 +265,20 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
     `  leader's own view at rest: event-loop delay p50 ${(out['leaderLoopDelayMs'] as { p50: number }).p50} ms, p99 ${(out['leaderLoopDelayMs'] as { p99: number }).p99} ms, max ${(out['leaderLoopDelayMs'] as { max: number }).max} ms; GC ${JSON.stringify(out['leaderGc'])}${out['leaderGcTraced'] ? ` (traced: ${JSON.stringify(out['leaderGcTraced'])})` : ''}; heartbeats answered ${JSON.stringify(out['leaderHeartbeatHandling'])} (request read to answer sent)`,
   );
   console.log(`  the simulator threads' event-loop delay at rest (longest of each thread's 100 ms windows): ${JSON.stringify(out['simulatorLoopDelayMs'])}`);
+  console.log(`  the timing simulator thread's own CPU wait within each round trip: ${JSON.stringify(out['simThreadWaitInHeartbeatMs'])} ms; round trips less it (a floor of the cluster's part): p50 ${(out['heartbeatLessSimWaitMs'] as { p50: number }).p50} ms, p99 ${(out['heartbeatLessSimWaitMs'] as { p99: number }).p99} ms`);
+  console.log(`  waiting for a CPU at rest (runnable, not running; % of the window; main threads of the servers, each simulator thread): ${JSON.stringify(out['cpuWaitAtRestPct'])}${OWN_SESSIONS ? '' : ' (servers in the bench\'s session)'}; ${load()}`);
   console.log(
     `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 50), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop${simLoops.length > 1 ? 's' : ''} busy ${simLoops.map((u) => `${round(u * 100)} %`).join(', ')} (${SIM_THREADS || 'no'} worker threads; its CPU ${out['simulatorCpuPct']} % of a core); memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
   );
+}
+
+/** How long the main thread of `pid` has waited for a CPU so far (ms; runnable, not running), from /proc; 0 once it is gone. */
+function mainThreadCpuWaitMs(pid: number | undefined): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1').split(' ')[1]) / 1e6 || 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** CPU seconds (user + system) of `pid` so far; 0 once it is gone. */
@@ -303,6 +333,8 @@ function marks(samples: ReadonlyArray<{ ms: number; n: number }>, total: number)
  */
 async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<void> {
   const leader = await c.leader();
+  await c.fleet.fresh();
+  const syncBefore = c.fleet.syncCounts();
   const cpu0 = c.cpuSeconds(leader);
   const servers0 = c.processes.servers.map((s) => c.cpuSeconds(s));
   const etcds = etcdPids();
@@ -310,7 +342,6 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   const self0 = selfCpuSeconds();
   const t = performance.now();
   const wall0 = Date.now();
-  const syncBefore = c.fleet.syncCounts();
   const signal = AbortSignal.timeout(SCENARIO_DEADLINE_S * 1000);
   // Watched through the job's evaluation and status (small answers): reading 10,000 allocations every
   // quarter of a second would cost the servers more than placing them.
@@ -401,6 +432,7 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   // Each part's compute start (its allocations share one CreateTime): the next part starts once the one before is written.
   const parts = [...new Set(created)].map(sinceMs);
   console.log(`  by the servers' clock (ms after the PUT): ${Object.entries(out['batchServerTimeline'] as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', ')}; each part computed from ${parts.join(', ')} ms`);
+  await c.fleet.fresh();
   const sync = c.fleet.syncCounts();
   console.log(
     `  the nodes' allocation sync meanwhile: ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
@@ -496,6 +528,7 @@ async function failover(c: SimCluster, out: Record<string, unknown>): Promise<vo
   await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('scale-svc', svcCount)));
   const before = await c.waitAllocs('scale-svc', (l) => l.length === svcCount && l.every((a) => a.ClientStatus === 'running'), { pollMs: 500 });
   const leader = await c.leader();
+  await c.fleet.fresh();
   const hbBefore = c.fleet.heartbeatCounts();
   const killedAt = performance.now();
   await leader.run.stop('SIGKILL');

@@ -116,6 +116,7 @@ describe('a hundred simulated nodes on three servers over etcd', () => {
     await c.callRetrying('PUT', '/v1/jobs', registration(simServiceJob('sim-svc', 50)));
     const before = await c.waitAllocs('sim-svc', (l) => l.length === 50 && l.every((a) => a.ClientStatus === 'running'));
     const leader = await c.leader();
+    await c.fleet.fresh();
     const heartbeats = c.fleet.heartbeatCounts();
     await leader.run.stop('SIGKILL');
     const next = await c.allOnLeader();

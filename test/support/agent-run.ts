@@ -91,17 +91,21 @@ export class AgentRun {
   /** Variables added to the agent's (clean) environment. */
   readonly env: Record<string, string>;
 
-  constructor(args: readonly string[], opts: { nodeArgs?: readonly string[]; env?: Record<string, string> } = {}) {
+  /** The agent runs in a session of its own (see ClusterOptions.ownSessions in process-cluster.ts). */
+  readonly ownSession: boolean;
+
+  constructor(args: readonly string[], opts: { nodeArgs?: readonly string[]; env?: Record<string, string>; ownSession?: boolean } = {}) {
     this.args = args;
     this.nodeArgs = opts.nodeArgs ?? [];
     this.env = opts.env ?? {};
+    this.ownSession = opts.ownSession ?? false;
   }
 
   async start(opts: { needToken?: boolean; timeoutMs?: number } = {}): Promise<this> {
     this.stdout = '';
     this.stderr = '';
     this.addr = '';
-    const child = spawn(process.execPath, [...this.nodeArgs, BERTH, 'agent', ...this.args], { env: cleanEnv(this.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...this.nodeArgs, BERTH, 'agent', ...this.args], { env: cleanEnv(this.env), stdio: ['ignore', 'pipe', 'pipe'], detached: this.ownSession });
     this.child = child;
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));

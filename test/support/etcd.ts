@@ -30,6 +30,8 @@ export interface StartEtcdOptions {
   timeoutMs?: number;
   /** etcd's --max-request-bytes (its default is 1.5 MiB): the largest write one Txn may carry. */
   maxRequestBytes?: number;
+  /** Each member in a session of its own (see ClusterOptions.ownSessions in process-cluster.ts). Default false. */
+  ownSessions?: boolean;
 }
 
 /** One etcd process of a cluster; can be stopped, killed and started again with its data. */
@@ -41,6 +43,7 @@ export class EtcdMember {
   #initialCluster = '';
   #token = '';
   #extraArgs: readonly string[] = [];
+  #ownSession = false;
   #child: ChildProcess | undefined;
   #exited: Promise<void> = Promise.resolve();
   #ready: Promise<void> = Promise.resolve();
@@ -55,10 +58,11 @@ export class EtcdMember {
   }
 
   /** @internal set by the cluster before the first start. */
-  configure(initialCluster: string, token: string, extraArgs: readonly string[] = []): void {
+  configure(initialCluster: string, token: string, extraArgs: readonly string[] = [], ownSession = false): void {
     this.#initialCluster = initialCluster;
     this.#token = token;
     this.#extraArgs = extraArgs;
+    this.#ownSession = ownSession;
   }
 
   get running(): boolean {
@@ -90,7 +94,7 @@ export class EtcdMember {
       ...this.#extraArgs,
     ];
     this.log = '';
-    const child = spawn(ETCD_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(ETCD_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: this.#ownSession });
     this.#child = child;
     this.#exited = new Promise((resolve) => child.once('close', () => resolve()));
     const ready = new Promise<void>((resolve, reject) => {
@@ -230,7 +234,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdCluste
   for (let i = 0; i < n; i++) members.push(new EtcdMember(`m${i}`, await port(), await port(), join(root, `m${i}`)));
   const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
   const token = `berth-test-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  for (const m of members) m.configure(initial, token, opts.maxRequestBytes ? [`--max-request-bytes=${opts.maxRequestBytes}`] : []);
+  for (const m of members) m.configure(initial, token, opts.maxRequestBytes ? [`--max-request-bytes=${opts.maxRequestBytes}`] : [], opts.ownSessions);
   const cluster = new EtcdCluster(members, root);
   try {
     for (const m of members) await m.start({ waitReady: false });

@@ -32,6 +32,8 @@ export interface SimClusterOptions {
   etcdMaxRequestBytes?: number;
   /** Flags for each server's node process (e.g. `--cpu-prof`). */
   serverNodeArgs?: readonly string[];
+  /** The servers and etcd members each in a session of their own, so that they do not share a CPU share with the simulator (ClusterOptions.ownSessions). Default false. */
+  ownSessions?: boolean;
   /**
    * Worker threads the simulated nodes are spread over (sim-threads.ts);
    * 0: every node in this thread, where a test may reach each SimNode
@@ -69,7 +71,7 @@ export class SimCluster {
   static async start(opts: SimClusterOptions, signal?: AbortSignal): Promise<SimCluster> {
     const c = new SimCluster();
     try {
-      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, heartbeatGrace: opts.heartbeatGrace ?? '10s', leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.serverNodeArgs ? { serverNodeArgs: opts.serverNodeArgs } : {}), ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}) });
+      await c.processes.start({ etcdMembers: 3, servers: 3, clients: 0, heartbeatTtl: opts.heartbeatTtl, heartbeatGrace: opts.heartbeatGrace ?? '10s', leaseTtl: opts.leaseTtl ?? '3s', serverLogLevel: 'warn', ...(opts.serverNodeArgs ? { serverNodeArgs: opts.serverNodeArgs } : {}), ...(opts.etcdMaxRequestBytes ? { etcdMaxRequestBytes: opts.etcdMaxRequestBytes } : {}), ...(opts.ownSessions ? { ownSessions: true } : {}) });
       let csi: { pluginId: string; fingerprint: PluginFingerprint; endpoint: string; controller: CsiClient } | undefined;
       if (opts.csi) {
         c.fake = new FakePlugin({ socketPath: path.join(c.processes.dir, 'simcsi.sock'), nodeId: 'sim-ext-0', acceptsNode: (id) => id.startsWith('sim-ext-') });

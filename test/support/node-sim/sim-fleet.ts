@@ -6,7 +6,7 @@
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import type { Logger } from '../../../src/lib/index.js';
 import { performance } from 'node:perf_hooks';
-import { SimNode, type SimRecorder } from './sim-node.js';
+import { SimNode, threadCpuWaitMs, type SimRecorder } from './sim-node.js';
 
 export interface SimFleetOptions {
   servers: readonly string[];
@@ -30,6 +30,12 @@ export interface SimFleetOptions {
   tap?: SimRecorder;
 }
 
+/** Heartbeat round trips (ms), and in the same order how long the thread that timed each waited for a CPU meanwhile. */
+export interface HeartbeatTimes {
+  ms: number[];
+  simWaitMs: number[];
+}
+
 /** The node ID of simulated node `i` (a UUID, as agents make). */
 export function simNodeId(i: number): string {
   return `5151a000-0000-4000-8000-${String(i).padStart(12, '0')}`;
@@ -48,14 +54,17 @@ export function simExternalNodeId(i: number): string {
 export class SimFleet {
   readonly nodes: SimNode[] = [];
   /** Heartbeat round trips (ms) since the last `takeHeartbeats()`. */
-  #heartbeats: number[] = [];
+  #heartbeats: HeartbeatTimes = { ms: [], simWaitMs: [] };
   readonly #started = new Map<string, string[]>();
   readonly #finished = new Map<string, string[]>();
 
   constructor(opts: SimFleetOptions) {
     this.#startPerSecond = opts.startPerSecond;
     const recorder: SimRecorder = {
-      heartbeat: (ms) => this.#heartbeats.push(ms),
+      heartbeat: (ms, simWaitMs) => {
+        this.#heartbeats.ms.push(ms);
+        this.#heartbeats.simWaitMs.push(simWaitMs);
+      },
       started: (allocId, nodeId) => {
         push(this.#started, allocId, nodeId);
         opts.tap?.started(allocId, nodeId);
@@ -141,10 +150,10 @@ export class SimFleet {
     return this.nodes.filter((n) => n.connection.connected && (server === undefined || n.connection.server === server)).length;
   }
 
-  /** The heartbeat round trips recorded since the last call, and starts a new batch. */
-  takeHeartbeats(): number[] {
+  /** The heartbeat round trips recorded since the last call (with the timing thread's CPU wait in each), and starts a new batch. */
+  takeHeartbeats(): HeartbeatTimes {
     const out = this.#heartbeats;
-    this.#heartbeats = [];
+    this.#heartbeats = { ms: [], simWaitMs: [] };
     return out;
   }
 
@@ -157,6 +166,9 @@ export class SimFleet {
   get finished(): ReadonlyMap<string, readonly string[]> {
     return this.#finished;
   }
+
+  /** Resolves at once: this fleet's counts are read live (a threaded fleet's mirror waits for its threads). */
+  async fresh(_signal?: AbortSignal): Promise<void> {}
 
   /** What the nodes' allocation watches received so far, summed: reads, pulls, allocations, jobs, and every answer's bytes. */
   syncCounts(): { reads: number; pulls: number; allocations: number; jobs: number; answers: number; bytes: number } {
@@ -174,10 +186,10 @@ export class SimFleet {
     return sum;
   }
 
-  /** This thread's event-loop idle and active time (ms) so far: the simulator's own load, beside every figure. */
-  loopTotals(): Array<{ idle: number; active: number; delays: readonly number[] }> {
+  /** This thread's event-loop idle and active time (ms) so far, and its time waiting for a CPU: the simulator's own load, beside every figure. */
+  loopTotals(): Array<{ idle: number; active: number; cpuWaitMs: number; delays: readonly number[] }> {
     const { idle, active } = performance.eventLoopUtilization();
-    return [{ idle, active, delays: [] }];
+    return [{ idle, active, cpuWaitMs: threadCpuWaitMs(), delays: [] }];
   }
 
   /** Allocations started more than once (by one node or by several): what must never happen. */

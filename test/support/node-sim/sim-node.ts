@@ -12,14 +12,20 @@
 // controller plugin; node detach as done, since nothing was mounted).
 
 import { connectionLivenessMs, controllerCallHandlers, errorAnswer, NodeConnection, NodeRegistration, ServerApi, ServerConnError, StatusReporter, AllocWatcher, type AllocUpdate, type AllocWatcherCounts, type NodeAllocation, type NodeRpcHandlers } from '../../../src/client/serverconn/index.js';
+import { readFileSync } from 'node:fs';
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import { BACKOFF, backoffDelay, silentLogger, systemClock, type Logger } from '../../../src/lib/index.js';
 import type { CsiPluginReport, NodeFingerprint, NodeRpcMethod, NodeRpcRequest, NodeRpcResponse, TaskState } from '../../../src/structs/index.js';
 
 /** What a fleet shares with its nodes: where figures go. */
 export interface SimRecorder {
-  /** One heartbeat's round trip, in ms (failed ones are not recorded). */
-  heartbeat(ms: number): void;
+  /**
+   * One heartbeat's round trip, in ms (failed ones are not recorded), and how
+   * long the thread that timed it waited for a CPU meanwhile (runnable, not
+   * running): an answer that came in while the thread waited was timed late
+   * by up to that much.
+   */
+  heartbeat(ms: number, simWaitMs: number): void;
   /** An allocation started "running" on `nodeId` (a second call for one ID means it ran twice). */
   started(allocId: string, nodeId: string): void;
   /** An allocation's tasks finished on `nodeId`. */
@@ -90,8 +96,9 @@ export class SimNode {
     this.api = new (class extends ServerApi {
       override async heartbeat(...args: Parameters<ServerApi['heartbeat']>): ReturnType<ServerApi['heartbeat']> {
         const t = performance.now();
+        const w = threadCpuWaitMs();
         const answer = await super.heartbeat(...args);
-        recorder.heartbeat(performance.now() - t);
+        recorder.heartbeat(performance.now() - t, threadCpuWaitMs() - w);
         return answer;
       }
     })({ address: opts.servers, token: opts.token });
@@ -295,5 +302,18 @@ export class SimNode {
       'csi.node.detach': () => Promise.resolve({ alreadyDone: true }),
       'csi.node.inventory': () => Promise.resolve({ records: [], strayMounts: [] }),
     };
+  }
+}
+
+/**
+ * How long the calling thread has been runnable but not running so far (ms),
+ * from Linux's /proc/thread-self/schedstat; 0 where there is none. A round
+ * trip timed by a thread that waited for a CPU includes that wait.
+ */
+export function threadCpuWaitMs(): number {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6 || 0;
+  } catch {
+    return 0;
   }
 }

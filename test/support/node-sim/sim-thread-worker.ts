@@ -9,6 +9,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { CsiClient } from '../../../src/csi/index.js';
 import { createLogger } from '../../../src/lib/index.js';
 import { SimFleet } from './sim-fleet.js';
+import { threadCpuWaitMs } from './sim-node.js';
 import type { ShardInit, ShardReport } from './sim-threads.js';
 
 const init = workerData as ShardInit;
@@ -56,6 +57,10 @@ let elu = performance.eventLoopUtilization();
 const delay = monitorEventLoopDelay({ resolution: 5 });
 delay.enable();
 
+// The per-node counts go every tenth report, or at the next one when the main thread asks ('full').
+let reports = 0;
+let fullAsked = false;
+
 function report(): ShardReport {
   const serverIndex = new Int8Array(fleet.nodes.length);
   const flags = new Uint8Array(fleet.nodes.length);
@@ -63,18 +68,19 @@ function report(): ShardReport {
     flags[i] = (n.registration.registered ? 1 : 0) | (n.connection.connected ? 2 : 0);
     serverIndex[i] = n.connection.server === undefined ? -1 : init.servers.indexOf(n.connection.server);
   });
+  const full = fullAsked || reports++ % 10 === 0;
+  fullAsked = false;
   const now = performance.eventLoopUtilization();
   const busy = performance.eventLoopUtilization(now, elu);
   elu = now;
   const out = {
     flags,
     serverIndex,
-    heartbeatCounts: fleet.heartbeatCounts(),
+    ...(full ? { heartbeatCounts: fleet.heartbeatCounts(), sync: fleet.syncCounts() } : {}),
     heartbeats: fleet.takeHeartbeats(),
     started,
     finished,
-    sync: fleet.syncCounts(),
-    loop: { idle: busy.idle, active: busy.active, maxDelayMs: delay.max / 1e6 },
+    loop: { idle: busy.idle, active: busy.active, maxDelayMs: delay.max / 1e6, cpuWaitMs: threadCpuWaitMs() },
     warnings: [...warnings],
   };
   warnings = new Map();
@@ -85,11 +91,13 @@ function report(): ShardReport {
 }
 
 const timer = setInterval(() => port.postMessage(report()), 100);
-port.on('message', (msg: 'stop') => {
+port.on('message', (msg: 'stop' | 'full') => {
+  if (msg === 'full') fullAsked = true;
   if (msg !== 'stop') return;
   clearInterval(timer);
   void fleet.stop().finally(() => {
     controller?.close();
+    fullAsked = true;
     port.postMessage({ ...report(), stopped: true });
   });
 });

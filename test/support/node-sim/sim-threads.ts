@@ -9,14 +9,14 @@
 
 import { Worker } from 'node:worker_threads';
 import type { PluginFingerprint } from '../../../src/csi/index.js';
-import { push, type SimFleet, type SimFleetOptions } from './sim-fleet.js';
+import { push, type HeartbeatTimes, type SimFleet, type SimFleetOptions } from './sim-fleet.js';
 
 const WORKER = new URL('./sim-thread-worker.ts', import.meta.url);
 
 /** What the scale scenarios ask of a fleet, in one thread or several. */
 export type Fleet = Pick<
   SimFleet,
-  'start' | 'waitRegistered' | 'registeredCount' | 'waitConnected' | 'connectedCount' | 'takeHeartbeats' | 'heartbeatCounts' | 'started' | 'finished' | 'syncCounts' | 'doubled' | 'until' | 'stop' | 'loopTotals'
+  'start' | 'waitRegistered' | 'registeredCount' | 'waitConnected' | 'connectedCount' | 'takeHeartbeats' | 'heartbeatCounts' | 'started' | 'finished' | 'syncCounts' | 'doubled' | 'until' | 'stop' | 'loopTotals' | 'fresh'
 >;
 
 type SyncCounts = ReturnType<SimFleet['syncCounts']>;
@@ -34,17 +34,23 @@ export interface ShardInit {
   csi?: { pluginId: string; fingerprint: PluginFingerprint; endpoint: string; controllers?: number };
 }
 
-/** A shard's report: flags bit 0 registered, bit 1 connected; serverIndex -1 for none. */
+/**
+ * A shard's report: flags bit 0 registered, bit 1 connected; serverIndex -1
+ * for none. The per-node counts (`heartbeatCounts`, `sync`) come once a
+ * second or when the main thread asked ('full'): reading them walks every
+ * node's counters, and ten times a second it held each thread's loop ~2 ms
+ * (round trips waiting behind it) for figures read only at a scenario's end.
+ */
 export interface ShardReport {
   flags: Uint8Array;
   serverIndex: Int8Array;
-  heartbeatCounts: number[];
-  heartbeats: number[];
+  heartbeatCounts?: number[];
+  heartbeats: HeartbeatTimes;
   started: Array<[string, string]>;
   finished: Array<[string, string]>;
-  sync: SyncCounts;
+  sync?: SyncCounts;
   /** Event-loop idle and active ms since the last report, and the longest event-loop delay (ms) in that time. */
-  loop: { idle: number; active: number; maxDelayMs: number };
+  loop: { idle: number; active: number; maxDelayMs: number; cpuWaitMs: number };
   /** The nodes' warnings since the last report, counted by message and error. */
   warnings: Array<[string, number]>;
   stopped?: true;
@@ -58,7 +64,9 @@ export interface ThreadedFleetOptions extends Omit<SimFleetOptions, 'csi' | 'log
 interface Shard {
   worker: Worker;
   last?: ShardReport;
-  loop: { idle: number; active: number; delays: number[] };
+  /** The per-node counts of the last full report, and how many full reports came. */
+  counts: { heartbeats: number[]; sync?: SyncCounts; reports: number };
+  loop: { idle: number; active: number; cpuWaitMs: number; delays: number[] };
   stopped?: () => void;
   failed?: Error;
 }
@@ -71,7 +79,7 @@ interface Shard {
 export class ThreadedFleet implements Fleet {
   readonly #opts: ThreadedFleetOptions;
   readonly #shards: Shard[] = [];
-  #heartbeats: number[] = [];
+  #heartbeats: HeartbeatTimes = { ms: [], simWaitMs: [] };
   readonly #warnings = new Map<string, number>();
   readonly #started = new Map<string, string[]>();
   readonly #finished = new Map<string, string[]>();
@@ -98,7 +106,7 @@ export class ThreadedFleet implements Fleet {
       };
       // The worker's TypeScript is loaded through tsx, registered in the worker itself (a loader registered here does not reach it).
       const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(WORKER.href)}); });`;
-      const shard: Shard = { worker: new Worker(boot, { eval: true, workerData: init }), loop: { idle: 0, active: 0, delays: [] } };
+      const shard: Shard = { worker: new Worker(boot, { eval: true, workerData: init }), loop: { idle: 0, active: 0, cpuWaitMs: 0, delays: [] }, counts: { heartbeats: [], reports: 0 } };
       shard.worker.on('message', (r: ShardReport) => this.#merge(shard, r));
       shard.worker.on('error', (err) => {
         shard.failed = err;
@@ -110,11 +118,14 @@ export class ThreadedFleet implements Fleet {
 
   #merge(shard: Shard, r: ShardReport): void {
     shard.last = r;
+    if (r.heartbeatCounts && r.sync) shard.counts = { heartbeats: r.heartbeatCounts, sync: r.sync, reports: shard.counts.reports + 1 };
     shard.loop.idle += r.loop.idle;
     shard.loop.active += r.loop.active;
+    shard.loop.cpuWaitMs = r.loop.cpuWaitMs;
     shard.loop.delays.push(r.loop.maxDelayMs);
     for (const [k, n] of r.warnings) this.#warnings.set(k, (this.#warnings.get(k) ?? 0) + n);
-    for (const ms of r.heartbeats) this.#heartbeats.push(ms);
+    for (const ms of r.heartbeats.ms) this.#heartbeats.ms.push(ms);
+    for (const ms of r.heartbeats.simWaitMs) this.#heartbeats.simWaitMs.push(ms);
     for (const [id, node] of r.started) push(this.#started, id, node);
     for (const [id, node] of r.finished) push(this.#finished, id, node);
     if (r.stopped) void shard.worker.terminate();
@@ -156,14 +167,22 @@ export class ThreadedFleet implements Fleet {
     return n;
   }
 
-  takeHeartbeats(): number[] {
+  takeHeartbeats(): HeartbeatTimes {
     const out = this.#heartbeats;
-    this.#heartbeats = [];
+    this.#heartbeats = { ms: [], simWaitMs: [] };
     return out;
   }
 
+  /** Each node's successful heartbeats, as of each thread's last full report (at most a second old; `fresh()` waits for newer). */
   heartbeatCounts(): number[] {
-    return this.#shards.flatMap((s) => s.last?.heartbeatCounts ?? []);
+    return this.#shards.flatMap((s) => s.counts.heartbeats);
+  }
+
+  /** Resolves once every thread sent its per-node counts again (heartbeatCounts, syncCounts), asked for now. */
+  async fresh(signal?: AbortSignal): Promise<void> {
+    const seen = this.#shards.map((s) => s.counts.reports);
+    for (const s of this.#shards) s.worker.postMessage('full');
+    await this.until(() => this.#shards.every((s, i) => s.counts.reports > (seen[i] ?? 0)), signal);
   }
 
   get started(): ReadonlyMap<string, readonly string[]> {
@@ -176,7 +195,7 @@ export class ThreadedFleet implements Fleet {
 
   syncCounts(): SyncCounts {
     const sum: SyncCounts = { reads: 0, pulls: 0, allocations: 0, jobs: 0, answers: 0, bytes: 0 };
-    for (const s of this.#shards) for (const k of Object.keys(sum) as Array<keyof SyncCounts>) sum[k] += s.last?.sync[k] ?? 0;
+    for (const s of this.#shards) for (const k of Object.keys(sum) as Array<keyof SyncCounts>) sum[k] += s.counts.sync?.[k] ?? 0;
     return sum;
   }
 
@@ -190,8 +209,8 @@ export class ThreadedFleet implements Fleet {
   }
 
   /** Each thread's event-loop idle and active time (ms) so far, and the longest event-loop delay of each of its reports (one a 100 ms) so far. */
-  loopTotals(): Array<{ idle: number; active: number; delays: readonly number[] }> {
-    return this.#shards.map((s) => ({ idle: s.loop.idle, active: s.loop.active, delays: [...s.loop.delays] }));
+  loopTotals(): Array<{ idle: number; active: number; cpuWaitMs: number; delays: readonly number[] }> {
+    return this.#shards.map((s) => ({ idle: s.loop.idle, active: s.loop.active, cpuWaitMs: s.loop.cpuWaitMs, delays: [...s.loop.delays] }));
   }
 
   async until(check: () => boolean, signal?: AbortSignal): Promise<void> {
