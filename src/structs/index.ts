@@ -183,7 +183,7 @@ export {
 export { atNomadPaths, fromNomadPaths, nanosToDuration, type NomadTranslation } from './nomad-table.js';
 export { nomadVolumeToSpec, isNomadVolumeJson } from './nomad-json.js';
 // Nomad's Job JSON <-> the canonical job spec (both ways, by one table), and a stored job as Nomad's answers.
-export { nomadJobToSpec, isNomadJobJson, specToNomadJob, type NomadJobOptions } from './nomad-job.js';
+export { nomadJobToSpec, isNomadJobJson, readNomadJobQuick, specToNomadJob, type NomadJobOptions, type QuickNomadRead } from './nomad-job.js';
 export { jobToNomad, jobListStub, jobSummary, type StoredJobOptions, type JobListStubOptions, type JobSummaryInputs } from './nomad-job-stored.js';
 export { HORIZONTAL, scalingBoundsProblem, scalingPolicies, scalingPolicyId, scalingPolicyOf, scalingPolicyStub } from './scaling-policy.js';
 export { cronProblem, nextLaunch, launchesChildren, PERIODIC_LAUNCH_SUFFIX, DISPATCH_LAUNCH_SUFFIX, MAX_DISPATCH_PAYLOAD_BYTES } from './periodic.js';

@@ -5,12 +5,15 @@
 // the job runs.
 
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { parseJobFile } from '../spec-files/index.js';
 import { Job as NomadJob, JobListStub, JobSummary } from '../api/index.js';
 import type { Allocation } from './allocation.js';
 import { parseJobSpec, JobValidationError } from './job-parse.js';
 import { publicJob, specOfJob, type Job } from './stored-job.js';
-import { nomadJobToSpec, specToNomadJob } from './nomad-job.js';
+import { nomadJobToSpec, readNomadJobQuick, specToNomadJob } from './nomad-job.js';
 import { jobListStub, jobSummary, jobToNomad } from './nomad-job-stored.js';
 import { atNomadPaths, fromNomadPaths } from './nomad-table.js';
 
@@ -127,6 +130,60 @@ describe('reading Nomad job JSON', () => {
     const t = nomadJobToSpec({ Job: { ID: 'tiny', TaskGroups: [{ Name: 'g', Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/true' } }] }] } });
     assert.deepEqual(t.problems, []);
     assert.deepEqual(t.input, { id: 'tiny', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] });
+  });
+});
+
+describe('the quick read of a registration', () => {
+  /** A translation as plain data, its origins in their order. */
+  const plain = (t: ReturnType<typeof nomadJobToSpec>): unknown => ({ ...t, origins: [...t.origins] });
+
+  /** Jobs of every shape: the examples and the CLI's corpus as Nomad writes them, and ones Berth refuses. */
+  async function bodies(): Promise<Array<{ what: string; doc: Record<string, unknown> }>> {
+    const out: Array<{ what: string; doc: Record<string, unknown> }> = [];
+    for (const dir of ['../../examples/', '../../examples/docker/', '../../test/nomad-corpus/'].map((d) => new URL(d, import.meta.url))) {
+      for (const file of readdirSync(dir).filter((f) => f.endsWith('.hcl')).sort()) {
+        try {
+          const { job } = await parseJobFile(file, readFileSync(join(dir.pathname, file), 'utf8'), { vars: [], varFiles: [], env: {}, allowFS: false });
+          out.push({ what: file, doc: { Job: specToNomadJob(job) } }, { what: `${file}, canonical`, doc: { Job: specToNomadJob(job, { canonicalize: true }) } });
+        } catch {
+          // A volume file, or a job that needs variables or files.
+        }
+      }
+    }
+    const ports = nomadJob();
+    ports.TaskGroups![0]!.Networks = [part({ Mode: 'bridge', ReservedPorts: [part({ Label: 'a', Value: 8080 })], DynamicPorts: [part({ Label: 'b' }), part({ Label: 'c', To: 9 })] })];
+    out.push({ what: 'static and dynamic ports', doc: { Job: ports } });
+    const refused = nomadJob();
+    refused.Multiregion = part({ Strategy: { MaxParallel: 1, OnFailure: '' }, Regions: [] });
+    refused.TaskGroups![0]!.Networks = [part({ Mode: 'host' }), part({ Mode: 'bridge' })];
+    Object.assign(refused.TaskGroups![0]!.Tasks![0]!, { Frobnicate: 1, Identities: [{ Name: 'vault', Audience: ['v'], Shape: 2 }] });
+    out.push({ what: 'refused fields', doc: { Job: refused } });
+    // Clearing the defaults twice would drop this task's restart block (equal to its group's once the group's RenderTemplates is cleared).
+    const restart = nomadJob();
+    restart.TaskGroups![0]!.RestartPolicy = { ...restart.TaskGroups![0]!.RestartPolicy!, RenderTemplates: false };
+    restart.TaskGroups![0]!.Tasks![0]!.RestartPolicy = { ...restart.TaskGroups![0]!.RestartPolicy!, RenderTemplates: null as unknown as boolean };
+    out.push({ what: "a task's restart block", doc: { Job: restart } });
+    out.push({ what: 'a bare job object', doc: nomadJob() as unknown as Record<string, unknown> });
+    return out;
+  }
+
+  it('reads the same job as nomadJobToSpec, and reads it again with the same paths and problems, from the body it consumed', async () => {
+    const cases = await bodies();
+    assert.ok(cases.length > 20, `${cases.length} jobs`);
+    for (const { what, doc } of cases) {
+      const full = nomadJobToSpec(structuredClone(doc));
+      const quick = readNomadJobQuick(structuredClone(doc));
+      const consumed = readNomadJobQuick(structuredClone(doc), { consume: true });
+      for (const q of [quick, consumed]) {
+        assert.deepEqual(q.input, full.input, what);
+        assert.equal(q.clean, full.problems.length === 0, what);
+        assert.deepEqual(plain(q.full()), plain(full), what);
+        assert.equal(q.full(), q.full(), 'read again once');
+      }
+    }
+    const refusals = (what: string): string[] => nomadJobToSpec(structuredClone(cases.find((c) => c.what === what)!.doc)).problems.map((p) => p.path);
+    assert.deepEqual(refusals("a task's restart block"), ['Job.TaskGroups[0].Tasks[0].RestartPolicy']);
+    assert.deepEqual(refusals('refused fields').sort(), ['Job.Multiregion', 'Job.TaskGroups[0].Networks[1]', 'Job.TaskGroups[0].Tasks[0].Frobnicate', 'Job.TaskGroups[0].Tasks[0].Identities[0].Shape']);
   });
 });
 

@@ -15,7 +15,7 @@ import { NOMAD_SHAPES } from './nomad-job-shapes.js';
 import { IDENTITY, JOB, NETWORK } from './nomad-job-tables.js';
 import { HORIZONTAL } from './scaling-policy.js';
 import { DEFAULT_IDENTITY_NAME } from './workload-identity.js';
-import { isEmpty, isObject, readNomad, readObject, writeObject, type NomadTranslation, type Translation } from './nomad-table.js';
+import { isEmpty, isObject, readNomad, readObject, writeObject, type NomadTranslation, type ReadAt, type Translation } from './nomad-table.js';
 
 /** True for Nomad's API job JSON: a `Job` object, or a job object with PascalCase `ID` and `TaskGroups`. */
 export function isNomadJobJson(doc: unknown): boolean {
@@ -38,12 +38,53 @@ export function isNomadJobJson(doc: unknown): boolean {
  * a copy (a registration's copy cost as much as reading its fields).
  */
 export function nomadJobToSpec(doc: Record<string, unknown>, opts: { consume?: boolean } = {}): NomadTranslation {
+  const { job, prefix } = clearedJob(doc, opts);
+  return readClearedJob(job, prefix, false);
+}
+
+/** What readNomadJobQuick gives: the canonical input, whether it read without a problem, and the read with paths. */
+export interface QuickNomadRead {
+  /** The canonical input, the same as nomadJobToSpec's. */
+  input: Record<string, unknown>;
+  /** No field was refused: `input` is all there is to check. */
+  clean: boolean;
+  /**
+   * The same job read again with origins and problems at their Nomad paths:
+   * nomadJobToSpec's translation of `doc`. Made once, at the first call.
+   */
+  full(): NomadTranslation;
+}
+
+/**
+ * nomadJobToSpec without the paths: the same input, but no origin recorded
+ * and no Nomad path made, for a registration, which needs them only when
+ * something is wrong (a field refused here, the schema's or the state's
+ * problems later: `full()` reads the job again for those). Every field a
+ * job sends cost a Map entry and two printed paths, and their garbage, on
+ * every registration. The job read (`doc`'s, or its copy) is kept for
+ * `full()`: nothing may change it after. Never throws.
+ */
+export function readNomadJobQuick(doc: Record<string, unknown>, opts: { consume?: boolean } = {}): QuickNomadRead {
+  const { job, prefix } = clearedJob(doc, opts);
+  const quick = readClearedJob(job, prefix, true);
+  let full: NomadTranslation | undefined;
+  // Read again as it is: its defaults are cleared already (clearing is not always idempotent: a task's restart policy).
+  return { input: quick.input, clean: quick.problems.length === 0, full: () => (full ??= readClearedJob(job, prefix, false)) };
+}
+
+/** The job object of `doc` (or its copy) with Nomad's defaults cleared, and its path in `doc`. */
+function clearedJob(doc: Record<string, unknown>, opts: { consume?: boolean }): { job: Record<string, unknown>; prefix: PropertyKey[] } {
   const wrapped = isObject(doc['Job']);
   const given = wrapped ? (doc['Job'] as Record<string, unknown>) : doc;
   const job = opts.consume ? given : structuredClone(given);
-  const prefix = wrapped ? ['Job'] : [];
   nomadJobDefaults(job, 'clear');
-  const out = readNomad(job, JOB, prefix);
+  return { job, prefix: wrapped ? ['Job'] : [] };
+}
+
+/** Reads a job whose defaults were cleared; `quick` records no origin and makes no path (readObject's quick read). */
+function readClearedJob(job: Record<string, unknown>, prefix: PropertyKey[], quick: boolean): NomadTranslation {
+  const out = readNomad(job, JOB, prefix, { quick });
+  const t: Translation = { origins: out.origins, problems: out.problems, ignored: out.ignored };
   // A group's network: Nomad's Networks is a list of at most one.
   const groups = Array.isArray(job['TaskGroups']) ? job['TaskGroups'] : [];
   groups.forEach((g, gi) => {
@@ -51,17 +92,16 @@ export function nomadJobToSpec(doc: Record<string, unknown>, opts: { consume?: b
     const at = [...prefix, 'TaskGroups', gi, 'Networks'];
     const nets = g['Networks'] as unknown[];
     if (nets.length > 1) out.problems.push({ path: formatPath([...at, 1]), message: 'a group has at most one network' });
-    const t: Translation = { origins: out.origins, problems: out.problems, ignored: out.ignored };
     const canon = ['groups', gi, 'network'];
-    out.origins.set(formatPath(canon), formatPath([...at, 0]));
+    if (!quick) out.origins.set(formatPath(canon), formatPath([...at, 0]));
     const group = (out.input['groups'] as Array<Record<string, unknown>>)[gi];
-    if (group && isObject(nets[0])) group['network'] = joinPorts(readObject(nets[0], NETWORK, { canon, nomad: [...at, 0] }, t), canon, out.origins);
+    if (group && isObject(nets[0])) group['network'] = joinPorts(readObject(nets[0], NETWORK, quick ? undefined : { canon, nomad: [...at, 0] }, t), canon, quick ? undefined : out.origins);
   });
   groups.forEach((g, gi) => {
     const tasks = isObject(g) && Array.isArray(g['Tasks']) ? g['Tasks'] : [];
     tasks.forEach((task, ti) => {
       const into = ((out.input['groups'] as Array<Record<string, unknown>> | undefined)?.[gi]?.['tasks'] as Array<Record<string, unknown>> | undefined)?.[ti];
-      if (isObject(task) && into) readIdentities(task, into, { canon: ['groups', gi, 'tasks', ti, 'identities'], nomad: [...prefix, 'TaskGroups', gi, 'Tasks', ti] }, out);
+      if (isObject(task) && into) readIdentities(task, into, quick ? undefined : { canon: ['groups', gi, 'tasks', ti, 'identities'], nomad: [...prefix, 'TaskGroups', gi, 'Tasks', ti] }, t);
     });
   });
   return out;
@@ -70,34 +110,35 @@ export function nomadJobToSpec(doc: Record<string, unknown>, opts: { consume?: b
 /**
  * A Nomad task's Identities (the named ones) and Identity (the default one,
  * after them) -> Berth's one `identities` list, in the order the job spec
- * keeps them (identitiesSchema puts the default last).
+ * keeps them (identitiesSchema puts the default last). `at` undefined: a
+ * quick read (no origins).
  */
-function readIdentities(task: Record<string, unknown>, into: Record<string, unknown>, at: { canon: PropertyKey[]; nomad: PropertyKey[] }, out: NomadTranslation): void {
-  const t: Translation = { origins: out.origins, problems: out.problems, ignored: out.ignored };
+function readIdentities(task: Record<string, unknown>, into: Record<string, unknown>, at: ReadAt | undefined, t: Translation): void {
   const list: unknown[] = [];
-  const read = (raw: unknown, nomad: PropertyKey[]): void => {
-    const canon = [...at.canon, list.length];
-    out.origins.set(formatPath(canon), formatPath(nomad));
-    list.push(isObject(raw) ? readObject(raw, IDENTITY, { canon, nomad }, t) : raw);
+  const read = (raw: unknown, nomad: PropertyKey[] | undefined): void => {
+    const here = at && nomad && { canon: [...at.canon, list.length], nomad };
+    if (here) t.origins.set(formatPath(here.canon), formatPath(here.nomad));
+    list.push(isObject(raw) ? readObject(raw, IDENTITY, here, t) : raw);
   };
   const named = task['Identities'];
-  if (Array.isArray(named)) named.forEach((raw, i) => read(raw, [...at.nomad, 'Identities', i]));
-  else if (!isEmpty(named)) read(named, [...at.nomad, 'Identities']);
-  if (!isEmpty(task['Identity'])) read(task['Identity'], [...at.nomad, 'Identity']);
+  if (Array.isArray(named)) named.forEach((raw, i) => read(raw, at && [...at.nomad, 'Identities', i]));
+  else if (!isEmpty(named)) read(named, at && [...at.nomad, 'Identities']);
+  if (!isEmpty(task['Identity'])) read(task['Identity'], at && [...at.nomad, 'Identity']);
   if (list.length === 0) return;
-  out.origins.set(formatPath(at.canon), formatPath([...at.nomad, task['Identities'] ? 'Identities' : 'Identity']));
+  if (at) t.origins.set(formatPath(at.canon), formatPath([...at.nomad, task['Identities'] ? 'Identities' : 'Identity']));
   into['identities'] = list;
 }
 
 /**
  * A read Nomad network's ReservedPorts and DynamicPorts -> Berth's one
  * `ports` list (reserved first: Nomad's JSON does not keep the order they
- * were written in), their origins moved along. A port in ReservedPorts
- * keeps its `static`; one in DynamicPorts has none.
+ * were written in), their origins moved along (none in a quick read). A
+ * port in ReservedPorts keeps its `static`; one in DynamicPorts has none.
  */
-function joinPorts(net: Record<string, unknown>, canon: PropertyKey[], origins: Map<string, string>): Record<string, unknown> {
+function joinPorts(net: Record<string, unknown>, canon: PropertyKey[], origins: Map<string, string> | undefined): Record<string, unknown> {
   const { reservedPorts, dynamicPorts, ...rest } = net;
   if (reservedPorts === undefined && dynamicPorts === undefined) return net;
+  if (!origins) return { ...rest, ports: [reservedPorts, dynamicPorts].flatMap((list) => (Array.isArray(list) ? list : [])) };
   const ports: unknown[] = [];
   const base = formatPath([...canon, 'ports']);
   for (const [key, list] of [['reservedPorts', reservedPorts], ['dynamicPorts', dynamicPorts]] as const) {

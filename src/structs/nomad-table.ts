@@ -138,6 +138,12 @@ export const unsetIfZero: Conv = { in: (v) => (v === 0 ? undefined : v), out: (v
 // ---------------------------------------------------------------------------
 // Reading: Nomad JSON -> canonical input.
 
+/** Where a read is in both objects: the canonical path and the Nomad path of the object being read. */
+export interface ReadAt {
+  canon: PropertyKey[];
+  nomad: PropertyKey[];
+}
+
 /** Notes that the canonical `path` came from `nomad` in the Nomad object. */
 function record(t: Translation, path: PropertyKey[], nomad: PropertyKey[]): void {
   t.origins.set(formatPath(path), formatPath(nomad));
@@ -148,9 +154,11 @@ function record(t: Translation, path: PropertyKey[], nomad: PropertyKey[]): void
  * A job's Nomad JSON is mostly null and "" (Nomad writes every field it has): those are
  * passed over before any path is made, and a field's printed path is made only when a
  * problem, an ignored field or a conversion needs it (this runs for every field of every
- * registration).
+ * registration). `at` undefined is a quick read: the same input, but no origin recorded
+ * and no path made (a problem or an ignored field carries only its key); a caller that
+ * finds a problem reads again with paths to report it (nomad-job.ts's readNomadJobQuick).
  */
-export function readObject(raw: Record<string, unknown>, table: Table, at: { canon: PropertyKey[]; nomad: PropertyKey[] }, t: Translation): Record<string, unknown> {
+export function readObject(raw: Record<string, unknown>, table: Table, at: ReadAt | undefined, t: Translation): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(raw)) {
     const value = raw[key];
@@ -158,45 +166,46 @@ export function readObject(raw: Record<string, unknown>, table: Table, at: { can
     if (value === null || value === undefined || value === '') continue;
     const rule = Object.hasOwn(table, key) ? table[key] : undefined;
     if (!rule) {
-      if (!isEmpty(value)) t.problems.push({ path: formatPath([...at.nomad, key]), message: `unknown field "${key}" (not part of Nomad's job or volume JSON that Berth reads)` });
+      if (!isEmpty(value)) t.problems.push({ path: pathOf(at, key), message: `unknown field "${key}" (not part of Nomad's job or volume JSON that Berth reads)` });
       continue;
     }
     if ('drop' in rule || 'key' in rule || 'custom' in rule) continue;
     if ('defaulted' in rule) {
-      if (!isEmpty(value)) t.ignored.push(formatPath([...at.nomad, key]));
+      if (!isEmpty(value)) t.ignored.push(pathOf(at, key));
       continue;
     }
     if ('unsupported' in rule) {
-      if (!isEmpty(value)) t.problems.push({ path: formatPath([...at.nomad, key]), message: `Berth does not support ${rule.unsupported}; remove "${key}"` });
+      if (!isEmpty(value)) t.problems.push({ path: pathOf(at, key), message: `Berth does not support ${rule.unsupported}; remove "${key}"` });
       continue;
     }
-    const nomadPath = [...at.nomad, key];
-    const canon = [...at.canon, rule.to];
+    const here = at && { canon: [...at.canon, rule.to], nomad: [...at.nomad, key] };
     if ('obj' in rule) {
-      record(t, canon, nomadPath);
-      out[rule.to] = isObject(value) ? readObject(value, rule.obj, { canon, nomad: nomadPath }, t) : value;
+      if (here) record(t, here.canon, here.nomad);
+      out[rule.to] = isObject(value) ? readObject(value, rule.obj, here, t) : value;
     } else if ('list' in rule) {
-      record(t, canon, nomadPath);
+      if (here) record(t, here.canon, here.nomad);
       out[rule.to] = Array.isArray(value)
         ? value.map((item, i) => {
-            record(t, [...canon, i], [...nomadPath, i]);
-            return isObject(item) ? readObject(item, rule.list, { canon: [...canon, i], nomad: [...nomadPath, i] }, t) : item;
+            const each = here && { canon: [...here.canon, i], nomad: [...here.nomad, i] };
+            if (each) record(t, each.canon, each.nomad);
+            return isObject(item) ? readObject(item, rule.list, each, t) : item;
           })
         : value;
     } else if ('byName' in rule) {
-      record(t, canon, nomadPath);
+      if (here) record(t, here.canon, here.nomad);
       out[rule.to] = isObject(value)
         ? Object.fromEntries(
             Object.entries(value).map(([name, item]) => {
-              record(t, [...canon, name], [...nomadPath, name]);
-              return [name, isObject(item) ? readObject(item, rule.byName, { canon: [...canon, name], nomad: [...nomadPath, name] }, t) : item];
+              const each = here && { canon: [...here.canon, name], nomad: [...here.nomad, name] };
+              if (each) record(t, each.canon, each.nomad);
+              return [name, isObject(item) ? readObject(item, rule.byName, each, t) : item];
             }),
           )
         : value;
     } else {
-      const converted = rule.conv ? rule.conv.in(value, formatPath(nomadPath), t, raw) : value;
+      const converted = rule.conv ? rule.conv.in(value, here ? formatPath(here.nomad) : key, t, raw) : value;
       if (rule.to && converted !== undefined) {
-        record(t, canon, nomadPath);
+        if (here) record(t, here.canon, here.nomad);
         out[rule.to] = converted;
       }
     }
@@ -204,9 +213,16 @@ export function readObject(raw: Record<string, unknown>, table: Table, at: { can
   return out;
 }
 
-/** Reads a whole Nomad object found at `prefix` (`['Job']`, `['Volumes', 0]`). Pure; never throws. */
-export function readNomad(raw: Record<string, unknown>, table: Table, prefix: PropertyKey[]): NomadTranslation {
+/** A field's printed Nomad path, or only its key in a quick read. */
+const pathOf = (at: ReadAt | undefined, key: string): string => (at ? formatPath([...at.nomad, key]) : key);
+
+/**
+ * Reads a whole Nomad object found at `prefix` (`['Job']`, `['Volumes', 0]`).
+ * `quick`: no origins and no Nomad paths (readObject's quick read). Pure; never throws.
+ */
+export function readNomad(raw: Record<string, unknown>, table: Table, prefix: PropertyKey[], opts: { quick?: boolean } = {}): NomadTranslation {
   const t: Translation = { origins: new Map(), problems: [], ignored: [] };
+  if (opts.quick) return { input: readObject(raw, table, undefined, t), ...t };
   t.origins.set('', formatPath(prefix));
   const input = readObject(raw, table, { canon: [], nomad: prefix }, t);
   return { input, ...t };

@@ -8,8 +8,8 @@
 import {
   atNomadPaths,
   JobValidationError,
-  nomadJobToSpec,
   parseJobSpec,
+  readNomadJobQuick,
   type JobSpec,
 } from '../../structs/index.js';
 import { ApiError } from './api-error.js';
@@ -31,8 +31,12 @@ export function jobNamespace(query: Query, body: Record<string, unknown>, job: R
 /** A job read from Nomad's Job JSON, and where each of its canonical paths came from. */
 export interface ReadJob {
   spec: JobSpec;
-  /** Canonical path -> Nomad path in the request body (`Job.TaskGroups[0].Count`). */
-  origins: Map<string, string>;
+  /**
+   * Canonical path -> Nomad path in the request body (`Job.TaskGroups[0].Count`):
+   * the job read again with paths at the first call (only a problem to place
+   * needs them), the same Map after.
+   */
+  origins: () => Map<string, string>;
 }
 
 /**
@@ -40,22 +44,25 @@ export interface ReadJob {
  * JobValidationError (400) listing every problem at its Nomad path: a field
  * Berth does not support, or the spec's own problems. With `consume`, `job`
  * is the caller's to give up (parsed for this read): it is read in place and
- * left changed (nomadJobToSpec).
+ * left changed (nomadJobToSpec), and kept for `origins` (nothing may change
+ * it after). Read without paths first (readNomadJobQuick): a registration
+ * that checks makes none.
  */
 export function specOfNomadJob(job: Record<string, unknown>, namespace: string, opts: { consume?: boolean } = {}): ReadJob {
   // Read as the body holds it, so that paths name the field in the body: `Job.TaskGroups[0].Count`.
-  const t = nomadJobToSpec({ Job: job }, opts);
-  if (t.problems.length) throw new JobValidationError(t.problems);
+  const read = readNomadJobQuick({ Job: job }, opts);
+  const origins = (): Map<string, string> => read.full().origins;
+  if (!read.clean) throw new JobValidationError(read.full().problems);
   try {
-    return { spec: parseJobSpec({ ...t.input, namespace }), origins: t.origins };
+    return { spec: parseJobSpec({ ...read.input, namespace }), origins };
   } catch (err) {
-    throw nomadPathsOf(err, t.origins);
+    throw nomadPathsOf(err, origins);
   }
 }
 
 /** A JobValidationError with its problems at their Nomad paths (what the state refused: unknown volumes, a plugin ID taken); anything else as it is. */
-export function nomadPathsOf(err: unknown, origins: Map<string, string>): unknown {
-  return err instanceof JobValidationError ? new JobValidationError(atNomadPaths({ origins }, err.problems)) : err;
+export function nomadPathsOf(err: unknown, origins: () => Map<string, string>): unknown {
+  return err instanceof JobValidationError ? new JobValidationError(atNomadPaths({ origins: origins() }, err.problems)) : err;
 }
 
 /** The `Job` of a request body; ApiError INVALID (Nomad's words) when there is none or it has no ID, or not the path's. */

@@ -148,7 +148,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     let problems: JobProblem[] = [];
     try {
       const { spec, origins } = specOfNomadJob(job, jobNamespace(req.query as Query, body, job));
-      problems = atNomadPaths({ origins }, problemsAgainstState(spec, store.snapshot()));
+      const against = problemsAgainstState(spec, store.snapshot());
+      problems = against.length ? atNomadPaths({ origins: origins() }, against) : [];
     } catch (err) {
       if (!(err instanceof JobValidationError)) throw err;
       problems = err.problems;

@@ -148,15 +148,15 @@ export function collect<R>(entries: Iterable<[string, unknown]>, opts: ListOptio
 
 /**
  * What JSON.parse(json) gives, where `json` is JSON.stringify(shape): the
- * same keys in the same order with the same values, but a field whose value
- * is the very object `current` (the row's stored version: parsed from JSON
- * and frozen) holds under that key is taken as it is, neither parsed nor
- * frozen again. A status report spreads the stored row and replaces a few
- * fields: only those are read back from JSON. Without `current` (a new row),
- * or for a key JSON.parse would treat apart (`__proto__`), the JSON is parsed.
+ * same keys in the same order with the same values, but a field `kept` says
+ * is taken as it is, neither parsed nor frozen again (see Txn.put: the very
+ * object the row's stored version holds under that key, or a row this write
+ * put). A status report spreads the stored row and replaces a few fields:
+ * only those are read back from JSON. With nothing kept, or for a key
+ * JSON.parse would treat apart (`__proto__`), the JSON is parsed.
  */
-function parsedRow(json: string, shape: Record<string, unknown>, current: Row | undefined): Row {
-  if (!current) return JSON.parse(json) as Row;
+function parsedRow(json: string, shape: Record<string, unknown>, kept: ((k: string, v: unknown) => boolean) | undefined): Row {
+  if (!kept) return JSON.parse(json) as Row;
   const body: Record<string, unknown> = {};
   for (const k of Object.keys(shape)) {
     if (k === '__proto__') return JSON.parse(json) as Row;
@@ -164,7 +164,7 @@ function parsedRow(json: string, shape: Record<string, unknown>, current: Row | 
     if (typeof v === 'string' || typeof v === 'boolean' || v === null) body[k] = v;
     // As JSON writes numbers: -0 as 0, NaN and the infinities as null.
     else if (typeof v === 'number') body[k] = Number.isFinite(v) ? v + 0 : null;
-    else if (typeof v === 'object' && v === current[k] && Object.isFrozen(v)) body[k] = v;
+    else if (typeof v === 'object' && kept(k, v)) body[k] = v;
     else {
       // An object of its own (or what JSON leaves out: undefined, functions, symbols; toJSON applied).
       const text = JSON.stringify(v);
@@ -172,6 +172,22 @@ function parsedRow(json: string, shape: Record<string, unknown>, current: Row | 
     }
   }
   return body as Row;
+}
+
+/**
+ * JSON.stringify(shape), with the fields `known` has JSON for written as
+ * that JSON rather than serialized again. `known` holds only rows, which
+ * are JSON data (no toJSON, which could read its key). Fields in
+ * Object.keys order, undefined ones left out: as JSON.stringify writes them.
+ */
+function splicedJson(shape: Record<string, unknown>, known: WeakMap<object, string>): string {
+  let parts = '';
+  for (const k of Object.keys(shape)) {
+    const v = shape[k];
+    const text = (typeof v === 'object' && v !== null ? known.get(v) : undefined) ?? JSON.stringify(v);
+    if (text !== undefined) parts += `${parts ? ',' : ''}${JSON.stringify(k)}:${text}`;
+  }
+  return `{${parts}}`;
 }
 
 /** What a write put or deleted so far, to go back to when a later step of it must not apply (see Txn.savepoint). */
@@ -187,6 +203,13 @@ function changeBytes(c: Change): number {
 
 export class Txn extends View implements WriteTxn {
   readonly changes = new Map<string, Change>();
+  /**
+   * The JSON of each row this write put whole (no part apart), which is
+   * JSON.stringify(row) since the row was parsed from it: a later row that
+   * holds one (a job version holds its job) splices it in, and takes the
+   * row itself, rather than serializing and parsing the job again.
+   */
+  readonly #rowJson = new WeakMap<object, string>();
   /** The bytes of every change so far (keys and rows' JSON): what the commit will send. */
   bytes = 0;
 
@@ -248,9 +271,12 @@ export class Txn extends View implements WriteTxn {
     const field = this.detached?.(table);
     const value = field === undefined ? undefined : (input as Record<string, unknown>)[field];
     if (field === undefined || value === undefined) {
-      const shape = { ...input, createIndex, modifyIndex: this.writeIndex };
-      const json = JSON.stringify(shape);
-      const row = deepFreeze(parsedRow(json, shape, current));
+      const shape: Record<string, unknown> = { ...input, createIndex, modifyIndex: this.writeIndex };
+      // A field holding a row this write put (a job version's job) is that row, its JSON spliced in.
+      const holdsRow = this.#holdsRow(shape);
+      const json = holdsRow ? splicedJson(shape, this.#rowJson) : JSON.stringify(shape);
+      const row = deepFreeze(parsedRow(json, shape, current || holdsRow ? (k, v) => this.#kept(current, k, v) : undefined));
+      this.#rowJson.set(row, json);
       this.#set(id, { table, key, row, json, before });
       return row as unknown as TableRow<T>;
     }
@@ -262,7 +288,7 @@ export class Txn extends View implements WriteTxn {
     const json = JSON.stringify(shape);
     const kept = current?.[field] === value;
     const partJson = kept ? (pending ? pending.part?.json : undefined) : JSON.stringify(value);
-    const body = parsedRow(json, shape, current);
+    const body = parsedRow(json, shape, current ? (k, v) => this.#kept(current, k, v) : undefined);
     body[field] = kept ? value : (JSON.parse(partJson as string) as unknown);
     const row = deepFreeze(body);
     this.#set(id, { table, key, row, json, before, part: { field, json: partJson } });
@@ -278,6 +304,24 @@ export class Txn extends View implements WriteTxn {
     if (!before) this.#set(id, undefined);
     else this.#set(id, { table, key, row: null, json: null, before });
     return true;
+  }
+
+  /** Whether a field of `shape` holds a row this write put. */
+  #holdsRow(shape: Record<string, unknown>): boolean {
+    for (const k in shape) {
+      const v = shape[k];
+      if (typeof v === 'object' && v !== null && this.#rowJson.has(v)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Whether a field's object is taken into a row as it is: the very object
+   * (frozen, read from JSON) the row's stored version holds there, or a row
+   * this write put (frozen, read from the JSON it is written as).
+   */
+  #kept(current: Row | undefined, k: string, v: unknown): boolean {
+    return (current !== undefined && v === current[k] && Object.isFrozen(v)) || this.#rowJson.has(v as object);
   }
 
   #set(id: string, change: Change | undefined): void {

@@ -48,7 +48,9 @@ export function publicRow(table: DataTable, row: unknown): unknown {
   if (table === 'jobs') return publicJob(row as TableRow<'jobs'>);
   if (table === 'jobVersions' && row) {
     const v = row as TableRow<'jobVersions'>;
-    return { ...v, job: publicJob(v.job) };
+    const job = publicJob(v.job);
+    // The row itself when nothing is redacted: its event is then written with the row's own JSON (sqlite-state-store's commit).
+    return job === v.job ? v : { ...v, job };
   }
   return row;
 }

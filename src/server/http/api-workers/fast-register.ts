@@ -6,7 +6,9 @@
 // Anything the route would refuse (a bad token, a body too large, bad JSON,
 // a job that does not check) is relayed to main's fastify with the body
 // read so far, so every refusal is main's own, word for word; so is a
-// registration on a follower (main says "relay": fastify forwards it).
+// registration on a follower (main says "relay": fastify forwards it) and
+// one the state refused (a problem fastify places at its Nomad path, reading
+// the job again: the worker does not send where the paths came from).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { nestingProblem } from '../../../structs/index.js';
@@ -14,7 +16,7 @@ import type { TokenTable } from '../auth.js';
 import { readRegistration, type Registration } from '../job-register-input.js';
 import { sampleJob } from '../warm-sample-job.js';
 import { writeAnswer } from './answers.js';
-import type { FromWorker, ToWorker } from './protocol.js';
+import type { FromWorker, SentRegistration, ToWorker } from './protocol.js';
 import type { Relay } from './relay.js';
 
 /** Whether fastify's JSON parser (secure-json-parse) might read the body differently from JSON.parse: prototype keys, escapes that could spell them, a BOM. */
@@ -109,7 +111,7 @@ export class FastRegister {
         writeAnswer(res, m.answer);
       });
       try {
-        this.#post({ t: 'register', id, reg, ...(req.headers.accept !== undefined ? { accept: req.headers.accept } : {}) });
+        this.#post({ t: 'register', id, reg: sent(reg), ...(req.headers.accept !== undefined ? { accept: req.headers.accept } : {}) });
       } catch {
         // Something in the spec main cannot be sent (never expected): main's fastify reads it again.
         this.#waiting.delete(id);
@@ -126,7 +128,7 @@ export class FastRegister {
    */
   warm(): void {
     const reg = this.#read(JSON.stringify({ Job: sampleJob() }), '/v1/jobs', undefined);
-    if (reg) structuredClone({ t: 'register', id: 0, reg });
+    if (reg) structuredClone({ t: 'register', id: 0, reg: sent(reg) });
   }
 
   /** The registration, or undefined when main's fastify must answer it (it refuses it, or reads it differently). */
@@ -143,3 +145,6 @@ export class FastRegister {
     }
   }
 }
+
+/** What main is sent of a registration read here. */
+const sent = (reg: Registration): SentRegistration => ({ spec: reg.spec, ...(reg.checkIndex !== undefined ? { checkIndex: reg.checkIndex } : {}) });

@@ -20,14 +20,13 @@ import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import { describeError, type Logger } from '../../../lib/index.js';
-import { MAX_REQUEST_BODY_BYTES } from '../../../structs/index.js';
+import { JobValidationError, MAX_REQUEST_BODY_BYTES } from '../../../structs/index.js';
 import { toErrorResponse } from '../api-error.js';
-import { nomadPathsOf, type Registration } from '../job-register-input.js';
 import { registerResponse } from '../job-params.js';
 import { indexHeaders } from '../nomad-read.js';
 import type { ApiDeps } from '../route-context.js';
 import { errorAnswer, JSON_TYPE, type Answer } from './answers.js';
-import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './protocol.js';
 import { markInternal } from './relayed.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
@@ -245,8 +244,8 @@ export class ApiWorkers {
     }
   }
 
-  /** Writes a registration; the answer as job-routes.ts's register gives it, or undefined: serve it the usual way. */
-  async #register(reg: Registration, accept: string | undefined): Promise<Answer | undefined> {
+  /** Writes a registration; the answer as job-routes.ts's register gives it, or undefined: serve it the usual way (a follower; a job the state refused). */
+  async #register(reg: SentRegistration, accept: string | undefined): Promise<Answer | undefined> {
     const { deps } = this.#opts;
     const leadership = deps.leadership?.();
     // A follower forwards writes to the leader (leader-forward.ts): main's fastify does it.
@@ -256,7 +255,9 @@ export class ApiWorkers {
       const out = await deps.jobs.register(reg.spec, reg.checkIndex === undefined ? {} : { checkIndex: reg.checkIndex });
       return { status: 200, headers: [...pre, ...indexHeaders(deps, out.index)], type: JSON_TYPE, payload: JSON.stringify(registerResponse(out)) };
     } catch (err) {
-      const { status, body } = toErrorResponse(nomadPathsOf(err, reg.origins));
+      // A problem in the job (what the state refused) is placed at its Nomad path: main's fastify reads the job again for that.
+      if (err instanceof JobValidationError) return undefined;
+      const { status, body } = toErrorResponse(err);
       if (status >= 500) this.#opts.logger.child({ component: 'http' }).error({ method: 'PUT', route: '/v1/jobs', code: body.code, err: describeError(err) }, 'request failed');
       return errorAnswer(accept, status, body, pre);
     }

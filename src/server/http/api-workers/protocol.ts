@@ -9,6 +9,13 @@ import type { Answer } from './answers.js';
 import type { ApiToken } from '../auth.js';
 import type { Registration } from '../job-register-input.js';
 
+/**
+ * A registration as a worker hands it to main: the spec and the index check,
+ * not where its paths came from (a function of the worker's; main has a
+ * refusal that needs them relayed, so that fastify reads the job again).
+ */
+export type SentRegistration = Omit<Registration, 'origins'>;
+
 /** What a worker is started with. */
 export interface WorkerSetup {
   /** The fd of main's listening socket (the API's address); the worker listens on its own duplicate. */
@@ -34,7 +41,7 @@ export type FromWorker =
   /** It ended; `log` when the worker answered it (the request log's fields). */
   | { t: 'leave'; id: number; log?: RequestLog }
   /** A registration read and checked: main writes it. */
-  | { t: 'register'; id: number; reg: Registration; accept?: string }
+  | { t: 'register'; id: number; reg: SentRegistration; accept?: string }
   /** A relayed request ended (traceRelays): main logs it at trace level (a stream main hijacked has no request line). */
   | { t: 'relayed'; method: string; path: string; status: number; upgrade: boolean }
   /** A request failed in the worker (answered 500): main logs it. */
