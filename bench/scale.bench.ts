@@ -32,7 +32,7 @@
 // It takes a few minutes; run it alone with `BENCH_ONLY=scale npm run bench`.
 
 import { volumeRequest } from '../test/support/csi-api.js';
-import { SimCluster, simBatchJob, simServiceJob, simVolumeJob } from '../test/support/node-sim/index.js';
+import { SimCluster, simBatchJob, simServiceJob, simVolumeJob, threadCpuWaitMs } from '../test/support/node-sim/index.js';
 import type { AllocationListStub as Allocation } from '../src/api/index.js';
 import { performance } from 'node:perf_hooks';
 import { loadavg } from 'node:os';
@@ -206,13 +206,15 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   const cpu0 = c.cpuSeconds(leader);
   const fcpu0 = followers.map((s) => c.cpuSeconds(s));
   const loop0 = c.fleet.loopTotals();
-  const wait0 = c.processes.servers.map((s) => mainThreadCpuWaitMs(s.run.child?.pid));
+  // Each server's main thread (0 for one not running).
+  const serverWaitMs = (pid: number | undefined): number => (pid === undefined ? 0 : threadCpuWaitMs(pid));
+  const wait0 = c.processes.servers.map((s) => serverWaitMs(s.run.child?.pid));
   const simCpu0 = process.cpuUsage();
   const load0 = loadavg()[0] ?? 0;
   await new Promise((r) => setTimeout(r, REST_S * 1000));
   const cpu = (c.cpuSeconds(leader) - cpu0) / REST_S;
   // Runnable but not running, as a share of the window: the leader's main thread (each server's) and each simulator thread.
-  const waits = c.processes.servers.map((s, i) => (mainThreadCpuWaitMs(s.run.child?.pid) - (wait0[i] ?? 0)) / (REST_S * 10));
+  const waits = c.processes.servers.map((s, i) => (serverWaitMs(s.run.child?.pid) - (wait0[i] ?? 0)) / (REST_S * 10));
   const simWaits = c.fleet.loopTotals().map((l, i) => (l.cpuWaitMs - (loop0[i]?.cpuWaitMs ?? 0)) / (REST_S * 10));
   out['cpuWaitAtRestPct'] = { servers: Object.fromEntries(c.processes.servers.map((s, i) => [`${s.name}${s === leader ? ' (leader)' : ''}`, round(waits[i] ?? 0, 1)])), simulatorThreads: simWaits.map((w) => round(w, 1)) };
   const fcpu = followers.map((s, i) => (c.cpuSeconds(s) - (fcpu0[i] ?? 0)) / REST_S);
@@ -270,15 +272,6 @@ async function atRest(c: SimCluster, out: Record<string, unknown>): Promise<void
   console.log(
     `  at rest ${REST_S} s: ${hb.length} heartbeats, round trip p50 ${out['heartbeatP50Ms']} ms, p99 ${out['heartbeatP99Ms']} ms (goal < 50); leader CPU ${out['leaderCpuAtRestPct']} % of a core (goal < 50), ${out['leaderCpuMsPerHeartbeat']} ms per heartbeat; followers ${fcpu.map((f) => `${round(f * 100)} %`).join(', ')}; the simulator's event loop${simLoops.length > 1 ? 's' : ''} busy ${simLoops.map((u) => `${round(u * 100)} %`).join(', ')} (${SIM_THREADS || 'no'} worker threads; its CPU ${out['simulatorCpuPct']} % of a core); memory reclaims (full GCs) meanwhile ${c.processes.servers.map((s, i) => `${s.name}${s === leader ? ' (leader)' : ''} ${reclaims[i]}`).join(', ')} (load ${round(load0)} -> ${round(loadavg()[0] ?? 0)})`,
   );
-}
-
-/** How long the main thread of `pid` has waited for a CPU so far (ms; runnable, not running), from /proc; 0 once it is gone. */
-function mainThreadCpuWaitMs(pid: number | undefined): number {
-  try {
-    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1').split(' ')[1]) / 1e6 || 0;
-  } catch {
-    return 0;
-  }
 }
 
 /** CPU seconds (user + system) of `pid` so far; 0 once it is gone. */

@@ -187,7 +187,7 @@ async function settle(cluster: Cluster, writer: boolean, ms: number): Promise<st
   }
 }
 
-/** An unhealthy allocation's last task events, oldest first: why its deployment judged it so. */
+/** An allocation's last task events, oldest first: why its deployment judged it unhealthy, or what its undecided verdict waits on. */
 function unhealthyEvents(a: AllocationListStub): string {
   return Object.entries(a.TaskStates ?? {})
     .flatMap(([n, t]) => (t.Events ?? []).slice(-6).map((e) => `        ${n}: ${new Date(e.Time / 1e6).toISOString().slice(11, 23)} ${e.Type}: ${e.DisplayMessage}`))

@@ -4,7 +4,7 @@
 // connection, volume claims) but running no task, and the cluster of the
 // scale scenarios (three servers on a three-member etcd). For the scale scenarios
 // (test/cluster/node-sim.test.ts) and the scale bench (bench/scale.bench.ts).
-export { SimNode, type SimNodeOptions, type SimRecorder, type SimCsiOptions } from './sim-node.js';
+export { SimNode, threadCpuWaitMs, type SimNodeOptions, type SimRecorder, type SimCsiOptions } from './sim-node.js';
 export { SimFleet, simNodeId, simExternalNodeId, type SimFleetOptions } from './sim-fleet.js';
 export { ThreadedFleet, type Fleet, type ThreadedFleetOptions } from './sim-threads.js';
 export { SimCluster, SIM_PLUGIN, simBatchJob, simServiceJob, simVolumeJob, type SimClusterOptions } from './sim-cluster.js';

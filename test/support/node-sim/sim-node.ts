@@ -306,13 +306,15 @@ export class SimNode {
 }
 
 /**
- * How long the calling thread has been runnable but not running so far (ms),
- * from Linux's /proc/thread-self/schedstat; 0 where there is none. A round
+ * How long a thread has been runnable but not running so far (ms), from
+ * Linux's schedstat: the calling thread's, or with `pid` that process's main
+ * thread's; 0 where there is none (or `pid` is gone). A round
  * trip timed by a thread that waited for a CPU includes that wait.
  */
-export function threadCpuWaitMs(): number {
+export function threadCpuWaitMs(pid?: number): number {
+  const file = pid === undefined ? '/proc/thread-self/schedstat' : `/proc/${pid}/task/${pid}/schedstat`;
   try {
-    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6 || 0;
+    return Number(readFileSync(file, 'latin1').split(' ')[1]) / 1e6 || 0;
   } catch {
     return 0;
   }
