@@ -48,6 +48,21 @@ describe('AllocModifyIndexes', () => {
     assert.deepEqual(ix(indexes, 'n1', [version(7)]), { a1: 7 });
   });
 
+  it("reads a follower's versions, decoded into new objects, by what they hold: equal server fields keep the number, a change deep inside one moves it", () => {
+    const indexes = new AllocModifyIndexes();
+    const port = (value: number): NonNullable<Allocation['ports']> => [{ label: 'http', value, to: 0, hostIp: '10.0.0.1' }];
+    const metrics = { nodesEvaluated: 3, nodesFiltered: 0, nodesAvailable: { dc1: 3 }, classFiltered: {}, constraintFiltered: {}, nodesExhausted: 0, dimensionExhausted: {}, scoreMetaData: [] };
+    const placed = version(5, { ports: port(20000), metrics });
+    assert.deepEqual(ix(indexes, 'n1', [placed]), { a1: 5 });
+    // As a follower decodes it: new objects, the keys in another order, an undefined key, other metrics (never sent).
+    const decoded = JSON.parse(JSON.stringify({ ...placed, clientStatus: 'running', modifyIndex: 7, metrics: undefined })) as Allocation;
+    const reordered = { previousAllocation: undefined, ...Object.fromEntries(Object.entries(decoded).reverse()) } as unknown as Allocation;
+    assert.deepEqual(ix(indexes, 'n1', [reordered]), { a1: 5 }, 'the same server fields in new objects');
+    assert.deepEqual(ix(indexes, 'n1', [{ ...decoded, modifyIndex: 8, ports: port(20001) }]), { a1: 8 }, 'a port changed');
+    assert.deepEqual(ix(indexes, 'n1', [{ ...decoded, modifyIndex: 9, ports: port(20001), previousAllocation: 'a0' }]), { a1: 9 }, 'a field added');
+    assert.deepEqual(ix(indexes, 'n1', [{ ...decoded, modifyIndex: 10, ports: port(20001) }]), { a1: 10 }, 'a field gone');
+  });
+
   it('keeps nodes apart and forgets a node that is gone', () => {
     const indexes = new AllocModifyIndexes();
     ix(indexes, 'n1', [version(5)]);

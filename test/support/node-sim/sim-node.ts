@@ -12,7 +12,7 @@
 // controller plugin; node detach as done, since nothing was mounted).
 
 import { connectionLivenessMs, controllerCallHandlers, errorAnswer, NodeConnection, NodeRegistration, ServerApi, ServerConnError, StatusReporter, AllocWatcher, type AllocUpdate, type AllocWatcherCounts, type NodeAllocation, type NodeRpcHandlers } from '../../../src/client/serverconn/index.js';
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync, readSync } from 'node:fs';
 import type { CsiClient, PluginFingerprint } from '../../../src/csi/index.js';
 import { BACKOFF, backoffDelay, silentLogger, systemClock, type Logger } from '../../../src/lib/index.js';
 import type { CsiPluginReport, NodeFingerprint, NodeRpcMethod, NodeRpcRequest, NodeRpcResponse, TaskState } from '../../../src/structs/index.js';
@@ -305,16 +305,24 @@ export class SimNode {
   }
 }
 
+/** This thread's schedstat, kept open: each heartbeat reads it twice (open, read and close cost 35-50 us a read here, a read at offset 0 of the open file 5-6 us). */
+let ownSchedstat: { fd: number; buf: Buffer } | undefined;
+
 /**
  * How long a thread has been runnable but not running so far (ms), from
  * Linux's schedstat: the calling thread's, or with `pid` that process's main
  * thread's; 0 where there is none (or `pid` is gone). A round
- * trip timed by a thread that waited for a CPU includes that wait.
+ * trip timed by a thread that waited for a CPU includes that wait. The
+ * calling thread's file stays open for the thread's life (one descriptor a
+ * thread: a worker thread has its own copy of this module).
  */
 export function threadCpuWaitMs(pid?: number): number {
-  const file = pid === undefined ? '/proc/thread-self/schedstat' : `/proc/${pid}/task/${pid}/schedstat`;
   try {
-    return Number(readFileSync(file, 'latin1').split(' ')[1]) / 1e6 || 0;
+    if (pid !== undefined) return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1').split(' ')[1]) / 1e6 || 0;
+    ownSchedstat ??= { fd: openSync('/proc/thread-self/schedstat', 'r'), buf: Buffer.alloc(128) };
+    const { fd, buf } = ownSchedstat;
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return Number(buf.toString('latin1', 0, n).split(' ')[1]) / 1e6 || 0;
   } catch {
     return 0;
   }
