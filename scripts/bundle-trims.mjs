@@ -15,6 +15,13 @@
 //     bundle's table of commands (src/cli/program.ts) keeps them listed, but
 //     their modules (~300 KB: the other commands, the hostpath CSI plugin)
 //     are left out: importing one from the bundle rejects, saying so.
+//   - grpcAside (the agent bundle only): gRPC (@grpc/grpc-js, nice-grpc and
+//     what only they import: protobufjs, long, ...; ~690 KB, 14 % of the
+//     bundle) is reached only through the dynamic imports of the CSI call
+//     engine and the driver plugins' host, which an agent makes at its first
+//     CSI plugin or driver plugin, never at its start. It goes to a side file
+//     beside the bundle (agent-grpc-<hash>.cjs, GRPC_ASIDE_ENTRY), which those
+//     imports require at first use: one copy of each package, as before.
 
 import path from 'node:path';
 
@@ -66,6 +73,40 @@ export function agentCommandOnly() {
         });
         build.onLoad({ filter: /.*/, namespace: 'berth-not-in-agent-bundle' }, (args) => ({
           contents: `throw new Error(${JSON.stringify(`src/cli/${args.path.slice(2, -3)}.ts is not in the agent bundle, which runs \`berth agent\` alone (bin/berth.js runs other commands from dist/main.js)`)});\n`,
+          loader: 'js',
+        }));
+      },
+    },
+  };
+}
+
+/** The side file's entry: the two packages the agent bundle's dynamic imports ask for, by name. */
+export const GRPC_ASIDE_ENTRY = "module.exports = { '@grpc/grpc-js': require('@grpc/grpc-js'), 'nice-grpc': require('nice-grpc') };\n";
+
+/**
+ * An esbuild plugin for the agent bundle: `import('@grpc/grpc-js')` and `import('nice-grpc')` become a
+ * require of the side file `sideFile` (built from GRPC_ASIDE_ENTRY, in the bundle's directory) at the
+ * import's run. `checkApplied()` fails a build in which either import was not seen.
+ */
+export function grpcAside(sideFile) {
+  const seen = new Set();
+  return {
+    checkApplied() {
+      for (const name of ['@grpc/grpc-js', 'nice-grpc']) {
+        if (!seen.has(name)) throw new Error(`bundle trim grpcAside: no dynamic import of ${name} was seen; update scripts/bundle-trims.mjs`);
+      }
+    },
+    plugin: {
+      name: 'berth-grpc-aside',
+      setup(build) {
+        build.onResolve({ filter: /^(@grpc\/grpc-js|nice-grpc)$/ }, (args) => {
+          if (args.kind !== 'dynamic-import') return undefined;
+          seen.add(args.path);
+          return { path: args.path, namespace: 'berth-grpc-aside' };
+        });
+        build.onResolve({ filter: /^\.\/agent-grpc-\w+\.cjs$/, namespace: 'berth-grpc-aside' }, (args) => ({ path: args.path, external: true }));
+        build.onLoad({ filter: /.*/, namespace: 'berth-grpc-aside' }, (args) => ({
+          contents: `module.exports = require(${JSON.stringify(`./${sideFile}`)})[${JSON.stringify(args.path)}];\n`,
           loader: 'js',
         }));
       },
