@@ -44,7 +44,7 @@ import { CJS_WRAPPER, CJS_WRAPPER_END } from '../src/warm-start/cjs-wrapper.mjs'
 // Edits to a few bundled packages that change when work is done, not what is done (the agent's start).
 import { dependencyPatches } from './dependency-patches.mjs';
 // Text left out of the bundles where it cannot run (what the agent reads at each start).
-import { agentCommandOnly, GRPC_ASIDE_ENTRY, grpcAside, zodLocalesEnglishOnly } from './bundle-trims.mjs';
+import { agentCommandOnly, ASIDE_ENTRY, packagesAside, zodLocalesEnglishOnly } from './bundle-trims.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = `${root}dist`;
@@ -104,11 +104,11 @@ mainZod.checkApplied();
 const bundlePatches = dependencyPatches();
 const bundleZod = zodLocalesEnglishOnly();
 const bundleAgentOnly = agentCommandOnly();
-// gRPC beside the agent bundle, required by it at the first CSI or driver plugin (bundle-trims.mjs, grpcAside).
-const grpcSide = await build({
+// Packages beside the agent bundle, required by it at their first use (bundle-trims.mjs, packagesAside).
+const aside = await build({
   absWorkingDir: root,
-  stdin: { contents: GRPC_ASIDE_ENTRY, resolveDir: root, sourcefile: 'agent-grpc.cjs', loader: 'js' },
-  entryNames: 'agent-grpc-[hash]',
+  stdin: { contents: ASIDE_ENTRY, resolveDir: root, sourcefile: 'agent-aside.cjs', loader: 'js' },
+  entryNames: 'agent-aside-[hash]',
   outdir: next,
   outExtension: { '.js': '.cjs' },
   bundle: true,
@@ -123,9 +123,9 @@ const grpcSide = await build({
   metafile: true,
   logLevel: 'warning',
 });
-const grpcSideFile = Object.keys(grpcSide.metafile.outputs).find((f) => f.endsWith('.cjs'))?.split('/').pop();
-if (!grpcSideFile || !Object.keys(grpcSide.metafile.inputs).some((f) => f.includes('node_modules/@grpc/grpc-js/'))) throw new Error('build: the agent bundle\'s gRPC side file is missing or holds no @grpc/grpc-js');
-const bundleGrpcAside = grpcAside(grpcSideFile);
+const asideFile = Object.keys(aside.metafile.outputs).find((f) => f.endsWith('.cjs'))?.split('/').pop();
+if (!asideFile || !Object.keys(aside.metafile.inputs).some((f) => f.includes('node_modules/@grpc/grpc-js/'))) throw new Error('build: the agent bundle\'s side file is missing or holds no @grpc/grpc-js');
+const bundleAside = packagesAside(asideFile);
 const agentBundle = await build({
   absWorkingDir: root,
   entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
@@ -152,13 +152,13 @@ const agentBundle = await build({
   // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
   legalComments: 'linked',
   metafile: true,
-  plugins: [bundlePatches.plugin, bundleZod.plugin, bundleAgentOnly.plugin, bundleGrpcAside.plugin],
+  plugins: [bundlePatches.plugin, bundleZod.plugin, bundleAgentOnly.plugin, bundleAside.plugin],
   logLevel: 'warning',
 });
 bundlePatches.checkApplied();
 bundleZod.checkApplied();
 bundleAgentOnly.checkApplied();
-bundleGrpcAside.checkApplied();
+bundleAside.checkApplied();
 const bundleFile = Object.keys(agentBundle.metafile.outputs).find((f) => f.endsWith('.cjs'));
 if (!bundleFile) throw new Error('build: the agent bundle is missing');
 // The loader reads an ASCII bundle as Latin-1 (a copy of the bytes), several times cheaper than decoding UTF-8;

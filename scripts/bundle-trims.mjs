@@ -15,13 +15,14 @@
 //     bundle's table of commands (src/cli/program.ts) keeps them listed, but
 //     their modules (~300 KB: the other commands, the hostpath CSI plugin)
 //     are left out: importing one from the bundle rejects, saying so.
-//   - grpcAside (the agent bundle only): gRPC (@grpc/grpc-js, nice-grpc and
-//     what only they import: protobufjs, long, ...; ~690 KB, 14 % of the
-//     bundle) is reached only through the dynamic imports of the CSI call
-//     engine and the driver plugins' host, which an agent makes at its first
-//     CSI plugin or driver plugin, never at its start. It goes to a side file
-//     beside the bundle (agent-grpc-<hash>.cjs, GRPC_ASIDE_ENTRY), which those
-//     imports require at first use: one copy of each package, as before.
+//   - packagesAside (the agent bundle only): packages an agent reaches only
+//     through dynamic imports its start never makes (PACKAGES_ASIDE: gRPC,
+//     @grpc/grpc-js and nice-grpc, with what only they import, protobufjs,
+//     long, ..., at the first CSI or driver plugin; @fastify/static, with
+//     glob, mime and send, at the first request under /ui; ~880 KB, 18 % of
+//     the bundle) go to a side file beside the bundle (agent-aside-<hash>.cjs,
+//     ASIDE_ENTRY), which those imports require at first use; each package is
+//     evaluated at its own first use, and is one copy, as before.
 
 import path from 'node:path';
 
@@ -80,32 +81,40 @@ export function agentCommandOnly() {
   };
 }
 
-/** The side file's entry: the two packages the agent bundle's dynamic imports ask for, by name. */
-export const GRPC_ASIDE_ENTRY = "module.exports = { '@grpc/grpc-js': require('@grpc/grpc-js'), 'nice-grpc': require('nice-grpc') };\n";
+/**
+ * The packages the agent bundle leaves to its side file: each is reached only through a dynamic import
+ * that an agent's start never makes (gRPC: the first CSI or driver plugin; @fastify/static: the first
+ * request under /ui).
+ */
+export const PACKAGES_ASIDE = ['@grpc/grpc-js', 'nice-grpc', '@fastify/static'];
+
+/** The side file's entry: each package of PACKAGES_ASIDE by name, evaluated at its first use. */
+export const ASIDE_ENTRY = `module.exports = {\n${PACKAGES_ASIDE.map((p) => `  get ${JSON.stringify(p)}() { return require(${JSON.stringify(p)}); },\n`).join('')}};\n`;
 
 /**
- * An esbuild plugin for the agent bundle: `import('@grpc/grpc-js')` and `import('nice-grpc')` become a
- * require of the side file `sideFile` (built from GRPC_ASIDE_ENTRY, in the bundle's directory) at the
- * import's run. `checkApplied()` fails a build in which either import was not seen.
+ * An esbuild plugin for the agent bundle: a dynamic import of a package of PACKAGES_ASIDE becomes a
+ * require of the side file `sideFile` (built from ASIDE_ENTRY, in the bundle's directory) when the
+ * import runs. `checkApplied()` fails a build in which any of those imports was not seen.
  */
-export function grpcAside(sideFile) {
+export function packagesAside(sideFile) {
   const seen = new Set();
+  const names = new RegExp(`^(${PACKAGES_ASIDE.map((p) => p.replace(/[/@.-]/g, (c) => `\\${c}`)).join('|')})$`);
   return {
     checkApplied() {
-      for (const name of ['@grpc/grpc-js', 'nice-grpc']) {
-        if (!seen.has(name)) throw new Error(`bundle trim grpcAside: no dynamic import of ${name} was seen; update scripts/bundle-trims.mjs`);
+      for (const name of PACKAGES_ASIDE) {
+        if (!seen.has(name)) throw new Error(`bundle trim packagesAside: no dynamic import of ${name} was seen; update scripts/bundle-trims.mjs`);
       }
     },
     plugin: {
-      name: 'berth-grpc-aside',
+      name: 'berth-packages-aside',
       setup(build) {
-        build.onResolve({ filter: /^(@grpc\/grpc-js|nice-grpc)$/ }, (args) => {
+        build.onResolve({ filter: names }, (args) => {
           if (args.kind !== 'dynamic-import') return undefined;
           seen.add(args.path);
-          return { path: args.path, namespace: 'berth-grpc-aside' };
+          return { path: args.path, namespace: 'berth-packages-aside' };
         });
-        build.onResolve({ filter: /^\.\/agent-grpc-\w+\.cjs$/, namespace: 'berth-grpc-aside' }, (args) => ({ path: args.path, external: true }));
-        build.onLoad({ filter: /.*/, namespace: 'berth-grpc-aside' }, (args) => ({
+        build.onResolve({ filter: /^\.\/agent-aside-\w+\.cjs$/, namespace: 'berth-packages-aside' }, (args) => ({ path: args.path, external: true }));
+        build.onLoad({ filter: /.*/, namespace: 'berth-packages-aside' }, (args) => ({
           contents: `module.exports = require(${JSON.stringify(`./${sideFile}`)})[${JSON.stringify(args.path)}];\n`,
           loader: 'js',
         }));
