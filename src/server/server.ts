@@ -224,7 +224,7 @@ export class Server {
       } else {
         const dir = this.#opts.dataDir as string;
         mkdirSync(dir, { recursive: true });
-        this.#store = SqliteStateStore.open(join(dir, 'state.db'), { logger: root, reserveLater: true });
+        this.#store = SqliteStateStore.open(join(dir, 'state.db'), { logger: root });
         this.#ownsStore = true;
       }
       const store = this.#store;
@@ -298,8 +298,6 @@ export class Server {
       this.#api = await buildApi(deps);
       const host = this.#opts.bindAddress ?? '127.0.0.1';
       await this.#api.listen({ host, port: this.#opts.port ?? 0 });
-      // The state file's reserve once the API listens: a request that came meanwhile is answered first.
-      if (this.#ownsStore && store instanceof SqliteStateStore) setImmediate(() => void (store.closed || store.restoreHeadroom()));
       if (this.#opts.apiWorkers) {
         this.#apiWorkers = new ApiWorkers({ deps, app: this.#api, count: this.#opts.apiWorkers, ...(this.#opts.dataDir ? { dataDir: this.#opts.dataDir } : {}), logger: root });
         await this.#apiWorkers.start();

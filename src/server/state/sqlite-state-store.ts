@@ -47,11 +47,6 @@ export interface SqliteStateStoreOptions {
    * state store does. It is made again once the disk has room for it twice.
    */
   headroomBytes?: number;
-  /**
-   * Make no reserve at open: its owner calls restoreHeadroom() when it chooses (a server, once its API
-   * listens: writing 4 MiB cost a start 10-20 ms of CPU before its first answer). Default false.
-   */
-  reserveLater?: boolean;
   /** How many events are kept for the event stream. Default 10,000. */
   eventHistory?: number;
 }
@@ -191,7 +186,7 @@ export class SqliteStateStore implements StateStore {
       }
       const store = new SqliteStateStore(path, db, opts);
       store.#load();
-      if (!opts.reserveLater) store.restoreHeadroom();
+      store.restoreHeadroom();
       return store;
     } catch (err) {
       db?.close();
