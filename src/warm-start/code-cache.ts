@@ -93,7 +93,7 @@ function readFileInto(file: string, spare: Buffer): Buffer {
     if (size >= spare.length) return readFileSync(fd);
     let n = 0;
     for (let got = 1; got > 0 && n < spare.length; n += got) got = readSync(fd, spare, n, spare.length - n, n);
-    // Grown past `spare` since fstat (another agent writing it): read it whole the ordinary way.
+    // Filled `spare`: the file may be longer than fstat said; read it whole the ordinary way.
     return n < spare.length ? spare.subarray(0, n) : readFileSync(file);
   } finally {
     closeSync(fd);
