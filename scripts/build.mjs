@@ -44,7 +44,7 @@ import { CJS_WRAPPER, CJS_WRAPPER_END } from '../src/warm-start/cjs-wrapper.mjs'
 // Edits to a few bundled packages that change when work is done, not what is done (the agent's start).
 import { dependencyPatches } from './dependency-patches.mjs';
 // Text left out of the bundles where it cannot run (what the agent reads at each start).
-import { agentCommandOnly, zodLocalesEnglishOnly } from './bundle-trims.mjs';
+import { agentCommandOnly, ASIDE_ENTRY, packagesAside, zodLocalesEnglishOnly } from './bundle-trims.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = `${root}dist`;
@@ -104,6 +104,28 @@ mainZod.checkApplied();
 const bundlePatches = dependencyPatches();
 const bundleZod = zodLocalesEnglishOnly();
 const bundleAgentOnly = agentCommandOnly();
+// Packages beside the agent bundle, required by it at their first use (bundle-trims.mjs, packagesAside).
+const aside = await build({
+  absWorkingDir: root,
+  stdin: { contents: ASIDE_ENTRY, resolveDir: root, sourcefile: 'agent-aside.cjs', loader: 'js' },
+  entryNames: 'agent-aside-[hash]',
+  outdir: next,
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  keepNames: true,
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: 'linked',
+  legalComments: 'linked',
+  metafile: true,
+  logLevel: 'warning',
+});
+const asideFile = Object.keys(aside.metafile.outputs).find((f) => f.endsWith('.cjs'))?.split('/').pop();
+if (!asideFile || !Object.keys(aside.metafile.inputs).some((f) => f.includes('node_modules/@grpc/grpc-js/'))) throw new Error('build: the agent bundle\'s side file is missing or holds no @grpc/grpc-js');
+const bundleAside = packagesAside(asideFile);
 const agentBundle = await build({
   absWorkingDir: root,
   entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
@@ -130,12 +152,13 @@ const agentBundle = await build({
   // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
   legalComments: 'linked',
   metafile: true,
-  plugins: [bundlePatches.plugin, bundleZod.plugin, bundleAgentOnly.plugin],
+  plugins: [bundlePatches.plugin, bundleZod.plugin, bundleAgentOnly.plugin, bundleAside.plugin],
   logLevel: 'warning',
 });
 bundlePatches.checkApplied();
 bundleZod.checkApplied();
 bundleAgentOnly.checkApplied();
+bundleAside.checkApplied();
 const bundleFile = Object.keys(agentBundle.metafile.outputs).find((f) => f.endsWith('.cjs'));
 if (!bundleFile) throw new Error('build: the agent bundle is missing');
 // The loader reads an ASCII bundle as Latin-1 (a copy of the bytes), several times cheaper than decoding UTF-8;

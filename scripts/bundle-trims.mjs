@@ -15,6 +15,14 @@
 //     bundle's table of commands (src/cli/program.ts) keeps them listed, but
 //     their modules (~300 KB: the other commands, the hostpath CSI plugin)
 //     are left out: importing one from the bundle rejects, saying so.
+//   - packagesAside (the agent bundle only): packages an agent reaches only
+//     through dynamic imports its start never makes (PACKAGES_ASIDE: gRPC,
+//     @grpc/grpc-js and nice-grpc, with what only they import, protobufjs,
+//     long, ..., at the first CSI or driver plugin; @fastify/static, with
+//     glob, mime and send, at the first request under /ui; ~880 KB, 18 % of
+//     the bundle) go to a side file beside the bundle (agent-aside-<hash>.cjs,
+//     ASIDE_ENTRY), which those imports require at first use; each package is
+//     evaluated at its own first use, and is one copy, as before.
 
 import path from 'node:path';
 
@@ -66,6 +74,48 @@ export function agentCommandOnly() {
         });
         build.onLoad({ filter: /.*/, namespace: 'berth-not-in-agent-bundle' }, (args) => ({
           contents: `throw new Error(${JSON.stringify(`src/cli/${args.path.slice(2, -3)}.ts is not in the agent bundle, which runs \`berth agent\` alone (bin/berth.js runs other commands from dist/main.js)`)});\n`,
+          loader: 'js',
+        }));
+      },
+    },
+  };
+}
+
+/**
+ * The packages the agent bundle leaves to its side file: each is reached only through a dynamic import
+ * that an agent's start never makes (gRPC: the first CSI or driver plugin; @fastify/static: the first
+ * request under /ui).
+ */
+export const PACKAGES_ASIDE = ['@grpc/grpc-js', 'nice-grpc', '@fastify/static'];
+
+/** The side file's entry: each package of PACKAGES_ASIDE by name, evaluated at its first use. */
+export const ASIDE_ENTRY = `module.exports = {\n${PACKAGES_ASIDE.map((p) => `  get ${JSON.stringify(p)}() { return require(${JSON.stringify(p)}); },\n`).join('')}};\n`;
+
+/**
+ * An esbuild plugin for the agent bundle: a dynamic import of a package of PACKAGES_ASIDE becomes a
+ * require of the side file `sideFile` (built from ASIDE_ENTRY, in the bundle's directory) when the
+ * import runs. `checkApplied()` fails a build in which any of those imports was not seen.
+ */
+export function packagesAside(sideFile) {
+  const seen = new Set();
+  const names = new RegExp(`^(${PACKAGES_ASIDE.map((p) => p.replace(/[/@.-]/g, (c) => `\\${c}`)).join('|')})$`);
+  return {
+    checkApplied() {
+      for (const name of PACKAGES_ASIDE) {
+        if (!seen.has(name)) throw new Error(`bundle trim packagesAside: no dynamic import of ${name} was seen; update scripts/bundle-trims.mjs`);
+      }
+    },
+    plugin: {
+      name: 'berth-packages-aside',
+      setup(build) {
+        build.onResolve({ filter: names }, (args) => {
+          if (args.kind !== 'dynamic-import') return undefined;
+          seen.add(args.path);
+          return { path: args.path, namespace: 'berth-packages-aside' };
+        });
+        build.onResolve({ filter: /^\.\/agent-aside-\w+\.cjs$/, namespace: 'berth-packages-aside' }, (args) => ({ path: args.path, external: true }));
+        build.onLoad({ filter: /.*/, namespace: 'berth-packages-aside' }, (args) => ({
+          contents: `module.exports = require(${JSON.stringify(`./${sideFile}`)})[${JSON.stringify(args.path)}];\n`,
           loader: 'js',
         }));
       },

@@ -6,7 +6,7 @@
 // the functions a start and a first job ran, not only the top level.
 
 import { isAscii } from 'node:buffer';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Script } from 'node:vm';
@@ -40,7 +40,9 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
   let cached: Buffer | undefined;
   let problem: string;
   try {
-    const sealed = unseal(readFileSync(cacheFile));
+    // Into the bundle's bytes, copied out by now: memory this process has touched already. Fresh memory costs a
+    // page fault a 4 KB page at first touch, on this kind of VM ~20-30 us each: ~780 for a 3 MB cache, some 20 ms.
+    const sealed = unseal(readFileInto(cacheFile, bytes));
     if ('data' in sealed) cached = sealed.data;
     problem = 'problem' in sealed ? `cache ${cacheFile}: ${sealed.problem}` : '';
   } catch (err) {
@@ -78,6 +80,24 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
       }
     },
   };
+}
+
+/**
+ * The bytes of `file`, read into `spare` when they fit (a view of it, which the caller's next use of `spare`
+ * overwrites), else into a new buffer. Blocks; throws what reading throws.
+ */
+function readFileInto(file: string, spare: Buffer): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    if (size >= spare.length) return readFileSync(fd);
+    let n = 0;
+    for (let got = 1; got > 0 && n < spare.length; n += got) got = readSync(fd, spare, n, spare.length - n, n);
+    // Filled `spare`: the file may be longer than fstat said; read it whole the ordinary way.
+    return n < spare.length ? spare.subarray(0, n) : readFileSync(file);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

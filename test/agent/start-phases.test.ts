@@ -1,7 +1,7 @@
 // A dev agent's start, as whoever profiles it reads it (issue 40, bench
 // `agent-start`): at --log-level debug its log tells each start phase with
-// the time since its process began, in the order the start takes them; the
-// API listens before the client part starts.
+// the time since its process began (and its CPU and page faults by then), in
+// the order the start takes them; the API listens before the client part starts.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,12 +25,16 @@ describe('berth agent --dev --log-level debug', () => {
     const phases = readFileSync(path.join(dir, 'a', 'agent.log'), 'utf8')
       .split('\n')
       .filter((l) => l.includes('"start phase"'))
-      .map((l) => JSON.parse(l) as { phase: string; ms: number });
+      .map((l) => JSON.parse(l) as { phase: string; ms: number; cpuMs: number; minorFaults: number });
     assert.deepEqual(
       phases.map((p) => p.phase),
       ['agent modules evaluated', 'config read, log opened', 'server starting', 'server API routes registered', 'listening', 'server started', 'client starting', 'client started', 'ready lines printed'],
     );
-    for (let i = 1; i < phases.length; i++) assert.ok(phases[i]!.ms >= phases[i - 1]!.ms, `${phases[i]!.phase} (${phases[i]!.ms} ms) comes after ${phases[i - 1]!.phase} (${phases[i - 1]!.ms} ms)`);
+    for (let i = 1; i < phases.length; i++) {
+      assert.ok(phases[i]!.ms >= phases[i - 1]!.ms, `${phases[i]!.phase} (${phases[i]!.ms} ms) comes after ${phases[i - 1]!.phase} (${phases[i - 1]!.ms} ms)`);
+      // The process's CPU and page faults so far, which only grow.
+      assert.ok(phases[i]!.cpuMs >= phases[i - 1]!.cpuMs && phases[i]!.minorFaults >= phases[i - 1]!.minorFaults, JSON.stringify(phases.slice(i - 1, i + 1)));
+    }
     assert.ok(phases[0]!.ms > 0);
   });
 });

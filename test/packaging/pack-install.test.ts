@@ -75,7 +75,10 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
     const files = ok(await run('tar', ['tzf', tarball], { cwd: work }), 'tar').split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
     // `berth agent`'s warm start (src/warm-start/): its entry, and the one-file bundle warm-start.json names.
     const agentBundle = `dist/${(JSON.parse(readFileSync(path.join(installed, 'dist', 'warm-start.json'), 'utf8')) as { bundle: string }).bundle}`;
-    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/warm-start.js', 'dist/warm-start.json', agentBundle, 'dist/executor.mjs', 'dist/executor-spawn.mjs', 'dist/executor-logs.mjs', 'dist/mount-helper.mjs', 'dist/mount-table.mjs', 'dist/_tmpfs-mounter.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
+    // The packages the bundle leaves to its side file (scripts/bundle-trims.mjs, packagesAside), required at their first use.
+    const aside = /require\("\.\/(agent-aside-\w+\.cjs)"\)/.exec(readFileSync(path.join(installed, agentBundle), 'latin1'))?.[1];
+    assert.ok(aside, `${agentBundle} names no side file`);
+    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/warm-start.js', 'dist/warm-start.json', agentBundle, `dist/${aside}`, 'dist/executor.mjs', 'dist/executor-spawn.mjs', 'dist/executor-logs.mjs', 'dist/mount-helper.mjs', 'dist/mount-table.mjs', 'dist/_tmpfs-mounter.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
       assert.ok(files.includes(needed), `the tarball lacks ${needed}`);
     }
     const unwanted = files.filter((f) => /^(src|test|bench|scripts)\//.test(f) || /\.test\.|\.bench\.|\.ts$/.test(f));
