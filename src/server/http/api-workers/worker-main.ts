@@ -12,7 +12,7 @@ import { FastRegister, registrationRoute } from './fast-register.js';
 import { listenOnDuplicate } from './listen-dup.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 import { Relay } from './relay.js';
-import { sendErrorAnswer } from './answers.js';
+import { sendErrorAnswer } from '../answers.js';
 
 /** fastify's defaults, which main's listener has. */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
