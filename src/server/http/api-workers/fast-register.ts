@@ -123,5 +123,3 @@ export class FastRegister {
 
 /** What main is sent of a registration read here. */
 const sent = (reg: Registration): SentRegistration => ({ spec: reg.spec, ...(reg.checkIndex !== undefined ? { checkIndex: reg.checkIndex } : {}) });
-
-export { registrationRoute } from '../registration-fast-path.js';

@@ -8,7 +8,8 @@
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import { TokenTable } from '../auth.js';
-import { FastRegister, registrationRoute } from './fast-register.js';
+import { registrationRoute } from '../registration-fast-path.js';
+import { FastRegister } from './fast-register.js';
 import { listenOnDuplicate } from './listen-dup.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 import { Relay } from './relay.js';
