@@ -12,7 +12,8 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { AbortedError } from '../../lib/index.js';
 import { MAX_REQUEST_BODY_BYTES, nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import { ApiError, toErrorResponse, type ErrorBody } from './api-error.js';
-import { errorAnswer, relayedBy } from './api-workers/index.js';
+import { errorAnswer } from './answers.js';
+import { relayedBy } from './api-workers/index.js';
 import { TokenTable, type Access } from './auth.js';
 import { registerAgentRoutes } from './agent-routes.js';
 import { answerHeadWithGet } from './head-twins.js';
@@ -25,6 +26,7 @@ import { registerEvalRoutes } from './eval-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
+import { countedByFastPath, MainFastRegister } from './main-fast-register.js';
 import { registerMetricsRoute } from './metrics-routes.js';
 import { registerNamespaceRoutes } from './namespace-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
@@ -129,20 +131,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   });
   const admit = (req: FastifyRequest, reply: FastifyReply): void => {
     const access = req.routeOptions.config.access;
-    inFlight?.began();
-    // Users' writes only: a node's own (heartbeats, status reports, claims) are a steady stream in a large
-    // cluster, and the scheduler waiting for a gap in it held each part of a 10,000-allocation plan a second.
-    // A node's reads sent as POST (its allocation pull, `node-read`) are a node's too: counted as a user's write, the
-    // pull that follows every placement made a lone submission look like a burst to what waits for quiet.
-    if (inFlight && req.method !== 'GET' && req.method !== 'HEAD' && access !== 'node' && access !== 'node-read') {
-      inFlight.enter();
-      reply.raw.once('close', () => inFlight.leave());
-    }
-    const settle = fresh.get(req.raw.socket);
-    if (settle) {
-      fresh.delete(req.raw.socket);
-      settle();
-    }
+    // A registration the fast path gave to fastify was counted there, and its connection settled.
+    if (!countedByFastPath(req.raw)) count(req, reply, access);
     // Reads come from the store's last view; when it lost etcd that view may be behind.
     if (deps.store.stale) reply.header('X-Berth-Stale', 'true');
     if (!access) {
@@ -161,6 +151,27 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     req.caller = tokens.authorize(req.headers.authorization, access, typeof nomadToken === 'string' ? nomadToken : undefined);
   };
 
+  const count = (req: FastifyRequest, reply: FastifyReply, access: string | undefined): void => {
+    inFlight?.began();
+    // Users' writes only: a node's own (heartbeats, status reports, claims) are a steady stream in a large
+    // cluster, and the scheduler waiting for a gap in it held each part of a 10,000-allocation plan a second.
+    // A node's reads sent as POST (its allocation pull, `node-read`) are a node's too: counted as a user's write, the
+    // pull that follows every placement made a lone submission look like a burst to what waits for quiet.
+    if (inFlight && req.method !== 'GET' && req.method !== 'HEAD' && access !== 'node' && access !== 'node-read') {
+      inFlight.enter();
+      reply.raw.once('close', () => inFlight.leave());
+    }
+    settleConnection(req.raw);
+  };
+  const settleConnection = (raw: IncomingMessage): void => {
+    const settle = fresh.get(raw.socket);
+    if (settle) {
+      fresh.delete(raw.socket);
+      settle();
+    }
+  };
+  const fastRegister = new MainFastRegister({ deps, tokens, bodyLimit, log, settleConnection });
+
   // A callback hook, and the line's fields made only when it is written: every answer passes here.
   app.addHook('onResponse', (req, reply, done) => {
     if (log.isLevelEnabled('debug')) {
@@ -174,7 +185,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
 
   // Closing the API ends blocking reads and event streams, so close() does not wait on them.
   const closing = new AbortController();
-  app.addHook('preClose', async () => closing.abort(new Error('server closing')));
+  app.addHook('preClose', async () => {
+    fastRegister.close();
+    closing.abort(new Error('server closing'));
+  });
   app.setErrorHandler(async (err, req, reply) => {
     const { status, body } = toErrorResponse(err);
     if (status === 413) {
@@ -249,6 +263,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.metrics) registerMetricsRoute(app, deps.metrics.registry);
 
   await deps.extraRoutes?.(app);
+
+  // Registrations are served before fastify's routing; it answers the rest (and every refusal).
+  fastRegister.install(app.server);
 
   return app;
 }

@@ -31,6 +31,7 @@ import { isObj, jobNamespace, nomadPathsOf, readRegistration, requestJob, specOf
 export { specOfNomadJob };
 import { registerJobChildRoutes } from './job-child-routes.js';
 import { JobListCache } from './job-list-cache.js';
+import { replayReadBody } from './main-fast-register.js';
 import { planResponse } from './job-plan-shapes.js';
 import { registerJobVersionRoutes } from './job-version-routes.js';
 import { boolParam, queryMeta, registerResponse } from './job-params.js';
@@ -68,8 +69,9 @@ export function registerJobRoutes(app: FastifyInstance, ctx: RouteContext): void
     return registerResponse(out);
   };
   for (const method of ['put', 'post'] as const) {
-    app[method]('/v1/jobs', { config: { access: 'write' } }, (req, reply) => register(req, reply));
-    app[method]<{ Params: Params }>('/v1/job/:id', { config: { access: 'write' } }, (req, reply) => register(req, reply, req.params.id));
+    // preParsing: a request the main thread's fast path read and gave back is parsed from what it read (main-fast-register.ts).
+    app[method]('/v1/jobs', { config: { access: 'write' }, preParsing: replayReadBody }, (req, reply) => register(req, reply));
+    app[method]<{ Params: Params }>('/v1/job/:id', { config: { access: 'write' }, preParsing: replayReadBody }, (req, reply) => register(req, reply, req.params.id));
   }
 
   // PUT/POST /v1/jobs/parse: an HCL job file -> Nomad's Job JSON, through Berth's job file pipeline (no file functions, no environment).

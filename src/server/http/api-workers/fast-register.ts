@@ -11,29 +11,13 @@
 // the job again: the worker does not send where the paths came from).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { nestingProblem } from '../../../structs/index.js';
 import type { TokenTable } from '../auth.js';
-import { readRegistration, type Registration } from '../job-register-input.js';
+import type { Registration } from '../job-register-input.js';
+import { readFastRegistration } from '../registration-fast-path.js';
 import { sampleJob } from '../warm-sample-job.js';
-import { writeAnswer } from './answers.js';
+import { writeAnswer } from '../answers.js';
 import type { FromWorker, SentRegistration, ToWorker } from './protocol.js';
 import type { Relay } from './relay.js';
-
-/** Whether fastify's JSON parser (secure-json-parse) might read the body differently from JSON.parse: prototype keys, escapes that could spell them, a BOM. */
-const MAYBE_PROTO = /__proto__|constructor|prototype|\\u00[5-7]|^\uFEFF/i;
-/** A job ID that needs no decoding in a path (fastify decodes the others; those are relayed). */
-const PLAIN_ID = /^[A-Za-z0-9._~-]+$/;
-
-/** The registration route of a request, or undefined when it is not one. */
-export function registrationRoute(method: string | undefined, url: string | undefined): { route: string; id?: string } | undefined {
-  if ((method !== 'PUT' && method !== 'POST') || !url) return undefined;
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  if (path === '/v1/jobs') return { route: '/v1/jobs' };
-  if (!path.startsWith('/v1/job/')) return undefined;
-  const id = path.slice('/v1/job/'.length);
-  return PLAIN_ID.test(id) ? { route: '/v1/job/:id', id } : undefined;
-}
 
 export class FastRegister {
   readonly #post: (m: FromWorker) => void;
@@ -133,16 +117,7 @@ export class FastRegister {
 
   /** The registration, or undefined when main's fastify must answer it (it refuses it, or reads it differently). */
   #read(body: string, url: string, id: string | undefined): Registration | undefined {
-    if (body.trim() === '' || MAYBE_PROTO.test(body) || nestingProblem(body)) return undefined;
-    const q = url.indexOf('?');
-    const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
-    const ns = params.getAll('namespace');
-    if (ns.length > 1) return undefined;
-    try {
-      return readRegistration(JSON.parse(body), ns.length ? { namespace: ns[0] } : {}, id);
-    } catch {
-      return undefined;
-    }
+    return readFastRegistration(body, url, id);
   }
 }
 

@@ -2,5 +2,4 @@
 // writer (see pool.ts). Door of src/server/http/api-workers.
 
 export { ApiWorkers, type ApiWorkersOptions } from './pool.js';
-export { errorAnswer } from './answers.js';
 export { relayedBy } from './relayed.js';

@@ -20,12 +20,10 @@ import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import { describeError, type Logger } from '../../../lib/index.js';
-import { JobValidationError, MAX_REQUEST_BODY_BYTES } from '../../../structs/index.js';
-import { toErrorResponse } from '../api-error.js';
-import { registerResponse } from '../job-params.js';
-import { indexHeaders } from '../nomad-read.js';
+import { MAX_REQUEST_BODY_BYTES } from '../../../structs/index.js';
+import { registrationAnswer } from '../registration-fast-path.js';
 import type { ApiDeps } from '../route-context.js';
-import { errorAnswer, JSON_TYPE, type Answer } from './answers.js';
+import type { Answer } from '../answers.js';
 import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './protocol.js';
 import { markInternal } from './relayed.js';
 
@@ -62,6 +60,8 @@ interface Slot {
 export class ApiWorkers {
   readonly #opts: ApiWorkersOptions;
   readonly #log: Logger;
+  /** The request log's logger (component http), as api.ts's. */
+  readonly #httpLog: Logger;
   readonly #slots: Slot[] = [];
   #internal: net.Server | undefined;
   #socketPath = '';
@@ -73,6 +73,7 @@ export class ApiWorkers {
   constructor(opts: ApiWorkersOptions) {
     this.#opts = opts;
     this.#log = opts.logger.child({ component: 'api-workers' });
+    this.#httpLog = opts.logger.child({ component: 'http' });
   }
 
   /** Workers accepting now. */
@@ -245,22 +246,8 @@ export class ApiWorkers {
   }
 
   /** Writes a registration; the answer as job-routes.ts's register gives it, or undefined: serve it the usual way (a follower; a job the state refused). */
-  async #register(reg: SentRegistration, accept: string | undefined): Promise<Answer | undefined> {
-    const { deps } = this.#opts;
-    const leadership = deps.leadership?.();
-    // A follower forwards writes to the leader (leader-forward.ts): main's fastify does it.
-    if (leadership && !leadership.isLeader) return undefined;
-    const pre = deps.store.stale ? ['x-berth-stale', 'true'] : [];
-    try {
-      const out = await deps.jobs.register(reg.spec, reg.checkIndex === undefined ? {} : { checkIndex: reg.checkIndex });
-      return { status: 200, headers: [...pre, ...indexHeaders(deps, out.index)], type: JSON_TYPE, payload: JSON.stringify(registerResponse(out)) };
-    } catch (err) {
-      // A problem in the job (what the state refused) is placed at its Nomad path: main's fastify reads the job again for that.
-      if (err instanceof JobValidationError) return undefined;
-      const { status, body } = toErrorResponse(err);
-      if (status >= 500) this.#opts.logger.child({ component: 'http' }).error({ method: 'PUT', route: '/v1/jobs', code: body.code, err: describeError(err) }, 'request failed');
-      return errorAnswer(accept, status, body, pre);
-    }
+  #register(reg: SentRegistration, accept: string | undefined): Promise<Answer | undefined> {
+    return registrationAnswer(this.#opts.deps, this.#httpLog, reg, accept);
   }
 }
 

@@ -5,7 +5,7 @@
 // asks the worker to serve the request the usual way (relayed to main's
 // fastify), e.g. on a follower, which forwards writes to the leader.
 
-import type { Answer } from './answers.js';
+import type { Answer } from '../answers.js';
 import type { ApiToken } from '../auth.js';
 import type { Registration } from '../job-register-input.js';
 

@@ -9,7 +9,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { threadId } from 'node:worker_threads';
-import { sendErrorAnswer } from './answers.js';
+import { sendErrorAnswer } from '../answers.js';
 import { RELAYED_BY_HEADER } from './relayed.js';
 import { connectUnix, UnixRelayAgent } from './unix-connect.js';
 

@@ -8,11 +8,12 @@
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import { TokenTable } from '../auth.js';
-import { FastRegister, registrationRoute } from './fast-register.js';
+import { registrationRoute } from '../registration-fast-path.js';
+import { FastRegister } from './fast-register.js';
 import { listenOnDuplicate } from './listen-dup.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 import { Relay } from './relay.js';
-import { sendErrorAnswer } from './answers.js';
+import { sendErrorAnswer } from '../answers.js';
 
 /** fastify's defaults, which main's listener has. */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;

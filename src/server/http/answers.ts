@@ -1,11 +1,12 @@
 // An answer as main's fastify writes it (status, headers with lowercased
-// names in fastify's order, the body), carried from main to the worker
-// that writes it to its caller: a registration's JobRegisterResponse, or an
+// names in fastify's order, the body), written by the registration fast
+// paths (main-fast-register.ts; carried from main to the API worker that
+// writes it to its caller): a registration's JobRegisterResponse, or an
 // error in Nomad's form (api.ts's sendError: plain text, or `{ code,
 // message, details }` to a caller that accepts JSON).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ErrorBody } from '../api-error.js';
+import type { ErrorBody } from './api-error.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
 

@@ -1,0 +1,142 @@
+// The main thread's registration fast path: PUT/POST /v1/jobs and
+// /v1/job/:id served on the HTTP server's request event, without fastify's
+// request and reply objects, hooks, content-type parser and serializer (a
+// burst of 200 registrations from 200 connections spent a fifth of the
+// agent's CPU in them). It does what the route and api.ts's hooks do for a
+// registration that checks: counts the write in flight, authenticates the
+// caller, reads the body (up to the body limit), reads and checks the job,
+// writes it (JobService.register: the turn's shared store write) and answers
+// as the route answers (registration-fast-path.ts, which the API's front
+// workers share). Everything else goes to fastify, word for word its own: a
+// request it refuses before its body (a bad token, no or too large a
+// Content-Length), and after its body (bad JSON, a job that does not check,
+// one the state refused, a follower's) with the body it read, which the
+// registration routes' preParsing hook (replayReadBody) hands to fastify's
+// parser in place of the spent request stream.
+
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { PassThrough } from 'node:stream';
+import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
+import type { Logger } from '../../lib/index.js';
+import type { TokenTable } from './auth.js';
+import { writeAnswer } from './answers.js';
+import { relayedBy } from './api-workers/index.js';
+import { readFastRegistration, registrationAnswer, registrationRoute } from './registration-fast-path.js';
+import type { ApiDeps } from './route-context.js';
+
+/** The body the fast path read from a request it then gave to fastify. */
+const READ_BODY = Symbol('berth.fastRegisterBody');
+/** The fast path counted the request in flight (api.ts's admit then does not count it again). */
+const COUNTED = Symbol('berth.fastRegisterCounted');
+
+type Marked = IncomingMessage & { [READ_BODY]?: Buffer; [COUNTED]?: true };
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface MainFastRegisterOptions {
+  deps: Pick<ApiDeps, 'jobs' | 'store' | 'leadership' | 'inFlight'>;
+  tokens: TokenTable;
+  bodyLimit: number;
+  /** The request log (component http). */
+  log: Logger;
+  /** The connection's first request began: it no longer counts as a request on its way (api.ts's fresh connections). */
+  settleConnection: (req: IncomingMessage) => void;
+}
+
+/** Whether the fast path counted this request in flight already (then api.ts's admit does not). */
+export function countedByFastPath(raw: IncomingMessage): boolean {
+  return (raw as Marked)[COUNTED] === true;
+}
+
+/**
+ * The registration routes' preParsing hook: a request the fast path read
+ * and gave to fastify is parsed from the body it read (the request stream
+ * is spent); any other from its stream, as always. Never fails.
+ */
+export const replayReadBody: preParsingHookHandler = (req: FastifyRequest, _reply: FastifyReply, payload, done) => {
+  const body = (req.raw as Marked)[READ_BODY];
+  if (!body) return done(null, payload);
+  const replay = new PassThrough();
+  replay.end(body);
+  done(null, replay);
+};
+
+export class MainFastRegister {
+  readonly #opts: MainFastRegisterOptions;
+  #open = true;
+
+  constructor(opts: MainFastRegisterOptions) {
+    this.#opts = opts;
+  }
+
+  /**
+   * Puts the fast path in front of `server`'s one request listener
+   * (fastify's): a registration is served here, every other request goes to
+   * fastify as before. Call once, before the server listens; throws when the
+   * server has not exactly one request listener.
+   */
+  install(server: Server): void {
+    const listeners = server.listeners('request') as RequestListener[];
+    const fastify = listeners[0];
+    if (listeners.length !== 1 || !fastify) throw new Error(`the API's server has ${listeners.length} request listeners, not fastify's alone`);
+    server.removeListener('request', fastify);
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      // A registration a front worker relayed is one the fast path there already gave to fastify.
+      const at = this.#open ? registrationRoute(req.method, req.url) : undefined;
+      if (at && relayedBy(req.socket, req.headers) === undefined) this.#serve(req as Marked, res, at, fastify);
+      else fastify(req, res);
+    });
+  }
+
+
+  /** Sends every request to fastify from now on (the API is closing: fastify answers 503). Safe to repeat. */
+  close(): void {
+    this.#open = false;
+  }
+
+  #serve(req: Marked, res: ServerResponse, at: { route: string; id?: string }, fastify: RequestListener): void {
+    const { deps, tokens, bodyLimit, log } = this.#opts;
+    const began = performance.now();
+    // A user's write in flight from its headers until its answer closed, as api.ts's admit counts it.
+    const inFlight = deps.inFlight;
+    if (inFlight) {
+      inFlight.began();
+      inFlight.enter();
+      res.once('close', () => inFlight.leave());
+    }
+    req[COUNTED] = true;
+    this.#opts.settleConnection(req);
+    let caller: string;
+    try {
+      const token = req.headers['x-nomad-token'];
+      caller = tokens.authorize(req.headers.authorization, 'write', typeof token === 'string' ? token : undefined).name;
+    } catch {
+      return fastify(req, res);
+    }
+    // A body of known length within the limit only: fastify refuses the others (413) as it reads them.
+    const length = req.headers['content-length'];
+    if (length === undefined || !(Number(length) <= bodyLimit) || req.headers['transfer-encoding'] !== undefined) return fastify(req, res);
+    const leadership = deps.leadership?.();
+    if (leadership && !leadership.isLeader) return fastify(req, res);
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('end', () => {
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      const toFastify = (): void => {
+        req[READ_BODY] = body;
+        fastify(req, res);
+      };
+      const reg = readFastRegistration(body.toString('utf8'), req.url ?? '', at.id);
+      if (!reg) return toFastify();
+      registrationAnswer(deps, log, reg, req.headers.accept).then(
+        (answer) => {
+          if (!answer) return toFastify();
+          writeAnswer(res, answer);
+          if (log.isLevelEnabled('debug')) {
+            res.once('close', () => log.debug({ method: req.method, route: at.route, status: res.statusCode, caller, ms: Math.round(performance.now() - began), fastPath: true }, 'request'));
+          }
+        },
+        toFastify,
+      );
+    });
+  }
+}

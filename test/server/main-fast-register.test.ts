@@ -1,0 +1,160 @@
+// The main thread's registration fast path (src/server/http/main-fast-register.ts):
+// a registration sent with a Content-Length is served before fastify, one
+// sent chunked (no Content-Length) goes through fastify's route; both must
+// answer alike, the refusals word for word (the fast path gives those to
+// fastify with the body it read). The request log says which path served
+// each request. A real server on a real socket.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createLogger } from '../../src/lib/index.js';
+import { Server } from '../../src/server/index.js';
+
+const TOKEN = 'management-secret';
+const READER = 'read-only-secret';
+const tokens = [
+  { name: 'ops', secret: TOKEN, role: 'management' as const },
+  { name: 'reader', secret: READER, role: 'read-only' as const },
+];
+
+interface LogLine {
+  msg?: string;
+  method?: string;
+  route?: string;
+  status?: number;
+  caller?: string;
+  fastPath?: boolean;
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const lines: LogLine[] = [];
+const dir = mkdtempSync(join(tmpdir(), 'berth-fastreg-'));
+const server = new Server({ dataDir: dir, tokens, logger: createLogger({ level: 'debug', destination: { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) } }) });
+let url = '';
+
+before(async () => {
+  url = (await server.start()).url;
+});
+after(async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const requests = (): LogLine[] => lines.filter((l) => l.msg === 'request');
+
+/**
+ * Sends one request on a connection of its own: `chunked` sends the body as a
+ * stream (no Content-Length: fastify serves it), else with its length. Resolves
+ * with the answer (no Date) and the request's log line.
+ */
+async function send(method: string, path: string, body: string, opts: { token?: string; accept?: string; chunked?: boolean } = {}): Promise<{ answer: Answer; line: LogLine }> {
+  const before = requests().length;
+  const headers = { connection: 'close', ...(opts.token ? { 'x-nomad-token': opts.token } : {}), ...(opts.accept ? { accept: opts.accept } : {}) };
+  const res = opts.chunked
+    ? await fetch(`${url}${path}`, { method, headers, body: new Blob([body]).stream(), duplex: 'half' } as RequestInit)
+    : await fetch(`${url}${path}`, { method, headers, body });
+  const out: Record<string, string> = {};
+  for (const [k, v] of res.headers) if (k !== 'date') out[k] = v;
+  const answer = { status: res.status, headers: out, body: await res.text() };
+  const mine = (): LogLine | undefined => requests().slice(before).find((l) => l.method === method);
+  const deadline = Date.now() + 30_000;
+  while (!mine()) {
+    if (Date.now() > deadline) throw new Error(`no request log line for ${method} ${path}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return { answer, line: mine() as LogLine };
+}
+
+const jobBody = (id: string, extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({
+    Job: { ID: id, Name: id, Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'g', Count: 1, Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/sleep', args: ['60'] } }] }] },
+    ...extra,
+  });
+
+describe('registrations on the main fast path', () => {
+  it('answer as fastify\'s route answers them, and register the job', async () => {
+    const fast = await send('PUT', '/v1/jobs', jobBody('fast'), { token: TOKEN });
+    const slow = await send('PUT', '/v1/jobs', jobBody('slow'), { token: TOKEN, chunked: true });
+    assert.equal(fast.line.fastPath, true, 'served before fastify');
+    assert.equal(slow.line.fastPath, undefined, 'served by fastify');
+    assert.equal(fast.line.caller, 'ops');
+    assert.equal(fast.line.route, '/v1/jobs');
+    assert.equal(fast.answer.status, 200);
+    assert.deepEqual(Object.keys(fast.answer.headers).sort(), Object.keys(slow.answer.headers).sort());
+    for (const h of ['content-type', 'x-nomad-knownleader', 'x-nomad-lastcontact', 'connection']) assert.equal(fast.answer.headers[h], slow.answer.headers[h], h);
+    assert.equal(fast.answer.headers['content-length'], String(Buffer.byteLength(fast.answer.body)));
+    const a = JSON.parse(fast.answer.body) as Record<string, unknown>;
+    const b = JSON.parse(slow.answer.body) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(a), Object.keys(b));
+    assert.equal(String(a['Index']), fast.answer.headers['x-nomad-index']);
+    assert.deepEqual({ ...a, EvalID: '', Index: 0, JobModifyIndex: 0, EvalCreateIndex: 0 }, { ...b, EvalID: '', Index: 0, JobModifyIndex: 0, EvalCreateIndex: 0 });
+    const job = await (await fetch(`${url}/v1/job/fast`, { headers: { 'x-nomad-token': TOKEN } })).json() as { ID: string; JobModifyIndex: number };
+    assert.equal(job.ID, 'fast');
+    assert.equal(job.JobModifyIndex, a['JobModifyIndex']);
+    const byPath = await send('POST', '/v1/job/fast-path', jobBody('fast-path'), { token: TOKEN });
+    assert.equal(byPath.line.fastPath, true);
+    assert.equal(byPath.line.route, '/v1/job/:id');
+    assert.equal(byPath.answer.status, 200);
+  });
+
+  it('answer refusals word for word as fastify does', async () => {
+    const cases: Array<{ what: string; path?: string; token?: string; body: string; accept?: string; fast: boolean; says?: RegExp }> = [
+      { what: 'no token', body: jobBody('x'), fast: false },
+      { what: 'a read-only token', token: READER, body: jobBody('x'), fast: false },
+      { what: 'bad JSON', token: TOKEN, body: '{"Job": ', fast: false },
+      { what: 'bad JSON, as JSON', token: TOKEN, body: '{"Job": ', accept: 'application/json', fast: false },
+      { what: 'a prototype key', token: TOKEN, body: jobBody('p').replace('"Count":1', '"Count":1,"__proto__":{}'), fast: false },
+      { what: 'no body', token: TOKEN, body: '', fast: false },
+      { what: 'a Nomad validation error', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":-3'), accept: 'application/json', fast: false },
+      { what: 'a field Berth lacks', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":1,"Spreads":7'), fast: false },
+      { what: 'an ID not the path\'s', path: '/v1/job/other', token: TOKEN, body: jobBody('mine'), fast: false },
+      { what: 'an unknown namespace', path: '/v1/jobs?namespace=nowhere', token: TOKEN, body: jobBody('ns'), fast: true },
+      {
+        what: 'a volume the state does not have',
+        token: TOKEN,
+        body: jobBody('novol').replace('"Count":1', '"Count":1,"Volumes":{"data":{"Type":"csi","Source":"missing-vol","AccessMode":"single-node-writer","AttachmentMode":"file-system"}}'),
+        fast: false,
+        says: /Job\.TaskGroups\[0\]\.Volumes\.data\.Source: volume "missing-vol" is not registered/,
+      },
+      { what: 'an EnforceIndex conflict', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), fast: true },
+      { what: 'an EnforceIndex conflict, as JSON', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), accept: 'application/json', fast: true },
+    ];
+    for (const c of cases) {
+      const opts = { ...(c.token ? { token: c.token } : {}), ...(c.accept ? { accept: c.accept } : {}) };
+      const fast = await send('PUT', c.path ?? '/v1/jobs', c.body, opts);
+      const slow = await send('PUT', c.path ?? '/v1/jobs', c.body, { ...opts, chunked: true });
+      assert.ok(fast.answer.status >= 400, `${c.what}: refused (${fast.answer.status} ${fast.answer.body})`);
+      assert.equal(fast.line.fastPath === true, c.fast, `${c.what}: ${c.fast ? 'answered on the fast path' : 'given to fastify'}`);
+      assert.equal(slow.line.fastPath, undefined);
+      // A chunked body has no Content-Length to echo; everything else is the same.
+      assert.deepEqual(fast.answer, slow.answer, c.what);
+      if (c.says) assert.match(fast.answer.body, c.says, c.what);
+    }
+  });
+
+  it('wake a blocking read of the jobs with the registration, at its index', async () => {
+    const first = JSON.parse((await send('PUT', '/v1/jobs', jobBody('wake-a'), { token: TOKEN })).answer.body) as { Index: number };
+    // Read at the first job's index until the list holds the second (the evaluation worker's writes may wake it first).
+    const woken = (async (): Promise<number> => {
+      let index = first.Index;
+      for (;;) {
+        const res = await fetch(`${url}/v1/jobs?index=${index}&wait=60s`, { headers: { 'x-nomad-token': TOKEN } });
+        const ids = ((await res.json()) as Array<{ ID: string }>).map((j) => j.ID);
+        index = Number(res.headers.get('x-nomad-index'));
+        if (ids.includes('wake-b')) return index;
+      }
+    })();
+    const { answer, line } = await send('PUT', '/v1/jobs', jobBody('wake-b'), { token: TOKEN });
+    assert.equal(line.fastPath, true);
+    const at = await woken;
+    assert.ok(at >= (JSON.parse(answer.body) as { Index: number }).Index, `the read that saw it is at ${at}`);
+  });
+});
