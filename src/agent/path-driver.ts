@@ -32,6 +32,7 @@ export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDr
     updateTaskResources: (id, r) => inner.updateTaskResources(id, r),
     reapOrphans: (keep) => inner.reapOrphans(keep),
     renewLeases: () => inner.renewLeases?.(),
+    expectStarts: (count) => inner.expectStarts?.(count),
     execTaskStreaming: (id, opts) => inner.execTaskStreaming(id, opts),
     shutdown: () => inner.shutdown(),
   };

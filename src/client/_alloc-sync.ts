@@ -122,6 +122,7 @@ export class AllocSync {
       await hold(this.#d.signal);
       if (this.#d.signal.aborted) return;
     }
+    this.#expectStarts(update);
     applyAllocList(
       {
         runners: this.#d.runners,
@@ -150,6 +151,17 @@ export class AllocSync {
       this.#d.log.info({ allocations: update.current.size, index }, 'first allocation list from the server');
       this.#d.track(this.#reconcileVolumes());
     }
+  }
+
+  /** Tells each driver how many task starts the list's new allocations bring (TaskDriver.expectStarts). */
+  #expectStarts(update: AllocUpdate): void {
+    const counts = new Map<string, number>();
+    for (const a of update.changed) {
+      if (a.desiredStatus !== 'run' || this.#d.runners.has(a.id) || this.#d.collected.has(a.id)) continue;
+      const group = a.job?.groups.find((g) => g.name === a.taskGroup);
+      for (const task of group?.tasks ?? []) counts.set(task.driver, (counts.get(task.driver) ?? 0) + 1);
+    }
+    for (const [name, count] of counts) this.#d.drivers.get(name)?.expectStarts?.(count);
   }
 
   /** After the first server list: the CSI volumes reconciled with it (see reconcileVolumes). */

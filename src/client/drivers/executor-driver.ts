@@ -128,6 +128,10 @@ export abstract class ExecutorDriver implements TaskDriver {
     if (!this.#stopping.signal.aborted) this.#hosts?.warm();
   }
 
+  expectStarts(count: number): void {
+    if (!this.#stopping.signal.aborted) this.#hosts?.expect(count);
+  }
+
   get cgroups(): 'v1' | 'v2' | 'none' {
     return this.#cgroups?.version ?? 'none';
   }

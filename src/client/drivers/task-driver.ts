@@ -322,6 +322,15 @@ export interface TaskDriver {
    * driver without fencing has none.
    */
   renewLeases?(): void;
+  /**
+   * A hint that `count` more task starts are coming (the new allocations
+   * of an allocation list): the driver may get ready for them now (the
+   * executor drivers start the shared executors they will need), so that
+   * this overlaps the allocations' set-up. Each call adds to the last
+   * (call it once per start). Synchronous, never throws; a hint whose starts
+   * never come costs what it started (idle executors exit).
+   */
+  expectStarts?(count: number): void;
   /** Runs a command inside the task (its namespaces and chroot for exec); resolves with its exit code. */
   execTaskStreaming(taskId: string, opts: ExecOptions): Promise<{ exitCode: number }>;
   /**
