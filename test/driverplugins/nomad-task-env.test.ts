@@ -27,9 +27,19 @@ const MGMT = 'nte-mgmt-token-0123456789';
 const NODE = 'nte-node-token-0123456789';
 const MARKER = `nte-task-${process.pid}`;
 
-function ok(r: Result, what: string): Result {
-  assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}`);
+function ok(r: Result, what: string, logs?: () => string): Result {
+  assert.equal(r.code, 0, `${what} failed (${r.code}): ${r.stderr}${r.stdout}${r.code === 0 || !logs ? '' : logs()}`);
   return r;
+}
+
+/** The last `lines` lines of each agent log in `files`, for a failure's message (the logs go with the test's directory). */
+function logTails(files: Record<string, string>, lines = 60): string {
+  return Object.entries(files)
+    .map(([name, file]) => {
+      const text = existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') : '(no log)';
+      return `\n--- ${name} (${file}), last ${lines} lines:\n${text}`;
+    })
+    .join('');
 }
 
 function hostpathJob(dataRoot: string): string {
@@ -180,7 +190,9 @@ describe('a Nomad chroot driver plugin under Berth: the task directory, the chro
   it('a chroot task sees the chroot; local/, alloc/data, secrets/ and the CSI volume land where Nomad puts them; its output goes through the FIFOs', async () => {
     const hostpathData = path.join(dir, 'hostpath-data');
     writeFileSync(path.join(dir, 'hostpath.hcl'), hostpathJob(hostpathData));
-    ok(await server.cli(['job', 'run', path.join(dir, 'hostpath.hcl')]), 'job run hostpath');
+    // Once in ~8 clean-clone CI runs this run has waited 55-60 s for the plugin's allocation to run: the agents' logs say where.
+    const agentLogs = (): string => logTails({ server: path.join(dir, 'server-data', 'agent.log'), client: path.join(clientData, 'agent.log') });
+    ok(await server.cli(['job', 'run', path.join(dir, 'hostpath.hcl')]), 'job run hostpath', agentLogs);
     await until('the hostpath plugin to be healthy', async () => /Nodes Healthy\s+1\n/.test((await server.cli(['plugin', 'status', 'hostpath'])).stdout), 120_000);
     ok(await server.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
     writeFileSync(path.join(dir, 'probe.hcl'), PROBE);
