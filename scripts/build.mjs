@@ -105,10 +105,9 @@ const bundlePatches = dependencyPatches();
 const bundleZod = zodLocalesEnglishOnly();
 const bundleAgentOnly = agentCommandOnly();
 // Packages beside the agent bundle, required by it at their first use (bundle-trims.mjs, packagesAside).
-const aside = await build({
+// What the agent bundle and its side file are both built as: one minified CommonJS file for Node 20, names kept.
+const CJS_FILE = {
   absWorkingDir: root,
-  stdin: { contents: ASIDE_ENTRY, resolveDir: root, sourcefile: 'agent-aside.cjs', loader: 'js' },
-  entryNames: 'agent-aside-[hash]',
   outdir: next,
   outExtension: { '.js': '.cjs' },
   bundle: true,
@@ -119,29 +118,25 @@ const aside = await build({
   minifyWhitespace: true,
   minifySyntax: true,
   sourcemap: 'linked',
+  // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
   legalComments: 'linked',
   metafile: true,
   logLevel: 'warning',
+};
+const aside = await build({
+  ...CJS_FILE,
+  stdin: { contents: ASIDE_ENTRY, resolveDir: root, sourcefile: 'agent-aside.cjs', loader: 'js' },
+  entryNames: 'agent-aside-[hash]',
 });
 const asideFile = Object.keys(aside.metafile.outputs).find((f) => f.endsWith('.cjs'))?.split('/').pop();
 if (!asideFile || !Object.keys(aside.metafile.inputs).some((f) => f.includes('node_modules/@grpc/grpc-js/'))) throw new Error('build: the agent bundle\'s side file is missing or holds no @grpc/grpc-js');
 const bundleAside = packagesAside(asideFile);
 const agentBundle = await build({
-  absWorkingDir: root,
+  ...CJS_FILE,
   entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
   entryNames: '[name]-[hash]',
-  outdir: next,
-  outExtension: { '.js': '.cjs' },
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
   supported: { 'dynamic-import': false },
   external: [...EXTERNAL, ...NEVER_LOADED],
-  keepNames: true,
-  minifyWhitespace: true,
-  minifySyntax: true,
-  sourcemap: 'linked',
   // import.meta.resolve serves only the TypeScript sources (api-workers/pool.ts under tsx): never reached here.
   define: { 'import.meta.url': '__berthImportMetaUrl', 'import.meta.resolve': '__berthNoImportMetaResolve' },
   // The file is CommonJS's wrapper function around the code, as src/warm-start compiles it: the loader then hands
@@ -149,11 +144,7 @@ const agentBundle = await build({
   // expression and run nothing; only src/warm-start loads this file).
   banner: { js: `${CJS_WRAPPER}var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
   footer: { js: CJS_WRAPPER_END },
-  // Licence comments go to a linked .LEGAL.txt: they are the only text that esbuild does not escape to ASCII.
-  legalComments: 'linked',
-  metafile: true,
   plugins: [bundlePatches.plugin, bundleZod.plugin, bundleAgentOnly.plugin, bundleAside.plugin],
-  logLevel: 'warning',
 });
 bundlePatches.checkApplied();
 bundleZod.checkApplied();

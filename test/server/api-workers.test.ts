@@ -5,104 +5,21 @@
 // checked on the path it names. Real servers on real sockets.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createLogger } from '../../src/lib/index.js';
-import { Server } from '../../src/server/index.js';
+import { jobBody, LoggedServer, READER, TOKEN, type Answer } from './_logged-server.js';
 
-const TOKEN = 'management-secret';
-const READER = 'read-only-secret';
-const tokens = [
-  { name: 'ops', secret: TOKEN, role: 'management' as const },
-  { name: 'reader', secret: READER, role: 'read-only' as const },
-];
-
-interface LogLine {
-  msg?: string;
-  method?: string;
-  route?: string;
-  worker?: number;
-  fastPath?: boolean;
+/** Sends the request to `s` until a worker took it (`fast`: served it itself; else relayed it). */
+async function sendViaWorker(s: LoggedServer, method: string, path: string, opts: { token?: string; body?: (i: number) => string; accept?: string; fast: boolean }): Promise<Answer> {
+  for (let i = 0; i < 200; i++) {
+    const { body, fast: _fast, ...rest } = opts;
+    const { answer, line } = await s.send(method, path, { ...rest, ...(body ? { body: body(i) } : {}) });
+    if (line.worker !== undefined && (line.fastPath === true) === opts.fast) return answer;
+  }
+  throw new Error(`no worker took ${method} ${path} in 200 tries`);
 }
 
-/** A server whose request log the test reads. */
-class Served {
-  readonly lines: LogLine[] = [];
-  readonly dir = mkdtempSync(join(tmpdir(), 'berth-apiw-'));
-  readonly server: Server;
-  url = '';
-
-  constructor(apiWorkers: number) {
-    const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void this.lines.push(JSON.parse(s) as LogLine) } });
-    this.server = new Server({ dataDir: this.dir, tokens, apiWorkers, logger });
-  }
-
-  async start(): Promise<void> {
-    this.url = (await this.server.start()).url;
-    await this.server.apiWorkers?.whenReady(120_000);
-  }
-
-  async stop(): Promise<void> {
-    await this.server.stop();
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  requests(): LogLine[] {
-    return this.lines.filter((l) => l.msg === 'request');
-  }
-
-  /** Sends a request on a connection of its own; resolves with the answer and the log line of it. */
-  async send(method: string, path: string, opts: { token?: string; body?: string; accept?: string } = {}): Promise<{ answer: Answer; line: LogLine }> {
-    const before = this.requests().length;
-    const res = await fetch(`${this.url}${path}`, {
-      method,
-      headers: { connection: 'close', ...(opts.token ? { 'x-nomad-token': opts.token } : {}), ...(opts.accept ? { accept: opts.accept } : {}) },
-      ...(opts.body !== undefined ? { body: opts.body } : {}),
-    });
-    const answer = { status: res.status, headers: headersOf(res), body: await res.text() };
-    // Other requests (a blocking read this one woke) may log first: take the first new line of this method.
-    const mine = (): LogLine | undefined => this.requests().slice(before).find((l) => l.method === method);
-    const deadline = Date.now() + 30_000;
-    while (!mine()) {
-      if (Date.now() > deadline) throw new Error(`no request log line for ${method} ${path}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    return { answer, line: mine() as LogLine };
-  }
-
-  /** Sends the request until a worker took it (`fast`: served it itself; else relayed it). */
-  async viaWorker(method: string, path: string, opts: { token?: string; body?: (i: number) => string; accept?: string; fast: boolean }): Promise<Answer> {
-    for (let i = 0; i < 200; i++) {
-      const { body, fast: _fast, ...rest } = opts;
-      const { answer, line } = await this.send(method, path, { ...rest, ...(body ? { body: body(i) } : {}) });
-      if (line.worker !== undefined && (line.fastPath === true) === opts.fast) return answer;
-    }
-    throw new Error(`no worker took ${method} ${path} in 200 tries`);
-  }
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-function headersOf(res: Response): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of res.headers) if (k !== 'date') out[k] = v;
-  return out;
-}
-
-const jobBody = (id: string, extra: Record<string, unknown> = {}): string =>
-  JSON.stringify({
-    Job: { ID: id, Name: id, Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'g', Count: 1, Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/sleep', args: ['60'] } }] }] },
-    ...extra,
-  });
-
-const withWorkers = new Served(2);
-const alone = new Served(0);
+const withWorkers = new LoggedServer(2, 'berth-apiw-');
+const alone = new LoggedServer(0, 'berth-apiw-');
 
 before(async () => {
   await Promise.all([withWorkers.start(), alone.start()]);
@@ -113,7 +30,7 @@ after(async () => {
 
 describe('API front workers', () => {
   it('answer a registration a worker served as the main thread does', async () => {
-    const viaWorker = await withWorkers.viaWorker('PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`fast-${i}`), fast: true });
+    const viaWorker = await sendViaWorker(withWorkers, 'PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`fast-${i}`), fast: true });
     const { answer: onMain, line } = await alone.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody('main') });
     assert.equal(line.worker, undefined, 'a server without workers serves on its main thread');
     assert.equal(viaWorker.status, 200);
@@ -149,7 +66,7 @@ describe('API front workers', () => {
       { what: 'an EnforceIndex conflict, as JSON', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), accept: 'application/json', fast: true },
     ];
     for (const c of cases) {
-      const viaWorker = await withWorkers.viaWorker('PUT', '/v1/jobs', { ...(c.token ? { token: c.token } : {}), body: () => c.body, ...(c.accept ? { accept: c.accept } : {}), fast: c.fast });
+      const viaWorker = await sendViaWorker(withWorkers, 'PUT', '/v1/jobs', { ...(c.token ? { token: c.token } : {}), body: () => c.body, ...(c.accept ? { accept: c.accept } : {}), fast: c.fast });
       const { answer: onMain } = await alone.send('PUT', '/v1/jobs', { ...(c.token ? { token: c.token } : {}), body: c.body, ...(c.accept ? { accept: c.accept } : {}) });
       assert.ok(viaWorker.status >= 400, `${c.what}: refused (${viaWorker.status} ${viaWorker.body})`);
       assert.deepEqual(viaWorker, onMain, c.what);
@@ -228,7 +145,7 @@ describe('API front workers', () => {
     while ((pool.ready < 2 || pool.threadIds.includes(first as number)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.equal(pool.ready, 2);
     assert.ok(!pool.threadIds.includes(first as number));
-    const answer = await withWorkers.viaWorker('PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`after-crash-${i}`), fast: true });
+    const answer = await sendViaWorker(withWorkers, 'PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`after-crash-${i}`), fast: true });
     assert.equal(answer.status, 200);
   });
 });

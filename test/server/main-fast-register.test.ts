@@ -6,78 +6,16 @@
 // each request. A real server on a real socket.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createLogger } from '../../src/lib/index.js';
-import { Server } from '../../src/server/index.js';
+import { jobBody, LoggedServer, READER, TOKEN, type Answer, type LogLine } from './_logged-server.js';
 
-const TOKEN = 'management-secret';
-const READER = 'read-only-secret';
-const tokens = [
-  { name: 'ops', secret: TOKEN, role: 'management' as const },
-  { name: 'reader', secret: READER, role: 'read-only' as const },
-];
+const served = new LoggedServer(0, 'berth-fastreg-');
+before(() => served.start());
+after(() => served.stop());
 
-interface LogLine {
-  msg?: string;
-  method?: string;
-  route?: string;
-  status?: number;
-  caller?: string;
-  fastPath?: boolean;
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-const lines: LogLine[] = [];
-const dir = mkdtempSync(join(tmpdir(), 'berth-fastreg-'));
-const server = new Server({ dataDir: dir, tokens, logger: createLogger({ level: 'debug', destination: { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) } }) });
-let url = '';
-
-before(async () => {
-  url = (await server.start()).url;
-});
-after(async () => {
-  await server.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const requests = (): LogLine[] => lines.filter((l) => l.msg === 'request');
-
-/**
- * Sends one request on a connection of its own: `chunked` sends the body as a
- * stream (no Content-Length: fastify serves it), else with its length. Resolves
- * with the answer (no Date) and the request's log line.
- */
-async function send(method: string, path: string, body: string, opts: { token?: string; accept?: string; chunked?: boolean } = {}): Promise<{ answer: Answer; line: LogLine }> {
-  const before = requests().length;
-  const headers = { connection: 'close', ...(opts.token ? { 'x-nomad-token': opts.token } : {}), ...(opts.accept ? { accept: opts.accept } : {}) };
-  const res = opts.chunked
-    ? await fetch(`${url}${path}`, { method, headers, body: new Blob([body]).stream(), duplex: 'half' } as RequestInit)
-    : await fetch(`${url}${path}`, { method, headers, body });
-  const out: Record<string, string> = {};
-  for (const [k, v] of res.headers) if (k !== 'date') out[k] = v;
-  const answer = { status: res.status, headers: out, body: await res.text() };
-  const mine = (): LogLine | undefined => requests().slice(before).find((l) => l.method === method);
-  const deadline = Date.now() + 30_000;
-  while (!mine()) {
-    if (Date.now() > deadline) throw new Error(`no request log line for ${method} ${path}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return { answer, line: mine() as LogLine };
-}
-
-const jobBody = (id: string, extra: Record<string, unknown> = {}): string =>
-  JSON.stringify({
-    Job: { ID: id, Name: id, Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'g', Count: 1, Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/sleep', args: ['60'] } }] }] },
-    ...extra,
-  });
+/** Sends one request on a connection of its own (`chunked`: no Content-Length, so fastify serves it); the answer and its log line. */
+const send = (method: string, path: string, body: string, opts: { token?: string; accept?: string; chunked?: boolean } = {}): Promise<{ answer: Answer; line: LogLine }> =>
+  served.send(method, path, { ...opts, body });
 
 describe('registrations on the main fast path', () => {
   it('answer as fastify\'s route answers them, and register the job', async () => {
@@ -96,7 +34,7 @@ describe('registrations on the main fast path', () => {
     assert.deepEqual(Object.keys(a), Object.keys(b));
     assert.equal(String(a['Index']), fast.answer.headers['x-nomad-index']);
     assert.deepEqual({ ...a, EvalID: '', Index: 0, JobModifyIndex: 0, EvalCreateIndex: 0 }, { ...b, EvalID: '', Index: 0, JobModifyIndex: 0, EvalCreateIndex: 0 });
-    const job = await (await fetch(`${url}/v1/job/fast`, { headers: { 'x-nomad-token': TOKEN } })).json() as { ID: string; JobModifyIndex: number };
+    const job = await (await fetch(`${served.url}/v1/job/fast`, { headers: { 'x-nomad-token': TOKEN } })).json() as { ID: string; JobModifyIndex: number };
     assert.equal(job.ID, 'fast');
     assert.equal(job.JobModifyIndex, a['JobModifyIndex']);
     const byPath = await send('POST', '/v1/job/fast-path', jobBody('fast-path'), { token: TOKEN });
@@ -146,7 +84,7 @@ describe('registrations on the main fast path', () => {
     const woken = (async (): Promise<number> => {
       let index = first.Index;
       for (;;) {
-        const res = await fetch(`${url}/v1/jobs?index=${index}&wait=60s`, { headers: { 'x-nomad-token': TOKEN } });
+        const res = await fetch(`${served.url}/v1/jobs?index=${index}&wait=60s`, { headers: { 'x-nomad-token': TOKEN } });
         const ids = ((await res.json()) as Array<{ ID: string }>).map((j) => j.ID);
         index = Number(res.headers.get('x-nomad-index'));
         if (ids.includes('wake-b')) return index;

@@ -108,6 +108,18 @@ export function executorsUnder(root: string, opts: { running?: boolean; procs?: 
   return executors.filter((e) => parents.has(e.pid));
 }
 
+/**
+ * The pids, ascending, of the executors of one driver whose state dir is
+ * exactly `dir` (their working directory): what a driver test started, not
+ * another agent's. Never throws.
+ */
+export function executorsIn(dir: string): number[] {
+  return processes()
+    .filter((p) => p.cmd.includes('executor.mjs') && p.cwd === dir)
+    .map((p) => p.pid)
+    .sort((a, b) => a - b);
+}
+
 /** The task processes of the agents under `root`: their BERTH_TASK_DIR lies below it. */
 export function tasksUnder(root: string, opts: { procs?: Proc[] } = {}): Proc[] {
   const procs = opts.procs ?? processes();

@@ -6,29 +6,16 @@
 // running it across the agent's death. Real processes throughout.
 
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { readTaskLogs } from '../logs/index.js';
 import { DriverHarness, eventually, running } from '../../../test/support/client-drivers.js';
+import { executorsIn } from '../../../test/support/procs.js';
 import { createDrivers } from './create-drivers.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 
 const LOOP = (name: string): string => `i=0; while :; do echo ${name}-$i; i=$((i+1)); sleep 0.05; done`;
 
-/** Executor processes whose working directory (the driver's state dir) is `dir`. */
-function executorsIn(dir: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('executor.mjs') && readlinkSync(`/proc/${entry}/cwd`) === dir) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out.sort((a, b) => a - b);
-}
 
 /** `executorsIn(dir)` once it has settled on `count` processes. */
 const settled = (dir: string, count: number): Promise<number[]> =>

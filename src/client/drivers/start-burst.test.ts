@@ -4,24 +4,11 @@
 // the starts then run on those. Real processes throughout.
 
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { DriverHarness, eventually } from '../../../test/support/client-drivers.js';
+import { executorsIn } from '../../../test/support/procs.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 
-/** Executor processes whose working directory (the driver's state dir) is `dir`. */
-function executorsIn(dir: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('executor.mjs') && readlinkSync(`/proc/${entry}/cwd`) === dir) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out.sort((a, b) => a - b);
-}
 
 describe('a burst of task starts on shared executors', () => {
   const h = new DriverHarness();

@@ -1,0 +1,96 @@
+// A real server whose request log a test reads: each request a test sends is
+// matched to the log's line for it, which names the path that served it (a
+// front worker, the main thread's fast path, fastify). Shared by the tests of
+// the API's registration fast paths (api-workers, main-fast-register).
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '../../src/lib/index.js';
+import { Server } from '../../src/server/index.js';
+
+export const TOKEN = 'management-secret';
+export const READER = 'read-only-secret';
+const tokens = [
+  { name: 'ops', secret: TOKEN, role: 'management' as const },
+  { name: 'reader', secret: READER, role: 'read-only' as const },
+];
+
+/** The fields of a request log line the tests read. */
+export interface LogLine {
+  msg?: string;
+  method?: string;
+  route?: string;
+  status?: number;
+  caller?: string;
+  worker?: number;
+  fastPath?: boolean;
+}
+
+/** An answer as the client saw it (headers without Date). */
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A Nomad JSON registration of a one-task service job `id`, with `extra` beside `Job`. */
+export const jobBody = (id: string, extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({
+    Job: { ID: id, Name: id, Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'g', Count: 1, Tasks: [{ Name: 't', Driver: 'raw_exec', Config: { command: '/bin/sleep', args: ['60'] } }] }] },
+    ...extra,
+  });
+
+/** A server (`apiWorkers` front workers) in a fresh data dir, logging at debug into `lines`. */
+export class LoggedServer {
+  readonly lines: LogLine[] = [];
+  readonly dir: string;
+  readonly server: Server;
+  url = '';
+
+  constructor(apiWorkers: number, prefix: string) {
+    this.dir = mkdtempSync(join(tmpdir(), prefix));
+    const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void this.lines.push(JSON.parse(s) as LogLine) } });
+    this.server = new Server({ dataDir: this.dir, tokens, apiWorkers, logger });
+  }
+
+  async start(): Promise<void> {
+    this.url = (await this.server.start()).url;
+    await this.server.apiWorkers?.whenReady(120_000);
+  }
+
+  async stop(): Promise<void> {
+    await this.server.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  requests(): LogLine[] {
+    return this.lines.filter((l) => l.msg === 'request');
+  }
+
+  /**
+   * Sends a request on a connection of its own: with `chunked` its body as a
+   * stream (no Content-Length), else with its length. Resolves with the
+   * answer and the request's log line.
+   */
+  async send(method: string, path: string, opts: { token?: string; body?: string; accept?: string; chunked?: boolean } = {}): Promise<{ answer: Answer; line: LogLine }> {
+    const before = this.requests().length;
+    const headers = { connection: 'close', ...(opts.token ? { 'x-nomad-token': opts.token } : {}), ...(opts.accept ? { accept: opts.accept } : {}) };
+    const body = opts.body;
+    const res =
+      body !== undefined && opts.chunked
+        ? await fetch(`${this.url}${path}`, { method, headers, body: new Blob([body]).stream(), duplex: 'half' } as RequestInit)
+        : await fetch(`${this.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const out: Record<string, string> = {};
+    for (const [k, v] of res.headers) if (k !== 'date') out[k] = v;
+    const answer = { status: res.status, headers: out, body: await res.text() };
+    // Other requests (a blocking read this one woke) may log first: take the first new line of this method.
+    const mine = (): LogLine | undefined => this.requests().slice(before).find((l) => l.method === method);
+    const deadline = Date.now() + 30_000;
+    while (!mine()) {
+      if (Date.now() > deadline) throw new Error(`no request log line for ${method} ${path}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return { answer, line: mine() as LogLine };
+  }
+}
