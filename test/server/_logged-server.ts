@@ -94,3 +94,36 @@ export class LoggedServer {
     return { answer, line: mine() as LogLine };
   }
 }
+
+/** A registration a server refuses, and whether a fast path answers the refusal itself (`fast`) or gives it to fastify. */
+export interface RefusedRegistration {
+  what: string;
+  /** The route's path when not /v1/jobs. */
+  path?: string;
+  token?: string;
+  body: string;
+  accept?: string;
+  fast: boolean;
+  /** What the refusal's message must say, beyond being the same both ways. */
+  says?: RegExp;
+}
+
+/** The refusals both fast paths (a front worker's, the main thread's) must answer word for word as fastify does. */
+export const REFUSED_REGISTRATIONS: readonly RefusedRegistration[] = [
+  { what: 'no token', body: jobBody('x'), fast: false },
+  { what: 'a read-only token', token: READER, body: jobBody('x'), fast: false },
+  { what: 'bad JSON', token: TOKEN, body: '{"Job": ', fast: false },
+  { what: 'bad JSON, as JSON', token: TOKEN, body: '{"Job": ', accept: 'application/json', fast: false },
+  { what: 'a Nomad validation error', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":-3'), accept: 'application/json', fast: false },
+  { what: 'a field Berth lacks', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":1,"Spreads":7'), fast: false },
+  // Read and checked on the fast path, refused by the state: given to fastify, which places the problem at its Nomad path.
+  {
+    what: 'a volume the state does not have',
+    token: TOKEN,
+    body: jobBody('novol').replace('"Count":1', '"Count":1,"Volumes":{"data":{"Type":"csi","Source":"missing-vol","AccessMode":"single-node-writer","AttachmentMode":"file-system"}}'),
+    fast: false,
+    says: /Job\.TaskGroups\[0\]\.Volumes\.data\.Source: volume "missing-vol" is not registered/,
+  },
+  { what: 'an EnforceIndex conflict', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), fast: true },
+  { what: 'an EnforceIndex conflict, as JSON', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), accept: 'application/json', fast: true },
+];

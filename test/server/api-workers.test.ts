@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { jobBody, LoggedServer, READER, TOKEN, type Answer } from './_logged-server.js';
+import { jobBody, LoggedServer, REFUSED_REGISTRATIONS, TOKEN, type Answer } from './_logged-server.js';
 
 /** Sends the request to `s` until a worker took it (`fast`: served it itself; else relayed it). */
 async function sendViaWorker(s: LoggedServer, method: string, path: string, opts: { token?: string; body?: (i: number) => string; accept?: string; fast: boolean }): Promise<Answer> {
@@ -47,24 +47,7 @@ describe('API front workers', () => {
   });
 
   it('answer refusals through a worker word for word as the main thread does', async () => {
-    const cases: Array<{ what: string; token?: string; body: string; accept?: string; fast: boolean; says?: RegExp }> = [
-      { what: 'no token', body: jobBody('x'), fast: false },
-      { what: 'a read-only token', token: READER, body: jobBody('x'), fast: false },
-      { what: 'bad JSON', token: TOKEN, body: '{"Job": ', fast: false },
-      { what: 'bad JSON, as JSON', token: TOKEN, body: '{"Job": ', accept: 'application/json', fast: false },
-      { what: 'a Nomad validation error', token: TOKEN, body: jobBody('bad', {}).replace('"Count":1', '"Count":-3'), accept: 'application/json', fast: false },
-      { what: 'a field Berth lacks', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":1,"Spreads":7'), fast: false },
-      // Read and checked in the worker, refused by the state on main: relayed, for fastify to place the problem at its Nomad path.
-      {
-        what: 'a volume the state does not have',
-        token: TOKEN,
-        body: jobBody('novol').replace('"Count":1', '"Count":1,"Volumes":{"data":{"Type":"csi","Source":"missing-vol","AccessMode":"single-node-writer","AttachmentMode":"file-system"}}'),
-        fast: false,
-        says: /Job\.TaskGroups\[0\]\.Volumes\.data\.Source: volume "missing-vol" is not registered/,
-      },
-      { what: 'an EnforceIndex conflict', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), fast: true },
-      { what: 'an EnforceIndex conflict, as JSON', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), accept: 'application/json', fast: true },
-    ];
+    const cases = REFUSED_REGISTRATIONS;
     for (const c of cases) {
       const viaWorker = await sendViaWorker(withWorkers, 'PUT', '/v1/jobs', { ...(c.token ? { token: c.token } : {}), body: () => c.body, ...(c.accept ? { accept: c.accept } : {}), fast: c.fast });
       const { answer: onMain } = await alone.send('PUT', '/v1/jobs', { ...(c.token ? { token: c.token } : {}), body: c.body, ...(c.accept ? { accept: c.accept } : {}) });

@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { jobBody, LoggedServer, READER, TOKEN, type Answer, type LogLine } from './_logged-server.js';
+import { jobBody, LoggedServer, REFUSED_REGISTRATIONS, TOKEN, type RefusedRegistration, type Answer, type LogLine } from './_logged-server.js';
 
 const served = new LoggedServer(0, 'berth-fastreg-');
 before(() => served.start());
@@ -44,26 +44,12 @@ describe('registrations on the main fast path', () => {
   });
 
   it('answer refusals word for word as fastify does', async () => {
-    const cases: Array<{ what: string; path?: string; token?: string; body: string; accept?: string; fast: boolean; says?: RegExp }> = [
-      { what: 'no token', body: jobBody('x'), fast: false },
-      { what: 'a read-only token', token: READER, body: jobBody('x'), fast: false },
-      { what: 'bad JSON', token: TOKEN, body: '{"Job": ', fast: false },
-      { what: 'bad JSON, as JSON', token: TOKEN, body: '{"Job": ', accept: 'application/json', fast: false },
+    const cases: RefusedRegistration[] = [
+      ...REFUSED_REGISTRATIONS,
       { what: 'a prototype key', token: TOKEN, body: jobBody('p').replace('"Count":1', '"Count":1,"__proto__":{}'), fast: false },
       { what: 'no body', token: TOKEN, body: '', fast: false },
-      { what: 'a Nomad validation error', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":-3'), accept: 'application/json', fast: false },
-      { what: 'a field Berth lacks', token: TOKEN, body: jobBody('bad').replace('"Count":1', '"Count":1,"Spreads":7'), fast: false },
       { what: 'an ID not the path\'s', path: '/v1/job/other', token: TOKEN, body: jobBody('mine'), fast: false },
       { what: 'an unknown namespace', path: '/v1/jobs?namespace=nowhere', token: TOKEN, body: jobBody('ns'), fast: true },
-      {
-        what: 'a volume the state does not have',
-        token: TOKEN,
-        body: jobBody('novol').replace('"Count":1', '"Count":1,"Volumes":{"data":{"Type":"csi","Source":"missing-vol","AccessMode":"single-node-writer","AttachmentMode":"file-system"}}'),
-        fast: false,
-        says: /Job\.TaskGroups\[0\]\.Volumes\.data\.Source: volume "missing-vol" is not registered/,
-      },
-      { what: 'an EnforceIndex conflict', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), fast: true },
-      { what: 'an EnforceIndex conflict, as JSON', token: TOKEN, body: jobBody('enforced', { EnforceIndex: true, JobModifyIndex: 7 }), accept: 'application/json', fast: true },
     ];
     for (const c of cases) {
       const opts = { ...(c.token ? { token: c.token } : {}), ...(c.accept ? { accept: c.accept } : {}) };
