@@ -11,31 +11,25 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 /**
  * Wraps `inner`: startTask adds `dirs` in front of the task's PATH unless the
- * task sets PATH itself. Every other call goes to `inner` unchanged.
+ * task sets PATH itself. Every other member, optional ones included, is
+ * `inner`'s own (read through, methods bound to `inner`), so a method added
+ * to TaskDriver later reaches the agent's drivers without a change here.
  */
 export function withPathDirs(inner: TaskDriver, dirs: readonly string[]): TaskDriver {
   const prefix = dirs.join(':');
-  return {
-    name: inner.name,
-    capabilities: inner.capabilities,
-    cgroups: inner.cgroups,
-    fingerprint: () => inner.fingerprint(),
-    startTask: (cfg: TaskConfig, opts?: Parameters<TaskDriver['startTask']>[1]): Promise<AnyTaskHandle> =>
-      inner.startTask(cfg.env['PATH'] !== undefined ? cfg : { ...cfg, env: { ...cfg.env, PATH: `${prefix}:${DEFAULT_PATH}` } }, opts),
-    recoverTask: (h) => inner.recoverTask(h),
-    waitTask: (id, opts) => inner.waitTask(id, opts),
-    stopTask: (id, opts) => inner.stopTask(id, opts),
-    destroyTask: (id, opts) => inner.destroyTask(id, opts),
-    inspectTask: (id) => inner.inspectTask(id),
-    signalTask: (id, sig) => inner.signalTask(id, sig),
-    taskStats: (id) => inner.taskStats(id),
-    updateTaskResources: (id, r) => inner.updateTaskResources(id, r),
-    reapOrphans: (keep) => inner.reapOrphans(keep),
-    renewLeases: () => inner.renewLeases?.(),
-    expectStarts: (count) => inner.expectStarts?.(count),
-    execTaskStreaming: (id, opts) => inner.execTaskStreaming(id, opts),
-    shutdown: () => inner.shutdown(),
-  };
+  const startTask: TaskDriver['startTask'] = (cfg: TaskConfig, opts): Promise<AnyTaskHandle> =>
+    inner.startTask(cfg.env['PATH'] !== undefined ? cfg : { ...cfg, env: { ...cfg.env, PATH: `${prefix}:${DEFAULT_PATH}` } }, opts);
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'startTask') return startTask;
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      let fn = bound.get(prop);
+      if (fn === undefined) bound.set(prop, (fn = (value as (...args: unknown[]) => unknown).bind(target)));
+      return fn;
+    },
+  });
 }
 
 /**
