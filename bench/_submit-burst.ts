@@ -150,6 +150,48 @@ export function formatProgress(progress: ReadonlyArray<[number, number, number]>
   return progress.map(([t, p, r]) => `${t} ${p}/${r}`).join(', ');
 }
 
+/** What processes cost so far: CPU (scheduler time, ns precision) and minor page faults, summed. */
+export interface ProcessCost {
+  processes: number;
+  cpuMs: number;
+  minorFaults: number;
+}
+
+/**
+ * The CPU and minor faults of the executors given and of the tasks they
+ * started (their children, each counted from its fork, so a task's figure
+ * holds the join wrapper and its exec), read from /proc while they run. On
+ * this kind of VM a first touch of a page costs tens of microseconds, so
+ * faults explain much of a process start's CPU; both bend less with the
+ * machine's load than wall times. Processes already gone are not counted.
+ */
+export function executorCost(executors: readonly number[]): { executors: ProcessCost; tasks: ProcessCost } {
+  const cost = (pids: readonly number[]): ProcessCost => {
+    const out: ProcessCost = { processes: 0, cpuMs: 0, minorFaults: 0 };
+    for (const pid of pids) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ns = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+        out.minorFaults += Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+        out.cpuMs += ns / 1e6;
+        out.processes++;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return out;
+  };
+  const tasks: number[] = [];
+  for (const pid of executors) {
+    try {
+      tasks.push(...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { executors: cost(executors), tasks: cost(tasks) };
+}
+
 /**
  * Processes whose command line names the executor script and whose parent
  * is `agentPid`; `busy`: those that run a task (have a child), not the

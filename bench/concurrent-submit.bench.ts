@@ -30,7 +30,11 @@
 //
 // The agent's CPU time (utime + stime, /proc/<pid>/stat) from the release
 // until every PUT was answered, and until every allocation ran, per job: a
-// figure the shared machine's load bends far less than the latencies.
+// figure the shared machine's load bends far less than the latencies. The
+// node's side of the same, read once every allocation runs: the executors'
+// CPU (their Node starts included) and the tasks' (each from its fork: the
+// join wrapper's exec and the task's own), with their minor page faults, per
+// task (bench/_submit-burst.ts executorCost).
 // BENCH_SUBMIT_SPLIT=1 runs the same load against a server agent and a
 // client agent in two processes (the dev agent's parts apart: what taking
 // the client off the API's event loop would buy), and prints each one's CPU.
@@ -65,7 +69,7 @@ import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { startNomadDev } from './_nomad-dev.js';
 import { round } from './_stats.js';
-import { cpuMs, executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
+import { cpuMs, executorCost, executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst, type SubmitterKind } from './_submitters.js';
 import type { AllocationListStub } from '../src/api/index.js';
 
@@ -272,6 +276,8 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
     const cpuRunning = { agent: b.cpuRunning['agent'] ?? 0, node: b.cpuRunning['node'] ?? 0 };
 
     const executors = executorsOf(nodePid);
+    // Read first, while every task runs and before the figures below add work: what the node paid to start them.
+    const nodeCost = executorCost(executors);
     const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
     printBurst('Berth', b);
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
@@ -282,6 +288,11 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
         (split ? `; client agent CPU: ${round(cpuAnswered.node)} ms until all answered, ${round(cpuRunning.node)} ms until all running (${perJob(cpuRunning.node)} ms a job)` : ''),
     );
     console.log(`  evaluations of the burst's jobs: ${JSON.stringify(evalCounts)}; ${placementWrites} store writes placed the ${JOBS} allocations`);
+    const perTask = (ms: number): number => round(ms / Math.max(1, nodeCost.tasks.processes), 2);
+    console.log(
+      `  executors and tasks, CPU and minor faults a task with every task running: executors (${nodeCost.executors.processes}, their start included) ${perTask(nodeCost.executors.cpuMs)} ms, ${perTask(nodeCost.executors.minorFaults)} faults; ` +
+        `tasks (${nodeCost.tasks.processes}, fork, join wrapper and exec) ${perTask(nodeCost.tasks.cpuMs)} ms, ${perTask(nodeCost.tasks.minorFaults)} faults (load ${load()})`,
+    );
     console.log(`  ${executors.length} executors with every task running (${executors.length - executorsOf(nodePid, true).length} of them spares with no task): PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
 
     const busyRssMiB = rssMiB(agentPid);
@@ -300,6 +311,12 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
       placementWrites,
       executors: executors.length,
       executorsPssMiB,
+      nodeCostPerTask: {
+        executorCpuMs: perTask(nodeCost.executors.cpuMs),
+        executorMinorFaults: perTask(nodeCost.executors.minorFaults),
+        taskCpuMs: perTask(nodeCost.tasks.cpuMs),
+        taskMinorFaults: perTask(nodeCost.tasks.minorFaults),
+      },
     };
     if (!memory) return { figures, burst: b };
     await sleep(5000);
