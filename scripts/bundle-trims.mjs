@@ -19,8 +19,10 @@
 //     through dynamic imports its start never makes (PACKAGES_ASIDE: gRPC,
 //     @grpc/grpc-js and nice-grpc, with what only they import, protobufjs,
 //     long, ..., at the first CSI or driver plugin; @fastify/static, with
-//     glob, mime and send, at the first request under /ui; ~880 KB, 18 % of
-//     the bundle) go to a side file beside the bundle (agent-aside-<hash>.cjs,
+//     glob, mime and send, at the first request under /ui; the artifact
+//     unpackers' libraries, node-tar, yauzl, unbzip2-stream, xz-decompress and
+//     fzstd, at the first archive an artifact brings; ~1.1 MB, 22 % of the
+//     bundle) go to a side file beside the bundle (agent-aside-<hash>.cjs,
 //     ASIDE_ENTRY), which those imports require at first use; each package is
 //     evaluated at its own first use, and is one copy, as before.
 
@@ -84,9 +86,9 @@ export function agentCommandOnly() {
 /**
  * The packages the agent bundle leaves to its side file: each is reached only through a dynamic import
  * that an agent's start never makes (gRPC: the first CSI or driver plugin; @fastify/static: the first
- * request under /ui).
+ * request under /ui; the unpackers' libraries, src/client/artifact/decompress.ts: the first archive).
  */
-export const PACKAGES_ASIDE = ['@grpc/grpc-js', 'nice-grpc', '@fastify/static'];
+export const PACKAGES_ASIDE = ['@grpc/grpc-js', 'nice-grpc', '@fastify/static', 'tar', 'yauzl', 'unbzip2-stream', 'xz-decompress', 'fzstd'];
 
 /** The side file's entry: each package of PACKAGES_ASIDE by name, evaluated at its first use. */
 export const ASIDE_ENTRY = `module.exports = {\n${PACKAGES_ASIDE.map((p) => `  get ${JSON.stringify(p)}() { return require(${JSON.stringify(p)}); },\n`).join('')}};\n`;
