@@ -124,3 +124,25 @@ export function packagesAside(sideFile) {
     },
   };
 }
+
+/**
+ * The agent bundle's no-op `__name(X,"X")` calls, each blanked to `X` and spaces (same length: the source map's
+ * columns stay right). esbuild's keepNames (needed: it renames a binding that collides, `loaded` -> `loaded4`,
+ * and the name would change with it) also names every function and class whose binding kept its name, at
+ * run time: a defineProperty of `name` on each, at every module init and in inner functions at every call
+ * (some in the job path), for a name the function already has (a declaration's, or the one inferred from
+ * `const X = () => ...`). `text` is the bundle, `inputs` the texts of the files built into it: a `__name(` in
+ * the output is a call esbuild wrote only if no input holds that text, so the build fails otherwise, and
+ * when it finds none to blank (esbuild changed). Returns the text and how many calls were blanked.
+ */
+export function blankNoOpNames(text, inputs) {
+  for (const [file, source] of inputs) if (source.includes('__name(')) throw new Error(`bundle trim blankNoOpNames: ${file} holds the text "__name(", which the trim takes for esbuild's calls; update scripts/bundle-trims.mjs`);
+  let blanked = 0;
+  const out = text.replace(/__name\(([A-Za-z_$][\w$]*),"([\w$]*)"\)/g, (call, binding, name) => {
+    if (binding !== name) return call;
+    blanked += 1;
+    return binding.padEnd(call.length, ' ');
+  });
+  if (!blanked) throw new Error('bundle trim blankNoOpNames: no __name(X,"X") call in the agent bundle; update scripts/bundle-trims.mjs');
+  return { text: out, blanked };
+}
