@@ -129,6 +129,8 @@ const boundaryPolicies = [
     from: { element: { types: { anyOf: ['test', 'bench', 'test-support'] } } },
     allow: { to: { element: { type: 'scripts', fileInternalPath: ['docker-rig.mjs', 'docker-rig.d.mts'] } } },
   },
+  // test/packaging/bundle-names.test.ts checks a trim of the agent bundle (plain ESM in scripts/, run by the build) on a bundle of its own.
+  { from: { element: { type: 'test' } }, allow: { to: { element: { type: 'scripts', fileInternalPath: ['bundle-trims.mjs', 'bundle-trims.d.mts'] } } } },
   // Tests read the web UI's pure modules (plain .ts, no DOM or JSX: the chart's scales) as they are.
   { from: { element: { type: 'test' } }, allow: { to: { element: { type: 'ui', fileInternalPath: 'src/*.ts' } } } },
   // The web UI imports only itself (and its npm packages), and the API's shapes through src/api's door: nothing else of src/ or test/.

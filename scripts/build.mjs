@@ -44,7 +44,7 @@ import { CJS_WRAPPER, CJS_WRAPPER_END } from '../src/warm-start/cjs-wrapper.mjs'
 // Edits to a few bundled packages that change when work is done, not what is done (the agent's start).
 import { dependencyPatches } from './dependency-patches.mjs';
 // Text left out of the bundles where it cannot run (what the agent reads at each start).
-import { agentCommandOnly, ASIDE_ENTRY, packagesAside, zodLocalesEnglishOnly } from './bundle-trims.mjs';
+import { agentCommandOnly, ASIDE_ENTRY, blankNoOpNames, packagesAside, zodLocalesEnglishOnly } from './bundle-trims.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = `${root}dist`;
@@ -152,6 +152,9 @@ bundleAgentOnly.checkApplied();
 bundleAside.checkApplied();
 const bundleFile = Object.keys(agentBundle.metafile.outputs).find((f) => f.endsWith('.cjs'));
 if (!bundleFile) throw new Error('build: the agent bundle is missing');
+// No-op names out of the agent's start and job path (bundle-trims.mjs); inputs made by a plugin (a namespace:) hold none.
+const bundleInputs = Object.keys(agentBundle.metafile.inputs).filter((f) => existsSync(`${root}${f}`)).map((f) => [f, readFileSync(`${root}${f}`, 'latin1')]);
+writeFileSync(`${root}${bundleFile}`, blankNoOpNames(readFileSync(`${root}${bundleFile}`, 'latin1'), bundleInputs).text, 'latin1');
 // The loader reads an ASCII bundle as Latin-1 (a copy of the bytes), several times cheaper than decoding UTF-8;
 // esbuild escapes strings, but a regular expression keeps its characters: write them as \uXXXX.
 const bundleBytes = readFileSync(`${root}${bundleFile}`);

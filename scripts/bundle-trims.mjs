@@ -19,8 +19,10 @@
 //     through dynamic imports its start never makes (PACKAGES_ASIDE: gRPC,
 //     @grpc/grpc-js and nice-grpc, with what only they import, protobufjs,
 //     long, ..., at the first CSI or driver plugin; @fastify/static, with
-//     glob, mime and send, at the first request under /ui; ~880 KB, 18 % of
-//     the bundle) go to a side file beside the bundle (agent-aside-<hash>.cjs,
+//     glob, mime and send, at the first request under /ui; the artifact
+//     unpackers' libraries, node-tar, yauzl, unbzip2-stream, xz-decompress and
+//     fzstd, at the first archive an artifact brings; ~1.1 MB, 22 % of the
+//     bundle) go to a side file beside the bundle (agent-aside-<hash>.cjs,
 //     ASIDE_ENTRY), which those imports require at first use; each package is
 //     evaluated at its own first use, and is one copy, as before.
 
@@ -84,9 +86,9 @@ export function agentCommandOnly() {
 /**
  * The packages the agent bundle leaves to its side file: each is reached only through a dynamic import
  * that an agent's start never makes (gRPC: the first CSI or driver plugin; @fastify/static: the first
- * request under /ui).
+ * request under /ui; the unpackers' libraries, src/client/artifact/decompress.ts: the first archive).
  */
-export const PACKAGES_ASIDE = ['@grpc/grpc-js', 'nice-grpc', '@fastify/static'];
+export const PACKAGES_ASIDE = ['@grpc/grpc-js', 'nice-grpc', '@fastify/static', 'tar', 'yauzl', 'unbzip2-stream', 'xz-decompress', 'fzstd'];
 
 /** The side file's entry: each package of PACKAGES_ASIDE by name, evaluated at its first use. */
 export const ASIDE_ENTRY = `module.exports = {\n${PACKAGES_ASIDE.map((p) => `  get ${JSON.stringify(p)}() { return require(${JSON.stringify(p)}); },\n`).join('')}};\n`;
@@ -121,4 +123,26 @@ export function packagesAside(sideFile) {
       },
     },
   };
+}
+
+/**
+ * The agent bundle's no-op `__name(X,"X")` calls, each blanked to `X` and spaces (same length: the source map's
+ * columns stay right). esbuild's keepNames (needed: it renames a binding that collides, `loaded` -> `loaded4`,
+ * and the name would change with it) also names every function and class whose binding kept its name, at
+ * run time: a defineProperty of `name` on each, at every module init and in inner functions at every call
+ * (some in the job path), for a name the function already has (a declaration's, or the one inferred from
+ * `const X = () => ...`). `text` is the bundle, `inputs` the texts of the files built into it: a `__name(` in
+ * the output is a call esbuild wrote only if no input holds that text, so the build fails otherwise, and
+ * when it finds none to blank (esbuild changed). Returns the text and how many calls were blanked.
+ */
+export function blankNoOpNames(text, inputs) {
+  for (const [file, source] of inputs) if (source.includes('__name(')) throw new Error(`bundle trim blankNoOpNames: ${file} holds the text "__name(", which the trim takes for esbuild's calls; update scripts/bundle-trims.mjs`);
+  let blanked = 0;
+  const out = text.replace(/__name\(([A-Za-z_$][\w$]*),"([\w$]*)"\)/g, (call, binding, name) => {
+    if (binding !== name) return call;
+    blanked += 1;
+    return binding.padEnd(call.length, ' ');
+  });
+  if (!blanked) throw new Error('bundle trim blankNoOpNames: no __name(X,"X") call in the agent bundle; update scripts/bundle-trims.mjs');
+  return { text: out, blanked };
 }

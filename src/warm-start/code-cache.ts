@@ -13,6 +13,7 @@ import { Script } from 'node:vm';
 import { seal, unseal } from './cache-file.js';
 // Node's CommonJS wrapper; scripts/build.mjs writes the agent's bundle inside the same text (one source for both).
 import { CJS_WRAPPER, CJS_WRAPPER_END } from './cjs-wrapper.mjs';
+import { holdYoungGeneration, releaseYoungGeneration } from './young-generation.js';
 
 /** What loading a bundle did, for the agent's log. */
 export interface CodeCacheLoad {
@@ -21,7 +22,11 @@ export interface CodeCacheLoad {
   /** `code-cache`: V8 took the cache; `compiled`: compiled from source (no cache, or one it could not use). */
   path: 'code-cache' | 'compiled';
   reason: string;
-  /** Writes the cache of what is compiled by now, unless V8 took one at load; once. Never throws; says what it did. */
+  /**
+   * Lets V8's young generation grow again (held from the bundle's top level on: young-generation.ts), then
+   * writes the cache of what is compiled by now, unless V8 took one at load; once. Call it when the agent is
+   * first idle. Never throws; says what it did.
+   */
   saveCache(): string;
 }
 
@@ -56,8 +61,16 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
   });
   const accepted = cached !== undefined && script.cachedDataRejected === false;
   if (cached && !accepted) problem = `cache ${cacheFile} rejected by V8 (made by another Node, V8 flags or bundle)`;
+  // Only now that V8 has checked the cache against its flags (the flag is back at its default when saveCache writes one).
+  holdYoungGeneration();
   const module = { exports: {} as Record<string, unknown> };
-  (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
+  try {
+    (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
+  } catch (err) {
+    // The agent falls back to its modules, and no saveCache comes.
+    releaseYoungGeneration();
+    throw err;
+  }
 
   let saved = accepted;
   return {
@@ -65,6 +78,7 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
     path: accepted ? 'code-cache' : 'compiled',
     reason: accepted ? `cache ${cacheFile}` : problem,
     saveCache(): string {
+      releaseYoungGeneration();
       if (saved) return accepted ? 'kept the cache V8 took' : 'already written';
       saved = true;
       const tmp = `${cacheFile}.${process.pid}.tmp`;

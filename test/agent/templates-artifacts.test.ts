@@ -178,6 +178,43 @@ job "artifact" {
     assert.equal(await logs(a.ID, 'show'), 'answer=42\nanswer=42\n');
   });
 
+  // The unpackers' libraries (node-tar, yauzl, unbzip2-stream, xz-decompress, fzstd) are loaded with the first
+  // archive, from the agent bundle's side file in the built agent: each of them unpacks here.
+  it('unpacks tar.bz2, tar.xz, tar.zst, zip and zstd-compressed artifacts before the task starts', async () => {
+    const content = path.join(dir, 'packed');
+    mkdirSync(content, { recursive: true });
+    writeFileSync(path.join(content, 'word.txt'), 'packed\n');
+    for (const [file, flag] of [['p.tar.bz2', '--bzip2'], ['p.tar.xz', '--xz'], ['p.tar.zst', '--zstd']] as const) {
+      execFileSync('tar', [flag, '-cf', path.join(dir, file), '-C', content, 'word.txt']);
+    }
+    execFileSync('python3', ['-c', 'import zipfile, sys\nwith zipfile.ZipFile(sys.argv[1], "w") as z: z.write(sys.argv[2], "word.txt")', path.join(dir, 'p.zip'), path.join(content, 'word.txt')]);
+    writeFileSync(path.join(dir, 'single.txt.zst'), execFileSync('zstd', ['-c', path.join(content, 'word.txt')]));
+    const unpacked = ['bz2', 'xz', 'zst', 'zip'];
+    await run('unpackers', `
+job "unpackers" {
+  type = "batch"
+  group "g" {
+    task "show" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "cd \\"$BERTH_TASK_DIR\\" && cat ${unpacked.map((d) => `${d}/word.txt`).join(' ')} single.txt"]
+      }
+${['p.tar.bz2', 'p.tar.xz', 'p.tar.zst', 'p.zip'].map((f, i) => `      artifact {\n        source      = "${path.join(dir, f)}"\n        destination = "local/${unpacked[i]}"\n      }`).join('\n')}
+      artifact {
+        source      = "${path.join(dir, 'single.txt.zst')}"
+        destination = "local/single.txt"
+        mode        = "file"
+      }
+    }
+  }
+}
+`);
+    const a = await allocOf('unpackers', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the unpackers job to finish');
+    assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
+    assert.equal(await logs(a.ID, 'show'), 'packed\n'.repeat(5));
+  });
+
   it('downloads over http with the job\'s headers and checksum, and clones a git repository at a ref', async () => {
     const archive = path.join(dir, 'site.tar.gz');
     mkdirSync(path.join(dir, 'site'), { recursive: true });

@@ -5,6 +5,11 @@
 // FilesLimit, Nomad's decompression_size_limit and
 // decompression_file_count_limit). Node has gzip; bzip2 (unbzip2-stream),
 // xz (xz-decompress) and zstd (fzstd) come from libraries, all streamed.
+//
+// The libraries (node-tar and yauzl too) are imported when the first archive
+// is unpacked (unpackingLibraries), not with this module: the agent bundle then
+// leaves them to its side file (scripts/bundle-trims.mjs, packagesAside), ~200
+// KB of text an agent's start no longer reads (issue 40).
 
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -13,14 +18,41 @@ import { Duplex, PassThrough, Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createGunzip } from 'node:zlib';
-import { Decompress as ZstdDecompress } from 'fzstd';
-import * as tar from 'tar';
-import bz2 from 'unbzip2-stream';
-import xzDecompress from 'xz-decompress';
-import yauzl from 'yauzl';
+import type * as Fzstd from 'fzstd';
+import type * as Tar from 'tar';
+import type Bz2 from 'unbzip2-stream';
+import type XzDecompress from 'xz-decompress';
+import type Yauzl from 'yauzl';
 
-// A CommonJS bundle: its named export is on the default one.
-const { XzReadableStream } = xzDecompress;
+/** The unpacking libraries, each as its own exports. */
+interface Libraries {
+  tar: typeof Tar;
+  yauzl: typeof Yauzl;
+  bz2: typeof Bz2;
+  XzReadableStream: (typeof XzDecompress)['XzReadableStream'];
+  ZstdDecompress: typeof Fzstd.Decompress;
+}
+
+let libraries: Promise<Libraries> | undefined;
+
+/**
+ * The unpacking libraries, imported on the first call (safe to repeat: one import each). Rejects only if a
+ * package cannot be loaded. An import's exports are on the namespace (an ES module), on its `default` (a
+ * CommonJS module under Node's loader), or both (a bundle's copy): read where they are.
+ */
+function unpackingLibraries(): Promise<Libraries> {
+  libraries ??= Promise.all([import('tar'), import('yauzl'), import('unbzip2-stream'), import('xz-decompress'), import('fzstd')]).then(([tar, yauzl, bz2, xz, zstd]) => {
+    const exportsOf = <T>(m: T & { default?: unknown }, has: string): T => (has in m ? m : (m.default as T));
+    return {
+      tar: exportsOf(tar as typeof Tar & { default?: unknown }, 'Unpack'),
+      yauzl: exportsOf(yauzl, 'open'),
+      bz2: (bz2 as { default?: typeof Bz2 }).default ?? (bz2 as unknown as typeof Bz2),
+      XzReadableStream: exportsOf(xz, 'XzReadableStream').XzReadableStream,
+      ZstdDecompress: exportsOf(zstd as typeof Fzstd & { default?: unknown }, 'Decompress').Decompress,
+    };
+  });
+  return libraries;
+}
 
 /** How a single file is compressed. */
 export type Compression = 'gz' | 'bz2' | 'xz' | 'zst';
@@ -35,17 +67,17 @@ export interface UnpackLimits {
 export class UnpackLimitError extends Error {}
 
 /** A stream that decompresses `kind`. Each call makes a new one. */
-export function decompressor(kind: Compression): Duplex {
+function decompressor(kind: Compression, libs: Libraries): Duplex {
   if (kind === 'gz') return createGunzip();
-  if (kind === 'bz2') return fromThrough(bz2());
-  if (kind === 'zst') return zstd();
+  if (kind === 'bz2') return fromThrough(libs.bz2());
+  if (kind === 'zst') return zstd(libs.ZstdDecompress);
   const input = new PassThrough();
-  const output = Readable.fromWeb(new XzReadableStream(Readable.toWeb(input) as ReadableStream<Uint8Array>) as WebReadableStream<Uint8Array>);
+  const output = Readable.fromWeb(new libs.XzReadableStream(Readable.toWeb(input) as ReadableStream<Uint8Array>) as WebReadableStream<Uint8Array>);
   return Duplex.from({ writable: input, readable: output });
 }
 
 /** unbzip2-stream's classic `through` stream as a streams3 Transform, errors included. */
-function fromThrough(t: ReturnType<typeof bz2>): Transform {
+function fromThrough(t: ReturnType<typeof Bz2>): Transform {
   const out = new Transform({
     transform(chunk: Buffer, _enc, done) {
       try {
@@ -69,7 +101,7 @@ function fromThrough(t: ReturnType<typeof bz2>): Transform {
   return out;
 }
 
-function zstd(): Transform {
+function zstd(ZstdDecompress: Libraries['ZstdDecompress']): Transform {
   const d = new ZstdDecompress((data) => out.push(Buffer.from(data)));
   const out = new Transform({
     transform(chunk: Buffer, _enc, done) {
@@ -110,9 +142,10 @@ function sizeGuard(limit: number, what: string): Transform {
  * limit (leaving no partial file), or the decompressor's error.
  */
 export async function decompressFile(src: string, dest: string, kind: Compression, limits: UnpackLimits): Promise<void> {
+  const libs = await unpackingLibraries();
   await mkdir(path.dirname(dest), { recursive: true });
   try {
-    await pipeline(createReadStream(src), decompressor(kind), sizeGuard(limits.sizeLimit, 'decompressed file'), createWriteStream(dest, { mode: 0o644 }));
+    await pipeline(createReadStream(src), decompressor(kind, libs), sizeGuard(limits.sizeLimit, 'decompressed file'), createWriteStream(dest, { mode: 0o644 }));
   } catch (err) {
     await rm(dest, { force: true });
     throw err;
@@ -127,10 +160,11 @@ export async function decompressFile(src: string, dest: string, kind: Compressio
  * count limit (go-getter's untar counts so, before writing an entry).
  */
 export async function untar(src: string, dest: string, compression: Compression | undefined, limits: UnpackLimits): Promise<void> {
+  const libs = await unpackingLibraries();
   await mkdir(dest, { recursive: true });
   let files = 0;
   let size = 0;
-  const unpack: tar.Unpack = new tar.Unpack({
+  const unpack: Tar.Unpack = new libs.tar.Unpack({
     cwd: dest,
     strict: true,
     filter: (_p, entry) => {
@@ -141,14 +175,15 @@ export async function untar(src: string, dest: string, compression: Compression 
       return true;
     },
   });
-  if (compression) await pipeline(createReadStream(src), decompressor(compression), unpack);
+  if (compression) await pipeline(createReadStream(src), decompressor(compression, libs), unpack);
   else await pipeline(createReadStream(src), unpack);
 }
 
 /** Unpacks a zip file into `dest`; entries naming a path outside it are refused; limits as untar's. */
 export async function unzip(file: string, dest: string, limits: UnpackLimits): Promise<void> {
+  const { yauzl } = await unpackingLibraries();
   await mkdir(dest, { recursive: true });
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.open(file, { lazyEntries: true, strictFileNames: true }, (err, z) => (err ? reject(err) : resolve(z))));
+  const zip = await new Promise<Yauzl.ZipFile>((resolve, reject) => yauzl.open(file, { lazyEntries: true, strictFileNames: true }, (err, z) => (err ? reject(err) : resolve(z))));
   if (limits.fileCountLimit > 0 && zip.entryCount > limits.fileCountLimit) {
     zip.close();
     throw new UnpackLimitError(`zip archive contains too many files: ${zip.entryCount} > ${limits.fileCountLimit}`);
@@ -161,7 +196,7 @@ export async function unzip(file: string, dest: string, limits: UnpackLimits): P
     };
     zip.on('error', reject);
     zip.on('end', () => resolve());
-    zip.on('entry', (entry: yauzl.Entry) => {
+    zip.on('entry', (entry: Yauzl.Entry) => {
       const target = path.resolve(dest, entry.fileName);
       if (target !== dest && !target.startsWith(dest + path.sep)) return fail(new Error(`entry ${entry.fileName} points outside the destination`));
       size += entry.uncompressedSize;
