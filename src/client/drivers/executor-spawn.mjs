@@ -8,6 +8,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { forkInGroups, joinPlan } from './executor-join.mjs';
 
 /**
  * @typedef {import('./executor.mjs').ExecutorConfig} ExecutorConfig
@@ -122,7 +123,8 @@ function execScript(cfg) {
 }
 
 /**
- * Joins each file given before `--` (below), tells the executor on fd 3 and
+ * Where the executor cannot fork the task from inside its cgroup (v2; see
+ * executor-join.mjs): joins each file given before `--` (below), tells the executor on fd 3 and
  * closes it, then execs what follows (exit 125 if the kernel refused). A v1
  * `tasks` file gets `0`, "this thread": the wrapper shell has one thread, so
  * that moves the whole process, and the kernel then skips the lock that
@@ -153,7 +155,10 @@ export function spawnTask(cfg) {
     : fifos
       ? ['ignore', fs.openSync(fifos.stdout, fs.constants.O_WRONLY), fs.openSync(fifos.stderr, fs.constants.O_WRONLY)]
       : ['ignore', 'pipe', 'pipe'];
-  if (cfg.cgroup) stdio.push('pipe');
+  // On v1 the executor's thread forks the task from inside its cgroup (executor-join.mjs);
+  // otherwise a shell wrapper joins it first and reports on fd 3.
+  const steps = cfg.cgroup ? joinPlan(cfg.cgroup) : undefined;
+  if (cfg.cgroup && !steps) stdio.push('pipe');
   const nsenter = cfg.networkNamespacePath ? ['nsenter', `--net=${cfg.networkNamespacePath}`, '--'] : [];
   /** @type {string[]} */
   let argv;
@@ -167,19 +172,23 @@ export function spawnTask(cfg) {
   } else {
     argv = [...nsenter, cfg.command, ...cfg.args];
   }
-  if (cfg.cgroup) {
+  if (cfg.cgroup && !steps) {
     // Join the task's cgroup before anything of the task runs, so every child it forks is in it too.
     argv = ['/bin/sh', '-c', JOIN_SCRIPT, 'berth-cgroup', ...joinFiles(cfg.cgroup), '--', ...argv];
   }
   const [file, ...args] = argv;
-  const child = spawn(/** @type {string} */ (file), args, {
-    // As Nomad: a raw_exec task runs in its task directory (local/ is ./local); exec's init does `cd /`.
-    cwd: cfg.mode === 'exec' ? cfg.stateDir : path.dirname(cfg.taskDir),
-    env,
-    stdio,
-    detached: true,
-  });
-  for (const fd of stdio) if (typeof fd === 'number') fs.closeSync(fd);
-  return child;
+  const start = () =>
+    spawn(/** @type {string} */ (file), args, {
+      // As Nomad: a raw_exec task runs in its task directory (local/ is ./local); exec's init does `cd /`.
+      cwd: cfg.mode === 'exec' ? cfg.stateDir : path.dirname(cfg.taskDir),
+      env,
+      stdio,
+      detached: true,
+    });
+  try {
+    return steps ? forkInGroups(steps, start) : start();
+  } finally {
+    for (const fd of stdio) if (typeof fd === 'number') fs.closeSync(fd);
+  }
 }
 

@@ -3,7 +3,7 @@
 // an agent restart, stats and live limit updates; exec's init and terminal.
 
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { CgroupV1, CgroupV2, type Cgroups } from '../cgroups/index.js';
@@ -65,6 +65,34 @@ for (const [version, makeCgroups] of BACKENDS) {
       assert.deepEqual(cgroups.pids(handle.cgroup), []);
       await raw.destroyTask(cfg.id);
       assert.deepEqual(cgroups.list(), [], 'the group is removed');
+    });
+
+    it('each task is in its own group from its first instruction, and the executor that forked them stays in none', async () => {
+      const names = ['one', 'two', 'three'];
+      const started = [];
+      for (const name of names) {
+        const cfg = h.config(name, 'cat /proc/self/cgroup > "$FIRST"; exec sleep 1000', {
+          env: { FIRST: path.join(h.taskDir(name), 'first-cgroup') },
+        });
+        started.push({ cfg, handle: await h.start(raw, cfg) });
+      }
+      const executors = new Set(started.map((s) => s.handle.executorPid));
+      for (const { cfg, handle } of started) {
+        const group = handle.cgroup!;
+        const first = await eventually('the first process wrote its cgroups', () => {
+          const f = cfg.env['FIRST']!;
+          return existsSync(f) && readFileSync(f, 'utf8').includes('\n') ? readFileSync(f, 'utf8') : undefined;
+        });
+        const lines = first.split('\n').filter((l) => l.includes(`/${group.name}`));
+        assert.ok(lines.length >= (version === 'v1' ? 2 : 1), `the first process is in ${group.name}:\n${first}`);
+        assert.deepEqual(cgroups.pids(group), [handle.taskPid], 'the task alone is in its group');
+      }
+      for (const pid of executors) {
+        for (const tid of readdirSync(`/proc/${pid}/task`)) {
+          const own = readFileSync(`/proc/${pid}/task/${tid}/cgroup`, 'utf8');
+          for (const name of names) assert.ok(!own.includes(`.${name}`), `executor ${pid} thread ${tid} is back in its own groups:\n${own}`);
+        }
+      }
     });
 
     it('an executor killed with SIGKILL while the task runs: stop still leaves nothing behind', async () => {
