@@ -33,8 +33,11 @@
 // figure the shared machine's load bends far less than the latencies. The
 // node's side of the same, read once every allocation runs: the executors'
 // CPU (their Node starts included) and the tasks' (each from its fork: the
-// join wrapper's exec and the task's own), with their minor page faults, per
-// task (bench/_submit-burst.ts executorCost).
+// task's own exec, and the join wrapper's where one is used), with their
+// minor page faults, per task (bench/_submit-burst.ts executorCost). And
+// how many allocations the scheduler wrote before the burst's last
+// registration (an allocation's CreateIndex below a job's JobModifyIndex):
+// placement mid-burst, which doubles the CPU a registration costs.
 // BENCH_SUBMIT_SPLIT=1 runs the same load against a server agent and a
 // client agent in two processes (the dev agent's parts apart: what taking
 // the client off the API's event loop would buy), and prints each one's CPU.
@@ -71,7 +74,7 @@ import { startNomadDev } from './_nomad-dev.js';
 import { round } from './_stats.js';
 import { cpuMs, executorCost, executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst, type SubmitterKind } from './_submitters.js';
-import type { AllocationListStub } from '../src/api/index.js';
+import type { AllocationListStub, JobListStub } from '../src/api/index.js';
 
 const JOBS = Number(process.env['BENCH_SUBMIT_JOBS'] ?? 200);
 
@@ -269,9 +272,14 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
     const evals = (await (await fetch(`${agent.addr}/v1/evaluations?namespace=*`, { headers })).json()) as Array<{ TriggeredBy: string; Status: string; JobID: string }>;
     const evalCounts: Record<string, number> = {};
     for (const e of evals) if (e.JobID.startsWith('burst-')) evalCounts[`${e.TriggeredBy}/${e.Status}`] = (evalCounts[`${e.TriggeredBy}/${e.Status}`] ?? 0) + 1;
-    const placementWrites = new Set(
-      (await allocs()).filter((a) => a.JobID.startsWith('burst-')).map((a) => a.CreateIndex),
-    ).size;
+    const burstAllocs = (await allocs()).filter((a) => a.JobID.startsWith('burst-'));
+    const placementWrites = new Set(burstAllocs.map((a) => a.CreateIndex)).size;
+    // Whether the scheduler took the event loop before the burst was answered: allocations written at a store
+    // index below the burst's last registration (a job's JobModifyIndex). Read from the state, not from the
+    // progress polls, whose spacing grows with the load.
+    const jobList = (await (await fetch(`${agent.addr}/v1/jobs`, { headers })).json()) as JobListStub[];
+    const lastRegistration = Math.max(0, ...jobList.filter((j) => j.ID.startsWith('burst-')).map((j) => j.JobModifyIndex));
+    const placedMidBurst = burstAllocs.filter((a) => a.CreateIndex < lastRegistration).length;
     const cpuAnswered = { agent: b.cpuAnswered['agent'] ?? 0, main: b.cpuAnswered['main'] ?? 0, node: b.cpuAnswered['node'] ?? 0 };
     const cpuRunning = { agent: b.cpuRunning['agent'] ?? 0, node: b.cpuRunning['node'] ?? 0 };
 
@@ -287,11 +295,11 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
       `  ${split ? 'server agent' : 'agent'} CPU: ${round(cpuAnswered.agent)} ms until all answered (${perJob(cpuAnswered.agent)} ms a job; main thread ${perJob(cpuAnswered.main)} ms a job), ${round(cpuRunning.agent)} ms until all running (${perJob(cpuRunning.agent)} ms a job)` +
         (split ? `; client agent CPU: ${round(cpuAnswered.node)} ms until all answered, ${round(cpuRunning.node)} ms until all running (${perJob(cpuRunning.node)} ms a job)` : ''),
     );
-    console.log(`  evaluations of the burst's jobs: ${JSON.stringify(evalCounts)}; ${placementWrites} store writes placed the ${JOBS} allocations`);
+    console.log(`  evaluations of the burst's jobs: ${JSON.stringify(evalCounts)}; ${placementWrites} store writes placed the ${JOBS} allocations; ${placedMidBurst} of them before the burst's last registration was written`);
     const perTask = (ms: number): number => round(ms / Math.max(1, nodeCost.tasks.processes), 2);
     console.log(
       `  executors and tasks, CPU and minor faults a task with every task running: executors (${nodeCost.executors.processes}, their start included) ${perTask(nodeCost.executors.cpuMs)} ms, ${perTask(nodeCost.executors.minorFaults)} faults; ` +
-        `tasks (${nodeCost.tasks.processes}, fork, join wrapper and exec) ${perTask(nodeCost.tasks.cpuMs)} ms, ${perTask(nodeCost.tasks.minorFaults)} faults (load ${load()})`,
+        `tasks (${nodeCost.tasks.processes}, fork and exec) ${perTask(nodeCost.tasks.cpuMs)} ms, ${perTask(nodeCost.tasks.minorFaults)} faults (load ${load()})`,
     );
     console.log(`  ${executors.length} executors with every task running (${executors.length - executorsOf(nodePid, true).length} of them spares with no task): PSS ${executorsPssMiB} MiB in all, ${round(executorsPssMiB / Math.max(1, executors.length), 2)} MiB each`);
 
@@ -309,6 +317,7 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
       eventLoopDelayMs: delay,
       evaluations: evalCounts,
       placementWrites,
+      placedBeforeLastRegistration: placedMidBurst,
       executors: executors.length,
       executorsPssMiB,
       nodeCostPerTask: {

@@ -356,7 +356,7 @@ export class Server {
       }),
       plugins: new PluginService({ store, logger: root }),
       claimWatcher: new ClaimWatcher({ store, volumes: this.#volumes as VolumeService, clock, logger: root }),
-      worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root, quiet: () => this.#inFlight.whenQuiet() }),
+      worker: new EvalWorker({ store, jobs: this.#jobs as JobService, clock, logger: root, quiet: () => this.#inFlight.whenQuiet(), inBurst: () => this.#inFlight.inBurst }),
       gc: new GarbageCollector({ store, clock, logger: root }),
       drainer: new NodeDrainer({ store, jobs: this.#jobs as JobService, clock, logger: root }),
       periodic: new PeriodicDispatcher({ store, jobs: this.#jobs as JobService, clock, logger: root }),

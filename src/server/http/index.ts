@@ -1,7 +1,7 @@
 // The HTTP API of the server: routes, bearer-token roles, error envelope,
 // blocking queries and the event stream.
 export { buildApi } from './api.js';
-export { RequestsInFlight } from './requests-in-flight.js';
+export { BURST_SETTLE_MS, RequestsInFlight } from './requests-in-flight.js';
 export type { ApiDeps } from './route-context.js';
 export { TokenTable, ROLES, type ApiToken, type Role, type Access } from './auth.js';
 export { ApiError, toErrorResponse, statusForCode, type ErrorBody } from './api-error.js';

@@ -171,4 +171,30 @@ describe('RequestsInFlight', () => {
     inFlight.leave();
     assert.equal(await settled(inFlight.whenQuiet(200)), true, 'after a lone request: at once');
   });
+
+  it('inBurst: while overlapping requests are served and BURST_SETTLE_MS after, not for a lone request nor for writes with gaps between them', async () => {
+    const clock = new ManualClock(1_000);
+    const inFlight = new RequestsInFlight({ clock });
+    inFlight.enter();
+    assert.equal(inFlight.inBurst, false, 'one request alone');
+    await clock.advance(2_000);
+    assert.equal(inFlight.inBurst, false, 'one request alone, however long');
+    inFlight.enter();
+    assert.equal(inFlight.inBurst, true, 'two served at once');
+    inFlight.leave();
+    await clock.advance(1_000);
+    assert.equal(inFlight.inBurst, true, 'one of them still served, no request begun or ended for a second');
+    inFlight.leave();
+    await clock.advance(BURST_SETTLE_MS - 1);
+    assert.equal(inFlight.inBurst, true, 'within BURST_SETTLE_MS of the last one ending');
+    await clock.advance(1);
+    assert.equal(inFlight.inBurst, false, 'answered, and BURST_SETTLE_MS passed');
+    for (let i = 0; i < 3; i++) {
+      inFlight.enter();
+      await clock.advance(10);
+      inFlight.leave();
+      assert.equal(inFlight.inBurst, false, 'a write that came alone');
+      await clock.advance(BURST_SETTLE_MS + 10);
+    }
+  });
 });

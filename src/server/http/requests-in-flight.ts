@@ -165,6 +165,20 @@ export class RequestsInFlight {
   }
 
   /**
+   * Whether a burst is still being answered: the latest request overlapped
+   * another or began within BURST_SETTLE_MS of the one before it, and a
+   * request or a fresh connection is still open, or one began or ended less
+   * than BURST_SETTLE_MS ago. What lets the evaluation worker wait for quiet
+   * past its usual bound (a loaded machine answers 200 submissions over more
+   * than a second); a stream of separate writes with gaps between them, or
+   * one long request alone, is no burst.
+   */
+  get inBurst(): boolean {
+    if (!this.#burst) return false;
+    return this.#count > 0 || this.#fresh.size > 0 || this.#clock.now() - this.#lastActivity < BURST_SETTLE_MS;
+  }
+
+  /**
    * During a burst (the latest request overlapped another or came within
    * BURST_SETTLE_MS of the one before it, and that was less than
    * BURST_SETTLE_MS ago): a promise that resolves after BURST_LINGER_MS.

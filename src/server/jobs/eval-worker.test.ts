@@ -12,8 +12,8 @@ import type { Evaluation } from '../../structs/index.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { eventually, nextTurn } from '../../../test/support/eventually.js';
 import { rowKey, SqliteStateStore, StateStoreError } from '../state/index.js';
-import { RequestsInFlight } from '../http/index.js';
-import { EvalWorker, MAX_DEFER_MS, PENDING_RETRY_MS } from './eval-worker.js';
+import { BURST_SETTLE_MS, RequestsInFlight } from '../http/index.js';
+import { EvalWorker, MAX_BURST_DEFER_MS, MAX_DEFER_MS, PENDING_RETRY_MS } from './eval-worker.js';
 import { JobService } from './job-service.js';
 
 let dir: string;
@@ -158,6 +158,102 @@ describe('evaluation worker: registrations are scheduled after they answer', () 
     assert.match(evaluation(bad.evaluation.id)?.statusDescription ?? '', /^the scheduler failed: /);
     assert.equal(pass.remaining, 0);
     assert.deepEqual(store.snapshot().list('allocations').map((a) => a.jobId), ['good']);
+  });
+});
+
+describe('evaluation worker: a burst of submissions is answered before it is scheduled', () => {
+  /** The clock step of these tests: requests 10 ms apart are a burst (BURST_SETTLE_MS 20). */
+  const STEP = 10;
+  let inFlight: RequestsInFlight;
+
+  /** A worker that waits for the API as the server's does, RequestsInFlight on the test's clock. */
+  const burstAwareWorker = async (): Promise<void> => {
+    inFlight = new RequestsInFlight({ clock });
+    worker = new EvalWorker({ store, jobs, clock, logger: silentLogger(), quiet: () => inFlight.whenQuiet(), inBurst: () => inFlight.inBurst });
+    await worker.start();
+  };
+
+  /**
+   * Moves the clock STEP ms at a time, calling `each` before every step, until
+   * the evaluation `id` completed or `limit` ms passed. After each step it
+   * waits until the worker has decided (it sleeps on the clock again, or the
+   * evaluation completed), so a "still pending" is the worker's choice.
+   * Resolves the ms passed when the evaluation was seen complete, or undefined.
+   */
+  const stepUntilComplete = async (id: string, limit: number, each: (passed: number) => void): Promise<number | undefined> => {
+    const start = clock.now();
+    while (clock.now() - start < limit) {
+      each(clock.now() - start);
+      await clock.advance(STEP);
+      const seen = await eventually('the worker ran the evaluation or waits again', () =>
+        evaluation(id)?.status === 'complete' ? 'complete' : clock.pending > 0 ? 'waits' : undefined,
+      );
+      if (seen === 'complete') return clock.now() - start;
+    }
+    return undefined;
+  };
+
+  it('a burst answered over longer than MAX_DEFER_MS is not interrupted: its evaluations run once it was answered', async () => {
+    await burstAwareWorker();
+    inFlight.enter();
+    inFlight.enter();
+    const first = await jobs.register(job('first'));
+    await eventually('the worker waits for the API', () => clock.pending > 0);
+    // Requests keep overlapping (one ends, another begins, every 10 ms) for twice MAX_DEFER_MS.
+    const ranAt = await stepUntilComplete(first.evaluation.id, 2 * MAX_DEFER_MS, () => {
+      inFlight.leave();
+      inFlight.enter();
+    });
+    assert.equal(ranAt, undefined, `not scheduled while the burst was answered (it ran after ${ranAt} ms)`);
+    assert.ok(2 * MAX_DEFER_MS < MAX_BURST_DEFER_MS, 'the burst above stayed under the hard cap');
+    inFlight.leave();
+    inFlight.leave();
+    const settled = await stepUntilComplete(first.evaluation.id, MAX_DEFER_MS, () => undefined);
+    assert.ok(settled !== undefined && settled <= BURST_SETTLE_MS, `scheduled once the burst was answered and BURST_SETTLE_MS passed (after ${settled} ms)`);
+  });
+
+  it('a stream that never stops overlapping is scheduled at MAX_BURST_DEFER_MS at the latest', async () => {
+    await burstAwareWorker();
+    inFlight.enter();
+    inFlight.enter();
+    const first = await jobs.register(job('first'));
+    await eventually('the worker waits for the API', () => clock.pending > 0);
+    const ranAt = await stepUntilComplete(first.evaluation.id, 2 * MAX_BURST_DEFER_MS, () => {
+      inFlight.leave();
+      inFlight.enter();
+    });
+    assert.ok(ranAt !== undefined, 'scheduled although requests still overlap');
+    assert.ok(ranAt > MAX_DEFER_MS && ranAt <= MAX_BURST_DEFER_MS, `scheduled at the hard cap, MAX_BURST_DEFER_MS (after ${ranAt} ms)`);
+    inFlight.leave();
+    inFlight.leave();
+  });
+
+  it('separate writes are scheduled within MAX_DEFER_MS as before: a trickle with gaps, and one long request alone after a burst', async () => {
+    await burstAwareWorker();
+    // A write every 50 ms, each served for 20 ms: 30 ms gaps, more than BURST_SETTLE_MS.
+    const trickle = (passed: number): void => {
+      if (passed % 50 === 0) inFlight.enter();
+      if (passed % 50 === 20) inFlight.leave();
+    };
+    trickle(0);
+    const first = await jobs.register(job('first'));
+    await eventually('the worker waits for the API', () => clock.pending > 0);
+    const firstAt = await stepUntilComplete(first.evaluation.id, 3 * MAX_DEFER_MS, (passed) => passed > 0 && trickle(passed));
+    assert.ok(firstAt !== undefined && firstAt <= MAX_DEFER_MS, `the trickle's evaluation ran within MAX_DEFER_MS (after ${firstAt} ms)`);
+    if (inFlight.count > 0) inFlight.leave();
+
+    // A burst that ended long ago, then one request that stays open: no burst, the old bound.
+    inFlight.enter();
+    inFlight.enter();
+    inFlight.leave();
+    inFlight.leave();
+    await clock.advance(MAX_DEFER_MS);
+    inFlight.enter();
+    const second = await jobs.register(job('second'));
+    await eventually('the worker waits for the API', () => clock.pending > 0);
+    const secondAt = await stepUntilComplete(second.evaluation.id, 3 * MAX_DEFER_MS, () => undefined);
+    assert.ok(secondAt !== undefined && secondAt > MAX_DEFER_MS - STEP && secondAt <= MAX_DEFER_MS, `the lone request's evaluation ran at MAX_DEFER_MS (after ${secondAt} ms)`);
+    inFlight.leave();
   });
 });
 

@@ -4,9 +4,10 @@
 // without anyone asking. It follows the store's change events:
 // - pending evaluations appear: every one is run, oldest first, several per
 //   store write; before each write it yields to the event loop and waits
-//   until the API is quiet (RequestsInFlight; at most MAX_DEFER_MS), so that
-//   the API's requests are answered before the next batch (a user's POST
-//   never waits behind a burst of 200 evaluations);
+//   until the API is quiet (RequestsInFlight; at most MAX_DEFER_MS, or
+//   MAX_BURST_DEFER_MS while a burst is still being answered), so that the
+//   API's requests are answered before the next batch (a user's POST never
+//   waits behind a burst of 200 evaluations);
 // - a node joins, goes down or changes what it can run: system jobs (run on
 //   every eligible node) and jobs with allocations there are evaluated;
 // - an allocation fails: its job is evaluated (rescheduling per policy, at
@@ -35,6 +36,12 @@ export interface EvalWorkerOptions {
    * scheduler takes the event loop. Absent: batches only yield a turn.
    */
   quiet?: () => Promise<void>;
+  /**
+   * Whether the API is still answering a burst of write requests (the
+   * server's RequestsInFlight.inBurst): while it is, the wait for quiet runs
+   * past MAX_DEFER_MS, up to MAX_BURST_DEFER_MS. Absent: never.
+   */
+  inBurst?: () => boolean;
 }
 
 /**
@@ -45,6 +52,21 @@ export interface EvalWorkerOptions {
  * a second behind the rest.
  */
 export const MAX_DEFER_MS = 1000;
+
+/**
+ * How long one pass waits for the API to go quiet, in all, while a burst is
+ * still being answered (requests overlapping, or beginning within
+ * RequestsInFlight's BURST_SETTLE_MS of each other). A loaded machine (load
+ * 13-25 on 2 cores) answers 200 submissions over 1-2.5 s: after
+ * MAX_DEFER_MS the scheduler took the event loop mid-burst (~1-1.5 ms a
+ * job), the CPU a registration doubled until all were answered and so did
+ * the latencies. The cap bounds what a stream that never stops overlapping
+ * delays its evaluations by.
+ */
+export const MAX_BURST_DEFER_MS = 3000;
+
+/** Past MAX_DEFER_MS, how often the worker asks again whether the API's burst goes on. */
+const BURST_RECHECK_MS = 20;
 
 /** How long after a failed pass (etcd unavailable, a write that timed out) the pending evaluations are run again. */
 export const PENDING_RETRY_MS = 1000;
@@ -72,6 +94,7 @@ export class EvalWorker {
   #lastIndex = 0;
   readonly #batch: number;
   readonly #quiet: (() => Promise<void>) | undefined;
+  readonly #inBurst: () => boolean;
   /** A retry of the pending evaluations is scheduled (#retryPendingLater). */
   #pendingRetry = false;
 
@@ -80,6 +103,7 @@ export class EvalWorker {
     this.#jobs = opts.jobs;
     this.#batch = opts.batch ?? DEFAULT_EVAL_BATCH;
     this.#quiet = opts.quiet;
+    this.#inBurst = opts.inBurst ?? (() => false);
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger.child({ component: 'eval-worker' });
     this.#life = new Lifecycle({ logger: this.#log });
@@ -168,9 +192,9 @@ export class EvalWorker {
    * for the next wake or sweep.
    */
   async #runPending(): Promise<void> {
-    const until = this.#clock.now() + MAX_DEFER_MS;
+    const since = this.#clock.now();
     for (;;) {
-      await this.#afterRequests(until);
+      await this.#afterRequests(since);
       if (this.#life.stopRequested) return;
       let pass;
       try {
@@ -265,29 +289,51 @@ export class EvalWorker {
         if (!due.has(key)) due.set(key, { trigger: 'blocked-retry' });
       }
     }
-    const until = this.#clock.now() + MAX_DEFER_MS;
+    const since = this.#clock.now();
     for (const [key, why] of due) {
       // One write per job: let the requests that arrived meanwhile in between (a node change may touch hundreds of jobs).
       await this.#evaluate(key, why.trigger, why.nodeId);
-      await this.#afterRequests(until);
+      await this.#afterRequests(since);
     }
   }
 
   /**
    * Yields a turn of the event loop, then waits until the API serves no
-   * write request, but not past `until` (clock time: one pass, however many
-   * writes it makes, waits MAX_DEFER_MS at most in all): the scheduler runs
-   * after the requests that arrived, a burst of POSTs before the evaluations
-   * it queued.
+   * write request, but not past MAX_DEFER_MS after `since` (clock time, the
+   * pass's start: one pass, however many writes it makes, waits that long at
+   * most in all), or, while the API is still answering a burst, not past
+   * MAX_BURST_DEFER_MS after it: the scheduler runs after the requests that
+   * arrived, a burst of POSTs before the evaluations it queued.
    */
-  async #afterRequests(until: number): Promise<void> {
+  async #afterRequests(since: number): Promise<void> {
     await yieldToLoop();
-    const left = until - this.#clock.now();
-    if (!this.#quiet || left <= 0) return;
-    const deadline = new AbortController();
-    const signal = linkSignals([deadline.signal, this.#life.signal]).signal; // unlinked by deadline.abort()
-    await Promise.race([this.#quiet(), this.#clock.sleep(left, signal).catch(() => undefined)]);
-    deadline.abort(WAIT_ENDED);
+    if (!this.#quiet || this.#deferLeft(since) <= 0) return;
+    const quiet = this.#quiet().then(() => true);
+    for (;;) {
+      const left = this.#deferLeft(since);
+      if (left <= 0) {
+        this.#log.debug({ waitedMs: this.#clock.now() - since }, 'evaluations run before the API went quiet');
+        return;
+      }
+      const deadline = new AbortController();
+      const signal = linkSignals([deadline.signal, this.#life.signal]).signal; // unlinked by deadline.abort()
+      const done = await Promise.race([quiet, this.#clock.sleep(left, signal).then(() => false, () => true)]);
+      deadline.abort(WAIT_ENDED);
+      if (done) return;
+    }
+  }
+
+  /**
+   * How long #afterRequests may wait yet, from `since`: up to MAX_DEFER_MS;
+   * past it, while a burst is still being answered, BURST_RECHECK_MS at a
+   * time (whether it goes on is asked again each time) up to
+   * MAX_BURST_DEFER_MS. Zero or less: wait no more.
+   */
+  #deferLeft(since: number): number {
+    const now = this.#clock.now();
+    const left = since + MAX_DEFER_MS - now;
+    if (left > 0 || !this.#inBurst()) return left;
+    return Math.min(since + MAX_BURST_DEFER_MS - now, BURST_RECHECK_MS);
   }
 
   async #evaluate(key: string, trigger: 'node-update' | 'alloc-failure' | 'blocked-retry' | 'reschedule', nodeId?: string): Promise<void> {
