@@ -188,6 +188,11 @@ export class SimNode {
     return this.#watcher.counts;
   }
 
+  /** Status POSTs the node's reporter made, for the figures. */
+  get statusPosts(): number {
+    return this.#reporter.counts.batches;
+  }
+
   #onAllocations({ changed, removed }: AllocUpdate): void {
     // Collected by the server: forgotten here too, as the agent destroys them.
     for (const id of removed) {
