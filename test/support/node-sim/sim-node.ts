@@ -283,7 +283,8 @@ export class SimNode {
         events: [{ at: now, type: state === 'dead' ? 'Terminated' : 'Started', message: description, details: {} }],
       };
     }
-    this.#reporter.report({ id: alloc.id, clientStatus, clientDescription: description, taskStates });
+    // As the agent does: a batch allocation's `running` waits a moment for its end, to go in one POST with it.
+    this.#reporter.report({ id: alloc.id, clientStatus, clientDescription: description, taskStates }, { hold: clientStatus === 'running' && alloc.job?.type === 'batch' });
   }
 
   /** The server's calls on this node: controller calls to the real controller plugin; node detach is done (nothing was mounted). */
