@@ -67,17 +67,17 @@ describe('status reports of allocations that may end at once', () => {
     const clock = new ManualClock(1_000_000);
     const reporter = new StatusReporter({ api, nodeId, clock, holdMs: HOLD_MS });
     try {
-      const [a, b] = allocIds as [string, string];
-      reporter.report(report(a, 'running'), { hold: true });
-      reporter.report(report(b, 'running'), { hold: true });
+      const [a, b, , , e] = allocIds as [string, string, string, string, string];
+      for (const id of [a, b, e]) reporter.report(report(id, 'running'), { hold: true });
       await turns();
       assert.deepEqual(reporter.counts, { sent: 0, batches: 0 }, 'held: nothing posted while the clock stands still');
       assert.equal(await statusOf(a), 'pending');
-      reporter.report(report(a, 'complete'));
-      await eventually('a complete on the server', async () => ((await statusOf(a)) === 'complete' ? true : undefined));
+      // a and b end together, each from its own timer (as a node's tasks that end at once do).
+      for (const id of [a, b]) setTimeout(() => reporter.report(report(id, 'complete')), 0);
+      await eventually('a and b complete on the server', async () => ((await statusOf(a)) === 'complete' && (await statusOf(b)) === 'complete' ? true : undefined));
       await reporter.flush();
-      assert.deepEqual(reporter.counts, { sent: 2, batches: 1 }, "one POST: a's end, and b's running along with it");
-      assert.equal(await statusOf(b), 'running');
+      assert.deepEqual(reporter.counts, { sent: 3, batches: 1 }, "one POST: a's and b's ends, and e's running along with them");
+      assert.equal(await statusOf(e), 'running');
     } finally {
       await reporter.stop();
     }

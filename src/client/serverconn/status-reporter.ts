@@ -194,6 +194,9 @@ export class StatusReporter {
         await this.#clock.sleep(ms, link.signal);
       } catch (err) {
         if (signal.aborted) throw err;
+        // Woken by an update that does not wait: the others of its turn (the ends of a node's tasks that
+        // ended together, each from its own timer) still go with it.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       } finally {
         this.#wake = undefined;
         link.unlink();
