@@ -176,9 +176,15 @@ export class StatusReporter {
     }
   }
 
-  /** While every pending update is held, waits until the first hold ends or an update that does not wait comes. Rejects on stop. */
+  /**
+   * While every pending update is held, waits until the first hold ends or
+   * an update that does not wait comes. A hold that ended before this ran
+   * (the loop was busy) still waits out one turn of the timers, so the
+   * updates of timers due before it (a task's end right after its start)
+   * come first: under load a node's loop can be 200 ms late. Rejects on stop.
+   */
   async #waitOutHolds(signal: AbortSignal): Promise<void> {
-    for (;;) {
+    for (let timersRan = false; ; ) {
       let until = -Infinity;
       for (const id of this.#pending.keys()) {
         const held = this.#heldUntil.get(id);
@@ -186,12 +192,13 @@ export class StatusReporter {
         until = until === -Infinity ? held : Math.min(until, held);
       }
       const ms = until - this.#clock.now();
-      if (ms <= 0) return;
+      if (ms <= 0 && timersRan) return;
+      timersRan = true;
       const woken = new AbortController();
       const link = linkSignals([signal, woken.signal]);
       this.#wake = () => woken.abort();
       try {
-        await this.#clock.sleep(ms, link.signal);
+        await this.#clock.sleep(Math.max(0, ms), link.signal);
       } catch (err) {
         if (signal.aborted) throw err;
         // Woken by an update that does not wait: the others of its turn (the ends of a node's tasks that
