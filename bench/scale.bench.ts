@@ -430,7 +430,7 @@ async function batchJob(c: SimCluster, out: Record<string, unknown>): Promise<vo
   await c.fleet.fresh();
   const sync = c.fleet.syncCounts();
   console.log(
-    `  the nodes' allocation sync meanwhile: ${sync.answers - syncBefore.answers} answers in all (heartbeats and status reports too), ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
+    `  the nodes' allocation sync meanwhile: ${sync.answers - syncBefore.answers} answers in all (heartbeats and status reports too), ${sync.reads - syncBefore.reads} index reads, ${sync.pulls - syncBefore.pulls} pulls, ${sync.statusPosts - syncBefore.statusPosts} status POSTs, ${sync.allocations - syncBefore.allocations} allocations and ${sync.jobs - syncBefore.jobs} jobs received, ${round((sync.bytes - syncBefore.bytes) / 2 ** 20, 2)} MiB downloaded (heartbeats and claims included)`,
   );
 }
 

@@ -109,7 +109,10 @@ export class AllocSync {
   #onStatus(u: AllocStatusUpdate): void {
     const base = { id: u.allocId, clientStatus: u.clientStatus, clientDescription: u.clientDescription, taskStates: u.taskStates };
     const report = this.#d.checks ? this.#d.checks.statusChanged(u) : base;
-    this.#d.reporter?.report({ ...report, ...(u.network ? { network: u.network } : {}) });
+    // A batch allocation's `running` is likely to be followed at once by its end (a task that ends at once):
+    // held a moment, both go in one POST (StatusReporter's hold), as Nomad's 200 ms alloc sync sends them.
+    const hold = u.clientStatus === 'running' && this.#d.runners.get(u.allocId)?.job.type === 'batch';
+    this.#d.reporter?.report({ ...report, ...(u.network ? { network: u.network } : {}) }, { hold });
     for (const l of this.#d.statusListeners) l();
   }
 

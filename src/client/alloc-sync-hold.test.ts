@@ -1,7 +1,10 @@
 // The client's holdStarts (a dev agent's: while its API answers a burst of
 // submissions): new allocations get their runners only once the hold lets
 // go; a change that only stops a known allocation is not held; a client that
-// stops while held starts nothing.
+// stops while held starts nothing. And the other hold of the sync: a batch
+// allocation's `running` goes to the status reporter marked `hold` (its
+// end, if it comes at once, goes in the same POST); a service allocation's
+// does not.
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +16,7 @@ import type { Allocation, Job } from '../structs/index.js';
 import { makeAlloc, makeJob } from '../../test/support/client-allocrunner.js';
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import { SqliteClientStateStore } from './state/index.js';
-import type { AllocUpdate } from './serverconn/index.js';
+import type { AllocStatusReport, AllocUpdate } from './serverconn/index.js';
 import { AllocSync, type AllocSyncDeps } from './_alloc-sync.js';
 import type { AllocRunnerHandle, RunnerEntry } from './_client-types.js';
 
@@ -70,8 +73,13 @@ describe('AllocSync holdStarts', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function sync(hold: (signal: AbortSignal) => Promise<void>, stopping = new AbortController()): { sync: AllocSync; runners: Map<string, RunnerEntry>; made: RecordingRunner[] } {
+  function sync(
+    hold: (signal: AbortSignal) => Promise<void>,
+    stopping = new AbortController(),
+    reporter?: { report: (u: AllocStatusReport, opts?: { hold?: boolean }) => void },
+  ): { sync: AllocSync; runners: Map<string, RunnerEntry>; made: RecordingRunner[]; onStatus: Map<string, AllocRunnerOptions['onStatus']> } {
     const made: RecordingRunner[] = [];
+    const onStatus = new Map<string, AllocRunnerOptions['onStatus']>();
     const runners = new Map<string, RunnerEntry>();
     const deps = {
       opts: {
@@ -83,6 +91,7 @@ describe('AllocSync holdStarts', () => {
         createAllocRunner: (o: AllocRunnerOptions) => {
           const r = new RecordingRunner(o.alloc.id);
           made.push(r);
+          onStatus.set(o.alloc.id, o.onStatus);
           return r as unknown as AllocRunnerHandle;
         },
       },
@@ -100,14 +109,14 @@ describe('AllocSync holdStarts', () => {
       fingerprinter: { last: undefined },
       meta: { merged: () => ({}) },
       checks: undefined,
-      reporter: undefined,
+      reporter,
       clock: systemClock,
       root: silentLogger(),
       log: silentLogger(),
       signal: stopping.signal,
       track: () => undefined,
     } as unknown as AllocSyncDeps;
-    return { sync: new AllocSync(deps), runners, made };
+    return { sync: new AllocSync(deps), runners, made, onStatus };
   }
 
   const change = (changed: Allocation[], current: Allocation[] = changed): AllocUpdate => ({
@@ -142,6 +151,29 @@ describe('AllocSync holdStarts', () => {
     await s.onAllocations(change([stopped]), 11);
     assert.equal(first.asked(), 1, 'not asked again for a known allocation');
     assert.deepEqual(made[0]?.calls, ['run', 'update:stop']);
+  });
+
+  it("reports a batch allocation's running marked hold, and a service allocation's, or a batch one's end, not", async () => {
+    const released = manualHold();
+    released.release();
+    const sent: Array<[string, string, boolean]> = [];
+    const reporter = { report: (u: AllocStatusReport, opts: { hold?: boolean } = {}) => void sent.push([u.id, u.clientStatus, opts.hold ?? false]) };
+    const { sync: s, onStatus } = sync(released.hold, new AbortController(), reporter);
+    const service = makeAlloc(job);
+    const batchJob = makeJob({ id: 'once', type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' } }] }] });
+    const batch = makeAlloc(batchJob);
+    await s.onAllocations(change([service]), 10);
+    await s.onAllocations({ changed: [{ ...batch, job: batchJob }], removed: [], current: new Map([[service.id, { ...service, job }], [batch.id, { ...batch, job: batchJob }]]) }, 11);
+    const status = (id: string, clientStatus: 'running' | 'complete'): void =>
+      onStatus.get(id)!({ allocId: id, clientStatus, clientDescription: '', taskStates: {} } as Parameters<AllocRunnerOptions['onStatus']>[0]);
+    status(service.id, 'running');
+    status(batch.id, 'running');
+    status(batch.id, 'complete');
+    assert.deepEqual(sent, [
+      [service.id, 'running', false],
+      [batch.id, 'running', true],
+      [batch.id, 'complete', false],
+    ]);
   });
 
   it('a client that stops while held starts nothing', async () => {

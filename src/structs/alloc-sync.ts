@@ -25,6 +25,38 @@ export const CLIENT_ALLOC_FIELDS = ['clientStatus', 'clientDescription', 'taskSt
  */
 export interface AllocIndexesAnswer {
   allocations: Record<string, number>;
+  /**
+   * Present when the node asked with `since` (AllocIndexesInline) and the
+   * server knows it: the allocations whose alloc modify index is above
+   * `since`, as a pull would send them (without metrics, at most
+   * ALLOC_PULL_MAX, by ID), and the current job of each, once, unless the
+   * node named that version in `heldJobs`. Read from the same state as
+   * `allocations`, so the node pulls only what this leaves out: with one
+   * request an allocation change instead of two. A server older than this
+   * field answers without it (the node then pulls, as before).
+   */
+  pulled?: { allocations: Allocation[]; jobs: Job[] };
+}
+
+/**
+ * The query parameters of GET /v1/node/:id/allocation-indexes that ask for
+ * `pulled` (Berth's node protocol; a client that sends neither gets the
+ * indexes only). `since`: the index of the last answer the node acted on
+ * (0 when it holds nothing): every allocation whose alloc modify index is
+ * above it comes inline. `heldJobs`: JSON of the jobs the node holds, as
+ * `[namespace, id, createIndex, version]` tuples.
+ */
+export interface AllocIndexesInline {
+  since: number;
+  heldJobs: HeldJob[];
+}
+
+/** The longest `heldJobs` query value a node sends (encoded); a node holding more jobs than fit pulls instead. */
+export const ALLOC_INLINE_HELD_JOBS_MAX_CHARS = 6_000;
+
+/** `heldJobs` as the query sends it. Pure. */
+export function encodeHeldJobs(jobs: readonly HeldJob[]): string {
+  return JSON.stringify(jobs.map((j) => [j.namespace, j.id, j.createIndex, j.version]));
 }
 
 /** A job version a node holds: the job's row (createIndex, so a purged and re-created job differs) and its spec version. */

@@ -31,7 +31,7 @@ export {
   type AllocNetworkStatus,
   type AllocatedPort,
 } from './allocation.js';
-export { CLIENT_ALLOC_FIELDS, ALLOC_PULL_MAX, isHeldJob, type AllocIndexesAnswer, type AllocPullRequest, type AllocPullAnswer, type HeldJob } from './alloc-sync.js';
+export { CLIENT_ALLOC_FIELDS, ALLOC_PULL_MAX, ALLOC_INLINE_HELD_JOBS_MAX_CHARS, encodeHeldJobs, isHeldJob, type AllocIndexesAnswer, type AllocIndexesInline, type AllocPullRequest, type AllocPullAnswer, type HeldJob } from './alloc-sync.js';
 export {
   jobSpecSchema,
   migrateSchema,

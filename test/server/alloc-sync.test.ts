@@ -1,15 +1,16 @@
 // The node's incremental allocation sync against a real Server over real
 // HTTP, through the agent's own ServerApi and AllocWatcher: the blocking
-// read answers IDs and alloc modify indexes; the node pulls only what the
-// server changed (new, stopped, moved to a new job version), gets a job
-// once per version, is not sent its own status reports back (they do not
-// even end its blocking read), and learns of an allocation the server
-// collected.
+// read answers IDs and alloc modify indexes, and brings the allocations
+// the server changed (new, stopped, moved to a new job version) itself, so
+// the node needs no pull; a job comes once per version; the node is not
+// sent its own status reports back (they do not even end its blocking
+// read), and learns of an allocation the server collected. A node of an
+// older build (no `since`) still gets the indexes alone and pulls.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AllocWatcher, ServerApi, type AllocUpdate, type NodeAllocation } from '../../src/client/serverconn/index.js';
-import type { Allocation, Job, Node } from '../../src/structs/index.js';
+import type { AllocIndexesAnswer, Allocation, Job, Node } from '../../src/structs/index.js';
 import { eventually } from '../support/eventually.js';
 import { registration } from '../support/nomad-jobs.js';
 import { fingerprint, startServer, TOKENS, type Harness } from './_harness.js';
@@ -58,7 +59,7 @@ describe('incremental allocation sync', () => {
   it('sends only what the server changed, each job once per version, and never the node its own reports', async () => {
     assert.equal(updates[0]?.update.current.size, 0, 'the first change of an empty node lists nothing');
 
-    // Three new allocations of one job: one pull, the job sent once.
+    // Three new allocations of one job: they come with the indexes (no pull), the job sent once.
     let seen = updates.length;
     let counts = watcher.counts;
     assert.equal((await h.call('PUT', '/v1/jobs', { body: registration(webJob(100).job) })).status, 200);
@@ -66,7 +67,8 @@ describe('incremental allocation sync', () => {
     assert.equal(u.changed.length, 3);
     assert.deepEqual(u.removed, []);
     assert.ok(u.changed.every((a) => a.job?.id === 'web' && a.job.version === 0 && a.job === u.changed[0]!.job), 'each allocation carries the one job received');
-    assert.deepEqual(delta(counts), { pulls: 1, allocations: 3, jobs: 1 });
+    assert.deepEqual(delta(counts), { pulls: 0, allocations: 3, jobs: 1 });
+    assert.equal(watcher.counts.inlined - counts.inlined, 1, 'the one read brought them');
     const ids = u.changed.map((a) => a.id);
 
     // The node's own reports send nothing back: its blocking read goes on waiting through them.
@@ -81,7 +83,7 @@ describe('incremental allocation sync', () => {
     u = await updateAfter(seen);
     assert.deepEqual(u.changed.map((a) => a.id).sort(), [...ids].sort());
     assert.ok(u.changed.every((a) => a.jobVersion === 1 && a.job?.version === 1 && a.job.groups[0]!.tasks[0]!.resources.cpuMhz === 200));
-    assert.deepEqual(delta(counts), { pulls: 1, allocations: 3, jobs: 1 });
+    assert.deepEqual(delta(counts), { pulls: 0, allocations: 3, jobs: 1 });
     assert.equal(watcher.counts.reads - counts.reads, 1, 'one read answered since the reports: the job\'s');
 
     // An operator stops one allocation: it is told to stop and a replacement comes; the job is not resent.
@@ -96,7 +98,7 @@ describe('incremental allocation sync', () => {
     assert.equal(replacement?.desiredStatus, 'run');
     assert.equal(replacement?.job?.version, 1, 'the replacement carries the job held already');
     assert.equal(u.changed.length, 2);
-    assert.equal(delta(counts).jobs, 0);
+    assert.deepEqual(delta(counts), { pulls: 0, allocations: 2, jobs: 0 });
 
     // The stopped allocation finishes and is collected: the node learns it is gone.
     await report([stopped], 'complete');
@@ -114,6 +116,45 @@ describe('incremental allocation sync', () => {
       assert.deepEqual(serverFields(mine), serverFields(a), `allocation ${a.id}`);
       assert.deepEqual(mine.job, a.job);
     }
+  });
+
+  it('answers a node of an older build (no since) with the indexes alone, which it then pulls; and sends a node only what changed after its since, and a job it does not name', async () => {
+    const held = [...(updates.at(-1)?.update.current.values() ?? [])];
+    assert.ok(held.length >= 3);
+    const path = `/v1/node/${nodeId}/allocation-indexes`;
+    const old = await h.call<AllocIndexesAnswer>('GET', path, { token: TOKENS.node });
+    assert.equal(old.status, 200);
+    assert.deepEqual(Object.keys(old.body), ['allocations'], 'nothing but the indexes for a node that does not ask');
+    assert.deepEqual(Object.keys(old.body.allocations).sort(), held.map((a) => a.id).sort());
+    const pulled = await h.call<{ allocations: Allocation[] }>('POST', `/v1/node/${nodeId}/allocations/pull`, { token: TOKENS.node, body: { ids: Object.keys(old.body.allocations) } });
+    assert.equal(pulled.status, 200);
+    assert.deepEqual(pulled.body.allocations.map((a) => a.id).sort(), held.map((a) => a.id).sort());
+
+    // From 0 (a node that holds nothing): every allocation, and each job it does not name.
+    const web = held.find((a) => a.jobId === 'web')!.job!;
+    const heldWeb = JSON.stringify([[web.namespace, web.id, web.createIndex, web.version]]);
+    const all = await h.call<AllocIndexesAnswer>('GET', `${path}?since=0&heldJobs=${encodeURIComponent(heldWeb)}`, { token: TOKENS.node });
+    assert.equal(all.status, 200);
+    assert.deepEqual(all.body.pulled?.allocations.map((a) => a.id).sort(), held.map((a) => a.id).sort());
+    assert.ok(all.body.pulled!.allocations.every((a) => !('metrics' in a)), 'sent as a pull sends them, without metrics');
+    assert.deepEqual(all.body.pulled!.jobs.map((j) => j.id).sort(), [...new Set(held.map((a) => a.jobId))].filter((id) => id !== 'web').sort(), 'the job named is not sent');
+
+    // From the answer's own index: nothing changed since, nothing sent.
+    const index = Number(all.headers.get('x-nomad-index'));
+    const none = await h.call<AllocIndexesAnswer>('GET', `${path}?since=${index}`, { token: TOKENS.node });
+    assert.deepEqual(none.body.pulled, { allocations: [], jobs: [] });
+
+    // From just below the newest alloc modify index: that allocation alone.
+    const newest = Math.max(...Object.values(all.body.allocations));
+    const some = await h.call<AllocIndexesAnswer>('GET', `${path}?since=${newest - 1}`, { token: TOKENS.node });
+    assert.deepEqual(
+      some.body.pulled?.allocations.map((a) => a.id),
+      Object.entries(all.body.allocations).filter(([, n]) => n === newest).map(([id]) => id),
+    );
+
+    const bad = await h.call<{ details: { field: string } }>('GET', `${path}?since=0&heldJobs=${encodeURIComponent('[["default","web"]]')}`, { token: TOKENS.node });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.details.field, 'heldJobs');
   });
 
   it('names the node that is not known, and refuses a malformed pull with the field', async () => {

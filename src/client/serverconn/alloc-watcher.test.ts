@@ -1,6 +1,8 @@
 // The AllocWatcher's side of the incremental sync against a scripted server
 // (a real HTTP server on loopback, told what to answer next): what it pulls
-// and which jobs it says it holds, that it hands on no list older than one
+// and which jobs it says it holds, what it takes from an indexes answer
+// that brings the changed allocations (and that a server answering without
+// them is pulled from, as before), that it hands on no list older than one
 // seen (a stale indexes answer, a pull answered from older state), and that
 // a server older than the agent (no such route) is read whole.
 
@@ -30,7 +32,7 @@ interface Answer {
  * records every request.
  */
 class ScriptedServer {
-  readonly requests: Array<{ method: string; path: string; body: unknown }> = [];
+  readonly requests: Array<{ method: string; path: string; query: URLSearchParams; body: unknown }> = [];
   readonly #queues = new Map<string, Answer[]>();
   readonly #parked: Array<() => void> = [];
   readonly #server = http.createServer((req, res) => void this.#answer(req, res));
@@ -57,7 +59,7 @@ class ScriptedServer {
     for await (const c of req) chunks.push(c as Buffer);
     const url = new URL(req.url ?? '/', 'http://x');
     const text = Buffer.concat(chunks).toString('utf8');
-    this.requests.push({ method: req.method ?? '', path: url.pathname, body: text ? JSON.parse(text) : undefined });
+    this.requests.push({ method: req.method ?? '', path: url.pathname, query: url.searchParams, body: text ? JSON.parse(text) : undefined });
     const route = url.pathname.endsWith('/allocation-indexes') ? 'GET indexes' : url.pathname.endsWith('/pull') ? 'POST pull' : 'GET list';
     const after = url.searchParams.get('index');
     for (;;) {
@@ -151,6 +153,37 @@ describe('AllocWatcher (incremental sync)', () => {
     assert.deepEqual(seen[3], { index: 16, update: { changed: [], removed: ['a'], current: seen[3]!.update.current } });
     assert.deepEqual([...seen[3]!.update.current.keys()], ['b', 'c']);
     assert.equal(watcher.lists, 4);
+  });
+
+  it('takes the changed allocations an indexes answer brings, naming what it holds (since, heldJobs), and pulls only what the answer left out', async () => {
+    const seen = await startWatcher();
+    server.script('GET indexes', { index: 10, body: { allocations: { a: 10, b: 10 }, pulled: { allocations: [alloc('a', 10), alloc('b', 10)], jobs: [job(0)] } } });
+    await changes(seen, 0);
+    assert.deepEqual(seen[0]!.update.changed.map((a) => [a.id, a.job?.version]), [['a', 0], ['b', 0]]);
+    const first = server.requests.find(isIndexes)!.query;
+    assert.deepEqual([first.get('since'), first.get('heldJobs')], ['0', null], 'holding nothing, it asks for everything');
+    assert.equal(count(isPull), 0);
+    assert.deepEqual(watcher.counts, { reads: 1, inlined: 1, pulls: 0, allocations: 2, jobs: 1 });
+
+    // b moves to job version 1 and c is new, but the answer brings only b (and web@1): c is pulled, naming web@1 as held.
+    server.script('POST pull', { index: 14, body: { allocations: [alloc('c', 12)], allocModifyIndex: { c: 12 }, jobs: [] } });
+    server.script('GET indexes', { index: 14, body: { allocations: { a: 10, b: 14, c: 12 }, pulled: { allocations: [alloc('b', 14, { jobVersion: 1 })], jobs: [job(1)] } } });
+    await changes(seen, 1);
+    const second = server.requests.find((r) => isIndexes(r) && r.query.get('index') === '10')!.query;
+    assert.deepEqual([second.get('since'), second.get('heldJobs')], ['10', '[["default","web",3,0]]'], 'what it holds: the list at 10, web@0');
+    assert.deepEqual(server.requests.find(isPull)!.body, { ids: ['c'], minIndex: 14, heldJobs: [{ namespace: 'default', id: 'web', createIndex: 3, version: 1 }] });
+    const u = seen[1]!.update;
+    assert.deepEqual(u.changed.map((a) => [a.id, a.job?.version]), [['b', 1], ['c', 1]]);
+    assert.deepEqual([...u.current.keys()], ['a', 'b', 'c']);
+
+    // The node's own report moved the index: the answer brings nothing, nothing is pulled; then b is stopped and comes alone.
+    server.script('GET indexes', { index: 15, body: { allocations: { a: 10, b: 14, c: 12 }, pulled: { allocations: [], jobs: [] } } });
+    await changes(seen, 2);
+    assert.deepEqual(seen[2]!.update.changed, []);
+    server.script('GET indexes', { index: 17, body: { allocations: { a: 10, b: 17, c: 12 }, pulled: { allocations: [alloc('b', 17, { jobVersion: 1, desiredStatus: 'stop' })], jobs: [] } } });
+    await changes(seen, 3);
+    assert.deepEqual(seen[3]!.update.changed.map((a) => [a.id, a.desiredStatus, a.job?.version]), [['b', 'stop', 1]]);
+    assert.equal(count(isPull), 1);
   });
 
   it('names every job it holds when it pulls a new allocation, and gives it the held job when the server sends none', async () => {

@@ -4,7 +4,10 @@
 // status reports leave alone; the watcher then pulls only the allocations
 // whose index differs from the one it holds (POST .../allocations/pull, one
 // request per thousand), naming every job it holds, so that each job comes
-// once and only when it does not hold that version. Every change goes to
+// once and only when it does not hold that version. The read itself names
+// what the node holds (`since`, `heldJobs`), so a server of this build
+// sends the changed allocations in its answer and the pull is left for what
+// did not fit (or a server that sends none). Every change goes to
 // the agent, in order, one at a time, as what changed and what the server
 // lists now. A list older than one already
 // seen (a server that came back with stale state) is never handed on. A
@@ -23,7 +26,7 @@ import {
   type LifecycleState,
   type Logger,
 } from '../../lib/index.js';
-import { ALLOC_PULL_MAX, type HeldJob, type Job } from '../../structs/index.js';
+import { ALLOC_INLINE_HELD_JOBS_MAX_CHARS, ALLOC_PULL_MAX, encodeHeldJobs, type AllocIndexesAnswer, type HeldJob, type Job } from '../../structs/index.js';
 import { isNoRoute, type NodeAllocation, type ServerApi } from './server-api.js';
 
 /** What changed since the previous call of onAllocations. */
@@ -62,9 +65,11 @@ export interface AllocWatcherOptions {
 export interface AllocWatcherCounts {
   /** Index (or, from an old server, whole-list) reads answered. */
   reads: number;
+  /** Index reads that brought changed allocations with them (counted in reads too). */
+  inlined: number;
   /** Pull requests answered. */
   pulls: number;
-  /** Allocations received (pulled, or in whole lists). */
+  /** Allocations received (pulled, sent with the indexes, or in whole lists). */
   allocations: number;
   /** Jobs received (each allocation's job counts in a whole list). */
   jobs: number;
@@ -76,7 +81,8 @@ interface Held {
   allocModifyIndex: number;
 }
 
-type Read = { index: number; indexes: Record<string, number> } | { index: number; list: NodeAllocation[] };
+type Pulled = NonNullable<AllocIndexesAnswer['pulled']>;
+type Read = { index: number; indexes: Record<string, number>; pulled?: Pulled } | { index: number; list: NodeAllocation[] };
 
 /**
  * Lifecycle (lib Lifecycle): `start()` begins watching in the background (a
@@ -95,7 +101,7 @@ export class AllocWatcher {
   #lists = 0;
   #held = new Map<string, Held>();
   #oldServerTold = false;
-  readonly #counts: AllocWatcherCounts = { reads: 0, pulls: 0, allocations: 0, jobs: 0 };
+  readonly #counts: AllocWatcherCounts = { reads: 0, inlined: 0, pulls: 0, allocations: 0, jobs: 0 };
 
   constructor(opts: AllocWatcherOptions) {
     this.#opts = opts;
@@ -164,7 +170,7 @@ export class AllocWatcher {
           blocking = true;
           continue;
         }
-        const next = 'list' in read ? this.#fromList(read.list) : await this.#pull(read.index, read.indexes, signal);
+        const next = 'list' in read ? this.#fromList(read.list) : await this.#pull(read, signal);
         if (!next) {
           // A pull answered from state older than the indexes: that server is behind; ask again.
           this.#logger.warn({ index: read.index }, 'the server answered the allocation pull from state older than its indexes; retrying');
@@ -200,9 +206,14 @@ export class AllocWatcher {
   async #read(opts: { index?: number; waitMs?: number; signal: AbortSignal }): Promise<Read> {
     const { api, nodeId } = this.#opts;
     try {
-      const { index, allocations } = await api.allocationIndexes(nodeId, opts);
+      // What the node holds, so that the answer can carry what changed; a node holding too many jobs to name in a URL pulls instead.
+      const heldJobs = [...this.#heldJobs().values()].map(heldJobOf);
+      const inline = encodeHeldJobs(heldJobs).length <= ALLOC_INLINE_HELD_JOBS_MAX_CHARS ? { since: this.#held.size > 0 ? this.#index : 0, heldJobs } : undefined;
+      const { index, allocations, pulled } = await api.allocationIndexes(nodeId, { ...opts, ...(inline ? { inline } : {}) });
       this.#counts.reads++;
-      return { index, indexes: allocations };
+      if (!pulled) return { index, indexes: allocations };
+      this.#counts.inlined++;
+      return { index, indexes: allocations, pulled };
     } catch (err) {
       if (!isNoRoute(err)) throw err;
       if (!this.#oldServerTold) {
@@ -229,12 +240,14 @@ export class AllocWatcher {
   }
 
   /**
-   * Pulls the allocations whose alloc modify index differs from the one
-   * held; undefined when a pull came from state older than `index`.
+   * Takes the allocations whose alloc modify index differs from the one
+   * held: those the indexes answer brought, the rest pulled; undefined when
+   * a pull came from state older than the answer's index.
    */
-  async #pull(index: number, indexes: Record<string, number>, signal: AbortSignal): Promise<{ held: Map<string, Held>; changed: NodeAllocation[]; removed: string[] } | undefined> {
+  async #pull(read: { index: number; indexes: Record<string, number>; pulled?: Pulled }, signal: AbortSignal): Promise<{ held: Map<string, Held>; changed: NodeAllocation[]; removed: string[] } | undefined> {
+    const { index, indexes } = read;
     const held = new Map<string, Held>();
-    const wanted: string[] = [];
+    let wanted: string[] = [];
     for (const [id, allocModifyIndex] of Object.entries(indexes)) {
       const h = this.#held.get(id);
       if (h && h.allocModifyIndex === allocModifyIndex) held.set(id, h);
@@ -246,33 +259,35 @@ export class AllocWatcher {
     }
     const removed = [...this.#held.keys()].filter((id) => !(id in indexes));
     const changed: NodeAllocation[] = [];
-    // Every job the node holds (with any of its allocations), newest version of each: the server sends a
-    // job again only when it is not one of these, so a new allocation of a job the node runs already comes
-    // without it (a thousand nodes each pulling a 10,000-allocation job in a few parts were sent the job
-    // with every part: nearly half of what they downloaded).
-    const heldJobs = new Map<string, Job>();
-    for (const h of this.#held.values()) {
-      const job = h.alloc.job;
-      if (!job) continue;
-      const key = `${job.namespace}\u0000${job.id}`;
-      const other = heldJobs.get(key);
-      if (!other || other.createIndex < job.createIndex || (other.createIndex === job.createIndex && other.version < job.version)) heldJobs.set(key, job);
+    const heldJobs = this.#heldJobs();
+    /** Takes an answer's allocations (each with the number `numberOf` gives) and jobs; a job it brings replaces the one held, for the parts that follow too. */
+    const take = (answer: Pulled, numberOf: (alloc: NodeAllocation) => number | undefined): void => {
+      this.#counts.allocations += answer.allocations.length;
+      this.#counts.jobs += answer.jobs.length;
+      for (const job of answer.jobs) heldJobs.set(`${job.namespace}\u0000${job.id}`, job);
+      for (const alloc of answer.allocations) {
+        const job = heldJobs.get(`${alloc.namespace}\u0000${alloc.jobId}`);
+        const item: NodeAllocation = job ? { ...alloc, job } : alloc;
+        held.set(alloc.id, { alloc: item, allocModifyIndex: numberOf(alloc) ?? alloc.modifyIndex });
+        changed.push(item);
+      }
+    };
+    if (read.pulled) {
+      // Read from the same state as the indexes: each one's number is the answer's. Only those it lacks are taken (a pull of newer state may have sent it some already).
+      const wantedOnes = new Set(wanted);
+      const brought = read.pulled.allocations.filter((a) => wantedOnes.has(a.id));
+      take({ allocations: brought, jobs: read.pulled.jobs }, (alloc) => indexes[alloc.id]);
+      if (brought.length > 0) {
+        for (const a of brought) wantedOnes.delete(a.id);
+        wanted = wanted.filter((id) => wantedOnes.has(id));
+      }
     }
     for (let at = 0; at < wanted.length; at += ALLOC_PULL_MAX) {
       const ids = wanted.slice(at, at + ALLOC_PULL_MAX);
       const answer = await this.#opts.api.pullAllocations(this.#opts.nodeId, { ids, minIndex: index, heldJobs: [...heldJobs.values()].map(heldJobOf) }, { signal });
       this.#counts.pulls++;
-      this.#counts.allocations += answer.allocations.length;
-      this.#counts.jobs += answer.jobs.length;
       if (answer.index < index) return undefined;
-      // A job the answer brings replaces the one held, for the parts that follow too.
-      for (const job of answer.jobs) heldJobs.set(`${job.namespace}\u0000${job.id}`, job);
-      for (const alloc of answer.allocations) {
-        const job = heldJobs.get(`${alloc.namespace}\u0000${alloc.jobId}`);
-        const item: NodeAllocation = job ? { ...alloc, job } : alloc;
-        held.set(alloc.id, { alloc: item, allocModifyIndex: answer.allocModifyIndex[alloc.id] ?? alloc.modifyIndex });
-        changed.push(item);
-      }
+      take(answer, (alloc) => answer.allocModifyIndex[alloc.id]);
     }
     // In the server's order (by ID), as a whole list would be.
     const ordered = new Map<string, Held>();
@@ -281,6 +296,25 @@ export class AllocWatcher {
       if (h) ordered.set(id, h);
     }
     return { held: ordered, changed, removed };
+  }
+  /**
+   * Every job the node holds (with any of its allocations), newest version
+   * of each, by namespace and ID: the server sends a job again only when it
+   * is not one of these, so a new allocation of a job the node runs already
+   * comes without it (a thousand nodes each pulling a 10,000-allocation job
+   * in a few parts were sent the job with every part: nearly half of what
+   * they downloaded).
+   */
+  #heldJobs(): Map<string, Job> {
+    const heldJobs = new Map<string, Job>();
+    for (const h of this.#held.values()) {
+      const job = h.alloc.job;
+      if (!job) continue;
+      const key = `${job.namespace}\u0000${job.id}`;
+      const other = heldJobs.get(key);
+      if (!other || other.createIndex < job.createIndex || (other.createIndex === job.createIndex && other.version < job.version)) heldJobs.set(key, job);
+    }
+    return heldJobs;
   }
 }
 

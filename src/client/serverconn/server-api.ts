@@ -7,7 +7,8 @@
 import http from 'node:http';
 import type { ServiceRegistration as NomadServiceRegistration, ServiceRegistrationListStub } from '../../api/index.js';
 import { AbortedError, BerthError, describeError } from '../../lib/index.js';
-import type { AllocIndexesAnswer, AllocPullAnswer, AllocPullRequest, Allocation, IdentityRequest, IdentitySignAnswer, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
+import { encodeHeldJobs } from '../../structs/index.js';
+import type { AllocIndexesAnswer, AllocIndexesInline, AllocPullAnswer, AllocPullRequest, Allocation, IdentityRequest, IdentitySignAnswer, Job, Node, NodeClaimAnswer, NodeFingerprint, TaskState, AllocClientStatus, AllocNetworkStatus, VolumeStatsReport, CheckResult, ServiceReport, ServiceRegistration } from '../../structs/index.js';
 
 export type ServerConnErrorCode =
   /** The server could not be reached (connection refused, reset, DNS) or answered 5xx/503. */
@@ -224,16 +225,32 @@ export class ServerApi {
   /**
    * GET /v1/node/:id/allocation-indexes: each allocation's ID and alloc
    * modify index (structs AllocIndexesAnswer), blocking as allocations()
-   * does. A server older than the incremental sync answers SERVER_REFUSED
-   * with status 404 and a "no route" message (see isNoRoute).
+   * does. With `inline`, asks for the allocations changed since
+   * `inline.since` in the same answer (`pulled`; a server older than that
+   * answers without it). A server older than the incremental sync answers
+   * SERVER_REFUSED with status 404 and a "no route" message (see isNoRoute).
    */
-  async allocationIndexes(nodeId: string, opts: BlockingOptions = {}): Promise<{ index: number; allocations: Record<string, number> }> {
-    const { body, index } = await this.#blockingGet(`/v1/node/${enc(nodeId)}/allocation-indexes`, new URLSearchParams(), opts);
-    const allocations = (body as Partial<AllocIndexesAnswer> | undefined)?.allocations;
+  async allocationIndexes(
+    nodeId: string,
+    opts: BlockingOptions & { inline?: AllocIndexesInline } = {},
+  ): Promise<{ index: number; allocations: Record<string, number>; pulled?: NonNullable<AllocIndexesAnswer['pulled']> }> {
+    const query = new URLSearchParams();
+    if (opts.inline) {
+      query.set('since', String(opts.inline.since));
+      if (opts.inline.heldJobs.length > 0) query.set('heldJobs', encodeHeldJobs(opts.inline.heldJobs));
+    }
+    const { body, index } = await this.#blockingGet(`/v1/node/${enc(nodeId)}/allocation-indexes`, query, opts);
+    const answer = body as Partial<AllocIndexesAnswer> | undefined;
+    const allocations = answer?.allocations;
     if (!allocations || typeof allocations !== 'object' || Array.isArray(allocations)) {
       throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocation indexes are not a map of IDs to indexes', { retryable: true });
     }
-    return { index, allocations };
+    const pulled = answer.pulled;
+    if (pulled === undefined) return { index, allocations };
+    if (!Array.isArray(pulled?.allocations) || !Array.isArray(pulled.jobs)) {
+      throw new ServerConnError('SERVER_BAD_ANSWER', 'the allocations sent with the indexes lack their allocations or jobs', { retryable: true });
+    }
+    return { index, allocations, pulled };
   }
 
   /**

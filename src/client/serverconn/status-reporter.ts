@@ -9,7 +9,12 @@
 // next waits longer, as Nomad's client sends its updates every 200 ms: each
 // POST is a store write on the server and a round trip on the node's one
 // event loop. One allocation going through its steps is no burst: its
-// `running` is not held back. A failed batch is retried with backoff; an allocation the
+// `running` is not held back, unless its caller says it is likely to be
+// replaced at once (a batch allocation's `running`: its task may end in a
+// moment): such an update waits up to `holdMs` for the one that replaces
+// it, so that a task that ends at once costs one POST, not two (as Nomad's
+// 200 ms batching makes it one update), and goes earlier with any POST
+// that goes meanwhile. A failed batch is retried with backoff; an allocation the
 // server refuses (gone, not on this node) is dropped so it cannot block the
 // others.
 
@@ -24,6 +29,7 @@ import {
   type Clock,
   type LifecycleState,
   type Logger,
+  linkSignals,
 } from '../../lib/index.js';
 import { ServerConnError, type AllocStatusReport, type ServerApi } from './server-api.js';
 
@@ -45,6 +51,11 @@ export interface StatusReporterOptions {
   burstBatchMs?: number;
   /** How many allocations reported within twice burstBatchMs make a burst. Default 4. */
   burstAllocations?: number;
+  /**
+   * How long an update reported with `{ hold: true }` may wait for the one
+   * that replaces it. Default 200 ms, Nomad's alloc sync interval.
+   */
+  holdMs?: number;
   clock?: Clock;
   logger?: Logger;
   backoff?: BackoffPolicy;
@@ -64,6 +75,10 @@ export class StatusReporter {
   readonly #clock: Clock;
   readonly #life: Lifecycle;
   readonly #pending = new Map<string, AllocStatusReport>();
+  /** Until when (clock ms) a pending update reported with `hold` may wait; pending updates not here go at once. */
+  readonly #heldUntil = new Map<string, number>();
+  /** Wakes a sender waiting out holds (an update that does not wait came). */
+  #wake: (() => void) | undefined;
   #sender: Promise<void> | undefined;
   #sent = 0;
   #batches = 0;
@@ -89,11 +104,23 @@ export class StatusReporter {
     return { sent: this.#sent, batches: this.#batches };
   }
 
-  /** Queues an update; a later update of the same allocation replaces it. */
-  report(update: AllocStatusReport): void {
+  /**
+   * Queues an update; a later update of the same allocation replaces it.
+   * With `hold`, the update is likely to be replaced at once (a batch
+   * allocation's `running`): it waits up to holdMs for that, counted from
+   * the first held update of the allocation still pending, unless another
+   * update goes first (all pending go together).
+   */
+  report(update: AllocStatusReport, opts: { hold?: boolean } = {}): void {
     const signal = this.#life.signal;
     if (signal.aborted) return;
     this.#pending.set(update.id, update);
+    if (!opts.hold) {
+      this.#heldUntil.delete(update.id);
+      this.#wake?.();
+    } else if (!this.#heldUntil.has(update.id)) {
+      this.#heldUntil.set(update.id, this.#clock.now() + (this.#opts.holdMs ?? 200));
+    }
     this.#sender ??= this.#startSender(signal);
   }
 
@@ -115,6 +142,7 @@ export class StatusReporter {
   async stop(): Promise<void> {
     await this.#life.stop();
     this.#pending.clear();
+    this.#heldUntil.clear();
   }
 
   async #send(signal: AbortSignal): Promise<void> {
@@ -126,6 +154,7 @@ export class StatusReporter {
       if (waitMs > 0) await this.#clock.sleep(waitMs, signal);
       else await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.#pending.size > 0) {
+        await this.#waitOutHolds(signal);
         const batch = [...this.#pending.values()];
         this.#lastPostAt = this.#clock.now();
         try {
@@ -147,6 +176,41 @@ export class StatusReporter {
     }
   }
 
+  /**
+   * While every pending update is held, waits until the first hold ends or
+   * an update that does not wait comes. A hold that ended before this ran
+   * (the loop was busy) still waits out one turn of the timers, so the
+   * updates of timers due before it (a task's end right after its start)
+   * come first: under load a node's loop can be 200 ms late. Rejects on stop.
+   */
+  async #waitOutHolds(signal: AbortSignal): Promise<void> {
+    for (let timersRan = false; ; ) {
+      let until = -Infinity;
+      for (const id of this.#pending.keys()) {
+        const held = this.#heldUntil.get(id);
+        if (held === undefined) return;
+        until = until === -Infinity ? held : Math.min(until, held);
+      }
+      const ms = until - this.#clock.now();
+      if (ms <= 0 && timersRan) return;
+      timersRan = true;
+      const woken = new AbortController();
+      const link = linkSignals([signal, woken.signal]);
+      this.#wake = () => woken.abort();
+      try {
+        await this.#clock.sleep(Math.max(0, ms), link.signal);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        // Woken by an update that does not wait: the others of its turn (the ends of a node's tasks that
+        // ended together, each from its own timer) still go with it.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      } finally {
+        this.#wake = undefined;
+        link.unlink();
+      }
+    }
+  }
+
   /** Whether the POSTs of the last 2 x burstMs carried burstAllocations allocations or more. */
   #inBurst(burstMs: number): boolean {
     this.#forgetOld(burstMs);
@@ -164,7 +228,10 @@ export class StatusReporter {
   async #post(batch: AllocStatusReport[], signal: AbortSignal): Promise<void> {
     const done = (u: AllocStatusReport): void => {
       // Only if no newer update of the allocation came in meanwhile.
-      if (this.#pending.get(u.id) === u) this.#pending.delete(u.id);
+      if (this.#pending.get(u.id) === u) {
+        this.#pending.delete(u.id);
+        this.#heldUntil.delete(u.id);
+      }
     };
     try {
       await this.#opts.api.updateAllocations(this.#opts.nodeId, batch, { signal });

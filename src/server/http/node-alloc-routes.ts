@@ -5,7 +5,11 @@
 // /v1/node/:id/allocations/pull sends the allocations the node asks for,
 // and each job once, only when the node does not hold that version. A node
 // of 200 allocations whose one allocation changed gets 200 small numbers
-// and one allocation, not 200 allocations each with its job.
+// and one allocation, not 200 allocations each with its job. A node that
+// names what it holds (`since`, `heldJobs`) gets the changed allocations
+// in the indexes answer itself and pulls only what did not fit: a change
+// costs it one request, not two (each request's fixed cost was the largest
+// share of a 10,000-allocation job's CPU).
 
 import type { FastifyInstance } from 'fastify';
 import {
@@ -15,6 +19,7 @@ import {
   publicJob,
   type Allocation,
   type AllocIndexesAnswer,
+  type AllocIndexesInline,
   type AllocPullAnswer,
   type HeldJob,
   type Job,
@@ -260,6 +265,7 @@ export function registerNodeAllocRoutes(app: FastifyInstance, ctx: RouteContext)
     return { index };
   });
 
+  // The node's allocation indexes, as a blocking read; with `since`, the changed allocations too (AllocIndexesAnswer).
   app.get<{ Params: Params; Querystring: Record<string, string | undefined> }>(
     '/v1/node/:id/allocation-indexes',
     { config: { access: 'node-read' } },
@@ -267,9 +273,10 @@ export function registerNodeAllocRoutes(app: FastifyInstance, ctx: RouteContext)
       const nodeId = req.params.id;
       const query = parseBlockingQuery(req.query);
       const signal = signalOf(req, reply);
+      const inline = inlineRequestOf(req.query);
       const deadline = Date.now() + query.waitMs;
       for (let asked = query; ; ) {
-        const { index, result } = await readNodeAllocations(store, nodeId, asked, signal, (allocs) => indexes.answer(nodeId, allocs, query.index));
+        const { index, result } = await readNodeAllocations(store, nodeId, asked, signal, (allocs, snap) => ({ ...indexes.answer(nodeId, allocs, query.index), allocs, snap }));
         if (!result) {
           indexes.forget(nodeId);
           throw new ApiError('NOT_FOUND', `node "${nodeId}" not found`);
@@ -284,7 +291,14 @@ export function registerNodeAllocRoutes(app: FastifyInstance, ctx: RouteContext)
         }
         indexes.sent(nodeId, index);
         setIndexHeaders(ctx, reply, index);
-        return { allocations: result.indexes };
+        if (!inline) return { allocations: result.indexes };
+        const changed: Allocation[] = [];
+        for (const a of result.allocs) {
+          if (changed.length === ALLOC_PULL_MAX) break;
+          if (result.indexes[a.id]! > inline.since) changed.push(a);
+        }
+        const { allocations, jobs } = pullAnswerOf(result.snap, changed, inline.heldJobs, req.caller?.role === 'node');
+        return { allocations: result.indexes, pulled: { allocations, jobs } };
       }
     },
   );
@@ -303,23 +317,55 @@ export function registerNodeAllocRoutes(app: FastifyInstance, ctx: RouteContext)
       throw new ApiError('UNAVAILABLE', `this server's state (allocation index ${index}) is behind the index asked for (${minIndex}); retry`, { retryable: true });
     }
     if (!snap.get('nodes', rowKey(nodeId))) throw new ApiError('NOT_FOUND', `node "${nodeId}" not found`);
-    const forNode = req.caller?.role === 'node';
     const allocations: Allocation[] = [];
-    const jobs: Job[] = [];
-    const answered = new Set<string>();
     for (const id of ids) {
       const a = snap.get('allocations', rowKey(id));
-      if (!a || a.nodeId !== nodeId) continue;
-      allocations.push(a);
-      const key = rowKey(a.namespace, a.jobId);
-      if (answered.has(key)) continue;
-      answered.add(key);
-      const job = snap.get('jobs', key);
-      if (job && !heldJobs.some((h) => isHeldJob(h, job))) jobs.push(forNode ? job : publicJob(job));
+      if (a && a.nodeId === nodeId) allocations.push(a);
     }
     setIndexHeaders(ctx, reply, index);
-    return { allocations: allocations.map(sentToNode), allocModifyIndex: indexes.record(nodeId, allocations), jobs };
+    const answer = pullAnswerOf(snap, allocations, heldJobs, req.caller?.role === 'node');
+    return { ...answer, allocModifyIndex: indexes.record(nodeId, allocations) };
   });
+}
+
+/**
+ * The allocations as a node is sent them, and the current job of each,
+ * once, unless `heldJobs` names that version. Only the node itself gets the
+ * job's mount flags (it mounts with them); readers see them redacted. Pure
+ * but for reading `snap`.
+ */
+function pullAnswerOf(snap: StateReader, allocs: readonly Allocation[], heldJobs: readonly HeldJob[], forNode: boolean): { allocations: Allocation[]; jobs: Job[] } {
+  const jobs: Job[] = [];
+  const answered = new Set<string>();
+  for (const a of allocs) {
+    const key = rowKey(a.namespace, a.jobId);
+    if (answered.has(key)) continue;
+    answered.add(key);
+    const job = snap.get('jobs', key);
+    if (job && !heldJobs.some((h) => isHeldJob(h, job))) jobs.push(forNode ? job : publicJob(job));
+  }
+  return { allocations: allocs.map(sentToNode), jobs };
+}
+
+/** The `since` and `heldJobs` query parameters (AllocIndexesInline); undefined without `since`. Throws ApiError INVALID naming the parameter. */
+function inlineRequestOf(query: Record<string, string | undefined>): AllocIndexesInline | undefined {
+  const rawSince = query['since'];
+  if (rawSince === undefined || rawSince === '') return undefined;
+  const since = Number(rawSince);
+  if (!Number.isSafeInteger(since) || since < 0) throw new ApiError('INVALID', 'since must be a non-negative integer', { field: 'since' });
+  const rawHeld = query['heldJobs'];
+  if (rawHeld === undefined || rawHeld === '') return { since, heldJobs: [] };
+  let tuples: unknown;
+  try {
+    tuples = JSON.parse(rawHeld);
+  } catch {
+    tuples = undefined;
+  }
+  const valid =
+    Array.isArray(tuples) &&
+    tuples.every((t) => Array.isArray(t) && t.length === 4 && typeof t[0] === 'string' && typeof t[1] === 'string' && typeof t[2] === 'number' && typeof t[3] === 'number');
+  if (!valid) throw new ApiError('INVALID', 'heldJobs must be JSON of [namespace, id, createIndex, version] lists', { field: 'heldJobs' });
+  return { since, heldJobs: (tuples as Array<[string, string, number, number]>).map(([namespace, id, createIndex, version]) => ({ namespace, id, createIndex, version })) };
 }
 
 /** Reads and checks a pull's body. Throws ApiError INVALID naming the field. */

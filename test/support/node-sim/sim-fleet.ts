@@ -170,9 +170,9 @@ export class SimFleet {
   /** Resolves at once: this fleet's counts are read live (a threaded fleet's mirror waits for its threads). */
   async fresh(_signal?: AbortSignal): Promise<void> {}
 
-  /** What the nodes' allocation watches received so far, summed: reads, pulls, allocations, jobs, and every answer's bytes. */
-  syncCounts(): { reads: number; pulls: number; allocations: number; jobs: number; answers: number; bytes: number } {
-    const sum = { reads: 0, pulls: 0, allocations: 0, jobs: 0, answers: 0, bytes: 0 };
+  /** What the nodes' allocation watches received so far, summed: reads, pulls, allocations, jobs, status POSTs, and every answer's bytes. */
+  syncCounts(): { reads: number; pulls: number; allocations: number; jobs: number; statusPosts: number; answers: number; bytes: number } {
+    const sum = { reads: 0, pulls: 0, allocations: 0, jobs: 0, statusPosts: 0, answers: 0, bytes: 0 };
     for (const n of this.nodes) {
       const w = n.watchCounts;
       const r = n.api.received;
@@ -180,6 +180,7 @@ export class SimFleet {
       sum.pulls += w.pulls;
       sum.allocations += w.allocations;
       sum.jobs += w.jobs;
+      sum.statusPosts += n.statusPosts;
       sum.answers += r.answers;
       sum.bytes += r.bytes;
     }

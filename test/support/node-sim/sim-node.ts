@@ -188,6 +188,11 @@ export class SimNode {
     return this.#watcher.counts;
   }
 
+  /** Status POSTs the node's reporter made, for the figures. */
+  get statusPosts(): number {
+    return this.#reporter.counts.batches;
+  }
+
   #onAllocations({ changed, removed }: AllocUpdate): void {
     // Collected by the server: forgotten here too, as the agent destroys them.
     for (const id of removed) {
@@ -278,7 +283,8 @@ export class SimNode {
         events: [{ at: now, type: state === 'dead' ? 'Terminated' : 'Started', message: description, details: {} }],
       };
     }
-    this.#reporter.report({ id: alloc.id, clientStatus, clientDescription: description, taskStates });
+    // As the agent does: a batch allocation's `running` waits a moment for its end, to go in one POST with it.
+    this.#reporter.report({ id: alloc.id, clientStatus, clientDescription: description, taskStates }, { hold: clientStatus === 'running' && alloc.job?.type === 'batch' });
   }
 
   /** The server's calls on this node: controller calls to the real controller plugin; node detach is done (nothing was mounted). */

@@ -194,7 +194,7 @@ export class ThreadedFleet implements Fleet {
   }
 
   syncCounts(): SyncCounts {
-    const sum: SyncCounts = { reads: 0, pulls: 0, allocations: 0, jobs: 0, answers: 0, bytes: 0 };
+    const sum: SyncCounts = { reads: 0, pulls: 0, allocations: 0, jobs: 0, statusPosts: 0, answers: 0, bytes: 0 };
     for (const s of this.#shards) for (const k of Object.keys(sum) as Array<keyof SyncCounts>) sum[k] += s.counts.sync?.[k] ?? 0;
     return sum;
   }
