@@ -58,7 +58,8 @@ before(async () => {
   await cluster.cli(['namespace', 'apply', 'team-b']);
   await cluster.run('ui-web', canaryJob('ui-web', 1));
   await cluster.run('ui-ok', batchJob('ui-ok', '/bin/true'));
-  await cluster.run('ui-fails', batchJob('ui-fails', '/bin/false'));
+  // Detached: its task fails at once, and `job run` says so (exit 1) when it sees the failure before a running.
+  await cluster.run('ui-fails', batchJob('ui-fails', '/bin/false'), { detach: true });
   await cluster.run('ui-stopped', rollingJob('ui-stopped', 1));
   await cluster.cli(['job', 'stop', 'ui-stopped']);
   await cluster.run('ui-other', batchJob('ui-other', '/bin/true'), { namespace: 'team-b' });

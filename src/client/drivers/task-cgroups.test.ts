@@ -85,7 +85,11 @@ for (const [version, makeCgroups] of BACKENDS) {
         });
         const lines = first.split('\n').filter((l) => l.includes(`/${group.name}`));
         assert.ok(lines.length >= (version === 'v1' ? 2 : 1), `the first process is in ${group.name}:\n${first}`);
-        assert.deepEqual(cgroups.pids(group), [handle.taskPid], 'the task alone is in its group');
+        // Once its `cat` has exited (it may still be on its way out when the file is read).
+        await eventually(`${group.name} holds the task alone`, () => {
+          const pids = cgroups.pids(group);
+          return pids.length === 1 && pids[0] === handle.taskPid ? pids : undefined;
+        });
       }
       for (const pid of executors) {
         for (const tid of readdirSync(`/proc/${pid}/task`)) {
