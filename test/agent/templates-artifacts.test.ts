@@ -78,18 +78,34 @@ job "${id}" {
 
   const events = (a: Allocation, task: string): string => (a.TaskStates?.[task]?.Events ?? []).map((e) => `${e.Type}: ${e.Message}`).join('\n');
 
-  it('renders a template before the task starts, with NOMAD_* values, where the task reads it as local/app.conf, and an env = true template reaches the task env', async () => {
-    await run('render', `
-job "render" {
+  /** A batch job of one raw_exec task, `show`, running `sh -c script` (`script` as HCL writes it) with the `blocks` (templates, artifacts) before it starts. */
+  const showJob = (id: string, script: string, blocks: string): string => `
+job "${id}" {
   type = "batch"
   group "g" {
     task "show" {
       driver = "raw_exec"
       config {
         command = "/bin/sh"
-        # As a Nomad job writes it: the task runs in its task directory.
-        args    = ["-c", "cat local/app.conf; echo \\"greeting=$GREETING\\""]
+        args    = ["-c", "${script}"]
       }
+${blocks}
+    }
+  }
+}
+`;
+
+  /** Runs `showJob`, waits for it to finish, fails unless it completed; resolves with its allocation and what `show` printed. */
+  async function showOutput(id: string, script: string, blocks: string): Promise<{ alloc: Allocation; output: string }> {
+    await run(id, showJob(id, script, blocks));
+    const alloc = await allocOf(id, (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', `the ${id} job to finish`);
+    assert.equal(alloc.ClientStatus, 'complete', events(alloc, 'show'));
+    return { alloc, output: await logs(alloc.ID, 'show') };
+  }
+
+  it('renders a template before the task starts, with NOMAD_* values, where the task reads it as local/app.conf, and an env = true template reaches the task env', async () => {
+    // As a Nomad job writes it: the task runs in its task directory.
+    const { alloc: a, output } = await showOutput('render', 'cat local/app.conf; echo \\"greeting=$GREETING\\"', `
       template {
         data        = <<EOH
 alloc={{ env "NOMAD_ALLOC_ID" }}
@@ -102,14 +118,8 @@ EOH
         data        = "GREETING=hello-{{ env \\"NOMAD_TASK_NAME\\" | toUpper }}"
         destination = "secrets/app.env"
         env         = true
-      }
-    }
-  }
-}
-`);
-    const a = await allocOf('render', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the render job to finish');
-    assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
-    assert.equal(await logs(a.ID, 'show'), `alloc=${a.ID} w0=a w1=b\ngreeting=hello-SHOW\n`);
+      }`);
+    assert.equal(output, `alloc=${a.ID} w0=a w1=b\ngreeting=hello-SHOW\n`);
   });
 
   it('renders a changed source again and restarts the task (change_mode restart)', async () => {
@@ -151,16 +161,7 @@ EOH
     writeFileSync(path.join(content, 'conf', 'settings.txt'), 'answer=42\n');
     const archive = path.join(dir, 'bundle.tar.gz');
     execFileSync('tar', ['czf', archive, '-C', content, 'conf']);
-    await run('artifact', `
-job "artifact" {
-  type = "batch"
-  group "g" {
-    task "show" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "cat \\"$BERTH_TASK_DIR/conf/settings.txt\\" \\"$BERTH_TASK_DIR/plain/settings.copy\\""]
-      }
+    const { output } = await showOutput('artifact', `cat \\"$BERTH_TASK_DIR/conf/settings.txt\\" \\"$BERTH_TASK_DIR/plain/settings.copy\\"`, `
       artifact {
         source = "${archive}"
       }
@@ -168,14 +169,8 @@ job "artifact" {
         source      = "file://${path.join(content, 'conf', 'settings.txt')}"
         destination = "local/plain/settings.copy"
         mode        = "file"
-      }
-    }
-  }
-}
-`);
-    const a = await allocOf('artifact', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the artifact job to finish');
-    assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
-    assert.equal(await logs(a.ID, 'show'), 'answer=42\nanswer=42\n');
+      }`);
+    assert.equal(output, 'answer=42\nanswer=42\n');
   });
 
   // The unpackers' libraries (node-tar, yauzl, unbzip2-stream, xz-decompress, fzstd) are loaded with the first
@@ -190,29 +185,14 @@ job "artifact" {
     execFileSync('python3', ['-c', 'import zipfile, sys\nwith zipfile.ZipFile(sys.argv[1], "w") as z: z.write(sys.argv[2], "word.txt")', path.join(dir, 'p.zip'), path.join(content, 'word.txt')]);
     writeFileSync(path.join(dir, 'single.txt.zst'), execFileSync('zstd', ['-c', path.join(content, 'word.txt')]));
     const unpacked = ['bz2', 'xz', 'zst', 'zip'];
-    await run('unpackers', `
-job "unpackers" {
-  type = "batch"
-  group "g" {
-    task "show" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "cd \\"$BERTH_TASK_DIR\\" && cat ${unpacked.map((d) => `${d}/word.txt`).join(' ')} single.txt"]
-      }
+    const { output } = await showOutput('unpackers', `cd \\"$BERTH_TASK_DIR\\" && cat ${unpacked.map((d) => `${d}/word.txt`).join(' ')} single.txt`, `
 ${['p.tar.bz2', 'p.tar.xz', 'p.tar.zst', 'p.zip'].map((f, i) => `      artifact {\n        source      = "${path.join(dir, f)}"\n        destination = "local/${unpacked[i]}"\n      }`).join('\n')}
       artifact {
         source      = "${path.join(dir, 'single.txt.zst')}"
         destination = "local/single.txt"
         mode        = "file"
-      }
-    }
-  }
-}
-`);
-    const a = await allocOf('unpackers', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the unpackers job to finish');
-    assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
-    assert.equal(await logs(a.ID, 'show'), 'packed\n'.repeat(5));
+      }`);
+    assert.equal(output, 'packed\n'.repeat(5));
   });
 
   it('downloads over http with the job\'s headers and checksum, and clones a git repository at a ref', async () => {
@@ -231,16 +211,7 @@ ${['p.tar.bz2', 'p.tar.xz', 'p.tar.zst', 'p.zip'].map((f, i) => `      artifact 
     const repo = path.join(dir, 'repo');
     gitRepo(repo, [{ files: { release: 'one\n' }, tag: 'v1' }, { files: { release: 'two\n' } }]);
     try {
-      await run('remote', `
-job "remote" {
-  type = "batch"
-  group "g" {
-    task "show" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "cat \\"$BERTH_TASK_DIR/index.html\\" \\"$BERTH_TASK_DIR/repo/release\\""]
-      }
+      const { alloc: a, output } = await showOutput('remote', `cat \\"$BERTH_TASK_DIR/index.html\\" \\"$BERTH_TASK_DIR/repo/release\\"`, `
       artifact {
         source = "http://127.0.0.1:${(server.address() as AddressInfo).port}/site.tar.gz"
         options {
@@ -256,14 +227,8 @@ job "remote" {
         options {
           ref = "v1"
         }
-      }
-    }
-  }
-}
-`);
-      const a = await allocOf('remote', (x) => x.ClientStatus === 'complete' || x.ClientStatus === 'failed', 'the remote artifact job to finish');
-      assert.equal(a.ClientStatus, 'complete', events(a, 'show'));
-      assert.equal(await logs(a.ID, 'show'), 'hello from http\none\n');
+      }`);
+      assert.equal(output, 'hello from http\none\n');
       // The header carried the allocation's own ID, interpolated as Nomad does.
       assert.deepEqual(asked, [`/site.tar.gz ${a.ID}`]);
     } finally {
