@@ -277,10 +277,8 @@ export class AllocWatcher {
       const wantedOnes = new Set(wanted);
       const brought = read.pulled.allocations.filter((a) => wantedOnes.has(a.id));
       take({ allocations: brought, jobs: read.pulled.jobs }, (alloc) => indexes[alloc.id]);
-      if (brought.length > 0) {
-        for (const a of brought) wantedOnes.delete(a.id);
-        wanted = wanted.filter((id) => wantedOnes.has(id));
-      }
+      for (const a of brought) wantedOnes.delete(a.id);
+      wanted = wanted.filter((id) => wantedOnes.has(id));
     }
     for (let at = 0; at < wanted.length; at += ALLOC_PULL_MAX) {
       const ids = wanted.slice(at, at + ALLOC_PULL_MAX);
@@ -297,6 +295,7 @@ export class AllocWatcher {
     }
     return { held: ordered, changed, removed };
   }
+
   /**
    * Every job the node holds (with any of its allocations), newest version
    * of each, by namespace and ID: the server sends a job again only when it

@@ -185,11 +185,11 @@ export class StatusReporter {
    */
   async #waitOutHolds(signal: AbortSignal): Promise<void> {
     for (let timersRan = false; ; ) {
-      let until = -Infinity;
+      let until = Infinity;
       for (const id of this.#pending.keys()) {
         const held = this.#heldUntil.get(id);
         if (held === undefined) return;
-        until = until === -Infinity ? held : Math.min(until, held);
+        until = Math.min(until, held);
       }
       const ms = until - this.#clock.now();
       if (ms <= 0 && timersRan) return;
