@@ -54,6 +54,12 @@ export interface BurstFigures {
 
 export const POLL_MS = 200;
 
+/** Minor page faults a process (or, `mainThread`, its main thread) took so far: on this kind of VM a first touch of a page costs tens of microseconds. */
+export function minorFaults(pid: number, mainThread = false): number {
+  const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+}
+
 /** CPU time (user + system) a process used so far, ms. */
 export function cpuMs(pid: number, mainThread = false): number {
   // `mainThread`: that thread alone (the API's front workers are threads of their own; BENCH_SUBMIT_API_WORKERS).

@@ -30,7 +30,9 @@
 //
 // The agent's CPU time (utime + stime, /proc/<pid>/stat) from the release
 // until every PUT was answered, and until every allocation ran, per job: a
-// figure the shared machine's load bends far less than the latencies. The
+// figure the shared machine's load bends far less than the latencies; and
+// its minor page faults until all answered, per job (the main thread's
+// apart: a first touch of a page costs tens of microseconds here). The
 // node's side of the same, read once every allocation runs: the executors'
 // CPU (their Node starts included) and the tasks' (each from its fork: the
 // task's own exec, and the join wrapper's where one is used), with their
@@ -72,7 +74,7 @@ import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
 import { startNomadDev } from './_nomad-dev.js';
 import { round } from './_stats.js';
-import { cpuMs, executorCost, executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
+import { cpuMs, executorCost, minorFaults, executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
 import { describeSubmitters, startSubmitters, submitterKind, type Burst, type SubmitterKind } from './_submitters.js';
 import type { AllocationListStub, JobListStub } from '../src/api/index.js';
 
@@ -261,7 +263,7 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
         addr: agent.addr,
         token: agent.token,
         allocs,
-        cpu: () => ({ agent: cpuMs(agentPid), main: cpuMs(agentPid, true), ...(clientAgent ? { node: cpuMs(nodePid) } : {}) }),
+        cpu: () => ({ agent: cpuMs(agentPid), main: cpuMs(agentPid, true), faults: minorFaults(agentPid), mainFaults: minorFaults(agentPid, true), ...(clientAgent ? { node: cpuMs(nodePid) } : {}) }),
         beforeRelease: async () => void (await loopDelay()),
       },
       bodies(),
@@ -295,6 +297,7 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
       `  ${split ? 'server agent' : 'agent'} CPU: ${round(cpuAnswered.agent)} ms until all answered (${perJob(cpuAnswered.agent)} ms a job; main thread ${perJob(cpuAnswered.main)} ms a job), ${round(cpuRunning.agent)} ms until all running (${perJob(cpuRunning.agent)} ms a job)` +
         (split ? `; client agent CPU: ${round(cpuAnswered.node)} ms until all answered, ${round(cpuRunning.node)} ms until all running (${perJob(cpuRunning.node)} ms a job)` : ''),
     );
+    console.log(`  agent minor page faults until all answered: ${round((b.cpuAnswered['faults'] ?? 0) / JOBS, 1)} a job (main thread ${round((b.cpuAnswered['mainFaults'] ?? 0) / JOBS, 1)})`);
     console.log(`  evaluations of the burst's jobs: ${JSON.stringify(evalCounts)}; ${placementWrites} store writes placed the ${JOBS} allocations; ${placedMidBurst} of them before the burst's last registration was written`);
     const perTask = (ms: number): number => round(ms / Math.max(1, nodeCost.tasks.processes), 2);
     console.log(

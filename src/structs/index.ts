@@ -67,6 +67,7 @@ export {
 export {
   parseJobSpec,
   checkedJobSpec,
+  adoptCheckedJobSpec,
   formatPath,
   JobValidationError,
   type JobProblem,

@@ -54,6 +54,19 @@ export function checkedJobSpec(input: unknown): JobSpec {
 }
 
 /**
+ * Takes `copy`, a structured clone of a spec parseJobSpec returned in another
+ * thread of this process (an API front worker's, sent over its message port),
+ * as checked, so checkedJobSpec does not check it again: the clone holds the
+ * same plain data (a spec is JSON-like: no functions, classes or dates),
+ * only its identity is new. Returns it. Call it only on a clone the process's
+ * own code made of parseJobSpec's output, never on anything a caller sent.
+ */
+export function adoptCheckedJobSpec(copy: JobSpec): JobSpec {
+  checkedSpecs.add(copy);
+  return copy;
+}
+
+/**
  * Parses and checks a submitted job spec, applying defaults. Pure; throws a
  * JobValidationError listing every problem (field paths, no values) when the
  * spec is malformed. Server-managed fields of a stored job are ignored.

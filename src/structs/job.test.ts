@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkedJobSpec, JobValidationError, parseJobSpec } from './job-parse.js';
+import { adoptCheckedJobSpec, checkedJobSpec, JobValidationError, parseJobSpec } from './job-parse.js';
 import { durationMs } from './job.js';
 
 function spec(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -37,6 +37,17 @@ describe('job spec', () => {
     const plain = checkedJobSpec(spec());
     assert.notEqual(plain, parsed);
     assert.deepEqual(plain, parsed);
+  });
+
+  it("takes a front worker's copy of a checked spec as checked, and holds the same job as the spec it copies", () => {
+    const parsed = parseJobSpec(spec());
+    // What a worker's message port hands main: a structured clone, a new object.
+    const sent = structuredClone(parsed);
+    assert.notEqual(checkedJobSpec(sent), sent, 'a copy nobody adopted is parsed again');
+    const adopted = adoptCheckedJobSpec(structuredClone(parsed));
+    assert.equal(checkedJobSpec(adopted), adopted);
+    assert.deepEqual(adopted, parsed);
+    assert.deepEqual(adopted, parseJobSpec(adopted), 'the clone reads back as the same checked spec');
   });
 
   it('fills sane defaults', () => {

@@ -11,6 +11,7 @@
 // the job again: the worker does not send where the paths came from).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { publicJob, specToNomadJob } from '../../../structs/index.js';
 import type { TokenTable } from '../auth.js';
 import type { Registration } from '../job-register-input.js';
 import { readFastRegistration } from '../registration-fast-path.js';
@@ -112,7 +113,12 @@ export class FastRegister {
    */
   warm(): void {
     const reg = this.#read(JSON.stringify({ Job: sampleJob() }), '/v1/jobs', undefined);
-    if (reg) structuredClone({ t: 'register', id: 0, reg: sent(reg) });
+    if (!reg) return;
+    structuredClone({ t: 'register', id: 0, reg: sent(reg) });
+    // The full form Nomad's clients and Berth's CLI send (every field, most of them null), so that rounds
+    // leave the reader compiled for both shapes (main's warm-job-path.ts says why).
+    const full = specToNomadJob(publicJob(reg.spec)) as unknown as Record<string, unknown>;
+    this.#read(JSON.stringify({ Job: full }), '/v1/jobs', undefined);
   }
 
   /** The registration, or undefined when main's fastify must answer it (it refuses it, or reads it differently). */
