@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { AbortedError } from '../../lib/index.js';
-import { askExecutor, type ExecutorUnavailable } from './_control.js';
+import { askExecutorFollowing, type ExecutorUnavailable, type FollowedAsk } from './_control.js';
 import { isAlive } from './_proc.js';
 import type { ExitResult, TaskHandle } from './task-driver.js';
 
@@ -170,9 +170,16 @@ export class ExecutorHosts {
    * its rejection fails the start). Resolves with the executor's start
    * report and where it ran; a start refused because the executor was
    * exiting, or that never reached it, is retried on another. On abort it
-   * rejects at once and a task that still starts is killed.
+   * rejects at once and a task that still starts is killed. `told`, with a
+   * task started: the task's exit as the executor tells it on the start's
+   * connection (`follow`; its `exit` undefined when that connection ends
+   * without it: ask the task's socket then).
    */
-  async start(config: unknown, onPlaced: (place: HostPlace) => void | Promise<void>, signal?: AbortSignal): Promise<{ report: StartReport; place: HostPlace }> {
+  async start(
+    config: unknown,
+    onPlaced: (place: HostPlace) => void | Promise<void>,
+    signal?: AbortSignal,
+  ): Promise<{ report: StartReport; place: HostPlace; told?: Pick<FollowedAsk, 'exit' | 'hold'> }> {
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw new AbortedError('task start aborted', { cause: signal.reason });
       const host = this.#pick();
@@ -195,7 +202,8 @@ export class ExecutorHosts {
         host.tasks--;
         throw new AbortedError('task start aborted', { cause: signal.reason });
       }
-      const asked = askExecutor(host.socketPath, { op: 'start', config });
+      const followed = askExecutorFollowing(host.socketPath, { op: 'start', config, follow: true });
+      const asked = followed.answer;
       let report: StartReport;
       try {
         report = (await (signal ? raceAbort(asked, signal) : asked)) as StartReport;
@@ -217,8 +225,9 @@ export class ExecutorHosts {
           this.#drop(host);
           continue;
         }
+        return { report, place };
       }
-      return { report, place };
+      return { report, place, told: followed };
     }
   }
 
@@ -336,9 +345,14 @@ export class ExecutorHosts {
   }
 }
 
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+/** `p`, or an AbortedError (`message`) once `signal` aborts first. */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal, message = 'task start aborted'): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new AbortedError('task start aborted', { cause: signal.reason }));
+    if (signal.aborted) {
+      reject(new AbortedError(message, { cause: signal.reason }));
+      return;
+    }
+    const onAbort = (): void => reject(new AbortedError(message, { cause: signal.reason }));
     signal.addEventListener('abort', onAbort, { once: true });
     p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });

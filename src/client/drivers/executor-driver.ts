@@ -18,8 +18,8 @@ import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.
 import { DriverError } from './driver-error.js';
 import { commandProblem } from './_command-path.js';
 import { runAsUser } from './_task-user.js';
-import { askExecutor, ExecutorUnavailable, type ExecutorAnswer } from './_control.js';
-import { ExecutorHosts, readExitRecord, spawnExecutor, type StartReport } from './_executor-hosts.js';
+import { askExecutor, ExecutorUnavailable, type ExecutorAnswer, type FollowedAsk } from './_control.js';
+import { ExecutorHosts, raceAbort, readExitRecord, spawnExecutor, type StartReport } from './_executor-hosts.js';
 import { completeSpawnedHandle, executorAlive, lostExecutorExit } from './_executor-loss.js';
 import { environOf, isAlive, readStat } from './_proc.js';
 import { taskUsage } from './_task-stats.js';
@@ -93,6 +93,8 @@ export interface ExecutorDriverOptions {
 interface TaskRecord {
   handle: TaskHandle;
   exit?: ExitResult & { finishedAt: number };
+  /** A shared executor's word on the task's exit, on its start's connection (its exit undefined: ask the task's socket). */
+  told?: Pick<FollowedAsk, 'exit' | 'hold'>;
   lastCpu?: { totalMs: number; at: number };
 }
 
@@ -173,7 +175,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     const place = { stateDir, socketPath, cgroup, leaseFile };
     const config = executorConfig(this.name, cfg, run, place);
     const handle = newTaskHandle(this.name, cfg, place, this.#clock.now());
-    const answer = await this.#startExecutor(config, handle, opts);
+    const { report: answer, told } = await this.#startExecutor(config, handle, opts);
     if (!answer.ok) {
       await rm(stateDir, { recursive: true, force: true });
       if (cgroup) await this.#cgroups?.remove(cgroup).catch(() => undefined);
@@ -183,7 +185,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     handle.taskPid = answer.taskPid ?? 0;
     handle.taskStartTicks = answer.taskStartTicks ?? 0;
     this.#afterTaskStarted?.(cfg);
-    this.#tasks.set(cfg.id, { handle });
+    this.#tasks.set(cfg.id, { handle, ...(told ? { told } : {}) });
     this.logger.info({ taskId: cfg.id, task: cfg.taskName, pid: handle.taskPid, driver: this.name }, 'task started');
     return handle;
   }
@@ -191,11 +193,16 @@ export abstract class ExecutorDriver implements TaskDriver {
   /**
    * Has the task started by its own executor process, or on a shared one;
    * fills in the handle's executor and calls opts.onSpawned once the
-   * executor is known, before it starts the task. Resolves with its report.
+   * executor is known, before it starts the task. Resolves with its report
+   * and, from a shared executor, the exit it will tell on the start's connection.
    */
-  async #startExecutor(config: { stateDir: string }, handle: TaskHandle, opts: StartTaskOptions): Promise<StartReport> {
+  async #startExecutor(
+    config: { stateDir: string },
+    handle: TaskHandle,
+    opts: StartTaskOptions,
+  ): Promise<{ report: StartReport; told?: Pick<FollowedAsk, 'exit' | 'hold'> }> {
     if (this.#hosts) {
-      const { report } = await this.#hosts.start(
+      const { report, told } = await this.#hosts.start(
         config,
         (place) => {
           handle.executorPid = place.pid;
@@ -208,7 +215,7 @@ export abstract class ExecutorDriver implements TaskDriver {
         },
         opts.signal,
       );
-      return report;
+      return { report, ...(told ? { told } : {}) };
     }
     const { child, report } = spawnExecutor(EXECUTOR_PATH, config.stateDir, config, opts.signal);
     handle.executorPid = child.pid ?? 0;
@@ -219,7 +226,7 @@ export abstract class ExecutorDriver implements TaskDriver {
     }
     const answer = await report;
     if (answer.ok) child.unref();
-    return answer;
+    return { report: answer };
   }
 
   async recoverTask(saved: TaskHandle): Promise<TaskHandle> {
@@ -261,6 +268,19 @@ export abstract class ExecutorDriver implements TaskDriver {
   }
 
   async #waitExit(rec: TaskRecord, signal: AbortSignal): Promise<ExitResult> {
+    if (rec.told && !rec.exit) {
+      const { exit, hold } = rec.told;
+      hold(true);
+      let told: ExecutorAnswer['exit'] | undefined;
+      try {
+        told = await raceAbort(exit, signal, 'executor request aborted');
+      } finally {
+        hold(false);
+      }
+      if (told && !rec.exit) rec.exit = told;
+      // Told nothing (the connection ended): the task's socket and exit.json tell, as after a recovery.
+      if (!told) delete rec.told;
+    }
     while (!rec.exit) {
       let answer: ExecutorAnswer | undefined;
       try {

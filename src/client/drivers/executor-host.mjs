@@ -14,7 +14,10 @@ import path from 'node:path';
  * socket, started.json, exit.json, logs, lease), so that a task start costs
  * a spawn of the task and not a Node start. Its socket takes one JSON line
  * per connection, `{ op: 'start', config }`, and answers with that task's
- * start report; `{ op: 'status' }` answers `{ ok, tasks }`. With no task left
+ * start report; with `follow: true` a report of a started task keeps the
+ * connection open, and a second line `{ exit }` (what the task's own socket
+ * answers `wait`) comes once its exit is recorded; `{ op: 'status' }`
+ * answers `{ ok, tasks }`. With no task left
  * for idleExitMs (0: at once) it removes its socket and exits; a start that
  * reaches it then is answered `{ ok: false, retry: true }`. Reports `{ ok: true, pid,
  * executorStartTicks }` on fd 3 once it listens. A spare (`spare: true`, started
@@ -26,7 +29,7 @@ import path from 'node:path';
  * and its executor.log line.
  * @param {{ socketPath: string, idleExitMs: number, spare?: boolean }} cfg
  * @param {(msg: unknown) => void} report
- * @param {{ runTask: (config: any, report: (msg: unknown) => void) => Promise<number>, startTicks: (pid: number) => number, note: (dir: string, msg: string) => void }} task
+ * @param {{ runTask: (config: any, report: (msg: unknown) => void, ended?: (exit: unknown) => void) => Promise<number>, startTicks: (pid: number) => number, note: (dir: string, msg: string) => void }} task
  */
 export function host(cfg, report, { runTask, startTicks, note }) {
   let tasks = 0;
@@ -61,7 +64,16 @@ export function host(cfg, report, { runTask, startTicks, note }) {
       lifeline?.destroy();
       lifeline = undefined;
       tasks++;
-      void runTask(msg.config, answer)
+      // With `follow` a started task's report leaves the connection open for its exit, told as a
+      // `wait` on its own socket tells it: the agent needs no second connection to learn it.
+      /** @param {any} report */
+      const reported = (report) => {
+        if (!report?.ok || !msg.follow) return answer(report);
+        if (!conn.destroyed) conn.write(`${JSON.stringify(report)}\n`);
+      };
+      /** @param {unknown} exit */
+      const ended = (exit) => (msg.follow ? answer({ exit }) : undefined);
+      void runTask(msg.config, reported, ended)
         .catch((err) => answer({ ok: false, error: String(err?.message ?? err) }))
         .finally(() => {
           if (--tasks > 0) return;

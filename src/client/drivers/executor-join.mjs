@@ -60,6 +60,17 @@ function readHome() {
 }
 
 /**
+ * Each parent directory of a task's group (the agent's group in one
+ * hierarchy, the same for every task) resolved once: where this thread
+ * goes home in that hierarchy, or null when the parent cannot be matched. A task's own group is a directory made in that parent
+ * and a cgroup hierarchy holds no symlinks, so the parent's resolution is
+ * the task's too: a start costs no walk of the path (lstat of each of its
+ * components) and no look at the home's `tasks` file.
+ * @type {Map<string, { back: string, root: string, pids: boolean } | null>}
+ */
+const parents = new Map();
+
+/**
  * Where this thread goes back to after a step into `taskDir`'s hierarchy:
  * its own group's `tasks` file there, and the hierarchy's root `tasks` as
  * the last resort. Undefined when the hierarchy cannot be matched.
@@ -67,29 +78,44 @@ function readHome() {
  * @returns {{ back: string, root: string, pidsMax?: string } | undefined}
  */
 function homeFor(taskDir) {
+  const parent = path.dirname(taskDir);
+  let found = parents.get(parent);
+  if (found === undefined) {
+    found = resolveParent(parent);
+    // A parent not there yet (no task group made in it) is looked at again next time.
+    if (found !== undefined) parents.set(parent, found);
+  }
+  if (!found) return undefined;
+  return { back: found.back, root: found.root, ...(found.pids ? { pidsMax: path.join(taskDir, 'pids.max') } : {}) };
+}
+
+/**
+ * This thread's home in the hierarchy of a task group's parent `dir` (its
+ * real path below a v1 mount); null when it cannot be matched, undefined
+ * when `dir` does not exist (yet).
+ * @param {string} dir
+ * @returns {{ back: string, root: string, pids: boolean } | null | undefined}
+ */
+function resolveParent(dir) {
   mounts ??= readMounts();
   home ??= readHome();
   let real;
   try {
-    real = fs.realpathSync(taskDir);
+    real = fs.realpathSync(dir);
   } catch {
     return undefined;
   }
-  const mount = mounts.find((m) => real.startsWith(`${m.point}/`));
+  const mount = mounts.find((m) => real === m.point || real.startsWith(`${m.point}/`));
   // A mount showing a sub-tree of its hierarchy (root other than /) would need the
   // thread's path rewritten against it: the wrapper handles that case as it always has.
-  if (!mount || mount.root !== '/') return undefined;
+  if (!mount || mount.root !== '/') return null;
   for (const [controllers, own] of home) {
     if (!controllers.split(',').every((c) => mount.options.has(c))) continue;
     const back = path.join(mount.point, own, 'tasks');
-    if (!fs.existsSync(back)) return undefined;
-    return {
-      back,
-      root: path.join(mount.point, 'tasks'),
-      ...(mount.options.has('pids') ? { pidsMax: path.join(taskDir, 'pids.max') } : {}),
-    };
+    if (!fs.existsSync(back)) return null;
+    return { back, root: path.join(mount.point, 'tasks'), pids: mount.options.has('pids') };
   }
-  return undefined;
+  return null;
 }
 
 /**

@@ -236,12 +236,14 @@ function writeJsonAtomic(file, value, { sync }) {
 
 /**
  * Runs one task under this process: starts it, calls `report` once with the
- * start report, answers the task's control socket and records its exit.
+ * start report, answers the task's control socket and records its exit,
+ * then calls `ended` with that record (as a `wait` on the socket gets it).
  * Resolves with 1 when the start failed, 0 once the exit is recorded and the
  * task's socket closed. Never rejects for the task's own failures.
- * @param {ExecutorConfig} cfg @param {(msg: unknown) => void} report @returns {Promise<number>}
+ * @param {ExecutorConfig} cfg @param {(msg: unknown) => void} report
+ * @param {(exit: ExitRecord) => void} [ended] @returns {Promise<number>}
  */
-async function runTask(cfg, report) {
+async function runTask(cfg, report, ended) {
   fs.mkdirSync(cfg.stateDir, { recursive: true });
   const oomBaseline = oomKills(cfg.cgroup);
 
@@ -447,6 +449,7 @@ async function runTask(cfg, report) {
       }
       exit = record;
       for (const w of waiters.splice(0)) w(record);
+      ended?.(record);
       server.close();
       fs.rmSync(cfg.socketPath, { force: true });
       finished(0);
