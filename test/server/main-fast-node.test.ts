@@ -87,7 +87,7 @@ describe('a node\'s heartbeats and status reports on the main fast path', () => 
   it('answer refusals word for word as fastify does', async () => {
     const hb = `/v1/node/${nodeId}/heartbeat`;
     const reports = `/v1/internal/node/${nodeId}/allocations`;
-    const cases: Array<{ what: string; path: string; token?: string; body: string; accept?: string }> = [
+    const cases: Array<{ what: string; path: string; token?: string; body: string; accept?: string; fast?: true }> = [
       { what: 'no token', path: hb, body: '{}' },
       { what: 'a read-only token', path: hb, token: READER, body: '{}' },
       { what: 'bad JSON', path: hb, token: TOKEN, body: '{"fingerprint": ' },
@@ -95,17 +95,19 @@ describe('a node\'s heartbeats and status reports on the main fast path', () => 
       { what: 'a body that is no object', path: hb, token: TOKEN, body: '[1]' },
       { what: 'a fingerprint that is no object', path: hb, token: TOKEN, body: '{"fingerprint": 7}' },
       { what: 'a prototype key', path: hb, token: TOKEN, body: '{"__proto__": {}}' },
-      { what: 'an unknown node', path: '/v1/node/no-such-node/heartbeat', token: TOKEN, body: '{}', accept: 'application/json' },
+      { what: 'an unknown node', path: '/v1/node/no-such-node/heartbeat', token: TOKEN, body: '{}', accept: 'application/json', fast: true },
+      { what: 'an unknown node, as text', path: '/v1/node/no-such-node/heartbeat', token: TOKEN, body: '{}', fast: true },
       { what: 'no list of allocations', path: reports, token: TOKEN, body: '{"allocations": 3}' },
       { what: 'an update without its status', path: reports, token: TOKEN, body: '{"allocations": [{"id": "x"}]}', accept: 'application/json' },
-      { what: 'an allocation of no node here', path: '/v1/internal/node/no-such-node/allocations', token: TOKEN, body: JSON.stringify({ allocations: [{ id: allocIds[0], clientStatus: 'complete' }] }) },
+      { what: 'an allocation of no node here', path: '/v1/internal/node/no-such-node/allocations', token: TOKEN, body: JSON.stringify({ allocations: [{ id: allocIds[0], clientStatus: 'complete' }] }), fast: true },
     ];
     for (const c of cases) {
       const opts = { ...(c.token ? { token: c.token } : {}), ...(c.accept ? { accept: c.accept } : {}) };
       const fast = await send('POST', c.path, c.body, opts);
       const slow = await send('POST', c.path, c.body, { ...opts, chunked: true });
       assert.ok(fast.answer.status >= 400, `${c.what}: refused (${fast.answer.status} ${fast.answer.body})`);
-      assert.equal(fast.line.fastPath, undefined, `${c.what}: given to fastify`);
+      assert.equal(fast.line.fastPath, c.fast, `${c.what}: ${c.fast ? 'answered on the fast path' : 'given to fastify'}`);
+      assert.equal(slow.line.fastPath, undefined);
       assert.deepEqual(fast.answer, slow.answer, c.what);
     }
     // Nothing of the refused reports was applied.

@@ -13,16 +13,19 @@
 // Everything else goes to fastify, word for word its own: a request it
 // would refuse before its body (a bad token, no or too large a
 // Content-Length, a follower's, a store gone stale), and after its body
-// (not JSON, a body the route refuses, a service error) with the body it
-// read, which the routes' preParsing hook (replayReadBody) hands to
-// fastify's parser: fastify then serves it from the start, as it would have.
+// (not JSON, a body the route refuses) with the body it read, which the
+// routes' preParsing hook (replayReadBody) hands to fastify's parser: fastify
+// then serves it from the start, as it would have. A refusal of the service
+// (an unknown node, the store unavailable) is answered here as api.ts's
+// error handler answers it, so nothing is done twice.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Logger } from '../../lib/index.js';
+import { describeError, type Logger } from '../../lib/index.js';
 import { nestingProblem, type NodeFingerprint } from '../../structs/index.js';
 import type { AllocationUpdate } from '../jobs/index.js';
 import type { TokenTable } from './auth.js';
-import { JSON_TYPE, writeAnswer, type Answer } from './answers.js';
+import { toErrorResponse } from './api-error.js';
+import { errorAnswer, JSON_TYPE, writeAnswer, type Answer } from './answers.js';
 import { relayedBy } from './api-workers/index.js';
 import { markTaken } from './main-fast-register.js';
 import { indexHeaders } from './nomad-read.js';
@@ -151,10 +154,17 @@ export class MainFastNode {
       const read = readBody(at.route, body.toString('utf8'));
       if (!read) return toFastify();
       const served = at.route === 'heartbeat' ? this.#heartbeat(at.nodeId, read.fingerprint, began) : this.#reports(at.nodeId, read.updates ?? []);
-      served.then((payload) => {
-        writeAnswer(res, payload);
+      const route = at.route === 'heartbeat' ? '/v1/node/:id/heartbeat' : '/v1/internal/node/:id/allocations';
+      // A refusal (an unknown node, the store unavailable) is answered here as api.ts's error handler answers
+      // it: given to fastify, the request would be served again (a write waiting up to its deadline twice).
+      const refused = (err: unknown): Answer => {
+        const { status, body: error } = toErrorResponse(err);
+        if (status >= 500) log.error({ method: 'POST', route, code: error.code, err: describeError(err) }, 'request failed');
+        return errorAnswer(req.headers.accept, status, error);
+      };
+      served.then((answer) => answer, refused).then((answer) => {
+        writeAnswer(res, answer);
         if (log.isLevelEnabled('debug')) {
-          const route = at.route === 'heartbeat' ? '/v1/node/:id/heartbeat' : '/v1/internal/node/:id/allocations';
           res.once('close', () => log.debug({ method: 'POST', route, status: res.statusCode, caller, ms: Math.round(performance.now() - began), fastPath: true }, 'request'));
         }
       }, toFastify);

@@ -249,8 +249,8 @@ export function registerNodeAllocRoutes(app: FastifyInstance, ctx: RouteContext)
     },
   );
 
-  // The node's status reports of its allocations, applied all or none. Served by main-fast-node.ts on the
-  // leader when they check; here the rest, with the body it read.
+  // The node's status reports of its allocations, applied all or none. On the leader they are served ahead
+  // of the router (main-fast-node.ts), which hands on what it does not take with the body it read.
   app.post<{ Params: Params }>('/v1/internal/node/:id/allocations', { config: { access: 'node' }, preParsing: replayReadBody }, async (req, reply) => {
     const body = objectBody(req.body);
     const list = body['allocations'];

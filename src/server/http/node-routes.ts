@@ -70,7 +70,8 @@ export function registerNodeRoutes(app: FastifyInstance, ctx: RouteContext): voi
   });
 
   const heartbeatSeconds = deps.metrics?.heartbeatSeconds;
-  // Served by main-fast-node.ts on the leader when it checks; fastify's for the rest, with the body it read.
+  // A node's heartbeat, with its fingerprint when given; answered with the TTL. On the leader it is served
+  // ahead of the router (main-fast-node.ts), which hands on what it does not take with the body it read.
   app.post<{ Params: Params }>('/v1/node/:id/heartbeat', {
     config: { access: 'node' },
     preParsing: replayReadBody,
