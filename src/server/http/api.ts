@@ -27,6 +27,7 @@ import { registerEventRoutes } from './event-routes.js';
 import { registerLeaderForwarding } from './leader-forward.js';
 import { registerJobRoutes } from './job-routes.js';
 import { countedByFastPath, MainFastRegister } from './main-fast-register.js';
+import { MainFastNode } from './main-fast-node.js';
 import { registerMetricsRoute } from './metrics-routes.js';
 import { registerNamespaceRoutes } from './namespace-routes.js';
 import { registerNodeRoutes } from './node-routes.js';
@@ -171,6 +172,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     }
   };
   const fastRegister = new MainFastRegister({ deps, tokens, bodyLimit, log, settleConnection });
+  const fastNode = new MainFastNode({ deps, tokens, bodyLimit, log, settleConnection });
 
   // A callback hook, and the line's fields made only when it is written: every answer passes here.
   app.addHook('onResponse', (req, reply, done) => {
@@ -187,6 +189,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const closing = new AbortController();
   app.addHook('preClose', async () => {
     fastRegister.close();
+    fastNode.close();
     closing.abort(new Error('server closing'));
   });
   app.setErrorHandler(async (err, req, reply) => {
@@ -266,6 +269,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
 
   // Registrations are served before fastify's routing; it answers the rest (and every refusal).
   fastRegister.install(app.server);
+  fastNode.install(app.server);
 
   return app;
 }

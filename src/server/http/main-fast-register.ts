@@ -42,13 +42,24 @@ export interface MainFastRegisterOptions {
   settleConnection: (req: IncomingMessage) => void;
 }
 
+/**
+ * Marks a request a main-thread fast path (this one, main-fast-node.ts) took:
+ * it counted the request (api.ts's admit then does not count it again), and
+ * `body`, when given, is what it read before handing the request to fastify.
+ */
+export function markTaken(raw: IncomingMessage, body?: Buffer): void {
+  (raw as Marked)[COUNTED] = true;
+  if (body) (raw as Marked)[READ_BODY] = body;
+}
+
 /** Whether the fast path counted this request in flight already (then api.ts's admit does not). */
 export function countedByFastPath(raw: IncomingMessage): boolean {
   return (raw as Marked)[COUNTED] === true;
 }
 
 /**
- * The registration routes' preParsing hook: a request the fast path read
+ * The preParsing hook of the routes a fast path serves (registrations; the
+ * node's heartbeat and status reports): a request the fast path read
  * and gave to fastify is parsed from the body it read (the request stream
  * is spent); any other from its stream, as always. Never fails.
  */

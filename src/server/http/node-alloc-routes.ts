@@ -30,6 +30,7 @@ import { AllocationsByNode } from './allocations-by-node.js';
 import { ApiError } from './api-error.js';
 import { blockingReadOf, parseBlockingQuery, type BlockingQuery } from './blocking.js';
 import { setIndexHeaders } from './nomad-read.js';
+import { replayReadBody } from './main-fast-register.js';
 import { objectBody, type RouteContext } from './route-context.js';
 
 type Params = { id: string };
@@ -248,8 +249,9 @@ export function registerNodeAllocRoutes(app: FastifyInstance, ctx: RouteContext)
     },
   );
 
-  // The node's status reports of its allocations, applied all or none.
-  app.post<{ Params: Params }>('/v1/internal/node/:id/allocations', { config: { access: 'node' } }, async (req, reply) => {
+  // The node's status reports of its allocations, applied all or none. On the leader they are served ahead
+  // of the router (main-fast-node.ts), which hands on what it does not take with the body it read.
+  app.post<{ Params: Params }>('/v1/internal/node/:id/allocations', { config: { access: 'node' }, preParsing: replayReadBody }, async (req, reply) => {
     const body = objectBody(req.body);
     const list = body['allocations'];
     if (!Array.isArray(list)) throw new ApiError('INVALID', 'allocations must be a list', { field: 'allocations' });

@@ -16,6 +16,7 @@ import { objectBody, type RouteContext } from './route-context.js';
 import { registerNodeAllocRoutes } from './node-alloc-routes.js';
 import { nodeOf, nodeStubOf, type NodeLink } from './node-shapes.js';
 import { listPage, nomadRead } from './nomad-read.js';
+import { replayReadBody } from './main-fast-register.js';
 
 type Query = Record<string, string | undefined>;
 type Params = { id: string };
@@ -69,8 +70,11 @@ export function registerNodeRoutes(app: FastifyInstance, ctx: RouteContext): voi
   });
 
   const heartbeatSeconds = deps.metrics?.heartbeatSeconds;
+  // A node's heartbeat, with its fingerprint when given; answered with the TTL. On the leader it is served
+  // ahead of the router (main-fast-node.ts), which hands on what it does not take with the body it read.
   app.post<{ Params: Params }>('/v1/node/:id/heartbeat', {
     config: { access: 'node' },
+    preParsing: replayReadBody,
     ...(heartbeatSeconds ? { onResponse: async (_req: unknown, reply: { elapsedTime: number }) => heartbeatSeconds.observe(reply.elapsedTime / 1000) } : {}),
   }, async (req) => {
     const body = req.body === undefined || req.body === null ? {} : objectBody(req.body);
