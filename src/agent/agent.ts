@@ -159,16 +159,6 @@ export class Agent {
       ...config.tokens.node.map((secret, i) => ({ name: `node-${i + 1}`, secret, role: 'node' as const })),
     ];
 
-    // The client's helper processes start their Node now, on another core, while this one starts the server
-    // (a dev agent) or the listener: a first allocation finds them running.
-    if (mode !== 'server') {
-      this.#hostsAhead = startClientHelpers({
-        stateDir: path.join(dataDir, 'client', 'd'),
-        tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
-        spareExecutor: config.client.spareExecutor ?? true,
-        rawExec: this.#enabledDrivers().raw_exec === true,
-      });
-    }
     if (mode === 'client') return this.#startClientOnly(root, bindAddress, port);
 
     let managementToken: string | undefined;
@@ -236,6 +226,7 @@ export class Agent {
     this.#log.info({ address: address.url, mode }, 'server part started');
     startPhase(this.#log, 'server started');
     if (mode === 'server') return { url: address.url };
+    await this.#startClientHelpers();
 
     const metrics = csiCallMetrics(this.#server.metrics.registry);
     registerTaskMetrics(this.#server.metrics.registry, () => this.#client, this.#drivers);
@@ -280,12 +271,30 @@ export class Agent {
       port,
     });
     const url = await this.#listener.start();
+    await this.#startClientHelpers();
     this.#client = this.#buildClient(root, config.client.servers ?? config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
     registerAllocationGauge(registry, () => this.#client);
     registerTaskMetrics(registry, () => this.#client, this.#drivers);
     await this.#client.start();
     this.#log.info({ nodeId: this.#client.nodeId, address: url }, 'client agent started');
     return { url };
+  }
+
+  /**
+   * Starts the client's helper processes (startClientHelpers) once the API listens, a turn of the event loop
+   * after (a request that came meanwhile is answered first), ahead of the client's own start: their Node
+   * starts run on another core while this one starts the client, and a first allocation finds them running.
+   * Before the listener they delayed the first answer (two forks, ~15 ms, and their boot beside it).
+   */
+  async #startClientHelpers(): Promise<void> {
+    const { config, dataDir } = this.#opts;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.#hostsAhead = startClientHelpers({
+      stateDir: path.join(dataDir, 'client', 'd'),
+      tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
+      spareExecutor: config.client.spareExecutor ?? true,
+      rawExec: this.#enabledDrivers().raw_exec === true,
+    });
   }
 
   /** The built-in drivers the client runs, by name. */

@@ -109,7 +109,7 @@ describe('berth agent usage errors', () => {
     const lines = errorLines(r.stderr);
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0] as string, /EADDRINUSE/);
-    // The spare executor a dev agent starts before its server part ends with the failed start.
+    // Nor an executor in the data dir (a dev agent starts its spare executor ahead of its client part).
     await until('no executor left in the data dir', () => pidsWorkingIn(dataDir).length === 0 || undefined, 10_000);
   });
 
