@@ -83,6 +83,7 @@ function cpuMs(pid: number): number {
 
 const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 const now = (): number => performance.now();
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 /** One HTTP call on a new connection: the status and body, or undefined when nothing answers (not listening yet). */
 function call(port: number, token: string, method: string, path: string, body?: string): Promise<{ status: number; body: string } | undefined> {
@@ -138,6 +139,8 @@ interface Start {
   cpuFirstJobMs: number;
   /** The agent's CPU for each of jobs 2..N, from the last one running to this one running. */
   cpuPerLaterJobMs: number;
+  /** CLOCK_MONOTONIC, us (the clock of a V8 CPU profile's timestamps): spawn, first answer, first job running. */
+  marks: { pid: number; spawned: number; answered: number; firstRunning: number };
   log?: string;
 }
 
@@ -149,6 +152,7 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
   const port = await freePort();
   const args = [...NODE_ARGS, ...(opts.nodeArgs ?? []), BERTH_JS, 'agent', '--dev', '--port', String(port), '--data-dir', dataDir, ...(opts.logLevel ? ['--log-level', opts.logLevel] : [])];
   const t0 = now();
+  const spawnedMono = monotonicUs();
   const child: ChildProcess = spawn(process.execPath, args, { env: cleanEnv(opts.cacheHome ? { XDG_CACHE_HOME: opts.cacheHome } : {}), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -171,11 +175,13 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
       else await sleep(POLL_MS);
     }
     const cpuAtAnswerMs = cpuMs(child.pid!);
+    const answeredMono = monotonicUs();
     while (FIRST_JOB_AT_READY && !readyAt && !gone()) await sleep(POLL_MS);
     if (FIRST_JOB_AT_READY && FIRST_JOB_IDLE_MS > 0) await sleep(FIRST_JOB_IDLE_MS);
     const cpuAtSubmitMs = cpuMs(child.pid!);
     const first = await runJob(port, token, 'first', gone);
     const cpuAtFirstRunningMs = cpuMs(child.pid!);
+    const firstRunningMono = monotonicUs();
     const laterJobMs: number[] = [];
     for (let i = 2; i <= JOBS; i++) {
       const j = await runJob(port, token, `job-${i}`, gone);
@@ -193,6 +199,7 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
       cpuAtFirstRunningMs,
       cpuFirstJobMs: cpuAtFirstRunningMs - cpuAtSubmitMs,
       cpuPerLaterJobMs,
+      marks: { pid: child.pid!, spawned: spawnedMono, answered: answeredMono, firstRunning: firstRunningMono },
       ...(opts.logLevel ? { log: readFileSync(join(dataDir, 'agent.log'), 'utf8') } : {}),
     };
   } finally {
@@ -256,6 +263,7 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
         `first job running ${round(s.firstRunningMs)} ms (its submit -> running ${round(s.firstJobMs)} ms, cpu ${round(s.cpuAtFirstRunningMs)} ms), ` +
         `jobs 2..${JOBS}: ${s.laterJobMs.map((x) => round(x)).join(', ')} ms  [load ${load()}]`,
     );
+    if (CPU_PROF) console.log(`  pid ${s.marks.pid}, CLOCK_MONOTONIC us (a profile's clock): spawned ${s.marks.spawned}, first answer ${s.marks.answered}, first job running ${s.marks.firstRunning}`);
   }
   const figures = {
     runs: RUNS,

@@ -10,7 +10,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { registerTaskMetrics } from './task-metrics.js';
-import { Client, createDrivers, type TaskConfig, type TaskDriver } from '../client/index.js';
+import { Client, createDrivers, startClientHelpers, type ExecutorHosts, type TaskConfig, type TaskDriver } from '../client/index.js';
 import { csiCallMetrics, type CsiCallObserver } from '../csi/index.js';
 import { registerAllocationGauge, registerReclaimGauge } from './agent-gauges.js';
 import { BerthError, Lifecycle, MemoryReclaimer, silentLogger, type LifecycleState, type Logger } from '../lib/index.js';
@@ -101,6 +101,8 @@ export class Agent {
   /** A client agent's own /metrics registry (dev and server agents use the server's). */
   #clientRegistry: Registry | undefined;
   #drivers = new Map<string, TaskDriver>();
+  /** The shared executors started ahead of the client (startClientHelpers), until its drivers take them. */
+  #hostsAhead: ExecutorHosts | undefined;
   readonly #life: Lifecycle;
   #address: AgentAddress | undefined;
 
@@ -224,6 +226,7 @@ export class Agent {
     this.#log.info({ address: address.url, mode }, 'server part started');
     startPhase(this.#log, 'server started');
     if (mode === 'server') return { url: address.url };
+    await this.#startClientHelpers();
 
     const metrics = csiCallMetrics(this.#server.metrics.registry);
     registerTaskMetrics(this.#server.metrics.registry, () => this.#client, this.#drivers);
@@ -268,6 +271,7 @@ export class Agent {
       port,
     });
     const url = await this.#listener.start();
+    await this.#startClientHelpers();
     this.#client = this.#buildClient(root, config.client.servers ?? config.client.serverAddress, config.client.token, url, (name) => metrics.observer(name));
     registerAllocationGauge(registry, () => this.#client);
     registerTaskMetrics(registry, () => this.#client, this.#drivers);
@@ -276,13 +280,36 @@ export class Agent {
     return { url };
   }
 
+  /**
+   * Starts the client's helper processes (startClientHelpers) once the API listens, a turn of the event loop
+   * after (a request that came meanwhile is answered first), ahead of the client's own start: their Node
+   * starts run on another core while this one starts the client, and a first allocation finds them running.
+   * Before the listener they delayed the first answer (two forks, ~15 ms, and their boot beside it).
+   */
+  async #startClientHelpers(): Promise<void> {
+    const { config, dataDir } = this.#opts;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.#hostsAhead = startClientHelpers({
+      stateDir: path.join(dataDir, 'client', 'd'),
+      tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
+      spareExecutor: config.client.spareExecutor ?? true,
+      rawExec: this.#enabledDrivers().raw_exec === true,
+    });
+  }
+
+  /** The built-in drivers the client runs, by name. */
+  #enabledDrivers(): Record<string, boolean | undefined> {
+    const { mode, config } = this.#opts;
+    // docker is on by default, as in Nomad: without a reachable dockerd it fingerprints unhealthy and nothing is placed on it.
+    return mode === 'dev' ? { raw_exec: true, exec: true, docker: true, ...config.client.drivers } : { exec: true, raw_exec: false, docker: true, ...config.client.drivers };
+  }
+
   #buildClient(root: Logger, servers: string | readonly string[], token: string, httpAddr: string, observer: (plugin: string) => CsiCallObserver): Client {
     const { mode, config, dataDir } = this.#opts;
     const clientDir = path.join(dataDir, 'client');
     // Dev and client agents alike give tasks `berth` (the README's hostpath plugin job runs `berth plugin hostpath`).
     const shimDirs = this.#opts.berthBin ? [writeBerthShim(path.join(dataDir, 'bin'), this.#opts.berthBin)] : [];
-    // docker is on by default, as in Nomad: without a reachable dockerd it fingerprints unhealthy and nothing is placed on it.
-    const drivers = mode === 'dev' ? { raw_exec: true, exec: true, docker: true, ...config.client.drivers } : { exec: true, raw_exec: false, docker: true, ...config.client.drivers };
+    const drivers = this.#enabledDrivers();
     const nodeName = config.client.nodeName ?? hostname();
     const plugins = agentDriverPlugins({
       config,
@@ -339,8 +366,11 @@ export class Agent {
         // A `docker` executable in plugin_dir (Nomad's own driver) replaces the built-in and takes the block's config.
         const external = config.pluginDir !== undefined && existsSync(path.join(config.pluginDir, 'docker'));
         const dockerConfig = external ? undefined : config.plugins?.['docker']?.config;
+        const executorHosts = this.#hostsAhead;
+        this.#hostsAhead = undefined;
         const built = createDrivers({
           stateDir: path.join(c.dataDir, 'd'),
+          ...(executorHosts ? { executorHosts } : {}),
           logger: c.logger,
           clock: c.clock,
           tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
@@ -395,6 +425,8 @@ export class Agent {
     };
     await step('memory reclaimer', () => this.#reclaimer?.stop());
     await step('client', () => this.#client?.stop({ drain: opts.drain ?? false }));
+    // Started ahead and never taken by the client's drivers (its start failed before them): the spare ends.
+    await step('spare executor', () => this.#hostsAhead?.close());
     if (opts.drain && this.#client) await step('plugin mount roots', () => this.#releasePluginMountRoots());
     await step('client listener', () => this.#listener?.stop());
     await step('server', () => this.#server?.stop());

@@ -45,6 +45,20 @@ test('a builder that throws throws at the read that forced it, and again at the 
   assert.equal(calls, 2);
 });
 
+test("once a lazy schema is built, zod's cycle memoizer is set aside: no first-parse walk of each schema's tree", () => {
+  const Node = lazySchema(() => z.object({ Name: z.string(), Children: z.array(z.object({ Name: z.string() })) }));
+  assert.deepEqual(Node.parse({ Name: 'a', Children: [{ Name: 'b' }] }), { Name: 'a', Children: [{ Name: 'b' }] });
+  const memoizer = z.config().memoizer;
+  assert.ok(memoizer, 'a memoizer stays set (an unset one is replaced by the default at the next construction)');
+  assert.notEqual(memoizer, z.core.memoizer(), "not zod's default");
+  // Schemas built from now on parse as zod did before its memoizer: an object reached twice is parsed twice.
+  const Inner = z.object({ V: z.number() });
+  const shared = { V: 1 };
+  const out = z.object({ A: Inner, B: Inner }).parse({ A: shared, B: shared });
+  assert.deepEqual(out, { A: { V: 1 }, B: { V: 1 } });
+  assert.notEqual(out.A, out.B);
+});
+
 test("loading Berth's modules builds no schema: a start builds only what it parses", () => {
   // A fresh process, so that nothing this file imported counts. Every layer that defines or reads schemas at module level.
   const layers = ['api', 'structs', 'spec-files', 'server', 'client', 'agent', 'cli'];

@@ -16,6 +16,28 @@
 // the schema it builds are two objects, so nothing may key a WeakMap or a zod
 // registry by one and look it up by the other; Berth attaches no zod metadata
 // (`.describe()`, `.meta()`, registries) to its schemas.
+//
+// Before the first build, zod's cycle memoizer is set aside (noCycleMemoizer).
+
+import { z } from 'zod';
+
+/**
+ * zod's memoizer (installed by default since zod 4.5, read when a schema is
+ * built) lets a parse follow reference cycles in its input: at its first
+ * parse each container schema walks its whole tree looking for a cycle, and
+ * drops its wrapper once it found none. Berth parses JSON bodies, HCL values
+ * and stored rows, which hold no cycle, and its schemas have none: that walk
+ * was a third of a dev agent's first job registration (its first parse 37 ->
+ * 25 ms of CPU, 4 starts each, issue 40). Without it, zod builds and parses
+ * as it did before 4.5: an object reached twice in the input is parsed twice,
+ * into two objects. The no-op keeps that seam filled (a memoizer left unset is
+ * replaced by the default one at the next construction).
+ */
+const noCycleMemoizer: z.core.$ZodMemoizer = {
+  attach: () => undefined,
+  guard: () => undefined,
+  alloc: (_inst, _payload, empty) => empty,
+};
 
 let buildCount = 0;
 
@@ -32,7 +54,11 @@ export function lazySchemasBuilt(): number {
  */
 export function lazySchema<T extends object>(build: () => T): T {
   let built: T | undefined;
-  const schema = (): T => (built ??= (buildCount++, build()));
+  const schema = (): T => {
+    if (built) return built;
+    if (buildCount++ === 0) z.config({ memoizer: noCycleMemoizer });
+    return (built = build());
+  };
   return new Proxy({} as T, {
     get: (_, key) => Reflect.get(schema(), key),
     has: (_, key) => Reflect.has(schema(), key),

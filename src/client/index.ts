@@ -9,7 +9,8 @@ export { DEFAULT_GC_LIMITS, type GcLimits } from './gc/index.js';
 export { DEFAULT_ARTIFACT_LIMITS, parseBytes, type ArtifactLimits } from './artifact/index.js';
 export { detectCgroups } from './cgroups/index.js';
 export { ChrootCache, DEFAULT_CHROOT_ENV } from './allocdir/index.js';
-export { createDrivers, DockerDriver, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
+export { startClientHelpers } from './helpers-ahead.js';
+export { createDrivers, DockerDriver, type ExecutorHosts, type TaskDriver, type TaskConfig, type TaskHandle, type AnyTaskHandle, type TaskResourceUsage } from './drivers/index.js';
 export { AllocRunner } from './allocrunner/index.js';
 export { readTaskLogs, followTaskLogs, listLogFiles, checkLogsEnabled, LogsError, type LogStream, type TaskLogsLocation, type LogFile } from './logs/index.js';
 export {

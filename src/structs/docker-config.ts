@@ -217,3 +217,22 @@ export const DOCKER_PLUGIN_CONFIG_SCHEMA = lazySchema(() => fields(
 
 /** The docker plugin config, parsed (camelCase, defaults filled in). */
 export type DockerPluginConfig = z.output<typeof DOCKER_PLUGIN_CONFIG_SCHEMA>;
+
+/**
+ * What DOCKER_PLUGIN_CONFIG_SCHEMA makes of no config at all (`{}`: an agent
+ * without a `plugin "docker"` block, as a dev agent), written out: building
+ * that schema and running it was ~25 ms of CPU in every client's start
+ * (issue 40), for defaults that never change. A test keeps it equal to the
+ * schema's answer. A new object each call. Pure.
+ */
+export function defaultDockerPluginConfig(): DockerPluginConfig {
+  return {
+    endpoint: undefined,
+    allowPrivileged: false,
+    volumesEnabled: false,
+    gc: { image: true, imageDelayMs: 3 * 60_000, container: true },
+    pullActivityTimeoutMs: 2 * 60_000,
+    allowCaps: [...DOCKER_DEFAULT_ALLOW_CAPS],
+    infraImage: 'gcr.io/google_containers/pause-amd64:3.1',
+  };
+}

@@ -176,6 +176,7 @@ export {
 export {
   DOCKER_TASK_CONFIG_SCHEMA,
   DOCKER_PLUGIN_CONFIG_SCHEMA,
+  defaultDockerPluginConfig,
   DOCKER_DEFAULT_ALLOW_CAPS,
   type DockerTaskConfig,
   type DockerMount,

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -12,6 +12,21 @@ import { mountsUnder, pidsWith, until } from '../support/runtime-cluster.js';
 import { berth, startAgent, tempDir } from './_agent.js';
 
 /** The lines berth printed on stderr, asserting there is no stack trace. */
+/** Pids of the processes whose working directory is at or below `dir` (an agent's executors work in its data dir). */
+function pidsWorkingIn(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cwd = readlinkSync(`/proc/${entry}/cwd`);
+      if (cwd === dir || cwd.startsWith(`${dir}/`)) pids.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
+
 function errorLines(stderr: string): string[] {
   assert.doesNotMatch(stderr, /^\s+at /m, `a stack trace:\n${stderr}`);
   return stderr.split('\n').filter((l) => l !== '');
@@ -88,11 +103,14 @@ describe('berth agent usage errors', () => {
   });
 
   it('exits 1 with one line when the port is in use, leaving nothing behind', async () => {
-    const r = await berth(['agent', '--dev', '--port', String(busyPort), '--data-dir', path.join(dir, 'd')]);
+    const dataDir = path.join(dir, 'd');
+    const r = await berth(['agent', '--dev', '--port', String(busyPort), '--data-dir', dataDir]);
     assert.equal(r.code, 1, r.stderr);
     const lines = errorLines(r.stderr);
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0] as string, /EADDRINUSE/);
+    // Nor an executor in the data dir (a dev agent starts its spare executor ahead of its client part).
+    await until('no executor left in the data dir', () => pidsWorkingIn(dataDir).length === 0 || undefined, 10_000);
   });
 
   it('a second Ctrl-C forces the exit (130) while the first is still stopping tasks', { timeout: 90_000 }, async () => {

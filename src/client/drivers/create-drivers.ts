@@ -5,6 +5,7 @@ import { detectCgroups, type Cgroups } from '../cgroups/index.js';
 import { DockerDriver } from './docker/index.js';
 import { ExecDriver } from './exec-driver.js';
 import { sharedExecutorHosts } from './executor-driver.js';
+import type { ExecutorHosts } from './_executor-hosts.js';
 import { RawExecDriver } from './raw-exec-driver.js';
 import type { TaskConfig, TaskDriver } from './task-driver.js';
 
@@ -26,6 +27,12 @@ export function createDrivers(opts: {
   tasksPerExecutor?: number;
   /** Keep a spare shared executor, one for raw_exec and exec (ExecutorDriverOptions.spareExecutor). */
   spareExecutor?: boolean;
+  /**
+   * raw_exec's and exec's shared executors when made ahead (driverExecutorHosts with the same stateDir), so
+   * that their spare could start before the drivers are built; `tasksPerExecutor` and `spareExecutor` are then
+   * theirs. Left out, made here.
+   */
+  executorHosts?: ExecutorHosts;
   /** The agent's `plugin "docker" { config {} }`; a wrong one throws DriverError naming the field. */
   dockerConfig?: Record<string, unknown>;
   /** `file:line:col` of a path in that block (`config.volumes.enabled`), for its problems. */
@@ -42,7 +49,7 @@ export function createDrivers(opts: {
   // One set of shared executors for raw_exec and exec: an executor runs a task as its config says
   // (mode, isolation, cgroup, user, its own cwd), whichever driver asked, so one spare serves the first
   // task of either, and an agent's start spawns one Node process for them, not one a driver.
-  const executorHosts = sharedExecutorHosts(join(opts.stateDir, 'executors'), opts);
+  const executorHosts = opts.executorHosts ?? driverExecutorHosts(opts);
   const common = {
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
@@ -64,4 +71,14 @@ export function createDrivers(opts: {
       }),
     ],
   ]);
+}
+
+/**
+ * The shared executors createDrivers gives raw_exec and exec under `stateDir` (createDrivers' own), made
+ * ahead of the drivers: an agent starts their spare (`warm()`) before its server, so that the spare's Node
+ * start runs on another core meanwhile; pass them to createDrivers as `executorHosts`. Undefined with one
+ * task an executor. Does not block; starts nothing by itself.
+ */
+export function driverExecutorHosts(opts: { stateDir: string; tasksPerExecutor?: number; spareExecutor?: boolean }): ExecutorHosts | undefined {
+  return sharedExecutorHosts(join(opts.stateDir, 'executors'), opts);
 }

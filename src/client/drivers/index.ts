@@ -24,5 +24,6 @@ export { taskUserIds } from './_task-user.js';
 export { ExecutorDriver, EXECUTOR_PATH, type ExecutorDriverOptions } from './executor-driver.js';
 export { RawExecDriver } from './raw-exec-driver.js';
 export { ExecDriver } from './exec-driver.js';
-export { createDrivers } from './create-drivers.js';
+export { createDrivers, driverExecutorHosts } from './create-drivers.js';
+export type { ExecutorHosts } from './_executor-hosts.js';
 export { DockerDriver, dockerEndpoint, DOCKER_LABELS, type DockerDriverOptions, type DockerTaskHandle } from './docker/index.js';

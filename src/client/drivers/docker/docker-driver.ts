@@ -12,7 +12,7 @@ import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
 import { AbortedError, silentLogger, systemClock, type Clock, type Logger } from '../../../lib/index.js';
-import { DOCKER_PLUGIN_CONFIG_SCHEMA, DOCKER_TASK_CONFIG_SCHEMA, type DockerPluginConfig, type DriverInfo } from '../../../structs/index.js';
+import { defaultDockerPluginConfig, DOCKER_PLUGIN_CONFIG_SCHEMA, DOCKER_TASK_CONFIG_SCHEMA, type DockerPluginConfig, type DriverInfo } from '../../../structs/index.js';
 import { DriverError } from '../driver-error.js';
 import type {
   AnyTaskHandle,
@@ -107,7 +107,8 @@ export class DockerDriver implements TaskDriver {
   #cgroups: 'v1' | 'v2' | 'none' = 'none';
 
   constructor(opts: DockerDriverOptions) {
-    const parsed = DOCKER_PLUGIN_CONFIG_SCHEMA.safeParse(opts.pluginConfig ?? {});
+    // No config to check (no `plugin "docker"` block): its defaults, without building the schema.
+    const parsed = opts.pluginConfig === undefined ? { success: true as const, data: defaultDockerPluginConfig() } : DOCKER_PLUGIN_CONFIG_SCHEMA.safeParse(opts.pluginConfig);
     if (!parsed.success) {
       const problems = parsed.error.issues.map((i) => {
         const at = ['config', ...i.path.map(String)].join('.');
