@@ -26,8 +26,7 @@ import type { AllocationUpdate } from '../jobs/index.js';
 import type { TokenTable } from './auth.js';
 import { toErrorResponse } from './api-error.js';
 import { errorAnswer, JSON_TYPE, writeAnswer, type Answer } from './answers.js';
-import { relayedBy } from './api-workers/index.js';
-import { markTaken } from './main-fast-register.js';
+import { markTaken, putInFront } from './main-fast-register.js';
 import { indexHeaders } from './nomad-read.js';
 import type { ApiDeps } from './route-context.js';
 
@@ -108,15 +107,7 @@ export class MainFastNode {
    * throws when the server has not exactly one request listener.
    */
   install(server: Server): void {
-    const listeners = server.listeners('request') as RequestListener[];
-    const next = listeners[0];
-    if (listeners.length !== 1 || !next) throw new Error(`the API's server has ${listeners.length} request listeners, not one`);
-    server.removeListener('request', next);
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      const at = this.#open ? nodeFastRoute(req.method, req.url) : undefined;
-      if (at && relayedBy(req.socket, req.headers) === undefined) this.#serve(req, res, at, next);
-      else next(req, res);
-    });
+    putInFront(server, (req) => (this.#open ? nodeFastRoute(req.method, req.url) : undefined), (req, res, at, next) => this.#serve(req, res, at, next));
   }
 
   /** Sends every request on from now on (the API is closing: fastify answers 503). Safe to repeat. */

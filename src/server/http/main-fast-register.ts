@@ -71,6 +71,29 @@ export const replayReadBody: preParsingHookHandler = (req: FastifyRequest, _repl
   done(null, replay);
 };
 
+/**
+ * Puts a main-thread fast path in front of `server`'s one request listener
+ * (fastify's, or another fast path's): a request `pick` names goes to `serve`,
+ * which is given that listener to hand it on; every other request, and one a
+ * front worker relayed (the fast path there already gave it to fastify), goes
+ * straight to the listener. Throws when the server has not exactly one.
+ */
+export function putInFront<At>(
+  server: Server,
+  pick: (req: IncomingMessage) => At | undefined,
+  serve: (req: IncomingMessage, res: ServerResponse, at: At, next: RequestListener) => void,
+): void {
+  const listeners = server.listeners('request') as RequestListener[];
+  const next = listeners[0];
+  if (listeners.length !== 1 || !next) throw new Error(`the API's server has ${listeners.length} request listeners, not one`);
+  server.removeListener('request', next);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const at = pick(req);
+    if (at !== undefined && relayedBy(req.socket, req.headers) === undefined) serve(req, res, at, next);
+    else next(req, res);
+  });
+}
+
 export class MainFastRegister {
   readonly #opts: MainFastRegisterOptions;
   #open = true;
@@ -86,18 +109,8 @@ export class MainFastRegister {
    * server has not exactly one request listener.
    */
   install(server: Server): void {
-    const listeners = server.listeners('request') as RequestListener[];
-    const fastify = listeners[0];
-    if (listeners.length !== 1 || !fastify) throw new Error(`the API's server has ${listeners.length} request listeners, not fastify's alone`);
-    server.removeListener('request', fastify);
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      // A registration a front worker relayed is one the fast path there already gave to fastify.
-      const at = this.#open ? registrationRoute(req.method, req.url) : undefined;
-      if (at && relayedBy(req.socket, req.headers) === undefined) this.#serve(req as Marked, res, at, fastify);
-      else fastify(req, res);
-    });
+    putInFront(server, (req) => (this.#open ? registrationRoute(req.method, req.url) : undefined), (req, res, at, fastify) => this.#serve(req as Marked, res, at, fastify));
   }
-
 
   /** Sends every request to fastify from now on (the API is closing: fastify answers 503). Safe to repeat. */
   close(): void {
