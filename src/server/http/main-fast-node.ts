@@ -26,11 +26,9 @@ import type { AllocationUpdate } from '../jobs/index.js';
 import type { TokenTable } from './auth.js';
 import { toErrorResponse } from './api-error.js';
 import { errorAnswer, JSON_TYPE, writeAnswer, type Answer } from './answers.js';
-import { markTaken, putInFront } from './main-fast-register.js';
+import { markTaken, putInFront, type RequestListener } from './main-fast-register.js';
 import { indexHeaders } from './nomad-read.js';
 import type { ApiDeps } from './route-context.js';
-
-type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** What secure-json-parse (fastify's JSON parser) may refuse or treat apart: such a body goes to fastify. */
 const MAYBE_PROTO = /__proto__|constructor|prototype|\\u00[5-7]|^\uFEFF/i;

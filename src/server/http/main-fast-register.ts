@@ -30,7 +30,8 @@ const READ_BODY = Symbol('berth.fastRegisterBody');
 const COUNTED = Symbol('berth.fastRegisterCounted');
 
 type Marked = IncomingMessage & { [READ_BODY]?: Buffer; [COUNTED]?: true };
-type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+/** What serves a request on the HTTP server's request event (fastify's handler, or a fast path in front of it). */
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface MainFastRegisterOptions {
   deps: Pick<ApiDeps, 'jobs' | 'store' | 'leadership' | 'inFlight'>;
