@@ -10,7 +10,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { GoTemplate, TemplateHook } from '../src/client/template/index.js';
+import { loadTemplateEngine, TemplateHook } from '../src/client/template/index.js';
 import { TaskEnvBuilder, taskEnvDirs } from '../src/client/taskenv/index.js';
 import { summarize, timeNs } from './_stats.js';
 
@@ -50,6 +50,7 @@ const TASK_ENV = {
 const ENV = { NOMAD_TASK_NAME: 'web', NOMAD_ALLOC_ID: ALLOC_ID, ...TASK_ENV };
 
 export default async function templates(dir: string): Promise<Record<string, unknown>> {
+  const { GoTemplate } = await loadTemplateEngine();
   const fenv = { env: ENV, readFile: () => '', now: () => Date.now() };
   for (let i = 0; i < 200; i++) GoTemplate.parse(TEMPLATE, { name: 'app.conf' }).render(fenv);
   const parseSamples: bigint[] = [];

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GoTemplate, type FunctionEnv } from './index.js';
+import type { FunctionEnv } from './index.js';
+import { GoTemplate } from './go-template.js';
 
 // Go's text/template semantics, as a consul-template user writes templates.
 

@@ -14,7 +14,7 @@ import { SqliteClientStateStore } from '../state/index.js';
 import { TaskRunner } from '../taskrunner/index.js';
 import { ProcessDriver } from '../../../test/support/process-driver.js';
 import { eventually } from '../../../test/support/eventually.js';
-import { TemplateHook } from './index.js';
+import { loadTemplateEngine, TemplateHook } from './index.js';
 import { ServiceCatalog } from './service-catalog.js';
 
 interface Setup {
@@ -68,6 +68,14 @@ async function setup(t: TestContext, command: string[], templates: (source: stri
 const ALLOC_ID_TEMPLATE = 'alloc={{ env "NOMAD_ALLOC_ID" }} v=1\n';
 
 describe('TemplateHook', () => {
+  it('loads the template language at first use, once: every later call gets the same module', async () => {
+    const first = loadTemplateEngine();
+    assert.equal(loadTemplateEngine(), first);
+    const { GoTemplate, parseEnvFile } = await first;
+    assert.equal(GoTemplate.parse('port={{ env "PORT" }}', { name: 'app.conf' }).render({ env: { PORT: '8080' }, readFile: () => '', now: () => 0 }), 'port=8080');
+    assert.deepEqual(parseEnvFile('A=1\n'), { A: '1' });
+  });
+
   it('renders before the task starts; a changed source is rendered again and, after the splay, restarts the task', async (t) => {
     const s = await setup(t, ['sleep', '1000'], (source) => [{ source, destination: 'local/app.conf', splay: '2s', perms: '640' }], ALLOC_ID_TEMPLATE);
     await s.runner.start();

@@ -14,8 +14,8 @@ import { mayReadHostPath, outsideRootsMessage, reallyInside, resolveTaskPath, ty
 import type { TaskEnv } from '../taskenv/index.js';
 import { TaskRunnerError, TASK_EVENTS, type PrestartRequest, type TaskHook, type TaskHookContext } from '../taskrunner/index.js';
 import { TemplateError } from './_errors.js';
-import { parseEnvFile } from './_env-file.js';
-import { GoTemplate } from './go-template.js';
+import type * as EngineModule from './_engine.js';
+import type { GoTemplate } from './go-template.js';
 import type { ServiceCatalog } from './service-catalog.js';
 
 export interface TemplateHookOptions {
@@ -35,6 +35,21 @@ export interface TemplateHookOptions {
   services?: ServiceCatalog | undefined;
   /** The allocation's namespace (the services a template sees). */
   namespace?: string;
+}
+
+/** The template language (GoTemplate, parseEnvFile, supportedFunctions): ./_engine.js. */
+export type TemplateEngine = typeof EngineModule;
+
+let engine: Promise<TemplateEngine> | undefined;
+
+/**
+ * The template language, evaluated at the first call (the same module for every later one): a start
+ * does not pay for it (~12 ms of CPU) unless a task has templates. Does not block; safe to repeat;
+ * rejects only if the module cannot be loaded (a broken install).
+ */
+export function loadTemplateEngine(): Promise<TemplateEngine> {
+  engine ??= import('./_engine.js');
+  return engine;
 }
 
 /** A service version no catalog answers: the first check after an agent restart renders again. */
@@ -80,7 +95,7 @@ export class TemplateHook implements TaskHook {
     for (const t of this.#prepared) {
       const text = await this.#render(t, req.taskEnv, ctx?.signal);
       await this.#write(t, text);
-      if (t.spec.env) Object.assign(req.env, this.#envOf(t, text));
+      if (t.spec.env) Object.assign(req.env, await this.#envOf(t, text));
     }
   }
 
@@ -127,6 +142,7 @@ export class TemplateHook implements TaskHook {
         throw new TemplateError('TASK_TEMPLATE_FAILED', `template "${t.label}": cannot read source ${t.spec.source}: ${describeError(err)}`, { cause: err });
       }
     } else text = t.spec.data ?? '';
+    const { GoTemplate } = await loadTemplateEngine();
     let tmpl: GoTemplate;
     try {
       tmpl = GoTemplate.parse(text, { name: t.label, leftDelimiter: t.spec.leftDelimiter, rightDelimiter: t.spec.rightDelimiter, errorOnMissingKey: t.spec.errorOnMissingKey });
@@ -189,7 +205,8 @@ export class TemplateHook implements TaskHook {
     t.last = text;
   }
 
-  #envOf(t: Prepared, text: string): Record<string, string> {
+  async #envOf(t: Prepared, text: string): Promise<Record<string, string>> {
+    const { parseEnvFile } = await loadTemplateEngine();
     try {
       return parseEnvFile(text);
     } catch (err) {
