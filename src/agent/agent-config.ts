@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
 import { BerthError } from '../lib/index.js';
-import { fileFormat, parseSpecText, type SpecProblem } from '../spec-files/index.js';
+import type { SpecProblem } from '../spec-files/index.js';
 import { DEFAULT_ARTIFACT_LIMITS, parseBytes, type ArtifactLimits } from '../client/index.js';
 import { durationMs, formatPath } from '../structs/index.js';
 import { CONFIG_BODY, configSchema, DRIVER_MODES, type LOG_LEVELS, type RawConfig } from './agent-config-schema.js';
@@ -172,6 +172,9 @@ function jsonPath(p: string): string {
  * token file that cannot be read. Never quotes a token.
  */
 export async function parseAgentConfig(file: string, text: string): Promise<AgentConfig> {
+  // The spec-file reader (HCL and its functions, YAML among them) loads with the first config file: a dev
+  // agent without one never evaluates it (~10 ms of its start's CPU, issue 40).
+  const { fileFormat, parseSpecText } = await import('../spec-files/index.js');
   let locateIn: ((path: string) => string | undefined) | undefined;
   const raw = await parseSpecText<RawConfig>(file, text, {
     hclBody: CONFIG_BODY,
