@@ -125,6 +125,17 @@ export const DEPENDENCY_PATCHES = [
       },
     ],
   },
+  {
+    file: 'prom-client/lib/metrics/processCpuTotal.js',
+    why: "@opentelemetry/api (51 modules, ~2.7 ms of a dev agent's start) was loaded at the top for exemplars of the CPU metric, which Berth never enables; it loads at its first use",
+    edits: [
+      {
+        find: `const OtelApi = require('@opentelemetry/api');\n`,
+        replace: `const OtelApi = { get trace() { return require('@opentelemetry/api').trace; }, get context() { return require('@opentelemetry/api').context; } };\n`,
+      },
+    ],
+    members: { OtelApi: ['trace', 'context'] },
+  },
 ];
 
 /** Where a patched file sits in a path esbuild loads (node_modules/<file>, any depth). */
