@@ -179,10 +179,11 @@ describe('SqliteClientStateStore on a full disk', () => {
   });
 
 
-  it('a task filling the data dir still leaves room to record a stop: the reserve goes, the record lands; with no reserve left, STATE_DISK_FULL', () => {
+  it('a task filling the data dir still leaves room to record a stop: the reserve goes, the record lands; with no reserve left, STATE_DISK_FULL', async () => {
     const path = join(disk, 'client', 'client.db');
     const s = SqliteClientStateStore.open(path, { headroomBytes: 1024 * 1024 });
-    assert.ok(existsSync(join(disk, 'client', HEADROOM_FILE)), 'the reserve is made at open');
+    assert.equal(await s.headroomAtOpen(), true, 'the reserve is begun at open and made');
+    assert.ok(existsSync(join(disk, 'client', HEADROOM_FILE)));
     assert.ok(s.hasHeadroom);
     s.bucket('allocs').put('a0', { state: 'running' });
     fillDisk(join(disk, 'task-data'));

@@ -12,8 +12,10 @@
 // Headroom: a reserve file of a few MiB sits beside the database. When a
 // write finds the disk full (a task filled the data dir), the reserve is
 // deleted and the write tried once more, so that the agent can still record
-// a stop, a release or a collection. It is made again at the next open, or
-// by restoreHeadroom() once space was freed.
+// a stop, a release or a collection. It is begun at each open, written by
+// libuv's thread pool (headroomAtOpen: 4 MiB written on the main thread
+// delayed an agent's start), and made again by restoreHeadroom() once space
+// was freed.
 
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
@@ -50,6 +52,7 @@ export class SqliteClientStateStore implements ClientStateStore {
   readonly #delete: Statement<[string, string]>;
   readonly #buckets = new Map<string, Bucket<unknown>>();
   readonly #headroom: DiskReserve;
+  #headroomAtOpen: Promise<boolean> = Promise.resolve(false);
   /** Records given to putSoon and not yet written, by bucket and key: the latest value of each. */
   readonly #soon = new Map<string, Held>();
   #soonTimer: NodeJS.Immediate | undefined;
@@ -73,8 +76,8 @@ export class SqliteClientStateStore implements ClientStateStore {
    * STATE_CORRUPT when the file is not a readable SQLite database or fails its
    * integrity check, STATE_NEWER_VERSION when a newer Berth wrote it, STATE_IO
    * when the file cannot be opened. Nothing is changed in a file it refuses.
-   * `headroomBytes` (default 4 MiB, 0 for none) is the reserve made beside
-   * it when there is room (see restoreHeadroom).
+   * `headroomBytes` (default 4 MiB, 0 for none) is the reserve begun beside
+   * it in the background when there is room (headroomAtOpen, restoreHeadroom).
    */
   static open(path: string, opts: { headroomBytes?: number } = {}): SqliteClientStateStore {
     let db: Db;
@@ -105,7 +108,7 @@ export class SqliteClientStateStore implements ClientStateStore {
         })();
       }
       const store = new SqliteClientStateStore(path, db, opts.headroomBytes ?? DEFAULT_HEADROOM_BYTES);
-      store.restoreHeadroom();
+      store.#headroomAtOpen = store.#headroom.restoreInBackground();
       return store;
     } catch (err) {
       db.close();
@@ -144,6 +147,14 @@ export class SqliteClientStateStore implements ClientStateStore {
    */
   restoreHeadroom(): boolean {
     return this.#headroom.restore();
+  }
+
+  /**
+   * The reserve begun when the store opened, made by libuv's thread pool (4 MiB written on the main
+   * thread delayed an agent's start): resolves with whether it is in place. Never rejects.
+   */
+  headroomAtOpen(): Promise<boolean> {
+    return this.#headroomAtOpen;
   }
 
   /**

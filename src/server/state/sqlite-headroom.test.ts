@@ -32,7 +32,8 @@ describe('SqliteStateStore on a full disk', () => {
   it('a write that frees space spends the reserve and lands; any other write is refused STORE_DISK_FULL; the reserve comes back once there is room', async () => {
     const path = join(disk, 'state.db');
     const store = SqliteStateStore.open(path, { headroomBytes: 1024 * 1024 });
-    assert.ok(existsSync(`${path}.reserve`), 'the reserve is made at open');
+    assert.equal(await store.headroomAtOpen(), true, 'the reserve is begun at open and made');
+    assert.ok(existsSync(`${path}.reserve`));
     await store.write((txn) => txn.put('nodes', node('n1')));
     fillDisk(join(disk, 'task-data'));
     const big = 'x'.repeat(256 * 1024);

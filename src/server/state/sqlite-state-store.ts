@@ -44,7 +44,8 @@ export interface SqliteStateStoreOptions {
    * The reserve file kept beside the state file (`<path>.reserve`; default
    * 4 MiB, 0 for none): a write that frees space (WriteOptions.freesSpace)
    * and finds the disk full deletes it and tries again, as the client's
-   * state store does. It is made again once the disk has room for it twice.
+   * state store does. It is begun at open, written by libuv's thread pool
+   * (headroomAtOpen), and made again once the disk has room for it twice.
    */
   headroomBytes?: number;
   /** How many events are kept for the event stream. Default 10,000. */
@@ -98,6 +99,7 @@ export class SqliteStateStore implements StateStore {
   #closed = false;
   #writesSinceTrim = 0;
   readonly #headroom: DiskReserve;
+  #headroomAtOpen: Promise<boolean> = Promise.resolve(false);
   #writesSinceHeadroomCheck = 0;
   readonly #stmt: {
     putRow: Database.Statement<[string, string, string]>;
@@ -186,7 +188,7 @@ export class SqliteStateStore implements StateStore {
       }
       const store = new SqliteStateStore(path, db, opts);
       store.#load();
-      store.restoreHeadroom();
+      store.#headroomAtOpen = store.#restoreHeadroomInBackground();
       return store;
     } catch (err) {
       db?.close();
@@ -266,6 +268,21 @@ export class SqliteStateStore implements StateStore {
    * for it twice over (so that making it does not take back the room a
    * freeing write just got). Returns whether it is in place. Never throws.
    */
+  /**
+   * The reserve begun when the store opened, made by libuv's thread pool (4 MiB written on the main
+   * thread delayed an agent's start): resolves with whether it is in place. Never rejects.
+   */
+  headroomAtOpen(): Promise<boolean> {
+    return this.#headroomAtOpen;
+  }
+
+  async #restoreHeadroomInBackground(): Promise<boolean> {
+    if (this.#headroom.inPlace) return true;
+    const made = await this.#headroom.restoreInBackground({ spareFactor: 2 });
+    if (made) this.#logger.info({ path: this.#headroom.path, bytes: this.#headroom.bytes }, 'state headroom reserved');
+    return made;
+  }
+
   restoreHeadroom(): boolean {
     if (this.#headroom.inPlace) return true;
     const made = this.#headroom.restore({ spareFactor: 2 });
