@@ -120,6 +120,93 @@ describe('API front workers', () => {
     assert.deepEqual(indexes, [...indexes].sort((x, y) => x - y), 'events in index order');
   });
 
+  it('answer each registration of a burst the workers hand to main together, a refused one alone, and stream them in index order', async () => {
+    const ac = new AbortController();
+    const stream = await fetch(`${withWorkers.url}/v1/event/stream?topic=Job`, { headers: { 'x-nomad-token': TOKEN }, signal: ac.signal });
+    const reader = stream.body!.getReader();
+    // A burst on connections of their own, so that a worker reads several in one turn and hands them to main in one message.
+    const N = 40;
+    const conflict = jobBody('burst-enforced', { EnforceIndex: true, JobModifyIndex: 7 });
+    const before = withWorkers.requests().length;
+    const writesBefore = withWorkers.server.userWritesSeen;
+    const answers = await Promise.all(
+      Array.from({ length: N }, async (_, i) => {
+        const res = await fetch(`${withWorkers.url}/v1/jobs`, { method: 'PUT', headers: { connection: 'close', 'x-nomad-token': TOKEN }, body: i === N / 2 ? conflict : jobBody(`burst-${i}`) });
+        const headers: Record<string, string> = {};
+        for (const [k, v] of res.headers) if (k !== 'date') headers[k] = v;
+        return { status: res.status, headers, body: await res.text() };
+      }),
+    );
+    const deadline = Date.now() + 30_000;
+    while (withWorkers.requests().slice(before).filter((l) => l.method === 'PUT').length < N && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    const served = withWorkers.requests().slice(before).filter((l) => l.method === 'PUT' && l.worker !== undefined && l.fastPath);
+    assert.ok(served.length >= 2, `workers served ${served.length} of the burst themselves`);
+    // Every request of the burst was counted as a user's write, and each one's end too: the API is quiet again.
+    assert.ok(withWorkers.server.userWritesSeen - writesBefore >= N);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([withWorkers.server.whenWritesQuiet(0), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('writes still in flight')), 30_000)))]);
+    clearTimeout(timer);
+
+    // The refused one gets its own error, word for word as a server without workers gives it; the others are not refused with it.
+    const { answer: onMain } = await alone.send('PUT', '/v1/jobs', { token: TOKEN, body: conflict });
+    assert.deepEqual(answers[N / 2], onMain);
+    const indexOf = new Map<string, number>();
+    answers.forEach((a, i) => {
+      if (i === N / 2) return;
+      assert.equal(a.status, 200, a.body);
+      const out = JSON.parse(a.body) as { Index: number; JobModifyIndex: number };
+      assert.equal(String(out.Index), a.headers['x-nomad-index']);
+      assert.equal(out.JobModifyIndex, out.Index);
+      indexOf.set(`burst-${i}`, out.Index);
+    });
+    // Each answer's index is its job's: the job reads back at it.
+    for (const [id, index] of indexOf) {
+      const job = (await (await fetch(`${withWorkers.url}/v1/job/${id}`, { headers: { 'x-nomad-token': TOKEN } })).json()) as { JobModifyIndex: number };
+      assert.equal(job.JobModifyIndex, index, id);
+    }
+
+    // The stream has every registration, at its answer's index, in index order.
+    const seen: Array<{ id: string; index: number }> = [];
+    let text = '';
+    const until = Date.now() + 60_000;
+    while (seen.length < indexOf.size && Date.now() < until) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += Buffer.from(value).toString();
+      let nl: number;
+      while ((nl = text.indexOf('\n')) >= 0) {
+        const frame = JSON.parse(text.slice(0, nl) || '{}') as { Events?: Array<{ Type: string; Key: string; Index: number }> };
+        text = text.slice(nl + 1);
+        for (const e of frame.Events ?? []) if (e.Type === 'JobRegistered' && e.Key.startsWith('burst-')) seen.push({ id: e.Key, index: e.Index });
+      }
+    }
+    ac.abort();
+    assert.deepEqual(new Map(seen.map((s) => [s.id, s.index])), indexOf);
+    const indexes = seen.map((s) => s.index);
+    assert.deepEqual(indexes, [...indexes].sort((x, y) => x - y), 'events in index order');
+  });
+
+  it('leave every connection to the workers once they all accept, and serve on main when none does', async () => {
+    const pool = withWorkers.server.apiWorkers!;
+    const deadline = Date.now() + 60_000;
+    while (pool.mainAccepting && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(pool.mainAccepting, false, 'main stopped accepting');
+    for (let i = 0; i < 20; i++) {
+      const { answer, line } = await withWorkers.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody(`workers-only-${i}`) });
+      assert.equal(answer.status, 200);
+      assert.notEqual(line.worker, undefined, 'a worker took the connection');
+    }
+    // Every worker ends: main takes the socket again at once, and the API answers throughout.
+    await Promise.all(pool.threadIds.map((id) => pool.crash(id)));
+    assert.equal(pool.ready, 0);
+    assert.equal(pool.mainAccepting, true, 'main accepts again');
+    const { answer } = await withWorkers.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody('no-worker') });
+    assert.equal(answer.status, 200);
+    await pool.whenReady(120_000);
+    while (pool.mainAccepting && Date.now() < deadline + 60_000) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(pool.mainAccepting, false, 'main leaves the socket to the replacements');
+  });
+
   it('replace a worker that ended, and keep answering', async () => {
     const pool = withWorkers.server.apiWorkers!;
     const [first] = pool.threadIds;

@@ -48,6 +48,11 @@ export class FastRegister {
     w?.(m);
   }
 
+  /** Registration `id` could not be sent to main (something in its spec cannot be cloned; never expected): main's fastify reads it again. */
+  unsent(id: number): void {
+    this.answered({ t: 'relay', id });
+  }
+
   /** Serves one registration request (see the file comment). */
   serve(req: IncomingMessage, res: ServerResponse, at: { route: string; id?: string }): void {
     const id = this.#next++;
@@ -95,13 +100,7 @@ export class FastRegister {
         served = true;
         writeAnswer(res, m.answer);
       });
-      try {
-        this.#post({ t: 'register', id, reg: sent(reg), ...(req.headers.accept !== undefined ? { accept: req.headers.accept } : {}) });
-      } catch {
-        // Something in the spec main cannot be sent (never expected): main's fastify reads it again.
-        this.#waiting.delete(id);
-        this.#relay.request(req, res, chunks);
-      }
+      this.#post({ t: 'register', id, reg: sent(reg), ...(req.headers.accept !== undefined ? { accept: req.headers.accept } : {}) });
     };
     req.on('data', onData);
     req.once('end', onEnd);
@@ -114,7 +113,7 @@ export class FastRegister {
   warm(): void {
     const reg = this.#read(JSON.stringify({ Job: sampleJob() }), '/v1/jobs', undefined);
     if (!reg) return;
-    structuredClone({ t: 'register', id: 0, reg: sent(reg) });
+    structuredClone([{ t: 'register', id: 0, reg: sent(reg) }]);
     // The full form Nomad's clients and Berth's CLI send (every field, most of them null), so that rounds
     // leave the reader compiled for both shapes (main's warm-job-path.ts says why).
     const full = specToNomadJob(publicJob(reg.spec)) as unknown as Record<string, unknown>;

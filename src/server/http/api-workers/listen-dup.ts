@@ -19,30 +19,53 @@ const err = h.open(4);
 if (err) { process.stderr.write('cannot open the listening socket (' + err + ')'); process.exit(3); }
 process.send('listening-socket', h, () => process.disconnect());`;
 
+/** A TCP handle (Node's tcp_wrap) as this code uses it: a listening socket's fd, polled once `listen` is called. */
+export interface TcpHandle {
+  readonly fd: number;
+  listen(backlog: number): number;
+  close(callback?: () => void): void;
+  onconnection?: unknown;
+}
+
 /** Listens `server` on a duplicate of `fd` (a listening TCP socket of this process). */
-export function listenOnDuplicate(server: Server, fd: number, timeoutMs = 30_000): Promise<void> {
+export async function listenOnDuplicate(server: Server, fd: number, timeoutMs = 30_000): Promise<void> {
+  const handle = await duplicateListener(fd, timeoutMs);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(handle, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/**
+ * A duplicate of `fd` (a listening TCP socket of this process) as a handle
+ * of its own, not polled: nothing lands in it until its `listen` is called.
+ * The caller closes it.
+ */
+export function duplicateListener(fd: number, timeoutMs = 30_000): Promise<TcpHandle> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--no-deprecation', '-e', CHILD], { stdio: ['ignore', 'ignore', 'pipe', 'ipc', fd], env: {} });
     let stderr = '';
     let settled = false;
-    const done = (err?: Error): void => {
-      if (settled) return;
+    const done = (err: Error | undefined, handle?: TcpHandle): void => {
+      if (settled) {
+        handle?.close();
+        return;
+      }
       settled = true;
       clearTimeout(timer);
-      if (err) {
+      if (err || !handle) {
         child.kill('SIGKILL');
-        reject(err);
-      } else resolve();
+        reject(err ?? new Error('the listening socket did not come back'));
+      } else resolve(handle);
     };
     const timer = setTimeout(() => done(new Error(`no copy of the listening socket within ${timeoutMs} ms`)), timeoutMs);
     child.stderr?.on('data', (b: Buffer) => {
       stderr += b.toString();
     });
-    child.once('message', (_msg, handle) => {
-      if (!handle) return done(new Error('the listening socket did not come back'));
-      server.once('error', (err) => done(err));
-      server.listen(handle, () => done());
-    });
+    child.once('message', (_msg, handle) => done(undefined, handle as TcpHandle | undefined));
     child.once('error', (err) => done(err));
     child.once('exit', (code) => {
       if (code) done(new Error(`the helper that copies the listening socket exited ${code}: ${stderr.trim()}`));

@@ -1,6 +1,7 @@
 // The API's front workers, main's side. Main (the one writer: it owns the
 // state store, the scheduler and, in a dev agent, the client) keeps its
-// fastify listener; N worker threads accept on the same socket beside it.
+// fastify listener; N worker threads accept on the same socket, and once
+// they all do, main stops accepting there (main-listener.ts) until none does.
 // A worker serves job registrations up to the store write, which it hands
 // to main (registered here: JobService.register, so registrations that
 // arrive in one turn share a write), and relays every other request to
@@ -25,6 +26,8 @@ import { registrationAnswer } from '../registration-fast-path.js';
 import type { ApiDeps } from '../route-context.js';
 import type { Answer } from '../answers.js';
 import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './protocol.js';
+import { MainListener } from './main-listener.js';
+import { Outbox } from './outbox.js';
 import { markInternal } from './relayed.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
@@ -49,6 +52,8 @@ export interface ApiWorkersOptions {
 
 interface Slot {
   worker: Worker | undefined;
+  /** What goes to the worker, one post a tick (the answers of one store write together). */
+  outbox: Outbox<ToWorker> | undefined;
   /** Write requests the worker began and has not ended (released if it dies). */
   open: Set<number>;
   ready: boolean;
@@ -67,6 +72,7 @@ export class ApiWorkers {
   #socketPath = '';
   #tempDir: string | undefined;
   #setup: WorkerSetup | undefined;
+  #main: MainListener | undefined;
   #closing = false;
   #readyWaiters: Array<() => void> = [];
 
@@ -79,6 +85,11 @@ export class ApiWorkers {
   /** Workers accepting now. */
   get ready(): number {
     return this.#slots.filter((s) => s.ready).length;
+  }
+
+  /** Whether main accepts on the API's socket itself (it stops once every worker accepts; main-listener.ts). */
+  get mainAccepting(): boolean {
+    return this.#main?.accepting ?? true;
   }
 
   /** The worker threads' IDs (a test ends one to see it replaced). */
@@ -94,8 +105,9 @@ export class ApiWorkers {
   /** Opens the internal socket and starts the workers; does not wait for them (see whenReady). */
   async start(): Promise<void> {
     const { app } = this.#opts;
-    const fd = (app.server as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    if (typeof fd !== 'number' || fd < 0) throw new Error('the API listener has no socket to share with its workers');
+    this.#main = new MainListener(app.server);
+    const fd = this.#main.fd;
+    if (fd < 0) throw new Error('the API listener has no socket to share with its workers');
     this.#socketPath = this.#socketPathFor(this.#opts.dataDir);
     rmSync(this.#socketPath, { force: true });
     // Main's HTTP server serves the relayed connections as its own (fastify's hooks, timeouts, close).
@@ -115,7 +127,7 @@ export class ApiWorkers {
     this.#internal = internal;
     this.#setup = { listenFd: fd, relaySocket: this.#socketPath, tokens: this.#opts.deps.tokens, bodyLimit: this.#opts.deps.bodyLimit ?? MAX_REQUEST_BODY_BYTES, traceRelays: this.#log.isLevelEnabled('trace') };
     for (let i = 0; i < this.#opts.count; i++) {
-      const slot: Slot = { worker: undefined, open: new Set(), ready: false, failures: 0 };
+      const slot: Slot = { worker: undefined, outbox: undefined, open: new Set(), ready: false, failures: 0 };
       this.#slots.push(slot);
       this.#spawn(slot);
     }
@@ -138,6 +150,8 @@ export class ApiWorkers {
   /** Stops the workers (each stops accepting and finishes its registrations) and closes the internal socket. */
   async close(): Promise<void> {
     this.#closing = true;
+    // Main takes the connections again while the workers finish, until the API itself closes.
+    this.#resumeMain();
     await Promise.all(
       this.#slots.map(async (slot) => {
         clearTimeout(slot.restart);
@@ -145,8 +159,8 @@ export class ApiWorkers {
         if (!w) return;
         const closed = new Promise<void>((resolve) => {
           const t = setTimeout(resolve, CLOSE_WAIT_MS);
-          w.on('message', (m: FromWorker) => {
-            if (m.t === 'closed') {
+          w.on('message', (batch: FromWorker[]) => {
+            if (batch.some((m) => m.t === 'closed')) {
               clearTimeout(t);
               resolve();
             }
@@ -156,7 +170,8 @@ export class ApiWorkers {
             resolve();
           });
         });
-        w.postMessage({ t: 'close' } satisfies ToWorker);
+        slot.outbox?.push({ t: 'close' });
+        slot.outbox?.flush();
         await closed;
         await w.terminate();
       }),
@@ -179,17 +194,23 @@ export class ApiWorkers {
 
   #spawn(slot: Slot): void {
     const [entry, opts] = workerEntry();
-    const w = new Worker(entry, { ...opts, workerData: this.#setup });
+    // The fd to copy is main's handle's now (main swaps it when it stops accepting, never while a worker starts).
+    const w = new Worker(entry, { ...opts, workerData: { ...this.#setup, listenFd: this.#main?.fd ?? -1 } });
     slot.worker = w;
+    slot.outbox = new Outbox<ToWorker>((batch) => w.postMessage(batch), 'tick');
     slot.ready = false;
     w.unref();
-    w.on('message', (m: FromWorker) => this.#onMessage(slot, w, m));
+    // One batch a post (outbox.ts), read in the order the worker queued it.
+    w.on('message', (batch: FromWorker[]) => {
+      for (const m of batch) this.#onMessage(slot, w, m);
+    });
     w.once('error', (err) => this.#log.error({ thread: w.threadId, err: describeError(err) }, 'an API worker failed'));
     w.once('exit', (code) => {
       this.#release(slot);
       if (slot.worker === w) slot.worker = undefined;
       slot.ready = false;
       if (this.#closing) return;
+      if (this.ready === 0) this.#resumeMain();
       slot.failures++;
       const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (slot.failures - 1));
       this.#log.warn({ thread: w.threadId, code, restartInMs: delay }, 'an API worker ended; starting another');
@@ -219,17 +240,21 @@ export class ApiWorkers {
         // The request log's logger, made once: a pino child a message (its redaction compiled each time) cost main ~60 us a registration.
         if (m.log && this.#httpLog.isLevelEnabled('debug')) this.#httpLog.debug({ ...m.log, worker: w.threadId, fastPath: true }, 'request');
         return;
-      case 'register':
+      case 'register': {
+        // The answers of one store write leave in one post, once that write's promise chains settled.
+        const out = slot.outbox;
         this.#register(m.reg, m.accept).then(
-          (answer) => w.postMessage((answer ? { t: 'answer', id: m.id, answer } : { t: 'relay', id: m.id }) satisfies ToWorker),
-          () => w.postMessage({ t: 'relay', id: m.id } satisfies ToWorker),
+          (answer) => out?.push(answer ? { t: 'answer', id: m.id, answer } : { t: 'relay', id: m.id }),
+          () => out?.push({ t: 'relay', id: m.id }),
         );
         return;
+      }
       case 'ready':
         slot.ready = true;
         slot.failures = 0;
         this.#log.debug({ thread: w.threadId }, 'API worker accepting');
         for (const r of this.#readyWaiters.splice(0)) r();
+        this.#handOff();
         return;
       case 'failed':
         this.#log.warn({ thread: w.threadId, err: m.error }, 'an API worker could not listen; main serves without it');
@@ -243,6 +268,32 @@ export class ApiWorkers {
         return;
       case 'closed':
         return;
+    }
+  }
+
+  /**
+   * Main stops accepting on the API's socket once every worker accepts
+   * (main-listener.ts): otherwise libuv has main drain the accept queue
+   * whenever it polls, and main reads much of a burst itself.
+   */
+  #handOff(): void {
+    const main = this.#main;
+    const all = (): boolean => !this.#closing && this.ready === this.#slots.length;
+    if (!main?.accepting || !all()) return;
+    void main.stop(all).then((stopped) => {
+      if (stopped) this.#log.debug({ workers: this.ready }, 'main stopped accepting on the API socket: the workers take every connection');
+    });
+  }
+
+  /** No worker accepts (or the pool closes): main accepts again. */
+  #resumeMain(): void {
+    const main = this.#main;
+    if (!main || main.accepting) return;
+    try {
+      main.resume();
+      this.#log.debug('main accepts on the API socket again');
+    } catch (err) {
+      this.#log.error({ err: describeError(err) }, 'main could not accept on the API socket again');
     }
   }
 

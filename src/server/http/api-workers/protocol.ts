@@ -4,6 +4,7 @@
 // hands it each registration it read; main answers with the outcome, or
 // asks the worker to serve the request the usual way (relayed to main's
 // fastify), e.g. on a follower, which forwards writes to the leader.
+// Each post carries an array of these, in order (outbox.ts: one post a turn each way).
 
 import type { Answer } from '../answers.js';
 import type { ApiToken } from '../auth.js';

@@ -12,6 +12,7 @@ import { registrationRoute } from '../registration-fast-path.js';
 import { FastRegister } from './fast-register.js';
 import { listenOnDuplicate } from './listen-dup.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+import { Outbox } from './outbox.js';
 import { Relay } from './relay.js';
 import { sendErrorAnswer } from '../answers.js';
 
@@ -20,10 +21,12 @@ const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 /** How long a closing worker waits for main's answers to the registrations it handed over. */
 const CLOSE_WAIT_MS = 5_000;
 
+if (!parentPort) throw new Error('worker-main.ts runs as a worker thread');
 const port = parentPort;
-if (!port) throw new Error('worker-main.ts runs as a worker thread');
 const setup = workerData as WorkerSetup;
-const post = (m: FromWorker): void => port.postMessage(m);
+// One post a turn to main (outbox.ts): what the poll phase read, in order.
+const outbox = new Outbox<FromWorker>(sendBatch, 'immediate');
+const post = (m: FromWorker): void => outbox.push(m);
 const relay = new Relay(setup.relaySocket, setup.traceRelays ? (m) => post({ t: 'relayed', ...m }) : undefined);
 const fast = new FastRegister({ post, tokens: new TokenTable(setup.tokens), bodyLimit: setup.bodyLimit, relay });
 
@@ -46,10 +49,27 @@ const server = http.createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requ
 });
 server.on('upgrade', (req, socket, head: Buffer) => relay.upgrade(req, socket, head));
 
-port.on('message', (m: ToWorker) => {
-  if (m.t === 'close') void close();
-  else fast.answered(m);
+port.on('message', (batch: ToWorker[]) => {
+  for (const m of batch) {
+    if (m.t === 'close') void close();
+    else fast.answered(m);
+  }
 });
+
+/** Posts a batch; should a message in it not clone (never expected), the others go one by one and a registration among the unsent is relayed. */
+function sendBatch(batch: FromWorker[]): void {
+  try {
+    port.postMessage(batch);
+  } catch {
+    for (const m of batch) {
+      try {
+        port.postMessage([m]);
+      } catch {
+        if (m.t === 'register') fast.unsent(m.id);
+      }
+    }
+  }
+}
 
 async function close(): Promise<void> {
   server.close();
@@ -60,6 +80,7 @@ async function close(): Promise<void> {
   server.closeAllConnections();
   relay.close();
   post({ t: 'closed' });
+  outbox.flush();
 }
 
 /**
@@ -83,7 +104,11 @@ listenOnDuplicate(server, setup.listenFd).then(
   () => {
     fast.warm();
     post({ t: 'ready' });
+    outbox.flush();
     warmMore(1, performance.now() + WARM_WALL_MS);
   },
-  (err: unknown) => post({ t: 'failed', error: err instanceof Error ? err.message : String(err) }),
+  (err: unknown) => {
+    post({ t: 'failed', error: err instanceof Error ? err.message : String(err) });
+    outbox.flush();
+  },
 );
