@@ -12,6 +12,7 @@ import type { PluginRegistry } from './dynamicplugins/index.js';
 import type { AllocUpdate, StatusReporter } from './serverconn/index.js';
 import type { RunnerEntry } from './_client-types.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
+import type { AdmissionWindow } from './_admission.js';
 
 /** What applyAllocList needs of the Client. */
 export interface AllocListContext {
@@ -27,6 +28,8 @@ export interface AllocListContext {
   clock: Clock;
   log: Logger;
   handoverTimeoutMs: number;
+  /** The window new allocations run through (restored ones do not: they never wait behind new ones). */
+  admission: AdmissionWindow;
   /** Aborted when the client stops. */
   signal: AbortSignal;
   /** Background work stop() waits for. */
@@ -47,6 +50,8 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
       if (entry.awaitingServer || alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
         entry.awaitingServer = false;
         entry.alloc = alloc;
+        // Stopped while it waited for a slot: it leaves the queue at once and never runs.
+        if (alloc.desiredStatus !== 'run') entry.admission?.abort();
         if (sentJob) entry.job = sentJob;
         updates.push(entry);
       }
@@ -71,11 +76,23 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
   // Started once every known allocation has its new version, so that a replacement sees the one it replaces stopping.
   for (const fresh of created) {
     const holders = holdersOf(runners, fresh);
+    const waiting = new AbortController();
+    fresh.admission = waiting;
     fresh.started = (async () => {
       if (holders.length) await waitCleanedUp(ctx, fresh, holders);
       // Stopped by the server while it waited: it never runs.
       if (ctx.signal.aborted || fresh.alloc.desiredStatus !== 'run') return;
-      await fresh.runner.run();
+      const release = await ctx.admission.enter(AbortSignal.any([ctx.signal, waiting.signal]));
+      delete fresh.admission;
+      if (!release) return;
+      if (ctx.signal.aborted || fresh.alloc.desiredStatus !== 'run') {
+        release();
+        return;
+      }
+      const running = fresh.runner.run();
+      // The slot is free once the first task is handed to its driver (or the run ended, or the window's hold passed), not when run() resolves.
+      void ctx.admission.hold(fresh.runner.launched ? Promise.race([fresh.runner.launched(), running]) : running, release);
+      await running;
     })().catch((err: unknown) => {
       log.warn({ allocId: fresh.alloc.id, err: describeError(err) }, 'an allocation failed to start');
     });
@@ -101,6 +118,8 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
     if (update.current.has(allocId)) continue;
     runners.delete(allocId);
     ctx.leaving.set(allocId, entry);
+    // One still waiting for a slot leaves the queue: its destroy does not wait behind the window.
+    entry.admission?.abort();
     entry.destroying = (async () => {
       await entry.started;
       await entry.runner.destroy();
