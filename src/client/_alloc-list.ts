@@ -47,13 +47,18 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
     const entry = runners.get(alloc.id);
     if (entry) {
       // A restored runner gets the server's view even when nothing changed: only then may it act.
-      if (entry.awaitingServer || alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
+      if (entry.awaitingServer || alloc.desiredStatus !== entry.alloc.desiredStatus || (alloc.modifyIndex !== entry.alloc.modifyIndex && serverSideChanged(entry.alloc, alloc))) {
         entry.awaitingServer = false;
         entry.alloc = alloc;
         // Stopped while it waited for a slot: it leaves the queue at once and never runs.
         if (alloc.desiredStatus !== 'run') entry.admission?.abort();
         if (sentJob) entry.job = sentJob;
         updates.push(entry);
+      } else if (alloc.modifyIndex !== entry.alloc.modifyIndex) {
+        // Only what this client reported changed (after a burst, the server sends every allocation back once its status
+        // landed): nothing for the runner to act on, and no synchronous save of its record each.
+        entry.alloc = alloc;
+        if (sentJob) entry.job = sentJob;
       }
       continue;
     }
@@ -128,6 +133,23 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
       .finally(() => ctx.leaving.delete(allocId));
     ctx.track(entry.destroying);
   }
+}
+
+/** Fields of an allocation the client itself reports, and the server's bookkeeping of its writes. */
+const CLIENT_SIDE_FIELDS: ReadonlySet<string> = new Set(['clientStatus', 'clientDescription', 'taskStates', 'checks', 'modifyIndex', 'modifyTime']);
+
+/** Whether `next` differs from `known` in anything but CLIENT_SIDE_FIELDS (what the server decides: desired status, job version, resources, ...). */
+function serverSideChanged(known: Allocation, next: Allocation): boolean {
+  const a = known as unknown as Record<string, unknown>;
+  const b = next as unknown as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (CLIENT_SIDE_FIELDS.has(key)) continue;
+    const x = a[key];
+    const y = b[key];
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null || JSON.stringify(x) !== JSON.stringify(y)) return true;
+  }
+  return false;
 }
 
 /**

@@ -4,7 +4,9 @@
 // (not when its run ends); a queued allocation the server stops never runs,
 // and neither its stop nor its destroy waits behind the window; one that
 // holds its slot past holdMs (set-up waiting on something outside) lets the
-// others in; a restored allocation is never queued behind new ones.
+// others in; a restored allocation is never queued behind new ones. And a
+// known allocation sent again with only what the client reported changed
+// (its status, a new modify index) is not handed to its runner again.
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,7 +71,7 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await nextTurn();
 }
 
-describe('AllocSync admission window', () => {
+describe('AllocSync: the admission window, and what the runners are told', () => {
   let dir: string;
   let store: SqliteClientStateStore;
   let job: Job;
@@ -212,6 +214,21 @@ describe('AllocSync admission window', () => {
     await clock.advance(1);
     await settle();
     assert.equal(made.get(b.id)?.ran, true, 'let in once the hold passed');
+  });
+
+  it('does not hand the runner an allocation sent again with only its client status changed; a server-side change it does', async () => {
+    const { sync: s, made } = sync(4);
+    const a = makeAlloc(job);
+    await s.onAllocations(change([a]), 10);
+    await settle();
+    const reported = { ...a, modifyIndex: a.modifyIndex + 1, clientStatus: 'running' as const, clientDescription: 'Tasks are running', taskStates: { t: { state: 'running', failed: false, restarts: 0, events: [] } } } as unknown as Allocation;
+    await s.onAllocations(change([reported]), 11);
+    assert.deepEqual(made.get(a.id)?.calls, ['run'], 'no update for its own status coming back');
+    const moved = { ...reported, modifyIndex: reported.modifyIndex + 1, desiredDescription: 'migrating' };
+    await s.onAllocations(change([moved]), 12);
+    const stopped = { ...moved, modifyIndex: moved.modifyIndex + 1, desiredStatus: 'stop' as const };
+    await s.onAllocations(change([stopped]), 13);
+    assert.deepEqual(made.get(a.id)?.calls, ['run', 'update:run', 'update:stop']);
   });
 
   it('gives a restored allocation the server view at once with the window full', async () => {
