@@ -251,7 +251,9 @@ export class ExecutorHosts {
    * set up, rather than each when a start finds no room (then 1-2 s of a
    * burst's starts waited on executors' Node starts). A hint forgotten after
    * EXPECT_FOR_MS; an executor that gets no task exits by itself (5 s after
-   * its start, as any new one). Never throws.
+   * its start, as any new one). The executors it asks for are forked one a
+   * turn of the loop (#spawnQueued), a start finding no room takes one at
+   * once. Never throws.
    */
   expect(count: number): void {
     if (this.#closed) return;
