@@ -326,16 +326,20 @@ export class ExecutorHosts {
    * executor, which spawns its tasks one after the other, while the rest idle.
    */
   #pick(): Host {
-    let best: Host | undefined;
-    for (const h of [...this.#hosts]) {
-      if (h.gone || h.tasks >= this.#opts.tasksPerExecutor) continue;
-      if (h.pid && !isAlive(h.pid, h.startTicks)) {
-        this.#drop(h);
+    for (;;) {
+      let best: Host | undefined;
+      for (const h of this.#hosts) {
+        if (h.gone || h.tasks >= this.#opts.tasksPerExecutor) continue;
+        if (!best || h.tasks < best.tasks) best = h;
+      }
+      if (!best) break;
+      // Only the one chosen is checked (a read of its /proc stat), not every executor at each start.
+      if (best.pid && !isAlive(best.pid, best.startTicks)) {
+        this.#drop(best);
         continue;
       }
-      if (!best || h.tasks < best.tasks) best = h;
+      return this.#take(best);
     }
-    if (best) return this.#take(best);
     // No room: one expect() queued is started now rather than in its turn.
     if (this.#queued > 0) this.#queued--;
     return this.#take(this.#spawn(false));
