@@ -12,6 +12,7 @@ import type { PluginRegistry } from './dynamicplugins/index.js';
 import type { AllocUpdate, StatusReporter } from './serverconn/index.js';
 import type { RunnerEntry } from './_client-types.js';
 import { pluginSuccessor, stopAfterHandover } from './_handover.js';
+import type { AdmissionWindow } from './_admission.js';
 
 /** What applyAllocList needs of the Client. */
 export interface AllocListContext {
@@ -27,6 +28,8 @@ export interface AllocListContext {
   clock: Clock;
   log: Logger;
   handoverTimeoutMs: number;
+  /** The window new allocations run through (restored ones do not: they never wait behind new ones). */
+  admission: AdmissionWindow;
   /** Aborted when the client stops. */
   signal: AbortSignal;
   /** Background work stop() waits for. */
@@ -44,11 +47,18 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
     const entry = runners.get(alloc.id);
     if (entry) {
       // A restored runner gets the server's view even when nothing changed: only then may it act.
-      if (entry.awaitingServer || alloc.modifyIndex !== entry.alloc.modifyIndex || alloc.desiredStatus !== entry.alloc.desiredStatus) {
+      if (entry.awaitingServer || alloc.desiredStatus !== entry.alloc.desiredStatus || (alloc.modifyIndex !== entry.alloc.modifyIndex && serverSideChanged(entry.alloc, alloc))) {
         entry.awaitingServer = false;
         entry.alloc = alloc;
+        // Stopped while it waited for a slot: it leaves the queue at once and never runs.
+        if (alloc.desiredStatus !== 'run') entry.admission?.abort();
         if (sentJob) entry.job = sentJob;
         updates.push(entry);
+      } else if (alloc.modifyIndex !== entry.alloc.modifyIndex) {
+        // Only what this client reported changed (after a burst, the server sends every allocation back once its status
+        // landed): nothing for the runner to act on, and no synchronous save of its record each.
+        entry.alloc = alloc;
+        if (sentJob) entry.job = sentJob;
       }
       continue;
     }
@@ -71,11 +81,23 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
   // Started once every known allocation has its new version, so that a replacement sees the one it replaces stopping.
   for (const fresh of created) {
     const holders = holdersOf(runners, fresh);
+    const waiting = new AbortController();
+    fresh.admission = waiting;
     fresh.started = (async () => {
       if (holders.length) await waitCleanedUp(ctx, fresh, holders);
       // Stopped by the server while it waited: it never runs.
       if (ctx.signal.aborted || fresh.alloc.desiredStatus !== 'run') return;
-      await fresh.runner.run();
+      const release = await ctx.admission.enter(AbortSignal.any([ctx.signal, waiting.signal]));
+      delete fresh.admission;
+      if (!release) return;
+      if (ctx.signal.aborted || fresh.alloc.desiredStatus !== 'run') {
+        release();
+        return;
+      }
+      const running = fresh.runner.run();
+      // The slot is free once the first task is handed to its driver (or the run ended, or the window's hold passed), not when run() resolves.
+      void ctx.admission.hold(fresh.runner.launched ? Promise.race([fresh.runner.launched(), running]) : running, release);
+      await running;
     })().catch((err: unknown) => {
       log.warn({ allocId: fresh.alloc.id, err: describeError(err) }, 'an allocation failed to start');
     });
@@ -101,6 +123,8 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
     if (update.current.has(allocId)) continue;
     runners.delete(allocId);
     ctx.leaving.set(allocId, entry);
+    // One still waiting for a slot leaves the queue: its destroy does not wait behind the window.
+    entry.admission?.abort();
     entry.destroying = (async () => {
       await entry.started;
       await entry.runner.destroy();
@@ -109,6 +133,23 @@ export function applyAllocList(ctx: AllocListContext, update: Pick<AllocUpdate, 
       .finally(() => ctx.leaving.delete(allocId));
     ctx.track(entry.destroying);
   }
+}
+
+/** Fields of an allocation the client itself reports, and the server's bookkeeping of its writes. */
+const CLIENT_SIDE_FIELDS: ReadonlySet<string> = new Set(['clientStatus', 'clientDescription', 'taskStates', 'checks', 'modifyIndex', 'modifyTime']);
+
+/** Whether `next` differs from `known` in anything but CLIENT_SIDE_FIELDS (what the server decides: desired status, job version, resources, ...). */
+function serverSideChanged(known: Allocation, next: Allocation): boolean {
+  const a = known as unknown as Record<string, unknown>;
+  const b = next as unknown as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (CLIENT_SIDE_FIELDS.has(key)) continue;
+    const x = a[key];
+    const y = b[key];
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null || JSON.stringify(x) !== JSON.stringify(y)) return true;
+  }
+  return false;
 }
 
 /**

@@ -23,6 +23,7 @@ import type { NodeFingerprinter } from './_fingerprint.js';
 import type { NodeMeta } from './_node-meta.js';
 import type { ServiceChecks } from './_service-checks.js';
 import { applyAllocList } from './_alloc-list.js';
+import { AdmissionWindow, DEFAULT_START_HOLD_MS, DEFAULT_START_WINDOW } from './_admission.js';
 import { GC_BUCKET } from './_alloc-gc.js';
 import { reconcileVolumes } from './_restore.js';
 import { allocRunnerOptions, type RunnerParts } from './_alloc-runner-options.js';
@@ -64,10 +65,13 @@ export interface AllocSyncDeps {
 /** The allocation runners of one Client and their sync with the server's list. */
 export class AllocSync {
   readonly #d: AllocSyncDeps;
+  readonly #admission: AdmissionWindow;
   #serverListReceived = false;
 
   constructor(deps: AllocSyncDeps) {
     this.#d = deps;
+    const w = deps.opts.startWindow;
+    this.#admission = new AdmissionWindow({ limit: w?.allocations ?? DEFAULT_START_WINDOW, holdMs: w?.holdMs ?? DEFAULT_START_HOLD_MS, clock: deps.clock });
   }
 
   /** Whether the server's allocation list has been received since start. */
@@ -137,6 +141,7 @@ export class AllocSync {
         clock: this.#d.clock,
         log: this.#d.log,
         handoverTimeoutMs: this.#d.opts.handoverTimeoutMs ?? 60_000,
+        admission: this.#admission,
         signal: this.#d.signal,
         track: (p) => this.#d.track(p),
       },

@@ -16,6 +16,13 @@ import type { GcLimits } from './gc/index.js';
 export interface AllocRunnerHandle {
   /** Starts prerun hooks then tasks; resolves once started. */
   run(): Promise<void>;
+  /**
+   * Resolves once the first of its tasks was handed to its driver (its
+   * handle recorded), or run() ended without one (set-up failed, stopped):
+   * where the client's admission window frees the allocation's slot.
+   * Optional for fakes (then run() resolving frees it). Never rejects.
+   */
+  launched?(): Promise<void>;
   /** After an agent restart: reattaches tasks from saved handles, runs nothing anew. */
   restore(): Promise<void>;
   /**
@@ -175,6 +182,13 @@ export interface ClientOptions {
    * once `signal` (the client stopping) aborts. Default: nothing held.
    */
   holdStarts?: (signal: AbortSignal) => Promise<void>;
+  /**
+   * The admission window of new allocations (see _admission.ts):
+   * `allocations` admitted at once between their runner running and their
+   * first task handed to its driver (default DEFAULT_START_WINDOW), each
+   * holding its slot at most `holdMs` (default DEFAULT_START_HOLD_MS).
+   */
+  startWindow?: { allocations?: number; holdMs?: number };
 }
 
 export type ClientState = LifecycleState;
@@ -196,6 +210,8 @@ export interface RunnerEntry {
   started: Promise<void>;
   /** Restored after a restart and not yet given the server's view (it acts on nothing until then). */
   awaitingServer: boolean;
+  /** While a new allocation waits for a slot in the admission window: aborting it takes it out of the queue (it never runs). */
+  admission?: AbortController;
   /** When the client first saw it collectable (for allocations whose tasks never ran). */
   finishedAt?: number;
   /** Its destroy in progress, once the server no longer lists it (the Client's `leaving` has it until then). Never rejects. */

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -36,6 +36,23 @@ describe('the task directory as Nomad builds it', () => {
     assert.match(secrets.split(' ')[5] ?? '', /noexec/, 'secrets/ is noexec');
     assert.equal(await a.buildTask('web', 'none'), 0, 'no chroot for FSIsolation none');
     assert.equal(existsSync(t.sharedTaskDir), false, 'a driver without isolation uses the host path of alloc/');
+    await a.destroy();
+    assert.equal(existsSync(a.dir), false);
+  });
+
+  it('a rebuild (after an agent restart) gives each directory its exact mode again and keeps one secrets tmpfs; a root that did not exist is made', async () => {
+    const deep = path.join(root, 'not', 'yet');
+    const a = new AllocDir({ root: deep, allocId: 'a3' });
+    await a.build(['web']);
+    const t = a.task('web');
+    assert.equal(mode(a.dir), '755');
+    assert.equal(mode(t.tmpDir), '1777');
+    chmodSync(t.tmpDir, 0o700);
+    chmodSync(a.sharedDir, 0o700);
+    await a.build(['web']);
+    assert.equal(mode(t.tmpDir), '1777', 'tmp/ back to 1777');
+    assert.equal(mode(a.sharedDir), '755', 'alloc/ back to 755');
+    assert.deepEqual(mountPointsUnder(a.dir), [t.secretsDir], 'one tmpfs, not stacked');
     await a.destroy();
     assert.equal(existsSync(a.dir), false);
   });

@@ -18,7 +18,7 @@ import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError, describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { bindAll, type BindMount, type ChrootCache } from './chroot.js';
-import { makeDirs, mount, mountPointsUnder, unmountUnder } from './mounts.js';
+import { buildTree, mountPointsUnder, unmountUnder } from './mounts.js';
 
 /** How a task's driver isolates its file system (Nomad's fsisolation.Mode). */
 export type FsIsolation = 'none' | 'chroot' | 'image' | 'unveil';
@@ -118,18 +118,15 @@ export class AllocDir {
         const t = this.task(name);
         dirs.push([t.dir, 0o777], [t.localDir, 0o777], [t.tmpDir, 0o1777], [t.secretsDir, 0o777]);
       }
-      await makeDirs(dirs);
-      await Promise.all(
-        taskNames.map(async (name) => {
-          const { secretsDir } = this.task(name);
-          try {
-            // Skipped by the helper when secrets/ already holds the tmpfs (a rebuild after a restart).
-            await mount(['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', secretsDir], { unlessOwnFs: secretsDir });
-          } catch (err) {
-            this.#logger.warn({ task: name, err: describeError(err) }, 'cannot mount tmpfs on secrets; using a plain directory');
-          }
-        }),
-      );
+      // With each secrets tmpfs, in the same request: skipped by the helper when secrets/ already holds it (a rebuild after a restart).
+      const mounts = taskNames.map((name) => {
+        const { secretsDir } = this.task(name);
+        return { args: ['-t', 'tmpfs', '-o', `size=${SECRETS_SIZE},mode=0777,noexec,nosuid,nodev`, 'tmpfs', secretsDir], unlessOwnFs: secretsDir };
+      });
+      const outcomes = await buildTree(dirs, mounts);
+      outcomes.forEach((o, i) => {
+        if (!o.ok) this.#logger.warn({ task: taskNames[i], err: o.error }, 'cannot mount tmpfs on secrets; using a plain directory');
+      });
     } catch (err) {
       throw new AllocDirError('ALLOC_DIR_FAILED', `cannot build the directory of allocation ${this.allocId}: ${describeError(err)}`, { cause: err });
     }

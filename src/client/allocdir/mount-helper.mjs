@@ -17,9 +17,14 @@
 //           deepest first (lazily when busy), except at or under a path of
 //           keep; answers { unmounted, left } (mount points still there)
 //   sh      { script }              /bin/sh -ec script (several mounts for one spawn)
-//   mkdirs  { dirs: [[path, mode]] }  mkdir -p each, then chmod to exactly
-//           mode (the umask would cut it): an allocation's whole tree for
-//           one message instead of a dozen file system calls on the agent's loop
+//   mkdirs  { dirs: [[path, mode]] }  each directory (with its parents) with
+//           exactly mode (mkdir(2) under a umask of 0; an existing one is
+//           chmodded): an allocation's whole tree for one message instead of
+//           a dozen file system calls on the agent's loop
+//   build   { dirs, mounts: [{ args, unlessOwnFs }] }  mkdirs, then each mount
+//           as `mount` would; one answer { mounts: [{ ok, error? }] } (a
+//           mount that failed is reported in it; only mkdirs fails the request):
+//           an allocation's directory and its secrets tmpfs in one round trip
 // and unmount takes `remove: true` to delete root too once nothing is left
 // mounted under it (an allocation directory collected). Mount requests that
 // queue up behind the running ones (a burst of allocations, each with its
@@ -35,7 +40,7 @@
 // it holds are answered; mounts it made stay, as mount(8)'s would.
 
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -118,6 +123,51 @@ function answerOf(id, work) {
   );
 }
 
+/**
+ * Each directory with exactly its mode, in order: one mkdir(2) under a umask
+ * of 0 (the mode is not cut, so no chmod follows), where the directory is new
+ * and its parent exists (the usual case: a tree listed parents first); an
+ * existing directory is chmodded to the mode, and one whose parents are
+ * missing made as `mkdir -p` makes them (the parents with the process's
+ * umask), then chmodded. Synchronous: the umask is 0 only while no other
+ * work of this process (a child's start) can run. Throws what mkdir threw.
+ * @param {Array<[string, number]>} dirs
+ */
+function makeDirs(dirs) {
+  const umask = process.umask(0);
+  try {
+    for (const [dir, mode] of dirs) {
+      try {
+        mkdirSync(dir, { mode });
+        continue;
+      } catch (err) {
+        const code = /** @type {NodeJS.ErrnoException} */ (err).code;
+        if (code === 'EEXIST' && lstatSync(dir).isDirectory()) {
+          chmodSync(dir, mode);
+          continue;
+        }
+        if (code !== 'ENOENT') throw err;
+      }
+      process.umask(umask);
+      mkdirSync(dir, { recursive: true });
+      chmodSync(dir, mode);
+      process.umask(0);
+    }
+  } finally {
+    process.umask(umask);
+  }
+}
+
+/**
+ * One mount request as it would be served alone: a tmpfs safe to repeat by
+ * mount(2) through the tmpfs mounter, else mount(8).
+ * @param {any} req
+ */
+function mountOne(req) {
+  const m = tmpfs && !tmpfs.broken && req.unlessOwnFs ? translate(req.args) : undefined;
+  return m ? mountTmpfs(req, m) : handle(req);
+}
+
 /** @param {any} req @returns {Promise<unknown>} */
 async function handle(req) {
   switch (req.op) {
@@ -131,11 +181,20 @@ async function handle(req) {
       return r;
     }
     case 'mkdirs':
-      for (const [dir, mode] of req.dirs) {
-        mkdirSync(dir, { recursive: true });
-        chmodSync(dir, mode);
-      }
+      makeDirs(req.dirs);
       return {};
+    case 'build': {
+      makeDirs(req.dirs);
+      const mounts = await Promise.all(
+        req.mounts.map((/** @type {any} */ m) =>
+          mountOne({ op: 'mount', ...m }).then(
+            () => ({ ok: true }),
+            (err) => ({ ok: false, error: err instanceof Error ? err.message : String(err) }),
+          ),
+        ),
+      );
+      return { mounts };
+    }
     case 'sh':
       await run('/bin/sh', ['-ec', req.script]);
       return {};

@@ -57,6 +57,25 @@ export async function makeDirs(dirs: ReadonlyArray<readonly [path: string, mode:
 }
 
 /**
+ * makeDirs(dirs), then each of `mounts` as mount(args, { unlessOwnFs })
+ * would, in one request to the mount helper (an allocation's tree and its
+ * secrets tmpfs in one round trip). Resolves with one outcome a mount, in
+ * order (a failed mount is reported there, not thrown). Safe to repeat.
+ * Throws MountHelperError ALLOC_MOUNT_FAILED when a directory cannot be made.
+ */
+export async function buildTree(
+  dirs: ReadonlyArray<readonly [path: string, mode: number]>,
+  mounts: ReadonlyArray<{ args: string[]; unlessOwnFs: string }>,
+): Promise<Array<{ ok: boolean; error?: string }>> {
+  const r = await mountHelper().request<{ mounts: Array<{ ok: boolean; error?: string }> }>({
+    op: 'build',
+    dirs: dirs.map(([p, m]) => [p, m]),
+    mounts: mounts.map((m) => ({ args: [...m.args], unlessOwnFs: m.unlessOwnFs })),
+  });
+  return r.mounts;
+}
+
+/**
  * Unmounts everything at or under `root`, deepest first (lazily when busy).
  * Returns how many mounts were undone. Safe to repeat.
  */

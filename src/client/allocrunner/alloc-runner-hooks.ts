@@ -53,10 +53,12 @@ export function wireTaskRunners(w: Wiring & {
   volumes: Map<string, ResolvedVolume>;
   save: () => void;
   taskChanged: () => void;
+  /** A task was handed to its driver (TaskRunnerOptions.onHandedOff). */
+  handedOff: () => void;
   tasks: Map<string, TaskRunner>;
   supervisors: Map<string, PluginSupervisorHook>;
 }): void {
-  const { opts, group, allocDir, record, clock, logger, backoff, volumes, save, taskChanged, tasks, supervisors } = w;
+  const { opts, group, allocDir, record, clock, logger, backoff, volumes, save, taskChanged, handedOff, tasks, supervisors } = w;
   const fenceAfterMs = opts.stopAfterServerDisconnectMs && singleWriterVolumes(group, opts.alloc.index ?? 0).length > 0 ? opts.stopAfterServerDisconnectMs : undefined;
   for (const task of group.tasks) {
     const driver = opts.drivers.get(task.driver) ?? missingDriver(task.driver);
@@ -102,6 +104,7 @@ export function wireTaskRunners(w: Wiring & {
         store: opts.store,
         hooks,
         onChange: () => taskChanged(),
+        onHandedOff: handedOff,
         killTimeoutMs: opts.killTimeoutMs ?? 5_000,
         taskEnv: env,
         ephemeral: isEphemeral(task),

@@ -77,6 +77,9 @@ export class AllocRunner {
   #stopping: Promise<void> | undefined;
   #lastStatus = '';
   #cleanedUp!: () => void;
+  #launchedNow!: () => void;
+  /** Resolves once a task was handed to its driver, or run() ended (launched()). */
+  readonly #launched = new Promise<void>((resolve) => (this.#launchedNow = resolve));
   /** Resolves once postrun finished (volumes unmounted and released) or the runner was destroyed. */
   readonly #whenCleanedUp = new Promise<void>((resolve) => (this.#cleanedUp = resolve));
 
@@ -103,6 +106,7 @@ export class AllocRunner {
       volumes: this.#volumes,
       save: () => this.#save(),
       taskChanged: () => this.#taskChanged(),
+      handedOff: () => this.#launchedNow(),
       tasks: this.#tasks,
       supervisors: this.#supervisors,
     });
@@ -129,8 +133,18 @@ export class AllocRunner {
   run(): Promise<void> {
     if (this.#state !== 'new' || this.#stopAbort.signal.aborted) return this.#running ?? Promise.resolve();
     this.#state = 'running';
-    this.#running = this.#run();
+    this.#running = this.#run().finally(() => this.#launchedNow());
     return this.#running;
+  }
+
+  /**
+   * Resolves once the first of its tasks was handed to its driver (its
+   * handle recorded, the executor about to start it), or run() ended without
+   * one: the point the client's admission window frees this allocation's
+   * slot. Pending before run(). Never rejects.
+   */
+  launched(): Promise<void> {
+    return this.#launched;
   }
 
   async #run(): Promise<void> {

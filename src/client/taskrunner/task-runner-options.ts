@@ -37,6 +37,8 @@ export interface TaskRunnerOptions {
   hooks: TaskHook[];
   /** Told after every change of the task state (already persisted), with the live state: copy it to keep it. Must not throw. */
   onChange: (taskName: string, state: Readonly<TaskState>) => void;
+  /** Told each time a start hands the task to its driver (its handle recorded, the driver about to run it; the start may still fail). Must not throw. */
+  onHandedOff?: () => void;
   /** The agent's kill timeout; the task's kill_timeout overrides it. */
   killTimeoutMs: number;
   /** Builds the task's environment; default: from the allocation and the task alone (no node attributes). */

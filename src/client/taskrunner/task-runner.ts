@@ -391,6 +391,7 @@ export class TaskRunner implements TaskLifecycle {
       eventSoon: (type, message, details) => this.#eventSoon(type, message, details),
       persist: () => this.#persist(),
       persistLanded: () => this.#bucket.putLanded(this.#key, this.#record),
+      handedOff: () => this.#opts.onHandedOff?.(),
       stopProcess: () => this.#stopProcess(),
     };
   }

@@ -36,6 +36,8 @@ export interface TaskStartPort {
   persist(): void;
   /** The record put with the others of this turn (one commit); resolves once it is durable. */
   persistLanded(): Promise<void>;
+  /** The task was handed to its driver (its handle recorded): TaskRunnerOptions.onHandedOff. */
+  handedOff(): void;
   stopProcess(): Promise<void>;
 }
 
@@ -69,13 +71,14 @@ export async function startOnce(p: TaskStartPort, ctx: TaskHookContext): Promise
         p.record.taskId = cfg.id;
         p.persist();
         recordedAtSpawn = true;
+        p.handedOff();
       },
       // The same, where the driver can wait for it before the task is asked for: one commit for the handles of this turn.
       onSpawning: (spawned) => {
         p.record.handle = spawned;
         p.record.taskId = cfg.id;
         recordedAtSpawn = true;
-        return p.persistLanded();
+        return p.persistLanded().finally(() => p.handedOff());
       },
       // What the driver does meanwhile (docker: the image pull and its progress), as Nomad's 'Driver' events.
       onEvent: (e) => p.eventSoon(e.type, e.message, e.details ?? {}),
@@ -93,6 +96,7 @@ export async function startOnce(p: TaskStartPort, ctx: TaskHookContext): Promise
   }
   p.record.handle = handle;
   p.record.taskId = cfg.id;
+  p.handedOff();
   p.record.state.state = 'running';
   p.record.state.startedAt = p.clock.now();
   const started = `Task started by driver ${p.driver.name}`;
