@@ -29,6 +29,21 @@ after(async () => {
 });
 
 describe('API front workers', () => {
+  it('warm their registration path in many rounds while nothing comes, and say so', async () => {
+    // A server no request reaches: nothing but the warm-up itself wakes a worker's event loop.
+    const quiet = new LoggedServer(2, 'berth-apiw-');
+    await quiet.start();
+    try {
+      const rounds = await quiet.server.apiWorkers!.whenWarmed(60_000);
+      assert.equal(rounds.length, 2);
+      // 300 rounds unless its 3 s ran out first (a loaded machine); a round that waited for something to wake
+      // the loop ran 3-6 rounds in those 3 s.
+      for (const r of rounds) assert.ok(r !== undefined && r > 20, `a worker's warm-up ran its rounds one after another (rounds: ${String(r)})`);
+    } finally {
+      await quiet.stop();
+    }
+  });
+
   it('answer a registration a worker served as the main thread does', async () => {
     const viaWorker = await sendViaWorker(withWorkers, 'PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`fast-${i}`), fast: true });
     const { answer: onMain, line } = await alone.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody('main') });

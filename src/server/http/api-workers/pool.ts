@@ -57,6 +57,8 @@ interface Slot {
   /** Write requests the worker began and has not ended (released if it dies). */
   open: Set<number>;
   ready: boolean;
+  /** The rounds the worker's warm-up ran, once it ended. */
+  warmRounds?: number;
   failures: number;
   restart?: NodeJS.Timeout;
 }
@@ -74,7 +76,7 @@ export class ApiWorkers {
   #setup: WorkerSetup | undefined;
   #main: MainListener | undefined;
   #closing = false;
-  #readyWaiters: Array<() => void> = [];
+  #waiters: Array<() => void> = [];
 
   constructor(opts: ApiWorkersOptions) {
     this.#opts = opts;
@@ -139,12 +141,28 @@ export class ApiWorkers {
     while (this.ready < this.#slots.length && Date.now() < deadline && !this.#closing) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        this.#readyWaiters.push(() => {
+        this.#waiters.push(() => {
           clearTimeout(t);
           resolve();
         });
       });
     }
+  }
+
+  /** Resolves with each worker's warm-up rounds once every worker's warm-up ended (or `timeoutMs` passed: undefined for those still warming). */
+  async whenWarmed(timeoutMs = 30_000): Promise<Array<number | undefined>> {
+    const deadline = Date.now() + timeoutMs;
+    const rounds = (): Array<number | undefined> => this.#slots.map((s) => s.warmRounds);
+    while (rounds().includes(undefined) && Date.now() < deadline && !this.#closing) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    return rounds();
   }
 
   /** Stops the workers (each stops accepting and finishes its registrations) and closes the internal socket. */
@@ -199,6 +217,7 @@ export class ApiWorkers {
     slot.worker = w;
     slot.outbox = new Outbox<ToWorker>((batch) => w.postMessage(batch), 'tick');
     slot.ready = false;
+    slot.warmRounds = undefined;
     w.unref();
     // One batch a post (outbox.ts), read in the order the worker queued it.
     w.on('message', (batch: FromWorker[]) => {
@@ -253,8 +272,13 @@ export class ApiWorkers {
         slot.ready = true;
         slot.failures = 0;
         this.#log.debug({ thread: w.threadId }, 'API worker accepting');
-        for (const r of this.#readyWaiters.splice(0)) r();
+        for (const r of this.#waiters.splice(0)) r();
         this.#handOff();
+        return;
+      case 'warmed':
+        slot.warmRounds = m.rounds;
+        this.#log.debug({ thread: w.threadId, rounds: m.rounds }, 'API worker warmed');
+        for (const r of this.#waiters.splice(0)) r();
         return;
       case 'failed':
         this.#log.warn({ thread: w.threadId, err: m.error }, 'an API worker could not listen; main serves without it');

@@ -35,6 +35,8 @@ export interface WorkerSetup {
 export type FromWorker =
   /** The worker is accepting on the API's address. */
   | { t: 'ready' }
+  /** The worker's warm-up ended (worker-main.ts's warmMore) after `rounds` rounds, without being asked to close. */
+  | { t: 'warmed'; rounds: number }
   /** The worker could not listen (why, for the log); main keeps serving alone. */
   | { t: 'failed'; error: string }
   /** A write request the worker may serve itself began (RequestsInFlight.enter). */

@@ -32,6 +32,8 @@ const fast = new FastRegister({ post, tokens: new TokenTable(setup.tokens), body
 
 /** A registration came: the warm-up (warmMore) stops for good; reads, such as a client's first probe, do not stop it. */
 let registered = false;
+/** The worker closes: the warm-up stops too. */
+let closing = false;
 
 const server = http.createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requestTimeout: 0 }, (req, res) => {
   try {
@@ -72,6 +74,7 @@ function sendBatch(batch: FromWorker[]): void {
 }
 
 async function close(): Promise<void> {
+  closing = true;
   server.close();
   server.closeIdleConnections();
   const deadline = Date.now() + CLOSE_WAIT_MS;
@@ -85,19 +88,26 @@ async function close(): Promise<void> {
 
 /**
  * Rounds of the registration warm-up after the first (one a turn of the
- * event loop, until the first registration or WARM_WALL_MS), as main's
- * job-path-warmup.ts does for its own path: V8 optimizes a function only
- * after many calls, and a worker warmed once read a first burst's jobs in
- * the interpreter (zod's parse 2.4 ms a job against main's 0.1-0.2 ms).
+ * event loop, until the first registration, the close, or WARM_WALL_MS), as
+ * main's job-path-warmup.ts does for its own path: V8 optimizes a function
+ * only after many calls, and a worker warmed once read a first burst's jobs
+ * in the interpreter (zod's parse 2.4 ms a job against main's 0.1-0.2 ms).
+ * The immediate stays referenced: an unreferenced one keeps libuv's poll
+ * phase blocking, so in a worker that nothing else woke a round ran only when
+ * a connection or a message came (3-11 rounds before a burst, not 300: with
+ * two workers a burst then cost the process 2.7-3.2 ms of CPU a job, 1.7-2.3 ms
+ * once the rounds ran). The rounds are bounded, and the
+ * worker lives on its listener anyway.
  */
 const WARM_ROUNDS = 300;
 const WARM_WALL_MS = 3_000;
 function warmMore(rounds: number, until: number): void {
   setImmediate(() => {
-    if (registered || rounds >= WARM_ROUNDS || performance.now() > until) return;
+    if (closing) return;
+    if (registered || rounds >= WARM_ROUNDS || performance.now() > until) return post({ t: 'warmed', rounds });
     fast.warm();
     warmMore(rounds + 1, until);
-  }).unref();
+  });
 }
 
 listenOnDuplicate(server, setup.listenFd).then(
