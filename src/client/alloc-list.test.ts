@@ -13,13 +13,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { ManualClock, silentLogger } from '../lib/index.js';
+import { ManualClock } from '../lib/index.js';
 import type { Allocation, Job } from '../structs/index.js';
 import { makeAlloc, makeJob } from '../../test/support/client-allocrunner.js';
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import { SqliteClientStateStore } from './state/index.js';
 import type { AllocUpdate } from './serverconn/index.js';
-import { AllocSync, type AllocSyncDeps } from './_alloc-sync.js';
+import type { AllocSync } from './_alloc-sync.js';
+import { RecordingRunner, testAllocSync } from './_alloc-sync-kit.js';
 import type { AllocRunnerHandle, RunnerEntry } from './_client-types.js';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -29,12 +30,10 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 }
 
 /** A runner whose first task is handed to its driver when the test says (handOff) and whose run ends when it says (finish). */
-class GatedRunner {
-  readonly calls: string[] = [];
+class GatedRunner extends RecordingRunner {
   readonly #launched = deferred();
   readonly #ran = deferred();
-  constructor(readonly allocId: string) {}
-  run(): Promise<void> {
+  override run(): Promise<void> {
     this.calls.push('run');
     return this.#ran.promise;
   }
@@ -49,21 +48,6 @@ class GatedRunner {
   }
   get ran(): boolean {
     return this.calls.includes('run');
-  }
-  async restore(): Promise<void> {
-    this.calls.push('restore');
-  }
-  update(alloc: Allocation): void {
-    this.calls.push(`update:${alloc.desiredStatus}`);
-  }
-  async destroy(): Promise<void> {
-    this.calls.push('destroy');
-  }
-  async shutdown(): Promise<void> {
-    this.calls.push('shutdown');
-  }
-  status(): ReturnType<AllocRunnerHandle['status']> {
-    return { clientStatus: 'pending', clientDescription: '', taskStates: {} };
   }
 }
 
@@ -87,42 +71,18 @@ describe('AllocSync: the admission window, and what the runners are told', () =>
 
   function sync(window: number, clock = new ManualClock(), holdMs = 60_000): { sync: AllocSync; runners: Map<string, RunnerEntry>; made: Map<string, GatedRunner> } {
     const made = new Map<string, GatedRunner>();
-    const runners = new Map<string, RunnerEntry>();
-    const deps = {
-      opts: {
-        dataDir: dir,
-        servers: 'http://127.0.0.1:1',
-        token: 't',
-        nodeName: 'n',
-        startWindow: { allocations: window, holdMs },
-        createAllocRunner: (o: AllocRunnerOptions) => {
-          const r = new GatedRunner(o.alloc.id);
-          made.set(o.alloc.id, r);
-          return r as unknown as AllocRunnerHandle;
-        },
-      },
-      runners,
-      leaving: new Map(),
-      collected: new Set(),
-      statusListeners: new Set(),
+    const { sync: s, runners } = testAllocSync({
+      dir,
       store,
-      node: { id: 'node-1', allocIndex: 0 },
-      drivers: new Map(),
-      hostVolumes: undefined,
-      catalog: undefined,
-      signIdentities: undefined,
-      chroot: undefined,
-      fingerprinter: { last: undefined },
-      meta: { merged: () => ({}) },
-      checks: undefined,
-      reporter: undefined,
       clock,
-      root: silentLogger(),
-      log: silentLogger(),
-      signal: new AbortController().signal,
-      track: () => undefined,
-    } as unknown as AllocSyncDeps;
-    return { sync: new AllocSync(deps), runners, made };
+      opts: { startWindow: { allocations: window, holdMs } },
+      createAllocRunner: (o: AllocRunnerOptions) => {
+        const r = new GatedRunner(o.alloc.id);
+        made.set(o.alloc.id, r);
+        return r as unknown as AllocRunnerHandle;
+      },
+    });
+    return { sync: s, runners, made };
   }
 
   const change = (changed: Allocation[], current: Allocation[] = changed): AllocUpdate => ({

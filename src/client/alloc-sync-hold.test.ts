@@ -11,38 +11,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { silentLogger, systemClock } from '../lib/index.js';
+import { systemClock } from '../lib/index.js';
 import type { Allocation, Job } from '../structs/index.js';
 import { makeAlloc, makeJob } from '../../test/support/client-allocrunner.js';
 import type { AllocRunnerOptions } from './allocrunner/index.js';
 import { SqliteClientStateStore } from './state/index.js';
 import type { AllocStatusReport, AllocUpdate } from './serverconn/index.js';
-import { AllocSync, type AllocSyncDeps } from './_alloc-sync.js';
+import type { AllocSync } from './_alloc-sync.js';
+import { RecordingRunner, testAllocSync } from './_alloc-sync-kit.js';
 import type { AllocRunnerHandle, RunnerEntry } from './_client-types.js';
-
-/** A runner that records what the sync asked of it (the parts of AllocRunnerHandle the sync calls here). */
-class RecordingRunner {
-  readonly calls: string[] = [];
-  constructor(readonly allocId: string) {}
-  async run(): Promise<void> {
-    this.calls.push('run');
-  }
-  async restore(): Promise<void> {
-    this.calls.push('restore');
-  }
-  update(alloc: Allocation): void {
-    this.calls.push(`update:${alloc.desiredStatus}`);
-  }
-  async destroy(): Promise<void> {
-    this.calls.push('destroy');
-  }
-  async shutdown(): Promise<void> {
-    this.calls.push('shutdown');
-  }
-  status(): ReturnType<AllocRunnerHandle['status']> {
-    return { clientStatus: 'pending', clientDescription: '', taskStates: {} };
-  }
-}
 
 /** A hold the test lets go of by hand, counting how often it was asked. */
 function manualHold(): { hold: (signal: AbortSignal) => Promise<void>; release: () => void; asked: () => number } {
@@ -80,43 +57,21 @@ describe('AllocSync holdStarts', () => {
   ): { sync: AllocSync; runners: Map<string, RunnerEntry>; made: RecordingRunner[]; onStatus: Map<string, AllocRunnerOptions['onStatus']> } {
     const made: RecordingRunner[] = [];
     const onStatus = new Map<string, AllocRunnerOptions['onStatus']>();
-    const runners = new Map<string, RunnerEntry>();
-    const deps = {
-      opts: {
-        dataDir: dir,
-        servers: 'http://127.0.0.1:1',
-        token: 't',
-        nodeName: 'n',
-        holdStarts: hold,
-        createAllocRunner: (o: AllocRunnerOptions) => {
-          const r = new RecordingRunner(o.alloc.id);
-          made.push(r);
-          onStatus.set(o.alloc.id, o.onStatus);
-          return r as unknown as AllocRunnerHandle;
-        },
-      },
-      runners,
-      leaving: new Map(),
-      collected: new Set(),
-      statusListeners: new Set(),
+    const { sync: s, runners } = testAllocSync({
+      dir,
       store,
-      node: { id: 'node-1', allocIndex: 0 },
-      drivers: new Map(),
-      hostVolumes: undefined,
-      catalog: undefined,
-      signIdentities: undefined,
-      chroot: undefined,
-      fingerprinter: { last: undefined },
-      meta: { merged: () => ({}) },
-      checks: undefined,
-      reporter,
       clock: systemClock,
-      root: silentLogger(),
-      log: silentLogger(),
+      opts: { holdStarts: hold },
+      reporter,
       signal: stopping.signal,
-      track: () => undefined,
-    } as unknown as AllocSyncDeps;
-    return { sync: new AllocSync(deps), runners, made, onStatus };
+      createAllocRunner: (o: AllocRunnerOptions) => {
+        const r = new RecordingRunner(o.alloc.id);
+        made.push(r);
+        onStatus.set(o.alloc.id, o.onStatus);
+        return r as unknown as AllocRunnerHandle;
+      },
+    });
+    return { sync: s, runners, made, onStatus };
   }
 
   const change = (changed: Allocation[], current: Allocation[] = changed): AllocUpdate => ({
