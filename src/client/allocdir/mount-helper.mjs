@@ -17,14 +17,13 @@
 //           deepest first (lazily when busy), except at or under a path of
 //           keep; answers { unmounted, left } (mount points still there)
 //   sh      { script }              /bin/sh -ec script (several mounts for one spawn)
-//   mkdirs  { dirs: [[path, mode]] }  each directory (with its parents) with
-//           exactly mode (mkdir(2) under a umask of 0; an existing one is
-//           chmodded): an allocation's whole tree for one message instead of
-//           a dozen file system calls on the agent's loop
-//   build   { dirs, mounts: [{ args, unlessOwnFs }] }  mkdirs, then each mount
-//           as `mount` would; one answer { mounts: [{ ok, error? }] } (a
-//           mount that failed is reported in it; only mkdirs fails the request):
-//           an allocation's directory and its secrets tmpfs in one round trip
+//   build   { dirs: [[path, mode]], mounts: [{ args, unlessOwnFs }] }  each
+//           directory (with its parents) with exactly mode (mkdir(2) under a
+//           umask of 0; an existing one is chmodded), then each mount as
+//           `mount` would; one answer { mounts: [{ ok, error? }] } (a mount
+//           that failed is reported in it; only a directory fails the
+//           request): an allocation's directory and its secrets tmpfs in one
+//           round trip instead of a dozen file system calls on the agent's loop
 // and unmount takes `remove: true` to delete root too once nothing is left
 // mounted under it (an allocation directory collected). Mount requests that
 // queue up behind the running ones (a burst of allocations, each with its
@@ -180,9 +179,6 @@ async function handle(req) {
       if (req.remove && r.left.length === 0) rmSync(req.root, { recursive: true, force: true });
       return r;
     }
-    case 'mkdirs':
-      makeDirs(req.dirs);
-      return {};
     case 'build': {
       makeDirs(req.dirs);
       const mounts = await Promise.all(

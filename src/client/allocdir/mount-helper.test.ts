@@ -132,7 +132,7 @@ describe('the mount helper', () => {
     warmed.warm();
     assert.equal(warmed.pid, pid, 'a second warm starts no other');
     const d = path.join(root, 'warm', 'x');
-    await warmed.request({ op: 'mkdirs', dirs: [[d, 0o750]] });
+    await warmed.request({ op: 'build', dirs: [[d, 0o750]], mounts: [] });
     assert.equal(statSync(d).mode & 0o777, 0o750);
     assert.equal(warmed.pid, pid, 'the first request went to the warmed process');
     warmed.stop();

@@ -26,7 +26,6 @@ export type MountRequest =
   | { op: 'mount'; args: string[]; unlessOwnFs?: string }
   | { op: 'unmount'; root: string; keep?: string[]; remove?: boolean }
   | { op: 'sh'; script: string }
-  | { op: 'mkdirs'; dirs: Array<[path: string, mode: number]> }
   | { op: 'build'; dirs: Array<[path: string, mode: number]>; mounts: Array<{ args: string[]; unlessOwnFs: string }> };
 
 interface Pending {
@@ -40,7 +39,7 @@ interface Pending {
 /**
  * One helper process, started on the first request and again after it dies.
  * `request` never blocks the loop; idempotent requests (mount with
- * unlessOwnFs, unmount, mkdirs, build) are asked again once when the helper dies before
+ * unlessOwnFs, unmount, build) are asked again once when the helper dies before
  * answering, others fail with ALLOC_MOUNT_HELPER_DIED. The process holds the
  * agent's event loop open only while a request is pending, and exits by
  * itself when the agent does (its stdin closes).
@@ -69,7 +68,7 @@ export class MountHelper {
    */
   request<T>(req: MountRequest): Promise<T> {
     if (this.#stopped) return Promise.reject(new MountHelperError('ALLOC_MOUNT_HELPER_STOPPED', 'the mount helper was stopped'));
-    const retries = req.op === 'unmount' || req.op === 'mkdirs' || req.op === 'build' || (req.op === 'mount' && req.unlessOwnFs) ? 1 : 0;
+    const retries = req.op === 'unmount' || req.op === 'build' || (req.op === 'mount' && req.unlessOwnFs) ? 1 : 0;
     return new Promise<T>((resolve, reject) => this.#send({ req, resolve: resolve as (v: unknown) => void, reject, retries }));
   }
 

@@ -48,18 +48,10 @@ export async function unmountUnder(root: string, opts: { keep?: readonly string[
 }
 
 /**
- * Creates each directory (with its parents) in the mount helper and sets its
- * exact mode (mkdir's is cut by the umask). Safe to repeat. Throws
- * MountHelperError ALLOC_MOUNT_FAILED with the failing directory.
- */
-export async function makeDirs(dirs: ReadonlyArray<readonly [path: string, mode: number]>): Promise<void> {
-  await mountHelper().request({ op: 'mkdirs', dirs: dirs.map(([p, m]) => [p, m]) });
-}
-
-/**
- * makeDirs(dirs), then each of `mounts` as mount(args, { unlessOwnFs })
- * would, in one request to the mount helper (an allocation's tree and its
- * secrets tmpfs in one round trip). Resolves with one outcome a mount, in
+ * Creates each directory (with its parents) with its exact mode, then does
+ * each of `mounts` as mount(args, { unlessOwnFs }) would, in one request to
+ * the mount helper (an allocation's tree and its secrets tmpfs in one round
+ * trip; `mounts` may be empty). Resolves with one outcome a mount, in
  * order (a failed mount is reported there, not thrown). Safe to repeat.
  * Throws MountHelperError ALLOC_MOUNT_FAILED when a directory cannot be made.
  */

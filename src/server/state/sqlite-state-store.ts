@@ -264,11 +264,6 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * Makes the reserve file again when it is missing and the disk has room
-   * for it twice over (so that making it does not take back the room a
-   * freeing write just got). Returns whether it is in place. Never throws.
-   */
-  /**
    * The reserve begun when the store opened, made by libuv's thread pool (4 MiB written on the main
    * thread delayed an agent's start): resolves with whether it is in place. Never rejects.
    */
@@ -283,6 +278,11 @@ export class SqliteStateStore implements StateStore {
     return made;
   }
 
+  /**
+   * Makes the reserve file again when it is missing and the disk has room
+   * for it twice over (so that making it does not take back the room a
+   * freeing write just got). Returns whether it is in place. Never throws.
+   */
   restoreHeadroom(): boolean {
     if (this.#headroom.inPlace) return true;
     const made = this.#headroom.restore({ spareFactor: 2 });
