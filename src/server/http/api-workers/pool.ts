@@ -137,23 +137,19 @@ export class ApiWorkers {
 
   /** Resolves once every worker accepts (or `timeoutMs` passed). */
   async whenReady(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.ready < this.#slots.length && Date.now() < deadline && !this.#closing) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        this.#waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
+    await this.#until(() => this.ready >= this.#slots.length, timeoutMs);
   }
 
   /** Resolves with each worker's warm-up rounds once every worker's warm-up ended (or `timeoutMs` passed: undefined for those still warming). */
   async whenWarmed(timeoutMs = 30_000): Promise<Array<number | undefined>> {
+    await this.#until(() => this.#slots.every((s) => s.warmRounds !== undefined), timeoutMs);
+    return this.#slots.map((s) => s.warmRounds);
+  }
+
+  /** Waits until `done()` holds, looked at again at each worker's news (ready, warmed), or `timeoutMs` passed, or the pool closes. */
+  async #until(done: () => boolean, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    const rounds = (): Array<number | undefined> => this.#slots.map((s) => s.warmRounds);
-    while (rounds().includes(undefined) && Date.now() < deadline && !this.#closing) {
+    while (!done() && Date.now() < deadline && !this.#closing) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
         this.#waiters.push(() => {
@@ -162,7 +158,6 @@ export class ApiWorkers {
         });
       });
     }
-    return rounds();
   }
 
   /** Stops the workers (each stops accepting and finishes its registrations) and closes the internal socket. */
