@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { BerthError } from '../../lib/index.js';
+import { BerthError, helperProcessEnv } from '../../lib/index.js';
 
 /** The helper script; dist/mount-helper.mjs once built (scripts/build.mjs copies it). */
 export const MOUNT_HELPER_PATH = fileURLToPath(new URL('./mount-helper.mjs', import.meta.url));
@@ -115,7 +115,7 @@ export class MountHelper {
       // In /, so that it holds no directory of the agent's busy.
       cwd: '/',
       stdio: ['pipe', 'pipe', 'ignore'],
-      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+      env: helperProcessEnv(),
     });
     this.#child = child;
     child.stdin!.on('error', () => undefined);

@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { AbortedError } from '../../lib/index.js';
+import { AbortedError, helperProcessEnv } from '../../lib/index.js';
 import { askExecutorFollowing, type ExecutorUnavailable, type FollowedAsk } from './_control.js';
 import { isAlive } from './_proc.js';
 import type { ExitResult, TaskHandle } from './task-driver.js';
@@ -59,11 +59,6 @@ export function readExitRecord(handle: Pick<TaskHandle, 'stateDir'>): (ExitResul
   }
 }
 
-/** The environment every executor starts with. */
-export function executorEnv(): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' };
-}
-
 /**
  * Starts `node executorPath` detached in `cwd` with `config` on its stdin;
  * `report` resolves with its first line on fd 3 (an exit without one is a
@@ -78,7 +73,7 @@ export function spawnExecutor(
   lifeline = false,
 ): { child: ChildProcess; report: Promise<StartReport> } {
   const stdio: StdioOptions = ['pipe', 'ignore', 'ignore', 'pipe', ...(lifeline ? ['pipe' as const] : [])];
-  const child = spawn(process.execPath, [executorPath], { detached: true, stdio, env: executorEnv(), cwd });
+  const child = spawn(process.execPath, [executorPath], { detached: true, stdio, env: helperProcessEnv(), cwd });
   const pipe = child.stdio[3] as Readable;
   const report = new Promise<StartReport>((resolve, reject) => {
     let buf = '';

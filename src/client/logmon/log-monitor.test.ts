@@ -58,6 +58,31 @@ describe('the log monitor', () => {
     await eventually('the monitor process to end', () => ended(pid));
   });
 
+  it('starts with PATH alone: the agent’s tokens and Node start-up variables stay with the agent', async () => {
+    // A detached monitor outlives the agent: it must not keep the agent's
+    // secrets, nor pay Node's start-up work for variables meant for the agent
+    // (NODE_EXTRA_CA_CERTS has every Node process parse a CA bundle at start).
+    const saved = { token: process.env['BERTH_TOKEN'], certs: process.env['NODE_EXTRA_CA_CERTS'] };
+    process.env['BERTH_TOKEN'] = 'agent-secret-token-0001';
+    process.env['NODE_EXTRA_CA_CERTS'] = '/etc/ssl/certs/ca-certificates.crt';
+    const socketPath = path.join(root, 'env.sock');
+    const monitor = new LogMonitor({ socketPath, script: EXECUTOR_PATH });
+    try {
+      await monitor.add({ dir: path.join(root, 'env-alloc', 'logs'), taskName: 'web', maxFiles: 1, maxFileSizeMb: 1 });
+      const [pid] = monitorPids(socketPath);
+      assert.ok(pid, 'a monitor process serves the socket');
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+      assert.deepEqual(environ.map((kv) => kv.slice(0, kv.indexOf('='))), ['PATH']);
+      await monitor.remove({ dir: path.join(root, 'env-alloc', 'logs'), taskName: 'web' });
+    } finally {
+      monitor.stop();
+      for (const [k, v] of [['BERTH_TOKEN', saved.token], ['NODE_EXTRA_CA_CERTS', saved.certs]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
   it('stop() with no monitor running does nothing', () => {
     const monitor = new LogMonitor({ socketPath: path.join(root, 'none.sock'), script: EXECUTOR_PATH });
     monitor.stop();

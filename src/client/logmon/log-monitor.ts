@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:f
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { BerthError, describeError } from '../../lib/index.js';
+import { BerthError, describeError, helperProcessEnv } from '../../lib/index.js';
 
 const run = promisify(execFile);
 
@@ -147,7 +147,7 @@ export class LogMonitor {
     this.#starting ??= (async () => {
       mkdirSync(path.dirname(this.socketPath), { recursive: true });
       // The socket path is on the command line, so whoever cleans a data dir finds the monitor by it.
-      const child = spawn(process.execPath, [this.#script, this.socketPath], { stdio: ['pipe', 'ignore', 'ignore', 'pipe'], detached: true });
+      const child = spawn(process.execPath, [this.#script, this.socketPath], { stdio: ['pipe', 'ignore', 'ignore', 'pipe'], detached: true, env: helperProcessEnv() });
       child.stdin?.end(JSON.stringify({ mode: 'logmon', socketPath: this.socketPath }));
       const line = await new Promise<string>((resolve, reject) => {
         let out = '';
