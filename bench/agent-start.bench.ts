@@ -37,6 +37,12 @@
 // measured start an empty cache dir instead (a first start after install).
 // BENCH_AGENT_START_BERTH=path/to/bin/berth.js runs another build (an older
 // commit's, built in its own copy) to compare two builds in the same minute.
+// When the bench's environment sets NODE_EXTRA_CA_CERTS (as this sandbox
+// does), Node parses that CA bundle at every process start, before any of
+// the agent's code: the measured starts then run twice, with the environment
+// as it is and without that variable (a host that sets none), each labelled
+// with its own bare `node -e 0`; BENCH_AGENT_START_EXTRA_CA=as-is runs only
+// the first set.
 // `node scripts/build.mjs` first (the bench runs dist/).
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -61,6 +67,8 @@ const FIRST_JOB_IDLE_MS = Number(process.env['BENCH_AGENT_START_FIRST_JOB_IDLE_M
 if (!Number.isFinite(FIRST_JOB_IDLE_MS) || FIRST_JOB_IDLE_MS < 0) throw new Error('BENCH_AGENT_START_FIRST_JOB_IDLE_MS must be a number of ms (0 or more)');
 const COLD = process.env['BENCH_AGENT_START_CODE_CACHE'] === 'cold';
 const NODE_ARGS = (process.env['BENCH_AGENT_START_NODE_ARGS'] ?? '').split(/\s+/).filter(Boolean);
+const EXTRA_CA = process.env['NODE_EXTRA_CA_CERTS'] ? process.env['NODE_EXTRA_CA_CERTS'] : undefined;
+const BOTH_ENVS = EXTRA_CA !== undefined && process.env['BENCH_AGENT_START_EXTRA_CA'] !== 'as-is';
 const TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 
 function quantile(xs: readonly number[], q: number): number {
@@ -145,7 +153,7 @@ interface Start {
 }
 
 /** One start of `berth agent --dev` in `dataDir`, its first and later jobs, then a SIGINT stop. */
-async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: string[]; cacheHome?: string } = {}): Promise<Start> {
+async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: string[]; cacheHome?: string; noExtraCa?: boolean } = {}): Promise<Start> {
   const token = 'benchagentstartmanagement0';
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(join(dataDir, 'dev-tokens.json'), JSON.stringify({ management: token, node: 'benchagentstartnode000000' }), { mode: 0o600 });
@@ -153,7 +161,9 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
   const args = [...NODE_ARGS, ...(opts.nodeArgs ?? []), BERTH_JS, 'agent', '--dev', '--port', String(port), '--data-dir', dataDir, ...(opts.logLevel ? ['--log-level', opts.logLevel] : [])];
   const t0 = now();
   const spawnedMono = monotonicUs();
-  const child: ChildProcess = spawn(process.execPath, args, { env: cleanEnv(opts.cacheHome ? { XDG_CACHE_HOME: opts.cacheHome } : {}), stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = cleanEnv(opts.cacheHome ? { XDG_CACHE_HOME: opts.cacheHome } : {});
+  if (opts.noExtraCa) delete env['NODE_EXTRA_CA_CERTS'];
+  const child: ChildProcess = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   let readyAt = 0;
@@ -210,11 +220,21 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
   }
 }
 
-/** spawn -> exit of `node -e 0`, ms. */
-async function bareNode(): Promise<number> {
+/** spawn -> exit of `node -e 0`, ms; `noExtraCa` without NODE_EXTRA_CA_CERTS. */
+async function bareNode(noExtraCa = false): Promise<number> {
+  const env = { ...process.env };
+  if (noExtraCa) delete env['NODE_EXTRA_CA_CERTS'];
   const t0 = now();
-  await new Promise((r) => spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }).once('exit', r));
+  await new Promise((r) => spawn(process.execPath, ['-e', '0'], { stdio: 'ignore', env }).once('exit', r));
   return now() - t0;
+}
+
+/** p50 of five `node -e 0` (after one not counted). */
+async function bareNodeP50(noExtraCa: boolean): Promise<number> {
+  await bareNode(noExtraCa);
+  const bare: number[] = [];
+  for (let i = 0; i < 5; i++) bare.push(await bareNode(noExtraCa));
+  return round(quantile(bare, 0.5));
 }
 
 /** How the agent's code was loaded (its debug log line `warm start`, src/warm-start/), or why it says nothing of it. */
@@ -240,23 +260,17 @@ function phases(log: string): { phase: string; ms: number }[] {
   return out;
 }
 
-export default async function agentStartBench(dir: string): Promise<Record<string, unknown>> {
-  const loadBefore = load();
-  console.log(`${BERTH_JS}; load average before: ${loadBefore}`);
-  await bareNode();
-  const bare: number[] = [];
-  for (let i = 0; i < 5; i++) bare.push(await bareNode());
-  const bareMs = round(quantile(bare, 0.5));
-  console.log(`node -e 0: p50 ${bareMs} ms`);
-
-  if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
-  const cacheHome = join(dir, 'code-cache');
-  const priming = await oneStart(join(dir, 'priming'), { logLevel: 'debug', cacheHome });
-  console.log(`priming start (${warmStartOf(priming.log ?? '')}): first answer ${round(priming.answerMs)} ms (cpu ${round(priming.cpuAtAnswerMs)} ms), first job running ${round(priming.firstRunningMs)} ms (cpu ${round(priming.cpuAtFirstRunningMs)} ms)`);
-  console.log(COLD ? 'measured starts: each with an empty code cache dir (cold)' : `measured starts: with the code cache the priming start left in ${cacheHome}`);
+/** RUNS measured starts in one environment, printed as they go and summed up under `label`. */
+async function measuredStarts(dir: string, cacheHome: string, label: string, noExtraCa: boolean): Promise<Record<string, unknown>> {
+  const bareMs = await bareNodeP50(noExtraCa);
+  console.log(`-- ${label}: node -e 0 p50 ${bareMs} ms`);
   const starts: Start[] = [];
   for (let i = 0; i < RUNS; i++) {
-    const s = await oneStart(join(dir, `run-${i}`), { cacheHome: COLD ? join(dir, `code-cache-${i}`) : cacheHome, ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}) });
+    const s = await oneStart(join(dir, `run-${noExtraCa ? 'no-ca-' : ''}${i}`), {
+      noExtraCa,
+      cacheHome: COLD ? join(dir, `code-cache-${noExtraCa ? 'no-ca-' : ''}${i}`) : cacheHome,
+      ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}),
+    });
     starts.push(s);
     console.log(
       `start ${i + 1}: first answer ${round(s.answerMs)} ms (cpu ${round(s.cpuAtAnswerMs)} ms), ready lines ${round(s.readyMs)} ms, ` +
@@ -277,16 +291,31 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
     cpuAtFirstJobRunningMs: stats(starts.map((s) => s.cpuAtFirstRunningMs)),
     cpuFirstJobMs: stats(starts.map((s) => s.cpuFirstJobMs)),
     cpuPerLaterJobMs: stats(starts.map((s) => s.cpuPerLaterJobMs)),
-    loadBefore,
-    loadAfter: load(),
   };
   const ratio = (ms: number): string => `${round(ms / bareMs, 1)}x bare node`;
-  console.log(`spawn -> first API answer: p50 ${figures.firstAnswerMs.p50} ms (${ratio(figures.firstAnswerMs.p50)}), p99 ${figures.firstAnswerMs.p99} ms; agent CPU by then p50 ${figures.cpuAtFirstAnswerMs.p50} ms`);
-  console.log(`spawn -> ready lines printed: p50 ${figures.readyLinesMs.p50} ms, p99 ${figures.readyLinesMs.p99} ms`);
-  console.log(`spawn -> first job running: p50 ${figures.firstJobRunningMs.p50} ms, p99 ${figures.firstJobRunningMs.p99} ms; agent CPU by then p50 ${figures.cpuAtFirstJobRunningMs.p50} ms`);
-  console.log(`submit -> running: first job p50 ${figures.firstJobSubmitToRunningMs.p50} ms (p99 ${figures.firstJobSubmitToRunningMs.p99}), jobs 2..${JOBS} p50 ${figures.laterJobSubmitToRunningMs.p50} ms (p99 ${figures.laterJobSubmitToRunningMs.p99})`);
-  console.log(`agent CPU per job (submit and poll until running): first job p50 ${figures.cpuFirstJobMs.p50} ms, jobs 2..${JOBS} p50 ${figures.cpuPerLaterJobMs.p50} ms`);
-  console.log(`load average after: ${figures.loadAfter}`);
+  console.log(`${label}:`);
+  console.log(`  spawn -> first API answer: p50 ${figures.firstAnswerMs.p50} ms (${ratio(figures.firstAnswerMs.p50)}), p99 ${figures.firstAnswerMs.p99} ms; agent CPU by then p50 ${figures.cpuAtFirstAnswerMs.p50} ms`);
+  console.log(`  spawn -> ready lines printed: p50 ${figures.readyLinesMs.p50} ms, p99 ${figures.readyLinesMs.p99} ms`);
+  console.log(`  spawn -> first job running: p50 ${figures.firstJobRunningMs.p50} ms, p99 ${figures.firstJobRunningMs.p99} ms; agent CPU by then p50 ${figures.cpuAtFirstJobRunningMs.p50} ms`);
+  console.log(`  submit -> running: first job p50 ${figures.firstJobSubmitToRunningMs.p50} ms (p99 ${figures.firstJobSubmitToRunningMs.p99}), jobs 2..${JOBS} p50 ${figures.laterJobSubmitToRunningMs.p50} ms (p99 ${figures.laterJobSubmitToRunningMs.p99})`);
+  console.log(`  agent CPU per job (submit and poll until running): first job p50 ${figures.cpuFirstJobMs.p50} ms, jobs 2..${JOBS} p50 ${figures.cpuPerLaterJobMs.p50} ms`);
+  return figures;
+}
+
+export default async function agentStartBench(dir: string): Promise<Record<string, unknown>> {
+  const loadBefore = load();
+  console.log(`${BERTH_JS}; load average before: ${loadBefore}`);
+
+  if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
+  const cacheHome = join(dir, 'code-cache');
+  const priming = await oneStart(join(dir, 'priming'), { logLevel: 'debug', cacheHome });
+  console.log(`priming start (${warmStartOf(priming.log ?? '')}): first answer ${round(priming.answerMs)} ms (cpu ${round(priming.cpuAtAnswerMs)} ms), first job running ${round(priming.firstRunningMs)} ms (cpu ${round(priming.cpuAtFirstRunningMs)} ms)`);
+  console.log(COLD ? 'measured starts: each with an empty code cache dir (cold)' : `measured starts: with the code cache the priming start left in ${cacheHome}`);
+  const asIsLabel = EXTRA_CA === undefined ? 'the environment as it is (no NODE_EXTRA_CA_CERTS)' : `the environment as it is (NODE_EXTRA_CA_CERTS=${EXTRA_CA})`;
+  const figures = await measuredStarts(dir, cacheHome, asIsLabel, false);
+  const withoutExtraCa = BOTH_ENVS ? await measuredStarts(dir, cacheHome, 'without NODE_EXTRA_CA_CERTS (a host that sets none)', true) : undefined;
+  const loadAfter = load();
+  console.log(`load average after: ${loadAfter}`);
 
   let phaseFigures: { phase: string; ms: number }[] | undefined;
   if (PHASES) {
@@ -298,5 +327,14 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
   }
   if (LOG) console.log(`the debug log of that start in ${LOG}`);
   if (CPU_PROF) console.log(`CPU profiles of the agents in ${CPU_PROF}`);
-  return { ...figures, warmStart: warmStartOf(priming.log ?? ''), coldCache: COLD, ...(phaseFigures ? { phases: phaseFigures } : {}) };
+  return {
+    ...figures,
+    ...(EXTRA_CA !== undefined ? { nodeExtraCaCerts: EXTRA_CA } : {}),
+    ...(withoutExtraCa ? { withoutNodeExtraCaCerts: withoutExtraCa } : {}),
+    loadBefore,
+    loadAfter,
+    warmStart: warmStartOf(priming.log ?? ''),
+    coldCache: COLD,
+    ...(phaseFigures ? { phases: phaseFigures } : {}),
+  };
 }
