@@ -235,8 +235,15 @@ export class Agent {
     await this.#client.start();
     this.#log.info({ nodeId: this.#client.nodeId }, 'client part started');
     startPhase(this.#log, 'client started');
-    // Once idle: the job path warmed (job-path-warmup.ts), so the first job a user submits costs what the later ones do.
-    this.#whenIdle(() => warmJobPath(this.#server, this.#log));
+    // Once the node is registered and connected, and then idle: the job path warmed (job-path-warmup.ts), so
+    // the first job a user submits costs what the later ones do. Not before: the node's registration is a
+    // request to this same loop, and a first round (~50 ms) beside it put off the node, and with it the
+    // placement of a job submitted as the agent printed its ready lines.
+    const client = this.#client;
+    client.waitReady().then(
+      () => this.#whenIdle(() => warmJobPath(this.#server, this.#log)),
+      (err: unknown) => this.#log.debug({ err }, 'job path warm-up skipped: the client did not get ready'),
+    );
     return { url: address.url, ...(managementToken ? { managementToken } : {}) };
   }
 

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { AgentRun, freePort } from '../support/agent-run.js';
+import { AgentRun, freePort, until } from '../support/agent-run.js';
 
 describe('berth agent --dev --log-level debug', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'bsp-'));
@@ -36,5 +36,23 @@ describe('berth agent --dev --log-level debug', () => {
       assert.ok(phases[i]!.cpuMs >= phases[i - 1]!.cpuMs && phases[i]!.minorFaults >= phases[i - 1]!.minorFaults, JSON.stringify(phases.slice(i - 1, i + 1)));
     }
     assert.ok(phases[0]!.ms > 0);
+  });
+
+  it('warms its job path once its node is registered and connected, not beside the registration', async () => {
+    // The node's registration is a request to this same event loop: a warm-up round before it
+    // put off the node, and the placement of a job submitted as the ready lines were printed.
+    const log = (): { msg: string; component?: string }[] =>
+      readFileSync(path.join(dir, 'a', 'agent.log'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { msg: string; component?: string });
+    const lines = await until('the job path warm-up', () => {
+      const all = log();
+      return all.some((l) => l.msg === 'job path warmed') ? all : undefined;
+    });
+    const at = (msg: string, component?: string): number => lines.findIndex((l) => l.msg === msg && (component === undefined || l.component === component));
+    assert.ok(at('connected to the server', 'node-connection') >= 0, 'the node connected');
+    assert.ok(at('connected to the server', 'node-connection') < at('job path warmed'), 'the node connected before the warm-up');
+    assert.ok(at('node registered', 'node-registration') < at('job path warmed'), 'the node registered before the warm-up');
   });
 });
