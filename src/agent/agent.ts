@@ -288,14 +288,15 @@ export class Agent {
   }
 
   /**
-   * Starts the client's helper processes (startClientHelpers) once the API listens, a turn of the event loop
-   * after (a request that came meanwhile is answered first), ahead of the client's own start: their Node
+   * Starts the client's helper processes (startClientHelpers) once the API listens, two turns of the event
+   * loop after (a request that came meanwhile is answered first: one turn accepts its connection, the next
+   * reads it; with one, the forks and the client's start ran before it was read), ahead of the client's own start: their Node
    * starts run on another core while this one starts the client, and a first allocation finds them running.
    * Before the listener they delayed the first answer (two forks, ~15 ms, and their boot beside it).
    */
   async #startClientHelpers(): Promise<void> {
     const { config, dataDir } = this.#opts;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await turns(2);
     this.#hostsAhead = startClientHelpers({
       stateDir: path.join(dataDir, 'client', 'd'),
       tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
@@ -509,4 +510,9 @@ function clientFacts(client: Client | undefined): { stats: Record<string, string
     ok: running,
     message: running ? 'ok' : `client is ${client.state}`,
   };
+}
+
+/** Resolves after `n` turns of the event loop: a connection waiting in the listener's queue is accepted in one poll and its request read in the next. */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
