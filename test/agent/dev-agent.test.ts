@@ -108,6 +108,13 @@ describe('berth agent --dev', () => {
     }, 60_000);
     ok(await agent.cli(['volume', 'create', path.join(EXAMPLES, 'volume.hcl')]), 'volume create');
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'writer.hcl')]), 'job run writer');
+    // `job run` returns once the writer completed; its single-node-writer claim is released after that
+    // (unpublished on the node first), as in Nomad: a reader placed before then is blocked, so wait for it
+    // as a user would (`volume status` showing no writer). Seen in CI at load ~10.
+    await until('the writer\'s claim on shared-data to be released', async () => {
+      const v = await agent.get<Api.CSIVolume>('/v1/volume/csi/shared-data');
+      return Object.keys(v.WriteAllocs ?? {}).length === 0;
+    }, 60_000);
     ok(await agent.cli(['job', 'run', path.join(EXAMPLES, 'reader.hcl')]), 'job run reader');
     const [reader] = await agent.get<AllocationListStub[]>('/v1/job/reader/allocations');
     const logs = ok(await agent.cli(['alloc', 'logs', reader!.ID.slice(0, 8)]), 'alloc logs reader');
