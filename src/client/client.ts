@@ -94,6 +94,8 @@ export class Client {
   readonly #leaving = new Map<string, RunnerEntry>();
   readonly #statusListeners = new Set<() => void>();
   #store: ClientStateStore | undefined;
+  /** The store's reserve file, begun in the background at open: stop() waits for it (see Server's). */
+  #headroomAtOpen: Promise<boolean> | undefined;
   #registry: PluginRegistry | undefined;
   #csi: CsiManager | undefined;
   readonly #drivers = new Map<string, TaskDriver>();
@@ -218,6 +220,7 @@ export class Client {
       mkdirSync(dataDir, { recursive: true });
       const store = SqliteClientStateStore.open(path.join(dataDir, 'client.db'));
       this.#store = store;
+      this.#headroomAtOpen = store.headroomAtOpen();
       this.#node = loadNode(store);
       this.#meta.load(store.bucket(NODE_META_BUCKET));
       this.#log.info({ nodeId: this.#node.id, dataDir }, 'client starting');
@@ -497,6 +500,9 @@ export class Client {
     await step('driver plugins', () => this.#opts.externalDrivers?.stop());
     await step('registry', () => this.#registry?.close());
     await step('server api', () => this.#api?.close());
-    await step('state store', () => this.#store?.close());
+    await step('state store', async () => {
+      this.#store?.close();
+      await this.#headroomAtOpen;
+    });
   }
 }

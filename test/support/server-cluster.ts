@@ -13,7 +13,7 @@ import type { AllocClientStatus } from '../../src/structs/index.js';
 import { FakeNodeAgent } from './node-agent-fake/index.js';
 import { NodeConnections } from '../../src/server/noderpc/index.js';
 import { NodeService } from '../../src/server/nodes/index.js';
-import { rowKey, SqliteStateStore, type StateStore, type TableName } from '../../src/server/state/index.js';
+import { rowKey, SqliteStateStore, type TableName } from '../../src/server/state/index.js';
 import { ClaimWatcher, ControllerRouter, VolumeService } from '../../src/server/volumes/index.js';
 import { testAllocation } from './server-rows.js';
 
@@ -31,7 +31,7 @@ export class Cluster {
   readonly clock = new ManualClock(1_000_000);
   readonly fakes = new Map<string, FakePlugin>();
   agents = new Map<string, FakeNodeAgent>();
-  store!: StateStore;
+  store!: SqliteStateStore;
   connections!: NodeConnections;
   nodes!: NodeService;
   router!: ControllerRouter;
@@ -102,6 +102,8 @@ export class Cluster {
   async #drop(): Promise<void> {
     await this.watcher.stop();
     this.store.close();
+    // Its reserve file is written in the background and may still be under way: close() removes the dir next.
+    await this.store.headroomAtOpen();
     this.connections.closeAll();
     for (const a of this.agents.values()) await a.close();
   }
