@@ -6,8 +6,11 @@
 // allocations' CreateTime (placed) and ModifyTime (the server's last write of
 // it: the running report), and each task's events (Received when the client
 // built its runner, Setting Up when its set-up began, Started when its
-// driver had it). The same fields exist on Nomad's API.
+// driver had it). The same fields exist on Nomad's API. Beside them, when
+// the executors' pids are given, when each executor process was forked (its
+// /proc start time).
 
+import { readFileSync } from 'node:fs';
 import { round } from './_stats.js';
 
 export interface TimelineStage {
@@ -36,7 +39,14 @@ const stats = (stage: string, xs: number[]): TimelineStage | undefined => {
  * after `releasedAt` (epoch ms); `answered`: the submissions' answer times
  * (epoch ms), the first stage.
  */
-export async function burstTimeline(addr: string, headers: Record<string, string>, prefix: string, releasedAt: number, answered: readonly number[]): Promise<TimelineStage[]> {
+export async function burstTimeline(
+  addr: string,
+  headers: Record<string, string>,
+  prefix: string,
+  releasedAt: number,
+  answered: readonly number[],
+  executorPids: readonly number[] = [],
+): Promise<TimelineStage[]> {
   const get = async <T>(path: string): Promise<T> => (await (await fetch(`${addr}${path}`, { headers })).json()) as T;
   const rel = (ns: number): number => ns / 1e6 - releasedAt;
   const evals = (await get<Array<{ JobID: string; ModifyTime: number; Status: string }>>('/v1/evaluations?namespace=*')).filter((e) => e.JobID.startsWith(prefix) && e.Status === 'complete');
@@ -50,11 +60,24 @@ export async function burstTimeline(addr: string, headers: Record<string, string
     stats('submissions answered', answered.map((t) => t - releasedAt)),
     stats('evaluations run', evals.map((e) => rel(e.ModifyTime))),
     stats('allocations placed', allocs.map((a) => rel(a.CreateTime))),
+    stats('executors forked', executorPids.flatMap((pid) => forkedAt(pid) ?? []).map((t) => t - releasedAt)),
     stats('runners built (Received)', event('Received')),
     stats('set-up begun (Setting Up)', event('Setting Up')),
     stats('tasks handed over (Started)', event('Started')),
     stats('running written on the server', allocs.map((a) => rel(a.ModifyTime))),
   ].filter((s): s is TimelineStage => s !== undefined);
+}
+
+/** When process `pid` was forked (epoch ms, to the kernel's 10 ms tick), if it still runs. */
+function forkedAt(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    const uptimeS = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+    return Date.now() - uptimeS * 1000 + ticks * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The stages as lines. */

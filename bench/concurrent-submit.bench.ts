@@ -277,7 +277,7 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
     // Read before anything else asks the agent for work: the stages each allocation passed, by its own records.
     const timeline: TimelineStage[] | undefined =
       process.env['BENCH_SUBMIT_TIMELINE'] === '1'
-        ? await burstTimeline(agent.addr, headers, 'burst-', b.releasedAt, b.submitted.filter((s) => s.status === 200).map((s) => s.end))
+        ? await burstTimeline(agent.addr, headers, 'burst-', b.releasedAt, b.submitted.filter((s) => s.status === 200).map((s) => s.end), executorsOf(nodePid))
         : undefined;
     // How the scheduler took the burst: evaluations by trigger and status, and how many store writes placed the allocations.
     const evals = (await (await fetch(`${agent.addr}/v1/evaluations?namespace=*`, { headers })).json()) as Array<{ TriggeredBy: string; Status: string; JobID: string }>;
