@@ -42,6 +42,8 @@ export interface BurstFigures {
   failureSamples: string[];
   submit: { p50: number; p99: number; max: number };
   allAnsweredMs: number;
+  /** When the burst was released (ms since the epoch, this machine's clock). */
+  releasedAt: number;
   /** From the release until the API listed every accepted job's allocation running. */
   allRunningMs: number;
   /** [s since the release, burst allocations placed, running], each poll. */
@@ -140,6 +142,7 @@ export async function runBurst(harness: SubmitterKind, target: BurstTarget, bodi
       failureSamples: [...new Set(failed.map((s) => `${s.status || ''} ${s.text}`.trim()))].slice(0, 3),
       submit: { p50: round(quantile(latencies, 0.5)), p99: round(quantile(latencies, 0.99)), max: round(Math.max(...latencies)) },
       allAnsweredMs: round(Math.max(...submitted.map((s) => s.end)) - t0),
+      releasedAt: t0,
       allRunningMs: round(allRunningMs),
       progress,
       cpuAnswered,

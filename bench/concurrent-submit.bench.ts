@@ -25,6 +25,9 @@
 // passes node flags to the agent (to try V8 settings one at a time);
 // BENCH_SUBMIT_HEAP_SNAPSHOTS=dir has the agent write a heap snapshot there
 // when idle and once all is collected (compare them in Chrome DevTools);
+// BENCH_SUBMIT_TIMELINE=1 prints when the burst's allocations passed each
+// stage (evaluated, placed, runner built, set up, started, running written),
+// read from the agent's own records once all run (bench/_burst-timeline.ts);
 // BENCH_SUBMIT_LOG=file runs the agent at `--log-level debug` and copies its
 // log there once all run (every step of every allocation on the agent's clock).
 //
@@ -72,6 +75,7 @@ import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { registration } from '../test/support/nomad-jobs.js';
 import { formatBreakdown, mallocProbe, openSockets, rssBreakdown, v8Figures } from './_proc-memory.js';
+import { burstTimeline, formatTimeline, type TimelineStage } from './_burst-timeline.js';
 import { startNomadDev } from './_nomad-dev.js';
 import { round } from './_stats.js';
 import { cpuMs, executorCost, minorFaults, executorsOf, formatProgress, load, quantile, runBurst, type BurstFigures } from './_submit-burst.js';
@@ -270,6 +274,11 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
       { prefix: 'burst-' },
     );
     const delay = await loopDelay();
+    // Read before anything else asks the agent for work: the stages each allocation passed, by its own records.
+    const timeline: TimelineStage[] | undefined =
+      process.env['BENCH_SUBMIT_TIMELINE'] === '1'
+        ? await burstTimeline(agent.addr, headers, 'burst-', b.releasedAt, b.submitted.filter((s) => s.status === 200).map((s) => s.end), executorsOf(nodePid))
+        : undefined;
     // How the scheduler took the burst: evaluations by trigger and status, and how many store writes placed the allocations.
     const evals = (await (await fetch(`${agent.addr}/v1/evaluations?namespace=*`, { headers })).json()) as Array<{ TriggeredBy: string; Status: string; JobID: string }>;
     const evalCounts: Record<string, number> = {};
@@ -290,6 +299,7 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
     const nodeCost = executorCost(executors);
     const executorsPssMiB = round(executors.reduce((a, p) => a + pssKiB(p), 0) / 1024);
     printBurst('Berth', b);
+    if (timeline) console.log(`  the burst's stages, ms after the release at ${round(b.releasedAt)} (epoch ms; first / median / last allocation):\n${formatTimeline(timeline).join('\n')}`);
     console.log(`  agent event loop delay during the run: p50 ${delay.p50} ms, p99 ${delay.p99} ms, max ${delay.max} ms`);
     const perJob = (ms: number): number => round(ms / JOBS, 2);
     if (logFile) copyFileSync(join(agentDir, 'agent.log'), logFile);
@@ -319,6 +329,7 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
       agentCpuMs: { answered: round(cpuAnswered.agent), running: round(cpuRunning.agent), ...(split ? { clientAnswered: round(cpuAnswered.node), clientRunning: round(cpuRunning.node) } : {}) },
       eventLoopDelayMs: delay,
       evaluations: evalCounts,
+      ...(timeline ? { timeline } : {}),
       placementWrites,
       placedBeforeLastRegistration: placedMidBurst,
       executors: executors.length,
