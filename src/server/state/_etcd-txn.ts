@@ -132,6 +132,12 @@ export type SentRows = Map<string, { value: Buffer; row: Row }>;
  */
 export function watchedRow(kv: IKeyValue, key: string, sent: SentRows | undefined, part?: { field: string; value: () => unknown }): Row {
   const mine = sent?.get(key);
-  if (mine && mine.value.equals(kv.value)) return Object.freeze({ ...mine.row, createIndex: Number(kv.create_revision), modifyIndex: Number(kv.mod_revision) });
+  if (mine && mine.value.equals(kv.value)) {
+    const createIndex = Number(kv.create_revision);
+    const modifyIndex = Number(kv.mod_revision);
+    // The write guessed its revision (the store's index + 1): when etcd gave that one, the row as built is the row, not copied again.
+    if (mine.row.createIndex === createIndex && mine.row.modifyIndex === modifyIndex && Object.isFrozen(mine.row)) return mine.row;
+    return Object.freeze({ ...mine.row, createIndex, modifyIndex });
+  }
   return decodeRow(kv, key, part);
 }
