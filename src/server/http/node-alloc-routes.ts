@@ -206,9 +206,11 @@ function sameJson(x: unknown, y: unknown): boolean {
  * answer), some 60 % of the row's bytes, which no node reads. Pure.
  */
 function sentToNode(a: Allocation): Allocation {
-  if (a.metrics === undefined) return a;
-  const { metrics: _metrics, ...rest } = a;
-  return rest;
+  // Copied field by field, not by destructuring: reading the metrics would decode them (a follower keeps them undecoded).
+  if (!Object.hasOwn(a, 'metrics')) return a;
+  const rest: Record<string, unknown> = {};
+  for (const k of Object.keys(a)) if (k !== 'metrics') rest[k] = (a as unknown as Record<string, unknown>)[k];
+  return rest as unknown as Allocation;
 }
 
 /**

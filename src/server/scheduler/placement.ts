@@ -269,8 +269,9 @@ export function placeGroup(input: PlaceGroupInput): PlaceGroupResult {
   const candidates: Node[] = [];
   const base = emptyMetric(nodes.length);
   const baseRecorder = new MetricRecorder(base);
+  const pluginList = [...pluginIds];
   for (const node of nodes) {
-    const reason = staticReason(node, input.datacenters, group, [...pluginIds], rules);
+    const reason = staticReason(node, input.datacenters, group, pluginList, rules);
     if (node.status === 'ready' && matchesDatacenter(input.datacenters, node.datacenter)) {
       base.nodesAvailable[node.datacenter] = (base.nodesAvailable[node.datacenter] ?? 0) + 1;
     }

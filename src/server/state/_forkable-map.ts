@@ -70,7 +70,10 @@ export class ForkableMap<V> implements ReadonlyMap<string, V> {
   #writable(key: string): Map<string, V> {
     const b = this.#bucketOf(key);
     if (!this.#owned[b]) {
-      this.#buckets[b] = new Map(this.#buckets[b]);
+      // Copied with forEach: `new Map(bucket)` goes through the iterator, an entry array and a result object per row.
+      const copy = new Map<string, V>();
+      this.#buckets[b]!.forEach((v, k) => copy.set(k, v));
+      this.#buckets[b] = copy;
       this.#owned[b] = true;
     }
     return this.#buckets[b]!;
@@ -135,7 +138,10 @@ export class ForkableMap<V> implements ReadonlyMap<string, V> {
     return this.entries();
   }
 
+  /** Every entry, as entries() orders them, without an iterator's objects for each (lists read whole tables this way). */
   forEach(fn: (value: V, key: string, map: ReadonlyMap<string, V>) => void): void {
-    for (const [k, v] of this.entries()) fn(v, k, this);
+    if (this.#size === 0) return;
+    const each = (v: V, k: string): void => fn(v, k, this);
+    for (const b of this.#buckets) if (b.size > 0) b.forEach(each);
   }
 }

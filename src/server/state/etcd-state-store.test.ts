@@ -209,6 +209,10 @@ describe('the etcd state store shared by several servers', () => {
         for (const [who, store] of [['writer', a], ['follower', b], ['reloaded', reloaded]] as const) {
           const got = store.snapshot().get('allocations', 'a1');
           assert.deepEqual([got?.clientStatus, got?.metrics, got?.modifyIndex], ['complete', METRICS, last], who);
+          // As any stored row: frozen, its metrics too (a server that keeps them undecoded until read), and the same object at every read.
+          assert.ok(Object.isFrozen(got) && Object.isFrozen(got?.metrics) && Object.isFrozen(got?.metrics?.scoreMetaData), who);
+          assert.equal(store.snapshot().get('allocations', 'a1')?.metrics, got?.metrics, who);
+          assert.deepEqual(JSON.parse(JSON.stringify(got)).metrics, METRICS, who);
         }
         // The follower's events carry whole rows, as the writer's do.
         for (const store of [a, b]) {

@@ -44,6 +44,13 @@ describe('ForkableMap', () => {
     for (const [held, expected] of [...forks, [map, reference] as const]) {
       assert.equal(held.size, expected.size);
       assert.deepEqual(new Map(held.entries()), expected);
+      // forEach (how lists read a table) gives the same entries in the same order.
+      const each: Array<[string, number]> = [];
+      held.forEach((v, k, m) => {
+        assert.equal(m, held);
+        each.push([k, v]);
+      });
+      assert.deepEqual(each, [...held.entries()]);
       for (const k of ['alloc-0', 'alloc-5000', 'alloc-11999', 'alloc-4']) assert.equal(held.get(k), expected.get(k), k);
     }
     assert.ok(map.bucketCount >= 12_000 / 8, `12,000 rows in ${map.bucketCount} buckets`);
