@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { registerTaskMetrics } from './task-metrics.js';
 import { Client, createDrivers, startClientHelpers, type ExecutorHosts, type TaskConfig, type TaskDriver } from '../client/index.js';
@@ -296,7 +297,9 @@ export class Agent {
    */
   async #startClientHelpers(): Promise<void> {
     const { config, dataDir } = this.#opts;
-    await turns(2);
+    // Two turns: a connection waiting in the listener's queue is accepted in one poll and its request read in the next.
+    await nextTurn();
+    await nextTurn();
     this.#hostsAhead = startClientHelpers({
       stateDir: path.join(dataDir, 'client', 'd'),
       tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
@@ -510,9 +513,4 @@ function clientFacts(client: Client | undefined): { stats: Record<string, string
     ok: running,
     message: running ? 'ok' : `client is ${client.state}`,
   };
-}
-
-/** Resolves after `n` turns of the event loop: a connection waiting in the listener's queue is accepted in one poll and its request read in the next. */
-async function turns(n: number): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
