@@ -93,9 +93,7 @@ export class Client {
   /** Runners being destroyed (the server dropped them): a drain still waits for their cleanup. */
   readonly #leaving = new Map<string, RunnerEntry>();
   readonly #statusListeners = new Set<() => void>();
-  #store: ClientStateStore | undefined;
-  /** The store's reserve file, begun in the background at open: stop() waits for it (see Server's). */
-  #headroomAtOpen: Promise<boolean> | undefined;
+  #store: SqliteClientStateStore | undefined;
   #registry: PluginRegistry | undefined;
   #csi: CsiManager | undefined;
   readonly #drivers = new Map<string, TaskDriver>();
@@ -220,7 +218,6 @@ export class Client {
       mkdirSync(dataDir, { recursive: true });
       const store = SqliteClientStateStore.open(path.join(dataDir, 'client.db'));
       this.#store = store;
-      this.#headroomAtOpen = store.headroomAtOpen();
       this.#node = loadNode(store);
       this.#meta.load(store.bucket(NODE_META_BUCKET));
       this.#log.info({ nodeId: this.#node.id, dataDir }, 'client starting');
@@ -502,7 +499,8 @@ export class Client {
     await step('server api', () => this.#api?.close());
     await step('state store', async () => {
       this.#store?.close();
-      await this.#headroomAtOpen;
+      // Its reserve file, begun in the background at open, may still be being written (see Server's stop).
+      await this.#store?.headroomAtOpen();
     });
   }
 }

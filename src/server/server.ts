@@ -66,8 +66,6 @@ export class Server {
   readonly #life: Lifecycle;
   #store: StateStore | undefined;
   #ownsStore = false;
-  /** The SQLite store's reserve file, begun in the background at open: stop() waits for it, so nothing writes in the data dir after. */
-  #headroomAtOpen: Promise<boolean> | undefined;
   #connections: NodeConnections | undefined;
   #volumes: VolumeService | undefined;
   #hostVolumes: HostVolumeService | undefined;
@@ -226,9 +224,7 @@ export class Server {
       } else {
         const dir = this.#opts.dataDir as string;
         mkdirSync(dir, { recursive: true });
-        const sqlite = SqliteStateStore.open(join(dir, 'state.db'), { logger: root });
-        this.#store = sqlite;
-        this.#headroomAtOpen = sqlite.headroomAtOpen();
+        this.#store = SqliteStateStore.open(join(dir, 'state.db'), { logger: root });
         this.#ownsStore = true;
       }
       const store = this.#store;
@@ -436,10 +432,12 @@ export class Server {
     await step('connections', () => this.#connections?.closeAll());
     if (this.#ownsStore) {
       await step('store', async () => {
-        this.#store?.close();
-        // The reserve's writes run on libuv's pool and go on after the close: a data dir removed
-        // meanwhile (a dev agent's own, at its exit) failed with ENOTEMPTY or kept a stray file.
-        await this.#headroomAtOpen;
+        const store = this.#store;
+        store?.close();
+        // The SQLite store's reserve file, begun in the background at open, is written by libuv's pool past
+        // the close: a data dir removed meanwhile (a dev agent's own, at its exit) failed with ENOTEMPTY or
+        // kept a stray file.
+        if (store instanceof SqliteStateStore) await store.headroomAtOpen();
       });
     }
     this.#address = undefined;
