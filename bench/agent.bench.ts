@@ -227,7 +227,7 @@ export default async function agentBench(dir: string): Promise<Record<string, un
     const agentPid = agent.child!.pid!;
     const procs = descendants(agentPid);
     const sum = (list: Array<{ pid: number }>): number => round(list.reduce((a, p) => a + pssKiB(p.pid), 0) / 1024);
-    const executors = procs.filter((p) => p.cmd.includes('executor.mjs'));
+    const executors = procs.filter((p) => /executor\.[cm]js/.test(p.cmd));
     const plugins = procs.filter((p) => p.cmd.includes(' plugin hostpath '));
     const memory = { agentPssMiB: round(pssKiB(agentPid) / 1024), executorsPssMiB: sum(executors), executors: executors.length, pluginsPssMiB: sum(plugins), plugins: plugins.length };
     console.log(

@@ -162,7 +162,43 @@ if (!isAscii(bundleBytes)) {
   const at = bundleBytes.findIndex((b) => b > 0x7f);
   throw new Error(`build: the agent bundle must be ASCII; found a byte 0x${bundleBytes[at].toString(16)} at offset ${at}: ...${bundleBytes.subarray(Math.max(0, at - 60), at + 20).toString('utf8')}... (write it as \\uXXXX in the source)`);
 }
-writeFileSync(`${next}/warm-start.json`, `${JSON.stringify({ bundle: bundleFile.split('/').pop() })}\n`);
+// Berth's own helpers, each in its own one-file bundle loaded through a code cache as the agent's is
+// (src/warm-start/helper-main.ts): the executor (and log monitor), the mount helper, the API's front workers.
+// Each starts as `<name>.cjs`, a copy of one small launcher whose file name says which helper it is; the ES
+// modules stay beside them for a launcher that cannot load its bundle.
+const helperZod = zodLocalesEnglishOnly();
+const helperBundles = await build({
+  ...CJS_FILE,
+  entryPoints: {
+    'executor-bundle': 'src/client/drivers/executor.mjs',
+    'mount-helper-bundle': 'src/client/allocdir/mount-helper.mjs',
+    'api-worker-bundle': 'src/server/http/api-workers/worker-main.ts',
+  },
+  entryNames: '[name]-[hash]',
+  supported: { 'dynamic-import': false },
+  external: [...EXTERNAL, ...NEVER_LOADED],
+  define: { 'import.meta.url': '__berthImportMetaUrl', 'import.meta.resolve': '__berthNoImportMetaResolve' },
+  banner: { js: `${CJS_WRAPPER}var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
+  footer: { js: CJS_WRAPPER_END },
+  plugins: [helperZod.plugin],
+});
+helperZod.checkApplied();
+const helpers = {};
+for (const f of Object.keys(helperBundles.metafile.outputs)) {
+  const m = /([\w-]+)-bundle-\w+\.cjs$/.exec(f);
+  if (m) helpers[m[1]] = f.split('/').pop();
+}
+if (Object.keys(helpers).length !== 3) throw new Error(`build: expected three helper bundles, got ${JSON.stringify(helpers)}`);
+// Its source map shipped beside each copy, with no link in the text (the copies' names differ).
+const launcher = await build({ ...CJS_FILE, entryPoints: { 'helper-start': 'src/warm-start/helper-main.ts' }, sourcemap: 'external', write: false });
+const launcherText = launcher.outputFiles.find((f) => f.path.endsWith('.cjs'))?.text;
+const launcherMap = launcher.outputFiles.find((f) => f.path.endsWith('.cjs.map'))?.text;
+if (!launcherText || !launcherMap) throw new Error('build: the helpers\' launcher is missing');
+for (const name of Object.keys(helpers)) {
+  writeFileSync(`${next}/${name}.cjs`, launcherText);
+  writeFileSync(`${next}/${name}.cjs.map`, launcherMap);
+}
+writeFileSync(`${next}/warm-start.json`, `${JSON.stringify({ bundle: bundleFile.split('/').pop(), helpers })}\n`);
 // Scripts the agent starts as their own processes (plain ESM, no bundling): the executor (with the
 // modules it imports) and the mount helper.
 for (const f of readdirSync(`${root}src/client/drivers`)) if (f.endsWith('.mjs')) copyFileSync(`${root}src/client/drivers/${f}`, `${next}/${f}`);

@@ -2,7 +2,7 @@
 export { BerthError, AbortedError, throwIfAborted, describeError, type ApiOutcomeCode } from './errors.js';
 export { systemClock, ManualClock, type Clock } from './clock.js';
 export { DiskReserve } from './disk-reserve.js';
-export { helperProcessEnv } from './helper-env.js';
+export { helperProcessEnv, helperScript, helperWarmStart, type HelperWarmStart } from './helper-env.js';
 export { retry, backoffDelay, defaultBackoff, BACKOFF, type BackoffPolicy, type RetryOptions } from './retry.js';
 export { anySignal, linkSignals, SignalFanout, WAIT_ENDED, type LinkedSignal } from './linked-signal.js';
 export { IntervalLoop, type IntervalLoopOptions } from './interval-loop.js';

@@ -6,9 +6,10 @@
 // the functions a start and a first job ran, not only the top level.
 
 import { isAscii } from 'node:buffer';
-import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { cachedDataVersionTag } from 'node:v8';
 import { Script } from 'node:vm';
 import { seal, unseal } from './cache-file.js';
 // Node's CommonJS wrapper; scripts/build.mjs writes the agent's bundle inside the same text (one source for both).
@@ -30,6 +31,15 @@ export interface CodeCacheLoad {
   saveCache(): string;
 }
 
+/** How a bundle is loaded. */
+export interface CodeCacheOptions {
+  /**
+   * Hold V8's young generation from the bundle's top level until saveCache (young-generation.ts), as the agent
+   * does (default true). V8's flags are the process's, so a worker thread must not (nor need a small helper).
+   */
+  holdYoungGeneration?: boolean;
+}
+
 /**
  * Compiles and runs the CommonJS file `bundle` (its `require` resolves from its
  * own directory), with the cache in `cacheFile` when that is sound. Blocks
@@ -37,13 +47,15 @@ export interface CodeCacheLoad {
  * when the bundle cannot be read; a missing, stale or corrupt cache only
  * means a compile from source, said in `reason`.
  */
-export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheLoad {
+export function loadWithCodeCache(bundle: string, cacheFile: string, opts: CodeCacheOptions = {}): CodeCacheLoad {
+  const hold = opts.holdYoungGeneration ?? true;
   const bytes = readFileSync(bundle);
   // An ASCII file (the build makes sure of it) is its own Latin-1: a copy of the bytes into a one-byte string,
   // several times cheaper than decoding UTF-8, which is what the start spent most on reading the file.
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   let cached: Buffer | undefined;
   let problem: string;
+  let found = true;
   try {
     // Into the bundle's bytes, copied out by now: memory this process has touched already. Fresh memory costs a
     // page fault a 4 KB page at first touch, on this kind of VM ~20-30 us each: ~780 for a 3 MB cache, some 20 ms.
@@ -51,7 +63,8 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
     if ('data' in sealed) cached = sealed.data;
     problem = 'problem' in sealed ? `cache ${cacheFile}: ${sealed.problem}` : '';
   } catch (err) {
-    problem = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `no cache yet (${cacheFile})` : `cache ${cacheFile} unreadable: ${(err as Error).message}`;
+    found = (err as NodeJS.ErrnoException).code !== 'ENOENT';
+    problem = found ? `cache ${cacheFile} unreadable: ${(err as Error).message}` : `no cache yet (${cacheFile})`;
   }
   // The wrapper Node's own CommonJS loader puts around a module.
   // The build writes the bundle inside the wrapper already; adding it here would copy the whole text once more.
@@ -60,15 +73,17 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
     ...(cached ? { cachedData: cached } : {}),
   });
   const accepted = cached !== undefined && script.cachedDataRejected === false;
+  // What V8 checks a cache against (its version, flags, CPU): a cache is written only under the same, or V8 would refuse it.
+  const tag = cachedDataVersionTag();
   if (cached && !accepted) problem = `cache ${cacheFile} rejected by V8 (made by another Node, V8 flags or bundle)`;
   // Only now that V8 has checked the cache against its flags (the flag is back at its default when saveCache writes one).
-  holdYoungGeneration();
+  if (hold) holdYoungGeneration();
   const module = { exports: {} as Record<string, unknown> };
   try {
     (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
   } catch (err) {
     // The agent falls back to its modules, and no saveCache comes.
-    releaseYoungGeneration();
+    if (hold) releaseYoungGeneration();
     throw err;
   }
 
@@ -78,9 +93,12 @@ export function loadWithCodeCache(bundle: string, cacheFile: string): CodeCacheL
     path: accepted ? 'code-cache' : 'compiled',
     reason: accepted ? `cache ${cacheFile}` : problem,
     saveCache(): string {
-      releaseYoungGeneration();
+      if (hold) releaseYoungGeneration();
       if (saved) return accepted ? 'kept the cache V8 took' : 'already written';
       saved = true;
+      if (cachedDataVersionTag() !== tag) return 'not written: V8 flags changed since the load (V8 would refuse such a cache)';
+      // Many helpers of one build start without a cache at once: the first to write it is enough.
+      if (!found && existsSync(cacheFile)) return `another process wrote ${cacheFile} meanwhile`;
       const tmp = `${cacheFile}.${process.pid}.tmp`;
       try {
         mkdirSync(path.dirname(cacheFile), { recursive: true, mode: 0o700 });
@@ -115,17 +133,21 @@ function readFileInto(file: string, spare: Buffer): Buffer {
 }
 
 /**
- * Removes the caches of other builds made by this same Node (same name after the bundle's hash): each
- * build leaves one, and only the running build's is of use. Other Nodes' caches stay. Never throws.
+ * Removes the caches of other builds of the same bundle made by this same Node (same name before and after
+ * the bundle's hash: `agent-bundle-`, `executor-bundle-`, ...): each build leaves one, and only the running
+ * build's is of use. Other bundles' and other Nodes' caches stay. Never throws.
  */
 function dropOlderBuilds(cacheFile: string): string {
   const dir = path.dirname(cacheFile);
   const name = path.basename(cacheFile);
-  const sameNode = name.slice(name.indexOf('-', 'agent-bundle-'.length));
+  // `<kind>-bundle-<hash>-<node>.v8cache`: esbuild's hash holds no dash.
+  const kind = /^(.*?-bundle-)[^-]+(-.*)$/.exec(name);
+  if (!kind) return '';
+  const [, prefix = '', sameNode = ''] = kind;
   let dropped = 0;
   try {
     for (const f of readdirSync(dir)) {
-      if (f === name || !f.startsWith('agent-bundle-') || !f.endsWith(sameNode)) continue;
+      if (f === name || !f.startsWith(prefix) || !f.endsWith(sameNode) || !/^[^-]+$/.test(f.slice(prefix.length, f.length - sameNode.length))) continue;
       rmSync(path.join(dir, f), { force: true });
       dropped += 1;
     }

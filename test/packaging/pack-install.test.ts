@@ -78,7 +78,7 @@ describe('berth from its npm package', { timeout: 900_000 }, () => {
     // The packages the bundle leaves to its side file (scripts/bundle-trims.mjs, packagesAside), required at their first use.
     const aside = /require\("\.\/(agent-aside-\w+\.cjs)"\)/.exec(readFileSync(path.join(installed, agentBundle), 'latin1'))?.[1];
     assert.ok(aside, `${agentBundle} names no side file`);
-    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/warm-start.js', 'dist/warm-start.json', agentBundle, `dist/${aside}`, 'dist/executor.mjs', 'dist/executor-spawn.mjs', 'dist/executor-logs.mjs', 'dist/mount-helper.mjs', 'dist/mount-table.mjs', 'dist/_tmpfs-mounter.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
+    for (const needed of ['bin/berth.js', 'dist/main.js', 'dist/warm-start.js', 'dist/warm-start.json', agentBundle, `dist/${aside}`, 'dist/executor.cjs', 'dist/executor.mjs', 'dist/mount-helper.cjs', 'dist/api-worker.cjs', 'dist/executor-spawn.mjs', 'dist/executor-logs.mjs', 'dist/mount-helper.mjs', 'dist/mount-table.mjs', 'dist/_tmpfs-mounter.mjs', 'dist/ui/index.html', 'examples/hostpath-plugin.hcl', 'proto/csi/v1/csi.proto', 'README.md']) {
       assert.ok(files.includes(needed), `the tarball lacks ${needed}`);
     }
     const unwanted = files.filter((f) => /^(src|test|bench|scripts)\//.test(f) || /\.test\.|\.bench\.|\.ts$/.test(f));

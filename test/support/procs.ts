@@ -102,7 +102,7 @@ function within(dir: string, root: string): boolean {
  */
 export function executorsUnder(root: string, opts: { running?: boolean; procs?: Proc[] } = {}): Proc[] {
   const procs = opts.procs ?? processes();
-  const executors = procs.filter((p) => p.cmd.includes('executor.mjs') && p.cwd !== root && within(p.cwd, root));
+  const executors = procs.filter((p) => /executor\.[cm]js/.test(p.cmd) && p.cwd !== root && within(p.cwd, root));
   if (!opts.running) return executors;
   const parents = new Set(procs.map((p) => p.ppid));
   return executors.filter((e) => parents.has(e.pid));
@@ -115,7 +115,7 @@ export function executorsUnder(root: string, opts: { running?: boolean; procs?: 
  */
 export function executorsIn(dir: string): number[] {
   return processes()
-    .filter((p) => p.cmd.includes('executor.mjs') && p.cwd === dir)
+    .filter((p) => /executor\.[cm]js/.test(p.cmd) && p.cwd === dir)
     .map((p) => p.pid)
     .sort((a, b) => a - b);
 }

@@ -309,9 +309,16 @@ let closed = false;
 /** @type {any[]} */
 const queue = [];
 
+let cacheSaved = false;
 /** @param {{ id: unknown, ok: boolean }} answer */
 function answer(answer) {
   process.stdout.write(`${JSON.stringify(answer)}\n`);
+  if (cacheSaved) return;
+  // Started from a build (dist/mount-helper.cjs, src/warm-start/helper-main.ts): once it has answered, its code
+  // cache holds what serving a request compiles; written once, after the answer, unless V8 took one at load.
+  cacheSaved = true;
+  const w = /** @type {{ saveCache(): string } | undefined} */ (/** @type {any} */ (globalThis)[Symbol.for('berth.warm-start')]);
+  if (w) setImmediate(() => w.saveCache());
 }
 
 function pump() {

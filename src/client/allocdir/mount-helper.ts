@@ -6,11 +6,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { BerthError, helperProcessEnv } from '../../lib/index.js';
+import { BerthError, helperProcessEnv, helperScript } from '../../lib/index.js';
 
-/** The helper script; dist/mount-helper.mjs once built (scripts/build.mjs copies it). */
-export const MOUNT_HELPER_PATH = fileURLToPath(new URL('./mount-helper.mjs', import.meta.url));
+/** The helper script; dist/mount-helper.cjs once built, which loads its bundle through a code cache (lib's helperScript). */
+export const MOUNT_HELPER_PATH = helperScript('mount-helper', import.meta.url);
 
 export type MountHelperErrorCode = 'ALLOC_MOUNT_FAILED' | 'ALLOC_MOUNT_HELPER_DIED' | 'ALLOC_MOUNT_HELPER_STOPPED';
 

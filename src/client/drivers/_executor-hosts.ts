@@ -31,6 +31,8 @@ export interface StartReport {
   taskPid?: number;
   taskStartTicks?: number;
   executorStartTicks?: number;
+  /** How the executor's code was loaded (a new executor's report, from a build: src/warm-start/helper-main.ts). */
+  warmStart?: { path: 'code-cache' | 'compiled' | 'modules'; reason: string };
 }
 
 /** What an executor writes to `started.json` in the task's state dir once the task runs (before it reports). */

@@ -11,8 +11,7 @@ import { existsSync, utimesSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { AbortedError, linkSignals, SignalFanout, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
+import { AbortedError, helperScript, linkSignals, SignalFanout, systemClock, silentLogger, type Clock, type Logger } from '../../lib/index.js';
 import type { DriverInfo } from '../../structs/index.js';
 import { taskCgroupName, type Cgroups, type TaskCgroup } from '../cgroups/index.js';
 import { DriverError } from './driver-error.js';
@@ -39,8 +38,8 @@ import type {
   TaskStatus,
 } from './task-driver.js';
 
-/** The executor script (also the host's log monitor, see src/client/logmon). */
-export const EXECUTOR_PATH = fileURLToPath(new URL('./executor.mjs', import.meta.url));
+/** The executor script (also the host's log monitor, see src/client/logmon): dist/executor.cjs once built (lib's helperScript). */
+export const EXECUTOR_PATH = helperScript('executor', import.meta.url);
 /** Longest unix socket path Linux takes (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
 

@@ -26,12 +26,13 @@ import path from 'node:path';
  * a spare that never got a task exits; once one came it is a host as any other.
  * `task` is what the per-task executor does (executor.mjs): run one task
  * and answer its start report; `startTicks` and `note` its /proc start time
- * and its executor.log line.
+ * and its executor.log line; `warmStart` how its code was loaded (in the
+ * report once it listens); `started` is told after a task's report went.
  * @param {{ socketPath: string, idleExitMs: number, spare?: boolean }} cfg
  * @param {(msg: unknown) => void} report
- * @param {{ runTask: (config: any, report: (msg: unknown) => void, ended?: (exit: unknown) => void) => Promise<number>, startTicks: (pid: number) => number, note: (dir: string, msg: string) => void }} task
+ * @param {{ runTask: (config: any, report: (msg: unknown) => void, ended?: (exit: unknown) => void) => Promise<number>, startTicks: (pid: number) => number, note: (dir: string, msg: string) => void, warmStart: () => unknown, started: () => void }} task
  */
-export function host(cfg, report, { runTask, startTicks, note }) {
+export function host(cfg, report, { runTask, startTicks, note, warmStart, started }) {
   let tasks = 0;
   let idleSince = Date.now();
   let closing = false;
@@ -68,6 +69,7 @@ export function host(cfg, report, { runTask, startTicks, note }) {
       // `wait` on its own socket tells it: the agent needs no second connection to learn it.
       /** @param {any} report */
       const reported = (report) => {
+        if (report?.ok) started();
         if (!report?.ok || !msg.follow) return answer(report);
         if (!conn.destroyed) conn.write(`${JSON.stringify(report)}\n`);
       };
@@ -85,7 +87,7 @@ export function host(cfg, report, { runTask, startTicks, note }) {
   fs.rmSync(cfg.socketPath, { force: true });
   server.listen(cfg.socketPath, () => {
     fs.chmodSync(cfg.socketPath, 0o600);
-    report({ ok: true, pid: process.pid, executorStartTicks: startTicks(process.pid) });
+    report({ ok: true, pid: process.pid, executorStartTicks: startTicks(process.pid), warmStart: warmStart() });
   });
   const exitIfIdle = () => {
     if (closing || tasks > 0 || lifeline || Date.now() - idleSince < cfg.idleExitMs) return;

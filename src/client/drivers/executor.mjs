@@ -476,6 +476,29 @@ async function runTask(cfg, report, ended) {
   return over;
 }
 
+/**
+ * How this executor's code was loaded, as its start report tells the agent: started from a build
+ * (dist/executor.cjs, src/warm-start/helper-main.ts) through a code cache or not, and why. Undefined when
+ * it runs from the sources. Pure.
+ * @returns {{ path: string, reason: string } | undefined}
+ */
+function warmStart() {
+  const w = /** @type {{ path: string, reason: string } | undefined} */ (/** @type {any} */ (globalThis)[Symbol.for('berth.warm-start')]);
+  return w ? { path: w.path, reason: w.reason } : undefined;
+}
+
+let cacheSaved = false;
+/**
+ * Once a task has started, writes this build's executor code cache (unless V8 took one at load), after the
+ * report has gone: it then holds what a start compiles. Once a process; does not throw.
+ */
+function saveCodeCache() {
+  if (cacheSaved) return;
+  cacheSaved = true;
+  const w = /** @type {{ saveCache(): string } | undefined} */ (/** @type {any} */ (globalThis)[Symbol.for('berth.warm-start')]);
+  if (w) setImmediate(() => w.saveCache());
+}
+
 async function main() {
   process.on('SIGHUP', () => {});
   process.on('SIGINT', () => {});
@@ -498,10 +521,14 @@ async function main() {
     return;
   }
   if (cfg.mode === 'host') {
-    host(cfg, report, { runTask, startTicks, note });
+    host(cfg, report, { runTask, startTicks, note, warmStart, started: saveCodeCache });
     return;
   }
-  const code = await runTask(/** @type {ExecutorConfig} */ (cfg), report);
+  const code = await runTask(/** @type {ExecutorConfig} */ (cfg), (/** @type {any} */ msg) => {
+    if (!msg?.ok) return report(msg);
+    report({ ...msg, warmStart: warmStart() });
+    saveCodeCache();
+  });
   if (code !== 0) process.exit(code);
   setTimeout(() => process.exit(0), 50).unref();
 }

@@ -266,13 +266,13 @@ export class ApiWorkers {
       case 'ready':
         slot.ready = true;
         slot.failures = 0;
-        this.#log.debug({ thread: w.threadId }, 'API worker accepting');
+        this.#log.debug({ thread: w.threadId, ...(m.warmStart ? { warmStart: m.warmStart } : {}) }, 'API worker accepting');
         for (const r of this.#waiters.splice(0)) r();
         this.#handOff();
         return;
       case 'warmed':
         slot.warmRounds = m.rounds;
-        this.#log.debug({ thread: w.threadId, rounds: m.rounds }, 'API worker warmed');
+        this.#log.debug({ thread: w.threadId, rounds: m.rounds, ...(m.cache ? { cache: m.cache } : {}) }, 'API worker warmed');
         for (const r of this.#waiters.splice(0)) r();
         return;
       case 'failed':
@@ -323,9 +323,12 @@ export class ApiWorkers {
   }
 }
 
-/** The worker's entry: the TypeScript file under tsx (tests), the bundle's api-worker.js once built. */
+/**
+ * The worker's entry: the TypeScript file under tsx (tests); once built, api-worker.cjs, which loads the worker's
+ * one-file bundle through a code cache (src/warm-start/helper-main.ts; api-worker.js, its ES module, if it cannot).
+ */
 function workerEntry(): [string | URL, { eval?: boolean }] {
-  if (!import.meta.url.endsWith('.ts')) return [new URL('./api-worker.js', import.meta.url), {}];
+  if (!import.meta.url.endsWith('.ts')) return [new URL('./api-worker.cjs', import.meta.url), {}];
   // A worker thread does not inherit tsx's loader: it registers it, then loads the entry.
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker-main.ts', import.meta.url).href;

@@ -33,10 +33,10 @@ export interface WorkerSetup {
 
 /** Worker -> main. */
 export type FromWorker =
-  /** The worker is accepting on the API's address. */
-  | { t: 'ready' }
-  /** The worker's warm-up ended (worker-main.ts's warmMore) after `rounds` rounds, without being asked to close. */
-  | { t: 'warmed'; rounds: number }
+  /** The worker is accepting on the API's address; `warmStart`: how its code was loaded, when from a build (src/warm-start). */
+  | { t: 'ready'; warmStart?: { path: string; reason: string } }
+  /** The worker's warm-up ended (worker-main.ts's warmMore) after `rounds` rounds, without being asked to close; `cache`: what saving its code cache did. */
+  | { t: 'warmed'; rounds: number; cache?: string }
   /** The worker could not listen (why, for the log); main keeps serving alone. */
   | { t: 'failed'; error: string }
   /** A write request the worker may serve itself began (RequestsInFlight.enter). */

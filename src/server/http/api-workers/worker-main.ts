@@ -15,6 +15,7 @@ import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 import { Outbox } from './outbox.js';
 import { Relay } from './relay.js';
 import { sendErrorAnswer } from '../answers.js';
+import { helperWarmStart } from '../../../lib/index.js';
 
 /** fastify's defaults, which main's listener has. */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
@@ -104,16 +105,26 @@ const WARM_WALL_MS = 3_000;
 function warmMore(rounds: number, until: number): void {
   setImmediate(() => {
     if (closing) return;
-    if (registered || rounds >= WARM_ROUNDS || performance.now() > until) return post({ t: 'warmed', rounds });
+    if (registered || rounds >= WARM_ROUNDS || performance.now() > until) return warmed(rounds);
     fast.warm();
     warmMore(rounds + 1, until);
   });
 }
 
+/**
+ * The warm-up ended: a worker started from a build (dist/api-worker.cjs) writes its code cache now (unless V8
+ * took one at load), so that it holds the registration path the rounds compiled, as main writes its own once idle.
+ */
+function warmed(rounds: number): void {
+  const warm = helperWarmStart();
+  post({ t: 'warmed', rounds, ...(warm ? { cache: warm.saveCache() } : {}) });
+}
+
 listenOnDuplicate(server, setup.listenFd).then(
   () => {
     fast.warm();
-    post({ t: 'ready' });
+    const warm = helperWarmStart();
+    post({ t: 'ready', ...(warm ? { warmStart: { path: warm.path, reason: warm.reason } } : {}) });
     outbox.flush();
     warmMore(1, performance.now() + WARM_WALL_MS);
   },
