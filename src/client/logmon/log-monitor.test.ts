@@ -58,13 +58,15 @@ describe('the log monitor', () => {
     await eventually('the monitor process to end', () => ended(pid));
   });
 
-  it('starts with PATH alone: the agent’s tokens and Node start-up variables stay with the agent', async () => {
+  it('starts with PATH and the cache home alone: the agent’s tokens and Node start-up variables stay with the agent', async () => {
     // A detached monitor outlives the agent: it must not keep the agent's
     // secrets, nor pay Node's start-up work for variables meant for the agent
     // (NODE_EXTRA_CA_CERTS has every Node process parse a CA bundle at start).
-    const saved = { token: process.env['BERTH_TOKEN'], certs: process.env['NODE_EXTRA_CA_CERTS'] };
+    // HOME and XDG_CACHE_HOME say where its code cache is (beside the agent's).
+    const saved = { token: process.env['BERTH_TOKEN'], certs: process.env['NODE_EXTRA_CA_CERTS'], cache: process.env['XDG_CACHE_HOME'] };
     process.env['BERTH_TOKEN'] = 'agent-secret-token-0001';
     process.env['NODE_EXTRA_CA_CERTS'] = '/etc/ssl/certs/ca-certificates.crt';
+    process.env['XDG_CACHE_HOME'] = path.join(root, 'cache-home');
     const socketPath = path.join(root, 'env.sock');
     const monitor = new LogMonitor({ socketPath, script: EXECUTOR_PATH });
     try {
@@ -72,11 +74,13 @@ describe('the log monitor', () => {
       const [pid] = monitorPids(socketPath);
       assert.ok(pid, 'a monitor process serves the socket');
       const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
-      assert.deepEqual(environ.map((kv) => kv.slice(0, kv.indexOf('='))), ['PATH']);
+      const want = ['PATH', ...(process.env['HOME'] ? ['HOME'] : []), 'XDG_CACHE_HOME'];
+      assert.deepEqual(environ.map((kv) => kv.slice(0, kv.indexOf('='))), want);
+      assert.ok(environ.includes(`XDG_CACHE_HOME=${path.join(root, 'cache-home')}`));
       await monitor.remove({ dir: path.join(root, 'env-alloc', 'logs'), taskName: 'web' });
     } finally {
       monitor.stop();
-      for (const [k, v] of [['BERTH_TOKEN', saved.token], ['NODE_EXTRA_CA_CERTS', saved.certs]] as const) {
+      for (const [k, v] of [['BERTH_TOKEN', saved.token], ['NODE_EXTRA_CA_CERTS', saved.certs], ['XDG_CACHE_HOME', saved.cache]] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }

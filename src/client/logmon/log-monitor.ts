@@ -165,9 +165,14 @@ export class LogMonitor {
   }
 }
 
-/** The pids of processes started as `node <script> <socketPath>` (the log monitor of that socket), from /proc. */
+/**
+ * The pids of processes started as `node <script> <socketPath>` (the log monitor of that socket), from /proc.
+ * A build's `executor.cjs` and an older build's `executor.mjs` in the same place are the same script: a
+ * monitor started before an upgrade is still found.
+ */
 function processesServing(script: string, socketPath: string): number[] {
   const out: number[] = [];
+  const sameScript = (file: string | undefined): boolean => file !== undefined && file.replace(/\.[cm]js$/, '') === script.replace(/\.[cm]js$/, '');
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -178,7 +183,7 @@ function processesServing(script: string, socketPath: string): number[] {
     if (!/^\d+$/.test(e)) continue;
     try {
       const argv = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').filter(Boolean);
-      if (argv.length === 3 && argv[1] === script && argv[2] === socketPath) out.push(Number(e));
+      if (argv.length === 3 && sameScript(argv[1]) && argv[2] === socketPath) out.push(Number(e));
     } catch {
       // gone meanwhile, or not ours to read
     }
