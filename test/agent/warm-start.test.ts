@@ -19,7 +19,8 @@ const dir = mkdtempSync(path.join(tmpdir(), 'bws-'));
 const cacheHome = path.join(dir, 'xdg-cache');
 const cacheFiles = (): string[] => {
   try {
-    return readdirSync(path.join(cacheHome, 'berth')).filter((f) => f.endsWith('.v8cache'));
+    // The agent's own (its executors keep theirs beside it: test/agent/helper-warm-start.test.ts).
+    return readdirSync(path.join(cacheHome, 'berth')).filter((f) => f.startsWith('agent-bundle-') && f.endsWith('.v8cache'));
   } catch {
     return [];
   }
