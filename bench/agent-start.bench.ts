@@ -37,6 +37,10 @@
 // measured start an empty cache dir instead (a first start after install).
 // BENCH_AGENT_START_BERTH=path/to/bin/berth.js runs another build (an older
 // commit's, built in its own copy) to compare two builds in the same minute.
+// BENCH_AGENT_START_API_WORKERS=n starts each agent with `api_workers = n`
+// (the API's front worker threads); each start then also gives the agent's
+// CPU one second after its spawn and its RSS once its jobs ran (what the
+// workers cost beside what they save).
 // When the bench's environment sets NODE_EXTRA_CA_CERTS (as this sandbox
 // does), Node parses that CA bundle at every process start, before any of
 // the agent's code: the measured starts then run twice, with the environment
@@ -67,6 +71,8 @@ const FIRST_JOB_IDLE_MS = Number(process.env['BENCH_AGENT_START_FIRST_JOB_IDLE_M
 if (!Number.isFinite(FIRST_JOB_IDLE_MS) || FIRST_JOB_IDLE_MS < 0) throw new Error('BENCH_AGENT_START_FIRST_JOB_IDLE_MS must be a number of ms (0 or more)');
 const COLD = process.env['BENCH_AGENT_START_CODE_CACHE'] === 'cold';
 const NODE_ARGS = (process.env['BENCH_AGENT_START_NODE_ARGS'] ?? '').split(/\s+/).filter(Boolean);
+const API_WORKERS = process.env['BENCH_AGENT_START_API_WORKERS'] ? Number(process.env['BENCH_AGENT_START_API_WORKERS']) : undefined;
+if (API_WORKERS !== undefined && !(Number.isInteger(API_WORKERS) && API_WORKERS >= 0)) throw new Error('BENCH_AGENT_START_API_WORKERS must be a whole number of workers');
 const EXTRA_CA = process.env['NODE_EXTRA_CA_CERTS'] ? process.env['NODE_EXTRA_CA_CERTS'] : undefined;
 const BOTH_ENVS = EXTRA_CA !== undefined && process.env['BENCH_AGENT_START_EXTRA_CA'] !== 'as-is';
 const TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
@@ -77,6 +83,16 @@ function quantile(xs: readonly number[], q: number): number {
 }
 
 const stats = (xs: readonly number[]): { p50: number; p99: number } => ({ p50: round(quantile(xs, 0.5)), p99: round(quantile(xs, 0.99)) });
+
+/** The resident set of a process, MiB (0 once gone). */
+function rssMiB(pid: number): number {
+  try {
+    const kb = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return Number(kb ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
 
 /** utime + stime of a process, ms (0 once gone). */
 function cpuMs(pid: number): number {
@@ -147,6 +163,10 @@ interface Start {
   cpuFirstJobMs: number;
   /** The agent's CPU for each of jobs 2..N, from the last one running to this one running. */
   cpuPerLaterJobMs: number;
+  /** The agent's CPU one second after its spawn (0 when the start took less than that: never, in practice). */
+  cpuAt1sMs: number;
+  /** The agent's RSS once its jobs ran, MiB. */
+  rssMiB: number;
   /** CLOCK_MONOTONIC, us (the clock of a V8 CPU profile's timestamps): spawn, first answer, first job running. */
   marks: { pid: number; spawned: number; answered: number; firstRunning: number };
   log?: string;
@@ -158,7 +178,21 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(join(dataDir, 'dev-tokens.json'), JSON.stringify({ management: token, node: 'benchagentstartnode000000' }), { mode: 0o600 });
   const port = await freePort();
-  const args = [...NODE_ARGS, ...(opts.nodeArgs ?? []), BERTH_JS, 'agent', '--dev', '--port', String(port), '--data-dir', dataDir, ...(opts.logLevel ? ['--log-level', opts.logLevel] : [])];
+  const workersConfig = join(dataDir, 'api-workers.hcl');
+  if (API_WORKERS !== undefined) writeFileSync(workersConfig, `server {\n  api_workers = ${API_WORKERS}\n}\n`);
+  const args = [
+    ...NODE_ARGS,
+    ...(opts.nodeArgs ?? []),
+    BERTH_JS,
+    'agent',
+    '--dev',
+    '--port',
+    String(port),
+    '--data-dir',
+    dataDir,
+    ...(API_WORKERS !== undefined ? ['--config', workersConfig] : []),
+    ...(opts.logLevel ? ['--log-level', opts.logLevel] : []),
+  ];
   const t0 = now();
   const spawnedMono = monotonicUs();
   const env = cleanEnv(opts.cacheHome ? { XDG_CACHE_HOME: opts.cacheHome } : {});
@@ -173,6 +207,8 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
   });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise((r) => child.once('exit', r));
+  let cpuAt1sMs = 0;
+  const at1s = setTimeout(() => (cpuAt1sMs = cpuMs(child.pid!)), Math.max(0, 1000 - (now() - t0)));
   const gone = (): boolean => child.exitCode !== null || child.signalCode !== null;
   try {
     let answeredAt = 0;
@@ -198,7 +234,9 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
       laterJobMs.push(j.running - j.submitted);
     }
     const cpuPerLaterJobMs = (cpuMs(child.pid!) - cpuAtFirstRunningMs) / (JOBS - 1);
+    const rss = rssMiB(child.pid!);
     while (!readyAt && !gone()) await sleep(5);
+    while (!cpuAt1sMs && !gone()) await sleep(5);
     return {
       answerMs: answeredAt - t0,
       readyMs: readyAt - t0,
@@ -209,10 +247,13 @@ async function oneStart(dataDir: string, opts: { logLevel?: string; nodeArgs?: s
       cpuAtFirstRunningMs,
       cpuFirstJobMs: cpuAtFirstRunningMs - cpuAtSubmitMs,
       cpuPerLaterJobMs,
+      cpuAt1sMs,
+      rssMiB: rss,
       marks: { pid: child.pid!, spawned: spawnedMono, answered: answeredMono, firstRunning: firstRunningMono },
       ...(opts.logLevel ? { log: readFileSync(join(dataDir, 'agent.log'), 'utf8') } : {}),
     };
   } finally {
+    clearTimeout(at1s);
     child.kill('SIGINT');
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     await exited;
@@ -275,7 +316,7 @@ async function measuredStarts(dir: string, cacheHome: string, label: string, noE
     console.log(
       `start ${i + 1}: first answer ${round(s.answerMs)} ms (cpu ${round(s.cpuAtAnswerMs)} ms), ready lines ${round(s.readyMs)} ms, ` +
         `first job running ${round(s.firstRunningMs)} ms (its submit -> running ${round(s.firstJobMs)} ms, cpu ${round(s.cpuAtFirstRunningMs)} ms), ` +
-        `jobs 2..${JOBS}: ${s.laterJobMs.map((x) => round(x)).join(', ')} ms  [load ${load()}]`,
+        `jobs 2..${JOBS}: ${s.laterJobMs.map((x) => round(x)).join(', ')} ms, cpu at 1 s ${round(s.cpuAt1sMs)} ms, rss ${round(s.rssMiB)} MiB  [load ${load()}]`,
     );
     if (CPU_PROF) console.log(`  pid ${s.marks.pid}, CLOCK_MONOTONIC us (a profile's clock): spawned ${s.marks.spawned}, first answer ${s.marks.answered}, first job running ${s.marks.firstRunning}`);
   }
@@ -291,6 +332,9 @@ async function measuredStarts(dir: string, cacheHome: string, label: string, noE
     cpuAtFirstJobRunningMs: stats(starts.map((s) => s.cpuAtFirstRunningMs)),
     cpuFirstJobMs: stats(starts.map((s) => s.cpuFirstJobMs)),
     cpuPerLaterJobMs: stats(starts.map((s) => s.cpuPerLaterJobMs)),
+    cpuAt1sMs: stats(starts.map((s) => s.cpuAt1sMs)),
+    rssMiB: stats(starts.map((s) => s.rssMiB)),
+    ...(API_WORKERS !== undefined ? { apiWorkers: API_WORKERS } : {}),
   };
   const ratio = (ms: number): string => `${round(ms / bareMs, 1)}x bare node`;
   console.log(`${label}:`);
@@ -299,6 +343,7 @@ async function measuredStarts(dir: string, cacheHome: string, label: string, noE
   console.log(`  spawn -> first job running: p50 ${figures.firstJobRunningMs.p50} ms, p99 ${figures.firstJobRunningMs.p99} ms; agent CPU by then p50 ${figures.cpuAtFirstJobRunningMs.p50} ms`);
   console.log(`  submit -> running: first job p50 ${figures.firstJobSubmitToRunningMs.p50} ms (p99 ${figures.firstJobSubmitToRunningMs.p99}), jobs 2..${JOBS} p50 ${figures.laterJobSubmitToRunningMs.p50} ms (p99 ${figures.laterJobSubmitToRunningMs.p99})`);
   console.log(`  agent CPU per job (submit and poll until running): first job p50 ${figures.cpuFirstJobMs.p50} ms, jobs 2..${JOBS} p50 ${figures.cpuPerLaterJobMs.p50} ms`);
+  console.log(`  agent CPU 1 s after spawn p50 ${figures.cpuAt1sMs.p50} ms; RSS once its jobs ran p50 ${figures.rssMiB.p50} MiB${API_WORKERS !== undefined ? ` (api_workers = ${API_WORKERS})` : ''}`);
   return figures;
 }
 

@@ -21,7 +21,11 @@
 // BENCH_NODE_BURST_CPU_PROF=dir runs the client agent under `node
 // --cpu-prof` writing its profile there; BENCH_NODE_BURST_LOG=file copies
 // the client agent's debug log there; BENCH_NODE_BURST_TASKS_PER_EXECUTOR=n
-// sets its `tasks_per_executor`. The machine is shared: the load average is
+// sets its `tasks_per_executor`; BENCH_NODE_BURST_BERTH=path/to/bin/berth.js
+// runs another build's agents (an older commit's, built in its own copy) to
+// compare two builds in the same minute. Beside the client agent's CPU: the
+// executors' own CPU (and minor faults) per task, read while all run
+// (bench/_submit-burst.ts executorCost). The machine is shared: the load average is
 // printed beside the figures; the CPU per allocation is what the load bends
 // least.
 
@@ -33,7 +37,7 @@ import { AgentRun, freePort } from '../test/support/agent-run.js';
 import { eventually } from '../test/support/eventually.js';
 import { registration } from '../test/support/nomad-jobs.js';
 import { round } from './_stats.js';
-import { cpuMs, executorsOf, formatProgress, load, quantile } from './_submit-burst.js';
+import { cpuMs, executorCost, executorsOf, formatProgress, load, quantile } from './_submit-burst.js';
 import type { AllocationListStub } from '../src/api/index.js';
 
 const N = Number(process.env['BENCH_NODE_BURST_ALLOCS'] ?? 200);
@@ -54,6 +58,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
   const perExecutor = process.env['BENCH_NODE_BURST_TASKS_PER_EXECUTOR'];
   const prof = process.env['BENCH_NODE_BURST_CPU_PROF'];
   const logFile = process.env['BENCH_NODE_BURST_LOG'];
+  const berth = process.env['BENCH_NODE_BURST_BERTH'];
   const config = join(dir, 'agent.hcl');
   writeFileSync(
     config,
@@ -63,14 +68,14 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       '',
     ].join('\n'),
   );
-  const server = new AgentRun(['--server', '--data-dir', join(dir, 'server'), '--config', config, '--port', String(await freePort()), '--log-level', 'warn']);
+  const server = new AgentRun(['--server', '--data-dir', join(dir, 'server'), '--config', config, '--port', String(await freePort()), '--log-level', 'warn'], berth ? { berth } : {});
   let client: AgentRun | undefined;
   const headers = { authorization: `Bearer ${management}`, 'content-type': 'application/json' };
   try {
     await server.start();
     client = new AgentRun(
       ['--client', '--server-address', server.addr, '--data-dir', join(dir, 'client'), '--config', config, '--port', String(await freePort()), '--log-level', logFile ? 'debug' : 'warn'],
-      { nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [] },
+      { nodeArgs: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [], ...(berth ? { berth } : {}) },
     );
     await client.start();
     const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
@@ -91,6 +96,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
     const progress: Array<[number, number, number]> = [];
     let cpuRunning = 0;
     let allRunningMs = 0;
+    let nodeCost: ReturnType<typeof executorCost> | undefined;
     let list: AllocationListStub[] = [];
     for (;;) {
       list = (await allocs()).filter((a) => a.JobID === 'nb' && a.DesiredStatus === 'run');
@@ -99,6 +105,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       if (running === N) {
         allRunningMs = now() - t0;
         cpuRunning = cpuMs(clientPid) - cpu0;
+        nodeCost = executorCost(executorsOf(clientPid, true));
         break;
       }
       if (now() - t0 > 300_000) throw new Error(`after 300 s only ${running} of ${N} allocations run`);
@@ -121,6 +128,9 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       allRunningListedMs: round(allRunningMs),
       clientCpuMs: round(cpuRunning),
       clientCpuMsPerAlloc: perAlloc,
+      executors: nodeCost?.executors.processes ?? 0,
+      executorCpuMsPerTask: round((nodeCost?.executors.cpuMs ?? 0) / N, 2),
+      executorMinorFaultsPerTask: round((nodeCost?.executors.minorFaults ?? 0) / N, 1),
       load: { before: loadBefore, during: loadDuring },
       ...(perExecutor ? { tasksPerExecutor: Number(perExecutor) } : {}),
     };
@@ -128,6 +138,7 @@ export default async function bench(dir: string): Promise<Record<string, unknown
       `  ${N} allocations placed at once (within ${figures.placementSpreadMs} ms) on one client agent: task started after placement: first ${figures.firstStartedMs} ms, median ${figures.medianStartedMs} ms, last ${figures.lastStartedMs} ms; the API listed all running ${figures.allRunningListedMs} ms after the release (load ${loadBefore} -> ${loadDuring})`,
     );
     console.log(`  client agent CPU from the release until all ran: ${figures.clientCpuMs} ms (${perAlloc} ms an allocation)`);
+    console.log(`  executors (${figures.executors}, from their start): CPU ${figures.executorCpuMsPerTask} ms and ${figures.executorMinorFaultsPerTask} minor faults a task`);
     const byTenth = new Map<number, number>();
     for (const s of fromPlaced) byTenth.set(Math.ceil(s / 100) / 10, (byTenth.get(Math.ceil(s / 100) / 10) ?? 0) + 1);
     let cum = 0;

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { runMain as RunMainFn } from './main-run.js';
-import { cacheFileFor, loadWithCodeCache, type CodeCacheLoad } from './warm-start/index.js';
+import { cacheFileFor, holdYoungGeneration, loadWithCodeCache, releaseYoungGeneration, type CodeCacheLoad } from './warm-start/index.js';
 
 type RunMain = typeof RunMainFn;
 
@@ -40,7 +40,8 @@ else {
   let loaded: CodeCacheLoad | undefined;
   let problem = '';
   try {
-    loaded = loadWithCodeCache(here(name), cacheFileFor(name));
+    // V8's young generation held through the start (warm-start/young-generation.ts), let go when saveCache comes.
+    loaded = loadWithCodeCache(here(name), cacheFileFor(name), { youngGeneration: { hold: holdYoungGeneration, release: releaseYoungGeneration } });
   } catch (err) {
     problem = `the agent bundle ${name} failed to load: ${(err as Error).message}`;
   }

@@ -9,12 +9,10 @@ import { isAscii } from 'node:buffer';
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { cachedDataVersionTag } from 'node:v8';
 import { Script } from 'node:vm';
 import { seal, unseal } from './cache-file.js';
 // Node's CommonJS wrapper; scripts/build.mjs writes the agent's bundle inside the same text (one source for both).
 import { CJS_WRAPPER, CJS_WRAPPER_END } from './cjs-wrapper.mjs';
-import { holdYoungGeneration, releaseYoungGeneration } from './young-generation.js';
 
 /** What loading a bundle did, for the agent's log. */
 export interface CodeCacheLoad {
@@ -24,7 +22,7 @@ export interface CodeCacheLoad {
   path: 'code-cache' | 'compiled';
   reason: string;
   /**
-   * Lets V8's young generation grow again (held from the bundle's top level on: young-generation.ts), then
+   * Lets V8's young generation grow again (when the load held it: youngGeneration), then
    * writes the cache of what is compiled by now, unless V8 took one at load; once. Call it when the agent is
    * first idle. Never throws; says what it did.
    */
@@ -34,10 +32,11 @@ export interface CodeCacheLoad {
 /** How a bundle is loaded. */
 export interface CodeCacheOptions {
   /**
-   * Hold V8's young generation from the bundle's top level until saveCache (young-generation.ts), as the agent
-   * does (default true). V8's flags are the process's, so a worker thread must not (nor need a small helper).
+   * Held from the bundle's top level (once V8 has taken the cache) until saveCache: V8's young generation, as the
+   * agent holds it (young-generation.ts). Passed in, not imported: node:v8 costs a helper's start 1.5-2.5 ms to load,
+   * more than its whole compile, and V8's flags are the process's, so a worker thread must not touch them.
    */
-  holdYoungGeneration?: boolean;
+  youngGeneration?: { hold(): void; release(): void };
 }
 
 /**
@@ -48,7 +47,7 @@ export interface CodeCacheOptions {
  * means a compile from source, said in `reason`.
  */
 export function loadWithCodeCache(bundle: string, cacheFile: string, opts: CodeCacheOptions = {}): CodeCacheLoad {
-  const hold = opts.holdYoungGeneration ?? true;
+  const young = opts.youngGeneration;
   const bytes = readFileSync(bundle);
   // An ASCII file (the build makes sure of it) is its own Latin-1: a copy of the bytes into a one-byte string,
   // several times cheaper than decoding UTF-8, which is what the start spent most on reading the file.
@@ -73,17 +72,15 @@ export function loadWithCodeCache(bundle: string, cacheFile: string, opts: CodeC
     ...(cached ? { cachedData: cached } : {}),
   });
   const accepted = cached !== undefined && script.cachedDataRejected === false;
-  // What V8 checks a cache against (its version, flags, CPU): a cache is written only under the same, or V8 would refuse it.
-  const tag = cachedDataVersionTag();
   if (cached && !accepted) problem = `cache ${cacheFile} rejected by V8 (made by another Node, V8 flags or bundle)`;
   // Only now that V8 has checked the cache against its flags (the flag is back at its default when saveCache writes one).
-  if (hold) holdYoungGeneration();
+  young?.hold();
   const module = { exports: {} as Record<string, unknown> };
   try {
     (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
   } catch (err) {
     // The agent falls back to its modules, and no saveCache comes.
-    if (hold) releaseYoungGeneration();
+    young?.release();
     throw err;
   }
 
@@ -93,10 +90,9 @@ export function loadWithCodeCache(bundle: string, cacheFile: string, opts: CodeC
     path: accepted ? 'code-cache' : 'compiled',
     reason: accepted ? `cache ${cacheFile}` : problem,
     saveCache(): string {
-      if (hold) releaseYoungGeneration();
+      young?.release();
       if (saved) return accepted ? 'kept the cache V8 took' : 'already written';
       saved = true;
-      if (cachedDataVersionTag() !== tag) return 'not written: V8 flags changed since the load (V8 would refuse such a cache)';
       // Many helpers of one build start without a cache at once: the first to write it is enough.
       if (!found && existsSync(cacheFile)) return `another process wrote ${cacheFile} meanwhile`;
       const tmp = `${cacheFile}.${process.pid}.tmp`;

@@ -55,7 +55,7 @@ else {
   (globalThis as Record<symbol, unknown>)[HELPER_WARM_START] = said;
   let problem = '';
   try {
-    const loaded = loadWithCodeCache(path.join(here, bundle), cacheFileFor(bundle, cacheDir()), { holdYoungGeneration: false });
+    const loaded = loadWithCodeCache(path.join(here, bundle), cacheFileFor(bundle, cacheDir()));
     Object.assign(said, { path: loaded.path, reason: loaded.reason, saveCache: loaded.saveCache });
   } catch (err) {
     problem = `the bundle ${bundle} failed to load: ${(err as Error).message}`;

@@ -7,3 +7,4 @@
 export { cacheDir, cacheFileFor, seal, unseal } from './cache-file.js';
 export { loadWithCodeCache, type CodeCacheLoad, type CodeCacheOptions } from './code-cache.js';
 export { HELPER_WARM_START, type HelperWarmStart } from './helper-cache.js';
+export { holdYoungGeneration, releaseYoungGeneration } from './young-generation.js';

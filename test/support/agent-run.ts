@@ -94,8 +94,12 @@ export class AgentRun {
   /** The agent runs in a session of its own (see ClusterOptions.ownSessions in process-cluster.ts). */
   readonly ownSession: boolean;
 
-  constructor(args: readonly string[], opts: { nodeArgs?: readonly string[]; env?: Record<string, string>; ownSession?: boolean } = {}) {
+  /** The `berth` script run (another build's bin/berth.js, for a bench comparing two builds); this checkout's by default. */
+  readonly berth: string;
+
+  constructor(args: readonly string[], opts: { nodeArgs?: readonly string[]; env?: Record<string, string>; ownSession?: boolean; berth?: string } = {}) {
     this.args = args;
+    this.berth = opts.berth ?? BERTH;
     this.nodeArgs = opts.nodeArgs ?? [];
     this.env = opts.env ?? {};
     this.ownSession = opts.ownSession ?? false;
@@ -105,7 +109,7 @@ export class AgentRun {
     this.stdout = '';
     this.stderr = '';
     this.addr = '';
-    const child = spawn(process.execPath, [...this.nodeArgs, BERTH, 'agent', ...this.args], { env: cleanEnv(this.env), stdio: ['ignore', 'pipe', 'pipe'], detached: this.ownSession });
+    const child = spawn(process.execPath, [...this.nodeArgs, this.berth, 'agent', ...this.args], { env: cleanEnv(this.env), stdio: ['ignore', 'pipe', 'pipe'], detached: this.ownSession });
     this.child = child;
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
