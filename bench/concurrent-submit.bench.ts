@@ -29,7 +29,10 @@
 // stage (evaluated, placed, runner built, set up, started, running written),
 // read from the agent's own records once all run (bench/_burst-timeline.ts);
 // BENCH_SUBMIT_LOG=file runs the agent at `--log-level debug` and copies its
-// log there once all run (every step of every allocation on the agent's clock).
+// log there once all run (every step of every allocation on the agent's clock);
+// BENCH_SUBMIT_API_WORKERS=n sets the agent's `api_workers`;
+// BENCH_SUBMIT_BERTH=path/to/bin/berth.js runs another build's agent (an
+// older commit's, built in its own copy) to compare two builds.
 //
 // The agent's CPU time (utime + stime, /proc/<pid>/stat) from the release
 // until every PUT was answered, and until every allocation ran, per job: a
@@ -209,13 +212,14 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
     ...(process.env['BENCH_SUBMIT_NODE_ARGS']?.split(' ').filter(Boolean) ?? []),
   ];
   const logFile = process.env['BENCH_SUBMIT_LOG'];
-  const agent = new AgentRun([split ? '--server' : '--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', logFile ? 'debug' : 'warn'], { nodeArgs });
+  const berth = process.env['BENCH_SUBMIT_BERTH'];
+  const agent = new AgentRun([split ? '--server' : '--dev', '--data-dir', agentDir, '--config', configFile, '--port', String(await freePort()), '--log-level', logFile ? 'debug' : 'warn'], { nodeArgs, ...(berth ? { berth } : {}) });
   await agent.start();
   if (split) agent.token = managementToken;
   const agentPid = agent.child!.pid!;
   // Split: the node agent in its own process, on its own port, talking to the server over HTTP.
   const clientAgent = split
-    ? new AgentRun(['--client', '--server-address', agent.addr, '--data-dir', join(dir, 'client-agent'), '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], { nodeArgs })
+    ? new AgentRun(['--client', '--server-address', agent.addr, '--data-dir', join(dir, 'client-agent'), '--config', configFile, '--port', String(await freePort()), '--log-level', 'warn'], { nodeArgs, ...(berth ? { berth } : {}) })
     : undefined;
   if (clientAgent) {
     await clientAgent.start();
