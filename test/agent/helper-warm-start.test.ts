@@ -5,7 +5,8 @@
 // cache, or one V8 refuses, is never handed over as it is: the executor
 // compiles, still runs its task, and writes a sound cache again. The API's
 // front workers do the same, and the agent's debug log says which way each
-// loaded (`API worker accepting`). Real processes from dist/ (build first).
+// loaded (`API worker accepting`); the mount helper writes its cache once it
+// answered its first request. Real processes from dist/ (build first).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -154,6 +155,8 @@ describe('the helpers of a build through their code caches', () => {
         const spec = { id: `w${run}`, type: 'batch', groups: [{ name: 'g', tasks: [{ name: 't', driver: 'raw_exec', config: { command: '/bin/true' }, resources: { cpuMhz: 5, memoryMb: 10 } }] }] };
         const put = await fetch(`${agent.addr}/v1/jobs`, { method: 'PUT', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' }, body: JSON.stringify(registration(spec)) });
         assert.equal(put.status, 200, await put.text());
+        // The allocation's directory is the mount helper's first request: it writes its cache once it answered.
+        if (run === 1) await until('the mount helper to write its cache', () => cacheFilesOf('mount-helper').length === 1 || undefined);
       } finally {
         assert.equal((await agent.stop('SIGINT')).code, 0, agent.stderr);
       }
