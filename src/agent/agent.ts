@@ -305,6 +305,7 @@ export class Agent {
       tasksPerExecutor: config.client.tasksPerExecutor ?? DEFAULT_TASKS_PER_EXECUTOR,
       spareExecutor: config.client.spareExecutor ?? true,
       rawExec: this.#enabledDrivers().raw_exec === true,
+      ...(this.#opts.logger ? { logger: this.#opts.logger } : {}),
     });
   }
 

@@ -8,6 +8,7 @@
 // one builds the server and the client.
 
 import { mountHelper } from './allocdir/index.js';
+import type { Logger } from '../lib/index.js';
 import { driverExecutorHosts, type ExecutorHosts } from './drivers/index.js';
 
 /**
@@ -18,9 +19,9 @@ import { driverExecutorHosts, type ExecutorHosts } from './drivers/index.js';
  * driver to shut down closes them), or closed by the caller if no client
  * takes them. Does not block (two spawns); never throws; call once.
  */
-export function startClientHelpers(opts: { stateDir: string; tasksPerExecutor: number; spareExecutor: boolean; rawExec: boolean }): ExecutorHosts | undefined {
+export function startClientHelpers(opts: { stateDir: string; tasksPerExecutor: number; spareExecutor: boolean; rawExec: boolean; logger?: Logger }): ExecutorHosts | undefined {
   mountHelper().warm();
-  const hosts = driverExecutorHosts({ stateDir: opts.stateDir, tasksPerExecutor: opts.tasksPerExecutor, spareExecutor: opts.spareExecutor });
+  const hosts = driverExecutorHosts({ stateDir: opts.stateDir, tasksPerExecutor: opts.tasksPerExecutor, spareExecutor: opts.spareExecutor, ...(opts.logger ? { logger: opts.logger } : {}) });
   if (opts.rawExec) hosts?.warm();
   return hosts;
 }

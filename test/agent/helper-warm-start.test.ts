@@ -5,8 +5,8 @@
 // cache, or one V8 refuses, is never handed over as it is: the executor
 // compiles, still runs its task, and writes a sound cache again. The API's
 // front workers do the same, and the agent's debug log says which way each
-// loaded (`API worker accepting`); the mount helper writes its cache once it
-// answered its first request. Real processes from dist/ (build first).
+// loaded (`API worker accepting`, and `executor started` for its executors);
+// the mount helper writes its cache once it answered its first request. Real processes from dist/ (build first).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -157,6 +157,9 @@ describe('the helpers of a build through their code caches', () => {
         assert.equal(put.status, 200, await put.text());
         // The allocation's directory is the mount helper's first request: it writes its cache once it answered.
         if (run === 1) await until('the mount helper to write its cache', () => cacheFilesOf('mount-helper').length === 1 || undefined);
+        // The agent's spare executor (started with it) says at debug how it loaded: from the cache, once one was written.
+        const executor = await until('an executor started', () => lines('executor started')[0]);
+        if (run === 2) assert.equal((executor['warmStart'] as { path: string } | undefined)?.path, 'code-cache', JSON.stringify(executor));
       } finally {
         assert.equal((await agent.stop('SIGINT')).code, 0, agent.stderr);
       }

@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { AbortedError, helperProcessEnv } from '../../lib/index.js';
+import { AbortedError, helperProcessEnv, type Logger } from '../../lib/index.js';
 import { askExecutorFollowing, type ExecutorUnavailable, type FollowedAsk } from './_control.js';
 import { isAlive } from './_proc.js';
 import type { ExitResult, TaskHandle } from './task-driver.js';
@@ -133,6 +133,8 @@ export interface ExecutorHostsOptions {
   idleExitMs: number;
   /** Keep one executor with room started ahead of need (warm()). */
   spare?: boolean;
+  /** Where a new executor's start is told at debug, with how its code was loaded (its report's `warmStart`). */
+  logger?: Logger;
 }
 
 /** Where a task was started: its shared executor's pid, start time and socket. */
@@ -367,6 +369,7 @@ export class ExecutorHosts {
       if (!r.ok || !r.pid) throw new Error(r.error ?? 'no report');
       host.pid = r.pid;
       host.startTicks = r.executorStartTicks ?? 0;
+      this.#opts.logger?.debug({ pid: r.pid, spare, ...(r.warmStart ? { warmStart: r.warmStart } : {}) }, 'executor started');
       return { pid: host.pid, startTicks: host.startTicks };
     });
     // One that never came up makes room for the next (a pick drops it too).

@@ -79,6 +79,6 @@ export function createDrivers(opts: {
  * start runs on another core meanwhile; pass them to createDrivers as `executorHosts`. Undefined with one
  * task an executor. Does not block; starts nothing by itself.
  */
-export function driverExecutorHosts(opts: { stateDir: string; tasksPerExecutor?: number; spareExecutor?: boolean }): ExecutorHosts | undefined {
+export function driverExecutorHosts(opts: { stateDir: string; tasksPerExecutor?: number; spareExecutor?: boolean; logger?: Logger }): ExecutorHosts | undefined {
   return sharedExecutorHosts(join(opts.stateDir, 'executors'), opts);
 }

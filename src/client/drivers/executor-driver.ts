@@ -51,11 +51,18 @@ export { isRoot, missingTools } from './_host.js';
  */
 export function sharedExecutorHosts(
   dir: string,
-  opts: Pick<ExecutorDriverOptions, 'tasksPerExecutor' | 'sharedExecutorIdleMs' | 'spareExecutor'>,
+  opts: Pick<ExecutorDriverOptions, 'tasksPerExecutor' | 'sharedExecutorIdleMs' | 'spareExecutor' | 'logger'>,
 ): ExecutorHosts | undefined {
   const tasksPerExecutor = opts.tasksPerExecutor ?? 1;
   if (tasksPerExecutor <= 1) return undefined;
-  return new ExecutorHosts({ executorPath: EXECUTOR_PATH, dir, tasksPerExecutor, idleExitMs: opts.sharedExecutorIdleMs ?? 0, spare: opts.spareExecutor ?? false });
+  return new ExecutorHosts({
+    executorPath: EXECUTOR_PATH,
+    dir,
+    tasksPerExecutor,
+    idleExitMs: opts.sharedExecutorIdleMs ?? 0,
+    spare: opts.spareExecutor ?? false,
+    ...(opts.logger ? { logger: opts.logger.child({ component: 'executors' }) } : {}),
+  });
 }
 
 export interface ExecutorDriverOptions {
