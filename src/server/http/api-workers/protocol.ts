@@ -37,6 +37,8 @@ export type FromWorker =
   | { t: 'ready' }
   /** The worker's warm-up ended (worker-main.ts's warmMore) after `rounds` rounds, without being asked to close. */
   | { t: 'warmed'; rounds: number }
+  /** The worker gave back memory in a quiet interval (its own heap, lib MemoryReclaimer): V8's committed heap before and after. */
+  | { t: 'reclaimed'; beforeMiB: number; afterMiB: number; ms: number }
   /** The worker could not listen (why, for the log); main keeps serving alone. */
   | { t: 'failed'; error: string }
   /** A write request the worker may serve itself began (RequestsInFlight.enter). */
