@@ -74,6 +74,11 @@ export class AllocSync {
     this.#admission = new AdmissionWindow({ limit: w?.allocations ?? DEFAULT_START_WINDOW, holdMs: w?.holdMs ?? DEFAULT_START_HOLD_MS, clock: deps.clock });
   }
 
+  /** New allocations on their way to their first task: in the admission window or waiting for a slot. */
+  get starting(): number {
+    return this.#admission.inFlight + this.#admission.waiting;
+  }
+
   /** Whether the server's allocation list has been received since start. */
   get serverListReceived(): boolean {
     return this.#serverListReceived;

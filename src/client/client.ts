@@ -274,7 +274,7 @@ export class Client {
 
       this.#api = new ServerApi({ address: this.#opts.servers, token: this.#opts.token });
       this.#claimer = new HttpVolumeClaimer({ api: this.#api });
-      this.#reporter = new StatusReporter({ api: this.#api, nodeId: this.#node.id, clock: this.#clock, logger: this.#root });
+      this.#reporter = new StatusReporter({ api: this.#api, nodeId: this.#node.id, clock: this.#clock, logger: this.#root, starting: () => this.#sync?.starting ?? 0 });
       this.#checks = new ServiceChecks({
         clock: this.#clock,
         logger: this.#root,

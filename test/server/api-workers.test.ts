@@ -44,6 +44,22 @@ describe('API front workers', () => {
     }
   });
 
+  it('give back the memory their warm-up grew once quiet, each its own heap', async () => {
+    // A server no request reaches: each worker's first quiet interval after its warm-up reclaims.
+    const quiet = new LoggedServer(2, 'berth-apiw-');
+    await quiet.start();
+    try {
+      const pool = quiet.server.apiWorkers!;
+      await pool.whenWarmed(60_000);
+      assert.ok((await pool.whenReclaimed(2, 60_000)) >= 2, `both workers reclaimed (reclaims: ${pool.reclaims})`);
+      const lines = quiet.lines.filter((l) => l.msg === 'API worker gave back memory in a quiet interval') as Array<Record<string, unknown>>;
+      assert.equal(new Set(lines.map((l) => l['thread'])).size, 2, 'one line from each worker thread');
+      for (const l of lines) assert.ok(Number(l['afterMiB']) <= Number(l['beforeMiB']), `the heap did not grow (${String(l['beforeMiB'])} -> ${String(l['afterMiB'])} MiB)`);
+    } finally {
+      await quiet.stop();
+    }
+  });
+
   it('answer a registration a worker served as the main thread does', async () => {
     const viaWorker = await sendViaWorker(withWorkers, 'PUT', '/v1/jobs', { token: TOKEN, body: (i) => jobBody(`fast-${i}`), fast: true });
     const { answer: onMain, line } = await alone.send('PUT', '/v1/jobs', { token: TOKEN, body: jobBody('main') });

@@ -111,6 +111,47 @@ describe('status reporter pacing', () => {
     }
   });
 
+  it('allocations started one after another are no burst: with one or none starting, each update goes at the batch interval', async () => {
+    posts.length = 0;
+    const clock = new ManualClock(2_500_000);
+    const api = new ServerApi({ address: url, token: 't' });
+    let starting = 0;
+    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100, burstAllocations: 3, starting: () => starting });
+    const settle = async (): Promise<void> => {
+      for (let i = 0; i < 20; i++) await nextTurn();
+    };
+    /** Reports `id` as `status` 20 ms after the last POST and says whether it was posted then (not held for the burst's 100 ms). */
+    const reportAt20 = async (id: string, status: AllocStatusReport['clientStatus']): Promise<boolean> => {
+      const before = posts.length;
+      reporter.report(update(id, status));
+      await settle();
+      if (posts.length === before) await clock.advance(20);
+      await settle();
+      const posted = posts.length > before;
+      if (!posted) await clock.advance(80);
+      await reporter.flush();
+      return posted;
+    };
+    try {
+      // Each job as a script runs them: its allocation starts (the only one starting), then runs, then the next.
+      for (const id of ['a', 'b', 'c', 'd', 'e']) {
+        starting = 1;
+        assert.equal(await reportAt20(id, 'pending'), true, `${id}'s pending goes 20 ms after the last POST`);
+        starting = 0;
+        assert.equal(await reportAt20(id, 'running'), true, `${id}'s running goes 20 ms after the last POST`);
+      }
+      assert.equal(posts.length, 10, 'two POSTs an allocation');
+
+      // Many starting at once (the window holds several): the same updates wait the burst's 100 ms.
+      starting = 6;
+      assert.equal(await reportAt20('f', 'pending'), false, 'with others still starting, the next waits for them');
+      assert.deepEqual(posts.at(-1), ['f:pending']);
+    } finally {
+      await reporter.stop();
+      api.close();
+    }
+  });
+
   it('an update that comes while a POST is on its way goes as soon as that POST is answered', async () => {
     posts.length = 0;
     const clock = new ManualClock(3_000_000);

@@ -53,6 +53,16 @@ export interface StatusReporterOptions {
   /** How many allocations reported within twice burstBatchMs make a burst. Default 4. */
   burstAllocations?: number;
   /**
+   * How many of the node's allocations are on their way to their first task
+   * now (the client's admission window: admitted or waiting for a slot). A
+   * burst's longer wait is for updates still to come: while one allocation
+   * or none is starting, nothing else is coming to share the POST, and
+   * allocations started one after another (a script's `job run`s, each
+   * waiting for the last) each report at batchMs. Default: not known, and
+   * the POSTs alone say whether it is a burst.
+   */
+  starting?: () => number;
+  /**
    * How long an update reported with `{ hold: true }` may wait for the one
    * that replaces it. Default 200 ms, Nomad's alloc sync interval.
    */
@@ -214,9 +224,10 @@ export class StatusReporter {
     }
   }
 
-  /** Whether the POSTs of the last 2 x burstMs carried burstAllocations allocations or more. */
+  /** Whether the POSTs of the last 2 x burstMs carried burstAllocations allocations or more, and more than one allocation is still starting (when the client says). */
   #inBurst(burstMs: number): boolean {
     this.#forgetOld(burstMs);
+    if ((this.#opts.starting?.() ?? Infinity) <= 1) return false;
     return new Set(this.#recent.map((r) => r.id)).size >= (this.#opts.burstAllocations ?? 4);
   }
 

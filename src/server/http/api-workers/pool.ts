@@ -77,6 +77,7 @@ export class ApiWorkers {
   #main: MainListener | undefined;
   #closing = false;
   #waiters: Array<() => void> = [];
+  #reclaims = 0;
 
   constructor(opts: ApiWorkersOptions) {
     this.#opts = opts;
@@ -92,6 +93,17 @@ export class ApiWorkers {
   /** Whether main accepts on the API's socket itself (it stops once every worker accepts; main-listener.ts). */
   get mainAccepting(): boolean {
     return this.#main?.accepting ?? true;
+  }
+
+  /** Memory reclaims the workers ran so far (each gives back its own heap in a quiet interval), ended workers' included. */
+  get reclaims(): number {
+    return this.#reclaims;
+  }
+
+  /** Waits until the workers reclaimed `count` times in all, or `timeoutMs` passed, or the pool closes; returns how many they did. */
+  async whenReclaimed(count: number, timeoutMs = 30_000): Promise<number> {
+    await this.#until(() => this.#reclaims >= count, timeoutMs);
+    return this.#reclaims;
   }
 
   /** The worker threads' IDs (a test ends one to see it replaced). */
@@ -146,7 +158,7 @@ export class ApiWorkers {
     return this.#slots.map((s) => s.warmRounds);
   }
 
-  /** Waits until `done()` holds, looked at again at each worker's news (ready, warmed), or `timeoutMs` passed, or the pool closes. */
+  /** Waits until `done()` holds, looked at again at each worker's news (ready, warmed, reclaimed), or `timeoutMs` passed, or the pool closes. */
   async #until(done: () => boolean, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!done() && Date.now() < deadline && !this.#closing) {
@@ -273,6 +285,11 @@ export class ApiWorkers {
       case 'warmed':
         slot.warmRounds = m.rounds;
         this.#log.debug({ thread: w.threadId, rounds: m.rounds, ...(m.cache ? { cache: m.cache } : {}) }, 'API worker warmed');
+        for (const r of this.#waiters.splice(0)) r();
+        return;
+      case 'reclaimed':
+        this.#reclaims += 1;
+        this.#log.debug({ thread: w.threadId, beforeMiB: m.beforeMiB, afterMiB: m.afterMiB, ms: m.ms }, 'API worker gave back memory in a quiet interval');
         for (const r of this.#waiters.splice(0)) r();
         return;
       case 'failed':

@@ -37,6 +37,8 @@ export type FromWorker =
   | { t: 'ready'; warmStart?: { path: string; reason: string } }
   /** The worker's warm-up ended (worker-main.ts's warmMore) after `rounds` rounds, without being asked to close; `cache`: what saving its code cache did. */
   | { t: 'warmed'; rounds: number; cache?: string }
+  /** The worker gave back memory in a quiet interval (its own heap, lib MemoryReclaimer): V8's committed heap before and after. */
+  | { t: 'reclaimed'; beforeMiB: number; afterMiB: number; ms: number }
   /** The worker could not listen (why, for the log); main keeps serving alone. */
   | { t: 'failed'; error: string }
   /** A write request the worker may serve itself began (RequestsInFlight.enter). */
