@@ -131,9 +131,8 @@ const aside = await build({
 const asideFile = Object.keys(aside.metafile.outputs).find((f) => f.endsWith('.cjs'))?.split('/').pop();
 if (!asideFile || !Object.keys(aside.metafile.inputs).some((f) => f.includes('node_modules/@grpc/grpc-js/'))) throw new Error('build: the agent bundle\'s side file is missing or holds no @grpc/grpc-js');
 const bundleAside = packagesAside(asideFile);
-const agentBundle = await build({
-  ...CJS_FILE,
-  entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
+/** What a bundle loaded through src/warm-start's code cache is built with (the agent's and each helper's). */
+const CACHED_BUNDLE = {
   entryNames: '[name]-[hash]',
   supported: { 'dynamic-import': false },
   external: [...EXTERNAL, ...NEVER_LOADED],
@@ -144,6 +143,11 @@ const agentBundle = await build({
   // expression and run nothing; only src/warm-start loads this file).
   banner: { js: `${CJS_WRAPPER}var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
   footer: { js: CJS_WRAPPER_END },
+};
+const agentBundle = await build({
+  ...CJS_FILE,
+  entryPoints: { 'agent-bundle': 'src/agent-bundle.ts' },
+  ...CACHED_BUNDLE,
   plugins: [bundlePatches.plugin, bundleZod.plugin, bundleAgentOnly.plugin, bundleAside.plugin],
 });
 bundlePatches.checkApplied();
@@ -174,12 +178,7 @@ const helperBundles = await build({
     'mount-helper-bundle': 'src/client/allocdir/mount-helper.mjs',
     'api-worker-bundle': 'src/server/http/api-workers/worker-main.ts',
   },
-  entryNames: '[name]-[hash]',
-  supported: { 'dynamic-import': false },
-  external: [...EXTERNAL, ...NEVER_LOADED],
-  define: { 'import.meta.url': '__berthImportMetaUrl', 'import.meta.resolve': '__berthNoImportMetaResolve' },
-  banner: { js: `${CJS_WRAPPER}var __berthImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
-  footer: { js: CJS_WRAPPER_END },
+  ...CACHED_BUNDLE,
   plugins: [helperZod.plugin],
 });
 helperZod.checkApplied();

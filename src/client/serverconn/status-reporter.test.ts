@@ -41,6 +41,10 @@ describe('status reporter pacing', () => {
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const update = (id: string, clientStatus: AllocStatusReport['clientStatus']): AllocStatusReport => ({ id, clientStatus, clientDescription: '', taskStates: {} });
+  /** Lets what the reporter does without the clock moving happen (its sends, the server's answers). */
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 20; i++) await nextTurn();
+  };
 
   it('posts the first update without waiting, and batches the ones that follow within the interval', async () => {
     const clock = new ManualClock(1_000_000);
@@ -70,9 +74,6 @@ describe('status reporter pacing', () => {
     const clock = new ManualClock(2_000_000);
     const api = new ServerApi({ address: url, token: 't' });
     const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100, burstAllocations: 3 });
-    const settle = async (): Promise<void> => {
-      for (let i = 0; i < 20; i++) await nextTurn();
-    };
     /** Reports `id` as `status` and waits until it was posted, moving the clock by 20 ms when the reporter waits. */
     const step = async (id: string, status: AllocStatusReport['clientStatus']): Promise<void> => {
       const before = posts.length;
@@ -117,9 +118,6 @@ describe('status reporter pacing', () => {
     const api = new ServerApi({ address: url, token: 't' });
     let starting = 0;
     const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, burstBatchMs: 100, burstAllocations: 3, starting: () => starting });
-    const settle = async (): Promise<void> => {
-      for (let i = 0; i < 20; i++) await nextTurn();
-    };
     /** Reports `id` as `status` 20 ms after the last POST and says whether it was posted then (not held for the burst's 100 ms). */
     const reportAt20 = async (id: string, status: AllocStatusReport['clientStatus']): Promise<boolean> => {
       const before = posts.length;
