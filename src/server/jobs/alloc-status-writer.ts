@@ -5,7 +5,7 @@
 
 import { systemClock, type Clock } from '../../lib/index.js';
 import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNetworkStatus, type CheckResult, type Job, type JobStatus, type ServiceReport, type TaskState } from '../../structs/index.js';
-import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
+import { rowKey, rowWith, type StateStore, type WriteTxn } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
 import { isLive } from '../scheduler/index.js';
 import { jobAllocations, jobStatusOf } from './evaluate.js';
@@ -129,15 +129,15 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number, wi
       // A report overtaken by a newer one (its request waited in a busy server past the client's timeout,
       // and the client sent the newer state meanwhile) must not put the older state back.
       if (u.taskStates && latestTaskEvent(u.taskStates) < latestTaskEvent(alloc.taskStates)) continue;
-      const next: Allocation = {
-        ...alloc,
+      // Copied with rowWith, not spread: the placement metrics the store keeps undecoded stay so.
+      const next = rowWith(alloc, {
         clientStatus: u.clientStatus,
         clientDescription: u.clientDescription ?? alloc.clientDescription,
         taskStates: u.taskStates ?? alloc.taskStates,
         ...(u.network ? { network: u.network } : {}),
         ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
         modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
-      };
+      });
       if (reportChanged(alloc, next)) txn.put('allocations', next);
       syncAllocServices(txn, next, u.services);
       if (isLive(next) !== isLive(alloc) || isClientTerminal(next.clientStatus) !== isClientTerminal(alloc.clientStatus)) {
