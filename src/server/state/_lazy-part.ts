@@ -108,6 +108,11 @@ function setOwn(out: Record<string, unknown>, k: string, v: unknown): void {
 
 /** `{ ...row }` without `field`, that field not read (a destructuring `{ [field]: _, ...rest }` reads it). */
 export function copyWithout(row: object, field: string): Record<string, unknown> {
+  if (!lazyPartOf(row)) {
+    // No getter to keep from running: the rest copy (a clone of the object at once, not key by key).
+    const { [field]: _part, ...rest } = row as Record<string, unknown>;
+    return rest;
+  }
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(row)) if (k !== field) setOwn(out, k, (row as Record<string, unknown>)[k]);
   return out;
