@@ -5,7 +5,8 @@
 // part read it; placing, reporting and syncing allocations never do. The row
 // carries it as an enumerable getter (spreads, JSON and readers see a plain
 // value), so code that copies a row and means to keep the part lazy copies it
-// with `rowWith`. Private to src/server/state.
+// with `rowWith`. Private to src/server/state, but for `rowWith`, which the
+// folder's door exports.
 
 import { deepFreeze } from './_deep-freeze.js';
 
