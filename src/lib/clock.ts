@@ -1,4 +1,20 @@
 import { AbortedError } from './errors.js';
+import { WAIT_ENDED } from './linked-signal.js';
+
+/**
+ * What a sleep ended by its owner rejects with (its signal aborted with
+ * WAIT_ENDED: a loop woken early, by a store change or a status update): one
+ * frozen error, not a new one with its stack trace at every wake-up. A
+ * batch allocation's end wakes its node's status reporter once, 10,000 times
+ * for the simulator's large job, and every store write wakes the leader's
+ * watchers; that error was the largest part of a wake-up.
+ */
+const SLEEP_ENDED: AbortedError = Object.freeze(new AbortedError('sleep ended by its owner', { cause: WAIT_ENDED }));
+
+/** The error a sleep rejects with when `signal` fired. */
+function sleepAborted(signal: AbortSignal | undefined): AbortedError {
+  return signal?.reason === WAIT_ENDED ? SLEEP_ENDED : new AbortedError('sleep aborted', { cause: signal?.reason });
+}
 
 /**
  * Time as Berth's time-dependent logic sees it. Production code takes a Clock
@@ -9,8 +25,10 @@ export interface Clock {
   now(): number;
   /**
    * Resolves after `ms` milliseconds; rejects with AbortedError as soon as
-   * `signal` fires. A pending sleep keeps the process alive, as any wait
-   * that work depends on must (a retry backoff is work in progress).
+   * `signal` fires (one shared, frozen AbortedError when it fired with
+   * WAIT_ENDED: the wait's owner ended it). A pending sleep keeps the
+   * process alive, as any wait that work depends on must (a retry backoff is
+   * work in progress).
    */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
@@ -24,12 +42,12 @@ export const systemClock: Clock = {
   sleep(ms, signal) {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
-        reject(new AbortedError('sleep aborted', { cause: signal.reason }));
+        reject(sleepAborted(signal));
         return;
       }
       const onAbort = (): void => {
         clearTimeout(timer);
-        reject(new AbortedError('sleep aborted', { cause: signal?.reason }));
+        reject(sleepAborted(signal));
       };
       // Node fires a timer of more than MAX_TIMER_MS at once: a longer sleep
       // waits in steps of at most that (a periodic job a month away).
@@ -78,7 +96,7 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
-        reject(new AbortedError('sleep aborted', { cause: signal.reason }));
+        reject(sleepAborted(signal));
         return;
       }
       const sleeper: Sleeper = {
@@ -90,7 +108,7 @@ export class ManualClock implements Clock {
       };
       const onAbort = (): void => {
         this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
-        reject(new AbortedError('sleep aborted', { cause: signal?.reason }));
+        reject(sleepAborted(signal));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#sleepers.push(sleeper);

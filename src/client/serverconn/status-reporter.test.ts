@@ -174,4 +174,30 @@ describe('status reporter pacing', () => {
       api.close();
     }
   });
+  it('a held update goes with the one that replaces it, at once; stop() during a hold posts nothing and ends without the clock moving', async () => {
+    posts.length = 0;
+    const clock = new ManualClock(4_000_000);
+    const api = new ServerApi({ address: url, token: 't' });
+    const reporter = new StatusReporter({ api, nodeId: 'n1', clock, batchMs: 20, holdMs: 200 });
+    try {
+      // A batch allocation running, then its task ending: one POST, with the end, the clock standing still.
+      reporter.report(update('h', 'running'), { hold: true });
+      for (let i = 0; i < 20; i++) await nextTurn();
+      assert.equal(posts.length, 0, 'the running update waits for what replaces it');
+      reporter.report(update('h', 'complete'));
+      await eventually('the end posted at once', () => (posts.length === 1 ? true : undefined));
+      assert.deepEqual(posts[0], ['h:complete']);
+      await reporter.flush();
+
+      // Held again, then stopped: the wait ends with stop(), and the held update is not sent.
+      await clock.advance(1_000);
+      reporter.report(update('i', 'running'), { hold: true });
+      for (let i = 0; i < 20; i++) await nextTurn();
+      await reporter.stop();
+      assert.deepEqual(posts, [['h:complete']]);
+    } finally {
+      await reporter.stop();
+      api.close();
+    }
+  });
 });

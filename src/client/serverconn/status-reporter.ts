@@ -19,6 +19,7 @@
 // others.
 
 import {
+  AbortedError,
   BACKOFF,
   backoffDelay,
   describeError,
@@ -29,7 +30,6 @@ import {
   type Clock,
   type LifecycleState,
   type Logger,
-  linkSignals,
   WAIT_ENDED,
 } from '../../lib/index.js';
 import { ServerConnError, type AllocStatusReport, type ServerApi } from './server-api.js';
@@ -104,6 +104,8 @@ export class StatusReporter {
     this.#clock = opts.clock ?? systemClock;
     this.#life = new Lifecycle({ logger: this.#logger });
     void this.#life.start();
+    // Stopping ends a wait for holds as an update that does not wait does (see #waitOutHolds).
+    this.#life.signal.addEventListener('abort', () => this.#wake?.(), { once: true });
   }
 
   get state(): LifecycleState {
@@ -205,13 +207,16 @@ export class StatusReporter {
       const ms = until - this.#clock.now();
       if (ms <= 0 && timersRan) return;
       timersRan = true;
+      // Ended by an update that does not wait, or by stop() (the listener the constructor put on the
+      // lifecycle's signal): no signal linked per wait. Not a bare abort(): its DOMException (a stack
+      // trace each) was most of a wake-up's cost, and a batch allocation's end wakes the sender once
+      // each (10,000 times for the simulator's large job); WAIT_ENDED makes the sleep reject with one
+      // shared error (lib clock.ts).
       const woken = new AbortController();
-      const link = linkSignals([signal, woken.signal]);
-      // Not a bare abort(): its DOMException (a stack trace each) was most of a wake-up's cost, and a
-      // batch allocation's end wakes the sender once each (10,000 times for the simulator's large job).
       this.#wake = () => woken.abort(WAIT_ENDED);
       try {
-        await this.#clock.sleep(Math.max(0, ms), link.signal);
+        if (signal.aborted) throw new AbortedError('the status reporter stopped');
+        await this.#clock.sleep(Math.max(0, ms), woken.signal);
       } catch (err) {
         if (signal.aborted) throw err;
         // Woken by an update that does not wait: the others of its turn (the ends of a node's tasks that
@@ -219,7 +224,6 @@ export class StatusReporter {
         await new Promise<void>((resolve) => setImmediate(resolve));
       } finally {
         this.#wake = undefined;
-        link.unlink();
       }
     }
   }

@@ -12,7 +12,7 @@ import type { TaskState } from '../../structs/index.js';
 import { testAllocation } from '../../../test/support/server-rows.js';
 import { testNode } from '../../../test/support/scheduler-nodes.js';
 import { SqliteStateStore, type StateStore, type WriteTxn } from '../state/index.js';
-import { AllocStatusWriter } from './alloc-status-writer.js';
+import { AllocStatusWriter, sameJsonText } from './alloc-status-writer.js';
 import { JobService } from './job-service.js';
 
 const running = (at: number): Record<string, TaskState> => ({
@@ -49,10 +49,19 @@ describe('the allocation status writer', () => {
     await writer.report('n0', [{ id: alloc.id, clientStatus: 'running', clientDescription: 'Tasks are running', taskStates: running(2_000_000) }]);
     assert.equal(row().modifyIndex, first.modifyIndex, 'a repeated report writes nothing');
 
+    // The same task states with their fields in another order: their JSON differs, so the row is written (key order counts, as the row's JSON has it).
+    const [state] = Object.values(running(2_000_000));
+    const reordered = { t: Object.fromEntries(Object.entries(state!).reverse()) as unknown as TaskState };
+    await writer.report('n0', [{ id: alloc.id, clientStatus: 'running', clientDescription: 'Tasks are running', taskStates: reordered }]);
+    assert.ok(row().modifyIndex > first.modifyIndex, 'the same states in another order are written');
+    assert.deepEqual(Object.keys(row().taskStates['t']!), Object.keys(state!).reverse());
+    await writer.report('n0', [{ id: alloc.id, clientStatus: 'running', clientDescription: 'Tasks are running', taskStates: running(2_000_000) }]);
+    const back = row();
+
     // Only the description changes: written, the status time kept.
     await writer.report('n0', [{ id: alloc.id, clientStatus: 'running', clientDescription: 'still running' }]);
     const described = row();
-    assert.ok(described.modifyIndex > first.modifyIndex);
+    assert.ok(described.modifyIndex > back.modifyIndex);
     assert.deepEqual([described.clientDescription, described.modifyTime, described.taskStates], ['still running', 2_000_000, first.taskStates]);
 
     // A network the row did not have: written.
@@ -99,5 +108,14 @@ describe('the allocation status writer', () => {
     }
     // The first report lists them and remembers a1-a4 live; a1-a3 ending leaves a4: no list; a4's end lists them again.
     assert.equal(lists, 2, 'lists of the allocations: the first report and the last');
+  });
+  it('compares reported fields as their JSON would: the same answer as comparing JSON texts, for plain data and for what JSON writes its own way', () => {
+    const values: unknown[] = [
+      null, true, false, 0, -0, 1, 1.5, NaN, Infinity, '', '0', 'a', [], {}, [1, 2], [2, 1], [1, [2]], [1, undefined], [null], { a: 1 }, { a: 1, b: 2 }, { b: 2, a: 1 },
+      { a: 1, b: undefined }, { a: undefined }, { a: () => 1 }, { a: new Date(0) }, { toJSON: () => 'x' }, 'x', { a: [1, { b: NaN }] }, { a: [1, { b: null }] },
+      // eslint-disable-next-line no-sparse-arrays
+      [1, , 3], [1, null, 3], Object.create(null) as object, { a: { b: { c: [1, 'x', false] } } }, { a: { b: { c: [1, 'x', true] } } }, { '1': 'a', b: 2 }, { b: 2, '1': 'a' },
+    ];
+    for (const x of values) for (const y of values) assert.equal(sameJsonText(x, y), JSON.stringify(x) === JSON.stringify(y), `${JSON.stringify(x)} vs ${JSON.stringify(y)}`);
   });
 });

@@ -5,7 +5,7 @@
 
 import { systemClock, type Clock } from '../../lib/index.js';
 import { isClientTerminal, type AllocClientStatus, type Allocation, type AllocNetworkStatus, type CheckResult, type Job, type JobStatus, type ServiceReport, type TaskState } from '../../structs/index.js';
-import { rowKey, type StateStore, type WriteTxn } from '../state/index.js';
+import { rowKey, rowWith, type StateStore, type WriteTxn } from '../state/index.js';
 import { syncAllocServices } from '../services/index.js';
 import { isLive } from '../scheduler/index.js';
 import { jobAllocations, jobStatusOf } from './evaluate.js';
@@ -129,15 +129,15 @@ function applyReports(txn: WriteTxn, reports: readonly Report[], now: number, wi
       // A report overtaken by a newer one (its request waited in a busy server past the client's timeout,
       // and the client sent the newer state meanwhile) must not put the older state back.
       if (u.taskStates && latestTaskEvent(u.taskStates) < latestTaskEvent(alloc.taskStates)) continue;
-      const next: Allocation = {
-        ...alloc,
+      // Copied with rowWith, not spread: the placement metrics the store keeps undecoded stay so.
+      const next = rowWith(alloc, {
         clientStatus: u.clientStatus,
         clientDescription: u.clientDescription ?? alloc.clientDescription,
         taskStates: u.taskStates ?? alloc.taskStates,
         ...(u.network ? { network: u.network } : {}),
         ...(u.checks || alloc.checks ? { checks: u.checks ?? alloc.checks } : {}),
         modifyTime: u.clientStatus === alloc.clientStatus ? alloc.modifyTime : now,
-      };
+      });
       if (reportChanged(alloc, next)) txn.put('allocations', next);
       syncAllocServices(txn, next, u.services);
       if (isLive(next) !== isLive(alloc) || isClientTerminal(next.clientStatus) !== isClientTerminal(alloc.clientStatus)) {
@@ -192,8 +192,96 @@ const REPORTED_FIELDS = ['clientStatus', 'clientDescription', 'taskStates', 'net
  * JSON would be), the rest are the same values. Pure.
  */
 function reportChanged(alloc: Allocation, next: Allocation): boolean {
-  for (const f of REPORTED_FIELDS) if (next[f] !== alloc[f] && JSON.stringify(next[f]) !== JSON.stringify(alloc[f])) return true;
+  for (const f of REPORTED_FIELDS) if (next[f] !== alloc[f] && !sameJsonText(next[f], alloc[f])) return true;
   return false;
+}
+
+/**
+ * JSON.stringify(x) === JSON.stringify(y), without writing either when both
+ * are plain JSON data (strings, finite numbers, booleans, null, arrays and
+ * plain objects, as a report's task states are): walked in the order JSON
+ * writes them, stopping at the first difference (a task's new state, near the
+ * top). Anything JSON writes its own way (undefined, functions, symbols,
+ * non-finite numbers, holes, toJSON, other prototypes, depth past 64) is
+ * compared as JSON text. A report's task states were serialized twice here
+ * for every report, besides the write's own serialization of the row.
+ */
+export function sameJsonText(x: unknown, y: unknown): boolean {
+  return plainSame(x, y, 0) ?? JSON.stringify(x) === JSON.stringify(y);
+}
+
+/** True or false when `x` and `y` are plain JSON data (see sameJsonText); undefined when JSON would write one of them its own way. */
+function plainSame(x: unknown, y: unknown, depth: number): boolean | undefined {
+  const kx = plainKind(x);
+  const ky = plainKind(y);
+  if (kx === undefined || ky === undefined) return undefined;
+  if (kx !== ky) return false;
+  if (kx !== 'array' && kx !== 'object') return x === y;
+  if (x === y) return true;
+  if (depth >= 64) return undefined;
+  if (kx === 'array') {
+    const a = x as unknown[];
+    const b = y as unknown[];
+    if (a.length !== b.length) return plainArray(a, depth) && plainArray(b, depth) ? false : undefined;
+    for (let i = 0; i < a.length; i++) {
+      const same = plainSame(a[i], b[i], depth + 1);
+      if (same !== true) return same;
+    }
+    return true;
+  }
+  const ka = Object.keys(x as object);
+  const kb = Object.keys(y as object);
+  const a = x as Record<string, unknown>;
+  const b = y as Record<string, unknown>;
+  const n = Math.min(ka.length, kb.length);
+  for (let i = 0; i < n; i++) {
+    if (ka[i] !== kb[i]) return plainObject(a, ka, depth) && plainObject(b, kb, depth) ? false : undefined;
+    const same = plainSame(a[ka[i]!], b[kb[i]!], depth + 1);
+    if (same !== true) return same;
+  }
+  if (ka.length === kb.length) return true;
+  return plainObject(a, ka, depth) && plainObject(b, kb, depth) ? false : undefined;
+}
+
+/** The JSON kind of a plain JSON value; undefined for what JSON writes its own way. */
+function plainKind(v: unknown): 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object' | undefined {
+  if (v === null) return 'null';
+  switch (typeof v) {
+    case 'string':
+      return 'string';
+    case 'boolean':
+      return 'boolean';
+    case 'number':
+      return Number.isFinite(v) ? 'number' : undefined;
+    case 'object': {
+      if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return undefined;
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (Array.isArray(v)) return proto === Array.prototype ? 'array' : undefined;
+      return proto === Object.prototype || proto === null ? 'object' : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Whether every element of `a` is plain JSON data (a difference of length then is a difference of JSON). */
+function plainArray(a: readonly unknown[], depth: number): boolean {
+  for (let i = 0; i < a.length; i++) if (!(i in a) || !plainDeep(a[i], depth + 1)) return false;
+  return true;
+}
+
+/** Whether every value of `o` (its keys `keys`) is plain JSON data. */
+function plainObject(o: Record<string, unknown>, keys: readonly string[], depth: number): boolean {
+  for (const k of keys) if (!plainDeep(o[k], depth + 1)) return false;
+  return true;
+}
+
+function plainDeep(v: unknown, depth: number): boolean {
+  const kind = plainKind(v);
+  if (kind === undefined || depth > 64) return false;
+  if (kind === 'array') return plainArray(v as unknown[], depth);
+  if (kind === 'object') return plainObject(v as Record<string, unknown>, Object.keys(v as object), depth);
+  return true;
 }
 
 /** Throws JobError when any update of a report is refused. */

@@ -13,7 +13,8 @@ import { publicRow } from './keys.js';
 import { deepFreeze, trimEventHistory, type Row } from './_store-view.js';
 import { DATA_TABLES, type DataTable, type StoreEvent, type TableName } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
-import { decodeJson, decodeRow, isUnavailable, LazyPart, partOf, unavailable, watchedRow, type SentRows, prefixEnd } from './_etcd-txn.js';
+import { decodeJson, decodeRow, isUnavailable, unavailable, watchedRow, type SentRows, prefixEnd } from './_etcd-txn.js';
+import { LazyPart, partOf } from './_lazy-part.js';
 import { detachedField, parsePartKey } from './_etcd-row-parts.js';
 
 /** The layout version this code writes under `<prefix>/schema`. */
@@ -181,7 +182,7 @@ export class EtcdReplica {
         const field = detachedField(table);
         const part = field === undefined ? undefined : parts.get(`${table}\u0000${rowKey}`);
         if (part) partKeysOf(held, table).add(rowKey);
-        state.rows.set(rowKey, decodeRow(kv, key, part ? { field: field as string, value: () => new LazyPart(part) } : undefined));
+        state.rows.set(rowKey, decodeRow(kv, key, part ? { field: field as string, value: () => new LazyPart(field as string, part.value.toString()) } : undefined));
         state.revs.set(rowKey, Number(kv.mod_revision));
       }
     }
@@ -302,7 +303,7 @@ export class EtcdReplica {
               // A row whose part did not change this revision keeps the one it had (looked up only then: a
               // row's JSON that carries its part, or a part sent with it, needs no lookup of the old row).
               const changed = parts.get(id);
-              const part = field === undefined ? undefined : { field, value: () => (changed ? (changed.kv ? new LazyPart(changed.kv) : undefined) : this.holdsPart(table, rowKey) ? partOf(state.rows.get(rowKey), field) : undefined) };
+              const part = field === undefined ? undefined : { field, value: () => (changed ? (changed.kv ? new LazyPart(field, changed.kv.value.toString()) : undefined) : this.holdsPart(table, rowKey) ? partOf(state.rows.get(rowKey), field) : undefined) };
               row = watchedRow(ev.kv, key, this.sent, part);
             } catch (err) {
               this.#logger.error({ err: describeError(err), key }, 'skipping an unreadable row');

@@ -3,7 +3,8 @@
 // which failures mean "etcd cannot answer now". Private to src/server/state.
 
 import type { IKeyValue, IRequestOp } from 'etcd3';
-import { deepFreeze, type Row } from './_store-view.js';
+import { type Row } from './_store-view.js';
+import { defineLazyPart, freezeRow, LazyPart, rowWith } from './_lazy-part.js';
 import { describeError } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 
@@ -92,54 +93,6 @@ export function tooLarge(cause: unknown, changes: number, bytes: number): StateS
 }
 
 /**
- * A row's detached part (_etcd-row-parts.ts) as a watch or a load brought
- * it, decoded and frozen at its first read, not before: a follower applies
- * every placement's metrics (about half of a placed row's JSON and most of
- * its objects) while only `alloc status` reads them. Never throws: a part
- * that is not JSON reads as absent (logged by nobody; the row stays).
- */
-export class LazyPart {
-  /** The part's JSON, copied out of the watch's message (a view into it would hold the whole message). */
-  #json: string | undefined;
-  #value: unknown;
-
-  constructor(kv: IKeyValue) {
-    this.#json = kv.value.toString();
-  }
-
-  /** The part's value (the same frozen object at every read). */
-  read(): unknown {
-    const json = this.#json;
-    if (json !== undefined) {
-      this.#json = undefined;
-      try {
-        this.#value = deepFreeze(JSON.parse(json) as unknown);
-      } catch {
-        this.#value = undefined;
-      }
-    }
-    return this.#value;
-  }
-}
-
-/**
- * Where a row keeps its LazyPart: a symbol-keyed, non-enumerable property (not in spreads, JSON, keys or
- * deep-equality), read by one getter shared by every such row, so that the rows share their hidden classes.
- */
-const LAZY_PART = Symbol('lazyPart');
-
-/** The getter of a row's lazy detached field. */
-function readLazyPart(this: Record<symbol, LazyPart>): unknown {
-  return this[LAZY_PART]!.read();
-}
-
-/** What `row` holds in its detached `field`: its LazyPart (read or not), else the value (undefined: none). */
-export function partOf(row: Row | undefined, field: string): unknown {
-  if (!row) return undefined;
-  return (row as unknown as Record<symbol, LazyPart | undefined>)[LAZY_PART] ?? row[field];
-}
-
-/**
  * A row as the replica keeps it: the key's JSON, frozen, with its create and
  * mod revisions as indexes. `part` is asked for the row's detached part
  * (_etcd-row-parts.ts) when the JSON leaves `field` out; a LazyPart it gives
@@ -151,28 +104,16 @@ export function decodeRow(kv: IKeyValue, what: string, part?: { field: string; v
   const parsed = decodeJson(kv, what);
   // Not an object (a damaged key): a row of its own keys, as before (spread).
   const body = (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : { ...(parsed as object) }) as Record<string, unknown>;
-  let lazy: LazyPart | undefined;
   if (part && !Object.hasOwn(body, part.field)) {
     const value = part.value();
-    if (value instanceof LazyPart) {
-      lazy = value;
-      // Frozen below without reading it: deepFreeze would call the getter.
-      Object.defineProperty(body, LAZY_PART, { value, enumerable: false });
-      Object.defineProperty(body, part.field, { get: readLazyPart, enumerable: true, configurable: true });
-    } else if (value !== undefined) body[part.field] = value;
+    if (value instanceof LazyPart) defineLazyPart(body, value);
+    else if (value !== undefined) body[part.field] = value;
   }
   // The parsed object is this row's own: its indexes are set on it, not on a copy (the JSON carries both
   // keys, as the writer's guess, so they keep their place; a row without them gets them last, as a copy did).
   body['createIndex'] = Number(kv.create_revision);
   body['modifyIndex'] = Number(kv.mod_revision);
-  if (!lazy) return deepFreeze(body) as Row;
-  for (const k of Object.keys(body)) {
-    if (k === (part as { field: string }).field) continue;
-    const v = body[k];
-    if (typeof v === 'object' && v !== null) deepFreeze(v);
-  }
-  Object.freeze(body);
-  return body as Row;
+  return freezeRow(body) as Row;
 }
 
 /** A key's value as JSON. Throws STORE_CORRUPT. */
@@ -201,7 +142,7 @@ export function watchedRow(kv: IKeyValue, key: string, sent: SentRows | undefine
     const modifyIndex = Number(kv.mod_revision);
     // The write guessed its revision (the store's index + 1): when etcd gave that one, the row as built is the row, not copied again.
     if (mine.row.createIndex === createIndex && mine.row.modifyIndex === modifyIndex && Object.isFrozen(mine.row)) return mine.row;
-    return Object.freeze({ ...mine.row, createIndex, modifyIndex });
+    return Object.freeze(rowWith(mine.row, { createIndex, modifyIndex }));
   }
   return decodeRow(kv, key, part);
 }

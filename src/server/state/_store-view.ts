@@ -2,7 +2,11 @@
 // table maps, and the write transaction that overlays a write's changes on
 // such a view. Private to src/server/state.
 import { keyOf } from './keys.js';
+import { deepFreeze } from './_deep-freeze.js';
+import { copyWithout, defineLazyPart, freezeRow, LazyPart, lazyPartOf, partOf } from './_lazy-part.js';
 import type { DataTable, ListOptions, RowInput, StateReader, StoreEvent, TableName, TableRow, WriteTxn } from './state-store.js';
+
+export { deepFreeze };
 
 export type Row = { createIndex: number; modifyIndex: number } & Record<string, unknown>;
 
@@ -23,31 +27,6 @@ export interface Change {
    * stored row), which need not be sent again.
    */
   part?: { field: string; json: string | undefined };
-}
-
-/**
- * Freezes `value` and every object under it (rows are plain JSON data: own
- * enumerable properties). Each row the store builds or reads goes through
- * it, so it walks without building arrays of values and recurses only into
- * objects: about a third of the cost of freezing with Object.values, as much
- * as parsing the row's JSON costs.
- */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
-  Object.freeze(value);
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const v: unknown = value[i];
-      if (typeof v === 'object' && v !== null) deepFreeze(v);
-    }
-  } else {
-    for (const k in value) {
-      if (!Object.hasOwn(value, k)) continue;
-      const v: unknown = (value as Record<string, unknown>)[k];
-      if (typeof v === 'object' && v !== null) deepFreeze(v);
-    }
-  }
-  return value;
 }
 
 /**
@@ -278,7 +257,8 @@ export class Txn extends View implements WriteTxn {
     const current = pending ? (pending.row ?? undefined) : before;
     const createIndex = current?.createIndex ?? this.writeIndex;
     const field = this.detached?.(table);
-    const value = field === undefined ? undefined : (input as Record<string, unknown>)[field];
+    // A lazy part (a row copied with rowWith) is taken as it is, not read.
+    const value = field === undefined ? undefined : (lazyPartOf(input) ?? (input as Record<string, unknown>)[field]);
     if (field === undefined || value === undefined) {
       const shape: Record<string, unknown> = { ...input, createIndex, modifyIndex: this.writeIndex };
       // A field holding a row this write put (a job version's job) is that row, its JSON spliced in.
@@ -290,16 +270,22 @@ export class Txn extends View implements WriteTxn {
       return row as unknown as TableRow<T>;
     }
     // The part apart: the row's JSON leaves it out, and a part the row already had (the same
-    // object, frozen and read from JSON when it was stored) is neither serialized, parsed nor
-    // compared again; the row carries it as it is.
-    const { [field]: _part, ...rest } = input as Record<string, unknown>;
-    const shape = { ...rest, createIndex, modifyIndex: this.writeIndex };
+    // object or LazyPart, read from JSON when it was stored) is neither serialized, parsed nor
+    // compared again; the row carries it as it is. A new part is serialized once and kept as
+    // that JSON (LazyPart), decoded only if something reads it: a placement's metrics are sent
+    // to etcd and seldom read again.
+    const shape = copyWithout(input, field);
+    shape['createIndex'] = createIndex;
+    shape['modifyIndex'] = this.writeIndex;
     const json = JSON.stringify(shape);
-    const kept = current?.[field] === value;
-    const partJson = kept ? (pending ? pending.part?.json : undefined) : JSON.stringify(value);
+    const held = partOf(current, field);
+    const kept = held !== undefined && (held === value || (held instanceof LazyPart && held.gave(value)));
+    const partJson = kept ? (pending ? pending.part?.json : undefined) : value instanceof LazyPart ? value.json() : JSON.stringify(value);
     const body = parsedRow(json, shape, current ? (k, v) => this.#kept(current, k, v) : undefined);
-    body[field] = kept ? value : (JSON.parse(partJson as string) as unknown);
-    const row = deepFreeze(body);
+    if (!kept) defineLazyPart(body, new LazyPart(field, partJson as string));
+    else if (held instanceof LazyPart) defineLazyPart(body, held);
+    else body[field] = held;
+    const row = freezeRow(body);
     this.#set(id, { table, key, row, json, before, part: { field, json: partJson } });
     return row as unknown as TableRow<T>;
   }

@@ -8,6 +8,7 @@ import { type BlockOptions, type DataTable, type StateReader, type StateStore, t
 import { isTooLarge, isUnavailable, unavailable, type SentRows, MAX_TXN_OPS, nestOps, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
 import { ETCD_SCHEMA_VERSION, EtcdReplica } from './_etcd-replica.js';
 import { detachedField, partKey } from './_etcd-row-parts.js';
+import { partJsonOf, partOf } from './_lazy-part.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
 
 export type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
@@ -277,15 +278,16 @@ export class EtcdStateStore implements StateStore {
         const field = detachedField(c.table);
         if (field === undefined) continue;
         const held = this.#replica.holdsPart(c.table, c.key);
-        const part = c.row?.[field];
+        // Its LazyPart or value, not read (a placement's metrics stay undecoded; see _lazy-part.ts).
+        const part = partOf(c.row ?? undefined, field);
         const at = Buffer.from(partKey(this.prefix, c.table, field, c.key));
         if (part !== undefined) {
           // The write's JSON of the part, when it gave the row a part other than the committed one (then compared: a
           // rebuilt but equal part is not sent again); none when the row carries the committed part, sent only if
           // etcd does not hold it yet (a row an older server wrote whole).
           const json = c.part?.json;
-          const unchanged = held && (json === undefined || isDeepStrictEqual(c.before?.[field], part));
-          if (!unchanged) success.push({ request_put: { key: at, value: Buffer.from(json ?? JSON.stringify(part)) } });
+          const unchanged = held && (json === undefined || isDeepStrictEqual(c.before?.[field], c.row?.[field]));
+          if (!unchanged) success.push({ request_put: { key: at, value: Buffer.from((json ?? partJsonOf(part)) as string) } });
         } else if (held) success.push({ request_delete_range: { key: at } });
       }
       for (const t of touched) success.push({ request_put: { key: this.#key('tables', t), value: Buffer.alloc(0) } });
