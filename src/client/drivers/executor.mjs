@@ -37,7 +37,8 @@
 // executor-host.mjs (shared mode: the process host that takes tasks over its
 // socket); executor-spawn.mjs (how the task is started: raw_exec, exec's
 // namespaces and root, its cgroup); executor-logs.mjs (rotated log files, log
-// monitor mode). Each is copied into dist beside it.
+// monitor mode); executor-warm-start.mjs (how this process's code was loaded,
+// and its code cache). Each is copied into dist beside it.
 // One thing past 500 lines: one task's life under its executor (start, lease,
 // kill, exit record, control socket) with the /proc and cgroup steps it takes
 // on the way; the modes, the spawn and the logs are apart (above).
@@ -49,6 +50,7 @@ import path from 'node:path';
 import { logmon, RotatingFile } from './executor-logs.mjs';
 import { host } from './executor-host.mjs';
 import { spawnTask } from './executor-spawn.mjs';
+import { saveCodeCache, warmStart } from './executor-warm-start.mjs';
 
 /**
  * @typedef {{ source: string, destination: string, readOnly: boolean, propagation: 'private'|'host-to-task'|'bidirectional' }} Mount
@@ -474,29 +476,6 @@ async function runTask(cfg, report, ended) {
     else child.stderr?.once('close', done);
   });
   return over;
-}
-
-/**
- * How this executor's code was loaded, as its start report tells the agent: started from a build
- * (dist/executor.cjs, src/warm-start/helper-main.ts) through a code cache or not, and why. Undefined when
- * it runs from the sources. Pure.
- * @returns {{ path: string, reason: string } | undefined}
- */
-function warmStart() {
-  const w = /** @type {{ path: string, reason: string } | undefined} */ (/** @type {any} */ (globalThis)[Symbol.for('berth.warm-start')]);
-  return w ? { path: w.path, reason: w.reason } : undefined;
-}
-
-let cacheSaved = false;
-/**
- * Once a task has started, writes this build's executor code cache (unless V8 took one at load), after the
- * report has gone: it then holds what a start compiles. Once a process; does not throw.
- */
-function saveCodeCache() {
-  if (cacheSaved) return;
-  cacheSaved = true;
-  const w = /** @type {{ saveCache(): string } | undefined} */ (/** @type {any} */ (globalThis)[Symbol.for('berth.warm-start')]);
-  if (w) setImmediate(() => w.saveCache());
 }
 
 async function main() {
