@@ -26,4 +26,4 @@ export { saveSnapshot, restoreSnapshot, encodeSnapshot, decodeSnapshot, SNAPSHOT
 export { rowKey, keyPrefix, keyOf, publicRow } from './keys.js';
 export { ScratchTxn } from './scratch-txn.js';
 export { untilChangeOr } from './until-change-or.js';
-export { rowWith } from './_lazy-part.js';
+export { copyWithout, rowWith } from './_lazy-part.js';
