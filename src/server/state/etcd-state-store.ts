@@ -56,7 +56,10 @@ interface PendingWrite {
  * compares those keys' (and listed tables' markers') mod revisions with what
  * it saw. A failed compare means another writer got there first: the store
  * waits for its replica to see that write and runs the function again. The
- * promise resolves once the replica shows the write (read-your-writes).
+ * promise resolves once the replica shows the write (read-your-writes): the
+ * replica applies it when etcd answers, if it had seen every write before
+ * it (the Txn reads the store index it found first), else when the watch
+ * brings it.
  *
  * The event history is kept in memory (bounded like SQLite's) and starts
  * when the store opens: a reopened store has no events from before
