@@ -14,7 +14,7 @@ import { deepFreeze, trimEventHistory, type Row } from './_store-view.js';
 import { DATA_TABLES, type DataTable, type StoreEvent, type TableName } from './state-store.js';
 import { TableWaiters } from './_table-waiters.js';
 import { decodeJson, decodeRow, isUnavailable, unavailable, watchedRow, type SentRows, prefixEnd } from './_etcd-txn.js';
-import { LazyPart, partOf, rowWith } from './_lazy-part.js';
+import { LazyPart, partOf } from './_lazy-part.js';
 import { detachedField, parsePartKey } from './_etcd-row-parts.js';
 
 /** The layout version this code writes under `<prefix>/schema`. */
@@ -270,11 +270,6 @@ export class EtcdReplica {
       const revision = Number(evs[i]!.kv.mod_revision);
       let end = i;
       while (end < evs.length && Number(evs[end]!.kv.mod_revision) === revision) end++;
-      if (revision <= this.#index) {
-        // This server's own write, applied when etcd answered it (applyOwn).
-        i = end;
-        continue;
-      }
       const touched = new Set<TableName>();
       const events: StoreEvent[] = [];
       let isWrite = false;
@@ -335,59 +330,14 @@ export class EtcdReplica {
       // A part changed without its row (this store's writer always writes them together): the row changes with it.
       for (const p of parts.values()) this.#applyLonePart(p, revision, events, touched);
       if (!isWrite && touched.size === 0 && events.length === 0) continue;
-      this.#applied(revision, touched, events);
+      touched.add('events');
+      for (const t of touched) this.tableIndexes.set(t, revision);
+      this.#index = Math.max(this.#index, revision);
+      this.#appendEvents(events);
+      // With the revision's events: a reader scoped to a few rows sleeps through writes to others.
+      this.blocked.wake([...touched], revision, events);
     }
     this.#settleRevisionWaiters();
-  }
-
-  /** `revision` applied with `events`, changing the `touched` tables: the indexes move, the history grows and readers wake. */
-  #applied(revision: number, touched: Set<TableName>, events: StoreEvent[]): void {
-    touched.add('events');
-    for (const t of touched) this.tableIndexes.set(t, revision);
-    this.#index = Math.max(this.#index, revision);
-    this.#appendEvents(events);
-    // With the revision's events: a reader scoped to a few rows sleeps through writes to others.
-    this.blocked.wake([...touched], revision, events);
-  }
-
-  /**
-   * Applies this server's own Txn, which etcd committed at `revision`, as
-   * the watch would bring it back, when the replica has applied every write
-   * before it: `previous` (the store index the Txn found, its `index` key's
-   * mod revision before the Txn put it) is the replica's index. The writer
-   * then need not wait for the watch (which brings the revision later and
-   * is skipped: see #apply). `changes` are the Txn's rows as sent, each with
-   * whether etcd now holds its part apart. Returns false, having applied
-   * nothing, when the replica has not seen `previous` yet or has seen
-   * `revision` already: the writer waits for the watch (caughtUp).
-   */
-  applyOwn(revision: number, previous: number, changes: Iterable<OwnChange>): boolean {
-    if (this.#closed || this.#reloading || this.#index !== previous || revision <= previous) return false;
-    const touched = new Set<TableName>();
-    const events: StoreEvent[] = [];
-    for (const c of changes) {
-      const state = this.#writable(c.table);
-      if (!state) continue;
-      touched.add(c.table);
-      if (c.row) {
-        // Its revisions as etcd gave them (the write guessed the store index + 1: see watchedRow).
-        const createIndex = c.before?.createIndex ?? revision;
-        const row = c.row.createIndex === createIndex && c.row.modifyIndex === revision && Object.isFrozen(c.row) ? c.row : (Object.freeze(rowWith(c.row, { createIndex, modifyIndex: revision })) as Row);
-        state.rows.set(c.key, row);
-        state.revs.set(c.key, revision);
-        if (c.partHeld) this.#heldParts(c.table).add(c.key);
-        else if (detachedField(c.table) !== undefined) this.#heldParts(c.table).delete(c.key);
-        events.push(deepFreeze({ index: revision, seq: events.length, topic: c.table, key: c.key, op: 'put' as const, row: publicRow(c.table, row) }));
-      } else {
-        state.rows.delete(c.key);
-        state.revs.delete(c.key);
-        if (detachedField(c.table) !== undefined) this.#heldParts(c.table).delete(c.key);
-        events.push(deepFreeze({ index: revision, seq: events.length, topic: c.table, key: c.key, op: 'delete' as const, row: publicRow(c.table, c.before ?? null) }));
-      }
-    }
-    this.#applied(revision, touched, events);
-    this.#settleRevisionWaiters();
-    return true;
   }
 
   /** `table`'s state, ready to change: a snapshot holds the current maps, so change forks of them (a bucket copied per change, not the table). */
@@ -466,18 +416,6 @@ export class EtcdReplica {
     this.#watcher = undefined;
     void (watcher ? watcher.cancel().catch(() => undefined) : Promise.resolve()).finally(() => this.#client.close());
   }
-}
-
-/** A row of this server's own Txn, for EtcdReplica.applyOwn. */
-export interface OwnChange {
-  table: DataTable;
-  key: string;
-  /** The row as the write built it; null for a delete. */
-  row: Row | null;
-  /** The committed row before the write. */
-  before: Row | undefined;
-  /** etcd holds the row's part apart after the Txn (it carries one: sent now or before). */
-  partHeld: boolean;
 }
 
 /** The row keys of `table` whose part etcd holds apart, in `parts` (made on first use). */

@@ -4,7 +4,7 @@
 // The contract every store meets is in state-store.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Etcd3, type Watcher } from 'etcd3';
+import { Etcd3 } from 'etcd3';
 import type { AllocMetric, Allocation, Node } from '../../structs/index.js';
 import { openEtcdStateStore, rowWith, StateStoreError, type RowInput, type StateStore } from './index.js';
 import { eventually } from '../../../test/support/eventually.js';
@@ -31,37 +31,6 @@ function allocation(id: string): RowInput<'allocations'> {
 }
 
 const isCode = (code: string) => (e: unknown) => e instanceof StateStoreError && e.code === code;
-
-/**
- * Holds back the watch responses of the stores opened until `restore()` (a
- * watch lagging behind its server's writes, as a loaded etcd or server makes
- * it), until `release()`. Real etcd; only the delivery to the store waits.
- */
-function holdWatches(): { restore(): void; release(): void } {
-  const original = Etcd3.prototype.watch;
-  let held = true;
-  const queued: Array<() => void> = [];
-  Etcd3.prototype.watch = function (this: Etcd3) {
-    const builder = original.call(this);
-    const watcher = builder.watcher.bind(builder);
-    builder.watcher = () => {
-      const w = watcher();
-      const on = w.on.bind(w) as (event: string, fn: (...args: unknown[]) => void) => Watcher;
-      (w as unknown as { on: typeof on }).on = (event, fn) => on(event, event === 'data' ? (...args) => (held ? queued.push(() => fn(...args)) : fn(...args)) : fn);
-      return w;
-    };
-    return builder;
-  };
-  return {
-    restore: () => {
-      Etcd3.prototype.watch = original;
-    },
-    release: () => {
-      held = false;
-      for (const f of queued.splice(0)) f();
-    },
-  };
-}
 
 describe('the etcd state store shared by several servers', () => {
   let etcd: EtcdCluster;
@@ -131,66 +100,6 @@ describe('the etcd state store shared by several servers', () => {
       );
     } finally {
       store.close();
-    }
-  });
-
-  it('answers a write once etcd committed it, without waiting for its own watch to bring it back, and the watch adds it only once', { timeout: 30_000 }, async () => {
-    const hold = holdWatches();
-    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/ahead' }).finally(() => hold.restore());
-    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/ahead' });
-    const other = new Etcd3({ hosts: [...etcd.endpoints] });
-    try {
-      // a's watch brings nothing: its write is answered all the same, readable as written.
-      const first = await a.write((txn) => txn.put('nodes', node('n1')));
-      assert.equal(a.snapshot().get('nodes', 'n1')?.modifyIndex, first.index);
-      // A key outside the prefix takes a revision: the next write's guess (the store index + 1) is wrong.
-      await other.put('/elsewhere').value('x');
-      const n1 = a.snapshot().get('nodes', 'n1')!;
-      const second = await a.write((txn) => {
-        txn.put('nodes', { ...n1, attributes: { rack: 'r1' } });
-        txn.put('nodes', node('n2'));
-      });
-      assert.ok(second.index > first.index + 1, `etcd gave another revision than guessed (${second.index})`);
-      await eventually('b has both writes', () => b.latestIndex() >= second.index);
-      for (const id of ['n1', 'n2']) assert.deepEqual(a.snapshot().get('nodes', id), b.snapshot().get('nodes', id), `${id}: what a wrote is what b read`);
-
-      // The watch catches up: a's own writes are not applied again, another server's are.
-      hold.release();
-      const third = await b.write((txn) => txn.put('nodes', node('n3')));
-      await eventually('a sees b\'s write', () => a.latestIndex() >= third.index);
-      assert.deepEqual(
-        a.snapshot().events(0).map((e) => [e.key, e.index]),
-        [['n1', first.index], ['n1', second.index], ['n2', second.index], ['n3', third.index]],
-      );
-    } finally {
-      other.close();
-      a.close();
-      b.close();
-    }
-  });
-
-  it("waits for its watch when another server wrote before its write, so it never shows its own write without the other's", async () => {
-    const hold = holdWatches();
-    const a = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/behind' }).finally(() => hold.restore());
-    const b = await openEtcdStateStore({ endpoints: etcd.endpoints, prefix: '/behind' });
-    const other = new Etcd3({ hosts: [...etcd.endpoints] });
-    try {
-      const theirs = await b.write((txn) => txn.put('nodes', node('x')));
-      // a's write does not read x: etcd commits it after b's, which a's held watch has not brought yet.
-      const mine = a.write((txn) => txn.put('nodes', node('y')));
-      await eventually('etcd to hold a\'s write', async () => (await other.get('/behind/rows/nodes/y').string()) !== null);
-      await new Promise((r) => setTimeout(r, 100)); // a handles etcd's answer
-      assert.equal(a.snapshot().get('nodes', 'y'), undefined, 'a shows nothing of its write while it has not seen the one before it');
-      hold.release();
-      const { index } = await mine;
-      assert.ok(index > theirs.index);
-      const snap = a.snapshot();
-      assert.ok(snap.get('nodes', 'x') && snap.get('nodes', 'y'), 'both writes show, in etcd\'s order');
-      assert.deepEqual(snap.events(0).map((e) => e.key), ['x', 'y']);
-    } finally {
-      other.close();
-      a.close();
-      b.close();
     }
   });
 

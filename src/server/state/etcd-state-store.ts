@@ -6,7 +6,7 @@ import { etcdFailFast } from './etcd-client-options.js';
 import { Txn, View, type Row } from './_store-view.js';
 import { type BlockOptions, type DataTable, type StateReader, type StateStore, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
 import { isTooLarge, isUnavailable, unavailable, type SentRows, MAX_TXN_OPS, nestOps, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
-import { ETCD_SCHEMA_VERSION, EtcdReplica, type OwnChange } from './_etcd-replica.js';
+import { ETCD_SCHEMA_VERSION, EtcdReplica } from './_etcd-replica.js';
 import { detachedField, partKey } from './_etcd-row-parts.js';
 import { partJsonOf, partOf } from './_lazy-part.js';
 import type { EtcdStateStoreOptions, StoreFence } from './_etcd-options.js';
@@ -56,10 +56,7 @@ interface PendingWrite {
  * compares those keys' (and listed tables' markers') mod revisions with what
  * it saw. A failed compare means another writer got there first: the store
  * waits for its replica to see that write and runs the function again. The
- * promise resolves once the replica shows the write (read-your-writes): the
- * replica applies it when etcd answers, if it had seen every write before
- * it (the Txn reads the store index it found first), else when the watch
- * brings it.
+ * promise resolves once the replica shows the write (read-your-writes).
  *
  * The event history is kept in memory (bounded like SQLite's) and starts
  * when the store opens: a reopened store has no events from before
@@ -266,7 +263,6 @@ export class EtcdStateStore implements StateStore {
       const success: IRequestOp[] = [];
       const touched = new Set<DataTable>();
       const sent: SentRows = new Map();
-      const own: OwnChange[] = [];
       for (const c of txn.changes.values()) {
         touched.add(c.table);
         if (c.row) {
@@ -280,11 +276,10 @@ export class EtcdStateStore implements StateStore {
         }
         // A part kept under a key of its own (_etcd-row-parts.ts) is written when it changes, with its row.
         const field = detachedField(c.table);
-        // Its LazyPart or value, not read (a placement's metrics stay undecoded; see _lazy-part.ts).
-        const part = field === undefined ? undefined : partOf(c.row ?? undefined, field);
-        own.push({ table: c.table, key: c.key, row: c.row, before: c.before, partHeld: part !== undefined });
         if (field === undefined) continue;
         const held = this.#replica.holdsPart(c.table, c.key);
+        // Its LazyPart or value, not read (a placement's metrics stay undecoded; see _lazy-part.ts).
+        const part = partOf(c.row ?? undefined, field);
         const at = Buffer.from(partKey(this.prefix, c.table, field, c.key));
         if (part !== undefined) {
           // The write's JSON of the part, when it gave the row a part other than the committed one (then compared: a
@@ -300,16 +295,13 @@ export class EtcdStateStore implements StateStore {
       success.push({ request_put: { key: this.#key('schema'), value: Buffer.from(String(ETCD_SCHEMA_VERSION)) } });
       const failure: IRequestOp[] = [{ request_range: { key: this.#key('index') } }];
       if (fence) failure.push({ request_range: { key: Buffer.from(fence.key) } });
-      if (success.length + 1 > TXN_LEVEL_OPS) {
+      if (success.length > TXN_LEVEL_OPS) {
         try {
-          success.splice(0, success.length, ...nestOps(success, MAX_TXN_OPS - 1, Math.max(compare.length, failure.length)));
+          success.splice(0, success.length, ...nestOps(success, MAX_TXN_OPS, Math.max(compare.length, failure.length)));
         } catch (err) {
           return fail(err as Error, batch);
         }
       }
-      // First, before any put: the store index this Txn finds (the `index` key's mod revision), so that the
-      // replica may apply the Txn as soon as etcd answers when it has seen every write before it (applyOwn).
-      success.unshift({ request_range: { key: this.#key('index') } });
 
       const left = deadline - Date.now();
       if (left <= 0) return fail(unavailable('committing a write', new Error(`no commit within ${this.#writeTimeoutMs} ms`)), batch);
@@ -328,9 +320,8 @@ export class EtcdStateStore implements StateStore {
       this.#lastWriteFailed = false;
       if (res.succeeded) {
         const index = Number(res.header.revision);
-        const previous = Number(res.responses[0]?.response_range?.kvs[0]?.mod_revision ?? 0);
         try {
-          if (!this.#replica.applyOwn(index, previous, own)) await this.#replica.caughtUp(index);
+          await this.#replica.caughtUp(index);
         } catch (err) {
           return fail(err as Error, batch);
         } finally {
