@@ -28,9 +28,10 @@ export interface EtcdStateStoreOptions {
   /** How often a write whose reads changed under it is run again before it fails with STORE_CONFLICT. Default 64. */
   maxAttempts?: number;
   /**
-   * How many bytes of changes (keys and rows' JSON) one etcd Txn may carry.
-   * Default 1 MiB, under etcd's default --max-request-bytes of 1.5 MiB with
-   * room for the compares and markers; raise both together. Queued writes
+   * How many bytes of changes (keys, rows' JSON and each operation's
+   * framing) one etcd Txn may carry. Default 1.375 MiB, under etcd's default
+   * --max-request-bytes of 1.5 MiB with room for the compares, markers and
+   * nested operations; raise both together. Queued writes
    * stop joining a Txn at this size, and writes that could grow without
    * bound (large evaluations, batched status reports) split themselves by it
    * (WriteTxn.bytesLeft).

@@ -184,9 +184,9 @@ export interface Savepoint {
   bytes: number;
 }
 
-/** The bytes a change adds to a write: its key, its row's JSON and its part's when that is sent. */
-function changeBytes(c: Change): number {
-  return c.table.length + c.key.length + (c.json?.length ?? 0) + (c.part?.json?.length ?? 0);
+/** The bytes a change adds to a write: its key, its row's JSON and its part's when that is sent, and what the store sends beside them (`framing`). */
+function changeBytes(c: Change, framing: ((c: Change) => number) | undefined): number {
+  return c.table.length + c.key.length + (c.json?.length ?? 0) + (c.part?.json?.length ?? 0) + (framing?.(c) ?? 0);
 }
 
 export class Txn extends View implements WriteTxn {
@@ -214,6 +214,8 @@ export class Txn extends View implements WriteTxn {
     private readonly budget?: number,
     /** The field of a table's rows the store keeps apart (the etcd store's placement metrics): left out of the row's JSON. */
     private readonly detached?: (table: DataTable) => string | undefined,
+    /** What the store's request carries for a change beyond its table, key and JSON (the etcd keys' prefixes, a part's key, each operation's framing): counted against `budget`. */
+    private readonly framing?: (c: Change) => number,
   ) {
     super(latest, tables, tableIndexes, eventLog, historyStart);
   }
@@ -321,10 +323,10 @@ export class Txn extends View implements WriteTxn {
 
   #set(id: string, change: Change | undefined): void {
     const old = this.changes.get(id);
-    if (old) this.bytes -= changeBytes(old);
+    if (old) this.bytes -= changeBytes(old, this.framing);
     if (change) {
       this.changes.set(id, change);
-      this.bytes += changeBytes(change);
+      this.bytes += changeBytes(change, this.framing);
     } else this.changes.delete(id);
   }
 

@@ -3,7 +3,7 @@ import { Etcd3, type IRequestOp, type ICompare } from 'etcd3';
 import { describeError, silentLogger, type Logger } from '../../lib/index.js';
 import { StateStoreError } from './errors.js';
 import { etcdFailFast } from './etcd-client-options.js';
-import { Txn, View, type Row } from './_store-view.js';
+import { Txn, View, type Change, type Row } from './_store-view.js';
 import { type BlockOptions, type DataTable, type StateReader, type StateStore, type TableName, type WriteOptions, type WriteTxn } from './state-store.js';
 import { isTooLarge, isUnavailable, unavailable, type SentRows, MAX_TXN_OPS, nestOps, tooLarge, TXN_LEVEL_OPS } from './_etcd-txn.js';
 import { ETCD_SCHEMA_VERSION, EtcdReplica } from './_etcd-replica.js';
@@ -21,8 +21,15 @@ const DEFAULT_MAX_ATTEMPTS = 64;
 const MAX_BATCH_WRITES = 256;
 /** A batch of queued writes stops growing past this many changes and reads. */
 const MAX_BATCH_OPS = 1_000;
-/** The bytes of changes one Txn carries at most: under etcd's default --max-request-bytes (1.5 MiB), with room for compares and markers. */
-const DEFAULT_MAX_TXN_BYTES = 1024 * 1024;
+/**
+ * The bytes one Txn carries at most, keys and framing counted (see #framing): under etcd's default
+ * --max-request-bytes (1.5 MiB), with room for the compares, the markers and the nesting of operations.
+ */
+const DEFAULT_MAX_TXN_BYTES = 1408 * 1024;
+/** A row key's bytes beyond its table and key: `/rows/` and `/` after the prefix. */
+const ROW_KEY_EXTRA = '/rows//'.length;
+/** Per operation of a Txn, the bytes of its framing in the request (the operation's, its key's and its value's tags and lengths), rounded up. */
+const OP_FRAMING = 16;
 
 interface PendingWrite {
   fn: (txn: WriteTxn) => unknown;
@@ -122,6 +129,18 @@ export class EtcdStateStore implements StateStore {
     return Buffer.from(`${this.prefix}/${parts.join('/')}`);
   }
 
+  /**
+   * What a Txn sends for a change beyond its table, key and JSON (see
+   * Txn's `framing`): the row key's prefix, the part's key when its JSON is
+   * sent, and each operation's framing. Counted, a write may fill etcd's
+   * request limit: uncounted, some 100 bytes an allocation, a third of
+   * the limit had to be kept as a margin.
+   */
+  readonly #framing = (c: Change): number => {
+    const row = this.prefix.length + ROW_KEY_EXTRA + OP_FRAMING;
+    return c.part?.json === undefined ? row : row + partKey(this.prefix, c.table, c.part.field, c.key).length + OP_FRAMING;
+  };
+
   #rowKey(table: DataTable, key: string): Buffer {
     return this.#key('rows', table, key);
   }
@@ -210,6 +229,7 @@ export class EtcdStateStore implements StateStore {
         this.#replica.historyStart,
         this.#maxTxnBytes,
         detachedField,
+        this.#framing,
       );
       // Each write runs on the changes of the ones before it; one that throws leaves no change behind.
       const outcomes: Array<{ w: PendingWrite; ok: true; result: unknown } | { w: PendingWrite; ok: false; error: unknown }> = [];
