@@ -25,6 +25,8 @@
 // passes node flags to the agent (to try V8 settings one at a time);
 // BENCH_SUBMIT_HEAP_SNAPSHOTS=dir has the agent write a heap snapshot there
 // when idle and once all is collected (compare them in Chrome DevTools);
+// BENCH_SUBMIT_ANSWER_TIMES=1 prints when the answers came (ms after the release, at
+// the first, 10 %, 25 %, 50 %, 75 %, 90 % and the last) and when the threads sent;
 // BENCH_SUBMIT_TIMELINE=1 prints when the burst's allocations passed each
 // stage (evaluated, placed, runner built, set up, started, running written),
 // read from the agent's own records once all run (bench/_burst-timeline.ts);

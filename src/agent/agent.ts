@@ -183,6 +183,7 @@ export class Agent {
       bindAddress,
       port,
       apiWorkers: config.server.apiWorkers ?? 0,
+      apiReaders: config.server.apiReaders ?? 0,
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
       ...(config.server.heartbeatGraceMs !== undefined ? { heartbeatGraceMs: config.server.heartbeatGraceMs } : {}),
       ...(config.server.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: config.server.maxHeartbeatsPerSecond } : {}),

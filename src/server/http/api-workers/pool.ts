@@ -29,6 +29,7 @@ import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './prot
 import { MainListener } from './main-listener.js';
 import { Outbox } from './outbox.js';
 import { markInternal } from './relayed.js';
+import { workerEntry } from './worker-entry.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
 const MAX_SOCKET_PATH = 100;
@@ -338,16 +339,4 @@ export class ApiWorkers {
     // The worker's parseJobSpec checked it; the message port's copy is taken as checked, not parsed again here.
     return registrationAnswer(this.#opts.deps, this.#httpLog, { ...reg, spec: adoptCheckedJobSpec(reg.spec) }, accept);
   }
-}
-
-/**
- * The worker's entry: the TypeScript file under tsx (tests); once built, api-worker.cjs, which loads the worker's
- * one-file bundle through a code cache (src/warm-start/helper-main.ts; api-worker.js, its ES module, if it cannot).
- */
-function workerEntry(): [string | URL, { eval?: boolean }] {
-  if (!import.meta.url.endsWith('.ts')) return [new URL('./api-worker.cjs', import.meta.url), {}];
-  // A worker thread does not inherit tsx's loader: it registers it, then loads the entry.
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('./worker-main.ts', import.meta.url).href;
-  return [`const { register } = await import(${JSON.stringify(tsx)}); register(); await import(${JSON.stringify(entry)});`, { eval: true }];
 }
