@@ -29,13 +29,10 @@ import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './prot
 import { MainListener } from './main-listener.js';
 import { Outbox } from './outbox.js';
 import { markInternal } from './relayed.js';
-import { workerEntry } from './worker-entry.js';
+import { replaceLater, workerEntry } from './worker-entry.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
 const MAX_SOCKET_PATH = 100;
-/** A dead worker is replaced after this long, doubled after each death in a row, up to RESTART_MAX_MS. */
-const RESTART_MIN_MS = 100;
-const RESTART_MAX_MS = 10_000;
 /** How long close() waits for a worker to finish what it serves before ending it. */
 const CLOSE_WAIT_MS = 6_000;
 
@@ -239,12 +236,9 @@ export class ApiWorkers {
       if (this.#closing) return;
       if (this.ready === 0) this.#resumeMain();
       slot.failures++;
-      const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (slot.failures - 1));
-      this.#log.warn({ thread: w.threadId, code, restartInMs: delay }, 'an API worker ended; starting another');
-      slot.restart = setTimeout(() => {
-        if (!this.#closing) this.#spawn(slot);
-      }, delay);
-      slot.restart.unref();
+      const { delayMs, timer } = replaceLater(slot.failures, () => !this.#closing, () => this.#spawn(slot));
+      slot.restart = timer;
+      this.#log.warn({ thread: w.threadId, code, restartInMs: delayMs }, 'an API worker ended; starting another');
     });
   }
 

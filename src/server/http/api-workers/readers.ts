@@ -18,11 +18,8 @@ import { adoptCheckedJobSpec, MAX_REQUEST_BODY_BYTES } from '../../../structs/in
 import type { Registration } from '../job-register-input.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 import { Outbox } from './outbox.js';
-import { workerEntry } from './worker-entry.js';
+import { replaceLater, workerEntry } from './worker-entry.js';
 
-/** A dead reader is replaced after this long, doubled after each death in a row, up to RESTART_MAX_MS. */
-const RESTART_MIN_MS = 100;
-const RESTART_MAX_MS = 10_000;
 
 export interface ApiReadersOptions {
   /** How many readers. */
@@ -160,12 +157,9 @@ export class ApiReaders {
       this.#release(slot);
       if (this.#closing) return;
       slot.failures++;
-      const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (slot.failures - 1));
-      this.#log.warn({ thread: w.threadId, code, restartInMs: delay }, 'an API reader ended; its reads are done on the main thread; starting another');
-      slot.restart = setTimeout(() => {
-        if (!this.#closing) this.#spawn(slot);
-      }, delay);
-      slot.restart.unref();
+      const { delayMs, timer } = replaceLater(slot.failures, () => !this.#closing, () => this.#spawn(slot));
+      slot.restart = timer;
+      this.#log.warn({ thread: w.threadId, code, restartInMs: delayMs }, 'an API reader ended; its reads are done on the main thread; starting another');
     });
   }
 
