@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { ApiReaders } from '../../src/server/http/index.js';
+import { MAX_PENDING_READS, type ApiReaders } from '../../src/server/http/api-workers/index.js';
 import { jobBody, LoggedServer, TOKEN, type Answer } from './_logged-server.js';
 
 const withReader = new LoggedServer(0, 'berth-apir-', { apiReaders: 1, apiReadersAfterMs: 0 });
@@ -82,8 +82,9 @@ describe('API readers', () => {
   it('hand back what a reader that ended was reading, start another, and read with it', async () => {
     const readers = await warmedReaders(withReader);
     const [thread] = readers.threadIds;
-    const reads = Array.from({ length: 20 }, (_, i) => readers.read(jobBody(`ended-${i}`), '/v1/jobs', undefined));
+    const reads = Array.from({ length: MAX_PENDING_READS }, (_, i) => readers.read(jobBody(`ended-${i}`), '/v1/jobs', undefined));
     assert.ok(reads.every((r) => r !== undefined), 'a warmed reader takes reads');
+    assert.equal(readers.read(jobBody('one-more'), '/v1/jobs', undefined), undefined, 'a reader holding its bound of reads takes no more: main reads it');
     await readers.crash(thread!);
     const settled = await Promise.allSettled(reads as Array<Promise<unknown>>);
     // What the reader answered before it ended is the job read; the rest is handed back, for main to read.

@@ -21,6 +21,15 @@ import { Outbox } from './outbox.js';
 import { replaceLater, workerEntry } from './worker-entry.js';
 
 
+/**
+ * Reads a reader may hold unanswered; beyond them main reads the body itself. A reader
+ * the machine's other work keeps off a core (200 client threads, other processes) then
+ * holds a few of a burst's registrations, not the whole of it: with no bound, a reader
+ * scheduled late held every read until the burst ended, and its 200 answers all came
+ * within ~10 ms of the last.
+ */
+export const MAX_PENDING_READS = 4;
+
 export interface ApiReadersOptions {
   /** How many readers. */
   count: number;
@@ -108,13 +117,14 @@ export class ApiReaders {
    * Has a warmed reader read a registration's body (as readFastRegistration
    * reads it): resolves with what to write, or undefined when main's fastify
    * must answer it; rejects when the reader ended first (read it on main).
-   * Returns undefined at once when no reader is warmed.
+   * Returns undefined at once when no reader is warmed, or each holds
+   * MAX_PENDING_READS already: main reads it.
    */
   read(body: string, url: string, jobId: string | undefined): Promise<ReadRegistration | undefined> | undefined {
     let slot: Slot | undefined;
     for (const s of this.#slots) if (s.warmed && (!slot || s.pending.size < slot.pending.size)) slot = s;
     const out = slot?.outbox;
-    if (!slot || !out) return undefined;
+    if (!slot || !out || slot.pending.size >= MAX_PENDING_READS) return undefined;
     const id = this.#next++;
     const pending = slot.pending;
     return new Promise((resolve, reject) => {
