@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { MAX_PENDING_READS, type ApiReaders } from '../../src/server/http/api-workers/index.js';
+import { MAX_PENDING_READS, type ApiReaders } from '../../src/server/http/index.js';
 import { jobBody, LoggedServer, TOKEN, type Answer } from './_logged-server.js';
 
 const withReader = new LoggedServer(0, 'berth-apir-', { apiReaders: 1, apiReadersAfterMs: 0 });
