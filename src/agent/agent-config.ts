@@ -41,7 +41,7 @@ export interface AgentConfig {
     oidcIssuer?: string;
     /** HTTP front workers (threads) in front of the main thread; 0: the main thread serves the API alone. Default 0 (opt-in: see docs/guide/running-a-cluster.md). */
     apiWorkers?: number;
-    /** Reader threads that read a burst's job registrations for the main thread; none beside front workers. Default 0 (opt-in: see docs/guide/running-a-cluster.md). */
+    /** Reader threads that read a burst's job registrations for the main thread; none beside front workers. Default 1 on a machine of two cores or more, else 0 (docs/guide/running-a-cluster.md). */
     apiReaders?: number;
     /**
      * Keep the state in etcd instead of <data_dir>/server/state.db. write_timeout: how long a
