@@ -134,6 +134,7 @@ export async function runBurst(harness: SubmitterKind, target: BurstTarget, bodi
     const resets = failed.filter(isReset).length;
     await polled;
     const latencies = ok.map((s) => s.end - s.start);
+    if (process.env['BENCH_SUBMIT_ANSWER_TIMES'] === '1') console.log(`  ${opts.prefix}: answers by ms after the release (the first, 10 %, 25 %, 50 %, 75 %, 90 %, the last): ${answerTimes(ok.map((s) => s.end - t0))}; sent between ${answerTimes(ok.map((s) => s.start - t0), [0, 1])}`);
     return {
       submitted,
       accepted: ok.length,
@@ -222,4 +223,10 @@ export function executorsOf(agentPid: number, busy = false): number[] {
     }
   }
   return busy ? out.filter((pid) => parents.has(pid)) : out;
+}
+
+/** `times` (ms) at the given shares of their sorted list, rounded, space separated. */
+function answerTimes(times: number[], shares = [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]): string {
+  const sorted = [...times].sort((a, b) => a - b);
+  return shares.map((q) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0)).join(' ');
 }

@@ -25,12 +25,14 @@
 // passes node flags to the agent (to try V8 settings one at a time);
 // BENCH_SUBMIT_HEAP_SNAPSHOTS=dir has the agent write a heap snapshot there
 // when idle and once all is collected (compare them in Chrome DevTools);
+// BENCH_SUBMIT_ANSWER_TIMES=1 prints when the answers came (ms after the release, at
+// the first, 10 %, 25 %, 50 %, 75 %, 90 % and the last) and when the threads sent;
 // BENCH_SUBMIT_TIMELINE=1 prints when the burst's allocations passed each
 // stage (evaluated, placed, runner built, set up, started, running written),
 // read from the agent's own records once all run (bench/_burst-timeline.ts);
 // BENCH_SUBMIT_LOG=file runs the agent at `--log-level debug` and copies its
 // log there once all run (every step of every allocation on the agent's clock);
-// BENCH_SUBMIT_API_WORKERS=n sets the agent's `api_workers`;
+// BENCH_SUBMIT_API_WORKERS=n sets the agent's `api_workers`, BENCH_SUBMIT_API_READERS=n its `api_readers`;
 // BENCH_SUBMIT_BERTH=path/to/bin/berth.js runs another build's agent (an
 // older commit's, built in its own copy) to compare two builds.
 //
@@ -205,7 +207,9 @@ async function berthRun(dir: string, harness: SubmitterKind, memory: boolean): P
   ];
   const tokens = split ? `tokens {\n  management = ["${managementToken}"]\n  node = ["${nodeToken}"]\n}\n` : '';
   const apiWorkers = process.env['BENCH_SUBMIT_API_WORKERS'];
-  writeFileSync(configFile, `${apiWorkers ? `server {\n  api_workers = ${Number(apiWorkers)}\n}\n` : ''}${tokens}${clientBlock.length ? `client {\n${clientBlock.join('\n')}\n}\n` : ''}`);
+  const apiReaders = process.env['BENCH_SUBMIT_API_READERS'];
+  const serverBlock = [...(apiWorkers ? [`  api_workers = ${Number(apiWorkers)}`] : []), ...(apiReaders ? [`  api_readers = ${Number(apiReaders)}`] : [])];
+  writeFileSync(configFile, `${serverBlock.length ? `server {\n${serverBlock.join('\n')}\n}\n` : ''}${tokens}${clientBlock.length ? `client {\n${clientBlock.join('\n')}\n}\n` : ''}`);
   const nodeArgs = [
     ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
     ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),

@@ -42,6 +42,7 @@ export const CONFIG_BODY: HclBody = {
       max_heartbeats_per_second: attr('maxHeartbeatsPerSecond'),
       oidc_issuer: attr('oidcIssuer'),
       api_workers: attr('apiWorkers'),
+      api_readers: attr('apiReaders'),
       store: { t: 'block', to: 'store', body: { etcd: { t: 'block', to: 'etcd', body: { endpoints: attr('endpoints'), prefix: attr('prefix'), write_timeout: attr('writeTimeout') } } } },
     },
   },
@@ -169,6 +170,7 @@ export const configSchema = lazySchema(() => z.strictObject({
       oidcIssuer: httpUrl.optional(),
       /** HTTP front workers (threads) beside the main thread; 0: the main thread serves the API alone. */
       apiWorkers: z.number().int().min(0, 'must be 0 or more (0: the main thread serves the API alone)').max(64, 'must be at most 64').optional(),
+      apiReaders: z.number().int().min(0, 'must be 0 or more (0: the main thread reads every registration)').max(64, 'must be at most 64').optional(),
       store: z
         .strictObject({
           etcd: z

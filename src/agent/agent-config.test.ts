@@ -182,6 +182,14 @@ describe('agent config files', () => {
     assert.match(await problemOf('a.hcl', 'server {\n  api_workers = 100\n}\n'), /^a\.hcl:2:3: server\.api_workers: must be at most 64$/);
   });
 
+  it('reads api_readers (HCL and JSON alike) and names a bad value at its line', async () => {
+    assert.equal((await parseAgentConfig('a.hcl', 'server {\n  api_readers = 2\n}\n')).server.apiReaders, 2);
+    assert.equal((await parseAgentConfig('a.json', JSON.stringify({ server: { api_readers: 0 } }))).server.apiReaders, 0);
+    assert.equal((await parseAgentConfig('a.hcl', 'server {}\n')).server.apiReaders, undefined);
+    assert.match(await problemOf('a.hcl', 'server {\n  api_readers = -1\n}\n'), /^a\.hcl:2:3: server\.api_readers: must be 0 or more \(0: the main thread reads every registration\)$/);
+    assert.match(await problemOf('a.hcl', 'server {\n\n  api_readers = "one"\n}\n'), /^a\.hcl:3:3: server\.api_readers: expected a number$/);
+  });
+
   it('reads max_heartbeats_per_second (Nomad\'s), and names a rate that is not above 0 at its line', async () => {
     assert.equal((await parseAgentConfig('a.hcl', 'server {\n  max_heartbeats_per_second = 50\n}\n')).server.maxHeartbeatsPerSecond, 50);
     assert.equal((await parseAgentConfig('a.json', JSON.stringify({ server: { max_heartbeats_per_second: 12.5 } }))).server.maxHeartbeatsPerSecond, 12.5);

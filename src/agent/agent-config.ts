@@ -41,6 +41,8 @@ export interface AgentConfig {
     oidcIssuer?: string;
     /** HTTP front workers (threads) in front of the main thread; 0: the main thread serves the API alone. Default 0 (opt-in: see docs/guide/running-a-cluster.md). */
     apiWorkers?: number;
+    /** Reader threads that read a burst's job registrations for the main thread; none beside front workers. Default 1 on a machine of two cores or more, else 0 (docs/guide/running-a-cluster.md). */
+    apiReaders?: number;
     /**
      * Keep the state in etcd instead of <data_dir>/server/state.db. write_timeout: how long a
      * change (and the start) waits for etcd before STORE_UNAVAILABLE; default 5 s.
@@ -242,6 +244,7 @@ export async function parseAgentConfig(file: string, text: string): Promise<Agen
       ...(raw.server?.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: raw.server.maxHeartbeatsPerSecond } : {}),
       ...(raw.server?.oidcIssuer ? { oidcIssuer: raw.server.oidcIssuer } : {}),
       ...(raw.server?.apiWorkers !== undefined ? { apiWorkers: raw.server.apiWorkers } : {}),
+      ...(raw.server?.apiReaders !== undefined ? { apiReaders: raw.server.apiReaders } : {}),
       ...(raw.server?.store?.etcd ? { etcd: etcdSettings(raw.server.store.etcd) } : {}),
     },
     client: {

@@ -6,7 +6,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Registry } from 'prom-client';
@@ -183,6 +183,8 @@ export class Agent {
       bindAddress,
       port,
       apiWorkers: config.server.apiWorkers ?? 0,
+      // A reader on a machine of two cores or more: main keeps the connections, the reader reads a burst's jobs.
+      apiReaders: config.server.apiReaders ?? (availableParallelism() > 1 ? 1 : 0),
       ...(config.server.heartbeatTtlMs ? { heartbeatTtlMs: config.server.heartbeatTtlMs } : {}),
       ...(config.server.heartbeatGraceMs !== undefined ? { heartbeatGraceMs: config.server.heartbeatGraceMs } : {}),
       ...(config.server.maxHeartbeatsPerSecond !== undefined ? { maxHeartbeatsPerSecond: config.server.maxHeartbeatsPerSecond } : {}),

@@ -30,6 +30,15 @@ export interface ServerOptions {
    * (src/server/http/api-workers). Default 0: the main thread alone.
    */
   apiWorkers?: number;
+  /**
+   * Reader threads (src/server/http/api-workers/readers.ts) that read a
+   * burst's job registrations for the main thread, which keeps every
+   * connection. Started `apiReadersAfterMs` (default 1 s) after the API
+   * listens, off the agent's start; none beside front workers (those read
+   * their own). Default 0.
+   */
+  apiReaders?: number;
+  apiReadersAfterMs?: number;
   /** A node silent for this long is marked down. Default 30 s. */
   heartbeatTtlMs?: number;
   /** Time a heartbeat may come late past the TTL before its node is marked down (Nomad's heartbeat_grace). Default 10 s. */

@@ -14,7 +14,7 @@ import {
   type Clock,
   type Logger,
 } from '../lib/index.js';
-import { ApiWorkers, buildApi, RequestsInFlight, warmJobPath, type ApiDeps } from './http/index.js';
+import { ApiReaders, ApiWorkers, buildApi, RequestsInFlight, warmJobPath, type ApiDeps } from './http/index.js';
 import { DeploymentService, DeploymentWatcher } from './deployments/index.js';
 import { EvalWorker, GarbageCollector, JobService, PeriodicDispatcher } from './jobs/index.js';
 import { NodeDrainer } from './drainer/index.js';
@@ -81,6 +81,8 @@ export class Server {
   #termChange: Promise<void> = Promise.resolve();
   #api: FastifyInstance | undefined;
   #apiWorkers: ApiWorkers | undefined;
+  #apiReaders: ApiReaders | undefined;
+  #apiReadersTimer: NodeJS.Timeout | undefined;
   /** The API's write requests being served: the evaluation worker runs when there are none. */
   readonly #inFlight = new RequestsInFlight();
   #metrics: ServerMetrics | undefined;
@@ -173,6 +175,11 @@ export class Server {
   /** The API's front workers; undefined when it has none (`apiWorkers` 0) or is not started. */
   get apiWorkers(): ApiWorkers | undefined {
     return this.#apiWorkers;
+  }
+
+  /** The API's readers once started; undefined when it has none (`apiReaders` 0, or front workers), or before they start. */
+  get apiReaders(): ApiReaders | undefined {
+    return this.#apiReaders;
   }
 
   /** Requests the API began since the start, of every kind (nodes' heartbeats too): the agent's measure of its traffic. */
@@ -269,6 +276,7 @@ export class Server {
         store,
         jobs: this.#jobs,
         inFlight: this.#inFlight,
+        readers: () => this.#apiReaders,
         deployments: new DeploymentService({ store, jobs: this.#jobs, clock, logger: root }),
         // The node service of the current term: routes read it at every request.
         get nodes() {
@@ -301,6 +309,14 @@ export class Server {
       if (this.#opts.apiWorkers) {
         this.#apiWorkers = new ApiWorkers({ deps, app: this.#api, count: this.#opts.apiWorkers, ...(this.#opts.dataDir ? { dataDir: this.#opts.dataDir } : {}), logger: root });
         await this.#apiWorkers.start();
+      } else if (this.#opts.apiReaders) {
+        // After the start: a thread's load and warm-up are CPU the agent's first answers and jobs would share.
+        const readers = new ApiReaders({ count: this.#opts.apiReaders, ...(deps.bodyLimit !== undefined ? { bodyLimit: deps.bodyLimit } : {}), logger: root });
+        this.#apiReadersTimer = setTimeout(() => {
+          this.#apiReaders = readers;
+          readers.start();
+        }, this.#opts.apiReadersAfterMs ?? 1_000);
+        this.#apiReadersTimer.unref();
       }
       const addr = this.#api.server.address();
       const port = typeof addr === 'object' && addr ? addr.port : (this.#opts.port ?? 0);
@@ -424,6 +440,8 @@ export class Server {
     };
     // The workers first: they relay to the API, which ends the blocking reads and streams they carry.
     await step('api workers', () => this.#apiWorkers?.close());
+    clearTimeout(this.#apiReadersTimer);
+    await step('api readers', () => this.#apiReaders?.close());
     await step('http', () => this.#api?.close());
     // Stepping down stops the term's loops (listeners run before stop() returns).
     await step('leadership', () => this.#leadership?.stop());

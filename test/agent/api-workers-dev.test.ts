@@ -2,11 +2,13 @@
 // a task's logs, followed and whole, and an exec WebSocket, each checked on a
 // request a worker relayed (the agent's request log names the worker); and a
 // dev agent with `server { api_workers = 0 }` serving on its main thread
-// alone. Real agents, real sockets.
+// alone, with the reader of registrations a dev agent has by default. Real
+// agents, real sockets.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
@@ -145,5 +147,13 @@ describe("a dev agent's API through its front workers", { timeout: 300_000 }, ()
     assert.ok(lines.every((l) => l.worker === undefined), 'no worker served or relayed a request');
     assert.ok(!existsSync(path.join(dir, 'alone', 'server', 'run', 'api.sock')), 'no internal socket');
     assert.ok(existsSync(path.join(dir, 'dev', 'server', 'run', 'api.sock')), 'the agent with workers has its internal socket');
+  });
+
+  it('starts a reader of registrations by default on a machine of two cores or more, and none beside front workers', async (t) => {
+    if (availableParallelism() < 2) return t.skip('one core: no reader by default');
+    // The reader starts a second after the API listens, then warms.
+    const warmed = await until('the reader warmed', () => requests(path.join(dir, 'alone'), 'API reader warmed')[0], 60_000);
+    assert.ok(warmed);
+    assert.equal(requests(path.join(dir, 'dev'), 'API reader started').length, 0, 'the agent with front workers has no reader');
   });
 });

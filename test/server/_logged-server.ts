@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../src/lib/index.js';
-import { Server } from '../../src/server/index.js';
+import { Server, type ServerOptions } from '../../src/server/index.js';
 
 export const TOKEN = 'management-secret';
 export const READER = 'read-only-secret';
@@ -48,10 +48,11 @@ export class LoggedServer {
   readonly server: Server;
   url = '';
 
-  constructor(apiWorkers: number, prefix: string) {
+  /** `more`: other server options (the API's readers). */
+  constructor(apiWorkers: number, prefix: string, more: Partial<ServerOptions> = {}) {
     this.dir = mkdtempSync(join(tmpdir(), prefix));
     const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void this.lines.push(JSON.parse(s) as LogLine) } });
-    this.server = new Server({ dataDir: this.dir, tokens, apiWorkers, logger });
+    this.server = new Server({ ...more, dataDir: this.dir, tokens, apiWorkers, logger });
   }
 
   async start(): Promise<void> {

@@ -11,6 +11,6 @@ export { execRelay } from './client-forward.js';
 export { registerMetricsRoute } from './metrics-routes.js';
 export { checkStatuses } from './alloc-shapes.js';
 export type { AgentInfo } from './route-context.js';
-export { ApiWorkers } from './api-workers/index.js';
+export { ApiReaders, ApiWorkers, MAX_PENDING_READS } from './api-workers/index.js';
 export { NO_SCHEMA_COMPILERS } from './schema-compilers.js';
 export { warmJobPath } from './warm-job-path.js';

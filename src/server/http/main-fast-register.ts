@@ -20,7 +20,7 @@ import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastif
 import type { Logger } from '../../lib/index.js';
 import type { TokenTable } from './auth.js';
 import { writeAnswer } from './answers.js';
-import { relayedBy } from './api-workers/index.js';
+import { relayedBy, type ReadRegistration } from './api-workers/index.js';
 import { readFastRegistration, registrationAnswer, registrationRoute } from './registration-fast-path.js';
 import type { ApiDeps } from './route-context.js';
 
@@ -34,7 +34,7 @@ type Marked = IncomingMessage & { [READ_BODY]?: Buffer; [COUNTED]?: true };
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface MainFastRegisterOptions {
-  deps: Pick<ApiDeps, 'jobs' | 'store' | 'leadership' | 'inFlight'>;
+  deps: Pick<ApiDeps, 'jobs' | 'store' | 'leadership' | 'inFlight' | 'readers'>;
   tokens: TokenTable;
   bodyLimit: number;
   /** The request log (component http). */
@@ -150,18 +150,26 @@ export class MainFastRegister {
         req[READ_BODY] = body;
         fastify(req, res);
       };
-      const reg = readFastRegistration(body.toString('utf8'), req.url ?? '', at.id);
-      if (!reg) return toFastify();
-      registrationAnswer(deps, log, reg, req.headers.accept).then(
-        (answer) => {
-          if (!answer) return toFastify();
-          writeAnswer(res, answer);
-          if (log.isLevelEnabled('debug')) {
-            res.once('close', () => log.debug({ method: req.method, route: at.route, status: res.statusCode, caller, ms: Math.round(performance.now() - began), fastPath: true }, 'request'));
-          }
-        },
-        toFastify,
-      );
+      const write = (reg: ReadRegistration | undefined): void => {
+        if (!reg) return toFastify();
+        registrationAnswer(deps, log, reg, req.headers.accept).then(
+          (answer) => {
+            if (!answer) return toFastify();
+            writeAnswer(res, answer);
+            if (log.isLevelEnabled('debug')) {
+              res.once('close', () => log.debug({ method: req.method, route: at.route, status: res.statusCode, caller, ms: Math.round(performance.now() - began), fastPath: true }, 'request'));
+            }
+          },
+          toFastify,
+        );
+      };
+      const text = body.toString('utf8');
+      const url = req.url ?? '';
+      const readHere = (): void => write(readFastRegistration(text, url, at.id));
+      // Other writes in flight: a reader reads this one while main serves them (a lone one is read here at once).
+      const read = inFlight && inFlight.count > 1 ? deps.readers?.()?.read(text, url, at.id) : undefined;
+      if (read) read.then(write, readHere);
+      else readHere();
     });
   }
 }

@@ -19,12 +19,20 @@ import type { VolumeDoctor, VolumeHealthService } from '../volumehealth/index.js
 import { ApiError } from './api-error.js';
 import type { ApiToken } from './auth.js';
 import type { RequestsInFlight } from './requests-in-flight.js';
+import type { JobSpec } from '../../structs/index.js';
+
+/** Reads a registration's body off the main thread (api-workers/readers.ts): see ApiReaders.read. */
+export interface RegistrationReader {
+  read(body: string, url: string, jobId: string | undefined): Promise<{ spec: JobSpec; checkIndex?: number } | undefined> | undefined;
+}
 
 export interface ApiDeps {
   store: StateStore;
   jobs: JobService;
   /** Counts the write requests being served (the scheduler waits until none is) when given. */
   inFlight?: RequestsInFlight;
+  /** The readers main's registration fast path hands a burst's bodies to (api-workers/readers.ts's ApiReaders), once started; read at every registration. */
+  readers?: () => RegistrationReader | undefined;
   /** Serves deployment promote/fail/pause and job revert/scale when given. */
   deployments?: DeploymentService;
   /** Serves PUT /v1/system/gc when given. */

@@ -106,6 +106,12 @@ export class FastRegister {
     req.once('end', onEnd);
   }
 
+  /** A registration's body read as the fast path reads it, in the form main is sent; undefined when main's fastify must answer it (a reader's work, readers.ts). */
+  read(body: string, url: string, id: string | undefined): SentRegistration | undefined {
+    const reg = this.#read(body, url, id);
+    return reg ? sent(reg) : undefined;
+  }
+
   /**
    * Runs a sample registration through what a request's does here (parse, read and check, the
    * copy to main) without sending it, so a worker's first registration runs compiled code too.

@@ -29,12 +29,10 @@ import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './prot
 import { MainListener } from './main-listener.js';
 import { Outbox } from './outbox.js';
 import { markInternal } from './relayed.js';
+import { replaceLater, workerEntry } from './worker-entry.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
 const MAX_SOCKET_PATH = 100;
-/** A dead worker is replaced after this long, doubled after each death in a row, up to RESTART_MAX_MS. */
-const RESTART_MIN_MS = 100;
-const RESTART_MAX_MS = 10_000;
 /** How long close() waits for a worker to finish what it serves before ending it. */
 const CLOSE_WAIT_MS = 6_000;
 
@@ -238,12 +236,9 @@ export class ApiWorkers {
       if (this.#closing) return;
       if (this.ready === 0) this.#resumeMain();
       slot.failures++;
-      const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (slot.failures - 1));
-      this.#log.warn({ thread: w.threadId, code, restartInMs: delay }, 'an API worker ended; starting another');
-      slot.restart = setTimeout(() => {
-        if (!this.#closing) this.#spawn(slot);
-      }, delay);
-      slot.restart.unref();
+      const { delayMs, timer } = replaceLater(slot.failures, () => !this.#closing, () => this.#spawn(slot));
+      slot.restart = timer;
+      this.#log.warn({ thread: w.threadId, code, restartInMs: delayMs }, 'an API worker ended; starting another');
     });
   }
 
@@ -338,16 +333,4 @@ export class ApiWorkers {
     // The worker's parseJobSpec checked it; the message port's copy is taken as checked, not parsed again here.
     return registrationAnswer(this.#opts.deps, this.#httpLog, { ...reg, spec: adoptCheckedJobSpec(reg.spec) }, accept);
   }
-}
-
-/**
- * The worker's entry: the TypeScript file under tsx (tests); once built, api-worker.cjs, which loads the worker's
- * one-file bundle through a code cache (src/warm-start/helper-main.ts; api-worker.js, its ES module, if it cannot).
- */
-function workerEntry(): [string | URL, { eval?: boolean }] {
-  if (!import.meta.url.endsWith('.ts')) return [new URL('./api-worker.cjs', import.meta.url), {}];
-  // A worker thread does not inherit tsx's loader: it registers it, then loads the entry.
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('./worker-main.ts', import.meta.url).href;
-  return [`const { register } = await import(${JSON.stringify(tsx)}); register(); await import(${JSON.stringify(entry)});`, { eval: true }];
 }

@@ -17,8 +17,13 @@ import type { Registration } from '../job-register-input.js';
  */
 export type SentRegistration = Omit<Registration, 'origins'>;
 
-/** What a worker is started with. */
+/**
+ * What a worker is started with. `role`: a front worker (the default) accepts on the API's
+ * address; a reader (readers.ts) accepts nothing and only reads the registrations main
+ * hands it (listenFd -1, no relay).
+ */
 export interface WorkerSetup {
+  role?: 'front' | 'reader';
   /** The fd of main's listening socket (the API's address); the worker listens on its own duplicate. */
   listenFd: number;
   /** main's internal unix socket: where the worker relays what it does not serve itself. */
@@ -51,6 +56,8 @@ export type FromWorker =
   | { t: 'relayed'; method: string; path: string; status: number; upgrade: boolean }
   /** A request failed in the worker (answered 500): main logs it. */
   | { t: 'fault'; error: string }
+  /** A reader's reading of registration `id` (main's `read`): the spec and index check, or none when main's fastify must answer it. */
+  | { t: 'read'; id: number; reg?: SentRegistration }
   /** The worker stopped accepting and finished what it served itself. */
   | { t: 'closed' };
 
@@ -60,6 +67,8 @@ export type ToWorker =
   | { t: 'answer'; id: number; answer: Answer }
   /** Serve it the usual way (relay to main's fastify): e.g. this server does not lead. */
   | { t: 'relay'; id: number }
+  /** A reader is asked to read a registration's body (readFastRegistration, as main would): it answers `read` with the same id. */
+  | { t: 'read'; id: number; body: string; url: string; jobId?: string }
   | { t: 'close' };
 
 /** The request log's fields (api.ts's onResponse hook). */

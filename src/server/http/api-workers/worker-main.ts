@@ -3,7 +3,10 @@
 // socket, listen-dup.ts), serves job registrations itself up to the store
 // write (fast-register.ts) and relays everything else to main's fastify
 // (relay.ts). Its HTTP server keeps fastify's timeouts, so a connection
-// lives as long here as on main.
+// lives as long here as on main. A reader (role `reader`, readers.ts) is the
+// same worker that never listens: main keeps its connections and hands it
+// only the bodies of registrations to read (the `read` message), with the
+// same warm-up, code cache and memory reclaimer.
 
 import http from 'node:http';
 import { getHeapStatistics } from 'node:v8';
@@ -26,8 +29,11 @@ const CLOSE_WAIT_MS = 5_000;
 if (!parentPort) throw new Error('worker-main.ts runs as a worker thread');
 const port = parentPort;
 const setup = workerData as WorkerSetup;
-// One post a turn to main (outbox.ts): what the poll phase read, in order.
-const outbox = new Outbox<FromWorker>(sendBatch, 'immediate');
+// One post a turn to main (outbox.ts): what the poll phase read, in order. A reader posts what it read of each
+// batch main sent as soon as it is read: its port delivers every message queued in one callback, so while main
+// kept sending, a post held for the next turn held the whole burst's reads until main stopped (every answer of
+// 200 came within ~10 ms of the last).
+const outbox = new Outbox<FromWorker>(sendBatch, setup.role === 'reader' ? 'tick' : 'immediate');
 const post = (m: FromWorker): void => outbox.push(m);
 const relay = new Relay(setup.relaySocket, setup.traceRelays ? (m) => post({ t: 'relayed', ...m }) : undefined);
 const fast = new FastRegister({ post, tokens: new TokenTable(setup.tokens), bodyLimit: setup.bodyLimit, relay });
@@ -74,9 +80,24 @@ server.on('upgrade', (req, socket, head: Buffer) => relay.upgrade(req, socket, h
 port.on('message', (batch: ToWorker[]) => {
   for (const m of batch) {
     if (m.t === 'close') void close();
+    else if (m.t === 'read') read(m);
     else fast.answered(m);
   }
 });
+
+/** A reader reads a registration main hands it (as main's fast path would) and sends back what it read. */
+function read(m: Extract<ToWorker, { t: 'read' }>): void {
+  begun++;
+  registered = true;
+  let reg: ReturnType<FastRegister['read']>;
+  try {
+    reg = fast.read(m.body, m.url, m.jobId);
+  } catch (err) {
+    // Never expected (the read never throws): main's fastify answers it.
+    post({ t: 'fault', error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
+  }
+  post({ t: 'read', id: m.id, ...(reg ? { reg } : {}) });
+}
 
 /** Posts a batch; should a message in it not clone (never expected), the others go one by one and a registration among the unsent is relayed. */
 function sendBatch(batch: FromWorker[]): void {
@@ -140,7 +161,8 @@ function warmed(rounds: number): void {
   post({ t: 'warmed', rounds, ...(warm ? { cache: warm.saveCache() } : {}) });
 }
 
-listenOnDuplicate(server, setup.listenFd).then(
+// A reader listens nowhere: it is ready once loaded.
+(setup.role === 'reader' ? Promise.resolve() : listenOnDuplicate(server, setup.listenFd)).then(
   () => {
     fast.warm();
     const warm = helperWarmStart();
