@@ -18,7 +18,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import { describeError, type Logger } from '../../../lib/index.js';
 import { adoptCheckedJobSpec, MAX_REQUEST_BODY_BYTES } from '../../../structs/index.js';
@@ -27,9 +27,9 @@ import type { ApiDeps } from '../route-context.js';
 import type { Answer } from '../answers.js';
 import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './protocol.js';
 import { MainListener } from './main-listener.js';
-import { Outbox } from './outbox.js';
+import type { Outbox } from './outbox.js';
 import { markInternal } from './relayed.js';
-import { replaceLater, workerEntry } from './worker-entry.js';
+import { replaceLater, startApiThread } from './worker-entry.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
 const MAX_SOCKET_PATH = 100;
@@ -216,18 +216,13 @@ export class ApiWorkers {
   }
 
   #spawn(slot: Slot): void {
-    const [entry, opts] = workerEntry();
     // The fd to copy is main's handle's now (main swaps it when it stops accepting, never while a worker starts).
-    const w = new Worker(entry, { ...opts, workerData: { ...this.#setup, listenFd: this.#main?.fd ?? -1 } });
+    const setup = { ...(this.#setup as WorkerSetup), listenFd: this.#main?.fd ?? -1 };
+    const { worker: w, outbox } = startApiThread(setup, (from, m) => this.#onMessage(slot, from, m));
     slot.worker = w;
-    slot.outbox = new Outbox<ToWorker>((batch) => w.postMessage(batch), 'tick');
+    slot.outbox = outbox;
     slot.ready = false;
     slot.warmRounds = undefined;
-    w.unref();
-    // One batch a post (outbox.ts), read in the order the worker queued it.
-    w.on('message', (batch: FromWorker[]) => {
-      for (const m of batch) this.#onMessage(slot, w, m);
-    });
     w.once('error', (err) => this.#log.error({ thread: w.threadId, err: describeError(err) }, 'an API worker failed'));
     w.once('exit', (code) => {
       this.#release(slot);

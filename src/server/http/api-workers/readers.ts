@@ -12,13 +12,13 @@
 // reads a job in the interpreter, ten times slower); a read it cannot finish
 // (it ended) is read on main instead, and a reader that ends is replaced.
 
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { describeError, type Logger } from '../../../lib/index.js';
 import { adoptCheckedJobSpec, MAX_REQUEST_BODY_BYTES } from '../../../structs/index.js';
 import type { Registration } from '../job-register-input.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
-import { Outbox } from './outbox.js';
-import { replaceLater, workerEntry } from './worker-entry.js';
+import type { Outbox } from './outbox.js';
+import { replaceLater, startApiThread } from './worker-entry.js';
 
 
 /**
@@ -150,16 +150,11 @@ export class ApiReaders {
   }
 
   #spawn(slot: Slot): void {
-    const [entry, opts] = workerEntry();
     const setup: WorkerSetup = { role: 'reader', listenFd: -1, relaySocket: '', tokens: [], bodyLimit: this.#opts.bodyLimit ?? MAX_REQUEST_BODY_BYTES, traceRelays: false };
-    const w = new Worker(entry, { ...opts, workerData: setup });
+    const { worker: w, outbox } = startApiThread(setup, (from, m) => this.#onMessage(slot, from, m));
     slot.worker = w;
-    slot.outbox = new Outbox<ToWorker>((batch) => w.postMessage(batch), 'tick');
+    slot.outbox = outbox;
     slot.warmed = false;
-    w.unref();
-    w.on('message', (batch: FromWorker[]) => {
-      for (const m of batch) this.#onMessage(slot, w, m);
-    });
     w.once('error', (err) => this.#log.error({ thread: w.threadId, err: describeError(err) }, 'an API reader failed'));
     w.once('exit', (code) => {
       if (slot.worker === w) slot.worker = undefined;

@@ -1,6 +1,28 @@
-// Where a worker thread of the API (a front worker, pool.ts; a reader,
-// readers.ts) loads from (worker-main.ts under tsx, the build's
-// api-worker.cjs once built), and when one that ended is replaced.
+// A worker thread of the API (a front worker, pool.ts; a reader,
+// readers.ts): where it loads from (worker-main.ts under tsx, the build's
+// api-worker.cjs once built), how it is started with its message batches,
+// and when one that ended is replaced.
+
+import { Worker } from 'node:worker_threads';
+import { Outbox } from './outbox.js';
+import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+
+/**
+ * Starts a worker thread with `setup` (unreferenced: it never holds the
+ * process open). `onMessage` gets each message of each batch it posts, in
+ * the order it queued them; what main sends it goes through the returned
+ * outbox (one post a tick).
+ */
+export function startApiThread(setup: WorkerSetup, onMessage: (w: Worker, m: FromWorker) => void): { worker: Worker; outbox: Outbox<ToWorker> } {
+  const [entry, opts] = workerEntry();
+  const worker = new Worker(entry, { ...opts, workerData: setup });
+  worker.unref();
+  // One batch a post (outbox.ts), read in the order the worker queued it.
+  worker.on('message', (batch: FromWorker[]) => {
+    for (const m of batch) onMessage(worker, m);
+  });
+  return { worker, outbox: new Outbox<ToWorker>((batch) => worker.postMessage(batch), 'tick') };
+}
 
 /** A dead worker is replaced after this long, doubled after each death in a row, up to RESTART_MAX_MS. */
 const RESTART_MIN_MS = 100;
