@@ -29,6 +29,7 @@ import type { FromWorker, SentRegistration, ToWorker, WorkerSetup } from './prot
 import { MainListener } from './main-listener.js';
 import type { Outbox } from './outbox.js';
 import { markInternal } from './relayed.js';
+import { ThreadNews } from './thread-news.js';
 import { replaceLater, startApiThread } from './worker-entry.js';
 
 /** A unix socket's path must fit in sockaddr_un (108 bytes on Linux, with its NUL). */
@@ -74,7 +75,7 @@ export class ApiWorkers {
   #setup: WorkerSetup | undefined;
   #main: MainListener | undefined;
   #closing = false;
-  #waiters: Array<() => void> = [];
+  readonly #news = new ThreadNews();
   #reclaims = 0;
 
   constructor(opts: ApiWorkersOptions) {
@@ -157,17 +158,8 @@ export class ApiWorkers {
   }
 
   /** Waits until `done()` holds, looked at again at each worker's news (ready, warmed, reclaimed), or `timeoutMs` passed, or the pool closes. */
-  async #until(done: () => boolean, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!done() && Date.now() < deadline && !this.#closing) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        this.#waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
+  #until(done: () => boolean, timeoutMs: number): Promise<void> {
+    return this.#news.until(done, timeoutMs, () => this.#closing);
   }
 
   /** Stops the workers (each stops accepting and finishes its registrations) and closes the internal socket. */
@@ -269,18 +261,18 @@ export class ApiWorkers {
         slot.ready = true;
         slot.failures = 0;
         this.#log.debug({ thread: w.threadId, ...(m.warmStart ? { warmStart: m.warmStart } : {}) }, 'API worker accepting');
-        for (const r of this.#waiters.splice(0)) r();
+        this.#news.told();
         this.#handOff();
         return;
       case 'warmed':
         slot.warmRounds = m.rounds;
         this.#log.debug({ thread: w.threadId, rounds: m.rounds, ...(m.cache ? { cache: m.cache } : {}) }, 'API worker warmed');
-        for (const r of this.#waiters.splice(0)) r();
+        this.#news.told();
         return;
       case 'reclaimed':
         this.#reclaims += 1;
         this.#log.debug({ thread: w.threadId, beforeMiB: m.beforeMiB, afterMiB: m.afterMiB, ms: m.ms }, 'API worker gave back memory in a quiet interval');
-        for (const r of this.#waiters.splice(0)) r();
+        this.#news.told();
         return;
       case 'failed':
         this.#log.warn({ thread: w.threadId, err: m.error }, 'an API worker could not listen; main serves without it');

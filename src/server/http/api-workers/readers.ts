@@ -18,8 +18,8 @@ import { adoptCheckedJobSpec, MAX_REQUEST_BODY_BYTES } from '../../../structs/in
 import type { Registration } from '../job-register-input.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 import type { Outbox } from './outbox.js';
+import { ThreadNews } from './thread-news.js';
 import { replaceLater, startApiThread } from './worker-entry.js';
-
 
 /**
  * Reads a reader may hold unanswered; beyond them main reads the body itself. A reader
@@ -63,7 +63,7 @@ export class ApiReaders {
   #next = 1;
   #closing = false;
   #served = 0;
-  #waiters: Array<() => void> = [];
+  readonly #news = new ThreadNews();
 
   constructor(opts: ApiReadersOptions) {
     this.#opts = opts;
@@ -101,16 +101,7 @@ export class ApiReaders {
 
   /** Resolves once every reader is warmed, or `timeoutMs` passed, or the readers close. */
   async whenWarmed(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.warmed < this.#slots.length && Date.now() < deadline && !this.#closing) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        this.#waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
+    await this.#news.until(() => this.warmed >= this.#slots.length, timeoutMs, () => this.#closing);
   }
 
   /**
@@ -136,7 +127,7 @@ export class ApiReaders {
   /** Stops the readers; what they were reading is read on main. */
   async close(): Promise<void> {
     this.#closing = true;
-    for (const r of this.#waiters.splice(0)) r();
+    this.#news.told();
     await Promise.all(
       this.#slots.map(async (slot) => {
         clearTimeout(slot.restart);
@@ -189,7 +180,7 @@ export class ApiReaders {
         slot.warmed = true;
         slot.failures = 0;
         this.#log.debug({ thread: w.threadId, rounds: m.rounds, ...(m.cache ? { cache: m.cache } : {}) }, 'API reader warmed');
-        for (const r of this.#waiters.splice(0)) r();
+        this.#news.told();
         return;
       case 'ready':
         this.#log.debug({ thread: w.threadId, ...(m.warmStart ? { warmStart: m.warmStart } : {}) }, 'API reader started');
