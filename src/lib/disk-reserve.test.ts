@@ -38,4 +38,21 @@ describe('DiskReserve', () => {
     assert.equal(await nowhere.restoreInBackground(), false);
     assert.deepEqual(readdirSync(dir), [], 'nothing left behind');
   });
+
+  it('abandoned while being made (its store closes): its directory can be removed at once, and nothing appears in it after', async (t) => {
+    for (const when of ['before a byte is written', 'after some are written', 'before the disk is looked at']) {
+      const dir = mkdtempSync(path.join(tmpdir(), 'berth-reserve-'));
+      t.after(() => rmSync(dir, { recursive: true, force: true }));
+      const reserve = new DiskReserve(path.join(dir, 'state.db.reserve'), 64 * 1024 * 1024);
+      const making = reserve.restoreInBackground(when === 'before the disk is looked at' ? { spareFactor: 1 } : {});
+      if (when === 'after some are written') await new Promise((resolve) => setImmediate(resolve));
+      reserve.abandon();
+      assert.deepEqual(readdirSync(dir), [], when);
+      rmSync(dir, { recursive: true });
+      assert.equal(await making, false, when);
+      assert.equal(existsSync(dir), false, `${when}: nothing made the directory again`);
+      assert.equal(reserve.restore(), false, `${when}: an abandoned reserve is never made again`);
+      assert.equal(existsSync(dir), false);
+    }
+  });
 });

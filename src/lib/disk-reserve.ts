@@ -6,8 +6,8 @@
 // (restoreInBackground): writing 4 MiB on the main thread cost an agent's start
 // 2-45 ms of CPU and 6-190 ms of wall time on a busy machine (issue 40).
 
-import { closeSync, existsSync, openSync, renameSync, rmSync, statfsSync, writeSync } from 'node:fs';
-import { open, rename, rm, statfs } from 'node:fs/promises';
+import { closeSync, existsSync, openSync, renameSync, rmSync, statfsSync, write, writeSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 export class DiskReserve {
@@ -15,6 +15,8 @@ export class DiskReserve {
   readonly bytes: number;
   /** The reserve being made by restoreInBackground, until it settles. */
   #making: Promise<boolean> | undefined;
+  /** Set by abandon(): nothing more is made. */
+  #abandoned = false;
 
   /** `bytes` 0 keeps no reserve (then it is always "in place"). */
   constructor(path: string, bytes: number) {
@@ -44,7 +46,7 @@ export class DiskReserve {
   restore(opts: { spareFactor?: number } = {}): boolean {
     if (this.inPlace) return true;
     // Being made off the main thread: not in place yet, and never two writers of one file.
-    if (this.#making) return false;
+    if (this.#making || this.#abandoned) return false;
     const tmp = `${this.path}.tmp`;
     try {
       if (opts.spareFactor !== undefined) {
@@ -80,26 +82,48 @@ export class DiskReserve {
     return this.#making;
   }
 
+  /**
+   * Stops a reserve being made by restoreInBackground (its owner closes):
+   * its file under the other name is removed now and the reserve is never
+   * renamed into place. Every name is made, renamed or removed on this
+   * thread, so that once this returns no file appears beside the reserve's
+   * path (a caller may remove the directory at once); only the zeroes of an
+   * already removed file may still be written. Safe to repeat.
+   */
+  abandon(): void {
+    this.#abandoned = true;
+    if (this.#making) rmSync(`${this.path}.tmp`, { force: true });
+  }
+
   async #make(opts: { spareFactor?: number }): Promise<boolean> {
     const tmp = `${this.path}.tmp`;
+    let fd: number | undefined;
     try {
       if (opts.spareFactor !== undefined) {
         const fs = await statfs(dirname(this.path));
         if (fs.bavail * fs.bsize < opts.spareFactor * this.bytes) return false;
       }
-      const file = await open(tmp, 'w', 0o600);
-      try {
-        // Zeroes never touched here: the pool thread that writes them maps them in, not this one.
-        const chunk = Buffer.alloc(Math.min(this.bytes, 1024 * 1024));
-        for (let done = 0; done < this.bytes; ) done += (await file.write(chunk, 0, Math.min(chunk.length, this.bytes - done))).bytesWritten;
-      } finally {
-        await file.close();
-      }
-      await rename(tmp, this.path);
+      if (this.#abandoned) return false;
+      fd = openSync(tmp, 'w', 0o600);
+      // Zeroes never touched here: the pool thread that writes them maps them in, not this one.
+      const chunk = Buffer.alloc(Math.min(this.bytes, 1024 * 1024));
+      for (let done = 0; done < this.bytes && !this.#abandoned; ) done += await writeAsync(fd, chunk, Math.min(chunk.length, this.bytes - done));
+      closeSync(fd);
+      fd = undefined;
+      if (this.#abandoned) return false;
+      renameSync(tmp, this.path);
       return true;
     } catch {
-      await rm(tmp, { force: true }).catch(() => undefined);
+      if (fd !== undefined) closeSync(fd);
+      if (!this.#abandoned) rmSync(tmp, { force: true });
       return false;
     }
   }
+}
+
+/** One write of `length` bytes of `chunk` at the file's position, by libuv's thread pool. */
+function writeAsync(fd: number, chunk: Buffer, length: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    write(fd, chunk, 0, length, null, (err, written) => (err ? reject(err) : resolve(written)));
+  });
 }

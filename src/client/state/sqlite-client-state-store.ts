@@ -193,6 +193,8 @@ export class SqliteClientStateStore implements ClientStateStore {
       // A disk still full: what putSoon held is lost, as a crash would lose it.
     }
     this.#closed = true;
+    // A reserve still being made is dropped: nothing appears beside a closed store's file.
+    this.#headroom.abandon();
     this.#db.close();
   }
 

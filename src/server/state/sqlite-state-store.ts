@@ -441,6 +441,8 @@ export class SqliteStateStore implements StateStore {
     this.#closed = true;
     clearTimeout(this.#checkpointTimer);
     this.#blocked.closeAll();
+    // A reserve still being made is dropped: nothing appears beside a closed store's file.
+    this.#headroom.abandon();
     this.#db.close();
     this.#logger.info({ path: this.path }, 'state closed');
   }
