@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { startTicks } from './executor-proc.mjs';
 
 /**
  * Shared executor mode (`mode: 'host'`): one process runs the tasks the
@@ -25,14 +26,13 @@ import path from 'node:path';
  * a pipe the agent holds open, and when it closes (the agent stopped or died)
  * a spare that never got a task exits; once one came it is a host as any other.
  * `task` is what the per-task executor does (executor.mjs): run one task
- * and answer its start report; `startTicks` and `note` its /proc start time
- * and its executor.log line; `warmStart` how its code was loaded (in the
+ * and answer its start report; `note` its executor.log line; `warmStart` how its code was loaded (in the
  * report once it listens); `started` is told after a task's report went.
  * @param {{ socketPath: string, idleExitMs: number, spare?: boolean }} cfg
  * @param {(msg: unknown) => void} report
- * @param {{ runTask: (config: any, report: (msg: unknown) => void, ended?: (exit: unknown) => void) => Promise<number>, startTicks: (pid: number) => number, note: (dir: string, msg: string) => void, warmStart: () => unknown, started: () => void }} task
+ * @param {{ runTask: (config: any, report: (msg: unknown) => void, ended?: (exit: unknown) => void) => Promise<number>, note: (dir: string, msg: string) => void, warmStart: () => unknown, started: () => void }} task
  */
-export function host(cfg, report, { runTask, startTicks, note, warmStart, started }) {
+export function host(cfg, report, { runTask, note, warmStart, started }) {
   let tasks = 0;
   let idleSince = Date.now();
   let closing = false;
