@@ -4,7 +4,8 @@
 // retrying the write; made again once the disk has room. The client's and the
 // server's state stores each keep one, begun in the background when they open
 // (restoreInBackground): writing 4 MiB on the main thread cost an agent's start
-// 2-45 ms of CPU and 6-190 ms of wall time on a busy machine (issue 40).
+// 2-45 ms of CPU and 6-190 ms of wall time on a busy machine (issue 40); one
+// still being made when its store closes is abandoned (abandon()).
 
 import { closeSync, existsSync, openSync, renameSync, rmSync, statfsSync, write, writeSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
