@@ -18,7 +18,8 @@
 // less than the wall clock; the load average before and after.
 //
 // Knobs: BENCH_AGENT_START_CPU_PROF=dir runs each agent under `node
-// --cpu-prof` writing its profile there; BENCH_AGENT_START_PHASES=0 skips the
+// --cpu-prof` writing its profile there (BENCH_AGENT_START_CPU_PROF_US sets its
+// sampling interval, Node's default 1000 us); BENCH_AGENT_START_PHASES=0 skips the
 // extra start at `--log-level debug` whose log gives the agent's own start
 // phases (ms since the process began: module evaluation, server store and
 // routes, listening, client start, first fingerprint, ...);
@@ -64,6 +65,9 @@ const RUNS = Number(process.env['BENCH_AGENT_START_RUNS'] ?? 10);
 const JOBS = Math.max(2, Number(process.env['BENCH_AGENT_START_JOBS'] ?? 6));
 const POLL_MS = Number(process.env['BENCH_AGENT_START_POLL_MS'] ?? 3);
 const CPU_PROF = process.env['BENCH_AGENT_START_CPU_PROF'];
+const CPU_PROF_ARGS = CPU_PROF
+  ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF, ...(process.env['BENCH_AGENT_START_CPU_PROF_US'] ? [`--cpu-prof-interval=${process.env['BENCH_AGENT_START_CPU_PROF_US']}`] : [])]
+  : [];
 const PHASES = process.env['BENCH_AGENT_START_PHASES'] !== '0';
 const LOG = process.env['BENCH_AGENT_START_LOG'];
 const FIRST_JOB_AT_READY = process.env['BENCH_AGENT_START_FIRST_JOB'] === 'ready';
@@ -310,7 +314,7 @@ async function measuredStarts(dir: string, cacheHome: string, label: string, noE
     const s = await oneStart(join(dir, `run-${noExtraCa ? 'no-ca-' : ''}${i}`), {
       noExtraCa,
       cacheHome: COLD ? join(dir, `code-cache-${noExtraCa ? 'no-ca-' : ''}${i}`) : cacheHome,
-      ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}),
+      ...(CPU_PROF ? { nodeArgs: CPU_PROF_ARGS } : {}),
     });
     starts.push(s);
     console.log(
@@ -364,7 +368,7 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
 
   let phaseFigures: { phase: string; ms: number }[] | undefined;
   if (PHASES) {
-    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', cacheHome: COLD ? join(dir, 'code-cache-phases') : cacheHome, ...(CPU_PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] } : {}) });
+    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', cacheHome: COLD ? join(dir, 'code-cache-phases') : cacheHome, ...(CPU_PROF ? { nodeArgs: CPU_PROF_ARGS } : {}) });
     if (LOG) writeFileSync(LOG, s.log ?? '');
     phaseFigures = phases(s.log ?? '').map((p) => ({ phase: p.phase, ms: round(p.ms) }));
     console.log(`start phases (one start at --log-level debug, ms since the process began; first answer at ${round(s.answerMs)} ms from spawn; ${warmStartOf(s.log ?? '')}):`);
