@@ -26,8 +26,9 @@ import { startTicks } from './executor-proc.mjs';
  * a pipe the agent holds open, and when it closes (the agent stopped or died)
  * a spare that never got a task exits; once one came it is a host as any other.
  * `task` is what the per-task executor does (executor.mjs): run one task
- * and answer its start report; `note` its executor.log line; `warmStart` how its code was loaded (in the
- * report once it listens); `started` is told after a task's report went.
+ * and answer its start report; `note` its executor.log line; `warmStart`
+ * how its code was loaded (in the report once it listens); `started` is
+ * told after a task's report went.
  * @param {{ socketPath: string, idleExitMs: number, spare?: boolean }} cfg
  * @param {(msg: unknown) => void} report
  * @param {{ runTask: (config: any, report: (msg: unknown) => void, ended?: (exit: unknown) => void) => Promise<number>, note: (dir: string, msg: string) => void, warmStart: () => unknown, started: () => void }} task
