@@ -1,7 +1,8 @@
 // @ts-check
 // The /proc and cgroup steps of a task's life under its executor
-// (executor.mjs): a process's start time and children (exec's init's child is
-// the one a signal goes to), the wait for exec's init to enter its root, the wait for the cgroup join's report, the OOM kills the kernel
+// (executor.mjs): a process's start time and children (under exec a signal
+// goes to unshare's child, the namespace's init), the wait for that init to
+// enter its root, the wait for the cgroup join's report, the OOM kills the kernel
 // counted and the kill of every process left in the task's cgroup. Plain ESM
 // as the executor, copied into dist beside it.
 
