@@ -314,7 +314,7 @@ async function measuredStarts(dir: string, cacheHome: string, label: string, noE
     const s = await oneStart(join(dir, `run-${noExtraCa ? 'no-ca-' : ''}${i}`), {
       noExtraCa,
       cacheHome: COLD ? join(dir, `code-cache-${noExtraCa ? 'no-ca-' : ''}${i}`) : cacheHome,
-      ...(CPU_PROF ? { nodeArgs: CPU_PROF_ARGS } : {}),
+      nodeArgs: CPU_PROF_ARGS,
     });
     starts.push(s);
     console.log(
@@ -368,7 +368,7 @@ export default async function agentStartBench(dir: string): Promise<Record<strin
 
   let phaseFigures: { phase: string; ms: number }[] | undefined;
   if (PHASES) {
-    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', cacheHome: COLD ? join(dir, 'code-cache-phases') : cacheHome, ...(CPU_PROF ? { nodeArgs: CPU_PROF_ARGS } : {}) });
+    const s = await oneStart(join(dir, 'phases'), { logLevel: 'debug', cacheHome: COLD ? join(dir, 'code-cache-phases') : cacheHome, nodeArgs: CPU_PROF_ARGS });
     if (LOG) writeFileSync(LOG, s.log ?? '');
     phaseFigures = phases(s.log ?? '').map((p) => ({ phase: p.phase, ms: round(p.ms) }));
     console.log(`start phases (one start at --log-level debug, ms since the process began; first answer at ${round(s.answerMs)} ms from spawn; ${warmStartOf(s.log ?? '')}):`);

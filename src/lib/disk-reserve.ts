@@ -10,6 +10,10 @@
 import { closeSync, existsSync, openSync, renameSync, rmSync, statfsSync, write, writeSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { promisify } from 'node:util';
+
+/** fs.write by libuv's thread pool, as a promise of { bytesWritten }. */
+const writeAsync = promisify(write);
 
 export class DiskReserve {
   readonly path: string;
@@ -108,7 +112,7 @@ export class DiskReserve {
       fd = openSync(tmp, 'w', 0o600);
       // Zeroes never touched here: the pool thread that writes them maps them in, not this one.
       const chunk = Buffer.alloc(Math.min(this.bytes, 1024 * 1024));
-      for (let done = 0; done < this.bytes && !this.#abandoned; ) done += await writeAsync(fd, chunk, Math.min(chunk.length, this.bytes - done));
+      for (let done = 0; done < this.bytes && !this.#abandoned; ) done += (await writeAsync(fd, chunk, 0, Math.min(chunk.length, this.bytes - done), null)).bytesWritten;
       closeSync(fd);
       fd = undefined;
       if (this.#abandoned) return false;
@@ -120,11 +124,4 @@ export class DiskReserve {
       return false;
     }
   }
-}
-
-/** One write of `length` bytes of `chunk` at the file's position, by libuv's thread pool. */
-function writeAsync(fd: number, chunk: Buffer, length: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    write(fd, chunk, 0, length, null, (err, written) => (err ? reject(err) : resolve(written)));
-  });
 }
