@@ -115,6 +115,11 @@ export async function sweepBridge(s: BridgeSettings): Promise<void> {
   }
 }
 
+/** Whether an address is one no allocation has to itself: loopback or unspecified. */
+function isHostWide(ip: string): boolean {
+  return ip.startsWith('127.') || ip === '::1' || ip === '0.0.0.0' || ip === '::' || ip === '';
+}
+
 /** The CNI plugins' chains every container shares: never dropped for one. */
 const SHARED_CHAINS = ['CNI-FORWARD', 'CNI-HOSTPORT-DNAT', 'CNI-HOSTPORT-MASQ', 'CNI-HOSTPORT-SETMARK'];
 
@@ -124,12 +129,16 @@ const SHARED_CHAINS = ['CNI-FORWARD', 'CNI-HOSTPORT-DNAT', 'CNI-HOSTPORT-MASQ', 
  * allocation, CNI rules (filter and nat) that name it in their comment or
  * match one of its addresses, and the chains of its own that a rule naming it
  * jumped to. Only what names this allocation is touched, so another agent's
- * networks on the host are safe. Returns what it removed (empty when DEL
- * left nothing). Best effort; never throws.
+ * networks on the host are safe. An address that is not the allocation's
+ * alone is never a key: a loopback address (the loopback plugin's result,
+ * all a record holds when the agent died right after that plugin, is
+ * 127.0.0.1, which every portmap rule names) or one host-local now leases to
+ * another container. Returns what it removed (empty when DEL left nothing).
+ * Best effort; never throws.
  */
 export async function sweepAllocation(network: string, containerId: string, addresses: readonly string[]): Promise<string[]> {
   const removed: string[] = [];
-  const ips = new Set(addresses);
+  const ips = new Set(addresses.filter((ip) => !isHostWide(ip)));
   const dir = path.join(IPAM_DATA_DIR, network);
   let leases: string[] = [];
   try {
@@ -144,7 +153,11 @@ export async function sweepAllocation(network: string, containerId: string, addr
     } catch {
       continue;
     }
-    if (owner !== containerId) continue;
+    if (owner !== containerId) {
+      // Released by this allocation and leased again since: the address is another container's now.
+      ips.delete(lease);
+      continue;
+    }
     ips.add(lease);
     await rm(path.join(dir, lease), { force: true });
     removed.push(`IPAM lease ${network}/${lease}`);

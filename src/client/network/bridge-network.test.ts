@@ -113,6 +113,37 @@ describe('bridge networks on real CNI plugins', () => {
     assert.equal(manager.exists(a) || manager.exists(b), false);
   });
 
+  /** The real plugins, but `plugin` behind a wrapper that blocks on a fifo during ADD while the fifo exists: the fault injector. */
+  const blockingPlugin = (plugin: string) => {
+    const bin = path.join(dir, `cni-bin-${plugin}`);
+    const fifo = path.join(dir, `${plugin}.block`);
+    const started = path.join(dir, `${plugin}.started`);
+    execFileSync('mkdir', ['-p', bin]);
+    for (const f of readdirSync('/usr/lib/cni')) if (f !== plugin) symlinkSync(path.join('/usr/lib/cni', f), path.join(bin, f));
+    writeFileSync(
+      path.join(bin, plugin),
+      `#!/bin/sh\nif [ "$CNI_COMMAND" = ADD ] && [ -p ${fifo} ]; then echo $$ > ${started}.tmp; mv ${started}.tmp ${started}; cat ${fifo} > /dev/null; fi\nexec /usr/lib/cni/${plugin}\n`,
+      { mode: 0o755 },
+    );
+    execFileSync('mkfifo', [fifo]);
+    const opts = { prefix: 'bnt-', stateDir: path.join(dir, 'state'), bridge: { name: BRIDGE, subnet: SUBNET }, cniConfigDir: path.join(dir, 'cni'), cniPath: [bin] };
+    return { opts, fifo, started };
+  };
+  /** An "agent": another process whose network manager sets up `allocId`'s bridge network, to be SIGKILLed part way. */
+  const agentCreating = (opts: object, allocId: string, p: AllocPort): ChildProcess =>
+    spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { NetworkManager } from ${JSON.stringify(path.resolve('src/client/network/index.ts'))};\n` +
+          `await new NetworkManager(${JSON.stringify(opts)}).create(${JSON.stringify(allocId)}, { mode: 'bridge', ports: [${JSON.stringify(p)}] });`,
+      ],
+      { stdio: 'ignore' },
+    );
+
   it("after a crash, a new manager re-adopts a live allocation's network and detaches a gone one's", async () => {
     const [a, b] = allocs as [string, string];
     const [na, nb] = await Promise.all([manager.create(a, { mode: 'bridge', ports: [port(0)] }), manager.create(b, { mode: 'bridge', ports: [port(1)] })]);
@@ -136,31 +167,8 @@ describe('bridge networks on real CNI plugins', () => {
 
   it('an agent SIGKILLed while portmap runs its ADD: the successor sets the network up again, and after destroy nothing of the first address is left', { timeout: 60_000 }, async () => {
     const [a, b] = allocs as [string, string];
-    // The real plugins, but portmap behind a wrapper that blocks on a fifo during ADD: the fault injector.
-    const bin = path.join(dir, 'cni-bin');
-    const fifo = path.join(dir, 'portmap.block');
-    const started = path.join(dir, 'portmap.started');
-    execFileSync('mkdir', ['-p', bin]);
-    for (const f of readdirSync('/usr/lib/cni')) if (f !== 'portmap') symlinkSync(path.join('/usr/lib/cni', f), path.join(bin, f));
-    writeFileSync(
-      path.join(bin, 'portmap'),
-      `#!/bin/sh\nif [ "$CNI_COMMAND" = ADD ] && [ -p ${fifo} ]; then echo $$ > ${started}.tmp; mv ${started}.tmp ${started}; cat ${fifo} > /dev/null; fi\nexec /usr/lib/cni/portmap\n`,
-      { mode: 0o755 },
-    );
-    execFileSync('mkfifo', [fifo]);
-    const opts = { prefix: 'bnt-', stateDir: path.join(dir, 'state'), bridge: { name: BRIDGE, subnet: SUBNET }, cniConfigDir: path.join(dir, 'cni'), cniPath: [bin] };
-    const agent = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `import { NetworkManager } from ${JSON.stringify(path.resolve('src/client/network/index.ts'))};\n` +
-          `await new NetworkManager(${JSON.stringify(opts)}).create(${JSON.stringify(a)}, { mode: 'bridge', ports: [${JSON.stringify(port(0))}] });`,
-      ],
-      { stdio: 'ignore' },
-    );
+    const { opts, fifo, started } = blockingPlugin('portmap');
+    const agent = agentCreating(opts, a, port(0));
     const wrapperPid = await eventually('portmap to be running its ADD', () => (existsSync(started) ? Number(readFileSync(started, 'utf8')) : undefined), 30_000);
     const firstAddress = (sh('ls', [`/var/lib/cni/networks/${BRIDGE}`]).split('\n').find((f) => f.startsWith(NET)) as string).trim();
     assert.ok(iptablesMentions(firstAddress), 'the firewall plugin made its rules for the first address');
@@ -186,6 +194,39 @@ describe('bridge networks on real CNI plugins', () => {
     await manager.destroy(a);
     await manager.destroy(b);
     assert.ok(!iptablesMentions(`${firstAddress}/32`), `no rule names the first address ${firstAddress}: ${sh('iptables-save', []).split('\n').filter((l) => l.includes(firstAddress)).join('\n')}`);
+    assert.deepEqual(leftovers([a, b], []), []);
+  });
+
+  it("an agent SIGKILLed right after the loopback plugin's ADD: setting the network up again leaves the other allocations' mapped ports working", { timeout: 60_000 }, async () => {
+    const [a, b] = allocs as [string, string];
+    const nb = await manager.create(b, { mode: 'bridge', ports: [port(1)] });
+    const sb = serveIn(nb.path, 'alloc b');
+    servers.push(sb);
+    await listening(sb);
+    assert.equal(await get(`http://127.0.0.1:${port(1).value}/`), 'alloc b');
+    // The agent dies with the bridge plugin it was running (the plugin never gets past its start):
+    // all a's record holds of the plugins' results is loopback's, whose address is 127.0.0.1.
+    const { opts, fifo, started } = blockingPlugin('bridge');
+    const agent = agentCreating(opts, a, port(0));
+    const wrapperPid = await eventually('bridge to be running its ADD', () => (existsSync(started) ? Number(readFileSync(started, 'utf8')) : undefined), 30_000);
+    agent.kill('SIGKILL');
+    process.kill(wrapperPid, 'SIGKILL');
+    writeFileSync(fifo, 'go');
+    rmSync(fifo);
+    const record = readdirSync(opts.stateDir).map((f) => readFileSync(path.join(opts.stateDir, f), 'utf8')).find((t) => t.includes(a)) ?? '';
+    assert.match(record, /127\.0\.0\.1/, "the dead agent's record holds loopback's result");
+    manager = new NetworkManager(opts);
+    await manager.restore(new Set([a, b]));
+    const na = await manager.create(a, { mode: 'bridge', ports: [port(0)] });
+    const sa = serveIn(na.path, 'alloc a');
+    servers.push(sa);
+    await listening(sa);
+    assert.equal(await get(`http://127.0.0.1:${port(0).value}/`), 'alloc a');
+    assert.equal(await get(`http://127.0.0.1:${port(1).value}/`).catch((err: Error) => String(err.cause ?? err)), 'alloc b', "b's port mapping outlives a's second set-up");
+    sa.kill('SIGKILL');
+    sb.kill('SIGKILL');
+    await manager.destroy(a);
+    await manager.destroy(b);
     assert.deepEqual(leftovers([a, b], []), []);
   });
 

@@ -190,7 +190,14 @@ export class NetworkManager {
     const removed: string[] = [];
     for (const att of await this.#loadAll()) {
       if (live.has(att.allocId)) {
-        this.#attachments.set(att.allocId, att);
+        // Under the allocation's lock, and only what no create() has taken up since the listing:
+        // a runner may already be setting the network up again, and a stale copy here would
+        // later be detached with the addresses of an attachment that is gone.
+        await this.#serial(att.allocId, async () => {
+          if (this.#attachments.has(att.allocId)) return;
+          const now = await this.#load(att.allocId);
+          if (now) this.#attachments.set(att.allocId, now);
+        });
         adopted.push(att.allocId);
         continue;
       }
