@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -40,9 +41,16 @@ async function listening(child: ChildProcess): Promise<void> {
   });
 }
 
-async function get(url: string): Promise<string> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(20_000) });
-  return res.text();
+/** A GET on a connection of its own: a kept-alive one would ride its conntrack entry past a removed DNAT rule. */
+function get(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(url, { agent: false, timeout: 20_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve(body)).on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: no answer in 20 s`))).on('error', reject);
+  });
 }
 
 /** Everything on the host that still names this test's network or allocations. */
@@ -222,7 +230,7 @@ describe('bridge networks on real CNI plugins', () => {
     servers.push(sa);
     await listening(sa);
     assert.equal(await get(`http://127.0.0.1:${port(0).value}/`), 'alloc a');
-    assert.equal(await get(`http://127.0.0.1:${port(1).value}/`).catch((err: Error) => String(err.cause ?? err)), 'alloc b', "b's port mapping outlives a's second set-up");
+    assert.equal(await get(`http://127.0.0.1:${port(1).value}/`).catch((err: Error) => err.message), 'alloc b', "b's port mapping outlives a's second set-up");
     sa.kill('SIGKILL');
     sb.kill('SIGKILL');
     await manager.destroy(a);
